@@ -1,0 +1,28 @@
+// `vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]`: creates the keys
+// that are missing — a WireGuard key pair and a node secret for every configured node, and
+// with --admin-api the Admin API secret — and never overwrites one that exists.
+import type { PortalConfig } from '../config/portal-config.js';
+import { asNodeNumber } from '../core/ids.js';
+import { KeyStore, type CreatedOrKept } from '../keys/key-store.js';
+
+export interface GenerateSecretsOptions {
+  readonly adminApi: boolean;
+  /** Only create the secret of this node (as the reference's `--node N`). */
+  readonly node: number | undefined;
+}
+
+export function generateSecrets(config: PortalConfig, options: GenerateSecretsOptions, print: (line: string) => void): void {
+  const keys = new KeyStore(config.keyDir);
+  const report = (what: string, result: CreatedOrKept): void =>
+    print(result.created ? `created ${what}: ${result.path}` : `kept existing ${what}: ${result.path}`);
+
+  if (options.node !== undefined) {
+    report(`node ${options.node} secret`, keys.createNodeKey(asNodeNumber(options.node)));
+    return;
+  }
+  for (const node of config.nodes.values()) {
+    report(`node ${node.nodeNumber} secret`, keys.createNodeKey(node.nodeNumber));
+    report(`node ${node.nodeNumber} WireGuard private key`, keys.createWireGuardKey(node.nodeNumber));
+  }
+  if (options.adminApi) report('admin API secret', keys.createAdminApiKey());
+}

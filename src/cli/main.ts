@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// `vpn-portal`: serve the portal, create its secrets, or run a node agent.
+import { parseArgs } from 'node:util';
+import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { startPortal } from '../portal.js';
+import { generateSecrets } from './generate-secrets.js';
+import { runNode } from './node.js';
+
+const USAGE = `usage:
+  vpn-portal serve [--config FILE]                         serve the portal (embedded default configuration without --config)
+  vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
+                                                           create missing keys (never overwrites)
+  vpn-portal node --config FILE                            run a VPN node agent`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },
+    strict: true,
+  });
+  if (values.help === true || command === undefined || command === 'help') {
+    console.log(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  switch (command) {
+    case 'serve': {
+      const portal = await startPortal(loadPortalConfig(values.config));
+      await waitForSignal();
+      await portal.close();
+      return 0;
+    }
+    case 'generate-secrets': {
+      const node = values.node === undefined ? undefined : parseNodeNumber(values.node);
+      generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) => console.log(line));
+      return 0;
+    }
+    case 'node': {
+      if (values.config === undefined) throw new ConfigError('vpn-portal node needs --config FILE');
+      await runNode({ configPath: values.config });
+      return 0;
+    }
+    default:
+      console.error(`unknown command "${command}"\n${USAGE}`);
+      return 2;
+  }
+}
+
+function parseNodeNumber(text: string): number {
+  if (!/^(0|[1-9]\d*)$/.test(text)) throw new ConfigError(`--node needs a node number (0, 1, ...), not "${text}"`);
+  return Number(text);
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    // Configuration and usage errors are the operator's to fix: show the message, not a stack.
+    if (error instanceof ConfigError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,205 @@
+// Reads, validates and resolves the configuration. Every error names the file and the
+// option (`config.json: ProfileList[0].wRangeFour: ...`) so an administrator can fix it.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { asNodeNumber, asProfileId, type NodeNumber } from '../core/ids.js';
+import { parseIsoDuration, durationMilliseconds } from '../core/iso-duration.js';
+import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
+import { embeddedDefaultConfig } from './defaults.js';
+import type { PortalConfig, Profile, ProfileNode, VpnNode } from './portal-config.js';
+import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Loads `configPath`, or the embedded default configuration when no path is given. */
+export function loadPortalConfig(configPath?: string): PortalConfig {
+  if (configPath === undefined) return resolvePortalConfig(embeddedDefaultConfig, 'embedded default configuration');
+  let text: string;
+  try {
+    text = readFileSync(configPath, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${configPath}: cannot read the configuration file (${(error as Error).message})`);
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${configPath}: not valid JSON (${(error as Error).message})`);
+  }
+  return resolvePortalConfig(document, configPath);
+}
+
+export function resolvePortalConfig(document: unknown, source: string): PortalConfig {
+  const parsed = portalConfigSchema.safeParse(document);
+  if (!parsed.success) throw new ConfigError(describeIssues(source, parsed.error));
+  const problems: string[] = [];
+  const config = resolve(parsed.data, source, (option, message) => problems.push(`${source}: ${option}: ${message}`));
+  if (problems.length > 0) throw new ConfigError(problems.join('\n'));
+  return config;
+}
+
+type Report = (option: string, message: string) => void;
+
+function resolve(raw: ParsedPortalConfig, source: string, report: Report): PortalConfig {
+  const baseUrl = new URL(raw.baseUrl);
+  const dataDir = path.resolve(raw.dataDir);
+  const databasePath = raw.database === undefined ? path.join(dataDir, 'db.sqlite') : path.resolve(raw.database.slice('sqlite:'.length));
+  for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
+  for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
+
+  const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
+  checkUniqueProfileIds(profiles, report);
+  checkRangesDoNotOverlap(profiles, report);
+  const nodes = collectNodes(profiles, report);
+
+  return {
+    source,
+    baseUrl,
+    basePath: baseUrl.pathname.replace(/\/+$/, ''),
+    listen: raw.listen,
+    dataDir,
+    keyDir: path.join(dataDir, 'keys'),
+    database: { dialect: 'sqlite', path: databasePath },
+    adminApi: raw.adminApi,
+    reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
+    logLevel: raw.logLevel,
+    sessionExpiry: mustParseDuration(raw.sessionExpiry),
+    supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
+    wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null },
+    profiles,
+    nodes,
+  };
+}
+
+function resolveProfile(raw: ParsedProfile, option: string, report: Report): Profile {
+  const nodeUrls = listOf(raw.nodeUrl);
+  const onNode = raw.onNode === undefined ? nodeUrls.map((_, index) => index) : listOf(raw.onNode);
+  if (new Set(onNode).size !== onNode.length) report(`${option}.onNode`, 'lists a node number twice');
+
+  const hasWireGuard = raw.wRangeFour !== undefined || raw.wRangeSix !== undefined;
+  if (hasWireGuard && (raw.wRangeFour === undefined || raw.wRangeSix === undefined)) {
+    report(option, 'WireGuard needs both wRangeFour and wRangeSix');
+  }
+  const wireGuardEnabled = raw.wRangeFour !== undefined && raw.wRangeSix !== undefined;
+  if (!wireGuardEnabled) report(option, 'the profile offers no VPN protocol: set wRangeFour and wRangeSix');
+  const preferredProto = raw.preferredProto ?? 'wireguard';
+  if (preferredProto === 'wireguard' && !wireGuardEnabled) report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
+  if (preferredProto === 'openvpn') report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
+
+  for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
+  for (const [index, route] of raw.excludeRouteList.entries()) checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);
+
+  const nodes = onNode.map((nodeNumber, position): ProfileNode => {
+    const pick = (name: string, value: string | string[] | undefined): string => {
+      const values = listOf(value ?? []);
+      const picked = typeof value === 'string' ? value : values[position];
+      if (picked === undefined) report(`${option}.${name}`, `has no value for node ${nodeNumber} (position ${position} of onNode)`);
+      return picked ?? '';
+    };
+    const wireGuard = wireGuardEnabled
+      ? { rangeFour: pick('wRangeFour', raw.wRangeFour), rangeSix: pick('wRangeSix', raw.wRangeSix) }
+      : null;
+    if (wireGuard !== null) {
+      checkPrefix(wireGuard.rangeFour, `${option}.wRangeFour`, report, 4);
+      checkPrefix(wireGuard.rangeSix, `${option}.wRangeSix`, report, 6);
+    }
+    return {
+      nodeNumber: asNodeNumber(nodeNumber),
+      nodeUrl: pick('nodeUrl', raw.nodeUrl).replace(/\/+$/, ''),
+      hostName: pick('hostName', raw.hostName),
+      wireGuard,
+    };
+  });
+
+  return {
+    profileId: asProfileId(raw.profileId),
+    displayName: raw.displayName,
+    defaultGateway: raw.defaultGateway,
+    dnsServerList: raw.dnsServerList,
+    dnsSearchDomainList: raw.dnsSearchDomainList,
+    routeList: raw.routeList,
+    excludeRouteList: raw.excludeRouteList,
+    preferredProto,
+    wireGuard: wireGuardEnabled ? { keepAlive: raw.wKeepAlive } : null,
+    nodes,
+  };
+}
+
+function checkUniqueProfileIds(profiles: readonly Profile[], report: Report): void {
+  const seen = new Set<string>();
+  for (const [index, profile] of profiles.entries()) {
+    if (seen.has(profile.profileId)) report(`ProfileList[${index}].profileId`, `"${profile.profileId}" is used by another profile`);
+    seen.add(profile.profileId);
+  }
+}
+
+/** Client addresses are unique across the whole database, so no two (profile, node) ranges may overlap. */
+function checkRangesDoNotOverlap(profiles: readonly Profile[], report: Report): void {
+  const ranges: { label: string; prefix: IpPrefix }[] = [];
+  for (const profile of profiles) {
+    for (const node of profile.nodes) {
+      if (node.wireGuard === null) continue;
+      for (const text of [node.wireGuard.rangeFour, node.wireGuard.rangeSix]) {
+        const prefix = tryParsePrefix(text);
+        if (prefix === null) continue;
+        const label = `${profile.profileId} on node ${node.nodeNumber} (${text})`;
+        const clash = ranges.find((other) => prefixesOverlap(other.prefix, prefix));
+        if (clash !== undefined) report('ProfileList', `client range of ${label} overlaps ${clash.label}`);
+        ranges.push({ label, prefix });
+      }
+    }
+  }
+}
+
+function collectNodes(profiles: readonly Profile[], report: Report): ReadonlyMap<NodeNumber, VpnNode> {
+  const nodes = new Map<NodeNumber, VpnNode>();
+  for (const profile of profiles) {
+    for (const { nodeNumber, nodeUrl } of profile.nodes) {
+      const known = nodes.get(nodeNumber);
+      if (known === undefined) nodes.set(nodeNumber, { nodeNumber, nodeUrl });
+      else if (known.nodeUrl !== nodeUrl) {
+        report(`ProfileList (${profile.profileId}).nodeUrl`, `node ${nodeNumber} is ${known.nodeUrl} in another profile, not ${nodeUrl}`);
+      }
+    }
+  }
+  return nodes;
+}
+
+function checkPrefix(text: string, option: string, report: Report, family?: 4 | 6): void {
+  const prefix = tryParsePrefix(text);
+  if (prefix === null) report(option, `"${text}" is not an IP prefix such as 10.0.0.0/24`);
+  else if (family !== undefined && prefix.family !== family) report(option, `"${text}" is not an IPv${family} prefix`);
+}
+
+function tryParsePrefix(text: string): IpPrefix | null {
+  try {
+    return parsePrefix(text);
+  } catch {
+    return null;
+  }
+}
+
+function mustParseDuration(text: string) {
+  const duration = parseIsoDuration(text);
+  if (duration === null) throw new ConfigError(`invalid duration ${text}`); // unreachable: the schema checked it
+  return duration;
+}
+
+function listOf<T>(value: T | T[]): T[] {
+  return Array.isArray(value) ? value : [value];
+}
+
+function describeIssues(source: string, error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${issue.message}`)
+    .join('\n');
+}
+
+function formatPath(segments: readonly PropertyKey[]): string {
+  return segments
+    .map((segment, index) => (typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`))
+    .join('');
+}

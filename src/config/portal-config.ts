@@ -1,0 +1,64 @@
+// The validated, resolved configuration the rest of the portal works with: per-node
+// options are already picked for each node (reference §1.3), durations parsed, paths absolute.
+import type { NodeNumber, ProfileId, VpnProto } from '../core/ids.js';
+import type { IsoDuration } from '../core/iso-duration.js';
+
+export interface WireGuardRange {
+  readonly rangeFour: string;
+  readonly rangeSix: string;
+}
+
+/** A profile as deployed on one node. */
+export interface ProfileNode {
+  readonly nodeNumber: NodeNumber;
+  readonly nodeUrl: string;
+  readonly hostName: string;
+  readonly wireGuard: WireGuardRange | null;
+}
+
+export interface Profile {
+  readonly profileId: ProfileId;
+  readonly displayName: string;
+  readonly defaultGateway: boolean;
+  readonly dnsServerList: readonly string[];
+  readonly dnsSearchDomainList: readonly string[];
+  readonly routeList: readonly string[];
+  readonly excludeRouteList: readonly string[];
+  readonly preferredProto: VpnProto;
+  /** null when the profile has no WireGuard ranges. */
+  readonly wireGuard: { readonly keepAlive: boolean } | null;
+  readonly nodes: readonly ProfileNode[];
+}
+
+export interface VpnNode {
+  readonly nodeNumber: NodeNumber;
+  readonly nodeUrl: string;
+}
+
+export type DatabaseLocation = { readonly dialect: 'sqlite'; readonly path: string };
+
+export interface PortalConfig {
+  /** Where the configuration came from, for messages: a file path or "embedded default". */
+  readonly source: string;
+  readonly baseUrl: URL;
+  /** Path prefix of every portal URL, without trailing slash ("" at the root). */
+  readonly basePath: string;
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly dataDir: string;
+  readonly keyDir: string;
+  readonly database: DatabaseLocation;
+  readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
+  readonly reconcileIntervalMs: number;
+  readonly logLevel: string;
+  readonly sessionExpiry: IsoDuration;
+  /** `sessionExpiry` followed by `supportedSessionExpiry`, duplicates dropped (reference §10). */
+  readonly supportedSessionExpiry: readonly string[];
+  readonly wireGuard: { readonly listenPort: number; readonly mtu: number | null };
+  readonly profiles: readonly Profile[];
+  /** Every node any profile is on, by node number. */
+  readonly nodes: ReadonlyMap<NodeNumber, VpnNode>;
+}
+
+export function findProfile(config: PortalConfig, profileId: string): Profile | undefined {
+  return config.profiles.find((profile) => profile.profileId === profileId);
+}

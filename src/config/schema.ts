@@ -1,0 +1,67 @@
+// The portal's configuration file: one JSON document. Option names follow the eduVPN
+// server (reference §2) so an eduVPN administrator recognises them; the portal's own
+// options (baseUrl, listen, dataDir, database, adminApi, reconcileInterval, logLevel) are
+// documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
+import { z } from 'zod';
+import { isIsoDuration } from '../core/iso-duration.js';
+
+const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
+
+const cidr = z.string().min(1);
+const isoDuration = z.string().refine(isIsoDuration, { message: 'not an ISO 8601 duration such as P90D or PT12H' });
+/** A per-node option: one value for every node, or one value per entry of `onNode`. */
+const perNode = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
+
+export const profileSchema = z.strictObject({
+  profileId: z.string().regex(PROFILE_ID, 'must match ^[a-zA-Z0-9-.]+$'),
+  displayName: z.string().min(1),
+  hostName: perNode(z.string().min(1)),
+  defaultGateway: z.boolean().default(true),
+  dnsServerList: z.array(z.string().min(1)).default([]),
+  dnsSearchDomainList: z.array(z.string().min(1)).default([]),
+  routeList: z.array(cidr).default([]),
+  excludeRouteList: z.array(cidr).default([]),
+  aclPermissionList: z.array(z.string()).nullable().default(null),
+  nodeUrl: perNode(z.url({ protocol: /^https?$/ })).default('http://127.0.0.1:41194'),
+  onNode: z.union([z.int().nonnegative(), z.array(z.int().nonnegative()).min(1)]).optional(),
+  preferredProto: z.enum(['wireguard', 'openvpn']).optional(),
+  wRangeFour: perNode(cidr).optional(),
+  wRangeSix: perNode(cidr).optional(),
+  wKeepAlive: z.boolean().default(false),
+  hideProfile: z.boolean().default(false),
+  profilePriority: z.int().default(0),
+});
+
+export const wireGuardSchema = z.strictObject({
+  listenPort: z.int().min(1).max(65535).default(51820),
+  setMtu: z.int().min(1280).max(9000).optional(),
+});
+
+export const portalConfigSchema = z.strictObject({
+  baseUrl: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080/vpn-user-portal/'),
+  listen: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: z.int().min(0).max(65535).default(8080),
+    })
+    .default({ host: '127.0.0.1', port: 8080 }),
+  dataDir: z.string().min(1).default('./data'),
+  /** `sqlite:PATH` (relative to the working directory); default `sqlite:<dataDir>/db.sqlite`. */
+  database: z.string().regex(/^sqlite:.+/, 'must be sqlite:PATH').optional(),
+  adminApi: z
+    .strictObject({
+      allowList: z.array(cidr).default(['127.0.0.0/8', '::1/128']),
+      trustedProxyList: z.array(cidr).default([]),
+    })
+    .default({ allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] }),
+  reconcileInterval: isoDuration.default('PT1M'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  sessionExpiry: isoDuration.default('P90D'),
+  supportedSessionExpiry: z.array(isoDuration).default([]),
+  WireGuard: wireGuardSchema.default({ listenPort: 51820 }),
+  ProfileList: z.array(profileSchema).min(1),
+});
+
+export type PortalConfigFile = z.input<typeof portalConfigSchema>;
+export type ParsedPortalConfig = z.output<typeof portalConfigSchema>;
+export type ParsedProfile = z.output<typeof profileSchema>;

@@ -1,0 +1,18 @@
+// Everything a use case needs, passed in explicitly (no global singletons).
+import type { Logger } from 'pino';
+import type { PortalConfig } from '../config/portal-config.js';
+import type { KeyStore } from '../keys/key-store.js';
+import type { Db } from '../storage/database.js';
+import type { NodeFleet } from './node-fleet.js';
+import type { Clock } from './time.js';
+
+export interface PortalContext {
+  readonly config: PortalConfig;
+  readonly db: Db;
+  readonly keys: KeyStore;
+  readonly nodes: NodeFleet;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */
+  readonly random: () => number;
+}

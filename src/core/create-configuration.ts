@@ -1,0 +1,151 @@
+// POST /create: makes the user when missing, then one configuration for a profile, in the
+// first format the client accepts that the profile can serve (specification §4.6).
+// Order: validate, write the database (the source of truth), then tell the node.
+import type { Profile, ProfileNode } from '../config/portal-config.js';
+import { ensureUser } from '../storage/users.js';
+import { insertPeer } from '../storage/wg-peers.js';
+import { isUniqueViolation } from '../storage/errors.js';
+import { renderWireGuardClientConfig } from '../wireguard/client-config.js';
+import { generateWireGuardKeyPair, type WireGuardKeyPair } from '../wireguard/keys.js';
+import type { PortalContext } from './context.js';
+import { PortalError } from './errors.js';
+import { configurationExpiry } from './expiry.js';
+import type { ProfileId, UserId } from './ids.js';
+import { chooseFormats, describeNoCommonFormat, MIME_TYPES, type ConfigFormat, type OfferedFormat } from './protocol-selection.js';
+import { formatAtom } from './time.js';
+import { allocateAddresses } from './wireguard-addresses.js';
+
+export interface CreateConfigurationRequest {
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly displayName: string;
+  readonly preferTcp: boolean;
+  readonly expiresIn: string | undefined;
+  readonly accept: string | undefined;
+}
+
+export interface IssuedConfiguration {
+  readonly format: ConfigFormat;
+  readonly contentType: string;
+  readonly body: string;
+  readonly expiresAt: Date;
+}
+
+/** Attempts at a database write that lost a race for a unique address (another portal instance). */
+const MAX_ATTEMPTS = 5;
+
+export async function createConfiguration(ctx: PortalContext, request: CreateConfigurationRequest): Promise<IssuedConfiguration> {
+  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === request.profileId);
+  if (profile === undefined) throw new PortalError('no-such-profile', 'no such "profile_id"');
+
+  const now = ctx.clock.now();
+  const expiresAt = configurationExpiry(ctx.config, now, request.expiresIn);
+  const offered = offeredFormats(profile);
+  const formats = chooseFormats(request.accept, offered, request.preferTcp);
+  if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered));
+
+  for (const format of formats) {
+    const issued = await issueWireGuard(ctx, request, profile, now, expiresAt);
+    if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued, expiresAt };
+  }
+  throw new PortalError('addresses-exhausted', `no free client address for profile "${profile.profileId}" on any of its nodes`);
+}
+
+/** What this profile can hand out, in the server's order of preference (reference §5.3). */
+function offeredFormats(profile: Profile): OfferedFormat[] {
+  return profile.wireGuard === null ? [] : [{ format: 'wireguard', tcp: false }];
+}
+
+async function issueWireGuard(
+  ctx: PortalContext,
+  request: CreateConfigurationRequest,
+  profile: Profile,
+  now: Date,
+  expiresAt: Date,
+): Promise<string | null> {
+  const keyPair = generateWireGuardKeyPair();
+  for (const node of nodeOrder(ctx, profile)) {
+    const serverPublicKey = ctx.keys.wireGuardPublicKey(node.nodeNumber);
+    if (serverPublicKey === null || node.wireGuard === null) {
+      ctx.logger.warn({ nodeNumber: node.nodeNumber }, `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`);
+      continue;
+    }
+    const addresses = await storePeer(ctx, request, profile, node, keyPair, now, expiresAt);
+    if (addresses === null) continue;
+    await ctx.nodes.tryOn(node.nodeNumber, 'add_peer', (daemon) =>
+      daemon.addPeer(keyPair.publicKey, [`${addresses.ipFour}/32`, `${addresses.ipSix}/128`]),
+    );
+    return renderWireGuardClientConfig(
+      {
+        hostName: node.hostName,
+        listenPort: ctx.config.wireGuard.listenPort,
+        mtu: ctx.config.wireGuard.mtu,
+        serverPublicKey,
+        rangeFour: node.wireGuard.rangeFour,
+        rangeSix: node.wireGuard.rangeSix,
+        defaultGateway: profile.defaultGateway,
+        dnsServerList: [...profile.dnsServerList],
+        dnsSearchDomainList: [...profile.dnsSearchDomainList],
+        routeList: [...profile.routeList],
+        excludeRouteList: [...profile.excludeRouteList],
+        keepAlive: profile.wireGuard?.keepAlive ?? false,
+        proxyEndpoint: null,
+      },
+      { privateKey: keyPair.privateKey, ipFour: addresses.ipFour, ipSix: addresses.ipSix },
+    );
+  }
+  return null;
+}
+
+/** Writes the user (when new) and the peer in one transaction; null when the node's pool is full. */
+async function storePeer(
+  ctx: PortalContext,
+  request: CreateConfigurationRequest,
+  profile: Profile,
+  node: ProfileNode,
+  keyPair: WireGuardKeyPair,
+  now: Date,
+  expiresAt: Date,
+) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.db.transaction().execute(async (trx) => {
+        const user = await ensureUser(trx, request.userId, formatAtom(now));
+        if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+        const addresses = await allocateAddresses(trx, profile.profileId, node);
+        if (addresses === null) return null;
+        await insertPeer(trx, {
+          publicKey: keyPair.publicKey,
+          userId: request.userId,
+          profileId: profile.profileId,
+          nodeNumber: node.nodeNumber,
+          displayName: request.displayName,
+          ipFour: addresses.ipFour,
+          ipSix: addresses.ipSix,
+          poolIndex: addresses.poolIndex,
+          createdAt: formatAtom(now),
+          expiresAt: formatAtom(expiresAt),
+          authKey: null,
+        });
+        return addresses;
+      });
+    } catch (error) {
+      // An address still held by a configuration from before a range change, or a
+      // concurrent writer: the transaction rolled back, so simply try again.
+      if (!isUniqueViolation(error) || attempt >= MAX_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/** The profile's nodes, shuffled (as the reference), with nodes known to be unreachable last. */
+function nodeOrder(ctx: PortalContext, profile: Profile): ProfileNode[] {
+  const shuffled = [...profile.nodes];
+  for (let index = shuffled.length - 1; index > 0; index--) {
+    const other = Math.floor(ctx.random() * (index + 1));
+    [shuffled[index], shuffled[other]] = [shuffled[other] as ProfileNode, shuffled[index] as ProfileNode];
+  }
+  return [
+    ...shuffled.filter((node) => !ctx.nodes.isBackingOff(node.nodeNumber)),
+    ...shuffled.filter((node) => ctx.nodes.isBackingOff(node.nodeNumber)),
+  ];
+}

@@ -1,0 +1,25 @@
+// POST /delete_connection: deletes one configuration of the user. Like the reference, an
+// unknown id or one owned by another user changes nothing and is not an error.
+import { deletePeer, findPeerOfUser } from '../storage/wg-peers.js';
+import type { PortalContext } from './context.js';
+import { existingUser } from './existing-user.js';
+import type { ConnectionId, UserId } from './ids.js';
+import { removePeersFromNodes } from './node-peers.js';
+import { releaseAddresses } from './wireguard-addresses.js';
+
+export async function deleteConnection(ctx: PortalContext, userId: UserId, connectionId: ConnectionId): Promise<void> {
+  await existingUser(ctx, userId);
+  const peer = await ctx.db.transaction().execute(async (trx) => {
+    const peer = await findPeerOfUser(trx, userId, connectionId);
+    if (peer === undefined) return undefined;
+    await deletePeer(trx, peer.publicKey);
+    await releaseAddresses(trx, ctx.config, peer);
+    return peer;
+  });
+  if (peer === undefined) {
+    ctx.logger.info({ userId }, 'delete_connection: no such configuration of this user; nothing changed');
+    return;
+  }
+  ctx.logger.info({ userId, connectionId }, 'configuration deleted');
+  await removePeersFromNodes(ctx, [peer]);
+}

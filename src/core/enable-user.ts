@@ -1,0 +1,19 @@
+// POST /enable_user: the user's unexpired configurations go back onto their nodes.
+import { setUserDisabled } from '../storage/users.js';
+import { peersOfUser } from '../storage/wg-peers.js';
+import type { PortalContext } from './context.js';
+import { existingUser } from './existing-user.js';
+import type { UserId } from './ids.js';
+import { addPeersToNodes } from './node-peers.js';
+import { formatAtom } from './time.js';
+
+export async function enableUser(ctx: PortalContext, userId: UserId): Promise<void> {
+  await existingUser(ctx, userId);
+  const now = formatAtom(ctx.clock.now());
+  const peers = await ctx.db.transaction().execute(async (trx) => {
+    await setUserDisabled(trx, userId, false);
+    return (await peersOfUser(trx, userId)).filter((peer) => peer.expiresAt > now);
+  });
+  ctx.logger.info({ userId, configurations: peers.length }, 'user enabled');
+  await addPeersToNodes(ctx, peers);
+}

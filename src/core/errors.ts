@@ -1,0 +1,22 @@
+// Failures the use cases report. Each code has one HTTP status (src/http/error-status.ts);
+// the message is written for the person who made the request.
+
+export type PortalErrorCode =
+  | 'no-such-profile'
+  | 'no-such-user'
+  | 'user-disabled'
+  | 'unsupported-expiry'
+  | 'no-common-protocol'
+  | 'addresses-exhausted'
+  | 'unavailable';
+
+export class PortalError extends Error {
+  override readonly name = 'PortalError';
+
+  constructor(
+    readonly code: PortalErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,22 @@
+// Branded identifiers: a UserId cannot be passed where a ProfileId is expected.
+// Values only become branded after validation (see src/http/params.ts and src/config/schema.ts).
+
+declare const brand: unique symbol;
+type Brand<T, B extends string> = T & { readonly [brand]: B };
+
+export type UserId = Brand<string, 'UserId'>;
+export type ProfileId = Brand<string, 'ProfileId'>;
+/** WireGuard: the client's public key. OpenVPN: the certificate Common Name. */
+export type ConnectionId = Brand<string, 'ConnectionId'>;
+/** Non-negative integer naming a VPN node (reference §1.3). */
+export type NodeNumber = Brand<number, 'NodeNumber'>;
+/** Base64 (standard, padded) encoding of a 32-byte X25519 key. */
+export type WireGuardKey = Brand<string, 'WireGuardKey'>;
+
+export type VpnProto = 'wireguard' | 'openvpn';
+
+export const asUserId = (value: string): UserId => value as UserId;
+export const asProfileId = (value: string): ProfileId => value as ProfileId;
+export const asConnectionId = (value: string): ConnectionId => value as ConnectionId;
+export const asNodeNumber = (value: number): NodeNumber => value as NodeNumber;
+export const asWireGuardKey = (value: string): WireGuardKey => value as WireGuardKey;

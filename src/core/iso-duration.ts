@@ -1,0 +1,82 @@
+// ISO 8601 durations as PHP's DateInterval accepts them (reference §3, §10): `P1Y`, `P90D`,
+// `PT12H`, `P2W`, `P1W2D`, and the alternative form `P0001-02-03T04:05:06`. Calendar units
+// are added to the UTC calendar, so `P1M` from 31 January overflows into March exactly as
+// PHP's DateTime::add does (JavaScript's Date arithmetic has the same overflow rule).
+
+export interface IsoDuration {
+  readonly text: string;
+  readonly years: number;
+  readonly months: number;
+  readonly days: number;
+  readonly hours: number;
+  readonly minutes: number;
+  readonly seconds: number;
+}
+
+const DESIGNATOR_FORM =
+  /^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
+const ALTERNATIVE_FORM = /^P(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$/;
+
+export function parseIsoDuration(text: string): IsoDuration | null {
+  const designator = DESIGNATOR_FORM.exec(text);
+  if (designator !== null) {
+    const [, y, mo, w, d, h, mi, s] = designator;
+    const hasDate = [y, mo, w, d].some((part) => part !== undefined);
+    const hasTime = [h, mi, s].some((part) => part !== undefined);
+    // `P` alone and a dangling `T` (`P1DT`) are not durations.
+    if (!hasDate && !hasTime) return null;
+    if (text.includes('T') && !hasTime) return null;
+    return {
+      text,
+      years: toInt(y),
+      months: toInt(mo),
+      days: toInt(w) * 7 + toInt(d),
+      hours: toInt(h),
+      minutes: toInt(mi),
+      seconds: toInt(s),
+    };
+  }
+  const alternative = ALTERNATIVE_FORM.exec(text);
+  if (alternative !== null) {
+    const [, y, mo, d, h, mi, s] = alternative;
+    return {
+      text,
+      years: toInt(y),
+      months: toInt(mo),
+      days: toInt(d),
+      hours: toInt(h),
+      minutes: toInt(mi),
+      seconds: toInt(s),
+    };
+  }
+  return null;
+}
+
+export function isIsoDuration(text: string): boolean {
+  return parseIsoDuration(text) !== null;
+}
+
+/** `start + duration` on the UTC calendar. */
+export function addDuration(start: Date, duration: IsoDuration): Date {
+  const result = new Date(start.getTime());
+  result.setUTCFullYear(
+    result.getUTCFullYear() + duration.years,
+    result.getUTCMonth() + duration.months,
+    result.getUTCDate() + duration.days,
+  );
+  result.setUTCHours(
+    result.getUTCHours() + duration.hours,
+    result.getUTCMinutes() + duration.minutes,
+    result.getUTCSeconds() + duration.seconds,
+  );
+  return result;
+}
+
+/** Length of a duration in milliseconds when added to `start` (used for intervals such as reconcile). */
+export function durationMilliseconds(duration: IsoDuration, start: Date = new Date(0)): number {
+  return addDuration(start, duration).getTime() - start.getTime();
+}
+
+function toInt(part: string | undefined): number {
+  return part === undefined ? 0 : Number.parseInt(part, 10);
+}

@@ -1,0 +1,85 @@
+// Makes every node's peer set equal to the database: the enabled, unexpired configurations
+// of the profiles on that node. Runs at start, every `reconcileInterval`, and when a node
+// answers again after an outage. Expired configurations are deleted here first.
+import type { NodeDaemon, DaemonPeer } from '../node/daemon-client.js';
+import { activePeers, deletePeer, expiredPeers, type WireGuardPeer } from '../storage/wg-peers.js';
+import type { PortalContext } from './context.js';
+import type { NodeNumber } from './ids.js';
+import { forEachLimited } from './limited-parallel.js';
+import { peerIpNet } from './node-peers.js';
+import { formatAtom } from './time.js';
+import { releaseAddresses } from './wireguard-addresses.js';
+
+const PARALLEL_CHANGES_PER_NODE = 16;
+const EXPIRED_BATCH = 500;
+
+export interface NodeReconcileResult {
+  readonly nodeNumber: NodeNumber;
+  readonly reachable: boolean;
+  readonly added: number;
+  readonly removed: number;
+}
+
+export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
+  await deleteExpiredConfigurations(ctx);
+  return Promise.all(ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon)));
+}
+
+export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
+  const nodeNumber = daemon.nodeNumber;
+  const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
+  if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0 };
+
+  const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter((peer) =>
+    isDeployedOn(ctx, peer, nodeNumber),
+  );
+  const desiredByKey = new Map(desired.map((peer) => [peer.publicKey as string, peer]));
+  const actualByKey = new Map(actual.map((peer) => [peer.publicKey as string, peer]));
+
+  const toRemove = actual.filter((peer) => !desiredByKey.has(peer.publicKey));
+  const toAdd = desired.filter((peer) => !sameAllowedIps(actualByKey.get(peer.publicKey), peer));
+
+  let removed = 0;
+  let added = 0;
+  await forEachLimited(toRemove, PARALLEL_CHANGES_PER_NODE, async (peer) => {
+    if ((await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(peer.publicKey))) !== undefined) removed++;
+  });
+  await forEachLimited(toAdd, PARALLEL_CHANGES_PER_NODE, async (peer) => {
+    if ((await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer)))) !== undefined) added++;
+  });
+  if (added > 0 || removed > 0) {
+    ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
+  }
+  return { nodeNumber, reachable: true, added, removed };
+}
+
+/** Deletes expired configurations and frees their addresses; the node diff then removes their peers. */
+export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<number> {
+  const now = formatAtom(ctx.clock.now());
+  let deleted = 0;
+  for (;;) {
+    const batch = await expiredPeers(ctx.db, now, EXPIRED_BATCH);
+    if (batch.length === 0) break;
+    await ctx.db.transaction().execute(async (trx) => {
+      for (const peer of batch) {
+        await deletePeer(trx, peer.publicKey);
+        await releaseAddresses(trx, ctx.config, peer);
+      }
+    });
+    deleted += batch.length;
+  }
+  if (deleted > 0) ctx.logger.info({ deleted }, `deleted ${deleted} expired configuration(s)`);
+  return deleted;
+}
+
+/** A peer belongs on a node only while its profile still exists and is still deployed there. */
+function isDeployedOn(ctx: PortalContext, peer: WireGuardPeer, nodeNumber: NodeNumber): boolean {
+  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === peer.profileId);
+  return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node.wireGuard !== null) ?? false;
+}
+
+function sameAllowedIps(actual: DaemonPeer | undefined, peer: WireGuardPeer): boolean {
+  if (actual === undefined) return false;
+  const wanted = peerIpNet(peer);
+  return actual.ipNet.length === wanted.length && wanted.every((net) => actual.ipNet.includes(net));
+}

@@ -1,0 +1,68 @@
+// The validator vocabulary: every request parameter rule of the Admin API, in one place.
+// Rules and error messages follow the reference (§3) so scripts written against it keep
+// working: `missing post parameter "user_id"`, `invalid value for "display_name"`, ...
+// The same schemas feed the OpenAPI description (src/http/openapi.ts).
+import { z } from 'zod';
+import { asConnectionId, asProfileId, asUserId } from '../core/ids.js';
+import { isIsoDuration } from '../core/iso-duration.js';
+import { isWireGuardKey } from '../wireguard/keys.js';
+import { HttpError } from './http-error.js';
+
+export type ParamSource = 'query' | 'post';
+
+export interface ParamSpec<T> {
+  readonly schema: z.ZodType<T, string>;
+  readonly required: boolean;
+  readonly description: string;
+}
+
+/** Length in characters (code points), as the reference counts multibyte characters once. */
+const lengthBetween = (min: number, max: number) => (value: string) => {
+  const length = [...value].length;
+  return length >= min && length <= max;
+};
+
+export const param = {
+  userId: z.string().refine(lengthBetween(1, 255)).transform(asUserId),
+  profileId: z.string().regex(/^[a-zA-Z0-9-.]+$/).transform(asProfileId),
+  displayName: z.string().refine(lengthBetween(1, 64)),
+  /** WireGuard public key or OpenVPN Common Name: Base64 of 32 bytes. */
+  connectionId: z.string().refine(isWireGuardKey).transform(asConnectionId),
+  yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
+  onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
+  isoDuration: z.string().refine(isIsoDuration),
+} as const;
+
+export function required<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T> {
+  return { schema, required: true, description };
+}
+
+export function optional<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T | undefined> {
+  return { schema: schema as z.ZodType<T | undefined, string>, required: false, description };
+}
+
+export type ParamShape = Record<string, ParamSpec<unknown>>;
+export type ParamValues<S extends ParamShape> = { [K in keyof S]: S[K] extends ParamSpec<infer T> ? T : never };
+
+/**
+ * Reads and validates parameters from a query string or form body (already decoded into an
+ * object). Fields are checked in the order the shape lists them; the first failure answers 400.
+ */
+export function readParams<S extends ParamShape>(source: ParamSource, input: unknown, shape: S): ParamValues<S> {
+  const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const sourceName = source === 'post' ? 'post parameter' : 'query parameter';
+  const result: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(shape)) {
+    const raw = Object.hasOwn(values, name) ? values[name] : undefined;
+    if (raw === undefined) {
+      if (spec.required) throw new HttpError(400, `missing ${sourceName} "${name}"`);
+      result[name] = undefined;
+      continue;
+    }
+    if (typeof raw !== 'string') throw new HttpError(400, `value of ${sourceName} "${name}" MUST be string`);
+    const parsed = spec.schema.safeParse(raw);
+    if (!parsed.success) throw new HttpError(400, `invalid value for "${name}"`);
+    result[name] = parsed.data;
+  }
+  return result as ParamValues<S>;
+}

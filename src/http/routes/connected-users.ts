@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { listConnectedUsers } from '../../core/list-connections.js';
+import { defineRoute } from '../admin-route.js';
+import { optional, param } from '../params.js';
+
+export const connectedUsersRoute = defineRoute({
+  method: 'GET',
+  path: '/connected_users',
+  summary: 'Users currently connected, per profile',
+  since: '3.5.1',
+  source: 'query',
+  params: { show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes') },
+  success: {
+    status: 200,
+    doc: { description: 'User ids per profile id', schema: z.object({ connected_users: z.record(z.string(), z.array(z.string())) }) },
+  },
+  async handle(ctx, { show_all }) {
+    const users = await listConnectedUsers(ctx, show_all ?? false);
+    return { status: 200, json: { connected_users: Object.fromEntries(users) } };
+  },
+});

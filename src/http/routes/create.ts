@@ -1,0 +1,39 @@
+import { createConfiguration } from '../../core/create-configuration.js';
+import { MIME_TYPES } from '../../core/protocol-selection.js';
+import { formatHttpDate } from '../../core/time.js';
+import { defineRoute } from '../admin-route.js';
+import { optional, param, required } from '../params.js';
+
+export const createRoute = defineRoute({
+  method: 'POST',
+  path: '/create',
+  summary: 'Create a configuration for a user and profile (the user is created when missing)',
+  since: '3.0.6',
+  source: 'post',
+  params: {
+    user_id: required(param.userId, 'user identifier, 1–255 characters'),
+    profile_id: required(param.profileId, 'identifier of the VPN profile'),
+    display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Admin API`'),
+    prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
+    expires_in: optional(param.isoDuration, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`'),
+  },
+  success: {
+    status: 200,
+    doc: { description: 'The configuration file, in the format chosen by the Accept header', contentTypes: Object.values(MIME_TYPES) },
+  },
+  async handle(ctx, params, request) {
+    const issued = await createConfiguration(ctx, {
+      userId: params.user_id,
+      profileId: params.profile_id,
+      displayName: params.display_name ?? 'Admin API',
+      preferTcp: params.prefer_tcp ?? false,
+      expiresIn: params.expires_in,
+      accept: request.headers.accept,
+    });
+    return {
+      status: 200,
+      body: issued.body,
+      headers: { 'content-type': issued.contentType, expires: formatHttpDate(issued.expiresAt) },
+    };
+  },
+});

@@ -1,0 +1,20 @@
+import { deleteConnection } from '../../core/delete-connection.js';
+import { defineRoute } from '../admin-route.js';
+import { param, required } from '../params.js';
+
+export const deleteConnectionRoute = defineRoute({
+  method: 'POST',
+  path: '/delete_connection',
+  summary: 'Delete one configuration of a user',
+  since: '3.5.3',
+  source: 'post',
+  params: {
+    user_id: required(param.userId, 'the user owning the configuration'),
+    connection_id: required(param.connectionId, 'WireGuard public key or OpenVPN certificate Common Name'),
+  },
+  success: { status: 204, doc: { description: 'Deleted (also when the user has no such configuration)' } },
+  async handle(ctx, { user_id, connection_id }) {
+    await deleteConnection(ctx, user_id, connection_id);
+    return { status: 204 };
+  },
+});

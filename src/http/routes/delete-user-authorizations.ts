@@ -1,0 +1,25 @@
+import type { FastifyRequest } from 'fastify';
+import { deleteUserAuthorizations } from '../../core/delete-user-authorizations.js';
+import { defineRoute } from '../admin-route.js';
+import { param, required } from '../params.js';
+
+/** The reference reads `user_id` from the query string of this POST; we accept the form body too. */
+function bodyOrQuery(request: FastifyRequest): unknown {
+  const body = request.body as Record<string, unknown> | undefined;
+  return body !== undefined && body !== null && Object.hasOwn(body, 'user_id') ? body : request.query;
+}
+
+export const deleteUserAuthorizationsRoute = defineRoute({
+  method: 'POST',
+  path: '/delete_user_authorizations',
+  summary: "Delete a user's OAuth authorizations (configurations stay, nobody is disconnected)",
+  since: '3.5.4',
+  source: 'post',
+  input: bodyOrQuery,
+  params: { user_id: required(param.userId, 'the user whose authorizations are deleted (form body or query string)') },
+  success: { status: 204, doc: { description: 'Deleted' } },
+  async handle(ctx, { user_id }) {
+    await deleteUserAuthorizations(ctx, user_id);
+    return { status: 204 };
+  },
+});

@@ -1,0 +1,17 @@
+import { destroyUser } from '../../core/destroy-user.js';
+import { defineRoute } from '../admin-route.js';
+import { param, required } from '../params.js';
+
+export const destroyRoute = defineRoute({
+  method: 'POST',
+  path: '/destroy',
+  summary: 'Delete a user with all its configurations and authorizations',
+  since: '3.0.6',
+  source: 'post',
+  params: { user_id: required(param.userId, 'the user to delete') },
+  success: { status: 204, doc: { description: 'Deleted' } },
+  async handle(ctx, { user_id }) {
+    await destroyUser(ctx, user_id);
+    return { status: 204 };
+  },
+});

@@ -1,0 +1,17 @@
+import { disableUser } from '../../core/disable-user.js';
+import { defineRoute } from '../admin-route.js';
+import { param, required } from '../params.js';
+
+export const disableUserRoute = defineRoute({
+  method: 'POST',
+  path: '/disable_user',
+  summary: 'Disable a user and disconnect all of its connections',
+  since: '3.5.1',
+  source: 'post',
+  params: { user_id: required(param.userId, 'the user to disable') },
+  success: { status: 204, doc: { description: 'Disabled' } },
+  async handle(ctx, { user_id }) {
+    await disableUser(ctx, user_id);
+    return { status: 204 };
+  },
+});

@@ -1,0 +1,17 @@
+import { enableUser } from '../../core/enable-user.js';
+import { defineRoute } from '../admin-route.js';
+import { param, required } from '../params.js';
+
+export const enableUserRoute = defineRoute({
+  method: 'POST',
+  path: '/enable_user',
+  summary: 'Enable a user; its unexpired configurations work again',
+  since: '3.5.1',
+  source: 'post',
+  params: { user_id: required(param.userId, 'the user to enable') },
+  success: { status: 204, doc: { description: 'Enabled' } },
+  async handle(ctx, { user_id }) {
+    await enableUser(ctx, user_id);
+    return { status: 204 };
+  },
+});

@@ -1,0 +1,28 @@
+// The eleven calls of the specification, in its order (§4).
+import { connectedUsersRoute } from './connected-users.js';
+import { connectionListRoute } from './connection-list.js';
+import { createRoute } from './create.js';
+import { deleteConnectionRoute } from './delete-connection.js';
+import { deleteUserAuthorizationsRoute } from './delete-user-authorizations.js';
+import { destroyRoute } from './destroy.js';
+import { disableUserRoute } from './disable-user.js';
+import { disabledUsersRoute } from './disabled-users.js';
+import { enableUserRoute } from './enable-user.js';
+import { userConfigurationListRoute } from './user-configuration-list.js';
+import { usersRoute } from './users.js';
+import type { AdminRoute } from '../admin-route.js';
+import type { ParamShape } from '../params.js';
+
+export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
+  connectedUsersRoute,
+  connectionListRoute,
+  usersRoute,
+  disabledUsersRoute,
+  userConfigurationListRoute,
+  createRoute,
+  destroyRoute,
+  disableUserRoute,
+  enableUserRoute,
+  deleteConnectionRoute,
+  deleteUserAuthorizationsRoute,
+] as unknown as readonly AdminRoute<ParamShape>[];

@@ -1,0 +1,106 @@
+// Secrets on disk, under DATA/keys: the Admin API secret, one secret per node, and one
+// WireGuard private key per node. Files are 0600 in a 0700 directory, are created only when
+// missing (never overwritten), and their contents are never logged.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { NodeNumber, WireGuardKey } from '../core/ids.js';
+import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '../wireguard/keys.js';
+
+export type CreatedOrKept = { readonly path: string; readonly created: boolean };
+
+export class KeyStore {
+  private readonly publicKeyCache = new Map<string, WireGuardKey>();
+
+  constructor(readonly keyDir: string) {}
+
+  get adminApiKeyPath(): string {
+    return path.join(this.keyDir, 'admin-api.key');
+  }
+
+  nodeKeyPath(nodeNumber: NodeNumber): string {
+    return path.join(this.keyDir, `node.${nodeNumber}.key`);
+  }
+
+  wireGuardKeyPath(nodeNumber: NodeNumber): string {
+    return path.join(this.keyDir, `wireguard.${nodeNumber}.key`);
+  }
+
+  /** 64 lowercase hex characters (32 random bytes), as the reference's generate-secrets. */
+  createAdminApiKey(): CreatedOrKept {
+    return this.createIfMissing(this.adminApiKeyPath, () => randomBytes(32).toString('hex'));
+  }
+
+  createNodeKey(nodeNumber: NodeNumber): CreatedOrKept {
+    return this.createIfMissing(this.nodeKeyPath(nodeNumber), () => randomBytes(32).toString('hex'));
+  }
+
+  createWireGuardKey(nodeNumber: NodeNumber): CreatedOrKept {
+    return this.createIfMissing(this.wireGuardKeyPath(nodeNumber), () => generateWireGuardKeyPair().privateKey);
+  }
+
+  /** True when `presented` equals the Admin API secret; false when it differs or the API is disabled. */
+  adminApiKeyMatches(presented: string): boolean {
+    const secret = this.read(this.adminApiKeyPath);
+    return secret !== null && constantTimeEquals(presented, secret);
+  }
+
+  adminApiEnabled(): boolean {
+    return this.read(this.adminApiKeyPath) !== null;
+  }
+
+  nodeKeyMatches(nodeNumber: NodeNumber, presented: string): boolean {
+    const secret = this.nodeSecret(nodeNumber);
+    return secret !== null && constantTimeEquals(presented, secret);
+  }
+
+  nodeSecret(nodeNumber: NodeNumber): string | null {
+    return this.read(this.nodeKeyPath(nodeNumber));
+  }
+
+  wireGuardPrivateKey(nodeNumber: NodeNumber): WireGuardKey | null {
+    const key = this.read(this.wireGuardKeyPath(nodeNumber));
+    return key !== null && isWireGuardKey(key) ? key : null;
+  }
+
+  wireGuardPublicKey(nodeNumber: NodeNumber): WireGuardKey | null {
+    const privateKey = this.wireGuardPrivateKey(nodeNumber);
+    if (privateKey === null) return null;
+    let publicKey = this.publicKeyCache.get(privateKey);
+    if (publicKey === undefined) {
+      publicKey = wireGuardPublicKey(privateKey);
+      this.publicKeyCache.set(privateKey, publicKey);
+    }
+    return publicKey;
+  }
+
+  /** File content with surrounding whitespace (such as a trailing newline) removed; null when absent or empty. */
+  private read(file: string): string | null {
+    try {
+      const content = readFileSync(file, 'utf8').trim();
+      return content === '' ? null : content;
+    } catch {
+      return null;
+    }
+  }
+
+  private createIfMissing(file: string, make: () => string): CreatedOrKept {
+    mkdirSync(this.keyDir, { recursive: true, mode: 0o700 });
+    chmodSync(this.keyDir, 0o700);
+    try {
+      // 'wx' fails when the file exists, so a key is never overwritten, even by a concurrent run.
+      writeFileSync(file, make(), { mode: 0o600, flag: 'wx' });
+      return { path: file, created: true };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { path: file, created: false };
+      throw error;
+    }
+  }
+}
+
+/** Compares secrets in constant time; hashing first hides the length of the secret too. */
+export function constantTimeEquals(presented: string, secret: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(secret).digest();
+  return timingSafeEqual(a, b);
+}

@@ -1,0 +1,272 @@
+// IPv4/IPv6 address and prefix arithmetic on bigint.
+//
+// Both families share one representation (a bigint plus the family) so that the
+// AllowedIPs algorithm can compare and sort IPv4 and IPv6 prefixes by their plain
+// numeric network address, which is what the reference behaviour requires
+// (reference §6.3: `::/1` sorts between `0.0.0.0/1` and `128.0.0.0/2`).
+
+import { isIPv4, isIPv6 } from 'node:net';
+
+export type IpFamily = 4 | 6;
+
+export interface IpAddress {
+  readonly family: IpFamily;
+  readonly value: bigint;
+}
+
+/** A network: `network` never has host bits set (parsing normalises them away). */
+export interface IpPrefix {
+  readonly family: IpFamily;
+  readonly network: bigint;
+  readonly length: number;
+}
+
+export function addressBits(family: IpFamily): 32 | 128 {
+  return family === 4 ? 32 : 128;
+}
+
+// ---------------------------------------------------------------------------
+// Single addresses
+
+/** Parses a dotted-quad IPv4 or an IPv6 address (no zone id, no brackets). Throws on anything else. */
+export function parseIpAddress(text: string): IpAddress {
+  if (isIPv4(text)) {
+    return { family: 4, value: parseIPv4(text) };
+  }
+  // node's isIPv6 also accepts a zone id ("fe80::1%eth0"); a zone is meaningless in a
+  // route or an interface address, so it is rejected here.
+  if (isIPv6(text) && !text.includes('%')) {
+    return { family: 6, value: parseIPv6(text) };
+  }
+  throw new Error(`invalid IP address "${text}"`);
+}
+
+export function isIpAddress(text: string): boolean {
+  try {
+    parseIpAddress(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parseIPv4(text: string): bigint {
+  // Already validated by isIPv4 (four decimal octets 0-255, no leading zeros).
+  return text.split('.').reduce((value, octet) => (value << 8n) | BigInt(Number(octet)), 0n);
+}
+
+function parseIPv6(text: string): bigint {
+  // Already validated by isIPv6, so the structure is known to be sound; this only
+  // has to expand "::" and an optional trailing dotted IPv4 into eight 16-bit groups.
+  const toGroups = (part: string): number[] => {
+    if (part === '') return [];
+    const groups: number[] = [];
+    for (const piece of part.split(':')) {
+      if (piece.includes('.')) {
+        const v4 = Number(parseIPv4(piece));
+        groups.push(Math.floor(v4 / 0x10000), v4 % 0x10000);
+      } else {
+        groups.push(parseInt(piece, 16));
+      }
+    }
+    return groups;
+  };
+
+  const halves = text.split('::');
+  let groups: number[];
+  if (halves.length === 1) {
+    groups = toGroups(text);
+  } else {
+    const head = toGroups(halves[0] ?? '');
+    const tail = toGroups(halves[1] ?? '');
+    groups = [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+  }
+  if (groups.length !== 8) {
+    throw new Error(`invalid IPv6 address "${text}"`);
+  }
+  return groups.reduce((value, group) => (value << 16n) | BigInt(group), 0n);
+}
+
+export function formatIpAddress(address: IpAddress): string {
+  return address.family === 4 ? formatIPv4(address.value) : formatIPv6(address.value);
+}
+
+function formatIPv4(value: bigint): string {
+  return [24n, 16n, 8n, 0n].map((shift) => ((value >> shift) & 0xffn).toString()).join('.');
+}
+
+/** The upper 96 bits of an IPv4-mapped address (::ffff:0:0/96). */
+const IPV4_MAPPED_HIGH_BITS = 0xffffn;
+
+/** RFC 5952 text: lowercase, no leading zeros, longest run (≥ 2) of zero groups as "::" (leftmost on ties). */
+function formatIPv6(value: bigint): string {
+  // RFC 5952 §5: IPv4-mapped addresses are written with the IPv4 part in dotted form.
+  if (value >> 32n === IPV4_MAPPED_HIGH_BITS) {
+    return `::ffff:${formatIPv4(value & 0xffffffffn)}`;
+  }
+
+  const groups: number[] = [];
+  for (let shift = 112n; shift >= 0n; shift -= 16n) {
+    groups.push(Number((value >> shift) & 0xffffn));
+  }
+
+  let bestStart = -1;
+  let bestLength = 0;
+  for (let start = 0; start < 8; ) {
+    if (groups[start] !== 0) {
+      start += 1;
+      continue;
+    }
+    let end = start;
+    while (end < 8 && groups[end] === 0) end += 1;
+    if (end - start > bestLength) {
+      bestStart = start;
+      bestLength = end - start;
+    }
+    start = end;
+  }
+
+  const hex = (part: number[]): string => part.map((group) => group.toString(16)).join(':');
+  if (bestLength < 2) {
+    // A single zero group is never shortened to "::" (RFC 5952 §4.2.2).
+    return hex(groups);
+  }
+  return `${hex(groups.slice(0, bestStart))}::${hex(groups.slice(bestStart + bestLength))}`;
+}
+
+// ---------------------------------------------------------------------------
+// Prefixes
+
+/**
+ * Parses "address/length". Host bits are allowed and cleared ("10.42.42.2/24" is
+ * 10.42.42.0/24), because profile configuration and the reference both write
+ * client ranges that way. Throws an Error naming the offending text otherwise.
+ */
+export function parseIpPrefix(text: string): IpPrefix {
+  const slash = text.indexOf('/');
+  if (slash === -1) {
+    throw new Error(`invalid IP prefix "${text}": expected "<address>/<prefix length>"`);
+  }
+  const addressText = text.slice(0, slash);
+  const lengthText = text.slice(slash + 1);
+
+  let address: IpAddress;
+  try {
+    address = parseIpAddress(addressText);
+  } catch {
+    throw new Error(`invalid IP prefix "${text}": "${addressText}" is not an IPv4 or IPv6 address`);
+  }
+
+  const bits = addressBits(address.family);
+  // Plain decimal only: no sign, no leading zeros, no whitespace.
+  if (!/^(0|[1-9][0-9]{0,2})$/.test(lengthText) || Number(lengthText) > bits) {
+    throw new Error(`invalid IP prefix "${text}": prefix length must be an integer from 0 to ${bits}`);
+  }
+  return makePrefix(address.family, address.value, Number(lengthText));
+}
+
+/** Same as parseIpPrefix; the shorter name other modules (src/config/load.ts) already import. */
+export const parsePrefix = parseIpPrefix;
+
+export function isIpPrefix(text: string): boolean {
+  try {
+    parseIpPrefix(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds a prefix, clearing any host bits of `address`. */
+export function makePrefix(family: IpFamily, address: bigint, length: number): IpPrefix {
+  const bits = addressBits(family);
+  if (!Number.isInteger(length) || length < 0 || length > bits) {
+    throw new RangeError(`prefix length ${length} is out of range for IPv${family}`);
+  }
+  return { family, network: address & networkMask(family, length), length };
+}
+
+function networkMask(family: IpFamily, length: number): bigint {
+  const bits = BigInt(addressBits(family));
+  const all = (1n << bits) - 1n;
+  return all ^ ((1n << (bits - BigInt(length))) - 1n);
+}
+
+export function formatIpPrefix(prefix: IpPrefix): string {
+  return `${formatIpAddress({ family: prefix.family, value: prefix.network })}/${prefix.length}`;
+}
+
+/** Number of addresses in the prefix (including network and, for IPv4, broadcast). */
+export function prefixSize(prefix: IpPrefix): bigint {
+  return 1n << BigInt(addressBits(prefix.family) - prefix.length);
+}
+
+export function prefixContainsAddress(prefix: IpPrefix, address: IpAddress): boolean {
+  return (
+    prefix.family === address.family &&
+    (address.value & networkMask(prefix.family, prefix.length)) === prefix.network
+  );
+}
+
+/** True when every address of `inner` is also in `outer` (equal prefixes contain each other). */
+export function prefixContains(outer: IpPrefix, inner: IpPrefix): boolean {
+  return (
+    outer.family === inner.family &&
+    outer.length <= inner.length &&
+    (inner.network & networkMask(outer.family, outer.length)) === outer.network
+  );
+}
+
+/** True when the two prefixes share at least one address (for CIDR blocks: one contains the other). */
+export function prefixesOverlap(a: IpPrefix, b: IpPrefix): boolean {
+  return prefixContains(a, b) || prefixContains(b, a);
+}
+
+export function prefixEquals(a: IpPrefix, b: IpPrefix): boolean {
+  return a.family === b.family && a.network === b.network && a.length === b.length;
+}
+
+/** The two halves of a prefix (one bit longer each). A host prefix (/32, /128) cannot be halved. */
+export function halvePrefix(prefix: IpPrefix): [IpPrefix, IpPrefix] {
+  const bits = addressBits(prefix.family);
+  if (prefix.length >= bits) {
+    throw new RangeError(`cannot split ${formatIpPrefix(prefix)}: it is a single address`);
+  }
+  const length = prefix.length + 1;
+  const halfSize = 1n << BigInt(bits - length);
+  return [
+    { family: prefix.family, network: prefix.network, length },
+    { family: prefix.family, network: prefix.network + halfSize, length },
+  ];
+}
+
+/**
+ * Splits a prefix into `count` equally sized, consecutive sub-prefixes (e.g. one
+ * per OpenVPN process). `count` must be a power of two that the prefix can hold.
+ */
+export function splitPrefix(prefix: IpPrefix, count: number): IpPrefix[] {
+  if (!Number.isInteger(count) || count < 1 || (count & (count - 1)) !== 0) {
+    throw new RangeError(`cannot split into ${count} networks: the count must be a power of two`);
+  }
+  const extraBits = Math.log2(count);
+  const length = prefix.length + extraBits;
+  const bits = addressBits(prefix.family);
+  if (length > bits) {
+    throw new RangeError(`cannot split ${formatIpPrefix(prefix)} into ${count} networks: it is too small`);
+  }
+  const step = 1n << BigInt(bits - length);
+  return Array.from({ length: count }, (_, index) => ({
+    family: prefix.family,
+    network: prefix.network + step * BigInt(index),
+    length,
+  }));
+}
+
+/** The address at `network + offset`; throws when that falls outside the prefix. */
+export function addressAt(prefix: IpPrefix, offset: bigint | number): IpAddress {
+  const delta = BigInt(offset);
+  if (delta < 0n || delta >= prefixSize(prefix)) {
+    throw new RangeError(`offset ${delta} is outside ${formatIpPrefix(prefix)}`);
+  }
+  return { family: prefix.family, value: prefix.network + delta };
+}

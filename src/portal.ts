@@ -1,0 +1,115 @@
+// Composition root of the portal: opens the database, builds the node clients and the HTTP
+// server, and runs the reconcile loop. Everything is created here and passed down.
+import { pino, type Logger } from 'pino';
+import type { PortalConfig } from './config/portal-config.js';
+import type { PortalContext } from './core/context.js';
+import type { NodeNumber } from './core/ids.js';
+import { NodeFleet } from './core/node-fleet.js';
+import { reconcileAll, reconcileNode } from './core/reconcile.js';
+import { systemClock, type Clock } from './core/time.js';
+import { buildServer } from './http/server.js';
+import { KeyStore } from './keys/key-store.js';
+import { HttpNodeDaemon, type NodeDaemon } from './node/daemon-client.js';
+import { openDatabase } from './storage/database.js';
+
+/** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
+const NODE_TIMEOUT_MS = 3_000;
+
+export interface PortalOptions {
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly random?: () => number;
+}
+
+export interface RunningPortal {
+  readonly ctx: PortalContext;
+  readonly url: string;
+  reconcileNow(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createLogger(level: string): Logger {
+  // Authorization headers carry secrets; they must never reach the log.
+  return pino({ level, redact: ['req.headers.authorization', 'headers.authorization'] });
+}
+
+export async function startPortal(config: PortalConfig, options: PortalOptions = {}): Promise<RunningPortal> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const keys = new KeyStore(config.keyDir);
+  const db = await openDatabase(config.database);
+  const daemons = new Map<NodeNumber, NodeDaemon>();
+  for (const node of config.nodes.values()) {
+    daemons.set(
+      node.nodeNumber,
+      new HttpNodeDaemon({ nodeNumber: node.nodeNumber, url: node.nodeUrl, secret: () => keys.nodeSecret(node.nodeNumber), timeoutMs: NODE_TIMEOUT_MS }),
+    );
+  }
+  const nodes = new NodeFleet(daemons, clock, logger.child({ component: 'nodes' }));
+  const ctx: PortalContext = { config, db, keys, nodes, clock, logger, random: options.random ?? Math.random };
+
+  const reconciler = new Reconciler(ctx);
+  nodes.onRecovered((nodeNumber) => {
+    const daemon = nodes.daemon(nodeNumber);
+    if (daemon !== undefined) reconciler.runForNode(daemon);
+  });
+
+  const app = buildServer(ctx);
+  const url = await app.listen({ host: config.listen.host, port: config.listen.port });
+  logger.info(`admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`);
+  if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
+  reconciler.start(config.reconcileIntervalMs);
+
+  return {
+    ctx,
+    url,
+    reconcileNow: () => reconciler.runAll(),
+    async close() {
+      reconciler.stop();
+      await app.close();
+      await reconciler.idle();
+      await db.destroy();
+    },
+  };
+}
+
+/** Runs reconcile passes one at a time: at start, on a timer, and when a node comes back. */
+class Reconciler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(private readonly ctx: PortalContext) {}
+
+  start(intervalMs: number): void {
+    void this.runAll();
+    this.timer = setInterval(() => void this.runAll(), intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  idle(): Promise<void> {
+    return this.running;
+  }
+
+  runAll(): Promise<void> {
+    return this.enqueue(async () => {
+      await reconcileAll(this.ctx);
+    });
+  }
+
+  runForNode(daemon: NodeDaemon): void {
+    void this.enqueue(async () => {
+      await reconcileNode(this.ctx, daemon);
+    });
+  }
+
+  private enqueue(pass: () => Promise<void>): Promise<void> {
+    this.running = this.running.then(pass).catch((error: unknown) => {
+      this.ctx.logger.error({ err: error }, 'reconcile pass failed');
+    });
+    return this.running;
+  }
+}

@@ -1,0 +1,40 @@
+// Opens the database and brings its schema up to date. SQLite runs in WAL mode with
+// foreign keys on; the migrations are Kysely's, so the same ones will serve PostgreSQL.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import type { DatabaseLocation } from '../config/portal-config.js';
+import { initialSchema } from './migrations/0001-initial.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+const migrations: Record<string, Migration> = {
+  '0001-initial': initialSchema,
+};
+
+const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function openDatabase(location: DatabaseLocation): Promise<Db> {
+  mkdirSync(path.dirname(location.path), { recursive: true, mode: 0o700 });
+  const sqlite = new SqliteDatabase(location.path);
+  sqlite.pragma('journal_mode = WAL');
+  // NORMAL is durable across application crashes in WAL mode; only a power loss can drop the last commits.
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  await migrateToLatest(db);
+  return db;
+}
+
+export async function migrateToLatest(db: Db): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error !== undefined || failed !== undefined) {
+    const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
+  }
+}

@@ -1,0 +1,68 @@
+// Address pools (`ip_pools`, `ip_pool_free`): allocation costs the same whether the range
+// is empty or nearly full. A pool hands out the lowest index given back before, else the
+// next never-used one — the same addresses, in the same order, as scanning for the first
+// free candidate (reference §6.2) would, without reading the peers.
+import type { Transaction } from 'kysely';
+import type { NodeNumber, ProfileId } from '../core/ids.js';
+import type { Database } from './schema.js';
+
+export interface PoolKey {
+  readonly profileId: ProfileId;
+  readonly nodeNumber: NodeNumber;
+  readonly rangeFour: string;
+  readonly rangeSix: string;
+}
+
+/** Takes the lowest free index below `capacity`, or returns null when the pool is full. Call inside a transaction. */
+export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | null> {
+  const reused = await trx
+    .selectFrom('ip_pool_free')
+    .select('pool_index')
+    .where('profile_id', '=', key.profileId)
+    .where('node_number', '=', key.nodeNumber)
+    .where('range_four', '=', key.rangeFour)
+    .where('range_six', '=', key.rangeSix)
+    .orderBy('pool_index')
+    .limit(1)
+    .executeTakeFirst();
+  if (reused !== undefined) {
+    await matchingFreeEntries(trx, key).where('pool_index', '=', reused.pool_index).execute();
+    return reused.pool_index;
+  }
+
+  await trx
+    .insertInto('ip_pools')
+    .values({ profile_id: key.profileId, node_number: key.nodeNumber, range_four: key.rangeFour, range_six: key.rangeSix, next_index: 0 })
+    .onConflict((conflict) => conflict.columns(['profile_id', 'node_number', 'range_four', 'range_six']).doNothing())
+    .execute();
+  // The UPDATE takes the row lock first, so concurrent writers on PostgreSQL queue here.
+  const advanced = await trx
+    .updateTable('ip_pools')
+    .set((eb) => ({ next_index: eb('next_index', '+', 1) }))
+    .where('profile_id', '=', key.profileId)
+    .where('node_number', '=', key.nodeNumber)
+    .where('range_four', '=', key.rangeFour)
+    .where('range_six', '=', key.rangeSix)
+    .where('next_index', '<', capacity)
+    .returning('next_index')
+    .executeTakeFirst();
+  return advanced === undefined ? null : advanced.next_index - 1;
+}
+
+/** Gives an index back so the next allocation reuses it. */
+export async function releasePoolIndex(trx: Transaction<Database>, key: PoolKey, index: number): Promise<void> {
+  await trx
+    .insertInto('ip_pool_free')
+    .values({ profile_id: key.profileId, node_number: key.nodeNumber, range_four: key.rangeFour, range_six: key.rangeSix, pool_index: index })
+    .onConflict((conflict) => conflict.doNothing())
+    .execute();
+}
+
+function matchingFreeEntries(trx: Transaction<Database>, key: PoolKey) {
+  return trx
+    .deleteFrom('ip_pool_free')
+    .where('profile_id', '=', key.profileId)
+    .where('node_number', '=', key.nodeNumber)
+    .where('range_four', '=', key.rangeFour)
+    .where('range_six', '=', key.rangeSix);
+}

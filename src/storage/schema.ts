@@ -1,0 +1,64 @@
+// Row types of every table, as Kysely sees them. Times are ATOM strings in UTC
+// (see src/core/time.ts); booleans are stored as 0/1 so SQLite and PostgreSQL agree.
+import type { Generated } from 'kysely';
+
+export interface UsersTable {
+  user_id: string;
+  created_at: string;
+  last_seen: string;
+  /** JSON array of permission strings; always `[]` for users made by the Admin API. */
+  permission_list: Generated<string>;
+  auth_data: string | null;
+  is_disabled: Generated<number>;
+}
+
+export interface OAuthAuthorizationsTable {
+  auth_key: string;
+  user_id: string;
+  client_id: string;
+  scope: string;
+  authorized_at: string;
+  expires_at: string;
+}
+
+export interface WireGuardPeersTable {
+  public_key: string;
+  user_id: string;
+  profile_id: string;
+  node_number: number;
+  display_name: string;
+  ip_four: string;
+  ip_six: string;
+  /** Position of the address pair in the node's range: index 0 is network+2 (reference §6.2). */
+  pool_index: number;
+  created_at: string;
+  expires_at: string;
+  /** null for configurations made through the Admin API (and the portal); set for app (OAuth) ones. */
+  auth_key: string | null;
+}
+
+/** Address pool of one profile on one node: the next never-used index. */
+export interface IpPoolsTable {
+  profile_id: string;
+  node_number: number;
+  range_four: string;
+  range_six: string;
+  next_index: number;
+}
+
+/** Indexes below `next_index` that were handed out and given back, reused lowest first. */
+export interface IpPoolFreeTable {
+  profile_id: string;
+  node_number: number;
+  range_four: string;
+  range_six: string;
+  pool_index: number;
+}
+
+export interface Database {
+  users: UsersTable;
+  oauth_authorizations: OAuthAuthorizationsTable;
+  wg_peers: WireGuardPeersTable;
+  ip_pools: IpPoolsTable;
+  ip_pool_free: IpPoolFreeTable;
+}

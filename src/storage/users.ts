@@ -1,0 +1,43 @@
+// Queries on the `users` table.
+import type { Kysely, Transaction } from 'kysely';
+import type { UserId } from '../core/ids.js';
+import type { Database } from './schema.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface UserState {
+  readonly userId: UserId;
+  readonly isDisabled: boolean;
+}
+
+export async function findUser(db: Executor, userId: UserId): Promise<UserState | undefined> {
+  const row = await db.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', '=', userId).executeTakeFirst();
+  return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
+}
+
+/** Inserts the user when missing (concurrent creates for one new user are fine) and returns its state. */
+export async function ensureUser(db: Executor, userId: UserId, now: string): Promise<UserState> {
+  await db
+    .insertInto('users')
+    .values({ user_id: userId, created_at: now, last_seen: now, auth_data: null })
+    .onConflict((conflict) => conflict.column('user_id').doNothing())
+    .execute();
+  const user = await findUser(db, userId);
+  if (user === undefined) throw new Error('user vanished while being created');
+  return user;
+}
+
+export async function setUserDisabled(db: Executor, userId: UserId, disabled: boolean): Promise<void> {
+  await db.updateTable('users').set({ is_disabled: disabled ? 1 : 0 }).where('user_id', '=', userId).execute();
+}
+
+export async function deleteUser(db: Executor, userId: UserId): Promise<void> {
+  await db.deleteFrom('users').where('user_id', '=', userId).execute();
+}
+
+export async function listUserIds(db: Executor, filter: { onlyDisabled: boolean }): Promise<string[]> {
+  let query = db.selectFrom('users').select('user_id').orderBy('user_id');
+  if (filter.onlyDisabled) query = query.where('is_disabled', '=', 1);
+  const rows = await query.execute();
+  return rows.map((row) => row.user_id);
+}

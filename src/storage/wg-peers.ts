@@ -1,0 +1,117 @@
+// Queries on `wg_peers`: one row per WireGuard configuration.
+import type { Kysely, Transaction } from 'kysely';
+import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../core/ids.js';
+import type { Database, WireGuardPeersTable } from './schema.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface WireGuardPeer {
+  readonly publicKey: WireGuardKey;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly nodeNumber: NodeNumber;
+  readonly displayName: string;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly poolIndex: number;
+  readonly createdAt: string;
+  readonly expiresAt: string;
+  readonly authKey: string | null;
+}
+
+export async function insertPeer(db: Executor, peer: WireGuardPeer): Promise<void> {
+  await db
+    .insertInto('wg_peers')
+    .values({
+      public_key: peer.publicKey,
+      user_id: peer.userId,
+      profile_id: peer.profileId,
+      node_number: peer.nodeNumber,
+      display_name: peer.displayName,
+      ip_four: peer.ipFour,
+      ip_six: peer.ipSix,
+      pool_index: peer.poolIndex,
+      created_at: peer.createdAt,
+      expires_at: peer.expiresAt,
+      auth_key: peer.authKey,
+    })
+    .execute();
+}
+
+export async function peersOfUser(db: Executor, userId: UserId): Promise<WireGuardPeer[]> {
+  const rows = await db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('expires_at', 'desc')
+    .orderBy('public_key')
+    .execute();
+  return rows.map(toPeer);
+}
+
+export async function findPeerOfUser(db: Executor, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
+  const row = await db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('public_key', '=', publicKey)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toPeer(row);
+}
+
+export async function addressInUse(db: Executor, ipFour: string): Promise<boolean> {
+  const row = await db.selectFrom('wg_peers').select('public_key').where('ip_four', '=', ipFour).executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function deletePeer(db: Executor, publicKey: WireGuardKey): Promise<void> {
+  await db.deleteFrom('wg_peers').where('public_key', '=', publicKey).execute();
+}
+
+/** Configurations that should be on the nodes: user enabled and not expired. */
+export async function activePeers(
+  db: Executor,
+  filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] },
+): Promise<WireGuardPeer[]> {
+  let query = db
+    .selectFrom('wg_peers')
+    .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
+    .selectAll('wg_peers')
+    .where('users.is_disabled', '=', 0)
+    .where('wg_peers.expires_at', '>', filter.now);
+  if (filter.nodeNumber !== undefined) query = query.where('wg_peers.node_number', '=', filter.nodeNumber);
+  if (filter.publicKeys !== undefined) {
+    if (filter.publicKeys.length === 0) return [];
+    query = query.where('wg_peers.public_key', 'in', filter.publicKeys);
+  }
+  const rows = await query.orderBy('wg_peers.profile_id').orderBy('wg_peers.created_at').orderBy('wg_peers.public_key').execute();
+  return rows.map(toPeer);
+}
+
+/** Expired configurations, oldest first, at most `limit` of them. */
+export async function expiredPeers(db: Executor, now: string, limit: number): Promise<WireGuardPeer[]> {
+  const rows = await db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+  return rows.map(toPeer);
+}
+
+function toPeer(row: WireGuardPeersTable): WireGuardPeer {
+  return {
+    publicKey: row.public_key as WireGuardKey,
+    userId: row.user_id as UserId,
+    profileId: row.profile_id as ProfileId,
+    nodeNumber: row.node_number as NodeNumber,
+    displayName: row.display_name,
+    ipFour: row.ip_four,
+    ipSix: row.ip_six,
+    poolIndex: row.pool_index,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    authKey: row.auth_key,
+  };
+}
