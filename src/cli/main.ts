@@ -1,4 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-old-space-size=192
+// The heap is capped (run `node --max-old-space-size=N dist/cli/main.js` for another cap): large
+// listings make short-lived strings, and an uncapped heap on a big machine lets them pile up as RSS.
 // `vpn-portal`: serve the portal, create its secrets, or run a node agent.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
@@ -14,12 +16,16 @@ const USAGE = `usage:
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return 0;
+  }
   const { values } = parseArgs({
     args: rest,
     options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },
     strict: true,
   });
-  if (values.help === true || command === undefined || command === 'help') {
+  if (values.help === true || command === undefined || command === 'help' || command === '--help') {
     console.log(USAGE);
     return command === undefined ? 2 : 0;
   }

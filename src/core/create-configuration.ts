@@ -34,6 +34,9 @@ export interface IssuedConfiguration {
 /** Attempts at a database write that lost a race for a unique address (another portal instance). */
 const MAX_ATTEMPTS = 5;
 
+/** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
+class PoolFull extends Error {}
+
 export async function createConfiguration(ctx: PortalContext, request: CreateConfigurationRequest): Promise<IssuedConfiguration> {
   const profile = ctx.config.profiles.find((candidate) => candidate.profileId === request.profileId);
   if (profile === undefined) throw new PortalError('no-such-profile', 'no such "profile_id"');
@@ -113,7 +116,7 @@ async function storePeer(
         const user = await ensureUser(trx, request.userId, formatAtom(now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
         const addresses = await allocateAddresses(trx, profile.profileId, node);
-        if (addresses === null) return null;
+        if (addresses === null) throw new PoolFull();
         await insertPeer(trx, {
           publicKey: keyPair.publicKey,
           userId: request.userId,
@@ -130,6 +133,7 @@ async function storePeer(
         return addresses;
       });
     } catch (error) {
+      if (error instanceof PoolFull) return null;
       // An address still held by a configuration from before a range change, or a
       // concurrent writer: the transaction rolled back, so simply try again.
       if (!isUniqueViolation(error) || attempt >= MAX_ATTEMPTS) throw error;

@@ -2,8 +2,10 @@
 // show_all=on: every active configuration (user enabled, not expired), from the database.
 // show_all=off: only those whose peer did a handshake in the last 3 minutes, asked from all
 // nodes in parallel; a node that does not answer is logged and its connections left out.
+// Results are JSON text per profile: the on-case can hold 100,000 entries, which the
+// database serialises far faster than JavaScript objects would.
 import type { NodeNumber, ProfileId, VpnProto } from './ids.js';
-import { activePeers, type WireGuardPeer } from '../storage/wg-peers.js';
+import { activeConnectionsJson, activePeers, activeUserIdsJson, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { isOnline } from './online.js';
 import { formatAtom } from './time.js';
@@ -17,29 +19,58 @@ export interface ConnectionInfo {
   readonly auth_key: string | null;
 }
 
+/** The JSON text of an array. */
+export type JsonArrayText = string & { readonly __json: 'array' };
+
 /** Keys per `IN (...)` query, well below every dialect's parameter limit. */
 const KEYS_PER_QUERY = 500;
 
-export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, ConnectionInfo[]>> {
+export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayText>> {
   const now = ctx.clock.now();
-  const peers = showAll ? await activePeers(ctx.db, { now: formatAtom(now) }) : await onlinePeers(ctx, now);
-  const byProfile = new Map<ProfileId, ConnectionInfo[]>(ctx.config.profiles.map((profile) => [profile.profileId, []]));
-  for (const peer of peers) {
-    byProfile.get(peer.profileId)?.push({
-      user_id: peer.userId,
-      connection_id: peer.publicKey,
-      display_name: peer.displayName,
-      ip_list: [peer.ipFour, peer.ipSix],
-      vpn_proto: 'wireguard',
-      auth_key: peer.authKey,
-    });
+  if (showAll) {
+    return perProfile(ctx, (profileId) => activeConnectionsJson(ctx.db, profileId, formatAtom(now)));
   }
+  const online = groupByProfile(ctx, await onlinePeers(ctx, now));
+  return perProfile(ctx, async (profileId) => JSON.stringify((online.get(profileId) ?? []).map(toConnectionInfo)));
+}
+
+export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayText>> {
+  const now = ctx.clock.now();
+  if (showAll) {
+    return perProfile(ctx, (profileId) => activeUserIdsJson(ctx.db, profileId, formatAtom(now)));
+  }
+  const online = groupByProfile(ctx, await onlinePeers(ctx, now));
+  // A user connected several times to one profile is listed once there.
+  return perProfile(ctx, async (profileId) => JSON.stringify([...new Set((online.get(profileId) ?? []).map((peer) => peer.userId))]));
+}
+
+/** Writes `{"<key>": {"<profile>": [...], ...}}` from per-profile JSON arrays. */
+export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, JsonArrayText>): string {
+  const members = [...lists].map(([profileId, list]) => `${JSON.stringify(profileId)}:${list}`);
+  return `{${JSON.stringify(key)}:{${members.join(',')}}}`;
+}
+
+async function perProfile(ctx: PortalContext, list: (profileId: ProfileId) => Promise<string>): Promise<Map<ProfileId, JsonArrayText>> {
+  const result = new Map<ProfileId, JsonArrayText>();
+  for (const profile of ctx.config.profiles) result.set(profile.profileId, (await list(profile.profileId)) as JsonArrayText);
+  return result;
+}
+
+function groupByProfile(ctx: PortalContext, peers: readonly WireGuardPeer[]): Map<ProfileId, WireGuardPeer[]> {
+  const byProfile = new Map<ProfileId, WireGuardPeer[]>(ctx.config.profiles.map((profile) => [profile.profileId, []]));
+  for (const peer of peers) byProfile.get(peer.profileId)?.push(peer);
   return byProfile;
 }
 
-export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, string[]>> {
-  const connections = await listConnections(ctx, showAll);
-  return new Map([...connections].map(([profileId, list]) => [profileId, [...new Set(list.map((entry) => entry.user_id))]]));
+function toConnectionInfo(peer: WireGuardPeer): ConnectionInfo {
+  return {
+    user_id: peer.userId,
+    connection_id: peer.publicKey,
+    display_name: peer.displayName,
+    ip_list: [peer.ipFour, peer.ipSix],
+    vpn_proto: 'wireguard',
+    auth_key: peer.authKey,
+  };
 }
 
 async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer[]> {
@@ -58,8 +89,7 @@ async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer
   for (const { nodeNumber, online } of reports) {
     for (let start = 0; start < online.length; start += KEYS_PER_QUERY) {
       const chunk = online.slice(start, start + KEYS_PER_QUERY);
-      const peers = await activePeers(ctx.db, { now: formatAtom(now), nodeNumber, publicKeys: chunk });
-      result.push(...peers);
+      result.push(...(await activePeers(ctx.db, { now: formatAtom(now), nodeNumber, publicKeys: chunk })));
     }
   }
   return result;

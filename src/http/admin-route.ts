@@ -7,6 +7,8 @@ import { readParams, type ParamShape, type ParamSource, type ParamValues } from 
 
 export type RouteResponse =
   | { readonly status: 200; readonly json: unknown }
+  /** JSON already serialised (large listings are built as text). */
+  | { readonly status: 200; readonly jsonText: string }
   | { readonly status: 200; readonly body: string; readonly headers: Readonly<Record<string, string>> }
   | { readonly status: 204 };
 
@@ -49,6 +51,8 @@ export async function runRoute<S extends ParamShape>(
     await reply.code(204).send();
   } else if ('json' in response) {
     await reply.code(200).type('application/json').send(JSON.stringify(response.json));
+  } else if ('jsonText' in response) {
+    await reply.code(200).type('application/json').send(response.jsonText);
   } else {
     await reply.code(200).headers(response.headers).send(response.body);
   }

@@ -54,6 +54,10 @@ export function readParams<S extends ParamShape>(source: ParamSource, input: unk
   const result: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(shape)) {
     const raw = Object.hasOwn(values, name) ? values[name] : undefined;
+    // PHP clients send arrays as `user_id[]=a` (or `user_id[0]=a`); that is an array, not a missing value.
+    if (raw === undefined && Object.keys(values).some((key) => key.startsWith(`${name}[`))) {
+      throw new HttpError(400, `value of ${sourceName} "${name}" MUST be string`);
+    }
     if (raw === undefined) {
       if (spec.required) throw new HttpError(400, `missing ${sourceName} "${name}"`);
       result[name] = undefined;

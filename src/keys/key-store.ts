@@ -9,8 +9,12 @@ import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '..
 
 export type CreatedOrKept = { readonly path: string; readonly created: boolean };
 
+/** Key files are re-read at most this often, so a new or replaced key takes effect within a second. */
+const REREAD_AFTER_MS = 1_000;
+
 export class KeyStore {
   private readonly publicKeyCache = new Map<string, WireGuardKey>();
+  private readonly fileCache = new Map<string, { readonly content: string | null; readonly readAt: number }>();
 
   constructor(readonly keyDir: string) {}
 
@@ -76,12 +80,17 @@ export class KeyStore {
 
   /** File content with surrounding whitespace (such as a trailing newline) removed; null when absent or empty. */
   private read(file: string): string | null {
+    const now = Date.now();
+    const cached = this.fileCache.get(file);
+    if (cached !== undefined && now - cached.readAt < REREAD_AFTER_MS) return cached.content;
+    let content: string | null;
     try {
-      const content = readFileSync(file, 'utf8').trim();
-      return content === '' ? null : content;
+      content = readFileSync(file, 'utf8').trim() || null;
     } catch {
-      return null;
+      content = null;
     }
+    this.fileCache.set(file, { content, readAt: now });
+    return content;
   }
 
   private createIfMissing(file: string, make: () => string): CreatedOrKept {
@@ -90,6 +99,7 @@ export class KeyStore {
     try {
       // 'wx' fails when the file exists, so a key is never overwritten, even by a concurrent run.
       writeFileSync(file, make(), { mode: 0o600, flag: 'wx' });
+      this.fileCache.delete(file);
       return { path: file, created: true };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { path: file, created: false };

@@ -24,9 +24,31 @@ export async function openDatabase(location: DatabaseLocation): Promise<Db> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrateToLatest(db);
   return db;
+}
+
+/**
+ * Kysely prepares every query anew; the portal runs the same few dozen statements all the
+ * time, so prepared statements are kept per SQL text (better-sqlite3 statements are reusable).
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Database {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return new Proxy(sqlite, {
+    get(target, property, receiver) {
+      if (property !== 'prepare') return Reflect.get(target, property, receiver) as unknown;
+      return (sql: string) => {
+        let statement = cache.get(sql);
+        if (statement === undefined) {
+          statement = target.prepare(sql);
+          // Queries built with IN (...) lists vary in length; keep the cache bounded.
+          if (cache.size < 1000) cache.set(sql, statement);
+        }
+        return statement;
+      };
+    },
+  });
 }
 
 export async function migrateToLatest(db: Db): Promise<void> {

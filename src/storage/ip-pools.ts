@@ -30,12 +30,20 @@ export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, ca
     return reused.pool_index;
   }
 
+  const advanced = await advancePool(trx, key, capacity);
+  if (advanced !== undefined) return advanced;
+  // First allocation in this pool: create its row. Two first allocations racing each other
+  // both insert; the loser's insert does nothing and its advance then succeeds.
   await trx
     .insertInto('ip_pools')
     .values({ profile_id: key.profileId, node_number: key.nodeNumber, range_four: key.rangeFour, range_six: key.rangeSix, next_index: 0 })
     .onConflict((conflict) => conflict.columns(['profile_id', 'node_number', 'range_four', 'range_six']).doNothing())
     .execute();
-  // The UPDATE takes the row lock first, so concurrent writers on PostgreSQL queue here.
+  return (await advancePool(trx, key, capacity)) ?? null;
+}
+
+/** Increments the pool's next index (the UPDATE takes the row lock, so writers queue here). */
+async function advancePool(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | undefined> {
   const advanced = await trx
     .updateTable('ip_pools')
     .set((eb) => ({ next_index: eb('next_index', '+', 1) }))
@@ -46,7 +54,7 @@ export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, ca
     .where('next_index', '<', capacity)
     .returning('next_index')
     .executeTakeFirst();
-  return advanced === undefined ? null : advanced.next_index - 1;
+  return advanced === undefined ? undefined : advanced.next_index - 1;
 }
 
 /** Gives an index back so the next allocation reuses it. */

@@ -1,5 +1,5 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../core/ids.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
 
@@ -86,6 +86,35 @@ export async function activePeers(
   }
   const rows = await query.orderBy('wg_peers.profile_id').orderBy('wg_peers.created_at').orderBy('wg_peers.public_key').execute();
   return rows.map(toPeer);
+}
+
+/**
+ * The active configurations of one profile as the JSON text of an array of connection
+ * objects (specification §2.3), oldest first. The database builds the JSON: at 100,000
+ * configurations this is several times faster, and far lighter on memory, than building
+ * an object per row in JavaScript.
+ */
+export async function activeConnectionsJson(db: Executor, profileId: ProfileId, now: string): Promise<string> {
+  const result = await sql<{ list: string | null }>`
+    SELECT json_group_array(json_object(
+      'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
+      'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)) AS list
+    FROM (SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key FROM wg_peers
+          WHERE profile_id = ${profileId} AND expires_at > ${now}
+            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
+          ORDER BY created_at)`.execute(db);
+  return result.rows[0]?.list ?? '[]';
+}
+
+/** The users with an active configuration in one profile, as the JSON text of an array, each once. */
+export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now: string): Promise<string> {
+  const result = await sql<{ list: string | null }>`
+    SELECT json_group_array(user_id) AS list
+    FROM (SELECT user_id FROM wg_peers
+          WHERE profile_id = ${profileId} AND expires_at > ${now}
+            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
+          GROUP BY user_id ORDER BY MIN(created_at), user_id)`.execute(db);
+  return result.rows[0]?.list ?? '[]';
 }
 
 /** Expired configurations, oldest first, at most `limit` of them. */

@@ -60,7 +60,22 @@ function parseRanges(rangeFour: string, rangeSix: string): { four: IpPrefix; six
   return { four, six };
 }
 
-function checkedPool(rangeFour: string, rangeSix: string): { four: IpPrefix; six: IpPrefix; capacity: number } {
+type CheckedPool = { four: IpPrefix; six: IpPrefix; capacity: number };
+
+/** A handful of configured ranges, used on every create: parse and check each pair once. */
+const checkedPools = new Map<string, CheckedPool>();
+
+function checkedPool(rangeFour: string, rangeSix: string): CheckedPool {
+  const cacheKey = `${rangeFour} ${rangeSix}`;
+  let pool = checkedPools.get(cacheKey);
+  if (pool === undefined) {
+    pool = checkPool(rangeFour, rangeSix);
+    if (checkedPools.size < 1024) checkedPools.set(cacheKey, pool);
+  }
+  return pool;
+}
+
+function checkPool(rangeFour: string, rangeSix: string): CheckedPool {
   const { four, six } = parseRanges(rangeFour, rangeSix);
   if (four.length > addressBits(4) - 2) {
     throw new Error(`WireGuard IPv4 range "${rangeFour}" is too small: a /30 or larger network is required`);

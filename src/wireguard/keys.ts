@@ -32,10 +32,14 @@ export interface WireGuardKeyPair {
 export function generateWireGuardKeyPair(): WireGuardKeyPair {
   // OpenSSL clamps the scalar when generating X25519 keys, so the private key has the
   // same form `wg genkey` produces.
-  const { privateKey, publicKey } = generateKeyPairSync('x25519');
+  // Asking for DER output directly skips two KeyObject exports: this runs on every create.
+  const { privateKey, publicKey } = generateKeyPairSync('x25519', {
+    privateKeyEncoding: { format: 'der', type: 'pkcs8' },
+    publicKeyEncoding: { format: 'der', type: 'spki' },
+  });
   return {
-    privateKey: rawPrivateKey(privateKey),
-    publicKey: rawPublicKey(publicKey),
+    privateKey: rawKeyAfterHeader(privateKey, PKCS8_X25519_HEADER),
+    publicKey: rawKeyAfterHeader(publicKey, SPKI_X25519_HEADER),
   };
 }
 
@@ -50,10 +54,6 @@ export function wireGuardPublicKey(privateKey: WireGuardKey): WireGuardKey {
     type: 'pkcs8',
   });
   return rawPublicKey(createPublicKey(keyObject));
-}
-
-function rawPrivateKey(key: KeyObject): WireGuardKey {
-  return rawKeyAfterHeader(key.export({ format: 'der', type: 'pkcs8' }), PKCS8_X25519_HEADER);
 }
 
 function rawPublicKey(key: KeyObject): WireGuardKey {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listConnectedUsers } from '../../core/list-connections.js';
+import { jsonObjectOfProfiles, listConnectedUsers } from '../../core/list-connections.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';
 
@@ -15,7 +15,6 @@ export const connectedUsersRoute = defineRoute({
     doc: { description: 'User ids per profile id', schema: z.object({ connected_users: z.record(z.string(), z.array(z.string())) }) },
   },
   async handle(ctx, { show_all }) {
-    const users = await listConnectedUsers(ctx, show_all ?? false);
-    return { status: 200, json: { connected_users: Object.fromEntries(users) } };
+    return { status: 200, jsonText: jsonObjectOfProfiles('connected_users', await listConnectedUsers(ctx, show_all ?? false)) };
   },
 });

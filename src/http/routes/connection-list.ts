@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listConnections } from '../../core/list-connections.js';
+import { jsonObjectOfProfiles, listConnections } from '../../core/list-connections.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';
 
@@ -24,7 +24,6 @@ export const connectionListRoute = defineRoute({
     doc: { description: 'Connections per profile id', schema: z.object({ connection_list: z.record(z.string(), z.array(connectionInfoSchema)) }) },
   },
   async handle(ctx, { show_all }) {
-    const connections = await listConnections(ctx, show_all ?? false);
-    return { status: 200, json: { connection_list: Object.fromEntries(connections) } };
+    return { status: 200, jsonText: jsonObjectOfProfiles('connection_list', await listConnections(ctx, show_all ?? false)) };
   },
 });

@@ -42,9 +42,9 @@ export const initialSchema: Migration = {
       .addColumn('auth_key', 'varchar(255)')
       .execute();
     await db.schema.createIndex('wg_peers_user_id').on('wg_peers').column('user_id').execute();
-    await db.schema.createIndex('wg_peers_node').on('wg_peers').columns(['node_number', 'profile_id']).execute();
     await db.schema.createIndex('wg_peers_listing').on('wg_peers').columns(['profile_id', 'created_at']).execute();
-    await db.schema.createIndex('wg_peers_expires_at').on('wg_peers').column('expires_at').execute();
+    // No index on node_number or expires_at: only the once-a-minute reconcile filters on
+    // them, and every index costs each create a B-tree update.
 
     await db.schema
       .createTable('ip_pools')
