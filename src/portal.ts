@@ -1,6 +1,6 @@
 // Composition root of the portal: opens the database, builds the node clients and the HTTP
 // server, and runs the reconcile loop. Everything is created here and passed down.
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import type { PortalConfig } from './config/portal-config.js';
 import type { PortalContext } from './core/context.js';
 import type { NodeNumber } from './core/ids.js';
@@ -28,9 +28,11 @@ export interface RunningPortal {
   close(): Promise<void>;
 }
 
-export function createLogger(level: string): Logger {
+/** The portal's logger (stdout unless a destination is given, as tests do to read what was logged). */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
   // Authorization headers carry secrets; they must never reach the log.
-  return pino({ level, redact: ['req.headers.authorization', 'headers.authorization'] });
+  const options = { level, redact: ['req.headers.authorization', 'headers.authorization'] };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 export async function startPortal(config: PortalConfig, options: PortalOptions = {}): Promise<RunningPortal> {

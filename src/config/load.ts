@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { asNodeNumber, asProfileId, type NodeNumber } from '../core/ids.js';
 import { parseIsoDuration, durationMilliseconds } from '../core/iso-duration.js';
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
+import { poolCapacity } from '../wireguard/address-pool.js';
 import { embeddedDefaultConfig } from './defaults.js';
 import type { PortalConfig, Profile, ProfileNode, VpnNode } from './portal-config.js';
 import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
@@ -105,6 +106,7 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
     if (wireGuard !== null) {
       checkPrefix(wireGuard.rangeFour, `${option}.wRangeFour`, report, 4);
       checkPrefix(wireGuard.rangeSix, `${option}.wRangeSix`, report, 6);
+      checkPoolFits(wireGuard.rangeFour, wireGuard.rangeSix, option, report);
     }
     return {
       nodeNumber: asNodeNumber(nodeNumber),
@@ -166,6 +168,22 @@ function collectNodes(profiles: readonly Profile[], report: Report): ReadonlyMap
     }
   }
   return nodes;
+}
+
+/**
+ * A pair of ranges must hold at least one client and an IPv6 partner for every IPv4 client
+ * address (reference §6.2); otherwise every create on it would fail, so refuse it at start.
+ */
+function checkPoolFits(rangeFour: string, rangeSix: string, option: string, report: Report): void {
+  const four = tryParsePrefix(rangeFour);
+  const six = tryParsePrefix(rangeSix);
+  if (four?.family !== 4 || six?.family !== 6) return; // already reported by checkPrefix
+  try {
+    poolCapacity(rangeFour, rangeSix);
+  } catch (error) {
+    // IPv4 /31 and /32 leave no client address; any other failure is an IPv6 range too small to pair.
+    report(`${option}.${four.length > 30 ? 'wRangeFour' : 'wRangeSix'}`, (error as Error).message);
+  }
 }
 
 function checkPrefix(text: string, option: string, report: Report, family?: 4 | 6): void {

@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { resolvePortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import type { Clock } from '../../src/core/time.js';
@@ -17,6 +17,8 @@ export interface TestPortalOptions {
   readonly adminApi?: boolean;
   readonly clock?: Clock;
   readonly random?: () => number;
+  /** The portal's logger; default: silent (or TEST_LOG_LEVEL). */
+  readonly logger?: Logger;
 }
 
 export interface ApiResponse {
@@ -64,7 +66,7 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   const config = resolvePortalConfig({ ...defaultTestConfig, ...options.config, dataDir }, 'test configuration');
   generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
   const portal = await startPortal(config, {
-    logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+    logger: options.logger ?? pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.random === undefined ? {} : { random: options.random }),
   });
