@@ -217,3 +217,8 @@ test('one node number with two different URLs in two profiles is refused', () =>
   const guests: ProfileFile = { ...employees, profileId: 'guests', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: 'http://elsewhere:41194' };
   assert.match(problemsOf(withProfiles({ ...employees, nodeUrl: 'http://node-a:41194' }, guests)), /node 0 is http:\/\/node-a:41194 in another profile, not http:\/\/elsewhere:41194/);
 });
+
+test('a sessionExpiry so long that the expiry date cannot be written is refused at start', () => {
+  assert.match(problemsOf({ ...withProfiles(employees), sessionExpiry: 'P300000Y' }), /portal\.json: sessionExpiry: too long/);
+  assert.match(problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1Y', 'P99999Y'] }), /supportedSessionExpiry\[1\]: too long/);
+});

@@ -3,12 +3,22 @@
 // options (baseUrl, listen, dataDir, database, adminApi, reconcileInterval, logLevel) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
-import { isIsoDuration } from '../core/iso-duration.js';
+import { addDuration, parseIsoDuration } from '../core/iso-duration.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
 const cidr = z.string().min(1);
-const isoDuration = z.string().refine(isIsoDuration, { message: 'not an ISO 8601 duration such as P90D or PT12H' });
+const isoDuration = z
+  .string()
+  .refine((text) => parseIsoDuration(text) !== null, { message: 'not an ISO 8601 duration such as P90D or PT12H' })
+  .refine(endsBeforeYear10000, { message: 'too long: an expiry after the year 9999 cannot be written as a date' });
+
+function endsBeforeYear10000(text: string): boolean {
+  const duration = parseIsoDuration(text);
+  if (duration === null) return true; // reported by the refinement above
+  const end = addDuration(new Date(), duration);
+  return Number.isFinite(end.getTime()) && end.getUTCFullYear() <= 9999;
+}
 /** A per-node option: one value for every node, or one value per entry of `onNode`. */
 const perNode = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
 

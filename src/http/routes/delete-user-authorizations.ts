@@ -12,7 +12,7 @@ function bodyOrQuery(request: FastifyRequest): unknown {
 export const deleteUserAuthorizationsRoute = defineRoute({
   method: 'POST',
   path: '/delete_user_authorizations',
-  summary: "Delete a user's OAuth authorizations (configurations stay, nobody is disconnected)",
+  summary: "Delete a user's OAuth authorizations (configurations stay, nobody is disconnected); user_id may also be given in the query string, as the reference reads it",
   since: '3.5.4',
   source: 'post',
   input: bodyOrQuery,
