@@ -1,0 +1,54 @@
+// `vpn-portal node --config FILE`: runs the VPN node agent until SIGTERM or SIGINT, then shuts
+// it down cleanly (HTTP closed, pending peer changes applied, its own interface removed).
+import { once } from 'node:events';
+import { pino } from 'pino';
+import { ConfigError } from '../config/load.js';
+import { startNodeAgent } from '../node/agent/agent.js';
+import { readAgentVersion } from '../node/agent/agent-version.js';
+import { loadNodeAgentConfig, NodeAgentConfigError } from '../node/agent/config.js';
+import { NodeKeyError, readNodeKey } from '../node/agent/node-key.js';
+
+const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+export async function runNode(options: { configPath: string }): Promise<void> {
+  const { config, nodeKey } = await loadOperatorInput(options.configPath);
+  const logger = pino({ name: 'vpn-portal-node', level: config.logLevel });
+  if (nodeKey.permissionWarning !== null) logger.warn(nodeKey.permissionWarning);
+
+  const shutdown = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (shutdown.signal.aborted) {
+      logger.info({ signal }, 'already shutting down');
+      return;
+    }
+    logger.info({ signal }, 'shutting down');
+    shutdown.abort();
+  };
+  for (const signal of SHUTDOWN_SIGNALS) process.on(signal, onSignal);
+
+  try {
+    const agent = await startNodeAgent(
+      { config, nodeKey: nodeKey.key, logger, version: await readAgentVersion() },
+      shutdown.signal,
+    );
+    if (!shutdown.signal.aborted) await once(shutdown.signal, 'abort');
+    await agent.stop();
+  } catch (error) {
+    // A signal during start-up is a normal end: startNodeAgent has already undone its work.
+    if (!shutdown.signal.aborted) throw error;
+    logger.info('node agent stopped during start-up');
+  } finally {
+    for (const signal of SHUTDOWN_SIGNALS) process.off(signal, onSignal);
+  }
+}
+
+/** Mistakes in the config or key file are the operator's: reported as ConfigError (message, no stack). */
+async function loadOperatorInput(configPath: string) {
+  try {
+    const config = await loadNodeAgentConfig(configPath);
+    return { config, nodeKey: await readNodeKey(config.nodeKeyFile) };
+  } catch (error) {
+    if (error instanceof NodeAgentConfigError || error instanceof NodeKeyError) throw new ConfigError(error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,184 @@
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../../core/time.js';
+import { DEFAULT_BACKOFF, retryWithBackoff, type BackoffSchedule } from './backoff.js';
+import { createCommandRunner, type CommandRunner } from './command-runner.js';
+import type { NodeAgentConfig } from './config.js';
+import { buildDaemonServer, WireGuardUnavailableError, type DaemonServer, type WireGuardPeers } from './daemon-server.js';
+import { describeNode } from './node-info.js';
+import { PeerBatcher } from './peer-batcher.js';
+import { PortalClient } from './portal-client.js';
+import type { Secret } from './secret.js';
+import type { NodeServerConfig } from './server-config.js';
+import { WgTool } from './wg-tool.js';
+import { WireGuardInterface } from './wireguard-interface.js';
+
+export interface NodeAgentDependencies {
+  readonly config: NodeAgentConfig;
+  readonly nodeKey: Secret;
+  readonly logger: Logger;
+  readonly version: string;
+  readonly clock?: Clock;
+  /** Starts `ip`, `wg` and `wireguard-go`; tests run them in a network namespace. */
+  readonly runner?: CommandRunner;
+  readonly fetch?: typeof fetch;
+  /** Pauses between attempts to reach the portal at start. */
+  readonly portalRetry?: BackoffSchedule;
+}
+
+export interface RunningNodeAgent {
+  /** Where the vpn-daemon protocol is served (resolves port 0 to the real port). */
+  readonly daemonUrl: URL;
+  /** Null while the portal assigns no WireGuard profile to this node. */
+  readonly wireGuardInterface: WireGuardInterface | null;
+  /** Fetches the server configuration now and applies it (the timer does this every interval). */
+  refresh(): Promise<void>;
+  /** Stops serving, waits for pending peer changes, removes the interface if the agent made it. */
+  stop(): Promise<void>;
+}
+
+interface ActiveWireGuard {
+  readonly wireGuardInterface: WireGuardInterface;
+  readonly batcher: PeerBatcher;
+}
+
+interface AgentState {
+  /** Set up on the first server configuration that has a WireGuard part. */
+  wireGuard: ActiveWireGuard | null;
+  warnedAboutDroppedWireGuard: boolean;
+}
+
+/**
+ * Starts the node agent: waits until the portal hands out this node's server configuration,
+ * sets up WireGuard from it, then serves the vpn-daemon protocol and refreshes the
+ * configuration periodically. Aborting `signal` during start-up undoes what was set up.
+ */
+export async function startNodeAgent(deps: NodeAgentDependencies, signal?: AbortSignal): Promise<RunningNodeAgent> {
+  const { config, logger } = deps;
+  const clock = deps.clock ?? systemClock;
+  const runner = deps.runner ?? createCommandRunner();
+  const wg = new WgTool(runner);
+  const portal = new PortalClient({
+    apiUrl: config.apiUrl,
+    nodeNumber: config.nodeNumber,
+    nodeKey: deps.nodeKey,
+    profileIdList: config.profileIdList,
+    ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+  });
+
+  const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false };
+
+  const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
+    if (serverConfig.wireguard === null) {
+      if (state.wireGuard === null) logger.info('the portal assigns no WireGuard profile to this node');
+      else if (!state.warnedAboutDroppedWireGuard) {
+        state.warnedAboutDroppedWireGuard = true;
+        logger.warn(
+          { interface: state.wireGuard.wireGuardInterface.name },
+          'the portal no longer assigns WireGuard profiles to this node; the interface stays as it is',
+        );
+      }
+      return;
+    }
+    if (state.wireGuard === null) {
+      const wireGuardInterface = await WireGuardInterface.open({
+        name: config.wireGuard.interfaceName,
+        implementation: config.wireGuard.implementation,
+        runner,
+        wg,
+        logger,
+      });
+      state.wireGuard = { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg, logger }) };
+    }
+    state.warnedAboutDroppedWireGuard = false;
+    await state.wireGuard.wireGuardInterface.apply(serverConfig.wireguard);
+  };
+
+  const requireWireGuard = (): ActiveWireGuard => {
+    if (state.wireGuard === null) throw new WireGuardUnavailableError();
+    return state.wireGuard;
+  };
+  const peers: WireGuardPeers = {
+    list: async () => (state.wireGuard === null ? [] : (await wg.dump(state.wireGuard.wireGuardInterface.name)).peers),
+    add: (publicKey, allowedIps) => requireWireGuard().batcher.add(publicKey, allowedIps),
+    remove: (publicKey) => requireWireGuard().batcher.remove(publicKey),
+  };
+
+  let server: DaemonServer | null = null;
+  try {
+    logger.info(
+      { apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`, nodeNumber: config.nodeNumber, profileIdList: config.profileIdList },
+      'fetching the server configuration from the portal',
+    );
+    const first = await retryWithBackoff(
+      () => portal.fetchServerConfig(),
+      (error, attempt, retryInMs) =>
+        logger.warn({ attempt, retryInMs, reason: messageOf(error) }, 'cannot get the server configuration from the portal yet'),
+      deps.portalRetry ?? DEFAULT_BACKOFF,
+      signal,
+    );
+    await applyServerConfig(first);
+    signal?.throwIfAborted();
+
+    server = buildDaemonServer({
+      nodeKey: deps.nodeKey,
+      peers,
+      clock,
+      logger,
+      nodeInfo: async () => describeNode({ wireGuardPeers: (await peers.list()).length }, deps.version),
+    });
+    await server.listen({ host: config.listen.host, port: config.listen.port });
+    signal?.throwIfAborted();
+  } catch (error) {
+    await server?.close();
+    await state.wireGuard?.wireGuardInterface.close();
+    throw error;
+  }
+
+  const daemonUrl = urlOf(server.server.address());
+  logger.info({ url: daemonUrl.href }, 'serving the vpn-daemon protocol');
+
+  let refreshing: Promise<void> | null = null;
+  const refresh = (): Promise<void> => {
+    refreshing ??= portal
+      .fetchServerConfig()
+      .then(applyServerConfig)
+      .catch((error: unknown) => {
+        logger.warn({ reason: messageOf(error) }, 'refreshing the server configuration failed; keeping the current one');
+      })
+      .finally(() => {
+        refreshing = null;
+      });
+    return refreshing;
+  };
+  const refreshTimer = setInterval(() => void refresh(), config.refreshIntervalMs);
+
+  const runningServer = server;
+  return {
+    daemonUrl,
+    get wireGuardInterface() {
+      return state.wireGuard?.wireGuardInterface ?? null;
+    },
+    refresh,
+    async stop() {
+      clearInterval(refreshTimer);
+      await refreshing;
+      await runningServer.close();
+      if (state.wireGuard !== null) {
+        await state.wireGuard.batcher.drain();
+        await state.wireGuard.wireGuardInterface.close();
+      }
+      logger.info('node agent stopped');
+    },
+  };
+}
+
+function urlOf(address: AddressInfo | string | null): URL {
+  if (address === null || typeof address === 'string') throw new Error(`unexpected listening address ${String(address)}`);
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return new URL(`http://${host}:${address.port}`);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

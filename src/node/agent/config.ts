@@ -1,0 +1,111 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
+
+export type WireGuardImplementation = 'auto' | 'kernel' | 'wireguard-go';
+
+export interface NodeAgentConfig {
+  /** Base URL of the portal's Node API. */
+  readonly apiUrl: URL;
+  readonly nodeNumber: NodeNumber;
+  /** Absolute path of the node key file (relative paths are taken from the config file's folder). */
+  readonly nodeKeyFile: string;
+  /** Where the vpn-daemon protocol is served; port 0 picks a free port. */
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly wireGuard: { readonly interfaceName: string; readonly implementation: WireGuardImplementation };
+  /** Profiles this node serves; empty means all. */
+  readonly profileIdList: readonly string[];
+  /** How often the server configuration is fetched again from the portal. */
+  readonly refreshIntervalMs: number;
+  readonly logLevel: LogLevel;
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+export const DEFAULT_API_URL = 'http://127.0.0.1:8080/vpn-user-portal/node-api.php';
+export const DEFAULT_DAEMON_PORT = 41194;
+
+// Linux interface names: at most 15 bytes; the character set wg-quick accepts.
+const INTERFACE_NAME_PATTERN = /^[a-zA-Z0-9_=+.-]{1,15}$/;
+const PROFILE_ID_PATTERN = /^[a-zA-Z0-9-.]+$/;
+
+const configSchema = z.strictObject({
+  apiUrl: z.url({ protocol: /^https?$/ }).default(DEFAULT_API_URL),
+  nodeNumber: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  nodeKeyFile: z.string().min(1),
+  listen: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_DAEMON_PORT),
+    })
+    .prefault({}),
+  WireGuard: z
+    .strictObject({
+      interfaceName: z.string().regex(INTERFACE_NAME_PATTERN, 'must be 1 to 15 characters of a-z A-Z 0-9 _ = + . -').default('wg0'),
+      implementation: z.enum(['auto', 'kernel', 'wireguard-go']).default('auto'),
+    })
+    .prefault({}),
+  profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
+  refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+});
+
+export class NodeAgentConfigError extends Error {
+  constructor(file: string, problems: readonly string[]) {
+    super(`invalid node configuration ${file}: ${problems.join('; ')}`);
+    this.name = 'NodeAgentConfigError';
+  }
+}
+
+export async function loadNodeAgentConfig(configPath: string): Promise<NodeAgentConfig> {
+  const file = resolve(configPath);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new NodeAgentConfigError(file, [`cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new NodeAgentConfigError(file, [`not valid JSON: ${(error as Error).message}`]);
+  }
+  return parseNodeAgentConfig(json, file);
+}
+
+/** Validates parsed JSON; `file` names the source in errors and anchors relative paths. */
+export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConfig {
+  const parsed = configSchema.safeParse(json);
+  if (!parsed.success) throw new NodeAgentConfigError(file, parsed.error.issues.map((issue) => describeIssue(issue, json)));
+  const config = parsed.data;
+  return {
+    apiUrl: new URL(config.apiUrl),
+    nodeNumber: asNodeNumber(config.nodeNumber),
+    nodeKeyFile: resolve(dirname(file), config.nodeKeyFile),
+    listen: config.listen,
+    wireGuard: config.WireGuard,
+    profileIdList: config.profileIdList,
+    refreshIntervalMs: config.refreshIntervalSeconds * 1000,
+    logLevel: config.logLevel,
+  };
+}
+
+function describeIssue(issue: z.core.$ZodIssue, json: unknown): string {
+  const where = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((key) => `unknown key "${where === '' ? key : `${where}.${key}`}"`).join('; ');
+  }
+  if (issue.code === 'invalid_type' && valueAt(json, issue.path) === undefined) return `missing key "${where}"`;
+  return `"${where}": ${issue.message}`;
+}
+
+function valueAt(json: unknown, path: readonly PropertyKey[]): unknown {
+  let value = json;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import type { WireGuardKey } from '../../core/ids.js';
+import { isNetworkCidr, parseCidr } from './cidr.js';
+import { isWireGuardKey } from '../../wireguard/keys.js';
+
+/** Validated input of the vpn-daemon protocol calls; `error` is a message for a 400 answer. */
+export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+
+export interface AddPeerRequest {
+  readonly publicKey: WireGuardKey;
+  readonly allowedIps: readonly string[];
+}
+
+export interface RemovePeerRequest {
+  readonly publicKey: WireGuardKey;
+}
+
+/** A peer gets one IPv4 and one IPv6 network from the portal; a few more are tolerated. */
+const MAX_IP_NETS = 16;
+
+const wireGuardKeySchema = z.custom<WireGuardKey>(
+  (value) => typeof value === 'string' && isWireGuardKey(value),
+  'must be a Base64-encoded 32-byte WireGuard key',
+);
+const publicKeySchema = z.tuple([wireGuardKeySchema], { error: 'must be given exactly once' });
+
+const ipNetSchema = z
+  .array(
+    z.string().transform((text, context) => {
+      const cidr = parseCidr(text);
+      if (cidr === null || !isNetworkCidr(cidr)) {
+        context.addIssue({ code: 'custom', message: `"${text}" is not a network in CIDR notation` });
+        return z.NEVER;
+      }
+      return cidr.text;
+    }),
+  )
+  .min(1, 'must be given at least once')
+  .max(MAX_IP_NETS, `may be given at most ${MAX_IP_NETS} times`);
+
+const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema });
+const removePeerSchema = z.object({ public_key: publicKeySchema });
+const peerListQuerySchema = z.object({ show_all: z.enum(['yes', 'no'], 'must be "yes" or "no"') });
+
+/** `public_key=<key>&ip_net=<v4>/32&ip_net=<v6>/128`: repeated keys, no `[]`. */
+export function parseAddPeerForm(form: URLSearchParams): Parsed<AddPeerRequest> {
+  const parsed = addPeerSchema.safeParse({ public_key: form.getAll('public_key'), ip_net: form.getAll('ip_net') });
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: { publicKey: parsed.data.public_key[0], allowedIps: parsed.data.ip_net } };
+}
+
+export function parseRemovePeerForm(form: URLSearchParams): Parsed<RemovePeerRequest> {
+  const parsed = removePeerSchema.safeParse({ public_key: form.getAll('public_key') });
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: { publicKey: parsed.data.public_key[0] } };
+}
+
+/** `show_all=yes` lists every peer, `no` only the online ones; anything else is refused. */
+export function parseShowAll(query: unknown): Parsed<boolean> {
+  const parsed = peerListQuerySchema.safeParse(query);
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: parsed.data.show_all === 'yes' };
+}
+
+function describe(error: z.ZodError): string {
+  const [issue] = error.issues;
+  if (issue === undefined) return 'invalid request';
+  return `${String(issue.path[0] ?? 'request')}: ${issue.message}`;
+}

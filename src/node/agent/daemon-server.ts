@@ -1,0 +1,99 @@
+import Fastify, { type FastifyError } from 'fastify';
+import type { Logger } from 'pino';
+import type { WireGuardKey } from '../../core/ids.js';
+import { createBearerCheck } from './bearer-auth.js';
+import { isOnline } from '../../core/online.js';
+import type { Clock } from '../../core/time.js';
+import { toDaemonPeer } from './daemon-peer.js';
+import { parseAddPeerForm, parseRemovePeerForm, parseShowAll } from './daemon-requests.js';
+import type { NodeInfo } from './node-info.js';
+import type { Secret } from './secret.js';
+import type { WgPeer } from './wg-dump.js';
+
+/** The node's WireGuard peers as the daemon protocol needs them. */
+export interface WireGuardPeers {
+  list(): Promise<readonly WgPeer[]>;
+  add(publicKey: WireGuardKey, allowedIps: readonly string[]): Promise<void>;
+  /** The peer as it was before removal, or null when it was not there. */
+  remove(publicKey: WireGuardKey): Promise<WgPeer | null>;
+}
+
+/** Thrown by WireGuardPeers when this node runs no WireGuard profile (answered with 503). */
+export class WireGuardUnavailableError extends Error {
+  constructor() {
+    super('WireGuard is not configured on this node');
+    this.name = 'WireGuardUnavailableError';
+  }
+}
+
+export interface DaemonServerOptions {
+  readonly nodeKey: Secret;
+  readonly peers: WireGuardPeers;
+  readonly nodeInfo: () => Promise<NodeInfo>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** add_peer and remove_peer bodies are a few hundred bytes. */
+const BODY_LIMIT_BYTES = 4096;
+const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
+
+/** The vpn-daemon HTTP protocol (`/i/node`, `/w/peer_list`, `/w/add_peer`, `/w/remove_peer`). */
+export function buildDaemonServer(options: DaemonServerOptions) {
+  const { peers, clock, logger } = options;
+  const isAuthorized = createBearerCheck(options.nodeKey);
+  const app = Fastify({ loggerInstance: logger, disableRequestLogging: true, bodyLimit: BODY_LIMIT_BYTES });
+
+  // Only form bodies are part of the protocol; anything else is answered with 415.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(FORM_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    done(null, new URLSearchParams(String(body)));
+  });
+  const formOf = (body: unknown): URLSearchParams => (body instanceof URLSearchParams ? body : new URLSearchParams());
+
+  // onRequest runs before the body is read: unauthenticated bodies are never parsed.
+  app.addHook('onRequest', async (request, reply) => {
+    if (isAuthorized(request.headers.authorization)) return;
+    await reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error: 'missing or invalid bearer token' });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof WireGuardUnavailableError) return reply.code(503).send({ error: error.message });
+    const status = error.statusCode ?? 500;
+    if (status >= 500) {
+      request.log.error({ err: error, url: request.url }, 'request failed');
+      return reply.code(status).send({ error: 'internal error' });
+    }
+    return reply.code(status).send({ error: error.message });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no such call: ${request.method} ${request.url.split('?')[0]}` }));
+
+  app.get('/i/node', async () => options.nodeInfo());
+
+  app.get('/w/peer_list', async (request, reply) => {
+    const showAll = parseShowAll(request.query);
+    if (!showAll.ok) return reply.code(400).send({ error: showAll.error });
+    const now = clock.now();
+    const listed = (await peers.list()).filter((peer) => showAll.value || isOnline(peer.latestHandshake, now));
+    return { peer_list: listed.map(toDaemonPeer) };
+  });
+
+  app.post('/w/add_peer', async (request, reply) => {
+    const parsed = parseAddPeerForm(formOf(request.body));
+    if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+    await peers.add(parsed.value.publicKey, parsed.value.allowedIps);
+    return reply.code(204).send();
+  });
+
+  app.post('/w/remove_peer', async (request, reply) => {
+    const parsed = parseRemovePeerForm(formOf(request.body));
+    if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+    const removed = await peers.remove(parsed.value.publicKey);
+    if (removed === null) return reply.code(204).send();
+    return reply.code(200).send(toDaemonPeer(removed));
+  });
+
+  return app;
+}
+
+export type DaemonServer = ReturnType<typeof buildDaemonServer>;

@@ -1,0 +1,30 @@
+import { availableParallelism, loadavg, uptime } from 'node:os';
+
+/** The `/i/node` answer of the vpn-daemon protocol. */
+export interface NodeInfo {
+  /** Load average per CPU, in percent. */
+  readonly rel_load_average: readonly number[];
+  readonly load_average: readonly number[];
+  readonly cpu_count: number;
+  /** Seconds since the host booted. */
+  readonly node_uptime: number;
+  readonly maintenance_mode: boolean;
+  readonly w_peer_count: number;
+  readonly o_client_count: number;
+  readonly v: string;
+}
+
+export function describeNode(counts: { readonly wireGuardPeers: number }, version: string): NodeInfo {
+  const cpuCount = availableParallelism();
+  const loadAverage = loadavg();
+  return {
+    rel_load_average: loadAverage.map((load) => Math.round((100 * load) / cpuCount)),
+    load_average: loadAverage.map((load) => Math.round(load * 100) / 100),
+    cpu_count: cpuCount,
+    node_uptime: Math.floor(uptime()),
+    maintenance_mode: false,
+    w_peer_count: counts.wireGuardPeers,
+    o_client_count: 0,
+    v: version,
+  };
+}

@@ -1,0 +1,288 @@
+// A portal drives a node agent through the vpn-daemon protocol; the agent's interface is a real
+// wireguard-go interface in a network namespace, checked with the real `wg` and `ip` tools.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { pino } from 'pino';
+import type { WireGuardKey } from '../src/core/ids.js';
+import { startNodeAgent, type RunningNodeAgent } from '../src/node/agent/agent.js';
+import type { CommandRunner } from '../src/node/agent/command-runner.js';
+import { parseNodeAgentConfig } from '../src/node/agent/config.js';
+import { Secret } from '../src/node/agent/secret.js';
+import { WgTool } from '../src/node/agent/wg-tool.js';
+import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
+import { isRoot, NetnsLab, type Namespace } from './support/netns.js';
+import { startNodeApiStub, type NodeApiStub } from './support/node-api-stub.js';
+
+const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+
+/** Counts the `wg` processes the agent starts, to show that peer changes are batched. */
+function countWgCalls(inner: CommandRunner): { runner: CommandRunner; calls: string[][] } {
+  const calls: string[][] = [];
+  return {
+    calls,
+    runner: {
+      run: (command, args, options) => {
+        if (command === 'wg') calls.push([...args]);
+        return inner.run(command, args, options);
+      },
+      spawn: (command, args, options) => inner.spawn(command, args, options),
+    },
+  };
+}
+
+function newPeerKey(): WireGuardKey {
+  return generateWireGuardKeyPair().publicKey;
+}
+
+describe('a node agent serving the vpn-daemon protocol on a wireguard-go interface', { skip: !isRoot() && 'needs root' }, () => {
+  const lab = new NetnsLab();
+  const nodeKey = randomBytes(32).toString('hex');
+  const serverKeys = generateWireGuardKeyPair();
+  let wgCalls: string[][] = [];
+  let node: Namespace;
+  let portal: NodeApiStub;
+  let agent: RunningNodeAgent;
+  let interfaceName: string;
+
+  const daemon = (path: string, init: RequestInit = {}, token = nodeKey) =>
+    fetch(new URL(path, agent.daemonUrl), { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+  const addPeer = (publicKey: string, ...ipNets: string[]) => {
+    const form = new URLSearchParams({ public_key: publicKey });
+    for (const ipNet of ipNets) form.append('ip_net', ipNet);
+    return daemon('/w/add_peer', { method: 'POST', body: form });
+  };
+  const removePeer = (publicKey: string) =>
+    daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
+  /** Peers and their allowed IPs as `wg show` reports them. */
+  const peersOnInterface = async (): Promise<Map<string, string[]>> => {
+    const { stdout } = await node.exec('wg', ['show', interfaceName, 'allowed-ips']);
+    const peers = new Map<string, string[]>();
+    for (const line of stdout.split('\n').filter(Boolean)) {
+      const [key = '', ips = ''] = line.split('\t');
+      peers.set(key, ips === '(none)' ? [] : ips.split(' '));
+    }
+    return peers;
+  };
+  const wgSetCallsDuring = async (action: () => Promise<unknown>): Promise<number> => {
+    const before = wgCalls.length;
+    await action();
+    return wgCalls.slice(before).filter((args) => args[0] === 'set').length;
+  };
+
+  before(async () => {
+    node = await lab.namespace('node');
+    interfaceName = lab.interfaceName('wgn');
+    portal = await startNodeApiStub({
+      nodeKey,
+      initialAnswer: {
+        json: {
+          wireguard: { privateKey: serverKeys.privateKey, listenPort: 51820, mtu: null, addressList: ['198.19.7.1/24', 'fd00:7::1/64'] },
+          openvpn: { ignored: true },
+        },
+      },
+    });
+    const counted = countWgCalls(node.runner());
+    wgCalls = counted.calls;
+    const config = parseNodeAgentConfig(
+      {
+        apiUrl: portal.apiUrl,
+        nodeKeyFile: 'node.key',
+        listen: { host: '127.0.0.1', port: 0 },
+        WireGuard: { interfaceName, implementation: 'auto' },
+        profileIdList: ['employees', 'guests'],
+      },
+      '/etc/vpn-portal/node.json',
+    );
+    agent = await startNodeAgent({ config, nodeKey: new Secret(nodeKey), logger, version: 'test', runner: counted.runner });
+  });
+
+  after(async () => {
+    await agent?.stop();
+    await portal?.close();
+    await lab.cleanup();
+  });
+
+  test('the agent asked the portal for its profiles and built the interface from the answer', async () => {
+    assert.deepEqual(portal.requests[0], { nodeNumber: '0', profileIdList: ['employees', 'guests'] });
+    assert.equal(agent.wireGuardInterface?.origin, 'wireguard-go');
+
+    const publicKey = await node.exec('wg', ['show', interfaceName, 'public-key']);
+    assert.equal(publicKey.stdout.trim(), serverKeys.publicKey);
+    const port = await node.exec('wg', ['show', interfaceName, 'listen-port']);
+    assert.equal(port.stdout.trim(), '51820');
+    const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
+    assert.match(link.stdout, /inet 198\.19\.7\.1\/24/);
+    assert.match(link.stdout, /inet6 fd00:7::1\/64/);
+    const state = await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName]);
+    assert.match(state.stdout, /<[^>]*\bUP\b[^>]*>/);
+    assert.match(state.stdout, /mtu 1420/);
+  });
+
+  test('add_peer puts the peer on the interface and peer_list shows it', async () => {
+    const alice = newPeerKey();
+    const added = await addPeer(alice, '198.19.7.2/32', 'fd00:7::2/128');
+    assert.equal(added.status, 204);
+    assert.deepEqual((await peersOnInterface()).get(alice), ['198.19.7.2/32', 'fd00:7::2/128']);
+
+    const all = await daemon('/w/peer_list?show_all=yes');
+    assert.equal(all.status, 200);
+    const listed = ((await all.json()) as { peer_list: Record<string, unknown>[] }).peer_list.find((peer) => peer['public_key'] === alice);
+    // Never shook hands: no last_handshake_time key at all, not null.
+    assert.deepEqual(listed, { public_key: alice, ip_net: ['198.19.7.2/32', 'fd00:7::2/128'], bytes_in: 0, bytes_out: 0 });
+
+    const online = await daemon('/w/peer_list?show_all=no');
+    const onlineKeys = ((await online.json()) as { peer_list: { public_key: string }[] }).peer_list.map((peer) => peer.public_key);
+    assert.ok(!onlineKeys.includes(alice), 'a peer without handshake is not online');
+  });
+
+  test('adding a known peer again replaces its addresses', async () => {
+    const bob = newPeerKey();
+    await addPeer(bob, '198.19.7.3/32', 'fd00:7::3/128');
+    const readded = await addPeer(bob, '198.19.7.4/32');
+    assert.equal(readded.status, 204);
+    assert.deepEqual((await peersOnInterface()).get(bob), ['198.19.7.4/32']);
+  });
+
+  test('remove_peer answers with the peer it removed, and 204 when there is none', async () => {
+    const carol = newPeerKey();
+    await addPeer(carol, '198.19.7.5/32', 'fd00:7::5/128');
+
+    const removed = await removePeer(carol);
+    assert.equal(removed.status, 200);
+    assert.deepEqual(await removed.json(), { public_key: carol, ip_net: ['198.19.7.5/32', 'fd00:7::5/128'], bytes_in: 0, bytes_out: 0 });
+    assert.equal((await peersOnInterface()).has(carol), false);
+
+    const again = await removePeer(carol);
+    assert.equal(again.status, 204);
+    assert.equal(await again.text(), '');
+  });
+
+  test('300 concurrent add_peer calls land on the interface with a handful of wg calls', async () => {
+    const keys = Array.from({ length: 300 }, newPeerKey);
+    const wgSets = await wgSetCallsDuring(async () => {
+      const answers = await Promise.all(keys.map((key, index) => addPeer(key, `198.19.${10 + (index >> 8)}.${index & 255}/32`, `fd00:8::${index.toString(16)}/128`)));
+      assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([204]));
+    });
+    const onInterface = await peersOnInterface();
+    assert.ok(keys.every((key) => onInterface.has(key)), 'every added peer is on the interface');
+    assert.ok(wgSets <= 15, `expected a few batched wg set calls for 300 requests, got ${wgSets}`);
+
+    const removals = await wgSetCallsDuring(async () => {
+      const answers = await Promise.all(keys.map((key) => removePeer(key)));
+      assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([200]));
+    });
+    const afterRemoval = await peersOnInterface();
+    assert.ok(keys.every((key) => !afterRemoval.has(key)), 'every removed peer is gone');
+    assert.ok(removals <= 15, `expected a few batched wg set calls for 300 requests, got ${removals}`);
+  });
+
+  test('peer changes too long for one command line are split over several wg calls', async () => {
+    const wg = new WgTool(node.runner(), { maxArgumentBytes: 2_000 });
+    const keys = Array.from({ length: 40 }, newPeerKey);
+    const calls = await wg.applyPeerChanges(
+      interfaceName,
+      keys.map((publicKey, index) => ({ kind: 'set' as const, publicKey, allowedIps: [`198.19.20.${index}/32`] })),
+    );
+    assert.ok(calls > 1, `expected several wg calls, got ${calls}`);
+    const onInterface = await peersOnInterface();
+    assert.ok(keys.every((key, index) => onInterface.get(key)?.[0] === `198.19.20.${index}/32`), 'every peer has its address');
+
+    await wg.applyPeerChanges(interfaceName, keys.map((publicKey) => ({ kind: 'remove' as const, publicKey })));
+    const afterRemoval = await peersOnInterface();
+    assert.ok(keys.every((key) => !afterRemoval.has(key)), 'every peer is gone');
+  });
+
+  test('requests without the node key are refused and change nothing', async () => {
+    const mallory = newPeerKey();
+    const peersBefore = await peersOnInterface();
+    const wrongSameLength = 'f'.repeat(64) === nodeKey ? 'e'.repeat(64) : 'f'.repeat(64);
+
+    for (const token of ['', 'short', wrongSameLength]) {
+      const refused = await daemon('/w/add_peer', { method: 'POST', body: new URLSearchParams({ public_key: mallory, ip_net: '198.19.7.66/32' }) }, token);
+      assert.equal(refused.status, 401);
+      assert.deepEqual(await refused.json(), { error: 'missing or invalid bearer token' });
+    }
+    const withoutHeader = await fetch(new URL('/w/peer_list?show_all=yes', agent.daemonUrl));
+    assert.equal(withoutHeader.status, 401);
+    const nodeInfo = await fetch(new URL('/i/node', agent.daemonUrl), { headers: { authorization: `Basic ${nodeKey}` } });
+    assert.equal(nodeInfo.status, 401);
+
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('invalid input is answered with 400 and changes nothing', async () => {
+    const dave = newPeerKey();
+    await addPeer(dave, '198.19.7.9/32');
+    const peersBefore = await peersOnInterface();
+
+    const badRequests: [string, URLSearchParams][] = [
+      ['/w/add_peer', new URLSearchParams({ public_key: 'not-a-key', ip_net: '198.19.7.10/32' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: `${dave.slice(0, 42)}B=`, ip_net: '198.19.7.10/32' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: '198.19.7.300/32' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: '198.19.7.10/24' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: 'fd00:7::10' })],
+      ['/w/add_peer', new URLSearchParams([['public_key', dave], ['public_key', newPeerKey()], ['ip_net', '198.19.7.10/32']])],
+      ['/w/remove_peer', new URLSearchParams({ public_key: `${dave}x` })],
+      ['/w/remove_peer', new URLSearchParams()],
+    ];
+    for (const [path, form] of badRequests) {
+      const answer = await daemon(path, { method: 'POST', body: form });
+      assert.equal(answer.status, 400, `${path} ${form}`);
+      assert.equal(typeof ((await answer.json()) as { error: unknown }).error, 'string');
+    }
+
+    const json = await daemon('/w/add_peer', { method: 'POST', body: JSON.stringify({ public_key: dave }), headers: { 'content-type': 'application/json' } });
+    assert.equal(json.status, 415);
+    const huge = await daemon('/w/add_peer', { method: 'POST', body: new URLSearchParams({ public_key: dave, ip_net: 'x'.repeat(10_000) }) });
+    assert.equal(huge.status, 413);
+    for (const showAll of ['maybe', '', 'YES']) {
+      const answer = await daemon(`/w/peer_list?show_all=${showAll}`);
+      assert.equal(answer.status, 400, `show_all=${showAll}`);
+    }
+    assert.equal((await daemon('/w/peer_list')).status, 400);
+
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('/i/node describes the node and counts its peers', async () => {
+    const answer = await daemon('/i/node');
+    assert.equal(answer.status, 200);
+    const info = (await answer.json()) as Record<string, unknown>;
+    assert.equal(info['w_peer_count'], (await peersOnInterface()).size);
+    assert.equal(info['o_client_count'], 0);
+    assert.equal(info['maintenance_mode'], false);
+    assert.equal(info['v'], 'test');
+    assert.equal(typeof info['cpu_count'], 'number');
+    assert.ok(Number.isInteger(info['node_uptime']) && (info['node_uptime'] as number) > 0, `uptime in whole seconds: ${String(info['node_uptime'])}`);
+    assert.equal((info['load_average'] as number[]).length, 3);
+    assert.ok((info['rel_load_average'] as number[]).every(Number.isInteger), 'relative load in whole percent');
+  });
+
+  test('a changed server configuration moves addresses and port and keeps every peer', async () => {
+    await addPeer(newPeerKey(), '198.19.7.20/32', 'fd00:7::20/128');
+    const peersBefore = await peersOnInterface();
+    portal.answer({
+      json: { wireguard: { privateKey: serverKeys.privateKey, listenPort: 51821, mtu: 1392, addressList: ['198.19.9.1/24', 'fd00:9::1/64'] } },
+    });
+
+    await agent.refresh();
+
+    const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
+    assert.match(link.stdout, /inet 198\.19\.9\.1\/24/);
+    assert.match(link.stdout, /inet6 fd00:9::1\/64/);
+    assert.doesNotMatch(link.stdout, /198\.19\.7\.1|fd00:7::1/);
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51821');
+    assert.match((await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName])).stdout, /mtu 1392/);
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('a portal that fails during a refresh leaves the interface as it was', async () => {
+    const peersBefore = await peersOnInterface();
+    portal.answer({ status: 500, error: 'database is locked' });
+    await agent.refresh();
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51821');
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+});
