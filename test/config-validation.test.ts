@@ -222,3 +222,11 @@ test('a sessionExpiry so long that the expiry date cannot be written is refused 
   assert.match(problemsOf({ ...withProfiles(employees), sessionExpiry: 'P300000Y' }), /portal\.json: sessionExpiry: too long/);
   assert.match(problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1Y', 'P99999Y'] }), /supportedSessionExpiry\[1\]: too long/);
 });
+
+test('relative paths in a file are taken from the file\'s folder, whatever the working directory', (t) => {
+  const file = configFile(t, 'portal.json', JSON.stringify({ ...withProfiles(employees), dataDir: 'state', database: 'sqlite:db/portal.sqlite' }));
+  const config = loadPortalConfig(file);
+  assert.equal(config.dataDir, path.join(path.dirname(file), 'state'));
+  assert.equal(config.keyDir, path.join(path.dirname(file), 'state', 'keys'));
+  assert.deepEqual(config.database, { dialect: 'sqlite', path: path.join(path.dirname(file), 'db', 'portal.sqlite') });
+});

@@ -30,24 +30,28 @@ export function loadPortalConfig(configPath?: string): PortalConfig {
   } catch (error) {
     throw new ConfigError(`${configPath}: not valid JSON (${(error as Error).message})`);
   }
-  return resolvePortalConfig(document, configPath);
+  // Relative paths in a file are taken from the file's folder, so a systemd unit's working
+  // directory does not matter (the node agent does the same).
+  return resolvePortalConfig(document, configPath, path.dirname(path.resolve(configPath)));
 }
 
-export function resolvePortalConfig(document: unknown, source: string): PortalConfig {
+/** `baseDir` anchors relative paths (`dataDir`, `database`); the working directory by default. */
+export function resolvePortalConfig(document: unknown, source: string, baseDir: string = process.cwd()): PortalConfig {
   const parsed = portalConfigSchema.safeParse(document);
   if (!parsed.success) throw new ConfigError(describeIssues(source, parsed.error));
   const problems: string[] = [];
-  const config = resolve(parsed.data, source, (option, message) => problems.push(`${source}: ${option}: ${message}`));
+  const config = resolve(parsed.data, source, baseDir, (option, message) => problems.push(`${source}: ${option}: ${message}`));
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   return config;
 }
 
 type Report = (option: string, message: string) => void;
 
-function resolve(raw: ParsedPortalConfig, source: string, report: Report): PortalConfig {
+function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
   const baseUrl = new URL(raw.baseUrl);
-  const dataDir = path.resolve(raw.dataDir);
-  const databasePath = raw.database === undefined ? path.join(dataDir, 'db.sqlite') : path.resolve(raw.database.slice('sqlite:'.length));
+  const dataDir = path.resolve(baseDir, raw.dataDir);
+  const databasePath =
+    raw.database === undefined ? path.join(dataDir, 'db.sqlite') : path.resolve(baseDir, raw.database.slice('sqlite:'.length));
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
   for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
 
