@@ -31,7 +31,7 @@ writeFileSync(
     dataDir: path.join(work, 'data'),
     logLevel: 'warn',
     ProfileList: [
-      { profileId: 'bench', displayName: 'Bench', hostName: 'vpn.example.org', wRangeFour: RANGE_FOUR, wRangeSix: RANGE_SIX, nodeUrl: 'http://127.0.0.1:9' },
+      { profileId: 'bench', displayName: 'Bench', hostName: 'vpn.example.org', wRangeFour: RANGE_FOUR, wRangeSix: RANGE_SIX, nodeUrl: 'http://127.0.0.1:2' },
     ],
   }),
 );

@@ -19,7 +19,7 @@ const SMALL_POOL = {
       // A /29 holds 8 addresses: network, gateway (.1) and broadcast are never handed out, so 5 clients: .2 to .6.
       wRangeFour: '10.45.0.0/29',
       wRangeSix: 'fd45::/64',
-      nodeUrl: 'http://127.0.0.1:9',
+      nodeUrl: 'http://127.0.0.1:2',
     },
   ],
 };
@@ -154,7 +154,7 @@ test('when one node\'s pool is full the next node of the profile is used; each f
           displayName: 'Lab',
           onNode: [0, 1],
           hostName: ['a.example.org', 'b.example.org'],
-          nodeUrl: ['http://127.0.0.1:9', 'http://127.0.0.1:9'],
+          nodeUrl: ['http://127.0.0.1:2', 'http://127.0.0.1:2'],
           // A /30 holds exactly one client per node.
           wRangeFour: ['10.47.0.0/30', '10.47.1.0/30'],
           wRangeSix: ['fd47::/126', 'fd47:1::/126'],

@@ -362,7 +362,7 @@ test('the profile\'s options shape the file: split tunnel, exclusions, DNS place
           wKeepAlive: true,
           wRangeFour: '10.42.42.0/24',
           wRangeSix: 'fd42::/64',
-          nodeUrl: 'http://127.0.0.1:9',
+          nodeUrl: 'http://127.0.0.1:2',
         },
       ],
     },

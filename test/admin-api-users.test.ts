@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WireGuardKey } from '../src/core/ids.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
-import { startFakeVpnDaemon } from './support/fake-vpn-daemon.js';
+import { startPortalWithNode } from './support/portal-with-node.js';
 import { errorBody } from './support/raw-http.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from './support/test-portal.js';
 import { parseWireGuardFile } from './support/wireguard-file.js';
@@ -266,7 +266,7 @@ test('delete_user_authorizations deletes only authorizations: configurations sta
   assert.equal(response.text, '');
   assert.deepEqual(await authorizationKeys(portal), ['bob-app']);
   assert.deepEqual(await configurationIds(portal, 'alice'), [alices]);
-  assert.ok((await listedConnectionIds(portal)).includes(alices));
+  assert.ok((await listedConnectionIds(portal)).includes(alices), 'alice\'s configuration is still listed');
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] });
 
   // A user without authorizations: nothing to delete, still fine.
@@ -310,33 +310,32 @@ test('delete_user_authorizations also reads user_id from the query string, where
 });
 
 test('on the node: disable_user removes the user\'s peers at once, enable_user puts them back, delete and destroy remove them', async (t) => {
-  const daemon = await startFakeVpnDaemon();
-  t.after(() => daemon.close());
   const profile = defaultTestConfig.ProfileList[0];
-  assert.ok(profile !== undefined);
-  const portal = await startTestPortal({ config: { ProfileList: [{ ...profile, nodeUrl: daemon.url }] } });
-  t.after(() => portal.close());
+  assert.ok(profile !== undefined, 'the default configuration has a profile');
+  const { portal, peersOnNode, close } = await startPortalWithNode({ config: (nodeUrl) => ({ ProfileList: [{ ...profile, nodeUrl }] }) });
+  t.after(close);
+  const peerKeys = async () => [...(await peersOnNode()).keys()].sort();
 
   const laptop = await provision(portal, 'alice', 'Laptop');
   const phone = await provision(portal, 'alice', 'Phone');
   const bobs = await provision(portal, 'bob');
-  assert.deepEqual([...daemon.peers.keys()].sort(), [laptop, phone, bobs].sort());
+  assert.deepEqual(await peerKeys(), [laptop, phone, bobs].sort());
 
-  await portal.post('/disable_user', { user_id: 'alice' });
-  assert.deepEqual([...daemon.peers.keys()], [bobs]);
+  assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
+  assert.deepEqual(await peerKeys(), [bobs]);
 
   // The devices keep their files: enabling puts the very same keys and addresses back.
-  await portal.post('/enable_user', { user_id: 'alice' });
-  assert.deepEqual([...daemon.peers.keys()].sort(), [laptop, phone, bobs].sort());
-  assert.deepEqual(daemon.peers.get(laptop)?.ipNet, ['10.44.0.2/32', 'fd44::2/128']);
+  assert.equal((await portal.post('/enable_user', { user_id: 'alice' })).status, 204);
+  const peers = await peersOnNode();
+  assert.deepEqual([...peers.keys()].sort(), [laptop, phone, bobs].sort());
+  assert.deepEqual(peers.get(laptop), ['10.44.0.2/32', 'fd44::2/128']);
 
   // delete_user_authorizations disconnects nobody.
-  const before = daemon.calls.length;
-  await portal.post('/delete_user_authorizations', { user_id: 'alice' });
-  assert.equal(daemon.calls.length, before);
+  assert.equal((await portal.post('/delete_user_authorizations', { user_id: 'alice' })).status, 204);
+  assert.deepEqual(await peersOnNode(), peers);
 
-  await portal.post('/delete_connection', { user_id: 'alice', connection_id: laptop });
-  assert.deepEqual([...daemon.peers.keys()].sort(), [phone, bobs].sort());
-  await portal.post('/destroy', { user_id: 'alice' });
-  assert.deepEqual([...daemon.peers.keys()], [bobs]);
+  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: laptop })).status, 204);
+  assert.deepEqual(await peerKeys(), [phone, bobs].sort());
+  assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
+  assert.deepEqual(await peerKeys(), [bobs]);
 });

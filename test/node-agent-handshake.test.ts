@@ -2,19 +2,19 @@
 // shows the real handshake and traffic, "online" ends exactly 3 minutes after the handshake,
 // and removing the peer cuts the tunnel off.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
+import { asNodeNumber } from '../src/core/ids.js';
 import { startNodeAgent, type RunningNodeAgent } from '../src/node/agent/agent.js';
 import { parseNodeAgentConfig } from '../src/node/agent/config.js';
-import { Secret } from '../src/node/agent/secret.js';
+import { readNodeKey } from '../src/node/agent/node-key.js';
 import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
-import { isRoot, NetnsLab, type Namespace } from './support/netns.js';
-import { startNodeApiStub, type NodeApiStub } from './support/node-api-stub.js';
+import { NetnsLab, type Namespace } from './support/netns.js';
+import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from './support/test-portal.js';
 
 interface ListedPeer {
   public_key: string;
@@ -24,17 +24,16 @@ interface ListedPeer {
   bytes_out: number;
 }
 
-describe('a WireGuard client connected through the node', { skip: !isRoot() && 'needs root' }, () => {
+describe('a WireGuard client connected through the node', () => {
   const lab = new NetnsLab();
-  const nodeKey = randomBytes(32).toString('hex');
-  const serverKeys = generateWireGuardKeyPair();
   const clientKeys = generateWireGuardKeyPair();
+  let nodeKey: string;
   /** The agent's clock: the real time unless a test pins it. */
   let pinnedNow: Date | null = null;
   let directory: string;
   let node: Namespace;
   let client: Namespace;
-  let portal: NodeApiStub;
+  let portal: TestPortal;
   let agent: RunningNodeAgent;
   let clientInterface: string;
 
@@ -52,17 +51,38 @@ describe('a WireGuard client connected through the node', { skip: !isRoot() && '
     const link = lab.subnet();
     await lab.vethPair({ namespace: node, address: `${link.first}/30` }, { namespace: client, address: `${link.second}/30` });
 
-    portal = await startNodeApiStub({
-      nodeKey,
-      initialAnswer: { json: { wireguard: { privateKey: serverKeys.privateKey, listenPort: 51820, mtu: null, addressList: ['198.19.3.1/24', 'fd00:3::1/64'] } } },
+    // The portal hands node 0 its WireGuard key, port 51820 and the gateway 198.19.3.1.
+    portal = await startTestPortal({
+      config: {
+        ProfileList: [
+          {
+            profileId: 'employees',
+            displayName: 'Employees',
+            hostName: link.first,
+            wRangeFour: '198.19.3.0/24',
+            wRangeSix: 'fd00:3::/64',
+            // This test plays the portal's part in the vpn-daemon protocol itself.
+            nodeUrl: UNREACHABLE_NODE,
+          },
+        ],
+      },
     });
+    const serverPublicKey = portal.portal.ctx.keys.wireGuardPublicKey(asNodeNumber(0));
+    assert.ok(serverPublicKey !== null, 'the portal made a WireGuard key for node 0');
     const config = parseNodeAgentConfig(
-      { apiUrl: portal.apiUrl, nodeKeyFile: 'node.key', listen: { port: 0 }, WireGuard: { interfaceName: lab.interfaceName('wgn') } },
+      {
+        apiUrl: portal.nodeApiUrl,
+        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
+        listen: { port: 0 },
+        WireGuard: { interfaceName: lab.interfaceName('wgn') },
+      },
       '/etc/vpn-portal/node.json',
     );
+    const key = (await readNodeKey(config.nodeKeyFile)).key;
+    nodeKey = key.reveal();
     agent = await startNodeAgent({
       config,
-      nodeKey: new Secret(nodeKey),
+      nodeKey: key,
       logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
       version: 'test',
       runner: node.runner(),
@@ -78,16 +98,19 @@ describe('a WireGuard client connected through the node', { skip: !isRoot() && '
     }
     const keyFile = join(directory, 'client.key');
     await writeFile(keyFile, clientKeys.privateKey, { mode: 0o600 });
-    await client.exec('wg', ['set', clientInterface, 'private-key', keyFile, 'peer', serverKeys.publicKey, 'endpoint', `${link.first}:51820`, 'allowed-ips', '198.19.3.0/24']);
+    await client.exec('wg', ['set', clientInterface, 'private-key', keyFile, 'peer', serverPublicKey, 'endpoint', `${link.first}:51820`, 'allowed-ips', '198.19.3.0/24']);
     await client.exec('ip', ['address', 'add', '198.19.3.2/24', 'dev', clientInterface]);
     await client.exec('ip', ['link', 'set', 'dev', clientInterface, 'up']);
   });
 
   after(async () => {
-    await agent?.stop();
-    await portal?.close();
-    await lab.cleanup();
-    await rm(directory, { recursive: true, force: true });
+    try {
+      await agent?.stop();
+      await portal?.close();
+    } finally {
+      await lab.cleanup();
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   test('once the portal adds the device as a peer, pings through the tunnel come back', async () => {

@@ -1,31 +1,37 @@
 // An administrator starts `vpn-portal node --config FILE` on a VPN host (a network namespace
-// here) before the portal is ready, watches it wait, serve once the portal answers, and stop
+// here) before the portal runs, watches it wait, serve once the portal answers, and stop
 // cleanly on SIGTERM, taking its wireguard-go interface with it.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
-import { isRoot, NetnsLab, type Namespace } from './support/netns.js';
+import type { PortalConfigFile } from '../src/config/schema.js';
+import { asNodeNumber, type WireGuardKey } from '../src/core/ids.js';
+import { KeyStore } from '../src/keys/key-store.js';
+import { wireGuardPublicKey } from '../src/wireguard/keys.js';
+import { freePort } from './support/free-port.js';
+import { NetnsLab, type Namespace } from './support/netns.js';
 import { NodeAgentProcess } from './support/node-agent-process.js';
-import { startNodeApiStub, type NodeApiStub } from './support/node-api-stub.js';
+import { startTestPortal, type TestPortal } from './support/test-portal.js';
+import { parseWireGuardFile } from './support/wireguard-file.js';
 
-describe('running the node agent as a service', { skip: !isRoot() && 'needs root' }, () => {
+const NODE = asNodeNumber(2);
+
+describe('running the node agent as a service', () => {
   const lab = new NetnsLab();
-  const nodeKey = randomBytes(32).toString('hex');
-  const serverKeys = generateWireGuardKeyPair();
   let directory: string;
   let node: Namespace;
-  let portal: NodeApiStub;
-  let interfaceName: string;
   let nodeAddress: string;
-  const workingAnswer = {
-    json: { wireguard: { privateKey: serverKeys.privateKey, listenPort: 51820, mtu: null, addressList: ['198.19.1.1/24', 'fd00:1::1/64'] } },
-  };
+  let interfaceName: string;
+  /** The portal's data directory; the administrator copies node 2's key from it to the node. */
+  let dataDir: string;
+  let keys: KeyStore;
+  let portalConfig: Partial<PortalConfigFile>;
+  let apiUrl: string;
+  let portal: TestPortal | undefined;
 
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'node-agent-lifecycle-'));
@@ -34,24 +40,48 @@ describe('running the node agent as a service', { skip: !isRoot() && 'needs root
     await lab.vethPair({ namespace: null, address: `${link.first}/30` }, { namespace: node, address: `${link.second}/30` });
     nodeAddress = link.second;
     interfaceName = lab.interfaceName('wgl');
-    portal = await startNodeApiStub({ nodeKey, nodeNumber: 2, host: link.first, initialAnswer: { status: 503, error: 'portal is starting' } });
+
+    // The portal will listen on the host's end of the link; the node is node 2 of one profile.
+    const portalPort = await freePort(link.first);
+    portalConfig = {
+      listen: { host: link.first, port: portalPort },
+      adminApi: { allowList: [`${link.first}/32`], trustedProxyList: [] },
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: nodeAddress,
+          onNode: 2,
+          nodeUrl: `http://${nodeAddress}:41194`,
+          wRangeFour: '198.19.1.0/24',
+          wRangeSix: 'fd00:1::/64',
+        },
+      ],
+    };
+    apiUrl = `http://${link.first}:${portalPort}/vpn-user-portal/node-api.php`;
+    dataDir = join(directory, 'portal');
+    keys = new KeyStore(join(dataDir, 'keys'));
+    // `vpn-portal generate-secrets --node 2` before the portal first starts.
+    keys.createNodeKey(NODE);
   });
 
   after(async () => {
-    await lab.cleanup();
-    await portal?.close();
-    await rm(directory, { recursive: true, force: true });
+    try {
+      await portal?.close();
+    } finally {
+      await lab.cleanup();
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   test('the agent waits for the portal, then serves, and SIGTERM removes everything it created', async () => {
-    await writeFile(join(directory, 'node.key'), `${nodeKey}\n`, { mode: 0o600 });
     const configFile = join(directory, 'node.json');
     await writeFile(
       configFile,
       JSON.stringify({
-        apiUrl: portal.apiUrl,
+        apiUrl,
         nodeNumber: 2,
-        nodeKeyFile: 'node.key',
+        nodeKeyFile: keys.nodeKeyPath(NODE),
         listen: { host: nodeAddress, port: 41194 },
         WireGuard: { interfaceName },
       }),
@@ -59,32 +89,37 @@ describe('running the node agent as a service', { skip: !isRoot() && 'needs root
 
     const agent = new NodeAgentProcess(node, configFile);
 
-    // The portal is not ready: every failed attempt is logged, and the agent keeps trying.
+    // The portal is not running yet: every failed attempt is logged, and the agent keeps trying.
     await agent.waitFor((line) => line.msg === 'cannot get the server configuration from the portal yet' && line['attempt'] === 2, 'second failed attempt');
     const failures = agent.withMessage('cannot get the server configuration from the portal yet');
-    assert.match(String(failures[0]?.['reason']), /503.*portal is starting/);
+    assert.match(String(failures[0]?.['reason']), /cannot reach the portal at .*ECONNREFUSED/);
     assert.ok(Number(failures[1]?.['retryInMs']) > Number(failures[0]?.['retryInMs']), 'the pause grows');
 
-    portal.answer(workingAnswer);
+    portal = await startTestPortal({ dataDir, config: portalConfig });
     await agent.ready();
     assert.equal(agent.withMessage('created WireGuard interface with wireguard-go').length, 1, 'the log tells which implementation was chosen');
-    assert.ok(portal.requests.every((request) => request.nodeNumber === '2'), 'every request names node 2');
+    // Node 2's own WireGuard key: the portal recognised the agent as node 2.
+    const serverPublicKey = keys.wireGuardPublicKey(NODE);
+    assert.ok(serverPublicKey !== null, "the portal made node 2's WireGuard key");
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), serverPublicKey);
 
-    const peer = generateWireGuardKeyPair().publicKey;
-    const added = await fetch(`http://${nodeAddress}:41194/w/add_peer`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${nodeKey}` },
-      body: new URLSearchParams([['public_key', peer], ['ip_net', '198.19.1.2/32'], ['ip_net', 'fd00:1::2/128']]),
-    });
-    assert.equal(added.status, 204);
-    assert.match((await node.exec('wg', ['show', interfaceName, 'allowed-ips'])).stdout, new RegExp(`${peer.replace(/[+/]/g, '\\$&')}\t198.19.1.2/32`));
+    // The portal's next reconcile pass finds the node; a new configuration lands on the interface.
+    await portal.reconcile();
+    const created = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
+    assert.equal(created.status, 200, created.text);
+    const peer = wireGuardPublicKey(parseWireGuardFile(created.text).interface.get('PrivateKey') as WireGuardKey);
+    const peerLine = new RegExp(`${peer.replace(/[+/]/g, '\\$&')}\t198\\.19\\.1\\.2/32`);
+    assert.match((await node.exec('wg', ['show', interfaceName, 'allowed-ips'])).stdout, peerLine);
 
     // wireguard-go dies: the agent starts a new one and configures it again at once.
-    const created = agent.withMessage('created WireGuard interface with wireguard-go')[0];
-    process.kill(Number(created?.['pid']), 'SIGKILL');
+    const interfaceCreated = agent.withMessage('created WireGuard interface with wireguard-go')[0];
+    process.kill(Number(interfaceCreated?.['pid']), 'SIGKILL');
     await agent.waitFor((line) => line.msg === "WireGuard interface recreated without peers; the portal's next reconcile restores them", 'recreated');
-    assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), serverKeys.publicKey);
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), serverPublicKey);
     assert.match((await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName])).stdout, /inet 198\.19\.1\.1\/24/);
+    // …and the portal's next reconcile pass does.
+    await portal.reconcile();
+    assert.match((await node.exec('wg', ['show', interfaceName, 'allowed-ips'])).stdout, peerLine);
 
     assert.equal(await agent.stop(), 0);
     assert.notEqual((await node.run('ip', ['link', 'show', 'dev', interfaceName])).exitCode, 0, 'the interface is gone');
@@ -92,8 +127,8 @@ describe('running the node agent as a service', { skip: !isRoot() && 'needs root
     assert.deepEqual(node.pids(), [], 'no wireguard-go is left behind');
 
     const everything = agent.output.join('');
-    assert.equal(everything.includes(nodeKey), false, 'the node key never appears in the log');
-    assert.equal(everything.includes(serverKeys.privateKey), false, 'the WireGuard private key never appears in the log');
+    assert.equal(everything.includes(readFileSync(keys.nodeKeyPath(NODE), 'utf8').trim()), false, 'the node key never appears in the log');
+    assert.equal(everything.includes(readFileSync(keys.wireGuardKeyPath(NODE), 'utf8').trim()), false, 'the WireGuard private key never appears in the log');
   });
 
   test('an interface that already exists is used as it is and left in place at shut-down', async () => {
@@ -106,14 +141,14 @@ describe('running the node agent as a service', { skip: !isRoot() && 'needs root
     const configFile = join(directory, 'existing.json');
     await writeFile(
       configFile,
-      JSON.stringify({ apiUrl: portal.apiUrl, nodeNumber: 2, nodeKeyFile: 'node.key', listen: { host: nodeAddress }, WireGuard: { interfaceName: existing } }),
+      JSON.stringify({ apiUrl, nodeNumber: 2, nodeKeyFile: keys.nodeKeyPath(NODE), listen: { host: nodeAddress }, WireGuard: { interfaceName: existing } }),
     );
 
-    portal.answer(workingAnswer);
+    portal ??= await startTestPortal({ dataDir, config: portalConfig });
     const agent = new NodeAgentProcess(node, configFile);
     await agent.ready();
     assert.equal(agent.withMessage('using the existing WireGuard interface').length, 1);
-    assert.equal((await node.exec('wg', ['show', existing, 'public-key'])).stdout.trim(), serverKeys.publicKey);
+    assert.equal((await node.exec('wg', ['show', existing, 'public-key'])).stdout.trim(), keys.wireGuardPublicKey(NODE));
 
     assert.equal(await agent.stop(), 0);
     assert.equal((await node.run('ip', ['link', 'show', 'dev', existing])).exitCode, 0, 'the interface is still there');

@@ -1,18 +1,22 @@
-// A portal drives a node agent through the vpn-daemon protocol; the agent's interface is a real
+// A node agent gets its server configuration from a real portal and is driven through the
+// vpn-daemon protocol (the test plays the portal's part there); the agent's interface is a real
 // wireguard-go interface in a network namespace, checked with the real `wg` and `ip` tools.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import type { WireGuardKey } from '../src/core/ids.js';
+import type { PortalConfigFile } from '../src/config/schema.js';
+import { asNodeNumber, type WireGuardKey } from '../src/core/ids.js';
 import { startNodeAgent, type RunningNodeAgent } from '../src/node/agent/agent.js';
 import type { CommandRunner } from '../src/node/agent/command-runner.js';
 import { parseNodeAgentConfig } from '../src/node/agent/config.js';
-import { Secret } from '../src/node/agent/secret.js';
+import { readNodeKey } from '../src/node/agent/node-key.js';
 import { WgTool } from '../src/node/agent/wg-tool.js';
 import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
-import { isRoot, NetnsLab, type Namespace } from './support/netns.js';
-import { startNodeApiStub, type NodeApiStub } from './support/node-api-stub.js';
+import { NetnsLab, type Namespace } from './support/netns.js';
+import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from './support/test-portal.js';
 
 const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -35,13 +39,19 @@ function newPeerKey(): WireGuardKey {
   return generateWireGuardKeyPair().publicKey;
 }
 
-describe('a node agent serving the vpn-daemon protocol on a wireguard-go interface', { skip: !isRoot() && 'needs root' }, () => {
+/** A profile on node 0; the test itself plays the portal's part in the vpn-daemon protocol. */
+function profile(profileId: string, rangeFour: string, rangeSix: string): PortalConfigFile['ProfileList'][number] {
+  return { profileId, displayName: profileId, hostName: 'vpn.example.org', wRangeFour: rangeFour, wRangeSix: rangeSix, nodeUrl: UNREACHABLE_NODE };
+}
+
+describe('a node agent serving the vpn-daemon protocol on a wireguard-go interface', () => {
   const lab = new NetnsLab();
-  const nodeKey = randomBytes(32).toString('hex');
-  const serverKeys = generateWireGuardKeyPair();
+  let nodeKey: string;
   let wgCalls: string[][] = [];
   let node: Namespace;
-  let portal: NodeApiStub;
+  /** The portal's data directory: its keys stay when it restarts on a new configuration. */
+  let dataDir: string;
+  let portal: TestPortal;
   let agent: RunningNodeAgent;
   let interfaceName: string;
 
@@ -73,47 +83,59 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
   before(async () => {
     node = await lab.namespace('node');
     interfaceName = lab.interfaceName('wgn');
-    portal = await startNodeApiStub({
-      nodeKey,
-      initialAnswer: {
-        json: {
-          wireguard: { privateKey: serverKeys.privateKey, listenPort: 51820, mtu: null, addressList: ['198.19.7.1/24', 'fd00:7::1/64'] },
-          openvpn: { ignored: true },
-        },
+    dataDir = await mkdtemp(join(tmpdir(), 'node-agent-peers-'));
+    // Three profiles on node 0; this node serves only employees and guests.
+    portal = await startTestPortal({
+      dataDir,
+      config: {
+        ProfileList: [
+          profile('employees', '198.19.7.0/24', 'fd00:7::/64'),
+          profile('guests', '198.19.6.0/24', 'fd00:6::/64'),
+          profile('contractors', '198.19.5.0/24', 'fd00:5::/64'),
+        ],
       },
     });
     const counted = countWgCalls(node.runner());
     wgCalls = counted.calls;
     const config = parseNodeAgentConfig(
       {
-        apiUrl: portal.apiUrl,
-        nodeKeyFile: 'node.key',
+        apiUrl: portal.nodeApiUrl,
+        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: '127.0.0.1', port: 0 },
         WireGuard: { interfaceName, implementation: 'auto' },
         profileIdList: ['employees', 'guests'],
       },
       '/etc/vpn-portal/node.json',
     );
-    agent = await startNodeAgent({ config, nodeKey: new Secret(nodeKey), logger, version: 'test', runner: counted.runner });
+    const key = (await readNodeKey(config.nodeKeyFile)).key;
+    nodeKey = key.reveal();
+    agent = await startNodeAgent({ config, nodeKey: key, logger, version: 'test', runner: counted.runner });
   });
 
   after(async () => {
-    await agent?.stop();
-    await portal?.close();
-    await lab.cleanup();
+    try {
+      await agent?.stop();
+      await portal?.close();
+    } finally {
+      await lab.cleanup();
+      if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   test('the agent asked the portal for its profiles and built the interface from the answer', async () => {
-    assert.deepEqual(portal.requests[0], { nodeNumber: '0', profileIdList: ['employees', 'guests'] });
     assert.equal(agent.wireGuardInterface?.origin, 'wireguard-go');
 
     const publicKey = await node.exec('wg', ['show', interfaceName, 'public-key']);
-    assert.equal(publicKey.stdout.trim(), serverKeys.publicKey);
+    assert.equal(publicKey.stdout.trim(), portal.portal.ctx.keys.wireGuardPublicKey(asNodeNumber(0)), "node 0's key from the portal");
     const port = await node.exec('wg', ['show', interfaceName, 'listen-port']);
     assert.equal(port.stdout.trim(), '51820');
     const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
+    // The gateways of the two profiles it asked for, not of the third.
     assert.match(link.stdout, /inet 198\.19\.7\.1\/24/);
+    assert.match(link.stdout, /inet 198\.19\.6\.1\/24/);
     assert.match(link.stdout, /inet6 fd00:7::1\/64/);
+    assert.match(link.stdout, /inet6 fd00:6::1\/64/);
+    assert.doesNotMatch(link.stdout, /198\.19\.5\.1|fd00:5::1/);
     const state = await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName]);
     assert.match(state.stdout, /<[^>]*\bUP\b[^>]*>/);
     assert.match(state.stdout, /mtu 1420/);
@@ -260,11 +282,35 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     assert.ok((info['rel_load_average'] as number[]).every(Number.isInteger), 'relative load in whole percent');
   });
 
-  test('a changed server configuration moves addresses and port and keeps every peer', async () => {
+  test('a portal that cannot be reached during a refresh leaves the interface as it was', async () => {
     await addPeer(newPeerKey(), '198.19.7.20/32', 'fd00:7::20/128');
     const peersBefore = await peersOnInterface();
-    portal.answer({
-      json: { wireguard: { privateKey: serverKeys.privateKey, listenPort: 51821, mtu: 1392, addressList: ['198.19.9.1/24', 'fd00:9::1/64'] } },
+    // The administrator stops the portal. (This failed refresh also uses up the agent's idle
+    // keep-alive connection to the old portal, which would fail the first refresh after a restart.)
+    await portal.close();
+
+    await agent.refresh();
+
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51820');
+    assert.match((await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global'])).stdout, /inet 198\.19\.7\.1\/24/);
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('the portal back on a new configuration: the next refresh moves addresses, port and MTU and keeps every peer', async () => {
+    const peersBefore = await peersOnInterface();
+    const publicKeyBefore = (await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
+
+    // Employees move to new ranges, guests are dropped, port and MTU change; the portal
+    // starts again on the same address with the same data directory.
+    const listen = { host: '127.0.0.1', port: Number(new URL(portal.portal.url).port) };
+    await portal.close();
+    portal = await startTestPortal({
+      dataDir,
+      config: {
+        listen,
+        WireGuard: { listenPort: 51821, setMtu: 1392 },
+        ProfileList: [profile('employees', '198.19.9.0/24', 'fd00:9::/64'), profile('contractors', '198.19.5.0/24', 'fd00:5::/64')],
+      },
     });
 
     await agent.refresh();
@@ -272,17 +318,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
     assert.match(link.stdout, /inet 198\.19\.9\.1\/24/);
     assert.match(link.stdout, /inet6 fd00:9::1\/64/);
-    assert.doesNotMatch(link.stdout, /198\.19\.7\.1|fd00:7::1/);
+    assert.doesNotMatch(link.stdout, /198\.19\.[567]\.1|fd00:[567]::1/);
     assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51821');
     assert.match((await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName])).stdout, /mtu 1392/);
-    assert.deepEqual(await peersOnInterface(), peersBefore);
-  });
-
-  test('a portal that fails during a refresh leaves the interface as it was', async () => {
-    const peersBefore = await peersOnInterface();
-    portal.answer({ status: 500, error: 'database is locked' });
-    await agent.refresh();
-    assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51821');
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), publicKeyBefore, 'the same WireGuard key');
     assert.deepEqual(await peersOnInterface(), peersBefore);
   });
 });

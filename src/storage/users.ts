@@ -17,6 +17,9 @@ export async function findUser(db: Executor, userId: UserId): Promise<UserState 
 
 /** Inserts the user when missing (concurrent creates for one new user are fine) and returns its state. */
 export async function ensureUser(db: Executor, userId: UserId, now: string): Promise<UserState> {
+  // Most creates are for known users: one read, no write.
+  const existing = await findUser(db, userId);
+  if (existing !== undefined) return existing;
   await db
     .insertInto('users')
     .values({ user_id: userId, created_at: now, last_seen: now, auth_data: null })

@@ -2,14 +2,15 @@
 // (with wireguard-go) in namespace "node", a managed device in namespace "client". An
 // administrator creates a configuration through the Admin API, the device brings it up with
 // wg-quick and reaches the node through the tunnel; disabling, enabling, deleting and
-// destroying change what passes, and a restarted node agent gets its peers back.
+// destroying change what passes, and a restarted node agent gets its peers back. The portal
+// lists the device as connected until exactly 3 minutes after the handshake the node reports.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { asNodeNumber } from '../../src/core/ids.js';
-import { isRoot, NetnsLab, type Namespace } from '../support/netns.js';
+import { NetnsLab, type Namespace } from '../support/netns.js';
 import { NodeAgentProcess } from '../support/node-agent-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -24,7 +25,7 @@ interface ConnectionEntry {
   vpn_proto: string;
 }
 
-describe('a managed device reaches the node through a WireGuard tunnel made by the portal', { skip: !isRoot() && 'needs root' }, () => {
+describe('a managed device reaches the node through a WireGuard tunnel made by the portal', () => {
   const lab = new NetnsLab();
   let directory: string;
   let node: Namespace;
@@ -32,6 +33,9 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
   let portal: TestPortal;
   let agentConfigFile: string;
   let agent: NodeAgentProcess;
+  let nodeUrl: string;
+  /** The portal's clock: the real time unless a test pins it. */
+  let pinnedNow: Date | null = null;
   /** The client interface currently up, with the public key of its configuration. */
   let device: { interfaceName: string; publicKey: string } | null = null;
 
@@ -51,6 +55,17 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
   };
   const connectedUsers = async () => (await portal.get('/connected_users')).json() as { connected_users: Record<string, string[]> };
   const connectionList = async () => (await portal.get('/connection_list')).json() as { connection_list: Record<string, ConnectionEntry[]> };
+  /** The handshake time the node reports for a peer, read with the node key as the portal does. */
+  const lastHandshakeOnNode = async (publicKey: string): Promise<Date> => {
+    const response = await fetch(`${nodeUrl}/w/peer_list?show_all=yes`, {
+      headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0))}` },
+    });
+    assert.equal(response.status, 200, 'the node lists its peers');
+    const { peer_list: peers } = (await response.json()) as { peer_list: { public_key: string; last_handshake_time?: string }[] };
+    const time = peers.find((peer) => peer.public_key === publicKey)?.last_handshake_time;
+    assert.ok(time !== undefined, `the node reports a handshake of ${publicKey}: ${JSON.stringify(peers)}`);
+    return new Date(time);
+  };
 
   const startAgent = async (): Promise<NodeAgentProcess> => {
     const started = new NodeAgentProcess(node, agentConfigFile);
@@ -84,7 +99,9 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
     await lab.vethPair({ namespace: null, address: `${hostLink.first}/30` }, { namespace: node, address: `${hostLink.second}/30` });
     await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
 
+    nodeUrl = `http://${hostLink.second}:41194`;
     portal = await startTestPortal({
+      clock: { now: () => pinnedNow ?? new Date() },
       config: {
         // Reachable from the node's namespace; the Admin API accepts the test on that address.
         listen: { host: hostLink.first, port: 0 },
@@ -98,7 +115,7 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
             defaultGateway: false,
             wRangeFour: '198.19.44.0/24',
             wRangeSix: 'fd00:44::/64',
-            nodeUrl: `http://${hostLink.second}:41194`,
+            nodeUrl,
           },
         ],
       },
@@ -119,10 +136,13 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
   });
 
   after(async () => {
-    await agent?.stop();
-    await lab.cleanup();
-    await portal?.close();
-    await rm(directory, { recursive: true, force: true });
+    try {
+      await agent?.stop();
+    } finally {
+      await lab.cleanup();
+      await portal?.close();
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   test('the device brings up the file from /create and its pings to the node come back', async () => {
@@ -144,6 +164,25 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
     const addresses = (await client.exec('ip', ['-o', 'address', 'show', 'dev', device.interfaceName, 'scope', 'global'])).stdout;
     for (const ip of connection?.ip_list ?? []) assert.ok(addresses.includes(ip), `the device has address ${ip}`);
     assert.equal(connection?.ip_list.length, 2);
+  });
+
+  test('the portal lists the connection until exactly 3 minutes after the handshake the node reports', async () => {
+    assert.ok(device !== null, 'a device is up');
+    const handshake = await lastHandshakeOnNode(device.publicKey);
+    const listedIds = async () => ((await connectionList()).connection_list[PROFILE] ?? []).map((entry) => entry.connection_id);
+    try {
+      pinnedNow = new Date(handshake.getTime() + 179_000);
+      assert.deepEqual(await listedIds(), [device.publicKey], '179 s after the handshake the device is listed');
+      assert.deepEqual((await connectedUsers()).connected_users, { [PROFILE]: ['alice'] });
+      pinnedNow = new Date(handshake.getTime() + 180_000);
+      assert.deepEqual(await listedIds(), [], '180 s after the handshake it is not');
+      assert.deepEqual((await connectedUsers()).connected_users, { [PROFILE]: [] });
+      // show_all=on lists configurations, whatever their handshakes.
+      const all = (await portal.get('/connection_list', { show_all: 'on' })).json() as { connection_list: Record<string, ConnectionEntry[]> };
+      assert.deepEqual(all.connection_list[PROFILE]?.map((entry) => entry.connection_id), [device.publicKey]);
+    } finally {
+      pinnedNow = null;
+    }
   });
 
   test('disabling the user cuts the tunnel and empties both lists', async () => {

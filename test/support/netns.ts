@@ -25,8 +25,12 @@ export async function hostExec(command: string, args: readonly string[], options
   return checked(command, args, await hostRunner.run(command, args, options.stdin === undefined ? {} : { stdin: options.stdin }));
 }
 
-export function isRoot(): boolean {
-  return process.getuid?.() === 0;
+/**
+ * Fails (never skips) unless the tests run as root: network namespaces, veth pairs and
+ * wireguard-go need it. Every lab namespace checks this first.
+ */
+export function requireRoot(): void {
+  if (process.getuid?.() !== 0) throw new Error('needs root: run as root (.ci/run does)');
 }
 
 /**
@@ -122,6 +126,7 @@ export class NetnsLab {
   }
 
   async namespace(role: string): Promise<Namespace> {
+    requireRoot();
     const namespace = new Namespace(`vpt-${role}-${this.runId}`, this);
     this.#namespaces.push(namespace);
     await hostExec('ip', ['netns', 'add', namespace.name]);
@@ -170,7 +175,7 @@ export class NetnsLab {
 
     const exits = [...this.#children].map((child) => once(child, 'exit'));
     this.#signalAll('SIGTERM');
-    await Promise.race([Promise.all(exits), sleep(TERMINATE_GRACE_MS)]);
+    await Promise.race([Promise.all(exits), sleep(TERMINATE_GRACE_MS, undefined, { ref: false })]);
     for (let attempt = 0; attempt < 20 && this.#remainingPids().length > 0; attempt += 1) await sleep(100);
     this.#signalAll('SIGKILL');
     this.#removeEverything();

@@ -1,6 +1,6 @@
 // Starts a real portal (real HTTP server, real SQLite file in a temporary directory) on a
 // random loopback port, with the Admin API enabled, and offers small request helpers.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -19,6 +19,12 @@ export interface TestPortalOptions {
   readonly random?: () => number;
   /** The portal's logger; default: silent (or TEST_LOG_LEVEL). */
   readonly logger?: Logger;
+  /**
+   * A data directory (keys, database) the test owns, instead of a fresh temporary one that
+   * close() removes: to restart a portal on a new configuration with the same keys, or to
+   * hand a node its key before the portal runs. Missing keys are created, existing ones kept.
+   */
+  readonly dataDir?: string;
 }
 
 export interface ApiResponse {
@@ -32,15 +38,24 @@ export interface TestPortal {
   readonly portal: RunningPortal;
   readonly dataDir: string;
   readonly adminBase: string;
+  /** The Node API base URL: a node agent's `apiUrl`. */
+  readonly nodeApiUrl: string;
   readonly secret: string;
   get(path: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<ApiResponse>;
   post(path: string, form?: Record<string, string> | URLSearchParams, headers?: Record<string, string>): Promise<ApiResponse>;
   request(path: string, init: RequestInit): Promise<ApiResponse>;
+  /**
+   * Runs a reconcile pass and waits for the passes it sets off. A node that started after the
+   * portal failed the portal's first pass and is left alone for a few seconds; once this
+   * returns, the portal knows the node answers and pushes every change to it at once.
+   */
+  reconcile(): Promise<void>;
+  /** Stops the portal (again: nothing) and removes its data directory unless the test owns it. */
   close(): Promise<void>;
 }
 
 /** A node URL where nothing listens: nodes are unreachable unless a test starts one. */
-export const UNREACHABLE_NODE = 'http://127.0.0.1:9';
+export const UNREACHABLE_NODE = 'http://127.0.0.1:2';
 
 export const defaultTestConfig: PortalConfigFile = {
   baseUrl: 'http://127.0.0.1/vpn-user-portal/',
@@ -62,7 +77,9 @@ export const defaultTestConfig: PortalConfigFile = {
 };
 
 export async function startTestPortal(options: TestPortalOptions = {}): Promise<TestPortal> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-test-'));
+  const ownDataDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'vpn-portal-test-'));
+  mkdirSync(dataDir, { recursive: true });
   const config = resolvePortalConfig({ ...defaultTestConfig, ...options.config, dataDir }, 'test configuration');
   generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
   const portal = await startPortal(config, {
@@ -80,10 +97,12 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
     return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) };
   };
 
+  let closing: Promise<void> | null = null;
   return {
     portal,
     dataDir,
     adminBase,
+    nodeApiUrl: `${portal.url}${config.basePath}/node-api.php`,
     secret,
     request,
     get: (target, query = {}, headers = {}) => {
@@ -92,9 +111,16 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
     },
     post: (target, form = {}, headers = {}) =>
       request(target, { method: 'POST', body: form instanceof URLSearchParams ? form : new URLSearchParams(form), headers: { ...auth, ...headers } }),
-    async close() {
-      await portal.close();
-      rmSync(dataDir, { recursive: true, force: true });
+    async reconcile() {
+      await portal.reconcileNow();
+      // A node that answers again sets off one more pass for it, queued behind the first.
+      await portal.reconcileNow();
+    },
+    close() {
+      closing ??= portal.close().then(() => {
+        if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+      });
+      return closing;
     },
   };
 }

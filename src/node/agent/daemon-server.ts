@@ -1,4 +1,4 @@
-import Fastify, { type FastifyError } from 'fastify';
+import Fastify, { LogController, type FastifyError } from 'fastify';
 import type { Logger } from 'pino';
 import type { WireGuardKey } from '../../core/ids.js';
 import { createBearerCheck } from './bearer-auth.js';
@@ -42,7 +42,8 @@ const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
 export function buildDaemonServer(options: DaemonServerOptions) {
   const { peers, clock, logger } = options;
   const isAuthorized = createBearerCheck(options.nodeKey);
-  const app = Fastify({ loggerInstance: logger, disableRequestLogging: true, bodyLimit: BODY_LIMIT_BYTES });
+  // The portal calls often (reconcile, listings); per-request log lines would drown the rest.
+  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: BODY_LIMIT_BYTES });
 
   // Only form bodies are part of the protocol; anything else is answered with 415.
   app.removeAllContentTypeParsers();

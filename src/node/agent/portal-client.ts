@@ -42,25 +42,7 @@ export class PortalClient {
     const body = new URLSearchParams();
     for (const profileId of this.#options.profileIdList) body.append('profile_id_list', profileId);
 
-    let response: Response;
-    try {
-      response = await this.#fetch(url, {
-        method: 'POST',
-        headers: {
-          'X-Node-Number': String(this.#options.nodeNumber),
-          Authorization: `Bearer ${this.#options.nodeKey.reveal()}`,
-          'Content-Type': 'application/x-www-form-urlencoded',
-          Accept: 'application/json',
-        },
-        body,
-        redirect: 'error',
-        signal: AbortSignal.timeout(this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
-      });
-    } catch (error) {
-      // origin + path only: credentials or a query in apiUrl stay out of the logs.
-      throw new PortalRequestError(`cannot reach the portal at ${url.origin}${url.pathname}: ${describeFetchError(error)}`, null);
-    }
-
+    const response = await this.#post(url, body);
     const text = await response.text();
     if (!response.ok) {
       throw new PortalRequestError(
@@ -75,6 +57,33 @@ export class PortalClient {
       throw new PortalRequestError(`the portal answered ${url.pathname} with something that is not JSON`, response.status);
     }
     return parseServerConfig(json);
+  }
+
+  /**
+   * One retry on a transport error: after a portal restart the first request can land on a
+   * kept-alive connection the old process closed ("other side closed").
+   */
+  async #post(url: URL, body: URLSearchParams): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#fetch(url, {
+          method: 'POST',
+          headers: {
+            'X-Node-Number': String(this.#options.nodeNumber),
+            Authorization: `Bearer ${this.#options.nodeKey.reveal()}`,
+            'Content-Type': 'application/x-www-form-urlencoded',
+            Accept: 'application/json',
+          },
+          body,
+          redirect: 'error',
+          signal: AbortSignal.timeout(this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+        });
+      } catch (error) {
+        if (attempt < 2 && !(error instanceof Error && error.name === 'TimeoutError')) continue;
+        // origin + path only: credentials or a query in apiUrl stay out of the logs.
+        throw new PortalRequestError(`cannot reach the portal at ${url.origin}${url.pathname}: ${describeFetchError(error)}`, null);
+      }
+    }
   }
 
   #endpoint(call: string): URL {

@@ -159,7 +159,7 @@ async function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
-  const graceful = await Promise.race([exited.then(() => true), sleep(STOP_GRACE_MS).then(() => false)]);
+  const graceful = await Promise.race([exited.then(() => true), sleep(STOP_GRACE_MS, undefined, { ref: false }).then(() => false)]);
   if (!graceful) {
     child.kill('SIGKILL');
     await exited;

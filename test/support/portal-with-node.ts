@@ -1,0 +1,88 @@
+// A real portal and a real node agent that know each other, as an administrator sets them up:
+// the portal's profiles point at the agent's vpn-daemon URL, and the agent fetches its server
+// configuration from the portal's Node API with the node key the portal generated. The agent
+// runs in this process; its wireguard-go interface lives in a network namespace of its own.
+import { pino } from 'pino';
+import type { PortalConfigFile } from '../../src/config/schema.js';
+import { asNodeNumber } from '../../src/core/ids.js';
+import type { Clock } from '../../src/core/time.js';
+import { startNodeAgent, type RunningNodeAgent } from '../../src/node/agent/agent.js';
+import { parseNodeAgentConfig } from '../../src/node/agent/config.js';
+import { readNodeKey } from '../../src/node/agent/node-key.js';
+import { freePort } from './free-port.js';
+import { NetnsLab, type Namespace } from './netns.js';
+import { startTestPortal, type TestPortal } from './test-portal.js';
+
+export interface PortalWithNode {
+  readonly portal: TestPortal;
+  readonly agent: RunningNodeAgent;
+  readonly node: Namespace;
+  /** Public key → allowed IPs of every peer on the node's interface, as `wg show` reports them. */
+  peersOnNode(): Promise<Map<string, string[]>>;
+  /** Stops agent and portal and removes the namespace, the interface and every process. */
+  close(): Promise<void>;
+}
+
+export async function startPortalWithNode(options: {
+  /** The portal's configuration, given the URL where node 0 serves the vpn-daemon protocol. */
+  readonly config: (nodeUrl: string) => Partial<PortalConfigFile>;
+  readonly clock?: Clock;
+}): Promise<PortalWithNode> {
+  const lab = new NetnsLab();
+  let portal: TestPortal | undefined;
+  let agent: RunningNodeAgent | undefined;
+  const close = async (): Promise<void> => {
+    try {
+      await agent?.stop();
+      await portal?.close();
+    } finally {
+      await lab.cleanup();
+    }
+  };
+  try {
+    const node = await lab.namespace('node');
+    const interfaceName = lab.interfaceName('wgn');
+    const port = await freePort();
+    portal = await startTestPortal({
+      config: options.config(`http://127.0.0.1:${port}`),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+    });
+    const nodeConfig = parseNodeAgentConfig(
+      {
+        apiUrl: portal.nodeApiUrl,
+        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
+        listen: { host: '127.0.0.1', port },
+        WireGuard: { interfaceName },
+      },
+      'node.json',
+    );
+    agent = await startNodeAgent({
+      config: nodeConfig,
+      nodeKey: (await readNodeKey(nodeConfig.nodeKeyFile)).key,
+      logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+      version: 'test',
+      runner: node.runner(),
+    });
+    // The agent came up after the portal's first reconcile pass; the next one finds it.
+    await portal.reconcile();
+
+    return {
+      portal,
+      agent,
+      node,
+      async peersOnNode() {
+        const { stdout } = await node.exec('wg', ['show', interfaceName, 'allowed-ips']);
+        const peers = new Map<string, string[]>();
+        for (const line of stdout.split('\n').filter(Boolean)) {
+          const [key = '', ips = ''] = line.split('\t');
+          peers.set(key, ips === '(none)' ? [] : ips.split(' '));
+        }
+        return peers;
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
