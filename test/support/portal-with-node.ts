@@ -19,6 +19,10 @@ export interface PortalWithNode {
   readonly node: Namespace;
   /** Public key → allowed IPs of every peer on the node's interface, as `wg show` reports them. */
   peersOnNode(): Promise<Map<string, string[]>>;
+  /** Stops the agent (its interface and peers go with it), as a node outage. */
+  stopAgent(): Promise<void>;
+  /** Starts the agent again on the same address; it comes back with no peers. */
+  startAgent(): Promise<void>;
   /** Stops agent and portal and removes the namespace, the interface and every process. */
   close(): Promise<void>;
 }
@@ -27,6 +31,7 @@ export async function startPortalWithNode(options: {
   /** The portal's configuration, given the URL where node 0 serves the vpn-daemon protocol. */
   readonly config: (nodeUrl: string) => Partial<PortalConfigFile>;
   readonly clock?: Clock;
+  readonly random?: () => number;
 }): Promise<PortalWithNode> {
   const lab = new NetnsLab();
   let portal: TestPortal | undefined;
@@ -46,6 +51,7 @@ export async function startPortalWithNode(options: {
     portal = await startTestPortal({
       config: options.config(`http://127.0.0.1:${port}`),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.random === undefined ? {} : { random: options.random }),
     });
     const nodeConfig = parseNodeAgentConfig(
       {
@@ -56,20 +62,33 @@ export async function startPortalWithNode(options: {
       },
       'node.json',
     );
-    agent = await startNodeAgent({
-      config: nodeConfig,
-      nodeKey: (await readNodeKey(nodeConfig.nodeKeyFile)).key,
-      logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
-      version: 'test',
-      runner: node.runner(),
-    });
+    const nodeKey = (await readNodeKey(nodeConfig.nodeKeyFile)).key;
+    const launchAgent = () =>
+      startNodeAgent({
+        config: nodeConfig,
+        nodeKey,
+        logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+        version: 'test',
+        runner: node.runner(),
+      });
+    agent = await launchAgent();
     // The agent came up after the portal's first reconcile pass; the next one finds it.
     await portal.reconcile();
 
     return {
       portal,
-      agent,
+      get agent() {
+        if (agent === undefined) throw new Error('the node agent is stopped');
+        return agent;
+      },
       node,
+      async stopAgent() {
+        await agent?.stop();
+        agent = undefined;
+      },
+      async startAgent() {
+        agent = await launchAgent();
+      },
       async peersOnNode() {
         const { stdout } = await node.exec('wg', ['show', interfaceName, 'allowed-ips']);
         const peers = new Map<string, string[]>();
