@@ -31,7 +31,8 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   /** Where the parameters are read from; default: the query string for GET, the form body for POST. */
   readonly input?: (request: FastifyRequest) => unknown;
   readonly success: { readonly status: 200 | 204; readonly doc: ResponseDoc };
-  readonly handle: (ctx: PortalContext, params: ParamValues<S>, request: FastifyRequest) => Promise<RouteResponse>;
+  // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
+  handle(ctx: PortalContext, params: ParamValues<S>, request: FastifyRequest): Promise<RouteResponse>;
 }
 
 export function defineRoute<S extends ParamShape>(route: AdminRoute<S>): AdminRoute<S> {

@@ -25,4 +25,4 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   enableUserRoute,
   deleteConnectionRoute,
   deleteUserAuthorizationsRoute,
-] as unknown as readonly AdminRoute<ParamShape>[];
+];
