@@ -1,15 +1,20 @@
-// `npm run bench`: throughput and latency of the Admin API on this machine.
+// `npm run bench` (bench/run.sh): throughput and latency of the Admin API on this machine,
+// once on SQLite and once on PostgreSQL (the throw-away server bench/run.sh starts, or
+// TEST_POSTGRES_URL). For each database:
 //  1. create: concurrency 16 for 20 s against an empty database;
 //  2. the database is filled to 100,000 users and configurations;
 //  3. create again for 5 s (allocation cost must not grow with the pool);
 //  4. connection_list?show_all=on and users latency at 100,000 configurations;
 //  5. peak RSS of the portal process.
 // The portal runs as its own process (`vpn-portal serve`), built from dist/.
-import { spawn, execFileSync } from 'node:child_process';
+// BENCH_DATABASES="sqlite" (or "postgres") measures one database only.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
 import { clientAddressesAt } from '../src/wireguard/address-pool.js';
 
 const CONCURRENCY = 16;
@@ -19,30 +24,9 @@ const LIST_SAMPLES = 20;
 const RANGE_FOUR = '10.64.0.0/14';
 const RANGE_SIX = 'fd64::/64';
 const PORT = 18_080;
+const SEED_BATCH = 1000;
 
-const root = path.resolve(import.meta.dirname, '..');
-const work = mkdtempSync(path.join(tmpdir(), 'vpn-portal-bench-'));
-const configPath = path.join(work, 'config.json');
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    baseUrl: `http://127.0.0.1:${PORT}/vpn-user-portal/`,
-    listen: { host: '127.0.0.1', port: PORT },
-    dataDir: path.join(work, 'data'),
-    logLevel: 'warn',
-    ProfileList: [
-      { profileId: 'bench', displayName: 'Bench', hostName: 'vpn.example.org', wRangeFour: RANGE_FOUR, wRangeSix: RANGE_SIX, nodeUrl: 'http://127.0.0.1:2' },
-    ],
-  }),
-);
-const cli = path.join(root, 'dist', 'cli', 'main.js');
-execFileSync(process.execPath, [cli, 'generate-secrets', '--admin-api', '--config', configPath], { stdio: 'ignore' });
-const secret = readFileSync(path.join(work, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
-const base = `http://127.0.0.1:${PORT}/vpn-user-portal/admin/api/v1`;
-const auth = { authorization: `Bearer ${secret}` };
-
-// Started through its shebang, with the same heap cap as `vpn-portal serve` in production.
-const portal = spawn(cli, ['serve', '--config', configPath], { stdio: ['ignore', 'ignore', 'inherit'] });
+type DatabaseKind = 'sqlite' | 'postgres';
 
 interface Figures {
   count: number;
@@ -52,35 +36,99 @@ interface Figures {
   errors: number;
 }
 
-try {
-  await waitForPortal();
-  const createEmpty = await measureCreates(CREATE_SECONDS, 'u');
-  const seeded = seedTo(TARGET_CONFIGURATIONS);
-  const createFull = await measureCreates(5, 'late');
-  const connectionList = await measureGets('/connection_list?show_all=on', LIST_SAMPLES);
-  const users = await measureGets('/users', LIST_SAMPLES);
-  const peakRssMb = peakRss(portal.pid ?? 0);
-
-  const results = {
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-    database: 'sqlite',
-    createEmptyDatabase: createEmpty,
-    configurationsInDatabase: seeded,
-    createAt100kConfigurations: createFull,
-    connectionListShowAllAt100k: connectionList,
-    usersAt100k: users,
-    peakRssMb,
-  };
-  mkdirSync(path.join(root, 'bench'), { recursive: true });
-  writeFileSync(path.join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  printTable(results);
-} finally {
-  portal.kill('SIGTERM');
-  await new Promise((resolve) => portal.once('exit', resolve));
-  rmSync(work, { recursive: true, force: true });
+interface DatabaseResults {
+  createEmptyDatabase: Figures;
+  configurationsInDatabase: number;
+  createAt100kConfigurations: Figures;
+  connectionListShowAllAt100k: Figures;
+  usersAt100k: Figures;
+  peakRssMb: number;
 }
 
-async function waitForPortal(): Promise<void> {
+const root = path.resolve(import.meta.dirname, '..');
+const cli = path.join(root, 'dist', 'cli', 'main.js');
+const base = `http://127.0.0.1:${PORT}/vpn-user-portal/admin/api/v1`;
+
+const databases = (process.env['BENCH_DATABASES'] ?? 'sqlite postgres').split(/\s+/).filter(Boolean) as DatabaseKind[];
+const results: { machine: Record<string, unknown> } & Partial<Record<DatabaseKind, DatabaseResults>> = {
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+};
+for (const database of databases) {
+  if (database !== 'sqlite' && database !== 'postgres') throw new Error(`BENCH_DATABASES takes sqlite and/or postgres, not "${String(database)}"`);
+  console.log(`measuring on ${database} …`);
+  results[database] = await bench(database);
+}
+mkdirSync(path.join(root, 'bench'), { recursive: true });
+writeFileSync(path.join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+printTable(results);
+
+async function bench(database: DatabaseKind): Promise<DatabaseResults> {
+  const work = mkdtempSync(path.join(tmpdir(), 'vpn-portal-bench-'));
+  const target = database === 'postgres' ? await createPostgresDatabase() : { url: `sqlite:${path.join(work, 'data', 'db.sqlite')}`, drop: async () => {} };
+  const configPath = path.join(work, 'config.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      baseUrl: `http://127.0.0.1:${PORT}/vpn-user-portal/`,
+      listen: { host: '127.0.0.1', port: PORT },
+      dataDir: path.join(work, 'data'),
+      database: target.url,
+      logLevel: 'warn',
+      ProfileList: [
+        { profileId: 'bench', displayName: 'Bench', hostName: 'vpn.example.org', wRangeFour: RANGE_FOUR, wRangeSix: RANGE_SIX, nodeUrl: 'http://127.0.0.1:2' },
+      ],
+    }),
+  );
+  execFileSync(process.execPath, [cli, 'generate-secrets', '--admin-api', '--config', configPath], { stdio: 'ignore' });
+  const secret = readFileSync(path.join(work, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
+  const auth = { authorization: `Bearer ${secret}` };
+
+  // Started through its shebang, with the same heap cap as `vpn-portal serve` in production.
+  const portal = spawn(cli, ['serve', '--config', configPath], { stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    await waitForPortal(auth);
+    const createEmptyDatabase = await measureCreates(CREATE_SECONDS, 'u', auth);
+    const configurationsInDatabase = database === 'postgres' ? await seedPostgres(target.url, TARGET_CONFIGURATIONS) : seedSqlite(work, TARGET_CONFIGURATIONS);
+    const createAt100kConfigurations = await measureCreates(5, 'late', auth);
+    const connectionListShowAllAt100k = await measureGets('/connection_list?show_all=on', LIST_SAMPLES, auth);
+    const usersAt100k = await measureGets('/users', LIST_SAMPLES, auth);
+    const peakRssMb = peakRss(portal.pid ?? 0);
+    return { createEmptyDatabase, configurationsInDatabase, createAt100kConfigurations, connectionListShowAllAt100k, usersAt100k, peakRssMb };
+  } finally {
+    await stop(portal);
+    await target.drop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function stop(portal: ChildProcess): Promise<void> {
+  if (portal.exitCode !== null) return;
+  const exited = new Promise((resolve) => portal.once('exit', resolve));
+  portal.kill('SIGTERM');
+  await exited;
+}
+
+/** A fresh database on the PostgreSQL server of TEST_POSTGRES_URL, dropped afterwards. */
+async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const server = process.env['TEST_POSTGRES_URL'];
+  if (server === undefined || server === '') throw new Error('the PostgreSQL figures need a server: run "npm run bench" (bench/run.sh starts one) or set TEST_POSTGRES_URL');
+  const name = `vpn_portal_bench_${randomBytes(6).toString('hex')}`;
+  const admin = async (statement: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return { url: url.href, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+async function waitForPortal(auth: Record<string, string>): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
     try {
       await fetch(`${base}/users`, { headers: auth });
@@ -92,7 +140,7 @@ async function waitForPortal(): Promise<void> {
   throw new Error('portal did not start');
 }
 
-async function measureCreates(seconds: number, prefix: string): Promise<Figures> {
+async function measureCreates(seconds: number, prefix: string, auth: Record<string, string>): Promise<Figures> {
   const latencies: number[] = [];
   let errors = 0;
   let sequence = 0;
@@ -112,7 +160,7 @@ async function measureCreates(seconds: number, prefix: string): Promise<Figures>
   return summarise(latencies, (performance.now() - started) / 1000, errors);
 }
 
-async function measureGets(target: string, samples: number): Promise<Figures> {
+async function measureGets(target: string, samples: number, auth: Record<string, string>): Promise<Figures> {
   const latencies: number[] = [];
   let errors = 0;
   const started = performance.now();
@@ -126,14 +174,20 @@ async function measureGets(target: string, samples: number): Promise<Figures> {
   return summarise(latencies, (performance.now() - started) / 1000, errors);
 }
 
-/** Fills the database directly (fast) up to `target` configurations, one new user each. */
-function seedTo(target: number): number {
+function timestamps(): { now: string; expires: string } {
+  return {
+    now: new Date().toISOString().slice(0, 19) + '+00:00',
+    expires: new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 19) + '+00:00',
+  };
+}
+
+/** Fills the SQLite database directly (fast) up to `target` configurations, one new user each. */
+function seedSqlite(work: string, target: number): number {
   const db = new SqliteDatabase(path.join(work, 'data', 'db.sqlite'));
   db.pragma('busy_timeout = 10000');
   const { count } = db.prepare('SELECT COUNT(*) AS count FROM wg_peers').get() as { count: number };
   const { next } = db.prepare("SELECT next_index AS next FROM ip_pools WHERE profile_id = 'bench'").get() as { next: number };
-  const now = new Date().toISOString().slice(0, 19) + '+00:00';
-  const expires = new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 19) + '+00:00';
+  const { now, expires } = timestamps();
   const insertUser = db.prepare('INSERT INTO users (user_id, created_at, last_seen, auth_data) VALUES (?, ?, ?, NULL)');
   const insertPeer = db.prepare(
     "INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index, created_at, expires_at, auth_key) VALUES (?, ?, 'bench', 0, 'Seeded', ?, ?, ?, ?, ?, NULL)",
@@ -152,6 +206,40 @@ function seedTo(target: number): number {
   const { total } = db.prepare('SELECT COUNT(*) AS total FROM wg_peers').get() as { total: number };
   db.close();
   return total;
+}
+
+/** The same for PostgreSQL, in batches of multi-row INSERTs inside one transaction. */
+async function seedPostgres(url: string, target: number): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const count = Number((await client.query<{ count: string }>('SELECT COUNT(*) AS count FROM wg_peers')).rows[0]?.count);
+    const next = Number((await client.query<{ next: number }>("SELECT next_index AS next FROM ip_pools WHERE profile_id = 'bench'")).rows[0]?.next);
+    const { now, expires } = timestamps();
+    const missing = target - count;
+    await client.query('BEGIN');
+    for (let start = 0; start < missing; start += SEED_BATCH) {
+      const indexes = Array.from({ length: Math.min(SEED_BATCH, missing - start) }, (_, offset) => next + start + offset);
+      const userIds = indexes.map((index) => `seed${index}`);
+      await client.query(
+        `INSERT INTO users (user_id, created_at, last_seen, auth_data) SELECT id, $2, $2, NULL FROM unnest($1::text[]) AS id`,
+        [userIds, now],
+      );
+      const addresses = indexes.map((index) => clientAddressesAt(RANGE_FOUR, RANGE_SIX, index));
+      await client.query(
+        `INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index, created_at, expires_at, auth_key)
+         SELECT key, id, 'bench', 0, 'Seeded', four, six, index, $6, $7, NULL
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[]) AS seeded(key, id, four, six, index)`,
+        [indexes.map(fakeKey), userIds, addresses.map((pair) => pair.ipFour), addresses.map((pair) => pair.ipSix), indexes, now, expires],
+      );
+    }
+    await client.query("UPDATE ip_pools SET next_index = $1 WHERE profile_id = 'bench'", [next + missing]);
+    await client.query('COMMIT');
+    await client.query('ANALYZE');
+    return Number((await client.query<{ total: string }>('SELECT COUNT(*) AS total FROM wg_peers')).rows[0]?.total);
+  } finally {
+    await client.end();
+  }
 }
 
 /** A syntactically valid, unique WireGuard key for seeded rows. */
@@ -178,25 +266,26 @@ function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
 
-function printTable(results: {
-  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string };
-  createEmptyDatabase: Figures;
-  createAt100kConfigurations: Figures;
-  connectionListShowAllAt100k: Figures;
-  usersAt100k: Figures;
-  peakRssMb: number;
-}): void {
-  const rows: [string, Figures][] = [
-    ['create (empty database)', results.createEmptyDatabase],
-    ['create (100k configurations)', results.createAt100kConfigurations],
-    ['connection_list?show_all=on (100k)', results.connectionListShowAllAt100k],
-    ['users (100k)', results.usersAt100k],
-  ];
-  console.log(`machine: ${results.machine.cpus} cores (${results.machine.cpuModel}), ${results.machine.memoryGiB} GiB, Node ${results.machine.node}`);
-  console.log('| measurement | requests | per second | p50 ms | p99 ms | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|');
-  for (const [name, figures] of rows) {
-    console.log(`| ${name} | ${figures.count} | ${figures.perSecond} | ${figures.p50} | ${figures.p99} | ${figures.errors} |`);
+function printTable(all: typeof results): void {
+  const machine = all.machine as { cpus: number; cpuModel: string; memoryGiB: number; node: string };
+  console.log(`machine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}`);
+  console.log('| database | measurement | requests | per second | p50 ms | p99 ms | errors |');
+  console.log('|---|---|---:|---:|---:|---:|---:|');
+  for (const database of databases) {
+    const figures = all[database];
+    if (figures === undefined) continue;
+    const rows: [string, Figures][] = [
+      ['create (empty database)', figures.createEmptyDatabase],
+      ['create (100k configurations)', figures.createAt100kConfigurations],
+      ['connection_list?show_all=on (100k)', figures.connectionListShowAllAt100k],
+      ['users (100k)', figures.usersAt100k],
+    ];
+    for (const [name, row] of rows) {
+      console.log(`| ${database} | ${name} | ${row.count} | ${row.perSecond} | ${row.p50} | ${row.p99} | ${row.errors} |`);
+    }
   }
-  console.log(`peak RSS of the portal: ${results.peakRssMb} MB`);
+  for (const database of databases) {
+    const figures = all[database];
+    if (figures !== undefined) console.log(`peak RSS of the portal on ${database}: ${figures.peakRssMb} MB`);
+  }
 }

@@ -10,7 +10,9 @@ import { systemClock, type Clock } from './core/time.js';
 import { buildServer } from './http/server.js';
 import { KeyStore } from './keys/key-store.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node/daemon-client.js';
+import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
+import { runExclusively } from './storage/exclusive.js';
 
 /** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
 const NODE_TIMEOUT_MS = 3_000;
@@ -39,7 +41,10 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(config.keyDir);
-  const db = await openDatabase(config.database);
+  const db = await openDatabase(config.database, {
+    onConnectionError: (error) => logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
+  });
+  logger.info(`database ${describeDatabase(config.database)}`);
   const daemons = new Map<NodeNumber, NodeDaemon>();
   for (const node of config.nodes.values()) {
     daemons.set(
@@ -75,7 +80,12 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   };
 }
 
-/** Runs reconcile passes one at a time: at start, on a timer, and when a node comes back. */
+/**
+ * Runs reconcile passes one at a time: at start, on a timer, and when a node comes back.
+ * With several portal instances on one PostgreSQL database only one of them runs a pass at
+ * any moment (an advisory lock); another instance's pass that finds the lock taken is skipped,
+ * so the nodes are not driven by two reconcilers at once.
+ */
 class Reconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
@@ -109,7 +119,11 @@ class Reconciler {
   }
 
   private enqueue(pass: () => Promise<void>): Promise<void> {
-    this.running = this.running.then(pass).catch((error: unknown) => {
+    const exclusivePass = async (): Promise<void> => {
+      const result = await runExclusively(this.ctx.db, 'reconcile', pass);
+      if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
+    };
+    this.running = this.running.then(exclusivePass).catch((error: unknown) => {
       this.ctx.logger.error({ err: error }, 'reconcile pass failed');
     });
     return this.running;

@@ -1,6 +1,7 @@
 // Secrets never reach the log: an administrator runs the portal at its most verbose level,
 // uses every kind of call (right and wrong tokens, errors, a node that is down), and finds
-// neither the Admin API secret, nor a client's private key, nor a node's keys in the output.
+// neither the Admin API secret, nor a client's private key, nor a node's keys in the output,
+// nor (on PostgreSQL) the database password.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -50,4 +51,12 @@ test('at trace level the log holds no Admin API secret, client private key or no
     assert.equal(log.includes(secret.slice(0, 40)), false, 'part of a secret is in the log');
   }
   assert.doesNotMatch(log, /authorization/i);
+
+  const database = portal.portal.ctx.config.database;
+  if (database.dialect === 'postgres') {
+    const password = decodeURIComponent(new URL(database.url).password);
+    assert.ok(password.length >= 8, 'the test database has a password');
+    assert.equal(log.includes(password), false, 'the database password is in the log');
+    assert.match(log, /database postgres:\/\/[^:]+:\*\*\*@/, 'the log names the database with its password masked');
+  }
 });

@@ -1,12 +1,63 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit and HTTP tests, then the end-to-end tests in network
-# namespaces (these need root, wireguard-go, wg, ip, ping and nft; .ci/run installs them).
+# Runs the whole test suite twice: once on SQLite, once on PostgreSQL. Unit and HTTP tests,
+# then the end-to-end tests in network namespaces (these need root, wireguard-go, wg, ip, ping
+# and nft; .ci/run installs them).
+#
+# For the PostgreSQL pass a throw-away server is started on loopback with a fresh data
+# directory, stopped and deleted on exit (test/support/throwaway-postgres.sh; Debian's
+# `postgresql` package provides the binaries). Every test portal then gets a database of its
+# own on it (TEST_DATABASE_URL). test/postgres-*.test.ts are about PostgreSQL itself (several
+# portal instances on one database, db copy) and run on the PostgreSQL pass only.
+#
+#   TEST_DATABASES="sqlite" bash test/run.sh     one pass only ("sqlite", "postgres", or both: the default)
+#   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
+#   bash test/run.sh test/foo.test.ts …          these files only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then
   echo "test/run.sh: the end-to-end tests create network namespaces and must run as root" >&2
   exit 1
 fi
+# shellcheck source=test/support/throwaway-postgres.sh
+source test/support/throwaway-postgres.sh
+
 shopt -s nullglob
-tests=(test/*.test.ts test/e2e/*.test.ts)
-exec node --import tsx --test --test-concurrency=2 --test-reporter=spec "${tests[@]}"
+if [ "$#" -gt 0 ]; then
+  files=("$@")
+else
+  files=(test/*.test.ts test/e2e/*.test.ts)
+fi
+read -r -a databases <<<"${TEST_DATABASES:-sqlite postgres}"
+
+for database in "${databases[@]}"; do
+  case "$database" in
+    sqlite) ;;
+    postgres) start_throwaway_postgres ;;
+    *) echo "test/run.sh: TEST_DATABASES takes sqlite and/or postgres, not \"$database\"" >&2; exit 2 ;;
+  esac
+done
+
+summary=()
+status=0
+for database in "${databases[@]}"; do
+  selected=()
+  for file in "${files[@]}"; do
+    if [ "$database" = sqlite ] && [[ "$(basename "$file")" == postgres-* ]]; then continue; fi
+    selected+=("$file")
+  done
+  [ "${#selected[@]}" -gt 0 ] || continue
+  echo "=== test pass on $database: ${#selected[@]} files ==="
+  if [ "$database" = postgres ]; then
+    export TEST_DATABASE_URL="$TEST_POSTGRES_URL"
+  else
+    unset TEST_DATABASE_URL
+  fi
+  if node --import tsx --test --test-concurrency=2 --test-reporter=spec "${selected[@]}"; then
+    summary+=("$database: passed")
+  else
+    summary+=("$database: FAILED")
+    status=1
+  fi
+done
+printf '=== %s\n' "${summary[@]}"
+exit "$status"

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
 import { startPortal } from '../portal.js';
+import { DB_USAGE, runDbCommand } from './db.js';
 import { generateSecrets } from './generate-secrets.js';
 import { runNode } from './node.js';
 
@@ -12,7 +13,8 @@ const USAGE = `usage:
   vpn-portal serve [--config FILE]                         serve the portal (embedded default configuration without --config)
   vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
                                                            create missing keys (never overwrites)
-  vpn-portal node --config FILE                            run a VPN node agent`;
+  vpn-portal node --config FILE                            run a VPN node agent
+${DB_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -20,6 +22,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  // `db` has subcommands and options of its own.
+  if (command === 'db') return runDbCommand(rest, (line) => console.log(line), (line) => console.error(line));
   const { values } = parseArgs({
     args: rest,
     options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },

@@ -7,8 +7,9 @@ import { asNodeNumber, asProfileId, type NodeNumber } from '../core/ids.js';
 import { parseIsoDuration, durationMilliseconds } from '../core/iso-duration.js';
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
+import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
-import type { PortalConfig, Profile, ProfileNode, VpnNode } from './portal-config.js';
+import type { DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
 import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
 
 export class ConfigError extends Error {
@@ -50,8 +51,7 @@ type Report = (option: string, message: string) => void;
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
   const baseUrl = new URL(raw.baseUrl);
   const dataDir = path.resolve(baseDir, raw.dataDir);
-  const databasePath =
-    raw.database === undefined ? path.join(dataDir, 'db.sqlite') : path.resolve(baseDir, raw.database.slice('sqlite:'.length));
+  const database = resolveDatabase(raw.database, dataDir, baseDir, report);
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
   for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
 
@@ -67,16 +67,41 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     listen: raw.listen,
     dataDir,
     keyDir: path.join(dataDir, 'keys'),
-    database: { dialect: 'sqlite', path: databasePath },
+    database,
     adminApi: raw.adminApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     logLevel: raw.logLevel,
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
-    wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null },
+    wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null, proxy: resolveWireGuardProxy(raw.WireGuard, report) },
     profiles,
     nodes,
   };
+}
+
+function resolveDatabase(text: string | undefined, dataDir: string, baseDir: string, report: Report): DatabaseLocation {
+  if (text === undefined) return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
+  try {
+    return parseDatabaseLocation(text, baseDir);
+  } catch (error) {
+    // The message never repeats the value: a PostgreSQL URL may hold a password.
+    if (!(error instanceof DatabaseLocationError)) throw error;
+    report('database', error.message);
+    return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
+  }
+}
+
+function resolveWireGuardProxy(raw: ParsedPortalConfig['WireGuard'], report: Report): WireGuardProxy {
+  if (raw.onlyProxy && !raw.enableProxy) {
+    report('WireGuard.onlyProxy', 'needs "enableProxy": true, otherwise WireGuard profiles would offer no transport at all');
+  }
+  if (raw.proxyUrl !== undefined) {
+    const url = new URL(raw.proxyUrl);
+    // The node's host name is appended as a path segment; a query or fragment would swallow it.
+    if (url.search !== '' || url.hash !== '') report('WireGuard.proxyUrl', `"${raw.proxyUrl}" must not have a query or fragment`);
+  }
+  if (!raw.enableProxy) return { enabled: false };
+  return { enabled: true, only: raw.onlyProxy, proxyUrl: raw.proxyUrl === undefined ? null : raw.proxyUrl.replace(/\/+$/, '') };
 }
 
 function resolveProfile(raw: ParsedProfile, option: string, report: Report): Profile {

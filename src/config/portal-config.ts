@@ -35,7 +35,31 @@ export interface VpnNode {
   readonly nodeUrl: string;
 }
 
-export type DatabaseLocation = { readonly dialect: 'sqlite'; readonly path: string };
+/**
+ * WireGuard over TCP (reference §2.2 `enableProxy`, `onlyProxy`, `proxyUrl`): off, or on
+ * next to UDP, or the only WireGuard transport.
+ */
+export type WireGuardProxy =
+  | { readonly enabled: false }
+  | {
+      readonly enabled: true;
+      /** `onlyProxy`: WireGuard over UDP is not offered. */
+      readonly only: boolean;
+      /** `proxyUrl` without trailing slashes; null: `https://<host of baseUrl>/proxyguard`. */
+      readonly proxyUrl: string | null;
+    };
+
+export interface WireGuardSettings {
+  readonly listenPort: number;
+  readonly mtu: number | null;
+  readonly proxy: WireGuardProxy;
+}
+
+/** Where the data lives: an SQLite file, or a PostgreSQL database shared by several portal instances. */
+export type DatabaseLocation =
+  | { readonly dialect: 'sqlite'; readonly path: string }
+  /** `url` may hold a password: print it only through `describeDatabase` (src/config/database-location.ts). */
+  | { readonly dialect: 'postgres'; readonly url: string };
 
 export interface PortalConfig {
   /** Where the configuration came from, for messages: a file path or "embedded default". */
@@ -53,7 +77,7 @@ export interface PortalConfig {
   readonly sessionExpiry: IsoDuration;
   /** `sessionExpiry` followed by `supportedSessionExpiry`, duplicates dropped (reference §10). */
   readonly supportedSessionExpiry: readonly string[];
-  readonly wireGuard: { readonly listenPort: number; readonly mtu: number | null };
+  readonly wireGuard: WireGuardSettings;
   readonly profiles: readonly Profile[];
   /** Every node any profile is on, by node number. */
   readonly nodes: ReadonlyMap<NodeNumber, VpnNode>;

@@ -3,6 +3,7 @@
 // options (baseUrl, listen, dataDir, database, adminApi, reconcileInterval, logLevel) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
+import { DATABASE_PATTERN } from './database-location.js';
 import { addDuration, parseIsoDuration } from '../core/iso-duration.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
@@ -45,6 +46,12 @@ export const profileSchema = z.strictObject({
 export const wireGuardSchema = z.strictObject({
   listenPort: z.int().min(1).max(65535).default(51820),
   setMtu: z.int().min(1280).max(9000).optional(),
+  /** WireGuard over TCP through ProxyGuard (reference §2.2, §7.1). */
+  enableProxy: z.boolean().default(false),
+  /** No WireGuard over UDP at all; needs enableProxy (checked in load.ts, naming both options). */
+  onlyProxy: z.boolean().default(false),
+  /** Base of the client's `ProxyEndpoint`; default `https://<host of baseUrl>/proxyguard`. */
+  proxyUrl: z.url({ protocol: /^https?$/ }).optional(),
 });
 
 export const portalConfigSchema = z.strictObject({
@@ -56,8 +63,8 @@ export const portalConfigSchema = z.strictObject({
     })
     .default({ host: '127.0.0.1', port: 8080 }),
   dataDir: z.string().min(1).default('./data'),
-  /** `sqlite:PATH` (relative to the working directory); default `sqlite:<dataDir>/db.sqlite`. */
-  database: z.string().regex(/^sqlite:.+/, 'must be sqlite:PATH').optional(),
+  /** `sqlite:PATH` or `postgres://USER:PASSWORD@HOST:PORT/DATABASE`; default `sqlite:<dataDir>/db.sqlite`. */
+  database: z.string().regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE').optional(),
   adminApi: z
     .strictObject({
       allowList: z.array(cidr).default(['127.0.0.0/8', '::1/128']),
@@ -68,7 +75,7 @@ export const portalConfigSchema = z.strictObject({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   sessionExpiry: isoDuration.default('P90D'),
   supportedSessionExpiry: z.array(isoDuration).default([]),
-  WireGuard: wireGuardSchema.default({ listenPort: 51820 }),
+  WireGuard: wireGuardSchema.prefault({}),
   ProfileList: z.array(profileSchema).min(1),
 });
 

@@ -4,14 +4,15 @@
 import type { Profile, ProfileNode } from '../config/portal-config.js';
 import { ensureUser } from '../storage/users.js';
 import { insertPeer } from '../storage/wg-peers.js';
-import { isUniqueViolation } from '../storage/errors.js';
-import { renderWireGuardClientConfig } from '../wireguard/client-config.js';
+import { isWriteConflict } from '../storage/errors.js';
 import { generateWireGuardKeyPair, type WireGuardKeyPair } from '../wireguard/keys.js';
+import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import { configurationExpiry } from './expiry.js';
+import { offeredFormats } from './offered-formats.js';
 import type { ProfileId, UserId } from './ids.js';
-import { chooseFormats, describeNoCommonFormat, MIME_TYPES, type ConfigFormat, type OfferedFormat } from './protocol-selection.js';
+import { chooseFormats, describeNoCommonFormat, MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
 import { formatAtom } from './time.js';
 import { allocateAddresses } from './wireguard-addresses.js';
 
@@ -28,6 +29,8 @@ export interface IssuedConfiguration {
   readonly format: ConfigFormat;
   readonly contentType: string;
   readonly body: string;
+  /** Set when the file is meant to be saved under this name (the Apple profile). */
+  readonly downloadFileName: string | null;
   readonly expiresAt: Date;
 }
 
@@ -43,29 +46,24 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
 
   const now = ctx.clock.now();
   const expiresAt = configurationExpiry(ctx.config, now, request.expiresIn);
-  const offered = offeredFormats(profile);
-  const formats = chooseFormats(request.accept, offered, request.preferTcp);
-  if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered));
-
-  for (const format of formats) {
-    const issued = await issueWireGuard(ctx, request, profile, now, expiresAt);
-    if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued, expiresAt };
-  }
+  const offered = offeredFormats(profile, ctx.config.wireGuard);
+  // Every format offered today is WireGuard (OpenVPN is never offered): they share one address
+  // pool, so when the best one finds no free address on any node, the others would not either.
+  const [format] = chooseFormats(request.accept, offered, request.preferTcp);
+  if (format === undefined || format === 'openvpn') throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered));
+  const issued = await issueWireGuard(ctx, request, profile, format, now, expiresAt);
+  if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued.body, downloadFileName: issued.downloadFileName, expiresAt };
   throw new PortalError('addresses-exhausted', `no free client address for profile "${profile.profileId}" on any of its nodes`);
-}
-
-/** What this profile can hand out, in the server's order of preference (reference §5.3). */
-function offeredFormats(profile: Profile): OfferedFormat[] {
-  return profile.wireGuard === null ? [] : [{ format: 'wireguard', tcp: false }];
 }
 
 async function issueWireGuard(
   ctx: PortalContext,
   request: CreateConfigurationRequest,
   profile: Profile,
+  format: WireGuardFileFormat,
   now: Date,
   expiresAt: Date,
-): Promise<string | null> {
+): Promise<ConfigurationFile | null> {
   const keyPair = generateWireGuardKeyPair();
   for (const node of nodeOrder(ctx, profile)) {
     const serverPublicKey = ctx.keys.wireGuardPublicKey(node.nodeNumber);
@@ -78,23 +76,33 @@ async function issueWireGuard(
     await ctx.nodes.tryOn(node.nodeNumber, 'add_peer', (daemon) =>
       daemon.addPeer(keyPair.publicKey, [`${addresses.ipFour}/32`, `${addresses.ipSix}/128`]),
     );
-    return renderWireGuardClientConfig(
+    return renderWireGuardFile(
+      format,
       {
-        hostName: node.hostName,
-        listenPort: ctx.config.wireGuard.listenPort,
-        mtu: ctx.config.wireGuard.mtu,
-        serverPublicKey,
-        rangeFour: node.wireGuard.rangeFour,
-        rangeSix: node.wireGuard.rangeSix,
-        defaultGateway: profile.defaultGateway,
-        dnsServerList: [...profile.dnsServerList],
-        dnsSearchDomainList: [...profile.dnsSearchDomainList],
-        routeList: [...profile.routeList],
-        excludeRouteList: [...profile.excludeRouteList],
-        keepAlive: profile.wireGuard?.keepAlive ?? false,
-        proxyEndpoint: null,
+        portalBaseUrl: ctx.config.baseUrl,
+        proxy: ctx.config.wireGuard.proxy,
+        profileId: profile.profileId,
+        profileDisplayName: profile.displayName,
+        wireGuard: {
+          hostName: node.hostName,
+          listenPort: ctx.config.wireGuard.listenPort,
+          mtu: ctx.config.wireGuard.mtu,
+          serverPublicKey,
+          rangeFour: node.wireGuard.rangeFour,
+          rangeSix: node.wireGuard.rangeSix,
+          defaultGateway: profile.defaultGateway,
+          dnsServerList: [...profile.dnsServerList],
+          dnsSearchDomainList: [...profile.dnsSearchDomainList],
+          routeList: [...profile.routeList],
+          excludeRouteList: [...profile.excludeRouteList],
+          keepAlive: profile.wireGuard?.keepAlive ?? false,
+        },
       },
-      { privateKey: keyPair.privateKey, ipFour: addresses.ipFour, ipSix: addresses.ipSix },
+      {
+        publicKey: keyPair.publicKey,
+        displayName: request.displayName,
+        wireGuard: { privateKey: keyPair.privateKey, ipFour: addresses.ipFour, ipSix: addresses.ipSix },
+      },
     );
   }
   return null;
@@ -136,7 +144,8 @@ async function storePeer(
       if (error instanceof PoolFull) return null;
       // An address still held by a configuration from before a range change, or a
       // concurrent writer: the transaction rolled back, so simply try again.
-      if (!isUniqueViolation(error) || attempt >= MAX_ATTEMPTS) throw error;
+      // (Also a user destroyed on another instance meanwhile, a deadlock or a serialization failure.)
+      if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
     }
   }
 }

@@ -12,8 +12,8 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
   const peer = await ctx.db.transaction().execute(async (trx) => {
     const peer = await findPeerOfUser(trx, userId, connectionId);
     if (peer === undefined) return undefined;
-    await deletePeer(trx, peer.publicKey);
-    await releaseAddresses(trx, ctx.config, peer);
+    // Another portal instance may have deleted it since: then the address is not ours to give back.
+    if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
     return peer;
   });
   if (peer === undefined) {

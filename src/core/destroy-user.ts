@@ -1,7 +1,7 @@
 // POST /destroy: the user, all of its configurations and authorizations are deleted
 // (database first, in one transaction), then the peers leave the nodes.
-import { deleteUser } from '../storage/users.js';
-import { peersOfUser } from '../storage/wg-peers.js';
+import { deleteUser, lockUser } from '../storage/users.js';
+import { deletePeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { UserId } from './ids.js';
@@ -11,9 +11,13 @@ import { releaseAddresses } from './wireguard-addresses.js';
 export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
   const peers = await ctx.db.transaction().execute(async (trx) => {
-    const peers = await peersOfUser(trx, userId);
+    // With several portal instances on one database: the lock keeps a concurrent create from
+    // adding a configuration now, and the addresses given back are exactly those of the
+    // configurations this transaction deleted (not those another instance deleted first).
+    await lockUser(trx, userId);
+    const peers = await deletePeersOfUser(trx, userId);
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
-    await deleteUser(trx, userId); // cascades to wg_peers and oauth_authorizations
+    await deleteUser(trx, userId); // cascades to oauth_authorizations
     return peers;
   });
   ctx.logger.info({ userId, configurations: peers.length }, 'user destroyed');

@@ -42,10 +42,11 @@ export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Pro
   let removed = 0;
   let added = 0;
   await forEachLimited(toRemove, PARALLEL_CHANGES_PER_NODE, async (peer) => {
-    if ((await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(peer.publicKey))) !== undefined) removed++;
+    // attempt() answers undefined for a failure, and so would a bare Promise<void>: count on `true`.
+    if ((await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(peer.publicKey).then(() => true))) === true) removed++;
   });
   await forEachLimited(toAdd, PARALLEL_CHANGES_PER_NODE, async (peer) => {
-    if ((await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer)))) !== undefined) added++;
+    if ((await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer)).then(() => true))) === true) added++;
   });
   if (added > 0 || removed > 0) {
     ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
@@ -62,8 +63,9 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
     if (batch.length === 0) break;
     await ctx.db.transaction().execute(async (trx) => {
       for (const peer of batch) {
-        await deletePeer(trx, peer.publicKey);
-        await releaseAddresses(trx, ctx.config, peer);
+        // Give the address back only when this pass deleted the configuration (not a
+        // delete_connection on another portal instance a moment before).
+        if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
       }
     });
     deleted += batch.length;

@@ -24,7 +24,9 @@ const FRAMEWORK_ERRORS: Readonly<Record<string, { status: number; message: strin
 };
 
 /** Storage failures that mean "try again later", not "the request was wrong". */
-const UNAVAILABLE_CODES = /^(SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)|ECONNREFUSED|ETIMEDOUT|57P0[13]|53\d\d\d|08\d\d\d)/;
+const UNAVAILABLE_CODES = /^(SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)|ECONNREFUSED|ETIMEDOUT|55P03|57P0[13]|53\d\d\d|08\d\d\d)/;
+/** The pg driver's errors for a PostgreSQL connection lost mid-query carry no code, only these messages. */
+const CONNECTION_LOST = /^(Connection terminated|Client (has encountered a connection error|was closed) and is not queryable)/;
 
 export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
   return reply.code(status).headers(headers).type('application/json').send(JSON.stringify({ error: message }));
@@ -34,6 +36,10 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, { ...error.headers });
   if (error instanceof PortalError) return sendError(reply, STATUS_OF[error.code], error.message);
   const code = (error as { code?: unknown }).code;
+  if (code === undefined && CONNECTION_LOST.test(error.message)) {
+    request.log.error({ err: error }, 'storage unavailable');
+    return sendError(reply, 503, 'database unavailable, try again later');
+  }
   if (typeof code === 'string') {
     const known = FRAMEWORK_ERRORS[code];
     if (known !== undefined) return sendError(reply, known.status, known.message);

@@ -22,10 +22,16 @@ const lengthBetween = (min: number, max: number) => (value: string) => {
   return length >= min && length <= max;
 };
 
+/**
+ * No NUL character: PostgreSQL cannot store one in text, so it is refused the same way
+ * whichever database the portal runs on.
+ */
+const withoutNul = (value: string) => !value.includes('\u0000');
+
 export const param = {
-  userId: z.string().refine(lengthBetween(1, 255)).transform(asUserId),
+  userId: z.string().refine(lengthBetween(1, 255)).refine(withoutNul).transform(asUserId),
   profileId: z.string().regex(/^[a-zA-Z0-9-.]+$/).transform(asProfileId),
-  displayName: z.string().refine(lengthBetween(1, 64)),
+  displayName: z.string().refine(lengthBetween(1, 64)).refine(withoutNul),
   /** WireGuard public key or OpenVPN Common Name: Base64 of 32 bytes. */
   connectionId: z.string().refine(isWireGuardKey).transform(asConnectionId),
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),

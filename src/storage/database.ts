@@ -1,22 +1,75 @@
-// Opens the database and brings its schema up to date. SQLite runs in WAL mode with
-// foreign keys on; the migrations are Kysely's, so the same ones will serve PostgreSQL.
+// Opens the database and brings its schema up to date. SQLite (the embedded default) runs
+// in WAL mode with foreign keys on; PostgreSQL goes through a `pg` connection pool and can be
+// shared by several portal instances. Both run the same Kysely migrations, applied at start
+// under Kysely's migration lock (on PostgreSQL a session advisory lock), so instances that
+// start together apply each migration once.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  type Migration,
+  type MigrationProvider,
+  type Transaction,
+} from 'kysely';
+import pg from 'pg';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { initialSchema } from './migrations/0001-initial.js';
+import { listingOrder } from './migrations/0002-listing-order.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
+type Executor = Kysely<Database> | Transaction<Database>;
+
+/** Connections per portal instance; PostgreSQL's default max_connections (100) holds several instances. */
+const POSTGRES_POOL_SIZE = 10;
+/**
+ * How long a statement waits for a lock another session holds before it fails (and the call
+ * answers 503), as SQLite's busy timeout. `?lock_timeout=MS` in the URL overrides it.
+ */
+const POSTGRES_LOCK_TIMEOUT_MS = 5000;
 
 const migrations: Record<string, Migration> = {
   '0001-initial': initialSchema,
+  '0002-listing-order': listingOrder,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
 
-export async function openDatabase(location: DatabaseLocation): Promise<Db> {
+export interface OpenDatabaseOptions {
+  /** Where failures of pooled connections are reported (PostgreSQL): a server restart, a failover, a broken network. */
+  readonly onConnectionError?: (error: Error) => void;
+}
+
+/** Connects and applies pending migrations. */
+export async function openDatabase(location: DatabaseLocation, options: OpenDatabaseOptions = {}): Promise<Db> {
+  const db = connectDatabase(location, options);
+  try {
+    await migrateToLatest(db);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  return db;
+}
+
+/** Connects without touching the schema (`vpn-portal db status`). */
+export function connectDatabase(location: DatabaseLocation, options: OpenDatabaseOptions = {}): Db {
+  if (location.dialect === 'postgres') {
+    // Parameters in the URL win over these (pg gives the connection string precedence).
+    const pool = new pg.Pool({ connectionString: location.url, max: POSTGRES_POOL_SIZE, lock_timeout: POSTGRES_LOCK_TIMEOUT_MS });
+    // A connection the server closes (restart, failover) must not crash the portal, also while
+    // it is checked out between two queries (the pool only listens while it is idle): the
+    // query on it fails, the pool drops it, and the next query opens a new one.
+    const report = options.onConnectionError ?? (() => {});
+    pool.on('connect', (client) => client.on('error', report));
+    pool.on('error', () => {}); // the same error, already reported by the client's listener
+    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  }
   mkdirSync(path.dirname(location.path), { recursive: true, mode: 0o700 });
   const sqlite = new SqliteDatabase(location.path);
   sqlite.pragma('journal_mode = WAL');
@@ -24,9 +77,12 @@ export async function openDatabase(location: DatabaseLocation): Promise<Db> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  await migrateToLatest(db);
-  return db;
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+}
+
+/** True when `db` talks to PostgreSQL (for the few queries that differ between dialects). */
+export function isPostgres(db: Executor | Kysely<unknown>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
 /**
@@ -51,7 +107,8 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Dat
   });
 }
 
-export async function migrateToLatest(db: Db): Promise<void> {
+/** Applies pending migrations and returns the names applied now (none when up to date). */
+export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({ db, provider: migrationProvider });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((result) => result.status === 'Error');
@@ -59,4 +116,18 @@ export async function migrateToLatest(db: Db): Promise<void> {
     const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
   }
+  return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+}
+
+export interface MigrationState {
+  readonly name: string;
+  /** null while pending. */
+  readonly appliedAt: Date | null;
+}
+
+/** Every migration the portal knows, in order, with the time it was applied to this database. */
+export async function migrationStatus(db: Db): Promise<MigrationState[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const list = await migrator.getMigrations();
+  return list.map((migration) => ({ name: migration.name, appliedAt: migration.executedAt ?? null }));
 }

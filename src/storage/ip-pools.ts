@@ -4,6 +4,7 @@
 // free candidate (reference §6.2) would, without reading the peers.
 import type { Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../core/ids.js';
+import { isPostgres } from './database.js';
 import type { Database } from './schema.js';
 
 export interface PoolKey {
@@ -15,20 +16,27 @@ export interface PoolKey {
 
 /** Takes the lowest free index below `capacity`, or returns null when the pool is full. Call inside a transaction. */
 export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | null> {
-  const reused = await trx
-    .selectFrom('ip_pool_free')
-    .select('pool_index')
-    .where('profile_id', '=', key.profileId)
-    .where('node_number', '=', key.nodeNumber)
-    .where('range_four', '=', key.rangeFour)
-    .where('range_six', '=', key.rangeSix)
-    .orderBy('pool_index')
-    .limit(1)
+  // One statement takes the lowest given-back index. On PostgreSQL, where several portal
+  // instances allocate at once, the candidate row is locked and rows other transactions hold
+  // are skipped (FOR UPDATE SKIP LOCKED): two instances never take the same index, and
+  // neither waits for the other. SQLite runs one writer at a time, so there is no one to skip.
+  const postgres = isPostgres(trx);
+  const reused = await matchingFreeEntries(trx, key)
+    .where('pool_index', '=', (eb) =>
+      eb
+        .selectFrom('ip_pool_free')
+        .select('pool_index')
+        .where('profile_id', '=', key.profileId)
+        .where('node_number', '=', key.nodeNumber)
+        .where('range_four', '=', key.rangeFour)
+        .where('range_six', '=', key.rangeSix)
+        .orderBy('pool_index')
+        .limit(1)
+        .$if(postgres, (query) => query.forUpdate().skipLocked()),
+    )
+    .returning('pool_index')
     .executeTakeFirst();
-  if (reused !== undefined) {
-    await matchingFreeEntries(trx, key).where('pool_index', '=', reused.pool_index).execute();
-    return reused.pool_index;
-  }
+  if (reused !== undefined) return reused.pool_index;
 
   const advanced = await advancePool(trx, key, capacity);
   if (advanced !== undefined) return advanced;

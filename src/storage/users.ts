@@ -1,6 +1,7 @@
 // Queries on the `users` table.
 import type { Kysely, Transaction } from 'kysely';
 import type { UserId } from '../core/ids.js';
+import { isPostgres } from './database.js';
 import type { Database } from './schema.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -36,6 +37,16 @@ export async function setUserDisabled(db: Executor, userId: UserId, disabled: bo
 
 export async function deleteUser(db: Executor, userId: UserId): Promise<void> {
   await db.deleteFrom('users').where('user_id', '=', userId).execute();
+}
+
+/**
+ * Locks the user's row until the transaction ends, so no other portal instance adds a
+ * configuration for this user meanwhile (its insert waits, then finds the user gone and
+ * retries). SQLite runs one writer at a time: nothing to lock there.
+ */
+export async function lockUser(trx: Transaction<Database>, userId: UserId): Promise<void> {
+  if (!isPostgres(trx)) return;
+  await trx.selectFrom('users').select('user_id').where('user_id', '=', userId).forUpdate().execute();
 }
 
 export async function listUserIds(db: Executor, filter: { onlyDisabled: boolean }): Promise<string[]> {

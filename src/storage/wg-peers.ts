@@ -1,6 +1,7 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../core/ids.js';
+import { isPostgres } from './database.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -64,8 +65,16 @@ export async function addressInUse(db: Executor, ipFour: string): Promise<boolea
   return row !== undefined;
 }
 
-export async function deletePeer(db: Executor, publicKey: WireGuardKey): Promise<void> {
-  await db.deleteFrom('wg_peers').where('public_key', '=', publicKey).execute();
+/** Deletes one configuration; false when it was not there (another portal instance deleted it first). */
+export async function deletePeer(db: Executor, publicKey: WireGuardKey): Promise<boolean> {
+  const result = await db.deleteFrom('wg_peers').where('public_key', '=', publicKey).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/** Deletes every configuration of a user and returns exactly the ones this call deleted. */
+export async function deletePeersOfUser(db: Executor, userId: UserId): Promise<WireGuardPeer[]> {
+  const rows = await db.deleteFrom('wg_peers').where('user_id', '=', userId).returningAll().execute();
+  return rows.map(toPeer);
 }
 
 /** Configurations that should be on the nodes: user enabled and not expired. */
@@ -90,25 +99,46 @@ export async function activePeers(
 
 /**
  * The active configurations of one profile as the JSON text of an array of connection
- * objects (specification §2.3), oldest first. The database builds the JSON: at 100,000
- * configurations this is several times faster, and far lighter on memory, than building
- * an object per row in JavaScript.
+ * objects (specification §2.3), oldest first (same second: by connection id). The database
+ * builds the JSON: at 100,000 configurations this is several times faster, and far lighter
+ * on memory, than building an object per row in JavaScript. Both read the listing index
+ * (profile, created_at, public_key) in this order. PostgreSQL's aggregate also has its own
+ * ORDER BY, the only order it guarantees; given input already in order, that sort is cheap
+ * (PostgreSQL 16 skips it). On PostgreSQL the text has spaces after `:` and `,`; the JSON is
+ * the same.
  */
 export async function activeConnectionsJson(db: Executor, profileId: ProfileId, now: string): Promise<string> {
-  const result = await sql<{ list: string | null }>`
+  const result = isPostgres(db)
+    ? await sql<{ list: string | null }>`
+    SELECT json_agg(json_build_object(
+      'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
+      'ip_list', json_build_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)
+      ORDER BY created_at, public_key)::text AS list
+    FROM (SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
+          WHERE profile_id = ${profileId} AND expires_at > ${now}
+            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
+          ORDER BY created_at, public_key) AS active`.execute(db)
+    : await sql<{ list: string | null }>`
     SELECT json_group_array(json_object(
       'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
       'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)) AS list
     FROM (SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key FROM wg_peers
           WHERE profile_id = ${profileId} AND expires_at > ${now}
             AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
-          ORDER BY created_at)`.execute(db);
+          ORDER BY created_at, public_key)`.execute(db);
   return result.rows[0]?.list ?? '[]';
 }
 
 /** The users with an active configuration in one profile, as the JSON text of an array, each once. */
 export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now: string): Promise<string> {
-  const result = await sql<{ list: string | null }>`
+  const result = isPostgres(db)
+    ? await sql<{ list: string | null }>`
+    SELECT json_agg(user_id ORDER BY first_created, user_id)::text AS list
+    FROM (SELECT user_id, MIN(created_at) AS first_created FROM wg_peers
+          WHERE profile_id = ${profileId} AND expires_at > ${now}
+            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
+          GROUP BY user_id) AS active`.execute(db)
+    : await sql<{ list: string | null }>`
     SELECT json_group_array(user_id) AS list
     FROM (SELECT user_id FROM wg_peers
           WHERE profile_id = ${profileId} AND expires_at > ${now}

@@ -76,7 +76,7 @@ export function renderWireGuardClientConfig(
   // Keep-alive precedes the endpoint lines in both the UDP and the TCP variant.
   if (profile.keepAlive) lines.push(`PersistentKeepalive = ${KEEPALIVE_SECONDS}`);
   if (profile.proxyEndpoint === null) {
-    lines.push(`Endpoint = ${endpointHost(profile.hostName)}:${profile.listenPort}`);
+    lines.push(`Endpoint = ${wireGuardEndpoint(profile.hostName, profile.listenPort)}`);
   } else {
     lines.push(`Endpoint = ${PROXYGUARD_LOCAL_ENDPOINT}`, `ProxyEndpoint = ${profile.proxyEndpoint}`);
   }
@@ -99,9 +99,13 @@ function dnsEntries(profile: WireGuardClientProfile): string[] {
   return [...servers, ...searchDomains];
 }
 
-/** wg-quick splits the endpoint at the last ":", so an IPv6 literal needs brackets. */
-function endpointHost(hostName: string): string {
-  return isIpAddress(hostName) && parseIpAddress(hostName).family === 6 ? `[${hostName}]` : hostName;
+/**
+ * The UDP endpoint `host:port` as wg-quick reads it: it splits at the last ":", so an IPv6
+ * literal needs brackets. Also the Apple profile's `RemoteAddress`.
+ */
+export function wireGuardEndpoint(hostName: string, port: number): string {
+  const host = isIpAddress(hostName) && parseIpAddress(hostName).family === 6 ? `[${hostName}]` : hostName;
+  return `${host}:${port}`;
 }
 
 /** Canonical text of a client address, refusing one that does not belong to its range (a caller bug). */

@@ -2,7 +2,7 @@
 // the portal's profiles point at the agent's vpn-daemon URL, and the agent fetches its server
 // configuration from the portal's Node API with the node key the portal generated. The agent
 // runs in this process; its wireguard-go interface lives in a network namespace of its own.
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/core/ids.js';
 import type { Clock } from '../../src/core/time.js';
@@ -32,6 +32,9 @@ export async function startPortalWithNode(options: {
   readonly config: (nodeUrl: string) => Partial<PortalConfigFile>;
   readonly clock?: Clock;
   readonly random?: () => number;
+  /** The portal's logger and database, as startTestPortal takes them. */
+  readonly logger?: Logger;
+  readonly database?: string;
 }): Promise<PortalWithNode> {
   const lab = new NetnsLab();
   let portal: TestPortal | undefined;
@@ -52,6 +55,8 @@ export async function startPortalWithNode(options: {
       config: options.config(`http://127.0.0.1:${port}`),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.random === undefined ? {} : { random: options.random }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+      ...(options.database === undefined ? {} : { database: options.database }),
     });
     const nodeConfig = parseNodeAgentConfig(
       {

@@ -1,15 +1,19 @@
-// Starts a real portal (real HTTP server, real SQLite file in a temporary directory) on a
-// random loopback port, with the Admin API enabled, and offers small request helpers.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// Starts a real portal (real HTTP server, real database) on a random loopback port, with the
+// Admin API enabled, and offers small request helpers. The database is an SQLite file in a
+// temporary directory, or, when TEST_DATABASE_URL names a PostgreSQL server (the PostgreSQL
+// pass of test/run.sh), a fresh database `vpt_<random>` on that server, dropped on close.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
 import { resolvePortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
+import type { PortalConfig } from '../../src/config/portal-config.js';
 import type { Clock } from '../../src/core/time.js';
 import { KeyStore } from '../../src/keys/key-store.js';
 import { startPortal, type RunningPortal } from '../../src/portal.js';
 import { generateSecrets } from '../../src/cli/generate-secrets.js';
+import { createTestDatabase, databaseUrl, dropAtExit, dropTestDatabase } from './postgres.js';
 
 export interface TestPortalOptions {
   /** Merged over a default single-profile configuration. */
@@ -25,6 +29,13 @@ export interface TestPortalOptions {
    * hand a node its key before the portal runs. Missing keys are created, existing ones kept.
    */
   readonly dataDir?: string;
+  /**
+   * Default: a fresh database (see the top of this file); in a data directory the test owns,
+   * the same database each time, as the SQLite file there would be. 'sqlite' pins SQLite, for
+   * tests of SQLite itself. A `database` option value (`sqlite:PATH`, `postgres://…`) puts the
+   * portal on that existing database and leaves it there: several portals on one database.
+   */
+  readonly database?: string;
 }
 
 export interface ApiResponse {
@@ -37,6 +48,8 @@ export interface ApiResponse {
 export interface TestPortal {
   readonly portal: RunningPortal;
   readonly dataDir: string;
+  /** The portal's `database` option: give it to another portal to share the database. */
+  readonly database: string;
   readonly adminBase: string;
   /** The Node API base URL: a node agent's `apiUrl`. */
   readonly nodeApiUrl: string;
@@ -80,13 +93,22 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   const ownDataDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'vpn-portal-test-'));
   mkdirSync(dataDir, { recursive: true });
-  const config = resolvePortalConfig({ ...defaultTestConfig, ...options.config, dataDir }, 'test configuration');
-  generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
-  const portal = await startPortal(config, {
-    logger: options.logger ?? pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
-    ...(options.clock === undefined ? {} : { clock: options.clock }),
-    ...(options.random === undefined ? {} : { random: options.random }),
-  });
+  const database = await testDatabase(options.database, dataDir, ownDataDir);
+  let config: PortalConfig;
+  let portal: RunningPortal;
+  try {
+    config = resolvePortalConfig({ ...defaultTestConfig, ...options.config, dataDir, database: database.value }, 'test configuration');
+    generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
+    portal = await startPortal(config, {
+      logger: options.logger ?? pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.random === undefined ? {} : { random: options.random }),
+    });
+  } catch (error) {
+    await database.dispose();
+    if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   const adminBase = `${portal.url}${config.basePath}/admin/api/v1`;
   const secret = (options.adminApi ?? true) ? readSecret(config.keyDir) : '';
   const auth = { authorization: `Bearer ${secret}` };
@@ -101,6 +123,7 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   return {
     portal,
     dataDir,
+    database: database.value,
     adminBase,
     nodeApiUrl: `${portal.url}${config.basePath}/node-api.php`,
     secret,
@@ -117,12 +140,40 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
       await portal.reconcileNow();
     },
     close() {
-      closing ??= portal.close().then(() => {
+      closing ??= portal.close().then(async () => {
+        await database.dispose();
         if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
       });
       return closing;
     },
   };
+}
+
+interface TestDatabase {
+  readonly value: string;
+  /** Drops a database made for this portal alone. */
+  dispose(): Promise<void>;
+}
+
+async function testDatabase(requested: string | undefined, dataDir: string, ownDataDir: boolean): Promise<TestDatabase> {
+  const keep = async (): Promise<void> => {};
+  const server = process.env['TEST_DATABASE_URL'];
+  if (requested === 'sqlite' || (requested === undefined && (server === undefined || server === ''))) {
+    return { value: `sqlite:${path.join(dataDir, 'db.sqlite')}`, dispose: keep };
+  }
+  if (requested !== undefined) return { value: requested, dispose: keep };
+  if (server === undefined) throw new Error('unreachable');
+  if (ownDataDir) {
+    const { name, url } = await createTestDatabase(server);
+    return { value: url, dispose: () => dropTestDatabase(server, name) };
+  }
+  // The test's own data directory: its database lives as long as the test process.
+  const nameFile = path.join(dataDir, 'test-database-name');
+  if (existsSync(nameFile)) return { value: databaseUrl(server, readFileSync(nameFile, 'utf8').trim()), dispose: keep };
+  const { name, url } = await createTestDatabase(server);
+  writeFileSync(nameFile, `${name}\n`);
+  dropAtExit(server, name);
+  return { value: url, dispose: keep };
 }
 
 function readSecret(keyDir: string): string {

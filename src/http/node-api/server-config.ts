@@ -1,7 +1,8 @@
 // Node API: POST {base}/node-api.php/server_config. A node agent authenticates with
 // `X-Node-Number` and its node secret (Bearer) and receives what it needs to run its
 // WireGuard interface: private key, listen port, MTU and the gateway address of every
-// WireGuard profile range on that node (IPv4 first, then IPv6, as the reference §6.4).
+// WireGuard profile range on that node (IPv4 first, then IPv6, as the reference §6.4), and,
+// with `WireGuard.enableProxy`, the host names its ProxyGuard relay answers for.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
@@ -15,6 +16,16 @@ export interface WireGuardServerConfig {
   readonly listenPort: number;
   readonly mtu: number | null;
   readonly addressList: readonly string[];
+  /** Null unless WireGuard over TCP is enabled: then the node runs a ProxyGuard relay. */
+  readonly proxyGuard: ProxyGuardServerConfig | null;
+}
+
+export interface ProxyGuardServerConfig {
+  /**
+   * The node's `hostName` in every profile it serves: client files name the relay
+   * `…/proxyguard/<hostName>`, and the relay refuses paths for other nodes (404).
+   */
+  readonly hostNames: readonly string[];
 }
 
 export async function serverConfigHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -28,10 +39,12 @@ export async function serverConfigHandler(ctx: PortalContext, request: FastifyRe
 function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<unknown> | null): WireGuardServerConfig | null {
   const four: string[] = [];
   const six: string[] = [];
+  const hostNames = new Set<string>();
   for (const profile of ctx.config.profiles) {
     if (profileFilter !== null && !profileFilter.has(profile.profileId)) continue;
     const node = profile.nodes.find((candidate) => candidate.nodeNumber === nodeNumber);
     if (node?.wireGuard == null) continue;
+    hostNames.add(node.hostName);
     const { rangeFour, rangeSix } = node.wireGuard;
     const gateway = gatewayAddresses(rangeFour, rangeSix);
     four.push(`${gateway.ipFour}/${parseIpPrefix(rangeFour).length}`);
@@ -40,7 +53,13 @@ function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profi
   if (four.length === 0) return null;
   const privateKey = ctx.keys.wireGuardPrivateKey(nodeNumber);
   if (privateKey === null) throw new HttpError(503, `no WireGuard key for node ${nodeNumber} on the portal: run "vpn-portal generate-secrets"`);
-  return { privateKey, listenPort: ctx.config.wireGuard.listenPort, mtu: ctx.config.wireGuard.mtu, addressList: [...four, ...six] };
+  return {
+    privateKey,
+    listenPort: ctx.config.wireGuard.listenPort,
+    mtu: ctx.config.wireGuard.mtu,
+    addressList: [...four, ...six],
+    proxyGuard: ctx.config.wireGuard.proxy.enabled ? { hostNames: [...hostNames] } : null,
+  };
 }
 
 function authenticatedNode(ctx: PortalContext, request: FastifyRequest): NodeNumber {

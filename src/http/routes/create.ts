@@ -19,7 +19,10 @@ export const createRoute = defineRoute({
   },
   success: {
     status: 200,
-    doc: { description: 'The configuration file, in the format chosen by the Accept header', contentTypes: Object.values(MIME_TYPES) },
+    doc: {
+      description: 'The configuration file, in the format chosen by the Accept header; the Apple profile comes with `Content-Disposition: attachment`',
+      contentTypes: Object.values(MIME_TYPES),
+    },
   },
   async handle(ctx, params, request) {
     const issued = await createConfiguration(ctx, {
@@ -33,7 +36,12 @@ export const createRoute = defineRoute({
     return {
       status: 200,
       body: issued.body,
-      headers: { 'content-type': issued.contentType, expires: formatHttpDate(issued.expiresAt) },
+      headers: {
+        'content-type': issued.contentType,
+        expires: formatHttpDate(issued.expiresAt),
+        // The name is already restricted to [A-Za-z0-9._-], so it needs no quoting rules.
+        ...(issued.downloadFileName === null ? {} : { 'content-disposition': `attachment; filename="${issued.downloadFileName}"` }),
+      },
     };
   },
 });

@@ -8,6 +8,8 @@ import { buildDaemonServer, WireGuardUnavailableError, type DaemonServer, type W
 import { describeNode } from './node-info.js';
 import { PeerBatcher } from './peer-batcher.js';
 import { PortalClient } from './portal-client.js';
+import type { ProxyGuardRelay } from './proxyguard-relay.js';
+import { ProxyGuardService } from './proxyguard-service.js';
 import type { Secret } from './secret.js';
 import type { NodeServerConfig } from './server-config.js';
 import { WgTool } from './wg-tool.js';
@@ -31,6 +33,8 @@ export interface RunningNodeAgent {
   readonly daemonUrl: URL;
   /** Null while the portal assigns no WireGuard profile to this node. */
   readonly wireGuardInterface: WireGuardInterface | null;
+  /** The ProxyGuard relay; null while the portal does not enable WireGuard over TCP. */
+  readonly proxyGuardRelay: ProxyGuardRelay | null;
   /** Fetches the server configuration now and applies it (the timer does this every interval). */
   refresh(): Promise<void>;
   /** Stops serving, waits for pending peer changes, removes the interface if the agent made it. */
@@ -67,6 +71,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   });
 
   const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false };
+  const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
 
   const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
     if (serverConfig.wireguard === null) {
@@ -92,6 +97,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     }
     state.warnedAboutDroppedWireGuard = false;
     await state.wireGuard.wireGuardInterface.apply(serverConfig.wireguard);
+    await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
   };
 
   const requireWireGuard = (): ActiveWireGuard => {
@@ -131,6 +137,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     signal?.throwIfAborted();
   } catch (error) {
     await server?.close();
+    await proxyGuard.close();
     await state.wireGuard?.wireGuardInterface.close();
     throw error;
   }
@@ -159,11 +166,15 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     get wireGuardInterface() {
       return state.wireGuard?.wireGuardInterface ?? null;
     },
+    get proxyGuardRelay() {
+      return proxyGuard.relay;
+    },
     refresh,
     async stop() {
       clearInterval(refreshTimer);
       await refreshing;
       await runningServer.close();
+      await proxyGuard.close();
       if (state.wireGuard !== null) {
         await state.wireGuard.batcher.drain();
         await state.wireGuard.wireGuardInterface.close();

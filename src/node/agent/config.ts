@@ -14,6 +14,8 @@ export interface NodeAgentConfig {
   /** Where the vpn-daemon protocol is served; port 0 picks a free port. */
   readonly listen: { readonly host: string; readonly port: number };
   readonly wireGuard: { readonly interfaceName: string; readonly implementation: WireGuardImplementation };
+  /** The ProxyGuard relay (WireGuard over TCP); it runs only while the portal enables the proxy. */
+  readonly proxyGuard: ProxyGuardSettings;
   /** Profiles this node serves; empty means all. */
   readonly profileIdList: readonly string[];
   /** How often the server configuration is fetched again from the portal. */
@@ -21,10 +23,21 @@ export interface NodeAgentConfig {
   readonly logLevel: LogLevel;
 }
 
+export interface ProxyGuardSettings {
+  /** Plain HTTP, meant for the site's TLS reverse proxy; loopback unless that runs elsewhere. */
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Concurrent tunnels; one more is answered 503. */
+  readonly maxTunnels: number;
+  /** A tunnel without a byte in either direction for this long is closed. */
+  readonly idleTimeoutMs: number;
+}
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080/vpn-user-portal/node-api.php';
 export const DEFAULT_DAEMON_PORT = 41194;
+/** Next to WireGuard's own 51820, on TCP. */
+export const DEFAULT_PROXYGUARD_PORT = 51821;
 
 // Linux interface names: at most 15 bytes; the character set wg-quick accepts.
 const INTERFACE_NAME_PATTERN = /^[a-zA-Z0-9_=+.-]{1,15}$/;
@@ -44,6 +57,19 @@ const configSchema = z.strictObject({
     .strictObject({
       interfaceName: z.string().regex(INTERFACE_NAME_PATTERN, 'must be 1 to 15 characters of a-z A-Z 0-9 _ = + . -').default('wg0'),
       implementation: z.enum(['auto', 'kernel', 'wireguard-go']).default('auto'),
+    })
+    .prefault({}),
+  ProxyGuard: z
+    .strictObject({
+      listen: z
+        .strictObject({
+          host: z.string().min(1).default('127.0.0.1'),
+          port: z.number().int().min(0).max(65535).default(DEFAULT_PROXYGUARD_PORT),
+        })
+        .prefault({}),
+      maxTunnels: z.number().int().min(1).max(100_000).default(1000),
+      // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
+      idleTimeoutSeconds: z.number().int().min(1).max(86_400).default(600),
     })
     .prefault({}),
   profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
@@ -86,6 +112,11 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
     nodeKeyFile: resolve(dirname(file), config.nodeKeyFile),
     listen: config.listen,
     wireGuard: config.WireGuard,
+    proxyGuard: {
+      listen: config.ProxyGuard.listen,
+      maxTunnels: config.ProxyGuard.maxTunnels,
+      idleTimeoutMs: config.ProxyGuard.idleTimeoutSeconds * 1000,
+    },
     profileIdList: config.profileIdList,
     refreshIntervalMs: config.refreshIntervalSeconds * 1000,
     logLevel: config.logLevel,

@@ -11,6 +11,13 @@ export interface WireGuardServerConfig {
   readonly mtu: number | null;
   /** Interface addresses: the gateway address of every WireGuard profile range on this node. */
   readonly addressList: readonly Cidr[];
+  /** Null unless the portal offers WireGuard over TCP: then this node runs the ProxyGuard relay. */
+  readonly proxyGuard: ProxyGuardAssignment | null;
+}
+
+export interface ProxyGuardAssignment {
+  /** This node's host names in the portal's profiles: the last path segment a relay request may name. */
+  readonly hostNames: readonly string[];
 }
 
 export interface NodeServerConfig {
@@ -32,6 +39,8 @@ const wireGuardSchema = z.object({
   listenPort: z.number().int().min(1).max(65535),
   mtu: z.number().int().min(576).max(65535).nullable().optional(),
   addressList: z.array(cidrSchema).min(1),
+  // Absent from portals without WireGuard over TCP: the same as null.
+  proxyGuard: z.object({ hostNames: z.array(z.string().min(1)) }).nullable().optional(),
 });
 
 // Plain (non-strict) objects: keys added by newer portals, such as "openvpn", are ignored.
@@ -61,6 +70,7 @@ export function parseServerConfig(json: unknown): NodeServerConfig {
             listenPort: wireguard.listenPort,
             mtu: wireguard.mtu ?? null,
             addressList: wireguard.addressList,
+            proxyGuard: wireguard.proxyGuard == null ? null : { hostNames: wireguard.proxyGuard.hostNames },
           },
   };
 }

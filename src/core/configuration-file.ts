@@ -1,0 +1,78 @@
+// The file `create` answers for a WireGuard configuration, in the format the negotiation chose:
+// the wg-quick file for UDP (reference §6.3), its ProxyGuard variant for TCP (§7.1), or the
+// Apple configuration profile. Pure: the same inputs always give the same bytes.
+import { renderAppleMobileconfig } from '../apple/mobileconfig.js';
+import type { WireGuardProxy } from '../config/portal-config.js';
+import type { ProfileId, WireGuardKey } from './ids.js';
+import type { ConfigFormat } from './protocol-selection.js';
+import {
+  renderWireGuardClientConfig,
+  type WireGuardClientConfiguration,
+  type WireGuardClientProfile,
+} from '../wireguard/client-config.js';
+import { proxyEndpointUrl } from '../wireguard/proxy-endpoint.js';
+
+/** The formats a WireGuard configuration can be written in. */
+export type WireGuardFileFormat = Extract<ConfigFormat, 'wireguard' | 'wireguard+tcp' | 'apple'>;
+
+export interface WireGuardFileProfile {
+  readonly portalBaseUrl: URL;
+  readonly proxy: WireGuardProxy;
+  readonly profileId: ProfileId;
+  readonly profileDisplayName: string;
+  /** The node's WireGuard settings; `proxyEndpoint` is decided here, per format. */
+  readonly wireGuard: Omit<WireGuardClientProfile, 'proxyEndpoint'>;
+}
+
+export interface WireGuardFileConfiguration {
+  readonly publicKey: WireGuardKey;
+  readonly displayName: string;
+  readonly wireGuard: WireGuardClientConfiguration;
+}
+
+export interface ConfigurationFile {
+  readonly body: string;
+  /** Set when the file is meant to be saved under a name (`Content-Disposition: attachment`). */
+  readonly downloadFileName: string | null;
+}
+
+export function renderWireGuardFile(
+  format: WireGuardFileFormat,
+  profile: WireGuardFileProfile,
+  configuration: WireGuardFileConfiguration,
+): ConfigurationFile {
+  switch (format) {
+    case 'wireguard':
+      return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint: null }, configuration.wireGuard), downloadFileName: null };
+    case 'wireguard+tcp': {
+      const proxyEndpoint = proxyEndpointUrl({
+        proxyUrl: profile.proxy.enabled ? profile.proxy.proxyUrl : null,
+        portalBaseUrl: profile.portalBaseUrl,
+        hostName: profile.wireGuard.hostName,
+      });
+      return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint }, configuration.wireGuard), downloadFileName: null };
+    }
+    case 'apple':
+      return {
+        body: renderAppleMobileconfig(
+          {
+            portalHost: profile.portalBaseUrl.hostname,
+            profileId: profile.profileId,
+            profileDisplayName: profile.profileDisplayName,
+            wireGuard: { ...profile.wireGuard, proxyEndpoint: null },
+          },
+          configuration,
+        ),
+        downloadFileName: mobileconfigFileName(profile.profileId),
+      };
+  }
+}
+
+/**
+ * `<profileId>.mobileconfig`. Profile ids are already `[a-zA-Z0-9-.]+`; anything else, and a
+ * leading dot (a hidden file), is replaced anyway, since the name ends up in a header and on disk.
+ */
+export function mobileconfigFileName(profileId: ProfileId): string {
+  const safe = profileId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\./, '_');
+  return `${safe}.mobileconfig`;
+}

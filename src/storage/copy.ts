@@ -1,0 +1,105 @@
+// `vpn-portal db copy`: moves a portal's data from one database to another, typically from
+// the embedded SQLite file to PostgreSQL when a second portal instance is added. Both ends
+// are brought to the latest schema first; every table is copied in foreign-key order, in
+// batches, inside one transaction on the target, and the row counts are compared before
+// that transaction commits, so the target ends up with all of the data or none of it.
+import { sql, type Transaction } from 'kysely';
+import { isPostgres, type Db } from './database.js';
+import type { Database } from './schema.js';
+
+/** Every table, parents before children; with the primary key that orders the batches. */
+export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly key: readonly string[] }[] = [
+  { table: 'users', key: ['user_id'] },
+  { table: 'oauth_authorizations', key: ['auth_key'] },
+  { table: 'wg_peers', key: ['public_key'] },
+  { table: 'ip_pools', key: ['profile_id', 'node_number', 'range_four', 'range_six'] },
+  { table: 'ip_pool_free', key: ['profile_id', 'node_number', 'range_four', 'range_six', 'pool_index'] },
+];
+
+/** Rows per SELECT and per INSERT: 11 columns × 1,000 stays far below both dialects' parameter limits. */
+const BATCH_ROWS = 1000;
+
+export class CopyRefused extends Error {
+  override readonly name = 'CopyRefused';
+}
+
+export interface CopiedTable {
+  readonly table: string;
+  readonly rows: number;
+}
+
+type Row = Record<string, unknown>;
+// Tables are named at run time here; the row types are the schema's, copied as they are.
+type AnyTransaction = Transaction<Record<string, Row>>;
+
+/**
+ * Copies every row of `source` into `target`, which must hold no data. Throws `CopyRefused`
+ * when it does, and an Error (after rolling the target back) when the counts do not match.
+ */
+export async function copyDatabase(source: Db, target: Db, progress: (copied: CopiedTable) => void = () => {}): Promise<CopiedTable[]> {
+  // The source is read in one transaction, so the copy is one consistent picture of it even
+  // if a portal still writes to it (it should be stopped: its later writes are not copied).
+  // "Every table": a table a later migration adds must be added to COPIED_TABLES too.
+  const known = new Set<string>(COPIED_TABLES.map(({ table }) => table));
+  const unknown = (await source.introspection.getTables()).map((table) => table.name).filter((name) => !known.has(name) && !name.startsWith('kysely_'));
+  if (unknown.length > 0) throw new Error(`db copy does not know the table(s) ${unknown.join(', ')}; nothing was copied`);
+
+  const sourceTransaction = isPostgres(source) ? source.transaction().setIsolationLevel('repeatable read') : source.transaction();
+  return sourceTransaction.execute(async (sourceTrx) =>
+    target.transaction().execute(async (targetTrx) => {
+      const reader = sourceTrx as unknown as AnyTransaction;
+      const writer = targetTrx as unknown as AnyTransaction;
+      const occupied: string[] = [];
+      for (const { table } of COPIED_TABLES) {
+        const rows = await countRows(writer, table);
+        if (rows > 0) occupied.push(`${table}: ${rows} rows`);
+      }
+      if (occupied.length > 0) {
+        throw new CopyRefused(`the target database is not empty (${occupied.join(', ')}); db copy only fills an empty database`);
+      }
+
+      const copied: CopiedTable[] = [];
+      for (const { table, key } of COPIED_TABLES) {
+        const expected = await countRows(reader, table);
+        const rows = await copyTable(reader, writer, table, key);
+        const stored = await countRows(writer, table);
+        if (rows !== expected || stored !== expected) {
+          throw new Error(`db copy: ${table} has ${expected} rows in the source but ${stored} in the target; nothing was copied`);
+        }
+        copied.push({ table, rows: stored });
+        progress({ table, rows: stored });
+      }
+      return copied;
+    }),
+  );
+}
+
+async function copyTable(reader: AnyTransaction, writer: AnyTransaction, table: string, key: readonly string[]): Promise<number> {
+  let copied = 0;
+  let last: Row | undefined;
+  for (;;) {
+    // Keyset pagination: each batch starts after the last key of the one before.
+    let query = reader.selectFrom(table).selectAll();
+    for (const column of key) query = query.orderBy(column);
+    if (last !== undefined) {
+      const after = last;
+      query = query.where(
+        sql<boolean>`(${sql.join(key.map((column) => sql.ref(column)))}) > (${sql.join(key.map((column) => after[column]))})`,
+      );
+    }
+    const rows = await query.limit(BATCH_ROWS).execute();
+    if (rows.length === 0) return copied;
+    await writer.insertInto(table).values(rows).execute();
+    copied += rows.length;
+    last = rows[rows.length - 1];
+  }
+}
+
+async function countRows(db: AnyTransaction, table: string): Promise<number> {
+  const row = await db
+    .selectFrom(table)
+    .select(sql<number | string>`COUNT(*)`.as('count'))
+    .executeTakeFirstOrThrow();
+  // PostgreSQL returns COUNT(*) as a bigint, which pg hands over as a string.
+  return Number(row['count']);
+}
