@@ -15,7 +15,7 @@ import { parseNodeAgentConfig } from '../src/node/agent/config.js';
 import { readNodeKey } from '../src/node/agent/node-key.js';
 import { WgTool } from '../src/node/agent/wg-tool.js';
 import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
-import { NetnsLab, type Namespace } from './support/netns.js';
+import { NetnsLab, wireGuardPeers, type Namespace } from './support/netns.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from './support/test-portal.js';
 
 const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
@@ -65,15 +65,7 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
   const removePeer = (publicKey: string) =>
     daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
   /** Peers and their allowed IPs as `wg show` reports them. */
-  const peersOnInterface = async (): Promise<Map<string, string[]>> => {
-    const { stdout } = await node.exec('wg', ['show', interfaceName, 'allowed-ips']);
-    const peers = new Map<string, string[]>();
-    for (const line of stdout.split('\n').filter(Boolean)) {
-      const [key = '', ips = ''] = line.split('\t');
-      peers.set(key, ips === '(none)' ? [] : ips.split(' '));
-    }
-    return peers;
-  };
+  const peersOnInterface = () => wireGuardPeers(node, interfaceName);
   const wgSetCallsDuring = async (action: () => Promise<unknown>): Promise<number> => {
     const before = wgCalls.length;
     await action();

@@ -228,3 +228,14 @@ function envArguments(env: NodeJS.ProcessEnv | undefined): string[] {
 function ipv4(value: number): string {
   return [24, 16, 8, 0].map((shift) => (value >>> shift) & 0xff).join('.');
 }
+
+/** Peers of a WireGuard interface in the namespace and their allowed IPs, as `wg show` reports them. */
+export async function wireGuardPeers(namespace: Namespace, interfaceName: string): Promise<Map<string, string[]>> {
+  const { stdout } = await namespace.exec('wg', ['show', interfaceName, 'allowed-ips']);
+  const peers = new Map<string, string[]>();
+  for (const line of stdout.split('\n').filter(Boolean)) {
+    const [key = '', ips = ''] = line.split('\t');
+    peers.set(key, ips === '(none)' ? [] : ips.split(' '));
+  }
+  return peers;
+}

@@ -10,7 +10,7 @@ import { startNodeAgent, type RunningNodeAgent } from '../../src/node/agent/agen
 import { parseNodeAgentConfig } from '../../src/node/agent/config.js';
 import { readNodeKey } from '../../src/node/agent/node-key.js';
 import { freePort } from './free-port.js';
-import { NetnsLab, type Namespace } from './netns.js';
+import { NetnsLab, wireGuardPeers, type Namespace } from './netns.js';
 import { startTestPortal, type TestPortal } from './test-portal.js';
 
 export interface PortalWithNode {
@@ -94,15 +94,7 @@ export async function startPortalWithNode(options: {
       async startAgent() {
         agent = await launchAgent();
       },
-      async peersOnNode() {
-        const { stdout } = await node.exec('wg', ['show', interfaceName, 'allowed-ips']);
-        const peers = new Map<string, string[]>();
-        for (const line of stdout.split('\n').filter(Boolean)) {
-          const [key = '', ips = ''] = line.split('\t');
-          peers.set(key, ips === '(none)' ? [] : ips.split(' '));
-        }
-        return peers;
-      },
+      peersOnNode: () => wireGuardPeers(node, interfaceName),
       close,
     };
   } catch (error) {
