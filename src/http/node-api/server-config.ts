@@ -8,7 +8,6 @@ import type { PortalContext } from '../../core/context.js';
 import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
 import { parseIpPrefix } from '../../net/ip-prefix.js';
 import { gatewayAddresses } from '../../wireguard/address-pool.js';
-import { sendError } from '../error-reply.js';
 import { HttpError } from '../http-error.js';
 
 export interface WireGuardServerConfig {
