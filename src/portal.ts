@@ -9,6 +9,7 @@ import { reconcileAll, reconcileNode } from './core/reconcile.js';
 import { systemClock, type Clock } from './core/time.js';
 import { buildServer } from './http/server.js';
 import { KeyStore } from './keys/key-store.js';
+import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node/daemon-client.js';
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
@@ -53,7 +54,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     );
   }
   const nodes = new NodeFleet(daemons, clock, logger.child({ component: 'nodes' }));
-  const ctx: PortalContext = { config, db, keys, nodes, clock, logger, random: options.random ?? Math.random };
+  const openVpnKeys = new OpenVpnKeys(config.keyDir);
+  const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, clock, logger, random: options.random ?? Math.random };
 
   const reconciler = new Reconciler(ctx);
   nodes.onRecovered((nodeNumber) => {

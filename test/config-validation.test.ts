@@ -55,7 +55,7 @@ test('a valid file loads, with the documented defaults', (t) => {
   const [profile] = config.profiles;
   assert.equal(profile?.defaultGateway, true);
   assert.deepEqual(profile?.nodes, [
-    { nodeNumber: 0, nodeUrl: 'http://127.0.0.1:41194', hostName: 'vpn.example.org', wireGuard: { rangeFour: '10.44.0.0/24', rangeSix: 'fd44::/64' } },
+    { nodeNumber: 0, nodeUrl: 'http://127.0.0.1:41194', hostName: 'vpn.example.org', wireGuard: { rangeFour: '10.44.0.0/24', rangeSix: 'fd44::/64' }, openVpn: null },
   ]);
 });
 
@@ -188,8 +188,8 @@ test('per-node values are picked by position in onNode, not by node number', () 
     'portal.json',
   );
   assert.deepEqual(config.profiles[0]?.nodes, [
-    { nodeNumber: 1, nodeUrl: 'http://node-a:41194', hostName: 'a.example.org', wireGuard: { rangeFour: '10.44.1.0/24', rangeSix: 'fd44:1::/64' } },
-    { nodeNumber: 2, nodeUrl: 'http://node-b:41194', hostName: 'b.example.org', wireGuard: { rangeFour: '10.44.2.0/24', rangeSix: 'fd44:2::/64' } },
+    { nodeNumber: 1, nodeUrl: 'http://node-a:41194', hostName: 'a.example.org', wireGuard: { rangeFour: '10.44.1.0/24', rangeSix: 'fd44:1::/64' }, openVpn: null },
+    { nodeNumber: 2, nodeUrl: 'http://node-b:41194', hostName: 'b.example.org', wireGuard: { rangeFour: '10.44.2.0/24', rangeSix: 'fd44:2::/64' }, openVpn: null },
   ]);
   assert.deepEqual([...config.nodes.keys()].sort(), [1, 2]);
   assert.equal(config.nodes.get(1 as NodeNumber)?.nodeUrl, 'http://node-a:41194');
@@ -229,4 +229,48 @@ test('relative paths in a file are taken from the file\'s folder, whatever the w
   assert.equal(config.dataDir, path.join(path.dirname(file), 'state'));
   assert.equal(config.keyDir, path.join(path.dirname(file), 'state', 'keys'));
   assert.deepEqual(config.database, { dialect: 'sqlite', path: path.join(path.dirname(file), 'db', 'portal.sqlite') });
+});
+
+const openVpnStaff: ProfileFile = {
+  profileId: 'staff',
+  displayName: 'Staff',
+  hostName: 'vpn.example.org',
+  oRangeFour: '10.60.0.0/24',
+  oRangeSix: 'fd60::/64',
+};
+
+test('an OpenVPN profile gets the reference defaults: UDP and TCP on 1194, listening on ::', () => {
+  const [profile] = resolvePortalConfig(withProfiles(openVpnStaff), 'portal.json').profiles;
+  assert.deepEqual(profile?.openVpn, {
+    udpPortList: [1194],
+    tcpPortList: [1194],
+    exposedUdpPortList: [],
+    exposedTcpPortList: [],
+    blockLan: false,
+    enableLog: false,
+  });
+  assert.deepEqual(profile?.nodes[0]?.openVpn, { rangeFour: '10.60.0.0/24', rangeSix: 'fd60::/64', listenOn: '::' });
+  assert.equal(profile?.wireGuard, null);
+  assert.equal(profile?.preferredProto, 'openvpn');
+});
+
+test('a profile with both protocols prefers OpenVPN unless preferredProto says otherwise (reference §2.1)', () => {
+  const both = { ...openVpnStaff, wRangeFour: '10.61.0.0/24', wRangeSix: 'fd61::/64' };
+  assert.equal(resolvePortalConfig(withProfiles(both), 'portal.json').profiles[0]?.preferredProto, 'openvpn');
+  assert.equal(resolvePortalConfig(withProfiles({ ...both, preferredProto: 'wireguard' }), 'portal.json').profiles[0]?.preferredProto, 'wireguard');
+  assert.match(problemsOf(withProfiles({ ...employees, preferredProto: 'openvpn' })), /ProfileList\[0\]\.preferredProto: the profile has no OpenVPN ranges/);
+});
+
+test('OpenVPN mistakes are refused at start: half a range pair, a process count that does not split the range, a bad listen address', () => {
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeSix: undefined })), /OpenVPN needs both oRangeFour and oRangeSix/);
+  assert.match(
+    problemsOf(withProfiles({ ...openVpnStaff, oUdpPortList: [1194, 1195, 1196], oTcpPortList: [] })),
+    /oUdpPortList.*together have 3 port\(s\).*1, 2, 4, 8, 16, 32 or 64/,
+  );
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oUdpPortList: [1194, 1194] })), /oUdpPortList: lists a port twice/);
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.60.0.0/29' })), /oRangeFour: "10.60.0.0\/29" is too small for 2 OpenVPN process\(es\)/);
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeSix: 'fd60::/112' })), /oRangeSix: "fd60::\/112" is too small for 2 OpenVPN process\(es\).*at most \/111/);
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oListenOn: 'any' })), /oListenOn: "any" is not an IP address/);
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.44.0.128/25' }, employees)), /overlaps/);
+  assert.match(problemsOf(withProfiles({ profileId: 'none', displayName: 'None', hostName: 'h' })), /offers no VPN protocol/);
 });

@@ -79,7 +79,7 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
     ],
   };
   writeFileSync(configFile, JSON.stringify(config));
-  generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
+  await generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
   const secret = readFileSync(path.join(directory, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
 
   const instances = [new PortalProcess(configFile), new PortalProcess(configFile)];

@@ -1,9 +1,12 @@
 // `vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]`: creates the keys
-// that are missing — a WireGuard key pair and a node secret for every configured node, and
-// with --admin-api the Admin API secret — and never overwrites one that exists.
+// that are missing — a WireGuard key pair and a node secret for every configured node, the
+// OpenVPN CA (Ed25519, valid for `caExpiry`), and with --admin-api the Admin API secret —
+// and never overwrites one that exists.
 import type { PortalConfig } from '../config/portal-config.js';
 import { asNodeNumber } from '../core/ids.js';
+import { addDuration } from '../core/iso-duration.js';
 import { KeyStore, type CreatedOrKept } from '../keys/key-store.js';
+import { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 
 export interface GenerateSecretsOptions {
   readonly adminApi: boolean;
@@ -11,7 +14,7 @@ export interface GenerateSecretsOptions {
   readonly node: number | undefined;
 }
 
-export function generateSecrets(config: PortalConfig, options: GenerateSecretsOptions, print: (line: string) => void): void {
+export async function generateSecrets(config: PortalConfig, options: GenerateSecretsOptions, print: (line: string) => void): Promise<void> {
   const keys = new KeyStore(config.keyDir);
   const report = (what: string, result: CreatedOrKept): void =>
     print(result.created ? `created ${what}: ${result.path}` : `kept existing ${what}: ${result.path}`);
@@ -25,4 +28,8 @@ export function generateSecrets(config: PortalConfig, options: GenerateSecretsOp
     report(`node ${node.nodeNumber} WireGuard private key`, keys.createWireGuardKey(node.nodeNumber));
   }
   if (options.adminApi) report('admin API secret', keys.createAdminApiKey());
+  // As the reference: the CA is made even for WireGuard-only portals, since it also caps every
+  // configuration's expiry, and adding an OpenVPN profile later then needs no extra step.
+  const now = new Date();
+  report('OpenVPN CA', await new OpenVpnKeys(config.keyDir).createCa(now, addDuration(now, config.caExpiry)));
 }

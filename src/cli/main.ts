@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'generate-secrets': {
       const node = values.node === undefined ? undefined : parseNodeNumber(values.node);
-      generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) => console.log(line));
+      await generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) => console.log(line));
       return 0;
     }
     case 'node': {

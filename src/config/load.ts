@@ -1,6 +1,7 @@
 // Reads, validates and resolves the configuration. Every error names the file and the
 // option (`config.json: ProfileList[0].wRangeFour: ...`) so an administrator can fix it.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { asNodeNumber, asProfileId, type NodeNumber } from '../core/ids.js';
@@ -72,6 +73,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     logLevel: raw.logLevel,
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
+    caExpiry: mustParseDuration(raw.caExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
     wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null, proxy: resolveWireGuardProxy(raw.WireGuard, report) },
     profiles,
@@ -109,15 +111,14 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
   const onNode = raw.onNode === undefined ? nodeUrls.map((_, index) => index) : listOf(raw.onNode);
   if (new Set(onNode).size !== onNode.length) report(`${option}.onNode`, 'lists a node number twice');
 
-  const hasWireGuard = raw.wRangeFour !== undefined || raw.wRangeSix !== undefined;
-  if (hasWireGuard && (raw.wRangeFour === undefined || raw.wRangeSix === undefined)) {
-    report(option, 'WireGuard needs both wRangeFour and wRangeSix');
-  }
-  const wireGuardEnabled = raw.wRangeFour !== undefined && raw.wRangeSix !== undefined;
-  if (!wireGuardEnabled) report(option, 'the profile offers no VPN protocol: set wRangeFour and wRangeSix');
-  const preferredProto = raw.preferredProto ?? 'wireguard';
-  if (preferredProto === 'wireguard' && !wireGuardEnabled) report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
-  if (preferredProto === 'openvpn') report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
+  const wireGuardEnabled = bothOrNeither(raw.wRangeFour, raw.wRangeSix, 'WireGuard needs both wRangeFour and wRangeSix', option, report);
+  const openVpnEnabled = bothOrNeither(raw.oRangeFour, raw.oRangeSix, 'OpenVPN needs both oRangeFour and oRangeSix', option, report);
+  if (!wireGuardEnabled && !openVpnEnabled) report(option, 'the profile offers no VPN protocol: set wRangeFour and wRangeSix, or oRangeFour and oRangeSix');
+  // As the reference: OpenVPN when the profile has both, else the only one it has.
+  const preferredProto = raw.preferredProto ?? (openVpnEnabled ? 'openvpn' : 'wireguard');
+  if (preferredProto === 'wireguard' && !wireGuardEnabled && openVpnEnabled) report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
+  if (preferredProto === 'openvpn' && !openVpnEnabled && wireGuardEnabled) report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
+  const processCount = openVpnEnabled ? checkOpenVpnPorts(raw, option, report) : 1;
 
   for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
   for (const [index, route] of raw.excludeRouteList.entries()) checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);
@@ -137,11 +138,16 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
       checkPrefix(wireGuard.rangeSix, `${option}.wRangeSix`, report, 6);
       checkPoolFits(wireGuard.rangeFour, wireGuard.rangeSix, option, report);
     }
+    const openVpn = openVpnEnabled
+      ? { rangeFour: pick('oRangeFour', raw.oRangeFour), rangeSix: pick('oRangeSix', raw.oRangeSix), listenOn: pick('oListenOn', raw.oListenOn) }
+      : null;
+    if (openVpn !== null) checkOpenVpnRanges(openVpn, processCount, option, report);
     return {
       nodeNumber: asNodeNumber(nodeNumber),
       nodeUrl: pick('nodeUrl', raw.nodeUrl).replace(/\/+$/, ''),
       hostName: pick('hostName', raw.hostName),
       wireGuard,
+      openVpn,
     };
   });
 
@@ -155,6 +161,16 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
     excludeRouteList: raw.excludeRouteList,
     preferredProto,
     wireGuard: wireGuardEnabled ? { keepAlive: raw.wKeepAlive } : null,
+    openVpn: openVpnEnabled
+      ? {
+          udpPortList: raw.oUdpPortList,
+          tcpPortList: raw.oTcpPortList,
+          exposedUdpPortList: raw.oExposedUdpPortList,
+          exposedTcpPortList: raw.oExposedTcpPortList,
+          blockLan: raw.oBlockLan,
+          enableLog: raw.oEnableLog,
+        }
+      : null,
     nodes,
   };
 }
@@ -167,13 +183,17 @@ function checkUniqueProfileIds(profiles: readonly Profile[], report: Report): vo
   }
 }
 
-/** Client addresses are unique across the whole database, so no two (profile, node) ranges may overlap. */
+/**
+ * WireGuard client addresses are unique across the whole database, and OpenVPN ranges share
+ * the nodes' routing tables with them, so no two client ranges may overlap anywhere.
+ */
 function checkRangesDoNotOverlap(profiles: readonly Profile[], report: Report): void {
   const ranges: { label: string; prefix: IpPrefix }[] = [];
   for (const profile of profiles) {
     for (const node of profile.nodes) {
-      if (node.wireGuard === null) continue;
-      for (const text of [node.wireGuard.rangeFour, node.wireGuard.rangeSix]) {
+      const texts = [node.wireGuard?.rangeFour, node.wireGuard?.rangeSix, node.openVpn?.rangeFour, node.openVpn?.rangeSix];
+      for (const text of texts) {
+        if (text === undefined) continue;
         const prefix = tryParsePrefix(text);
         if (prefix === null) continue;
         const label = `${profile.profileId} on node ${node.nodeNumber} (${text})`;
@@ -213,6 +233,42 @@ function checkPoolFits(rangeFour: string, rangeSix: string, option: string, repo
     // IPv4 /31 and /32 leave no client address; any other failure is an IPv6 range too small to pair.
     report(`${option}.${four.length > 30 ? 'wRangeFour' : 'wRangeSix'}`, (error as Error).message);
   }
+}
+
+function bothOrNeither(four: unknown, six: unknown, message: string, option: string, report: Report): boolean {
+  if ((four === undefined) !== (six === undefined)) report(option, message);
+  return four !== undefined && six !== undefined;
+}
+
+const PROCESS_COUNTS = [1, 2, 4, 8, 16, 32, 64];
+
+/** One process per port (reference §8.4): their number must split the ranges evenly. Returns it. */
+function checkOpenVpnPorts(raw: ParsedProfile, option: string, report: Report): number {
+  for (const name of ['oUdpPortList', 'oTcpPortList', 'oExposedUdpPortList', 'oExposedTcpPortList'] as const) {
+    if (new Set(raw[name]).size !== raw[name].length) report(`${option}.${name}`, 'lists a port twice');
+  }
+  const count = raw.oUdpPortList.length + raw.oTcpPortList.length;
+  if (!PROCESS_COUNTS.includes(count)) {
+    report(`${option}.oUdpPortList`, `oUdpPortList and oTcpPortList together have ${count} port(s); one OpenVPN process runs per port and their number must be 1, 2, 4, 8, 16, 32 or 64`);
+    return 1;
+  }
+  return count;
+}
+
+/** Each process gets an equal part of oRangeFour (at least one client) and a /112 of oRangeSix. */
+function checkOpenVpnRanges(range: { rangeFour: string; rangeSix: string; listenOn: string }, processCount: number, option: string, report: Report): void {
+  checkPrefix(range.rangeFour, `${option}.oRangeFour`, report, 4);
+  checkPrefix(range.rangeSix, `${option}.oRangeSix`, report, 6);
+  const extraBits = Math.log2(processCount);
+  const four = tryParsePrefix(range.rangeFour);
+  if (four?.family === 4 && four.length + extraBits > 29) {
+    report(`${option}.oRangeFour`, `"${range.rangeFour}" is too small for ${processCount} OpenVPN process(es): each needs at least a /29`);
+  }
+  const six = tryParsePrefix(range.rangeSix);
+  if (six?.family === 6 && six.length > 112 - extraBits) {
+    report(`${option}.oRangeSix`, `"${range.rangeSix}" is too small for ${processCount} OpenVPN process(es): each needs a /112, so the prefix may be at most /${112 - extraBits}`);
+  }
+  if (!isIP(range.listenOn)) report(`${option}.oListenOn`, `"${range.listenOn}" is not an IP address`);
 }
 
 function checkPrefix(text: string, option: string, report: Report, family?: 4 | 6): void {

@@ -8,12 +8,33 @@ export interface WireGuardRange {
   readonly rangeSix: string;
 }
 
+/** OpenVPN on one node: the client ranges (split among the processes) and the bind address. */
+export interface OpenVpnRange {
+  readonly rangeFour: string;
+  readonly rangeSix: string;
+  /** `oListenOn`: `::` (all addresses) unless set. */
+  readonly listenOn: string;
+}
+
 /** A profile as deployed on one node. */
 export interface ProfileNode {
   readonly nodeNumber: NodeNumber;
   readonly nodeUrl: string;
   readonly hostName: string;
   readonly wireGuard: WireGuardRange | null;
+  readonly openVpn: OpenVpnRange | null;
+}
+
+/** A profile's OpenVPN options (reference §2.1), the same on every node. */
+export interface OpenVpnProfileSettings {
+  /** One server process per port: UDP ports first, then TCP ports (reference §8.4). */
+  readonly udpPortList: readonly number[];
+  readonly tcpPortList: readonly number[];
+  /** When non-empty, written into client files instead of the real ports. */
+  readonly exposedUdpPortList: readonly number[];
+  readonly exposedTcpPortList: readonly number[];
+  readonly blockLan: boolean;
+  readonly enableLog: boolean;
 }
 
 export interface Profile {
@@ -27,6 +48,8 @@ export interface Profile {
   readonly preferredProto: VpnProto;
   /** null when the profile has no WireGuard ranges. */
   readonly wireGuard: { readonly keepAlive: boolean } | null;
+  /** null when the profile has no OpenVPN ranges. */
+  readonly openVpn: OpenVpnProfileSettings | null;
   readonly nodes: readonly ProfileNode[];
 }
 
@@ -75,6 +98,8 @@ export interface PortalConfig {
   readonly reconcileIntervalMs: number;
   readonly logLevel: string;
   readonly sessionExpiry: IsoDuration;
+  /** Lifetime of a new OpenVPN CA (generate-secrets). */
+  readonly caExpiry: IsoDuration;
   /** `sessionExpiry` followed by `supportedSessionExpiry`, duplicates dropped (reference §10). */
   readonly supportedSessionExpiry: readonly string[];
   readonly wireGuard: WireGuardSettings;

@@ -9,6 +9,7 @@ import { addDuration, parseIsoDuration } from '../core/iso-duration.js';
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
 const cidr = z.string().min(1);
+const port = z.int().min(1).max(65535);
 const isoDuration = z
   .string()
   .refine((text) => parseIsoDuration(text) !== null, { message: 'not an ISO 8601 duration such as P90D or PT12H' })
@@ -39,6 +40,17 @@ export const profileSchema = z.strictObject({
   wRangeFour: perNode(cidr).optional(),
   wRangeSix: perNode(cidr).optional(),
   wKeepAlive: z.boolean().default(false),
+  oRangeFour: perNode(cidr).optional(),
+  oRangeSix: perNode(cidr).optional(),
+  /** One OpenVPN process per port (reference §8.4); UDP + TCP count must be 1, 2, 4, …, 64. */
+  oUdpPortList: z.array(port).default([1194]),
+  oTcpPortList: z.array(port).default([1194]),
+  /** Ports written into client files instead of the real ones (port sharing, NAT). */
+  oExposedUdpPortList: z.array(port).default([]),
+  oExposedTcpPortList: z.array(port).default([]),
+  oBlockLan: z.boolean().default(false),
+  oEnableLog: z.boolean().default(false),
+  oListenOn: perNode(z.string().min(1)).default('::'),
   hideProfile: z.boolean().default(false),
   profilePriority: z.int().default(0),
 });
@@ -74,6 +86,8 @@ export const portalConfigSchema = z.strictObject({
   reconcileInterval: isoDuration.default('PT1M'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   sessionExpiry: isoDuration.default('P90D'),
+  /** Lifetime of the OpenVPN CA made by generate-secrets; it caps every configuration's expiry. */
+  caExpiry: isoDuration.default('P25Y'),
   supportedSessionExpiry: z.array(isoDuration).default([]),
   WireGuard: wireGuardSchema.prefault({}),
   ProfileList: z.array(profileSchema).min(1),

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { PortalConfig } from '../config/portal-config.js';
 import type { KeyStore } from '../keys/key-store.js';
+import type { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import type { Db } from '../storage/database.js';
 import type { NodeFleet } from './node-fleet.js';
 import type { Clock } from './time.js';
@@ -10,6 +11,8 @@ export interface PortalContext {
   readonly config: PortalConfig;
   readonly db: Db;
   readonly keys: KeyStore;
+  /** The OpenVPN CA, tls-crypt keys and server certificates (files under the key directory). */
+  readonly openVpnKeys: OpenVpnKeys;
   readonly nodes: NodeFleet;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -1,6 +1,7 @@
 // POST /create: makes the user when missing, then one configuration for a profile, in the
 // first format the client accepts that the profile can serve (specification §4.6).
 // Order: validate, write the database (the source of truth), then tell the node.
+// The WireGuard path is here; the OpenVPN one in issue-openvpn.ts.
 import type { Profile, ProfileNode } from '../config/portal-config.js';
 import { ensureUser } from '../storage/users.js';
 import { insertPeer } from '../storage/wg-peers.js';
@@ -15,6 +16,8 @@ import type { ProfileId, UserId } from './ids.js';
 import { chooseFormats, describeNoCommonFormat, MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
 import { formatAtom } from './time.js';
 import { allocateAddresses } from './wireguard-addresses.js';
+import { issueOpenVpn } from './issue-openvpn.js';
+import { nodeOrder } from './node-order.js';
 
 export interface CreateConfigurationRequest {
   readonly userId: UserId;
@@ -45,15 +48,33 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   if (profile === undefined) throw new PortalError('no-such-profile', 'no such "profile_id"');
 
   const now = ctx.clock.now();
-  const expiresAt = configurationExpiry(ctx.config, now, request.expiresIn);
+  // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.
+  const ca = await ctx.openVpnKeys.ca();
+  const expiresAt = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
   const offered = offeredFormats(profile, ctx.config.wireGuard);
-  // Every format offered today is WireGuard (OpenVPN is never offered): they share one address
-  // pool, so when the best one finds no free address on any node, the others would not either.
-  const [format] = chooseFormats(request.accept, offered, request.preferTcp);
-  if (format === undefined || format === 'openvpn') throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered));
-  const issued = await issueWireGuard(ctx, request, profile, format, now, expiresAt);
-  if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued.body, downloadFileName: issued.downloadFileName, expiresAt };
+  const formats = chooseFormats(request.accept, offered, request.preferTcp);
+  if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered));
+
+  // Formats are tried in order (reference §5.2): WireGuard fails over to OpenVPN when no node
+  // has a free address. The WireGuard formats share one address pool, so one try covers them all.
+  let wireGuardTried = false;
+  for (const format of formats) {
+    let issued: ConfigurationFile | null;
+    if (format === 'openvpn') {
+      issued = await issueOpenVpn(ctx, { request, profile, now, expiresAt });
+    } else if (wireGuardTried) {
+      continue;
+    } else {
+      wireGuardTried = true;
+      issued = await issueWireGuard(ctx, request, profile, format, now, expiresAt);
+    }
+    if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued.body, downloadFileName: issued.downloadFileName, expiresAt };
+  }
   throw new PortalError('addresses-exhausted', `no free client address for profile "${profile.profileId}" on any of its nodes`);
+}
+
+function cappedExpiry(expiresAt: Date, caNotAfter: Date | null): Date {
+  return caNotAfter !== null && caNotAfter.getTime() < expiresAt.getTime() ? caNotAfter : expiresAt;
 }
 
 async function issueWireGuard(
@@ -148,17 +169,4 @@ async function storePeer(
       if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
     }
   }
-}
-
-/** The profile's nodes, shuffled (as the reference), with nodes known to be unreachable last. */
-function nodeOrder(ctx: PortalContext, profile: Profile): ProfileNode[] {
-  const shuffled = [...profile.nodes];
-  for (let index = shuffled.length - 1; index > 0; index--) {
-    const other = Math.floor(ctx.random() * (index + 1));
-    [shuffled[index], shuffled[other]] = [shuffled[other] as ProfileNode, shuffled[index] as ProfileNode];
-  }
-  return [
-    ...shuffled.filter((node) => !ctx.nodes.isBackingOff(node.nodeNumber)),
-    ...shuffled.filter((node) => ctx.nodes.isBackingOff(node.nodeNumber)),
-  ];
 }

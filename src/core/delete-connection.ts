@@ -1,10 +1,13 @@
-// POST /delete_connection: deletes one configuration of the user. Like the reference, an
+// POST /delete_connection: deletes one configuration of the user (a WireGuard public key or an
+// OpenVPN Common Name) and ends its tunnel. Like the reference, an
 // unknown id or one owned by another user changes nothing and is not an error.
+import { deleteCertificate, findCertificateOfUser } from '../storage/certificates.js';
 import { deletePeer, findPeerOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { ConnectionId, UserId } from './ids.js';
 import { removePeersFromNodes } from './node-peers.js';
+import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
 export async function deleteConnection(ctx: PortalContext, userId: UserId, connectionId: ConnectionId): Promise<void> {
@@ -16,10 +19,16 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
     if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
     return peer;
   });
-  if (peer === undefined) {
-    ctx.logger.info({ userId }, 'delete_connection: no such configuration of this user; nothing changed');
+  if (peer !== undefined) {
+    ctx.logger.info({ userId, connectionId }, 'WireGuard configuration deleted');
+    await removePeersFromNodes(ctx, [peer]);
     return;
   }
-  ctx.logger.info({ userId, connectionId }, 'configuration deleted');
-  await removePeersFromNodes(ctx, [peer]);
+  const certificate = await findCertificateOfUser(ctx.db, userId, connectionId);
+  if (certificate !== undefined && (await deleteCertificate(ctx.db, certificate.commonName))) {
+    ctx.logger.info({ userId, connectionId }, 'OpenVPN configuration deleted');
+    await disconnectOpenVpnClients(ctx, [certificate]);
+    return;
+  }
+  ctx.logger.info({ userId }, 'delete_connection: no such configuration of this user; nothing changed');
 }

@@ -1,25 +1,29 @@
 // POST /destroy: the user, all of its configurations and authorizations are deleted
-// (database first, in one transaction), then the peers leave the nodes.
+// (database first, in one transaction), then the peers leave the nodes and OpenVPN clients
+// are disconnected.
+import { deleteCertificatesOfUser } from '../storage/certificates.js';
 import { deleteUser, lockUser } from '../storage/users.js';
 import { deletePeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { UserId } from './ids.js';
 import { removePeersFromNodes } from './node-peers.js';
+import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
 export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
-  const peers = await ctx.db.transaction().execute(async (trx) => {
+  const { peers, certificates } = await ctx.db.transaction().execute(async (trx) => {
     // With several portal instances on one database: the lock keeps a concurrent create from
     // adding a configuration now, and the addresses given back are exactly those of the
     // configurations this transaction deleted (not those another instance deleted first).
     await lockUser(trx, userId);
     const peers = await deletePeersOfUser(trx, userId);
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+    const certificates = await deleteCertificatesOfUser(trx, userId);
     await deleteUser(trx, userId); // cascades to oauth_authorizations
-    return peers;
+    return { peers, certificates };
   });
-  ctx.logger.info({ userId, configurations: peers.length }, 'user destroyed');
-  await removePeersFromNodes(ctx, peers);
+  ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user destroyed');
+  await Promise.all([removePeersFromNodes(ctx, peers), disconnectOpenVpnClients(ctx, certificates)]);
 }

@@ -1,4 +1,5 @@
-// POST /enable_user: the user's unexpired configurations go back onto their nodes.
+// POST /enable_user: the user's unexpired WireGuard configurations go back onto their nodes;
+// OpenVPN clients may connect again (the node asks the portal on every connect).
 import { setUserDisabled } from '../storage/users.js';
 import { peersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';

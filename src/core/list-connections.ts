@@ -1,10 +1,13 @@
 // GET /connection_list and GET /connected_users. Every configured profile is a key.
-// show_all=on: every active configuration (user enabled, not expired), from the database.
-// show_all=off: only those whose peer did a handshake in the last 3 minutes, asked from all
-// nodes in parallel; a node that does not answer is logged and its connections left out.
-// Results are JSON text per profile: the on-case can hold 100,000 entries, which the
-// database serialises far faster than JavaScript objects would.
+// WireGuard, show_all=on: every active configuration (user enabled, not expired), from the
+// database; show_all=off: only those whose peer did a handshake in the last 3 minutes.
+// OpenVPN, both modes: the clients connected right now with an active configuration (an
+// OpenVPN configuration has no state on the node until its client connects).
+// Nodes are asked in parallel; a node that does not answer is logged and its connections
+// left out. Results are JSON text per profile: the on-case can hold 100,000 entries, which
+// the database serialises far faster than JavaScript objects would.
 import type { NodeNumber, ProfileId, VpnProto } from './ids.js';
+import { activeCertificates } from '../storage/certificates.js';
 import { activeConnectionsJson, activePeers, activeUserIdsJson, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { isOnline } from './online.js';
@@ -27,21 +30,30 @@ const KEYS_PER_QUERY = 500;
 
 export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayText>> {
   const now = ctx.clock.now();
-  if (showAll) {
-    return perProfile(ctx, (profileId) => activeConnectionsJson(ctx.db, profileId, formatAtom(now)));
-  }
-  const online = groupByProfile(ctx, await onlinePeers(ctx, now));
-  return perProfile(ctx, async (profileId) => JSON.stringify((online.get(profileId) ?? []).map(toConnectionInfo)));
+  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now), connectedOpenVpnClients(ctx, now)]);
+  const online = groupByProfile(ctx, wireGuardOnline ?? []);
+  return perProfile(ctx, async (profileId) => {
+    const wireGuard = showAll
+      ? await activeConnectionsJson(ctx.db, profileId, formatAtom(now))
+      : JSON.stringify((online.get(profileId) ?? []).map(toConnectionInfo));
+    return concatJsonArrays(wireGuard, openVpn.get(profileId) ?? []);
+  });
 }
 
 export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayText>> {
   const now = ctx.clock.now();
-  if (showAll) {
-    return perProfile(ctx, (profileId) => activeUserIdsJson(ctx.db, profileId, formatAtom(now)));
-  }
-  const online = groupByProfile(ctx, await onlinePeers(ctx, now));
-  // A user connected several times to one profile is listed once there.
-  return perProfile(ctx, async (profileId) => JSON.stringify([...new Set((online.get(profileId) ?? []).map((peer) => peer.userId))]));
+  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now), connectedOpenVpnClients(ctx, now)]);
+  const online = groupByProfile(ctx, wireGuardOnline ?? []);
+  return perProfile(ctx, async (profileId) => {
+    const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
+    if (showAll) {
+      const wireGuard = await activeUserIdsJson(ctx.db, profileId, formatAtom(now));
+      if (openVpnUsers.length === 0) return wireGuard;
+      return JSON.stringify([...new Set([...(JSON.parse(wireGuard) as string[]), ...openVpnUsers])]);
+    }
+    // A user connected several times to one profile is listed once there.
+    return JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])]);
+  });
 }
 
 /** Writes `{"<key>": {"<profile>": [...], ...}}` from per-profile JSON arrays. */
@@ -73,12 +85,61 @@ function toConnectionInfo(peer: WireGuardPeer): ConnectionInfo {
   };
 }
 
-async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer[]> {
-  const nodesWithWireGuard = new Set<NodeNumber>(
-    ctx.config.profiles.flatMap((profile) => profile.nodes.filter((node) => node.wireGuard !== null).map((node) => node.nodeNumber)),
-  );
+/** `[a..., b...]` from the JSON text of array a and the array b, without parsing a. */
+function concatJsonArrays(text: string, more: readonly ConnectionInfo[]): string {
+  if (more.length === 0) return text;
+  const extra = JSON.stringify(more).slice(1, -1);
+  return text.trim() === '[]' ? `[${extra}]` : `${text.trimEnd().slice(0, -1)},${extra}]`;
+}
+
+/**
+ * The OpenVPN clients connected to every node that runs an OpenVPN profile, per profile,
+ * limited to active configurations the portal made for that node and profile.
+ */
+async function connectedOpenVpnClients(ctx: PortalContext, now: Date): Promise<Map<ProfileId, ConnectionInfo[]>> {
+  const byProfile = new Map<ProfileId, ConnectionInfo[]>();
   const reports = await Promise.all(
-    [...nodesWithWireGuard].map(async (nodeNumber) => {
+    nodesRunning(ctx, 'openVpn').map(async (nodeNumber) => ({
+      nodeNumber,
+      clients: (await ctx.nodes.tryOn(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList())) ?? [],
+    })),
+  );
+  for (const { nodeNumber, clients } of reports) {
+    const addressesOf = new Map(clients.map((client) => [client.commonName, client]));
+    const names = [...addressesOf.keys()];
+    for (let start = 0; start < names.length; start += KEYS_PER_QUERY) {
+      const chunk = names.slice(start, start + KEYS_PER_QUERY);
+      for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(now), nodeNumber, commonNames: chunk })) {
+        const client = addressesOf.get(certificate.commonName);
+        if (client === undefined) continue;
+        const list = byProfile.get(certificate.profileId) ?? [];
+        list.push({
+          user_id: certificate.userId,
+          connection_id: certificate.commonName,
+          display_name: certificate.displayName,
+          ip_list: client.ipSix === null ? [client.ipFour] : [client.ipFour, client.ipSix],
+          vpn_proto: 'openvpn',
+          auth_key: certificate.authKey,
+        });
+        byProfile.set(certificate.profileId, list);
+      }
+    }
+  }
+  return byProfile;
+}
+
+/** The nodes on which at least one profile runs the protocol. */
+export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVpn'): NodeNumber[] {
+  return [
+    ...new Set<NodeNumber>(
+      ctx.config.profiles.flatMap((profile) => profile.nodes.filter((node) => node[protocol] !== null).map((node) => node.nodeNumber)),
+    ),
+  ];
+}
+
+async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer[]> {
+  const reports = await Promise.all(
+    nodesRunning(ctx, 'wireGuard').map(async (nodeNumber) => {
       const list = await ctx.nodes.tryOn(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false));
       // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
       const online = (list ?? []).filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);

@@ -1,7 +1,9 @@
-// Makes every node's peer set equal to the database: the enabled, unexpired configurations
-// of the profiles on that node. Runs at start, every `reconcileInterval`, and when a node
-// answers again after an outage. Expired configurations are deleted here first.
+// Makes every node follow the database: its WireGuard peer set equals the enabled, unexpired
+// configurations of the profiles on that node, and every OpenVPN client connected without
+// such a configuration is disconnected. Runs at start, every `reconcileInterval`, and when a
+// node answers again after an outage. Expired configurations are deleted here first.
 import type { NodeDaemon, DaemonPeer } from '../node/daemon-client.js';
+import { activeCertificates, deleteCertificate, expiredCertificates } from '../storage/certificates.js';
 import { activePeers, deletePeer, expiredPeers, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from './ids.js';
@@ -18,6 +20,8 @@ export interface NodeReconcileResult {
   readonly reachable: boolean;
   readonly added: number;
   readonly removed: number;
+  /** OpenVPN clients disconnected because their configuration is gone, disabled or expired. */
+  readonly disconnected: number;
 }
 
 export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
@@ -28,10 +32,10 @@ export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileRes
 export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
   const nodeNumber = daemon.nodeNumber;
   const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
-  if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0 };
+  if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
 
   const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter((peer) =>
-    isDeployedOn(ctx, peer, nodeNumber),
+    isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard'),
   );
   const desiredByKey = new Map(desired.map((peer) => [peer.publicKey as string, peer]));
   const actualByKey = new Map(actual.map((peer) => [peer.publicKey as string, peer]));
@@ -51,10 +55,39 @@ export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Pro
   if (added > 0 || removed > 0) {
     ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
   }
-  return { nodeNumber, reachable: true, added, removed };
+  const disconnected = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : 0;
+  return { nodeNumber, reachable: true, added, removed, disconnected };
 }
 
-/** Deletes expired configurations and frees their addresses; the node diff then removes their peers. */
+/** Disconnects the node's OpenVPN clients that have no valid configuration; returns how many. */
+async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<number> {
+  const nodeNumber = daemon.nodeNumber;
+  const clients = await ctx.nodes.attempt(daemon, 'connection_list', (node) => node.openVpnConnectionList());
+  if (clients === undefined || clients.length === 0) return 0;
+  const names = [...new Set(clients.map((client) => client.commonName))];
+  const valid = new Set<string>();
+  for (let start = 0; start < names.length; start += EXPIRED_BATCH) {
+    const chunk = names.slice(start, start + EXPIRED_BATCH);
+    for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, commonNames: chunk })) {
+      if (isServedOn(ctx, certificate.profileId, nodeNumber, 'openVpn')) valid.add(certificate.commonName);
+    }
+  }
+  let disconnected = 0;
+  await forEachLimited(
+    names.filter((name) => !valid.has(name)),
+    PARALLEL_CHANGES_PER_NODE,
+    async (commonName) => {
+      if ((await ctx.nodes.attempt(daemon, 'disconnect_client', (node) => node.disconnectClient(commonName).then(() => true))) === true) disconnected++;
+    },
+  );
+  if (disconnected > 0) ctx.logger.info({ nodeNumber, disconnected }, `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`);
+  return disconnected;
+}
+
+/**
+ * Deletes expired configurations, freeing the addresses of WireGuard ones; the node pass then
+ * removes their peers and disconnects their OpenVPN clients.
+ */
 export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<number> {
   const now = formatAtom(ctx.clock.now());
   let deleted = 0;
@@ -70,14 +103,26 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
     });
     deleted += batch.length;
   }
+  for (;;) {
+    const batch = await expiredCertificates(ctx.db, now, EXPIRED_BATCH);
+    if (batch.length === 0) break;
+    await ctx.db.transaction().execute(async (trx) => {
+      for (const certificate of batch) await deleteCertificate(trx, certificate.commonName);
+    });
+    deleted += batch.length;
+  }
   if (deleted > 0) ctx.logger.info({ deleted }, `deleted ${deleted} expired configuration(s)`);
   return deleted;
 }
 
-/** A peer belongs on a node only while its profile still exists and is still deployed there. */
-function isDeployedOn(ctx: PortalContext, peer: WireGuardPeer, nodeNumber: NodeNumber): boolean {
-  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === peer.profileId);
-  return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node.wireGuard !== null) ?? false;
+/** A configuration belongs on a node only while its profile still exists and still runs the protocol there. */
+function isServedOn(ctx: PortalContext, profileId: string, nodeNumber: NodeNumber, protocol: 'wireGuard' | 'openVpn'): boolean {
+  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === profileId);
+  return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node[protocol] !== null) ?? false;
+}
+
+function runsOpenVpn(ctx: PortalContext, nodeNumber: NodeNumber): boolean {
+  return ctx.config.profiles.some((profile) => profile.nodes.some((node) => node.nodeNumber === nodeNumber && node.openVpn !== null));
 }
 
 function sameAllowedIps(actual: DaemonPeer | undefined, peer: WireGuardPeer): boolean {

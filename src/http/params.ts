@@ -2,6 +2,7 @@
 // Rules and error messages follow the reference (§3) so scripts written against it keep
 // working: `missing post parameter "user_id"`, `invalid value for "display_name"`, ...
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../core/ids.js';
 import { isIsoDuration } from '../core/iso-duration.js';
@@ -37,6 +38,13 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
+  // Node API parameters (sent by node agents, src/http/node-api/).
+  /** A Unix user or group name for the OpenVPN processes, as the reference checks it. */
+  unixName: z.string().regex(/^[_a-zA-Z0-9]+$/),
+  /** An absolute path without spaces or shell-special characters (it is written into server files). */
+  absolutePath: z.string().regex(/^\/[A-Za-z0-9._/-]{0,200}$/).refine((value) => !value.split('/').includes('..')),
+  ipAddress: z.string().refine((value) => isIP(value) !== 0),
+  byteCount: z.string().regex(/^\d{1,19}$/).transform(Number),
 } as const;
 
 export function required<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T> {

@@ -8,6 +8,8 @@ import { AddressAllowList } from './address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
 import { runRoute } from './admin-route.js';
 import { handleError, sendError } from './error-reply.js';
+import { connectHandler } from './node-api/connect.js';
+import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { adminRoutes } from './routes/index.js';
@@ -72,7 +74,10 @@ export function buildServer(ctx: PortalContext) {
   app.get(`${adminPrefix}/openapi.json`, (_request, reply) => reply.type('application/json').send(openApi));
   methodOf.set(`${adminPrefix}/openapi.json`, 'GET');
 
-  app.post(`${ctx.config.basePath}/node-api.php/server_config`, (request, reply) => serverConfigHandler(ctx, request, reply));
+  const nodeApi = `${ctx.config.basePath}/node-api.php`;
+  app.post(`${nodeApi}/server_config`, (request, reply) => serverConfigHandler(ctx, request, reply));
+  app.post(`${nodeApi}/connect`, (request, reply) => connectHandler(ctx, request, reply));
+  app.post(`${nodeApi}/disconnect`, (request, reply) => disconnectHandler(ctx, request, reply));
 
   app.setNotFoundHandler((request, reply) => {
     const path = decodePath(request.url.split('?')[0] ?? '');

@@ -1,5 +1,6 @@
-// The portal's client for a node's vpn-daemon HTTP protocol (reference §6.5): node info,
-// peer list with handshakes, add peer, remove peer. It speaks to our own node agent and to
+// The portal's client for a node's vpn-daemon HTTP protocol (reference §6.5, §8.5): node
+// info, WireGuard peer list with handshakes, add and remove peer, OpenVPN client list and
+// disconnect. It speaks to our own node agent and to
 // an existing eduVPN vpn-daemon alike. Requests carry `Authorization: Bearer <node key>`
 // when the portal has a key file for that node. Timeouts are short: a node that does not
 // answer must never hold up an Admin API call for long.
@@ -12,6 +13,13 @@ export interface DaemonPeer {
   readonly lastHandshakeTime: Date | null;
   readonly bytesIn: number;
   readonly bytesOut: number;
+}
+
+/** A client connected to one of the node's OpenVPN processes (reference §8.5). */
+export interface DaemonOpenVpnClient {
+  readonly commonName: string;
+  readonly ipFour: string;
+  readonly ipSix: string | null;
 }
 
 export interface DaemonNodeInfo {
@@ -27,6 +35,9 @@ export interface NodeDaemon {
   peerList(showAll: boolean): Promise<DaemonPeer[]>;
   addPeer(publicKey: WireGuardKey, ipNet: readonly string[]): Promise<void>;
   removePeer(publicKey: WireGuardKey): Promise<void>;
+  openVpnConnectionList(): Promise<DaemonOpenVpnClient[]>;
+  /** Disconnects every client with this certificate Common Name. */
+  disconnectClient(commonName: string): Promise<void>;
 }
 
 export class NodeDaemonError extends Error {
@@ -73,6 +84,23 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async removePeer(publicKey: WireGuardKey): Promise<void> {
     await this.request('POST', '/w/remove_peer', new URLSearchParams({ public_key: publicKey }));
+  }
+
+  async openVpnConnectionList(): Promise<DaemonOpenVpnClient[]> {
+    const body = await this.requestJson('GET', '/o/connection_list');
+    const list = isRecord(body) ? body['connection_list'] : undefined;
+    if (!Array.isArray(list)) throw new NodeDaemonError(`${this.url}: connection_list answer has no "connection_list" array`);
+    return list.map((entry: unknown) => {
+      if (!isRecord(entry) || typeof entry['common_name'] !== 'string' || typeof entry['ip_four'] !== 'string') {
+        throw new NodeDaemonError(`${this.url}: malformed client in connection_list`);
+      }
+      const ipSix = entry['ip_six'];
+      return { commonName: entry['common_name'], ipFour: entry['ip_four'], ipSix: typeof ipSix === 'string' && ipSix !== '' ? ipSix : null };
+    });
+  }
+
+  async disconnectClient(commonName: string): Promise<void> {
+    await this.request('POST', '/o/disconnect_client', new URLSearchParams({ common_name: commonName }));
   }
 
   private toPeer(entry: unknown): DaemonPeer {

@@ -14,9 +14,11 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'wg_peers', key: ['public_key'] },
   { table: 'ip_pools', key: ['profile_id', 'node_number', 'range_four', 'range_six'] },
   { table: 'ip_pool_free', key: ['profile_id', 'node_number', 'range_four', 'range_six', 'pool_index'] },
+  { table: 'certificates', key: ['common_name'] },
+  { table: 'connection_log', key: ['log_id'] },
 ];
 
-/** Rows per SELECT and per INSERT: 11 columns × 1,000 stays far below both dialects' parameter limits. */
+/** Rows per SELECT and per INSERT: 13 columns × 1,000 stays far below both dialects' parameter limits. */
 const BATCH_ROWS = 1000;
 
 export class CopyRefused extends Error {

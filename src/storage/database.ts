@@ -20,6 +20,7 @@ import pg from 'pg';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
+import { openVpnSchema } from './migrations/0003-openvpn.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -36,6 +37,7 @@ const POSTGRES_LOCK_TIMEOUT_MS = 5000;
 const migrations: Record<string, Migration> = {
   '0001-initial': initialSchema,
   '0002-listing-order': listingOrder,
+  '0003-openvpn': openVpnSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -55,10 +55,42 @@ export interface IpPoolFreeTable {
   pool_index: number;
 }
 
+/** One row per OpenVPN configuration: its client certificate's Common Name (reference §9). */
+export interface CertificatesTable {
+  common_name: string;
+  user_id: string;
+  profile_id: string;
+  node_number: number;
+  display_name: string;
+  created_at: string;
+  expires_at: string;
+  auth_key: string | null;
+}
+
+/** One row per OpenVPN connection, opened on connect and closed on disconnect. */
+export interface ConnectionLogTable {
+  log_id: string;
+  user_id: string;
+  profile_id: string;
+  vpn_proto: string;
+  connection_id: string;
+  node_number: number;
+  ip_four: string;
+  ip_six: string;
+  originating_ip: string | null;
+  connected_at: string;
+  disconnected_at: string | null;
+  /** bigint: PostgreSQL hands these over as strings. */
+  bytes_in: number | string | null;
+  bytes_out: number | string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
   wg_peers: WireGuardPeersTable;
   ip_pools: IpPoolsTable;
   ip_pool_free: IpPoolFreeTable;
+  certificates: CertificatesTable;
+  connection_log: ConnectionLogTable;
 }

@@ -98,7 +98,7 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   let portal: RunningPortal;
   try {
     config = resolvePortalConfig({ ...defaultTestConfig, ...options.config, dataDir, database: database.value }, 'test configuration');
-    generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
+    await generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
     portal = await startPortal(config, {
       logger: options.logger ?? pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),

@@ -2,13 +2,18 @@
 // `X-Node-Number` and its node secret (Bearer) and receives what it needs to run its
 // WireGuard interface: private key, listen port, MTU and the gateway address of every
 // WireGuard profile range on that node (IPv4 first, then IPv6, as the reference §6.4), and,
-// with `WireGuard.enableProxy`, the host names its ProxyGuard relay answers for.
+// with `WireGuard.enableProxy`, the host names its ProxyGuard relay answers for; and the
+// OpenVPN server files of its OpenVPN profiles (reference §8.4). The agent names the Unix user
+// and group for OpenVPN, its AES preference and where the management sockets go.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
+import type { NodeNumber } from '../../core/ids.js';
+import { openVpnServerFiles } from '../../core/openvpn-server-files.js';
 import { parseIpPrefix } from '../../net/ip-prefix.js';
 import { gatewayAddresses } from '../../wireguard/address-pool.js';
 import { HttpError } from '../http-error.js';
+import { optional, param, readParams } from '../params.js';
+import { authenticatedNode } from './node-auth.js';
 
 export interface WireGuardServerConfig {
   readonly privateKey: string;
@@ -27,15 +32,46 @@ export interface ProxyGuardServerConfig {
   readonly hostNames: readonly string[];
 }
 
+/** One OpenVPN server process's configuration file. */
+export interface OpenVpnServerConfigFile {
+  readonly name: string;
+  readonly profileId: string;
+  readonly processNumber: number;
+  readonly proto: 'udp' | 'tcp';
+  readonly port: number;
+  readonly content: string;
+}
+
+export interface NodeServerConfigAnswer {
+  readonly wireguard: WireGuardServerConfig | null;
+  readonly openvpn: readonly OpenVpnServerConfigFile[];
+}
+
 export async function serverConfigHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const nodeNumber = authenticatedNode(ctx, request);
   const body = (request.body ?? {}) as Record<string, unknown>;
   const requested = body['profile_id_list'];
-  const profileFilter = requested === undefined ? null : new Set(Array.isArray(requested) ? requested : [requested]);
-  await reply.type('application/json').send(JSON.stringify({ wireguard: wireGuardServerConfig(ctx, nodeNumber, profileFilter) }));
+  const profileFilter = requested === undefined ? null : new Set((Array.isArray(requested) ? requested : [requested]).map(String));
+  const params = readParams('post', body, {
+    vpn_user: optional(param.unixName, 'Unix user the OpenVPN processes run as'),
+    vpn_group: optional(param.unixName, 'Unix group the OpenVPN processes run as'),
+    prefer_aes: optional(param.yesNo, 'whether the node has AES instructions'),
+    management_dir: optional(param.absolutePath, 'folder of the OpenVPN management sockets'),
+  });
+  const openvpn = await openVpnServerFiles(ctx, nodeNumber, profileFilter, {
+    vpnUser: params.vpn_user ?? 'nobody',
+    vpnGroup: params.vpn_group ?? 'nogroup',
+    preferAes: params.prefer_aes ?? true,
+    managementDir: params.management_dir ?? '/run/openvpn-server',
+  });
+  const answer: NodeServerConfigAnswer = {
+    wireguard: wireGuardServerConfig(ctx, nodeNumber, profileFilter),
+    openvpn: openvpn.map(({ name, profileId, processNumber, proto, port, content }) => ({ name, profileId, processNumber, proto, port, content })),
+  };
+  await reply.type('application/json').send(JSON.stringify(answer));
 }
 
-function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<unknown> | null): WireGuardServerConfig | null {
+function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<string> | null): WireGuardServerConfig | null {
   const four: string[] = [];
   const six: string[] = [];
   const hostNames = new Set<string>();
@@ -60,17 +96,3 @@ function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profi
     proxyGuard: ctx.config.wireGuard.proxy.enabled ? { hostNames: [...hostNames] } : null,
   };
 }
-
-function authenticatedNode(ctx: PortalContext, request: FastifyRequest): NodeNumber {
-  const header = request.headers['x-node-number'];
-  const authorization = request.headers.authorization;
-  if (typeof header !== 'string' || !/^(0|[1-9]\d{0,5})$/.test(header)) throw new HttpError(400, 'missing or invalid "X-Node-Number" header');
-  const nodeNumber = asNodeNumber(Number(header));
-  const token = typeof authorization === 'string' && authorization.startsWith('Bearer ') ? authorization.slice(7) : '';
-  if (!ctx.keys.nodeKeyMatches(nodeNumber, token)) {
-    request.log.warn({ nodeNumber, ip: request.ip }, 'node API: authentication failed');
-    throw new HttpError(401, 'authentication required', { 'www-authenticate': 'Bearer realm="Node API"' });
-  }
-  return nodeNumber;
-}
-

@@ -1,11 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../../core/time.js';
+import { resolvePreferAes } from './aes-support.js';
 import { DEFAULT_BACKOFF, retryWithBackoff, type BackoffSchedule } from './backoff.js';
 import { createCommandRunner, type CommandRunner } from './command-runner.js';
 import type { NodeAgentConfig } from './config.js';
 import { buildDaemonServer, WireGuardUnavailableError, type DaemonServer, type WireGuardPeers } from './daemon-server.js';
 import { describeNode } from './node-info.js';
+import { OpenVpnService } from './openvpn-service.js';
 import { PeerBatcher } from './peer-batcher.js';
 import { PortalClient } from './portal-client.js';
 import type { ProxyGuardRelay } from './proxyguard-relay.js';
@@ -21,11 +23,13 @@ export interface NodeAgentDependencies {
   readonly logger: Logger;
   readonly version: string;
   readonly clock?: Clock;
-  /** Starts `ip`, `wg` and `wireguard-go`; tests run them in a network namespace. */
+  /** Starts `ip`, `wg`, `wireguard-go` and `openvpn`; tests run them in a network namespace. */
   readonly runner?: CommandRunner;
   readonly fetch?: typeof fetch;
   /** Pauses between attempts to reach the portal at start. */
   readonly portalRetry?: BackoffSchedule;
+  /** Pauses before restarting an OpenVPN process that died (default 1 s, 2 s, 5 s, 10 s, 30 s). */
+  readonly openVpnRestartDelaysMs?: readonly number[];
 }
 
 export interface RunningNodeAgent {
@@ -35,6 +39,8 @@ export interface RunningNodeAgent {
   readonly wireGuardInterface: WireGuardInterface | null;
   /** The ProxyGuard relay; null while the portal does not enable WireGuard over TCP. */
   readonly proxyGuardRelay: ProxyGuardRelay | null;
+  /** The OpenVPN server processes (none while the portal assigns no OpenVPN profile). */
+  readonly openVpn: OpenVpnService;
   /** Fetches the server configuration now and applies it (the timer does this every interval). */
   refresh(): Promise<void>;
   /** Stops serving, waits for pending peer changes, removes the interface if the agent made it. */
@@ -62,18 +68,29 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const clock = deps.clock ?? systemClock;
   const runner = deps.runner ?? createCommandRunner();
   const wg = new WgTool(runner);
+  const preferAes = await resolvePreferAes(config.openVpn.preferAes);
   const portal = new PortalClient({
     apiUrl: config.apiUrl,
     nodeNumber: config.nodeNumber,
     nodeKey: deps.nodeKey,
     profileIdList: config.profileIdList,
+    openVpn: { user: config.openVpn.user, group: config.openVpn.group, preferAes, managementDir: config.openVpn.managementDir },
     ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+  });
+  const openVpn = new OpenVpnService({
+    settings: config.openVpn,
+    runner,
+    portal,
+    logger,
+    ...(deps.openVpnRestartDelaysMs === undefined ? {} : { restartDelaysMs: deps.openVpnRestartDelaysMs }),
   });
 
   const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false };
   const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
 
   const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
+    // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
+    await openVpn.apply(serverConfig.openvpn ?? []);
     if (serverConfig.wireguard === null) {
       if (state.wireGuard === null) logger.info('the portal assigns no WireGuard profile to this node');
       else if (!state.warnedAboutDroppedWireGuard) {
@@ -113,7 +130,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   let server: DaemonServer | null = null;
   try {
     logger.info(
-      { apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`, nodeNumber: config.nodeNumber, profileIdList: config.profileIdList },
+      { apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`, nodeNumber: config.nodeNumber, profileIdList: config.profileIdList, openVpnPreferAes: preferAes },
       'fetching the server configuration from the portal',
     );
     const first = await retryWithBackoff(
@@ -131,12 +148,18 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       peers,
       clock,
       logger,
-      nodeInfo: async () => describeNode({ wireGuardPeers: (await peers.list()).length }, deps.version),
+      openVpn,
+      nodeInfo: async () =>
+        describeNode(
+          { wireGuardPeers: (await peers.list()).length, openVpnClients: openVpn.connectedCount, openVpnProcesses: openVpn.processCount },
+          deps.version,
+        ),
     });
     await server.listen({ host: config.listen.host, port: config.listen.port });
     signal?.throwIfAborted();
   } catch (error) {
     await server?.close();
+    await openVpn.close();
     await proxyGuard.close();
     await state.wireGuard?.wireGuardInterface.close();
     throw error;
@@ -169,11 +192,13 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     get proxyGuardRelay() {
       return proxyGuard.relay;
     },
+    openVpn,
     refresh,
     async stop() {
       clearInterval(refreshTimer);
       await refreshing;
       await runningServer.close();
+      await openVpn.close();
       await proxyGuard.close();
       if (state.wireGuard !== null) {
         await state.wireGuard.batcher.drain();

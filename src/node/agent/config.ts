@@ -16,6 +16,8 @@ export interface NodeAgentConfig {
   readonly wireGuard: { readonly interfaceName: string; readonly implementation: WireGuardImplementation };
   /** The ProxyGuard relay (WireGuard over TCP); it runs only while the portal enables the proxy. */
   readonly proxyGuard: ProxyGuardSettings;
+  /** Where and how the OpenVPN server processes the portal assigns to this node run. */
+  readonly openVpn: OpenVpnSettings;
   /** Profiles this node serves; empty means all. */
   readonly profileIdList: readonly string[];
   /** How often the server configuration is fetched again from the portal. */
@@ -32,6 +34,22 @@ export interface ProxyGuardSettings {
   readonly idleTimeoutMs: number;
 }
 
+export type PreferAesSetting = 'auto' | 'yes' | 'no';
+
+export interface OpenVpnSettings {
+  /** Absolute folder of the server configuration files (0700; the files hold private keys). */
+  readonly configDir: string;
+  /** Absolute folder of the management sockets (0700: whoever reaches a socket controls the server). */
+  readonly managementDir: string;
+  /** Account OpenVPN switches to after start-up (sent to the portal, which writes `user`/`group`). */
+  readonly user: string;
+  readonly group: string;
+  /** `auto`: yes when the CPU has AES instructions. */
+  readonly preferAes: PreferAesSetting;
+  /** The `openvpn` program: a name looked up in PATH, or a path (relative ones from the config file's folder). */
+  readonly binary: string;
+}
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080/vpn-user-portal/node-api.php';
@@ -42,6 +60,12 @@ export const DEFAULT_PROXYGUARD_PORT = 51821;
 // Linux interface names: at most 15 bytes; the character set wg-quick accepts.
 const INTERFACE_NAME_PATTERN = /^[a-zA-Z0-9_=+.-]{1,15}$/;
 const PROFILE_ID_PATTERN = /^[a-zA-Z0-9-.]+$/;
+/** What the portal accepts for `vpn_user` and `vpn_group`. */
+const ACCOUNT_PATTERN = /^[_a-zA-Z0-9]+$/;
+/** What the portal accepts for `management_dir` (checked again once relative paths are resolved). */
+const MANAGEMENT_DIR_PATTERN = /^\/[A-Za-z0-9._/-]+$/;
+export const DEFAULT_OPENVPN_CONFIG_DIR = '/var/lib/vpn-portal-node/openvpn';
+export const DEFAULT_OPENVPN_MANAGEMENT_DIR = '/run/vpn-portal-node/openvpn';
 
 const configSchema = z.strictObject({
   apiUrl: z.url({ protocol: /^https?$/ }).default(DEFAULT_API_URL),
@@ -70,6 +94,16 @@ const configSchema = z.strictObject({
       maxTunnels: z.number().int().min(1).max(100_000).default(1000),
       // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
       idleTimeoutSeconds: z.number().int().min(1).max(86_400).default(600),
+    })
+    .prefault({}),
+  OpenVPN: z
+    .strictObject({
+      configDir: z.string().min(1).default(DEFAULT_OPENVPN_CONFIG_DIR),
+      managementDir: z.string().min(1).default(DEFAULT_OPENVPN_MANAGEMENT_DIR),
+      user: z.string().regex(ACCOUNT_PATTERN, 'must be letters, digits or _').default('nobody'),
+      group: z.string().regex(ACCOUNT_PATTERN, 'must be letters, digits or _').default('nogroup'),
+      preferAes: z.enum(['auto', 'yes', 'no']).default('auto'),
+      binary: z.string().min(1).default('openvpn'),
     })
     .prefault({}),
   profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
@@ -106,16 +140,30 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
   const parsed = configSchema.safeParse(json);
   if (!parsed.success) throw new NodeAgentConfigError(file, parsed.error.issues.map((issue) => describeIssue(issue, json)));
   const config = parsed.data;
+  const base = dirname(file);
+  const managementDir = resolve(base, config.OpenVPN.managementDir);
+  if (!MANAGEMENT_DIR_PATTERN.test(managementDir)) {
+    throw new NodeAgentConfigError(file, [`"OpenVPN.managementDir": ${managementDir} may only contain A-Z a-z 0-9 . _ / -`]);
+  }
   return {
     apiUrl: new URL(config.apiUrl),
     nodeNumber: asNodeNumber(config.nodeNumber),
-    nodeKeyFile: resolve(dirname(file), config.nodeKeyFile),
+    nodeKeyFile: resolve(base, config.nodeKeyFile),
     listen: config.listen,
     wireGuard: config.WireGuard,
     proxyGuard: {
       listen: config.ProxyGuard.listen,
       maxTunnels: config.ProxyGuard.maxTunnels,
       idleTimeoutMs: config.ProxyGuard.idleTimeoutSeconds * 1000,
+    },
+    openVpn: {
+      configDir: resolve(base, config.OpenVPN.configDir),
+      managementDir,
+      user: config.OpenVPN.user,
+      group: config.OpenVPN.group,
+      preferAes: config.OpenVPN.preferAes,
+      // A bare name is looked up in PATH; anything with a slash is a path.
+      binary: config.OpenVPN.binary.includes('/') ? resolve(base, config.OpenVPN.binary) : config.OpenVPN.binary,
     },
     profileIdList: config.profileIdList,
     refreshIntervalMs: config.refreshIntervalSeconds * 1000,

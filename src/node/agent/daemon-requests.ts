@@ -15,6 +15,10 @@ export interface RemovePeerRequest {
   readonly publicKey: WireGuardKey;
 }
 
+export interface DisconnectClientRequest {
+  readonly commonName: string;
+}
+
 /** A peer gets one IPv4 and one IPv6 network from the portal; a few more are tolerated. */
 const MAX_IP_NETS = 16;
 
@@ -40,6 +44,11 @@ const ipNetSchema = z
 
 const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema });
 const removePeerSchema = z.object({ public_key: publicKeySchema });
+// The portal's common names are Base64 of 32 bytes (44 characters); a little more is tolerated.
+const commonNameSchema = z.tuple([z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 + / = _ . @ -')], {
+  error: 'must be given exactly once',
+});
+const disconnectClientSchema = z.object({ common_name: commonNameSchema });
 const peerListQuerySchema = z.object({ show_all: z.enum(['yes', 'no'], 'must be "yes" or "no"') });
 
 /** `public_key=<key>&ip_net=<v4>/32&ip_net=<v6>/128`: repeated keys, no `[]`. */
@@ -53,6 +62,13 @@ export function parseRemovePeerForm(form: URLSearchParams): Parsed<RemovePeerReq
   const parsed = removePeerSchema.safeParse({ public_key: form.getAll('public_key') });
   if (!parsed.success) return { ok: false, error: describe(parsed.error) };
   return { ok: true, value: { publicKey: parsed.data.public_key[0] } };
+}
+
+/** `common_name=<CN>`: the OpenVPN client to disconnect. */
+export function parseDisconnectClientForm(form: URLSearchParams): Parsed<DisconnectClientRequest> {
+  const parsed = disconnectClientSchema.safeParse({ common_name: form.getAll('common_name') });
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: { commonName: parsed.data.common_name[0] } };
 }
 
 /** `show_all=yes` lists every peer, `no` only the online ones; anything else is refused. */

@@ -5,7 +5,7 @@ import { createBearerCheck } from './bearer-auth.js';
 import { isOnline } from '../../core/online.js';
 import type { Clock } from '../../core/time.js';
 import { toDaemonPeer } from './daemon-peer.js';
-import { parseAddPeerForm, parseRemovePeerForm, parseShowAll } from './daemon-requests.js';
+import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll } from './daemon-requests.js';
 import type { NodeInfo } from './node-info.js';
 import type { Secret } from './secret.js';
 import type { WgPeer } from './wg-dump.js';
@@ -26,9 +26,27 @@ export class WireGuardUnavailableError extends Error {
   }
 }
 
+/** A connected OpenVPN client as `/o/connection_list` lists it. */
+export interface OpenVpnConnection {
+  readonly commonName: string;
+  readonly ipFour: string;
+  /** Null when the server has no IPv6 pool. */
+  readonly ipSix: string | null;
+}
+
+/** The node's OpenVPN clients as the daemon protocol needs them. */
+export interface OpenVpnConnections {
+  /** Every connected client of every OpenVPN process. */
+  list(): Promise<readonly OpenVpnConnection[]>;
+  /** Ends every connection with this common name on every process (none: nothing happens). */
+  disconnect(commonName: string): Promise<void>;
+}
+
 export interface DaemonServerOptions {
   readonly nodeKey: Secret;
   readonly peers: WireGuardPeers;
+  /** Absent: no `/o/` calls at all (404). */
+  readonly openVpn?: OpenVpnConnections;
   readonly nodeInfo: () => Promise<NodeInfo>;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -38,9 +56,12 @@ export interface DaemonServerOptions {
 const BODY_LIMIT_BYTES = 4096;
 const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
 
-/** The vpn-daemon HTTP protocol (`/i/node`, `/w/peer_list`, `/w/add_peer`, `/w/remove_peer`). */
+/**
+ * The vpn-daemon HTTP protocol: `/i/node`, WireGuard's `/w/peer_list`, `/w/add_peer`,
+ * `/w/remove_peer`, OpenVPN's `/o/connection_list` and `/o/disconnect_client`.
+ */
 export function buildDaemonServer(options: DaemonServerOptions) {
-  const { peers, clock, logger } = options;
+  const { peers, clock, logger, openVpn } = options;
   const isAuthorized = createBearerCheck(options.nodeKey);
   // The portal calls often (reconcile, listings); per-request log lines would drown the rest.
   const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: BODY_LIMIT_BYTES });
@@ -93,6 +114,23 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     if (removed === null) return reply.code(204).send();
     return reply.code(200).send(toDaemonPeer(removed));
   });
+
+  // Without OpenVPN support the calls do not exist (404), as on a WireGuard-only daemon.
+  if (openVpn !== undefined) {
+    app.get('/o/connection_list', async () => {
+      const connections = await openVpn.list();
+      return {
+        connection_list: connections.map((connection) => ({ common_name: connection.commonName, ip_four: connection.ipFour, ip_six: connection.ipSix })),
+      };
+    });
+
+    app.post('/o/disconnect_client', async (request, reply) => {
+      const parsed = parseDisconnectClientForm(formOf(request.body));
+      if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+      await openVpn.disconnect(parsed.value.commonName);
+      return reply.code(204).send();
+    });
+  }
 
   return app;
 }

@@ -11,10 +11,18 @@ export interface NodeInfo {
   readonly maintenance_mode: boolean;
   readonly w_peer_count: number;
   readonly o_client_count: number;
+  /** OpenVPN server processes the agent runs (ours; not in the reference's daemon). */
+  readonly o_process_count: number;
   readonly v: string;
 }
 
-export function describeNode(counts: { readonly wireGuardPeers: number }, version: string): NodeInfo {
+export interface NodeCounts {
+  readonly wireGuardPeers: number;
+  readonly openVpnClients?: number;
+  readonly openVpnProcesses?: number;
+}
+
+export function describeNode(counts: NodeCounts, version: string): NodeInfo {
   const cpuCount = availableParallelism();
   const loadAverage = loadavg();
   return {
@@ -24,7 +32,8 @@ export function describeNode(counts: { readonly wireGuardPeers: number }, versio
     node_uptime: Math.floor(uptime()),
     maintenance_mode: false,
     w_peer_count: counts.wireGuardPeers,
-    o_client_count: 0,
+    o_client_count: counts.openVpnClients ?? 0,
+    o_process_count: counts.openVpnProcesses ?? 0,
     v: version,
   };
 }

@@ -9,8 +9,48 @@ export interface PortalClientOptions {
   readonly nodeKey: Secret;
   /** Profiles this node serves; empty means all. */
   readonly profileIdList: readonly string[];
+  /** What the portal needs to render this node's OpenVPN server files. */
+  readonly openVpn: OpenVpnNodeFacts;
   readonly timeoutMs?: number;
   readonly fetch?: typeof fetch;
+}
+
+export interface OpenVpnNodeFacts {
+  /** `user`/`group` OpenVPN switches to. */
+  readonly user: string;
+  readonly group: string;
+  /** AES-256-GCM first in `data-ciphers` (the CPU has AES instructions). */
+  readonly preferAes: boolean;
+  /** Absolute folder where each server's management socket `<profileId>-<n>.sock` lives. */
+  readonly managementDir: string;
+}
+
+/** An OpenVPN client asks to connect (or renegotiates): the portal decides. */
+export interface ConnectRequest {
+  readonly profileId: string;
+  readonly commonName: string;
+  /** The client's public address; empty (the field is left out) when OpenVPN did not tell. */
+  readonly originatingIp: string;
+  readonly ipFour: string;
+  /** Empty (the field is left out) when the server has no IPv6 pool. */
+  readonly ipSix: string;
+}
+
+/** Allowed only on the portal's exact `OK`; everything else denies (fail closed). */
+export type ConnectVerdict =
+  | { readonly allowed: true }
+  | { readonly allowed: false; readonly portalAnswered: boolean; readonly reason: string };
+
+export interface DisconnectReport {
+  readonly profileId: string;
+  readonly commonName: string;
+  /** Empty (the field is left out) when unknown. */
+  readonly ipFour: string;
+  readonly ipSix: string;
+  /** Bytes the server received from the client. */
+  readonly bytesIn: number;
+  /** Bytes the server sent to the client. */
+  readonly bytesOut: number;
 }
 
 /** The portal did not give a usable answer; the message never contains the node key. */
@@ -41,6 +81,11 @@ export class PortalClient {
     const url = this.#endpoint('server_config');
     const body = new URLSearchParams();
     for (const profileId of this.#options.profileIdList) body.append('profile_id_list', profileId);
+    const openVpn = this.#options.openVpn;
+    body.set('vpn_user', openVpn.user);
+    body.set('vpn_group', openVpn.group);
+    body.set('prefer_aes', openVpn.preferAes ? 'yes' : 'no');
+    body.set('management_dir', openVpn.managementDir);
 
     const response = await this.#post(url, body);
     const text = await response.text();
@@ -60,10 +105,55 @@ export class PortalClient {
   }
 
   /**
+   * Asks the portal whether an OpenVPN client may connect. Never throws: anything but HTTP 200
+   * with the body `OK` (an `ERR`, another status or body, a timeout, no portal) denies.
+   */
+  async authorizeConnect(request: ConnectRequest): Promise<ConnectVerdict> {
+    const url = this.#endpoint('connect');
+    const body = formWithoutEmpty({
+      profile_id: request.profileId,
+      common_name: request.commonName,
+      originating_ip: request.originatingIp,
+      ip_four: request.ipFour,
+      ip_six: request.ipSix,
+    });
+    let status: number;
+    let text: string;
+    try {
+      const response = await this.#post(url, body, 'text/plain');
+      status = response.status;
+      text = await response.text();
+    } catch (error) {
+      return { allowed: false, portalAnswered: false, reason: error instanceof Error ? error.message : String(error) };
+    }
+    if (status === 200 && text === 'OK') return { allowed: true };
+    if (status === 200 && text === 'ERR') return { allowed: false, portalAnswered: true, reason: 'the portal answered ERR' };
+    return { allowed: false, portalAnswered: false, reason: `the portal answered ${status} to ${url.pathname}: ${errorText(text)}` };
+  }
+
+  /** Tells the portal that a client's connection ended; throws PortalRequestError unless it answers `OK`. */
+  async reportDisconnect(report: DisconnectReport): Promise<void> {
+    const url = this.#endpoint('disconnect');
+    const body = formWithoutEmpty({
+      profile_id: report.profileId,
+      common_name: report.commonName,
+      ip_four: report.ipFour,
+      ip_six: report.ipSix,
+      bytes_in: String(report.bytesIn),
+      bytes_out: String(report.bytesOut),
+    });
+    const response = await this.#post(url, body, 'text/plain');
+    const text = await response.text();
+    if (response.status !== 200 || text !== 'OK') {
+      throw new PortalRequestError(`the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`, response.status);
+    }
+  }
+
+  /**
    * One retry on a transport error: after a portal restart the first request can land on a
    * kept-alive connection the old process closed ("other side closed").
    */
-  async #post(url: URL, body: URLSearchParams): Promise<Response> {
+  async #post(url: URL, body: URLSearchParams, accept = 'application/json'): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#fetch(url, {
@@ -72,7 +162,7 @@ export class PortalClient {
             'X-Node-Number': String(this.#options.nodeNumber),
             Authorization: `Bearer ${this.#options.nodeKey.reveal()}`,
             'Content-Type': 'application/x-www-form-urlencoded',
-            Accept: 'application/json',
+            Accept: accept,
           },
           body,
           redirect: 'error',
@@ -90,6 +180,11 @@ export class PortalClient {
     const base = this.#options.apiUrl.href.replace(/\/+$/, '');
     return new URL(`${base}/${call}`);
   }
+}
+
+/** A form without the fields that have no value (an unknown address is left out, not sent empty). */
+function formWithoutEmpty(fields: Readonly<Record<string, string>>): URLSearchParams {
+  return new URLSearchParams(Object.entries(fields).filter(([, value]) => value !== ''));
 }
 
 function errorText(body: string): string {

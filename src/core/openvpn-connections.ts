@@ -1,0 +1,79 @@
+// What a node asks when an OpenVPN client connects or disconnects (reference §1.2, §8.5):
+// a connect is allowed only for a known, unexpired configuration of an enabled user, made
+// for this profile on this node; allowed connects and their disconnects go into the
+// connection log.
+import { closeConnection, openConnection } from '../storage/connection-log.js';
+import { findCertificate } from '../storage/certificates.js';
+import { findUser } from '../storage/users.js';
+import type { PortalContext } from './context.js';
+import type { NodeNumber } from './ids.js';
+import { formatAtom } from './time.js';
+
+export interface OpenVpnConnect {
+  readonly nodeNumber: NodeNumber;
+  /** The profile of the OpenVPN process the client reached (the node's own knowledge). */
+  readonly profileId: string;
+  readonly commonName: string;
+  readonly originatingIp: string | null;
+  readonly ipFour: string;
+  readonly ipSix: string;
+}
+
+export type ConnectDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+export async function authorizeOpenVpnConnect(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
+  const decision = await decide(ctx, connect);
+  if (!decision.allowed) {
+    ctx.logger.info({ nodeNumber: connect.nodeNumber, profileId: connect.profileId, connectionId: connect.commonName, reason: decision.reason }, 'OpenVPN connect refused');
+  }
+  return decision;
+}
+
+async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
+  const now = ctx.clock.now();
+  const certificate = await findCertificate(ctx.db, connect.commonName);
+  if (certificate === undefined) return { allowed: false, reason: 'no such configuration (deleted, expired or never made)' };
+  if (certificate.profileId !== connect.profileId) return { allowed: false, reason: `configuration is for profile "${certificate.profileId}"` };
+  if (certificate.nodeNumber !== connect.nodeNumber) return { allowed: false, reason: `configuration is for node ${certificate.nodeNumber}` };
+  if (certificate.expiresAt <= formatAtom(now)) return { allowed: false, reason: 'configuration expired' };
+  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === certificate.profileId);
+  if (!(profile?.nodes.some((node) => node.nodeNumber === connect.nodeNumber && node.openVpn !== null) ?? false)) {
+    return { allowed: false, reason: 'the profile no longer runs OpenVPN on this node' };
+  }
+  const user = await findUser(ctx.db, certificate.userId);
+  if (user === undefined || user.isDisabled) return { allowed: false, reason: 'user disabled' };
+  await openConnection(ctx.db, {
+    userId: certificate.userId,
+    profileId: certificate.profileId,
+    connectionId: certificate.commonName,
+    nodeNumber: connect.nodeNumber,
+    ipFour: connect.ipFour,
+    ipSix: connect.ipSix,
+    originatingIp: connect.originatingIp,
+    connectedAt: formatAtom(now),
+  });
+  ctx.logger.info(
+    { userId: certificate.userId, profileId: certificate.profileId, connectionId: certificate.commonName, nodeNumber: connect.nodeNumber, ipFour: connect.ipFour, ipSix: connect.ipSix },
+    'OpenVPN client connected',
+  );
+  return { allowed: true };
+}
+
+export interface OpenVpnDisconnect {
+  readonly nodeNumber: NodeNumber;
+  readonly commonName: string;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+}
+
+/** Closes the connection's open log entry; the configuration itself may be gone already. */
+export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
+  const closed = await closeConnection(ctx.db, {
+    connectionId: disconnect.commonName,
+    nodeNumber: disconnect.nodeNumber,
+    disconnectedAt: formatAtom(ctx.clock.now()),
+    bytesIn: disconnect.bytesIn,
+    bytesOut: disconnect.bytesOut,
+  });
+  ctx.logger.info({ connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber, closed }, 'OpenVPN client disconnected');
+}

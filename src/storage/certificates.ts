@@ -1,0 +1,117 @@
+// Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
+// certificate's Common Name (the configuration's connection_id).
+import type { Kysely, Transaction } from 'kysely';
+import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../core/ids.js';
+import type { CertificatesTable, Database } from './schema.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface OpenVpnCertificate {
+  readonly commonName: ConnectionId;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly nodeNumber: NodeNumber;
+  readonly displayName: string;
+  readonly createdAt: string;
+  readonly expiresAt: string;
+  readonly authKey: string | null;
+}
+
+export async function insertCertificate(db: Executor, certificate: OpenVpnCertificate): Promise<void> {
+  await db
+    .insertInto('certificates')
+    .values({
+      common_name: certificate.commonName,
+      user_id: certificate.userId,
+      profile_id: certificate.profileId,
+      node_number: certificate.nodeNumber,
+      display_name: certificate.displayName,
+      created_at: certificate.createdAt,
+      expires_at: certificate.expiresAt,
+      auth_key: certificate.authKey,
+    })
+    .execute();
+}
+
+export async function findCertificate(db: Executor, commonName: string): Promise<OpenVpnCertificate | undefined> {
+  const row = await db.selectFrom('certificates').selectAll().where('common_name', '=', commonName).executeTakeFirst();
+  return row === undefined ? undefined : toCertificate(row);
+}
+
+export async function certificatesOfUser(db: Executor, userId: UserId): Promise<OpenVpnCertificate[]> {
+  const rows = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('expires_at', 'desc')
+    .orderBy('common_name')
+    .execute();
+  return rows.map(toCertificate);
+}
+
+export async function findCertificateOfUser(db: Executor, userId: UserId, commonName: ConnectionId): Promise<OpenVpnCertificate | undefined> {
+  const row = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('common_name', '=', commonName)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toCertificate(row);
+}
+
+/** False when it was not there (another portal instance deleted it first). */
+export async function deleteCertificate(db: Executor, commonName: ConnectionId): Promise<boolean> {
+  const result = await db.deleteFrom('certificates').where('common_name', '=', commonName).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/** Deletes every OpenVPN configuration of a user and returns exactly the ones this call deleted. */
+export async function deleteCertificatesOfUser(db: Executor, userId: UserId): Promise<OpenVpnCertificate[]> {
+  const rows = await db.deleteFrom('certificates').where('user_id', '=', userId).returningAll().execute();
+  return rows.map(toCertificate);
+}
+
+/** Configurations whose clients may be connected: user enabled, not expired; optionally only these names. */
+export async function activeCertificates(
+  db: Executor,
+  filter: { now: string; nodeNumber?: NodeNumber; commonNames?: readonly string[] },
+): Promise<OpenVpnCertificate[]> {
+  let query = db
+    .selectFrom('certificates')
+    .innerJoin('users', 'users.user_id', 'certificates.user_id')
+    .selectAll('certificates')
+    .where('users.is_disabled', '=', 0)
+    .where('certificates.expires_at', '>', filter.now);
+  if (filter.nodeNumber !== undefined) query = query.where('certificates.node_number', '=', filter.nodeNumber);
+  if (filter.commonNames !== undefined) {
+    if (filter.commonNames.length === 0) return [];
+    query = query.where('certificates.common_name', 'in', filter.commonNames);
+  }
+  const rows = await query.orderBy('certificates.created_at').orderBy('certificates.common_name').execute();
+  return rows.map(toCertificate);
+}
+
+/** Expired configurations, oldest first, at most `limit` of them. */
+export async function expiredCertificates(db: Executor, now: string, limit: number): Promise<OpenVpnCertificate[]> {
+  const rows = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+  return rows.map(toCertificate);
+}
+
+function toCertificate(row: CertificatesTable): OpenVpnCertificate {
+  return {
+    commonName: row.common_name as ConnectionId,
+    userId: row.user_id as UserId,
+    profileId: row.profile_id as ProfileId,
+    nodeNumber: row.node_number as NodeNumber,
+    displayName: row.display_name,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    authKey: row.auth_key,
+  };
+}

@@ -1,0 +1,97 @@
+// Queries on `connection_log`: the history of OpenVPN connections, as the nodes report them.
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { NodeNumber, ProfileId, UserId } from '../core/ids.js';
+import type { Database } from './schema.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface OpenedConnection {
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly connectionId: string;
+  readonly nodeNumber: NodeNumber;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly originatingIp: string | null;
+  readonly connectedAt: string;
+}
+
+/**
+ * Opens a log entry, unless the connection already has an open one on this node: a node asks
+ * again at every TLS renegotiation of a connected client, which is not a new connection.
+ */
+export async function openConnection(db: Executor, connection: OpenedConnection): Promise<void> {
+  const open = await db
+    .selectFrom('connection_log')
+    .select('log_id')
+    .where('connection_id', '=', connection.connectionId)
+    .where('node_number', '=', connection.nodeNumber)
+    .where('disconnected_at', 'is', null)
+    .executeTakeFirst();
+  if (open !== undefined) return;
+  await db
+    .insertInto('connection_log')
+    .values({
+      log_id: randomUUID(),
+      user_id: connection.userId,
+      profile_id: connection.profileId,
+      vpn_proto: 'openvpn',
+      connection_id: connection.connectionId,
+      node_number: connection.nodeNumber,
+      ip_four: connection.ipFour,
+      ip_six: connection.ipSix,
+      originating_ip: connection.originatingIp,
+      connected_at: connection.connectedAt,
+      disconnected_at: null,
+      bytes_in: null,
+      bytes_out: null,
+    })
+    .execute();
+}
+
+/**
+ * Closes the open entries of a connection on a node (normally one). The configuration may be
+ * gone already: the log is looked up by connection id only, as the reference does.
+ */
+export async function closeConnection(
+  db: Executor,
+  closed: { connectionId: string; nodeNumber: NodeNumber; disconnectedAt: string; bytesIn: number; bytesOut: number },
+): Promise<number> {
+  const result = await db
+    .updateTable('connection_log')
+    .set({ disconnected_at: closed.disconnectedAt, bytes_in: closed.bytesIn, bytes_out: closed.bytesOut })
+    .where('connection_id', '=', closed.connectionId)
+    .where('node_number', '=', closed.nodeNumber)
+    .where('disconnected_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export interface ConnectionLogEntry {
+  readonly userId: string;
+  readonly profileId: string;
+  readonly connectionId: string;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly connectedAt: string;
+  readonly disconnectedAt: string | null;
+  readonly bytesIn: number | null;
+  readonly bytesOut: number | null;
+}
+
+/** The history of one connection id, oldest first. */
+export async function connectionHistory(db: Executor, connectionId: string): Promise<ConnectionLogEntry[]> {
+  const rows = await db.selectFrom('connection_log').selectAll().where('connection_id', '=', connectionId).orderBy('connected_at').execute();
+  return rows.map((row) => ({
+    userId: row.user_id,
+    profileId: row.profile_id,
+    connectionId: row.connection_id,
+    ipFour: row.ip_four,
+    ipSix: row.ip_six,
+    connectedAt: row.connected_at,
+    disconnectedAt: row.disconnected_at,
+    bytesIn: row.bytes_in === null ? null : Number(row.bytes_in),
+    bytesOut: row.bytes_out === null ? null : Number(row.bytes_out),
+  }));
+}

@@ -1,0 +1,248 @@
+// The whole OpenVPN path with the standard OpenVPN client: the portal runs on the host, the
+// node agent (`vpn-portal node`, running one `openvpn` server per port) in namespace "node",
+// a managed device in namespace "client". An administrator creates a configuration through
+// the Admin API; the device starts `openvpn` with exactly that file and reaches the node
+// through the tunnel. Both listing calls show the connection; disabling the user drops it
+// and refuses reconnects, enabling lets the same file in again; prefer_tcp=yes connects over
+// TCP on a network that drops UDP; delete_connection and destroy end connections for good,
+// and the connection history keeps every connect and disconnect.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { asNodeNumber } from '../../src/core/ids.js';
+import { connectionHistory } from '../../src/storage/connection-log.js';
+import { ManagedOpenVpnClient } from '../support/managed-openvpn-client.js';
+import { NetnsLab, type Namespace } from '../support/netns.js';
+import { NodeAgentProcess } from '../support/node-agent-process.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+const PROFILE = 'staff';
+const OPENVPN = 'application/x-openvpn-profile';
+
+interface ConnectionEntry {
+  connection_id: string;
+  display_name: string;
+  ip_list: string[];
+  user_id: string;
+  vpn_proto: string;
+  auth_key: string | null;
+}
+
+interface UserConfiguration {
+  connection_id: string;
+  profile_id: string;
+  display_name: string;
+  vpn_proto: string;
+}
+
+describe('a managed device reaches the node through an OpenVPN tunnel made by the portal', () => {
+  const lab = new NetnsLab();
+  let directory: string;
+  let node: Namespace;
+  let client: Namespace;
+  let clientLinkInterface: string;
+  let portal: TestPortal;
+  let agent: NodeAgentProcess;
+  let laptop: { client: ManagedOpenVpnClient; commonName: string; file: string } | null = null;
+  let phone: { client: ManagedOpenVpnClient; commonName: string; file: string } | null = null;
+
+  const assertSuccess = (response: { status: number; text: string }): void => {
+    assert.ok(response.status >= 200 && response.status < 300, `expected success, got ${response.status} ${response.text}`);
+  };
+  const connectedUsers = async (showAll: 'on' | 'off') =>
+    ((await portal.get('/connected_users', { show_all: showAll })).json() as { connected_users: Record<string, string[]> }).connected_users;
+  const connectionList = async (showAll: 'on' | 'off') =>
+    ((await portal.get('/connection_list', { show_all: showAll })).json() as { connection_list: Record<string, ConnectionEntry[]> }).connection_list;
+  const listedIds = async (showAll: 'on' | 'off') => ((await connectionList(showAll))[PROFILE] ?? []).map((entry) => entry.connection_id).sort();
+
+  /** The server's tunnel address is the first host of the client's process range (a /25 here). */
+  const gatewayOf = (clientIpFour: string): string => (Number(clientIpFour.split('.')[3]) < 128 ? '198.19.60.1' : '198.19.60.129');
+  const ping = (gateway: string, seconds: number) => client.run('ping', ['-c', '1', '-i', '0.5', '-w', String(seconds), gateway]);
+  const tunnelAddresses = async (device: string): Promise<string[]> => {
+    const { stdout } = await client.exec('ip', ['-o', 'address', 'show', 'dev', device, 'scope', 'global']);
+    return [...stdout.matchAll(/inet6? ([0-9a-f.:]+)\//g)].map((match) => match[1] ?? '');
+  };
+
+  /** POST /create for an OpenVPN file; returns the file and the Common Name the portal lists it under. */
+  const createFile = async (displayName: string, extra: Record<string, string> = {}): Promise<{ text: string; commonName: string }> => {
+    const created = await portal.post('/create', { user_id: 'alice', profile_id: PROFILE, display_name: displayName, ...extra }, { accept: OPENVPN });
+    assert.equal(created.status, 200, created.text);
+    assert.equal(created.headers.get('content-type'), OPENVPN);
+    const configurations = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as { user_configuration_list: UserConfiguration[] };
+    const made = configurations.user_configuration_list.find((entry) => entry.display_name === displayName);
+    assert.ok(made !== undefined, `user_configuration_list shows "${displayName}": ${JSON.stringify(configurations)}`);
+    assert.equal(made.vpn_proto, 'openvpn');
+    assert.equal(made.profile_id, PROFILE);
+    return { text: created.text, commonName: made.connection_id };
+  };
+
+  const startDevice = (name: string, file: string): Promise<ManagedOpenVpnClient> =>
+    ManagedOpenVpnClient.start(client, directory, name, file, lab.interfaceName('tun'));
+
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'openvpn-tunnel-e2e-'));
+    node = await lab.namespace('node');
+    client = await lab.namespace('client');
+    const hostLink = lab.subnet();
+    const clientLink = lab.subnet();
+    await lab.vethPair({ namespace: null, address: `${hostLink.first}/30` }, { namespace: node, address: `${hostLink.second}/30` });
+    const pair = await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
+    clientLinkInterface = pair.bName;
+
+    const nodeUrl = `http://${hostLink.second}:41194`;
+    portal = await startTestPortal({
+      config: {
+        listen: { host: hostLink.first, port: 0 },
+        adminApi: { allowList: [`${hostLink.first}/32`], trustedProxyList: [] },
+        reconcileInterval: 'PT3S',
+        ProfileList: [
+          {
+            profileId: PROFILE,
+            displayName: 'Staff',
+            hostName: clientLink.first,
+            defaultGateway: false,
+            // One UDP and one TCP server on port 1194: the /24 is split into two /25.
+            oRangeFour: '198.19.60.0/24',
+            oRangeSix: 'fd00:60::/64',
+            oEnableLog: true,
+            nodeUrl,
+          },
+        ],
+      },
+    });
+
+    const agentConfigFile = join(directory, 'node.json');
+    await writeFile(
+      agentConfigFile,
+      JSON.stringify({
+        apiUrl: `${portal.portal.url}${portal.portal.ctx.config.basePath}/node-api.php`,
+        nodeNumber: 0,
+        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
+        listen: { host: hostLink.second, port: 41194 },
+        WireGuard: { interfaceName: lab.interfaceName('wgn') },
+        OpenVPN: { configDir: join(directory, 'node-openvpn'), managementDir: join(directory, 'node-run') },
+      }),
+    );
+    agent = new NodeAgentProcess(node, agentConfigFile);
+    await agent.ready();
+    await portal.reconcile();
+  });
+
+  after(async () => {
+    try {
+      await laptop?.client.stop();
+      await phone?.client.stop();
+      await agent?.stop();
+    } finally {
+      await lab.cleanup();
+      await portal?.close();
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  test('the device starts openvpn with the file from /create and its pings to the node come back', async () => {
+    const { text, commonName } = await createFile('Laptop');
+    assert.match(text, /^dev tun\n/, 'the file starts with its first directive, no comments');
+    assert.match(text, /\nremote \S+ 1194 udp\nremote \S+ 1194 tcp$/, 'UDP first, then TCP');
+    const device = await startDevice('laptop', text);
+    laptop = { client: device, commonName, file: text };
+    await device.connected();
+    const [ipFour] = await tunnelAddresses(device.child.spawnargs.at(-1) ?? '');
+    assert.ok(ipFour !== undefined, 'the tunnel has an IPv4 address');
+    const result = await ping(gatewayOf(ipFour), 10);
+    assert.equal(result.exitCode, 0, `ping through the OpenVPN tunnel: ${result.stdout}${result.stderr}`);
+  });
+
+  test('both listing calls show the connection with its details, whatever show_all says', async () => {
+    assert.ok(laptop !== null, 'the laptop is connected');
+    const addresses = await tunnelAddresses(laptop.client.child.spawnargs.at(-1) ?? '');
+    for (const showAll of ['on', 'off'] as const) {
+      assert.deepEqual(await connectedUsers(showAll), { [PROFILE]: ['alice'] }, `connected_users show_all=${showAll}`);
+      const entries = (await connectionList(showAll))[PROFILE] ?? [];
+      assert.equal(entries.length, 1, `connection_list show_all=${showAll}: ${JSON.stringify(entries)}`);
+      assert.deepEqual(entries[0], {
+        user_id: 'alice',
+        connection_id: laptop.commonName,
+        display_name: 'Laptop',
+        ip_list: addresses,
+        vpn_proto: 'openvpn',
+        auth_key: null,
+      });
+    }
+    assert.equal(addresses.length, 2, `the device got an IPv4 and an IPv6 address: ${addresses.join(', ')}`);
+  });
+
+  test('disabling the user drops the tunnel and the reconnect is refused', async () => {
+    assert.ok(laptop !== null, 'the laptop is connected');
+    assertSuccess(await portal.post('/disable_user', { user_id: 'alice' }));
+    // The node disconnects the client; its automatic reconnect is refused by the portal.
+    await laptop.client.logShows(/AUTH_FAILED/);
+    assert.deepEqual(await listedIds('on'), []);
+    assert.deepEqual(await connectedUsers('off'), { [PROFILE]: [] });
+    await laptop.client.stop();
+  });
+
+  test('enabling the user lets the same file connect again', async () => {
+    assert.ok(laptop !== null, 'the laptop has its file');
+    assertSuccess(await portal.post('/enable_user', { user_id: 'alice' }));
+    laptop.client = await startDevice('laptop', laptop.file);
+    await laptop.client.connected();
+    const [ipFour] = await tunnelAddresses(laptop.client.child.spawnargs.at(-1) ?? '');
+    assert.equal((await ping(gatewayOf(ipFour ?? ''), 10)).exitCode, 0, 'ping after enable_user');
+    assert.deepEqual(await listedIds('off'), [laptop.commonName]);
+  });
+
+  test('with prefer_tcp=yes the device connects over TCP on a network that drops UDP', async () => {
+    const { text, commonName } = await createFile('Phone', { prefer_tcp: 'yes' });
+    assert.match(text, /\nremote \S+ 1194 tcp\nremote \S+ 1194 udp$/, 'TCP first, then UDP');
+    await client.exec('nft', ['-f', '-'], {
+      stdin: [
+        'table inet udp_blocked {',
+        `  chain output { type filter hook output priority 0; policy accept; oifname "${clientLinkInterface}" meta l4proto udp counter drop; }`,
+        '}',
+        '',
+      ].join('\n'),
+    });
+    const device = await startDevice('phone', text);
+    phone = { client: device, commonName, file: text };
+    await device.connected();
+    assert.match(device.log, /TCP connection established/, 'the phone connected over TCP');
+    const [ipFour] = await tunnelAddresses(device.child.spawnargs.at(-1) ?? '');
+    assert.ok(ipFour !== undefined && gatewayOf(ipFour) === '198.19.60.129', `the TCP server's range gave the address: ${ipFour}`);
+    assert.equal((await ping(gatewayOf(ipFour), 10)).exitCode, 0, 'ping over the TCP tunnel');
+    assert.deepEqual(await listedIds('off'), [laptop?.commonName ?? '', commonName].sort());
+  });
+
+  test('deleting a connection ends that tunnel for good; the other stays', async () => {
+    assert.ok(phone !== null && laptop !== null, 'both devices are connected');
+    assertSuccess(await portal.post('/delete_connection', { user_id: 'alice', connection_id: phone.commonName }));
+    await phone.client.logShows(/AUTH_FAILED/, 60_000);
+    await phone.client.stop();
+    assert.deepEqual(await listedIds('off'), [laptop.commonName]);
+
+    phone.client = await startDevice('phone-again', phone.file);
+    await phone.client.logShows(/AUTH_FAILED/);
+    assert.equal(phone.client.connections(), 0, 'the deleted configuration never connects again');
+  });
+
+  test('destroying the user ends the remaining tunnel and removes the user', async () => {
+    assert.ok(laptop !== null, 'the laptop is connected');
+    assertSuccess(await portal.post('/destroy', { user_id: 'alice' }));
+    await laptop.client.logShows(/AUTH_FAILED/, 60_000);
+    assert.deepEqual((await portal.get('/users')).json(), { users: [] });
+    assert.deepEqual(await connectionList('on'), { [PROFILE]: [] });
+  });
+
+  test('the connection history keeps every connect and disconnect, with byte counts', async () => {
+    assert.ok(laptop !== null, 'the laptop was connected');
+    const history = await connectionHistory(portal.portal.ctx.db, laptop.commonName);
+    assert.equal(history.length, 2, `two connections of the laptop: ${JSON.stringify(history)}`);
+    for (const entry of history) {
+      assert.equal(entry.userId, 'alice');
+      assert.ok(entry.disconnectedAt !== null, `every connection was closed: ${JSON.stringify(entry)}`);
+      assert.ok((entry.bytesIn ?? 0) > 0 && (entry.bytesOut ?? 0) > 0, `bytes were counted: ${JSON.stringify(entry)}`);
+    }
+  });
+});
