@@ -42,7 +42,11 @@ test('at trace level the log holds no Admin API secret, client private key or no
   assert.match(log, /node 0/);
 
   const keyDir = portal.portal.ctx.config.keyDir;
-  const keyFiles = readdirSync(keyDir).map((name) => readFileSync(path.join(keyDir, name), 'utf8').trim());
+  // Every secret under the key directory: the OpenVPN CA and server keys live in folders there;
+  // certificates (.crt) are public.
+  const keyFiles = readdirSync(keyDir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && !entry.name.endsWith('.crt'))
+    .map((entry) => readFileSync(path.join(entry.parentPath, entry.name), 'utf8').trim());
   assert.ok(keyFiles.includes(portal.secret));
   for (const secret of [...keyFiles, ...privateKeys]) {
     assert.ok(secret.length >= 44);

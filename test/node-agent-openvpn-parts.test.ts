@@ -211,7 +211,7 @@ describe('addresses for OpenVPN clients', () => {
 });
 
 describe('asking the portal about OpenVPN clients', () => {
-  const request: ConnectRequest = { profileId: 'employees', commonName: CN_ALICE, originatingIp: '192.0.2.7', ipFour: '10.77.0.2', ipSix: 'fd77::2' };
+  const request: ConnectRequest = { profileId: 'employees', commonName: CN_ALICE, originatingIp: '192.0.2.7', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false };
   const clientAnswering = (answer: () => Response | Promise<Response>, sent: { url?: string; body?: string; headers?: Headers } = {}) =>
     new PortalClient({
       apiUrl: new URL('http://portal.example/vpn-user-portal/node-api.php'),
@@ -342,7 +342,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
     const { management, portal, clients, notify } = setUp();
     notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
     await turn();
-    assert.deepEqual(portal.asked, [{ profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2' }]);
+    assert.deepEqual(portal.asked, [{ profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false }]);
     portal.answer(ALLOW);
     await clients.settle();
     assert.deepEqual(management.sent, ['client-auth 0 1\nifconfig-push 10.77.0.2 255.255.255.0\nifconfig-ipv6-push fd77::2/112 fd77::1\nEND']);
@@ -453,7 +453,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
     const reauth = new Map([['common_name', CN_ALICE], ['X509_0_OU', 'employees'], ['trusted_ip', '198.18.250.2'], ['ifconfig_pool_remote_ip', '10.77.0.2']]);
     notify('REAUTH', 0, reauth, 3);
     await turn();
-    assert.deepEqual(portal.asked.at(-1), { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2' });
+    assert.deepEqual(portal.asked.at(-1), { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: true }, 'a renegotiation is asked about as such');
     portal.answer(ALLOW);
     await clients.settle();
     assert.deepEqual(management.sent, ['client-auth-nt 0 3']);

@@ -17,6 +17,8 @@ export interface OpenVpnConnect {
   readonly originatingIp: string | null;
   readonly ipFour: string;
   readonly ipSix: string;
+  /** A renegotiation of a client already connected: decided again, but not a new connection. */
+  readonly reauth: boolean;
 }
 
 export type ConnectDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -42,6 +44,7 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   }
   const user = await findUser(ctx.db, certificate.userId);
   if (user === undefined || user.isDisabled) return { allowed: false, reason: 'user disabled' };
+  if (connect.reauth) return { allowed: true };
   await openConnection(ctx.db, {
     userId: certificate.userId,
     profileId: certificate.profileId,

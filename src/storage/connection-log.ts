@@ -17,19 +17,7 @@ export interface OpenedConnection {
   readonly connectedAt: string;
 }
 
-/**
- * Opens a log entry, unless the connection already has an open one on this node: a node asks
- * again at every TLS renegotiation of a connected client, which is not a new connection.
- */
 export async function openConnection(db: Executor, connection: OpenedConnection): Promise<void> {
-  const open = await db
-    .selectFrom('connection_log')
-    .select('log_id')
-    .where('connection_id', '=', connection.connectionId)
-    .where('node_number', '=', connection.nodeNumber)
-    .where('disconnected_at', 'is', null)
-    .executeTakeFirst();
-  if (open !== undefined) return;
   await db
     .insertInto('connection_log')
     .values({

@@ -12,8 +12,9 @@ export class OpenVpnClient {
   #output = '';
   readonly #exit: Promise<number | null>;
 
-  constructor(namespace: Namespace, configFile: string) {
-    this.child = namespace.spawn('openvpn', ['--config', configFile]);
+  /** `extraArguments` go after the file's own options, e.g. `--dev NAME` to pin the device name. */
+  constructor(namespace: Namespace, configFile: string, extraArguments: readonly string[] = []) {
+    this.child = namespace.spawn('openvpn', ['--config', configFile, ...extraArguments]);
     this.#exit = once(this.child, 'exit').then(([code]) => code as number | null);
     for (const stream of [this.child.stdout, this.child.stderr]) {
       stream?.setEncoding('utf8');
@@ -25,6 +26,11 @@ export class OpenVpnClient {
 
   get output(): string {
     return this.#output;
+  }
+
+  /** How often the tunnel came up so far. */
+  connections(): number {
+    return this.#output.split('Initialization Sequence Completed').length - 1;
   }
 
   get running(): boolean {

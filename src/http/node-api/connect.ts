@@ -14,6 +14,7 @@ export async function connectHandler(ctx: PortalContext, request: FastifyRequest
     originating_ip: optional(param.ipAddress, 'address the client connects from'),
     ip_four: required(param.ipAddress, 'IPv4 address OpenVPN gave the client'),
     ip_six: optional(param.ipAddress, 'IPv6 address OpenVPN gave the client'),
+    reauth: optional(param.yesNo, '`yes` at a TLS renegotiation of a connected client (no new log entry)'),
   });
   const decision = await authorizeOpenVpnConnect(ctx, {
     nodeNumber,
@@ -22,6 +23,7 @@ export async function connectHandler(ctx: PortalContext, request: FastifyRequest
     originatingIp: params.originating_ip ?? null,
     ipFour: params.ip_four,
     ipSix: params.ip_six ?? '',
+    reauth: params.reauth ?? false,
   });
   await reply.type('text/plain').send(decision.allowed ? 'OK' : 'ERR');
 }

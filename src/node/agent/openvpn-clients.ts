@@ -255,7 +255,7 @@ export class OpenVpnClients {
       return;
     }
     const generation = this.#generation;
-    const verdict = await this.#ask(commonName, originatingIp(env), record.ipFour ?? '', record.ipSix);
+    const verdict = await this.#ask(commonName, originatingIp(env), record.ipFour ?? '', record.ipSix, true);
     if (generation !== this.#generation || this.#records.get(cid) !== record) return;
     if (verdict.allowed && !record.revoked) {
       await this.#answer(`client-auth-nt ${cid} ${kid}`);
@@ -303,8 +303,8 @@ export class OpenVpnClients {
     if (record.reportable) this.#reportEnd(record, counter(notification.env.get('bytes_received')), counter(notification.env.get('bytes_sent')));
   }
 
-  async #ask(commonName: string, originating: string, ipFour: string, ipSix: string | null): Promise<ConnectVerdict> {
-    return this.#options.portal.authorizeConnect({ profileId: this.#options.profileId, commonName, originatingIp: originating, ipFour, ipSix: ipSix ?? '' });
+  async #ask(commonName: string, originating: string, ipFour: string, ipSix: string | null, reauth = false): Promise<ConnectVerdict> {
+    return this.#options.portal.authorizeConnect({ profileId: this.#options.profileId, commonName, originatingIp: originating, ipFour, ipSix: ipSix ?? '', reauth });
   }
 
   #logRefusal(verdict: ConnectVerdict, record: ClientRecord): void {

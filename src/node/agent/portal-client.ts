@@ -34,6 +34,8 @@ export interface ConnectRequest {
   readonly ipFour: string;
   /** Empty (the field is left out) when the server has no IPv6 pool. */
   readonly ipSix: string;
+  /** A TLS renegotiation of a connected client: the portal decides but logs no new connection. */
+  readonly reauth: boolean;
 }
 
 /** Allowed only on the portal's exact `OK`; everything else denies (fail closed). */
@@ -116,6 +118,7 @@ export class PortalClient {
       originating_ip: request.originatingIp,
       ip_four: request.ipFour,
       ip_six: request.ipSix,
+      reauth: request.reauth ? 'yes' : '',
     });
     let status: number;
     let text: string;
