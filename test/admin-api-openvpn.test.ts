@@ -195,7 +195,7 @@ test('the Node API lets a client in only for a live configuration of that profil
   assert.equal((await portal.post('/enable_user', { user_id: 'frank' })).status, 204);
   assert.equal(await connect(), '200 OK', 'enabled again');
   // A renegotiating client is asked about again: still one connection, not a new one.
-  assert.equal(await connect(), '200 OK', 'the same connection after a TLS renegotiation');
+  assert.equal(await connect({ reauth: 'yes' }), '200 OK', 'the same connection after a TLS renegotiation');
   assert.equal(await disconnect('5678'), '200 OK');
 
   const history = await connectionHistory(portal.portal.ctx.db, configuration.connection_id);
