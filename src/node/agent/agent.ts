@@ -16,6 +16,7 @@ import type { Secret } from './secret.js';
 import type { NodeServerConfig } from './server-config.js';
 import { WgTool } from './wg-tool.js';
 import { WireGuardInterface } from './wireguard-interface.js';
+import { messageOf } from './error-message.js';
 
 export interface NodeAgentDependencies {
   readonly config: NodeAgentConfig;
@@ -213,8 +214,4 @@ function urlOf(address: AddressInfo | string | null): URL {
   if (address === null || typeof address === 'string') throw new Error(`unexpected listening address ${String(address)}`);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return new URL(`http://${host}:${address.port}`);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

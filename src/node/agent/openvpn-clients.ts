@@ -10,6 +10,7 @@ import { allocateAddresses, canonicalIp, poolLayoutFromEnv, pushDirectives } fro
 import { ManagementCommandError, ManagementUnavailableError, quoteArgument, type ClientNotification } from './openvpn-management.js';
 import { parseStatusClients } from './openvpn-status.js';
 import type { ConnectVerdict, PortalClient } from './portal-client.js';
+import { messageOf } from './error-message.js';
 
 /** The commands of a management connection this needs. */
 export interface ManagementCommands {
@@ -392,8 +393,4 @@ function canonicalIpOrNull(text: string | undefined): string | null {
 function counter(text: string | undefined): number {
   const value = Number(text);
   return text !== undefined && /^[0-9]+$/.test(text) && Number.isSafeInteger(value) ? value : 0;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -7,6 +7,8 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { CommandRunner } from './command-runner.js';
+import { terminate } from './terminate.js';
+import { messageOf } from './error-message.js';
 
 export interface OpenVpnProcessOptions {
   /** The server file's name, for log lines. */
@@ -72,7 +74,7 @@ export class OpenVpnProcess {
     if (this.#restartTimer !== null) clearTimeout(this.#restartTimer);
     this.#restartTimer = null;
     const child = this.#child;
-    if (child !== null) await terminate(child);
+    if (child !== null) await terminate(child, STOP_GRACE_MS);
     await this.#exitHandled;
   }
 
@@ -110,7 +112,7 @@ export class OpenVpnProcess {
     try {
       await this.#waitUntilReady(() => exited);
     } catch (error) {
-      if (!exited) await terminate(child);
+      if (!exited) await terminate(child, STOP_GRACE_MS);
       await this.#exitHandled;
       throw error;
     }
@@ -176,20 +178,4 @@ export class OpenVpnProcess {
   #outputTail(): string {
     return this.#recentOutput.join(' | ') || '(no output)';
   }
-}
-
-/** SIGTERM, then SIGKILL if the process is still there after a grace period. */
-async function terminate(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const graceful = await Promise.race([exited.then(() => true), sleep(STOP_GRACE_MS, undefined, { ref: false }).then(() => false)]);
-  if (!graceful) {
-    child.kill('SIGKILL');
-    await exited;
-  }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -11,6 +11,7 @@ import { ManagementUnavailableError } from './openvpn-management.js';
 import { OpenVpnServer } from './openvpn-server.js';
 import { checkServerFile, preparePrivateDirectory, removeOtherServerFiles, socketPathOf, writeServerFile } from './openvpn-server-file.js';
 import type { OpenVpnServerFile } from './server-config.js';
+import { messageOf } from './error-message.js';
 
 export interface OpenVpnServiceOptions {
   readonly settings: OpenVpnSettings;
@@ -176,8 +177,4 @@ export class OpenVpnService implements OpenVpnConnections {
     this.#serial = next;
     return next;
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

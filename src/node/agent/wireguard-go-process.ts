@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { CommandRunner } from './command-runner.js';
+import { terminate } from './terminate.js';
 import type { WgTool } from './wg-tool.js';
 
 export interface WireGuardGoProcessOptions {
@@ -54,7 +55,7 @@ export class WireGuardGoProcess {
       await this.#waitUntilReady(child);
     } catch (error) {
       this.#child = null;
-      await terminate(child);
+      await terminate(child, STOP_GRACE_MS);
       throw error;
     }
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`wireguard-go exited right after start: ${this.#outputTail()}`);
@@ -68,7 +69,7 @@ export class WireGuardGoProcess {
     this.#restartTimer = null;
     const child = this.#child;
     this.#child = null;
-    if (child !== null) await terminate(child);
+    if (child !== null) await terminate(child, STOP_GRACE_MS);
   }
 
   #spawn(): ChildProcess {
@@ -151,17 +152,5 @@ export class WireGuardGoProcess {
 
   #outputTail(): string {
     return this.#recentOutput.join(' | ') || '(no output)';
-  }
-}
-
-/** SIGTERM, then SIGKILL if the process is still there after a grace period. */
-async function terminate(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const graceful = await Promise.race([exited.then(() => true), sleep(STOP_GRACE_MS, undefined, { ref: false }).then(() => false)]);
-  if (!graceful) {
-    child.kill('SIGKILL');
-    await exited;
   }
 }

@@ -1,0 +1,4 @@
+/** The message of a thrown value, for log fields. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
