@@ -37,7 +37,7 @@ describe('the node configuration file', () => {
         nodeNumber: 3,
         nodeKeyFile: './node-data/node.key',
         listen: { host: '198.18.0.2', port: 41195 },
-        WireGuard: { interfaceName: 'wg1', implementation: 'wireguard-go' },
+        WireGuard: { interfaceName: 'wg1', implementation: 'wireguard-go', endpointFile: 'state/endpoints.json' },
         profileIdList: ['employees'],
       }),
     );
@@ -46,7 +46,7 @@ describe('the node configuration file', () => {
     assert.equal(config.nodeNumber, 3);
     assert.equal(config.nodeKeyFile, join(directory, 'node-data', 'node.key'));
     assert.deepEqual(config.listen, { host: '198.18.0.2', port: 41195 });
-    assert.deepEqual(config.wireGuard, { interfaceName: 'wg1', implementation: 'wireguard-go' });
+    assert.deepEqual(config.wireGuard, { interfaceName: 'wg1', implementation: 'wireguard-go', endpointFile: join(directory, 'state', 'endpoints.json') });
     assert.deepEqual(config.profileIdList, ['employees']);
   });
 
@@ -57,7 +57,7 @@ describe('the node configuration file', () => {
     assert.equal(config.nodeNumber, 0);
     assert.equal(config.nodeKeyFile, '/etc/vpn-portal/node.key');
     assert.deepEqual(config.listen, { host: '127.0.0.1', port: 41194 });
-    assert.deepEqual(config.wireGuard, { interfaceName: 'wg0', implementation: 'auto' });
+    assert.deepEqual(config.wireGuard, { interfaceName: 'wg0', implementation: 'auto', endpointFile: '/var/lib/vpn-portal-node/wireguard-endpoints.json' });
     assert.deepEqual(config.profileIdList, []);
     assert.equal(config.refreshIntervalMs, 60_000);
   });

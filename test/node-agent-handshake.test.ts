@@ -74,7 +74,7 @@ describe('a WireGuard client connected through the node', () => {
         apiUrl: portal.nodeApiUrl,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { port: 0 },
-        WireGuard: { interfaceName: lab.interfaceName('wgn') },
+        WireGuard: { interfaceName: lab.interfaceName('wgn'), endpointFile: join(directory, 'endpoints.json') },
       },
       '/etc/vpn-portal/node.json',
     );

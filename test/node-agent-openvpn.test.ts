@@ -132,7 +132,7 @@ describe('OpenVPN servers run by the node agent', () => {
         nodeNumber: NODE_NUMBER,
         nodeKeyFile: 'node.key',
         listen: { port: 0 },
-        WireGuard: { interfaceName: lab.interfaceName('wgo') },
+        WireGuard: { interfaceName: lab.interfaceName('wgo'), endpointFile: join(directory, 'endpoints.json') },
         // configDir relative: next to the configuration file.
         OpenVPN: { configDir: 'openvpn', managementDir, preferAes: 'no' },
         refreshIntervalSeconds: 3600,

@@ -94,7 +94,7 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
         apiUrl: portal.nodeApiUrl,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: '127.0.0.1', port: 0 },
-        WireGuard: { interfaceName, implementation: 'auto' },
+        WireGuard: { interfaceName, implementation: 'auto', endpointFile: join(dataDir, 'endpoints.json') },
         profileIdList: ['employees', 'guests'],
       },
       '/etc/vpn-portal/node.json',

@@ -33,8 +33,8 @@ describe('reading wg show dump', () => {
     assert.equal(parsed.interface.privateKey?.reveal(), serverPrivate);
     assert.equal(String(parsed.interface.privateKey), '[redacted]', 'the private key does not print');
     assert.deepEqual(parsed.peers, [
-      { publicKey: alice, allowedIps: ['198.19.0.2/32', 'fd00::2/128'], latestHandshake: new Date(1795860000 * 1000), bytesReceived: 1200, bytesSent: 3400 },
-      { publicKey: bob, allowedIps: [], latestHandshake: null, bytesReceived: 0, bytesSent: 0 },
+      { publicKey: alice, allowedIps: ['198.19.0.2/32', 'fd00::2/128'], endpoint: '198.18.0.2:40000', latestHandshake: new Date(1795860000 * 1000), bytesReceived: 1200, bytesSent: 3400 },
+      { publicKey: bob, allowedIps: [], endpoint: null, latestHandshake: null, bytesReceived: 0, bytesSent: 0 },
     ]);
   });
 
@@ -48,6 +48,7 @@ describe('planning a batch of peer changes', () => {
   const peer = (publicKey: WireGuardKey, allowedIps: string[]): WgPeer => ({
     publicKey,
     allowedIps,
+    endpoint: '198.18.0.9:51820',
     latestHandshake: new Date('2026-11-22T10:00:00Z'),
     bytesReceived: 10,
     bytesSent: 20,
@@ -71,7 +72,7 @@ describe('planning a batch of peer changes', () => {
       { kind: 'added' },
       { kind: 'added' },
       // Bob existed only within the batch: he is reported as he would have been, never applied.
-      { kind: 'removed', peer: { publicKey: bob, allowedIps: ['198.19.0.3/32'], latestHandshake: null, bytesReceived: 0, bytesSent: 0 } },
+      { kind: 'removed', peer: { publicKey: bob, allowedIps: ['198.19.0.3/32'], endpoint: null, latestHandshake: null, bytesReceived: 0, bytesSent: 0 } },
     ]);
   });
 
@@ -156,6 +157,7 @@ describe('the daemon protocol in front of a known set of peers', () => {
   const peers: WgPeer[] = handshakes.map(([, latestHandshake], index) => ({
     publicKey: asWireGuardKey(generateWireGuardKeyPair().publicKey),
     allowedIps: [`198.19.0.${index + 2}/32`],
+    endpoint: null,
     latestHandshake,
     bytesReceived: 100 + index,
     bytesSent: 200 + index,

@@ -137,7 +137,7 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
         nodeNumber: 0,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: hostLink.second, port: 41194 },
-        WireGuard: { interfaceName: lab.interfaceName('wgn') },
+        WireGuard: { interfaceName: lab.interfaceName('wgn'), endpointFile: join(directory, 'endpoints.json') },
         OpenVPN: { configDir: join(directory, 'node-openvpn'), managementDir: join(directory, 'node-run') },
       }),
     );

@@ -102,7 +102,7 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
         nodeNumber: 0,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: hostLink.second, port: 41194 },
-        WireGuard: { interfaceName: lab.interfaceName('wgn') },
+        WireGuard: { interfaceName: lab.interfaceName('wgn'), endpointFile: join(directory, 'endpoints.json') },
         ProxyGuard: { listen: { host: nodeAddress, port: RELAY_PORT }, maxTunnels: 10 },
       }),
     );

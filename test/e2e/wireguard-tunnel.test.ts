@@ -129,7 +129,7 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
         nodeNumber: 0,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: hostLink.second, port: 41194 },
-        WireGuard: { interfaceName: lab.interfaceName('wgn') },
+        WireGuard: { interfaceName: lab.interfaceName('wgn'), endpointFile: join(directory, 'endpoints.json') },
       }),
     );
     agent = await startAgent();

@@ -2,6 +2,7 @@
 // the portal's profiles point at the agent's vpn-daemon URL, and the agent fetches its server
 // configuration from the portal's Node API with the node key the portal generated. The agent
 // runs in this process; its wireguard-go interface lives in a network namespace of its own.
+import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/core/ids.js';
@@ -63,7 +64,7 @@ export async function startPortalWithNode(options: {
         apiUrl: portal.nodeApiUrl,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: '127.0.0.1', port },
-        WireGuard: { interfaceName },
+        WireGuard: { interfaceName, endpointFile: join(portal.dataDir, 'endpoints.json') },
       },
       'node.json',
     );

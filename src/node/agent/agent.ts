@@ -17,6 +17,9 @@ import type { NodeServerConfig } from './server-config.js';
 import { WgTool } from './wg-tool.js';
 import { WireGuardInterface } from './wireguard-interface.js';
 import { messageOf } from './error-message.js';
+import { PeerRevisions } from './peer-revisions.js';
+import { EndpointMemory } from './endpoint-memory.js';
+import { randomUUID } from 'node:crypto';
 
 export interface NodeAgentDependencies {
   readonly config: NodeAgentConfig;
@@ -48,6 +51,9 @@ export interface RunningNodeAgent {
   stop(): Promise<void>;
 }
 
+/** How often the agent looks at its peers' endpoints by itself. */
+const ENDPOINT_OBSERVE_INTERVAL_MS = 10_000;
+
 interface ActiveWireGuard {
   readonly wireGuardInterface: WireGuardInterface;
   readonly batcher: PeerBatcher;
@@ -57,6 +63,8 @@ interface AgentState {
   /** Set up on the first server configuration that has a WireGuard part. */
   wireGuard: ActiveWireGuard | null;
   warnedAboutDroppedWireGuard: boolean;
+  /** `instance_id` of `/i/node`: new whenever the interface lost its peers. */
+  instanceId: string;
 }
 
 /**
@@ -86,7 +94,12 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     ...(deps.openVpnRestartDelaysMs === undefined ? {} : { restartDelaysMs: deps.openVpnRestartDelaysMs }),
   });
 
-  const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false };
+  const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false, instanceId: randomUUID() };
+  const revisions = new PeerRevisions();
+  const endpoints = new EndpointMemory(config.wireGuard.endpointFile, logger);
+  await endpoints.load();
+  // Set once serving: asks the portal again, which then looks at this node and reconciles it.
+  let checkIn: () => void = () => {};
   const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
 
   const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
@@ -110,7 +123,13 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
         runner,
         wg,
         logger,
+        onPeersLost: () => {
+          state.instanceId = randomUUID();
+          endpoints.interfaceEmptied();
+          checkIn();
+        },
       });
+      if (wireGuardInterface.origin !== 'existing') endpoints.interfaceEmptied();
       state.wireGuard = { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg, logger }) };
     }
     state.warnedAboutDroppedWireGuard = false;
@@ -123,9 +142,31 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     return state.wireGuard;
   };
   const peers: WireGuardPeers = {
-    list: async () => (state.wireGuard === null ? [] : (await wg.dump(state.wireGuard.wireGuardInterface.name)).peers),
-    add: (publicKey, allowedIps) => requireWireGuard().batcher.add(publicKey, allowedIps),
-    remove: (publicKey) => requireWireGuard().batcher.remove(publicKey),
+    list: async () => {
+      if (state.wireGuard === null) return [];
+      const { peers: listed } = await wg.dump(state.wireGuard.wireGuardInterface.name);
+      endpoints.observe(listed, clock.now());
+      return listed;
+    },
+    add: async (publicKey, allowedIps, revision) => {
+      const { batcher } = requireWireGuard();
+      if (!revisions.admit(publicKey, 'add', revision)) {
+        logger.debug({ publicKey, revision }, 'ignored an add_peer older than the last instruction for this peer');
+        return;
+      }
+      const endpoint = endpoints.takeHint(publicKey);
+      await batcher.add(publicKey, allowedIps, endpoint ?? undefined);
+      if (endpoint !== null) endpoints.greet(allowedIps);
+    },
+    remove: async (publicKey, revision) => {
+      const { batcher } = requireWireGuard();
+      if (!revisions.admit(publicKey, 'remove', revision)) {
+        logger.debug({ publicKey, revision }, 'ignored a remove_peer older than the last instruction for this peer');
+        return null;
+      }
+      endpoints.forget(publicKey);
+      return batcher.remove(publicKey);
+    },
   };
 
   let server: DaemonServer | null = null;
@@ -154,6 +195,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
         describeNode(
           { wireGuardPeers: (await peers.list()).length, openVpnClients: openVpn.connectedCount, openVpnProcesses: openVpn.processCount },
           deps.version,
+          { instanceId: state.instanceId, maxRevision: revisions.highest },
         ),
     });
     await server.listen({ host: config.listen.host, port: config.listen.port });
@@ -183,6 +225,12 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     return refreshing;
   };
   const refreshTimer = setInterval(() => void refresh(), config.refreshIntervalMs);
+  // Keeps the endpoint memory current even when nobody lists the peers.
+  const observeTimer = setInterval(() => void peers.list().catch(() => undefined), ENDPOINT_OBSERVE_INTERVAL_MS);
+  // The first request reached the portal before anything here listened; now the portal can
+  // look at this node (a new instance_id) and give it its peers at once.
+  checkIn = () => void refresh();
+  checkIn();
 
   const runningServer = server;
   return {
@@ -197,6 +245,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     refresh,
     async stop() {
       clearInterval(refreshTimer);
+      clearInterval(observeTimer);
       await refreshing;
       await runningServer.close();
       await openVpn.close();
@@ -205,6 +254,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
         await state.wireGuard.batcher.drain();
         await state.wireGuard.wireGuardInterface.close();
       }
+      await endpoints.flush();
       logger.info('node agent stopped');
     },
   };

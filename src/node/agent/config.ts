@@ -13,7 +13,12 @@ export interface NodeAgentConfig {
   readonly nodeKeyFile: string;
   /** Where the vpn-daemon protocol is served; port 0 picks a free port. */
   readonly listen: { readonly host: string; readonly port: number };
-  readonly wireGuard: { readonly interfaceName: string; readonly implementation: WireGuardImplementation };
+  readonly wireGuard: {
+    readonly interfaceName: string;
+    readonly implementation: WireGuardImplementation;
+    /** Where recently connected devices' endpoints are kept across restarts (endpoint-memory.ts). */
+    readonly endpointFile: string;
+  };
   /** The ProxyGuard relay (WireGuard over TCP); it runs only while the portal enables the proxy. */
   readonly proxyGuard: ProxyGuardSettings;
   /** Where and how the OpenVPN server processes the portal assigns to this node run. */
@@ -66,6 +71,7 @@ const ACCOUNT_PATTERN = /^[_a-zA-Z0-9]+$/;
 const MANAGEMENT_DIR_PATTERN = /^\/[A-Za-z0-9._/-]+$/;
 export const DEFAULT_OPENVPN_CONFIG_DIR = '/var/lib/vpn-portal-node/openvpn';
 export const DEFAULT_OPENVPN_MANAGEMENT_DIR = '/run/vpn-portal-node/openvpn';
+export const DEFAULT_ENDPOINT_FILE = '/var/lib/vpn-portal-node/wireguard-endpoints.json';
 
 const configSchema = z.strictObject({
   apiUrl: z.url({ protocol: /^https?$/ }).default(DEFAULT_API_URL),
@@ -81,6 +87,7 @@ const configSchema = z.strictObject({
     .strictObject({
       interfaceName: z.string().regex(INTERFACE_NAME_PATTERN, 'must be 1 to 15 characters of a-z A-Z 0-9 _ = + . -').default('wg0'),
       implementation: z.enum(['auto', 'kernel', 'wireguard-go']).default('auto'),
+      endpointFile: z.string().min(1).default(DEFAULT_ENDPOINT_FILE),
     })
     .prefault({}),
   ProxyGuard: z
@@ -150,7 +157,7 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
     nodeNumber: asNodeNumber(config.nodeNumber),
     nodeKeyFile: resolve(base, config.nodeKeyFile),
     listen: config.listen,
-    wireGuard: config.WireGuard,
+    wireGuard: { ...config.WireGuard, endpointFile: resolve(base, config.WireGuard.endpointFile) },
     proxyGuard: {
       listen: config.ProxyGuard.listen,
       maxTunnels: config.ProxyGuard.maxTunnels,

@@ -9,10 +9,13 @@ export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok
 export interface AddPeerRequest {
   readonly publicKey: WireGuardKey;
   readonly allowedIps: readonly string[];
+  /** Our portal's order of instructions for this key (see peer-revisions.ts); null when not sent. */
+  readonly revision: number | null;
 }
 
 export interface RemovePeerRequest {
   readonly publicKey: WireGuardKey;
+  readonly revision: number | null;
 }
 
 export interface DisconnectClientRequest {
@@ -42,8 +45,13 @@ const ipNetSchema = z
   .min(1, 'must be given at least once')
   .max(MAX_IP_NETS, `may be given at most ${MAX_IP_NETS} times`);
 
-const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema });
-const removePeerSchema = z.object({ public_key: publicKeySchema });
+/** Optional, at most once: a non-negative integer that fits a double exactly. */
+const revisionSchema = z
+  .array(z.string().regex(/^[0-9]{1,15}$/, 'must be a non-negative integer').transform(Number))
+  .max(1, 'may be given at most once')
+  .transform((values) => values[0] ?? null);
+const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema, revision: revisionSchema });
+const removePeerSchema = z.object({ public_key: publicKeySchema, revision: revisionSchema });
 // The portal's common names are Base64 of 32 bytes (44 characters); a little more is tolerated.
 const commonNameSchema = z.tuple([z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 + / = _ . @ -')], {
   error: 'must be given exactly once',
@@ -51,17 +59,17 @@ const commonNameSchema = z.tuple([z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/,
 const disconnectClientSchema = z.object({ common_name: commonNameSchema });
 const peerListQuerySchema = z.object({ show_all: z.enum(['yes', 'no'], 'must be "yes" or "no"') });
 
-/** `public_key=<key>&ip_net=<v4>/32&ip_net=<v6>/128`: repeated keys, no `[]`. */
+/** `public_key=<key>&ip_net=<v4>/32&ip_net=<v6>/128[&revision=N]`: repeated keys, no `[]`. */
 export function parseAddPeerForm(form: URLSearchParams): Parsed<AddPeerRequest> {
-  const parsed = addPeerSchema.safeParse({ public_key: form.getAll('public_key'), ip_net: form.getAll('ip_net') });
+  const parsed = addPeerSchema.safeParse({ public_key: form.getAll('public_key'), ip_net: form.getAll('ip_net'), revision: form.getAll('revision') });
   if (!parsed.success) return { ok: false, error: describe(parsed.error) };
-  return { ok: true, value: { publicKey: parsed.data.public_key[0], allowedIps: parsed.data.ip_net } };
+  return { ok: true, value: { publicKey: parsed.data.public_key[0], allowedIps: parsed.data.ip_net, revision: parsed.data.revision } };
 }
 
 export function parseRemovePeerForm(form: URLSearchParams): Parsed<RemovePeerRequest> {
-  const parsed = removePeerSchema.safeParse({ public_key: form.getAll('public_key') });
+  const parsed = removePeerSchema.safeParse({ public_key: form.getAll('public_key'), revision: form.getAll('revision') });
   if (!parsed.success) return { ok: false, error: describe(parsed.error) };
-  return { ok: true, value: { publicKey: parsed.data.public_key[0] } };
+  return { ok: true, value: { publicKey: parsed.data.public_key[0], revision: parsed.data.revision } };
 }
 
 /** `common_name=<CN>`: the OpenVPN client to disconnect. */

@@ -13,9 +13,10 @@ import type { WgPeer } from './wg-dump.js';
 /** The node's WireGuard peers as the daemon protocol needs them. */
 export interface WireGuardPeers {
   list(): Promise<readonly WgPeer[]>;
-  add(publicKey: WireGuardKey, allowedIps: readonly string[]): Promise<void>;
-  /** The peer as it was before removal, or null when it was not there. */
-  remove(publicKey: WireGuardKey): Promise<WgPeer | null>;
+  /** `revision`: see peer-revisions.ts; an instruction older than the last applied one changes nothing. */
+  add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void>;
+  /** The peer as it was before removal, or null when it was not there (or the removal was outdated). */
+  remove(publicKey: WireGuardKey, revision: number | null): Promise<WgPeer | null>;
 }
 
 /** Thrown by WireGuardPeers when this node runs no WireGuard profile (answered with 503). */
@@ -103,14 +104,14 @@ export function buildDaemonServer(options: DaemonServerOptions) {
   app.post('/w/add_peer', async (request, reply) => {
     const parsed = parseAddPeerForm(formOf(request.body));
     if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
-    await peers.add(parsed.value.publicKey, parsed.value.allowedIps);
+    await peers.add(parsed.value.publicKey, parsed.value.allowedIps, parsed.value.revision);
     return reply.code(204).send();
   });
 
   app.post('/w/remove_peer', async (request, reply) => {
     const parsed = parseRemovePeerForm(formOf(request.body));
     if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
-    const removed = await peers.remove(parsed.value.publicKey);
+    const removed = await peers.remove(parsed.value.publicKey, parsed.value.revision);
     if (removed === null) return reply.code(204).send();
     return reply.code(200).send(toDaemonPeer(removed));
   });

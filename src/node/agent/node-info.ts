@@ -13,6 +13,13 @@ export interface NodeInfo {
   readonly o_client_count: number;
   /** OpenVPN server processes the agent runs (ours; not in the reference's daemon). */
   readonly o_process_count: number;
+  /**
+   * Ours: a new value whenever this node lost its WireGuard peers (the agent started, or
+   * wireguard-go was restarted), so the portal reconciles the node at once.
+   */
+  readonly instance_id: string;
+  /** Ours: the highest peer instruction revision this agent has applied (0: none since it started). */
+  readonly max_revision: number;
   readonly v: string;
 }
 
@@ -22,7 +29,12 @@ export interface NodeCounts {
   readonly openVpnProcesses?: number;
 }
 
-export function describeNode(counts: NodeCounts, version: string): NodeInfo {
+export interface AgentIdentity {
+  readonly instanceId: string;
+  readonly maxRevision: number;
+}
+
+export function describeNode(counts: NodeCounts, version: string, identity: AgentIdentity): NodeInfo {
   const cpuCount = availableParallelism();
   const loadAverage = loadavg();
   return {
@@ -34,6 +46,8 @@ export function describeNode(counts: NodeCounts, version: string): NodeInfo {
     w_peer_count: counts.wireGuardPeers,
     o_client_count: counts.openVpnClients ?? 0,
     o_process_count: counts.openVpnProcesses ?? 0,
+    instance_id: identity.instanceId,
+    max_revision: identity.maxRevision,
     v: version,
   };
 }

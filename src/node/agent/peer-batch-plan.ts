@@ -4,7 +4,13 @@ import type { PeerChange } from './wg-tool.js';
 
 /** One add_peer or remove_peer call of the daemon protocol, already validated. */
 export type PeerRequest =
-  | { readonly kind: 'add'; readonly publicKey: WireGuardKey; readonly allowedIps: readonly string[] }
+  | {
+      readonly kind: 'add';
+      readonly publicKey: WireGuardKey;
+      readonly allowedIps: readonly string[];
+      /** Where to send packets until the peer's own arrive (a restored peer's last known address). */
+      readonly endpoint?: string;
+    }
   | { readonly kind: 'remove'; readonly publicKey: WireGuardKey };
 
 /** What the caller of a request learns: remove answers with the peer as it was, or null. */
@@ -29,21 +35,25 @@ export function planPeerBatch(
   // Latest known state of every touched peer; re-inserted on each touch so the final order
   // follows the last request per peer (matters only if two peers claim the same address).
   const touched = new Map<WireGuardKey, WgPeer | null>();
+  const endpoints = new Map<WireGuardKey, string>();
   const results: PeerRequestResult[] = [];
 
   for (const request of requests) {
     const before = touched.has(request.publicKey) ? (touched.get(request.publicKey) ?? null) : (currentPeers.get(request.publicKey) ?? null);
     touched.delete(request.publicKey);
     if (request.kind === 'add') {
+      if (request.endpoint !== undefined) endpoints.set(request.publicKey, request.endpoint);
       touched.set(request.publicKey, {
         publicKey: request.publicKey,
         allowedIps: request.allowedIps,
+        endpoint: request.endpoint ?? before?.endpoint ?? null,
         latestHandshake: before?.latestHandshake ?? null,
         bytesReceived: before?.bytesReceived ?? 0,
         bytesSent: before?.bytesSent ?? 0,
       });
       results.push({ kind: 'added' });
     } else {
+      endpoints.delete(request.publicKey);
       touched.set(request.publicKey, null);
       results.push({ kind: 'removed', peer: before });
     }
@@ -51,7 +61,10 @@ export function planPeerBatch(
 
   const changes: PeerChange[] = [];
   for (const [publicKey, peer] of touched) {
-    if (peer !== null) changes.push({ kind: 'set', publicKey, allowedIps: peer.allowedIps });
+    if (peer !== null) {
+      const endpoint = endpoints.get(publicKey);
+      changes.push({ kind: 'set', publicKey, allowedIps: peer.allowedIps, ...(endpoint === undefined ? {} : { endpoint }) });
+    }
     else if (currentPeers.has(publicKey)) changes.push({ kind: 'remove', publicKey });
   }
   return { changes, results };

@@ -48,8 +48,8 @@ export class PeerBatcher {
     this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   }
 
-  async add(publicKey: WireGuardKey, allowedIps: readonly string[]): Promise<void> {
-    await this.#submit({ kind: 'add', publicKey, allowedIps });
+  async add(publicKey: WireGuardKey, allowedIps: readonly string[], endpoint?: string): Promise<void> {
+    await this.#submit({ kind: 'add', publicKey, allowedIps, ...(endpoint === undefined ? {} : { endpoint }) });
   }
 
   /** Resolves with the peer as it was just before its removal, or null when it was absent. */

@@ -12,6 +12,8 @@ export interface WgInterfaceState {
 export interface WgPeer {
   readonly publicKey: WireGuardKey;
   readonly allowedIps: readonly string[];
+  /** Where the peer's last authenticated packet came from (`IP:port`, IPv6 in brackets); null before any. */
+  readonly endpoint: string | null;
   /** Null when no handshake happened since the interface was configured. */
   readonly latestHandshake: Date | null;
   /** Received from the peer: the client's upload, the daemon protocol's `bytes_in`. */
@@ -61,7 +63,7 @@ export function parseWgDump(output: string): WgDump {
 function parsePeerLine(line: string, lineNumber: number): WgPeer {
   const fields = line.split('\t');
   if (fields.length !== 8) throw new WgDumpFormatError(lineNumber, `expected 8 fields, got ${fields.length}`);
-  const [publicKeyText = '', , , allowedIpsText = NONE, handshakeText = '0', receivedText = '0', sentText = '0'] = fields;
+  const [publicKeyText = '', , endpointText = NONE, allowedIpsText = NONE, handshakeText = '0', receivedText = '0', sentText = '0'] = fields;
 
   const publicKey = publicKeyText;
   if (!isWireGuardKey(publicKey)) throw new WgDumpFormatError(lineNumber, 'invalid peer public key');
@@ -70,6 +72,7 @@ function parsePeerLine(line: string, lineNumber: number): WgPeer {
   return {
     publicKey,
     allowedIps: allowedIpsText === NONE ? [] : allowedIpsText.split(','),
+    endpoint: endpointText === NONE ? null : endpointText,
     latestHandshake: handshakeSeconds === 0 ? null : new Date(handshakeSeconds * 1000),
     bytesReceived: parseCounter(receivedText, lineNumber, 'bytes received'),
     bytesSent: parseCounter(sentText, lineNumber, 'bytes sent'),

@@ -8,7 +8,7 @@ import { parseWgDump, type WgDump } from './wg-dump.js';
 
 /** The end state of one peer after a batch: present with exactly these allowed IPs, or gone. */
 export type PeerChange =
-  | { readonly kind: 'set'; readonly publicKey: WireGuardKey; readonly allowedIps: readonly string[] }
+  | { readonly kind: 'set'; readonly publicKey: WireGuardKey; readonly allowedIps: readonly string[]; readonly endpoint?: string }
   | { readonly kind: 'remove'; readonly publicKey: WireGuardKey };
 
 // Linux allows 2 MiB of arguments plus environment by default; staying far below leaves room
@@ -89,9 +89,9 @@ export class WgTool {
 }
 
 function peerArguments(change: PeerChange): string[] {
-  return change.kind === 'set'
-    ? ['peer', change.publicKey, 'allowed-ips', change.allowedIps.join(',')]
-    : ['peer', change.publicKey, 'remove'];
+  if (change.kind === 'remove') return ['peer', change.publicKey, 'remove'];
+  const endpoint = change.endpoint === undefined ? [] : ['endpoint', change.endpoint];
+  return ['peer', change.publicKey, 'allowed-ips', change.allowedIps.join(','), ...endpoint];
 }
 
 /** Bytes the kernel counts for argv: each string plus its terminating NUL and pointer. */

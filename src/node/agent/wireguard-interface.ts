@@ -15,6 +15,8 @@ export interface OpenInterfaceOptions {
   readonly runner: CommandRunner;
   readonly wg: WgTool;
   readonly logger: Logger;
+  /** Called after wireguard-go was restarted and the interface set up again, without peers. */
+  readonly onPeersLost?: () => void;
 }
 
 /** WireGuard's own default, used when the portal sets no MTU. */
@@ -31,6 +33,7 @@ export class WireGuardInterface {
   readonly #runner: CommandRunner;
   readonly #wg: WgTool;
   readonly #logger: Logger;
+  readonly #onPeersLost: () => void;
   #wireguardGo: WireGuardGoProcess | null = null;
   #applied: WireGuardServerConfig | null = null;
   /** Configuration steps run one at a time (refresh and crash recovery may overlap). */
@@ -42,6 +45,7 @@ export class WireGuardInterface {
     this.#runner = options.runner;
     this.#wg = options.wg;
     this.#logger = options.logger;
+    this.#onPeersLost = options.onPeersLost ?? (() => {});
   }
 
   static async open(options: OpenInterfaceOptions): Promise<WireGuardInterface> {
@@ -137,7 +141,8 @@ export class WireGuardInterface {
     const config = this.#applied;
     if (config === null) return;
     await this.apply(config);
-    this.#logger.warn({ interface: this.name }, 'WireGuard interface recreated without peers; the portal\'s next reconcile restores them');
+    this.#logger.warn({ interface: this.name }, 'WireGuard interface recreated without peers; the portal restores them');
+    this.#onPeersLost();
   }
 
   #inSerial<T>(step: () => Promise<T>): Promise<T> {

@@ -1,0 +1,66 @@
+// Which add_peer and remove_peer instructions still count. The portal numbers every change to
+// whether a peer belongs on this node (its `revision`, from one counter in its database); an
+// instruction older than the last one applied for the same key comes from a state that has
+// been overtaken — typically an add a reconcile pass read just before an administrator
+// disabled the user — and is ignored, so a revocation can never be undone by a late add.
+// Removed keys are remembered for a while, longer than any instruction can be under way.
+// Instructions without a revision (an older portal, a script) always apply and reset what is
+// known about their key.
+
+/** How long a removal is remembered; instructions older than this are long timed out. */
+const REMOVAL_MEMORY_MS = 10 * 60_000;
+/** Forgotten removals are cleared at most this often. */
+const PRUNE_EVERY_MS = 60_000;
+
+interface KnownKey {
+  readonly revision: number;
+  /** Set for a removal: when it was applied (for forgetting it later). */
+  readonly removedAtMs: number | null;
+}
+
+export type PeerInstruction = 'add' | 'remove';
+
+export class PeerRevisions {
+  readonly #known = new Map<string, KnownKey>();
+  readonly #nowMs: () => number;
+  #highest = 0;
+  #lastPruneMs: number;
+
+  constructor(nowMs: () => number = () => performance.now()) {
+    this.#nowMs = nowMs;
+    this.#lastPruneMs = nowMs();
+  }
+
+  /**
+   * The highest revision ever admitted: reported in `/i/node`, so a portal whose database is
+   * behind it (a restored backup, another database) moves its counter past it first.
+   */
+  get highest(): number {
+    return this.#highest;
+  }
+
+  /** Whether the instruction applies; when it does, it becomes the newest known for its key. */
+  admit(publicKey: string, kind: PeerInstruction, revision: number | null): boolean {
+    const now = this.#nowMs();
+    this.#prune(now);
+    if (revision === null) {
+      this.#known.delete(publicKey);
+      return true;
+    }
+    const known = this.#known.get(publicKey);
+    // Equal revisions: the later arrival wins (a peer the portal no longer serves on this node
+    // is removed under the revision it was added with, and added back under it after a fix).
+    if (known !== undefined && revision < known.revision) return false;
+    this.#known.set(publicKey, { revision, removedAtMs: kind === 'remove' ? now : null });
+    this.#highest = Math.max(this.#highest, revision);
+    return true;
+  }
+
+  #prune(now: number): void {
+    if (now - this.#lastPruneMs < PRUNE_EVERY_MS) return;
+    this.#lastPruneMs = now;
+    for (const [key, known] of this.#known) {
+      if (known.removedAtMs !== null && now - known.removedAtMs > REMOVAL_MEMORY_MS) this.#known.delete(key);
+    }
+  }
+}
