@@ -5,7 +5,7 @@ import type { PortalConfig } from './config/portal-config.js';
 import type { PortalContext } from './core/context.js';
 import type { NodeNumber } from './core/ids.js';
 import { NodeFleet } from './core/node-fleet.js';
-import { reconcileAll, reconcileNode } from './core/reconcile.js';
+import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './core/time.js';
 import { buildServer } from './http/server.js';
 import { KeyStore } from './keys/key-store.js';
@@ -13,7 +13,6 @@ import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node/daemon-client.js';
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
-import { runExclusively } from './storage/exclusive.js';
 
 /** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
 const NODE_TIMEOUT_MS = 3_000;
@@ -57,17 +56,14 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const openVpnKeys = new OpenVpnKeys(config.keyDir);
   const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, clock, logger, random: options.random ?? Math.random };
 
-  const reconciler = new Reconciler(ctx);
-  nodes.onRecovered((nodeNumber) => {
-    const daemon = nodes.daemon(nodeNumber);
-    if (daemon !== undefined) reconciler.runForNode(daemon);
-  });
+  const reconciler = new ReconcileScheduler(ctx);
 
   const app = buildServer(ctx);
   const url = await app.listen({ host: config.listen.host, port: config.listen.port });
   logger.info(`admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`);
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
+  nodes.startWatching();
 
   return {
     ctx,
@@ -75,59 +71,10 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     reconcileNow: () => reconciler.runAll(),
     async close() {
       reconciler.stop();
+      nodes.stop();
       await app.close();
       await reconciler.idle();
       await db.destroy();
     },
   };
-}
-
-/**
- * Runs reconcile passes one at a time: at start, on a timer, and when a node comes back.
- * With several portal instances on one PostgreSQL database only one of them runs a pass at
- * any moment (an advisory lock); another instance's pass that finds the lock taken is skipped,
- * so the nodes are not driven by two reconcilers at once.
- */
-class Reconciler {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
-
-  constructor(private readonly ctx: PortalContext) {}
-
-  start(intervalMs: number): void {
-    void this.runAll();
-    this.timer = setInterval(() => void this.runAll(), intervalMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-
-  idle(): Promise<void> {
-    return this.running;
-  }
-
-  runAll(): Promise<void> {
-    return this.enqueue(async () => {
-      await reconcileAll(this.ctx);
-    });
-  }
-
-  runForNode(daemon: NodeDaemon): void {
-    void this.enqueue(async () => {
-      await reconcileNode(this.ctx, daemon);
-    });
-  }
-
-  private enqueue(pass: () => Promise<void>): Promise<void> {
-    const exclusivePass = async (): Promise<void> => {
-      const result = await runExclusively(this.ctx.db, 'reconcile', pass);
-      if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
-    };
-    this.running = this.running.then(exclusivePass).catch((error: unknown) => {
-      this.ctx.logger.error({ err: error }, 'reconcile pass failed');
-    });
-    return this.running;
-  }
 }

@@ -2,7 +2,7 @@
 // database of this test pass (SQLite, or PostgreSQL with TEST_DATABASE_URL); and what both
 // databases have in common: the same answers to the same calls.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -30,17 +30,17 @@ test('db status shows the migrations pending on a new database, db migrate appli
 
   const pending = await runCli(['db', 'status', '--config', configFile]);
   assert.equal(pending.code, 0, pending.stderr);
-  assert.match(pending.stdout, /^0001-initial {2}pending\n0002-listing-order {2}pending\n0003-openvpn {2}pending$/m);
-  assert.match(pending.stdout, /^3 pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$/m);
+  assert.match(pending.stdout, /^0001-initial {2}pending\n0002-listing-order {2}pending\n0003-openvpn {2}pending\n0004-revisions {2}pending$/m);
+  assert.match(pending.stdout, /^4 pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$/m);
 
   const migrated = await runCli(['db', 'migrate', '--config', configFile]);
   assert.equal(migrated.code, 0, migrated.stderr);
-  assert.match(migrated.stdout, /^applied 0001-initial\napplied 0002-listing-order\napplied 0003-openvpn$/m);
+  assert.match(migrated.stdout, /^applied 0001-initial\napplied 0002-listing-order\napplied 0003-openvpn\napplied 0004-revisions$/m);
   const again = await runCli(['db', 'migrate', '--config', configFile]);
   assert.match(again.stdout, /^the schema is up to date$/m);
 
   const applied = await runCli(['db', 'status', '--config', configFile]);
-  assert.match(applied.stdout, /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-/m);
+  assert.match(applied.stdout, /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-.*\n0004-revisions {2}applied \d{4}-/m);
   assert.match(applied.stdout, /^the schema is up to date$/m);
   if (password !== '') {
     assert.match(applied.stdout, /^database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/vpt_/m, 'the database is named with its password masked');
@@ -114,4 +114,25 @@ test('db status on a PostgreSQL server that cannot be reached says so in one lin
   assert.equal(result.code, 1, result.stderr);
   assert.equal(result.stderr, 'db status: connect ECONNREFUSED 127.0.0.1:1 (ECONNREFUSED)\n');
   assert.equal(`${result.stdout}${result.stderr}`.includes('hunter2'), false, 'no password');
+});
+
+test('db copy from a source path with a typo is an error that names the path, and creates no file there', async (t) => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-copy-typo-'));
+  t.after(() => rmSync(directory, { recursive: true, force: true }));
+  const typo = path.join(directory, 'db.sqlit');
+  const copy = await runCli(['db', 'copy', '--from', `sqlite:${typo}`, '--to', `sqlite:${path.join(directory, 'copy.sqlite')}`]);
+  assert.equal(copy.code, 2, `${copy.stdout}${copy.stderr}`);
+  assert.equal(copy.stderr.trim(), `db copy --from: there is no database at ${typo}`);
+  assert.equal(existsSync(typo), false, 'no empty database was made at the mistyped path');
+  assert.equal(existsSync(path.join(directory, 'copy.sqlite')), false, 'nor a target');
+});
+
+test('db copy from a database no portal ever used is an error, not an empty copy', async (t) => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-copy-empty-'));
+  t.after(() => rmSync(directory, { recursive: true, force: true }));
+  const empty = path.join(directory, 'empty.sqlite');
+  writeFileSync(empty, '');
+  const copy = await runCli(['db', 'copy', '--from', `sqlite:${empty}`, '--to', `sqlite:${path.join(directory, 'copy.sqlite')}`]);
+  assert.equal(copy.code, 2, `${copy.stdout}${copy.stderr}`);
+  assert.equal(copy.stderr.trim(), `db copy --from: sqlite:${empty} holds no portal data (it was never used by a portal)`);
 });

@@ -10,6 +10,7 @@ import type { Clock } from '../src/core/time.js';
 import type { WireGuardKey } from '../src/core/ids.js';
 import { connectDatabase } from '../src/storage/database.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
+import { latestRevision } from '../src/storage/revisions.js';
 import { runCli } from './support/portal-process.js';
 import { createTestDatabase, dropTestDatabase, postgresServerUrl } from './support/postgres.js';
 import { startTestPortal, type TestPortal } from './support/test-portal.js';
@@ -79,6 +80,8 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
     .execute();
   const users = ['alice', 'bob', 'carol', 'Zoë'];
   const before = await answers(sqlitePortal, users);
+  const sqliteRevision = await latestRevision(sqlitePortal.portal.ctx.db);
+  assert.ok(sqliteRevision > 0, 'the changes above took revisions');
   const sqliteFile = sqlitePortal.database;
   await sqlitePortal.close();
 
@@ -103,6 +106,9 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   // The same keys (data directory), the database now on PostgreSQL.
   const postgresPortal = await startTestPortal({ dataDir, database: target.url, config: twoProfiles });
   portals.push(postgresPortal);
+  // The copy's revisions go on from the source's: nodes holding the source's newer numbers would
+  // otherwise ignore the copy's instructions as older.
+  assert.equal(await latestRevision(postgresPortal.portal.ctx.db), sqliteRevision, 'the revision counter came along');
   assert.deepEqual(await answers(postgresPortal, users), before, 'every call answers as on SQLite');
   const authorizations = await postgresPortal.portal.ctx.db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).execute();
   assert.deepEqual(authorizations, [{ auth_key: 'k1', user_id: 'alice' }]);

@@ -1,6 +1,7 @@
 // `vpn-portal db migrate|status|copy`: schema migrations by hand (the portal also applies
 // them at start), and the move from one database to another (SQLite → PostgreSQL).
 // Database URLs are printed with their password masked.
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
 import { DatabaseLocationError, describeDatabase, parseDatabaseLocation } from '../config/database-location.js';
@@ -60,6 +61,12 @@ async function dbCommand(args: readonly string[], print: (line: string) => void,
       const from = databaseArgument('--from', values.from);
       const to = databaseArgument('--to', values.to);
       if (describeDatabase(from) === describeDatabase(to)) throw new ConfigError('db copy: --from and --to name the same database');
+      // A typo in --from must never become an empty "source" that copies nothing and succeeds.
+      if (from.dialect === 'sqlite' && !existsSync(from.path)) throw new ConfigError(`db copy --from: there is no database at ${from.path}`);
+      const sourceMigrations = await withDatabase(connectDatabase(from), (db) => migrationStatus(db));
+      if (sourceMigrations.every((migration) => migration.appliedAt === null)) {
+        throw new ConfigError(`db copy --from: ${describeDatabase(from)} holds no portal data (it was never used by a portal)`);
+      }
       print(`copying ${describeDatabase(from)} to ${describeDatabase(to)}`);
       return withDatabase(await openDatabase(from), async (source) =>
         withDatabase(await openDatabase(to), async (target) => {

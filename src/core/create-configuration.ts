@@ -4,7 +4,7 @@
 // The WireGuard path is here; the OpenVPN one in issue-openvpn.ts.
 import type { Profile, ProfileNode } from '../config/portal-config.js';
 import { ensureUser } from '../storage/users.js';
-import { insertPeer } from '../storage/wg-peers.js';
+import { insertPeer, type WireGuardPeer } from '../storage/wg-peers.js';
 import { isWriteConflict } from '../storage/errors.js';
 import { generateWireGuardKeyPair, type WireGuardKeyPair } from '../wireguard/keys.js';
 import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
@@ -18,6 +18,7 @@ import { formatAtom } from './time.js';
 import { allocateAddresses } from './wireguard-addresses.js';
 import { issueOpenVpn } from './issue-openvpn.js';
 import { nodeOrder } from './node-order.js';
+import { addPeersToNodes } from './node-peers.js';
 
 export interface CreateConfigurationRequest {
   readonly userId: UserId;
@@ -92,11 +93,9 @@ async function issueWireGuard(
       ctx.logger.warn({ nodeNumber: node.nodeNumber }, `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`);
       continue;
     }
-    const addresses = await storePeer(ctx, request, profile, node, keyPair, now, expiresAt);
-    if (addresses === null) continue;
-    await ctx.nodes.tryOn(node.nodeNumber, 'add_peer', (daemon) =>
-      daemon.addPeer(keyPair.publicKey, [`${addresses.ipFour}/32`, `${addresses.ipSix}/128`]),
-    );
+    const peer = await storePeer(ctx, request, profile, node, keyPair, now, expiresAt);
+    if (peer === null) continue;
+    await addPeersToNodes(ctx, [peer], 'create');
     return renderWireGuardFile(
       format,
       {
@@ -122,7 +121,7 @@ async function issueWireGuard(
       {
         publicKey: keyPair.publicKey,
         displayName: request.displayName,
-        wireGuard: { privateKey: keyPair.privateKey, ipFour: addresses.ipFour, ipSix: addresses.ipSix },
+        wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
       },
     );
   }
@@ -138,7 +137,7 @@ async function storePeer(
   keyPair: WireGuardKeyPair,
   now: Date,
   expiresAt: Date,
-) {
+): Promise<WireGuardPeer | null> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await ctx.db.transaction().execute(async (trx) => {
@@ -146,7 +145,7 @@ async function storePeer(
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
         const addresses = await allocateAddresses(trx, profile.profileId, node);
         if (addresses === null) throw new PoolFull();
-        await insertPeer(trx, {
+        return insertPeer(trx, {
           publicKey: keyPair.publicKey,
           userId: request.userId,
           profileId: profile.profileId,
@@ -159,7 +158,6 @@ async function storePeer(
           expiresAt: formatAtom(expiresAt),
           authKey: null,
         });
-        return addresses;
       });
     } catch (error) {
       if (error instanceof PoolFull) return null;

@@ -2,32 +2,34 @@
 // OpenVPN Common Name) and ends its tunnel. Like the reference, an
 // unknown id or one owned by another user changes nothing and is not an error.
 import { deleteCertificate, findCertificateOfUser } from '../storage/certificates.js';
+import { nextRevision } from '../storage/revisions.js';
 import { deletePeer, findPeerOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { ConnectionId, UserId } from './ids.js';
-import { removePeersFromNodes } from './node-peers.js';
+import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
 export async function deleteConnection(ctx: PortalContext, userId: UserId, connectionId: ConnectionId): Promise<void> {
   await existingUser(ctx, userId);
-  const peer = await ctx.db.transaction().execute(async (trx) => {
+  const deleted = await ctx.db.transaction().execute(async (trx) => {
     const peer = await findPeerOfUser(trx, userId, connectionId);
     if (peer === undefined) return undefined;
-    // Another portal instance may have deleted it since: then the address is not ours to give back.
+    // Another portal instance may have deleted it since: then the address is not ours to give
+    // back, but the peer must still leave the node.
     if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
-    return peer;
+    return { peer, revision: await nextRevision(trx) };
   });
-  if (peer !== undefined) {
+  if (deleted !== undefined) {
     ctx.logger.info({ userId, connectionId }, 'WireGuard configuration deleted');
-    await removePeersFromNodes(ctx, [peer]);
+    await removePeersFromNodes(ctx, removalsOf([deleted.peer], deleted.revision), 'delete_connection');
     return;
   }
   const certificate = await findCertificateOfUser(ctx.db, userId, connectionId);
   if (certificate !== undefined && (await deleteCertificate(ctx.db, certificate.commonName))) {
     ctx.logger.info({ userId, connectionId }, 'OpenVPN configuration deleted');
-    await disconnectOpenVpnClients(ctx, [certificate]);
+    await disconnectOpenVpnClients(ctx, [certificate], 'delete_connection');
     return;
   }
   ctx.logger.info({ userId }, 'delete_connection: no such configuration of this user; nothing changed');

@@ -3,17 +3,18 @@
 // are disconnected.
 import { deleteCertificatesOfUser } from '../storage/certificates.js';
 import { deleteUser, lockUser } from '../storage/users.js';
+import { nextRevision } from '../storage/revisions.js';
 import { deletePeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { UserId } from './ids.js';
-import { removePeersFromNodes } from './node-peers.js';
+import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
 export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
-  const { peers, certificates } = await ctx.db.transaction().execute(async (trx) => {
+  const { peers, certificates, revision } = await ctx.db.transaction().execute(async (trx) => {
     // With several portal instances on one database: the lock keeps a concurrent create from
     // adding a configuration now, and the addresses given back are exactly those of the
     // configurations this transaction deleted (not those another instance deleted first).
@@ -22,8 +23,8 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<v
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const certificates = await deleteCertificatesOfUser(trx, userId);
     await deleteUser(trx, userId); // cascades to oauth_authorizations
-    return { peers, certificates };
+    return { peers, certificates, revision: await nextRevision(trx) };
   });
   ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user destroyed');
-  await Promise.all([removePeersFromNodes(ctx, peers), disconnectOpenVpnClients(ctx, certificates)]);
+  await Promise.all([removePeersFromNodes(ctx, removalsOf(peers, revision), 'destroy'), disconnectOpenVpnClients(ctx, certificates, 'destroy')]);
 }

@@ -5,20 +5,23 @@
 import { deleteAuthorizationsOfUser } from '../storage/authorizations.js';
 import { certificatesOfUser } from '../storage/certificates.js';
 import { setUserDisabled } from '../storage/users.js';
-import { peersOfUser } from '../storage/wg-peers.js';
+import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { UserId } from './ids.js';
-import { removePeersFromNodes } from './node-peers.js';
+import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
 
 export async function disableUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
   const { peers, certificates } = await ctx.db.transaction().execute(async (trx) => {
+    // The update locks the user's row first: a create for this user waits for it (or this for
+    // the create), so the peers read below are all there are, and their new revisions are
+    // newer than any instruction sent for them before.
     await setUserDisabled(trx, userId, true);
     await deleteAuthorizationsOfUser(trx, userId);
-    return { peers: await peersOfUser(trx, userId), certificates: await certificatesOfUser(trx, userId) };
+    return { peers: await stampPeersOfUser(trx, userId), certificates: await certificatesOfUser(trx, userId) };
   });
   ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user disabled');
-  await Promise.all([removePeersFromNodes(ctx, peers), disconnectOpenVpnClients(ctx, certificates)]);
+  await Promise.all([removePeersFromNodes(ctx, removalsOf(peers), 'disable_user'), disconnectOpenVpnClients(ctx, certificates, 'disable_user')]);
 }

@@ -1,7 +1,7 @@
 // POST /enable_user: the user's unexpired WireGuard configurations go back onto their nodes;
 // OpenVPN clients may connect again (the node asks the portal on every connect).
 import { setUserDisabled } from '../storage/users.js';
-import { peersOfUser } from '../storage/wg-peers.js';
+import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import type { UserId } from './ids.js';
@@ -13,8 +13,8 @@ export async function enableUser(ctx: PortalContext, userId: UserId): Promise<vo
   const now = formatAtom(ctx.clock.now());
   const peers = await ctx.db.transaction().execute(async (trx) => {
     await setUserDisabled(trx, userId, false);
-    return (await peersOfUser(trx, userId)).filter((peer) => peer.expiresAt > now);
+    return (await stampPeersOfUser(trx, userId)).filter((peer) => peer.expiresAt > now);
   });
   ctx.logger.info({ userId, configurations: peers.length }, 'user enabled');
-  await addPeersToNodes(ctx, peers);
+  await addPeersToNodes(ctx, peers, 'enable_user');
 }

@@ -3,8 +3,8 @@
 // database; show_all=off: only those whose peer did a handshake in the last 3 minutes.
 // OpenVPN, both modes: the clients connected right now with an active configuration (an
 // OpenVPN configuration has no state on the node until its client connects).
-// Nodes are asked in parallel; a node that does not answer is logged and its connections
-// left out. Results are JSON text per profile: the on-case can hold 100,000 entries, which
+// Nodes are asked in parallel, also those that failed a moment ago; a node that does not
+// answer is logged at warn level as a partial answer, and its connections are left out. Results are JSON text per profile: the on-case can hold 100,000 entries, which
 // the database serialises far faster than JavaScript objects would.
 import type { NodeNumber, ProfileId, VpnProto } from './ids.js';
 import { activeCertificates } from '../storage/certificates.js';
@@ -101,7 +101,7 @@ async function connectedOpenVpnClients(ctx: PortalContext, now: Date): Promise<M
   const reports = await Promise.all(
     nodesRunning(ctx, 'openVpn').map(async (nodeNumber) => ({
       nodeNumber,
-      clients: (await ctx.nodes.tryOn(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList())) ?? [],
+      clients: answerOrNothing(ctx, nodeNumber, 'OpenVPN', await ctx.nodes.ask(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList())),
     })),
   );
   for (const { nodeNumber, clients } of reports) {
@@ -140,9 +140,9 @@ export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVp
 async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer[]> {
   const reports = await Promise.all(
     nodesRunning(ctx, 'wireGuard').map(async (nodeNumber) => {
-      const list = await ctx.nodes.tryOn(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false));
+      const list = answerOrNothing(ctx, nodeNumber, 'WireGuard', await ctx.nodes.ask(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)));
       // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
-      const online = (list ?? []).filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);
+      const online = list.filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);
       return { nodeNumber, online };
     }),
   );
@@ -154,4 +154,11 @@ async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer
     }
   }
   return result;
+}
+
+/** The node's answer, or nothing, saying so: the listing is then partial. */
+function answerOrNothing<T>(ctx: PortalContext, nodeNumber: NodeNumber, protocol: string, answer: readonly T[] | undefined): readonly T[] {
+  if (answer !== undefined) return answer;
+  ctx.logger.warn({ nodeNumber }, `listing: node ${nodeNumber} did not answer; its ${protocol} connections are missing from this answer`);
+  return [];
 }

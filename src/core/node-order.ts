@@ -10,7 +10,7 @@ export function nodeOrder(ctx: PortalContext, profile: Profile): ProfileNode[] {
     [shuffled[index], shuffled[other]] = [shuffled[other] as ProfileNode, shuffled[index] as ProfileNode];
   }
   return [
-    ...shuffled.filter((node) => !ctx.nodes.isBackingOff(node.nodeNumber)),
-    ...shuffled.filter((node) => ctx.nodes.isBackingOff(node.nodeNumber)),
+    ...shuffled.filter((node) => !ctx.nodes.isDown(node.nodeNumber)),
+    ...shuffled.filter((node) => ctx.nodes.isDown(node.nodeNumber)),
   ];
 }

@@ -1,23 +1,45 @@
-// Pushing WireGuard peers to their nodes, best effort: failures are logged by the fleet and
-// repaired by the next reconcile.
+// Pushing WireGuard peer changes to their nodes, right after the database changed. Each push
+// carries the revision of the state it comes from, so the node never lets an older add undo a
+// newer removal (src/storage/revisions.ts). A node that is down or fails does not fail the
+// call: the database already holds the truth, the fleet asks the node again every second and
+// reconciles it as soon as it answers. A removal that could not be pushed is said at warn
+// level, because until then that tunnel still passes traffic.
+import type { NodeNumber, WireGuardKey } from './ids.js';
+import type { Revision } from '../storage/revisions.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
-import { forEachLimited } from './limited-parallel.js';
+import { pushToNodes } from './node-push.js';
 
-const PUSH_PARALLELISM = 16;
+/** A peer that must leave its node, with the revision of the change that says so. */
+export interface PeerRemoval {
+  readonly publicKey: WireGuardKey;
+  readonly nodeNumber: NodeNumber;
+  readonly revision: Revision;
+}
 
 export function peerIpNet(peer: Pick<WireGuardPeer, 'ipFour' | 'ipSix'>): string[] {
   return [`${peer.ipFour}/32`, `${peer.ipSix}/128`];
 }
 
-export async function removePeersFromNodes(ctx: PortalContext, peers: readonly WireGuardPeer[]): Promise<void> {
-  await forEachLimited(peers, PUSH_PARALLELISM, async (peer) => {
-    await ctx.nodes.tryOn(peer.nodeNumber, 'remove_peer', (daemon) => daemon.removePeer(peer.publicKey));
-  });
+/** Removals for peers a transaction just deleted or disabled, all under that transaction's revision. */
+export function removalsOf(peers: readonly WireGuardPeer[], revision?: Revision): PeerRemoval[] {
+  return peers.map((peer) => ({ publicKey: peer.publicKey, nodeNumber: peer.nodeNumber, revision: revision ?? peer.revision }));
 }
 
-export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[]): Promise<void> {
-  await forEachLimited(peers, PUSH_PARALLELISM, async (peer) => {
-    await ctx.nodes.tryOn(peer.nodeNumber, 'add_peer', (daemon) => daemon.addPeer(peer.publicKey, peerIpNet(peer)));
-  });
+/** `why` names the call (e.g. "disable_user") in the warning about nodes that did not get it. */
+export async function removePeersFromNodes(ctx: PortalContext, removals: readonly PeerRemoval[], why: string): Promise<void> {
+  const missed = await pushToNodes(ctx, removals, 'remove_peer', (removal) => removal.nodeNumber, (daemon, removal) => daemon.removePeer(removal.publicKey, removal.revision));
+  for (const [nodeNumber, count] of missed) {
+    ctx.logger.warn(
+      { nodeNumber, peers: count, call: why },
+      `${why}: node ${nodeNumber} did not get the removal of ${count} peer(s); its tunnels pass traffic until the node answers again and is reconciled`,
+    );
+  }
+}
+
+export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[], why: string): Promise<void> {
+  const missed = await pushToNodes(ctx, peers, 'add_peer', (peer) => peer.nodeNumber, (daemon, peer) => daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision));
+  for (const [nodeNumber, count] of missed) {
+    ctx.logger.info({ nodeNumber, peers: count, call: why }, `${why}: node ${nodeNumber} gets ${count} peer(s) as soon as it answers again`);
+  }
 }

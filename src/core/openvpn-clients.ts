@@ -1,14 +1,19 @@
-// Ending OpenVPN connections on their nodes, best effort: a node that cannot be reached is
-// logged by the fleet, and the next reconcile disconnects whatever should not be connected;
-// meanwhile the node's /connect check refuses a reconnect.
+// Ending OpenVPN connections on their nodes right after the database changed. A node that
+// cannot be reached is retried by the fleet and reconciled as soon as it answers (the
+// reconcile disconnects whatever should not be connected); meanwhile the node's /connect
+// check refuses a reconnect. A disconnect that could not be pushed is said at warn level.
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { PortalContext } from './context.js';
-import { forEachLimited } from './limited-parallel.js';
+import { pushToNodes } from './node-push.js';
 
-const PUSH_PARALLELISM = 16;
-
-export async function disconnectOpenVpnClients(ctx: PortalContext, certificates: readonly OpenVpnCertificate[]): Promise<void> {
-  await forEachLimited(certificates, PUSH_PARALLELISM, async (certificate) => {
-    await ctx.nodes.tryOn(certificate.nodeNumber, 'disconnect_client', (daemon) => daemon.disconnectClient(certificate.commonName));
-  });
+export async function disconnectOpenVpnClients(ctx: PortalContext, certificates: readonly OpenVpnCertificate[], why: string): Promise<void> {
+  const missed = await pushToNodes(ctx, certificates, 'disconnect_client', (certificate) => certificate.nodeNumber, (daemon, certificate) =>
+    daemon.disconnectClient(certificate.commonName),
+  );
+  for (const [nodeNumber, count] of missed) {
+    ctx.logger.warn(
+      { nodeNumber, clients: count, call: why },
+      `${why}: node ${nodeNumber} was not told to disconnect ${count} OpenVPN configuration(s); it is reconciled as soon as it answers again`,
+    );
+  }
 }

@@ -1,19 +1,29 @@
 // Makes every node follow the database: its WireGuard peer set equals the enabled, unexpired
 // configurations of the profiles on that node, and every OpenVPN client connected without
-// such a configuration is disconnected. Runs at start, every `reconcileInterval`, and when a
-// node answers again after an outage. Expired configurations are deleted here first.
+// such a configuration is disconnected. Runs at start, every `reconcileInterval`, and for one
+// node as soon as it answers again or lost its peers. Expired configurations are deleted by
+// the expiry sweep (deleteExpiredConfigurations), which the scheduler runs at each expiry.
+//
+// Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
+// pass sends carries the revision it read, so a disable, delete or destroy that commits while
+// the pass runs always wins on the node, whichever arrives there first.
 import type { NodeDaemon, DaemonPeer } from '../node/daemon-client.js';
 import { activeCertificates, deleteCertificate, expiredCertificates } from '../storage/certificates.js';
-import { activePeers, deletePeer, expiredPeers, type WireGuardPeer } from '../storage/wg-peers.js';
+import { hasAllocatedOnNode } from '../storage/ip-pools.js';
+import { isNodeResetConfirmed } from '../storage/node-resets.js';
+import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../storage/revisions.js';
+import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
-import type { NodeNumber } from './ids.js';
+import type { NodeNumber, WireGuardKey } from './ids.js';
 import { forEachLimited } from './limited-parallel.js';
-import { peerIpNet } from './node-peers.js';
+import { peerIpNet, removalsOf, removePeersFromNodes, type PeerRemoval } from './node-peers.js';
+import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { formatAtom } from './time.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
 const PARALLEL_CHANGES_PER_NODE = 16;
-const EXPIRED_BATCH = 500;
+/** Keys per database read: below every dialect's parameter limit, and short enough that an add is never sent long after its state was read. */
+const CHUNK = 500;
 
 export interface NodeReconcileResult {
   readonly nodeNumber: NodeNumber;
@@ -31,32 +41,99 @@ export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileRes
 
 export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
   const nodeNumber = daemon.nodeNumber;
+  // The node first, then the database: a peer is stored before it is pushed, so every peer the
+  // node holds is in the database read below, unless it was deleted or disabled since.
+  const info = await ctx.nodes.attempt(daemon, 'node_info', (node) => node.nodeInfo());
+  if (info === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  if (info.maxRevision !== null) await catchUpWithNode(ctx, nodeNumber, info.maxRevision);
   const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
   if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
 
   const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter((peer) =>
     isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard'),
   );
-  const desiredByKey = new Map(desired.map((peer) => [peer.publicKey as string, peer]));
+  const desiredKeys = new Set<string>(desired.map((peer) => peer.publicKey));
   const actualByKey = new Map(actual.map((peer) => [peer.publicKey as string, peer]));
-
-  const toRemove = actual.filter((peer) => !desiredByKey.has(peer.publicKey));
-  const toAdd = desired.filter((peer) => !sameAllowedIps(actualByKey.get(peer.publicKey), peer));
+  const extra = actual.filter((peer) => !desiredKeys.has(peer.publicKey));
+  const missing = desired.filter((peer) => !sameAllowedIps(actualByKey.get(peer.publicKey), peer));
 
   let removed = 0;
+  if (extra.length > 0 && desired.length === 0 && !(await mayEmpty(ctx, nodeNumber, actual.length))) {
+    // Leave the node alone; mayEmpty said why, loudly.
+  } else {
+    const removals = await removalsFor(ctx, nodeNumber, extra.map((peer) => peer.publicKey));
+    await forEachLimited(removals, PARALLEL_CHANGES_PER_NODE, async (removal) => {
+      const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(removal.publicKey, removal.revision).then(() => true));
+      if (done === true) removed++;
+    });
+  }
+
   let added = 0;
-  await forEachLimited(toRemove, PARALLEL_CHANGES_PER_NODE, async (peer) => {
-    // attempt() answers undefined for a failure, and so would a bare Promise<void>: count on `true`.
-    if ((await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(peer.publicKey).then(() => true))) === true) removed++;
-  });
-  await forEachLimited(toAdd, PARALLEL_CHANGES_PER_NODE, async (peer) => {
-    if ((await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer)).then(() => true))) === true) added++;
-  });
+  for (let start = 0; start < missing.length; start += CHUNK) {
+    // Read each chunk again just before pushing it: a long pass never sends an old state.
+    const keys = missing.slice(start, start + CHUNK).map((peer) => peer.publicKey);
+    const current = await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, publicKeys: keys });
+    await forEachLimited(current, PARALLEL_CHANGES_PER_NODE, async (peer) => {
+      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true));
+      if (done === true) added++;
+    });
+  }
   if (added > 0 || removed > 0) {
     ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
   }
   const disconnected = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : 0;
   return { nodeNumber, reachable: true, added, removed, disconnected };
+}
+
+/**
+ * The removals for keys the node holds but should not, each with a revision at least as new
+ * as the change that made it unwanted: the row's own revision (disabled, expired, or no longer
+ * served there), or, for a key the database no longer knows, the newest revision there is.
+ */
+async function removalsFor(ctx: PortalContext, nodeNumber: NodeNumber, keys: readonly WireGuardKey[]): Promise<PeerRemoval[]> {
+  if (keys.length === 0) return [];
+  const known = new Map<string, WireGuardPeer>();
+  for (let start = 0; start < keys.length; start += CHUNK) {
+    for (const peer of await peersWithKeys(ctx.db, keys.slice(start, start + CHUNK))) known.set(peer.publicKey, peer);
+  }
+  // Read after the rows: at least the revision of any deletion that made a key unknown.
+  const latest = await latestRevision(ctx.db);
+  return keys.map((publicKey) => ({ publicKey, nodeNumber, revision: known.get(publicKey)?.revision ?? latest }));
+}
+
+/**
+ * A node that applied a revision newer than any this database handed out followed another
+ * database (a restored backup, a database switched in `database`): its memory would make it
+ * ignore this one's instructions as old. Move the counter past the node's and give this node's
+ * configurations new revisions, so the database's state is the newest the node has heard.
+ */
+async function catchUpWithNode(ctx: PortalContext, nodeNumber: NodeNumber, nodeRevision: number): Promise<void> {
+  if (nodeRevision <= (await latestRevision(ctx.db))) return;
+  const stamped = await ctx.db.transaction().execute(async (trx) => {
+    await advanceRevisionTo(trx, toRevision(nodeRevision));
+    return stampPeersOfNode(trx, nodeNumber);
+  });
+  ctx.logger.warn(
+    { nodeNumber, nodeRevision, stamped },
+    `node ${nodeNumber} has applied revision ${nodeRevision}, newer than this database's: it followed another database (a restored backup?); this database's state now takes precedence`,
+  );
+}
+
+/**
+ * Whether the pass may remove every peer of a node that holds some. Not when this database
+ * has never handed out an address on that node and no administrator confirmed it: that is a
+ * fresh or wrong database (a typo in `database`, a `db copy` from the wrong file), and
+ * emptying the node would cut every tunnel.
+ */
+async function mayEmpty(ctx: PortalContext, nodeNumber: NodeNumber, peersOnNode: number): Promise<boolean> {
+  if (await hasAllocatedOnNode(ctx.db, nodeNumber)) return true;
+  if (await isNodeResetConfirmed(ctx.db, nodeNumber)) return true;
+  ctx.logger.error(
+    { nodeNumber, peersOnNode },
+    `node ${nodeNumber} holds ${peersOnNode} peer(s) but this database has never held a WireGuard configuration for it: ` +
+      `not removing them. Check the "database" option; if the node really must be emptied, run "vpn-portal node-reset ${nodeNumber}"`,
+  );
+  return false;
 }
 
 /** Disconnects the node's OpenVPN clients that have no valid configuration; returns how many. */
@@ -66,8 +143,8 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
   if (clients === undefined || clients.length === 0) return 0;
   const names = [...new Set(clients.map((client) => client.commonName))];
   const valid = new Set<string>();
-  for (let start = 0; start < names.length; start += EXPIRED_BATCH) {
-    const chunk = names.slice(start, start + EXPIRED_BATCH);
+  for (let start = 0; start < names.length; start += CHUNK) {
+    const chunk = names.slice(start, start + CHUNK);
     for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, commonNames: chunk })) {
       if (isServedOn(ctx, certificate.profileId, nodeNumber, 'openVpn')) valid.add(certificate.commonName);
     }
@@ -85,31 +162,34 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
 }
 
 /**
- * Deletes expired configurations, freeing the addresses of WireGuard ones; the node pass then
- * removes their peers and disconnects their OpenVPN clients.
+ * Deletes expired configurations, freeing the addresses of WireGuard ones, and takes them off
+ * their nodes at once: WireGuard peers are removed, OpenVPN clients disconnected.
  */
 export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<number> {
   const now = formatAtom(ctx.clock.now());
   let deleted = 0;
   for (;;) {
-    const batch = await expiredPeers(ctx.db, now, EXPIRED_BATCH);
+    const batch = await expiredPeers(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
-    await ctx.db.transaction().execute(async (trx) => {
+    const removals = await ctx.db.transaction().execute(async (trx) => {
       for (const peer of batch) {
         // Give the address back only when this pass deleted the configuration (not a
         // delete_connection on another portal instance a moment before).
         if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
       }
+      return removalsOf(batch, await nextRevision(trx));
     });
     deleted += batch.length;
+    await removePeersFromNodes(ctx, removals, 'expiry');
   }
   for (;;) {
-    const batch = await expiredCertificates(ctx.db, now, EXPIRED_BATCH);
+    const batch = await expiredCertificates(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
     await ctx.db.transaction().execute(async (trx) => {
       for (const certificate of batch) await deleteCertificate(trx, certificate.commonName);
     });
     deleted += batch.length;
+    await disconnectOpenVpnClients(ctx, batch, 'expiry');
   }
   if (deleted > 0) ctx.logger.info({ deleted }, `deleted ${deleted} expired configuration(s)`);
   return deleted;

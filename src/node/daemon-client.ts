@@ -23,8 +23,16 @@ export interface DaemonOpenVpnClient {
 }
 
 export interface DaemonNodeInfo {
+  /** Seconds since the node's host booted. */
   readonly nodeUptime: number;
   readonly maintenanceMode: boolean;
+  /**
+   * Our agent's `instance_id`: a new value whenever the node lost its peers (agent start,
+   * wireguard-go restart). Null from a daemon that does not report one (eduVPN's vpn-daemon).
+   */
+  readonly instanceId: string | null;
+  /** Our agent's highest applied revision; null from a daemon that does not report one. */
+  readonly maxRevision: number | null;
 }
 
 /** What the core needs from a node; one instance per node. */
@@ -33,8 +41,9 @@ export interface NodeDaemon {
   readonly url: string;
   nodeInfo(): Promise<DaemonNodeInfo>;
   peerList(showAll: boolean): Promise<DaemonPeer[]>;
-  addPeer(publicKey: WireGuardKey, ipNet: readonly string[]): Promise<void>;
-  removePeer(publicKey: WireGuardKey): Promise<void>;
+  /** `revision` orders instructions for one key: our agent ignores one older than the last it applied. */
+  addPeer(publicKey: WireGuardKey, ipNet: readonly string[], revision: number): Promise<void>;
+  removePeer(publicKey: WireGuardKey, revision: number): Promise<void>;
   openVpnConnectionList(): Promise<DaemonOpenVpnClient[]>;
   /** Disconnects every client with this certificate Common Name. */
   disconnectClient(commonName: string): Promise<void>;
@@ -66,6 +75,8 @@ export class HttpNodeDaemon implements NodeDaemon {
     return {
       nodeUptime: numberField(body, 'node_uptime'),
       maintenanceMode: isRecord(body) && body['maintenance_mode'] === true,
+      instanceId: isRecord(body) && typeof body['instance_id'] === 'string' ? body['instance_id'] : null,
+      maxRevision: isRecord(body) && Number.isSafeInteger(body['max_revision']) ? (body['max_revision'] as number) : null,
     };
   }
 
@@ -76,14 +87,16 @@ export class HttpNodeDaemon implements NodeDaemon {
     return list.map((entry: unknown) => this.toPeer(entry));
   }
 
-  async addPeer(publicKey: WireGuardKey, ipNet: readonly string[]): Promise<void> {
+  async addPeer(publicKey: WireGuardKey, ipNet: readonly string[], revision: number): Promise<void> {
     const form = new URLSearchParams({ public_key: publicKey });
     for (const net of ipNet) form.append('ip_net', net);
+    // An extra field: eduVPN's vpn-daemon ignores it, our agent orders instructions by it.
+    form.append('revision', String(revision));
     await this.request('POST', '/w/add_peer', form);
   }
 
-  async removePeer(publicKey: WireGuardKey): Promise<void> {
-    await this.request('POST', '/w/remove_peer', new URLSearchParams({ public_key: publicKey }));
+  async removePeer(publicKey: WireGuardKey, revision: number): Promise<void> {
+    await this.request('POST', '/w/remove_peer', new URLSearchParams({ public_key: publicKey, revision: String(revision) }));
   }
 
   async openVpnConnectionList(): Promise<DaemonOpenVpnClient[]> {

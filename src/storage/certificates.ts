@@ -92,6 +92,12 @@ export async function activeCertificates(
 }
 
 /** Expired configurations, oldest first, at most `limit` of them. */
+/** The earliest expiry of any OpenVPN configuration (expired ones included), or null when there is none. */
+export async function earliestCertificateExpiry(db: Executor): Promise<string | null> {
+  const row = await db.selectFrom('certificates').select((eb) => eb.fn.min('expires_at').as('earliest')).executeTakeFirst();
+  return row?.earliest ?? null;
+}
+
 export async function expiredCertificates(db: Executor, now: string, limit: number): Promise<OpenVpnCertificate[]> {
   const rows = await db
     .selectFrom('certificates')

@@ -5,6 +5,7 @@
 // that transaction commits, so the target ends up with all of the data or none of it.
 import { sql, type Transaction } from 'kysely';
 import { isPostgres, type Db } from './database.js';
+import { advanceRevisionTo, latestRevision } from './revisions.js';
 import type { Database } from './schema.js';
 
 /** Every table, parents before children; with the primary key that orders the batches. */
@@ -16,7 +17,11 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'ip_pool_free', key: ['profile_id', 'node_number', 'range_four', 'range_six', 'pool_index'] },
   { table: 'certificates', key: ['common_name'] },
   { table: 'connection_log', key: ['log_id'] },
+  { table: 'node_resets', key: ['node_number'] },
 ];
+
+/** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */
+const NOT_COPIED = new Set(['change_revision']);
 
 /** Rows per SELECT and per INSERT: 13 columns × 1,000 stays far below both dialects' parameter limits. */
 const BATCH_ROWS = 1000;
@@ -43,7 +48,9 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
   // if a portal still writes to it (it should be stopped: its later writes are not copied).
   // "Every table": a table a later migration adds must be added to COPIED_TABLES too.
   const known = new Set<string>(COPIED_TABLES.map(({ table }) => table));
-  const unknown = (await source.introspection.getTables()).map((table) => table.name).filter((name) => !known.has(name) && !name.startsWith('kysely_'));
+  const unknown = (await source.introspection.getTables())
+    .map((table) => table.name)
+    .filter((name) => !known.has(name) && !NOT_COPIED.has(name) && !name.startsWith('kysely_'));
   if (unknown.length > 0) throw new Error(`db copy does not know the table(s) ${unknown.join(', ')}; nothing was copied`);
 
   const sourceTransaction = isPostgres(source) ? source.transaction().setIsolationLevel('repeatable read') : source.transaction();
@@ -71,6 +78,8 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
         copied.push({ table, rows: stored });
         progress({ table, rows: stored });
       }
+      // The copy's revisions go on from the source's (src/storage/revisions.ts).
+      await advanceRevisionTo(targetTrx, await latestRevision(sourceTrx));
       return copied;
     }),
   );

@@ -21,6 +21,7 @@ import type { DatabaseLocation } from '../config/portal-config.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
+import { revisionsSchema } from './migrations/0004-revisions.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '0001-initial': initialSchema,
   '0002-listing-order': listingOrder,
   '0003-openvpn': openVpnSchema,
+  '0004-revisions': revisionsSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

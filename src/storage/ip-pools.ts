@@ -2,7 +2,7 @@
 // is empty or nearly full. A pool hands out the lowest index given back before, else the
 // next never-used one — the same addresses, in the same order, as scanning for the first
 // free candidate (reference §6.2) would, without reading the peers.
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../core/ids.js';
 import { isPostgres } from './database.js';
 import type { Database } from './schema.js';
@@ -81,4 +81,10 @@ function matchingFreeEntries(trx: Transaction<Database>, key: PoolKey) {
     .where('node_number', '=', key.nodeNumber)
     .where('range_four', '=', key.rangeFour)
     .where('range_six', '=', key.rangeSix);
+}
+
+/** Whether any WireGuard address was ever handed out on the node (deleted configurations count). */
+export async function hasAllocatedOnNode(db: Kysely<Database> | Transaction<Database>, nodeNumber: NodeNumber): Promise<boolean> {
+  const row = await db.selectFrom('ip_pools').select('node_number').where('node_number', '=', nodeNumber).where('next_index', '>', 0).executeTakeFirst();
+  return row !== undefined;
 }

@@ -1,6 +1,6 @@
 // Row types of every table, as Kysely sees them. Times are ATOM strings in UTC
 // (see src/core/time.ts); booleans are stored as 0/1 so SQLite and PostgreSQL agree.
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated, RawBuilder } from 'kysely';
 
 export interface UsersTable {
   user_id: string;
@@ -35,6 +35,8 @@ export interface WireGuardPeersTable {
   expires_at: string;
   /** null for configurations made through the Admin API (and the portal); set for app (OAuth) ones. */
   auth_key: string | null;
+  /** Change counter value of the last change to whether this peer belongs on its node (src/storage/revisions.ts). */
+  revision: ColumnType<string | number, string | number | RawBuilder<unknown>, string | number | RawBuilder<unknown>>;
 }
 
 /** Address pool of one profile on one node: the next never-used index. */
@@ -85,6 +87,12 @@ export interface ConnectionLogTable {
   bytes_out: number | string | null;
 }
 
+/** Nodes an administrator allowed to be emptied by a database that never held a configuration for them. */
+export interface NodeResetsTable {
+  node_number: number;
+  confirmed_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -93,4 +101,5 @@ export interface Database {
   ip_pool_free: IpPoolFreeTable;
   certificates: CertificatesTable;
   connection_log: ConnectionLogTable;
+  node_resets: NodeResetsTable;
 }

@@ -16,19 +16,31 @@ export async function findUser(db: Executor, userId: UserId): Promise<UserState 
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 
-/** Inserts the user when missing (concurrent creates for one new user are fine) and returns its state. */
-export async function ensureUser(db: Executor, userId: UserId, now: string): Promise<UserState> {
+/**
+ * Inserts the user when missing (concurrent creates for one new user are fine) and returns its
+ * state. On PostgreSQL the row stays share-locked until the transaction ends, so a concurrent
+ * disable_user or destroy waits for the configuration being added and then sees it (SQLite runs
+ * one writer at a time: nothing to lock there).
+ */
+export async function ensureUser(trx: Transaction<Database>, userId: UserId, now: string): Promise<UserState> {
   // Most creates are for known users: one read, no write.
-  const existing = await findUser(db, userId);
+  const existing = await findUserForCreate(trx, userId);
   if (existing !== undefined) return existing;
-  await db
+  await trx
     .insertInto('users')
     .values({ user_id: userId, created_at: now, last_seen: now, auth_data: null })
     .onConflict((conflict) => conflict.column('user_id').doNothing())
     .execute();
-  const user = await findUser(db, userId);
+  const user = await findUserForCreate(trx, userId);
   if (user === undefined) throw new Error('user vanished while being created');
   return user;
+}
+
+async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Promise<UserState | undefined> {
+  let query = trx.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', '=', userId);
+  if (isPostgres(trx)) query = query.forShare();
+  const row = await query.executeTakeFirst();
+  return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 
 export async function setUserDisabled(db: Executor, userId: UserId, disabled: boolean): Promise<void> {

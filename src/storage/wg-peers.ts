@@ -2,7 +2,9 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../core/ids.js';
 import { isPostgres } from './database.js';
+import { revisionValue, toRevision, type Revision } from './revisions.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
+import type { Selectable } from 'kysely';
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -18,10 +20,13 @@ export interface WireGuardPeer {
   readonly createdAt: string;
   readonly expiresAt: string;
   readonly authKey: string | null;
+  /** The change counter's value at the last change to whether this peer belongs on its node. */
+  readonly revision: Revision;
 }
 
-export async function insertPeer(db: Executor, peer: WireGuardPeer): Promise<void> {
-  await db
+/** Inserts a new configuration with a new revision, and returns it as stored. */
+export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer> {
+  const row = await trx
     .insertInto('wg_peers')
     .values({
       public_key: peer.publicKey,
@@ -35,8 +40,38 @@ export async function insertPeer(db: Executor, peer: WireGuardPeer): Promise<voi
       created_at: peer.createdAt,
       expires_at: peer.expiresAt,
       auth_key: peer.authKey,
+      revision: await revisionValue(trx),
     })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toPeer(row);
+}
+
+/**
+ * Gives every configuration of a user a new revision (disable, enable) and returns them.
+ * Call after the user's row is locked by the same transaction.
+ */
+export async function stampPeersOfUser(trx: Transaction<Database>, userId: UserId): Promise<WireGuardPeer[]> {
+  const rows = await trx
+    .updateTable('wg_peers')
+    .set({ revision: await revisionValue(trx) })
+    .where('user_id', '=', userId)
+    .returningAll()
     .execute();
+  return rows.map(toPeer).sort(byExpiryThenKey);
+}
+
+/** Gives every configuration on a node a new revision (after the counter was moved past the node's). */
+export async function stampPeersOfNode(trx: Transaction<Database>, nodeNumber: NodeNumber): Promise<number> {
+  const result = await trx.updateTable('wg_peers').set({ revision: await revisionValue(trx) }).where('node_number', '=', nodeNumber).executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** The stored configurations among these keys, whatever their state. */
+export async function peersWithKeys(db: Executor, publicKeys: readonly string[]): Promise<WireGuardPeer[]> {
+  if (publicKeys.length === 0) return [];
+  const rows = await db.selectFrom('wg_peers').selectAll().where('public_key', 'in', publicKeys).execute();
+  return rows.map(toPeer);
 }
 
 export async function peersOfUser(db: Executor, userId: UserId): Promise<WireGuardPeer[]> {
@@ -147,6 +182,12 @@ export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now:
   return result.rows[0]?.list ?? '[]';
 }
 
+/** The earliest expiry of any configuration (expired ones included), or null when there is none. */
+export async function earliestPeerExpiry(db: Executor): Promise<string | null> {
+  const row = await db.selectFrom('wg_peers').select((eb) => eb.fn.min('expires_at').as('earliest')).executeTakeFirst();
+  return row?.earliest ?? null;
+}
+
 /** Expired configurations, oldest first, at most `limit` of them. */
 export async function expiredPeers(db: Executor, now: string, limit: number): Promise<WireGuardPeer[]> {
   const rows = await db
@@ -159,7 +200,7 @@ export async function expiredPeers(db: Executor, now: string, limit: number): Pr
   return rows.map(toPeer);
 }
 
-function toPeer(row: WireGuardPeersTable): WireGuardPeer {
+function toPeer(row: Selectable<WireGuardPeersTable>): WireGuardPeer {
   return {
     publicKey: row.public_key as WireGuardKey,
     userId: row.user_id as UserId,
@@ -172,5 +213,12 @@ function toPeer(row: WireGuardPeersTable): WireGuardPeer {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     authKey: row.auth_key,
+    revision: toRevision(row.revision),
   };
+}
+
+/** The order of user_configuration_list: latest expiry first, then by key. */
+function byExpiryThenKey(a: WireGuardPeer, b: WireGuardPeer): number {
+  if (a.expiresAt !== b.expiresAt) return a.expiresAt < b.expiresAt ? 1 : -1;
+  return a.publicKey < b.publicKey ? -1 : a.publicKey > b.publicKey ? 1 : 0;
 }

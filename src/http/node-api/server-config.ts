@@ -69,6 +69,8 @@ export async function serverConfigHandler(ctx: PortalContext, request: FastifyRe
     openvpn: openvpn.map(({ name, profileId, processNumber, proto, port, content }) => ({ name, profileId, processNumber, proto, port, content })),
   };
   await reply.type('application/json').send(JSON.stringify(answer));
+  // An agent asks at start and after wireguard-go restarted: it may hold no peers now.
+  ctx.nodes.nodeCheckedIn(nodeNumber);
 }
 
 function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<string> | null): WireGuardServerConfig | null {

@@ -1,0 +1,107 @@
+// When reconcile work runs, one piece at a time per portal instance: a full pass at start and
+// every `reconcileInterval`; a pass for one node as soon as the fleet says it answers again or
+// lost its peers; and the expiry sweep at the moment the next configuration expires, so an
+// expired configuration leaves its node within seconds rather than at the next full pass.
+// With several portal instances on one PostgreSQL database only one runs a full pass at any
+// moment (an advisory lock; the other skips it). Node passes and sweeps are not skipped: they
+// are short, and revisions make it safe for two instances to push to one node at once.
+import { earliestCertificateExpiry } from '../storage/certificates.js';
+import { runExclusively } from '../storage/exclusive.js';
+import { earliestPeerExpiry } from '../storage/wg-peers.js';
+import type { PortalContext } from './context.js';
+import type { NodeNumber } from './ids.js';
+import type { ReconcileReason } from './node-fleet.js';
+import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reconcile.js';
+
+/** The sweep never runs more often than this, whatever the clock says. */
+const MIN_SWEEP_DELAY_MS = 1_000;
+
+export class ReconcileScheduler {
+  private timer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private readonly pendingNodes = new Set<NodeNumber>();
+  private stopped = false;
+  private intervalMs = 0;
+
+  constructor(private readonly ctx: PortalContext) {}
+
+  start(intervalMs: number): void {
+    this.intervalMs = intervalMs;
+    this.ctx.nodes.onReconcileNeeded((nodeNumber, reason) => this.requestNode(nodeNumber, reason));
+    void this.runAll();
+    this.timer = setInterval(() => void this.runAll(), intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.sweepTimer);
+  }
+
+  /** Resolves once the work queued so far has run. */
+  idle(): Promise<void> {
+    return this.running;
+  }
+
+  runAll(): Promise<void> {
+    return this.enqueue(async () => {
+      const result = await runExclusively(this.ctx.db, 'reconcile', () => reconcileAll(this.ctx));
+      if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
+    });
+  }
+
+  /** Queues a pass for one node; several requests for the same node before it runs make one pass. */
+  requestNode(nodeNumber: NodeNumber, reason: ReconcileReason): void {
+    if (this.stopped || this.pendingNodes.has(nodeNumber)) return;
+    const daemon = this.ctx.nodes.daemon(nodeNumber);
+    if (daemon === undefined) return;
+    this.pendingNodes.add(nodeNumber);
+    this.ctx.logger.debug({ nodeNumber, reason }, `reconcile of node ${nodeNumber} queued: it ${reason}`);
+    void this.enqueue(async () => {
+      this.pendingNodes.delete(nodeNumber);
+      await reconcileNode(this.ctx, daemon);
+    });
+  }
+
+  private enqueue(work: () => Promise<void>): Promise<void> {
+    this.running = this.running
+      .then(async () => {
+        if (this.stopped) return;
+        await work();
+      })
+      .catch((error: unknown) => {
+        this.ctx.logger.error({ err: error }, 'reconcile pass failed');
+      })
+      .finally(() => this.scheduleSweep());
+    return this.running;
+  }
+
+  /** Sets the sweep timer to the next expiry, at the latest one interval from now. */
+  private scheduleSweep(): void {
+    if (this.stopped) return;
+    void this.nextExpiryDelay()
+      .then((delayMs) => {
+        if (this.stopped) return;
+        clearTimeout(this.sweepTimer);
+        this.sweepTimer = setTimeout(() => {
+          void this.enqueue(async () => {
+            await deleteExpiredConfigurations(this.ctx);
+          });
+        }, delayMs);
+        this.sweepTimer.unref();
+      })
+      .catch((error: unknown) => {
+        this.ctx.logger.warn({ err: error }, 'cannot read the next expiry; the next reconcile pass deletes expired configurations');
+      });
+  }
+
+  private async nextExpiryDelay(): Promise<number> {
+    const [peer, certificate] = await Promise.all([earliestPeerExpiry(this.ctx.db), earliestCertificateExpiry(this.ctx.db)]);
+    const earliest = [peer, certificate].filter((value): value is string => value !== null).sort()[0];
+    if (earliest === undefined) return this.intervalMs;
+    const untilExpiry = new Date(earliest).getTime() - this.ctx.clock.now().getTime();
+    return Math.min(this.intervalMs, Math.max(MIN_SWEEP_DELAY_MS, untilExpiry));
+  }
+}

@@ -1,0 +1,22 @@
+// Queries on `node_resets`: nodes an administrator allowed to be emptied by a database that
+// has never held a WireGuard configuration for them (`vpn-portal node-reset N`). Without that
+// confirmation the reconcile pass leaves such a node alone: a fresh or wrong database must
+// never silently remove every peer of a working node.
+import type { Kysely, Transaction } from 'kysely';
+import type { NodeNumber } from '../core/ids.js';
+import type { Database } from './schema.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export async function confirmNodeReset(db: Executor, nodeNumber: NodeNumber, now: string): Promise<void> {
+  await db
+    .insertInto('node_resets')
+    .values({ node_number: nodeNumber, confirmed_at: now })
+    .onConflict((conflict) => conflict.column('node_number').doUpdateSet({ confirmed_at: now }))
+    .execute();
+}
+
+export async function isNodeResetConfirmed(db: Executor, nodeNumber: NodeNumber): Promise<boolean> {
+  const row = await db.selectFrom('node_resets').select('node_number').where('node_number', '=', nodeNumber).executeTakeFirst();
+  return row !== undefined;
+}
