@@ -8,12 +8,15 @@ import { startPortal } from '../portal.js';
 import { DB_USAGE, runDbCommand } from './db.js';
 import { generateSecrets } from './generate-secrets.js';
 import { runNode } from './node.js';
+import { runNodeReset } from './node-reset.js';
 
 const USAGE = `usage:
   vpn-portal serve [--config FILE]                         serve the portal (embedded default configuration without --config)
   vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
                                                            create missing keys (never overwrites)
   vpn-portal node --config FILE                            run a VPN node agent
+  vpn-portal node-reset N [--config FILE]                  let the portal empty node N although this
+                                                           database never held a configuration for it
 ${DB_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
@@ -24,10 +27,12 @@ async function main(argv: string[]): Promise<number> {
   }
   // `db` has subcommands and options of its own.
   if (command === 'db') return runDbCommand(rest, (line) => console.log(line), (line) => console.error(line));
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     args: rest,
     options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },
     strict: true,
+    // Only node-reset takes one (its node number).
+    allowPositionals: command === 'node-reset',
   });
   if (values.help === true || command === undefined || command === 'help' || command === '--help') {
     console.log(USAGE);
@@ -43,6 +48,12 @@ async function main(argv: string[]): Promise<number> {
     case 'generate-secrets': {
       const node = values.node === undefined ? undefined : parseNodeNumber(values.node);
       await generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) => console.log(line));
+      return 0;
+    }
+    case 'node-reset': {
+      const [nodeText] = positionals;
+      if (nodeText === undefined || positionals.length !== 1) throw new ConfigError(`node-reset needs one node number\n${USAGE}`);
+      await runNodeReset(parseNodeNumber(nodeText), values.config, (line) => console.log(line));
       return 0;
     }
     case 'node': {
