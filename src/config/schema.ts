@@ -96,3 +96,4 @@ export const portalConfigSchema = z.strictObject({
 export type PortalConfigFile = z.input<typeof portalConfigSchema>;
 export type ParsedPortalConfig = z.output<typeof portalConfigSchema>;
 export type ParsedProfile = z.output<typeof profileSchema>;
+export type ProfileConfigFile = z.input<typeof profileSchema>;

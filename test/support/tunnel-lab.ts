@@ -1,0 +1,187 @@
+// The shared stage of the end-to-end tests: the real portal on the host, the real node agent
+// (`vpn-portal node`, with wireguard-go) as a process in namespace "node", and, when asked, a
+// managed device in namespace "client" behind the node. The portal listens on the host end of
+// a veth link to the node (a namespace cannot reach the host's loopback), the agent on the
+// node end; the device reaches the node over a second link. Everything is removed at close().
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { PortalConfigFile, ProfileConfigFile } from '../../src/config/schema.js';
+import { asNodeNumber } from '../../src/core/ids.js';
+import type { Clock } from '../../src/core/time.js';
+import { NetnsLab, wireGuardPeers, type Namespace } from './netns.js';
+import { NodeAgentProcess } from './node-agent-process.js';
+import { startTestPortal, type TestPortal } from './test-portal.js';
+
+export const LAB_PROFILE = 'employees';
+/** The node's tunnel address in the lab's default WireGuard range. */
+export const LAB_GATEWAY = '198.19.44.1';
+
+export interface TunnelLabOptions {
+  /** Merged over the lab's WireGuard profile (198.19.44.0/24, fd00:44::/64, no default gateway). */
+  readonly profile?: Partial<ProfileConfigFile>;
+  /** Merged over the portal's configuration. */
+  readonly portalConfig?: Partial<PortalConfigFile>;
+  /** Whether a client namespace is made (default: yes). */
+  readonly client?: boolean;
+  /** Whether the agent is started right away (default: yes). */
+  readonly startAgent?: boolean;
+  readonly clock?: Clock;
+  /** Further portal instances on the same database (PostgreSQL), for scale-out stories. */
+  readonly extraPortals?: number;
+}
+
+export interface TunnelLab {
+  readonly lab: NetnsLab;
+  readonly directory: string;
+  readonly node: Namespace;
+  /** Throws when the lab was made without a client. */
+  readonly client: Namespace;
+  readonly portal: TestPortal;
+  /** Further instances sharing the first one's database and keys. */
+  readonly extraPortals: readonly TestPortal[];
+  /** The node's address on the client's link: its WireGuard endpoint. */
+  readonly nodeAddressForClient: string;
+  readonly nodeInterface: string;
+  /** The agent's endpoint memory (endpoint-memory.ts). */
+  readonly endpointFile: string;
+  /** The running agent; throws while it is stopped. */
+  readonly agent: NodeAgentProcess;
+  startAgent(): Promise<NodeAgentProcess>;
+  stopAgent(): Promise<void>;
+  /** The pid of the agent's wireguard-go. */
+  wireguardGoPid(): number;
+  /** Public key → allowed IPs on the node's interface, as `wg show` reports them. */
+  peersOnNode(): Promise<Map<string, string[]>>;
+  /** POST /create as a WireGuard file for `userId`, brought up with wg-quick in the client namespace. */
+  provisionDevice(userId: string, displayName: string): Promise<{ interfaceName: string; publicKey: string; file: string }>;
+  /** One ping from the client to `target` (default: the node's tunnel address), waiting up to `seconds`. */
+  ping(seconds: number, target?: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<TunnelLab> {
+  const lab = new NetnsLab();
+  const directory = await mkdtemp(join(tmpdir(), 'tunnel-lab-'));
+  let portal: TestPortal | undefined;
+  const extraPortals: TestPortal[] = [];
+  let agent: NodeAgentProcess | undefined;
+  const close = async (): Promise<void> => {
+    try {
+      await agent?.stop();
+    } finally {
+      await lab.cleanup();
+      for (const extra of extraPortals) await extra.close();
+      await portal?.close();
+      await rm(directory, { recursive: true, force: true });
+    }
+  };
+  try {
+    const node = await lab.namespace('node');
+    const client = options.client === false ? null : await lab.namespace('client');
+    const hostLink = lab.subnet();
+    const clientLink = lab.subnet();
+    await lab.vethPair({ namespace: null, address: `${hostLink.first}/30` }, { namespace: node, address: `${hostLink.second}/30` });
+    if (client !== null) {
+      await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
+    }
+    const nodeUrl = `http://${hostLink.second}:41194`;
+    const profile: ProfileConfigFile = {
+      profileId: LAB_PROFILE,
+      displayName: 'Employees',
+      hostName: clientLink.first,
+      defaultGateway: false,
+      wRangeFour: '198.19.44.0/24',
+      wRangeSix: 'fd00:44::/64',
+      nodeUrl,
+      ...options.profile,
+    };
+    const portalConfig: Partial<PortalConfigFile> = {
+      // Reachable from the node's namespace; the Admin API accepts the test on that address.
+      listen: { host: hostLink.first, port: 0 },
+      adminApi: { allowList: [`${hostLink.first}/32`, '127.0.0.1/32'], trustedProxyList: [] },
+      ProfileList: [profile],
+      ...options.portalConfig,
+    };
+    portal = await startTestPortal({ config: portalConfig, ...(options.clock === undefined ? {} : { clock: options.clock }) });
+    for (let index = 0; index < (options.extraPortals ?? 0); index++) {
+      extraPortals.push(await startTestPortal({ config: portalConfig, dataDir: portal.dataDir, database: portal.database }));
+    }
+
+    const nodeInterface = lab.interfaceName('wgn');
+    const agentConfigFile = join(directory, 'node.json');
+    const endpointFile = join(directory, 'endpoints.json');
+    await writeFile(
+      agentConfigFile,
+      JSON.stringify({
+        apiUrl: portal.nodeApiUrl,
+        nodeNumber: 0,
+        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
+        listen: { host: hostLink.second, port: 41194 },
+        WireGuard: { interfaceName: nodeInterface, endpointFile },
+      }),
+    );
+    const startAgent = async (): Promise<NodeAgentProcess> => {
+      const started = new NodeAgentProcess(node, agentConfigFile);
+      agent = started;
+      await started.ready();
+      return started;
+    };
+    if (options.startAgent !== false) await startAgent();
+
+    const requireClient = (): Namespace => {
+      if (client === null) throw new Error('this lab has no client namespace');
+      return client;
+    };
+    const firstPortal = portal;
+    return {
+      lab,
+      directory,
+      node,
+      get client() {
+        return requireClient();
+      },
+      portal: firstPortal,
+      extraPortals,
+      nodeAddressForClient: clientLink.first,
+      nodeInterface,
+      endpointFile,
+      get agent() {
+        if (agent === undefined) throw new Error('the node agent is stopped');
+        return agent;
+      },
+      startAgent,
+      async stopAgent() {
+        await agent?.stop();
+        agent = undefined;
+      },
+      wireguardGoPid() {
+        const line = agent?.withMessage('created WireGuard interface with wireguard-go').at(-1);
+        const pid = Number(line?.['pid']);
+        assert.ok(Number.isInteger(pid) && pid > 0, 'the agent logged the pid of its wireguard-go');
+        return pid;
+      },
+      peersOnNode: () => wireGuardPeers(node, nodeInterface),
+      async provisionDevice(userId, displayName) {
+        const device = requireClient();
+        const created = await firstPortal.post('/create', { user_id: userId, profile_id: LAB_PROFILE, display_name: displayName }, { accept: 'application/x-wireguard-profile' });
+        assert.equal(created.status, 200, created.text);
+        const interfaceName = lab.interfaceName('wgc');
+        const file = join(directory, `${interfaceName}.conf`);
+        await writeFile(file, created.text, { mode: 0o600 });
+        await device.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
+        const publicKey = (await device.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
+        return { interfaceName, publicKey, file };
+      },
+      async ping(seconds, target = LAB_GATEWAY) {
+        const result = await requireClient().run('ping', ['-c', '1', '-i', '0.2', '-W', '1', '-w', String(seconds), target]);
+        return result.exitCode === 0;
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
