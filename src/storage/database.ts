@@ -12,6 +12,9 @@ import {
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
   type Migration,
   type MigrationProvider,
   type Transaction,
@@ -79,12 +82,40 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  return new Kysely<Database>({ dialect: new EmbeddedSqliteDialect(sqlite) });
 }
 
 /** True when `db` talks to PostgreSQL (for the few queries that differ between dialects). */
 export function isPostgres(db: Executor | Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/**
+ * Kysely's SQLite dialect, except for a ROLLBACK after SQLite rolled back by itself. After some
+ * failures (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, some SQLITE_BUSY) SQLite ends the
+ * transaction; Kysely's ROLLBACK then fails with "cannot rollback - no transaction is active",
+ * and that error would replace the one that says what happened. The driver asks the connection
+ * (`inTransaction`, SQLite's autocommit flag) instead of guessing from error codes.
+ */
+class EmbeddedSqliteDialect extends SqliteDialect {
+  constructor(private readonly sqlite: SqliteDatabase.Database) {
+    super({ database: sqlite });
+  }
+
+  override createDriver(): Driver {
+    return new SqliteDriverKeepingTheCause(this.sqlite);
+  }
+}
+
+class SqliteDriverKeepingTheCause extends SqliteDriver {
+  constructor(private readonly sqlite: SqliteDatabase.Database) {
+    super({ database: withStatementCache(sqlite) });
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (!this.sqlite.inTransaction) return;
+    await super.rollbackTransaction(connection);
+  }
 }
 
 /**
