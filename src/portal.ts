@@ -44,6 +44,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const keys = new KeyStore(config.keyDir);
   const db = await openDatabase(config.database, {
     onConnectionError: (error) => logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
+    timeoutMs: config.databaseTimeoutMs,
+    limitStatements: true,
   });
   logger.info(`database ${describeDatabase(config.database)}`);
   const daemons = new Map<NodeNumber, NodeDaemon>();

@@ -31,9 +31,6 @@ const OUTAGE_MESSAGES: Readonly<Record<StorageOutage, { readonly log: string; re
   unavailable: { log: 'database unavailable', reply: 'database unavailable, try again later' },
 };
 
-/** The pg driver's errors for a PostgreSQL connection lost mid-query carry no code, only these messages. */
-const CONNECTION_LOST = /^(Connection terminated|Client (has encountered a connection error|was closed) and is not queryable)/;
-
 export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
   return reply.code(status).headers(headers).type('application/json').send(JSON.stringify({ error: message }));
 }
@@ -47,7 +44,7 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
     if (known !== undefined) return sendError(reply, known.status, known.message);
   }
   // "Try again later", not a 500: the request was fine, the database cannot serve it now.
-  const outage = code === undefined && CONNECTION_LOST.test(error.message) ? 'unavailable' : storageOutage(error);
+  const outage = storageOutage(error);
   if (outage !== null) {
     const messages = OUTAGE_MESSAGES[outage];
     request.log.error({ err: error, code }, messages.log);

@@ -22,6 +22,19 @@ export function isWriteConflict(error: unknown): boolean {
 }
 
 /**
+ * The database did not answer: no connection or no answer to a statement within the database
+ * timeout, or the connection broke. The driver's own error (which carries no code) is the cause.
+ */
+export class DatabaseUnreachable extends Error {
+  override readonly name = 'DatabaseUnreachable';
+  readonly code = 'DATABASE_UNREACHABLE';
+
+  constructor(cause: Error) {
+    super(`database unreachable: ${cause.message}`, { cause });
+  }
+}
+
+/**
  * Why a storage failure means "try again later" rather than "the request was wrong", or null
  * when it is not such a failure: the disk is full, the database cannot be written, or the
  * database is busy, unreachable or shutting down.
@@ -36,7 +49,7 @@ const READ_ONLY = /^(SQLITE_READONLY(_\w+)?|25006)$/;
 // shutdown / cannot connect now, 25P03 idle_in_transaction_session_timeout, class 53 insufficient
 // resources (too many connections, out of memory), class 08 connection exceptions; the network
 // errors of opening a connection.
-const UNAVAILABLE = /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|55P03|57014|57P0[13]|25P03|53\d\d\d|08\d\d\d)$/;
+const UNAVAILABLE = /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|DATABASE_UNREACHABLE|55P03|57014|57P0[13]|25P03|53\d\d\d|08\d\d\d)$/;
 
 export function storageOutage(error: unknown): StorageOutage | null {
   if (typeof error !== 'object' || error === null) return null;
