@@ -30,6 +30,7 @@ import {
 import pg from 'pg';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { DatabaseUnreachable } from './errors.js';
+import { ensurePrivateFile } from './private-files.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
@@ -115,7 +116,14 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
     pool.on('error', () => {}); // the same error, already reported by the client's listener
     return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new ClosingPool(pool) }) });
   }
+  // User ids, public keys and addresses: the files are the portal user's alone (0600). SQLite
+  // gives the -wal and -shm files it creates the mode of the database file. An existing folder
+  // is left as it is: it may be shared (the portal makes its dataDir 0700 itself).
   mkdirSync(path.dirname(location.path), { recursive: true, mode: 0o700 });
+  ensurePrivateFile(location.path, { create: true });
+  for (const companion of [`${location.path}-wal`, `${location.path}-shm`, `${location.path}-journal`]) {
+    ensurePrivateFile(companion, { create: false });
+  }
   const sqlite = new SqliteDatabase(location.path);
   // Waiting for another process's write lock blocks this process: better-sqlite3 is synchronous.
   sqlite.pragma(`busy_timeout = ${Math.round(timeoutMs)}`);
