@@ -13,6 +13,7 @@ import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node/daemon-client.js';
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
+import { ensurePrivateDirectory } from './storage/private-files.js';
 
 /** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
 const NODE_TIMEOUT_MS = 3_000;
@@ -40,9 +41,13 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 export async function startPortal(config: PortalConfig, options: PortalOptions = {}): Promise<RunningPortal> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
+  // Keys and the SQLite database live here: the portal's user alone may look inside.
+  ensurePrivateDirectory(config.dataDir);
   const keys = new KeyStore(config.keyDir);
   const db = await openDatabase(config.database, {
     onConnectionError: (error) => logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
+    timeoutMs: config.databaseTimeoutMs,
+    limitStatements: true,
   });
   logger.info(`database ${describeDatabase(config.database)}`);
   const daemons = new Map<NodeNumber, NodeDaemon>();

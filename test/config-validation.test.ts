@@ -51,6 +51,7 @@ test('a valid file loads, with the documented defaults', (t) => {
   assert.equal(config.sessionExpiry.text, 'P90D');
   assert.deepEqual(config.supportedSessionExpiry, ['P90D']);
   assert.equal(config.wireGuard.listenPort, 51820);
+  assert.equal(config.databaseTimeoutMs, 5000);
   assert.equal(config.basePath, '/vpn-user-portal');
   const [profile] = config.profiles;
   assert.equal(profile?.defaultGateway, true);
@@ -147,6 +148,13 @@ test('a profileId used twice, or not matching the reference syntax, is refused',
 test('durations that PHP\'s DateInterval would not read are refused', () => {
   assert.equal(problemsOf({ ...withProfiles(employees), sessionExpiry: '90 days' }), 'portal.json: sessionExpiry: not an ISO 8601 duration such as P90D or PT12H');
   assert.match(problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1D', 'p1y'] }), /^portal\.json: supportedSessionExpiry\[1\]: not an ISO 8601 duration/);
+});
+
+test('a databaseTimeout of no time, or of more than an hour, is refused naming the option', () => {
+  for (const value of ['PT0S', 'P0D', 'PT2H']) {
+    assert.equal(problemsOf({ ...withProfiles(employees), databaseTimeout: value }), `portal.json: databaseTimeout: "${value}" must be between PT1S and PT1H`);
+  }
+  assert.equal(resolvePortalConfig({ ...withProfiles(employees), databaseTimeout: 'PT30S' }, 'portal.json').databaseTimeoutMs, 30_000);
 });
 
 test('several mistakes are reported together, one line each', () => {

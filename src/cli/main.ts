@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
 import { startPortal } from '../portal.js';
+import { UnsafePermissions } from '../storage/private-files.js';
 import { DB_USAGE, runDbCommand } from './db.js';
 import { generateSecrets } from './generate-secrets.js';
 import { runNode } from './node.js';
@@ -86,6 +87,11 @@ main(process.argv.slice(2)).then(
     if (error instanceof ConfigError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(error.message);
       process.exit(2);
+    }
+    // A folder open to other users that the portal cannot tighten: one line saying what to do.
+    if (error instanceof UnsafePermissions) {
+      console.error(error.message);
+      process.exit(1);
     }
     console.error(error);
     process.exit(1);

@@ -69,6 +69,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     dataDir,
     keyDir: path.join(dataDir, 'keys'),
     database,
+    databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
     adminApi: raw.adminApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     logLevel: raw.logLevel,
@@ -91,6 +92,13 @@ function resolveDatabase(text: string | undefined, dataDir: string, baseDir: str
     report('database', error.message);
     return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
   }
+}
+
+/** At least a second (0 would mean "no limit" to PostgreSQL), at most an hour (timers overflow beyond 24 days). */
+function resolveDatabaseTimeout(text: string, report: Report): number {
+  const milliseconds = durationMilliseconds(mustParseDuration(text));
+  if (milliseconds < 1000 || milliseconds > 3_600_000) report('databaseTimeout', `"${text}" must be between PT1S and PT1H`);
+  return Math.min(Math.max(milliseconds, 1000), 3_600_000);
 }
 
 function resolveWireGuardProxy(raw: ParsedPortalConfig['WireGuard'], report: Report): WireGuardProxy {

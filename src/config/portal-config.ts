@@ -94,6 +94,8 @@ export interface PortalConfig {
   readonly dataDir: string;
   readonly keyDir: string;
   readonly database: DatabaseLocation;
+  /** `databaseTimeout`: the longest wait for the database (a connection, a lock, one statement), 1 s to 1 h. */
+  readonly databaseTimeoutMs: number;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
   readonly reconcileIntervalMs: number;
   readonly logLevel: string;

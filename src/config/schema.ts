@@ -1,6 +1,6 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, adminApi, reconcileInterval, logLevel) are
+// options (baseUrl, listen, dataDir, database, databaseTimeout, adminApi, reconcileInterval, logLevel) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -84,6 +84,8 @@ export const portalConfigSchema = z.strictObject({
     })
     .default({ allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] }),
   reconcileInterval: isoDuration.default('PT1M'),
+  /** Longest wait for the database (a connection, a lock, one statement) before a call answers 503. */
+  databaseTimeout: isoDuration.default('PT5S'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   sessionExpiry: isoDuration.default('P90D'),
   /** Lifetime of the OpenVPN CA made by generate-secrets; it caps every configuration's expiry. */

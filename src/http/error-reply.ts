@@ -2,6 +2,7 @@
 // is never a 5xx and no stack trace is ever sent.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PortalError, type PortalErrorCode } from '../core/errors.js';
+import { storageOutage, type StorageOutage } from '../storage/errors.js';
 import { HttpError } from './http-error.js';
 
 const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
@@ -23,10 +24,12 @@ const FRAMEWORK_ERRORS: Readonly<Record<string, { status: number; message: strin
   FST_ERR_CTP_INVALID_TYPE: { status: 415, message: 'invalid Content-Type, send application/x-www-form-urlencoded' },
 };
 
-/** Storage failures that mean "try again later", not "the request was wrong". */
-const UNAVAILABLE_CODES = /^(SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)|ECONNREFUSED|ETIMEDOUT|55P03|57P0[13]|53\d\d\d|08\d\d\d)/;
-/** The pg driver's errors for a PostgreSQL connection lost mid-query carry no code, only these messages. */
-const CONNECTION_LOST = /^(Connection terminated|Client (has encountered a connection error|was closed) and is not queryable)/;
+/** What a client is told about a database outage; the log has the driver's error and its code. */
+const OUTAGE_MESSAGES: Readonly<Record<StorageOutage, { readonly log: string; readonly reply: string }>> = {
+  full: { log: 'database full', reply: 'database full, try again later' },
+  'read-only': { log: 'database read-only', reply: 'database read-only, try again later' },
+  unavailable: { log: 'database unavailable', reply: 'database unavailable, try again later' },
+};
 
 export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
   return reply.code(status).headers(headers).type('application/json').send(JSON.stringify({ error: message }));
@@ -36,17 +39,16 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, { ...error.headers });
   if (error instanceof PortalError) return sendError(reply, STATUS_OF[error.code], error.message);
   const code = (error as { code?: unknown }).code;
-  if (code === undefined && CONNECTION_LOST.test(error.message)) {
-    request.log.error({ err: error }, 'storage unavailable');
-    return sendError(reply, 503, 'database unavailable, try again later');
-  }
   if (typeof code === 'string') {
     const known = FRAMEWORK_ERRORS[code];
     if (known !== undefined) return sendError(reply, known.status, known.message);
-    if (UNAVAILABLE_CODES.test(code)) {
-      request.log.error({ err: error }, 'storage unavailable');
-      return sendError(reply, 503, 'database unavailable, try again later');
-    }
+  }
+  // "Try again later", not a 500: the request was fine, the database cannot serve it now.
+  const outage = storageOutage(error);
+  if (outage !== null) {
+    const messages = OUTAGE_MESSAGES[outage];
+    request.log.error({ err: error, code }, messages.log);
+    return sendError(reply, 503, messages.reply);
   }
   const status = (error as FastifyError).statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) return sendError(reply, status, error.message);

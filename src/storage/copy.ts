@@ -53,7 +53,9 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
     .filter((name) => !known.has(name) && !NOT_COPIED.has(name) && !name.startsWith('kysely_'));
   if (unknown.length > 0) throw new Error(`db copy does not know the table(s) ${unknown.join(', ')}; nothing was copied`);
 
-  const sourceTransaction = isPostgres(source) ? source.transaction().setIsolationLevel('repeatable read') : source.transaction();
+  // Read only: on SQLite it takes no write lock, so a portal still running is not held up.
+  const reading = source.transaction().setAccessMode('read only');
+  const sourceTransaction = isPostgres(source) ? reading.setIsolationLevel('repeatable read') : reading;
   return sourceTransaction.execute(async (sourceTrx) =>
     target.transaction().execute(async (targetTrx) => {
       const reader = sourceTrx as unknown as AnyTransaction;

@@ -2,7 +2,9 @@
 // in WAL mode with foreign keys on; PostgreSQL goes through a `pg` connection pool and can be
 // shared by several portal instances. Both run the same Kysely migrations, applied at start
 // under Kysely's migration lock (on PostgreSQL a session advisory lock), so instances that
-// start together apply each migration once.
+// start together apply each migration once. Every wait for the database is bounded (the
+// portal's `databaseTimeout`), and a failed transaction reports why it failed, not why its
+// ROLLBACK did.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -12,12 +14,23 @@ import {
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
+  SqliteDriver,
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
   type Migration,
   type MigrationProvider,
+  type PostgresCursor,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryResult,
   type Transaction,
+  type TransactionSettings,
 } from 'kysely';
 import pg from 'pg';
 import type { DatabaseLocation } from '../config/portal-config.js';
+import { DatabaseUnreachable } from './errors.js';
+import { ensurePrivateFile } from './private-files.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
@@ -29,11 +42,10 @@ type Executor = Kysely<Database> | Transaction<Database>;
 
 /** Connections per portal instance; PostgreSQL's default max_connections (100) holds several instances. */
 const POSTGRES_POOL_SIZE = 10;
-/**
- * How long a statement waits for a lock another session holds before it fails (and the call
- * answers 503), as SQLite's busy timeout. `?lock_timeout=MS` in the URL overrides it.
- */
-const POSTGRES_LOCK_TIMEOUT_MS = 5000;
+/** The `db` commands' wait; the portal's is its `databaseTimeout` option (default PT5S as well). */
+const DEFAULT_DATABASE_TIMEOUT_MS = 5000;
+/** TCP keep-alive probes start after this long idle, so a pooled connection to a vanished host is noticed. */
+const POSTGRES_KEEPALIVE_DELAY_MS = 10_000;
 
 const migrations: Record<string, Migration> = {
   '0001-initial': initialSchema,
@@ -47,46 +59,186 @@ const migrationProvider: MigrationProvider = { getMigrations: async () => migrat
 export interface OpenDatabaseOptions {
   /** Where failures of pooled connections are reported (PostgreSQL): a server restart, a failover, a broken network. */
   readonly onConnectionError?: (error: Error) => void;
+  /**
+   * The longest wait for the database, in milliseconds: for a connection (PostgreSQL) and for a
+   * lock another process or session holds (SQLite's busy timeout, PostgreSQL's lock_timeout;
+   * `?lock_timeout=MS` in a PostgreSQL URL overrides it). Default 5 s.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Whether every PostgreSQL statement is limited to `timeoutMs` too: on the server
+   * (statement_timeout, idle_in_transaction_session_timeout) and in the portal, which gives up
+   * on a server that does not answer at all (stopped, frozen, unreachable). For the serving
+   * portal; migrations and `db copy` may legitimately run longer statements. SQLite statements
+   * run in the portal's own process and have no such limit.
+   */
+  readonly limitStatements?: boolean;
 }
 
 /** Connects and applies pending migrations. */
 export async function openDatabase(location: DatabaseLocation, options: OpenDatabaseOptions = {}): Promise<Db> {
-  const db = connectDatabase(location, options);
+  // Migrations run on a connection without the statement limit: building an index on a large
+  // table may take longer than a call may wait.
+  const migrating = connectDatabase(location, { ...options, limitStatements: false });
   try {
-    await migrateToLatest(db);
+    await migrateToLatest(migrating);
   } catch (error) {
-    await db.destroy();
+    await migrating.destroy();
     throw error;
   }
-  return db;
+  if (options.limitStatements !== true) return migrating;
+  await migrating.destroy();
+  return connectDatabase(location, options);
 }
 
 /** Connects without touching the schema (`vpn-portal db status`). */
 export function connectDatabase(location: DatabaseLocation, options: OpenDatabaseOptions = {}): Db {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
   if (location.dialect === 'postgres') {
+    const statementLimits =
+      options.limitStatements === true
+        ? { statement_timeout: timeoutMs, idle_in_transaction_session_timeout: timeoutMs, query_timeout: timeoutMs }
+        : {};
     // Parameters in the URL win over these (pg gives the connection string precedence).
-    const pool = new pg.Pool({ connectionString: location.url, max: POSTGRES_POOL_SIZE, lock_timeout: POSTGRES_LOCK_TIMEOUT_MS });
+    const pool = new pg.Pool({
+      connectionString: location.url,
+      max: POSTGRES_POOL_SIZE,
+      // Bounds both opening a connection and waiting for a pooled one while all are busy.
+      connectionTimeoutMillis: timeoutMs,
+      lock_timeout: timeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: POSTGRES_KEEPALIVE_DELAY_MS,
+      ...statementLimits,
+    });
     // A connection the server closes (restart, failover) must not crash the portal, also while
     // it is checked out between two queries (the pool only listens while it is idle): the
     // query on it fails, the pool drops it, and the next query opens a new one.
     const report = options.onConnectionError ?? (() => {});
     pool.on('connect', (client) => client.on('error', report));
     pool.on('error', () => {}); // the same error, already reported by the client's listener
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new ClosingPool(pool) }) });
   }
+  // User ids, public keys and addresses: the files are the portal user's alone (0600). SQLite
+  // gives the -wal and -shm files it creates the mode of the database file. An existing folder
+  // is left as it is: it may be shared (the portal makes its dataDir 0700 itself).
   mkdirSync(path.dirname(location.path), { recursive: true, mode: 0o700 });
+  ensurePrivateFile(location.path, { create: true });
+  for (const companion of [`${location.path}-wal`, `${location.path}-shm`, `${location.path}-journal`]) {
+    ensurePrivateFile(companion, { create: false });
+  }
   const sqlite = new SqliteDatabase(location.path);
+  // Waiting for another process's write lock blocks this process: better-sqlite3 is synchronous.
+  sqlite.pragma(`busy_timeout = ${Math.round(timeoutMs)}`);
   sqlite.pragma('journal_mode = WAL');
   // NORMAL is durable across application crashes in WAL mode; only a power loss can drop the last commits.
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  return new Kysely<Database>({ dialect: new EmbeddedSqliteDialect(sqlite) });
 }
 
 /** True when `db` talks to PostgreSQL (for the few queries that differ between dialects). */
 export function isPostgres(db: Executor | Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/**
+ * Kysely's SQLite dialect with two changes to transactions:
+ * - Write transactions start with BEGIN IMMEDIATE, which takes the write lock at once. Kysely's
+ *   plain (deferred) BEGIN takes it at the first write, after the first read; SQLite then does
+ *   not wait for another process's lock at all (waiting there could deadlock) and fails with
+ *   SQLITE_BUSY at once, so the busy timeout would never apply.
+ * - No ROLLBACK after SQLite rolled back by itself. After some failures (SQLITE_FULL,
+ *   SQLITE_IOERR, SQLITE_NOMEM, some SQLITE_BUSY) SQLite ends the transaction; Kysely's
+ *   ROLLBACK then fails with "cannot rollback - no transaction is active", and that error would
+ *   replace the one that says what happened. The driver asks the connection (`inTransaction`,
+ *   SQLite's autocommit flag) instead of guessing from error codes.
+ */
+class EmbeddedSqliteDialect extends SqliteDialect {
+  constructor(private readonly sqlite: SqliteDatabase.Database) {
+    super({ database: sqlite });
+  }
+
+  override createDriver(): Driver {
+    return new SqliteDriverKeepingTheCause(this.sqlite);
+  }
+}
+
+class SqliteDriverKeepingTheCause extends SqliteDriver {
+  constructor(private readonly sqlite: SqliteDatabase.Database) {
+    super({ database: withStatementCache(sqlite) });
+  }
+
+  // Kysely passes the transaction's settings, although SqliteDriver's signature leaves them out.
+  override async beginTransaction(connection: DatabaseConnection, settings?: TransactionSettings): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(settings?.accessMode === 'read only' ? 'begin' : 'begin immediate'));
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (!this.sqlite.inTransaction) return;
+    await super.rollbackTransaction(connection);
+  }
+}
+
+/**
+ * The pool Kysely draws PostgreSQL connections from. A statement that got no answer (the
+ * server is stopped or unreachable: `query_timeout`, or the connection broke) leaves its
+ * connection in an unknown state, perhaps still waiting for that answer. Such a connection is
+ * never used again: every later statement on it fails at once with the same error — so
+ * Kysely's ROLLBACK neither waits a second time nor replaces the cause — and release() closes
+ * it (pg's `release(error)`), which ends its transaction on the server. pg's own failures carry
+ * no code; they become `DatabaseUnreachable`, which callers answer with "try again later".
+ */
+class ClosingPool implements PostgresPool {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async connect(): Promise<PostgresPoolClient> {
+    try {
+      return new ClosingClient(await this.pool.connect());
+    } catch (error) {
+      throw withCode(error);
+    }
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+class ClosingClient implements PostgresPoolClient {
+  private failure: Error | null = null;
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(statement: string | PostgresCursor<R>, parameters: ReadonlyArray<unknown> = []): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    // Streaming needs `cursor` in the dialect's configuration, which the portal does not set.
+    if (typeof statement !== 'string') throw new Error('cursors are not supported');
+    return this.run<R>(statement, parameters);
+  }
+
+  release(): void {
+    this.client.release(this.failure ?? undefined);
+  }
+
+  private async run<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+    if (this.failure !== null) throw this.failure;
+    try {
+      const result = await this.client.query(sql, [...parameters]);
+      return { command: result.command as PostgresQueryResult<R>['command'], rowCount: result.rowCount ?? 0, rows: result.rows as R[] };
+    } catch (error) {
+      // The server answered with an error (a constraint, a lock timeout): the connection is fine.
+      if (error instanceof pg.DatabaseError) throw error;
+      this.failure = withCode(error);
+      throw this.failure;
+    }
+  }
+}
+
+/** The error itself when it has a code (ECONNREFUSED, a SQLSTATE), else `DatabaseUnreachable` around it. */
+function withCode(error: unknown): Error {
+  if (error instanceof Error && typeof (error as { code?: unknown }).code === 'string') return error;
+  return new DatabaseUnreachable(error instanceof Error ? error : new Error(String(error)));
 }
 
 /**

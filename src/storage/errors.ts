@@ -1,4 +1,5 @@
-// Recognises constraint violations across drivers, so callers can retry instead of failing.
+// Recognises storage failures across drivers: constraint violations, so callers can retry instead
+// of failing, and outages (busy, unreachable, full, read-only), which callers answer with "try again later".
 
 export function isUniqueViolation(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
@@ -18,4 +19,44 @@ export function isWriteConflict(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503' || code === '40P01' || code === '40001';
+}
+
+/**
+ * The database did not answer: no connection or no answer to a statement within the database
+ * timeout, or the connection broke. The driver's own error (which carries no code) is the cause.
+ */
+export class DatabaseUnreachable extends Error {
+  override readonly name = 'DatabaseUnreachable';
+  readonly code = 'DATABASE_UNREACHABLE';
+
+  constructor(cause: Error) {
+    super(`database unreachable: ${cause.message}`, { cause });
+  }
+}
+
+/**
+ * Why a storage failure means "try again later" rather than "the request was wrong", or null
+ * when it is not such a failure: the disk is full, the database cannot be written, or the
+ * database is busy, unreachable or shutting down.
+ */
+export type StorageOutage = 'full' | 'read-only' | 'unavailable';
+
+// SQLite (better-sqlite3's extended codes) and PostgreSQL SQLSTATEs:
+// 53100 disk_full; 25006 read_only_sql_transaction (a standby after a failover, a read-only database).
+const FULL = /^(SQLITE_FULL|53100)$/;
+const READ_ONLY = /^(SQLITE_READONLY(_\w+)?|25006)$/;
+// 55P03 lock_not_available (lock_timeout), 57014 query_canceled (statement_timeout), 57P01/57P03
+// shutdown / cannot connect now, 25P03 idle_in_transaction_session_timeout, class 53 insufficient
+// resources (too many connections, out of memory), class 08 connection exceptions; the network
+// errors of opening a connection.
+const UNAVAILABLE = /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|DATABASE_UNREACHABLE|55P03|57014|57P0[13]|25P03|53\d\d\d|08\d\d\d)$/;
+
+export function storageOutage(error: unknown): StorageOutage | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return null;
+  if (FULL.test(code)) return 'full';
+  if (READ_ONLY.test(code)) return 'read-only';
+  if (UNAVAILABLE.test(code)) return 'unavailable';
+  return null;
 }

@@ -32,8 +32,12 @@ export class PortalProcess {
   readonly output: string[] = [];
   #partial = '';
 
-  constructor(configFile: string) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  /** `user`: run the portal as this user (uid and gid) instead of the test's, as a service account would. */
+  constructor(configFile: string, options: { readonly user?: { readonly uid: number; readonly gid: number } } = {}) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--config', configFile], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid }),
+    });
     this.child.stdout?.setEncoding('utf8');
     this.child.stdout?.on('data', (chunk: string) => this.#take(chunk));
     this.child.stderr?.setEncoding('utf8');
