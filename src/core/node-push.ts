@@ -1,7 +1,9 @@
 // One push per item to the item's node, a few at a time, right after the database changed.
-// A node that is down is skipped and one that fails is marked down (the fleet asks it again
-// every second and reconciles it as soon as it answers); the caller learns how many pushes
-// each node missed, to say so in the log.
+// Adds skip a node that is down: the fleet asks it again every second and reconciles it as
+// soon as it answers, which brings them. Revocations (removals, disconnects) are tried even on
+// a node held for down, because it may be back already and the probe has not noticed yet; a
+// node that fails one of them in this call is not tried again in it, so a hung node costs one
+// timeout, not one per item. The caller learns how many pushes each node missed, to log it.
 import type { NodeDaemon } from '../node/daemon-client.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from './ids.js';
@@ -9,19 +11,28 @@ import { forEachLimited } from './limited-parallel.js';
 
 const PUSH_PARALLELISM = 16;
 
+/** `skip`: leave a node that is down to its recovery pass; `try`: ask it anyway (revocations). */
+export type WhenDown = 'skip' | 'try';
+
 export async function pushToNodes<T>(
   ctx: PortalContext,
   items: readonly T[],
   what: string,
+  whenDown: WhenDown,
   nodeOf: (item: T) => NodeNumber,
   push: (daemon: NodeDaemon, item: T) => Promise<void>,
 ): Promise<Map<NodeNumber, number>> {
   const missed = new Map<NodeNumber, number>();
+  const failedNow = new Set<NodeNumber>();
   await forEachLimited(items, PUSH_PARALLELISM, async (item) => {
     const nodeNumber = nodeOf(item);
-    // tryOn answers undefined for a skip or a failure, and so would a bare Promise<void>: count on `true`.
-    const done = await ctx.nodes.tryOn(nodeNumber, what, (daemon) => push(daemon, item).then(() => true));
-    if (done !== true) missed.set(nodeNumber, (missed.get(nodeNumber) ?? 0) + 1);
+    // The fleet answers undefined for a skip or a failure, and so would a bare Promise<void>: count on `true`.
+    const action = (daemon: NodeDaemon) => push(daemon, item).then(() => true);
+    const done =
+      whenDown === 'try' && !failedNow.has(nodeNumber) ? await ctx.nodes.ask(nodeNumber, what, action) : await ctx.nodes.tryOn(nodeNumber, what, action);
+    if (done === true) return;
+    failedNow.add(nodeNumber);
+    missed.set(nodeNumber, (missed.get(nodeNumber) ?? 0) + 1);
   });
   return missed;
 }
