@@ -1,10 +1,7 @@
 // Queries on `oauth_authorizations`. Nothing in the portal creates these yet (there is no
 // OAuth server); the Admin API can still delete them, as the specification asks.
-import type { Kysely, Transaction } from 'kysely';
 import type { UserId } from '../core/ids.js';
-import type { Database } from './schema.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
+import type { Executor } from './database.js';
 
 export async function deleteAuthorizationsOfUser(db: Executor, userId: UserId): Promise<void> {
   await db.deleteFrom('oauth_authorizations').where('user_id', '=', userId).execute();

@@ -1,10 +1,8 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
-import type { Kysely, Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../core/ids.js';
-import type { CertificatesTable, Database } from './schema.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
+import type { Executor } from './database.js';
+import type { CertificatesTable } from './schema.js';
 
 export interface OpenVpnCertificate {
   readonly commonName: ConnectionId;

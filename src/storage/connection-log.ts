@@ -1,20 +1,19 @@
-// Queries on `connection_log`: the history of OpenVPN connections, as the nodes report them.
+// Queries on `connection_log`: the history of connections, as the nodes report them.
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
-import type { NodeNumber, ProfileId, UserId } from '../core/ids.js';
-import type { Database } from './schema.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
+import type { NodeNumber, ProfileId, UserId, VpnProto } from '../core/ids.js';
+import { formatAtom } from '../core/time.js';
+import type { Executor } from './database.js';
 
 export interface OpenedConnection {
   readonly userId: UserId;
   readonly profileId: ProfileId;
+  readonly vpnProto: VpnProto;
   readonly connectionId: string;
   readonly nodeNumber: NodeNumber;
   readonly ipFour: string;
   readonly ipSix: string;
   readonly originatingIp: string | null;
-  readonly connectedAt: string;
+  readonly connectedAt: Date;
 }
 
 export async function openConnection(db: Executor, connection: OpenedConnection): Promise<void> {
@@ -24,13 +23,13 @@ export async function openConnection(db: Executor, connection: OpenedConnection)
       log_id: randomUUID(),
       user_id: connection.userId,
       profile_id: connection.profileId,
-      vpn_proto: 'openvpn',
+      vpn_proto: connection.vpnProto,
       connection_id: connection.connectionId,
       node_number: connection.nodeNumber,
       ip_four: connection.ipFour,
       ip_six: connection.ipSix,
       originating_ip: connection.originatingIp,
-      connected_at: connection.connectedAt,
+      connected_at: formatAtom(connection.connectedAt),
       disconnected_at: null,
       bytes_in: null,
       bytes_out: null,
@@ -44,11 +43,11 @@ export async function openConnection(db: Executor, connection: OpenedConnection)
  */
 export async function closeConnection(
   db: Executor,
-  closed: { connectionId: string; nodeNumber: NodeNumber; disconnectedAt: string; bytesIn: number; bytesOut: number },
+  closed: { connectionId: string; nodeNumber: NodeNumber; disconnectedAt: Date; bytesIn: number; bytesOut: number },
 ): Promise<number> {
   const result = await db
     .updateTable('connection_log')
-    .set({ disconnected_at: closed.disconnectedAt, bytes_in: closed.bytesIn, bytes_out: closed.bytesOut })
+    .set({ disconnected_at: formatAtom(closed.disconnectedAt), bytes_in: closed.bytesIn, bytes_out: closed.bytesOut })
     .where('connection_id', '=', closed.connectionId)
     .where('node_number', '=', closed.nodeNumber)
     .where('disconnected_at', 'is', null)

@@ -38,7 +38,8 @@ import { revisionsSchema } from './migrations/0004-revisions.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
-type Executor = Kysely<Database> | Transaction<Database>;
+/** The database or a transaction on it: what a query runs on. */
+export type Executor = Kysely<Database> | Transaction<Database>;
 
 /** Connections per portal instance; PostgreSQL's default max_connections (100) holds several instances. */
 const POSTGRES_POOL_SIZE = 10;

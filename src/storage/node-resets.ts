@@ -2,11 +2,8 @@
 // has never held a WireGuard configuration for them (`vpn-portal node-reset N`). Without that
 // confirmation the reconcile pass leaves such a node alone: a fresh or wrong database must
 // never silently remove every peer of a working node.
-import type { Kysely, Transaction } from 'kysely';
 import type { NodeNumber } from '../core/ids.js';
-import type { Database } from './schema.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
+import type { Executor } from './database.js';
 
 export async function confirmNodeReset(db: Executor, nodeNumber: NodeNumber, now: string): Promise<void> {
   await db

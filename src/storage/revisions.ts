@@ -5,11 +5,9 @@
 // carries the number of the state it comes from; the node agent ignores an instruction
 // older than the last one it applied for that key, so an add read before a revocation can
 // never undo it, however late it arrives and whichever portal instance sent it.
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import { isPostgres } from './database.js';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { isPostgres, type Executor } from './database.js';
 import type { Database } from './schema.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /** A number of the change counter; higher is newer. */
 export type Revision = number & { readonly __revision: true };

@@ -1,10 +1,8 @@
 // Queries on the `users` table.
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { UserId } from '../core/ids.js';
-import { isPostgres } from './database.js';
+import { isPostgres, type Executor } from './database.js';
 import type { Database } from './schema.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
 
 export interface UserState {
   readonly userId: UserId;

@@ -1,12 +1,9 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Selectable, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../core/ids.js';
-import { isPostgres } from './database.js';
+import { isPostgres, type Executor } from './database.js';
 import { revisionValue, toRevision, type Revision } from './revisions.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
-import type { Selectable } from 'kysely';
-
-type Executor = Kysely<Database> | Transaction<Database>;
 
 export interface WireGuardPeer {
   readonly publicKey: WireGuardKey;
