@@ -4,7 +4,9 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 import type { PortalConfig } from './config/portal-config.js';
 import type { PortalContext } from './core/context.js';
 import type { NodeNumber } from './core/ids.js';
+import { PortalEvents } from './core/events.js';
 import { NodeFleet } from './core/node-fleet.js';
+import { writeConnectionLog } from './listeners/connection-log.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './core/time.js';
 import { buildServer } from './http/server.js';
@@ -59,7 +61,16 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   }
   const nodes = new NodeFleet(daemons, clock, logger.child({ component: 'nodes' }));
   const openVpnKeys = new OpenVpnKeys(config.keyDir);
-  const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, clock, logger, random: options.random ?? Math.random };
+  const events = new PortalEvents(logger);
+  writeConnectionLog(events);
+  nodes.onStateChange((change) =>
+    events.publish(
+      change.up
+        ? { type: 'node.up', at: clock.now(), nodeNumber: change.nodeNumber }
+        : { type: 'node.down', at: clock.now(), nodeNumber: change.nodeNumber, reason: change.reason },
+    ),
+  );
+  const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, events, clock, logger, random: options.random ?? Math.random };
 
   const reconciler = new ReconcileScheduler(ctx);
 

@@ -4,6 +4,7 @@ import type { PortalConfig } from '../config/portal-config.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import type { Db } from '../storage/database.js';
+import type { PortalEvents } from './events.js';
 import type { NodeFleet } from './node-fleet.js';
 import type { Clock } from './time.js';
 
@@ -14,6 +15,8 @@ export interface PortalContext {
   /** The OpenVPN CA, tls-crypt keys and server certificates (files under the key directory). */
   readonly openVpnKeys: OpenVpnKeys;
   readonly nodes: NodeFleet;
+  /** Where core announces what happened (configurations, users, sessions, nodes). */
+  readonly events: PortalEvents;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */

@@ -5,6 +5,7 @@ import { deleteCertificate, findCertificateOfUser } from '../storage/certificate
 import { nextRevision } from '../storage/revisions.js';
 import { deletePeer, findPeerOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
+import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
 import { existingUser } from './existing-user.js';
 import type { ConnectionId, UserId } from './ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
@@ -13,12 +14,15 @@ import { releaseAddresses } from './wireguard-addresses.js';
 
 export async function deleteConnection(ctx: PortalContext, userId: UserId, connectionId: ConnectionId): Promise<void> {
   await existingUser(ctx, userId);
-  const deleted = await ctx.db.transaction().execute(async (trx) => {
+  const deleted = await ctx.events.change(ctx.db, async (trx, announce) => {
     const peer = await findPeerOfUser(trx, userId, connectionId);
     if (peer === undefined) return undefined;
     // Another portal instance may have deleted it since: then the address is not ours to give
     // back, but the peer must still leave the node.
-    if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
+    if (await deletePeer(trx, peer.publicKey)) {
+      await releaseAddresses(trx, ctx.config, peer);
+      await announce({ type: 'configuration.deleted', at: ctx.clock.now(), configuration: wireGuardConfiguration(peer) });
+    }
     return { peer, revision: await nextRevision(trx) };
   });
   if (deleted !== undefined) {
@@ -27,7 +31,14 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
     return;
   }
   const certificate = await findCertificateOfUser(ctx.db, userId, connectionId);
-  if (certificate !== undefined && (await deleteCertificate(ctx.db, certificate.commonName))) {
+  const certificateDeleted =
+    certificate !== undefined &&
+    (await ctx.events.change(ctx.db, async (trx, announce) => {
+      if (!(await deleteCertificate(trx, certificate.commonName))) return false;
+      await announce({ type: 'configuration.deleted', at: ctx.clock.now(), configuration: openVpnConfiguration(certificate) });
+      return true;
+    }));
+  if (certificate !== undefined && certificateDeleted) {
     ctx.logger.info({ userId, connectionId }, 'OpenVPN configuration deleted');
     await disconnectOpenVpnClients(ctx, [certificate], 'delete_connection');
     return;

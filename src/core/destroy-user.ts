@@ -6,6 +6,7 @@ import { deleteUser, lockUser } from '../storage/users.js';
 import { nextRevision } from '../storage/revisions.js';
 import { deletePeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
+import { openVpnConfiguration, wireGuardConfiguration, type PortalEvent } from './events.js';
 import { existingUser } from './existing-user.js';
 import type { UserId } from './ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
@@ -14,7 +15,7 @@ import { releaseAddresses } from './wireguard-addresses.js';
 
 export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
-  const { peers, certificates, revision } = await ctx.db.transaction().execute(async (trx) => {
+  const { peers, certificates, revision } = await ctx.events.change(ctx.db, async (trx, announce) => {
     // With several portal instances on one database: the lock keeps a concurrent create from
     // adding a configuration now, and the addresses given back are exactly those of the
     // configurations this transaction deleted (not those another instance deleted first).
@@ -23,6 +24,12 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<v
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const certificates = await deleteCertificatesOfUser(trx, userId);
     await deleteUser(trx, userId); // cascades to oauth_authorizations
+    const at = ctx.clock.now();
+    await announce(
+      ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer) })),
+      ...certificates.map((certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate) })),
+      { type: 'user.destroyed', at, userId },
+    );
     return { peers, certificates, revision: await nextRevision(trx) };
   });
   ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user destroyed');

@@ -14,12 +14,13 @@ import { disconnectOpenVpnClients } from './openvpn-clients.js';
 
 export async function disableUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
-  const { peers, certificates } = await ctx.db.transaction().execute(async (trx) => {
+  const { peers, certificates } = await ctx.events.change(ctx.db, async (trx, announce) => {
     // The update locks the user's row first: a create for this user waits for it (or this for
     // the create), so the peers read below are all there are, and their new revisions are
     // newer than any instruction sent for them before.
     await setUserDisabled(trx, userId, true);
     await deleteAuthorizationsOfUser(trx, userId);
+    await announce({ type: 'user.disabled', at: ctx.clock.now(), userId });
     return { peers: await stampPeersOfUser(trx, userId), certificates: await certificatesOfUser(trx, userId) };
   });
   ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user disabled');

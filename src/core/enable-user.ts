@@ -11,8 +11,9 @@ import { formatAtom } from './time.js';
 export async function enableUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);
   const now = formatAtom(ctx.clock.now());
-  const peers = await ctx.db.transaction().execute(async (trx) => {
+  const peers = await ctx.events.change(ctx.db, async (trx, announce) => {
     await setUserDisabled(trx, userId, false);
+    await announce({ type: 'user.enabled', at: ctx.clock.now(), userId });
     return (await stampPeersOfUser(trx, userId)).filter((peer) => peer.expiresAt > now);
   });
   ctx.logger.info({ userId, configurations: peers.length }, 'user enabled');

@@ -17,6 +17,8 @@ const WATCH_INTERVAL_MS = 2_000;
 /** Why a node needs a reconcile pass now. */
 export type ReconcileReason = 'answers again' | 'lost its peers';
 
+export type NodeStateChange = { readonly nodeNumber: NodeNumber; readonly up: true } | { readonly nodeNumber: NodeNumber; readonly up: false; readonly reason: string };
+
 interface NodeState {
   /** Clock time of the first failure of the current outage; null while the node answers. */
   downSince: number | null;
@@ -28,6 +30,7 @@ interface NodeState {
 export class NodeFleet {
   private readonly states = new Map<NodeNumber, NodeState>();
   private reconcileListener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void = () => {};
+  private stateListener: (change: NodeStateChange) => void = () => {};
   private watchTimer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -51,6 +54,11 @@ export class NodeFleet {
   /** Called when a node must be reconciled at once (the portal queues a pass for it). */
   onReconcileNeeded(listener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void): void {
     this.reconcileListener = listener;
+  }
+
+  /** Called when a node stops answering, and when it answers again. */
+  onStateChange(listener: (change: NodeStateChange) => void): void {
+    this.stateListener = listener;
   }
 
   /** Starts asking every node, in the background, whether it answers and whether it lost its peers. */
@@ -153,6 +161,7 @@ export class NodeFleet {
     if (state === undefined || state.downSince === null) return;
     state.downSince = null;
     this.logger.info({ nodeNumber }, `node ${nodeNumber} answers again`);
+    this.stateListener({ nodeNumber, up: true });
     this.reconcileListener(nodeNumber, 'answers again');
   }
 
@@ -164,6 +173,7 @@ export class NodeFleet {
     const message = error instanceof Error ? error.message : String(error);
     // Log a node going down once as a warning; repeats while it stays down only at debug level.
     this.logger[first ? 'warn' : 'debug']({ nodeNumber }, `${what} on node ${nodeNumber} failed: ${message}`);
+    if (first) this.stateListener({ nodeNumber, up: false, reason: `${what}: ${message}` });
   }
 }
 

@@ -1,11 +1,11 @@
 // What a node asks when an OpenVPN client connects or disconnects (reference §1.2, §8.5):
 // a connect is allowed only for a known, unexpired configuration of an enabled user, made
-// for this profile on this node; allowed connects and their disconnects go into the
-// connection log.
-import { closeConnection, openConnection } from '../storage/connection-log.js';
+// for this profile on this node. Allowed connects and their disconnects are announced as
+// session events (the connection log is one of their listeners).
 import { findCertificate } from '../storage/certificates.js';
 import { findUser } from '../storage/users.js';
 import type { PortalContext } from './context.js';
+import type { PortalEvent } from './events.js';
 import type { NodeNumber } from './ids.js';
 import { formatAtom } from './time.js';
 
@@ -45,16 +45,16 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   const user = await findUser(ctx.db, certificate.userId);
   if (user === undefined || user.isDisabled) return { allowed: false, reason: 'user disabled' };
   if (connect.reauth) return { allowed: true };
-  await openConnection(ctx.db, {
-    userId: certificate.userId,
-    profileId: certificate.profileId,
-    connectionId: certificate.commonName,
-    nodeNumber: connect.nodeNumber,
+  const started: PortalEvent = {
+    type: 'session.started',
+    at: now,
+    configuration: { userId: certificate.userId, profileId: certificate.profileId, connectionId: certificate.commonName, vpnProto: 'openvpn', nodeNumber: connect.nodeNumber },
     ipFour: connect.ipFour,
     ipSix: connect.ipSix,
     originatingIp: connect.originatingIp,
-    connectedAt: formatAtom(now),
-  });
+  };
+  await ctx.events.record(ctx.db, started);
+  ctx.events.publish(started);
   ctx.logger.info(
     { userId: certificate.userId, profileId: certificate.profileId, connectionId: certificate.commonName, nodeNumber: connect.nodeNumber, ipFour: connect.ipFour, ipSix: connect.ipSix },
     'OpenVPN client connected',
@@ -69,14 +69,18 @@ export interface OpenVpnDisconnect {
   readonly bytesOut: number;
 }
 
-/** Closes the connection's open log entry; the configuration itself may be gone already. */
+/** Announces the end of a session; the configuration itself may be gone already. */
 export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
-  const closed = await closeConnection(ctx.db, {
+  const ended: PortalEvent = {
+    type: 'session.ended',
+    at: ctx.clock.now(),
     connectionId: disconnect.commonName,
+    vpnProto: 'openvpn',
     nodeNumber: disconnect.nodeNumber,
-    disconnectedAt: formatAtom(ctx.clock.now()),
     bytesIn: disconnect.bytesIn,
     bytesOut: disconnect.bytesOut,
-  });
-  ctx.logger.info({ connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber, closed }, 'OpenVPN client disconnected');
+  };
+  await ctx.events.record(ctx.db, ended);
+  ctx.events.publish(ended);
+  ctx.logger.info({ connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber }, 'OpenVPN client disconnected');
 }

@@ -14,6 +14,7 @@ import { isNodeResetConfirmed } from '../storage/node-resets.js';
 import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../storage/revisions.js';
 import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
+import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
 import type { NodeNumber, WireGuardKey } from './ids.js';
 import { forEachLimited } from './limited-parallel.js';
 import { peerIpNet, removalsOf, removePeersFromNodes, type PeerRemoval } from './node-peers.js';
@@ -40,6 +41,13 @@ export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileRes
 }
 
 export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
+  const started = performance.now();
+  const result = await reconcileNodeOnce(ctx, daemon);
+  ctx.events.publish({ type: 'reconcile.finished', at: ctx.clock.now(), ...result, durationMs: performance.now() - started });
+  return result;
+}
+
+async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
   const nodeNumber = daemon.nodeNumber;
   // The node first, then the database: a peer is stored before it is pushed, so every peer the
   // node holds is in the database read below, unless it was deleted or disabled since.
@@ -171,11 +179,14 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
   for (;;) {
     const batch = await expiredPeers(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
-    const removals = await ctx.db.transaction().execute(async (trx) => {
+    const removals = await ctx.events.change(ctx.db, async (trx, announce) => {
+      const at = ctx.clock.now();
       for (const peer of batch) {
         // Give the address back only when this pass deleted the configuration (not a
         // delete_connection on another portal instance a moment before).
-        if (await deletePeer(trx, peer.publicKey)) await releaseAddresses(trx, ctx.config, peer);
+        if (!(await deletePeer(trx, peer.publicKey))) continue;
+        await releaseAddresses(trx, ctx.config, peer);
+        await announce({ type: 'configuration.expired', at, configuration: wireGuardConfiguration(peer) });
       }
       return removalsOf(batch, await nextRevision(trx));
     });
@@ -185,8 +196,11 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
   for (;;) {
     const batch = await expiredCertificates(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
-    await ctx.db.transaction().execute(async (trx) => {
-      for (const certificate of batch) await deleteCertificate(trx, certificate.commonName);
+    await ctx.events.change(ctx.db, async (trx, announce) => {
+      const at = ctx.clock.now();
+      for (const certificate of batch) {
+        if (await deleteCertificate(trx, certificate.commonName)) await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate) });
+      }
     });
     deleted += batch.length;
     await disconnectOpenVpnClients(ctx, batch, 'expiry');

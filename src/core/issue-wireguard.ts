@@ -1,0 +1,89 @@
+// The WireGuard path of POST /create: a new key pair, a node with a free address (tried in the
+// order nodeOrder gives), the configuration stored, the peer pushed to its node, and the file
+// in the chosen format (reference §6.2, §6.3, §7.1).
+import type { ProfileNode } from '../config/portal-config.js';
+import { insertPeer, type WireGuardPeer } from '../storage/wg-peers.js';
+import { generateWireGuardKeyPair, type WireGuardKeyPair } from '../wireguard/keys.js';
+import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
+import type { PortalContext } from './context.js';
+import { wireGuardConfiguration } from './events.js';
+import { storeConfiguration, type Issue } from './issuing.js';
+import { nodeOrder } from './node-order.js';
+import { addPeersToNodes } from './node-peers.js';
+import { formatAtom } from './time.js';
+import { allocateAddresses } from './wireguard-addresses.js';
+
+/** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
+class PoolFull extends Error {}
+
+/** The file, or null when no node of the profile has a free address (or a WireGuard key). */
+export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: WireGuardFileFormat): Promise<ConfigurationFile | null> {
+  const { request, profile } = issue;
+  const keyPair = generateWireGuardKeyPair();
+  for (const node of nodeOrder(ctx, profile)) {
+    const serverPublicKey = ctx.keys.wireGuardPublicKey(node.nodeNumber);
+    if (serverPublicKey === null || node.wireGuard === null) {
+      ctx.logger.warn({ nodeNumber: node.nodeNumber }, `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`);
+      continue;
+    }
+    const peer = await storePeer(ctx, issue, node, keyPair);
+    if (peer === null) continue;
+    await addPeersToNodes(ctx, [peer], 'create');
+    return renderWireGuardFile(
+      format,
+      {
+        portalBaseUrl: ctx.config.baseUrl,
+        proxy: ctx.config.wireGuard.proxy,
+        profileId: profile.profileId,
+        profileDisplayName: profile.displayName,
+        wireGuard: {
+          hostName: node.hostName,
+          listenPort: ctx.config.wireGuard.listenPort,
+          mtu: ctx.config.wireGuard.mtu,
+          serverPublicKey,
+          rangeFour: node.wireGuard.rangeFour,
+          rangeSix: node.wireGuard.rangeSix,
+          defaultGateway: profile.defaultGateway,
+          dnsServerList: [...profile.dnsServerList],
+          dnsSearchDomainList: [...profile.dnsSearchDomainList],
+          routeList: [...profile.routeList],
+          excludeRouteList: [...profile.excludeRouteList],
+          keepAlive: profile.wireGuard?.keepAlive ?? false,
+        },
+      },
+      {
+        publicKey: keyPair.publicKey,
+        displayName: request.displayName,
+        wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
+      },
+    );
+  }
+  return null;
+}
+
+/** Writes the user (when new) and the peer in one transaction; null when the node's pool is full. */
+async function storePeer(ctx: PortalContext, issue: Issue, node: ProfileNode, keyPair: WireGuardKeyPair): Promise<WireGuardPeer | null> {
+  try {
+    return await storeConfiguration(ctx, issue, async (trx) => {
+      const addresses = await allocateAddresses(trx, issue.profile.profileId, node);
+      if (addresses === null) throw new PoolFull();
+      const peer = await insertPeer(trx, {
+        publicKey: keyPair.publicKey,
+        userId: issue.request.userId,
+        profileId: issue.profile.profileId,
+        nodeNumber: node.nodeNumber,
+        displayName: issue.request.displayName,
+        ipFour: addresses.ipFour,
+        ipSix: addresses.ipSix,
+        poolIndex: addresses.poolIndex,
+        createdAt: formatAtom(issue.now),
+        expiresAt: formatAtom(issue.expiresAt),
+        authKey: null,
+      });
+      return { stored: peer, configuration: wireGuardConfiguration(peer) };
+    });
+  } catch (error) {
+    if (error instanceof PoolFull) return null;
+    throw error;
+  }
+}

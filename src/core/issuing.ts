@@ -1,0 +1,60 @@
+// What both ways of issuing a configuration share: the request, the one write that stores it
+// (with its user, in one transaction, retried when it loses a race with another portal
+// instance), and the event that announces it.
+import type { Transaction } from 'kysely';
+import type { Profile } from '../config/portal-config.js';
+import { isWriteConflict } from '../storage/errors.js';
+import type { Database } from '../storage/schema.js';
+import { ensureUser } from '../storage/users.js';
+import type { PortalContext } from './context.js';
+import { PortalError } from './errors.js';
+import type { ConfigurationRef } from './events.js';
+import type { ProfileId, UserId } from './ids.js';
+import { formatAtom } from './time.js';
+
+export interface CreateConfigurationRequest {
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly displayName: string;
+  readonly preferTcp: boolean;
+  readonly expiresIn: string | undefined;
+  readonly accept: string | undefined;
+}
+
+/** One configuration being issued: the request, its profile and its times. */
+export interface Issue {
+  readonly request: CreateConfigurationRequest;
+  readonly profile: Profile;
+  readonly now: Date;
+  readonly expiresAt: Date;
+}
+
+/** Attempts at a write that lost a race (another portal instance, a busy database). */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Stores a new configuration: `insert` runs in a transaction that has made sure the user
+ * exists and is enabled (and, on PostgreSQL, holds its row so a concurrent disable or destroy
+ * waits). The transaction is tried again when it lost a race — a unique address or user taken
+ * meanwhile, a deadlock — and `configuration.created` is recorded in it and published after.
+ */
+export async function storeConfiguration<T>(
+  ctx: PortalContext,
+  issue: Issue,
+  insert: (trx: Transaction<Database>) => Promise<{ readonly stored: T; readonly configuration: ConfigurationRef }>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.events.change(ctx.db, async (trx, announce) => {
+        const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
+        if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+        const { stored, configuration } = await insert(trx);
+        await announce({ type: 'configuration.created', at: issue.now, configuration, expiresAt: issue.expiresAt });
+        return stored;
+      });
+    } catch (error) {
+      // The transaction rolled back: simply try again.
+      if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+    }
+  }
+}

@@ -1,0 +1,32 @@
+// The connection log (`connection_log`, reference §9): a row opens when a client connects and
+// closes, with the byte counts, when it disconnects. Written in the same transaction as the
+// event, so the history never claims a connection the portal did not allow.
+import type { PortalEvents } from '../core/events.js';
+import { closeConnection, openConnection } from '../storage/connection-log.js';
+
+export function writeConnectionLog(events: PortalEvents): void {
+  events.inTransaction(async (event, db) => {
+    if (event.type === 'session.started') {
+      const { configuration } = event;
+      await openConnection(db, {
+        userId: configuration.userId,
+        profileId: configuration.profileId,
+        vpnProto: configuration.vpnProto,
+        connectionId: configuration.connectionId,
+        nodeNumber: configuration.nodeNumber,
+        ipFour: event.ipFour,
+        ipSix: event.ipSix,
+        originatingIp: event.originatingIp,
+        connectedAt: event.at,
+      });
+    } else if (event.type === 'session.ended') {
+      await closeConnection(db, {
+        connectionId: event.connectionId,
+        nodeNumber: event.nodeNumber,
+        disconnectedAt: event.at,
+        bytesIn: event.bytesIn,
+        bytesOut: event.bytesOut,
+      });
+    }
+  });
+}
