@@ -1,6 +1,5 @@
 // The portal's HTTP surface: the Admin API under {base}/admin/api/v1, its OpenAPI
 // document, and the Node API under {base}/node-api.php for node agents.
-import type { Socket } from 'node:net';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
@@ -12,10 +11,13 @@ import { connectHandler } from './node-api/connect.js';
 import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { ProtocolErrorAnswers } from './protocol-errors.js';
 import { adminRoutes } from './routes/index.js';
 
 /** Form bodies of the Admin API are small; anything larger is refused with 413. */
 const BODY_LIMIT_BYTES = 64 * 1024;
+/** Node's default: a request's headers must arrive within a minute. */
+const HEADERS_TIMEOUT_MS = 60_000;
 
 export function buildServer(ctx: PortalContext) {
   const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
@@ -34,8 +36,11 @@ export function buildServer(ctx: PortalContext) {
     const path = request.url.split('?')[0] ?? '';
     return isUnderAdminBase(path) || isUnderAdminBase(decodePath(path));
   };
+  const protocolErrors = new ProtocolErrorAnswers({ requestTimeoutMs: HEADERS_TIMEOUT_MS, logger: ctx.logger });
   const app = Fastify({
     loggerInstance: ctx.logger,
+    // A request without Host gets the JSON 400 of the hook below, not Node's empty one.
+    http: { requireHostHeader: false, headersTimeout: HEADERS_TIMEOUT_MS },
     bodyLimit: BODY_LIMIT_BYTES,
     // X-Forwarded-For is believed only when the direct peer is a configured trusted proxy.
     trustProxy: (address: string) => trustedProxies.allows(address),
@@ -45,20 +50,20 @@ export function buildServer(ctx: PortalContext) {
       if (isAdminRequest(request)) await guard(request, reply);
       if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
     },
-    // A request that is not even valid HTTP (bad Content-Length, ...) gets the same JSON error shape.
-    clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
-      if (error.code !== 'ECONNRESET' && !socket.destroyed && socket.writable) {
-        const body = JSON.stringify({ error: 'malformed HTTP request' });
-        socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-      }
-      socket.destroy(error);
-    },
+    // Bytes that are not valid HTTP (bad Content-Length, junk behind a request, ...) get the same JSON error shape.
+    clientErrorHandler: protocolErrors.onClientError,
   });
+  protocolErrors.install(app.server);
   app.removeAllContentTypeParsers();
   void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
   app.setErrorHandler(handleError);
 
   app.addHook('onRequest', async (request, reply) => {
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is malformed, whoever sends it.
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      await sendError(reply, 400, 'HTTP/1.1 request without "Host" header', { connection: 'close' });
+      return;
+    }
     if (isAdminRequest(request)) await guard(request, reply);
   });
 
