@@ -9,14 +9,10 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-
-interface Exchange {
-  readonly request: IncomingMessage;
-  readonly response: ServerResponse;
-}
+import type { RunningRequests } from './running-requests.js';
 
 /** An HTTP/1.1 response written straight onto a socket, closing the connection. */
-export function rawJsonResponse(status: number, message: string): string {
+function rawJsonResponse(status: number, message: string): string {
   const body = JSON.stringify({ error: message });
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
@@ -38,47 +34,11 @@ function answerFor(error: NodeJS.ErrnoException, requestTimeoutMs: number): { st
   }
 }
 
-/**
- * Requests whose answer has not been sent completely yet, per connection. Node parses pipelined
- * bytes as they arrive, so junk behind a request raises its error while that request runs.
- */
-class RunningRequests {
-  readonly #running = new WeakMap<Socket, Set<Exchange>>();
-  readonly #whenIdle = new WeakMap<Socket, () => void>();
-
-  track(request: IncomingMessage, response: ServerResponse): void {
-    const socket = request.socket;
-    let running = this.#running.get(socket);
-    if (running === undefined) {
-      running = new Set();
-      this.#running.set(socket, running);
-    }
-    const exchange: Exchange = { request, response };
-    running.add(exchange);
-    const settled = (): void => {
-      if (!running.delete(exchange) || running.size > 0) return;
-      const then = this.#whenIdle.get(socket);
-      this.#whenIdle.delete(socket);
-      then?.();
-    };
-    // 'finish': the answer was handed to the socket; 'close' alone: the connection went first.
-    response.once('finish', settled);
-    response.once('close', settled);
-  }
-
-  on(socket: Socket): readonly Exchange[] {
-    return [...(this.#running.get(socket) ?? [])];
-  }
-
-  /** Runs `then` once every running request on `socket` has its answer sent. */
-  whenIdle(socket: Socket, then: () => void): void {
-    this.#whenIdle.set(socket, then);
-  }
-}
-
 export interface ProtocolErrorOptions {
   /** For the 408 message: how long a request may take to arrive. */
   readonly requestTimeoutMs: number;
+  /** The requests running on each connection (installed on the same server). */
+  readonly running: RunningRequests;
   readonly logger: Logger;
 }
 
@@ -88,7 +48,6 @@ export interface ProtocolErrorOptions {
  */
 export class ProtocolErrorAnswers {
   readonly #options: ProtocolErrorOptions;
-  readonly #running = new RunningRequests();
   /** Connections whose refusal waits for the answers of the requests running on them. */
   readonly #refusing = new WeakSet<Socket>();
 
@@ -97,8 +56,6 @@ export class ProtocolErrorAnswers {
   }
 
   install(server: Server): void {
-    server.on('request', (request: IncomingMessage, response: ServerResponse) => this.#running.track(request, response));
-
     // Node answers any Expect but 100-continue with an empty 417 unless someone listens.
     server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
       const body = JSON.stringify({ error: `cannot meet "Expect: ${request.headers.expect ?? ''}"; only "100-continue" is supported` });
@@ -125,11 +82,11 @@ export class ProtocolErrorAnswers {
     }
     const { status, message } = answerFor(error, this.#options.requestTimeoutMs);
     this.#options.logger.debug({ code: error.code, remoteAddress: socket.remoteAddress, status }, 'HTTP request refused before routing');
-    const exchanges = this.#running.on(socket);
+    const exchanges = this.#options.running.on(socket);
     // Requests that arrived whole are being handled: their answers go first, then the refusal.
     if (exchanges.length > 0 && exchanges.every((exchange) => exchange.request.complete)) {
       this.#refusing.add(socket);
-      this.#running.whenIdle(socket, () => {
+      this.#options.running.whenIdle(socket, () => {
         if (socket.writable) socket.end(rawJsonResponse(status, message), () => socket.destroy());
         else socket.destroy();
       });

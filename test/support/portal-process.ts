@@ -32,8 +32,14 @@ export class PortalProcess {
   readonly output: string[] = [];
   #partial = '';
 
-  constructor(configFile: string) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  /**
+   * `fileLimit`: the process's open-file limit (soft and hard, set by util-linux `prlimit`, which
+   * then becomes the portal process), to see what the portal does when descriptors run short.
+   */
+  constructor(configFile: string, options: { fileLimit?: number } = {}) {
+    const serve = [process.execPath, '--import', 'tsx', MAIN, 'serve', '--config', configFile];
+    const command = options.fileLimit === undefined ? serve : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve];
+    this.child = spawn(command[0] ?? '', command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout?.setEncoding('utf8');
     this.child.stdout?.on('data', (chunk: string) => this.#take(chunk));
     this.child.stderr?.setEncoding('utf8');

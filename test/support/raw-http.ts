@@ -98,15 +98,15 @@ export async function socketExchange(target: SocketTarget, bytes: string | Buffe
 /** Splits a byte stream into HTTP/1.1 responses (Content-Length or chunked bodies). */
 export function parseResponses(bytes: Buffer): WireResponse[] {
   const responses: WireResponse[] = [];
-  let rest = bytes;
+  let rest: Buffer = bytes;
   for (;;) {
     const headEnd = rest.indexOf('\r\n\r\n');
     if (headEnd === -1) return responses;
     const [statusLine = '', ...lines] = rest.subarray(0, headEnd).toString('latin1').split('\r\n');
     const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0);
-    let body = rest.subarray(headEnd + 4);
-    let next = Buffer.alloc(0);
+    let body: Buffer = rest.subarray(headEnd + 4);
+    let next: Buffer = Buffer.alloc(0);
     const length = headers.get('content-length');
     if (status === 100 || status === 204 || status === 304) {
       next = body;
