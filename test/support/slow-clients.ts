@@ -87,8 +87,11 @@ export function percentile99(samples: readonly number[]): number {
   return sorted[Math.max(0, Math.ceil(sorted.length * 0.99) - 1)] ?? Number.NaN;
 }
 
-/** Runs `jobs` with at most `concurrency` in flight, and returns each one's result and duration. */
-export async function timedInParallel<T>(jobs: readonly (() => Promise<T>)[], concurrency: number): Promise<{ result: T; ms: number }[]> {
+/**
+ * Runs `jobs` with at most `concurrency` in flight, and returns each one's result and duration.
+ * `pauseMs`: each worker waits that long after a job (not counted), to spread the jobs over time.
+ */
+export async function timedInParallel<T>(jobs: readonly (() => Promise<T>)[], concurrency: number, pauseMs = 0): Promise<{ result: T; ms: number }[]> {
   const results: { result: T; ms: number }[] = new Array(jobs.length);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -98,6 +101,7 @@ export async function timedInParallel<T>(jobs: readonly (() => Promise<T>)[], co
       const started = performance.now();
       const result = await job();
       results[index] = { result, ms: performance.now() - started };
+      if (pauseMs > 0) await sleep(pauseMs);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
