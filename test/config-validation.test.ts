@@ -49,7 +49,7 @@ test('a valid file loads, with the documented defaults', (t) => {
   assert.equal(config.source, file);
   assert.deepEqual(config.adminApi, { allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] });
   assert.deepEqual(config.nodeApi, { allowList: ['0.0.0.0/0', '::/0'] });
-  assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, maxConnectionsPerAddress: 64, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
+  assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, maxConnectionsPerAddress: 256, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
   assert.equal(config.sessionExpiry.text, 'P90D');
   assert.deepEqual(config.supportedSessionExpiry, ['P90D']);
   assert.equal(config.wireGuard.listenPort, 51820);

@@ -73,7 +73,7 @@ export const portalConfigSchema = z.strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: z.int().min(0).max(65535).default(8080),
       /** Open connections one source address may hold; beyond it a new one is closed at once. */
-      maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(64),
+      maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(256),
       /** Headers and body of a request must have arrived within this time (408 otherwise). */
       requestTimeout: isoDuration.default('PT10S'),
       /** An idle keep-alive connection is closed after this time. */

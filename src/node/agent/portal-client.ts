@@ -71,7 +71,7 @@ const MAX_ERROR_TEXT = 200;
 /**
  * Requests to the portal in flight at once; more wait their turn. fetch would otherwise open a
  * connection per request, and a burst of OpenVPN clients would exceed the portal's cap on
- * connections per address (listen.maxConnectionsPerAddress, 64 by default) and be refused.
+ * connections per address (listen.maxConnectionsPerAddress, 256 by default) and be refused.
  */
 const MAX_CONCURRENT_REQUESTS = 16;
 
