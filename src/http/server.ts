@@ -59,7 +59,7 @@ export function buildServer(ctx: PortalContext) {
     // A URL the router cannot decode (`%zz`) still gets the Admin API's guard and error format.
     frameworkErrors: async (error, request, reply) => {
       if (isAdminRequest(request)) await guard(request, reply);
-      if (isNodeApiRequest(request)) await nodeApiGuard(request, reply);
+      else if (isNodeApiRequest(request)) await nodeApiGuard(request, reply);
       if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
     },
     // Bytes that are not valid HTTP (bad Content-Length, junk behind a request, ...) get the same JSON error shape.
