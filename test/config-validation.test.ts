@@ -48,6 +48,8 @@ test('a valid file loads, with the documented defaults', (t) => {
   const config = loadPortalConfig(file);
   assert.equal(config.source, file);
   assert.deepEqual(config.adminApi, { allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] });
+  assert.deepEqual(config.nodeApi, { allowList: ['0.0.0.0/0', '::/0'] });
+  assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, maxConnectionsPerAddress: 256, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
   assert.equal(config.sessionExpiry.text, 'P90D');
   assert.deepEqual(config.supportedSessionExpiry, ['P90D']);
   assert.equal(config.wireGuard.listenPort, 51820);
@@ -93,6 +95,13 @@ test('a value that is not a CIDR prefix is an error naming the option', () => {
     /^portal\.json: adminApi\.allowList\[0\]: "127\.0\.0\.1\/40" is not an IP prefix/,
   );
   assert.match(problemsOf({ ...withProfiles(employees), adminApi: { trustedProxyList: ['proxy'] } }), /adminApi\.trustedProxyList\[0\]/);
+  assert.match(problemsOf({ ...withProfiles(employees), nodeApi: { allowList: ['10.0.0.1'] } }), /^portal\.json: nodeApi\.allowList\[0\]: "10\.0\.0\.1" is not an IP prefix/);
+});
+
+test('HTTP timeouts outside 1 s to 10 minutes and a connection cap below 1 are refused at start', () => {
+  assert.equal(problemsOf({ ...withProfiles(employees), listen: { requestTimeout: 'PT0S' } }), 'portal.json: listen.requestTimeout: "PT0S" must be between PT1S and PT10M');
+  assert.equal(problemsOf({ ...withProfiles(employees), listen: { keepAliveTimeout: 'PT1H' } }), 'portal.json: listen.keepAliveTimeout: "PT1H" must be between PT1S and PT10M');
+  assert.match(problemsOf({ ...withProfiles(employees), listen: { maxConnectionsPerAddress: 0 } }), /^portal\.json: listen\.maxConnectionsPerAddress: /);
 });
 
 test('ranges too small for any client, or an IPv6 range too small to pair with IPv4, are refused at start', () => {

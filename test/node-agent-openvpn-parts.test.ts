@@ -3,6 +3,9 @@
 // the addresses handed to clients, the portal's verdicts, the decisions about clients (against
 // a scripted management connection and portal), and the vpn-daemon's two OpenVPN calls.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { cpuInfoHasAes } from '../src/node/agent/aes-support.js';
@@ -17,6 +20,8 @@ import { PortalClient, type ConnectRequest, type ConnectVerdict, type Disconnect
 import { Secret } from '../src/node/agent/secret.js';
 import { parseServerConfig, ServerConfigFormatError } from '../src/node/agent/server-config.js';
 import { asNodeNumber } from '../src/core/ids.js';
+import { createLogger } from '../src/portal.js';
+import { startTestPortal } from './support/test-portal.js';
 
 const CN_ALICE = 'Im7TCdhaKqLm/Cc9UTxGhVcZ4VDXAhPbt3praxEbbsg=';
 const CN_BOB = 'lOo4ma+ta8c1AJv4q83VA1P84GjmW2Wq89cJMu4dm4A=';
@@ -267,6 +272,30 @@ describe('asking the portal about OpenVPN clients', () => {
       profile_id: 'employees', common_name: CN_ALICE, ip_four: '10.77.0.2', ip_six: 'fd77::2', bytes_in: '2187', bytes_out: '2230',
     });
     await assert.rejects(clientAnswering(() => new Response('nope', { status: 500 })).reportDisconnect(report), /answered 500/);
+  });
+
+  test('a burst of 1,000 questions stays within a real portal\'s default cap of 256 connections per address: none is refused, every one is answered', async (t) => {
+    const warnings: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        warnings.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const portal = await startTestPortal({ logger: createLogger('warn', sink) });
+    t.after(() => portal.close());
+    const client = new PortalClient({
+      apiUrl: new URL(portal.nodeApiUrl),
+      nodeNumber: asNodeNumber(0),
+      nodeKey: new Secret(readFileSync(path.join(portal.dataDir, 'keys', 'node.0.key'), 'utf8').trim()),
+      profileIdList: [],
+      openVpn: { user: 'nobody', group: 'nogroup', preferAes: true, managementDir: '/run/x' },
+    });
+    const verdicts = await Promise.all(Array.from({ length: 1000 }, () => client.authorizeConnect(request)));
+    // An unknown certificate: the portal says ERR. "Not answered" would mean a refused connection.
+    const unanswered = verdicts.filter((verdict) => verdict.allowed || !verdict.portalAnswered);
+    assert.equal(unanswered.length, 0, `the portal answered every question; first not answered: ${JSON.stringify(unanswered[0])}`);
+    assert.deepEqual(warnings.filter((line) => line.includes('maxConnectionsPerAddress')), [], 'the portal never had to refuse one of the node\'s connections');
   });
 
   test('server_config tells the portal the OpenVPN user, group, cipher preference and socket folder', async () => {

@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../src/node/agent/proxyguard-relay.js';
 import { ProxyGuardService } from '../src/node/agent/proxyguard-service.js';
+import { percentile99, startSlowClients, timedInParallel } from './support/slow-clients.js';
 import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from './support/uotlv-client.js';
 
 const HOST_NAME = 'vpn1.example.org';
@@ -359,12 +360,99 @@ describe('many tunnels', () => {
   });
 });
 
+describe('slow clients', () => {
+  /** The start of an upgrade request that is never finished. */
+  const unfinishedRequest = `GET /proxyguard/${HOST_NAME} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nX-Slow: `;
+
+  test('2,000 connections sending their upgrade a byte at a time leave 100 real upgrades all succeeding, p99 within 1 s, and open tunnels working', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const established = await Promise.all(Array.from({ length: 10 }, () => tunnelTo(t, relay)));
+
+    const slow = startSlowClients({
+      host: '127.0.0.1',
+      port: relay.address.port,
+      count: 2000,
+      opening: () => unfinishedRequest,
+      dripIntervalMs: 1_000,
+      reconnectDelayMs: 1_000,
+    });
+    t.after(() => slow.stop());
+    await slow.started;
+
+    const upgrades = await timedInParallel(
+      Array.from({ length: 100 }, (_, index) => async () => {
+        try {
+          const tunnel = await within(openUotlvTunnel(endpointOf(relay)), `upgrade ${index}`);
+          try {
+            await assertEchoes(tunnel, `real client ${index}`, 'the new tunnel carries datagrams');
+          } finally {
+            tunnel.socket.destroy();
+          }
+          return 'ok';
+        } catch (error) {
+          return `upgrade ${index} failed: ${(error as Error).message}`;
+        }
+      }),
+      10,
+      // Spread over about 3 s, so real clients also arrive while evicted slow ones reconnect.
+      300,
+    );
+    for (const [index, tunnel] of established.entries()) await assertEchoes(tunnel, `still ${index}`, 'a tunnel opened before the flood keeps working');
+    const pendingHeld = slow.openLongerThan(0);
+    slow.stop();
+
+    assert.deepEqual(upgrades.map(({ result }) => result).filter((result) => result !== 'ok'), [], 'every real upgrade succeeds');
+    const p99 = percentile99(upgrades.map(({ ms }) => ms));
+    assert.ok(p99 <= 1_000, `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`);
+    assert.ok(pendingHeld <= 64, `the slow connections hold at most the 64 handshake slots, held ${pendingHeld}`);
+  });
+
+  test('a connection that has not sent its whole request within requestTimeoutMs is closed; a tunnel is not', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { requestTimeoutMs: 1_000 });
+    const tunnel = await tunnelTo(t, relay);
+    const socket = connect(relay.address.port, '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.write(unfinishedRequest);
+    const drip = setInterval(() => socket.write('a'), 100);
+    t.after(() => clearInterval(drip));
+    const started = Date.now();
+    await within(once(socket, 'close'), 'the slow connection is closed', 5_000);
+    const after = Date.now() - started;
+    assert.ok(after >= 900, `closed after the 1 s deadline, not after ${after} ms`);
+    await sleep(1_200);
+    await assertEchoes(tunnel, 'past the deadline', 'the deadline is for requests, not for tunnels');
+  });
+
+  test('when every handshake slot is taken, a new connection takes the oldest one\'s slot, so a quick client always gets in', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { maxPendingRequests: 4 });
+    const holders: { socket: Socket; closed: Promise<unknown[]> }[] = [];
+    for (let index = 0; index < 4; index++) {
+      const socket = connect(relay.address.port, '127.0.0.1');
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      socket.write(unfinishedRequest);
+      holders.push({ socket, closed: once(socket, 'close') });
+      await sleep(20); // a clear order of arrival
+    }
+    t.after(() => holders.forEach(({ socket }) => socket.destroy()));
+
+    const quick = await tunnelTo(t, relay);
+    await within(holders[0]!.closed, 'the oldest pending connection gives up its slot');
+    assert.deepEqual(holders.map(({ socket }) => socket.destroyed), [true, false, false, false], 'only the oldest one is closed');
+    await assertEchoes(quick, 'in', 'the quick client got its tunnel');
+  });
+});
+
 describe('the relay follows the portal\'s settings', () => {
   test('starts when WireGuard over TCP is enabled, takes new host names and ports, stops when it is disabled', async (t) => {
     const firstTarget = await startEchoTarget(t);
     const secondTarget = await startEchoTarget(t);
     const service = new ProxyGuardService(
-      { listen: { host: '127.0.0.1', port: 0 }, maxTunnels: 10, idleTimeoutMs: 60_000 },
+      { listen: { host: '127.0.0.1', port: 0 }, maxTunnels: 10, idleTimeoutMs: 60_000, maxPendingRequests: 64, requestTimeoutMs: 5_000 },
       pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
     );
     t.after(() => service.close());

@@ -52,17 +52,32 @@ describe('the portal\'s WireGuard-over-TCP options', () => {
 });
 
 describe('the node agent\'s ProxyGuard section', () => {
-  test('defaults to loopback port 51821, 1000 tunnels and a 10-minute idle timeout', () => {
+  test('defaults to loopback port 51821, 1000 tunnels, a 10-minute idle timeout, 64 handshakes of at most 5 s', () => {
     const config = parseNodeAgentConfig({ nodeKeyFile: 'node.key' }, '/etc/vpn-portal-node/node.json');
-    assert.deepEqual(config.proxyGuard, { listen: { host: '127.0.0.1', port: 51821 }, maxTunnels: 1000, idleTimeoutMs: 600_000 });
+    assert.deepEqual(config.proxyGuard, {
+      listen: { host: '127.0.0.1', port: 51821 },
+      maxTunnels: 1000,
+      idleTimeoutMs: 600_000,
+      maxPendingRequests: 64,
+      requestTimeoutMs: 5_000,
+    });
   });
 
   test('is read as written', () => {
     const config = parseNodeAgentConfig(
-      { nodeKeyFile: 'node.key', ProxyGuard: { listen: { host: '10.0.0.11', port: 8443 }, maxTunnels: 20, idleTimeoutSeconds: 30 } },
+      {
+        nodeKeyFile: 'node.key',
+        ProxyGuard: { listen: { host: '10.0.0.11', port: 8443 }, maxTunnels: 20, idleTimeoutSeconds: 30, maxPendingRequests: 8, requestTimeoutSeconds: 2 },
+      },
       '/etc/vpn-portal-node/node.json',
     );
-    assert.deepEqual(config.proxyGuard, { listen: { host: '10.0.0.11', port: 8443 }, maxTunnels: 20, idleTimeoutMs: 30_000 });
+    assert.deepEqual(config.proxyGuard, {
+      listen: { host: '10.0.0.11', port: 8443 },
+      maxTunnels: 20,
+      idleTimeoutMs: 30_000,
+      maxPendingRequests: 8,
+      requestTimeoutMs: 2_000,
+    });
   });
 
   test('refuses unknown keys and values out of range, naming them', () => {
@@ -71,6 +86,8 @@ describe('the node agent\'s ProxyGuard section', () => {
       [{ ProxyGuard: { maxTunnels: 0 } }, /"ProxyGuard\.maxTunnels"/],
       [{ ProxyGuard: { listen: { port: 70000 } } }, /"ProxyGuard\.listen\.port"/],
       [{ ProxyGuard: { idleTimeoutSeconds: 0 } }, /"ProxyGuard\.idleTimeoutSeconds"/],
+      [{ ProxyGuard: { maxPendingRequests: 0 } }, /"ProxyGuard\.maxPendingRequests"/],
+      [{ ProxyGuard: { requestTimeoutSeconds: 61 } }, /"ProxyGuard\.requestTimeoutSeconds"/],
     ];
     for (const [section, pattern] of refused) {
       assert.throws(() => parseNodeAgentConfig({ nodeKeyFile: 'node.key', ...(section as object) }, 'node.json'), (error: unknown) => {

@@ -55,6 +55,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
   for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
+  for (const [index, entry] of raw.nodeApi.allowList.entries()) checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
 
   const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
   checkUniqueProfileIds(profiles, report);
@@ -65,12 +66,19 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     source,
     baseUrl,
     basePath: baseUrl.pathname.replace(/\/+$/, ''),
-    listen: raw.listen,
+    listen: {
+      host: raw.listen.host,
+      port: raw.listen.port,
+      maxConnectionsPerAddress: raw.listen.maxConnectionsPerAddress,
+      requestTimeoutMs: boundedMilliseconds(raw.listen.requestTimeout, 'listen.requestTimeout', HTTP_TIMEOUT_BOUNDS, report),
+      keepAliveTimeoutMs: boundedMilliseconds(raw.listen.keepAliveTimeout, 'listen.keepAliveTimeout', HTTP_TIMEOUT_BOUNDS, report),
+    },
     dataDir,
     keyDir: path.join(dataDir, 'keys'),
     database,
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
     adminApi: raw.adminApi,
+    nodeApi: raw.nodeApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     logLevel: raw.logLevel,
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
@@ -80,6 +88,15 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     profiles,
     nodes,
   };
+}
+
+/** HTTP timeouts: Node checks them once a second, so less than that means nothing; more than 10 minutes holds connections for no one. */
+const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
+
+function boundedMilliseconds(text: string, option: string, bounds: { minMs: number; maxMs: number; text: string }, report: Report): number {
+  const milliseconds = durationMilliseconds(mustParseDuration(text));
+  if (milliseconds < bounds.minMs || milliseconds > bounds.maxMs) report(option, `"${text}" must be ${bounds.text}`);
+  return milliseconds;
 }
 
 function resolveDatabase(text: string | undefined, dataDir: string, baseDir: string, report: Report): DatabaseLocation {

@@ -84,19 +84,32 @@ export type DatabaseLocation =
   /** `url` may hold a password: print it only through `describeDatabase` (src/config/database-location.ts). */
   | { readonly dialect: 'postgres'; readonly url: string };
 
+/** The HTTP server of the Admin API and the Node API, and the bounds that keep slow clients from starving others. */
+export interface ListenSettings {
+  readonly host: string;
+  readonly port: number;
+  /** Open connections per source address; addresses in `adminApi.trustedProxyList` have no cap. */
+  readonly maxConnectionsPerAddress: number;
+  /** Headers and body of a request must arrive within this time. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this time. */
+  readonly keepAliveTimeoutMs: number;
+}
+
 export interface PortalConfig {
   /** Where the configuration came from, for messages: a file path or "embedded default". */
   readonly source: string;
   readonly baseUrl: URL;
   /** Path prefix of every portal URL, without trailing slash ("" at the root). */
   readonly basePath: string;
-  readonly listen: { readonly host: string; readonly port: number };
+  readonly listen: ListenSettings;
   readonly dataDir: string;
   readonly keyDir: string;
   readonly database: DatabaseLocation;
   /** `databaseTimeout`: the longest wait for the database (a connection, a lock, one statement), 1 s to 1 h. */
   readonly databaseTimeoutMs: number;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
+  readonly nodeApi: { readonly allowList: readonly string[] };
   readonly reconcileIntervalMs: number;
   readonly logLevel: string;
   readonly sessionExpiry: IsoDuration;

@@ -1,6 +1,6 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, adminApi, reconcileInterval, logLevel) are
+// options (baseUrl, listen, dataDir, database, databaseTimeout, adminApi, nodeApi, reconcileInterval, logLevel) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -72,8 +72,14 @@ export const portalConfigSchema = z.strictObject({
     .strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: z.int().min(0).max(65535).default(8080),
+      /** Open connections one source address may hold; beyond it a new one is closed at once. */
+      maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(256),
+      /** Headers and body of a request must have arrived within this time (408 otherwise). */
+      requestTimeout: isoDuration.default('PT10S'),
+      /** An idle keep-alive connection is closed after this time. */
+      keepAliveTimeout: isoDuration.default('PT5S'),
     })
-    .default({ host: '127.0.0.1', port: 8080 }),
+    .prefault({}),
   dataDir: z.string().min(1).default('./data'),
   /** `sqlite:PATH` or `postgres://USER:PASSWORD@HOST:PORT/DATABASE`; default `sqlite:<dataDir>/db.sqlite`. */
   database: z.string().regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE').optional(),
@@ -83,6 +89,12 @@ export const portalConfigSchema = z.strictObject({
       trustedProxyList: z.array(cidr).default([]),
     })
     .default({ allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] }),
+  nodeApi: z
+    .strictObject({
+      /** Source addresses that may call the Node API; others get 403 before their body is read. */
+      allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']),
+    })
+    .prefault({}),
   reconcileInterval: isoDuration.default('PT1M'),
   /** Longest wait for the database (a connection, a lock, one statement) before a call answers 503. */
   databaseTimeout: isoDuration.default('PT5S'),

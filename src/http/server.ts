@@ -1,41 +1,57 @@
 // The portal's HTTP surface: the Admin API under {base}/admin/api/v1, its OpenAPI
 // document, and the Node API under {base}/node-api.php for node agents.
-import type { Socket } from 'node:net';
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
 import { runRoute } from './admin-route.js';
+import { ConnectionsPerAddress } from './connections-per-address.js';
 import { handleError, sendError } from './error-reply.js';
 import { connectHandler } from './node-api/connect.js';
 import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { ProtocolErrorAnswers } from './protocol-errors.js';
+import { RunningRequests } from './running-requests.js';
 import { adminRoutes } from './routes/index.js';
 
 /** Form bodies of the Admin API are small; anything larger is refused with 413. */
 const BODY_LIMIT_BYTES = 64 * 1024;
+/** How often Node looks for requests past listen.requestTimeout (its default, 30 s, would let them linger). */
+const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
 export function buildServer(ctx: PortalContext) {
   const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
   const adminBase = `${ctx.config.basePath}/admin/api`;
   const adminPrefix = `${adminBase}/v1`;
+  const nodeApi = `${ctx.config.basePath}/node-api.php`;
   const guard = adminGuard(new AddressAllowList(ctx.config.adminApi.allowList), ctx.keys);
-  const isUnderAdminBase = (path: string) => path === adminBase || path.startsWith(`${adminBase}/`);
-  /**
-   * Whether the guard applies. The router matches percent-decoded paths (`/admin/ap%69/v1/users`
-   * reaches /users), so the decision follows the matched route, and for unmatched paths both the
-   * raw and the decoded path: a spelling of the URL must never skip authentication.
-   */
-  const isAdminRequest = (request: FastifyRequest): boolean => {
-    const routeUrl = request.routeOptions.url;
-    if (routeUrl !== undefined && isUnderAdminBase(routeUrl)) return true;
-    const path = request.url.split('?')[0] ?? '';
-    return isUnderAdminBase(path) || isUnderAdminBase(decodePath(path));
+  const nodeApiAllowList = new AddressAllowList(ctx.config.nodeApi.allowList);
+  const isAdminRequest = requestsUnder(adminBase);
+  const isNodeApiRequest = requestsUnder(nodeApi);
+  /** Node API calls from elsewhere are refused before their body is read, and the connection closed. */
+  const nodeApiGuard = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (nodeApiAllowList.allows(request.ip)) return;
+    request.log.warn({ ip: request.ip }, 'node API request from an address outside nodeApi.allowList');
+    await sendError(reply, 403, 'source address not allowed');
   };
+  const { listen } = ctx.config;
+  const running = new RunningRequests();
+  const protocolErrors = new ProtocolErrorAnswers({ requestTimeoutMs: listen.requestTimeoutMs, running, logger: ctx.logger });
   const app = Fastify({
     loggerInstance: ctx.logger,
+    http: {
+      // A request without Host gets the JSON 400 of the hook below, not Node's empty one.
+      requireHostHeader: false,
+      // Slow senders are cut with 408: headers and body alike must arrive within requestTimeout.
+      headersTimeout: listen.requestTimeoutMs,
+      requestTimeout: listen.requestTimeoutMs,
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+    },
+    // Fastify sets these on the server after creating it (its defaults: no request timeout, 72 s keep-alive).
+    requestTimeout: listen.requestTimeoutMs,
+    keepAliveTimeout: listen.keepAliveTimeoutMs,
     bodyLimit: BODY_LIMIT_BYTES,
     // X-Forwarded-For is believed only when the direct peer is a configured trusted proxy.
     trustProxy: (address: string) => trustedProxies.allows(address),
@@ -43,23 +59,37 @@ export function buildServer(ctx: PortalContext) {
     // A URL the router cannot decode (`%zz`) still gets the Admin API's guard and error format.
     frameworkErrors: async (error, request, reply) => {
       if (isAdminRequest(request)) await guard(request, reply);
+      else if (isNodeApiRequest(request)) await nodeApiGuard(request, reply);
       if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
     },
-    // A request that is not even valid HTTP (bad Content-Length, ...) gets the same JSON error shape.
-    clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
-      if (error.code !== 'ECONNRESET' && !socket.destroyed && socket.writable) {
-        const body = JSON.stringify({ error: 'malformed HTTP request' });
-        socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-      }
-      socket.destroy(error);
-    },
+    // Bytes that are not valid HTTP (bad Content-Length, junk behind a request, ...) get the same JSON error shape.
+    clientErrorHandler: protocolErrors.onClientError,
   });
+  running.install(app.server);
+  protocolErrors.install(app.server);
+  // Node stops timing out slow requests once the server closes, and the close waits for every
+  // connection: answer what has arrived, then drop the rest (slow senders, idle keep-alives).
+  app.addHook('preClose', async () => {
+    void running.answered().then(() => app.server.closeAllConnections());
+  });
+  new ConnectionsPerAddress({ maxPerAddress: listen.maxConnectionsPerAddress, uncapped: trustedProxies, logger: ctx.logger }).install(app.server);
   app.removeAllContentTypeParsers();
   void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
   app.setErrorHandler(handleError);
 
   app.addHook('onRequest', async (request, reply) => {
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is malformed, whoever sends it.
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      await sendError(reply, 400, 'HTTP/1.1 request without "Host" header', { connection: 'close' });
+      return;
+    }
     if (isAdminRequest(request)) await guard(request, reply);
+    else if (isNodeApiRequest(request)) await nodeApiGuard(request, reply);
+  });
+  // An answer sent before the request's body arrived (a refusal by a guard) closes the
+  // connection: the portal does not read a body it refused, and a slow sender is let go at once.
+  app.addHook('onSend', async (request, reply) => {
+    if (!request.raw.complete && announcesBody(request)) void reply.header('connection', 'close');
   });
 
   /** Method of each Admin API path, for 405 answers to any other method (HEAD, OPTIONS, PROPFIND, ...). */
@@ -74,7 +104,6 @@ export function buildServer(ctx: PortalContext) {
   app.get(`${adminPrefix}/openapi.json`, (_request, reply) => reply.type('application/json').send(openApi));
   methodOf.set(`${adminPrefix}/openapi.json`, 'GET');
 
-  const nodeApi = `${ctx.config.basePath}/node-api.php`;
   app.post(`${nodeApi}/server_config`, (request, reply) => serverConfigHandler(ctx, request, reply));
   app.post(`${nodeApi}/connect`, (request, reply) => connectHandler(ctx, request, reply));
   app.post(`${nodeApi}/disconnect`, (request, reply) => disconnectHandler(ctx, request, reply));
@@ -87,6 +116,26 @@ export function buildServer(ctx: PortalContext) {
     return sendError(reply, 404, `"${shown}" not found`);
   });
   return app;
+}
+
+/**
+ * Whether a request is for `base` or below. The router matches percent-decoded paths
+ * (`/admin/ap%69/v1/users` reaches /users), so the decision follows the matched route, and for
+ * unmatched paths both the raw and the decoded path: a spelling of the URL must never skip a guard.
+ */
+function requestsUnder(base: string): (request: FastifyRequest) => boolean {
+  const isUnder = (path: string): boolean => path === base || path.startsWith(`${base}/`);
+  return (request) => {
+    const routeUrl = request.routeOptions.url;
+    if (routeUrl !== undefined && isUnder(routeUrl)) return true;
+    const path = request.url.split('?')[0] ?? '';
+    return isUnder(path) || isUnder(decodePath(path));
+  };
+}
+
+function announcesBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** The path as the router sees it; undecodable text is kept as sent. */

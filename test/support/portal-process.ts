@@ -32,9 +32,15 @@ export class PortalProcess {
   readonly output: string[] = [];
   #partial = '';
 
-  /** `user`: run the portal as this user (uid and gid) instead of the test's, as a service account would. */
-  constructor(configFile: string, options: { readonly user?: { readonly uid: number; readonly gid: number } } = {}) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--config', configFile], {
+  /**
+   * `user`: run the portal as this user (uid and gid) instead of the test's, as a service account would.
+   * `fileLimit`: the process's open-file limit (soft and hard, set by util-linux `prlimit`, which
+   * then becomes the portal process), to see what the portal does when descriptors run short.
+   */
+  constructor(configFile: string, options: { readonly user?: { readonly uid: number; readonly gid: number }; readonly fileLimit?: number } = {}) {
+    const serve = [process.execPath, '--import', 'tsx', MAIN, 'serve', '--config', configFile];
+    const command = options.fileLimit === undefined ? serve : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve];
+    this.child = spawn(command[0] ?? '', command.slice(1), {
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid }),
     });

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
+import { DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS } from './proxyguard-relay.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'wireguard-go';
 
@@ -37,6 +38,10 @@ export interface ProxyGuardSettings {
   readonly maxTunnels: number;
   /** A tunnel without a byte in either direction for this long is closed. */
   readonly idleTimeoutMs: number;
+  /** Connections still sending their upgrade request, on top of the tunnels; one more takes the oldest one's place. */
+  readonly maxPendingRequests: number;
+  /** A connection must have sent its whole upgrade request within this time. */
+  readonly requestTimeoutMs: number;
 }
 
 export type PreferAesSetting = 'auto' | 'yes' | 'no';
@@ -101,6 +106,9 @@ const configSchema = z.strictObject({
       maxTunnels: z.number().int().min(1).max(100_000).default(1000),
       // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
       idleTimeoutSeconds: z.number().int().min(1).max(86_400).default(600),
+      // Small: real clients send their request at once and leave their slot within milliseconds.
+      maxPendingRequests: z.number().int().min(1).max(10_000).default(DEFAULT_MAX_PENDING_REQUESTS),
+      requestTimeoutSeconds: z.number().int().min(1).max(60).default(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
     })
     .prefault({}),
   OpenVPN: z
@@ -162,6 +170,8 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
       listen: config.ProxyGuard.listen,
       maxTunnels: config.ProxyGuard.maxTunnels,
       idleTimeoutMs: config.ProxyGuard.idleTimeoutSeconds * 1000,
+      maxPendingRequests: config.ProxyGuard.maxPendingRequests,
+      requestTimeoutMs: config.ProxyGuard.requestTimeoutSeconds * 1000,
     },
     openVpn: {
       configDir: resolve(base, config.OpenVPN.configDir),

@@ -68,11 +68,19 @@ export class PortalRequestError extends Error {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_ERROR_TEXT = 200;
+/**
+ * Requests to the portal in flight at once; more wait their turn. fetch would otherwise open a
+ * connection per request, and a burst of OpenVPN clients would exceed the portal's cap on
+ * connections per address (listen.maxConnectionsPerAddress, 256 by default) and be refused.
+ */
+const MAX_CONCURRENT_REQUESTS = 16;
 
 /** Client of the portal's Node API, authenticated with the node number and node key. */
 export class PortalClient {
   readonly #options: PortalClientOptions;
   readonly #fetch: typeof fetch;
+  #inFlight = 0;
+  readonly #waiting: (() => void)[] = [];
 
   constructor(options: PortalClientOptions) {
     this.#options = options;
@@ -89,8 +97,7 @@ export class PortalClient {
     body.set('prefer_aes', openVpn.preferAes ? 'yes' : 'no');
     body.set('management_dir', openVpn.managementDir);
 
-    const response = await this.#post(url, body);
-    const text = await response.text();
+    const { response, text } = await this.#exchange(url, body);
     if (!response.ok) {
       throw new PortalRequestError(
         `the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`,
@@ -123,9 +130,7 @@ export class PortalClient {
     let status: number;
     let text: string;
     try {
-      const response = await this.#post(url, body, 'text/plain');
-      status = response.status;
-      text = await response.text();
+      ({ response: { status }, text } = await this.#exchange(url, body, 'text/plain'));
     } catch (error) {
       return { allowed: false, portalAnswered: false, reason: error instanceof Error ? error.message : String(error) };
     }
@@ -145,10 +150,24 @@ export class PortalClient {
       bytes_in: String(report.bytesIn),
       bytes_out: String(report.bytesOut),
     });
-    const response = await this.#post(url, body, 'text/plain');
-    const text = await response.text();
+    const { response, text } = await this.#exchange(url, body, 'text/plain');
     if (response.status !== 200 || text !== 'OK') {
       throw new PortalRequestError(`the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`, response.status);
+    }
+  }
+
+  /** One request and its whole answer, within the limit of requests in flight (the connection is busy until the body is read). */
+  async #exchange(url: URL, body: URLSearchParams, accept?: string): Promise<{ response: Response; text: string }> {
+    if (this.#inFlight >= MAX_CONCURRENT_REQUESTS) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    else this.#inFlight += 1;
+    try {
+      const response = await this.#post(url, body, accept);
+      return { response, text: await response.text() };
+    } finally {
+      // The slot passes straight to the next waiting request, or is given back.
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#inFlight -= 1;
+      else next();
     }
   }
 

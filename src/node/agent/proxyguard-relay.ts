@@ -3,6 +3,8 @@
 // `Upgrade: UoTLV/1` is answered `101 Switching Protocols`, and the connection becomes a tunnel
 // to the local WireGuard port (proxyguard-tunnel.ts). Anything else gets a plain-text HTTP
 // error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
+// Connections that are not a tunnel yet have a small budget and a deadline of their own, so
+// slow senders can neither take the tunnels' places nor lock out clients that send at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket as UdpSocket } from 'node:dgram';
 import type { AddressInfo, Socket } from 'node:net';
@@ -19,16 +21,19 @@ export interface ProxyGuardRelayOptions extends Partial<Pick<TunnelLimits, 'maxB
   readonly hostNames: readonly string[];
   readonly maxTunnels: number;
   readonly idleTimeoutMs: number;
+  /** Connections still sending their request, on top of the tunnels; one more takes the oldest one's place. */
+  readonly maxPendingRequests?: number;
+  /** A connection must have sent its whole request within this time. */
+  readonly requestTimeoutMs?: number;
   readonly logger: Logger;
 }
 
 /** About 700 full-size WireGuard packets: a reader that slow is congested, not gone. */
 const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024;
 const DEFAULT_STALL_TIMEOUT_MS = 10_000;
-/** Connections still in their HTTP request, beyond the tunnels; more are closed unanswered. */
-const PENDING_REQUEST_SLOTS = 64;
-/** The request must be complete within this time (slow-loris senders are cut off). */
-const REQUEST_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_PENDING_REQUESTS = 64;
+/** A real client sends its few hundred bytes at once; a slow-loris sender is cut off. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /** After a refusal, how long the client has to read it before the socket is destroyed. */
 const REFUSAL_LINGER_MS = 2_000;
 
@@ -38,6 +43,8 @@ export class ProxyGuardRelay {
   readonly #limits: TunnelLimits;
   readonly #logger: Logger;
   readonly #tunnels = new Set<ProxyGuardTunnel>();
+  /** Connections that are not a tunnel (yet): still sending, or being refused. Oldest first. */
+  readonly #pending: PendingConnections;
   /** Tunnels being set up (UDP socket connecting): they count against the limit already. */
   #opening = 0;
   #hostNames: ReadonlySet<string>;
@@ -49,6 +56,11 @@ export class ProxyGuardRelay {
     this.#options = options;
     this.#logger = options.logger;
     this.#hostNames = new Set(options.hostNames);
+    this.#pending = new PendingConnections(
+      options.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
+      options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      options.logger,
+    );
     this.#limits = {
       idleTimeoutMs: options.idleTimeoutMs,
       maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
@@ -57,9 +69,13 @@ export class ProxyGuardRelay {
   }
 
   static async start(options: ProxyGuardRelayOptions): Promise<ProxyGuardRelay> {
-    const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS });
+    const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // Node's own timeouts too, though the relay's deadline (below) comes first.
+    const server = createServer({ requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs });
     const relay = new ProxyGuardRelay(server, options);
-    server.maxConnections = options.maxTunnels + PENDING_REQUEST_SLOTS;
+    // Tunnels and handshakes have budgets of their own (no shared server.maxConnections), so
+    // connections stuck in their request can never take the place of tunnels.
+    server.on('connection', (socket: Socket) => relay.#pending.admit(socket));
     server.on('request', (request: IncomingMessage, response: ServerResponse) => relay.#onPlainRequest(request, response));
     server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       // A bug in one upgrade must cost that connection, never the agent with every tunnel.
@@ -100,6 +116,7 @@ export class ProxyGuardRelay {
   /** Stops accepting, ends every tunnel (their clients see the TCP connection close), then resolves. */
   close(): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
+      this.#pending.stop();
       this.#server.close(() => resolve());
       for (const tunnel of [...this.#tunnels]) tunnel.end('relay-closing');
       this.#server.closeAllConnections();
@@ -125,6 +142,7 @@ export class ProxyGuardRelay {
       refuseRaw(socket, verdict.status, verdict.message, verdict.headers);
       return;
     }
+
     if (this.#closing !== null) {
       refuseRaw(socket, 503, 'the relay is shutting down', { 'retry-after': '5' });
       return;
@@ -136,6 +154,9 @@ export class ProxyGuardRelay {
       return;
     }
 
+    // From here the connection counts as a tunnel (being opened), no longer as a handshake;
+    // refused ones stay handshakes until they are gone, so refusing costs no extra descriptors.
+    this.#pending.release(socket);
     this.#opening += 1;
     let udp: UdpSocket;
     try {
@@ -167,6 +188,75 @@ export class ProxyGuardRelay {
     this.#tunnels.add(tunnel);
     this.#logger.debug({ tunnels: this.tunnelCount, remote: socket.remoteAddress }, 'ProxyGuard tunnel opened');
     tunnel.start(head);
+  }
+}
+
+/** The oldest pending connection is named in the log at most this often. */
+const EVICTION_WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * Connections that are not tunnels: still sending their request, or being refused. At most
+ * `max` of them, each for at most `timeoutMs`. When every slot is taken, a new connection takes
+ * the slot of the oldest one, which is closed: whoever holds slow handshakes cannot lock out
+ * real clients, who send their request at once and leave their slot within milliseconds.
+ */
+class PendingConnections {
+  /** Each connection and when it arrived; a Map keeps arrival order, oldest first. */
+  readonly #arrived = new Map<Socket, number>();
+  readonly #max: number;
+  readonly #timeoutMs: number;
+  readonly #logger: Logger;
+  readonly #sweep: NodeJS.Timeout;
+  #warnedAt = 0;
+
+  constructor(max: number, timeoutMs: number, logger: Logger) {
+    this.#max = max;
+    this.#timeoutMs = timeoutMs;
+    this.#logger = logger;
+    // A tenth of the deadline, so a connection is cut at most 10 % late.
+    this.#sweep = setInterval(() => this.#expire(), Math.max(50, Math.floor(timeoutMs / 10)));
+    this.#sweep.unref();
+  }
+
+  admit(socket: Socket): void {
+    if (this.#arrived.size >= this.#max) {
+      const [oldest] = this.#arrived.keys();
+      if (oldest !== undefined) {
+        this.#arrived.delete(oldest);
+        oldest.destroy();
+        this.#warnEvicting();
+      }
+    }
+    this.#arrived.set(socket, Date.now());
+    socket.once('close', () => this.#arrived.delete(socket));
+  }
+
+  /** The connection became a tunnel: it no longer holds a handshake slot. */
+  release(socket: Socket): void {
+    this.#arrived.delete(socket);
+  }
+
+  stop(): void {
+    clearInterval(this.#sweep);
+  }
+
+  #expire(): void {
+    const cutoff = Date.now() - this.#timeoutMs;
+    for (const [socket, arrived] of this.#arrived) {
+      if (arrived > cutoff) return;
+      this.#arrived.delete(socket);
+      socket.destroy();
+    }
+  }
+
+  #warnEvicting(): void {
+    const now = Date.now();
+    if (now - this.#warnedAt < EVICTION_WARNING_INTERVAL_MS) return;
+    this.#warnedAt = now;
+    this.#logger.warn(
+      { maxPendingRequests: this.#max },
+      'ProxyGuard: every handshake slot is taken (slow or stuck clients); new connections take the oldest ones\' slots',
+    );
   }
 }
 

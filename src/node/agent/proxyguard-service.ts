@@ -44,6 +44,8 @@ export class ProxyGuardService {
       hostNames: assignment.hostNames,
       maxTunnels: this.#settings.maxTunnels,
       idleTimeoutMs: this.#settings.idleTimeoutMs,
+      maxPendingRequests: this.#settings.maxPendingRequests,
+      requestTimeoutMs: this.#settings.requestTimeoutMs,
       logger: this.#logger,
     });
     const { address, port } = this.#relay.address;
