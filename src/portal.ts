@@ -3,12 +3,12 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { PortalConfig } from './config/portal-config.js';
 import type { PortalContext } from './core/context.js';
-import type { NodeNumber } from './core/ids.js';
+import type { NodeNumber } from './shared/ids.js';
 import { PortalEvents } from './core/events.js';
 import { NodeFleet } from './core/node-fleet.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
-import { systemClock, type Clock } from './core/time.js';
+import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';

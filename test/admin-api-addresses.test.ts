@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseIpAddress, parseIpPrefix, prefixContainsAddress } from '../src/net/ip-prefix.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
-import type { NodeNumber, WireGuardKey } from '../src/core/ids.js';
+import type { NodeNumber, WireGuardKey } from '../src/shared/ids.js';
 import { errorBody } from './support/raw-http.js';
 import { startTestPortal, type TestPortal } from './support/test-portal.js';
 import { parseWireGuardFile } from './support/wireguard-file.js';

@@ -3,8 +3,8 @@
 // refusals (unknown profile, bad input, disabled user) that must leave nothing behind.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Clock } from '../src/core/time.js';
-import type { NodeNumber, WireGuardKey } from '../src/core/ids.js';
+import type { Clock } from '../src/shared/time.js';
+import type { NodeNumber, WireGuardKey } from '../src/shared/ids.js';
 import { parseIpAddress, parseIpPrefix, prefixContainsAddress } from '../src/net/ip-prefix.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
 import { errorBody, rawRequest, type RawResponse } from './support/raw-http.js';

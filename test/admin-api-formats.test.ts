@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { parse } from 'plist';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import { asNodeNumber, type WireGuardKey } from '../src/core/ids.js';
+import { asNodeNumber, type WireGuardKey } from '../src/shared/ids.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
 import { errorBody, rawRequest, type RawResponse } from './support/raw-http.js';
 import { startTestPortal, type TestPortal } from './support/test-portal.js';

@@ -4,8 +4,8 @@
 // handshake: test/e2e/wireguard-tunnel.test.ts checks it with a device in a network namespace.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Clock } from '../src/core/time.js';
-import type { WireGuardKey } from '../src/core/ids.js';
+import type { Clock } from '../src/shared/time.js';
+import type { WireGuardKey } from '../src/shared/ids.js';
 import type { PortalConfigFile } from '../src/config/schema.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
 import { startPortalWithNode } from './support/portal-with-node.js';

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import { asNodeNumber } from '../src/core/ids.js';
-import type { Clock } from '../src/core/time.js';
+import { asNodeNumber } from '../src/shared/ids.js';
+import type { Clock } from '../src/shared/time.js';
 import { connectionHistory } from '../src/storage/connection-log.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from './support/test-portal.js';
 

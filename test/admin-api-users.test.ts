@@ -3,7 +3,7 @@
 // OAuth authorizations only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { WireGuardKey } from '../src/core/ids.js';
+import type { WireGuardKey } from '../src/shared/ids.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
 import { startPortalWithNode } from './support/portal-with-node.js';
 import { errorBody } from './support/raw-http.js';

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse, type PlistValue } from 'plist';
 import { renderAppleMobileconfig, type AppleConfigurationSettings, type AppleProfileSettings } from '../src/apple/mobileconfig.js';
 import { nameBasedUuid } from '../src/apple/name-based-uuid.js';
-import { asProfileId } from '../src/core/ids.js';
+import { asProfileId } from '../src/shared/ids.js';
 import { renderWireGuardClientConfig } from '../src/wireguard/client-config.js';
 import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
 import { NetnsLab } from './support/netns.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, loadPortalConfig, resolvePortalConfig } from '../src/config/load.js';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import type { NodeNumber } from '../src/core/ids.js';
+import type { NodeNumber } from '../src/shared/ids.js';
 
 type ProfileFile = PortalConfigFile['ProfileList'][number];
 

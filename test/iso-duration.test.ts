@@ -2,7 +2,7 @@
 // durations, and what adding one to a UTC time gives, calendar overflow included.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addDuration, durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../src/core/iso-duration.js';
+import { addDuration, durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../src/shared/iso-duration.js';
 
 function parsed(text: string): IsoDuration {
   const duration = parseIsoDuration(text);

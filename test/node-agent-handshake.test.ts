@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import { asNodeNumber } from '../src/core/ids.js';
+import { asNodeNumber } from '../src/shared/ids.js';
 import { startNodeAgent, type RunningNodeAgent } from '../src/node/agent/agent.js';
 import { parseNodeAgentConfig } from '../src/node/agent/config.js';
 import { readNodeKey } from '../src/node/agent/node-key.js';

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import { asNodeNumber, type WireGuardKey } from '../src/core/ids.js';
+import { asNodeNumber, type WireGuardKey } from '../src/shared/ids.js';
 import { KeyStore } from '../src/keys/key-store.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
 import { freePort } from './support/free-port.js';

@@ -17,9 +17,9 @@ import { ManagementCommandError, quoteArgument, type ClientNotification } from '
 import { checkServerFile, socketPathOf } from '../src/node/agent/openvpn-server-file.js';
 import { parseStatusClients } from '../src/node/agent/openvpn-status.js';
 import { PortalClient, type ConnectRequest, type ConnectVerdict, type DisconnectReport } from '../src/node/agent/portal-client.js';
-import { Secret } from '../src/node/agent/secret.js';
+import { Secret } from '../src/shared/secret.js';
 import { parseServerConfig, ServerConfigFormatError } from '../src/node/agent/server-config.js';
-import { asNodeNumber } from '../src/core/ids.js';
+import { asNodeNumber } from '../src/shared/ids.js';
 import { createLogger } from '../src/portal.js';
 import { startTestPortal } from './support/test-portal.js';
 

@@ -16,7 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { startNodeAgent, type RunningNodeAgent } from '../src/node/agent/agent.js';
 import { parseNodeAgentConfig } from '../src/node/agent/config.js';
-import { Secret } from '../src/node/agent/secret.js';
+import { Secret } from '../src/shared/secret.js';
 import { NetnsLab, requireRoot, type Namespace } from './support/netns.js';
 import { AUTH_FAILED, CONNECTED, OpenVpnClient } from './support/openvpn-client.js';
 import { clientFileText, serverFileText } from './support/openvpn-files.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import { asNodeNumber, type WireGuardKey } from '../src/core/ids.js';
+import { asNodeNumber, type WireGuardKey } from '../src/shared/ids.js';
 import { startNodeAgent, type RunningNodeAgent } from '../src/node/agent/agent.js';
 import type { CommandRunner } from '../src/node/agent/command-runner.js';
 import { parseNodeAgentConfig } from '../src/node/agent/config.js';

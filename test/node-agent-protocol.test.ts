@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
-import { asWireGuardKey, type WireGuardKey } from '../src/core/ids.js';
+import { asWireGuardKey, type WireGuardKey } from '../src/shared/ids.js';
 import { buildDaemonServer, type WireGuardPeers } from '../src/node/agent/daemon-server.js';
 import { planPeerBatch } from '../src/node/agent/peer-batch-plan.js';
 import { PeerBatcher } from '../src/node/agent/peer-batcher.js';
-import { Secret } from '../src/node/agent/secret.js';
+import { Secret } from '../src/shared/secret.js';
 import { parseServerConfig, ServerConfigFormatError } from '../src/node/agent/server-config.js';
 import { parseWgDump, type WgPeer } from '../src/node/agent/wg-dump.js';
 import type { PeerChange } from '../src/node/agent/wg-tool.js';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import type { WireGuardKey } from '../src/core/ids.js';
+import type { WireGuardKey } from '../src/shared/ids.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';
 import { startPortalWithNode } from './support/portal-with-node.js';
 import { UNREACHABLE_NODE, type TestPortal } from './support/test-portal.js';

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 
 import type { OpenVpnProfileSettings, Profile, ProfileNode } from '../src/config/portal-config.js';
-import { asNodeNumber, asProfileId } from '../src/core/ids.js';
+import { asNodeNumber, asProfileId } from '../src/shared/ids.js';
 import { CertificateAuthority } from '../src/openvpn/certificate-authority.js';
 import { renderOpenVpnClientConfig } from '../src/openvpn/client-config.js';
 import {

@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { generateSecrets } from '../src/cli/generate-secrets.js';
 import { loadPortalConfig } from '../src/config/load.js';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import type { WireGuardKey } from '../src/core/ids.js';
+import type { WireGuardKey } from '../src/shared/ids.js';
 import { connectDatabase, openDatabase, type Db } from '../src/storage/database.js';
 import { runExclusively } from '../src/storage/exclusive.js';
 import { wireGuardPublicKey } from '../src/wireguard/keys.js';

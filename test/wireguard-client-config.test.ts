@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { asWireGuardKey } from '../src/core/ids.js';
+import { asWireGuardKey } from '../src/shared/ids.js';
 import {
   renderWireGuardClientConfig,
   type WireGuardClientConfiguration,

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
 
-import { asWireGuardKey } from '../src/core/ids.js';
+import { asWireGuardKey } from '../src/shared/ids.js';
 import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '../src/wireguard/keys.js';
 
 const WG = '/usr/bin/wg';

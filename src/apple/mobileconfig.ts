@@ -5,7 +5,7 @@
 // Built with the plist library, so every string is escaped by the XML writer.
 import { createHash } from 'node:crypto';
 import { build } from 'plist';
-import type { ProfileId, WireGuardKey } from '../core/ids.js';
+import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import { isIpAddress } from '../net/ip-prefix.js';
 import {
   renderWireGuardClientConfig,

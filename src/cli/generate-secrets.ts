@@ -3,8 +3,8 @@
 // OpenVPN CA (Ed25519, valid for `caExpiry`), and with --admin-api the Admin API secret —
 // and never overwrites one that exists.
 import type { PortalConfig } from '../config/portal-config.js';
-import { asNodeNumber } from '../core/ids.js';
-import { addDuration } from '../core/iso-duration.js';
+import { asNodeNumber } from '../shared/ids.js';
+import { addDuration } from '../shared/iso-duration.js';
 import { KeyStore, type CreatedOrKept } from '../keys/key-store.js';
 import { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 

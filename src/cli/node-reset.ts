@@ -4,8 +4,8 @@
 // every tunnel); this records that the administrator means it. Stored in the database, so
 // every portal instance sees it.
 import { ConfigError, loadPortalConfig } from '../config/load.js';
-import { formatAtom } from '../core/time.js';
-import { asNodeNumber } from '../core/ids.js';
+import { formatAtom } from '../shared/time.js';
+import { asNodeNumber } from '../shared/ids.js';
 import { openDatabase } from '../storage/database.js';
 import { confirmNodeReset } from '../storage/node-resets.js';
 

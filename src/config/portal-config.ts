@@ -1,7 +1,7 @@
 // The validated, resolved configuration the rest of the portal works with: per-node
 // options are already picked for each node (reference §1.3), durations parsed, paths absolute.
-import type { NodeNumber, ProfileId, VpnProto } from '../core/ids.js';
-import type { IsoDuration } from '../core/iso-duration.js';
+import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
+import type { IsoDuration } from '../shared/iso-duration.js';
 
 export interface WireGuardRange {
   readonly rangeFour: string;

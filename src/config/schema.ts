@@ -4,7 +4,7 @@
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
-import { addDuration, parseIsoDuration } from '../core/iso-duration.js';
+import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 

@@ -3,7 +3,7 @@
 // Apple configuration profile. Pure: the same inputs always give the same bytes.
 import { renderAppleMobileconfig } from '../apple/mobileconfig.js';
 import type { WireGuardProxy } from '../config/portal-config.js';
-import type { ProfileId, WireGuardKey } from './ids.js';
+import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import type { ConfigFormat } from './protocol-selection.js';
 import {
   renderWireGuardClientConfig,

@@ -6,7 +6,7 @@ import type { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import type { Db } from '../storage/database.js';
 import type { PortalEvents } from './events.js';
 import type { NodeFleet } from './node-fleet.js';
-import type { Clock } from './time.js';
+import type { Clock } from '../shared/time.js';
 
 export interface PortalContext {
   readonly config: PortalConfig;

@@ -7,7 +7,7 @@ import { deletePeer, findPeerOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
 import { existingUser } from './existing-user.js';
-import type { ConnectionId, UserId } from './ids.js';
+import type { ConnectionId, UserId } from '../shared/ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { releaseAddresses } from './wireguard-addresses.js';

@@ -3,7 +3,7 @@
 import { deleteAuthorizationsOfUser } from '../storage/authorizations.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
-import type { UserId } from './ids.js';
+import type { UserId } from '../shared/ids.js';
 
 export async function deleteUserAuthorizations(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);

@@ -8,7 +8,7 @@ import { setUserDisabled } from '../storage/users.js';
 import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
-import type { UserId } from './ids.js';
+import type { UserId } from '../shared/ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
 

@@ -4,9 +4,9 @@ import { setUserDisabled } from '../storage/users.js';
 import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
-import type { UserId } from './ids.js';
+import type { UserId } from '../shared/ids.js';
 import { addPeersToNodes } from './node-peers.js';
-import { formatAtom } from './time.js';
+import { formatAtom } from '../shared/time.js';
 
 export async function enableUser(ctx: PortalContext, userId: UserId): Promise<void> {
   await existingUser(ctx, userId);

@@ -15,7 +15,7 @@ import type { Transaction } from 'kysely';
 import type { Db, Executor } from '../storage/database.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
-import type { NodeNumber, ProfileId, UserId, VpnProto } from './ids.js';
+import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 
 interface EventBase {
   readonly at: Date;

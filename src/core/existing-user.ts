@@ -1,7 +1,7 @@
 import { findUser, type UserState } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
-import type { UserId } from './ids.js';
+import type { UserId } from '../shared/ids.js';
 
 /** The user, or the reference's 400 `user does not exist`. */
 export async function existingUser(ctx: PortalContext, userId: UserId): Promise<UserState> {

@@ -2,7 +2,7 @@
 // defaults to `sessionExpiry` and must be one of the configured values, byte for byte.
 import type { PortalConfig } from '../config/portal-config.js';
 import { PortalError } from './errors.js';
-import { addDuration, parseIsoDuration } from './iso-duration.js';
+import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
 
 export function configurationExpiry(config: PortalConfig, now: Date, expiresIn: string | undefined): Date {
   if (expiresIn === undefined) return addDuration(now, config.sessionExpiry);

@@ -9,9 +9,9 @@ import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import { openVpnConfiguration } from './events.js';
 import { storeConfiguration, type Issue } from './issuing.js';
-import { asConnectionId, type ConnectionId } from './ids.js';
+import { asConnectionId, type ConnectionId } from '../shared/ids.js';
 import { nodeOrder } from './node-order.js';
-import { formatAtom } from './time.js';
+import { formatAtom } from '../shared/time.js';
 
 /** The client file, or null when the profile runs OpenVPN on none of its nodes. */
 export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<ConfigurationFile | null> {

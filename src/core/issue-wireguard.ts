@@ -10,7 +10,7 @@ import { wireGuardConfiguration } from './events.js';
 import { storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
 import { addPeersToNodes } from './node-peers.js';
-import { formatAtom } from './time.js';
+import { formatAtom } from '../shared/time.js';
 import { allocateAddresses } from './wireguard-addresses.js';
 
 /** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */

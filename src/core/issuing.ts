@@ -9,8 +9,8 @@ import { ensureUser } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import type { ConfigurationRef } from './events.js';
-import type { ProfileId, UserId } from './ids.js';
-import { formatAtom } from './time.js';
+import type { ProfileId, UserId } from '../shared/ids.js';
+import { formatAtom } from '../shared/time.js';
 
 export interface CreateConfigurationRequest {
   readonly userId: UserId;

@@ -5,8 +5,8 @@
 // host rebooted) it is reconciled at once. After a failure pushes to the node are skipped
 // until it answers a probe again, so a dead node does not slow every request.
 import type { Logger } from 'pino';
-import type { NodeNumber } from './ids.js';
-import type { Clock } from './time.js';
+import type { NodeNumber } from '../shared/ids.js';
+import type { Clock } from '../shared/time.js';
 import type { NodeDaemon, DaemonNodeInfo } from '../node/daemon-client.js';
 
 /** How often a node that failed is asked again. */

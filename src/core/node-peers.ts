@@ -4,7 +4,7 @@
 // call: the database already holds the truth, the fleet asks the node again every second and
 // reconciles it as soon as it answers. A removal that could not be pushed is said at warn
 // level, because until then that tunnel still passes traffic.
-import type { NodeNumber, WireGuardKey } from './ids.js';
+import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 import type { Revision } from '../storage/revisions.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';

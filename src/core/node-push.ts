@@ -6,8 +6,8 @@
 // timeout, not one per item. The caller learns how many pushes each node missed, to log it.
 import type { NodeDaemon } from '../node/daemon-client.js';
 import type { PortalContext } from './context.js';
-import type { NodeNumber } from './ids.js';
-import { forEachLimited } from './limited-parallel.js';
+import type { NodeNumber } from '../shared/ids.js';
+import { forEachLimited } from '../shared/limited-parallel.js';
 
 const PUSH_PARALLELISM = 16;
 

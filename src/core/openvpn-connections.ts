@@ -6,8 +6,8 @@ import { findCertificate } from '../storage/certificates.js';
 import { findUser } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 import type { PortalEvent } from './events.js';
-import type { NodeNumber } from './ids.js';
-import { formatAtom } from './time.js';
+import type { NodeNumber } from '../shared/ids.js';
+import { formatAtom } from '../shared/time.js';
 
 export interface OpenVpnConnect {
   readonly nodeNumber: NodeNumber;

@@ -5,7 +5,7 @@ import type { OpenVpnServerFile, OpenVpnServerNodeSettings, OpenVpnServerProfile
 import { renderOpenVpnServerFiles } from '../openvpn/server-config.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
-import type { NodeNumber } from './ids.js';
+import type { NodeNumber } from '../shared/ids.js';
 
 export async function openVpnServerFiles(
   ctx: PortalContext,

@@ -9,7 +9,7 @@ import { earliestCertificateExpiry } from '../storage/certificates.js';
 import { runExclusively } from '../storage/exclusive.js';
 import { earliestPeerExpiry } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
-import type { NodeNumber } from './ids.js';
+import type { NodeNumber } from '../shared/ids.js';
 import type { ReconcileReason } from './node-fleet.js';
 import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reconcile.js';
 

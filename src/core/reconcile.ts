@@ -15,11 +15,11 @@ import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../
 import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
-import type { NodeNumber, WireGuardKey } from './ids.js';
-import { forEachLimited } from './limited-parallel.js';
+import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
+import { forEachLimited } from '../shared/limited-parallel.js';
 import { peerIpNet, removalsOf, removePeersFromNodes, type PeerRemoval } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
-import { formatAtom } from './time.js';
+import { formatAtom } from '../shared/time.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
 const PARALLEL_CHANGES_PER_NODE = 16;

@@ -4,7 +4,7 @@ import { certificatesOfUser } from '../storage/certificates.js';
 import { peersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
-import type { UserId, VpnProto } from './ids.js';
+import type { UserId, VpnProto } from '../shared/ids.js';
 
 export interface UserConfiguration {
   readonly connection_id: string;

@@ -8,7 +8,7 @@ import { addressInUse } from '../storage/wg-peers.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../wireguard/address-pool.js';
-import type { ProfileId } from './ids.js';
+import type { ProfileId } from '../shared/ids.js';
 
 export interface AllocatedAddresses {
   readonly poolIndex: number;

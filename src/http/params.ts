@@ -4,8 +4,8 @@
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { asConnectionId, asProfileId, asUserId } from '../core/ids.js';
-import { isIsoDuration } from '../core/iso-duration.js';
+import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
+import { isIsoDuration } from '../shared/iso-duration.js';
 import { isWireGuardKey } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
 

@@ -1,10 +1,11 @@
 // Secrets on disk, under DATA/keys: the Admin API secret, one secret per node, and one
 // WireGuard private key per node. Files are 0600 in a 0700 directory, are created only when
 // missing (never overwritten), and their contents are never logged.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { constantTimeEquals } from '../shared/constant-time.js';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { NodeNumber, WireGuardKey } from '../core/ids.js';
+import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '../wireguard/keys.js';
 
 export type CreatedOrKept = { readonly path: string; readonly created: boolean };
@@ -106,11 +107,4 @@ export class KeyStore {
       throw error;
     }
   }
-}
-
-/** Compares secrets in constant time; hashing first hides the length of the secret too. */
-export function constantTimeEquals(presented: string, secret: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(secret).digest();
-  return timingSafeEqual(a, b);
 }

@@ -4,7 +4,7 @@
 // an existing eduVPN vpn-daemon alike. Requests carry `Authorization: Bearer <node key>`
 // when the portal has a key file for that node. Timeouts are short: a node that does not
 // answer must never hold up an Admin API call for long.
-import type { NodeNumber, WireGuardKey } from '../core/ids.js';
+import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 
 export interface DaemonPeer {
   readonly publicKey: WireGuardKey;

@@ -3,6 +3,7 @@
 // what the reference's `vpn-ca` tool writes, so existing OpenVPN clients see nothing new.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { messageOf } from '../shared/error-message.js';
 
 export interface IssuedCredentials {
   readonly certificatePem: string;
@@ -247,8 +248,4 @@ function wholeSeconds(milliseconds: number): Date {
 
 function sameBytes(a: ArrayBuffer, b: ArrayBuffer): boolean {
   return Buffer.from(a).equals(Buffer.from(b));
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,6 +1,6 @@
 // Queries on `oauth_authorizations`. Nothing in the portal creates these yet (there is no
 // OAuth server); the Admin API can still delete them, as the specification asks.
-import type { UserId } from '../core/ids.js';
+import type { UserId } from '../shared/ids.js';
 import type { Executor } from './database.js';
 
 export async function deleteAuthorizationsOfUser(db: Executor, userId: UserId): Promise<void> {

@@ -1,6 +1,6 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
-import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../core/ids.js';
+import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
 import type { Executor } from './database.js';
 import type { CertificatesTable } from './schema.js';
 

@@ -1,7 +1,7 @@
 // Queries on `connection_log`: the history of connections, as the nodes report them.
 import { randomUUID } from 'node:crypto';
-import type { NodeNumber, ProfileId, UserId, VpnProto } from '../core/ids.js';
-import { formatAtom } from '../core/time.js';
+import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
+import { formatAtom } from '../shared/time.js';
 import type { Executor } from './database.js';
 
 export interface OpenedConnection {

@@ -3,7 +3,7 @@
 // next never-used one — the same addresses, in the same order, as scanning for the first
 // free candidate (reference §6.2) would, without reading the peers.
 import type { Kysely, Transaction } from 'kysely';
-import type { NodeNumber, ProfileId } from '../core/ids.js';
+import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { isPostgres } from './database.js';
 import type { Database } from './schema.js';
 

@@ -2,7 +2,7 @@
 // has never held a WireGuard configuration for them (`vpn-portal node-reset N`). Without that
 // confirmation the reconcile pass leaves such a node alone: a fresh or wrong database must
 // never silently remove every peer of a working node.
-import type { NodeNumber } from '../core/ids.js';
+import type { NodeNumber } from '../shared/ids.js';
 import type { Executor } from './database.js';
 
 export async function confirmNodeReset(db: Executor, nodeNumber: NodeNumber, now: string): Promise<void> {

@@ -1,6 +1,6 @@
 // Queries on the `users` table.
 import type { Transaction } from 'kysely';
-import type { UserId } from '../core/ids.js';
+import type { UserId } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
 import type { Database } from './schema.js';
 

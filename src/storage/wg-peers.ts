@@ -1,6 +1,6 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
 import { sql, type Selectable, type Transaction } from 'kysely';
-import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../core/ids.js';
+import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
 import { revisionValue, toRevision, type Revision } from './revisions.js';
 import type { Database, WireGuardPeersTable } from './schema.js';

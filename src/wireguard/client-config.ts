@@ -1,7 +1,7 @@
 // The wg-quick client file of reference §6.3 (and its WireGuard+TCP variant, §7.1),
 // as the Admin API returns it: without the leading comment lines.
 
-import type { WireGuardKey } from '../core/ids.js';
+import type { WireGuardKey } from '../shared/ids.js';
 import {
   formatIpAddress,
   formatIpPrefix,

@@ -3,7 +3,7 @@
 
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 
-import { asWireGuardKey, type WireGuardKey } from '../core/ids.js';
+import { asWireGuardKey, type WireGuardKey } from '../shared/ids.js';
 
 // DER headers of an X25519 key (OID 1.3.101.110) whose last 32 bytes are the raw key.
 // Wrapping/unwrapping raw bytes with these fixed headers avoids a JWK round trip.

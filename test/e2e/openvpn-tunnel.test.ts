@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { asNodeNumber } from '../../src/core/ids.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
 import { connectionHistory } from '../../src/storage/connection-log.js';
 import { AUTH_FAILED, CONNECTED, OpenVpnClient } from '../support/openvpn-client.js';
 import { NetnsLab, type Namespace } from '../support/netns.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { asNodeNumber } from '../../src/core/ids.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
 import { NetnsLab, type Namespace } from '../support/netns.js';
 import { NodeAgentProcess } from '../support/node-agent-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';

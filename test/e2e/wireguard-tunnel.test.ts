@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { asNodeNumber } from '../../src/core/ids.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
 import { NetnsLab, type Namespace } from '../support/netns.js';
 import { NodeAgentProcess } from '../support/node-agent-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';

@@ -5,8 +5,8 @@
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { PortalConfigFile } from '../../src/config/schema.js';
-import { asNodeNumber } from '../../src/core/ids.js';
-import type { Clock } from '../../src/core/time.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import type { Clock } from '../../src/shared/time.js';
 import { startNodeAgent, type RunningNodeAgent } from '../../src/node/agent/agent.js';
 import { parseNodeAgentConfig } from '../../src/node/agent/config.js';
 import { readNodeKey } from '../../src/node/agent/node-key.js';

@@ -5,7 +5,7 @@
 // disable_user had already answered when a sample started must never be in it.
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
-import { forEachLimited } from '../../src/core/limited-parallel.js';
+import { forEachLimited } from '../../src/shared/limited-parallel.js';
 import { LAB_PROFILE, startTunnelLab } from './tunnel-lab.js';
 import type { TestPortal } from './test-portal.js';
 

@@ -9,7 +9,7 @@ import { pino, type Logger } from 'pino';
 import { resolvePortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import type { PortalConfig } from '../../src/config/portal-config.js';
-import type { Clock } from '../../src/core/time.js';
+import type { Clock } from '../../src/shared/time.js';
 import { KeyStore } from '../../src/keys/key-store.js';
 import { startPortal, type RunningPortal } from '../../src/portal.js';
 import { generateSecrets } from '../../src/cli/generate-secrets.js';

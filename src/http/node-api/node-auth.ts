@@ -2,7 +2,7 @@
 // (reference §1.2), compared in constant time.
 import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
+import { asNodeNumber, type NodeNumber } from '../../shared/ids.js';
 import { HttpError } from '../http-error.js';
 
 export function authenticatedNode(ctx: PortalContext, request: FastifyRequest): NodeNumber {

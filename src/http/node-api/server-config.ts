@@ -7,7 +7,7 @@
 // and group for OpenVPN, its AES preference and where the management sockets go.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import type { NodeNumber } from '../../core/ids.js';
+import type { NodeNumber } from '../../shared/ids.js';
 import { openVpnServerFiles } from '../../core/openvpn-server-files.js';
 import { parseIpPrefix } from '../../net/ip-prefix.js';
 import { gatewayAddresses } from '../../wireguard/address-pool.js';

@@ -1,6 +1,6 @@
 import { createConfiguration } from '../../core/create-configuration.js';
 import { MIME_TYPES } from '../../core/protocol-selection.js';
-import { formatHttpDate } from '../../core/time.js';
+import { formatHttpDate } from '../../shared/time.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param, required } from '../params.js';
 

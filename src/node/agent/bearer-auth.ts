@@ -1,5 +1,5 @@
-import { constantTimeEquals } from '../../keys/key-store.js';
-import type { Secret } from './secret.js';
+import { constantTimeEquals } from '../../shared/constant-time.js';
+import type { Secret } from '../../shared/secret.js';
 
 /** Checks `Authorization: Bearer <secret>` in constant time (the word "Bearer" in any letter case). */
 export function createBearerCheck(secret: Secret): (authorization: string | undefined) => boolean {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { asNodeNumber, type NodeNumber } from '../../core/ids.js';
+import { asNodeNumber, type NodeNumber } from '../../shared/ids.js';
 import { DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS } from './proxyguard-relay.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'wireguard-go';

@@ -1,4 +1,4 @@
-import { formatAtom } from '../../core/time.js';
+import { formatAtom } from '../../shared/time.js';
 import type { WgPeer } from './wg-dump.js';
 
 /** A peer in the JSON of the vpn-daemon protocol (peer_list entries, remove_peer answer). */

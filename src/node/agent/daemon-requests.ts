@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { WireGuardKey } from '../../core/ids.js';
-import { isNetworkCidr, parseCidr } from './cidr.js';
+import type { WireGuardKey } from '../../shared/ids.js';
+import { isNetworkCidr, parseCidr } from '../../net/cidr.js';
 import { isWireGuardKey } from '../../wireguard/keys.js';
 
 /** Validated input of the vpn-daemon protocol calls; `error` is a message for a 400 answer. */

@@ -1,13 +1,13 @@
 import Fastify, { LogController, type FastifyError } from 'fastify';
 import type { Logger } from 'pino';
-import type { WireGuardKey } from '../../core/ids.js';
+import type { WireGuardKey } from '../../shared/ids.js';
 import { createBearerCheck } from './bearer-auth.js';
-import { isOnline } from '../../core/online.js';
-import type { Clock } from '../../core/time.js';
+import { isOnline } from '../../shared/online.js';
+import type { Clock } from '../../shared/time.js';
 import { toDaemonPeer } from './daemon-peer.js';
 import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll } from './daemon-requests.js';
 import type { NodeInfo } from './node-info.js';
-import type { Secret } from './secret.js';
+import type { Secret } from '../../shared/secret.js';
 import type { WgPeer } from './wg-dump.js';
 
 /** The node's WireGuard peers as the daemon protocol needs them. */

@@ -14,7 +14,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { isOnline } from '../../core/online.js';
+import { isOnline } from '../../shared/online.js';
 import type { WgPeer } from './wg-dump.js';
 
 const fileSchema = z.object({ endpoints: z.record(z.string(), z.string()) });

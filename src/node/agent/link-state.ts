@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { canonicalAddress } from './cidr.js';
+import { canonicalAddress } from '../../net/cidr.js';
 import { runChecked, type CommandRunner } from './command-runner.js';
 
 /** What `ip` knows about an interface: the parts the agent manages. */

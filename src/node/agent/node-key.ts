@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { Secret } from './secret.js';
+import { Secret } from '../../shared/secret.js';
 
 // Same rule as the portal applies to DATA/keys/node.<N>.key: 32 bytes as lowercase hex.
 const NODE_KEY_PATTERN = /^[a-f0-9]{64}$/;

@@ -10,7 +10,7 @@ import { allocateAddresses, canonicalIp, poolLayoutFromEnv, pushDirectives } fro
 import { ManagementCommandError, ManagementUnavailableError, quoteArgument, type ClientNotification } from './openvpn-management.js';
 import { parseStatusClients } from './openvpn-status.js';
 import type { ConnectVerdict, PortalClient } from './portal-client.js';
-import { messageOf } from './error-message.js';
+import { messageOf } from '../../shared/error-message.js';
 
 /** The commands of a management connection this needs. */
 export interface ManagementCommands {

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { CommandRunner } from './command-runner.js';
 import { terminate } from './terminate.js';
-import { messageOf } from './error-message.js';
+import { messageOf } from '../../shared/error-message.js';
 
 export interface OpenVpnProcessOptions {
   /** The server file's name, for log lines. */

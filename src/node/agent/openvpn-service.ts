@@ -11,7 +11,7 @@ import { ManagementUnavailableError } from './openvpn-management.js';
 import { OpenVpnServer } from './openvpn-server.js';
 import { checkServerFile, preparePrivateDirectory, removeOtherServerFiles, socketPathOf, writeServerFile } from './openvpn-server-file.js';
 import type { OpenVpnServerFile } from './server-config.js';
-import { messageOf } from './error-message.js';
+import { messageOf } from '../../shared/error-message.js';
 
 export interface OpenVpnServiceOptions {
   readonly settings: OpenVpnSettings;

@@ -1,4 +1,4 @@
-import type { WireGuardKey } from '../../core/ids.js';
+import type { WireGuardKey } from '../../shared/ids.js';
 import type { WgPeer } from './wg-dump.js';
 import type { PeerChange } from './wg-tool.js';
 

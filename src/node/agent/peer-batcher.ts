@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { WireGuardKey } from '../../core/ids.js';
+import type { WireGuardKey } from '../../shared/ids.js';
 import { planPeerBatch, type PeerRequest, type PeerRequestResult } from './peer-batch-plan.js';
 import type { WgPeer } from './wg-dump.js';
 import type { WgTool } from './wg-tool.js';

@@ -1,5 +1,5 @@
-import type { NodeNumber } from '../../core/ids.js';
-import type { Secret } from './secret.js';
+import type { NodeNumber } from '../../shared/ids.js';
+import type { Secret } from '../../shared/secret.js';
 import { parseServerConfig, type NodeServerConfig } from './server-config.js';
 
 export interface PortalClientOptions {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { parseCidr, type Cidr } from './cidr.js';
-import { Secret } from './secret.js';
+import { parseCidr, type Cidr } from '../../net/cidr.js';
+import { Secret } from '../../shared/secret.js';
 import { isWireGuardKey } from '../../wireguard/keys.js';
 
 /** The WireGuard part of the portal's `server_config` answer for this node. */

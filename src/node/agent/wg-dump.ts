@@ -1,5 +1,5 @@
-import type { WireGuardKey } from '../../core/ids.js';
-import { Secret } from './secret.js';
+import type { WireGuardKey } from '../../shared/ids.js';
+import { Secret } from '../../shared/secret.js';
 import { isWireGuardKey } from '../../wireguard/keys.js';
 
 export interface WgInterfaceState {

@@ -1,9 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WireGuardKey } from '../../core/ids.js';
+import type { WireGuardKey } from '../../shared/ids.js';
 import { runChecked, type CommandRunner } from './command-runner.js';
-import type { Secret } from './secret.js';
+import type { Secret } from '../../shared/secret.js';
 import { parseWgDump, type WgDump } from './wg-dump.js';
 
 /** The end state of one peer after a batch: present with exactly these allowed IPs, or gone. */

@@ -1,4 +1,4 @@
-import { formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily } from '../../net/ip-prefix.js';
+import { formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily } from './ip-prefix.js';
 
 /**
  * An address with a prefix length, host bits kept (an interface address such as
