@@ -5,8 +5,8 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { loadNodeAgentConfig, NodeAgentConfigError } from '../src/node/agent/config.js';
-import { NodeKeyError, readNodeKey } from '../src/node/agent/node-key.js';
+import { loadNodeAgentConfig, NodeAgentConfigError } from '../src/agent/config.js';
+import { NodeKeyError, readNodeKey } from '../src/agent/node-key.js';
 
 describe('the node configuration file', () => {
   let directory: string;

@@ -2,7 +2,7 @@
 // order the instructions arrive in; removals are remembered long enough to outlive any late add.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PeerRevisions } from '../src/node/agent/peer-revisions.js';
+import { PeerRevisions } from '../src/agent/wireguard/revisions.js';
 
 test('an add older than the last removal of its key is ignored, a newer one applies', () => {
   const revisions = new PeerRevisions(() => 0);

@@ -1,8 +1,8 @@
 // The pure parts of the ProxyGuard relay: UoTLV/1 framing and the verdict on an HTTP request.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { encodeFrame, FrameDecoder, MAX_DATAGRAM_BYTES } from '../src/node/agent/proxyguard-frames.js';
-import { judgeRelayRequest, type RelayRequest } from '../src/node/agent/proxyguard-handshake.js';
+import { encodeFrame, FrameDecoder, MAX_DATAGRAM_BYTES } from '../src/agent/proxyguard/frames.js';
+import { judgeRelayRequest, type RelayRequest } from '../src/agent/proxyguard/handshake.js';
 
 describe('UoTLV/1 frames', () => {
   test('a frame is the length in network byte order, then the datagram', () => {

@@ -10,8 +10,8 @@ import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../src/node/agent/proxyguard-relay.js';
-import { ProxyGuardService } from '../src/node/agent/proxyguard-service.js';
+import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../src/agent/proxyguard/relay.js';
+import { ProxyGuardService } from '../src/agent/proxyguard/service.js';
 import { percentile99, startSlowClients, timedInParallel } from './support/slow-clients.js';
 import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from './support/uotlv-client.js';
 

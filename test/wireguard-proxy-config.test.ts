@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, resolvePortalConfig } from '../src/config/load.js';
 import type { PortalConfigFile } from '../src/config/schema.js';
-import { NodeAgentConfigError, parseNodeAgentConfig } from '../src/node/agent/config.js';
+import { NodeAgentConfigError, parseNodeAgentConfig } from '../src/agent/config.js';
 
 function portalConfig(wireGuard: PortalConfigFile['WireGuard']) {
   return resolvePortalConfig(

@@ -3,10 +3,10 @@
 import { once } from 'node:events';
 import { pino } from 'pino';
 import { ConfigError } from '../config/load.js';
-import { startNodeAgent } from '../node/agent/agent.js';
-import { readAgentVersion } from '../node/agent/agent-version.js';
-import { loadNodeAgentConfig, NodeAgentConfigError } from '../node/agent/config.js';
-import { NodeKeyError, readNodeKey } from '../node/agent/node-key.js';
+import { startNodeAgent } from '../agent/agent.js';
+import { readAgentVersion } from '../agent/version.js';
+import { loadNodeAgentConfig, NodeAgentConfigError } from '../agent/config.js';
+import { NodeKeyError, readNodeKey } from '../agent/node-key.js';
 
 const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 

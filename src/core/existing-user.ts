@@ -1,3 +1,4 @@
+// The calls on an existing user answer the reference's 400 for an unknown one.
 import { findUser, type UserState } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';

@@ -4,7 +4,7 @@
 // a node held for down, because it may be back already and the probe has not noticed yet; a
 // node that fails one of them in this call is not tried again in it, so a hung node costs one
 // timeout, not one per item. The caller learns how many pushes each node missed, to log it.
-import type { NodeDaemon } from '../node/daemon-client.js';
+import type { NodeDaemon } from '../node-client/daemon-client.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from '../shared/ids.js';
 import { forEachLimited } from '../shared/limited-parallel.js';

@@ -10,7 +10,7 @@ import { runExclusively } from '../storage/exclusive.js';
 import { earliestPeerExpiry } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from '../shared/ids.js';
-import type { ReconcileReason } from './node-fleet.js';
+import type { ReconcileReason } from '../node-client/fleet.js';
 import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reconcile.js';
 
 /** The sweep never runs more often than this, whatever the clock says. */

@@ -7,7 +7,7 @@
 // Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
 // pass sends carries the revision it read, so a disable, delete or destroy that commits while
 // the pass runs always wins on the node, whichever arrives there first.
-import type { NodeDaemon, DaemonPeer } from '../node/daemon-client.js';
+import type { NodeDaemon, DaemonPeer } from '../node-client/daemon-client.js';
 import { activeCertificates, deleteCertificate, expiredCertificates } from '../storage/certificates.js';
 import { hasAllocatedOnNode } from '../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../storage/node-resets.js';

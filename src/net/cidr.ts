@@ -1,3 +1,4 @@
+// Interface addresses with their prefix length (10.43.43.1/24), as `ip` and `wg` print them.
 import { formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily } from './ip-prefix.js';
 
 /**

@@ -1,3 +1,4 @@
+// A secret that prints as [redacted]: keys never reach a log line or an error message by accident.
 import { inspect } from 'node:util';
 
 const REDACTED = '[redacted]';

@@ -9,7 +9,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createCommandRunner, type CommandResult, type CommandRunner } from '../../src/node/agent/command-runner.js';
+import { createCommandRunner, type CommandResult, type CommandRunner } from '../../src/agent/process/command-runner.js';
 
 export interface ExecOptions {
   readonly stdin?: string;

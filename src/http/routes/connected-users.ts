@@ -1,3 +1,4 @@
+// GET /connected_users (specification §4.1).
 import { z } from 'zod';
 import { jsonObjectOfProfiles, listConnectedUsers } from '../../core/list-connections.js';
 import { defineRoute } from '../admin-route.js';

@@ -1,3 +1,4 @@
+// GET /connection_list (specification §4.2).
 import { z } from 'zod';
 import { jsonObjectOfProfiles, listConnections } from '../../core/list-connections.js';
 import { defineRoute } from '../admin-route.js';

@@ -1,3 +1,4 @@
+// POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
 import { createConfiguration } from '../../core/create-configuration.js';
 import { MIME_TYPES } from '../../core/protocol-selection.js';
 import { formatHttpDate } from '../../shared/time.js';

@@ -1,3 +1,4 @@
+// POST /delete_connection (specification §4.10).
 import { deleteConnection } from '../../core/delete-connection.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

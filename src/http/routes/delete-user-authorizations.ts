@@ -1,3 +1,4 @@
+// POST /delete_user_authorizations (specification §4.11).
 import type { FastifyRequest } from 'fastify';
 import { deleteUserAuthorizations } from '../../core/delete-user-authorizations.js';
 import { defineRoute } from '../admin-route.js';

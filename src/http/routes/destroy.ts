@@ -1,3 +1,4 @@
+// POST /destroy (specification §4.7).
 import { destroyUser } from '../../core/destroy-user.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

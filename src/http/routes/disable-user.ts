@@ -1,3 +1,4 @@
+// POST /disable_user (specification §4.8).
 import { disableUser } from '../../core/disable-user.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

@@ -1,3 +1,4 @@
+// GET /disabled_users (specification §4.4).
 import { z } from 'zod';
 import { listUsers } from '../../core/list-users.js';
 import { defineRoute } from '../admin-route.js';

@@ -1,3 +1,4 @@
+// POST /enable_user (specification §4.9).
 import { enableUser } from '../../core/enable-user.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

@@ -1,3 +1,4 @@
+// GET /user_configuration_list (specification §4.5).
 import { z } from 'zod';
 import { userConfigurations } from '../../core/user-configurations.js';
 import { defineRoute } from '../admin-route.js';

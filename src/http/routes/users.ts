@@ -1,3 +1,4 @@
+// GET /users (specification §4.3).
 import { z } from 'zod';
 import { listUsers } from '../../core/list-users.js';
 import { defineRoute } from '../admin-route.js';

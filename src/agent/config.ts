@@ -1,0 +1,209 @@
+// The node agent's configuration file (JSON): validated with zod, every mistake named with its
+// key, relative paths taken from the file's folder.
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
+import { DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS } from './proxyguard/relay.js';
+
+export type WireGuardImplementation = 'auto' | 'kernel' | 'wireguard-go';
+
+export interface NodeAgentConfig {
+  /** Base URL of the portal's Node API. */
+  readonly apiUrl: URL;
+  readonly nodeNumber: NodeNumber;
+  /** Absolute path of the node key file (relative paths are taken from the config file's folder). */
+  readonly nodeKeyFile: string;
+  /** Where the vpn-daemon protocol is served; port 0 picks a free port. */
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly wireGuard: {
+    readonly interfaceName: string;
+    readonly implementation: WireGuardImplementation;
+    /** Where recently connected devices' endpoints are kept across restarts (endpoint-memory.ts). */
+    readonly endpointFile: string;
+  };
+  /** The ProxyGuard relay (WireGuard over TCP); it runs only while the portal enables the proxy. */
+  readonly proxyGuard: ProxyGuardSettings;
+  /** Where and how the OpenVPN server processes the portal assigns to this node run. */
+  readonly openVpn: OpenVpnSettings;
+  /** Profiles this node serves; empty means all. */
+  readonly profileIdList: readonly string[];
+  /** How often the server configuration is fetched again from the portal. */
+  readonly refreshIntervalMs: number;
+  readonly logLevel: LogLevel;
+}
+
+export interface ProxyGuardSettings {
+  /** Plain HTTP, meant for the site's TLS reverse proxy; loopback unless that runs elsewhere. */
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Concurrent tunnels; one more is answered 503. */
+  readonly maxTunnels: number;
+  /** A tunnel without a byte in either direction for this long is closed. */
+  readonly idleTimeoutMs: number;
+  /** Connections still sending their upgrade request, on top of the tunnels; one more takes the oldest one's place. */
+  readonly maxPendingRequests: number;
+  /** A connection must have sent its whole upgrade request within this time. */
+  readonly requestTimeoutMs: number;
+}
+
+export type PreferAesSetting = 'auto' | 'yes' | 'no';
+
+export interface OpenVpnSettings {
+  /** Absolute folder of the server configuration files (0700; the files hold private keys). */
+  readonly configDir: string;
+  /** Absolute folder of the management sockets (0700: whoever reaches a socket controls the server). */
+  readonly managementDir: string;
+  /** Account OpenVPN switches to after start-up (sent to the portal, which writes `user`/`group`). */
+  readonly user: string;
+  readonly group: string;
+  /** `auto`: yes when the CPU has AES instructions. */
+  readonly preferAes: PreferAesSetting;
+  /** The `openvpn` program: a name looked up in PATH, or a path (relative ones from the config file's folder). */
+  readonly binary: string;
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+export const DEFAULT_API_URL = 'http://127.0.0.1:8080/vpn-user-portal/node-api.php';
+export const DEFAULT_DAEMON_PORT = 41194;
+/** Next to WireGuard's own 51820, on TCP. */
+export const DEFAULT_PROXYGUARD_PORT = 51821;
+
+// Linux interface names: at most 15 bytes; the character set wg-quick accepts.
+const INTERFACE_NAME_PATTERN = /^[a-zA-Z0-9_=+.-]{1,15}$/;
+const PROFILE_ID_PATTERN = /^[a-zA-Z0-9-.]+$/;
+/** What the portal accepts for `vpn_user` and `vpn_group`. */
+const ACCOUNT_PATTERN = /^[_a-zA-Z0-9]+$/;
+/** What the portal accepts for `management_dir` (checked again once relative paths are resolved). */
+const MANAGEMENT_DIR_PATTERN = /^\/[A-Za-z0-9._/-]+$/;
+export const DEFAULT_OPENVPN_CONFIG_DIR = '/var/lib/vpn-portal-node/openvpn';
+export const DEFAULT_OPENVPN_MANAGEMENT_DIR = '/run/vpn-portal-node/openvpn';
+export const DEFAULT_ENDPOINT_FILE = '/var/lib/vpn-portal-node/wireguard-endpoints.json';
+
+const configSchema = z.strictObject({
+  apiUrl: z.url({ protocol: /^https?$/ }).default(DEFAULT_API_URL),
+  nodeNumber: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  nodeKeyFile: z.string().min(1),
+  listen: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_DAEMON_PORT),
+    })
+    .prefault({}),
+  WireGuard: z
+    .strictObject({
+      interfaceName: z.string().regex(INTERFACE_NAME_PATTERN, 'must be 1 to 15 characters of a-z A-Z 0-9 _ = + . -').default('wg0'),
+      implementation: z.enum(['auto', 'kernel', 'wireguard-go']).default('auto'),
+      endpointFile: z.string().min(1).default(DEFAULT_ENDPOINT_FILE),
+    })
+    .prefault({}),
+  ProxyGuard: z
+    .strictObject({
+      listen: z
+        .strictObject({
+          host: z.string().min(1).default('127.0.0.1'),
+          port: z.number().int().min(0).max(65535).default(DEFAULT_PROXYGUARD_PORT),
+        })
+        .prefault({}),
+      maxTunnels: z.number().int().min(1).max(100_000).default(1000),
+      // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
+      idleTimeoutSeconds: z.number().int().min(1).max(86_400).default(600),
+      // Small: real clients send their request at once and leave their slot within milliseconds.
+      maxPendingRequests: z.number().int().min(1).max(10_000).default(DEFAULT_MAX_PENDING_REQUESTS),
+      requestTimeoutSeconds: z.number().int().min(1).max(60).default(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
+    })
+    .prefault({}),
+  OpenVPN: z
+    .strictObject({
+      configDir: z.string().min(1).default(DEFAULT_OPENVPN_CONFIG_DIR),
+      managementDir: z.string().min(1).default(DEFAULT_OPENVPN_MANAGEMENT_DIR),
+      user: z.string().regex(ACCOUNT_PATTERN, 'must be letters, digits or _').default('nobody'),
+      group: z.string().regex(ACCOUNT_PATTERN, 'must be letters, digits or _').default('nogroup'),
+      preferAes: z.enum(['auto', 'yes', 'no']).default('auto'),
+      binary: z.string().min(1).default('openvpn'),
+    })
+    .prefault({}),
+  profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
+  refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+});
+
+export class NodeAgentConfigError extends Error {
+  constructor(file: string, problems: readonly string[]) {
+    super(`invalid node configuration ${file}: ${problems.join('; ')}`);
+    this.name = 'NodeAgentConfigError';
+  }
+}
+
+export async function loadNodeAgentConfig(configPath: string): Promise<NodeAgentConfig> {
+  const file = resolve(configPath);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new NodeAgentConfigError(file, [`cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new NodeAgentConfigError(file, [`not valid JSON: ${(error as Error).message}`]);
+  }
+  return parseNodeAgentConfig(json, file);
+}
+
+/** Validates parsed JSON; `file` names the source in errors and anchors relative paths. */
+export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConfig {
+  const parsed = configSchema.safeParse(json);
+  if (!parsed.success) throw new NodeAgentConfigError(file, parsed.error.issues.map((issue) => describeIssue(issue, json)));
+  const config = parsed.data;
+  const base = dirname(file);
+  const managementDir = resolve(base, config.OpenVPN.managementDir);
+  if (!MANAGEMENT_DIR_PATTERN.test(managementDir)) {
+    throw new NodeAgentConfigError(file, [`"OpenVPN.managementDir": ${managementDir} may only contain A-Z a-z 0-9 . _ / -`]);
+  }
+  return {
+    apiUrl: new URL(config.apiUrl),
+    nodeNumber: asNodeNumber(config.nodeNumber),
+    nodeKeyFile: resolve(base, config.nodeKeyFile),
+    listen: config.listen,
+    wireGuard: { ...config.WireGuard, endpointFile: resolve(base, config.WireGuard.endpointFile) },
+    proxyGuard: {
+      listen: config.ProxyGuard.listen,
+      maxTunnels: config.ProxyGuard.maxTunnels,
+      idleTimeoutMs: config.ProxyGuard.idleTimeoutSeconds * 1000,
+      maxPendingRequests: config.ProxyGuard.maxPendingRequests,
+      requestTimeoutMs: config.ProxyGuard.requestTimeoutSeconds * 1000,
+    },
+    openVpn: {
+      configDir: resolve(base, config.OpenVPN.configDir),
+      managementDir,
+      user: config.OpenVPN.user,
+      group: config.OpenVPN.group,
+      preferAes: config.OpenVPN.preferAes,
+      // A bare name is looked up in PATH; anything with a slash is a path.
+      binary: config.OpenVPN.binary.includes('/') ? resolve(base, config.OpenVPN.binary) : config.OpenVPN.binary,
+    },
+    profileIdList: config.profileIdList,
+    refreshIntervalMs: config.refreshIntervalSeconds * 1000,
+    logLevel: config.logLevel,
+  };
+}
+
+function describeIssue(issue: z.core.$ZodIssue, json: unknown): string {
+  const where = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((key) => `unknown key "${where === '' ? key : `${where}.${key}`}"`).join('; ');
+  }
+  if (issue.code === 'invalid_type' && valueAt(json, issue.path) === undefined) return `missing key "${where}"`;
+  return `"${where}": ${issue.message}`;
+}
+
+function valueAt(json: unknown, path: readonly PropertyKey[]): unknown {
+  let value = json;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}

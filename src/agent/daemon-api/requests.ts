@@ -1,0 +1,94 @@
+// The vpn-daemon requests the agent accepts, validated with zod before anything touches `wg`.
+import { z } from 'zod';
+import type { WireGuardKey } from '../../shared/ids.js';
+import { isNetworkCidr, parseCidr } from '../../net/cidr.js';
+import { isWireGuardKey } from '../../wireguard/keys.js';
+
+/** Validated input of the vpn-daemon protocol calls; `error` is a message for a 400 answer. */
+export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+
+export interface AddPeerRequest {
+  readonly publicKey: WireGuardKey;
+  readonly allowedIps: readonly string[];
+  /** Our portal's order of instructions for this key (see peer-revisions.ts); null when not sent. */
+  readonly revision: number | null;
+}
+
+export interface RemovePeerRequest {
+  readonly publicKey: WireGuardKey;
+  readonly revision: number | null;
+}
+
+export interface DisconnectClientRequest {
+  readonly commonName: string;
+}
+
+/** A peer gets one IPv4 and one IPv6 network from the portal; a few more are tolerated. */
+const MAX_IP_NETS = 16;
+
+const wireGuardKeySchema = z.custom<WireGuardKey>(
+  (value) => typeof value === 'string' && isWireGuardKey(value),
+  'must be a Base64-encoded 32-byte WireGuard key',
+);
+const publicKeySchema = z.tuple([wireGuardKeySchema], { error: 'must be given exactly once' });
+
+const ipNetSchema = z
+  .array(
+    z.string().transform((text, context) => {
+      const cidr = parseCidr(text);
+      if (cidr === null || !isNetworkCidr(cidr)) {
+        context.addIssue({ code: 'custom', message: `"${text}" is not a network in CIDR notation` });
+        return z.NEVER;
+      }
+      return cidr.text;
+    }),
+  )
+  .min(1, 'must be given at least once')
+  .max(MAX_IP_NETS, `may be given at most ${MAX_IP_NETS} times`);
+
+/** Optional, at most once: a non-negative integer that fits a double exactly. */
+const revisionSchema = z
+  .array(z.string().regex(/^[0-9]{1,15}$/, 'must be a non-negative integer').transform(Number))
+  .max(1, 'may be given at most once')
+  .transform((values) => values[0] ?? null);
+const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema, revision: revisionSchema });
+const removePeerSchema = z.object({ public_key: publicKeySchema, revision: revisionSchema });
+// The portal's common names are Base64 of 32 bytes (44 characters); a little more is tolerated.
+const commonNameSchema = z.tuple([z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 + / = _ . @ -')], {
+  error: 'must be given exactly once',
+});
+const disconnectClientSchema = z.object({ common_name: commonNameSchema });
+const peerListQuerySchema = z.object({ show_all: z.enum(['yes', 'no'], 'must be "yes" or "no"') });
+
+/** `public_key=<key>&ip_net=<v4>/32&ip_net=<v6>/128[&revision=N]`: repeated keys, no `[]`. */
+export function parseAddPeerForm(form: URLSearchParams): Parsed<AddPeerRequest> {
+  const parsed = addPeerSchema.safeParse({ public_key: form.getAll('public_key'), ip_net: form.getAll('ip_net'), revision: form.getAll('revision') });
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: { publicKey: parsed.data.public_key[0], allowedIps: parsed.data.ip_net, revision: parsed.data.revision } };
+}
+
+export function parseRemovePeerForm(form: URLSearchParams): Parsed<RemovePeerRequest> {
+  const parsed = removePeerSchema.safeParse({ public_key: form.getAll('public_key'), revision: form.getAll('revision') });
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: { publicKey: parsed.data.public_key[0], revision: parsed.data.revision } };
+}
+
+/** `common_name=<CN>`: the OpenVPN client to disconnect. */
+export function parseDisconnectClientForm(form: URLSearchParams): Parsed<DisconnectClientRequest> {
+  const parsed = disconnectClientSchema.safeParse({ common_name: form.getAll('common_name') });
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: { commonName: parsed.data.common_name[0] } };
+}
+
+/** `show_all=yes` lists every peer, `no` only the online ones; anything else is refused. */
+export function parseShowAll(query: unknown): Parsed<boolean> {
+  const parsed = peerListQuerySchema.safeParse(query);
+  if (!parsed.success) return { ok: false, error: describe(parsed.error) };
+  return { ok: true, value: parsed.data.show_all === 'yes' };
+}
+
+function describe(error: z.ZodError): string {
+  const [issue] = error.issues;
+  if (issue === undefined) return 'invalid request';
+  return `${String(issue.path[0] ?? 'request')}: ${issue.message}`;
+}

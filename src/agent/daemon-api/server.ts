@@ -1,0 +1,141 @@
+// The HTTP server the portal calls: the vpn-daemon protocol (reference §6.5, §8.5) over the
+// node's WireGuard peers and OpenVPN clients, behind the node secret.
+import Fastify, { LogController, type FastifyError } from 'fastify';
+import type { Logger } from 'pino';
+import type { WireGuardKey } from '../../shared/ids.js';
+import { createBearerCheck } from './bearer-auth.js';
+import { isOnline } from '../../shared/online.js';
+import type { Clock } from '../../shared/time.js';
+import { toDaemonPeer } from './peer.js';
+import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll } from './requests.js';
+import type { NodeInfo } from './node-info.js';
+import type { Secret } from '../../shared/secret.js';
+import type { WgPeer } from '../wireguard/dump.js';
+
+/** The node's WireGuard peers as the daemon protocol needs them. */
+export interface WireGuardPeers {
+  list(): Promise<readonly WgPeer[]>;
+  /** `revision`: see peer-revisions.ts; an instruction older than the last applied one changes nothing. */
+  add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void>;
+  /** The peer as it was before removal, or null when it was not there (or the removal was outdated). */
+  remove(publicKey: WireGuardKey, revision: number | null): Promise<WgPeer | null>;
+}
+
+/** Thrown by WireGuardPeers when this node runs no WireGuard profile (answered with 503). */
+export class WireGuardUnavailableError extends Error {
+  constructor() {
+    super('WireGuard is not configured on this node');
+    this.name = 'WireGuardUnavailableError';
+  }
+}
+
+/** A connected OpenVPN client as `/o/connection_list` lists it. */
+export interface OpenVpnConnection {
+  readonly commonName: string;
+  readonly ipFour: string;
+  /** Null when the server has no IPv6 pool. */
+  readonly ipSix: string | null;
+}
+
+/** The node's OpenVPN clients as the daemon protocol needs them. */
+export interface OpenVpnConnections {
+  /** Every connected client of every OpenVPN process. */
+  list(): Promise<readonly OpenVpnConnection[]>;
+  /** Ends every connection with this common name on every process (none: nothing happens). */
+  disconnect(commonName: string): Promise<void>;
+}
+
+export interface DaemonServerOptions {
+  readonly nodeKey: Secret;
+  readonly peers: WireGuardPeers;
+  /** Absent: no `/o/` calls at all (404). */
+  readonly openVpn?: OpenVpnConnections;
+  readonly nodeInfo: () => Promise<NodeInfo>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** add_peer and remove_peer bodies are a few hundred bytes. */
+const BODY_LIMIT_BYTES = 4096;
+const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
+
+/**
+ * The vpn-daemon HTTP protocol: `/i/node`, WireGuard's `/w/peer_list`, `/w/add_peer`,
+ * `/w/remove_peer`, OpenVPN's `/o/connection_list` and `/o/disconnect_client`.
+ */
+export function buildDaemonServer(options: DaemonServerOptions) {
+  const { peers, clock, logger, openVpn } = options;
+  const isAuthorized = createBearerCheck(options.nodeKey);
+  // The portal calls often (reconcile, listings); per-request log lines would drown the rest.
+  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: BODY_LIMIT_BYTES });
+
+  // Only form bodies are part of the protocol; anything else is answered with 415.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(FORM_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    done(null, new URLSearchParams(String(body)));
+  });
+  const formOf = (body: unknown): URLSearchParams => (body instanceof URLSearchParams ? body : new URLSearchParams());
+
+  // onRequest runs before the body is read: unauthenticated bodies are never parsed.
+  app.addHook('onRequest', async (request, reply) => {
+    if (isAuthorized(request.headers.authorization)) return;
+    await reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error: 'missing or invalid bearer token' });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof WireGuardUnavailableError) return reply.code(503).send({ error: error.message });
+    const status = error.statusCode ?? 500;
+    if (status >= 500) {
+      request.log.error({ err: error, url: request.url }, 'request failed');
+      return reply.code(status).send({ error: 'internal error' });
+    }
+    return reply.code(status).send({ error: error.message });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no such call: ${request.method} ${request.url.split('?')[0]}` }));
+
+  app.get('/i/node', async () => options.nodeInfo());
+
+  app.get('/w/peer_list', async (request, reply) => {
+    const showAll = parseShowAll(request.query);
+    if (!showAll.ok) return reply.code(400).send({ error: showAll.error });
+    const now = clock.now();
+    const listed = (await peers.list()).filter((peer) => showAll.value || isOnline(peer.latestHandshake, now));
+    return { peer_list: listed.map(toDaemonPeer) };
+  });
+
+  app.post('/w/add_peer', async (request, reply) => {
+    const parsed = parseAddPeerForm(formOf(request.body));
+    if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+    await peers.add(parsed.value.publicKey, parsed.value.allowedIps, parsed.value.revision);
+    return reply.code(204).send();
+  });
+
+  app.post('/w/remove_peer', async (request, reply) => {
+    const parsed = parseRemovePeerForm(formOf(request.body));
+    if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+    const removed = await peers.remove(parsed.value.publicKey, parsed.value.revision);
+    if (removed === null) return reply.code(204).send();
+    return reply.code(200).send(toDaemonPeer(removed));
+  });
+
+  // Without OpenVPN support the calls do not exist (404), as on a WireGuard-only daemon.
+  if (openVpn !== undefined) {
+    app.get('/o/connection_list', async () => {
+      const connections = await openVpn.list();
+      return {
+        connection_list: connections.map((connection) => ({ common_name: connection.commonName, ip_four: connection.ipFour, ip_six: connection.ipSix })),
+      };
+    });
+
+    app.post('/o/disconnect_client', async (request, reply) => {
+      const parsed = parseDisconnectClientForm(formOf(request.body));
+      if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+      await openVpn.disconnect(parsed.value.commonName);
+      return reply.code(204).send();
+    });
+  }
+
+  return app;
+}
+
+export type DaemonServer = ReturnType<typeof buildDaemonServer>;

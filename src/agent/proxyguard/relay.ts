@@ -1,0 +1,297 @@
+// The node's ProxyGuard relay (WireGuard over TCP, reference §7.1): a plain HTTP/1.1 endpoint
+// behind the site's TLS reverse proxy. `GET <path>` with `Connection: Upgrade` and
+// `Upgrade: UoTLV/1` is answered `101 Switching Protocols`, and the connection becomes a tunnel
+// to the local WireGuard port (proxyguard-tunnel.ts). Anything else gets a plain-text HTTP
+// error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
+// Connections that are not a tunnel yet have a small budget and a deadline of their own, so
+// slow senders can neither take the tunnels' places nor lock out clients that send at once.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket as UdpSocket } from 'node:dgram';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshake.js';
+import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
+
+export interface ProxyGuardRelayOptions extends Partial<Pick<TunnelLimits, 'maxBufferedBytes' | 'stallTimeoutMs'>> {
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Where each tunnel's datagrams go: asked per tunnel, so a changed WireGuard port applies to new ones. */
+  readonly target: () => UdpTarget;
+  /** This node's host names: the last path segment a request may name (besides `/`). */
+  readonly hostNames: readonly string[];
+  readonly maxTunnels: number;
+  readonly idleTimeoutMs: number;
+  /** Connections still sending their request, on top of the tunnels; one more takes the oldest one's place. */
+  readonly maxPendingRequests?: number;
+  /** A connection must have sent its whole request within this time. */
+  readonly requestTimeoutMs?: number;
+  readonly logger: Logger;
+}
+
+/** About 700 full-size WireGuard packets: a reader that slow is congested, not gone. */
+const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024;
+const DEFAULT_STALL_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_PENDING_REQUESTS = 64;
+/** A real client sends its few hundred bytes at once; a slow-loris sender is cut off. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+/** After a refusal, how long the client has to read it before the socket is destroyed. */
+const REFUSAL_LINGER_MS = 2_000;
+
+export class ProxyGuardRelay {
+  readonly #server: Server;
+  readonly #options: ProxyGuardRelayOptions;
+  readonly #limits: TunnelLimits;
+  readonly #logger: Logger;
+  readonly #tunnels = new Set<ProxyGuardTunnel>();
+  /** Connections that are not a tunnel (yet): still sending, or being refused. Oldest first. */
+  readonly #pending: PendingConnections;
+  /** Tunnels being set up (UDP socket connecting): they count against the limit already. */
+  #opening = 0;
+  #hostNames: ReadonlySet<string>;
+  #closing: Promise<void> | null = null;
+  #warnedFull = false;
+
+  private constructor(server: Server, options: ProxyGuardRelayOptions) {
+    this.#server = server;
+    this.#options = options;
+    this.#logger = options.logger;
+    this.#hostNames = new Set(options.hostNames);
+    this.#pending = new PendingConnections(
+      options.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
+      options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      options.logger,
+    );
+    this.#limits = {
+      idleTimeoutMs: options.idleTimeoutMs,
+      maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+      stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+    };
+  }
+
+  static async start(options: ProxyGuardRelayOptions): Promise<ProxyGuardRelay> {
+    const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // Node's own timeouts too, though the relay's deadline (below) comes first.
+    const server = createServer({ requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs });
+    const relay = new ProxyGuardRelay(server, options);
+    // Tunnels and handshakes have budgets of their own (no shared server.maxConnections), so
+    // connections stuck in their request can never take the place of tunnels.
+    server.on('connection', (socket: Socket) => relay.#pending.admit(socket));
+    server.on('request', (request: IncomingMessage, response: ServerResponse) => relay.#onPlainRequest(request, response));
+    server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // A bug in one upgrade must cost that connection, never the agent with every tunnel.
+      // Node hands over the connection's net.Socket; its type only says Duplex.
+      relay.#onUpgrade(request, socket as Socket, head).catch((error: unknown) => {
+        relay.#logger.error({ err: error }, 'ProxyGuard: upgrade failed');
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.listen.port, options.listen.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    // Later failures to accept (such as running out of file descriptors) are logged, not fatal.
+    server.on('error', (error) => relay.#logger.error({ err: error }, 'ProxyGuard: the relay cannot accept connections'));
+    return relay;
+  }
+
+  get address(): AddressInfo {
+    const address = this.#server.address();
+    if (address === null || typeof address === 'string') throw new Error('the ProxyGuard relay is not listening');
+    return address;
+  }
+
+  /** Tunnels open or being opened. */
+  get tunnelCount(): number {
+    return this.#tunnels.size + this.#opening;
+  }
+
+  /** The portal's profiles changed: requests for the new names are accepted from now on. */
+  setHostNames(hostNames: readonly string[]): void {
+    this.#hostNames = new Set(hostNames);
+  }
+
+  /** Stops accepting, ends every tunnel (their clients see the TCP connection close), then resolves. */
+  close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#pending.stop();
+      this.#server.close(() => resolve());
+      for (const tunnel of [...this.#tunnels]) tunnel.end('relay-closing');
+      this.#server.closeAllConnections();
+    });
+    return this.#closing;
+  }
+
+  /** A request without an upgrade to UoTLV/1: always refused, with the reason. */
+  #onPlainRequest(request: IncomingMessage, response: ServerResponse): void {
+    const verdict = judgeRelayRequest(relayRequestOf(request), this.#hostNames);
+    // The judge only lets a request through with "Connection: Upgrade", which Node routes to
+    // the upgrade handler; reaching here with it means a request Node did not see as one.
+    const refusal =
+      verdict.kind === 'refuse' ? verdict : { status: 400, message: 'malformed upgrade request', headers: {} as Readonly<Record<string, string>> };
+    response.writeHead(refusal.status, { ...refusal.headers, 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+    response.end(`${refusal.message}\n`);
+  }
+
+  async #onUpgrade(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    socket.on('error', (error) => this.#logger.debug({ reason: error.message }, 'ProxyGuard: connection error before the upgrade'));
+    const verdict = judgeRelayRequest(relayRequestOf(request), this.#hostNames);
+    if (verdict.kind === 'refuse') {
+      refuseRaw(socket, verdict.status, verdict.message, verdict.headers);
+      return;
+    }
+
+    if (this.#closing !== null) {
+      refuseRaw(socket, 503, 'the relay is shutting down', { 'retry-after': '5' });
+      return;
+    }
+    if (this.tunnelCount >= this.#options.maxTunnels) {
+      if (!this.#warnedFull) this.#logger.warn({ maxTunnels: this.#options.maxTunnels }, 'ProxyGuard: tunnel limit reached, refusing new tunnels');
+      this.#warnedFull = true;
+      refuseRaw(socket, 503, `tunnel limit of ${this.#options.maxTunnels} reached`, { 'retry-after': '5' });
+      return;
+    }
+
+    // From here the connection counts as a tunnel (being opened), no longer as a handshake;
+    // refused ones stay handshakes until they are gone, so refusing costs no extra descriptors.
+    this.#pending.release(socket);
+    this.#opening += 1;
+    let udp: UdpSocket;
+    try {
+      udp = await connectUdp(this.#options.target());
+    } catch (error) {
+      this.#logger.warn({ reason: (error as Error).message }, 'ProxyGuard: cannot open a UDP socket to WireGuard');
+      refuseRaw(socket, 503, 'WireGuard is not reachable from the relay', {});
+      return;
+    } finally {
+      this.#opening -= 1;
+    }
+    if (socket.destroyed || this.#closing !== null) {
+      udp.close();
+      socket.destroy();
+      return;
+    }
+
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${UOTLV_PROTOCOL}\r\n\r\n`);
+    const tunnel: ProxyGuardTunnel = new ProxyGuardTunnel({
+      socket,
+      udp,
+      limits: this.#limits,
+      logger: this.#logger,
+      onEnd: () => {
+        this.#tunnels.delete(tunnel);
+        if (this.tunnelCount < this.#options.maxTunnels) this.#warnedFull = false;
+      },
+    });
+    this.#tunnels.add(tunnel);
+    this.#logger.debug({ tunnels: this.tunnelCount, remote: socket.remoteAddress }, 'ProxyGuard tunnel opened');
+    tunnel.start(head);
+  }
+}
+
+/** The oldest pending connection is named in the log at most this often. */
+const EVICTION_WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * Connections that are not tunnels: still sending their request, or being refused. At most
+ * `max` of them, each for at most `timeoutMs`. When every slot is taken, a new connection takes
+ * the slot of the oldest one, which is closed: whoever holds slow handshakes cannot lock out
+ * real clients, who send their request at once and leave their slot within milliseconds.
+ */
+class PendingConnections {
+  /** Each connection and when it arrived; a Map keeps arrival order, oldest first. */
+  readonly #arrived = new Map<Socket, number>();
+  readonly #max: number;
+  readonly #timeoutMs: number;
+  readonly #logger: Logger;
+  readonly #sweep: NodeJS.Timeout;
+  #warnedAt = 0;
+
+  constructor(max: number, timeoutMs: number, logger: Logger) {
+    this.#max = max;
+    this.#timeoutMs = timeoutMs;
+    this.#logger = logger;
+    // A tenth of the deadline, so a connection is cut at most 10 % late.
+    this.#sweep = setInterval(() => this.#expire(), Math.max(50, Math.floor(timeoutMs / 10)));
+    this.#sweep.unref();
+  }
+
+  admit(socket: Socket): void {
+    if (this.#arrived.size >= this.#max) {
+      const [oldest] = this.#arrived.keys();
+      if (oldest !== undefined) {
+        this.#arrived.delete(oldest);
+        oldest.destroy();
+        this.#warnEvicting();
+      }
+    }
+    this.#arrived.set(socket, Date.now());
+    socket.once('close', () => this.#arrived.delete(socket));
+  }
+
+  /** The connection became a tunnel: it no longer holds a handshake slot. */
+  release(socket: Socket): void {
+    this.#arrived.delete(socket);
+  }
+
+  stop(): void {
+    clearInterval(this.#sweep);
+  }
+
+  #expire(): void {
+    const cutoff = Date.now() - this.#timeoutMs;
+    for (const [socket, arrived] of this.#arrived) {
+      if (arrived > cutoff) return;
+      this.#arrived.delete(socket);
+      socket.destroy();
+    }
+  }
+
+  #warnEvicting(): void {
+    const now = Date.now();
+    if (now - this.#warnedAt < EVICTION_WARNING_INTERVAL_MS) return;
+    this.#warnedAt = now;
+    this.#logger.warn(
+      { maxPendingRequests: this.#max },
+      'ProxyGuard: every handshake slot is taken (slow or stuck clients); new connections take the oldest ones\' slots',
+    );
+  }
+}
+
+function relayRequestOf(request: IncomingMessage): RelayRequest {
+  return {
+    method: request.method ?? '',
+    url: request.url ?? '',
+    httpVersion: request.httpVersion,
+    upgrade: request.headers.upgrade,
+    connection: request.headers.connection,
+  };
+}
+
+/** Writes a plain-text HTTP error on a socket the HTTP server has handed over, then closes it. */
+function refuseRaw(socket: Socket, status: number, message: string, headers: Readonly<Record<string, string>>): void {
+  const body = `${message}\n`;
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}`,
+    'Content-Type: text/plain; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
+  // Ending (not destroying) lets the answer arrive even when the client already sent frames;
+  // whatever it sends meanwhile is read and discarded, then the socket goes.
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+  socket.resume();
+  socket.once('end', () => socket.destroy());
+  setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS).unref();
+}
+
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  426: 'Upgrade Required',
+  503: 'Service Unavailable',
+};

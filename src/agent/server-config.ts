@@ -1,0 +1,142 @@
+// Reads the portal's `server_config` answer strictly: a malformed answer is refused as a whole
+// (never half applied), and private keys and server files are kept as Secrets.
+import { z } from 'zod';
+import { parseCidr, type Cidr } from '../net/cidr.js';
+import { Secret } from '../shared/secret.js';
+import { isWireGuardKey } from '../wireguard/keys.js';
+
+/** The WireGuard part of the portal's `server_config` answer for this node. */
+export interface WireGuardServerConfig {
+  readonly privateKey: Secret;
+  readonly listenPort: number;
+  /** Null: leave the interface's MTU at the WireGuard default. */
+  readonly mtu: number | null;
+  /** Interface addresses: the gateway address of every WireGuard profile range on this node. */
+  readonly addressList: readonly Cidr[];
+  /** Null unless the portal offers WireGuard over TCP: then this node runs the ProxyGuard relay. */
+  readonly proxyGuard: ProxyGuardAssignment | null;
+}
+
+export interface ProxyGuardAssignment {
+  /** This node's host names in the portal's profiles: the last path segment a relay request may name. */
+  readonly hostNames: readonly string[];
+}
+
+export interface NodeServerConfig {
+  /** Null when no WireGuard profile runs on this node. */
+  readonly wireguard: WireGuardServerConfig | null;
+  /**
+   * One entry per OpenVPN server process of this node. Absent when the portal sent no list
+   * (portals without OpenVPN): the same as an empty one.
+   */
+  readonly openvpn?: readonly OpenVpnServerFile[];
+}
+
+/** One OpenVPN server process: the portal renders its whole configuration file. */
+export interface OpenVpnServerFile {
+  /** `<profileId>-<processNumber>.conf`: the file name, and the socket name with `.sock`. */
+  readonly name: string;
+  /** The profile whose clients (certificate OU) this process serves. */
+  readonly profileId: string;
+  readonly processNumber: number;
+  readonly proto: 'udp' | 'tcp';
+  readonly port: number;
+  /** The file text: it holds the server's private key, so it never prints. */
+  readonly content: Secret;
+}
+
+const cidrSchema = z.string().transform((text, context): Cidr => {
+  const cidr = parseCidr(text);
+  if (cidr === null) {
+    context.addIssue({ code: 'custom', message: 'must be an IP address with prefix length' });
+    return z.NEVER;
+  }
+  return cidr;
+});
+
+const wireGuardSchema = z.object({
+  privateKey: z.string().refine(isWireGuardKey, 'must be a Base64 WireGuard key'),
+  listenPort: z.number().int().min(1).max(65535),
+  mtu: z.number().int().min(576).max(65535).nullable().optional(),
+  addressList: z.array(cidrSchema).min(1),
+  // Absent from portals without WireGuard over TCP: the same as null.
+  proxyGuard: z.object({ hostNames: z.array(z.string().min(1)) }).nullable().optional(),
+});
+
+const PROFILE_ID_PATTERN = /^[a-zA-Z0-9-.]+$/;
+const OPENVPN_FILE_NAME_PATTERN = /^[a-zA-Z0-9-.]+-\d+\.conf$/;
+/** The files are written as they are; a sanity bound, far above any real configuration. */
+const MAX_OPENVPN_FILE_BYTES = 1024 * 1024;
+
+const openVpnFileSchema = z
+  .object({
+    name: z.string().regex(OPENVPN_FILE_NAME_PATTERN, 'must be <profileId>-<number>.conf'),
+    profileId: z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$'),
+    processNumber: z.number().int().min(0).max(1023),
+    proto: z.enum(['udp', 'tcp']),
+    port: z.number().int().min(1).max(65535),
+    content: z.string().min(1).max(MAX_OPENVPN_FILE_BYTES),
+  })
+  .refine((file) => file.name === `${file.profileId}-${file.processNumber}.conf`, {
+    message: 'name must be <profileId>-<processNumber>.conf of the same entry',
+    path: ['name'],
+  });
+
+const openVpnListSchema = z
+  .array(openVpnFileSchema)
+  .refine((files) => new Set(files.map((file) => file.name)).size === files.length, 'file names must be unique');
+
+// Plain (non-strict) objects: keys added by newer portals are ignored. "openvpn" is read only
+// when it is a list, the format this agent knows; anything else there (portals without
+// OpenVPN send nothing) counts as no OpenVPN server.
+const serverConfigSchema = z.object({
+  wireguard: wireGuardSchema.nullable(),
+  openvpn: z.unknown().optional().transform((value, context) => {
+    if (!Array.isArray(value)) return undefined;
+    const parsed = openVpnListSchema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    return z.NEVER;
+  }),
+});
+
+export class ServerConfigFormatError extends Error {
+  constructor(reason: string) {
+    super(`the portal's server_config answer is not usable: ${reason}`);
+    this.name = 'ServerConfigFormatError';
+  }
+}
+
+export function parseServerConfig(json: unknown): NodeServerConfig {
+  const parsed = serverConfigSchema.safeParse(json);
+  if (!parsed.success) {
+    // Issue paths and messages only: the received values include private keys.
+    const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+    throw new ServerConfigFormatError(reason);
+  }
+  const wireguard = parsed.data.wireguard;
+  return {
+    wireguard:
+      wireguard === null
+        ? null
+        : {
+            privateKey: new Secret(wireguard.privateKey),
+            listenPort: wireguard.listenPort,
+            mtu: wireguard.mtu ?? null,
+            addressList: wireguard.addressList,
+            proxyGuard: wireguard.proxyGuard == null ? null : { hostNames: wireguard.proxyGuard.hostNames },
+          },
+    ...(parsed.data.openvpn === undefined
+      ? {}
+      : {
+          openvpn: parsed.data.openvpn.map((file) => ({
+            name: file.name,
+            profileId: file.profileId,
+            processNumber: file.processNumber,
+            proto: file.proto,
+            port: file.port,
+            content: new Secret(file.content),
+          })),
+        }),
+  };
+}

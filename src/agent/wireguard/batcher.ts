@@ -1,0 +1,133 @@
+// Applies peer changes in batches: thousands of add_peer calls in a reconcile become a handful of
+// `wg set` processes.
+import type { Logger } from 'pino';
+import type { WireGuardKey } from '../../shared/ids.js';
+import { planPeerBatch, type PeerRequest, type PeerRequestResult } from './batch-plan.js';
+import type { WgPeer } from './dump.js';
+import type { WgTool } from './wg-tool.js';
+
+interface PendingRequest {
+  readonly request: PeerRequest;
+  readonly resolve: (result: PeerRequestResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+export interface PeerBatcherOptions {
+  readonly interfaceName: string;
+  readonly wg: Pick<WgTool, 'dump' | 'applyPeerChanges'>;
+  readonly logger: Logger;
+  /** A batch is applied once no new request arrived for this long… */
+  readonly quietMs?: number;
+  /** …or once its first request has waited this long, whichever comes first. */
+  readonly maxWaitMs?: number;
+}
+
+const DEFAULT_QUIET_MS = 5;
+const DEFAULT_MAX_WAIT_MS = 50;
+
+/**
+ * Coalesces concurrent add/remove requests into one `wg set` call (a few when the arguments
+ * would be too long). Batches run one after another; each request settles when the batch
+ * holding it has been applied, or fails with that batch.
+ */
+export class PeerBatcher {
+  readonly #interfaceName: string;
+  readonly #wg: PeerBatcherOptions['wg'];
+  readonly #logger: Logger;
+  readonly #quietMs: number;
+  readonly #maxWaitMs: number;
+  #queue: PendingRequest[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  /** When the oldest waiting request arrived (performance.now()). */
+  #oldestArrival = 0;
+  #running: Promise<void> | null = null;
+
+  constructor(options: PeerBatcherOptions) {
+    this.#interfaceName = options.interfaceName;
+    this.#wg = options.wg;
+    this.#logger = options.logger;
+    this.#quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
+    this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+  }
+
+  async add(publicKey: WireGuardKey, allowedIps: readonly string[], endpoint?: string): Promise<void> {
+    await this.#submit({ kind: 'add', publicKey, allowedIps, ...(endpoint === undefined ? {} : { endpoint }) });
+  }
+
+  /** Resolves with the peer as it was just before its removal, or null when it was absent. */
+  async remove(publicKey: WireGuardKey): Promise<WgPeer | null> {
+    const result = await this.#submit({ kind: 'remove', publicKey });
+    return result.kind === 'removed' ? result.peer : null;
+  }
+
+  /** Waits until every request submitted so far has been applied (used at shut-down). */
+  async drain(): Promise<void> {
+    while (this.#running !== null || this.#queue.length > 0) {
+      if (this.#running === null) {
+        if (this.#timer !== null) clearTimeout(this.#timer);
+        this.#flush();
+      }
+      await this.#running;
+    }
+  }
+
+  #submit(request: PeerRequest): Promise<PeerRequestResult> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ request, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  // Requests of a burst (a portal reconciling thousands of peers) arrive spread over time, not
+  // at once: waiting for a short quiet moment, up to a bound, gathers them into few batches.
+  #schedule(): void {
+    if (this.#running !== null) return;
+    const now = performance.now();
+    if (this.#timer === null) this.#oldestArrival = now;
+    else clearTimeout(this.#timer);
+    const remaining = this.#oldestArrival + this.#maxWaitMs - now;
+    this.#timer = setTimeout(() => this.#flush(), Math.max(0, Math.min(this.#quietMs, remaining)));
+  }
+
+  #flush(): void {
+    this.#timer = null;
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#running = this.#apply(batch).finally(() => {
+      this.#running = null;
+      if (this.#queue.length > 0) this.#schedule();
+    });
+  }
+
+  async #apply(batch: readonly PendingRequest[]): Promise<void> {
+    try {
+      const requests = batch.map((pending) => pending.request);
+      // The current peers are only needed to answer removals, so add-only batches skip reading them.
+      const needsCurrentPeers = requests.some((request) => request.kind === 'remove');
+      const currentPeers = needsCurrentPeers
+        ? new Map((await this.#wg.dump(this.#interfaceName)).peers.map((peer) => [peer.publicKey, peer] as const))
+        : new Map<WireGuardKey, WgPeer>();
+
+      const plan = planPeerBatch(requests, currentPeers);
+      const wgCalls = plan.changes.length > 0 ? await this.#wg.applyPeerChanges(this.#interfaceName, plan.changes) : 0;
+
+      this.#logger.info(
+        {
+          requests: batch.length,
+          peersSet: plan.changes.filter((change) => change.kind === 'set').length,
+          peersRemoved: plan.changes.filter((change) => change.kind === 'remove').length,
+          wgCalls,
+        },
+        'applied peer batch',
+      );
+      batch.forEach((pending, index) => {
+        const result = plan.results[index];
+        if (result === undefined) pending.reject(new Error('peer batch produced no result for a request'));
+        else pending.resolve(result);
+      });
+    } catch (error) {
+      this.#logger.error({ err: error, requests: batch.length }, 'peer batch failed');
+      for (const pending of batch) pending.reject(error);
+    }
+  }
+}

@@ -1,0 +1,184 @@
+// The portal's view of its nodes. Changes are pushed to a node at once; when a node cannot
+// be reached the change stays in the database (the source of truth), the node is asked
+// again every second, and as soon as it answers it is reconciled. A node is also watched
+// while it answers: when it lost its peers (our agent restarted, or wireguard-go did, or the
+// host rebooted) it is reconciled at once. After a failure pushes to the node are skipped
+// until it answers a probe again, so a dead node does not slow every request.
+import type { Logger } from 'pino';
+import type { NodeNumber } from '../shared/ids.js';
+import type { Clock } from '../shared/time.js';
+import type { NodeDaemon, DaemonNodeInfo } from './daemon-client.js';
+
+/** How often a node that failed is asked again. */
+const PROBE_INTERVAL_MS = 1_000;
+/** How often a node that answers is asked whether it lost its peers. */
+const WATCH_INTERVAL_MS = 2_000;
+
+/** Why a node needs a reconcile pass now. */
+export type ReconcileReason = 'answers again' | 'lost its peers';
+
+export type NodeStateChange = { readonly nodeNumber: NodeNumber; readonly up: true } | { readonly nodeNumber: NodeNumber; readonly up: false; readonly reason: string };
+
+interface NodeState {
+  /** Clock time of the first failure of the current outage; null while the node answers. */
+  downSince: number | null;
+  /** Identity of the node's peer set as last seen: agent instance, else host uptime. */
+  lastInfo: DaemonNodeInfo | null;
+  probing: boolean;
+}
+
+export class NodeFleet {
+  private readonly states = new Map<NodeNumber, NodeState>();
+  private reconcileListener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void = () => {};
+  private stateListener: (change: NodeStateChange) => void = () => {};
+  private watchTimer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly daemons: ReadonlyMap<NodeNumber, NodeDaemon>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    for (const nodeNumber of daemons.keys()) this.states.set(nodeNumber, { downSince: null, lastInfo: null, probing: false });
+  }
+
+  daemon(nodeNumber: NodeNumber): NodeDaemon | undefined {
+    return this.daemons.get(nodeNumber);
+  }
+
+  all(): NodeDaemon[] {
+    return [...this.daemons.values()];
+  }
+
+  /** Called when a node must be reconciled at once (the portal queues a pass for it). */
+  onReconcileNeeded(listener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void): void {
+    this.reconcileListener = listener;
+  }
+
+  /** Called when a node stops answering, and when it answers again. */
+  onStateChange(listener: (change: NodeStateChange) => void): void {
+    this.stateListener = listener;
+  }
+
+  /** Starts asking every node, in the background, whether it answers and whether it lost its peers. */
+  startWatching(): void {
+    this.watchTimer = setInterval(() => void this.watchAll(), WATCH_INTERVAL_MS);
+    this.watchTimer.unref();
+    this.probeTimer = setInterval(() => void this.probeDown(), PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.watchTimer);
+    clearInterval(this.probeTimer);
+  }
+
+  /** Whether the node failed its last contact and has not answered since. */
+  isDown(nodeNumber: NodeNumber): boolean {
+    return (this.states.get(nodeNumber)?.downSince ?? null) !== null;
+  }
+
+  /**
+   * A node agent asked for its server configuration: it may have just started with an empty
+   * interface. Look at it now rather than at the next watch tick.
+   */
+  nodeCheckedIn(nodeNumber: NodeNumber): void {
+    const daemon = this.daemons.get(nodeNumber);
+    if (daemon !== undefined) void this.look(daemon, 'node_info');
+  }
+
+  /**
+   * Runs `action` against the node unless it is down. Returns the action's result, or
+   * undefined when the node was skipped or failed (the failure is logged, never thrown).
+   */
+  async tryOn<T>(nodeNumber: NodeNumber, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+    const daemon = this.daemons.get(nodeNumber);
+    if (daemon === undefined) {
+      this.logger.warn({ nodeNumber }, `no node ${nodeNumber} is configured; ${what} left to the database`);
+      return undefined;
+    }
+    if (this.isDown(nodeNumber)) {
+      this.logger.debug({ nodeNumber }, `node ${nodeNumber} is unreachable; ${what} is applied as soon as it answers`);
+      return undefined;
+    }
+    return this.attempt(daemon, what, action);
+  }
+
+  /**
+   * Asks the node even while it is down (listings: an answer must not silently leave a node
+   * out). Undefined when it did not answer.
+   */
+  async ask<T>(nodeNumber: NodeNumber, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+    const daemon = this.daemons.get(nodeNumber);
+    return daemon === undefined ? undefined : this.attempt(daemon, what, action);
+  }
+
+  /** Like tryOn, but always contacts the node (reconcile and listings, which must ask). */
+  async attempt<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+    try {
+      const result = await action(daemon);
+      this.markUp(daemon.nodeNumber);
+      return result;
+    } catch (error) {
+      this.markDown(daemon.nodeNumber, what, error);
+      return undefined;
+    }
+  }
+
+  private async watchAll(): Promise<void> {
+    await Promise.all(
+      [...this.daemons.values()].filter((daemon) => !this.isDown(daemon.nodeNumber)).map((daemon) => this.look(daemon, 'node_info')),
+    );
+  }
+
+  private async probeDown(): Promise<void> {
+    await Promise.all([...this.daemons.values()].filter((daemon) => this.isDown(daemon.nodeNumber)).map((daemon) => this.look(daemon, 'probe')));
+  }
+
+  /** Asks the node for its info; notices a node that came back or lost its peers. */
+  private async look(daemon: NodeDaemon, what: string): Promise<void> {
+    const state = this.states.get(daemon.nodeNumber);
+    if (state === undefined || state.probing || this.stopped) return;
+    state.probing = true;
+    try {
+      const info = await this.attempt(daemon, what, (node) => node.nodeInfo());
+      if (info === undefined || this.stopped) return;
+      const previous = state.lastInfo;
+      state.lastInfo = info;
+      if (previous !== null && lostItsPeers(previous, info)) {
+        this.logger.warn({ nodeNumber: daemon.nodeNumber }, `node ${daemon.nodeNumber} restarted and lost its peers; reconciling it now`);
+        this.reconcileListener(daemon.nodeNumber, 'lost its peers');
+      }
+    } finally {
+      state.probing = false;
+    }
+  }
+
+  private markUp(nodeNumber: NodeNumber): void {
+    const state = this.states.get(nodeNumber);
+    if (state === undefined || state.downSince === null) return;
+    state.downSince = null;
+    this.logger.info({ nodeNumber }, `node ${nodeNumber} answers again`);
+    this.stateListener({ nodeNumber, up: true });
+    this.reconcileListener(nodeNumber, 'answers again');
+  }
+
+  private markDown(nodeNumber: NodeNumber, what: string, error: unknown): void {
+    const state = this.states.get(nodeNumber);
+    if (state === undefined) return;
+    const first = state.downSince === null;
+    if (first) state.downSince = this.clock.now().getTime();
+    const message = error instanceof Error ? error.message : String(error);
+    // Log a node going down once as a warning; repeats while it stays down only at debug level.
+    this.logger[first ? 'warn' : 'debug']({ nodeNumber }, `${what} on node ${nodeNumber} failed: ${message}`);
+    if (first) this.stateListener({ nodeNumber, up: false, reason: `${what}: ${message}` });
+  }
+}
+
+/** Whether the node's peer set is not the one seen before: a new agent instance, or a reboot. */
+function lostItsPeers(previous: DaemonNodeInfo, current: DaemonNodeInfo): boolean {
+  if (previous.instanceId !== null || current.instanceId !== null) return previous.instanceId !== current.instanceId;
+  return current.nodeUptime < previous.nodeUptime;
+}
