@@ -1,5 +1,6 @@
 // The agent's side of the Node API: it fetches its server configuration and asks the portal
 // whether an OpenVPN client may connect, reporting disconnects; authenticated with the node key.
+import { CONNECT_ALLOWED, CONNECT_REFUSED, NODE_API_PATHS, NODE_NUMBER_HEADER, type ConnectForm, type DisconnectForm, type ServerConfigForm } from '../protocol/node-api.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Secret } from '../shared/secret.js';
 import { parseServerConfig, type NodeServerConfig } from './server-config.js';
@@ -90,14 +91,16 @@ export class PortalClient {
   }
 
   async fetchServerConfig(): Promise<NodeServerConfig> {
-    const url = this.#endpoint('server_config');
-    const body = new URLSearchParams();
-    for (const profileId of this.#options.profileIdList) body.append('profile_id_list', profileId);
+    const url = this.#endpoint(NODE_API_PATHS.serverConfig);
     const openVpn = this.#options.openVpn;
-    body.set('vpn_user', openVpn.user);
-    body.set('vpn_group', openVpn.group);
-    body.set('prefer_aes', openVpn.preferAes ? 'yes' : 'no');
-    body.set('management_dir', openVpn.managementDir);
+    const fields: Omit<ServerConfigForm, 'profile_id_list'> = {
+      vpn_user: openVpn.user,
+      vpn_group: openVpn.group,
+      prefer_aes: openVpn.preferAes ? 'yes' : 'no',
+      management_dir: openVpn.managementDir,
+    };
+    const body = new URLSearchParams(Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    for (const profileId of this.#options.profileIdList) body.append('profile_id_list', profileId);
 
     const { response, text } = await this.#exchange(url, body);
     if (!response.ok) {
@@ -120,15 +123,17 @@ export class PortalClient {
    * with the body `OK` (an `ERR`, another status or body, a timeout, no portal) denies.
    */
   async authorizeConnect(request: ConnectRequest): Promise<ConnectVerdict> {
-    const url = this.#endpoint('connect');
-    const body = formWithoutEmpty({
+    const url = this.#endpoint(NODE_API_PATHS.connect);
+    const form: ConnectForm = {
       profile_id: request.profileId,
       common_name: request.commonName,
-      originating_ip: request.originatingIp,
       ip_four: request.ipFour,
-      ip_six: request.ipSix,
-      reauth: request.reauth ? 'yes' : '',
-    });
+      // An unknown address is left out, not sent empty.
+      ...(request.originatingIp === '' ? {} : { originating_ip: request.originatingIp }),
+      ...(request.ipSix === '' ? {} : { ip_six: request.ipSix }),
+      ...(request.reauth ? { reauth: 'yes' } : {}),
+    };
+    const body = new URLSearchParams(form);
     let status: number;
     let text: string;
     try {
@@ -136,22 +141,23 @@ export class PortalClient {
     } catch (error) {
       return { allowed: false, portalAnswered: false, reason: error instanceof Error ? error.message : String(error) };
     }
-    if (status === 200 && text === 'OK') return { allowed: true };
-    if (status === 200 && text === 'ERR') return { allowed: false, portalAnswered: true, reason: 'the portal answered ERR' };
+    if (status === 200 && text === CONNECT_ALLOWED) return { allowed: true };
+    if (status === 200 && text === CONNECT_REFUSED) return { allowed: false, portalAnswered: true, reason: 'the portal answered ERR' };
     return { allowed: false, portalAnswered: false, reason: `the portal answered ${status} to ${url.pathname}: ${errorText(text)}` };
   }
 
   /** Tells the portal that a client's connection ended; throws PortalRequestError unless it answers `OK`. */
   async reportDisconnect(report: DisconnectReport): Promise<void> {
-    const url = this.#endpoint('disconnect');
-    const body = formWithoutEmpty({
-      profile_id: report.profileId,
+    const url = this.#endpoint(NODE_API_PATHS.disconnect);
+    const form: DisconnectForm = {
       common_name: report.commonName,
-      ip_four: report.ipFour,
-      ip_six: report.ipSix,
       bytes_in: String(report.bytesIn),
       bytes_out: String(report.bytesOut),
-    });
+      profile_id: report.profileId,
+      ...(report.ipFour === '' ? {} : { ip_four: report.ipFour }),
+      ...(report.ipSix === '' ? {} : { ip_six: report.ipSix }),
+    };
+    const body = new URLSearchParams(form);
     const { response, text } = await this.#exchange(url, body, 'text/plain');
     if (response.status !== 200 || text !== 'OK') {
       throw new PortalRequestError(`the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`, response.status);
@@ -183,7 +189,7 @@ export class PortalClient {
         return await this.#fetch(url, {
           method: 'POST',
           headers: {
-            'X-Node-Number': String(this.#options.nodeNumber),
+            [NODE_NUMBER_HEADER]: String(this.#options.nodeNumber),
             Authorization: `Bearer ${this.#options.nodeKey.reveal()}`,
             'Content-Type': 'application/x-www-form-urlencoded',
             Accept: accept,
@@ -200,15 +206,10 @@ export class PortalClient {
     }
   }
 
-  #endpoint(call: string): URL {
+  #endpoint(path: string): URL {
     const base = this.#options.apiUrl.href.replace(/\/+$/, '');
-    return new URL(`${base}/${call}`);
+    return new URL(`${base}${path}`);
   }
-}
-
-/** A form without the fields that have no value (an unknown address is left out, not sent empty). */
-function formWithoutEmpty(fields: Readonly<Record<string, string>>): URLSearchParams {
-  return new URLSearchParams(Object.entries(fields).filter(([, value]) => value !== ''));
 }
 
 function errorText(body: string): string {

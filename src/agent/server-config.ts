@@ -2,8 +2,8 @@
 // (never half applied), and private keys and server files are kept as Secrets.
 import { z } from 'zod';
 import { parseCidr, type Cidr } from '../net/cidr.js';
+import { openVpnServerFileListSchema, serverConfigAnswerSchema } from '../protocol/node-api.js';
 import { Secret } from '../shared/secret.js';
-import { isWireGuardKey } from '../wireguard/keys.js';
 
 /** The WireGuard part of the portal's `server_config` answer for this node. */
 export interface WireGuardServerConfig {
@@ -45,55 +45,13 @@ export interface OpenVpnServerFile {
   readonly content: Secret;
 }
 
-const cidrSchema = z.string().transform((text, context): Cidr => {
-  const cidr = parseCidr(text);
-  if (cidr === null) {
-    context.addIssue({ code: 'custom', message: 'must be an IP address with prefix length' });
-    return z.NEVER;
-  }
-  return cidr;
-});
-
-const wireGuardSchema = z.object({
-  privateKey: z.string().refine(isWireGuardKey, 'must be a Base64 WireGuard key'),
-  listenPort: z.number().int().min(1).max(65535),
-  mtu: z.number().int().min(576).max(65535).nullable().optional(),
-  addressList: z.array(cidrSchema).min(1),
-  // Absent from portals without WireGuard over TCP: the same as null.
-  proxyGuard: z.object({ hostNames: z.array(z.string().min(1)) }).nullable().optional(),
-});
-
-const PROFILE_ID_PATTERN = /^[a-zA-Z0-9-.]+$/;
-const OPENVPN_FILE_NAME_PATTERN = /^[a-zA-Z0-9-.]+-\d+\.conf$/;
-/** The files are written as they are; a sanity bound, far above any real configuration. */
-const MAX_OPENVPN_FILE_BYTES = 1024 * 1024;
-
-const openVpnFileSchema = z
-  .object({
-    name: z.string().regex(OPENVPN_FILE_NAME_PATTERN, 'must be <profileId>-<number>.conf'),
-    profileId: z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$'),
-    processNumber: z.number().int().min(0).max(1023),
-    proto: z.enum(['udp', 'tcp']),
-    port: z.number().int().min(1).max(65535),
-    content: z.string().min(1).max(MAX_OPENVPN_FILE_BYTES),
-  })
-  .refine((file) => file.name === `${file.profileId}-${file.processNumber}.conf`, {
-    message: 'name must be <profileId>-<processNumber>.conf of the same entry',
-    path: ['name'],
-  });
-
-const openVpnListSchema = z
-  .array(openVpnFileSchema)
-  .refine((files) => new Set(files.map((file) => file.name)).size === files.length, 'file names must be unique');
-
 // Plain (non-strict) objects: keys added by newer portals are ignored. "openvpn" is read only
 // when it is a list, the format this agent knows; anything else there (portals without
 // OpenVPN send nothing) counts as no OpenVPN server.
-const serverConfigSchema = z.object({
-  wireguard: wireGuardSchema.nullable(),
+const serverConfigSchema = serverConfigAnswerSchema.extend({
   openvpn: z.unknown().optional().transform((value, context) => {
     if (!Array.isArray(value)) return undefined;
-    const parsed = openVpnListSchema.safeParse(value);
+    const parsed = openVpnServerFileListSchema.safeParse(value);
     if (parsed.success) return parsed.data;
     for (const issue of parsed.error.issues) context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
     return z.NEVER;
@@ -123,7 +81,7 @@ export function parseServerConfig(json: unknown): NodeServerConfig {
             privateKey: new Secret(wireguard.privateKey),
             listenPort: wireguard.listenPort,
             mtu: wireguard.mtu ?? null,
-            addressList: wireguard.addressList,
+            addressList: wireguard.addressList.map(toCidr),
             proxyGuard: wireguard.proxyGuard == null ? null : { hostNames: wireguard.proxyGuard.hostNames },
           },
     ...(parsed.data.openvpn === undefined
@@ -139,4 +97,11 @@ export function parseServerConfig(json: unknown): NodeServerConfig {
           })),
         }),
   };
+}
+
+/** The schema checked the text already. */
+function toCidr(text: string): Cidr {
+  const cidr = parseCidr(text);
+  if (cidr === null) throw new ServerConfigFormatError(`"${text}" is not an address with prefix length`);
+  return cidr;
 }

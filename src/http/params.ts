@@ -2,7 +2,6 @@
 // Rules and error messages follow the reference (§3) so scripts written against it keep
 // working: `missing post parameter "user_id"`, `invalid value for "display_name"`, ...
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
-import { isIP } from 'node:net';
 import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { isIsoDuration } from '../shared/iso-duration.js';
@@ -38,13 +37,6 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
-  // Node API parameters (sent by node agents, src/http/node-api/).
-  /** A Unix user or group name for the OpenVPN processes, as the reference checks it. */
-  unixName: z.string().regex(/^[_a-zA-Z0-9]+$/),
-  /** An absolute path without spaces or shell-special characters (it is written into server files). */
-  absolutePath: z.string().regex(/^\/[A-Za-z0-9._/-]{0,200}$/).refine((value) => !value.split('/').includes('..')),
-  ipAddress: z.string().refine((value) => isIP(value) !== 0),
-  byteCount: z.string().regex(/^\d{1,19}$/).transform(Number),
 } as const;
 
 export function required<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T> {
@@ -83,4 +75,19 @@ export function readParams<S extends ParamShape>(source: ParamSource, input: unk
     result[name] = parsed.data;
   }
   return result as ParamValues<S>;
+}
+
+/**
+ * Reads a form body against a wire schema of src/protocol (the Node API), answering 400 with
+ * the same messages as readParams: the first field in the schema's order that is wrong.
+ */
+export function readForm<S extends z.ZodObject>(schema: S, input: unknown): z.output<S> {
+  const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const parsed = schema.safeParse(values);
+  if (parsed.success) return parsed.data;
+  const name = String(parsed.error.issues[0]?.path[0] ?? '');
+  const raw = values[name];
+  if (raw === undefined) throw new HttpError(400, `missing post parameter "${name}"`);
+  if (typeof raw !== 'string' && !Array.isArray(raw)) throw new HttpError(400, `value of post parameter "${name}" MUST be string`);
+  throw new HttpError(400, `invalid value for "${name}"`);
 }

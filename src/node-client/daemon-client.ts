@@ -4,6 +4,8 @@
 // an existing eduVPN vpn-daemon alike. Requests carry `Authorization: Bearer <node key>`
 // when the portal has a key file for that node. Timeouts are short: a node that does not
 // answer must never hold up an Admin API call for long.
+import type { z } from 'zod';
+import { connectionListSchema, nodeInfoSchema, peerListSchema, VPN_DAEMON_PATHS } from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 
 export interface DaemonPeer {
@@ -71,20 +73,24 @@ export class HttpNodeDaemon implements NodeDaemon {
   }
 
   async nodeInfo(): Promise<DaemonNodeInfo> {
-    const body = await this.requestJson('GET', '/i/node');
-    return {
-      nodeUptime: numberField(body, 'node_uptime'),
-      maintenanceMode: isRecord(body) && body['maintenance_mode'] === true,
-      instanceId: isRecord(body) && typeof body['instance_id'] === 'string' ? body['instance_id'] : null,
-      maxRevision: isRecord(body) && Number.isSafeInteger(body['max_revision']) ? (body['max_revision'] as number) : null,
-    };
+    // Older vpn-daemons send fewer fields; only what is there counts.
+    const info = this.parse(nodeInfoSchema.partial(), await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo), VPN_DAEMON_PATHS.nodeInfo);
+    return { nodeUptime: info.node_uptime ?? 0, maintenanceMode: info.maintenance_mode ?? false, instanceId: info.instance_id ?? null, maxRevision: info.max_revision ?? null };
   }
 
   async peerList(showAll: boolean): Promise<DaemonPeer[]> {
-    const body = await this.requestJson('GET', `/w/peer_list?show_all=${showAll ? 'yes' : 'no'}`);
-    const list = isRecord(body) ? body['peer_list'] : undefined;
-    if (!Array.isArray(list)) throw new NodeDaemonError(`${this.url}: peer_list answer has no "peer_list" array`);
-    return list.map((entry: unknown) => this.toPeer(entry));
+    const path = `${VPN_DAEMON_PATHS.peerList}?show_all=${showAll ? 'yes' : 'no'}`;
+    const { peer_list: peers } = this.parse(peerListSchema, await this.requestJson('GET', path), VPN_DAEMON_PATHS.peerList);
+    return peers.map((peer) => {
+      const handshake = peer.last_handshake_time == null ? null : new Date(peer.last_handshake_time);
+      return {
+        publicKey: peer.public_key as WireGuardKey,
+        ipNet: peer.ip_net,
+        lastHandshakeTime: handshake !== null && !Number.isNaN(handshake.getTime()) ? handshake : null,
+        bytesIn: peer.bytes_in,
+        bytesOut: peer.bytes_out,
+      };
+    });
   }
 
   async addPeer(publicKey: WireGuardKey, ipNet: readonly string[], revision: number): Promise<void> {
@@ -92,43 +98,33 @@ export class HttpNodeDaemon implements NodeDaemon {
     for (const net of ipNet) form.append('ip_net', net);
     // An extra field: eduVPN's vpn-daemon ignores it, our agent orders instructions by it.
     form.append('revision', String(revision));
-    await this.request('POST', '/w/add_peer', form);
+    await this.request('POST', VPN_DAEMON_PATHS.addPeer, form);
   }
 
   async removePeer(publicKey: WireGuardKey, revision: number): Promise<void> {
-    await this.request('POST', '/w/remove_peer', new URLSearchParams({ public_key: publicKey, revision: String(revision) }));
+    await this.request('POST', VPN_DAEMON_PATHS.removePeer, new URLSearchParams({ public_key: publicKey, revision: String(revision) }));
   }
 
   async openVpnConnectionList(): Promise<DaemonOpenVpnClient[]> {
-    const body = await this.requestJson('GET', '/o/connection_list');
-    const list = isRecord(body) ? body['connection_list'] : undefined;
-    if (!Array.isArray(list)) throw new NodeDaemonError(`${this.url}: connection_list answer has no "connection_list" array`);
-    return list.map((entry: unknown) => {
-      if (!isRecord(entry) || typeof entry['common_name'] !== 'string' || typeof entry['ip_four'] !== 'string') {
-        throw new NodeDaemonError(`${this.url}: malformed client in connection_list`);
-      }
-      const ipSix = entry['ip_six'];
-      return { commonName: entry['common_name'], ipFour: entry['ip_four'], ipSix: typeof ipSix === 'string' && ipSix !== '' ? ipSix : null };
-    });
+    const path = VPN_DAEMON_PATHS.connectionList;
+    const { connection_list: clients } = this.parse(connectionListSchema, await this.requestJson('GET', path), path);
+    return clients.map((client) => ({
+      commonName: client.common_name,
+      ipFour: client.ip_four,
+      ipSix: client.ip_six === null || client.ip_six === '' ? null : client.ip_six,
+    }));
   }
 
   async disconnectClient(commonName: string): Promise<void> {
-    await this.request('POST', '/o/disconnect_client', new URLSearchParams({ common_name: commonName }));
+    await this.request('POST', VPN_DAEMON_PATHS.disconnectClient, new URLSearchParams({ common_name: commonName }));
   }
 
-  private toPeer(entry: unknown): DaemonPeer {
-    if (!isRecord(entry) || typeof entry['public_key'] !== 'string' || !Array.isArray(entry['ip_net'])) {
-      throw new NodeDaemonError(`${this.url}: malformed peer in peer_list`);
-    }
-    const handshake = entry['last_handshake_time'];
-    const handshakeDate = typeof handshake === 'string' ? new Date(handshake) : null;
-    return {
-      publicKey: entry['public_key'] as WireGuardKey,
-      ipNet: entry['ip_net'].filter((net): net is string => typeof net === 'string'),
-      lastHandshakeTime: handshakeDate !== null && !Number.isNaN(handshakeDate.getTime()) ? handshakeDate : null,
-      bytesIn: typeof entry['bytes_in'] === 'number' ? entry['bytes_in'] : 0,
-      bytesOut: typeof entry['bytes_out'] === 'number' ? entry['bytes_out'] : 0,
-    };
+  /** Fields it does not know are ignored (eduVPN's daemon may add some); missing or mistyped ones are an error. */
+  private parse<T>(schema: z.ZodType<T>, body: unknown, path: string): T {
+    const parsed = schema.safeParse(body);
+    if (parsed.success) return parsed.data;
+    const [issue] = parsed.error.issues;
+    throw new NodeDaemonError(`${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`})`);
   }
 
   private async requestJson(method: 'GET' | 'POST', path: string): Promise<unknown> {
@@ -163,13 +159,4 @@ export class HttpNodeDaemon implements NodeDaemon {
     }
     return response;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function numberField(body: unknown, name: string): number {
-  const value = isRecord(body) ? body[name] : undefined;
-  return typeof value === 'number' ? value : 0;
 }

@@ -6,15 +6,10 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CONNECT_ALLOWED, CONNECT_REFUSED, NODE_API_PATHS, type ServerConfigAnswer } from '../../src/protocol/node-api.js';
 
-export interface OpenVpnFileJson {
-  readonly name: string;
-  readonly profileId: string;
-  readonly processNumber: number;
-  readonly proto: 'udp' | 'tcp';
-  readonly port: number;
-  readonly content: string;
-}
+/** One entry of server_config's "openvpn" list, as the wire protocol says. */
+export type OpenVpnFileJson = NonNullable<ServerConfigAnswer['openvpn']>[number];
 
 export type FormCall = Readonly<Record<string, string>>;
 
@@ -98,18 +93,19 @@ export class PortalStandIn {
       response.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"authentication required"}');
       return;
     }
-    const call = (request.url ?? '').replace(/^\/vpn-user-portal\/node-api\.php\//, '');
-    if (request.method === 'POST' && call === 'server_config') {
+    const call = (request.url ?? '').replace(/^\/vpn-user-portal\/node-api\.php/, '');
+    if (request.method === 'POST' && call === NODE_API_PATHS.serverConfig) {
       this.serverConfigCalls.push(form);
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ wireguard: null, openvpn: this.files }));
+      const answer: ServerConfigAnswer = { wireguard: null, openvpn: this.files };
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
       return;
     }
-    if (request.method === 'POST' && call === 'connect') {
+    if (request.method === 'POST' && call === NODE_API_PATHS.connect) {
       this.connectCalls.push(form);
-      response.writeHead(200, { 'content-type': 'text/plain' }).end(this.allowed.has(form['common_name'] ?? '') ? 'OK' : 'ERR');
+      response.writeHead(200, { 'content-type': 'text/plain' }).end(this.allowed.has(form['common_name'] ?? '') ? CONNECT_ALLOWED : CONNECT_REFUSED);
       return;
     }
-    if (request.method === 'POST' && call === 'disconnect') {
+    if (request.method === 'POST' && call === NODE_API_PATHS.disconnect) {
       this.disconnectCalls.push(form);
       response.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
       return;

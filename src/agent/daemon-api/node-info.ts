@@ -1,29 +1,7 @@
 // `/i/node`: what the portal learns about this node (load, uptime, counts, and our instance id and
 // highest revision, with which the portal notices a restart or another database).
 import { availableParallelism, loadavg, uptime } from 'node:os';
-
-/** The `/i/node` answer of the vpn-daemon protocol. */
-export interface NodeInfo {
-  /** Load average per CPU, in percent. */
-  readonly rel_load_average: readonly number[];
-  readonly load_average: readonly number[];
-  readonly cpu_count: number;
-  /** Seconds since the host booted. */
-  readonly node_uptime: number;
-  readonly maintenance_mode: boolean;
-  readonly w_peer_count: number;
-  readonly o_client_count: number;
-  /** OpenVPN server processes the agent runs (ours; not in the reference's daemon). */
-  readonly o_process_count: number;
-  /**
-   * Ours: a new value whenever this node lost its WireGuard peers (the agent started, or
-   * wireguard-go was restarted), so the portal reconciles the node at once.
-   */
-  readonly instance_id: string;
-  /** Ours: the highest peer instruction revision this agent has applied (0: none since it started). */
-  readonly max_revision: number;
-  readonly v: string;
-}
+import type { NodeInfo } from '../../protocol/vpn-daemon.js';
 
 export interface NodeCounts {
   readonly wireGuardPeers: number;
@@ -36,7 +14,8 @@ export interface AgentIdentity {
   readonly maxRevision: number;
 }
 
-export function describeNode(counts: NodeCounts, version: string, identity: AgentIdentity): NodeInfo {
+/** Ours always reports its extensions (instance id, highest revision, process count). */
+export function describeNode(counts: NodeCounts, version: string, identity: AgentIdentity): Required<NodeInfo> {
   const cpuCount = availableParallelism();
   const loadAverage = loadavg();
   return {

@@ -7,8 +7,7 @@ import { createBearerCheck } from './bearer-auth.js';
 import { isOnline } from '../../shared/online.js';
 import type { Clock } from '../../shared/time.js';
 import { toDaemonPeer } from './peer.js';
-import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll } from './requests.js';
-import type { NodeInfo } from './node-info.js';
+import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll, VPN_DAEMON_PATHS, type NodeInfo } from '../../protocol/vpn-daemon.js';
 import type { Secret } from '../../shared/secret.js';
 import type { WgPeer } from '../wireguard/dump.js';
 
@@ -93,9 +92,9 @@ export function buildDaemonServer(options: DaemonServerOptions) {
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no such call: ${request.method} ${request.url.split('?')[0]}` }));
 
-  app.get('/i/node', async () => options.nodeInfo());
+  app.get(VPN_DAEMON_PATHS.nodeInfo, async () => options.nodeInfo());
 
-  app.get('/w/peer_list', async (request, reply) => {
+  app.get(VPN_DAEMON_PATHS.peerList, async (request, reply) => {
     const showAll = parseShowAll(request.query);
     if (!showAll.ok) return reply.code(400).send({ error: showAll.error });
     const now = clock.now();
@@ -103,14 +102,14 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     return { peer_list: listed.map(toDaemonPeer) };
   });
 
-  app.post('/w/add_peer', async (request, reply) => {
+  app.post(VPN_DAEMON_PATHS.addPeer, async (request, reply) => {
     const parsed = parseAddPeerForm(formOf(request.body));
     if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
     await peers.add(parsed.value.publicKey, parsed.value.allowedIps, parsed.value.revision);
     return reply.code(204).send();
   });
 
-  app.post('/w/remove_peer', async (request, reply) => {
+  app.post(VPN_DAEMON_PATHS.removePeer, async (request, reply) => {
     const parsed = parseRemovePeerForm(formOf(request.body));
     if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
     const removed = await peers.remove(parsed.value.publicKey, parsed.value.revision);
@@ -120,14 +119,14 @@ export function buildDaemonServer(options: DaemonServerOptions) {
 
   // Without OpenVPN support the calls do not exist (404), as on a WireGuard-only daemon.
   if (openVpn !== undefined) {
-    app.get('/o/connection_list', async () => {
+    app.get(VPN_DAEMON_PATHS.connectionList, async () => {
       const connections = await openVpn.list();
       return {
         connection_list: connections.map((connection) => ({ common_name: connection.commonName, ip_four: connection.ipFour, ip_six: connection.ipSix })),
       };
     });
 
-    app.post('/o/disconnect_client', async (request, reply) => {
+    app.post(VPN_DAEMON_PATHS.disconnectClient, async (request, reply) => {
       const parsed = parseDisconnectClientForm(formOf(request.body));
       if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
       await openVpn.disconnect(parsed.value.commonName);

@@ -3,16 +3,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { recordOpenVpnDisconnect } from '../../core/openvpn-connections.js';
-import { param, readParams, required } from '../params.js';
+import { disconnectForm } from '../../protocol/node-api.js';
+import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';
 
 export async function disconnectHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const nodeNumber = authenticatedNode(ctx, request);
-  const params = readParams('post', request.body, {
-    common_name: required(param.connectionId, 'Common Name of the client certificate'),
-    bytes_in: required(param.byteCount, 'bytes received from the client'),
-    bytes_out: required(param.byteCount, 'bytes sent to the client'),
-  });
-  await recordOpenVpnDisconnect(ctx, { nodeNumber, commonName: params.common_name, bytesIn: params.bytes_in, bytesOut: params.bytes_out });
+  const form = readForm(disconnectForm, request.body);
+  await recordOpenVpnDisconnect(ctx, { nodeNumber, commonName: form.common_name, bytesIn: Number(form.bytes_in), bytesOut: Number(form.bytes_out) });
   await reply.type('text/plain').send('OK');
 }

@@ -1,8 +1,64 @@
-// The vpn-daemon requests the agent accepts, validated with zod before anything touches `wg`.
+// The vpn-daemon protocol, portal → node (reference §6.5, §8.5), described once for both ends:
+// the paths, the form bodies the portal sends (with the parsers the agent applies before
+// anything touches `wg`), and the JSON the node answers. Our extensions are marked; eduVPN's
+// own vpn-daemon ignores the fields it does not know and does not send ours, so the portal's
+// client reads them as optional.
 import { z } from 'zod';
-import type { WireGuardKey } from '../../shared/ids.js';
-import { isNetworkCidr, parseCidr } from '../../net/cidr.js';
-import { isWireGuardKey } from '../../wireguard/keys.js';
+import type { WireGuardKey } from '../shared/ids.js';
+import { isNetworkCidr, parseCidr } from '../net/cidr.js';
+import { isWireGuardKey } from '../wireguard/keys.js';
+
+export const VPN_DAEMON_PATHS = {
+  nodeInfo: '/i/node',
+  peerList: '/w/peer_list',
+  addPeer: '/w/add_peer',
+  removePeer: '/w/remove_peer',
+  connectionList: '/o/connection_list',
+  disconnectClient: '/o/disconnect_client',
+} as const;
+
+// ---- Answers ----
+
+/** `GET /i/node`. */
+export const nodeInfoSchema = z.object({
+  /** Load average per CPU, in percent. */
+  rel_load_average: z.array(z.number()),
+  load_average: z.array(z.number()),
+  cpu_count: z.number().int(),
+  /** Seconds since the host booted. */
+  node_uptime: z.number(),
+  maintenance_mode: z.boolean(),
+  w_peer_count: z.number().int(),
+  o_client_count: z.number().int(),
+  /** Ours: OpenVPN server processes the agent runs. */
+  o_process_count: z.number().int().optional(),
+  /** Ours: a new value whenever the node lost its WireGuard peers (agent start, wireguard-go restart). */
+  instance_id: z.string().optional(),
+  /** Ours: the highest peer instruction revision the agent applied since it started. */
+  max_revision: z.number().int().nonnegative().optional(),
+  v: z.string(),
+});
+export type NodeInfo = z.infer<typeof nodeInfoSchema>;
+
+/** A peer in `peer_list` and in the `remove_peer` answer. */
+export const daemonPeerSchema = z.object({
+  public_key: z.string(),
+  ip_net: z.array(z.string()),
+  /** Omitted when the peer never completed a handshake (ours, vpn-daemon ≥ 3.5.5); older daemons send null. */
+  last_handshake_time: z.string().nullable().optional(),
+  bytes_in: z.number(),
+  bytes_out: z.number(),
+});
+export type DaemonPeer = z.infer<typeof daemonPeerSchema>;
+
+/** `GET /w/peer_list?show_all=yes|no`. */
+export const peerListSchema = z.object({ peer_list: z.array(daemonPeerSchema) });
+
+/** A client in `GET /o/connection_list`; `ip_six` is null (or empty, from eduVPN's daemon) without an IPv6 pool. */
+export const openVpnConnectionSchema = z.object({ common_name: z.string(), ip_four: z.string(), ip_six: z.string().nullable() });
+export const connectionListSchema = z.object({ connection_list: z.array(openVpnConnectionSchema) });
+
+// ---- Requests ----
 
 /** Validated input of the vpn-daemon protocol calls; `error` is a message for a 400 answer. */
 export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
@@ -10,7 +66,7 @@ export type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok
 export interface AddPeerRequest {
   readonly publicKey: WireGuardKey;
   readonly allowedIps: readonly string[];
-  /** Our portal's order of instructions for this key (see peer-revisions.ts); null when not sent. */
+  /** Ours: the portal's order of instructions for this key (src/storage/revisions.ts); null when not sent. */
   readonly revision: number | null;
 }
 
