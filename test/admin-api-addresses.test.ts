@@ -67,8 +67,7 @@ test('200 parallel creates get 200 distinct IPv4 and 200 distinct IPv6 addresses
   const lastOctets = [...four].map((address) => Number(address.split('.')[3])).sort((a, b) => a - b);
   assert.deepEqual(lastOctets, Array.from({ length: 200 }, (_, index) => index + 2));
 
-  const listed = await portal.get('/connection_list', { show_all: 'on' });
-  const connections = (listed.json() as { connection_list: Record<string, { ip_list: string[] }[]> }).connection_list['employees'] ?? [];
+  const connections = (await portal.admin.connectionList(true))['employees'] ?? [];
   assert.equal(connections.length, 200);
   assert.equal(new Set(connections.map((entry) => entry.ip_list[0])).size, 200);
 });
@@ -90,7 +89,7 @@ test('a full pool answers 503 and leaves neither the new user nor a configuratio
   assert.match(errorBody(full.text), /no free client address/);
 
   // The request's new user was not left behind, and nothing else changed.
-  const users = (await portal.get('/users')).json() as { users: string[] };
+  const users = { users: await portal.admin.users() };
   assert.deepEqual(users.users, ['device-0', 'device-1', 'device-2', 'device-3', 'device-4']);
   const missing = await portal.get('/user_configuration_list', { user_id: 'device-5' });
   assert.equal(missing.status, 400);
@@ -101,7 +100,7 @@ test('a full pool answers 503 and leaves neither the new user nor a configuratio
   // An existing user asking for one more configuration is refused the same way and keeps its own.
   const existing = await portal.post('/create', { user_id: 'device-0', profile_id: 'lab' });
   assert.equal(existing.status, 503);
-  const kept = (await portal.get('/user_configuration_list', { user_id: 'device-0' })).json() as { user_configuration_list: unknown[] };
+  const kept = { user_configuration_list: await portal.admin.userConfigurationList('device-0') };
   assert.equal(kept.user_configuration_list.length, 1);
 });
 

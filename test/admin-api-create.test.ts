@@ -36,13 +36,11 @@ interface ConfigurationEntry {
 }
 
 async function configurationsOf(portal: TestPortal, userId: string): Promise<ConfigurationEntry[]> {
-  const response = await portal.get('/user_configuration_list', { user_id: userId });
-  assert.equal(response.status, 200);
-  return (response.json() as { user_configuration_list: ConfigurationEntry[] }).user_configuration_list;
+  return portal.admin.userConfigurationList(userId);
 }
 
 async function users(portal: TestPortal): Promise<string[]> {
-  return ((await portal.get('/users')).json() as { users: string[] }).users;
+  return portal.admin.users();
 }
 
 test('creating a configuration for a new user creates the user and returns a WireGuard file that works', async (t) => {

@@ -33,7 +33,7 @@ async function assertWritesRefused(portal: TestPortal, message: string): Promise
 async function assertAliceUntouched(portal: TestPortal): Promise<void> {
   assert.deepEqual((await portal.get('/users')).json(), { users: ['alice'] });
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] });
-  const listed = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as { user_configuration_list: unknown[] };
+  const listed = { user_configuration_list: await portal.admin.userConfigurationList('alice') };
   assert.equal(listed.user_configuration_list.length, 1);
 }
 

@@ -87,10 +87,8 @@ describe('the four Accept types of the specification', () => {
     const apple = parse((await create(portal, APPLE, { display_name: APPLE })).text) as { PayloadContent: { VendorConfig: { WgQuickConfig: string } }[] };
     privateKeys.push(parseWireGuardFile(apple.PayloadContent[0]?.VendorConfig.WgQuickConfig ?? '').interface.get('PrivateKey') ?? '');
 
-    const listed = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as {
-      user_configuration_list: { connection_id: string; display_name: string; vpn_proto: string }[];
-    };
-    const byName = new Map(listed.user_configuration_list.map((entry) => [entry.display_name, entry]));
+    const listed = await portal.admin.userConfigurationList('alice');
+    const byName = new Map(listed.map((entry) => [entry.display_name, entry]));
     for (const [index, accept] of [WIREGUARD, WIREGUARD_TCP, APPLE].entries()) {
       const entry = byName.get(accept);
       assert.equal(entry?.vpn_proto, 'wireguard', `${accept} is a WireGuard configuration`);

@@ -179,10 +179,8 @@ test('expired configurations disappear from the listings, and the reconcile pass
   await portal.portal.reconcileNow();
   const rows = await portal.portal.ctx.db.selectFrom('wg_peers').select('public_key').execute();
   assert.deepEqual(rows.map((row) => row.public_key), [longLived]);
-  const configurations = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as {
-    user_configuration_list: { connection_id: string }[];
-  };
-  assert.deepEqual(configurations.user_configuration_list.map((entry) => entry.connection_id), [longLived]);
+  const configurations = await portal.admin.userConfigurationList('alice');
+  assert.deepEqual(configurations.map((entry) => entry.connection_id), [longLived]);
   assert.deepEqual(await peerKeys(), [longLived]);
   // The user whose only configuration expired still exists.
   assert.deepEqual((await portal.get('/users')).json(), { users: ['alice', 'bob'] });

@@ -3,6 +3,7 @@
 // configuration's connection_id, expiring with it and never after the CA; the protocol is
 // chosen as the reference does; and the Node API tells a node whom to let in.
 import assert from 'node:assert/strict';
+import { serverConfigAnswerSchema } from '../src/protocol/node-api.js';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,7 +47,7 @@ function startPortal(t: { after: (fn: () => Promise<void>) => void }, options: {
 }
 
 async function configurationsOf(portal: TestPortal, userId: string): Promise<ConfigurationEntry[]> {
-  return ((await portal.get('/user_configuration_list', { user_id: userId })).json() as { user_configuration_list: ConfigurationEntry[] }).user_configuration_list;
+  return portal.admin.userConfigurationList(userId);
 }
 
 /** The PEM between `<tag>` and `</tag>` of an OpenVPN file. */
@@ -223,7 +224,7 @@ test('the Node API hands a node one OpenVPN server file per port of each of its 
     });
   const answer = await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' });
   assert.equal(answer.status, 200, answer.text);
-  const files = (answer.json() as { openvpn: { name: string; profileId: string; proto: string; port: number; content: string }[] }).openvpn;
+  const files = serverConfigAnswerSchema.parse(answer.json()).openvpn ?? [];
   assert.deepEqual(
     files.map((file) => [file.name, file.proto, file.port]),
     [
@@ -241,8 +242,8 @@ test('the Node API hands a node one OpenVPN server file per port of each of its 
   assert.match(first.content, /\nmanagement-client-auth\n/);
   assert.doesNotMatch(first.content, /client-connect|script-security/);
   // The same file every time: a node agent restarts a process only when its file changes.
-  const again = (await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' })).json() as { openvpn: { content: string }[] };
-  assert.deepEqual(again.openvpn.map((file) => file.content), files.map((file) => file.content));
+  const again = serverConfigAnswerSchema.parse((await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' })).json());
+  assert.deepEqual(again.openvpn?.map((file) => file.content), files.map((file) => file.content));
 
   for (const bad of [{ vpn_user: 'no body' }, { management_dir: 'relative/dir' }, { management_dir: '/run/../etc' }, { prefer_aes: 'maybe' }] as Record<string, string>[]) {
     const refused = await serverConfig(bad);

@@ -18,17 +18,11 @@ async function provision(portal: TestPortal, userId: string, displayName = 'Admi
 }
 
 async function configurationIds(portal: TestPortal, userId: string): Promise<string[]> {
-  const response = await portal.get('/user_configuration_list', { user_id: userId });
-  assert.equal(response.status, 200, response.text);
-  return (response.json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list
-    .map((entry) => entry.connection_id)
-    .sort();
+  return (await portal.admin.userConfigurationList(userId)).map((entry) => entry.connection_id).sort();
 }
 
 async function listedConnectionIds(portal: TestPortal): Promise<string[]> {
-  const response = await portal.get('/connection_list', { show_all: 'on' });
-  assert.equal(response.status, 200);
-  const lists = (response.json() as { connection_list: Record<string, { connection_id: string }[]> }).connection_list;
+  const lists = await portal.admin.connectionList(true);
   return Object.values(lists)
     .flat()
     .map((entry) => entry.connection_id)

@@ -71,7 +71,7 @@ test('both databases answer the same: users sorted bytewise, NUL characters refu
   assert.equal(errorBody(nulName.text), 'invalid value for "display_name"');
   const lookup = await portal.get('/user_configuration_list', { user_id: '\u0000' });
   assert.equal(lookup.status, 400);
-  assert.equal(((await portal.get('/users')).json() as { users: string[] }).users.length, 8, 'nothing was stored');
+  assert.equal((await portal.admin.users()).length, 8, 'nothing was stored');
 });
 
 test('the database option takes sqlite:PATH or a PostgreSQL URL; mistakes are named without repeating a password', () => {

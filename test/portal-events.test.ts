@@ -15,7 +15,7 @@ test('create, disable, enable, delete and destroy are announced after they commi
   const created = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
   assert.equal(created.status, 200);
   await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
-  const [first] = ((await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list;
+  const [first] = await portal.admin.userConfigurationList('alice');
   assert.ok(first !== undefined);
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
   assert.equal((await portal.post('/enable_user', { user_id: 'alice' })).status, 204);

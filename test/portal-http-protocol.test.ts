@@ -77,7 +77,7 @@ test('a create followed by junk on the same connection is answered before the ju
     assert.equal(second?.status, 400, `attempt ${attempt}: then the junk is refused`);
     assert.equal(jsonError(second, `attempt ${attempt}: the junk`), 'malformed HTTP request');
   }
-  const users = (await portal.get('/users')).json() as { users: string[] };
+  const users = { users: await portal.admin.users() };
   assert.equal(users.users.length, 20, 'every create that was answered 200 made its user');
 });
 

@@ -38,7 +38,7 @@ test('PostgreSQL: a write blocked by another session past the lock timeout answe
   });
 
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] });
-  const configurations = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as { user_configuration_list: unknown[] };
+  const configurations = { user_configuration_list: await portal.admin.userConfigurationList('alice') };
   assert.equal(configurations.user_configuration_list.length, 1, "alice's refused create left no configuration");
   const created = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
   assert.equal(created.status, 200);

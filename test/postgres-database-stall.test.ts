@@ -91,7 +91,7 @@ test('PostgreSQL: while the server is stopped (SIGSTOP) every call answers 503 w
   // configuration, and no address taken (bob's configuration gets the one after alice's).
   assert.deepEqual((await portal.get('/users')).json(), { users: ['alice'] });
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] });
-  const listed = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as { user_configuration_list: unknown[] };
+  const listed = { user_configuration_list: await portal.admin.userConfigurationList('alice') };
   assert.equal(listed.user_configuration_list.length, 1);
   const created = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
   assert.equal(created.status, 200, created.text);

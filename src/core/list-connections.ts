@@ -6,21 +6,14 @@
 // Nodes are asked in parallel, also those that failed a moment ago; a node that does not
 // answer is logged at warn level as a partial answer, and its connections are left out. Results are JSON text per profile: the on-case can hold 100,000 entries, which
 // the database serialises far faster than JavaScript objects would.
-import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
+import type { ConnectionInfo } from '../protocol/admin-api.js';
+import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { activeCertificates } from '../storage/certificates.js';
 import { activeConnectionsJson, activePeers, activeUserIdsJson, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { isOnline } from '../shared/online.js';
 import { formatAtom } from '../shared/time.js';
 
-export interface ConnectionInfo {
-  readonly user_id: string;
-  readonly connection_id: string;
-  readonly display_name: string;
-  readonly ip_list: readonly string[];
-  readonly vpn_proto: VpnProto;
-  readonly auth_key: string | null;
-}
 
 /** The JSON text of an array. */
 export type JsonArrayText = string & { readonly __json: 'array' };

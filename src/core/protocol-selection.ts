@@ -2,15 +2,11 @@
 // (RFC 9110: lists, q values, `type/*`, `*/*`) against the formats the profile offers, in the
 // server's preference order (reference §5.3). The reference's exact-token matching is the
 // special case of an Accept header without parameters.
+import { CONFIGURATION_MEDIA_TYPES, type ConfigFormat } from '../protocol/admin-api.js';
 
-export type ConfigFormat = 'wireguard' | 'wireguard+tcp' | 'openvpn' | 'apple';
+export type { ConfigFormat } from '../protocol/admin-api.js';
 
-export const MIME_TYPES: Readonly<Record<ConfigFormat, string>> = {
-  openvpn: 'application/x-openvpn-profile',
-  wireguard: 'application/x-wireguard-profile',
-  'wireguard+tcp': 'application/x-wireguard+tcp-profile',
-  apple: 'application/x-apple-aspen-config',
-};
+export const MIME_TYPES: Readonly<Record<ConfigFormat, string>> = CONFIGURATION_MEDIA_TYPES;
 
 /** Formats a client only gets when it names them: never chosen for an absent Accept or a wildcard. */
 const EXPLICIT_ONLY: ReadonlySet<ConfigFormat> = new Set(['wireguard+tcp', 'apple']);

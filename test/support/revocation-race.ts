@@ -46,8 +46,7 @@ export async function raceDisablesAgainstRecovery(options: RaceOptions): Promise
     });
     const ownerOf = new Map<string, string>();
     for (const user of users) {
-      const listed = (await lab.portal.get('/user_configuration_list', { user_id: user })).json() as { user_configuration_list: { connection_id: string }[] };
-      for (const entry of listed.user_configuration_list) ownerOf.set(entry.connection_id, user);
+      for (const entry of await lab.portal.admin.userConfigurationList(user)) ownerOf.set(entry.connection_id, user);
     }
     assert.equal(ownerOf.size, jobs.length, 'every configuration was stored');
     assert.equal((await lab.peersOnNode().catch(() => new Map())).size, 0, 'nothing is on the node yet');

@@ -10,6 +10,7 @@ import { resolvePortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import type { PortalConfig } from '../../src/config/portal-config.js';
 import type { Clock } from '../../src/shared/time.js';
+import { AdminApiClient } from '../../src/admin-client/admin-api-client.js';
 import { KeyStore } from '../../src/keys/key-store.js';
 import { startPortal, type RunningPortal } from '../../src/portal.js';
 import { generateSecrets } from '../../src/cli/generate-secrets.js';
@@ -54,6 +55,8 @@ export interface TestPortal {
   /** The Node API base URL: a node agent's `apiUrl`. */
   readonly nodeApiUrl: string;
   readonly secret: string;
+  /** The typed Admin API client, with the portal's secret. */
+  readonly admin: AdminApiClient;
   get(path: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<ApiResponse>;
   post(path: string, form?: Record<string, string> | URLSearchParams, headers?: Record<string, string>): Promise<ApiResponse>;
   request(path: string, init: RequestInit): Promise<ApiResponse>;
@@ -127,6 +130,7 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
     adminBase,
     nodeApiUrl: `${portal.url}${config.basePath}/node-api.php`,
     secret,
+    admin: new AdminApiClient({ baseUrl: `${portal.url}${config.basePath}/`, key: secret }),
     request,
     get: (target, query = {}, headers = {}) => {
       const search = new URLSearchParams(query).toString();

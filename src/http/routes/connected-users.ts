@@ -1,19 +1,18 @@
 // GET /connected_users (specification §4.1).
-import { z } from 'zod';
 import { jsonObjectOfProfiles, listConnectedUsers } from '../../core/list-connections.js';
+import { ADMIN_API_CALLS, connectedUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';
 
 export const connectedUsersRoute = defineRoute({
-  method: 'GET',
-  path: '/connected_users',
+  ...ADMIN_API_CALLS.connectedUsers,
   summary: 'Users currently connected, per profile',
   since: '3.5.1',
   source: 'query',
   params: { show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes') },
   success: {
     status: 200,
-    doc: { description: 'User ids per profile id', schema: z.object({ connected_users: z.record(z.string(), z.array(z.string())) }) },
+    doc: { description: 'User ids per profile id', schema: connectedUsersAnswer },
   },
   async handle(ctx, { show_all }) {
     return { status: 200, jsonText: jsonObjectOfProfiles('connected_users', await listConnectedUsers(ctx, show_all ?? false)) };

@@ -2,12 +2,12 @@
 import { createConfiguration } from '../../core/create-configuration.js';
 import { MIME_TYPES } from '../../core/protocol-selection.js';
 import { formatHttpDate } from '../../shared/time.js';
+import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param, required } from '../params.js';
 
 export const createRoute = defineRoute({
-  method: 'POST',
-  path: '/create',
+  ...ADMIN_API_CALLS.create,
   summary: 'Create a configuration for a user and profile (the user is created when missing)',
   since: '3.0.6',
   source: 'post',

@@ -1,11 +1,11 @@
 // POST /delete_connection (specification §4.10).
 import { deleteConnection } from '../../core/delete-connection.js';
+import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
 export const deleteConnectionRoute = defineRoute({
-  method: 'POST',
-  path: '/delete_connection',
+  ...ADMIN_API_CALLS.deleteConnection,
   summary: 'Delete one configuration of a user',
   since: '3.5.3',
   source: 'post',

@@ -1,6 +1,7 @@
 // POST /delete_user_authorizations (specification §4.11).
 import type { FastifyRequest } from 'fastify';
 import { deleteUserAuthorizations } from '../../core/delete-user-authorizations.js';
+import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
@@ -11,8 +12,7 @@ function bodyOrQuery(request: FastifyRequest): unknown {
 }
 
 export const deleteUserAuthorizationsRoute = defineRoute({
-  method: 'POST',
-  path: '/delete_user_authorizations',
+  ...ADMIN_API_CALLS.deleteUserAuthorizations,
   summary: "Delete a user's OAuth authorizations (configurations stay, nobody is disconnected); user_id may also be given in the query string, as the reference reads it",
   since: '3.5.4',
   source: 'post',

@@ -1,11 +1,11 @@
 // POST /destroy (specification §4.7).
 import { destroyUser } from '../../core/destroy-user.js';
+import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
 export const destroyRoute = defineRoute({
-  method: 'POST',
-  path: '/destroy',
+  ...ADMIN_API_CALLS.destroy,
   summary: 'Delete a user with all its configurations and authorizations',
   since: '3.0.6',
   source: 'post',

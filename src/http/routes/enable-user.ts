@@ -1,11 +1,11 @@
 // POST /enable_user (specification §4.9).
 import { enableUser } from '../../core/enable-user.js';
+import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
 export const enableUserRoute = defineRoute({
-  method: 'POST',
-  path: '/enable_user',
+  ...ADMIN_API_CALLS.enableUser,
   summary: 'Enable a user; its unexpired configurations work again',
   since: '3.5.1',
   source: 'post',

@@ -1,16 +1,15 @@
 // GET /users (specification §4.3).
-import { z } from 'zod';
 import { listUsers } from '../../core/list-users.js';
+import { ADMIN_API_CALLS, usersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 
 export const usersRoute = defineRoute({
-  method: 'GET',
-  path: '/users',
+  ...ADMIN_API_CALLS.users,
   summary: 'All users',
   since: '3.5.2',
   source: 'query',
   params: {},
-  success: { status: 200, doc: { description: 'User ids, sorted', schema: z.object({ users: z.array(z.string()) }) } },
+  success: { status: 200, doc: { description: 'User ids, sorted', schema: usersAnswer } },
   async handle(ctx) {
     return { status: 200, json: { users: await listUsers(ctx, { onlyDisabled: false }) } };
   },

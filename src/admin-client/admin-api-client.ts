@@ -1,0 +1,159 @@
+// A typed client of the Administrator API: one method per call, answers checked against the
+// same schemas the portal's routes are documented with (src/protocol/admin-api.ts). Used by
+// the tests and by the command-line client; it needs nothing but fetch.
+import type { z } from 'zod';
+import {
+  ADMIN_API_CALLS,
+  ADMIN_API_PREFIX,
+  connectedUsersAnswer,
+  connectionListAnswer,
+  disabledUsersAnswer,
+  errorAnswer,
+  userConfigurationListAnswer,
+  usersAnswer,
+  type ConnectionInfo,
+  type CreateParams,
+  type UserConfiguration,
+} from '../protocol/admin-api.js';
+
+export interface AdminApiClientOptions {
+  /** The portal's `baseUrl`, e.g. `https://vpn.example.org/vpn-user-portal/`. */
+  readonly baseUrl: string | URL;
+  /** The Admin API secret (or, later, an admin key). */
+  readonly key: string;
+  /** Extra headers on every request (tests: `X-Forwarded-For`). */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly timeoutMs?: number;
+}
+
+/** What `create` answered: the file and what the headers say about it. */
+export interface CreatedConfiguration {
+  readonly body: string;
+  readonly contentType: string;
+  /** The configuration's expiry, from the `Expires` header. */
+  readonly expiresAt: Date;
+  /** Set for the Apple profile (`Content-Disposition: attachment; filename="…"`). */
+  readonly fileName: string | null;
+}
+
+/** The portal answered with an error: its status and its `{"error": …}` message. */
+export class AdminApiError extends Error {
+  override readonly name = 'AdminApiError';
+
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+export class AdminApiClient {
+  readonly #base: string;
+  readonly #options: AdminApiClientOptions;
+
+  constructor(options: AdminApiClientOptions) {
+    const base = new URL(options.baseUrl);
+    const path = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
+    this.#base = `${base.origin}${path}${ADMIN_API_PREFIX}`;
+    this.#options = options;
+  }
+
+  async connectedUsers(showAll = false): Promise<Record<string, string[]>> {
+    const answer = await this.#getJson(ADMIN_API_CALLS.connectedUsers.path, { show_all: showAll ? 'on' : 'off' }, connectedUsersAnswer);
+    return answer.connected_users;
+  }
+
+  async connectionList(showAll = false): Promise<Record<string, ConnectionInfo[]>> {
+    const answer = await this.#getJson(ADMIN_API_CALLS.connectionList.path, { show_all: showAll ? 'on' : 'off' }, connectionListAnswer);
+    return answer.connection_list;
+  }
+
+  async users(): Promise<string[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.users.path, {}, usersAnswer)).users;
+  }
+
+  async disabledUsers(): Promise<string[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.disabledUsers.path, {}, disabledUsersAnswer)).disabled_users;
+  }
+
+  async userConfigurationList(userId: string): Promise<UserConfiguration[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.userConfigurationList.path, { user_id: userId }, userConfigurationListAnswer)).user_configuration_list;
+  }
+
+  /** `accept`: the media types the caller takes, as an Accept header (default: the portal's choice). */
+  async create(params: CreateParams, accept?: string): Promise<CreatedConfiguration> {
+    const response = await this.#send('POST', ADMIN_API_CALLS.create.path, formOf(params), accept === undefined ? {} : { accept });
+    const body = await this.#okText(response);
+    const disposition = response.headers.get('content-disposition');
+    return {
+      body,
+      contentType: response.headers.get('content-type') ?? '',
+      expiresAt: new Date(response.headers.get('expires') ?? Number.NaN),
+      fileName: disposition === null ? null : (/filename="([^"]+)"/.exec(disposition)?.[1] ?? null),
+    };
+  }
+
+  destroy(userId: string): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.destroy.path, { user_id: userId });
+  }
+
+  disableUser(userId: string): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.disableUser.path, { user_id: userId });
+  }
+
+  enableUser(userId: string): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.enableUser.path, { user_id: userId });
+  }
+
+  /** The connection id is form-encoded here: a public key holds `+` and `/`. */
+  deleteConnection(userId: string, connectionId: string): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.deleteConnection.path, { user_id: userId, connection_id: connectionId });
+  }
+
+  deleteUserAuthorizations(userId: string): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.deleteUserAuthorizations.path, { user_id: userId });
+  }
+
+  async #getJson<T>(path: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
+    const search = new URLSearchParams(query).toString();
+    const response = await this.#send('GET', search === '' ? path : `${path}?${search}`);
+    const text = await this.#okText(response);
+    const parsed = schema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new AdminApiError(response.status, `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    return parsed.data;
+  }
+
+  async #postNoContent(path: string, form: Record<string, string>): Promise<void> {
+    await this.#okText(await this.#send('POST', path, new URLSearchParams(form)));
+  }
+
+  async #send(method: 'GET' | 'POST', path: string, body?: URLSearchParams, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(`${this.#base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${this.#options.key}`, ...this.#options.headers, ...headers },
+      ...(body === undefined ? {} : { body }),
+      signal: AbortSignal.timeout(this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+    });
+  }
+
+  /** The body of a 2xx answer; anything else becomes an AdminApiError with the portal's message. */
+  async #okText(response: Response): Promise<string> {
+    const text = await response.text();
+    if (response.ok) return text;
+    let message = text.slice(0, 200) || response.statusText;
+    try {
+      const parsed = errorAnswer.safeParse(JSON.parse(text));
+      if (parsed.success) message = parsed.data.error;
+    } catch {
+      // Not JSON: the raw text is the message.
+    }
+    throw new AdminApiError(response.status, message);
+  }
+}
+
+function formOf(params: CreateParams): URLSearchParams {
+  return new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
