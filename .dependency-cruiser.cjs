@@ -1,0 +1,65 @@
+// The layer order of docs/architecture.md, enforced: a module may import only from its own
+// layer or a lower one, the node agent and the Admin API client only from the few layers they
+// need, and no import cycles. `npm run depcheck` runs this in .ci/run.
+
+/** Bottom to top. */
+const layers = [
+  ['shared'],
+  ['net'],
+  ['wireguard', 'keys', 'apple', 'openvpn', 'config'],
+  ['protocol'],
+  ['storage', 'node-client'],
+  ['core'],
+  ['listeners', 'http'],
+];
+/** Folders apart from the stack, with what each may use. */
+const apart = {
+  agent: ['shared', 'net', 'wireguard', 'protocol'],
+  'admin-client': ['shared', 'protocol'],
+};
+const folder = (name) => `^src/${name}/`;
+
+const forbidden = [
+  {
+    name: 'no-cycle',
+    comment: 'Two modules that import each other (directly or around a loop) cannot be read, tested or moved apart.',
+    severity: 'error',
+    from: { path: '^src/' },
+    to: { circular: true },
+  },
+];
+layers.forEach((names, index) => {
+  const higher = [...layers.slice(index + 1).flat(), ...Object.keys(apart), 'cli'];
+  forbidden.push({
+    name: `layer-${names.join('-')}`,
+    comment: `${names.join(', ')} may not import a higher layer, the agent, the admin client or the CLI (docs/architecture.md)`,
+    severity: 'error',
+    from: { path: names.map(folder) },
+    to: { path: [...higher.map(folder), '^src/portal\\.ts$'] },
+  });
+});
+for (const [name, allowed] of Object.entries(apart)) {
+  forbidden.push({
+    name: `${name}-apart`,
+    comment: `${name} may use only ${allowed.join(', ')} (docs/architecture.md)`,
+    severity: 'error',
+    from: { path: folder(name) },
+    to: { path: '^src/', pathNot: [folder(name), ...allowed.map(folder)] },
+  });
+}
+forbidden.push({
+  name: 'portal-below-cli',
+  comment: 'the composition root may not import the CLI or the agent',
+  severity: 'error',
+  from: { path: '^src/portal\\.ts$' },
+  to: { path: [folder('cli'), folder('agent'), folder('admin-client')] },
+});
+
+module.exports = {
+  forbidden,
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};
