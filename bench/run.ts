@@ -111,7 +111,8 @@ async function stop(portal: ChildProcess): Promise<void> {
 /** A fresh database on the PostgreSQL server of TEST_POSTGRES_URL, dropped afterwards. */
 async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const server = process.env['TEST_POSTGRES_URL'];
-  if (server === undefined || server === '') throw new Error('the PostgreSQL figures need a server: run "npm run bench" (bench/run.sh starts one) or set TEST_POSTGRES_URL');
+  if (server === undefined || server === '')
+    throw new Error('the PostgreSQL figures need a server: run "npm run bench" (bench/run.sh starts one) or set TEST_POSTGRES_URL');
   const name = `vpn_portal_bench_${randomBytes(6).toString('hex')}`;
   const admin = async (statement: string): Promise<void> => {
     const client = new pg.Client({ connectionString: server });
@@ -221,10 +222,7 @@ async function seedPostgres(url: string, target: number): Promise<number> {
     for (let start = 0; start < missing; start += SEED_BATCH) {
       const indexes = Array.from({ length: Math.min(SEED_BATCH, missing - start) }, (_, offset) => next + start + offset);
       const userIds = indexes.map((index) => `seed${index}`);
-      await client.query(
-        `INSERT INTO users (user_id, created_at, last_seen, auth_data) SELECT id, $2, $2, NULL FROM unnest($1::text[]) AS id`,
-        [userIds, now],
-      );
+      await client.query(`INSERT INTO users (user_id, created_at, last_seen, auth_data) SELECT id, $2, $2, NULL FROM unnest($1::text[]) AS id`, [userIds, now]);
       const addresses = indexes.map((index) => clientAddressesAt(RANGE_FOUR, RANGE_SIX, index));
       await client.query(
         `INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index, created_at, expires_at, auth_key)

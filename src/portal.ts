@@ -76,7 +76,9 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
 
   const app = buildServer(ctx);
   const url = await app.listen({ host: config.listen.host, port: config.listen.port });
-  logger.info(`admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`);
+  logger.info(
+    `admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`,
+  );
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();

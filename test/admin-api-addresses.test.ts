@@ -65,7 +65,10 @@ test('200 parallel creates get 200 distinct IPv4 and 200 distinct IPv6 addresses
   }
   // Exactly the first 200 addresses of the pool, .2 to .201.
   const lastOctets = [...four].map((address) => Number(address.split('.')[3])).sort((a, b) => a - b);
-  assert.deepEqual(lastOctets, Array.from({ length: 200 }, (_, index) => index + 2));
+  assert.deepEqual(
+    lastOctets,
+    Array.from({ length: 200 }, (_, index) => index + 2),
+  );
 
   const connections = (await portal.admin.connectionList(true))['employees'] ?? [];
   assert.equal(connections.length, 200);
@@ -143,7 +146,7 @@ test('destroying a user gives all of its addresses back', async (t) => {
   );
 });
 
-test('when one node\'s pool is full the next node of the profile is used; each file names its node and range', async (t) => {
+test("when one node's pool is full the next node of the profile is used; each file names its node and range", async (t) => {
   const portal = await startTestPortal({
     random: () => 0,
     config: {
@@ -170,10 +173,7 @@ test('when one node\'s pool is full the next node of the profile is used; each f
     const file = parseWireGuardFile(response.text);
     files.push(`${file.peer.get('Endpoint')} ${file.interface.get('Address')}`);
   }
-  assert.deepEqual(files.sort(), [
-    'a.example.org:51820 10.47.0.2/30,fd47::2/126',
-    'b.example.org:51820 10.47.1.2/30,fd47:1::2/126',
-  ]);
+  assert.deepEqual(files.sort(), ['a.example.org:51820 10.47.0.2/30,fd47::2/126', 'b.example.org:51820 10.47.1.2/30,fd47:1::2/126']);
   // Each node's public key is its own.
   const keys = portal.portal.ctx.keys;
   assert.notEqual(keys.wireGuardPublicKey(0 as NodeNumber), keys.wireGuardPublicKey(1 as NodeNumber));

@@ -204,11 +204,15 @@ test('expires_in: sessionExpiry and each supportedSessionExpiry entry set the re
   }
 });
 
-test('user_configuration_list shows a user\'s configurations latest expiry first, each with its own expiry', async (t) => {
+test("user_configuration_list shows a user's configurations latest expiry first, each with its own expiry", async (t) => {
   const portal = await startTestPortal({ clock: fixedClock, config: { sessionExpiry: 'P90D', supportedSessionExpiry: ['PT12H', 'P1Y'] } });
   t.after(() => portal.close());
 
-  for (const [displayName, expiresIn] of [['day', 'PT12H'], ['year', 'P1Y'], ['quarter', 'P90D']] as const) {
+  for (const [displayName, expiresIn] of [
+    ['day', 'PT12H'],
+    ['year', 'P1Y'],
+    ['quarter', 'P90D'],
+  ] as const) {
     const response = await create(portal, { user_id: 'alice', profile_id: 'employees', display_name: displayName, expires_in: expiresIn });
     assert.equal(response.status, 200);
   }
@@ -342,7 +346,7 @@ test('a disabled user gets 403 "user is disabled" from create, and nothing is cr
   assert.equal((await configurationsOf(portal, 'alice')).length, 2);
 });
 
-test('the profile\'s options shape the file: split tunnel, exclusions, DNS placeholders, MTU, keep-alive, IPv6 endpoint', async (t) => {
+test("the profile's options shape the file: split tunnel, exclusions, DNS placeholders, MTU, keep-alive, IPv6 endpoint", async (t) => {
   const portal = await startTestPortal({
     config: {
       WireGuard: { listenPort: 51821, setMtu: 1392 },

@@ -18,7 +18,11 @@ const APPLE = 'application/x-apple-aspen-config';
 const OPENVPN = 'application/x-openvpn-profile';
 const HOST_NAME = 'vpn.example.org';
 
-async function portalWith(t: TestContext, wireGuard: PortalConfigFile['WireGuard'], baseUrl = 'https://portal.example.org/vpn-user-portal/'): Promise<TestPortal> {
+async function portalWith(
+  t: TestContext,
+  wireGuard: PortalConfigFile['WireGuard'],
+  baseUrl = 'https://portal.example.org/vpn-user-portal/',
+): Promise<TestPortal> {
   const portal = await startTestPortal({ config: { baseUrl, ...(wireGuard === undefined ? {} : { WireGuard: wireGuard }) } });
   t.after(() => portal.close());
   return portal;
@@ -77,7 +81,7 @@ describe('the four Accept types of the specification', () => {
     assert.equal(await configurationCount(portal), 3, 'one configuration per served file, none for the refusal');
   });
 
-  test('every file belongs to a listed configuration whose connection_id is the file\'s public key', async (t) => {
+  test("every file belongs to a listed configuration whose connection_id is the file's public key", async (t) => {
     const portal = await portalWith(t, { enableProxy: true });
     const privateKeys: string[] = [];
     for (const accept of [WIREGUARD, WIREGUARD_TCP]) {
@@ -175,7 +179,15 @@ describe('the ProxyEndpoint of a WireGuard-over-TCP file', () => {
       config: {
         WireGuard: { enableProxy: true, listenPort: 443 },
         ProfileList: [
-          { profileId: 'employees', displayName: 'Employees', hostName: HOST_NAME, wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', wKeepAlive: true, nodeUrl: 'http://127.0.0.1:9' },
+          {
+            profileId: 'employees',
+            displayName: 'Employees',
+            hostName: HOST_NAME,
+            wRangeFour: '10.44.0.0/24',
+            wRangeSix: 'fd44::/64',
+            wKeepAlive: true,
+            nodeUrl: 'http://127.0.0.1:9',
+          },
         ],
       },
     });
@@ -199,7 +211,7 @@ describe('what the node agent is told', () => {
     return (await response.json()) as { wireguard: { listenPort: number; proxyGuard: unknown } };
   };
 
-  test('with enableProxy: run the ProxyGuard relay for the node\'s host names', async (t) => {
+  test("with enableProxy: run the ProxyGuard relay for the node's host names", async (t) => {
     const portal = await portalWith(t, { enableProxy: true });
     assert.deepEqual((await serverConfigOf(portal)).wireguard.proxyGuard, { hostNames: [HOST_NAME] });
   });

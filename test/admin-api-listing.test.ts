@@ -111,7 +111,10 @@ test('show_all=on lists every active configuration with exactly the fields of th
     assert.equal(typeof entry.user_id, 'string');
     assert.equal(typeof entry.connection_id, 'string');
     assert.equal(typeof entry.display_name, 'string');
-    assert.ok(Array.isArray(entry.ip_list) && entry.ip_list.every((ip) => typeof ip === 'string'), `ip_list is an array of strings: ${JSON.stringify(entry.ip_list)}`);
+    assert.ok(
+      Array.isArray(entry.ip_list) && entry.ip_list.every((ip) => typeof ip === 'string'),
+      `ip_list is an array of strings: ${JSON.stringify(entry.ip_list)}`,
+    );
     assert.equal(entry.vpn_proto, 'wireguard');
     assert.equal(entry.auth_key, null);
   }
@@ -178,9 +181,15 @@ test('expired configurations disappear from the listings, and the reconcile pass
   // The reconcile pass deletes them from the database and from the node, and frees their addresses.
   await portal.portal.reconcileNow();
   const rows = await portal.portal.ctx.db.selectFrom('wg_peers').select('public_key').execute();
-  assert.deepEqual(rows.map((row) => row.public_key), [longLived]);
+  assert.deepEqual(
+    rows.map((row) => row.public_key),
+    [longLived],
+  );
   const configurations = await portal.admin.userConfigurationList('alice');
-  assert.deepEqual(configurations.map((entry) => entry.connection_id), [longLived]);
+  assert.deepEqual(
+    configurations.map((entry) => entry.connection_id),
+    [longLived],
+  );
   assert.deepEqual(await peerKeys(), [longLived]);
   // The user whose only configuration expired still exists.
   assert.deepEqual((await portal.get('/users')).json(), { users: ['alice', 'bob'] });

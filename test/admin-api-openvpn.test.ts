@@ -28,8 +28,22 @@ const staff: ProfileFile = {
   oRangeSix: 'fd60::/64',
   nodeUrl: UNREACHABLE_NODE,
 };
-const both: ProfileFile = { ...staff, profileId: 'both', oRangeFour: '10.61.0.0/24', oRangeSix: 'fd61::/64', wRangeFour: '10.62.0.0/29', wRangeSix: 'fd62::/64' };
-const wireGuardOnly: ProfileFile = { profileId: 'wg', displayName: 'WireGuard', hostName: 'vpn.example.org', wRangeFour: '10.63.0.0/24', wRangeSix: 'fd63::/64', nodeUrl: UNREACHABLE_NODE };
+const both: ProfileFile = {
+  ...staff,
+  profileId: 'both',
+  oRangeFour: '10.61.0.0/24',
+  oRangeSix: 'fd61::/64',
+  wRangeFour: '10.62.0.0/29',
+  wRangeSix: 'fd62::/64',
+};
+const wireGuardOnly: ProfileFile = {
+  profileId: 'wg',
+  displayName: 'WireGuard',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.63.0.0/24',
+  wRangeSix: 'fd63::/64',
+  nodeUrl: UNREACHABLE_NODE,
+};
 
 interface ConfigurationEntry {
   connection_id: string;
@@ -39,8 +53,14 @@ interface ConfigurationEntry {
   vpn_proto: string;
 }
 
-function startPortal(t: { after: (fn: () => Promise<void>) => void }, options: { clock?: Clock; config?: Partial<PortalConfigFile> } = {}): Promise<TestPortal> {
-  return startTestPortal({ config: { ProfileList: [staff, both, wireGuardOnly], ...options.config }, ...(options.clock === undefined ? {} : { clock: options.clock }) }).then((portal) => {
+function startPortal(
+  t: { after: (fn: () => Promise<void>) => void },
+  options: { clock?: Clock; config?: Partial<PortalConfigFile> } = {},
+): Promise<TestPortal> {
+  return startTestPortal({
+    config: { ProfileList: [staff, both, wireGuardOnly], ...options.config },
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  }).then((portal) => {
     t.after(() => portal.close());
     return portal;
   });
@@ -100,7 +120,7 @@ test('an OpenVPN file from /create carries a certificate of the portal CA, named
   assert.match(inlineBlock(created.text, 'tls-crypt'), /-----BEGIN OpenVPN Static key V1-----/);
 });
 
-test('no configuration expires after the CA: expiry is capped by the CA\'s notAfter, for OpenVPN and WireGuard alike', async (t) => {
+test("no configuration expires after the CA: expiry is capped by the CA's notAfter, for OpenVPN and WireGuard alike", async (t) => {
   // A CA made with a 30-day lifetime, and configurations meant to last 90 days.
   const portal = await startPortal(t, { config: { caExpiry: 'P30D', sessionExpiry: 'P90D' } });
   const caFile = path.join(portal.dataDir, 'keys', 'ca', 'ca.crt');
@@ -108,10 +128,17 @@ test('no configuration expires after the CA: expiry is capped by the CA\'s notAf
   const daysLeft = (caNotAfter.getTime() - Date.now()) / 86_400_000;
   assert.ok(daysLeft > 29 && daysLeft <= 30, `the CA lives 30 days (${daysLeft})`);
 
-  for (const [profileId, accept] of [['staff', OPENVPN], ['wg', WIREGUARD]] as const) {
+  for (const [profileId, accept] of [
+    ['staff', OPENVPN],
+    ['wg', WIREGUARD],
+  ] as const) {
     const created = await portal.post('/create', { user_id: 'bob', profile_id: profileId }, { accept });
     assert.equal(created.status, 200, created.text);
-    assert.equal(new Date(created.headers.get('expires') ?? '').getTime(), Math.floor(caNotAfter.getTime() / 1000) * 1000, `${profileId}: Expires is the CA's end`);
+    assert.equal(
+      new Date(created.headers.get('expires') ?? '').getTime(),
+      Math.floor(caNotAfter.getTime() / 1000) * 1000,
+      `${profileId}: Expires is the CA's end`,
+    );
   }
   for (const entry of await configurationsOf(portal, 'bob')) {
     assert.equal(new Date(entry.expires_at).getTime(), caNotAfter.getTime(), `${entry.vpn_proto}: expires_at is the CA's end`);
@@ -124,7 +151,7 @@ test('the protocol follows Accept and the profile: OpenVPN first by default, 406
     const created = await portal.post('/create', { user_id: 'carol', profile_id: profileId }, headers);
     return created.status === 200 ? created.headers.get('content-type') : created.status;
   };
-  assert.equal(await contentTypeOf('both', {}), OPENVPN, 'no Accept: the profile\'s preferred protocol, OpenVPN');
+  assert.equal(await contentTypeOf('both', {}), OPENVPN, "no Accept: the profile's preferred protocol, OpenVPN");
   assert.equal(await contentTypeOf('both', { accept: WIREGUARD }), WIREGUARD);
   assert.equal(await contentTypeOf('staff', { accept: WIREGUARD }), 406);
   assert.equal(await contentTypeOf('wg', { accept: OPENVPN }), 406);
@@ -148,11 +175,15 @@ test('when no node has a free WireGuard address, create falls back to OpenVPN if
 
 test('delete_connection and destroy remove OpenVPN configurations too', async (t) => {
   const portal = await startPortal(t);
-  for (const name of ['One', 'Two']) assert.equal((await portal.post('/create', { user_id: 'erin', profile_id: 'staff', display_name: name }, { accept: OPENVPN })).status, 200);
+  for (const name of ['One', 'Two'])
+    assert.equal((await portal.post('/create', { user_id: 'erin', profile_id: 'staff', display_name: name }, { accept: OPENVPN })).status, 200);
   const [first, second] = await configurationsOf(portal, 'erin');
   assert.ok(first !== undefined && second !== undefined, 'two configurations');
   assert.equal((await portal.post('/delete_connection', { user_id: 'erin', connection_id: first.connection_id })).status, 204);
-  assert.deepEqual((await configurationsOf(portal, 'erin')).map((entry) => entry.connection_id), [second.connection_id]);
+  assert.deepEqual(
+    (await configurationsOf(portal, 'erin')).map((entry) => entry.connection_id),
+    [second.connection_id],
+  );
   assert.equal((await portal.post('/destroy', { user_id: 'erin' })).status, 204);
   assert.equal((await portal.get('/user_configuration_list', { user_id: 'erin' })).status, 400);
 });
@@ -178,9 +209,14 @@ test('the Node API lets a client in only for a live configuration of that profil
     ).then((response) => `${response.status} ${response.text}`);
 
   const disconnect = (bytes: string) =>
-    nodeApi('disconnect', { profile_id: 'staff', common_name: configuration.connection_id, ip_four: '10.60.0.2', ip_six: 'fd60::1000', bytes_in: bytes, bytes_out: bytes }).then(
-      (response) => `${response.status} ${response.text}`,
-    );
+    nodeApi('disconnect', {
+      profile_id: 'staff',
+      common_name: configuration.connection_id,
+      ip_four: '10.60.0.2',
+      ip_six: 'fd60::1000',
+      bytes_in: bytes,
+      bytes_out: bytes,
+    }).then((response) => `${response.status} ${response.text}`);
 
   assert.equal(await connect(), '200 OK');
   assert.equal(await disconnect('1234'), '200 OK');
@@ -188,7 +224,11 @@ test('the Node API lets a client in only for a live configuration of that profil
   assert.equal(await connect({ common_name: Buffer.alloc(32, 7).toString('base64') }), '200 ERR', 'an unknown certificate');
   assert.equal(await connect({ common_name: 'not base64' }), '400 {"error":"invalid value for \\"common_name\\""}');
   assert.equal((await nodeApi('connect', { profile_id: 'staff' }, '0')).status, 400);
-  const wrongKey = await portal.request(`${portal.nodeApiUrl}/connect`, { method: 'POST', headers: { authorization: 'Bearer nope', 'x-node-number': '0' }, body: new URLSearchParams({ profile_id: 'staff' }) });
+  const wrongKey = await portal.request(`${portal.nodeApiUrl}/connect`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer nope', 'x-node-number': '0' },
+    body: new URLSearchParams({ profile_id: 'staff' }),
+  });
   assert.equal(wrongKey.status, 401);
 
   assert.equal((await portal.post('/disable_user', { user_id: 'frank' })).status, 204);
@@ -242,10 +282,18 @@ test('the Node API hands a node one OpenVPN server file per port of each of its 
   assert.match(first.content, /\nmanagement-client-auth\n/);
   assert.doesNotMatch(first.content, /client-connect|script-security/);
   // The same file every time: a node agent restarts a process only when its file changes.
-  const again = serverConfigAnswerSchema.parse((await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' })).json());
-  assert.deepEqual(again.openvpn?.map((file) => file.content), files.map((file) => file.content));
+  const again = serverConfigAnswerSchema.parse(
+    (await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' })).json(),
+  );
+  assert.deepEqual(
+    again.openvpn?.map((file) => file.content),
+    files.map((file) => file.content),
+  );
 
-  for (const bad of [{ vpn_user: 'no body' }, { management_dir: 'relative/dir' }, { management_dir: '/run/../etc' }, { prefer_aes: 'maybe' }] as Record<string, string>[]) {
+  for (const bad of [{ vpn_user: 'no body' }, { management_dir: 'relative/dir' }, { management_dir: '/run/../etc' }, { prefer_aes: 'maybe' }] as Record<
+    string,
+    string
+  >[]) {
     const refused = await serverConfig(bad);
     assert.equal(refused.status, 400, `${JSON.stringify(bad)} is refused: ${refused.text}`);
   }

@@ -125,13 +125,7 @@ test('an oversized body answers 413, with or without a Content-Length, and chang
   assert.equal(declared.status, 413);
   assert.equal(jsonError(declared), 'request body too large');
 
-  const chunked = await authed(
-    portal,
-    '/create',
-    'POST',
-    { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' },
-    huge,
-  );
+  const chunked = await authed(portal, '/create', 'POST', { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' }, huge);
   assert.equal(chunked.status, 413);
 
   const users = await portal.get('/users');
@@ -163,7 +157,13 @@ test('every error of every call is JSON {"error": string} without a stack trace'
 
   for (const call of CALLS) {
     // No parameters at all: required ones are reported missing, the rest succeed.
-    const response = await authed(portal, call.path, call.method, call.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}, call.method === 'POST' ? '' : undefined);
+    const response = await authed(
+      portal,
+      call.path,
+      call.method,
+      call.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {},
+      call.method === 'POST' ? '' : undefined,
+    );
     const required = REQUIRED[call.path];
     if (required === undefined) {
       assert.equal(response.status, 200, call.path);
@@ -232,7 +232,11 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls with thei
     const required = REQUIRED[call.path] ?? [];
     if (call.method === 'GET') {
       const parameters = operation.parameters ?? [];
-      assert.deepEqual(parameters.map((parameter) => parameter.name), [...call.params], call.path);
+      assert.deepEqual(
+        parameters.map((parameter) => parameter.name),
+        [...call.params],
+        call.path,
+      );
       for (const parameter of parameters) {
         assert.equal(parameter.in, 'query');
         assert.equal(parameter.required, required.includes(parameter.name), `${call.path} ${parameter.name}`);

@@ -147,7 +147,7 @@ test('disable_user suspends: configurations stay listed for the user but leave c
   assert.deepEqual(await configurationIds(portal, 'alice'), [laptop, phone].sort());
 });
 
-test('disable_user ends the user\'s OAuth authorizations, as the reference does', async (t) => {
+test("disable_user ends the user's OAuth authorizations, as the reference does", async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
   await provision(portal, 'alice');
@@ -159,7 +159,7 @@ test('disable_user ends the user\'s OAuth authorizations, as the reference does'
   assert.deepEqual(await authorizationKeys(portal), ['bob-app']);
 });
 
-test('destroy removes the user, all of its configurations and its authorizations, and nobody else\'s', async (t) => {
+test("destroy removes the user, all of its configurations and its authorizations, and nobody else's", async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
@@ -208,7 +208,7 @@ test('delete_connection removes exactly one configuration of the user', async (t
   assert.deepEqual((await portal.get('/users')).json(), { users: ['alice', 'bob'] });
 });
 
-test('delete_connection answers 204 for an unknown id or another user\'s id, and then changes nothing', async (t) => {
+test("delete_connection answers 204 for an unknown id or another user's id, and then changes nothing", async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
@@ -260,7 +260,7 @@ test('delete_user_authorizations deletes only authorizations: configurations sta
   assert.equal(response.text, '');
   assert.deepEqual(await authorizationKeys(portal), ['bob-app']);
   assert.deepEqual(await configurationIds(portal, 'alice'), [alices]);
-  assert.ok((await listedConnectionIds(portal)).includes(alices), 'alice\'s configuration is still listed');
+  assert.ok((await listedConnectionIds(portal)).includes(alices), "alice's configuration is still listed");
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] });
 
   // A user without authorizations: nothing to delete, still fine.
@@ -303,7 +303,7 @@ test('delete_user_authorizations also reads user_id from the query string, where
   assert.equal(errorBody(unknownInQuery.text), 'user does not exist');
 });
 
-test('on the node: disable_user removes the user\'s peers at once, enable_user puts them back, delete and destroy remove them', async (t) => {
+test("on the node: disable_user removes the user's peers at once, enable_user puts them back, delete and destroy remove them", async (t) => {
   const profile = defaultTestConfig.ProfileList[0];
   assert.ok(profile !== undefined, 'the default configuration has a profile');
   const { portal, peersOnNode, close } = await startPortalWithNode({ config: (nodeUrl) => ({ ProfileList: [{ ...profile, nodeUrl }] }) });

@@ -50,7 +50,10 @@ function configurationFor(displayName: string): AppleConfigurationSettings {
 type Dict = { readonly [key: string]: PlistValue };
 
 function asDict(value: PlistValue | undefined, what: string): Dict {
-  assert.ok(typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && !(value instanceof Uint8Array), `${what} is a dict`);
+  assert.ok(
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && !(value instanceof Uint8Array),
+    `${what} is a dict`,
+  );
   return value as Dict;
 }
 
@@ -131,7 +134,9 @@ describe('the Apple configuration profile', () => {
   });
 
   test('an IPv6 endpoint is bracketed in RemoteAddress, as in the Endpoint line', () => {
-    const { vpn } = parseProfile(renderAppleMobileconfig({ ...profile, wireGuard: { ...profile.wireGuard, hostName: '2001:db8::1' } }, configurationFor('Laptop')));
+    const { vpn } = parseProfile(
+      renderAppleMobileconfig({ ...profile, wireGuard: { ...profile.wireGuard, hostName: '2001:db8::1' } }, configurationFor('Laptop')),
+    );
     assert.equal(asDict(vpn['VPN'], 'VPN')['RemoteAddress'], '[2001:db8::1]:51820');
   });
 

@@ -58,7 +58,13 @@ test('a valid file loads, with the documented defaults', (t) => {
   const [profile] = config.profiles;
   assert.equal(profile?.defaultGateway, true);
   assert.deepEqual(profile?.nodes, [
-    { nodeNumber: 0, nodeUrl: 'http://127.0.0.1:41194', hostName: 'vpn.example.org', wireGuard: { rangeFour: '10.44.0.0/24', rangeSix: 'fd44::/64' }, openVpn: null },
+    {
+      nodeNumber: 0,
+      nodeUrl: 'http://127.0.0.1:41194',
+      hostName: 'vpn.example.org',
+      wireGuard: { rangeFour: '10.44.0.0/24', rangeSix: 'fd44::/64' },
+      openVpn: null,
+    },
   ]);
 });
 
@@ -87,20 +93,35 @@ test('a value that is not a CIDR prefix is an error naming the option', () => {
     problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/33' })),
     'portal.json: ProfileList[0].wRangeFour: "10.44.0.0/33" is not an IP prefix such as 10.0.0.0/24',
   );
-  assert.match(problemsOf(withProfiles({ ...employees, wRangeSix: '10.44.0.0/24' })), /^portal\.json: ProfileList\[0\]\.wRangeSix: "10\.44\.0\.0\/24" is not an IPv6 prefix/);
-  assert.match(problemsOf(withProfiles({ ...employees, routeList: ['192.168.1.0/24', 'intranet'] })), /^portal\.json: ProfileList\[0\]\.routeList\[1\]: "intranet" is not an IP prefix/);
+  assert.match(
+    problemsOf(withProfiles({ ...employees, wRangeSix: '10.44.0.0/24' })),
+    /^portal\.json: ProfileList\[0\]\.wRangeSix: "10\.44\.0\.0\/24" is not an IPv6 prefix/,
+  );
+  assert.match(
+    problemsOf(withProfiles({ ...employees, routeList: ['192.168.1.0/24', 'intranet'] })),
+    /^portal\.json: ProfileList\[0\]\.routeList\[1\]: "intranet" is not an IP prefix/,
+  );
   assert.match(problemsOf(withProfiles({ ...employees, excludeRouteList: ['300.1.1.1/32'] })), /ProfileList\[0\]\.excludeRouteList\[0\]/);
   assert.match(
     problemsOf({ ...withProfiles(employees), adminApi: { allowList: ['127.0.0.1/40'] } }),
     /^portal\.json: adminApi\.allowList\[0\]: "127\.0\.0\.1\/40" is not an IP prefix/,
   );
   assert.match(problemsOf({ ...withProfiles(employees), adminApi: { trustedProxyList: ['proxy'] } }), /adminApi\.trustedProxyList\[0\]/);
-  assert.match(problemsOf({ ...withProfiles(employees), nodeApi: { allowList: ['10.0.0.1'] } }), /^portal\.json: nodeApi\.allowList\[0\]: "10\.0\.0\.1" is not an IP prefix/);
+  assert.match(
+    problemsOf({ ...withProfiles(employees), nodeApi: { allowList: ['10.0.0.1'] } }),
+    /^portal\.json: nodeApi\.allowList\[0\]: "10\.0\.0\.1" is not an IP prefix/,
+  );
 });
 
 test('HTTP timeouts outside 1 s to 10 minutes and a connection cap below 1 are refused at start', () => {
-  assert.equal(problemsOf({ ...withProfiles(employees), listen: { requestTimeout: 'PT0S' } }), 'portal.json: listen.requestTimeout: "PT0S" must be between PT1S and PT10M');
-  assert.equal(problemsOf({ ...withProfiles(employees), listen: { keepAliveTimeout: 'PT1H' } }), 'portal.json: listen.keepAliveTimeout: "PT1H" must be between PT1S and PT10M');
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), listen: { requestTimeout: 'PT0S' } }),
+    'portal.json: listen.requestTimeout: "PT0S" must be between PT1S and PT10M',
+  );
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), listen: { keepAliveTimeout: 'PT1H' } }),
+    'portal.json: listen.keepAliveTimeout: "PT1H" must be between PT1S and PT10M',
+  );
   assert.match(problemsOf({ ...withProfiles(employees), listen: { maxConnectionsPerAddress: 0 } }), /^portal\.json: listen\.maxConnectionsPerAddress: /);
 });
 
@@ -154,9 +175,15 @@ test('a profileId used twice, or not matching the reference syntax, is refused',
   assert.match(problemsOf(withProfiles()), /^portal\.json: ProfileList: /);
 });
 
-test('durations that PHP\'s DateInterval would not read are refused', () => {
-  assert.equal(problemsOf({ ...withProfiles(employees), sessionExpiry: '90 days' }), 'portal.json: sessionExpiry: not an ISO 8601 duration such as P90D or PT12H');
-  assert.match(problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1D', 'p1y'] }), /^portal\.json: supportedSessionExpiry\[1\]: not an ISO 8601 duration/);
+test("durations that PHP's DateInterval would not read are refused", () => {
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), sessionExpiry: '90 days' }),
+    'portal.json: sessionExpiry: not an ISO 8601 duration such as P90D or PT12H',
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1D', 'p1y'] }),
+    /^portal\.json: supportedSessionExpiry\[1\]: not an ISO 8601 duration/,
+  );
 });
 
 test('a databaseTimeout of no time, or of more than an hour, is refused naming the option', () => {
@@ -170,18 +197,30 @@ test('several mistakes are reported together, one line each', () => {
   const message = problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/33', routeList: ['bad'] }));
   const lines = message.split('\n');
   assert.ok(lines.length >= 2, message);
-  assert.ok(lines.every((line) => line.startsWith('portal.json: ')), message);
-  assert.ok(lines.some((line) => line.includes('ProfileList[0].wRangeFour')), message);
-  assert.ok(lines.some((line) => line.includes('ProfileList[0].routeList[0]')), message);
+  assert.ok(
+    lines.every((line) => line.startsWith('portal.json: ')),
+    message,
+  );
+  assert.ok(
+    lines.some((line) => line.includes('ProfileList[0].wRangeFour')),
+    message,
+  );
+  assert.ok(
+    lines.some((line) => line.includes('ProfileList[0].routeList[0]')),
+    message,
+  );
 });
 
 test('a file that is not JSON, or cannot be read, is an error naming the file', (t) => {
   const broken = configFile(t, 'broken.json', '{ "ProfileList": [ , ] }');
-  assert.throws(() => loadPortalConfig(broken), (error: unknown) => {
-    assert.ok(error instanceof ConfigError);
-    assert.ok(error.message.startsWith(`${broken}: not valid JSON`), error.message);
-    return true;
-  });
+  assert.throws(
+    () => loadPortalConfig(broken),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.ok(error.message.startsWith(`${broken}: not valid JSON`), error.message);
+      return true;
+    },
+  );
   const missing = path.join(path.dirname(broken), 'missing.json');
   assert.throws(
     () => loadPortalConfig(missing),
@@ -189,7 +228,10 @@ test('a file that is not JSON, or cannot be read, is an error naming the file', 
   );
   // A valid JSON document with a mistake names the file path too.
   const wrong = configFile(t, 'wrong.json', JSON.stringify({ ...withProfiles(employees), listen: { port: 70000 } }));
-  assert.throws(() => loadPortalConfig(wrong), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${wrong}: listen.port: `));
+  assert.throws(
+    () => loadPortalConfig(wrong),
+    (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${wrong}: listen.port: `),
+  );
 });
 
 test('per-node values are picked by position in onNode, not by node number', () => {
@@ -205,8 +247,20 @@ test('per-node values are picked by position in onNode, not by node number', () 
     'portal.json',
   );
   assert.deepEqual(config.profiles[0]?.nodes, [
-    { nodeNumber: 1, nodeUrl: 'http://node-a:41194', hostName: 'a.example.org', wireGuard: { rangeFour: '10.44.1.0/24', rangeSix: 'fd44:1::/64' }, openVpn: null },
-    { nodeNumber: 2, nodeUrl: 'http://node-b:41194', hostName: 'b.example.org', wireGuard: { rangeFour: '10.44.2.0/24', rangeSix: 'fd44:2::/64' }, openVpn: null },
+    {
+      nodeNumber: 1,
+      nodeUrl: 'http://node-a:41194',
+      hostName: 'a.example.org',
+      wireGuard: { rangeFour: '10.44.1.0/24', rangeSix: 'fd44:1::/64' },
+      openVpn: null,
+    },
+    {
+      nodeNumber: 2,
+      nodeUrl: 'http://node-b:41194',
+      hostName: 'b.example.org',
+      wireGuard: { rangeFour: '10.44.2.0/24', rangeSix: 'fd44:2::/64' },
+      openVpn: null,
+    },
   ]);
   assert.deepEqual([...config.nodes.keys()].sort(), [1, 2]);
   assert.equal(config.nodes.get(1 as NodeNumber)?.nodeUrl, 'http://node-a:41194');
@@ -224,15 +278,27 @@ test('a single string applies to every node; without onNode the nodes are the po
     'portal.json',
   );
   const nodes = config.profiles[0]?.nodes ?? [];
-  assert.deepEqual(nodes.map((node) => node.nodeNumber), [0, 1]);
-  assert.deepEqual(nodes.map((node) => node.hostName), ['vpn.example.org', 'vpn.example.org']);
+  assert.deepEqual(
+    nodes.map((node) => node.nodeNumber),
+    [0, 1],
+  );
+  assert.deepEqual(
+    nodes.map((node) => node.hostName),
+    ['vpn.example.org', 'vpn.example.org'],
+  );
   // A trailing slash on a node URL is dropped so paths join cleanly.
-  assert.deepEqual(nodes.map((node) => node.nodeUrl), ['http://node-a:41194', 'http://node-b:41194']);
+  assert.deepEqual(
+    nodes.map((node) => node.nodeUrl),
+    ['http://node-a:41194', 'http://node-b:41194'],
+  );
 });
 
 test('one node number with two different URLs in two profiles is refused', () => {
   const guests: ProfileFile = { ...employees, profileId: 'guests', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: 'http://elsewhere:41194' };
-  assert.match(problemsOf(withProfiles({ ...employees, nodeUrl: 'http://node-a:41194' }, guests)), /node 0 is http:\/\/node-a:41194 in another profile, not http:\/\/elsewhere:41194/);
+  assert.match(
+    problemsOf(withProfiles({ ...employees, nodeUrl: 'http://node-a:41194' }, guests)),
+    /node 0 is http:\/\/node-a:41194 in another profile, not http:\/\/elsewhere:41194/,
+  );
 });
 
 test('a sessionExpiry so long that the expiry date cannot be written is refused at start', () => {
@@ -240,7 +306,7 @@ test('a sessionExpiry so long that the expiry date cannot be written is refused 
   assert.match(problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1Y', 'P99999Y'] }), /supportedSessionExpiry\[1\]: too long/);
 });
 
-test('relative paths in a file are taken from the file\'s folder, whatever the working directory', (t) => {
+test("relative paths in a file are taken from the file's folder, whatever the working directory", (t) => {
   const file = configFile(t, 'portal.json', JSON.stringify({ ...withProfiles(employees), dataDir: 'state', database: 'sqlite:db/portal.sqlite' }));
   const config = loadPortalConfig(file);
   assert.equal(config.dataDir, path.join(path.dirname(file), 'state'));
@@ -285,8 +351,14 @@ test('OpenVPN mistakes are refused at start: half a range pair, a process count 
     /oUdpPortList.*together have 3 port\(s\).*1, 2, 4, 8, 16, 32 or 64/,
   );
   assert.match(problemsOf(withProfiles({ ...openVpnStaff, oUdpPortList: [1194, 1194] })), /oUdpPortList: lists a port twice/);
-  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.60.0.0/29' })), /oRangeFour: "10.60.0.0\/29" is too small for 2 OpenVPN process\(es\)/);
-  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeSix: 'fd60::/112' })), /oRangeSix: "fd60::\/112" is too small for 2 OpenVPN process\(es\).*at most \/111/);
+  assert.match(
+    problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.60.0.0/29' })),
+    /oRangeFour: "10.60.0.0\/29" is too small for 2 OpenVPN process\(es\)/,
+  );
+  assert.match(
+    problemsOf(withProfiles({ ...openVpnStaff, oRangeSix: 'fd60::/112' })),
+    /oRangeSix: "fd60::\/112" is too small for 2 OpenVPN process\(es\).*at most \/111/,
+  );
   assert.match(problemsOf(withProfiles({ ...openVpnStaff, oListenOn: 'any' })), /oListenOn: "any" is not an IP address/);
   assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.44.0.128/25' }, employees)), /overlaps/);
   assert.match(problemsOf(withProfiles({ profileId: 'none', displayName: 'None', hostName: 'h' })), /offers no VPN protocol/);

@@ -40,7 +40,10 @@ test('db status shows the migrations pending on a new database, db migrate appli
   assert.match(again.stdout, /^the schema is up to date$/m);
 
   const applied = await runCli(['db', 'status', '--config', configFile]);
-  assert.match(applied.stdout, /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-.*\n0004-revisions {2}applied \d{4}-/m);
+  assert.match(
+    applied.stdout,
+    /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-.*\n0004-revisions {2}applied \d{4}-/m,
+  );
   assert.match(applied.stdout, /^the schema is up to date$/m);
   if (password !== '') {
     assert.match(applied.stdout, /^database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/vpt_/m, 'the database is named with its password masked');

@@ -55,12 +55,15 @@ describe('parsing a CIDR prefix', () => {
       '',
     ];
     for (const text of invalid) {
-      assert.throws(() => parseIpPrefix(text), (error: unknown) => {
-        assert.ok(error instanceof Error);
-        assert.match(error.message, /invalid IP prefix/);
-        assert.ok(error.message.includes(`"${text}"`), `message should quote the input: ${error.message}`);
-        return true;
-      });
+      assert.throws(
+        () => parseIpPrefix(text),
+        (error: unknown) => {
+          assert.ok(error instanceof Error);
+          assert.match(error.message, /invalid IP prefix/);
+          assert.ok(error.message.includes(`"${text}"`), `message should quote the input: ${error.message}`);
+          return true;
+        },
+      );
       assert.equal(isIpPrefix(text), false, text);
     }
   });
@@ -141,19 +144,9 @@ describe('splitting', () => {
   });
 
   it('splits into a power-of-two number of equal networks, IPv4 and IPv6', () => {
-    assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 4).map(formatIpPrefix), [
-      '10.0.0.0/26',
-      '10.0.0.64/26',
-      '10.0.0.128/26',
-      '10.0.0.192/26',
-    ]);
+    assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 4).map(formatIpPrefix), ['10.0.0.0/26', '10.0.0.64/26', '10.0.0.128/26', '10.0.0.192/26']);
     assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/64'), 2).map(formatIpPrefix), ['fd00::/65', 'fd00::8000:0:0:0/65']);
-    assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/110'), 4).map(formatIpPrefix), [
-      'fd00::/112',
-      'fd00::1:0/112',
-      'fd00::2:0/112',
-      'fd00::3:0/112',
-    ]);
+    assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/110'), 4).map(formatIpPrefix), ['fd00::/112', 'fd00::1:0/112', 'fd00::2:0/112', 'fd00::3:0/112']);
     assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 1).map(formatIpPrefix), ['10.0.0.0/24']);
   });
 

@@ -45,13 +45,33 @@ test('the alternative form PYYYY-MM-DDTHH:MM:SS', () => {
 
 test('texts that are not durations', () => {
   const invalid = [
-    '', 'P', 'PT', 'P1DT', 'T1H', '1D', 'P1', 'PT1',
-    'p90d', 'P90d', 'pt12h', // case-sensitive
-    '-P1D', 'P-1D', '+P1D', // no signs
-    'P1.5D', 'PT0.5H', 'P1,5D', // no fractions
-    'P1D1Y', 'PT1H1D', 'P1H', 'PT1Y', // wrong order or wrong part
-    ' P1D', 'P1D ', 'P1D\n', 'P 1D',
-    'P0001-02-03', 'P1-2-3T4:5:6',
+    '',
+    'P',
+    'PT',
+    'P1DT',
+    'T1H',
+    '1D',
+    'P1',
+    'PT1',
+    'p90d',
+    'P90d',
+    'pt12h', // case-sensitive
+    '-P1D',
+    'P-1D',
+    '+P1D', // no signs
+    'P1.5D',
+    'PT0.5H',
+    'P1,5D', // no fractions
+    'P1D1Y',
+    'PT1H1D',
+    'P1H',
+    'PT1Y', // wrong order or wrong part
+    ' P1D',
+    'P1D ',
+    'P1D\n',
+    'P 1D',
+    'P0001-02-03',
+    'P1-2-3T4:5:6',
   ];
   for (const text of invalid) {
     assert.equal(parseIsoDuration(text), null, JSON.stringify(text));

@@ -76,9 +76,15 @@ describe('the node configuration file', () => {
       await write('longname.json', JSON.stringify({ nodeKeyFile: 'k', WireGuard: { interfaceName: 'wg-interface-too-long' } })),
       /"WireGuard\.interfaceName"/,
     );
-    await expectRefusal(await write('impl.json', JSON.stringify({ nodeKeyFile: 'k', WireGuard: { implementation: 'boringtun' } })), /"WireGuard\.implementation"/);
+    await expectRefusal(
+      await write('impl.json', JSON.stringify({ nodeKeyFile: 'k', WireGuard: { implementation: 'boringtun' } })),
+      /"WireGuard\.implementation"/,
+    );
     await expectRefusal(await write('port.json', JSON.stringify({ nodeKeyFile: 'k', listen: { port: 70000 } })), /"listen\.port"/);
-    await expectRefusal(await write('text.json', JSON.stringify({ nodeKeyFile: 'k', listen: { port: '80' } })), /"listen\.port": Invalid input: expected number/);
+    await expectRefusal(
+      await write('text.json', JSON.stringify({ nodeKeyFile: 'k', listen: { port: '80' } })),
+      /"listen\.port": Invalid input: expected number/,
+    );
     await expectRefusal(await write('url.json', JSON.stringify({ nodeKeyFile: 'k', apiUrl: 'ftp://portal' })), /"apiUrl"/);
     await expectRefusal(await write('broken.json', '{"nodeKeyFile": '), /not valid JSON/);
     await expectRefusal(join(directory, 'absent.json'), /cannot read it \(ENOENT\)/);

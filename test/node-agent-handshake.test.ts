@@ -37,10 +37,8 @@ describe('a WireGuard client connected through the node', () => {
   let agent: RunningNodeAgent;
   let clientInterface: string;
 
-  const daemon = (path: string, init: RequestInit = {}) =>
-    fetch(new URL(path, agent.daemonUrl), { ...init, headers: { authorization: `Bearer ${nodeKey}` } });
-  const onlinePeers = async (): Promise<ListedPeer[]> =>
-    ((await (await daemon('/w/peer_list?show_all=no')).json()) as { peer_list: ListedPeer[] }).peer_list;
+  const daemon = (path: string, init: RequestInit = {}) => fetch(new URL(path, agent.daemonUrl), { ...init, headers: { authorization: `Bearer ${nodeKey}` } });
+  const onlinePeers = async (): Promise<ListedPeer[]> => ((await (await daemon('/w/peer_list?show_all=no')).json()) as { peer_list: ListedPeer[] }).peer_list;
   // One reply within the deadline is enough: the first packets may wait for a handshake retry.
   const pingGateway = (deadlineSeconds: number) => client.run('ping', ['-c', '1', '-i', '0.2', '-w', String(deadlineSeconds), '198.19.3.1']);
 
@@ -98,7 +96,18 @@ describe('a WireGuard client connected through the node', () => {
     }
     const keyFile = join(directory, 'client.key');
     await writeFile(keyFile, clientKeys.privateKey, { mode: 0o600 });
-    await client.exec('wg', ['set', clientInterface, 'private-key', keyFile, 'peer', serverPublicKey, 'endpoint', `${link.first}:51820`, 'allowed-ips', '198.19.3.0/24']);
+    await client.exec('wg', [
+      'set',
+      clientInterface,
+      'private-key',
+      keyFile,
+      'peer',
+      serverPublicKey,
+      'endpoint',
+      `${link.first}:51820`,
+      'allowed-ips',
+      '198.19.3.0/24',
+    ]);
     await client.exec('ip', ['address', 'add', '198.19.3.2/24', 'dev', clientInterface]);
     await client.exec('ip', ['link', 'set', 'dev', clientInterface, 'up']);
   });
@@ -118,7 +127,11 @@ describe('a WireGuard client connected through the node', () => {
 
     const added = await daemon('/w/add_peer', {
       method: 'POST',
-      body: new URLSearchParams([['public_key', clientKeys.publicKey], ['ip_net', '198.19.3.2/32'], ['ip_net', 'fd00:3::2/128']]),
+      body: new URLSearchParams([
+        ['public_key', clientKeys.publicKey],
+        ['ip_net', '198.19.3.2/32'],
+        ['ip_net', 'fd00:3::2/128'],
+      ]),
     });
     assert.equal(added.status, 204);
 

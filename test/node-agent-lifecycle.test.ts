@@ -114,7 +114,7 @@ describe('running the node agent as a service', () => {
     // wireguard-go dies: the agent starts a new one and configures it again at once.
     const interfaceCreated = agent.withMessage('created WireGuard interface with wireguard-go')[0];
     process.kill(Number(interfaceCreated?.['pid']), 'SIGKILL');
-    await agent.waitFor((line) => line.msg === "WireGuard interface recreated without peers; the portal restores them", 'recreated');
+    await agent.waitFor((line) => line.msg === 'WireGuard interface recreated without peers; the portal restores them', 'recreated');
     assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), serverPublicKey);
     assert.match((await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName])).stdout, /inet 198\.19\.1\.1\/24/);
     // …and the portal's next reconcile pass does.
@@ -141,7 +141,13 @@ describe('running the node agent as a service', () => {
     const configFile = join(directory, 'existing.json');
     await writeFile(
       configFile,
-      JSON.stringify({ apiUrl, nodeNumber: 2, nodeKeyFile: keys.nodeKeyPath(NODE), listen: { host: nodeAddress }, WireGuard: { interfaceName: existing, endpointFile: join(directory, 'existing-endpoints.json') } }),
+      JSON.stringify({
+        apiUrl,
+        nodeNumber: 2,
+        nodeKeyFile: keys.nodeKeyPath(NODE),
+        listen: { host: nodeAddress },
+        WireGuard: { interfaceName: existing, endpointFile: join(directory, 'existing-endpoints.json') },
+      }),
     );
 
     portal ??= await startTestPortal({ dataDir, config: portalConfig });

@@ -39,9 +39,12 @@ describe('the OpenVPN section of the node configuration', () => {
     });
   });
 
-  test('takes relative paths from the configuration file\'s folder', () => {
+  test("takes relative paths from the configuration file's folder", () => {
     const config = parseNodeAgentConfig(
-      { nodeKeyFile: 'node.key', OpenVPN: { configDir: 'servers', managementDir: 'run', user: 'openvpn', group: 'openvpn', preferAes: 'no', binary: './bin/openvpn' } },
+      {
+        nodeKeyFile: 'node.key',
+        OpenVPN: { configDir: 'servers', managementDir: 'run', user: 'openvpn', group: 'openvpn', preferAes: 'no', binary: './bin/openvpn' },
+      },
       '/etc/vpn-portal-node/node.json',
     );
     assert.deepEqual(config.openVpn, {
@@ -63,11 +66,14 @@ describe('the OpenVPN section of the node configuration', () => {
       [{ OpenVPN: { socketDir: '/run' } }, /unknown key "OpenVPN\.socketDir"/],
     ];
     for (const [section, pattern] of refused) {
-      assert.throws(() => parseNodeAgentConfig({ nodeKeyFile: 'node.key', ...(section as object) }, '/etc/node.json'), (error: unknown) => {
-        assert.ok(error instanceof NodeAgentConfigError, `a configuration error, not ${String(error)}`);
-        assert.match(error.message, pattern);
-        return true;
-      });
+      assert.throws(
+        () => parseNodeAgentConfig({ nodeKeyFile: 'node.key', ...(section as object) }, '/etc/node.json'),
+        (error: unknown) => {
+          assert.ok(error instanceof NodeAgentConfigError, `a configuration error, not ${String(error)}`);
+          assert.match(error.message, pattern);
+          return true;
+        },
+      );
     }
   });
 
@@ -79,8 +85,15 @@ describe('the OpenVPN section of the node configuration', () => {
   });
 });
 
-describe('the OpenVPN files in the portal\'s server_config answer', () => {
-  const entry = { name: 'employees-0.conf', profileId: 'employees', processNumber: 0, proto: 'udp', port: 1194, content: 'dev tun0\n<key>\nSECRET-KEY\n</key>' };
+describe("the OpenVPN files in the portal's server_config answer", () => {
+  const entry = {
+    name: 'employees-0.conf',
+    profileId: 'employees',
+    processNumber: 0,
+    proto: 'udp',
+    port: 1194,
+    content: 'dev tun0\n<key>\nSECRET-KEY\n</key>',
+  };
 
   test('each entry is read, and the content never prints', () => {
     const config = parseServerConfig({ wireguard: null, openvpn: [entry] });
@@ -103,12 +116,15 @@ describe('the OpenVPN files in the portal\'s server_config answer', () => {
       [[entry, entry], /openvpn: file names must be unique/],
     ];
     for (const [openvpn, pattern] of refused) {
-      assert.throws(() => parseServerConfig({ wireguard: null, openvpn }), (error: unknown) => {
-        assert.ok(error instanceof ServerConfigFormatError, `a format error, not ${String(error)}`);
-        assert.match(error.message, pattern);
-        assert.equal(error.message.includes('SECRET-KEY'), false, 'the content is not repeated');
-        return true;
-      });
+      assert.throws(
+        () => parseServerConfig({ wireguard: null, openvpn }),
+        (error: unknown) => {
+          assert.ok(error instanceof ServerConfigFormatError, `a format error, not ${String(error)}`);
+          assert.match(error.message, pattern);
+          assert.equal(error.message.includes('SECRET-KEY'), false, 'the content is not repeated');
+          return true;
+        },
+      );
     }
   });
 
@@ -156,7 +172,7 @@ describe('answers of the management interface', () => {
     assert.throws(() => parseStatusClients(['END']), /no HEADER line/);
   });
 
-  test('arguments are quoted the way OpenVPN\'s lexer reads them, and line breaks are refused', () => {
+  test("arguments are quoted the way OpenVPN's lexer reads them, and line breaks are refused", () => {
     assert.equal(quoteArgument('refused by the portal'), '"refused by the portal"');
     assert.equal(quoteArgument('a "b" \\c'), '"a \\"b\\" \\\\c"');
     assert.throws(() => quoteArgument('one\nkill 1'), /line breaks/);
@@ -181,15 +197,22 @@ function connectEnv(commonName: string, organizationalUnit = 'employees'): Map<s
 }
 
 describe('addresses for OpenVPN clients', () => {
-  test('come from the server\'s own pool, lowest free first, IPv4 and IPv6 paired', () => {
+  test("come from the server's own pool, lowest free first, IPv4 and IPv6 paired", () => {
     const layout = poolLayoutFromEnv(connectEnv(CN_ALICE));
     assert.ok(layout !== null, 'the CONNECT variables describe the pool');
     const taken = new Set<string>();
     const first = allocateAddresses(layout, (address) => taken.has(address));
     assert.deepEqual(first, { ipFour: '10.77.0.2', ipSix: 'fd77::2' });
     taken.add('10.77.0.2').add('fd77::2').add('fd77::3');
-    assert.deepEqual(allocateAddresses(layout, (address) => taken.has(address)), { ipFour: '10.77.0.4', ipSix: 'fd77::4' }, 'a pair with a taken half is skipped');
-    assert.deepEqual(pushDirectives(layout, { ipFour: '10.77.0.4', ipSix: 'fd77::4' }), ['ifconfig-push 10.77.0.4 255.255.255.0', 'ifconfig-ipv6-push fd77::4/112 fd77::1']);
+    assert.deepEqual(
+      allocateAddresses(layout, (address) => taken.has(address)),
+      { ipFour: '10.77.0.4', ipSix: 'fd77::4' },
+      'a pair with a taken half is skipped',
+    );
+    assert.deepEqual(pushDirectives(layout, { ipFour: '10.77.0.4', ipSix: 'fd77::4' }), [
+      'ifconfig-push 10.77.0.4 255.255.255.0',
+      'ifconfig-ipv6-push fd77::4/112 fd77::1',
+    ]);
   });
 
   test('a full pool gives nothing; network, server and broadcast are never handed out', () => {
@@ -202,7 +225,10 @@ describe('addresses for OpenVPN clients', () => {
     const only = allocateAddresses(layout, (address) => taken.has(address));
     assert.deepEqual(only, { ipFour: '10.77.0.2', ipSix: null });
     taken.add('10.77.0.2');
-    assert.equal(allocateAddresses(layout, (address) => taken.has(address)), null);
+    assert.equal(
+      allocateAddresses(layout, (address) => taken.has(address)),
+      null,
+    );
     assert.deepEqual(pushDirectives(layout, { ipFour: '10.77.0.2', ipSix: null }), ['ifconfig-push 10.77.0.2 255.255.255.252']);
   });
 
@@ -216,7 +242,14 @@ describe('addresses for OpenVPN clients', () => {
 });
 
 describe('asking the portal about OpenVPN clients', () => {
-  const request: ConnectRequest = { profileId: 'employees', commonName: CN_ALICE, originatingIp: '192.0.2.7', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false };
+  const request: ConnectRequest = {
+    profileId: 'employees',
+    commonName: CN_ALICE,
+    originatingIp: '192.0.2.7',
+    ipFour: '10.77.0.2',
+    ipSix: 'fd77::2',
+    reauth: false,
+  };
   const clientAnswering = (answer: () => Response | Promise<Response>, sent: { url?: string; body?: string; headers?: Headers } = {}) =>
     new PortalClient({
       apiUrl: new URL('http://portal.example/vpn-user-portal/node-api.php'),
@@ -237,7 +270,11 @@ describe('asking the portal about OpenVPN clients', () => {
     assert.deepEqual(await clientAnswering(() => new Response('OK'), sent).authorizeConnect(request), { allowed: true });
     assert.equal(sent.url, 'http://portal.example/vpn-user-portal/node-api.php/connect');
     assert.deepEqual(Object.fromEntries(new URLSearchParams(sent.body)), {
-      profile_id: 'employees', common_name: CN_ALICE, originating_ip: '192.0.2.7', ip_four: '10.77.0.2', ip_six: 'fd77::2',
+      profile_id: 'employees',
+      common_name: CN_ALICE,
+      originating_ip: '192.0.2.7',
+      ip_four: '10.77.0.2',
+      ip_six: 'fd77::2',
     });
     assert.equal(sent.headers?.get('x-node-number'), '3');
     assert.equal(sent.headers?.get('authorization'), `Bearer ${'k'.repeat(64)}`);
@@ -269,12 +306,17 @@ describe('asking the portal about OpenVPN clients', () => {
     await clientAnswering(() => new Response('OK'), sent).reportDisconnect(report);
     assert.equal(sent.url, 'http://portal.example/vpn-user-portal/node-api.php/disconnect');
     assert.deepEqual(Object.fromEntries(new URLSearchParams(sent.body)), {
-      profile_id: 'employees', common_name: CN_ALICE, ip_four: '10.77.0.2', ip_six: 'fd77::2', bytes_in: '2187', bytes_out: '2230',
+      profile_id: 'employees',
+      common_name: CN_ALICE,
+      ip_four: '10.77.0.2',
+      ip_six: 'fd77::2',
+      bytes_in: '2187',
+      bytes_out: '2230',
     });
     await assert.rejects(clientAnswering(() => new Response('nope', { status: 500 })).reportDisconnect(report), /answered 500/);
   });
 
-  test('a burst of 1,000 questions stays within a real portal\'s default cap of 256 connections per address: none is refused, every one is answered', async (t) => {
+  test("a burst of 1,000 questions stays within a real portal's default cap of 256 connections per address: none is refused, every one is answered", async (t) => {
     const warnings: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -295,7 +337,11 @@ describe('asking the portal about OpenVPN clients', () => {
     // An unknown certificate: the portal says ERR. "Not answered" would mean a refused connection.
     const unanswered = verdicts.filter((verdict) => verdict.allowed || !verdict.portalAnswered);
     assert.equal(unanswered.length, 0, `the portal answered every question; first not answered: ${JSON.stringify(unanswered[0])}`);
-    assert.deepEqual(warnings.filter((line) => line.includes('maxConnectionsPerAddress')), [], 'the portal never had to refuse one of the node\'s connections');
+    assert.deepEqual(
+      warnings.filter((line) => line.includes('maxConnectionsPerAddress')),
+      [],
+      "the portal never had to refuse one of the node's connections",
+    );
   });
 
   test('server_config tells the portal the OpenVPN user, group, cipher preference and socket folder', async () => {
@@ -312,7 +358,9 @@ describe('asking the portal about OpenVPN clients', () => {
 /** A management connection that records commands; `failing` makes a command answer ERROR. */
 class ScriptedManagement implements ManagementCommands {
   readonly sent: string[] = [];
-  status: string[] = ['HEADER\tCLIENT_LIST\tCommon Name\tReal Address\tVirtual Address\tVirtual IPv6 Address\tBytes Received\tBytes Sent\tConnected Since\tConnected Since (time_t)\tUsername\tClient ID\tPeer ID\tData Channel Cipher'];
+  status: string[] = [
+    'HEADER\tCLIENT_LIST\tCommon Name\tReal Address\tVirtual Address\tVirtual IPv6 Address\tBytes Received\tBytes Sent\tConnected Since\tConnected Since (time_t)\tUsername\tClient ID\tPeer ID\tData Channel Cipher',
+  ];
   failing: RegExp | null = null;
 
   async command(line: string): Promise<string> {
@@ -360,7 +408,14 @@ describe('deciding about the clients of one OpenVPN server', () => {
   const setUp = () => {
     const management = new ScriptedManagement();
     const portal = new ScriptedPortal();
-    const clients = new OpenVpnClients({ profileId: 'employees', server: 'employees-0.conf', management, portal, logger: pino({ level: 'silent' }), reportRetryDelayMs: 1 });
+    const clients = new OpenVpnClients({
+      profileId: 'employees',
+      server: 'employees-0.conf',
+      management,
+      portal,
+      logger: pino({ level: 'silent' }),
+      reportRetryDelayMs: 1,
+    });
     const notify = (kind: ClientNotification['kind'], cid: number, env: Map<string, string>, kid: number | null = null): void =>
       clients.handle({ kind, cid, kid, env });
     return { management, portal, clients, notify };
@@ -371,7 +426,9 @@ describe('deciding about the clients of one OpenVPN server', () => {
     const { management, portal, clients, notify } = setUp();
     notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
     await turn();
-    assert.deepEqual(portal.asked, [{ profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false }]);
+    assert.deepEqual(portal.asked, [
+      { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false },
+    ]);
     portal.answer(ALLOW);
     await clients.settle();
     assert.deepEqual(management.sent, ['client-auth 0 1\nifconfig-push 10.77.0.2 255.255.255.0\nifconfig-ipv6-push fd77::2/112 fd77::1\nEND']);
@@ -383,9 +440,24 @@ describe('deciding about the clients of one OpenVPN server', () => {
     portal.answer(ALLOW);
     await clients.settle();
 
-    notify('ESTABLISHED', 0, new Map([['common_name', CN_ALICE], ['ifconfig_pool_remote_ip', '10.77.0.2'], ['ifconfig_pool_remote_ip6', 'fd77::2']]));
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
     assert.equal(clients.establishedCount, 1);
-    notify('DISCONNECT', 0, new Map([['bytes_received', '2187'], ['bytes_sent', '2230']]));
+    notify(
+      'DISCONNECT',
+      0,
+      new Map([
+        ['bytes_received', '2187'],
+        ['bytes_sent', '2230'],
+      ]),
+    );
     await clients.settle();
     assert.deepEqual(portal.reports, [{ profileId: 'employees', commonName: CN_ALICE, ipFour: '10.77.0.2', ipSix: 'fd77::2', bytesIn: 2187, bytesOut: 2230 }]);
     assert.equal(clients.establishedCount, 0);
@@ -439,7 +511,15 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await turn();
     portal.answer(ALLOW);
     await clients.settle();
-    notify('ESTABLISHED', 0, new Map([['common_name', CN_ALICE], ['ifconfig_pool_remote_ip', '10.77.0.2'], ['ifconfig_pool_remote_ip6', 'fd77::2']]));
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
 
     // A CONNECT of the old process is still with the portal when it dies.
     notify('CONNECT', 1, connectEnv(CN_BOB), 1);
@@ -447,7 +527,13 @@ describe('deciding about the clients of one OpenVPN server', () => {
     clients.processEnded();
     portal.answer(ALLOW);
     await clients.settle();
-    assert.deepEqual(portal.reports.map((report) => [report.commonName, report.bytesIn]), [[CN_ALICE, 0], [CN_BOB, 0]]);
+    assert.deepEqual(
+      portal.reports.map((report) => [report.commonName, report.bytesIn]),
+      [
+        [CN_ALICE, 0],
+        [CN_BOB, 0],
+      ],
+    );
 
     notify('CONNECT', 0, connectEnv(CN_BOB), 1);
     await turn();
@@ -476,13 +562,30 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await turn();
     portal.answer(ALLOW);
     await clients.settle();
-    notify('ESTABLISHED', 0, new Map([['common_name', CN_ALICE], ['ifconfig_pool_remote_ip', '10.77.0.2'], ['ifconfig_pool_remote_ip6', 'fd77::2']]));
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
     management.sent.length = 0;
 
-    const reauth = new Map([['common_name', CN_ALICE], ['X509_0_OU', 'employees'], ['trusted_ip', '198.18.250.2'], ['ifconfig_pool_remote_ip', '10.77.0.2']]);
+    const reauth = new Map([
+      ['common_name', CN_ALICE],
+      ['X509_0_OU', 'employees'],
+      ['trusted_ip', '198.18.250.2'],
+      ['ifconfig_pool_remote_ip', '10.77.0.2'],
+    ]);
     notify('REAUTH', 0, reauth, 3);
     await turn();
-    assert.deepEqual(portal.asked.at(-1), { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: true }, 'a renegotiation is asked about as such');
+    assert.deepEqual(
+      portal.asked.at(-1),
+      { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: true },
+      'a renegotiation is asked about as such',
+    );
     portal.answer(ALLOW);
     await clients.settle();
     assert.deepEqual(management.sent, ['client-auth-nt 0 3']);
@@ -500,7 +603,15 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await turn();
     portal.answer(ALLOW);
     await clients.settle();
-    notify('ESTABLISHED', 0, new Map([['common_name', CN_ALICE], ['ifconfig_pool_remote_ip', '10.77.0.2'], ['ifconfig_pool_remote_ip6', 'fd77::2']]));
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
 
     // Alice left while nobody listened; Bob (cid 7) came in.
     management.status = [
@@ -509,15 +620,25 @@ describe('deciding about the clients of one OpenVPN server', () => {
     ];
     await clients.resync();
     await clients.settle();
-    assert.deepEqual(portal.reports.map((report) => report.commonName), [CN_ALICE]);
+    assert.deepEqual(
+      portal.reports.map((report) => report.commonName),
+      [CN_ALICE],
+    );
     assert.equal(clients.establishedCount, 1);
-    notify('DISCONNECT', 7, new Map([['bytes_received', '5'], ['bytes_sent', '6']]));
+    notify(
+      'DISCONNECT',
+      7,
+      new Map([
+        ['bytes_received', '5'],
+        ['bytes_sent', '6'],
+      ]),
+    );
     await clients.settle();
     assert.deepEqual(portal.reports.at(-1), { profileId: 'employees', commonName: CN_BOB, ipFour: '10.77.0.3', ipSix: 'fd77::3', bytesIn: 5, bytesOut: 6 });
   });
 });
 
-describe('the vpn-daemon\'s OpenVPN calls', () => {
+describe("the vpn-daemon's OpenVPN calls", () => {
   const nodeKey = 'b'.repeat(64);
   const auth = { authorization: `Bearer ${nodeKey}` };
   const noPeers: WireGuardPeers = { list: async () => [], add: async () => undefined, remove: async () => null };
@@ -550,7 +671,12 @@ describe('the vpn-daemon\'s OpenVPN calls', () => {
         { common_name: CN_BOB, ip_four: '10.78.0.2', ip_six: null },
       ],
     });
-    const answer = await app.inject({ method: 'POST', url: '/o/disconnect_client', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: `common_name=${encodeURIComponent(CN_ALICE)}` });
+    const answer = await app.inject({
+      method: 'POST',
+      url: '/o/disconnect_client',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `common_name=${encodeURIComponent(CN_ALICE)}`,
+    });
     assert.equal(answer.statusCode, 204);
     assert.deepEqual(disconnected, [CN_ALICE]);
 

@@ -59,8 +59,16 @@ describe('OpenVPN servers run by the node agent', () => {
     proto: 'udp',
     port: 1194,
     content: serverFileText({
-      profileId: PROFILE, processNumber: 0, proto: 'udp', port: 1194, device: 'tun0',
-      network: ['198.19.10.0/24', '255.255.255.0'], networkSix: 'fd00:10::/112', managementDir, pki, server: serverCertificate,
+      profileId: PROFILE,
+      processNumber: 0,
+      proto: 'udp',
+      port: 1194,
+      device: 'tun0',
+      network: ['198.19.10.0/24', '255.255.255.0'],
+      networkSix: 'fd00:10::/112',
+      managementDir,
+      pki,
+      server: serverCertificate,
     }),
   });
   const tcpFile = (extra: readonly string[] = []): OpenVpnFileJson => ({
@@ -70,8 +78,17 @@ describe('OpenVPN servers run by the node agent', () => {
     proto: 'tcp',
     port: 1194,
     content: serverFileText({
-      profileId: PROFILE, processNumber: 1, proto: 'tcp', port: 1194, device: 'tun1',
-      network: ['198.19.11.0/24', '255.255.255.0'], networkSix: 'fd00:11::/112', managementDir, pki, server: serverCertificate, extra,
+      profileId: PROFILE,
+      processNumber: 1,
+      proto: 'tcp',
+      port: 1194,
+      device: 'tun1',
+      network: ['198.19.11.0/24', '255.255.255.0'],
+      networkSix: 'fd00:11::/112',
+      managementDir,
+      pki,
+      server: serverCertificate,
+      extra,
     }),
   });
 
@@ -96,7 +113,9 @@ describe('OpenVPN servers run by the node agent', () => {
     const certificate = await pki.client(options.profileId ?? PROFILE, commonName);
     const file = join(directory, `client-${clientCount}.conf`);
     const tunnel = `cl${clientCount}`;
-    await writeFile(file, clientFileText({ pki, client: certificate, remote: nodeAddress, port: 1194, proto: options.proto ?? 'udp', device: tunnel }), { mode: 0o600 });
+    await writeFile(file, clientFileText({ pki, client: certificate, remote: nodeAddress, port: 1194, proto: options.proto ?? 'udp', device: tunnel }), {
+      mode: 0o600,
+    });
     const device = new OpenVpnClient(client, file);
     clients.push(device);
     return device;
@@ -109,7 +128,8 @@ describe('OpenVPN servers run by the node agent', () => {
   before(async () => {
     requireRoot();
     const openvpn = spawnSync('openvpn', ['--version'], { encoding: 'utf8' });
-    if (openvpn.error !== undefined || openvpn.status !== 0) throw new Error(`these tests need the openvpn program: ${String(openvpn.error ?? openvpn.stderr)}`);
+    if (openvpn.error !== undefined || openvpn.status !== 0)
+      throw new Error(`these tests need the openvpn program: ${String(openvpn.error ?? openvpn.stderr)}`);
 
     directory = await mkdtemp(join(tmpdir(), 'node-agent-openvpn-'));
     configDir = join(directory, 'openvpn');
@@ -234,7 +254,13 @@ describe('OpenVPN servers run by the node agent', () => {
     assert.match(((await missing.json()) as { error: string }).error, /common_name/);
     assert.equal((await disconnectClient('with space')).status, 400);
     assert.equal((await disconnectClient('x'.repeat(65))).status, 400);
-    const twice = await daemon('/o/disconnect_client', { method: 'POST', body: new URLSearchParams([['common_name', 'a'], ['common_name', 'b']]) });
+    const twice = await daemon('/o/disconnect_client', {
+      method: 'POST',
+      body: new URLSearchParams([
+        ['common_name', 'a'],
+        ['common_name', 'b'],
+      ]),
+    });
     assert.equal(twice.status, 400);
   });
 
@@ -256,7 +282,10 @@ describe('OpenVPN servers run by the node agent', () => {
     await device.exited();
     assert.match(device.output, AUTH_FAILED);
     assert.deepEqual(connectsOf(carol), [], 'the portal was not asked');
-    assert.ok(logLines.some((line) => line.includes('its certificate is for another profile') && line.includes('guests')), 'the refusal is logged with the OU');
+    assert.ok(
+      logLines.some((line) => line.includes('its certificate is for another profile') && line.includes('guests')),
+      'the refusal is logged with the OU',
+    );
   });
 
   test('while the portal cannot be reached, clients are refused', async () => {
@@ -271,7 +300,10 @@ describe('OpenVPN servers run by the node agent', () => {
     } finally {
       await portal.goOnline();
     }
-    assert.ok(logLines.some((line) => line.includes('OpenVPN client refused: cannot ask the portal')), 'the refusal is logged as a warning');
+    assert.ok(
+      logLines.some((line) => line.includes('OpenVPN client refused: cannot ask the portal')),
+      'the refusal is logged as a warning',
+    );
 
     // Back online, the same device gets in.
     const again = await connect(dave);
@@ -291,7 +323,7 @@ describe('OpenVPN servers run by the node agent', () => {
 
     process.kill(udpPid, 'SIGKILL');
     // Killed: no goodbye from OpenVPN, so the agent reports the end itself (byte counts unknown).
-    const [report] = await portal.waitFor(() => (disconnectsOf(erin).length > 0 ? disconnectsOf(erin) : undefined), 'the end of the killed server\'s client');
+    const [report] = await portal.waitFor(() => (disconnectsOf(erin).length > 0 ? disconnectsOf(erin) : undefined), "the end of the killed server's client");
     assert.equal(report?.['ip_four'], '198.19.10.2');
     await portal.waitFor(() => (logLines.some((line) => line.includes('OpenVPN server restarted')) ? true : undefined), 'the restart');
     const restartedPid = pidOf(`${PROFILE}-0.conf`);

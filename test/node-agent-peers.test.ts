@@ -62,8 +62,7 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     for (const ipNet of ipNets) form.append('ip_net', ipNet);
     return daemon('/w/add_peer', { method: 'POST', body: form });
   };
-  const removePeer = (publicKey: string) =>
-    daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
+  const removePeer = (publicKey: string) => daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
   /** Peers and their allowed IPs as `wg show` reports them. */
   const peersOnInterface = () => wireGuardPeers(node, interfaceName);
   const wgSetCallsDuring = async (action: () => Promise<unknown>): Promise<number> => {
@@ -175,11 +174,16 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
   test('300 concurrent add_peer calls land on the interface with a handful of wg calls', async () => {
     const keys = Array.from({ length: 300 }, newPeerKey);
     const wgSets = await wgSetCallsDuring(async () => {
-      const answers = await Promise.all(keys.map((key, index) => addPeer(key, `198.19.${10 + (index >> 8)}.${index & 255}/32`, `fd00:8::${index.toString(16)}/128`)));
+      const answers = await Promise.all(
+        keys.map((key, index) => addPeer(key, `198.19.${10 + (index >> 8)}.${index & 255}/32`, `fd00:8::${index.toString(16)}/128`)),
+      );
       assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([204]));
     });
     const onInterface = await peersOnInterface();
-    assert.ok(keys.every((key) => onInterface.has(key)), 'every added peer is on the interface');
+    assert.ok(
+      keys.every((key) => onInterface.has(key)),
+      'every added peer is on the interface',
+    );
     assert.ok(wgSets <= 15, `expected a few batched wg set calls for 300 requests, got ${wgSets}`);
 
     const removals = await wgSetCallsDuring(async () => {
@@ -187,7 +191,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([200]));
     });
     const afterRemoval = await peersOnInterface();
-    assert.ok(keys.every((key) => !afterRemoval.has(key)), 'every removed peer is gone');
+    assert.ok(
+      keys.every((key) => !afterRemoval.has(key)),
+      'every removed peer is gone',
+    );
     assert.ok(removals <= 15, `expected a few batched wg set calls for 300 requests, got ${removals}`);
   });
 
@@ -200,11 +207,20 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     );
     assert.ok(calls > 1, `expected several wg calls, got ${calls}`);
     const onInterface = await peersOnInterface();
-    assert.ok(keys.every((key, index) => onInterface.get(key)?.[0] === `198.19.20.${index}/32`), 'every peer has its address');
+    assert.ok(
+      keys.every((key, index) => onInterface.get(key)?.[0] === `198.19.20.${index}/32`),
+      'every peer has its address',
+    );
 
-    await wg.applyPeerChanges(interfaceName, keys.map((publicKey) => ({ kind: 'remove' as const, publicKey })));
+    await wg.applyPeerChanges(
+      interfaceName,
+      keys.map((publicKey) => ({ kind: 'remove' as const, publicKey })),
+    );
     const afterRemoval = await peersOnInterface();
-    assert.ok(keys.every((key) => !afterRemoval.has(key)), 'every peer is gone');
+    assert.ok(
+      keys.every((key) => !afterRemoval.has(key)),
+      'every peer is gone',
+    );
   });
 
   test('requests without the node key are refused and change nothing', async () => {
@@ -237,7 +253,14 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: '198.19.7.300/32' })],
       ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: '198.19.7.10/24' })],
       ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: 'fd00:7::10' })],
-      ['/w/add_peer', new URLSearchParams([['public_key', dave], ['public_key', newPeerKey()], ['ip_net', '198.19.7.10/32']])],
+      [
+        '/w/add_peer',
+        new URLSearchParams([
+          ['public_key', dave],
+          ['public_key', newPeerKey()],
+          ['ip_net', '198.19.7.10/32'],
+        ]),
+      ],
       ['/w/remove_peer', new URLSearchParams({ public_key: `${dave}x` })],
       ['/w/remove_peer', new URLSearchParams()],
     ];

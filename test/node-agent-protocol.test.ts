@@ -33,7 +33,14 @@ describe('reading wg show dump', () => {
     assert.equal(parsed.interface.privateKey?.reveal(), serverPrivate);
     assert.equal(String(parsed.interface.privateKey), '[redacted]', 'the private key does not print');
     assert.deepEqual(parsed.peers, [
-      { publicKey: alice, allowedIps: ['198.19.0.2/32', 'fd00::2/128'], endpoint: '198.18.0.2:40000', latestHandshake: new Date(1795860000 * 1000), bytesReceived: 1200, bytesSent: 3400 },
+      {
+        publicKey: alice,
+        allowedIps: ['198.19.0.2/32', 'fd00::2/128'],
+        endpoint: '198.18.0.2:40000',
+        latestHandshake: new Date(1795860000 * 1000),
+        bytesReceived: 1200,
+        bytesSent: 3400,
+      },
       { publicKey: bob, allowedIps: [], endpoint: null, latestHandshake: null, bytesReceived: 0, bytesSent: 0 },
     ]);
   });
@@ -101,11 +108,7 @@ describe('the peer batcher', () => {
       },
     });
     const carol = generateWireGuardKeyPair().publicKey;
-    const answers = Promise.all([
-      batcher.add(alice, ['198.19.0.2/32']),
-      batcher.add(bob, ['198.19.0.3/32']),
-      batcher.remove(carol),
-    ]);
+    const answers = Promise.all([batcher.add(alice, ['198.19.0.2/32']), batcher.add(bob, ['198.19.0.3/32']), batcher.remove(carol)]);
     await batcher.drain();
     assert.deepEqual(await answers, [undefined, undefined, null]);
     assert.deepEqual(applied, [
@@ -126,7 +129,10 @@ describe('the server configuration from the portal', () => {
       openvpn: { anything: 1 },
     });
     assert.equal(config.wireguard?.privateKey.reveal(), privateKey);
-    assert.deepEqual(config.wireguard?.addressList.map((address) => address.text), ['198.19.0.1/24', 'fd00::1/64']);
+    assert.deepEqual(
+      config.wireguard?.addressList.map((address) => address.text),
+      ['198.19.0.1/24', 'fd00::1/64'],
+    );
     assert.equal(JSON.stringify(config).includes(privateKey), false);
   });
 
@@ -136,13 +142,16 @@ describe('the server configuration from the portal', () => {
 
   test('a broken answer is refused without repeating the key', () => {
     const broken = { wireguard: { privateKey, listenPort: 70000, mtu: null, addressList: ['198.19.0.1'] } };
-    assert.throws(() => parseServerConfig(broken), (error: unknown) => {
-      assert.ok(error instanceof ServerConfigFormatError, `a format error, not ${String(error)}`);
-      assert.match(error.message, /wireguard\.listenPort/);
-      assert.match(error.message, /wireguard\.addressList\.0/);
-      assert.equal(error.message.includes(privateKey), false);
-      return true;
-    });
+    assert.throws(
+      () => parseServerConfig(broken),
+      (error: unknown) => {
+        assert.ok(error instanceof ServerConfigFormatError, `a format error, not ${String(error)}`);
+        assert.match(error.message, /wireguard\.listenPort/);
+        assert.match(error.message, /wireguard\.addressList\.0/);
+        assert.equal(error.message.includes(privateKey), false);
+        return true;
+      },
+    );
   });
 });
 

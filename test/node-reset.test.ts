@@ -68,7 +68,10 @@ test('a portal on a database that never held a configuration leaves a full node 
   await wrong.reconcile();
   assert.equal((await lab.peersOnNode()).size, 0, 'after node-reset the node follows the database');
   // The node had followed the first database's revisions; this one moved its counter past them.
-  assert.ok(logged.some((line) => String(line['msg']).includes('newer than this database')), 'the portal noticed the node followed another database');
+  assert.ok(
+    logged.some((line) => String(line['msg']).includes('newer than this database')),
+    'the portal noticed the node followed another database',
+  );
 });
 
 test('node-reset for a node no profile runs on is an error', async (t) => {

@@ -84,10 +84,10 @@ describe('a new OpenVPN CA', () => {
     const keyUsage = certificate.getExtension(x509.KeyUsagesExtension);
     assert.ok(keyUsage?.critical, 'KeyUsage is present and critical');
     assert.equal(keyUsage.usages, x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign);
-    assert.deepEqual([...(certificate.getExtension(x509.ExtendedKeyUsageExtension)?.usages ?? [])], [
-      x509.ExtendedKeyUsage.serverAuth,
-      x509.ExtendedKeyUsage.clientAuth,
-    ]);
+    assert.deepEqual(
+      [...(certificate.getExtension(x509.ExtendedKeyUsageExtension)?.usages ?? [])],
+      [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth],
+    );
     const constraints = certificate.getExtension(x509.BasicConstraintsExtension);
     assert.ok(constraints?.critical, 'BasicConstraints is present and critical');
     assert.equal(constraints.ca, true);
@@ -260,10 +260,7 @@ describe('the OpenVPN key files', () => {
 
   it('end with exactly one CA when two portal processes make it at the same moment', async () => {
     const dir = keyDir();
-    const [one, two] = await Promise.all([
-      new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER),
-      new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER),
-    ]);
+    const [one, two] = await Promise.all([new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER), new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER)]);
     assert.deepEqual([one.created, two.created].sort(), [false, true]);
     const ca = await new OpenVpnKeys(dir).ca();
     assert.ok(ca !== null, 'the CA that won loads: its key matches its certificate');

@@ -129,18 +129,12 @@ describe('the remote lines', () => {
 
   it('use the exposed ports instead of the real ones when the profile sets them', () => {
     const profile = defaultProfile({ exposedUdpPortList: [51194], exposedTcpPortList: [443] });
-    assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), [
-      'remote vpn.example 51194 udp',
-      'remote vpn.example 443 tcp',
-    ]);
+    assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), ['remote vpn.example 51194 udp', 'remote vpn.example 443 tcp']);
   });
 
   it('fall back to the real ports of a protocol whose exposed list is empty', () => {
     const profile = defaultProfile({ exposedTcpPortList: [443] });
-    assert.deepEqual(clientRemotes(profile, { preferTcp: true, random: first }), [
-      'remote vpn.example 443 tcp',
-      'remote vpn.example 1194 udp',
-    ]);
+    assert.deepEqual(clientRemotes(profile, { preferTcp: true, random: first }), ['remote vpn.example 443 tcp', 'remote vpn.example 1194 udp']);
   });
 
   it('write an IPv6 host literally, as OpenVPN reads it', () => {

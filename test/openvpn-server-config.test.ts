@@ -16,12 +16,7 @@ import type { OpenVpnProfileSettings, Profile, ProfileNode } from '../src/config
 import { asNodeNumber, asProfileId } from '../src/shared/ids.js';
 import { CertificateAuthority } from '../src/openvpn/certificate-authority.js';
 import { renderOpenVpnClientConfig } from '../src/openvpn/client-config.js';
-import {
-  type OpenVpnServerNodeSettings,
-  type OpenVpnServerProfileInput,
-  processRanges,
-  renderOpenVpnServerFiles,
-} from '../src/openvpn/server-config.js';
+import { type OpenVpnServerNodeSettings, type OpenVpnServerProfileInput, processRanges, renderOpenVpnServerFiles } from '../src/openvpn/server-config.js';
 import { generateTlsCryptKey } from '../src/openvpn/tls-crypt.js';
 import { NetnsLab, requireRoot } from './support/netns.js';
 
@@ -35,9 +30,7 @@ const TLS_CRYPT_KEY = [
 ].join('\n');
 
 /** The profile of the reference's ServerConfigTest: full tunnel, two UDP ports, three DNS entries. */
-function referenceProfile(
-  overrides: Partial<Omit<Profile, 'openVpn'>> & { openVpn?: Partial<OpenVpnProfileSettings> } = {},
-): Profile {
+function referenceProfile(overrides: Partial<Omit<Profile, 'openVpn'>> & { openVpn?: Partial<OpenVpnProfileSettings> } = {}): Profile {
   const { openVpn, ...rest } = overrides;
   return {
     profileId: asProfileId('default'),
@@ -198,10 +191,7 @@ describe('the OpenVPN server files of a node', () => {
   it('number the tun devices across all profiles, UDP processes before TCP ones', () => {
     const employees = referenceProfile({ profileId: asProfileId('employees'), openVpn: { udpPortList: [1194], tcpPortList: [443] } });
     const guests = referenceProfile({ profileId: asProfileId('guests'), openVpn: { udpPortList: [1195], tcpPortList: [1195] } });
-    const files = renderOpenVpnServerFiles(
-      [input(employees), input(guests, nodeFor('10.43.43.0/24', 'fd43::/64'))],
-      referenceNode,
-    );
+    const files = renderOpenVpnServerFiles([input(employees), input(guests, nodeFor('10.43.43.0/24', 'fd43::/64'))], referenceNode);
     assert.deepEqual(
       files.map((file) => [file.name, file.proto, file.port, linesOf(file.content).find((line) => line.startsWith('dev tun'))]),
       [
@@ -362,10 +352,12 @@ describe('OpenVPN 2.6 with the rendered files', () => {
       openVpn: { udpPortList: [1194], tcpPortList: [1194], enableLog: true },
     });
     const server = await ca.issueServer({ hostName: 'vpn.example.org', profileId: profile.profileId, now });
-    const files = renderOpenVpnServerFiles(
-      [{ profile, node: nodeFor(), caCertificatePem: ca.certificatePem, server, tlsCryptKey }],
-      { vpnUser: 'nobody', vpnGroup: 'nogroup', preferAes: true, managementDir: dir },
-    );
+    const files = renderOpenVpnServerFiles([{ profile, node: nodeFor(), caCertificatePem: ca.certificatePem, server, tlsCryptKey }], {
+      vpnUser: 'nobody',
+      vpnGroup: 'nogroup',
+      preferAes: true,
+      managementDir: dir,
+    });
 
     const servers = files.map((file) => {
       const path = join(dir, file.name);

@@ -139,7 +139,10 @@ test('headers over 16 KiB answer 431 JSON', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
-  const exchange = await socketExchange(targetOf(portal), `GET ${pathOf(portal, '/users')} HTTP/1.1\r\nHost: portal\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+  const exchange = await socketExchange(
+    targetOf(portal),
+    `GET ${pathOf(portal, '/users')} HTTP/1.1\r\nHost: portal\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`,
+  );
   assert.equal(exchange.responses[0]?.status, 431, describe(exchange));
   assert.equal(jsonError(exchange.responses[0], 'huge headers'), 'request headers too large');
 });

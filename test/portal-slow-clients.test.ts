@@ -31,7 +31,11 @@ function targetOf(portal: TestPortal): { host: string; port: number } {
 }
 
 /** A connection from `localAddress` that has written `bytes`, collecting what comes back. */
-async function openConnection(target: { host: string; port: number }, localAddress: string, bytes = ''): Promise<{ socket: Socket; received: () => Buffer; closed: Promise<number> }> {
+async function openConnection(
+  target: { host: string; port: number },
+  localAddress: string,
+  bytes = '',
+): Promise<{ socket: Socket; received: () => Buffer; closed: Promise<number> }> {
   const socket = connect({ ...target, localAddress });
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -100,7 +104,9 @@ test('2,000 slow connections from one host leave 100 Admin API creates from anot
   assert.ok(held > 0 && held <= 256, `the slow host holds at most listen.maxConnectionsPerAddress (256) connections, held ${held}`);
   assert.ok(slow.closedByServer() >= 1_000, `the portal closed the connections beyond the cap (${slow.closedByServer()})`);
   assert.ok(
-    portal.lines.some((line) => line.msg === 'connection refused: the address has listen.maxConnectionsPerAddress connections open' && line['remoteAddress'] === ATTACKER),
+    portal.lines.some(
+      (line) => line.msg === 'connection refused: the address has listen.maxConnectionsPerAddress connections open' && line['remoteAddress'] === ATTACKER,
+    ),
     'the capped address is named in the log',
   );
   assert.deepEqual(portal.errors(), [], 'nothing failed inside the portal');
@@ -173,7 +179,10 @@ test('one address holds at most listen.maxConnectionsPerAddress connections; oth
   // The capped host gets a connection again as soon as one of its own closes.
   fromOneHost.find((connection) => !connection.socket.destroyed)?.socket.destroy();
   await sleep(200);
-  const again = await socketExchange({ ...target, localAddress: ATTACKER }, `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nAuthorization: Bearer ${portal.secret}\r\nConnection: close\r\n\r\n`);
+  const again = await socketExchange(
+    { ...target, localAddress: ATTACKER },
+    `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nAuthorization: Bearer ${portal.secret}\r\nConnection: close\r\n\r\n`,
+  );
   assert.equal(again.responses[0]?.status, 200, again.received);
 });
 
@@ -216,6 +225,9 @@ test('the Node API refuses an address outside nodeApi.allowList with 403 JSON be
   assert.equal(serverConfig.status, 200, serverConfig.text);
 
   // The Admin API keeps its own allow-list.
-  const admin = await socketExchange({ ...target, localAddress: ATTACKER }, `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nAuthorization: Bearer ${portal.secret}\r\nConnection: close\r\n\r\n`);
+  const admin = await socketExchange(
+    { ...target, localAddress: ATTACKER },
+    `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nAuthorization: Bearer ${portal.secret}\r\nConnection: close\r\n\r\n`,
+  );
   assert.equal(admin.responses[0]?.status, 200, admin.received);
 });

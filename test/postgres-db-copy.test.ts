@@ -18,8 +18,22 @@ import { parseWireGuardFile } from './support/wireguard-file.js';
 
 const twoProfiles = {
   ProfileList: [
-    { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', nodeUrl: 'http://127.0.0.1:2' },
-    { profileId: 'guests', displayName: 'Guests', hostName: 'vpn.example.org', wRangeFour: '10.46.0.0/24', wRangeSix: 'fd46::/64', nodeUrl: 'http://127.0.0.1:2' },
+    {
+      profileId: 'employees',
+      displayName: 'Employees',
+      hostName: 'vpn.example.org',
+      wRangeFour: '10.44.0.0/24',
+      wRangeSix: 'fd44::/64',
+      nodeUrl: 'http://127.0.0.1:2',
+    },
+    {
+      profileId: 'guests',
+      displayName: 'Guests',
+      hostName: 'vpn.example.org',
+      wRangeFour: '10.46.0.0/24',
+      wRangeSix: 'fd46::/64',
+      nodeUrl: 'http://127.0.0.1:2',
+    },
   ],
 };
 
@@ -39,7 +53,13 @@ async function provision(portal: TestPortal, userId: string, profileId = 'employ
 /** Every read-only call, as JSON, to compare two portals. */
 async function answers(portal: TestPortal, userIds: readonly string[]): Promise<Record<string, unknown>> {
   const result: Record<string, unknown> = {};
-  const targets = ['/users', '/disabled_users', '/connection_list?show_all=on', '/connected_users?show_all=on', ...userIds.map((id) => `/user_configuration_list?user_id=${id}`)];
+  const targets = [
+    '/users',
+    '/disabled_users',
+    '/connection_list?show_all=on',
+    '/connected_users?show_all=on',
+    ...userIds.map((id) => `/user_configuration_list?user_id=${id}`),
+  ];
   for (const target of targets) {
     const response = await portal.get(target);
     assert.equal(response.status, 200, `${target}: ${response.text}`);
@@ -76,7 +96,14 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   assert.equal((await sqlitePortal.post('/destroy', { user_id: 'eve' })).status, 204);
   await sqlitePortal.portal.ctx.db
     .insertInto('oauth_authorizations')
-    .values({ auth_key: 'k1', user_id: 'alice', client_id: 'org.eduvpn.app', scope: 'config', authorized_at: '2026-01-01T00:00:00+00:00', expires_at: '2026-04-01T00:00:00+00:00' })
+    .values({
+      auth_key: 'k1',
+      user_id: 'alice',
+      client_id: 'org.eduvpn.app',
+      scope: 'config',
+      authorized_at: '2026-01-01T00:00:00+00:00',
+      expires_at: '2026-04-01T00:00:00+00:00',
+    })
     .execute();
   const users = ['alice', 'bob', 'carol', 'Zoë'];
   const before = await answers(sqlitePortal, users);
@@ -101,7 +128,10 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   // Copying again would mix two databases: refused, and the target is left as it was.
   const again = await runCli(['db', 'copy', '--from', sqliteFile, '--to', target.url]);
   assert.equal(again.code, 1, `a second copy is refused: ${again.stdout}${again.stderr}`);
-  assert.match(again.stderr, /the target database is not empty \(users: 4 rows, oauth_authorizations: 1 rows, wg_peers: 6 rows, ip_pools: 2 rows, ip_pool_free: 1 rows\)/);
+  assert.match(
+    again.stderr,
+    /the target database is not empty \(users: 4 rows, oauth_authorizations: 1 rows, wg_peers: 6 rows, ip_pools: 2 rows, ip_pool_free: 1 rows\)/,
+  );
 
   // The same keys (data directory), the database now on PostgreSQL.
   const postgresPortal = await startTestPortal({ dataDir, database: target.url, config: twoProfiles });

@@ -214,9 +214,7 @@ async function checkPools(db: Db, rows: readonly { node_number: number; pool_ind
   assert.equal(pools.length, 2, 'one pool per node');
   for (const pool of pools) {
     const used = rows.filter((row) => row.node_number === pool.node_number).map((row) => row.pool_index);
-    const free = (
-      await db.selectFrom('ip_pool_free').select('pool_index').where('node_number', '=', pool.node_number).execute()
-    ).map((row) => row.pool_index);
+    const free = (await db.selectFrom('ip_pool_free').select('pool_index').where('node_number', '=', pool.node_number).execute()).map((row) => row.pool_index);
     const all = [...used, ...free].sort((a, b) => a - b);
     assert.deepEqual(
       all,

@@ -43,7 +43,7 @@ test('an absent, empty or wildcard Accept never chooses WireGuard over TCP or th
   assert.deepEqual(chooseFormats('*/*', [wireguardTcp, apple], false), []);
 });
 
-test('formats named explicitly are chosen, in the server\'s order, including the explicit-only ones', () => {
+test("formats named explicitly are chosen, in the server's order, including the explicit-only ones", () => {
   const offered = [wireguard, wireguardTcp, openvpnBoth, apple];
   assert.deepEqual(chooseFormats(WIREGUARD_TCP, offered, false), ['wireguard+tcp']);
   assert.deepEqual(chooseFormats(APPLE, offered, false), ['apple']);
@@ -57,7 +57,7 @@ test('formats named explicitly are chosen, in the server\'s order, including the
   assert.deepEqual(chooseFormats(`${WIREGUARD_TCP}, */*`, offered, false), ['wireguard', 'wireguard+tcp', 'openvpn']);
 });
 
-test('q values rank the client\'s wishes above the server\'s order; q=0 refuses a format', () => {
+test("q values rank the client's wishes above the server's order; q=0 refuses a format", () => {
   const offered = [openvpnBoth, wireguard];
   assert.deepEqual(chooseFormats(`${OPENVPN};q=0.5, ${WIREGUARD}`, offered, false), ['wireguard', 'openvpn']);
   assert.deepEqual(chooseFormats(`${OPENVPN};q=0.5, ${WIREGUARD};q=0.9`, offered, true), ['wireguard', 'openvpn']);
@@ -102,8 +102,5 @@ test('the 406 message names what the client asked for and what the server offers
   assert.equal(describeNoCommonFormat(OPENVPN, [wireguard]), `no common VPN protocol [CLIENT=${OPENVPN} SERVER=${WIREGUARD}]`);
   assert.equal(describeNoCommonFormat(undefined, [wireguardTcp]), `no common VPN protocol [CLIENT=None SERVER=${WIREGUARD_TCP}]`);
   assert.equal(describeNoCommonFormat('text/html', []), 'no common VPN protocol [CLIENT=text/html SERVER=None]');
-  assert.equal(
-    describeNoCommonFormat('*/*', [openvpnBoth, wireguard]),
-    `no common VPN protocol [CLIENT=*/* SERVER=${OPENVPN},${WIREGUARD}]`,
-  );
+  assert.equal(describeNoCommonFormat('*/*', [openvpnBoth, wireguard]), `no common VPN protocol [CLIENT=*/* SERVER=${OPENVPN},${WIREGUARD}]`);
 });

@@ -254,7 +254,7 @@ describe('requests that are not a UoTLV/1 upgrade', () => {
 });
 
 describe('peers that go away or stop reading', () => {
-  test('a client that shuts down its write side gets the relay\'s side closed too', async (t) => {
+  test("a client that shuts down its write side gets the relay's side closed too", async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port);
     const tunnel = await tunnelTo(t, relay);
@@ -402,7 +402,11 @@ describe('slow clients', () => {
     const pendingHeld = slow.openLongerThan(0);
     slow.stop();
 
-    assert.deepEqual(upgrades.map(({ result }) => result).filter((result) => result !== 'ok'), [], 'every real upgrade succeeds');
+    assert.deepEqual(
+      upgrades.map(({ result }) => result).filter((result) => result !== 'ok'),
+      [],
+      'every real upgrade succeeds',
+    );
     const p99 = percentile99(upgrades.map(({ ms }) => ms));
     assert.ok(p99 <= 1_000, `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`);
     assert.ok(pendingHeld <= 64, `the slow connections hold at most the 64 handshake slots, held ${pendingHeld}`);
@@ -426,7 +430,7 @@ describe('slow clients', () => {
     await assertEchoes(tunnel, 'past the deadline', 'the deadline is for requests, not for tunnels');
   });
 
-  test('when every handshake slot is taken, a new connection takes the oldest one\'s slot, so a quick client always gets in', async (t) => {
+  test("when every handshake slot is taken, a new connection takes the oldest one's slot, so a quick client always gets in", async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port, { maxPendingRequests: 4 });
     const holders: { socket: Socket; closed: Promise<unknown[]> }[] = [];
@@ -442,12 +446,16 @@ describe('slow clients', () => {
 
     const quick = await tunnelTo(t, relay);
     await within(holders[0]!.closed, 'the oldest pending connection gives up its slot');
-    assert.deepEqual(holders.map(({ socket }) => socket.destroyed), [true, false, false, false], 'only the oldest one is closed');
+    assert.deepEqual(
+      holders.map(({ socket }) => socket.destroyed),
+      [true, false, false, false],
+      'only the oldest one is closed',
+    );
     await assertEchoes(quick, 'in', 'the quick client got its tunnel');
   });
 });
 
-describe('the relay follows the portal\'s settings', () => {
+describe("the relay follows the portal's settings", () => {
   test('starts when WireGuard over TCP is enabled, takes new host names and ports, stops when it is disabled', async (t) => {
     const firstTarget = await startEchoTarget(t);
     const secondTarget = await startEchoTarget(t);

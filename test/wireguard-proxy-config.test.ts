@@ -27,7 +27,7 @@ function problemsOf(wireGuard: PortalConfigFile['WireGuard']): string {
   assert.fail('the configuration was accepted');
 }
 
-describe('the portal\'s WireGuard-over-TCP options', () => {
+describe("the portal's WireGuard-over-TCP options", () => {
   test('are off by default', () => {
     assert.deepEqual(portalConfig(undefined).wireGuard, { listenPort: 51820, mtu: null, proxy: { enabled: false } });
     assert.deepEqual(portalConfig({ setMtu: 1392 }).wireGuard.proxy, { enabled: false });
@@ -45,13 +45,16 @@ describe('the portal\'s WireGuard-over-TCP options', () => {
   test('mistakes name the option', () => {
     assert.match(problemsOf({ onlyProxy: true }), /portal\.json: WireGuard\.onlyProxy: needs "enableProxy": true/);
     assert.match(problemsOf({ enableProxy: true, proxyUrl: 'ftp://proxy.example.org/' }), /portal\.json: WireGuard\.proxyUrl/);
-    assert.match(problemsOf({ enableProxy: true, proxyUrl: 'https://proxy.example.org/pg?node=' }), /WireGuard\.proxyUrl: .* must not have a query or fragment/);
+    assert.match(
+      problemsOf({ enableProxy: true, proxyUrl: 'https://proxy.example.org/pg?node=' }),
+      /WireGuard\.proxyUrl: .* must not have a query or fragment/,
+    );
     assert.match(problemsOf({ enableProxy: 'yes' } as unknown as PortalConfigFile['WireGuard']), /WireGuard\.enableProxy/);
     assert.match(problemsOf({ enableProxy: true, proxy: true } as unknown as PortalConfigFile['WireGuard']), /WireGuard: Unrecognized key: "proxy"/);
   });
 });
 
-describe('the node agent\'s ProxyGuard section', () => {
+describe("the node agent's ProxyGuard section", () => {
   test('defaults to loopback port 51821, 1000 tunnels, a 10-minute idle timeout, 64 handshakes of at most 5 s', () => {
     const config = parseNodeAgentConfig({ nodeKeyFile: 'node.key' }, '/etc/vpn-portal-node/node.json');
     assert.deepEqual(config.proxyGuard, {
@@ -90,11 +93,14 @@ describe('the node agent\'s ProxyGuard section', () => {
       [{ ProxyGuard: { requestTimeoutSeconds: 61 } }, /"ProxyGuard\.requestTimeoutSeconds"/],
     ];
     for (const [section, pattern] of refused) {
-      assert.throws(() => parseNodeAgentConfig({ nodeKeyFile: 'node.key', ...(section as object) }, 'node.json'), (error: unknown) => {
-        assert.ok(error instanceof NodeAgentConfigError, `a configuration error, not ${String(error)}`);
-        assert.match(error.message, pattern);
-        return true;
-      });
+      assert.throws(
+        () => parseNodeAgentConfig({ nodeKeyFile: 'node.key', ...(section as object) }, 'node.json'),
+        (error: unknown) => {
+          assert.ok(error instanceof NodeAgentConfigError, `a configuration error, not ${String(error)}`);
+          assert.match(error.message, pattern);
+          return true;
+        },
+      );
     }
   });
 });

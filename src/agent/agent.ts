@@ -174,13 +174,17 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   let server: DaemonServer | null = null;
   try {
     logger.info(
-      { apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`, nodeNumber: config.nodeNumber, profileIdList: config.profileIdList, openVpnPreferAes: preferAes },
+      {
+        apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`,
+        nodeNumber: config.nodeNumber,
+        profileIdList: config.profileIdList,
+        openVpnPreferAes: preferAes,
+      },
       'fetching the server configuration from the portal',
     );
     const first = await retryWithBackoff(
       () => portal.fetchServerConfig(),
-      (error, attempt, retryInMs) =>
-        logger.warn({ attempt, retryInMs, reason: messageOf(error) }, 'cannot get the server configuration from the portal yet'),
+      (error, attempt, retryInMs) => logger.warn({ attempt, retryInMs, reason: messageOf(error) }, 'cannot get the server configuration from the portal yet'),
       deps.portalRetry ?? DEFAULT_BACKOFF,
       signal,
     );

@@ -110,7 +110,12 @@ const configSchema = z.strictObject({
       idleTimeoutSeconds: z.number().int().min(1).max(86_400).default(600),
       // Small: real clients send their request at once and leave their slot within milliseconds.
       maxPendingRequests: z.number().int().min(1).max(10_000).default(DEFAULT_MAX_PENDING_REQUESTS),
-      requestTimeoutSeconds: z.number().int().min(1).max(60).default(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
+      requestTimeoutSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(60)
+        .default(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
     })
     .prefault({}),
   OpenVPN: z
@@ -155,7 +160,11 @@ export async function loadNodeAgentConfig(configPath: string): Promise<NodeAgent
 /** Validates parsed JSON; `file` names the source in errors and anchors relative paths. */
 export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConfig {
   const parsed = configSchema.safeParse(json);
-  if (!parsed.success) throw new NodeAgentConfigError(file, parsed.error.issues.map((issue) => describeIssue(issue, json)));
+  if (!parsed.success)
+    throw new NodeAgentConfigError(
+      file,
+      parsed.error.issues.map((issue) => describeIssue(issue, json)),
+    );
   const config = parsed.data;
   const base = dirname(file);
   const managementDir = resolve(base, config.OpenVPN.managementDir);

@@ -1,6 +1,14 @@
 // The agent's side of the Node API: it fetches its server configuration and asks the portal
 // whether an OpenVPN client may connect, reporting disconnects; authenticated with the node key.
-import { CONNECT_ALLOWED, CONNECT_REFUSED, NODE_API_PATHS, NODE_NUMBER_HEADER, type ConnectForm, type DisconnectForm, type ServerConfigForm } from '../protocol/node-api.js';
+import {
+  CONNECT_ALLOWED,
+  CONNECT_REFUSED,
+  NODE_API_PATHS,
+  NODE_NUMBER_HEADER,
+  type ConnectForm,
+  type DisconnectForm,
+  type ServerConfigForm,
+} from '../protocol/node-api.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Secret } from '../shared/secret.js';
 import { parseServerConfig, type NodeServerConfig } from './server-config.js';
@@ -42,9 +50,7 @@ export interface ConnectRequest {
 }
 
 /** Allowed only on the portal's exact `OK`; everything else denies (fail closed). */
-export type ConnectVerdict =
-  | { readonly allowed: true }
-  | { readonly allowed: false; readonly portalAnswered: boolean; readonly reason: string };
+export type ConnectVerdict = { readonly allowed: true } | { readonly allowed: false; readonly portalAnswered: boolean; readonly reason: string };
 
 export interface DisconnectReport {
   readonly profileId: string;
@@ -104,10 +110,7 @@ export class PortalClient {
 
     const { response, text } = await this.#exchange(url, body);
     if (!response.ok) {
-      throw new PortalRequestError(
-        `the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`,
-        response.status,
-      );
+      throw new PortalRequestError(`the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`, response.status);
     }
     let json: unknown;
     try {
@@ -137,7 +140,10 @@ export class PortalClient {
     let status: number;
     let text: string;
     try {
-      ({ response: { status }, text } = await this.#exchange(url, body, 'text/plain'));
+      ({
+        response: { status },
+        text,
+      } = await this.#exchange(url, body, 'text/plain'));
     } catch (error) {
       return { allowed: false, portalAnswered: false, reason: error instanceof Error ? error.message : String(error) };
     }

@@ -49,13 +49,16 @@ export interface OpenVpnServerFile {
 // when it is a list, the format this agent knows; anything else there (portals without
 // OpenVPN send nothing) counts as no OpenVPN server.
 const serverConfigSchema = serverConfigAnswerSchema.extend({
-  openvpn: z.unknown().optional().transform((value, context) => {
-    if (!Array.isArray(value)) return undefined;
-    const parsed = openVpnServerFileListSchema.safeParse(value);
-    if (parsed.success) return parsed.data;
-    for (const issue of parsed.error.issues) context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-    return z.NEVER;
-  }),
+  openvpn: z
+    .unknown()
+    .optional()
+    .transform((value, context) => {
+      if (!Array.isArray(value)) return undefined;
+      const parsed = openVpnServerFileListSchema.safeParse(value);
+      if (parsed.success) return parsed.data;
+      for (const issue of parsed.error.issues) context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+      return z.NEVER;
+    }),
 });
 
 export class ServerConfigFormatError extends Error {

@@ -7,12 +7,7 @@ import { createHash } from 'node:crypto';
 import { build } from 'plist';
 import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import { isIpAddress } from '../net/ip-prefix.js';
-import {
-  renderWireGuardClientConfig,
-  wireGuardEndpoint,
-  type WireGuardClientConfiguration,
-  type WireGuardClientProfile,
-} from '../wireguard/client-config.js';
+import { renderWireGuardClientConfig, wireGuardEndpoint, type WireGuardClientConfiguration, type WireGuardClientProfile } from '../wireguard/client-config.js';
 import { nameBasedUuid } from './name-based-uuid.js';
 
 /** The profile side: who issues it and the WireGuard settings of the chosen node. */

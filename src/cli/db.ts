@@ -50,7 +50,8 @@ async function dbCommand(args: readonly string[], print: (line: string) => void,
       return withDatabase(connectDatabase(location), async (db) => {
         const migrations = await migrationStatus(db);
         print(`database ${describeDatabase(location)}`);
-        for (const migration of migrations) print(`${migration.name}  ${migration.appliedAt === null ? 'pending' : `applied ${migration.appliedAt.toISOString()}`}`);
+        for (const migration of migrations)
+          print(`${migration.name}  ${migration.appliedAt === null ? 'pending' : `applied ${migration.appliedAt.toISOString()}`}`);
         const pending = migrations.filter((migration) => migration.appliedAt === null).length;
         print(pending === 0 ? 'the schema is up to date' : `${pending} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"`);
         return 0;

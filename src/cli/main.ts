@@ -27,7 +27,12 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // `db` has subcommands and options of its own.
-  if (command === 'db') return runDbCommand(rest, (line) => console.log(line), (line) => console.error(line));
+  if (command === 'db')
+    return runDbCommand(
+      rest,
+      (line) => console.log(line),
+      (line) => console.error(line),
+    );
   const { values, positionals } = parseArgs({
     args: rest,
     options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },

@@ -27,10 +27,7 @@ export async function runNode(options: { configPath: string }): Promise<void> {
   for (const signal of SHUTDOWN_SIGNALS) process.on(signal, onSignal);
 
   try {
-    const agent = await startNodeAgent(
-      { config, nodeKey: nodeKey.key, logger, version: await readAgentVersion() },
-      shutdown.signal,
-    );
+    const agent = await startNodeAgent({ config, nodeKey: nodeKey.key, logger, version: await readAgentVersion() }, shutdown.signal);
     if (!shutdown.signal.aborted) await once(shutdown.signal, 'abort');
     await agent.stop();
   } catch (error) {

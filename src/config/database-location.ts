@@ -28,7 +28,9 @@ export function parseDatabaseLocation(text: string, baseDir: string): DatabaseLo
   try {
     url = new URL(text);
   } catch {
-    throw new DatabaseLocationError('is not a valid PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE; percent-encode special characters in the password)');
+    throw new DatabaseLocationError(
+      'is not a valid PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE; percent-encode special characters in the password)',
+    );
   }
   if (url.hostname === '' && !url.searchParams.has('host')) throw new DatabaseLocationError('the PostgreSQL URL names no host');
   if (url.pathname.replace(/^\//, '') === '') throw new DatabaseLocationError('the PostgreSQL URL names no database (…/DATABASE)');

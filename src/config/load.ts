@@ -155,9 +155,7 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
       if (picked === undefined) report(`${option}.${name}`, `has no value for node ${nodeNumber} (position ${position} of onNode)`);
       return picked ?? '';
     };
-    const wireGuard = wireGuardEnabled
-      ? { rangeFour: pick('wRangeFour', raw.wRangeFour), rangeSix: pick('wRangeSix', raw.wRangeSix) }
-      : null;
+    const wireGuard = wireGuardEnabled ? { rangeFour: pick('wRangeFour', raw.wRangeFour), rangeSix: pick('wRangeSix', raw.wRangeSix) } : null;
     if (wireGuard !== null) {
       checkPrefix(wireGuard.rangeFour, `${option}.wRangeFour`, report, 4);
       checkPrefix(wireGuard.rangeSix, `${option}.wRangeSix`, report, 6);
@@ -274,7 +272,10 @@ function checkOpenVpnPorts(raw: ParsedProfile, option: string, report: Report): 
   }
   const count = raw.oUdpPortList.length + raw.oTcpPortList.length;
   if (!PROCESS_COUNTS.includes(count)) {
-    report(`${option}.oUdpPortList`, `oUdpPortList and oTcpPortList together have ${count} port(s); one OpenVPN process runs per port and their number must be 1, 2, 4, 8, 16, 32 or 64`);
+    report(
+      `${option}.oUdpPortList`,
+      `oUdpPortList and oTcpPortList together have ${count} port(s); one OpenVPN process runs per port and their number must be 1, 2, 4, 8, 16, 32 or 64`,
+    );
     return 1;
   }
   return count;
@@ -291,7 +292,10 @@ function checkOpenVpnRanges(range: { rangeFour: string; rangeSix: string; listen
   }
   const six = tryParsePrefix(range.rangeSix);
   if (six?.family === 6 && six.length > 112 - extraBits) {
-    report(`${option}.oRangeSix`, `"${range.rangeSix}" is too small for ${processCount} OpenVPN process(es): each needs a /112, so the prefix may be at most /${112 - extraBits}`);
+    report(
+      `${option}.oRangeSix`,
+      `"${range.rangeSix}" is too small for ${processCount} OpenVPN process(es): each needs a /112, so the prefix may be at most /${112 - extraBits}`,
+    );
   }
   if (!isIP(range.listenOn)) report(`${option}.oListenOn`, `"${range.listenOn}" is not an IP address`);
 }
@@ -321,13 +325,9 @@ function listOf<T>(value: T | T[]): T[] {
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
-  return error.issues
-    .map((issue) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${issue.message}`)
-    .join('\n');
+  return error.issues.map((issue) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${issue.message}`).join('\n');
 }
 
 function formatPath(segments: readonly PropertyKey[]): string {
-  return segments
-    .map((segment, index) => (typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`))
-    .join('');
+  return segments.map((segment, index) => (typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`)).join('');
 }

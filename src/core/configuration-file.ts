@@ -5,11 +5,7 @@ import { renderAppleMobileconfig } from '../apple/mobileconfig.js';
 import type { WireGuardProxy } from '../config/portal-config.js';
 import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import type { ConfigFormat } from './protocol-selection.js';
-import {
-  renderWireGuardClientConfig,
-  type WireGuardClientConfiguration,
-  type WireGuardClientProfile,
-} from '../wireguard/client-config.js';
+import { renderWireGuardClientConfig, type WireGuardClientConfiguration, type WireGuardClientProfile } from '../wireguard/client-config.js';
 import { proxyEndpointUrl } from '../wireguard/proxy-endpoint.js';
 
 /** The formats a WireGuard configuration can be written in. */
@@ -36,11 +32,7 @@ export interface ConfigurationFile {
   readonly downloadFileName: string | null;
 }
 
-export function renderWireGuardFile(
-  format: WireGuardFileFormat,
-  profile: WireGuardFileProfile,
-  configuration: WireGuardFileConfiguration,
-): ConfigurationFile {
+export function renderWireGuardFile(format: WireGuardFileFormat, profile: WireGuardFileProfile, configuration: WireGuardFileConfiguration): ConfigurationFile {
   switch (format) {
     case 'wireguard':
       return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint: null }, configuration.wireGuard), downloadFileName: null };

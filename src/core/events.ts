@@ -127,5 +127,11 @@ export function wireGuardConfiguration(peer: WireGuardPeer): ConfigurationRef {
 }
 
 export function openVpnConfiguration(certificate: OpenVpnCertificate): ConfigurationRef {
-  return { userId: certificate.userId, profileId: certificate.profileId, connectionId: certificate.commonName, vpnProto: 'openvpn', nodeNumber: certificate.nodeNumber };
+  return {
+    userId: certificate.userId,
+    profileId: certificate.profileId,
+    connectionId: certificate.commonName,
+    vpnProto: 'openvpn',
+    nodeNumber: certificate.nodeNumber,
+  };
 }

@@ -14,7 +14,6 @@ import type { PortalContext } from './context.js';
 import { isOnline } from '../shared/online.js';
 import { formatAtom } from '../shared/time.js';
 
-
 /** The JSON text of an array. */
 export type JsonArrayText = string & { readonly __json: 'array' };
 
@@ -124,9 +123,7 @@ async function connectedOpenVpnClients(ctx: PortalContext, now: Date): Promise<M
 /** The nodes on which at least one profile runs the protocol. */
 export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVpn'): NodeNumber[] {
   return [
-    ...new Set<NodeNumber>(
-      ctx.config.profiles.flatMap((profile) => profile.nodes.filter((node) => node[protocol] !== null).map((node) => node.nodeNumber)),
-    ),
+    ...new Set<NodeNumber>(ctx.config.profiles.flatMap((profile) => profile.nodes.filter((node) => node[protocol] !== null).map((node) => node.nodeNumber))),
   ];
 }
 

@@ -9,8 +9,5 @@ export function nodeOrder(ctx: PortalContext, profile: Profile): ProfileNode[] {
     const other = Math.floor(ctx.random() * (index + 1));
     [shuffled[index], shuffled[other]] = [shuffled[other] as ProfileNode, shuffled[index] as ProfileNode];
   }
-  return [
-    ...shuffled.filter((node) => !ctx.nodes.isDown(node.nodeNumber)),
-    ...shuffled.filter((node) => ctx.nodes.isDown(node.nodeNumber)),
-  ];
+  return [...shuffled.filter((node) => !ctx.nodes.isDown(node.nodeNumber)), ...shuffled.filter((node) => ctx.nodes.isDown(node.nodeNumber))];
 }

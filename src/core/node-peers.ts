@@ -28,7 +28,14 @@ export function removalsOf(peers: readonly WireGuardPeer[], revision?: Revision)
 
 /** `why` names the call (e.g. "disable_user") in the warning about nodes that did not get it. */
 export async function removePeersFromNodes(ctx: PortalContext, removals: readonly PeerRemoval[], why: string): Promise<void> {
-  const missed = await pushToNodes(ctx, removals, 'remove_peer', 'try', (removal) => removal.nodeNumber, (daemon, removal) => daemon.removePeer(removal.publicKey, removal.revision));
+  const missed = await pushToNodes(
+    ctx,
+    removals,
+    'remove_peer',
+    'try',
+    (removal) => removal.nodeNumber,
+    (daemon, removal) => daemon.removePeer(removal.publicKey, removal.revision),
+  );
   for (const [nodeNumber, count] of missed) {
     ctx.logger.warn(
       { nodeNumber, peers: count, call: why },
@@ -38,7 +45,14 @@ export async function removePeersFromNodes(ctx: PortalContext, removals: readonl
 }
 
 export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[], why: string): Promise<void> {
-  const missed = await pushToNodes(ctx, peers, 'add_peer', 'skip', (peer) => peer.nodeNumber, (daemon, peer) => daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision));
+  const missed = await pushToNodes(
+    ctx,
+    peers,
+    'add_peer',
+    'skip',
+    (peer) => peer.nodeNumber,
+    (daemon, peer) => daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision),
+  );
   for (const [nodeNumber, count] of missed) {
     ctx.logger.info({ nodeNumber, peers: count, call: why }, `${why}: node ${nodeNumber} gets ${count} peer(s) as soon as it answers again`);
   }

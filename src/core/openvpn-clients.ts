@@ -7,8 +7,13 @@ import type { PortalContext } from './context.js';
 import { pushToNodes } from './node-push.js';
 
 export async function disconnectOpenVpnClients(ctx: PortalContext, certificates: readonly OpenVpnCertificate[], why: string): Promise<void> {
-  const missed = await pushToNodes(ctx, certificates, 'disconnect_client', 'try', (certificate) => certificate.nodeNumber, (daemon, certificate) =>
-    daemon.disconnectClient(certificate.commonName),
+  const missed = await pushToNodes(
+    ctx,
+    certificates,
+    'disconnect_client',
+    'try',
+    (certificate) => certificate.nodeNumber,
+    (daemon, certificate) => daemon.disconnectClient(certificate.commonName),
   );
   for (const [nodeNumber, count] of missed) {
     ctx.logger.warn(

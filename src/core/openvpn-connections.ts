@@ -26,7 +26,10 @@ export type ConnectDecision = { readonly allowed: true } | { readonly allowed: f
 export async function authorizeOpenVpnConnect(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
   const decision = await decide(ctx, connect);
   if (!decision.allowed) {
-    ctx.logger.info({ nodeNumber: connect.nodeNumber, profileId: connect.profileId, connectionId: connect.commonName, reason: decision.reason }, 'OpenVPN connect refused');
+    ctx.logger.info(
+      { nodeNumber: connect.nodeNumber, profileId: connect.profileId, connectionId: connect.commonName, reason: decision.reason },
+      'OpenVPN connect refused',
+    );
   }
   return decision;
 }
@@ -48,7 +51,13 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   const started: PortalEvent = {
     type: 'session.started',
     at: now,
-    configuration: { userId: certificate.userId, profileId: certificate.profileId, connectionId: certificate.commonName, vpnProto: 'openvpn', nodeNumber: connect.nodeNumber },
+    configuration: {
+      userId: certificate.userId,
+      profileId: certificate.profileId,
+      connectionId: certificate.commonName,
+      vpnProto: 'openvpn',
+      nodeNumber: connect.nodeNumber,
+    },
     ipFour: connect.ipFour,
     ipSix: connect.ipSix,
     originatingIp: connect.originatingIp,
@@ -56,7 +65,14 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   await ctx.events.record(ctx.db, started);
   ctx.events.publish(started);
   ctx.logger.info(
-    { userId: certificate.userId, profileId: certificate.profileId, connectionId: certificate.commonName, nodeNumber: connect.nodeNumber, ipFour: connect.ipFour, ipSix: connect.ipSix },
+    {
+      userId: certificate.userId,
+      profileId: certificate.profileId,
+      connectionId: certificate.commonName,
+      nodeNumber: connect.nodeNumber,
+      ipFour: connect.ipFour,
+      ipSix: connect.ipSix,
+    },
     'OpenVPN client connected',
   );
   return { allowed: true };

@@ -46,12 +46,8 @@ export function parseAccept(header: string): MediaRange[] {
  */
 export function chooseFormats(accept: string | undefined, offered: readonly OfferedFormat[], preferTcp: boolean): ConfigFormat[] {
   const ranges = accept === undefined || accept.trim() === '' ? [{ type: '*', subtype: '*', q: 1 }] : parseAccept(accept);
-  const candidates = offered
-    .map((entry, serverRank) => ({ ...entry, serverRank, q: qualityOf(entry.format, ranges) }))
-    .filter((entry) => entry.q > 0);
-  candidates.sort(
-    (a, b) => b.q - a.q || (preferTcp ? Number(b.tcp) - Number(a.tcp) : 0) || a.serverRank - b.serverRank,
-  );
+  const candidates = offered.map((entry, serverRank) => ({ ...entry, serverRank, q: qualityOf(entry.format, ranges) })).filter((entry) => entry.q > 0);
+  candidates.sort((a, b) => b.q - a.q || (preferTcp ? Number(b.tcp) - Number(a.tcp) : 0) || a.serverRank - b.serverRank);
   return candidates.map((entry) => entry.format);
 }
 
@@ -61,7 +57,13 @@ function qualityOf(format: ConfigFormat, ranges: readonly MediaRange[]): number 
   let best: { specificity: number; q: number } | null = null;
   for (const range of ranges) {
     const specificity =
-      range.type === type && range.subtype === subtype ? 2 : range.type === type && range.subtype === '*' ? 1 : range.type === '*' && range.subtype === '*' ? 0 : -1;
+      range.type === type && range.subtype === subtype
+        ? 2
+        : range.type === type && range.subtype === '*'
+          ? 1
+          : range.type === '*' && range.subtype === '*'
+            ? 0
+            : -1;
     if (specificity < 0 || (specificity < 2 && EXPLICIT_ONLY.has(format))) continue;
     if (best === null || specificity > best.specificity) best = { specificity, q: range.q };
   }

@@ -69,7 +69,11 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon): Promis
   if (extra.length > 0 && desired.length === 0 && !(await mayEmpty(ctx, nodeNumber, actual.length))) {
     // Leave the node alone; mayEmpty said why, loudly.
   } else {
-    const removals = await removalsFor(ctx, nodeNumber, extra.map((peer) => peer.publicKey));
+    const removals = await removalsFor(
+      ctx,
+      nodeNumber,
+      extra.map((peer) => peer.publicKey),
+    );
     await forEachLimited(removals, PARALLEL_CHANGES_PER_NODE, async (removal) => {
       const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(removal.publicKey, removal.revision).then(() => true));
       if (done === true) removed++;
@@ -165,7 +169,11 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
       if ((await ctx.nodes.attempt(daemon, 'disconnect_client', (node) => node.disconnectClient(commonName).then(() => true))) === true) disconnected++;
     },
   );
-  if (disconnected > 0) ctx.logger.info({ nodeNumber, disconnected }, `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`);
+  if (disconnected > 0)
+    ctx.logger.info(
+      { nodeNumber, disconnected },
+      `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`,
+    );
   return disconnected;
 }
 
@@ -199,7 +207,8 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
     await ctx.events.change(ctx.db, async (trx, announce) => {
       const at = ctx.clock.now();
       for (const certificate of batch) {
-        if (await deleteCertificate(trx, certificate.commonName)) await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate) });
+        if (await deleteCertificate(trx, certificate.commonName))
+          await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate) });
       }
     });
     deleted += batch.length;

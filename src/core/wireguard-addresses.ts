@@ -16,11 +16,7 @@ export interface AllocatedAddresses {
   readonly ipSix: string;
 }
 
-export async function allocateAddresses(
-  trx: Transaction<Database>,
-  profileId: ProfileId,
-  node: ProfileNode,
-): Promise<AllocatedAddresses | null> {
+export async function allocateAddresses(trx: Transaction<Database>, profileId: ProfileId, node: ProfileNode): Promise<AllocatedAddresses | null> {
   if (node.wireGuard === null) return null;
   const { rangeFour, rangeSix } = node.wireGuard;
   const key = poolKey(profileId, node);

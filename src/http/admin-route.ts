@@ -39,12 +39,7 @@ export function defineRoute<S extends ParamShape>(route: AdminRoute<S>): AdminRo
   return route;
 }
 
-export async function runRoute<S extends ParamShape>(
-  route: AdminRoute<S>,
-  ctx: PortalContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<void> {
+export async function runRoute<S extends ParamShape>(route: AdminRoute<S>, ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const input = route.input?.(request) ?? (route.source === 'query' ? request.query : request.body);
   const params = readParams(route.source, input, route.params);
   const response = await route.handle(ctx, params, request);

@@ -32,7 +32,11 @@ const OUTAGE_MESSAGES: Readonly<Record<StorageOutage, { readonly log: string; re
 };
 
 export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
-  return reply.code(status).headers(headers).type('application/json').send(JSON.stringify({ error: message }));
+  return reply
+    .code(status)
+    .headers(headers)
+    .type('application/json')
+    .send(JSON.stringify({ error: message }));
 }
 
 export function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {

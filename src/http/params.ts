@@ -30,7 +30,10 @@ const withoutNul = (value: string) => !value.includes('\u0000');
 
 export const param = {
   userId: z.string().refine(lengthBetween(1, 255)).refine(withoutNul).transform(asUserId),
-  profileId: z.string().regex(/^[a-zA-Z0-9-.]+$/).transform(asProfileId),
+  profileId: z
+    .string()
+    .regex(/^[a-zA-Z0-9-.]+$/)
+    .transform(asProfileId),
   displayName: z.string().refine(lengthBetween(1, 64)).refine(withoutNul),
   /** WireGuard public key or OpenVPN Common Name: Base64 of 32 bytes. */
   connectionId: z.string().refine(isWireGuardKey).transform(asConnectionId),

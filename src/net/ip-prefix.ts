@@ -202,19 +202,12 @@ export function prefixSize(prefix: IpPrefix): bigint {
 }
 
 export function prefixContainsAddress(prefix: IpPrefix, address: IpAddress): boolean {
-  return (
-    prefix.family === address.family &&
-    (address.value & networkMask(prefix.family, prefix.length)) === prefix.network
-  );
+  return prefix.family === address.family && (address.value & networkMask(prefix.family, prefix.length)) === prefix.network;
 }
 
 /** True when every address of `inner` is also in `outer` (equal prefixes contain each other). */
 export function prefixContains(outer: IpPrefix, inner: IpPrefix): boolean {
-  return (
-    outer.family === inner.family &&
-    outer.length <= inner.length &&
-    (inner.network & networkMask(outer.family, outer.length)) === outer.network
-  );
+  return outer.family === inner.family && outer.length <= inner.length && (inner.network & networkMask(outer.family, outer.length)) === outer.network;
 }
 
 /** True when the two prefixes share at least one address (for CIDR blocks: one contains the other). */

@@ -1,13 +1,7 @@
 // The set of routed prefixes given to a WireGuard client as `AllowedIPs`
 // (reference §6.3, "AllowedIPs construction").
 
-import {
-  formatIpPrefix,
-  halvePrefix,
-  type IpPrefix,
-  parseIpPrefix,
-  prefixContains,
-} from './ip-prefix.js';
+import { formatIpPrefix, halvePrefix, type IpPrefix, parseIpPrefix, prefixContains } from './ip-prefix.js';
 
 /**
  * A list of prefixes kept free of redundancy: no member is covered by another.

@@ -75,7 +75,12 @@ export class HttpNodeDaemon implements NodeDaemon {
   async nodeInfo(): Promise<DaemonNodeInfo> {
     // Older vpn-daemons send fewer fields; only what is there counts.
     const info = this.parse(nodeInfoSchema.partial(), await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo), VPN_DAEMON_PATHS.nodeInfo);
-    return { nodeUptime: info.node_uptime ?? 0, maintenanceMode: info.maintenance_mode ?? false, instanceId: info.instance_id ?? null, maxRevision: info.max_revision ?? null };
+    return {
+      nodeUptime: info.node_uptime ?? 0,
+      maintenanceMode: info.maintenance_mode ?? false,
+      instanceId: info.instance_id ?? null,
+      maxRevision: info.max_revision ?? null,
+    };
   }
 
   async peerList(showAll: boolean): Promise<DaemonPeer[]> {

@@ -17,7 +17,9 @@ const WATCH_INTERVAL_MS = 2_000;
 /** Why a node needs a reconcile pass now. */
 export type ReconcileReason = 'answers again' | 'lost its peers';
 
-export type NodeStateChange = { readonly nodeNumber: NodeNumber; readonly up: true } | { readonly nodeNumber: NodeNumber; readonly up: false; readonly reason: string };
+export type NodeStateChange =
+  | { readonly nodeNumber: NodeNumber; readonly up: true }
+  | { readonly nodeNumber: NodeNumber; readonly up: false; readonly reason: string };
 
 interface NodeState {
   /** Clock time of the first failure of the current outage; null while the node answers. */
@@ -128,9 +130,7 @@ export class NodeFleet {
   }
 
   private async watchAll(): Promise<void> {
-    await Promise.all(
-      [...this.daemons.values()].filter((daemon) => !this.isDown(daemon.nodeNumber)).map((daemon) => this.look(daemon, 'node_info')),
-    );
+    await Promise.all([...this.daemons.values()].filter((daemon) => !this.isDown(daemon.nodeNumber)).map((daemon) => this.look(daemon, 'node_info')));
   }
 
   private async probeDown(): Promise<void> {

@@ -111,9 +111,7 @@ export class CertificateAuthority {
       throw new Error(`cannot issue a certificate that expires (${options.notAfter.toISOString()}) before it is issued (${options.now.toISOString()})`);
     }
     if (options.notAfter.getTime() > this.notAfter.getTime()) {
-      throw new Error(
-        `cannot issue a certificate valid until ${options.notAfter.toISOString()}: the CA expires at ${this.notAfter.toISOString()}`,
-      );
+      throw new Error(`cannot issue a certificate valid until ${options.notAfter.toISOString()}: the CA expires at ${this.notAfter.toISOString()}`);
     }
     return this.#issue({
       commonName: options.commonName,
@@ -150,13 +148,7 @@ export class CertificateAuthority {
     return certificate.verify({ publicKey: this.#certificate.publicKey, signatureOnly: true }, crypto);
   }
 
-  async #issue(options: {
-    commonName: string;
-    profileId: string;
-    now: Date;
-    notAfter: Date;
-    extensions: x509.Extension[];
-  }): Promise<IssuedCredentials> {
+  async #issue(options: { commonName: string; profileId: string; now: Date; notAfter: Date; extensions: x509.Extension[] }): Promise<IssuedCredentials> {
     if (options.commonName === '' || options.profileId === '') {
       throw new Error('a certificate needs a non-empty common name and profile id');
     }

@@ -6,27 +6,10 @@
 // written under a temporary name first, then linked (never overwriting) or renamed (when
 // replacing on purpose) to its final name. A reader never sees half a file.
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  linkSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  CertificateAuthority,
-  type CertificateSummary,
-  type IssuedCredentials,
-  keyMatchesCertificate,
-  summarizeCertificate,
-} from './certificate-authority.js';
+import { CertificateAuthority, type CertificateSummary, type IssuedCredentials, keyMatchesCertificate, summarizeCertificate } from './certificate-authority.js';
 import { generateTlsCryptKey, isTlsCryptKey } from './tls-crypt.js';
 
 /** Files are re-checked at most this often, so a replaced CA or key takes effect within a second. */
@@ -149,9 +132,7 @@ export class OpenVpnKeys {
       const { summary, credentials } = stored;
       // Near its end a certificate is replaced, unless the CA ends just as soon: a new one
       // would not last longer, and replacing it on every request only restarts OpenVPN.
-      const endsSoon =
-        summary.notAfter.getTime() - now.getTime() <= SERVER_RENEW_BEFORE_MS &&
-        summary.notAfter.getTime() < ca.notAfter.getTime();
+      const endsSoon = summary.notAfter.getTime() - now.getTime() <= SERVER_RENEW_BEFORE_MS && summary.notAfter.getTime() < ca.notAfter.getTime();
       const stillGood =
         summary.commonName === hostName &&
         summary.organizationalUnit === profileId &&
@@ -185,10 +166,7 @@ export class OpenVpnKeys {
 
   async #loadCa(): Promise<CertificateAuthority | null> {
     if (!this.#caFilesPresent()) return null;
-    const [certificatePem, privateKeyPem] = await Promise.all([
-      readFile(this.caCertificatePath, 'utf8'),
-      readFile(this.caKeyPath, 'utf8'),
-    ]);
+    const [certificatePem, privateKeyPem] = await Promise.all([readFile(this.caCertificatePath, 'utf8'), readFile(this.caKeyPath, 'utf8')]);
     try {
       return await CertificateAuthority.load(certificatePem, privateKeyPem);
     } catch (error) {
@@ -274,10 +252,7 @@ function replaceFile(file: string, content: string): void {
   }
 }
 
-function readServerCredentials(
-  certificateFile: string,
-  keyFile: string,
-): { summary: CertificateSummary; credentials: IssuedCredentials } | null {
+function readServerCredentials(certificateFile: string, keyFile: string): { summary: CertificateSummary; credentials: IssuedCredentials } | null {
   const certificatePem = readIfPresent(certificateFile)?.trim();
   const privateKeyPem = readIfPresent(keyFile)?.trim();
   if (certificatePem === undefined || privateKeyPem === undefined) return null;

@@ -8,16 +8,7 @@
 // certificate, no password). No scripts run on the node.
 
 import type { OpenVpnProfileSettings, Profile, ProfileNode } from '../config/portal-config.js';
-import {
-  addressAt,
-  formatIpAddress,
-  formatIpPrefix,
-  type IpPrefix,
-  makePrefix,
-  parseIpAddress,
-  parseIpPrefix,
-  splitPrefix,
-} from '../net/ip-prefix.js';
+import { addressAt, formatIpAddress, formatIpPrefix, type IpPrefix, makePrefix, parseIpAddress, parseIpPrefix, splitPrefix } from '../net/ip-prefix.js';
 import { PrefixList } from '../net/prefix-list.js';
 
 export interface OpenVpnServerProfileInput {
@@ -56,10 +47,7 @@ const IPV6_PROCESS_PREFIX_LENGTH = 112;
 /** `topology subnet` needs at least a /29 per process. */
 const LONGEST_IPV4_PROCESS_PREFIX = 29;
 
-export function renderOpenVpnServerFiles(
-  profiles: readonly OpenVpnServerProfileInput[],
-  settings: OpenVpnServerNodeSettings,
-): OpenVpnServerFile[] {
+export function renderOpenVpnServerFiles(profiles: readonly OpenVpnServerProfileInput[], settings: OpenVpnServerNodeSettings): OpenVpnServerFile[] {
   const files: OpenVpnServerFile[] = [];
   // tun devices are numbered across all profiles of the node, so none is used twice.
   let tunNumber = 0;
@@ -214,9 +202,7 @@ function routes(profile: Profile, blockLan: boolean): string[] {
 }
 
 function routeOption(prefix: IpPrefix): string {
-  return prefix.family === 4
-    ? `route ${formatIpAddress({ family: 4, value: prefix.network })} ${netmask(prefix)}`
-    : `route-ipv6 ${formatIpPrefix(prefix)}`;
+  return prefix.family === 4 ? `route ${formatIpAddress({ family: 4, value: prefix.network })} ${netmask(prefix)}` : `route-ipv6 ${formatIpPrefix(prefix)}`;
 }
 
 /**

@@ -30,8 +30,14 @@ export const serverConfigForm = z.object({
   /** Profiles this node serves (repeated); absent: every profile that names the node. */
   profile_id_list: z.union([profileId, z.array(profileId)]).optional(),
   /** Unix user and group the OpenVPN processes drop to. */
-  vpn_user: z.string().regex(/^[_a-zA-Z0-9]+$/).optional(),
-  vpn_group: z.string().regex(/^[_a-zA-Z0-9]+$/).optional(),
+  vpn_user: z
+    .string()
+    .regex(/^[_a-zA-Z0-9]+$/)
+    .optional(),
+  vpn_group: z
+    .string()
+    .regex(/^[_a-zA-Z0-9]+$/)
+    .optional(),
   /** AES-256-GCM first in `data-ciphers` (the node's CPU has AES instructions). */
   prefer_aes: yesNo.optional(),
   /** Absolute folder of the management sockets; written into server files, so no special characters. */
@@ -53,7 +59,10 @@ export const wireGuardServerConfigSchema = z.object({
   /** The gateway address of every WireGuard profile range on this node, IPv4 first. */
   addressList: z.array(cidrText).min(1),
   /** Null unless WireGuard over TCP is enabled: the node's host names its ProxyGuard relay answers for. Absent from older portals. */
-  proxyGuard: z.object({ hostNames: z.array(z.string().min(1)) }).nullable().optional(),
+  proxyGuard: z
+    .object({ hostNames: z.array(z.string().min(1)) })
+    .nullable()
+    .optional(),
 });
 
 const OPENVPN_FILE_NAME = /^[a-zA-Z0-9-.]+-\d+\.conf$/;

@@ -104,7 +104,12 @@ const ipNetSchema = z
 
 /** Optional, at most once: a non-negative integer that fits a double exactly. */
 const revisionSchema = z
-  .array(z.string().regex(/^[0-9]{1,15}$/, 'must be a non-negative integer').transform(Number))
+  .array(
+    z
+      .string()
+      .regex(/^[0-9]{1,15}$/, 'must be a non-negative integer')
+      .transform(Number),
+  )
   .max(1, 'may be given at most once')
   .transform((values) => values[0] ?? null);
 const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema, revision: revisionSchema });

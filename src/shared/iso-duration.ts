@@ -13,8 +13,7 @@ export interface IsoDuration {
   readonly seconds: number;
 }
 
-const DESIGNATOR_FORM =
-  /^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
+const DESIGNATOR_FORM = /^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
 const ALTERNATIVE_FORM = /^P(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$/;
 
 export function parseIsoDuration(text: string): IsoDuration | null {
@@ -59,16 +58,8 @@ export function isIsoDuration(text: string): boolean {
 /** `start + duration` on the UTC calendar. */
 export function addDuration(start: Date, duration: IsoDuration): Date {
   const result = new Date(start.getTime());
-  result.setUTCFullYear(
-    result.getUTCFullYear() + duration.years,
-    result.getUTCMonth() + duration.months,
-    result.getUTCDate() + duration.days,
-  );
-  result.setUTCHours(
-    result.getUTCHours() + duration.hours,
-    result.getUTCMinutes() + duration.minutes,
-    result.getUTCSeconds() + duration.seconds,
-  );
+  result.setUTCFullYear(result.getUTCFullYear() + duration.years, result.getUTCMonth() + duration.months, result.getUTCDate() + duration.days);
+  result.setUTCHours(result.getUTCHours() + duration.hours, result.getUTCMinutes() + duration.minutes, result.getUTCSeconds() + duration.seconds);
   return result;
 }
 

@@ -37,23 +37,12 @@ export async function findCertificate(db: Executor, commonName: string): Promise
 }
 
 export async function certificatesOfUser(db: Executor, userId: UserId): Promise<OpenVpnCertificate[]> {
-  const rows = await db
-    .selectFrom('certificates')
-    .selectAll()
-    .where('user_id', '=', userId)
-    .orderBy('expires_at', 'desc')
-    .orderBy('common_name')
-    .execute();
+  const rows = await db.selectFrom('certificates').selectAll().where('user_id', '=', userId).orderBy('expires_at', 'desc').orderBy('common_name').execute();
   return rows.map(toCertificate);
 }
 
 export async function findCertificateOfUser(db: Executor, userId: UserId, commonName: ConnectionId): Promise<OpenVpnCertificate | undefined> {
-  const row = await db
-    .selectFrom('certificates')
-    .selectAll()
-    .where('common_name', '=', commonName)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const row = await db.selectFrom('certificates').selectAll().where('common_name', '=', commonName).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toCertificate(row);
 }
 
@@ -92,18 +81,15 @@ export async function activeCertificates(
 /** Expired configurations, oldest first, at most `limit` of them. */
 /** The earliest expiry of any OpenVPN configuration (expired ones included), or null when there is none. */
 export async function earliestCertificateExpiry(db: Executor): Promise<string | null> {
-  const row = await db.selectFrom('certificates').select((eb) => eb.fn.min('expires_at').as('earliest')).executeTakeFirst();
+  const row = await db
+    .selectFrom('certificates')
+    .select((eb) => eb.fn.min('expires_at').as('earliest'))
+    .executeTakeFirst();
   return row?.earliest ?? null;
 }
 
 export async function expiredCertificates(db: Executor, now: string, limit: number): Promise<OpenVpnCertificate[]> {
-  const rows = await db
-    .selectFrom('certificates')
-    .selectAll()
-    .where('expires_at', '<=', now)
-    .orderBy('expires_at')
-    .limit(limit)
-    .execute();
+  const rows = await db.selectFrom('certificates').selectAll().where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
   return rows.map(toCertificate);
 }
 

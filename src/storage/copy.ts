@@ -96,9 +96,7 @@ async function copyTable(reader: AnyTransaction, writer: AnyTransaction, table: 
     for (const column of key) query = query.orderBy(column);
     if (last !== undefined) {
       const after = last;
-      query = query.where(
-        sql<boolean>`(${sql.join(key.map((column) => sql.ref(column)))}) > (${sql.join(key.map((column) => after[column]))})`,
-      );
+      query = query.where(sql<boolean>`(${sql.join(key.map((column) => sql.ref(column)))}) > (${sql.join(key.map((column) => after[column]))})`);
     }
     const rows = await query.limit(BATCH_ROWS).execute();
     if (rows.length === 0) return copied;
@@ -109,10 +107,7 @@ async function copyTable(reader: AnyTransaction, writer: AnyTransaction, table: 
 }
 
 async function countRows(db: AnyTransaction, table: string): Promise<number> {
-  const row = await db
-    .selectFrom(table)
-    .select(sql<number | string>`COUNT(*)`.as('count'))
-    .executeTakeFirstOrThrow();
+  const row = await db.selectFrom(table).select(sql<number | string>`COUNT(*)`.as('count')).executeTakeFirstOrThrow();
   // PostgreSQL returns COUNT(*) as a bigint, which pg hands over as a string.
   return Number(row['count']);
 }

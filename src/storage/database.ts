@@ -97,9 +97,7 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
   const timeoutMs = options.timeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
   if (location.dialect === 'postgres') {
     const statementLimits =
-      options.limitStatements === true
-        ? { statement_timeout: timeoutMs, idle_in_transaction_session_timeout: timeoutMs, query_timeout: timeoutMs }
-        : {};
+      options.limitStatements === true ? { statement_timeout: timeoutMs, idle_in_transaction_session_timeout: timeoutMs, query_timeout: timeoutMs } : {};
     // Parameters in the URL win over these (pg gives the connection string precedence).
     const pool = new pg.Pool({
       connectionString: location.url,

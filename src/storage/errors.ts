@@ -49,7 +49,8 @@ const READ_ONLY = /^(SQLITE_READONLY(_\w+)?|25006)$/;
 // shutdown / cannot connect now, 25P03 idle_in_transaction_session_timeout, class 53 insufficient
 // resources (too many connections, out of memory), class 08 connection exceptions; the network
 // errors of opening a connection.
-const UNAVAILABLE = /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|DATABASE_UNREACHABLE|55P03|57014|57P0[13]|25P03|53\d\d\d|08\d\d\d)$/;
+const UNAVAILABLE =
+  /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|DATABASE_UNREACHABLE|55P03|57014|57P0[13]|25P03|53\d\d\d|08\d\d\d)$/;
 
 export function storageOutage(error: unknown): StorageOutage | null {
   if (typeof error !== 'object' || error === null) return null;

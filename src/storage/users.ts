@@ -42,7 +42,11 @@ async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Pr
 }
 
 export async function setUserDisabled(db: Executor, userId: UserId, disabled: boolean): Promise<void> {
-  await db.updateTable('users').set({ is_disabled: disabled ? 1 : 0 }).where('user_id', '=', userId).execute();
+  await db
+    .updateTable('users')
+    .set({ is_disabled: disabled ? 1 : 0 })
+    .where('user_id', '=', userId)
+    .execute();
 }
 
 export async function deleteUser(db: Executor, userId: UserId): Promise<void> {

@@ -60,7 +60,11 @@ export async function stampPeersOfUser(trx: Transaction<Database>, userId: UserI
 
 /** Gives every configuration on a node a new revision (after the counter was moved past the node's). */
 export async function stampPeersOfNode(trx: Transaction<Database>, nodeNumber: NodeNumber): Promise<number> {
-  const result = await trx.updateTable('wg_peers').set({ revision: await revisionValue(trx) }).where('node_number', '=', nodeNumber).executeTakeFirst();
+  const result = await trx
+    .updateTable('wg_peers')
+    .set({ revision: await revisionValue(trx) })
+    .where('node_number', '=', nodeNumber)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
@@ -72,23 +76,12 @@ export async function peersWithKeys(db: Executor, publicKeys: readonly string[])
 }
 
 export async function peersOfUser(db: Executor, userId: UserId): Promise<WireGuardPeer[]> {
-  const rows = await db
-    .selectFrom('wg_peers')
-    .selectAll()
-    .where('user_id', '=', userId)
-    .orderBy('expires_at', 'desc')
-    .orderBy('public_key')
-    .execute();
+  const rows = await db.selectFrom('wg_peers').selectAll().where('user_id', '=', userId).orderBy('expires_at', 'desc').orderBy('public_key').execute();
   return rows.map(toPeer);
 }
 
 export async function findPeerOfUser(db: Executor, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
-  const row = await db
-    .selectFrom('wg_peers')
-    .selectAll()
-    .where('public_key', '=', publicKey)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const row = await db.selectFrom('wg_peers').selectAll().where('public_key', '=', publicKey).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toPeer(row);
 }
 
@@ -110,10 +103,7 @@ export async function deletePeersOfUser(db: Executor, userId: UserId): Promise<W
 }
 
 /** Configurations that should be on the nodes: user enabled and not expired. */
-export async function activePeers(
-  db: Executor,
-  filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] },
-): Promise<WireGuardPeer[]> {
+export async function activePeers(db: Executor, filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] }): Promise<WireGuardPeer[]> {
   let query = db
     .selectFrom('wg_peers')
     .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
@@ -181,19 +171,16 @@ export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now:
 
 /** The earliest expiry of any configuration (expired ones included), or null when there is none. */
 export async function earliestPeerExpiry(db: Executor): Promise<string | null> {
-  const row = await db.selectFrom('wg_peers').select((eb) => eb.fn.min('expires_at').as('earliest')).executeTakeFirst();
+  const row = await db
+    .selectFrom('wg_peers')
+    .select((eb) => eb.fn.min('expires_at').as('earliest'))
+    .executeTakeFirst();
   return row?.earliest ?? null;
 }
 
 /** Expired configurations, oldest first, at most `limit` of them. */
 export async function expiredPeers(db: Executor, now: string, limit: number): Promise<WireGuardPeer[]> {
-  const rows = await db
-    .selectFrom('wg_peers')
-    .selectAll()
-    .where('expires_at', '<=', now)
-    .orderBy('expires_at')
-    .limit(limit)
-    .execute();
+  const rows = await db.selectFrom('wg_peers').selectAll().where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
   return rows.map(toPeer);
 }
 

@@ -5,14 +5,7 @@
 // the network address and offset 1 the node's own interface address (the gateway),
 // and the last IPv4 address is the broadcast address, hence 2^(32 − p4) − 3 clients.
 
-import {
-  addressAt,
-  addressBits,
-  formatIpAddress,
-  type IpPrefix,
-  parseIpPrefix,
-  prefixSize,
-} from '../net/ip-prefix.js';
+import { addressAt, addressBits, formatIpAddress, type IpPrefix, parseIpPrefix, prefixSize } from '../net/ip-prefix.js';
 
 /** Addresses before the first client: the network address and the gateway. */
 const FIRST_CLIENT_OFFSET = 2;
@@ -83,9 +76,7 @@ function checkPool(rangeFour: string, rangeSix: string): CheckedPool {
   const capacity = Number(prefixSize(four)) - 3;
   // The last IPv6 partner is network + 2 + (capacity − 1); it must still lie inside the range.
   if (BigInt(FIRST_CLIENT_OFFSET + capacity) > prefixSize(six)) {
-    throw new Error(
-      `WireGuard IPv6 range "${rangeSix}" is too small to pair with the ${capacity} addresses of "${rangeFour}"`,
-    );
+    throw new Error(`WireGuard IPv6 range "${rangeSix}" is too small to pair with the ${capacity} addresses of "${rangeFour}"`);
   }
   return { four, six, capacity };
 }

@@ -26,7 +26,7 @@ async function waitForEndpointNoted(lab: TunnelLab, publicKey: string): Promise<
     if (text.includes(publicKey)) return;
     await sleep(100);
   }
-  assert.fail('the node noted the device\'s endpoint within 15 s');
+  assert.fail("the node noted the device's endpoint within 15 s");
 }
 
 describe('a node that hangs or restarts, with a device pinging through it', () => {

@@ -141,7 +141,7 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
     await client.exec('wg-quick', ['down', file]);
   });
 
-  test('the WireGuard-over-TCP file names the local ProxyGuard client and the node\'s relay', async () => {
+  test("the WireGuard-over-TCP file names the local ProxyGuard client and the node's relay", async () => {
     const { text, file, interfaceName } = await createFile('application/x-wireguard+tcp-profile', 'Laptop (TCP)');
     const peer = parseWireGuardFile(text).peer;
     assert.equal(peer.get('Endpoint'), '127.0.0.1:51820');
@@ -149,7 +149,14 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
     assert.equal(proxyEndpoint, `http://${nodeAddress}:${RELAY_PORT}/proxyguard/${nodeAddress}`);
 
     // ProxyEndpoint is for the ProxyGuard client; wg itself does not know the key.
-    await writeFile(file, text.split('\n').filter((line) => !line.startsWith('ProxyEndpoint')).join('\n'), { mode: 0o600 });
+    await writeFile(
+      file,
+      text
+        .split('\n')
+        .filter((line) => !line.startsWith('ProxyEndpoint'))
+        .join('\n'),
+      { mode: 0o600 },
+    );
     tcpDevice = { interfaceName, publicKey: '' };
   });
 

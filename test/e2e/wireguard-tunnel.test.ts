@@ -179,7 +179,10 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
       assert.deepEqual((await connectedUsers()).connected_users, { [PROFILE]: [] });
       // show_all=on lists configurations, whatever their handshakes.
       const all = (await portal.get('/connection_list', { show_all: 'on' })).json() as { connection_list: Record<string, ConnectionEntry[]> };
-      assert.deepEqual(all.connection_list[PROFILE]?.map((entry) => entry.connection_id), [device.publicKey]);
+      assert.deepEqual(
+        all.connection_list[PROFILE]?.map((entry) => entry.connection_id),
+        [device.publicKey],
+      );
     } finally {
       pinnedNow = null;
     }

@@ -150,7 +150,10 @@ export class NetnsLab {
     const aName = this.interfaceName('va');
     const bName = this.interfaceName('vb');
     await hostExec('ip', ['link', 'add', 'dev', aName, 'type', 'veth', 'peer', 'name', bName]);
-    for (const [name, end] of [[aName, a], [bName, b]] as const) {
+    for (const [name, end] of [
+      [aName, a],
+      [bName, b],
+    ] as const) {
       if (end.namespace === null) this.#hostInterfaces.push(name);
       else await hostExec('ip', ['link', 'set', 'dev', name, 'netns', end.namespace.name]);
       const inside = end.namespace === null ? hostExec : end.namespace.exec.bind(end.namespace);

@@ -36,9 +36,21 @@ export class TestPki {
     const caCertificate = join(directory, 'ca.crt');
     await hostExec('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', caKey]);
     await hostExec('openssl', [
-      'req', '-x509', '-new', '-key', caKey, '-subj', '/CN=VPN CA', '-days', '2', '-out', caCertificate,
-      '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0',
-      '-addext', 'keyUsage=critical,digitalSignature,keyCertSign',
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      caKey,
+      '-subj',
+      '/CN=VPN CA',
+      '-days',
+      '2',
+      '-out',
+      caCertificate,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE,pathlen:0',
+      '-addext',
+      'keyUsage=critical,digitalSignature,keyCertSign',
     ]);
     const tlsCryptFile = join(directory, 'tls-crypt.key');
     await hostExec('openvpn', ['--genkey', 'tls-crypt', tlsCryptFile]);
@@ -56,13 +68,33 @@ export class TestPki {
   async #issue(organizationalUnit: string, commonName: string, usage: 'serverAuth' | 'clientAuth'): Promise<CertificateAndKey> {
     const base = join(this.#directory, `cert-${(this.#serial += 1)}`);
     // The subject comes from a config file: Base64 names contain "/" and "+", which -subj would split.
-    await writeFile(`${base}.cnf`, ['[req]', 'prompt = no', 'distinguished_name = dn', '[dn]', `OU = ${organizationalUnit}`, `CN = ${commonName}`, ''].join('\n'));
-    await writeFile(`${base}.ext`, ['basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature', `extendedKeyUsage = ${usage}`, ''].join('\n'));
+    await writeFile(
+      `${base}.cnf`,
+      ['[req]', 'prompt = no', 'distinguished_name = dn', '[dn]', `OU = ${organizationalUnit}`, `CN = ${commonName}`, ''].join('\n'),
+    );
+    await writeFile(
+      `${base}.ext`,
+      ['basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature', `extendedKeyUsage = ${usage}`, ''].join('\n'),
+    );
     await hostExec('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', `${base}.key`]);
     await hostExec('openssl', ['req', '-new', '-key', `${base}.key`, '-config', `${base}.cnf`, '-out', `${base}.csr`]);
     await hostExec('openssl', [
-      'x509', '-req', '-in', `${base}.csr`, '-CA', join(this.#directory, 'ca.crt'), '-CAkey', join(this.#directory, 'ca.key'),
-      '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-days', '1', '-extfile', `${base}.ext`, '-out', `${base}.crt`,
+      'x509',
+      '-req',
+      '-in',
+      `${base}.csr`,
+      '-CA',
+      join(this.#directory, 'ca.crt'),
+      '-CAkey',
+      join(this.#directory, 'ca.key'),
+      '-set_serial',
+      `0x${randomBytes(16).toString('hex')}`,
+      '-days',
+      '1',
+      '-extfile',
+      `${base}.ext`,
+      '-out',
+      `${base}.crt`,
     ]);
     return { certificate: (await readFile(`${base}.crt`, 'utf8')).trim(), privateKey: (await readFile(`${base}.key`, 'utf8')).trim() };
   }

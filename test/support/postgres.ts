@@ -9,7 +9,9 @@ import pg from 'pg';
 export function postgresServerUrl(): string {
   const url = process.env['TEST_POSTGRES_URL'] ?? process.env['TEST_DATABASE_URL'];
   if (url === undefined || url === '') {
-    throw new Error('this test needs a PostgreSQL server: run it through test/run.sh (which starts a throw-away one), or set TEST_POSTGRES_URL=postgres://USER:PASSWORD@HOST:PORT/postgres');
+    throw new Error(
+      'this test needs a PostgreSQL server: run it through test/run.sh (which starts a throw-away one), or set TEST_POSTGRES_URL=postgres://USER:PASSWORD@HOST:PORT/postgres',
+    );
   }
   return url;
 }

@@ -90,11 +90,29 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     });
   }
   try {
-    run('initdb', ['-D', data, '-U', 'postgres', `--pwfile=${passwordFile}`, '--auth-host=scram-sha-256', '--auth-local=trust', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
+    run('initdb', [
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      `--pwfile=${passwordFile}`,
+      '--auth-host=scram-sha-256',
+      '--auth-local=trust',
+      '--encoding=UTF8',
+      '--locale=C.UTF-8',
+      '--no-sync',
+    ]);
     const port = await freePort();
     run('pg_ctl', [
-      '-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '30',
-      '-o', `-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '30',
+      '-o',
+      `-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
       'start',
     ]);
     url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
@@ -115,12 +133,16 @@ function postgresBin(): string {
     // not on PATH
   }
   const base = '/usr/lib/postgresql';
-  const versions = existsSync(base) ? readdirSync(base).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(base)
+    ? readdirSync(base)
+        .filter((name) => /^\d+$/.test(name))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const version of versions) {
     const bin = path.join(base, version, 'bin');
     if (existsSync(path.join(bin, 'pg_ctl')) && existsSync(path.join(bin, 'initdb'))) return bin;
   }
-  throw new Error('PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian\'s postgresql package (.ci/run does)');
+  throw new Error("PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's postgresql package (.ci/run does)");
 }
 
 /** PostgreSQL refuses to run as root: the server runs as `postgres`, made when missing. */

@@ -75,7 +75,9 @@ export async function raceDisablesAgainstRecovery(options: RaceOptions): Promise
           const user = ownerOf.get(key);
           const answered = user === undefined ? undefined : disabledAt.get(user);
           if (answered !== undefined && answered < startedAt) {
-            violations.push(`${user}: ${key} on the node at +${Math.round(startedAt - origin)} ms, disable_user answered at +${Math.round(answered - origin)} ms`);
+            violations.push(
+              `${user}: ${key} on the node at +${Math.round(startedAt - origin)} ms, disable_user answered at +${Math.round(answered - origin)} ms`,
+            );
           }
         }
         // Keep looking for 3 s after the last disable: a late add would show up then.

@@ -165,7 +165,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       peersOnNode: () => wireGuardPeers(node, nodeInterface),
       async provisionDevice(userId, displayName) {
         const device = requireClient();
-        const created = await firstPortal.post('/create', { user_id: userId, profile_id: LAB_PROFILE, display_name: displayName }, { accept: 'application/x-wireguard-profile' });
+        const created = await firstPortal.post(
+          '/create',
+          { user_id: userId, profile_id: LAB_PROFILE, display_name: displayName },
+          { accept: 'application/x-wireguard-profile' },
+        );
         assert.equal(created.status, 200, created.text);
         const interfaceName = lab.interfaceName('wgc');
         const file = join(directory, `${interfaceName}.conf`);

@@ -12,4 +12,3 @@ export function toDaemonPeer(peer: WgPeer): DaemonPeer {
     bytes_out: peer.bytesSent,
   };
 }
-

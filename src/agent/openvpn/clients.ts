@@ -181,7 +181,10 @@ export class OpenVpnClients {
     const layout = poolLayoutFromEnv(env);
     const addresses = layout === null ? null : allocateAddresses(layout, (address) => this.#isTaken(address));
     if (layout === null || addresses === null) {
-      logger.error({ server, commonName, cid }, layout === null ? 'OpenVPN client refused: the server has no IPv4 address pool' : 'OpenVPN client refused: no free address in the pool');
+      logger.error(
+        { server, commonName, cid },
+        layout === null ? 'OpenVPN client refused: the server has no IPv4 address pool' : 'OpenVPN client refused: no free address in the pool',
+      );
       await this.#deny(cid, kid, DENY_REASON.pool);
       return;
     }
@@ -208,7 +211,8 @@ export class OpenVpnClients {
     if (verdict.allowed) record.reportable = true;
     if (!verdict.allowed || record.gone || record.revoked) {
       this.#forget(record);
-      if (!record.gone) await this.#deny(cid, kid, verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable);
+      if (!record.gone)
+        await this.#deny(cid, kid, verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable);
       this.#logRefusal(verdict, record);
       return;
     }
@@ -251,7 +255,10 @@ export class OpenVpnClients {
       this.#records.set(cid, record);
     }
     if (env.get('X509_0_OU') !== profileId || commonName !== record.commonName) {
-      logger.warn({ server, profileId, certificateProfile: env.get('X509_0_OU'), commonName, cid }, 'OpenVPN client refused at renegotiation: its certificate is for another profile');
+      logger.warn(
+        { server, profileId, certificateProfile: env.get('X509_0_OU'), commonName, cid },
+        'OpenVPN client refused at renegotiation: its certificate is for another profile',
+      );
       await this.#denyAndKill(cid, kid, DENY_REASON.profile);
       return;
     }
@@ -305,7 +312,14 @@ export class OpenVpnClients {
   }
 
   async #ask(commonName: string, originating: string, ipFour: string, ipSix: string | null, reauth = false): Promise<ConnectVerdict> {
-    return this.#options.portal.authorizeConnect({ profileId: this.#options.profileId, commonName, originatingIp: originating, ipFour, ipSix: ipSix ?? '', reauth });
+    return this.#options.portal.authorizeConnect({
+      profileId: this.#options.profileId,
+      commonName,
+      originatingIp: originating,
+      ipFour,
+      ipSix: ipSix ?? '',
+      reauth,
+    });
   }
 
   #logRefusal(verdict: ConnectVerdict, record: ClientRecord): void {

@@ -150,7 +150,10 @@ export class ManagementConnection {
     if (command === undefined) return;
     const timer = setTimeout(() => {
       // The answer can no longer be matched to its command: start over with a new connection.
-      this.#options.logger.warn({ socket: this.#options.socketPath, command: verbOf(command.line) }, 'OpenVPN did not answer a management command in time; reconnecting');
+      this.#options.logger.warn(
+        { socket: this.#options.socketPath, command: verbOf(command.line) },
+        'OpenVPN did not answer a management command in time; reconnecting',
+      );
       this.#socket?.destroy();
     }, this.#options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
     this.#current = { command, lines: [], timer };

@@ -68,7 +68,9 @@ export class OpenVpnService implements OpenVpnConnections {
         }
       }),
     );
-    return perServer.flat().flatMap((client) => (client.ipFour === null ? [] : [{ commonName: client.commonName, ipFour: client.ipFour, ipSix: client.ipSix }]));
+    return perServer
+      .flat()
+      .flatMap((client) => (client.ipFour === null ? [] : [{ commonName: client.commonName, ipFour: client.ipFour, ipSix: client.ipSix }]));
   }
 
   async disconnect(commonName: string): Promise<void> {
@@ -136,7 +138,8 @@ export class OpenVpnService implements OpenVpnConnections {
     const started = await Promise.all(starting.map((file) => this.#start(file)));
     const removed = await removeOtherServerFiles(settings.configDir, new Set(wanted.keys()));
     if (removed.length > 0) logger.info({ files: removed }, 'removed OpenVPN server files the portal no longer sends');
-    if (starting.length > 0) logger.info({ started: started.filter(Boolean).length, of: starting.length, running: this.#servers.size }, 'OpenVPN servers applied');
+    if (starting.length > 0)
+      logger.info({ started: started.filter(Boolean).length, of: starting.length, running: this.#servers.size }, 'OpenVPN servers applied');
   }
 
   async #start(file: OpenVpnServerFile): Promise<boolean> {

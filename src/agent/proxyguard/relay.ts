@@ -255,7 +255,7 @@ class PendingConnections {
     this.#warnedAt = now;
     this.#logger.warn(
       { maxPendingRequests: this.#max },
-      'ProxyGuard: every handshake slot is taken (slow or stuck clients); new connections take the oldest ones\' slots',
+      "ProxyGuard: every handshake slot is taken (slow or stuck clients); new connections take the oldest ones' slots",
     );
   }
 }

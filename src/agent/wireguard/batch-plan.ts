@@ -15,9 +15,7 @@ export type PeerRequest =
   | { readonly kind: 'remove'; readonly publicKey: WireGuardKey };
 
 /** What the caller of a request learns: remove answers with the peer as it was, or null. */
-export type PeerRequestResult =
-  | { readonly kind: 'added' }
-  | { readonly kind: 'removed'; readonly peer: WgPeer | null };
+export type PeerRequestResult = { readonly kind: 'added' } | { readonly kind: 'removed'; readonly peer: WgPeer | null };
 
 export interface PeerBatchPlan {
   readonly changes: readonly PeerChange[];
@@ -29,10 +27,7 @@ export interface PeerBatchPlan {
  * applying them one by one, plus each request's own answer. `currentPeers` is the interface
  * before the batch; it only matters for removals.
  */
-export function planPeerBatch(
-  requests: readonly PeerRequest[],
-  currentPeers: ReadonlyMap<WireGuardKey, WgPeer>,
-): PeerBatchPlan {
+export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: ReadonlyMap<WireGuardKey, WgPeer>): PeerBatchPlan {
   // Latest known state of every touched peer; re-inserted on each touch so the final order
   // follows the last request per peer (matters only if two peers claim the same address).
   const touched = new Map<WireGuardKey, WgPeer | null>();
@@ -65,8 +60,7 @@ export function planPeerBatch(
     if (peer !== null) {
       const endpoint = endpoints.get(publicKey);
       changes.push({ kind: 'set', publicKey, allowedIps: peer.allowedIps, ...(endpoint === undefined ? {} : { endpoint }) });
-    }
-    else if (currentPeers.has(publicKey)) changes.push({ kind: 'remove', publicKey });
+    } else if (currentPeers.has(publicKey)) changes.push({ kind: 'remove', publicKey });
   }
   return { changes, results };
 }

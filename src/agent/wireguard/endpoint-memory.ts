@@ -41,7 +41,8 @@ export class EndpointMemory {
       const parsed = fileSchema.safeParse(JSON.parse(await readFile(this.#file, 'utf8')));
       if (parsed.success) this.#known = new Map(Object.entries(parsed.data.endpoints));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.#logger.warn({ file: this.#file, reason: (error as Error).message }, 'ignoring the endpoint memory file');
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.#logger.warn({ file: this.#file, reason: (error as Error).message }, 'ignoring the endpoint memory file');
     }
   }
 

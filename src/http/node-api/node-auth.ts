@@ -17,4 +17,3 @@ export function authenticatedNode(ctx: PortalContext, request: FastifyRequest): 
   }
   return nodeNumber;
 }
-

@@ -13,7 +13,8 @@ function bodyOrQuery(request: FastifyRequest): unknown {
 
 export const deleteUserAuthorizationsRoute = defineRoute({
   ...ADMIN_API_CALLS.deleteUserAuthorizations,
-  summary: "Delete a user's OAuth authorizations (configurations stay, nobody is disconnected); user_id may also be given in the query string, as the reference reads it",
+  summary:
+    "Delete a user's OAuth authorizations (configurations stay, nobody is disconnected); user_id may also be given in the query string, as the reference reads it",
   since: '3.5.4',
   source: 'post',
   input: bodyOrQuery,
