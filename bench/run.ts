@@ -177,8 +177,8 @@ async function measureGets(target: string, samples: number, auth: Record<string,
 
 function timestamps(): { now: string; expires: string } {
   return {
-    now: new Date().toISOString().slice(0, 19) + '+00:00',
-    expires: new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 19) + '+00:00',
+    now: `${new Date().toISOString().slice(0, 19)}+00:00`,
+    expires: `${new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 19)}+00:00`,
   };
 }
 

@@ -46,7 +46,7 @@ test('a key file written by hand with a trailing newline still authenticates', a
   t.after(() => portal.close());
 
   // An administrator writes the key file with an editor that adds a final newline.
-  const secret = 'c0ffee'.repeat(10) + 'beef';
+  const secret = `${'c0ffee'.repeat(10)}beef`;
   const keyFile = new KeyStore(portal.portal.ctx.config.keyDir).adminApiKeyPath;
   writeFileSync(keyFile, `${secret}\n`, { mode: 0o600 });
   assert.equal(readFileSync(keyFile, 'utf8'), `${secret}\n`);

@@ -26,7 +26,12 @@ function twoProfiles(nodeUrl: string): Partial<PortalConfigFile> {
 /** A clock the test moves by hand. */
 function manualClock(start: string): Clock & { advance(ms: number): void } {
   let now = new Date(start).getTime();
-  return { now: () => new Date(now), advance: (ms) => void (now += ms) };
+  return {
+    now: () => new Date(now),
+    advance: (ms) => {
+      now += ms;
+    },
+  };
 }
 
 async function provision(portal: TestPortal, userId: string, profileId: string, extra: Record<string, string> = {}): Promise<string> {

@@ -209,7 +209,7 @@ describe('OpenVPN servers run by the node agent', () => {
     assert.deepEqual(connectsOf(alice), [
       { profile_id: PROFILE, common_name: alice, originating_ip: clientAddress, ip_four: '198.19.10.2', ip_six: 'fd00:10::2' },
     ]);
-    const tunnel = await client.exec('ip', ['-o', 'address', 'show', 'dev', 'cl' + String(clientCount)]);
+    const tunnel = await client.exec('ip', ['-o', 'address', 'show', 'dev', `cl${String(clientCount)}`]);
     assert.match(tunnel.stdout, /inet 198\.19\.10\.2\/24/);
     assert.match(tunnel.stdout, /inet6 fd00:10::2\/112/);
 

@@ -168,7 +168,9 @@ test('one address holds at most listen.maxConnectionsPerAddress connections; oth
 
   const fromOneHost = await Promise.all(Array.from({ length: 10 }, () => openConnection(target, ATTACKER)));
   const fromProxy = await Promise.all(Array.from({ length: 10 }, () => openConnection(target, '127.0.0.3')));
-  t.after(() => [...fromOneHost, ...fromProxy].forEach((connection) => connection.socket.destroy()));
+  t.after(() => {
+    for (const connection of [...fromOneHost, ...fromProxy]) connection.socket.destroy();
+  });
   await sleep(500);
   const stillOpen = (connections: typeof fromOneHost): number => connections.filter((connection) => !connection.socket.destroyed).length;
   assert.equal(stillOpen(fromOneHost), 4, 'six of ten connections from one host are closed at once');

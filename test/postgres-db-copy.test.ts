@@ -40,7 +40,12 @@ const twoProfiles = {
 /** One second later at every reading, so every configuration has its own creation time. */
 function tickingClock(): Clock {
   let now = Date.now() - 3_600_000;
-  return { now: () => new Date((now += 1000)) };
+  return {
+    now: () => {
+      now += 1000;
+      return new Date(now);
+    },
+  };
 }
 
 async function provision(portal: TestPortal, userId: string, profileId = 'employees', displayName = 'Laptop'): Promise<{ key: string; address: string }> {

@@ -342,9 +342,11 @@ describe('many tunnels', () => {
       assert.match(error.body, /tunnel limit of 3/);
       return true;
     });
-    await assertEchoes(open[0]!, 'unaffected', 'the open tunnels keep working');
+    const [first, second] = open;
+    assert.ok(first !== undefined && second !== undefined);
+    await assertEchoes(first, 'unaffected', 'the open tunnels keep working');
 
-    open[1]!.socket.end();
+    second.socket.end();
     await waitUntil(() => relay.tunnelCount === 2, 'one slot is free again');
     const next = await tunnelTo(t, relay);
     await assertEchoes(next, 'welcome', 'a new tunnel takes the free slot');
@@ -442,10 +444,14 @@ describe('slow clients', () => {
       holders.push({ socket, closed: once(socket, 'close') });
       await sleep(20); // a clear order of arrival
     }
-    t.after(() => holders.forEach(({ socket }) => socket.destroy()));
+    t.after(() => {
+      for (const { socket } of holders) socket.destroy();
+    });
 
     const quick = await tunnelTo(t, relay);
-    await within(holders[0]!.closed, 'the oldest pending connection gives up its slot');
+    const [oldest] = holders;
+    assert.ok(oldest !== undefined);
+    await within(oldest.closed, 'the oldest pending connection gives up its slot');
     assert.deepEqual(
       holders.map(({ socket }) => socket.destroyed),
       [true, false, false, false],

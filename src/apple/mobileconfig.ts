@@ -39,6 +39,7 @@ export const WIREGUARD_IOS_BUNDLE_ID = 'com.wireguard.ios';
 const PAYLOAD_UUID_NAMESPACE = '960FA27E-84D2-43E5-A1B6-8E377DBFD98F';
 
 /** Characters XML 1.0 cannot carry even escaped; a display name may contain them. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they are replaced.
 const NOT_XML_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 export function renderAppleMobileconfig(profile: AppleProfileSettings, configuration: AppleConfigurationSettings): string {

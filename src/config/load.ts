@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { asNodeNumber, asProfileId, type NodeNumber } from '../shared/ids.js';
 import { parseIsoDuration, durationMilliseconds } from '../shared/iso-duration.js';
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';

@@ -1,5 +1,5 @@
 // Interface addresses with their prefix length (10.43.43.1/24), as `ip` and `wg` print them.
-import { formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily } from './ip-prefix.js';
+import { formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily, type IpPrefix } from './ip-prefix.js';
 
 /**
  * An address with a prefix length, host bits kept (an interface address such as
@@ -13,7 +13,7 @@ export interface Cidr {
 }
 
 export function parseCidr(text: string): Cidr | null {
-  let network;
+  let network: IpPrefix;
   try {
     // Validates the address and the prefix length; the network itself is not kept.
     network = parseIpPrefix(text);

@@ -66,7 +66,8 @@ export class TestPki {
   }
 
   async #issue(organizationalUnit: string, commonName: string, usage: 'serverAuth' | 'clientAuth'): Promise<CertificateAndKey> {
-    const base = join(this.#directory, `cert-${(this.#serial += 1)}`);
+    this.#serial += 1;
+    const base = join(this.#directory, `cert-${this.#serial}`);
     // The subject comes from a config file: Base64 names contain "/" and "+", which -subj would split.
     await writeFile(
       `${base}.cnf`,

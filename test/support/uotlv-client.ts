@@ -71,7 +71,7 @@ export async function openUotlvTunnel(proxyEndpoint: string, options: { connectT
 
   const takeFrames = (): void => {
     while (pending.length >= 2) {
-      const length = pending[0]! * 256 + pending[1]!;
+      const length = pending.readUInt16BE(0);
       if (pending.length < 2 + length) return;
       const frame = Buffer.from(pending.subarray(2, 2 + length));
       pending = pending.subarray(2 + length);

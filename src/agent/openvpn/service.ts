@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { CommandRunner } from '../process/command-runner.js';
 import type { OpenVpnSettings } from '../config.js';
-import { type OpenVpnConnection, type OpenVpnConnections } from '../daemon-api/server.js';
+import type { OpenVpnConnection, OpenVpnConnections } from '../daemon-api/server.js';
 import type { OpenVpnPortal } from './clients.js';
 import { ManagementUnavailableError } from './management.js';
 import { OpenVpnServer } from './server.js';
