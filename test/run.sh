@@ -6,7 +6,7 @@
 # For the PostgreSQL pass a throw-away server is started on loopback with a fresh data
 # directory, stopped and deleted on exit (test/support/throwaway-postgres.sh; Debian's
 # `postgresql` package provides the binaries). Every test portal then gets a database of its
-# own on it (TEST_DATABASE_URL). test/postgres-*.test.ts are about PostgreSQL itself (several
+# own on it (TEST_DATABASE_URL). test/**/postgres-*.test.ts are about PostgreSQL itself (several
 # portal instances on one database, db copy) and run on the PostgreSQL pass only.
 #
 #   TEST_DATABASES="sqlite" bash test/run.sh     one pass only ("sqlite", "postgres", or both: the default)
@@ -26,11 +26,11 @@ fi
 # shellcheck source=test/support/throwaway-postgres.sh
 source test/support/throwaway-postgres.sh
 
-shopt -s nullglob
+shopt -s nullglob globstar
 if [ "$#" -gt 0 ]; then
   files=("$@")
 else
-  files=(test/*.test.ts test/e2e/*.test.ts)
+  files=(test/**/*.test.ts)
 fi
 read -r -a databases <<<"${TEST_DATABASES:-sqlite postgres}"
 

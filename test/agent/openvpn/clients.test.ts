@@ -1,0 +1,312 @@
+// The agent's decisions about the clients of one OpenVPN server, against a scripted management
+// connection and portal: admitted, refused, revoked while being asked, reported when gone.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { pino } from 'pino';
+import { OpenVpnClients, type ManagementCommands, type OpenVpnPortal } from '../../../src/agent/openvpn/clients.js';
+import { ManagementCommandError, type ClientNotification } from '../../../src/agent/openvpn/management.js';
+import type { ConnectRequest, ConnectVerdict, DisconnectReport } from '../../../src/agent/portal-client.js';
+
+const CN_ALICE = 'Im7TCdhaKqLm/Cc9UTxGhVcZ4VDXAhPbt3praxEbbsg=';
+const CN_BOB = 'lOo4ma+ta8c1AJv4q83VA1P84GjmW2Wq89cJMu4dm4A=';
+
+/** The variables OpenVPN 2.6 sends with >CLIENT:CONNECT (the parts that matter here). */
+function connectEnv(commonName: string, organizationalUnit = 'employees'): Map<string, string> {
+  return new Map([
+    ['untrusted_ip', '198.18.250.2'],
+    ['untrusted_port', '52080'],
+    ['common_name', commonName],
+    ['X509_0_CN', commonName],
+    ['X509_0_OU', organizationalUnit],
+    ['password', 'whatever-the-client-sent'],
+    ['ifconfig_local', '10.77.0.1'],
+    ['ifconfig_netmask', '255.255.255.0'],
+    ['ifconfig_ipv6_local', 'fd77::1'],
+    ['ifconfig_ipv6_netbits', '112'],
+    ['ifconfig_ipv6_remote', 'fd77::2'],
+  ]);
+}
+
+/** A management connection that records commands; `failing` makes a command answer ERROR. */
+class ScriptedManagement implements ManagementCommands {
+  readonly sent: string[] = [];
+  status: string[] = [
+    'HEADER\tCLIENT_LIST\tCommon Name\tReal Address\tVirtual Address\tVirtual IPv6 Address\tBytes Received\tBytes Sent\tConnected Since\tConnected Since (time_t)\tUsername\tClient ID\tPeer ID\tData Channel Cipher',
+  ];
+  failing: RegExp | null = null;
+
+  async command(line: string): Promise<string> {
+    this.sent.push(line);
+    if (this.failing?.test(line)) throw new ManagementCommandError(line.split(' ')[0] ?? '', 'client not found');
+    return 'done';
+  }
+
+  async commandWithBlock(line: string, block: readonly string[]): Promise<string> {
+    return this.command([line, ...block, 'END'].join('\n'));
+  }
+
+  async query(line: string): Promise<string[]> {
+    this.sent.push(line);
+    return this.status;
+  }
+}
+
+/** A portal whose verdicts the test gives, one at a time, when it wants to. */
+class ScriptedPortal implements OpenVpnPortal {
+  readonly asked: ConnectRequest[] = [];
+  readonly reports: DisconnectReport[] = [];
+  readonly #waiting: ((verdict: ConnectVerdict) => void)[] = [];
+
+  authorizeConnect(request: ConnectRequest): Promise<ConnectVerdict> {
+    this.asked.push(request);
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  async reportDisconnect(report: DisconnectReport): Promise<void> {
+    this.reports.push(report);
+  }
+
+  answer(verdict: ConnectVerdict): void {
+    const next = this.#waiting.shift();
+    assert.ok(next !== undefined, 'the portal was asked');
+    next(verdict);
+  }
+}
+
+const ALLOW: ConnectVerdict = { allowed: true };
+
+const DENY: ConnectVerdict = { allowed: false, portalAnswered: true, reason: 'the portal answered ERR' };
+
+describe('deciding about the clients of one OpenVPN server', () => {
+  const setUp = () => {
+    const management = new ScriptedManagement();
+    const portal = new ScriptedPortal();
+    const clients = new OpenVpnClients({
+      profileId: 'employees',
+      server: 'employees-0.conf',
+      management,
+      portal,
+      logger: pino({ level: 'silent' }),
+      reportRetryDelayMs: 1,
+    });
+    const notify = (kind: ClientNotification['kind'], cid: number, env: Map<string, string>, kid: number | null = null): void =>
+      clients.handle({ kind, cid, kid, env });
+    return { management, portal, clients, notify };
+  };
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  test('an allowed client is admitted with the addresses the portal was told about', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    assert.deepEqual(portal.asked, [
+      { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false },
+    ]);
+    portal.answer(ALLOW);
+    await clients.settle();
+    assert.deepEqual(management.sent, ['client-auth 0 1\nifconfig-push 10.77.0.2 255.255.255.0\nifconfig-ipv6-push fd77::2/112 fd77::1\nEND']);
+
+    // A second client while the first holds .2 gets .3.
+    notify('CONNECT', 1, connectEnv(CN_BOB), 1);
+    await turn();
+    assert.equal(portal.asked[1]?.ipFour, '10.77.0.3');
+    portal.answer(ALLOW);
+    await clients.settle();
+
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
+    assert.equal(clients.establishedCount, 1);
+    notify(
+      'DISCONNECT',
+      0,
+      new Map([
+        ['bytes_received', '2187'],
+        ['bytes_sent', '2230'],
+      ]),
+    );
+    await clients.settle();
+    assert.deepEqual(portal.reports, [{ profileId: 'employees', commonName: CN_ALICE, ipFour: '10.77.0.2', ipSix: 'fd77::2', bytesIn: 2187, bytesOut: 2230 }]);
+    assert.equal(clients.establishedCount, 0);
+  });
+
+  test('a refused client is denied with fixed text, and its DISCONNECT is not reported', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 5, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(DENY);
+    await clients.settle();
+    assert.deepEqual(management.sent, ['client-deny 5 1 "refused by the portal"']);
+    notify('DISCONNECT', 5, new Map());
+    await clients.settle();
+    assert.deepEqual(portal.reports, []);
+  });
+
+  test('a certificate of another profile is denied without asking the portal', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 2, connectEnv(CN_ALICE, 'guests'), 1);
+    await clients.settle();
+    assert.deepEqual(portal.asked, []);
+    assert.deepEqual(management.sent, ['client-deny 2 1 "certificate issued for another profile"']);
+  });
+
+  test('a client that leaves while the portal decides is not admitted, and an allowed one is reported gone', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 3, connectEnv(CN_ALICE), 1);
+    await turn();
+    notify('DISCONNECT', 3, new Map());
+    portal.answer(ALLOW);
+    await clients.settle();
+    assert.deepEqual(management.sent, [], 'nothing is answered for a client that is gone');
+    assert.equal(portal.reports.length, 1, 'the portal opened a connection: it hears of its end');
+  });
+
+  test('a client that went away before client-auth arrived is reported gone', async () => {
+    const { management, portal, clients, notify } = setUp();
+    management.failing = /^client-auth/;
+    notify('CONNECT', 3, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    assert.equal(portal.reports.length, 1);
+    assert.equal(clients.establishedCount, 0);
+  });
+
+  test('when the process ends, its connected clients are reported gone and their addresses are free again', async () => {
+    const { portal, clients, notify } = setUp();
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
+
+    // A CONNECT of the old process is still with the portal when it dies.
+    notify('CONNECT', 1, connectEnv(CN_BOB), 1);
+    await turn();
+    clients.processEnded();
+    portal.answer(ALLOW);
+    await clients.settle();
+    assert.deepEqual(
+      portal.reports.map((report) => [report.commonName, report.bytesIn]),
+      [
+        [CN_ALICE, 0],
+        [CN_BOB, 0],
+      ],
+    );
+
+    notify('CONNECT', 0, connectEnv(CN_BOB), 1);
+    await turn();
+    assert.equal(portal.asked.at(-1)?.ipFour, '10.77.0.2', 'the new process starts with an empty pool');
+    portal.answer(DENY);
+    await clients.settle();
+  });
+
+  test('disconnect ends every connection of a common name with client-kill', async () => {
+    const { management, portal, clients, notify } = setUp();
+    for (const cid of [0, 1]) {
+      notify('CONNECT', cid, connectEnv(CN_ALICE), 1);
+      await turn();
+      portal.answer(ALLOW);
+      await clients.settle();
+    }
+    management.sent.length = 0;
+    assert.equal(await clients.disconnect(CN_ALICE), 2);
+    assert.deepEqual(management.sent, ['client-kill 0', 'client-kill 1']);
+    assert.equal(await clients.disconnect(CN_BOB), 0);
+  });
+
+  test('a renegotiation the portal refuses ends the session', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
+    management.sent.length = 0;
+
+    const reauth = new Map([
+      ['common_name', CN_ALICE],
+      ['X509_0_OU', 'employees'],
+      ['trusted_ip', '198.18.250.2'],
+      ['ifconfig_pool_remote_ip', '10.77.0.2'],
+    ]);
+    notify('REAUTH', 0, reauth, 3);
+    await turn();
+    assert.deepEqual(
+      portal.asked.at(-1),
+      { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: true },
+      'a renegotiation is asked about as such',
+    );
+    portal.answer(ALLOW);
+    await clients.settle();
+    assert.deepEqual(management.sent, ['client-auth-nt 0 3']);
+
+    notify('REAUTH', 0, reauth, 4);
+    await turn();
+    portal.answer(DENY);
+    await clients.settle();
+    assert.deepEqual(management.sent.slice(1), ['client-deny 0 4 "refused by the portal"', 'client-kill 0']);
+  });
+
+  test('after the management connection came back, status tells who is still there', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
+
+    // Alice left while nobody listened; Bob (cid 7) came in.
+    management.status = [
+      ...management.status,
+      `CLIENT_LIST\t${CN_BOB}\t198.18.250.3:1\t10.77.0.3\tfd77::3\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t7\t1\tAES-256-GCM`,
+    ];
+    await clients.resync();
+    await clients.settle();
+    assert.deepEqual(
+      portal.reports.map((report) => report.commonName),
+      [CN_ALICE],
+    );
+    assert.equal(clients.establishedCount, 1);
+    notify(
+      'DISCONNECT',
+      7,
+      new Map([
+        ['bytes_received', '5'],
+        ['bytes_sent', '6'],
+      ]),
+    );
+    await clients.settle();
+    assert.deepEqual(portal.reports.at(-1), { profileId: 'employees', commonName: CN_BOB, ipFour: '10.77.0.3', ipSix: 'fd77::3', bytesIn: 5, bytesOut: 6 });
+  });
+});

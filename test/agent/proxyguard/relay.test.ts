@@ -1,0 +1,500 @@
+// The node's ProxyGuard relay against a real UDP echo server standing in for WireGuard, with
+// a test client that speaks UoTLV/1 on its own (test/support/uotlv-client.ts). What a well-
+// behaved client gets, and what happens to every kind of misbehaving one: wrong upgrades,
+// bad frames, half-open and vanished peers, a reader that stalls, too many tunnels. A bad
+// tunnel never disturbs another one.
+import assert from 'node:assert/strict';
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import { describe, test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../../../src/agent/proxyguard/relay.js';
+import { ProxyGuardService } from '../../../src/agent/proxyguard/service.js';
+import { percentile99, startSlowClients, timedInParallel } from '../../support/slow-clients.js';
+import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from '../../support/uotlv-client.js';
+
+const HOST_NAME = 'vpn1.example.org';
+/** The biggest UDP payload over IPv4, the largest frame the relay can deliver. */
+const LARGEST_DATAGRAM = 65_507;
+
+/** A UDP server in WireGuard's place: echoes every datagram; "FLOOD" makes it send 1000 × 60 KB. */
+async function startEchoTarget(t: TestContext): Promise<{ port: number; received: Buffer[] }> {
+  const udp: UdpSocket = createSocket('udp4');
+  const received: Buffer[] = [];
+  udp.on('message', (datagram, from) => {
+    received.push(datagram);
+    if (datagram.toString() === 'FLOOD') {
+      const big = Buffer.alloc(60_000, 0x46);
+      const burst = (left: number): void => {
+        if (left === 0) return;
+        for (let index = 0; index < 20; index++) udp.send(big, from.port, from.address);
+        setImmediate(() => burst(left - 20));
+      };
+      burst(1000);
+      return;
+    }
+    udp.send(datagram, from.port, from.address);
+  });
+  await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
+  // Room for a burst from many tunnels at once (the kernel caps it at net.core.rmem_max).
+  udp.setRecvBufferSize(4 * 1024 * 1024);
+  t.after(() => udp.close());
+  return { port: udp.address().port, received };
+}
+
+async function startRelay(t: TestContext, targetPort: number, options: Partial<ProxyGuardRelayOptions> = {}): Promise<ProxyGuardRelay> {
+  const relay = await ProxyGuardRelay.start({
+    listen: { host: '127.0.0.1', port: 0 },
+    target: () => ({ host: '127.0.0.1', port: targetPort }),
+    hostNames: [HOST_NAME],
+    maxTunnels: 500,
+    idleTimeoutMs: 60_000,
+    logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+    ...options,
+  });
+  t.after(() => relay.close());
+  return relay;
+}
+
+const endpointOf = (relay: ProxyGuardRelay, path = `/proxyguard/${HOST_NAME}`): string => `http://127.0.0.1:${relay.address.port}${path}`;
+
+/** Opens a tunnel and closes it when the test ends. */
+async function tunnelTo(t: TestContext, relay: ProxyGuardRelay, options: Parameters<typeof openUotlvTunnel>[1] = {}): Promise<UotlvTunnel> {
+  const tunnel = await openUotlvTunnel(endpointOf(relay), options);
+  t.after(() => tunnel.socket.destroy());
+  return tunnel;
+}
+
+async function assertEchoes(tunnel: UotlvTunnel, payload: string, why: string): Promise<void> {
+  tunnel.send(Buffer.from(payload));
+  assert.equal((await tunnel.next(5_000)).toString(), payload, why);
+}
+
+/** Fails instead of hanging when something the test waits for never happens. */
+async function within<T>(promise: Promise<T>, what: string, timeoutMs = 5_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not within ${timeoutMs} ms: ${what}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function waitUntil(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`not within ${timeoutMs} ms: ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Sends raw bytes, reads everything until the relay closes the connection. */
+async function rawExchange(port: number, request: string): Promise<{ status: number; headers: Map<string, string>; body: string }> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write(request);
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {});
+  const closed = once(socket, 'close');
+  const timedOut = await Promise.race([closed.then(() => false), sleep(5_000).then(() => true)]);
+  socket.destroy();
+  assert.equal(timedOut, false, `the relay closes the connection after answering ${JSON.stringify(request.split('\r\n')[0])}`);
+  const text = Buffer.concat(chunks).toString('latin1');
+  const [head = '', body = ''] = text.split('\r\n\r\n');
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body };
+}
+
+describe('a tunnel through the relay', () => {
+  test('carries datagrams both ways, each framed by a 2-byte big-endian length', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnel = await tunnelTo(t, relay);
+
+    tunnel.socket.write(uotlvFrame(Buffer.from('handshake')));
+    assert.equal((await tunnel.next()).toString(), 'handshake');
+    assert.deepEqual(target.received.map(String), ['handshake'], 'WireGuard sees the bare datagram, without the prefix');
+
+    // 300 bytes: prefix 0x01 0x2c. Read raw, to pin the byte order on the relay's side too.
+    const raw: Buffer[] = [];
+    const rawReader = (chunk: Buffer): number => raw.push(chunk);
+    tunnel.socket.on('data', rawReader);
+    tunnel.send(Buffer.alloc(300, 0x61));
+    await tunnel.next();
+    tunnel.socket.off('data', rawReader);
+    assert.deepEqual([...Buffer.concat(raw).subarray(0, 2)], [0x01, 0x2c], 'the relay writes the length big-endian');
+  });
+
+  test('reassembles frames however TCP cuts them, also frames sent along with the request', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnel = await tunnelTo(t, relay, { extra: Buffer.concat([uotlvFrame(Buffer.from('early')), uotlvFrame(Buffer.from('bird'))]) });
+    assert.equal((await tunnel.next()).toString(), 'early');
+    assert.equal((await tunnel.next()).toString(), 'bird');
+
+    // One frame byte by byte, then two frames in one write.
+    for (const byte of uotlvFrame(Buffer.from('slowly'))) {
+      tunnel.socket.write(Buffer.from([byte]));
+      await sleep(2);
+    }
+    assert.equal((await tunnel.next()).toString(), 'slowly');
+    tunnel.socket.write(Buffer.concat([uotlvFrame(Buffer.from('one')), uotlvFrame(Buffer.from('two'))]));
+    assert.equal((await tunnel.next()).toString(), 'one');
+    assert.equal((await tunnel.next()).toString(), 'two');
+  });
+
+  test('the largest UDP datagram passes; a frame declaring one byte more closes only that tunnel', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const bystander = await tunnelTo(t, relay);
+    const sender = await tunnelTo(t, relay);
+
+    sender.send(Buffer.alloc(LARGEST_DATAGRAM, 0x5a));
+    assert.equal((await sender.next()).length, LARGEST_DATAGRAM);
+
+    // Only the prefix is sent: the relay must not wait for 65,508 bytes to decide.
+    sender.socket.write(Buffer.from([0xff, 0xe4]));
+    await within(sender.closed, 'the relay closes the tunnel with the oversized frame');
+    sender.socket.destroy();
+    const oversized = await tunnelTo(t, relay);
+    oversized.socket.write(Buffer.from([0xff, 0xff, 0x00]));
+    await within(oversized.closed, 'the relay closes the tunnel with the 65,535-byte frame');
+
+    await waitUntil(() => relay.tunnelCount === 1, 'only the bystander is left');
+    await assertEchoes(bystander, 'still here', 'the other tunnel keeps working');
+  });
+
+  test('garbage after the upgrade: an empty frame closes that tunnel, others carry on', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const bystander = await tunnelTo(t, relay);
+    const garbage = await tunnelTo(t, relay);
+
+    garbage.socket.write(Buffer.concat([uotlvFrame(Buffer.from('fine')), Buffer.from([0x00, 0x00]), uotlvFrame(Buffer.from('never'))]));
+    await within(garbage.closed, 'the relay closes the tunnel with the empty frame');
+    await waitUntil(() => target.received.map(String).includes('fine'), 'the frame before the bad one reaches WireGuard');
+    assert.equal(target.received.map(String).includes('never'), false, 'nothing after the bad frame reaches WireGuard');
+
+    const emptyFirst = await tunnelTo(t, relay, { extra: Buffer.from([0x00, 0x00]) });
+    await within(emptyFirst.closed, 'the relay closes a tunnel whose first frame is empty');
+    await waitUntil(() => relay.tunnelCount === 1, 'only the bystander is left');
+    await assertEchoes(bystander, 'unaffected', 'the other tunnel keeps working');
+  });
+});
+
+describe('requests that are not a UoTLV/1 upgrade', () => {
+  const upgradeHeaders = 'Host: relay\r\nConnection: Upgrade\r\nUpgrade: UoTLV/1\r\n';
+
+  test('are answered with a plain HTTP error that says why, and the connection is closed', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const port = relay.address.port;
+    const path = `/proxyguard/${HOST_NAME}`;
+
+    const websocket = await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    assert.equal(websocket.status, 426, 'wrong Upgrade value');
+    assert.equal(websocket.headers.get('upgrade'), 'UoTLV/1', '426 names the protocol to use');
+    assert.match(websocket.body, /UoTLV\/1/);
+
+    const plain = await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: relay\r\n\r\n`);
+    assert.equal(plain.status, 426, 'no upgrade at all');
+    assert.equal(plain.headers.get('upgrade'), 'UoTLV/1');
+
+    const post = await rawExchange(port, `POST ${path} HTTP/1.1\r\n${upgradeHeaders}Content-Length: 0\r\n\r\n`);
+    assert.equal(post.status, 405, 'POST');
+    assert.equal(post.headers.get('allow'), 'GET');
+
+    const otherNode = await rawExchange(port, `GET /proxyguard/vpn2.example.org HTTP/1.1\r\n${upgradeHeaders}\r\n`);
+    assert.equal(otherNode.status, 404, 'a path for another node');
+    assert.match(otherNode.body, /vpn2\.example\.org/);
+
+    const noConnection = await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: relay\r\nUpgrade: UoTLV/1\r\n\r\n`);
+    assert.equal(noConnection.status, 400, 'Upgrade without Connection: Upgrade');
+
+    const http10 = await rawExchange(port, `GET ${path} HTTP/1.0\r\n${upgradeHeaders}\r\n`);
+    assert.equal(http10.status, 400, 'HTTP/1.0 cannot upgrade');
+
+    const malformed = await rawExchange(port, 'NOT HTTP AT ALL\r\n\r\n');
+    assert.equal(malformed.status, 400, 'not HTTP');
+
+    assert.equal(relay.tunnelCount, 0, 'no refused request became a tunnel');
+    assert.deepEqual(target.received, [], 'nothing reached WireGuard');
+  });
+
+  test('the root path and the node path with a trailing slash are accepted, as reverse proxies send them', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    for (const path of ['/', `/proxyguard/${HOST_NAME}/`, `/${HOST_NAME}`]) {
+      const tunnel = await openUotlvTunnel(endpointOf(relay, path));
+      t.after(() => tunnel.socket.destroy());
+      await assertEchoes(tunnel, path, `a tunnel at ${path}`);
+    }
+  });
+
+  test('a host name the portal assigns later is accepted from then on', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    await assert.rejects(openUotlvTunnel(endpointOf(relay, '/proxyguard/vpn3.example.org')), (error: unknown) => {
+      assert.ok(error instanceof UpgradeRefused, `a refusal, not ${String(error)}`);
+      assert.equal(error.status, 404);
+      return true;
+    });
+    relay.setHostNames([HOST_NAME, 'vpn3.example.org']);
+    const tunnel = await openUotlvTunnel(endpointOf(relay, '/proxyguard/vpn3.example.org'));
+    t.after(() => tunnel.socket.destroy());
+    await assertEchoes(tunnel, 'renamed', 'the new name works');
+  });
+});
+
+describe('peers that go away or stop reading', () => {
+  test("a client that shuts down its write side gets the relay's side closed too", async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnel = await tunnelTo(t, relay);
+    await assertEchoes(tunnel, 'before', 'the tunnel works');
+
+    const relayEnded = once(tunnel.socket, 'end');
+    tunnel.socket.end();
+    await within(relayEnded, 'the relay ends its side (the idle timeout is a minute away)');
+    await within(tunnel.closed, 'the connection is closed');
+    await waitUntil(() => relay.tunnelCount === 0, 'the half-open tunnel is gone');
+  });
+
+  test('a client that vanishes without a word is dropped after the idle timeout', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { idleTimeoutMs: 300 });
+    const silent = await tunnelTo(t, relay);
+    const talking = await tunnelTo(t, relay);
+
+    const started = Date.now();
+    // The talking tunnel keeps sending, the silent one sends nothing after the upgrade.
+    while (Date.now() - started < 900) await assertEchoes(talking, 'ping', 'an active tunnel is never idle');
+    await within(silent.closed, 'the silent tunnel is dropped', 1_000);
+    assert.equal(relay.tunnelCount, 1, 'only the silent tunnel was dropped');
+  });
+
+  test('a client that resets the connection is cleaned up at once', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnel = await tunnelTo(t, relay);
+    await assertEchoes(tunnel, 'hello', 'the tunnel works');
+    tunnel.socket.resetAndDestroy();
+    await waitUntil(() => relay.tunnelCount === 0, 'the reset tunnel is gone');
+  });
+
+  test('a client that stops reading is cut off once its backlog stays too big; a reading one is not', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { maxBufferedBytes: 64 * 1024, stallTimeoutMs: 500 });
+    const stalled = await tunnelTo(t, relay);
+    const reading = await tunnelTo(t, relay);
+
+    stalled.socket.pause(); // reads nothing from now on: TCP buffers fill, then the relay's backlog
+    stalled.send(Buffer.from('FLOOD'));
+    const started = Date.now();
+    while (!stalled.socket.destroyed && relay.tunnelCount > 1) {
+      assert.ok(Date.now() - started < 15_000, 'the stalled tunnel is dropped within 15 s');
+      await assertEchoes(reading, 'meanwhile', 'the reading tunnel keeps working');
+    }
+    await waitUntil(() => relay.tunnelCount === 1, 'only the reading tunnel is left');
+    await assertEchoes(reading, 'after', 'and still works afterwards');
+  });
+});
+
+describe('many tunnels', () => {
+  test('200 concurrent tunnels each relay their own datagrams and get only their own replies', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnels = await Promise.all(Array.from({ length: 200 }, () => tunnelTo(t, relay)));
+    assert.equal(relay.tunnelCount, 200);
+
+    // All tunnels at once, each one datagram at a time (as WireGuard's handshake does), so the
+    // test measures the relay and not how many datagrams the echo server's buffer can hold.
+    await Promise.all(
+      tunnels.map(async (tunnel, index) => {
+        for (let sequence = 0; sequence < 5; sequence++) {
+          const payload = `tunnel ${index} datagram ${sequence}`;
+          tunnel.send(Buffer.from(payload));
+          assert.equal((await tunnel.next(10_000)).toString(), payload, `tunnel ${index} gets exactly its own reply`);
+        }
+      }),
+    );
+    assert.equal(target.received.length, 1000, 'every datagram reached WireGuard once');
+
+    for (const tunnel of tunnels) tunnel.socket.end();
+    await waitUntil(() => relay.tunnelCount === 0, 'every tunnel is cleaned up');
+  });
+
+  test('beyond maxTunnels a new tunnel is refused with 503 until one closes', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { maxTunnels: 3 });
+    const open = await Promise.all([tunnelTo(t, relay), tunnelTo(t, relay), tunnelTo(t, relay)]);
+
+    await assert.rejects(openUotlvTunnel(endpointOf(relay)), (error: unknown) => {
+      assert.ok(error instanceof UpgradeRefused, `a refusal, not ${String(error)}`);
+      assert.equal(error.status, 503);
+      assert.match(error.body, /tunnel limit of 3/);
+      return true;
+    });
+    const [first, second] = open;
+    assert.ok(first !== undefined && second !== undefined);
+    await assertEchoes(first, 'unaffected', 'the open tunnels keep working');
+
+    second.socket.end();
+    await waitUntil(() => relay.tunnelCount === 2, 'one slot is free again');
+    const next = await tunnelTo(t, relay);
+    await assertEchoes(next, 'welcome', 'a new tunnel takes the free slot');
+  });
+
+  test('stopping the relay closes every tunnel', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnels = await Promise.all([tunnelTo(t, relay), tunnelTo(t, relay)]);
+    await within(relay.close(), 'the relay stops');
+    await within(Promise.all(tunnels.map((tunnel) => tunnel.closed)), 'every client sees its tunnel closed');
+    assert.equal(relay.tunnelCount, 0);
+  });
+});
+
+describe('slow clients', () => {
+  /** The start of an upgrade request that is never finished. */
+  const unfinishedRequest = `GET /proxyguard/${HOST_NAME} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nX-Slow: `;
+
+  test('2,000 connections sending their upgrade a byte at a time leave 100 real upgrades all succeeding, p99 within 1 s, and open tunnels working', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const established = await Promise.all(Array.from({ length: 10 }, () => tunnelTo(t, relay)));
+
+    const slow = startSlowClients({
+      host: '127.0.0.1',
+      port: relay.address.port,
+      count: 2000,
+      opening: () => unfinishedRequest,
+      dripIntervalMs: 1_000,
+      reconnectDelayMs: 1_000,
+    });
+    t.after(() => slow.stop());
+    await slow.started;
+
+    const upgrades = await timedInParallel(
+      Array.from({ length: 100 }, (_, index) => async () => {
+        try {
+          const tunnel = await within(openUotlvTunnel(endpointOf(relay)), `upgrade ${index}`);
+          try {
+            await assertEchoes(tunnel, `real client ${index}`, 'the new tunnel carries datagrams');
+          } finally {
+            tunnel.socket.destroy();
+          }
+          return 'ok';
+        } catch (error) {
+          return `upgrade ${index} failed: ${(error as Error).message}`;
+        }
+      }),
+      10,
+      // Spread over about 3 s, so real clients also arrive while evicted slow ones reconnect.
+      300,
+    );
+    for (const [index, tunnel] of established.entries()) await assertEchoes(tunnel, `still ${index}`, 'a tunnel opened before the flood keeps working');
+    const pendingHeld = slow.openLongerThan(0);
+    slow.stop();
+
+    assert.deepEqual(
+      upgrades.map(({ result }) => result).filter((result) => result !== 'ok'),
+      [],
+      'every real upgrade succeeds',
+    );
+    const p99 = percentile99(upgrades.map(({ ms }) => ms));
+    assert.ok(p99 <= 1_000, `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`);
+    assert.ok(pendingHeld <= 64, `the slow connections hold at most the 64 handshake slots, held ${pendingHeld}`);
+  });
+
+  test('a connection that has not sent its whole request within requestTimeoutMs is closed; a tunnel is not', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { requestTimeoutMs: 1_000 });
+    const tunnel = await tunnelTo(t, relay);
+    const socket = connect(relay.address.port, '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.write(unfinishedRequest);
+    const drip = setInterval(() => socket.write('a'), 100);
+    t.after(() => clearInterval(drip));
+    const started = Date.now();
+    await within(once(socket, 'close'), 'the slow connection is closed', 5_000);
+    const after = Date.now() - started;
+    assert.ok(after >= 900, `closed after the 1 s deadline, not after ${after} ms`);
+    await sleep(1_200);
+    await assertEchoes(tunnel, 'past the deadline', 'the deadline is for requests, not for tunnels');
+  });
+
+  test("when every handshake slot is taken, a new connection takes the oldest one's slot, so a quick client always gets in", async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { maxPendingRequests: 4 });
+    const holders: { socket: Socket; closed: Promise<unknown[]> }[] = [];
+    for (let index = 0; index < 4; index++) {
+      const socket = connect(relay.address.port, '127.0.0.1');
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      socket.write(unfinishedRequest);
+      holders.push({ socket, closed: once(socket, 'close') });
+      await sleep(20); // a clear order of arrival
+    }
+    t.after(() => {
+      for (const { socket } of holders) socket.destroy();
+    });
+
+    const quick = await tunnelTo(t, relay);
+    const [oldest] = holders;
+    assert.ok(oldest !== undefined);
+    await within(oldest.closed, 'the oldest pending connection gives up its slot');
+    assert.deepEqual(
+      holders.map(({ socket }) => socket.destroyed),
+      [true, false, false, false],
+      'only the oldest one is closed',
+    );
+    await assertEchoes(quick, 'in', 'the quick client got its tunnel');
+  });
+});
+
+describe("the relay follows the portal's settings", () => {
+  test('starts when WireGuard over TCP is enabled, takes new host names and ports, stops when it is disabled', async (t) => {
+    const firstTarget = await startEchoTarget(t);
+    const secondTarget = await startEchoTarget(t);
+    const service = new ProxyGuardService(
+      { listen: { host: '127.0.0.1', port: 0 }, maxTunnels: 10, idleTimeoutMs: 60_000, maxPendingRequests: 64, requestTimeoutMs: 5_000 },
+      pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+    );
+    t.after(() => service.close());
+
+    await service.apply(null, firstTarget.port);
+    assert.equal(service.relay, null, 'no relay while the portal does not enable the proxy');
+
+    await service.apply({ hostNames: [HOST_NAME] }, firstTarget.port);
+    const relay = service.relay;
+    assert.ok(relay !== null, 'the relay runs once the portal enables the proxy');
+    const endpoint = endpointOf(relay);
+    const first = await tunnelTo(t, relay);
+    await assertEchoes(first, 'to the first port', 'a tunnel reaches WireGuard');
+    assert.deepEqual(firstTarget.received.map(String), ['to the first port']);
+
+    // The portal renamed the node and moved WireGuard: same relay, new names, new tunnels go to the new port.
+    await service.apply({ hostNames: ['vpn9.example.org'] }, secondTarget.port);
+    assert.equal(service.relay, relay, 'the relay keeps running (and its tunnels with it)');
+    await assertEchoes(first, 'still the first port', 'the open tunnel is not disturbed');
+    await assert.rejects(openUotlvTunnel(endpointOf(relay)), (error: unknown) => error instanceof UpgradeRefused && error.status === 404);
+    const second = await openUotlvTunnel(endpointOf(relay, '/proxyguard/vpn9.example.org'));
+    t.after(() => second.socket.destroy());
+    await assertEchoes(second, 'to the second port', 'a new tunnel uses the new WireGuard port');
+    assert.deepEqual(secondTarget.received.map(String), ['to the second port']);
+
+    await service.apply(null, secondTarget.port);
+    assert.equal(service.relay, null, 'the relay stops when the portal disables the proxy');
+    await within(Promise.all([first.closed, second.closed]), 'its tunnels are closed');
+    await assert.rejects(openUotlvTunnel(endpoint), /ECONNREFUSED/, 'nothing listens any more');
+  });
+});

@@ -1,0 +1,342 @@
+// A node agent gets its server configuration from a real portal and is driven through the
+// vpn-daemon protocol (the test plays the portal's part there); the agent's interface is a real
+// wireguard-go interface in a network namespace, checked with the real `wg` and `ip` tools.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pino } from 'pino';
+import type { PortalConfigFile } from '../../../src/config/schema.js';
+import { asNodeNumber, type WireGuardKey } from '../../../src/shared/ids.js';
+import { startNodeAgent, type RunningNodeAgent } from '../../../src/agent/agent.js';
+import type { CommandRunner } from '../../../src/agent/process/command-runner.js';
+import { parseNodeAgentConfig } from '../../../src/agent/config.js';
+import { readNodeKey } from '../../../src/agent/node-key.js';
+import { WgTool } from '../../../src/agent/wireguard/wg-tool.js';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { NetnsLab, wireGuardPeers, type Namespace } from '../../support/netns.js';
+import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
+
+const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+
+/** Counts the `wg` processes the agent starts, to show that peer changes are batched. */
+function countWgCalls(inner: CommandRunner): { runner: CommandRunner; calls: string[][] } {
+  const calls: string[][] = [];
+  return {
+    calls,
+    runner: {
+      run: (command, args, options) => {
+        if (command === 'wg') calls.push([...args]);
+        return inner.run(command, args, options);
+      },
+      spawn: (command, args, options) => inner.spawn(command, args, options),
+    },
+  };
+}
+
+function newPeerKey(): WireGuardKey {
+  return generateWireGuardKeyPair().publicKey;
+}
+
+/** A profile on node 0; the test itself plays the portal's part in the vpn-daemon protocol. */
+function profile(profileId: string, rangeFour: string, rangeSix: string): PortalConfigFile['ProfileList'][number] {
+  return { profileId, displayName: profileId, hostName: 'vpn.example.org', wRangeFour: rangeFour, wRangeSix: rangeSix, nodeUrl: UNREACHABLE_NODE };
+}
+
+describe('a node agent serving the vpn-daemon protocol on a wireguard-go interface', () => {
+  const lab = new NetnsLab();
+  let nodeKey: string;
+  let wgCalls: string[][] = [];
+  let node: Namespace;
+  /** The portal's data directory: its keys stay when it restarts on a new configuration. */
+  let dataDir: string;
+  let portal: TestPortal;
+  let agent: RunningNodeAgent;
+  let interfaceName: string;
+
+  const daemon = (path: string, init: RequestInit = {}, token = nodeKey) =>
+    fetch(new URL(path, agent.daemonUrl), { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+  const addPeer = (publicKey: string, ...ipNets: string[]) => {
+    const form = new URLSearchParams({ public_key: publicKey });
+    for (const ipNet of ipNets) form.append('ip_net', ipNet);
+    return daemon('/w/add_peer', { method: 'POST', body: form });
+  };
+  const removePeer = (publicKey: string) => daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
+  /** Peers and their allowed IPs as `wg show` reports them. */
+  const peersOnInterface = () => wireGuardPeers(node, interfaceName);
+  const wgSetCallsDuring = async (action: () => Promise<unknown>): Promise<number> => {
+    const before = wgCalls.length;
+    await action();
+    return wgCalls.slice(before).filter((args) => args[0] === 'set').length;
+  };
+
+  before(async () => {
+    node = await lab.namespace('node');
+    interfaceName = lab.interfaceName('wgn');
+    dataDir = await mkdtemp(join(tmpdir(), 'node-agent-peers-'));
+    // Three profiles on node 0; this node serves only employees and guests.
+    portal = await startTestPortal({
+      dataDir,
+      config: {
+        ProfileList: [
+          profile('employees', '198.19.7.0/24', 'fd00:7::/64'),
+          profile('guests', '198.19.6.0/24', 'fd00:6::/64'),
+          profile('contractors', '198.19.5.0/24', 'fd00:5::/64'),
+        ],
+      },
+    });
+    const counted = countWgCalls(node.runner());
+    wgCalls = counted.calls;
+    const config = parseNodeAgentConfig(
+      {
+        apiUrl: portal.nodeApiUrl,
+        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
+        listen: { host: '127.0.0.1', port: 0 },
+        WireGuard: { interfaceName, implementation: 'auto', endpointFile: join(dataDir, 'endpoints.json') },
+        profileIdList: ['employees', 'guests'],
+      },
+      '/etc/vpn-portal/node.json',
+    );
+    const key = (await readNodeKey(config.nodeKeyFile)).key;
+    nodeKey = key.reveal();
+    agent = await startNodeAgent({ config, nodeKey: key, logger, version: 'test', runner: counted.runner });
+  });
+
+  after(async () => {
+    try {
+      await agent?.stop();
+      await portal?.close();
+    } finally {
+      await lab.cleanup();
+      if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('the agent asked the portal for its profiles and built the interface from the answer', async () => {
+    assert.equal(agent.wireGuardInterface?.origin, 'wireguard-go');
+
+    const publicKey = await node.exec('wg', ['show', interfaceName, 'public-key']);
+    assert.equal(publicKey.stdout.trim(), portal.portal.ctx.keys.wireGuardPublicKey(asNodeNumber(0)), "node 0's key from the portal");
+    const port = await node.exec('wg', ['show', interfaceName, 'listen-port']);
+    assert.equal(port.stdout.trim(), '51820');
+    const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
+    // The gateways of the two profiles it asked for, not of the third.
+    assert.match(link.stdout, /inet 198\.19\.7\.1\/24/);
+    assert.match(link.stdout, /inet 198\.19\.6\.1\/24/);
+    assert.match(link.stdout, /inet6 fd00:7::1\/64/);
+    assert.match(link.stdout, /inet6 fd00:6::1\/64/);
+    assert.doesNotMatch(link.stdout, /198\.19\.5\.1|fd00:5::1/);
+    const state = await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName]);
+    assert.match(state.stdout, /<[^>]*\bUP\b[^>]*>/);
+    assert.match(state.stdout, /mtu 1420/);
+  });
+
+  test('add_peer puts the peer on the interface and peer_list shows it', async () => {
+    const alice = newPeerKey();
+    const added = await addPeer(alice, '198.19.7.2/32', 'fd00:7::2/128');
+    assert.equal(added.status, 204);
+    assert.deepEqual((await peersOnInterface()).get(alice), ['198.19.7.2/32', 'fd00:7::2/128']);
+
+    const all = await daemon('/w/peer_list?show_all=yes');
+    assert.equal(all.status, 200);
+    const listed = ((await all.json()) as { peer_list: Record<string, unknown>[] }).peer_list.find((peer) => peer['public_key'] === alice);
+    // Never shook hands: no last_handshake_time key at all, not null.
+    assert.deepEqual(listed, { public_key: alice, ip_net: ['198.19.7.2/32', 'fd00:7::2/128'], bytes_in: 0, bytes_out: 0 });
+
+    const online = await daemon('/w/peer_list?show_all=no');
+    const onlineKeys = ((await online.json()) as { peer_list: { public_key: string }[] }).peer_list.map((peer) => peer.public_key);
+    assert.ok(!onlineKeys.includes(alice), 'a peer without handshake is not online');
+  });
+
+  test('adding a known peer again replaces its addresses', async () => {
+    const bob = newPeerKey();
+    await addPeer(bob, '198.19.7.3/32', 'fd00:7::3/128');
+    const readded = await addPeer(bob, '198.19.7.4/32');
+    assert.equal(readded.status, 204);
+    assert.deepEqual((await peersOnInterface()).get(bob), ['198.19.7.4/32']);
+  });
+
+  test('remove_peer answers with the peer it removed, and 204 when there is none', async () => {
+    const carol = newPeerKey();
+    await addPeer(carol, '198.19.7.5/32', 'fd00:7::5/128');
+
+    const removed = await removePeer(carol);
+    assert.equal(removed.status, 200);
+    assert.deepEqual(await removed.json(), { public_key: carol, ip_net: ['198.19.7.5/32', 'fd00:7::5/128'], bytes_in: 0, bytes_out: 0 });
+    assert.equal((await peersOnInterface()).has(carol), false);
+
+    const again = await removePeer(carol);
+    assert.equal(again.status, 204);
+    assert.equal(await again.text(), '');
+  });
+
+  test('300 concurrent add_peer calls land on the interface with a handful of wg calls', async () => {
+    const keys = Array.from({ length: 300 }, newPeerKey);
+    const wgSets = await wgSetCallsDuring(async () => {
+      const answers = await Promise.all(
+        keys.map((key, index) => addPeer(key, `198.19.${10 + (index >> 8)}.${index & 255}/32`, `fd00:8::${index.toString(16)}/128`)),
+      );
+      assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([204]));
+    });
+    const onInterface = await peersOnInterface();
+    assert.ok(
+      keys.every((key) => onInterface.has(key)),
+      'every added peer is on the interface',
+    );
+    assert.ok(wgSets <= 15, `expected a few batched wg set calls for 300 requests, got ${wgSets}`);
+
+    const removals = await wgSetCallsDuring(async () => {
+      const answers = await Promise.all(keys.map((key) => removePeer(key)));
+      assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([200]));
+    });
+    const afterRemoval = await peersOnInterface();
+    assert.ok(
+      keys.every((key) => !afterRemoval.has(key)),
+      'every removed peer is gone',
+    );
+    assert.ok(removals <= 15, `expected a few batched wg set calls for 300 requests, got ${removals}`);
+  });
+
+  test('peer changes too long for one command line are split over several wg calls', async () => {
+    const wg = new WgTool(node.runner(), { maxArgumentBytes: 2_000 });
+    const keys = Array.from({ length: 40 }, newPeerKey);
+    const calls = await wg.applyPeerChanges(
+      interfaceName,
+      keys.map((publicKey, index) => ({ kind: 'set' as const, publicKey, allowedIps: [`198.19.20.${index}/32`] })),
+    );
+    assert.ok(calls > 1, `expected several wg calls, got ${calls}`);
+    const onInterface = await peersOnInterface();
+    assert.ok(
+      keys.every((key, index) => onInterface.get(key)?.[0] === `198.19.20.${index}/32`),
+      'every peer has its address',
+    );
+
+    await wg.applyPeerChanges(
+      interfaceName,
+      keys.map((publicKey) => ({ kind: 'remove' as const, publicKey })),
+    );
+    const afterRemoval = await peersOnInterface();
+    assert.ok(
+      keys.every((key) => !afterRemoval.has(key)),
+      'every peer is gone',
+    );
+  });
+
+  test('requests without the node key are refused and change nothing', async () => {
+    const mallory = newPeerKey();
+    const peersBefore = await peersOnInterface();
+    const wrongSameLength = 'f'.repeat(64) === nodeKey ? 'e'.repeat(64) : 'f'.repeat(64);
+
+    for (const token of ['', 'short', wrongSameLength]) {
+      const refused = await daemon('/w/add_peer', { method: 'POST', body: new URLSearchParams({ public_key: mallory, ip_net: '198.19.7.66/32' }) }, token);
+      assert.equal(refused.status, 401);
+      assert.deepEqual(await refused.json(), { error: 'missing or invalid bearer token' });
+    }
+    const withoutHeader = await fetch(new URL('/w/peer_list?show_all=yes', agent.daemonUrl));
+    assert.equal(withoutHeader.status, 401);
+    const nodeInfo = await fetch(new URL('/i/node', agent.daemonUrl), { headers: { authorization: `Basic ${nodeKey}` } });
+    assert.equal(nodeInfo.status, 401);
+
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('invalid input is answered with 400 and changes nothing', async () => {
+    const dave = newPeerKey();
+    await addPeer(dave, '198.19.7.9/32');
+    const peersBefore = await peersOnInterface();
+
+    const badRequests: [string, URLSearchParams][] = [
+      ['/w/add_peer', new URLSearchParams({ public_key: 'not-a-key', ip_net: '198.19.7.10/32' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: `${dave.slice(0, 42)}B=`, ip_net: '198.19.7.10/32' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: '198.19.7.300/32' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: '198.19.7.10/24' })],
+      ['/w/add_peer', new URLSearchParams({ public_key: dave, ip_net: 'fd00:7::10' })],
+      [
+        '/w/add_peer',
+        new URLSearchParams([
+          ['public_key', dave],
+          ['public_key', newPeerKey()],
+          ['ip_net', '198.19.7.10/32'],
+        ]),
+      ],
+      ['/w/remove_peer', new URLSearchParams({ public_key: `${dave}x` })],
+      ['/w/remove_peer', new URLSearchParams()],
+    ];
+    for (const [path, form] of badRequests) {
+      const answer = await daemon(path, { method: 'POST', body: form });
+      assert.equal(answer.status, 400, `${path} ${form}`);
+      assert.equal(typeof ((await answer.json()) as { error: unknown }).error, 'string');
+    }
+
+    const json = await daemon('/w/add_peer', { method: 'POST', body: JSON.stringify({ public_key: dave }), headers: { 'content-type': 'application/json' } });
+    assert.equal(json.status, 415);
+    const huge = await daemon('/w/add_peer', { method: 'POST', body: new URLSearchParams({ public_key: dave, ip_net: 'x'.repeat(10_000) }) });
+    assert.equal(huge.status, 413);
+    for (const showAll of ['maybe', '', 'YES']) {
+      const answer = await daemon(`/w/peer_list?show_all=${showAll}`);
+      assert.equal(answer.status, 400, `show_all=${showAll}`);
+    }
+    assert.equal((await daemon('/w/peer_list')).status, 400);
+
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('/i/node describes the node and counts its peers', async () => {
+    const answer = await daemon('/i/node');
+    assert.equal(answer.status, 200);
+    const info = (await answer.json()) as Record<string, unknown>;
+    assert.equal(info['w_peer_count'], (await peersOnInterface()).size);
+    assert.equal(info['o_client_count'], 0);
+    assert.equal(info['maintenance_mode'], false);
+    assert.equal(info['v'], 'test');
+    assert.equal(typeof info['cpu_count'], 'number');
+    assert.ok(Number.isInteger(info['node_uptime']) && (info['node_uptime'] as number) > 0, `uptime in whole seconds: ${String(info['node_uptime'])}`);
+    assert.equal((info['load_average'] as number[]).length, 3);
+    assert.ok((info['rel_load_average'] as number[]).every(Number.isInteger), 'relative load in whole percent');
+  });
+
+  test('a portal that cannot be reached during a refresh leaves the interface as it was', async () => {
+    await addPeer(newPeerKey(), '198.19.7.20/32', 'fd00:7::20/128');
+    const peersBefore = await peersOnInterface();
+    // The administrator stops the portal. (This failed refresh also uses up the agent's idle
+    // keep-alive connection to the old portal, which would fail the first refresh after a restart.)
+    await portal.close();
+
+    await agent.refresh();
+
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51820');
+    assert.match((await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global'])).stdout, /inet 198\.19\.7\.1\/24/);
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+
+  test('the portal back on a new configuration: the next refresh moves addresses, port and MTU and keeps every peer', async () => {
+    const peersBefore = await peersOnInterface();
+    const publicKeyBefore = (await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
+
+    // Employees move to new ranges, guests are dropped, port and MTU change; the portal
+    // starts again on the same address with the same data directory.
+    const listen = { host: '127.0.0.1', port: Number(new URL(portal.portal.url).port) };
+    await portal.close();
+    portal = await startTestPortal({
+      dataDir,
+      config: {
+        listen,
+        WireGuard: { listenPort: 51821, setMtu: 1392 },
+        ProfileList: [profile('employees', '198.19.9.0/24', 'fd00:9::/64'), profile('contractors', '198.19.5.0/24', 'fd00:5::/64')],
+      },
+    });
+
+    await agent.refresh();
+
+    const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
+    assert.match(link.stdout, /inet 198\.19\.9\.1\/24/);
+    assert.match(link.stdout, /inet6 fd00:9::1\/64/);
+    assert.doesNotMatch(link.stdout, /198\.19\.[567]\.1|fd00:[567]::1/);
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51821');
+    assert.match((await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName])).stdout, /mtu 1392/);
+    assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), publicKeyBefore, 'the same WireGuard key');
+    assert.deepEqual(await peersOnInterface(), peersBefore);
+  });
+});

@@ -1,0 +1,365 @@
+// The configuration file as an administrator writes it: every mistake is reported with the
+// file and the option so it can be fixed, and per-node options resolve by position in onNode
+// (reference §1.3).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadPortalConfig, resolvePortalConfig } from '../../src/config/load.js';
+import type { PortalConfigFile } from '../../src/config/schema.js';
+import type { NodeNumber } from '../../src/shared/ids.js';
+
+type ProfileFile = PortalConfigFile['ProfileList'][number];
+
+const employees: ProfileFile = {
+  profileId: 'employees',
+  displayName: 'Employees',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.44.0.0/24',
+  wRangeSix: 'fd44::/64',
+};
+
+function withProfiles(...profiles: ProfileFile[]): Record<string, unknown> {
+  return { dataDir: '/var/lib/vpn-portal', ProfileList: profiles };
+}
+
+/** The ConfigError message for a document, failing the test when it is accepted. */
+function problemsOf(document: unknown): string {
+  try {
+    resolvePortalConfig(document, 'portal.json');
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    return error.message;
+  }
+  assert.fail('the configuration was accepted');
+}
+
+function configFile(t: { after: (fn: () => void) => void }, name: string, text: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-config-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+test('a valid file loads, with the documented defaults', (t) => {
+  const file = configFile(t, 'portal.json', JSON.stringify(withProfiles(employees)));
+  const config = loadPortalConfig(file);
+  assert.equal(config.source, file);
+  assert.deepEqual(config.adminApi, { allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] });
+  assert.deepEqual(config.nodeApi, { allowList: ['0.0.0.0/0', '::/0'] });
+  assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, maxConnectionsPerAddress: 256, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
+  assert.equal(config.sessionExpiry.text, 'P90D');
+  assert.deepEqual(config.supportedSessionExpiry, ['P90D']);
+  assert.equal(config.wireGuard.listenPort, 51820);
+  assert.equal(config.databaseTimeoutMs, 5000);
+  assert.equal(config.basePath, '/vpn-user-portal');
+  const [profile] = config.profiles;
+  assert.equal(profile?.defaultGateway, true);
+  assert.deepEqual(profile?.nodes, [
+    {
+      nodeNumber: 0,
+      nodeUrl: 'http://127.0.0.1:41194',
+      hostName: 'vpn.example.org',
+      wireGuard: { rangeFour: '10.44.0.0/24', rangeSix: 'fd44::/64' },
+      openVpn: null,
+    },
+  ]);
+});
+
+test('the embedded default configuration (serve without --config) is valid', () => {
+  const config = loadPortalConfig();
+  assert.equal(config.profiles.length, 1);
+  assert.equal(config.listen.host, '127.0.0.1');
+});
+
+test('the effective supportedSessionExpiry list starts with sessionExpiry and has no duplicates (reference §10)', () => {
+  const config = resolvePortalConfig({ ...withProfiles(employees), supportedSessionExpiry: ['PT12H', 'P90D', 'P1Y'] }, 'portal.json');
+  assert.deepEqual(config.supportedSessionExpiry, ['P90D', 'PT12H', 'P1Y']);
+});
+
+test('an unknown option is an error naming the file and the option, at the top level and in a profile', () => {
+  assert.equal(problemsOf({ ...withProfiles(employees), sesionExpiry: 'P1D' }), 'portal.json: (top level): Unrecognized key: "sesionExpiry"');
+  assert.equal(
+    problemsOf(withProfiles({ ...employees, wRangeFor: '10.45.0.0/24' } as ProfileFile)),
+    'portal.json: ProfileList[0]: Unrecognized key: "wRangeFor"',
+  );
+  assert.match(problemsOf({ ...withProfiles(employees), WireGuard: { listenport: 51820 } }), /^portal\.json: WireGuard: Unrecognized key: "listenport"$/);
+});
+
+test('a value that is not a CIDR prefix is an error naming the option', () => {
+  assert.equal(
+    problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/33' })),
+    'portal.json: ProfileList[0].wRangeFour: "10.44.0.0/33" is not an IP prefix such as 10.0.0.0/24',
+  );
+  assert.match(
+    problemsOf(withProfiles({ ...employees, wRangeSix: '10.44.0.0/24' })),
+    /^portal\.json: ProfileList\[0\]\.wRangeSix: "10\.44\.0\.0\/24" is not an IPv6 prefix/,
+  );
+  assert.match(
+    problemsOf(withProfiles({ ...employees, routeList: ['192.168.1.0/24', 'intranet'] })),
+    /^portal\.json: ProfileList\[0\]\.routeList\[1\]: "intranet" is not an IP prefix/,
+  );
+  assert.match(problemsOf(withProfiles({ ...employees, excludeRouteList: ['300.1.1.1/32'] })), /ProfileList\[0\]\.excludeRouteList\[0\]/);
+  assert.match(
+    problemsOf({ ...withProfiles(employees), adminApi: { allowList: ['127.0.0.1/40'] } }),
+    /^portal\.json: adminApi\.allowList\[0\]: "127\.0\.0\.1\/40" is not an IP prefix/,
+  );
+  assert.match(problemsOf({ ...withProfiles(employees), adminApi: { trustedProxyList: ['proxy'] } }), /adminApi\.trustedProxyList\[0\]/);
+  assert.match(
+    problemsOf({ ...withProfiles(employees), nodeApi: { allowList: ['10.0.0.1'] } }),
+    /^portal\.json: nodeApi\.allowList\[0\]: "10\.0\.0\.1" is not an IP prefix/,
+  );
+});
+
+test('HTTP timeouts outside 1 s to 10 minutes and a connection cap below 1 are refused at start', () => {
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), listen: { requestTimeout: 'PT0S' } }),
+    'portal.json: listen.requestTimeout: "PT0S" must be between PT1S and PT10M',
+  );
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), listen: { keepAliveTimeout: 'PT1H' } }),
+    'portal.json: listen.keepAliveTimeout: "PT1H" must be between PT1S and PT10M',
+  );
+  assert.match(problemsOf({ ...withProfiles(employees), listen: { maxConnectionsPerAddress: 0 } }), /^portal\.json: listen\.maxConnectionsPerAddress: /);
+});
+
+test('ranges too small for any client, or an IPv6 range too small to pair with IPv4, are refused at start', () => {
+  assert.equal(
+    problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/31' })),
+    'portal.json: ProfileList[0].wRangeFour: WireGuard IPv4 range "10.44.0.0/31" is too small: a /30 or larger network is required',
+  );
+  assert.match(problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.1/32' })), /ProfileList\[0\]\.wRangeFour: .*too small/);
+  assert.match(
+    problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/16', wRangeSix: 'fd44::/120' })),
+    /^portal\.json: ProfileList\[0\]\.wRangeSix: WireGuard IPv6 range "fd44::\/120" is too small/,
+  );
+  // The smallest workable pair is accepted: a /30 holds one client.
+  assert.doesNotThrow(() => resolvePortalConfig(withProfiles({ ...employees, wRangeFour: '10.44.0.0/30', wRangeSix: 'fd44::/126' }), 'portal.json'));
+});
+
+test('client ranges that overlap, between profiles or between the nodes of one profile, are refused', () => {
+  const guests: ProfileFile = { ...employees, profileId: 'guests', wRangeFour: '10.44.0.128/25', wRangeSix: 'fd45::/64' };
+  assert.equal(
+    problemsOf(withProfiles(employees, guests)),
+    'portal.json: ProfileList: client range of guests on node 0 (10.44.0.128/25) overlaps employees on node 0 (10.44.0.0/24)',
+  );
+  const sameSix: ProfileFile = { ...employees, profileId: 'guests', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd44::/48' };
+  assert.match(problemsOf(withProfiles(employees, sameSix)), /guests on node 0 \(fd44::\/48\) overlaps employees on node 0 \(fd44::\/64\)/);
+  // One range string for two nodes would hand out the same addresses twice.
+  const twoNodes: ProfileFile = { ...employees, nodeUrl: ['http://node-a:41194', 'http://node-b:41194'], hostName: ['a.example.org', 'b.example.org'] };
+  assert.match(problemsOf(withProfiles(twoNodes)), /employees on node 1 \(10\.44\.0\.0\/24\) overlaps employees on node 0/);
+});
+
+test('a per-node list shorter than onNode names the option and the node', () => {
+  const profile: ProfileFile = {
+    ...employees,
+    onNode: [0, 1],
+    hostName: ['a.example.org'],
+    nodeUrl: ['http://node-a:41194', 'http://node-b:41194'],
+    wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'],
+    wRangeSix: ['fd44::/64', 'fd45::/64'],
+  };
+  assert.equal(problemsOf(withProfiles(profile)), 'portal.json: ProfileList[0].hostName: has no value for node 1 (position 1 of onNode)');
+  assert.match(
+    problemsOf(withProfiles({ ...profile, hostName: ['a', 'b'], wRangeSix: ['fd44::/64'] })),
+    /^portal\.json: ProfileList\[0\]\.wRangeSix: has no value for node 1/,
+  );
+});
+
+test('a profileId used twice, or not matching the reference syntax, is refused', () => {
+  const again: ProfileFile = { ...employees, wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64' };
+  assert.equal(problemsOf(withProfiles(employees, again)), 'portal.json: ProfileList[1].profileId: "employees" is used by another profile');
+  assert.match(problemsOf(withProfiles({ ...employees, profileId: 'em_ployees' })), /^portal\.json: ProfileList\[0\]\.profileId: must match/);
+  assert.match(problemsOf(withProfiles()), /^portal\.json: ProfileList: /);
+});
+
+test("durations that PHP's DateInterval would not read are refused", () => {
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), sessionExpiry: '90 days' }),
+    'portal.json: sessionExpiry: not an ISO 8601 duration such as P90D or PT12H',
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1D', 'p1y'] }),
+    /^portal\.json: supportedSessionExpiry\[1\]: not an ISO 8601 duration/,
+  );
+});
+
+test('a databaseTimeout of no time, or of more than an hour, is refused naming the option', () => {
+  for (const value of ['PT0S', 'P0D', 'PT2H']) {
+    assert.equal(problemsOf({ ...withProfiles(employees), databaseTimeout: value }), `portal.json: databaseTimeout: "${value}" must be between PT1S and PT1H`);
+  }
+  assert.equal(resolvePortalConfig({ ...withProfiles(employees), databaseTimeout: 'PT30S' }, 'portal.json').databaseTimeoutMs, 30_000);
+});
+
+test('several mistakes are reported together, one line each', () => {
+  const message = problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/33', routeList: ['bad'] }));
+  const lines = message.split('\n');
+  assert.ok(lines.length >= 2, message);
+  assert.ok(
+    lines.every((line) => line.startsWith('portal.json: ')),
+    message,
+  );
+  assert.ok(
+    lines.some((line) => line.includes('ProfileList[0].wRangeFour')),
+    message,
+  );
+  assert.ok(
+    lines.some((line) => line.includes('ProfileList[0].routeList[0]')),
+    message,
+  );
+});
+
+test('a file that is not JSON, or cannot be read, is an error naming the file', (t) => {
+  const broken = configFile(t, 'broken.json', '{ "ProfileList": [ , ] }');
+  assert.throws(
+    () => loadPortalConfig(broken),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.ok(error.message.startsWith(`${broken}: not valid JSON`), error.message);
+      return true;
+    },
+  );
+  const missing = path.join(path.dirname(broken), 'missing.json');
+  assert.throws(
+    () => loadPortalConfig(missing),
+    (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${missing}: cannot read the configuration file`),
+  );
+  // A valid JSON document with a mistake names the file path too.
+  const wrong = configFile(t, 'wrong.json', JSON.stringify({ ...withProfiles(employees), listen: { port: 70000 } }));
+  assert.throws(
+    () => loadPortalConfig(wrong),
+    (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${wrong}: listen.port: `),
+  );
+});
+
+test('per-node values are picked by position in onNode, not by node number', () => {
+  const config = resolvePortalConfig(
+    withProfiles({
+      ...employees,
+      onNode: [1, 2],
+      hostName: ['a.example.org', 'b.example.org'],
+      nodeUrl: ['http://node-a:41194', 'http://node-b:41194'],
+      wRangeFour: ['10.44.1.0/24', '10.44.2.0/24'],
+      wRangeSix: ['fd44:1::/64', 'fd44:2::/64'],
+    }),
+    'portal.json',
+  );
+  assert.deepEqual(config.profiles[0]?.nodes, [
+    {
+      nodeNumber: 1,
+      nodeUrl: 'http://node-a:41194',
+      hostName: 'a.example.org',
+      wireGuard: { rangeFour: '10.44.1.0/24', rangeSix: 'fd44:1::/64' },
+      openVpn: null,
+    },
+    {
+      nodeNumber: 2,
+      nodeUrl: 'http://node-b:41194',
+      hostName: 'b.example.org',
+      wireGuard: { rangeFour: '10.44.2.0/24', rangeSix: 'fd44:2::/64' },
+      openVpn: null,
+    },
+  ]);
+  assert.deepEqual([...config.nodes.keys()].sort(), [1, 2]);
+  assert.equal(config.nodes.get(1 as NodeNumber)?.nodeUrl, 'http://node-a:41194');
+});
+
+test('a single string applies to every node; without onNode the nodes are the positions of nodeUrl', () => {
+  const config = resolvePortalConfig(
+    withProfiles({
+      ...employees,
+      hostName: 'vpn.example.org',
+      nodeUrl: ['http://node-a:41194/', 'http://node-b:41194'],
+      wRangeFour: ['10.44.1.0/24', '10.44.2.0/24'],
+      wRangeSix: ['fd44:1::/64', 'fd44:2::/64'],
+    }),
+    'portal.json',
+  );
+  const nodes = config.profiles[0]?.nodes ?? [];
+  assert.deepEqual(
+    nodes.map((node) => node.nodeNumber),
+    [0, 1],
+  );
+  assert.deepEqual(
+    nodes.map((node) => node.hostName),
+    ['vpn.example.org', 'vpn.example.org'],
+  );
+  // A trailing slash on a node URL is dropped so paths join cleanly.
+  assert.deepEqual(
+    nodes.map((node) => node.nodeUrl),
+    ['http://node-a:41194', 'http://node-b:41194'],
+  );
+});
+
+test('one node number with two different URLs in two profiles is refused', () => {
+  const guests: ProfileFile = { ...employees, profileId: 'guests', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: 'http://elsewhere:41194' };
+  assert.match(
+    problemsOf(withProfiles({ ...employees, nodeUrl: 'http://node-a:41194' }, guests)),
+    /node 0 is http:\/\/node-a:41194 in another profile, not http:\/\/elsewhere:41194/,
+  );
+});
+
+test('a sessionExpiry so long that the expiry date cannot be written is refused at start', () => {
+  assert.match(problemsOf({ ...withProfiles(employees), sessionExpiry: 'P300000Y' }), /portal\.json: sessionExpiry: too long/);
+  assert.match(problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1Y', 'P99999Y'] }), /supportedSessionExpiry\[1\]: too long/);
+});
+
+test("relative paths in a file are taken from the file's folder, whatever the working directory", (t) => {
+  const file = configFile(t, 'portal.json', JSON.stringify({ ...withProfiles(employees), dataDir: 'state', database: 'sqlite:db/portal.sqlite' }));
+  const config = loadPortalConfig(file);
+  assert.equal(config.dataDir, path.join(path.dirname(file), 'state'));
+  assert.equal(config.keyDir, path.join(path.dirname(file), 'state', 'keys'));
+  assert.deepEqual(config.database, { dialect: 'sqlite', path: path.join(path.dirname(file), 'db', 'portal.sqlite') });
+});
+
+const openVpnStaff: ProfileFile = {
+  profileId: 'staff',
+  displayName: 'Staff',
+  hostName: 'vpn.example.org',
+  oRangeFour: '10.60.0.0/24',
+  oRangeSix: 'fd60::/64',
+};
+
+test('an OpenVPN profile gets the reference defaults: UDP and TCP on 1194, listening on ::', () => {
+  const [profile] = resolvePortalConfig(withProfiles(openVpnStaff), 'portal.json').profiles;
+  assert.deepEqual(profile?.openVpn, {
+    udpPortList: [1194],
+    tcpPortList: [1194],
+    exposedUdpPortList: [],
+    exposedTcpPortList: [],
+    blockLan: false,
+    enableLog: false,
+  });
+  assert.deepEqual(profile?.nodes[0]?.openVpn, { rangeFour: '10.60.0.0/24', rangeSix: 'fd60::/64', listenOn: '::' });
+  assert.equal(profile?.wireGuard, null);
+  assert.equal(profile?.preferredProto, 'openvpn');
+});
+
+test('a profile with both protocols prefers OpenVPN unless preferredProto says otherwise (reference §2.1)', () => {
+  const both = { ...openVpnStaff, wRangeFour: '10.61.0.0/24', wRangeSix: 'fd61::/64' };
+  assert.equal(resolvePortalConfig(withProfiles(both), 'portal.json').profiles[0]?.preferredProto, 'openvpn');
+  assert.equal(resolvePortalConfig(withProfiles({ ...both, preferredProto: 'wireguard' }), 'portal.json').profiles[0]?.preferredProto, 'wireguard');
+  assert.match(problemsOf(withProfiles({ ...employees, preferredProto: 'openvpn' })), /ProfileList\[0\]\.preferredProto: the profile has no OpenVPN ranges/);
+});
+
+test('OpenVPN mistakes are refused at start: half a range pair, a process count that does not split the range, a bad listen address', () => {
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeSix: undefined })), /OpenVPN needs both oRangeFour and oRangeSix/);
+  assert.match(
+    problemsOf(withProfiles({ ...openVpnStaff, oUdpPortList: [1194, 1195, 1196], oTcpPortList: [] })),
+    /oUdpPortList.*together have 3 port\(s\).*1, 2, 4, 8, 16, 32 or 64/,
+  );
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oUdpPortList: [1194, 1194] })), /oUdpPortList: lists a port twice/);
+  assert.match(
+    problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.60.0.0/29' })),
+    /oRangeFour: "10.60.0.0\/29" is too small for 2 OpenVPN process\(es\)/,
+  );
+  assert.match(
+    problemsOf(withProfiles({ ...openVpnStaff, oRangeSix: 'fd60::/112' })),
+    /oRangeSix: "fd60::\/112" is too small for 2 OpenVPN process\(es\).*at most \/111/,
+  );
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oListenOn: 'any' })), /oListenOn: "any" is not an IP address/);
+  assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.44.0.128/25' }, employees)), /overlaps/);
+  assert.match(problemsOf(withProfiles({ profileId: 'none', displayName: 'None', hostName: 'h' })), /offers no VPN protocol/);
+});

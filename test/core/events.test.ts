@@ -1,0 +1,47 @@
+// The events seam: what core announces, in order, for a day in an administrator's life; and a
+// listener that writes in the change's transaction can veto the change.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { PortalEvent } from '../../src/core/events.js';
+import { startTestPortal } from '../support/test-portal.js';
+
+test('create, disable, enable, delete and destroy are announced after they committed, with the configuration they touched', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const seen: PortalEvent[] = [];
+  portal.portal.ctx.events.afterCommit((event) => {
+    if (!event.type.startsWith('node.') && event.type !== 'reconcile.finished') seen.push(event);
+  });
+  const created = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
+  assert.equal(created.status, 200);
+  await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
+  const [first] = await portal.admin.userConfigurationList('alice');
+  assert.ok(first !== undefined);
+  assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
+  assert.equal((await portal.post('/enable_user', { user_id: 'alice' })).status, 204);
+  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: first.connection_id })).status, 204);
+  assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
+  await new Promise((resolve) => setImmediate(resolve));
+
+  assert.deepEqual(
+    seen.map((event) => event.type),
+    ['configuration.created', 'configuration.created', 'user.disabled', 'user.enabled', 'configuration.deleted', 'configuration.deleted', 'user.destroyed'],
+  );
+  const deleted = seen[4];
+  assert.ok(deleted?.type === 'configuration.deleted');
+  assert.deepEqual(deleted.configuration, { userId: 'alice', profileId: 'employees', connectionId: first.connection_id, vpnProto: 'wireguard', nodeNumber: 0 });
+});
+
+test('a listener that fails inside the transaction rolls the change back: the call fails and nothing was stored', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  portal.portal.ctx.events.inTransaction(async (event) => {
+    if (event.type === 'configuration.created') throw new Error('the audit log is unwritable');
+  });
+  const published: PortalEvent[] = [];
+  portal.portal.ctx.events.afterCommit((event) => void published.push(event));
+  const refused = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
+  assert.equal(refused.status, 500);
+  assert.deepEqual((await portal.get('/users')).json(), { users: [] }, 'neither the user nor the configuration was stored');
+  assert.equal(published.filter((event) => event.type === 'configuration.created').length, 0, 'nothing was announced');
+});
