@@ -17,6 +17,8 @@ import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
 
+/** Connections the kernel queues before the portal accepts them (capped by net.core.somaxconn). */
+const LISTEN_BACKLOG = 4096;
 /** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
 const NODE_TIMEOUT_MS = 3_000;
 
@@ -75,7 +77,9 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const reconciler = new ReconcileScheduler(ctx);
 
   const app = buildServer(ctx);
-  const url = await app.listen({ host: config.listen.host, port: config.listen.port });
+  // A deep accept queue: a burst of connections (slow clients, a reconnecting fleet) must not make
+  // the kernel drop a legitimate client's SYN, which it would retry only after a second.
+  const url = await app.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
   logger.info(
     `admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`,
   );

@@ -7,45 +7,23 @@
 // TCP on a network that drops UDP; delete_connection and destroy end connections for good,
 // and the connection history keeps every connect and disconnect.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { asNodeNumber } from '../../src/shared/ids.js';
 import { connectionHistory } from '../../src/storage/connection-log.js';
+import type { Namespace } from '../support/netns.js';
 import { AUTH_FAILED, CONNECTED, OpenVpnClient } from '../support/openvpn-client.js';
-import { NetnsLab, type Namespace } from '../support/netns.js';
-import { NodeAgentProcess } from '../support/node-agent-process.js';
-import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import type { TestPortal } from '../support/test-portal.js';
+import { startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 
 const PROFILE = 'staff';
 const OPENVPN = 'application/x-openvpn-profile';
 
-interface ConnectionEntry {
-  connection_id: string;
-  display_name: string;
-  ip_list: string[];
-  user_id: string;
-  vpn_proto: string;
-  auth_key: string | null;
-}
-
-interface UserConfiguration {
-  connection_id: string;
-  profile_id: string;
-  display_name: string;
-  vpn_proto: string;
-}
-
 describe('a managed device reaches the node through an OpenVPN tunnel made by the portal', () => {
-  const lab = new NetnsLab();
-  let directory: string;
-  let node: Namespace;
+  let lab: TunnelLab;
   let client: Namespace;
-  let clientLinkInterface: string;
   let portal: TestPortal;
-  let agent: NodeAgentProcess;
   /** A device: its running client, the tun device it uses, and the file it was given. */
   interface Device {
     client: OpenVpnClient;
@@ -59,10 +37,8 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
   const assertSuccess = (response: { status: number; text: string }): void => {
     assert.ok(response.status >= 200 && response.status < 300, `expected success, got ${response.status} ${response.text}`);
   };
-  const connectedUsers = async (showAll: 'on' | 'off') =>
-    ((await portal.get('/connected_users', { show_all: showAll })).json() as { connected_users: Record<string, string[]> }).connected_users;
-  const connectionList = async (showAll: 'on' | 'off') =>
-    ((await portal.get('/connection_list', { show_all: showAll })).json() as { connection_list: Record<string, ConnectionEntry[]> }).connection_list;
+  const connectedUsers = (showAll: 'on' | 'off') => portal.admin.connectedUsers(showAll === 'on');
+  const connectionList = (showAll: 'on' | 'off') => portal.admin.connectionList(showAll === 'on');
   const listedIds = async (showAll: 'on' | 'off') => ((await connectionList(showAll))[PROFILE] ?? []).map((entry) => entry.connection_id).sort();
 
   /** The server's tunnel address is the first host of the client's process range (a /25 here). */
@@ -78,8 +54,8 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     const created = await portal.post('/create', { user_id: 'alice', profile_id: PROFILE, display_name: displayName, ...extra }, { accept: OPENVPN });
     assert.equal(created.status, 200, created.text);
     assert.equal(created.headers.get('content-type'), OPENVPN);
-    const configurations = (await portal.get('/user_configuration_list', { user_id: 'alice' })).json() as { user_configuration_list: UserConfiguration[] };
-    const made = configurations.user_configuration_list.find((entry) => entry.display_name === displayName);
+    const configurations = await portal.admin.userConfigurationList('alice');
+    const made = configurations.find((entry) => entry.display_name === displayName);
     assert.ok(made !== undefined, `user_configuration_list shows "${displayName}": ${JSON.stringify(configurations)}`);
     assert.equal(made.vpn_proto, 'openvpn');
     assert.equal(made.profile_id, PROFILE);
@@ -88,61 +64,31 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
 
   /** Starts the real OpenVPN client with the file exactly as the portal returned it (0600: it holds a key). */
   const startDevice = async (name: string, file: string): Promise<{ client: OpenVpnClient; tun: string }> => {
-    const path = join(directory, `${name}.ovpn`);
+    const path = join(lab.directory, `${name}.ovpn`);
     await writeFile(path, file, { mode: 0o600 });
     // The file says `dev tun`; the device name is pinned only so the test can read its addresses.
-    const tun = lab.interfaceName('tun');
+    const tun = lab.lab.interfaceName('tun');
     return { client: new OpenVpnClient(client, path, ['--dev', tun]), tun };
   };
   const connected = (device: { client: OpenVpnClient }) => device.client.waitFor(CONNECTED, 'Initialization Sequence Completed', 30_000);
   const refused = (device: { client: OpenVpnClient }, timeoutMs = 30_000) => device.client.waitFor(AUTH_FAILED, 'AUTH_FAILED', timeoutMs);
 
   before(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'openvpn-tunnel-e2e-'));
-    node = await lab.namespace('node');
-    client = await lab.namespace('client');
-    const hostLink = lab.subnet();
-    const clientLink = lab.subnet();
-    await lab.vethPair({ namespace: null, address: `${hostLink.first}/30` }, { namespace: node, address: `${hostLink.second}/30` });
-    const pair = await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
-    clientLinkInterface = pair.bName;
-
-    const nodeUrl = `http://${hostLink.second}:41194`;
-    portal = await startTestPortal({
-      config: {
-        listen: { host: hostLink.first, port: 0 },
-        adminApi: { allowList: [`${hostLink.first}/32`], trustedProxyList: [] },
-        reconcileInterval: 'PT3S',
-        ProfileList: [
-          {
-            profileId: PROFILE,
-            displayName: 'Staff',
-            hostName: clientLink.first,
-            defaultGateway: false,
-            // One UDP and one TCP server on port 1194: the /24 is split into two /25.
-            oRangeFour: '198.19.60.0/24',
-            oRangeSix: 'fd00:60::/64',
-            oEnableLog: true,
-            nodeUrl,
-          },
-        ],
+    lab = await startTunnelLab({
+      portalConfig: { reconcileInterval: 'PT3S' },
+      profile: {
+        profileId: PROFILE,
+        displayName: 'Staff',
+        wRangeFour: undefined,
+        wRangeSix: undefined,
+        // One UDP and one TCP server on port 1194: the /24 is split into two /25.
+        oRangeFour: '198.19.60.0/24',
+        oRangeSix: 'fd00:60::/64',
+        oEnableLog: true,
       },
     });
-
-    const agentConfigFile = join(directory, 'node.json');
-    await writeFile(
-      agentConfigFile,
-      JSON.stringify({
-        apiUrl: `${portal.portal.url}${portal.portal.ctx.config.basePath}/node-api.php`,
-        nodeNumber: 0,
-        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
-        listen: { host: hostLink.second, port: 41194 },
-        WireGuard: { interfaceName: lab.interfaceName('wgn'), endpointFile: join(directory, 'endpoints.json') },
-        OpenVPN: { configDir: join(directory, 'node-openvpn'), managementDir: join(directory, 'node-run') },
-      }),
-    );
-    agent = new NodeAgentProcess(node, agentConfigFile);
-    await agent.ready();
+    client = lab.client;
+    portal = lab.portal;
     await portal.reconcile();
   });
 
@@ -150,11 +96,8 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     try {
       await laptop?.client.stop();
       await phone?.client.stop();
-      await agent?.stop();
     } finally {
-      await lab.cleanup();
-      await portal?.close();
-      await rm(directory, { recursive: true, force: true });
+      await lab?.close();
     }
   });
 
@@ -215,7 +158,7 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     await client.exec('nft', ['-f', '-'], {
       stdin: [
         'table inet udp_blocked {',
-        `  chain output { type filter hook output priority 0; policy accept; oifname "${clientLinkInterface}" meta l4proto udp counter drop; }`,
+        `  chain output { type filter hook output priority 0; policy accept; oifname "${lab.clientLinkInterface}" meta l4proto udp counter drop; }`,
         '}',
         '',
       ].join('\n'),
@@ -245,7 +188,7 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     assert.ok(laptop !== null, 'the laptop is connected');
     assertSuccess(await portal.post('/destroy', { user_id: 'alice' }));
     await refused(laptop, 60_000);
-    assert.deepEqual((await portal.get('/users')).json(), { users: [] });
+    assert.deepEqual(await portal.admin.users(), []);
     assert.deepEqual(await connectionList('on'), { [PROFILE]: [] });
   });
 

@@ -18,11 +18,21 @@ export const LAB_PROFILE = 'employees';
 /** The node's tunnel address in the lab's default WireGuard range. */
 export const LAB_GATEWAY = '198.19.44.1';
 
+/** The lab's addresses, for options that must name them. */
+export interface LabAddresses {
+  /** The node's address on the client's link: its WireGuard endpoint and OpenVPN remote. */
+  readonly nodeAddressForClient: string;
+  /** The node's address on the portal's link: where its vpn-daemon listens. */
+  readonly nodeAddressForPortal: string;
+}
+
 export interface TunnelLabOptions {
-  /** Merged over the lab's WireGuard profile (198.19.44.0/24, fd00:44::/64, no default gateway). */
+  /** Merged over the lab's WireGuard profile (198.19.44.0/24, fd00:44::/64, no default gateway); `undefined` removes a key. */
   readonly profile?: Partial<ProfileConfigFile>;
   /** Merged over the portal's configuration. */
-  readonly portalConfig?: Partial<PortalConfigFile>;
+  readonly portalConfig?: Partial<PortalConfigFile> | ((addresses: LabAddresses) => Partial<PortalConfigFile>);
+  /** Merged over the node agent's configuration (node.json). */
+  readonly agentConfig?: (addresses: LabAddresses) => Record<string, unknown>;
   /** Whether a client namespace is made (default: yes). */
   readonly client?: boolean;
   /** Whether the agent is started right away (default: yes). */
@@ -43,6 +53,10 @@ export interface TunnelLab {
   readonly extraPortals: readonly TestPortal[];
   /** The node's address on the client's link: its WireGuard endpoint. */
   readonly nodeAddressForClient: string;
+  /** The client's end of its link to the node (for nftables rules in the client namespace). */
+  readonly clientLinkInterface: string;
+  /** Where the agent serves the vpn-daemon protocol. */
+  readonly nodeUrl: string;
   readonly nodeInterface: string;
   /** The agent's endpoint memory (endpoint-memory.ts). */
   readonly endpointFile: string;
@@ -83,9 +97,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     const hostLink = lab.subnet();
     const clientLink = lab.subnet();
     await lab.vethPair({ namespace: null, address: `${hostLink.first}/30` }, { namespace: node, address: `${hostLink.second}/30` });
-    if (client !== null) {
-      await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
-    }
+    const clientPair =
+      client === null
+        ? null
+        : await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
+    const addresses: LabAddresses = { nodeAddressForClient: clientLink.first, nodeAddressForPortal: hostLink.second };
     const nodeUrl = `http://${hostLink.second}:41194`;
     const profile: ProfileConfigFile = {
       profileId: LAB_PROFILE,
@@ -102,7 +118,7 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       listen: { host: hostLink.first, port: 0 },
       adminApi: { allowList: [`${hostLink.first}/32`, '127.0.0.1/32'], trustedProxyList: [] },
       ProfileList: [profile],
-      ...options.portalConfig,
+      ...(typeof options.portalConfig === 'function' ? options.portalConfig(addresses) : options.portalConfig),
     };
     portal = await startTestPortal({ config: portalConfig, ...(options.clock === undefined ? {} : { clock: options.clock }) });
     for (let index = 0; index < (options.extraPortals ?? 0); index++) {
@@ -120,6 +136,9 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: hostLink.second, port: 41194 },
         WireGuard: { interfaceName: nodeInterface, endpointFile },
+        // Kept in the lab's folder, never in /var/lib or /run of the test machine.
+        OpenVPN: { configDir: join(directory, 'node-openvpn'), managementDir: join(directory, 'node-run') },
+        ...options.agentConfig?.(addresses),
       }),
     );
     const startAgent = async (): Promise<NodeAgentProcess> => {
@@ -145,6 +164,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       portal: firstPortal,
       extraPortals,
       nodeAddressForClient: clientLink.first,
+      get clientLinkInterface() {
+        if (clientPair === null) throw new Error('this lab has no client namespace');
+        return clientPair.bName;
+      },
+      nodeUrl,
       nodeInterface,
       endpointFile,
       get agent() {
