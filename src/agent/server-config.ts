@@ -2,7 +2,7 @@
 // (never half applied), and private keys and server files are kept as Secrets.
 import { z } from 'zod';
 import { parseCidr, type Cidr } from '../net/cidr.js';
-import { openVpnServerFileListSchema, serverConfigAnswerSchema } from '../protocol/node-api.js';
+import { openVpnServerFileListSchema, serverConfigAnswerSchema, type openVpnServerFileSchema } from '../protocol/node-api.js';
 import { Secret } from '../shared/secret.js';
 
 /** The WireGuard part of the portal's `server_config` answer for this node. */
@@ -32,18 +32,8 @@ export interface NodeServerConfig {
   readonly openvpn?: readonly OpenVpnServerFile[];
 }
 
-/** One OpenVPN server process: the portal renders its whole configuration file. */
-export interface OpenVpnServerFile {
-  /** `<profileId>-<processNumber>.conf`: the file name, and the socket name with `.sock`. */
-  readonly name: string;
-  /** The profile whose clients (certificate OU) this process serves. */
-  readonly profileId: string;
-  readonly processNumber: number;
-  readonly proto: 'udp' | 'tcp';
-  readonly port: number;
-  /** The file text: it holds the server's private key, so it never prints. */
-  readonly content: Secret;
-}
+/** One OpenVPN server process as the protocol describes it, the file text kept as a Secret (it holds the server's private key). */
+export type OpenVpnServerFile = Omit<z.output<typeof openVpnServerFileSchema>, 'content'> & { readonly content: Secret };
 
 // Plain (non-strict) objects: keys added by newer portals are ignored. "openvpn" is read only
 // when it is a list, the format this agent knows; anything else there (portals without

@@ -1,44 +1,37 @@
 // GET /user_configuration_list: every configuration of one user, WireGuard and OpenVPN,
 // newest expiry first.
+import type { UserConfiguration } from '../protocol/admin-api.js';
+import type { UserId, VpnProto } from '../shared/ids.js';
 import { certificatesOfUser } from '../storage/certificates.js';
 import { peersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
-import type { UserId, VpnProto } from '../shared/ids.js';
 
-export interface UserConfiguration {
-  readonly connection_id: string;
-  readonly profile_id: string;
-  readonly display_name: string;
-  readonly auth_key: string | null;
-  readonly expires_at: string;
-  readonly vpn_proto: VpnProto;
+/** What both kinds of configuration row share. */
+interface StoredConfiguration {
+  readonly profileId: string;
+  readonly displayName: string;
+  readonly authKey: string | null;
+  readonly expiresAt: string;
 }
 
 export async function userConfigurations(ctx: PortalContext, userId: UserId): Promise<UserConfiguration[]> {
   await existingUser(ctx, userId);
-  const wireGuard = (await peersOfUser(ctx.db, userId)).map(
-    (peer): UserConfiguration => ({
-      connection_id: peer.publicKey,
-      profile_id: peer.profileId,
-      display_name: peer.displayName,
-      auth_key: peer.authKey,
-      expires_at: peer.expiresAt,
-      vpn_proto: 'wireguard',
-    }),
-  );
-  const openVpn = (await certificatesOfUser(ctx.db, userId)).map(
-    (certificate): UserConfiguration => ({
-      connection_id: certificate.commonName,
-      profile_id: certificate.profileId,
-      display_name: certificate.displayName,
-      auth_key: certificate.authKey,
-      expires_at: certificate.expiresAt,
-      vpn_proto: 'openvpn',
-    }),
-  );
+  const wireGuard = (await peersOfUser(ctx.db, userId)).map((peer) => entry(peer, peer.publicKey, 'wireguard'));
+  const openVpn = (await certificatesOfUser(ctx.db, userId)).map((certificate) => entry(certificate, certificate.commonName, 'openvpn'));
   // ATOM strings in UTC sort as text.
   return [...wireGuard, ...openVpn].sort(
     (a, b) => b.expires_at.localeCompare(a.expires_at) || (a.connection_id < b.connection_id ? -1 : a.connection_id > b.connection_id ? 1 : 0),
   );
+}
+
+function entry(row: StoredConfiguration, connectionId: string, vpnProto: VpnProto): UserConfiguration {
+  return {
+    connection_id: connectionId,
+    profile_id: row.profileId,
+    display_name: row.displayName,
+    auth_key: row.authKey,
+    expires_at: row.expiresAt,
+    vpn_proto: vpnProto,
+  };
 }

@@ -8,7 +8,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import * as x509 from '@peculiar/x509';
 
 import { CertificateAuthority } from '../../src/openvpn/certificate-authority.js';
@@ -69,7 +69,7 @@ describe('a new OpenVPN CA', () => {
     certificate = new x509.X509Certificate(made.certificatePem);
   });
 
-  it('is a self-signed Ed25519 "CN=VPN CA", valid from five minutes ago until the given end', async () => {
+  test('is a self-signed Ed25519 "CN=VPN CA", valid from five minutes ago until the given end', async () => {
     assert.equal(certificate.subject, 'CN=VPN CA');
     assert.equal(certificate.issuer, 'CN=VPN CA');
     assert.equal(certificate.publicKey.algorithm.name, 'Ed25519');
@@ -80,7 +80,7 @@ describe('a new OpenVPN CA', () => {
     assert.ok(await certificate.isSelfSigned(webcrypto), 'the CA certificate verifies with its own key');
   });
 
-  it('carries the reference extensions: KeyUsage, EKU, BasicConstraints CA pathlen 0, SKI', () => {
+  test('carries the reference extensions: KeyUsage, EKU, BasicConstraints CA pathlen 0, SKI', () => {
     const keyUsage = certificate.getExtension(x509.KeyUsagesExtension);
     assert.ok(keyUsage?.critical, 'KeyUsage is present and critical');
     assert.equal(keyUsage.usages, x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign);
@@ -95,7 +95,7 @@ describe('a new OpenVPN CA', () => {
     assert.match(certificate.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId ?? '', /^[0-9a-f]{40}$/);
   });
 
-  it('has a positive random serial of at most 128 bits', () => {
+  test('has a positive random serial of at most 128 bits', () => {
     const serial = BigInt(`0x${certificate.serialNumber}`);
     assert.ok(serial > 0n, `serial ${certificate.serialNumber} is positive`);
     assert.ok(serial < 1n << 128n, `serial ${certificate.serialNumber} fits 128 bits`);
@@ -103,7 +103,7 @@ describe('a new OpenVPN CA', () => {
     assert.ok(serial >= 1n << 64n, `serial ${certificate.serialNumber} uses the full width`);
   });
 
-  it('reads the same with openssl', () => {
+  test('reads the same with openssl', () => {
     const text = openssl('x509', '-in', scratchFile(made.certificatePem), '-noout', '-text');
     assert.match(text, /Signature Algorithm: ED25519/);
     assert.match(text, /Public Key Algorithm: ED25519/);
@@ -115,14 +115,14 @@ describe('a new OpenVPN CA', () => {
     assert.match(text, /X509v3 Subject Key Identifier: \n\s+([0-9A-F]{2}:){19}[0-9A-F]{2}\n/);
   });
 
-  it('comes with a PKCS#8 private key and trimmed PEM texts', () => {
+  test('comes with a PKCS#8 private key and trimmed PEM texts', () => {
     assert.match(made.privateKeyPem, /^-----BEGIN PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+\n-----END PRIVATE KEY-----$/);
     assert.match(made.certificatePem, /^-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+\n-----END CERTIFICATE-----$/);
     const keyText = openssl('pkey', '-in', scratchFile(made.privateKeyPem), '-noout', '-text');
     assert.match(keyText, /ED25519 Private-Key/);
   });
 
-  it('loads, and refuses a key that belongs to another CA or text that is no certificate', async () => {
+  test('loads, and refuses a key that belongs to another CA or text that is no certificate', async () => {
     const ca = await CertificateAuthority.load(made.certificatePem, made.privateKeyPem);
     assert.equal(ca.certificatePem, made.certificatePem);
     assert.equal(ca.notAfter.getTime(), wholeSeconds(CA_NOT_AFTER));
@@ -147,7 +147,7 @@ describe('a client certificate', () => {
     issued = await ca.issueClient({ commonName, profileId: 'employees', now: NOW, notAfter: expiresAt });
   });
 
-  it('names the profile and the 44-character connection id, and ends at the configuration expiry', () => {
+  test('names the profile and the 44-character connection id, and ends at the configuration expiry', () => {
     assert.equal(commonName.length, 44);
     const certificate = new x509.X509Certificate(issued.certificatePem);
     assert.deepEqual(certificate.subjectName.getField('OU'), ['employees']);
@@ -162,7 +162,7 @@ describe('a client certificate', () => {
     });
   });
 
-  it('is a TLS client certificate as the reference issues them', () => {
+  test('is a TLS client certificate as the reference issues them', () => {
     const text = openssl('x509', '-in', scratchFile(issued.certificatePem), '-noout', '-text');
     assert.match(text, /X509v3 Key Usage: critical\n\s+Digital Signature\n/);
     assert.match(text, /X509v3 Extended Key Usage: \n\s+TLS Web Client Authentication\n/);
@@ -172,7 +172,7 @@ describe('a client certificate', () => {
     assert.match(text, new RegExp(`X509v3 Authority Key Identifier: \\n\\s+${keyId}\\n`));
   });
 
-  it('verifies against the CA, with openssl and with @peculiar/x509', async () => {
+  test('verifies against the CA, with openssl and with @peculiar/x509', async () => {
     const clientFile = scratchFile(issued.certificatePem);
     assert.match(openssl('verify', '-CAfile', caFile, clientFile), /: OK\n$/);
     assert.match(openssl('verify', '-purpose', 'sslclient', '-CAfile', caFile, clientFile), /: OK\n$/);
@@ -182,19 +182,19 @@ describe('a client certificate', () => {
     assert.ok(await ca.hasIssued(issued.certificatePem), 'the CA recognises its own certificate');
   });
 
-  it('cannot act as a server', () => {
+  test('cannot act as a server', () => {
     const result = run('openssl', ['verify', '-purpose', 'sslserver', '-CAfile', caFile, scratchFile(issued.certificatePem)]);
     assert.notEqual(result.status, 0, `a client certificate passed as a server: ${result.output}`);
   });
 
-  it('comes with its own PKCS#8 private key', () => {
+  test('comes with its own PKCS#8 private key', () => {
     assert.match(issued.privateKeyPem, /^-----BEGIN PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+\n-----END PRIVATE KEY-----$/);
     const fromKey = openssl('pkey', '-in', scratchFile(issued.privateKeyPem), '-pubout');
     const fromCertificate = openssl('x509', '-in', scratchFile(issued.certificatePem), '-noout', '-pubkey');
     assert.equal(fromKey, fromCertificate);
   });
 
-  it('is refused when it would outlive the CA or has already ended', async () => {
+  test('is refused when it would outlive the CA or has already ended', async () => {
     await assert.rejects(
       ca.issueClient({ commonName, profileId: 'employees', now: NOW, notAfter: new Date(ca.notAfter.getTime() + 1000) }),
       /the CA expires at/,
@@ -204,7 +204,7 @@ describe('a client certificate', () => {
     assert.equal(lastSecond.notAfter.getTime(), ca.notAfter.getTime());
   });
 
-  it('is quick to issue: the CA key is imported once', async (t) => {
+  test('is quick to issue: the CA key is imported once', async (t) => {
     const count = 50;
     const started = performance.now();
     for (let index = 0; index < count; index += 1) {
@@ -217,7 +217,7 @@ describe('a client certificate', () => {
 });
 
 describe('a server certificate', () => {
-  it('names the node host and the profile, lasts as long as the CA, and passes as a TLS server', async () => {
+  test('names the node host and the profile, lasts as long as the CA, and passes as a TLS server', async () => {
     const { ca } = await newCa();
     const issued = await ca.issueServer({ hostName: 'vpn1.example.org', profileId: 'employees', now: NOW });
     const file = scratchFile(issued.certificatePem);
@@ -240,7 +240,7 @@ describe('the OpenVPN key files', () => {
     return statSync(path).mode & 0o777;
   }
 
-  it('make the CA once, as private files, and never replace it', async () => {
+  test('make the CA once, as private files, and never replace it', async () => {
     const keys = new OpenVpnKeys(keyDir());
     assert.equal(await keys.ca(), null);
 
@@ -258,7 +258,7 @@ describe('the OpenVPN key files', () => {
     assert.equal((await keys.ca())?.certificatePem, certificate);
   });
 
-  it('end with exactly one CA when two portal processes make it at the same moment', async () => {
+  test('end with exactly one CA when two portal processes make it at the same moment', async () => {
     const dir = keyDir();
     const [one, two] = await Promise.all([new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER), new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER)]);
     assert.deepEqual([one.created, two.created].sort(), [false, true]);
@@ -267,7 +267,7 @@ describe('the OpenVPN key files', () => {
     assert.deepEqual(readdirSync(dir).sort(), ['ca'], 'no staging directory is left behind');
   });
 
-  it('refuse to go on with half a CA', async () => {
+  test('refuse to go on with half a CA', async () => {
     const keys = new OpenVpnKeys(keyDir());
     await keys.createCa(NOW, CA_NOT_AFTER);
     rmSync(keys.caKeyPath);
@@ -277,7 +277,7 @@ describe('the OpenVPN key files', () => {
     assert.ok(!existsSync(fresh.caKeyPath), 'no key was made to go with a certificate it does not match');
   });
 
-  it('notice a replaced CA within a second', async () => {
+  test('notice a replaced CA within a second', async () => {
     const keys = new OpenVpnKeys(keyDir());
     await keys.createCa(NOW, CA_NOT_AFTER);
     const before = await keys.ca();
@@ -291,7 +291,7 @@ describe('the OpenVPN key files', () => {
     assert.equal(after?.certificatePem, readFileSync(other.caCertificatePath, 'utf8'));
   });
 
-  it('make one tls-crypt key per profile, in the format of "openvpn --genkey", and keep it', () => {
+  test('make one tls-crypt key per profile, in the format of "openvpn --genkey", and keep it', () => {
     const keys = new OpenVpnKeys(keyDir());
     const key = keys.tlsCryptKey('employees');
     assert.ok(isTlsCryptKey(key), `a static key: ${key}`);
@@ -309,7 +309,7 @@ describe('the OpenVPN key files', () => {
     assert.notEqual(keys.tlsCryptKey('guests'), key);
   });
 
-  it('write tls-crypt keys that openvpn itself reads, framed like its own', () => {
+  test('write tls-crypt keys that openvpn itself reads, framed like its own', () => {
     const keys = new OpenVpnKeys(keyDir());
     keys.tlsCryptKey('employees');
     const ours = keys.tlsCryptKeyPath('employees');
@@ -323,7 +323,7 @@ describe('the OpenVPN key files', () => {
     assert.equal(frame(readFileSync(ours, 'utf8')), frame(readFileSync(theirs, 'utf8')).trimEnd());
   });
 
-  it('take a tls-crypt key from "openvpn --genkey" as it is, trailing newline dropped', () => {
+  test('take a tls-crypt key from "openvpn --genkey" as it is, trailing newline dropped', () => {
     const keys = new OpenVpnKeys(keyDir());
     keys.tlsCryptKey('seed');
     const file = keys.tlsCryptKeyPath('employees');
@@ -332,7 +332,7 @@ describe('the OpenVPN key files', () => {
     assert.equal(keys.tlsCryptKey('employees'), readFileSync(file, 'utf8').trimEnd());
   });
 
-  it('refuse profile ids that could lead out of the key directory', () => {
+  test('refuse profile ids that could lead out of the key directory', () => {
     const keys = new OpenVpnKeys(keyDir());
     assert.throws(() => keys.tlsCryptKey('../evil'), /invalid profile id/);
     assert.throws(() => keys.tlsCryptKey(''), /invalid profile id/);
@@ -340,7 +340,7 @@ describe('the OpenVPN key files', () => {
     assert.throws(() => keys.serverCredentialPaths(-1, 'employees'), /invalid node number/);
   });
 
-  it('hand a node the same server certificate every time, and a new one when its host name changes', async () => {
+  test('hand a node the same server certificate every time, and a new one when its host name changes', async () => {
     const keys = new OpenVpnKeys(keyDir());
     await assert.rejects(keys.serverCredentials(0, 'employees', 'vpn1.example.org', NOW), /no OpenVPN CA/);
     await keys.createCa(NOW, CA_NOT_AFTER);
@@ -368,7 +368,7 @@ describe('the OpenVPN key files', () => {
     assert.equal(readFileSync(files.certificate, 'utf8'), renamed.certificatePem);
   });
 
-  it('replace a server certificate that a different CA issued', async () => {
+  test('replace a server certificate that a different CA issued', async () => {
     const keys = new OpenVpnKeys(keyDir());
     await keys.createCa(NOW, CA_NOT_AFTER);
     const first = await keys.serverCredentials(0, 'employees', 'vpn1.example.org', NOW);
@@ -386,7 +386,7 @@ describe('the OpenVPN key files', () => {
     assert.ok(await (await keys.ca())?.hasIssued(replaced.certificatePem), 'the new certificate comes from our CA');
   });
 
-  it('replace a server certificate that ends within 30 days, unless the CA ends as soon', async () => {
+  test('replace a server certificate that ends within 30 days, unless the CA ends as soon', async () => {
     const keys = new OpenVpnKeys(keyDir());
     await keys.createCa(NOW, CA_NOT_AFTER);
     const ca = await keys.ca();

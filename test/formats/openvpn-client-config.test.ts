@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, test } from 'node:test';
 
 import {
   clientRemotes,
@@ -45,7 +45,7 @@ const first = (): number => 0;
 const last = (): number => 0.999;
 
 describe('the OpenVPN client file', () => {
-  it('is pinned for the default profile: settings, the four inline blocks, then UDP before TCP', () => {
+  test('is pinned for the default profile: settings, the four inline blocks, then UDP before TCP', () => {
     assert.equal(
       renderOpenVpnClientConfig(defaultProfile(), credentials, { preferTcp: false, random: first }),
       [
@@ -87,14 +87,14 @@ describe('the OpenVPN client file', () => {
     );
   });
 
-  it('lists the TCP remotes first when the client prefers TCP', () => {
+  test('lists the TCP remotes first when the client prefers TCP', () => {
     const text = renderOpenVpnClientConfig(defaultProfile(), credentials, { preferTcp: true, random: first });
     assert.ok(text.endsWith('</tls-crypt>\nremote vpn.example 1194 tcp\nremote vpn.example 1194 udp'), text);
   });
 });
 
 describe('the remote lines', () => {
-  it('offer at most one ordinary and one special port per protocol, the ordinary one first', () => {
+  test('offer at most one ordinary and one special port per protocol, the ordinary one first', () => {
     const profile = defaultProfile({ udpPortList: [1194, 1195, 53, 443], tcpPortList: [1194, 1195, 80, 443] });
     assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), [
       'remote vpn.example 1194 udp',
@@ -110,7 +110,7 @@ describe('the remote lines', () => {
     ]);
   });
 
-  it('treat 53 as special for UDP only and 80 for TCP only', () => {
+  test('treat 53 as special for UDP only and 80 for TCP only', () => {
     const profile = defaultProfile({ udpPortList: [80, 53], tcpPortList: [53, 80] });
     assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), [
       'remote vpn.example 80 udp',
@@ -120,29 +120,29 @@ describe('the remote lines', () => {
     ]);
   });
 
-  it('offer a single port when a list holds only special or only ordinary ports', () => {
+  test('offer a single port when a list holds only special or only ordinary ports', () => {
     const onlySpecial = defaultProfile({ udpPortList: [53, 443], tcpPortList: [] });
     assert.deepEqual(clientRemotes(onlySpecial, { preferTcp: false, random: last }), ['remote vpn.example 443 udp']);
     const onlyOrdinary = defaultProfile({ udpPortList: [], tcpPortList: [1194, 1195, 1196] });
     assert.deepEqual(clientRemotes(onlyOrdinary, { preferTcp: false, random: sequence(0.5) }), ['remote vpn.example 1195 tcp']);
   });
 
-  it('use the exposed ports instead of the real ones when the profile sets them', () => {
+  test('use the exposed ports instead of the real ones when the profile sets them', () => {
     const profile = defaultProfile({ exposedUdpPortList: [51194], exposedTcpPortList: [443] });
     assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), ['remote vpn.example 51194 udp', 'remote vpn.example 443 tcp']);
   });
 
-  it('fall back to the real ports of a protocol whose exposed list is empty', () => {
+  test('fall back to the real ports of a protocol whose exposed list is empty', () => {
     const profile = defaultProfile({ exposedTcpPortList: [443] });
     assert.deepEqual(clientRemotes(profile, { preferTcp: true, random: first }), ['remote vpn.example 443 tcp', 'remote vpn.example 1194 udp']);
   });
 
-  it('write an IPv6 host literally, as OpenVPN reads it', () => {
+  test('write an IPv6 host literally, as OpenVPN reads it', () => {
     const profile = defaultProfile({ hostName: '2001:db8::1', tcpPortList: [] });
     assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), ['remote 2001:db8::1 1194 udp']);
   });
 
-  it('cannot be made without any port: the reference error', () => {
+  test('cannot be made without any port: the reference error', () => {
     const profile = defaultProfile({ udpPortList: [], tcpPortList: [] });
     assert.throws(() => clientRemotes(profile, { preferTcp: false, random: first }), NoOpenVpnPortError);
     assert.throws(

@@ -10,7 +10,7 @@ import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 
 import type { OpenVpnProfileSettings, Profile, ProfileNode } from '../../src/config/portal-config.js';
 import { asNodeNumber, asProfileId } from '../../src/shared/ids.js';
@@ -94,7 +94,7 @@ function linesOf(text: string): string[] {
 }
 
 describe('the OpenVPN server files of a node', () => {
-  it('reproduce the reference fixture, authorising clients through the management socket instead of scripts', () => {
+  test('reproduce the reference fixture, authorising clients through the management socket instead of scripts', () => {
     const files = renderOpenVpnServerFiles([input(referenceProfile())], referenceNode);
     assert.deepEqual(
       files.map(({ name, profileId, processNumber, proto, port }) => ({ name, profileId, processNumber, proto, port })),
@@ -158,7 +158,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.ok(first.includes('push "dhcp-option DNS fd42::1"'), '@GW6@ is the first host of process 0');
   });
 
-  it('split the ranges as the reference: equal IPv4 parts, consecutive /112 networks of IPv6', () => {
+  test('split the ranges as the reference: equal IPv4 parts, consecutive /112 networks of IPv6', () => {
     assert.deepEqual(processRanges('10.42.42.0/24', 'fd42::/64', 4), [
       { rangeFour: '10.42.42.0/26', rangeSix: 'fd42::/112' },
       { rangeFour: '10.42.42.64/26', rangeSix: 'fd42::1:0/112' },
@@ -168,7 +168,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.deepEqual(processRanges('10.42.42.0/24', 'fd42::/64', 1), [{ rangeFour: '10.42.42.0/24', rangeSix: 'fd42::/112' }]);
   });
 
-  it('refuse process counts and ranges OpenVPN could not serve', () => {
+  test('refuse process counts and ranges OpenVPN could not serve', () => {
     assert.throws(() => processRanges('10.42.42.0/24', 'fd42::/64', 3), /1, 2, 4, 8, 16, 32 or 64 ports/);
     assert.throws(() => processRanges('10.42.42.0/24', 'fd42::/64', 128), /1, 2, 4, 8, 16, 32 or 64 ports/);
     assert.throws(() => processRanges('10.42.42.0/29', 'fd42::/64', 2), /too small for 2 processes/);
@@ -176,7 +176,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.throws(() => processRanges('fd42::/64', '10.42.42.0/24', 1), /not an IPv4 prefix/);
   });
 
-  it('let each process accept as many clients as its pool holds', () => {
+  test('let each process accept as many clients as its pool holds', () => {
     const maxClients = (processes: number): string[] => {
       const udpPortList = Array.from({ length: processes }, (_, index) => 1194 + index);
       return renderOpenVpnServerFiles([input(referenceProfile({ openVpn: { udpPortList } }))], referenceNode).map(
@@ -188,7 +188,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.deepEqual(maxClients(1), ['max-clients 252']);
   });
 
-  it('number the tun devices across all profiles, UDP processes before TCP ones', () => {
+  test('number the tun devices across all profiles, UDP processes before TCP ones', () => {
     const employees = referenceProfile({ profileId: asProfileId('employees'), openVpn: { udpPortList: [1194], tcpPortList: [443] } });
     const guests = referenceProfile({ profileId: asProfileId('guests'), openVpn: { udpPortList: [1195], tcpPortList: [1195] } });
     const files = renderOpenVpnServerFiles([input(employees), input(guests, nodeFor('10.43.43.0/24', 'fd43::/64'))], referenceNode);
@@ -207,7 +207,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.ok(tcp.includes('management /run/openvpn-server/employees-1.sock unix'), 'one management socket per process');
   });
 
-  it('bind to an IPv4 listen address with the IPv4 protocols and a local line', () => {
+  test('bind to an IPv4 listen address with the IPv4 protocols and a local line', () => {
     const profile = referenceProfile({ openVpn: { udpPortList: [1194], tcpPortList: [1194] } });
     const files = renderOpenVpnServerFiles([input(profile, nodeFor('10.42.42.0/24', 'fd42::/64', '192.0.2.1'))], referenceNode);
     const udp = linesOf(contentOf(files, 'default-0.conf'));
@@ -219,7 +219,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.ok(linesOf(contentOf(six, 'default-0.conf')).includes('proto udp6'), 'with the IPv6 protocol');
   });
 
-  it('follow the node and profile switches: AES first, logging, blocking the LAN', () => {
+  test('follow the node and profile switches: AES first, logging, blocking the LAN', () => {
     const profile = referenceProfile({ openVpn: { udpPortList: [1194], enableLog: true, blockLan: true } });
     const [file] = renderOpenVpnServerFiles([input(profile)], { ...referenceNode, preferAes: true, vpnUser: 'nobody', vpnGroup: 'nogroup' });
     const lines = linesOf(file?.content ?? '');
@@ -229,7 +229,7 @@ describe('the OpenVPN server files of a node', () => {
     assert.ok(lines.includes('user nobody') && lines.includes('group nogroup'), 'the node chooses the user');
   });
 
-  it('push split-tunnel routes normalised, excluded prefixes via the normal gateway, and search domains', () => {
+  test('push split-tunnel routes normalised, excluded prefixes via the normal gateway, and search domains', () => {
     const profile = referenceProfile({
       defaultGateway: false,
       routeList: ['192.168.1.0/24', '192.168.1.128/25', 'fd11::/64', '172.16.0.0/12'],
@@ -252,13 +252,13 @@ describe('the OpenVPN server files of a node', () => {
     ]);
   });
 
-  it('push no DNS servers to a split tunnel without search domains', () => {
+  test('push no DNS servers to a split tunnel without search domains', () => {
     const profile = referenceProfile({ defaultGateway: false, openVpn: { udpPortList: [1194] } });
     const [file] = renderOpenVpnServerFiles([input(profile)], referenceNode);
     assert.ok(!(file?.content ?? '').includes('dhcp-option'), file?.content);
   });
 
-  it('keep IPv6 routes next to the full tunnel, whose 0.0.0.0/0 swallows the IPv4 ones', () => {
+  test('keep IPv6 routes next to the full tunnel, whose 0.0.0.0/0 swallows the IPv4 ones', () => {
     const profile = referenceProfile({ routeList: ['192.168.1.0/24', 'fd11::/64'], dnsServerList: [], openVpn: { udpPortList: [1194] } });
     const [file] = renderOpenVpnServerFiles([input(profile)], referenceNode);
     const pushes = linesOf(file?.content ?? '').filter((line) => line.startsWith('push "') && !line.includes('explicit-exit'));
@@ -341,7 +341,7 @@ describe('OpenVPN 2.6 with the rendered files', () => {
     ca = await CertificateAuthority.load(made.certificatePem, made.privateKeyPem);
   });
 
-  it('starts a UDP and a TCP server, and a client with a rendered client file gets in once the agent admits it', async () => {
+  test('starts a UDP and a TCP server, and a client with a rendered client file gets in once the agent admits it', async () => {
     const namespace = await lab.namespace('ovpn');
     const tlsCryptKey = generateTlsCryptKey();
     const profile = referenceProfile({

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { asWireGuardKey } from '../../src/shared/ids.js';
 import { renderWireGuardClientConfig, type WireGuardClientConfiguration, type WireGuardClientProfile } from '../../src/wireguard/client-config.js';
@@ -36,7 +36,7 @@ const firstClient: WireGuardClientConfiguration = {
 const lines = (...text: string[]): string => text.join('\n');
 
 describe('the wg-quick client file', () => {
-  it('reproduces the reference fixture exactly, without comments or a trailing newline', () => {
+  test('reproduces the reference fixture exactly, without comments or a trailing newline', () => {
     assert.equal(
       renderWireGuardClientConfig(referenceProfile(), firstClient),
       lines(
@@ -53,29 +53,29 @@ describe('the wg-quick client file', () => {
     );
   });
 
-  it('puts MTU first in [Interface] when the portal sets one', () => {
+  test('puts MTU first in [Interface] when the portal sets one', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ mtu: 1392 }), firstClient);
     assert.ok(text.startsWith(lines('[Interface]', 'MTU = 1392', `PrivateKey = ${CLIENT_PRIVATE_KEY}`)), text);
   });
 
-  it('adds keep-alive just before the endpoint when the profile asks for it', () => {
+  test('adds keep-alive just before the endpoint when the profile asks for it', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ keepAlive: true }), firstClient);
     assert.ok(text.endsWith(lines('AllowedIPs = 0.0.0.0/0,::/0', 'PersistentKeepalive = 25', 'Endpoint = vpn.example:51820')), text);
   });
 
-  it('uses the portal-wide listen port in the endpoint', () => {
+  test('uses the portal-wide listen port in the endpoint', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ listenPort: 443 }), firstClient);
     assert.ok(text.endsWith('\nEndpoint = vpn.example:443'), text);
   });
 
-  it('brackets an IPv6 literal host so the port stays unambiguous', () => {
+  test('brackets an IPv6 literal host so the port stays unambiguous', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ hostName: '2001:db8::53' }), firstClient);
     assert.ok(text.endsWith('\nEndpoint = [2001:db8::53]:51820'), text);
     const v4 = renderWireGuardClientConfig(referenceProfile({ hostName: '192.0.2.7' }), firstClient);
     assert.ok(v4.endsWith('\nEndpoint = 192.0.2.7:51820'), v4);
   });
 
-  it('sends WireGuard over TCP to the local ProxyGuard and names the real endpoint separately', () => {
+  test('sends WireGuard over TCP to the local ProxyGuard and names the real endpoint separately', () => {
     const text = renderWireGuardClientConfig(
       referenceProfile({ keepAlive: true, listenPort: 443, proxyEndpoint: 'https://vpn.example/proxyguard/vpn.example' }),
       firstClient,
@@ -88,17 +88,17 @@ describe('the wg-quick client file', () => {
 });
 
 describe('the DNS line', () => {
-  it('replaces @GW4@ and @GW6@ with the first host of the client ranges', () => {
+  test('replaces @GW4@ and @GW6@ with the first host of the client ranges', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ dnsServerList: ['@GW4@', '@GW6@'] }), firstClient);
     assert.match(text, /^DNS = 10\.44\.44\.1,fd44::1$/m);
   });
 
-  it('without a default gateway, is left out entirely when there are no search domains', () => {
+  test('without a default gateway, is left out entirely when there are no search domains', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ defaultGateway: false, routeList: ['192.168.1.0/24'] }), firstClient);
     assert.doesNotMatch(text, /^DNS/m);
   });
 
-  it('without a default gateway, still carries servers and de-duplicated search domains when domains are set', () => {
+  test('without a default gateway, still carries servers and de-duplicated search domains when domains are set', () => {
     const text = renderWireGuardClientConfig(
       referenceProfile({
         defaultGateway: false,
@@ -111,24 +111,24 @@ describe('the DNS line', () => {
     assert.match(text, /^DNS = 192\.168\.1\.53,example\.org,b\.example$/m);
   });
 
-  it('lists search domains even when no DNS servers are configured', () => {
+  test('lists search domains even when no DNS servers are configured', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ dnsServerList: [], dnsSearchDomainList: ['example.org'] }), firstClient);
     assert.match(text, /^DNS = example\.org$/m);
   });
 
-  it('appends search domains after the servers on a full tunnel too', () => {
+  test('appends search domains after the servers on a full tunnel too', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ dnsSearchDomainList: ['example.org'] }), firstClient);
     assert.match(text, /^DNS = 9\.9\.9\.9,2620:fe::fe,example\.org$/m);
   });
 
-  it('is omitted when a full tunnel has neither servers nor domains', () => {
+  test('is omitted when a full tunnel has neither servers nor domains', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ dnsServerList: [] }), firstClient);
     assert.doesNotMatch(text, /^DNS/m);
   });
 });
 
 describe('the peer routes', () => {
-  it('a split tunnel routes its routes plus the client networks, minus the excludes', () => {
+  test('a split tunnel routes its routes plus the client networks, minus the excludes', () => {
     const text = renderWireGuardClientConfig(
       referenceProfile({
         defaultGateway: false,
@@ -146,19 +146,19 @@ describe('the peer routes', () => {
     );
   });
 
-  it('leaves AllowedIPs out when everything is excluded', () => {
+  test('leaves AllowedIPs out when everything is excluded', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ defaultGateway: false, excludeRouteList: ['0.0.0.0/0', '::/0'] }), firstClient);
     assert.doesNotMatch(text, /AllowedIPs/);
   });
 });
 
 describe('client addresses', () => {
-  it('are written canonically', () => {
+  test('are written canonically', () => {
     const text = renderWireGuardClientConfig(referenceProfile(), { ...firstClient, ipSix: 'FD44:0:0:0::2' });
     assert.match(text, /^Address = 10\.44\.44\.2\/29,fd44::2\/64$/m);
   });
 
-  it('must belong to the profile ranges', () => {
+  test('must belong to the profile ranges', () => {
     assert.throws(
       () => renderWireGuardClientConfig(referenceProfile(), { ...firstClient, ipFour: '10.44.45.2' }),
       /"10\.44\.45\.2" is not inside the profile range 10\.44\.44\.0\/29/,

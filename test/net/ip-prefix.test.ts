@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, test } from 'node:test';
 
 import {
   addressAt,
@@ -21,12 +21,12 @@ const canonical = (text: string): string => formatIpPrefix(parseIpPrefix(text));
 const canonicalAddress = (text: string): string => formatIpAddress(parseIpAddress(text));
 
 describe('parsing a CIDR prefix', () => {
-  it('reads the family and prefix length of IPv4 and IPv6 prefixes', () => {
+  test('reads the family and prefix length of IPv4 and IPv6 prefixes', () => {
     assert.deepEqual(parseIpPrefix('10.0.0.0/24'), { family: 4, network: 0x0a000000n, length: 24 });
     assert.deepEqual(parseIpPrefix('fd00::/64'), { family: 6, network: 0xfd00n << 112n, length: 64 });
   });
 
-  it('accepts host bits and normalises them to the network address', () => {
+  test('accepts host bits and normalises them to the network address', () => {
     assert.equal(canonical('10.42.42.2/24'), '10.42.42.0/24');
     assert.equal(canonical('192.168.1.5/30'), '192.168.1.4/30');
     assert.equal(canonical('fd42::1234/64'), 'fd42::/64');
@@ -34,7 +34,7 @@ describe('parsing a CIDR prefix', () => {
     assert.equal(canonical('fd42::1/128'), 'fd42::1/128');
   });
 
-  it('refuses anything that is not "<address>/<length>" with a message naming the input', () => {
+  test('refuses anything that is not "<address>/<length>" with a message naming the input', () => {
     const invalid = [
       '10.0.0.0',
       '10.0.0.0/',
@@ -70,11 +70,11 @@ describe('parsing a CIDR prefix', () => {
 });
 
 describe('formatting IPv6 the RFC 5952 way', () => {
-  it('lowercases and drops leading zeros', () => {
+  test('lowercases and drops leading zeros', () => {
     assert.equal(canonicalAddress('2001:0DB8:00AB:0000:0000:0000:0000:0001'), '2001:db8:ab::1');
   });
 
-  it('compresses the longest run of zero groups, the leftmost one on a tie', () => {
+  test('compresses the longest run of zero groups, the leftmost one on a tie', () => {
     assert.equal(canonicalAddress('2001:db8:0:0:1:0:0:1'), '2001:db8::1:0:0:1');
     assert.equal(canonicalAddress('2001:0:0:1:0:0:0:1'), '2001:0:0:1::1');
     assert.equal(canonicalAddress('0:0:0:0:0:0:0:0'), '::');
@@ -82,23 +82,23 @@ describe('formatting IPv6 the RFC 5952 way', () => {
     assert.equal(canonicalAddress('fd00:0:0:0:0:0:0:0'), 'fd00::');
   });
 
-  it('never shortens a single zero group', () => {
+  test('never shortens a single zero group', () => {
     assert.equal(canonicalAddress('2001:db8:0:1:1:1:1:1'), '2001:db8:0:1:1:1:1:1');
     assert.equal(canonicalAddress('1:2:3:4:5:6:7::'), '1:2:3:4:5:6:7:0');
   });
 
-  it('writes IPv4-mapped addresses with a dotted IPv4 tail', () => {
+  test('writes IPv4-mapped addresses with a dotted IPv4 tail', () => {
     assert.equal(canonicalAddress('::ffff:c000:0201'), '::ffff:192.0.2.1');
     assert.equal(canonicalAddress('::FFFF:192.0.2.1'), '::ffff:192.0.2.1');
   });
 
-  it('reads an embedded dotted IPv4 tail', () => {
+  test('reads an embedded dotted IPv4 tail', () => {
     assert.equal(canonicalAddress('64:ff9b::192.0.2.1'), '64:ff9b::c000:201');
   });
 });
 
 describe('single addresses', () => {
-  it('recognises IPv4 and IPv6 but not prefixes, zones or host names', () => {
+  test('recognises IPv4 and IPv6 but not prefixes, zones or host names', () => {
     assert.equal(isIpAddress('192.0.2.1'), true);
     assert.equal(isIpAddress('2620:fe::fe'), true);
     assert.equal(isIpAddress('10.0.0.0/8'), false);
@@ -110,7 +110,7 @@ describe('single addresses', () => {
 });
 
 describe('containment', () => {
-  it('a prefix contains itself and its sub-prefixes, never the other family', () => {
+  test('a prefix contains itself and its sub-prefixes, never the other family', () => {
     const wide = parseIpPrefix('10.0.0.0/8');
     assert.equal(prefixContains(wide, wide), true);
     assert.equal(prefixContains(wide, parseIpPrefix('10.42.0.0/16')), true);
@@ -119,13 +119,13 @@ describe('containment', () => {
     assert.equal(prefixContains(parseIpPrefix('::/0'), parseIpPrefix('fd00::/8')), true);
   });
 
-  it('checks single addresses against a prefix', () => {
+  test('checks single addresses against a prefix', () => {
     const range = parseIpPrefix('10.44.44.0/29');
     assert.equal(prefixContainsAddress(range, parseIpAddress('10.44.44.7')), true);
     assert.equal(prefixContainsAddress(range, parseIpAddress('10.44.44.8')), false);
   });
 
-  it('two prefixes overlap exactly when one contains the other', () => {
+  test('two prefixes overlap exactly when one contains the other', () => {
     assert.equal(prefixesOverlap(parseIpPrefix('10.0.0.0/8'), parseIpPrefix('10.1.0.0/16')), true);
     assert.equal(prefixesOverlap(parseIpPrefix('10.1.0.0/16'), parseIpPrefix('10.0.0.0/8')), true);
     assert.equal(prefixesOverlap(parseIpPrefix('10.0.0.0/9'), parseIpPrefix('10.128.0.0/9')), false);
@@ -133,24 +133,24 @@ describe('containment', () => {
 });
 
 describe('splitting', () => {
-  it('halves a prefix into its low and high half', () => {
+  test('halves a prefix into its low and high half', () => {
     assert.deepEqual(halvePrefix(parseIpPrefix('0.0.0.0/0')).map(formatIpPrefix), ['0.0.0.0/1', '128.0.0.0/1']);
     assert.deepEqual(halvePrefix(parseIpPrefix('fd00::/127')).map(formatIpPrefix), ['fd00::/128', 'fd00::1/128']);
   });
 
-  it('cannot halve a single address', () => {
+  test('cannot halve a single address', () => {
     assert.throws(() => halvePrefix(parseIpPrefix('192.0.2.1/32')), /single address/);
     assert.throws(() => halvePrefix(parseIpPrefix('::1/128')), /single address/);
   });
 
-  it('splits into a power-of-two number of equal networks, IPv4 and IPv6', () => {
+  test('splits into a power-of-two number of equal networks, IPv4 and IPv6', () => {
     assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 4).map(formatIpPrefix), ['10.0.0.0/26', '10.0.0.64/26', '10.0.0.128/26', '10.0.0.192/26']);
     assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/64'), 2).map(formatIpPrefix), ['fd00::/65', 'fd00::8000:0:0:0/65']);
     assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/110'), 4).map(formatIpPrefix), ['fd00::/112', 'fd00::1:0/112', 'fd00::2:0/112', 'fd00::3:0/112']);
     assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 1).map(formatIpPrefix), ['10.0.0.0/24']);
   });
 
-  it('refuses counts that are not powers of two or do not fit', () => {
+  test('refuses counts that are not powers of two or do not fit', () => {
     assert.throws(() => splitPrefix(parseIpPrefix('10.0.0.0/24'), 3), /power of two/);
     assert.throws(() => splitPrefix(parseIpPrefix('10.0.0.0/24'), 0), /power of two/);
     assert.throws(() => splitPrefix(parseIpPrefix('10.0.0.0/31'), 4), /too small/);
@@ -158,13 +158,13 @@ describe('splitting', () => {
 });
 
 describe('addresses inside a prefix', () => {
-  it('counts the addresses of a prefix', () => {
+  test('counts the addresses of a prefix', () => {
     assert.equal(prefixSize(parseIpPrefix('10.44.44.0/29')), 8n);
     assert.equal(prefixSize(parseIpPrefix('fd44::/64')), 1n << 64n);
     assert.equal(prefixSize(parseIpPrefix('::/0')), 1n << 128n);
   });
 
-  it('finds the address at network + offset, and refuses offsets outside', () => {
+  test('finds the address at network + offset, and refuses offsets outside', () => {
     const range = parseIpPrefix('10.44.44.0/29');
     assert.equal(formatIpAddress(addressAt(range, 1)), '10.44.44.1');
     assert.equal(formatIpAddress(addressAt(range, 7n)), '10.44.44.7');

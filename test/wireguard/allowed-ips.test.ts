@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { formatIpPrefix, parseIpPrefix } from '../../src/net/ip-prefix.js';
 import { allowedIps, PrefixList } from '../../src/net/prefix-list.js';
@@ -7,13 +7,13 @@ import { allowedIps, PrefixList } from '../../src/net/prefix-list.js';
 const listOf = (list: PrefixList): string[] => list.sorted().map(formatIpPrefix);
 
 describe('adding prefixes keeps the list free of redundancy', () => {
-  it('normalises a prefix to its network address', () => {
+  test('normalises a prefix to its network address', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('192.168.1.77/24'));
     assert.deepEqual(listOf(list), ['192.168.1.0/24']);
   });
 
-  it('ignores a prefix already covered, including an identical one', () => {
+  test('ignores a prefix already covered, including an identical one', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('10.0.0.0/8'));
     list.add(parseIpPrefix('10.1.0.0/16'));
@@ -21,7 +21,7 @@ describe('adding prefixes keeps the list free of redundancy', () => {
     assert.deepEqual(listOf(list), ['10.0.0.0/8']);
   });
 
-  it('drops existing prefixes that a new, wider prefix covers', () => {
+  test('drops existing prefixes that a new, wider prefix covers', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('10.1.0.0/16'));
     list.add(parseIpPrefix('10.2.0.0/16'));
@@ -30,7 +30,7 @@ describe('adding prefixes keeps the list free of redundancy', () => {
     assert.deepEqual(listOf(list), ['10.0.0.0/8', '172.16.0.0/12']);
   });
 
-  it('never lets one family cover the other', () => {
+  test('never lets one family cover the other', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('0.0.0.0/0'));
     list.add(parseIpPrefix('::/0'));
@@ -40,7 +40,7 @@ describe('adding prefixes keeps the list free of redundancy', () => {
 });
 
 describe('excluding a prefix leaves the minimal CIDR cover of the rest', () => {
-  it('removes 192.168.5.0/24 from the whole IPv4 space', () => {
+  test('removes 192.168.5.0/24 from the whole IPv4 space', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('0.0.0.0/0'));
     list.exclude(parseIpPrefix('192.168.5.0/24'));
@@ -72,7 +72,7 @@ describe('excluding a prefix leaves the minimal CIDR cover of the rest', () => {
     ]);
   });
 
-  it('drops a member that lies entirely inside the excluded prefix', () => {
+  test('drops a member that lies entirely inside the excluded prefix', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('10.1.0.0/16'));
     list.add(parseIpPrefix('172.16.0.0/12'));
@@ -80,7 +80,7 @@ describe('excluding a prefix leaves the minimal CIDR cover of the rest', () => {
     assert.deepEqual(listOf(list), ['172.16.0.0/12']);
   });
 
-  it('leaves members alone that do not overlap, or are of the other family', () => {
+  test('leaves members alone that do not overlap, or are of the other family', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('10.0.0.0/8'));
     list.add(parseIpPrefix('::/0'));
@@ -89,7 +89,7 @@ describe('excluding a prefix leaves the minimal CIDR cover of the rest', () => {
     assert.deepEqual(listOf(list), ['::/0', '10.0.0.0/8']);
   });
 
-  it('carves a single IPv6 address out of a /126', () => {
+  test('carves a single IPv6 address out of a /126', () => {
     const list = new PrefixList();
     list.add(parseIpPrefix('fd00::/126'));
     list.exclude(parseIpPrefix('fd00::2/128'));
@@ -98,7 +98,7 @@ describe('excluding a prefix leaves the minimal CIDR cover of the rest', () => {
 });
 
 describe('AllowedIPs of a WireGuard client (reference §6.3 examples)', () => {
-  it('a full tunnel routes everything, the client networks disappear inside it', () => {
+  test('a full tunnel routes everything, the client networks disappear inside it', () => {
     assert.deepEqual(
       allowedIps({
         defaultGateway: true,
@@ -110,7 +110,7 @@ describe('AllowedIPs of a WireGuard client (reference §6.3 examples)', () => {
     );
   });
 
-  it('a split tunnel lists routes and client networks with the excluded host carved out', () => {
+  test('a split tunnel lists routes and client networks with the excluded host carved out', () => {
     assert.deepEqual(
       allowedIps({
         defaultGateway: false,
@@ -123,7 +123,7 @@ describe('AllowedIPs of a WireGuard client (reference §6.3 examples)', () => {
     );
   });
 
-  it('sorts by raw number, so a low IPv6 prefix lands among the IPv4 ones', () => {
+  test('sorts by raw number, so a low IPv6 prefix lands among the IPv4 ones', () => {
     // Excluding the upper half of IPv6 and a quarter of IPv4 leaves ::/1 and 0.0.0.0/1,
     // both with network 0: prefix lengths tie, so IPv4 goes first, and ::/1 still comes
     // before 128.0.0.0/2 whose network number is larger.
@@ -138,7 +138,7 @@ describe('AllowedIPs of a WireGuard client (reference §6.3 examples)', () => {
     );
   });
 
-  it('excludes also apply to the client networks themselves', () => {
+  test('excludes also apply to the client networks themselves', () => {
     assert.deepEqual(
       allowedIps({
         defaultGateway: false,
@@ -150,14 +150,14 @@ describe('AllowedIPs of a WireGuard client (reference §6.3 examples)', () => {
     );
   });
 
-  it('nothing routed means an empty list', () => {
+  test('nothing routed means an empty list', () => {
     assert.deepEqual(
       allowedIps({ defaultGateway: false, routeList: [], excludeRouteList: ['0.0.0.0/0', '::/0'], clientPrefixes: ['10.0.0.0/24', 'fd00::/64'] }),
       [],
     );
   });
 
-  it('rejects invalid CIDR text instead of guessing', () => {
+  test('rejects invalid CIDR text instead of guessing', () => {
     assert.throws(
       () => allowedIps({ defaultGateway: false, routeList: ['192.168.1.0'], excludeRouteList: [], clientPrefixes: [] }),
       /invalid IP prefix "192\.168\.1\.0"/,

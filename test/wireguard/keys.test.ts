@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { asWireGuardKey } from '../../src/shared/ids.js';
 import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '../../src/wireguard/keys.js';
@@ -17,14 +17,14 @@ function wg(args: string[], input?: string): string {
 }
 
 describe('WireGuard public keys agree with the real wg tool', () => {
-  it('derives the same public key as `wg pubkey` for keys made by `wg genkey`', () => {
+  test('derives the same public key as `wg pubkey` for keys made by `wg genkey`', () => {
     for (let round = 0; round < 5; round += 1) {
       const privateKey = wg(['genkey']);
       assert.equal(wireGuardPublicKey(asWireGuardKey(privateKey)), wg(['pubkey'], privateKey));
     }
   });
 
-  it('generates key pairs whose public half is what `wg pubkey` prints', () => {
+  test('generates key pairs whose public half is what `wg pubkey` prints', () => {
     for (let round = 0; round < 5; round += 1) {
       const { privateKey, publicKey } = generateWireGuardKeyPair();
       assert.ok(isWireGuardKey(privateKey));
@@ -34,13 +34,13 @@ describe('WireGuard public keys agree with the real wg tool', () => {
     }
   });
 
-  it('matches the X25519 test vector of RFC 7748 §6.1', () => {
+  test('matches the X25519 test vector of RFC 7748 §6.1', () => {
     const alicePrivate = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex').toString('base64');
     const alicePublic = Buffer.from('8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a', 'hex').toString('base64');
     assert.equal(wireGuardPublicKey(asWireGuardKey(alicePrivate)), alicePublic);
   });
 
-  it('refuses to derive from text that is not a key', () => {
+  test('refuses to derive from text that is not a key', () => {
     assert.throws(() => wireGuardPublicKey(asWireGuardKey('not a key')), /invalid WireGuard private key/);
   });
 });
@@ -49,23 +49,23 @@ describe('the WireGuard key validator is strict', () => {
   const real = wg(['pubkey'], wg(['genkey']));
   const body = real.slice(0, 42);
 
-  it('accepts real keys and every legal 43rd character', () => {
+  test('accepts real keys and every legal 43rd character', () => {
     assert.equal(isWireGuardKey(real), true);
     for (const last of 'AEIMQUYcgkosw048') {
       assert.equal(isWireGuardKey(`${body}${last}=`), true, last);
     }
   });
 
-  it('rejects the pipe that the upstream pattern lets through at position 43', () => {
+  test('rejects the pipe that the upstream pattern lets through at position 43', () => {
     assert.equal(isWireGuardKey(`${body}|=`), false);
   });
 
-  it('rejects a trailing newline that the upstream pattern lets through', () => {
+  test('rejects a trailing newline that the upstream pattern lets through', () => {
     assert.equal(isWireGuardKey(`${real}\n`), false);
     assert.equal(isWireGuardKey(`${real}\r\n`), false);
   });
 
-  it('rejects wrong lengths, a 43rd character with low bits set, and non-Base64 text', () => {
+  test('rejects wrong lengths, a 43rd character with low bits set, and non-Base64 text', () => {
     const rejected = [
       real.slice(0, 43), // no padding
       real.slice(1), // 43 characters
