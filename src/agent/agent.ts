@@ -15,7 +15,7 @@ import { PortalClient } from './portal-client.js';
 import type { ProxyGuardRelay } from './proxyguard/relay.js';
 import { ProxyGuardService } from './proxyguard/service.js';
 import type { Secret } from '../shared/secret.js';
-import type { NodeServerConfig } from './server-config.js';
+import type { NodeServerConfig, WireGuardServerConfig } from './server-config.js';
 import { WgTool } from './wireguard/wg-tool.js';
 import { WireGuardInterface } from './wireguard/interface.js';
 import { messageOf } from '../shared/error-message.js';
@@ -49,6 +49,8 @@ export interface RunningNodeAgent {
   readonly openVpn: OpenVpnService;
   /** Fetches the server configuration now and applies it (the timer does this every interval). */
   refresh(): Promise<void>;
+  /** Enters or leaves maintenance (the portal stops or resumes putting new configurations here). */
+  setMaintenanceMode(on: boolean): void;
   /** Stops serving, waits for pending peer changes, removes the interface if the agent made it. */
   stop(): Promise<void>;
 }
@@ -67,6 +69,8 @@ interface AgentState {
   warnedAboutDroppedWireGuard: boolean;
   /** `instance_id` of `/i/node`: new whenever the interface lost its peers. */
   instanceId: string;
+  /** `maintenance_mode` of `/i/node`. */
+  maintenanceMode: boolean;
 }
 
 /**
@@ -96,7 +100,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     ...(deps.openVpnRestartDelaysMs === undefined ? {} : { restartDelaysMs: deps.openVpnRestartDelaysMs }),
   });
 
-  const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false, instanceId: randomUUID() };
+  const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false, instanceId: randomUUID(), maintenanceMode: config.maintenanceMode };
   const revisions = new PeerRevisions();
   const endpoints = new EndpointMemory(config.wireGuard.endpointFile, logger);
   await endpoints.load();
@@ -135,6 +139,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       state.wireGuard = { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg, logger }) };
     }
     state.warnedAboutDroppedWireGuard = false;
+    checkPeerCapacity(state.wireGuard.wireGuardInterface, serverConfig.wireguard, config.nodeNumber);
     await state.wireGuard.wireGuardInterface.apply(serverConfig.wireguard);
     await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
   };
@@ -148,7 +153,10 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       if (state.wireGuard === null) return [];
       const { peers: listed } = await wg.dump(state.wireGuard.wireGuardInterface.name);
       endpoints.observe(listed, clock.now());
-      return listed;
+      // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
+      const relay = proxyGuard.relay;
+      if (relay === null) return listed;
+      return listed.map((peer) => (peer.endpoint === null ? peer : { ...peer, endpoint: relay.originOf(peer.endpoint) ?? peer.endpoint }));
     },
     add: async (publicKey, allowedIps, revision) => {
       const { batcher } = requireWireGuard();
@@ -201,7 +209,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
         describeNode(
           { wireGuardPeers: (await peers.list()).length, openVpnClients: openVpn.connectedCount, openVpnProcesses: openVpn.processCount },
           deps.version,
-          { instanceId: state.instanceId, maxRevision: revisions.highest },
+          { instanceId: state.instanceId, maxRevision: revisions.highest, maintenanceMode: state.maintenanceMode },
         ),
     });
     await server.listen({ host: config.listen.host, port: config.listen.port });
@@ -249,6 +257,11 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     },
     openVpn,
     refresh,
+    setMaintenanceMode(on) {
+      if (state.maintenanceMode === on) return;
+      state.maintenanceMode = on;
+      logger.info({ maintenanceMode: on }, on ? 'maintenance mode on: the portal puts no new configuration here' : 'maintenance mode off');
+    },
     async stop() {
       clearInterval(refreshTimer);
       clearInterval(observeTimer);
@@ -270,4 +283,18 @@ function urlOf(address: AddressInfo | string | null): URL {
   if (address === null || typeof address === 'string') throw new Error(`unexpected listening address ${String(address)}`);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return new URL(`http://${host}:${address.port}`);
+}
+
+/** Peers one wireguard-go interface holds (the kernel's limit, 1,048,576, the portal checks). */
+const WIREGUARD_GO_PEER_LIMIT = 65_536;
+
+/** wireguard-go cannot hold more than 65,536 peers: refuse ranges that could need more, naming them. */
+function checkPeerCapacity(wireGuardInterface: WireGuardInterface, settings: WireGuardServerConfig, nodeNumber: number): void {
+  if (wireGuardInterface.origin !== 'wireguard-go') return;
+  const total = settings.capacity.reduce((sum, entry) => sum + entry.peers, 0);
+  if (total <= WIREGUARD_GO_PEER_LIMIT) return;
+  const profiles = settings.capacity.map((entry) => `${entry.profileId} (${entry.peers})`).join(', ');
+  throw new Error(
+    `the WireGuard ranges of node ${nodeNumber} hold ${total} clients (${profiles}), more than wireguard-go holds (${WIREGUARD_GO_PEER_LIMIT}): use smaller ranges in the portal's profiles, or kernel WireGuard`,
+  );
 }

@@ -30,6 +30,8 @@ export interface NodeAgentConfig {
   readonly profileIdList: readonly string[];
   /** How often the server configuration is fetched again from the portal. */
   readonly refreshIntervalMs: number;
+  /** Reported in `/i/node`: the portal then puts no new configuration on this node. */
+  readonly maintenanceMode: boolean;
   readonly logLevel: LogLevel;
 }
 
@@ -130,6 +132,8 @@ const configSchema = z.strictObject({
     .prefault({}),
   profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
   refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60),
+  /** A node in maintenance gets no new configurations; its peers and clients stay. SIGHUP re-reads it. */
+  maintenanceMode: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
 });
 
@@ -195,6 +199,7 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
     },
     profileIdList: config.profileIdList,
     refreshIntervalMs: config.refreshIntervalSeconds * 1000,
+    maintenanceMode: config.maintenanceMode,
     logLevel: config.logLevel,
   };
 }

@@ -15,6 +15,8 @@ export interface WireGuardServerConfig {
   readonly addressList: readonly Cidr[];
   /** Null unless the portal offers WireGuard over TCP: then this node runs the ProxyGuard relay. */
   readonly proxyGuard: ProxyGuardAssignment | null;
+  /** Clients each profile's range on this node can hold (empty from portals that do not say). */
+  readonly capacity: readonly { readonly profileId: string; readonly peers: number }[];
 }
 
 export interface ProxyGuardAssignment {
@@ -76,6 +78,7 @@ export function parseServerConfig(json: unknown): NodeServerConfig {
             mtu: wireguard.mtu ?? null,
             addressList: wireguard.addressList.map(toCidr),
             proxyGuard: wireguard.proxyGuard == null ? null : { hostNames: wireguard.proxyGuard.hostNames },
+            capacity: wireguard.capacity ?? [],
           },
     ...(parsed.data.openvpn === undefined
       ? {}

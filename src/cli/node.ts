@@ -28,7 +28,16 @@ export async function runNode(options: { configPath: string }): Promise<void> {
 
   try {
     const agent = await startNodeAgent({ config, nodeKey: nodeKey.key, logger, version: await readAgentVersion() }, shutdown.signal);
+    // SIGHUP re-reads the file for `maintenanceMode`: a node is drained without a restart.
+    const onReload = (): void => {
+      loadNodeAgentConfig(options.configPath).then(
+        (reloaded) => agent.setMaintenanceMode(reloaded.maintenanceMode),
+        (error: unknown) => logger.error({ reason: (error as Error).message }, 'SIGHUP: cannot read the configuration again; nothing changed'),
+      );
+    };
+    process.on('SIGHUP', onReload);
     if (!shutdown.signal.aborted) await once(shutdown.signal, 'abort');
+    process.off('SIGHUP', onReload);
     await agent.stop();
   } catch (error) {
     // A signal during start-up is a normal end: startNodeAgent has already undone its work.

@@ -48,6 +48,8 @@ export const daemonPeerSchema = z.object({
   last_handshake_time: z.string().nullable().optional(),
   bytes_in: z.number(),
   bytes_out: z.number(),
+  /** Ours: where the peer's packets come from (`IP:port`; for WireGuard over TCP the client as the relay saw it); null before any. */
+  endpoint: z.string().nullable().optional(),
 });
 export type DaemonPeer = z.infer<typeof daemonPeerSchema>;
 

@@ -12,6 +12,7 @@ export interface NodeCounts {
 export interface AgentIdentity {
   readonly instanceId: string;
   readonly maxRevision: number;
+  readonly maintenanceMode: boolean;
 }
 
 /** Ours always reports its extensions (instance id, highest revision, process count). */
@@ -23,7 +24,7 @@ export function describeNode(counts: NodeCounts, version: string, identity: Agen
     load_average: loadAverage.map((load) => Math.round(load * 100) / 100),
     cpu_count: cpuCount,
     node_uptime: Math.floor(uptime()),
-    maintenance_mode: false,
+    maintenance_mode: identity.maintenanceMode,
     w_peer_count: counts.wireGuardPeers,
     o_client_count: counts.openVpnClients ?? 0,
     o_process_count: counts.openVpnProcesses ?? 0,

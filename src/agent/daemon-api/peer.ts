@@ -10,5 +10,7 @@ export function toDaemonPeer(peer: WgPeer): DaemonPeer {
     ...(peer.latestHandshake === null ? {} : { last_handshake_time: formatAtom(peer.latestHandshake) }),
     bytes_in: peer.bytesReceived,
     bytes_out: peer.bytesSent,
+    // Omitted, like the handshake time, for a peer that never sent anything.
+    ...(peer.endpoint === null ? {} : { endpoint: peer.endpoint }),
   };
 }

@@ -43,6 +43,8 @@ export class ProxyGuardRelay {
   readonly #limits: TunnelLimits;
   readonly #logger: Logger;
   readonly #tunnels = new Set<ProxyGuardTunnel>();
+  /** Local port of each tunnel's UDP socket (what WireGuard sees as the peer's endpoint) → the client's address. */
+  readonly #origins = new Map<number, string>();
   /** Connections that are not a tunnel (yet): still sending, or being refused. Oldest first. */
   readonly #pending: PendingConnections;
   /** Tunnels being set up (UDP socket connecting): they count against the limit already. */
@@ -106,6 +108,15 @@ export class ProxyGuardRelay {
   /** Tunnels open or being opened. */
   get tunnelCount(): number {
     return this.#tunnels.size + this.#opening;
+  }
+
+  /**
+   * The client behind an endpoint WireGuard reports (`127.0.0.1:PORT` of a tunnel's UDP socket),
+   * as the relay saw it (`IP:port`, IPv6 in brackets); null for any other endpoint.
+   */
+  originOf(endpoint: string): string | null {
+    const match = /^(?:127\.0\.0\.1|\[::1\]):(\d+)$/.exec(endpoint);
+    return match === null ? null : (this.#origins.get(Number(match[1])) ?? null);
   }
 
   /** The portal's profiles changed: requests for the new names are accepted from now on. */
@@ -175,6 +186,9 @@ export class ProxyGuardRelay {
     }
 
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${UOTLV_PROTOCOL}\r\n\r\n`);
+    const localPort = udp.address().port;
+    const remote = socket.remoteAddress ?? '';
+    this.#origins.set(localPort, `${remote.includes(':') ? `[${remote}]` : remote}:${socket.remotePort ?? 0}`);
     const tunnel: ProxyGuardTunnel = new ProxyGuardTunnel({
       socket,
       udp,
@@ -182,6 +196,7 @@ export class ProxyGuardRelay {
       logger: this.#logger,
       onEnd: () => {
         this.#tunnels.delete(tunnel);
+        this.#origins.delete(localPort);
         if (this.tunnelCount < this.#options.maxTunnels) this.#warnedFull = false;
       },
     });
