@@ -6,7 +6,9 @@ import type { PortalContext } from './core/context.js';
 import type { NodeNumber } from './shared/ids.js';
 import { PortalEvents } from './core/events.js';
 import { NodeFleet } from './node-client/fleet.js';
+import { runConnectScript } from './listeners/connect-script.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
+import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
@@ -65,6 +67,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const openVpnKeys = new OpenVpnKeys(config.keyDir);
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
+  if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
+  if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   nodes.onStateChange((change) =>
     events.publish(
       change.up

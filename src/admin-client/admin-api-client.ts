@@ -7,8 +7,10 @@ import {
   ADMIN_API_PREFIX,
   connectedUsersAnswer,
   connectionListAnswer,
+  connectionLogAnswer,
   disabledUsersAnswer,
   errorAnswer,
+  statsAnswer,
   userConfigurationListAnswer,
   usersAnswer,
   type ConnectionInfo,
@@ -117,6 +119,16 @@ export class AdminApiClient {
     return this.#postNoContent(ADMIN_API_CALLS.deleteUserAuthorizations.path, { user_id: userId });
   }
 
+  /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */
+  connectionLog(query: ConnectionLogQuery = {}): Promise<z.infer<typeof connectionLogAnswer>> {
+    return this.#getJson(ADMIN_API_CALLS.connectionLog.path, definedOnly(query), connectionLogAnswer);
+  }
+
+  /** Extension: the daily usage series per profile. */
+  async stats(query: { profile_id?: string; since?: string; until?: string } = {}): Promise<z.infer<typeof statsAnswer>['stats']> {
+    return (await this.#getJson(ADMIN_API_CALLS.stats.path, definedOnly(query), statsAnswer)).stats;
+  }
+
   async #getJson<T>(path: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
     const search = new URLSearchParams(query).toString();
     const response = await this.#send('GET', search === '' ? path : `${path}?${search}`);
@@ -152,6 +164,21 @@ export class AdminApiClient {
     }
     throw new AdminApiError(response.status, message);
   }
+}
+
+export interface ConnectionLogQuery {
+  readonly user_id?: string;
+  readonly profile_id?: string;
+  readonly connection_id?: string;
+  readonly since?: string;
+  readonly until?: string;
+  readonly open?: 'yes' | 'no';
+  readonly limit?: string;
+  readonly cursor?: string;
+}
+
+function definedOnly(query: object): Record<string, string> {
+  return Object.fromEntries(Object.entries(query).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }
 
 function formOf(params: CreateParams): URLSearchParams {

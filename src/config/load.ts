@@ -61,6 +61,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   checkUniqueProfileIds(profiles, report);
   checkRangesDoNotOverlap(profiles, report);
   const nodes = collectNodes(profiles, report);
+  checkPeerCapacity(profiles, report);
 
   return {
     source,
@@ -80,6 +81,15 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     adminApi: raw.adminApi,
     nodeApi: raw.nodeApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
+    connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
+    connectScript:
+      raw.connectScriptPath === undefined
+        ? null
+        : {
+            path: path.resolve(baseDir, raw.connectScriptPath),
+            timeoutMs: boundedMilliseconds(raw.connectScriptTimeout, 'connectScriptTimeout', SCRIPT_TIMEOUT_BOUNDS, report),
+          },
+    connectionLogLines: { enabled: raw.Log.syslogConnectionEvents, originatingIp: raw.Log.originatingIp },
     logLevel: raw.logLevel,
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
     caExpiry: mustParseDuration(raw.caExpiry),
@@ -89,6 +99,9 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     nodes,
   };
 }
+
+/** A hook that takes longer than a minute holds up an OpenVPN client's connect for too long. */
+const SCRIPT_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;
 
 /** HTTP timeouts: Node checks them once a second, so less than that means nothing; more than 10 minutes holds connections for no one. */
 const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
@@ -241,6 +254,41 @@ function collectNodes(profiles: readonly Profile[], report: Report): ReadonlyMap
   }
   return nodes;
 }
+
+/**
+ * A WireGuard interface holds at most 1,048,576 peers (kernel), 65,536 with wireguard-go: the
+ * ranges of all profiles on a node must fit the kernel's limit (the agent checks the smaller
+ * one when it runs wireguard-go), or creates would fail there one day.
+ */
+function checkPeerCapacity(profiles: readonly Profile[], report: Report): void {
+  const perNode = new Map<NodeNumber, { total: number; profiles: string[] }>();
+  for (const profile of profiles) {
+    for (const node of profile.nodes) {
+      if (node.wireGuard === null) continue;
+      let capacity: number;
+      try {
+        capacity = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
+      } catch {
+        continue; // reported by checkPoolFits
+      }
+      const entry = perNode.get(node.nodeNumber) ?? { total: 0, profiles: [] };
+      entry.total += capacity;
+      entry.profiles.push(`${profile.profileId} (${capacity})`);
+      perNode.set(node.nodeNumber, entry);
+    }
+  }
+  for (const [nodeNumber, { total, profiles: names }] of perNode) {
+    if (total > KERNEL_PEER_LIMIT) {
+      report(
+        'ProfileList',
+        `the WireGuard ranges of node ${nodeNumber} hold ${total} clients (${names.join(', ')}), more than a WireGuard interface holds (${KERNEL_PEER_LIMIT}): use smaller wRangeFour ranges`,
+      );
+    }
+  }
+}
+
+/** Peers one kernel WireGuard interface holds. */
+const KERNEL_PEER_LIMIT = 1_048_576;
 
 /**
  * A pair of ranges must hold at least one client and an IPv6 partner for every IPv4 client

@@ -111,6 +111,12 @@ export interface PortalConfig {
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly reconcileIntervalMs: number;
+  /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
+  readonly connectionLogRetention: IsoDuration;
+  /** The connection hook (reference §9.4), or null. */
+  readonly connectScript: { readonly path: string; readonly timeoutMs: number } | null;
+  /** The reference's syslog connection lines (`Log.syslogConnectionEvents`), with or without the client's address. */
+  readonly connectionLogLines: { readonly enabled: boolean; readonly originatingIp: boolean };
   readonly logLevel: string;
   readonly sessionExpiry: IsoDuration;
   /** Lifetime of a new OpenVPN CA (generate-secrets). */

@@ -96,6 +96,19 @@ export const portalConfigSchema = z.strictObject({
     })
     .prefault({}),
   reconcileInterval: isoDuration.default('PT1M'),
+  /** Closed connection_log rows older than this are deleted by the daily housekeeping (reference: one month). */
+  connectionLogRetention: isoDuration.default('P1M'),
+  /** A program run at every connect and disconnect with the reference's VPN_* environment (reference §9.4). */
+  connectScriptPath: z.string().min(1).optional(),
+  /** A connect script still running after this long is killed (an OpenVPN connect is then refused). */
+  connectScriptTimeout: isoDuration.default('PT10S'),
+  /** The reference's syslog connection lines, written to the portal's log. */
+  Log: z
+    .strictObject({
+      syslogConnectionEvents: z.boolean().default(false),
+      originatingIp: z.boolean().default(false),
+    })
+    .prefault({}),
   /** Longest wait for the database (a connection, a lock, one statement) before a call answers 503. */
   databaseTimeout: isoDuration.default('PT5S'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

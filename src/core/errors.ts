@@ -6,6 +6,7 @@ export type PortalErrorCode =
   | 'no-such-user'
   | 'user-disabled'
   | 'unsupported-expiry'
+  | 'invalid-parameter'
   | 'no-common-protocol'
   | 'addresses-exhausted'
   | 'unavailable';

@@ -4,11 +4,12 @@
 // connection log, hooks, metrics, webhooks, audit) are listeners, one file each, wired in the
 // composition root; use cases do not know them.
 //
-// Two kinds of listener. One that writes to the database does so in the transaction of the
-// change it hears about (`inTransaction`): what it writes commits or rolls back with the
-// change, so a recorded change really happened and a change that happened is recorded. One
-// that tells the outside world (`afterCommit`) hears only of changes that are durable; its
-// failures are logged and never fail the call.
+// Three kinds of listener. One that may refuse a change (`approval`: the connect script may
+// refuse an OpenVPN client) is asked first, before anything is written. One that writes to the
+// database does so in the transaction of the change it hears about (`inTransaction`): what it
+// writes commits or rolls back with the change, so a recorded change really happened and a
+// change that happened is recorded. One that tells the outside world (`afterCommit`) hears only
+// of changes that are durable; its failures are logged and never fail the call.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { Transaction } from 'kysely';
@@ -30,6 +31,15 @@ export interface ConfigurationRef {
   readonly nodeNumber: NodeNumber;
 }
 
+/** A session as its start recorded it. */
+export interface SessionDetails {
+  readonly userId: string;
+  readonly profileId: string;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly originatingIp: string | null;
+}
+
 export type PortalEvent =
   | (EventBase & { readonly type: 'user.disabled' | 'user.enabled' | 'user.destroyed'; readonly userId: UserId })
   | (EventBase & { readonly type: 'configuration.created'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
@@ -49,6 +59,8 @@ export type PortalEvent =
       readonly nodeNumber: NodeNumber;
       readonly bytesIn: number;
       readonly bytesOut: number;
+      /** What the session's start recorded; null when the portal never heard of its start. */
+      readonly session: SessionDetails | null;
     })
   | (EventBase & { readonly type: 'node.down'; readonly nodeNumber: NodeNumber; readonly reason: string })
   | (EventBase & { readonly type: 'node.up'; readonly nodeNumber: NodeNumber })
@@ -64,16 +76,31 @@ export type PortalEvent =
 
 export type PortalEventType = PortalEvent['type'];
 
+/**
+ * Thrown by an approval listener that refuses the change (a connect script that exits non-zero
+ * refuses an OpenVPN client): nothing is written and the use case says no.
+ */
+export class ListenerRefusal extends Error {
+  override readonly name = 'ListenerRefusal';
+}
+
 export type TransactionListener = (event: PortalEvent, db: Executor) => Promise<void>;
 export type CommitListener = (event: PortalEvent) => void | Promise<void>;
+export type ApprovalListener = (event: PortalEvent) => Promise<void>;
 
 export class PortalEvents {
+  readonly #approval: ApprovalListener[] = [];
   readonly #inTransaction: TransactionListener[] = [];
   readonly #afterCommit: CommitListener[] = [];
   readonly #logger: Logger;
 
   constructor(logger: Logger) {
     this.#logger = logger;
+  }
+
+  /** A listener asked before the change is written; it refuses by throwing ListenerRefusal. */
+  approval(listener: ApprovalListener): void {
+    this.#approval.push(listener);
   }
 
   /** A listener that writes in the change's own transaction (or on the database, for changes without one). */
@@ -91,6 +118,7 @@ export class PortalEvents {
    * the in-transaction listeners run now, and a failure fails the change.
    */
   async record(db: Executor, ...events: readonly PortalEvent[]): Promise<void> {
+    for (const event of events) for (const listener of this.#approval) await listener(event);
     for (const event of events) for (const listener of this.#inTransaction) await listener(event, db);
   }
 

@@ -9,6 +9,7 @@ import type { Revision } from '../storage/revisions.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { pushToNodes } from './node-push.js';
+import { endSessionsOfRemovedPeers } from './wireguard-sessions.js';
 
 /** A peer that must leave its node, with the revision of the change that says so. */
 export interface PeerRemoval {
@@ -28,7 +29,7 @@ export function removalsOf(peers: readonly WireGuardPeer[], revision?: Revision)
 
 /** `why` names the call (e.g. "disable_user") in the warning about nodes that did not get it. */
 export async function removePeersFromNodes(ctx: PortalContext, removals: readonly PeerRemoval[], why: string): Promise<void> {
-  const missed = await pushToNodes(
+  const { missed, done } = await pushToNodes(
     ctx,
     removals,
     'remove_peer',
@@ -42,10 +43,14 @@ export async function removePeersFromNodes(ctx: PortalContext, removals: readonl
       `${why}: node ${nodeNumber} did not get the removal of ${count} peer(s); its tunnels pass traffic until the node answers again and is reconciled`,
     );
   }
+  await endSessionsOfRemovedPeers(
+    ctx,
+    done.map(({ item, answer }) => ({ publicKey: item.publicKey, nodeNumber: item.nodeNumber, answer })),
+  );
 }
 
 export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[], why: string): Promise<void> {
-  const missed = await pushToNodes(
+  const { missed } = await pushToNodes(
     ctx,
     peers,
     'add_peer',

@@ -14,25 +14,36 @@ const PUSH_PARALLELISM = 16;
 /** `skip`: leave a node that is down to its recovery pass; `try`: ask it anyway (revocations). */
 export type WhenDown = 'skip' | 'try';
 
-export async function pushToNodes<T>(
+export interface PushOutcome<T, R> {
+  /** Pushes each node missed (it was down or failed). */
+  readonly missed: Map<NodeNumber, number>;
+  /** The items the nodes took, with what they answered. */
+  readonly done: readonly { readonly item: T; readonly answer: R }[];
+}
+
+export async function pushToNodes<T, R>(
   ctx: PortalContext,
   items: readonly T[],
   what: string,
   whenDown: WhenDown,
   nodeOf: (item: T) => NodeNumber,
-  push: (daemon: NodeDaemon, item: T) => Promise<void>,
-): Promise<Map<NodeNumber, number>> {
+  push: (daemon: NodeDaemon, item: T) => Promise<R>,
+): Promise<PushOutcome<T, R>> {
   const missed = new Map<NodeNumber, number>();
+  const done: { item: T; answer: R }[] = [];
   const failedNow = new Set<NodeNumber>();
   await forEachLimited(items, PUSH_PARALLELISM, async (item) => {
     const nodeNumber = nodeOf(item);
-    // The fleet answers undefined for a skip or a failure, and so would a bare Promise<void>: count on `true`.
-    const action = (daemon: NodeDaemon) => push(daemon, item).then(() => true);
-    const done =
+    // The fleet answers undefined for a skip or a failure, so the answer travels wrapped.
+    const action = async (daemon: NodeDaemon) => ({ answer: await push(daemon, item) });
+    const result =
       whenDown === 'try' && !failedNow.has(nodeNumber) ? await ctx.nodes.ask(nodeNumber, what, action) : await ctx.nodes.tryOn(nodeNumber, what, action);
-    if (done === true) return;
+    if (result !== undefined) {
+      done.push({ item, answer: result.answer });
+      return;
+    }
     failedNow.add(nodeNumber);
     missed.set(nodeNumber, (missed.get(nodeNumber) ?? 0) + 1);
   });
-  return missed;
+  return { missed, done };
 }

@@ -7,7 +7,7 @@ import type { PortalContext } from './context.js';
 import { pushToNodes } from './node-push.js';
 
 export async function disconnectOpenVpnClients(ctx: PortalContext, certificates: readonly OpenVpnCertificate[], why: string): Promise<void> {
-  const missed = await pushToNodes(
+  const { missed } = await pushToNodes(
     ctx,
     certificates,
     'disconnect_client',

@@ -3,9 +3,10 @@
 // for this profile on this node. Allowed connects and their disconnects are announced as
 // session events (the connection log is one of their listeners).
 import { findCertificate } from '../storage/certificates.js';
+import { openSessionOf } from '../storage/connection-log.js';
 import { findUser } from '../storage/users.js';
 import type { PortalContext } from './context.js';
-import type { PortalEvent } from './events.js';
+import { ListenerRefusal, type PortalEvent } from './events.js';
 import type { NodeNumber } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 
@@ -62,7 +63,12 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     ipSix: connect.ipSix,
     originatingIp: connect.originatingIp,
   };
-  await ctx.events.record(ctx.db, started);
+  try {
+    await ctx.events.record(ctx.db, started);
+  } catch (error) {
+    if (error instanceof ListenerRefusal) return { allowed: false, reason: error.message };
+    throw error;
+  }
   ctx.events.publish(started);
   ctx.logger.info(
     {
@@ -87,6 +93,7 @@ export interface OpenVpnDisconnect {
 
 /** Announces the end of a session; the configuration itself may be gone already. */
 export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
+  const session = await openSessionOf(ctx.db, disconnect.commonName, disconnect.nodeNumber);
   const ended: PortalEvent = {
     type: 'session.ended',
     at: ctx.clock.now(),
@@ -95,6 +102,10 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
     nodeNumber: disconnect.nodeNumber,
     bytesIn: disconnect.bytesIn,
     bytesOut: disconnect.bytesOut,
+    session:
+      session === undefined
+        ? null
+        : { userId: session.userId, profileId: session.profileId, ipFour: session.ipFour, ipSix: session.ipSix, originatingIp: session.originatingIp },
   };
   await ctx.events.record(ctx.db, ended);
   ctx.events.publish(ended);

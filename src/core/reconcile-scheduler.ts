@@ -11,6 +11,7 @@ import { earliestPeerExpiry } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { ReconcileReason } from '../node-client/fleet.js';
+import { runHousekeepingIfDue } from './housekeeping.js';
 import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reconcile.js';
 
 /** The sweep never runs more often than this, whatever the clock says. */
@@ -47,7 +48,10 @@ export class ReconcileScheduler {
 
   runAll(): Promise<void> {
     return this.enqueue(async () => {
-      const result = await runExclusively(this.ctx.db, 'reconcile', () => reconcileAll(this.ctx));
+      const result = await runExclusively(this.ctx.db, 'reconcile', async () => {
+        await reconcileAll(this.ctx);
+        await runHousekeepingIfDue(this.ctx);
+      });
       if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
     });
   }

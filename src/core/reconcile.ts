@@ -7,7 +7,7 @@
 // Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
 // pass sends carries the revision it read, so a disable, delete or destroy that commits while
 // the pass runs always wins on the node, whichever arrives there first.
-import type { NodeDaemon, DaemonPeer } from '../node-client/daemon-client.js';
+import type { DaemonPeer, NodeDaemon, RemovedPeer } from '../node-client/daemon-client.js';
 import { activeCertificates, deleteCertificate, expiredCertificates } from '../storage/certificates.js';
 import { hasAllocatedOnNode } from '../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../storage/node-resets.js';
@@ -20,7 +20,9 @@ import { forEachLimited } from '../shared/limited-parallel.js';
 import { peerIpNet, removalsOf, removePeersFromNodes, type PeerRemoval } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
 import { formatAtom } from '../shared/time.js';
+import { recordLiveStats } from './statistics.js';
 import { releaseAddresses } from './wireguard-addresses.js';
+import { endSessionsOfRemovedPeers, observeWireGuardSessions } from './wireguard-sessions.js';
 
 const PARALLEL_CHANGES_PER_NODE = 16;
 /** Keys per database read: below every dialect's parameter limit, and short enough that an add is never sent long after its state was read. */
@@ -35,19 +37,30 @@ export interface NodeReconcileResult {
   readonly disconnected: number;
 }
 
+/**
+ * The full pass, run by one portal instance at a time: expired configurations, then every node,
+ * whose WireGuard sessions are observed on the way, then the live statistics.
+ */
 export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
   await deleteExpiredConfigurations(ctx);
-  return Promise.all(ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon)));
+  const results = await Promise.all(ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon, { observeSessions: true })));
+  await recordLiveStats(ctx);
+  return results;
 }
 
-export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
+export interface NodePassOptions {
+  /** Derive WireGuard sessions from the peer list (full passes only: one instance at a time does it). */
+  readonly observeSessions?: boolean;
+}
+
+export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon, options: NodePassOptions = {}): Promise<NodeReconcileResult> {
   const started = performance.now();
-  const result = await reconcileNodeOnce(ctx, daemon);
+  const result = await reconcileNodeOnce(ctx, daemon, options);
   ctx.events.publish({ type: 'reconcile.finished', at: ctx.clock.now(), ...result, durationMs: performance.now() - started });
   return result;
 }
 
-async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon): Promise<NodeReconcileResult> {
+async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options: NodePassOptions): Promise<NodeReconcileResult> {
   const nodeNumber = daemon.nodeNumber;
   // The node first, then the database: a peer is stored before it is pushed, so every peer the
   // node holds is in the database read below, unless it was deleted or disabled since.
@@ -56,6 +69,7 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon): Promis
   if (info.maxRevision !== null) await catchUpWithNode(ctx, nodeNumber, info.maxRevision);
   const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
   if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  if (options.observeSessions === true) await observeWireGuardSessions(ctx, nodeNumber, actual);
 
   const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter((peer) =>
     isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard'),
@@ -74,10 +88,14 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon): Promis
       nodeNumber,
       extra.map((peer) => peer.publicKey),
     );
+    const gone: { publicKey: string; nodeNumber: NodeNumber; answer: RemovedPeer | null }[] = [];
     await forEachLimited(removals, PARALLEL_CHANGES_PER_NODE, async (removal) => {
-      const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(removal.publicKey, removal.revision).then(() => true));
-      if (done === true) removed++;
+      const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({ answer: await node.removePeer(removal.publicKey, removal.revision) }));
+      if (done === undefined) return;
+      removed++;
+      gone.push({ publicKey: removal.publicKey, nodeNumber, answer: done.answer });
     });
+    await endSessionsOfRemovedPeers(ctx, gone);
   }
 
   let added = 0;

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import { parseIpPrefix } from '../net/ip-prefix.js';
 import type { wireGuardServerConfigSchema } from '../protocol/node-api.js';
 import type { NodeNumber } from '../shared/ids.js';
-import { gatewayAddresses } from '../wireguard/address-pool.js';
+import { gatewayAddresses, poolCapacity } from '../wireguard/address-pool.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 
@@ -17,12 +17,14 @@ export function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber
   const four: string[] = [];
   const six: string[] = [];
   const hostNames = new Set<string>();
+  const capacity: { profileId: string; peers: number }[] = [];
   for (const profile of ctx.config.profiles) {
     if (profileFilter !== null && !profileFilter.has(profile.profileId)) continue;
     const node = profile.nodes.find((candidate) => candidate.nodeNumber === nodeNumber);
     if (node?.wireGuard == null) continue;
     hostNames.add(node.hostName);
     const { rangeFour, rangeSix } = node.wireGuard;
+    capacity.push({ profileId: profile.profileId, peers: poolCapacity(rangeFour, rangeSix) });
     const gateway = gatewayAddresses(rangeFour, rangeSix);
     four.push(`${gateway.ipFour}/${parseIpPrefix(rangeFour).length}`);
     six.push(`${gateway.ipSix}/${parseIpPrefix(rangeSix).length}`);
@@ -35,6 +37,7 @@ export function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber
     listenPort: ctx.config.wireGuard.listenPort,
     mtu: ctx.config.wireGuard.mtu,
     addressList: [...four, ...six],
+    capacity,
     proxyGuard: ctx.config.wireGuard.proxy.enabled ? { hostNames: [...hostNames] } : null,
   };
 }

@@ -25,7 +25,8 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   /** Path below {base_url}/admin/api/v1. */
   readonly path: string;
   readonly summary: string;
-  readonly since: string;
+  /** The eduVPN portal version that introduced the call; `extension` for this portal's own calls. */
+  readonly since: string | 'extension';
   readonly source: ParamSource;
   readonly params: S;
   /** Where the parameters are read from; default: the query string for GET, the form body for POST. */

@@ -10,6 +10,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-user': 400,
   'user-disabled': 403,
   'unsupported-expiry': 400,
+  'invalid-parameter': 400,
   'no-common-protocol': 406,
   'addresses-exhausted': 503,
   unavailable: 503,

@@ -12,7 +12,8 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
     const operation: Record<string, unknown> = {
       operationId: route.path.slice(1),
       summary: route.summary,
-      description: `Since portal version ${route.since}.`,
+      description: route.since === 'extension' ? "An extension of this portal: not part of eduVPN's Admin API v1." : `Since portal version ${route.since}.`,
+      ...(route.since === 'extension' ? { 'x-extension': true } : {}),
       responses: {
         [String(route.success.status)]: describeResponse(route.success.doc),
         '400': jsonResponse('Invalid or missing parameter, or unknown user'),

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { isIsoDuration } from '../shared/iso-duration.js';
+import { formatAtom } from '../shared/time.js';
 import { isWireGuardKey } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
 
@@ -40,6 +41,26 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
+  // Parameters of this portal's extensions (connection_log, stats).
+  /** An ISO 8601 date and time with a UTC offset (`2026-11-25T10:00:00Z`, `…+01:00`), as an ATOM string in UTC. */
+  timestamp: z
+    .string()
+    .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/)
+    .refine((value) => !Number.isNaN(Date.parse(value)))
+    .transform((value) => formatAtom(new Date(value))),
+  /** A calendar day, `YYYY-MM-DD`. */
+  date: z
+    .string()
+    .regex(/^\d{4}-\d\d-\d\d$/)
+    .refine((value) => new Date(`${value}T00:00:00Z`).toISOString().startsWith(value)),
+  /** A page size: 1 to 1,000. */
+  limit: z
+    .string()
+    .regex(/^[1-9]\d{0,3}$/)
+    .transform(Number)
+    .refine((value) => value <= 1000),
+  /** An opaque cursor this portal handed out. */
+  cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;
 
 export function required<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T> {

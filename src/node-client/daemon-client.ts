@@ -5,7 +5,7 @@
 // when the portal has a key file for that node. Timeouts are short: a node that does not
 // answer must never hold up an Admin API call for long.
 import type { z } from 'zod';
-import { connectionListSchema, nodeInfoSchema, peerListSchema, VPN_DAEMON_PATHS } from '../protocol/vpn-daemon.js';
+import { connectionListSchema, daemonPeerSchema, nodeInfoSchema, peerListSchema, VPN_DAEMON_PATHS } from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 
 export interface DaemonPeer {
@@ -13,6 +13,14 @@ export interface DaemonPeer {
   readonly ipNet: readonly string[];
   /** null when the node has seen no handshake from this peer. */
   readonly lastHandshakeTime: Date | null;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  /** Where the peer's packets come from (our agent only); null when unknown. */
+  readonly endpoint: string | null;
+}
+
+/** What a removed peer had done, as `remove_peer` answers (null: it was not there). */
+export interface RemovedPeer {
   readonly bytesIn: number;
   readonly bytesOut: number;
 }
@@ -45,7 +53,7 @@ export interface NodeDaemon {
   peerList(showAll: boolean): Promise<DaemonPeer[]>;
   /** `revision` orders instructions for one key: our agent ignores one older than the last it applied. */
   addPeer(publicKey: WireGuardKey, ipNet: readonly string[], revision: number): Promise<void>;
-  removePeer(publicKey: WireGuardKey, revision: number): Promise<void>;
+  removePeer(publicKey: WireGuardKey, revision: number): Promise<RemovedPeer | null>;
   openVpnConnectionList(): Promise<DaemonOpenVpnClient[]>;
   /** Disconnects every client with this certificate Common Name. */
   disconnectClient(commonName: string): Promise<void>;
@@ -94,6 +102,7 @@ export class HttpNodeDaemon implements NodeDaemon {
         lastHandshakeTime: handshake !== null && !Number.isNaN(handshake.getTime()) ? handshake : null,
         bytesIn: peer.bytes_in,
         bytesOut: peer.bytes_out,
+        endpoint: peer.endpoint ?? null,
       };
     });
   }
@@ -106,8 +115,20 @@ export class HttpNodeDaemon implements NodeDaemon {
     await this.request('POST', VPN_DAEMON_PATHS.addPeer, form);
   }
 
-  async removePeer(publicKey: WireGuardKey, revision: number): Promise<void> {
-    await this.request('POST', VPN_DAEMON_PATHS.removePeer, new URLSearchParams({ public_key: publicKey, revision: String(revision) }));
+  async removePeer(publicKey: WireGuardKey, revision: number): Promise<RemovedPeer | null> {
+    const path = VPN_DAEMON_PATHS.removePeer;
+    const response = await this.request('POST', path, new URLSearchParams({ public_key: publicKey, revision: String(revision) }));
+    // 204: the peer was not there; 200: the peer as it was, with its byte counters.
+    if (response.status !== 200) return null;
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return null;
+    }
+    const parsed = daemonPeerSchema.safeParse(body);
+    return parsed.success ? { bytesIn: parsed.data.bytes_in, bytesOut: parsed.data.bytes_out } : null;
   }
 
   async openVpnConnectionList(): Promise<DaemonOpenVpnClient[]> {

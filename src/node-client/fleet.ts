@@ -65,6 +65,8 @@ export class NodeFleet {
 
   /** Starts asking every node, in the background, whether it answers and whether it lost its peers. */
   startWatching(): void {
+    // Learn each node's state (maintenance, instance) at once, not only after the first tick.
+    void this.watchAll();
     this.watchTimer = setInterval(() => void this.watchAll(), WATCH_INTERVAL_MS);
     this.watchTimer.unref();
     this.probeTimer = setInterval(() => void this.probeDown(), PROBE_INTERVAL_MS);
@@ -75,6 +77,11 @@ export class NodeFleet {
     this.stopped = true;
     clearInterval(this.watchTimer);
     clearInterval(this.probeTimer);
+  }
+
+  /** Whether the node said it is in maintenance when last asked (`maintenance_mode` of `/i/node`). */
+  isInMaintenance(nodeNumber: NodeNumber): boolean {
+    return this.states.get(nodeNumber)?.lastInfo?.maintenanceMode ?? false;
   }
 
   /** Whether the node failed its last contact and has not answered since. */
@@ -147,6 +154,12 @@ export class NodeFleet {
       if (info === undefined || this.stopped) return;
       const previous = state.lastInfo;
       state.lastInfo = info;
+      if (previous !== null && previous.maintenanceMode !== info.maintenanceMode) {
+        this.logger.info(
+          { nodeNumber: daemon.nodeNumber, maintenanceMode: info.maintenanceMode },
+          `node ${daemon.nodeNumber} ${info.maintenanceMode ? 'is in maintenance: no new configurations go there' : 'left maintenance'}`,
+        );
+      }
       if (previous !== null && lostItsPeers(previous, info)) {
         this.logger.warn({ nodeNumber: daemon.nodeNumber }, `node ${daemon.nodeNumber} restarted and lost its peers; reconciling it now`);
         this.reconcileListener(daemon.nodeNumber, 'lost its peers');

@@ -41,6 +41,32 @@ export const connectionListAnswer = z.object({ connection_list: z.record(z.strin
 export const usersAnswer = z.object({ users: z.array(z.string()) });
 export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()) });
 export const userConfigurationListAnswer = z.object({ user_configuration_list: z.array(userConfigurationSchema) });
+/** An entry of the connection history (extension): connection_log plus where and on which node. */
+export const connectionLogEntrySchema = z.object({
+  user_id: z.string(),
+  profile_id: z.string(),
+  vpn_proto: z.enum(['wireguard', 'openvpn']),
+  connection_id: z.string(),
+  node_number: z.number().int(),
+  ip_four: z.string(),
+  ip_six: z.string(),
+  originating_ip: z.string().nullable().describe('the client address the node saw; for WireGuard over TCP the address the relay saw'),
+  connected_at: z.string(),
+  disconnected_at: z.string().nullable().describe('null while the session is open'),
+  bytes_in: z.number().nullable(),
+  bytes_out: z.number().nullable(),
+});
+export type ConnectionLogEntry = z.infer<typeof connectionLogEntrySchema>;
+export const connectionLogAnswer = z.object({
+  connection_log: z.array(connectionLogEntrySchema),
+  /** Pass as `cursor` for the next page; null on the last one. */
+  next_cursor: z.string().nullable(),
+});
+
+/** One day of one profile's usage (extension). */
+export const dailyStatsSchema = z.object({ date: z.string(), max_connection_count: z.number().int(), unique_user_count: z.number().int() });
+export const statsAnswer = z.object({ stats: z.record(z.string(), z.array(dailyStatsSchema)) });
+
 /** Every error, whatever its status. */
 export const errorAnswer = z.object({ error: z.string() });
 
@@ -57,6 +83,9 @@ export const ADMIN_API_CALLS = {
   enableUser: { method: 'POST', path: '/enable_user' },
   deleteConnection: { method: 'POST', path: '/delete_connection' },
   deleteUserAuthorizations: { method: 'POST', path: '/delete_user_authorizations' },
+  // Extensions of this portal.
+  connectionLog: { method: 'GET', path: '/connection_log' },
+  stats: { method: 'GET', path: '/stats' },
 } as const;
 
 /** The parameters of `create` as sent (form fields). */

@@ -58,6 +58,8 @@ export const wireGuardServerConfigSchema = z.object({
   mtu: z.number().int().min(576).max(65535).nullable().optional(),
   /** The gateway address of every WireGuard profile range on this node, IPv4 first. */
   addressList: z.array(cidrText).min(1),
+  /** Ours: clients each profile's range on this node can hold, so a node running wireguard-go (at most 65,536 peers) can refuse more. */
+  capacity: z.array(z.object({ profileId: profileId, peers: z.number().int().nonnegative() })).optional(),
   /** Null unless WireGuard over TCP is enabled: the node's host names its ProxyGuard relay answers for. Absent from older portals. */
   proxyGuard: z
     .object({ hostNames: z.array(z.string().min(1)) })

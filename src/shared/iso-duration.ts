@@ -63,6 +63,20 @@ export function addDuration(start: Date, duration: IsoDuration): Date {
   return result;
 }
 
+/** `start - duration` on the UTC calendar (retention: what is older than this goes). */
+export function subtractDuration(start: Date, duration: IsoDuration): Date {
+  const negated = {
+    ...duration,
+    years: -duration.years,
+    months: -duration.months,
+    days: -duration.days,
+    hours: -duration.hours,
+    minutes: -duration.minutes,
+    seconds: -duration.seconds,
+  };
+  return addDuration(start, negated);
+}
+
 /** Length of a duration in milliseconds when added to `start` (used for intervals such as reconcile). */
 export function durationMilliseconds(duration: IsoDuration, start: Date = new Date(0)): number {
   return addDuration(start, duration).getTime() - start.getTime();

@@ -6,3 +6,9 @@ import type { Executor } from './database.js';
 export async function deleteAuthorizationsOfUser(db: Executor, userId: UserId): Promise<void> {
   await db.deleteFrom('oauth_authorizations').where('user_id', '=', userId).execute();
 }
+
+/** Deletes authorizations that expired before `before` (ATOM); returns how many. */
+export async function deleteExpiredAuthorizations(db: Executor, before: string): Promise<number> {
+  const result = await db.deleteFrom('oauth_authorizations').where('expires_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -17,24 +17,29 @@ export interface OpenedConnection {
 }
 
 export async function openConnection(db: Executor, connection: OpenedConnection): Promise<void> {
-  await db
-    .insertInto('connection_log')
-    .values({
-      log_id: randomUUID(),
-      user_id: connection.userId,
-      profile_id: connection.profileId,
-      vpn_proto: connection.vpnProto,
-      connection_id: connection.connectionId,
-      node_number: connection.nodeNumber,
-      ip_four: connection.ipFour,
-      ip_six: connection.ipSix,
-      originating_ip: connection.originatingIp,
-      connected_at: formatAtom(connection.connectedAt),
-      disconnected_at: null,
-      bytes_in: null,
-      bytes_out: null,
-    })
-    .execute();
+  let insert = db.insertInto('connection_log').values({
+    log_id: randomUUID(),
+    user_id: connection.userId,
+    profile_id: connection.profileId,
+    vpn_proto: connection.vpnProto,
+    connection_id: connection.connectionId,
+    node_number: connection.nodeNumber,
+    ip_four: connection.ipFour,
+    ip_six: connection.ipSix,
+    originating_ip: connection.originatingIp,
+    connected_at: formatAtom(connection.connectedAt),
+    disconnected_at: null,
+    bytes_in: null,
+    bytes_out: null,
+  });
+  // A WireGuard session has at most one open row per node (a partial unique index): a second
+  // instance that saw the same handshake adds nothing.
+  if (connection.vpnProto === 'wireguard') {
+    insert = insert.onConflict((conflict) =>
+      conflict.columns(['connection_id', 'node_number']).where('disconnected_at', 'is', null).where('vpn_proto', '=', 'wireguard').doNothing(),
+    );
+  }
+  await insert.execute();
 }
 
 /**
@@ -76,6 +81,160 @@ export async function connectionHistory(db: Executor, connectionId: string): Pro
     connectionId: row.connection_id,
     ipFour: row.ip_four,
     ipSix: row.ip_six,
+    connectedAt: row.connected_at,
+    disconnectedAt: row.disconnected_at,
+    bytesIn: row.bytes_in === null ? null : Number(row.bytes_in),
+    bytesOut: row.bytes_out === null ? null : Number(row.bytes_out),
+  }));
+}
+
+/** An open session, as its connection_log row says. */
+export interface OpenSession {
+  readonly connectionId: string;
+  readonly nodeNumber: NodeNumber;
+  readonly userId: string;
+  readonly profileId: string;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly originatingIp: string | null;
+}
+
+const OPEN_SESSION_COLUMNS = ['connection_id', 'node_number', 'user_id', 'profile_id', 'ip_four', 'ip_six', 'originating_ip'] as const;
+
+function toOpenSession(row: {
+  connection_id: string;
+  node_number: number;
+  user_id: string;
+  profile_id: string;
+  ip_four: string;
+  ip_six: string;
+  originating_ip: string | null;
+}): OpenSession {
+  return {
+    connectionId: row.connection_id,
+    nodeNumber: row.node_number as NodeNumber,
+    userId: row.user_id,
+    profileId: row.profile_id,
+    ipFour: row.ip_four,
+    ipSix: row.ip_six,
+    originatingIp: row.originating_ip,
+  };
+}
+
+/** The open WireGuard sessions of a node, by public key. */
+export async function openWireGuardSessions(db: Executor, nodeNumber: NodeNumber): Promise<Map<string, OpenSession>> {
+  const rows = await db
+    .selectFrom('connection_log')
+    .select(OPEN_SESSION_COLUMNS)
+    .where('vpn_proto', '=', 'wireguard')
+    .where('node_number', '=', nodeNumber)
+    .where('disconnected_at', 'is', null)
+    .execute();
+  return new Map(rows.map((row) => [row.connection_id, toOpenSession(row)]));
+}
+
+/** Which of these WireGuard keys have an open session on their node. */
+export async function openWireGuardSessionsOf(db: Executor, keys: readonly string[]): Promise<OpenSession[]> {
+  if (keys.length === 0) return [];
+  const rows = await db
+    .selectFrom('connection_log')
+    .select(OPEN_SESSION_COLUMNS)
+    .where('vpn_proto', '=', 'wireguard')
+    .where('connection_id', 'in', keys)
+    .where('disconnected_at', 'is', null)
+    .execute();
+  return rows.map(toOpenSession);
+}
+
+/** The open session of one connection on a node (OpenVPN: its Common Name), if any. */
+export async function openSessionOf(db: Executor, connectionId: string, nodeNumber: NodeNumber): Promise<OpenSession | undefined> {
+  const row = await db
+    .selectFrom('connection_log')
+    .select(OPEN_SESSION_COLUMNS)
+    .where('connection_id', '=', connectionId)
+    .where('node_number', '=', nodeNumber)
+    .where('disconnected_at', 'is', null)
+    .orderBy('connected_at', 'desc')
+    .executeTakeFirst();
+  return row === undefined ? undefined : toOpenSession(row);
+}
+
+/** Open sessions and the distinct users behind them, per profile (for live statistics). */
+export async function openSessionCounts(db: Executor): Promise<Map<string, { connections: number; users: number }>> {
+  const rows = await db
+    .selectFrom('connection_log')
+    .select((eb) => ['profile_id', eb.fn.countAll<number | string>().as('connections'), eb.fn.count<number | string>('user_id').distinct().as('users')])
+    .where('disconnected_at', 'is', null)
+    .groupBy('profile_id')
+    .execute();
+  return new Map(rows.map((row) => [row.profile_id, { connections: Number(row.connections), users: Number(row.users) }]));
+}
+
+/** Deletes closed rows that ended before `before`; returns how many. */
+export async function pruneConnectionLog(db: Executor, before: string): Promise<number> {
+  const result = await db.deleteFrom('connection_log').where('disconnected_at', 'is not', null).where('disconnected_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+export interface ConnectionLogFilter {
+  readonly userId?: string;
+  readonly profileId?: string;
+  readonly connectionId?: string;
+  /** Sessions still open at or after this time (ATOM). */
+  readonly since?: string;
+  /** Sessions that started before this time (ATOM). */
+  readonly until?: string;
+  /** true: only open sessions; false: only closed ones. */
+  readonly open?: boolean;
+  /** Continue after this row (newest first): its start and id. */
+  readonly after?: { readonly connectedAt: string; readonly logId: string };
+  readonly limit: number;
+}
+
+export interface ConnectionLogRow {
+  readonly logId: string;
+  readonly userId: string;
+  readonly profileId: string;
+  readonly vpnProto: string;
+  readonly connectionId: string;
+  readonly nodeNumber: number;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly originatingIp: string | null;
+  readonly connectedAt: string;
+  readonly disconnectedAt: string | null;
+  readonly bytesIn: number | null;
+  readonly bytesOut: number | null;
+}
+
+/** One page of the history, newest first (by start, then id). */
+export async function connectionLogPage(db: Executor, filter: ConnectionLogFilter): Promise<ConnectionLogRow[]> {
+  let query = db.selectFrom('connection_log').selectAll();
+  if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
+  if (filter.connectionId !== undefined) query = query.where('connection_id', '=', filter.connectionId);
+  if (filter.until !== undefined) query = query.where('connected_at', '<', filter.until);
+  const since = filter.since;
+  if (since !== undefined) query = query.where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>=', since)]));
+  if (filter.open === true) query = query.where('disconnected_at', 'is', null);
+  if (filter.open === false) query = query.where('disconnected_at', 'is not', null);
+  const after = filter.after;
+  if (after !== undefined) {
+    query = query.where((eb) =>
+      eb.or([eb('connected_at', '<', after.connectedAt), eb.and([eb('connected_at', '=', after.connectedAt), eb('log_id', '<', after.logId)])]),
+    );
+  }
+  const rows = await query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').limit(filter.limit).execute();
+  return rows.map((row) => ({
+    logId: row.log_id,
+    userId: row.user_id,
+    profileId: row.profile_id,
+    vpnProto: row.vpn_proto,
+    connectionId: row.connection_id,
+    nodeNumber: row.node_number,
+    ipFour: row.ip_four,
+    ipSix: row.ip_six,
+    originatingIp: row.originating_ip,
     connectedAt: row.connected_at,
     disconnectedAt: row.disconnected_at,
     bytesIn: row.bytes_in === null ? null : Number(row.bytes_in),

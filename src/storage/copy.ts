@@ -18,6 +18,9 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'certificates', key: ['common_name'] },
   { table: 'connection_log', key: ['log_id'] },
   { table: 'node_resets', key: ['node_number'] },
+  { table: 'live_stats', key: ['date_time', 'profile_id'] },
+  { table: 'aggregate_stats', key: ['date', 'profile_id'] },
+  { table: 'portal_state', key: ['key'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

@@ -93,6 +93,29 @@ export interface NodeResetsTable {
   confirmed_at: string;
 }
 
+/** Connections online per profile, written by every full reconcile pass (reference §9). */
+export interface LiveStatsTable {
+  date_time: string;
+  profile_id: string;
+  connection_count: number;
+  unique_user_count: number;
+}
+
+/** One row per day and profile, made by housekeeping from the day's history (reference §9). */
+export interface AggregateStatsTable {
+  /** YYYY-MM-DD, UTC. */
+  date: string;
+  profile_id: string;
+  max_connection_count: number;
+  unique_user_count: number;
+}
+
+/** What portal instances must agree on, by name (e.g. the day housekeeping last ran). */
+export interface PortalStateTable {
+  key: string;
+  value: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -102,4 +125,7 @@ export interface Database {
   certificates: CertificatesTable;
   connection_log: ConnectionLogTable;
   node_resets: NodeResetsTable;
+  live_stats: LiveStatsTable;
+  aggregate_stats: AggregateStatsTable;
+  portal_state: PortalStateTable;
 }

@@ -21,6 +21,12 @@ const CALLS = [
   { method: 'POST', path: '/delete_user_authorizations', params: ['user_id'] },
 ] as const;
 
+/** This portal's own calls, documented as extensions. */
+const EXTENSIONS = [
+  { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
+  { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
+] as const;
+
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/user_configuration_list': ['user_id'],
   '/create': ['user_id', 'profile_id'],
@@ -209,7 +215,7 @@ test('odd input never causes a 5xx: prototype names, NUL bytes, broken percent-e
   assert.ok(Array.isArray((users.json() as { users: unknown }).users));
 });
 
-test('openapi.json is an OpenAPI 3.1 document listing the eleven calls with their methods and parameters', async (t) => {
+test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the extensions with their methods and parameters', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
@@ -223,9 +229,9 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls with thei
   };
   assert.match(document.openapi, /^3\.1\.\d+$/);
   assert.equal(document.servers[0]?.url, 'http://127.0.0.1/vpn-user-portal/admin/api/v1');
-  assert.deepEqual(Object.keys(document.paths).sort(), CALLS.map((call) => call.path).sort());
+  assert.deepEqual(Object.keys(document.paths).sort(), [...CALLS, ...EXTENSIONS].map((call) => call.path).sort());
 
-  for (const call of CALLS) {
+  for (const call of [...CALLS, ...EXTENSIONS]) {
     const operations = document.paths[call.path] ?? {};
     assert.deepEqual(Object.keys(operations), [call.method.toLowerCase()], call.path);
     const operation = operations[call.method.toLowerCase()] as OpenApiOperation;
@@ -253,6 +259,14 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls with thei
   assert.deepEqual(create.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties['prefer_tcp']?.enum, ['yes', 'no']);
   assert.ok(create.responses['200']?.content?.['application/x-wireguard-profile'] !== undefined);
   assert.ok(create.responses['404'] !== undefined && create.responses['406'] !== undefined);
+  for (const extension of EXTENSIONS) {
+    const operation = document.paths[extension.path]?.['get'] as OpenApiOperation & { 'x-extension'?: boolean; description?: string };
+    assert.equal(operation['x-extension'], true, `${extension.path} is marked as an extension`);
+    assert.match(operation.description ?? '', /not part of eduVPN's Admin API v1/);
+  }
+  for (const call of CALLS) {
+    assert.equal((document.paths[call.path]?.[call.method.toLowerCase()] as { 'x-extension'?: boolean })['x-extension'], undefined, `${call.path} is eduVPN's`);
+  }
   const connected = document.paths['/connected_users']?.['get'] as OpenApiOperation;
   assert.deepEqual(connected.parameters?.[0]?.schema.enum, ['on', 'off']);
 });

@@ -1,6 +1,7 @@
-// The eleven calls of the specification, in its order (§4).
+// The eleven calls of the specification, in its order (§4), then this portal's extensions.
 import { connectedUsersRoute } from './connected-users.js';
 import { connectionListRoute } from './connection-list.js';
+import { connectionLogRoute } from './connection-log.js';
 import { createRoute } from './create.js';
 import { deleteConnectionRoute } from './delete-connection.js';
 import { deleteUserAuthorizationsRoute } from './delete-user-authorizations.js';
@@ -8,6 +9,7 @@ import { destroyRoute } from './destroy.js';
 import { disableUserRoute } from './disable-user.js';
 import { disabledUsersRoute } from './disabled-users.js';
 import { enableUserRoute } from './enable-user.js';
+import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
 import type { AdminRoute } from '../admin-route.js';
@@ -25,4 +27,6 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   enableUserRoute,
   deleteConnectionRoute,
   deleteUserAuthorizationsRoute,
+  connectionLogRoute,
+  statsRoute,
 ];
