@@ -265,7 +265,8 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the e
     assert.match(operation.description ?? '', /not part of eduVPN's Admin API v1/);
   }
   for (const call of CALLS) {
-    assert.equal((document.paths[call.path]?.[call.method.toLowerCase()] as { 'x-extension'?: boolean })['x-extension'], undefined, `${call.path} is eduVPN's`);
+    const operation = document.paths[call.path]?.[call.method.toLowerCase()] as { 'x-extension'?: boolean } | undefined;
+    assert.equal(operation?.['x-extension'], undefined, `${call.path} is eduVPN's`);
   }
   const connected = document.paths['/connected_users']?.['get'] as OpenApiOperation;
   assert.deepEqual(connected.parameters?.[0]?.schema.enum, ['on', 'off']);
