@@ -12,9 +12,10 @@ export interface CliResult {
 }
 
 /** Runs one `vpn-portal` command to its end. */
-export function runCli(args: readonly string[], options: { cwd?: string } = {}): Promise<CliResult> {
+export function runCli(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: options.cwd, timeout: 120_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: options.cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
       resolve({ code, stdout, stderr });
     });
