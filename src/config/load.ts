@@ -144,6 +144,21 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
   if (preferredProto === 'wireguard' && !wireGuardEnabled && openVpnEnabled) report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
   if (preferredProto === 'openvpn' && !openVpnEnabled && wireGuardEnabled) report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
   const processCount = openVpnEnabled ? checkOpenVpnPorts(raw, option, report) : 1;
+  // A per-node list with more entries than the profile has nodes means a node was forgotten in onNode (or nodeUrl).
+  const perNodeLists = {
+    hostName: raw.hostName,
+    nodeUrl: raw.nodeUrl,
+    wRangeFour: raw.wRangeFour,
+    wRangeSix: raw.wRangeSix,
+    oRangeFour: raw.oRangeFour,
+    oRangeSix: raw.oRangeSix,
+    oListenOn: raw.oListenOn,
+  };
+  for (const [name, value] of Object.entries(perNodeLists)) {
+    if (Array.isArray(value) && value.length > onNode.length) {
+      report(`${option}.${name}`, `has ${value.length} entries but the profile runs on ${onNode.length} node(s) (onNode: [${onNode.join(', ')}])`);
+    }
+  }
 
   for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
   for (const [index, route] of raw.excludeRouteList.entries()) checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);

@@ -112,8 +112,9 @@ export function buildServer(ctx: PortalContext) {
     const path = decodePath(request.url.split('?')[0] ?? '');
     const allowed = methodOf.get(path);
     if (allowed !== undefined) return sendError(reply, 405, `method "${request.method}" not allowed`, { allow: allowed });
-    const shown = path.startsWith(adminBase) ? path.slice(adminBase.length) : path;
-    return sendError(reply, 404, `"${shown}" not found`);
+    // The whole path asked for (the reference names it relative to the Admin API, `"/v1/x"`,
+    // which hides a wrong baseUrl or prefix).
+    return sendError(reply, 404, `"${path}" not found`);
   });
   return app;
 }

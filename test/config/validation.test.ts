@@ -363,3 +363,17 @@ test('OpenVPN mistakes are refused at start: half a range pair, a process count 
   assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.44.0.128/25' }, employees)), /overlaps/);
   assert.match(problemsOf(withProfiles({ profileId: 'none', displayName: 'None', hostName: 'h' })), /offers no VPN protocol/);
 });
+
+test('a per-node list with more entries than the profile has nodes is a configuration error naming the option', () => {
+  const message = problemsOf(
+    withProfiles({
+      ...employees,
+      onNode: [0, 1],
+      nodeUrl: ['http://10.0.0.1:41194', 'http://10.0.0.2:41194'],
+      hostName: ['a.example.org', 'b.example.org', 'c.example.org'],
+    }),
+  );
+  assert.match(message, /portal\.json: ProfileList\[0\]\.hostName: has 3 entries but the profile runs on 2 node\(s\) \(onNode: \[0, 1\]\)/);
+  const ranges = problemsOf(withProfiles({ ...employees, wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'], wRangeSix: 'fd44::/64' }));
+  assert.match(ranges, /ProfileList\[0\]\.wRangeFour: has 2 entries but the profile runs on 1 node\(s\)/);
+});
