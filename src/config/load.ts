@@ -50,7 +50,8 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
 type Report = (option: string, message: string) => void;
 
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
-  const baseUrl = new URL(raw.baseUrl);
+  // Without baseUrl the portal is where it listens, so the quick start's URLs are right.
+  const baseUrl = new URL(raw.baseUrl ?? `http://${hostForUrl(listenHostToReach(raw.listen.host))}:${raw.listen.port}/vpn-user-portal/`);
   const dataDir = path.resolve(baseDir, raw.dataDir);
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
@@ -77,6 +78,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     keyDir: path.join(dataDir, 'keys'),
     database,
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
+    metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
     nodeApi: raw.nodeApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
@@ -88,6 +90,26 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     profiles,
     nodes,
   };
+}
+
+/** `HOST:PORT` (IPv6 in brackets), as the schema checked it. */
+function parseListenAddress(text: string, option: string, report: Report): { host: string; port: number } {
+  const split = text.lastIndexOf(':');
+  const host = text.slice(0, split).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(text.slice(split + 1));
+  if (port > 65535) report(option, `"${text}": port ${port} is above 65535`);
+  return { host, port };
+}
+
+/** The address a client uses to reach a server listening on `host` (any-address → loopback). */
+function listenHostToReach(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '::1';
+  return host;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** HTTP timeouts: Node checks them once a second, so less than that means nothing; more than 10 minutes holds connections for no one. */

@@ -41,6 +41,8 @@ export function buildServer(ctx: PortalContext) {
   const protocolErrors = new ProtocolErrorAnswers({ requestTimeoutMs: listen.requestTimeoutMs, running, logger: ctx.logger });
   const app = Fastify({
     loggerInstance: ctx.logger,
+    // One line per request at info is noise and cost: the hook below logs it at debug.
+    disableRequestLogging: true,
     http: {
       // A request without Host gets the JSON 400 of the hook below, not Node's empty one.
       requireHostHeader: false,
@@ -77,6 +79,12 @@ export function buildServer(ctx: PortalContext) {
   void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
   app.setErrorHandler(handleError);
 
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) },
+      'request answered',
+    );
+  });
   app.addHook('onRequest', async (request, reply) => {
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is malformed, whoever sends it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
