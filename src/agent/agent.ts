@@ -22,6 +22,8 @@ import { messageOf } from '../shared/error-message.js';
 import { PeerRevisions } from './wireguard/revisions.js';
 import { EndpointMemory } from './wireguard/endpoint-memory.js';
 import { randomUUID } from 'node:crypto';
+import { startMetricsServer, type RunningMetricsServer } from '../shared/metrics-server.js';
+import { agentMetricsRegistry } from './metrics.js';
 
 export interface NodeAgentDependencies {
   readonly config: NodeAgentConfig;
@@ -47,6 +49,8 @@ export interface RunningNodeAgent {
   readonly proxyGuardRelay: ProxyGuardRelay | null;
   /** The OpenVPN server processes (none while the portal assigns no OpenVPN profile). */
   readonly openVpn: OpenVpnService;
+  /** `http://HOST:PORT/metrics`; null when `metrics.listen` is null. */
+  readonly metricsUrl: string | null;
   /** Fetches the server configuration now and applies it (the timer does this every interval). */
   refresh(): Promise<void>;
   /** Stops serving, waits for pending peer changes, removes the interface if the agent made it. */
@@ -172,6 +176,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   };
 
   let server: DaemonServer | null = null;
+  let metricsServer: RunningMetricsServer | null = null;
   try {
     logger.info(
       {
@@ -206,7 +211,23 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     });
     await server.listen({ host: config.listen.host, port: config.listen.port });
     signal?.throwIfAborted();
+    if (config.metrics !== null) {
+      const registry = agentMetricsRegistry({
+        clock,
+        wireGuard: async () => {
+          if (state.wireGuard === null) return null;
+          const name = state.wireGuard.wireGuardInterface.name;
+          return { name, peers: (await wg.dump(name)).peers };
+        },
+        openVpn: () => openVpn.devices(),
+        proxyGuardTunnels: () => proxyGuard.relay?.tunnelCount ?? null,
+      });
+      // Ready once the vpn-daemon protocol is served, which is when this starts.
+      metricsServer = await startMetricsServer({ ...config.metrics, registry, notReady: async () => null });
+      logger.info(`metrics at ${metricsServer.url}`);
+    }
   } catch (error) {
+    await metricsServer?.close();
     await server?.close();
     await openVpn.close();
     await proxyGuard.close();
@@ -241,6 +262,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const runningServer = server;
   return {
     daemonUrl,
+    metricsUrl: metricsServer?.url ?? null,
     get wireGuardInterface() {
       return state.wireGuard?.wireGuardInterface ?? null;
     },
@@ -253,6 +275,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       clearInterval(refreshTimer);
       clearInterval(observeTimer);
       await refreshing;
+      await metricsServer?.close();
       await runningServer.close();
       await openVpn.close();
       await proxyGuard.close();
