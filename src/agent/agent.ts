@@ -24,6 +24,7 @@ import { EndpointMemory } from './wireguard/endpoint-memory.js';
 import { randomUUID } from 'node:crypto';
 import { startMetricsServer, type RunningMetricsServer } from '../shared/metrics-server.js';
 import { agentMetricsRegistry } from './metrics.js';
+import { clientRanges, NodeNat } from './nat.js';
 
 export interface NodeAgentDependencies {
   readonly config: NodeAgentConfig;
@@ -107,10 +108,12 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   // Set once serving: asks the portal again, which then looks at this node and reconciles it.
   let checkIn: () => void = () => {};
   const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
+  const nat = config.nat ? new NodeNat(runner, logger) : null;
 
   const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
     // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
     await openVpn.apply(serverConfig.openvpn ?? []);
+    await nat?.apply(clientRanges(serverConfig));
     if (serverConfig.wireguard === null) {
       if (state.wireGuard === null) logger.info('the portal assigns no WireGuard profile to this node');
       else if (!state.warnedAboutDroppedWireGuard) {
@@ -230,6 +233,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     await metricsServer?.close();
     await server?.close();
     await openVpn.close();
+    await nat?.remove();
     await proxyGuard.close();
     await state.wireGuard?.wireGuardInterface.close();
     throw error;
@@ -278,6 +282,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       await metricsServer?.close();
       await runningServer.close();
       await openVpn.close();
+      await nat?.remove();
       await proxyGuard.close();
       if (state.wireGuard !== null) {
         await state.wireGuard.batcher.drain();

@@ -28,6 +28,8 @@ export interface NodeAgentConfig {
   readonly openVpn: OpenVpnSettings;
   /** Profiles this node serves; empty means all. */
   readonly profileIdList: readonly string[];
+  /** Forward and masquerade the node's client ranges (full tunnel); see nat.ts. */
+  readonly nat: boolean;
   /** Where /metrics, /healthz and /readyz are served; null: not served. */
   readonly metrics: { readonly host: string; readonly port: number } | null;
   /** How often the server configuration is fetched again from the portal. */
@@ -133,6 +135,7 @@ const configSchema = z.strictObject({
     })
     .prefault({}),
   profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
+  nat: z.boolean().default(false),
   metrics: z
     .strictObject({
       listen: z
@@ -208,6 +211,7 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
       binary: config.OpenVPN.binary.includes('/') ? resolve(base, config.OpenVPN.binary) : config.OpenVPN.binary,
     },
     profileIdList: config.profileIdList,
+    nat: config.nat,
     metrics: config.metrics.listen === null ? null : splitListen(config.metrics.listen),
     refreshIntervalMs: config.refreshIntervalSeconds * 1000,
     logLevel: config.logLevel,
