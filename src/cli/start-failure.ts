@@ -6,6 +6,11 @@ export function describeStartFailure(error: unknown): string | null {
   if (!(error instanceof Error)) return null;
   if (error.name === 'UnsafePermissions' || error.name === 'DatabaseOpenFailed' || error.name === 'MigrationFailed') return error.message;
   const { code, syscall, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  // A node host installs without the optional database drivers (npm ci --omit=optional).
+  const driver = /Cannot find package '(better-sqlite3|pg)'/.exec(error.message)?.[1];
+  if (code === 'ERR_MODULE_NOT_FOUND' && driver !== undefined) {
+    return `the database driver ${driver} is not installed (it is an optional dependency, left out on node hosts): run "npm ci" without --omit=optional on the portal host`;
+  }
   if (syscall === 'listen' && typeof code === 'string') {
     const where = address === undefined ? '' : ` ${address.includes(':') ? `[${address}]` : address}:${port ?? ''}`;
     return `cannot listen on${where}: ${LISTEN_PROBLEMS[code] ?? error.message} (${code})`;
