@@ -1,7 +1,7 @@
 // The portal's HTTP surface: the Admin API under {base}/admin/api/v1, its OpenAPI
 // document, and the Node API under {base}/node-api.php for node agents.
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
@@ -41,8 +41,8 @@ export function buildServer(ctx: PortalContext) {
   const protocolErrors = new ProtocolErrorAnswers({ requestTimeoutMs: listen.requestTimeoutMs, running, logger: ctx.logger });
   const app = Fastify({
     loggerInstance: ctx.logger,
-    // One line per request at info is noise and cost: the hook below logs it at debug.
-    disableRequestLogging: true,
+    // One line per request at info is noise and cost: one line at debug instead.
+    logController: new DebugRequestLog(),
     http: {
       // A request without Host gets the JSON 400 of the hook below, not Node's empty one.
       requireHostHeader: false,
@@ -79,12 +79,6 @@ export function buildServer(ctx: PortalContext) {
   void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
   app.setErrorHandler(handleError);
 
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.debug(
-      { method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) },
-      'request answered',
-    );
-  });
   app.addHook('onRequest', async (request, reply) => {
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is malformed, whoever sends it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
@@ -125,6 +119,22 @@ export function buildServer(ctx: PortalContext) {
     return sendError(reply, 404, `"${path}" not found`);
   });
   return app;
+}
+
+/** Fastify's request lines: none when a request arrives, one at debug when it is answered; errors as Fastify logs them. */
+class DebugRequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error !== null && error !== undefined) {
+      super.requestCompleted(error, request, reply);
+      return;
+    }
+    request.log.debug(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) },
+      'request answered',
+    );
+  }
 }
 
 /**

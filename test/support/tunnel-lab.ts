@@ -117,7 +117,7 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     let internet: Namespace | null = null;
     const internetLink = lab.subnet();
     // A documentation prefix (RFC 3849) per lab, so parallel labs never share one.
-    const internetSix = `2001:db8:${lab.runId.slice(0, 4).replace(/[^0-9a-f]/g, '0')}::`;
+    const internetSix = `2001:db8:${((Number.parseInt(lab.runId, 36) % 0xfff0) + 0x10).toString(16)}::`;
     const addresses: LabAddresses = {
       nodeAddressForClient: clientLink.first,
       nodeAddressForPortal: hostLink.second,
