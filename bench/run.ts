@@ -71,6 +71,7 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
     JSON.stringify({
       baseUrl: `http://127.0.0.1:${PORT}/vpn-user-portal/`,
       listen: { host: '127.0.0.1', port: PORT },
+      metrics: { listen: '127.0.0.1:0' },
       dataDir: path.join(work, 'data'),
       database: target.url,
       logLevel: 'warn',

@@ -9,6 +9,9 @@ import { NodeFleet } from './node-client/fleet.js';
 import { runConnectScript } from './listeners/connect-script.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
+import { recordMetrics } from './listeners/metrics.js';
+import { databaseNotReady, PortalMetrics } from './http/metrics.js';
+import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
@@ -33,6 +36,8 @@ export interface PortalOptions {
 export interface RunningPortal {
   readonly ctx: PortalContext;
   readonly url: string;
+  /** `http://HOST:PORT/metrics`; null when `metrics.listen` is null. */
+  readonly metricsUrl: string | null;
   reconcileNow(): Promise<void>;
   close(): Promise<void>;
 }
@@ -79,14 +84,28 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, events, clock, logger, random: options.random ?? Math.random };
 
   const reconciler = new ReconcileScheduler(ctx);
+  const metrics = new PortalMetrics(ctx);
+  recordMetrics(events, metrics);
 
   const app = buildServer(ctx);
+  metrics.instrument(app, { adminPrefix: `${config.basePath}/admin/api/`, nodeApi: `${config.basePath}/node-api.php/` });
   // A deep accept queue: a burst of connections (slow clients, a reconnecting fleet) must not make
   // the kernel drop a legitimate client's SYN, which it would retry only after a second.
   const url = await app.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
   logger.info(
     `admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`,
   );
+  let metricsServer: RunningMetricsServer | null = null;
+  if (config.metrics !== null) {
+    try {
+      metricsServer = await startMetricsServer({ ...config.metrics, registry: metrics.registry, notReady: () => databaseNotReady(db) });
+    } catch (error) {
+      await app.close();
+      await db.destroy();
+      throw error;
+    }
+    logger.info(`metrics at ${metricsServer.url}`);
+  }
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
@@ -94,11 +113,13 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   return {
     ctx,
     url,
+    metricsUrl: metricsServer?.url ?? null,
     reconcileNow: () => reconciler.runAll(),
     async close() {
       reconciler.stop();
       nodes.stop();
       await app.close();
+      await metricsServer?.close();
       await reconciler.idle();
       await db.destroy();
     },

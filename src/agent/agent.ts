@@ -22,6 +22,9 @@ import { messageOf } from '../shared/error-message.js';
 import { PeerRevisions } from './wireguard/revisions.js';
 import { EndpointMemory } from './wireguard/endpoint-memory.js';
 import { randomUUID } from 'node:crypto';
+import { startMetricsServer, type RunningMetricsServer } from '../shared/metrics-server.js';
+import { agentMetricsRegistry } from './metrics.js';
+import { clientRanges, NodeNat } from './nat.js';
 
 export interface NodeAgentDependencies {
   readonly config: NodeAgentConfig;
@@ -47,6 +50,8 @@ export interface RunningNodeAgent {
   readonly proxyGuardRelay: ProxyGuardRelay | null;
   /** The OpenVPN server processes (none while the portal assigns no OpenVPN profile). */
   readonly openVpn: OpenVpnService;
+  /** `http://HOST:PORT/metrics`; null when `metrics.listen` is null. */
+  readonly metricsUrl: string | null;
   /** Fetches the server configuration now and applies it (the timer does this every interval). */
   refresh(): Promise<void>;
   /** Enters or leaves maintenance (the portal stops or resumes putting new configurations here). */
@@ -107,10 +112,12 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   // Set once serving: asks the portal again, which then looks at this node and reconciles it.
   let checkIn: () => void = () => {};
   const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
+  const nat = config.nat ? new NodeNat(runner, logger) : null;
 
   const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
     // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
     await openVpn.apply(serverConfig.openvpn ?? []);
+    await nat?.apply(clientRanges(serverConfig));
     if (serverConfig.wireguard === null) {
       if (state.wireGuard === null) logger.info('the portal assigns no WireGuard profile to this node');
       else if (!state.warnedAboutDroppedWireGuard) {
@@ -180,6 +187,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   };
 
   let server: DaemonServer | null = null;
+  let metricsServer: RunningMetricsServer | null = null;
   try {
     logger.info(
       {
@@ -214,9 +222,26 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     });
     await server.listen({ host: config.listen.host, port: config.listen.port });
     signal?.throwIfAborted();
+    if (config.metrics !== null) {
+      const registry = agentMetricsRegistry({
+        clock,
+        wireGuard: async () => {
+          if (state.wireGuard === null) return null;
+          const name = state.wireGuard.wireGuardInterface.name;
+          return { name, peers: (await wg.dump(name)).peers };
+        },
+        openVpn: () => openVpn.devices(),
+        proxyGuardTunnels: () => proxyGuard.relay?.tunnelCount ?? null,
+      });
+      // Ready once the vpn-daemon protocol is served, which is when this starts.
+      metricsServer = await startMetricsServer({ ...config.metrics, registry, notReady: async () => null });
+      logger.info(`metrics at ${metricsServer.url}`);
+    }
   } catch (error) {
+    await metricsServer?.close();
     await server?.close();
     await openVpn.close();
+    await nat?.remove();
     await proxyGuard.close();
     await state.wireGuard?.wireGuardInterface.close();
     throw error;
@@ -249,6 +274,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const runningServer = server;
   return {
     daemonUrl,
+    metricsUrl: metricsServer?.url ?? null,
     get wireGuardInterface() {
       return state.wireGuard?.wireGuardInterface ?? null;
     },
@@ -266,8 +292,10 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       clearInterval(refreshTimer);
       clearInterval(observeTimer);
       await refreshing;
+      await metricsServer?.close();
       await runningServer.close();
       await openVpn.close();
+      await nat?.remove();
       await proxyGuard.close();
       if (state.wireGuard !== null) {
         await state.wireGuard.batcher.drain();

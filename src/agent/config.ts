@@ -28,6 +28,10 @@ export interface NodeAgentConfig {
   readonly openVpn: OpenVpnSettings;
   /** Profiles this node serves; empty means all. */
   readonly profileIdList: readonly string[];
+  /** Forward and masquerade the node's client ranges (full tunnel); see nat.ts. */
+  readonly nat: boolean;
+  /** Where /metrics, /healthz and /readyz are served; null: not served. */
+  readonly metrics: { readonly host: string; readonly port: number } | null;
   /** How often the server configuration is fetched again from the portal. */
   readonly refreshIntervalMs: number;
   /** Reported in `/i/node`: the portal then puts no new configuration on this node. */
@@ -80,6 +84,8 @@ const ACCOUNT_PATTERN = /^[_a-zA-Z0-9]+$/;
 const MANAGEMENT_DIR_PATTERN = /^\/[A-Za-z0-9._/-]+$/;
 export const DEFAULT_OPENVPN_CONFIG_DIR = '/var/lib/vpn-portal-node/openvpn';
 export const DEFAULT_OPENVPN_MANAGEMENT_DIR = '/run/vpn-portal-node/openvpn';
+/** Next to the portal's 9466, so both fit on one host. */
+export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9467';
 export const DEFAULT_ENDPOINT_FILE = '/var/lib/vpn-portal-node/wireguard-endpoints.json';
 
 const configSchema = z.strictObject({
@@ -131,6 +137,17 @@ const configSchema = z.strictObject({
     })
     .prefault({}),
   profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
+  nat: z.boolean().default(false),
+  metrics: z
+    .strictObject({
+      listen: z
+        .string()
+        .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:9467 or [::1]:9467')
+        .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65535, 'the port must be at most 65535')
+        .nullable()
+        .default(DEFAULT_METRICS_LISTEN),
+    })
+    .prefault({}),
   refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60),
   /** A node in maintenance gets no new configurations; its peers and clients stay. SIGHUP re-reads it. */
   maintenanceMode: z.boolean().default(false),
@@ -198,10 +215,17 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
       binary: config.OpenVPN.binary.includes('/') ? resolve(base, config.OpenVPN.binary) : config.OpenVPN.binary,
     },
     profileIdList: config.profileIdList,
+    nat: config.nat,
+    metrics: config.metrics.listen === null ? null : splitListen(config.metrics.listen),
     refreshIntervalMs: config.refreshIntervalSeconds * 1000,
     maintenanceMode: config.maintenanceMode,
     logLevel: config.logLevel,
   };
+}
+
+function splitListen(text: string): { host: string; port: number } {
+  const split = text.lastIndexOf(':');
+  return { host: text.slice(0, split).replace(/^\[(.*)\]$/, '$1'), port: Number(text.slice(split + 1)) };
 }
 
 function describeIssue(issue: z.core.$ZodIssue, json: unknown): string {

@@ -2,6 +2,7 @@
 // that are missing — a WireGuard key pair and a node secret for every configured node, the
 // OpenVPN CA (Ed25519, valid for `caExpiry`), and with --admin-api the Admin API secret —
 // and never overwrites one that exists.
+import { ConfigError } from '../config/load.js';
 import type { PortalConfig } from '../config/portal-config.js';
 import { asNodeNumber } from '../shared/ids.js';
 import { addDuration } from '../shared/iso-duration.js';
@@ -20,6 +21,13 @@ export async function generateSecrets(config: PortalConfig, options: GenerateSec
     print(result.created ? `created ${what}: ${result.path}` : `kept existing ${what}: ${result.path}`);
 
   if (options.node !== undefined) {
+    // A secret for a node no profile runs on would only ever be copied to the wrong host.
+    if (!config.nodes.has(asNodeNumber(options.node))) {
+      const known = [...config.nodes.keys()].join(', ');
+      throw new ConfigError(
+        `generate-secrets --node ${options.node}: no profile of ${config.source} runs on node ${options.node} (configured nodes: ${known})`,
+      );
+    }
     report(`node ${options.node} secret`, keys.createNodeKey(asNodeNumber(options.node)));
     return;
   }

@@ -1,75 +1,141 @@
 #!/usr/bin/env -S node --max-old-space-size=192
 // The heap is capped (run `node --max-old-space-size=N dist/cli/main.js` for another cap): large
 // listings make short-lived strings, and an uncapped heap on a big machine lets them pile up as RSS.
-// `vpn-portal`: serve the portal, create its secrets, or run a node agent.
-import { parseArgs } from 'node:util';
-import { ConfigError, loadPortalConfig } from '../config/load.js';
-import { startPortal } from '../portal.js';
-import { UnsafePermissions } from '../storage/private-files.js';
-import { DB_USAGE, runDbCommand } from './db.js';
-import { generateSecrets } from './generate-secrets.js';
-import { runNode } from './node.js';
-import { runNodeReset } from './node-reset.js';
+// `vpn-portal`: serve the portal, create its secrets, run a node agent, or call the Admin API.
+// Each command's module is loaded only when it runs, so `node` and `admin` never load the
+// database drivers (a node host installs without them).
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError } from '../config/load.js';
+import { readAgentVersion } from '../agent/version.js';
+import { describeStartFailure } from './start-failure.js';
+import { ADMIN_USAGE } from './admin.js';
 
-const USAGE = `usage:
-  vpn-portal serve [--config FILE]                         serve the portal (embedded default configuration without --config)
-  vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
-                                                           create missing keys (never overwrites)
-  vpn-portal node --config FILE                            run a VPN node agent
-  vpn-portal node-reset N [--config FILE]                  let the portal empty node N although this
-                                                           database never held a configuration for it
-${DB_USAGE}`;
+const SERVE_USAGE = `usage: vpn-portal serve [--config FILE]
+  serves the portal (Admin API, Node API, metrics); without --config the embedded default configuration`;
+const SECRETS_USAGE = `usage: vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
+  creates missing keys in DATA/keys (never overwrites one); --node N: only the secret of node N`;
+const NODE_USAGE = `usage: vpn-portal node --config FILE
+  runs a VPN node agent (WireGuard, OpenVPN, ProxyGuard) until SIGTERM or SIGINT`;
+const NODE_RESET_USAGE = `usage: vpn-portal node-reset N [--config FILE]
+  lets the portal empty node N although this database never held a configuration for it`;
+const DB_USAGE = `usage: vpn-portal db migrate|status [--config FILE]
+       vpn-portal db copy --from DATABASE --to DATABASE
+  migrate: apply pending database migrations; status: list them, applied or pending;
+  copy: copy every table into an empty database (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
+
+const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAND --help for one command)
+  serve [--config FILE]                              serve the portal
+  generate-secrets [--admin-api] [--node N] [--config FILE]
+                                                     create missing keys (never overwrites)
+  node --config FILE                                 run a VPN node agent
+  node-reset N [--config FILE]                       let the portal empty node N
+  db migrate|status [--config FILE]                  database migrations
+  db copy --from DATABASE --to DATABASE              copy every table into an empty database
+  admin COMMAND …                                    call the Admin API (vpn-portal admin --help)
+  --version                                          print the version`;
+
+const COMMAND_USAGE: Readonly<Record<string, string>> = {
+  serve: SERVE_USAGE,
+  'generate-secrets': SECRETS_USAGE,
+  node: NODE_USAGE,
+  'node-reset': NODE_RESET_USAGE,
+  db: DB_USAGE,
+  admin: ADMIN_USAGE,
+};
+
+/** A mistake on the command line: the message, then the usage of the command. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage: string,
+  ) {
+    super(message);
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h') {
+  if (command === '--version' || command === '-v') {
+    console.log(`vpn-portal ${await readAgentVersion()}`);
+    return 0;
+  }
+  if (command === undefined) {
+    console.error(USAGE);
+    return 2;
+  }
+  if (command === '--help' || command === '-h' || command === 'help') {
     console.log(USAGE);
     return 0;
   }
-  // `db` has subcommands and options of its own.
-  if (command === 'db')
-    return runDbCommand(
-      rest,
-      (line) => console.log(line),
-      (line) => console.error(line),
-    );
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },
-    strict: true,
-    // Only node-reset takes one (its node number).
-    allowPositionals: command === 'node-reset',
-  });
-  if (values.help === true || command === undefined || command === 'help' || command === '--help') {
-    console.log(USAGE);
-    return command === undefined ? 2 : 0;
+  const usage = COMMAND_USAGE[command];
+  if (usage === undefined) throw new UsageError(`unknown command "${command}"`, USAGE);
+  // `admin` has commands and options of its own, and its own exit codes.
+  if (command === 'admin') {
+    const { runAdminCommand } = await import('./admin.js');
+    return runAdminCommand(rest, process.env, { print: (text) => console.log(text), printError: (text) => console.error(text) });
   }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(usage);
+    return 0;
+  }
+  if (command === 'db') {
+    const { runDbCommand } = await import('./db.js');
+    try {
+      return await runDbCommand(
+        rest,
+        (line) => console.log(line),
+        (line) => console.error(line),
+      );
+    } catch (error) {
+      if (isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+      throw error;
+    }
+  }
+  const { values, positionals } = parseCommandArgs(command, rest, usage);
   switch (command) {
     case 'serve': {
+      const [{ loadPortalConfig }, { startPortal }] = await Promise.all([import('../config/load.js'), import('../portal.js')]);
       const portal = await startPortal(loadPortalConfig(values.config));
-      await waitForSignal();
+      const signal = await waitForSignal();
+      portal.ctx.logger.info({ signal }, 'stopping the portal');
       await portal.close();
+      portal.ctx.logger.info('portal stopped');
       return 0;
     }
     case 'generate-secrets': {
+      const [{ loadPortalConfig }, { generateSecrets }] = await Promise.all([import('../config/load.js'), import('./generate-secrets.js')]);
       const node = values.node === undefined ? undefined : parseNodeNumber(values.node);
       await generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) => console.log(line));
       return 0;
     }
     case 'node-reset': {
       const [nodeText] = positionals;
-      if (nodeText === undefined || positionals.length !== 1) throw new ConfigError(`node-reset needs one node number\n${USAGE}`);
+      if (nodeText === undefined || positionals.length !== 1) throw new UsageError('node-reset needs one node number', usage);
+      const { runNodeReset } = await import('./node-reset.js');
       await runNodeReset(parseNodeNumber(nodeText), values.config, (line) => console.log(line));
       return 0;
     }
-    case 'node': {
-      if (values.config === undefined) throw new ConfigError('vpn-portal node needs --config FILE');
+    default: {
+      if (values.config === undefined) throw new UsageError('vpn-portal node needs --config FILE', usage);
+      const { runNode } = await import('./node.js');
       await runNode({ configPath: values.config });
       return 0;
     }
-    default:
-      console.error(`unknown command "${command}"\n${USAGE}`);
-      return 2;
+  }
+}
+
+function parseCommandArgs(command: string, args: readonly string[], usage: string) {
+  const options: ParseArgsConfig['options'] = {
+    config: { type: 'string' },
+    ...(command === 'generate-secrets' ? { 'admin-api': { type: 'boolean' }, node: { type: 'string' } } : {}),
+  };
+  try {
+    const parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: command === 'node-reset' });
+    const values = parsed.values as { config?: string; 'admin-api'?: boolean; node?: string };
+    return { values, positionals: parsed.positionals };
+  } catch (error) {
+    if (isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+    throw error;
   }
 }
 
@@ -78,24 +144,33 @@ function parseNodeNumber(text: string): number {
   return Number(text);
 }
 
-function waitForSignal(): Promise<void> {
+function waitForSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
   });
+}
+
+function isParseArgsError(error: unknown): boolean {
+  return error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS');
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    // Configuration and usage errors are the operator's to fix: show the message, not a stack.
-    if (error instanceof ConfigError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
-      console.error(error.message);
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n${error.usage}`);
       process.exit(2);
     }
-    // A folder open to other users that the portal cannot tighten: one line saying what to do.
-    if (error instanceof UnsafePermissions) {
-      console.error(error.message);
+    // Configuration and usage errors are the operator's to fix: show the message, not a stack.
+    if (error instanceof ConfigError || isParseArgsError(error)) {
+      console.error((error as Error).message);
+      process.exit(2);
+    }
+    // A folder open to other users, a database that cannot be reached, a port in use: one line.
+    const line = describeStartFailure(error);
+    if (line !== null) {
+      console.error(line);
       process.exit(1);
     }
     console.error(error);

@@ -3,7 +3,6 @@
 import type { PortalConfigFile } from './schema.js';
 
 export const embeddedDefaultConfig: PortalConfigFile = {
-  baseUrl: 'http://127.0.0.1:8080/vpn-user-portal/',
   listen: { host: '127.0.0.1', port: 8080 },
   dataDir: './data',
   ProfileList: [

@@ -50,7 +50,8 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
 type Report = (option: string, message: string) => void;
 
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
-  const baseUrl = new URL(raw.baseUrl);
+  // Without baseUrl the portal is where it listens, so the quick start's URLs are right.
+  const baseUrl = new URL(raw.baseUrl ?? `http://${hostForUrl(listenHostToReach(raw.listen.host))}:${raw.listen.port}/vpn-user-portal/`);
   const dataDir = path.resolve(baseDir, raw.dataDir);
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
@@ -78,6 +79,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     keyDir: path.join(dataDir, 'keys'),
     database,
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
+    metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
     nodeApi: raw.nodeApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
@@ -102,6 +104,26 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
 
 /** A hook that takes longer than a minute holds up an OpenVPN client's connect for too long. */
 const SCRIPT_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;
+
+/** `HOST:PORT` (IPv6 in brackets), as the schema checked it. */
+function parseListenAddress(text: string, option: string, report: Report): { host: string; port: number } {
+  const split = text.lastIndexOf(':');
+  const host = text.slice(0, split).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(text.slice(split + 1));
+  if (port > 65535) report(option, `"${text}": port ${port} is above 65535`);
+  return { host, port };
+}
+
+/** The address a client uses to reach a server listening on `host` (any-address → loopback). */
+function listenHostToReach(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '::1';
+  return host;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
 
 /** HTTP timeouts: Node checks them once a second, so less than that means nothing; more than 10 minutes holds connections for no one. */
 const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
@@ -157,6 +179,21 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
   if (preferredProto === 'wireguard' && !wireGuardEnabled && openVpnEnabled) report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
   if (preferredProto === 'openvpn' && !openVpnEnabled && wireGuardEnabled) report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
   const processCount = openVpnEnabled ? checkOpenVpnPorts(raw, option, report) : 1;
+  // A per-node list with more entries than the profile has nodes means a node was forgotten in onNode (or nodeUrl).
+  const perNodeLists = {
+    hostName: raw.hostName,
+    nodeUrl: raw.nodeUrl,
+    wRangeFour: raw.wRangeFour,
+    wRangeSix: raw.wRangeSix,
+    oRangeFour: raw.oRangeFour,
+    oRangeSix: raw.oRangeSix,
+    oListenOn: raw.oListenOn,
+  };
+  for (const [name, value] of Object.entries(perNodeLists)) {
+    if (Array.isArray(value) && value.length > onNode.length) {
+      report(`${option}.${name}`, `has ${value.length} entries but the profile runs on ${onNode.length} node(s) (onNode: [${onNode.join(', ')}])`);
+    }
+  }
 
   for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
   for (const [index, route] of raw.excludeRouteList.entries()) checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);

@@ -67,7 +67,8 @@ export const wireGuardSchema = z.strictObject({
 });
 
 export const portalConfigSchema = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080/vpn-user-portal/'),
+  /** Default: `http://<listen.host>:<listen.port>/vpn-user-portal/` (load.ts). */
+  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
   listen: z
     .strictObject({
       host: z.string().min(1).default('127.0.0.1'),
@@ -93,6 +94,16 @@ export const portalConfigSchema = z.strictObject({
     .strictObject({
       /** Source addresses that may call the Node API; others get 403 before their body is read. */
       allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']),
+    })
+    .prefault({}),
+  /** Prometheus metrics, /healthz and /readyz on a listen address of their own; null: not served. */
+  metrics: z
+    .strictObject({
+      listen: z
+        .string()
+        .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:9466 or [::1]:9466')
+        .nullable()
+        .default('127.0.0.1:9466'),
     })
     .prefault({}),
   reconcileInterval: isoDuration.default('PT1M'),

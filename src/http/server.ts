@@ -1,7 +1,7 @@
 // The portal's HTTP surface: the Admin API under {base}/admin/api/v1, its OpenAPI
 // document, and the Node API under {base}/node-api.php for node agents.
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
@@ -41,6 +41,8 @@ export function buildServer(ctx: PortalContext) {
   const protocolErrors = new ProtocolErrorAnswers({ requestTimeoutMs: listen.requestTimeoutMs, running, logger: ctx.logger });
   const app = Fastify({
     loggerInstance: ctx.logger,
+    // One line per request at info is noise and cost: one line at debug instead.
+    logController: new DebugRequestLog(),
     http: {
       // A request without Host gets the JSON 400 of the hook below, not Node's empty one.
       requireHostHeader: false,
@@ -112,10 +114,27 @@ export function buildServer(ctx: PortalContext) {
     const path = decodePath(request.url.split('?')[0] ?? '');
     const allowed = methodOf.get(path);
     if (allowed !== undefined) return sendError(reply, 405, `method "${request.method}" not allowed`, { allow: allowed });
-    const shown = path.startsWith(adminBase) ? path.slice(adminBase.length) : path;
-    return sendError(reply, 404, `"${shown}" not found`);
+    // The whole path asked for (the reference names it relative to the Admin API, `"/v1/x"`,
+    // which hides a wrong baseUrl or prefix).
+    return sendError(reply, 404, `"${path}" not found`);
   });
   return app;
+}
+
+/** Fastify's request lines: none when a request arrives, one at debug when it is answered; errors as Fastify logs them. */
+class DebugRequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error !== null && error !== undefined) {
+      super.requestCompleted(error, request, reply);
+      return;
+    }
+    request.log.debug(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) },
+      'request answered',
+    );
+  }
 }
 
 /**

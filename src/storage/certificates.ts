@@ -105,3 +105,13 @@ function toCertificate(row: CertificatesTable): OpenVpnCertificate {
     authKey: row.auth_key,
   };
 }
+
+/** OpenVPN configurations per profile and node (metrics). */
+export async function countCertificatesByProfileAndNode(db: Executor): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+  const rows = await db
+    .selectFrom('certificates')
+    .select(['profile_id', 'node_number', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .groupBy(['profile_id', 'node_number'])
+    .execute();
+  return rows.map((row) => ({ profileId: row.profile_id, nodeNumber: row.node_number, count: Number(row.count) }));
+}

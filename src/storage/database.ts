@@ -29,6 +29,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { DatabaseLocation } from '../config/portal-config.js';
+import { describeDatabase } from '../config/database-location.js';
 import { DatabaseUnreachable } from './errors.js';
 import { ensurePrivateFile } from './private-files.js';
 import { initialSchema } from './migrations/0001-initial.js';
@@ -87,6 +88,8 @@ export async function openDatabase(location: DatabaseLocation, options: OpenData
     await migrateToLatest(migrating);
   } catch (error) {
     await migrating.destroy();
+    // One line for the operator: which database, which migration, what the driver said.
+    if (error instanceof MigrationFailed) throw new DatabaseOpenFailed(`database ${describeDatabase(location)}: ${error.message}`, error.code);
     throw error;
   }
   if (options.limitStatements !== true) return migrating;
@@ -264,6 +267,31 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Dat
   });
 }
 
+/** Migrations could not be applied: the one that failed (null: none was reached) and the driver's error code. */
+export class MigrationFailed extends Error {
+  override readonly name = 'MigrationFailed';
+
+  constructor(
+    message: string,
+    readonly migrationName: string | null,
+    readonly code: string | null,
+  ) {
+    super(message);
+  }
+}
+
+/** The database could not be opened at start; the message names it (password masked) and the cause. */
+export class DatabaseOpenFailed extends Error {
+  override readonly name = 'DatabaseOpenFailed';
+
+  constructor(
+    message: string,
+    readonly code: string | null,
+  ) {
+    super(message);
+  }
+}
+
 /** Applies pending migrations and returns the names applied now (none when up to date). */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({ db, provider: migrationProvider });
@@ -271,7 +299,14 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   const failed = results?.find((result) => result.status === 'Error');
   if (error !== undefined || failed !== undefined) {
     const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
-    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
+    const code = errorCode(error);
+    const suffix = code === null ? '' : ` (${code})`;
+    const pending = Object.keys(migrations).filter((name) => !(results ?? []).some((result) => result.migrationName === name && result.status === 'Success'));
+    const message =
+      failed === undefined
+        ? `cannot apply the migrations (${pending.join(', ') || 'none pending'}): ${reason}${suffix}`
+        : `migration ${failed.migrationName} failed: ${reason}${suffix}`;
+    throw new MigrationFailed(message, failed?.migrationName ?? null, code);
   }
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
@@ -287,4 +322,9 @@ export async function migrationStatus(db: Db): Promise<MigrationState[]> {
   const migrator = new Migrator({ db, provider: migrationProvider });
   const list = await migrator.getMigrations();
   return list.map((migration) => ({ name: migration.name, appliedAt: migration.executedAt ?? null }));
+}
+
+function errorCode(error: unknown): string | null {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  return typeof code === 'string' && code !== '' ? code : null;
 }

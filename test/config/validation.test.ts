@@ -363,3 +363,30 @@ test('OpenVPN mistakes are refused at start: half a range pair, a process count 
   assert.match(problemsOf(withProfiles({ ...openVpnStaff, oRangeFour: '10.44.0.128/25' }, employees)), /overlaps/);
   assert.match(problemsOf(withProfiles({ profileId: 'none', displayName: 'None', hostName: 'h' })), /offers no VPN protocol/);
 });
+
+test('a per-node list with more entries than the profile has nodes is a configuration error naming the option', () => {
+  const message = problemsOf(
+    withProfiles({
+      ...employees,
+      onNode: [0, 1],
+      nodeUrl: ['http://10.0.0.1:41194', 'http://10.0.0.2:41194'],
+      hostName: ['a.example.org', 'b.example.org', 'c.example.org'],
+    }),
+  );
+  assert.match(message, /portal\.json: ProfileList\[0\]\.hostName: has 3 entries but the profile runs on 2 node\(s\) \(onNode: \[0, 1\]\)/);
+  const ranges = problemsOf(withProfiles({ ...employees, wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'], wRangeSix: 'fd44::/64' }));
+  assert.match(ranges, /ProfileList\[0\]\.wRangeFour: has 2 entries but the profile runs on 1 node\(s\)/);
+});
+
+test('without baseUrl the portal is where it listens; metrics.listen takes HOST:PORT and defaults to 127.0.0.1:9466', () => {
+  const config = resolvePortalConfig({ ...withProfiles(employees), listen: { host: '0.0.0.0', port: 8443 } }, 'portal.json');
+  assert.equal(config.baseUrl.href, 'http://127.0.0.1:8443/vpn-user-portal/');
+  assert.equal(
+    resolvePortalConfig({ ...withProfiles(employees), listen: { host: '::1', port: 8080 } }, 'p').baseUrl.href,
+    'http://[::1]:8080/vpn-user-portal/',
+  );
+  assert.deepEqual(config.metrics, { host: '127.0.0.1', port: 9466 });
+  assert.deepEqual(resolvePortalConfig({ ...withProfiles(employees), metrics: { listen: '[::1]:9100' } }, 'p').metrics, { host: '::1', port: 9100 });
+  assert.equal(resolvePortalConfig({ ...withProfiles(employees), metrics: { listen: null } }, 'p').metrics, null);
+  assert.match(problemsOf({ ...withProfiles(employees), metrics: { listen: '9466' } }), /portal\.json: metrics\.listen: must be HOST:PORT/);
+});

@@ -49,7 +49,10 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
         // No TLS reverse proxy in the test: the ProxyEndpoint is the node's relay itself.
         WireGuard: { enableProxy: true, proxyUrl: `http://${nodeAddressForClient}:${RELAY_PORT}/proxyguard` },
       }),
-      agentConfig: ({ nodeAddressForClient }) => ({ ProxyGuard: { listen: { host: nodeAddressForClient, port: RELAY_PORT }, maxTunnels: 10 } }),
+      agentConfig: ({ nodeAddressForClient, nodeAddressForPortal }) => ({
+        ProxyGuard: { listen: { host: nodeAddressForClient, port: RELAY_PORT }, maxTunnels: 10 },
+        metrics: { listen: `${nodeAddressForPortal}:9467` },
+      }),
     });
     nodeAddress = lab.nodeAddressForClient;
     await lab.agent.waitFor((line) => line.msg === 'serving ProxyGuard (WireGuard over TCP)', 'serving ProxyGuard');
@@ -111,6 +114,8 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
     assert.equal(await droppedUdpPackets(), droppedBefore, 'nothing of the TCP tunnel tried UDP on the blocked link');
     const { stdout: tunnels } = await lab.node.exec('ss', ['-Htn', 'state', 'established', `( sport = :${RELAY_PORT} )`]);
     assert.equal(tunnels.trim().split('\n').filter(Boolean).length, 1, `one TCP connection to the relay: ${tunnels}`);
+    const metrics = await (await fetch(`${lab.nodeUrl.replace(/:41194$/, ':9467')}/metrics`)).text();
+    assert.match(metrics, /^vpn_node_proxyguard_tunnels 1$/m, 'the agent counts the open tunnel');
   });
 
   test('the portal lists the TCP connection as online', async () => {

@@ -63,6 +63,7 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
   const config: PortalConfigFile = {
     baseUrl: 'http://127.0.0.1/vpn-user-portal/',
     listen: { host: '127.0.0.1', port: 0 },
+    metrics: { listen: '127.0.0.1:0' },
     dataDir: 'data',
     database: databaseUrl,
     logLevel: 'info',

@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 /** The CLI's entry point, run with tsx from the sources. */
 export const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+/** tsx's loader by its full URL, so a command may run in any working directory. */
+export const TSX = import.meta.resolve('tsx');
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 

@@ -6,8 +6,9 @@ import type { Namespace } from './netns.js';
 export type { LogLine } from './logged-process.js';
 
 export class NodeAgentProcess extends LoggedProcess {
-  constructor(namespace: Namespace, configFile: string) {
-    super(namespace.spawn(process.execPath, ['--import', 'tsx', MAIN, 'node', '--config', configFile]));
+  /** `main`: the CLI entry point to run (default: this checkout's src/cli/main.ts). */
+  constructor(namespace: Namespace, configFile: string, main: string = MAIN) {
+    super(namespace.spawn(process.execPath, ['--import', 'tsx', main, 'node', '--config', configFile]));
   }
 
   /** Resolves once the agent serves the vpn-daemon protocol. */

@@ -1,7 +1,7 @@
 // Runs `vpn-portal …` as an administrator does, as a process of its own: `serve` (reading its
 // pino log lines as they arrive) and one-shot commands such as `db copy`.
 import { execFile, spawn } from 'node:child_process';
-import { LoggedProcess, MAIN } from './logged-process.js';
+import { LoggedProcess, MAIN, TSX } from './logged-process.js';
 
 export type { LogLine } from './logged-process.js';
 
@@ -12,9 +12,10 @@ export interface CliResult {
 }
 
 /** Runs one `vpn-portal` command to its end. */
-export function runCli(args: readonly string[], options: { cwd?: string } = {}): Promise<CliResult> {
+export function runCli(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: options.cwd, timeout: 120_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['--import', TSX, MAIN, ...args], { cwd: options.cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
       resolve({ code, stdout, stderr });
     });
@@ -27,12 +28,17 @@ export class PortalProcess extends LoggedProcess {
    * `fileLimit`: the process's open-file limit (soft and hard, set by util-linux `prlimit`, which
    * then becomes the portal process), to see what the portal does when descriptors run short.
    */
-  constructor(configFile: string, options: { readonly user?: { readonly uid: number; readonly gid: number }; readonly fileLimit?: number } = {}) {
-    const serve = [process.execPath, '--import', 'tsx', MAIN, 'serve', '--config', configFile];
+  constructor(
+    configFile: string | null,
+    options: { readonly user?: { readonly uid: number; readonly gid: number }; readonly fileLimit?: number; readonly cwd?: string } = {},
+  ) {
+    // null: the embedded default configuration, as the quick start runs it.
+    const serve = [process.execPath, '--import', TSX, MAIN, 'serve', ...(configFile === null ? [] : ['--config', configFile])];
     const command = options.fileLimit === undefined ? serve : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve];
     super(
       spawn(command[0] ?? '', command.slice(1), {
         stdio: ['ignore', 'pipe', 'pipe'],
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         ...(options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid }),
       }),
     );

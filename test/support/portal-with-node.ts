@@ -61,6 +61,8 @@ export async function startPortalWithNode(options: {
     });
     const nodeConfig = parseNodeAgentConfig(
       {
+        // Tests run side by side in the host's namespace: any free port.
+        metrics: { listen: '127.0.0.1:0' },
         apiUrl: portal.nodeApiUrl,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: '127.0.0.1', port },

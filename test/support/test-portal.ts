@@ -76,6 +76,8 @@ export const UNREACHABLE_NODE = 'http://127.0.0.1:2';
 export const defaultTestConfig: PortalConfigFile = {
   baseUrl: 'http://127.0.0.1/vpn-user-portal/',
   listen: { host: '127.0.0.1', port: 0 },
+  // Many test portals run at once: each gets a free port.
+  metrics: { listen: '127.0.0.1:0' },
   logLevel: 'silent',
   reconcileInterval: 'PT1H',
   supportedSessionExpiry: ['PT12H', 'P1Y'],

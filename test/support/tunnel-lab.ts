@@ -24,17 +24,26 @@ export interface LabAddresses {
   readonly nodeAddressForClient: string;
   /** The node's address on the portal's link: where its vpn-daemon listens. */
   readonly nodeAddressForPortal: string;
+  /** The internet host's IPv4 and IPv6 addresses (meaningful with `internet`). */
+  readonly internetFour: string;
+  readonly internetSix: string;
 }
 
 export interface TunnelLabOptions {
   /** Merged over the lab's WireGuard profile (198.19.44.0/24, fd00:44::/64, no default gateway); `undefined` removes a key. */
-  readonly profile?: Partial<ProfileConfigFile>;
+  readonly profile?: Partial<ProfileConfigFile> | ((addresses: LabAddresses) => Partial<ProfileConfigFile>);
   /** Merged over the portal's configuration. */
   readonly portalConfig?: Partial<PortalConfigFile> | ((addresses: LabAddresses) => Partial<PortalConfigFile>);
   /** Merged over the node agent's configuration (node.json). */
   readonly agentConfig?: (addresses: LabAddresses) => Record<string, unknown>;
   /** Whether a client namespace is made (default: yes). */
   readonly client?: boolean;
+  /**
+   * Whether a namespace "internet" is linked to the node, standing for the Internet behind it:
+   * the node's default routes (IPv4 and IPv6) point there, and it has no route to the client
+   * ranges, so it answers clients only when the node masquerades them.
+   */
+  readonly internet?: boolean;
   /** Whether the agent is started right away (default: yes). */
   readonly startAgent?: boolean;
   readonly clock?: Clock;
@@ -53,6 +62,10 @@ export interface TunnelLab {
   readonly extraPortals: readonly TestPortal[];
   /** The node's address on the client's link: its WireGuard endpoint. */
   readonly nodeAddressForClient: string;
+  /** Throws when the lab was made without `internet`. */
+  readonly internet: Namespace;
+  /** The internet host's addresses (on its link to the node), and the node's on that link. */
+  readonly internetAddresses: { readonly four: string; readonly six: string; readonly nodeFour: string; readonly nodeSix: string };
   /** The client's end of its link to the node (for nftables rules in the client namespace). */
   readonly clientLinkInterface: string;
   /** Where the agent serves the vpn-daemon protocol. */
@@ -101,7 +114,24 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       client === null
         ? null
         : await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
-    const addresses: LabAddresses = { nodeAddressForClient: clientLink.first, nodeAddressForPortal: hostLink.second };
+    let internet: Namespace | null = null;
+    const internetLink = lab.subnet();
+    // A documentation prefix (RFC 3849) per lab, so parallel labs never share one.
+    const internetSix = `2001:db8:${((Number.parseInt(lab.runId, 36) % 0xfff0) + 0x10).toString(16)}::`;
+    const addresses: LabAddresses = {
+      nodeAddressForClient: clientLink.first,
+      nodeAddressForPortal: hostLink.second,
+      internetFour: internetLink.second,
+      internetSix: `${internetSix}2`,
+    };
+    if (options.internet === true) {
+      internet = await lab.namespace('internet');
+      const link = await lab.vethPair({ namespace: node, address: `${internetLink.first}/30` }, { namespace: internet, address: `${internetLink.second}/30` });
+      await node.exec('ip', ['-6', 'address', 'add', `${internetSix}1/64`, 'dev', link.aName, 'nodad']);
+      await internet.exec('ip', ['-6', 'address', 'add', `${internetSix}2/64`, 'dev', link.bName, 'nodad']);
+      await node.exec('ip', ['route', 'add', 'default', 'via', internetLink.second]);
+      await node.exec('ip', ['-6', 'route', 'add', 'default', 'via', `${internetSix}2`]);
+    }
     const nodeUrl = `http://${hostLink.second}:41194`;
     const profile: ProfileConfigFile = {
       profileId: LAB_PROFILE,
@@ -111,7 +141,7 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       wRangeFour: '198.19.44.0/24',
       wRangeSix: 'fd00:44::/64',
       nodeUrl,
-      ...options.profile,
+      ...(typeof options.profile === 'function' ? options.profile(addresses) : options.profile),
     };
     const portalConfig: Partial<PortalConfigFile> = {
       // Reachable from the node's namespace; the Admin API accepts the test on that address.
@@ -164,6 +194,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       portal: firstPortal,
       extraPortals,
       nodeAddressForClient: clientLink.first,
+      get internet() {
+        if (internet === null) throw new Error('this lab has no internet namespace');
+        return internet;
+      },
+      internetAddresses: { four: internetLink.second, six: `${internetSix}2`, nodeFour: internetLink.first, nodeSix: `${internetSix}1` },
       get clientLinkInterface() {
         if (clientPair === null) throw new Error('this lab has no client namespace');
         return clientPair.bName;

@@ -1,7 +1,9 @@
 // Runs the test ProxyGuard client (uotlv-client.ts) as its own process, so it can live in a
 // network namespace next to a WireGuard client:
 //   node --import tsx uotlv-client-main.ts LISTEN_HOST:PORT PROXY_ENDPOINT [CONNECT_HOST:PORT]
+// An https PROXY_ENDPOINT trusts the PEM file named by UOTLV_CA_FILE.
 // Prints "ready" once its UDP port is bound and the tunnel is upgraded; stops on SIGTERM.
+import { readFileSync } from 'node:fs';
 import { startUotlvClientRelay, type TcpAddress } from './uotlv-client.js';
 
 function address(text: string | undefined, what: string): TcpAddress {
@@ -15,6 +17,7 @@ if (proxyEndpoint === undefined) throw new Error('usage: uotlv-client-main.ts LI
 const relay = await startUotlvClientRelay({
   listen: address(listen, 'listen'),
   proxyEndpoint,
+  ...(process.env['UOTLV_CA_FILE'] === undefined ? {} : { ca: readFileSync(process.env['UOTLV_CA_FILE'], 'utf8') }),
   ...(connectTo === undefined ? {} : { connectTo: address(connectTo, 'connect') }),
   log: (message) => process.stderr.write(`${message}\n`),
 });

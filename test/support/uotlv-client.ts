@@ -5,6 +5,7 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 
 export interface TcpAddress {
   readonly host: string;
@@ -47,16 +48,20 @@ export function upgradeRequest(url: URL): string {
 }
 
 /**
- * Opens a tunnel to `proxyEndpoint` (plain HTTP: the tests have no TLS proxy), at
- * `connectTo` when given (the relay's real address), else at the URL's own host and port.
- * `extra` is written in the same TCP segment as the request, as an eager client may.
+ * Opens a tunnel to `proxyEndpoint`, at `connectTo` when given (the relay's real address),
+ * else at the URL's own host and port. `https:` speaks TLS 1.3 only (as proxyguard-client),
+ * trusting `ca` (PEM). `extra` is written in the same TCP segment as the request, as an eager
+ * client may.
  */
-export async function openUotlvTunnel(proxyEndpoint: string, options: { connectTo?: TcpAddress; extra?: Buffer } = {}): Promise<UotlvTunnel> {
+export async function openUotlvTunnel(proxyEndpoint: string, options: { connectTo?: TcpAddress; extra?: Buffer; ca?: string } = {}): Promise<UotlvTunnel> {
   const url = new URL(proxyEndpoint);
-  if (url.protocol !== 'http:') throw new Error(`the test client speaks plain HTTP only, not ${url.protocol}`);
-  const address = options.connectTo ?? { host: url.hostname, port: Number(url.port || 80) };
-  const socket = connect(address.port, address.host);
-  await once(socket, 'connect');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`the test client speaks HTTP and HTTPS only, not ${url.protocol}`);
+  const tls = url.protocol === 'https:';
+  const address = options.connectTo ?? { host: url.hostname, port: Number(url.port || (tls ? 443 : 80)) };
+  const socket: Socket = tls
+    ? connectTls({ host: address.host, port: address.port, minVersion: 'TLSv1.3', ...(options.ca === undefined ? {} : { ca: options.ca }) })
+    : connect(address.port, address.host);
+  await once(socket, tls ? 'secureConnect' : 'connect');
   socket.setNoDelay(true);
   socket.write(Buffer.concat([Buffer.from(upgradeRequest(url)), options.extra ?? Buffer.alloc(0)]));
 
@@ -150,6 +155,8 @@ export interface UotlvClientRelay {
 export async function startUotlvClientRelay(options: {
   readonly listen: TcpAddress;
   readonly proxyEndpoint: string;
+  /** PEM of the CA that signed the TLS proxy's certificate. */
+  readonly ca?: string;
   readonly connectTo?: TcpAddress;
   readonly log?: (message: string) => void;
 }): Promise<UotlvClientRelay> {
@@ -163,7 +170,10 @@ export async function startUotlvClientRelay(options: {
   let closing = false;
 
   const openTunnel = (): Promise<UotlvTunnel> => {
-    const opening = openUotlvTunnel(options.proxyEndpoint, options.connectTo === undefined ? {} : { connectTo: options.connectTo });
+    const opening = openUotlvTunnel(options.proxyEndpoint, {
+      ...(options.connectTo === undefined ? {} : { connectTo: options.connectTo }),
+      ...(options.ca === undefined ? {} : { ca: options.ca }),
+    });
     void opening.then(
       (opened) => {
         log('tunnel open');

@@ -45,6 +45,14 @@ export class OpenVpnService implements OpenVpnConnections {
     return count;
   }
 
+  /** The tun device of every process (`dev` in its file) with its connected clients, for metrics. */
+  devices(): { readonly device: string; readonly clients: number }[] {
+    return [...this.#servers.values()].map((server) => ({
+      device: /^dev (\S+)$/m.exec(server.file.content.reveal())?.[1] ?? server.file.name,
+      clients: server.connectedCount,
+    }));
+  }
+
   /** The running server of a file, e.g. to read its pid. */
   server(name: string): OpenVpnServer | null {
     return this.#servers.get(name) ?? null;

@@ -148,6 +148,8 @@ describe('OpenVPN servers run by the node agent', () => {
 
     const config = parseNodeAgentConfig(
       {
+        // Tests run side by side in the host's namespace: any free port.
+        metrics: { listen: '127.0.0.1:0' },
         apiUrl: portal.apiUrl,
         nodeNumber: NODE_NUMBER,
         nodeKeyFile: 'node.key',

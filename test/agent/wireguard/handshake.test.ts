@@ -69,6 +69,8 @@ describe('a WireGuard client connected through the node', () => {
     assert.ok(serverPublicKey !== null, 'the portal made a WireGuard key for node 0');
     const config = parseNodeAgentConfig(
       {
+        // Tests run side by side in the host's namespace: any free port.
+        metrics: { listen: '127.0.0.1:0' },
         apiUrl: portal.nodeApiUrl,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { port: 0 },

@@ -90,6 +90,8 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     wgCalls = counted.calls;
     const config = parseNodeAgentConfig(
       {
+        // Tests run side by side in the host's namespace: any free port.
+        metrics: { listen: '127.0.0.1:0' },
         apiUrl: portal.nodeApiUrl,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: '127.0.0.1', port: 0 },

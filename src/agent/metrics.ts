@@ -1,0 +1,105 @@
+// The node agent's Prometheus metrics, read when Prometheus scrapes: WireGuard peers (all, and
+// those with a handshake in the last 3 minutes), OpenVPN processes and clients, bytes through
+// each VPN interface (the kernel's counters), and open ProxyGuard tunnels.
+import { readFile } from 'node:fs/promises';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { isOnline } from '../shared/online.js';
+import type { Clock } from '../shared/time.js';
+import type { WgPeer } from './wireguard/dump.js';
+
+export interface AgentMetricSources {
+  readonly clock: Clock;
+  /** The WireGuard interface and its peers; null while the node has no WireGuard profile. */
+  wireGuard(): Promise<{ readonly name: string; readonly peers: readonly WgPeer[] } | null>;
+  /** Every OpenVPN process's tun device and its connected clients. */
+  openVpn(): readonly { readonly device: string; readonly clients: number }[];
+  /** Open ProxyGuard tunnels; null while the relay does not run. */
+  proxyGuardTunnels(): number | null;
+}
+
+export function agentMetricsRegistry(sources: AgentMetricSources): Registry {
+  const registry = new Registry();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  // Read once per scrape by the first collector, shared by the others.
+  let snapshot: Promise<Awaited<ReturnType<AgentMetricSources['wireGuard']>>> | null = null;
+  const wireGuard = (): Promise<Awaited<ReturnType<AgentMetricSources['wireGuard']>>> => {
+    snapshot ??= sources.wireGuard().finally(() => setTimeout(() => (snapshot = null), 0));
+    return snapshot;
+  };
+  new Gauge({
+    name: 'vpn_node_wireguard_peers',
+    help: 'Peers on the WireGuard interface',
+    labelNames: ['interface'] as const,
+    registers,
+    async collect() {
+      this.reset();
+      const state = await wireGuard();
+      if (state !== null) this.set({ interface: state.name }, state.peers.length);
+    },
+  });
+  new Gauge({
+    name: 'vpn_node_wireguard_peers_online',
+    help: 'Peers with a handshake in the last 3 minutes',
+    labelNames: ['interface'] as const,
+    registers,
+    async collect() {
+      this.reset();
+      const state = await wireGuard();
+      if (state === null) return;
+      const now = sources.clock.now();
+      this.set({ interface: state.name }, state.peers.filter((peer) => isOnline(peer.latestHandshake, now)).length);
+    },
+  });
+  new Gauge({
+    name: 'vpn_node_openvpn_clients',
+    help: 'Connected OpenVPN clients, by tun device (one per OpenVPN process)',
+    labelNames: ['interface'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const { device, clients } of sources.openVpn()) this.set({ interface: device }, clients);
+    },
+  });
+  const interfaces = async (): Promise<string[]> => {
+    const state = await wireGuard();
+    return [...(state === null ? [] : [state.name]), ...sources.openVpn().map(({ device }) => device)];
+  };
+  for (const [direction, file] of [
+    ['receive', 'rx_bytes'],
+    ['transmit', 'tx_bytes'],
+  ] as const) {
+    new Gauge({
+      name: `vpn_node_interface_${direction}_bytes`,
+      help: `Bytes ${direction === 'receive' ? 'received' : 'sent'} on each VPN interface since it was created (the kernel's counter)`,
+      labelNames: ['interface'] as const,
+      registers,
+      async collect() {
+        this.reset();
+        for (const name of await interfaces()) {
+          const bytes = await readCounter(name, file);
+          if (bytes !== null) this.set({ interface: name }, bytes);
+        }
+      },
+    });
+  }
+  new Gauge({
+    name: 'vpn_node_proxyguard_tunnels',
+    help: 'Open WireGuard-over-TCP tunnels of the ProxyGuard relay (0 while it does not run)',
+    registers,
+    collect() {
+      this.set(sources.proxyGuardTunnels() ?? 0);
+    },
+  });
+  return registry;
+}
+
+/** A counter of /sys/class/net/IF/statistics; null for an interface that is not there (yet). */
+async function readCounter(name: string, file: string): Promise<number | null> {
+  if (!/^[a-zA-Z0-9_=+.-]{1,15}$/.test(name)) return null;
+  try {
+    return Number((await readFile(`/sys/class/net/${name}/statistics/${file}`, 'utf8')).trim());
+  } catch {
+    return null;
+  }
+}

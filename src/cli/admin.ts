@@ -1,0 +1,317 @@
+// `vpn-portal admin …`: the Admin API from the command line, built on the typed client. Tables
+// for people, `--json` for scripts, and exit codes a script can rely on: 0 done, 1 the portal
+// answered with an error, 2 a usage or configuration mistake, 3 the portal could not be reached.
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import QRCode from 'qrcode';
+import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
+import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../protocol/admin-api.js';
+import { ConfigError } from '../config/load.js';
+import { resolveAdminTarget } from './admin-target.js';
+import { formatTable } from './table.js';
+
+export const ADMIN_EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3 } as const;
+
+/** `--format` values and the media type each asks `create` for. */
+const FORMATS = {
+  wireguard: CONFIGURATION_MEDIA_TYPES.wireguard,
+  'wireguard-tcp': CONFIGURATION_MEDIA_TYPES['wireguard+tcp'],
+  openvpn: CONFIGURATION_MEDIA_TYPES.openvpn,
+  apple: CONFIGURATION_MEDIA_TYPES.apple,
+} as const;
+type FormatName = keyof typeof FORMATS;
+
+export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url URL] [--key-file FILE] [--config FILE] [--json]
+  users                                   users with a configuration or an authorization
+  disabled-users                          users that are disabled
+  configurations USER                     a user's configurations
+  connections [--all]                     connected devices (--all: every active configuration)
+  connected-users [--all]                 users with a connected device, by profile
+  create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
+         [--expires-in DURATION] [--prefer-tcp] [-o FILE] [--qr]
+                                          a new configuration: to stdout, or to FILE (0600);
+                                          --qr prints a WireGuard file as a QR code for a phone
+  disable USER | enable USER | destroy USER
+  delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
+  delete-authorizations USER
+The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
+(--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
+DATA/keys/admin-api.key of that configuration.
+Exit codes: 0 done, 1 the portal refused (its message on stderr), 2 usage or configuration
+mistake, 3 the portal could not be reached.`;
+
+interface Output {
+  readonly print: (text: string) => void;
+  readonly printError: (text: string) => void;
+}
+
+interface Invocation {
+  readonly client: AdminApiClient;
+  readonly args: readonly string[];
+  readonly flags: AdminFlags;
+  readonly json: boolean;
+  readonly out: Output;
+}
+
+interface AdminFlags {
+  readonly all: boolean;
+  readonly format: string | undefined;
+  readonly displayName: string | undefined;
+  readonly expiresIn: string | undefined;
+  readonly preferTcp: boolean;
+  readonly output: string | undefined;
+  readonly qr: boolean;
+}
+
+interface AdminCommand {
+  /** Positional arguments, by name, for the usage message. */
+  readonly args: readonly string[];
+  /** Flags beyond the common ones that the command accepts. */
+  readonly flags: readonly (keyof AdminFlags)[];
+  run(call: Invocation): Promise<void>;
+}
+
+/**
+ * Every `vpn-portal admin` command. The Admin API's extensions (connection history, statistics)
+ * add their commands here, one entry each, once their calls are in the typed client.
+ */
+const COMMANDS: Readonly<Record<string, AdminCommand>> = {
+  users: {
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const users = await client.users();
+      out.print(
+        json
+          ? JSON.stringify({ users })
+          : formatTable(
+              ['USER'],
+              users.map((user) => [user]),
+            ),
+      );
+    },
+  },
+  'disabled-users': {
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const users = await client.disabledUsers();
+      out.print(
+        json
+          ? JSON.stringify({ disabled_users: users })
+          : formatTable(
+              ['USER'],
+              users.map((user) => [user]),
+            ),
+      );
+    },
+  },
+  configurations: {
+    args: ['USER'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const list = await client.userConfigurationList(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ user_configuration_list: list }));
+      else
+        out.print(
+          formatTable(
+            ['CONNECTION_ID', 'PROFILE', 'PROTO', 'EXPIRES', 'DISPLAY_NAME'],
+            list.map((entry) => [entry.connection_id, entry.profile_id, entry.vpn_proto, entry.expires_at, entry.display_name]),
+          ),
+        );
+    },
+  },
+  connections: {
+    args: [],
+    flags: ['all'],
+    run: async ({ client, flags, json, out }) => {
+      const byProfile = await client.connectionList(flags.all);
+      if (json) {
+        out.print(JSON.stringify({ connection_list: byProfile }));
+        return;
+      }
+      const rows = Object.entries(byProfile).flatMap(([profileId, connections]) =>
+        connections.map((entry) => [profileId, entry.user_id, entry.vpn_proto, entry.connection_id, entry.ip_list.join(','), entry.display_name]),
+      );
+      out.print(formatTable(['PROFILE', 'USER', 'PROTO', 'CONNECTION_ID', 'IP', 'DISPLAY_NAME'], rows));
+    },
+  },
+  'connected-users': {
+    args: [],
+    flags: ['all'],
+    run: async ({ client, flags, json, out }) => {
+      const byProfile = await client.connectedUsers(flags.all);
+      if (json) {
+        out.print(JSON.stringify({ connected_users: byProfile }));
+        return;
+      }
+      const rows = Object.entries(byProfile).flatMap(([profileId, users]) => users.map((user) => [profileId, user]));
+      out.print(formatTable(['PROFILE', 'USER'], rows));
+    },
+  },
+  create: {
+    args: ['USER', 'PROFILE'],
+    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'qr'],
+    run: runCreate,
+  },
+  disable: userCommand('disabled', (client, user) => client.disableUser(user)),
+  enable: userCommand('enabled', (client, user) => client.enableUser(user)),
+  destroy: userCommand('destroyed', (client, user) => client.destroy(user)),
+  'delete-authorizations': userCommand('deleted the authorizations of', (client, user) => client.deleteUserAuthorizations(user)),
+  'delete-connection': {
+    args: ['USER', 'CONNECTION_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const [user = '', connectionId = ''] = args;
+      // The client form-encodes the id: a public key's `+` and `/` arrive as they are.
+      await client.deleteConnection(user, connectionId);
+      out.print(json ? JSON.stringify({ ok: true }) : `deleted connection ${connectionId} of ${user}`);
+    },
+  },
+};
+
+function userCommand(done: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
+  return {
+    args: ['USER'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const user = args[0] ?? '';
+      await call(client, user);
+      out.print(json ? JSON.stringify({ ok: true }) : `${done} ${user}`);
+    },
+  };
+}
+
+async function runCreate({ client, args, flags, json, out }: Invocation): Promise<void> {
+  const [user = '', profile = ''] = args;
+  // A QR code is for the WireGuard app on a phone: default to the WireGuard file then.
+  const formatName = flags.format ?? (flags.qr ? 'wireguard' : undefined);
+  if (formatName !== undefined && !(formatName in FORMATS)) {
+    throw new UsageError(`--format must be ${Object.keys(FORMATS).join(', ')}, not "${formatName}"`);
+  }
+  const format = formatName as FormatName | undefined;
+  if (flags.qr && format !== 'wireguard' && format !== 'wireguard-tcp') throw new UsageError('--qr needs a WireGuard format (wireguard or wireguard-tcp)');
+  const params: CreateParams = {
+    user_id: user,
+    profile_id: profile,
+    ...(flags.displayName === undefined ? {} : { display_name: flags.displayName }),
+    ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
+    ...(flags.preferTcp ? { prefer_tcp: 'yes' as const } : {}),
+  };
+  const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
+  // The file holds a private key: only its owner may read it.
+  if (flags.output !== undefined) writeFileSync(flags.output, created.body, { mode: 0o600, flag: 'w' });
+  if (flags.qr) {
+    out.print(await QRCode.toString(created.body, { type: 'terminal', small: true }));
+    return;
+  }
+  if (json) {
+    out.print(JSON.stringify(describeCreated(created, flags.output)));
+    return;
+  }
+  if (flags.output === undefined) out.print(created.body.replace(/\n$/, ''));
+  else out.print(`wrote ${flags.output} (${created.contentType}, expires ${created.expiresAt.toISOString()})`);
+}
+
+function describeCreated(created: CreatedConfiguration, file: string | undefined): Record<string, unknown> {
+  return {
+    content_type: created.contentType,
+    expires_at: created.expiresAt.toISOString(),
+    file_name: created.fileName,
+    ...(file === undefined ? { configuration: created.body } : { file }),
+  };
+}
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
+  all: '--all',
+  format: '--format',
+  displayName: '--display-name',
+  expiresIn: '--expires-in',
+  preferTcp: '--prefer-tcp',
+  output: '-o',
+  qr: '--qr',
+};
+
+/** Runs `vpn-portal admin ARGS`; returns the exit code. */
+export async function runAdminCommand(argv: readonly string[], env: NodeJS.ProcessEnv, out: Output): Promise<number> {
+  let json = argv.includes('--json');
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        url: { type: 'string' },
+        'key-file': { type: 'string' },
+        config: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        all: { type: 'boolean' },
+        format: { type: 'string' },
+        'display-name': { type: 'string' },
+        'expires-in': { type: 'string' },
+        'prefer-tcp': { type: 'boolean' },
+        output: { type: 'string', short: 'o' },
+        qr: { type: 'boolean' },
+      },
+    });
+    json = values.json === true;
+    const [name, ...args] = positionals;
+    if (values.help === true || name === undefined || name === 'help') {
+      (name === undefined && values.help !== true ? out.printError : out.print)(ADMIN_USAGE);
+      return name === undefined && values.help !== true ? ADMIN_EXIT.usage : ADMIN_EXIT.ok;
+    }
+    const command = COMMANDS[name];
+    if (command === undefined) throw new UsageError(`unknown admin command "${name}"`);
+    if (args.length !== command.args.length) {
+      throw new UsageError(`admin ${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}`);
+    }
+    const flags: AdminFlags = {
+      all: values.all === true,
+      format: values.format,
+      displayName: values['display-name'],
+      expiresIn: values['expires-in'],
+      preferTcp: values['prefer-tcp'] === true,
+      output: values.output,
+      qr: values.qr === true,
+    };
+    for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
+      const given = flags[key] !== undefined && flags[key] !== false;
+      if (given && !command.flags.includes(key)) throw new UsageError(`admin ${name} does not take ${FLAG_NAMES[key]}`);
+    }
+    const target = resolveAdminTarget({ url: values.url, keyFile: values['key-file'], config: values.config, env });
+    const client = new AdminApiClient({ baseUrl: target.baseUrl, key: target.key });
+    await command.run({ client, args, flags, json, out });
+    return ADMIN_EXIT.ok;
+  } catch (error) {
+    return reportFailure(error, json, out);
+  }
+}
+
+function reportFailure(error: unknown, json: boolean, out: Output): number {
+  const say = (code: number, message: string, status?: number): number => {
+    out.printError(json ? JSON.stringify({ error: message, ...(status === undefined ? {} : { status }) }) : `vpn-portal admin: ${message}`);
+    return code;
+  };
+  if (error instanceof AdminApiError) return say(ADMIN_EXIT.refused, `${error.status} ${error.message}`, error.status);
+  if (error instanceof UsageError || isParseArgsError(error)) {
+    const message = (error as Error).message;
+    return say(ADMIN_EXIT.usage, json ? message : `${message}\n${ADMIN_USAGE}`);
+  }
+  if (error instanceof ConfigError) return say(ADMIN_EXIT.usage, error.message);
+  // fetch failed: refused, no route, a name that does not resolve, TLS, timeout.
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.message === 'fetch failed')) {
+    const cause = (error as { cause?: unknown }).cause;
+    const detail = cause instanceof Error ? cause.message : error.message;
+    return say(ADMIN_EXIT.unreachable, `cannot reach the portal: ${detail}`);
+  }
+  throw error;
+}
+
+function isParseArgsError(error: unknown): boolean {
+  return error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS');
+}

@@ -1,0 +1,25 @@
+// What stops `serve` or `node` at start and is the operator's to fix, said in one line instead
+// of a stack trace: a database that cannot be reached or refuses the login, an address already
+// in use, a folder open to other users. Recognised by name and code, so this module loads no
+// database driver.
+export function describeStartFailure(error: unknown): string | null {
+  if (!(error instanceof Error)) return null;
+  if (error.name === 'UnsafePermissions' || error.name === 'DatabaseOpenFailed' || error.name === 'MigrationFailed') return error.message;
+  const { code, syscall, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  // A node host installs without the optional database drivers (npm ci --omit=optional).
+  const driver = /Cannot find package '(better-sqlite3|pg)'/.exec(error.message)?.[1];
+  if (code === 'ERR_MODULE_NOT_FOUND' && driver !== undefined) {
+    return `the database driver ${driver} is not installed (it is an optional dependency, left out on node hosts): run "npm ci" without --omit=optional on the portal host`;
+  }
+  if (syscall === 'listen' && typeof code === 'string') {
+    const where = address === undefined ? '' : ` ${address.includes(':') ? `[${address}]` : address}:${port ?? ''}`;
+    return `cannot listen on${where}: ${LISTEN_PROBLEMS[code] ?? error.message} (${code})`;
+  }
+  return null;
+}
+
+const LISTEN_PROBLEMS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the address is already in use by another program',
+  EACCES: 'permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)',
+  EADDRNOTAVAIL: 'this host has no such address',
+};

@@ -1,0 +1,33 @@
+// Metrics fed by the events seam (src/core/events.ts): sessions that started and ended, and
+// reconcile passes (their duration, the corrections they made, the last one that reached each
+// node). After-commit: a metric follows only what really happened.
+import type { PortalEvents } from '../core/events.js';
+import type { PortalMetrics } from '../http/metrics.js';
+
+export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): void {
+  events.afterCommit((event) => {
+    switch (event.type) {
+      case 'session.started': {
+        metrics.sessionStarted(event.configuration.nodeNumber, event.configuration.vpnProto);
+        break;
+      }
+      case 'session.ended': {
+        metrics.sessionEnded(event.nodeNumber, event.vpnProto);
+        break;
+      }
+      case 'reconcile.finished': {
+        const node = String(event.nodeNumber);
+        metrics.reconcileDuration.observe({ node }, event.durationMs / 1000);
+        if (!event.reachable) break;
+        metrics.reconcileCorrections.inc({ node, kind: 'added' }, event.added);
+        metrics.reconcileCorrections.inc({ node, kind: 'removed' }, event.removed);
+        metrics.reconcileCorrections.inc({ node, kind: 'disconnected' }, event.disconnected);
+        metrics.lastReconcileSuccess.set({ node }, event.at.getTime() / 1000);
+        metrics.lastSuccessMs.set(event.nodeNumber, event.at.getTime());
+        break;
+      }
+      default:
+        break;
+    }
+  });
+}

@@ -1,0 +1,169 @@
+// `vpn-portal admin …` against the real portal: every command, tables for people and `--json`
+// for scripts, the portal found through flags, the environment or the portal's configuration,
+// a public key with `+` and `/` deleted without any quoting, a WireGuard file as a terminal QR
+// code, and exit codes a script can rely on.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import QRCode from 'qrcode';
+import { runCli } from '../support/portal-process.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+function adminEnv(portal: TestPortal): NodeJS.ProcessEnv {
+  return { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`, VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath };
+}
+
+function admin(portal: TestPortal, args: readonly string[]) {
+  return runCli(['admin', ...args], { env: adminEnv(portal) });
+}
+
+function tempDir(t: { after: (fn: () => void) => void }): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-admin-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('create writes a WireGuard file, and the listings show the user and the configuration as tables and as JSON', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const dir = tempDir(t);
+  const file = path.join(dir, 'alice.conf');
+  const created = await admin(portal, [
+    'create',
+    'alice',
+    'employees',
+    '--format',
+    'wireguard',
+    '--display-name',
+    "Alice's laptop",
+    '--expires-in',
+    'PT12H',
+    '-o',
+    file,
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /^wrote .*alice\.conf \(application\/x-wireguard-profile, expires \d{4}-/);
+  assert.match(readFileSync(file, 'utf8'), /^\[Interface\]\nPrivateKey = /);
+  assert.equal(statSync(file).mode & 0o777, 0o600, 'the file holding a private key is 0600');
+
+  const users = await admin(portal, ['users']);
+  assert.equal(users.stdout, 'USER\nalice\n');
+  const usersJson = await admin(portal, ['users', '--json']);
+  assert.deepEqual(JSON.parse(usersJson.stdout), { users: ['alice'] });
+
+  const configurations = await admin(portal, ['configurations', 'alice', '--json']);
+  const [configuration] = (JSON.parse(configurations.stdout) as { user_configuration_list: { connection_id: string; display_name: string }[] })
+    .user_configuration_list;
+  assert.equal(configuration?.display_name, "Alice's laptop");
+  const table = await admin(portal, ['configurations', 'alice']);
+  assert.match(table.stdout, /^CONNECTION_ID +PROFILE +PROTO +EXPIRES +DISPLAY_NAME\n/);
+  assert.ok(table.stdout.includes(`${configuration?.connection_id ?? '?'}  employees  wireguard`), table.stdout);
+
+  const all = await admin(portal, ['connections', '--all', '--json']);
+  assert.deepEqual(Object.keys((JSON.parse(all.stdout) as { connection_list: Record<string, unknown> }).connection_list), ['employees']);
+  const connected = await admin(portal, ['connected-users', '--all']);
+  assert.equal(connected.stdout, 'PROFILE    USER\nemployees  alice\n');
+  // Without --all only connected devices: none has done a handshake.
+  assert.deepEqual(JSON.parse((await admin(portal, ['connected-users', '--json'])).stdout), { connected_users: { employees: [] } });
+});
+
+test('delete-connection takes a public key with + and / as it is, and disable, enable, destroy and delete-authorizations work', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  // Until one key has a + or a /, as most do.
+  let connectionId = '';
+  for (let attempt = 0; attempt < 20 && !/[+/]/.test(connectionId); attempt++) {
+    await portal.admin.create({ user_id: 'bob', profile_id: 'employees' });
+    const list = await portal.admin.userConfigurationList('bob');
+    connectionId = list.find((entry) => /[+/]/.test(entry.connection_id))?.connection_id ?? '';
+  }
+  assert.match(connectionId, /[+/]/);
+  const before = (await portal.admin.userConfigurationList('bob')).length;
+  const deleted = await admin(portal, ['delete-connection', 'bob', connectionId]);
+  assert.equal(deleted.code, 0, deleted.stderr);
+  assert.equal(deleted.stdout, `deleted connection ${connectionId} of bob\n`);
+  const after = await portal.admin.userConfigurationList('bob');
+  assert.equal(after.length, before - 1);
+  assert.ok(!after.some((entry) => entry.connection_id === connectionId));
+
+  assert.equal((await admin(portal, ['disable', 'bob'])).stdout, 'disabled bob\n');
+  assert.deepEqual(JSON.parse((await admin(portal, ['disabled-users', '--json'])).stdout), { disabled_users: ['bob'] });
+  assert.equal((await admin(portal, ['enable', 'bob', '--json'])).stdout, '{"ok":true}\n');
+  assert.deepEqual(await portal.admin.disabledUsers(), []);
+  assert.equal((await admin(portal, ['delete-authorizations', 'bob'])).code, 0);
+  assert.equal((await admin(portal, ['destroy', 'bob'])).stdout, 'destroyed bob\n');
+  assert.deepEqual(await portal.admin.users(), []);
+});
+
+test('--qr prints exactly the WireGuard file as a terminal QR code', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const file = path.join(tempDir(t), 'phone.conf');
+  const result = await admin(portal, ['create', 'carol', 'employees', '--qr', '-o', file]);
+  assert.equal(result.code, 0, result.stderr);
+  const expected = await QRCode.toString(readFileSync(file, 'utf8'), { type: 'terminal', small: true });
+  assert.equal(result.stdout, `${expected}\n`);
+  assert.match(result.stdout, /[▀▄█]/);
+  const openVpn = await admin(portal, ['create', 'carol', 'employees', '--format', 'openvpn', '--qr']);
+  assert.equal(openVpn.code, 2);
+  assert.match(openVpn.stderr, /--qr needs a WireGuard format/);
+});
+
+test('the portal and key are found in the portal configuration file when neither flags nor environment name them', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const dir = tempDir(t);
+  const config = path.join(dir, 'portal.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      listen: { host: '127.0.0.1', port: Number(new URL(portal.portal.url).port) },
+      dataDir: portal.dataDir,
+      ProfileList: [{ profileId: 'employees', displayName: 'E', hostName: 'h', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' }],
+    }),
+  );
+  await portal.admin.create({ user_id: 'dave', profile_id: 'employees' });
+  const result = await runCli(['admin', 'users', '--config', config], { env: { VPN_PORTAL_URL: '', VPN_PORTAL_KEY_FILE: '' } });
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, 'USER\ndave\n');
+  // Flags win over the environment.
+  const flags = await runCli(['admin', 'users', '--url', `${portal.portal.url}/vpn-user-portal/`, '--key-file', portal.portal.ctx.keys.adminApiKeyPath], {
+    env: { VPN_PORTAL_URL: 'http://127.0.0.1:2/', VPN_PORTAL_KEY_FILE: '/nonexistent' },
+  });
+  assert.equal(flags.stdout, 'USER\ndave\n');
+});
+
+test('exit codes: 1 with the portal message when it refuses, 2 for a usage mistake, 3 when the portal cannot be reached', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const refused = await admin(portal, ['disable', 'nobody']);
+  assert.equal(refused.code, 1);
+  assert.equal(refused.stderr, 'vpn-portal admin: 400 user does not exist\n');
+  const refusedJson = await admin(portal, ['create', 'erin', 'no-such-profile', '--json']);
+  assert.equal(refusedJson.code, 1);
+  assert.deepEqual(JSON.parse(refusedJson.stderr), { error: '404 no such "profile_id"', status: 404 });
+  const dir = tempDir(t);
+  writeFileSync(path.join(dir, 'wrong.key'), `${'0'.repeat(64)}\n`);
+  const wrongKey = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') } });
+  assert.equal(wrongKey.code, 1);
+  assert.equal(wrongKey.stderr, 'vpn-portal admin: 401 authentication required\n');
+  const notAKey = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(portal.dataDir, 'keys', 'ca', 'ca.crt') } });
+  assert.equal(notAKey.code, 2);
+  assert.match(notAKey.stderr, /ca\.crt does not hold an Admin API key/);
+
+  const usage = await admin(portal, ['disable']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /admin disable takes USER\nusage: vpn-portal admin/);
+  assert.equal((await admin(portal, ['users', '--bogus'])).code, 2);
+  assert.equal((await admin(portal, ['users', '--all'])).code, 2, 'a flag the command does not take');
+  assert.equal((await admin(portal, ['frobnicate'])).code, 2);
+
+  const unreachable = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_URL: 'http://127.0.0.1:2/vpn-user-portal/' } });
+  assert.equal(unreachable.code, 3);
+  assert.match(unreachable.stderr, /^vpn-portal admin: cannot reach the portal: .*ECONNREFUSED/);
+  const help = await runCli(['admin', '--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /delete-connection USER CONNECTION_ID/);
+});

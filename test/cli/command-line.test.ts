@@ -1,0 +1,93 @@
+// Command-line manners: `--version`, every command's own `--help`, the usage on an unknown flag,
+// and one line naming the cause (never a stack trace) when the portal cannot start: a
+// database that does not answer, a port in use, a node secret for a node that is not configured.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { runCli } from '../support/portal-process.js';
+
+const PROFILE = { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' };
+
+function configFile(t: { after: (fn: () => void) => void }, document: Record<string, unknown>): { file: string; dir: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'portal.json');
+  writeFileSync(file, JSON.stringify({ ProfileList: [PROFILE], ...document }));
+  return { file, dir };
+}
+
+function assertNoStackTrace(text: string): void {
+  assert.doesNotMatch(text, /\n\s+at /, `no stack trace in:\n${text}`);
+}
+
+test('--version prints the version of package.json', async () => {
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const result = await runCli(['--version']);
+  assert.equal(result.code, 0);
+  assert.equal(result.stdout.trim(), `vpn-portal ${version}`);
+});
+
+test('serve, node and db --help print the usage of that command only', async () => {
+  for (const [command, first] of [
+    ['serve', 'usage: vpn-portal serve'],
+    ['node', 'usage: vpn-portal node'],
+    ['db', 'usage: vpn-portal db'],
+    ['generate-secrets', 'usage: vpn-portal generate-secrets'],
+  ] as const) {
+    const result = await runCli([command, '--help']);
+    assert.equal(result.code, 0, command);
+    assert.ok(result.stdout.startsWith(first), `${command} --help: ${result.stdout}`);
+    assert.doesNotMatch(result.stdout, /node-reset N/, `${command} --help shows no other command`);
+  }
+});
+
+test('an unknown flag prints the message and the usage of the command, with exit code 2', async () => {
+  const serve = await runCli(['serve', '--bogus']);
+  assert.equal(serve.code, 2);
+  assert.match(serve.stderr, /Unknown option '--bogus'/);
+  assert.match(serve.stderr, /usage: vpn-portal serve/);
+  const db = await runCli(['db', 'status', '--bogus']);
+  assert.equal(db.code, 2);
+  assert.match(db.stderr, /usage: vpn-portal db/);
+  const unknown = await runCli(['serv']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command "serv"\nusage: vpn-portal COMMAND/);
+});
+
+test('an unreachable PostgreSQL server stops serve with one line naming the database, the migrations and the cause', async (t) => {
+  const { file } = configFile(t, { database: 'postgres://vpn:very-secret@127.0.0.1:1/vpn', listen: { port: 0 } });
+  const result = await runCli(['serve', '--config', file]);
+  assert.equal(result.code, 1);
+  assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+  assert.match(result.stderr, /^database postgres:\/\/vpn:\*\*\*@127\.0\.0\.1:1\/vpn: cannot apply the migrations \(0001-initial, .*\): .*ECONNREFUSED/);
+  assert.doesNotMatch(result.stderr + result.stdout, /very-secret/);
+  assertNoStackTrace(result.stderr);
+});
+
+test('a port in use stops serve with one line naming the address', async (t) => {
+  const blocker = createServer();
+  blocker.listen(0, '127.0.0.1');
+  await once(blocker, 'listening');
+  t.after(() => blocker.close());
+  const address = blocker.address();
+  assert.ok(address !== null && typeof address === 'object');
+  const { file } = configFile(t, { listen: { host: '127.0.0.1', port: address.port } });
+  const result = await runCli(['serve', '--config', file]);
+  assert.equal(result.code, 1);
+  assert.equal(result.stderr.trim(), `cannot listen on 127.0.0.1:${address.port}: the address is already in use by another program (EADDRINUSE)`);
+});
+
+test('generate-secrets --node for a node no profile runs on is an error and creates nothing', async (t) => {
+  const { file, dir } = configFile(t, {});
+  const result = await runCli(['generate-secrets', '--node', '5', '--config', file]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /generate-secrets --node 5: no profile of .*portal\.json runs on node 5 \(configured nodes: 0\)/);
+  assert.equal(existsSync(path.join(dir, 'data', 'keys', 'node.5.key')), false);
+  const configured = await runCli(['generate-secrets', '--node', '0', '--config', file]);
+  assert.equal(configured.code, 0, configured.stderr);
+  assert.ok(existsSync(path.join(dir, 'data', 'keys', 'node.0.key')));
+});
