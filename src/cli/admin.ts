@@ -34,6 +34,11 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   disable USER | enable USER | destroy USER
   delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
   delete-authorizations USER
+  history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
+          [--limit N] [--cursor CURSOR]
+                                          the connection history, newest first (an extension)
+  stats [--profile ID] [--since DAY] [--until DAY]
+                                          daily usage per profile (an extension)
 The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
 (--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
 DATA/keys/admin-api.key of that configuration.
@@ -61,6 +66,14 @@ interface AdminFlags {
   readonly preferTcp: boolean;
   readonly output: string | undefined;
   readonly qr: boolean;
+  readonly user: string | undefined;
+  readonly profile: string | undefined;
+  readonly since: string | undefined;
+  readonly until: string | undefined;
+  readonly limit: string | undefined;
+  readonly cursor: string | undefined;
+  readonly open: boolean;
+  readonly closed: boolean;
 }
 
 interface AdminCommand {
@@ -72,8 +85,8 @@ interface AdminCommand {
 }
 
 /**
- * Every `vpn-portal admin` command. The Admin API's extensions (connection history, statistics)
- * add their commands here, one entry each, once their calls are in the typed client.
+ * Every `vpn-portal admin` command: the eleven calls of the specification, then this portal's
+ * extensions (connection history, statistics), one entry each.
  */
 const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   users: {
@@ -168,6 +181,67 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       out.print(json ? JSON.stringify({ ok: true }) : `deleted connection ${connectionId} of ${user}`);
     },
   },
+  history: {
+    args: [],
+    flags: ['user', 'profile', 'since', 'until', 'limit', 'cursor', 'open', 'closed'],
+    run: async ({ client, flags, json, out }) => {
+      if (flags.open && flags.closed) throw new UsageError('history takes --open or --closed, not both');
+      const page = await client.connectionLog({
+        ...(flags.user === undefined ? {} : { user_id: flags.user }),
+        ...(flags.profile === undefined ? {} : { profile_id: flags.profile }),
+        ...(flags.since === undefined ? {} : { since: flags.since }),
+        ...(flags.until === undefined ? {} : { until: flags.until }),
+        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+        ...(flags.open ? { open: 'yes' as const } : flags.closed ? { open: 'no' as const } : {}),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['USER', 'PROFILE', 'PROTO', 'NODE', 'FROM', 'CONNECTED', 'DISCONNECTED', 'BYTES_IN', 'BYTES_OUT', 'CONNECTION_ID'],
+          page.connection_log.map((entry) => [
+            entry.user_id,
+            entry.profile_id,
+            entry.vpn_proto,
+            String(entry.node_number),
+            entry.originating_ip ?? '',
+            entry.connected_at,
+            entry.disconnected_at ?? 'open',
+            entry.bytes_in === null ? '' : String(entry.bytes_in),
+            entry.bytes_out === null ? '' : String(entry.bytes_out),
+            entry.connection_id,
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
+  stats: {
+    args: [],
+    flags: ['profile', 'since', 'until'],
+    run: async ({ client, flags, json, out }) => {
+      const stats = await client.stats({
+        ...(flags.profile === undefined ? {} : { profile_id: flags.profile }),
+        ...(flags.since === undefined ? {} : { since: flags.since }),
+        ...(flags.until === undefined ? {} : { until: flags.until }),
+      });
+      if (json) {
+        out.print(JSON.stringify({ stats }));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['PROFILE', 'DATE', 'MAX_CONNECTIONS', 'UNIQUE_USERS'],
+          Object.entries(stats).flatMap(([profile, days]) =>
+            days.map((day) => [profile, day.date, String(day.max_connection_count), String(day.unique_user_count)]),
+          ),
+        ),
+      );
+    },
+  },
 };
 
 function userCommand(done: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
@@ -234,6 +308,14 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   preferTcp: '--prefer-tcp',
   output: '-o',
   qr: '--qr',
+  user: '--user',
+  profile: '--profile',
+  since: '--since',
+  until: '--until',
+  limit: '--limit',
+  cursor: '--cursor',
+  open: '--open',
+  closed: '--closed',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -257,6 +339,14 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         'prefer-tcp': { type: 'boolean' },
         output: { type: 'string', short: 'o' },
         qr: { type: 'boolean' },
+        user: { type: 'string' },
+        profile: { type: 'string' },
+        since: { type: 'string' },
+        until: { type: 'string' },
+        limit: { type: 'string' },
+        cursor: { type: 'string' },
+        open: { type: 'boolean' },
+        closed: { type: 'boolean' },
       },
     });
     json = values.json === true;
@@ -278,6 +368,14 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       preferTcp: values['prefer-tcp'] === true,
       output: values.output,
       qr: values.qr === true,
+      user: values.user,
+      profile: values.profile,
+      since: values.since,
+      until: values.until,
+      limit: values.limit,
+      cursor: values.cursor,
+      open: values.open === true,
+      closed: values.closed === true,
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

@@ -1,5 +1,6 @@
 // Queries on `connection_log`: the history of connections, as the nodes report them.
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import type { Executor } from './database.js';
@@ -36,7 +37,8 @@ export async function openConnection(db: Executor, connection: OpenedConnection)
   // instance that saw the same handshake adds nothing.
   if (connection.vpnProto === 'wireguard') {
     insert = insert.onConflict((conflict) =>
-      conflict.columns(['connection_id', 'node_number']).where('disconnected_at', 'is', null).where('vpn_proto', '=', 'wireguard').doNothing(),
+      // The index's own predicate, literally: SQLite matches a partial index only by its text.
+      conflict.columns(['connection_id', 'node_number']).where(sql<boolean>`disconnected_at IS NULL AND vpn_proto = 'wireguard'`).doNothing(),
     );
   }
   await insert.execute();

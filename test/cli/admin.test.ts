@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import QRCode from 'qrcode';
+import { asNodeNumber } from '../../src/shared/ids.js';
 import { runCli } from '../support/portal-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -166,4 +167,56 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   const help = await runCli(['admin', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /delete-connection USER CONNECTION_ID/);
+});
+
+test('history and stats read the extensions: the connection log as a table or JSON, a page at a time, and the daily series', async (t) => {
+  const portal = await startTestPortal({
+    config: {
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          oRangeFour: '10.60.0.0/24',
+          oRangeSix: 'fd60::/64',
+          nodeUrl: 'http://127.0.0.1:2',
+        },
+      ],
+    },
+  });
+  t.after(portal.close);
+  // Two OpenVPN sessions, as a node reports them through the Node API.
+  for (const user of ['alice', 'bob']) {
+    await portal.admin.create({ user_id: user, profile_id: 'employees' }, 'application/x-openvpn-profile');
+    const [configuration] = await portal.admin.userConfigurationList(user);
+    const connect = await portal.request(`${portal.nodeApiUrl}/connect`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+      body: new URLSearchParams({
+        profile_id: 'employees',
+        common_name: configuration?.connection_id ?? '',
+        originating_ip: '198.51.100.9',
+        ip_four: '10.60.0.2',
+      }),
+    });
+    assert.equal(connect.text, 'OK');
+  }
+  const table = await admin(portal, ['history', '--user', 'alice']);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /^USER +PROFILE +PROTO +NODE +FROM +CONNECTED +DISCONNECTED/m);
+  assert.match(table.stdout, /^alice +employees +openvpn +0 +198\.51\.100\.9 +\S+ +open /m);
+  const page = JSON.parse((await admin(portal, ['history', '--limit', '1', '--json'])).stdout) as {
+    connection_log: { user_id: string }[];
+    next_cursor: string;
+  };
+  assert.equal(page.connection_log.length, 1);
+  const next = JSON.parse((await admin(portal, ['history', '--limit', '1', '--cursor', page.next_cursor, '--json'])).stdout) as {
+    connection_log: { user_id: string }[];
+  };
+  assert.deepEqual([page.connection_log[0]?.user_id, next.connection_log[0]?.user_id].sort(), ['alice', 'bob']);
+  assert.equal((await admin(portal, ['history', '--open', '--closed'])).code, 2, 'a contradiction is a usage mistake');
+
+  const stats = JSON.parse((await admin(portal, ['stats', '--json'])).stdout) as { stats: Record<string, unknown[]> };
+  assert.deepEqual(Object.keys(stats.stats), ['employees']);
+  assert.match((await admin(portal, ['stats'])).stdout, /^PROFILE +DATE +MAX_CONNECTIONS +UNIQUE_USERS/m);
 });

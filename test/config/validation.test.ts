@@ -390,3 +390,37 @@ test('without baseUrl the portal is where it listens; metrics.listen takes HOST:
   assert.equal(resolvePortalConfig({ ...withProfiles(employees), metrics: { listen: null } }, 'p').metrics, null);
   assert.match(problemsOf({ ...withProfiles(employees), metrics: { listen: '9466' } }), /portal\.json: metrics\.listen: must be HOST:PORT/);
 });
+
+test('WireGuard ranges on one node that could hold more clients than a WireGuard interface are refused, naming the node and profiles', () => {
+  const problems = problemsOf(
+    withProfiles(
+      { ...employees, wRangeFour: '10.0.0.0/12', wRangeSix: 'fd44::/64' },
+      { ...employees, profileId: 'guests', wRangeFour: '10.32.0.0/24', wRangeSix: 'fd45::/64' },
+    ),
+  );
+  assert.match(
+    problems,
+    /ProfileList: the WireGuard ranges of node 0 hold 1048826 clients \(employees \(1048573\), guests \(253\)\), more than a WireGuard interface holds \(1048576\)/,
+  );
+});
+
+test('the connection hook, its timeout, the retention of history and the syslog lines are read as documented', () => {
+  const config = resolvePortalConfig(
+    {
+      ...withProfiles(employees),
+      connectScriptPath: 'hooks/connect.sh',
+      connectScriptTimeout: 'PT5S',
+      connectionLogRetention: 'P3M',
+      Log: { syslogConnectionEvents: true },
+    },
+    'portal.json',
+    '/etc/vpn-portal',
+  );
+  assert.deepEqual(config.connectScript, { path: '/etc/vpn-portal/hooks/connect.sh', timeoutMs: 5000 });
+  assert.equal(config.connectionLogRetention.months, 3);
+  assert.deepEqual(config.connectionLogLines, { enabled: true, originatingIp: false });
+  assert.match(
+    problemsOf({ ...withProfiles(employees), connectScriptPath: 'x', connectScriptTimeout: 'PT2M' }),
+    /connectScriptTimeout: "PT2M" must be between PT1S and PT1M/,
+  );
+});

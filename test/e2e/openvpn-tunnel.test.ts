@@ -130,6 +130,12 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
       });
     }
     assert.equal(addresses.length, 2, `the device got an IPv4 and an IPv6 address: ${addresses.join(', ')}`);
+    // The history lists the open session, from the device's own address.
+    const sessions = (await portal.admin.connectionLog({ connection_id: laptop.commonName })).connection_log;
+    assert.deepEqual(
+      sessions.map((session) => [session.vpn_proto, session.user_id, session.originating_ip, session.ip_four, session.disconnected_at]),
+      [['openvpn', 'alice', lab.clientAddress, addresses[0], null]],
+    );
   });
 
   test('disabling the user drops the tunnel and the reconnect is refused', async () => {

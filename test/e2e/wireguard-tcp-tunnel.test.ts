@@ -127,6 +127,14 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
       'only the configuration that did a handshake (the UDP one never did)',
     );
     assert.deepEqual(await lab.portal.admin.connectedUsers(), { [LAB_PROFILE]: ['alice'] });
+
+    // Its session's origin is the device as the relay saw it, not the relay's own 127.0.0.1.
+    await lab.portal.reconcile();
+    const sessions = (await lab.portal.admin.connectionLog({ connection_id: tcpDevice.publicKey })).connection_log;
+    assert.deepEqual(
+      sessions.map((session) => [session.vpn_proto, session.originating_ip, session.disconnected_at]),
+      [['wireguard', lab.clientAddress, null]],
+    );
   });
 });
 

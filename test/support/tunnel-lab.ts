@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PortalConfigFile, ProfileConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
+import type { Logger } from 'pino';
 import type { Clock } from '../../src/shared/time.js';
 import { NetnsLab, wireGuardPeers, type Namespace } from './netns.js';
 import { NodeAgentProcess } from './node-agent-process.js';
@@ -49,6 +50,23 @@ export interface TunnelLabOptions {
   readonly clock?: Clock;
   /** Further portal instances on the same database (PostgreSQL), for scale-out stories. */
   readonly extraPortals?: number;
+  /** The portal's logger (default: silent), to read what it logged. */
+  readonly logger?: Logger;
+  /**
+   * A second node (number 1) in namespace "node2", reachable from the portal only (no client
+   * link): the profile then runs on both, node 1 with 198.19.46.0/24 and fd00:46::/64.
+   */
+  readonly secondNode?: boolean;
+}
+
+/** The second node of a lab made with `secondNode`. */
+export interface SecondNode {
+  readonly namespace: Namespace;
+  readonly nodeUrl: string;
+  /** Its agent's configuration file, to change `maintenanceMode` and send SIGHUP. */
+  readonly agentConfigFile: string;
+  readonly agent: NodeAgentProcess;
+  peersOnNode(): Promise<Map<string, string[]>>;
 }
 
 export interface TunnelLab {
@@ -62,6 +80,10 @@ export interface TunnelLab {
   readonly extraPortals: readonly TestPortal[];
   /** The node's address on the client's link: its WireGuard endpoint. */
   readonly nodeAddressForClient: string;
+  /** The client's address on its link to the node: where its packets come from. */
+  readonly clientAddress: string;
+  /** Throws unless the lab was made with `secondNode`. */
+  readonly secondNode: SecondNode;
   /** Throws when the lab was made without `internet`. */
   readonly internet: Namespace;
   /** The internet host's addresses (on its link to the node), and the node's on that link. */
@@ -73,6 +95,8 @@ export interface TunnelLab {
   readonly nodeInterface: string;
   /** The agent's endpoint memory (endpoint-memory.ts). */
   readonly endpointFile: string;
+  /** The agent's configuration file (node.json). */
+  readonly agentConfigFile: string;
   /** The running agent; throws while it is stopped. */
   readonly agent: NodeAgentProcess;
   startAgent(): Promise<NodeAgentProcess>;
@@ -94,9 +118,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
   let portal: TestPortal | undefined;
   const extraPortals: TestPortal[] = [];
   let agent: NodeAgentProcess | undefined;
+  let secondAgentToStop: NodeAgentProcess | undefined;
   const close = async (): Promise<void> => {
     try {
       await agent?.stop();
+      await secondAgentToStop?.stop();
     } finally {
       await lab.cleanup();
       for (const extra of extraPortals) await extra.close();
@@ -133,6 +159,22 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       await node.exec('ip', ['-6', 'route', 'add', 'default', 'via', `${internetSix}2`]);
     }
     const nodeUrl = `http://${hostLink.second}:41194`;
+    let second: { namespace: Namespace; link: { first: string; second: string }; nodeUrl: string } | null = null;
+    if (options.secondNode === true) {
+      const namespace = await lab.namespace('node2');
+      const link = lab.subnet();
+      await lab.vethPair({ namespace: null, address: `${link.first}/30` }, { namespace, address: `${link.second}/30` });
+      second = { namespace, link, nodeUrl: `http://${link.second}:41194` };
+    }
+    const perNode =
+      second === null
+        ? {}
+        : {
+            hostName: [clientLink.first, second.link.second],
+            nodeUrl: [nodeUrl, second.nodeUrl],
+            wRangeFour: ['198.19.44.0/24', '198.19.46.0/24'],
+            wRangeSix: ['fd00:44::/64', 'fd00:46::/64'],
+          };
     const profile: ProfileConfigFile = {
       profileId: LAB_PROFILE,
       displayName: 'Employees',
@@ -141,16 +183,23 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       wRangeFour: '198.19.44.0/24',
       wRangeSix: 'fd00:44::/64',
       nodeUrl,
+      ...perNode,
       ...(typeof options.profile === 'function' ? options.profile(addresses) : options.profile),
     };
     const portalConfig: Partial<PortalConfigFile> = {
       // Reachable from the node's namespace; the Admin API accepts the test on that address.
       listen: { host: hostLink.first, port: 0 },
       adminApi: { allowList: [`${hostLink.first}/32`, '127.0.0.1/32'], trustedProxyList: [] },
+      // The second node reaches the portal over its own link.
+      ...(second === null ? {} : { listen: { host: '0.0.0.0', port: 0 } }),
       ProfileList: [profile],
       ...(typeof options.portalConfig === 'function' ? options.portalConfig(addresses) : options.portalConfig),
     };
-    portal = await startTestPortal({ config: portalConfig, ...(options.clock === undefined ? {} : { clock: options.clock }) });
+    portal = await startTestPortal({
+      config: portalConfig,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
     for (let index = 0; index < (options.extraPortals ?? 0); index++) {
       extraPortals.push(await startTestPortal({ config: portalConfig, dataDir: portal.dataDir, database: portal.database }));
     }
@@ -161,7 +210,8 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     await writeFile(
       agentConfigFile,
       JSON.stringify({
-        apiUrl: portal.nodeApiUrl,
+        // Named by address: the portal may listen on every address (0.0.0.0) in a two-node lab.
+        apiUrl: `http://${hostLink.first}:${new URL(portal.nodeApiUrl).port}${portal.portal.ctx.config.basePath}/node-api.php`,
         nodeNumber: 0,
         nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)),
         listen: { host: hostLink.second, port: 41194 },
@@ -179,6 +229,37 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     };
     if (options.startAgent !== false) await startAgent();
 
+    let secondAgent: NodeAgentProcess | undefined;
+    let secondNode: SecondNode | null = null;
+    if (second !== null) {
+      const secondInterface = lab.interfaceName('wgm');
+      const secondConfigFile = join(directory, 'node2.json');
+      const portalPort = new URL(portal.nodeApiUrl).port;
+      await writeFile(
+        secondConfigFile,
+        JSON.stringify({
+          apiUrl: `http://${second.link.first}:${portalPort}${portal.portal.ctx.config.basePath}/node-api.php`,
+          nodeNumber: 1,
+          nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(1)),
+          listen: { host: second.link.second, port: 41194 },
+          WireGuard: { interfaceName: secondInterface, endpointFile: join(directory, 'endpoints2.json') },
+          OpenVPN: { configDir: join(directory, 'node2-openvpn'), managementDir: join(directory, 'node2-run') },
+        }),
+      );
+      secondAgent = new NodeAgentProcess(second.namespace, secondConfigFile);
+      secondAgentToStop = secondAgent;
+      await secondAgent.ready();
+      const started = secondAgent;
+      const namespace = second.namespace;
+      secondNode = {
+        namespace,
+        nodeUrl: second.nodeUrl,
+        agentConfigFile: secondConfigFile,
+        agent: started,
+        peersOnNode: () => wireGuardPeers(namespace, secondInterface),
+      };
+    }
+
     const requireClient = (): Namespace => {
       if (client === null) throw new Error('this lab has no client namespace');
       return client;
@@ -194,6 +275,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       portal: firstPortal,
       extraPortals,
       nodeAddressForClient: clientLink.first,
+      clientAddress: clientLink.second,
+      get secondNode() {
+        if (secondNode === null) throw new Error('this lab has no second node');
+        return secondNode;
+      },
       get internet() {
         if (internet === null) throw new Error('this lab has no internet namespace');
         return internet;
@@ -206,6 +292,7 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       nodeUrl,
       nodeInterface,
       endpointFile,
+      agentConfigFile,
       get agent() {
         if (agent === undefined) throw new Error('the node agent is stopped');
         return agent;

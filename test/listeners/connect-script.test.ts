@@ -1,0 +1,131 @@
+// The reference's connection hook (`connectScriptPath`): a real shell script, run with the
+// VPN_* variables at an OpenVPN client's connect (which it may refuse by exiting non-zero) and
+// at its disconnect (with the byte counts); one that hangs is killed after
+// `connectScriptTimeout` and the client refused, and meanwhile Admin API calls are not held up.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
+
+const OPENVPN = 'application/x-openvpn-profile';
+
+/** A portal with one OpenVPN profile and this connect script; its log lines are kept. */
+async function portalWithScript(t: import('node:test').TestContext, script: string, timeout = 'PT10S') {
+  const directory = mkdtempSync(path.join(tmpdir(), 'connect-script-'));
+  const scriptFile = path.join(directory, 'hook.sh');
+  writeFileSync(scriptFile, `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+  const logged: Record<string, unknown>[] = [];
+  const portal = await startTestPortal({
+    logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) }),
+    config: {
+      connectScriptPath: scriptFile,
+      connectScriptTimeout: timeout,
+      ProfileList: [
+        {
+          profileId: 'staff',
+          displayName: 'Staff',
+          hostName: 'vpn.example.org',
+          oRangeFour: '10.60.0.0/24',
+          oRangeSix: 'fd60::/64',
+          nodeUrl: UNREACHABLE_NODE,
+        },
+      ],
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  return { portal, directory, logged };
+}
+
+async function openVpnConfiguration(portal: TestPortal, userId: string): Promise<string> {
+  await portal.admin.create({ user_id: userId, profile_id: 'staff' }, OPENVPN);
+  const [entry] = await portal.admin.userConfigurationList(userId);
+  assert.ok(entry !== undefined);
+  return entry.connection_id;
+}
+
+function nodeApi(portal: TestPortal, call: 'connect' | 'disconnect', form: Record<string, string>) {
+  return portal.request(`${portal.nodeApiUrl}/${call}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+    body: new URLSearchParams(form),
+  });
+}
+
+test("the script runs at connect and disconnect with the reference's variables, and its non-zero exit refuses a client", async (t) => {
+  const events = 'events.log';
+  const { portal, directory } = await portalWithScript(
+    t,
+    `echo "$VPN_EVENT $VPN_USER_ID $VPN_PROFILE_ID $VPN_PROTO $VPN_CONNECTION_ID $VPN_IP_FOUR $VPN_IP_SIX $VPN_ORIGINATING_IP $VPN_BYTES_IN $VPN_BYTES_OUT" >> "$(dirname "$0")/${events}"\n[ "$VPN_USER_ID" != mallory ]`,
+  );
+  const alice = await openVpnConfiguration(portal, 'alice');
+  const mallory = await openVpnConfiguration(portal, 'mallory');
+
+  const allowed = await nodeApi(portal, 'connect', {
+    profile_id: 'staff',
+    common_name: alice,
+    originating_ip: '198.51.100.7',
+    ip_four: '10.60.0.2',
+    ip_six: 'fd60::2',
+  });
+  assert.equal(allowed.text, 'OK');
+  const refused = await nodeApi(portal, 'connect', {
+    profile_id: 'staff',
+    common_name: mallory,
+    originating_ip: '198.51.100.8',
+    ip_four: '10.60.0.3',
+    ip_six: 'fd60::3',
+  });
+  assert.equal(refused.text, 'ERR', 'the script said no');
+  assert.equal((await nodeApi(portal, 'disconnect', { common_name: alice, bytes_in: '1200', bytes_out: '3400' })).text, 'OK');
+  await waitUntil(() => readLines(path.join(directory, events)).length === 3);
+
+  assert.deepEqual(
+    readLines(path.join(directory, events)),
+    [
+      `C alice staff openvpn ${alice} 10.60.0.2 fd60::2 198.51.100.7`,
+      `C mallory staff openvpn ${mallory} 10.60.0.3 fd60::3 198.51.100.8`,
+      `D alice staff openvpn ${alice} 10.60.0.2 fd60::2  1200 3400`,
+    ].map((line) => `${line}${line.startsWith('C') ? '  ' : ''}`),
+  );
+  const history = (await portal.admin.connectionLog()).connection_log;
+  assert.deepEqual(
+    history.map((entry) => [entry.user_id, entry.bytes_in]),
+    [['alice', 1200]],
+    'the refused client left no trace in the history',
+  );
+});
+
+test('a script that hangs is killed after connectScriptTimeout, the client refused and the kill logged; Admin API calls go on meanwhile', async (t) => {
+  const { portal, logged } = await portalWithScript(t, 'sleep 30', 'PT1S');
+  const alice = await openVpnConfiguration(portal, 'alice');
+  const started = Date.now();
+  const connecting = nodeApi(portal, 'connect', { profile_id: 'staff', common_name: alice, ip_four: '10.60.0.2' });
+  // While the connect waits for the script, the Admin API answers at once.
+  const listed = Date.now();
+  assert.deepEqual(await portal.admin.users(), ['alice']);
+  assert.ok(Date.now() - listed < 500, 'users answered while the script hangs');
+  assert.equal((await connecting).text, 'ERR');
+  const waited = Date.now() - started;
+  assert.ok(waited >= 1_000 && waited < 5_000, `refused after the timeout, not after the script's 30 s (${waited} ms)`);
+  const line = logged.find((entry) => entry['msg'] === 'connect script refused the OpenVPN client');
+  assert.match(String(line?.['reason']), /still running after 1000 ms; killed/);
+});
+
+function readLines(file: string): string[] {
+  try {
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let tries = 0; tries < 100 && !condition(); tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+}
