@@ -21,9 +21,8 @@ import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js'
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
+import { LISTEN_BACKLOG } from './shared/listen-backlog.js';
 
-/** Connections the kernel queues before the portal accepts them (capped by net.core.somaxconn). */
-const LISTEN_BACKLOG = 4096;
 /** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
 const NODE_TIMEOUT_MS = 3_000;
 

@@ -19,6 +19,7 @@ import type { NodeServerConfig, WireGuardServerConfig } from './server-config.js
 import { WgTool } from './wireguard/wg-tool.js';
 import { WireGuardInterface } from './wireguard/interface.js';
 import { messageOf } from '../shared/error-message.js';
+import { LISTEN_BACKLOG } from '../shared/listen-backlog.js';
 import { PeerRevisions } from './wireguard/revisions.js';
 import { EndpointMemory } from './wireguard/endpoint-memory.js';
 import { randomUUID } from 'node:crypto';
@@ -220,7 +221,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
           { instanceId: state.instanceId, maxRevision: revisions.highest, maintenanceMode: state.maintenanceMode },
         ),
     });
-    await server.listen({ host: config.listen.host, port: config.listen.port });
+    await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
     signal?.throwIfAborted();
     if (config.metrics !== null) {
       const registry = agentMetricsRegistry({

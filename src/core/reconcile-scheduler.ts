@@ -3,9 +3,12 @@
 // lost its peers; and the expiry sweep at the moment the next configuration expires, so an
 // expired configuration leaves its node within seconds rather than at the next full pass.
 // With several portal instances on one PostgreSQL database only one runs a full pass at any
-// moment (an advisory lock; the other skips it). Node passes and sweeps are not skipped: they
-// are short, and revisions make it safe for two instances to push to one node at once.
+// moment (an advisory lock; the other skips it). A node pass takes the same lock but waits its
+// turn (it tries again each second), so a node that comes back is refilled by one instance,
+// not by all of them, and still by someone. Sweeps are not locked: they are short, and
+// revisions make it safe for two instances to push to one node at once.
 import { earliestCertificateExpiry } from '../storage/certificates.js';
+import { storageOutage } from '../storage/errors.js';
 import { runExclusively } from '../storage/exclusive.js';
 import { earliestPeerExpiry } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
@@ -16,12 +19,15 @@ import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reco
 
 /** The sweep never runs more often than this, whatever the clock says. */
 const MIN_SWEEP_DELAY_MS = 1_000;
+/** How soon a node pass tries again when another instance holds the reconcile lock. */
+const NODE_PASS_RETRY_MS = 1_000;
 
 export class ReconcileScheduler {
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private readonly pendingNodes = new Set<NodeNumber>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
   private stopped = false;
   private intervalMs = 0;
 
@@ -39,6 +45,8 @@ export class ReconcileScheduler {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.sweepTimer);
+    for (const retry of this.retryTimers) clearTimeout(retry);
+    this.retryTimers.clear();
   }
 
   /** Resolves once the work queued so far has run. */
@@ -65,7 +73,15 @@ export class ReconcileScheduler {
     this.ctx.logger.debug({ nodeNumber, reason }, `reconcile of node ${nodeNumber} queued: it ${reason}`);
     void this.enqueue(async () => {
       this.pendingNodes.delete(nodeNumber);
-      await reconcileNode(this.ctx, daemon);
+      const result = await runExclusively(this.ctx.db, 'reconcile', () => reconcileNode(this.ctx, daemon));
+      if (result.ran) return;
+      this.ctx.logger.debug({ nodeNumber }, `reconcile of node ${nodeNumber} waits: another portal instance is reconciling`);
+      const retry = setTimeout(() => {
+        this.retryTimers.delete(retry);
+        this.requestNode(nodeNumber, reason);
+      }, NODE_PASS_RETRY_MS);
+      retry.unref();
+      this.retryTimers.add(retry);
     });
   }
 
@@ -76,7 +92,11 @@ export class ReconcileScheduler {
         await work();
       })
       .catch((error: unknown) => {
-        this.ctx.logger.error({ err: error }, 'reconcile pass failed');
+        // A database that is full, read-only or away is already reported by every call it
+        // refuses; the pass is tried again at the next interval.
+        const outage = storageOutage(error);
+        if (outage === null) this.ctx.logger.error({ err: error }, 'reconcile pass failed');
+        else this.ctx.logger.warn({ err: error, outage }, `reconcile pass failed: database ${outage}`);
       })
       .finally(() => this.scheduleSweep());
     return this.running;

@@ -1,8 +1,8 @@
 // Queries on `connection_log`: the history of connections, as the nodes report them.
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
+import { timeOrderedId } from '../shared/time-ordered-id.js';
 import type { Executor } from './database.js';
 
 export interface OpenedConnection {
@@ -19,7 +19,7 @@ export interface OpenedConnection {
 
 export async function openConnection(db: Executor, connection: OpenedConnection): Promise<void> {
   let insert = db.insertInto('connection_log').values({
-    log_id: randomUUID(),
+    log_id: timeOrderedId(),
     user_id: connection.userId,
     profile_id: connection.profileId,
     vpn_proto: connection.vpnProto,

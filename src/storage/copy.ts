@@ -8,8 +8,12 @@ import { isPostgres, type Db } from './database.js';
 import { advanceRevisionTo, latestRevision } from './revisions.js';
 import type { Database } from './schema.js';
 
-/** Every table, parents before children; with the primary key that orders the batches. */
-export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly key: readonly string[] }[] = [
+/**
+ * Every table, parents before children; with the primary key that orders the batches.
+ * `bookkeeping` tables are written by a portal on its own as soon as it starts (statistics,
+ * when housekeeping last ran): the target's rows there are replaced, not a reason to refuse.
+ */
+export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly key: readonly string[]; readonly bookkeeping?: true }[] = [
   { table: 'users', key: ['user_id'] },
   { table: 'oauth_authorizations', key: ['auth_key'] },
   { table: 'wg_peers', key: ['public_key'] },
@@ -18,9 +22,9 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'certificates', key: ['common_name'] },
   { table: 'connection_log', key: ['log_id'] },
   { table: 'node_resets', key: ['node_number'] },
-  { table: 'live_stats', key: ['date_time', 'profile_id'] },
-  { table: 'aggregate_stats', key: ['date', 'profile_id'] },
-  { table: 'portal_state', key: ['key'] },
+  { table: 'live_stats', key: ['date_time', 'profile_id'], bookkeeping: true },
+  { table: 'aggregate_stats', key: ['date', 'profile_id'], bookkeeping: true },
+  { table: 'portal_state', key: ['key'], bookkeeping: true },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */
@@ -43,8 +47,8 @@ type Row = Record<string, unknown>;
 type AnyTransaction = Transaction<Record<string, Row>>;
 
 /**
- * Copies every row of `source` into `target`, which must hold no data. Throws `CopyRefused`
- * when it does, and an Error (after rolling the target back) when the counts do not match.
+ * Copies every row of `source` into `target`, which must hold no data (bookkeeping aside).
+ * Throws `CopyRefused` when it does, and an Error (after rolling the target back) when the counts do not match.
  */
 export async function copyDatabase(source: Db, target: Db, progress: (copied: CopiedTable) => void = () => {}): Promise<CopiedTable[]> {
   // The source is read in one transaction, so the copy is one consistent picture of it even
@@ -64,12 +68,16 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
       const reader = sourceTrx as unknown as AnyTransaction;
       const writer = targetTrx as unknown as AnyTransaction;
       const occupied: string[] = [];
-      for (const { table } of COPIED_TABLES) {
+      for (const { table, bookkeeping } of COPIED_TABLES) {
+        if (bookkeeping === true) continue;
         const rows = await countRows(writer, table);
         if (rows > 0) occupied.push(`${table}: ${rows} rows`);
       }
       if (occupied.length > 0) {
         throw new CopyRefused(`the target database is not empty (${occupied.join(', ')}); db copy only fills an empty database`);
+      }
+      for (const { table, bookkeeping } of COPIED_TABLES) {
+        if (bookkeeping === true) await writer.deleteFrom(table).execute();
       }
 
       const copied: CopiedTable[] = [];

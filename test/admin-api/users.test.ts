@@ -44,7 +44,7 @@ async function authorize(portal: TestPortal, userId: string, authKey: string): P
       client_id: 'org.eduvpn.app.linux',
       scope: 'config',
       authorized_at: '2026-01-01T00:00:00+00:00',
-      expires_at: '2026-04-01T00:00:00+00:00',
+      expires_at: '2099-04-01T00:00:00+00:00',
     })
     .execute();
 }

@@ -107,7 +107,7 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
       client_id: 'org.eduvpn.app',
       scope: 'config',
       authorized_at: '2026-01-01T00:00:00+00:00',
-      expires_at: '2026-04-01T00:00:00+00:00',
+      expires_at: '2099-04-01T00:00:00+00:00',
     })
     .execute();
   const users = ['alice', 'bob', 'carol', 'Zoë'];

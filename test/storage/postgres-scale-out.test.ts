@@ -172,7 +172,7 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
     '/disabled_users',
     '/connection_list?show_all=on',
     '/connected_users?show_all=on',
-    '/user_configuration_list?user_id=user7',
+    '/user_configuration_list?user_id=user17',
   ]) {
     const [fromFirst, fromSecond] = await Promise.all([call(0, 'GET', target), call(1, 'GET', target)]);
     assert.equal(fromFirst.status, 200, `${target}: ${fromFirst.text}`);

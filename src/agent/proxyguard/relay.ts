@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshake.js';
 import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
+import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
 
 export interface ProxyGuardRelayOptions extends Partial<Pick<TunnelLimits, 'maxBufferedBytes' | 'stallTimeoutMs'>> {
   readonly listen: { readonly host: string; readonly port: number };
@@ -89,7 +90,7 @@ export class ProxyGuardRelay {
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.listen.port, options.listen.host, () => {
+      server.listen({ port: options.listen.port, host: options.listen.host, backlog: LISTEN_BACKLOG }, () => {
         server.off('error', reject);
         resolve();
       });
@@ -108,6 +109,11 @@ export class ProxyGuardRelay {
   /** Tunnels open or being opened. */
   get tunnelCount(): number {
     return this.#tunnels.size + this.#opening;
+  }
+
+  /** Connections that have not finished their upgrade request yet (at most `maxPendingConnections`). */
+  get handshakeCount(): number {
+    return this.#pending.size;
   }
 
   /**
@@ -231,6 +237,10 @@ class PendingConnections {
     // A tenth of the deadline, so a connection is cut at most 10 % late.
     this.#sweep = setInterval(() => this.#expire(), Math.max(50, Math.floor(timeoutMs / 10)));
     this.#sweep.unref();
+  }
+
+  get size(): number {
+    return this.#arrived.size;
   }
 
   admit(socket: Socket): void {
