@@ -18,6 +18,9 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'certificates', key: ['common_name'] },
   { table: 'connection_log', key: ['log_id'] },
   { table: 'node_resets', key: ['node_number'] },
+  { table: 'admin_keys', key: ['key_id'] },
+  { table: 'audit_log', key: ['audit_id'] },
+  { table: 'idempotency_records', key: ['key_name', 'idempotency_key'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

@@ -35,6 +35,7 @@ import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
 import { revisionsSchema } from './migrations/0004-revisions.js';
+import { adminKeysSchema } from './migrations/0006-admin-keys.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '0002-listing-order': listingOrder,
   '0003-openvpn': openVpnSchema,
   '0004-revisions': revisionsSchema,
+  '0006-admin-keys': adminKeysSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
