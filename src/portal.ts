@@ -7,6 +7,8 @@ import type { NodeNumber } from './shared/ids.js';
 import { PortalEvents } from './core/events.js';
 import { NodeFleet } from './node-client/fleet.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
+import { writeAuditLog } from './listeners/audit-log.js';
+import { pruneAdminApiRecords, pruneExpiredAnswers } from './core/audit.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
@@ -21,6 +23,10 @@ import { ensurePrivateDirectory } from './storage/private-files.js';
 const LISTEN_BACKLOG = 4096;
 /** vpn-daemon calls: the reference's client uses 2 s to connect and 4 s in total. */
 const NODE_TIMEOUT_MS = 3_000;
+/** Provisional, until the daily housekeeping calls pruneAdminApiRecords: the audit log is pruned at start and daily... */
+const AUDIT_PRUNE_INTERVAL_MS = 24 * 60 * 60 * 1000;
+/** ...and answers kept for retries, which hold private keys, hourly (they expire after 24 h). */
+const ANSWER_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface PortalOptions {
   readonly clock?: Clock;
@@ -33,6 +39,41 @@ export interface RunningPortal {
   readonly url: string;
   reconcileNow(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * PROVISIONAL: prunes the audit log (older than auditLogRetention) at start and daily, and the
+ * expired answers kept for retries hourly, until the daily housekeeping (being built) calls
+ * pruneAdminApiRecords (src/core/audit.ts) instead. With several portal instances each prunes;
+ * the deletes are idempotent.
+ */
+function startProvisionalPruning(ctx: PortalContext): () => Promise<void> {
+  const running = new Set<Promise<void>>();
+  const prune = (work: () => Promise<unknown>, what: string) => () => {
+    const run = work().then(
+      () => undefined,
+      (error: unknown) => ctx.logger.warn({ err: error }, `could not prune ${what}; trying again later`),
+    );
+    running.add(run);
+    void run.finally(() => running.delete(run));
+  };
+  const pruneAll = prune(async () => {
+    const pruned = await pruneAdminApiRecords(ctx);
+    if (pruned.auditEntries > 0) ctx.logger.info({ entries: pruned.auditEntries }, 'pruned audit log entries older than auditLogRetention');
+  }, 'the audit log');
+  pruneAll();
+  const daily = setInterval(pruneAll, AUDIT_PRUNE_INTERVAL_MS);
+  const hourly = setInterval(
+    prune(() => pruneExpiredAnswers(ctx), 'answers kept for retries'),
+    ANSWER_PRUNE_INTERVAL_MS,
+  );
+  daily.unref();
+  hourly.unref();
+  return async () => {
+    clearInterval(daily);
+    clearInterval(hourly);
+    await Promise.all(running);
+  };
 }
 
 /** The portal's logger (stdout unless a destination is given, as tests do to read what was logged). */
@@ -65,6 +106,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const openVpnKeys = new OpenVpnKeys(config.keyDir);
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
+  writeAuditLog(events);
   nodes.onStateChange((change) =>
     events.publish(
       change.up
@@ -86,6 +128,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
+  const stopPruning = startProvisionalPruning(ctx);
 
   return {
     ctx,
@@ -96,6 +139,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       nodes.stop();
       await app.close();
       await reconciler.idle();
+      await stopPruning();
       await db.destroy();
     },
   };

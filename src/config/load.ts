@@ -81,6 +81,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     nodeApi: raw.nodeApi,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     logLevel: raw.logLevel,
+    auditLogRetention: mustParseDuration(raw.auditLogRetention),
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
     caExpiry: mustParseDuration(raw.caExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],

@@ -112,6 +112,8 @@ export interface PortalConfig {
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly reconcileIntervalMs: number;
   readonly logLevel: string;
+  /** `auditLogRetention`: audit log entries older than this are pruned. */
+  readonly auditLogRetention: IsoDuration;
   readonly sessionExpiry: IsoDuration;
   /** Lifetime of a new OpenVPN CA (generate-secrets). */
   readonly caExpiry: IsoDuration;
