@@ -8,7 +8,9 @@ export type PortalErrorCode =
   | 'unsupported-expiry'
   | 'no-common-protocol'
   | 'addresses-exhausted'
-  | 'unavailable';
+  | 'unavailable'
+  /** The admin key may not touch this profile or user (403). */
+  | 'not-allowed';
 
 export class PortalError extends Error {
   override readonly name = 'PortalError';

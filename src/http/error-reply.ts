@@ -13,6 +13,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-common-protocol': 406,
   'addresses-exhausted': 503,
   unavailable: 503,
+  'not-allowed': 403,
 };
 
 /** Fastify's own request errors, translated to messages a person can act on. */
