@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { isIsoDuration } from '../shared/iso-duration.js';
+import { formatAtom } from '../shared/time.js';
 import { isWireGuardKey } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
 
@@ -40,6 +41,22 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
+  /** An ISO 8601 date (`2026-03-01`, midnight UTC) or date-time with `Z` or an offset; as ATOM (UTC). */
+  timestamp: z
+    .string()
+    .regex(/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d))?$/)
+    .refine((text) => Number.isFinite(Date.parse(text)))
+    .transform((text) => formatAtom(new Date(text))),
+  /** An admin key's name, or `secret`. */
+  keyName: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/),
+  /** A page cursor of the audit log (an entry's id). */
+  auditCursor: z.string().regex(/^[0-9a-f]{24}$/),
+  /** 1–1000. */
+  pageSize: z
+    .string()
+    .regex(/^[1-9]\d{0,3}$/)
+    .transform(Number)
+    .refine((value) => value <= 1000),
 } as const;
 
 export function required<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T> {

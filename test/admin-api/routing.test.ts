@@ -209,7 +209,7 @@ test('odd input never causes a 5xx: prototype names, NUL bytes, broken percent-e
   assert.ok(Array.isArray((users.json() as { users: unknown }).users));
 });
 
-test('openapi.json is an OpenAPI 3.1 document listing the eleven calls with their methods and parameters', async (t) => {
+test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the audit log with their methods and parameters', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
@@ -223,7 +223,7 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls with thei
   };
   assert.match(document.openapi, /^3\.1\.\d+$/);
   assert.equal(document.servers[0]?.url, 'http://127.0.0.1/vpn-user-portal/admin/api/v1');
-  assert.deepEqual(Object.keys(document.paths).sort(), CALLS.map((call) => call.path).sort());
+  assert.deepEqual(Object.keys(document.paths).sort(), [...CALLS.map((call) => call.path), '/audit_log'].sort());
 
   for (const call of CALLS) {
     const operations = document.paths[call.path] ?? {};

@@ -1,4 +1,5 @@
-// The eleven calls of the specification, in its order (§4).
+// The eleven calls of the specification, in its order (§4), then the portal's own.
+import { auditLogRoute } from './audit-log.js';
 import { connectedUsersRoute } from './connected-users.js';
 import { connectionListRoute } from './connection-list.js';
 import { createRoute } from './create.js';
@@ -25,4 +26,5 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   enableUserRoute,
   deleteConnectionRoute,
   deleteUserAuthorizationsRoute,
+  auditLogRoute,
 ];
