@@ -1,11 +1,13 @@
 #!/usr/bin/env -S node --max-old-space-size=192
 // The heap is capped (run `node --max-old-space-size=N dist/cli/main.js` for another cap): large
 // listings make short-lived strings, and an uncapped heap on a big machine lets them pile up as RSS.
-// `vpn-portal`: serve the portal, create its secrets, or run a node agent.
+// `vpn-portal`: serve the portal, create its secrets and admin keys, read the audit log, or run a node agent.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
 import { startPortal } from '../portal.js';
 import { UnsafePermissions } from '../storage/private-files.js';
+import { ADMIN_KEY_USAGE, runAdminKeyCommand } from './admin-key.js';
+import { AUDIT_USAGE, runAuditCommand } from './audit.js';
 import { DB_USAGE, runDbCommand } from './db.js';
 import { generateSecrets } from './generate-secrets.js';
 import { runNode } from './node.js';
@@ -18,7 +20,9 @@ const USAGE = `usage:
   vpn-portal node --config FILE                            run a VPN node agent
   vpn-portal node-reset N [--config FILE]                  let the portal empty node N although this
                                                            database never held a configuration for it
-${DB_USAGE}`;
+${DB_USAGE}
+${ADMIN_KEY_USAGE}
+${AUDIT_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -26,13 +30,12 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  // `db` has subcommands and options of its own.
-  if (command === 'db')
-    return runDbCommand(
-      rest,
-      (line) => console.log(line),
-      (line) => console.error(line),
-    );
+  // `db` and `admin-key` have subcommands and options of their own, `audit` options of its own.
+  const print = (line: string): void => console.log(line);
+  const printError = (line: string): void => console.error(line);
+  if (command === 'db') return runDbCommand(rest, print, printError);
+  if (command === 'admin-key') return runAdminKeyCommand(rest, print, printError);
+  if (command === 'audit') return runAuditCommand(rest, print, printError);
   const { values, positionals } = parseArgs({
     args: rest,
     options: { config: { type: 'string' }, 'admin-api': { type: 'boolean' }, node: { type: 'string' }, help: { type: 'boolean' } },
