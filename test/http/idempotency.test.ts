@@ -59,6 +59,20 @@ test('a retried create with the same Idempotency-Key gets the same file and make
   assert.match(rows[1]?.detail ?? '', /answer of an earlier request with this Idempotency-Key given again; nothing changed/);
 });
 
+test('the answer commits with the configuration: when the change is announced, the answer for a retry is already kept', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const seen: string[] = [];
+  portal.portal.ctx.events.afterCommit(async (event) => {
+    if (event.type !== 'configuration.created') return;
+    const record = await portal.portal.ctx.db.selectFrom('idempotency_records').select(['state', 'status']).executeTakeFirst();
+    seen.push(`${record?.state}/${record?.status}`);
+  });
+  assert.equal((await portal.post('/create', alice, withKey('atomic'))).status, 200);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(seen, ['done/200'], 'kept in the transaction that stored the configuration, not after it');
+});
+
 test('50 concurrent creates with one Idempotency-Key make one configuration and all get its file', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
