@@ -177,7 +177,8 @@ export class IdempotentCalls {
   }
 
   #cipher(): AnswerCipher {
-    this.ctx.keys.createAnswerKey();
+    // Made on first use when generate-secrets did not make it (it is re-read at most once a second).
+    if (this.ctx.keys.answerKey() === null) this.ctx.keys.createAnswerKey();
     const key = this.ctx.keys.answerKey();
     if (key === null) throw new Error(`${this.ctx.keys.answerKeyPath} is not 64 hex characters`);
     return new AnswerCipher(key);

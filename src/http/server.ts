@@ -11,7 +11,7 @@ import { IdempotentCalls } from './idempotency.js';
 import { AdminKeyUse } from '../core/admin-keys.js';
 import { recordAdminCall } from '../core/audit.js';
 import { ConnectionsPerAddress } from './connections-per-address.js';
-import { handleError, sendError } from './error-reply.js';
+import { handleError, sendError, wasDatabaseOutage } from './error-reply.js';
 import { connectHandler } from './node-api/connect.js';
 import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
@@ -105,11 +105,12 @@ export function buildServer(ctx: PortalContext) {
    * of a known caller that failed, was answered from a kept answer, or had nothing to do. A
    * call that changed something was recorded in its own transaction already (events seam).
    * Recorded before the answer leaves; a database that cannot record it is logged, and the
-   * answer stands.
+   * answer stands. A call the database could not serve (503) is not recorded: the write would
+   * fail the same way after waiting as long again, and the call changed nothing.
    */
   async function recordUnchangedCall(request: FastifyRequest, status: number, payload: unknown): Promise<void> {
     const state = requests.get(request);
-    if (state === undefined || (state.events?.changesRecorded ?? 0) > 0) return;
+    if (state === undefined || (state.events?.changesRecorded ?? 0) > 0 || wasDatabaseOutage(request)) return;
     const refused = status === 401 || status === 403;
     if (!refused && !(request.method === 'POST' && state.caller.scope !== null)) return;
     const route = routeOf.get(request.routeOptions.url ?? '');
