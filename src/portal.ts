@@ -10,6 +10,7 @@ import { runConnectScript } from './listeners/connect-script.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
 import { recordMetrics } from './listeners/metrics.js';
+import { writeAuditLog } from './listeners/audit-log.js';
 import { databaseNotReady, PortalMetrics } from './http/metrics.js';
 import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
@@ -71,6 +72,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const openVpnKeys = new OpenVpnKeys(config.keyDir);
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
+  writeAuditLog(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   nodes.onStateChange((change) =>

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import {
   ADMIN_API_CALLS,
   ADMIN_API_PREFIX,
+  auditLogAnswer,
   connectedUsersAnswer,
   connectionListAnswer,
   connectionLogAnswer,
@@ -13,6 +14,9 @@ import {
   statsAnswer,
   userConfigurationListAnswer,
   usersAnswer,
+  IDEMPOTENCY_KEY_HEADER,
+  type AuditLogPage,
+  type AuditLogQuery,
   type ConnectionInfo,
   type CreateParams,
   type UserConfiguration,
@@ -21,7 +25,7 @@ import {
 export interface AdminApiClientOptions {
   /** The portal's `baseUrl`, e.g. `https://vpn.example.org/vpn-user-portal/`. */
   readonly baseUrl: string | URL;
-  /** The Admin API secret (or, later, an admin key). */
+  /** The Admin API secret or an admin key (`vpa_…`). */
   readonly key: string;
   /** Extra headers on every request (tests: `X-Forwarded-For`). */
   readonly headers?: Readonly<Record<string, string>>;
@@ -36,6 +40,12 @@ export interface CreatedConfiguration {
   readonly expiresAt: Date;
   /** Set for the Apple profile (`Content-Disposition: attachment; filename="…"`). */
   readonly fileName: string | null;
+}
+
+/** Options of the calls that change something. */
+export interface PostOptions {
+  /** Sent as `Idempotency-Key`: a retry with the same key and parameters gets the first answer again. */
+  readonly idempotencyKey?: string;
 }
 
 /** The portal answered with an error: its status and its `{"error": …}` message. */
@@ -86,8 +96,9 @@ export class AdminApiClient {
   }
 
   /** `accept`: the media types the caller takes, as an Accept header (default: the portal's choice). */
-  async create(params: CreateParams, accept?: string): Promise<CreatedConfiguration> {
-    const response = await this.#send('POST', ADMIN_API_CALLS.create.path, formOf(params), accept === undefined ? {} : { accept });
+  async create(params: CreateParams, accept?: string, options: PostOptions = {}): Promise<CreatedConfiguration> {
+    const headers = { ...(accept === undefined ? {} : { accept }), ...idempotencyHeader(options) };
+    const response = await this.#send('POST', ADMIN_API_CALLS.create.path, formOf(params), headers);
     const body = await this.#okText(response);
     const disposition = response.headers.get('content-disposition');
     return {
@@ -98,25 +109,30 @@ export class AdminApiClient {
     };
   }
 
-  destroy(userId: string): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.destroy.path, { user_id: userId });
+  destroy(userId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.destroy.path, { user_id: userId }, options);
   }
 
-  disableUser(userId: string): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.disableUser.path, { user_id: userId });
+  disableUser(userId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.disableUser.path, { user_id: userId }, options);
   }
 
-  enableUser(userId: string): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.enableUser.path, { user_id: userId });
+  enableUser(userId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.enableUser.path, { user_id: userId }, options);
   }
 
   /** The connection id is form-encoded here: a public key holds `+` and `/`. */
-  deleteConnection(userId: string, connectionId: string): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.deleteConnection.path, { user_id: userId, connection_id: connectionId });
+  deleteConnection(userId: string, connectionId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.deleteConnection.path, { user_id: userId, connection_id: connectionId }, options);
   }
 
-  deleteUserAuthorizations(userId: string): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.deleteUserAuthorizations.path, { user_id: userId });
+  deleteUserAuthorizations(userId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.deleteUserAuthorizations.path, { user_id: userId }, options);
+  }
+
+  /** One page of the audit log, newest first (needs scope admin); pass `next_cursor` as `cursor` for the next. */
+  auditLog(query: AuditLogQuery = {}): Promise<AuditLogPage> {
+    return this.#getJson(ADMIN_API_CALLS.auditLog.path, definedOnly(query), auditLogAnswer);
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */
@@ -138,8 +154,8 @@ export class AdminApiClient {
     return parsed.data;
   }
 
-  async #postNoContent(path: string, form: Record<string, string>): Promise<void> {
-    await this.#okText(await this.#send('POST', path, new URLSearchParams(form)));
+  async #postNoContent(path: string, form: Record<string, string>, options: PostOptions): Promise<void> {
+    await this.#okText(await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options)));
   }
 
   async #send(method: 'GET' | 'POST', path: string, body?: URLSearchParams, headers: Record<string, string> = {}): Promise<Response> {
@@ -177,8 +193,17 @@ export interface ConnectionLogQuery {
   readonly cursor?: string;
 }
 
+/** The query parameters that were given, as text. */
 function definedOnly(query: object): Record<string, string> {
-  return Object.fromEntries(Object.entries(query).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return Object.fromEntries(
+    Object.entries(query)
+      .filter((entry): entry is [string, string | number] => typeof entry[1] === 'string' || typeof entry[1] === 'number')
+      .map(([name, value]) => [name, String(value)]),
+  );
+}
+
+function idempotencyHeader(options: PostOptions): Record<string, string> {
+  return options.idempotencyKey === undefined ? {} : { [IDEMPOTENCY_KEY_HEADER]: options.idempotencyKey };
 }
 
 function formOf(params: CreateParams): URLSearchParams {

@@ -9,6 +9,7 @@ import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../protocol/admin-
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { formatTable } from './table.js';
+import { ADMIN_USAGE } from './usage.js';
 
 export const ADMIN_EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3 } as const;
 
@@ -20,30 +21,6 @@ const FORMATS = {
   apple: CONFIGURATION_MEDIA_TYPES.apple,
 } as const;
 type FormatName = keyof typeof FORMATS;
-
-export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url URL] [--key-file FILE] [--config FILE] [--json]
-  users                                   users with a configuration or an authorization
-  disabled-users                          users that are disabled
-  configurations USER                     a user's configurations
-  connections [--all]                     connected devices (--all: every active configuration)
-  connected-users [--all]                 users with a connected device, by profile
-  create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
-         [--expires-in DURATION] [--prefer-tcp] [-o FILE] [--qr]
-                                          a new configuration: to stdout, or to FILE (0600);
-                                          --qr prints a WireGuard file as a QR code for a phone
-  disable USER | enable USER | destroy USER
-  delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
-  delete-authorizations USER
-  history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
-          [--limit N] [--cursor CURSOR]
-                                          the connection history, newest first (an extension)
-  stats [--profile ID] [--since DAY] [--until DAY]
-                                          daily usage per profile (an extension)
-The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
-(--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
-DATA/keys/admin-api.key of that configuration.
-Exit codes: 0 done, 1 the portal refused (its message on stderr), 2 usage or configuration
-mistake, 3 the portal could not be reached.`;
 
 interface Output {
   readonly print: (text: string) => void;
@@ -74,6 +51,7 @@ interface AdminFlags {
   readonly cursor: string | undefined;
   readonly open: boolean;
   readonly closed: boolean;
+  readonly keyName: string | undefined;
 }
 
 interface AdminCommand {
@@ -86,7 +64,7 @@ interface AdminCommand {
 
 /**
  * Every `vpn-portal admin` command: the eleven calls of the specification, then this portal's
- * extensions (connection history, statistics), one entry each.
+ * extensions (connection history, statistics, audit log), one entry each.
  */
 const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   users: {
@@ -242,6 +220,45 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       );
     },
   },
+  audit: {
+    args: [],
+    flags: ['user', 'keyName', 'since', 'until', 'limit', 'cursor'],
+    run: async ({ client, flags, json, out }) => {
+      if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit)) throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
+      const page = await client.auditLog({
+        ...(flags.user === undefined ? {} : { user_id: flags.user }),
+        ...(flags.keyName === undefined ? {} : { key: flags.keyName }),
+        ...(flags.since === undefined ? {} : { since: flags.since }),
+        ...(flags.until === undefined ? {} : { until: flags.until }),
+        ...(flags.limit === undefined ? {} : { limit: Number(flags.limit) }),
+        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['AT', 'KEY', 'FROM', 'CALL', 'STATUS', 'USER', 'CONNECTIONS', 'PARAMETERS', 'DETAIL'],
+          page.audit_log.map((entry) => [
+            entry.at,
+            entry.key_name ?? '(no valid key)',
+            entry.source_address,
+            entry.call,
+            String(entry.status),
+            entry.user_id ?? '',
+            entry.connection_ids.join(','),
+            Object.entries(entry.parameters)
+              .filter(([name]) => name !== 'user_id')
+              .map(([name, value]) => `${name}=${JSON.stringify(value)}`)
+              .join(' '),
+            entry.detail ?? '',
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
 };
 
 function userCommand(done: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
@@ -316,6 +333,7 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   cursor: '--cursor',
   open: '--open',
   closed: '--closed',
+  keyName: '--key-name',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -347,6 +365,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         cursor: { type: 'string' },
         open: { type: 'boolean' },
         closed: { type: 'boolean' },
+        'key-name': { type: 'string' },
       },
     });
     json = values.json === true;
@@ -376,6 +395,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       cursor: values.cursor,
       open: values.open === true,
       closed: values.closed === true,
+      keyName: values['key-name'],
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

@@ -8,11 +8,7 @@ import { DatabaseLocationError, describeDatabase, parseDatabaseLocation } from '
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { CopyRefused, copyDatabase } from '../storage/copy.js';
 import { connectDatabase, migrateToLatest, migrationStatus, openDatabase, type Db } from '../storage/database.js';
-
-export const DB_USAGE = `  vpn-portal db migrate [--config FILE]                    apply pending database migrations
-  vpn-portal db status [--config FILE]                     list the migrations, applied or pending
-  vpn-portal db copy --from DATABASE --to DATABASE         copy every table into an empty database
-                                                           (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
+import { DB_USAGE } from './usage.js';
 
 /** Runs a `db` subcommand; returns the exit code. */
 export async function runDbCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {

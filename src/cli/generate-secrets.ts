@@ -1,6 +1,7 @@
 // `vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]`: creates the keys
 // that are missing — a WireGuard key pair and a node secret for every configured node, the
-// OpenVPN CA (Ed25519, valid for `caExpiry`), and with --admin-api the Admin API secret —
+// OpenVPN CA (Ed25519, valid for `caExpiry`), and with --admin-api the Admin API secret, the
+// pepper of admin keys' hashes and the key that encrypts answers kept for retries —
 // and never overwrites one that exists.
 import { ConfigError } from '../config/load.js';
 import type { PortalConfig } from '../config/portal-config.js';
@@ -35,7 +36,11 @@ export async function generateSecrets(config: PortalConfig, options: GenerateSec
     report(`node ${node.nodeNumber} secret`, keys.createNodeKey(node.nodeNumber));
     report(`node ${node.nodeNumber} WireGuard private key`, keys.createWireGuardKey(node.nodeNumber));
   }
-  if (options.adminApi) report('admin API secret', keys.createAdminApiKey());
+  if (options.adminApi) {
+    report('admin API secret', keys.createAdminApiKey());
+    report('admin key pepper', keys.createAdminKeyPepper());
+    report('retry answer key', keys.createAnswerKey());
+  }
   // As the reference: the CA is made even for WireGuard-only portals, since it also caps every
   // configuration's expiry, and adding an OpenVPN profile later then needs no extra step.
   const now = new Date();

@@ -1,38 +1,14 @@
 #!/usr/bin/env -S node --max-old-space-size=192
 // The heap is capped (run `node --max-old-space-size=N dist/cli/main.js` for another cap): large
 // listings make short-lived strings, and an uncapped heap on a big machine lets them pile up as RSS.
-// `vpn-portal`: serve the portal, create its secrets, run a node agent, or call the Admin API.
+// `vpn-portal`: serve the portal, create its secrets and admin keys, run a node agent, or call the Admin API.
 // Each command's module is loaded only when it runs, so `node` and `admin` never load the
 // database drivers (a node host installs without them).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { readAgentVersion } from '../agent/version.js';
 import { describeStartFailure } from './start-failure.js';
-import { ADMIN_USAGE } from './admin.js';
-
-const SERVE_USAGE = `usage: vpn-portal serve [--config FILE]
-  serves the portal (Admin API, Node API, metrics); without --config the embedded default configuration`;
-const SECRETS_USAGE = `usage: vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
-  creates missing keys in DATA/keys (never overwrites one); --node N: only the secret of node N`;
-const NODE_USAGE = `usage: vpn-portal node --config FILE
-  runs a VPN node agent (WireGuard, OpenVPN, ProxyGuard) until SIGTERM or SIGINT`;
-const NODE_RESET_USAGE = `usage: vpn-portal node-reset N [--config FILE]
-  lets the portal empty node N although this database never held a configuration for it`;
-const DB_USAGE = `usage: vpn-portal db migrate|status [--config FILE]
-       vpn-portal db copy --from DATABASE --to DATABASE
-  migrate: apply pending database migrations; status: list them, applied or pending;
-  copy: copy every table into an empty database (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
-
-const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAND --help for one command)
-  serve [--config FILE]                              serve the portal
-  generate-secrets [--admin-api] [--node N] [--config FILE]
-                                                     create missing keys (never overwrites)
-  node --config FILE                                 run a VPN node agent
-  node-reset N [--config FILE]                       let the portal empty node N
-  db migrate|status [--config FILE]                  database migrations
-  db copy --from DATABASE --to DATABASE              copy every table into an empty database
-  admin COMMAND …                                    call the Admin API (vpn-portal admin --help)
-  --version                                          print the version`;
+import { ADMIN_KEY_USAGE, ADMIN_USAGE, DB_USAGE, NODE_RESET_USAGE, NODE_USAGE, SECRETS_USAGE, SERVE_USAGE, USAGE } from './usage.js';
 
 const COMMAND_USAGE: Readonly<Record<string, string>> = {
   serve: SERVE_USAGE,
@@ -40,6 +16,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   node: NODE_USAGE,
   'node-reset': NODE_RESET_USAGE,
   db: DB_USAGE,
+  'admin-key': ADMIN_KEY_USAGE,
   admin: ADMIN_USAGE,
 };
 
@@ -78,10 +55,11 @@ async function main(argv: string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  if (command === 'db') {
-    const { runDbCommand } = await import('./db.js');
+  // `db` and `admin-key` have subcommands and options of their own.
+  if (command === 'db' || command === 'admin-key') {
+    const run = command === 'db' ? (await import('./db.js')).runDbCommand : (await import('./admin-key.js')).runAdminKeyCommand;
     try {
-      return await runDbCommand(
+      return await run(
         rest,
         (line) => console.log(line),
         (line) => console.error(line),

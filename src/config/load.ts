@@ -93,6 +93,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
           },
     connectionLogLines: { enabled: raw.Log.syslogConnectionEvents, originatingIp: raw.Log.originatingIp },
     logLevel: raw.logLevel,
+    auditLogRetention: mustParseDuration(raw.auditLogRetention),
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
     caExpiry: mustParseDuration(raw.caExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],

@@ -120,6 +120,8 @@ export interface PortalConfig {
   /** The reference's syslog connection lines (`Log.syslogConnectionEvents`), with or without the client's address. */
   readonly connectionLogLines: { readonly enabled: boolean; readonly originatingIp: boolean };
   readonly logLevel: string;
+  /** `auditLogRetention`: audit log entries older than this are pruned. */
+  readonly auditLogRetention: IsoDuration;
   readonly sessionExpiry: IsoDuration;
   /** Lifetime of a new OpenVPN CA (generate-secrets). */
   readonly caExpiry: IsoDuration;

@@ -3,10 +3,12 @@
 // the last row of a page (its start and id), so pages stay stable while new sessions arrive.
 import type { ConnectionLogEntry } from '../protocol/admin-api.js';
 import { connectionLogPage, type ConnectionLogFilter } from '../storage/connection-log.js';
+import { profileLimit } from './admin-call.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
+import { assertProfileAllowed } from './profile-reach.js';
 
-export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after'> {
+export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after' | 'profiles'> {
   readonly cursor?: string;
 }
 
@@ -15,10 +17,18 @@ export interface HistoryPage {
   readonly nextCursor: string | null;
 }
 
+/** A key limited to some profiles sees the history of those profiles only. */
 export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQuery): Promise<HistoryPage> {
+  if (query.profileId !== undefined) assertProfileAllowed(ctx, query.profileId);
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const limit = profileLimit(ctx.call);
   // One more row than asked tells whether there is a next page.
-  const rows = await connectionLogPage(ctx.db, { ...query, ...(after === undefined ? {} : { after }), limit: query.limit + 1 });
+  const rows = await connectionLogPage(ctx.db, {
+    ...query,
+    ...(after === undefined ? {} : { after }),
+    ...(limit === null ? {} : { profiles: [...limit] }),
+    limit: query.limit + 1,
+  });
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {

@@ -7,6 +7,7 @@ import type { Db } from '../storage/database.js';
 import type { PortalEvents } from './events.js';
 import type { NodeFleet } from '../node-client/fleet.js';
 import type { Clock } from '../shared/time.js';
+import type { AdminCall } from './admin-call.js';
 
 export interface PortalContext {
   readonly config: PortalConfig;
@@ -21,4 +22,9 @@ export interface PortalContext {
   readonly logger: Logger;
   /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */
   readonly random: () => number;
+  /**
+   * The Admin API call this context serves, when it serves one (then `events` is bound to it):
+   * who asks, and which profiles the key may touch (src/core/admin-call.ts).
+   */
+  readonly call?: AdminCall;
 }

@@ -8,22 +8,16 @@ import { PortalError } from './errors.js';
 import { configurationExpiry } from './expiry.js';
 import { issueOpenVpn } from './issue-openvpn.js';
 import { issueWireGuard } from './issue-wireguard.js';
-import type { CreateConfigurationRequest, Issue } from './issuing.js';
+import type { CreateConfigurationRequest, Issue, IssuedConfiguration } from './issuing.js';
 import { offeredFormats } from './offered-formats.js';
-import { chooseFormats, describeNoCommonFormat, MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
+import { assertProfileAllowed } from './profile-reach.js';
+import { chooseFormats, describeNoCommonFormat, MIME_TYPES } from './protocol-selection.js';
 
-export type { CreateConfigurationRequest } from './issuing.js';
-
-export interface IssuedConfiguration {
-  readonly format: ConfigFormat;
-  readonly contentType: string;
-  readonly body: string;
-  /** Set when the file is meant to be saved under this name (the Apple profile). */
-  readonly downloadFileName: string | null;
-  readonly expiresAt: Date;
-}
+export type { CreateConfigurationRequest, IssuedConfiguration } from './issuing.js';
 
 export async function createConfiguration(ctx: PortalContext, request: CreateConfigurationRequest): Promise<IssuedConfiguration> {
+  // Before the profile is looked up: a key limited to some profiles learns nothing about others.
+  assertProfileAllowed(ctx, request.profileId);
   const profile = ctx.config.profiles.find((candidate) => candidate.profileId === request.profileId);
   if (profile === undefined) throw new PortalError('no-such-profile', 'no such "profile_id"');
 

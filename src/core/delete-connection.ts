@@ -7,6 +7,7 @@ import { deletePeer, findPeerOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
 import { existingUser } from './existing-user.js';
+import { assertProfileAllowed } from './profile-reach.js';
 import type { ConnectionId, UserId } from '../shared/ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
@@ -17,6 +18,7 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
   const deleted = await ctx.events.change(ctx.db, async (trx, announce) => {
     const peer = await findPeerOfUser(trx, userId, connectionId);
     if (peer === undefined) return undefined;
+    assertProfileAllowed(ctx, peer.profileId);
     // Another portal instance may have deleted it since: then the address is not ours to give
     // back, but the peer must still leave the node.
     if (await deletePeer(trx, peer.publicKey)) {
@@ -31,6 +33,7 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
     return;
   }
   const certificate = await findCertificateOfUser(ctx.db, userId, connectionId);
+  if (certificate !== undefined) assertProfileAllowed(ctx, certificate.profileId);
   const certificateDeleted =
     certificate !== undefined &&
     (await ctx.events.change(ctx.db, async (trx, announce) => {

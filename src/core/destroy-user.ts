@@ -8,6 +8,7 @@ import { deletePeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration, type PortalEvent } from './events.js';
 import { existingUser } from './existing-user.js';
+import { assertUserWithinReach } from './profile-reach.js';
 import type { UserId } from '../shared/ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
@@ -20,6 +21,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<v
     // adding a configuration now, and the addresses given back are exactly those of the
     // configurations this transaction deleted (not those another instance deleted first).
     await lockUser(trx, userId);
+    await assertUserWithinReach(ctx, trx, userId);
     const peers = await deletePeersOfUser(trx, userId);
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const certificates = await deleteCertificatesOfUser(trx, userId);

@@ -8,6 +8,7 @@ import { setUserDisabled } from '../storage/users.js';
 import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
+import { assertUserWithinReach } from './profile-reach.js';
 import type { UserId } from '../shared/ids.js';
 import { removalsOf, removePeersFromNodes } from './node-peers.js';
 import { disconnectOpenVpnClients } from './openvpn-clients.js';
@@ -19,6 +20,7 @@ export async function disableUser(ctx: PortalContext, userId: UserId): Promise<v
     // the create), so the peers read below are all there are, and their new revisions are
     // newer than any instruction sent for them before.
     await setUserDisabled(trx, userId, true);
+    await assertUserWithinReach(ctx, trx, userId);
     await deleteAuthorizationsOfUser(trx, userId);
     await announce({ type: 'user.disabled', at: ctx.clock.now(), userId });
     return { peers: await stampPeersOfUser(trx, userId), certificates: await certificatesOfUser(trx, userId) };

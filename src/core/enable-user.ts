@@ -4,6 +4,7 @@ import { setUserDisabled } from '../storage/users.js';
 import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
+import { assertUserWithinReach } from './profile-reach.js';
 import type { UserId } from '../shared/ids.js';
 import { addPeersToNodes } from './node-peers.js';
 import { formatAtom } from '../shared/time.js';
@@ -13,6 +14,7 @@ export async function enableUser(ctx: PortalContext, userId: UserId): Promise<vo
   const now = formatAtom(ctx.clock.now());
   const peers = await ctx.events.change(ctx.db, async (trx, announce) => {
     await setUserDisabled(trx, userId, false);
+    await assertUserWithinReach(ctx, trx, userId);
     await announce({ type: 'user.enabled', at: ctx.clock.now(), userId });
     return (await stampPeersOfUser(trx, userId)).filter((peer) => peer.expiresAt > now);
   });

@@ -9,7 +9,9 @@ export type PortalErrorCode =
   | 'invalid-parameter'
   | 'no-common-protocol'
   | 'addresses-exhausted'
-  | 'unavailable';
+  | 'unavailable'
+  /** The admin key may not touch this profile or user (403). */
+  | 'not-allowed';
 
 export class PortalError extends Error {
   override readonly name = 'PortalError';

@@ -10,6 +10,15 @@
 // writes commits or rolls back with the change, so a recorded change really happened and a
 // change that happened is recorded. One that tells the outside world (`afterCommit`) hears only
 // of changes that are durable; its failures are logged and never fail the call.
+//
+// Who made a change: the HTTP layer binds the seam to the Admin API call it serves
+// (`forCall`, src/core/admin-call.ts) and puts that view into the use case's context. Every
+// change made through the view that announced something ends, still inside its transaction,
+// with one `admin.call` event: the call, its key, its source address, its parameters and the
+// configurations the change touched. The audit log is an in-transaction listener of that
+// event, so a recorded change really happened and a change that happened is recorded, and no
+// use case writes audit rows or even knows about them. Calls that changed nothing (refused,
+// failed, or nothing to do) are announced by the HTTP layer after the answer is known.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { Transaction } from 'kysely';
@@ -17,6 +26,7 @@ import type { Db, Executor } from '../storage/database.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
+import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
   readonly at: Date;
@@ -42,6 +52,18 @@ export interface SessionDetails {
 
 export type PortalEvent =
   | (EventBase & { readonly type: 'user.disabled' | 'user.enabled' | 'user.destroyed'; readonly userId: UserId })
+  | (EventBase & { readonly type: 'authorizations.deleted'; readonly userId: UserId; readonly count: number })
+  /** An Admin API call: recorded with its change, or on its own when it was refused, failed or changed nothing. */
+  | (EventBase & {
+      readonly type: 'admin.call';
+      readonly call: AdminCall;
+      /** The HTTP status of the answer. */
+      readonly status: number;
+      /** Why it was refused or failed; null when it succeeded. */
+      readonly detail: string | null;
+      /** The configurations the call created or deleted. */
+      readonly connectionIds: readonly string[];
+    })
   | (EventBase & { readonly type: 'configuration.created'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
   | (EventBase & { readonly type: 'configuration.deleted' | 'configuration.expired'; readonly configuration: ConfigurationRef })
   | (EventBase & {
@@ -88,29 +110,57 @@ export type TransactionListener = (event: PortalEvent, db: Executor) => Promise<
 export type CommitListener = (event: PortalEvent) => void | Promise<void>;
 export type ApprovalListener = (event: PortalEvent) => Promise<void>;
 
-export class PortalEvents {
-  readonly #approval: ApprovalListener[] = [];
-  readonly #inTransaction: TransactionListener[] = [];
-  readonly #afterCommit: CommitListener[] = [];
-  readonly #logger: Logger;
+interface SharedListeners {
+  readonly approval: ApprovalListener[];
+  readonly inTransaction: TransactionListener[];
+  readonly afterCommit: CommitListener[];
+}
 
-  constructor(logger: Logger) {
+export class PortalEvents {
+  readonly #listeners: SharedListeners;
+  readonly #logger: Logger;
+  /** The Admin API call this view records changes for (forCall); null on the portal's own seam. */
+  readonly #call: AdminCall | null;
+  #changesRecorded = 0;
+
+  constructor(logger: Logger, bound?: { readonly listeners: SharedListeners; readonly call: AdminCall | null }) {
     this.#logger = logger;
+    this.#listeners = bound?.listeners ?? { approval: [], inTransaction: [], afterCommit: [] };
+    this.#call = bound?.call ?? null;
+  }
+
+  /** The same seam (same listeners), with every change recorded as made by `call`. */
+  forCall(call: AdminCall): PortalEvents {
+    return new PortalEvents(this.#logger, { listeners: this.#listeners, call });
+  }
+
+  /**
+   * The portal's own seam (same listeners, no call): for what follows from a change already
+   * recorded with its call, such as the sessions its removals ended, which must not be recorded
+   * as a second call.
+   */
+  unbound(): PortalEvents {
+    return this.#call === null ? this : new PortalEvents(this.#logger, { listeners: this.#listeners, call: null });
+  }
+
+  /** How many changes committed through this view with an `admin.call` event (0 on the portal's own seam). */
+  get changesRecorded(): number {
+    return this.#changesRecorded;
   }
 
   /** A listener asked before the change is written; it refuses by throwing ListenerRefusal. */
   approval(listener: ApprovalListener): void {
-    this.#approval.push(listener);
+    this.#listeners.approval.push(listener);
   }
 
   /** A listener that writes in the change's own transaction (or on the database, for changes without one). */
   inTransaction(listener: TransactionListener): void {
-    this.#inTransaction.push(listener);
+    this.#listeners.inTransaction.push(listener);
   }
 
   /** A listener told once the change is durable. */
   afterCommit(listener: CommitListener): void {
-    this.#afterCommit.push(listener);
+    this.#listeners.afterCommit.push(listener);
   }
 
   /**
@@ -118,22 +168,39 @@ export class PortalEvents {
    * the in-transaction listeners run now, and a failure fails the change.
    */
   async record(db: Executor, ...events: readonly PortalEvent[]): Promise<void> {
-    for (const event of events) for (const listener of this.#approval) await listener(event);
-    for (const event of events) for (const listener of this.#inTransaction) await listener(event, db);
+    for (const event of events) for (const listener of this.#listeners.approval) await listener(event);
+    for (const event of events) for (const listener of this.#listeners.inTransaction) await listener(event, db);
   }
 
   /**
    * Runs a change in one transaction; the events it announces are recorded in that transaction
-   * and published once it committed (never when it rolled back).
+   * and published once it committed (never when it rolled back). On a view bound to an Admin
+   * API call, a change that announced something ends with the call's `admin.call` event.
    */
   async change<T>(db: Db, work: (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>): Promise<T> {
     const announced: PortalEvent[] = [];
-    const result = await db.transaction().execute((trx) =>
-      work(trx, async (...events) => {
+    const call = this.#call;
+    const result = await db.transaction().execute(async (trx) => {
+      const value = await work(trx, async (...events) => {
         await this.record(trx, ...events);
         announced.push(...events);
-      }),
-    );
+      });
+      const last = announced[announced.length - 1];
+      if (call !== null && last !== undefined && !announced.some((event) => event.type === 'admin.call')) {
+        const event: PortalEvent = {
+          type: 'admin.call',
+          at: last.at,
+          call,
+          status: call.successStatus,
+          detail: null,
+          connectionIds: connectionIdsOf(announced),
+        };
+        await this.record(trx, event);
+        announced.push(event);
+      }
+      return value;
+    });
+    if (announced.some((event) => event.type === 'admin.call')) this.#changesRecorded++;
     this.publish(...announced);
     return result;
   }
@@ -141,13 +208,24 @@ export class PortalEvents {
   /** Called by a use case once the change committed (events without a transaction come only here). */
   publish(...events: readonly PortalEvent[]): void {
     for (const event of events) {
-      for (const listener of this.#afterCommit) {
+      for (const listener of this.#listeners.afterCommit) {
         void Promise.resolve()
           .then(() => listener(event))
           .catch((error: unknown) => this.#logger.error({ err: error, event: event.type }, 'an event listener failed'));
       }
     }
   }
+}
+
+/** The configurations a change created, deleted or expired, each once, in the order announced. */
+function connectionIdsOf(events: readonly PortalEvent[]): string[] {
+  const ids = new Set<string>();
+  for (const event of events) {
+    if (event.type === 'configuration.created' || event.type === 'configuration.deleted' || event.type === 'configuration.expired') {
+      ids.add(event.configuration.connectionId);
+    }
+  }
+  return [...ids];
 }
 
 export function wireGuardConfiguration(peer: WireGuardPeer): ConfigurationRef {

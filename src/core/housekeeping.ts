@@ -1,13 +1,19 @@
 // The reference's daily housekeeping (§11.3), run by the first full reconcile pass of each UTC
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
 // last run becomes a row of daily statistics per profile; live statistics older than a week,
-// closed connection history older than `connectionLogRetention` and authorizations that expired
-// before today are deleted. Expired configurations need no daily run: they are swept the moment
-// they expire. The day of the last run is kept in the database, so a restart does not repeat it.
+// closed connection history older than `connectionLogRetention`, audit entries older than
+// `auditLogRetention` and authorizations that expired before today are deleted. Expired
+// configurations need no daily run: they are swept the moment they expire. The day of the last
+// run is kept in the database, so a restart does not repeat it.
+//
+// Answers kept for retries (Idempotency-Key) hold private keys: they are deleted by every full
+// pass once their 24 hours are over, not once a day.
 import { subtractDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
+import { pruneAuditLog } from '../storage/audit-log.js';
 import { deleteExpiredAuthorizations } from '../storage/authorizations.js';
 import { pruneConnectionLog } from '../storage/connection-log.js';
+import { pruneIdempotencyRecords } from '../storage/idempotency.js';
 import { readState, writeState } from '../storage/portal-state.js';
 import { pruneLiveStats } from '../storage/statistics.js';
 import type { PortalContext } from './context.js';
@@ -26,6 +32,13 @@ export interface HousekeepingResult {
   readonly connectionLogDeleted: number;
   readonly liveStatsDeleted: number;
   readonly expiredOauthGrantsDeleted: number;
+  readonly auditEntriesDeleted: number;
+}
+
+/** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
+export async function runHousekeeping(ctx: PortalContext): Promise<{ readonly keptAnswersDeleted: number; readonly daily: HousekeepingResult | null }> {
+  const keptAnswersDeleted = await pruneIdempotencyRecords(ctx.db, formatAtom(ctx.clock.now()));
+  return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx) };
 }
 
 /** Runs housekeeping unless it already ran today (UTC, by the portal's clock). */
@@ -48,8 +61,9 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const liveStatsDeleted = await pruneLiveStats(ctx.db, `${dayBefore(today, LIVE_STATS_DAYS)}T00:00:00+00:00`);
   const connectionLogDeleted = await pruneConnectionLog(ctx.db, formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)));
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
+  const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
   await writeState(ctx.db, LAST_RUN_KEY, today);
-  const result = { day: today, aggregatedDays, connectionLogDeleted, liveStatsDeleted, expiredOauthGrantsDeleted };
+  const result = { day: today, aggregatedDays, connectionLogDeleted, liveStatsDeleted, expiredOauthGrantsDeleted, auditEntriesDeleted };
   ctx.logger.info(result, 'housekeeping done');
   return result;
 }

@@ -8,7 +8,7 @@ import type { ConfigurationFile } from './configuration-file.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import { openVpnConfiguration } from './events.js';
-import { storeConfiguration, type Issue } from './issuing.js';
+import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { asConnectionId, type ConnectionId } from '../shared/ids.js';
 import { nodeOrder } from './node-order.js';
 import { formatAtom } from '../shared/time.js';
@@ -24,6 +24,17 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
   // The Common Name is the configuration's connection_id: Base64 of 32 random bytes (reference §8.2).
   const commonName: ConnectionId = asConnectionId(randomBytes(32).toString('base64'));
   const credentials = await ca.issueClient({ commonName, profileId: profile.profileId, now, notAfter: expiresAt });
+  const body = renderOpenVpnClientConfig(
+    { hostName: node.hostName, ...profile.openVpn },
+    {
+      caCertificatePem: ca.certificatePem,
+      certificatePem: credentials.certificatePem,
+      privateKeyPem: credentials.privateKeyPem,
+      tlsCryptKey: ctx.openVpnKeys.tlsCryptKey(profile.profileId),
+    },
+    { preferTcp: request.preferTcp, random: ctx.random },
+  );
+  const file: ConfigurationFile = { body, downloadFileName: null };
   await storeConfiguration(ctx, issue, async (trx) => {
     const certificate: OpenVpnCertificate = {
       commonName,
@@ -36,17 +47,8 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
       authKey: null,
     };
     await insertCertificate(trx, certificate);
+    await keepAnswer(trx, issue, 'openvpn', file);
     return { stored: certificate, configuration: openVpnConfiguration(certificate) };
   });
-  const body = renderOpenVpnClientConfig(
-    { hostName: node.hostName, ...profile.openVpn },
-    {
-      caCertificatePem: ca.certificatePem,
-      certificatePem: credentials.certificatePem,
-      privateKeyPem: credentials.privateKeyPem,
-      tlsCryptKey: ctx.openVpnKeys.tlsCryptKey(profile.profileId),
-    },
-    { preferTcp: request.preferTcp, random: ctx.random },
-  );
-  return { body, downloadFileName: null };
+  return file;
 }

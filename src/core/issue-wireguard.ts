@@ -7,7 +7,7 @@ import { generateWireGuardKeyPair, type WireGuardKeyPair } from '../wireguard/ke
 import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
 import type { PortalContext } from './context.js';
 import { wireGuardConfiguration } from './events.js';
-import { storeConfiguration, type Issue } from './issuing.js';
+import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
 import { addPeersToNodes } from './node-peers.js';
 import { formatAtom } from '../shared/time.js';
@@ -26,43 +26,54 @@ export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: W
       ctx.logger.warn({ nodeNumber: node.nodeNumber }, `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`);
       continue;
     }
-    const peer = await storePeer(ctx, issue, node, keyPair);
-    if (peer === null) continue;
-    await addPeersToNodes(ctx, [peer], 'create');
-    return renderWireGuardFile(
-      format,
-      {
-        portalBaseUrl: ctx.config.baseUrl,
-        proxy: ctx.config.wireGuard.proxy,
-        profileId: profile.profileId,
-        profileDisplayName: profile.displayName,
-        wireGuard: {
-          hostName: node.hostName,
-          listenPort: ctx.config.wireGuard.listenPort,
-          mtu: ctx.config.wireGuard.mtu,
-          serverPublicKey,
-          rangeFour: node.wireGuard.rangeFour,
-          rangeSix: node.wireGuard.rangeSix,
-          defaultGateway: profile.defaultGateway,
-          dnsServerList: [...profile.dnsServerList],
-          dnsSearchDomainList: [...profile.dnsSearchDomainList],
-          routeList: [...profile.routeList],
-          excludeRouteList: [...profile.excludeRouteList],
-          keepAlive: profile.wireGuard?.keepAlive ?? false,
+    const wireGuard = node.wireGuard;
+    // Rendered inside the storing transaction (it needs the addresses), where the answer is kept for retries.
+    const render = (peer: WireGuardPeer): ConfigurationFile =>
+      renderWireGuardFile(
+        format,
+        {
+          portalBaseUrl: ctx.config.baseUrl,
+          proxy: ctx.config.wireGuard.proxy,
+          profileId: profile.profileId,
+          profileDisplayName: profile.displayName,
+          wireGuard: {
+            hostName: node.hostName,
+            listenPort: ctx.config.wireGuard.listenPort,
+            mtu: ctx.config.wireGuard.mtu,
+            serverPublicKey,
+            rangeFour: wireGuard.rangeFour,
+            rangeSix: wireGuard.rangeSix,
+            defaultGateway: profile.defaultGateway,
+            dnsServerList: [...profile.dnsServerList],
+            dnsSearchDomainList: [...profile.dnsSearchDomainList],
+            routeList: [...profile.routeList],
+            excludeRouteList: [...profile.excludeRouteList],
+            keepAlive: profile.wireGuard?.keepAlive ?? false,
+          },
         },
-      },
-      {
-        publicKey: keyPair.publicKey,
-        displayName: request.displayName,
-        wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
-      },
-    );
+        {
+          publicKey: keyPair.publicKey,
+          displayName: request.displayName,
+          wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
+        },
+      );
+    const stored = await storePeer(ctx, issue, node, keyPair, format, render);
+    if (stored === null) continue;
+    await addPeersToNodes(ctx, [stored.peer], 'create');
+    return stored.file;
   }
   return null;
 }
 
 /** Writes the user (when new) and the peer in one transaction; null when the node's pool is full. */
-async function storePeer(ctx: PortalContext, issue: Issue, node: ProfileNode, keyPair: WireGuardKeyPair): Promise<WireGuardPeer | null> {
+async function storePeer(
+  ctx: PortalContext,
+  issue: Issue,
+  node: ProfileNode,
+  keyPair: WireGuardKeyPair,
+  format: WireGuardFileFormat,
+  render: (peer: WireGuardPeer) => ConfigurationFile,
+): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
       const addresses = await allocateAddresses(trx, issue.profile.profileId, node);
@@ -80,7 +91,9 @@ async function storePeer(ctx: PortalContext, issue: Issue, node: ProfileNode, ke
         expiresAt: formatAtom(issue.expiresAt),
         authKey: null,
       });
-      return { stored: peer, configuration: wireGuardConfiguration(peer) };
+      const file = render(peer);
+      await keepAnswer(trx, issue, format, file);
+      return { stored: { peer, file }, configuration: wireGuardConfiguration(peer) };
     });
   } catch (error) {
     if (error instanceof PoolFull) return null;

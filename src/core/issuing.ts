@@ -11,6 +11,18 @@ import { PortalError } from './errors.js';
 import type { ConfigurationRef } from './events.js';
 import type { ProfileId, UserId } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
+import type { ConfigurationFile } from './configuration-file.js';
+import { MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
+
+/** What `create` answers: the file and what the headers say about it. */
+export interface IssuedConfiguration {
+  readonly format: ConfigFormat;
+  readonly contentType: string;
+  readonly body: string;
+  /** Set when the file is meant to be saved under this name (the Apple profile). */
+  readonly downloadFileName: string | null;
+  readonly expiresAt: Date;
+}
 
 export interface CreateConfigurationRequest {
   readonly userId: UserId;
@@ -19,6 +31,12 @@ export interface CreateConfigurationRequest {
   readonly preferTcp: boolean;
   readonly expiresIn: string | undefined;
   readonly accept: string | undefined;
+  /**
+   * Called inside the transaction that stores the configuration, with the answer `create` is
+   * about to give: a request sent with an Idempotency-Key keeps its answer with the change, so
+   * a configuration is never stored without the answer a retry will get (nor the other way round).
+   */
+  readonly keepAnswer?: (trx: Transaction<Database>, answer: IssuedConfiguration) => Promise<void>;
 }
 
 /** One configuration being issued: the request, its profile and its times. */
@@ -27,6 +45,18 @@ export interface Issue {
   readonly profile: Profile;
   readonly now: Date;
   readonly expiresAt: Date;
+}
+
+/** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */
+export async function keepAnswer(trx: Transaction<Database>, issue: Issue, format: ConfigFormat, file: ConfigurationFile): Promise<void> {
+  if (issue.request.keepAnswer === undefined) return;
+  await issue.request.keepAnswer(trx, {
+    format,
+    contentType: MIME_TYPES[format],
+    body: file.body,
+    downloadFileName: file.downloadFileName,
+    expiresAt: issue.expiresAt,
+  });
 }
 
 /** Attempts at a write that lost a race (another portal instance, a busy database). */

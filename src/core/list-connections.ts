@@ -11,6 +11,7 @@ import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { activeCertificates } from '../storage/certificates.js';
 import { activeConnectionsJson, activePeers, activeUserIdsJson, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
+import { visibleProfiles } from './profile-reach.js';
 import { isOnline } from '../shared/online.js';
 import { formatAtom } from '../shared/time.js';
 
@@ -54,9 +55,10 @@ export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, 
   return `{${JSON.stringify(key)}:{${members.join(',')}}}`;
 }
 
+/** Every profile the call may see (a key limited to some profiles sees only those). */
 async function perProfile(ctx: PortalContext, list: (profileId: ProfileId) => Promise<string>): Promise<Map<ProfileId, JsonArrayText>> {
   const result = new Map<ProfileId, JsonArrayText>();
-  for (const profile of ctx.config.profiles) result.set(profile.profileId, (await list(profile.profileId)) as JsonArrayText);
+  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) result.set(profile.profileId, (await list(profile.profileId)) as JsonArrayText);
   return result;
 }
 

@@ -14,7 +14,7 @@ import { earliestPeerExpiry } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { ReconcileReason } from '../node-client/fleet.js';
-import { runHousekeepingIfDue } from './housekeeping.js';
+import { runHousekeeping } from './housekeeping.js';
 import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reconcile.js';
 
 /** The sweep never runs more often than this, whatever the clock says. */
@@ -58,7 +58,7 @@ export class ReconcileScheduler {
     return this.enqueue(async () => {
       const result = await runExclusively(this.ctx.db, 'reconcile', async () => {
         await reconcileAll(this.ctx);
-        await runHousekeepingIfDue(this.ctx);
+        await runHousekeeping(this.ctx);
       });
       if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
     });

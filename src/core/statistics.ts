@@ -6,6 +6,7 @@ import { openSessionCounts } from '../storage/connection-log.js';
 import { dailyStats, insertLiveStats, maxLiveConnections, saveDailyStats, uniqueUsersBetween, type DailyStats } from '../storage/statistics.js';
 import { formatAtom } from '../shared/time.js';
 import type { PortalContext } from './context.js';
+import { assertProfileAllowed, visibleProfiles } from './profile-reach.js';
 
 export async function recordLiveStats(ctx: PortalContext): Promise<void> {
   const counts = await openSessionCounts(ctx.db);
@@ -44,9 +45,11 @@ export async function dailySeries(
   ctx: PortalContext,
   filter: { readonly profileId?: string; readonly since?: string; readonly until?: string },
 ): Promise<Record<string, { date: string; max_connection_count: number; unique_user_count: number }[]>> {
+  if (filter.profileId !== undefined) assertProfileAllowed(ctx, filter.profileId);
   const rows = await dailyStats(ctx.db, filter);
   const series: Record<string, { date: string; max_connection_count: number; unique_user_count: number }[]> = {};
-  for (const profile of ctx.config.profiles) {
+  // A key limited to some profiles sees those only.
+  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) {
     if (filter.profileId === undefined || filter.profileId === profile.profileId) series[profile.profileId] = [];
   }
   for (const row of rows) series[row.profileId]?.push({ date: row.date, max_connection_count: row.maxConnectionCount, unique_user_count: row.uniqueUserCount });

@@ -80,7 +80,8 @@ export async function endSessionsOfRemovedPeers(
       events.push(ended(session, now, peer.answer?.bytesIn ?? 0, peer.answer?.bytesOut ?? 0));
     }
   }
-  if (events.length > 0) await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
+  // Called after a call's change was recorded: the sessions it ended are the portal's own record.
+  if (events.length > 0) await ctx.events.unbound().change(ctx.db, async (_trx, announce) => announce(...events));
 }
 
 function ended(session: OpenSession, at: Date, bytesIn: number, bytesOut: number): PortalEvent {

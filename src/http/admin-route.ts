@@ -1,16 +1,20 @@
-// One Admin API call: its method, path, parameters and handler. Route files build these
-// with defineRoute; the server registers them and the OpenAPI document describes them.
+// One Admin API call: its method, path, needed scope, parameters and handler. Route files
+// build these with defineRoute; the server registers them and the OpenAPI document describes
+// them. runRoute checks the caller's scope (403, before the handler), binds the call to its
+// caller (the use case's context carries it: profile limits, and the events view that records
+// the change with its caller in the audit log) and makes POSTs with an Idempotency-Key safe to retry.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import type { AdminCall } from '../core/admin-call.js';
 import type { PortalContext } from '../core/context.js';
+import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
+import { auditedParameters, type AdminRequests } from './admin-requests.js';
+import { HttpError } from './http-error.js';
+import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
 import { readParams, type ParamShape, type ParamSource, type ParamValues } from './params.js';
+import type { RouteResponse } from './route-response.js';
 
-export type RouteResponse =
-  | { readonly status: 200; readonly json: unknown }
-  /** JSON already serialised (large listings are built as text). */
-  | { readonly status: 200; readonly jsonText: string }
-  | { readonly status: 200; readonly body: string; readonly headers: Readonly<Record<string, string>> }
-  | { readonly status: 204 };
+export type { RouteResponse } from './route-response.js';
 
 export interface ResponseDoc {
   readonly description: string;
@@ -20,10 +24,21 @@ export interface ResponseDoc {
   readonly contentTypes?: readonly string[];
 }
 
+/** What a handler gets besides its parameters. */
+export interface RouteCall {
+  /**
+   * Set for a POST sent with an Idempotency-Key: a handler whose use case can keep its answer
+   * inside the change's transaction passes it on (create); for the others it is kept right after.
+   */
+  readonly keepAnswer?: KeepAnswer;
+}
+
 export interface AdminRoute<S extends ParamShape = ParamShape> {
   readonly method: 'GET' | 'POST';
   /** Path below {base_url}/admin/api/v1. */
   readonly path: string;
+  /** The scope a key needs for this call (src/protocol/admin-api.ts). */
+  readonly scope: AdminScope;
   readonly summary: string;
   /** The eduVPN portal version that introduced the call; `extension` for this portal's own calls. */
   readonly since: string | 'extension';
@@ -31,19 +46,70 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   readonly params: S;
   /** Where the parameters are read from; default: the query string for GET, the form body for POST. */
   readonly input?: (request: FastifyRequest) => unknown;
+  /** Request headers the answer depends on (create: Accept): a retry with an Idempotency-Key must send the same. */
+  readonly varyHeaders?: readonly string[];
+  /** When set, the call is refused (403) to keys limited to some profiles (the audit log spans every profile). */
+  readonly needsEveryProfile?: boolean;
   readonly success: { readonly status: 200 | 204; readonly doc: ResponseDoc };
   // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
-  handle(ctx: PortalContext, params: ParamValues<S>, request: FastifyRequest): Promise<RouteResponse>;
+  handle(ctx: PortalContext, params: ParamValues<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
 }
 
 export function defineRoute<S extends ParamShape>(route: AdminRoute<S>): AdminRoute<S> {
   return route;
 }
 
-export async function runRoute<S extends ParamShape>(route: AdminRoute<S>, ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export interface RouteServices {
+  readonly requests: AdminRequests;
+  readonly idempotent: IdempotentCalls;
+}
+
+export async function runRoute<S extends ParamShape>(
+  route: AdminRoute<S>,
+  ctx: PortalContext,
+  services: RouteServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const state = services.requests.get(request);
+  const scope = state?.caller.scope ?? null;
+  // The guard ran first and let only callers with a valid key through.
+  if (state === undefined || scope === null) throw new HttpError(401, 'authentication required');
+  const { caller } = state;
+  const name = route.path.slice(1);
+  const key = caller.keyName === null ? 'this key' : `key "${caller.keyName}"`;
+  // Refused before the handler runs: nothing is read from or written to the database for it.
+  if (!scopeAllows(scope, route.scope)) {
+    throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
+  }
+  if (route.needsEveryProfile === true && caller.profiles !== null) {
+    throw new HttpError(403, `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`);
+  }
   const input = route.input?.(request) ?? (route.source === 'query' ? request.query : request.body);
+  const call: AdminCall = {
+    caller,
+    name,
+    parameters: auditedParameters(Object.keys(route.params), input, request),
+    successStatus: route.success.status,
+  };
+  const events = ctx.events.forCall(call);
+  state.events = events;
+  const callCtx: PortalContext = { ...ctx, call, events };
   const params = readParams(route.source, input, route.params);
-  const response = await route.handle(ctx, params, request);
+  const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
+  let response: RouteResponse;
+  if (idempotencyKey === undefined || caller.keyName === null) {
+    response = await route.handle(callCtx, params, request, {});
+  } else {
+    const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
+    const parameters = Object.fromEntries(Object.entries(call.parameters).filter(([parameter]) => parameter in route.params));
+    const outcome = await services.idempotent.run(
+      { keyName: caller.keyName, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
+      (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
+    );
+    response = outcome.response;
+    if (outcome.replayed) state.detail = `answer of an earlier request with this ${IDEMPOTENCY_KEY_HEADER} given again; nothing changed`;
+  }
   if (response.status === 204) {
     await reply.code(204).send();
   } else if ('json' in response) {

@@ -14,6 +14,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-common-protocol': 406,
   'addresses-exhausted': 503,
   unavailable: 503,
+  'not-allowed': 403,
 };
 
 /** Fastify's own request errors, translated to messages a person can act on. */
@@ -31,6 +32,17 @@ const OUTAGE_MESSAGES: Readonly<Record<StorageOutage, { readonly log: string; re
   'read-only': { log: 'database read-only', reply: 'database read-only, try again later' },
   unavailable: { log: 'database unavailable', reply: 'database unavailable, try again later' },
 };
+
+/** Requests answered 503 because the database could not serve them (full, read-only, unavailable). */
+const answeredForOutage = new WeakSet<FastifyRequest>();
+
+/**
+ * True when the request was answered 503 for a database outage: nothing more is asked of the
+ * database for it (the audit log would fail the same way, and wait as long again).
+ */
+export function wasDatabaseOutage(request: FastifyRequest): boolean {
+  return answeredForOutage.has(request);
+}
 
 export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
   return reply
@@ -52,6 +64,7 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   const outage = storageOutage(error);
   if (outage !== null) {
     const messages = OUTAGE_MESSAGES[outage];
+    answeredForOutage.add(request);
     request.log.error({ err: error, code }, messages.log);
     return sendError(reply, 503, messages.reply);
   }

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 description of the Admin API, built from the same route definitions and
 // parameter schemas that validate requests, so the document cannot drift from the code.
 import { z } from 'zod';
+import { ADMIN_SCOPES, IDEMPOTENCY_KEY_HEADER, scopeAllows } from '../protocol/admin-api.js';
 import type { AdminRoute } from './admin-route.js';
 import type { ParamShape, ParamSpec } from './params.js';
 
@@ -12,16 +13,40 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
     const operation: Record<string, unknown> = {
       operationId: route.path.slice(1),
       summary: route.summary,
-      description: route.since === 'extension' ? "An extension of this portal: not part of eduVPN's Admin API v1." : `Since portal version ${route.since}.`,
+      description:
+        `${route.since === 'extension' ? "An extension of this portal: not part of eduVPN's Admin API v1." : `Since portal version ${route.since}.`} ` +
+        `Needs an admin key of scope \`${route.scope}\`${route.needsEveryProfile === true ? ' not limited to some profiles' : ''} ` +
+        "(the specification's secret has every scope).",
       ...(route.since === 'extension' ? { 'x-extension': true } : {}),
+      // OpenAPI 3.1: for a bearer scheme the list names the roles the call needs.
+      security: [{ adminApiKey: [route.scope] }],
+      'x-required-scope': route.scope,
       responses: {
         [String(route.success.status)]: describeResponse(route.success.doc),
         '400': jsonResponse('Invalid or missing parameter, or unknown user'),
-        '401': jsonResponse('Missing or wrong Bearer token'),
-        '403': jsonResponse('Source address not allowed, or the user is disabled'),
+        '401': jsonResponse('Missing, wrong, expired, revoked or rotated-out key'),
+        '403': jsonResponse(
+          "Refused, the error names what is missing: the source address (adminApi.allowList or the key's own allow-list), the key's scope, or its profiles; or the user is disabled",
+        ),
         '503': jsonResponse('Admin API disabled, or a needed resource is unavailable'),
       },
     };
+    if (route.method === 'POST') {
+      operation['parameters'] = [
+        {
+          name: IDEMPOTENCY_KEY_HEADER,
+          in: 'header',
+          required: false,
+          description:
+            'Makes a retry safe: the same key (per admin key name) with the same parameters within 24 hours gets the first answer again, and changes nothing',
+          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+        },
+      ];
+      Object.assign(operation.responses as object, {
+        '409': jsonResponse('A request with this Idempotency-Key is still being processed'),
+        '422': jsonResponse('This Idempotency-Key was used with other parameters (or another call) within 24 hours'),
+      });
+    }
     if (route.path === '/create') {
       Object.assign(operation.responses as object, {
         '404': jsonResponse('No such profile'),
@@ -58,10 +83,24 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
     info: {
       title: 'VPN portal Admin API',
       version: 'v1',
-      description: 'Administrator API compatible with the eduVPN / Let\'s Connect! portal. Errors are JSON {"error": "..."}.',
+      description:
+        'Administrator API compatible with the eduVPN / Let\'s Connect! portal. Errors are JSON {"error": "..."}. ' +
+        'Extensions of this portal: admin keys (`vpa_…`, made with `vpn-portal admin-key create`) with a scope (`x-required-scope` of each call), ' +
+        'optional profile limits and address allow-lists; the audit log (`/audit_log`); and `Idempotency-Key` on every POST.',
     },
     servers: [{ url: serverUrl }],
-    components: { securitySchemes: { adminApiKey: { type: 'http', scheme: 'bearer' } } },
+    'x-admin-key-scopes': Object.fromEntries(
+      ADMIN_SCOPES.map((scope) => [scope, routes.filter((route) => scopeAllows(scope, route.scope)).map((route) => route.path.slice(1))]),
+    ),
+    components: {
+      securitySchemes: {
+        adminApiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: "The specification's secret (DATA/keys/admin-api.key, every scope) or an admin key (`vpa_…`) of scope read, write or admin",
+        },
+      },
+    },
     security: [{ adminApiKey: [] }],
     paths,
   };

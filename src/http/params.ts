@@ -41,20 +41,24 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
-  // Parameters of this portal's extensions (connection_log, stats).
-  /** An ISO 8601 date and time with a UTC offset (`2026-11-25T10:00:00Z`, `…+01:00`), as an ATOM string in UTC. */
+  // Parameters of this portal's extensions (connection_log, stats, audit_log).
+  /** An ISO 8601 date (`2026-03-01`, midnight UTC) or date-time with `Z` or an offset; as ATOM (UTC). */
   timestamp: z
     .string()
-    .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/)
-    .refine((value) => !Number.isNaN(Date.parse(value)))
-    .transform((value) => formatAtom(new Date(value))),
+    .regex(/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d))?$/)
+    .refine((text) => Number.isFinite(Date.parse(text)))
+    .transform((text) => formatAtom(new Date(text))),
+  /** An admin key's name, or `secret`. */
+  keyName: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/),
+  /** A page cursor of the audit log (an entry's id). */
+  auditCursor: z.string().regex(/^[0-9a-f]{24}$/),
   /** A calendar day, `YYYY-MM-DD`. */
   date: z
     .string()
     .regex(/^\d{4}-\d\d-\d\d$/)
     .refine((value) => new Date(`${value}T00:00:00Z`).toISOString().startsWith(value)),
   /** A page size: 1 to 1,000. */
-  limit: z
+  pageSize: z
     .string()
     .regex(/^[1-9]\d{0,3}$/)
     .transform(Number)

@@ -5,9 +5,13 @@ import Fastify, { LogController, type FastifyReply, type FastifyRequest } from '
 import type { PortalContext } from '../core/context.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
-import { runRoute } from './admin-route.js';
+import { AdminRequests, auditedParameters } from './admin-requests.js';
+import { runRoute, type RouteServices } from './admin-route.js';
+import { IdempotentCalls } from './idempotency.js';
+import { AdminKeyUse } from '../core/admin-keys.js';
+import { recordAdminCall } from '../core/audit.js';
 import { ConnectionsPerAddress } from './connections-per-address.js';
-import { handleError, sendError } from './error-reply.js';
+import { handleError, sendError, wasDatabaseOutage } from './error-reply.js';
 import { connectHandler } from './node-api/connect.js';
 import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
@@ -26,7 +30,9 @@ export function buildServer(ctx: PortalContext) {
   const adminBase = `${ctx.config.basePath}/admin/api`;
   const adminPrefix = `${adminBase}/v1`;
   const nodeApi = `${ctx.config.basePath}/node-api.php`;
-  const guard = adminGuard(new AddressAllowList(ctx.config.adminApi.allowList), ctx.keys);
+  const requests = new AdminRequests();
+  const services: RouteServices = { requests, idempotent: new IdempotentCalls(ctx) };
+  const guard = adminGuard({ ctx, allowList: new AddressAllowList(ctx.config.adminApi.allowList), requests, keyUse: new AdminKeyUse(ctx) });
   const nodeApiAllowList = new AddressAllowList(ctx.config.nodeApi.allowList);
   const isAdminRequest = requestsUnder(adminBase);
   const isNodeApiRequest = requestsUnder(nodeApi);
@@ -90,16 +96,45 @@ export function buildServer(ctx: PortalContext) {
   });
   // An answer sent before the request's body arrived (a refusal by a guard) closes the
   // connection: the portal does not read a body it refused, and a slow sender is let go at once.
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     if (!request.raw.complete && announcesBody(request)) void reply.header('connection', 'close');
+    if (isAdminRequest(request)) await recordUnchangedCall(request, reply.statusCode, payload);
+    return payload;
   });
+
+  /**
+   * The audit log of the calls that changed nothing: every refusal (401, 403), and every POST
+   * of a known caller that failed, was answered from a kept answer, or had nothing to do. A
+   * call that changed something was recorded in its own transaction already (events seam).
+   * Recorded before the answer leaves; a database that cannot record it is logged, and the
+   * answer stands. A call the database could not serve (503) is not recorded: the write would
+   * fail the same way after waiting as long again, and the call changed nothing.
+   */
+  async function recordUnchangedCall(request: FastifyRequest, status: number, payload: unknown): Promise<void> {
+    const state = requests.get(request);
+    if (state === undefined || (state.events?.changesRecorded ?? 0) > 0 || wasDatabaseOutage(request)) return;
+    const refused = status === 401 || status === 403;
+    if (!refused && !(request.method === 'POST' && state.caller.scope !== null)) return;
+    const route = routeOf.get(request.routeOptions.url ?? '');
+    const name = route?.path.slice(1) ?? decodePath(request.url.split('?')[0] ?? '').replace(`${adminPrefix}/`, '');
+    const input = route === undefined ? {} : (route.input?.(request) ?? (route.source === 'query' ? request.query : request.body));
+    const parameters = auditedParameters(route === undefined ? [] : Object.keys(route.params), input, request);
+    // The guard's reason (the client is told less on 401), a replay's note, or the answer's error.
+    const detail = state.detail ?? (status >= 400 ? errorOf(payload) : null);
+    const call = { caller: state.caller, name, parameters, successStatus: route?.success.status ?? 200 };
+    await recordAdminCall(ctx, call, status, detail).catch((error: unknown) =>
+      request.log.error({ err: error, call: name, status }, 'could not record an Admin API call in the audit log'),
+    );
+  }
 
   /** Method of each Admin API path, for 405 answers to any other method (HEAD, OPTIONS, PROPFIND, ...). */
   const methodOf = new Map<string, string>();
+  const routeOf = new Map<string, (typeof adminRoutes)[number]>();
   for (const route of adminRoutes) {
     const url = `${adminPrefix}${route.path}`;
-    app.route({ method: route.method, url, handler: (request, reply) => runRoute(route, ctx, request, reply) });
+    app.route({ method: route.method, url, handler: (request, reply) => runRoute(route, ctx, services, request, reply) });
     methodOf.set(url, route.method);
+    routeOf.set(url, route);
   }
 
   const openApi = JSON.stringify(buildOpenApiDocument(adminRoutes, new URL('admin/api/v1', withSlash(ctx.config.baseUrl)).href));
@@ -150,6 +185,19 @@ function requestsUnder(base: string): (request: FastifyRequest) => boolean {
     const path = request.url.split('?')[0] ?? '';
     return isUnder(path) || isUnder(decodePath(path));
   };
+}
+
+/** The message of a JSON error answer. */
+function errorOf(payload: unknown): string | null {
+  if (typeof payload !== 'string') return null;
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    return typeof parsed === 'object' && parsed !== null && typeof (parsed as { error?: unknown }).error === 'string'
+      ? (parsed as { error: string }).error
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 function announcesBody(request: FastifyRequest): boolean {

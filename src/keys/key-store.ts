@@ -1,5 +1,6 @@
-// Secrets on disk, under DATA/keys: the Admin API secret, one secret per node, and one
-// WireGuard private key per node. Files are 0600 in a 0700 directory, are created only when
+// Secrets on disk, under DATA/keys: the Admin API secret, one secret per node, one
+// WireGuard private key per node, the pepper of the admin keys' stored hashes and the key that
+// encrypts answers kept for retries (Idempotency-Key). Files are 0600 in a 0700 directory, are created only when
 // missing (never overwritten), and their contents are never logged.
 import { randomBytes } from 'node:crypto';
 import { constantTimeEquals } from '../shared/constant-time.js';
@@ -23,6 +24,16 @@ export class KeyStore {
     return path.join(this.keyDir, 'admin-api.key');
   }
 
+  /** The HMAC key of admin keys' stored hashes: every portal instance on one database needs the same file. */
+  get adminKeyPepperPath(): string {
+    return path.join(this.keyDir, 'admin-keys.pepper');
+  }
+
+  /** The AES-256-GCM key of answers kept for retries: every portal instance on one database needs the same file. */
+  get answerKeyPath(): string {
+    return path.join(this.keyDir, 'idempotency.key');
+  }
+
   nodeKeyPath(nodeNumber: NodeNumber): string {
     return path.join(this.keyDir, `node.${nodeNumber}.key`);
   }
@@ -34,6 +45,24 @@ export class KeyStore {
   /** 64 lowercase hex characters (32 random bytes), as the reference's generate-secrets. */
   createAdminApiKey(): CreatedOrKept {
     return this.createIfMissing(this.adminApiKeyPath, () => randomBytes(32).toString('hex'));
+  }
+
+  /** 32 random bytes as 64 hex characters. */
+  createAdminKeyPepper(): CreatedOrKept {
+    return this.createIfMissing(this.adminKeyPepperPath, () => randomBytes(32).toString('hex'));
+  }
+
+  /** 32 random bytes as 64 hex characters. */
+  createAnswerKey(): CreatedOrKept {
+    return this.createIfMissing(this.answerKeyPath, () => randomBytes(32).toString('hex'));
+  }
+
+  adminKeyPepper(): Buffer | null {
+    return this.readBytes(this.adminKeyPepperPath);
+  }
+
+  answerKey(): Buffer | null {
+    return this.readBytes(this.answerKeyPath);
   }
 
   createNodeKey(nodeNumber: NodeNumber): CreatedOrKept {
@@ -77,6 +106,12 @@ export class KeyStore {
       this.publicKeyCache.set(privateKey, publicKey);
     }
     return publicKey;
+  }
+
+  /** 32 bytes written as 64 hex characters; null when absent or not such a file. */
+  private readBytes(file: string): Buffer | null {
+    const text = this.read(file);
+    return text !== null && /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : null;
   }
 
   /** File content with surrounding whitespace (such as a trailing newline) removed; null when absent or empty. */

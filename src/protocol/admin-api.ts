@@ -70,23 +70,77 @@ export const statsAnswer = z.object({ stats: z.record(z.string(), z.array(dailyS
 /** Every error, whatever its status. */
 export const errorAnswer = z.object({ error: z.string() });
 
-/** Method and path (below `{base_url}/admin/api/v1`) of every call, in the specification's order. */
+/**
+ * What an admin key may do, each scope including the one before: `read` the five listings,
+ * `write` also create, disable/enable and delete_connection, `admin` everything (destroy,
+ * delete_user_authorizations, the audit log). The specification's secret has `admin`.
+ */
+export const ADMIN_SCOPES = ['read', 'write', 'admin'] as const;
+export type AdminScope = (typeof ADMIN_SCOPES)[number];
+
+/** True when a key of scope `held` may make a call that needs `needed`. */
+export function scopeAllows(held: AdminScope, needed: AdminScope): boolean {
+  return ADMIN_SCOPES.indexOf(held) >= ADMIN_SCOPES.indexOf(needed);
+}
+
+/** The request header that makes a POST safe to retry (the first answer is given again for 24 h). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+
+/**
+ * Method, path (below `{base_url}/admin/api/v1`) and needed scope of every call: the
+ * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`).
+ */
 export const ADMIN_API_CALLS = {
-  connectedUsers: { method: 'GET', path: '/connected_users' },
-  connectionList: { method: 'GET', path: '/connection_list' },
-  users: { method: 'GET', path: '/users' },
-  disabledUsers: { method: 'GET', path: '/disabled_users' },
-  userConfigurationList: { method: 'GET', path: '/user_configuration_list' },
-  create: { method: 'POST', path: '/create' },
-  destroy: { method: 'POST', path: '/destroy' },
-  disableUser: { method: 'POST', path: '/disable_user' },
-  enableUser: { method: 'POST', path: '/enable_user' },
-  deleteConnection: { method: 'POST', path: '/delete_connection' },
-  deleteUserAuthorizations: { method: 'POST', path: '/delete_user_authorizations' },
+  connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read' },
+  connectionList: { method: 'GET', path: '/connection_list', scope: 'read' },
+  users: { method: 'GET', path: '/users', scope: 'read' },
+  disabledUsers: { method: 'GET', path: '/disabled_users', scope: 'read' },
+  userConfigurationList: { method: 'GET', path: '/user_configuration_list', scope: 'read' },
+  create: { method: 'POST', path: '/create', scope: 'write' },
+  destroy: { method: 'POST', path: '/destroy', scope: 'admin' },
+  disableUser: { method: 'POST', path: '/disable_user', scope: 'write' },
+  enableUser: { method: 'POST', path: '/enable_user', scope: 'write' },
+  deleteConnection: { method: 'POST', path: '/delete_connection', scope: 'write' },
+  deleteUserAuthorizations: { method: 'POST', path: '/delete_user_authorizations', scope: 'admin' },
   // Extensions of this portal.
-  connectionLog: { method: 'GET', path: '/connection_log' },
-  stats: { method: 'GET', path: '/stats' },
-} as const;
+  connectionLog: { method: 'GET', path: '/connection_log', scope: 'read' },
+  stats: { method: 'GET', path: '/stats', scope: 'read' },
+  auditLog: { method: 'GET', path: '/audit_log', scope: 'admin' },
+} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
+
+/** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
+export const auditEntrySchema = z.object({
+  id: z.string().describe('opaque, ordered by time; pass the last one seen as `cursor` for older entries'),
+  at: z.string().describe('ISO 8601 with numeric UTC offset'),
+  key_name: z.string().nullable().describe("the admin key's name, `secret` for the specification's secret, null when no valid key was presented"),
+  source_address: z.string(),
+  call: z.string().describe("the call's name (`create`), or the path asked for when it names no call"),
+  parameters: z.record(z.string(), z.string()).describe("the call's parameters as sent; never a secret, never a file"),
+  status: z.int().describe('the HTTP status of the answer'),
+  user_id: z.string().nullable(),
+  connection_ids: z.array(z.string()).describe('the configurations the call created or deleted'),
+  detail: z.string().nullable().describe('why the call was refused or failed; null when it succeeded'),
+});
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
+export const auditLogAnswer = z.object({
+  audit_log: z.array(auditEntrySchema).describe('newest first'),
+  next_cursor: z.string().nullable().describe('pass as `cursor` for the next (older) page; null on the last page'),
+});
+export type AuditLogPage = z.infer<typeof auditLogAnswer>;
+
+/** The filters of `audit_log` as sent (query parameters). */
+export interface AuditLogQuery {
+  /** ISO 8601 timestamp: entries at or after it. */
+  readonly since?: string;
+  /** ISO 8601 timestamp: entries before it. */
+  readonly until?: string;
+  /** An admin key's name (`secret` for the specification's secret). */
+  readonly key?: string;
+  readonly user_id?: string;
+  readonly cursor?: string;
+  /** 1–1000, default 100. */
+  readonly limit?: number;
+}
 
 /** The parameters of `create` as sent (form fields). */
 export interface CreateParams {

@@ -3,8 +3,10 @@
 import type { UserId } from '../shared/ids.js';
 import type { Executor } from './database.js';
 
-export async function deleteAuthorizationsOfUser(db: Executor, userId: UserId): Promise<void> {
-  await db.deleteFrom('oauth_authorizations').where('user_id', '=', userId).execute();
+/** Returns how many were deleted. */
+export async function deleteAuthorizationsOfUser(db: Executor, userId: UserId): Promise<number> {
+  const result = await db.deleteFrom('oauth_authorizations').where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** Deletes authorizations that expired before `before` (ATOM); returns how many. */

@@ -181,6 +181,8 @@ export async function pruneConnectionLog(db: Executor, before: string): Promise<
 export interface ConnectionLogFilter {
   readonly userId?: string;
   readonly profileId?: string;
+  /** Only these profiles (an admin key limited to some). */
+  readonly profiles?: readonly string[];
   readonly connectionId?: string;
   /** Sessions still open at or after this time (ATOM). */
   readonly since?: string;
@@ -214,6 +216,10 @@ export async function connectionLogPage(db: Executor, filter: ConnectionLogFilte
   let query = db.selectFrom('connection_log').selectAll();
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
   if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
+  if (filter.profiles !== undefined) {
+    if (filter.profiles.length === 0) return [];
+    query = query.where('profile_id', 'in', filter.profiles);
+  }
   if (filter.connectionId !== undefined) query = query.where('connection_id', '=', filter.connectionId);
   if (filter.until !== undefined) query = query.where('connected_at', '<', filter.until);
   const since = filter.since;

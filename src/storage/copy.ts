@@ -25,6 +25,9 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'live_stats', key: ['date_time', 'profile_id'], bookkeeping: true },
   { table: 'aggregate_stats', key: ['date', 'profile_id'], bookkeeping: true },
   { table: 'portal_state', key: ['key'], bookkeeping: true },
+  { table: 'admin_keys', key: ['key_id'] },
+  { table: 'audit_log', key: ['audit_id'] },
+  { table: 'idempotency_records', key: ['key_name', 'idempotency_key'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

@@ -37,6 +37,7 @@ import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
 import { revisionsSchema } from './migrations/0004-revisions.js';
 import { sessionsSchema } from './migrations/0005-sessions.js';
+import { adminKeysSchema } from './migrations/0006-admin-keys.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '0003-openvpn': openVpnSchema,
   '0004-revisions': revisionsSchema,
   '0005-sessions': sessionsSchema,
+  '0006-admin-keys': adminKeysSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

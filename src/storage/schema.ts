@@ -116,6 +116,57 @@ export interface PortalStateTable {
   value: string;
 }
 
+/** One admin key (src/keys/admin-key-token.ts): only its keyed hash is stored. */
+export interface AdminKeysTable {
+  key_id: string;
+  name: string;
+  scope: string;
+  /** JSON array of profile ids; null: every profile. */
+  profiles: string | null;
+  /** JSON array of CIDR prefixes; null: only `adminApi.allowList` applies. */
+  allow_list: string | null;
+  /** HMAC-SHA-256 of the key under the pepper, hex. */
+  secret_hash: string;
+  created_at: string;
+  expires_at: string | null;
+  lifetime: string | null;
+  revoked_at: string | null;
+  /** Set when the key was rotated: the key that replaced it (this one ends with its grace period). */
+  replaced_by: string | null;
+  last_used_at: string | null;
+  last_used_address: string | null;
+}
+
+/** One Admin API call that changed something, or was refused or failed. */
+export interface AuditLogTable {
+  audit_id: string;
+  at: string;
+  key_name: string | null;
+  source_address: string;
+  call: string;
+  /** JSON object of the parameters as sent. */
+  parameters: string;
+  status: number;
+  user_id: string | null;
+  /** JSON array of the configurations the call created or deleted. */
+  connection_ids: string;
+  detail: string | null;
+}
+
+/** A POST sent with an Idempotency-Key: reserved while it runs, then its answer (sealed) for 24 h. */
+export interface IdempotencyRecordsTable {
+  key_name: string;
+  idempotency_key: string;
+  call: string;
+  fingerprint: string;
+  owner: string;
+  state: string;
+  status: number | null;
+  answer: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -128,4 +179,7 @@ export interface Database {
   live_stats: LiveStatsTable;
   aggregate_stats: AggregateStatsTable;
   portal_state: PortalStateTable;
+  admin_keys: AdminKeysTable;
+  audit_log: AuditLogTable;
+  idempotency_records: IdempotencyRecordsTable;
 }

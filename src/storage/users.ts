@@ -1,6 +1,6 @@
 // Queries on the `users` table.
 import type { Transaction } from 'kysely';
-import type { UserId } from '../shared/ids.js';
+import type { ProfileId, UserId } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
 import type { Database } from './schema.js';
 
@@ -63,9 +63,31 @@ export async function lockUser(trx: Transaction<Database>, userId: UserId): Prom
   await trx.selectFrom('users').select('user_id').where('user_id', '=', userId).forUpdate().execute();
 }
 
-export async function listUserIds(db: Executor, filter: { onlyDisabled: boolean }): Promise<string[]> {
+/** `profiles`: only users with a configuration (WireGuard or OpenVPN) in one of them; null: every user. */
+export async function listUserIds(db: Executor, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string[]> {
   let query = db.selectFrom('users').select('user_id').orderBy('user_id');
   if (filter.onlyDisabled) query = query.where('is_disabled', '=', 1);
+  const profiles = filter.profiles ?? null;
+  if (profiles !== null) {
+    if (profiles.length === 0) return [];
+    query = query.where((where) =>
+      where.or([
+        where('user_id', 'in', where.selectFrom('wg_peers').select('wg_peers.user_id').where('wg_peers.profile_id', 'in', profiles)),
+        where('user_id', 'in', where.selectFrom('certificates').select('certificates.user_id').where('certificates.profile_id', 'in', profiles)),
+      ]),
+    );
+  }
   const rows = await query.execute();
   return rows.map((row) => row.user_id);
+}
+
+/** The profiles the user has configurations in (WireGuard or OpenVPN), each once. */
+export async function configurationProfilesOfUser(db: Executor, userId: UserId): Promise<ProfileId[]> {
+  const rows = await db
+    .selectFrom('wg_peers')
+    .select('profile_id')
+    .where('user_id', '=', userId)
+    .union(db.selectFrom('certificates').select('profile_id').where('user_id', '=', userId))
+    .execute();
+  return [...new Set(rows.map((row) => row.profile_id as ProfileId))];
 }

@@ -25,6 +25,7 @@ const CALLS = [
 const EXTENSIONS = [
   { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
+  { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {

@@ -1,6 +1,7 @@
 // Secrets never reach the log: an administrator runs the portal at its most verbose level,
-// uses every kind of call (right and wrong tokens, errors, a node that is down), and finds
-// neither the Admin API secret, nor a client's private key, nor a node's keys in the output,
+// uses every kind of call (right and wrong tokens and admin keys, errors, a node that is down, a
+// create kept for retries), and finds neither the Admin API secret, nor an admin key, nor a
+// client's private key, nor a node's keys, nor the pepper or the answer key in the output,
 // nor (on PostgreSQL) the database password.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -8,10 +9,12 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createLogger } from '../../src/portal.js';
+import { revokeAdminKey } from '../../src/core/admin-keys.js';
+import { bearer, makeAdminKey } from '../support/admin-keys.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 import { startTestPortal } from '../support/test-portal.js';
 
-test('at trace level the log holds no Admin API secret, client private key or node key', async (t) => {
+test('at trace level the log holds no Admin API secret, admin key, client private key or node key', async (t) => {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -34,6 +37,15 @@ test('at trace level the log holds no Admin API secret, client private key or no
   await portal.post('/create', { user_id: 'alice', profile_id: 'nope' });
   await portal.post('/disable_user', { user_id: 'alice' });
   await portal.post('/destroy', { user_id: 'bob' });
+  // An admin key, used right, mistyped and after revocation, and a create kept for retries.
+  const adminKey = await makeAdminKey(portal, 'mdm', { scope: 'write' });
+  await portal.get('/users', {}, bearer(adminKey));
+  await portal.get('/users', {}, bearer(`${adminKey.slice(0, -1)}x`));
+  const kept = await portal.post('/create', { user_id: 'carol', profile_id: 'employees' }, { ...bearer(adminKey), 'idempotency-key': 'k1' });
+  assert.equal((await portal.post('/create', { user_id: 'carol', profile_id: 'employees' }, { ...bearer(adminKey), 'idempotency-key': 'k1' })).text, kept.text);
+  privateKeys.push(parseWireGuardFile(kept.text).interface.get('PrivateKey') ?? '');
+  await revokeAdminKey(portal.portal.ctx, 'mdm');
+  await portal.get('/users', {}, bearer(adminKey));
   await portal.portal.reconcileNow();
 
   const log = lines.join('');
@@ -48,7 +60,7 @@ test('at trace level the log holds no Admin API secret, client private key or no
     .filter((entry) => entry.isFile() && !entry.name.endsWith('.crt'))
     .map((entry) => readFileSync(path.join(entry.parentPath, entry.name), 'utf8').trim());
   assert.ok(keyFiles.includes(portal.secret));
-  for (const secret of [...keyFiles, ...privateKeys]) {
+  for (const secret of [...keyFiles, ...privateKeys, adminKey, adminKey.slice(17)]) {
     assert.ok(secret.length >= 44);
     assert.equal(log.includes(secret), false, 'a secret is in the log');
     // Not even the part that was presented as a near miss.

@@ -101,6 +101,9 @@ describe('WireGuard sessions derived from real handshakes', () => {
     assert.notEqual(session?.disconnected_at, null, 'closed by the removal, not by a later pass');
     assert.ok((session?.bytes_in ?? 0) > 0, 'with the counters remove_peer answered');
     assert.equal(session?.connection_id, phone.publicKey);
+    // The session it ended is the portal's own record, not a second call in the audit log.
+    const audited = (await lab.portal.admin.auditLog({ user_id: 'bob' })).audit_log.filter((entry) => entry.call === 'disable_user');
+    assert.equal(audited.length, 1);
   });
 
   test('the history pages newest first with a cursor, and filters by state', async () => {

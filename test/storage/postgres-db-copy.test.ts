@@ -10,6 +10,7 @@ import type { Clock } from '../../src/shared/time.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { connectDatabase } from '../../src/storage/database.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { createAdminKey } from '../../src/core/admin-keys.js';
 import { latestRevision } from '../../src/storage/revisions.js';
 import { runCli } from '../support/portal-process.js';
 import { createTestDatabase, dropTestDatabase, postgresServerUrl } from '../support/postgres.js';
@@ -110,6 +111,12 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
       expires_at: '2099-04-01T00:00:00+00:00',
     })
     .execute();
+  // An admin key and the audit log of the calls above move with the database.
+  const { token: helpdeskKey } = await createAdminKey(
+    sqlitePortal.portal.ctx,
+    { name: 'helpdesk', scope: 'read', profiles: null, expiresIn: null, allowList: null },
+    ['employees', 'guests'],
+  );
   const users = ['alice', 'bob', 'carol', 'Zoë'];
   const before = await answers(sqlitePortal, users);
   const sqliteRevision = await latestRevision(sqlitePortal.portal.ctx.db);
@@ -124,6 +131,8 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   assert.match(copy.stdout, /^wg_peers: 6 rows$/m);
   assert.match(copy.stdout, /^ip_pools: 2 rows$/m);
   assert.match(copy.stdout, /^ip_pool_free: 1 rows$/m);
+  assert.match(copy.stdout, /^admin_keys: 1 rows$/m);
+  assert.match(copy.stdout, /^audit_log: 11 rows$/m);
   assert.match(copy.stdout, /the row counts of source and target match/);
   const password = new URL(target.url).password;
   assert.ok(password.length > 0, 'the test server has a password, so its absence from the output means something');
@@ -135,7 +144,7 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   assert.equal(again.code, 1, `a second copy is refused: ${again.stdout}${again.stderr}`);
   assert.match(
     again.stderr,
-    /the target database is not empty \(users: 4 rows, oauth_authorizations: 1 rows, wg_peers: 6 rows, ip_pools: 2 rows, ip_pool_free: 1 rows\)/,
+    /the target database is not empty \(users: 4 rows, oauth_authorizations: 1 rows, wg_peers: 6 rows, ip_pools: 2 rows, ip_pool_free: 1 rows, admin_keys: 1 rows, audit_log: 11 rows\)/,
   );
 
   // The same keys (data directory), the database now on PostgreSQL.
@@ -145,6 +154,9 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   // otherwise ignore the copy's instructions as older.
   assert.equal(await latestRevision(postgresPortal.portal.ctx.db), sqliteRevision, 'the revision counter came along');
   assert.deepEqual(await answers(postgresPortal, users), before, 'every call answers as on SQLite');
+  const withHelpdeskKey = await postgresPortal.get('/users', {}, { authorization: `Bearer ${helpdeskKey}` });
+  assert.deepEqual(withHelpdeskKey.json(), { users: [...users].sort() }, 'the admin key made on SQLite works on the copy');
+  assert.equal((await postgresPortal.admin.auditLog({ limit: 100 })).audit_log.length, 11, 'the audit log came along');
   const authorizations = await postgresPortal.portal.ctx.db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).execute();
   assert.deepEqual(authorizations, [{ auth_key: 'k1', user_id: 'alice' }]);
   // The address pools came along: the next configuration takes the address eve left behind, then the next new one.

@@ -19,7 +19,7 @@ export const connectionLogRoute = defineRoute({
     since: optional(param.timestamp, 'only sessions still open at or after this time (ISO 8601 with offset)'),
     until: optional(param.timestamp, 'only sessions that started before this time (ISO 8601 with offset)'),
     open: optional(param.yesNo, '`yes`: only open sessions; `no`: only closed ones'),
-    limit: optional(param.limit, `entries per page, 1–1000 (default ${DEFAULT_LIMIT})`),
+    limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_LIMIT})`),
     cursor: optional(param.cursor, '`next_cursor` of the previous page'),
   },
   success: { status: 200, doc: { description: 'One page of the history', schema: connectionLogAnswer } },

@@ -1,9 +1,9 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
-import { createConfiguration } from '../../core/create-configuration.js';
+import { createConfiguration, type IssuedConfiguration } from '../../core/create-configuration.js';
 import { MIME_TYPES } from '../../core/protocol-selection.js';
 import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { defineRoute, type RouteResponse } from '../admin-route.js';
 import { optional, param, required } from '../params.js';
 
 export const createRoute = defineRoute({
@@ -11,6 +11,8 @@ export const createRoute = defineRoute({
   summary: 'Create a configuration for a user and profile (the user is created when missing)',
   since: '3.0.6',
   source: 'post',
+  // Another Accept is another file: a retry with the same Idempotency-Key must send the same.
+  varyHeaders: ['accept'],
   params: {
     user_id: required(param.userId, 'user identifier, 1–255 characters'),
     profile_id: required(param.profileId, 'identifier of the VPN profile'),
@@ -25,7 +27,7 @@ export const createRoute = defineRoute({
       contentTypes: Object.values(MIME_TYPES),
     },
   },
-  async handle(ctx, params, request) {
+  async handle(ctx, params, request, { keepAnswer }) {
     const issued = await createConfiguration(ctx, {
       userId: params.user_id,
       profileId: params.profile_id,
@@ -33,16 +35,22 @@ export const createRoute = defineRoute({
       preferTcp: params.prefer_tcp ?? false,
       expiresIn: params.expires_in,
       accept: request.headers.accept,
+      // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
+      ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, answerOf(answer)) }),
     });
-    return {
-      status: 200,
-      body: issued.body,
-      headers: {
-        'content-type': issued.contentType,
-        expires: formatHttpDate(issued.expiresAt),
-        // The name is already restricted to [A-Za-z0-9._-], so it needs no quoting rules.
-        ...(issued.downloadFileName === null ? {} : { 'content-disposition': `attachment; filename="${issued.downloadFileName}"` }),
-      },
-    };
+    return answerOf(issued);
   },
 });
+
+function answerOf(issued: IssuedConfiguration): RouteResponse {
+  return {
+    status: 200,
+    body: issued.body,
+    headers: {
+      'content-type': issued.contentType,
+      expires: formatHttpDate(issued.expiresAt),
+      // The name is already restricted to [A-Za-z0-9._-], so it needs no quoting rules.
+      ...(issued.downloadFileName === null ? {} : { 'content-disposition': `attachment; filename="${issued.downloadFileName}"` }),
+    },
+  };
+}

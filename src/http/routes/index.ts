@@ -1,4 +1,5 @@
 // The eleven calls of the specification, in its order (§4), then this portal's extensions.
+import { auditLogRoute } from './audit-log.js';
 import { connectedUsersRoute } from './connected-users.js';
 import { connectionListRoute } from './connection-list.js';
 import { connectionLogRoute } from './connection-log.js';
@@ -29,4 +30,5 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   deleteUserAuthorizationsRoute,
   connectionLogRoute,
   statsRoute,
+  auditLogRoute,
 ];

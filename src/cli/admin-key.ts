@@ -1,0 +1,167 @@
+// `vpn-portal admin-key create|list|revoke|rotate`: the administrator's hand on admin keys.
+// They work on the database (every portal instance on it sees a change at once) and the
+// pepper in DATA/keys, so they run on a portal host, as the portal's user, also while the
+// portal is stopped. A new key is printed once, alone on the last line of output, and never
+// again: only its keyed hash is stored.
+import { parseArgs } from 'node:util';
+import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { AdminKeyError, createAdminKey, listAdminKeys, revokeAdminKey, rotateAdminKey, type AdminKeyContext, type StoredAdminKey } from '../core/admin-keys.js';
+import { KeyStore } from '../keys/key-store.js';
+import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
+import { asProfileId } from '../shared/ids.js';
+import { formatAtom, systemClock } from '../shared/time.js';
+import { openDatabase } from '../storage/database.js';
+import { ensurePrivateDirectory } from '../storage/private-files.js';
+import { ADMIN_KEY_USAGE } from './usage.js';
+
+const DEFAULT_GRACE = 'PT1H';
+
+/** Runs an `admin-key` subcommand; returns the exit code. */
+export async function runAdminKeyCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
+  const [subcommand, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: [...rest],
+    options: {
+      config: { type: 'string' },
+      name: { type: 'string' },
+      scope: { type: 'string' },
+      profile: { type: 'string', multiple: true },
+      'expires-in': { type: 'string' },
+      allow: { type: 'string', multiple: true },
+      grace: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: subcommand === 'revoke' || subcommand === 'rotate',
+  });
+  const config = loadPortalConfig(values.config);
+  const oneName = (): string => {
+    const [name] = positionals;
+    if (name === undefined || positionals.length !== 1) throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);
+    return name;
+  };
+  const work = async (ctx: AdminKeyContext): Promise<number> => {
+    switch (subcommand) {
+      case 'create': {
+        if (values.name === undefined) throw new ConfigError(`admin-key create needs --name NAME\n${ADMIN_KEY_USAGE}`);
+        const { key, token } = await createAdminKey(
+          ctx,
+          {
+            name: values.name,
+            scope: scopeOf(values.scope ?? 'read'),
+            profiles: values.profile === undefined ? null : values.profile.map(asProfileId),
+            expiresIn: values['expires-in'] ?? null,
+            allowList: values.allow ?? null,
+          },
+          config.profiles.map((profile) => profile.profileId),
+        );
+        print(`created admin key "${key.name}" (id ${key.keyId}): ${describeRights(key)}`);
+        print('this is the only time the key is shown; store it now (the portal keeps only a hash):');
+        print(token);
+        return 0;
+      }
+      case 'rotate': {
+        const expiresIn = values['expires-in'];
+        const { key, token, oldKeyEnds } = await rotateAdminKey(ctx, oneName(), values.grace ?? DEFAULT_GRACE, expiresIn === 'never' ? null : expiresIn);
+        print(`rotated admin key "${key.name}": the old key works until ${oldKeyEnds}; the new one (id ${key.keyId}): ${describeRights(key)}`);
+        print('this is the only time the new key is shown; store it now:');
+        print(token);
+        return 0;
+      }
+      case 'revoke': {
+        const name = oneName();
+        const count = await revokeAdminKey(ctx, name);
+        print(`revoked ${count} key(s) named "${name}"; every portal instance refuses them from now on`);
+        return 0;
+      }
+      case 'list': {
+        const keys = await listAdminKeys(ctx);
+        const now = formatAtom(ctx.clock.now());
+        if (values.json === true) {
+          for (const key of keys) print(JSON.stringify(listing(key, now)));
+          return 0;
+        }
+        if (keys.length === 0) {
+          print('no admin keys; make one with "vpn-portal admin-key create --name NAME"');
+          return 0;
+        }
+        const rows = keys.map((key) => listing(key, now));
+        const header = ['NAME', 'ID', 'SCOPE', 'PROFILES', 'ALLOW', 'CREATED', 'EXPIRES', 'LAST USED', 'LAST ADDRESS', 'STATE'];
+        const cells = rows.map((row) => [
+          row.name,
+          row.id,
+          row.scope,
+          row.profiles?.join(',') ?? 'all',
+          row.allow?.join(',') ?? 'any',
+          row.created,
+          row.expires ?? 'never',
+          row.last_used ?? 'never',
+          row.last_address ?? '-',
+          row.state,
+        ]);
+        for (const line of table([header, ...cells])) print(line);
+        return 0;
+      }
+      default:
+        throw new ConfigError(`unknown admin-key command "${subcommand ?? ''}"\n${ADMIN_KEY_USAGE}`);
+    }
+  };
+  ensurePrivateDirectory(config.dataDir);
+  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  try {
+    return await work({ db, keys: new KeyStore(config.keyDir), clock: systemClock });
+  } catch (error) {
+    if (!(error instanceof AdminKeyError)) throw error;
+    printError(`admin-key ${subcommand ?? ''}: ${error.message}`);
+    return 2;
+  } finally {
+    await db.destroy();
+  }
+}
+
+function scopeOf(text: string): AdminScope {
+  const scope = ADMIN_SCOPES.find((candidate) => candidate === text);
+  if (scope === undefined) throw new ConfigError(`--scope: "${text}" is not one of ${ADMIN_SCOPES.join(', ')}`);
+  return scope;
+}
+
+function describeRights(key: StoredAdminKey): string {
+  return [
+    `scope ${key.scope}`,
+    key.profiles === null ? 'every profile' : `profiles ${key.profiles.join(', ')}`,
+    key.allowList === null ? 'from anywhere in adminApi.allowList' : `only from ${key.allowList.join(', ')}`,
+    key.expiresAt === null ? 'never expires' : `expires ${key.expiresAt}`,
+  ].join('; ');
+}
+
+/** One key as `list` shows it (and `--json` prints it, one object per line). */
+function listing(key: StoredAdminKey, now: string) {
+  let state: string;
+  if (key.revokedAt !== null) state = `revoked ${key.revokedAt}`;
+  else if (key.expiresAt !== null && key.expiresAt <= now) state = key.replacedBy === null ? 'expired' : 'rotated out';
+  else if (key.replacedBy !== null) state = `rotated, valid until ${key.expiresAt ?? ''}`;
+  else state = 'active';
+  return {
+    name: key.name,
+    id: key.keyId,
+    scope: key.scope,
+    profiles: key.profiles,
+    allow: key.allowList,
+    created: key.createdAt,
+    expires: key.expiresAt,
+    last_used: key.lastUsedAt,
+    last_address: key.lastUsedAddress,
+    state,
+  };
+}
+
+/** Columns padded to their widest cell. */
+function table(rows: readonly (readonly string[])[]): string[] {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
+  return rows.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  );
+}

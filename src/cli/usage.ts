@@ -1,0 +1,62 @@
+// The usage text of every command, in one place: the dispatcher prints it for --help and
+// mistakes, the commands name it in their own errors; none of them has to load another's code.
+
+export const SERVE_USAGE = `usage: vpn-portal serve [--config FILE]
+  serves the portal (Admin API, Node API, metrics); without --config the embedded default configuration`;
+export const SECRETS_USAGE = `usage: vpn-portal generate-secrets [--admin-api] [--node N] [--config FILE]
+  creates missing keys in DATA/keys (never overwrites one); --node N: only the secret of node N`;
+export const NODE_USAGE = `usage: vpn-portal node --config FILE
+  runs a VPN node agent (WireGuard, OpenVPN, ProxyGuard) until SIGTERM or SIGINT`;
+export const NODE_RESET_USAGE = `usage: vpn-portal node-reset N [--config FILE]
+  lets the portal empty node N although this database never held a configuration for it`;
+export const DB_USAGE = `usage: vpn-portal db migrate|status [--config FILE]
+       vpn-portal db copy --from DATABASE --to DATABASE
+  migrate: apply pending database migrations; status: list them, applied or pending;
+  copy: copy every table into an empty database (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
+export const ADMIN_KEY_USAGE = `usage: vpn-portal admin-key create --name NAME [--scope read|write|admin] [--profile ID]... [--expires-in DURATION]
+                                [--allow CIDR]... [--config FILE]
+       vpn-portal admin-key list [--json] [--config FILE]
+       vpn-portal admin-key rotate NAME [--grace DURATION] [--expires-in DURATION|never] [--config FILE]
+       vpn-portal admin-key revoke NAME [--config FILE]
+  create: make an admin key; it is printed once, alone on the last line of output
+  list: the keys (never the keys themselves)
+  rotate: a new key with the same rights; the old one stays valid for --grace (default PT1H)
+  revoke: end every key of that name, at once`;
+export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url URL] [--key-file FILE] [--config FILE] [--json]
+  users                                   users with a configuration or an authorization
+  disabled-users                          users that are disabled
+  configurations USER                     a user's configurations
+  connections [--all]                     connected devices (--all: every active configuration)
+  connected-users [--all]                 users with a connected device, by profile
+  create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
+         [--expires-in DURATION] [--prefer-tcp] [-o FILE] [--qr]
+                                          a new configuration: to stdout, or to FILE (0600);
+                                          --qr prints a WireGuard file as a QR code for a phone
+  disable USER | enable USER | destroy USER
+  delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
+  delete-authorizations USER
+  history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
+          [--limit N] [--cursor CURSOR]
+                                          the connection history, newest first (an extension)
+  stats [--profile ID] [--since DAY] [--until DAY]
+                                          daily usage per profile (an extension)
+  audit [--user USER] [--key-name NAME] [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
+                                          the Admin API calls made, refused or failed, newest
+                                          first (an extension; needs a key of scope admin)
+The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
+(--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
+DATA/keys/admin-api.key of that configuration.
+Exit codes: 0 done, 1 the portal refused (its message on stderr), 2 usage or configuration
+mistake, 3 the portal could not be reached.`;
+
+export const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAND --help for one command)
+  serve [--config FILE]                              serve the portal
+  generate-secrets [--admin-api] [--node N] [--config FILE]
+                                                     create missing keys (never overwrites)
+  node --config FILE                                 run a VPN node agent
+  node-reset N [--config FILE]                       let the portal empty node N
+  db migrate|status [--config FILE]                  database migrations
+  db copy --from DATABASE --to DATABASE              copy every table into an empty database
+  admin-key create|list|rotate|revoke …              admin keys with scopes (vpn-portal admin-key --help)
+  admin COMMAND …                                    call the Admin API (vpn-portal admin --help)
+  --version                                          print the version`;

@@ -1,0 +1,46 @@
+// What an admin key limited to some profiles (`--profile`) may touch. The rules (README,
+// "Admin keys"): create only in its profiles; listings show only its profiles (and users
+// with a configuration there); delete_connection only configurations in its profiles; and
+// the calls that act on a user as a whole (disable_user, enable_user, destroy,
+// delete_user_authorizations) only users whose configurations all lie in its profiles, and who
+// have at least one: so such a key never touches a configuration, nor a user, outside its reach.
+// The user check runs inside the change's transaction, after the user's row is locked, so a
+// configuration added meanwhile in another profile cannot slip past it.
+import type { Executor } from '../storage/database.js';
+import { configurationProfilesOfUser } from '../storage/users.js';
+import type { ProfileId, UserId } from '../shared/ids.js';
+import { describeKey, profileLimit } from './admin-call.js';
+import type { PortalContext } from './context.js';
+import { PortalError } from './errors.js';
+
+/** Refuses (403) a profile outside the key's profiles. */
+export function assertProfileAllowed(ctx: PortalContext, profileId: string): void {
+  const limit = profileLimit(ctx.call);
+  if (limit === null || ctx.call === undefined || limit.has(profileId as ProfileId)) return;
+  throw new PortalError('not-allowed', `${describeKey(ctx.call)} may not use profile "${profileId}" (it is limited to: ${[...limit].join(', ')})`);
+}
+
+/** Refuses (403) a call on a user as a whole unless every configuration of the user is in the key's profiles. */
+export async function assertUserWithinReach(ctx: PortalContext, db: Executor, userId: UserId): Promise<void> {
+  const limit = profileLimit(ctx.call);
+  if (limit === null || ctx.call === undefined) return;
+  const profiles = await configurationProfilesOfUser(db, userId);
+  const outside = profiles.filter((profileId) => !limit.has(profileId));
+  const key = describeKey(ctx.call);
+  const allowed = [...limit].join(', ');
+  if (profiles.length === 0) {
+    throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has no configuration in its profiles (${allowed})`);
+  }
+  if (outside.length > 0) {
+    throw new PortalError(
+      'not-allowed',
+      `${key} may not change user "${userId}" as a whole: the user has configurations in profiles outside its profiles (${allowed})`,
+    );
+  }
+}
+
+/** The profiles of the portal a call may see, in the configuration's order. */
+export function visibleProfiles<P extends { readonly profileId: ProfileId }>(ctx: PortalContext, profiles: readonly P[]): P[] {
+  const limit = profileLimit(ctx.call);
+  return limit === null ? [...profiles] : profiles.filter((profile) => limit.has(profile.profileId));
+}

@@ -1,0 +1,50 @@
+// What the portal knows about one Admin API request while it runs: who asks (set by the guard
+// once the key is checked, or refused), the events view bound to the call (so the audit
+// listener records a change with its caller), and a note for the audit log. The onSend hook of
+// src/http/server.ts reads it to record the calls that changed nothing: refused, failed,
+// replayed, or with nothing to do.
+import type { FastifyRequest } from 'fastify';
+import type { AdminCaller } from '../core/admin-call.js';
+import type { PortalEvents } from '../core/events.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../protocol/admin-api.js';
+
+/** Longer parameter values are cut in the audit log (user ids are at most 255 characters). */
+const MAX_AUDITED_VALUE = 255;
+
+export interface AdminRequestState {
+  readonly caller: AdminCaller;
+  /** Why the request was refused or what happened to it, for the audit log (the client may be told less). */
+  detail?: string;
+  /** The events view bound to the call, once the call runs. */
+  events?: PortalEvents;
+}
+
+export class AdminRequests {
+  readonly #states = new WeakMap<FastifyRequest, AdminRequestState>();
+
+  set(request: FastifyRequest, state: AdminRequestState): AdminRequestState {
+    this.#states.set(request, state);
+    return state;
+  }
+
+  get(request: FastifyRequest): AdminRequestState | undefined {
+    return this.#states.get(request);
+  }
+}
+
+/**
+ * The parameters of a call as the audit log shows them: the names the call takes, with the
+ * values as sent (text only, cut at 255 characters), and the Idempotency-Key. The Admin API
+ * takes no secret as a parameter; a file or a private key is never among them.
+ */
+export function auditedParameters(names: readonly string[], input: unknown, request: FastifyRequest): Record<string, string> {
+  const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const parameters: Record<string, string> = {};
+  for (const name of names) {
+    const value = Object.hasOwn(values, name) ? values[name] : undefined;
+    if (typeof value === 'string') parameters[name] = value.slice(0, MAX_AUDITED_VALUE);
+  }
+  const idempotencyKey = request.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
+  if (typeof idempotencyKey === 'string') parameters[IDEMPOTENCY_KEY_HEADER] = idempotencyKey.slice(0, MAX_AUDITED_VALUE);
+  return parameters;
+}

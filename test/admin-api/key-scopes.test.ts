@@ -1,0 +1,353 @@
+// What each admin key may do: every Admin API call (the specification's eleven and the
+// extensions: connection history, statistics, audit log) against every scope (read, write, admin) and every profile limit (none, the user's
+// profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
+// (with its effect) or refused (403 naming what was missing, the database unchanged, and the
+// refusal in the audit log).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ADMIN_API_CALLS, ADMIN_SCOPES, scopeAllows, type AdminScope } from '../../src/protocol/admin-api.js';
+import type { WireGuardKey } from '../../src/shared/ids.js';
+import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { auditLog, authorize, bearer, makeAdminKey, portalState, twoProfiles } from '../support/admin-keys.js';
+import { errorBody } from '../support/raw-http.js';
+import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
+import { parseWireGuardFile } from '../support/wireguard-file.js';
+
+type Limit = 'every profile' | 'employees' | 'guests';
+const LIMITS: readonly Limit[] = ['every profile', 'employees', 'guests'];
+
+/** A user with one configuration in `employees` and one OAuth authorization, made with the secret. */
+interface Subject {
+  readonly userId: string;
+  readonly connectionId: string;
+}
+
+interface Call {
+  readonly name: keyof typeof NAMES;
+  /** Calls that act on the user as a whole: a limited key needs every configuration of the user in its profiles. */
+  readonly userWide?: boolean;
+  /** Calls on one configuration or profile: refused for a profile outside the key's. */
+  readonly perProfile?: boolean;
+  readonly prepare?: (portal: TestPortal, subject: Subject) => Promise<void>;
+  send(portal: TestPortal, subject: Subject, key: string): Promise<ApiResponse>;
+  /** Asserts what an allowed call did or showed; `visible`: the profiles the key sees. */
+  verify(portal: TestPortal, subject: Subject, response: ApiResponse, visible: readonly string[]): Promise<void>;
+}
+
+const NAMES = {
+  connected_users: ADMIN_API_CALLS.connectedUsers,
+  connection_list: ADMIN_API_CALLS.connectionList,
+  users: ADMIN_API_CALLS.users,
+  disabled_users: ADMIN_API_CALLS.disabledUsers,
+  user_configuration_list: ADMIN_API_CALLS.userConfigurationList,
+  create: ADMIN_API_CALLS.create,
+  destroy: ADMIN_API_CALLS.destroy,
+  disable_user: ADMIN_API_CALLS.disableUser,
+  enable_user: ADMIN_API_CALLS.enableUser,
+  delete_connection: ADMIN_API_CALLS.deleteConnection,
+  delete_user_authorizations: ADMIN_API_CALLS.deleteUserAuthorizations,
+  connection_log: ADMIN_API_CALLS.connectionLog,
+  stats: ADMIN_API_CALLS.stats,
+  audit_log: ADMIN_API_CALLS.auditLog,
+} as const;
+
+const CALLS: readonly Call[] = [
+  {
+    name: 'connected_users',
+    send: (portal, _subject, key) => portal.get('/connected_users', {}, bearer(key)),
+    async verify(_portal, _subject, response, visible) {
+      assert.deepEqual(Object.keys((response.json() as { connected_users: object }).connected_users), visible);
+    },
+  },
+  {
+    name: 'connection_list',
+    send: (portal, _subject, key) => portal.get('/connection_list', { show_all: 'on' }, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      const lists = (response.json() as { connection_list: Record<string, { connection_id: string }[]> }).connection_list;
+      assert.deepEqual(Object.keys(lists), visible);
+      const listed = Object.values(lists)
+        .flat()
+        .some((entry) => entry.connection_id === subject.connectionId);
+      assert.equal(listed, visible.includes('employees'), 'the configuration is listed only where its profile is visible');
+    },
+  },
+  {
+    name: 'users',
+    send: (portal, _subject, key) => portal.get('/users', {}, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      assert.equal((response.json() as { users: string[] }).users.includes(subject.userId), visible.includes('employees'));
+    },
+  },
+  {
+    name: 'disabled_users',
+    prepare: async (portal, subject) => void (await portal.post('/disable_user', { user_id: subject.userId })),
+    send: (portal, _subject, key) => portal.get('/disabled_users', {}, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      assert.equal((response.json() as { disabled_users: string[] }).disabled_users.includes(subject.userId), visible.includes('employees'));
+    },
+  },
+  {
+    name: 'user_configuration_list',
+    send: (portal, subject, key) => portal.get('/user_configuration_list', { user_id: subject.userId }, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      const list = (response.json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list;
+      assert.deepEqual(
+        list.map((entry) => entry.connection_id),
+        visible.includes('employees') ? [subject.connectionId] : [],
+      );
+    },
+  },
+  {
+    name: 'create',
+    perProfile: true,
+    send: (portal, subject, key) => portal.post('/create', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    async verify(portal, subject, response) {
+      assert.match(response.text, /^\[Interface\]/);
+      assert.equal((await portal.admin.userConfigurationList(subject.userId)).length, 2);
+    },
+  },
+  {
+    name: 'destroy',
+    userWide: true,
+    send: (portal, subject, key) => portal.post('/destroy', { user_id: subject.userId }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.users()).includes(subject.userId), false);
+    },
+  },
+  {
+    name: 'disable_user',
+    userWide: true,
+    send: (portal, subject, key) => portal.post('/disable_user', { user_id: subject.userId }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.disabledUsers()).includes(subject.userId), true);
+    },
+  },
+  {
+    name: 'enable_user',
+    userWide: true,
+    prepare: async (portal, subject) => void (await portal.post('/disable_user', { user_id: subject.userId })),
+    send: (portal, subject, key) => portal.post('/enable_user', { user_id: subject.userId }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.disabledUsers()).includes(subject.userId), false);
+    },
+  },
+  {
+    name: 'delete_connection',
+    perProfile: true,
+    send: (portal, subject, key) => portal.post('/delete_connection', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
+    async verify(portal, subject) {
+      assert.deepEqual(await portal.admin.userConfigurationList(subject.userId), []);
+    },
+  },
+  {
+    name: 'delete_user_authorizations',
+    userWide: true,
+    send: (portal, subject, key) => portal.post('/delete_user_authorizations', { user_id: subject.userId }, bearer(key)),
+    async verify(portal, subject) {
+      const left = await portal.portal.ctx.db.selectFrom('oauth_authorizations').select('auth_key').where('user_id', '=', subject.userId).execute();
+      assert.deepEqual(left, []);
+    },
+  },
+  {
+    name: 'connection_log',
+    perProfile: true,
+    send: (portal, subject, key) => portal.get('/connection_log', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    async verify(_portal, _subject, response) {
+      // No node here, so no session: the answer is an empty page.
+      assert.deepEqual(response.json(), { connection_log: [], next_cursor: null });
+    },
+  },
+  {
+    name: 'stats',
+    send: (portal, _subject, key) => portal.get('/stats', {}, bearer(key)),
+    async verify(_portal, _subject, response, visible) {
+      assert.deepEqual(Object.keys((response.json() as { stats: object }).stats), visible, 'a limited key sees its profiles only');
+    },
+  },
+  {
+    name: 'audit_log',
+    send: (portal, subject, key) => portal.get('/audit_log', { user_id: subject.userId }, bearer(key)),
+    async verify(_portal, subject, response) {
+      const entries = (response.json() as { audit_log: { call: string; user_id: string }[] }).audit_log;
+      assert.deepEqual(
+        entries.map((entry) => [entry.call, entry.user_id]),
+        [['create', subject.userId]],
+        'the creation of the subject by the secret',
+      );
+    },
+  },
+];
+
+/** null: allowed; else the refusal's message. */
+function refusal(call: Call, scope: AdminScope, limit: Limit, keyName: string, userId: string): RegExp | null {
+  const needed = NAMES[call.name].scope;
+  if (!scopeAllows(scope, needed)) return new RegExp(`^key "${keyName}" has scope "${scope}"; ${call.name} needs scope "${needed}"$`);
+  if (call.name === 'audit_log' && limit !== 'every profile')
+    return new RegExp(`^key "${keyName}" is limited to profiles ${limit}; audit_log needs a key for every profile$`);
+  if (limit !== 'guests') return null;
+  if (call.perProfile === true) return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
+  if (call.userWide === true)
+    return new RegExp(
+      `^key "${keyName}" may not change user "${userId}" as a whole: the user has configurations in profiles outside its profiles \\(guests\\)$`,
+    );
+  return null;
+}
+
+async function makeSubject(portal: TestPortal, userId: string): Promise<Subject> {
+  const created = await portal.post('/create', { user_id: userId, profile_id: 'employees' });
+  assert.equal(created.status, 200, created.text);
+  await authorize(portal, userId, `oauth-${userId}`);
+  const privateKey = parseWireGuardFile(created.text).interface.get('PrivateKey') as WireGuardKey;
+  return { userId, connectionId: wireGuardPublicKey(privateKey) };
+}
+
+test('every call × every scope × every profile limit is allowed or refused as the scope table says, and a refusal changes nothing', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const keys = new Map<string, string>();
+  for (const scope of ADMIN_SCOPES) {
+    for (const limit of LIMITS) {
+      const name = `${scope}-${limit === 'every profile' ? 'all' : limit}`;
+      keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
+    }
+  }
+  assert.equal(CALLS.length, 14, 'the eleven calls and the three extensions');
+
+  let cells = 0;
+  let refused = 0;
+  for (const call of CALLS) {
+    for (const scope of ADMIN_SCOPES) {
+      for (const limit of LIMITS) {
+        const keyName = `${scope}-${limit === 'every profile' ? 'all' : limit}`;
+        const cell = `${call.name} with ${keyName}`;
+        const subject = await makeSubject(portal, `u${cells}`);
+        await call.prepare?.(portal, subject);
+        const before = await portalState(portal);
+        const [newestBefore] = await auditLog(portal, 1);
+        const response = await call.send(portal, subject, keys.get(keyName) ?? '');
+        const expected = refusal(call, scope, limit, keyName, subject.userId);
+        const [newest] = await auditLog(portal, 1);
+        if (expected !== null) {
+          refused++;
+          assert.equal(response.status, 403, `${cell}: ${response.text}`);
+          assert.match(errorBody(response.text), expected, cell);
+          assert.deepEqual(await portalState(portal), before, `${cell}: nothing changed`);
+          assert.ok(newest !== undefined && newest.auditId !== newestBefore?.auditId, `${cell}: the refusal is in the audit log`);
+          assert.deepEqual(
+            { key: newest.keyName, call: newest.call, status: newest.status, user: newest.userId, detail: newest.detail },
+            { key: keyName, call: call.name, status: 403, user: call.name.endsWith('users') ? null : subject.userId, detail: errorBody(response.text) },
+            cell,
+          );
+        } else {
+          assert.ok(response.status === 200 || response.status === 204, `${cell}: ${response.status} ${response.text}`);
+          const visible = limit === 'every profile' ? ['employees', 'guests'] : [limit];
+          await call.verify(portal, subject, response, visible);
+          if (NAMES[call.name].method === 'POST') {
+            assert.deepEqual([newest?.keyName, newest?.call, newest?.status], [keyName, call.name, response.status], `${cell}: the change is in the audit log`);
+          } else {
+            assert.equal(newest?.auditId, newestBefore?.auditId, `${cell}: a read is not recorded`);
+          }
+        }
+        cells++;
+      }
+    }
+  }
+  assert.equal(cells, 126);
+  // read: the 6 POSTs and audit_log, ×3 limits; write: destroy, delete_user_authorizations and
+  // audit_log, ×3; admin: audit_log for the 2 limited keys; a guests-limited key on the subject's
+  // employees configuration: write create, delete_connection, disable, enable; admin those and
+  // destroy, delete_user_authorizations; every scope the history of the employees profile.
+  assert.equal(refused, 21 + 9 + 2 + 4 + 6 + 3, 'the refusals the table predicts');
+});
+
+test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const mdm = await makeAdminKey(portal, 'mdm', { scope: 'admin', profiles: ['employees'] });
+  const laptop = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
+  const guestPhone = await portal.post('/create', { user_id: 'alice', profile_id: 'guests' });
+  const idOf = (response: ApiResponse) => wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
+
+  const list = await portal.get('/user_configuration_list', { user_id: 'alice' }, bearer(mdm));
+  assert.deepEqual(
+    (list.json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list.map((entry) => entry.connection_id),
+    [idOf(laptop)],
+  );
+  const before = await portalState(portal);
+  for (const path of ['/destroy', '/disable_user', '/enable_user', '/delete_user_authorizations']) {
+    const response = await portal.post(path, { user_id: 'alice' }, bearer(mdm));
+    assert.equal(response.status, 403, path);
+    assert.equal(
+      errorBody(response.text),
+      'key "mdm" may not change user "alice" as a whole: the user has configurations in profiles outside its profiles (employees)',
+    );
+  }
+  const other = await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(guestPhone) }, bearer(mdm));
+  assert.equal(other.status, 403);
+  assert.equal(errorBody(other.text), 'key "mdm" may not use profile "guests" (it is limited to: employees)');
+  assert.deepEqual(await portalState(portal), before, 'nothing changed');
+
+  // Its own configuration it may delete; then the user lies wholly in another profile.
+  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(laptop) }, bearer(mdm))).status, 204);
+  assert.deepEqual(await portal.admin.users(), ['alice']);
+  assert.deepEqual((await portal.get('/users', {}, bearer(mdm))).json(), { users: [] }, 'alice has nothing in its profile any more');
+
+  // A user without any configuration belongs to no profile: only a key for every profile acts on it.
+  await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(guestPhone) });
+  const empty = await portal.post('/destroy', { user_id: 'alice' }, bearer(mdm));
+  assert.equal(empty.status, 403);
+  assert.equal(errorBody(empty.text), 'key "mdm" may not change user "alice" as a whole: the user has no configuration in its profiles (employees)');
+
+  // A profile outside the key is refused before it is looked up: the key learns nothing about others.
+  const unknown = await portal.post('/create', { user_id: 'bob', profile_id: 'no-such-profile' }, bearer(mdm));
+  assert.equal(unknown.status, 403);
+  assert.equal(errorBody(unknown.text), 'key "mdm" may not use profile "no-such-profile" (it is limited to: employees)');
+});
+
+test('the OpenAPI document names the scope of every call, the Idempotency-Key header of every POST, and the extensions', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const reader = await makeAdminKey(portal, 'reader', { scope: 'read' });
+  const response = await portal.get('/openapi.json', {}, bearer(reader));
+  assert.equal(response.status, 200, 'any valid key may read the document');
+  const document = response.json() as {
+    info: { description: string };
+    'x-admin-key-scopes': Record<string, string[]>;
+    paths: Record<
+      string,
+      Record<
+        string,
+        { security: Record<string, string[]>[]; 'x-required-scope': string; parameters?: { name: string; in: string }[]; responses: Record<string, unknown> }
+      >
+    >;
+  };
+  for (const call of Object.values(NAMES)) {
+    const operation = document.paths[call.path]?.[call.method.toLowerCase()];
+    assert.ok(operation !== undefined, call.path);
+    assert.equal(operation['x-required-scope'], call.scope, call.path);
+    assert.deepEqual(operation.security, [{ adminApiKey: [call.scope] }], call.path);
+    const header = operation.parameters?.find((parameter) => parameter.in === 'header');
+    assert.equal(header?.name, call.method === 'POST' ? 'Idempotency-Key' : undefined, call.path);
+    if (call.method === 'POST') assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
+  }
+  assert.deepEqual(document['x-admin-key-scopes'], {
+    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats'],
+    write: [
+      'connected_users',
+      'connection_list',
+      'users',
+      'disabled_users',
+      'user_configuration_list',
+      'create',
+      'disable_user',
+      'enable_user',
+      'delete_connection',
+      'connection_log',
+      'stats',
+    ],
+    admin: Object.keys(NAMES),
+  });
+  assert.match(document.info.description, /admin keys/);
+  assert.match(document.info.description, /audit_log/);
+  assert.match(document.info.description, /Idempotency-Key/);
+});

@@ -1,0 +1,99 @@
+// Admin keys, the audit log and a clock the test moves, for the tests of issue 14: keys are
+// made with the same use case the `admin-key` command runs, on the portal's own database.
+import { createAdminKey, type AdminKeySpec } from '../../src/core/admin-keys.js';
+import type { AdminScope } from '../../src/protocol/admin-api.js';
+import { asProfileId } from '../../src/shared/ids.js';
+import type { Clock } from '../../src/shared/time.js';
+import { auditRecords, type AuditRecord } from '../../src/storage/audit-log.js';
+import type { PortalConfigFile } from '../../src/config/schema.js';
+import { UNREACHABLE_NODE, type TestPortal } from './test-portal.js';
+
+/** Two WireGuard profiles: `employees` and `guests`. */
+export const twoProfiles: Partial<PortalConfigFile> = {
+  ProfileList: [
+    {
+      profileId: 'employees',
+      displayName: 'Employees',
+      hostName: 'vpn.example.org',
+      wRangeFour: '10.44.0.0/24',
+      wRangeSix: 'fd44::/64',
+      nodeUrl: UNREACHABLE_NODE,
+    },
+    { profileId: 'guests', displayName: 'Guests', hostName: 'vpn.example.org', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: UNREACHABLE_NODE },
+  ],
+};
+
+export interface KeyOptions {
+  readonly scope?: AdminScope;
+  readonly profiles?: readonly string[] | null;
+  readonly expiresIn?: string | null;
+  readonly allowList?: readonly string[] | null;
+}
+
+/** Makes an admin key on the portal's database and returns the key itself. */
+export async function makeAdminKey(portal: TestPortal, name: string, options: KeyOptions = {}): Promise<string> {
+  const spec: AdminKeySpec = {
+    name,
+    scope: options.scope ?? 'admin',
+    profiles: options.profiles === undefined || options.profiles === null ? null : options.profiles.map(asProfileId),
+    expiresIn: options.expiresIn ?? null,
+    allowList: options.allowList ?? null,
+  };
+  const ctx = portal.portal.ctx;
+  const made = await createAdminKey(
+    ctx,
+    spec,
+    ctx.config.profiles.map((profile) => profile.profileId),
+  );
+  return made.token;
+}
+
+export const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
+
+/** A clock the test moves forward. */
+export class ManualClock implements Clock {
+  #now: number;
+
+  constructor(start = '2026-03-02T09:00:00Z') {
+    this.#now = Date.parse(start);
+  }
+
+  now(): Date {
+    return new Date(this.#now);
+  }
+
+  advance(milliseconds: number): void {
+    this.#now += milliseconds;
+  }
+}
+
+/** The audit log, newest first, read from the database. */
+export function auditLog(portal: TestPortal, limit = 1000): Promise<AuditRecord[]> {
+  return auditRecords(portal.portal.ctx.db, { limit });
+}
+
+/** What the Admin API can change, to show that a refused call changed nothing. */
+export async function portalState(portal: TestPortal): Promise<unknown> {
+  const db = portal.portal.ctx.db;
+  return {
+    users: await db.selectFrom('users').select(['user_id', 'is_disabled']).orderBy('user_id').execute(),
+    peers: await db.selectFrom('wg_peers').select(['public_key', 'user_id', 'profile_id']).orderBy('public_key').execute(),
+    certificates: await db.selectFrom('certificates').select(['common_name', 'user_id']).orderBy('common_name').execute(),
+    authorizations: await db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).orderBy('auth_key').execute(),
+  };
+}
+
+/** An OAuth authorization (nothing in the portal makes them; the Admin API deletes them). */
+export async function authorize(portal: TestPortal, userId: string, authKey: string): Promise<void> {
+  await portal.portal.ctx.db
+    .insertInto('oauth_authorizations')
+    .values({
+      auth_key: authKey,
+      user_id: userId,
+      client_id: 'org.eduvpn.app.linux',
+      scope: 'config',
+      authorized_at: '2026-01-01T00:00:00+00:00',
+      expires_at: '2026-04-01T00:00:00+00:00',
+    })
+    .execute();
+}
