@@ -11,7 +11,9 @@ export type PortalErrorCode =
   | 'addresses-exhausted'
   | 'unavailable'
   /** The admin key may not touch this profile or user (403). */
-  | 'not-allowed';
+  | 'not-allowed'
+  /** The request contradicts what is stored: a public key in use, a configuration that cannot be extended (409). */
+  | 'conflict';
 
 export class PortalError extends Error {
   override readonly name = 'PortalError';

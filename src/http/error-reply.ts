@@ -15,6 +15,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'addresses-exhausted': 503,
   unavailable: 503,
   'not-allowed': 403,
+  conflict: 409,
 };
 
 /** Fastify's own request errors, translated to messages a person can act on. */

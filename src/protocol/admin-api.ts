@@ -150,4 +150,8 @@ export interface CreateParams {
   readonly prefer_tcp?: 'yes' | 'no';
   /** ISO 8601 duration. */
   readonly expires_in?: string;
+  /** Extension: the device's own WireGuard public key (the file then leaves PrivateKey to the device). */
+  readonly public_key?: string;
+  /** Extension: the device's own OpenVPN key, a PEM PKCS#10 request (the file then has no key). */
+  readonly csr?: string;
 }

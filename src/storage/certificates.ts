@@ -1,6 +1,7 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
 import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
+import type { Selectable } from 'kysely';
 import type { Executor } from './database.js';
 import type { CertificatesTable } from './schema.js';
 
@@ -13,6 +14,10 @@ export interface OpenVpnCertificate {
   readonly createdAt: string;
   readonly expiresAt: string;
   readonly authKey: string | null;
+  /** Base64 of the DER SubjectPublicKeyInfo of the device's own key (its CSR); null: the portal made the key. */
+  readonly publicKey: string | null;
+  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry-warnings.ts). */
+  readonly expiryWarned: boolean;
 }
 
 export async function insertCertificate(db: Executor, certificate: OpenVpnCertificate): Promise<void> {
@@ -27,6 +32,8 @@ export async function insertCertificate(db: Executor, certificate: OpenVpnCertif
       created_at: certificate.createdAt,
       expires_at: certificate.expiresAt,
       auth_key: certificate.authKey,
+      public_key: certificate.publicKey,
+      expiry_warned: certificate.expiryWarned ? 1 : 0,
     })
     .execute();
 }
@@ -93,7 +100,7 @@ export async function expiredCertificates(db: Executor, now: string, limit: numb
   return rows.map(toCertificate);
 }
 
-function toCertificate(row: CertificatesTable): OpenVpnCertificate {
+function toCertificate(row: Selectable<CertificatesTable>): OpenVpnCertificate {
   return {
     commonName: row.common_name as ConnectionId,
     userId: row.user_id as UserId,
@@ -103,6 +110,8 @@ function toCertificate(row: CertificatesTable): OpenVpnCertificate {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     authKey: row.auth_key,
+    publicKey: row.public_key,
+    expiryWarned: row.expiry_warned !== 0,
   };
 }
 

@@ -19,6 +19,8 @@ export interface WireGuardPeer {
   readonly authKey: string | null;
   /** The change counter's value at the last change to whether this peer belongs on its node. */
   readonly revision: Revision;
+  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry-warnings.ts). */
+  readonly expiryWarned: boolean;
 }
 
 /** Inserts a new configuration with a new revision, and returns it as stored. */
@@ -37,6 +39,7 @@ export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuar
       created_at: peer.createdAt,
       expires_at: peer.expiresAt,
       auth_key: peer.authKey,
+      expiry_warned: peer.expiryWarned ? 1 : 0,
       revision: await revisionValue(trx),
     })
     .returningAll()
@@ -198,6 +201,7 @@ function toPeer(row: Selectable<WireGuardPeersTable>): WireGuardPeer {
     expiresAt: row.expires_at,
     authKey: row.auth_key,
     revision: toRevision(row.revision),
+    expiryWarned: row.expiry_warned !== 0,
   };
 }
 
