@@ -7,7 +7,7 @@ import type { ConfigurationFile } from './configuration-file.js';
 import { deviceKeysHint, formatsForDeviceKeys, readDeviceKeys } from './device-keys.js';
 import { PortalError } from './errors.js';
 import { warningAlreadyPast } from './expiry-warnings.js';
-import { configurationExpiry } from './expiry.js';
+import { cappedExpiry, configurationExpiry } from './expiry.js';
 import { issueOpenVpn } from './issue-openvpn.js';
 import { issueWireGuard } from './issue-wireguard.js';
 import type { CreateConfigurationRequest, Issue, IssuedConfiguration } from './issuing.js';
@@ -49,8 +49,4 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
     if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued.body, downloadFileName: issued.downloadFileName, expiresAt };
   }
   throw new PortalError('addresses-exhausted', `no free client address for profile "${profile.profileId}" on any of its nodes`);
-}
-
-function cappedExpiry(expiresAt: Date, caNotAfter: Date | null): Date {
-  return caNotAfter !== null && caNotAfter.getTime() < expiresAt.getTime() ? caNotAfter : expiresAt;
 }

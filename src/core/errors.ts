@@ -4,6 +4,8 @@
 export type PortalErrorCode =
   | 'no-such-profile'
   | 'no-such-user'
+  /** /extend: the user has no configuration with that connection_id (404). */
+  | 'no-such-configuration'
   | 'user-disabled'
   | 'unsupported-expiry'
   | 'invalid-parameter'

@@ -2,6 +2,7 @@
 // certificate's Common Name (the configuration's connection_id).
 import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
 import type { Selectable } from 'kysely';
+import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import type { Executor } from './database.js';
 import type { CertificatesTable } from './schema.js';
 
@@ -53,10 +54,17 @@ export async function findCertificateOfUser(db: Executor, userId: UserId, common
   return row === undefined ? undefined : toCertificate(row);
 }
 
-/** False when it was not there (another portal instance deleted it first). */
-export async function deleteCertificate(db: Executor, commonName: ConnectionId): Promise<boolean> {
-  const result = await db.deleteFrom('certificates').where('common_name', '=', commonName).executeTakeFirst();
+/** False when it was not there (another portal instance deleted it first); with `expiredBy`, as deletePeer's. */
+export async function deleteCertificate(db: Executor, commonName: ConnectionId, expiredBy?: string): Promise<boolean> {
+  let query = db.deleteFrom('certificates').where('common_name', '=', commonName);
+  if (expiredBy !== undefined) query = query.where('expires_at', '<=', expiredBy);
+  const result = await query.executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/** As peersDueForExpiryWarning. */
+export async function certificatesDueForExpiryWarning(db: Executor, window: ExpiryWarningWindow, limit: number): Promise<OpenVpnCertificate[]> {
+  return (await dueForExpiryWarning(db, 'certificates', window, limit)).map(toCertificate);
 }
 
 /** Deletes every OpenVPN configuration of a user and returns exactly the ones this call deleted. */

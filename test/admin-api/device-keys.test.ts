@@ -10,9 +10,9 @@ import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
 import { portalState } from '../support/admin-keys.js';
-import { opensslCsr, wgGenkey } from '../support/device-keys.js';
+import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { errorBody } from '../support/raw-http.js';
-import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
 const WIREGUARD = 'application/x-wireguard-profile';
@@ -23,18 +23,7 @@ const APPLE = 'application/x-apple-aspen-config';
 /** One profile with WireGuard and OpenVPN, WireGuard over TCP enabled. */
 const config: Partial<PortalConfigFile> = {
   WireGuard: { enableProxy: true },
-  ProfileList: [
-    {
-      profileId: 'both',
-      displayName: 'Both',
-      hostName: 'vpn.example.org',
-      wRangeFour: '10.62.0.0/24',
-      wRangeSix: 'fd62::/64',
-      oRangeFour: '10.61.0.0/24',
-      oRangeSix: 'fd61::/64',
-      nodeUrl: UNREACHABLE_NODE,
-    },
-  ],
+  ProfileList: [BOTH_PROTOCOLS_PROFILE],
 };
 
 async function startPortal(t: { after: (fn: () => Promise<void>) => void }): Promise<TestPortal> {

@@ -7,8 +7,22 @@ import { createPrivateKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ProfileConfigFile } from '../../src/config/schema.js';
 import type { Db } from '../../src/storage/database.js';
 import { COPIED_TABLES } from '../../src/storage/copy.js';
+import { UNREACHABLE_NODE } from './test-portal.js';
+
+/** A profile `both` with WireGuard and OpenVPN on a node that never answers: the Admin API tests of device keys and renewals. */
+export const BOTH_PROTOCOLS_PROFILE: ProfileConfigFile = {
+  profileId: 'both',
+  displayName: 'Both',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.62.0.0/24',
+  wRangeSix: 'fd62::/64',
+  oRangeFour: '10.61.0.0/24',
+  oRangeSix: 'fd61::/64',
+  nodeUrl: UNREACHABLE_NODE,
+};
 
 export interface DeviceWireGuardKey {
   readonly privateKey: string;
