@@ -1,13 +1,14 @@
 // /extend with the real tools: devices that keep their own keys stay connected past their
 // configuration's old expiry once it was extended. The portal's clock is moved (the portal's
 // expiry sweep runs by it); the tunnels are real. An OpenVPN device also reconnects with the
-// certificate /extend issued for its key, and a WireGuard tunnel still ends at the new expiry.
+// certificate /extend issued for its key; a configuration not extended is cut at its expiry, and
+// a WireGuard tunnel still ends at the new expiry.
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
-import { CONNECTED, OpenVpnClient } from '../support/openvpn-client.js';
+import { AUTH_FAILED, CONNECTED, OpenVpnClient } from '../support/openvpn-client.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 
 const DAY = 86_400_000;
@@ -82,6 +83,25 @@ describe('extended configurations keep devices connected past their old expiry',
     const second = await startOpenVpn('renewed', renewedFile, keyFile);
     assert.ok(await openVpnPing(second.tun), 'ping through the tunnel of the re-issued certificate');
     await second.client.stop();
+
+    // The control: a configuration that was not extended is cut at its expiry by the same sweep.
+    offsetMs = 0;
+    const control = await lab.portal.post(
+      '/create',
+      { user_id: 'bob', profile_id: LAB_PROFILE, csr, expires_in: 'P1D' },
+      { accept: 'application/x-openvpn-profile' },
+    );
+    assert.equal(control.status, 200, control.text);
+    const third = await startOpenVpn('control', control.text, keyFile);
+    assert.ok(await openVpnPing(third.tun), 'ping through the control tunnel');
+    offsetMs = 2 * DAY;
+    await lab.portal.reconcile();
+    await third.client.waitFor(AUTH_FAILED, 'AUTH_FAILED', 30_000);
+    assert.deepEqual(
+      (await lab.portal.admin.userConfigurationList('bob')).map((entry) => entry.connection_id),
+      [configuration.connection_id],
+      'only the extended configuration is left',
+    );
   });
 
   test('WireGuard from wg genkey: the peer stays on the node past the old expiry, and leaves at the new one', async () => {
