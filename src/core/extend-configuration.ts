@@ -60,8 +60,10 @@ export async function extendConfiguration(
   const issued = certificate === undefined ? null : await reissueCertificate(ctx, certificate, now, expiresAt);
   const change = { now: formatAtom(now), expiresAt: formatAtom(expiresAt), expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt) };
   await ctx.events.change(ctx.db, async (trx, announce) => {
-    // Disabled, expired or deleted since it was read: nothing changes.
-    if ((await findUser(trx, userId))?.isDisabled !== false) throw new PortalError('user-disabled', 'user is disabled');
+    // Destroyed, disabled, expired or deleted since it was read: nothing changes.
+    const current = await findUser(trx, userId);
+    if (current === undefined) throw new PortalError('no-such-user', 'user does not exist');
+    if (current.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
     const extended = await extendConfigurationRow(trx, peer === undefined ? 'certificates' : 'wg_peers', connectionId, change);
     if (!extended) throw expired();
     await announce({ type: 'configuration.extended', at: now, configuration, expiresAt, previousExpiresAt });
