@@ -11,6 +11,7 @@ import {
   connectionLogAnswer,
   disabledUsersAnswer,
   errorAnswer,
+  extendAnswer,
   statsAnswer,
   userConfigurationListAnswer,
   usersAnswer,
@@ -19,6 +20,8 @@ import {
   type AuditLogQuery,
   type ConnectionInfo,
   type CreateParams,
+  type ExtendAnswer,
+  type ExtendParams,
   type UserConfiguration,
 } from '../protocol/admin-api.js';
 
@@ -135,6 +138,12 @@ export class AdminApiClient {
     return this.#getJson(ADMIN_API_CALLS.auditLog.path, definedOnly(query), auditLogAnswer);
   }
 
+  /** Extension: moves a configuration's expiry without a new key; for OpenVPN the answer has the new certificate. */
+  async extend(params: ExtendParams, options: PostOptions = {}): Promise<ExtendAnswer> {
+    const response = await this.#send('POST', ADMIN_API_CALLS.extend.path, formOf(params), idempotencyHeader(options));
+    return this.#parsed(response, ADMIN_API_CALLS.extend.path, extendAnswer);
+  }
+
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */
   connectionLog(query: ConnectionLogQuery = {}): Promise<z.infer<typeof connectionLogAnswer>> {
     return this.#getJson(ADMIN_API_CALLS.connectionLog.path, definedOnly(query), connectionLogAnswer);
@@ -148,6 +157,10 @@ export class AdminApiClient {
   async #getJson<T>(path: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
     const search = new URLSearchParams(query).toString();
     const response = await this.#send('GET', search === '' ? path : `${path}?${search}`);
+    return this.#parsed(response, path, schema);
+  }
+
+  async #parsed<T>(response: Response, path: string, schema: z.ZodType<T>): Promise<T> {
     const text = await this.#okText(response);
     const parsed = schema.safeParse(JSON.parse(text));
     if (!parsed.success) throw new AdminApiError(response.status, `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
@@ -206,6 +219,6 @@ function idempotencyHeader(options: PostOptions): Record<string, string> {
   return options.idempotencyKey === undefined ? {} : { [IDEMPOTENCY_KEY_HEADER]: options.idempotencyKey };
 }
 
-function formOf(params: CreateParams): URLSearchParams {
+function formOf(params: CreateParams | ExtendParams): URLSearchParams {
   return new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }

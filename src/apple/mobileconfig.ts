@@ -26,7 +26,8 @@ export interface AppleConfigurationSettings {
   readonly publicKey: WireGuardKey;
   /** The configuration's display_name. */
   readonly displayName: string;
-  readonly wireGuard: WireGuardClientConfiguration;
+  /** With the private key: a profile without one is no use to the WireGuard app. */
+  readonly wireGuard: WireGuardClientConfiguration & { readonly privateKey: WireGuardKey };
 }
 
 /** Bundle identifier of the WireGuard app for iOS and iPadOS, the provider of the tunnel. */

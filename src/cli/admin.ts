@@ -1,7 +1,7 @@
 // `vpn-portal admin …`: the Admin API from the command line, built on the typed client. Tables
 // for people, `--json` for scripts, and exit codes a script can rely on: 0 done, 1 the portal
 // answered with an error, 2 a usage or configuration mistake, 3 the portal could not be reached.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import QRCode from 'qrcode';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
@@ -52,6 +52,9 @@ interface AdminFlags {
   readonly open: boolean;
   readonly closed: boolean;
   readonly keyName: string | undefined;
+  readonly publicKey: string | undefined;
+  /** A file holding a PEM certificate request. */
+  readonly csr: string | undefined;
 }
 
 interface AdminCommand {
@@ -64,7 +67,7 @@ interface AdminCommand {
 
 /**
  * Every `vpn-portal admin` command: the eleven calls of the specification, then this portal's
- * extensions (connection history, statistics, audit log), one entry each.
+ * extensions (connection history, statistics, audit log, renewal), one entry each.
  */
 const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   users: {
@@ -142,8 +145,30 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   },
   create: {
     args: ['USER', 'PROFILE'],
-    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'qr'],
+    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'qr', 'publicKey', 'csr'],
     run: runCreate,
+  },
+  extend: {
+    args: ['USER', 'CONNECTION_ID'],
+    flags: ['expiresIn', 'output'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [user = '', connectionId = ''] = args;
+      const extended = await client.extend({
+        user_id: user,
+        connection_id: connectionId,
+        ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
+      });
+      // An OpenVPN renewal brings the new certificate for the device's key: to FILE, or printed.
+      if (flags.output !== undefined && extended.certificate !== null) writeFileSync(flags.output, `${extended.certificate}\n`, { flag: 'w' });
+      if (json) {
+        out.print(JSON.stringify(extended));
+        return;
+      }
+      out.print(`extended ${connectionId} of ${user} until ${extended.expires_at}`);
+      if (extended.certificate === null) return;
+      if (flags.output === undefined) out.print(extended.certificate);
+      else out.print(`wrote the new certificate to ${flags.output}; it replaces the <cert> block of the device's file`);
+    },
   },
   disable: userCommand('disabled', (client, user) => client.disableUser(user)),
   enable: userCommand('enabled', (client, user) => client.enableUser(user)),
@@ -288,6 +313,8 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.displayName === undefined ? {} : { display_name: flags.displayName }),
     ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
     ...(flags.preferTcp ? { prefer_tcp: 'yes' as const } : {}),
+    ...(flags.publicKey === undefined ? {} : { public_key: flags.publicKey }),
+    ...(flags.csr === undefined ? {} : { csr: readCsr(flags.csr) }),
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
   // The file holds a private key: only its owner may read it.
@@ -302,6 +329,14 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   }
   if (flags.output === undefined) out.print(created.body.replace(/\n$/, ''));
   else out.print(`wrote ${flags.output} (${created.contentType}, expires ${created.expiresAt.toISOString()})`);
+}
+
+function readCsr(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--csr: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
 }
 
 function describeCreated(created: CreatedConfiguration, file: string | undefined): Record<string, unknown> {
@@ -334,6 +369,8 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   open: '--open',
   closed: '--closed',
   keyName: '--key-name',
+  publicKey: '--public-key',
+  csr: '--csr',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -366,6 +403,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         open: { type: 'boolean' },
         closed: { type: 'boolean' },
         'key-name': { type: 'string' },
+        'public-key': { type: 'string' },
+        csr: { type: 'string' },
       },
     });
     json = values.json === true;
@@ -396,6 +435,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       open: values.open === true,
       closed: values.closed === true,
       keyName: values['key-name'],
+      publicKey: values['public-key'],
+      csr: values.csr,
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

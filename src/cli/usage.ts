@@ -30,8 +30,13 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   connected-users [--all]                 users with a connected device, by profile
   create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
          [--expires-in DURATION] [--prefer-tcp] [-o FILE] [--qr]
+         [--public-key KEY] [--csr FILE]
                                           a new configuration: to stdout, or to FILE (0600);
-                                          --qr prints a WireGuard file as a QR code for a phone
+                                          --qr prints a WireGuard file as a QR code for a phone;
+                                          --public-key/--csr: the device keeps its own key
+  extend USER CONNECTION_ID [--expires-in DURATION] [-o FILE]
+                                          a later expiry, same key (an extension); OpenVPN:
+                                          the new certificate, to stdout or FILE
   disable USER | enable USER | destroy USER
   delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
   delete-authorizations USER

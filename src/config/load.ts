@@ -95,6 +95,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     logLevel: raw.logLevel,
     auditLogRetention: mustParseDuration(raw.auditLogRetention),
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
+    expiryWarning: mustParseDuration(raw.expiryWarning),
     caExpiry: mustParseDuration(raw.caExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
     wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null, proxy: resolveWireGuardProxy(raw.WireGuard, report) },

@@ -123,6 +123,8 @@ export interface PortalConfig {
   /** `auditLogRetention`: audit log entries older than this are pruned. */
   readonly auditLogRetention: IsoDuration;
   readonly sessionExpiry: IsoDuration;
+  /** `expiryWarning`: how long before its expiry a configuration is announced as expiring. */
+  readonly expiryWarning: IsoDuration;
   /** Lifetime of a new OpenVPN CA (generate-secrets). */
   readonly caExpiry: IsoDuration;
   /** `sessionExpiry` followed by `supportedSessionExpiry`, duplicates dropped (reference §10). */

@@ -127,6 +127,8 @@ export const portalConfigSchema = z.strictObject({
   auditLogRetention: isoDuration.default('P1Y'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   sessionExpiry: isoDuration.default('P90D'),
+  /** `configuration.expiring` is announced this long before a configuration expires. */
+  expiryWarning: isoDuration.default('P7D'),
   /** Lifetime of the OpenVPN CA made by generate-secrets; it caps every configuration's expiry. */
   caExpiry: isoDuration.default('P25Y'),
   supportedSessionExpiry: z.array(isoDuration).default([]),

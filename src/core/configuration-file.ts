@@ -44,7 +44,10 @@ export function renderWireGuardFile(format: WireGuardFileFormat, profile: WireGu
       });
       return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint }, configuration.wireGuard), downloadFileName: null };
     }
-    case 'apple':
+    case 'apple': {
+      const { privateKey } = configuration.wireGuard;
+      // The negotiation never offers the Apple profile for a device-held key (offeredFormats).
+      if (privateKey === null) throw new Error('an Apple profile needs the private key');
       return {
         body: renderAppleMobileconfig(
           {
@@ -53,10 +56,11 @@ export function renderWireGuardFile(format: WireGuardFileFormat, profile: WireGu
             profileDisplayName: profile.profileDisplayName,
             wireGuard: { ...profile.wireGuard, proxyEndpoint: null },
           },
-          configuration,
+          { ...configuration, wireGuard: { ...configuration.wireGuard, privateKey } },
         ),
         downloadFileName: mobileconfigFileName(profile.profileId),
       };
+    }
   }
 }
 

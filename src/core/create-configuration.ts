@@ -4,8 +4,10 @@
 // ways of issuing are issue-wireguard.ts and issue-openvpn.ts.
 import type { PortalContext } from './context.js';
 import type { ConfigurationFile } from './configuration-file.js';
+import { deviceKeysHint, formatsForDeviceKeys, readDeviceKeys } from './device-keys.js';
 import { PortalError } from './errors.js';
-import { configurationExpiry } from './expiry.js';
+import { warningAlreadyPast } from './expiry-warnings.js';
+import { cappedExpiry, configurationExpiry } from './expiry.js';
 import { issueOpenVpn } from './issue-openvpn.js';
 import { issueWireGuard } from './issue-wireguard.js';
 import type { CreateConfigurationRequest, Issue, IssuedConfiguration } from './issuing.js';
@@ -25,11 +27,12 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.
   const ca = await ctx.openVpnKeys.ca();
   const expiresAt = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
-  const offered = offeredFormats(profile, ctx.config.wireGuard);
+  const deviceKeys = await readDeviceKeys(request.publicKey, request.csr);
+  const offered = formatsForDeviceKeys(offeredFormats(profile, ctx.config.wireGuard), deviceKeys);
   const formats = chooseFormats(request.accept, offered, request.preferTcp);
-  if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered));
+  if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys));
 
-  const issue: Issue = { request, profile, now, expiresAt };
+  const issue: Issue = { request, profile, now, expiresAt, expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt), deviceKeys };
   // Formats are tried in order (reference §5.2): WireGuard fails over to OpenVPN when no node
   // has a free address. The WireGuard formats share one address pool, so one try covers them all.
   let wireGuardTried = false;
@@ -46,8 +49,4 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
     if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued.body, downloadFileName: issued.downloadFileName, expiresAt };
   }
   throw new PortalError('addresses-exhausted', `no free client address for profile "${profile.profileId}" on any of its nodes`);
-}
-
-function cappedExpiry(expiresAt: Date, caNotAfter: Date | null): Date {
-  return caNotAfter !== null && caNotAfter.getTime() < expiresAt.getTime() ? caNotAfter : expiresAt;
 }

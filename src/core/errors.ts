@@ -4,6 +4,8 @@
 export type PortalErrorCode =
   | 'no-such-profile'
   | 'no-such-user'
+  /** /extend: the user has no configuration with that connection_id (404). */
+  | 'no-such-configuration'
   | 'user-disabled'
   | 'unsupported-expiry'
   | 'invalid-parameter'
@@ -11,7 +13,9 @@ export type PortalErrorCode =
   | 'addresses-exhausted'
   | 'unavailable'
   /** The admin key may not touch this profile or user (403). */
-  | 'not-allowed';
+  | 'not-allowed'
+  /** The request contradicts what is stored: a public key in use, a configuration that cannot be extended (409). */
+  | 'conflict';
 
 export class PortalError extends Error {
   override readonly name = 'PortalError';

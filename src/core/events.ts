@@ -64,8 +64,16 @@ export type PortalEvent =
       /** The configurations the call created or deleted. */
       readonly connectionIds: readonly string[];
     })
+  /** /extend moved a configuration's expiry (for OpenVPN with a new certificate for the same key). */
+  | (EventBase & {
+      readonly type: 'configuration.extended';
+      readonly configuration: ConfigurationRef;
+      readonly expiresAt: Date;
+      readonly previousExpiresAt: Date;
+    })
   | (EventBase & { readonly type: 'configuration.created'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
   | (EventBase & { readonly type: 'configuration.deleted' | 'configuration.expired'; readonly configuration: ConfigurationRef })
+  | (EventBase & { readonly type: 'configuration.expiring'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
   | (EventBase & {
       readonly type: 'session.started';
       readonly configuration: ConfigurationRef;
@@ -217,11 +225,16 @@ export class PortalEvents {
   }
 }
 
-/** The configurations a change created, deleted or expired, each once, in the order announced. */
+/** The configurations a change created, extended, deleted or expired, each once, in the order announced. */
 function connectionIdsOf(events: readonly PortalEvent[]): string[] {
   const ids = new Set<string>();
   for (const event of events) {
-    if (event.type === 'configuration.created' || event.type === 'configuration.deleted' || event.type === 'configuration.expired') {
+    if (
+      event.type === 'configuration.created' ||
+      event.type === 'configuration.extended' ||
+      event.type === 'configuration.deleted' ||
+      event.type === 'configuration.expired'
+    ) {
       ids.add(event.configuration.connectionId);
     }
   }

@@ -1,6 +1,7 @@
 // The OpenVPN path of POST /create (reference §9.2): pick a node, make a new Common Name,
-// have the CA issue the client certificate, store it, and write the client file. Nothing is
-// pushed to the node: it asks the portal when the client connects (Node API /connect).
+// have the CA issue the client certificate (for a new key, or for the key of the device's
+// CSR), store it, and write the client file. Nothing is pushed to the node: it asks the
+// portal when the client connects (Node API /connect).
 import { randomBytes } from 'node:crypto';
 import { renderOpenVpnClientConfig } from '../openvpn/client-config.js';
 import { insertCertificate, type OpenVpnCertificate } from '../storage/certificates.js';
@@ -23,7 +24,20 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
 
   // The Common Name is the configuration's connection_id: Base64 of 32 random bytes (reference §8.2).
   const commonName: ConnectionId = asConnectionId(randomBytes(32).toString('base64'));
-  const credentials = await ca.issueClient({ commonName, profileId: profile.profileId, now, notAfter: expiresAt });
+  const deviceKey = issue.deviceKeys?.openVpn ?? null;
+  const credentials =
+    deviceKey === null
+      ? await ca.issueClient({ commonName, profileId: profile.profileId, now, notAfter: expiresAt })
+      : {
+          ...(await ca.certifyClientKey({
+            commonName,
+            profileId: profile.profileId,
+            now,
+            notAfter: expiresAt,
+            subjectPublicKeyInfo: deviceKey.subjectPublicKeyInfo,
+          })),
+          privateKeyPem: null,
+        };
   const body = renderOpenVpnClientConfig(
     { hostName: node.hostName, ...profile.openVpn },
     {
@@ -45,6 +59,8 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
       createdAt: formatAtom(now),
       expiresAt: formatAtom(expiresAt),
       authKey: null,
+      publicKey: deviceKey === null ? null : deviceKey.subjectPublicKeyInfo.toString('base64'),
+      expiryWarned: issue.expiryWarned,
     };
     await insertCertificate(trx, certificate);
     await keepAnswer(trx, issue, 'openvpn', file);

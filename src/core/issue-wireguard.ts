@@ -1,11 +1,13 @@
-// The WireGuard path of POST /create: a new key pair, a node with a free address (tried in the
-// order nodeOrder gives), the configuration stored, the peer pushed to its node, and the file
-// in the chosen format (reference §6.2, §6.3, §7.1).
+// The WireGuard path of POST /create: a new key pair (or the device's own public key), a node
+// with a free address (tried in the order nodeOrder gives), the configuration stored, the peer
+// pushed to its node, and the file in the chosen format (reference §6.2, §6.3, §7.1).
 import type { ProfileNode } from '../config/portal-config.js';
 import { insertPeer, type WireGuardPeer } from '../storage/wg-peers.js';
-import { generateWireGuardKeyPair, type WireGuardKeyPair } from '../wireguard/keys.js';
+import type { WireGuardKey } from '../shared/ids.js';
+import { generateWireGuardKeyPair } from '../wireguard/keys.js';
 import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
 import type { PortalContext } from './context.js';
+import { assertPublicKeyUnused } from './device-keys.js';
 import { wireGuardConfiguration } from './events.js';
 import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
@@ -19,7 +21,9 @@ class PoolFull extends Error {}
 /** The file, or null when no node of the profile has a free address (or a WireGuard key). */
 export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: WireGuardFileFormat): Promise<ConfigurationFile | null> {
   const { request, profile } = issue;
-  const keyPair = generateWireGuardKeyPair();
+  // A device that keeps its key brings the public half; the file then leaves PrivateKey to it.
+  const devicePublicKey = issue.deviceKeys?.wireGuard ?? null;
+  const keyPair = devicePublicKey === null ? generateWireGuardKeyPair() : { publicKey: devicePublicKey, privateKey: null };
   for (const node of nodeOrder(ctx, profile)) {
     const serverPublicKey = ctx.keys.wireGuardPublicKey(node.nodeNumber);
     if (serverPublicKey === null || node.wireGuard === null) {
@@ -57,7 +61,7 @@ export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: W
           wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
         },
       );
-    const stored = await storePeer(ctx, issue, node, keyPair, format, render);
+    const stored = await storePeer(ctx, issue, node, keyPair.publicKey, devicePublicKey !== null, format, render);
     if (stored === null) continue;
     await addPeersToNodes(ctx, [stored.peer], 'create');
     return stored.file;
@@ -70,16 +74,19 @@ async function storePeer(
   ctx: PortalContext,
   issue: Issue,
   node: ProfileNode,
-  keyPair: WireGuardKeyPair,
+  publicKey: WireGuardKey,
+  /** The device brought the key: it must not be in use anywhere. */
+  devicePublicKey: boolean,
   format: WireGuardFileFormat,
   render: (peer: WireGuardPeer) => ConfigurationFile,
 ): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
+      if (devicePublicKey) await assertPublicKeyUnused(ctx, trx, publicKey);
       const addresses = await allocateAddresses(trx, issue.profile.profileId, node);
       if (addresses === null) throw new PoolFull();
       const peer = await insertPeer(trx, {
-        publicKey: keyPair.publicKey,
+        publicKey,
         userId: issue.request.userId,
         profileId: issue.profile.profileId,
         nodeNumber: node.nodeNumber,
@@ -90,6 +97,7 @@ async function storePeer(
         createdAt: formatAtom(issue.now),
         expiresAt: formatAtom(issue.expiresAt),
         authKey: null,
+        expiryWarned: issue.expiryWarned,
       });
       const file = render(peer);
       await keepAnswer(trx, issue, format, file);

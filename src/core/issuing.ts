@@ -9,9 +9,10 @@ import { ensureUser } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import type { ConfigurationRef } from './events.js';
-import type { ProfileId, UserId } from '../shared/ids.js';
+import type { ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import type { ConfigurationFile } from './configuration-file.js';
+import type { DeviceKeys } from './device-keys.js';
 import { MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
 
 /** What `create` answers: the file and what the headers say about it. */
@@ -31,6 +32,10 @@ export interface CreateConfigurationRequest {
   readonly preferTcp: boolean;
   readonly expiresIn: string | undefined;
   readonly accept: string | undefined;
+  /** The device's own WireGuard public key: the portal makes no key pair, the file leaves PrivateKey to the device. */
+  readonly publicKey?: WireGuardKey;
+  /** The device's own OpenVPN key, as a PEM PKCS#10 request: the portal certifies it, the file has no key. */
+  readonly csr?: string;
   /**
    * Called inside the transaction that stores the configuration, with the answer `create` is
    * about to give: a request sent with an Idempotency-Key keeps its answer with the change, so
@@ -39,12 +44,16 @@ export interface CreateConfigurationRequest {
   readonly keepAnswer?: (trx: Transaction<Database>, answer: IssuedConfiguration) => Promise<void>;
 }
 
-/** One configuration being issued: the request, its profile and its times. */
+/** One configuration being issued: the request, its profile, its times and the device's own keys. */
 export interface Issue {
   readonly request: CreateConfigurationRequest;
   readonly profile: Profile;
   readonly now: Date;
   readonly expiresAt: Date;
+  /** True when no `configuration.expiring` will be announced for it (it lives shorter than expiryWarning). */
+  readonly expiryWarned: boolean;
+  /** null: the portal makes the key. */
+  readonly deviceKeys: DeviceKeys | null;
 }
 
 /** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */

@@ -1,7 +1,8 @@
 // When reconcile work runs, one piece at a time per portal instance: a full pass at start and
 // every `reconcileInterval`; a pass for one node as soon as the fleet says it answers again or
 // lost its peers; and the expiry sweep at the moment the next configuration expires, so an
-// expired configuration leaves its node within seconds rather than at the next full pass.
+// expired configuration leaves its node within seconds rather than at the next full pass (the
+// same sweep announces `configuration.expiring` when a warning falls due).
 // With several portal instances on one PostgreSQL database only one runs a full pass at any
 // moment (an advisory lock; the other skips it). A node pass takes the same lock but waits its
 // turn (it tries again each second), so a node that comes back is refilled by one instance,
@@ -14,6 +15,7 @@ import { earliestPeerExpiry } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { ReconcileReason } from '../node-client/fleet.js';
+import { announceExpiringConfigurations, nextExpiryWarningAt } from './expiry-warnings.js';
 import { runHousekeeping } from './housekeeping.js';
 import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './reconcile.js';
 
@@ -61,6 +63,8 @@ export class ReconcileScheduler {
         await runHousekeeping(this.ctx);
       });
       if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
+      // Not under the lock: each warning is claimed by one instance (expiry-warnings.ts).
+      await announceExpiringConfigurations(this.ctx);
     });
   }
 
@@ -112,6 +116,7 @@ export class ReconcileScheduler {
         this.sweepTimer = setTimeout(() => {
           void this.enqueue(async () => {
             await deleteExpiredConfigurations(this.ctx);
+            await announceExpiringConfigurations(this.ctx);
           });
         }, delayMs);
         this.sweepTimer.unref();
@@ -121,11 +126,17 @@ export class ReconcileScheduler {
       });
   }
 
+  /** Until the next expiry or `configuration.expiring` warning, whichever comes first. */
   private async nextExpiryDelay(): Promise<number> {
-    const [peer, certificate] = await Promise.all([earliestPeerExpiry(this.ctx.db), earliestCertificateExpiry(this.ctx.db)]);
-    const earliest = [peer, certificate].filter((value): value is string => value !== null).sort()[0];
-    if (earliest === undefined) return this.intervalMs;
-    const untilExpiry = new Date(earliest).getTime() - this.ctx.clock.now().getTime();
-    return Math.min(this.intervalMs, Math.max(MIN_SWEEP_DELAY_MS, untilExpiry));
+    const [peer, certificate, warning] = await Promise.all([
+      earliestPeerExpiry(this.ctx.db),
+      earliestCertificateExpiry(this.ctx.db),
+      nextExpiryWarningAt(this.ctx),
+    ]);
+    const times = [peer, certificate].filter((value): value is string => value !== null).map((value) => new Date(value).getTime());
+    if (warning !== null) times.push(warning.getTime());
+    if (times.length === 0) return this.intervalMs;
+    const untilNext = Math.min(...times) - this.ctx.clock.now().getTime();
+    return Math.min(this.intervalMs, Math.max(MIN_SWEEP_DELAY_MS, untilNext));
   }
 }

@@ -8,7 +8,7 @@
 // pass sends carries the revision it read, so a disable, delete or destroy that commits while
 // the pass runs always wins on the node, whichever arrives there first.
 import type { DaemonPeer, NodeDaemon, RemovedPeer } from '../node-client/daemon-client.js';
-import { activeCertificates, deleteCertificate, expiredCertificates } from '../storage/certificates.js';
+import { activeCertificates, deleteCertificate, expiredCertificates, findCertificate } from '../storage/certificates.js';
 import { hasAllocatedOnNode } from '../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../storage/node-resets.js';
 import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../storage/revisions.js';
@@ -207,14 +207,22 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
     if (batch.length === 0) break;
     const removals = await ctx.events.change(ctx.db, async (trx, announce) => {
       const at = ctx.clock.now();
+      const kept: typeof batch = [];
       for (const peer of batch) {
         // Give the address back only when this pass deleted the configuration (not a
-        // delete_connection on another portal instance a moment before).
-        if (!(await deletePeer(trx, peer.publicKey))) continue;
+        // delete_connection on another portal instance a moment before). One an /extend
+        // renewed since the batch was read stays, on its node too.
+        if (!(await deletePeer(trx, peer.publicKey, now))) {
+          if ((await peersWithKeys(trx, [peer.publicKey])).length > 0) kept.push(peer);
+          continue;
+        }
         await releaseAddresses(trx, ctx.config, peer);
         await announce({ type: 'configuration.expired', at, configuration: wireGuardConfiguration(peer) });
       }
-      return removalsOf(batch, await nextRevision(trx));
+      return removalsOf(
+        batch.filter((peer) => !kept.includes(peer)),
+        await nextRevision(trx),
+      );
     });
     deleted += batch.length;
     await removePeersFromNodes(ctx, removals, 'expiry');
@@ -222,15 +230,19 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
   for (;;) {
     const batch = await expiredCertificates(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
-    await ctx.events.change(ctx.db, async (trx, announce) => {
+    const ended = await ctx.events.change(ctx.db, async (trx, announce) => {
       const at = ctx.clock.now();
+      const kept: typeof batch = [];
       for (const certificate of batch) {
-        if (await deleteCertificate(trx, certificate.commonName))
+        if (await deleteCertificate(trx, certificate.commonName, now))
           await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate) });
+        else if ((await findCertificate(trx, certificate.commonName)) !== undefined) kept.push(certificate);
       }
+      // Renewed by /extend since the batch was read: its clients stay.
+      return batch.filter((certificate) => !kept.includes(certificate));
     });
     deleted += batch.length;
-    await disconnectOpenVpnClients(ctx, batch, 'expiry');
+    await disconnectOpenVpnClients(ctx, ended, 'expiry');
   }
   if (deleted > 0) ctx.logger.info({ deleted }, `deleted ${deleted} expired configuration(s)`);
   return deleted;

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { AdminCall } from '../core/admin-call.js';
 import type { PortalContext } from '../core/context.js';
 import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
-import { auditedParameters, type AdminRequests } from './admin-requests.js';
+import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from './http-error.js';
 import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
 import { readParams, type ParamShape, type ParamSource, type ParamValues } from './params.js';
@@ -102,7 +102,7 @@ export async function runRoute<S extends ParamShape>(
     response = await route.handle(callCtx, params, request, {});
   } else {
     const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
-    const parameters = Object.fromEntries(Object.entries(call.parameters).filter(([parameter]) => parameter in route.params));
+    const parameters = sentParameters(Object.keys(route.params), input);
     const outcome = await services.idempotent.run(
       { keyName: caller.keyName, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),

@@ -8,6 +8,7 @@ import { HttpError } from './http-error.js';
 const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-profile': 404,
   'no-such-user': 400,
+  'no-such-configuration': 404,
   'user-disabled': 403,
   'unsupported-expiry': 400,
   'invalid-parameter': 400,
@@ -15,6 +16,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'addresses-exhausted': 503,
   unavailable: 503,
   'not-allowed': 403,
+  conflict: 409,
 };
 
 /** Fastify's own request errors, translated to messages a person can act on. */

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { isIsoDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
-import { isWireGuardKey } from '../wireguard/keys.js';
+import { isUsableWireGuardPublicKey, isWireGuardKey } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
 
 export type ParamSource = 'query' | 'post';
@@ -41,6 +41,13 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
+  /** A device's own WireGuard public key: Base64 of 32 bytes, a usable X25519 point (not small-order). */
+  devicePublicKey: z.string().refine(isUsableWireGuardPublicKey),
+  /** A PEM PKCS#10 certificate request; its signature and key type are checked by the use case. */
+  certificateRequest: z
+    .string()
+    .min(1)
+    .max(16 * 1024),
   // Parameters of this portal's extensions (connection_log, stats, audit_log).
   /** An ISO 8601 date (`2026-03-01`, midnight UTC) or date-time with `Z` or an offset; as ATOM (UTC). */
   timestamp: z

@@ -5,10 +5,15 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject,
 import * as x509 from '@peculiar/x509';
 import { messageOf } from '../shared/error-message.js';
 
-export interface IssuedCredentials {
+/** A certificate for a key the holder keeps (a device's own key). */
+export interface IssuedCertificate {
   readonly certificatePem: string;
-  readonly privateKeyPem: string;
   readonly notAfter: Date;
+}
+
+/** A certificate and the fresh key it certifies. */
+export interface IssuedCredentials extends IssuedCertificate {
+  readonly privateKeyPem: string;
 }
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider,
@@ -107,19 +112,31 @@ export class CertificateAuthority {
 
   /** A client certificate `OU=<profileId>, CN=<commonName>` valid until `notAfter`, with a fresh key. */
   async issueClient(options: { commonName: string; profileId: string; now: Date; notAfter: Date }): Promise<IssuedCredentials> {
+    // A synchronous Node key pair: WebCrypto's generateKey and exportKey each take a round
+    // trip through the thread pool, which costs more than making the key itself.
+    const leafKey = generateKeyPairSync('ed25519');
+    const certificate = await this.certifyClientKey({ ...options, subjectPublicKeyInfo: leafKey.publicKey.export({ type: 'spki', format: 'der' }) });
+    return { ...certificate, privateKeyPem: privateKeyPem(leafKey.privateKey) };
+  }
+
+  /**
+   * A client certificate as issueClient's, for a key the device made and keeps (DER
+   * SubjectPublicKeyInfo, from its certificate request): the portal never sees its private half.
+   */
+  async certifyClientKey(options: {
+    commonName: string;
+    profileId: string;
+    now: Date;
+    notAfter: Date;
+    subjectPublicKeyInfo: Buffer;
+  }): Promise<IssuedCertificate> {
     if (options.notAfter.getTime() <= options.now.getTime()) {
       throw new Error(`cannot issue a certificate that expires (${options.notAfter.toISOString()}) before it is issued (${options.now.toISOString()})`);
     }
     if (options.notAfter.getTime() > this.notAfter.getTime()) {
       throw new Error(`cannot issue a certificate valid until ${options.notAfter.toISOString()}: the CA expires at ${this.notAfter.toISOString()}`);
     }
-    return this.#issue({
-      commonName: options.commonName,
-      profileId: options.profileId,
-      now: options.now,
-      notAfter: options.notAfter,
-      extensions: this.#clientExtensions,
-    });
+    return this.#issue({ ...options, extensions: this.#clientExtensions });
   }
 
   /** A server certificate `OU=<profileId>, CN=<hostName>` valid as long as the CA. */
@@ -127,13 +144,16 @@ export class CertificateAuthority {
     if (this.notAfter.getTime() <= options.now.getTime()) {
       throw new Error(`cannot issue a server certificate: the CA expired at ${this.notAfter.toISOString()}`);
     }
-    return this.#issue({
+    const leafKey = generateKeyPairSync('ed25519');
+    const certificate = await this.#issue({
       commonName: options.hostName,
       profileId: options.profileId,
       now: options.now,
       notAfter: this.notAfter,
+      subjectPublicKeyInfo: leafKey.publicKey.export({ type: 'spki', format: 'der' }),
       extensions: this.#serverExtensions,
     });
+    return { ...certificate, privateKeyPem: privateKeyPem(leafKey.privateKey) };
   }
 
   /** True when `certificatePem` is a certificate this CA signed (signature and issuer name; validity not checked). */
@@ -148,13 +168,17 @@ export class CertificateAuthority {
     return certificate.verify({ publicKey: this.#certificate.publicKey, signatureOnly: true }, crypto);
   }
 
-  async #issue(options: { commonName: string; profileId: string; now: Date; notAfter: Date; extensions: x509.Extension[] }): Promise<IssuedCredentials> {
+  async #issue(options: {
+    commonName: string;
+    profileId: string;
+    now: Date;
+    notAfter: Date;
+    subjectPublicKeyInfo: Buffer;
+    extensions: x509.Extension[];
+  }): Promise<IssuedCertificate> {
     if (options.commonName === '' || options.profileId === '') {
       throw new Error('a certificate needs a non-empty common name and profile id');
     }
-    // A synchronous Node key pair: WebCrypto's generateKey and exportKey each take a round
-    // trip through the thread pool, which costs more than making the key itself.
-    const leafKey = generateKeyPairSync('ed25519');
     const notAfter = wholeSeconds(options.notAfter.getTime());
     const certificate = await x509.X509CertificateGenerator.create(
       {
@@ -165,18 +189,14 @@ export class CertificateAuthority {
         issuer: this.#certificate.subjectName,
         notBefore: wholeSeconds(options.now.getTime() - CLOCK_SKEW_MS),
         notAfter,
-        publicKey: leafKey.publicKey.export({ type: 'spki', format: 'der' }),
+        publicKey: options.subjectPublicKeyInfo,
         signingKey: this.#privateKey,
         signingAlgorithm: ED25519,
         extensions: options.extensions,
       },
       crypto,
     );
-    return {
-      certificatePem: certificate.toString('pem').trim(),
-      privateKeyPem: privateKeyPem(leafKey.privateKey),
-      notAfter,
-    };
+    return { certificatePem: certificate.toString('pem').trim(), notAfter };
   }
 }
 

@@ -14,7 +14,8 @@ export interface OpenVpnClientProfile {
 export interface OpenVpnClientCredentials {
   readonly caCertificatePem: string;
   readonly certificatePem: string;
-  readonly privateKeyPem: string;
+  /** null: the device keeps its key (it brought a CSR); the file has no `<key>` block then. */
+  readonly privateKeyPem: string | null;
   readonly tlsCryptKey: string;
 }
 
@@ -48,7 +49,7 @@ export function renderOpenVpnClientConfig(
     'reneg-sec 0',
     ...inline('ca', credentials.caCertificatePem),
     ...inline('cert', credentials.certificatePem),
-    ...inline('key', credentials.privateKeyPem),
+    ...(credentials.privateKeyPem === null ? [] : inline('key', credentials.privateKeyPem)),
     ...inline('tls-crypt', credentials.tlsCryptKey),
     ...remotes,
   ].join('\n');

@@ -88,7 +88,7 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 /**
  * Method, path (below `{base_url}/admin/api/v1`) and needed scope of every call: the
- * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`).
+ * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`, `extend`).
  */
 export const ADMIN_API_CALLS = {
   connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read' },
@@ -106,6 +106,7 @@ export const ADMIN_API_CALLS = {
   connectionLog: { method: 'GET', path: '/connection_log', scope: 'read' },
   stats: { method: 'GET', path: '/stats', scope: 'read' },
   auditLog: { method: 'GET', path: '/audit_log', scope: 'admin' },
+  extend: { method: 'POST', path: '/extend', scope: 'write' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
@@ -149,5 +150,29 @@ export interface CreateParams {
   readonly display_name?: string;
   readonly prefer_tcp?: 'yes' | 'no';
   /** ISO 8601 duration. */
+  readonly expires_in?: string;
+  /** Extension: the device's own WireGuard public key (the file then leaves PrivateKey to the device). */
+  readonly public_key?: string;
+  /** Extension: the device's own OpenVPN key, a PEM PKCS#10 request (the file then has no key). */
+  readonly csr?: string;
+}
+
+/** What `extend` answers (extension): the configuration's new expiry, and for OpenVPN its new certificate. */
+export const extendAnswer = z.object({
+  connection_id: z.string(),
+  vpn_proto: z.enum(['wireguard', 'openvpn']),
+  expires_at: z.string().describe('the new expiry, ISO 8601 with numeric UTC offset'),
+  certificate: z
+    .string()
+    .nullable()
+    .describe("OpenVPN: the new client certificate (PEM) for the device's own key, to replace the file's `<cert>` block; WireGuard: null"),
+});
+export type ExtendAnswer = z.infer<typeof extendAnswer>;
+
+/** The parameters of `extend` as sent (form fields). */
+export interface ExtendParams {
+  readonly user_id: string;
+  readonly connection_id: string;
+  /** ISO 8601 duration from now, by create's rules; default `sessionExpiry`. */
   readonly expires_in?: string;
 }

@@ -1,6 +1,8 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
 import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
+import type { Selectable } from 'kysely';
+import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import type { Executor } from './database.js';
 import type { CertificatesTable } from './schema.js';
 
@@ -13,6 +15,10 @@ export interface OpenVpnCertificate {
   readonly createdAt: string;
   readonly expiresAt: string;
   readonly authKey: string | null;
+  /** Base64 of the DER SubjectPublicKeyInfo of the device's own key (its CSR); null: the portal made the key. */
+  readonly publicKey: string | null;
+  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry-warnings.ts). */
+  readonly expiryWarned: boolean;
 }
 
 export async function insertCertificate(db: Executor, certificate: OpenVpnCertificate): Promise<void> {
@@ -27,6 +33,8 @@ export async function insertCertificate(db: Executor, certificate: OpenVpnCertif
       created_at: certificate.createdAt,
       expires_at: certificate.expiresAt,
       auth_key: certificate.authKey,
+      public_key: certificate.publicKey,
+      expiry_warned: certificate.expiryWarned ? 1 : 0,
     })
     .execute();
 }
@@ -46,10 +54,17 @@ export async function findCertificateOfUser(db: Executor, userId: UserId, common
   return row === undefined ? undefined : toCertificate(row);
 }
 
-/** False when it was not there (another portal instance deleted it first). */
-export async function deleteCertificate(db: Executor, commonName: ConnectionId): Promise<boolean> {
-  const result = await db.deleteFrom('certificates').where('common_name', '=', commonName).executeTakeFirst();
+/** False when it was not there (another portal instance deleted it first); with `expiredBy`, as deletePeer's. */
+export async function deleteCertificate(db: Executor, commonName: ConnectionId, expiredBy?: string): Promise<boolean> {
+  let query = db.deleteFrom('certificates').where('common_name', '=', commonName);
+  if (expiredBy !== undefined) query = query.where('expires_at', '<=', expiredBy);
+  const result = await query.executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/** As peersDueForExpiryWarning. */
+export async function certificatesDueForExpiryWarning(db: Executor, window: ExpiryWarningWindow, limit: number): Promise<OpenVpnCertificate[]> {
+  return (await dueForExpiryWarning(db, 'certificates', window, limit)).map(toCertificate);
 }
 
 /** Deletes every OpenVPN configuration of a user and returns exactly the ones this call deleted. */
@@ -93,7 +108,7 @@ export async function expiredCertificates(db: Executor, now: string, limit: numb
   return rows.map(toCertificate);
 }
 
-function toCertificate(row: CertificatesTable): OpenVpnCertificate {
+function toCertificate(row: Selectable<CertificatesTable>): OpenVpnCertificate {
   return {
     commonName: row.common_name as ConnectionId,
     userId: row.user_id as UserId,
@@ -103,6 +118,8 @@ function toCertificate(row: CertificatesTable): OpenVpnCertificate {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     authKey: row.auth_key,
+    publicKey: row.public_key,
+    expiryWarned: row.expiry_warned !== 0,
   };
 }
 

@@ -37,6 +37,8 @@ export interface WireGuardPeersTable {
   auth_key: string | null;
   /** Change counter value of the last change to whether this peer belongs on its node (src/storage/revisions.ts). */
   revision: ColumnType<string | number, string | number | RawBuilder<unknown>, string | number | RawBuilder<unknown>>;
+  /** 1 once `configuration.expiring` was announced, or when none is wanted; 0 while it is to come. */
+  expiry_warned: number;
 }
 
 /** Address pool of one profile on one node: the next never-used index. */
@@ -67,6 +69,10 @@ export interface CertificatesTable {
   created_at: string;
   expires_at: string;
   auth_key: string | null;
+  /** Base64 of the DER SubjectPublicKeyInfo of a device's own key (from its CSR); null: the portal made the key. */
+  public_key: string | null;
+  /** As in wg_peers. */
+  expiry_warned: number;
 }
 
 /** One row per OpenVPN connection, opened on connect and closed on disconnect. */

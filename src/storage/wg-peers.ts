@@ -2,6 +2,7 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
+import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import { revisionValue, toRevision, type Revision } from './revisions.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
 
@@ -19,6 +20,8 @@ export interface WireGuardPeer {
   readonly authKey: string | null;
   /** The change counter's value at the last change to whether this peer belongs on its node. */
   readonly revision: Revision;
+  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry-warnings.ts). */
+  readonly expiryWarned: boolean;
 }
 
 /** Inserts a new configuration with a new revision, and returns it as stored. */
@@ -37,6 +40,7 @@ export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuar
       created_at: peer.createdAt,
       expires_at: peer.expiresAt,
       auth_key: peer.authKey,
+      expiry_warned: peer.expiryWarned ? 1 : 0,
       revision: await revisionValue(trx),
     })
     .returningAll()
@@ -90,10 +94,21 @@ export async function addressInUse(db: Executor, ipFour: string): Promise<boolea
   return row !== undefined;
 }
 
-/** Deletes one configuration; false when it was not there (another portal instance deleted it first). */
-export async function deletePeer(db: Executor, publicKey: WireGuardKey): Promise<boolean> {
-  const result = await db.deleteFrom('wg_peers').where('public_key', '=', publicKey).executeTakeFirst();
+/**
+ * Deletes one configuration; false when it was not there (another portal instance deleted it
+ * first). With `expiredBy`, only when it expired by then: an /extend that committed since the
+ * expiry sweep read it keeps it.
+ */
+export async function deletePeer(db: Executor, publicKey: WireGuardKey, expiredBy?: string): Promise<boolean> {
+  let query = db.deleteFrom('wg_peers').where('public_key', '=', publicKey);
+  if (expiredBy !== undefined) query = query.where('expires_at', '<=', expiredBy);
+  const result = await query.executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/** Configurations expiring after `now` and by `horizon` whose `configuration.expiring` is still to come, soonest first. */
+export async function peersDueForExpiryWarning(db: Executor, window: ExpiryWarningWindow, limit: number): Promise<WireGuardPeer[]> {
+  return (await dueForExpiryWarning(db, 'wg_peers', window, limit)).map(toPeer);
 }
 
 /** Deletes every configuration of a user and returns exactly the ones this call deleted. */
@@ -198,6 +213,7 @@ function toPeer(row: Selectable<WireGuardPeersTable>): WireGuardPeer {
     expiresAt: row.expires_at,
     authKey: row.auth_key,
     revision: toRevision(row.revision),
+    expiryWarned: row.expiry_warned !== 0,
   };
 }
 

@@ -37,9 +37,17 @@ export interface WireGuardClientProfile {
   proxyEndpoint: string | null;
 }
 
+/**
+ * What the `PrivateKey` line holds in a file for a device that keeps its own key (`public_key`
+ * of POST /create, enrollment): the device puts its key in its place. wg-quick refuses the
+ * file until it has (the placeholder is no Base64 key), so a forgotten step fails loudly.
+ */
+export const DEVICE_PRIVATE_KEY_PLACEHOLDER = '@DEVICE_PRIVATE_KEY@';
+
 /** One client's own settings. */
 export interface WireGuardClientConfiguration {
-  privateKey: WireGuardKey;
+  /** null: the device holds its key; the file has DEVICE_PRIVATE_KEY_PLACEHOLDER in its place. */
+  privateKey: WireGuardKey | null;
   ipFour: string;
   ipSix: string;
 }
@@ -57,7 +65,7 @@ export function renderWireGuardClientConfig(profile: WireGuardClientProfile, con
 
   const lines: string[] = ['[Interface]'];
   if (profile.mtu !== null) lines.push(`MTU = ${profile.mtu}`);
-  lines.push(`PrivateKey = ${configuration.privateKey}`);
+  lines.push(`PrivateKey = ${configuration.privateKey ?? DEVICE_PRIVATE_KEY_PLACEHOLDER}`);
   lines.push(`Address = ${ipFour}/${rangeFour.length},${ipSix}/${rangeSix.length}`);
   const dns = dnsEntries(profile);
   if (dns.length > 0) lines.push(`DNS = ${dns.join(',')}`);

@@ -1,7 +1,7 @@
 // WireGuard (X25519) keys using only node's built-in crypto (reference §6.1).
 // Keys travel as standard, padded Base64 of the raw 32 bytes, like `wg genkey`/`wg pubkey`.
 
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, type KeyObject } from 'node:crypto';
 
 import { asWireGuardKey, type WireGuardKey } from '../shared/ids.js';
 
@@ -22,6 +22,28 @@ const WIREGUARD_KEY_PATTERN = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
 
 export function isWireGuardKey(text: unknown): text is WireGuardKey {
   return typeof text === 'string' && WIREGUARD_KEY_PATTERN.test(text);
+}
+
+/**
+ * True when `text` is a public key a device may bring (POST /create's `public_key`): Base64 of
+ * 32 bytes that X25519 accepts. The all-zero key and the other small-order points are refused:
+ * with them every private key gives the same, known shared secret. OpenSSL refuses to derive
+ * a secret from such a point, so a trial derivation with a throw-away key tells them apart.
+ */
+export function isUsableWireGuardPublicKey(text: unknown): text is WireGuardKey {
+  if (!isWireGuardKey(text)) return false;
+  try {
+    const publicKey = createPublicKey({ key: Buffer.concat([SPKI_X25519_HEADER, Buffer.from(text, 'base64')]), format: 'der', type: 'spki' });
+    return !diffieHellman({ privateKey: probeKey(), publicKey }).equals(Buffer.alloc(RAW_KEY_BYTES));
+  } catch {
+    return false;
+  }
+}
+
+let probe: KeyObject | undefined;
+function probeKey(): KeyObject {
+  probe ??= generateKeyPairSync('x25519').privateKey;
+  return probe;
 }
 
 export interface WireGuardKeyPair {

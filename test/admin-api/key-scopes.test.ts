@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -49,6 +49,7 @@ const NAMES = {
   connection_log: ADMIN_API_CALLS.connectionLog,
   stats: ADMIN_API_CALLS.stats,
   audit_log: ADMIN_API_CALLS.auditLog,
+  extend: ADMIN_API_CALLS.extend,
 } as const;
 
 const CALLS: readonly Call[] = [
@@ -176,6 +177,17 @@ const CALLS: readonly Call[] = [
       );
     },
   },
+  {
+    name: 'extend',
+    perProfile: true,
+    send: (portal, subject, key) => portal.post('/extend', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
+    async verify(portal, subject, response) {
+      const answer = response.json() as { connection_id: string; expires_at: string; certificate: string | null };
+      assert.deepEqual([answer.connection_id, answer.certificate], [subject.connectionId, null]);
+      const [configuration] = await portal.admin.userConfigurationList(subject.userId);
+      assert.equal(configuration?.expires_at, answer.expires_at, 'the new expiry is stored');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
@@ -211,7 +223,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
     }
   }
-  assert.equal(CALLS.length, 14, 'the eleven calls and the three extensions');
+  assert.equal(CALLS.length, 15, 'the eleven calls and the four extensions');
 
   let cells = 0;
   let refused = 0;
@@ -252,12 +264,12 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 126);
-  // read: the 6 POSTs and audit_log, ×3 limits; write: destroy, delete_user_authorizations and
+  assert.equal(cells, 135);
+  // read: the 7 POSTs and audit_log, ×3 limits; write: destroy, delete_user_authorizations and
   // audit_log, ×3; admin: audit_log for the 2 limited keys; a guests-limited key on the subject's
-  // employees configuration: write create, delete_connection, disable, enable; admin those and
-  // destroy, delete_user_authorizations; every scope the history of the employees profile.
-  assert.equal(refused, 21 + 9 + 2 + 4 + 6 + 3, 'the refusals the table predicts');
+  // employees configuration: write create, delete_connection, extend, disable, enable; admin
+  // those and destroy, delete_user_authorizations; every scope the history of the employees profile.
+  assert.equal(refused, 24 + 9 + 2 + 5 + 7 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -344,6 +356,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'delete_connection',
       'connection_log',
       'stats',
+      'extend',
     ],
     admin: Object.keys(NAMES),
   });

@@ -13,7 +13,7 @@ const CALLS = [
   { method: 'GET', path: '/users', params: [] },
   { method: 'GET', path: '/disabled_users', params: [] },
   { method: 'GET', path: '/user_configuration_list', params: ['user_id'] },
-  { method: 'POST', path: '/create', params: ['user_id', 'profile_id', 'display_name', 'prefer_tcp', 'expires_in'] },
+  { method: 'POST', path: '/create', params: ['user_id', 'profile_id', 'display_name', 'prefer_tcp', 'expires_in', 'public_key', 'csr'] },
   { method: 'POST', path: '/destroy', params: ['user_id'] },
   { method: 'POST', path: '/disable_user', params: ['user_id'] },
   { method: 'POST', path: '/enable_user', params: ['user_id'] },
@@ -26,6 +26,7 @@ const EXTENSIONS = [
   { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
+  { method: 'POST', path: '/extend', params: ['user_id', 'connection_id', 'expires_in'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -36,6 +37,7 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/enable_user': ['user_id'],
   '/delete_connection': ['user_id', 'connection_id'],
   '/delete_user_authorizations': ['user_id'],
+  '/extend': ['user_id', 'connection_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {
@@ -260,7 +262,7 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the e
   assert.ok(create.responses['200']?.content?.['application/x-wireguard-profile'] !== undefined);
   assert.ok(create.responses['404'] !== undefined && create.responses['406'] !== undefined);
   for (const extension of EXTENSIONS) {
-    const operation = document.paths[extension.path]?.['get'] as OpenApiOperation & { 'x-extension'?: boolean; description?: string };
+    const operation = document.paths[extension.path]?.[extension.method.toLowerCase()] as OpenApiOperation & { 'x-extension'?: boolean; description?: string };
     assert.equal(operation['x-extension'], true, `${extension.path} is marked as an extension`);
     assert.match(operation.description ?? '', /not part of eduVPN's Admin API v1/);
   }

@@ -1,14 +1,17 @@
 // `vpn-portal admin …` against the real portal: every command, tables for people and `--json`
 // for scripts, the portal found through flags, the environment or the portal's configuration,
 // a public key with `+` and `/` deleted without any quoting, a WireGuard file as a terminal QR
-// code, and exit codes a script can rely on.
+// code, keyless files for devices that keep their keys and their renewal (extend), and exit
+// codes a script can rely on.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { X509Certificate } from 'node:crypto';
 import QRCode from 'qrcode';
 import { asNodeNumber } from '../../src/shared/ids.js';
+import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { runCli } from '../support/portal-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -219,4 +222,40 @@ test('history and stats read the extensions: the connection log as a table or JS
   const stats = JSON.parse((await admin(portal, ['stats', '--json'])).stdout) as { stats: Record<string, unknown[]> };
   assert.deepEqual(Object.keys(stats.stats), ['employees']);
   assert.match((await admin(portal, ['stats'])).stdout, /^PROFILE +DATE +MAX_CONNECTIONS +UNIQUE_USERS/m);
+});
+
+test('create --public-key and --csr make keyless files; extend renews them, an OpenVPN one with the new certificate to -o FILE', async (t) => {
+  const portal = await startTestPortal({ config: { supportedSessionExpiry: ['P1D'], ProfileList: [BOTH_PROTOCOLS_PROFILE] } });
+  t.after(portal.close);
+  const dir = tempDir(t);
+  const device = wgGenkey();
+  const wireGuard = await admin(portal, ['create', 'alice', 'both', '--format', 'wireguard', '--public-key', device.publicKey, '--expires-in', 'P1D']);
+  assert.equal(wireGuard.code, 0, wireGuard.stderr);
+  assert.match(wireGuard.stdout, /^\[Interface\]\nPrivateKey = @DEVICE_PRIVATE_KEY@\n/);
+  const extended = await admin(portal, ['extend', 'alice', device.publicKey]);
+  assert.equal(extended.code, 0, extended.stderr);
+  const [listed] = await portal.admin.userConfigurationList('alice');
+  assert.equal(extended.stdout, `extended ${device.publicKey} of alice until ${listed?.expires_at ?? '?'}\n`);
+
+  const csrFile = path.join(dir, 'device.csr');
+  const csr = opensslCsr('Ed25519');
+  writeFileSync(csrFile, csr.csrPem);
+  const openVpn = await admin(portal, ['create', 'bob', 'both', '--format', 'openvpn', '--csr', csrFile, '--expires-in', 'P1D']);
+  assert.equal(openVpn.code, 0, openVpn.stderr);
+  assert.doesNotMatch(openVpn.stdout, /<key>|PRIVATE KEY/);
+  const [certificate] = await portal.admin.userConfigurationList('bob');
+  const certFile = path.join(dir, 'device.crt');
+  const renewed = await admin(portal, ['extend', 'bob', certificate?.connection_id ?? '', '-o', certFile, '--json']);
+  assert.equal(renewed.code, 0, renewed.stderr);
+  const answer = JSON.parse(renewed.stdout) as { vpn_proto: string; certificate: string };
+  assert.equal(answer.vpn_proto, 'openvpn');
+  assert.equal(readFileSync(certFile, 'utf8'), `${answer.certificate}\n`);
+  assert.equal(new X509Certificate(answer.certificate).publicKey.export({ type: 'spki', format: 'pem' }).toString(), csr.publicKeyPem);
+
+  const missing = await admin(portal, ['create', 'bob', 'both', '--csr', path.join(dir, 'nothing.csr')]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /--csr: cannot read .*nothing\.csr: ENOENT/);
+  const refused = await admin(portal, ['extend', 'bob', certificate?.connection_id ?? '', '--expires-in', 'P1D']);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^vpn-portal admin: 409 the configuration expires at .*; extend never shortens/);
 });

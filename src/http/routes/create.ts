@@ -19,6 +19,14 @@ export const createRoute = defineRoute({
     display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Admin API`'),
     prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
     expires_in: optional(param.isoDuration, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`'),
+    public_key: optional(
+      param.devicePublicKey,
+      "extension: the device's own WireGuard public key (Base64 of 32 bytes, as `wg pubkey` prints it); the file's PrivateKey is then `@DEVICE_PRIVATE_KEY@` for the device to replace; 409 when the key is in use",
+    ),
+    csr: optional(
+      param.certificateRequest,
+      "extension: the device's own OpenVPN key as a PEM PKCS#10 certificate request (Ed25519 or P-256); the portal certifies its key and the file has no `<key>` block",
+    ),
   },
   success: {
     status: 200,
@@ -35,6 +43,8 @@ export const createRoute = defineRoute({
       preferTcp: params.prefer_tcp ?? false,
       expiresIn: params.expires_in,
       accept: request.headers.accept,
+      ...(params.public_key === undefined ? {} : { publicKey: params.public_key }),
+      ...(params.csr === undefined ? {} : { csr: params.csr }),
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
       ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, answerOf(answer)) }),
     });

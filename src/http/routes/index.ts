@@ -10,6 +10,7 @@ import { destroyRoute } from './destroy.js';
 import { disableUserRoute } from './disable-user.js';
 import { disabledUsersRoute } from './disabled-users.js';
 import { enableUserRoute } from './enable-user.js';
+import { extendRoute } from './extend.js';
 import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
@@ -31,4 +32,5 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   connectionLogRoute,
   statsRoute,
   auditLogRoute,
+  extendRoute,
 ];
