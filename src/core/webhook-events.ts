@@ -1,7 +1,7 @@
 // What a webhook receiver hears of an event of the seam: its type and `data` (the body's shape
 // is src/protocol/webhooks.ts). Only what the event says about users, configurations, sessions
 // and nodes; never a private key, a configuration file or a secret, which no event carries.
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType, type WebhookMessage } from '../protocol/webhooks.js';
+import type { WebhookMessage } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
 import type { ConfigurationRef, PortalEvent } from './events.js';
 
@@ -49,8 +49,9 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
   }
 }
 
-export function isWebhookEventType(type: string): type is WebhookEventType {
-  return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type);
+/** The body every subscription gets for one event, the same at every attempt: `{id, type, at, data}`. */
+export function webhookBody(eventId: string, at: Date, message: WebhookMessage): string {
+  return JSON.stringify({ id: eventId, type: message.type, at: formatAtom(at), data: message.data });
 }
 
 function configurationData(configuration: ConfigurationRef) {

@@ -62,7 +62,28 @@ export async function sendWebhook(request: WebhookRequest, guard: TargetGuard, t
         : error instanceof Error
           ? error.message
           : String(error);
-  const host = request.url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const target = await resolveTarget(request.url, guard, deadline, why);
+  if (target.kind !== 'allowed') return target;
+  try {
+    return await post(request, target.pinned, deadline);
+  } catch (error) {
+    return { kind: 'failed', reason: why(error) };
+  }
+}
+
+/**
+ * Why a subscription to `url` would be refused by the address guard as the name resolves now,
+ * or null (also when it does not resolve: it may by the time events happen; every attempt checks again).
+ */
+export async function targetRefusal(url: URL, guard: TargetGuard, timeoutMs: number): Promise<string | null> {
+  const target = await resolveTarget(url, guard, AbortSignal.timeout(timeoutMs), () => '');
+  return target.kind === 'refused' ? target.reason : null;
+}
+
+type Target = { readonly kind: 'allowed'; readonly pinned: { address: string; family: number } } | Exclude<SendResult, { kind: 'answered' }>;
+
+async function resolveTarget(url: URL, guard: TargetGuard, deadline: AbortSignal, why: (error: unknown) => string): Promise<Target> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: { address: string; family: number }[];
   try {
     addresses = isIP(host) === 0 ? await raceAbort(lookup(host, { all: true, verbatim: true }), deadline) : [{ address: host, family: isIP(host) }];
@@ -77,12 +98,7 @@ export async function sendWebhook(request: WebhookRequest, guard: TargetGuard, t
     }
   }
   const [pinned] = addresses;
-  if (pinned === undefined) return { kind: 'failed', reason: `${host} has no address` };
-  try {
-    return await post(request, pinned, deadline);
-  } catch (error) {
-    return { kind: 'failed', reason: why(error) };
-  }
+  return pinned === undefined ? { kind: 'failed', reason: `${host} has no address` } : { kind: 'allowed', pinned };
 }
 
 function post(request: WebhookRequest, pinned: { address: string; family: number }, signal: AbortSignal): Promise<SendResult> {

@@ -44,5 +44,5 @@ export function specialRangeOf(address: string): string | null {
     parsed = { family: 4, value: parsed.value & 0xffffffffn };
   }
   const range = RANGES.find((candidate) => prefixContainsAddress(candidate.prefix, parsed));
-  return range === undefined ? null : `${range.name}, ${formatIpPrefix(range.prefix)}`;
+  return range === undefined ? null : `${range.name} (${formatIpPrefix(range.prefix)})`;
 }

@@ -23,6 +23,10 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+export function isWebhookEventType(type: string): type is WebhookEventType {
+  return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type);
+}
+
 /** Sent only by `test_webhook`, to the one subscription tested, whatever types it asked for. */
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 

@@ -96,7 +96,9 @@ export async function claimDelivery(
 }
 
 /** What an attempt's end does to its delivery. */
-export type DeliveryOutcome = { readonly state: 'delivered' | 'failed'; readonly at: string } | { readonly state: 'pending'; readonly nextAttemptAt: string };
+export type DeliveryOutcome =
+  | { readonly state: 'delivered' | 'failed' | 'cancelled'; readonly at: string }
+  | { readonly state: 'pending'; readonly nextAttemptAt: string };
 
 /**
  * Ends the lease with the attempt's outcome; false when the lease was no longer this attempt's
