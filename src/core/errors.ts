@@ -10,6 +10,8 @@ export type PortalErrorCode =
   | 'no-common-protocol'
   | 'addresses-exhausted'
   | 'unavailable'
+  /** No webhook subscription has this id (404). */
+  | 'no-such-webhook'
   /** The admin key may not touch this profile or user (403). */
   | 'not-allowed';
 

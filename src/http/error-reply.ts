@@ -7,6 +7,7 @@ import { HttpError } from './http-error.js';
 
 const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-profile': 404,
+  'no-such-webhook': 404,
   'no-such-user': 400,
   'user-disabled': 403,
   'unsupported-expiry': 400,

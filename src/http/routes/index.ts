@@ -13,6 +13,7 @@ import { enableUserRoute } from './enable-user.js';
 import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
+import { createWebhookRoute, deleteWebhookRoute, rotateWebhookSecretRoute, testWebhookRoute, webhookDeliveriesRoute, webhooksRoute } from './webhooks.js';
 import type { AdminRoute } from '../admin-route.js';
 import type { ParamShape } from '../params.js';
 
@@ -31,4 +32,10 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   connectionLogRoute,
   statsRoute,
   auditLogRoute,
+  webhooksRoute,
+  createWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  testWebhookRoute,
+  webhookDeliveriesRoute,
 ];
