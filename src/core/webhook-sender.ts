@@ -39,9 +39,9 @@ export class TargetGuard {
   refusal(address: string): string | null {
     const parsed = parseIpAddress(unmapped(address));
     if (this.#allowed.some((prefix) => prefixContainsAddress(prefix, parsed))) return null;
-    if (ownAddresses(this.#listenHost).has(unmapped(address))) return "an address of the portal's own host";
     const range = specialRangeOf(address);
-    return range === null ? null : `a ${range} address`;
+    if (range !== null) return `a ${range} address`;
+    return ownAddresses(this.#listenHost).has(unmapped(address)) ? "an address of the portal's own host" : null;
   }
 }
 
