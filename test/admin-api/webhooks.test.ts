@@ -196,7 +196,10 @@ test('the delivery log filters by subscription, type, event and state, and pages
 
 test('the daily housekeeping deletes finished deliveries older than deliveryLogRetention, with their attempts, and keeps pending ones', async (t) => {
   const clock = new ManualClock('2026-01-10T12:00:00Z');
-  const portal = await startTestPortal({ clock, config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], deliveryLogRetention: 'P30D', retryFor: 'P60D' } } });
+  const portal = await startTestPortal({
+    clock,
+    config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], deliveryLogRetention: 'P30D', retryFor: 'P60D' } },
+  });
   t.after(() => portal.close());
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
