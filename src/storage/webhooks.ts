@@ -1,5 +1,5 @@
-// Queries on `webhooks`: the subscriptions. Secrets are stored sealed; only src/core/webhooks.ts
-// opens them, to sign.
+// Queries on `webhooks`: the subscriptions. Secrets are stored sealed; only
+// src/core/webhook-secrets.ts opens them, to sign.
 import { z } from 'zod';
 import type { Executor } from './database.js';
 import type { WebhooksTable } from './schema.js';

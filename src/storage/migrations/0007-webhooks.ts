@@ -1,7 +1,7 @@
 // Signed webhooks: the subscriptions (their signing secrets sealed with DATA/keys/webhooks.key),
 // the outbox — one delivery per event and subscription, written in the transaction of the change
 // it reports and worked off by every portal instance under a lease — and the log of each
-// delivery's attempts. Numbered 0007: 0008 belongs to the enrollment work.
+// delivery's attempts. Numbered 0007: 0008 onwards belong to the device-key and enrollment work.
 import { PostgresAdapter, sql, type Expression, type Kysely, type Migration } from 'kysely';
 
 export const webhooksSchema: Migration = {
