@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import { WEBHOOK_HEADERS } from '../protocol/webhooks.js';
 import { addDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
-import { forEachLimited } from '../shared/limited-parallel.js';
 import { finishAttempt, startAttempt, type AttemptOutcome } from '../storage/webhook-attempts.js';
 import { claimDelivery, dueDeliveries, finishDelivery, type DeliveryOutcome, type StoredDelivery } from '../storage/webhook-deliveries.js';
 import { findWebhook } from '../storage/webhooks.js';
@@ -126,10 +125,15 @@ function nextState(ctx: PortalContext, delivery: StoredDelivery, done: AttemptRe
   return next > giveUpAt ? { state: 'failed', at } : { state: 'pending', nextAttemptAt: formatAtom(next) };
 }
 
-/** The outbox worker of this portal instance. */
+/**
+ * The outbox worker of this portal instance. Receivers are sent to independently (a slow one
+ * holds up only its own deliveries), at most PARALLEL_RECEIVERS at once, one attempt each.
+ */
 export class WebhookDeliveryWorker {
   readonly #ctx: PortalContext;
   readonly #stopping = new AbortController();
+  /** The attempt in flight per subscription. */
+  readonly #inFlight = new Map<string, Promise<void>>();
   #wakeUp: (() => void) | null = null;
   #woken = false;
   #running: Promise<void> | null = null;
@@ -142,13 +146,13 @@ export class WebhookDeliveryWorker {
     this.#running ??= this.#loop();
   }
 
-  /** Something was written to the outbox: look now rather than at the next poll. */
+  /** Something was written to the outbox, or an attempt ended: look now rather than at the next poll. */
   wake(): void {
     this.#woken = true;
     this.#wakeUp?.();
   }
 
-  /** Ends the loop; an attempt in flight is cut off and recorded as interrupted, due again at once. */
+  /** Ends the loop; attempts in flight are cut off and recorded as interrupted, due again at once. */
   async stop(): Promise<void> {
     this.#stopping.abort();
     this.#wakeUp?.();
@@ -158,45 +162,57 @@ export class WebhookDeliveryWorker {
   async #loop(): Promise<void> {
     const { signal } = this.#stopping;
     while (!signal.aborted) {
-      let worked = false;
+      let started = 0;
       try {
-        worked = await this.#pass(signal);
+        started = await this.#startDue(signal);
       } catch (error) {
-        this.#ctx.logger.warn({ err: error }, 'webhook deliveries could not be read or recorded; trying again shortly');
+        this.#ctx.logger.warn({ err: error }, 'webhook deliveries could not be read or claimed; trying again shortly');
       }
-      if (!worked && !signal.aborted) await this.#sleep();
+      if (started === 0 && !signal.aborted) await this.#sleep();
     }
+    await Promise.allSettled(this.#inFlight.values());
   }
 
-  /** One look at the outbox: the oldest due delivery of each receiver is attempted. True when one was. */
-  async #pass(signal: AbortSignal): Promise<boolean> {
+  /** Claims the oldest due delivery of each receiver with nothing in flight, and starts sending it; how many were started. */
+  async #startDue(signal: AbortSignal): Promise<number> {
     this.#woken = false;
-    const now = this.#ctx.clock.now();
-    const due = await dueDeliveries(this.#ctx.db, formatAtom(now), BATCH);
+    const room = PARALLEL_RECEIVERS - this.#inFlight.size;
+    if (room <= 0) return 0;
+    const due = await dueDeliveries(this.#ctx.db, formatAtom(this.#ctx.clock.now()), BATCH);
     const firstPerReceiver = new Map<string, string>();
-    for (const delivery of due) if (!firstPerReceiver.has(delivery.webhookId)) firstPerReceiver.set(delivery.webhookId, delivery.deliveryId);
-    let attempted = false;
-    await forEachLimited([...firstPerReceiver.values()], PARALLEL_RECEIVERS, async (deliveryId) => {
-      if (signal.aborted) return;
+    for (const delivery of due) {
+      if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId)) firstPerReceiver.set(delivery.webhookId, delivery.deliveryId);
+    }
+    let started = 0;
+    for (const [webhookId, deliveryId] of firstPerReceiver) {
+      if (started >= room || signal.aborted) break;
       const claimedAt = this.#ctx.clock.now();
       const leaseToken = newLeaseToken();
       const until = formatAtom(new Date(claimedAt.getTime() + leaseMilliseconds(this.#ctx)));
       const claimed = await claimDelivery(this.#ctx.db, deliveryId, formatAtom(claimedAt), { until, token: leaseToken });
       // Another instance was quicker: it sends this attempt.
-      if (claimed === undefined) return;
-      attempted = true;
-      try {
-        const report = await attemptDelivery(this.#ctx, claimed, leaseToken, { retry: true, signal });
-        this.#ctx.logger.info(
-          { delivery: report.deliveryId, event: claimed.eventType, attempt: report.attempt, outcome: report.outcome, status: report.status },
-          'webhook attempt',
-        );
-      } catch (error) {
-        // The lease runs out and the delivery is attempted again.
-        this.#ctx.logger.warn({ err: error, delivery: deliveryId }, 'a webhook attempt could not be recorded');
-      }
-    });
-    return attempted;
+      if (claimed === undefined) continue;
+      started++;
+      const attempt = this.#send(claimed, leaseToken, signal).finally(() => {
+        this.#inFlight.delete(webhookId);
+        this.wake();
+      });
+      this.#inFlight.set(webhookId, attempt);
+    }
+    return started;
+  }
+
+  async #send(claimed: StoredDelivery, leaseToken: string, signal: AbortSignal): Promise<void> {
+    try {
+      const report = await attemptDelivery(this.#ctx, claimed, leaseToken, { retry: true, signal });
+      this.#ctx.logger.info(
+        { delivery: report.deliveryId, event: claimed.eventType, attempt: report.attempt, outcome: report.outcome, status: report.status },
+        'webhook attempt',
+      );
+    } catch (error) {
+      // The lease runs out and the delivery is attempted again.
+      this.#ctx.logger.warn({ err: error, delivery: claimed.deliveryId }, 'a webhook attempt could not be recorded');
+    }
   }
 
   #sleep(): Promise<void> {

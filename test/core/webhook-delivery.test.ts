@@ -94,6 +94,26 @@ test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min,
   await nothingMore(receiver, 3, 'a delivered event is not sent again');
 });
 
+test('a slow receiver holds up only its own deliveries: another receiver gets the same events at once', async (t) => {
+  const portal = await startTestPortal({ config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT10S' } } });
+  t.after(() => portal.close());
+  let answerSlow: (() => void) | null = null;
+  const slow = await WebhookReceiver.start(() => new Promise<number>((resolve) => (answerSlow = () => resolve(200))));
+  t.after(() => slow.close());
+  const fast = await WebhookReceiver.start();
+  t.after(() => fast.close());
+  await portal.admin.createWebhook({ url: slow.url, event_types: '*' });
+  await portal.admin.createWebhook({ url: fast.url, event_types: '*' });
+  await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
+  await portal.admin.disableUser('alice');
+
+  await slow.waitForCount(1, 'the first event, held');
+  await fast.waitForCount(3, 'every event while the slow one holds its first', 5_000);
+  assert.equal(slow.received.length, 1, 'the slow receiver gets one attempt at a time');
+  (answerSlow as (() => void) | null)?.();
+  await slow.waitForCount(2, 'the next event once it answered');
+});
+
 test('a delivery that keeps failing is given up once retryFor after the event is over, and later events still go', async (t) => {
   const clock = new ManualClock();
   const portal = await startTestPortal({ config: allowLoopback, clock });
