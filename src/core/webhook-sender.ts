@@ -40,7 +40,8 @@ export class TargetGuard {
     const parsed = parseIpAddress(unmapped(address));
     if (this.#allowed.some((prefix) => prefixContainsAddress(prefix, parsed))) return null;
     const range = specialRangeOf(address);
-    if (range !== null) return `a ${range} address`;
+    // "an unspecified", "an IETF", but "a unique local".
+    if (range !== null) return `${/^(?:[aeio]|un(?!ique))/i.test(range) ? 'an' : 'a'} ${range} address`;
     return ownAddresses(this.#listenHost).has(unmapped(address)) ? "an address of the portal's own host" : null;
   }
 }

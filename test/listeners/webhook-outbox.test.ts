@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { deleteExpiredConfigurations } from '../../src/core/reconcile.js';
 import { WEBHOOK_HEADERS } from '../../src/protocol/webhooks.js';
-import { asNodeNumber, type WireGuardKey } from '../../src/shared/ids.js';
+import { asNodeNumber, asProfileId, asUserId, type WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
@@ -221,4 +221,33 @@ test('a subscription gets only the types it asked for, and a change that rolled 
     [everything.received[2]?.payload.id, everything.received[6]?.payload.id],
     'two subscriptions see the same id for the same event',
   );
+});
+
+test('configuration.expiring, when core announces it, is delivered with the configuration and its expiry', async (t) => {
+  const portal = await startTestPortal({ config: profiles });
+  t.after(() => portal.close());
+  const receiver = await WebhookReceiver.start();
+  t.after(() => receiver.close());
+  await portal.admin.createWebhook({ url: receiver.url, event_types: 'configuration.expiring' });
+  const created = await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
+  const connectionId = wireGuardPublicKey((parseWireGuardFile(created.body).interface.get('PrivateKey') ?? '') as WireGuardKey);
+  // The renewal work announces it `expiryWarning` before the expiry; here it is announced directly.
+  const { ctx } = portal.portal;
+  await ctx.events.change(ctx.db, (_trx, announce) =>
+    announce({
+      type: 'configuration.expiring',
+      at: new Date(),
+      expiresAt: created.expiresAt,
+      configuration: { userId: asUserId('alice'), profileId: asProfileId('employees'), connectionId, vpnProto: 'wireguard', nodeNumber: asNodeNumber(0) },
+    }),
+  );
+  await receiver.waitForCount(1, 'configuration.expiring');
+  assert.deepEqual(receiver.received[0]?.payload.data, {
+    user_id: 'alice',
+    profile_id: 'employees',
+    connection_id: connectionId,
+    vpn_proto: 'wireguard',
+    node_number: 0,
+    expires_at: created.expiresAt.toISOString().replace(/\.000Z$/, '+00:00'),
+  });
 });
