@@ -26,6 +26,12 @@ const EXTENSIONS = [
   { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
+  { method: 'GET', path: '/webhooks', params: [] },
+  { method: 'POST', path: '/create_webhook', params: ['url', 'event_types', 'description'] },
+  { method: 'POST', path: '/delete_webhook', params: ['webhook_id'] },
+  { method: 'POST', path: '/rotate_webhook_secret', params: ['webhook_id', 'overlap'] },
+  { method: 'POST', path: '/test_webhook', params: ['webhook_id'] },
+  { method: 'GET', path: '/webhook_deliveries', params: ['webhook_id', 'event_type', 'event_id', 'state', 'since', 'until', 'cursor', 'limit'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -36,6 +42,10 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/enable_user': ['user_id'],
   '/delete_connection': ['user_id', 'connection_id'],
   '/delete_user_authorizations': ['user_id'],
+  '/create_webhook': ['url', 'event_types'],
+  '/delete_webhook': ['webhook_id'],
+  '/rotate_webhook_secret': ['webhook_id'],
+  '/test_webhook': ['webhook_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {
@@ -260,7 +270,7 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the e
   assert.ok(create.responses['200']?.content?.['application/x-wireguard-profile'] !== undefined);
   assert.ok(create.responses['404'] !== undefined && create.responses['406'] !== undefined);
   for (const extension of EXTENSIONS) {
-    const operation = document.paths[extension.path]?.['get'] as OpenApiOperation & { 'x-extension'?: boolean; description?: string };
+    const operation = document.paths[extension.path]?.[extension.method.toLowerCase()] as OpenApiOperation & { 'x-extension'?: boolean; description?: string };
     assert.equal(operation['x-extension'], true, `${extension.path} is marked as an extension`);
     assert.match(operation.description ?? '', /not part of eduVPN's Admin API v1/);
   }
