@@ -11,6 +11,9 @@ import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
 import { recordMetrics } from './listeners/metrics.js';
 import { writeAuditLog } from './listeners/audit-log.js';
+import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
+import { WebhookDeliveryWorker } from './core/webhook-delivery.js';
+import type { PortalEvent } from './core/events.js';
 import { databaseNotReady, PortalMetrics } from './http/metrics.js';
 import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
@@ -75,14 +78,19 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   writeAuditLog(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
-  nodes.onStateChange((change) =>
-    events.publish(
-      change.up
-        ? { type: 'node.up', at: clock.now(), nodeNumber: change.nodeNumber }
-        : { type: 'node.down', at: clock.now(), nodeNumber: change.nodeNumber, reason: change.reason },
-    ),
-  );
+  nodes.onStateChange((change) => {
+    const event: PortalEvent = change.up
+      ? { type: 'node.up', at: clock.now(), nodeNumber: change.nodeNumber }
+      : { type: 'node.down', at: clock.now(), nodeNumber: change.nodeNumber, reason: change.reason };
+    // Recorded (the webhook outbox writes it) before it is published; a database away loses only the webhook.
+    void events
+      .record(db, event)
+      .catch((error: unknown) => logger.warn({ err: error, event: event.type }, 'a node state change could not be recorded'))
+      .finally(() => events.publish(event));
+  });
   const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, events, clock, logger, random: options.random ?? Math.random };
+  const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
+  writeWebhookOutbox(events, () => webhooks.wake());
 
   const reconciler = new ReconcileScheduler(ctx);
   const metrics = new PortalMetrics(ctx);
@@ -110,6 +118,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
+  webhooks.start();
 
   return {
     ctx,
@@ -120,6 +129,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       reconciler.stop();
       nodes.stop();
       await app.close();
+      await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();
       await db.destroy();

@@ -6,6 +6,11 @@ import {
   ADMIN_API_CALLS,
   ADMIN_API_PREFIX,
   auditLogAnswer,
+  createWebhookAnswer,
+  rotateWebhookSecretAnswer,
+  testWebhookAnswer,
+  webhookDeliveriesAnswer,
+  webhooksAnswer,
   connectedUsersAnswer,
   connectionListAnswer,
   connectionLogAnswer,
@@ -22,6 +27,10 @@ import {
   type CreateParams,
   type ExtendAnswer,
   type ExtendParams,
+  type CreateWebhookParams,
+  type WebhookDeliveriesPage,
+  type WebhookDeliveriesQuery,
+  type WebhookInfo,
   type UserConfiguration,
 } from '../protocol/admin-api.js';
 
@@ -141,7 +150,7 @@ export class AdminApiClient {
   /** Extension: moves a configuration's expiry without a new key; for OpenVPN the answer has the new certificate. */
   async extend(params: ExtendParams, options: PostOptions = {}): Promise<ExtendAnswer> {
     const response = await this.#send('POST', ADMIN_API_CALLS.extend.path, formOf(params), idempotencyHeader(options));
-    return this.#parsed(response, ADMIN_API_CALLS.extend.path, extendAnswer);
+    return this.#parsed(response, ADMIN_API_CALLS.extend.path, await this.#okText(response), extendAnswer);
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */
@@ -154,17 +163,50 @@ export class AdminApiClient {
     return (await this.#getJson(ADMIN_API_CALLS.stats.path, definedOnly(query), statsAnswer)).stats;
   }
 
+  /** Extension (scope admin): the webhook subscriptions. */
+  async webhooks(): Promise<WebhookInfo[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.webhooks.path, {}, webhooksAnswer)).webhooks;
+  }
+
+  /** Extension (scope admin): adds a subscription; the answer's secret is shown this once. */
+  createWebhook(params: CreateWebhookParams, options: PostOptions = {}): Promise<z.infer<typeof createWebhookAnswer>> {
+    return this.#postJson(ADMIN_API_CALLS.createWebhook.path, definedOnly(params), createWebhookAnswer, options);
+  }
+
+  deleteWebhook(webhookId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.deleteWebhook.path, { webhook_id: webhookId }, options);
+  }
+
+  /** `overlap`: ISO 8601 duration the old secret keeps signing (default P1D). */
+  rotateWebhookSecret(webhookId: string, overlap?: string, options: PostOptions = {}): Promise<z.infer<typeof rotateWebhookSecretAnswer>> {
+    return this.#postJson(ADMIN_API_CALLS.rotateWebhookSecret.path, definedOnly({ webhook_id: webhookId, overlap }), rotateWebhookSecretAnswer, options);
+  }
+
+  /** Sends a `webhook.test` event now; answers what the receiver did. */
+  testWebhook(webhookId: string, options: PostOptions = {}): Promise<z.infer<typeof testWebhookAnswer>> {
+    return this.#postJson(ADMIN_API_CALLS.testWebhook.path, { webhook_id: webhookId }, testWebhookAnswer, options);
+  }
+
+  /** One page of the delivery log, newest first; pass `next_cursor` as `cursor` for the next. */
+  webhookDeliveries(query: WebhookDeliveriesQuery = {}): Promise<WebhookDeliveriesPage> {
+    return this.#getJson(ADMIN_API_CALLS.webhookDeliveries.path, definedOnly(query), webhookDeliveriesAnswer);
+  }
+
   async #getJson<T>(path: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
     const search = new URLSearchParams(query).toString();
     const response = await this.#send('GET', search === '' ? path : `${path}?${search}`);
-    return this.#parsed(response, path, schema);
+    return this.#parsed(response, path, await this.#okText(response), schema);
   }
 
-  async #parsed<T>(response: Response, path: string, schema: z.ZodType<T>): Promise<T> {
-    const text = await this.#okText(response);
+  #parsed<T>(response: Response, path: string, text: string, schema: z.ZodType<T>): T {
     const parsed = schema.safeParse(JSON.parse(text));
     if (!parsed.success) throw new AdminApiError(response.status, `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;
+  }
+
+  async #postJson<T>(path: string, form: Record<string, string>, schema: z.ZodType<T>, options: PostOptions): Promise<T> {
+    const response = await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options));
+    return this.#parsed(response, path, await this.#okText(response), schema);
   }
 
   async #postNoContent(path: string, form: Record<string, string>, options: PostOptions): Promise<void> {

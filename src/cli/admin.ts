@@ -55,6 +55,11 @@ interface AdminFlags {
   readonly publicKey: string | undefined;
   /** A file holding a PEM certificate request. */
   readonly csr: string | undefined;
+  readonly description: string | undefined;
+  readonly overlap: string | undefined;
+  readonly webhook: string | undefined;
+  readonly eventType: string | undefined;
+  readonly state: string | undefined;
 }
 
 interface AdminCommand {
@@ -67,7 +72,7 @@ interface AdminCommand {
 
 /**
  * Every `vpn-portal admin` command: the eleven calls of the specification, then this portal's
- * extensions (connection history, statistics, audit log, renewal), one entry each.
+ * extensions (connection history, statistics, audit log, renewal, `webhook …`), one entry each.
  */
 const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   users: {
@@ -284,7 +289,131 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
     },
   },
+  'webhook create': {
+    args: ['URL', 'TYPES'],
+    flags: ['description'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [url = '', types = ''] = args;
+      const created = await client.createWebhook({ url, event_types: types, ...(flags.description === undefined ? {} : { description: flags.description }) });
+      if (json) {
+        out.print(JSON.stringify(created));
+        return;
+      }
+      out.print(`created webhook ${created.webhook.webhook_id} for ${created.webhook.event_types.join(',')} to ${created.webhook.url}`);
+      out.print('this is the only time the signing secret is shown; store it with the receiver now:');
+      out.print(created.secret);
+    },
+  },
+  'webhook list': {
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const webhooks = await client.webhooks();
+      out.print(
+        json
+          ? JSON.stringify({ webhooks })
+          : formatTable(
+              ['ID', 'URL', 'EVENTS', 'CREATED', 'OLD_SECRET_UNTIL', 'DESCRIPTION'],
+              webhooks.map((webhook) => [
+                webhook.webhook_id,
+                webhook.url,
+                webhook.event_types.join(','),
+                webhook.created_at,
+                webhook.previous_secret_until ?? '',
+                webhook.description ?? '',
+              ]),
+            ),
+      );
+    },
+  },
+  'webhook delete': {
+    args: ['ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      await client.deleteWebhook(args[0] ?? '');
+      out.print(json ? JSON.stringify({ ok: true }) : `deleted webhook ${args[0] ?? ''}`);
+    },
+  },
+  'webhook rotate': {
+    args: ['ID'],
+    flags: ['overlap'],
+    run: async ({ client, args, flags, json, out }) => {
+      const rotated = await client.rotateWebhookSecret(args[0] ?? '', flags.overlap);
+      if (json) {
+        out.print(JSON.stringify(rotated));
+        return;
+      }
+      out.print(`new secret for webhook ${rotated.webhook_id}; the old one signs too until ${rotated.previous_secret_until}`);
+      out.print('this is the only time it is shown:');
+      out.print(rotated.secret);
+    },
+  },
+  'webhook test': {
+    args: ['ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const result = await client.testWebhook(args[0] ?? '');
+      if (json) out.print(JSON.stringify(result));
+      else
+        out.print(
+          `${result.outcome}${result.status === null ? '' : ` ${result.status}`} in ${result.duration_ms} ms${result.detail === null ? '' : `: ${result.detail}`}`,
+        );
+      // A receiver that did not take the test event is a failure a script should see.
+      if (result.outcome !== 'delivered') throw new TestNotDelivered();
+    },
+  },
+  'webhook deliveries': {
+    args: [],
+    flags: ['webhook', 'eventType', 'state', 'since', 'until', 'limit', 'cursor'],
+    run: async ({ client, flags, json, out }) => {
+      if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit)) throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
+      const state = flags.state;
+      if (state !== undefined && !isDeliveryState(state)) throw new UsageError(`--state must be ${DELIVERY_STATES.join(', ')}, not "${state}"`);
+      const page = await client.webhookDeliveries({
+        ...(flags.webhook === undefined ? {} : { webhook_id: flags.webhook }),
+        ...(flags.eventType === undefined ? {} : { event_type: flags.eventType }),
+        ...(state === undefined ? {} : { state }),
+        ...(flags.since === undefined ? {} : { since: flags.since }),
+        ...(flags.until === undefined ? {} : { until: flags.until }),
+        ...(flags.limit === undefined ? {} : { limit: Number(flags.limit) }),
+        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['CREATED', 'WEBHOOK', 'EVENT', 'EVENT_ID', 'STATE', 'ATTEMPTS', 'LAST'],
+          page.webhook_deliveries.map((delivery) => {
+            const last = delivery.attempts[delivery.attempts.length - 1];
+            return [
+              delivery.created_at,
+              delivery.webhook_id,
+              delivery.event_type,
+              delivery.event_id,
+              delivery.state,
+              String(delivery.attempts.length),
+              last === undefined ? '' : `${last.outcome}${last.status === null ? '' : ` ${last.status}`}${last.detail === null ? '' : `: ${last.detail}`}`,
+            ];
+          }),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
 };
+
+const DELIVERY_STATES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+
+function isDeliveryState(state: string): state is (typeof DELIVERY_STATES)[number] {
+  return (DELIVERY_STATES as readonly string[]).includes(state);
+}
+
+/** `webhook test` reached the portal, but the receiver did not take the event: exit code 1. */
+class TestNotDelivered extends Error {
+  override readonly name = 'TestNotDelivered';
+}
 
 function userCommand(done: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
   return {
@@ -371,6 +500,11 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   keyName: '--key-name',
   publicKey: '--public-key',
   csr: '--csr',
+  description: '--description',
+  overlap: '--overlap',
+  webhook: '--webhook',
+  eventType: '--event-type',
+  state: '--state',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -405,10 +539,17 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         'key-name': { type: 'string' },
         'public-key': { type: 'string' },
         csr: { type: 'string' },
+        description: { type: 'string' },
+        overlap: { type: 'string' },
+        webhook: { type: 'string' },
+        'event-type': { type: 'string' },
+        state: { type: 'string' },
       },
     });
     json = values.json === true;
-    const [name, ...args] = positionals;
+    // `webhook SUBCOMMAND …` is one command of two words.
+    const [first, ...rest] = positionals;
+    const [name, args] = first === 'webhook' && rest[0] !== undefined ? [`webhook ${rest[0]}`, rest.slice(1)] : [first, rest];
     if (values.help === true || name === undefined || name === 'help') {
       (name === undefined && values.help !== true ? out.printError : out.print)(ADMIN_USAGE);
       return name === undefined && values.help !== true ? ADMIN_EXIT.usage : ADMIN_EXIT.ok;
@@ -437,6 +578,11 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       keyName: values['key-name'],
       publicKey: values['public-key'],
       csr: values.csr,
+      description: values.description,
+      overlap: values.overlap,
+      webhook: values.webhook,
+      eventType: values['event-type'],
+      state: values.state,
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;
@@ -457,6 +603,7 @@ function reportFailure(error: unknown, json: boolean, out: Output): number {
     return code;
   };
   if (error instanceof AdminApiError) return say(ADMIN_EXIT.refused, `${error.status} ${error.message}`, error.status);
+  if (error instanceof TestNotDelivered) return ADMIN_EXIT.refused;
   if (error instanceof UsageError || isParseArgsError(error)) {
     const message = (error as Error).message;
     return say(ADMIN_EXIT.usage, json ? message : `${message}\n${ADMIN_USAGE}`);

@@ -40,6 +40,7 @@ export async function generateSecrets(config: PortalConfig, options: GenerateSec
     report('admin API secret', keys.createAdminApiKey());
     report('admin key pepper', keys.createAdminKeyPepper());
     report('retry answer key', keys.createAnswerKey());
+    report('webhook secret key', keys.createWebhookKey());
   }
   // As the reference: the CA is made even for WireGuard-only portals, since it also caps every
   // configuration's expiry, and adding an OpenVPN profile later then needs no extra step.

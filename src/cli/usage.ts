@@ -48,6 +48,16 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   audit [--user USER] [--key-name NAME] [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
                                           the Admin API calls made, refused or failed, newest
                                           first (an extension; needs a key of scope admin)
+  webhook create URL TYPES [--description TEXT]
+                                          subscribe URL to TYPES (comma-separated, or '*'); the
+                                          signing secret is printed once, on the last line
+  webhook list | webhook delete ID | webhook test ID
+  webhook rotate ID [--overlap DURATION]  a new secret, printed once; the old one signs too for
+                                          the overlap (default P1D)
+  webhook deliveries [--webhook ID] [--event-type TYPE] [--state pending|delivered|failed|cancelled]
+                     [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
+                                          the delivery log, newest first, with the last attempt
+                                          (webhooks need a key of scope admin)
 The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
 (--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
 DATA/keys/admin-api.key of that configuration.

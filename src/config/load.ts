@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type { z } from 'zod';
 import { asNodeNumber, asProfileId, type NodeNumber } from '../shared/ids.js';
-import { parseIsoDuration, durationMilliseconds } from '../shared/iso-duration.js';
+import { parseIsoDuration, durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
@@ -57,6 +57,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
   for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
   for (const [index, entry] of raw.nodeApi.allowList.entries()) checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
+  for (const [index, entry] of raw.webhooks.allowPrivateTargets.entries()) checkPrefix(entry, `webhooks.allowPrivateTargets[${index}]`, report);
 
   const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
   checkUniqueProfileIds(profiles, report);
@@ -82,6 +83,12 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
     nodeApi: raw.nodeApi,
+    webhooks: {
+      allowPrivateTargets: raw.webhooks.allowPrivateTargets,
+      timeoutMs: boundedMilliseconds(raw.webhooks.timeout, 'webhooks.timeout', WEBHOOK_TIMEOUT_BOUNDS, report),
+      retryFor: atLeastOneDay(raw.webhooks.retryFor, 'webhooks.retryFor', report),
+      deliveryLogRetention: atLeastOneDay(raw.webhooks.deliveryLogRetention, 'webhooks.deliveryLogRetention', report),
+    },
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     connectScript:
@@ -106,6 +113,16 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
 
 /** A hook that takes longer than a minute holds up an OpenVPN client's connect for too long. */
 const SCRIPT_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;
+
+/** A receiver that needs more than a minute to say "received" holds a delivery slot for too long. */
+const WEBHOOK_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;
+
+/** Webhooks are retried for at least a day (a receiver down overnight still gets everything), and logged as long. */
+function atLeastOneDay(text: string, option: string, report: Report): IsoDuration {
+  const duration = mustParseDuration(text);
+  if (durationMilliseconds(duration) < 86_400_000) report(option, `"${text}" must be at least P1D`);
+  return duration;
+}
 
 /** `HOST:PORT` (IPv6 in brackets), as the schema checked it. */
 function parseListenAddress(text: string, option: string, report: Report): { host: string; port: number } {

@@ -96,6 +96,15 @@ export interface ListenSettings {
   readonly keepAliveTimeoutMs: number;
 }
 
+/** Signed webhooks: where they may go, how long an attempt may take, how long they are retried and logged. */
+export interface WebhookSettings {
+  /** CIDR prefixes a receiver may be in although it is loopback, link-local, private or the portal's own host. */
+  readonly allowPrivateTargets: readonly string[];
+  readonly timeoutMs: number;
+  readonly retryFor: IsoDuration;
+  readonly deliveryLogRetention: IsoDuration;
+}
+
 export interface PortalConfig {
   /** Where the configuration came from, for messages: a file path or "embedded default". */
   readonly source: string;
@@ -112,6 +121,7 @@ export interface PortalConfig {
   readonly metrics: { readonly host: string; readonly port: number } | null;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
   readonly nodeApi: { readonly allowList: readonly string[] };
+  readonly webhooks: WebhookSettings;
   readonly reconcileIntervalMs: number;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;

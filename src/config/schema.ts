@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, adminApi, nodeApi, reconcileInterval, logLevel,
-// auditLogRetention) are
+// options (baseUrl, listen, dataDir, database, databaseTimeout, adminApi, nodeApi, webhooks, reconcileInterval,
+// logLevel, auditLogRetention) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -105,6 +105,19 @@ export const portalConfigSchema = z.strictObject({
         .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:9466 or [::1]:9466')
         .nullable()
         .default('127.0.0.1:9466'),
+    })
+    .prefault({}),
+  /** Signed webhooks (README, "Webhooks"). */
+  webhooks: z
+    .strictObject({
+      /** CIDR prefixes receivers may be in although they are loopback, link-local, private or the portal's own host. */
+      allowPrivateTargets: z.array(cidr).default([]),
+      /** An attempt that has no answer within this time failed. */
+      timeout: isoDuration.default('PT10S'),
+      /** A delivery that keeps failing is tried again, ever less often, this long (at least P1D), then marked failed. */
+      retryFor: isoDuration.default('P3D'),
+      /** Finished deliveries and their attempts are deleted by the daily housekeeping after this long. */
+      deliveryLogRetention: isoDuration.default('P30D'),
     })
     .prefault({}),
   reconcileInterval: isoDuration.default('PT1M'),

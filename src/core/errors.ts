@@ -12,6 +12,8 @@ export type PortalErrorCode =
   | 'no-common-protocol'
   | 'addresses-exhausted'
   | 'unavailable'
+  /** No webhook subscription has this id (404). */
+  | 'no-such-webhook'
   /** The admin key may not touch this profile or user (403). */
   | 'not-allowed'
   /** The request contradicts what is stored: a public key in use, a configuration that cannot be extended (409). */

@@ -1,5 +1,5 @@
 // The one place where core announces what happened: a configuration was created, deleted or
-// expired, a user disabled, enabled or destroyed, a client connected or disconnected, a node
+// expired, a user created, disabled, enabled or destroyed, a client connected or disconnected, a node
 // went down or came back, a reconcile pass finished. Features that react to these (the
 // connection log, hooks, metrics, webhooks, audit) are listeners, one file each, wired in the
 // composition root; use cases do not know them.
@@ -52,6 +52,8 @@ export interface SessionDetails {
 
 export type PortalEvent =
   | (EventBase & { readonly type: 'user.disabled' | 'user.enabled' | 'user.destroyed'; readonly userId: UserId })
+  /** A configuration was made for a user the portal did not know yet. */
+  | (EventBase & { readonly type: 'user.created'; readonly userId: UserId })
   | (EventBase & { readonly type: 'authorizations.deleted'; readonly userId: UserId; readonly count: number })
   /** An Admin API call: recorded with its change, or on its own when it was refused, failed or changed nothing. */
   | (EventBase & {
@@ -94,6 +96,8 @@ export type PortalEvent =
     })
   | (EventBase & { readonly type: 'node.down'; readonly nodeNumber: NodeNumber; readonly reason: string })
   | (EventBase & { readonly type: 'node.up'; readonly nodeNumber: NodeNumber })
+  /** A webhook subscription was added, deleted or given a new secret (recorded so the audit log has the call). */
+  | (EventBase & { readonly type: 'webhook.created' | 'webhook.deleted' | 'webhook.secret_rotated'; readonly webhookId: string })
   | (EventBase & {
       readonly type: 'reconcile.finished';
       readonly nodeNumber: NodeNumber;

@@ -2,7 +2,8 @@
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
 // last run becomes a row of daily statistics per profile; live statistics older than a week,
 // closed connection history older than `connectionLogRetention`, audit entries older than
-// `auditLogRetention` and authorizations that expired before today are deleted. Expired
+// `auditLogRetention`, finished webhook deliveries older than `webhooks.deliveryLogRetention`
+// and authorizations that expired before today are deleted. Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
 // run is kept in the database, so a restart does not repeat it.
 //
@@ -15,6 +16,7 @@ import { deleteExpiredAuthorizations } from '../storage/authorizations.js';
 import { pruneConnectionLog } from '../storage/connection-log.js';
 import { pruneIdempotencyRecords } from '../storage/idempotency.js';
 import { readState, writeState } from '../storage/portal-state.js';
+import { pruneDeliveries } from '../storage/webhook-deliveries.js';
 import { pruneLiveStats } from '../storage/statistics.js';
 import type { PortalContext } from './context.js';
 import { deleteExpiredConfigurations } from './reconcile.js';
@@ -33,6 +35,7 @@ export interface HousekeepingResult {
   readonly liveStatsDeleted: number;
   readonly expiredOauthGrantsDeleted: number;
   readonly auditEntriesDeleted: number;
+  readonly webhookDeliveriesDeleted: number;
 }
 
 /** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
@@ -62,8 +65,17 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const connectionLogDeleted = await pruneConnectionLog(ctx.db, formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)));
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
+  const webhookDeliveriesDeleted = await pruneDeliveries(ctx.db, formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)));
   await writeState(ctx.db, LAST_RUN_KEY, today);
-  const result = { day: today, aggregatedDays, connectionLogDeleted, liveStatsDeleted, expiredOauthGrantsDeleted, auditEntriesDeleted };
+  const result = {
+    day: today,
+    aggregatedDays,
+    connectionLogDeleted,
+    liveStatsDeleted,
+    expiredOauthGrantsDeleted,
+    auditEntriesDeleted,
+    webhookDeliveriesDeleted,
+  };
   ctx.logger.info(result, 'housekeeping done');
   return result;
 }

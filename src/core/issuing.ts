@@ -75,7 +75,8 @@ const MAX_ATTEMPTS = 5;
  * Stores a new configuration: `insert` runs in a transaction that has made sure the user
  * exists and is enabled (and, on PostgreSQL, holds its row so a concurrent disable or destroy
  * waits). The transaction is tried again when it lost a race — a unique address or user taken
- * meanwhile, a deadlock — and `configuration.created` is recorded in it and published after.
+ * meanwhile, a deadlock — and `configuration.created` (after `user.created` for a user it made)
+ * is recorded in it and published after.
  */
 export async function storeConfiguration<T>(
   ctx: PortalContext,
@@ -87,6 +88,7 @@ export async function storeConfiguration<T>(
       return await ctx.events.change(ctx.db, async (trx, announce) => {
         const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+        if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
         const { stored, configuration } = await insert(trx);
         await announce({ type: 'configuration.created', at: issue.now, configuration, expiresAt: issue.expiresAt });
         return stored;

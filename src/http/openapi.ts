@@ -86,7 +86,8 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
       description:
         'Administrator API compatible with the eduVPN / Let\'s Connect! portal. Errors are JSON {"error": "..."}. ' +
         'Extensions of this portal: admin keys (`vpa_…`, made with `vpn-portal admin-key create`) with a scope (`x-required-scope` of each call), ' +
-        'optional profile limits and address allow-lists; the audit log (`/audit_log`); and `Idempotency-Key` on every POST.',
+        'optional profile limits and address allow-lists; the audit log (`/audit_log`); signed webhooks (`/create_webhook`, `/webhook_deliveries`, …); ' +
+        'and `Idempotency-Key` on every POST.',
     },
     servers: [{ url: serverUrl }],
     'x-admin-key-scopes': Object.fromEntries(

@@ -4,7 +4,8 @@
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
 import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
-import { isIsoDuration } from '../shared/iso-duration.js';
+import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
+import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
 import { isUsableWireGuardPublicKey, isWireGuardKey } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
@@ -70,6 +71,31 @@ export const param = {
     .regex(/^[1-9]\d{0,3}$/)
     .transform(Number)
     .refine((value) => value <= 1000),
+  // Parameters of the webhook calls.
+  /** An absolute http: or https: URL, at most 2,048 characters. */
+  webhookUrl: z
+    .string()
+    .max(2048)
+    .refine((text) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol))
+    .transform((text) => new URL(text)),
+  /** Comma-separated webhook event types (`user.created,node.down`), or `*` for every type. */
+  webhookEventTypes: z
+    .string()
+    .transform((text) => text.split(',').map((type) => type.trim()))
+    .refine((types) => types.length > 0 && types.every((type) => type === EVERY_EVENT_TYPE || isWebhookEventType(type)))
+    .transform((types) => types as (WebhookEventType | typeof EVERY_EVENT_TYPE)[]),
+  webhookEventType: z.string().refine((type) => type === WEBHOOK_TEST_EVENT || isWebhookEventType(type)),
+  description: z.string().refine(lengthBetween(1, 255)).refine(withoutNul),
+  webhookId: z.string().regex(/^wh_[0-9a-f]{24}$/),
+  /** A UUID (event ids, delivery ids: the delivery log's cursor). */
+  uuid: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  deliveryState: z.enum(['pending', 'delivered', 'failed', 'cancelled']),
+  /** How long a rotated-out secret keeps signing: PT0S to P7D. */
+  secretOverlap: z
+    .string()
+    .transform((text) => parseIsoDuration(text))
+    .refine((duration) => duration !== null && durationMilliseconds(duration) <= 7 * 86_400_000)
+    .transform((duration) => duration as IsoDuration),
   /** An opaque cursor this portal handed out. */
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;

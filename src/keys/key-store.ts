@@ -1,6 +1,6 @@
 // Secrets on disk, under DATA/keys: the Admin API secret, one secret per node, one
-// WireGuard private key per node, the pepper of the admin keys' stored hashes and the key that
-// encrypts answers kept for retries (Idempotency-Key). Files are 0600 in a 0700 directory, are created only when
+// WireGuard private key per node, the pepper of the admin keys' stored hashes, the key that
+// encrypts answers kept for retries (Idempotency-Key) and the key that seals webhook signing secrets. Files are 0600 in a 0700 directory, are created only when
 // missing (never overwritten), and their contents are never logged.
 import { randomBytes } from 'node:crypto';
 import { constantTimeEquals } from '../shared/constant-time.js';
@@ -34,6 +34,11 @@ export class KeyStore {
     return path.join(this.keyDir, 'idempotency.key');
   }
 
+  /** The AES-256-GCM key that seals webhook signing secrets: every portal instance on one database needs the same file. */
+  get webhookKeyPath(): string {
+    return path.join(this.keyDir, 'webhooks.key');
+  }
+
   nodeKeyPath(nodeNumber: NodeNumber): string {
     return path.join(this.keyDir, `node.${nodeNumber}.key`);
   }
@@ -55,6 +60,15 @@ export class KeyStore {
   /** 32 random bytes as 64 hex characters. */
   createAnswerKey(): CreatedOrKept {
     return this.createIfMissing(this.answerKeyPath, () => randomBytes(32).toString('hex'));
+  }
+
+  /** 32 random bytes as 64 hex characters. */
+  createWebhookKey(): CreatedOrKept {
+    return this.createIfMissing(this.webhookKeyPath, () => randomBytes(32).toString('hex'));
+  }
+
+  webhookKey(): Buffer | null {
+    return this.readBytes(this.webhookKeyPath);
   }
 
   adminKeyPepper(): Buffer | null {

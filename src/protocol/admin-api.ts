@@ -88,7 +88,8 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 /**
  * Method, path (below `{base_url}/admin/api/v1`) and needed scope of every call: the
- * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`, `extend`).
+ * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`,
+ * `extend`, and the webhook calls).
  */
 export const ADMIN_API_CALLS = {
   connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read' },
@@ -107,6 +108,12 @@ export const ADMIN_API_CALLS = {
   stats: { method: 'GET', path: '/stats', scope: 'read' },
   auditLog: { method: 'GET', path: '/audit_log', scope: 'admin' },
   extend: { method: 'POST', path: '/extend', scope: 'write' },
+  webhooks: { method: 'GET', path: '/webhooks', scope: 'admin' },
+  createWebhook: { method: 'POST', path: '/create_webhook', scope: 'admin' },
+  deleteWebhook: { method: 'POST', path: '/delete_webhook', scope: 'admin' },
+  rotateWebhookSecret: { method: 'POST', path: '/rotate_webhook_secret', scope: 'admin' },
+  testWebhook: { method: 'POST', path: '/test_webhook', scope: 'admin' },
+  webhookDeliveries: { method: 'GET', path: '/webhook_deliveries', scope: 'admin' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
@@ -175,4 +182,80 @@ export interface ExtendParams {
   readonly connection_id: string;
   /** ISO 8601 duration from now, by create's rules; default `sessionExpiry`. */
   readonly expires_in?: string;
+}
+
+/** A webhook subscription as listed (its secret is shown only when made or rotated). */
+export const webhookInfoSchema = z.object({
+  webhook_id: z.string(),
+  url: z.string(),
+  event_types: z.array(z.string()).describe('the event types sent to it; `["*"]`: every type'),
+  description: z.string().nullable(),
+  created_at: z.string(),
+  previous_secret_until: z.string().nullable().describe('after a rotation: until when the previous secret signs too'),
+});
+export type WebhookInfo = z.infer<typeof webhookInfoSchema>;
+export const webhooksAnswer = z.object({ webhooks: z.array(webhookInfoSchema) });
+export const createWebhookAnswer = z.object({
+  webhook: webhookInfoSchema,
+  secret: z.string().describe('the signing secret: shown this once'),
+});
+export const rotateWebhookSecretAnswer = z.object({
+  webhook_id: z.string(),
+  secret: z.string().describe('the new signing secret: shown this once'),
+  previous_secret_until: z.string().describe('until then every delivery carries a signature with the previous secret too'),
+});
+const attemptOutcome = z.enum(['sending', 'delivered', 'failed', 'refused', 'interrupted']);
+export const testWebhookAnswer = z.object({
+  delivery_id: z.string(),
+  event_id: z.string(),
+  outcome: attemptOutcome.exclude(['sending']),
+  status: z.int().nullable().describe("the receiver's HTTP status; null when it did not answer"),
+  duration_ms: z.int(),
+  detail: z.string().nullable().describe('why it failed or was refused, or the start of the answer'),
+});
+export const webhookDeliverySchema = z.object({
+  delivery_id: z.string().describe('opaque, ordered by time; the cursor of the log'),
+  webhook_id: z.string(),
+  event_id: z.string().describe("the body's `id`"),
+  event_type: z.string(),
+  created_at: z.string(),
+  state: z.enum(['pending', 'delivered', 'failed', 'cancelled']),
+  next_attempt_at: z.string().nullable().describe('while pending: when it is attempted next'),
+  finished_at: z.string().nullable(),
+  attempts: z.array(
+    z.object({
+      attempt: z.int(),
+      started_at: z.string(),
+      outcome: attemptOutcome,
+      status: z.int().nullable(),
+      duration_ms: z.int().nullable(),
+      detail: z.string().nullable(),
+    }),
+  ),
+});
+export type WebhookDeliveryEntry = z.infer<typeof webhookDeliverySchema>;
+export const webhookDeliveriesAnswer = z.object({
+  webhook_deliveries: z.array(webhookDeliverySchema).describe('newest first'),
+  next_cursor: z.string().nullable().describe('pass as `cursor` for the next (older) page; null on the last page'),
+});
+export type WebhookDeliveriesPage = z.infer<typeof webhookDeliveriesAnswer>;
+
+/** The parameters of `create_webhook` as sent (form fields). */
+export interface CreateWebhookParams {
+  readonly url: string;
+  /** Comma-separated event types, or `*`. */
+  readonly event_types: string;
+  readonly description?: string;
+}
+
+/** The filters of `webhook_deliveries` as sent (query parameters). */
+export interface WebhookDeliveriesQuery {
+  readonly webhook_id?: string;
+  readonly event_type?: string;
+  readonly event_id?: string;
+  readonly state?: 'pending' | 'delivered' | 'failed' | 'cancelled';
+  readonly since?: string;
+  readonly until?: string;
+  readonly cursor?: string;
+  readonly limit?: number;
 }

@@ -28,6 +28,9 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'admin_keys', key: ['key_id'] },
   { table: 'audit_log', key: ['audit_id'] },
   { table: 'idempotency_records', key: ['key_name', 'idempotency_key'] },
+  { table: 'webhooks', key: ['webhook_id'] },
+  { table: 'webhook_deliveries', key: ['delivery_id'] },
+  { table: 'webhook_attempts', key: ['delivery_id', 'attempt'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

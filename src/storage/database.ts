@@ -38,6 +38,7 @@ import { openVpnSchema } from './migrations/0003-openvpn.js';
 import { revisionsSchema } from './migrations/0004-revisions.js';
 import { sessionsSchema } from './migrations/0005-sessions.js';
 import { adminKeysSchema } from './migrations/0006-admin-keys.js';
+import { webhooksSchema } from './migrations/0007-webhooks.js';
 import { deviceKeysSchema } from './migrations/0008-device-keys.js';
 import type { Database } from './schema.js';
 
@@ -59,6 +60,7 @@ const migrations: Record<string, Migration> = {
   '0004-revisions': revisionsSchema,
   '0005-sessions': sessionsSchema,
   '0006-admin-keys': adminKeysSchema,
+  '0007-webhooks': webhooksSchema,
   '0008-device-keys': deviceKeysSchema,
 };
 

@@ -173,6 +173,46 @@ export interface IdempotencyRecordsTable {
   expires_at: string;
 }
 
+/** A webhook subscription; its secrets are sealed (src/keys/answer-cipher.ts). */
+export interface WebhooksTable {
+  webhook_id: string;
+  url: string;
+  /** JSON array of event types; `["*"]`: every type. */
+  event_types: string;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  created_at: string;
+}
+
+/** One event for one subscription: the outbox row and, once done, its entry in the delivery log. */
+export interface WebhookDeliveriesTable {
+  delivery_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  created_at: string;
+  state: string;
+  attempts: number;
+  next_attempt_at: string;
+  lease_until: string | null;
+  lease_token: string | null;
+  finished_at: string | null;
+}
+
+/** One attempt at a delivery. */
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  started_at: string;
+  outcome: string;
+  status: number | null;
+  duration_ms: number | null;
+  detail: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -188,4 +228,7 @@ export interface Database {
   admin_keys: AdminKeysTable;
   audit_log: AuditLogTable;
   idempotency_records: IdempotencyRecordsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }

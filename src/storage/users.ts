@@ -16,22 +16,22 @@ export async function findUser(db: Executor, userId: UserId): Promise<UserState 
 
 /**
  * Inserts the user when missing (concurrent creates for one new user are fine) and returns its
- * state. On PostgreSQL the row stays share-locked until the transaction ends, so a concurrent
+ * state, and whether this transaction made it. On PostgreSQL the row stays share-locked until the transaction ends, so a concurrent
  * disable_user or destroy waits for the configuration being added and then sees it (SQLite runs
  * one writer at a time: nothing to lock there).
  */
-export async function ensureUser(trx: Transaction<Database>, userId: UserId, now: string): Promise<UserState> {
+export async function ensureUser(trx: Transaction<Database>, userId: UserId, now: string): Promise<UserState & { readonly created: boolean }> {
   // Most creates are for known users: one read, no write.
   const existing = await findUserForCreate(trx, userId);
-  if (existing !== undefined) return existing;
-  await trx
+  if (existing !== undefined) return { ...existing, created: false };
+  const inserted = await trx
     .insertInto('users')
     .values({ user_id: userId, created_at: now, last_seen: now, auth_data: null })
     .onConflict((conflict) => conflict.column('user_id').doNothing())
-    .execute();
+    .executeTakeFirst();
   const user = await findUserForCreate(trx, userId);
   if (user === undefined) throw new Error('user vanished while being created');
-  return user;
+  return { ...user, created: Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1 };
 }
 
 async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Promise<UserState | undefined> {

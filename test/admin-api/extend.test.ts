@@ -80,6 +80,7 @@ test('an extended configuration keeps working past its old expiry: the expiry sw
   await portal.reconcile();
   const left = (await portal.admin.userConfigurationList('alice')).map((entry) => entry.connection_id);
   assert.deepEqual(left, [kept], 'the one not extended expired, the extended one stays');
+  assert.equal(left.includes(control), false);
 });
 
 test('expires_in follows create: an unsupported value is refused with its message, and the CA end caps the expiry', async (t) => {

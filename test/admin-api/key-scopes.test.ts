@@ -1,15 +1,16 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal, webhooks) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ADMIN_API_CALLS, ADMIN_SCOPES, scopeAllows, type AdminScope } from '../../src/protocol/admin-api.js';
+import { ADMIN_API_CALLS, ADMIN_SCOPES, scopeAllows, type AdminScope, type WebhookInfo } from '../../src/protocol/admin-api.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { auditLog, authorize, bearer, makeAdminKey, portalState, twoProfiles } from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
+import { WebhookReceiver } from '../support/webhook-receiver.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
@@ -26,6 +27,8 @@ interface Call {
   readonly name: keyof typeof NAMES;
   /** Calls that act on the user as a whole: a limited key needs every configuration of the user in its profiles. */
   readonly userWide?: boolean;
+  /** Calls about no user (webhooks): the audit log records them without one. */
+  readonly noUser?: boolean;
   /** Calls on one configuration or profile: refused for a profile outside the key's. */
   readonly perProfile?: boolean;
   readonly prepare?: (portal: TestPortal, subject: Subject) => Promise<void>;
@@ -50,7 +53,38 @@ const NAMES = {
   stats: ADMIN_API_CALLS.stats,
   audit_log: ADMIN_API_CALLS.auditLog,
   extend: ADMIN_API_CALLS.extend,
+  webhooks: ADMIN_API_CALLS.webhooks,
+  create_webhook: ADMIN_API_CALLS.createWebhook,
+  delete_webhook: ADMIN_API_CALLS.deleteWebhook,
+  rotate_webhook_secret: ADMIN_API_CALLS.rotateWebhookSecret,
+  test_webhook: ADMIN_API_CALLS.testWebhook,
+  webhook_deliveries: ADMIN_API_CALLS.webhookDeliveries,
 } as const;
+
+/** Calls a key limited to some profiles may not make: they span every profile. */
+const EVERY_PROFILE_CALLS: readonly (keyof typeof NAMES)[] = [
+  'audit_log',
+  'webhooks',
+  'create_webhook',
+  'delete_webhook',
+  'rotate_webhook_secret',
+  'test_webhook',
+  'webhook_deliveries',
+];
+
+/** Where test_webhook sends its event (a receiver on loopback, started by the matrix test). */
+let receiverUrl = '';
+
+/** A subscription made for the subject by the secret (a URL no event goes to: it asks only for node.up). */
+async function subscribe(portal: TestPortal, subject: Subject, url = `https://192.0.2.1/${subject.userId}`): Promise<void> {
+  await portal.admin.createWebhook({ url, event_types: 'node.up', description: subject.userId });
+}
+
+async function webhookOf(portal: TestPortal, subject: Subject): Promise<WebhookInfo> {
+  const webhook = (await portal.admin.webhooks()).find((candidate) => candidate.description === subject.userId);
+  assert.ok(webhook !== undefined, `the subscription of ${subject.userId}`);
+  return webhook;
+}
 
 const CALLS: readonly Call[] = [
   {
@@ -188,14 +222,77 @@ const CALLS: readonly Call[] = [
       assert.equal(configuration?.expires_at, answer.expires_at, 'the new expiry is stored');
     },
   },
+  {
+    name: 'webhooks',
+    noUser: true,
+    prepare: subscribe,
+    send: (portal, _subject, key) => portal.get('/webhooks', {}, bearer(key)),
+    async verify(_portal, subject, response) {
+      const { webhooks } = response.json() as { webhooks: Record<string, unknown>[] };
+      assert.ok(webhooks.some((webhook) => webhook['description'] === subject.userId));
+      assert.ok(
+        webhooks.every((webhook) => !('secret' in webhook)),
+        'no secret in the list',
+      );
+    },
+  },
+  {
+    name: 'create_webhook',
+    noUser: true,
+    send: (portal, subject, key) =>
+      portal.post('/create_webhook', { url: `https://192.0.2.1/${subject.userId}`, event_types: 'node.up', description: subject.userId }, bearer(key)),
+    async verify(portal, subject, response) {
+      assert.match((response.json() as { secret: string }).secret, /^whsec_/);
+      await webhookOf(portal, subject);
+    },
+  },
+  {
+    name: 'delete_webhook',
+    noUser: true,
+    prepare: subscribe,
+    send: async (portal, subject, key) => portal.post('/delete_webhook', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal(
+        (await portal.admin.webhooks()).some((webhook) => webhook.description === subject.userId),
+        false,
+      );
+    },
+  },
+  {
+    name: 'rotate_webhook_secret',
+    noUser: true,
+    prepare: subscribe,
+    send: async (portal, subject, key) => portal.post('/rotate_webhook_secret', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
+    async verify(portal, subject, response) {
+      assert.match((response.json() as { secret: string }).secret, /^whsec_/);
+      assert.notEqual((await webhookOf(portal, subject)).previous_secret_until, null);
+    },
+  },
+  {
+    name: 'test_webhook',
+    noUser: true,
+    prepare: (portal, subject) => subscribe(portal, subject, receiverUrl),
+    send: async (portal, subject, key) => portal.post('/test_webhook', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
+    async verify(_portal, _subject, response) {
+      assert.deepEqual([(response.json() as { outcome: string }).outcome, (response.json() as { status: number }).status], ['delivered', 200]);
+    },
+  },
+  {
+    name: 'webhook_deliveries',
+    noUser: true,
+    send: (portal, _subject, key) => portal.get('/webhook_deliveries', { limit: '1' }, bearer(key)),
+    async verify(_portal, _subject, response) {
+      assert.ok(Array.isArray((response.json() as { webhook_deliveries: unknown[] }).webhook_deliveries));
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
 function refusal(call: Call, scope: AdminScope, limit: Limit, keyName: string, userId: string): RegExp | null {
   const needed = NAMES[call.name].scope;
   if (!scopeAllows(scope, needed)) return new RegExp(`^key "${keyName}" has scope "${scope}"; ${call.name} needs scope "${needed}"$`);
-  if (call.name === 'audit_log' && limit !== 'every profile')
-    return new RegExp(`^key "${keyName}" is limited to profiles ${limit}; audit_log needs a key for every profile$`);
+  if (EVERY_PROFILE_CALLS.includes(call.name) && limit !== 'every profile')
+    return new RegExp(`^key "${keyName}" is limited to profiles ${limit}; ${call.name} needs a key for every profile$`);
   if (limit !== 'guests') return null;
   if (call.perProfile === true) return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
   if (call.userWide === true)
@@ -214,8 +311,11 @@ async function makeSubject(portal: TestPortal, userId: string): Promise<Subject>
 }
 
 test('every call × every scope × every profile limit is allowed or refused as the scope table says, and a refusal changes nothing', async (t) => {
-  const portal = await startTestPortal({ config: twoProfiles });
+  const portal = await startTestPortal({ config: { ...twoProfiles, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
   t.after(() => portal.close());
+  const receiver = await WebhookReceiver.start();
+  t.after(() => receiver.close());
+  receiverUrl = receiver.url;
   const keys = new Map<string, string>();
   for (const scope of ADMIN_SCOPES) {
     for (const limit of LIMITS) {
@@ -223,7 +323,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
     }
   }
-  assert.equal(CALLS.length, 15, 'the eleven calls and the four extensions');
+  assert.equal(CALLS.length, 21, 'the eleven calls, connection_log, stats, audit_log, extend and the six webhook calls');
 
   let cells = 0;
   let refused = 0;
@@ -247,7 +347,13 @@ test('every call × every scope × every profile limit is allowed or refused as 
           assert.ok(newest !== undefined && newest.auditId !== newestBefore?.auditId, `${cell}: the refusal is in the audit log`);
           assert.deepEqual(
             { key: newest.keyName, call: newest.call, status: newest.status, user: newest.userId, detail: newest.detail },
-            { key: keyName, call: call.name, status: 403, user: call.name.endsWith('users') ? null : subject.userId, detail: errorBody(response.text) },
+            {
+              key: keyName,
+              call: call.name,
+              status: 403,
+              user: call.name.endsWith('users') || call.noUser === true ? null : subject.userId,
+              detail: errorBody(response.text),
+            },
             cell,
           );
         } else {
@@ -264,12 +370,13 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 135);
-  // read: the 7 POSTs and audit_log, ×3 limits; write: destroy, delete_user_authorizations and
-  // audit_log, ×3; admin: audit_log for the 2 limited keys; a guests-limited key on the subject's
-  // employees configuration: write create, delete_connection, extend, disable, enable; admin
-  // those and destroy, delete_user_authorizations; every scope the history of the employees profile.
-  assert.equal(refused, 24 + 9 + 2 + 5 + 7 + 3, 'the refusals the table predicts');
+  assert.equal(cells, 189);
+  // read: the 7 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
+  // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
+  // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
+  // configuration: write create, delete_connection, extend, disable, enable; admin those and
+  // destroy, delete_user_authorizations; every scope the history of the employees profile.
+  assert.equal(refused, 42 + 27 + 14 + 5 + 7 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {

@@ -27,6 +27,12 @@ const EXTENSIONS = [
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
   { method: 'POST', path: '/extend', params: ['user_id', 'connection_id', 'expires_in'] },
+  { method: 'GET', path: '/webhooks', params: [] },
+  { method: 'POST', path: '/create_webhook', params: ['url', 'event_types', 'description'] },
+  { method: 'POST', path: '/delete_webhook', params: ['webhook_id'] },
+  { method: 'POST', path: '/rotate_webhook_secret', params: ['webhook_id', 'overlap'] },
+  { method: 'POST', path: '/test_webhook', params: ['webhook_id'] },
+  { method: 'GET', path: '/webhook_deliveries', params: ['webhook_id', 'event_type', 'event_id', 'state', 'since', 'until', 'cursor', 'limit'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -38,6 +44,10 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/delete_connection': ['user_id', 'connection_id'],
   '/delete_user_authorizations': ['user_id'],
   '/extend': ['user_id', 'connection_id'],
+  '/create_webhook': ['url', 'event_types'],
+  '/delete_webhook': ['webhook_id'],
+  '/rotate_webhook_secret': ['webhook_id'],
+  '/test_webhook': ['webhook_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {

@@ -14,6 +14,7 @@ import { asNodeNumber } from '../../src/shared/ids.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { runCli } from '../support/portal-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 
 function adminEnv(portal: TestPortal): NodeJS.ProcessEnv {
   return { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`, VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath };
@@ -258,4 +259,63 @@ test('create --public-key and --csr make keyless files; extend renews them, an O
   const refused = await admin(portal, ['extend', 'bob', certificate?.connection_id ?? '', '--expires-in', 'P1D']);
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /^vpn-portal admin: 409 the configuration expires at .*; extend never shortens/);
+});
+
+test('webhook create prints the secret once on its last line; list, test, deliveries, rotate and delete work from the command line', async (t) => {
+  const portal = await startTestPortal({ config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
+  t.after(portal.close);
+  const receiver = await WebhookReceiver.start();
+  t.after(() => receiver.close());
+
+  const created = await admin(portal, ['webhook', 'create', receiver.url, 'user.created,user.destroyed', '--description', 'helpdesk']);
+  assert.equal(created.code, 0, created.stderr);
+  const lines = created.stdout.trimEnd().split('\n');
+  const secret = lines[lines.length - 1] ?? '';
+  assert.match(secret, /^whsec_[A-Za-z0-9_-]{43}$/, 'the secret alone on the last line');
+  const id = /created webhook (wh_[0-9a-f]{24}) for user\.created,user\.destroyed to /.exec(created.stdout)?.[1] ?? '';
+  assert.notEqual(id, '');
+
+  const list = await admin(portal, ['webhook', 'list']);
+  assert.match(
+    list.stdout,
+    new RegExp(`^ID +URL +EVENTS +CREATED +OLD_SECRET_UNTIL +DESCRIPTION\\n${id} +${receiver.url} +user\\.created,user\\.destroyed +\\S+ +helpdesk\\n$`),
+  );
+  assert.equal(list.stdout.includes(secret), false, 'the list never shows the secret');
+
+  const tested = await admin(portal, ['webhook', 'test', id]);
+  assert.equal(tested.code, 0, tested.stderr);
+  assert.match(tested.stdout, /^delivered 200 in \d+ ms: ok\n$/);
+  assert.ok(verifyWebhookSignature(String(receiver.received[0]?.headers['vpn-portal-signature']), receiver.received[0]?.body ?? '', secret, Date.now() / 1000));
+
+  const deliveries = await admin(portal, ['webhook', 'deliveries', '--webhook', id, '--json']);
+  const page = JSON.parse(deliveries.stdout) as { webhook_deliveries: { event_type: string; state: string }[] };
+  assert.deepEqual(
+    page.webhook_deliveries.map((entry) => [entry.event_type, entry.state]),
+    [['webhook.test', 'delivered']],
+  );
+  const badState = await admin(portal, ['webhook', 'deliveries', '--state', 'lost']);
+  assert.equal(badState.code, 2);
+  assert.match(badState.stderr, /--state must be pending, delivered, failed, cancelled, not "lost"/);
+
+  const rotated = await admin(portal, ['webhook', 'rotate', id, '--overlap', 'PT1H', '--json']);
+  assert.equal(rotated.code, 0, rotated.stderr);
+  assert.match((JSON.parse(rotated.stdout) as { secret: string }).secret, /^whsec_/);
+
+  const deleted = await admin(portal, ['webhook', 'delete', id]);
+  assert.equal(deleted.stdout, `deleted webhook ${id}\n`);
+  const again = await admin(portal, ['webhook', 'delete', id]);
+  assert.equal(again.code, 1);
+  assert.equal(again.stderr, `vpn-portal admin: 404 no webhook "${id}"\n`);
+  assert.equal((await admin(portal, ['webhook', 'list', '--json'])).stdout, '{"webhooks":[]}\n');
+});
+
+test('webhook test exits with 1 when the receiver did not take the event', async (t) => {
+  const portal = await startTestPortal({ config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
+  t.after(portal.close);
+  const receiver = await WebhookReceiver.start(() => 503);
+  t.after(() => receiver.close());
+  const { webhook } = await portal.admin.createWebhook({ url: receiver.url, event_types: '*' });
+  const tested = await admin(portal, ['webhook', 'test', webhook.webhook_id]);
+  assert.equal(tested.code, 1);
+  assert.match(tested.stdout, /^failed 503 in \d+ ms: receiver error\n$/);
 });

@@ -424,3 +424,20 @@ test('the connection hook, its timeout, the retention of history and the syslog 
     /connectScriptTimeout: "PT2M" must be between PT1S and PT1M/,
   );
 });
+
+test('webhook options: allow-list entries must be CIDR prefixes, the timeout 1 s to a minute, retries and the log at least a day', () => {
+  const defaults = resolvePortalConfig(withProfiles(employees), 'portal.json').webhooks;
+  assert.deepEqual(
+    { ...defaults, retryFor: defaults.retryFor.text, deliveryLogRetention: defaults.deliveryLogRetention.text },
+    { allowPrivateTargets: [], timeoutMs: 10_000, retryFor: 'P3D', deliveryLogRetention: 'P30D' },
+  );
+  const problems = problemsOf({
+    ...withProfiles(employees),
+    webhooks: { allowPrivateTargets: ['127.0.0.0/8', '10.0.0.1/40'], timeout: 'PT2M', retryFor: 'PT12H', deliveryLogRetention: 'PT1H' },
+  });
+  assert.match(problems, /webhooks\.allowPrivateTargets\[1\]/);
+  assert.match(problems, /portal\.json: webhooks\.timeout: "PT2M" must be between PT1S and PT1M/);
+  assert.match(problems, /portal\.json: webhooks\.retryFor: "PT12H" must be at least P1D/);
+  assert.match(problems, /portal\.json: webhooks\.deliveryLogRetention: "PT1H" must be at least P1D/);
+  assert.match(problemsOf({ ...withProfiles(employees), webhooks: { allowPrivate: [] } }), /webhooks/, 'an unknown option is refused');
+});

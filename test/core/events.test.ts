@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import type { PortalEvent } from '../../src/core/events.js';
 import { startTestPortal } from '../support/test-portal.js';
 
-test('create, disable, enable, delete and destroy are announced after they committed, with the configuration they touched', async (t) => {
+test('create (and the user it made), disable, enable, delete and destroy are announced after they committed, with the configuration they touched', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
   const seen: PortalEvent[] = [];
@@ -27,7 +27,7 @@ test('create, disable, enable, delete and destroy are announced after they commi
   assert.deepEqual(
     seen.map((event) => event.type),
     [
-      ...['configuration.created', 'admin.call'],
+      ...['user.created', 'configuration.created', 'admin.call'],
       ...['configuration.created', 'admin.call'],
       ...['user.disabled', 'admin.call'],
       ...['user.enabled', 'admin.call'],
@@ -35,7 +35,7 @@ test('create, disable, enable, delete and destroy are announced after they commi
       ...['configuration.deleted', 'user.destroyed', 'admin.call'],
     ],
   );
-  const deleted = seen[8];
+  const deleted = seen[9];
   assert.ok(deleted?.type === 'configuration.deleted');
   assert.deepEqual(deleted.configuration, { userId: 'alice', profileId: 'employees', connectionId: first.connection_id, vpnProto: 'wireguard', nodeNumber: 0 });
 });

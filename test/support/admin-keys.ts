@@ -80,6 +80,8 @@ export async function portalState(portal: TestPortal): Promise<unknown> {
     peers: await db.selectFrom('wg_peers').select(['public_key', 'user_id', 'profile_id']).orderBy('public_key').execute(),
     certificates: await db.selectFrom('certificates').select(['common_name', 'user_id']).orderBy('common_name').execute(),
     authorizations: await db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).orderBy('auth_key').execute(),
+    webhooks: await db.selectFrom('webhooks').select(['webhook_id', 'secret', 'previous_secret']).orderBy('webhook_id').execute(),
+    webhookDeliveries: await db.selectFrom('webhook_deliveries').select(['delivery_id', 'state']).orderBy('delivery_id').execute(),
   };
 }
 

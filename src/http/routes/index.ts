@@ -14,6 +14,7 @@ import { extendRoute } from './extend.js';
 import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
+import { createWebhookRoute, deleteWebhookRoute, rotateWebhookSecretRoute, testWebhookRoute, webhookDeliveriesRoute, webhooksRoute } from './webhooks.js';
 import type { AdminRoute } from '../admin-route.js';
 import type { ParamShape } from '../params.js';
 
@@ -33,4 +34,10 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   statsRoute,
   auditLogRoute,
   extendRoute,
+  webhooksRoute,
+  createWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  testWebhookRoute,
+  webhookDeliveriesRoute,
 ];

@@ -1,0 +1,144 @@
+// The webhook calls (ours, not the specification's): subscriptions (add, list, delete, new
+// secret, test event) and the delivery log. Scope admin and a key for every profile: a
+// subscription hears of every profile's users and configurations.
+import {
+  deleteWebhookSubscription,
+  createWebhookSubscription,
+  listWebhookSubscriptions,
+  readWebhookDeliveries,
+  rotateWebhookSecret,
+  testWebhookSubscription,
+} from '../../core/webhooks.js';
+import {
+  ADMIN_API_CALLS,
+  createWebhookAnswer,
+  rotateWebhookSecretAnswer,
+  testWebhookAnswer,
+  webhookDeliveriesAnswer,
+  webhooksAnswer,
+} from '../../protocol/admin-api.js';
+import type { IsoDuration } from '../../shared/iso-duration.js';
+import { defineRoute } from '../admin-route.js';
+import { optional, param, required } from '../params.js';
+
+/** A day: long enough for a receiver's deployment to pick up the new secret. */
+const DEFAULT_OVERLAP: IsoDuration = { text: 'P1D', years: 0, months: 0, days: 1, hours: 0, minutes: 0, seconds: 0 };
+
+export const webhooksRoute = defineRoute({
+  ...ADMIN_API_CALLS.webhooks,
+  summary: 'The webhook subscriptions (without their secrets)',
+  since: 'extension',
+  source: 'query',
+  needsEveryProfile: true,
+  params: {},
+  success: { status: 200, doc: { description: 'Every subscription, oldest first', schema: webhooksAnswer } },
+  async handle(ctx) {
+    return { status: 200, json: { webhooks: await listWebhookSubscriptions(ctx) } };
+  },
+});
+
+export const createWebhookRoute = defineRoute({
+  ...ADMIN_API_CALLS.createWebhook,
+  summary: 'Adds a webhook subscription; the answer holds its signing secret, shown this once',
+  since: 'extension',
+  source: 'post',
+  needsEveryProfile: true,
+  params: {
+    url: required(
+      param.webhookUrl,
+      'where events are POSTed: http: or https:, not a private or loopback address unless webhooks.allowPrivateTargets allows it',
+    ),
+    event_types: required(param.webhookEventTypes, 'comma-separated event types (`user.created,node.down`), or `*` for every type'),
+    description: optional(param.description, 'what the receiver is, for the people reading the list'),
+  },
+  success: { status: 200, doc: { description: 'The subscription and its secret', schema: createWebhookAnswer } },
+  async handle(ctx, { url, event_types, description }) {
+    return { status: 200, json: await createWebhookSubscription(ctx, { url, eventTypes: event_types, description: description ?? null }) };
+  },
+});
+
+export const deleteWebhookRoute = defineRoute({
+  ...ADMIN_API_CALLS.deleteWebhook,
+  summary: 'Deletes a webhook subscription; what it still had to send is cancelled',
+  since: 'extension',
+  source: 'post',
+  needsEveryProfile: true,
+  params: { webhook_id: required(param.webhookId, 'the subscription') },
+  success: { status: 204, doc: { description: 'Deleted' } },
+  async handle(ctx, { webhook_id }) {
+    await deleteWebhookSubscription(ctx, webhook_id);
+    return { status: 204 };
+  },
+});
+
+export const rotateWebhookSecretRoute = defineRoute({
+  ...ADMIN_API_CALLS.rotateWebhookSecret,
+  summary: 'Gives a subscription a new signing secret; the old one signs too until the overlap is over',
+  since: 'extension',
+  source: 'post',
+  needsEveryProfile: true,
+  params: {
+    webhook_id: required(param.webhookId, 'the subscription'),
+    overlap: optional(param.secretOverlap, 'ISO 8601 duration, at most P7D (default P1D): how long deliveries carry both signatures'),
+  },
+  success: { status: 200, doc: { description: 'The new secret, shown this once', schema: rotateWebhookSecretAnswer } },
+  async handle(ctx, { webhook_id, overlap }) {
+    return { status: 200, json: await rotateWebhookSecret(ctx, webhook_id, overlap ?? DEFAULT_OVERLAP) };
+  },
+});
+
+export const testWebhookRoute = defineRoute({
+  ...ADMIN_API_CALLS.testWebhook,
+  summary: 'Sends a webhook.test event to a subscription now and tells what the receiver answered',
+  since: 'extension',
+  source: 'post',
+  needsEveryProfile: true,
+  params: { webhook_id: required(param.webhookId, 'the subscription') },
+  success: { status: 200, doc: { description: 'The attempt (also in the delivery log; not retried)', schema: testWebhookAnswer } },
+  async handle(ctx, { webhook_id }) {
+    const report = await testWebhookSubscription(ctx, webhook_id);
+    return {
+      status: 200,
+      json: {
+        delivery_id: report.deliveryId,
+        event_id: report.eventId,
+        outcome: report.outcome,
+        status: report.status,
+        duration_ms: report.durationMs,
+        detail: report.detail,
+      },
+    };
+  },
+});
+
+export const webhookDeliveriesRoute = defineRoute({
+  ...ADMIN_API_CALLS.webhookDeliveries,
+  summary: 'The webhook delivery log: each event sent to each subscription with its attempts, newest first',
+  since: 'extension',
+  source: 'query',
+  needsEveryProfile: true,
+  params: {
+    webhook_id: optional(param.webhookId, 'only deliveries to this subscription'),
+    event_type: optional(param.webhookEventType, 'only events of this type'),
+    event_id: optional(param.uuid, 'only this event (its `id`)'),
+    state: optional(param.deliveryState, 'pending, delivered, failed or cancelled'),
+    since: optional(param.timestamp, 'ISO 8601 date or date-time: deliveries made at or after it'),
+    until: optional(param.timestamp, 'ISO 8601 date or date-time: deliveries made before it'),
+    cursor: optional(param.uuid, 'the `next_cursor` of the page before'),
+    limit: optional(param.pageSize, 'deliveries per page, 1–1000 (default 100)'),
+  },
+  success: { status: 200, doc: { description: 'One page of deliveries, newest first', schema: webhookDeliveriesAnswer } },
+  async handle(ctx, { webhook_id, event_type, event_id, state, since, until, cursor, limit }) {
+    const page = await readWebhookDeliveries(ctx, {
+      ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
+      ...(event_type === undefined ? {} : { eventType: event_type }),
+      ...(event_id === undefined ? {} : { eventId: event_id }),
+      ...(state === undefined ? {} : { state }),
+      ...(since === undefined ? {} : { since }),
+      ...(until === undefined ? {} : { until }),
+      ...(cursor === undefined ? {} : { cursor }),
+      ...(limit === undefined ? {} : { limit }),
+    });
+    return { status: 200, json: page };
+  },
+});

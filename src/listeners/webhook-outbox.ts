@@ -1,0 +1,33 @@
+// The webhook outbox: every event a subscription asked for becomes a pending delivery, written
+// in the transaction of the change it reports, so a change that happened is delivered even when
+// the portal is killed right after, and a change rolled back is never announced. The delivery
+// worker (src/core/webhook-delivery.ts) sends them; it is woken once the change committed.
+import type { PortalEvents } from '../core/events.js';
+import { webhookBody, webhookMessageOf } from '../core/webhook-events.js';
+import { EVERY_EVENT_TYPE } from '../protocol/webhooks.js';
+import { timeOrderedId } from '../shared/time-ordered-id.js';
+import { formatAtom } from '../shared/time.js';
+import { insertDeliveries } from '../storage/webhook-deliveries.js';
+import { webhookInterests } from '../storage/webhooks.js';
+
+export function writeWebhookOutbox(events: PortalEvents, wake: () => void): void {
+  events.inTransaction(async (event, db) => {
+    const message = webhookMessageOf(event);
+    if (message === null) return;
+    const subscribers = (await webhookInterests(db)).filter(
+      (webhook) => webhook.eventTypes.includes(EVERY_EVENT_TYPE) || webhook.eventTypes.includes(message.type),
+    );
+    if (subscribers.length === 0) return;
+    // One id per event: a receiver with two subscriptions, or getting a retry, sees the same id.
+    const eventId = timeOrderedId(event.at.getTime());
+    const payload = webhookBody(eventId, event.at, message);
+    const createdAt = formatAtom(event.at);
+    await insertDeliveries(
+      db,
+      subscribers.map((webhook) => ({ deliveryId: timeOrderedId(), webhookId: webhook.webhookId, eventId, eventType: message.type, payload, createdAt })),
+    );
+  });
+  events.afterCommit((event) => {
+    if (webhookMessageOf(event) !== null) wake();
+  });
+}

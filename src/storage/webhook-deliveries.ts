@@ -1,0 +1,192 @@
+// Queries on `webhook_deliveries`: the webhook outbox and the delivery log in one table. A row is
+// written in the transaction of the change it reports (src/listeners/webhook-outbox.ts), claimed
+// under a lease by one portal instance per attempt (a conditional update: exactly one instance
+// wins it, on SQLite and on PostgreSQL), and stays as the log entry once delivered or given up.
+import { sql } from 'kysely';
+import type { Executor } from './database.js';
+import type { WebhookDeliveriesTable } from './schema.js';
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'cancelled';
+
+export interface StoredDelivery {
+  readonly deliveryId: string;
+  readonly webhookId: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly payload: string;
+  readonly createdAt: string;
+  readonly state: DeliveryState;
+  readonly attempts: number;
+  readonly nextAttemptAt: string;
+  readonly leaseUntil: string | null;
+  readonly leaseToken: string | null;
+  readonly finishedAt: string | null;
+}
+
+export type NewDelivery = Pick<StoredDelivery, 'deliveryId' | 'webhookId' | 'eventId' | 'eventType' | 'payload' | 'createdAt'> & {
+  /** Set when the writer sends the first attempt itself (test-fire): the lease it holds. */
+  readonly lease?: { readonly until: string; readonly token: string };
+};
+
+export async function insertDeliveries(db: Executor, deliveries: readonly NewDelivery[]): Promise<void> {
+  if (deliveries.length === 0) return;
+  await db
+    .insertInto('webhook_deliveries')
+    .values(
+      deliveries.map((delivery) => ({
+        delivery_id: delivery.deliveryId,
+        webhook_id: delivery.webhookId,
+        event_id: delivery.eventId,
+        event_type: delivery.eventType,
+        payload: delivery.payload,
+        created_at: delivery.createdAt,
+        state: 'pending',
+        attempts: delivery.lease === undefined ? 0 : 1,
+        next_attempt_at: delivery.createdAt,
+        lease_until: delivery.lease?.until ?? null,
+        lease_token: delivery.lease?.token ?? null,
+        finished_at: null,
+      })),
+    )
+    .execute();
+}
+
+/**
+ * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
+ * subscription that has a delivery under a live lease (one attempt in flight per receiver).
+ */
+export async function dueDeliveries(db: Executor, now: string, limit: number): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(['delivery_id', 'webhook_id'])
+    .where('state', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]))
+    .where('webhook_id', 'not in', (inner) =>
+      inner.selectFrom('webhook_deliveries').select('webhook_id').where('state', '=', 'pending').where('lease_until', '>', now),
+    )
+    .orderBy('next_attempt_at')
+    .orderBy('delivery_id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ deliveryId: row.delivery_id, webhookId: row.webhook_id }));
+}
+
+/**
+ * Takes the delivery for one attempt when it is still due and unheld: counts the attempt and
+ * sets the lease. The condition is checked by the update itself, so of several instances that
+ * try at once exactly one gets the row (PostgreSQL re-checks it after waiting for the winner's lock).
+ */
+export async function claimDelivery(
+  db: Executor,
+  deliveryId: string,
+  now: string,
+  lease: { readonly until: string; readonly token: string },
+): Promise<StoredDelivery | undefined> {
+  const row = await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_until: lease.until, lease_token: lease.token, attempts: sql<number>`attempts + 1` })
+    .where('delivery_id', '=', deliveryId)
+    .where('state', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]))
+    .returningAll()
+    .executeTakeFirst();
+  return row === undefined ? undefined : toDelivery(row);
+}
+
+/** What an attempt's end does to its delivery. */
+export type DeliveryOutcome =
+  | { readonly state: 'delivered' | 'failed' | 'cancelled'; readonly at: string }
+  | { readonly state: 'pending'; readonly nextAttemptAt: string };
+
+/**
+ * Ends the lease with the attempt's outcome; false when the lease was no longer this attempt's
+ * (it ran out and another instance took over, or the subscription was deleted meanwhile).
+ */
+export async function finishDelivery(db: Executor, deliveryId: string, leaseToken: string, outcome: DeliveryOutcome): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set(
+      outcome.state === 'pending'
+        ? { next_attempt_at: outcome.nextAttemptAt, lease_until: null, lease_token: null }
+        : { state: outcome.state, finished_at: outcome.at, lease_until: null, lease_token: null },
+    )
+    .where('delivery_id', '=', deliveryId)
+    .where('lease_token', '=', leaseToken)
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The deliveries of a deleted subscription that were still to be sent: none of them ever is. */
+export async function cancelPendingDeliveries(db: Executor, webhookId: string, now: string): Promise<number> {
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'cancelled', finished_at: now, lease_until: null, lease_token: null })
+    .where('webhook_id', '=', webhookId)
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export async function findDelivery(db: Executor, deliveryId: string): Promise<StoredDelivery | undefined> {
+  const row = await db.selectFrom('webhook_deliveries').selectAll().where('delivery_id', '=', deliveryId).executeTakeFirst();
+  return row === undefined ? undefined : toDelivery(row);
+}
+
+export interface DeliveryFilter {
+  readonly webhookId?: string;
+  readonly eventType?: string;
+  readonly eventId?: string;
+  readonly state?: DeliveryState;
+  /** ATOM: made at or after. */
+  readonly since?: string;
+  /** ATOM: made before. */
+  readonly until?: string;
+  /** Deliveries older than this one (the cursor of the page before). */
+  readonly before?: string;
+  readonly limit: number;
+}
+
+/** Deliveries matching the filter, newest first. */
+export async function deliveryPage(db: Executor, filter: DeliveryFilter): Promise<StoredDelivery[]> {
+  let query = db.selectFrom('webhook_deliveries').selectAll().orderBy('delivery_id', 'desc').limit(filter.limit);
+  if (filter.webhookId !== undefined) query = query.where('webhook_id', '=', filter.webhookId);
+  if (filter.eventType !== undefined) query = query.where('event_type', '=', filter.eventType);
+  if (filter.eventId !== undefined) query = query.where('event_id', '=', filter.eventId);
+  if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+  if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
+  if (filter.until !== undefined) query = query.where('created_at', '<', filter.until);
+  if (filter.before !== undefined) query = query.where('delivery_id', '<', filter.before);
+  return (await query.execute()).map(toDelivery);
+}
+
+/** Deletes finished deliveries (and their attempts) made before `before`; returns how many. */
+export async function pruneDeliveries(db: Executor, before: string): Promise<number> {
+  await db
+    .deleteFrom('webhook_attempts')
+    .where('delivery_id', 'in', (inner) =>
+      inner.selectFrom('webhook_deliveries').select('delivery_id').where('state', '!=', 'pending').where('created_at', '<', before),
+    )
+    .execute();
+  const result = await db.deleteFrom('webhook_deliveries').where('state', '!=', 'pending').where('created_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+function toDelivery(row: WebhookDeliveriesTable): StoredDelivery {
+  return {
+    deliveryId: row.delivery_id,
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    payload: row.payload,
+    createdAt: row.created_at,
+    state: row.state as DeliveryState,
+    attempts: Number(row.attempts),
+    nextAttemptAt: row.next_attempt_at,
+    leaseUntil: row.lease_until,
+    leaseToken: row.lease_token,
+    finishedAt: row.finished_at,
+  };
+}

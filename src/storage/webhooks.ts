@@ -1,0 +1,86 @@
+// Queries on `webhooks`: the subscriptions. Secrets are stored sealed; only
+// src/core/webhook-secrets.ts opens them, to sign.
+import { z } from 'zod';
+import type { Executor } from './database.js';
+import type { WebhooksTable } from './schema.js';
+
+export interface StoredWebhook {
+  readonly webhookId: string;
+  readonly url: string;
+  /** `['*']`: every event type. */
+  readonly eventTypes: readonly string[];
+  readonly description: string | null;
+  /** Sealed. */
+  readonly secret: string;
+  /** Sealed; signs too until `previousSecretUntil`. */
+  readonly previousSecret: string | null;
+  readonly previousSecretUntil: string | null;
+  readonly createdAt: string;
+}
+
+export async function insertWebhook(db: Executor, webhook: StoredWebhook): Promise<void> {
+  await db
+    .insertInto('webhooks')
+    .values({
+      webhook_id: webhook.webhookId,
+      url: webhook.url,
+      event_types: JSON.stringify(webhook.eventTypes),
+      description: webhook.description,
+      secret: webhook.secret,
+      previous_secret: webhook.previousSecret,
+      previous_secret_until: webhook.previousSecretUntil,
+      created_at: webhook.createdAt,
+    })
+    .execute();
+}
+
+export async function findWebhook(db: Executor, webhookId: string): Promise<StoredWebhook | undefined> {
+  const row = await db.selectFrom('webhooks').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
+  return row === undefined ? undefined : toWebhook(row);
+}
+
+/** Every subscription, oldest first. */
+export async function listWebhooks(db: Executor): Promise<StoredWebhook[]> {
+  return (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('webhook_id').execute()).map(toWebhook);
+}
+
+/** The subscriptions and the event types each wants (what the outbox listener reads for every event). */
+export async function webhookInterests(db: Executor): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
+  const rows = await db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id').execute();
+  return rows.map((row) => ({ webhookId: row.webhook_id, eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)) }));
+}
+
+/** True when a subscription was deleted. */
+export async function deleteWebhook(db: Executor, webhookId: string): Promise<boolean> {
+  const result = await db.deleteFrom('webhooks').where('webhook_id', '=', webhookId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Replaces the secret, keeping the old one as `previous` until `previousUntil`; false when the subscription is gone. */
+export async function replaceWebhookSecret(
+  db: Executor,
+  webhookId: string,
+  secrets: { readonly secret: string; readonly previousSecret: string; readonly previousUntil: string },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('webhooks')
+    .set({ secret: secrets.secret, previous_secret: secrets.previousSecret, previous_secret_until: secrets.previousUntil })
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+const eventTypesSchema = z.array(z.string());
+
+function toWebhook(row: WebhooksTable): StoredWebhook {
+  return {
+    webhookId: row.webhook_id,
+    url: row.url,
+    eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)),
+    description: row.description,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretUntil: row.previous_secret_until,
+    createdAt: row.created_at,
+  };
+}
