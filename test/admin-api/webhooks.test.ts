@@ -131,7 +131,7 @@ test('deleting a subscription cancels what it had still to send; test_webhook re
   // This receiver always fails: its deliveries wait for their retries.
   const stuck = await WebhookReceiver.start(() => 500);
   t.after(() => stuck.close());
-  const { webhook } = await portal.admin.createWebhook({ url: stuck.url, event_types: '*' });
+  const { webhook } = await portal.admin.createWebhook({ url: stuck.url, event_types: 'user.created,configuration.created' });
 
   const tested = await portal.admin.testWebhook(webhook.webhook_id);
   assert.deepEqual(
@@ -165,7 +165,8 @@ test('the delivery log filters by subscription, type, event and state, and pages
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
   const users = await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created' });
-  const everything = await portal.admin.createWebhook({ url: receiver.url, event_types: '*' });
+  // Not `*`: the test portal's node never answers, and a node.down may come at any moment.
+  const everything = await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created,configuration.created' });
   for (const user of ['a', 'b', 'c']) await portal.admin.create({ user_id: user, profile_id: 'employees' });
   await receiver.waitForCount(9, 'three events for one, six for the other');
   await sleep(300);

@@ -116,7 +116,9 @@ test('a receiver on loopback gets every event of users, configurations and sessi
   await receiver.waitForCount(expected.length, 'every event');
   // Nothing more comes: each event was delivered once.
   await new Promise((resolve) => setTimeout(resolve, 1500));
-  assert.deepEqual(receiver.types(), expected, 'every event, once, in the order it happened');
+  // The test portal's nodes never answer: a node.down may come at any moment (its own test is test/e2e/webhook-node-events.test.ts).
+  const types = receiver.types().filter((type) => !type.startsWith('node.'));
+  assert.deepEqual(types, expected, 'every event, once, in the order it happened');
 
   const ids = new Set<string>();
   for (const received of receiver.received) {
@@ -184,7 +186,11 @@ test('a subscription gets only the types it asked for, and a change that rolled 
   const everything = await WebhookReceiver.start();
   t.after(() => everything.close());
   await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.disabled,user.destroyed' });
-  await portal.admin.createWebhook({ url: everything.url, event_types: '*' });
+  // Every type but node.*: the test portal's nodes never answer, and a node.down may come at any moment.
+  await portal.admin.createWebhook({
+    url: everything.url,
+    event_types: 'user.created,user.disabled,user.destroyed,configuration.created,configuration.deleted',
+  });
 
   await portal.admin.create({ user_id: 'bob', profile_id: 'employees' });
   await portal.admin.disableUser('bob');
