@@ -122,6 +122,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       await app.close();
       await metricsServer?.close();
       await reconciler.idle();
+      await Promise.all([...daemons.values()].map((daemon) => daemon.close()));
       await db.destroy();
     },
   };
