@@ -38,6 +38,7 @@ import { openVpnSchema } from './migrations/0003-openvpn.js';
 import { revisionsSchema } from './migrations/0004-revisions.js';
 import { sessionsSchema } from './migrations/0005-sessions.js';
 import { adminKeysSchema } from './migrations/0006-admin-keys.js';
+import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '0004-revisions': revisionsSchema,
   '0005-sessions': sessionsSchema,
   '0006-admin-keys': adminKeysSchema,
+  '0010-listing-generation': listingGenerationSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

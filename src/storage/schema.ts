@@ -116,6 +116,12 @@ export interface PortalStateTable {
   value: string;
 }
 
+/** One shard of the listing generation (src/storage/listing-generation.ts); bigint, text on PostgreSQL. */
+export interface ListingGenerationTable {
+  shard: number;
+  generation: ColumnType<string | number, number, number>;
+}
+
 /** One admin key (src/keys/admin-key-token.ts): only its keyed hash is stored. */
 export interface AdminKeysTable {
   key_id: string;
@@ -182,4 +188,5 @@ export interface Database {
   admin_keys: AdminKeysTable;
   audit_log: AuditLogTable;
   idempotency_records: IdempotencyRecordsTable;
+  listing_generation: ListingGenerationTable;
 }
