@@ -11,6 +11,8 @@ import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
 import { recordMetrics } from './listeners/metrics.js';
 import { writeAuditLog } from './listeners/audit-log.js';
+import { moveListingGeneration } from './listeners/listing-generation.js';
+import { ListingCache } from './core/listing-cache.js';
 import { databaseNotReady, PortalMetrics } from './http/metrics.js';
 import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
@@ -73,6 +75,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
   writeAuditLog(events);
+  moveListingGeneration(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   nodes.onStateChange((change) =>
@@ -82,7 +85,18 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
         : { type: 'node.down', at: clock.now(), nodeNumber: change.nodeNumber, reason: change.reason },
     ),
   );
-  const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, events, clock, logger, random: options.random ?? Math.random };
+  const ctx: PortalContext = {
+    config,
+    db,
+    keys,
+    openVpnKeys,
+    nodes,
+    events,
+    listings: new ListingCache(),
+    clock,
+    logger,
+    random: options.random ?? Math.random,
+  };
 
   const reconciler = new ReconcileScheduler(ctx);
   const metrics = new PortalMetrics(ctx);

@@ -9,7 +9,7 @@
 import type { ConnectionInfo } from '../protocol/admin-api.js';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { activeCertificates } from '../storage/certificates.js';
-import { activeConnectionsJson, activePeers, activeUserIdsJson, type WireGuardPeer } from '../storage/wg-peers.js';
+import { activeConnectionsJson, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { visibleProfiles } from './profile-reach.js';
 import { isOnline } from '../shared/online.js';
@@ -27,7 +27,7 @@ export async function listConnections(ctx: PortalContext, showAll: boolean): Pro
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, async (profileId) => {
     const wireGuard = showAll
-      ? await activeConnectionsJson(ctx.db, profileId, formatAtom(now))
+      ? await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnectionsJson)
       : JSON.stringify((online.get(profileId) ?? []).map(toConnectionInfo));
     return concatJsonArrays(wireGuard, openVpn.get(profileId) ?? []);
   });
@@ -40,12 +40,26 @@ export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): 
   return perProfile(ctx, async (profileId) => {
     const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
     if (showAll) {
-      const wireGuard = await activeUserIdsJson(ctx.db, profileId, formatAtom(now));
+      const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, activeUserIdsJson);
       if (openVpnUsers.length === 0) return wireGuard;
       return JSON.stringify([...new Set([...(JSON.parse(wireGuard) as string[]), ...openVpnUsers])]);
     }
     // A user connected several times to one profile is listed once there.
     return JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])]);
+  });
+}
+
+/** One profile's listing of active WireGuard configurations, from the cache while it holds. */
+function activeListing(
+  ctx: PortalContext,
+  key: string,
+  profileId: ProfileId,
+  query: (db: PortalContext['db'], profileId: ProfileId, now: string) => Promise<string>,
+): Promise<string> {
+  return ctx.listings.read(ctx.db, ctx.clock, key, async (now) => {
+    // The first expiry is read before the listing: one that a concurrent create adds moves the generation.
+    const changesAt = await nextPeerExpiry(ctx.db, profileId, now);
+    return { text: await query(ctx.db, profileId, now), changesAt };
   });
 }
 

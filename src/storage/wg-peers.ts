@@ -169,6 +169,17 @@ export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now:
   return result.rows[0]?.list ?? '[]';
 }
 
+/** The first expiry after `now` among one profile's configurations (disabled users' too), or null. */
+export async function nextPeerExpiry(db: Executor, profileId: ProfileId, now: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('wg_peers')
+    .select((eb) => eb.fn.min('expires_at').as('next'))
+    .where('profile_id', '=', profileId)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return row?.next ?? null;
+}
+
 /** The earliest expiry of any configuration (expired ones included), or null when there is none. */
 export async function earliestPeerExpiry(db: Executor): Promise<string | null> {
   const row = await db
