@@ -5,7 +5,7 @@ import { userIdsJson } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 
 /** A key limited to some profiles sees only the users with a configuration in them. */
-export function listUsers(ctx: PortalContext, filter: { onlyDisabled: boolean }): Promise<string> {
+export function listUsers(ctx: PortalContext, filter: { onlyDisabled: boolean }): Promise<Buffer> {
   const profiles = ctx.call?.caller.profiles ?? null;
   const key = `users:${filter.onlyDisabled ? 'disabled' : 'all'}:${profiles === null ? '*' : JSON.stringify([...profiles].sort())}`;
   return ctx.listings.read(ctx.db, ctx.clock, key, async () => ({ text: await userIdsJson(ctx.db, { ...filter, profiles }), changesAt: null }));

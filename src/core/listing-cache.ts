@@ -26,7 +26,8 @@ interface Entry {
   readonly builtAt: string;
   /** …until this time (exclusive); null: until the generation moves; undefined: still being built. */
   readonly changesAt: string | null | undefined;
-  readonly text: Promise<string>;
+  /** The listing as UTF-8, converted once: every answer sends these same bytes. */
+  readonly body: Promise<Buffer>;
 }
 
 export class ListingCache {
@@ -36,22 +37,22 @@ export class ListingCache {
    * The listing `key` as `build` makes it for `now` (ATOM), from memory when nothing changed
    * since it was last built. A failed build is forgotten, so the next call tries again.
    */
-  async read(db: Db, clock: Clock, key: string, build: (now: string) => Promise<BuiltListing>): Promise<string> {
+  async read(db: Db, clock: Clock, key: string, build: (now: string) => Promise<BuiltListing>): Promise<Buffer> {
     const generation = await readListingGeneration(db);
     const now = formatAtom(clock.now());
     const entry = this.#entries.get(key);
-    if (entry !== undefined && holds(entry, generation, now)) return entry.text;
-    const built = build(now);
-    const text = built.then((listing) => listing.text);
-    // The failure reaches this caller through `built`; calls sharing `text` see it too.
-    text.catch(() => {});
-    const fresh: Entry = { generation, builtAt: now, changesAt: undefined, text };
+    if (entry !== undefined && holds(entry, generation, now)) return entry.body;
+    const built = build(now).then((listing) => ({ body: Buffer.from(listing.text), changesAt: listing.changesAt }));
+    const body = built.then((listing) => listing.body);
+    // The failure reaches this caller through `built`; calls sharing `body` see it too.
+    body.catch(() => {});
+    const fresh: Entry = { generation, builtAt: now, changesAt: undefined, body };
     this.#entries.set(key, fresh);
     try {
       const listing = await built;
       // Only the entry this call made is completed; a newer one may have replaced it meanwhile.
       if (this.#entries.get(key) === fresh) this.#entries.set(key, { ...fresh, changesAt: listing.changesAt });
-      return listing.text;
+      return listing.body;
     } catch (error) {
       if (this.#entries.get(key) === fresh) this.#entries.delete(key);
       throw error;
