@@ -71,6 +71,15 @@ export class NodeDaemonError extends Error {
   override readonly name = 'NodeDaemonError';
 }
 
+/**
+ * Connections opened to one node at most, and so the instructions in flight to it. A node
+ * agent gathers the instructions that wait together into one `wg set`: the more in flight, the
+ * fewer and larger its batches, so a node that restarts empty has 10,000 peers back within
+ * seconds. Connections are opened as needed and kept: creates at the Admin API's usual
+ * concurrency use a handful.
+ */
+export const MAX_CONNECTIONS_PER_NODE = 128;
+
 export interface HttpNodeDaemonOptions {
   readonly nodeNumber: NodeNumber;
   readonly url: string;
@@ -78,7 +87,7 @@ export interface HttpNodeDaemonOptions {
   readonly secret: () => string | null;
   /** For connecting, for the answer's headers, and between chunks of its body, each. */
   readonly timeoutMs: number;
-  /** Connections kept open to the node (default 16: the Admin API's concurrency rarely needs more). */
+  /** Connections the pool may open to the node (default MAX_CONNECTIONS_PER_NODE). */
   readonly connections?: number;
 }
 
@@ -101,7 +110,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     const url = new URL(options.url);
     this.#basePath = url.pathname.replace(/\/+$/, '');
     this.#pool = new Pool(url.origin, {
-      connections: options.connections ?? 16,
+      connections: options.connections ?? MAX_CONNECTIONS_PER_NODE,
       pipelining: 1,
       connectTimeout: options.timeoutMs,
       headersTimeout: options.timeoutMs,
