@@ -60,6 +60,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const db = await openDatabase(config.database, {
     onConnectionError: (error) => logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
     timeoutMs: config.databaseTimeoutMs,
+    poolSize: config.databasePoolSize,
     limitStatements: true,
   });
   logger.info(`database ${describeDatabase(config.database)}`);
