@@ -11,7 +11,7 @@ import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
 import { addPeersToNodes } from './node-peers.js';
 import { formatAtom } from '../shared/time.js';
-import { allocateAddresses } from './wireguard-addresses.js';
+import { insertWithFreeAddresses } from './wireguard-addresses.js';
 
 /** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
 class PoolFull extends Error {}
@@ -76,21 +76,20 @@ async function storePeer(
 ): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
-      const addresses = await allocateAddresses(trx, issue.profile.profileId, node);
-      if (addresses === null) throw new PoolFull();
-      const peer = await insertPeer(trx, {
-        publicKey: keyPair.publicKey,
-        userId: issue.request.userId,
-        profileId: issue.profile.profileId,
-        nodeNumber: node.nodeNumber,
-        displayName: issue.request.displayName,
-        ipFour: addresses.ipFour,
-        ipSix: addresses.ipSix,
-        poolIndex: addresses.poolIndex,
-        createdAt: formatAtom(issue.now),
-        expiresAt: formatAtom(issue.expiresAt),
-        authKey: null,
-      });
+      const peer = await insertWithFreeAddresses(trx, issue.profile.profileId, node, (addresses) =>
+        insertPeer(trx, {
+          publicKey: keyPair.publicKey,
+          userId: issue.request.userId,
+          profileId: issue.profile.profileId,
+          nodeNumber: node.nodeNumber,
+          displayName: issue.request.displayName,
+          ...addresses,
+          createdAt: formatAtom(issue.now),
+          expiresAt: formatAtom(issue.expiresAt),
+          authKey: null,
+        }),
+      );
+      if (peer === null) throw new PoolFull();
       const file = render(peer);
       await keepAnswer(trx, issue, format, file);
       return { stored: { peer, file }, configuration: wireGuardConfiguration(peer) };

@@ -21,8 +21,11 @@ export interface WireGuardPeer {
   readonly revision: Revision;
 }
 
-/** Inserts a new configuration with a new revision, and returns it as stored. */
-export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer> {
+/**
+ * Inserts a new configuration with a new revision, and returns it as stored; null when another
+ * configuration holds its IPv4 address (one statement: no read before the write).
+ */
+export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer | null> {
   const row = await trx
     .insertInto('wg_peers')
     .values({
@@ -39,9 +42,10 @@ export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuar
       auth_key: peer.authKey,
       revision: await revisionValue(trx),
     })
+    .onConflict((conflict) => conflict.column('ip_four').doNothing())
     .returningAll()
-    .executeTakeFirstOrThrow();
-  return toPeer(row);
+    .executeTakeFirst();
+  return row === undefined ? null : toPeer(row);
 }
 
 /**
@@ -83,11 +87,6 @@ export async function peersOfUser(db: Executor, userId: UserId): Promise<WireGua
 export async function findPeerOfUser(db: Executor, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
   const row = await db.selectFrom('wg_peers').selectAll().where('public_key', '=', publicKey).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toPeer(row);
-}
-
-export async function addressInUse(db: Executor, ipFour: string): Promise<boolean> {
-  const row = await db.selectFrom('wg_peers').select('public_key').where('ip_four', '=', ipFour).executeTakeFirst();
-  return row !== undefined;
 }
 
 /** Deletes one configuration; false when it was not there (another portal instance deleted it first). */
