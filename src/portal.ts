@@ -14,6 +14,8 @@ import { writeAuditLog } from './listeners/audit-log.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { WebhookDeliveryWorker } from './core/webhook-delivery.js';
 import type { PortalEvent } from './core/events.js';
+import { moveListingGeneration } from './listeners/listing-generation.js';
+import { ListingCache } from './core/listing-cache.js';
 import { databaseNotReady, PortalMetrics } from './http/metrics.js';
 import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
@@ -61,6 +63,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const db = await openDatabase(config.database, {
     onConnectionError: (error) => logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
     timeoutMs: config.databaseTimeoutMs,
+    poolSize: config.databasePoolSize,
     limitStatements: true,
   });
   logger.info(`database ${describeDatabase(config.database)}`);
@@ -76,6 +79,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
   writeAuditLog(events);
+  moveListingGeneration(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   nodes.onStateChange((change) => {
@@ -88,7 +92,18 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       .catch((error: unknown) => logger.warn({ err: error, event: event.type }, 'a node state change could not be recorded'))
       .finally(() => events.publish(event));
   });
-  const ctx: PortalContext = { config, db, keys, openVpnKeys, nodes, events, clock, logger, random: options.random ?? Math.random };
+  const ctx: PortalContext = {
+    config,
+    db,
+    keys,
+    openVpnKeys,
+    nodes,
+    events,
+    listings: new ListingCache(),
+    clock,
+    logger,
+    random: options.random ?? Math.random,
+  };
   const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
   writeWebhookOutbox(events, () => webhooks.wake());
 
@@ -132,6 +147,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();
+      await Promise.all([...daemons.values()].map((daemon) => daemon.close()));
       await db.destroy();
     },
   };

@@ -80,6 +80,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     keyDir: path.join(dataDir, 'keys'),
     database,
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
+    databasePoolSize: raw.databasePoolSize,
     metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
     nodeApi: raw.nodeApi,

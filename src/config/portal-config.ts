@@ -117,6 +117,8 @@ export interface PortalConfig {
   readonly database: DatabaseLocation;
   /** `databaseTimeout`: the longest wait for the database (a connection, a lock, one statement), 1 s to 1 h. */
   readonly databaseTimeoutMs: number;
+  /** `databasePoolSize`: PostgreSQL connections this instance keeps (1–100; SQLite has one). */
+  readonly databasePoolSize: number;
   /** `metrics.listen`: where /metrics, /healthz and /readyz are served; null: not served. */
   readonly metrics: { readonly host: string; readonly port: number } | null;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };

@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, adminApi, nodeApi, webhooks, reconcileInterval,
-// logLevel, auditLogRetention) are
+// options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, webhooks,
+// reconcileInterval, logLevel, auditLogRetention) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -136,6 +136,8 @@ export const portalConfigSchema = z.strictObject({
     .prefault({}),
   /** Longest wait for the database (a connection, a lock, one statement) before a call answers 503. */
   databaseTimeout: isoDuration.default('PT5S'),
+  /** PostgreSQL connections each portal instance keeps (1–100); PostgreSQL's own max_connections must hold every instance's. */
+  databasePoolSize: z.int().min(1).max(100).default(10),
   /** How long audit log entries are kept (ISO 8601 duration). */
   auditLogRetention: isoDuration.default('P1Y'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

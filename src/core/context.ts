@@ -5,6 +5,7 @@ import type { KeyStore } from '../keys/key-store.js';
 import type { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import type { Db } from '../storage/database.js';
 import type { PortalEvents } from './events.js';
+import type { ListingCache } from './listing-cache.js';
 import type { NodeFleet } from '../node-client/fleet.js';
 import type { Clock } from '../shared/time.js';
 import type { AdminCall } from './admin-call.js';
@@ -18,6 +19,8 @@ export interface PortalContext {
   readonly nodes: NodeFleet;
   /** Where core announces what happened (configurations, users, sessions, nodes). */
   readonly events: PortalEvents;
+  /** Large listings kept while nothing they show changed (shared by every call of this instance). */
+  readonly listings: ListingCache;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */

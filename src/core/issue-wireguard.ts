@@ -13,7 +13,7 @@ import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
 import { addPeersToNodes } from './node-peers.js';
 import { formatAtom } from '../shared/time.js';
-import { allocateAddresses } from './wireguard-addresses.js';
+import { insertWithFreeAddresses } from './wireguard-addresses.js';
 
 /** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
 class PoolFull extends Error {}
@@ -83,22 +83,21 @@ async function storePeer(
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
       if (devicePublicKey) await assertPublicKeyUnused(ctx, trx, publicKey);
-      const addresses = await allocateAddresses(trx, issue.profile.profileId, node);
-      if (addresses === null) throw new PoolFull();
-      const peer = await insertPeer(trx, {
-        publicKey,
-        userId: issue.request.userId,
-        profileId: issue.profile.profileId,
-        nodeNumber: node.nodeNumber,
-        displayName: issue.request.displayName,
-        ipFour: addresses.ipFour,
-        ipSix: addresses.ipSix,
-        poolIndex: addresses.poolIndex,
-        createdAt: formatAtom(issue.now),
-        expiresAt: formatAtom(issue.expiresAt),
-        authKey: null,
-        expiryWarned: issue.expiryWarned,
-      });
+      const peer = await insertWithFreeAddresses(trx, issue.profile.profileId, node, (addresses) =>
+        insertPeer(trx, {
+          publicKey,
+          userId: issue.request.userId,
+          profileId: issue.profile.profileId,
+          nodeNumber: node.nodeNumber,
+          displayName: issue.request.displayName,
+          ...addresses,
+          createdAt: formatAtom(issue.now),
+          expiresAt: formatAtom(issue.expiresAt),
+          authKey: null,
+          expiryWarned: issue.expiryWarned,
+        }),
+      );
+      if (peer === null) throw new PoolFull();
       const file = render(peer);
       await keepAnswer(trx, issue, format, file);
       return { stored: { peer, file }, configuration: wireGuardConfiguration(peer) };

@@ -9,56 +9,76 @@
 import type { ConnectionInfo } from '../protocol/admin-api.js';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { activeCertificates } from '../storage/certificates.js';
-import { activeConnectionsJson, activePeers, activeUserIdsJson, type WireGuardPeer } from '../storage/wg-peers.js';
+import { activeConnectionsJson, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { visibleProfiles } from './profile-reach.js';
 import { isOnline } from '../shared/online.js';
 import { formatAtom } from '../shared/time.js';
+import { appendToJsonArray, type JsonParts } from '../shared/json-parts.js';
 
-/** The JSON text of an array. */
-export type JsonArrayText = string & { readonly __json: 'array' };
+/** The JSON text of an array, in parts (see src/shared/json-parts.ts). */
+export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
 
 /** Keys per `IN (...)` query, well below every dialect's parameter limit. */
 const KEYS_PER_QUERY = 500;
 
-export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayText>> {
+export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayParts>> {
   const now = ctx.clock.now();
   const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now), connectedOpenVpnClients(ctx, now)]);
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, async (profileId) => {
-    const wireGuard = showAll
-      ? await activeConnectionsJson(ctx.db, profileId, formatAtom(now))
-      : JSON.stringify((online.get(profileId) ?? []).map(toConnectionInfo));
-    return concatJsonArrays(wireGuard, openVpn.get(profileId) ?? []);
+    const openVpnConnections = JSON.stringify(openVpn.get(profileId) ?? []).slice(1, -1);
+    if (showAll) return appendToJsonArray(await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnectionsJson), openVpnConnections);
+    return [JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])])];
   });
 }
 
-export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayText>> {
+export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayParts>> {
   const now = ctx.clock.now();
   const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now), connectedOpenVpnClients(ctx, now)]);
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, async (profileId) => {
     const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
     if (showAll) {
-      const wireGuard = await activeUserIdsJson(ctx.db, profileId, formatAtom(now));
-      if (openVpnUsers.length === 0) return wireGuard;
-      return JSON.stringify([...new Set([...(JSON.parse(wireGuard) as string[]), ...openVpnUsers])]);
+      const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, activeUserIdsJson);
+      if (openVpnUsers.length === 0) return [wireGuard];
+      return [JSON.stringify([...new Set([...(JSON.parse(wireGuard.toString()) as string[]), ...openVpnUsers])])];
     }
     // A user connected several times to one profile is listed once there.
-    return JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])]);
+    return [JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])])];
+  });
+}
+
+/** One profile's listing of active WireGuard configurations, from the cache while it holds. */
+function activeListing(
+  ctx: PortalContext,
+  key: string,
+  profileId: ProfileId,
+  query: (db: PortalContext['db'], profileId: ProfileId, now: string) => Promise<string>,
+): Promise<Buffer> {
+  return ctx.listings.read(ctx.db, ctx.clock, key, async (now) => {
+    // The first expiry is read before the listing: one that a concurrent create adds moves the generation.
+    const changesAt = await nextPeerExpiry(ctx.db, profileId, now);
+    return { text: await query(ctx.db, profileId, now), changesAt };
   });
 }
 
 /** Writes `{"<key>": {"<profile>": [...], ...}}` from per-profile JSON arrays. */
-export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, JsonArrayText>): string {
-  const members = [...lists].map(([profileId, list]) => `${JSON.stringify(profileId)}:${list}`);
-  return `{${JSON.stringify(key)}:{${members.join(',')}}}`;
+export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, JsonArrayParts>): JsonParts {
+  const parts: (string | Buffer)[] = [`{${JSON.stringify(key)}:{`];
+  let first = true;
+  for (const [profileId, list] of lists) {
+    parts.push(`${first ? '' : ','}${JSON.stringify(profileId)}:`, ...list);
+    first = false;
+  }
+  parts.push('}}');
+  return parts;
 }
 
 /** Every profile the call may see (a key limited to some profiles sees only those). */
-async function perProfile(ctx: PortalContext, list: (profileId: ProfileId) => Promise<string>): Promise<Map<ProfileId, JsonArrayText>> {
-  const result = new Map<ProfileId, JsonArrayText>();
-  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) result.set(profile.profileId, (await list(profile.profileId)) as JsonArrayText);
+async function perProfile(ctx: PortalContext, list: (profileId: ProfileId) => Promise<JsonParts>): Promise<Map<ProfileId, JsonArrayParts>> {
+  const result = new Map<ProfileId, JsonArrayParts>();
+  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) result.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
   return result;
 }
 
@@ -77,13 +97,6 @@ function toConnectionInfo(peer: WireGuardPeer): ConnectionInfo {
     vpn_proto: 'wireguard',
     auth_key: peer.authKey,
   };
-}
-
-/** `[a..., b...]` from the JSON text of array a and the array b, without parsing a. */
-function concatJsonArrays(text: string, more: readonly ConnectionInfo[]): string {
-  if (more.length === 0) return text;
-  const extra = JSON.stringify(more).slice(1, -1);
-  return text.trim() === '[]' ? `[${extra}]` : `${text.trimEnd().slice(0, -1)},${extra}]`;
 }
 
 /**

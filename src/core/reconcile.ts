@@ -7,7 +7,7 @@
 // Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
 // pass sends carries the revision it read, so a disable, delete or destroy that commits while
 // the pass runs always wins on the node, whichever arrives there first.
-import type { DaemonPeer, NodeDaemon, RemovedPeer } from '../node-client/daemon-client.js';
+import { MAX_CONNECTIONS_PER_NODE, type DaemonPeer, type NodeDaemon, type RemovedPeer } from '../node-client/daemon-client.js';
 import { activeCertificates, deleteCertificate, expiredCertificates, findCertificate } from '../storage/certificates.js';
 import { hasAllocatedOnNode } from '../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../storage/node-resets.js';
@@ -24,7 +24,8 @@ import { recordLiveStats } from './statistics.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 import { endSessionsOfRemovedPeers, observeWireGuardSessions } from './wireguard-sessions.js';
 
-const PARALLEL_CHANGES_PER_NODE = 16;
+/** A pass keeps as many instructions in flight to a node as the connections allow. */
+export const PARALLEL_CHANGES_PER_NODE = MAX_CONNECTIONS_PER_NODE;
 /** Keys per database read: below every dialect's parameter limit, and short enough that an add is never sent long after its state was read. */
 const CHUNK = 500;
 

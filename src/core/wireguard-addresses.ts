@@ -4,7 +4,6 @@ import type { Transaction } from 'kysely';
 import type { PortalConfig, ProfileNode } from '../config/portal-config.js';
 import { findProfile } from '../config/portal-config.js';
 import { releasePoolIndex, takePoolIndex, type PoolKey } from '../storage/ip-pools.js';
-import { addressInUse } from '../storage/wg-peers.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../wireguard/address-pool.js';
@@ -16,7 +15,18 @@ export interface AllocatedAddresses {
   readonly ipSix: string;
 }
 
-export async function allocateAddresses(trx: Transaction<Database>, profileId: ProfileId, node: ProfileNode): Promise<AllocatedAddresses | null> {
+/**
+ * Takes addresses from the pool of the profile's range on `node` and stores a configuration
+ * with them (`insert`). Only a configuration from before a range change can hold a pool address:
+ * then `insert` stores nothing (null), the index is skipped for good and the next one tried.
+ * null when the pool is full.
+ */
+export async function insertWithFreeAddresses<T>(
+  trx: Transaction<Database>,
+  profileId: ProfileId,
+  node: ProfileNode,
+  insert: (addresses: AllocatedAddresses) => Promise<T | null>,
+): Promise<T | null> {
   if (node.wireGuard === null) return null;
   const { rangeFour, rangeSix } = node.wireGuard;
   const key = poolKey(profileId, node);
@@ -24,9 +34,8 @@ export async function allocateAddresses(trx: Transaction<Database>, profileId: P
   for (;;) {
     const poolIndex = await takePoolIndex(trx, key, capacity);
     if (poolIndex === null) return null;
-    const addresses = clientAddressesAt(rangeFour, rangeSix, poolIndex);
-    // Only a configuration from before a range change can hold a pool address; skip it for good.
-    if (!(await addressInUse(trx, addresses.ipFour))) return { poolIndex, ...addresses };
+    const stored = await insert({ poolIndex, ...clientAddressesAt(rangeFour, rangeSix, poolIndex) });
+    if (stored !== null) return stored;
   }
 }
 

@@ -3,6 +3,7 @@
 // them. runRoute checks the caller's scope (403, before the handler), binds the call to its
 // caller (the use case's context carries it: profile limits, and the events view that records
 // the change with its caller in the audit log) and makes POSTs with an Idempotency-Key safe to retry.
+import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AdminCall } from '../core/admin-call.js';
@@ -13,6 +14,7 @@ import { HttpError } from './http-error.js';
 import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
 import { readParams, type ParamShape, type ParamSource, type ParamValues } from './params.js';
 import type { RouteResponse } from './route-response.js';
+import { jsonPartsByteLength } from '../shared/json-parts.js';
 
 export type { RouteResponse } from './route-response.js';
 
@@ -116,6 +118,13 @@ export async function runRoute<S extends ParamShape>(
     await reply.code(200).type('application/json').send(JSON.stringify(response.json));
   } else if ('jsonText' in response) {
     await reply.code(200).type('application/json').send(response.jsonText);
+  } else if ('jsonParts' in response) {
+    const { jsonParts } = response;
+    await reply
+      .code(200)
+      .type('application/json')
+      .header('content-length', jsonPartsByteLength(jsonParts))
+      .send(Readable.from(jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))));
   } else {
     await reply.code(200).headers(response.headers).send(response.body);
   }

@@ -153,7 +153,7 @@ export class IdempotentCalls {
   ): Promise<RouteResponse> {
     const owned = { keyName: request.keyName, idempotencyKey: request.idempotencyKey, owner };
     const keep: KeepAnswer = async (trx, response) => {
-      const sealed = cipher.seal(JSON.stringify(response), context);
+      const sealed = cipher.seal(storable(response), context);
       // Fails the change when the reservation was taken over meanwhile: then another request runs it.
       if (!(await completeIdempotencyRecord(trx, owned, { status: response.status, sealed }))) {
         throw new Error(`the reservation of ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" was lost`);
@@ -172,7 +172,7 @@ export class IdempotentCalls {
     }
     // Calls that did not keep their answer in their transaction (all but create): kept now.
     // A no-op when it was kept already (the record is no longer pending).
-    await completeIdempotencyRecord(this.ctx.db, owned, { status: response.status, sealed: cipher.seal(JSON.stringify(response), context) });
+    await completeIdempotencyRecord(this.ctx.db, owned, { status: response.status, sealed: cipher.seal(storable(response), context) });
     return response;
   }
 
@@ -183,4 +183,11 @@ export class IdempotentCalls {
     if (key === null) throw new Error(`${this.ctx.keys.answerKeyPath} is not 64 hex characters`);
     return new AnswerCipher(key);
   }
+}
+
+/** The answer as kept: parts of a listing (which no POST call answers today) joined into one text. */
+function storable(response: RouteResponse): string {
+  if (!('jsonParts' in response)) return JSON.stringify(response);
+  const text = Buffer.concat(response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))).toString();
+  return JSON.stringify({ status: response.status, jsonText: text });
 }

@@ -1,8 +1,12 @@
 // What an Admin API handler answers: JSON, JSON already serialised, a file with its headers, or
 // nothing (204). Also what is kept for a retry with an Idempotency-Key (src/http/idempotency.ts).
+import type { JsonParts } from '../shared/json-parts.js';
+
 export type RouteResponse =
   | { readonly status: 200; readonly json: unknown }
-  /** JSON already serialised (large listings are built as text). */
+  /** JSON already serialised. */
   | { readonly status: 200; readonly jsonText: string }
+  /** Large listings: JSON in parts sent one after another (src/shared/json-parts.ts); never kept for a retry. */
+  | { readonly status: 200; readonly jsonParts: JsonParts }
   | { readonly status: 200; readonly body: string; readonly headers: Readonly<Record<string, string>> }
   | { readonly status: 204 };

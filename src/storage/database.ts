@@ -40,14 +40,15 @@ import { sessionsSchema } from './migrations/0005-sessions.js';
 import { adminKeysSchema } from './migrations/0006-admin-keys.js';
 import { webhooksSchema } from './migrations/0007-webhooks.js';
 import { deviceKeysSchema } from './migrations/0008-device-keys.js';
+import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
 /** The database or a transaction on it: what a query runs on. */
 export type Executor = Kysely<Database> | Transaction<Database>;
 
-/** Connections per portal instance; PostgreSQL's default max_connections (100) holds several instances. */
-const POSTGRES_POOL_SIZE = 10;
+/** Connections per portal instance unless `poolSize` says otherwise; PostgreSQL's default max_connections (100) holds several instances. */
+const DEFAULT_POSTGRES_POOL_SIZE = 10;
 /** The `db` commands' wait; the portal's is its `databaseTimeout` option (default PT5S as well). */
 const DEFAULT_DATABASE_TIMEOUT_MS = 5000;
 /** TCP keep-alive probes start after this long idle, so a pooled connection to a vanished host is noticed. */
@@ -62,11 +63,14 @@ const migrations: Record<string, Migration> = {
   '0006-admin-keys': adminKeysSchema,
   '0007-webhooks': webhooksSchema,
   '0008-device-keys': deviceKeysSchema,
+  '0010-listing-generation': listingGenerationSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
 
 export interface OpenDatabaseOptions {
+  /** PostgreSQL connections kept at most (the portal's `databasePoolSize`); default 10. */
+  readonly poolSize?: number;
   /** Where failures of pooled connections are reported (PostgreSQL): a server restart, a failover, a broken network. */
   readonly onConnectionError?: (error: Error) => void;
   /**
@@ -112,7 +116,7 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
     // Parameters in the URL win over these (pg gives the connection string precedence).
     const pool = new pg.Pool({
       connectionString: location.url,
-      max: POSTGRES_POOL_SIZE,
+      max: options.poolSize ?? DEFAULT_POSTGRES_POOL_SIZE,
       // Bounds both opening a connection and waiting for a pooled one while all are busy.
       connectionTimeoutMillis: timeoutMs,
       lock_timeout: timeoutMs,

@@ -2,7 +2,7 @@
 // is empty or nearly full. A pool hands out the lowest index given back before, else the
 // next never-used one — the same addresses, in the same order, as scanning for the first
 // free candidate (reference §6.2) would, without reading the peers.
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { isPostgres } from './database.js';
 import type { Database } from './schema.js';
@@ -16,30 +16,32 @@ export interface PoolKey {
 
 /** Takes the lowest free index below `capacity`, or returns null when the pool is full. Call inside a transaction. */
 export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | null> {
-  // One statement takes the lowest given-back index. On PostgreSQL, where several portal
-  // instances allocate at once, the candidate row is locked and rows other transactions hold
-  // are skipped (FOR UPDATE SKIP LOCKED): two instances never take the same index, and
-  // neither waits for the other. SQLite runs one writer at a time, so there is no one to skip.
-  const postgres = isPostgres(trx);
-  const reused = await matchingFreeEntries(trx, key)
-    .where('pool_index', '=', (eb) =>
-      eb
-        .selectFrom('ip_pool_free')
-        .select('pool_index')
-        .where('profile_id', '=', key.profileId)
-        .where('node_number', '=', key.nodeNumber)
-        .where('range_four', '=', key.rangeFour)
-        .where('range_six', '=', key.rangeSix)
-        .orderBy('pool_index')
-        .limit(1)
-        .$if(postgres, (query) => query.forUpdate().skipLocked()),
-    )
-    .returning('pool_index')
-    .executeTakeFirst();
-  if (reused !== undefined) return reused.pool_index;
-
-  const advanced = await advancePool(trx, key, capacity);
-  if (advanced !== undefined) return advanced;
+  // The lowest given-back index first. On PostgreSQL, where several portal instances allocate
+  // at once, the candidate row is locked and rows other transactions hold are skipped (FOR
+  // UPDATE SKIP LOCKED): two instances never take the same index, and neither waits for the
+  // other. SQLite runs one writer at a time, so there is no one to skip.
+  if (isPostgres(trx)) {
+    const taken = await takeOnPostgres(trx, key, capacity);
+    if (taken !== undefined) return taken;
+  } else {
+    const reused = await matchingFreeEntries(trx, key)
+      .where('pool_index', '=', (eb) =>
+        eb
+          .selectFrom('ip_pool_free')
+          .select('pool_index')
+          .where('profile_id', '=', key.profileId)
+          .where('node_number', '=', key.nodeNumber)
+          .where('range_four', '=', key.rangeFour)
+          .where('range_six', '=', key.rangeSix)
+          .orderBy('pool_index')
+          .limit(1),
+      )
+      .returning('pool_index')
+      .executeTakeFirst();
+    if (reused !== undefined) return reused.pool_index;
+    const advanced = await advancePool(trx, key, capacity);
+    if (advanced !== undefined) return advanced;
+  }
   // First allocation in this pool: create its row. Two first allocations racing each other
   // both insert; the loser's insert does nothing and its advance then succeeds.
   await trx
@@ -48,6 +50,31 @@ export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, ca
     .onConflict((conflict) => conflict.columns(['profile_id', 'node_number', 'range_four', 'range_six']).doNothing())
     .execute();
   return (await advancePool(trx, key, capacity)) ?? null;
+}
+
+/**
+ * PostgreSQL: the given-back index or the next new one in one statement (one round trip of the
+ * create's few): the DELETE takes the lowest given-back row it can lock, and the UPDATE advances
+ * the pool only when it took none. undefined: neither (the pool's row is missing, or it is full).
+ */
+async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | undefined> {
+  const { rows } = await sql<{ pool_index: number }>`
+    WITH reused AS (
+      DELETE FROM ip_pool_free
+      WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
+        AND pool_index = (
+          SELECT pool_index FROM ip_pool_free
+          WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
+          ORDER BY pool_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING pool_index
+    ), advanced AS (
+      UPDATE ip_pools SET next_index = next_index + 1
+      WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
+        AND next_index < ${capacity} AND NOT EXISTS (SELECT 1 FROM reused)
+      RETURNING next_index - 1 AS pool_index
+    )
+    SELECT pool_index FROM reused UNION ALL SELECT pool_index FROM advanced`.execute(trx);
+  return rows[0]?.pool_index;
 }
 
 /** Increments the pool's next index (the UPDATE takes the row lock, so writers queue here). */

@@ -122,6 +122,12 @@ export interface PortalStateTable {
   value: string;
 }
 
+/** One shard of the listing generation (src/storage/listing-generation.ts); bigint, text on PostgreSQL. */
+export interface ListingGenerationTable {
+  shard: number;
+  generation: ColumnType<string | number, number, number>;
+}
+
 /** One admin key (src/keys/admin-key-token.ts): only its keyed hash is stored. */
 export interface AdminKeysTable {
   key_id: string;
@@ -231,4 +237,5 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  listing_generation: ListingGenerationTable;
 }

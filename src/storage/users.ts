@@ -1,5 +1,5 @@
 // Queries on the `users` table.
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { ProfileId, UserId } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
 import type { Database } from './schema.js';
@@ -63,13 +63,17 @@ export async function lockUser(trx: Transaction<Database>, userId: UserId): Prom
   await trx.selectFrom('users').select('user_id').where('user_id', '=', userId).forUpdate().execute();
 }
 
-/** `profiles`: only users with a configuration (WireGuard or OpenVPN) in one of them; null: every user. */
-export async function listUserIds(db: Executor, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string[]> {
-  let query = db.selectFrom('users').select('user_id').orderBy('user_id');
+/**
+ * The user ids, sorted, as the JSON text of an array (the database writes it: at 100,000 users
+ * several times faster than an object per row). `profiles`: only users with a configuration
+ * (WireGuard or OpenVPN) in one of them; null: every user.
+ */
+export async function userIdsJson(db: Executor, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string> {
+  let query = db.selectFrom('users').select('user_id');
   if (filter.onlyDisabled) query = query.where('is_disabled', '=', 1);
   const profiles = filter.profiles ?? null;
   if (profiles !== null) {
-    if (profiles.length === 0) return [];
+    if (profiles.length === 0) return '[]';
     query = query.where((where) =>
       where.or([
         where('user_id', 'in', where.selectFrom('wg_peers').select('wg_peers.user_id').where('wg_peers.profile_id', 'in', profiles)),
@@ -77,8 +81,10 @@ export async function listUserIds(db: Executor, filter: { onlyDisabled: boolean;
       ]),
     );
   }
-  const rows = await query.execute();
-  return rows.map((row) => row.user_id);
+  const row = isPostgres(db)
+    ? await db.selectFrom(query.as('listed')).select(sql<string | null>`json_agg(user_id ORDER BY user_id)::text`.as('list')).executeTakeFirst()
+    : await db.selectFrom(query.orderBy('user_id').as('listed')).select(sql<string | null>`json_group_array(user_id)`.as('list')).executeTakeFirst();
+  return row?.list ?? '[]';
 }
 
 /** The profiles the user has configurations in (WireGuard or OpenVPN), each once. */

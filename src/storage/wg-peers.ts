@@ -24,8 +24,11 @@ export interface WireGuardPeer {
   readonly expiryWarned: boolean;
 }
 
-/** Inserts a new configuration with a new revision, and returns it as stored. */
-export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer> {
+/**
+ * Inserts a new configuration with a new revision, and returns it as stored; null when another
+ * configuration holds its IPv4 address (one statement: no read before the write).
+ */
+export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer | null> {
   const row = await trx
     .insertInto('wg_peers')
     .values({
@@ -43,9 +46,10 @@ export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuar
       expiry_warned: peer.expiryWarned ? 1 : 0,
       revision: await revisionValue(trx),
     })
+    .onConflict((conflict) => conflict.column('ip_four').doNothing())
     .returningAll()
-    .executeTakeFirstOrThrow();
-  return toPeer(row);
+    .executeTakeFirst();
+  return row === undefined ? null : toPeer(row);
 }
 
 /**
@@ -87,11 +91,6 @@ export async function peersOfUser(db: Executor, userId: UserId): Promise<WireGua
 export async function findPeerOfUser(db: Executor, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
   const row = await db.selectFrom('wg_peers').selectAll().where('public_key', '=', publicKey).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toPeer(row);
-}
-
-export async function addressInUse(db: Executor, ipFour: string): Promise<boolean> {
-  const row = await db.selectFrom('wg_peers').select('public_key').where('ip_four', '=', ipFour).executeTakeFirst();
-  return row !== undefined;
 }
 
 /**
@@ -182,6 +181,17 @@ export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now:
             AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
           GROUP BY user_id ORDER BY MIN(created_at), user_id)`.execute(db);
   return result.rows[0]?.list ?? '[]';
+}
+
+/** The first expiry after `now` among one profile's configurations (disabled users' too), or null. */
+export async function nextPeerExpiry(db: Executor, profileId: ProfileId, now: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('wg_peers')
+    .select((eb) => eb.fn.min('expires_at').as('next'))
+    .where('profile_id', '=', profileId)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return row?.next ?? null;
 }
 
 /** The earliest expiry of any configuration (expired ones included), or null when there is none. */

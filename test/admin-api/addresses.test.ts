@@ -2,6 +2,9 @@
 // a full pool answers 503 and leaves nothing behind; deleted configurations give their
 // address back and the lowest free one is reused first (reference §6.2).
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { parseIpAddress, parseIpPrefix, prefixContainsAddress } from '../../src/net/ip-prefix.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
@@ -181,4 +184,30 @@ test("when one node's pool is full the next node of the profile is used; each fi
   const full = await portal.post('/create', { user_id: 'carol', profile_id: 'lab' });
   assert.equal(full.status, 503);
   assert.deepEqual((await portal.get('/users')).json(), { users: ['alice', 'bob'] });
+});
+
+test('after a range change, an address still held by a configuration from before is skipped, not handed out twice', async (t) => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-range-change-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const before = await startTestPortal({ dataDir, config: SMALL_POOL });
+  const old = await createFor(before, 'ann', 'lab');
+  await before.close();
+
+  // The /29 grows to a /28: a new pool, whose first addresses include the one ann holds.
+  const after = await startTestPortal({
+    dataDir,
+    config: { ProfileList: SMALL_POOL.ProfileList.map((profile) => ({ ...profile, wRangeFour: '10.45.0.0/28' })) },
+  });
+  t.after(() => after.close());
+  const issued = [];
+  for (const user of ['bob', 'carol', 'dave']) issued.push(await createFor(after, user, 'lab'));
+  const fours = [old.ipFour, ...issued.map((entry) => entry.ipFour)];
+  assert.equal(new Set(fours).size, fours.length, `distinct IPv4 addresses: ${fours.join(', ')}`);
+  assert.equal(
+    issued.some((entry) => entry.ipFour === old.ipFour),
+    false,
+    `${old.ipFour} stays ann's`,
+  );
+  const listed = (await after.admin.connectionList(true)).lab ?? [];
+  assert.equal(listed.length, 4, 'ann and the three new configurations');
 });

@@ -193,6 +193,14 @@ test('a databaseTimeout of no time, or of more than an hour, is refused naming t
   assert.equal(resolvePortalConfig({ ...withProfiles(employees), databaseTimeout: 'PT30S' }, 'portal.json').databaseTimeoutMs, 30_000);
 });
 
+test('databasePoolSize is a whole number from 1 to 100, default 10', () => {
+  assert.equal(resolvePortalConfig(withProfiles(employees), 'portal.json').databasePoolSize, 10);
+  assert.equal(resolvePortalConfig({ ...withProfiles(employees), databasePoolSize: 40 }, 'portal.json').databasePoolSize, 40);
+  for (const value of [0, 101, 2.5, '10']) {
+    assert.match(problemsOf({ ...withProfiles(employees), databasePoolSize: value }), /^portal\.json: databasePoolSize: /);
+  }
+});
+
 test('several mistakes are reported together, one line each', () => {
   const message = problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/33', routeList: ['bad'] }));
   const lines = message.split('\n');

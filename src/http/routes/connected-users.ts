@@ -15,6 +15,6 @@ export const connectedUsersRoute = defineRoute({
     doc: { description: 'User ids per profile id', schema: connectedUsersAnswer },
   },
   async handle(ctx, { show_all }) {
-    return { status: 200, jsonText: jsonObjectOfProfiles('connected_users', await listConnectedUsers(ctx, show_all ?? false)) };
+    return { status: 200, jsonParts: jsonObjectOfProfiles('connected_users', await listConnectedUsers(ctx, show_all ?? false)) };
   },
 });

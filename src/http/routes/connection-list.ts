@@ -15,6 +15,6 @@ export const connectionListRoute = defineRoute({
     doc: { description: 'Connections per profile id', schema: connectionListAnswer },
   },
   async handle(ctx, { show_all }) {
-    return { status: 200, jsonText: jsonObjectOfProfiles('connection_list', await listConnections(ctx, show_all ?? false)) };
+    return { status: 200, jsonParts: jsonObjectOfProfiles('connection_list', await listConnections(ctx, show_all ?? false)) };
   },
 });

@@ -1,0 +1,30 @@
+// Queries on `listing_generation`: the counter that tells a cached listing it is out of date
+// (src/core/listing-cache.ts). Moved forward inside the transaction of a change, read with
+// the listing; the sum over the shards only ever grows.
+import { sql } from 'kysely';
+import { LISTING_GENERATION_SHARDS } from './migrations/0010-listing-generation.js';
+import type { Executor } from './database.js';
+
+/** A value of the counter; two reads that give the same value saw the same users and configurations. */
+export type ListingGeneration = string & { readonly __listingGeneration: true };
+
+/**
+ * Moves the counter forward by one, on a random shard. An upsert, so a shard row that is
+ * missing (a hand-edited database) is made rather than the change going unnoticed.
+ */
+export async function bumpListingGeneration(db: Executor): Promise<void> {
+  const shard = Math.floor(Math.random() * LISTING_GENERATION_SHARDS);
+  await db
+    .insertInto('listing_generation')
+    .values({ shard, generation: 1 })
+    .onConflict((conflict) => conflict.column('shard').doUpdateSet({ generation: sql`listing_generation.generation + 1` }))
+    .execute();
+}
+
+export async function readListingGeneration(db: Executor): Promise<ListingGeneration> {
+  const row = await db
+    .selectFrom('listing_generation')
+    .select((eb) => eb.fn.sum<string | number | null>('generation').as('generation'))
+    .executeTakeFirst();
+  return String(row?.generation ?? 0) as ListingGeneration;
+}

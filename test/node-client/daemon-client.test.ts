@@ -1,0 +1,125 @@
+// The portal's vpn-daemon client against a server that speaks the protocol as eduVPN's
+// vpn-daemon does (plain HTTP/1.1, form bodies): pushes reuse a few kept-open connections
+// instead of one per call, send exactly the fields the daemon reads, and fail fast and clearly
+// when the node does not answer.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import { HttpNodeDaemon, NodeDaemonError } from '../../src/node-client/daemon-client.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+
+interface StandIn {
+  readonly url: string;
+  readonly requests: { method: string; path: string; authorization: string | undefined; body: string }[];
+  /** Every TCP connection the server accepted. */
+  readonly sockets: Socket[];
+  server: Server;
+}
+
+async function startStandIn(t: TestContext, answer: (request: IncomingMessage, response: ServerResponse, body: string) => void): Promise<StandIn> {
+  const standIn: StandIn = { url: '', requests: [], sockets: [], server: createServer() };
+  standIn.server.on('connection', (socket: Socket) => standIn.sockets.push(socket));
+  standIn.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      standIn.requests.push({ method: request.method ?? '', path: request.url ?? '', authorization: request.headers.authorization, body });
+      answer(request, response, body);
+    });
+  });
+  standIn.server.listen(0, '127.0.0.1');
+  await once(standIn.server, 'listening');
+  t.after(() => {
+    standIn.server.closeAllConnections();
+    standIn.server.close();
+  });
+  return { ...standIn, url: `http://127.0.0.1:${(standIn.server.address() as AddressInfo).port}` };
+}
+
+const noContent = (_request: IncomingMessage, response: ServerResponse) => {
+  response.writeHead(204).end();
+};
+
+test('200 add_peer calls, 16 at a time, travel over at most 16 kept-open connections with the fields vpn-daemon reads', async (t) => {
+  const standIn = await startStandIn(t, noContent);
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url: standIn.url, secret: () => 'node-secret', timeoutMs: 3_000, connections: 16 });
+  t.after(() => daemon.close());
+
+  const keys = Array.from({ length: 200 }, () => generateWireGuardKeyPair().publicKey);
+  for (let start = 0; start < keys.length; start += 16) {
+    await Promise.all(
+      keys.slice(start, start + 16).map((key, index) => daemon.addPeer(key, [`10.0.0.${start + index}/32`, `fd00::${start + index}/128`], start + index)),
+    );
+  }
+
+  assert.equal(standIn.requests.length, 200);
+  assert.ok(standIn.sockets.length <= 16, `${standIn.sockets.length} connections for 200 calls`);
+  const [first] = standIn.requests;
+  assert.equal(first?.method, 'POST');
+  assert.equal(first?.path, '/w/add_peer');
+  assert.equal(first?.authorization, 'Bearer node-secret');
+  const form = new URLSearchParams(first?.body);
+  assert.equal(form.get('public_key'), keys[0]);
+  assert.deepEqual(form.getAll('ip_net'), ['10.0.0.0/32', 'fd00::0/128']);
+  assert.equal(form.get('revision'), '0');
+});
+
+test('a node URL with a path keeps its path, and no Authorization header is sent without a secret', async (t) => {
+  const standIn = await startStandIn(t, (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ peer_list: [] }));
+  });
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(1), url: `${standIn.url}/vpn-daemon/`, secret: () => null, timeoutMs: 3_000 });
+  t.after(() => daemon.close());
+  assert.deepEqual(await daemon.peerList(true), []);
+  assert.equal(standIn.requests[0]?.path, '/vpn-daemon/w/peer_list?show_all=yes');
+  assert.equal(standIn.requests[0]?.authorization, undefined);
+});
+
+test('a node that accepts the connection but never answers fails the call after the timeout, naming the node', async (t) => {
+  const standIn = await startStandIn(t, () => {
+    // Never answers: a node whose daemon hangs.
+  });
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(2), url: standIn.url, secret: () => null, timeoutMs: 500 });
+  t.after(() => daemon.close());
+  const started = Date.now();
+  await assert.rejects(daemon.nodeInfo(), (error: unknown) => {
+    assert.ok(error instanceof NodeDaemonError);
+    assert.match(error.message, new RegExp(`^node 2 \\(${standIn.url}\\) unreachable: `));
+    return true;
+  });
+  const waited = Date.now() - started;
+  assert.ok(waited >= 400 && waited < 3_000, `gave up after ${waited} ms`);
+});
+
+test('an error status and an answer that is not JSON are errors that say so', async (t) => {
+  const standIn = await startStandIn(t, (request, response) => {
+    if (request.url === '/w/add_peer') response.writeHead(400).end('{"error":"invalid public_key"}');
+    else response.writeHead(200).end('not json');
+  });
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(3), url: standIn.url, secret: () => null, timeoutMs: 3_000 });
+  t.after(() => daemon.close());
+  await assert.rejects(daemon.addPeer(generateWireGuardKeyPair().publicKey, ['10.0.0.2/32'], 1), /answered 400 \{"error":"invalid public_key"\}/);
+  await assert.rejects(daemon.nodeInfo(), /\/i\/node: answer is not JSON/);
+});
+
+test('a refused connection is an unreachable node; close() ends the kept connections', async (t) => {
+  const standIn = await startStandIn(t, noContent);
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(4), url: standIn.url, secret: () => null, timeoutMs: 3_000 });
+  await daemon.disconnectClient('abc');
+  const [socket] = standIn.sockets;
+  assert.ok(socket !== undefined && !socket.destroyed, 'kept open after the call');
+  const closed = once(socket, 'close');
+  await daemon.close();
+  await closed;
+
+  const nowhere = new HttpNodeDaemon({ nodeNumber: asNodeNumber(5), url: 'http://127.0.0.1:2', secret: () => null, timeoutMs: 3_000 });
+  t.after(() => nowhere.close());
+  await assert.rejects(
+    nowhere.disconnectClient('abc'),
+    /^NodeDaemonError: node 5 \(http:\/\/127\.0\.0\.1:2\) unreachable: connect ECONNREFUSED 127\.0\.0\.1:2$/,
+  );
+});
