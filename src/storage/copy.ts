@@ -28,6 +28,7 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'admin_keys', key: ['key_id'] },
   { table: 'audit_log', key: ['audit_id'] },
   { table: 'idempotency_records', key: ['key_name', 'idempotency_key'] },
+  { table: 'enrollment_tokens', key: ['token_id'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

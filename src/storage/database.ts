@@ -39,6 +39,7 @@ import { revisionsSchema } from './migrations/0004-revisions.js';
 import { sessionsSchema } from './migrations/0005-sessions.js';
 import { adminKeysSchema } from './migrations/0006-admin-keys.js';
 import { deviceKeysSchema } from './migrations/0008-device-keys.js';
+import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   '0005-sessions': sessionsSchema,
   '0006-admin-keys': adminKeysSchema,
   '0008-device-keys': deviceKeysSchema,
+  '0009-enrollment-tokens': enrollmentTokensSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -345,7 +345,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
   const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(instances[0] as Db);
   assert.deepEqual(
     applied.rows.map((row) => row.name),
-    ['0001-initial', '0002-listing-order', '0003-openvpn', '0004-revisions', '0005-sessions', '0006-admin-keys', '0008-device-keys'],
+    ['0001-initial', '0002-listing-order', '0003-openvpn', '0004-revisions', '0005-sessions', '0006-admin-keys', '0008-device-keys', '0009-enrollment-tokens'],
     'each migration is recorded once',
   );
   for (const instance of instances) {
