@@ -10,6 +10,8 @@ import {
   connectionListAnswer,
   connectionLogAnswer,
   disabledUsersAnswer,
+  enrollmentTokenAnswer,
+  enrollmentTokensAnswer,
   errorAnswer,
   extendAnswer,
   statsAnswer,
@@ -20,6 +22,9 @@ import {
   type AuditLogQuery,
   type ConnectionInfo,
   type CreateParams,
+  type EnrollmentTokenAnswer,
+  type EnrollmentTokenInfo,
+  type EnrollmentTokenParams,
   type ExtendAnswer,
   type ExtendParams,
   type UserConfiguration,
@@ -142,6 +147,23 @@ export class AdminApiClient {
   async extend(params: ExtendParams, options: PostOptions = {}): Promise<ExtendAnswer> {
     const response = await this.#send('POST', ADMIN_API_CALLS.extend.path, formOf(params), idempotencyHeader(options));
     return this.#parsed(response, ADMIN_API_CALLS.extend.path, extendAnswer);
+  }
+
+  /** Extension: a token a device redeems at `{baseUrl}enroll` with its own key (the token is in this answer only). */
+  async enrollmentToken(params: EnrollmentTokenParams, options: PostOptions = {}): Promise<EnrollmentTokenAnswer> {
+    const response = await this.#send('POST', ADMIN_API_CALLS.enrollmentToken.path, new URLSearchParams(definedOnly(params)), idempotencyHeader(options));
+    return this.#parsed(response, ADMIN_API_CALLS.enrollmentToken.path, enrollmentTokenAnswer);
+  }
+
+  /** Extension: the enrollment tokens (of one user), newest first, with their state. */
+  async enrollmentTokens(userId?: string): Promise<EnrollmentTokenInfo[]> {
+    const query: Record<string, string> = userId === undefined ? {} : { user_id: userId };
+    return (await this.#getJson(ADMIN_API_CALLS.enrollmentTokens.path, query, enrollmentTokensAnswer)).enrollment_tokens;
+  }
+
+  /** Extension: redeeming the token answers 410 from now on. */
+  revokeEnrollmentToken(userId: string, tokenId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.revokeEnrollmentToken.path, { user_id: userId, token_id: tokenId }, options);
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */

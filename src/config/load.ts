@@ -57,6 +57,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
   for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
   for (const [index, entry] of raw.nodeApi.allowList.entries()) checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
+  for (const [index, entry] of raw.enrollment.allowList.entries()) checkPrefix(entry, `enrollment.allowList[${index}]`, report);
 
   const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
   checkUniqueProfileIds(profiles, report);
@@ -82,6 +83,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
     nodeApi: raw.nodeApi,
+    enrollment: raw.enrollment,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     connectScript:

@@ -112,6 +112,8 @@ export interface PortalConfig {
   readonly metrics: { readonly host: string; readonly port: number } | null;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
   readonly nodeApi: { readonly allowList: readonly string[] };
+  /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */
+  readonly enrollment: { readonly allowList: readonly string[]; readonly requestsPerMinute: number };
   readonly reconcileIntervalMs: number;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;

@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal, enrollment tokens) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -50,7 +50,17 @@ const NAMES = {
   stats: ADMIN_API_CALLS.stats,
   audit_log: ADMIN_API_CALLS.auditLog,
   extend: ADMIN_API_CALLS.extend,
+  enrollment_token: ADMIN_API_CALLS.enrollmentToken,
+  enrollment_tokens: ADMIN_API_CALLS.enrollmentTokens,
+  revoke_enrollment_token: ADMIN_API_CALLS.revokeEnrollmentToken,
 } as const;
+
+/** The enrollment token made for a subject by `prepare`, by user id. */
+const tokenOfSubject = new Map<string, string>();
+
+async function prepareToken(portal: TestPortal, subject: Subject): Promise<void> {
+  tokenOfSubject.set(subject.userId, (await portal.admin.enrollmentToken({ user_id: subject.userId, profile_id: 'employees' })).token_id);
+}
 
 const CALLS: readonly Call[] = [
   {
@@ -188,6 +198,41 @@ const CALLS: readonly Call[] = [
       assert.equal(configuration?.expires_at, answer.expires_at, 'the new expiry is stored');
     },
   },
+  {
+    name: 'enrollment_token',
+    perProfile: true,
+    send: (portal, subject, key) => portal.post('/enrollment_token', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    async verify(portal, subject, response) {
+      const answer = response.json() as { enrollment_token: string; token_id: string; uses: number };
+      assert.match(answer.enrollment_token, /^vpe_/);
+      assert.equal(answer.uses, 1);
+      const listed = await portal.admin.enrollmentTokens(subject.userId);
+      assert.deepEqual(
+        listed.map((token) => [token.token_id, token.state]),
+        [[answer.token_id, 'usable']],
+      );
+    },
+  },
+  {
+    name: 'enrollment_tokens',
+    prepare: prepareToken,
+    send: (portal, subject, key) => portal.get('/enrollment_tokens', { user_id: subject.userId }, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      const listed = (response.json() as { enrollment_tokens: { token_id: string }[] }).enrollment_tokens.map((token) => token.token_id);
+      assert.deepEqual(listed, visible.includes('employees') ? [tokenOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+    },
+  },
+  {
+    name: 'revoke_enrollment_token',
+    perProfile: true,
+    prepare: prepareToken,
+    send: (portal, subject, key) =>
+      portal.post('/revoke_enrollment_token', { user_id: subject.userId, token_id: tokenOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(portal, subject) {
+      const [token] = await portal.admin.enrollmentTokens(subject.userId);
+      assert.equal(token?.state, 'revoked');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
@@ -223,7 +268,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
     }
   }
-  assert.equal(CALLS.length, 15, 'the eleven calls and the four extensions');
+  assert.equal(CALLS.length, 18, 'the eleven calls and the seven extensions');
 
   let cells = 0;
   let refused = 0;
@@ -264,12 +309,13 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 135);
-  // read: the 7 POSTs and audit_log, ×3 limits; write: destroy, delete_user_authorizations and
+  assert.equal(cells, 162);
+  // read: the 9 POSTs and audit_log, ×3 limits; write: destroy, delete_user_authorizations and
   // audit_log, ×3; admin: audit_log for the 2 limited keys; a guests-limited key on the subject's
-  // employees configuration: write create, delete_connection, extend, disable, enable; admin
-  // those and destroy, delete_user_authorizations; every scope the history of the employees profile.
-  assert.equal(refused, 24 + 9 + 2 + 5 + 7 + 3, 'the refusals the table predicts');
+  // employees configuration: write create, delete_connection, extend, disable, enable,
+  // enrollment_token, revoke_enrollment_token; admin those and destroy,
+  // delete_user_authorizations; every scope the history of the employees profile.
+  assert.equal(refused, 30 + 9 + 2 + 7 + 9 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -343,7 +389,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
     if (call.method === 'POST') assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
   }
   assert.deepEqual(document['x-admin-key-scopes'], {
-    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats'],
+    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats', 'enrollment_tokens'],
     write: [
       'connected_users',
       'connection_list',
@@ -357,6 +403,9 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'connection_log',
       'stats',
       'extend',
+      'enrollment_token',
+      'enrollment_tokens',
+      'revoke_enrollment_token',
     ],
     admin: Object.keys(NAMES),
   });

@@ -80,6 +80,7 @@ export async function portalState(portal: TestPortal): Promise<unknown> {
     peers: await db.selectFrom('wg_peers').select(['public_key', 'user_id', 'profile_id']).orderBy('public_key').execute(),
     certificates: await db.selectFrom('certificates').select(['common_name', 'user_id']).orderBy('common_name').execute(),
     authorizations: await db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).orderBy('auth_key').execute(),
+    enrollmentTokens: await db.selectFrom('enrollment_tokens').select(['token_id', 'user_id', 'uses_left', 'revoked_at']).orderBy('token_id').execute(),
   };
 }
 
