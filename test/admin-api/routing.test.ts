@@ -27,6 +27,9 @@ const EXTENSIONS = [
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
   { method: 'POST', path: '/extend', params: ['user_id', 'connection_id', 'expires_in'] },
+  { method: 'POST', path: '/enrollment_token', params: ['user_id', 'profile_id', 'display_name', 'expires_in', 'uses', 'valid_for'] },
+  { method: 'GET', path: '/enrollment_tokens', params: ['user_id'] },
+  { method: 'POST', path: '/revoke_enrollment_token', params: ['user_id', 'token_id'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -38,6 +41,8 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/delete_connection': ['user_id', 'connection_id'],
   '/delete_user_authorizations': ['user_id'],
   '/extend': ['user_id', 'connection_id'],
+  '/enrollment_token': ['user_id', 'profile_id'],
+  '/revoke_enrollment_token': ['user_id', 'token_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {
