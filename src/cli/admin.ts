@@ -55,6 +55,8 @@ interface AdminFlags {
   readonly publicKey: string | undefined;
   /** A file holding a PEM certificate request. */
   readonly csr: string | undefined;
+  readonly uses: string | undefined;
+  readonly validFor: string | undefined;
 }
 
 interface AdminCommand {
@@ -168,6 +170,66 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       if (extended.certificate === null) return;
       if (flags.output === undefined) out.print(extended.certificate);
       else out.print(`wrote the new certificate to ${flags.output}; it replaces the <cert> block of the device's file`);
+    },
+  },
+  'enrollment-token': {
+    args: ['USER', 'PROFILE'],
+    flags: ['uses', 'validFor', 'expiresIn', 'displayName'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [user = '', profile = ''] = args;
+      const uses = flags.uses === undefined ? undefined : Number(flags.uses);
+      if (uses !== undefined && !(Number.isInteger(uses) && uses >= 1)) throw new UsageError(`--uses: "${flags.uses}" is not a number of uses (1–1000)`);
+      const made = await client.enrollmentToken({
+        user_id: user,
+        profile_id: profile,
+        ...(uses === undefined ? {} : { uses }),
+        ...(flags.validFor === undefined ? {} : { valid_for: flags.validFor }),
+        ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
+        ...(flags.displayName === undefined ? {} : { display_name: flags.displayName }),
+      });
+      if (json) {
+        out.print(JSON.stringify(made));
+        return;
+      }
+      // As for admin keys: the token alone on the last line, for `| tail -n 1`.
+      out.print(`enrollment token ${made.token_id} for ${user} in ${profile}: ${made.uses} use${made.uses === 1 ? '' : 's'}, until ${made.expires_at}`);
+      out.print('this is the only time the token is shown (the portal keeps only a hash):');
+      out.print(made.enrollment_token);
+    },
+  },
+  'enrollment-tokens': {
+    args: [],
+    flags: ['user'],
+    run: async ({ client, flags, json, out }) => {
+      const tokens = await client.enrollmentTokens(flags.user);
+      if (json) {
+        out.print(JSON.stringify({ enrollment_tokens: tokens }));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['TOKEN_ID', 'USER', 'PROFILE', 'STATE', 'USES_LEFT', 'EXPIRES', 'CREATED_BY', 'LAST_USED'],
+          tokens.map((token) => [
+            token.token_id,
+            token.user_id,
+            token.profile_id,
+            token.state,
+            `${token.uses_left}/${token.uses}`,
+            token.expires_at,
+            token.created_by ?? '',
+            token.last_used_at ?? '',
+          ]),
+        ),
+      );
+    },
+  },
+  'revoke-enrollment-token': {
+    args: ['USER', 'TOKEN_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const [user = '', tokenId = ''] = args;
+      await client.revokeEnrollmentToken(user, tokenId);
+      out.print(json ? JSON.stringify({ ok: true }) : `revoked enrollment token ${tokenId} of ${user}`);
     },
   },
   disable: userCommand('disabled', (client, user) => client.disableUser(user)),
@@ -371,6 +433,8 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   keyName: '--key-name',
   publicKey: '--public-key',
   csr: '--csr',
+  uses: '--uses',
+  validFor: '--valid-for',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -405,6 +469,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         'key-name': { type: 'string' },
         'public-key': { type: 'string' },
         csr: { type: 'string' },
+        uses: { type: 'string' },
+        'valid-for': { type: 'string' },
       },
     });
     json = values.json === true;
@@ -437,6 +503,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       keyName: values['key-name'],
       publicKey: values['public-key'],
       csr: values.csr,
+      uses: values.uses,
+      validFor: values['valid-for'],
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;
