@@ -2,7 +2,8 @@
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
 // last run becomes a row of daily statistics per profile; live statistics older than a week,
 // closed connection history older than `connectionLogRetention`, audit entries older than
-// `auditLogRetention` and authorizations that expired before today are deleted. Expired
+// `auditLogRetention`, authorizations that expired before today and enrollment tokens that
+// ended (expired or revoked) more than a month ago are deleted. Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
 // run is kept in the database, so a restart does not repeat it.
 //
@@ -12,6 +13,7 @@ import { subtractDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
 import { pruneAuditLog } from '../storage/audit-log.js';
 import { deleteExpiredAuthorizations } from '../storage/authorizations.js';
+import { deleteEnrollmentTokensEndedBefore } from '../storage/enrollment-tokens.js';
 import { pruneConnectionLog } from '../storage/connection-log.js';
 import { pruneIdempotencyRecords } from '../storage/idempotency.js';
 import { readState, writeState } from '../storage/portal-state.js';
@@ -23,6 +25,8 @@ import { aggregateDay, nextDay } from './statistics.js';
 const LAST_RUN_KEY = 'housekeeping.day';
 /** Live statistics are kept this long (the reference: one week). */
 const LIVE_STATS_DAYS = 7;
+/** Ended enrollment tokens stay listed this long, so a device's 410 can still be explained. */
+const ENDED_TOKEN_DAYS = 30;
 /** After a long stop, at most this many missed days are aggregated. */
 const MAX_CATCH_UP_DAYS = 31;
 
@@ -33,6 +37,7 @@ export interface HousekeepingResult {
   readonly liveStatsDeleted: number;
   readonly expiredOauthGrantsDeleted: number;
   readonly auditEntriesDeleted: number;
+  readonly enrollmentTokensDeleted: number;
 }
 
 /** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
@@ -62,8 +67,17 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const connectionLogDeleted = await pruneConnectionLog(ctx.db, formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)));
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
+  const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(ctx.db, formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)));
   await writeState(ctx.db, LAST_RUN_KEY, today);
-  const result = { day: today, aggregatedDays, connectionLogDeleted, liveStatsDeleted, expiredOauthGrantsDeleted, auditEntriesDeleted };
+  const result = {
+    day: today,
+    aggregatedDays,
+    connectionLogDeleted,
+    liveStatsDeleted,
+    expiredOauthGrantsDeleted,
+    auditEntriesDeleted,
+    enrollmentTokensDeleted,
+  };
   ctx.logger.info(result, 'housekeeping done');
   return result;
 }

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { ENROLLMENT_TOKEN_PATTERN } from '../../src/keys/enrollment-token.js';
+import { runHousekeepingIfDue } from '../../src/core/housekeeping.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { auditLog, bearer, makeAdminKey, ManualClock, portalState } from '../support/admin-keys.js';
@@ -298,4 +299,27 @@ test('more requests per minute than enrollment.requestsPerMinute from one addres
   assert.equal((await portal.admin.userConfigurationList('alice')).length, 3);
   clock.advance(60_000);
   assert.equal((await enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() })).status, 200, 'the next minute counts afresh');
+});
+
+test('the daily housekeeping deletes tokens that ended more than 30 days ago and keeps the others', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startPortal(t, { clock });
+  const expired = await makeToken(portal, { valid_for: 'PT10M' });
+  const revoked = await makeToken(portal, { valid_for: 'P90D' });
+  await portal.admin.revokeEnrollmentToken('alice', revoked.token_id);
+  const usable = await makeToken(portal, { valid_for: 'P90D' });
+  clock.advance(29 * 24 * HOUR_MS);
+  const recentlyExpired = await makeToken(portal, { valid_for: 'PT1H' });
+  clock.advance(2 * 24 * HOUR_MS);
+  const result = await runHousekeepingIfDue(portal.portal.ctx);
+  assert.equal(result?.enrollmentTokensDeleted, 2);
+  const left = (await portal.admin.enrollmentTokens()).map((token) => [token.token_id, token.state]).sort();
+  assert.deepEqual(
+    left,
+    [
+      [recentlyExpired.token_id, 'expired'],
+      [usable.token_id, 'usable'],
+    ].sort(),
+  );
+  assert.ok(![expired.token_id, revoked.token_id].some((id) => left.some(([listed]) => listed === id)));
 });
