@@ -166,13 +166,13 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
     consume: async (trx) => {
       const now = ctx.clock.now();
       if (await takeEnrollmentTokenUse(trx, tokenId, formatAtom(now))) return;
-      await assertStillThere(trx, tokenId, now);
+      await refuseUnusableToken(trx, tokenId, now);
     },
   });
 }
 
-/** Throws the 410 that says why the token cannot be used (it was, when the update found no row). */
-async function assertStillThere(db: Executor, tokenId: string, now: Date): Promise<never> {
+/** Throws the 410 that says why the token cannot be used (the update found no row to take a use from). */
+async function refuseUnusableToken(db: Executor, tokenId: string, now: Date): Promise<never> {
   const token = await findEnrollmentToken(db, tokenId);
   if (token === undefined) throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
   assertUsable(token, now);
