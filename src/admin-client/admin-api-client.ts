@@ -15,6 +15,8 @@ import {
   connectionListAnswer,
   connectionLogAnswer,
   disabledUsersAnswer,
+  enrollmentTokenAnswer,
+  enrollmentTokensAnswer,
   errorAnswer,
   extendAnswer,
   statsAnswer,
@@ -25,6 +27,9 @@ import {
   type AuditLogQuery,
   type ConnectionInfo,
   type CreateParams,
+  type EnrollmentTokenAnswer,
+  type EnrollmentTokenInfo,
+  type EnrollmentTokenParams,
   type ExtendAnswer,
   type ExtendParams,
   type CreateWebhookParams,
@@ -151,6 +156,22 @@ export class AdminApiClient {
   async extend(params: ExtendParams, options: PostOptions = {}): Promise<ExtendAnswer> {
     const response = await this.#send('POST', ADMIN_API_CALLS.extend.path, formOf(params), idempotencyHeader(options));
     return this.#parsed(response, ADMIN_API_CALLS.extend.path, await this.#okText(response), extendAnswer);
+  }
+
+  /** Extension: a token a device redeems at `{baseUrl}enroll` with its own key (the token is in this answer only). */
+  enrollmentToken(params: EnrollmentTokenParams, options: PostOptions = {}): Promise<EnrollmentTokenAnswer> {
+    return this.#postJson(ADMIN_API_CALLS.enrollmentToken.path, definedOnly(params), enrollmentTokenAnswer, options);
+  }
+
+  /** Extension: the enrollment tokens (of one user), newest first, with their state. */
+  async enrollmentTokens(userId?: string): Promise<EnrollmentTokenInfo[]> {
+    const query: Record<string, string> = userId === undefined ? {} : { user_id: userId };
+    return (await this.#getJson(ADMIN_API_CALLS.enrollmentTokens.path, query, enrollmentTokensAnswer)).enrollment_tokens;
+  }
+
+  /** Extension: redeeming the token answers 410 from now on. */
+  revokeEnrollmentToken(userId: string, tokenId: string, options: PostOptions = {}): Promise<void> {
+    return this.#postNoContent(ADMIN_API_CALLS.revokeEnrollmentToken.path, { user_id: userId, token_id: tokenId }, options);
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */

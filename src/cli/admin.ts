@@ -60,6 +60,8 @@ interface AdminFlags {
   readonly webhook: string | undefined;
   readonly eventType: string | undefined;
   readonly state: string | undefined;
+  readonly uses: string | undefined;
+  readonly validFor: string | undefined;
 }
 
 interface AdminCommand {
@@ -173,6 +175,66 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       if (extended.certificate === null) return;
       if (flags.output === undefined) out.print(extended.certificate);
       else out.print(`wrote the new certificate to ${flags.output}; it replaces the <cert> block of the device's file`);
+    },
+  },
+  'enrollment-token': {
+    args: ['USER', 'PROFILE'],
+    flags: ['uses', 'validFor', 'expiresIn', 'displayName'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [user = '', profile = ''] = args;
+      const uses = flags.uses === undefined ? undefined : Number(flags.uses);
+      if (uses !== undefined && !(Number.isInteger(uses) && uses >= 1)) throw new UsageError(`--uses: "${flags.uses}" is not a number of uses (1–1000)`);
+      const made = await client.enrollmentToken({
+        user_id: user,
+        profile_id: profile,
+        ...(uses === undefined ? {} : { uses }),
+        ...(flags.validFor === undefined ? {} : { valid_for: flags.validFor }),
+        ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
+        ...(flags.displayName === undefined ? {} : { display_name: flags.displayName }),
+      });
+      if (json) {
+        out.print(JSON.stringify(made));
+        return;
+      }
+      // As for admin keys: the token alone on the last line, for `| tail -n 1`.
+      out.print(`enrollment token ${made.token_id} for ${user} in ${profile}: ${made.uses} use${made.uses === 1 ? '' : 's'}, until ${made.expires_at}`);
+      out.print('this is the only time the token is shown (the portal keeps only a hash):');
+      out.print(made.enrollment_token);
+    },
+  },
+  'enrollment-tokens': {
+    args: [],
+    flags: ['user'],
+    run: async ({ client, flags, json, out }) => {
+      const tokens = await client.enrollmentTokens(flags.user);
+      if (json) {
+        out.print(JSON.stringify({ enrollment_tokens: tokens }));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['TOKEN_ID', 'USER', 'PROFILE', 'STATE', 'USES_LEFT', 'EXPIRES', 'CREATED_BY', 'LAST_USED'],
+          tokens.map((token) => [
+            token.token_id,
+            token.user_id,
+            token.profile_id,
+            token.state,
+            `${token.uses_left}/${token.uses}`,
+            token.expires_at,
+            token.created_by ?? '',
+            token.last_used_at ?? '',
+          ]),
+        ),
+      );
+    },
+  },
+  'revoke-enrollment-token': {
+    args: ['USER', 'TOKEN_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const [user = '', tokenId = ''] = args;
+      await client.revokeEnrollmentToken(user, tokenId);
+      out.print(json ? JSON.stringify({ ok: true }) : `revoked enrollment token ${tokenId} of ${user}`);
     },
   },
   disable: userCommand('disabled', (client, user) => client.disableUser(user)),
@@ -505,6 +567,8 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   webhook: '--webhook',
   eventType: '--event-type',
   state: '--state',
+  uses: '--uses',
+  validFor: '--valid-for',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -544,6 +608,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         webhook: { type: 'string' },
         'event-type': { type: 'string' },
         state: { type: 'string' },
+        uses: { type: 'string' },
+        'valid-for': { type: 'string' },
       },
     });
     json = values.json === true;
@@ -583,6 +649,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       webhook: values.webhook,
       eventType: values['event-type'],
       state: values.state,
+      uses: values.uses,
+      validFor: values['valid-for'],
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

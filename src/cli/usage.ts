@@ -37,6 +37,12 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   extend USER CONNECTION_ID [--expires-in DURATION] [-o FILE]
                                           a later expiry, same key (an extension); OpenVPN:
                                           the new certificate, to stdout or FILE
+  enrollment-token USER PROFILE [--uses N] [--valid-for DURATION] [--expires-in DURATION]
+         [--display-name NAME]
+                                          a token a device redeems at {baseUrl}enroll with its
+                                          own key (an extension); printed once, on the last line
+  enrollment-tokens [--user USER]         the enrollment tokens and their state
+  revoke-enrollment-token USER TOKEN_ID   redeeming the token answers 410 from now on
   disable USER | enable USER | destroy USER
   delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
   delete-authorizations USER

@@ -58,6 +58,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
   for (const [index, entry] of raw.nodeApi.allowList.entries()) checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
   for (const [index, entry] of raw.webhooks.allowPrivateTargets.entries()) checkPrefix(entry, `webhooks.allowPrivateTargets[${index}]`, report);
+  for (const [index, entry] of raw.enrollment.allowList.entries()) checkPrefix(entry, `enrollment.allowList[${index}]`, report);
 
   const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
   checkUniqueProfileIds(profiles, report);
@@ -90,6 +91,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       retryFor: atLeastOneDay(raw.webhooks.retryFor, 'webhooks.retryFor', report),
       deliveryLogRetention: atLeastOneDay(raw.webhooks.deliveryLogRetention, 'webhooks.deliveryLogRetention', report),
     },
+    enrollment: raw.enrollment,
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     connectScript:

@@ -124,6 +124,8 @@ export interface PortalConfig {
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
+  /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */
+  readonly enrollment: { readonly allowList: readonly string[]; readonly requestsPerMinute: number };
   readonly reconcileIntervalMs: number;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;

@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, webhooks,
-// reconcileInterval, logLevel, auditLogRetention) are
+// options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
+// webhooks, reconcileInterval, logLevel, auditLogRetention) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -95,6 +95,15 @@ export const portalConfigSchema = z.strictObject({
     .strictObject({
       /** Source addresses that may call the Node API; others get 403 before their body is read. */
       allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']),
+    })
+    .prefault({}),
+  /** The public endpoint where devices redeem enrollment tokens ({baseUrl}enroll). */
+  enrollment: z
+    .strictObject({
+      /** Source addresses that may redeem tokens; others get 403 before their body is read. */
+      allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']),
+      /** Requests per minute one source address (an IPv6 /64) may send to it; beyond: 429. */
+      requestsPerMinute: z.int().min(1).max(100_000).default(30),
     })
     .prefault({}),
   /** Prometheus metrics, /healthz and /readyz on a listen address of their own; null: not served. */

@@ -6,6 +6,8 @@ export type PortalErrorCode =
   | 'no-such-user'
   /** /extend: the user has no configuration with that connection_id (404). */
   | 'no-such-configuration'
+  /** An enrollment token id nobody made (or whose user was destroyed) (404). */
+  | 'no-such-token'
   | 'user-disabled'
   | 'unsupported-expiry'
   | 'invalid-parameter'
@@ -17,7 +19,9 @@ export type PortalErrorCode =
   /** The admin key may not touch this profile or user (403). */
   | 'not-allowed'
   /** The request contradicts what is stored: a public key in use, a configuration that cannot be extended (409). */
-  | 'conflict';
+  | 'conflict'
+  /** An enrollment token that cannot be used any more: expired, used up, revoked or unknown (410). */
+  | 'gone';
 
 export class PortalError extends Error {
   override readonly name = 'PortalError';

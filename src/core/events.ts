@@ -73,7 +73,20 @@ export type PortalEvent =
       readonly expiresAt: Date;
       readonly previousExpiresAt: Date;
     })
-  | (EventBase & { readonly type: 'configuration.created'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
+  /** An enrollment token was made or revoked (never the token itself: only its id). */
+  | (EventBase & {
+      readonly type: 'enrollment_token.created' | 'enrollment_token.revoked';
+      readonly tokenId: string;
+      readonly userId: UserId;
+      readonly profileId: ProfileId;
+    })
+  | (EventBase & {
+      readonly type: 'configuration.created';
+      readonly configuration: ConfigurationRef;
+      readonly expiresAt: Date;
+      /** Set when a device redeemed an enrollment token for it (the token's id). */
+      readonly enrollmentTokenId?: string;
+    })
   | (EventBase & { readonly type: 'configuration.deleted' | 'configuration.expired'; readonly configuration: ConfigurationRef })
   | (EventBase & { readonly type: 'configuration.expiring'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
   | (EventBase & {

@@ -2,8 +2,9 @@
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
 // last run becomes a row of daily statistics per profile; live statistics older than a week,
 // closed connection history older than `connectionLogRetention`, audit entries older than
-// `auditLogRetention`, finished webhook deliveries older than `webhooks.deliveryLogRetention`
-// and authorizations that expired before today are deleted. Expired
+// `auditLogRetention`, finished webhook deliveries older than `webhooks.deliveryLogRetention`,
+// authorizations that expired before today and enrollment tokens that ended (expired or
+// revoked) more than a month ago are deleted. Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
 // run is kept in the database, so a restart does not repeat it.
 //
@@ -13,6 +14,7 @@ import { subtractDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
 import { pruneAuditLog } from '../storage/audit-log.js';
 import { deleteExpiredAuthorizations } from '../storage/authorizations.js';
+import { deleteEnrollmentTokensEndedBefore } from '../storage/enrollment-tokens.js';
 import { pruneConnectionLog } from '../storage/connection-log.js';
 import { pruneIdempotencyRecords } from '../storage/idempotency.js';
 import { readState, writeState } from '../storage/portal-state.js';
@@ -25,6 +27,8 @@ import { aggregateDay, nextDay } from './statistics.js';
 const LAST_RUN_KEY = 'housekeeping.day';
 /** Live statistics are kept this long (the reference: one week). */
 const LIVE_STATS_DAYS = 7;
+/** Ended enrollment tokens stay listed this long, so a device's 410 can still be explained. */
+const ENDED_TOKEN_DAYS = 30;
 /** After a long stop, at most this many missed days are aggregated. */
 const MAX_CATCH_UP_DAYS = 31;
 
@@ -36,6 +40,7 @@ export interface HousekeepingResult {
   readonly expiredOauthGrantsDeleted: number;
   readonly auditEntriesDeleted: number;
   readonly webhookDeliveriesDeleted: number;
+  readonly enrollmentTokensDeleted: number;
 }
 
 /** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
@@ -66,6 +71,7 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
   const webhookDeliveriesDeleted = await pruneDeliveries(ctx.db, formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)));
+  const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(ctx.db, formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)));
   await writeState(ctx.db, LAST_RUN_KEY, today);
   const result = {
     day: today,
@@ -75,6 +81,7 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
     expiredOauthGrantsDeleted,
     auditEntriesDeleted,
     webhookDeliveriesDeleted,
+    enrollmentTokensDeleted,
   };
   ctx.logger.info(result, 'housekeeping done');
   return result;

@@ -42,6 +42,14 @@ export interface CreateConfigurationRequest {
    * a configuration is never stored without the answer a retry will get (nor the other way round).
    */
   readonly keepAnswer?: (trx: Transaction<Database>, answer: IssuedConfiguration) => Promise<void>;
+  /**
+   * Called inside the transaction that stores the configuration, once the user is known to be
+   * enabled and before anything is written: an enrollment takes its token's use here, so the
+   * use and the configuration commit or roll back together. It refuses by throwing.
+   */
+  readonly consume?: (trx: Transaction<Database>) => Promise<void>;
+  /** The enrollment token redeemed for it, named in `configuration.created`. */
+  readonly enrollmentTokenId?: string;
 }
 
 /** One configuration being issued: the request, its profile, its times and the device's own keys. */
@@ -89,8 +97,16 @@ export async function storeConfiguration<T>(
         const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
         if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
+        await issue.request.consume?.(trx);
         const { stored, configuration } = await insert(trx);
-        await announce({ type: 'configuration.created', at: issue.now, configuration, expiresAt: issue.expiresAt });
+        const { enrollmentTokenId } = issue.request;
+        await announce({
+          type: 'configuration.created',
+          at: issue.now,
+          configuration,
+          expiresAt: issue.expiresAt,
+          ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
+        });
         return stored;
       });
     } catch (error) {

@@ -10,6 +10,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-webhook': 404,
   'no-such-user': 400,
   'no-such-configuration': 404,
+  'no-such-token': 404,
   'user-disabled': 403,
   'unsupported-expiry': 400,
   'invalid-parameter': 400,
@@ -18,6 +19,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   unavailable: 503,
   'not-allowed': 403,
   conflict: 409,
+  gone: 410,
 };
 
 /** Fastify's own request errors, translated to messages a person can act on. */

@@ -96,6 +96,16 @@ export const param = {
     .transform((text) => parseIsoDuration(text))
     .refine((duration) => duration !== null && durationMilliseconds(duration) <= 7 * 86_400_000)
     .transform((duration) => duration as IsoDuration),
+  /** How often an enrollment token can be used: 1 to 1,000. */
+  tokenUses: z
+    .string()
+    .regex(/^[1-9]\d{0,3}$/)
+    .transform(Number)
+    .refine((value) => value <= 1000),
+  /** An enrollment token's id (characters 5–16 of the token). */
+  tokenId: z.string().regex(/^[0-9A-Za-z]{12}$/),
+  /** An enrollment token as a device sends it; its form and checksum are checked by the use case. */
+  enrollmentToken: z.string().min(1).max(256),
   /** An opaque cursor this portal handed out. */
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;

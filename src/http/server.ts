@@ -1,5 +1,6 @@
 // The portal's HTTP surface: the Admin API under {base}/admin/api/v1, its OpenAPI
-// document, and the Node API under {base}/node-api.php for node agents.
+// document, the Node API under {base}/node-api.php for node agents, and {base}/enroll where
+// devices redeem enrollment tokens.
 import formbody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
@@ -12,6 +13,7 @@ import { AdminKeyUse } from '../core/admin-keys.js';
 import { recordAdminCall } from '../core/audit.js';
 import { ConnectionsPerAddress } from './connections-per-address.js';
 import { handleError, sendError, wasDatabaseOutage } from './error-reply.js';
+import { enrollEndpoint } from './enroll.js';
 import { connectHandler } from './node-api/connect.js';
 import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
@@ -19,6 +21,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { ProtocolErrorAnswers } from './protocol-errors.js';
 import { RunningRequests } from './running-requests.js';
 import { adminRoutes } from './routes/index.js';
+import { ENROLL_PATH } from '../protocol/admin-api.js';
 
 /** Form bodies of the Admin API are small; anything larger is refused with 413. */
 const BODY_LIMIT_BYTES = 64 * 1024;
@@ -34,8 +37,11 @@ export function buildServer(ctx: PortalContext) {
   const services: RouteServices = { requests, idempotent: new IdempotentCalls(ctx) };
   const guard = adminGuard({ ctx, allowList: new AddressAllowList(ctx.config.adminApi.allowList), requests, keyUse: new AdminKeyUse(ctx) });
   const nodeApiAllowList = new AddressAllowList(ctx.config.nodeApi.allowList);
+  const enrollPath = `${ctx.config.basePath}/${ENROLL_PATH}`;
+  const enroll = enrollEndpoint(ctx);
   const isAdminRequest = requestsUnder(adminBase);
   const isNodeApiRequest = requestsUnder(nodeApi);
+  const isEnrollRequest = requestsUnder(enrollPath);
   /** Node API calls from elsewhere are refused before their body is read, and the connection closed. */
   const nodeApiGuard = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (nodeApiAllowList.allows(request.ip)) return;
@@ -68,6 +74,7 @@ export function buildServer(ctx: PortalContext) {
     frameworkErrors: async (error, request, reply) => {
       if (isAdminRequest(request)) await guard(request, reply);
       else if (isNodeApiRequest(request)) await nodeApiGuard(request, reply);
+      else if (isEnrollRequest(request)) await enroll.guard(request, reply);
       if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
     },
     // Bytes that are not valid HTTP (bad Content-Length, junk behind a request, ...) get the same JSON error shape.
@@ -93,6 +100,7 @@ export function buildServer(ctx: PortalContext) {
     }
     if (isAdminRequest(request)) await guard(request, reply);
     else if (isNodeApiRequest(request)) await nodeApiGuard(request, reply);
+    else if (isEnrollRequest(request)) await enroll.guard(request, reply);
   });
   // An answer sent before the request's body arrived (a refusal by a guard) closes the
   // connection: the portal does not read a body it refused, and a slow sender is let go at once.
@@ -140,6 +148,9 @@ export function buildServer(ctx: PortalContext) {
   const openApi = JSON.stringify(buildOpenApiDocument(adminRoutes, new URL('admin/api/v1', withSlash(ctx.config.baseUrl)).href));
   app.get(`${adminPrefix}/openapi.json`, (_request, reply) => reply.type('application/json').send(openApi));
   methodOf.set(`${adminPrefix}/openapi.json`, 'GET');
+
+  app.post(enrollPath, (request, reply) => enroll.handle(request, reply));
+  methodOf.set(enrollPath, 'POST');
 
   app.post(`${nodeApi}/server_config`, (request, reply) => serverConfigHandler(ctx, request, reply));
   app.post(`${nodeApi}/connect`, (request, reply) => connectHandler(ctx, request, reply));

@@ -89,7 +89,7 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 /**
  * Method, path (below `{base_url}/admin/api/v1`) and needed scope of every call: the
  * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`,
- * `extend`, and the webhook calls).
+ * `extend`, the webhook calls, the enrollment tokens).
  */
 export const ADMIN_API_CALLS = {
   connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read' },
@@ -114,6 +114,9 @@ export const ADMIN_API_CALLS = {
   rotateWebhookSecret: { method: 'POST', path: '/rotate_webhook_secret', scope: 'admin' },
   testWebhook: { method: 'POST', path: '/test_webhook', scope: 'admin' },
   webhookDeliveries: { method: 'GET', path: '/webhook_deliveries', scope: 'admin' },
+  enrollmentToken: { method: 'POST', path: '/enrollment_token', scope: 'write' },
+  enrollmentTokens: { method: 'GET', path: '/enrollment_tokens', scope: 'read' },
+  revokeEnrollmentToken: { method: 'POST', path: '/revoke_enrollment_token', scope: 'write' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
@@ -259,3 +262,47 @@ export interface WebhookDeliveriesQuery {
   readonly cursor?: string;
   readonly limit?: number;
 }
+
+/** What `enrollment_token` answers (extension): the token, shown once, and how long and how often it can be redeemed. */
+export const enrollmentTokenAnswer = z.object({
+  enrollment_token: z.string().describe('the token (`vpe_…`); shown once, the portal keeps only a keyed hash'),
+  token_id: z.string().describe("the token's id (its characters 5–16), for `enrollment_tokens` and `revoke_enrollment_token`"),
+  expires_at: z.string().describe('until when it can be redeemed, ISO 8601 with numeric UTC offset'),
+  uses: z.int().describe('how many configurations it can make'),
+});
+export type EnrollmentTokenAnswer = z.infer<typeof enrollmentTokenAnswer>;
+
+/** The parameters of `enrollment_token` as sent (form fields). */
+export interface EnrollmentTokenParams {
+  readonly user_id: string;
+  readonly profile_id: string;
+  readonly display_name?: string;
+  /** The configuration's lifetime (ISO 8601), by create's rules. */
+  readonly expires_in?: string;
+  /** 1–1000, default 1. */
+  readonly uses?: number;
+  /** How long the token can be redeemed (ISO 8601, at most P90D), default PT1H. */
+  readonly valid_for?: string;
+}
+
+/** An enrollment token as `enrollment_tokens` lists it (never the token itself). */
+export const enrollmentTokenInfoSchema = z.object({
+  token_id: z.string(),
+  user_id: z.string(),
+  profile_id: z.string(),
+  display_name: z.string().nullable(),
+  expires_in: z.string().nullable().describe("the configuration's lifetime; null: sessionExpiry"),
+  uses: z.int(),
+  uses_left: z.int(),
+  state: z.enum(['usable', 'used-up', 'expired', 'revoked']),
+  created_at: z.string(),
+  created_by: z.string().nullable().describe("the admin key that made it (`secret` for the specification's secret)"),
+  expires_at: z.string(),
+  revoked_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+});
+export type EnrollmentTokenInfo = z.infer<typeof enrollmentTokenInfoSchema>;
+export const enrollmentTokensAnswer = z.object({ enrollment_tokens: z.array(enrollmentTokenInfoSchema).describe('newest first') });
+
+/** The public endpoint, below `{base_url}`, where a device redeems an enrollment token (no admin key). */
+export const ENROLL_PATH = 'enroll';

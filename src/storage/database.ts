@@ -40,6 +40,7 @@ import { sessionsSchema } from './migrations/0005-sessions.js';
 import { adminKeysSchema } from './migrations/0006-admin-keys.js';
 import { webhooksSchema } from './migrations/0007-webhooks.js';
 import { deviceKeysSchema } from './migrations/0008-device-keys.js';
+import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
 import type { Database } from './schema.js';
 
@@ -63,6 +64,7 @@ const migrations: Record<string, Migration> = {
   '0006-admin-keys': adminKeysSchema,
   '0007-webhooks': webhooksSchema,
   '0008-device-keys': deviceKeysSchema,
+  '0009-enrollment-tokens': enrollmentTokensSchema,
   '0010-listing-generation': listingGenerationSchema,
 };
 

@@ -219,6 +219,25 @@ export interface WebhookAttemptsTable {
   detail: string | null;
 }
 
+/** An enrollment token (src/keys/enrollment-token.ts): only its keyed hash is stored. */
+export interface EnrollmentTokensTable {
+  token_id: string;
+  /** HMAC-SHA-256 of the token under the admin keys' pepper, hex. */
+  secret_hash: string;
+  user_id: string;
+  profile_id: string;
+  display_name: string | null;
+  /** ISO 8601 lifetime of the configuration it makes; null: sessionExpiry. */
+  expires_in: string | null;
+  uses: number;
+  uses_left: number;
+  created_at: string;
+  created_by: string | null;
+  expires_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -238,4 +257,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   listing_generation: ListingGenerationTable;
+  enrollment_tokens: EnrollmentTokensTable;
 }

@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal, webhooks) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -59,6 +59,9 @@ const NAMES = {
   rotate_webhook_secret: ADMIN_API_CALLS.rotateWebhookSecret,
   test_webhook: ADMIN_API_CALLS.testWebhook,
   webhook_deliveries: ADMIN_API_CALLS.webhookDeliveries,
+  enrollment_token: ADMIN_API_CALLS.enrollmentToken,
+  enrollment_tokens: ADMIN_API_CALLS.enrollmentTokens,
+  revoke_enrollment_token: ADMIN_API_CALLS.revokeEnrollmentToken,
 } as const;
 
 /** Calls a key limited to some profiles may not make: they span every profile. */
@@ -84,6 +87,13 @@ async function webhookOf(portal: TestPortal, subject: Subject): Promise<WebhookI
   const webhook = (await portal.admin.webhooks()).find((candidate) => candidate.description === subject.userId);
   assert.ok(webhook !== undefined, `the subscription of ${subject.userId}`);
   return webhook;
+}
+
+/** The enrollment token made for a subject by `prepare`, by user id. */
+const tokenOfSubject = new Map<string, string>();
+
+async function prepareToken(portal: TestPortal, subject: Subject): Promise<void> {
+  tokenOfSubject.set(subject.userId, (await portal.admin.enrollmentToken({ user_id: subject.userId, profile_id: 'employees' })).token_id);
 }
 
 const CALLS: readonly Call[] = [
@@ -285,6 +295,41 @@ const CALLS: readonly Call[] = [
       assert.ok(Array.isArray((response.json() as { webhook_deliveries: unknown[] }).webhook_deliveries));
     },
   },
+  {
+    name: 'enrollment_token',
+    perProfile: true,
+    send: (portal, subject, key) => portal.post('/enrollment_token', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    async verify(portal, subject, response) {
+      const answer = response.json() as { enrollment_token: string; token_id: string; uses: number };
+      assert.match(answer.enrollment_token, /^vpe_/);
+      assert.equal(answer.uses, 1);
+      const listed = await portal.admin.enrollmentTokens(subject.userId);
+      assert.deepEqual(
+        listed.map((token) => [token.token_id, token.state]),
+        [[answer.token_id, 'usable']],
+      );
+    },
+  },
+  {
+    name: 'enrollment_tokens',
+    prepare: prepareToken,
+    send: (portal, subject, key) => portal.get('/enrollment_tokens', { user_id: subject.userId }, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      const listed = (response.json() as { enrollment_tokens: { token_id: string }[] }).enrollment_tokens.map((token) => token.token_id);
+      assert.deepEqual(listed, visible.includes('employees') ? [tokenOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+    },
+  },
+  {
+    name: 'revoke_enrollment_token',
+    perProfile: true,
+    prepare: prepareToken,
+    send: (portal, subject, key) =>
+      portal.post('/revoke_enrollment_token', { user_id: subject.userId, token_id: tokenOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(portal, subject) {
+      const [token] = await portal.admin.enrollmentTokens(subject.userId);
+      assert.equal(token?.state, 'revoked');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
@@ -323,7 +368,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
     }
   }
-  assert.equal(CALLS.length, 21, 'the eleven calls, connection_log, stats, audit_log, extend and the six webhook calls');
+  assert.equal(CALLS.length, 24, 'the eleven calls, connection_log, stats, audit_log, extend, the six webhook calls and the three enrollment token calls');
 
   let cells = 0;
   let refused = 0;
@@ -370,13 +415,14 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 189);
-  // read: the 7 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
+  assert.equal(cells, 216);
+  // read: the 9 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
-  // configuration: write create, delete_connection, extend, disable, enable; admin those and
-  // destroy, delete_user_authorizations; every scope the history of the employees profile.
-  assert.equal(refused, 42 + 27 + 14 + 5 + 7 + 3, 'the refusals the table predicts');
+  // configuration: write create, delete_connection, extend, disable, enable, enrollment_token,
+  // revoke_enrollment_token; admin those and destroy, delete_user_authorizations; every scope
+  // the history of the employees profile.
+  assert.equal(refused, 48 + 27 + 14 + 7 + 9 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -450,7 +496,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
     if (call.method === 'POST') assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
   }
   assert.deepEqual(document['x-admin-key-scopes'], {
-    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats'],
+    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats', 'enrollment_tokens'],
     write: [
       'connected_users',
       'connection_list',
@@ -464,6 +510,9 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'connection_log',
       'stats',
       'extend',
+      'enrollment_token',
+      'enrollment_tokens',
+      'revoke_enrollment_token',
     ],
     admin: Object.keys(NAMES),
   });

@@ -33,6 +33,9 @@ const EXTENSIONS = [
   { method: 'POST', path: '/rotate_webhook_secret', params: ['webhook_id', 'overlap'] },
   { method: 'POST', path: '/test_webhook', params: ['webhook_id'] },
   { method: 'GET', path: '/webhook_deliveries', params: ['webhook_id', 'event_type', 'event_id', 'state', 'since', 'until', 'cursor', 'limit'] },
+  { method: 'POST', path: '/enrollment_token', params: ['user_id', 'profile_id', 'display_name', 'expires_in', 'uses', 'valid_for'] },
+  { method: 'GET', path: '/enrollment_tokens', params: ['user_id'] },
+  { method: 'POST', path: '/revoke_enrollment_token', params: ['user_id', 'token_id'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -48,6 +51,8 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/delete_webhook': ['webhook_id'],
   '/rotate_webhook_secret': ['webhook_id'],
   '/test_webhook': ['webhook_id'],
+  '/enrollment_token': ['user_id', 'profile_id'],
+  '/revoke_enrollment_token': ['user_id', 'token_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {

@@ -1,8 +1,8 @@
 // `vpn-portal admin …` against the real portal: every command, tables for people and `--json`
 // for scripts, the portal found through flags, the environment or the portal's configuration,
 // a public key with `+` and `/` deleted without any quoting, a WireGuard file as a terminal QR
-// code, keyless files for devices that keep their keys and their renewal (extend), and exit
-// codes a script can rely on.
+// code, keyless files for devices that keep their keys and their renewal (extend), enrollment
+// tokens made, listed and revoked, and exit codes a script can rely on.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -318,4 +318,36 @@ test('webhook test exits with 1 when the receiver did not take the event', async
   const tested = await admin(portal, ['webhook', 'test', webhook.webhook_id]);
   assert.equal(tested.code, 1);
   assert.match(tested.stdout, /^failed 503 in \d+ ms: receiver error\n$/);
+});
+
+test('enrollment-token prints the token alone on its last line; enrollment-tokens lists it; revoke-enrollment-token ends it', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const made = await admin(portal, ['enrollment-token', 'alice', 'employees', '--uses', '2', '--valid-for', 'P1D', '--display-name', 'Laptop']);
+  assert.equal(made.code, 0, made.stderr);
+  const lines = made.stdout.trimEnd().split('\n');
+  const token = lines.at(-1) ?? '';
+  assert.match(token, /^vpe_[0-9A-Za-z]{12}_[0-9A-Za-z]{49}$/);
+  const tokenId = token.slice(4, 16);
+  assert.match(lines[0] ?? '', new RegExp(`^enrollment token ${tokenId} for alice in employees: 2 uses, until \\d{4}-`));
+
+  const listed = await admin(portal, ['enrollment-tokens', '--user', 'alice']);
+  assert.match(listed.stdout, /^TOKEN_ID +USER +PROFILE +STATE +USES_LEFT +EXPIRES +CREATED_BY +LAST_USED\n/);
+  assert.match(listed.stdout, new RegExp(`^${tokenId} +alice +employees +usable +2/2 +\\d{4}-\\S+ +secret *$`, 'm'));
+  assert.ok(!listed.stdout.includes(token), 'the listing never shows the token');
+
+  const revoked = await admin(portal, ['revoke-enrollment-token', 'alice', tokenId]);
+  assert.equal(revoked.stdout, `revoked enrollment token ${tokenId} of alice\n`);
+  const json = JSON.parse((await admin(portal, ['enrollment-tokens', '--json'])).stdout) as { enrollment_tokens: { state: string }[] };
+  assert.deepEqual(
+    json.enrollment_tokens.map((entry) => entry.state),
+    ['revoked'],
+  );
+
+  const badUses = await admin(portal, ['enrollment-token', 'alice', 'employees', '--uses', 'many']);
+  assert.equal(badUses.code, 2);
+  assert.match(badUses.stderr, /--uses: "many" is not a number of uses/);
+  const refused = await admin(portal, ['enrollment-token', 'alice', 'employees', '--valid-for', 'P1Y']);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^vpn-portal admin: 400 invalid value for "valid_for": a duration longer than zero and at most P90D/);
 });

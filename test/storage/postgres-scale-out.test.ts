@@ -354,6 +354,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
       '0006-admin-keys',
       '0007-webhooks',
       '0008-device-keys',
+      '0009-enrollment-tokens',
       '0010-listing-generation',
     ],
     'each migration is recorded once',

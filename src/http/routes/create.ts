@@ -46,13 +46,14 @@ export const createRoute = defineRoute({
       ...(params.public_key === undefined ? {} : { publicKey: params.public_key }),
       ...(params.csr === undefined ? {} : { csr: params.csr }),
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
-      ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, answerOf(answer)) }),
+      ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),
     });
-    return answerOf(issued);
+    return configurationAnswer(issued);
   },
 });
 
-function answerOf(issued: IssuedConfiguration): RouteResponse {
+/** The configuration file with the headers create (and enroll) answer it with. */
+export function configurationAnswer(issued: IssuedConfiguration): Extract<RouteResponse, { readonly body: string }> {
   return {
     status: 200,
     body: issued.body,

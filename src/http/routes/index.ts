@@ -10,7 +10,10 @@ import { destroyRoute } from './destroy.js';
 import { disableUserRoute } from './disable-user.js';
 import { disabledUsersRoute } from './disabled-users.js';
 import { enableUserRoute } from './enable-user.js';
+import { enrollmentTokenRoute } from './enrollment-token.js';
+import { enrollmentTokensRoute } from './enrollment-tokens.js';
 import { extendRoute } from './extend.js';
+import { revokeEnrollmentTokenRoute } from './revoke-enrollment-token.js';
 import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
@@ -40,4 +43,7 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   rotateWebhookSecretRoute,
   testWebhookRoute,
   webhookDeliveriesRoute,
+  enrollmentTokenRoute,
+  enrollmentTokensRoute,
+  revokeEnrollmentTokenRoute,
 ];

@@ -1,0 +1,59 @@
+// The public endpoint where a device redeems an enrollment token: `POST {baseUrl}enroll` with
+// form fields `enrollment_token` and `public_key` (or `csr`) and an Accept header as for
+// create; it answers the configuration file. It needs no admin key (the token is the
+// credential), so it has its own allow-list (`enrollment.allowList`, default everyone) and a
+// limit per source address (`enrollment.requestsPerMinute`, 429 beyond), both checked before
+// the body is read. The token is never logged; it is not an Admin API call, so it is not in
+// the audit log (the configuration it made is announced as create's is).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { PortalContext } from '../core/context.js';
+import { redeemEnrollmentToken } from '../core/enrollment-tokens.js';
+import { AddressAllowList } from './address-allow-list.js';
+import { sendError } from './error-reply.js';
+import { optional, param, readParams, required } from './params.js';
+import { RequestsPerAddress } from './requests-per-address.js';
+import { configurationAnswer } from './routes/create.js';
+
+const ENROLL_PARAMS = {
+  enrollment_token: required(param.enrollmentToken, 'the token (`vpe_…`) the administrator handed out'),
+  public_key: optional(param.devicePublicKey, "the device's own WireGuard public key (Base64 of 32 bytes)"),
+  csr: optional(param.certificateRequest, "the device's own OpenVPN key as a PEM PKCS#10 certificate request"),
+  prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
+};
+
+export interface EnrollEndpoint {
+  /** Runs before the body is read: the allow-list (403), then the limit per address (429). */
+  guard(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  handle(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+}
+
+export function enrollEndpoint(ctx: PortalContext): EnrollEndpoint {
+  const allowList = new AddressAllowList(ctx.config.enrollment.allowList);
+  const limit = new RequestsPerAddress(ctx.config.enrollment.requestsPerMinute, () => ctx.clock.now().getTime());
+  return {
+    async guard(request, reply) {
+      if (!allowList.allows(request.ip)) {
+        request.log.warn({ ip: request.ip }, 'enrollment request from an address outside enrollment.allowList');
+        await sendError(reply, 403, 'source address not allowed');
+        return;
+      }
+      const retryAfter = limit.take(request.ip);
+      if (retryAfter !== null) {
+        request.log.warn({ ip: request.ip }, 'enrollment requests from one address beyond enrollment.requestsPerMinute');
+        await sendError(reply, 429, `too many enrollment requests from this address; try again in ${retryAfter} s`, { 'retry-after': String(retryAfter) });
+      }
+    },
+    async handle(request, reply) {
+      const params = readParams('post', request.body, ENROLL_PARAMS);
+      const issued = await redeemEnrollmentToken(ctx, {
+        token: params.enrollment_token,
+        publicKey: params.public_key,
+        csr: params.csr,
+        preferTcp: params.prefer_tcp ?? false,
+        accept: request.headers.accept,
+      });
+      const answer = configurationAnswer(issued);
+      await reply.code(200).headers(answer.headers).send(answer.body);
+    },
+  };
+}

@@ -1,0 +1,134 @@
+// Queries on `enrollment_tokens`: an administrator's permission for a device to fetch its
+// configuration itself. Only a keyed hash of each token is stored (src/keys/enrollment-token.ts);
+// a use is taken by one conditional update, in the transaction that stores the configuration.
+import { sql } from 'kysely';
+import { asProfileId, asUserId, type ProfileId, type UserId } from '../shared/ids.js';
+import type { Executor } from './database.js';
+import type { EnrollmentTokensTable } from './schema.js';
+
+export interface StoredEnrollmentToken {
+  readonly tokenId: string;
+  readonly secretHash: string;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly displayName: string | null;
+  /** The configuration's lifetime (ISO 8601); null: sessionExpiry. */
+  readonly expiresIn: string | null;
+  readonly uses: number;
+  readonly usesLeft: number;
+  readonly createdAt: string;
+  readonly createdBy: string | null;
+  readonly expiresAt: string;
+  readonly revokedAt: string | null;
+  readonly lastUsedAt: string | null;
+}
+
+export async function insertEnrollmentToken(db: Executor, token: StoredEnrollmentToken): Promise<void> {
+  await db
+    .insertInto('enrollment_tokens')
+    .values({
+      token_id: token.tokenId,
+      secret_hash: token.secretHash,
+      user_id: token.userId,
+      profile_id: token.profileId,
+      display_name: token.displayName,
+      expires_in: token.expiresIn,
+      uses: token.uses,
+      uses_left: token.usesLeft,
+      created_at: token.createdAt,
+      created_by: token.createdBy,
+      expires_at: token.expiresAt,
+      revoked_at: token.revokedAt,
+      last_used_at: token.lastUsedAt,
+    })
+    .execute();
+}
+
+export async function findEnrollmentToken(db: Executor, tokenId: string): Promise<StoredEnrollmentToken | undefined> {
+  const row = await db.selectFrom('enrollment_tokens').selectAll().where('token_id', '=', tokenId).executeTakeFirst();
+  return row === undefined ? undefined : toToken(row);
+}
+
+/** Every token (of one user, or of the given profiles), newest first. */
+export async function listEnrollmentTokens(
+  db: Executor,
+  filter: { readonly userId?: UserId; readonly profiles?: readonly ProfileId[] | null } = {},
+): Promise<StoredEnrollmentToken[]> {
+  let query = db.selectFrom('enrollment_tokens').selectAll();
+  if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.profiles !== undefined && filter.profiles !== null) {
+    if (filter.profiles.length === 0) return [];
+    query = query.where('profile_id', 'in', filter.profiles);
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('token_id').execute();
+  return rows.map(toToken);
+}
+
+/**
+ * Takes one use of a token that is neither used up, revoked nor expired at `now`. One
+ * conditional update, run in the transaction that stores the configuration: of concurrent
+ * redemptions only as many as there are uses find a row to change (PostgreSQL re-checks the
+ * condition after waiting for the row's lock; SQLite runs one writer at a time).
+ */
+export async function takeEnrollmentTokenUse(db: Executor, tokenId: string, now: string): Promise<boolean> {
+  const result = await db
+    .updateTable('enrollment_tokens')
+    .set({ uses_left: sql<number>`uses_left - 1`, last_used_at: now })
+    .where('token_id', '=', tokenId)
+    .where('uses_left', '>', 0)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Revokes one token not revoked yet; false when there is none. */
+export async function revokeEnrollmentToken(db: Executor, tokenId: string, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('enrollment_tokens')
+    .set({ revoked_at: at })
+    .where('token_id', '=', tokenId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Revokes every token of a user that could still be used (disable_user). */
+export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
+  const result = await db
+    .updateTable('enrollment_tokens')
+    .set({ revoked_at: at })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('uses_left', '>', 0)
+    .where('expires_at', '>', at)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Deletes tokens that ended (expired, or revoked) before `before` (housekeeping). */
+export async function deleteEnrollmentTokensEndedBefore(db: Executor, before: string): Promise<number> {
+  const result = await db
+    .deleteFrom('enrollment_tokens')
+    .where((where) => where.or([where('expires_at', '<', before), where('revoked_at', '<', before)]))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {
+  return {
+    tokenId: row.token_id,
+    secretHash: row.secret_hash,
+    userId: asUserId(row.user_id),
+    profileId: asProfileId(row.profile_id),
+    displayName: row.display_name,
+    expiresIn: row.expires_in,
+    uses: Number(row.uses),
+    usesLeft: Number(row.uses_left),
+    createdAt: row.created_at,
+    createdBy: row.created_by,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+    lastUsedAt: row.last_used_at,
+  };
+}
