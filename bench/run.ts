@@ -71,6 +71,8 @@ interface DatabaseResults {
   connectionListShowAll: { unchanged: Figures; afterChange: Figures };
   users: { unchanged: Figures; afterChange: Figures };
   peakRssMb: number;
+  /** The peak after the creates, before the listings: which phase sets the peak. */
+  peakRssAfterCreatesMb: number;
 }
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -152,10 +154,11 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
     const createEmptyDatabase = await measureCreates(client, pid, CREATE_SECONDS, 'u', auth);
     const configurationsInDatabase = database === 'postgres' ? await seedPostgres(target.url, TARGET_CONFIGURATIONS) : seedSqlite(work, TARGET_CONFIGURATIONS);
     const createAt100kConfigurations = await measureCreates(client, pid, 5, 'late', auth);
+    const peakRssAfterCreatesMb = peakRss(pid);
     const connectionListShowAll = await measureListing(client, '/connection_list?show_all=on', auth);
     const users = await measureListing(client, '/users', auth);
     const peakRssMb = peakRss(pid);
-    return { createEmptyDatabase, configurationsInDatabase, createAt100kConfigurations, connectionListShowAll, users, peakRssMb };
+    return { createEmptyDatabase, configurationsInDatabase, createAt100kConfigurations, connectionListShowAll, users, peakRssMb, peakRssAfterCreatesMb };
   } finally {
     await client.close();
     await stop(portal);
@@ -409,7 +412,9 @@ function printReport(all: typeof results): void {
     ] as const) {
       console.log(`- ${database}: ${name} p50 at 100k ${row.p50} ms ≤ ${TARGETS.listingP50Ms}: ${verdict(row.p50 <= TARGETS.listingP50Ms)}`);
     }
-    console.log(`- ${database}: peak portal RSS ${figures.peakRssMb} MB ≤ ${TARGETS.peakRssMb}: ${verdict(figures.peakRssMb <= TARGETS.peakRssMb)}`);
+    console.log(
+      `- ${database}: peak portal RSS ${figures.peakRssMb} MB (${figures.peakRssAfterCreatesMb} MB after the creates) ≤ ${TARGETS.peakRssMb}: ${verdict(figures.peakRssMb <= TARGETS.peakRssMb)}`,
+    );
   }
   const agent = all.agent;
   if (agent !== undefined && 'notMeasured' in agent) console.log(`- agent: not measured: ${agent.notMeasured}`);
