@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { deleteExpiredConfigurations } from '../../src/core/reconcile.js';
 import { WEBHOOK_HEADERS } from '../../src/protocol/webhooks.js';
-import { asNodeNumber, asProfileId, asUserId, type WireGuardKey } from '../../src/shared/ids.js';
+import { asNodeNumber, type WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
@@ -229,25 +229,28 @@ test('a subscription gets only the types it asked for, and a change that rolled 
   );
 });
 
-test('configuration.expiring, when core announces it, is delivered with the configuration and its expiry', async (t) => {
-  const portal = await startTestPortal({ config: profiles });
+test('configuration.expiring, announced by the expiry warning pass a week before the expiry, reaches the receiver with the configuration and its expiry', async (t) => {
+  const clock = shiftedClock();
+  const portal = await startTestPortal({ config: profiles, clock });
   t.after(() => portal.close());
-  const receiver = await WebhookReceiver.start();
+  const receiver = await WebhookReceiver.start(
+    () => 200,
+    () => clock.now().getTime(),
+  );
   t.after(() => receiver.close());
   await portal.admin.createWebhook({ url: receiver.url, event_types: 'configuration.expiring' });
   const created = await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
   const connectionId = wireGuardPublicKey((parseWireGuardFile(created.body).interface.get('PrivateKey') ?? '') as WireGuardKey);
-  // The renewal work announces it `expiryWarning` before the expiry; here it is announced directly.
-  const { ctx } = portal.portal;
-  await ctx.events.change(ctx.db, (_trx, announce) =>
-    announce({
-      type: 'configuration.expiring',
-      at: new Date(),
-      expiresAt: created.expiresAt,
-      configuration: { userId: asUserId('alice'), profileId: asProfileId('employees'), connectionId, vpnProto: 'wireguard', nodeNumber: asNodeNumber(0) },
-    }),
-  );
+
+  // Eight days before the expiry: nothing yet. Six days before (expiryWarning is P7D): the pass announces it.
+  clock.advance(created.expiresAt.getTime() - 8 * 86_400_000 - clock.now().getTime());
+  await portal.reconcile();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(receiver.received.length, 0, 'not announced before expiryWarning');
+  clock.advance(2 * 86_400_000);
+  await portal.reconcile();
   await receiver.waitForCount(1, 'configuration.expiring');
+  assert.equal(receiver.received[0]?.payload.type, 'configuration.expiring');
   assert.deepEqual(receiver.received[0]?.payload.data, {
     user_id: 'alice',
     profile_id: 'employees',
@@ -256,4 +259,7 @@ test('configuration.expiring, when core announces it, is delivered with the conf
     node_number: 0,
     expires_at: created.expiresAt.toISOString().replace(/\.000Z$/, '+00:00'),
   });
+  await portal.reconcile();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(receiver.received.length, 1, 'announced once');
 });
