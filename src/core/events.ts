@@ -133,11 +133,14 @@ export class ListenerRefusal extends Error {
 
 export type TransactionListener = (event: PortalEvent, db: Executor) => Promise<void>;
 export type CommitListener = (event: PortalEvent) => void | Promise<void>;
+/** Told once, at the very end of a change's transaction, of every event it announced. */
+export type ClosingListener = (events: readonly PortalEvent[], trx: Transaction<Database>) => Promise<void>;
 export type ApprovalListener = (event: PortalEvent) => Promise<void>;
 
 interface SharedListeners {
   readonly approval: ApprovalListener[];
   readonly inTransaction: TransactionListener[];
+  readonly closing: ClosingListener[];
   readonly afterCommit: CommitListener[];
 }
 
@@ -150,7 +153,7 @@ export class PortalEvents {
 
   constructor(logger: Logger, bound?: { readonly listeners: SharedListeners; readonly call: AdminCall | null }) {
     this.#logger = logger;
-    this.#listeners = bound?.listeners ?? { approval: [], inTransaction: [], afterCommit: [] };
+    this.#listeners = bound?.listeners ?? { approval: [], inTransaction: [], closing: [], afterCommit: [] };
     this.#call = bound?.call ?? null;
   }
 
@@ -181,6 +184,16 @@ export class PortalEvents {
   /** A listener that writes in the change's own transaction (or on the database, for changes without one). */
   inTransaction(listener: TransactionListener): void {
     this.#listeners.inTransaction.push(listener);
+  }
+
+  /**
+   * A listener that writes last in a change's transaction (changes made with `change` only),
+   * after every other write and lock of it: for a row every change touches (the listing
+   * counter), whose lock must be the last a transaction takes, or two transactions could each
+   * hold what the other waits for.
+   */
+  closing(listener: ClosingListener): void {
+    this.#listeners.closing.push(listener);
   }
 
   /** A listener told once the change is durable. */
@@ -223,6 +236,7 @@ export class PortalEvents {
         await this.record(trx, event);
         announced.push(event);
       }
+      if (announced.length > 0) for (const listener of this.#listeners.closing) await listener(announced, trx);
       return value;
     });
     if (announced.some((event) => event.type === 'admin.call')) this.#changesRecorded++;

@@ -16,13 +16,11 @@ const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
 ]);
 
 export function moveListingGeneration(events: PortalEvents): void {
-  // Once per transaction: a change that announces several events (a destroy) takes one shard
-  // lock, so two such transactions on PostgreSQL can never wait for each other's shard.
-  const moved = new WeakSet<object>();
-  events.inTransaction(async (event, db) => {
-    if (LISTING_NEUTRAL.has(event.type) || moved.has(db)) return;
-    await bumpListingGeneration(db);
-    // Outside a transaction each event is its own change, and moves the counter again.
-    if (db.isTransaction) moved.add(db);
+  // Once per transaction, as its last write: the shard's lock is then the last lock any change
+  // takes, so two changes never wait for each other's (a create holds its address pool's row
+  // before it gets here, and whoever holds a shard holds every other lock it needs already).
+  // Events recorded outside a change (node state, OpenVPN sessions) never change a listing.
+  events.closing(async (announced, trx) => {
+    if (announced.some((event) => !LISTING_NEUTRAL.has(event.type))) await bumpListingGeneration(trx);
   });
 }

@@ -53,3 +53,25 @@ test('a listener that fails inside the transaction rolls the change back: the ca
   assert.deepEqual((await portal.get('/users')).json(), { users: [] }, 'neither the user nor the configuration was stored');
   assert.equal(published.filter((event) => event.type === 'configuration.created').length, 0, 'nothing was announced');
 });
+
+test('a closing listener writes last: once per change, after every event and the call it ends with', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const order: string[] = [];
+  const { events } = portal.portal.ctx;
+  events.inTransaction(async (event) => {
+    order.push(event.type);
+  });
+  events.closing(async (announced) => {
+    order.push(`closing(${announced.map((event) => event.type).join(',')})`);
+  });
+  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
+  assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
+  assert.deepEqual(
+    order.filter((entry) => !entry.startsWith('node.')),
+    [
+      ...['user.created', 'configuration.created', 'admin.call', 'closing(user.created,configuration.created,admin.call)'],
+      ...['configuration.deleted', 'user.destroyed', 'admin.call', 'closing(configuration.deleted,user.destroyed,admin.call)'],
+    ],
+  );
+});
