@@ -316,14 +316,10 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     args: [],
     flags: ['user', 'keyName', 'since', 'until', 'limit', 'cursor'],
     run: async ({ client, flags, json, out }) => {
-      if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit)) throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
       const page = await client.auditLog({
         ...(flags.user === undefined ? {} : { user_id: flags.user }),
         ...(flags.keyName === undefined ? {} : { key: flags.keyName }),
-        ...(flags.since === undefined ? {} : { since: flags.since }),
-        ...(flags.until === undefined ? {} : { until: flags.until }),
-        ...(flags.limit === undefined ? {} : { limit: Number(flags.limit) }),
-        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+        ...pageFlags(flags),
       });
       if (json) {
         out.print(JSON.stringify(page));
@@ -428,17 +424,14 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     args: [],
     flags: ['webhook', 'eventType', 'state', 'since', 'until', 'limit', 'cursor'],
     run: async ({ client, flags, json, out }) => {
-      if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit)) throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
+      const paging = pageFlags(flags);
       const state = flags.state;
       if (state !== undefined && !isDeliveryState(state)) throw new UsageError(`--state must be ${DELIVERY_STATES.join(', ')}, not "${state}"`);
       const page = await client.webhookDeliveries({
         ...(flags.webhook === undefined ? {} : { webhook_id: flags.webhook }),
         ...(flags.eventType === undefined ? {} : { event_type: flags.eventType }),
         ...(state === undefined ? {} : { state }),
-        ...(flags.since === undefined ? {} : { since: flags.since }),
-        ...(flags.until === undefined ? {} : { until: flags.until }),
-        ...(flags.limit === undefined ? {} : { limit: Number(flags.limit) }),
-        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+        ...paging,
       });
       if (json) {
         out.print(JSON.stringify(page));
@@ -467,6 +460,17 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
 };
 
 const DELIVERY_STATES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+
+/** `--since`, `--until`, `--limit` (checked: a positive number) and `--cursor` of a paged log, as query fields. */
+function pageFlags(flags: AdminFlags): { since?: string; until?: string; limit?: number; cursor?: string } {
+  if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit)) throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
+  return {
+    ...(flags.since === undefined ? {} : { since: flags.since }),
+    ...(flags.until === undefined ? {} : { until: flags.until }),
+    ...(flags.limit === undefined ? {} : { limit: Number(flags.limit) }),
+    ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+  };
+}
 
 function isDeliveryState(state: string): state is (typeof DELIVERY_STATES)[number] {
   return (DELIVERY_STATES as readonly string[]).includes(state);
