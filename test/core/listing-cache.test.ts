@@ -9,9 +9,9 @@ import { test } from 'node:test';
 import { parseDatabaseLocation } from '../../src/config/database-location.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
-import type { Clock } from '../../src/shared/time.js';
 import { connectDatabase } from '../../src/storage/database.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { ManualClock } from '../support/admin-keys.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
@@ -22,17 +22,6 @@ const config: Partial<PortalConfigFile> = {
     { profileId: 'staff', displayName: 'Staff', hostName: 'vpn.example.org', wRangeFour: '10.48.0.0/24', wRangeSix: 'fd48::/64', nodeUrl: UNREACHABLE_NODE },
   ],
 };
-
-/** A clock the test moves by hand. */
-function manualClock(start: string): Clock & { advance(ms: number): void } {
-  let now = new Date(start).getTime();
-  return {
-    now: () => new Date(now),
-    advance: (ms) => {
-      now += ms;
-    },
-  };
-}
 
 async function create(portal: TestPortal, userId: string, extra: Record<string, string> = {}): Promise<string> {
   const response = await portal.post('/create', { user_id: userId, profile_id: 'staff', ...extra });
@@ -145,7 +134,7 @@ test('a change made through another portal instance on the same database is in t
 });
 
 test('a configuration leaves a listing from memory at its expiry, with no change made', async (t) => {
-  const clock = manualClock('2026-06-01T08:00:00Z');
+  const clock = new ManualClock('2026-06-01T08:00:00Z');
   const portal = await startTestPortal({ config, clock });
   t.after(() => portal.close());
   await create(portal, 'ann', { expires_in: 'PT12H' });

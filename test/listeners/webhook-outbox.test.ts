@@ -4,7 +4,7 @@
 // body ever carries a private key or a configuration file. A change that rolled back is never
 // announced; a subscription gets only the types it asked for.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { deleteExpiredConfigurations } from '../../src/core/reconcile.js';
 import { WEBHOOK_HEADERS } from '../../src/protocol/webhooks.js';
@@ -67,7 +67,12 @@ async function nodeApi(portal: TestPortal, call: string, form: Record<string, st
   return `${response.status} ${response.text}`;
 }
 
-test('a receiver on loopback gets every event of users, configurations and sessions, signed, once each, in order, and never a private key or a file', async (t) => {
+/** A portal on a clock the test moves, and a receiver that checks signatures by that clock. */
+async function portalWithReceiver(t: TestContext): Promise<{
+  clock: ReturnType<typeof shiftedClock>;
+  portal: TestPortal;
+  receiver: WebhookReceiver;
+}> {
   const clock = shiftedClock();
   const portal = await startTestPortal({ config: profiles, clock });
   t.after(() => portal.close());
@@ -76,6 +81,11 @@ test('a receiver on loopback gets every event of users, configurations and sessi
     () => clock.now().getTime(),
   );
   t.after(() => receiver.close());
+  return { clock, portal, receiver };
+}
+
+test('a receiver on loopback gets every event of users, configurations and sessions, signed, once each, in order, and never a private key or a file', async (t) => {
+  const { clock, portal, receiver } = await portalWithReceiver(t);
   const { webhook, secret } = await portal.admin.createWebhook({ url: receiver.url, event_types: '*', description: 'helpdesk' });
 
   const laptop = await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
@@ -230,14 +240,7 @@ test('a subscription gets only the types it asked for, and a change that rolled 
 });
 
 test('configuration.expiring, announced by the expiry warning pass a week before the expiry, reaches the receiver with the configuration and its expiry', async (t) => {
-  const clock = shiftedClock();
-  const portal = await startTestPortal({ config: profiles, clock });
-  t.after(() => portal.close());
-  const receiver = await WebhookReceiver.start(
-    () => 200,
-    () => clock.now().getTime(),
-  );
-  t.after(() => receiver.close());
+  const { clock, portal, receiver } = await portalWithReceiver(t);
   await portal.admin.createWebhook({ url: receiver.url, event_types: 'configuration.expiring' });
   const created = await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
   const connectionId = wireGuardPublicKey((parseWireGuardFile(created.body).interface.get('PrivateKey') ?? '') as WireGuardKey);
