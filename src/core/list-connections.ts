@@ -9,18 +9,20 @@
 import type { ConnectionInfo } from '../protocol/admin-api.js';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { activeCertificates } from '../storage/certificates.js';
-import { activeConnectionsJson, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../storage/wg-peers.js';
+import { activeConnectionsJsonPages, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { visibleProfiles } from './profile-reach.js';
 import { isOnline } from '../shared/online.js';
 import { formatAtom } from '../shared/time.js';
-import { appendToJsonArray, type JsonParts } from '../shared/json-parts.js';
+import { appendToJsonArray, jsonArrayOfPages, jsonPartsText, type JsonParts } from '../shared/json-parts.js';
 
 /** The JSON text of an array, in parts (see src/shared/json-parts.ts). */
 export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
 
 /** Keys per `IN (...)` query, well below every dialect's parameter limit. */
 const KEYS_PER_QUERY = 500;
+/** Configurations per page of a listing the database writes (about 5 MB of JSON). */
+const LISTING_PAGE_SIZE = 25_000;
 
 export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayParts>> {
   const now = ctx.clock.now();
@@ -28,7 +30,7 @@ export async function listConnections(ctx: PortalContext, showAll: boolean): Pro
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, async (profileId) => {
     const openVpnConnections = JSON.stringify(openVpn.get(profileId) ?? []).slice(1, -1);
-    if (showAll) return appendToJsonArray(await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnectionsJson), openVpnConnections);
+    if (showAll) return appendToJsonArray(await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnections), openVpnConnections);
     return [JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])])];
   });
 }
@@ -40,9 +42,11 @@ export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): 
   return perProfile(ctx, async (profileId) => {
     const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
     if (showAll) {
-      const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, activeUserIdsJson);
-      if (openVpnUsers.length === 0) return [wireGuard];
-      return [JSON.stringify([...new Set([...(JSON.parse(wireGuard.toString()) as string[]), ...openVpnUsers])])];
+      const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, async (db, profile, now) => [
+        Buffer.from(await activeUserIdsJson(db, profile, now)),
+      ]);
+      if (openVpnUsers.length === 0) return wireGuard;
+      return [JSON.stringify([...new Set([...(JSON.parse(jsonPartsText(wireGuard)) as string[]), ...openVpnUsers])])];
     }
     // A user connected several times to one profile is listed once there.
     return [JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])])];
@@ -54,13 +58,20 @@ function activeListing(
   ctx: PortalContext,
   key: string,
   profileId: ProfileId,
-  query: (db: PortalContext['db'], profileId: ProfileId, now: string) => Promise<string>,
-): Promise<Buffer> {
+  query: (db: PortalContext['db'], profileId: ProfileId, now: string) => Promise<JsonParts>,
+): Promise<JsonParts> {
   return ctx.listings.read(ctx.db, ctx.clock, key, async (now) => {
     // The first expiry is read before the listing: one that a concurrent create adds moves the generation.
     const changesAt = await nextPeerExpiry(ctx.db, profileId, now);
-    return { text: await query(ctx.db, profileId, now), changesAt };
+    return { parts: await query(ctx.db, profileId, now), changesAt };
   });
+}
+
+/** The active configurations' JSON, page by page, each page's text turned into bytes as it arrives. */
+async function activeConnections(db: PortalContext['db'], profileId: ProfileId, now: string): Promise<JsonParts> {
+  const pages: Buffer[] = [];
+  for await (const page of activeConnectionsJsonPages(db, profileId, now, LISTING_PAGE_SIZE)) pages.push(Buffer.from(page));
+  return jsonArrayOfPages(pages);
 }
 
 /** Writes `{"<key>": {"<profile>": [...], ...}}` from per-profile JSON arrays. */

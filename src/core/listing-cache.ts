@@ -12,11 +12,16 @@
 // Builds of one key that overlap share one database query.
 import { readListingGeneration, type ListingGeneration } from '../storage/listing-generation.js';
 import type { Db } from '../storage/database.js';
+import type { JsonParts } from '../shared/json-parts.js';
 import { formatAtom, type Clock } from '../shared/time.js';
 
-/** What a build returns: the listing and the first expiry (ATOM) that would change it; null: none. */
+/**
+ * What a build returns: the listing and the first expiry (ATOM) that would change it; null:
+ * none. Its large parts are Buffers, converted from the database's text as each arrives: every
+ * answer sends these same bytes, and no 20 MB text is held next to its bytes.
+ */
 export interface BuiltListing {
-  readonly text: string;
+  readonly parts: JsonParts;
   readonly changesAt: string | null;
 }
 
@@ -26,8 +31,7 @@ interface Entry {
   readonly builtAt: string;
   /** …until this time (exclusive); null: until the generation moves; undefined: still being built. */
   readonly changesAt: string | null | undefined;
-  /** The listing as UTF-8, converted once: every answer sends these same bytes. */
-  readonly body: Promise<Buffer>;
+  readonly body: Promise<JsonParts>;
 }
 
 export class ListingCache {
@@ -37,13 +41,13 @@ export class ListingCache {
    * The listing `key` as `build` makes it for `now` (ATOM), from memory when nothing changed
    * since it was last built. A failed build is forgotten, so the next call tries again.
    */
-  async read(db: Db, clock: Clock, key: string, build: (now: string) => Promise<BuiltListing>): Promise<Buffer> {
+  async read(db: Db, clock: Clock, key: string, build: (now: string) => Promise<BuiltListing>): Promise<JsonParts> {
     const generation = await readListingGeneration(db);
     const now = formatAtom(clock.now());
     const entry = this.#entries.get(key);
     if (entry !== undefined && holds(entry, generation, now)) return entry.body;
-    const built = build(now).then((listing) => ({ body: Buffer.from(listing.text), changesAt: listing.changesAt }));
-    const body = built.then((listing) => listing.body);
+    const built = build(now);
+    const body = built.then((listing) => listing.parts);
     // The failure reaches this caller through `built`; calls sharing `body` see it too.
     body.catch(() => {});
     const fresh: Entry = { generation, builtAt: now, changesAt: undefined, body };
@@ -52,7 +56,7 @@ export class ListingCache {
       const listing = await built;
       // Only the entry this call made is completed; a newer one may have replaced it meanwhile.
       if (this.#entries.get(key) === fresh) this.#entries.set(key, { ...fresh, changesAt: listing.changesAt });
-      return listing.body;
+      return listing.parts;
     } catch (error) {
       if (this.#entries.get(key) === fresh) this.#entries.delete(key);
       throw error;

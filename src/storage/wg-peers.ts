@@ -133,36 +133,88 @@ export async function activePeers(db: Executor, filter: { now: string; nodeNumbe
   return rows.map(toPeer);
 }
 
+/** Where a page of a listing ended: the next page starts after this configuration. */
+interface ListingPosition {
+  readonly createdAt: string;
+  readonly publicKey: string;
+}
+
 /**
- * The active configurations of one profile as the JSON text of an array of connection
- * objects (specification §2.3), oldest first (same second: by connection id). The database
- * builds the JSON: at 100,000 configurations this is several times faster, and far lighter
- * on memory, than building an object per row in JavaScript. Both read the listing index
- * (profile, created_at, public_key) in this order. PostgreSQL's aggregate also has its own
- * ORDER BY, the only order it guarantees; given input already in order, that sort is cheap
- * (PostgreSQL 16 skips it). On PostgreSQL the text has spaces after `:` and `,`; the JSON is
- * the same.
+ * The active configurations of one profile as JSON texts of arrays of connection objects
+ * (specification §2.3), oldest first (same second: by connection id), `pageSize` per page.
+ * The database builds the JSON: at 100,000 configurations this is several times faster, and
+ * far lighter on memory, than building an object per row in JavaScript. Pages (each one
+ * statement, continuing after the last configuration of the one before, along the listing
+ * index (profile, created_at, public_key)) keep the portal's peak memory low: no 20 MB text is
+ * ever held twice. Pages are separate statements, so a change committed meanwhile may show in
+ * later pages only; no configuration is listed twice or missed when it existed throughout. On
+ * PostgreSQL the text has spaces after `:` and `,`; the JSON is the same.
  */
-export async function activeConnectionsJson(db: Executor, profileId: ProfileId, now: string): Promise<string> {
-  const result = isPostgres(db)
-    ? await sql<{ list: string | null }>`
-    SELECT json_agg(json_build_object(
-      'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
-      'ip_list', json_build_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)
-      ORDER BY created_at, public_key)::text AS list
-    FROM (SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
-          WHERE profile_id = ${profileId} AND expires_at > ${now}
-            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
-          ORDER BY created_at, public_key) AS active`.execute(db)
-    : await sql<{ list: string | null }>`
-    SELECT json_group_array(json_object(
-      'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
-      'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)) AS list
-    FROM (SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key FROM wg_peers
-          WHERE profile_id = ${profileId} AND expires_at > ${now}
-            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
-          ORDER BY created_at, public_key)`.execute(db);
-  return result.rows[0]?.list ?? '[]';
+export async function* activeConnectionsJsonPages(db: Executor, profileId: ProfileId, now: string, pageSize: number): AsyncGenerator<string> {
+  let after: ListingPosition = { createdAt: '', publicKey: '' };
+  for (;;) {
+    const page = isPostgres(db)
+      ? await postgresConnectionsPage(db, profileId, now, after, pageSize)
+      : await sqliteConnectionsPage(db, profileId, now, after, pageSize);
+    if (page === undefined) return;
+    yield page.list;
+    if (Number(page.count) < pageSize) return;
+    after = { createdAt: page.last_created, publicKey: page.last_key };
+  }
+}
+
+interface ConnectionsPage {
+  readonly list: string;
+  readonly count: number | string;
+  readonly last_created: string;
+  readonly last_key: string;
+}
+
+// SQLite aggregates a materialized page in the order it was written, which is the listing's
+// order; an ORDER BY in json_group_array would sort each page again (a third of the time).
+async function sqliteConnectionsPage(
+  db: Executor,
+  profileId: ProfileId,
+  now: string,
+  after: ListingPosition,
+  pageSize: number,
+): Promise<ConnectionsPage | undefined> {
+  const result = await sql<ConnectionsPage>`
+    WITH page AS MATERIALIZED (
+      SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
+      WHERE profile_id = ${profileId} AND (created_at, public_key) > (${after.createdAt}, ${after.publicKey})
+        AND expires_at > ${now}
+        AND NOT EXISTS (SELECT 1 FROM users WHERE users.user_id = wg_peers.user_id AND users.is_disabled = 1)
+      ORDER BY created_at, public_key LIMIT ${pageSize})
+    SELECT (SELECT json_group_array(json_object(
+              'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
+              'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)) FROM page) AS list,
+           (SELECT count(*) FROM page) AS count, last.created_at AS last_created, last.public_key AS last_key
+    FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(db);
+  return result.rows[0];
+}
+
+async function postgresConnectionsPage(
+  db: Executor,
+  profileId: ProfileId,
+  now: string,
+  after: ListingPosition,
+  pageSize: number,
+): Promise<ConnectionsPage | undefined> {
+  const result = await sql<ConnectionsPage>`
+    WITH page AS MATERIALIZED (
+      SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
+      WHERE profile_id = ${profileId} AND (created_at, public_key) > (${after.createdAt}, ${after.publicKey})
+        AND expires_at > ${now}
+        AND NOT EXISTS (SELECT 1 FROM users WHERE users.user_id = wg_peers.user_id AND users.is_disabled = 1)
+      ORDER BY created_at, public_key LIMIT ${pageSize})
+    SELECT (SELECT json_agg(json_build_object(
+              'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
+              'ip_list', json_build_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)
+              ORDER BY created_at, public_key)::text FROM page) AS list,
+           (SELECT count(*) FROM page) AS count, last.created_at AS last_created, last.public_key AS last_key
+    FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(db);
+  return result.rows[0];
 }
 
 /** The users with an active configuration in one profile, as the JSON text of an array, each once. */
@@ -183,15 +235,21 @@ export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now:
   return result.rows[0]?.list ?? '[]';
 }
 
-/** The first expiry after `now` among one profile's configurations (disabled users' too), or null. */
+/**
+ * The first expiry after `now` among one profile's configurations (disabled users' too), or
+ * null. Read along the expiry index, which stops at the profile's first row; min() over the
+ * profile would visit every one of its future expiries (tens of milliseconds at 100,000).
+ */
 export async function nextPeerExpiry(db: Executor, profileId: ProfileId, now: string): Promise<string | null> {
   const row = await db
     .selectFrom('wg_peers')
-    .select((eb) => eb.fn.min('expires_at').as('next'))
-    .where('profile_id', '=', profileId)
+    .select('expires_at')
     .where('expires_at', '>', now)
+    .where('profile_id', '=', profileId)
+    .orderBy('expires_at')
+    .limit(1)
     .executeTakeFirst();
-  return row?.next ?? null;
+  return row?.expires_at ?? null;
 }
 
 /** The earliest expiry of any configuration (expired ones included), or null when there is none. */

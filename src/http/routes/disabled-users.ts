@@ -11,6 +11,6 @@ export const disabledUsersRoute = defineRoute({
   params: {},
   success: { status: 200, doc: { description: 'Disabled user ids, sorted', schema: disabledUsersAnswer } },
   async handle(ctx) {
-    return { status: 200, jsonParts: ['{"disabled_users":', await listUsers(ctx, { onlyDisabled: true }), '}'] };
+    return { status: 200, jsonParts: ['{"disabled_users":', ...(await listUsers(ctx, { onlyDisabled: true })), '}'] };
   },
 });

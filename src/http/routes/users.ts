@@ -11,6 +11,6 @@ export const usersRoute = defineRoute({
   params: {},
   success: { status: 200, doc: { description: 'User ids, sorted', schema: usersAnswer } },
   async handle(ctx) {
-    return { status: 200, jsonParts: ['{"users":', await listUsers(ctx, { onlyDisabled: false }), '}'] };
+    return { status: 200, jsonParts: ['{"users":', ...(await listUsers(ctx, { onlyDisabled: false })), '}'] };
   },
 });
