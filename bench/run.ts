@@ -2,7 +2,8 @@
 // each figure next to its target and, for creates, next to the physical ceiling measured in
 // the same run (bench/ceiling.ts), because absolute figures on shared machines vary ±15 %.
 // For each database (SQLite, then PostgreSQL):
-//  1. create at concurrency 16 for 20 s against an empty database, every configuration pushed
+//  1. create at concurrency 16 for 20 s against an empty database (after 3 s of creates not
+//     measured, to warm the process up), every configuration pushed
 //     to a vpn-daemon-compatible node on loopback (bench/stand-in-node.ts): creates per
 //     second, latency, and the portal's CPU per create (from /proc, so the push is included);
 //  2. the database is filled to 100,000 users and configurations;
@@ -28,6 +29,7 @@ import { measureCeiling, type Ceiling } from './ceiling.js';
 
 const CONCURRENCY = 16;
 const CREATE_SECONDS = Number(process.env['BENCH_CREATE_SECONDS'] ?? 20);
+const WARM_UP_SECONDS = 3;
 const TARGET_CONFIGURATIONS = 100_000;
 const LIST_SAMPLES = 20;
 const RANGE_FOUR = '10.64.0.0/14';
@@ -151,6 +153,9 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
   try {
     await waitForPortal(client, auth);
     const pid = portal.pid ?? 0;
+    // Not measured: the first seconds of a fresh process (JIT compilation, first connections)
+    // cost several times a steady create, and would be counted against the first figure only.
+    await measureCreates(client, pid, WARM_UP_SECONDS, 'warm', auth);
     const createEmptyDatabase = await measureCreates(client, pid, CREATE_SECONDS, 'u', auth);
     const configurationsInDatabase = database === 'postgres' ? await seedPostgres(target.url, TARGET_CONFIGURATIONS) : seedSqlite(work, TARGET_CONFIGURATIONS);
     const createAt100kConfigurations = await measureCreates(client, pid, 5, 'late', auth);
