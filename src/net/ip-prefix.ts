@@ -41,13 +41,15 @@ export function parseIpAddress(text: string): IpAddress {
   throw new Error(`invalid IP address "${text}"`);
 }
 
+/** What parseIpAddress accepts, answered without making an error (asked on every create of a file). */
 export function isIpAddress(text: string): boolean {
-  try {
-    parseIpAddress(text);
-    return true;
-  } catch {
-    return false;
-  }
+  return ipAddressFamily(text) !== null;
+}
+
+/** 4 or 6 for an address parseIpAddress accepts; null for anything else (a host name). */
+export function ipAddressFamily(text: string): IpFamily | null {
+  if (isIPv4(text)) return 4;
+  return isIPv6(text) && !text.includes('%') ? 6 : null;
 }
 
 function parseIPv4(text: string): bigint {

@@ -5,7 +5,7 @@ import type { WireGuardKey } from '../shared/ids.js';
 import {
   formatIpAddress,
   formatIpPrefix,
-  isIpAddress,
+  ipAddressFamily,
   parseIpAddress,
   parseIpPrefix,
   prefixContainsAddress,
@@ -109,7 +109,7 @@ function dnsEntries(profile: WireGuardClientProfile): string[] {
  * literal needs brackets. Also the Apple profile's `RemoteAddress`.
  */
 export function wireGuardEndpoint(hostName: string, port: number): string {
-  const host = isIpAddress(hostName) && parseIpAddress(hostName).family === 6 ? `[${hostName}]` : hostName;
+  const host = ipAddressFamily(hostName) === 6 ? `[${hostName}]` : hostName;
   return `${host}:${port}`;
 }
 

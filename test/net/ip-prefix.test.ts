@@ -6,6 +6,7 @@ import {
   formatIpAddress,
   formatIpPrefix,
   halvePrefix,
+  ipAddressFamily,
   isIpAddress,
   isIpPrefix,
   parseIpAddress,
@@ -106,6 +107,16 @@ describe('single addresses', () => {
     assert.equal(isIpAddress('vpn.example'), false);
     assert.equal(isIpAddress('[::1]'), false);
     assert.throws(() => parseIpAddress('vpn.example'), /invalid IP address "vpn\.example"/);
+  });
+
+  test('tells the family of exactly the addresses it parses', () => {
+    for (const text of ['192.0.2.1', '2620:fe::fe', '::ffff:192.0.2.1', '10.0.0.0/8', 'fe80::1%eth0', 'vpn.example', '[::1]', '']) {
+      const family = ipAddressFamily(text);
+      if (family === null) assert.throws(() => parseIpAddress(text), `${text} is refused by both`);
+      else assert.equal(parseIpAddress(text).family, family, text);
+    }
+    assert.equal(ipAddressFamily('2620:fe::fe'), 6);
+    assert.equal(ipAddressFamily('192.0.2.1'), 4);
   });
 });
 
