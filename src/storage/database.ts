@@ -14,9 +14,6 @@ import {
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
-  SqliteDriver,
-  CompiledQuery,
-  type DatabaseConnection,
   type Driver,
   type Migration,
   type MigrationProvider,
@@ -25,9 +22,9 @@ import {
   type PostgresPoolClient,
   type PostgresQueryResult,
   type Transaction,
-  type TransactionSettings,
 } from 'kysely';
 import pg from 'pg';
+import { GroupCommitSqliteDriver } from './sqlite-driver.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { describeDatabase } from '../config/database-location.js';
 import { DatabaseUnreachable } from './errors.js';
@@ -157,41 +154,14 @@ export function isPostgres(db: Executor | Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
-/**
- * Kysely's SQLite dialect with two changes to transactions:
- * - Write transactions start with BEGIN IMMEDIATE, which takes the write lock at once. Kysely's
- *   plain (deferred) BEGIN takes it at the first write, after the first read; SQLite then does
- *   not wait for another process's lock at all (waiting there could deadlock) and fails with
- *   SQLITE_BUSY at once, so the busy timeout would never apply.
- * - No ROLLBACK after SQLite rolled back by itself. After some failures (SQLITE_FULL,
- *   SQLITE_IOERR, SQLITE_NOMEM, some SQLITE_BUSY) SQLite ends the transaction; Kysely's
- *   ROLLBACK then fails with "cannot rollback - no transaction is active", and that error would
- *   replace the one that says what happened. The driver asks the connection (`inTransaction`,
- *   SQLite's autocommit flag) instead of guessing from error codes.
- */
+/** Kysely's SQLite dialect on the portal's own driver (src/storage/sqlite-driver.ts). */
 class EmbeddedSqliteDialect extends SqliteDialect {
   constructor(private readonly sqlite: SqliteDatabase.Database) {
     super({ database: sqlite });
   }
 
   override createDriver(): Driver {
-    return new SqliteDriverKeepingTheCause(this.sqlite);
-  }
-}
-
-class SqliteDriverKeepingTheCause extends SqliteDriver {
-  constructor(private readonly sqlite: SqliteDatabase.Database) {
-    super({ database: withStatementCache(sqlite) });
-  }
-
-  // Kysely passes the transaction's settings, although SqliteDriver's signature leaves them out.
-  override async beginTransaction(connection: DatabaseConnection, settings?: TransactionSettings): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw(settings?.accessMode === 'read only' ? 'begin' : 'begin immediate'));
-  }
-
-  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    if (!this.sqlite.inTransaction) return;
-    await super.rollbackTransaction(connection);
+    return new GroupCommitSqliteDriver(this.sqlite);
   }
 }
 
@@ -255,28 +225,6 @@ class ClosingClient implements PostgresPoolClient {
 function withCode(error: unknown): Error {
   if (error instanceof Error && typeof (error as { code?: unknown }).code === 'string') return error;
   return new DatabaseUnreachable(error instanceof Error ? error : new Error(String(error)));
-}
-
-/**
- * Kysely prepares every query anew; the portal runs the same few dozen statements all the
- * time, so prepared statements are kept per SQL text (better-sqlite3 statements are reusable).
- */
-function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Database {
-  const cache = new Map<string, SqliteDatabase.Statement>();
-  return new Proxy(sqlite, {
-    get(target, property, receiver) {
-      if (property !== 'prepare') return Reflect.get(target, property, receiver) as unknown;
-      return (sql: string) => {
-        let statement = cache.get(sql);
-        if (statement === undefined) {
-          statement = target.prepare(sql);
-          // Queries built with IN (...) lists vary in length; keep the cache bounded.
-          if (cache.size < 1000) cache.set(sql, statement);
-        }
-        return statement;
-      };
-    },
-  });
 }
 
 /** Migrations could not be applied: the one that failed (null: none was reached) and the driver's error code. */

@@ -1,0 +1,136 @@
+// Group commit on SQLite: a transaction that finishes while others wait for the connection is
+// committed together with them, and nothing about it shows before that commit: not to another
+// connection, not to its caller. A transaction that fails takes only its own changes with it; a
+// commit that fails (a full disk) fails every transaction it held and keeps none of them. A
+// second connection to the same file plays the other reader. SQLite only, on both passes.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import SqliteDatabase from 'better-sqlite3';
+import { sql } from 'kysely';
+import { connectDatabase, type Db } from '../../src/storage/database.js';
+import { mountTmpfs } from '../support/tmpfs.js';
+
+interface Lab {
+  readonly db: Db;
+  /** The ids another connection sees committed. */
+  committed(): number[];
+}
+
+async function lab(t: TestContext, dir?: string): Promise<Lab> {
+  const folder = dir ?? mkdtempSync(path.join(tmpdir(), 'vpn-portal-group-commit-'));
+  const file = path.join(folder, 'db.sqlite');
+  const db = connectDatabase({ dialect: 'sqlite', path: file });
+  await sql`CREATE TABLE notes (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`.execute(db);
+  const other = new SqliteDatabase(file, { readonly: true });
+  t.after(async () => {
+    other.close();
+    await db.destroy();
+    if (dir === undefined) rmSync(folder, { recursive: true, force: true });
+  });
+  return {
+    db,
+    committed: () => (other.prepare('SELECT id FROM notes ORDER BY id').all() as { id: number }[]).map((row) => row.id),
+  };
+}
+
+/** A transaction that writes note `id` and then holds the connection until `open()` is called. */
+function heldOpen(db: Db, id: number): { readonly done: Promise<void>; open(): void; resolved(): boolean } {
+  let open = (): void => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let resolved = false;
+  const done = db
+    .transaction()
+    .execute(async (trx) => {
+      await sql`INSERT INTO notes (id, body) VALUES (${id}, ${'x'})`.execute(trx);
+      await gate;
+    })
+    .then(() => {
+      resolved = true;
+    });
+  return { done, open, resolved: () => resolved };
+}
+
+const insert = (db: Db, id: number, body: unknown = 'x') => sql`INSERT INTO notes (id, body) VALUES (${id}, ${body})`.execute(db);
+
+test('a transaction that finishes while another waits is committed with it, and resolves only then', async (t) => {
+  const { db, committed } = await lab(t);
+  const first = heldOpen(db, 1);
+  await nextTurn();
+  let seenBySecond: { readonly committed: number[]; readonly firstResolved: boolean } | undefined;
+  const second = db.transaction().execute(async (trx) => {
+    seenBySecond = { committed: committed(), firstResolved: first.resolved() };
+    await insert(trx, 2);
+  });
+  await nextTurn();
+  first.open();
+  await Promise.all([first.done, second]);
+  assert.deepEqual(seenBySecond, { committed: [], firstResolved: false }, 'the first waited for the second one commit');
+  assert.deepEqual(committed(), [1, 2]);
+});
+
+test('a transaction that fails in a group takes only its own changes with it', async (t) => {
+  const { db, committed } = await lab(t);
+  const first = heldOpen(db, 1);
+  await nextTurn();
+  const failing = db.transaction().execute(async (trx) => {
+    await insert(trx, 2);
+    throw new Error('changed its mind');
+  });
+  const third = db.transaction().execute((trx) => insert(trx, 3));
+  await nextTurn();
+  first.open();
+  await assert.rejects(failing, /changed its mind/);
+  await Promise.all([first.done, third]);
+  assert.deepEqual(committed(), [1, 3]);
+});
+
+test('a query outside a transaction commits a waiting group first: it never reads what is not durable', async (t) => {
+  const { db, committed } = await lab(t);
+  const first = heldOpen(db, 1);
+  await nextTurn();
+  const read = sql<{ id: number }>`SELECT id FROM notes`.execute(db).then((result) => ({
+    read: result.rows.map((row) => row.id),
+    committedThen: committed(),
+  }));
+  // Keeps a transaction waiting, so the first is folded into a group rather than committed.
+  const later = db.transaction().execute((trx) => insert(trx, 2));
+  await nextTurn();
+  first.open();
+  assert.deepEqual(await read, { read: [1], committedThen: [1] });
+  await Promise.all([first.done, later]);
+  assert.deepEqual(committed(), [1, 2]);
+});
+
+test('a commit that fails on a full disk fails every transaction it held and keeps none of them', async (t) => {
+  const disk = mountTmpfs(8 * 1024 * 1024);
+  t.after(() => disk.unmount());
+  const { db, committed } = await lab(t, disk.dir);
+  const big = Buffer.alloc(256 * 1024, 0x42);
+  let first = heldOpen(db, 1);
+  first.open();
+  await first.done;
+
+  first = heldOpen(db, 2);
+  await nextTurn();
+  const second = db.transaction().execute(async (trx) => {
+    await insert(trx, 3, big);
+    await insert(trx, 4, big);
+    // The pages are written to the WAL at the commit, which now finds no room.
+    disk.fill();
+  });
+  await nextTurn();
+  first.open();
+  await assert.rejects(first.done, { code: 'SQLITE_FULL' });
+  await assert.rejects(second, { code: 'SQLITE_FULL' });
+  assert.deepEqual(committed(), [1]);
+
+  disk.free();
+  await db.transaction().execute((trx) => insert(trx, 5));
+  assert.deepEqual(committed(), [1, 5]);
+});
