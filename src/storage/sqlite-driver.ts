@@ -1,16 +1,16 @@
 // The driver between Kysely and the portal's one SQLite connection, with group commit. A
 // commit writes every page its transaction changed to the WAL, one system call per page: for a
 // create (user, address pool, change counter, configuration, audit row, listing counter) that
-// is most of its time in the database. While other transactions wait for the connection, a
-// finished write transaction is folded into one open SQLite transaction (each runs in a
-// savepoint of it) and a later one commits them all, so the pages they share are written once.
-// What a caller sees does not change:
+// is most of its time in the database. A finished write transaction is therefore folded into
+// one open SQLite transaction (each runs in a savepoint of it) and committed with the others
+// that finish in the same turn of the event loop, up to MAX_GROUP, so the pages they share are
+// written once. Under load the requests of one turn share a commit; alone, a transaction waits
+// for the end of its turn only. What a caller sees does not change:
 //  - nobody's transaction resolves before the commit that made its change durable, and a
 //    failed commit fails every transaction it held;
 //  - a transaction that fails rolls back its own savepoint only;
 //  - a query outside a transaction and a read-only transaction first commit an open group,
 //    so nothing is ever read that is not durable.
-// A group commits as soon as no one waits for the connection, or at MAX_GROUP transactions.
 // The connection is held while a transaction waits for its approval listeners (a connect
 // script): transactions folded in before it then wait for it too.
 //
@@ -30,7 +30,7 @@ import type SqliteDatabase from 'better-sqlite3';
 import { SelectQueryNode, type CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, type TransactionSettings } from 'kysely';
 
 /** Transactions one commit may hold: bounds how long the first of them waits for its answer. */
-const MAX_GROUP = 16;
+const MAX_GROUP = 32;
 /** Queries built with IN (...) lists vary in length; the statement cache stays bounded. */
 const MAX_CACHED_STATEMENTS = 1000;
 
@@ -53,6 +53,9 @@ export class GroupCommitSqliteDriver implements Driver {
   #group: Member[] | null = null;
   /** The commit the holder's finished transaction waits for, awaited once it let go of the connection. */
   #durable: Promise<void> | null = null;
+  /** A commit of the open group is due (its turn ended) and waits for the holder's transaction. */
+  #commitDue = false;
+  #commitScheduled = false;
   /** The last statement's failure: what a group that SQLite ended by itself is failed with. */
   #lastFailure: unknown = null;
   #commits = 0;
@@ -114,14 +117,34 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#run('release grouped_transaction');
     this.#holder = 'no-transaction';
     const group = this.#group ?? [];
-    if (this.#waiting.length > 0 && group.length + 1 < MAX_GROUP) {
-      const durable = new Promise<void>((resolve, reject) => group.push({ resolve, reject }));
-      // Awaited in releaseConnection; this keeps a failure before then from counting as unhandled.
-      durable.catch(() => {});
-      this.#durable = durable;
+    if (this.#commitDue || group.length + 1 >= MAX_GROUP) {
+      this.#commitOpenGroup();
       return;
     }
-    this.#commitOpenGroup();
+    const durable = new Promise<void>((resolve, reject) => group.push({ resolve, reject }));
+    // Awaited in releaseConnection; this keeps a failure before then from counting as unhandled.
+    durable.catch(() => {});
+    this.#durable = durable;
+    this.#scheduleCommit();
+  }
+
+  /** At the end of this turn of the event loop: commit the group, or have its next transaction commit it. */
+  #scheduleCommit(): void {
+    if (this.#commitScheduled) return;
+    this.#commitScheduled = true;
+    setImmediate(() => {
+      this.#commitScheduled = false;
+      if (this.#group === null) return;
+      if (this.#locked) {
+        this.#commitDue = true;
+        return;
+      }
+      try {
+        this.#commitOpenGroup();
+      } catch {
+        // Every transaction of the group was failed with the error; nobody else is waiting for it.
+      }
+    });
   }
 
   async rollbackTransaction(): Promise<void> {
@@ -139,7 +162,10 @@ export class GroupCommitSqliteDriver implements Driver {
     }
     this.#run('rollback to grouped_transaction');
     this.#run('release grouped_transaction');
-    if (this.#waiting.length > 0 && this.#group !== null && this.#group.length > 0) return;
+    if (!this.#commitDue && this.#group !== null && this.#group.length > 0) {
+      this.#scheduleCommit();
+      return;
+    }
     try {
       this.#commitOpenGroup();
     } catch {
@@ -155,6 +181,7 @@ export class GroupCommitSqliteDriver implements Driver {
   /** Commits the open group, if any; when the commit fails, every transaction in it fails (the caller's too). */
   #commitOpenGroup(): void {
     const members = this.#group;
+    this.#commitDue = false;
     if (members === null) return;
     try {
       this.#run('commit');
@@ -171,6 +198,7 @@ export class GroupCommitSqliteDriver implements Driver {
   #failGroup(error: unknown): void {
     const members = this.#group ?? [];
     this.#group = null;
+    this.#commitDue = false;
     for (const member of members) member.reject(error);
   }
 

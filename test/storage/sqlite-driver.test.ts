@@ -1,6 +1,6 @@
-// Group commit on SQLite: a transaction that finishes while others wait for the connection is
-// committed together with them, and nothing about it shows before that commit: not to another
-// connection, not to its caller. A transaction that fails takes only its own changes with it; a
+// Group commit on SQLite: transactions that finish in one turn of the event loop, or while
+// others wait for the connection, are committed together, and nothing about one shows before
+// that commit: not to another connection, not to its caller. A transaction that fails takes only its own changes with it; a
 // commit that fails (a full disk) fails every transaction it held and keeps none of them. A
 // second connection to the same file plays the other reader. SQLite only, on both passes.
 import assert from 'node:assert/strict';
@@ -16,6 +16,7 @@ import { mountTmpfs } from '../support/tmpfs.js';
 
 interface Lab {
   readonly db: Db;
+  readonly file: string;
   /** The ids another connection sees committed. */
   committed(): number[];
 }
@@ -33,6 +34,7 @@ async function lab(t: TestContext, dir?: string): Promise<Lab> {
   });
   return {
     db,
+    file,
     committed: () => (other.prepare('SELECT id FROM notes ORDER BY id').all() as { id: number }[]).map((row) => row.id),
   };
 }
@@ -72,6 +74,18 @@ test('a transaction that finishes while another waits is committed with it, and 
   await Promise.all([first.done, second]);
   assert.deepEqual(seenBySecond, { committed: [], firstResolved: false }, 'the first waited for the second one commit');
   assert.deepEqual(committed(), [1, 2]);
+});
+
+test('transactions that finish in the same turn of the event loop share one commit', async (t) => {
+  const { db, file, committed } = await lab(t);
+  const other = new SqliteDatabase(file);
+  t.after(() => other.close());
+  other.pragma('wal_checkpoint(TRUNCATE)');
+  await Promise.all(Array.from({ length: 20 }, (_, index) => db.transaction().execute((trx) => insert(trx, index + 1))));
+  assert.equal(committed().length, 20);
+  // Each commit writes the page the rows went to again; twenty commits would write it twenty times.
+  const [{ log: framesWritten }] = other.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];
+  assert.ok(framesWritten <= 3, `${framesWritten} pages written to the WAL for 20 one-row transactions`);
 });
 
 test('a transaction that fails in a group takes only its own changes with it', async (t) => {
