@@ -36,6 +36,7 @@ const RANGE_FOUR = '10.64.0.0/14';
 const RANGE_SIX = 'fd64::/64';
 const PORT = 18_080;
 const NODE_PORT = 18_081;
+const FLOOR_PORT = 18_082;
 const SEED_BATCH = 1000;
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
@@ -86,11 +87,17 @@ const databases = (process.env['BENCH_DATABASES'] ?? 'sqlite postgres').split(/\
 const results: {
   machine: Record<string, unknown>;
   ceiling: Ceiling;
+  /** The same load on a server that only reads the form, pushes to the node and answers (bench/floor-server.ts). */
+  floor?: CreateFigures;
   agent?: AgentFigures | { notMeasured: string };
 } & Partial<Record<DatabaseKind, DatabaseResults>> = {
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
   ceiling: measureCeiling(),
 };
+if (databases.length > 0) {
+  console.log('measuring the floor of the HTTP stack …');
+  results.floor = await measureFloor();
+}
 for (const database of databases) {
   if (database !== 'sqlite' && database !== 'postgres') throw new Error(`BENCH_DATABASES takes sqlite and/or postgres, not "${String(database)}"`);
   console.log(`measuring on ${database} …`);
@@ -170,6 +177,25 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
     await stop(node);
     await target.drop();
     rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Creates as the portal gets them, on bench/floor-server.ts: what the HTTP server and the push alone cost. */
+async function measureFloor(): Promise<CreateFigures> {
+  const tsx = ['--import', 'tsx'];
+  const node = spawn(process.execPath, [...tsx, path.join(root, 'bench', 'stand-in-node.ts'), String(NODE_PORT)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, [...tsx, path.join(root, 'bench', 'floor-server.ts'), String(FLOOR_PORT), String(NODE_PORT)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const client = new Pool(`http://127.0.0.1:${FLOOR_PORT}`, { connections: CONCURRENCY, pipelining: 1 });
+  try {
+    await Promise.all([once(node.stdout, 'data'), once(server.stdout, 'data')]);
+    await measureCreates(client, server.pid ?? 0, WARM_UP_SECONDS, 'warm', {});
+    return await measureCreates(client, server.pid ?? 0, 10, 'floor', {});
+  } finally {
+    await client.close();
+    await stop(server);
+    await stop(node);
   }
 }
 
@@ -376,6 +402,11 @@ function printReport(all: typeof results): void {
   console.log(
     `ceiling of a create, in one process: key pair ${ceiling.keyPairUs} µs + SQLite insert ${ceiling.insertUs} µs = ${ceiling.createUs} µs (${Math.round(1e6 / ceiling.createUs)}/s per core)`,
   );
+  if (all.floor !== undefined) {
+    console.log(
+      `floor of a create on this stack (HTTP request, form, node push, answer; nothing else): ${all.floor.cpuPerCreateUs} µs of CPU per request, ${all.floor.perSecond}/s, p99 ${all.floor.p99} ms`,
+    );
+  }
   console.log('\n| database | measurement | requests | per second | p50 ms | p99 ms | errors | portal CPU µs/create | × ceiling |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const database of databases) {
