@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { formatAtom } from '../shared/time.js';
 import type { Executor } from './database.js';
+import { preparedQuery, type Slot } from './prepared-query.js';
 import type { AuditLogTable } from './schema.js';
 
 export interface AuditRecord {
@@ -51,22 +52,25 @@ export function newAuditId(at: Date): string {
 }
 
 export async function insertAuditRecord(db: Executor, record: AuditRecord): Promise<void> {
-  await db
-    .insertInto('audit_log')
-    .values({
-      audit_id: record.auditId,
-      at: record.at,
-      key_name: record.keyName,
-      source_address: record.sourceAddress,
-      call: record.call,
-      parameters: JSON.stringify(record.parameters),
-      status: record.status,
-      user_id: record.userId,
-      connection_ids: JSON.stringify(record.connectionIds),
-      detail: record.detail,
-    })
-    .execute();
+  await insertAuditRow(db, { ...record, parameters: JSON.stringify(record.parameters), connectionIds: JSON.stringify(record.connectionIds) });
 }
+
+type AuditRow = Omit<AuditRecord, 'parameters' | 'connectionIds'> & { readonly parameters: string; readonly connectionIds: string };
+
+const insertAuditRow = preparedQuery((db, value: Slot<AuditRow>) =>
+  db.insertInto('audit_log').values({
+    audit_id: value('auditId'),
+    at: value('at'),
+    key_name: value('keyName'),
+    source_address: value('sourceAddress'),
+    call: value('call'),
+    parameters: value('parameters'),
+    status: value('status'),
+    user_id: value('userId'),
+    connection_ids: value('connectionIds'),
+    detail: value('detail'),
+  }),
+);
 
 /** Entries matching the filter, newest first, at most `limit`. */
 export async function auditRecords(db: Executor, filter: AuditFilter): Promise<AuditRecord[]> {

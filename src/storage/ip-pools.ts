@@ -4,7 +4,8 @@
 // free candidate (reference §6.2) would, without reading the peers.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
-import { isPostgres } from './database.js';
+import { isPostgres, type Executor } from './database.js';
+import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database } from './schema.js';
 
 export interface PoolKey {
@@ -24,20 +25,7 @@ export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, ca
     const taken = await takeOnPostgres(trx, key, capacity);
     if (taken !== undefined) return taken;
   } else {
-    const reused = await matchingFreeEntries(trx, key)
-      .where('pool_index', '=', (eb) =>
-        eb
-          .selectFrom('ip_pool_free')
-          .select('pool_index')
-          .where('profile_id', '=', key.profileId)
-          .where('node_number', '=', key.nodeNumber)
-          .where('range_four', '=', key.rangeFour)
-          .where('range_six', '=', key.rangeSix)
-          .orderBy('pool_index')
-          .limit(1),
-      )
-      .returning('pool_index')
-      .executeTakeFirst();
+    const [reused] = (await takeGivenBackOnSqlite(trx, key)).rows;
     if (reused !== undefined) return reused.pool_index;
     const advanced = await advancePool(trx, key, capacity);
     if (advanced !== undefined) return advanced;
@@ -77,20 +65,40 @@ async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity
   return rows[0]?.pool_index;
 }
 
+/** SQLite: deletes the lowest given-back index and returns it (no row: none was given back). */
+const takeGivenBackOnSqlite = preparedQuery((db, value: Slot<PoolKey>) =>
+  matchingFreeEntries(db, value)
+    .where('pool_index', '=', (eb) =>
+      eb
+        .selectFrom('ip_pool_free')
+        .select('pool_index')
+        .where('profile_id', '=', value('profileId'))
+        .where('node_number', '=', value('nodeNumber'))
+        .where('range_four', '=', value('rangeFour'))
+        .where('range_six', '=', value('rangeSix'))
+        .orderBy('pool_index')
+        .limit(1),
+    )
+    .returning('pool_index'),
+);
+
 /** Increments the pool's next index (the UPDATE takes the row lock, so writers queue here). */
 async function advancePool(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | undefined> {
-  const advanced = await trx
-    .updateTable('ip_pools')
-    .set((eb) => ({ next_index: eb('next_index', '+', 1) }))
-    .where('profile_id', '=', key.profileId)
-    .where('node_number', '=', key.nodeNumber)
-    .where('range_four', '=', key.rangeFour)
-    .where('range_six', '=', key.rangeSix)
-    .where('next_index', '<', capacity)
-    .returning('next_index')
-    .executeTakeFirst();
+  const [advanced] = (await advancePoolRow(trx, { ...key, capacity })).rows;
   return advanced === undefined ? undefined : advanced.next_index - 1;
 }
+
+const advancePoolRow = preparedQuery((db, value: Slot<PoolKey & { capacity: number }>) =>
+  db
+    .updateTable('ip_pools')
+    .set((eb) => ({ next_index: eb('next_index', '+', 1) }))
+    .where('profile_id', '=', value('profileId'))
+    .where('node_number', '=', value('nodeNumber'))
+    .where('range_four', '=', value('rangeFour'))
+    .where('range_six', '=', value('rangeSix'))
+    .where('next_index', '<', value('capacity'))
+    .returning('next_index'),
+);
 
 /** Gives an index back so the next allocation reuses it. */
 export async function releasePoolIndex(trx: Transaction<Database>, key: PoolKey, index: number): Promise<void> {
@@ -101,13 +109,14 @@ export async function releasePoolIndex(trx: Transaction<Database>, key: PoolKey,
     .execute();
 }
 
-function matchingFreeEntries(trx: Transaction<Database>, key: PoolKey) {
-  return trx
+function matchingFreeEntries(db: Executor, key: PoolKey | Slot<PoolKey>) {
+  const field = <K extends keyof PoolKey & string>(name: K): PoolKey[K] => (typeof key === 'function' ? key(name) : key[name]);
+  return db
     .deleteFrom('ip_pool_free')
-    .where('profile_id', '=', key.profileId)
-    .where('node_number', '=', key.nodeNumber)
-    .where('range_four', '=', key.rangeFour)
-    .where('range_six', '=', key.rangeSix);
+    .where('profile_id', '=', field('profileId'))
+    .where('node_number', '=', field('nodeNumber'))
+    .where('range_four', '=', field('rangeFour'))
+    .where('range_six', '=', field('rangeSix'));
 }
 
 /** Whether any WireGuard address was ever handed out on the node (deleted configurations count). */

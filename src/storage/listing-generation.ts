@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import { LISTING_GENERATION_SHARDS } from './migrations/0010-listing-generation.js';
 import type { Executor } from './database.js';
+import { preparedQuery, type Slot } from './prepared-query.js';
 
 /** A value of the counter; two reads that give the same value saw the same users and configurations. */
 export type ListingGeneration = string & { readonly __listingGeneration: true };
@@ -13,13 +14,15 @@ export type ListingGeneration = string & { readonly __listingGeneration: true };
  * missing (a hand-edited database) is made rather than the change going unnoticed.
  */
 export async function bumpListingGeneration(db: Executor): Promise<void> {
-  const shard = Math.floor(Math.random() * LISTING_GENERATION_SHARDS);
-  await db
-    .insertInto('listing_generation')
-    .values({ shard, generation: 1 })
-    .onConflict((conflict) => conflict.column('shard').doUpdateSet({ generation: sql`listing_generation.generation + 1` }))
-    .execute();
+  await bumpShard(db, { shard: Math.floor(Math.random() * LISTING_GENERATION_SHARDS) });
 }
+
+const bumpShard = preparedQuery((db, value: Slot<{ shard: number }>) =>
+  db
+    .insertInto('listing_generation')
+    .values({ shard: value('shard'), generation: 1 })
+    .onConflict((conflict) => conflict.column('shard').doUpdateSet({ generation: sql`listing_generation.generation + 1` })),
+);
 
 export async function readListingGeneration(db: Executor): Promise<ListingGeneration> {
   const row = await db

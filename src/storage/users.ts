@@ -2,6 +2,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { ProfileId, UserId } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
+import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database } from './schema.js';
 
 export interface UserState {
@@ -24,20 +25,30 @@ export async function ensureUser(trx: Transaction<Database>, userId: UserId, now
   // Most creates are for known users: one read, no write.
   const existing = await findUserForCreate(trx, userId);
   if (existing !== undefined) return { ...existing, created: false };
-  const inserted = await trx
-    .insertInto('users')
-    .values({ user_id: userId, created_at: now, last_seen: now, auth_data: null })
-    .onConflict((conflict) => conflict.column('user_id').doNothing())
-    .executeTakeFirst();
+  // A new row is this transaction's own (on PostgreSQL locked by the insert) and enabled.
+  const { rows } = await insertUserIfMissing(trx, { userId, now });
+  if (rows.length === 1) return { userId, isDisabled: false, created: true };
+  // Another transaction made it meanwhile.
   const user = await findUserForCreate(trx, userId);
   if (user === undefined) throw new Error('user vanished while being created');
-  return { ...user, created: Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1 };
+  return { ...user, created: false };
 }
 
+const insertUserIfMissing = preparedQuery((db, value: Slot<{ userId: UserId; now: string }>) =>
+  db
+    .insertInto('users')
+    .values({ user_id: value('userId'), created_at: value('now'), last_seen: value('now'), auth_data: null })
+    .onConflict((conflict) => conflict.column('user_id').doNothing())
+    .returning('user_id'),
+);
+
+const selectUserForCreate = preparedQuery((db, value: Slot<{ userId: UserId }>) => {
+  const query = db.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', '=', value('userId'));
+  return isPostgres(db) ? query.forShare() : query;
+});
+
 async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Promise<UserState | undefined> {
-  let query = trx.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', '=', userId);
-  if (isPostgres(trx)) query = query.forShare();
-  const row = await query.executeTakeFirst();
+  const [row] = (await selectUserForCreate(trx, { userId })).rows;
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 

@@ -2,6 +2,7 @@
 // src/core/webhook-secrets.ts opens them, to sign.
 import { z } from 'zod';
 import type { Executor } from './database.js';
+import { preparedQuery } from './prepared-query.js';
 import type { WebhooksTable } from './schema.js';
 
 export interface StoredWebhook {
@@ -46,9 +47,11 @@ export async function listWebhooks(db: Executor): Promise<StoredWebhook[]> {
 
 /** The subscriptions and the event types each wants (what the outbox listener reads for every event). */
 export async function webhookInterests(db: Executor): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
-  const rows = await db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id').execute();
+  const { rows } = await selectInterests(db, {});
   return rows.map((row) => ({ webhookId: row.webhook_id, eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)) }));
 }
+
+const selectInterests = preparedQuery((db) => db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id'));
 
 /** True when a subscription was deleted. */
 export async function deleteWebhook(db: Executor, webhookId: string): Promise<boolean> {

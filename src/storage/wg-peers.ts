@@ -3,7 +3,8 @@ import { sql, type Selectable, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { isPostgres, type Executor } from './database.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
-import { revisionValue, toRevision, type Revision } from './revisions.js';
+import { nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
+import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
 
 export interface WireGuardPeer {
@@ -29,28 +30,35 @@ export interface WireGuardPeer {
  * configuration holds its IPv4 address (one statement: no read before the write).
  */
 export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer | null> {
-  const row = await trx
-    .insertInto('wg_peers')
-    .values({
-      public_key: peer.publicKey,
-      user_id: peer.userId,
-      profile_id: peer.profileId,
-      node_number: peer.nodeNumber,
-      display_name: peer.displayName,
-      ip_four: peer.ipFour,
-      ip_six: peer.ipSix,
-      pool_index: peer.poolIndex,
-      created_at: peer.createdAt,
-      expires_at: peer.expiresAt,
-      auth_key: peer.authKey,
-      expiry_warned: peer.expiryWarned ? 1 : 0,
-      revision: await revisionValue(trx),
-    })
-    .onConflict((conflict) => conflict.column('ip_four').doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  // PostgreSQL takes the number inside the statement (nextval); SQLite's is taken first.
+  const revision = isPostgres(trx) ? null : await nextRevision(trx);
+  const [row] = (await insertPeerRow(trx, { ...peer, expiryWarned: peer.expiryWarned ? 1 : 0, revision })).rows;
   return row === undefined ? null : toPeer(row);
 }
+
+type PeerRow = Omit<WireGuardPeer, 'revision' | 'expiryWarned'> & { readonly expiryWarned: number; readonly revision: Revision | null };
+
+const insertPeerRow = preparedQuery((db, value: Slot<PeerRow>) =>
+  db
+    .insertInto('wg_peers')
+    .values({
+      public_key: value('publicKey'),
+      user_id: value('userId'),
+      profile_id: value('profileId'),
+      node_number: value('nodeNumber'),
+      display_name: value('displayName'),
+      ip_four: value('ipFour'),
+      ip_six: value('ipSix'),
+      pool_index: value('poolIndex'),
+      created_at: value('createdAt'),
+      expires_at: value('expiresAt'),
+      auth_key: value('authKey'),
+      expiry_warned: value('expiryWarned'),
+      revision: isPostgres(db) ? sql`nextval('change_revision')` : (value('revision') as Revision),
+    })
+    .onConflict((conflict) => conflict.column('ip_four').doNothing())
+    .returningAll(),
+);
 
 /**
  * Gives every configuration of a user a new revision (disable, enable) and returns them.
