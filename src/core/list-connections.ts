@@ -21,8 +21,8 @@ export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
 
 /** Keys per `IN (...)` query, well below every dialect's parameter limit. */
 const KEYS_PER_QUERY = 500;
-/** Configurations per page of a listing the database writes (about 5 MB of JSON). */
-const LISTING_PAGE_SIZE = 25_000;
+/** Configurations per page of a listing the database writes (about 2 MB of JSON). */
+const LISTING_PAGE_SIZE = 10_000;
 
 export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayParts>> {
   const now = ctx.clock.now();
