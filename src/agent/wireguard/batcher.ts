@@ -1,9 +1,10 @@
 // Applies peer changes in batches: thousands of add_peer calls in a reconcile become a handful of
-// `wg set` processes.
+// writes to the interface.
 import type { Logger } from 'pino';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { planPeerBatch, type PeerRequest, type PeerRequestResult } from './batch-plan.js';
 import type { WgPeer } from './dump.js';
+import type { PeerWriter } from './peer-writer.js';
 import type { WgTool } from './wg-tool.js';
 
 interface PendingRequest {
@@ -14,7 +15,8 @@ interface PendingRequest {
 
 export interface PeerBatcherOptions {
   readonly interfaceName: string;
-  readonly wg: Pick<WgTool, 'dump' | 'applyPeerChanges'>;
+  readonly wg: Pick<WgTool, 'dump'>;
+  readonly writer: Pick<PeerWriter, 'apply'>;
   readonly logger: Logger;
   /** A batch is applied once no new request arrived for this long… */
   readonly quietMs?: number;
@@ -26,13 +28,14 @@ const DEFAULT_QUIET_MS = 5;
 const DEFAULT_MAX_WAIT_MS = 50;
 
 /**
- * Coalesces concurrent add/remove requests into one `wg set` call (a few when the arguments
- * would be too long). Batches run one after another; each request settles when the batch
+ * Coalesces concurrent add/remove requests into one write to the interface (a few when the
+ * batch is large). Batches run one after another; each request settles when the batch
  * holding it has been applied, or fails with that batch.
  */
 export class PeerBatcher {
   readonly #interfaceName: string;
   readonly #wg: PeerBatcherOptions['wg'];
+  readonly #writer: PeerBatcherOptions['writer'];
   readonly #logger: Logger;
   readonly #quietMs: number;
   readonly #maxWaitMs: number;
@@ -45,6 +48,7 @@ export class PeerBatcher {
   constructor(options: PeerBatcherOptions) {
     this.#interfaceName = options.interfaceName;
     this.#wg = options.wg;
+    this.#writer = options.writer;
     this.#logger = options.logger;
     this.#quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
     this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
@@ -109,14 +113,15 @@ export class PeerBatcher {
         : new Map<WireGuardKey, WgPeer>();
 
       const plan = planPeerBatch(requests, currentPeers);
-      const wgCalls = plan.changes.length > 0 ? await this.#wg.applyPeerChanges(this.#interfaceName, plan.changes) : 0;
+      const written = plan.changes.length > 0 ? await this.#writer.apply(this.#interfaceName, plan.changes) : null;
 
       this.#logger.info(
         {
           requests: batch.length,
           peersSet: plan.changes.filter((change) => change.kind === 'set').length,
           peersRemoved: plan.changes.filter((change) => change.kind === 'remove').length,
-          wgCalls,
+          method: written?.method ?? null,
+          writes: written?.writes ?? 0,
         },
         'applied peer batch',
       );
