@@ -41,8 +41,9 @@ export class PeerBatcher {
   readonly #maxWaitMs: number;
   #queue: PendingRequest[] = [];
   #timer: NodeJS.Timeout | null = null;
-  /** When the oldest waiting request arrived (performance.now()). */
+  /** When the oldest and the newest waiting request arrived (performance.now()). */
   #oldestArrival = 0;
+  #newestArrival = 0;
   #running: Promise<void> | null = null;
 
   constructor(options: PeerBatcherOptions) {
@@ -87,10 +88,28 @@ export class PeerBatcher {
   #schedule(): void {
     if (this.#running !== null) return;
     const now = performance.now();
-    if (this.#timer === null) this.#oldestArrival = now;
-    else clearTimeout(this.#timer);
-    const remaining = this.#oldestArrival + this.#maxWaitMs - now;
-    this.#timer = setTimeout(() => this.#flush(), Math.max(0, Math.min(this.#quietMs, remaining)));
+    this.#newestArrival = now;
+    if (this.#timer !== null) return;
+    this.#oldestArrival = now;
+    this.#arm(now);
+  }
+
+  /** One timer per batch, moved on only when it fires early (not one per request: thousands arrive). */
+  #arm(now: number): void {
+    this.#timer = setTimeout(
+      () => {
+        const firedAt = performance.now();
+        // Timers count whole milliseconds: a fraction early counts as due.
+        if (firedAt + 1 < this.#dueAt()) this.#arm(firedAt);
+        else this.#flush();
+      },
+      Math.max(0, this.#dueAt() - now),
+    );
+  }
+
+  /** A quiet moment after the newest waiting request, or the bound after the oldest. */
+  #dueAt(): number {
+    return Math.min(this.#newestArrival + this.#quietMs, this.#oldestArrival + this.#maxWaitMs);
   }
 
   #flush(): void {
