@@ -1,6 +1,12 @@
 // The agent benchmark's sender, a process of its own so the agent's event loop has the
 // benchmark process to itself (as on a node, where the portal is elsewhere): reads its input
 // as JSON on stdin, sends every add_peer with the portal's daemon client, prints the seconds.
+// The portal is a long-running process whose daemon client is warm; a fresh sender would spend
+// its first thousands of calls warming its own code, CPU the agent then lacks on this 2-core
+// machine. So the sender first warms its client on a stand-in node of its own; the agent gets
+// no call before the measured ones.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { text } from 'node:stream/consumers';
 import { HttpNodeDaemon } from '../src/node-client/daemon-client.js';
 import { asNodeNumber, asWireGuardKey } from '../src/shared/ids.js';
@@ -12,23 +18,34 @@ export interface SenderInput {
   readonly peers: readonly { readonly publicKey: string; readonly ipFour: string; readonly ipSix: string }[];
 }
 
+/** Calls the sender makes to its own stand-in before the measured ones. */
+const WARM_UP_CALLS = 5_000;
+
 const input = JSON.parse(await text(process.stdin)) as SenderInput;
-const daemon = new HttpNodeDaemon({
-  nodeNumber: asNodeNumber(0),
-  url: input.url,
-  secret: () => input.secret,
-  timeoutMs: 60_000,
-  connections: input.inFlight,
+
+/** Sends `count` add_peer calls (the peers in turn) to `url`, `inFlight` at a time. */
+async function sendAddPeers(url: string, count: number): Promise<void> {
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url, secret: () => input.secret, timeoutMs: 60_000, connections: input.inFlight });
+  let next = 0;
+  const sender = async (): Promise<void> => {
+    while (next < count) {
+      const peer = input.peers[next++ % input.peers.length];
+      if (peer === undefined) return;
+      await daemon.addPeer(asWireGuardKey(peer.publicKey), [`${peer.ipFour}/32`, `${peer.ipSix}/128`], 1);
+    }
+  };
+  await Promise.all(Array.from({ length: input.inFlight }, sender));
+  await daemon.close();
+}
+
+const standIn = http.createServer((request, response) => {
+  request.resume();
+  request.on('end', () => response.writeHead(204).end());
 });
-let next = 0;
-const sender = async (): Promise<void> => {
-  while (next < input.peers.length) {
-    const peer = input.peers[next++];
-    if (peer === undefined) return;
-    await daemon.addPeer(asWireGuardKey(peer.publicKey), [`${peer.ipFour}/32`, `${peer.ipSix}/128`], 1);
-  }
-};
+await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
+await sendAddPeers(`http://127.0.0.1:${(standIn.address() as AddressInfo).port}`, WARM_UP_CALLS);
+await new Promise((resolve) => standIn.close(resolve));
+
 const started = performance.now();
-await Promise.all(Array.from({ length: input.inFlight }, sender));
+await sendAddPeers(input.url, input.peers.length);
 console.log(JSON.stringify({ seconds: (performance.now() - started) / 1000 }));
-await daemon.close();

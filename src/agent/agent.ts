@@ -11,6 +11,7 @@ import { buildDaemonServer, WireGuardUnavailableError, type DaemonServer, type W
 import { describeNode } from './daemon-api/node-info.js';
 import { OpenVpnService } from './openvpn/service.js';
 import { PeerBatcher } from './wireguard/batcher.js';
+import { PeerWriter } from './wireguard/peer-writer.js';
 import { PortalClient } from './portal-client.js';
 import type { ProxyGuardRelay } from './proxyguard/relay.js';
 import { ProxyGuardService } from './proxyguard/service.js';
@@ -89,6 +90,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const clock = deps.clock ?? systemClock;
   const runner = deps.runner ?? createCommandRunner();
   const wg = new WgTool(runner);
+  const writer = new PeerWriter({ wg });
   const preferAes = await resolvePreferAes(config.openVpn.preferAes);
   const portal = new PortalClient({
     apiUrl: config.apiUrl,
@@ -144,7 +146,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
         },
       });
       if (wireGuardInterface.origin !== 'existing') endpoints.interfaceEmptied();
-      state.wireGuard = { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg, logger }) };
+      state.wireGuard = { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg, writer, logger }) };
     }
     state.warnedAboutDroppedWireGuard = false;
     checkPeerCapacity(state.wireGuard.wireGuardInterface, serverConfig.wireguard, config.nodeNumber);
@@ -231,6 +233,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
           const name = state.wireGuard.wireGuardInterface.name;
           return { name, peers: (await wg.dump(name)).peers };
         },
+        peerWrites: () => (state.wireGuard === null ? null : { name: state.wireGuard.wireGuardInterface.name, writes: writer.writes }),
         openVpn: () => openVpn.devices(),
         proxyGuardTunnels: () => proxyGuard.relay?.tunnelCount ?? null,
       });

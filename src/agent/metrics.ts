@@ -1,16 +1,20 @@
 // The node agent's Prometheus metrics, read when Prometheus scrapes: WireGuard peers (all, and
-// those with a handshake in the last 3 minutes), OpenVPN processes and clients, bytes through
-// each VPN interface (the kernel's counters), and open ProxyGuard tunnels.
+// those with a handshake in the last 3 minutes), writes of peer changes to the interface,
+// OpenVPN processes and clients, bytes through each VPN interface (the kernel's counters), and
+// open ProxyGuard tunnels.
 import { readFile } from 'node:fs/promises';
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { isOnline } from '../shared/online.js';
 import type { Clock } from '../shared/time.js';
 import type { WgPeer } from './wireguard/dump.js';
+import type { PeerWriteMethod } from './wireguard/peer-writer.js';
 
 export interface AgentMetricSources {
   readonly clock: Clock;
   /** The WireGuard interface and its peers; null while the node has no WireGuard profile. */
   wireGuard(): Promise<{ readonly name: string; readonly peers: readonly WgPeer[] } | null>;
+  /** Writes of peer changes to the WireGuard interface since start, by method; null without one. */
+  peerWrites(): { readonly name: string; readonly writes: Readonly<Record<PeerWriteMethod, number>> } | null;
   /** Every OpenVPN process's tun device and its connected clients. */
   openVpn(): readonly { readonly device: string; readonly clients: number }[];
   /** Open ProxyGuard tunnels; null while the relay does not run. */
@@ -49,6 +53,19 @@ export function agentMetricsRegistry(sources: AgentMetricSources): Registry {
       if (state === null) return;
       const now = sources.clock.now();
       this.set({ interface: state.name }, state.peers.filter((peer) => isOnline(peer.latestHandshake, now)).length);
+    },
+  });
+  // On a steady node this stays still: every write of a peer resets its handshake state.
+  new Counter({
+    name: 'vpn_node_wireguard_peer_writes_total',
+    help: 'Writes of peer changes to the WireGuard interface: set operations on the control socket of wireguard-go (method="uapi"), `wg set` processes (method="wg")',
+    labelNames: ['interface', 'method'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const state = sources.peerWrites();
+      if (state === null) return;
+      for (const [method, writes] of Object.entries(state.writes)) this.inc({ interface: state.name, method }, writes);
     },
   });
   new Gauge({

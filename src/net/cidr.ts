@@ -1,5 +1,6 @@
 // Interface addresses with their prefix length (10.43.43.1/24), as `ip` and `wg` print them.
-import { formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily, type IpPrefix } from './ip-prefix.js';
+import { isIPv4 } from 'node:net';
+import { canonicalIPv6, formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily, type IpPrefix } from './ip-prefix.js';
 
 /**
  * An address with a prefix length, host bits kept (an interface address such as
@@ -27,6 +28,27 @@ export function parseCidr(text: string): Cidr | null {
 /** True when the bits after the prefix are all zero, e.g. 10.0.0.2/32 but not 10.0.0.2/24. */
 export function isNetworkCidr(cidr: Cidr): boolean {
   return formatIpPrefix(parseIpPrefix(cidr.text)) === cidr.text;
+}
+
+/**
+ * The canonical text of a network in CIDR notation (parseCidr's, when isNetworkCidr holds), or
+ * null for anything else. Single addresses (/32, /128: what every peer gets) take a short way
+ * without bigint: a node is given thousands of them at once.
+ */
+export function canonicalNetworkCidr(text: string): string | null {
+  const slash = text.indexOf('/');
+  if (slash !== -1) {
+    const address = text.slice(0, slash);
+    const length = text.slice(slash + 1);
+    // isIPv4 accepts only plain dotted quads without leading zeros: already the canonical text.
+    if (length === '32' && isIPv4(address)) return text;
+    if (length === '128') {
+      const canonical = canonicalIPv6(address);
+      if (canonical !== null) return `${canonical}/128`;
+    }
+  }
+  const cidr = parseCidr(text);
+  return cidr !== null && isNetworkCidr(cidr) ? cidr.text : null;
 }
 
 /** Canonical text of an address, for comparing what the portal sends with what `ip` reports. */

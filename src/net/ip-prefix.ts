@@ -58,35 +58,52 @@ function parseIPv4(text: string): bigint {
 }
 
 function parseIPv6(text: string): bigint {
-  // Already validated by isIPv6, so the structure is known to be sound; this only
-  // has to expand "::" and an optional trailing dotted IPv4 into eight 16-bit groups.
-  const toGroups = (part: string): number[] => {
-    if (part === '') return [];
-    const groups: number[] = [];
-    for (const piece of part.split(':')) {
-      if (piece.includes('.')) {
-        const v4 = Number(parseIPv4(piece));
-        groups.push(Math.floor(v4 / 0x10000), v4 % 0x10000);
-      } else {
-        groups.push(parseInt(piece, 16));
-      }
-    }
-    return groups;
-  };
-
-  const halves = text.split('::');
-  let groups: number[];
-  if (halves.length === 1) {
-    groups = toGroups(text);
-  } else {
-    const head = toGroups(halves[0] ?? '');
-    const tail = toGroups(halves[1] ?? '');
-    groups = [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
-  }
-  if (groups.length !== 8) {
+  const groups = ipv6Groups(text);
+  if (groups === null) {
     throw new Error(`invalid IPv6 address "${text}"`);
   }
   return groups.reduce((value, group) => (value << 16n) | BigInt(group), 0n);
+}
+
+/**
+ * The eight 16-bit groups of an IPv6 address that isIPv6 accepted (so its structure is known to
+ * be sound): expands "::" and an optional trailing dotted IPv4. Null if they are not eight.
+ */
+function ipv6Groups(text: string): number[] | null {
+  const halves = text.split('::');
+  let groups: number[];
+  if (halves.length === 1) {
+    groups = groupsOf(text);
+  } else {
+    const head = groupsOf(halves[0] ?? '');
+    const tail = groupsOf(halves[1] ?? '');
+    groups = [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+  }
+  return groups.length === 8 ? groups : null;
+}
+
+function groupsOf(part: string): number[] {
+  if (part === '') return [];
+  const groups: number[] = [];
+  for (const piece of part.split(':')) {
+    if (piece.includes('.')) {
+      const v4 = Number(parseIPv4(piece));
+      groups.push(Math.floor(v4 / 0x10000), v4 % 0x10000);
+    } else {
+      groups.push(parseInt(piece, 16));
+    }
+  }
+  return groups;
+}
+
+/**
+ * RFC 5952 text of an IPv6 address, as formatIpAddress writes it, or null for anything
+ * parseIpAddress refuses as IPv6; no bigint on the way (asked for every peer a node is given).
+ */
+export function canonicalIPv6(text: string): string | null {
+  if (!isIPv6(text) || text.includes('%')) return null;
+  const groups = ipv6Groups(text);
+  return groups === null ? null : formatIPv6Groups(groups);
 }
 
 export function formatIpAddress(address: IpAddress): string {
@@ -97,19 +114,21 @@ function formatIPv4(value: bigint): string {
   return [24n, 16n, 8n, 0n].map((shift) => ((value >> shift) & 0xffn).toString()).join('.');
 }
 
-/** The upper 96 bits of an IPv4-mapped address (::ffff:0:0/96). */
-const IPV4_MAPPED_HIGH_BITS = 0xffffn;
-
-/** RFC 5952 text: lowercase, no leading zeros, longest run (≥ 2) of zero groups as "::" (leftmost on ties). */
 function formatIPv6(value: bigint): string {
-  // RFC 5952 §5: IPv4-mapped addresses are written with the IPv4 part in dotted form.
-  if (value >> 32n === IPV4_MAPPED_HIGH_BITS) {
-    return `::ffff:${formatIPv4(value & 0xffffffffn)}`;
-  }
-
   const groups: number[] = [];
   for (let shift = 112n; shift >= 0n; shift -= 16n) {
     groups.push(Number((value >> shift) & 0xffffn));
+  }
+  return formatIPv6Groups(groups);
+}
+
+/** RFC 5952 text of eight groups: lowercase, no leading zeros, longest run (≥ 2) of zero groups as "::" (leftmost on ties). */
+function formatIPv6Groups(groups: readonly number[]): string {
+  // RFC 5952 §5: IPv4-mapped addresses (::ffff:0:0/96) are written with the IPv4 part in dotted form.
+  if (groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff) {
+    const high = groups[6] ?? 0;
+    const low = groups[7] ?? 0;
+    return `::ffff:${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
   }
 
   let bestStart = -1;
@@ -128,7 +147,7 @@ function formatIPv6(value: bigint): string {
     start = end;
   }
 
-  const hex = (part: number[]): string => part.map((group) => group.toString(16)).join(':');
+  const hex = (part: readonly number[]): string => part.map((group) => group.toString(16)).join(':');
   if (bestLength < 2) {
     // A single zero group is never shortened to "::" (RFC 5952 §4.2.2).
     return hex(groups);

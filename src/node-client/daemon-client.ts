@@ -73,12 +73,16 @@ export class NodeDaemonError extends Error {
 
 /**
  * Connections opened to one node at most, and so the instructions in flight to it. A node
- * agent gathers the instructions that wait together into one `wg set`: the more in flight, the
- * fewer and larger its batches, so a node that restarts empty has 10,000 peers back within
- * seconds. Connections are opened as needed and kept: creates at the Admin API's usual
- * concurrency use a handful.
+ * agent gathers the instructions that wait together into one write to its interface, and
+ * receives the next ones while it writes: with twice as many in flight as one batch takes, the
+ * two overlap, so a node that restarts empty has 10,000 peers back within about two seconds.
+ * Connections are opened as needed and kept: creates at the Admin API's usual concurrency use a
+ * handful. eduVPN's vpn-daemon gets the same calls, one per peer, only more of them at once: a Go
+ * HTTP server serves each connection on its own goroutine, 256 descriptors are far below its
+ * limit (Go raises the soft limit to the hard one), and what it cannot do in parallel waits in
+ * it instead of in the portal; over https each connection costs one TLS handshake, once.
  */
-export const MAX_CONNECTIONS_PER_NODE = 128;
+export const MAX_CONNECTIONS_PER_NODE = 256;
 
 export interface HttpNodeDaemonOptions {
   readonly nodeNumber: NodeNumber;

@@ -5,7 +5,7 @@
 // client reads them as optional.
 import { z } from 'zod';
 import type { WireGuardKey } from '../shared/ids.js';
-import { isNetworkCidr, parseCidr } from '../net/cidr.js';
+import { canonicalNetworkCidr } from '../net/cidr.js';
 import { isWireGuardKey } from '../wireguard/keys.js';
 
 export const VPN_DAEMON_PATHS = {
@@ -93,12 +93,12 @@ const publicKeySchema = z.tuple([wireGuardKeySchema], { error: 'must be given ex
 const ipNetSchema = z
   .array(
     z.string().transform((text, context) => {
-      const cidr = parseCidr(text);
-      if (cidr === null || !isNetworkCidr(cidr)) {
+      const canonical = canonicalNetworkCidr(text);
+      if (canonical === null) {
         context.addIssue({ code: 'custom', message: `"${text}" is not a network in CIDR notation` });
         return z.NEVER;
       }
-      return cidr.text;
+      return canonical;
     }),
   )
   .min(1, 'must be given at least once')

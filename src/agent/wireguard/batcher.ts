@@ -1,9 +1,10 @@
 // Applies peer changes in batches: thousands of add_peer calls in a reconcile become a handful of
-// `wg set` processes.
+// writes to the interface.
 import type { Logger } from 'pino';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { planPeerBatch, type PeerRequest, type PeerRequestResult } from './batch-plan.js';
 import type { WgPeer } from './dump.js';
+import type { PeerWriter } from './peer-writer.js';
 import type { WgTool } from './wg-tool.js';
 
 interface PendingRequest {
@@ -14,40 +15,53 @@ interface PendingRequest {
 
 export interface PeerBatcherOptions {
   readonly interfaceName: string;
-  readonly wg: Pick<WgTool, 'dump' | 'applyPeerChanges'>;
+  readonly wg: Pick<WgTool, 'dump'>;
+  readonly writer: Pick<PeerWriter, 'apply'>;
   readonly logger: Logger;
   /** A batch is applied once no new request arrived for this long… */
   readonly quietMs?: number;
-  /** …or once its first request has waited this long, whichever comes first. */
+  /** …or once its first request has waited this long, whichever comes first… */
   readonly maxWaitMs?: number;
+  /** …or at once when this many requests wait. */
+  readonly maxRequests?: number;
 }
 
 const DEFAULT_QUIET_MS = 5;
 const DEFAULT_MAX_WAIT_MS = 50;
+// Half of what the portal keeps in flight (MAX_CONNECTIONS_PER_NODE): while one half is
+// written, the agent receives the other, instead of receiving everything and then writing.
+const DEFAULT_MAX_REQUESTS = 128;
 
 /**
- * Coalesces concurrent add/remove requests into one `wg set` call (a few when the arguments
- * would be too long). Batches run one after another; each request settles when the batch
- * holding it has been applied, or fails with that batch.
+ * Coalesces concurrent add/remove requests into one write to the interface (a few when the
+ * batch is large). Batches run one after another, in arrival order; each request settles when
+ * the batch holding it has been applied, or fails with that batch.
  */
 export class PeerBatcher {
   readonly #interfaceName: string;
   readonly #wg: PeerBatcherOptions['wg'];
+  readonly #writer: PeerBatcherOptions['writer'];
   readonly #logger: Logger;
   readonly #quietMs: number;
   readonly #maxWaitMs: number;
+  readonly #maxRequests: number;
   #queue: PendingRequest[] = [];
   #timer: NodeJS.Timeout | null = null;
-  /** When the oldest waiting request arrived (performance.now()). */
+  /** When the oldest and the newest waiting request arrived (performance.now()). */
   #oldestArrival = 0;
+  #newestArrival = 0;
   #running: Promise<void> | null = null;
+  /** How long the last batch's write to the interface took (reading the peers not counted). */
+  #lastWriteMs = 0;
 
   constructor(options: PeerBatcherOptions) {
     this.#interfaceName = options.interfaceName;
     this.#wg = options.wg;
+    this.#writer = options.writer;
     this.#logger = options.logger;
     this.#quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
     this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+    this.#maxRequests = options.maxRequests ?? DEFAULT_MAX_REQUESTS;
   }
 
   async add(publicKey: WireGuardKey, allowedIps: readonly string[], endpoint?: string): Promise<void> {
@@ -80,13 +94,37 @@ export class PeerBatcher {
 
   // Requests of a burst (a portal reconciling thousands of peers) arrive spread over time, not
   // at once: waiting for a short quiet moment, up to a bound, gathers them into few batches.
+  // Requests that arrive while a batch is written wait for that write (see #flush).
   #schedule(): void {
     if (this.#running !== null) return;
     const now = performance.now();
-    if (this.#timer === null) this.#oldestArrival = now;
-    else clearTimeout(this.#timer);
-    const remaining = this.#oldestArrival + this.#maxWaitMs - now;
-    this.#timer = setTimeout(() => this.#flush(), Math.max(0, Math.min(this.#quietMs, remaining)));
+    this.#newestArrival = now;
+    if (this.#queue.length >= this.#maxRequests) {
+      if (this.#timer !== null) clearTimeout(this.#timer);
+      this.#flush();
+      return;
+    }
+    if (this.#timer !== null) return;
+    this.#oldestArrival = now;
+    this.#arm(now);
+  }
+
+  /** One timer per batch, moved on only when it fires early (not one per request: thousands arrive). */
+  #arm(now: number): void {
+    this.#timer = setTimeout(
+      () => {
+        const firedAt = performance.now();
+        // Timers count whole milliseconds: a fraction early counts as due.
+        if (firedAt + 1 < this.#dueAt()) this.#arm(firedAt);
+        else this.#flush();
+      },
+      Math.max(0, this.#dueAt() - now),
+    );
+  }
+
+  /** A quiet moment after the newest waiting request, or the bound after the oldest. */
+  #dueAt(): number {
+    return Math.min(this.#newestArrival + this.#quietMs, this.#oldestArrival + this.#maxWaitMs);
   }
 
   #flush(): void {
@@ -95,7 +133,12 @@ export class PeerBatcher {
     this.#queue = [];
     this.#running = this.#apply(batch).finally(() => {
       this.#running = null;
-      if (this.#queue.length > 0) this.#schedule();
+      if (this.#queue.length === 0) return;
+      // A write that took longer than a quiet moment makes the interface the slow step: what
+      // arrived meanwhile goes at once, while the answered callers send their next requests
+      // (receiving overlaps writing). After a quick write, requests are gathered as usual.
+      if (this.#lastWriteMs >= this.#quietMs) this.#flush();
+      else this.#schedule();
     });
   }
 
@@ -109,14 +152,18 @@ export class PeerBatcher {
         : new Map<WireGuardKey, WgPeer>();
 
       const plan = planPeerBatch(requests, currentPeers);
-      const wgCalls = plan.changes.length > 0 ? await this.#wg.applyPeerChanges(this.#interfaceName, plan.changes) : 0;
+      const writeStarted = performance.now();
+      this.#lastWriteMs = 0;
+      const written = plan.changes.length > 0 ? await this.#writer.apply(this.#interfaceName, plan.changes) : null;
+      this.#lastWriteMs = performance.now() - writeStarted;
 
       this.#logger.info(
         {
           requests: batch.length,
           peersSet: plan.changes.filter((change) => change.kind === 'set').length,
           peersRemoved: plan.changes.filter((change) => change.kind === 'remove').length,
-          wgCalls,
+          method: written?.method ?? null,
+          writes: written?.writes ?? 0,
         },
         'applied peer batch',
       );

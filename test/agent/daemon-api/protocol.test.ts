@@ -99,11 +99,11 @@ describe('the peer batcher', () => {
       // Long quiet time: only drain() can explain an immediate application.
       quietMs: 60_000,
       maxWaitMs: 60_000,
-      wg: {
-        dump: async () => ({ interface: { privateKey: null, publicKey: null, listenPort: 0 }, peers: [] }),
-        applyPeerChanges: async (_interfaceName, changes) => {
+      wg: { dump: async () => ({ interface: { privateKey: null, publicKey: null, listenPort: 0 }, peers: [] }) },
+      writer: {
+        apply: async (_interfaceName, changes) => {
           applied.push(changes);
-          return 1;
+          return { method: 'uapi', writes: 1 };
         },
       },
     });

@@ -1,0 +1,134 @@
+// When the peer batcher writes: a burst is gathered until a quiet moment, and what arrives while
+// a slow batch is being written goes together right after that write. The interface is a stand-in
+// here (a write the test holds open); the real writes are in peers.test.ts and peer-writer.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { PeerBatcher } from '../../../src/agent/wireguard/batcher.js';
+import type { PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
+import type { WireGuardKey } from '../../../src/shared/ids.js';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+
+function newPeerKey(): WireGuardKey {
+  return generateWireGuardKeyPair().publicKey;
+}
+
+/** A batcher whose writes the test lets finish one by one. */
+function heldBatcher(options: { quietMs: number; maxWaitMs: number; maxRequests?: number }) {
+  const writes: PeerChange[][] = [];
+  const finishers: (() => void)[] = [];
+  const batcher = new PeerBatcher({
+    interfaceName: 'wg0',
+    logger: pino({ level: 'silent' }),
+    ...options,
+    wg: { dump: async () => ({ interface: { privateKey: null, publicKey: null, listenPort: 0 }, peers: [] }) },
+    writer: {
+      apply: (_interfaceName, changes) => {
+        writes.push([...changes]);
+        return new Promise((resolve) => finishers.push(() => resolve({ method: 'uapi', writes: 1 })));
+      },
+    },
+  });
+  const finishWrite = (): void => {
+    const finish = finishers.shift();
+    if (finish === undefined) throw new Error('no write is under way');
+    finish();
+  };
+  return { batcher, writes, finishWrite };
+}
+
+test('requests that arrive during a slow write are written together right after it, without waiting for a quiet moment', async () => {
+  const { batcher, writes, finishWrite } = heldBatcher({ quietMs: 20, maxWaitMs: 20 });
+  const [alice, bob, carol] = [newPeerKey(), newPeerKey(), newPeerKey()];
+  const first = batcher.add(alice, ['198.19.0.2/32']);
+  while (writes.length === 0) await sleep(5);
+
+  const during = [batcher.add(bob, ['198.19.0.3/32']), batcher.add(carol, ['198.19.0.4/32'])];
+  await nextTurn();
+  assert.equal(writes.length, 1, 'nothing more is written while the first write runs');
+  // The write takes longer than a quiet moment: the interface is the slow step.
+  await sleep(40);
+  finishWrite();
+  await first;
+  await nextTurn();
+  assert.deepEqual(writes, [
+    [{ kind: 'set', publicKey: alice, allowedIps: ['198.19.0.2/32'] }],
+    [
+      { kind: 'set', publicKey: bob, allowedIps: ['198.19.0.3/32'] },
+      { kind: 'set', publicKey: carol, allowedIps: ['198.19.0.4/32'] },
+    ],
+  ]);
+  finishWrite();
+  await Promise.all(during);
+});
+
+test('after a quick write, what arrived during it is gathered until a quiet moment, as any burst', async () => {
+  const { batcher, writes, finishWrite } = heldBatcher({ quietMs: 50, maxWaitMs: 1_000 });
+  const first = batcher.add(newPeerKey(), ['198.19.0.5/32']);
+  while (writes.length === 0) await sleep(5);
+  const during = batcher.add(newPeerKey(), ['198.19.0.6/32']);
+  finishWrite();
+  await first;
+  await nextTurn();
+  assert.equal(writes.length, 1, 'the second request waits for its quiet moment');
+  const later = batcher.add(newPeerKey(), ['198.19.0.7/32']);
+  while (writes.length === 1) await sleep(5);
+  assert.equal(writes[1]?.length, 2, 'and shares its write with the request that came after it');
+  finishWrite();
+  await Promise.all([during, later]);
+});
+
+test('a burst is gathered until it is quiet, and no longer than the bound after its first request', async () => {
+  const { batcher, writes, finishWrite } = heldBatcher({ quietMs: 30, maxWaitMs: 200 });
+  const keys = Array.from({ length: 6 }, newPeerKey);
+  const added: Promise<void>[] = [];
+  // Six requests 10 ms apart: each comes before the quiet moment, so all six share one write.
+  for (const [index, key] of keys.entries()) {
+    added.push(batcher.add(key, [`198.19.1.${index}/32`]));
+    await sleep(10);
+  }
+  while (writes.length === 0) await sleep(5);
+  assert.equal(writes[0]?.length, 6);
+  finishWrite();
+  await Promise.all(added);
+
+  // A steady stream never falls quiet: the bound ends the batch.
+  const { batcher: bounded, writes: boundedWrites, finishWrite: finishBounded } = heldBatcher({ quietMs: 30, maxWaitMs: 50 });
+  const streamed: Promise<void>[] = [];
+  const started = performance.now();
+  while (boundedWrites.length === 0) {
+    if (performance.now() - started > 5_000) assert.fail('the bound never ended the batch');
+    streamed.push(bounded.add(newPeerKey(), ['198.19.2.1/32']));
+    await sleep(5);
+  }
+  assert.ok(streamed.length > 1 && streamed.length < 100, `one write for the first ${streamed.length} requests`);
+  finishBounded();
+  await Promise.all(streamed);
+});
+
+test('a batch is written at once when as many requests wait as a batch may take', async () => {
+  const { batcher, writes, finishWrite } = heldBatcher({ quietMs: 60_000, maxWaitMs: 60_000, maxRequests: 4 });
+  const keys = Array.from({ length: 5 }, newPeerKey);
+  const added = keys.slice(0, 4).map((key, index) => batcher.add(key, [`198.19.3.${index}/32`]));
+  await nextTurn();
+  assert.deepEqual(
+    writes.map((write) => write.length),
+    [4],
+    'the fourth request starts the write',
+  );
+  const fifth = batcher.add(keys[4] as WireGuardKey, ['198.19.3.4/32']);
+  await nextTurn();
+  assert.equal(writes.length, 1, 'the fifth waits for the write under way');
+  finishWrite();
+  await Promise.all(added);
+  const drained = batcher.drain();
+  await nextTurn();
+  finishWrite();
+  await drained;
+  await fifth;
+  assert.deepEqual(
+    writes.map((write) => write.length),
+    [4, 1],
+  );
+});
