@@ -26,6 +26,7 @@ import { Pool } from 'undici';
 import { clientAddressesAt } from '../src/wireguard/address-pool.js';
 import { benchAgent, type AgentFigures } from './agent.js';
 import { measureCeiling, type Ceiling } from './ceiling.js';
+import { measureCreateWrites, type CreateWrites } from './create-writes.js';
 
 const CONCURRENCY = 16;
 const CREATE_SECONDS = Number(process.env['BENCH_CREATE_SECONDS'] ?? 20);
@@ -89,6 +90,8 @@ const results: {
   ceiling: Ceiling;
   /** The same load on a server that only reads the form, pushes to the node and answers (bench/floor-server.ts). */
   floor?: CreateFigures;
+  /** A create's statements run on SQLite alone (bench/create-writes.ts). */
+  createWrites?: CreateWrites;
   agent?: AgentFigures | { notMeasured: string };
 } & Partial<Record<DatabaseKind, DatabaseResults>> = {
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
@@ -97,6 +100,7 @@ const results: {
 if (databases.length > 0) {
   console.log('measuring the floor of the HTTP stack …');
   results.floor = await measureFloor();
+  results.createWrites = await measureCreateWrites();
 }
 for (const database of databases) {
   if (database !== 'sqlite' && database !== 'postgres') throw new Error(`BENCH_DATABASES takes sqlite and/or postgres, not "${String(database)}"`);
@@ -405,6 +409,12 @@ function printReport(all: typeof results): void {
   if (all.floor !== undefined) {
     console.log(
       `floor of a create on this stack (HTTP request, form, node push, answer; nothing else): ${all.floor.cpuPerCreateUs} µs of CPU per request, ${all.floor.perSecond}/s, p99 ${all.floor.p99} ms`,
+    );
+  }
+  if (all.createWrites !== undefined) {
+    const writes = all.createWrites;
+    console.log(
+      `a create's writes on SQLite alone (its statements, real schema, no query builder): ${writes.perCreateUs} µs, of which the commit ${writes.commitUs} µs; ${writes.groupedUs} µs at 8 creates per commit`,
     );
   }
   console.log('\n| database | measurement | requests | per second | p50 ms | p99 ms | errors | portal CPU µs/create | × ceiling |');
