@@ -161,9 +161,7 @@ interface ListingPosition {
 export async function* activeConnectionsJsonPages(db: Executor, profileId: ProfileId, now: string, pageSize: number): AsyncGenerator<string> {
   let after: ListingPosition = { createdAt: '', publicKey: '' };
   for (;;) {
-    const page = isPostgres(db)
-      ? await postgresConnectionsPage(db, profileId, now, after, pageSize)
-      : await sqliteConnectionsPage(db, profileId, now, after, pageSize);
+    const page = await connectionsPage(db, profileId, now, after, pageSize);
     if (page === undefined) return;
     yield page.list;
     if (Number(page.count) < pageSize) return;
@@ -178,15 +176,24 @@ interface ConnectionsPage {
   readonly last_key: string;
 }
 
-// SQLite aggregates a materialized page in the order it was written, which is the listing's
-// order; an ORDER BY in json_group_array would sort each page again (a third of the time).
-async function sqliteConnectionsPage(
+async function connectionsPage(
   db: Executor,
   profileId: ProfileId,
   now: string,
   after: ListingPosition,
   pageSize: number,
 ): Promise<ConnectionsPage | undefined> {
+  // SQLite aggregates a materialized page in the order it was written, which is the listing's
+  // order; an ORDER BY in json_group_array would sort each page again (a third of the time).
+  // PostgreSQL guarantees no order without its own ORDER BY.
+  const list = isPostgres(db)
+    ? sql`json_agg(json_build_object(
+        'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
+        'ip_list', json_build_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)
+        ORDER BY created_at, public_key)::text`
+    : sql`json_group_array(json_object(
+        'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
+        'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key))`;
   const result = await sql<ConnectionsPage>`
     WITH page AS MATERIALIZED (
       SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
@@ -194,33 +201,8 @@ async function sqliteConnectionsPage(
         AND expires_at > ${now}
         AND NOT EXISTS (SELECT 1 FROM users WHERE users.user_id = wg_peers.user_id AND users.is_disabled = 1)
       ORDER BY created_at, public_key LIMIT ${pageSize})
-    SELECT (SELECT json_group_array(json_object(
-              'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
-              'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)) FROM page) AS list,
-           (SELECT count(*) FROM page) AS count, last.created_at AS last_created, last.public_key AS last_key
-    FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(db);
-  return result.rows[0];
-}
-
-async function postgresConnectionsPage(
-  db: Executor,
-  profileId: ProfileId,
-  now: string,
-  after: ListingPosition,
-  pageSize: number,
-): Promise<ConnectionsPage | undefined> {
-  const result = await sql<ConnectionsPage>`
-    WITH page AS MATERIALIZED (
-      SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
-      WHERE profile_id = ${profileId} AND (created_at, public_key) > (${after.createdAt}, ${after.publicKey})
-        AND expires_at > ${now}
-        AND NOT EXISTS (SELECT 1 FROM users WHERE users.user_id = wg_peers.user_id AND users.is_disabled = 1)
-      ORDER BY created_at, public_key LIMIT ${pageSize})
-    SELECT (SELECT json_agg(json_build_object(
-              'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
-              'ip_list', json_build_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)
-              ORDER BY created_at, public_key)::text FROM page) AS list,
-           (SELECT count(*) FROM page) AS count, last.created_at AS last_created, last.public_key AS last_key
+    SELECT (SELECT ${list} FROM page) AS list, (SELECT count(*) FROM page) AS count,
+           last.created_at AS last_created, last.public_key AS last_key
     FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(db);
   return result.rows[0];
 }
