@@ -58,7 +58,6 @@ export class GroupCommitSqliteDriver implements Driver {
   #commitScheduled = false;
   /** The last statement's failure: what a group that SQLite ended by itself is failed with. */
   #lastFailure: unknown = null;
-  #commits = 0;
 
   constructor(sqlite: SqliteDatabase.Database) {
     this.#sqlite = sqlite;
@@ -66,11 +65,6 @@ export class GroupCommitSqliteDriver implements Driver {
       executeQuery: (query) => this.#executeQuery(query),
       streamQuery: (query) => this.#streamQuery(query),
     };
-  }
-
-  /** Commits written: fewer than write transactions when groups form. */
-  get commits(): number {
-    return this.#commits;
   }
 
   async init(): Promise<void> {}
@@ -86,8 +80,12 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#durable = null;
     // The connection passes straight to the next waiter (if any), so `#locked` stays set.
     const next = this.#waiting.shift();
-    if (next === undefined) this.#locked = false;
-    else next();
+    if (next !== undefined) next();
+    else {
+      this.#locked = false;
+      // The end of the turn came while the connection was held, and no transaction followed to commit.
+      if (this.#commitDue) this.#commitQuietly();
+    }
     // After letting go: the commit this transaction waits for is made by a later holder.
     if (durable !== null) await durable;
   }
@@ -135,16 +133,18 @@ export class GroupCommitSqliteDriver implements Driver {
     setImmediate(() => {
       this.#commitScheduled = false;
       if (this.#group === null) return;
-      if (this.#locked) {
-        this.#commitDue = true;
-        return;
-      }
-      try {
-        this.#commitOpenGroup();
-      } catch {
-        // Every transaction of the group was failed with the error; nobody else is waiting for it.
-      }
+      if (this.#locked) this.#commitDue = true;
+      else this.#commitQuietly();
     });
+  }
+
+  /** Commits the open group for its transactions, which get the outcome; nobody else waits for it. */
+  #commitQuietly(): void {
+    try {
+      this.#commitOpenGroup();
+    } catch {
+      // Every transaction of the group was failed with the error.
+    }
   }
 
   async rollbackTransaction(): Promise<void> {
@@ -166,16 +166,16 @@ export class GroupCommitSqliteDriver implements Driver {
       this.#scheduleCommit();
       return;
     }
-    try {
-      this.#commitOpenGroup();
-    } catch {
-      // The transactions folded in before were failed with it; this one keeps its own error.
-    }
+    // The transactions folded in before get the commit's outcome; this one keeps its own error.
+    this.#commitQuietly();
   }
 
   async destroy(): Promise<void> {
-    this.#commitOpenGroup();
-    this.#sqlite.close();
+    try {
+      this.#commitOpenGroup();
+    } finally {
+      this.#sqlite.close();
+    }
   }
 
   /** Commits the open group, if any; when the commit fails, every transaction in it fails (the caller's too). */
@@ -191,7 +191,6 @@ export class GroupCommitSqliteDriver implements Driver {
       throw error;
     }
     this.#group = null;
-    this.#commits++;
     for (const member of members) member.resolve();
   }
 

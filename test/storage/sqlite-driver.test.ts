@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as delay } from 'node:timers/promises';
 import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { connectDatabase, type Db } from '../../src/storage/database.js';
@@ -86,6 +86,17 @@ test('transactions that finish in the same turn of the event loop share one comm
   // Each commit writes the page the rows went to again; twenty commits would write it twenty times.
   const [{ log: framesWritten }] = other.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];
   assert.ok(framesWritten <= 3, `${framesWritten} pages written to the WAL for 20 one-row transactions`);
+});
+
+test('a group whose turn ends while the connection is held without a transaction is committed when it is let go', async (t) => {
+  const { db, committed } = await lab(t);
+  const first = db.transaction().execute((trx) => insert(trx, 1));
+  // Holds the connection past the end of the turn and runs no statement of its own.
+  const held = db.connection().execute(() => delay(50));
+  const outcome = await Promise.race([first.then(() => 'committed'), delay(3000).then(() => 'still waiting')]);
+  await held;
+  assert.equal(outcome, 'committed');
+  assert.deepEqual(committed(), [1]);
 });
 
 test('a transaction that fails in a group takes only its own changes with it', async (t) => {
