@@ -30,14 +30,9 @@ export function addressBits(family: IpFamily): 32 | 128 {
 
 /** Parses a dotted-quad IPv4 or an IPv6 address (no zone id, no brackets). Throws on anything else. */
 export function parseIpAddress(text: string): IpAddress {
-  if (isIPv4(text)) {
-    return { family: 4, value: parseIPv4(text) };
-  }
-  // node's isIPv6 also accepts a zone id ("fe80::1%eth0"); a zone is meaningless in a
-  // route or an interface address, so it is rejected here.
-  if (isIPv6(text) && !text.includes('%')) {
-    return { family: 6, value: parseIPv6(text) };
-  }
+  const family = ipAddressFamily(text);
+  if (family === 4) return { family, value: parseIPv4(text) };
+  if (family === 6) return { family, value: parseIPv6(text) };
   throw new Error(`invalid IP address "${text}"`);
 }
 
@@ -49,6 +44,8 @@ export function isIpAddress(text: string): boolean {
 /** 4 or 6 for an address parseIpAddress accepts; null for anything else (a host name). */
 export function ipAddressFamily(text: string): IpFamily | null {
   if (isIPv4(text)) return 4;
+  // node's isIPv6 also accepts a zone id ("fe80::1%eth0"); a zone is meaningless in a
+  // route or an interface address, so it is refused here.
   return isIPv6(text) && !text.includes('%') ? 6 : null;
 }
 
@@ -101,7 +98,7 @@ function groupsOf(part: string): number[] {
  * parseIpAddress refuses as IPv6; no bigint on the way (asked for every peer a node is given).
  */
 export function canonicalIPv6(text: string): string | null {
-  if (!isIPv6(text) || text.includes('%')) return null;
+  if (ipAddressFamily(text) !== 6) return null;
   const groups = ipv6Groups(text);
   return groups === null ? null : formatIPv6Groups(groups);
 }
