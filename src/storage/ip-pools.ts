@@ -4,7 +4,7 @@
 // free candidate (reference §6.2) would, without reading the peers.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
-import { isPostgres, type Executor } from './database.js';
+import { isPostgres } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database } from './schema.js';
 
@@ -67,7 +67,12 @@ async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity
 
 /** SQLite: deletes the lowest given-back index and returns it (no row: none was given back). */
 const takeGivenBackOnSqlite = preparedQuery((db, value: Slot<PoolKey>) =>
-  matchingFreeEntries(db, value)
+  db
+    .deleteFrom('ip_pool_free')
+    .where('profile_id', '=', value('profileId'))
+    .where('node_number', '=', value('nodeNumber'))
+    .where('range_four', '=', value('rangeFour'))
+    .where('range_six', '=', value('rangeSix'))
     .where('pool_index', '=', (eb) =>
       eb
         .selectFrom('ip_pool_free')
@@ -107,16 +112,6 @@ export async function releasePoolIndex(trx: Transaction<Database>, key: PoolKey,
     .values({ profile_id: key.profileId, node_number: key.nodeNumber, range_four: key.rangeFour, range_six: key.rangeSix, pool_index: index })
     .onConflict((conflict) => conflict.doNothing())
     .execute();
-}
-
-function matchingFreeEntries(db: Executor, key: PoolKey | Slot<PoolKey>) {
-  const field = <K extends keyof PoolKey & string>(name: K): PoolKey[K] => (typeof key === 'function' ? key(name) : key[name]);
-  return db
-    .deleteFrom('ip_pool_free')
-    .where('profile_id', '=', field('profileId'))
-    .where('node_number', '=', field('nodeNumber'))
-    .where('range_four', '=', field('rangeFour'))
-    .where('range_six', '=', field('rangeSix'));
 }
 
 /** Whether any WireGuard address was ever handed out on the node (deleted configurations count). */
