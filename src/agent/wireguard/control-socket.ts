@@ -2,6 +2,7 @@
 // peer changes written as text straight to the interface, instead of a `wg set` process per batch.
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { sizeLimitedGroups } from '../../shared/size-limited-groups.js';
 import type { PeerChange } from './wg-tool.js';
 
 /** Where wireguard-go puts its sockets and where `wg` looks for them. */
@@ -41,18 +42,7 @@ const MAX_ANSWER_BYTES = 64;
  * peer's, `remove` for a removal.
  */
 export function setOperations(changes: readonly PeerChange[], maxBytes: number): string[] {
-  const operations: string[] = [];
-  let current = '';
-  for (const change of changes) {
-    const peer = peerLines(change);
-    if (current !== '' && current.length + peer.length > maxBytes) {
-      operations.push(`set=1\n${current}\n`);
-      current = '';
-    }
-    current += peer;
-  }
-  if (current !== '') operations.push(`set=1\n${current}\n`);
-  return operations;
+  return sizeLimitedGroups(changes.map(peerLines), (peer) => peer.length, maxBytes).map((peers) => `set=1\n${peers.join('')}\n`);
 }
 
 function peerLines(change: PeerChange): string {

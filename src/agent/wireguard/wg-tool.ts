@@ -6,6 +6,7 @@ import type { WireGuardKey } from '../../shared/ids.js';
 import { runChecked, type CommandRunner } from '../process/command-runner.js';
 import type { Secret } from '../../shared/secret.js';
 import { parseWgDump, type WgDump } from './dump.js';
+import { sizeLimitedGroups } from '../../shared/size-limited-groups.js';
 
 /** The end state of one peer after a batch: present with exactly these allowed IPs, or gone. */
 export type PeerChange =
@@ -69,23 +70,10 @@ export class WgTool {
     return chunks.length;
   }
 
+  /** Per-peer arguments in `wg set` command lines of at most #maxArgumentBytes each. */
   #chunk(interfaceName: string, perPeerArguments: readonly string[][]): string[][] {
     const fixedBytes = argumentBytes(['wg', 'set', interfaceName]);
-    const chunks: string[][] = [];
-    let current: string[] = [];
-    let currentBytes = fixedBytes;
-    for (const peer of perPeerArguments) {
-      const bytes = argumentBytes(peer);
-      if (current.length > 0 && currentBytes + bytes > this.#maxArgumentBytes) {
-        chunks.push(current);
-        current = [];
-        currentBytes = fixedBytes;
-      }
-      current.push(...peer);
-      currentBytes += bytes;
-    }
-    if (current.length > 0) chunks.push(current);
-    return chunks;
+    return sizeLimitedGroups(perPeerArguments, argumentBytes, this.#maxArgumentBytes - fixedBytes).map((peers) => peers.flat());
   }
 }
 
