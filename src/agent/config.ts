@@ -88,56 +88,122 @@ export const DEFAULT_OPENVPN_MANAGEMENT_DIR = '/run/vpn-portal-node/openvpn';
 export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9467';
 export const DEFAULT_ENDPOINT_FILE = '/var/lib/vpn-portal-node/wireguard-endpoints.json';
 
-const configSchema = z.strictObject({
-  apiUrl: z.url({ protocol: /^https?$/ }).default(DEFAULT_API_URL),
-  nodeNumber: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
-  nodeKeyFile: z.string().min(1),
+/** The file's schema; every option's meaning is written here once: docs/configuration.md is generated from it (npm run docs). */
+export const nodeAgentConfigSchema = z.strictObject({
+  apiUrl: z
+    .url({ protocol: /^https?$/ })
+    .default(DEFAULT_API_URL)
+    .describe("The portal's Node API."),
+  nodeNumber: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe("This node's number (the portal's `onNode` values)."),
+  nodeKeyFile: z
+    .string()
+    .min(1)
+    .describe("The node secret: the same 64 hex characters as the portal's `DATA/keys/node.N.key`. A relative path is taken from the file's folder."),
   listen: z
     .strictObject({
-      host: z.string().min(1).default('127.0.0.1'),
-      port: z.number().int().min(0).max(65535).default(DEFAULT_DAEMON_PORT),
+      host: z.string().min(1).default('127.0.0.1').describe('Where the vpn-daemon protocol is served.'),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_DAEMON_PORT).describe('The port of `listen.host` (0: any free port).'),
     })
     .prefault({}),
   WireGuard: z
     .strictObject({
-      interfaceName: z.string().regex(INTERFACE_NAME_PATTERN, 'must be 1 to 15 characters of a-z A-Z 0-9 _ = + . -').default('wg0'),
-      implementation: z.enum(['auto', 'kernel', 'wireguard-go']).default('auto'),
-      endpointFile: z.string().min(1).default(DEFAULT_ENDPOINT_FILE),
+      interfaceName: z
+        .string()
+        .regex(INTERFACE_NAME_PATTERN, 'must be 1 to 15 characters of a-z A-Z 0-9 _ = + . -')
+        .default('wg0')
+        .describe('The WireGuard interface (at most 15 characters).'),
+      implementation: z
+        .enum(['auto', 'kernel', 'wireguard-go'])
+        .default('auto')
+        .describe('`auto`: kernel WireGuard when the kernel has it, else wireguard-go.'),
+      endpointFile: z.string().min(1).default(DEFAULT_ENDPOINT_FILE).meta({
+        description:
+          'Where the endpoints of recently online devices are kept across restarts (0600 file, 0700 folder), so a restarted node greets them at once.',
+        see: 'nodes.md#revocation-is-final',
+      }),
     })
     .prefault({}),
   ProxyGuard: z
     .strictObject({
       listen: z
         .strictObject({
-          host: z.string().min(1).default('127.0.0.1'),
-          port: z.number().int().min(0).max(65535).default(DEFAULT_PROXYGUARD_PORT),
+          host: z.string().min(1).default('127.0.0.1').meta({
+            description:
+              "Where the ProxyGuard relay listens: plain HTTP for the site's TLS reverse proxy, so loopback unless that proxy runs on another host. The relay runs only while the portal has `WireGuard.enableProxy`.",
+            see: 'wireguard-over-tcp.md',
+          }),
+          port: z.number().int().min(0).max(65535).default(DEFAULT_PROXYGUARD_PORT).describe('The port of `ProxyGuard.listen.host`.'),
         })
         .prefault({}),
-      maxTunnels: z.number().int().min(1).max(100_000).default(1000),
+      maxTunnels: z.number().int().min(1).max(100_000).default(1000).describe('Concurrent WireGuard-over-TCP tunnels; one more is answered 503.'),
       // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
-      idleTimeoutSeconds: z.number().int().min(1).max(86_400).default(600),
+      idleTimeoutSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(86_400)
+        .default(600)
+        .describe(
+          "A tunnel without a byte in either direction for this long is closed (above WireGuard's 25 s keep-alive and 120 s rekey, so only a gone device hits it).",
+        ),
       // Small: real clients send their request at once and leave their slot within milliseconds.
-      maxPendingRequests: z.number().int().min(1).max(10_000).default(DEFAULT_MAX_PENDING_REQUESTS),
+      maxPendingRequests: z
+        .number()
+        .int()
+        .min(1)
+        .max(10_000)
+        .default(DEFAULT_MAX_PENDING_REQUESTS)
+        .describe("Connections still sending their upgrade request, on top of the tunnels; one more takes the oldest one's place, which is closed."),
       requestTimeoutSeconds: z
         .number()
         .int()
         .min(1)
         .max(60)
-        .default(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
+        .default(DEFAULT_REQUEST_TIMEOUT_MS / 1000)
+        .describe('A connection that has not sent its whole upgrade request within this time is closed.'),
     })
     .prefault({}),
   OpenVPN: z
     .strictObject({
-      configDir: z.string().min(1).default(DEFAULT_OPENVPN_CONFIG_DIR),
-      managementDir: z.string().min(1).default(DEFAULT_OPENVPN_MANAGEMENT_DIR),
-      user: z.string().regex(ACCOUNT_PATTERN, 'must be letters, digits or _').default('nobody'),
-      group: z.string().regex(ACCOUNT_PATTERN, 'must be letters, digits or _').default('nogroup'),
-      preferAes: z.enum(['auto', 'yes', 'no']).default('auto'),
-      binary: z.string().min(1).default('openvpn'),
+      configDir: z
+        .string()
+        .min(1)
+        .default(DEFAULT_OPENVPN_CONFIG_DIR)
+        .describe('Where the OpenVPN server files go (0700 folder, 0600 files: they hold the server key).'),
+      managementDir: z
+        .string()
+        .min(1)
+        .default(DEFAULT_OPENVPN_MANAGEMENT_DIR)
+        .describe("The processes' management sockets; the folder is kept 0700, since whoever reaches a socket could admit clients."),
+      user: z
+        .string()
+        .regex(ACCOUNT_PATTERN, 'must be letters, digits or _')
+        .default('nobody')
+        .describe('The account the `openvpn` processes drop to after start.'),
+      group: z
+        .string()
+        .regex(ACCOUNT_PATTERN, 'must be letters, digits or _')
+        .default('nogroup')
+        .describe('The group the `openvpn` processes drop to after start.'),
+      preferAes: z
+        .enum(['auto', 'yes', 'no'])
+        .default('auto')
+        .describe('AES-256-GCM (`yes`) or CHACHA20-POLY1305 (`no`) first in `data-ciphers`; `auto`: yes when `/proc/cpuinfo` lists `aes`.'),
+      binary: z
+        .string()
+        .min(1)
+        .default('openvpn')
+        .describe("The OpenVPN 2.6 program (a bare name is looked up in PATH, a relative path from the file's folder)."),
     })
     .prefault({}),
-  profileIdList: z.array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$')).default([]),
-  nat: z.boolean().default(false),
+  profileIdList: z
+    .array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$'))
+    .default([])
+    .describe('The profiles this node serves; empty: all that name it.'),
+  nat: z
+    .boolean()
+    .default(false)
+    .meta({ description: "Forward and masquerade this node's client ranges.", see: 'node-agent.md#full-tunnel-forwarding-and-nat' }),
   metrics: z
     .strictObject({
       listen: z
@@ -145,13 +211,17 @@ const configSchema = z.strictObject({
         .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:9467 or [::1]:9467')
         .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65535, 'the port must be at most 65535')
         .nullable()
-        .default(DEFAULT_METRICS_LISTEN),
+        .default(DEFAULT_METRICS_LISTEN)
+        .meta({ description: "`HOST:PORT` of the agent's `/metrics`, `/healthz`, `/readyz`; `null`: not served.", see: 'operations.md#metrics-and-health' }),
     })
     .prefault({}),
-  refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60),
-  /** A node in maintenance gets no new configurations; its peers and clients stay. SIGHUP re-reads it. */
-  maintenanceMode: z.boolean().default(false),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60).describe("How often the portal's settings are fetched again."),
+  maintenanceMode: z.boolean().default(false).meta({
+    description:
+      'The portal puts no new configuration on this node; its peers and clients stay. Re-read on SIGHUP (`systemctl reload` with `ExecReload=kill -HUP $MAINPID`): drain a node without a restart.',
+    see: 'nodes.md#maintenance-and-capacity',
+  }),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info').describe('The pino level.'),
 });
 
 export class NodeAgentConfigError extends Error {
@@ -180,7 +250,7 @@ export async function loadNodeAgentConfig(configPath: string): Promise<NodeAgent
 
 /** Validates parsed JSON; `file` names the source in errors and anchors relative paths. */
 export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConfig {
-  const parsed = configSchema.safeParse(json);
+  const parsed = nodeAgentConfigSchema.safeParse(json);
   if (!parsed.success)
     throw new NodeAgentConfigError(
       file,

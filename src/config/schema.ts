@@ -1,18 +1,20 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
-// webhooks, reconcileInterval, logLevel, auditLogRetention) are
-// documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
+// webhooks, reconcileInterval, logLevel, auditLogRetention) are ours. Every option's meaning is
+// written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
+// Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
 import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
-const cidr = z.string().min(1);
+const cidr = z.string().min(1).meta({ format: 'ip-prefix' });
 const port = z.int().min(1).max(65535);
 const isoDuration = z
   .string()
+  .meta({ format: 'iso-8601-duration' })
   .refine((text) => parseIsoDuration(text) !== null, { message: 'not an ISO 8601 duration such as P90D or PT12H' })
   .refine(endsBeforeYear10000, { message: 'too long: an expiry after the year 9999 cannot be written as a date' });
 
@@ -26,138 +28,248 @@ function endsBeforeYear10000(text: string): boolean {
 const perNode = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
 
 export const profileSchema = z.strictObject({
-  profileId: z.string().regex(PROFILE_ID, 'must match ^[a-zA-Z0-9-.]+$'),
-  displayName: z.string().min(1),
-  hostName: perNode(z.string().min(1)),
-  defaultGateway: z.boolean().default(true),
-  dnsServerList: z.array(z.string().min(1)).default([]),
-  dnsSearchDomainList: z.array(z.string().min(1)).default([]),
-  routeList: z.array(cidr).default([]),
-  excludeRouteList: z.array(cidr).default([]),
-  aclPermissionList: z.array(z.string()).nullable().default(null),
-  nodeUrl: perNode(z.url({ protocol: /^https?$/ })).default('http://127.0.0.1:41194'),
-  onNode: z.union([z.int().nonnegative(), z.array(z.int().nonnegative()).min(1)]).optional(),
-  preferredProto: z.enum(['wireguard', 'openvpn']).optional(),
-  wRangeFour: perNode(cidr).optional(),
-  wRangeSix: perNode(cidr).optional(),
-  wKeepAlive: z.boolean().default(false),
-  oRangeFour: perNode(cidr).optional(),
-  oRangeSix: perNode(cidr).optional(),
-  /** One OpenVPN process per port (reference §8.4); UDP + TCP count must be 1, 2, 4, …, 64. */
-  oUdpPortList: z.array(port).default([1194]),
-  oTcpPortList: z.array(port).default([1194]),
-  /** Ports written into client files instead of the real ones (port sharing, NAT). */
-  oExposedUdpPortList: z.array(port).default([]),
-  oExposedTcpPortList: z.array(port).default([]),
-  oBlockLan: z.boolean().default(false),
-  oEnableLog: z.boolean().default(false),
-  oListenOn: perNode(z.string().min(1)).default('::'),
-  hideProfile: z.boolean().default(false),
-  profilePriority: z.int().default(0),
+  profileId: z.string().regex(PROFILE_ID, 'must match ^[a-zA-Z0-9-.]+$').describe("The profile's id, `^[a-zA-Z0-9-.]+$`, unique."),
+  displayName: z.string().min(1).describe('Shown to people.'),
+  hostName: perNode(z.string().min(1)).describe("Per node: the client `Endpoint` / OpenVPN `remote` host; the CN of the node's OpenVPN server certificate."),
+  defaultGateway: z
+    .boolean()
+    .default(true)
+    .meta({ description: 'Full tunnel (`0.0.0.0/0,::/0`): the node must forward and masquerade.', see: 'node-agent.md#full-tunnel-forwarding-and-nat' }),
+  dnsServerList: z
+    .array(z.string().min(1))
+    .default([])
+    .describe("DNS servers, `@GW4@`/`@GW6@` = the node's tunnel address; sent only with `defaultGateway` or search domains."),
+  dnsSearchDomainList: z.array(z.string().min(1)).default([]).describe('Search domains.'),
+  routeList: z.array(cidr).default([]).describe('Extra prefixes routed through the tunnel.'),
+  excludeRouteList: z.array(cidr).default([]).describe('Prefixes carved out of the routed ones.'),
+  aclPermissionList: z
+    .array(z.string())
+    .nullable()
+    .default(null)
+    .describe('Accepted for compatibility; the Admin API does not use it (as the reference), and OpenVPN connects do not enforce it.'),
+  nodeUrl: perNode(z.url({ protocol: /^https?$/ }))
+    .default('http://127.0.0.1:41194')
+    .describe("Per node: the node's vpn-daemon protocol URL."),
+  onNode: z
+    .union([z.int().nonnegative(), z.array(z.int().nonnegative()).min(1)])
+    .optional()
+    .meta({
+      description:
+        "Node numbers the profile runs on. A per-node option takes the value at the position of the node in `onNode` (reference §1.3), not at the node's number.",
+      defaultText: '`0 … count(nodeUrl)-1`',
+    }),
+  preferredProto: z
+    .enum(['wireguard', 'openvpn'])
+    .optional()
+    .meta({ description: 'The protocol offered first.', defaultText: '`openvpn` when the profile has both protocols, else the one it has' }),
+  wRangeFour: perNode(cidr)
+    .optional()
+    .describe('Per node, needed for WireGuard: the IPv4 client prefix. No two client ranges (WireGuard or OpenVPN, any profile, any node) may overlap.'),
+  wRangeSix: perNode(cidr).optional().describe('Per node, needed for WireGuard: the IPv6 client prefix, paired one to one with the IPv4 addresses.'),
+  wKeepAlive: z.boolean().default(false).describe('`PersistentKeepalive = 25` in client files.'),
+  oRangeFour: perNode(cidr).optional().meta({
+    description: "Per node, needed for OpenVPN: the IPv4 client prefix, split evenly among the node's OpenVPN processes (each part at least a /29).",
+    see: 'openvpn.md',
+  }),
+  oRangeSix: perNode(cidr).optional().describe('Per node, needed for OpenVPN: the IPv6 client prefix; one /112 of it per OpenVPN process.'),
+  /** Reference §8.4. */
+  oUdpPortList: z.array(port).default([1194]).describe('One OpenVPN process per port; UDP and TCP ports together 1, 2, 4, 8, 16, 32 or 64.'),
+  oTcpPortList: z.array(port).default([1194]).describe('One OpenVPN process per port, as `oUdpPortList`.'),
+  oExposedUdpPortList: z
+    .array(port)
+    .default([])
+    .describe(
+      'Ports written into client files instead (port sharing, NAT); files list at most one normal and one "special" port (UDP 53/443) per transport, as the reference.',
+    ),
+  oExposedTcpPortList: z.array(port).default([]).describe('As `oExposedUdpPortList`, for TCP (special ports: 80/443).'),
+  oBlockLan: z.boolean().default(false).describe('Adds `block-local` to the pushed `redirect-gateway`.'),
+  oEnableLog: z.boolean().default(false).describe("OpenVPN's own log goes to the node agent's log (debug level) instead of `/dev/null`."),
+  oListenOn: perNode(z.string().min(1))
+    .default('::')
+    .describe('Per node: the address the OpenVPN processes bind to (IPv4 → `udp`/`tcp-server`, otherwise `udp6`/`tcp6-server`).'),
+  hideProfile: z.boolean().default(false).describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
+  profilePriority: z.int().default(0).describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
 });
 
 export const wireGuardSchema = z.strictObject({
-  listenPort: z.int().min(1).max(65535).default(51820),
-  setMtu: z.int().min(1280).max(9000).optional(),
+  listenPort: z.int().min(1).max(65535).default(51820).describe("UDP port of every node's WireGuard interface, and the client `Endpoint` port."),
+  setMtu: z.int().min(1280).max(9000).optional().describe('`MTU =` in client files and on the node interface; unset: none.'),
   /** WireGuard over TCP through ProxyGuard (reference §2.2, §7.1). */
-  enableProxy: z.boolean().default(false),
+  enableProxy: z.boolean().default(false).meta({
+    description: 'WireGuard over TCP: `create` also serves `application/x-wireguard+tcp-profile`, and every node agent runs its ProxyGuard relay.',
+    see: 'wireguard-over-tcp.md',
+  }),
   /** No WireGuard over UDP at all; needs enableProxy (checked in load.ts, naming both options). */
-  onlyProxy: z.boolean().default(false),
+  onlyProxy: z
+    .boolean()
+    .default(false)
+    .describe('No WireGuard over UDP: neither `application/x-wireguard-profile` nor the Apple profile (it carries the UDP file); needs `enableProxy`.'),
   /** Base of the client's `ProxyEndpoint`; default `https://<host of baseUrl>/proxyguard`. */
-  proxyUrl: z.url({ protocol: /^https?$/ }).optional(),
+  proxyUrl: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .meta({
+      description: "Base of the files' `ProxyEndpoint`: `<proxyUrl>/<hostName>` (trailing slashes dropped; no query or fragment).",
+      defaultText: '`https://<host name of baseUrl>/proxyguard`, whatever scheme and port `baseUrl` has (reference §7.1)',
+    }),
 });
 
 export const portalConfigSchema = z.strictObject({
-  /** Default: `http://<listen.host>:<listen.port>/vpn-user-portal/` (load.ts). */
-  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .meta({
+      description:
+        'The public address of the portal including its path prefix; the Admin API is at `{baseUrl}admin/api/v1/`, the Node API at `{baseUrl}node-api.php/`.',
+      defaultText: '`http://<listen.host>:<listen.port>/vpn-user-portal/` (`0.0.0.0` → `127.0.0.1`, `::` → `[::1]`)',
+    }),
   listen: z
     .strictObject({
-      host: z.string().min(1).default('127.0.0.1'),
-      port: z.int().min(0).max(65535).default(8080),
-      /** Open connections one source address may hold; beyond it a new one is closed at once. */
-      maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(256),
-      /** Headers and body of a request must have arrived within this time (408 otherwise). */
-      requestTimeout: isoDuration.default('PT10S'),
-      /** An idle keep-alive connection is closed after this time. */
-      keepAliveTimeout: isoDuration.default('PT5S'),
+      host: z.string().min(1).default('127.0.0.1').describe('Where the HTTP server (Admin API, Node API, enroll) listens.'),
+      port: z.int().min(0).max(65535).default(8080).describe('The port of `listen.host`.'),
+      maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(256).meta({
+        description:
+          'Open connections one source address may hold; one more is closed at once, unanswered. Direct peers in `adminApi.trustedProxyList` have no cap.',
+        see: 'operations.md#connections-and-slow-clients',
+      }),
+      requestTimeout: isoDuration.default('PT10S').describe("A request's headers and body must have arrived within this time (PT1S–PT10M), else 408."),
+      keepAliveTimeout: isoDuration.default('PT5S').describe('An idle keep-alive connection is closed after this time (PT1S–PT10M).'),
     })
     .prefault({}),
-  dataDir: z.string().min(1).default('./data'),
-  /** `sqlite:PATH` or `postgres://USER:PASSWORD@HOST:PORT/DATABASE`; default `sqlite:<dataDir>/db.sqlite`. */
-  database: z.string().regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE').optional(),
+  dataDir: z.string().min(1).default('./data').meta({
+    description: "The database and the keys (`DATA/keys`); made 0700 at start. A relative path is taken from the configuration file's folder.",
+    see: 'operations.md#database-files-and-outages',
+  }),
+  database: z.string().regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE').optional().meta({
+    description:
+      '`sqlite:PATH` (WAL mode, foreign keys on), or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` for several portal instances on one database; the password is never logged.',
+    defaultText: '`sqlite:<dataDir>/db.sqlite`',
+    see: 'postgresql.md',
+  }),
   adminApi: z
     .strictObject({
-      allowList: z.array(cidr).default(['127.0.0.0/8', '::1/128']),
-      trustedProxyList: z.array(cidr).default([]),
+      allowList: z
+        .array(cidr)
+        .default(['127.0.0.0/8', '::1/128'])
+        .describe('Source addresses (CIDR) allowed to use the Admin API; checked before anything else (403).'),
+      trustedProxyList: z.array(cidr).default([]).describe('Reverse proxies whose `X-Forwarded-For` is believed; from anyone else the header is ignored.'),
     })
     .default({ allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] }),
   nodeApi: z
     .strictObject({
-      /** Source addresses that may call the Node API; others get 403 before their body is read. */
-      allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']),
+      allowList: z
+        .array(cidr)
+        .default(['0.0.0.0/0', '::/0'])
+        .describe("Source addresses (CIDR) allowed to use the Node API: the node agents' addresses. Others get 403 before their body is read."),
     })
     .prefault({}),
   /** The public endpoint where devices redeem enrollment tokens ({baseUrl}enroll). */
   enrollment: z
     .strictObject({
-      /** Source addresses that may redeem tokens; others get 403 before their body is read. */
-      allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']),
-      /** Requests per minute one source address (an IPv6 /64) may send to it; beyond: 429. */
-      requestsPerMinute: z.int().min(1).max(100_000).default(30),
+      allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']).meta({
+        description: 'Source addresses (CIDR) that may redeem enrollment tokens at `{baseUrl}enroll`; others get 403 before their body is read.',
+        see: 'enrollment-and-devices.md#enrollment-tokens',
+      }),
+      requestsPerMinute: z
+        .int()
+        .min(1)
+        .max(100_000)
+        .default(30)
+        .describe(
+          'Requests one source address (an IPv6 client: its /64) may send to `{baseUrl}enroll` per minute, per portal instance; beyond it 429 with `Retry-After`.',
+        ),
     })
     .prefault({}),
-  /** Prometheus metrics, /healthz and /readyz on a listen address of their own; null: not served. */
   metrics: z
     .strictObject({
       listen: z
         .string()
         .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:9466 or [::1]:9466')
         .nullable()
-        .default('127.0.0.1:9466'),
+        .default('127.0.0.1:9466')
+        .meta({
+          description: '`HOST:PORT` (IPv6 in brackets) of `/metrics`, `/healthz` and `/readyz`; `null`: not served.',
+          see: 'operations.md#metrics-and-health',
+        }),
     })
     .prefault({}),
-  /** Signed webhooks (README, "Webhooks"). */
   webhooks: z
     .strictObject({
-      /** CIDR prefixes receivers may be in although they are loopback, link-local, private or the portal's own host. */
-      allowPrivateTargets: z.array(cidr).default([]),
-      /** An attempt that has no answer within this time failed. */
-      timeout: isoDuration.default('PT10S'),
-      /** A delivery that keeps failing is tried again, ever less often, this long (at least P1D), then marked failed. */
-      retryFor: isoDuration.default('P3D'),
-      /** Finished deliveries and their attempts are deleted by the daily housekeeping after this long. */
-      deliveryLogRetention: isoDuration.default('P30D'),
+      allowPrivateTargets: z.array(cidr).default([]).meta({
+        description:
+          "CIDR prefixes a webhook receiver may be in although they are loopback, link-local, private (RFC 1918, ULA, CGNAT) or the portal's own addresses.",
+        see: 'webhooks.md#server-side-request-forgery-guard',
+      }),
+      timeout: isoDuration.default('PT10S').describe('A webhook attempt without an answer within this time (PT1S–PT1M) failed.'),
+      retryFor: isoDuration.default('P3D').meta({
+        description: 'A failing delivery is tried again, ever less often, this long after its event (at least `P1D`), then given up.',
+        see: 'webhooks.md#delivery-an-outbox-at-least-once',
+      }),
+      deliveryLogRetention: isoDuration
+        .default('P30D')
+        .describe('Finished deliveries (and their attempts) older than this are deleted by the daily housekeeping (at least `P1D`).'),
     })
     .prefault({}),
-  reconcileInterval: isoDuration.default('PT1M'),
-  /** Closed connection_log rows older than this are deleted by the daily housekeeping (reference: one month). */
-  connectionLogRetention: isoDuration.default('P1M'),
-  /** A program run at every connect and disconnect with the reference's VPN_* environment (reference §9.4). */
-  connectScriptPath: z.string().min(1).optional(),
-  /** A connect script still running after this long is killed (an OpenVPN connect is then refused). */
-  connectScriptTimeout: isoDuration.default('PT10S'),
-  /** The reference's syslog connection lines, written to the portal's log. */
+  reconcileInterval: isoDuration.default('PT1M').meta({
+    description:
+      "How often every node's peers are made equal to the database (at least 1 s); each such full pass also observes WireGuard sessions and notes live statistics.",
+    see: 'nodes.md',
+  }),
+  connectionLogRetention: isoDuration
+    .default('P1M')
+    .describe("Closed connection history older than this is deleted by the daily housekeeping (the reference's default)."),
+  connectScriptPath: z.string().min(1).optional().meta({
+    description:
+      "A program run at every connect and disconnect with the reference's `VPN_*` variables (reference §9.4); its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",
+    see: 'sessions-and-statistics.md',
+  }),
+  connectScriptTimeout: isoDuration
+    .default('PT10S')
+    .describe('A connect script still running after this (PT1S–PT1M) is killed; an OpenVPN client waiting for it is refused.'),
   Log: z
     .strictObject({
-      syslogConnectionEvents: z.boolean().default(false),
-      originatingIp: z.boolean().default(false),
+      syslogConnectionEvents: z
+        .boolean()
+        .default(false)
+        .describe("Write the reference's `CONNECT …`/`DISCONNECT …` lines to the portal's log (journald under systemd)."),
+      originatingIp: z.boolean().default(false).describe("Include the client's address in those lines (else `*`)."),
     })
     .prefault({}),
-  /** Longest wait for the database (a connection, a lock, one statement) before a call answers 503. */
-  databaseTimeout: isoDuration.default('PT5S'),
-  /** PostgreSQL connections each portal instance keeps (1–100); PostgreSQL's own max_connections must hold every instance's. */
-  databasePoolSize: z.int().min(1).max(100).default(10),
-  /** How long audit log entries are kept (ISO 8601 duration). */
-  auditLogRetention: isoDuration.default('P1Y'),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  sessionExpiry: isoDuration.default('P90D'),
-  /** `configuration.expiring` is announced this long before a configuration expires. */
-  expiryWarning: isoDuration.default('P7D'),
-  /** Lifetime of the OpenVPN CA made by generate-secrets; it caps every configuration's expiry. */
-  caExpiry: isoDuration.default('P25Y'),
-  supportedSessionExpiry: z.array(isoDuration).default([]),
+  databaseTimeout: isoDuration.default('PT5S').meta({
+    description:
+      "The longest a call waits for the database (`PT1S` to `PT1H`): for a connection, for a lock another process or session holds (SQLite's busy timeout, PostgreSQL's `lock_timeout`), and on PostgreSQL for the answer to one statement. Then the call answers 503.",
+    see: 'operations.md#database-files-and-outages',
+  }),
+  databasePoolSize: z
+    .int()
+    .min(1)
+    .max(100)
+    .default(10)
+    .describe(
+      "PostgreSQL connections each portal instance keeps; a burst larger than this waits for a free connection (up to `databaseTimeout`). PostgreSQL's `max_connections` (default 100) must hold every instance's pool plus the `db` commands'. SQLite ignores it.",
+    ),
+  auditLogRetention: isoDuration
+    .default('P1Y')
+    .meta({ description: 'Audit log entries older than this are deleted by the daily housekeeping.', see: 'admin-keys.md#audit-log' }),
+  logLevel: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe(
+      'The pino level. Start (`admin API at …`, `metrics at …`) and stop (`stopping the portal`, `portal stopped`) are logged at info; one line per request (`request answered`, method, URL, status, time) only at debug.',
+    ),
+  sessionExpiry: isoDuration.default('P90D').describe("The lifetime of a new configuration (calendar units as PHP's DateInterval)."),
+  expiryWarning: isoDuration.default('P7D').meta({
+    description: '`configuration.expiring` is announced this long before a configuration expires.',
+    see: 'enrollment-and-devices.md#renewal-extend-and-configurationexpiring',
+  }),
+  caExpiry: isoDuration
+    .default('P25Y')
+    .describe(
+      "The lifetime of the OpenVPN CA that `generate-secrets` makes (the reference's default for new installations); no configuration expires after the CA.",
+    ),
+  supportedSessionExpiry: z.array(isoDuration).default([]).describe("Further values `create`'s `expires_in` may take; `sessionExpiry` is always allowed."),
   WireGuard: wireGuardSchema.prefault({}),
-  ProfileList: z.array(profileSchema).min(1),
+  ProfileList: z.array(profileSchema).min(1).describe('The VPN profiles.'),
 });
 
 export type PortalConfigFile = z.input<typeof portalConfigSchema>;
