@@ -1,6 +1,7 @@
 // The layer order of docs/architecture.md, enforced: a module may import only from its own
 // layer or a lower one, the node agent and the Admin API client only from the few layers they
-// need, and no import cycles. `npm run depcheck` runs this in .ci/run.
+// need, and no import cycles; tools/ may read src/, never the other way. `npm run depcheck` runs
+// this in .ci/run.
 
 /** Bottom to top. */
 const layers = [
@@ -53,6 +54,14 @@ forbidden.push({
   severity: 'error',
   from: { path: '^src/portal\\.ts$' },
   to: { path: [folder('cli'), folder('agent'), folder('admin-client')] },
+});
+
+forbidden.push({
+  name: 'tools-outside',
+  comment: 'tools/ (the docs generators) reads the program; the program never depends on its tools',
+  severity: 'error',
+  from: { path: '^src/' },
+  to: { path: '^tools/' },
 });
 
 module.exports = {
