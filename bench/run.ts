@@ -331,7 +331,7 @@ function seedSqlite(work: string, target: number): number {
       insertPeer.run(fakeKey(index), userId, addresses.ipFour, addresses.ipSix, index, now, expires);
     }
     db.prepare("UPDATE ip_pools SET next_index = ? WHERE profile_id = 'bench'").run(next + missing);
-    // A hand edit: the portal's cached listings must be told (as the README says).
+    // A hand edit: the portal's cached listings must be told (as docs/admin-api-guide.md says).
     db.prepare('UPDATE listing_generation SET generation = generation + 1 WHERE shard = 0').run();
   })();
   const { total } = db.prepare('SELECT COUNT(*) AS total FROM wg_peers').get() as { total: number };

@@ -1,5 +1,5 @@
-// What an admin key limited to some profiles (`--profile`) may touch. The rules (README,
-// "Admin keys"): create only in its profiles; listings show only its profiles (and users
+// What an admin key limited to some profiles (`--profile`) may touch. The rules (docs/admin-keys.md,
+// "Profile limits"): create only in its profiles; listings show only its profiles (and users
 // with a configuration there); delete_connection only configurations in its profiles; and
 // the calls that act on a user as a whole (disable_user, enable_user, destroy,
 // delete_user_authorizations) only users whose configurations all lie in its profiles, and who

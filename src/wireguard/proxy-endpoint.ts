@@ -1,6 +1,6 @@
 // Where a WireGuard-over-TCP client reaches ProxyGuard for one node: the `ProxyEndpoint` line
 // of reference §7.1. The site's TLS reverse proxy answers that URL and forwards it to the
-// relay of the node named by the last path segment (README: "WireGuard over TCP").
+// relay of the node named by the last path segment (docs/wireguard-over-tcp.md).
 
 export interface ProxyEndpointInput {
   /** `WireGuard.proxyUrl` without trailing slashes, or null when unset. */

@@ -49,7 +49,7 @@ test('with public_key the portal stores and lists that key and the file leaves P
     assert.equal(created.headers.get('content-type'), accept);
     const file = parseWireGuardFile(created.text);
     assert.equal(file.interface.get('PrivateKey'), DEVICE_PRIVATE_KEY_PLACEHOLDER);
-    assert.equal(DEVICE_PRIVATE_KEY_PLACEHOLDER, '@DEVICE_PRIVATE_KEY@', 'the form the README documents');
+    assert.equal(DEVICE_PRIVATE_KEY_PLACEHOLDER, '@DEVICE_PRIVATE_KEY@', 'the form docs/enrollment-and-devices.md documents');
     assert.match(created.text, /^\[Interface\]\nPrivateKey = @DEVICE_PRIVATE_KEY@\nAddress = /);
   }
   const listed = await portal.admin.userConfigurationList('alice');

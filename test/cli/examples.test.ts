@@ -1,4 +1,4 @@
-// The files in examples/ are what the README tells administrators to start from, so they are
+// The files in examples/ are what the docs tell administrators to start from, so they are
 // run here and cannot rot: the portal configuration serves all four formats on one machine,
 // the node configuration is valid and points at that portal, and the nginx example and the
 // systemd units name the same addresses and paths.
@@ -57,4 +57,17 @@ test('the nginx example and the systemd units name the addresses and paths of th
   assert.match(nodeUnit, /^ExecStart=\/opt\/vpn-portal\/dist\/cli\/main\.js node --config \/etc\/vpn-portal-node\/node\.json$/m);
   const node = parseNodeAgentConfig(readJson('node.json'), '/etc/vpn-portal-node/node.json');
   assert.equal(path.dirname(node.nodeKeyFile), '/etc/vpn-portal-node');
+});
+
+test("the README's first configuration is a valid portal configuration, and its node.json belongs to it", () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const section = readme.split(/^## /m).find((part) => part.startsWith('A first configuration\n'));
+  assert.ok(section !== undefined, 'README.md has a "A first configuration" section');
+  const [portalText, nodeText] = [...section.matchAll(/^```json\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
+  const portal = resolvePortalConfig(JSON.parse(portalText ?? ''), '/etc/vpn-portal/portal.json');
+  const node = parseNodeAgentConfig(JSON.parse(nodeText ?? ''), '/etc/vpn-portal-node/node.json');
+  assert.equal(node.apiUrl.href, `${portal.baseUrl.href}node-api.php`);
+  assert.equal(node.nodeKeyFile, '/etc/vpn-portal-node/node.key');
+  const served = portal.profiles[0]?.nodes.find((entry) => entry.nodeNumber === node.nodeNumber);
+  assert.equal(served?.nodeUrl, `http://${node.listen.host}:${node.listen.port}`);
 });

@@ -1,6 +1,7 @@
-// The README's quick start, exactly as written: the embedded default configuration in an empty
-// folder (Admin API on 127.0.0.1:8080, metrics on 127.0.0.1:9466), then a WireGuard file
-// handed out with `vpn-portal admin` and with the README's curl command.
+// The README's quick start, read from README.md and run as written: `npm run quickstart` (the
+// embedded default configuration in an empty folder: Admin API on 127.0.0.1:8080, metrics on
+// 127.0.0.1:9466), then a WireGuard file handed out with the README's `vpn-portal admin`
+// commands and with its curl command. Editing those lines changes what this test runs.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,30 @@ import { test } from 'node:test';
 import { hostExec } from '../support/netns.js';
 import { PortalProcess, runCli } from '../support/portal-process.js';
 
+const root = new URL('../../', import.meta.url);
+
+/** The `sh` blocks of the README's "Quick start" section, in order. */
+function quickStartBlocks(): string[] {
+  const readme = readFileSync(new URL('README.md', root), 'utf8');
+  const section = readme.split(/^## /m).find((part) => part.startsWith('Quick start\n'));
+  assert.ok(section !== undefined, 'README.md has a "Quick start" section');
+  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
+}
+
+/** A block's commands without their comments, one per line. */
+const commandsOf = (block: string): string[] =>
+  block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => line !== '');
+
 test('the quick start: generate-secrets --admin-api and serve without a configuration, then admin create and the curl call', async (t) => {
+  const [install, admin, curlBlock] = quickStartBlocks();
+  assert.deepEqual(commandsOf(install ?? ''), ['npm ci && npm run quickstart', 'npm test']);
+  // `npm run quickstart` is generate-secrets --admin-api, then serve: what runs below.
+  const scripts = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  assert.equal(scripts['quickstart'], './dist/cli/main.js generate-secrets --admin-api && ./dist/cli/main.js serve');
+
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-quickstart-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const secrets = await runCli(['generate-secrets', '--admin-api'], { cwd: directory });
@@ -21,18 +45,19 @@ test('the quick start: generate-secrets --admin-api and serve without a configur
   assert.ok(portal.lines.some((line) => line.msg === 'metrics at http://127.0.0.1:9466/metrics'));
   assert.ok(portal.lines.some((line) => line.msg === 'admin API at http://127.0.0.1:8080/vpn-user-portal/admin/api/v1/ (listening on http://127.0.0.1:8080)'));
 
-  const created = await runCli(['admin', 'create', 'alice', 'default', '-o', 'alice.conf'], { cwd: directory });
+  const [create, users] = commandsOf(admin ?? '').map((line) => {
+    assert.match(line, /^npx vpn-portal /);
+    return line.replace(/^npx vpn-portal /, '').split(/\s+/);
+  });
+  assert.deepEqual(create, ['admin', 'create', 'alice', 'default', '-o', 'alice.conf']);
+  const created = await runCli(create ?? [], { cwd: directory });
   assert.equal(created.code, 0, created.stderr);
   assert.match(readFileSync(path.join(directory, 'alice.conf'), 'utf8'), /^\[Interface\]\nPrivateKey = .*\nAddress = 10\.43\.43\.2\/24,fd43::2\/64$/m);
-  assert.equal((await runCli(['admin', 'users'], { cwd: directory })).stdout, 'USER\nalice\n');
+  assert.deepEqual(users, ['admin', 'users']);
+  assert.equal((await runCli(users ?? [], { cwd: directory })).stdout, 'USER\nalice\n');
 
-  const curl = await hostExec('bash', [
-    '-c',
-    `cd ${directory} && curl -s -H "Authorization: Bearer $(cat data/keys/admin-api.key)" \\
-     -H "Accept: application/x-wireguard-profile" \\
-     -d user_id=alice -d profile_id=default \\
-     http://127.0.0.1:8080/vpn-user-portal/admin/api/v1/create`,
-  ]);
+  assert.match(curlBlock ?? '', /^curl -s -H "Authorization: Bearer \$\(cat data\/keys\/admin-api\.key\)" /);
+  const curl = await hostExec('bash', ['-c', `cd ${directory} && ${curlBlock ?? ''}`]);
   assert.match(curl.stdout, /^\[Interface\]\nPrivateKey = /);
   assert.match(curl.stdout, /^Address = 10\.43\.43\.3\/24,fd43::3\/64$/m);
 });

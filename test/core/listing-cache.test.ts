@@ -3,7 +3,7 @@
 // answer — on the instance that made the change, on another instance of the same database,
 // and when a configuration expires with no change at all. To see the cache at work, a row is
 // written behind the portal's back (as an administrator editing the database by hand would):
-// it stays out of the listing until the next change or expiry, which the README says.
+// it stays out of the listing until the next change or expiry, which docs/admin-api-guide.md says.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseDatabaseLocation } from '../../src/config/database-location.js';

@@ -59,7 +59,7 @@ describe('devices that keep their own keys reach the node with the real WireGuar
     assert.match(asReceived.stderr, /Key is not the correct length or format/);
     assert.equal((await lab.client.run('ip', ['link', 'show', interfaceName])).exitCode, 1, 'and leaves no interface behind');
 
-    // The step the README gives the device: the key replaces the placeholder, nothing else changes.
+    // The step docs/enrollment-and-devices.md gives the device: the key replaces the placeholder, nothing else changes.
     await writeFile(join(lab.directory, 'device.key'), `${privateKey}\n`, { mode: 0o600 });
     await lab.client.exec('sh', [
       '-c',
@@ -89,7 +89,7 @@ describe('devices that keep their own keys reach the node with the real WireGuar
       const file = join(lab.directory, `device-${index}.ovpn`);
       await writeFile(file, created.text, { mode: 0o600 });
       const tun = lab.lab.interfaceName('tun');
-      // The device names its key next to the file, as the README says.
+      // The device names its key next to the file, as docs/enrollment-and-devices.md says.
       const client = new OpenVpnClient(lab.client, file, ['--key', keyFile, '--dev', tun]);
       openVpnClients.push(client);
       await client.waitFor(CONNECTED, 'Initialization Sequence Completed', 30_000);

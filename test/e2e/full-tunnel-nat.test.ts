@@ -2,7 +2,7 @@
 // Behind the node stands namespace "internet" (the node's default routes point there) with a
 // DNS resolver, dnsmasq, and no route back to the client ranges: the client reaches it through
 // the tunnel over IPv4 and IPv6, and resolves names with the server its file names, only
-// because the node forwards and masquerades. As the README's "Full tunnel" section says.
+// because the node forwards and masquerades. As the "Full tunnel" section of docs/node-agent.md says.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ const INTERNET_NAME = 'www.internet.test';
 test('with nat, a full-tunnel client reaches the internet behind the node over IPv4 and IPv6, and its DNS server there', async (t) => {
   const lab = await startTunnelLab({
     internet: true,
-    // The README's full tunnel: defaultGateway (the default, spelled out) and DNS servers behind the node.
+    // The full tunnel of docs/node-agent.md: defaultGateway (the default, spelled out) and DNS servers behind the node.
     profile: ({ internetFour, internetSix }) => ({ defaultGateway: true, dnsServerList: [internetFour, internetSix] }),
     agentConfig: () => ({ nat: true }),
   });

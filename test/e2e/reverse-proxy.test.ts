@@ -1,10 +1,10 @@
-// The README's reverse proxy, run for real: nginx from Debian with examples/nginx/vpn-portal.conf
+// The reverse proxy of docs/operations.md, run for real: nginx from Debian with examples/nginx/vpn-portal.conf
 // (only addresses and certificate paths changed), TLS with a throw-away certificate.
 // - The Admin API through it, called by `vpn-portal admin` and by curl from an administrator's
 //   host (a namespace); the portal sees that host's address through X-Forwarded-For
 //   (trustedProxyList), and a client cannot claim another address.
 // - WireGuard over TCP through it over TLS 1.3 to the node's ProxyGuard relay, set up on the
-//   device as the README's Linux steps say (ListenPort 51821, ProxyEndpoint removed).
+//   device as the Linux steps of docs/wireguard-over-tcp.md say (ListenPort 51821, ProxyEndpoint removed).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,7 +64,7 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
   assert.equal(created.exitCode, 0, `${created.stderr}\n${nginx.log()}`);
   assert.match((JSON.parse(created.stdout) as { configuration: string }).configuration, /^\[Interface\]/);
   assert.equal((await cli(['users'])).stdout, 'USER\nalice\n');
-  // And curl, as the README's calls are written.
+  // And curl, as docs/admin-api-guide.md writes its calls.
   const curl = await office.exec('curl', ['-s', '--cacert', certificate, '-H', `Authorization: Bearer ${portal.secret}`, `${publicBase}admin/api/v1/users`]);
   assert.deepEqual(JSON.parse(curl.stdout), { users: ['alice'] });
 
@@ -83,7 +83,7 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
   }
 });
 
-test('WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the file prepared as the README says for Linux', async (t) => {
+test('WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the file prepared as docs/wireguard-over-tcp.md says for Linux', async (t) => {
   const directory = tempDir(t);
   const proxyPort = 8443;
   const lab = await startTunnelLab({
@@ -114,7 +114,7 @@ test('WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the 
   const created = await lab.portal.admin.create({ user_id: 'alice', profile_id: LAB_PROFILE }, 'application/x-wireguard+tcp-profile');
   const proxyEndpoint = /^ProxyEndpoint = (.*)$/m.exec(created.body)?.[1] ?? '';
   assert.equal(proxyEndpoint, `https://${address}:${proxyPort}/proxyguard/${address}`);
-  // README, "WireGuard over TCP on Linux": ListenPort = 51821 in [Interface], ProxyEndpoint removed;
+  // docs/wireguard-over-tcp.md, "On a Linux device": ListenPort = 51821 in [Interface], ProxyEndpoint removed;
   // the ProxyGuard client listens on 51820 and forwards to 51821 (here the test's own client).
   const prepared = created.body.replace(/^\[Interface\]$/m, '[Interface]\nListenPort = 51821').replace(/^ProxyEndpoint = .*\n?/m, '');
   const interfaceName = lab.lab.interfaceName('wgt');

@@ -1,5 +1,5 @@
 // nginx from Debian as the site's TLS reverse proxy, run by a test: a throw-away certificate
-// for an IP address, the README's example site file with the test's addresses put in, and an
+// for an IP address, the example site file of docs/operations.md with the test's addresses put in, and an
 // nginx process (on the host or in a namespace) with its own prefix, pid file and temp folders.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';

@@ -1,5 +1,5 @@
 // A webhook receiver on loopback, as a helpdesk or SIEM runs one: it records every request,
-// verifies its signature the way the README tells receivers to, and answers what the test
+// verifies its signature the way docs/webhooks.md tells receivers to, and answers what the test
 // says (a status, or nothing until the test lets it, to hold a delivery in flight).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -19,7 +19,7 @@ export interface ReceivedWebhook {
 export type Answer = (webhook: ReceivedWebhook, index: number) => number | Promise<number>;
 
 /**
- * The README's verification: the header's `t` within `toleranceSeconds` of now and one of its
+ * The verification of docs/webhooks.md: the header's `t` within `toleranceSeconds` of now and one of its
  * `v1` values equal to HMAC-SHA-256 of `t.body` under `secret`, compared in constant time.
  */
 export function verifyWebhookSignature(header: string, body: string, secret: string, nowSeconds: number, toleranceSeconds = 300): boolean {
