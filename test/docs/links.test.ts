@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { headingAnchors } from '../../tools/docs/markdown.js';
+import { headingAnchors, linesOutsideFences } from '../../tools/docs/markdown.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -26,15 +26,7 @@ function markdownFiles(): string[] {
 /** Link targets outside fenced code and inline code: `[text](target)` and `[label]: target`. */
 function linkTargets(markdown: string): string[] {
   const targets: string[] = [];
-  let fence: string | null = null;
-  for (const line of markdown.split('\n')) {
-    const fenceMark = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
-    if (fenceMark !== undefined) {
-      if (fence === null) fence = fenceMark[0] ?? null;
-      else if (fenceMark[0] === fence) fence = null;
-      continue;
-    }
-    if (fence !== null) continue;
+  for (const line of linesOutsideFences(markdown)) {
     const text = line.replace(/(`+)[^`]*?\1/g, '');
     for (const match of text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) targets.push(match[1] ?? '');
     const definition = /^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/.exec(text);

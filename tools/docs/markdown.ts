@@ -23,15 +23,7 @@ export function code(text: string): string {
 export function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();
-  let fence: string | null = null;
-  for (const line of markdown.split('\n')) {
-    const fenceMark = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
-    if (fenceMark !== undefined) {
-      if (fence === null) fence = fenceMark[0] ?? null;
-      else if (fenceMark[0] === fence) fence = null;
-      continue;
-    }
-    if (fence !== null) continue;
+  for (const line of linesOutsideFences(markdown)) {
     const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line)?.[1];
     if (heading === undefined) continue;
     const slug = slugOf(heading);
@@ -40,6 +32,22 @@ export function headingAnchors(markdown: string): Set<string> {
     anchors.add(count === 0 ? slug : `${slug}-${count}`);
   }
   return anchors;
+}
+
+/** The lines that are not inside a fenced code block (nor its fences): where headings and links are. */
+export function linesOutsideFences(markdown: string): string[] {
+  const lines: string[] = [];
+  let fence: string | null = null;
+  for (const line of markdown.split('\n')) {
+    const fenceMark = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
+    if (fenceMark !== undefined) {
+      if (fence === null) fence = fenceMark[0] ?? null;
+      else if (fenceMark[0] === fence) fence = null;
+    } else if (fence === null) {
+      lines.push(line);
+    }
+  }
+  return lines;
 }
 
 export function slugOf(heading: string): string {
