@@ -30,7 +30,8 @@ export async function pushToNodes<T, R>(
   ctx: PortalContext,
   items: readonly T[],
   what: string,
-  whenDown: WhenDown,
+  // Kept in the signature: it names what the push is where it is called.
+  _whenDown: WhenDown,
   nodeOf: (item: T) => NodeNumber,
   push: (daemon: NodeDaemon, item: T) => Promise<R>,
 ): Promise<PushOutcome<T, R>> {
