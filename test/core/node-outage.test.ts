@@ -21,6 +21,21 @@ const employees: ProfileFile = {
   defaultGateway: false,
 };
 
+/** The profile on node 0 (the real agent) and node 1, an address where nothing listens. */
+function withUnreachableSecondNode(nodeUrl: string): Partial<PortalConfigFile> {
+  return {
+    ProfileList: [
+      {
+        ...employees,
+        onNode: [0, 1],
+        nodeUrl: [nodeUrl, UNREACHABLE_NODE],
+        wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'],
+        wRangeSix: ['fd44::/64', 'fd45::/64'],
+      },
+    ],
+  };
+}
+
 async function provision(portal: TestPortal, userId: string): Promise<{ key: string; address: string }> {
   const response = await portal.post('/create', { user_id: userId, profile_id: 'employees' });
   assert.equal(response.status, 200, response.text);
@@ -62,20 +77,7 @@ test('while the node is down every call answers at once; when it is back the rec
 test('create prefers a node that answers over one that failed, whatever the shuffle says', async (t) => {
   // Node 0 is the real agent, node 1 an address where nothing listens. With random() = 0 the
   // shuffle always puts node 1 first; the portal's start-up reconcile found it unreachable.
-  const lab = await startPortalWithNode({
-    random: () => 0,
-    config: (nodeUrl) => ({
-      ProfileList: [
-        {
-          ...employees,
-          onNode: [0, 1],
-          nodeUrl: [nodeUrl, UNREACHABLE_NODE],
-          wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'],
-          wRangeSix: ['fd44::/64', 'fd45::/64'],
-        },
-      ],
-    }),
-  });
+  const lab = await startPortalWithNode({ random: () => 0, config: withUnreachableSecondNode });
   t.after(lab.close);
 
   const first = await provision(lab.portal, 'alice');
@@ -86,19 +88,7 @@ test('create prefers a node that answers over one that failed, whatever the shuf
 });
 
 test('a listing waits for no node that failed, and names a node that never answered in VPN-Portal-Stale-Nodes', async (t) => {
-  const lab = await startPortalWithNode({
-    config: (nodeUrl) => ({
-      ProfileList: [
-        {
-          ...employees,
-          onNode: [0, 1],
-          nodeUrl: [nodeUrl, UNREACHABLE_NODE],
-          wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'],
-          wRangeSix: ['fd44::/64', 'fd45::/64'],
-        },
-      ],
-    }),
-  });
+  const lab = await startPortalWithNode({ config: withUnreachableSecondNode });
   t.after(lab.close);
   const { portal } = lab;
   assert.ok(portal.portal.ctx.nodes.isDown(asNodeNumber(1)), 'the start-up pass found node 1 unreachable');
