@@ -97,9 +97,9 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
     process.kill(agentPid, 'SIGSTOP');
     let resumedAt: number;
     try {
-      // The first call that needs node 0 waits for it until the node timeout (3 s): no more than that.
+      // The first call that needs node 0 waits for it until the node timeout (3 s), once; a loaded machine may add a little.
       const first = await timed('first', () => lab.portal.get('/connected_users'));
-      assert.ok((durations[0]?.ms ?? 0) < 4_000, `the first call took ${Math.round(durations[0]?.ms ?? 0)} ms`);
+      assert.ok((durations[0]?.ms ?? 0) < 5_500, `the first call took ${Math.round(durations[0]?.ms ?? 0)} ms`);
       assert.deepEqual(first.json(), { connected_users: { [LAB_PROFILE]: ['alice'] } }, 'node 0 as it last answered');
       assert.equal(first.headers.get(STALE_NODES_HEADER), '0');
       assert.equal(await metric(lab, 'vpn_portal_node_up{node="0"}'), 0, 'node 0 is down');
