@@ -3,13 +3,16 @@
 // database; show_all=off: only those whose peer did a handshake in the last 3 minutes.
 // OpenVPN, both modes: the clients connected right now with an active configuration (an
 // OpenVPN configuration has no state on the node until its client connects).
-// Nodes are asked in parallel, also those that failed a moment ago; a node that does not
-// answer is logged at warn level as a partial answer, and its connections are left out. Results are JSON text per profile: the on-case can hold 100,000 entries, which
-// the database serialises far faster than JavaScript objects would.
+// Nodes are asked in parallel, except those held for down (a hung node would make every
+// listing wait for its timeout): for a node that is down or does not answer now, its last known
+// answer is used (none: its connections are left out), and the answer names it among its stale
+// nodes (the route sends them in a header). Results are JSON text per profile: the on-case can
+// hold 100,000 entries, which the database serialises far faster than JavaScript objects would.
 import type { ConnectionInfo } from '../protocol/admin-api.js';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { activeCertificates } from '../storage/certificates.js';
 import { activeConnectionsJsonPages, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../storage/wg-peers.js';
+import type { NodeAnswer } from '../node-client/fleet.js';
 import type { PortalContext } from './context.js';
 import { visibleProfiles } from './profile-reach.js';
 import { isOnline } from '../shared/online.js';
@@ -24,22 +27,30 @@ const KEYS_PER_QUERY = 500;
 /** Configurations per page of a listing the database writes (about 2 MB of JSON). */
 const LISTING_PAGE_SIZE = 10_000;
 
-export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayParts>> {
+/** A listing per profile, and the nodes whose part of it is their last known state, not their answer now. */
+export interface ProfileListings {
+  readonly lists: Map<ProfileId, JsonArrayParts>;
+  readonly staleNodes: readonly NodeNumber[];
+}
+
+export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<ProfileListings> {
   const now = ctx.clock.now();
-  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now), connectedOpenVpnClients(ctx, now)]);
+  const stale = new Set<NodeNumber>();
+  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now, stale), connectedOpenVpnClients(ctx, now, stale)]);
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
-  return perProfile(ctx, async (profileId) => {
+  return perProfile(ctx, stale, async (profileId) => {
     const openVpnConnections = JSON.stringify(openVpn.get(profileId) ?? []).slice(1, -1);
     if (showAll) return appendToJsonArray(await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnections), openVpnConnections);
     return [JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])])];
   });
 }
 
-export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<Map<ProfileId, JsonArrayParts>> {
+export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<ProfileListings> {
   const now = ctx.clock.now();
-  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now), connectedOpenVpnClients(ctx, now)]);
+  const stale = new Set<NodeNumber>();
+  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now, stale), connectedOpenVpnClients(ctx, now, stale)]);
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
-  return perProfile(ctx, async (profileId) => {
+  return perProfile(ctx, stale, async (profileId) => {
     const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
     if (showAll) {
       const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, async (db, profile, now) => [
@@ -87,10 +98,10 @@ export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, 
 }
 
 /** Every profile the call may see (a key limited to some profiles sees only those). */
-async function perProfile(ctx: PortalContext, list: (profileId: ProfileId) => Promise<JsonParts>): Promise<Map<ProfileId, JsonArrayParts>> {
-  const result = new Map<ProfileId, JsonArrayParts>();
-  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) result.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
-  return result;
+async function perProfile(ctx: PortalContext, stale: ReadonlySet<NodeNumber>, list: (profileId: ProfileId) => Promise<JsonParts>): Promise<ProfileListings> {
+  const lists = new Map<ProfileId, JsonArrayParts>();
+  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) lists.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
+  return { lists, staleNodes: [...stale].sort((a, b) => a - b) };
 }
 
 function groupByProfile(ctx: PortalContext, peers: readonly WireGuardPeer[]): Map<ProfileId, WireGuardPeer[]> {
@@ -114,12 +125,18 @@ function toConnectionInfo(peer: WireGuardPeer): ConnectionInfo {
  * The OpenVPN clients connected to every node that runs an OpenVPN profile, per profile,
  * limited to active configurations the portal made for that node and profile.
  */
-async function connectedOpenVpnClients(ctx: PortalContext, now: Date): Promise<Map<ProfileId, ConnectionInfo[]>> {
+async function connectedOpenVpnClients(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<Map<ProfileId, ConnectionInfo[]>> {
   const byProfile = new Map<ProfileId, ConnectionInfo[]>();
   const reports = await Promise.all(
     nodesRunning(ctx, 'openVpn').map(async (nodeNumber) => ({
       nodeNumber,
-      clients: answerOrNothing(ctx, nodeNumber, 'OpenVPN', await ctx.nodes.ask(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList())),
+      clients: answerOrLastKnown(
+        ctx,
+        nodeNumber,
+        'OpenVPN',
+        stale,
+        await ctx.nodes.current(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList()),
+      ),
     })),
   );
   for (const { nodeNumber, clients } of reports) {
@@ -153,10 +170,10 @@ export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVp
   ];
 }
 
-async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer[]> {
+async function onlinePeers(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<WireGuardPeer[]> {
   const reports = await Promise.all(
     nodesRunning(ctx, 'wireGuard').map(async (nodeNumber) => {
-      const list = answerOrNothing(ctx, nodeNumber, 'WireGuard', await ctx.nodes.ask(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)));
+      const list = answerOrLastKnown(ctx, nodeNumber, 'WireGuard', stale, await ctx.nodes.current(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)));
       // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
       const online = list.filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);
       return { nodeNumber, online };
@@ -172,9 +189,24 @@ async function onlinePeers(ctx: PortalContext, now: Date): Promise<WireGuardPeer
   return result;
 }
 
-/** The node's answer, or nothing, saying so: the listing is then partial. */
-function answerOrNothing<T>(ctx: PortalContext, nodeNumber: NodeNumber, protocol: string, answer: readonly T[] | undefined): readonly T[] {
-  if (answer !== undefined) return answer;
-  ctx.logger.warn({ nodeNumber }, `listing: node ${nodeNumber} did not answer; its ${protocol} connections are missing from this answer`);
-  return [];
+/**
+ * The node's answer now, or else its last known one (nothing when it never answered), noting
+ * the node as stale. Said at debug level only: a node held for down was logged when it went down.
+ */
+function answerOrLastKnown<T>(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  protocol: string,
+  stale: Set<NodeNumber>,
+  reply: NodeAnswer<readonly T[]>,
+): readonly T[] {
+  if (!reply.stale) return reply.answer;
+  stale.add(nodeNumber);
+  ctx.logger.debug(
+    { nodeNumber },
+    reply.answer === undefined
+      ? `listing: node ${nodeNumber} does not answer and never did; its ${protocol} connections are missing from this answer`
+      : `listing: node ${nodeNumber} does not answer; its ${protocol} connections are as it last answered`,
+  );
+  return reply.answer ?? [];
 }

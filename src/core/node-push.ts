@@ -1,9 +1,11 @@
 // One push per item to the item's node, a few at a time, right after the database changed.
-// Adds skip a node that is down: the fleet asks it again every second and reconciles it as
-// soon as it answers, which brings them. Revocations (removals, disconnects) are tried even on
-// a node held for down, because it may be back already and the probe has not noticed yet; a
-// node that fails one of them in this call is not tried again in it, so a hung node costs one
-// timeout, not one per item. The caller learns how many pushes each node missed, to log it.
+// A node held for down (it failed once, and the probe has not seen it answer since) is not
+// contacted at all, for adds and revocations alike: a hung node would cost every call one
+// timeout. The fleet probes it every second and reconciles it as soon as it answers, and that
+// pass applies what it missed, removals included (a disabled peer is no longer in the
+// database's view of the node; revisions keep an old add from putting it back). A node that
+// fails during this call is held for down from then on, and its other items stop waiting. The
+// caller learns how many pushes each node missed, to log it (or report it as pending).
 import type { NodeDaemon } from '../node-client/daemon-client.js';
 import type { PortalContext } from './context.js';
 import type { NodeNumber } from '../shared/ids.js';
@@ -11,11 +13,14 @@ import { forEachLimited } from '../shared/limited-parallel.js';
 
 const PUSH_PARALLELISM = 16;
 
-/** `skip`: leave a node that is down to its recovery pass; `try`: ask it anyway (revocations). */
+/**
+ * What the push is, for its caller: `skip` for adds, `try` for revocations. Both leave a node
+ * held for down to its recovery pass without contacting it; the probe decides when it is back.
+ */
 export type WhenDown = 'skip' | 'try';
 
 export interface PushOutcome<T, R> {
-  /** Pushes each node missed (it was down or failed). */
+  /** Pushes each node missed (it was held for down, or failed): the recovery pass applies them. */
   readonly missed: Map<NodeNumber, number>;
   /** The items the nodes took, with what they answered. */
   readonly done: readonly { readonly item: T; readonly answer: R }[];
@@ -25,24 +30,22 @@ export async function pushToNodes<T, R>(
   ctx: PortalContext,
   items: readonly T[],
   what: string,
-  whenDown: WhenDown,
+  // Kept in the signature: it names what the push is where it is called.
+  _whenDown: WhenDown,
   nodeOf: (item: T) => NodeNumber,
   push: (daemon: NodeDaemon, item: T) => Promise<R>,
 ): Promise<PushOutcome<T, R>> {
   const missed = new Map<NodeNumber, number>();
   const done: { item: T; answer: R }[] = [];
-  const failedNow = new Set<NodeNumber>();
   await forEachLimited(items, PUSH_PARALLELISM, async (item) => {
     const nodeNumber = nodeOf(item);
     // The fleet answers undefined for a skip or a failure, so the answer travels wrapped.
     const action = async (daemon: NodeDaemon) => ({ answer: await push(daemon, item) });
-    const result =
-      whenDown === 'try' && !failedNow.has(nodeNumber) ? await ctx.nodes.ask(nodeNumber, what, action) : await ctx.nodes.tryOn(nodeNumber, what, action);
+    const result = await ctx.nodes.tryOn(nodeNumber, what, action);
     if (result !== undefined) {
       done.push({ item, answer: result.answer });
       return;
     }
-    failedNow.add(nodeNumber);
     missed.set(nodeNumber, (missed.get(nodeNumber) ?? 0) + 1);
   });
   return { missed, done };

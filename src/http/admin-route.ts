@@ -124,6 +124,7 @@ export async function runRoute<S extends ParamShape>(
       .code(200)
       .type('application/json')
       .header('content-length', jsonPartsByteLength(jsonParts))
+      .headers(response.headers ?? {})
       .send(Readable.from(jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))));
   } else {
     await reply.code(200).headers(response.headers).send(response.body);

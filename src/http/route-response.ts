@@ -7,6 +7,6 @@ export type RouteResponse =
   /** JSON already serialised. */
   | { readonly status: 200; readonly jsonText: string }
   /** Large listings: JSON in parts sent one after another (src/shared/json-parts.ts); never kept for a retry. */
-  | { readonly status: 200; readonly jsonParts: JsonParts }
+  | { readonly status: 200; readonly jsonParts: JsonParts; readonly headers?: Readonly<Record<string, string>> }
   | { readonly status: 200; readonly body: string; readonly headers: Readonly<Record<string, string>> }
   | { readonly status: 204 };

@@ -2,8 +2,10 @@
 // be reached the change stays in the database (the source of truth), the node is asked
 // again every second, and as soon as it answers it is reconciled. A node is also watched
 // while it answers: when it lost its peers (our agent restarted, or wireguard-go did, or the
-// host rebooted) it is reconciled at once. After a failure pushes to the node are skipped
-// until it answers a probe again, so a dead node does not slow every request.
+// host rebooted) it is reconciled at once. After its first failure (a hung node: one timeout)
+// the node is held for down: calls do not contact it at all until the probe sees it answer
+// again, calls still waiting on it stop waiting, and listings use its last known answers, so a
+// dead or hung node does not slow any request.
 import type { Logger } from 'pino';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Clock } from '../shared/time.js';
@@ -27,7 +29,14 @@ interface NodeState {
   /** Identity of the node's peer set as last seen: agent instance, else host uptime. */
   lastInfo: DaemonNodeInfo | null;
   probing: boolean;
+  /** The calls waiting on the node now: when it is marked down they stop waiting. */
+  readonly waiting: Set<(reason: Error) => void>;
+  /** The last answer to each question a listing asks (`what`), for while the node does not answer. */
+  readonly lastAnswers: Map<string, unknown>;
 }
+
+/** What a node answered a listing's question; `stale`: it did not answer now, this is its last known answer (undefined: none). */
+export type NodeAnswer<T> = { readonly stale: false; readonly answer: T } | { readonly stale: true; readonly answer: T | undefined };
 
 export class NodeFleet {
   private readonly states = new Map<NodeNumber, NodeState>();
@@ -42,7 +51,9 @@ export class NodeFleet {
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {
-    for (const nodeNumber of daemons.keys()) this.states.set(nodeNumber, { downSince: null, lastInfo: null, probing: false });
+    for (const nodeNumber of daemons.keys()) {
+      this.states.set(nodeNumber, { downSince: null, lastInfo: null, probing: false, waiting: new Set(), lastAnswers: new Map() });
+    }
   }
 
   daemon(nodeNumber: NodeNumber): NodeDaemon | undefined {
@@ -112,19 +123,25 @@ export class NodeFleet {
       this.logger.debug({ nodeNumber }, `node ${nodeNumber} is unreachable; ${what} is applied as soon as it answers`);
       return undefined;
     }
-    return this.attempt(daemon, what, action);
+    return this.call(daemon, what, action);
   }
 
   /**
-   * Asks the node even while it is down (listings: an answer must not silently leave a node
-   * out). Undefined when it did not answer.
+   * A listing's question (`what` names it, and so the type of its answer): the node's answer
+   * now, or, while it is down or when it fails, the last answer it gave, marked stale. A node
+   * held for down is not asked.
    */
-  async ask<T>(nodeNumber: NodeNumber, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
-    const daemon = this.daemons.get(nodeNumber);
-    return daemon === undefined ? undefined : this.attempt(daemon, what, action);
+  async current<T>(nodeNumber: NodeNumber, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<NodeAnswer<T>> {
+    const state = this.states.get(nodeNumber);
+    const answer = await this.tryOn(nodeNumber, what, async (daemon) => ({ fresh: await action(daemon) }));
+    if (answer !== undefined) {
+      state?.lastAnswers.set(what, answer.fresh);
+      return { stale: false, answer: answer.fresh };
+    }
+    return { stale: true, answer: state?.lastAnswers.get(what) as T | undefined };
   }
 
-  /** Like tryOn, but always contacts the node (reconcile and listings, which must ask). */
+  /** Like tryOn, but always contacts the node and waits for its answer (the reconcile pass and the probe). */
   async attempt<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
     try {
       const result = await action(daemon);
@@ -134,6 +151,23 @@ export class NodeFleet {
       this.markDown(daemon.nodeNumber, what, error);
       return undefined;
     }
+  }
+
+  /** An Admin API call's request: it stops waiting as soon as the node is marked down, by whichever call failed first. */
+  private async call<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+    const state = this.states.get(daemon.nodeNumber);
+    if (state === undefined) return this.attempt(daemon, what, action);
+    return this.attempt(
+      daemon,
+      what,
+      (node) =>
+        new Promise<T>((resolve, reject) => {
+          state.waiting.add(reject);
+          action(node)
+            .then(resolve, reject)
+            .finally(() => state.waiting.delete(reject));
+        }),
+    );
   }
 
   private async watchAll(): Promise<void> {
@@ -182,8 +216,13 @@ export class NodeFleet {
     const state = this.states.get(nodeNumber);
     if (state === undefined) return;
     const first = state.downSince === null;
-    if (first) state.downSince = this.clock.now().getTime();
     const message = error instanceof Error ? error.message : String(error);
+    if (first) {
+      state.downSince = this.clock.now().getTime();
+      const released = new Error(`node ${nodeNumber} is held for down after ${what} failed: ${message}`);
+      for (const stopWaiting of state.waiting) stopWaiting(released);
+      state.waiting.clear();
+    }
     // Log a node going down once as a warning; repeats while it stays down only at debug level.
     this.logger[first ? 'warn' : 'debug']({ nodeNumber }, `${what} on node ${nodeNumber} failed: ${message}`);
     if (first) this.stateListener({ nodeNumber, up: false, reason: `${what}: ${message}` });

@@ -87,6 +87,12 @@ export function scopeAllows(held: AdminScope, needed: AdminScope): boolean {
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 /**
+ * Sent with a listing that shows some nodes' connections as they last answered (the node
+ * does not answer now): their numbers, comma-separated. Absent when every node answered.
+ */
+export const STALE_NODES_HEADER = 'VPN-Portal-Stale-Nodes';
+
+/**
  * Method, path (below `{base_url}/admin/api/v1`) and needed scope of every call: the
  * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`,
  * `extend`, the webhook calls, the enrollment tokens).

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
-import type { WireGuardKey } from '../../src/shared/ids.js';
+import { STALE_NODES_HEADER } from '../../src/protocol/admin-api.js';
+import { asNodeNumber, type WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { startPortalWithNode } from '../support/portal-with-node.js';
 import { UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
@@ -19,6 +20,21 @@ const employees: ProfileFile = {
   wRangeSix: 'fd44::/64',
   defaultGateway: false,
 };
+
+/** The profile on node 0 (the real agent) and node 1, an address where nothing listens. */
+function withUnreachableSecondNode(nodeUrl: string): Partial<PortalConfigFile> {
+  return {
+    ProfileList: [
+      {
+        ...employees,
+        onNode: [0, 1],
+        nodeUrl: [nodeUrl, UNREACHABLE_NODE],
+        wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'],
+        wRangeSix: ['fd44::/64', 'fd45::/64'],
+      },
+    ],
+  };
+}
 
 async function provision(portal: TestPortal, userId: string): Promise<{ key: string; address: string }> {
   const response = await portal.post('/create', { user_id: userId, profile_id: 'employees' });
@@ -61,20 +77,7 @@ test('while the node is down every call answers at once; when it is back the rec
 test('create prefers a node that answers over one that failed, whatever the shuffle says', async (t) => {
   // Node 0 is the real agent, node 1 an address where nothing listens. With random() = 0 the
   // shuffle always puts node 1 first; the portal's start-up reconcile found it unreachable.
-  const lab = await startPortalWithNode({
-    random: () => 0,
-    config: (nodeUrl) => ({
-      ProfileList: [
-        {
-          ...employees,
-          onNode: [0, 1],
-          nodeUrl: [nodeUrl, UNREACHABLE_NODE],
-          wRangeFour: ['10.44.0.0/24', '10.45.0.0/24'],
-          wRangeSix: ['fd44::/64', 'fd45::/64'],
-        },
-      ],
-    }),
-  });
+  const lab = await startPortalWithNode({ random: () => 0, config: withUnreachableSecondNode });
   t.after(lab.close);
 
   const first = await provision(lab.portal, 'alice');
@@ -82,4 +85,26 @@ test('create prefers a node that answers over one that failed, whatever the shuf
   assert.match(first.address, /^10\.44\.0\.2\/24,/, 'the first configuration is on node 0, which answers');
   assert.match(second.address, /^10\.44\.0\.3\/24,/, 'and so is the next');
   assert.deepEqual([...(await lab.peersOnNode()).keys()].sort(), [first.key, second.key].sort(), 'their peers are on node 0 at once');
+});
+
+test('a listing waits for no node that failed, and names a node that never answered in VPN-Portal-Stale-Nodes', async (t) => {
+  const lab = await startPortalWithNode({ config: withUnreachableSecondNode });
+  t.after(lab.close);
+  const { portal } = lab;
+  assert.ok(portal.portal.ctx.nodes.isDown(asNodeNumber(1)), 'the start-up pass found node 1 unreachable');
+
+  for (const path of ['/connection_list', '/connected_users']) {
+    const listed = await portal.get(path);
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.headers.get(STALE_NODES_HEADER), '1', `${path}: node 1 is not in this answer`);
+  }
+  // show_all=on of a WireGuard profile is the database's view: no node's answer is missing from it.
+  const all = await portal.get('/connection_list', { show_all: 'on' });
+  assert.equal(all.headers.get(STALE_NODES_HEADER), null);
+
+  // Node 0 stops (refusing connections): both are named, in order.
+  await lab.stopAgent();
+  const both = await portal.get('/connected_users');
+  assert.equal(both.headers.get(STALE_NODES_HEADER), '0,1', 'comma-separated, in order');
+  assert.equal(both.status, 200);
 });

@@ -1,8 +1,9 @@
 // GET /connected_users (specification §4.1).
-import { jsonObjectOfProfiles, listConnectedUsers } from '../../core/list-connections.js';
+import { listConnectedUsers } from '../../core/list-connections.js';
 import { ADMIN_API_CALLS, connectedUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';
+import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
 
 export const connectedUsersRoute = defineRoute({
   ...ADMIN_API_CALLS.connectedUsers,
@@ -12,9 +13,9 @@ export const connectedUsersRoute = defineRoute({
   params: { show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes') },
   success: {
     status: 200,
-    doc: { description: 'User ids per profile id', schema: connectedUsersAnswer },
+    doc: { description: `User ids per profile id. ${STALE_NODES_DOC}`, schema: connectedUsersAnswer },
   },
   async handle(ctx, { show_all }) {
-    return { status: 200, jsonParts: jsonObjectOfProfiles('connected_users', await listConnectedUsers(ctx, show_all ?? false)) };
+    return profileListingResponse('connected_users', await listConnectedUsers(ctx, show_all ?? false));
   },
 });

@@ -1,8 +1,9 @@
 // GET /connection_list (specification §4.2).
-import { jsonObjectOfProfiles, listConnections } from '../../core/list-connections.js';
+import { listConnections } from '../../core/list-connections.js';
 import { ADMIN_API_CALLS, connectionListAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';
+import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
 
 export const connectionListRoute = defineRoute({
   ...ADMIN_API_CALLS.connectionList,
@@ -12,9 +13,9 @@ export const connectionListRoute = defineRoute({
   params: { show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes') },
   success: {
     status: 200,
-    doc: { description: 'Connections per profile id', schema: connectionListAnswer },
+    doc: { description: `Connections per profile id. ${STALE_NODES_DOC}`, schema: connectionListAnswer },
   },
   async handle(ctx, { show_all }) {
-    return { status: 200, jsonParts: jsonObjectOfProfiles('connection_list', await listConnections(ctx, show_all ?? false)) };
+    return profileListingResponse('connection_list', await listConnections(ctx, show_all ?? false));
   },
 });

@@ -1,0 +1,114 @@
+// The fleet's promise about a node that hangs: the first timeout is paid once, by the calls
+// waiting on the node at that moment, and after it no call contacts the node until the probe
+// finds it answering; a listing's question gets the node's last answer, marked stale. The node
+// is a local HTTP server that stops answering on request (it keeps accepting connections, as a
+// frozen process does); the end-to-end version with a stopped agent is test/e2e/hung-node.test.ts.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { HttpNodeDaemon } from '../../src/node-client/daemon-client.js';
+import { NodeFleet } from '../../src/node-client/fleet.js';
+import { asNodeNumber, type NodeNumber } from '../../src/shared/ids.js';
+import { systemClock } from '../../src/shared/time.js';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+
+const TIMEOUT_MS = 1_000;
+const NODE = asNodeNumber(0);
+
+interface StandInNode {
+  readonly url: string;
+  /** Requests that reached the node. */
+  readonly paths: string[];
+  hangs: boolean;
+}
+
+async function startNode(t: TestContext): Promise<StandInNode> {
+  const node: StandInNode = { url: '', paths: [], hangs: false };
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    node.paths.push(request.url ?? '');
+    if (node.hangs) return;
+    if (request.url === '/o/connection_list')
+      response.writeHead(200).end(JSON.stringify({ connection_list: [{ common_name: 'cn-1', ip_four: '10.9.0.2', ip_six: null }] }));
+    else response.writeHead(204).end();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return Object.assign(node, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+}
+
+function fleetOf(t: TestContext, urls: ReadonlyMap<NodeNumber, string>): NodeFleet {
+  const daemons = new Map(
+    [...urls].map(([nodeNumber, url]) => [nodeNumber, new HttpNodeDaemon({ nodeNumber, url, secret: () => null, timeoutMs: TIMEOUT_MS })]),
+  );
+  const fleet = new NodeFleet(daemons, systemClock, pino({ level: 'silent' }));
+  t.after(async () => {
+    fleet.stop();
+    for (const daemon of daemons.values()) await daemon.close();
+  });
+  return fleet;
+}
+
+test('calls waiting on a hung node stop waiting when the first times out, and later calls do not contact it', async (t) => {
+  const node = await startNode(t);
+  const fleet = fleetOf(t, new Map([[NODE, node.url]]));
+  const key = generateWireGuardKeyPair().publicKey;
+  node.hangs = true;
+
+  const started = performance.now();
+  const timed = async (): Promise<{ result: unknown; endedAt: number }> => {
+    const result = await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(key, 1));
+    return { result, endedAt: performance.now() - started };
+  };
+  const first = timed();
+  await sleep(TIMEOUT_MS / 2);
+  const second = timed();
+  const [one, two] = await Promise.all([first, second]);
+  assert.equal(one.result, undefined);
+  assert.equal(two.result, undefined);
+  assert.ok(fleet.isDown(NODE), 'the node is held for down');
+  assert.ok(
+    two.endedAt - one.endedAt < TIMEOUT_MS / 4,
+    `the second call stopped waiting when the first timed out (${Math.round(one.endedAt)} ms), not after its own timeout (${Math.round(two.endedAt)} ms)`,
+  );
+
+  const asked = node.paths.length;
+  const later = performance.now();
+  assert.equal(await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(key, 2)), undefined);
+  assert.ok(performance.now() - later < TIMEOUT_MS / 4, 'a later call answers at once');
+  await sleep(100);
+  assert.equal(node.paths.length, asked, 'and never reached the node');
+});
+
+test("a listing's question gets a down node's last answer, marked stale; a node that never answered gives none", async (t) => {
+  const node = await startNode(t);
+  const other = asNodeNumber(1);
+  const fleet = fleetOf(
+    t,
+    new Map([
+      [NODE, node.url],
+      [other, 'http://127.0.0.1:2'],
+    ]),
+  );
+  const ask = (nodeNumber: NodeNumber) => fleet.current(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList());
+  const clients = [{ commonName: 'cn-1', ipFour: '10.9.0.2', ipSix: null }];
+
+  assert.deepEqual(await ask(NODE), { stale: false, answer: clients });
+  node.hangs = true;
+  assert.deepEqual(await ask(NODE), { stale: true, answer: clients }, 'after the timeout: the last answer');
+  const asked = node.paths.length;
+  const started = performance.now();
+  assert.deepEqual(await ask(NODE), { stale: true, answer: clients }, 'held for down: the last answer at once');
+  assert.ok(performance.now() - started < TIMEOUT_MS / 4);
+  assert.equal(node.paths.length, asked, 'without asking the node');
+
+  assert.deepEqual(await ask(other), { stale: true, answer: undefined });
+});
