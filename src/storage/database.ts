@@ -254,6 +254,12 @@ export class DatabaseOpenFailed extends Error {
   }
 }
 
+/** Applies the migrations up to and including `name`: for a test of a migration on the data before it. */
+export async function migrateUpTo(db: Db, name: string): Promise<void> {
+  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo(name);
+  if (error !== undefined) throw error;
+}
+
 /** Applies pending migrations and returns the names applied now (none when up to date). */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({ db, provider: migrationProvider });
