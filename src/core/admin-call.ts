@@ -8,12 +8,19 @@ import type { ProfileId } from '../shared/ids.js';
 
 /** The name the audit log gives the specification's secret (the bootstrap key with every right). */
 export const SECRET_KEY_NAME = 'secret';
+/** The secret's lineage (kept answers): its own, apart from every admin key's. */
+export const SECRET_KEY_LINEAGE = 'secret';
 
 export interface AdminCaller {
   /** The admin key's name, `secret` for the specification's secret, null when no valid key was presented. */
   readonly keyName: string | null;
   /** The admin key's id; null for the secret or no key. */
   readonly keyId: string | null;
+  /**
+   * The admin key's lineage (its first key's id, kept by rotations), `secret` for the secret,
+   * null when no valid key was presented: what kept answers (Idempotency-Key) belong to.
+   */
+  readonly keyLineage: string | null;
   /** null when no valid key was presented. */
   readonly scope: AdminScope | null;
   /** The client's address (the one a trusted proxy forwarded, else the peer's). */

@@ -80,6 +80,8 @@ export async function createAdminKey(ctx: AdminKeyContext, spec: AdminKeySpec, k
     lifetime: spec.expiresIn,
     revokedAt: null,
     replacedBy: null,
+    // A new line: kept answers of an earlier key with this name are not this key's.
+    lineage: keyId,
     lastUsedAt: null,
     lastUsedAddress: null,
   };
@@ -121,6 +123,7 @@ export async function rotateAdminKey(
     const lifetime = expiresIn === undefined ? old.lifetime : expiresIn;
     const graceEnd = formatAtom(addDuration(now, graceDuration));
     const oldKeyEnds = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+    // Same rights and the same lineage (`...old`): the new key gets the old one's kept answers.
     const key: StoredAdminKey = {
       ...old,
       keyId,

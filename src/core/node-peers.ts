@@ -10,6 +10,7 @@ import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { pushToNodes } from './node-push.js';
 import { endSessionsOfRemovedPeers } from './wireguard-sessions.js';
+import { isCanonicalWireGuardKey } from '../wireguard/keys.js';
 
 /** A peer that must leave its node, with the revision of the change that says so. */
 export interface PeerRemoval {
@@ -52,7 +53,8 @@ export async function removePeersFromNodes(ctx: PortalContext, removals: readonl
 export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[], why: string): Promise<void> {
   const { missed } = await pushToNodes(
     ctx,
-    peers,
+    // Never a non-canonical key (one stored before the check): reconcile takes it off instead.
+    peers.filter((peer) => isCanonicalWireGuardKey(peer.publicKey)),
     'add_peer',
     'skip',
     (peer) => peer.nodeNumber,

@@ -2,11 +2,13 @@
 // "Profile limits"): create only in its profiles; listings show only its profiles (and users
 // with a configuration there); delete_connection only configurations in its profiles; and
 // the calls that act on a user as a whole (disable_user, enable_user, destroy,
-// delete_user_authorizations) only users whose configurations all lie in its profiles, and who
-// have at least one: so such a key never touches a configuration, nor a user, outside its reach.
+// delete_user_authorizations) only users whose configurations and enrollment tokens all lie in
+// its profiles, and who have at least one configuration: so such a key never touches a
+// configuration, a token, nor a user, outside its reach.
 // The user check runs inside the change's transaction, after the user's row is locked, so a
 // configuration added meanwhile in another profile cannot slip past it.
 import type { Executor } from '../storage/database.js';
+import { enrollmentTokenProfilesOfUser } from '../storage/enrollment-tokens.js';
 import { configurationProfilesOfUser } from '../storage/users.js';
 import type { ProfileId, UserId } from '../shared/ids.js';
 import { describeKey, profileLimit } from './admin-call.js';
@@ -20,22 +22,27 @@ export function assertProfileAllowed(ctx: PortalContext, profileId: string): voi
   throw new PortalError('not-allowed', `${describeKey(ctx.call)} may not use profile "${profileId}" (it is limited to: ${[...limit].join(', ')})`);
 }
 
-/** Refuses (403) a call on a user as a whole unless every configuration of the user is in the key's profiles. */
+/**
+ * Refuses (403) a call on a user as a whole unless everything of the user (configurations,
+ * enrollment tokens) is in the key's profiles, naming what lies outside.
+ */
 export async function assertUserWithinReach(ctx: PortalContext, db: Executor, userId: UserId): Promise<void> {
   const limit = profileLimit(ctx.call);
   if (limit === null || ctx.call === undefined) return;
-  const profiles = await configurationProfilesOfUser(db, userId);
-  const outside = profiles.filter((profileId) => !limit.has(profileId));
   const key = describeKey(ctx.call);
   const allowed = [...limit].join(', ');
-  if (profiles.length === 0) {
+  const configurationProfiles = await configurationProfilesOfUser(db, userId);
+  if (configurationProfiles.length === 0) {
     throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has no configuration in its profiles (${allowed})`);
   }
-  if (outside.length > 0) {
-    throw new PortalError(
-      'not-allowed',
-      `${key} may not change user "${userId}" as a whole: the user has configurations in profiles outside its profiles (${allowed})`,
-    );
+  const outside = (profiles: readonly ProfileId[]) => profiles.filter((profileId) => !limit.has(profileId));
+  const held = [
+    { what: 'configurations', profiles: outside(configurationProfiles) },
+    { what: 'enrollment tokens', profiles: outside(await enrollmentTokenProfilesOfUser(db, userId)) },
+  ].filter((entry) => entry.profiles.length > 0);
+  if (held.length > 0) {
+    const list = held.map((entry) => `${entry.what} in ${[...entry.profiles].sort().join(', ')}`).join(' and ');
+    throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has ${list}, outside its profiles (${allowed})`);
   }
 }
 

@@ -23,6 +23,7 @@ import { formatAtom } from '../shared/time.js';
 import { recordLiveStats } from './statistics.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 import { endSessionsOfRemovedPeers, observeWireGuardSessions } from './wireguard-sessions.js';
+import { isCanonicalWireGuardKey } from '../wireguard/keys.js';
 
 /** A pass keeps as many instructions in flight to a node as the connections allow. */
 export const PARALLEL_CHANGES_PER_NODE = MAX_CONNECTIONS_PER_NODE;
@@ -72,12 +73,14 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
   if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
   if (options.observeSessions === true) await observeWireGuardSessions(ctx, nodeNumber, actual);
 
-  const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter((peer) =>
-    isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard'),
+  // A configuration stored before keys had to be canonical may hold a non-canonical twin of
+  // another key: it is never wanted on a node, and one the node holds is removed.
+  const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter(
+    (peer) => isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard') && isCanonicalWireGuardKey(peer.publicKey),
   );
   const desiredKeys = new Set<string>(desired.map((peer) => peer.publicKey));
   const actualByKey = new Map(actual.map((peer) => [peer.publicKey as string, peer]));
-  const extra = actual.filter((peer) => !desiredKeys.has(peer.publicKey));
+  const extra = actual.filter((peer) => !peer.canonicalKey || !desiredKeys.has(peer.publicKey));
   const missing = desired.filter((peer) => !sameAllowedIps(actualByKey.get(peer.publicKey), peer));
 
   let removed = 0;

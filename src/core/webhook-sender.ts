@@ -11,8 +11,8 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { WebhookSettings } from '../config/portal-config.js';
-import { parseIpAddress, parseIpPrefix, prefixContainsAddress, type IpPrefix } from '../net/ip-prefix.js';
-import { specialRangeOf } from '../net/special-addresses.js';
+import { formatIpAddress, isIpAddress, parseIpAddress, parseIpPrefix, prefixContainsAddress, type IpAddress, type IpPrefix } from '../net/ip-prefix.js';
+import { embeddedIpv4Addresses, ownSpecialRangeOf } from '../net/special-addresses.js';
 
 /** The receiver's answer is read up to this many bytes, for the delivery log. */
 const EXCERPT_BYTES = 256;
@@ -35,14 +35,22 @@ export class TargetGuard {
     this.#listenHost = listenHost;
   }
 
-  /** Why `address` is refused, or null when a webhook may go there. */
+  /**
+   * Why `address` is refused, or null when a webhook may go there. An IPv4 address carried inside
+   * an IPv6 one (mapped, compatible, NAT64, 6to4, Teredo) is judged as itself, allow-list included.
+   */
   refusal(address: string): string | null {
-    const parsed = parseIpAddress(unmapped(address));
-    if (this.#allowed.some((prefix) => prefixContainsAddress(prefix, parsed))) return null;
-    const range = specialRangeOf(address);
-    // "an unspecified", "an IETF", but "a unique local".
-    if (range !== null) return `${/^(?:[aeio]|un(?!ique))/i.test(range) ? 'an' : 'a'} ${range} address`;
-    return ownAddresses(this.#listenHost).has(unmapped(address)) ? "an address of the portal's own host" : null;
+    const parsed = parseIpAddress(address);
+    const allowed = (candidate: IpAddress) => this.#allowed.some((prefix) => prefixContainsAddress(prefix, candidate));
+    if (allowed(parsed)) return null;
+    const judged = [parsed, ...embeddedIpv4Addresses(parsed)].filter((candidate) => candidate === parsed || !allowed(candidate));
+    for (const candidate of judged) {
+      const range = ownSpecialRangeOf(candidate);
+      // "an unspecified", "an IETF", but "a unique local".
+      if (range !== null) return `${/^(?:[aeio]|un(?!ique))/i.test(range) ? 'an' : 'a'} ${range} address`;
+    }
+    const own = ownAddresses(this.#listenHost);
+    return judged.some((candidate) => own.has(formatIpAddress(candidate))) ? "an address of the portal's own host" : null;
   }
 }
 
@@ -148,14 +156,13 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** `::ffff:192.0.2.1` → `192.0.2.1`. */
-function unmapped(address: string): string {
-  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? address;
-}
-
-/** The host's interface addresses and the portal's listen address. */
+/** The host's interface addresses and the portal's listen address, in canonical form. */
 function ownAddresses(listenHost: string): Set<string> {
   const own = new Set<string>();
-  for (const entries of Object.values(networkInterfaces())) for (const entry of entries ?? []) own.add(entry.address);
-  if (isIP(listenHost) !== 0 && listenHost !== '0.0.0.0' && listenHost !== '::') own.add(listenHost);
+  const add = (address: string) => {
+    if (isIpAddress(address)) own.add(formatIpAddress(parseIpAddress(address)));
+  };
+  for (const entries of Object.values(networkInterfaces())) for (const entry of entries ?? []) add(entry.address);
+  if (isIP(listenHost) !== 0 && listenHost !== '0.0.0.0' && listenHost !== '::') add(listenHost);
   return own;
 }

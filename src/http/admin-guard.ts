@@ -6,7 +6,7 @@
 // Routing comes after, so an unauthenticated client learns nothing about which paths exist.
 // Who asks is left on the request (AdminRequests) for the scope check, the call and the audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SECRET_KEY_NAME, type AdminCaller } from '../core/admin-call.js';
+import { SECRET_KEY_LINEAGE, SECRET_KEY_NAME, type AdminCaller } from '../core/admin-call.js';
 import { checkAdminKey, type AdminKeyUse } from '../core/admin-keys.js';
 import type { PortalContext } from '../core/context.js';
 import { ADMIN_KEY_PREFIX } from '../keys/admin-key-token.js';
@@ -29,6 +29,7 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
   const nobody = (request: FastifyRequest, keyName: string | null = null): AdminCaller => ({
     keyName,
     keyId: null,
+    keyLineage: null,
     scope: null,
     sourceAddress: request.ip,
     profiles: null,
@@ -52,7 +53,14 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
         return;
       }
       const { key } = check;
-      const caller: AdminCaller = { keyName: key.name, keyId: key.keyId, scope: key.scope, sourceAddress: request.ip, profiles: key.profiles };
+      const caller: AdminCaller = {
+        keyName: key.name,
+        keyId: key.keyId,
+        keyLineage: key.lineage,
+        scope: key.scope,
+        sourceAddress: request.ip,
+        profiles: key.profiles,
+      };
       // The key's own allow-list applies in addition to adminApi.allowList.
       if (key.allowList !== null && !new AddressAllowList(key.allowList).allows(request.ip)) {
         const message = `source address ${request.ip} is not allowed for key "${key.name}"`;
@@ -74,6 +82,15 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
       await sendError(reply, 401, 'authentication required', UNAUTHENTICATED);
       return;
     }
-    requests.set(request, { caller: { keyName: SECRET_KEY_NAME, keyId: null, scope: 'admin', sourceAddress: request.ip, profiles: null } });
+    requests.set(request, {
+      caller: {
+        keyName: SECRET_KEY_NAME,
+        keyId: null,
+        keyLineage: SECRET_KEY_LINEAGE,
+        scope: 'admin',
+        sourceAddress: request.ip,
+        profiles: null,
+      },
+    });
   };
 }

@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AdminCall } from '../core/admin-call.js';
 import type { PortalContext } from '../core/context.js';
+import { assertProfileAllowed } from '../core/profile-reach.js';
 import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
 import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from './http-error.js';
@@ -100,13 +101,16 @@ export async function runRoute<S extends ParamShape>(
   const params = readParams(route.source, input, route.params);
   const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
   let response: RouteResponse;
-  if (idempotencyKey === undefined || caller.keyName === null) {
+  // A kept answer is given only to a caller who may make the request now: the scope was checked
+  // above; the profile it names is checked here, before any replay (a handler checks it again).
+  if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
+  if (idempotencyKey === undefined || caller.keyLineage === null) {
     response = await route.handle(callCtx, params, request, {});
   } else {
     const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
     const parameters = sentParameters(Object.keys(route.params), input);
     const outcome = await services.idempotent.run(
-      { keyName: caller.keyName, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
+      { keyLineage: caller.keyLineage, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
     );
     response = outcome.response;

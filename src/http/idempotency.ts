@@ -1,7 +1,8 @@
 // Safe retries for provisioning systems: a POST sent with an `Idempotency-Key` header runs
-// once per admin key name and Idempotency-Key; a retry within 24 hours with the same
-// parameters gets the first answer again (for `create`: the same file, never a new key pair),
-// with other parameters 422. Concurrent requests with one key agree on one owner through the
+// once per admin key lineage and Idempotency-Key (a key and the keys rotated from it, never a
+// reusable name: a new key with a revoked key's name never gets its answers); a retry within
+// 24 hours with the same parameters gets the first answer again (for `create`: the same file,
+// never a new key pair), with other parameters 422. Concurrent requests with one key agree on one owner through the
 // primary key of `idempotency_records`; the others wait for its answer (up to 30 s, then 409).
 //
 // The answer of `create` is kept inside the transaction that stores the configuration
@@ -45,7 +46,8 @@ const storedAnswer = z.union([
 ]);
 
 export interface IdempotentRequest {
-  readonly keyName: string;
+  /** The caller's key lineage (AdminCaller.keyLineage). */
+  readonly keyLineage: string;
   /** The header's value. */
   readonly idempotencyKey: string;
   /** The call's name. */
@@ -91,12 +93,12 @@ export class IdempotentCalls {
    */
   async run(request: IdempotentRequest, execute: (keep: KeepAnswer) => Promise<RouteResponse>): Promise<IdempotentOutcome> {
     const cipher = this.#cipher();
-    const context = `${request.keyName}\n${request.idempotencyKey}`;
+    const context = `${request.keyLineage}\n${request.idempotencyKey}`;
     const deadline = Date.now() + WAIT_FOR_OWNER_MS;
     for (;;) {
       const nowDate = this.ctx.clock.now();
       const now = formatAtom(nowDate);
-      const existing = await findIdempotencyRecord(this.ctx.db, request.keyName, request.idempotencyKey);
+      const existing = await findIdempotencyRecord(this.ctx.db, request.keyLineage, request.idempotencyKey);
       if (existing !== undefined && existing.expiresAt <= now) {
         await deleteExpiredIdempotencyRecord(this.ctx.db, existing, now);
         continue;
@@ -104,7 +106,7 @@ export class IdempotentCalls {
       if (existing === undefined) {
         const owner = randomBytes(12).toString('hex');
         const reserved = await reserveIdempotencyKey(this.ctx.db, {
-          keyName: request.keyName,
+          keyLineage: request.keyLineage,
           idempotencyKey: request.idempotencyKey,
           call: request.call,
           fingerprint: request.fingerprint,
@@ -151,7 +153,7 @@ export class IdempotentCalls {
     cipher: AnswerCipher,
     execute: (keep: KeepAnswer) => Promise<RouteResponse>,
   ): Promise<RouteResponse> {
-    const owned = { keyName: request.keyName, idempotencyKey: request.idempotencyKey, owner };
+    const owned = { keyLineage: request.keyLineage, idempotencyKey: request.idempotencyKey, owner };
     const keep: KeepAnswer = async (trx, response) => {
       const sealed = cipher.seal(storable(response), context);
       // Fails the change when the reservation was taken over meanwhile: then another request runs it.

@@ -38,7 +38,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
           in: 'header',
           required: false,
           description:
-            'Makes a retry safe: the same key (per admin key name) with the same parameters within 24 hours gets the first answer again, and changes nothing',
+            'Makes a retry safe: the same key (per admin key and the keys rotated from it) with the same parameters within 24 hours gets the first answer again, and changes nothing',
           schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
         },
       ];

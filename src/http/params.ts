@@ -7,10 +7,13 @@ import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
-import { isUsableWireGuardPublicKey, isWireGuardKey } from '../wireguard/keys.js';
+import { isCanonicalWireGuardKey, isUsableWireGuardPublicKey, isWireGuardKey, NON_CANONICAL_KEY_REASON } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
 
 export type ParamSource = 'query' | 'post';
+
+/** Marks a refinement whose message is added to `invalid value for "name"`, for a reason the client cannot guess. */
+const SHOWN = 'shownToClient';
 
 export interface ParamSpec<T> {
   readonly schema: z.ZodType<T, string>;
@@ -42,8 +45,11 @@ export const param = {
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
-  /** A device's own WireGuard public key: Base64 of 32 bytes, a usable X25519 point (not small-order). */
-  devicePublicKey: z.string().refine(isUsableWireGuardPublicKey),
+  /** A device's own WireGuard public key: Base64 of 32 bytes, a usable X25519 point (not small-order), canonically encoded. */
+  devicePublicKey: z
+    .string()
+    .refine(isUsableWireGuardPublicKey, { abort: true })
+    .refine(isCanonicalWireGuardKey, { message: NON_CANONICAL_KEY_REASON, params: { [SHOWN]: true } }),
   /** A PEM PKCS#10 certificate request; its signature and key type are checked by the use case. */
   certificateRequest: z
     .string()
@@ -142,7 +148,10 @@ export function readParams<S extends ParamShape>(source: ParamSource, input: unk
     }
     if (typeof raw !== 'string') throw new HttpError(400, `value of ${sourceName} "${name}" MUST be string`);
     const parsed = spec.schema.safeParse(raw);
-    if (!parsed.success) throw new HttpError(400, `invalid value for "${name}"`);
+    if (!parsed.success) {
+      const shown = parsed.error.issues.find((issue) => issue.code === 'custom' && issue.params?.[SHOWN] === true);
+      throw new HttpError(400, `invalid value for "${name}"${shown === undefined ? '' : `: ${shown.message}`}`);
+    }
     result[name] = parsed.data;
   }
   return result as ParamValues<S>;

@@ -2,8 +2,9 @@
 // link-local (cloud metadata services live at 169.254.169.254), private (RFC 1918, ULA),
 // shared (CGNAT), unspecified, multicast and other ranges that are not the public Internet.
 // A request the portal makes on an administrator's behalf must not become a way into the
-// portal's own host or network (server-side request forgery).
-import { formatIpPrefix, parseIpAddress, parseIpPrefix, prefixContainsAddress, type IpAddress, type IpPrefix } from './ip-prefix.js';
+// portal's own host or network (server-side request forgery). IPv6 forms that carry an IPv4
+// address (mapped, compatible, NAT64, 6to4, Teredo) reach it, so it is judged as well.
+import { formatIpPrefix, parseIpPrefix, prefixContainsAddress, type IpAddress, type IpPrefix } from './ip-prefix.js';
 
 const RANGES: readonly { readonly prefix: IpPrefix; readonly name: string }[] = [
   ['0.0.0.0/8', 'unspecified ("this network")'],
@@ -26,23 +27,40 @@ const RANGES: readonly { readonly prefix: IpPrefix; readonly name: string }[] = 
   ['ff00::/8', 'multicast'],
 ].map(([prefix = '', name = '']) => ({ prefix: parseIpPrefix(prefix), name }));
 
-/** IPv6 forms that carry an IPv4 address in their last 32 bits: IPv4-mapped and NAT64. */
-const EMBEDDING_IPV4 = ['::ffff:0:0/96', '64:ff9b::/96'].map(parseIpPrefix);
+/** Where an IPv6 form carries IPv4 addresses: as the bit offsets (from the left) of its octets. */
+const EMBEDDING_IPV4: readonly { readonly prefix: IpPrefix; readonly octetsAt: readonly (readonly number[])[]; readonly inverted?: true }[] = [
+  // IPv4-mapped and IPv4-compatible (deprecated, RFC 4291): the last 32 bits. `::` and `::1`
+  // are judged as themselves first.
+  { prefix: parseIpPrefix('::ffff:0:0/96'), octetsAt: [[96, 104, 112, 120]] },
+  { prefix: parseIpPrefix('::/96'), octetsAt: [[96, 104, 112, 120]] },
+  // NAT64 (RFC 6052): the well-known /96, and the local-use /48 (RFC 8215), whose layout skips
+  // the u-octet at bits 64–71.
+  { prefix: parseIpPrefix('64:ff9b::/96'), octetsAt: [[96, 104, 112, 120]] },
+  { prefix: parseIpPrefix('64:ff9b:1::/48'), octetsAt: [[48, 56, 72, 80]] },
+  // 6to4 (RFC 3056): bits 16–47.
+  { prefix: parseIpPrefix('2002::/16'), octetsAt: [[16, 24, 32, 40]] },
+];
+/** Teredo (RFC 4380): the server's address in bits 32–63, the client's inverted in the last 32. */
+const TEREDO = parseIpPrefix('2001::/32');
 
 /**
- * The kind of range `address` lies in and the range (`loopback (127.0.0.0/8)`), or null for an
- * address on the public Internet. An IPv6 address that embeds an IPv4 one is judged by it.
+ * The IPv4 addresses an IPv6 address carries (IPv4-mapped and -compatible, NAT64, 6to4, Teredo
+ * server and client), to be judged as themselves; none for an IPv4 address or another IPv6 one.
  */
-export function specialRangeOf(address: string): string | null {
-  let parsed: IpAddress;
-  try {
-    parsed = parseIpAddress(address);
-  } catch {
-    return 'not an IP address';
+export function embeddedIpv4Addresses(address: IpAddress): IpAddress[] {
+  if (address.family !== 6) return [];
+  const octet = (offset: number): bigint => (address.value >> BigInt(120 - offset)) & 0xffn;
+  const ipv4 = (offsets: readonly number[]): IpAddress => ({ family: 4, value: offsets.reduce((value, offset) => (value << 8n) | octet(offset), 0n) });
+  if (prefixContainsAddress(TEREDO, address)) {
+    const client = ipv4([96, 104, 112, 120]);
+    return [ipv4([32, 40, 48, 56]), { family: 4, value: client.value ^ 0xffffffffn }];
   }
-  if (parsed.family === 6 && EMBEDDING_IPV4.some((prefix) => prefixContainsAddress(prefix, parsed))) {
-    parsed = { family: 4, value: parsed.value & 0xffffffffn };
-  }
-  const range = RANGES.find((candidate) => prefixContainsAddress(candidate.prefix, parsed));
+  const form = EMBEDDING_IPV4.find((candidate) => prefixContainsAddress(candidate.prefix, address));
+  return form === undefined ? [] : form.octetsAt.map(ipv4);
+}
+
+/** The kind of range `address` itself lies in and the range (`loopback (127.0.0.0/8)`), or null; embedded addresses aside. */
+export function ownSpecialRangeOf(address: IpAddress): string | null {
+  const range = RANGES.find((candidate) => prefixContainsAddress(candidate.prefix, address));
   return range === undefined ? null : `${range.name} (${formatIpPrefix(range.prefix)})`;
 }

@@ -13,9 +13,17 @@ import { Pool, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { connectionListSchema, daemonPeerSchema, nodeInfoSchema, peerListSchema, VPN_DAEMON_PATHS } from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
+import { isCanonicalWireGuardKey } from '../wireguard/keys.js';
 
 export interface DaemonPeer {
+  /** As the node sent it: a lenient read takes what eduVPN's vpn-daemon lists, whatever it is. */
   readonly publicKey: WireGuardKey;
+  /**
+   * False when the key is not the canonical encoding of an X25519 point (src/wireguard/keys.ts),
+   * or not a key at all: such a peer is never a wanted one, whatever the database says; reconcile
+   * takes it off the node (WireGuard may treat it as the same point as a revoked key).
+   */
+  readonly canonicalKey: boolean;
   readonly ipNet: readonly string[];
   /** null when the node has seen no handshake from this peer. */
   readonly lastHandshakeTime: Date | null;
@@ -146,6 +154,7 @@ export class HttpNodeDaemon implements NodeDaemon {
       const handshake = peer.last_handshake_time == null ? null : new Date(peer.last_handshake_time);
       return {
         publicKey: peer.public_key as WireGuardKey,
+        canonicalKey: isCanonicalWireGuardKey(peer.public_key),
         ipNet: peer.ip_net,
         lastHandshakeTime: handshake !== null && !Number.isNaN(handshake.getTime()) ? handshake : null,
         bytesIn: peer.bytes_in,

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { WireGuardKey } from '../shared/ids.js';
 import { canonicalNetworkCidr } from '../net/cidr.js';
-import { isWireGuardKey } from '../wireguard/keys.js';
+import { isCanonicalWireGuardKey, isWireGuardKey } from '../wireguard/keys.js';
 
 export const VPN_DAEMON_PATHS = {
   nodeInfo: '/i/node',
@@ -88,6 +88,15 @@ const wireGuardKeySchema = z.custom<WireGuardKey>(
   (value) => typeof value === 'string' && isWireGuardKey(value),
   'must be a Base64-encoded 32-byte WireGuard key',
 );
+/**
+ * A peer is added only under the canonical encoding of its key (src/wireguard/keys.ts); a
+ * non-canonical one may still be removed: it names the same point as a canonical key, and a
+ * node that holds it (an older portal put it there) must be able to let it go.
+ */
+const addedKeySchema = z.tuple(
+  [wireGuardKeySchema.refine(isCanonicalWireGuardKey, 'must be the canonical encoding of an X25519 key (bit 255 clear, a value below 2^255 − 19)')],
+  { error: 'must be given exactly once' },
+);
 const publicKeySchema = z.tuple([wireGuardKeySchema], { error: 'must be given exactly once' });
 
 const ipNetSchema = z
@@ -114,7 +123,7 @@ const revisionSchema = z
   )
   .max(1, 'may be given at most once')
   .transform((values) => values[0] ?? null);
-const addPeerSchema = z.object({ public_key: publicKeySchema, ip_net: ipNetSchema, revision: revisionSchema });
+const addPeerSchema = z.object({ public_key: addedKeySchema, ip_net: ipNetSchema, revision: revisionSchema });
 const removePeerSchema = z.object({ public_key: publicKeySchema, revision: revisionSchema });
 // The portal's common names are Base64 of 32 bytes (44 characters); a little more is tolerated.
 const commonNameSchema = z.tuple([z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 + / = _ . @ -')], {

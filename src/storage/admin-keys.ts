@@ -20,6 +20,8 @@ export interface StoredAdminKey {
   readonly lifetime: string | null;
   readonly revokedAt: string | null;
   readonly replacedBy: string | null;
+  /** The id of the first key of its line: rotated keys keep it; a new key with a reused name starts its own. */
+  readonly lineage: string;
   readonly lastUsedAt: string | null;
   readonly lastUsedAddress: string | null;
 }
@@ -42,6 +44,7 @@ export async function insertAdminKey(db: Executor, key: StoredAdminKey): Promise
       lifetime: key.lifetime,
       revoked_at: key.revokedAt,
       replaced_by: key.replacedBy,
+      lineage: key.lineage,
       last_used_at: key.lastUsedAt,
       last_used_address: key.lastUsedAddress,
     })
@@ -116,6 +119,7 @@ function toKey(row: AdminKeysTable): StoredAdminKey {
     lifetime: row.lifetime,
     revokedAt: row.revoked_at,
     replacedBy: row.replaced_by,
+    lineage: row.lineage,
     lastUsedAt: row.last_used_at,
     lastUsedAddress: row.last_used_address,
   };

@@ -27,7 +27,7 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'portal_state', key: ['key'], bookkeeping: true },
   { table: 'admin_keys', key: ['key_id'] },
   { table: 'audit_log', key: ['audit_id'] },
-  { table: 'idempotency_records', key: ['key_name', 'idempotency_key'] },
+  { table: 'idempotency_records', key: ['key_lineage', 'idempotency_key'] },
   { table: 'webhooks', key: ['webhook_id'] },
   { table: 'webhook_deliveries', key: ['delivery_id'] },
   { table: 'webhook_attempts', key: ['delivery_id', 'attempt'] },

@@ -39,6 +39,7 @@ import { webhooksSchema } from './migrations/0007-webhooks.js';
 import { deviceKeysSchema } from './migrations/0008-device-keys.js';
 import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
+import { adminKeyLineageSchema } from './migrations/0011-admin-key-lineage.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -63,6 +64,7 @@ const migrations: Record<string, Migration> = {
   '0008-device-keys': deviceKeysSchema,
   '0009-enrollment-tokens': enrollmentTokensSchema,
   '0010-listing-generation': listingGenerationSchema,
+  '0011-admin-key-lineage': adminKeyLineageSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
@@ -250,6 +252,12 @@ export class DatabaseOpenFailed extends Error {
   ) {
     super(message);
   }
+}
+
+/** Applies the migrations up to and including `name`: for a test of a migration on the data before it. */
+export async function migrateUpTo(db: Db, name: string): Promise<void> {
+  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo(name);
+  if (error !== undefined) throw error;
 }
 
 /** Applies pending migrations and returns the names applied now (none when up to date). */

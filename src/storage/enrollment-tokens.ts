@@ -93,6 +93,12 @@ export async function revokeEnrollmentToken(db: Executor, tokenId: string, at: s
   return Number(result.numUpdatedRows) === 1;
 }
 
+/** The profiles of a user's tokens, ended ones too (they stay until housekeeping deletes them). */
+export async function enrollmentTokenProfilesOfUser(db: Executor, userId: UserId): Promise<ProfileId[]> {
+  const rows = await db.selectFrom('enrollment_tokens').select('profile_id').distinct().where('user_id', '=', userId).execute();
+  return rows.map((row) => row.profile_id as ProfileId);
+}
+
 /** Revokes every token of a user that could still be used (disable_user). */
 export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
   const result = await db

@@ -1,11 +1,11 @@
 // Queries on `idempotency_records`: a POST sent with an Idempotency-Key reserves the key (one
-// row per admin key name and Idempotency-Key: the primary key makes concurrent requests
+// row per admin key lineage and Idempotency-Key: the primary key makes concurrent requests
 // agree on one owner), and its answer is kept, sealed, for 24 hours.
 import type { Executor } from './database.js';
 import type { IdempotencyRecordsTable } from './schema.js';
 
 export interface IdempotencyRecord {
-  readonly keyName: string;
+  readonly keyLineage: string;
   readonly idempotencyKey: string;
   readonly call: string;
   readonly fingerprint: string;
@@ -18,11 +18,11 @@ export interface IdempotencyRecord {
   readonly expiresAt: string;
 }
 
-export async function findIdempotencyRecord(db: Executor, keyName: string, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
+export async function findIdempotencyRecord(db: Executor, keyLineage: string, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
   const row = await db
     .selectFrom('idempotency_records')
     .selectAll()
-    .where('key_name', '=', keyName)
+    .where('key_lineage', '=', keyLineage)
     .where('idempotency_key', '=', idempotencyKey)
     .executeTakeFirst();
   return row === undefined ? undefined : toRecord(row);
@@ -33,7 +33,7 @@ export async function reserveIdempotencyKey(db: Executor, record: Omit<Idempoten
   const result = await db
     .insertInto('idempotency_records')
     .values({
-      key_name: record.keyName,
+      key_lineage: record.keyLineage,
       idempotency_key: record.idempotencyKey,
       call: record.call,
       fingerprint: record.fingerprint,
@@ -44,7 +44,7 @@ export async function reserveIdempotencyKey(db: Executor, record: Omit<Idempoten
       created_at: record.createdAt,
       expires_at: record.expiresAt,
     })
-    .onConflict((conflict) => conflict.columns(['key_name', 'idempotency_key']).doNothing())
+    .onConflict((conflict) => conflict.columns(['key_lineage', 'idempotency_key']).doNothing())
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
 }
@@ -52,13 +52,13 @@ export async function reserveIdempotencyKey(db: Executor, record: Omit<Idempoten
 /** Stores the answer of the request that reserved the key; false when it no longer holds it. */
 export async function completeIdempotencyRecord(
   db: Executor,
-  owned: { readonly keyName: string; readonly idempotencyKey: string; readonly owner: string },
+  owned: { readonly keyLineage: string; readonly idempotencyKey: string; readonly owner: string },
   answer: { readonly status: number; readonly sealed: string },
 ): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_records')
     .set({ state: 'done', status: answer.status, answer: answer.sealed })
-    .where('key_name', '=', owned.keyName)
+    .where('key_lineage', '=', owned.keyLineage)
     .where('idempotency_key', '=', owned.idempotencyKey)
     .where('owner', '=', owned.owner)
     .where('state', '=', 'pending')
@@ -69,11 +69,11 @@ export async function completeIdempotencyRecord(
 /** Gives up a reservation that is still pending (the request failed, or its owner vanished). */
 export async function releaseIdempotencyKey(
   db: Executor,
-  owned: { readonly keyName: string; readonly idempotencyKey: string; readonly owner: string },
+  owned: { readonly keyLineage: string; readonly idempotencyKey: string; readonly owner: string },
 ): Promise<void> {
   await db
     .deleteFrom('idempotency_records')
-    .where('key_name', '=', owned.keyName)
+    .where('key_lineage', '=', owned.keyLineage)
     .where('idempotency_key', '=', owned.idempotencyKey)
     .where('owner', '=', owned.owner)
     .where('state', '=', 'pending')
@@ -84,7 +84,7 @@ export async function releaseIdempotencyKey(
 export async function deleteExpiredIdempotencyRecord(db: Executor, record: IdempotencyRecord, now: string): Promise<void> {
   await db
     .deleteFrom('idempotency_records')
-    .where('key_name', '=', record.keyName)
+    .where('key_lineage', '=', record.keyLineage)
     .where('idempotency_key', '=', record.idempotencyKey)
     .where('owner', '=', record.owner)
     .where('expires_at', '<=', now)
@@ -99,7 +99,7 @@ export async function pruneIdempotencyRecords(db: Executor, now: string): Promis
 
 function toRecord(row: IdempotencyRecordsTable): IdempotencyRecord {
   return {
-    keyName: row.key_name,
+    keyLineage: row.key_lineage,
     idempotencyKey: row.idempotency_key,
     call: row.call,
     fingerprint: row.fingerprint,

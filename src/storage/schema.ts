@@ -145,6 +145,8 @@ export interface AdminKeysTable {
   revoked_at: string | null;
   /** Set when the key was rotated: the key that replaced it (this one ends with its grace period). */
   replaced_by: string | null;
+  /** The id of the first key of its line: a rotation keeps it, a new key with a reused name does not. */
+  lineage: string;
   last_used_at: string | null;
   last_used_address: string | null;
 }
@@ -167,7 +169,8 @@ export interface AuditLogTable {
 
 /** A POST sent with an Idempotency-Key: reserved while it runs, then its answer (sealed) for 24 h. */
 export interface IdempotencyRecordsTable {
-  key_name: string;
+  /** The admin key lineage (admin_keys.lineage) that sent the request; `secret` for the secret. */
+  key_lineage: string;
   idempotency_key: string;
   call: string;
   fingerprint: string;

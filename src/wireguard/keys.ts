@@ -34,6 +34,27 @@ export function isWireGuardKey(text: unknown): text is WireGuardKey {
   return typeof text === 'string' && WIREGUARD_KEY_PATTERN.test(text);
 }
 
+/** 2^255 − 19: the field Curve25519 works in. */
+const FIELD_PRIME = (1n << 255n) - 19n;
+
+/** Why an Admin API or enrollment request's key is refused when it is not canonical. */
+export const NON_CANONICAL_KEY_REASON =
+  'not the canonical encoding of an X25519 public key (bit 255 set, or a value of 2^255 − 19 or more); send it as `wg pubkey` prints it';
+
+/**
+ * True when `text` is a key in the one encoding of its X25519 point: bit 255 clear and, read
+ * little-endian, below 2^255 − 19. X25519 ignores bit 255 and reduces modulo the prime, so any
+ * other encoding names the same point as a canonical key, yet WireGuard keeps peers by their
+ * bytes: the twin would be a second peer for one device, outliving the revocation of the first.
+ * Every way a key comes in (create, enroll, add_peer, a node's peer list) asks this.
+ */
+export function isCanonicalWireGuardKey(text: unknown): text is WireGuardKey {
+  if (!isWireGuardKey(text)) return false;
+  const raw = Buffer.from(text, 'base64');
+  if (((raw[31] ?? 0) & 0x80) !== 0) return false;
+  return raw.reduceRight((value, byte) => (value << 8n) | BigInt(byte), 0n) < FIELD_PRIME;
+}
+
 /**
  * True when `text` is a public key a device may bring (POST /create's `public_key`): Base64 of
  * 32 bytes that X25519 accepts. The all-zero key and the other small-order points are refused:

@@ -10,7 +10,7 @@ import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
 import { portalState } from '../support/admin-keys.js';
-import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
+import { ABOVE_FIELD_PRIME_KEY, bit255Twin, BOTH_PROTOCOLS_PROFILE, NON_CANONICAL, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
@@ -91,6 +91,19 @@ test("a public_key that is not a usable X25519 key is refused with the reference
     assert.equal(errorBody(response.text), 'invalid value for "public_key"');
   }
   assert.deepEqual(await portalState(portal), before);
+});
+
+test('a public_key in a non-canonical encoding (the bit-255 twin of a key, or a value of 2^255 − 19 or more) is refused with the reason', async (t) => {
+  const portal = await startPortal(t);
+  const device = wgGenkey();
+  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: device.publicKey }, { accept: WIREGUARD })).status, 200);
+  const before = await portalState(portal);
+  for (const bad of [bit255Twin(device.publicKey), bit255Twin(wgGenkey().publicKey), ABOVE_FIELD_PRIME_KEY]) {
+    const response = await portal.post('/create', { user_id: 'mallory', profile_id: 'both', public_key: bad }, { accept: WIREGUARD });
+    assert.equal(response.status, 400, `${bad}: ${response.text}`);
+    assert.equal(errorBody(response.text), `invalid value for "public_key": ${NON_CANONICAL}`);
+  }
+  assert.deepEqual(await portalState(portal), before, 'no second configuration for the same point');
 });
 
 test('a public_key already used by a configuration of anyone, or by a node, is refused with 409', async (t) => {

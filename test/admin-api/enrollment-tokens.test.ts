@@ -13,7 +13,7 @@ import { runHousekeepingIfDue } from '../../src/core/housekeeping.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { auditLog, bearer, makeAdminKey, ManualClock, portalState } from '../support/admin-keys.js';
-import { BOTH_PROTOCOLS_PROFILE, databaseText, opensslCsr } from '../support/device-keys.js';
+import { bit255Twin, BOTH_PROTOCOLS_PROFILE, databaseText, opensslCsr } from '../support/device-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
@@ -199,7 +199,7 @@ test('disabling the user revokes its tokens for good; destroying it deletes them
   assert.deepEqual(await portal.admin.enrollmentTokens(), []);
 });
 
-test('a redemption without a device key, with a key in use, for a format that needs a private key, or malformed is refused and takes no use', async (t) => {
+test('a redemption without a device key, with a key in use or its bit-255 twin, for a format that needs a private key, or malformed is refused and takes no use', async (t) => {
   const portal = await startPortal(t);
   const made = await makeToken(portal);
   const taken = devicePublicKey();
@@ -210,6 +210,12 @@ test('a redemption without a device key, with a key in use, for a format that ne
     [{ enrollment_token: made.enrollment_token, public_key: taken }, WIREGUARD, 409, /^"public_key" is already in use$/],
     [{ enrollment_token: made.enrollment_token, public_key: devicePublicKey() }, APPLE, 406, /Apple profile/],
     [{ enrollment_token: made.enrollment_token, public_key: 'not a key' }, WIREGUARD, 400, /^invalid value for "public_key"$/],
+    [
+      { enrollment_token: made.enrollment_token, public_key: bit255Twin(taken) },
+      WIREGUARD,
+      400,
+      /^invalid value for "public_key": not the canonical encoding of an X25519 public key \(bit 255 set/,
+    ],
     [{ public_key: devicePublicKey() }, WIREGUARD, 400, /^missing post parameter "enrollment_token"$/],
     [{ enrollment_token: `${made.enrollment_token.slice(0, -1)}x`, public_key: devicePublicKey() }, WIREGUARD, 400, /wrong form or checksum/],
   ];

@@ -342,7 +342,7 @@ function refusal(call: Call, scope: AdminScope, limit: Limit, keyName: string, u
   if (call.perProfile === true) return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
   if (call.userWide === true)
     return new RegExp(
-      `^key "${keyName}" may not change user "${userId}" as a whole: the user has configurations in profiles outside its profiles \\(guests\\)$`,
+      `^key "${keyName}" may not change user "${userId}" as a whole: the user has configurations in employees, outside its profiles \\(guests\\)$`,
     );
   return null;
 }
@@ -444,7 +444,7 @@ test('a key limited to one profile acts only on that profile: a user with config
     assert.equal(response.status, 403, path);
     assert.equal(
       errorBody(response.text),
-      'key "mdm" may not change user "alice" as a whole: the user has configurations in profiles outside its profiles (employees)',
+      'key "mdm" may not change user "alice" as a whole: the user has configurations in guests, outside its profiles (employees)',
     );
   }
   const other = await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(guestPhone) }, bearer(mdm));
@@ -467,6 +467,43 @@ test('a key limited to one profile acts only on that profile: a user with config
   const unknown = await portal.post('/create', { user_id: 'bob', profile_id: 'no-such-profile' }, bearer(mdm));
   assert.equal(unknown.status, 403);
   assert.equal(errorBody(unknown.text), 'key "mdm" may not use profile "no-such-profile" (it is limited to: employees)');
+});
+
+test('a key limited to some profiles changes no user who has an enrollment token in another profile', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const writer = await makeAdminKey(portal, 'writer', { scope: 'write', profiles: ['employees'] });
+  const admin = await makeAdminKey(portal, 'admin', { scope: 'admin', profiles: ['employees'] });
+  assert.equal((await portal.post('/create', { user_id: 'mixt', profile_id: 'employees' })).status, 200);
+  const token = await portal.post('/enrollment_token', { user_id: 'mixt', profile_id: 'guests' });
+  assert.equal(token.status, 200, token.text);
+  await authorize(portal, 'mixt', 'mixt-auth');
+  const tokenId = (token.json() as { token_id: string }).token_id;
+  const before = await portalState(portal);
+
+  const revoke = await portal.post('/revoke_enrollment_token', { user_id: 'mixt', token_id: tokenId }, bearer(writer));
+  assert.equal(revoke.status, 403, revoke.text);
+  const expected = (key: string) =>
+    `key "${key}" may not change user "mixt" as a whole: the user has enrollment tokens in guests, outside its profiles (employees)`;
+  for (const [path, key, name] of [
+    ['/disable_user', writer, 'writer'],
+    ['/enable_user', writer, 'writer'],
+    ['/destroy', admin, 'admin'],
+    ['/delete_user_authorizations', admin, 'admin'],
+  ] as const) {
+    const response = await portal.post(path, { user_id: 'mixt' }, bearer(key));
+    assert.equal(response.status, 403, `${path}: ${response.text}`);
+    assert.equal(errorBody(response.text), expected(name), path);
+  }
+  assert.deepEqual(await portalState(portal), before, 'the token, the user and its authorizations are untouched');
+
+  // A revoked token is still the user's until housekeeping deletes it: destroy would delete it too.
+  assert.equal((await portal.post('/revoke_enrollment_token', { user_id: 'mixt', token_id: tokenId })).status, 204);
+  assert.equal((await portal.post('/destroy', { user_id: 'mixt' }, bearer(admin))).status, 403);
+  // A token in the key's own profile is within reach.
+  assert.equal((await portal.post('/enrollment_token', { user_id: 'solo', profile_id: 'employees' })).status, 200);
+  assert.equal((await portal.post('/create', { user_id: 'solo', profile_id: 'employees' })).status, 200);
+  assert.equal((await portal.post('/disable_user', { user_id: 'solo' }, bearer(writer))).status, 204);
 });
 
 test('the OpenAPI document names the scope of every call, the Idempotency-Key header of every POST, and the extensions', async (t) => {

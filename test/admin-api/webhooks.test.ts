@@ -63,6 +63,10 @@ test('a receiver in a loopback, link-local or private range is refused unless we
     ['https://100.64.0.1/', /shared address space \(CGNAT\)/],
     ['https://[fd00::1]/', /unique local \(ULA\)/],
     ['https://[::ffff:127.0.0.1]/', /loopback \(127\.0\.0\.0\/8\)/],
+    ['http://[::127.0.0.1]/', /^::7f00:1 is a loopback \(127\.0\.0\.0\/8\) address/],
+    ['http://[2002:7f00:1::]/', /^2002:7f00:1:: is a loopback \(127\.0\.0\.0\/8\) address/],
+    ['http://[64:ff9b:1:a9fe:a9:fe00::]/', /link-local \(169\.254\.0\.0\/16\)/],
+    ['http://[2001:0:808:808::80ff:fffe]/', /loopback \(127\.0\.0\.0\/8\)/],
     ['https://0.0.0.0/', /unspecified/],
   ];
   const before = await portalState(portal);

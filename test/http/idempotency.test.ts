@@ -1,5 +1,5 @@
 // Safe retries for provisioning systems: a POST with an Idempotency-Key runs once per admin
-// key name and key; a retry with the same parameters within 24 hours gets the first answer (the
+// key lineage and key; a retry with the same parameters within 24 hours gets the first answer (the
 // same file, never a new key pair), also from 50 requests at once and after a restart; other
 // parameters are 422; the kept answer is sealed at rest and gone after 24 hours.
 import assert from 'node:assert/strict';
@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { auditLog, bearer, makeAdminKey, ManualClock } from '../support/admin-keys.js';
+import { revokeAdminKey, rotateAdminKey } from '../../src/core/admin-keys.js';
+import { auditLog, bearer, makeAdminKey, ManualClock, twoProfiles } from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, UNREACHABLE_NODE, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 
@@ -131,7 +132,7 @@ test('the answer survives a restart, sealed at rest (no private key in the datab
   assert.equal(openVpnAgain.text, openVpn.text, 'the same certificate and client key');
   assert.equal(await configurationCount(after), 2);
 
-  // Keys are kept per admin key name: the same Idempotency-Key of another integration is its own request.
+  // Keys are kept per admin key lineage: the same Idempotency-Key of another integration is its own request.
   const other = await after.post('/create', alice, withKey('wg-1'));
   assert.equal(other.status, 200);
   assert.notEqual(other.text, wireGuard.text);
@@ -179,4 +180,53 @@ test('the other POST calls answer a retry as the first time; a failed request ke
     assert.equal(response.status, 400, JSON.stringify(bad));
     assert.equal(errorBody(response.text), 'invalid "Idempotency-Key" header: 1 to 255 visible ASCII characters');
   }
+});
+
+test('a kept answer belongs to the key that made it and its rotations, never to a new key that reuses the name', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const wireGuardFile = { accept: 'application/x-wireguard-profile' };
+  const send = (key: string, idempotencyKey: string, form = alice) =>
+    portal.post('/create', form, { ...bearer(key), ...wireGuardFile, ...withKey(idempotencyKey) });
+
+  const first = await makeAdminKey(portal, 'mdm1', { scope: 'write' });
+  const kept = await send(first, 'idem-1');
+  assert.equal(kept.status, 200, kept.text);
+  assert.match(kept.text, /^PrivateKey = /m);
+  assert.equal((await send(first, 'idem-1')).text, kept.text, 'a retry with the same key gets the first file');
+
+  // Revoked, then a new key made with the same name: a new lineage, which never sees the old answer.
+  await revokeAdminKey(ctx, 'mdm1');
+  const second = await makeAdminKey(portal, 'mdm1', { scope: 'write' });
+  const fresh = await send(second, 'idem-1');
+  assert.equal(fresh.status, 200, fresh.text);
+  assert.notEqual(fresh.text, kept.text, "not the first key's file");
+  assert.notEqual(/^PrivateKey = (.+)$/m.exec(fresh.text)?.[1], /^PrivateKey = (.+)$/m.exec(kept.text)?.[1]);
+  assert.equal(await configurationCount(portal), 2, "the new key's request ran");
+
+  // The same name limited to another profile gets neither file: the profile check comes first.
+  await revokeAdminKey(ctx, 'mdm1');
+  const limited = await makeAdminKey(portal, 'mdm1', { scope: 'write', profiles: ['guests'] });
+  const refused = await send(limited, 'idem-1');
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(errorBody(refused.text), 'key "mdm1" may not use profile "employees" (it is limited to: guests)');
+  assert.equal(await configurationCount(portal), 2);
+
+  // A rotated key is the same lineage: it (and the old key in its grace period) gets the answer.
+  const rotating = await makeAdminKey(portal, 'mdm2', { scope: 'write' });
+  const before = await send(rotating, 'idem-2');
+  assert.equal(before.status, 200, before.text);
+  const rotated = await rotateAdminKey(ctx, 'mdm2', 'PT1H');
+  assert.equal((await send(rotated.token, 'idem-2')).text, before.text, 'the rotated key gets the answer');
+  const rotatedAgain = await rotateAdminKey(ctx, 'mdm2', 'PT1H');
+  assert.equal((await send(rotatedAgain.token, 'idem-2')).text, before.text, 'and the key rotated from that one');
+  assert.equal((await send(rotating, 'idem-2')).text, before.text, 'the old key within its grace period too');
+  assert.equal(await configurationCount(portal), 3);
+
+  // The secret is a lineage of its own, and so is a key named like it would be stored.
+  const bySecret = await portal.post('/create', alice, { ...wireGuardFile, ...withKey('idem-2') });
+  assert.equal(bySecret.status, 200);
+  assert.notEqual(bySecret.text, before.text);
+  assert.equal(await configurationCount(portal), 4);
 });

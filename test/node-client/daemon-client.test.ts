@@ -10,6 +10,7 @@ import { test, type TestContext } from 'node:test';
 import { HttpNodeDaemon, NodeDaemonError } from '../../src/node-client/daemon-client.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
 
 interface StandIn {
   readonly url: string;
@@ -121,5 +122,26 @@ test('a refused connection is an unreachable node; close() ends the kept connect
   await assert.rejects(
     nowhere.disconnectClient('abc'),
     /^NodeDaemonError: node 5 \(http:\/\/127\.0\.0\.1:2\) unreachable: connect ECONNREFUSED 127\.0\.0\.1:2$/,
+  );
+});
+
+test('a peer the node lists under a non-canonical or malformed key is read, but marked as never wanted', async (t) => {
+  const canonical = generateWireGuardKeyPair().publicKey;
+  const listed = [canonical, bit255Twin(canonical), ABOVE_FIELD_PRIME_KEY, 'not a key'];
+  const standIn = await startStandIn(t, (_request, response) => {
+    const peerList = listed.map((key) => ({ public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0 }));
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ peer_list: peerList }));
+  });
+  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url: standIn.url, secret: () => null, timeoutMs: 3_000 });
+  t.after(() => daemon.close());
+  const peers = await daemon.peerList(true);
+  assert.deepEqual(
+    peers.map((peer) => [peer.publicKey, peer.canonicalKey]),
+    [
+      [canonical, true],
+      [bit255Twin(canonical), false],
+      [ABOVE_FIELD_PRIME_KEY, false],
+      ['not a key', false],
+    ],
   );
 });

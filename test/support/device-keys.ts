@@ -29,6 +29,20 @@ export interface DeviceWireGuardKey {
   readonly publicKey: string;
 }
 
+/** Why the Admin API and the enrollment endpoint refuse a non-canonical public key. */
+export const NON_CANONICAL =
+  'not the canonical encoding of an X25519 public key (bit 255 set, or a value of 2^255 − 19 or more); send it as `wg pubkey` prints it';
+
+/** The same X25519 point as `publicKey`, encoded with bit 255 set: the twin a canonical check refuses. */
+export function bit255Twin(publicKey: string): string {
+  const raw = Buffer.from(publicKey, 'base64');
+  raw[31] = (raw[31] ?? 0) | 0x80;
+  return raw.toString('base64');
+}
+
+/** 2^255 − 19 + 9, encoded little-endian: the base point u = 9 as a value the field reduces. */
+export const ABOVE_FIELD_PRIME_KEY = Buffer.concat([Buffer.from([0xf6]), Buffer.alloc(30, 0xff), Buffer.from([0x7f])]).toString('base64');
+
 export function wgGenkey(): DeviceWireGuardKey {
   const privateKey = execFileSync('wg', ['genkey'], { encoding: 'utf8' }).trim();
   const publicKey = execFileSync('wg', ['pubkey'], { input: privateKey, encoding: 'utf8' }).trim();

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createPrivateKey, createPublicKey, diffieHellman } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
 
 import { asWireGuardKey } from '../../src/shared/ids.js';
-import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { generateWireGuardKeyPair, isCanonicalWireGuardKey, isWireGuardKey, wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
 
 const WG = '/usr/bin/wg';
 
@@ -81,4 +83,27 @@ describe('the WireGuard key validator is strict', () => {
     assert.equal(isWireGuardKey(undefined), false);
     assert.equal(isWireGuardKey(42), false);
   });
+});
+
+test('a key is canonical only with bit 255 clear and a value below 2^255 − 19, read little-endian', () => {
+  const { publicKey } = generateWireGuardKeyPair();
+  assert.equal(isCanonicalWireGuardKey(publicKey), true);
+  assert.equal(isCanonicalWireGuardKey(bit255Twin(publicKey)), false, 'bit 255 set');
+  assert.equal(isCanonicalWireGuardKey(ABOVE_FIELD_PRIME_KEY), false, '2^255 − 10');
+  const largest = Buffer.concat([Buffer.from([0xec]), Buffer.alloc(30, 0xff), Buffer.from([0x7f])]).toString('base64');
+  assert.equal(isCanonicalWireGuardKey(largest), true, '2^255 − 20, the largest canonical value');
+  const prime = Buffer.concat([Buffer.from([0xed]), Buffer.alloc(30, 0xff), Buffer.from([0x7f])]).toString('base64');
+  assert.equal(isCanonicalWireGuardKey(prime), false, '2^255 − 19 itself');
+  assert.equal(isCanonicalWireGuardKey('not a key'), false);
+  // The twin is the same point: X25519 with it gives the same shared secret (why it must be refused).
+  const probe = generateWireGuardKeyPair();
+  const sharedSecret = (key: string) => {
+    const privateKey = createPrivateKey({
+      key: { kty: 'OKP', crv: 'X25519', d: Buffer.from(probe.privateKey, 'base64').toString('base64url'), x: '' },
+      format: 'jwk',
+    });
+    const der = Buffer.concat([Buffer.from('302a300506032b656e032100', 'hex'), Buffer.from(key, 'base64')]);
+    return diffieHellman({ privateKey, publicKey: createPublicKey({ key: der, format: 'der', type: 'spki' }) }).toString('hex');
+  };
+  assert.equal(sharedSecret(bit255Twin(publicKey)), sharedSecret(publicKey));
 });

@@ -12,6 +12,7 @@ import { parseServerConfig, ServerConfigFormatError } from '../../../src/agent/s
 import { parseWgDump, type WgPeer } from '../../../src/agent/wireguard/dump.js';
 import type { PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { bit255Twin } from '../../support/device-keys.js';
 
 const NODE_KEY = 'a'.repeat(64);
 const alice = generateWireGuardKeyPair().publicKey;
@@ -229,6 +230,23 @@ describe('the daemon protocol in front of a known set of peers', () => {
     });
     assert.equal(answer.statusCode, 204);
     assert.deepEqual(added.at(-1), [alice, ['198.19.0.9/32', 'fd00::9/128']]);
+  });
+
+  test('add_peer refuses a non-canonical key (the bit-255 twin of another); remove_peer takes it, so such a peer can be taken off', async () => {
+    const twin = bit255Twin(alice);
+    const form = { ...auth, 'content-type': 'application/x-www-form-urlencoded' };
+    const count = added.length;
+    const add = await app.inject({
+      method: 'POST',
+      url: '/w/add_peer',
+      headers: form,
+      payload: `public_key=${encodeURIComponent(twin)}&ip_net=198.19.0.10%2F32`,
+    });
+    assert.equal(add.statusCode, 400);
+    assert.match((add.json() as { error: string }).error, /public_key.*canonical/);
+    assert.equal(added.length, count, 'nothing handed over');
+    const remove = await app.inject({ method: 'POST', url: '/w/remove_peer', headers: form, payload: `public_key=${encodeURIComponent(twin)}` });
+    assert.equal(remove.statusCode, 204, remove.body);
   });
 
   test('unknown calls answer 404 in JSON', async () => {
