@@ -61,5 +61,6 @@ function toEntry(record: AuditRecord): AuditEntry {
     user_id: record.userId,
     connection_ids: [...record.connectionIds],
     detail: record.detail,
+    repeated: record.repeated,
   };
 }

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ADMIN_KEY_PATTERN } from '../../src/keys/admin-key-token.js';
+import type { Clock } from '../../src/shared/time.js';
+import { ManualClock } from '../support/admin-keys.js';
 import { runCli, type CliResult } from '../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -17,9 +19,9 @@ interface Setup {
   cli(...args: string[]): Promise<CliResult>;
 }
 
-async function setUp(t: { after: (fn: () => Promise<void> | void) => void }): Promise<Setup> {
+async function setUp(t: { after: (fn: () => Promise<void> | void) => void }, clock?: Clock): Promise<Setup> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-admin-key-'));
-  const portal = await startTestPortal({ dataDir });
+  const portal = await startTestPortal({ dataDir, ...(clock === undefined ? {} : { clock }) });
   t.after(async () => {
     await portal.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -140,14 +142,15 @@ test('admin-key rotate gives a new key at once and keeps the old one for the gra
 });
 
 test('vpn-portal admin audit reads the audit log through the Admin API with the secret, or with an admin key from a key file', async (t) => {
-  const { portal, cli, configFile } = await setUp(t);
+  // The portal's clock stands still, so the refusals below fall in one minute.
+  const { portal, cli, configFile } = await setUp(t, new ManualClock());
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', display_name: 'Laptop' })).status, 200);
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
 
   const audit = await cli('admin', 'audit', '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.equal(audit.code, 0, audit.stderr);
   const [header, ...rows] = audit.stdout.trimEnd().split('\n');
-  assert.match(header ?? '', /^AT +KEY +FROM +CALL +STATUS +USER +CONNECTIONS +PARAMETERS +DETAIL$/);
+  assert.match(header ?? '', /^AT +KEY +FROM +CALL +STATUS +REPEATED +USER +CONNECTIONS +PARAMETERS +DETAIL$/);
   assert.equal(rows.length, 2, audit.stdout);
   assert.match(rows[0] ?? '', /^\d{4}-\d\d-\d\dT\S+ +secret +127\.0\.0\.1 +disable_user +204 +alice *$/);
   assert.match(rows[1] ?? '', /^\S+ +secret +127\.0\.0\.1 +create +200 +alice +\S{44} +profile_id="employees" display_name="Laptop" *$/);
@@ -170,4 +173,9 @@ test('vpn-portal admin audit reads the audit log through the Admin API with the 
   assert.equal(`${refused.stdout}${refused.stderr}`.includes(readKey), false);
   const listed = await cli('admin', 'users', '--key-file', keyFile, '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.equal(listed.code, 0, `a read key lists: ${listed.stderr}`);
+
+  // Refusals of one source and reason within a minute are one row; the table shows the count.
+  for (let index = 0; index < 2; index++) assert.equal((await portal.get('/audit_log', {}, bearer(readKey))).status, 403);
+  const latest = await cli('admin', 'audit', '--key-name', 'helpdesk', '--url', `${portal.portal.url}/vpn-user-portal/`);
+  assert.match(latest.stdout.trimEnd().split('\n')[1] ?? '', /^\S+ +helpdesk +127\.0\.0\.1 +audit_log +403 +\+2 +key "helpdesk" has scope "read"/);
 });
