@@ -1,7 +1,8 @@
 // `vpn-portal admin-key create|list|rotate|revoke` and `vpn-portal admin audit`, run as an
 // administrator runs them (a process of their own) next to a running portal on the same
 // database and data directory: the key is shown once and stored only as a keyed hash, takes
-// effect on the portal at once, and the audit log is read through the Admin API.
+// effect on the portal at once, create, rotate and revoke are audit rows of their own, and the
+// audit log is read through the Admin API.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -178,4 +179,59 @@ test('vpn-portal admin audit reads the audit log through the Admin API with the 
   for (let index = 0; index < 2; index++) assert.equal((await portal.get('/audit_log', {}, bearer(readKey))).status, 403);
   const latest = await cli('admin', 'audit', '--key-name', 'helpdesk', '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.match(latest.stdout.trimEnd().split('\n')[1] ?? '', /^\S+ +helpdesk +127\.0\.0\.1 +audit_log +403 +\+2 +key "helpdesk" has scope "read"/);
+});
+
+test('admin-key create, rotate and revoke are in the audit log as the command line, from local, with their options and never a key', async (t) => {
+  const { portal, cli } = await setUp(t);
+  const created = await cli(
+    'admin-key',
+    'create',
+    '--name',
+    'mdm',
+    '--scope',
+    'write',
+    '--profile',
+    'employees',
+    '--expires-in',
+    'P90D',
+    '--allow',
+    '127.0.0.0/8',
+    '--allow',
+    '::1/128',
+  );
+  assert.equal(created.code, 0, created.stderr);
+  const rotated = await cli('admin-key', 'rotate', 'mdm', '--grace', 'PT5M', '--expires-in', 'P30D');
+  assert.equal(rotated.code, 0, rotated.stderr);
+  assert.equal((await cli('admin-key', 'revoke', 'mdm')).code, 0);
+  assert.equal((await cli('admin-key', 'revoke', 'mdm')).code, 2, 'nothing left to revoke: no change, no row');
+  assert.equal((await cli('admin-key', 'create', '--name', 'reader')).code, 0);
+  assert.equal((await cli('admin-key', 'list')).code, 0);
+
+  const page = await portal.admin.auditLog({});
+  assert.deepEqual(
+    page.audit_log.reverse().map((entry) => ({ ...entry, id: 'id', at: 'at' })),
+    [
+      { call: 'admin-key create', parameters: { name: 'mdm', scope: 'write', profiles: 'employees', expires_in: 'P90D', allow_list: '127.0.0.0/8,::1/128' } },
+      { call: 'admin-key rotate', parameters: { name: 'mdm', grace: 'PT5M', expires_in: 'P30D' } },
+      { call: 'admin-key revoke', parameters: { name: 'mdm' } },
+      { call: 'admin-key create', parameters: { name: 'reader', scope: 'read' } },
+    ].map((expected) => ({
+      id: 'id',
+      at: 'at',
+      key_name: '(command line)',
+      source_address: 'local',
+      status: 200,
+      user_id: null,
+      connection_ids: [],
+      detail: null,
+      repeated: 0,
+      ...expected,
+    })),
+    'one row per change, with the options given; list and a refused revoke change nothing',
+  );
+  const everything = JSON.stringify(await portal.portal.ctx.db.selectFrom('audit_log').selectAll().execute());
+  const hashes = (await portal.portal.ctx.db.selectFrom('admin_keys').select('secret_hash').execute()).map((row) => row.secret_hash);
+  for (const secret of [lastLine(created.stdout), lastLine(rotated.stdout), ...hashes]) {
+    assert.equal(everything.includes(secret), false, `never in the audit log: ${secret.slice(0, 12)}…`);
+  }
 });
