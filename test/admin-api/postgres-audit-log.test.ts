@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditLog, ManualClock } from '../support/admin-keys.js';
+import { capturedLog } from '../support/captured-log.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 const config = { adminApi: { allowList: ['0.0.0.0/0', '::/0'], trustedProxyList: ['127.0.0.1/32'] } };
@@ -23,18 +24,24 @@ async function flood(portal: TestPortal, address: string, count: number, inFligh
 
 test('PostgreSQL, two portal instances flooded at once: one audit row per source and minute, with every refusal counted', async (t) => {
   const clock = new ManualClock('2026-03-02T09:00:00Z');
-  const first = await startTestPortal({ clock, config });
+  const log = capturedLog('warn');
+  const first = await startTestPortal({ clock, config, logger: log.logger });
   t.after(first.close);
-  const second = await startTestPortal({ clock, config, dataDir: first.dataDir, database: first.database });
+  const second = await startTestPortal({ clock, config, logger: log.logger, dataDir: first.dataDir, database: first.database });
   t.after(second.close);
 
   await Promise.all([
-    flood(first, '192.0.2.7', 300, 20),
-    flood(second, '192.0.2.7', 300, 20),
+    flood(first, '192.0.2.7', 300, 30),
+    flood(second, '192.0.2.7', 300, 30),
     flood(first, '2001:db8:1:2::1', 100, 10),
     flood(second, '2001:db8:1:2::2', 100, 10),
   ]);
 
+  assert.deepEqual(
+    log.lines().filter((line) => String(line.msg).includes('audit log')),
+    [],
+    'no refusal went unrecorded',
+  );
   const rows = (await auditLog(first)).map((row) => [
     row.status,
     row.detail,

@@ -34,6 +34,9 @@ async function setUp(t: { after: (fn: () => Promise<void> | void) => void }, clo
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
+/** A write key for profile employees, 90 days, from loopback only. */
+const CREATE_MDM = ['admin-key', 'create', '--name', 'mdm', '--scope', 'write', '--profile', 'employees', '--expires-in', 'P90D', '--allow', '127.0.0.0/8'];
+
 /** The last line of the output: where a new key is printed, alone. */
 function lastLine(output: string): string {
   return output.trimEnd().split('\n').at(-1) ?? '';
@@ -41,20 +44,7 @@ function lastLine(output: string): string {
 
 test('admin-key create prints the key once, alone on its last line; the portal accepts it at once and stores only a keyed hash', async (t) => {
   const { portal, cli } = await setUp(t);
-  const created = await cli(
-    'admin-key',
-    'create',
-    '--name',
-    'mdm',
-    '--scope',
-    'write',
-    '--profile',
-    'employees',
-    '--expires-in',
-    'P90D',
-    '--allow',
-    '127.0.0.0/8',
-  );
+  const created = await cli(...CREATE_MDM);
   assert.equal(created.code, 0, created.stderr);
   const key = lastLine(created.stdout);
   assert.match(key, ADMIN_KEY_PATTERN, 'a vpa_ key with id, secret and checksum');
@@ -183,22 +173,7 @@ test('vpn-portal admin audit reads the audit log through the Admin API with the 
 
 test('admin-key create, rotate and revoke are in the audit log as the command line, from local, with their options and never a key', async (t) => {
   const { portal, cli } = await setUp(t);
-  const created = await cli(
-    'admin-key',
-    'create',
-    '--name',
-    'mdm',
-    '--scope',
-    'write',
-    '--profile',
-    'employees',
-    '--expires-in',
-    'P90D',
-    '--allow',
-    '127.0.0.0/8',
-    '--allow',
-    '::1/128',
-  );
+  const created = await cli(...CREATE_MDM, '--allow', '::1/128');
   assert.equal(created.code, 0, created.stderr);
   const rotated = await cli('admin-key', 'rotate', 'mdm', '--grace', 'PT5M', '--expires-in', 'P30D');
   assert.equal(rotated.code, 0, rotated.stderr);
