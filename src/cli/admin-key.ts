@@ -2,11 +2,17 @@
 // They work on the database (every portal instance on it sees a change at once) and the
 // pepper in DATA/keys, so they run on a portal host, as the portal's user, also while the
 // portal is stopped. A new key is printed once, alone on the last line of output, and never
-// again: only its keyed hash is stored.
+// again: only its keyed hash is stored. Create, rotate and revoke are in the audit log (key name
+// `(command line)`, source `local`, the options given; never the key), written by the audit
+// listener in the change's transaction like an Admin API call's row.
 import { parseArgs } from 'node:util';
+import { pino } from 'pino';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { commandLineCall } from '../core/admin-call.js';
 import { AdminKeyError, createAdminKey, listAdminKeys, revokeAdminKey, rotateAdminKey, type AdminKeyContext, type StoredAdminKey } from '../core/admin-keys.js';
+import { PortalEvents } from '../core/events.js';
 import { KeyStore } from '../keys/key-store.js';
+import { writeAuditLog } from '../listeners/audit-log.js';
 import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
 import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
@@ -40,12 +46,20 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
     if (name === undefined || positionals.length !== 1) throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);
     return name;
   };
-  const work = async (ctx: AdminKeyContext): Promise<number> => {
+  /** `ctx` with its changes recorded as this command with these parameters. */
+  type Recorded = (parameters: Record<string, string | undefined>) => AdminKeyContext;
+  const work = async (ctx: AdminKeyContext, recorded: Recorded): Promise<number> => {
     switch (subcommand) {
       case 'create': {
         if (values.name === undefined) throw new ConfigError(`admin-key create needs --name NAME\n${ADMIN_KEY_USAGE}`);
         const { key, token } = await createAdminKey(
-          ctx,
+          recorded({
+            name: values.name,
+            scope: values.scope ?? 'read',
+            profiles: values.profile?.join(','),
+            expires_in: values['expires-in'],
+            allow_list: values.allow?.join(','),
+          }),
           {
             name: values.name,
             scope: scopeOf(values.scope ?? 'read'),
@@ -62,7 +76,14 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
       }
       case 'rotate': {
         const expiresIn = values['expires-in'];
-        const { key, token, oldKeyEnds } = await rotateAdminKey(ctx, oneName(), values.grace ?? DEFAULT_GRACE, expiresIn === 'never' ? null : expiresIn);
+        const name = oneName();
+        const grace = values.grace ?? DEFAULT_GRACE;
+        const { key, token, oldKeyEnds } = await rotateAdminKey(
+          recorded({ name, grace, expires_in: expiresIn }),
+          name,
+          grace,
+          expiresIn === 'never' ? null : expiresIn,
+        );
         print(`rotated admin key "${key.name}": the old key works until ${oldKeyEnds}; the new one (id ${key.keyId}): ${describeRights(key)}`);
         print('this is the only time the new key is shown; store it now:');
         print(token);
@@ -70,7 +91,7 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
       }
       case 'revoke': {
         const name = oneName();
-        const count = await revokeAdminKey(ctx, name);
+        const count = await revokeAdminKey(recorded({ name }), name);
         print(`revoked ${count} key(s) named "${name}"; every portal instance refuses them from now on`);
         return 0;
       }
@@ -108,8 +129,16 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
   };
   ensurePrivateDirectory(config.dataDir);
   const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  // Only the audit listener: a key touches no listing, no webhook, no node.
+  const events = new PortalEvents(pino({ name: 'vpn-portal-admin-key', level: 'warn' }, pino.destination(2)));
+  writeAuditLog(events);
+  const ctx: AdminKeyContext = { db, keys: new KeyStore(config.keyDir), clock: systemClock, events };
+  const recorded: Recorded = (parameters) => {
+    const given = Object.entries(parameters).filter((entry): entry is [string, string] => entry[1] !== undefined);
+    return { ...ctx, events: events.forCall(commandLineCall(`admin-key ${subcommand ?? ''}`, Object.fromEntries(given))) };
+  };
   try {
-    return await work({ db, keys: new KeyStore(config.keyDir), clock: systemClock });
+    return await work(ctx, recorded);
   } catch (error) {
     if (!(error instanceof AdminKeyError)) throw error;
     printError(`admin-key ${subcommand ?? ''}: ${error.message}`);

@@ -327,13 +327,15 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       }
       out.print(
         formatTable(
-          ['AT', 'KEY', 'FROM', 'CALL', 'STATUS', 'USER', 'CONNECTIONS', 'PARAMETERS', 'DETAIL'],
+          ['AT', 'KEY', 'FROM', 'CALL', 'STATUS', 'REPEATED', 'USER', 'CONNECTIONS', 'PARAMETERS', 'DETAIL'],
           page.audit_log.map((entry) => [
             entry.at,
             entry.key_name ?? '(no valid key)',
             entry.source_address,
             entry.call,
             String(entry.status),
+            // Further refusals of the same source and reason in that minute; blank for none.
+            entry.repeated === 0 ? '' : `+${entry.repeated}`,
             entry.user_id ?? '',
             entry.connection_ids.join(','),
             Object.entries(entry.parameters)

@@ -11,6 +11,10 @@ export const SECRET_KEY_NAME = 'secret';
 /** The secret's lineage (kept answers): its own, apart from every admin key's. */
 export const SECRET_KEY_LINEAGE = 'secret';
 
+/** The key name and source address the audit log gives a change made on the portal host's command line. */
+export const COMMAND_LINE_KEY_NAME = '(command line)';
+export const COMMAND_LINE_SOURCE = 'local';
+
 export interface AdminCaller {
   /** The admin key's name, `secret` for the specification's secret, null when no valid key was presented. */
   readonly keyName: string | null;
@@ -48,4 +52,17 @@ export function profileLimit(call: AdminCall | undefined): ReadonlySet<ProfileId
 /** How a key is named in refusals. */
 export function describeKey(call: AdminCall): string {
   return call.caller.keyName === null ? 'this key' : `key "${call.caller.keyName}"`;
+}
+
+/**
+ * A command run on the portal host (`vpn-portal admin-key create`) as the audit log records it:
+ * no key (the command works on the database and DATA/keys directly), every right, from `local`.
+ */
+export function commandLineCall(name: string, parameters: Readonly<Record<string, string>>): AdminCall {
+  return {
+    caller: { keyName: COMMAND_LINE_KEY_NAME, keyId: null, keyLineage: null, scope: 'admin', sourceAddress: COMMAND_LINE_SOURCE, profiles: null },
+    name,
+    parameters,
+    successStatus: 200,
+  };
 }

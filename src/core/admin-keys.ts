@@ -2,7 +2,9 @@
 // allow-list, on top of the specification's secret (which stays the bootstrap key with every
 // right). Made, listed, rotated and revoked by `vpn-portal admin-key …` on the database, so
 // every portal instance on it knows them at once; checked by the portal on every request.
-// A key is shown once; the database holds its HMAC under a pepper from DATA/keys only.
+// A key is shown once; the database holds its HMAC under a pepper from DATA/keys only. Making,
+// rotating and revoking are changes announced on the events seam, so the command that made them
+// is in the audit log (the CLI binds the seam to it, src/cli/admin-key.ts).
 import type { Kysely } from 'kysely';
 import type { KeyStore } from '../keys/key-store.js';
 import { hashAdminKey, newAdminKeyToken, parseAdminKeyToken } from '../keys/admin-key-token.js';
@@ -25,6 +27,7 @@ import {
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database } from '../storage/schema.js';
 import { SECRET_KEY_NAME } from './admin-call.js';
+import type { PortalEvents } from './events.js';
 
 export type { StoredAdminKey } from '../storage/admin-keys.js';
 
@@ -33,6 +36,8 @@ export interface AdminKeyContext {
   readonly db: Kysely<Database>;
   readonly keys: KeyStore;
   readonly clock: Clock;
+  /** Where making, rotating and revoking a key are announced (bound to the command by the CLI). */
+  readonly events: PortalEvents;
 }
 
 /** A key's "last used" is written at most this often (per key), so GETs do not all become writes. */
@@ -86,9 +91,10 @@ export async function createAdminKey(ctx: AdminKeyContext, spec: AdminKeySpec, k
     lastUsedAddress: null,
   };
   try {
-    await ctx.db.transaction().execute(async (trx) => {
+    await ctx.events.change(ctx.db, async (trx, announce) => {
       if ((await currentAdminKey(trx, spec.name)) !== undefined) throw nameTaken(spec.name);
       await insertAdminKey(trx, key);
+      await announce({ type: 'admin_key.created', at: now, keyName: key.name });
     });
   } catch (error) {
     // Two administrators making the same name at once: the unique index decides.
@@ -117,7 +123,7 @@ export async function rotateAdminKey(
   const pepper = pepperOf(ctx.keys);
   const now = ctx.clock.now();
   const { keyId, token } = newAdminKeyToken();
-  return ctx.db.transaction().execute(async (trx) => {
+  return ctx.events.change(ctx.db, async (trx, announce) => {
     const old = await currentAdminKey(trx, name);
     if (old === undefined) throw new AdminKeyError(`there is no current key named "${name}"`);
     const lifetime = expiresIn === undefined ? old.lifetime : expiresIn;
@@ -137,15 +143,20 @@ export async function rotateAdminKey(
     // The old key leaves the "current" slot before the new one takes it (one current key per name).
     if (!(await markAdminKeyReplaced(trx, old.keyId, keyId, oldKeyEnds))) throw new AdminKeyError(`key "${name}" changed meanwhile; try again`);
     await insertAdminKey(trx, key);
+    await announce({ type: 'admin_key.rotated', at: now, keyName: name });
     return { key, token, oldKeyEnds };
   });
 }
 
 /** Revokes every key of the name (also one in a rotation's grace period); at once, on every instance. */
 export async function revokeAdminKey(ctx: AdminKeyContext, name: string): Promise<number> {
-  const count = await revokeAdminKeys(ctx.db, name, formatAtom(ctx.clock.now()));
-  if (count === 0) throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`);
-  return count;
+  const now = ctx.clock.now();
+  return ctx.events.change(ctx.db, async (trx, announce) => {
+    const count = await revokeAdminKeys(trx, name, formatAtom(now));
+    if (count === 0) throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`);
+    await announce({ type: 'admin_key.revoked', at: now, keyName: name });
+    return count;
+  });
 }
 
 export function listAdminKeys(ctx: AdminKeyContext): Promise<StoredAdminKey[]> {

@@ -14,11 +14,14 @@ export const MAX_AUDIT_PAGE = 1000;
 /**
  * Records a call that changed nothing, with the status it was answered. Through the portal's
  * own seam (not the call's view), so it is recorded once, by the audit listener like any other.
+ * Without a transaction: there is no change to be atomic with, and a refusal counted into its
+ * row (src/listeners/audit-log.ts) then holds that row's lock for one statement, not for the
+ * round trips to a COMMIT, so a flood from many clients and instances does not queue on it.
  */
 export async function recordAdminCall(ctx: PortalContext, call: AdminCall, status: number, detail: string | null): Promise<void> {
-  await ctx.events.change(ctx.db, async (_trx, announce) => {
-    await announce({ type: 'admin.call', at: ctx.clock.now(), call, status, detail, connectionIds: [] });
-  });
+  const event = { type: 'admin.call', at: ctx.clock.now(), call, status, detail, connectionIds: [] } as const;
+  await ctx.events.record(ctx.db, event);
+  ctx.events.publish(event);
 }
 
 export interface AuditQuery {
@@ -61,5 +64,6 @@ function toEntry(record: AuditRecord): AuditEntry {
     user_id: record.userId,
     connection_ids: [...record.connectionIds],
     detail: record.detail,
+    repeated: record.repeated,
   };
 }

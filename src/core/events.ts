@@ -109,6 +109,8 @@ export type PortalEvent =
     })
   | (EventBase & { readonly type: 'node.down'; readonly nodeNumber: NodeNumber; readonly reason: string })
   | (EventBase & { readonly type: 'node.up'; readonly nodeNumber: NodeNumber })
+  /** An admin key was made, rotated or revoked (`vpn-portal admin-key`; recorded so the audit log has the command). */
+  | (EventBase & { readonly type: 'admin_key.created' | 'admin_key.rotated' | 'admin_key.revoked'; readonly keyName: string })
   /** A webhook subscription was added, deleted or given a new secret (recorded so the audit log has the call). */
   | (EventBase & { readonly type: 'webhook.created' | 'webhook.deleted' | 'webhook.secret_rotated'; readonly webhookId: string })
   | (EventBase & {

@@ -1,17 +1,23 @@
 // The audit log (`audit_log`): one row per Admin API call that changed something — written in
 // the transaction of that change, so a recorded change really happened and a change that
-// happened is recorded — and per call that was refused, failed or changed nothing. The seam
-// tells it who made the call (src/core/events.ts, `admin.call`); the row holds the key's name,
-// never the key, and the call's parameters, never a file or a private key.
+// happened is recorded — and per call that failed or changed nothing. Refusals (401, 403) are
+// coalesced: the first of a source (an IPv6 client by its /64) and a reason in a minute is a
+// row, the further ones count into its `repeated`, so a flood of bad keys costs a bounded
+// number of rows and hides nothing. The seam tells it who made the call (src/core/events.ts,
+// `admin.call`); the row holds the key's name, never the key, and the call's parameters, never
+// a file or a private key.
 import type { PortalEvents } from '../core/events.js';
-import { insertAuditRecord, newAuditId } from '../storage/audit-log.js';
+import { clientNetwork } from '../net/client-network.js';
+import { insertAuditRecord, insertOrCountRefusal, newAuditId, type NewAuditRecord } from '../storage/audit-log.js';
 import { formatAtom } from '../shared/time.js';
+
+const MINUTE_MS = 60_000;
 
 export function writeAuditLog(events: PortalEvents): void {
   events.inTransaction(async (event, db) => {
     if (event.type !== 'admin.call') return;
     const { call } = event;
-    await insertAuditRecord(db, {
+    const record: NewAuditRecord = {
       auditId: newAuditId(event.at),
       at: formatAtom(event.at),
       keyName: call.caller.keyName,
@@ -22,6 +28,17 @@ export function writeAuditLog(events: PortalEvents): void {
       userId: call.parameters['user_id'] ?? null,
       connectionIds: event.connectionIds,
       detail: event.detail,
+    };
+    if (event.status !== 401 && event.status !== 403) {
+      await insertAuditRecord(db, record);
+      return;
+    }
+    // The reason: the status, the key named (if any) and why; the call and its parameters are
+    // the first refusal's (a scan of many paths with one bad key is one row a minute).
+    await insertOrCountRefusal(db, record, {
+      minute: Math.floor(event.at.getTime() / MINUTE_MS) * MINUTE_MS,
+      source: clientNetwork(call.caller.sourceAddress),
+      reason: JSON.stringify([event.status, call.caller.keyName, event.detail]),
     });
   });
 }

@@ -8,6 +8,9 @@ import { bumpListingGeneration } from '../storage/listing-generation.js';
 
 const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'admin.call',
+  'admin_key.created',
+  'admin_key.rotated',
+  'admin_key.revoked',
   'session.started',
   'session.ended',
   'node.down',

@@ -137,6 +137,11 @@ export const auditEntrySchema = z.object({
   user_id: z.string().nullable(),
   connection_ids: z.array(z.string()).describe('the configurations the call created or deleted'),
   detail: z.string().nullable().describe('why the call was refused or failed; null when it succeeded'),
+  repeated: z
+    .int()
+    .describe(
+      'refusals (401, 403) are coalesced: how many more refusals of the same source address (an IPv6 client by its /64) and reason came in the same minute after this one; 0 for every other entry',
+    ),
 });
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 export const auditLogAnswer = z.object({

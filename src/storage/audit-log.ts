@@ -1,7 +1,9 @@
-// Queries on `audit_log`: one row per Admin API call that changed something, was refused or
-// failed. Rows are written by the audit listener only (src/listeners/audit-log.ts), in the
+// Queries on `audit_log`: one row per Admin API call that changed something or failed, and one
+// per bucket of refusals (the first refusal of a source and a reason in a minute, counting the
+// others). Rows are written by the audit listener only (src/listeners/audit-log.ts), in the
 // transaction of the change they record.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { formatAtom } from '../shared/time.js';
 import type { Executor } from './database.js';
@@ -19,6 +21,20 @@ export interface AuditRecord {
   readonly userId: string | null;
   readonly connectionIds: readonly string[];
   readonly detail: string | null;
+  /** How many more refusals of the row's bucket came after it; 0 for every other row. */
+  readonly repeated: number;
+}
+
+/** A row as the listener writes it: a refusal's count starts at 0. */
+export type NewAuditRecord = Omit<AuditRecord, 'repeated'>;
+
+/** What refusals are coalesced by: one row per minute, source and reason. */
+export interface RefusalBucket {
+  /** The minute, as its first millisecond. */
+  readonly minute: number;
+  /** The source address, or the network it stands for (an IPv6 client's /64). */
+  readonly source: string;
+  readonly reason: string;
 }
 
 export interface AuditFilter {
@@ -51,14 +67,44 @@ export function newAuditId(at: Date): string {
   return `${lastMillis.toString(16).padStart(12, '0')}${counter.toString(16).padStart(4, '0')}${randomBytes(4).toString('hex')}`;
 }
 
-export async function insertAuditRecord(db: Executor, record: AuditRecord): Promise<void> {
-  await insertAuditRow(db, { ...record, parameters: JSON.stringify(record.parameters), connectionIds: JSON.stringify(record.connectionIds) });
+export async function insertAuditRecord(db: Executor, record: NewAuditRecord): Promise<void> {
+  await insertAuditRow(db, auditRow(record, null));
 }
 
-type AuditRow = Omit<AuditRecord, 'parameters' | 'connectionIds'> & { readonly parameters: string; readonly connectionIds: string };
+/**
+ * Writes a refusal as the row of its bucket, or, when the bucket has its row already, counts it
+ * into that row's `repeated`. One statement on the bucket's unique key: concurrent refusals,
+ * also of other portal instances on the same PostgreSQL, meet in one row and each is counted.
+ */
+export async function insertOrCountRefusal(db: Executor, record: NewAuditRecord, bucket: RefusalBucket): Promise<void> {
+  await upsertRefusalRow(db, auditRow(record, refusalBucketKey(bucket)));
+}
 
-const insertAuditRow = preparedQuery((db, value: Slot<AuditRow>) =>
-  db.insertInto('audit_log').values({
+/** The bucket's key: a hash, so a long reason fits the unique index on both databases. */
+function refusalBucketKey(bucket: RefusalBucket): string {
+  return createHash('sha256')
+    .update(JSON.stringify([bucket.minute, bucket.source, bucket.reason]))
+    .digest('hex');
+}
+
+type AuditRow = Omit<NewAuditRecord, 'parameters' | 'connectionIds'> & {
+  readonly parameters: string;
+  readonly connectionIds: string;
+  readonly refusalBucket: string | null;
+};
+
+function auditRow(record: NewAuditRecord, refusalBucket: string | null): AuditRow {
+  return { ...record, parameters: JSON.stringify(record.parameters), connectionIds: JSON.stringify(record.connectionIds), refusalBucket };
+}
+
+const insertAuditRow = preparedQuery((db, value: Slot<AuditRow>) => auditRowInsert(db, value));
+
+const upsertRefusalRow = preparedQuery((db, value: Slot<AuditRow>) =>
+  auditRowInsert(db, value).onConflict((conflict) => conflict.column('refusal_bucket').doUpdateSet({ repeated: sql`audit_log.repeated + 1` })),
+);
+
+function auditRowInsert(db: Executor, value: Slot<AuditRow>) {
+  return db.insertInto('audit_log').values({
     audit_id: value('auditId'),
     at: value('at'),
     key_name: value('keyName'),
@@ -69,8 +115,10 @@ const insertAuditRow = preparedQuery((db, value: Slot<AuditRow>) =>
     user_id: value('userId'),
     connection_ids: value('connectionIds'),
     detail: value('detail'),
-  }),
-);
+    repeated: 0,
+    refusal_bucket: value('refusalBucket'),
+  });
+}
 
 /** Entries matching the filter, newest first, at most `limit`. */
 export async function auditRecords(db: Executor, filter: AuditFilter): Promise<AuditRecord[]> {
@@ -104,5 +152,6 @@ function toRecord(row: AuditLogTable): AuditRecord {
     userId: row.user_id,
     connectionIds: idsSchema.parse(JSON.parse(row.connection_ids)),
     detail: row.detail,
+    repeated: row.repeated,
   };
 }

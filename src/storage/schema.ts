@@ -165,6 +165,10 @@ export interface AuditLogTable {
   /** JSON array of the configurations the call created or deleted. */
   connection_ids: string;
   detail: string | null;
+  /** Refusals of the row's bucket after the row's own (src/storage/audit-log.ts); 0 for every other row. */
+  repeated: number;
+  /** The hash of a refusal's bucket (minute, source, reason), unique; null for every other row. */
+  refusal_bucket: string | null;
 }
 
 /** A POST sent with an Idempotency-Key: reserved while it runs, then its answer (sealed) for 24 h. */

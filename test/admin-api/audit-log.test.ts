@@ -2,6 +2,8 @@
 // its change (who, from where, which call, which parameters, what it touched), every refused
 // or failed call after its answer; never a key, a file or a private key. GET /audit_log reads
 // it by time, key and user, a page at a time; entries older than auditLogRetention are pruned.
+// Refusals are coalesced: one row per source (an IPv6 client by its /64), reason and minute,
+// counting the others in `repeated`.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import { pruneAuditLog } from '../../src/storage/audit-log.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { auditLog, authorize, bearer, makeAdminKey, ManualClock } from '../support/admin-keys.js';
 import { errorBody, rawRequest } from '../support/raw-http.js';
-import { startTestPortal, type ApiResponse } from '../support/test-portal.js';
+import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -57,7 +59,7 @@ test('every change is recorded with its key, address, call, parameters, status, 
       },
       { call: 'delete_user_authorizations', parameters: { user_id: 'alice' }, status: 204, connectionIds: [] },
       { call: 'destroy', parameters: { user_id: 'alice' }, status: 204, connectionIds: [connectionIdOf(phone)] },
-    ].map((expected) => ({ auditId: 'id', at: 'at', keyName: 'mdm', sourceAddress: '127.0.0.42', userId: 'alice', detail: null, ...expected })),
+    ].map((expected) => ({ auditId: 'id', at: 'at', keyName: 'mdm', sourceAddress: '127.0.0.42', userId: 'alice', detail: null, repeated: 0, ...expected })),
     'seven changes, in order; the reads are not recorded',
   );
   assert.match(rows[0]?.at ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/);
@@ -103,6 +105,122 @@ test('refusals, failures and calls that change nothing are recorded with their s
       ['secret', '127.0.0.1', 'delete_connection', 204, 'alice', [], null],
     ],
   );
+});
+
+/** A portal whose Admin API any address may reach through the test's trusted proxy (127.0.0.1). */
+async function openPortal(t: { after: (fn: () => Promise<void>) => void }, clock: ManualClock, config: Record<string, unknown> = {}) {
+  const portal = await startTestPortal({
+    clock,
+    config: { adminApi: { allowList: ['0.0.0.0/0', '::/0'], trustedProxyList: ['127.0.0.1/32'] }, ...config },
+  });
+  t.after(() => portal.close());
+  return portal;
+}
+
+/** `count` requests at once with a wrong secret (or another credential) from `address`, each refused with 401. */
+async function refusals(portal: TestPortal, address: string, count: number, authorization = 'Bearer wrong'): Promise<void> {
+  const headers = { 'x-forwarded-for': address, authorization };
+  const statuses = await Promise.all(Array.from({ length: count }, (_, index) => portal.get(index % 2 === 0 ? '/users' : '/connection_list', {}, headers)));
+  assert.deepEqual(new Set(statuses.map((response) => response.status)), new Set([401]));
+}
+
+const refusalRows = async (portal: TestPortal) =>
+  (await auditLog(portal)).reverse().map((row) => ({ at: row.at, from: row.sourceAddress, status: row.status, detail: row.detail, repeated: row.repeated }));
+
+test('a flood of refusals is one row per source, reason and minute, counting the others: 200 bad keys at once from one address are one row with repeated 199', async (t) => {
+  const clock = new ManualClock('2026-03-02T09:00:05Z');
+  const portal = await openPortal(t, clock);
+
+  await refusals(portal, '192.0.2.7', 200);
+  const rows = await auditLog(portal);
+  assert.equal(rows.length, 1, 'one row for the flood');
+  // Which of the concurrent requests came first is the database's choice.
+  assert.ok(['users', 'connection_list'].includes(rows[0]?.call ?? ''));
+  assert.deepEqual(
+    { ...rows[0], auditId: 'id', call: 'first' },
+    {
+      auditId: 'id',
+      at: '2026-03-02T09:00:05+00:00',
+      keyName: null,
+      sourceAddress: '192.0.2.7',
+      call: 'first',
+      parameters: {},
+      status: 401,
+      userId: null,
+      connectionIds: [],
+      detail: 'wrong secret',
+      repeated: 199,
+    },
+    "the first refusal's row; the other 199, also those of another call, counted into it",
+  );
+  const page = await portal.admin.auditLog({});
+  assert.deepEqual(
+    page.audit_log.map((entry) => [entry.id, entry.status, entry.repeated]),
+    [[rows[0]?.auditId, 401, 199]],
+    'GET /audit_log and the typed client show the count',
+  );
+  const raw = (await portal.get('/audit_log')).json() as { audit_log: Record<string, unknown>[] };
+  assert.equal(raw.audit_log[0]?.['repeated'], 199);
+});
+
+test('refusals of another reason, another IPv4 address, another IPv6 /64 or another minute are rows of their own; one IPv6 /64 is one source', async (t) => {
+  const clock = new ManualClock('2026-03-02T09:00:00Z');
+  const portal = await openPortal(t, clock);
+
+  await refusals(portal, '192.0.2.7', 3);
+  await refusals(portal, '192.0.2.7', 2, 'Basic dXNlcjpwYXNz'); // another reason: no Bearer token
+  await refusals(portal, '192.0.2.8', 2);
+  clock.advance(10_000);
+  await refusals(portal, '2001:db8:1:2::1', 2);
+  await refusals(portal, '2001:db8:1:2:abcd::9', 3); // the same /64
+  await refusals(portal, '2001:db8:1:3::1', 1); // another /64
+  clock.advance(50_000); // 09:01:00, a new minute
+  await refusals(portal, '192.0.2.7', 4);
+  await refusals(portal, '2001:db8:1:2::ffff', 1);
+
+  assert.deepEqual(await refusalRows(portal), [
+    { at: '2026-03-02T09:00:00+00:00', from: '192.0.2.7', status: 401, detail: 'wrong secret', repeated: 2 },
+    { at: '2026-03-02T09:00:00+00:00', from: '192.0.2.7', status: 401, detail: 'no Bearer token', repeated: 1 },
+    { at: '2026-03-02T09:00:00+00:00', from: '192.0.2.8', status: 401, detail: 'wrong secret', repeated: 1 },
+    { at: '2026-03-02T09:00:10+00:00', from: '2001:db8:1:2::1', status: 401, detail: 'wrong secret', repeated: 4 },
+    { at: '2026-03-02T09:00:10+00:00', from: '2001:db8:1:3::1', status: 401, detail: 'wrong secret', repeated: 0 },
+    { at: '2026-03-02T09:01:00+00:00', from: '192.0.2.7', status: 401, detail: 'wrong secret', repeated: 3 },
+    { at: '2026-03-02T09:01:00+00:00', from: '2001:db8:1:2::ffff', status: 401, detail: 'wrong secret', repeated: 0 },
+  ]);
+});
+
+test('403 refusals are coalesced by their reason too; calls that changed something or failed are never coalesced', async (t) => {
+  const clock = new ManualClock('2026-03-02T09:00:00Z');
+  const portal = await openPortal(t, clock);
+  const reader = await makeAdminKey(portal, 'reader', { scope: 'read' });
+  const from = { ...bearer(reader), 'x-forwarded-for': '192.0.2.7' };
+  for (let index = 0; index < 3; index++) assert.equal((await portal.post('/disable_user', { user_id: `user${index}` }, from)).status, 403);
+  assert.equal((await portal.post('/destroy', { user_id: 'alice' }, from)).status, 403);
+  for (let index = 0; index < 2; index++) assert.equal((await portal.post('/disable_user', { user_id: 'nobody' })).status, 400);
+  for (let index = 0; index < 2; index++) assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
+
+  assert.deepEqual(
+    (await auditLog(portal)).reverse().map((row) => [row.call, row.userId, row.status, row.repeated]),
+    [
+      ['disable_user', 'user0', 403, 2],
+      ['destroy', 'alice', 403, 0],
+      ['disable_user', 'nobody', 400, 0],
+      ['disable_user', 'nobody', 400, 0],
+      ['create', 'alice', 200, 0],
+      ['create', 'alice', 200, 0],
+    ],
+  );
+});
+
+test('coalesced refusals are pruned by auditLogRetention like any row, and a later refusal makes a new row', async (t) => {
+  const clock = new ManualClock('2026-01-10T12:00:00Z');
+  const portal = await openPortal(t, clock, { auditLogRetention: 'P1M' });
+  await portal.reconcile(); // the start-up pass (and its housekeeping) is done before the clock moves
+  await refusals(portal, '192.0.2.7', 5);
+  clock.advance(40 * DAY);
+  assert.equal((await runHousekeepingIfDue(portal.portal.ctx))?.auditEntriesDeleted, 1);
+  await refusals(portal, '192.0.2.7', 2);
+  assert.deepEqual(await refusalRows(portal), [{ at: '2026-02-19T12:00:00+00:00', from: '192.0.2.7', status: 401, detail: 'wrong secret', repeated: 1 }]);
 });
 
 test('the audit row is written in the transaction of the change: no change without its row, no row for a change that rolled back', async (t) => {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { ADMIN_API_CALLS, ADMIN_SCOPES, scopeAllows, type AdminScope, type WebhookInfo } from '../../src/protocol/admin-api.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
-import { auditLog, authorize, bearer, makeAdminKey, portalState, twoProfiles } from '../support/admin-keys.js';
+import { auditLog, authorize, bearer, makeAdminKey, ManualClock, portalState, twoProfiles } from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
@@ -356,7 +356,10 @@ async function makeSubject(portal: TestPortal, userId: string): Promise<Subject>
 }
 
 test('every call × every scope × every profile limit is allowed or refused as the scope table says, and a refusal changes nothing', async (t) => {
-  const portal = await startTestPortal({ config: { ...twoProfiles, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
+  // Every cell in a minute of its own: refusals of one key and reason within a minute are
+  // coalesced into one audit row, and each refusal here must be seen as a row of its own.
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ clock, config: { ...twoProfiles, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
   t.after(() => portal.close());
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
@@ -377,6 +380,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       for (const limit of LIMITS) {
         const keyName = `${scope}-${limit === 'every profile' ? 'all' : limit}`;
         const cell = `${call.name} with ${keyName}`;
+        clock.advance(60_000);
         const subject = await makeSubject(portal, `u${cells}`);
         await call.prepare?.(portal, subject);
         const before = await portalState(portal);

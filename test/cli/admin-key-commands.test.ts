@@ -1,13 +1,16 @@
 // `vpn-portal admin-key create|list|rotate|revoke` and `vpn-portal admin audit`, run as an
 // administrator runs them (a process of their own) next to a running portal on the same
 // database and data directory: the key is shown once and stored only as a keyed hash, takes
-// effect on the portal at once, and the audit log is read through the Admin API.
+// effect on the portal at once, create, rotate and revoke are audit rows of their own, and the
+// audit log is read through the Admin API.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ADMIN_KEY_PATTERN } from '../../src/keys/admin-key-token.js';
+import type { Clock } from '../../src/shared/time.js';
+import { ManualClock } from '../support/admin-keys.js';
 import { runCli, type CliResult } from '../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -17,9 +20,9 @@ interface Setup {
   cli(...args: string[]): Promise<CliResult>;
 }
 
-async function setUp(t: { after: (fn: () => Promise<void> | void) => void }): Promise<Setup> {
+async function setUp(t: { after: (fn: () => Promise<void> | void) => void }, clock?: Clock): Promise<Setup> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-admin-key-'));
-  const portal = await startTestPortal({ dataDir });
+  const portal = await startTestPortal({ dataDir, ...(clock === undefined ? {} : { clock }) });
   t.after(async () => {
     await portal.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -31,6 +34,9 @@ async function setUp(t: { after: (fn: () => Promise<void> | void) => void }): Pr
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
+/** A write key for profile employees, 90 days, from loopback only. */
+const CREATE_MDM = ['admin-key', 'create', '--name', 'mdm', '--scope', 'write', '--profile', 'employees', '--expires-in', 'P90D', '--allow', '127.0.0.0/8'];
+
 /** The last line of the output: where a new key is printed, alone. */
 function lastLine(output: string): string {
   return output.trimEnd().split('\n').at(-1) ?? '';
@@ -38,20 +44,7 @@ function lastLine(output: string): string {
 
 test('admin-key create prints the key once, alone on its last line; the portal accepts it at once and stores only a keyed hash', async (t) => {
   const { portal, cli } = await setUp(t);
-  const created = await cli(
-    'admin-key',
-    'create',
-    '--name',
-    'mdm',
-    '--scope',
-    'write',
-    '--profile',
-    'employees',
-    '--expires-in',
-    'P90D',
-    '--allow',
-    '127.0.0.0/8',
-  );
+  const created = await cli(...CREATE_MDM);
   assert.equal(created.code, 0, created.stderr);
   const key = lastLine(created.stdout);
   assert.match(key, ADMIN_KEY_PATTERN, 'a vpa_ key with id, secret and checksum');
@@ -140,14 +133,15 @@ test('admin-key rotate gives a new key at once and keeps the old one for the gra
 });
 
 test('vpn-portal admin audit reads the audit log through the Admin API with the secret, or with an admin key from a key file', async (t) => {
-  const { portal, cli, configFile } = await setUp(t);
+  // The portal's clock stands still, so the refusals below fall in one minute.
+  const { portal, cli, configFile } = await setUp(t, new ManualClock());
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', display_name: 'Laptop' })).status, 200);
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
 
   const audit = await cli('admin', 'audit', '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.equal(audit.code, 0, audit.stderr);
   const [header, ...rows] = audit.stdout.trimEnd().split('\n');
-  assert.match(header ?? '', /^AT +KEY +FROM +CALL +STATUS +USER +CONNECTIONS +PARAMETERS +DETAIL$/);
+  assert.match(header ?? '', /^AT +KEY +FROM +CALL +STATUS +REPEATED +USER +CONNECTIONS +PARAMETERS +DETAIL$/);
   assert.equal(rows.length, 2, audit.stdout);
   assert.match(rows[0] ?? '', /^\d{4}-\d\d-\d\dT\S+ +secret +127\.0\.0\.1 +disable_user +204 +alice *$/);
   assert.match(rows[1] ?? '', /^\S+ +secret +127\.0\.0\.1 +create +200 +alice +\S{44} +profile_id="employees" display_name="Laptop" *$/);
@@ -170,4 +164,49 @@ test('vpn-portal admin audit reads the audit log through the Admin API with the 
   assert.equal(`${refused.stdout}${refused.stderr}`.includes(readKey), false);
   const listed = await cli('admin', 'users', '--key-file', keyFile, '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.equal(listed.code, 0, `a read key lists: ${listed.stderr}`);
+
+  // Refusals of one source and reason within a minute are one row; the table shows the count.
+  for (let index = 0; index < 2; index++) assert.equal((await portal.get('/audit_log', {}, bearer(readKey))).status, 403);
+  const latest = await cli('admin', 'audit', '--key-name', 'helpdesk', '--url', `${portal.portal.url}/vpn-user-portal/`);
+  assert.match(latest.stdout.trimEnd().split('\n')[1] ?? '', /^\S+ +helpdesk +127\.0\.0\.1 +audit_log +403 +\+2 +key "helpdesk" has scope "read"/);
+});
+
+test('admin-key create, rotate and revoke are in the audit log as the command line, from local, with their options and never a key', async (t) => {
+  const { portal, cli } = await setUp(t);
+  const created = await cli(...CREATE_MDM, '--allow', '::1/128');
+  assert.equal(created.code, 0, created.stderr);
+  const rotated = await cli('admin-key', 'rotate', 'mdm', '--grace', 'PT5M', '--expires-in', 'P30D');
+  assert.equal(rotated.code, 0, rotated.stderr);
+  assert.equal((await cli('admin-key', 'revoke', 'mdm')).code, 0);
+  assert.equal((await cli('admin-key', 'revoke', 'mdm')).code, 2, 'nothing left to revoke: no change, no row');
+  assert.equal((await cli('admin-key', 'create', '--name', 'reader')).code, 0);
+  assert.equal((await cli('admin-key', 'list')).code, 0);
+
+  const page = await portal.admin.auditLog({});
+  assert.deepEqual(
+    page.audit_log.reverse().map((entry) => ({ ...entry, id: 'id', at: 'at' })),
+    [
+      { call: 'admin-key create', parameters: { name: 'mdm', scope: 'write', profiles: 'employees', expires_in: 'P90D', allow_list: '127.0.0.0/8,::1/128' } },
+      { call: 'admin-key rotate', parameters: { name: 'mdm', grace: 'PT5M', expires_in: 'P30D' } },
+      { call: 'admin-key revoke', parameters: { name: 'mdm' } },
+      { call: 'admin-key create', parameters: { name: 'reader', scope: 'read' } },
+    ].map((expected) => ({
+      id: 'id',
+      at: 'at',
+      key_name: '(command line)',
+      source_address: 'local',
+      status: 200,
+      user_id: null,
+      connection_ids: [],
+      detail: null,
+      repeated: 0,
+      ...expected,
+    })),
+    'one row per change, with the options given; list and a refused revoke change nothing',
+  );
+  const everything = JSON.stringify(await portal.portal.ctx.db.selectFrom('audit_log').selectAll().execute());
+  const hashes = (await portal.portal.ctx.db.selectFrom('admin_keys').select('secret_hash').execute()).map((row) => row.secret_hash);
+  for (const secret of [lastLine(created.stdout), lastLine(rotated.stdout), ...hashes]) {
+    assert.equal(everything.includes(secret), false, `never in the audit log: ${secret.slice(0, 12)}…`);
+  }
 });

@@ -13,6 +13,22 @@ import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
 import { errorBody } from '../support/raw-http.js';
 import { defaultTestConfig, startTestPortal } from '../support/test-portal.js';
 
+/** Every migration, in order: a new one is added here (and to postgres-scale-out.test.ts). */
+const MIGRATIONS = [
+  '0001-initial',
+  '0002-listing-order',
+  '0003-openvpn',
+  '0004-revisions',
+  '0005-sessions',
+  '0006-admin-keys',
+  '0007-webhooks',
+  '0008-device-keys',
+  '0009-enrollment-tokens',
+  '0010-listing-generation',
+  '0011-admin-key-lineage',
+  '0012-audit-refusals',
+];
+
 test('db status shows the migrations pending on a new database, db migrate applies them once, then status shows them applied', async (t) => {
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-commands-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
@@ -30,26 +46,17 @@ test('db status shows the migrations pending on a new database, db migrate appli
 
   const pending = await runCli(['db', 'status', '--config', configFile]);
   assert.equal(pending.code, 0, pending.stderr);
-  assert.match(
-    pending.stdout,
-    /^0001-initial {2}pending\n0002-listing-order {2}pending\n0003-openvpn {2}pending\n0004-revisions {2}pending\n0005-sessions {2}pending\n0006-admin-keys {2}pending\n0007-webhooks {2}pending\n0008-device-keys {2}pending\n0009-enrollment-tokens {2}pending\n0010-listing-generation {2}pending\n0011-admin-key-lineage {2}pending$/m,
-  );
-  assert.match(pending.stdout, /^11 pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$/m);
+  assert.match(pending.stdout, new RegExp(`^${MIGRATIONS.map((name) => `${name} {2}pending`).join('\\n')}$`, 'm'));
+  assert.match(pending.stdout, new RegExp(`^${MIGRATIONS.length} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$`, 'm'));
 
   const migrated = await runCli(['db', 'migrate', '--config', configFile]);
   assert.equal(migrated.code, 0, migrated.stderr);
-  assert.match(
-    migrated.stdout,
-    /^applied 0001-initial\napplied 0002-listing-order\napplied 0003-openvpn\napplied 0004-revisions\napplied 0005-sessions\napplied 0006-admin-keys\napplied 0007-webhooks\napplied 0008-device-keys\napplied 0009-enrollment-tokens\napplied 0010-listing-generation\napplied 0011-admin-key-lineage$/m,
-  );
+  assert.match(migrated.stdout, new RegExp(`^${MIGRATIONS.map((name) => `applied ${name}`).join('\\n')}$`, 'm'));
   const again = await runCli(['db', 'migrate', '--config', configFile]);
   assert.match(again.stdout, /^the schema is up to date$/m);
 
   const applied = await runCli(['db', 'status', '--config', configFile]);
-  assert.match(
-    applied.stdout,
-    /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-.*\n0004-revisions {2}applied \d{4}-.*\n0005-sessions {2}applied \d{4}-.*\n0006-admin-keys {2}applied \d{4}-.*\n0007-webhooks {2}applied \d{4}-.*\n0008-device-keys {2}applied \d{4}-.*\n0009-enrollment-tokens {2}applied \d{4}-.*\n0010-listing-generation {2}applied \d{4}-.*\n0011-admin-key-lineage {2}applied \d{4}-/m,
-  );
+  assert.match(applied.stdout, new RegExp(`^${MIGRATIONS.map((name) => `${name} {2}applied \\d{4}-\\d\\d-\\d\\dT.*`).join('\\n')}$`, 'm'));
   assert.match(applied.stdout, /^the schema is up to date$/m);
   if (password !== '') {
     assert.match(applied.stdout, /^database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/vpt_/m, 'the database is named with its password masked');
