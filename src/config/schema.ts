@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
-// webhooks, reconcileInterval, logLevel, auditLogRetention) are
+// webhooks, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -149,6 +149,8 @@ export const portalConfigSchema = z.strictObject({
   databasePoolSize: z.int().min(1).max(100).default(10),
   /** How long audit log entries are kept (ISO 8601 duration). */
   auditLogRetention: isoDuration.default('P1Y'),
+  /** A revocation receipt still pending this long after its call is overdue (PT1S–PT1H): `revocation.overdue` is announced. */
+  revocationDeadline: isoDuration.default('PT30S'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   sessionExpiry: isoDuration.default('P90D'),
   /** `configuration.expiring` is announced this long before a configuration expires. */

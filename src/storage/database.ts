@@ -39,6 +39,7 @@ import { webhooksSchema } from './migrations/0007-webhooks.js';
 import { deviceKeysSchema } from './migrations/0008-device-keys.js';
 import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
+import { revocationsSchema } from './migrations/0013-revocations.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -63,6 +64,7 @@ const migrations: Record<string, Migration> = {
   '0008-device-keys': deviceKeysSchema,
   '0009-enrollment-tokens': enrollmentTokensSchema,
   '0010-listing-generation': listingGenerationSchema,
+  '0013-revocations': revocationsSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -356,6 +356,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
       '0008-device-keys',
       '0009-enrollment-tokens',
       '0010-listing-generation',
+      '0013-revocations',
     ],
     'each migration is recorded once',
   );
