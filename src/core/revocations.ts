@@ -19,7 +19,6 @@ import {
   markRevocationOverdue,
   pendingRevocationsRequestedBefore,
   revocationsReadyToApply,
-  type RevocationReason,
   type RevocationState,
   type StoredRevocation,
 } from '../storage/revocations.js';
@@ -45,15 +44,9 @@ export interface ReceiptNode {
   readonly connectionIds: readonly string[];
 }
 
-export interface RevocationReceipt {
+/** A stored receipt with what its nodes confirmed. */
+export interface RevocationReceipt extends Omit<StoredRevocation, 'revocationId'> {
   readonly revocationId: RevocationId;
-  readonly userId: UserId;
-  readonly reason: RevocationReason;
-  readonly state: RevocationState;
-  readonly requestedAt: string;
-  readonly overdueAt: string | null;
-  readonly appliedAt: string | null;
-  readonly supersededAt: string | null;
   readonly connectionIds: readonly string[];
   readonly nodes: readonly ReceiptNode[];
   readonly profileIds: readonly ProfileId[];

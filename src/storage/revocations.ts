@@ -3,6 +3,7 @@
 // superseded), so of several portal instances exactly one wins each move and announces it.
 import { asUserId, type UserId } from '../shared/ids.js';
 import type { Executor } from './database.js';
+import type { Updateable } from 'kysely';
 import type { RevocationsTable } from './schema.js';
 
 export const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
@@ -75,17 +76,8 @@ export async function revocationsReadyToApply(db: Executor, revocationIds?: read
 }
 
 /** Claims pending/overdue → applied, only while no configuration of it is pending; false when another instance (or nothing) did it. */
-export async function markRevocationApplied(db: Executor, revocationId: string, at: string): Promise<boolean> {
-  const result = await db
-    .updateTable('revocations')
-    .set({ state: 'applied', applied_at: at })
-    .where('revocation_id', '=', revocationId)
-    .where('state', 'in', OPEN_REVOCATION_STATES)
-    .where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('revocation_nodes').select('node_number').where('revocation_id', '=', revocationId).where('applied_at', 'is', null))),
-    )
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+export function markRevocationApplied(db: Executor, revocationId: string, at: string): Promise<boolean> {
+  return claimMove(db, revocationId, OPEN_REVOCATION_STATES, { state: 'applied', applied_at: at }, { nothingPending: true });
 }
 
 /** Receipts still pending that were asked for before `before` (their deadline passed). */
@@ -102,13 +94,25 @@ export async function pendingRevocationsRequestedBefore(db: Executor, before: st
 }
 
 /** Claims pending → overdue; false when another instance did it first or the receipt moved on. */
-export async function markRevocationOverdue(db: Executor, revocationId: string, at: string): Promise<boolean> {
-  const result = await db
-    .updateTable('revocations')
-    .set({ state: 'overdue', overdue_at: at })
-    .where('revocation_id', '=', revocationId)
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
+export function markRevocationOverdue(db: Executor, revocationId: string, at: string): Promise<boolean> {
+  return claimMove(db, revocationId, ['pending'], { state: 'overdue', overdue_at: at }, { nothingPending: false });
+}
+
+/** One conditional update: of several portal instances exactly one moves the receipt and announces it. */
+async function claimMove(
+  db: Executor,
+  revocationId: string,
+  from: readonly RevocationState[],
+  to: Updateable<RevocationsTable>,
+  options: { readonly nothingPending: boolean },
+): Promise<boolean> {
+  let update = db.updateTable('revocations').set(to).where('revocation_id', '=', revocationId).where('state', 'in', from);
+  if (options.nothingPending) {
+    update = update.where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('revocation_nodes').select('node_number').where('revocation_id', '=', revocationId).where('applied_at', 'is', null))),
+    );
+  }
+  const result = await update.executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 

@@ -12,20 +12,10 @@ import { REVOCATION_HEADER, type RevocationInfo } from '../../src/protocol/admin
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
+import { shiftedClock } from '../support/shifted-clock.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
-
-/** A clock that runs with real time, moved forward by the test. */
-function shiftedClock(): { now(): Date; advance(ms: number): void } {
-  let offset = 0;
-  return {
-    now: () => new Date(Date.now() + offset),
-    advance(ms) {
-      offset += ms;
-    },
-  };
-}
 
 async function portalWithReceiver(
   t: TestContext,
