@@ -80,10 +80,15 @@ export async function revokeOnNodes(
   why: string,
 ): Promise<void> {
   const [removed, disconnected] = await Promise.all([removePeersFromNodes(ctx, removals, why), disconnectOpenVpnClients(ctx, certificates, why)]);
-  await confirmRemovals(ctx, revocationIds, [
+  const confirming = confirmRemovals(ctx, revocationIds, [
     ...removed.map((removal) => ({ nodeNumber: removal.nodeNumber, connectionId: removal.publicKey })),
     ...disconnected.map((certificate) => ({ nodeNumber: certificate.nodeNumber, connectionId: certificate.commonName })),
   ]);
+  // The revocation itself committed: a database that fails now leaves the receipt pending (the
+  // next reconcile pass confirms it), it does not fail the call.
+  await confirming.catch((error: unknown) =>
+    ctx.logger.warn({ err: error, revocationIds }, `${why}: the nodes' confirmations could not be recorded; the next reconcile pass records them`),
+  );
 }
 
 /** Marks what the nodes confirmed gone, then applies (and announces) the receipts no node is pending for any more. */

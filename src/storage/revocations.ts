@@ -116,12 +116,17 @@ async function claimMove(
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** enable_user before every node confirmed: the user's open receipts are superseded. */
+/**
+ * enable_user before every node confirmed: the user's open disable_user receipts are superseded
+ * (their configurations belong on the nodes again). Deleted or expired configurations do not
+ * come back, so those receipts still wait for their nodes.
+ */
 export async function supersedeRevocationsOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
   const result = await db
     .updateTable('revocations')
     .set({ state: 'superseded', superseded_at: at })
     .where('user_id', '=', userId)
+    .where('reason', '=', 'disable_user')
     .where('state', 'in', OPEN_REVOCATION_STATES)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);

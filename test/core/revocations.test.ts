@@ -126,6 +126,13 @@ test('an enable_user before every node confirmed leaves the receipt superseded, 
   const again = (await portal.admin.disableUser('alice')) ?? '';
   assert.notEqual(again, revocationId);
   assert.equal((await portal.admin.revocation(again)).state, 'pending');
+  // A deleted configuration does not come back with enable_user: its receipt still waits for the node.
+  await portal.admin.enableUser('alice');
+  const other = await createWireGuard(portal, 'alice');
+  const deletion = (await portal.admin.deleteConnection('alice', other)) ?? '';
+  await portal.admin.disableUser('alice');
+  await portal.admin.enableUser('alice');
+  assert.equal((await portal.admin.revocation(deletion)).state, 'pending');
 });
 
 test('destroy and delete_connection answer their receipt; expiry makes one per user', async (t) => {
