@@ -15,6 +15,8 @@ import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { WebhookDeliveryWorker } from './core/webhook-delivery.js';
 import type { PortalEvent } from './core/events.js';
 import { moveListingGeneration } from './listeners/listing-generation.js';
+import { writeRevocationReceipts } from './listeners/revocation-receipts.js';
+import { RevocationDeadlines } from './core/revocation-deadlines.js';
 import { ListingCache } from './core/listing-cache.js';
 import { databaseNotReady, PortalMetrics } from './http/metrics.js';
 import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
@@ -79,6 +81,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
   writeAuditLog(events);
+  // Before the listing counter: its closing write must be a change's last (src/listeners/listing-generation.ts).
+  writeRevocationReceipts(events);
   moveListingGeneration(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
@@ -108,6 +112,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   writeWebhookOutbox(events, () => webhooks.wake());
 
   const reconciler = new ReconcileScheduler(ctx);
+  const revocationDeadlines = new RevocationDeadlines(ctx);
   const metrics = new PortalMetrics(ctx);
   recordMetrics(events, metrics);
 
@@ -134,6 +139,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
   webhooks.start();
+  revocationDeadlines.start();
 
   return {
     ctx,
@@ -142,6 +148,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     reconcileNow: () => reconciler.runAll(),
     async close() {
       reconciler.stop();
+      await revocationDeadlines.stop();
       nodes.stop();
       await app.close();
       await webhooks.stop();

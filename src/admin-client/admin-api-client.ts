@@ -23,6 +23,11 @@ import {
   userConfigurationListAnswer,
   usersAnswer,
   IDEMPOTENCY_KEY_HEADER,
+  REVOCATION_HEADER,
+  revocationSchema,
+  revocationsAnswer,
+  type RevocationInfo,
+  type RevocationsQuery,
   type AuditLogPage,
   type AuditLogQuery,
   type ConnectionInfo,
@@ -126,21 +131,36 @@ export class AdminApiClient {
     };
   }
 
-  destroy(userId: string, options: PostOptions = {}): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.destroy.path, { user_id: userId }, options);
+  /** Answers the id of the revocation receipt (the `VPN-Portal-Revocation` header; see `revocation`). */
+  destroy(userId: string, options: PostOptions = {}): Promise<string | null> {
+    return this.#postRevoking(ADMIN_API_CALLS.destroy.path, { user_id: userId }, options);
   }
 
-  disableUser(userId: string, options: PostOptions = {}): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.disableUser.path, { user_id: userId }, options);
+  /** Answers the id of the revocation receipt (the `VPN-Portal-Revocation` header; see `revocation`). */
+  disableUser(userId: string, options: PostOptions = {}): Promise<string | null> {
+    return this.#postRevoking(ADMIN_API_CALLS.disableUser.path, { user_id: userId }, options);
   }
 
   enableUser(userId: string, options: PostOptions = {}): Promise<void> {
     return this.#postNoContent(ADMIN_API_CALLS.enableUser.path, { user_id: userId }, options);
   }
 
-  /** The connection id is form-encoded here: a public key holds `+` and `/`. */
-  deleteConnection(userId: string, connectionId: string, options: PostOptions = {}): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.deleteConnection.path, { user_id: userId, connection_id: connectionId }, options);
+  /**
+   * The connection id is form-encoded here: a public key holds `+` and `/`. Answers the id of
+   * the revocation receipt, or null when the user had no such configuration.
+   */
+  deleteConnection(userId: string, connectionId: string, options: PostOptions = {}): Promise<string | null> {
+    return this.#postRevoking(ADMIN_API_CALLS.deleteConnection.path, { user_id: userId, connection_id: connectionId }, options);
+  }
+
+  /** Extension: a revocation receipt, by the id disable_user, destroy or delete_connection answered. */
+  revocation(revocationId: string): Promise<RevocationInfo> {
+    return this.#getJson(ADMIN_API_CALLS.revocation.path, { revocation_id: revocationId }, revocationSchema);
+  }
+
+  /** Extension: revocation receipts, newest first (`state: 'pending'` lists pending and overdue ones). */
+  async revocations(query: RevocationsQuery = {}): Promise<RevocationInfo[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.revocations.path, definedOnly(query), revocationsAnswer)).revocations;
   }
 
   deleteUserAuthorizations(userId: string, options: PostOptions = {}): Promise<void> {
@@ -232,6 +252,12 @@ export class AdminApiClient {
 
   async #postNoContent(path: string, form: Record<string, string>, options: PostOptions): Promise<void> {
     await this.#okText(await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options)));
+  }
+
+  async #postRevoking(path: string, form: Record<string, string>, options: PostOptions): Promise<string | null> {
+    const response = await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options));
+    await this.#okText(response);
+    return response.headers.get(REVOCATION_HEADER);
   }
 
   async #send(method: 'GET' | 'POST', path: string, body?: URLSearchParams, headers: Record<string, string> = {}): Promise<Response> {

@@ -4,14 +4,19 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import QRCode from 'qrcode';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../protocol/admin-api.js';
+import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type RevocationInfo, type RevocationsQuery } from '../protocol/admin-api.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { formatTable } from './table.js';
 import { ADMIN_USAGE } from './usage.js';
 
-export const ADMIN_EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3 } as const;
+/** `notApplied`: with `--wait`, the revocation receipt ended overdue (or superseded) rather than applied. */
+export const ADMIN_EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3, notApplied: 3 } as const;
+
+/** How often `--wait` asks for the receipt. */
+const RECEIPT_POLL_MS = 250;
 
 /** `--format` values and the media type each asks `create` for. */
 const FORMATS = {
@@ -62,6 +67,8 @@ interface AdminFlags {
   readonly state: string | undefined;
   readonly uses: string | undefined;
   readonly validFor: string | undefined;
+  /** Wait until the revocation receipt is applied (or overdue) and print it. */
+  readonly wait: boolean;
 }
 
 interface AdminCommand {
@@ -237,18 +244,71 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       out.print(json ? JSON.stringify({ ok: true }) : `revoked enrollment token ${tokenId} of ${user}`);
     },
   },
-  disable: userCommand('disabled', (client, user) => client.disableUser(user)),
+  disable: revokingCommand(
+    ['USER'],
+    ([user = '']) => `disabled ${user}`,
+    (client, [user = '']) => client.disableUser(user),
+  ),
   enable: userCommand('enabled', (client, user) => client.enableUser(user)),
-  destroy: userCommand('destroyed', (client, user) => client.destroy(user)),
+  destroy: revokingCommand(
+    ['USER'],
+    ([user = '']) => `destroyed ${user}`,
+    (client, [user = '']) => client.destroy(user),
+  ),
   'delete-authorizations': userCommand('deleted the authorizations of', (client, user) => client.deleteUserAuthorizations(user)),
-  'delete-connection': {
-    args: ['USER', 'CONNECTION_ID'],
-    flags: [],
-    run: async ({ client, args, json, out }) => {
-      const [user = '', connectionId = ''] = args;
-      // The client form-encodes the id: a public key's `+` and `/` arrive as they are.
-      await client.deleteConnection(user, connectionId);
-      out.print(json ? JSON.stringify({ ok: true }) : `deleted connection ${connectionId} of ${user}`);
+  // The client form-encodes the id: a public key's `+` and `/` arrive as they are.
+  'delete-connection': revokingCommand(
+    ['USER', 'CONNECTION_ID'],
+    ([user = '', connectionId = '']) => `deleted connection ${connectionId} of ${user}`,
+    (client, [user = '', connectionId = '']) => client.deleteConnection(user, connectionId),
+  ),
+  revocation: {
+    args: ['REVOCATION_ID'],
+    flags: ['wait'],
+    run: async ({ client, args, flags, json, out }) => {
+      const receipt = flags.wait ? await waitForReceipt(client, args[0] ?? '') : await client.revocation(args[0] ?? '');
+      if (json) out.print(JSON.stringify(receipt));
+      else {
+        out.print(`revocation ${receipt.revocation_id} (${receipt.reason} of ${receipt.user_id}, ${receipt.requested_at}): ${describeReceipt(receipt)}`);
+        out.print(
+          formatTable(
+            ['NODE', 'STATE', 'APPLIED', 'CONNECTION_IDS'],
+            receipt.nodes.map((node) => [String(node.node_number), node.state, node.applied_at ?? '', node.connection_ids.join(',')]),
+          ),
+        );
+      }
+      if (flags.wait && receipt.state !== 'applied') throw new RevocationNotApplied();
+    },
+  },
+  revocations: {
+    args: [],
+    flags: ['state', 'user', 'limit'],
+    run: async ({ client, flags, json, out }) => {
+      const state = flags.state;
+      if (state !== undefined && !isRevocationState(state)) throw new UsageError(`--state must be ${REVOCATION_STATES.join(', ')}, not "${state}"`);
+      const { limit } = pageFlags(flags);
+      const receipts = await client.revocations({
+        ...(state === undefined ? {} : { state }),
+        ...(flags.user === undefined ? {} : { user_id: flags.user }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      if (json) {
+        out.print(JSON.stringify({ revocations: receipts }));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['REVOCATION_ID', 'USER', 'REASON', 'STATE', 'REQUESTED', 'PENDING_NODES'],
+          receipts.map((receipt) => [
+            receipt.revocation_id,
+            receipt.user_id,
+            receipt.reason,
+            receipt.state,
+            receipt.requested_at,
+            pendingNodes(receipt).join(','),
+          ]),
+        ),
+      );
     },
   },
   history: {
@@ -483,6 +543,72 @@ class TestNotDelivered extends Error {
   override readonly name = 'TestNotDelivered';
 }
 
+const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
+
+function isRevocationState(state: string): state is NonNullable<RevocationsQuery['state']> {
+  return (REVOCATION_STATES as readonly string[]).includes(state);
+}
+
+/** `--wait` ended with the receipt overdue or superseded: exit code 3. */
+class RevocationNotApplied extends Error {
+  override readonly name = 'RevocationNotApplied';
+}
+
+/**
+ * disable, destroy, delete-connection: the call, then what its revocation receipt says (at
+ * once, or with --wait once it is no longer pending), so "disabled" is never printed for a
+ * tunnel a node still passes without saying so.
+ */
+function revokingCommand(
+  args: readonly string[],
+  done: (args: readonly string[]) => string,
+  call: (client: AdminApiClient, args: readonly string[]) => Promise<string | null>,
+): AdminCommand {
+  return {
+    args,
+    flags: ['wait'],
+    run: async ({ client, args: given, flags, json, out }) => {
+      const revocationId = await call(client, given);
+      if (revocationId === null) {
+        // delete-connection of a configuration the user does not have: nothing was revoked.
+        out.print(json ? JSON.stringify({ ok: true, revocation: null }) : `${done(given)}: nothing to revoke`);
+        return;
+      }
+      const receipt = flags.wait ? await waitForReceipt(client, revocationId) : await client.revocation(revocationId);
+      out.print(json ? JSON.stringify({ ok: true, revocation: receipt }) : `${done(given)}: ${describeReceipt(receipt)} (revocation ${revocationId})`);
+      if (flags.wait && receipt.state !== 'applied') throw new RevocationNotApplied();
+    },
+  };
+}
+
+async function waitForReceipt(client: AdminApiClient, revocationId: string): Promise<RevocationInfo> {
+  for (;;) {
+    const receipt = await client.revocation(revocationId);
+    if (receipt.state !== 'pending') return receipt;
+    await sleep(RECEIPT_POLL_MS);
+  }
+}
+
+/** A receipt in words: applied on every node, or which nodes are pending. */
+function describeReceipt(receipt: RevocationInfo): string {
+  const nodes = (state: 'pending' | 'applied') => receipt.nodes.filter((node) => node.state === state).map((node) => node.node_number);
+  const list = (numbers: readonly number[]) => `node${numbers.length === 1 ? '' : 's'} ${numbers.join(', ')}`;
+  switch (receipt.state) {
+    case 'applied':
+      return receipt.nodes.length === 0 ? 'applied (no configuration was on a node)' : `applied on every node (${list(nodes('applied'))})`;
+    case 'superseded':
+      return 'superseded: the user was enabled again before every node confirmed';
+    default: {
+      const applied = nodes('applied');
+      return `${receipt.state}: ${list(nodes('pending'))} did not confirm the removal yet${applied.length === 0 ? '' : `; applied on ${list(applied)}`}`;
+    }
+  }
+}
+
+function pendingNodes(receipt: RevocationInfo): number[] {
+  return receipt.nodes.filter((node) => node.state === 'pending').map((node) => node.node_number);
+}
+
 function userCommand(done: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
   return {
     args: ['USER'],
@@ -575,6 +701,7 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   state: '--state',
   uses: '--uses',
   validFor: '--valid-for',
+  wait: '--wait',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -616,6 +743,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         state: { type: 'string' },
         uses: { type: 'string' },
         'valid-for': { type: 'string' },
+        wait: { type: 'boolean' },
       },
     });
     json = values.json === true;
@@ -657,6 +785,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       state: values.state,
       uses: values.uses,
       validFor: values['valid-for'],
+      wait: values.wait === true,
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;
@@ -678,6 +807,7 @@ function reportFailure(error: unknown, json: boolean, out: Output): number {
   };
   if (error instanceof AdminApiError) return say(ADMIN_EXIT.refused, `${error.status} ${error.message}`, error.status);
   if (error instanceof TestNotDelivered) return ADMIN_EXIT.refused;
+  if (error instanceof RevocationNotApplied) return ADMIN_EXIT.notApplied;
   if (error instanceof UsageError || isParseArgsError(error)) {
     const message = (error as Error).message;
     return say(ADMIN_EXIT.usage, json ? message : `${message}\n${ADMIN_USAGE}`);

@@ -43,8 +43,15 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
                                           own key (an extension); printed once, on the last line
   enrollment-tokens [--user USER]         the enrollment tokens and their state
   revoke-enrollment-token USER TOKEN_ID   redeeming the token answers 410 from now on
-  disable USER | enable USER | destroy USER
-  delete-connection USER CONNECTION_ID    a WireGuard public key or an OpenVPN common name
+  disable USER [--wait] | enable USER | destroy USER [--wait]
+  delete-connection USER CONNECTION_ID [--wait]
+                                          a WireGuard public key or an OpenVPN common name;
+                                          disable, destroy and delete-connection print what
+                                          their revocation receipt says (--wait: once every
+                                          node confirmed, exit 3 when it became overdue)
+  revocation REVOCATION_ID [--wait]       a revocation receipt: each node's confirmation
+  revocations [--state pending|overdue|applied|superseded] [--user USER] [--limit N]
+                                          the receipts, newest first (pending: also overdue)
   delete-authorizations USER
   history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
           [--limit N] [--cursor CURSOR]
@@ -68,7 +75,7 @@ The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's 
 (--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
 DATA/keys/admin-api.key of that configuration.
 Exit codes: 0 done, 1 the portal refused (its message on stderr), 2 usage or configuration
-mistake, 3 the portal could not be reached.`;
+mistake, 3 the portal could not be reached (with --wait: or the receipt is overdue).`;
 
 export const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAND --help for one command)
   serve [--config FILE]                              serve the portal

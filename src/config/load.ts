@@ -104,6 +104,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     connectionLogLines: { enabled: raw.Log.syslogConnectionEvents, originatingIp: raw.Log.originatingIp },
     logLevel: raw.logLevel,
     auditLogRetention: mustParseDuration(raw.auditLogRetention),
+    revocationDeadlineMs: boundedMilliseconds(raw.revocationDeadline, 'revocationDeadline', REVOCATION_DEADLINE_BOUNDS, report),
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
     expiryWarning: mustParseDuration(raw.expiryWarning),
     caExpiry: mustParseDuration(raw.caExpiry),
@@ -116,6 +117,9 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
 
 /** A hook that takes longer than a minute holds up an OpenVPN client's connect for too long. */
 const SCRIPT_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;
+
+/** Less than a second is shorter than one node's answer; more than an hour is no alarm. */
+const REVOCATION_DEADLINE_BOUNDS = { minMs: 1_000, maxMs: 3_600_000, text: 'between PT1S and PT1H' } as const;
 
 /** A receiver that needs more than a minute to say "received" holds a delivery slot for too long. */
 const WEBHOOK_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;

@@ -136,6 +136,8 @@ export interface PortalConfig {
   readonly logLevel: string;
   /** `auditLogRetention`: audit log entries older than this are pruned. */
   readonly auditLogRetention: IsoDuration;
+  /** `revocationDeadline`: a revocation receipt still pending this long after its call is overdue. */
+  readonly revocationDeadlineMs: number;
   readonly sessionExpiry: IsoDuration;
   /** `expiryWarning`: how long before its expiry a configuration is announced as expiring. */
   readonly expiryWarning: IsoDuration;

@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
-// webhooks, reconcileInterval, logLevel, auditLogRetention) are ours. Every option's meaning is
+// webhooks, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
@@ -251,6 +251,11 @@ export const portalConfigSchema = z.strictObject({
   auditLogRetention: isoDuration
     .default('P1Y')
     .meta({ description: 'Audit log entries older than this are deleted by the daily housekeeping.', see: 'admin-keys.md#audit-log' }),
+  revocationDeadline: isoDuration.default('PT30S').meta({
+    description:
+      'A revocation receipt still pending this long after its call is overdue (`PT1S` to `PT1H`): `revocation.overdue` is announced and the receipt says `overdue` until every node confirmed.',
+    see: 'revocation-receipts.md',
+  }),
   logLevel: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')

@@ -9,13 +9,15 @@ import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration, type PortalEvent } from './events.js';
 import { existingUser } from './existing-user.js';
 import { assertUserWithinReach } from './profile-reach.js';
-import type { UserId } from '../shared/ids.js';
-import { removalsOf, removePeersFromNodes } from './node-peers.js';
-import { disconnectOpenVpnClients } from './openvpn-clients.js';
+import type { RevocationId, UserId } from '../shared/ids.js';
+import { removalsOf } from './node-peers.js';
+import { newRevocationId, revokeOnNodes } from './revocations.js';
 import { releaseAddresses } from './wireguard-addresses.js';
 
-export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<void> {
+/** Answers the id of the revocation receipt that follows the configurations leaving their nodes. */
+export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<RevocationId> {
   await existingUser(ctx, userId);
+  const revocationId = newRevocationId(ctx);
   const { peers, certificates, revision } = await ctx.events.change(ctx.db, async (trx, announce) => {
     // With several portal instances on one database: the lock keeps a concurrent create from
     // adding a configuration now, and the addresses given back are exactly those of the
@@ -28,12 +30,15 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<v
     await deleteUser(trx, userId); // cascades to oauth_authorizations
     const at = ctx.clock.now();
     await announce(
-      ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer) })),
-      ...certificates.map((certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate) })),
-      { type: 'user.destroyed', at, userId },
+      ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer), revocationId })),
+      ...certificates.map(
+        (certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate), revocationId }),
+      ),
+      { type: 'user.destroyed', at, userId, revocationId },
     );
     return { peers, certificates, revision: await nextRevision(trx) };
   });
-  ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user destroyed');
-  await Promise.all([removePeersFromNodes(ctx, removalsOf(peers, revision), 'destroy'), disconnectOpenVpnClients(ctx, certificates, 'destroy')]);
+  ctx.logger.info({ userId, configurations: peers.length + certificates.length, revocationId }, 'user destroyed');
+  await revokeOnNodes(ctx, [revocationId], removalsOf(peers, revision), certificates, 'destroy');
+  return revocationId;
 }

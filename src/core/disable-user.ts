@@ -11,13 +11,16 @@ import { stampPeersOfUser } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { existingUser } from './existing-user.js';
 import { assertUserWithinReach } from './profile-reach.js';
-import type { UserId } from '../shared/ids.js';
+import type { RevocationId, UserId } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
-import { removalsOf, removePeersFromNodes } from './node-peers.js';
-import { disconnectOpenVpnClients } from './openvpn-clients.js';
+import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
+import { removalsOf } from './node-peers.js';
+import { newRevocationId, revokeOnNodes } from './revocations.js';
 
-export async function disableUser(ctx: PortalContext, userId: UserId): Promise<void> {
+/** Answers the id of the revocation receipt that follows the configurations leaving their nodes. */
+export async function disableUser(ctx: PortalContext, userId: UserId): Promise<RevocationId> {
   await existingUser(ctx, userId);
+  const revocationId = newRevocationId(ctx);
   const { peers, certificates } = await ctx.events.change(ctx.db, async (trx, announce) => {
     // The update locks the user's row first: a create for this user waits for it (or this for
     // the create), so the peers read below are all there are, and their new revisions are
@@ -28,9 +31,13 @@ export async function disableUser(ctx: PortalContext, userId: UserId): Promise<v
     const at = ctx.clock.now();
     // A revocation is final: enable_user does not bring the user's enrollment tokens back.
     await revokeEnrollmentTokensOfUser(trx, userId, formatAtom(at));
-    await announce({ type: 'user.disabled', at, userId });
-    return { peers: await stampPeersOfUser(trx, userId), certificates: await certificatesOfUser(trx, userId) };
+    const peers = await stampPeersOfUser(trx, userId);
+    const certificates = await certificatesOfUser(trx, userId);
+    const configurations = [...peers.map(wireGuardConfiguration), ...certificates.map(openVpnConfiguration)];
+    await announce({ type: 'user.disabled', at, userId, revocationId, configurations });
+    return { peers, certificates };
   });
-  ctx.logger.info({ userId, configurations: peers.length + certificates.length }, 'user disabled');
-  await Promise.all([removePeersFromNodes(ctx, removalsOf(peers), 'disable_user'), disconnectOpenVpnClients(ctx, certificates, 'disable_user')]);
+  ctx.logger.info({ userId, configurations: peers.length + certificates.length, revocationId }, 'user disabled');
+  await revokeOnNodes(ctx, [revocationId], removalsOf(peers), certificates, 'disable_user');
+  return revocationId;
 }

@@ -14,6 +14,8 @@ export type PortalErrorCode =
   | 'no-common-protocol'
   | 'addresses-exhausted'
   | 'unavailable'
+  /** No revocation receipt with this id the key may see (404). */
+  | 'no-such-revocation'
   /** No webhook subscription has this id (404). */
   | 'no-such-webhook'
   /** The admin key may not touch this profile or user (403). */

@@ -25,7 +25,7 @@ import type { Transaction } from 'kysely';
 import type { Db, Executor } from '../storage/database.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
-import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
+import type { NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
 import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
@@ -41,6 +41,14 @@ export interface ConfigurationRef {
   readonly nodeNumber: NodeNumber;
 }
 
+/** A revocation receipt as its events tell it (src/core/revocations.ts). */
+export interface RevocationNotice {
+  readonly revocationId: RevocationId;
+  readonly userId: UserId;
+  readonly connectionIds: readonly string[];
+  readonly nodes: readonly { readonly nodeNumber: NodeNumber; readonly state: 'pending' | 'applied'; readonly appliedAt: string | null }[];
+}
+
 /** A session as its start recorded it. */
 export interface SessionDetails {
   readonly userId: string;
@@ -51,7 +59,16 @@ export interface SessionDetails {
 }
 
 export type PortalEvent =
-  | (EventBase & { readonly type: 'user.disabled' | 'user.enabled' | 'user.destroyed'; readonly userId: UserId })
+  | (EventBase & { readonly type: 'user.enabled'; readonly userId: UserId })
+  /** Every configuration of the user leaves its node; the receipt `revocationId` follows that (src/core/revocations.ts). */
+  | (EventBase & {
+      readonly type: 'user.disabled';
+      readonly userId: UserId;
+      readonly revocationId: RevocationId;
+      readonly configurations: readonly ConfigurationRef[];
+    })
+  /** Announced after the `configuration.deleted` of each of its configurations, under the same receipt. */
+  | (EventBase & { readonly type: 'user.destroyed'; readonly userId: UserId; readonly revocationId: RevocationId })
   /** A configuration was made for a user the portal did not know yet. */
   | (EventBase & { readonly type: 'user.created'; readonly userId: UserId })
   | (EventBase & { readonly type: 'authorizations.deleted'; readonly userId: UserId; readonly count: number })
@@ -87,7 +104,14 @@ export type PortalEvent =
       /** Set when a device redeemed an enrollment token for it (the token's id). */
       readonly enrollmentTokenId?: string;
     })
-  | (EventBase & { readonly type: 'configuration.deleted' | 'configuration.expired'; readonly configuration: ConfigurationRef })
+  | (EventBase & {
+      readonly type: 'configuration.deleted' | 'configuration.expired';
+      readonly configuration: ConfigurationRef;
+      /** The revocation receipt that follows its leaving its node. */
+      readonly revocationId: RevocationId;
+    })
+  /** A revocation receipt's every node confirmed (applied), or its deadline passed with a node pending (overdue). */
+  | (EventBase & { readonly type: 'revocation.applied' | 'revocation.overdue'; readonly revocation: RevocationNotice })
   | (EventBase & { readonly type: 'configuration.expiring'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
   | (EventBase & {
       readonly type: 'session.started';

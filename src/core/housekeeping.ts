@@ -2,7 +2,7 @@
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
 // last run becomes a row of daily statistics per profile; live statistics older than a week,
 // closed connection history older than `connectionLogRetention`, audit entries older than
-// `auditLogRetention`, finished webhook deliveries older than `webhooks.deliveryLogRetention`,
+// `auditLogRetention` (and finished revocation receipts as old), finished webhook deliveries older than `webhooks.deliveryLogRetention`,
 // authorizations that expired before today and enrollment tokens that ended (expired or
 // revoked) more than a month ago are deleted. Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
@@ -20,6 +20,7 @@ import { pruneIdempotencyRecords } from '../storage/idempotency.js';
 import { readState, writeState } from '../storage/portal-state.js';
 import { pruneDeliveries } from '../storage/webhook-deliveries.js';
 import { pruneLiveStats } from '../storage/statistics.js';
+import { pruneRevocations } from '../storage/revocations.js';
 import type { PortalContext } from './context.js';
 import { deleteExpiredConfigurations } from './reconcile.js';
 import { aggregateDay, nextDay } from './statistics.js';
@@ -39,6 +40,7 @@ export interface HousekeepingResult {
   readonly liveStatsDeleted: number;
   readonly expiredOauthGrantsDeleted: number;
   readonly auditEntriesDeleted: number;
+  readonly revocationsDeleted: number;
   readonly webhookDeliveriesDeleted: number;
   readonly enrollmentTokensDeleted: number;
 }
@@ -70,6 +72,8 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const connectionLogDeleted = await pruneConnectionLog(ctx.db, formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)));
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
+  // Receipts are proof of what an audited call did: kept as long as its audit row.
+  const revocationsDeleted = await pruneRevocations(ctx.db, formatAtom(subtractDuration(now, ctx.config.auditLogRetention)));
   const webhookDeliveriesDeleted = await pruneDeliveries(ctx.db, formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)));
   const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(ctx.db, formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)));
   await writeState(ctx.db, LAST_RUN_KEY, today);
@@ -80,6 +84,7 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
     liveStatsDeleted,
     expiredOauthGrantsDeleted,
     auditEntriesDeleted,
+    revocationsDeleted,
     webhookDeliveriesDeleted,
     enrollmentTokensDeleted,
   };

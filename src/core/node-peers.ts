@@ -28,8 +28,11 @@ export function removalsOf(peers: readonly WireGuardPeer[], revision?: Revision)
   return peers.map((peer) => ({ publicKey: peer.publicKey, nodeNumber: peer.nodeNumber, revision: revision ?? peer.revision }));
 }
 
-/** `why` names the call (e.g. "disable_user") in the warning about nodes that did not get it. */
-export async function removePeersFromNodes(ctx: PortalContext, removals: readonly PeerRemoval[], why: string): Promise<void> {
+/**
+ * `why` names the call (e.g. "disable_user") in the warning about nodes that did not get it.
+ * Answers the removals the nodes took (for the revocation receipt).
+ */
+export async function removePeersFromNodes(ctx: PortalContext, removals: readonly PeerRemoval[], why: string): Promise<readonly PeerRemoval[]> {
   const { missed, done } = await pushToNodes(
     ctx,
     removals,
@@ -48,6 +51,7 @@ export async function removePeersFromNodes(ctx: PortalContext, removals: readonl
     ctx,
     done.map(({ item, answer }) => ({ publicKey: item.publicKey, nodeNumber: item.nodeNumber, answer })),
   );
+  return done.map(({ item }) => item);
 }
 
 export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[], why: string): Promise<void> {

@@ -6,8 +6,13 @@ import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { PortalContext } from './context.js';
 import { pushToNodes } from './node-push.js';
 
-export async function disconnectOpenVpnClients(ctx: PortalContext, certificates: readonly OpenVpnCertificate[], why: string): Promise<void> {
-  const { missed } = await pushToNodes(
+/** Answers the configurations whose clients the nodes disconnected (or had none of), for the revocation receipt. */
+export async function disconnectOpenVpnClients(
+  ctx: PortalContext,
+  certificates: readonly OpenVpnCertificate[],
+  why: string,
+): Promise<readonly OpenVpnCertificate[]> {
+  const { missed, done } = await pushToNodes(
     ctx,
     certificates,
     'disconnect_client',
@@ -21,4 +26,5 @@ export async function disconnectOpenVpnClients(ctx: PortalContext, certificates:
       `${why}: node ${nodeNumber} was not told to disconnect ${count} OpenVPN configuration(s); it is reconciled as soon as it answers again`,
     );
   }
+  return done.map(({ item }) => item);
 }

@@ -15,10 +15,11 @@ import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../
 import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../storage/wg-peers.js';
 import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
-import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
+import { asRevocationId, asWireGuardKey, type NodeNumber, type RevocationId, type WireGuardKey } from '../shared/ids.js';
 import { forEachLimited } from '../shared/limited-parallel.js';
-import { peerIpNet, removalsOf, removePeersFromNodes, type PeerRemoval } from './node-peers.js';
-import { disconnectOpenVpnClients } from './openvpn-clients.js';
+import { peerIpNet, removalsOf, type PeerRemoval } from './node-peers.js';
+import { pendingRevocationsOnNode } from '../storage/revocation-nodes.js';
+import { confirmRemovals, revocationIdPerUser, revokeOnNodes } from './revocations.js';
 import { formatAtom } from '../shared/time.js';
 import { recordLiveStats } from './statistics.js';
 import { releaseAddresses } from './wireguard-addresses.js';
@@ -84,8 +85,12 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
   const missing = desired.filter((peer) => !sameAllowedIps(actualByKey.get(peer.publicKey), peer));
 
   let removed = 0;
+  /** Keys this pass had the node remove (answered): final, by their revision. */
+  const removedKeys = new Set<string>();
+  let mayRemove = true;
   if (extra.length > 0 && desired.length === 0 && !(await mayEmpty(ctx, nodeNumber, actual.length))) {
     // Leave the node alone; mayEmpty said why, loudly.
+    mayRemove = false;
   } else {
     const removals = await removalsFor(
       ctx,
@@ -97,6 +102,7 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
       const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({ answer: await node.removePeer(removal.publicKey, removal.revision) }));
       if (done === undefined) return;
       removed++;
+      removedKeys.add(removal.publicKey);
       gone.push({ publicKey: removal.publicKey, nodeNumber, answer: done.answer });
     });
     await endSessionsOfRemovedPeers(ctx, gone);
@@ -115,8 +121,54 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
   if (added > 0 || removed > 0) {
     ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
   }
-  const disconnected = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : 0;
-  return { nodeNumber, reachable: true, added, removed, disconnected };
+  const openVpn = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : null;
+  if (mayRemove) await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, openVpn });
+  return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
+}
+
+/**
+ * Confirms on the open revocation receipts what this pass found gone from the node. A WireGuard
+ * configuration counts once the node answered a remove_peer for it, which its revision makes
+ * final (a late add from before the revocation is then ignored): the keys this pass removed,
+ * and those it did not see, which it asks the node to remove now. An OpenVPN configuration
+ * counts when its client is not in the node's connection list read after the receipt was made.
+ */
+async function confirmPendingRevocations(
+  ctx: PortalContext,
+  daemon: NodeDaemon,
+  pass: { readonly desiredKeys: ReadonlySet<string>; readonly removedKeys: Set<string>; readonly openVpn: OpenVpnPass | null },
+): Promise<void> {
+  const nodeNumber = daemon.nodeNumber;
+  const pending = await pendingRevocationsOnNode(ctx.db, nodeNumber);
+  if (pending.length === 0) return;
+  const unconfirmed = new Set(
+    pending
+      .filter((row) => row.vpnProto === 'wireguard' && !pass.removedKeys.has(row.connectionId) && !pass.desiredKeys.has(row.connectionId))
+      .map((row) => asWireGuardKey(row.connectionId)),
+  );
+  await forEachLimited(await removalsFor(ctx, nodeNumber, [...unconfirmed]), PARALLEL_CHANGES_PER_NODE, async (removal) => {
+    const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(removal.publicKey, removal.revision).then(() => true));
+    if (done === true) pass.removedKeys.add(removal.publicKey);
+  });
+  const openVpn = pass.openVpn;
+  const confirmed = pending.filter((row) =>
+    row.vpnProto === 'wireguard'
+      ? pass.removedKeys.has(row.connectionId)
+      : openVpn !== null && openVpn.stillConnected !== null && row.requestedAt < openVpn.listedAt && !openVpn.stillConnected.has(row.connectionId),
+  );
+  await confirmRemovals(
+    ctx,
+    [...new Set(pending.map((row) => asRevocationId(row.revocationId)))],
+    confirmed.map((row) => ({ nodeNumber, connectionId: row.connectionId })),
+  );
+}
+
+/** What the OpenVPN part of a pass saw: the clients still connected after it (null: the list could not be read). */
+interface OpenVpnPass {
+  readonly disconnected: number;
+  readonly stillConnected: ReadonlySet<string> | null;
+  /** When the list was asked for (ATOM, to the second; receipts made strictly before it are judged by it). */
+  readonly listedAt: string;
 }
 
 /**
@@ -170,11 +222,13 @@ async function mayEmpty(ctx: PortalContext, nodeNumber: NodeNumber, peersOnNode:
   return false;
 }
 
-/** Disconnects the node's OpenVPN clients that have no valid configuration; returns how many. */
-async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<number> {
+/** Disconnects the node's OpenVPN clients that have no valid configuration; answers how many, and who is still connected. */
+async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<OpenVpnPass> {
   const nodeNumber = daemon.nodeNumber;
+  const listedAt = formatAtom(ctx.clock.now());
   const clients = await ctx.nodes.attempt(daemon, 'connection_list', (node) => node.openVpnConnectionList());
-  if (clients === undefined || clients.length === 0) return 0;
+  if (clients === undefined) return { disconnected: 0, stillConnected: null, listedAt };
+  if (clients.length === 0) return { disconnected: 0, stillConnected: new Set(), listedAt };
   const names = [...new Set(clients.map((client) => client.commonName))];
   const valid = new Set<string>();
   for (let start = 0; start < names.length; start += CHUNK) {
@@ -184,11 +238,15 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
     }
   }
   let disconnected = 0;
+  const stillConnected = new Set(names);
   await forEachLimited(
     names.filter((name) => !valid.has(name)),
     PARALLEL_CHANGES_PER_NODE,
     async (commonName) => {
-      if ((await ctx.nodes.attempt(daemon, 'disconnect_client', (node) => node.disconnectClient(commonName).then(() => true))) === true) disconnected++;
+      if ((await ctx.nodes.attempt(daemon, 'disconnect_client', (node) => node.disconnectClient(commonName).then(() => true))) === true) {
+        disconnected++;
+        stillConnected.delete(commonName);
+      }
     },
   );
   if (disconnected > 0)
@@ -196,7 +254,7 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
       { nodeNumber, disconnected },
       `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`,
     );
-  return disconnected;
+  return { disconnected, stillConnected, listedAt };
 }
 
 /**
@@ -209,6 +267,8 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
   for (;;) {
     const batch = await expiredPeers(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
+    const receiptOf = revocationIdPerUser(ctx);
+    const receipts = new Set<RevocationId>();
     const removals = await ctx.events.change(ctx.db, async (trx, announce) => {
       const at = ctx.clock.now();
       const kept: typeof batch = [];
@@ -221,7 +281,9 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
           continue;
         }
         await releaseAddresses(trx, ctx.config, peer);
-        await announce({ type: 'configuration.expired', at, configuration: wireGuardConfiguration(peer) });
+        const revocationId = receiptOf(peer.userId);
+        receipts.add(revocationId);
+        await announce({ type: 'configuration.expired', at, configuration: wireGuardConfiguration(peer), revocationId });
       }
       return removalsOf(
         batch.filter((peer) => !kept.includes(peer)),
@@ -229,24 +291,28 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
       );
     });
     deleted += batch.length;
-    await removePeersFromNodes(ctx, removals, 'expiry');
+    await revokeOnNodes(ctx, [...receipts], removals, [], 'expiry');
   }
   for (;;) {
     const batch = await expiredCertificates(ctx.db, now, CHUNK);
     if (batch.length === 0) break;
+    const receiptOf = revocationIdPerUser(ctx);
+    const receipts = new Set<RevocationId>();
     const ended = await ctx.events.change(ctx.db, async (trx, announce) => {
       const at = ctx.clock.now();
       const kept: typeof batch = [];
       for (const certificate of batch) {
-        if (await deleteCertificate(trx, certificate.commonName, now))
-          await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate) });
-        else if ((await findCertificate(trx, certificate.commonName)) !== undefined) kept.push(certificate);
+        if (await deleteCertificate(trx, certificate.commonName, now)) {
+          const revocationId = receiptOf(certificate.userId);
+          receipts.add(revocationId);
+          await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate), revocationId });
+        } else if ((await findCertificate(trx, certificate.commonName)) !== undefined) kept.push(certificate);
       }
       // Renewed by /extend since the batch was read: its clients stay.
       return batch.filter((certificate) => !kept.includes(certificate));
     });
     deleted += batch.length;
-    await disconnectOpenVpnClients(ctx, ended, 'expiry');
+    await revokeOnNodes(ctx, [...receipts], [], ended, 'expiry');
   }
   if (deleted > 0) ctx.logger.info({ deleted }, `deleted ${deleted} expired configuration(s)`);
   return deleted;

@@ -44,6 +44,17 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
       return { type: event.type, data: { node_number: event.nodeNumber, reason: event.reason } };
     case 'node.up':
       return { type: event.type, data: { node_number: event.nodeNumber } };
+    case 'revocation.applied':
+    case 'revocation.overdue':
+      return {
+        type: event.type,
+        data: {
+          revocation_id: event.revocation.revocationId,
+          user_id: event.revocation.userId,
+          connection_ids: [...event.revocation.connectionIds],
+          nodes: event.revocation.nodes.map((node) => ({ node_number: node.nodeNumber, state: node.state, applied_at: node.appliedAt })),
+        },
+      };
     default:
       return null;
   }

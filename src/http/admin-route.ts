@@ -117,7 +117,10 @@ export async function runRoute<S extends ParamShape>(
     if (outcome.replayed) state.detail = `answer of an earlier request with this ${IDEMPOTENCY_KEY_HEADER} given again; nothing changed`;
   }
   if (response.status === 204) {
-    await reply.code(204).send();
+    await reply
+      .code(204)
+      .headers(response.headers ?? {})
+      .send();
   } else if ('json' in response) {
     await reply.code(200).type('application/json').send(JSON.stringify(response.json));
   } else if ('jsonText' in response) {

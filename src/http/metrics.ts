@@ -12,6 +12,7 @@ import { countCertificatesByProfileAndNode } from '../storage/certificates.js';
 import { migrationStatus, type Db } from '../storage/database.js';
 import { messageOf } from '../shared/error-message.js';
 import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
+import { openRevocationCount } from '../storage/revocations.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
 
@@ -99,6 +100,23 @@ export class PortalMetrics {
         const [peers, certificates] = await Promise.all([countPeersByProfileAndNode(ctx.db), countCertificatesByProfileAndNode(ctx.db)]);
         for (const row of peers) this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'wireguard' }, row.count);
         for (const row of certificates) this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'openvpn' }, row.count);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_revocations_pending',
+      help: 'Revocation receipts not yet applied on every node (pending or overdue)',
+      registers,
+      async collect() {
+        this.set((await openRevocationCount(ctx.db)).count);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_revocation_oldest_pending_seconds',
+      help: 'Seconds since the oldest revocation receipt not yet applied on every node was asked for (0 when there is none)',
+      registers,
+      async collect() {
+        const { oldestRequestedAt } = await openRevocationCount(ctx.db);
+        this.set(oldestRequestedAt === null ? 0 : Math.max(0, (now() - Date.parse(oldestRequestedAt)) / 1000));
       },
     });
     const poolSize = new Gauge({

@@ -96,6 +96,7 @@ export const param = {
   /** A UUID (event ids, delivery ids: the delivery log's cursor). */
   uuid: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
   deliveryState: z.enum(['pending', 'delivered', 'failed', 'cancelled']),
+  revocationState: z.enum(['pending', 'overdue', 'applied', 'superseded']),
   /** How long a rotated-out secret keeps signing: PT0S to P7D. */
   secretOverlap: z
     .string()

@@ -9,4 +9,5 @@ export type RouteResponse =
   /** Large listings: JSON in parts sent one after another (src/shared/json-parts.ts); never kept for a retry. */
   | { readonly status: 200; readonly jsonParts: JsonParts; readonly headers?: Readonly<Record<string, string>> }
   | { readonly status: 200; readonly body: string; readonly headers: Readonly<Record<string, string>> }
-  | { readonly status: 204 };
+  /** Nothing, or only headers (a revocation's receipt id). */
+  | { readonly status: 204; readonly headers?: Readonly<Record<string, string>> };

@@ -16,6 +16,8 @@ const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'node.down',
   'node.up',
   'reconcile.finished',
+  'revocation.applied',
+  'revocation.overdue',
 ]);
 
 export function moveListingGeneration(events: PortalEvents): void {

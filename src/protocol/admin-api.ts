@@ -83,6 +83,12 @@ export function scopeAllows(held: AdminScope, needed: AdminScope): boolean {
   return ADMIN_SCOPES.indexOf(held) >= ADMIN_SCOPES.indexOf(needed);
 }
 
+/**
+ * The answer header of disable_user, destroy and delete_connection: the id of the revocation
+ * receipt that says when each node took the configurations away (GET /revocation).
+ */
+export const REVOCATION_HEADER = 'VPN-Portal-Revocation';
+
 /** The request header that makes a POST safe to retry (the first answer is given again for 24 h). */
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
@@ -123,6 +129,8 @@ export const ADMIN_API_CALLS = {
   enrollmentToken: { method: 'POST', path: '/enrollment_token', scope: 'write' },
   enrollmentTokens: { method: 'GET', path: '/enrollment_tokens', scope: 'read' },
   revokeEnrollmentToken: { method: 'POST', path: '/revoke_enrollment_token', scope: 'write' },
+  revocation: { method: 'GET', path: '/revocation', scope: 'read' },
+  revocations: { method: 'GET', path: '/revocations', scope: 'read' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
@@ -314,6 +322,40 @@ export const enrollmentTokenInfoSchema = z.object({
 });
 export type EnrollmentTokenInfo = z.infer<typeof enrollmentTokenInfoSchema>;
 export const enrollmentTokensAnswer = z.object({ enrollment_tokens: z.array(enrollmentTokenInfoSchema).describe('newest first') });
+
+/** A revocation receipt (extension): which configurations left which nodes, and when each node confirmed it. */
+export const revocationSchema = z.object({
+  revocation_id: z.string(),
+  user_id: z.string(),
+  reason: z.enum(['disable_user', 'destroy', 'delete_connection', 'expiry']).describe('what revoked the configurations'),
+  state: z
+    .enum(['pending', 'overdue', 'applied', 'superseded'])
+    .describe('applied: every node confirmed; overdue: a node is pending past revocationDeadline; superseded: enable_user came first'),
+  requested_at: z.string(),
+  overdue_at: z.string().nullable(),
+  applied_at: z.string().nullable(),
+  superseded_at: z.string().nullable(),
+  connection_ids: z.array(z.string()),
+  nodes: z.array(
+    z.object({
+      node_number: z.int(),
+      state: z.enum(['pending', 'applied']),
+      applied_at: z.string().nullable().describe('when the node confirmed its last configuration gone; null while pending'),
+      connection_ids: z.array(z.string()),
+    }),
+  ),
+});
+export type RevocationInfo = z.infer<typeof revocationSchema>;
+export const revocationsAnswer = z.object({ revocations: z.array(revocationSchema).describe('newest first') });
+
+/** The filters of `revocations` as sent (query parameters). */
+export interface RevocationsQuery {
+  /** `pending` lists pending and overdue receipts. */
+  readonly state?: 'pending' | 'overdue' | 'applied' | 'superseded';
+  readonly user_id?: string;
+  /** 1–1000, default 100. */
+  readonly limit?: number;
+}
 
 /** The public endpoint, below `{base_url}`, where a device redeems an enrollment token (no admin key). */
 export const ENROLL_PATH = 'enroll';

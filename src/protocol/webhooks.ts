@@ -20,6 +20,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.ended',
   'node.down',
   'node.up',
+  'revocation.applied',
+  'revocation.overdue',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -53,6 +55,20 @@ const configuration = {
   connection_id: z.string().describe('the WireGuard public key or the OpenVPN certificate common name'),
   vpn_proto: z.enum(['wireguard', 'openvpn']),
   node_number: z.int(),
+};
+
+/** A revocation receipt (GET /revocation has it in full): every node `applied`, or which are still `pending`. */
+const revocation = {
+  revocation_id: z.string(),
+  user_id: z.string(),
+  connection_ids: z.array(z.string()),
+  nodes: z.array(
+    z.object({
+      node_number: z.int(),
+      state: z.enum(['pending', 'applied']),
+      applied_at: z.string().nullable().describe('when the node confirmed the removal; null while pending'),
+    }),
+  ),
 };
 
 const envelope = <T extends string, D extends z.ZodRawShape>(type: T, data: D) =>
@@ -89,6 +105,8 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   }),
   envelope('node.down', { node_number: z.int(), reason: z.string() }),
   envelope('node.up', { node_number: z.int() }),
+  envelope('revocation.applied', revocation),
+  envelope('revocation.overdue', revocation),
   envelope(WEBHOOK_TEST_EVENT, { webhook_id: z.string() }),
 ]);
 export type WebhookPayload = z.infer<typeof webhookPayloadSchema>;

@@ -19,4 +19,7 @@ export const asUserId = (value: string): UserId => value as UserId;
 export const asProfileId = (value: string): ProfileId => value as ProfileId;
 export const asConnectionId = (value: string): ConnectionId => value as ConnectionId;
 export const asNodeNumber = (value: number): NodeNumber => value as NodeNumber;
+/** A revocation receipt's id (a UUIDv7). */
+export type RevocationId = Brand<string, 'RevocationId'>;
+export const asRevocationId = (value: string): RevocationId => value as RevocationId;
 export const asWireGuardKey = (value: string): WireGuardKey => value as WireGuardKey;

@@ -33,6 +33,8 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'webhook_attempts', key: ['delivery_id', 'attempt'] },
   { table: 'listing_generation', key: ['shard'], bookkeeping: true },
   { table: 'enrollment_tokens', key: ['token_id'] },
+  { table: 'revocations', key: ['revocation_id'] },
+  { table: 'revocation_nodes', key: ['revocation_id', 'node_number', 'connection_id'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

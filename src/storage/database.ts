@@ -41,6 +41,7 @@ import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
 import { adminKeyLineageSchema } from './migrations/0011-admin-key-lineage.js';
 import { auditRefusalsSchema } from './migrations/0012-audit-refusals.js';
+import { revocationsSchema } from './migrations/0013-revocations.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '0010-listing-generation': listingGenerationSchema,
   '0011-admin-key-lineage': adminKeyLineageSchema,
   '0012-audit-refusals': auditRefusalsSchema,
+  '0013-revocations': revocationsSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -245,6 +245,28 @@ export interface EnrollmentTokensTable {
   last_used_at: string | null;
 }
 
+/** A revocation receipt (src/core/revocations.ts). */
+export interface RevocationsTable {
+  revocation_id: string;
+  user_id: string;
+  reason: string;
+  state: string;
+  requested_at: string;
+  overdue_at: string | null;
+  applied_at: string | null;
+  superseded_at: string | null;
+}
+
+/** One configuration of a receipt on its node, and when the node confirmed it gone. */
+export interface RevocationNodesTable {
+  revocation_id: string;
+  node_number: number;
+  connection_id: string;
+  vpn_proto: string;
+  profile_id: string;
+  applied_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -265,4 +287,6 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   listing_generation: ListingGenerationTable;
   enrollment_tokens: EnrollmentTokensTable;
+  revocations: RevocationsTable;
+  revocation_nodes: RevocationNodesTable;
 }

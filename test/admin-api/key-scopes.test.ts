@@ -62,6 +62,8 @@ const NAMES = {
   enrollment_token: ADMIN_API_CALLS.enrollmentToken,
   enrollment_tokens: ADMIN_API_CALLS.enrollmentTokens,
   revoke_enrollment_token: ADMIN_API_CALLS.revokeEnrollmentToken,
+  revocation: ADMIN_API_CALLS.revocation,
+  revocations: ADMIN_API_CALLS.revocations,
 } as const;
 
 /** Calls a key limited to some profiles may not make: they span every profile. */
@@ -87,6 +89,13 @@ async function webhookOf(portal: TestPortal, subject: Subject): Promise<WebhookI
   const webhook = (await portal.admin.webhooks()).find((candidate) => candidate.description === subject.userId);
   assert.ok(webhook !== undefined, `the subscription of ${subject.userId}`);
   return webhook;
+}
+
+/** The revocation receipt of the subject's configuration, deleted by `prepare` with the secret, by user id. */
+const receiptOfSubject = new Map<string, string>();
+
+async function prepareReceipt(portal: TestPortal, subject: Subject): Promise<void> {
+  receiptOfSubject.set(subject.userId, (await portal.admin.deleteConnection(subject.userId, subject.connectionId)) ?? '');
 }
 
 /** The enrollment token made for a subject by `prepare`, by user id. */
@@ -330,6 +339,29 @@ const CALLS: readonly Call[] = [
       assert.equal(token?.state, 'revoked');
     },
   },
+  {
+    name: 'revocation',
+    noUser: true,
+    perProfile: true,
+    prepare: prepareReceipt,
+    send: (portal, subject, key) => portal.get('/revocation', { revocation_id: receiptOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(_portal, subject, response) {
+      const receipt = response.json() as { revocation_id: string; user_id: string; connection_ids: string[] };
+      assert.deepEqual(
+        [receipt.revocation_id, receipt.user_id, receipt.connection_ids],
+        [receiptOfSubject.get(subject.userId), subject.userId, [subject.connectionId]],
+      );
+    },
+  },
+  {
+    name: 'revocations',
+    prepare: prepareReceipt,
+    send: (portal, subject, key) => portal.get('/revocations', { user_id: subject.userId }, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      const listed = (response.json() as { revocations: { revocation_id: string }[] }).revocations.map((receipt) => receipt.revocation_id);
+      assert.deepEqual(listed, visible.includes('employees') ? [receiptOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
@@ -371,7 +403,11 @@ test('every call × every scope × every profile limit is allowed or refused as 
       keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
     }
   }
-  assert.equal(CALLS.length, 24, 'the eleven calls, connection_log, stats, audit_log, extend, the six webhook calls and the three enrollment token calls');
+  assert.equal(
+    CALLS.length,
+    26,
+    'the eleven calls, connection_log, stats, audit_log, extend, the six webhook calls, the three enrollment token calls and the two revocation calls',
+  );
 
   let cells = 0;
   let refused = 0;
@@ -419,14 +455,14 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 216);
+  assert.equal(cells, 234);
   // read: the 9 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
   // configuration: write create, delete_connection, extend, disable, enable, enrollment_token,
   // revoke_enrollment_token; admin those and destroy, delete_user_authorizations; every scope
-  // the history of the employees profile.
-  assert.equal(refused, 48 + 27 + 14 + 7 + 9 + 3, 'the refusals the table predicts');
+  // the history of the employees profile and the receipt of its configuration.
+  assert.equal(refused, 48 + 27 + 14 + 7 + 9 + 3 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -537,7 +573,18 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
     if (call.method === 'POST') assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
   }
   assert.deepEqual(document['x-admin-key-scopes'], {
-    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats', 'enrollment_tokens'],
+    read: [
+      'connected_users',
+      'connection_list',
+      'users',
+      'disabled_users',
+      'user_configuration_list',
+      'connection_log',
+      'stats',
+      'enrollment_tokens',
+      'revocation',
+      'revocations',
+    ],
     write: [
       'connected_users',
       'connection_list',
@@ -554,6 +601,8 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'enrollment_token',
       'enrollment_tokens',
       'revoke_enrollment_token',
+      'revocation',
+      'revocations',
     ],
     admin: Object.keys(NAMES),
   });

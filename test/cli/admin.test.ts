@@ -88,17 +88,20 @@ test('delete-connection takes a public key with + and / as it is, and disable, e
   const before = (await portal.admin.userConfigurationList('bob')).length;
   const deleted = await admin(portal, ['delete-connection', 'bob', connectionId]);
   assert.equal(deleted.code, 0, deleted.stderr);
-  assert.equal(deleted.stdout, `deleted connection ${connectionId} of bob\n`);
+  // The test portal's node never answers: the receipt says so.
+  const pendingOnNode0 = ': pending: node 0 did not confirm the removal yet \\(revocation [0-9a-f-]{36}\\)\n$';
+  assert.match(deleted.stdout, new RegExp(`^deleted connection ${connectionId.replace(/[+/]/g, '\\$&')} of bob${pendingOnNode0}`));
   const after = await portal.admin.userConfigurationList('bob');
   assert.equal(after.length, before - 1);
   assert.ok(!after.some((entry) => entry.connection_id === connectionId));
 
-  assert.equal((await admin(portal, ['disable', 'bob'])).stdout, 'disabled bob\n');
+  await portal.admin.create({ user_id: 'bob', profile_id: 'employees' });
+  assert.match((await admin(portal, ['disable', 'bob'])).stdout, new RegExp(`^disabled bob${pendingOnNode0}`));
   assert.deepEqual(JSON.parse((await admin(portal, ['disabled-users', '--json'])).stdout), { disabled_users: ['bob'] });
   assert.equal((await admin(portal, ['enable', 'bob', '--json'])).stdout, '{"ok":true}\n');
   assert.deepEqual(await portal.admin.disabledUsers(), []);
   assert.equal((await admin(portal, ['delete-authorizations', 'bob'])).code, 0);
-  assert.equal((await admin(portal, ['destroy', 'bob'])).stdout, 'destroyed bob\n');
+  assert.match((await admin(portal, ['destroy', 'bob'])).stdout, new RegExp(`^destroyed bob${pendingOnNode0}`));
   assert.deepEqual(await portal.admin.users(), []);
 });
 
@@ -138,6 +141,38 @@ test('the portal and key are found in the portal configuration file when neither
     env: { VPN_PORTAL_URL: 'http://127.0.0.1:2/', VPN_PORTAL_KEY_FILE: '/nonexistent' },
   });
   assert.equal(flags.stdout, 'USER\ndave\n');
+});
+
+test('disable --wait prints the receipt once decided: exit 0 when applied, 3 when overdue; revocation and revocations show receipts', async (t) => {
+  const portal = await startTestPortal({ config: { revocationDeadline: 'PT1S' } });
+  t.after(portal.close);
+  await portal.admin.create({ user_id: 'dave', profile_id: 'employees' });
+  const overdue = await admin(portal, ['disable', 'dave', '--wait']);
+  assert.equal(overdue.code, 3, overdue.stderr);
+  const [, revocationId = ''] = /^disabled dave: overdue: node 0 did not confirm the removal yet \(revocation ([0-9a-f-]{36})\)\n$/.exec(overdue.stdout) ?? [];
+  assert.notEqual(revocationId, '', overdue.stdout);
+
+  // A user whose configurations are gone already: nothing is on a node, applied at once.
+  await portal.admin.create({ user_id: 'erin', profile_id: 'employees' });
+  await portal.admin.deleteConnection('erin', (await portal.admin.userConfigurationList('erin'))[0]?.connection_id ?? '');
+  const applied = await admin(portal, ['disable', 'erin', '--wait', '--json']);
+  assert.equal(applied.code, 0, applied.stderr);
+  const answer = JSON.parse(applied.stdout) as { ok: boolean; revocation: { state: string; nodes: unknown[] } };
+  assert.deepEqual([answer.ok, answer.revocation.state, answer.revocation.nodes], [true, 'applied', []]);
+
+  const shown = await admin(portal, ['revocation', revocationId]);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(
+    shown.stdout,
+    new RegExp(
+      `^revocation ${revocationId} \\(disable_user of dave, \\S+\\): overdue: node 0 did not confirm the removal yet\nNODE +STATE +APPLIED +CONNECTION_IDS\n0 +pending +\\S+\n$`,
+    ),
+  );
+  assert.equal((await admin(portal, ['revocation', revocationId, '--wait'])).code, 3, 'waiting for an overdue receipt ends at once');
+  const listed = await admin(portal, ['revocations', '--state', 'pending']);
+  assert.match(listed.stdout, /^REVOCATION_ID +USER +REASON +STATE +REQUESTED +PENDING_NODES\n/);
+  assert.match(listed.stdout, new RegExp(`^${revocationId} +dave +disable_user +overdue +\\S+ +0$`, 'm'));
+  assert.equal((await admin(portal, ['revocations', '--state', 'done'])).code, 2);
 });
 
 test('exit codes: 1 with the portal message when it refuses, 2 for a usage mistake, 3 when the portal cannot be reached', async (t) => {

@@ -193,6 +193,17 @@ test('a databaseTimeout of no time, or of more than an hour, is refused naming t
   assert.equal(resolvePortalConfig({ ...withProfiles(employees), databaseTimeout: 'PT30S' }, 'portal.json').databaseTimeoutMs, 30_000);
 });
 
+test('revocationDeadline is PT30S unless set, from PT1S to PT1H; outside that it is refused naming the option', () => {
+  assert.equal(resolvePortalConfig(withProfiles(employees), 'portal.json').revocationDeadlineMs, 30_000);
+  assert.equal(resolvePortalConfig({ ...withProfiles(employees), revocationDeadline: 'PT2S' }, 'portal.json').revocationDeadlineMs, 2_000);
+  for (const value of ['PT0S', 'PT2H']) {
+    assert.equal(
+      problemsOf({ ...withProfiles(employees), revocationDeadline: value }),
+      `portal.json: revocationDeadline: "${value}" must be between PT1S and PT1H`,
+    );
+  }
+});
+
 test('databasePoolSize is a whole number from 1 to 100, default 10', () => {
   assert.equal(resolvePortalConfig(withProfiles(employees), 'portal.json').databasePoolSize, 10);
   assert.equal(resolvePortalConfig({ ...withProfiles(employees), databasePoolSize: 40 }, 'portal.json').databasePoolSize, 40);

@@ -3,14 +3,16 @@
 // a managed device in namespace "client". An administrator creates a configuration through
 // the Admin API; the device starts `openvpn` with exactly that file and reaches the node
 // through the tunnel. Both listing calls show the connection; disabling the user drops it
-// and refuses reconnects, enabling lets the same file in again; prefer_tcp=yes connects over
-// TCP on a network that drops UDP; delete_connection and destroy end connections for good,
-// and the connection history keeps every connect and disconnect.
+// and refuses reconnects (its revocation receipt applied at once), enabling lets the same
+// file in again; prefer_tcp=yes connects over TCP on a network that drops UDP;
+// delete_connection and destroy end connections for good, and the connection history keeps
+// every connect and disconnect.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { REVOCATION_HEADER } from '../../src/protocol/admin-api.js';
 import { connectionHistory } from '../../src/storage/connection-log.js';
 import type { Namespace } from '../support/netns.js';
 import { AUTH_FAILED, CONNECTED, OpenVpnClient } from '../support/openvpn-client.js';
@@ -140,7 +142,14 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
 
   test('disabling the user drops the tunnel and the reconnect is refused', async () => {
     assert.ok(laptop !== null, 'the laptop is connected');
-    assertSuccess(await portal.post('/disable_user', { user_id: 'alice' }));
+    const disabled = await portal.post('/disable_user', { user_id: 'alice' });
+    assertSuccess(disabled);
+    // The node answered the disconnect: the revocation receipt says so at once.
+    const receipt = await portal.admin.revocation(disabled.headers.get(REVOCATION_HEADER) ?? '');
+    assert.deepEqual(
+      [receipt.state, receipt.nodes.map((node) => [node.node_number, node.state, node.connection_ids])],
+      ['applied', [[0, 'applied', [laptop.commonName]]]],
+    );
     // The node disconnects the client; its automatic reconnect is refused by the portal.
     await refused(laptop);
     assert.deepEqual(await listedIds('on'), []);

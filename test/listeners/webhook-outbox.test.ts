@@ -10,6 +10,7 @@ import { deleteExpiredConfigurations } from '../../src/core/reconcile.js';
 import { WEBHOOK_HEADERS } from '../../src/protocol/webhooks.js';
 import { asNodeNumber, type WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { shiftedClock } from '../support/shifted-clock.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
@@ -45,17 +46,6 @@ const profiles: Partial<PortalConfigFile> = {
   ],
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
 };
-
-/** A clock that runs with real time, moved forward by the test. */
-function shiftedClock(): { now(): Date; advance(ms: number): void } {
-  let offset = 0;
-  return {
-    now: () => new Date(Date.now() + offset),
-    advance(ms) {
-      offset += ms;
-    },
-  };
-}
 
 async function nodeApi(portal: TestPortal, call: string, form: Record<string, string>): Promise<string> {
   const nodeSecret = portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? '';
@@ -126,9 +116,16 @@ test('a receiver on loopback gets every event of users, configurations and sessi
   await receiver.waitForCount(expected.length, 'every event');
   // Nothing more comes: each event was delivered once.
   await new Promise((resolve) => setTimeout(resolve, 1500));
-  // The test portal's nodes never answer: a node.down may come at any moment (its own test is test/e2e/webhook-node-events.test.ts).
-  const types = receiver.types().filter((type) => !type.startsWith('node.'));
-  assert.deepEqual(types, expected, 'every event, once, in the order it happened');
+  // The test portal's nodes never answer: a node.down may come at any moment (its own test is
+  // test/e2e/webhook-node-events.test.ts), and the revocations' receipts go overdue once the
+  // clock moved (their own test is test/core/revocations.test.ts).
+  const isAside = (type: string) => type.startsWith('node.') || type.startsWith('revocation.');
+  const relevant = receiver.received.filter((received) => !isAside(received.payload.type));
+  assert.deepEqual(
+    relevant.map((received) => received.payload.type),
+    expected,
+    'every event, once, in the order it happened',
+  );
 
   const ids = new Set<string>();
   for (const received of receiver.received) {
@@ -149,9 +146,9 @@ test('a receiver on loopback gets every event of users, configurations and sessi
     assert.match(received.payload.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/);
     ids.add(received.payload.id);
   }
-  assert.equal(ids.size, expected.length, 'each event has its own id');
+  assert.equal(ids.size, receiver.received.length, 'each event has its own id');
 
-  const [, created, , , started, ended] = receiver.received.map((received) => received.payload);
+  const [, created, , , started, ended] = relevant.map((received) => received.payload);
   assert.deepEqual(created?.data, {
     user_id: 'alice',
     profile_id: 'employees',
@@ -181,7 +178,7 @@ test('a receiver on loopback gets every event of users, configurations and sessi
 
   // The delivery log has each as delivered at its first attempt.
   const log = await portal.admin.webhookDeliveries({ webhook_id: webhook.webhook_id });
-  assert.equal(log.webhook_deliveries.length, expected.length);
+  assert.equal(log.webhook_deliveries.filter((entry) => !isAside(entry.event_type)).length, expected.length);
   assert.deepEqual(
     new Set(log.webhook_deliveries.map((entry) => `${entry.state} ${entry.attempts.map((attempt) => `${attempt.outcome} ${attempt.status}`)}`)),
     new Set(['delivered delivered 200']),

@@ -358,6 +358,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
       '0010-listing-generation',
       '0011-admin-key-lineage',
       '0012-audit-refusals',
+      '0013-revocations',
     ],
     'each migration is recorded once',
   );

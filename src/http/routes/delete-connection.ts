@@ -1,6 +1,6 @@
 // POST /delete_connection (specification §4.10).
 import { deleteConnection } from '../../core/delete-connection.js';
-import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
@@ -13,9 +13,12 @@ export const deleteConnectionRoute = defineRoute({
     user_id: required(param.userId, 'the user owning the configuration'),
     connection_id: required(param.connectionId, 'WireGuard public key or OpenVPN certificate Common Name'),
   },
-  success: { status: 204, doc: { description: 'Deleted (also when the user has no such configuration)' } },
+  success: {
+    status: 204,
+    doc: { description: 'Deleted (also when the user has no such configuration); when one was, the `VPN-Portal-Revocation` header names the receipt' },
+  },
   async handle(ctx, { user_id, connection_id }) {
-    await deleteConnection(ctx, user_id, connection_id);
-    return { status: 204 };
+    const revocationId = await deleteConnection(ctx, user_id, connection_id);
+    return revocationId === null ? { status: 204 } : { status: 204, headers: { [REVOCATION_HEADER]: revocationId } };
   },
 });

@@ -1,6 +1,6 @@
 // POST /destroy (specification §4.7).
 import { destroyUser } from '../../core/destroy-user.js';
-import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
@@ -10,9 +10,9 @@ export const destroyRoute = defineRoute({
   since: '3.0.6',
   source: 'post',
   params: { user_id: required(param.userId, 'the user to delete') },
-  success: { status: 204, doc: { description: 'Deleted' } },
+  success: { status: 204, doc: { description: 'Deleted; the `VPN-Portal-Revocation` header names the receipt (GET /revocation)' } },
   async handle(ctx, { user_id }) {
-    await destroyUser(ctx, user_id);
-    return { status: 204 };
+    const revocationId = await destroyUser(ctx, user_id);
+    return { status: 204, headers: { [REVOCATION_HEADER]: revocationId } };
   },
 });

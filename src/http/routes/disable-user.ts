@@ -1,6 +1,6 @@
 // POST /disable_user (specification §4.8).
 import { disableUser } from '../../core/disable-user.js';
-import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';
 
@@ -10,9 +10,9 @@ export const disableUserRoute = defineRoute({
   since: '3.5.1',
   source: 'post',
   params: { user_id: required(param.userId, 'the user to disable') },
-  success: { status: 204, doc: { description: 'Disabled' } },
+  success: { status: 204, doc: { description: 'Disabled; the `VPN-Portal-Revocation` header names the receipt (GET /revocation)' } },
   async handle(ctx, { user_id }) {
-    await disableUser(ctx, user_id);
-    return { status: 204 };
+    const revocationId = await disableUser(ctx, user_id);
+    return { status: 204, headers: { [REVOCATION_HEADER]: revocationId } };
   },
 });

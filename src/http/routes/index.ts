@@ -14,6 +14,7 @@ import { enrollmentTokenRoute } from './enrollment-token.js';
 import { enrollmentTokensRoute } from './enrollment-tokens.js';
 import { extendRoute } from './extend.js';
 import { revokeEnrollmentTokenRoute } from './revoke-enrollment-token.js';
+import { revocationRoute, revocationsRoute } from './revocations.js';
 import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
@@ -46,4 +47,6 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   enrollmentTokenRoute,
   enrollmentTokensRoute,
   revokeEnrollmentTokenRoute,
+  revocationRoute,
+  revocationsRoute,
 ];

@@ -1,0 +1,73 @@
+// Writes revocation receipts (src/core/revocations.ts) in the transaction of the change that
+// revokes: from the events it announced (user.disabled with its configurations, or
+// configuration.deleted/expired, each naming its receipt), once per change, so a receipt exists
+// exactly when the revocation committed. An enable_user supersedes the user's receipts still
+// waiting for a node. Use cases only pick the receipt's id (they answer it in a header).
+import type { ConfigurationRef, PortalEvent, PortalEvents } from '../core/events.js';
+import { formatAtom } from '../shared/time.js';
+import type { RevocationId, UserId } from '../shared/ids.js';
+import { insertRevocationNodes } from '../storage/revocation-nodes.js';
+import { insertRevocation, supersedeRevocationsOfUser, type RevocationReason } from '../storage/revocations.js';
+
+interface ReceiptDraft {
+  readonly userId: UserId;
+  readonly at: Date;
+  reason: RevocationReason;
+  readonly configurations: ConfigurationRef[];
+}
+
+export function writeRevocationReceipts(events: PortalEvents): void {
+  events.inTransaction(async (event, db) => {
+    if (event.type === 'user.enabled') await supersedeRevocationsOfUser(db, event.userId, formatAtom(event.at));
+  });
+  // A closing listener: it sees every event of the change at once (destroy announces each
+  // configuration, then the user), and registered before the listing counter's, it writes
+  // before that last lock is taken.
+  events.closing(async (announced, trx) => {
+    const drafts = draftsOf(announced);
+    for (const [revocationId, draft] of drafts) {
+      await insertRevocation(trx, { revocationId, userId: draft.userId, reason: draft.reason, requestedAt: formatAtom(draft.at) });
+      await insertRevocationNodes(
+        trx,
+        draft.configurations.map((configuration) => ({
+          revocationId,
+          nodeNumber: configuration.nodeNumber,
+          connectionId: configuration.connectionId,
+          vpnProto: configuration.vpnProto,
+          profileId: configuration.profileId,
+        })),
+      );
+    }
+  });
+}
+
+function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptDraft> {
+  const drafts = new Map<RevocationId, ReceiptDraft>();
+  const draft = (revocationId: RevocationId, userId: UserId, at: Date, reason: RevocationReason): ReceiptDraft => {
+    const found = drafts.get(revocationId) ?? { userId, at, reason, configurations: [] };
+    drafts.set(revocationId, found);
+    return found;
+  };
+  for (const event of announced) {
+    switch (event.type) {
+      case 'user.disabled':
+        draft(event.revocationId, event.userId, event.at, 'disable_user').configurations.push(...event.configurations);
+        break;
+      case 'user.destroyed':
+        draft(event.revocationId, event.userId, event.at, 'destroy').reason = 'destroy';
+        break;
+      case 'configuration.deleted':
+      case 'configuration.expired':
+        draft(
+          event.revocationId,
+          event.configuration.userId,
+          event.at,
+          event.type === 'configuration.expired' ? 'expiry' : 'delete_connection',
+        ).configurations.push(event.configuration);
+        break;
+      default:
+        break;
+    }
+  }
+  return drafts;
+}

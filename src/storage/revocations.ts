@@ -1,0 +1,167 @@
+// Queries on `revocations`: one row per revocation receipt (src/core/revocations.ts). Its
+// state moves only by conditional updates (pending → overdue, pending or overdue → applied or
+// superseded), so of several portal instances exactly one wins each move and announces it.
+import { asUserId, type UserId } from '../shared/ids.js';
+import type { Executor } from './database.js';
+import type { Updateable } from 'kysely';
+import type { RevocationsTable } from './schema.js';
+
+export const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
+export type RevocationState = (typeof REVOCATION_STATES)[number];
+/** Still waiting for a node: not yet applied, not superseded. */
+export const OPEN_REVOCATION_STATES: readonly RevocationState[] = ['pending', 'overdue'];
+export type RevocationReason = 'disable_user' | 'destroy' | 'delete_connection' | 'expiry';
+
+export interface StoredRevocation {
+  readonly revocationId: string;
+  readonly userId: UserId;
+  readonly reason: RevocationReason;
+  readonly state: RevocationState;
+  readonly requestedAt: string;
+  readonly overdueAt: string | null;
+  readonly appliedAt: string | null;
+  readonly supersededAt: string | null;
+}
+
+export async function insertRevocation(db: Executor, revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>): Promise<void> {
+  await db
+    .insertInto('revocations')
+    .values({
+      revocation_id: revocation.revocationId,
+      user_id: revocation.userId,
+      reason: revocation.reason,
+      state: 'pending',
+      requested_at: revocation.requestedAt,
+      overdue_at: null,
+      applied_at: null,
+      superseded_at: null,
+    })
+    .execute();
+}
+
+export async function findRevocation(db: Executor, revocationId: string): Promise<StoredRevocation | undefined> {
+  const row = await db.selectFrom('revocations').selectAll().where('revocation_id', '=', revocationId).executeTakeFirst();
+  return row === undefined ? undefined : toRevocation(row);
+}
+
+/** Receipts newest first (ids are time-ordered), from before `beforeId` when given. */
+export async function listRevocations(
+  db: Executor,
+  filter: { readonly states?: readonly RevocationState[]; readonly userId?: UserId; readonly beforeId?: string; readonly limit: number },
+): Promise<StoredRevocation[]> {
+  let query = db.selectFrom('revocations').selectAll();
+  if (filter.states !== undefined) query = query.where('state', 'in', filter.states);
+  if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.beforeId !== undefined) query = query.where('revocation_id', '<', filter.beforeId);
+  const rows = await query.orderBy('revocation_id', 'desc').limit(filter.limit).execute();
+  return rows.map(toRevocation);
+}
+
+/** Pending or overdue receipts none of whose configurations is still pending on a node: ready to be applied. */
+export async function revocationsReadyToApply(db: Executor, revocationIds?: readonly string[]): Promise<string[]> {
+  if (revocationIds !== undefined && revocationIds.length === 0) return [];
+  let query = db
+    .selectFrom('revocations as r')
+    .select('r.revocation_id')
+    .where('r.state', 'in', OPEN_REVOCATION_STATES)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('revocation_nodes as n').select('n.node_number').whereRef('n.revocation_id', '=', 'r.revocation_id').where('n.applied_at', 'is', null),
+        ),
+      ),
+    );
+  if (revocationIds !== undefined) query = query.where('r.revocation_id', 'in', revocationIds);
+  return (await query.execute()).map((row) => row.revocation_id);
+}
+
+/** Claims pending/overdue → applied, only while no configuration of it is pending; false when another instance (or nothing) did it. */
+export function markRevocationApplied(db: Executor, revocationId: string, at: string): Promise<boolean> {
+  return claimMove(db, revocationId, OPEN_REVOCATION_STATES, { state: 'applied', applied_at: at }, { nothingPending: true });
+}
+
+/** Receipts still pending that were asked for before `before` (their deadline passed). */
+export async function pendingRevocationsRequestedBefore(db: Executor, before: string, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('revocations')
+    .select('revocation_id')
+    .where('state', '=', 'pending')
+    .where('requested_at', '<', before)
+    .orderBy('requested_at')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.revocation_id);
+}
+
+/** Claims pending → overdue; false when another instance did it first or the receipt moved on. */
+export function markRevocationOverdue(db: Executor, revocationId: string, at: string): Promise<boolean> {
+  return claimMove(db, revocationId, ['pending'], { state: 'overdue', overdue_at: at }, { nothingPending: false });
+}
+
+/** One conditional update: of several portal instances exactly one moves the receipt and announces it. */
+async function claimMove(
+  db: Executor,
+  revocationId: string,
+  from: readonly RevocationState[],
+  to: Updateable<RevocationsTable>,
+  options: { readonly nothingPending: boolean },
+): Promise<boolean> {
+  let update = db.updateTable('revocations').set(to).where('revocation_id', '=', revocationId).where('state', 'in', from);
+  if (options.nothingPending) {
+    update = update.where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('revocation_nodes').select('node_number').where('revocation_id', '=', revocationId).where('applied_at', 'is', null))),
+    );
+  }
+  const result = await update.executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/**
+ * enable_user before every node confirmed: the user's open disable_user receipts are superseded
+ * (their configurations belong on the nodes again). Deleted or expired configurations do not
+ * come back, so those receipts still wait for their nodes.
+ */
+export async function supersedeRevocationsOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
+  const result = await db
+    .updateTable('revocations')
+    .set({ state: 'superseded', superseded_at: at })
+    .where('user_id', '=', userId)
+    .where('reason', '=', 'disable_user')
+    .where('state', 'in', OPEN_REVOCATION_STATES)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** How many receipts are open (pending or overdue), and when the oldest was asked for. */
+export async function openRevocationCount(db: Executor): Promise<{ readonly count: number; readonly oldestRequestedAt: string | null }> {
+  const row = await db
+    .selectFrom('revocations')
+    .select((eb) => [eb.fn.countAll<number | string | bigint>().as('count'), eb.fn.min('requested_at').as('oldest')])
+    .where('state', 'in', OPEN_REVOCATION_STATES)
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), oldestRequestedAt: row.oldest ?? null };
+}
+
+/**
+ * Deletes finished receipts (applied, superseded) asked for before `before`, with their node
+ * rows (housekeeping, by `auditLogRetention`). Open ones stay: they still say a node may hold a peer.
+ */
+export async function pruneRevocations(db: Executor, before: string): Promise<number> {
+  const old = db.selectFrom('revocations').select('revocation_id').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']);
+  await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', old).execute();
+  const result = await db.deleteFrom('revocations').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+function toRevocation(row: RevocationsTable): StoredRevocation {
+  return {
+    revocationId: row.revocation_id,
+    userId: asUserId(row.user_id),
+    reason: row.reason as RevocationReason,
+    state: row.state as RevocationState,
+    requestedAt: row.requested_at,
+    overdueAt: row.overdue_at,
+    appliedAt: row.applied_at,
+    supersededAt: row.superseded_at,
+  };
+}
