@@ -3,7 +3,6 @@
 // pepper in DATA/keys, so they run on a portal host, as the portal's user, also while the
 // portal is stopped. A new key is printed once, alone on the last line of output, and never
 // again: only its keyed hash is stored.
-import { parseArgs } from 'node:util';
 import { ConfigError, loadPortalConfig } from '../config/load.js';
 import { AdminKeyError, createAdminKey, listAdminKeys, revokeAdminKey, rotateAdminKey, type AdminKeyContext, type StoredAdminKey } from '../core/admin-keys.js';
 import { KeyStore } from '../keys/key-store.js';
@@ -12,6 +11,7 @@ import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
 import { ensurePrivateDirectory } from '../storage/private-files.js';
+import { parseOptions } from './options.js';
 import { ADMIN_KEY_USAGE } from './usage.js';
 
 const DEFAULT_GRACE = 'PT1H';
@@ -19,7 +19,7 @@ const DEFAULT_GRACE = 'PT1H';
 /** Runs an `admin-key` subcommand; returns the exit code. */
 export async function runAdminKeyCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
   const [subcommand, ...rest] = args;
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseOptions({
     args: [...rest],
     options: {
       config: { type: 'string' },

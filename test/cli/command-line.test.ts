@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { SERVE_USAGE } from '../../src/cli/usage.js';
 import { runCli } from '../support/portal-process.js';
 
 const PROFILE = { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' };
@@ -45,14 +46,17 @@ test('serve, node and db --help print the usage of that command only', async () 
   }
 });
 
-test('an unknown flag prints the message and the usage of the command, with exit code 2', async () => {
+test('an unknown flag is named with the nearest option, then the usage of the command, with exit code 2', async () => {
   const serve = await runCli(['serve', '--bogus']);
   assert.equal(serve.code, 2);
-  assert.match(serve.stderr, /Unknown option '--bogus'/);
-  assert.match(serve.stderr, /usage: vpn-portal serve/);
-  const db = await runCli(['db', 'status', '--bogus']);
+  assert.equal(serve.stderr, `unknown option --bogus\n${SERVE_USAGE}\n`);
+  const db = await runCli(['db', 'status', '--confg', 'portal.json']);
   assert.equal(db.code, 2);
-  assert.match(db.stderr, /usage: vpn-portal db/);
+  assert.match(db.stderr, /^unknown option --confg \(did you mean --config\?\)\nusage: vpn-portal db/);
+  const adminKey = await runCli(['admin-key', 'create', '--name', 'x', '--expire-in', 'P1D']);
+  assert.equal(adminKey.code, 2);
+  assert.match(adminKey.stderr, /^unknown option --expire-in \(did you mean --expires-in\?\)\nusage: vpn-portal admin-key/);
+  assert.doesNotMatch(serve.stderr + db.stderr + adminKey.stderr, /positional argument/);
   const unknown = await runCli(['serv']);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command "serv"\nusage: vpn-portal COMMAND/);
