@@ -3,7 +3,7 @@
 // pepper in DATA/keys, so they run on a portal host, as the portal's user, also while the
 // portal is stopped. A new key is printed once, alone on the last line of output, and never
 // again: only its keyed hash is stored.
-import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
 import { AdminKeyError, createAdminKey, listAdminKeys, revokeAdminKey, rotateAdminKey, type AdminKeyContext, type StoredAdminKey } from '../core/admin-keys.js';
 import { KeyStore } from '../keys/key-store.js';
 import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
@@ -11,6 +11,7 @@ import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
 import { ensurePrivateDirectory } from '../storage/private-files.js';
+import { loadExistingPortalConfig } from './existing-portal.js';
 import { parseOptions } from './options.js';
 import { ADMIN_KEY_USAGE } from './usage.js';
 
@@ -34,7 +35,7 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
     strict: true,
     allowPositionals: subcommand === 'revoke' || subcommand === 'rotate',
   });
-  const config = loadPortalConfig(values.config);
+  const config = loadExistingPortalConfig(values.config);
   const oneName = (): string => {
     const [name] = positionals;
     if (name === undefined || positionals.length !== 1) throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);

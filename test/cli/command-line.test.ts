@@ -95,3 +95,27 @@ test('generate-secrets --node for a node no profile runs on is an error and crea
   assert.equal(configured.code, 0, configured.stderr);
   assert.ok(existsSync(path.join(dir, 'data', 'keys', 'node.0.key')));
 });
+
+test('admin-key, node-reset and db migrate|status without --config refuse when ./data holds no database, and create nothing', async (t) => {
+  const cwd = mkdtempSync(path.join(tmpdir(), 'vpn-portal-no-config-'));
+  t.after(() => rmSync(cwd, { recursive: true, force: true }));
+  for (const args of [
+    ['admin-key', 'create', '--name', 'mdm1', '--scope', 'write'],
+    ['admin-key', 'list'],
+    ['admin-key', 'revoke', 'mdm1'],
+    ['node-reset', '0'],
+    ['db', 'migrate'],
+    ['db', 'status'],
+  ]) {
+    const result = await runCli(args, { cwd });
+    assert.equal(result.code, 2, args.join(' '));
+    assert.equal(result.stderr, 'no portal database in ./data (pass --config FILE)\n', args.join(' '));
+    assert.equal(existsSync(path.join(cwd, 'data')), false, `${args.join(' ')} made no data folder`);
+  }
+  // Once a portal's database is in ./data (serve makes it; here db migrate with a configuration naming it), they work there.
+  writeFileSync(path.join(cwd, 'portal.json'), JSON.stringify({ dataDir: './data', ProfileList: [PROFILE] }));
+  assert.equal((await runCli(['db', 'migrate', '--config', 'portal.json'], { cwd })).code, 0);
+  assert.equal((await runCli(['db', 'status'], { cwd })).code, 0);
+  const created = await runCli(['admin-key', 'create', '--name', 'mdm1'], { cwd });
+  assert.equal(created.code, 0, created.stderr);
+});
