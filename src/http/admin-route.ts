@@ -97,7 +97,7 @@ export async function runRoute<S extends ParamShape>(
   const events = ctx.events.forCall(call);
   state.events = events;
   const callCtx: PortalContext = { ...ctx, call, events };
-  const params = readParams(route.source, input, route.params);
+  const params = readParams(route.source, input, route.params, ctx.config);
   const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
   let response: RouteResponse;
   if (idempotencyKey === undefined || caller.keyName === null) {

@@ -148,7 +148,7 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   assert.equal(refused.stderr, 'vpn-portal admin: 400 user does not exist\n');
   const refusedJson = await admin(portal, ['create', 'erin', 'no-such-profile', '--json']);
   assert.equal(refusedJson.code, 1);
-  assert.deepEqual(JSON.parse(refusedJson.stderr), { error: '404 no such "profile_id"', status: 404 });
+  assert.deepEqual(JSON.parse(refusedJson.stderr), { error: '404 no such "profile_id": "no-such-profile"; known profiles: employees', status: 404 });
   const dir = tempDir(t);
   writeFileSync(path.join(dir, 'wrong.key'), `${'0'.repeat(64)}\n`);
   const wrongKey = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') } });
