@@ -162,6 +162,30 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       out.print(formatTable(['PROFILE', 'USER'], rows));
     },
   },
+  profiles: {
+    summary: 'the profiles the key may use: id, name, protocols, tunnel, client ranges (an extension)',
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const profiles = await client.profiles();
+      if (json) {
+        out.print(JSON.stringify({ profiles }));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['PROFILE', 'DISPLAY_NAME', 'PROTOCOLS', 'TUNNEL', 'RANGES'],
+          profiles.map((profile) => [
+            profile.profile_id,
+            profile.display_name,
+            profile.vpn_proto_list.join(','),
+            profile.default_gateway ? 'full' : 'split',
+            profile.ranges.map((range) => `node ${range.node_number} ${range.vpn_proto} ${range.range_four} ${range.range_six}`).join('; '),
+          ]),
+        ),
+      );
+    },
+  },
   create: {
     summary:
       'a new configuration: to stdout, or to FILE (0600, never over an existing file without --force); --qr: a WireGuard file as a QR code for a phone; --public-key/--csr: the device keeps its own key',

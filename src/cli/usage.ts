@@ -28,6 +28,7 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   configurations USER                     a user's configurations
   connections [--all]                     connected devices (--all: every active configuration)
   connected-users [--all]                 users with a connected device, by profile
+  profiles                                the profiles the key may use: protocols, ranges (an extension)
   create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
          [--expires-in DURATION] [--prefer-tcp] [-o FILE] [--qr]
          [--public-key KEY] [--csr FILE]

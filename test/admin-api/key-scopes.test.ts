@@ -51,6 +51,7 @@ const NAMES = {
   delete_user_authorizations: ADMIN_API_CALLS.deleteUserAuthorizations,
   connection_log: ADMIN_API_CALLS.connectionLog,
   stats: ADMIN_API_CALLS.stats,
+  profiles: ADMIN_API_CALLS.profiles,
   audit_log: ADMIN_API_CALLS.auditLog,
   extend: ADMIN_API_CALLS.extend,
   webhooks: ADMIN_API_CALLS.webhooks,
@@ -207,6 +208,18 @@ const CALLS: readonly Call[] = [
     send: (portal, _subject, key) => portal.get('/stats', {}, bearer(key)),
     async verify(_portal, _subject, response, visible) {
       assert.deepEqual(Object.keys((response.json() as { stats: object }).stats), visible, 'a limited key sees its profiles only');
+    },
+  },
+  {
+    name: 'profiles',
+    send: (portal, _subject, key) => portal.get('/profiles', {}, bearer(key)),
+    async verify(_portal, _subject, response, visible) {
+      const { profiles } = response.json() as { profiles: { profile_id: string }[] };
+      assert.deepEqual(
+        profiles.map((profile) => profile.profile_id),
+        visible,
+        'a limited key sees its profiles only',
+      );
     },
   },
   {
@@ -368,7 +381,11 @@ test('every call × every scope × every profile limit is allowed or refused as 
       keys.set(name, await makeAdminKey(portal, name, { scope, profiles: limit === 'every profile' ? null : [limit] }));
     }
   }
-  assert.equal(CALLS.length, 24, 'the eleven calls, connection_log, stats, audit_log, extend, the six webhook calls and the three enrollment token calls');
+  assert.equal(
+    CALLS.length,
+    25,
+    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls and the three enrollment token calls',
+  );
 
   let cells = 0;
   let refused = 0;
@@ -415,7 +432,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 216);
+  assert.equal(cells, 225);
   // read: the 9 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
@@ -496,7 +513,17 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
     if (call.method === 'POST') assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
   }
   assert.deepEqual(document['x-admin-key-scopes'], {
-    read: ['connected_users', 'connection_list', 'users', 'disabled_users', 'user_configuration_list', 'connection_log', 'stats', 'enrollment_tokens'],
+    read: [
+      'connected_users',
+      'connection_list',
+      'users',
+      'disabled_users',
+      'user_configuration_list',
+      'connection_log',
+      'stats',
+      'profiles',
+      'enrollment_tokens',
+    ],
     write: [
       'connected_users',
       'connection_list',
@@ -509,6 +536,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'delete_connection',
       'connection_log',
       'stats',
+      'profiles',
       'extend',
       'enrollment_token',
       'enrollment_tokens',

@@ -25,6 +25,7 @@ const CALLS = [
 const EXTENSIONS = [
   { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
+  { method: 'GET', path: '/profiles', params: [] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
   { method: 'POST', path: '/extend', params: ['user_id', 'connection_id', 'expires_in'] },
   { method: 'GET', path: '/webhooks', params: [] },
