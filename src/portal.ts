@@ -26,6 +26,7 @@ import { buildServer } from './http/server.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
+import { droppedDnsServerWarnings } from './config/dns-servers.js';
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
@@ -135,6 +136,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     }
     logger.info(`metrics at ${metricsServer.url}`);
   }
+  for (const warning of droppedDnsServerWarnings(config.profiles)) logger.warn(warning);
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();

@@ -20,6 +20,8 @@ import {
   errorAnswer,
   extendAnswer,
   statsAnswer,
+  profilesAnswer,
+  type ProfileListing,
   userConfigurationListAnswer,
   usersAnswer,
   IDEMPOTENCY_KEY_HEADER,
@@ -200,6 +202,11 @@ export class AdminApiClient {
   }
 
   /** Extension: the daily usage series per profile. */
+  /** The profiles the key may use (extension). */
+  async profiles(): Promise<ProfileListing[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.profiles.path, {}, profilesAnswer)).profiles;
+  }
+
   async stats(query: { profile_id?: string; since?: string; until?: string } = {}): Promise<z.infer<typeof statsAnswer>['stats']> {
     return (await this.#getJson(ADMIN_API_CALLS.stats.path, definedOnly(query), statsAnswer)).stats;
   }

@@ -5,9 +5,8 @@
 // again: only its keyed hash is stored. Create, rotate and revoke are in the audit log (key name
 // `(command line)`, source `local`, the options given; never the key), written by the audit
 // listener in the change's transaction like an Admin API call's row.
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
 import { commandLineCall } from '../core/admin-call.js';
 import { AdminKeyError, createAdminKey, listAdminKeys, revokeAdminKey, rotateAdminKey, type AdminKeyContext, type StoredAdminKey } from '../core/admin-keys.js';
 import { PortalEvents } from '../core/events.js';
@@ -18,6 +17,8 @@ import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
 import { ensurePrivateDirectory } from '../storage/private-files.js';
+import { loadExistingPortalConfig } from './existing-portal.js';
+import { parseOptions } from './options.js';
 import { ADMIN_KEY_USAGE } from './usage.js';
 
 const DEFAULT_GRACE = 'PT1H';
@@ -25,7 +26,7 @@ const DEFAULT_GRACE = 'PT1H';
 /** Runs an `admin-key` subcommand; returns the exit code. */
 export async function runAdminKeyCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
   const [subcommand, ...rest] = args;
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseOptions({
     args: [...rest],
     options: {
       config: { type: 'string' },
@@ -40,7 +41,7 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
     strict: true,
     allowPositionals: subcommand === 'revoke' || subcommand === 'rotate',
   });
-  const config = loadPortalConfig(values.config);
+  const config = loadExistingPortalConfig(values.config);
   const oneName = (): string => {
     const [name] = positionals;
     if (name === undefined || positionals.length !== 1) throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);

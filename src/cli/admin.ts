@@ -1,15 +1,18 @@
 // `vpn-portal admin …`: the Admin API from the command line, built on the typed client. Tables
 // for people, `--json` for scripts, and exit codes a script can rely on: 0 done, 1 the portal
 // answered with an error, 2 a usage or configuration mistake, 3 the portal could not be reached.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { X509Certificate } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
 import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type RevocationInfo, type RevocationsQuery } from '../protocol/admin-api.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
+import { describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
 import { formatTable } from './table.js';
+import { isWireGuardKey, wireGuardPublicKey } from '../wireguard/keys.js';
 import { ADMIN_USAGE } from './usage.js';
 
 /** `notApplied`: with `--wait`, the revocation receipt ended overdue (or superseded) rather than applied. */
@@ -47,6 +50,8 @@ interface AdminFlags {
   readonly expiresIn: string | undefined;
   readonly preferTcp: boolean;
   readonly output: string | undefined;
+  /** `-o FILE` may replace an existing file. */
+  readonly force: boolean;
   readonly qr: boolean;
   readonly user: string | undefined;
   readonly profile: string | undefined;
@@ -72,6 +77,8 @@ interface AdminFlags {
 }
 
 interface AdminCommand {
+  /** What the command does, for its usage. */
+  readonly summary: string;
   /** Positional arguments, by name, for the usage message. */
   readonly args: readonly string[];
   /** Flags beyond the common ones that the command accepts. */
@@ -85,6 +92,7 @@ interface AdminCommand {
  */
 const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   users: {
+    summary: 'users with a configuration or an authorization',
     args: [],
     flags: [],
     run: async ({ client, json, out }) => {
@@ -100,6 +108,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'disabled-users': {
+    summary: 'users that are disabled',
     args: [],
     flags: [],
     run: async ({ client, json, out }) => {
@@ -115,6 +124,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   configurations: {
+    summary: "a user's configurations",
     args: ['USER'],
     flags: [],
     run: async ({ client, args, json, out }) => {
@@ -130,6 +140,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   connections: {
+    summary: 'connected devices (--all: every active configuration)',
     args: [],
     flags: ['all'],
     run: async ({ client, flags, json, out }) => {
@@ -145,6 +156,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'connected-users': {
+    summary: 'users with a connected device, by profile (--all: with an active configuration)',
     args: [],
     flags: ['all'],
     run: async ({ client, flags, json, out }) => {
@@ -157,12 +169,39 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       out.print(formatTable(['PROFILE', 'USER'], rows));
     },
   },
+  profiles: {
+    summary: 'the profiles the key may use: id, name, protocols, tunnel, client ranges (an extension)',
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const profiles = await client.profiles();
+      if (json) {
+        out.print(JSON.stringify({ profiles }));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['PROFILE', 'DISPLAY_NAME', 'PROTOCOLS', 'TUNNEL', 'RANGES'],
+          profiles.map((profile) => [
+            profile.profile_id,
+            profile.display_name,
+            profile.vpn_proto_list.join(','),
+            profile.default_gateway ? 'full' : 'split',
+            profile.ranges.map((range) => `node ${range.node_number} ${range.vpn_proto} ${range.range_four} ${range.range_six}`).join('; '),
+          ]),
+        ),
+      );
+    },
+  },
   create: {
+    summary:
+      'a new configuration: to stdout, or to FILE (0600, never over an existing file without --force); --qr: a WireGuard file as a QR code for a phone; --public-key/--csr: the device keeps its own key',
     args: ['USER', 'PROFILE'],
-    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'qr', 'publicKey', 'csr'],
+    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'force', 'qr', 'publicKey', 'csr'],
     run: runCreate,
   },
   extend: {
+    summary: 'a later expiry, same key (an extension); OpenVPN: the new certificate, to stdout or FILE',
     args: ['USER', 'CONNECTION_ID'],
     flags: ['expiresIn', 'output'],
     run: async ({ client, args, flags, json, out }) => {
@@ -185,6 +224,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'enrollment-token': {
+    summary: 'a token a device redeems at {baseUrl}enroll with its own key (an extension); printed once, on the last line',
     args: ['USER', 'PROFILE'],
     flags: ['uses', 'validFor', 'expiresIn', 'displayName'],
     run: async ({ client, args, flags, json, out }) => {
@@ -210,6 +250,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'enrollment-tokens': {
+    summary: 'the enrollment tokens and their state',
     args: [],
     flags: ['user'],
     run: async ({ client, flags, json, out }) => {
@@ -236,6 +277,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'revoke-enrollment-token': {
+    summary: 'redeeming the token answers 410 from now on',
     args: ['USER', 'TOKEN_ID'],
     flags: [],
     run: async ({ client, args, json, out }) => {
@@ -245,24 +287,30 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   disable: revokingCommand(
+    'disable a user: every configuration is taken off the nodes; prints what the revocation receipt says (--wait: until decided)',
     ['USER'],
     ([user = '']) => `disabled ${user}`,
     (client, [user = '']) => client.disableUser(user),
   ),
-  enable: userCommand('enabled', (client, user) => client.enableUser(user)),
+  enable: userCommand('enabled', 'enable a disabled user again', (client, user) => client.enableUser(user)),
   destroy: revokingCommand(
+    'delete a user with every configuration and authorization; prints what the revocation receipt says',
     ['USER'],
     ([user = '']) => `destroyed ${user}`,
     (client, [user = '']) => client.destroy(user),
   ),
-  'delete-authorizations': userCommand('deleted the authorizations of', (client, user) => client.deleteUserAuthorizations(user)),
+  'delete-authorizations': userCommand('deleted the authorizations of', "delete a user's OAuth authorizations", (client, user) =>
+    client.deleteUserAuthorizations(user),
+  ),
   // The client form-encodes the id: a public key's `+` and `/` arrive as they are.
   'delete-connection': revokingCommand(
+    'delete a configuration (a WireGuard public key or an OpenVPN common name); prints what the revocation receipt says',
     ['USER', 'CONNECTION_ID'],
     ([user = '', connectionId = '']) => `deleted connection ${connectionId} of ${user}`,
     (client, [user = '', connectionId = '']) => client.deleteConnection(user, connectionId),
   ),
   revocation: {
+    summary: 'a revocation receipt: per node, whether the removal was confirmed (an extension; --wait: until decided)',
     args: ['REVOCATION_ID'],
     flags: ['wait'],
     run: async ({ client, args, flags, json, out }) => {
@@ -281,6 +329,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   revocations: {
+    summary: 'revocation receipts, newest first (an extension; --state pending lists pending and overdue ones)',
     args: [],
     flags: ['state', 'user', 'limit'],
     run: async ({ client, flags, json, out }) => {
@@ -312,6 +361,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   history: {
+    summary: 'the connection history, newest first (an extension)',
     args: [],
     flags: ['user', 'profile', 'since', 'until', 'limit', 'cursor', 'open', 'closed'],
     run: async ({ client, flags, json, out }) => {
@@ -350,6 +400,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   stats: {
+    summary: 'daily usage per profile (an extension)',
     args: [],
     flags: ['profile', 'since', 'until'],
     run: async ({ client, flags, json, out }) => {
@@ -373,6 +424,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   audit: {
+    summary: 'the Admin API calls made, refused or failed, newest first (an extension; needs a key of scope admin)',
     args: [],
     flags: ['user', 'keyName', 'since', 'until', 'limit', 'cursor'],
     run: async ({ client, flags, json, out }) => {
@@ -410,6 +462,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'webhook create': {
+    summary: "subscribe URL to TYPES (comma-separated, or '*'); the signing secret is printed once, on the last line",
     args: ['URL', 'TYPES'],
     flags: ['description'],
     run: async ({ client, args, flags, json, out }) => {
@@ -425,6 +478,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'webhook list': {
+    summary: 'the webhooks (needs a key of scope admin)',
     args: [],
     flags: [],
     run: async ({ client, json, out }) => {
@@ -447,6 +501,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'webhook delete': {
+    summary: 'stop sending events to the webhook and delete it',
     args: ['ID'],
     flags: [],
     run: async ({ client, args, json, out }) => {
@@ -455,6 +510,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'webhook rotate': {
+    summary: 'a new secret, printed once; the old one signs too for the overlap (default P1D)',
     args: ['ID'],
     flags: ['overlap'],
     run: async ({ client, args, flags, json, out }) => {
@@ -469,6 +525,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'webhook test': {
+    summary: 'send a test event to the webhook now; exit code 1 when the receiver did not take it',
     args: ['ID'],
     flags: [],
     run: async ({ client, args, json, out }) => {
@@ -483,6 +540,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'webhook deliveries': {
+    summary: 'the delivery log, newest first, with the last attempt',
     args: [],
     flags: ['webhook', 'eventType', 'state', 'since', 'until', 'limit', 'cursor'],
     run: async ({ client, flags, json, out }) => {
@@ -560,11 +618,13 @@ class RevocationNotApplied extends Error {
  * tunnel a node still passes without saying so.
  */
 function revokingCommand(
+  summary: string,
   args: readonly string[],
   done: (args: readonly string[]) => string,
   call: (client: AdminApiClient, args: readonly string[]) => Promise<string | null>,
 ): AdminCommand {
   return {
+    summary,
     args,
     flags: ['wait'],
     run: async ({ client, args: given, flags, json, out }) => {
@@ -609,8 +669,9 @@ function pendingNodes(receipt: RevocationInfo): number[] {
   return receipt.nodes.filter((node) => node.state === 'pending').map((node) => node.node_number);
 }
 
-function userCommand(done: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
+function userCommand(done: string, summary: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
   return {
+    summary,
     args: ['USER'],
     flags: [],
     run: async ({ client, args, json, out }) => {
@@ -630,6 +691,10 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   }
   const format = formatName as FormatName | undefined;
   if (flags.qr && format !== 'wireguard' && format !== 'wireguard-tcp') throw new UsageError('--qr needs a WireGuard format (wireguard or wireguard-tcp)');
+  // Before the call, so nothing is issued: the old file's configuration keeps running, and its key must not be lost.
+  if (flags.output !== undefined && !flags.force && existsSync(flags.output)) {
+    throw new UsageError(`${flags.output} exists (its configuration still works, and this would lose its key); pass --force to replace it`, 'create');
+  }
   const params: CreateParams = {
     user_id: user,
     profile_id: profile,
@@ -640,18 +705,37 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.csr === undefined ? {} : { csr: readCsr(flags.csr) }),
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
-  // The file holds a private key: only its owner may read it.
-  if (flags.output !== undefined) writeFileSync(flags.output, created.body, { mode: 0o600, flag: 'w' });
+  if (flags.output !== undefined) {
+    writeFileSync(flags.output, created.body, { mode: 0o600, flag: 'w' });
+    // The file holds a private key: only its owner may read it, also when --force replaced an open one.
+    chmodSync(flags.output, 0o600);
+  }
+  const connectionId = connectionIdOf(created.body, flags.publicKey);
+  if (json) {
+    out.print(JSON.stringify({ ...describeCreated(created, flags.output), connection_id: connectionId }));
+    return;
+  }
+  // On stderr, so stdout stays the file (or the QR code): the id is what delete-connection takes.
+  out.printError(`issued a new configuration for ${user} in ${profile}: connection id ${connectionId ?? '(not in the file)'}`);
   if (flags.qr) {
     out.print(await QRCode.toString(created.body, { type: 'terminal', small: true }));
     return;
   }
-  if (json) {
-    out.print(JSON.stringify(describeCreated(created, flags.output)));
-    return;
-  }
   if (flags.output === undefined) out.print(created.body.replace(/\n$/, ''));
   else out.print(`wrote ${flags.output} (${created.contentType}, expires ${created.expiresAt.toISOString()})`);
+}
+
+/**
+ * The new configuration's connection id, read from its file: the public key of the WireGuard
+ * private key (or the device's own key), or the common name of the OpenVPN certificate.
+ */
+function connectionIdOf(body: string, devicePublicKey: string | undefined): string | null {
+  if (devicePublicKey !== undefined) return devicePublicKey;
+  const privateKey = /PrivateKey = (\S+)/.exec(body)?.[1];
+  if (privateKey !== undefined && isWireGuardKey(privateKey)) return wireGuardPublicKey(privateKey);
+  const certificate = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(body.replace(/^[\s\S]*<cert>/, ''))?.[0];
+  if (certificate === undefined) return null;
+  return /^CN=(.+)$/m.exec(new X509Certificate(certificate).subject)?.[1] ?? null;
 }
 
 function readCsr(file: string): string {
@@ -671,93 +755,149 @@ function describeCreated(created: CreatedConfiguration, file: string | undefined
   };
 }
 
+/** A mistake on the command line; `command` names the admin command whose usage follows it. */
 class UsageError extends Error {
   override readonly name = 'UsageError';
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
+    super(message);
+  }
 }
 
-const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
-  all: '--all',
-  format: '--format',
-  displayName: '--display-name',
-  expiresIn: '--expires-in',
-  preferTcp: '--prefer-tcp',
-  output: '-o',
-  qr: '--qr',
-  user: '--user',
-  profile: '--profile',
-  since: '--since',
-  until: '--until',
-  limit: '--limit',
-  cursor: '--cursor',
-  open: '--open',
-  closed: '--closed',
-  keyName: '--key-name',
-  publicKey: '--public-key',
-  csr: '--csr',
-  description: '--description',
-  overlap: '--overlap',
-  webhook: '--webhook',
-  eventType: '--event-type',
-  state: '--state',
-  uses: '--uses',
-  validFor: '--valid-for',
-  wait: '--wait',
+/** Every flag a command may take: its long option name (for suggestions) and its usage. */
+const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readonly usage: string }>> = {
+  all: { option: 'all', usage: '--all' },
+  format: { option: 'format', usage: '--format wireguard|wireguard-tcp|openvpn|apple' },
+  displayName: { option: 'display-name', usage: '--display-name NAME' },
+  expiresIn: { option: 'expires-in', usage: '--expires-in DURATION' },
+  preferTcp: { option: 'prefer-tcp', usage: '--prefer-tcp' },
+  output: { option: 'output', usage: '-o FILE' },
+  force: { option: 'force', usage: '--force' },
+  qr: { option: 'qr', usage: '--qr' },
+  user: { option: 'user', usage: '--user USER' },
+  profile: { option: 'profile', usage: '--profile ID' },
+  since: { option: 'since', usage: '--since TIME' },
+  until: { option: 'until', usage: '--until TIME' },
+  limit: { option: 'limit', usage: '--limit N' },
+  cursor: { option: 'cursor', usage: '--cursor CURSOR' },
+  open: { option: 'open', usage: '--open' },
+  closed: { option: 'closed', usage: '--closed' },
+  keyName: { option: 'key-name', usage: '--key-name NAME' },
+  publicKey: { option: 'public-key', usage: '--public-key KEY' },
+  csr: { option: 'csr', usage: '--csr FILE' },
+  description: { option: 'description', usage: '--description TEXT' },
+  overlap: { option: 'overlap', usage: '--overlap DURATION' },
+  webhook: { option: 'webhook', usage: '--webhook ID' },
+  eventType: { option: 'event-type', usage: '--event-type TYPE' },
+  state: { option: 'state', usage: '--state STATE' },
+  uses: { option: 'uses', usage: '--uses N' },
+  validFor: { option: 'valid-for', usage: '--valid-for DURATION' },
+  wait: { option: 'wait', usage: '--wait' },
 };
+
+/** The options every admin command takes. */
+const COMMON_OPTIONS = ['url', 'key-file', 'config', 'json', 'help'] as const;
+
+/** One command's usage (a handful of lines), for its --help and its mistakes. */
+export function adminCommandUsage(name: string): string {
+  const command = COMMANDS[name];
+  if (command === undefined) return ADMIN_USAGE;
+  const words = [...command.args, ...command.flags.map((flag) => `[${FLAGS[flag].usage}]`), '[--url URL] [--key-file FILE] [--config FILE] [--json]'];
+  return [...wrap(`usage: vpn-portal admin ${name}`, words, '         '), ...wrap(' ', command.summary.split(' '), '  ')].join('\n');
+}
+
+/** Words joined into lines of at most 100 characters, the first after `head`, the others after `indent`. */
+function wrap(head: string, words: readonly string[], indent: string): string[] {
+  const lines: string[] = [];
+  let line = head;
+  for (const word of words) {
+    if (line.length + 1 + word.length > 100 && line.trim() !== '') {
+      lines.push(line);
+      line = indent + word;
+    } else line = `${line} ${word}`;
+  }
+  return [...lines, line];
+}
+
+const ADMIN_OPTIONS = {
+  url: { type: 'string' },
+  'key-file': { type: 'string' },
+  config: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  all: { type: 'boolean' },
+  format: { type: 'string' },
+  'display-name': { type: 'string' },
+  'expires-in': { type: 'string' },
+  'prefer-tcp': { type: 'boolean' },
+  output: { type: 'string', short: 'o' },
+  force: { type: 'boolean' },
+  qr: { type: 'boolean' },
+  user: { type: 'string' },
+  profile: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  open: { type: 'boolean' },
+  closed: { type: 'boolean' },
+  'key-name': { type: 'string' },
+  'public-key': { type: 'string' },
+  csr: { type: 'string' },
+  description: { type: 'string' },
+  overlap: { type: 'string' },
+  webhook: { type: 'string' },
+  'event-type': { type: 'string' },
+  state: { type: 'string' },
+  uses: { type: 'string' },
+  'valid-for': { type: 'string' },
+  wait: { type: 'boolean' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** `webhook SUBCOMMAND …` is one command of two words; the others are one. */
+function commandOf(positionals: readonly string[]): [string | undefined, string[]] {
+  const [first, ...rest] = positionals;
+  return first === 'webhook' && rest[0] !== undefined ? [`webhook ${rest[0]}`, rest.slice(1)] : [first, rest];
+}
+
+/** The command line read strictly; an unknown option is named with the nearest option of that command. */
+function parseAdminArgs(argv: readonly string[]) {
+  const config = { args: [...argv], allowPositionals: true, strict: true, options: ADMIN_OPTIONS } as const;
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    if (!isParseArgsError(error)) throw error;
+    const [name] = commandOf(parseArgs({ ...config, strict: false }).positionals);
+    const typed = unknownOption(config);
+    if (typed === null) throw new UsageError((error as Error).message, name);
+    const command = name === undefined ? undefined : COMMANDS[name];
+    const candidates = command === undefined ? Object.keys(ADMIN_OPTIONS) : [...command.flags.map((flag) => FLAGS[flag].option), ...COMMON_OPTIONS];
+    throw new UsageError(describeUnknownOption(typed, candidates), name);
+  }
+}
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
 export async function runAdminCommand(argv: readonly string[], env: NodeJS.ProcessEnv, out: Output): Promise<number> {
   let json = argv.includes('--json');
   try {
-    const { values, positionals } = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        url: { type: 'string' },
-        'key-file': { type: 'string' },
-        config: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-        all: { type: 'boolean' },
-        format: { type: 'string' },
-        'display-name': { type: 'string' },
-        'expires-in': { type: 'string' },
-        'prefer-tcp': { type: 'boolean' },
-        output: { type: 'string', short: 'o' },
-        qr: { type: 'boolean' },
-        user: { type: 'string' },
-        profile: { type: 'string' },
-        since: { type: 'string' },
-        until: { type: 'string' },
-        limit: { type: 'string' },
-        cursor: { type: 'string' },
-        open: { type: 'boolean' },
-        closed: { type: 'boolean' },
-        'key-name': { type: 'string' },
-        'public-key': { type: 'string' },
-        csr: { type: 'string' },
-        description: { type: 'string' },
-        overlap: { type: 'string' },
-        webhook: { type: 'string' },
-        'event-type': { type: 'string' },
-        state: { type: 'string' },
-        uses: { type: 'string' },
-        'valid-for': { type: 'string' },
-        wait: { type: 'boolean' },
-      },
-    });
+    const { values, positionals } = parseAdminArgs(argv);
     json = values.json === true;
     // `webhook SUBCOMMAND …` is one command of two words.
-    const [first, ...rest] = positionals;
-    const [name, args] = first === 'webhook' && rest[0] !== undefined ? [`webhook ${rest[0]}`, rest.slice(1)] : [first, rest];
-    if (values.help === true || name === undefined || name === 'help') {
-      (name === undefined && values.help !== true ? out.printError : out.print)(ADMIN_USAGE);
-      return name === undefined && values.help !== true ? ADMIN_EXIT.usage : ADMIN_EXIT.ok;
+    const [name, args] = commandOf(positionals);
+    if (values.help === true) {
+      out.print(name === undefined ? ADMIN_USAGE : adminCommandUsage(name));
+      return ADMIN_EXIT.ok;
+    }
+    if (name === undefined || name === 'help') {
+      (name === undefined ? out.printError : out.print)(ADMIN_USAGE);
+      return name === undefined ? ADMIN_EXIT.usage : ADMIN_EXIT.ok;
     }
     const command = COMMANDS[name];
     if (command === undefined) throw new UsageError(`unknown admin command "${name}"`);
     if (args.length !== command.args.length) {
-      throw new UsageError(`admin ${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}`);
+      throw new UsageError(`admin ${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}`, name);
     }
     const flags: AdminFlags = {
       all: values.all === true,
@@ -766,6 +906,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       expiresIn: values['expires-in'],
       preferTcp: values['prefer-tcp'] === true,
       output: values.output,
+      force: values.force === true,
       qr: values.qr === true,
       user: values.user,
       profile: values.profile,
@@ -787,9 +928,9 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       validFor: values['valid-for'],
       wait: values.wait === true,
     };
-    for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
+    for (const key of Object.keys(FLAGS) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;
-      if (given && !command.flags.includes(key)) throw new UsageError(`admin ${name} does not take ${FLAG_NAMES[key]}`);
+      if (given && !command.flags.includes(key)) throw new UsageError(`admin ${name} does not take ${FLAGS[key].usage.split(' ')[0] ?? ''}`, name);
     }
     const target = resolveAdminTarget({ url: values.url, keyFile: values['key-file'], config: values.config, env });
     const client = new AdminApiClient({ baseUrl: target.baseUrl, key: target.key });
@@ -808,9 +949,9 @@ function reportFailure(error: unknown, json: boolean, out: Output): number {
   if (error instanceof AdminApiError) return say(ADMIN_EXIT.refused, `${error.status} ${error.message}`, error.status);
   if (error instanceof TestNotDelivered) return ADMIN_EXIT.refused;
   if (error instanceof RevocationNotApplied) return ADMIN_EXIT.notApplied;
-  if (error instanceof UsageError || isParseArgsError(error)) {
-    const message = (error as Error).message;
-    return say(ADMIN_EXIT.usage, json ? message : `${message}\n${ADMIN_USAGE}`);
+  if (error instanceof UsageError) {
+    const usage = error.command === undefined ? ADMIN_USAGE : adminCommandUsage(error.command);
+    return say(ADMIN_EXIT.usage, json ? error.message : `${error.message}\n${usage}`);
   }
   if (error instanceof ConfigError) return say(ADMIN_EXIT.usage, error.message);
   // fetch failed: refused, no route, a name that does not resolve, TLS, timeout.
@@ -820,8 +961,4 @@ function reportFailure(error: unknown, json: boolean, out: Output): number {
     return say(ADMIN_EXIT.unreachable, `cannot reach the portal: ${detail}`);
   }
   throw error;
-}
-
-function isParseArgsError(error: unknown): boolean {
-  return error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS');
 }

@@ -2,12 +2,13 @@
 // them at start), and the move from one database to another (SQLite → PostgreSQL).
 // Database URLs are printed with their password masked.
 import { existsSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
 import { DatabaseLocationError, describeDatabase, parseDatabaseLocation } from '../config/database-location.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { CopyRefused, copyDatabase } from '../storage/copy.js';
 import { connectDatabase, migrateToLatest, migrationStatus, openDatabase, type Db } from '../storage/database.js';
+import { loadExistingPortalConfig } from './existing-portal.js';
+import { parseOptions } from './options.js';
 import { DB_USAGE } from './usage.js';
 
 /** Runs a `db` subcommand; returns the exit code. */
@@ -26,14 +27,14 @@ export async function runDbCommand(args: readonly string[], print: (line: string
 
 async function dbCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
   const [subcommand, ...rest] = args;
-  const { values } = parseArgs({
+  const { values } = parseOptions({
     args: [...rest],
     options: { config: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' } },
     strict: true,
   });
   switch (subcommand) {
     case 'migrate': {
-      const location = loadPortalConfig(values.config).database;
+      const location = loadExistingPortalConfig(values.config).database;
       return withDatabase(connectDatabase(location), async (db) => {
         const applied = await migrateToLatest(db);
         print(`database ${describeDatabase(location)}`);
@@ -42,7 +43,7 @@ async function dbCommand(args: readonly string[], print: (line: string) => void,
       });
     }
     case 'status': {
-      const location = loadPortalConfig(values.config).database;
+      const location = loadExistingPortalConfig(values.config).database;
       return withDatabase(connectDatabase(location), async (db) => {
         const migrations = await migrationStatus(db);
         print(`database ${describeDatabase(location)}`);

@@ -4,9 +4,10 @@
 // `vpn-portal`: serve the portal, create its secrets and admin keys, run a node agent, or call the Admin API.
 // Each command's module is loaded only when it runs, so `node` and `admin` never load the
 // database drivers (a node host installs without them).
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { readAgentVersion } from '../agent/version.js';
+import { isParseArgsError, OptionError, parseOptions } from './options.js';
 import { describeStartFailure } from './start-failure.js';
 import { ADMIN_KEY_USAGE, ADMIN_USAGE, DB_USAGE, NODE_RESET_USAGE, NODE_USAGE, SECRETS_USAGE, SERVE_USAGE, USAGE } from './usage.js';
 
@@ -65,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
         (line) => console.error(line),
       );
     } catch (error) {
-      if (isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+      if (error instanceof OptionError || isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
       throw error;
     }
   }
@@ -108,11 +109,11 @@ function parseCommandArgs(command: string, args: readonly string[], usage: strin
     ...(command === 'generate-secrets' ? { 'admin-api': { type: 'boolean' }, node: { type: 'string' } } : {}),
   };
   try {
-    const parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: command === 'node-reset' });
+    const parsed = parseOptions({ args: [...args], options, strict: true, allowPositionals: command === 'node-reset' });
     const values = parsed.values as { config?: string; 'admin-api'?: boolean; node?: string };
     return { values, positionals: parsed.positionals };
   } catch (error) {
-    if (isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+    if (error instanceof OptionError) throw new UsageError(error.message, usage);
     throw error;
   }
 }
@@ -127,10 +128,6 @@ function waitForSignal(): Promise<NodeJS.Signals> {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
-}
-
-function isParseArgsError(error: unknown): boolean {
-  return error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS');
 }
 
 main(process.argv.slice(2)).then(

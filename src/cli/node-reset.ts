@@ -3,14 +3,15 @@
 // that has never held a WireGuard configuration for it (a fresh or wrong database would cut
 // every tunnel); this records that the administrator means it. Stored in the database, so
 // every portal instance sees it.
-import { ConfigError, loadPortalConfig } from '../config/load.js';
+import { ConfigError } from '../config/load.js';
 import { formatAtom } from '../shared/time.js';
 import { asNodeNumber } from '../shared/ids.js';
 import { openDatabase } from '../storage/database.js';
 import { confirmNodeReset } from '../storage/node-resets.js';
+import { loadExistingPortalConfig } from './existing-portal.js';
 
 export async function runNodeReset(nodeNumber: number, configPath: string | undefined, print: (line: string) => void): Promise<void> {
-  const config = loadPortalConfig(configPath);
+  const config = loadExistingPortalConfig(configPath);
   const node = asNodeNumber(nodeNumber);
   if (!config.nodes.has(node)) throw new ConfigError(`node-reset: no profile of the configuration runs on node ${nodeNumber}`);
   const db = await openDatabase(config.database);

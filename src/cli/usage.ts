@@ -28,10 +28,12 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   configurations USER                     a user's configurations
   connections [--all]                     connected devices (--all: every active configuration)
   connected-users [--all]                 users with a connected device, by profile
+  profiles                                the profiles the key may use: protocols, ranges (an extension)
   create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
-         [--expires-in DURATION] [--prefer-tcp] [-o FILE] [--qr]
+         [--expires-in DURATION] [--prefer-tcp] [-o FILE [--force]] [--qr]
          [--public-key KEY] [--csr FILE]
-                                          a new configuration: to stdout, or to FILE (0600);
+                                          a new configuration: to stdout, or to FILE (0600;
+                                          an existing FILE only with --force);
                                           --qr prints a WireGuard file as a QR code for a phone;
                                           --public-key/--csr: the device keeps its own key
   extend USER CONNECTION_ID [--expires-in DURATION] [-o FILE]
@@ -74,6 +76,7 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
 The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
 (--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
 DATA/keys/admin-api.key of that configuration.
+One command's usage: vpn-portal admin COMMAND --help.
 Exit codes: 0 done, 1 the portal refused (its message on stderr), 2 usage or configuration
 mistake, 3 the portal could not be reached (with --wait: or the receipt is overdue).`;
 

@@ -38,7 +38,9 @@ export const profileSchema = z.strictObject({
   dnsServerList: z
     .array(z.string().min(1))
     .default([])
-    .describe("DNS servers, `@GW4@`/`@GW6@` = the node's tunnel address; sent only with `defaultGateway` or search domains."),
+    .describe(
+      "DNS servers, `@GW4@`/`@GW6@` = the node's tunnel address; sent only with `defaultGateway` or search domains (the portal warns at start about a profile whose servers are dropped).",
+    ),
   dnsSearchDomainList: z.array(z.string().min(1)).default([]).describe('Search domains.'),
   routeList: z.array(cidr).default([]).describe('Extra prefixes routed through the tunnel.'),
   excludeRouteList: z.array(cidr).default([]).describe('Prefixes carved out of the routed ones.'),
@@ -142,7 +144,7 @@ export const portalConfigSchema = z.strictObject({
   }),
   database: z.string().regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE').optional().meta({
     description:
-      '`sqlite:PATH` (WAL mode, foreign keys on), or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` for several portal instances on one database; the password is never logged.',
+      '`sqlite:PATH` (WAL mode, foreign keys on), or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (over a Unix socket: `postgres://USER@/DATABASE?host=/var/run/postgresql`) for several portal instances on one database; the password is never logged.',
     defaultText: '`sqlite:<dataDir>/db.sqlite`',
     see: 'postgresql.md',
   }),

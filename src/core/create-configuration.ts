@@ -12,7 +12,7 @@ import { issueOpenVpn } from './issue-openvpn.js';
 import { issueWireGuard } from './issue-wireguard.js';
 import type { CreateConfigurationRequest, Issue, IssuedConfiguration } from './issuing.js';
 import { offeredFormats } from './offered-formats.js';
-import { assertProfileAllowed } from './profile-reach.js';
+import { assertProfileAllowed, noSuchProfile } from './profile-reach.js';
 import { chooseFormats, describeNoCommonFormat, MIME_TYPES } from './protocol-selection.js';
 
 export type { CreateConfigurationRequest, IssuedConfiguration } from './issuing.js';
@@ -21,7 +21,7 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   // Before the profile is looked up: a key limited to some profiles learns nothing about others.
   assertProfileAllowed(ctx, request.profileId);
   const profile = ctx.config.profiles.find((candidate) => candidate.profileId === request.profileId);
-  if (profile === undefined) throw new PortalError('no-such-profile', 'no such "profile_id"');
+  if (profile === undefined) throw noSuchProfile(ctx, request.profileId);
 
   const now = ctx.clock.now();
   // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.

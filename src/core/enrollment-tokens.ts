@@ -26,7 +26,7 @@ import type { PortalContext } from './context.js';
 import { createConfiguration, type IssuedConfiguration } from './create-configuration.js';
 import { PortalError } from './errors.js';
 import { configurationExpiry } from './expiry.js';
-import { assertProfileAllowed } from './profile-reach.js';
+import { assertProfileAllowed, noSuchProfile } from './profile-reach.js';
 
 export type { StoredEnrollmentToken } from '../storage/enrollment-tokens.js';
 
@@ -55,7 +55,7 @@ export interface MadeEnrollmentToken {
 /** Makes a token; the user is made when missing (as create does) and must not be disabled. */
 export async function createEnrollmentToken(ctx: PortalContext, request: EnrollmentTokenRequest): Promise<MadeEnrollmentToken> {
   assertProfileAllowed(ctx, request.profileId);
-  if (!ctx.config.profiles.some((profile) => profile.profileId === request.profileId)) throw new PortalError('no-such-profile', 'no such "profile_id"');
+  if (!ctx.config.profiles.some((profile) => profile.profileId === request.profileId)) throw noSuchProfile(ctx, request.profileId);
   const now = ctx.clock.now();
   // Refused now, not when the device redeems it.
   configurationExpiry(ctx.config, now, request.expiresIn);

@@ -46,6 +46,12 @@ export async function assertUserWithinReach(ctx: PortalContext, db: Executor, us
   }
 }
 
+/** 404 for a profile the configuration does not have: the reference's text, then the profiles the key may use. */
+export function noSuchProfile(ctx: PortalContext, profileId: string): PortalError {
+  const known = visibleProfiles(ctx, ctx.config.profiles).map((profile) => profile.profileId);
+  return new PortalError('no-such-profile', `no such "profile_id": "${profileId}"; known profiles: ${known.join(', ')}`);
+}
+
 /** The profiles of the portal a call may see, in the configuration's order. */
 export function visibleProfiles<P extends { readonly profileId: ProfileId }>(ctx: PortalContext, profiles: readonly P[]): P[] {
   const limit = profileLimit(ctx.call);

@@ -98,7 +98,7 @@ export async function runRoute<S extends ParamShape>(
   const events = ctx.events.forCall(call);
   state.events = events;
   const callCtx: PortalContext = { ...ctx, call, events };
-  const params = readParams(route.source, input, route.params);
+  const params = readParams(route.source, input, route.params, ctx.config);
   const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
   let response: RouteResponse;
   // A kept answer is given only to a caller who may make the request now: the scope was checked

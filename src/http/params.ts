@@ -1,8 +1,12 @@
 // The validator vocabulary: every request parameter rule of the Admin API, in one place.
 // Rules and error messages follow the reference (§3) so scripts written against it keep
-// working: `missing post parameter "user_id"`, `invalid value for "display_name"`, ...
+// working: `missing post parameter "user_id"`, `invalid value for "display_name"`, ... For
+// durations and times, whose form is easy to get wrong, the reference's text is followed by the
+// expected form (and the values the configuration allows there):
+// `invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D; allowed here: P90D, P1Y`.
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
 import { z } from 'zod';
+import type { PortalConfig } from '../config/portal-config.js';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from '../protocol/webhooks.js';
@@ -19,6 +23,13 @@ export interface ParamSpec<T> {
   readonly schema: z.ZodType<T, string>;
   readonly required: boolean;
   readonly description: string;
+  /** The values the configuration accepts here, named in the 400 answer (`expires_in`: supportedSessionExpiry). */
+  readonly allowedHere?: (config: PortalConfig) => readonly string[];
+}
+
+/** What follows `invalid value for "NAME"`, when the form is not obvious. */
+export interface ParamOptions {
+  readonly allowedHere?: (config: PortalConfig) => readonly string[];
 }
 
 /** Length in characters (code points), as the reference counts multibyte characters once. */
@@ -117,13 +128,24 @@ export const param = {
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;
 
-export function required<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T> {
-  return { schema, required: true, description };
+/** The form a value of these parameter types has, for their 400 answers: "… is not FORM". */
+const EXPECTED_FORMS = new Map<z.ZodType<unknown, string>, string>([
+  [param.isoDuration, 'an ISO 8601 duration such as P30D'],
+  [param.secretOverlap, 'an ISO 8601 duration from PT0S to P7D such as P1D'],
+  [param.timestamp, 'an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z'],
+  [param.date, 'a date such as 2026-03-01'],
+]);
+
+export function required<T>(schema: z.ZodType<T, string>, description: string, options: ParamOptions = {}): ParamSpec<T> {
+  return { schema, required: true, description, ...options };
 }
 
-export function optional<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T | undefined> {
-  return { schema: schema as z.ZodType<T | undefined, string>, required: false, description };
+export function optional<T>(schema: z.ZodType<T, string>, description: string, options: ParamOptions = {}): ParamSpec<T | undefined> {
+  return { schema: schema as z.ZodType<T | undefined, string>, required: false, description, ...options };
 }
+
+/** The `expires_in` of create, extend and enrollment_token: the configuration's list of durations. */
+export const SESSION_EXPIRY_ALLOWED: ParamOptions = { allowedHere: (config) => config.supportedSessionExpiry };
 
 export type ParamShape = Record<string, ParamSpec<unknown>>;
 export type ParamValues<S extends ParamShape> = { [K in keyof S]: S[K] extends ParamSpec<infer T> ? T : never };
@@ -131,8 +153,9 @@ export type ParamValues<S extends ParamShape> = { [K in keyof S]: S[K] extends P
 /**
  * Reads and validates parameters from a query string or form body (already decoded into an
  * object). Fields are checked in the order the shape lists them; the first failure answers 400.
+ * `config` gives the values a parameter allows here (ParamSpec.allowedHere) for that answer.
  */
-export function readParams<S extends ParamShape>(source: ParamSource, input: unknown, shape: S): ParamValues<S> {
+export function readParams<S extends ParamShape>(source: ParamSource, input: unknown, shape: S, config?: PortalConfig): ParamValues<S> {
   const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
   const sourceName = source === 'post' ? 'post parameter' : 'query parameter';
   const result: Record<string, unknown> = {};
@@ -149,13 +172,22 @@ export function readParams<S extends ParamShape>(source: ParamSource, input: unk
     }
     if (typeof raw !== 'string') throw new HttpError(400, `value of ${sourceName} "${name}" MUST be string`);
     const parsed = spec.schema.safeParse(raw);
-    if (!parsed.success) {
-      const shown = parsed.error.issues.find((issue) => issue.code === 'custom' && issue.params?.[SHOWN] === true);
-      throw new HttpError(400, `invalid value for "${name}"${shown === undefined ? '' : `: ${shown.message}`}`);
-    }
+    if (!parsed.success) throw new HttpError(400, invalidValue(name, raw, spec, config, parsed.error));
     result[name] = parsed.data;
   }
   return result as ParamValues<S>;
+}
+
+/** The reference's `invalid value for "NAME"`, then, for durations and times, the value and the form expected. */
+function invalidValue(name: string, raw: string, spec: ParamSpec<unknown>, config: PortalConfig | undefined, error: z.ZodError): string {
+  // A reason the schema marked as shown (e.g. a key's non-canonical encoding) is said as it is.
+  const reason = error.issues.find((issue) => issue.code === 'custom' && issue.params?.[SHOWN] === true);
+  if (reason !== undefined) return `invalid value for "${name}": ${reason.message}`;
+  const expected = EXPECTED_FORMS.get(spec.schema);
+  if (expected === undefined) return `invalid value for "${name}"`;
+  const shown = [...raw].length > 64 ? `${[...raw].slice(0, 64).join('')}…` : raw;
+  const allowed = spec.allowedHere === undefined || config === undefined ? [] : spec.allowedHere(config);
+  return `invalid value for "${name}": ${JSON.stringify(shown)} is not ${expected}${allowed.length === 0 ? '' : `; allowed here: ${allowed.join(', ')}`}`;
 }
 
 /**

@@ -67,6 +67,26 @@ export const connectionLogAnswer = z.object({
 export const dailyStatsSchema = z.object({ date: z.string(), max_connection_count: z.number().int(), unique_user_count: z.number().int() });
 export const statsAnswer = z.object({ stats: z.record(z.string(), z.array(dailyStatsSchema)) });
 
+/** A profile as `GET /profiles` (extension) shows it: what `create` needs to know before asking. */
+export const profileSchema = z.object({
+  profile_id: z.string(),
+  display_name: z.string(),
+  vpn_proto_list: z.array(z.enum(['wireguard', 'openvpn'])).describe('the protocols the profile offers, its preferred one first'),
+  default_gateway: z.boolean().describe('true: all traffic goes through the tunnel; false: only its routes'),
+  ranges: z
+    .array(
+      z.object({
+        node_number: z.number().int(),
+        vpn_proto: z.enum(['wireguard', 'openvpn']),
+        range_four: z.string(),
+        range_six: z.string(),
+      }),
+    )
+    .describe('the client address ranges, per node and protocol'),
+});
+export type ProfileListing = z.infer<typeof profileSchema>;
+export const profilesAnswer = z.object({ profiles: z.array(profileSchema) });
+
 /** Every error, whatever its status. */
 export const errorAnswer = z.object({ error: z.string() });
 
@@ -118,6 +138,7 @@ export const ADMIN_API_CALLS = {
   // Extensions of this portal.
   connectionLog: { method: 'GET', path: '/connection_log', scope: 'read' },
   stats: { method: 'GET', path: '/stats', scope: 'read' },
+  profiles: { method: 'GET', path: '/profiles', scope: 'read' },
   auditLog: { method: 'GET', path: '/audit_log', scope: 'admin' },
   extend: { method: 'POST', path: '/extend', scope: 'write' },
   webhooks: { method: 'GET', path: '/webhooks', scope: 'admin' },

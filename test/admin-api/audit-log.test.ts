@@ -101,7 +101,7 @@ test('refusals, failures and calls that change nothing are recorded with their s
       [null, '127.0.0.1', 'destroy', 401, null, [], 'no Bearer token'],
       ['reader', '127.0.0.1', 'disable_user', 403, 'alice', [], 'key "reader" has scope "read"; disable_user needs scope "write"'],
       ['secret', '127.0.0.1', 'disable_user', 400, 'nobody', [], 'user does not exist'],
-      ['secret', '127.0.0.1', 'create', 404, 'alice', [], 'no such "profile_id"'],
+      ['secret', '127.0.0.1', 'create', 404, 'alice', [], 'no such "profile_id": "nope"; known profiles: employees'],
       ['secret', '127.0.0.1', 'delete_connection', 204, 'alice', [], null],
     ],
   );
@@ -317,9 +317,10 @@ test('GET /audit_log filters by time, key and user and pages with a cursor, newe
   assert.equal(third.next_cursor, null);
   assert.deepEqual(await portal.admin.auditLog({ limit: 2, cursor: first.next_cursor }), second, 'the typed client reads the same');
 
+  const timeForm = 'is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z';
+  assert.equal(errorBody((await portal.get('/audit_log', { since: 'yesterday' })).text), `invalid value for "since": "yesterday" ${timeForm}`);
+  assert.equal(errorBody((await portal.get('/audit_log', { until: '2026-13-01' })).text), `invalid value for "until": "2026-13-01" ${timeForm}`);
   for (const [query, name] of [
-    [{ since: 'yesterday' }, 'since'],
-    [{ until: '2026-13-01' }, 'until'],
     [{ limit: '0' }, 'limit'],
     [{ limit: '1001' }, 'limit'],
     [{ cursor: 'x' }, 'cursor'],

@@ -105,13 +105,14 @@ test('a second configuration for an existing user keeps the user and gets the ne
   assert.deepEqual(names, ['Laptop', 'Phone']);
 });
 
-test('an unknown profile answers 404 and an ill-formed profile_id 400; neither creates the user', async (t) => {
+test('an unknown profile answers 404 naming it and the known profiles, and an ill-formed profile_id 400; neither creates the user', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
   const unknown = await create(portal, { user_id: 'alice', profile_id: 'students' });
   assert.equal(unknown.status, 404);
-  assert.equal(errorBody(unknown.text), 'no such "profile_id"');
+  // The reference's text, then the profile asked for and the profiles there are.
+  assert.equal(errorBody(unknown.text), 'no such "profile_id": "students"; known profiles: employees');
 
   for (const profileId of ['emp_loyees', 'employees ', 'a/b', '', 'émployees']) {
     const invalid = await create(portal, { user_id: 'alice', profile_id: profileId });
@@ -227,7 +228,7 @@ test("user_configuration_list shows a user's configurations latest expiry first,
   );
 });
 
-test('expires_in outside the configured values answers 400 naming them; text that is no duration is invalid', async (t) => {
+test('expires_in outside the configured values answers 400 naming them; text that is no duration is invalid, with the form expected', async (t) => {
   const portal = await startTestPortal({ config: { sessionExpiry: 'P90D', supportedSessionExpiry: ['PT12H', 'P1Y'] } });
   t.after(() => portal.close());
 
@@ -243,7 +244,11 @@ test('expires_in outside the configured values answers 400 naming them; text tha
   for (const expiresIn of ['90 days', 'p90d', 'P', 'PT', 'P1DT', '-P1D', 'P1.5D', '']) {
     const response = await create(portal, { user_id: 'alice', profile_id: 'employees', expires_in: expiresIn });
     assert.equal(response.status, 400, JSON.stringify(expiresIn));
-    assert.equal(errorBody(response.text), 'invalid value for "expires_in"');
+    // The reference's text, then the value, the form expected and the durations allowed here.
+    assert.equal(
+      errorBody(response.text),
+      `invalid value for "expires_in": ${JSON.stringify(expiresIn)} is not an ISO 8601 duration such as P30D; allowed here: P90D, PT12H, P1Y`,
+    );
   }
   assert.deepEqual(await users(portal), []);
 });

@@ -259,13 +259,14 @@ test('bad parameters of enrollment_token are refused with the reason and make no
     [{ uses: '1001' }, 400, 'invalid value for "uses"'],
     [{ valid_for: 'P91D' }, 400, 'invalid value for "valid_for": a duration longer than zero and at most P90D'],
     [{ valid_for: 'PT0S' }, 400, 'invalid value for "valid_for": a duration longer than zero and at most P90D'],
-    [{ valid_for: 'soon' }, 400, 'invalid value for "valid_for"'],
+    [{ valid_for: 'soon' }, 400, 'invalid value for "valid_for": "soon" is not an ISO 8601 duration such as P30D'],
+    [{ expires_in: '30d' }, 400, 'invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D; allowed here: P90D, PT12H, P1Y'],
     [
       { expires_in: 'P3D' },
       400,
       'provided "expires_in" is not supported by the server, add it to "supportedSessionExpiry" configuration option (supported: P90D, PT12H, P1Y)',
     ],
-    [{ profile_id: 'nope' }, 404, 'no such "profile_id"'],
+    [{ profile_id: 'nope' }, 404, 'no such "profile_id": "nope"; known profiles: both'],
   ];
   for (const [form, status, message] of cases) {
     const answer = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'both', ...form });

@@ -51,6 +51,7 @@ const NAMES = {
   delete_user_authorizations: ADMIN_API_CALLS.deleteUserAuthorizations,
   connection_log: ADMIN_API_CALLS.connectionLog,
   stats: ADMIN_API_CALLS.stats,
+  profiles: ADMIN_API_CALLS.profiles,
   audit_log: ADMIN_API_CALLS.auditLog,
   extend: ADMIN_API_CALLS.extend,
   webhooks: ADMIN_API_CALLS.webhooks,
@@ -216,6 +217,18 @@ const CALLS: readonly Call[] = [
     send: (portal, _subject, key) => portal.get('/stats', {}, bearer(key)),
     async verify(_portal, _subject, response, visible) {
       assert.deepEqual(Object.keys((response.json() as { stats: object }).stats), visible, 'a limited key sees its profiles only');
+    },
+  },
+  {
+    name: 'profiles',
+    send: (portal, _subject, key) => portal.get('/profiles', {}, bearer(key)),
+    async verify(_portal, _subject, response, visible) {
+      const { profiles } = response.json() as { profiles: { profile_id: string }[] };
+      assert.deepEqual(
+        profiles.map((profile) => profile.profile_id),
+        visible,
+        'a limited key sees its profiles only',
+      );
     },
   },
   {
@@ -405,8 +418,8 @@ test('every call × every scope × every profile limit is allowed or refused as 
   }
   assert.equal(
     CALLS.length,
-    26,
-    'the eleven calls, connection_log, stats, audit_log, extend, the six webhook calls, the three enrollment token calls and the two revocation calls',
+    27,
+    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls and the two revocation calls',
   );
 
   let cells = 0;
@@ -455,7 +468,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 234);
+  assert.equal(cells, 243);
   // read: the 9 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
@@ -581,6 +594,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'user_configuration_list',
       'connection_log',
       'stats',
+      'profiles',
       'enrollment_tokens',
       'revocation',
       'revocations',
@@ -597,6 +611,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'delete_connection',
       'connection_log',
       'stats',
+      'profiles',
       'extend',
       'enrollment_token',
       'enrollment_tokens',

@@ -25,6 +25,7 @@ const CALLS = [
 const EXTENSIONS = [
   { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
+  { method: 'GET', path: '/profiles', params: [] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
   { method: 'POST', path: '/extend', params: ['user_id', 'connection_id', 'expires_in'] },
   { method: 'GET', path: '/webhooks', params: [] },
@@ -36,6 +37,8 @@ const EXTENSIONS = [
   { method: 'POST', path: '/enrollment_token', params: ['user_id', 'profile_id', 'display_name', 'expires_in', 'uses', 'valid_for'] },
   { method: 'GET', path: '/enrollment_tokens', params: ['user_id'] },
   { method: 'POST', path: '/revoke_enrollment_token', params: ['user_id', 'token_id'] },
+  { method: 'GET', path: '/revocation', params: ['revocation_id'] },
+  { method: 'GET', path: '/revocations', params: ['state', 'user_id', 'limit'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -53,6 +56,7 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/test_webhook': ['webhook_id'],
   '/enrollment_token': ['user_id', 'profile_id'],
   '/revoke_enrollment_token': ['user_id', 'token_id'],
+  '/revocation': ['revocation_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {

@@ -183,7 +183,7 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   assert.equal(refused.stderr, 'vpn-portal admin: 400 user does not exist\n');
   const refusedJson = await admin(portal, ['create', 'erin', 'no-such-profile', '--json']);
   assert.equal(refusedJson.code, 1);
-  assert.deepEqual(JSON.parse(refusedJson.stderr), { error: '404 no such "profile_id"', status: 404 });
+  assert.deepEqual(JSON.parse(refusedJson.stderr), { error: '404 no such "profile_id": "no-such-profile"; known profiles: employees', status: 404 });
   const dir = tempDir(t);
   writeFileSync(path.join(dir, 'wrong.key'), `${'0'.repeat(64)}\n`);
   const wrongKey = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') } });
@@ -385,4 +385,64 @@ test('enrollment-token prints the token alone on its last line; enrollment-token
   const refused = await admin(portal, ['enrollment-token', 'alice', 'employees', '--valid-for', 'P1Y']);
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /^vpn-portal admin: 400 invalid value for "valid_for": a duration longer than zero and at most P90D/);
+});
+
+test('create -o refuses an existing file before anything is issued; --force replaces it (0600); the connection id goes to stderr', async (t) => {
+  const portal = await startTestPortal({ config: { ProfileList: [BOTH_PROTOCOLS_PROFILE] } });
+  t.after(portal.close);
+  const file = path.join(tempDir(t), 'laptop.conf');
+  writeFileSync(file, 'the configuration that still runs\n', { mode: 0o644 });
+  const refused = await admin(portal, ['create', 'frank', 'both', '--format', 'wireguard', '-o', file]);
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /laptop\.conf exists .*pass --force to replace it\nusage: vpn-portal admin create /);
+  assert.equal(readFileSync(file, 'utf8'), 'the configuration that still runs\n');
+  assert.deepEqual(await portal.admin.users(), [], 'nothing was issued');
+
+  const replaced = await admin(portal, ['create', 'frank', 'both', '--format', 'wireguard', '-o', file, '--force']);
+  assert.equal(replaced.code, 0, replaced.stderr);
+  assert.match(readFileSync(file, 'utf8'), /^\[Interface\]\nPrivateKey = /);
+  assert.equal(statSync(file).mode & 0o777, 0o600, 'the replaced file is 0600 too');
+  const [configuration] = await portal.admin.userConfigurationList('frank');
+  assert.equal(replaced.stderr, `issued a new configuration for frank in both: connection id ${configuration?.connection_id ?? '?'}\n`);
+
+  const openVpn = await admin(portal, ['create', 'frank', 'both', '--format', 'openvpn', '--json']);
+  assert.equal(openVpn.code, 0, openVpn.stderr);
+  const ids = (await portal.admin.userConfigurationList('frank')).map((entry) => entry.connection_id);
+  const { connection_id } = JSON.parse(openVpn.stdout) as { connection_id: string };
+  assert.ok(ids.includes(connection_id), `${connection_id} in ${ids.join(', ')}`);
+
+  const qr = await admin(portal, ['create', 'frank', 'both', '--qr']);
+  assert.equal(qr.code, 0, qr.stderr);
+  assert.match(qr.stderr, /^issued a new configuration for frank in both: connection id [A-Za-z0-9+/]{43}=\n$/);
+  assert.equal((await portal.admin.userConfigurationList('frank')).length, 3);
+});
+
+test('a mistyped flag names the nearest option and prints only that command usage; create --help shows create alone', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const mistyped = await admin(portal, ['create', 'alice', 'employees', '--expire-in', 'P90D']);
+  assert.equal(mistyped.code, 2);
+  const lines = mistyped.stderr.trimEnd().split('\n');
+  assert.equal(lines[0], 'vpn-portal admin: unknown option --expire-in (did you mean --expires-in?)');
+  assert.match(lines[1] ?? '', /^usage: vpn-portal admin create USER PROFILE /);
+  assert.ok(lines.length <= 12, mistyped.stderr);
+  assert.doesNotMatch(mistyped.stderr, /positional argument|delete-connection/);
+  assert.deepEqual(await portal.admin.users(), []);
+
+  // The suggestion comes from the command's own options: --key-nam is --key-name for audit only.
+  assert.match(
+    (await admin(portal, ['audit', '--key-nam', 'x'])).stderr,
+    /^vpn-portal admin: unknown option --key-nam \(did you mean --key-name\?\)\nusage: vpn-portal admin audit /,
+  );
+  assert.match((await admin(portal, ['users', '--frobnicate'])).stderr, /^vpn-portal admin: unknown option --frobnicate\nusage: vpn-portal admin users /);
+  assert.match((await admin(portal, ['users', '--all'])).stderr, /^vpn-portal admin: admin users does not take --all\nusage: vpn-portal admin users /);
+
+  const help = await runCli(['admin', 'create', '--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /^usage: vpn-portal admin create USER PROFILE \[--format wireguard\|wireguard-tcp\|openvpn\|apple\]/);
+  assert.match(help.stdout, /--force/);
+  assert.doesNotMatch(help.stdout, /delete-connection|enrollment-token/);
+  assert.ok(help.stdout.trimEnd().split('\n').length <= 12, help.stdout);
+  const webhook = await runCli(['admin', 'webhook', 'deliveries', '--help']);
+  assert.match(webhook.stdout, /^usage: vpn-portal admin webhook deliveries \[--webhook ID\]/);
 });

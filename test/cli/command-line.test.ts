@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { SERVE_USAGE } from '../../src/cli/usage.js';
 import { runCli } from '../support/portal-process.js';
 
 const PROFILE = { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' };
@@ -45,14 +46,17 @@ test('serve, node and db --help print the usage of that command only', async () 
   }
 });
 
-test('an unknown flag prints the message and the usage of the command, with exit code 2', async () => {
+test('an unknown flag is named with the nearest option, then the usage of the command, with exit code 2', async () => {
   const serve = await runCli(['serve', '--bogus']);
   assert.equal(serve.code, 2);
-  assert.match(serve.stderr, /Unknown option '--bogus'/);
-  assert.match(serve.stderr, /usage: vpn-portal serve/);
-  const db = await runCli(['db', 'status', '--bogus']);
+  assert.equal(serve.stderr, `unknown option --bogus\n${SERVE_USAGE}\n`);
+  const db = await runCli(['db', 'status', '--confg', 'portal.json']);
   assert.equal(db.code, 2);
-  assert.match(db.stderr, /usage: vpn-portal db/);
+  assert.match(db.stderr, /^unknown option --confg \(did you mean --config\?\)\nusage: vpn-portal db/);
+  const adminKey = await runCli(['admin-key', 'create', '--name', 'x', '--expire-in', 'P1D']);
+  assert.equal(adminKey.code, 2);
+  assert.match(adminKey.stderr, /^unknown option --expire-in \(did you mean --expires-in\?\)\nusage: vpn-portal admin-key/);
+  assert.doesNotMatch(serve.stderr + db.stderr + adminKey.stderr, /positional argument/);
   const unknown = await runCli(['serv']);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command "serv"\nusage: vpn-portal COMMAND/);
@@ -90,4 +94,28 @@ test('generate-secrets --node for a node no profile runs on is an error and crea
   const configured = await runCli(['generate-secrets', '--node', '0', '--config', file]);
   assert.equal(configured.code, 0, configured.stderr);
   assert.ok(existsSync(path.join(dir, 'data', 'keys', 'node.0.key')));
+});
+
+test('admin-key, node-reset and db migrate|status without --config refuse when ./data holds no database, and create nothing', async (t) => {
+  const cwd = mkdtempSync(path.join(tmpdir(), 'vpn-portal-no-config-'));
+  t.after(() => rmSync(cwd, { recursive: true, force: true }));
+  for (const args of [
+    ['admin-key', 'create', '--name', 'mdm1', '--scope', 'write'],
+    ['admin-key', 'list'],
+    ['admin-key', 'revoke', 'mdm1'],
+    ['node-reset', '0'],
+    ['db', 'migrate'],
+    ['db', 'status'],
+  ]) {
+    const result = await runCli(args, { cwd });
+    assert.equal(result.code, 2, args.join(' '));
+    assert.equal(result.stderr, 'no portal database in ./data (pass --config FILE)\n', args.join(' '));
+    assert.equal(existsSync(path.join(cwd, 'data')), false, `${args.join(' ')} made no data folder`);
+  }
+  // Once a portal's database is in ./data (serve makes it; here db migrate with a configuration naming it), they work there.
+  writeFileSync(path.join(cwd, 'portal.json'), JSON.stringify({ dataDir: './data', ProfileList: [PROFILE] }));
+  assert.equal((await runCli(['db', 'migrate', '--config', 'portal.json'], { cwd })).code, 0);
+  assert.equal((await runCli(['db', 'status'], { cwd })).code, 0);
+  const created = await runCli(['admin-key', 'create', '--name', 'mdm1'], { cwd });
+  assert.equal(created.code, 0, created.stderr);
 });

@@ -1,7 +1,8 @@
 # Sourced by test/run.sh and bench/run.sh: `start_throwaway_postgres` starts a PostgreSQL
 # server for this run only — a fresh data directory under /tmp, listening on 127.0.0.1 at a
 # free port, password authentication — exports TEST_POSTGRES_URL
-# (postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres) and stops the server and deletes the
+# (postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres) and TEST_POSTGRES_SOCKET_DIR (the folder of
+# its Unix socket, where local connections are trusted: the Unix-socket test) and stops the server and deletes the
 # directory when the calling script exits (trap on EXIT, INT and TERM). With TEST_POSTGRES_URL
 # already set, that server is used and nothing is started.
 # PostgreSQL refuses to run as root: as root the server runs as the `postgres` user (created
@@ -86,6 +87,7 @@ start_throwaway_postgres() {
       -o "-c listen_addresses=127.0.0.1 -c port=$port -k $throwaway_postgres_dir -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
       start >/dev/null; then
       export TEST_POSTGRES_URL="postgres://postgres:$password@127.0.0.1:$port/postgres"
+      export TEST_POSTGRES_SOCKET_DIR="$throwaway_postgres_dir"
       echo "PostgreSQL: throw-away server on 127.0.0.1:$port ($throwaway_postgres_dir)"
       return 0
     fi

@@ -4,7 +4,7 @@ import { MIME_TYPES } from '../../core/protocol-selection.js';
 import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
-import { optional, param, required } from '../params.js';
+import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';
 
 export const createRoute = defineRoute({
   ...ADMIN_API_CALLS.create,
@@ -18,7 +18,7 @@ export const createRoute = defineRoute({
     profile_id: required(param.profileId, 'identifier of the VPN profile'),
     display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Admin API`'),
     prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
-    expires_in: optional(param.isoDuration, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`'),
+    expires_in: optional(param.isoDuration, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`', SESSION_EXPIRY_ALLOWED),
     public_key: optional(
       param.devicePublicKey,
       "extension: the device's own WireGuard public key (Base64 of 32 bytes, as `wg pubkey` prints it); the file's PrivateKey is then `@DEVICE_PRIVATE_KEY@` for the device to replace; 409 when the key is in use",

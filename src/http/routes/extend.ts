@@ -4,7 +4,7 @@ import { extendConfiguration } from '../../core/extend-configuration.js';
 import { ADMIN_API_CALLS, extendAnswer } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param, required } from '../params.js';
+import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';
 
 export const extendRoute = defineRoute({
   ...ADMIN_API_CALLS.extend,
@@ -17,6 +17,7 @@ export const extendRoute = defineRoute({
     expires_in: optional(
       param.isoDuration,
       "ISO 8601 duration from now, as for create: `sessionExpiry` (the default) or an entry of `supportedSessionExpiry`; capped by the CA's end; never earlier than the current expiry",
+      SESSION_EXPIRY_ALLOWED,
     ),
   },
   success: {

@@ -13,6 +13,7 @@ import { enableUserRoute } from './enable-user.js';
 import { enrollmentTokenRoute } from './enrollment-token.js';
 import { enrollmentTokensRoute } from './enrollment-tokens.js';
 import { extendRoute } from './extend.js';
+import { profilesRoute } from './profiles.js';
 import { revokeEnrollmentTokenRoute } from './revoke-enrollment-token.js';
 import { revocationRoute, revocationsRoute } from './revocations.js';
 import { statsRoute } from './stats.js';
@@ -36,6 +37,7 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   deleteUserAuthorizationsRoute,
   connectionLogRoute,
   statsRoute,
+  profilesRoute,
   auditLogRoute,
   extendRoute,
   webhooksRoute,
