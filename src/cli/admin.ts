@@ -7,6 +7,7 @@ import QRCode from 'qrcode';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
 import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../protocol/admin-api.js';
 import { ConfigError } from '../config/load.js';
+import { describePlatforms, isPlatform } from '../shared/platforms.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { formatTable } from './table.js';
 import { ADMIN_USAGE } from './usage.js';
@@ -62,6 +63,9 @@ interface AdminFlags {
   readonly state: string | undefined;
   readonly uses: string | undefined;
   readonly validFor: string | undefined;
+  readonly platform: string | undefined;
+  /** `yes` or `no`. */
+  readonly onDemand: string | undefined;
 }
 
 interface AdminCommand {
@@ -152,7 +156,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   },
   create: {
     args: ['USER', 'PROFILE'],
-    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'qr', 'publicKey', 'csr'],
+    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'qr', 'publicKey', 'csr', 'platform', 'onDemand'],
     run: runCreate,
   },
   extend: {
@@ -502,6 +506,12 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   }
   const format = formatName as FormatName | undefined;
   if (flags.qr && format !== 'wireguard' && format !== 'wireguard-tcp') throw new UsageError('--qr needs a WireGuard format (wireguard or wireguard-tcp)');
+  if (flags.platform !== undefined && !isPlatform(flags.platform)) {
+    throw new UsageError(`--platform must be ${describePlatforms()}, not "${flags.platform}"`);
+  }
+  if (flags.onDemand !== undefined && flags.onDemand !== 'yes' && flags.onDemand !== 'no') {
+    throw new UsageError(`--on-demand must be yes or no, not "${flags.onDemand}"`);
+  }
   const params: CreateParams = {
     user_id: user,
     profile_id: profile,
@@ -510,10 +520,16 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.preferTcp ? { prefer_tcp: 'yes' as const } : {}),
     ...(flags.publicKey === undefined ? {} : { public_key: flags.publicKey }),
     ...(flags.csr === undefined ? {} : { csr: readCsr(flags.csr) }),
+    ...(flags.platform === undefined ? {} : { platform: flags.platform }),
+    ...(flags.onDemand === undefined ? {} : { on_demand: flags.onDemand }),
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
   // The file holds a private key: only its owner may read it.
-  if (flags.output !== undefined) writeFileSync(flags.output, created.body, { mode: 0o600, flag: 'w' });
+  if (flags.output !== undefined) writeFileSync(flags.output, created.bytes, { mode: 0o600, flag: 'w' });
+  // A signed Apple profile is DER: bytes a terminal or a JSON string would mangle.
+  if (flags.output === undefined && created.binary) {
+    throw new UsageError(`the answer is binary (${created.contentType}, signed) and was not printed; the configuration exists: give -o FILE next time`);
+  }
   if (flags.qr) {
     out.print(await QRCode.toString(created.body, { type: 'terminal', small: true }));
     return;
@@ -573,6 +589,8 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   state: '--state',
   uses: '--uses',
   validFor: '--valid-for',
+  platform: '--platform',
+  onDemand: '--on-demand',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -614,6 +632,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         state: { type: 'string' },
         uses: { type: 'string' },
         'valid-for': { type: 'string' },
+        platform: { type: 'string' },
+        'on-demand': { type: 'string' },
       },
     });
     json = values.json === true;
@@ -655,6 +675,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       state: values.state,
       uses: values.uses,
       validFor: values['valid-for'],
+      platform: values.platform,
+      onDemand: values['on-demand'],
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
-// webhooks, reconcileInterval, logLevel, auditLogRetention) are
+// webhooks, apple, reconcileInterval, logLevel, auditLogRetention) are
 // documented in the README. Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
@@ -54,6 +54,22 @@ export const profileSchema = z.strictObject({
   oListenOn: perNode(z.string().min(1)).default('::'),
   hideProfile: z.boolean().default(false),
   profilePriority: z.int().default(0),
+  /** "Always on" in the Apple profile: on-demand rules (docs/apple-profiles.md); absent: none unless a call asks. */
+  appleOnDemand: z
+    .strictObject({
+      /** Wi-Fi names where the tunnel disconnects: 1 to 32 bytes each, as an SSID is. */
+      trustedSsids: z
+        .array(
+          z
+            .string()
+            .min(1, 'an SSID cannot be empty')
+            .refine((ssid) => Buffer.byteLength(ssid) <= 32, 'an SSID is at most 32 bytes (UTF-8)'),
+        )
+        .default([]),
+      /** A URL answering 200 only inside the trusted network; https, so no one outside can fake the answer. */
+      probeUrl: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+    })
+    .optional(),
 });
 
 export const wireGuardSchema = z.strictObject({
@@ -157,6 +173,15 @@ export const portalConfigSchema = z.strictObject({
   caExpiry: isoDuration.default('P25Y'),
   supportedSessionExpiry: z.array(isoDuration).default([]),
   WireGuard: wireGuardSchema.prefault({}),
+  /** Signed Apple profiles: PEM files, relative paths from the configuration file's folder (docs/apple-profiles.md). */
+  apple: z
+    .strictObject({
+      signingCertificate: z.string().min(1).optional(),
+      signingKey: z.string().min(1).optional(),
+      /** The certificates between the signing certificate and a root the devices trust. */
+      signingChain: z.string().min(1).optional(),
+    })
+    .prefault({}),
   ProfileList: z.array(profileSchema).min(1),
 });
 

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from '../protocol/webhooks.js';
+import { PLATFORMS } from '../shared/platforms.js';
 import { formatAtom } from '../shared/time.js';
 import { isUsableWireGuardPublicKey, isWireGuardKey } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
@@ -16,6 +17,8 @@ export interface ParamSpec<T> {
   readonly schema: z.ZodType<T, string>;
   readonly required: boolean;
   readonly description: string;
+  /** Said after `invalid value for "NAME": ` when the value is refused (the values allowed); default: nothing. */
+  readonly invalidHint?: string;
 }
 
 /** Length in characters (code points), as the reference counts multibyte characters once. */
@@ -40,6 +43,8 @@ export const param = {
   /** WireGuard public key or OpenVPN Common Name: Base64 of 32 bytes. */
   connectionId: z.string().refine(isWireGuardKey).transform(asConnectionId),
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
+  /** The platform a configuration is for (src/shared/platforms.ts). */
+  platform: z.enum(PLATFORMS),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
   /** A device's own WireGuard public key: Base64 of 32 bytes, a usable X25519 point (not small-order). */
@@ -114,8 +119,8 @@ export function required<T>(schema: z.ZodType<T, string>, description: string): 
   return { schema, required: true, description };
 }
 
-export function optional<T>(schema: z.ZodType<T, string>, description: string): ParamSpec<T | undefined> {
-  return { schema: schema as z.ZodType<T | undefined, string>, required: false, description };
+export function optional<T>(schema: z.ZodType<T, string>, description: string, invalidHint?: string): ParamSpec<T | undefined> {
+  return { schema: schema as z.ZodType<T | undefined, string>, required: false, description, ...(invalidHint === undefined ? {} : { invalidHint }) };
 }
 
 export type ParamShape = Record<string, ParamSpec<unknown>>;
@@ -142,7 +147,7 @@ export function readParams<S extends ParamShape>(source: ParamSource, input: unk
     }
     if (typeof raw !== 'string') throw new HttpError(400, `value of ${sourceName} "${name}" MUST be string`);
     const parsed = spec.schema.safeParse(raw);
-    if (!parsed.success) throw new HttpError(400, `invalid value for "${name}"`);
+    if (!parsed.success) throw new HttpError(400, `invalid value for "${name}"${spec.invalidHint === undefined ? '' : `: ${spec.invalidHint}`}`);
     result[name] = parsed.data;
   }
   return result as ParamValues<S>;

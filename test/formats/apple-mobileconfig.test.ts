@@ -42,9 +42,16 @@ const profile: AppleProfileSettings = {
   },
 };
 
-function configurationFor(displayName: string): AppleConfigurationSettings {
+function configurationFor(displayName: string, options: Partial<AppleConfigurationSettings> = {}): AppleConfigurationSettings {
   const keys = generateWireGuardKeyPair();
-  return { publicKey: keys.publicKey, displayName, wireGuard: { privateKey: keys.privateKey, ipFour: '10.42.42.7', ipSix: 'fd42::7' } };
+  return {
+    identity: { kind: 'configuration', publicKey: keys.publicKey },
+    displayName,
+    wireGuard: { privateKey: keys.privateKey, ipFour: '10.42.42.7', ipSix: 'fd42::7' },
+    platform: 'ios',
+    onDemand: null,
+    ...options,
+  };
 }
 
 type Dict = { readonly [key: string]: PlistValue };
@@ -124,6 +131,45 @@ describe('the Apple configuration profile', () => {
       assert.notEqual(other.top[key], first.top[key], `top-level ${key} differs for another configuration`);
       assert.notEqual(other.vpn[key], first.vpn[key], `VPN ${key} differs for another configuration`);
     }
+  });
+
+  test('a device keeps its identifiers across re-issues; two devices, or two profiles of one device, never share them', () => {
+    const device = (deviceId: string) => configurationFor('Laptop', { identity: { kind: 'device', deviceId } });
+    const first = parseProfile(renderAppleMobileconfig(profile, device('dev-1')));
+    const reissued = parseProfile(renderAppleMobileconfig(profile, device('dev-1')));
+    const otherDevice = parseProfile(renderAppleMobileconfig(profile, device('dev-2')));
+    const otherProfile = parseProfile(renderAppleMobileconfig({ ...profile, profileId: asProfileId('guests') }, device('dev-1')));
+    for (const key of ['PayloadUUID', 'PayloadIdentifier']) {
+      for (const part of ['top', 'vpn'] as const) {
+        assert.equal(reissued[part][key], first[part][key], `${part} ${key} is kept for a new key of the same device`);
+        assert.notEqual(otherDevice[part][key], first[part][key], `${part} ${key} differs for another device`);
+        assert.notEqual(otherProfile[part][key], first[part][key], `${part} ${key} differs for another profile of the device`);
+      }
+    }
+  });
+
+  test('the macOS profile names the WireGuard app for macOS; the iOS one the app for iOS and iPadOS', () => {
+    assert.equal(parseProfile(renderAppleMobileconfig(profile, configurationFor('Mac', { platform: 'macos' }))).vpn['VPNSubType'], 'com.wireguard.macos');
+    assert.equal(parseProfile(renderAppleMobileconfig(profile, configurationFor('Phone', { platform: 'ios' }))).vpn['VPNSubType'], 'com.wireguard.ios');
+  });
+
+  test('on demand: trusted Wi-Fi names, then the probe, then connect everywhere else, in the VPN dictionary', () => {
+    const onDemand = { trustedSsids: ['Office', 'Lab & <Guests>'], probeUrl: 'https://intranet.example.org/probe' };
+    const vpn = asDict(parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand }))).vpn['VPN'], 'VPN');
+    assert.equal(vpn['OnDemandEnabled'], 1);
+    assert.deepEqual(vpn['OnDemandRules'], [
+      { Action: 'Disconnect', InterfaceTypeMatch: 'WiFi', SSIDMatch: ['Office', 'Lab & <Guests>'] },
+      { Action: 'Disconnect', URLStringProbe: 'https://intranet.example.org/probe' },
+      { Action: 'Connect' },
+    ]);
+
+    const bare = asDict(
+      parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand: { trustedSsids: [], probeUrl: null } }))).vpn['VPN'],
+      'VPN',
+    );
+    assert.deepEqual(bare['OnDemandRules'], [{ Action: 'Connect' }], 'without trusted networks: always connect');
+    const none = asDict(parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop'))).vpn['VPN'], 'VPN');
+    assert.deepEqual(Object.keys(none).sort(), ['AuthenticationMethod', 'RemoteAddress'], 'no on-demand keys unless asked');
   });
 
   test('an IP literal as portal host still gives a well-formed identifier', () => {
