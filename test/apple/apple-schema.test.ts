@@ -5,37 +5,14 @@
 // WireGuard app's own keys are the only exceptions, each named with its source.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { renderAppleMobileconfig, type AppleOnDemand, type AppleProfileSettings } from '../../src/apple/mobileconfig.js';
+import { renderAppleMobileconfig, type AppleOnDemand } from '../../src/apple/mobileconfig.js';
 import { signProfile } from '../../src/apple/profile-signing.js';
-import { asProfileId } from '../../src/shared/ids.js';
 import { APPLE_PLATFORMS } from '../../src/shared/platforms.js';
 import { Secret } from '../../src/shared/secret.js';
-import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { exampleAppleConfiguration, exampleAppleProfile } from '../support/apple-fixtures.js';
 import { assertConformsToAppleSchema, readPlist, validateProfile, WIREGUARD_APP_EXCEPTIONS } from '../support/apple-schema.js';
 import { makeSigningPki, type SigningPki } from '../support/signing-pki.js';
 import { readFile } from 'node:fs/promises';
-
-const server = generateWireGuardKeyPair();
-const profile: AppleProfileSettings = {
-  portalHost: 'vpn.example.org',
-  profileId: asProfileId('employees'),
-  profileDisplayName: 'Employees',
-  wireGuard: {
-    hostName: 'vpn1.example.org',
-    listenPort: 51820,
-    mtu: 1392,
-    serverPublicKey: server.publicKey,
-    rangeFour: '10.42.42.0/24',
-    rangeSix: 'fd42::/64',
-    defaultGateway: true,
-    dnsServerList: ['9.9.9.9'],
-    dnsSearchDomainList: ['example.org'],
-    routeList: [],
-    excludeRouteList: [],
-    keepAlive: true,
-    proxyEndpoint: null,
-  },
-};
 
 const DISPLAY_NAMES = {
   plain: 'Laptop',
@@ -50,14 +27,7 @@ const ON_DEMAND: Readonly<Record<string, AppleOnDemand | null>> = {
 };
 
 function render(platform: (typeof APPLE_PLATFORMS)[number], onDemand: AppleOnDemand | null, displayName: string): string {
-  const keys = generateWireGuardKeyPair();
-  return renderAppleMobileconfig(profile, {
-    identity: { kind: 'configuration', publicKey: keys.publicKey },
-    displayName,
-    wireGuard: { privateKey: keys.privateKey, ipFour: '10.42.42.7', ipSix: 'fd42::7' },
-    platform,
-    onDemand,
-  });
+  return renderAppleMobileconfig(exampleAppleProfile, exampleAppleConfiguration(displayName, { platform, onDemand }));
 }
 
 describe("Apple's schema", () => {

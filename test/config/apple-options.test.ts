@@ -7,32 +7,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError, loadPortalConfig, resolvePortalConfig } from '../../src/config/load.js';
+import { loadPortalConfig, resolvePortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
+import { problemsOf } from '../support/config-problems.js';
 import { makeSigningPki, type SigningPki } from '../support/signing-pki.js';
+import { defaultTestConfig } from '../support/test-portal.js';
 
 type ProfileFile = PortalConfigFile['ProfileList'][number];
 
-const employees: ProfileFile = {
-  profileId: 'employees',
-  displayName: 'Employees',
-  hostName: 'vpn.example.org',
-  wRangeFour: '10.44.0.0/24',
-  wRangeSix: 'fd44::/64',
-};
+const [employees] = defaultTestConfig.ProfileList as [ProfileFile];
 
 function document(extra: Partial<PortalConfigFile> = {}, profile: Partial<ProfileFile> = {}): Record<string, unknown> {
   return { dataDir: '/var/lib/vpn-portal', ...extra, ProfileList: [{ ...employees, ...profile }] };
-}
-
-function problemsOf(config: unknown): string {
-  try {
-    resolvePortalConfig(config, 'portal.json');
-  } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
-    return error.message;
-  }
-  assert.fail('the configuration was accepted');
 }
 
 describe('appleOnDemand', () => {

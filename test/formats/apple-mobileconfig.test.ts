@@ -10,49 +10,17 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse, type PlistValue } from 'plist';
-import { renderAppleMobileconfig, type AppleConfigurationSettings, type AppleProfileSettings } from '../../src/apple/mobileconfig.js';
+import { renderAppleMobileconfig } from '../../src/apple/mobileconfig.js';
 import { nameBasedUuid } from '../../src/apple/name-based-uuid.js';
 import { asProfileId } from '../../src/shared/ids.js';
 import { renderWireGuardClientConfig } from '../../src/wireguard/client-config.js';
-import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { exampleAppleConfiguration, exampleAppleProfile } from '../support/apple-fixtures.js';
 import { NetnsLab } from '../support/netns.js';
 
 const UUID = /^[0-9A-F]{8}-[0-9A-F]{4}-5[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$/;
-const server = generateWireGuardKeyPair();
-
-const profile: AppleProfileSettings = {
-  portalHost: 'vpn.example.org',
-  profileId: asProfileId('employees'),
-  profileDisplayName: 'Employees',
-  wireGuard: {
-    hostName: 'vpn1.example.org',
-    listenPort: 51820,
-    mtu: 1392,
-    serverPublicKey: server.publicKey,
-    rangeFour: '10.42.42.0/24',
-    rangeSix: 'fd42::/64',
-    defaultGateway: true,
-    dnsServerList: ['@GW4@', '@GW6@'],
-    dnsSearchDomainList: ['example.org'],
-    routeList: [],
-    excludeRouteList: [],
-    keepAlive: true,
-    // Set on purpose: the Apple profile is always WireGuard over UDP.
-    proxyEndpoint: 'https://vpn.example.org/proxyguard/vpn1.example.org',
-  },
-};
-
-function configurationFor(displayName: string, options: Partial<AppleConfigurationSettings> = {}): AppleConfigurationSettings {
-  const keys = generateWireGuardKeyPair();
-  return {
-    identity: { kind: 'configuration', publicKey: keys.publicKey },
-    displayName,
-    wireGuard: { privateKey: keys.privateKey, ipFour: '10.42.42.7', ipSix: 'fd42::7' },
-    platform: 'ios',
-    onDemand: null,
-    ...options,
-  };
-}
+const server = { publicKey: exampleAppleProfile.wireGuard.serverPublicKey };
+const profile = exampleAppleProfile;
+const configurationFor = exampleAppleConfiguration;
 
 type Dict = { readonly [key: string]: PlistValue };
 
