@@ -11,7 +11,7 @@ import { assertPublicKeyUnused } from './device-keys.js';
 import { wireGuardConfiguration } from './events.js';
 import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
-import { appleOnDemandOf, applePlatformOf } from './platform-formats.js';
+import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
 import { addPeersToNodes } from './node-peers.js';
 import { formatAtom } from '../shared/time.js';
 import { insertWithFreeAddresses } from './wireguard-addresses.js';

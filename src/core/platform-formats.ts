@@ -1,9 +1,7 @@
 // Which files a platform's apps can use: the Apple profile only on iOS/iPadOS and macOS, where
 // the WireGuard app installs it; every other format anywhere. A `create` naming another
 // platform never gets the Apple profile, and its 406 says what that platform can take.
-import type { AppleOnDemand } from '../apple/mobileconfig.js';
-import type { Profile } from '../config/portal-config.js';
-import { isApplePlatform, type ApplePlatform, type Platform } from '../shared/platforms.js';
+import { isApplePlatform, type Platform } from '../shared/platforms.js';
 import { CONFIGURATION_MEDIA_TYPES, type ConfigFormat } from '../protocol/admin-api.js';
 import type { OfferedFormat } from './protocol-selection.js';
 
@@ -21,19 +19,4 @@ export function platformHint(offered: readonly OfferedFormat[], platform: Platfo
   if (platform === undefined || offered.every((entry) => platformTakes(platform, entry.format))) return '';
   const takes = (Object.keys(CONFIGURATION_MEDIA_TYPES) as ConfigFormat[]).filter((format) => platformTakes(platform, format));
   return `; platform "${platform}" takes ${takes.map((format) => CONFIGURATION_MEDIA_TYPES[format]).join(', ')}`;
-}
-
-/** The WireGuard app the Apple profile is for: iOS unless the call says macOS. */
-export function applePlatformOf(platform: Platform | undefined): ApplePlatform {
-  return platform !== undefined && isApplePlatform(platform) ? platform : 'ios';
-}
-
-/**
- * The on-demand rules of an Apple profile: the profile's `appleOnDemand` unless the call says
- * otherwise; `on_demand=yes` on a profile without the option gives the bare "connect" rule.
- */
-export function appleOnDemandOf(profile: Profile, onDemand: boolean | undefined): AppleOnDemand | null {
-  if (onDemand === false) return null;
-  if (onDemand === true) return profile.appleOnDemand ?? { trustedSsids: [], probeUrl: null };
-  return profile.appleOnDemand;
 }
