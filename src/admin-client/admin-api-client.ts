@@ -58,7 +58,12 @@ export interface AdminApiClientOptions {
 
 /** What `create` answered: the file and what the headers say about it. */
 export interface CreatedConfiguration {
+  /** The file as text (UTF-8); for a binary answer see `bytes`. */
   readonly body: string;
+  /** The file as sent. */
+  readonly bytes: Uint8Array;
+  /** True when the file is not text: a signed Apple profile (DER). */
+  readonly binary: boolean;
   readonly contentType: string;
   /** The configuration's expiry, from the `Expires` header. */
   readonly expiresAt: Date;
@@ -123,10 +128,14 @@ export class AdminApiClient {
   async create(params: CreateParams, accept?: string, options: PostOptions = {}): Promise<CreatedConfiguration> {
     const headers = { ...(accept === undefined ? {} : { accept }), ...idempotencyHeader(options) };
     const response = await this.#send('POST', ADMIN_API_CALLS.create.path, formOf(params), headers);
-    const body = await this.#okText(response);
+    if (!response.ok) await this.#okText(response);
+    const bytes = new Uint8Array(await response.arrayBuffer());
     const disposition = response.headers.get('content-disposition');
+    const body = utf8Text(bytes);
     return {
-      body,
+      body: body ?? new TextDecoder().decode(bytes),
+      bytes,
+      binary: body === null,
       contentType: response.headers.get('content-type') ?? '',
       expiresAt: new Date(response.headers.get('expires') ?? Number.NaN),
       fileName: disposition === null ? null : (/filename="([^"]+)"/.exec(disposition)?.[1] ?? null),
@@ -313,6 +322,15 @@ function definedOnly(query: object): Record<string, string> {
 
 function idempotencyHeader(options: PostOptions): Record<string, string> {
   return options.idempotencyKey === undefined ? {} : { [IDEMPOTENCY_KEY_HEADER]: options.idempotencyKey };
+}
+
+/** The bytes as text, or null when they are not UTF-8 (a DER file). */
+function utf8Text(bytes: Uint8Array): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
 }
 
 function formOf(params: CreateParams | ExtendParams): URLSearchParams {

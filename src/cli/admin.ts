@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
 import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type RevocationInfo, type RevocationsQuery } from '../protocol/admin-api.js';
 import { ConfigError } from '../config/load.js';
+import { describePlatforms, isPlatform } from '../shared/platforms.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
 import { formatTable } from './table.js';
@@ -74,6 +75,9 @@ interface AdminFlags {
   readonly validFor: string | undefined;
   /** Wait until the revocation receipt is applied (or overdue) and print it. */
   readonly wait: boolean;
+  readonly platform: string | undefined;
+  /** `yes` or `no`. */
+  readonly onDemand: string | undefined;
 }
 
 interface AdminCommand {
@@ -197,7 +201,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     summary:
       'a new configuration: to stdout, or to FILE (0600, never over an existing file without --force); --qr: a WireGuard file as a QR code for a phone; --public-key/--csr: the device keeps its own key',
     args: ['USER', 'PROFILE'],
-    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'force', 'qr', 'publicKey', 'csr'],
+    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'force', 'qr', 'publicKey', 'csr', 'platform', 'onDemand'],
     run: runCreate,
   },
   extend: {
@@ -695,6 +699,12 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   if (flags.output !== undefined && !flags.force && existsSync(flags.output)) {
     throw new UsageError(`${flags.output} exists (its configuration still works, and this would lose its key); pass --force to replace it`, 'create');
   }
+  if (flags.platform !== undefined && !isPlatform(flags.platform)) {
+    throw new UsageError(`--platform must be ${describePlatforms()}, not "${flags.platform}"`, 'create');
+  }
+  if (flags.onDemand !== undefined && flags.onDemand !== 'yes' && flags.onDemand !== 'no') {
+    throw new UsageError(`--on-demand must be yes or no, not "${flags.onDemand}"`, 'create');
+  }
   const params: CreateParams = {
     user_id: user,
     profile_id: profile,
@@ -703,20 +713,27 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.preferTcp ? { prefer_tcp: 'yes' as const } : {}),
     ...(flags.publicKey === undefined ? {} : { public_key: flags.publicKey }),
     ...(flags.csr === undefined ? {} : { csr: readCsr(flags.csr) }),
+    ...(flags.platform === undefined ? {} : { platform: flags.platform }),
+    ...(flags.onDemand === undefined ? {} : { on_demand: flags.onDemand }),
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
   if (flags.output !== undefined) {
-    writeFileSync(flags.output, created.body, { mode: 0o600, flag: 'w' });
+    writeFileSync(flags.output, created.bytes, { mode: 0o600, flag: 'w' });
     // The file holds a private key: only its owner may read it, also when --force replaced an open one.
     chmodSync(flags.output, 0o600);
   }
   const connectionId = connectionIdOf(created.body, flags.publicKey);
-  if (json) {
+  // A signed Apple profile is DER: bytes a terminal or a JSON string would mangle.
+  const unprintable = flags.output === undefined && created.binary;
+  if (json && !unprintable) {
     out.print(JSON.stringify({ ...describeCreated(created, flags.output), connection_id: connectionId }));
     return;
   }
   // On stderr, so stdout stays the file (or the QR code): the id is what delete-connection takes.
   out.printError(`issued a new configuration for ${user} in ${profile}: connection id ${connectionId ?? '(not in the file)'}`);
+  if (unprintable) {
+    throw new UsageError(`the answer is binary (${created.contentType}, signed) and was not printed; the configuration exists: give -o FILE next time`);
+  }
   if (flags.qr) {
     out.print(await QRCode.toString(created.body, { type: 'terminal', small: true }));
     return;
@@ -795,6 +812,8 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   uses: { option: 'uses', usage: '--uses N' },
   validFor: { option: 'valid-for', usage: '--valid-for DURATION' },
   wait: { option: 'wait', usage: '--wait' },
+  platform: { option: 'platform', usage: '--platform PLATFORM' },
+  onDemand: { option: 'on-demand', usage: '--on-demand yes|no' },
 };
 
 /** The options every admin command takes. */
@@ -854,6 +873,8 @@ const ADMIN_OPTIONS = {
   uses: { type: 'string' },
   'valid-for': { type: 'string' },
   wait: { type: 'boolean' },
+  platform: { type: 'string' },
+  'on-demand': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** `webhook SUBCOMMAND …` is one command of two words; the others are one. */
@@ -927,6 +948,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       uses: values.uses,
       validFor: values['valid-for'],
       wait: values.wait === true,
+      platform: values.platform,
+      onDemand: values['on-demand'],
     };
     for (const key of Object.keys(FLAGS) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

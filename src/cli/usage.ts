@@ -31,11 +31,13 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   profiles                                the profiles the key may use: protocols, ranges (an extension)
   create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
          [--expires-in DURATION] [--prefer-tcp] [-o FILE [--force]] [--qr]
-         [--public-key KEY] [--csr FILE]
+         [--public-key KEY] [--csr FILE] [--platform PLATFORM] [--on-demand yes|no]
                                           a new configuration: to stdout, or to FILE (0600;
                                           an existing FILE only with --force);
                                           --qr prints a WireGuard file as a QR code for a phone;
-                                          --public-key/--csr: the device keeps its own key
+                                          --public-key/--csr: the device keeps its own key;
+                                          --platform ios|macos|windows|android|linux|other;
+                                          --on-demand: the Apple profile is always on (or not)
   extend USER CONNECTION_ID [--expires-in DURATION] [-o FILE]
                                           a later expiry, same key (an extension); OpenVPN:
                                           the new certificate, to stdout or FILE

@@ -8,6 +8,7 @@ import { asNodeNumber, asProfileId, type NodeNumber } from '../shared/ids.js';
 import { parseIsoDuration, durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
+import { loadAppleSigning } from './apple-signing.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
 import type { DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
@@ -37,7 +38,7 @@ export function loadPortalConfig(configPath?: string): PortalConfig {
   return resolvePortalConfig(document, configPath, path.dirname(path.resolve(configPath)));
 }
 
-/** `baseDir` anchors relative paths (`dataDir`, `database`); the working directory by default. */
+/** `baseDir` anchors relative paths (`dataDir`, `database`, `apple.signing*`); the working directory by default. */
 export function resolvePortalConfig(document: unknown, source: string, baseDir: string = process.cwd()): PortalConfig {
   const parsed = portalConfigSchema.safeParse(document);
   if (!parsed.success) throw new ConfigError(describeIssues(source, parsed.error));
@@ -110,6 +111,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     caExpiry: mustParseDuration(raw.caExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
     wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null, proxy: resolveWireGuardProxy(raw.WireGuard, report) },
+    appleSigning: loadAppleSigning(raw.apple, baseDir, new Date(), report),
     profiles,
     nodes,
   };
@@ -270,6 +272,7 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
           enableLog: raw.oEnableLog,
         }
       : null,
+    appleOnDemand: raw.appleOnDemand === undefined ? null : { trustedSsids: raw.appleOnDemand.trustedSsids, probeUrl: raw.appleOnDemand.probeUrl ?? null },
     nodes,
   };
 }

@@ -2,6 +2,8 @@
 // options are already picked for each node (reference §1.3), durations parsed, paths absolute.
 import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
 import type { IsoDuration } from '../shared/iso-duration.js';
+import type { AppleOnDemand } from '../apple/mobileconfig.js';
+import type { ProfileSigningMaterial } from '../apple/profile-signing.js';
 
 export interface WireGuardRange {
   readonly rangeFour: string;
@@ -50,6 +52,8 @@ export interface Profile {
   readonly wireGuard: { readonly keepAlive: boolean } | null;
   /** null when the profile has no OpenVPN ranges. */
   readonly openVpn: OpenVpnProfileSettings | null;
+  /** `appleOnDemand`: on-demand rules of its Apple profiles; null: none unless a call asks (`on_demand=yes`). */
+  readonly appleOnDemand: AppleOnDemand | null;
   readonly nodes: readonly ProfileNode[];
 }
 
@@ -146,6 +150,8 @@ export interface PortalConfig {
   /** `sessionExpiry` followed by `supportedSessionExpiry`, duplicates dropped (reference §10). */
   readonly supportedSessionExpiry: readonly string[];
   readonly wireGuard: WireGuardSettings;
+  /** `apple.signing*`: the material that signs Apple profiles, read and checked at load; null: profiles go out unsigned. */
+  readonly appleSigning: ProfileSigningMaterial | null;
   readonly profiles: readonly Profile[];
   /** Every node any profile is on, by node number. */
   readonly nodes: ReadonlyMap<NodeNumber, VpnNode>;

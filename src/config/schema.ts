@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
-// webhooks, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
+// webhooks, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
@@ -91,6 +91,28 @@ export const profileSchema = z.strictObject({
     .describe('Per node: the address the OpenVPN processes bind to (IPv4 → `udp`/`tcp-server`, otherwise `udp6`/`tcp6-server`).'),
   hideProfile: z.boolean().default(false).describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
   profilePriority: z.int().default(0).describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
+  appleOnDemand: z
+    .strictObject({
+      trustedSsids: z
+        .array(
+          z
+            .string()
+            .min(1, 'an SSID cannot be empty')
+            .refine((ssid) => Buffer.byteLength(ssid) <= 32, 'an SSID is at most 32 bytes (UTF-8)'),
+        )
+        .default([])
+        .describe('Wi-Fi names (1 to 32 bytes each, as an SSID is) where the tunnel disconnects.'),
+      probeUrl: z
+        .url({ protocol: /^https$/, error: 'must be an https:// URL' })
+        .optional()
+        .describe('A URL that answers 200 only inside the trusted network; https, so no one outside can fake the answer.'),
+    })
+    .optional()
+    .meta({
+      description:
+        '"Always on" in the Apple profile: `OnDemandEnabled` and `OnDemandRules` (disconnect on trusted Wi-Fi, disconnect when the probe answers, else connect). Absent: none, unless a call asks with `on_demand=yes`.',
+      see: 'apple-profiles.md',
+    }),
 });
 
 export const wireGuardSchema = z.strictObject({
@@ -276,6 +298,20 @@ export const portalConfigSchema = z.strictObject({
     ),
   supportedSessionExpiry: z.array(isoDuration).default([]).describe("Further values `create`'s `expires_in` may take; `sessionExpiry` is always allowed."),
   WireGuard: wireGuardSchema.prefault({}),
+  apple: z
+    .strictObject({
+      signingCertificate: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          "PEM file of the certificate that signs Apple profiles (a relative path is taken from the configuration file's folder); with `signingKey`, every Apple profile is a CMS SignedData.",
+        ),
+      signingKey: z.string().min(1).optional().describe('PEM file of the private key of `signingCertificate` (0600).'),
+      signingChain: z.string().min(1).optional().describe('PEM file of the certificates between the signing certificate and a root the devices trust.'),
+    })
+    .prefault({})
+    .meta({ description: 'Signed Apple profiles.', see: 'apple-profiles.md' }),
   ProfileList: z.array(profileSchema).min(1).describe('The VPN profiles.'),
 });
 

@@ -1,7 +1,10 @@
 // The file `create` answers for a WireGuard configuration, in the format the negotiation chose:
 // the wg-quick file for UDP (reference §6.3), its ProxyGuard variant for TCP (§7.1), or the
-// Apple configuration profile. Pure: the same inputs always give the same bytes.
-import { renderAppleMobileconfig } from '../apple/mobileconfig.js';
+// Apple configuration profile (signed when the portal has a signing certificate). Pure apart
+// from the signature: the same inputs always give the same bytes.
+import { renderAppleMobileconfig, type AppleOnDemand } from '../apple/mobileconfig.js';
+import { signProfile, type ProfileSigningMaterial } from '../apple/profile-signing.js';
+import type { ApplePlatform } from '../shared/platforms.js';
 import type { WireGuardProxy } from '../config/portal-config.js';
 import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import type { ConfigFormat } from './protocol-selection.js';
@@ -26,13 +29,29 @@ export interface WireGuardFileConfiguration {
   readonly wireGuard: WireGuardClientConfiguration;
 }
 
+/** What only the Apple profile needs: which app, on-demand rules, and the signer. */
+export interface AppleFileOptions {
+  readonly platform: ApplePlatform;
+  /** null: no on-demand rules. */
+  readonly onDemand: AppleOnDemand | null;
+  /** null: the profile goes out as the plain property list. */
+  readonly signing: ProfileSigningMaterial | null;
+  readonly signedAt: Date;
+}
+
 export interface ConfigurationFile {
-  readonly body: string;
+  /** Text, or bytes for a signed Apple profile (DER). */
+  readonly body: string | Uint8Array;
   /** Set when the file is meant to be saved under a name (`Content-Disposition: attachment`). */
   readonly downloadFileName: string | null;
 }
 
-export function renderWireGuardFile(format: WireGuardFileFormat, profile: WireGuardFileProfile, configuration: WireGuardFileConfiguration): ConfigurationFile {
+export async function renderWireGuardFile(
+  format: WireGuardFileFormat,
+  profile: WireGuardFileProfile,
+  configuration: WireGuardFileConfiguration,
+  apple: AppleFileOptions,
+): Promise<ConfigurationFile> {
   switch (format) {
     case 'wireguard':
       return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint: null }, configuration.wireGuard), downloadFileName: null };
@@ -48,16 +67,23 @@ export function renderWireGuardFile(format: WireGuardFileFormat, profile: WireGu
       const { privateKey } = configuration.wireGuard;
       // The negotiation never offers the Apple profile for a device-held key (offeredFormats).
       if (privateKey === null) throw new Error('an Apple profile needs the private key');
+      const plist = renderAppleMobileconfig(
+        {
+          portalHost: profile.portalBaseUrl.hostname,
+          profileId: profile.profileId,
+          profileDisplayName: profile.profileDisplayName,
+          wireGuard: { ...profile.wireGuard, proxyEndpoint: null },
+        },
+        {
+          identity: { kind: 'configuration', publicKey: configuration.publicKey },
+          displayName: configuration.displayName,
+          wireGuard: { ...configuration.wireGuard, privateKey },
+          platform: apple.platform,
+          onDemand: apple.onDemand,
+        },
+      );
       return {
-        body: renderAppleMobileconfig(
-          {
-            portalHost: profile.portalBaseUrl.hostname,
-            profileId: profile.profileId,
-            profileDisplayName: profile.profileDisplayName,
-            wireGuard: { ...profile.wireGuard, proxyEndpoint: null },
-          },
-          { ...configuration, wireGuard: { ...configuration.wireGuard, privateKey } },
-        ),
+        body: apple.signing === null ? plist : await signProfile(plist, apple.signing, apple.signedAt),
         downloadFileName: mobileconfigFileName(profile.profileId),
       };
     }

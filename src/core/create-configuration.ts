@@ -12,6 +12,7 @@ import { issueOpenVpn } from './issue-openvpn.js';
 import { issueWireGuard } from './issue-wireguard.js';
 import type { CreateConfigurationRequest, Issue, IssuedConfiguration } from './issuing.js';
 import { offeredFormats } from './offered-formats.js';
+import { formatsForPlatform, platformHint } from './platform-formats.js';
 import { assertProfileAllowed, noSuchProfile } from './profile-reach.js';
 import { chooseFormats, describeNoCommonFormat, MIME_TYPES } from './protocol-selection.js';
 
@@ -28,9 +29,15 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const ca = await ctx.openVpnKeys.ca();
   const expiresAt = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
   const deviceKeys = await readDeviceKeys(request.publicKey, request.csr);
-  const offered = formatsForDeviceKeys(offeredFormats(profile, ctx.config.wireGuard), deviceKeys);
+  const forKeys = formatsForDeviceKeys(offeredFormats(profile, ctx.config.wireGuard), deviceKeys);
+  const offered = formatsForPlatform(forKeys, request.platform);
   const formats = chooseFormats(request.accept, offered, request.preferTcp);
-  if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys));
+  if (formats.length === 0) {
+    throw new PortalError(
+      'no-common-protocol',
+      describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, request.platform),
+    );
+  }
 
   const issue: Issue = { request, profile, now, expiresAt, expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt), deviceKeys };
   // Formats are tried in order (reference §5.2): WireGuard fails over to OpenVPN when no node

@@ -11,6 +11,7 @@ import { assertPublicKeyUnused } from './device-keys.js';
 import { wireGuardConfiguration } from './events.js';
 import { keepAnswer, storeConfiguration, type Issue } from './issuing.js';
 import { nodeOrder } from './node-order.js';
+import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
 import { addPeersToNodes } from './node-peers.js';
 import { formatAtom } from '../shared/time.js';
 import { insertWithFreeAddresses } from './wireguard-addresses.js';
@@ -32,7 +33,7 @@ export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: W
     }
     const wireGuard = node.wireGuard;
     // Rendered inside the storing transaction (it needs the addresses), where the answer is kept for retries.
-    const render = (peer: WireGuardPeer): ConfigurationFile =>
+    const render = (peer: WireGuardPeer): Promise<ConfigurationFile> =>
       renderWireGuardFile(
         format,
         {
@@ -60,6 +61,12 @@ export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: W
           displayName: request.displayName,
           wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
         },
+        {
+          platform: applePlatformOf(request.platform),
+          onDemand: appleOnDemandOf(profile, request.onDemand),
+          signing: ctx.config.appleSigning,
+          signedAt: issue.now,
+        },
       );
     const stored = await storePeer(ctx, issue, node, keyPair.publicKey, devicePublicKey !== null, format, render);
     if (stored === null) continue;
@@ -78,7 +85,7 @@ async function storePeer(
   /** The device brought the key: it must not be in use anywhere. */
   devicePublicKey: boolean,
   format: WireGuardFileFormat,
-  render: (peer: WireGuardPeer) => ConfigurationFile,
+  render: (peer: WireGuardPeer) => Promise<ConfigurationFile>,
 ): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
@@ -98,7 +105,7 @@ async function storePeer(
         }),
       );
       if (peer === null) throw new PoolFull();
-      const file = render(peer);
+      const file = await render(peer);
       await keepAnswer(trx, issue, format, file);
       return { stored: { peer, file }, configuration: wireGuardConfiguration(peer) };
     });

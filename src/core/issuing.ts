@@ -10,6 +10,7 @@ import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import type { ConfigurationRef } from './events.js';
 import type { ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
+import type { Platform } from '../shared/platforms.js';
 import { formatAtom } from '../shared/time.js';
 import type { ConfigurationFile } from './configuration-file.js';
 import type { DeviceKeys } from './device-keys.js';
@@ -19,7 +20,8 @@ import { MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
 export interface IssuedConfiguration {
   readonly format: ConfigFormat;
   readonly contentType: string;
-  readonly body: string;
+  /** Bytes for a signed Apple profile. */
+  readonly body: string | Uint8Array;
   /** Set when the file is meant to be saved under this name (the Apple profile). */
   readonly downloadFileName: string | null;
   readonly expiresAt: Date;
@@ -32,6 +34,10 @@ export interface CreateConfigurationRequest {
   readonly preferTcp: boolean;
   readonly expiresIn: string | undefined;
   readonly accept: string | undefined;
+  /** The platform the configuration is for; undefined: any (the Apple profile is then for iOS). */
+  readonly platform?: Platform;
+  /** `on_demand`: overrides the profile's `appleOnDemand` in an Apple profile; undefined: the profile decides. */
+  readonly onDemand?: boolean;
   /** The device's own WireGuard public key: the portal makes no key pair, the file leaves PrivateKey to the device. */
   readonly publicKey?: WireGuardKey;
   /** The device's own OpenVPN key, as a PEM PKCS#10 request: the portal certifies it, the file has no key. */

@@ -44,6 +44,10 @@ const storedAnswer = z.union([
   z.object({ status: z.literal(200), json: z.unknown() }),
   z.object({ status: z.literal(200), jsonText: z.string() }),
   z.object({ status: z.literal(200), body: z.string(), headers: z.record(z.string(), z.string()) }),
+  // A file of bytes (a signed Apple profile), kept as Base64 since the kept answer is JSON.
+  z
+    .object({ status: z.literal(200), bodyBase64: z.string(), headers: z.record(z.string(), z.string()) })
+    .transform(({ status, bodyBase64, headers }) => ({ status, body: Buffer.from(bodyBase64, 'base64'), headers })),
 ]);
 
 export interface IdempotentRequest {
@@ -188,8 +192,11 @@ export class IdempotentCalls {
   }
 }
 
-/** The answer as kept: parts of a listing (which no POST call answers today) joined into one text. */
+/** The answer as kept: parts of a listing (which no POST call answers today) joined into one text, bytes as Base64. */
 function storable(response: RouteResponse): string {
+  if ('body' in response && typeof response.body !== 'string') {
+    return JSON.stringify({ status: response.status, bodyBase64: Buffer.from(response.body).toString('base64'), headers: response.headers });
+  }
   if (!('jsonParts' in response)) return JSON.stringify(response);
   const text = Buffer.concat(response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))).toString();
   return JSON.stringify({ status: response.status, jsonText: text });

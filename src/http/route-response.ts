@@ -8,6 +8,7 @@ export type RouteResponse =
   | { readonly status: 200; readonly jsonText: string }
   /** Large listings: JSON in parts sent one after another (src/shared/json-parts.ts); never kept for a retry. */
   | { readonly status: 200; readonly jsonParts: JsonParts; readonly headers?: Readonly<Record<string, string>> }
-  | { readonly status: 200; readonly body: string; readonly headers: Readonly<Record<string, string>> }
+  /** A file: text, or bytes (a signed Apple profile). */
+  | { readonly status: 200; readonly body: string | Uint8Array; readonly headers: Readonly<Record<string, string>> }
   /** Nothing, or only headers (a revocation's receipt id). */
   | { readonly status: 204; readonly headers?: Readonly<Record<string, string>> };

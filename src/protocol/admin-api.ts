@@ -2,6 +2,7 @@
 // routes, their OpenAPI document and the typed client (src/admin-client/): each call's method
 // and path, the parameters it takes, and the JSON it answers.
 import { z } from 'zod';
+import type { Platform } from '../shared/platforms.js';
 
 export const ADMIN_API_PREFIX = 'admin/api/v1';
 
@@ -205,6 +206,10 @@ export interface CreateParams {
   readonly public_key?: string;
   /** Extension: the device's own OpenVPN key, a PEM PKCS#10 request (the file then has no key). */
   readonly csr?: string;
+  /** Extension: the platform the configuration is for; only `ios` and `macos` take the Apple profile. */
+  readonly platform?: Platform;
+  /** Extension: whether the Apple profile connects on demand, overriding the profile's `appleOnDemand`. */
+  readonly on_demand?: 'yes' | 'no';
 }
 
 /** What `extend` answers (extension): the configuration's new expiry, and for OpenVPN its new certificate. */

@@ -13,7 +13,11 @@ const CALLS = [
   { method: 'GET', path: '/users', params: [] },
   { method: 'GET', path: '/disabled_users', params: [] },
   { method: 'GET', path: '/user_configuration_list', params: ['user_id'] },
-  { method: 'POST', path: '/create', params: ['user_id', 'profile_id', 'display_name', 'prefer_tcp', 'expires_in', 'public_key', 'csr'] },
+  {
+    method: 'POST',
+    path: '/create',
+    params: ['user_id', 'profile_id', 'display_name', 'prefer_tcp', 'expires_in', 'public_key', 'csr', 'platform', 'on_demand'],
+  },
   { method: 'POST', path: '/destroy', params: ['user_id'] },
   { method: 'POST', path: '/disable_user', params: ['user_id'] },
   { method: 'POST', path: '/enable_user', params: ['user_id'] },

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, loadPortalConfig, resolvePortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
+import { problemsOf } from '../support/config-problems.js';
 import type { NodeNumber } from '../../src/shared/ids.js';
 
 type ProfileFile = PortalConfigFile['ProfileList'][number];
@@ -22,17 +23,6 @@ const employees: ProfileFile = {
 
 function withProfiles(...profiles: ProfileFile[]): Record<string, unknown> {
   return { dataDir: '/var/lib/vpn-portal', ProfileList: profiles };
-}
-
-/** The ConfigError message for a document, failing the test when it is accepted. */
-function problemsOf(document: unknown): string {
-  try {
-    resolvePortalConfig(document, 'portal.json');
-  } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
-    return error.message;
-  }
-  assert.fail('the configuration was accepted');
 }
 
 function configFile(t: { after: (fn: () => void) => void }, name: string, text: string): string {

@@ -10,42 +10,17 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse, type PlistValue } from 'plist';
-import { renderAppleMobileconfig, type AppleConfigurationSettings, type AppleProfileSettings } from '../../src/apple/mobileconfig.js';
+import { renderAppleMobileconfig } from '../../src/apple/mobileconfig.js';
 import { nameBasedUuid } from '../../src/apple/name-based-uuid.js';
 import { asProfileId } from '../../src/shared/ids.js';
 import { renderWireGuardClientConfig } from '../../src/wireguard/client-config.js';
-import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { exampleAppleConfiguration, exampleAppleProfile } from '../support/apple-fixtures.js';
 import { NetnsLab } from '../support/netns.js';
 
 const UUID = /^[0-9A-F]{8}-[0-9A-F]{4}-5[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$/;
-const server = generateWireGuardKeyPair();
-
-const profile: AppleProfileSettings = {
-  portalHost: 'vpn.example.org',
-  profileId: asProfileId('employees'),
-  profileDisplayName: 'Employees',
-  wireGuard: {
-    hostName: 'vpn1.example.org',
-    listenPort: 51820,
-    mtu: 1392,
-    serverPublicKey: server.publicKey,
-    rangeFour: '10.42.42.0/24',
-    rangeSix: 'fd42::/64',
-    defaultGateway: true,
-    dnsServerList: ['@GW4@', '@GW6@'],
-    dnsSearchDomainList: ['example.org'],
-    routeList: [],
-    excludeRouteList: [],
-    keepAlive: true,
-    // Set on purpose: the Apple profile is always WireGuard over UDP.
-    proxyEndpoint: 'https://vpn.example.org/proxyguard/vpn1.example.org',
-  },
-};
-
-function configurationFor(displayName: string): AppleConfigurationSettings {
-  const keys = generateWireGuardKeyPair();
-  return { publicKey: keys.publicKey, displayName, wireGuard: { privateKey: keys.privateKey, ipFour: '10.42.42.7', ipSix: 'fd42::7' } };
-}
+const server = { publicKey: exampleAppleProfile.wireGuard.serverPublicKey };
+const profile = exampleAppleProfile;
+const configurationFor = exampleAppleConfiguration;
 
 type Dict = { readonly [key: string]: PlistValue };
 
@@ -124,6 +99,45 @@ describe('the Apple configuration profile', () => {
       assert.notEqual(other.top[key], first.top[key], `top-level ${key} differs for another configuration`);
       assert.notEqual(other.vpn[key], first.vpn[key], `VPN ${key} differs for another configuration`);
     }
+  });
+
+  test('a device keeps its identifiers across re-issues; two devices, or two profiles of one device, never share them', () => {
+    const device = (deviceId: string) => configurationFor('Laptop', { identity: { kind: 'device', deviceId } });
+    const first = parseProfile(renderAppleMobileconfig(profile, device('dev-1')));
+    const reissued = parseProfile(renderAppleMobileconfig(profile, device('dev-1')));
+    const otherDevice = parseProfile(renderAppleMobileconfig(profile, device('dev-2')));
+    const otherProfile = parseProfile(renderAppleMobileconfig({ ...profile, profileId: asProfileId('guests') }, device('dev-1')));
+    for (const key of ['PayloadUUID', 'PayloadIdentifier']) {
+      for (const part of ['top', 'vpn'] as const) {
+        assert.equal(reissued[part][key], first[part][key], `${part} ${key} is kept for a new key of the same device`);
+        assert.notEqual(otherDevice[part][key], first[part][key], `${part} ${key} differs for another device`);
+        assert.notEqual(otherProfile[part][key], first[part][key], `${part} ${key} differs for another profile of the device`);
+      }
+    }
+  });
+
+  test('the macOS profile names the WireGuard app for macOS; the iOS one the app for iOS and iPadOS', () => {
+    assert.equal(parseProfile(renderAppleMobileconfig(profile, configurationFor('Mac', { platform: 'macos' }))).vpn['VPNSubType'], 'com.wireguard.macos');
+    assert.equal(parseProfile(renderAppleMobileconfig(profile, configurationFor('Phone', { platform: 'ios' }))).vpn['VPNSubType'], 'com.wireguard.ios');
+  });
+
+  test('on demand: trusted Wi-Fi names, then the probe, then connect everywhere else, in the VPN dictionary', () => {
+    const onDemand = { trustedSsids: ['Office', 'Lab & <Guests>'], probeUrl: 'https://intranet.example.org/probe' };
+    const vpn = asDict(parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand }))).vpn['VPN'], 'VPN');
+    assert.equal(vpn['OnDemandEnabled'], 1);
+    assert.deepEqual(vpn['OnDemandRules'], [
+      { Action: 'Disconnect', InterfaceTypeMatch: 'WiFi', SSIDMatch: ['Office', 'Lab & <Guests>'] },
+      { Action: 'Disconnect', URLStringProbe: 'https://intranet.example.org/probe' },
+      { Action: 'Connect' },
+    ]);
+
+    const bare = asDict(
+      parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand: { trustedSsids: [], probeUrl: null } }))).vpn['VPN'],
+      'VPN',
+    );
+    assert.deepEqual(bare['OnDemandRules'], [{ Action: 'Connect' }], 'without trusted networks: always connect');
+    const none = asDict(parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop'))).vpn['VPN'], 'VPN');
+    assert.deepEqual(Object.keys(none).sort(), ['AuthenticationMethod', 'RemoteAddress'], 'no on-demand keys unless asked');
   });
 
   test('an IP literal as portal host still gives a well-formed identifier', () => {

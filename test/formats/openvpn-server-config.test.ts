@@ -42,6 +42,7 @@ function referenceProfile(overrides: Partial<Omit<Profile, 'openVpn'>> & { openV
     excludeRouteList: [],
     preferredProto: 'openvpn',
     wireGuard: null,
+    appleOnDemand: null,
     nodes: [],
     ...rest,
     openVpn: {

@@ -9,6 +9,8 @@ export interface RawResponse {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   readonly text: string;
+  /** The body as received (a signed Apple profile is DER, not text). */
+  readonly bytes: Buffer;
   json(): unknown;
 }
 
@@ -26,8 +28,9 @@ export function rawRequest(url: string, { method = 'GET', headers = {}, body }: 
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+        const bytes = Buffer.concat(chunks);
+        const text = bytes.toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, bytes, json: () => JSON.parse(text) });
       });
       res.on('error', reject);
     });

@@ -1,6 +1,7 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
 import { createConfiguration, type IssuedConfiguration } from '../../core/create-configuration.js';
 import { MIME_TYPES } from '../../core/protocol-selection.js';
+import { describePlatforms, PLATFORMS } from '../../shared/platforms.js';
 import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
@@ -27,6 +28,15 @@ export const createRoute = defineRoute({
       param.certificateRequest,
       "extension: the device's own OpenVPN key as a PEM PKCS#10 certificate request (Ed25519 or P-256); the portal certifies its key and the file has no `<key>` block",
     ),
+    platform: optional(
+      param.platform,
+      `extension: the platform the configuration is for, ${describePlatforms()}; only \`ios\` (the default) and \`macos\` take the Apple profile, whose VPNSubType names the WireGuard app of that platform`,
+      { invalidHint: `one of ${PLATFORMS.join(', ')}` },
+    ),
+    on_demand: optional(
+      param.yesNo,
+      "extension: `yes` or `no`: whether the Apple profile connects on demand (always on), overriding the profile's `appleOnDemand`; other formats ignore it",
+    ),
   },
   success: {
     status: 200,
@@ -45,6 +55,8 @@ export const createRoute = defineRoute({
       accept: request.headers.accept,
       ...(params.public_key === undefined ? {} : { publicKey: params.public_key }),
       ...(params.csr === undefined ? {} : { csr: params.csr }),
+      ...(params.platform === undefined ? {} : { platform: params.platform }),
+      ...(params.on_demand === undefined ? {} : { onDemand: params.on_demand }),
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
       ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),
     });
@@ -53,10 +65,10 @@ export const createRoute = defineRoute({
 });
 
 /** The configuration file with the headers create (and enroll) answer it with. */
-export function configurationAnswer(issued: IssuedConfiguration): Extract<RouteResponse, { readonly body: string }> {
+export function configurationAnswer(issued: IssuedConfiguration): Extract<RouteResponse, { readonly body: unknown }> {
   return {
     status: 200,
-    body: issued.body,
+    body: typeof issued.body === 'string' ? issued.body : Buffer.from(issued.body),
     headers: {
       'content-type': issued.contentType,
       expires: formatHttpDate(issued.expiresAt),
