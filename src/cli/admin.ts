@@ -752,7 +752,11 @@ function connectionIdOf(body: string, devicePublicKey: string | undefined): stri
   if (privateKey !== undefined && isWireGuardKey(privateKey)) return wireGuardPublicKey(privateKey);
   const certificate = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(body.replace(/^[\s\S]*<cert>/, ''))?.[0];
   if (certificate === undefined) return null;
-  return /^CN=(.+)$/m.exec(new X509Certificate(certificate).subject)?.[1] ?? null;
+  const escaped = /^CN=(.+)$/m.exec(new X509Certificate(certificate).subject)?.[1];
+  // The subject is written as RFC 4514 says: a base64 name's `+` comes as `\+`.
+  return escaped === undefined
+    ? null
+    : escaped.replace(/\\([0-9A-Fa-f]{2}|.)/g, (_, char: string) => (char.length === 2 ? String.fromCharCode(Number.parseInt(char, 16)) : char));
 }
 
 function readCsr(file: string): string {
