@@ -12,7 +12,9 @@ import type { ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { addDuration, durationMilliseconds, parseIsoDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
 import type { Executor } from '../storage/database.js';
+import { enrollmentTokenInfoSchema, type EnrollmentTokenInfo } from '../protocol/admin-api.js';
 import {
+  enrollmentTokenRow,
   findEnrollmentToken,
   insertEnrollmentToken,
   listEnrollmentTokens as listStoredTokens,
@@ -120,6 +122,14 @@ export function tokenState(token: StoredEnrollmentToken, now: Date): 'usable' | 
   if (token.usesLeft <= 0) return 'used-up';
   if (token.expiresAt <= formatAtom(now)) return 'expired';
   return 'usable';
+}
+
+/**
+ * A token as `enrollment_tokens` lists it: its row's columns in the same names, with where it
+ * stands. The schema keeps only the columns the wire shows (never `secret_hash`).
+ */
+export function enrollmentTokenInfo(token: StoredEnrollmentToken, now: Date): EnrollmentTokenInfo {
+  return enrollmentTokenInfoSchema.parse({ ...enrollmentTokenRow(token), state: tokenState(token, now) });
 }
 
 export interface Enrollment {

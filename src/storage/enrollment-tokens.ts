@@ -24,24 +24,7 @@ export interface StoredEnrollmentToken {
 }
 
 export async function insertEnrollmentToken(db: Executor, token: StoredEnrollmentToken): Promise<void> {
-  await db
-    .insertInto('enrollment_tokens')
-    .values({
-      token_id: token.tokenId,
-      secret_hash: token.secretHash,
-      user_id: token.userId,
-      profile_id: token.profileId,
-      display_name: token.displayName,
-      expires_in: token.expiresIn,
-      uses: token.uses,
-      uses_left: token.usesLeft,
-      created_at: token.createdAt,
-      created_by: token.createdBy,
-      expires_at: token.expiresAt,
-      revoked_at: token.revokedAt,
-      last_used_at: token.lastUsedAt,
-    })
-    .execute();
+  await db.insertInto('enrollment_tokens').values(enrollmentTokenRow(token)).execute();
 }
 
 export async function findEnrollmentToken(db: Executor, tokenId: string): Promise<StoredEnrollmentToken | undefined> {
@@ -113,6 +96,25 @@ export async function deleteEnrollmentTokensEndedBefore(db: Executor, before: st
     .where((where) => where.or([where('expires_at', '<', before), where('revoked_at', '<', before)]))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/** The token as its row; the Admin API lists tokens in the same names (src/core/enrollment-tokens.ts). */
+export function enrollmentTokenRow(token: StoredEnrollmentToken): EnrollmentTokensTable {
+  return {
+    token_id: token.tokenId,
+    secret_hash: token.secretHash,
+    user_id: token.userId,
+    profile_id: token.profileId,
+    display_name: token.displayName,
+    expires_in: token.expiresIn,
+    uses: token.uses,
+    uses_left: token.usesLeft,
+    created_at: token.createdAt,
+    created_by: token.createdBy,
+    expires_at: token.expiresAt,
+    revoked_at: token.revokedAt,
+    last_used_at: token.lastUsedAt,
+  };
 }
 
 function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {
