@@ -11,7 +11,7 @@ import { constantTimeEquals } from '../shared/constant-time.js';
 import type { ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { addDuration, durationMilliseconds, parseIsoDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
-import type { Executor } from '../storage/database.js';
+import type { Db } from '../storage/database.js';
 import { enrollmentTokenInfoSchema, type EnrollmentTokenInfo } from '../protocol/admin-api.js';
 import {
   enrollmentTokenRow,
@@ -182,7 +182,7 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
 }
 
 /** Throws the 410 that says why the token cannot be used (the update found no row to take a use from). */
-async function refuseUnusableToken(db: Executor, tokenId: string, now: Date): Promise<never> {
+async function refuseUnusableToken(db: Db, tokenId: string, now: Date): Promise<never> {
   const token = await findEnrollmentToken(db, tokenId);
   if (token === undefined) throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
   assertUsable(token, now);

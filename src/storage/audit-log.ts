@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { formatAtom } from '../shared/time.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { AuditLogTable } from './schema.js';
 
@@ -51,7 +51,7 @@ export function newAuditId(at: Date): string {
   return `${lastMillis.toString(16).padStart(12, '0')}${counter.toString(16).padStart(4, '0')}${randomBytes(4).toString('hex')}`;
 }
 
-export async function insertAuditRecord(db: Executor, record: AuditRecord): Promise<void> {
+export async function insertAuditRecord(db: Db, record: AuditRecord): Promise<void> {
   await insertAuditRow(db, { ...record, parameters: JSON.stringify(record.parameters), connectionIds: JSON.stringify(record.connectionIds) });
 }
 
@@ -73,7 +73,7 @@ const insertAuditRow = preparedQuery((db, value: Slot<AuditRow>) =>
 );
 
 /** Entries matching the filter, newest first, at most `limit`. */
-export async function auditRecords(db: Executor, filter: AuditFilter): Promise<AuditRecord[]> {
+export async function auditRecords(db: Db, filter: AuditFilter): Promise<AuditRecord[]> {
   let query = db.selectFrom('audit_log').selectAll().orderBy('audit_id', 'desc').limit(filter.limit);
   if (filter.since !== undefined) query = query.where('at', '>=', filter.since);
   if (filter.until !== undefined) query = query.where('at', '<', filter.until);
@@ -84,7 +84,7 @@ export async function auditRecords(db: Executor, filter: AuditFilter): Promise<A
 }
 
 /** Deletes the entries older than `before`; returns how many. */
-export async function pruneAuditLog(db: Executor, before: Date): Promise<number> {
+export async function pruneAuditLog(db: Db, before: Date): Promise<number> {
   const result = await db.deleteFrom('audit_log').where('at', '<', formatAtom(before)).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -21,7 +21,6 @@ import {
   type PostgresPool,
   type PostgresPoolClient,
   type PostgresQueryResult,
-  type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import { GroupCommitSqliteDriver } from './sqlite-driver.js';
@@ -41,9 +40,8 @@ import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
 import type { Database } from './schema.js';
 
+/** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
 export type Db = Kysely<Database>;
-/** The database or a transaction on it: what a query runs on. */
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 /** Connections per portal instance unless `poolSize` says otherwise; PostgreSQL's default max_connections (100) holds several instances. */
 const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -150,7 +148,7 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
 }
 
 /** True when `db` talks to PostgreSQL (for the few queries that differ between dialects). */
-export function isPostgres(db: Executor | Kysely<unknown>): boolean {
+export function isPostgres(db: Db | Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 

@@ -3,7 +3,7 @@
 // a use is taken by one conditional update, in the transaction that stores the configuration.
 import { sql } from 'kysely';
 import { asProfileId, asUserId, type ProfileId, type UserId } from '../shared/ids.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { EnrollmentTokensTable } from './schema.js';
 
 export interface StoredEnrollmentToken {
@@ -23,18 +23,18 @@ export interface StoredEnrollmentToken {
   readonly lastUsedAt: string | null;
 }
 
-export async function insertEnrollmentToken(db: Executor, token: StoredEnrollmentToken): Promise<void> {
+export async function insertEnrollmentToken(db: Db, token: StoredEnrollmentToken): Promise<void> {
   await db.insertInto('enrollment_tokens').values(enrollmentTokenRow(token)).execute();
 }
 
-export async function findEnrollmentToken(db: Executor, tokenId: string): Promise<StoredEnrollmentToken | undefined> {
+export async function findEnrollmentToken(db: Db, tokenId: string): Promise<StoredEnrollmentToken | undefined> {
   const row = await db.selectFrom('enrollment_tokens').selectAll().where('token_id', '=', tokenId).executeTakeFirst();
   return row === undefined ? undefined : toToken(row);
 }
 
 /** Every token (of one user, or of the given profiles), newest first. */
 export async function listEnrollmentTokens(
-  db: Executor,
+  db: Db,
   filter: { readonly userId?: UserId; readonly profiles?: readonly ProfileId[] | null } = {},
 ): Promise<StoredEnrollmentToken[]> {
   let query = db.selectFrom('enrollment_tokens').selectAll();
@@ -53,7 +53,7 @@ export async function listEnrollmentTokens(
  * redemptions only as many as there are uses find a row to change (PostgreSQL re-checks the
  * condition after waiting for the row's lock; SQLite runs one writer at a time).
  */
-export async function takeEnrollmentTokenUse(db: Executor, tokenId: string, now: string): Promise<boolean> {
+export async function takeEnrollmentTokenUse(db: Db, tokenId: string, now: string): Promise<boolean> {
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ uses_left: sql<number>`uses_left - 1`, last_used_at: now })
@@ -66,7 +66,7 @@ export async function takeEnrollmentTokenUse(db: Executor, tokenId: string, now:
 }
 
 /** Revokes one token not revoked yet; false when there is none. */
-export async function revokeEnrollmentToken(db: Executor, tokenId: string, at: string): Promise<boolean> {
+export async function revokeEnrollmentToken(db: Db, tokenId: string, at: string): Promise<boolean> {
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ revoked_at: at })
@@ -77,7 +77,7 @@ export async function revokeEnrollmentToken(db: Executor, tokenId: string, at: s
 }
 
 /** Revokes every token of a user that could still be used (disable_user). */
-export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
+export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: string): Promise<number> {
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ revoked_at: at })
@@ -90,7 +90,7 @@ export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId,
 }
 
 /** Deletes tokens that ended (expired, or revoked) before `before` (housekeeping). */
-export async function deleteEnrollmentTokensEndedBefore(db: Executor, before: string): Promise<number> {
+export async function deleteEnrollmentTokensEndedBefore(db: Db, before: string): Promise<number> {
   const result = await db
     .deleteFrom('enrollment_tokens')
     .where((where) => where.or([where('expires_at', '<', before), where('revoked_at', '<', before)]))
