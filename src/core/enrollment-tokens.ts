@@ -190,7 +190,8 @@ async function refuseUnusableToken(db: Db, tokenId: string, now: Date): Promise<
 }
 
 function assertUsable(token: StoredEnrollmentToken, now: Date): void {
-  switch (tokenState(token, now)) {
+  const state = tokenState(token, now);
+  switch (state) {
     case 'revoked':
       throw new PortalError('gone', `enrollment token was revoked at ${token.revokedAt ?? ''}`);
     case 'used-up':
@@ -199,6 +200,8 @@ function assertUsable(token: StoredEnrollmentToken, now: Date): void {
       throw new PortalError('gone', `enrollment token expired at ${token.expiresAt}`);
     case 'usable':
       return;
+    default:
+      state satisfies never;
   }
 }
 
