@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { openVpnServerFiles } from '../../core/openvpn-server-files.js';
-import { wireGuardServerConfig } from '../../core/wireguard-node-settings.js';
+import { wireGuardNodeSettings } from '../../core/wireguard-node-settings.js';
 import { serverConfigForm, type ServerConfigAnswer } from '../../protocol/node-api.js';
 import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';
@@ -23,7 +23,7 @@ export async function serverConfigHandler(ctx: PortalContext, request: FastifyRe
     managementDir: form.management_dir ?? '/run/openvpn-server',
   });
   const answer: ServerConfigAnswer = {
-    wireguard: wireGuardServerConfig(ctx, nodeNumber, profileFilter),
+    wireguard: wireGuardNodeSettings(ctx, nodeNumber, profileFilter),
     openvpn: openvpn.map(({ name, profileId, processNumber, proto, port, content }) => ({ name, profileId, processNumber, proto, port, content })),
   };
   await reply.type('application/json').send(JSON.stringify(answer));
