@@ -14,7 +14,7 @@ import { PortalClient } from './portal-client.js';
 import type { ProxyGuardRelay } from './proxyguard/relay.js';
 import { ProxyGuardService } from './proxyguard/service.js';
 import type { Secret } from '../shared/secret.js';
-import type { NodeServerConfig } from './server-config.js';
+import type { NodeServerConfig } from './node-assignment.js';
 import type { WireGuardInterface } from './wireguard/interface.js';
 import { WireGuardService } from './wireguard/service.js';
 import { messageOf } from '../shared/error-message.js';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { runChecked, type CommandRunner } from '../process/command-runner.js';
 import type { WireGuardImplementation } from '../config.js';
 import { linkExists, readLinkState } from './link-state.js';
-import type { WireGuardServerConfig } from '../server-config.js';
+import type { WireGuardServerConfig } from '../node-assignment.js';
 import { WireGuardGoProcess } from './wireguard-go-process.js';
 import type { WgTool } from './wg-tool.js';
 

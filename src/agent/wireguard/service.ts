@@ -9,7 +9,7 @@ import type { Clock } from '../../shared/time.js';
 import type { NodeAgentConfig } from '../config.js';
 import { WireGuardUnavailableError, type WireGuardPeers } from '../daemon-api/server.js';
 import type { CommandRunner } from '../process/command-runner.js';
-import type { WireGuardServerConfig } from '../server-config.js';
+import type { WireGuardServerConfig } from '../node-assignment.js';
 import { PeerBatcher } from './batcher.js';
 import type { WgPeer } from './dump.js';
 import { EndpointMemory } from './endpoint-memory.js';
