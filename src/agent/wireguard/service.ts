@@ -9,7 +9,7 @@ import type { Clock } from '../../shared/time.js';
 import type { NodeAgentConfig } from '../config.js';
 import { WireGuardUnavailableError, type WireGuardPeers } from '../daemon-api/server.js';
 import type { CommandRunner } from '../process/command-runner.js';
-import type { WireGuardServerConfig } from '../node-assignment.js';
+import type { WireGuardAssignment } from '../node-assignment.js';
 import { PeerBatcher } from './batcher.js';
 import type { WgPeer } from './dump.js';
 import { EndpointMemory } from './endpoint-memory.js';
@@ -79,7 +79,7 @@ export class WireGuardService implements WireGuardPeers {
    * Brings the interface to the portal's WireGuard settings, creating it on the first ones. Null
    * (the portal no longer assigns WireGuard here) leaves an interface as it is, with a warning.
    */
-  async apply(settings: WireGuardServerConfig | null): Promise<void> {
+  async apply(settings: WireGuardAssignment | null): Promise<void> {
     const { logger } = this.#options;
     if (settings === null) {
       if (this.#active === null) logger.info('the portal assigns no WireGuard profile to this node');
@@ -177,7 +177,7 @@ export class WireGuardService implements WireGuardPeers {
 const WIREGUARD_GO_PEER_LIMIT = 65_536;
 
 /** wireguard-go cannot hold more than 65,536 peers: refuse ranges that could need more, naming them. */
-function checkPeerCapacity(wireGuardInterface: WireGuardInterface, settings: WireGuardServerConfig, nodeNumber: number): void {
+function checkPeerCapacity(wireGuardInterface: WireGuardInterface, settings: WireGuardAssignment, nodeNumber: number): void {
   if (wireGuardInterface.origin !== 'wireguard-go') return;
   const total = settings.capacity.reduce((sum, entry) => sum + entry.peers, 0);
   if (total <= WIREGUARD_GO_PEER_LIMIT) return;
