@@ -21,7 +21,7 @@ import { messageOf } from '../shared/error-message.js';
 import { LISTEN_BACKLOG } from '../shared/listen-backlog.js';
 import { randomUUID } from 'node:crypto';
 import { startMetricsServer, type RunningMetricsServer } from '../shared/metrics-server.js';
-import { agentMetricsRegistry } from './metrics.js';
+import { agentMetricsRegistry } from './node-metrics.js';
 import { clientRanges, NodeNat } from './nat.js';
 
 export interface NodeAgentDependencies {
