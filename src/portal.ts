@@ -9,7 +9,7 @@ import { NodeFleet } from './node-client/fleet.js';
 import { runConnectScript } from './listeners/connect-script.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
-import { recordMetrics } from './listeners/metrics.js';
+import { recordMetrics } from './listeners/event-metrics.js';
 import { writeAuditLog } from './listeners/audit-log.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { WebhookDeliveryWorker } from './core/webhook-delivery.js';

@@ -12,6 +12,12 @@
 #   TEST_DATABASES="sqlite" bash test/run.sh     one pass only ("sqlite", "postgres", or both: the default)
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/foo.test.ts …          these files only
+#   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
+#
+# Coverage: every test process of both passes writes V8 coverage into coverage/tmp (not the
+# processes the tests start: test/support/coverage-scope.ts); after the last pass c8 merges it into one report of
+# src/ (coverage/index.html, a summary printed), and the floors CONTRIBUTING.md gives src/core/
+# and src/storage/ are checked when the whole suite ran on both databases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then
@@ -33,6 +39,15 @@ else
   files=(test/**/*.test.ts)
 fi
 read -r -a databases <<<"${TEST_DATABASES:-sqlite postgres}"
+if [ "$#" -gt 0 ]; then coverage="${TEST_COVERAGE:-0}"; else coverage="${TEST_COVERAGE:-1}"; fi
+if [ "$coverage" = 1 ]; then
+  rm -rf coverage
+  mkdir -p coverage/tmp
+  export NODE_V8_COVERAGE="$PWD/coverage/tmp"
+  scope=(--import ./test/support/coverage-scope.ts)
+else
+  scope=()
+fi
 
 for database in "${databases[@]}"; do
   case "$database" in
@@ -57,12 +72,25 @@ for database in "${databases[@]}"; do
   else
     unset TEST_DATABASE_URL
   fi
-  if node --import tsx --test --test-concurrency=2 --test-reporter=spec "${selected[@]}"; then
+  if node --import tsx "${scope[@]}" --test --test-concurrency=2 --test-reporter=spec "${selected[@]}"; then
     summary+=("$database: passed")
   else
     summary+=("$database: FAILED")
     status=1
   fi
 done
+if [ "$coverage" = 1 ]; then
+  unset NODE_V8_COVERAGE
+  echo "=== coverage of src/ (the full report: coverage/index.html)"
+  floors=(--report-only)
+  if [ "$#" -eq 0 ] && [ "${databases[*]}" = "sqlite postgres" ]; then floors=(); fi
+  if ! node_modules/.bin/c8 report; then
+    summary+=("coverage: the report failed")
+    status=1
+  elif ! node --import tsx tools/coverage/check-floors.ts "${floors[@]}"; then
+    summary+=("coverage: below the floors in CONTRIBUTING.md")
+    status=1
+  fi
+fi
 printf '=== %s\n' "${summary[@]}"
 exit "$status"

@@ -7,25 +7,21 @@ import { resolvePreferAes } from './openvpn/aes-support.js';
 import { DEFAULT_BACKOFF, retryWithBackoff, type BackoffSchedule } from './process/backoff.js';
 import { createCommandRunner, type CommandRunner } from './process/command-runner.js';
 import type { NodeAgentConfig } from './config.js';
-import { buildDaemonServer, WireGuardUnavailableError, type DaemonServer, type WireGuardPeers } from './daemon-api/server.js';
+import { buildDaemonServer, type DaemonServer } from './daemon-api/server.js';
 import { describeNode } from './daemon-api/node-info.js';
 import { OpenVpnService } from './openvpn/service.js';
-import { PeerBatcher } from './wireguard/batcher.js';
-import { PeerWriter } from './wireguard/peer-writer.js';
 import { PortalClient } from './portal-client.js';
 import type { ProxyGuardRelay } from './proxyguard/relay.js';
 import { ProxyGuardService } from './proxyguard/service.js';
 import type { Secret } from '../shared/secret.js';
-import type { NodeServerConfig, WireGuardServerConfig } from './server-config.js';
-import { WgTool } from './wireguard/wg-tool.js';
-import { WireGuardInterface } from './wireguard/interface.js';
+import type { NodeServerConfig } from './node-assignment.js';
+import type { WireGuardInterface } from './wireguard/interface.js';
+import { WireGuardService } from './wireguard/service.js';
 import { messageOf } from '../shared/error-message.js';
 import { LISTEN_BACKLOG } from '../shared/listen-backlog.js';
-import { PeerRevisions } from './wireguard/revisions.js';
-import { EndpointMemory } from './wireguard/endpoint-memory.js';
 import { randomUUID } from 'node:crypto';
 import { startMetricsServer, type RunningMetricsServer } from '../shared/metrics-server.js';
-import { agentMetricsRegistry } from './metrics.js';
+import { agentMetricsRegistry } from './node-metrics.js';
 import { clientRanges, NodeNat } from './nat.js';
 
 export interface NodeAgentDependencies {
@@ -62,24 +58,6 @@ export interface RunningNodeAgent {
   stop(): Promise<void>;
 }
 
-/** How often the agent looks at its peers' endpoints by itself. */
-const ENDPOINT_OBSERVE_INTERVAL_MS = 10_000;
-
-interface ActiveWireGuard {
-  readonly wireGuardInterface: WireGuardInterface;
-  readonly batcher: PeerBatcher;
-}
-
-interface AgentState {
-  /** Set up on the first server configuration that has a WireGuard part. */
-  wireGuard: ActiveWireGuard | null;
-  warnedAboutDroppedWireGuard: boolean;
-  /** `instance_id` of `/i/node`: new whenever the interface lost its peers. */
-  instanceId: string;
-  /** `maintenance_mode` of `/i/node`. */
-  maintenanceMode: boolean;
-}
-
 /**
  * Starts the node agent: waits until the portal hands out this node's server configuration,
  * sets up WireGuard from it, then serves the vpn-daemon protocol and refreshes the
@@ -89,165 +67,69 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const { config, logger } = deps;
   const clock = deps.clock ?? systemClock;
   const runner = deps.runner ?? createCommandRunner();
-  const wg = new WgTool(runner);
-  const writer = new PeerWriter({ wg });
   const preferAes = await resolvePreferAes(config.openVpn.preferAes);
-  const portal = new PortalClient({
-    apiUrl: config.apiUrl,
-    nodeNumber: config.nodeNumber,
-    nodeKey: deps.nodeKey,
-    profileIdList: config.profileIdList,
-    openVpn: { user: config.openVpn.user, group: config.openVpn.group, preferAes, managementDir: config.openVpn.managementDir },
-    ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
-  });
-  const openVpn = new OpenVpnService({
-    settings: config.openVpn,
-    runner,
-    portal,
-    logger,
-    ...(deps.openVpnRestartDelaysMs === undefined ? {} : { restartDelaysMs: deps.openVpnRestartDelaysMs }),
-  });
-
-  const state: AgentState = { wireGuard: null, warnedAboutDroppedWireGuard: false, instanceId: randomUUID(), maintenanceMode: config.maintenanceMode };
-  const revisions = new PeerRevisions();
-  const endpoints = new EndpointMemory(config.wireGuard.endpointFile, logger);
-  await endpoints.load();
+  const portal = portalClientOf(deps, preferAes);
+  const openVpn = new OpenVpnService({ settings: config.openVpn, runner, portal, logger, restartDelaysMs: deps.openVpnRestartDelaysMs });
+  // `instance_id` of `/i/node`: new whenever the interface lost its peers.
+  let instanceId = randomUUID();
+  let maintenanceMode = config.maintenanceMode;
   // Set once serving: asks the portal again, which then looks at this node and reconciles it.
   let checkIn: () => void = () => {};
   const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
+  const wireGuard = await WireGuardService.create({
+    settings: config.wireGuard,
+    nodeNumber: config.nodeNumber,
+    runner,
+    clock,
+    logger,
+    onPeersLost: () => {
+      instanceId = randomUUID();
+      checkIn();
+    },
+    originOf: (endpoint) => proxyGuard.relay?.originOf(endpoint) ?? null,
+  });
   const nat = config.nat ? new NodeNat(runner, logger) : null;
 
   const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
     // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
     await openVpn.apply(serverConfig.openvpn ?? []);
     await nat?.apply(clientRanges(serverConfig));
-    if (serverConfig.wireguard === null) {
-      if (state.wireGuard === null) logger.info('the portal assigns no WireGuard profile to this node');
-      else if (!state.warnedAboutDroppedWireGuard) {
-        state.warnedAboutDroppedWireGuard = true;
-        logger.warn(
-          { interface: state.wireGuard.wireGuardInterface.name },
-          'the portal no longer assigns WireGuard profiles to this node; the interface stays as it is',
-        );
-      }
-      return;
-    }
-    if (state.wireGuard === null) {
-      const wireGuardInterface = await WireGuardInterface.open({
-        name: config.wireGuard.interfaceName,
-        implementation: config.wireGuard.implementation,
-        runner,
-        wg,
-        logger,
-        onPeersLost: () => {
-          state.instanceId = randomUUID();
-          endpoints.interfaceEmptied();
-          checkIn();
-        },
-      });
-      if (wireGuardInterface.origin !== 'existing') endpoints.interfaceEmptied();
-      state.wireGuard = { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg, writer, logger }) };
-    }
-    state.warnedAboutDroppedWireGuard = false;
-    checkPeerCapacity(state.wireGuard.wireGuardInterface, serverConfig.wireguard, config.nodeNumber);
-    await state.wireGuard.wireGuardInterface.apply(serverConfig.wireguard);
-    await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
+    await wireGuard.apply(serverConfig.wireguard);
+    if (serverConfig.wireguard !== null) await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
   };
 
-  const requireWireGuard = (): ActiveWireGuard => {
-    if (state.wireGuard === null) throw new WireGuardUnavailableError();
-    return state.wireGuard;
-  };
-  const peers: WireGuardPeers = {
-    list: async () => {
-      if (state.wireGuard === null) return [];
-      const { peers: listed } = await wg.dump(state.wireGuard.wireGuardInterface.name);
-      endpoints.observe(listed, clock.now());
-      // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
-      const relay = proxyGuard.relay;
-      if (relay === null) return listed;
-      return listed.map((peer) => (peer.endpoint === null ? peer : { ...peer, endpoint: relay.originOf(peer.endpoint) ?? peer.endpoint }));
-    },
-    add: async (publicKey, allowedIps, revision) => {
-      const { batcher } = requireWireGuard();
-      if (!revisions.admit(publicKey, 'add', revision)) {
-        logger.debug({ publicKey, revision }, 'ignored an add_peer older than the last instruction for this peer');
-        return;
-      }
-      const endpoint = endpoints.takeHint(publicKey);
-      await batcher.add(publicKey, allowedIps, endpoint ?? undefined);
-      if (endpoint !== null) endpoints.greet(allowedIps);
-    },
-    remove: async (publicKey, revision) => {
-      const { batcher } = requireWireGuard();
-      if (!revisions.admit(publicKey, 'remove', revision)) {
-        logger.debug({ publicKey, revision }, 'ignored a remove_peer older than the last instruction for this peer');
-        return null;
-      }
-      endpoints.forget(publicKey);
-      return batcher.remove(publicKey);
-    },
+  const closeServices = async (): Promise<void> => {
+    await openVpn.close();
+    await nat?.remove();
+    await proxyGuard.close();
+    await wireGuard.close();
   };
 
   let server: DaemonServer | null = null;
   let metricsServer: RunningMetricsServer | null = null;
   try {
-    logger.info(
-      {
-        apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`,
-        nodeNumber: config.nodeNumber,
-        profileIdList: config.profileIdList,
-        openVpnPreferAes: preferAes,
-      },
-      'fetching the server configuration from the portal',
-    );
-    const first = await retryWithBackoff(
-      () => portal.fetchServerConfig(),
-      (error, attempt, retryInMs) => logger.warn({ attempt, retryInMs, reason: messageOf(error) }, 'cannot get the server configuration from the portal yet'),
-      deps.portalRetry ?? DEFAULT_BACKOFF,
-      signal,
-    );
-    await applyServerConfig(first);
+    await applyServerConfig(await firstServerConfig(portal, deps, preferAes, signal));
     signal?.throwIfAborted();
-
+    const counts = async () => ({
+      wireGuardPeers: (await wireGuard.list()).length,
+      openVpnClients: openVpn.connectedCount,
+      openVpnProcesses: openVpn.processCount,
+    });
     server = buildDaemonServer({
       nodeKey: deps.nodeKey,
-      peers,
+      peers: wireGuard,
       clock,
       logger,
       openVpn,
-      nodeInfo: async () =>
-        describeNode(
-          { wireGuardPeers: (await peers.list()).length, openVpnClients: openVpn.connectedCount, openVpnProcesses: openVpn.processCount },
-          deps.version,
-          { instanceId: state.instanceId, maxRevision: revisions.highest, maintenanceMode: state.maintenanceMode },
-        ),
+      nodeInfo: async () => describeNode(await counts(), deps.version, { instanceId, maxRevision: wireGuard.highestRevision, maintenanceMode }),
     });
     await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
     signal?.throwIfAborted();
-    if (config.metrics !== null) {
-      const registry = agentMetricsRegistry({
-        clock,
-        wireGuard: async () => {
-          if (state.wireGuard === null) return null;
-          const name = state.wireGuard.wireGuardInterface.name;
-          return { name, peers: (await wg.dump(name)).peers };
-        },
-        peerWrites: () => (state.wireGuard === null ? null : { name: state.wireGuard.wireGuardInterface.name, writes: writer.writes }),
-        openVpn: () => openVpn.devices(),
-        proxyGuardTunnels: () => proxyGuard.relay?.tunnelCount ?? null,
-      });
-      // Ready once the vpn-daemon protocol is served, which is when this starts.
-      metricsServer = await startMetricsServer({ ...config.metrics, registry, notReady: async () => null });
-      logger.info(`metrics at ${metricsServer.url}`);
-    }
+    if (config.metrics !== null) metricsServer = await serveMetrics(config.metrics, { clock, wireGuard, openVpn, proxyGuard }, logger);
   } catch (error) {
     await metricsServer?.close();
     await server?.close();
-    await openVpn.close();
-    await nat?.remove();
-    await proxyGuard.close();
-    await state.wireGuard?.wireGuardInterface.close();
+    await closeServices();
     throw error;
   }
 
@@ -259,17 +141,13 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     refreshing ??= portal
       .fetchServerConfig()
       .then(applyServerConfig)
-      .catch((error: unknown) => {
-        logger.warn({ reason: messageOf(error) }, 'refreshing the server configuration failed; keeping the current one');
-      })
+      .catch((error: unknown) => logger.warn({ reason: messageOf(error) }, 'refreshing the server configuration failed; keeping the current one'))
       .finally(() => {
         refreshing = null;
       });
     return refreshing;
   };
   const refreshTimer = setInterval(() => void refresh(), config.refreshIntervalMs);
-  // Keeps the endpoint memory current even when nobody lists the peers.
-  const observeTimer = setInterval(() => void peers.list().catch(() => undefined), ENDPOINT_OBSERVE_INTERVAL_MS);
   // The first request reached the portal before anything here listened; now the portal can
   // look at this node (a new instance_id) and give it its peers at once.
   checkIn = () => void refresh();
@@ -280,7 +158,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     daemonUrl,
     metricsUrl: metricsServer?.url ?? null,
     get wireGuardInterface() {
-      return state.wireGuard?.wireGuardInterface ?? null;
+      return wireGuard.wireGuardInterface;
     },
     get proxyGuardRelay() {
       return proxyGuard.relay;
@@ -288,45 +166,76 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     openVpn,
     refresh,
     setMaintenanceMode(on) {
-      if (state.maintenanceMode === on) return;
-      state.maintenanceMode = on;
+      if (maintenanceMode === on) return;
+      maintenanceMode = on;
       logger.info({ maintenanceMode: on }, on ? 'maintenance mode on: the portal puts no new configuration here' : 'maintenance mode off');
     },
     async stop() {
       clearInterval(refreshTimer);
-      clearInterval(observeTimer);
       await refreshing;
       await metricsServer?.close();
       await runningServer.close();
-      await openVpn.close();
-      await nat?.remove();
-      await proxyGuard.close();
-      if (state.wireGuard !== null) {
-        await state.wireGuard.batcher.drain();
-        await state.wireGuard.wireGuardInterface.close();
-      }
-      await endpoints.flush();
+      await closeServices();
       logger.info('node agent stopped');
     },
   };
+}
+
+/** The Node API client, saying how this node runs OpenVPN (the portal writes the server files for it). */
+function portalClientOf(deps: NodeAgentDependencies, preferAes: boolean): PortalClient {
+  const { config } = deps;
+  return new PortalClient({
+    apiUrl: config.apiUrl,
+    nodeNumber: config.nodeNumber,
+    nodeKey: deps.nodeKey,
+    profileIdList: config.profileIdList,
+    openVpn: { user: config.openVpn.user, group: config.openVpn.group, preferAes, managementDir: config.openVpn.managementDir },
+    ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+  });
+}
+
+/** Asks the portal until it answers (a node may start before its portal), or `signal` aborts. */
+function firstServerConfig(portal: PortalClient, deps: NodeAgentDependencies, preferAes: boolean, signal?: AbortSignal): Promise<NodeServerConfig> {
+  const { config, logger } = deps;
+  logger.info(
+    {
+      apiUrl: `${config.apiUrl.origin}${config.apiUrl.pathname}`,
+      nodeNumber: config.nodeNumber,
+      profileIdList: config.profileIdList,
+      openVpnPreferAes: preferAes,
+    },
+    'fetching the server configuration from the portal',
+  );
+  return retryWithBackoff(
+    () => portal.fetchServerConfig(),
+    (error, attempt, retryInMs) => logger.warn({ attempt, retryInMs, reason: messageOf(error) }, 'cannot get the server configuration from the portal yet'),
+    deps.portalRetry ?? DEFAULT_BACKOFF,
+    signal,
+  );
+}
+
+/** Serves /metrics, read from the services at each scrape. */
+async function serveMetrics(
+  listen: NonNullable<NodeAgentConfig['metrics']>,
+  services: { clock: Clock; wireGuard: WireGuardService; openVpn: OpenVpnService; proxyGuard: ProxyGuardService },
+  logger: Logger,
+): Promise<RunningMetricsServer> {
+  const { clock, wireGuard, openVpn, proxyGuard } = services;
+  const registry = agentMetricsRegistry({
+    clock,
+    wireGuard: () => wireGuard.dump(),
+    peerWrites: () => wireGuard.peerWrites(),
+    openVpn: () => openVpn.devices(),
+    proxyGuardTunnels: () => proxyGuard.relay?.tunnelCount ?? null,
+  });
+  // Ready once the vpn-daemon protocol is served, which is when this starts.
+  const metricsServer = await startMetricsServer({ ...listen, registry, notReady: async () => null });
+  logger.info(`metrics at ${metricsServer.url}`);
+  return metricsServer;
 }
 
 function urlOf(address: AddressInfo | string | null): URL {
   if (address === null || typeof address === 'string') throw new Error(`unexpected listening address ${String(address)}`);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return new URL(`http://${host}:${address.port}`);
-}
-
-/** Peers one wireguard-go interface holds (the kernel's limit, 1,048,576, the portal checks). */
-const WIREGUARD_GO_PEER_LIMIT = 65_536;
-
-/** wireguard-go cannot hold more than 65,536 peers: refuse ranges that could need more, naming them. */
-function checkPeerCapacity(wireGuardInterface: WireGuardInterface, settings: WireGuardServerConfig, nodeNumber: number): void {
-  if (wireGuardInterface.origin !== 'wireguard-go') return;
-  const total = settings.capacity.reduce((sum, entry) => sum + entry.peers, 0);
-  if (total <= WIREGUARD_GO_PEER_LIMIT) return;
-  const profiles = settings.capacity.map((entry) => `${entry.profileId} (${entry.peers})`).join(', ');
-  throw new Error(
-    `the WireGuard ranges of node ${nodeNumber} hold ${total} clients (${profiles}), more than wireguard-go holds (${WIREGUARD_GO_PEER_LIMIT}): use smaller ranges in the portal's profiles, or kernel WireGuard`,
-  );
 }

@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { formatIpPrefix, parseIpPrefix, type IpPrefix } from '../net/ip-prefix.js';
 import { runChecked, type CommandRunner } from './process/command-runner.js';
-import type { NodeServerConfig } from './server-config.js';
+import type { NodeServerConfig } from './node-assignment.js';
 
 export const NAT_TABLE = 'vpn_portal_nat';
 

@@ -11,7 +11,7 @@ import {
 } from '../protocol/node-api.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Secret } from '../shared/secret.js';
-import { parseServerConfig, type NodeServerConfig } from './server-config.js';
+import { parseServerConfig, type NodeServerConfig } from './node-assignment.js';
 
 export interface PortalClientOptions {
   /** Base URL of the portal's Node API, e.g. http://portal/vpn-user-portal/node-api.php */

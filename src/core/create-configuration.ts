@@ -2,6 +2,7 @@
 // first format the client accepts that the profile can serve (specification §4.6).
 // Order: validate, write the database (the source of truth), then tell the node. The two
 // ways of issuing are issue-wireguard.ts and issue-openvpn.ts.
+import { findProfile } from '../config/portal-config.js';
 import type { PortalContext } from './context.js';
 import type { ConfigurationFile } from './configuration-file.js';
 import { deviceKeysHint, formatsForDeviceKeys, readDeviceKeys } from './device-keys.js';
@@ -21,7 +22,7 @@ export type { CreateConfigurationRequest, IssuedConfiguration } from './issuing.
 export async function createConfiguration(ctx: PortalContext, request: CreateConfigurationRequest): Promise<IssuedConfiguration> {
   // Before the profile is looked up: a key limited to some profiles learns nothing about others.
   assertProfileAllowed(ctx, request.profileId);
-  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === request.profileId);
+  const profile = findProfile(ctx.config, request.profileId);
   if (profile === undefined) throw noSuchProfile(ctx, request.profileId);
 
   const now = ctx.clock.now();

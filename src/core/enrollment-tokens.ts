@@ -11,8 +11,10 @@ import { constantTimeEquals } from '../shared/constant-time.js';
 import type { ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { addDuration, durationMilliseconds, parseIsoDuration } from '../shared/iso-duration.js';
 import { formatAtom } from '../shared/time.js';
-import type { Executor } from '../storage/database.js';
+import type { Db } from '../storage/database.js';
+import { enrollmentTokenInfoSchema, type EnrollmentTokenInfo } from '../protocol/admin-api.js';
 import {
+  enrollmentTokenRow,
   findEnrollmentToken,
   insertEnrollmentToken,
   listEnrollmentTokens as listStoredTokens,
@@ -122,6 +124,14 @@ export function tokenState(token: StoredEnrollmentToken, now: Date): 'usable' | 
   return 'usable';
 }
 
+/**
+ * A token as `enrollment_tokens` lists it: its row's columns in the same names, with where it
+ * stands. The schema keeps only the columns the wire shows (never `secret_hash`).
+ */
+export function enrollmentTokenInfo(token: StoredEnrollmentToken, now: Date): EnrollmentTokenInfo {
+  return enrollmentTokenInfoSchema.parse({ ...enrollmentTokenRow(token), state: tokenState(token, now) });
+}
+
 export interface Enrollment {
   /** The token as the device sent it. */
   readonly token: string;
@@ -172,7 +182,7 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
 }
 
 /** Throws the 410 that says why the token cannot be used (the update found no row to take a use from). */
-async function refuseUnusableToken(db: Executor, tokenId: string, now: Date): Promise<never> {
+async function refuseUnusableToken(db: Db, tokenId: string, now: Date): Promise<never> {
   const token = await findEnrollmentToken(db, tokenId);
   if (token === undefined) throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
   assertUsable(token, now);
@@ -180,7 +190,8 @@ async function refuseUnusableToken(db: Executor, tokenId: string, now: Date): Pr
 }
 
 function assertUsable(token: StoredEnrollmentToken, now: Date): void {
-  switch (tokenState(token, now)) {
+  const state = tokenState(token, now);
+  switch (state) {
     case 'revoked':
       throw new PortalError('gone', `enrollment token was revoked at ${token.revokedAt ?? ''}`);
     case 'used-up':
@@ -189,6 +200,8 @@ function assertUsable(token: StoredEnrollmentToken, now: Date): void {
       throw new PortalError('gone', `enrollment token expired at ${token.expiresAt}`);
     case 'usable':
       return;
+    default:
+      state satisfies never;
   }
 }
 

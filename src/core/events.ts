@@ -22,7 +22,7 @@
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { Transaction } from 'kysely';
-import type { Db, Executor } from '../storage/database.js';
+import type { Db } from '../storage/database.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
@@ -157,7 +157,7 @@ export class ListenerRefusal extends Error {
   override readonly name = 'ListenerRefusal';
 }
 
-export type TransactionListener = (event: PortalEvent, db: Executor) => Promise<void>;
+export type TransactionListener = (event: PortalEvent, db: Db) => Promise<void>;
 export type CommitListener = (event: PortalEvent) => void | Promise<void>;
 /** Told once, at the very end of a change's transaction, of every event it announced. */
 export type ClosingListener = (events: readonly PortalEvent[], trx: Transaction<Database>) => Promise<void>;
@@ -231,7 +231,7 @@ export class PortalEvents {
    * Called by a use case inside the transaction of the change (or with the database itself):
    * the in-transaction listeners run now, and a failure fails the change.
    */
-  async record(db: Executor, ...events: readonly PortalEvent[]): Promise<void> {
+  async record(db: Db, ...events: readonly PortalEvent[]): Promise<void> {
     for (const event of events) for (const listener of this.#listeners.approval) await listener(event);
     for (const event of events) for (const listener of this.#listeners.inTransaction) await listener(event, db);
   }

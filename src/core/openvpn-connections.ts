@@ -2,6 +2,7 @@
 // a connect is allowed only for a known, unexpired configuration of an enabled user, made
 // for this profile on this node. Allowed connects and their disconnects are announced as
 // session events (the connection log is one of their listeners).
+import { findProfile } from '../config/portal-config.js';
 import { findCertificate } from '../storage/certificates.js';
 import { openSessionOf } from '../storage/connection-log.js';
 import { findUser } from '../storage/users.js';
@@ -42,7 +43,7 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   if (certificate.profileId !== connect.profileId) return { allowed: false, reason: `configuration is for profile "${certificate.profileId}"` };
   if (certificate.nodeNumber !== connect.nodeNumber) return { allowed: false, reason: `configuration is for node ${certificate.nodeNumber}` };
   if (certificate.expiresAt <= formatAtom(now)) return { allowed: false, reason: 'configuration expired' };
-  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === certificate.profileId);
+  const profile = findProfile(ctx.config, certificate.profileId);
   if (!(profile?.nodes.some((node) => node.nodeNumber === connect.nodeNumber && node.openVpn !== null) ?? false)) {
     return { allowed: false, reason: 'the profile no longer runs OpenVPN on this node' };
   }

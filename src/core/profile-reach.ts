@@ -7,7 +7,7 @@
 // configuration, a token, nor a user, outside its reach.
 // The user check runs inside the change's transaction, after the user's row is locked, so a
 // configuration added meanwhile in another profile cannot slip past it.
-import type { Executor } from '../storage/database.js';
+import type { Db } from '../storage/database.js';
 import { enrollmentTokenProfilesOfUser } from '../storage/enrollment-tokens.js';
 import { configurationProfilesOfUser } from '../storage/users.js';
 import type { ProfileId, UserId } from '../shared/ids.js';
@@ -26,7 +26,7 @@ export function assertProfileAllowed(ctx: PortalContext, profileId: string): voi
  * Refuses (403) a call on a user as a whole unless everything of the user (configurations,
  * enrollment tokens) is in the key's profiles, naming what lies outside.
  */
-export async function assertUserWithinReach(ctx: PortalContext, db: Executor, userId: UserId): Promise<void> {
+export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: UserId): Promise<void> {
   const limit = profileLimit(ctx.call);
   if (limit === null || ctx.call === undefined) return;
   const key = describeKey(ctx.call);

@@ -13,6 +13,7 @@ import { hasAllocatedOnNode } from '../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../storage/node-resets.js';
 import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../storage/revisions.js';
 import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../storage/wg-peers.js';
+import { findProfile } from '../config/portal-config.js';
 import type { PortalContext } from './context.js';
 import { openVpnConfiguration, wireGuardConfiguration } from './events.js';
 import { asRevocationId, asWireGuardKey, type NodeNumber, type RevocationId, type WireGuardKey } from '../shared/ids.js';
@@ -320,7 +321,7 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
 
 /** A configuration belongs on a node only while its profile still exists and still runs the protocol there. */
 function isServedOn(ctx: PortalContext, profileId: string, nodeNumber: NodeNumber, protocol: 'wireGuard' | 'openVpn'): boolean {
-  const profile = ctx.config.profiles.find((candidate) => candidate.profileId === profileId);
+  const profile = findProfile(ctx.config, profileId);
   return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node[protocol] !== null) ?? false;
 }
 

@@ -22,7 +22,7 @@ import {
   type RevocationState,
   type StoredRevocation,
 } from '../storage/revocations.js';
-import type { Executor } from '../storage/database.js';
+import type { Db } from '../storage/database.js';
 import { describeKey, profileLimit } from './admin-call.js';
 import { assertProfileAllowed } from './profile-reach.js';
 import type { PortalContext } from './context.js';
@@ -180,7 +180,7 @@ function visibleTo(ctx: PortalContext, receipt: RevocationReceipt): boolean {
   return limit === null || (receipt.profileIds.length > 0 && receipt.profileIds.every((profileId) => limit.has(profileId)));
 }
 
-async function receiptsOf(db: Executor, stored: readonly StoredRevocation[]): Promise<RevocationReceipt[]> {
+async function receiptsOf(db: Db, stored: readonly StoredRevocation[]): Promise<RevocationReceipt[]> {
   const rows = await revocationNodeRows(
     db,
     stored.map((revocation) => revocation.revocationId),
@@ -217,7 +217,7 @@ function nodesOf(rows: readonly RevocationNodeRow[]): ReceiptNode[] {
     });
 }
 
-async function noticeOf(db: Executor, revocationId: string): Promise<RevocationNotice> {
+async function noticeOf(db: Db, revocationId: string): Promise<RevocationNotice> {
   const stored = await findRevocation(db, revocationId);
   if (stored === undefined) throw new Error(`revocation ${revocationId} vanished inside its own transaction`);
   const [receipt] = await receiptsOf(db, [stored]);

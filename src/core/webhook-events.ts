@@ -5,7 +5,7 @@ import type { WebhookMessage } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
 import type { ConfigurationRef, PortalEvent } from './events.js';
 
-/** The message for a receiver, or null for events that are not sent (reconcile passes, Admin API calls). */
+/** The message for a receiver, or null for events that are not sent (reconcile passes, Admin API calls, …). */
 export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
   switch (event.type) {
     case 'user.created':
@@ -55,7 +55,23 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
           nodes: event.revocation.nodes.map((node) => ({ node_number: node.nodeNumber, state: node.state, applied_at: node.appliedAt })),
         },
       };
+    // Not sent: bookkeeping, the Admin API's own records, and changes to the subscriptions.
+    case 'authorizations.deleted':
+    case 'admin.call':
+    case 'configuration.extended':
+    case 'enrollment_token.created':
+    case 'enrollment_token.revoked':
+    case 'webhook.created':
+    case 'webhook.deleted':
+    case 'webhook.secret_rotated':
+    case 'admin_key.created':
+    case 'admin_key.rotated':
+    case 'admin_key.revoked':
+    case 'reconcile.finished':
+      return null;
     default:
+      // A new event type fails the type check here until it is sent or listed above.
+      event satisfies never;
       return null;
   }
 }

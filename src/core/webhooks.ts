@@ -15,7 +15,7 @@ import {
   deliveryPage,
   findDelivery,
   insertDeliveries,
-  type DeliveryState,
+  type DeliveryFilter,
   type StoredDelivery,
 } from '../storage/webhook-deliveries.js';
 import { deleteWebhook, findWebhook, insertWebhook, listWebhooks, replaceWebhookSecret, type StoredWebhook } from '../storage/webhooks.js';
@@ -124,16 +124,8 @@ export async function testWebhookSubscription(ctx: PortalContext, webhookId: str
   return attemptDelivery(ctx, delivery, leaseToken, { retry: false, signal: new AbortController().signal });
 }
 
-export interface DeliveryQuery {
-  readonly webhookId?: string;
-  readonly eventType?: string;
-  readonly eventId?: string;
-  readonly state?: DeliveryState;
-  readonly since?: string;
-  readonly until?: string;
-  readonly cursor?: string;
-  readonly limit?: number;
-}
+/** The delivery log's filters (storage's), with the page's cursor and size as the Admin API takes them. */
+export type DeliveryQuery = Omit<DeliveryFilter, 'before' | 'limit'> & { readonly cursor?: string; readonly limit?: number };
 
 /** One page of the delivery log, newest first, each delivery with its attempts. */
 export async function readWebhookDeliveries(ctx: PortalContext, query: DeliveryQuery): Promise<WebhookDeliveriesPage> {

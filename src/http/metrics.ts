@@ -4,7 +4,7 @@
 // since its last successful reconcile, reconcile durations and corrections, sessions online.
 // Counts that live in the database are read when Prometheus scrapes, so every portal instance
 // reports the same; what only events tell (sessions, reconcile passes) is fed by
-// src/listeners/metrics.ts.
+// src/listeners/event-metrics.ts.
 import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PortalContext } from '../core/context.js';

@@ -51,7 +51,7 @@ export const daemonPeerSchema = z.object({
   /** Ours: where the peer's packets come from (`IP:port`; for WireGuard over TCP the client as the relay saw it); null before any. */
   endpoint: z.string().nullable().optional(),
 });
-export type DaemonPeer = z.infer<typeof daemonPeerSchema>;
+export type PeerListEntry = z.infer<typeof daemonPeerSchema>;
 
 /** `GET /w/peer_list?show_all=yes|no`. */
 export const peerListSchema = z.object({ peer_list: z.array(daemonPeerSchema) });

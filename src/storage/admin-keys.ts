@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
 import { asProfileId, type ProfileId } from '../shared/ids.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { AdminKeysTable } from './schema.js';
 
 export interface StoredAdminKey {
@@ -29,7 +29,7 @@ export interface StoredAdminKey {
 const stringList = z.array(z.string());
 const scopeSchema = z.enum(ADMIN_SCOPES);
 
-export async function insertAdminKey(db: Executor, key: StoredAdminKey): Promise<void> {
+export async function insertAdminKey(db: Db, key: StoredAdminKey): Promise<void> {
   await db
     .insertInto('admin_keys')
     .values({
@@ -51,13 +51,13 @@ export async function insertAdminKey(db: Executor, key: StoredAdminKey): Promise
     .execute();
 }
 
-export async function findAdminKey(db: Executor, keyId: string): Promise<StoredAdminKey | undefined> {
+export async function findAdminKey(db: Db, keyId: string): Promise<StoredAdminKey | undefined> {
   const row = await db.selectFrom('admin_keys').selectAll().where('key_id', '=', keyId).executeTakeFirst();
   return row === undefined ? undefined : toKey(row);
 }
 
 /** The key of this name that is neither revoked nor rotated out (expired or not). */
-export async function currentAdminKey(db: Executor, name: string): Promise<StoredAdminKey | undefined> {
+export async function currentAdminKey(db: Db, name: string): Promise<StoredAdminKey | undefined> {
   const row = await db
     .selectFrom('admin_keys')
     .selectAll()
@@ -69,19 +69,19 @@ export async function currentAdminKey(db: Executor, name: string): Promise<Store
 }
 
 /** Every key, by name, newest first within a name. */
-export async function listAdminKeys(db: Executor): Promise<StoredAdminKey[]> {
+export async function listAdminKeys(db: Db): Promise<StoredAdminKey[]> {
   const rows = await db.selectFrom('admin_keys').selectAll().orderBy('name').orderBy('created_at', 'desc').orderBy('key_id').execute();
   return rows.map(toKey);
 }
 
 /** Revokes every key of this name not revoked yet (the current one and those in a rotation's grace period). */
-export async function revokeAdminKeys(db: Executor, name: string, at: string): Promise<number> {
+export async function revokeAdminKeys(db: Db, name: string, at: string): Promise<number> {
   const result = await db.updateTable('admin_keys').set({ revoked_at: at }).where('name', '=', name).where('revoked_at', 'is', null).executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
 /** Marks a key as rotated out: it stays valid until `expiresAt`, the end of its grace period. */
-export async function markAdminKeyReplaced(db: Executor, keyId: string, replacedBy: string, expiresAt: string): Promise<boolean> {
+export async function markAdminKeyReplaced(db: Db, keyId: string, replacedBy: string, expiresAt: string): Promise<boolean> {
   const result = await db
     .updateTable('admin_keys')
     .set({ replaced_by: replacedBy, expires_at: expiresAt })
@@ -96,7 +96,7 @@ export async function markAdminKeyReplaced(db: Executor, keyId: string, replaced
  * Notes that a key was used, unless that was noted after `notBefore` already: a key used by
  * many requests costs one write per interval, also with several portal instances.
  */
-export async function noteAdminKeyUse(db: Executor, keyId: string, at: string, address: string, notBefore: string): Promise<boolean> {
+export async function noteAdminKeyUse(db: Db, keyId: string, at: string, address: string, notBefore: string): Promise<boolean> {
   const result = await db
     .updateTable('admin_keys')
     .set({ last_used_at: at, last_used_address: address })

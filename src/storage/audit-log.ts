@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { formatAtom } from '../shared/time.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { AuditLogTable } from './schema.js';
 
@@ -67,7 +67,7 @@ export function newAuditId(at: Date): string {
   return `${lastMillis.toString(16).padStart(12, '0')}${counter.toString(16).padStart(4, '0')}${randomBytes(4).toString('hex')}`;
 }
 
-export async function insertAuditRecord(db: Executor, record: NewAuditRecord): Promise<void> {
+export async function insertAuditRecord(db: Db, record: NewAuditRecord): Promise<void> {
   await insertAuditRow(db, auditRow(record, null));
 }
 
@@ -76,7 +76,7 @@ export async function insertAuditRecord(db: Executor, record: NewAuditRecord): P
  * into that row's `repeated`. One statement on the bucket's unique key: concurrent refusals,
  * also of other portal instances on the same PostgreSQL, meet in one row and each is counted.
  */
-export async function insertOrCountRefusal(db: Executor, record: NewAuditRecord, bucket: RefusalBucket): Promise<void> {
+export async function insertOrCountRefusal(db: Db, record: NewAuditRecord, bucket: RefusalBucket): Promise<void> {
   await upsertRefusalRow(db, auditRow(record, refusalBucketKey(bucket)));
 }
 
@@ -103,7 +103,7 @@ const upsertRefusalRow = preparedQuery((db, value: Slot<AuditRow>) =>
   auditRowInsert(db, value).onConflict((conflict) => conflict.column('refusal_bucket').doUpdateSet({ repeated: sql`audit_log.repeated + 1` })),
 );
 
-function auditRowInsert(db: Executor, value: Slot<AuditRow>) {
+function auditRowInsert(db: Db, value: Slot<AuditRow>) {
   return db.insertInto('audit_log').values({
     audit_id: value('auditId'),
     at: value('at'),
@@ -121,7 +121,7 @@ function auditRowInsert(db: Executor, value: Slot<AuditRow>) {
 }
 
 /** Entries matching the filter, newest first, at most `limit`. */
-export async function auditRecords(db: Executor, filter: AuditFilter): Promise<AuditRecord[]> {
+export async function auditRecords(db: Db, filter: AuditFilter): Promise<AuditRecord[]> {
   let query = db.selectFrom('audit_log').selectAll().orderBy('audit_id', 'desc').limit(filter.limit);
   if (filter.since !== undefined) query = query.where('at', '>=', filter.since);
   if (filter.until !== undefined) query = query.where('at', '<', filter.until);
@@ -132,7 +132,7 @@ export async function auditRecords(db: Executor, filter: AuditFilter): Promise<A
 }
 
 /** Deletes the entries older than `before`; returns how many. */
-export async function pruneAuditLog(db: Executor, before: Date): Promise<number> {
+export async function pruneAuditLog(db: Db, before: Date): Promise<number> {
   const result = await db.deleteFrom('audit_log').where('at', '<', formatAtom(before)).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

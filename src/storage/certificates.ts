@@ -3,7 +3,7 @@
 import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
 import type { Selectable } from 'kysely';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { CertificatesTable } from './schema.js';
 
 export interface OpenVpnCertificate {
@@ -21,7 +21,7 @@ export interface OpenVpnCertificate {
   readonly expiryWarned: boolean;
 }
 
-export async function insertCertificate(db: Executor, certificate: OpenVpnCertificate): Promise<void> {
+export async function insertCertificate(db: Db, certificate: OpenVpnCertificate): Promise<void> {
   await db
     .insertInto('certificates')
     .values({
@@ -39,23 +39,23 @@ export async function insertCertificate(db: Executor, certificate: OpenVpnCertif
     .execute();
 }
 
-export async function findCertificate(db: Executor, commonName: string): Promise<OpenVpnCertificate | undefined> {
+export async function findCertificate(db: Db, commonName: string): Promise<OpenVpnCertificate | undefined> {
   const row = await db.selectFrom('certificates').selectAll().where('common_name', '=', commonName).executeTakeFirst();
   return row === undefined ? undefined : toCertificate(row);
 }
 
-export async function certificatesOfUser(db: Executor, userId: UserId): Promise<OpenVpnCertificate[]> {
+export async function certificatesOfUser(db: Db, userId: UserId): Promise<OpenVpnCertificate[]> {
   const rows = await db.selectFrom('certificates').selectAll().where('user_id', '=', userId).orderBy('expires_at', 'desc').orderBy('common_name').execute();
   return rows.map(toCertificate);
 }
 
-export async function findCertificateOfUser(db: Executor, userId: UserId, commonName: ConnectionId): Promise<OpenVpnCertificate | undefined> {
+export async function findCertificateOfUser(db: Db, userId: UserId, commonName: ConnectionId): Promise<OpenVpnCertificate | undefined> {
   const row = await db.selectFrom('certificates').selectAll().where('common_name', '=', commonName).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toCertificate(row);
 }
 
 /** False when it was not there (another portal instance deleted it first); with `expiredBy`, as deletePeer's. */
-export async function deleteCertificate(db: Executor, commonName: ConnectionId, expiredBy?: string): Promise<boolean> {
+export async function deleteCertificate(db: Db, commonName: ConnectionId, expiredBy?: string): Promise<boolean> {
   let query = db.deleteFrom('certificates').where('common_name', '=', commonName);
   if (expiredBy !== undefined) query = query.where('expires_at', '<=', expiredBy);
   const result = await query.executeTakeFirst();
@@ -63,19 +63,19 @@ export async function deleteCertificate(db: Executor, commonName: ConnectionId, 
 }
 
 /** As peersDueForExpiryWarning. */
-export async function certificatesDueForExpiryWarning(db: Executor, window: ExpiryWarningWindow, limit: number): Promise<OpenVpnCertificate[]> {
+export async function certificatesDueForExpiryWarning(db: Db, window: ExpiryWarningWindow, limit: number): Promise<OpenVpnCertificate[]> {
   return (await dueForExpiryWarning(db, 'certificates', window, limit)).map(toCertificate);
 }
 
 /** Deletes every OpenVPN configuration of a user and returns exactly the ones this call deleted. */
-export async function deleteCertificatesOfUser(db: Executor, userId: UserId): Promise<OpenVpnCertificate[]> {
+export async function deleteCertificatesOfUser(db: Db, userId: UserId): Promise<OpenVpnCertificate[]> {
   const rows = await db.deleteFrom('certificates').where('user_id', '=', userId).returningAll().execute();
   return rows.map(toCertificate);
 }
 
 /** Configurations whose clients may be connected: user enabled, not expired; optionally only these names. */
 export async function activeCertificates(
-  db: Executor,
+  db: Db,
   filter: { now: string; nodeNumber?: NodeNumber; commonNames?: readonly string[] },
 ): Promise<OpenVpnCertificate[]> {
   let query = db
@@ -95,7 +95,7 @@ export async function activeCertificates(
 
 /** Expired configurations, oldest first, at most `limit` of them. */
 /** The earliest expiry of any OpenVPN configuration (expired ones included), or null when there is none. */
-export async function earliestCertificateExpiry(db: Executor): Promise<string | null> {
+export async function earliestCertificateExpiry(db: Db): Promise<string | null> {
   const row = await db
     .selectFrom('certificates')
     .select((eb) => eb.fn.min('expires_at').as('earliest'))
@@ -103,7 +103,7 @@ export async function earliestCertificateExpiry(db: Executor): Promise<string | 
   return row?.earliest ?? null;
 }
 
-export async function expiredCertificates(db: Executor, now: string, limit: number): Promise<OpenVpnCertificate[]> {
+export async function expiredCertificates(db: Db, now: string, limit: number): Promise<OpenVpnCertificate[]> {
   const rows = await db.selectFrom('certificates').selectAll().where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
   return rows.map(toCertificate);
 }
@@ -124,7 +124,7 @@ function toCertificate(row: Selectable<CertificatesTable>): OpenVpnCertificate {
 }
 
 /** OpenVPN configurations per profile and node (metrics). */
-export async function countCertificatesByProfileAndNode(db: Executor): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+export async function countCertificatesByProfileAndNode(db: Db): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
   const rows = await db
     .selectFrom('certificates')
     .select(['profile_id', 'node_number', (eb) => eb.fn.countAll<number | string>().as('count')])

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 
 export interface OpenedConnection {
   readonly userId: UserId;
@@ -17,7 +17,7 @@ export interface OpenedConnection {
   readonly connectedAt: Date;
 }
 
-export async function openConnection(db: Executor, connection: OpenedConnection): Promise<void> {
+export async function openConnection(db: Db, connection: OpenedConnection): Promise<void> {
   let insert = db.insertInto('connection_log').values({
     log_id: timeOrderedId(),
     user_id: connection.userId,
@@ -49,7 +49,7 @@ export async function openConnection(db: Executor, connection: OpenedConnection)
  * gone already: the log is looked up by connection id only, as the reference does.
  */
 export async function closeConnection(
-  db: Executor,
+  db: Db,
   closed: { connectionId: string; nodeNumber: NodeNumber; disconnectedAt: Date; bytesIn: number; bytesOut: number },
 ): Promise<number> {
   const result = await db
@@ -75,7 +75,7 @@ export interface ConnectionLogEntry {
 }
 
 /** The history of one connection id, oldest first. */
-export async function connectionHistory(db: Executor, connectionId: string): Promise<ConnectionLogEntry[]> {
+export async function connectionHistory(db: Db, connectionId: string): Promise<ConnectionLogEntry[]> {
   const rows = await db.selectFrom('connection_log').selectAll().where('connection_id', '=', connectionId).orderBy('connected_at').execute();
   return rows.map((row) => ({
     userId: row.user_id,
@@ -124,7 +124,7 @@ function toOpenSession(row: {
 }
 
 /** The open WireGuard sessions of a node, by public key. */
-export async function openWireGuardSessions(db: Executor, nodeNumber: NodeNumber): Promise<Map<string, OpenSession>> {
+export async function openWireGuardSessions(db: Db, nodeNumber: NodeNumber): Promise<Map<string, OpenSession>> {
   const rows = await db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
@@ -136,7 +136,7 @@ export async function openWireGuardSessions(db: Executor, nodeNumber: NodeNumber
 }
 
 /** Which of these WireGuard keys have an open session on their node. */
-export async function openWireGuardSessionsOf(db: Executor, keys: readonly string[]): Promise<OpenSession[]> {
+export async function openWireGuardSessionsOf(db: Db, keys: readonly string[]): Promise<OpenSession[]> {
   if (keys.length === 0) return [];
   const rows = await db
     .selectFrom('connection_log')
@@ -149,7 +149,7 @@ export async function openWireGuardSessionsOf(db: Executor, keys: readonly strin
 }
 
 /** The open session of one connection on a node (OpenVPN: its Common Name), if any. */
-export async function openSessionOf(db: Executor, connectionId: string, nodeNumber: NodeNumber): Promise<OpenSession | undefined> {
+export async function openSessionOf(db: Db, connectionId: string, nodeNumber: NodeNumber): Promise<OpenSession | undefined> {
   const row = await db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
@@ -162,7 +162,7 @@ export async function openSessionOf(db: Executor, connectionId: string, nodeNumb
 }
 
 /** Open sessions and the distinct users behind them, per profile (for live statistics). */
-export async function openSessionCounts(db: Executor): Promise<Map<string, { connections: number; users: number }>> {
+export async function openSessionCounts(db: Db): Promise<Map<string, { connections: number; users: number }>> {
   const rows = await db
     .selectFrom('connection_log')
     .select((eb) => ['profile_id', eb.fn.countAll<number | string>().as('connections'), eb.fn.count<number | string>('user_id').distinct().as('users')])
@@ -173,7 +173,7 @@ export async function openSessionCounts(db: Executor): Promise<Map<string, { con
 }
 
 /** Deletes closed rows that ended before `before`; returns how many. */
-export async function pruneConnectionLog(db: Executor, before: string): Promise<number> {
+export async function pruneConnectionLog(db: Db, before: string): Promise<number> {
   const result = await db.deleteFrom('connection_log').where('disconnected_at', 'is not', null).where('disconnected_at', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
@@ -212,7 +212,7 @@ export interface ConnectionLogRow {
 }
 
 /** One page of the history, newest first (by start, then id). */
-export async function connectionLogPage(db: Executor, filter: ConnectionLogFilter): Promise<ConnectionLogRow[]> {
+export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Promise<ConnectionLogRow[]> {
   let query = db.selectFrom('connection_log').selectAll();
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
   if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);

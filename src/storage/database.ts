@@ -21,7 +21,6 @@ import {
   type PostgresPool,
   type PostgresPoolClient,
   type PostgresQueryResult,
-  type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import { GroupCommitSqliteDriver } from './sqlite-driver.js';
@@ -44,9 +43,8 @@ import { auditRefusalsSchema } from './migrations/0012-audit-refusals.js';
 import { revocationsSchema } from './migrations/0013-revocations.js';
 import type { Database } from './schema.js';
 
+/** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
 export type Db = Kysely<Database>;
-/** The database or a transaction on it: what a query runs on. */
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 /** Connections per portal instance unless `poolSize` says otherwise; PostgreSQL's default max_connections (100) holds several instances. */
 const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -156,7 +154,7 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
 }
 
 /** True when `db` talks to PostgreSQL (for the few queries that differ between dialects). */
-export function isPostgres(db: Executor | Kysely<unknown>): boolean {
+export function isPostgres(db: Db | Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 

@@ -3,7 +3,7 @@
 // a use is taken by one conditional update, in the transaction that stores the configuration.
 import { sql } from 'kysely';
 import { asProfileId, asUserId, type ProfileId, type UserId } from '../shared/ids.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { EnrollmentTokensTable } from './schema.js';
 
 export interface StoredEnrollmentToken {
@@ -23,35 +23,18 @@ export interface StoredEnrollmentToken {
   readonly lastUsedAt: string | null;
 }
 
-export async function insertEnrollmentToken(db: Executor, token: StoredEnrollmentToken): Promise<void> {
-  await db
-    .insertInto('enrollment_tokens')
-    .values({
-      token_id: token.tokenId,
-      secret_hash: token.secretHash,
-      user_id: token.userId,
-      profile_id: token.profileId,
-      display_name: token.displayName,
-      expires_in: token.expiresIn,
-      uses: token.uses,
-      uses_left: token.usesLeft,
-      created_at: token.createdAt,
-      created_by: token.createdBy,
-      expires_at: token.expiresAt,
-      revoked_at: token.revokedAt,
-      last_used_at: token.lastUsedAt,
-    })
-    .execute();
+export async function insertEnrollmentToken(db: Db, token: StoredEnrollmentToken): Promise<void> {
+  await db.insertInto('enrollment_tokens').values(enrollmentTokenRow(token)).execute();
 }
 
-export async function findEnrollmentToken(db: Executor, tokenId: string): Promise<StoredEnrollmentToken | undefined> {
+export async function findEnrollmentToken(db: Db, tokenId: string): Promise<StoredEnrollmentToken | undefined> {
   const row = await db.selectFrom('enrollment_tokens').selectAll().where('token_id', '=', tokenId).executeTakeFirst();
   return row === undefined ? undefined : toToken(row);
 }
 
 /** Every token (of one user, or of the given profiles), newest first. */
 export async function listEnrollmentTokens(
-  db: Executor,
+  db: Db,
   filter: { readonly userId?: UserId; readonly profiles?: readonly ProfileId[] | null } = {},
 ): Promise<StoredEnrollmentToken[]> {
   let query = db.selectFrom('enrollment_tokens').selectAll();
@@ -70,7 +53,7 @@ export async function listEnrollmentTokens(
  * redemptions only as many as there are uses find a row to change (PostgreSQL re-checks the
  * condition after waiting for the row's lock; SQLite runs one writer at a time).
  */
-export async function takeEnrollmentTokenUse(db: Executor, tokenId: string, now: string): Promise<boolean> {
+export async function takeEnrollmentTokenUse(db: Db, tokenId: string, now: string): Promise<boolean> {
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ uses_left: sql<number>`uses_left - 1`, last_used_at: now })
@@ -83,7 +66,7 @@ export async function takeEnrollmentTokenUse(db: Executor, tokenId: string, now:
 }
 
 /** Revokes one token not revoked yet; false when there is none. */
-export async function revokeEnrollmentToken(db: Executor, tokenId: string, at: string): Promise<boolean> {
+export async function revokeEnrollmentToken(db: Db, tokenId: string, at: string): Promise<boolean> {
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ revoked_at: at })
@@ -94,13 +77,13 @@ export async function revokeEnrollmentToken(db: Executor, tokenId: string, at: s
 }
 
 /** The profiles of a user's tokens, ended ones too (they stay until housekeeping deletes them). */
-export async function enrollmentTokenProfilesOfUser(db: Executor, userId: UserId): Promise<ProfileId[]> {
+export async function enrollmentTokenProfilesOfUser(db: Db, userId: UserId): Promise<ProfileId[]> {
   const rows = await db.selectFrom('enrollment_tokens').select('profile_id').distinct().where('user_id', '=', userId).execute();
   return rows.map((row) => row.profile_id as ProfileId);
 }
 
 /** Revokes every token of a user that could still be used (disable_user). */
-export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
+export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: string): Promise<number> {
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ revoked_at: at })
@@ -113,12 +96,31 @@ export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId,
 }
 
 /** Deletes tokens that ended (expired, or revoked) before `before` (housekeeping). */
-export async function deleteEnrollmentTokensEndedBefore(db: Executor, before: string): Promise<number> {
+export async function deleteEnrollmentTokensEndedBefore(db: Db, before: string): Promise<number> {
   const result = await db
     .deleteFrom('enrollment_tokens')
     .where((where) => where.or([where('expires_at', '<', before), where('revoked_at', '<', before)]))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/** The token as its row; the Admin API lists tokens in the same names (src/core/enrollment-tokens.ts). */
+export function enrollmentTokenRow(token: StoredEnrollmentToken): EnrollmentTokensTable {
+  return {
+    token_id: token.tokenId,
+    secret_hash: token.secretHash,
+    user_id: token.userId,
+    profile_id: token.profileId,
+    display_name: token.displayName,
+    expires_in: token.expiresIn,
+    uses: token.uses,
+    uses_left: token.usesLeft,
+    created_at: token.createdAt,
+    created_by: token.createdBy,
+    expires_at: token.expiresAt,
+    revoked_at: token.revokedAt,
+    last_used_at: token.lastUsedAt,
+  };
 }
 
 function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {

@@ -1,7 +1,7 @@
 // What the two configuration tables (wg_peers, certificates) share about expiry: a renewal's
 // new expiry (/extend) and the `configuration.expiring` pass's bookkeeping, one query for both.
 import type { Selectable } from 'kysely';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { Database } from './schema.js';
 
 /** A new expiry for a configuration that has not expired by `now` (ATOM strings). */
@@ -23,7 +23,7 @@ const KEY_COLUMN = { wg_peers: 'public_key', certificates: 'common_name' } as co
 export type ConfigurationTable = keyof typeof KEY_COLUMN;
 
 /** Moves the expiry of a configuration that has not expired by `change.now`; false when there is no such one. */
-export async function extendConfigurationRow(db: Executor, table: ConfigurationTable, connectionId: string, change: ExpiryChange): Promise<boolean> {
+export async function extendConfigurationRow(db: Db, table: ConfigurationTable, connectionId: string, change: ExpiryChange): Promise<boolean> {
   const result = await db
     .updateTable(table)
     .set({ expires_at: change.expiresAt, expiry_warned: change.expiryWarned ? 1 : 0 })
@@ -34,7 +34,7 @@ export async function extendConfigurationRow(db: Executor, table: ConfigurationT
 }
 
 /** Records that `configuration.expiring` was announced; false when someone (another portal instance) did first. */
-export async function markExpiryWarned(db: Executor, table: ConfigurationTable, connectionId: string): Promise<boolean> {
+export async function markExpiryWarned(db: Db, table: ConfigurationTable, connectionId: string): Promise<boolean> {
   const result = await db
     .updateTable(table)
     .set({ expiry_warned: 1 })
@@ -45,7 +45,7 @@ export async function markExpiryWarned(db: Executor, table: ConfigurationTable, 
 }
 
 /** The earliest expiry among the configurations whose `configuration.expiring` is still to come, or null. */
-export async function earliestUnwarnedExpiry(db: Executor, table: ConfigurationTable): Promise<string | null> {
+export async function earliestUnwarnedExpiry(db: Db, table: ConfigurationTable): Promise<string | null> {
   const row = await db
     .selectFrom(table)
     .select((eb) => eb.fn.min('expires_at').as('earliest'))
@@ -56,7 +56,7 @@ export async function earliestUnwarnedExpiry(db: Executor, table: ConfigurationT
 
 /** Configurations in `window` whose `configuration.expiring` is still to come, soonest first. */
 export async function dueForExpiryWarning<T extends ConfigurationTable>(
-  db: Executor,
+  db: Db,
   table: T,
   window: ExpiryWarningWindow,
   limit: number,

@@ -1,7 +1,7 @@
 // Queries on `idempotency_records`: a POST sent with an Idempotency-Key reserves the key (one
 // row per admin key lineage and Idempotency-Key: the primary key makes concurrent requests
 // agree on one owner), and its answer is kept, sealed, for 24 hours.
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { IdempotencyRecordsTable } from './schema.js';
 
 export interface IdempotencyRecord {
@@ -18,7 +18,7 @@ export interface IdempotencyRecord {
   readonly expiresAt: string;
 }
 
-export async function findIdempotencyRecord(db: Executor, keyLineage: string, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
+export async function findIdempotencyRecord(db: Db, keyLineage: string, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
   const row = await db
     .selectFrom('idempotency_records')
     .selectAll()
@@ -29,7 +29,7 @@ export async function findIdempotencyRecord(db: Executor, keyLineage: string, id
 }
 
 /** Reserves the key for a request; false when another request holds it already. */
-export async function reserveIdempotencyKey(db: Executor, record: Omit<IdempotencyRecord, 'state' | 'status' | 'answer'>): Promise<boolean> {
+export async function reserveIdempotencyKey(db: Db, record: Omit<IdempotencyRecord, 'state' | 'status' | 'answer'>): Promise<boolean> {
   const result = await db
     .insertInto('idempotency_records')
     .values({
@@ -51,7 +51,7 @@ export async function reserveIdempotencyKey(db: Executor, record: Omit<Idempoten
 
 /** Stores the answer of the request that reserved the key; false when it no longer holds it. */
 export async function completeIdempotencyRecord(
-  db: Executor,
+  db: Db,
   owned: { readonly keyLineage: string; readonly idempotencyKey: string; readonly owner: string },
   answer: { readonly status: number; readonly sealed: string },
 ): Promise<boolean> {
@@ -68,7 +68,7 @@ export async function completeIdempotencyRecord(
 
 /** Gives up a reservation that is still pending (the request failed, or its owner vanished). */
 export async function releaseIdempotencyKey(
-  db: Executor,
+  db: Db,
   owned: { readonly keyLineage: string; readonly idempotencyKey: string; readonly owner: string },
 ): Promise<void> {
   await db
@@ -81,7 +81,7 @@ export async function releaseIdempotencyKey(
 }
 
 /** Deletes this record if it is the one seen (same owner) and has expired. */
-export async function deleteExpiredIdempotencyRecord(db: Executor, record: IdempotencyRecord, now: string): Promise<void> {
+export async function deleteExpiredIdempotencyRecord(db: Db, record: IdempotencyRecord, now: string): Promise<void> {
   await db
     .deleteFrom('idempotency_records')
     .where('key_lineage', '=', record.keyLineage)
@@ -92,7 +92,7 @@ export async function deleteExpiredIdempotencyRecord(db: Executor, record: Idemp
 }
 
 /** Deletes every record (and so every kept answer) that has expired; returns how many. */
-export async function pruneIdempotencyRecords(db: Executor, now: string): Promise<number> {
+export async function pruneIdempotencyRecords(db: Db, now: string): Promise<number> {
   const result = await db.deleteFrom('idempotency_records').where('expires_at', '<=', now).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -3,9 +3,9 @@
 // confirmation the reconcile pass leaves such a node alone: a fresh or wrong database must
 // never silently remove every peer of a working node.
 import type { NodeNumber } from '../shared/ids.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 
-export async function confirmNodeReset(db: Executor, nodeNumber: NodeNumber, now: string): Promise<void> {
+export async function confirmNodeReset(db: Db, nodeNumber: NodeNumber, now: string): Promise<void> {
   await db
     .insertInto('node_resets')
     .values({ node_number: nodeNumber, confirmed_at: now })
@@ -13,7 +13,7 @@ export async function confirmNodeReset(db: Executor, nodeNumber: NodeNumber, now
     .execute();
 }
 
-export async function isNodeResetConfirmed(db: Executor, nodeNumber: NodeNumber): Promise<boolean> {
+export async function isNodeResetConfirmed(db: Db, nodeNumber: NodeNumber): Promise<boolean> {
   const row = await db.selectFrom('node_resets').select('node_number').where('node_number', '=', nodeNumber).executeTakeFirst();
   return row !== undefined;
 }

@@ -1,13 +1,13 @@
 // Queries on `portal_state`: small named values every portal instance reads the same, such as
 // the day housekeeping last ran.
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 
-export async function readState(db: Executor, key: string): Promise<string | null> {
+export async function readState(db: Db, key: string): Promise<string | null> {
   const row = await db.selectFrom('portal_state').select('value').where('key', '=', key).executeTakeFirst();
   return row?.value ?? null;
 }
 
-export async function writeState(db: Executor, key: string, value: string): Promise<void> {
+export async function writeState(db: Db, key: string, value: string): Promise<void> {
   await db
     .insertInto('portal_state')
     .values({ key, value })

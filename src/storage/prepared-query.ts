@@ -3,7 +3,7 @@
 // and a create runs a dozen: the statements of that hot path are built once per dialect, with
 // a placeholder where each value goes, and every run only puts the values in their places.
 import { CompiledQuery, type Compilable, type QueryResult } from 'kysely';
-import { isPostgres, type Executor } from './database.js';
+import { isPostgres, type Db } from './database.js';
 
 /** Stands for the value `name` while the query is built (typed as that value, so the builder checks it). */
 export type Slot<V> = <K extends keyof V & string>(name: K) => V[K];
@@ -18,9 +18,7 @@ interface Prepared {
 const PLACEHOLDER = '\u0000prepared-value:';
 
 /** A query that `build` makes with slots for the values `V`; run it with `run(db, values)`. */
-export function preparedQuery<V extends object, R>(
-  build: (db: Executor, slot: Slot<V>) => Compilable<R>,
-): (db: Executor, values: V) => Promise<QueryResult<R>> {
+export function preparedQuery<V extends object, R>(build: (db: Db, slot: Slot<V>) => Compilable<R>): (db: Db, values: V) => Promise<QueryResult<R>> {
   const byDialect = new Map<boolean, Prepared>();
   return async (db, values) => {
     const postgres = isPostgres(db);
@@ -35,7 +33,7 @@ export function preparedQuery<V extends object, R>(
   };
 }
 
-function prepare<V extends object, R>(db: Executor, build: (db: Executor, slot: Slot<V>) => Compilable<R>): Prepared {
+function prepare<V extends object, R>(db: Db, build: (db: Db, slot: Slot<V>) => Compilable<R>): Prepared {
   const slotted = new Set<string>();
   const slot = ((name: string) => {
     slotted.add(name);

@@ -6,7 +6,7 @@
 // older than the last one it applied for that key, so an add read before a revocation can
 // never undo it, however late it arrives and whichever portal instance sent it.
 import { sql, type RawBuilder, type Transaction } from 'kysely';
-import { isPostgres, type Executor } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import type { Database } from './schema.js';
 
 /** A number of the change counter; higher is newer. */
@@ -33,7 +33,7 @@ export async function revisionValue(trx: Transaction<Database>): Promise<RawBuil
  * The newest number handed out so far: a removal of a key the database no longer knows
  * carries it, which is at least the number of the deletion that made the key unknown.
  */
-export async function latestRevision(db: Executor): Promise<Revision> {
+export async function latestRevision(db: Db): Promise<Revision> {
   const { rows } = isPostgres(db)
     ? await sql<{ value: string | number }>`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS value FROM change_revision`.execute(db)
     : await sql<{ value: string | number }>`SELECT value FROM change_revision WHERE id = 1`.execute(db);

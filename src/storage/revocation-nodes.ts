@@ -3,7 +3,7 @@
 // reconcile pass found it no longer there). A node's part of a receipt is applied once all of
 // its rows are.
 import { asConnectionId, asNodeNumber, asProfileId, type ConnectionId, type NodeNumber, type ProfileId, type VpnProto } from '../shared/ids.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import { OPEN_REVOCATION_STATES } from './revocations.js';
 
 export interface RevocationNodeRow {
@@ -25,7 +25,7 @@ export interface ConfirmedRemoval {
 /** Rows per INSERT: six columns, far below both dialects' parameter limits. */
 const INSERT_ROWS = 500;
 
-export async function insertRevocationNodes(db: Executor, rows: readonly Omit<RevocationNodeRow, 'appliedAt'>[]): Promise<void> {
+export async function insertRevocationNodes(db: Db, rows: readonly Omit<RevocationNodeRow, 'appliedAt'>[]): Promise<void> {
   for (let start = 0; start < rows.length; start += INSERT_ROWS) {
     await db
       .insertInto('revocation_nodes')
@@ -43,7 +43,7 @@ export async function insertRevocationNodes(db: Executor, rows: readonly Omit<Re
   }
 }
 
-export async function revocationNodeRows(db: Executor, revocationIds: readonly string[]): Promise<RevocationNodeRow[]> {
+export async function revocationNodeRows(db: Db, revocationIds: readonly string[]): Promise<RevocationNodeRow[]> {
   if (revocationIds.length === 0) return [];
   const rows = await db
     .selectFrom('revocation_nodes')
@@ -64,12 +64,7 @@ export async function revocationNodeRows(db: Executor, revocationIds: readonly s
 }
 
 /** Marks the removals as confirmed on the given receipts' rows still pending; answers how many rows it marked. */
-export async function confirmRevocationNodes(
-  db: Executor,
-  revocationIds: readonly string[],
-  confirmed: readonly ConfirmedRemoval[],
-  at: string,
-): Promise<number> {
+export async function confirmRevocationNodes(db: Db, revocationIds: readonly string[], confirmed: readonly ConfirmedRemoval[], at: string): Promise<number> {
   if (revocationIds.length === 0 || confirmed.length === 0) return 0;
   const byNode = new Map<NodeNumber, string[]>();
   for (const { nodeNumber, connectionId } of confirmed) byNode.set(nodeNumber, [...(byNode.get(nodeNumber) ?? []), connectionId]);
@@ -92,7 +87,7 @@ export async function confirmRevocationNodes(
 
 /** The configurations of open receipts that a node has not confirmed gone yet, with when their receipt was asked for. */
 export async function pendingRevocationsOnNode(
-  db: Executor,
+  db: Db,
   nodeNumber: NodeNumber,
 ): Promise<{ readonly revocationId: string; readonly connectionId: ConnectionId; readonly vpnProto: VpnProto; readonly requestedAt: string }[]> {
   const rows = await db

@@ -2,7 +2,7 @@
 // state moves only by conditional updates (pending → overdue, pending or overdue → applied or
 // superseded), so of several portal instances exactly one wins each move and announces it.
 import { asUserId, type UserId } from '../shared/ids.js';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { Updateable } from 'kysely';
 import type { RevocationsTable } from './schema.js';
 
@@ -23,7 +23,7 @@ export interface StoredRevocation {
   readonly supersededAt: string | null;
 }
 
-export async function insertRevocation(db: Executor, revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>): Promise<void> {
+export async function insertRevocation(db: Db, revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>): Promise<void> {
   await db
     .insertInto('revocations')
     .values({
@@ -39,14 +39,14 @@ export async function insertRevocation(db: Executor, revocation: Pick<StoredRevo
     .execute();
 }
 
-export async function findRevocation(db: Executor, revocationId: string): Promise<StoredRevocation | undefined> {
+export async function findRevocation(db: Db, revocationId: string): Promise<StoredRevocation | undefined> {
   const row = await db.selectFrom('revocations').selectAll().where('revocation_id', '=', revocationId).executeTakeFirst();
   return row === undefined ? undefined : toRevocation(row);
 }
 
 /** Receipts newest first (ids are time-ordered), from before `beforeId` when given. */
 export async function listRevocations(
-  db: Executor,
+  db: Db,
   filter: { readonly states?: readonly RevocationState[]; readonly userId?: UserId; readonly beforeId?: string; readonly limit: number },
 ): Promise<StoredRevocation[]> {
   let query = db.selectFrom('revocations').selectAll();
@@ -58,7 +58,7 @@ export async function listRevocations(
 }
 
 /** Pending or overdue receipts none of whose configurations is still pending on a node: ready to be applied. */
-export async function revocationsReadyToApply(db: Executor, revocationIds?: readonly string[]): Promise<string[]> {
+export async function revocationsReadyToApply(db: Db, revocationIds?: readonly string[]): Promise<string[]> {
   if (revocationIds !== undefined && revocationIds.length === 0) return [];
   let query = db
     .selectFrom('revocations as r')
@@ -76,12 +76,12 @@ export async function revocationsReadyToApply(db: Executor, revocationIds?: read
 }
 
 /** Claims pending/overdue → applied, only while no configuration of it is pending; false when another instance (or nothing) did it. */
-export function markRevocationApplied(db: Executor, revocationId: string, at: string): Promise<boolean> {
+export function markRevocationApplied(db: Db, revocationId: string, at: string): Promise<boolean> {
   return claimMove(db, revocationId, OPEN_REVOCATION_STATES, { state: 'applied', applied_at: at }, { nothingPending: true });
 }
 
 /** Receipts still pending that were asked for before `before` (their deadline passed). */
-export async function pendingRevocationsRequestedBefore(db: Executor, before: string, limit: number): Promise<string[]> {
+export async function pendingRevocationsRequestedBefore(db: Db, before: string, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('revocations')
     .select('revocation_id')
@@ -94,13 +94,13 @@ export async function pendingRevocationsRequestedBefore(db: Executor, before: st
 }
 
 /** Claims pending → overdue; false when another instance did it first or the receipt moved on. */
-export function markRevocationOverdue(db: Executor, revocationId: string, at: string): Promise<boolean> {
+export function markRevocationOverdue(db: Db, revocationId: string, at: string): Promise<boolean> {
   return claimMove(db, revocationId, ['pending'], { state: 'overdue', overdue_at: at }, { nothingPending: false });
 }
 
 /** One conditional update: of several portal instances exactly one moves the receipt and announces it. */
 async function claimMove(
-  db: Executor,
+  db: Db,
   revocationId: string,
   from: readonly RevocationState[],
   to: Updateable<RevocationsTable>,
@@ -121,7 +121,7 @@ async function claimMove(
  * (their configurations belong on the nodes again). Deleted or expired configurations do not
  * come back, so those receipts still wait for their nodes.
  */
-export async function supersedeRevocationsOfUser(db: Executor, userId: UserId, at: string): Promise<number> {
+export async function supersedeRevocationsOfUser(db: Db, userId: UserId, at: string): Promise<number> {
   const result = await db
     .updateTable('revocations')
     .set({ state: 'superseded', superseded_at: at })
@@ -133,7 +133,7 @@ export async function supersedeRevocationsOfUser(db: Executor, userId: UserId, a
 }
 
 /** How many receipts are open (pending or overdue), and when the oldest was asked for. */
-export async function openRevocationCount(db: Executor): Promise<{ readonly count: number; readonly oldestRequestedAt: string | null }> {
+export async function openRevocationCount(db: Db): Promise<{ readonly count: number; readonly oldestRequestedAt: string | null }> {
   const row = await db
     .selectFrom('revocations')
     .select((eb) => [eb.fn.countAll<number | string | bigint>().as('count'), eb.fn.min('requested_at').as('oldest')])
@@ -146,7 +146,7 @@ export async function openRevocationCount(db: Executor): Promise<{ readonly coun
  * Deletes finished receipts (applied, superseded) asked for before `before`, with their node
  * rows (housekeeping, by `auditLogRetention`). Open ones stay: they still say a node may hold a peer.
  */
-export async function pruneRevocations(db: Executor, before: string): Promise<number> {
+export async function pruneRevocations(db: Db, before: string): Promise<number> {
   const old = db.selectFrom('revocations').select('revocation_id').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']);
   await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', old).execute();
   const result = await db.deleteFrom('revocations').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']).executeTakeFirst();

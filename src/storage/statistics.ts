@@ -1,9 +1,9 @@
 // Queries on `live_stats` (connections online per profile, every full pass) and
 // `aggregate_stats` (one row per day and profile), as the reference keeps them.
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 
 export async function insertLiveStats(
-  db: Executor,
+  db: Db,
   dateTime: string,
   perProfile: readonly { readonly profileId: string; readonly connections: number; readonly users: number }[],
 ): Promise<void> {
@@ -18,7 +18,7 @@ export async function insertLiveStats(
 }
 
 /** The highest connection count of each profile between two times (ATOM, end excluded). */
-export async function maxLiveConnections(db: Executor, from: string, to: string): Promise<Map<string, number>> {
+export async function maxLiveConnections(db: Db, from: string, to: string): Promise<Map<string, number>> {
   const rows = await db
     .selectFrom('live_stats')
     .select((eb) => ['profile_id', eb.fn.max('connection_count').as('max')])
@@ -30,7 +30,7 @@ export async function maxLiveConnections(db: Executor, from: string, to: string)
 }
 
 /** Users with a session overlapping [from, to), per profile. */
-export async function uniqueUsersBetween(db: Executor, from: string, to: string): Promise<Map<string, number>> {
+export async function uniqueUsersBetween(db: Db, from: string, to: string): Promise<Map<string, number>> {
   const rows = await db
     .selectFrom('connection_log')
     .select((eb) => ['profile_id', eb.fn.count<number | string>('user_id').distinct().as('users')])
@@ -49,7 +49,7 @@ export interface DailyStats {
 }
 
 /** Writes (or rewrites) the day's row of each profile. */
-export async function saveDailyStats(db: Executor, rows: readonly DailyStats[]): Promise<void> {
+export async function saveDailyStats(db: Db, rows: readonly DailyStats[]): Promise<void> {
   for (const row of rows) {
     await db
       .insertInto('aggregate_stats')
@@ -62,7 +62,7 @@ export async function saveDailyStats(db: Executor, rows: readonly DailyStats[]):
 }
 
 /** Daily rows between two dates (YYYY-MM-DD, both included), oldest first. */
-export async function dailyStats(db: Executor, filter: { profileId?: string; since?: string; until?: string }): Promise<DailyStats[]> {
+export async function dailyStats(db: Db, filter: { profileId?: string; since?: string; until?: string }): Promise<DailyStats[]> {
   let query = db.selectFrom('aggregate_stats').selectAll();
   if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
   if (filter.since !== undefined) query = query.where('date', '>=', filter.since);
@@ -76,7 +76,7 @@ export async function dailyStats(db: Executor, filter: { profileId?: string; sin
   }));
 }
 
-export async function pruneLiveStats(db: Executor, before: string): Promise<number> {
+export async function pruneLiveStats(db: Db, before: string): Promise<number> {
   const result = await db.deleteFrom('live_stats').where('date_time', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

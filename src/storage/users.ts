@@ -1,7 +1,7 @@
 // Queries on the `users` table.
 import { sql, type Transaction } from 'kysely';
 import type { ProfileId, UserId } from '../shared/ids.js';
-import { isPostgres, type Executor } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database } from './schema.js';
 
@@ -10,7 +10,7 @@ export interface UserState {
   readonly isDisabled: boolean;
 }
 
-export async function findUser(db: Executor, userId: UserId): Promise<UserState | undefined> {
+export async function findUser(db: Db, userId: UserId): Promise<UserState | undefined> {
   const row = await db.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
@@ -52,7 +52,7 @@ async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Pr
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 
-export async function setUserDisabled(db: Executor, userId: UserId, disabled: boolean): Promise<void> {
+export async function setUserDisabled(db: Db, userId: UserId, disabled: boolean): Promise<void> {
   await db
     .updateTable('users')
     .set({ is_disabled: disabled ? 1 : 0 })
@@ -60,7 +60,7 @@ export async function setUserDisabled(db: Executor, userId: UserId, disabled: bo
     .execute();
 }
 
-export async function deleteUser(db: Executor, userId: UserId): Promise<void> {
+export async function deleteUser(db: Db, userId: UserId): Promise<void> {
   await db.deleteFrom('users').where('user_id', '=', userId).execute();
 }
 
@@ -79,7 +79,7 @@ export async function lockUser(trx: Transaction<Database>, userId: UserId): Prom
  * several times faster than an object per row). `profiles`: only users with a configuration
  * (WireGuard or OpenVPN) in one of them; null: every user.
  */
-export async function userIdsJson(db: Executor, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string> {
+export async function userIdsJson(db: Db, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string> {
   let query = db.selectFrom('users').select('user_id');
   if (filter.onlyDisabled) query = query.where('is_disabled', '=', 1);
   const profiles = filter.profiles ?? null;
@@ -99,7 +99,7 @@ export async function userIdsJson(db: Executor, filter: { onlyDisabled: boolean;
 }
 
 /** The profiles the user has configurations in (WireGuard or OpenVPN), each once. */
-export async function configurationProfilesOfUser(db: Executor, userId: UserId): Promise<ProfileId[]> {
+export async function configurationProfilesOfUser(db: Db, userId: UserId): Promise<ProfileId[]> {
   const rows = await db
     .selectFrom('wg_peers')
     .select('profile_id')

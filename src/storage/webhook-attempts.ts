@@ -1,7 +1,7 @@
 // Queries on `webhook_attempts`: the delivery log's lines, one per attempt. An attempt is written
 // when it starts (`sending`), so an attempt the portal could not finish — it was killed, or lost
 // its lease — shows as `interrupted` rather than not at all.
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { WebhookAttemptsTable } from './schema.js';
 
 export type AttemptOutcome = 'sending' | 'delivered' | 'failed' | 'refused' | 'interrupted';
@@ -19,7 +19,7 @@ export interface StoredAttempt {
 }
 
 /** Records an attempt as started; earlier attempts still `sending` (their sender is gone) become `interrupted`. */
-export async function startAttempt(db: Executor, deliveryId: string, attempt: number, startedAt: string): Promise<void> {
+export async function startAttempt(db: Db, deliveryId: string, attempt: number, startedAt: string): Promise<void> {
   await db
     .updateTable('webhook_attempts')
     .set({ outcome: 'interrupted', detail: 'the portal instance sending it stopped or lost its lease before an answer was recorded' })
@@ -33,7 +33,7 @@ export async function startAttempt(db: Executor, deliveryId: string, attempt: nu
 }
 
 export async function finishAttempt(
-  db: Executor,
+  db: Db,
   deliveryId: string,
   attempt: number,
   result: Pick<StoredAttempt, 'outcome' | 'status' | 'durationMs' | 'detail'>,
@@ -47,7 +47,7 @@ export async function finishAttempt(
 }
 
 /** The attempts of these deliveries, by delivery, in order. */
-export async function attemptsOf(db: Executor, deliveryIds: readonly string[]): Promise<Map<string, StoredAttempt[]>> {
+export async function attemptsOf(db: Db, deliveryIds: readonly string[]): Promise<Map<string, StoredAttempt[]>> {
   const byDelivery = new Map<string, StoredAttempt[]>();
   if (deliveryIds.length === 0) return byDelivery;
   const rows = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').execute();

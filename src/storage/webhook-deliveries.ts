@@ -3,7 +3,7 @@
 // under a lease by one portal instance per attempt (a conditional update: exactly one instance
 // wins it, on SQLite and on PostgreSQL), and stays as the log entry once delivered or given up.
 import { sql } from 'kysely';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import type { WebhookDeliveriesTable } from './schema.js';
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'cancelled';
@@ -28,7 +28,7 @@ export type NewDelivery = Pick<StoredDelivery, 'deliveryId' | 'webhookId' | 'eve
   readonly lease?: { readonly until: string; readonly token: string };
 };
 
-export async function insertDeliveries(db: Executor, deliveries: readonly NewDelivery[]): Promise<void> {
+export async function insertDeliveries(db: Db, deliveries: readonly NewDelivery[]): Promise<void> {
   if (deliveries.length === 0) return;
   await db
     .insertInto('webhook_deliveries')
@@ -55,7 +55,7 @@ export async function insertDeliveries(db: Executor, deliveries: readonly NewDel
  * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
  * subscription that has a delivery under a live lease (one attempt in flight per receiver).
  */
-export async function dueDeliveries(db: Executor, now: string, limit: number): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
+export async function dueDeliveries(db: Db, now: string, limit: number): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
   const rows = await db
     .selectFrom('webhook_deliveries')
     .select(['delivery_id', 'webhook_id'])
@@ -78,7 +78,7 @@ export async function dueDeliveries(db: Executor, now: string, limit: number): P
  * try at once exactly one gets the row (PostgreSQL re-checks it after waiting for the winner's lock).
  */
 export async function claimDelivery(
-  db: Executor,
+  db: Db,
   deliveryId: string,
   now: string,
   lease: { readonly until: string; readonly token: string },
@@ -104,7 +104,7 @@ export type DeliveryOutcome =
  * Ends the lease with the attempt's outcome; false when the lease was no longer this attempt's
  * (it ran out and another instance took over, or the subscription was deleted meanwhile).
  */
-export async function finishDelivery(db: Executor, deliveryId: string, leaseToken: string, outcome: DeliveryOutcome): Promise<boolean> {
+export async function finishDelivery(db: Db, deliveryId: string, leaseToken: string, outcome: DeliveryOutcome): Promise<boolean> {
   const result = await db
     .updateTable('webhook_deliveries')
     .set(
@@ -120,7 +120,7 @@ export async function finishDelivery(db: Executor, deliveryId: string, leaseToke
 }
 
 /** The deliveries of a deleted subscription that were still to be sent: none of them ever is. */
-export async function cancelPendingDeliveries(db: Executor, webhookId: string, now: string): Promise<number> {
+export async function cancelPendingDeliveries(db: Db, webhookId: string, now: string): Promise<number> {
   const result = await db
     .updateTable('webhook_deliveries')
     .set({ state: 'cancelled', finished_at: now, lease_until: null, lease_token: null })
@@ -130,7 +130,7 @@ export async function cancelPendingDeliveries(db: Executor, webhookId: string, n
   return Number(result.numUpdatedRows);
 }
 
-export async function findDelivery(db: Executor, deliveryId: string): Promise<StoredDelivery | undefined> {
+export async function findDelivery(db: Db, deliveryId: string): Promise<StoredDelivery | undefined> {
   const row = await db.selectFrom('webhook_deliveries').selectAll().where('delivery_id', '=', deliveryId).executeTakeFirst();
   return row === undefined ? undefined : toDelivery(row);
 }
@@ -150,7 +150,7 @@ export interface DeliveryFilter {
 }
 
 /** Deliveries matching the filter, newest first. */
-export async function deliveryPage(db: Executor, filter: DeliveryFilter): Promise<StoredDelivery[]> {
+export async function deliveryPage(db: Db, filter: DeliveryFilter): Promise<StoredDelivery[]> {
   let query = db.selectFrom('webhook_deliveries').selectAll().orderBy('delivery_id', 'desc').limit(filter.limit);
   if (filter.webhookId !== undefined) query = query.where('webhook_id', '=', filter.webhookId);
   if (filter.eventType !== undefined) query = query.where('event_type', '=', filter.eventType);
@@ -163,7 +163,7 @@ export async function deliveryPage(db: Executor, filter: DeliveryFilter): Promis
 }
 
 /** Deletes finished deliveries (and their attempts) made before `before`; returns how many. */
-export async function pruneDeliveries(db: Executor, before: string): Promise<number> {
+export async function pruneDeliveries(db: Db, before: string): Promise<number> {
   await db
     .deleteFrom('webhook_attempts')
     .where('delivery_id', 'in', (inner) =>

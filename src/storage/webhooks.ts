@@ -1,7 +1,7 @@
 // Queries on `webhooks`: the subscriptions. Secrets are stored sealed; only
 // src/core/webhook-secrets.ts opens them, to sign.
 import { z } from 'zod';
-import type { Executor } from './database.js';
+import type { Db } from './database.js';
 import { preparedQuery } from './prepared-query.js';
 import type { WebhooksTable } from './schema.js';
 
@@ -19,7 +19,7 @@ export interface StoredWebhook {
   readonly createdAt: string;
 }
 
-export async function insertWebhook(db: Executor, webhook: StoredWebhook): Promise<void> {
+export async function insertWebhook(db: Db, webhook: StoredWebhook): Promise<void> {
   await db
     .insertInto('webhooks')
     .values({
@@ -35,18 +35,18 @@ export async function insertWebhook(db: Executor, webhook: StoredWebhook): Promi
     .execute();
 }
 
-export async function findWebhook(db: Executor, webhookId: string): Promise<StoredWebhook | undefined> {
+export async function findWebhook(db: Db, webhookId: string): Promise<StoredWebhook | undefined> {
   const row = await db.selectFrom('webhooks').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
   return row === undefined ? undefined : toWebhook(row);
 }
 
 /** Every subscription, oldest first. */
-export async function listWebhooks(db: Executor): Promise<StoredWebhook[]> {
+export async function listWebhooks(db: Db): Promise<StoredWebhook[]> {
   return (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('webhook_id').execute()).map(toWebhook);
 }
 
 /** The subscriptions and the event types each wants (what the outbox listener reads for every event). */
-export async function webhookInterests(db: Executor): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
+export async function webhookInterests(db: Db): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
   const { rows } = await selectInterests(db, {});
   return rows.map((row) => ({ webhookId: row.webhook_id, eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)) }));
 }
@@ -54,14 +54,14 @@ export async function webhookInterests(db: Executor): Promise<{ readonly webhook
 const selectInterests = preparedQuery((db) => db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id'));
 
 /** True when a subscription was deleted. */
-export async function deleteWebhook(db: Executor, webhookId: string): Promise<boolean> {
+export async function deleteWebhook(db: Db, webhookId: string): Promise<boolean> {
   const result = await db.deleteFrom('webhooks').where('webhook_id', '=', webhookId).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 /** Replaces the secret, keeping the old one as `previous` until `previousUntil`; false when the subscription is gone. */
 export async function replaceWebhookSecret(
-  db: Executor,
+  db: Db,
   webhookId: string,
   secrets: { readonly secret: string; readonly previousSecret: string; readonly previousUntil: string },
 ): Promise<boolean> {

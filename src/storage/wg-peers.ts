@@ -1,7 +1,7 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
-import { isPostgres, type Executor } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import { nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
@@ -85,18 +85,18 @@ export async function stampPeersOfNode(trx: Transaction<Database>, nodeNumber: N
 }
 
 /** The stored configurations among these keys, whatever their state. */
-export async function peersWithKeys(db: Executor, publicKeys: readonly string[]): Promise<WireGuardPeer[]> {
+export async function peersWithKeys(db: Db, publicKeys: readonly string[]): Promise<WireGuardPeer[]> {
   if (publicKeys.length === 0) return [];
   const rows = await db.selectFrom('wg_peers').selectAll().where('public_key', 'in', publicKeys).execute();
   return rows.map(toPeer);
 }
 
-export async function peersOfUser(db: Executor, userId: UserId): Promise<WireGuardPeer[]> {
+export async function peersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
   const rows = await db.selectFrom('wg_peers').selectAll().where('user_id', '=', userId).orderBy('expires_at', 'desc').orderBy('public_key').execute();
   return rows.map(toPeer);
 }
 
-export async function findPeerOfUser(db: Executor, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
+export async function findPeerOfUser(db: Db, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
   const row = await db.selectFrom('wg_peers').selectAll().where('public_key', '=', publicKey).where('user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toPeer(row);
 }
@@ -106,7 +106,7 @@ export async function findPeerOfUser(db: Executor, userId: UserId, publicKey: Co
  * first). With `expiredBy`, only when it expired by then: an /extend that committed since the
  * expiry sweep read it keeps it.
  */
-export async function deletePeer(db: Executor, publicKey: WireGuardKey, expiredBy?: string): Promise<boolean> {
+export async function deletePeer(db: Db, publicKey: WireGuardKey, expiredBy?: string): Promise<boolean> {
   let query = db.deleteFrom('wg_peers').where('public_key', '=', publicKey);
   if (expiredBy !== undefined) query = query.where('expires_at', '<=', expiredBy);
   const result = await query.executeTakeFirst();
@@ -114,18 +114,18 @@ export async function deletePeer(db: Executor, publicKey: WireGuardKey, expiredB
 }
 
 /** Configurations expiring after `now` and by `horizon` whose `configuration.expiring` is still to come, soonest first. */
-export async function peersDueForExpiryWarning(db: Executor, window: ExpiryWarningWindow, limit: number): Promise<WireGuardPeer[]> {
+export async function peersDueForExpiryWarning(db: Db, window: ExpiryWarningWindow, limit: number): Promise<WireGuardPeer[]> {
   return (await dueForExpiryWarning(db, 'wg_peers', window, limit)).map(toPeer);
 }
 
 /** Deletes every configuration of a user and returns exactly the ones this call deleted. */
-export async function deletePeersOfUser(db: Executor, userId: UserId): Promise<WireGuardPeer[]> {
+export async function deletePeersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
   const rows = await db.deleteFrom('wg_peers').where('user_id', '=', userId).returningAll().execute();
   return rows.map(toPeer);
 }
 
 /** Configurations that should be on the nodes: user enabled and not expired. */
-export async function activePeers(db: Executor, filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] }): Promise<WireGuardPeer[]> {
+export async function activePeers(db: Db, filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] }): Promise<WireGuardPeer[]> {
   let query = db
     .selectFrom('wg_peers')
     .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
@@ -158,7 +158,7 @@ interface ListingPosition {
  * later pages only; no configuration is listed twice or missed when it existed throughout. On
  * PostgreSQL the text has spaces after `:` and `,`; the JSON is the same.
  */
-export async function* activeConnectionsJsonPages(db: Executor, profileId: ProfileId, now: string, pageSize: number): AsyncGenerator<string> {
+export async function* activeConnectionsJsonPages(db: Db, profileId: ProfileId, now: string, pageSize: number): AsyncGenerator<string> {
   let after: ListingPosition = { createdAt: '', publicKey: '' };
   for (;;) {
     const page = await connectionsPage(db, profileId, now, after, pageSize);
@@ -176,13 +176,7 @@ interface ConnectionsPage {
   readonly last_key: string;
 }
 
-async function connectionsPage(
-  db: Executor,
-  profileId: ProfileId,
-  now: string,
-  after: ListingPosition,
-  pageSize: number,
-): Promise<ConnectionsPage | undefined> {
+async function connectionsPage(db: Db, profileId: ProfileId, now: string, after: ListingPosition, pageSize: number): Promise<ConnectionsPage | undefined> {
   // SQLite aggregates a materialized page in the order it was written, which is the listing's
   // order; an ORDER BY in json_group_array would sort each page again (a third of the time).
   // PostgreSQL guarantees no order without its own ORDER BY.
@@ -208,7 +202,7 @@ async function connectionsPage(
 }
 
 /** The users with an active configuration in one profile, as the JSON text of an array, each once. */
-export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now: string): Promise<string> {
+export async function activeUserIdsJson(db: Db, profileId: ProfileId, now: string): Promise<string> {
   const result = isPostgres(db)
     ? await sql<{ list: string | null }>`
     SELECT json_agg(user_id ORDER BY first_created, user_id)::text AS list
@@ -230,7 +224,7 @@ export async function activeUserIdsJson(db: Executor, profileId: ProfileId, now:
  * null. Read along the expiry index, which stops at the profile's first row; min() over the
  * profile would visit every one of its future expiries (tens of milliseconds at 100,000).
  */
-export async function nextPeerExpiry(db: Executor, profileId: ProfileId, now: string): Promise<string | null> {
+export async function nextPeerExpiry(db: Db, profileId: ProfileId, now: string): Promise<string | null> {
   const row = await db
     .selectFrom('wg_peers')
     .select('expires_at')
@@ -243,7 +237,7 @@ export async function nextPeerExpiry(db: Executor, profileId: ProfileId, now: st
 }
 
 /** The earliest expiry of any configuration (expired ones included), or null when there is none. */
-export async function earliestPeerExpiry(db: Executor): Promise<string | null> {
+export async function earliestPeerExpiry(db: Db): Promise<string | null> {
   const row = await db
     .selectFrom('wg_peers')
     .select((eb) => eb.fn.min('expires_at').as('earliest'))
@@ -252,7 +246,7 @@ export async function earliestPeerExpiry(db: Executor): Promise<string | null> {
 }
 
 /** Expired configurations, oldest first, at most `limit` of them. */
-export async function expiredPeers(db: Executor, now: string, limit: number): Promise<WireGuardPeer[]> {
+export async function expiredPeers(db: Db, now: string, limit: number): Promise<WireGuardPeer[]> {
   const rows = await db.selectFrom('wg_peers').selectAll().where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
   return rows.map(toPeer);
 }
@@ -282,7 +276,7 @@ function byExpiryThenKey(a: WireGuardPeer, b: WireGuardPeer): number {
 }
 
 /** WireGuard configurations per profile and node: each holds one address pair of that pool (metrics). */
-export async function countPeersByProfileAndNode(db: Executor): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+export async function countPeersByProfileAndNode(db: Db): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
   const rows = await db
     .selectFrom('wg_peers')
     .select(['profile_id', 'node_number', (eb) => eb.fn.countAll<number | string>().as('count')])

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { revokeAdminKey, rotateAdminKey } from '../../src/core/admin-keys.js';
-import { auditLog, bearer, makeAdminKey, ManualClock, twoProfiles } from '../support/admin-keys.js';
+import { auditLog, bearer, employeesProfile, makeAdminKey, ManualClock, twoProfiles } from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, UNREACHABLE_NODE, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 
@@ -89,14 +89,7 @@ test('the answer survives a restart, sealed at rest (no private key in the datab
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const config = {
     ProfileList: [
-      {
-        profileId: 'employees',
-        displayName: 'Employees',
-        hostName: 'vpn.example.org',
-        wRangeFour: '10.44.0.0/24',
-        wRangeSix: 'fd44::/64',
-        nodeUrl: UNREACHABLE_NODE,
-      },
+      employeesProfile,
       { profileId: 'staff', displayName: 'Staff', hostName: 'vpn.example.org', oRangeFour: '10.60.0.0/24', oRangeSix: 'fd60::/64', nodeUrl: UNREACHABLE_NODE },
     ],
   };

@@ -11,6 +11,7 @@ import { WEBHOOK_HEADERS } from '../../src/protocol/webhooks.js';
 import { asNodeNumber, type WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { shiftedClock } from '../support/shifted-clock.js';
+import { employeesProfile } from '../support/admin-keys.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
@@ -19,14 +20,7 @@ const OPENVPN = 'application/x-openvpn-profile';
 
 const profiles: Partial<PortalConfigFile> = {
   ProfileList: [
-    {
-      profileId: 'employees',
-      displayName: 'Employees',
-      hostName: 'vpn.example.org',
-      wRangeFour: '10.44.0.0/24',
-      wRangeSix: 'fd44::/64',
-      nodeUrl: UNREACHABLE_NODE,
-    },
+    employeesProfile,
     {
       profileId: 'tiny',
       displayName: 'One address',

@@ -11,6 +11,7 @@ import type { WireGuardKey } from '../../src/shared/ids.js';
 import { connectDatabase } from '../../src/storage/database.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { createAdminKey } from '../../src/core/admin-keys.js';
+import { employeesProfile } from '../support/admin-keys.js';
 import { latestRevision } from '../../src/storage/revisions.js';
 import { runCli } from '../support/portal-process.js';
 import { createTestDatabase, dropTestDatabase, postgresServerUrl } from '../support/postgres.js';
@@ -19,14 +20,7 @@ import { parseWireGuardFile } from '../support/wireguard-file.js';
 
 const twoProfiles = {
   ProfileList: [
-    {
-      profileId: 'employees',
-      displayName: 'Employees',
-      hostName: 'vpn.example.org',
-      wRangeFour: '10.44.0.0/24',
-      wRangeSix: 'fd44::/64',
-      nodeUrl: 'http://127.0.0.1:2',
-    },
+    employeesProfile,
     {
       profileId: 'guests',
       displayName: 'Guests',

@@ -8,17 +8,20 @@ import { auditRecords, type AuditRecord } from '../../src/storage/audit-log.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { UNREACHABLE_NODE, type TestPortal } from './test-portal.js';
 
+/** The WireGuard profile `employees`, on a node nobody answers at: most Admin API tests start from it. */
+export const employeesProfile: PortalConfigFile['ProfileList'][number] = {
+  profileId: 'employees',
+  displayName: 'Employees',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.44.0.0/24',
+  wRangeSix: 'fd44::/64',
+  nodeUrl: UNREACHABLE_NODE,
+};
+
 /** Two WireGuard profiles: `employees` and `guests`. */
 export const twoProfiles: Partial<PortalConfigFile> = {
   ProfileList: [
-    {
-      profileId: 'employees',
-      displayName: 'Employees',
-      hostName: 'vpn.example.org',
-      wRangeFour: '10.44.0.0/24',
-      wRangeSix: 'fd44::/64',
-      nodeUrl: UNREACHABLE_NODE,
-    },
+    employeesProfile,
     { profileId: 'guests', displayName: 'Guests', hostName: 'vpn.example.org', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: UNREACHABLE_NODE },
   ],
 };

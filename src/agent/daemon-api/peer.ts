@@ -1,9 +1,9 @@
 // How a WireGuard peer is written on the vpn-daemon wire.
 import { formatAtom } from '../../shared/time.js';
-import type { DaemonPeer } from '../../protocol/vpn-daemon.js';
+import type { PeerListEntry } from '../../protocol/vpn-daemon.js';
 import type { WgPeer } from '../wireguard/dump.js';
 
-export function toDaemonPeer(peer: WgPeer): DaemonPeer {
+export function toPeerListEntry(peer: WgPeer): PeerListEntry {
   return {
     public_key: peer.publicKey,
     ip_net: [...peer.allowedIps],

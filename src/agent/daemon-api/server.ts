@@ -6,7 +6,7 @@ import type { WireGuardKey } from '../../shared/ids.js';
 import { createBearerCheck } from './bearer-auth.js';
 import { isOnline } from '../../shared/online.js';
 import type { Clock } from '../../shared/time.js';
-import { toDaemonPeer } from './peer.js';
+import { toPeerListEntry } from './peer.js';
 import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll, VPN_DAEMON_PATHS, type NodeInfo } from '../../protocol/vpn-daemon.js';
 import type { Secret } from '../../shared/secret.js';
 import type { WgPeer } from '../wireguard/dump.js';
@@ -105,7 +105,7 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     if (!showAll.ok) return reply.code(400).send({ error: showAll.error });
     const now = clock.now();
     const listed = (await peers.list()).filter((peer) => showAll.value || isOnline(peer.latestHandshake, now));
-    return { peer_list: listed.map(toDaemonPeer) };
+    return { peer_list: listed.map(toPeerListEntry) };
   });
 
   app.post(VPN_DAEMON_PATHS.addPeer, async (request, reply) => {
@@ -120,7 +120,7 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
     const removed = await peers.remove(parsed.value.publicKey, parsed.value.revision);
     if (removed === null) return reply.code(204).send();
-    return reply.code(200).send(toDaemonPeer(removed));
+    return reply.code(200).send(toPeerListEntry(removed));
   });
 
   // Without OpenVPN support the calls do not exist (404), as on a WireGuard-only daemon.

@@ -98,6 +98,8 @@ export class OpenVpnClients {
       case 'CR_RESPONSE':
         // No challenge/response is ever started; nothing to answer.
         return;
+      default:
+        notification.kind satisfies never;
     }
   }
 

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { OpenVpnServerFile } from '../server-config.js';
+import type { OpenVpnServerFile } from '../node-assignment.js';
 
 /** sun_path holds 108 bytes including the terminating NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;

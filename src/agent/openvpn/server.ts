@@ -7,7 +7,7 @@ import { OpenVpnClients, type OpenVpnPortal } from './clients.js';
 import { ManagementConnection } from './management.js';
 import { OpenVpnProcess } from './process.js';
 import { parseStatusClients, type OpenVpnStatusClient } from './status.js';
-import type { OpenVpnServerFile } from '../server-config.js';
+import type { OpenVpnServerFile } from '../node-assignment.js';
 
 export interface OpenVpnServerOptions {
   readonly file: OpenVpnServerFile;

@@ -10,7 +10,7 @@ import type { OpenVpnPortal } from './clients.js';
 import { ManagementUnavailableError } from './management.js';
 import { OpenVpnServer } from './server.js';
 import { checkServerFile, preparePrivateDirectory, removeOtherServerFiles, socketPathOf, writeServerFile } from './server-file.js';
-import type { OpenVpnServerFile } from '../server-config.js';
+import type { OpenVpnServerFile } from '../node-assignment.js';
 import { messageOf } from '../../shared/error-message.js';
 
 export interface OpenVpnServiceOptions {

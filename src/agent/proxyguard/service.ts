@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { ProxyGuardSettings } from '../config.js';
 import { ProxyGuardRelay } from './relay.js';
-import type { ProxyGuardAssignment } from '../server-config.js';
+import type { ProxyGuardAssignment } from '../node-assignment.js';
 
 /** The relay and WireGuard share the host; loopback keeps the relayed datagrams off the wire. */
 const RELAY_TARGET_HOST = '127.0.0.1';

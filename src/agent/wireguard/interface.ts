@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { runChecked, type CommandRunner } from '../process/command-runner.js';
 import type { WireGuardImplementation } from '../config.js';
 import { linkExists, readLinkState } from './link-state.js';
-import type { WireGuardServerConfig } from '../server-config.js';
+import type { WireGuardAssignment } from '../node-assignment.js';
 import { WireGuardGoProcess } from './wireguard-go-process.js';
 import type { WgTool } from './wg-tool.js';
 
@@ -37,7 +37,7 @@ export class WireGuardInterface {
   readonly #logger: Logger;
   readonly #onPeersLost: () => void;
   #wireguardGo: WireGuardGoProcess | null = null;
-  #applied: WireGuardServerConfig | null = null;
+  #applied: WireGuardAssignment | null = null;
   /** Configuration steps run one at a time (refresh and crash recovery may overlap). */
   #serial: Promise<unknown> = Promise.resolve();
 
@@ -88,7 +88,7 @@ export class WireGuardInterface {
    * Brings the interface to the given configuration, touching only what differs: an unchanged
    * key and port are not set again, so peers and their sessions survive every refresh.
    */
-  apply(config: WireGuardServerConfig): Promise<void> {
+  apply(config: WireGuardAssignment): Promise<void> {
     return this.#inSerial(() => this.#apply(config));
   }
 
@@ -103,7 +103,7 @@ export class WireGuardInterface {
     this.#logger.info({ interface: this.name }, 'removed WireGuard interface');
   }
 
-  async #apply(config: WireGuardServerConfig): Promise<void> {
+  async #apply(config: WireGuardAssignment): Promise<void> {
     const current = (await this.#wg.dump(this.name)).interface;
     const keyChanged = current.privateKey?.reveal() !== config.privateKey.reveal();
     if (keyChanged) {

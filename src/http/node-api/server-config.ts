@@ -1,12 +1,12 @@
 // Node API: POST {base}/node-api.php/server_config. A node agent authenticates with
 // `X-Node-Number` and its node secret (Bearer) and receives what it needs to run its
-// WireGuard interface (core/wireguard-server-config.ts) and its OpenVPN server processes
+// WireGuard interface (core/wireguard-node-settings.ts) and its OpenVPN server processes
 // (core/openvpn-server-files.ts). The agent names the Unix user and group for OpenVPN, its AES
 // preference and where the management sockets go. The wire format is src/protocol/node-api.ts.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { openVpnServerFiles } from '../../core/openvpn-server-files.js';
-import { wireGuardServerConfig } from '../../core/wireguard-server-config.js';
+import { wireGuardNodeSettings } from '../../core/wireguard-node-settings.js';
 import { serverConfigForm, type ServerConfigAnswer } from '../../protocol/node-api.js';
 import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';
@@ -23,7 +23,7 @@ export async function serverConfigHandler(ctx: PortalContext, request: FastifyRe
     managementDir: form.management_dir ?? '/run/openvpn-server',
   });
   const answer: ServerConfigAnswer = {
-    wireguard: wireGuardServerConfig(ctx, nodeNumber, profileFilter),
+    wireguard: wireGuardNodeSettings(ctx, nodeNumber, profileFilter),
     openvpn: openvpn.map(({ name, profileId, processNumber, proto, port, content }) => ({ name, profileId, processNumber, proto, port, content })),
   };
   await reply.type('application/json').send(JSON.stringify(answer));

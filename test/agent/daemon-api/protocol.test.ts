@@ -8,7 +8,7 @@ import { buildDaemonServer, type WireGuardPeers } from '../../../src/agent/daemo
 import { planPeerBatch } from '../../../src/agent/wireguard/batch-plan.js';
 import { PeerBatcher } from '../../../src/agent/wireguard/batcher.js';
 import { Secret } from '../../../src/shared/secret.js';
-import { parseServerConfig, ServerConfigFormatError } from '../../../src/agent/server-config.js';
+import { parseServerConfig, ServerConfigFormatError } from '../../../src/agent/node-assignment.js';
 import { parseWgDump, type WgPeer } from '../../../src/agent/wireguard/dump.js';
 import type { PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { checkServerFile, socketPathOf } from '../../../src/agent/openvpn/server-file.js';
-import { parseServerConfig, ServerConfigFormatError } from '../../../src/agent/server-config.js';
+import { parseServerConfig, ServerConfigFormatError } from '../../../src/agent/node-assignment.js';
 
 describe("the OpenVPN files in the portal's server_config answer", () => {
   const entry = {

@@ -6,7 +6,7 @@ import { openVpnServerFileListSchema, serverConfigAnswerSchema, type openVpnServ
 import { Secret } from '../shared/secret.js';
 
 /** The WireGuard part of the portal's `server_config` answer for this node. */
-export interface WireGuardServerConfig {
+export interface WireGuardAssignment {
   readonly privateKey: Secret;
   readonly listenPort: number;
   /** Null: leave the interface's MTU at the WireGuard default. */
@@ -26,7 +26,7 @@ export interface ProxyGuardAssignment {
 
 export interface NodeServerConfig {
   /** Null when no WireGuard profile runs on this node. */
-  readonly wireguard: WireGuardServerConfig | null;
+  readonly wireguard: WireGuardAssignment | null;
   /**
    * One entry per OpenVPN server process of this node. Absent when the portal sent no list
    * (portals without OpenVPN): the same as an empty one.

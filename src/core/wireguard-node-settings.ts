@@ -10,10 +10,11 @@ import { gatewayAddresses, poolCapacity } from '../wireguard/address-pool.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 
-export type WireGuardServerConfig = z.input<typeof wireGuardServerConfigSchema>;
+/** The WireGuard part of a node's `server_config` answer, as the portal makes it. */
+export type WireGuardNodeSettings = z.input<typeof wireGuardServerConfigSchema>;
 
 /** Null when no WireGuard profile (of those the node asked for) runs on the node. */
-export function wireGuardServerConfig(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<string> | null): WireGuardServerConfig | null {
+export function wireGuardNodeSettings(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<string> | null): WireGuardNodeSettings | null {
   const four: string[] = [];
   const six: string[] = [];
   const hostNames = new Set<string>();

@@ -26,8 +26,34 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
         metrics.lastSuccessMs.set(event.nodeNumber, event.at.getTime());
         break;
       }
-      default:
+      // Counted at scrape time from the database (src/http/metrics.ts), or not counted at all.
+      case 'user.created':
+      case 'user.disabled':
+      case 'user.enabled':
+      case 'user.destroyed':
+      case 'authorizations.deleted':
+      case 'admin.call':
+      case 'configuration.created':
+      case 'configuration.extended':
+      case 'configuration.deleted':
+      case 'configuration.expired':
+      case 'configuration.expiring':
+      case 'enrollment_token.created':
+      case 'enrollment_token.revoked':
+      case 'node.down':
+      case 'node.up':
+      case 'webhook.created':
+      case 'webhook.deleted':
+      case 'webhook.secret_rotated':
+      case 'admin_key.created':
+      case 'admin_key.rotated':
+      case 'admin_key.revoked':
+      case 'revocation.applied':
+      case 'revocation.overdue':
         break;
+      default:
+        // A new event type fails the type check here until it is counted or listed above.
+        event satisfies never;
     }
   });
 }

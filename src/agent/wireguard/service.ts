@@ -1,0 +1,188 @@
+// Keeps the node's WireGuard interface in step with the portal and serves the vpn-daemon's
+// WireGuard calls: the interface is set up on the first server configuration with a WireGuard
+// part; add_peer and remove_peer go through the revisions (an outdated instruction changes
+// nothing), the batcher (many calls, few writes) and the endpoint memory (devices greeted again
+// after the interface came up empty).
+import type { Logger } from 'pino';
+import type { WireGuardKey } from '../../shared/ids.js';
+import type { Clock } from '../../shared/time.js';
+import type { NodeAgentConfig } from '../config.js';
+import { WireGuardUnavailableError, type WireGuardPeers } from '../daemon-api/server.js';
+import type { CommandRunner } from '../process/command-runner.js';
+import type { WireGuardAssignment } from '../node-assignment.js';
+import { PeerBatcher } from './batcher.js';
+import type { WgPeer } from './dump.js';
+import { EndpointMemory } from './endpoint-memory.js';
+import { WireGuardInterface } from './interface.js';
+import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
+import { PeerRevisions } from './revisions.js';
+import { WgTool } from './wg-tool.js';
+
+export interface WireGuardServiceOptions {
+  readonly settings: NodeAgentConfig['wireGuard'];
+  readonly nodeNumber: number;
+  /** Starts `ip`, `wg` and `wireguard-go`; tests run them in a network namespace. */
+  readonly runner: CommandRunner;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The interface lost its peers (wireguard-go restarted): the portal should look at the node again. */
+  readonly onPeersLost: () => void;
+  /** The WireGuard-over-TCP client behind one of the relay's UDP sockets; null for any other endpoint. */
+  readonly originOf: (endpoint: string) => string | null;
+}
+
+/** How often the service looks at its peers' endpoints by itself. */
+const ENDPOINT_OBSERVE_INTERVAL_MS = 10_000;
+
+interface ActiveWireGuard {
+  readonly wireGuardInterface: WireGuardInterface;
+  readonly batcher: PeerBatcher;
+}
+
+export class WireGuardService implements WireGuardPeers {
+  readonly #options: WireGuardServiceOptions;
+  readonly #wg: WgTool;
+  readonly #writer: PeerWriter;
+  readonly #revisions = new PeerRevisions();
+  readonly #endpoints: EndpointMemory;
+  /** Set up on the first server configuration that has a WireGuard part. */
+  #active: ActiveWireGuard | null = null;
+  #warnedAboutDropped = false;
+  /** Keeps the endpoint memory current even when nobody lists the peers. */
+  #observeTimer: NodeJS.Timeout | null = null;
+
+  private constructor(options: WireGuardServiceOptions) {
+    this.#options = options;
+    this.#wg = new WgTool(options.runner);
+    this.#writer = new PeerWriter({ wg: this.#wg });
+    this.#endpoints = new EndpointMemory(options.settings.endpointFile, options.logger);
+  }
+
+  /** A service with no interface yet, remembering the endpoints the previous run kept. */
+  static async create(options: WireGuardServiceOptions): Promise<WireGuardService> {
+    const service = new WireGuardService(options);
+    await service.#endpoints.load();
+    return service;
+  }
+
+  /** Null while the portal assigns no WireGuard profile to this node. */
+  get wireGuardInterface(): WireGuardInterface | null {
+    return this.#active?.wireGuardInterface ?? null;
+  }
+
+  /** `max_revision` of `/i/node`: the newest instruction applied. */
+  get highestRevision(): number {
+    return this.#revisions.highest;
+  }
+
+  /**
+   * Brings the interface to the portal's WireGuard settings, creating it on the first ones. Null
+   * (the portal no longer assigns WireGuard here) leaves an interface as it is, with a warning.
+   */
+  async apply(settings: WireGuardAssignment | null): Promise<void> {
+    const { logger } = this.#options;
+    if (settings === null) {
+      if (this.#active === null) logger.info('the portal assigns no WireGuard profile to this node');
+      else if (!this.#warnedAboutDropped) {
+        this.#warnedAboutDropped = true;
+        logger.warn(
+          { interface: this.#active.wireGuardInterface.name },
+          'the portal no longer assigns WireGuard profiles to this node; the interface stays as it is',
+        );
+      }
+      return;
+    }
+    this.#active ??= await this.#open();
+    this.#warnedAboutDropped = false;
+    checkPeerCapacity(this.#active.wireGuardInterface, settings, this.#options.nodeNumber);
+    await this.#active.wireGuardInterface.apply(settings);
+  }
+
+  async list(): Promise<readonly WgPeer[]> {
+    if (this.#active === null) return [];
+    const { peers: listed } = await this.#wg.dump(this.#active.wireGuardInterface.name);
+    this.#endpoints.observe(listed, this.#options.clock.now());
+    // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
+    return listed.map((peer) => (peer.endpoint === null ? peer : { ...peer, endpoint: this.#options.originOf(peer.endpoint) ?? peer.endpoint }));
+  }
+
+  async add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void> {
+    const { batcher } = this.#require();
+    if (!this.#revisions.admit(publicKey, 'add', revision)) {
+      this.#options.logger.debug({ publicKey, revision }, 'ignored an add_peer older than the last instruction for this peer');
+      return;
+    }
+    const endpoint = this.#endpoints.takeHint(publicKey);
+    await batcher.add(publicKey, allowedIps, endpoint ?? undefined);
+    if (endpoint !== null) this.#endpoints.greet(allowedIps);
+  }
+
+  async remove(publicKey: WireGuardKey, revision: number | null): Promise<WgPeer | null> {
+    const { batcher } = this.#require();
+    if (!this.#revisions.admit(publicKey, 'remove', revision)) {
+      this.#options.logger.debug({ publicKey, revision }, 'ignored a remove_peer older than the last instruction for this peer');
+      return null;
+    }
+    this.#endpoints.forget(publicKey);
+    return batcher.remove(publicKey);
+  }
+
+  /** The interface and its peers as they are, for metrics (the endpoint memory is not told); null without an interface. */
+  async dump(): Promise<{ readonly name: string; readonly peers: readonly WgPeer[] } | null> {
+    if (this.#active === null) return null;
+    const name = this.#active.wireGuardInterface.name;
+    return { name, peers: (await this.#wg.dump(name)).peers };
+  }
+
+  /** Writes of peer changes to the interface since start, by method, for metrics; null without an interface. */
+  peerWrites(): { readonly name: string; readonly writes: Readonly<Record<PeerWriteMethod, number>> } | null {
+    return this.#active === null ? null : { name: this.#active.wireGuardInterface.name, writes: this.#writer.writes };
+  }
+
+  /** Waits for pending peer changes, removes the interface if the agent made it, keeps the endpoints. */
+  async close(): Promise<void> {
+    if (this.#observeTimer !== null) clearInterval(this.#observeTimer);
+    if (this.#active !== null) {
+      await this.#active.batcher.drain();
+      await this.#active.wireGuardInterface.close();
+    }
+    await this.#endpoints.flush();
+  }
+
+  async #open(): Promise<ActiveWireGuard> {
+    const { settings, runner, logger } = this.#options;
+    const wireGuardInterface = await WireGuardInterface.open({
+      name: settings.interfaceName,
+      implementation: settings.implementation,
+      runner,
+      wg: this.#wg,
+      logger,
+      onPeersLost: () => {
+        this.#endpoints.interfaceEmptied();
+        this.#options.onPeersLost();
+      },
+    });
+    if (wireGuardInterface.origin !== 'existing') this.#endpoints.interfaceEmptied();
+    this.#observeTimer = setInterval(() => void this.list().catch(() => undefined), ENDPOINT_OBSERVE_INTERVAL_MS);
+    return { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg: this.#wg, writer: this.#writer, logger }) };
+  }
+
+  #require(): ActiveWireGuard {
+    if (this.#active === null) throw new WireGuardUnavailableError();
+    return this.#active;
+  }
+}
+
+/** Peers one wireguard-go interface holds (the kernel's limit, 1,048,576, the portal checks). */
+const WIREGUARD_GO_PEER_LIMIT = 65_536;
+
+/** wireguard-go cannot hold more than 65,536 peers: refuse ranges that could need more, naming them. */
+function checkPeerCapacity(wireGuardInterface: WireGuardInterface, settings: WireGuardAssignment, nodeNumber: number): void {
+  if (wireGuardInterface.origin !== 'wireguard-go') return;
+  const total = settings.capacity.reduce((sum, entry) => sum + entry.peers, 0);
+  if (total <= WIREGUARD_GO_PEER_LIMIT) return;
+  const profiles = settings.capacity.map((entry) => `${entry.profileId} (${entry.peers})`).join(', ');
+  throw new Error(
+    `the WireGuard ranges of node ${nodeNumber} hold ${total} clients (${profiles}), more than wireguard-go holds (${WIREGUARD_GO_PEER_LIMIT}): use smaller ranges in the portal's profiles, or kernel WireGuard`,
+  );
+}
