@@ -13,12 +13,6 @@ import { forEachLimited } from '../shared/limited-parallel.js';
 
 const PUSH_PARALLELISM = 16;
 
-/**
- * What the push is, for its caller: `skip` for adds, `try` for revocations. Both leave a node
- * held for down to its recovery pass without contacting it; the probe decides when it is back.
- */
-export type WhenDown = 'skip' | 'try';
-
 export interface PushOutcome<T, R> {
   /** Pushes each node missed (it was held for down, or failed): the recovery pass applies them. */
   readonly missed: Map<NodeNumber, number>;
@@ -30,8 +24,6 @@ export async function pushToNodes<T, R>(
   ctx: PortalContext,
   items: readonly T[],
   what: string,
-  // Kept in the signature: it names what the push is where it is called.
-  _whenDown: WhenDown,
   nodeOf: (item: T) => NodeNumber,
   push: (daemon: NodeDaemon, item: T) => Promise<R>,
 ): Promise<PushOutcome<T, R>> {

@@ -16,7 +16,6 @@ export async function disconnectOpenVpnClients(
     ctx,
     certificates,
     'disconnect_client',
-    'try',
     (certificate) => certificate.nodeNumber,
     (daemon, certificate) => daemon.disconnectClient(certificate.commonName),
   );
