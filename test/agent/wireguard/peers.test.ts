@@ -181,7 +181,12 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     assert.equal(await again.text(), '');
   });
 
-  test('300 concurrent add_peer calls land on the interface with a handful of writes to its control socket', async () => {
+  // How many requests share a write depends on how fast they arrive (a loaded machine, coverage):
+  // the bound says they are batched (one write per request would be 300), not how well; the
+  // agent benchmark measures how well.
+  const BATCHED = 60;
+
+  test('300 concurrent add_peer calls land on the interface in batched writes to its control socket', async () => {
     const keys = Array.from({ length: 300 }, newPeerKey);
     const additions = await writesDuring(async () => {
       const answers = await Promise.all(
@@ -194,7 +199,7 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       keys.every((key) => onInterface.has(key)),
       'every added peer is on the interface',
     );
-    assert.ok(additions.writes > 0 && additions.writes <= 15, `expected a few batched writes for 300 requests, got ${additions.writes}`);
+    assert.ok(additions.writes > 0 && additions.writes <= BATCHED, `expected batched writes for 300 requests, got ${additions.writes}`);
     assert.equal(additions.wgSets, 0, 'wireguard-go is written through its control socket, without wg set');
 
     const removals = await writesDuring(async () => {
@@ -206,7 +211,7 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       keys.every((key) => !afterRemoval.has(key)),
       'every removed peer is gone',
     );
-    assert.ok(removals.writes > 0 && removals.writes <= 15, `expected a few batched writes for 300 requests, got ${removals.writes}`);
+    assert.ok(removals.writes > 0 && removals.writes <= BATCHED, `expected batched writes for 300 requests, got ${removals.writes}`);
     assert.equal(removals.wgSets, 0);
   });
 
