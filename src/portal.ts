@@ -11,6 +11,7 @@ import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
 import { recordMetrics } from './listeners/metrics.js';
 import { writeAuditLog } from './listeners/audit-log.js';
+import { stampDeviceLastSeen } from './listeners/device-last-seen.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { WebhookDeliveryWorker } from './core/webhook-delivery.js';
 import type { PortalEvent } from './core/events.js';
@@ -79,6 +80,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
   writeAuditLog(events);
+  stampDeviceLastSeen(events);
   moveListingGeneration(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));

@@ -5,7 +5,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import QRCode from 'qrcode';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../protocol/admin-api.js';
+import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type DeviceInfo } from '../protocol/admin-api.js';
+import { isPlatform, PLATFORMS, type Platform } from '../protocol/platforms.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { formatTable } from './table.js';
@@ -62,6 +63,9 @@ interface AdminFlags {
   readonly state: string | undefined;
   readonly uses: string | undefined;
   readonly validFor: string | undefined;
+  readonly platform: string | undefined;
+  readonly serial: string | undefined;
+  readonly mdmId: string | undefined;
 }
 
 interface AdminCommand {
@@ -420,6 +424,83 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       if (result.outcome !== 'delivered') throw new TestNotDelivered();
     },
   },
+  'device register': {
+    args: ['USER', 'PROFILE', 'PLATFORM'],
+    flags: ['serial', 'mdmId'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [user = '', profile = '', platform = ''] = args;
+      const device = await client.registerDevice({
+        user_id: user,
+        profile_id: profile,
+        platform: platformOf(platform, 'PLATFORM'),
+        ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+        ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+      });
+      if (json) out.print(JSON.stringify({ device }));
+      else out.print(`registered device ${device.device_id} of ${device.user_id} (${device.platform}) in ${device.profile_id}`);
+    },
+  },
+  'device list': {
+    args: [],
+    flags: ['user', 'profile', 'platform', 'state', 'serial', 'mdmId', 'limit', 'cursor'],
+    run: async ({ client, flags, json, out }) => {
+      const state = flags.state;
+      if (state !== undefined && !(DEVICE_STATES as readonly string[]).includes(state)) {
+        throw new UsageError(`--state must be ${DEVICE_STATES.join(', ')}, not "${state}"`);
+      }
+      const { limit, cursor } = pageFlags(flags);
+      const page = await client.devices({
+        ...(flags.user === undefined ? {} : { user_id: flags.user }),
+        ...(flags.profile === undefined ? {} : { profile_id: flags.profile }),
+        ...(flags.platform === undefined ? {} : { platform: platformOf(flags.platform, '--platform') }),
+        ...(state === undefined ? {} : { state: state as (typeof DEVICE_STATES)[number] }),
+        ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+        ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+        ...(limit === undefined ? {} : { limit }),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['DEVICE', 'USER', 'PROFILE', 'PLATFORM', 'SERIAL', 'MDM_ID', 'STATE', 'IDENTITY', 'CONFIGURATIONS', 'LAST_SEEN'],
+          page.devices.map((device) => [
+            device.device_id,
+            device.user_id,
+            device.profile_id,
+            device.platform,
+            device.serial ?? '',
+            device.mdm_id ?? '',
+            device.state,
+            device.identity,
+            String(device.configurations.length),
+            device.last_seen_at ?? '',
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
+  'device show': {
+    args: ['DEVICE_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const device = await client.device(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ device }));
+      else printDevice(device, out);
+    },
+  },
+  'device retire': {
+    args: ['DEVICE_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const device = await client.retireDevice(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ device }));
+      else out.print(`retired device ${device.device_id} at ${device.retired_at ?? ''}; its configurations are gone`);
+    },
+  },
   'webhook deliveries': {
     args: [],
     flags: ['webhook', 'eventType', 'state', 'since', 'until', 'limit', 'cursor'],
@@ -460,6 +541,38 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
 };
 
 const DELIVERY_STATES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+const DEVICE_STATES = ['registered', 'active', 'retired'] as const;
+
+/** A platform flag or argument, checked against the list the portal takes. */
+function platformOf(value: string, what: string): Platform {
+  if (!isPlatform(value)) throw new UsageError(`${what} must be one of ${PLATFORMS.join(', ')}, not "${value}"`);
+  return value;
+}
+
+function printDevice(device: DeviceInfo, out: Output): void {
+  out.print(
+    formatTable(
+      ['FIELD', 'VALUE'],
+      [
+        ['device_id', device.device_id],
+        ['user', device.user_id],
+        ['profile', device.profile_id],
+        ['platform', device.platform],
+        ['serial', device.serial ?? ''],
+        ['mdm_id', device.mdm_id ?? ''],
+        ['identity', device.identity],
+        ['state', device.state],
+        ['created', device.created_at],
+        ['retired', device.retired_at ?? ''],
+        ['last_seen', device.last_seen_at ?? ''],
+        ...device.configurations.map((configuration) => [
+          'configuration',
+          `${configuration.profile_id} ${configuration.vpn_proto} ${configuration.connection_id} until ${configuration.expires_at}`,
+        ]),
+      ],
+    ),
+  );
+}
 
 /** `--since`, `--until`, `--limit` (checked: a positive number) and `--cursor` of a paged log, as query fields. */
 function pageFlags(flags: AdminFlags): { since?: string; until?: string; limit?: number; cursor?: string } {
@@ -573,6 +686,9 @@ const FLAG_NAMES: Readonly<Record<keyof AdminFlags, string>> = {
   state: '--state',
   uses: '--uses',
   validFor: '--valid-for',
+  platform: '--platform',
+  serial: '--serial',
+  mdmId: '--mdm-id',
 };
 
 /** Runs `vpn-portal admin ARGS`; returns the exit code. */
@@ -614,12 +730,15 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         state: { type: 'string' },
         uses: { type: 'string' },
         'valid-for': { type: 'string' },
+        platform: { type: 'string' },
+        serial: { type: 'string' },
+        'mdm-id': { type: 'string' },
       },
     });
     json = values.json === true;
-    // `webhook SUBCOMMAND …` is one command of two words.
+    // `webhook SUBCOMMAND …` and `device SUBCOMMAND …` are one command of two words.
     const [first, ...rest] = positionals;
-    const [name, args] = first === 'webhook' && rest[0] !== undefined ? [`webhook ${rest[0]}`, rest.slice(1)] : [first, rest];
+    const [name, args] = (first === 'webhook' || first === 'device') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
     if (values.help === true || name === undefined || name === 'help') {
       (name === undefined && values.help !== true ? out.printError : out.print)(ADMIN_USAGE);
       return name === undefined && values.help !== true ? ADMIN_EXIT.usage : ADMIN_EXIT.ok;
@@ -655,6 +774,9 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       state: values.state,
       uses: values.uses,
       validFor: values['valid-for'],
+      platform: values.platform,
+      serial: values.serial,
+      mdmId: values['mdm-id'],
     };
     for (const key of Object.keys(FLAG_NAMES) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

@@ -4,6 +4,7 @@
 // ways of issuing are issue-wireguard.ts and issue-openvpn.ts.
 import type { PortalContext } from './context.js';
 import type { ConfigurationFile } from './configuration-file.js';
+import { deviceForIssue } from './devices.js';
 import { deviceKeysHint, formatsForDeviceKeys, readDeviceKeys } from './device-keys.js';
 import { PortalError } from './errors.js';
 import { warningAlreadyPast } from './expiry-warnings.js';
@@ -23,6 +24,8 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const profile = ctx.config.profiles.find((candidate) => candidate.profileId === request.profileId);
   if (profile === undefined) throw new PortalError('no-such-profile', 'no such "profile_id"');
 
+  const device = request.device === undefined ? null : await deviceForIssue(ctx, request.device, request);
+
   const now = ctx.clock.now();
   // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.
   const ca = await ctx.openVpnKeys.ca();
@@ -32,7 +35,15 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const formats = chooseFormats(request.accept, offered, request.preferTcp);
   if (formats.length === 0) throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys));
 
-  const issue: Issue = { request, profile, now, expiresAt, expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt), deviceKeys };
+  const issue: Issue = {
+    request,
+    profile,
+    now,
+    expiresAt,
+    expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt),
+    deviceKeys,
+    deviceId: device?.deviceId ?? null,
+  };
   // Formats are tried in order (reference §5.2): WireGuard fails over to OpenVPN when no node
   // has a free address. The WireGuard formats share one address pool, so one try covers them all.
   let wireGuardTried = false;

@@ -14,6 +14,8 @@ export type PortalErrorCode =
   | 'no-common-protocol'
   | 'addresses-exhausted'
   | 'unavailable'
+  /** No registered device has this id (or serial, or mdm_id) (404). */
+  | 'no-such-device'
   /** No webhook subscription has this id (404). */
   | 'no-such-webhook'
   /** The admin key may not touch this profile or user (403). */

@@ -25,7 +25,8 @@ import type { Transaction } from 'kysely';
 import type { Db, Executor } from '../storage/database.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
-import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
+import type { DeviceId, NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
+import type { Platform } from '../protocol/platforms.js';
 import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
@@ -39,6 +40,16 @@ export interface ConfigurationRef {
   readonly connectionId: string;
   readonly vpnProto: VpnProto;
   readonly nodeNumber: NodeNumber;
+}
+
+/** A device, as events name it. */
+export interface DeviceRef {
+  readonly deviceId: DeviceId;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly platform: Platform;
+  readonly serial: string | null;
+  readonly mdmId: string | null;
 }
 
 /** A session as its start recorded it. */
@@ -79,6 +90,16 @@ export type PortalEvent =
       readonly tokenId: string;
       readonly userId: UserId;
       readonly profileId: ProfileId;
+    })
+  /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices.ts). */
+  | (EventBase & { readonly type: 'device.registered' | 'device.retired'; readonly device: DeviceRef })
+  | (EventBase & { readonly type: 'device.enrolled'; readonly device: DeviceRef; readonly configuration: ConfigurationRef })
+  | (EventBase & {
+      readonly type: 'device.replaced';
+      readonly device: DeviceRef;
+      readonly configuration: ConfigurationRef;
+      /** The configurations of the same profile the new one replaced (each also announced as `configuration.deleted`). */
+      readonly replaced: readonly ConfigurationRef[];
     })
   | (EventBase & {
       readonly type: 'configuration.created';

@@ -1,6 +1,6 @@
 // The portal's Prometheus metrics (prom-client): what an operator alerts on. Admin and Node
 // API requests by call and status, configurations and WireGuard address pool use per profile
-// and node (the pool is the first thing that runs out), whether each node answers and how long
+// and node (the pool is the first thing that runs out), devices by platform, state and identity, whether each node answers and how long
 // since its last successful reconcile, reconcile durations and corrections, sessions online.
 // Counts that live in the database are read when Prometheus scrapes, so every portal instance
 // reports the same; what only events tell (sessions, reconcile passes) is fed by
@@ -12,6 +12,7 @@ import { countCertificatesByProfileAndNode } from '../storage/certificates.js';
 import { migrationStatus, type Db } from '../storage/database.js';
 import { messageOf } from '../shared/error-message.js';
 import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
+import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
 
@@ -124,6 +125,16 @@ export class PortalMetrics {
           for (const node of profile.nodes) if (node.wireGuard !== null) this.set({ profile: profile.profileId, node: String(node.nodeNumber) }, 0);
         }
         for (const row of await countPeersByProfileAndNode(ctx.db)) this.set({ profile: row.profileId, node: String(row.nodeNumber) }, row.count);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_devices',
+      help: 'Registered devices, by platform, state (registered, active, retired) and identity (token, certificate)',
+      labelNames: ['platform', 'state', 'identity'] as const,
+      registers,
+      async collect() {
+        this.reset();
+        for (const row of await countDevices(ctx.db)) this.set({ platform: row.platform, state: row.state, identity: row.identity }, row.count);
       },
     });
   }

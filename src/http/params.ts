@@ -3,7 +3,8 @@
 // working: `missing post parameter "user_id"`, `invalid value for "display_name"`, ...
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
 import { z } from 'zod';
-import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
+import { asConnectionId, asDeviceId, asProfileId, asUserId } from '../shared/ids.js';
+import { isPlatform, PLATFORMS, type Platform } from '../protocol/platforms.js';
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
@@ -112,6 +113,23 @@ export const param = {
   tokenId: z.string().regex(/^[0-9A-Za-z]{12}$/),
   /** An enrollment token as a device sends it; its form and checksum are checked by the use case. */
   enrollmentToken: z.string().min(1).max(256),
+  // Parameters of the device calls.
+  deviceId: z
+    .string()
+    .regex(/^dev_[0-9a-f]{24}$/)
+    .transform(asDeviceId),
+  /** One of PLATFORMS; the error lists them. */
+  platform: z
+    .string()
+    .refine(isPlatform, { message: `one of ${PLATFORMS.join(', ')}`, params: { [SHOWN]: true } })
+    .transform((value) => value as Platform),
+  /** A serial number or an MDM's id of a device: 1–255 printable characters. */
+  deviceIdentifier: z
+    .string()
+    .refine(lengthBetween(1, 255))
+    .refine((value) => /^[\x21-\x7e]+$/.test(value)),
+  deviceState: z.enum(['registered', 'active', 'retired']),
+  deviceIdentity: z.enum(['token', 'certificate']),
   /** An opaque cursor this portal handed out. */
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;

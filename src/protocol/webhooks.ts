@@ -5,6 +5,7 @@
 // the subscription's secret (src/keys/webhook-signature.ts); during a secret rotation one `v1`
 // per secret. A body never carries a private key, a configuration file or a secret.
 import { z } from 'zod';
+import { platformSchema } from './platforms.js';
 
 /** The event types a subscription may ask for. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -20,6 +21,10 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.ended',
   'node.down',
   'node.up',
+  'device.registered',
+  'device.enrolled',
+  'device.replaced',
+  'device.retired',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -53,6 +58,15 @@ const configuration = {
   connection_id: z.string().describe('the WireGuard public key or the OpenVPN certificate common name'),
   vpn_proto: z.enum(['wireguard', 'openvpn']),
   node_number: z.int(),
+};
+
+const device = {
+  device_id: z.string(),
+  user_id: z.string(),
+  profile_id: z.string().describe("the device's profile"),
+  platform: platformSchema,
+  serial: z.string().nullable(),
+  mdm_id: z.string().nullable(),
 };
 
 const envelope = <T extends string, D extends z.ZodRawShape>(type: T, data: D) =>
@@ -89,6 +103,14 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   }),
   envelope('node.down', { node_number: z.int(), reason: z.string() }),
   envelope('node.up', { node_number: z.int() }),
+  envelope('device.registered', device),
+  envelope('device.retired', device),
+  envelope('device.enrolled', { ...device, configuration: z.object(configuration) }),
+  envelope('device.replaced', {
+    ...device,
+    configuration: z.object(configuration).describe('the new configuration'),
+    replaced: z.array(z.object(configuration)).describe('the configurations of the same profile it replaced (each also sent as configuration.deleted)'),
+  }),
   envelope(WEBHOOK_TEST_EVENT, { webhook_id: z.string() }),
 ]);
 export type WebhookPayload = z.infer<typeof webhookPayloadSchema>;

@@ -33,6 +33,7 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'webhook_attempts', key: ['delivery_id', 'attempt'] },
   { table: 'listing_generation', key: ['shard'], bookkeeping: true },
   { table: 'enrollment_tokens', key: ['token_id'] },
+  { table: 'devices', key: ['device_id'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

@@ -40,6 +40,7 @@ import { deviceKeysSchema } from './migrations/0008-device-keys.js';
 import { enrollmentTokensSchema } from './migrations/0009-enrollment-tokens.js';
 import { listingGenerationSchema } from './migrations/0010-listing-generation.js';
 import { adminKeyLineageSchema } from './migrations/0011-admin-key-lineage.js';
+import { devicesSchema } from './migrations/0014-devices.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -65,6 +66,7 @@ const migrations: Record<string, Migration> = {
   '0009-enrollment-tokens': enrollmentTokensSchema,
   '0010-listing-generation': listingGenerationSchema,
   '0011-admin-key-lineage': adminKeyLineageSchema,
+  '0014-devices': devicesSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,8 +1,8 @@
 // Queries on `enrollment_tokens`: an administrator's permission for a device to fetch its
 // configuration itself. Only a keyed hash of each token is stored (src/keys/enrollment-token.ts);
 // a use is taken by one conditional update, in the transaction that stores the configuration.
-import { sql } from 'kysely';
-import { asProfileId, asUserId, type ProfileId, type UserId } from '../shared/ids.js';
+import { sql, type Selectable } from 'kysely';
+import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type UserId } from '../shared/ids.js';
 import type { Executor } from './database.js';
 import type { EnrollmentTokensTable } from './schema.js';
 
@@ -21,6 +21,8 @@ export interface StoredEnrollmentToken {
   readonly expiresAt: string;
   readonly revokedAt: string | null;
   readonly lastUsedAt: string | null;
+  /** The device the configuration is made for; null: for the user only. */
+  readonly deviceId: DeviceId | null;
 }
 
 export async function insertEnrollmentToken(db: Executor, token: StoredEnrollmentToken): Promise<void> {
@@ -40,6 +42,7 @@ export async function insertEnrollmentToken(db: Executor, token: StoredEnrollmen
       expires_at: token.expiresAt,
       revoked_at: token.revokedAt,
       last_used_at: token.lastUsedAt,
+      device_id: token.deviceId,
     })
     .execute();
 }
@@ -112,6 +115,17 @@ export async function revokeEnrollmentTokensOfUser(db: Executor, userId: UserId,
   return Number(result.numUpdatedRows);
 }
 
+/** Revokes every token made for a device that could still be used (retire_device). */
+export async function revokeEnrollmentTokensOfDevice(db: Executor, deviceId: DeviceId, at: string): Promise<number> {
+  const result = await db
+    .updateTable('enrollment_tokens')
+    .set({ revoked_at: at })
+    .where('device_id', '=', deviceId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Deletes tokens that ended (expired, or revoked) before `before` (housekeeping). */
 export async function deleteEnrollmentTokensEndedBefore(db: Executor, before: string): Promise<number> {
   const result = await db
@@ -121,7 +135,7 @@ export async function deleteEnrollmentTokensEndedBefore(db: Executor, before: st
   return Number(result.numDeletedRows);
 }
 
-function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {
+function toToken(row: Selectable<EnrollmentTokensTable>): StoredEnrollmentToken {
   return {
     tokenId: row.token_id,
     secretHash: row.secret_hash,
@@ -136,5 +150,6 @@ function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
     lastUsedAt: row.last_used_at,
+    deviceId: row.device_id === null ? null : asDeviceId(row.device_id),
   };
 }

@@ -32,15 +32,15 @@ test('db status shows the migrations pending on a new database, db migrate appli
   assert.equal(pending.code, 0, pending.stderr);
   assert.match(
     pending.stdout,
-    /^0001-initial {2}pending\n0002-listing-order {2}pending\n0003-openvpn {2}pending\n0004-revisions {2}pending\n0005-sessions {2}pending\n0006-admin-keys {2}pending\n0007-webhooks {2}pending\n0008-device-keys {2}pending\n0009-enrollment-tokens {2}pending\n0010-listing-generation {2}pending\n0011-admin-key-lineage {2}pending$/m,
+    /^0001-initial {2}pending\n0002-listing-order {2}pending\n0003-openvpn {2}pending\n0004-revisions {2}pending\n0005-sessions {2}pending\n0006-admin-keys {2}pending\n0007-webhooks {2}pending\n0008-device-keys {2}pending\n0009-enrollment-tokens {2}pending\n0010-listing-generation {2}pending\n0011-admin-key-lineage {2}pending\n0014-devices {2}pending$/m,
   );
-  assert.match(pending.stdout, /^11 pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$/m);
+  assert.match(pending.stdout, /^12 pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$/m);
 
   const migrated = await runCli(['db', 'migrate', '--config', configFile]);
   assert.equal(migrated.code, 0, migrated.stderr);
   assert.match(
     migrated.stdout,
-    /^applied 0001-initial\napplied 0002-listing-order\napplied 0003-openvpn\napplied 0004-revisions\napplied 0005-sessions\napplied 0006-admin-keys\napplied 0007-webhooks\napplied 0008-device-keys\napplied 0009-enrollment-tokens\napplied 0010-listing-generation\napplied 0011-admin-key-lineage$/m,
+    /^applied 0001-initial\napplied 0002-listing-order\napplied 0003-openvpn\napplied 0004-revisions\napplied 0005-sessions\napplied 0006-admin-keys\napplied 0007-webhooks\napplied 0008-device-keys\napplied 0009-enrollment-tokens\napplied 0010-listing-generation\napplied 0011-admin-key-lineage\napplied 0014-devices$/m,
   );
   const again = await runCli(['db', 'migrate', '--config', configFile]);
   assert.match(again.stdout, /^the schema is up to date$/m);
@@ -48,7 +48,7 @@ test('db status shows the migrations pending on a new database, db migrate appli
   const applied = await runCli(['db', 'status', '--config', configFile]);
   assert.match(
     applied.stdout,
-    /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-.*\n0004-revisions {2}applied \d{4}-.*\n0005-sessions {2}applied \d{4}-.*\n0006-admin-keys {2}applied \d{4}-.*\n0007-webhooks {2}applied \d{4}-.*\n0008-device-keys {2}applied \d{4}-.*\n0009-enrollment-tokens {2}applied \d{4}-.*\n0010-listing-generation {2}applied \d{4}-.*\n0011-admin-key-lineage {2}applied \d{4}-/m,
+    /^0001-initial {2}applied \d{4}-\d\d-\d\dT.*\n0002-listing-order {2}applied \d{4}-.*\n0003-openvpn {2}applied \d{4}-.*\n0004-revisions {2}applied \d{4}-.*\n0005-sessions {2}applied \d{4}-.*\n0006-admin-keys {2}applied \d{4}-.*\n0007-webhooks {2}applied \d{4}-.*\n0008-device-keys {2}applied \d{4}-.*\n0009-enrollment-tokens {2}applied \d{4}-.*\n0010-listing-generation {2}applied \d{4}-.*\n0011-admin-key-lineage {2}applied \d{4}-.*\n0014-devices {2}applied \d{4}-/m,
   );
   assert.match(applied.stdout, /^the schema is up to date$/m);
   if (password !== '') {

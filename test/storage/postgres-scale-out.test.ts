@@ -357,6 +357,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
       '0009-enrollment-tokens',
       '0010-listing-generation',
       '0011-admin-key-lineage',
+      '0014-devices',
     ],
     'each migration is recorded once',
   );

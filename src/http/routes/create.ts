@@ -5,6 +5,7 @@ import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
 import { optional, param, required } from '../params.js';
+import { deviceParams, deviceRequest } from './devices.js';
 
 export const createRoute = defineRoute({
   ...ADMIN_API_CALLS.create,
@@ -27,6 +28,7 @@ export const createRoute = defineRoute({
       param.certificateRequest,
       "extension: the device's own OpenVPN key as a PEM PKCS#10 certificate request (Ed25519 or P-256); the portal certifies its key and the file has no `<key>` block",
     ),
+    ...deviceParams,
   },
   success: {
     status: 200,
@@ -45,6 +47,7 @@ export const createRoute = defineRoute({
       accept: request.headers.accept,
       ...(params.public_key === undefined ? {} : { publicKey: params.public_key }),
       ...(params.csr === undefined ? {} : { csr: params.csr }),
+      ...deviceRequest(params),
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
       ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),
     });

@@ -7,6 +7,7 @@ import { createRoute } from './create.js';
 import { deleteConnectionRoute } from './delete-connection.js';
 import { deleteUserAuthorizationsRoute } from './delete-user-authorizations.js';
 import { destroyRoute } from './destroy.js';
+import { deviceRoute, devicesRoute, registerDeviceRoute, retireDeviceRoute } from './devices.js';
 import { disableUserRoute } from './disable-user.js';
 import { disabledUsersRoute } from './disabled-users.js';
 import { enableUserRoute } from './enable-user.js';
@@ -46,4 +47,8 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   enrollmentTokenRoute,
   enrollmentTokensRoute,
   revokeEnrollmentTokenRoute,
+  registerDeviceRoute,
+  devicesRoute,
+  deviceRoute,
+  retireDeviceRoute,
 ];
