@@ -71,7 +71,8 @@ test("0011 gives each admin key the lineage of its first key and keeps only the 
     .values([record('mdm', 'idem-1'), record('secret', 'idem-1'), record('other', 'idem-2')])
     .execute();
 
-  assert.deepEqual(await migrateToLatest(db), ['0011-admin-key-lineage']);
+  // Later migrations run after it; 0011 is the first to run here.
+  assert.deepEqual((await migrateToLatest(db)).slice(0, 1), ['0011-admin-key-lineage']);
   const lineages = await db.selectFrom('admin_keys').select(['key_id', 'lineage']).orderBy('key_id').execute();
   assert.deepEqual(
     lineages.map((row) => `${row.key_id}:${row.lineage}`),
