@@ -78,6 +78,18 @@ export function deviceRef(device: StoredDevice): DeviceRef {
   };
 }
 
+/** The fields that name a device on the wire (webhook bodies, the Admin API's device record). */
+export function deviceWireFields(device: DeviceRef) {
+  return {
+    device_id: device.deviceId,
+    user_id: device.userId,
+    profile_id: device.profileId,
+    platform: device.platform,
+    serial: device.serial,
+    mdm_id: device.mdmId,
+  };
+}
+
 /**
  * Registers a device for a user (made when missing, as create does; it must not be disabled).
  * A serial or mdm_id of a live device of another user is refused (409); the same registration

@@ -3,7 +3,8 @@
 // sessions and nodes; never a private key, a configuration file or a secret, which no event carries.
 import type { WebhookMessage } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
-import type { ConfigurationRef, DeviceRef, PortalEvent } from './events.js';
+import { deviceWireFields } from './devices.js';
+import type { ConfigurationRef, PortalEvent } from './events.js';
 
 /** The message for a receiver, or null for events that are not sent (reconcile passes, Admin API calls). */
 export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
@@ -46,13 +47,13 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
       return { type: event.type, data: { node_number: event.nodeNumber } };
     case 'device.registered':
     case 'device.retired':
-      return { type: event.type, data: deviceData(event.device) };
+      return { type: event.type, data: deviceWireFields(event.device) };
     case 'device.enrolled':
-      return { type: event.type, data: { ...deviceData(event.device), configuration: configurationData(event.configuration) } };
+      return { type: event.type, data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration) } };
     case 'device.replaced':
       return {
         type: event.type,
-        data: { ...deviceData(event.device), configuration: configurationData(event.configuration), replaced: event.replaced.map(configurationData) },
+        data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration), replaced: event.replaced.map(configurationData) },
       };
     default:
       return null;
@@ -62,17 +63,6 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
 /** The body every subscription gets for one event, the same at every attempt: `{id, type, at, data}`. */
 export function webhookBody(eventId: string, at: Date, message: WebhookMessage): string {
   return JSON.stringify({ id: eventId, type: message.type, at: formatAtom(at), data: message.data });
-}
-
-function deviceData(device: DeviceRef) {
-  return {
-    device_id: device.deviceId,
-    user_id: device.userId,
-    profile_id: device.profileId,
-    platform: device.platform,
-    serial: device.serial,
-    mdm_id: device.mdmId,
-  };
 }
 
 function configurationData(configuration: ConfigurationRef) {

@@ -8,24 +8,15 @@ import type { PortalConfigFile } from '../../src/config/schema.js';
 import type { DeviceInfo } from '../../src/protocol/admin-api.js';
 import { PLATFORMS } from '../../src/protocol/platforms.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
-import { auditLog, bearer, makeAdminKey } from '../support/admin-keys.js';
+import { auditLog, bearer, makeAdminKey, twoProfiles } from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
-import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 const WIREGUARD = 'application/x-wireguard-profile';
 
+/** Two WireGuard profiles, `employees` and `guests`, on nodes that do not answer (the database is the truth). */
 const config: Partial<PortalConfigFile> = {
-  ProfileList: [
-    {
-      profileId: 'employees',
-      displayName: 'Employees',
-      hostName: 'vpn.example.org',
-      wRangeFour: '10.44.0.0/24',
-      wRangeSix: 'fd44::/64',
-      nodeUrl: UNREACHABLE_NODE,
-    },
-    { profileId: 'guests', displayName: 'Guests', hostName: 'vpn.example.org', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: UNREACHABLE_NODE },
-  ],
+  ...twoProfiles,
   enrollment: { requestsPerMinute: 10_000 },
   // The webhook test's receiver address; nothing listens there, only the outbox is read.
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },

@@ -1,7 +1,7 @@
 // The device calls (ours, issue 23): POST /register_device, GET /devices, GET /device,
 // POST /retire_device (src/core/devices.ts), and the parameters by which `create` and
 // `enrollment_token` name the device a configuration is for.
-import { getDevice, listDevices, registerDevice, retireDevice, type DeviceRecord, type DeviceReference } from '../../core/devices.js';
+import { deviceWireFields, getDevice, listDevices, registerDevice, retireDevice, type DeviceRecord, type DeviceReference } from '../../core/devices.js';
 import { ADMIN_API_CALLS, deviceAnswer, devicesAnswer, type DeviceInfo } from '../../protocol/admin-api.js';
 import { PLATFORMS, type Platform } from '../../protocol/platforms.js';
 import type { DeviceId } from '../../shared/ids.js';
@@ -130,12 +130,7 @@ export const retireDeviceRoute = defineRoute({
 
 function deviceJson({ device, configurations }: DeviceRecord): DeviceInfo {
   return {
-    device_id: device.deviceId,
-    user_id: device.userId,
-    profile_id: device.profileId,
-    platform: device.platform,
-    serial: device.serial,
-    mdm_id: device.mdmId,
+    ...deviceWireFields(device),
     identity: device.identity,
     certificate:
       device.certificate === null
