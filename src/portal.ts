@@ -22,6 +22,7 @@ import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
+import { startEnrollTls, type RunningEnrollTls } from './http/enroll-tls.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
@@ -44,6 +45,8 @@ export interface RunningPortal {
   readonly url: string;
   /** `http://HOST:PORT/metrics`; null when `metrics.listen` is null. */
   readonly metricsUrl: string | null;
+  /** `https://HOST:PORT` of certificate enrollment; null when `enrollment.tls` is null. */
+  readonly enrollTlsUrl: string | null;
   reconcileNow(): Promise<void>;
   close(): Promise<void>;
 }
@@ -132,6 +135,15 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     }
     logger.info(`metrics at ${metricsServer.url}`);
   }
+  let enrollTls: RunningEnrollTls | null = null;
+  try {
+    enrollTls = await startEnrollTls(ctx);
+  } catch (error) {
+    await metricsServer?.close();
+    await app.close();
+    await db.destroy();
+    throw error;
+  }
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
@@ -141,11 +153,13 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     ctx,
     url,
     metricsUrl: metricsServer?.url ?? null,
+    enrollTlsUrl: enrollTls?.url ?? null,
     reconcileNow: () => reconciler.runAll(),
     async close() {
       reconciler.stop();
       nodes.stop();
       await app.close();
+      await enrollTls?.close();
       await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();

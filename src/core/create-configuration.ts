@@ -29,7 +29,10 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const now = ctx.clock.now();
   // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.
   const ca = await ctx.openVpnKeys.ca();
-  const expiresAt = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
+  const caCapped = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
+  // A device enrolled with its MDM certificate: its configuration ends no later than the certificate.
+  const certificateEnd = request.deviceCertificate === undefined ? null : new Date(request.deviceCertificate.notAfter);
+  const expiresAt = cappedExpiry(caCapped, certificateEnd);
   const deviceKeys = await readDeviceKeys(request.publicKey, request.csr);
   const offered = formatsForDeviceKeys(offeredFormats(profile, ctx.config.wireGuard), deviceKeys);
   const formats = chooseFormats(request.accept, offered, request.preferTcp);

@@ -10,6 +10,7 @@ import { asDeviceId, type DeviceId, type ProfileId, type UserId } from '../share
 import { formatAtom } from '../shared/time.js';
 import { bindCertificateToDevice, deleteCertificatesOfDevice, type OpenVpnCertificate } from '../storage/certificates.js';
 import {
+  bindDeviceCertificate,
   configurationsOfDevice,
   findDevice,
   findLiveDevice,
@@ -18,6 +19,7 @@ import {
   lockDevice,
   markDeviceActive,
   retireStoredDevice,
+  type DeviceCertificate,
   type DeviceConfiguration,
   type DeviceFilter,
   type StoredDevice,
@@ -258,7 +260,9 @@ export async function bindDevice(
   configuration: ConfigurationRef,
   replaced: ReplacedConfigurations,
   at: Date,
+  certificate?: DeviceCertificate,
 ): Promise<void> {
+  if (certificate !== undefined) await bindDeviceCertificate(trx, deviceId, certificate);
   if (configuration.vpnProto === 'wireguard') await bindPeerToDevice(trx, configuration.connectionId as WireGuardPeer['publicKey'], deviceId);
   else await bindCertificateToDevice(trx, configuration.connectionId, deviceId);
   await markDeviceActive(trx, deviceId);

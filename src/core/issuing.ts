@@ -11,6 +11,7 @@ import { PortalError } from './errors.js';
 import type { ConfigurationRef } from './events.js';
 import type { DeviceId, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import type { Platform } from '../protocol/platforms.js';
+import type { DeviceCertificate } from '../storage/devices.js';
 import { bindDevice, removeReplaced, takeDeviceSlot, type DeviceReference } from './devices.js';
 import { formatAtom } from '../shared/time.js';
 import type { ConfigurationFile } from './configuration-file.js';
@@ -56,6 +57,8 @@ export interface CreateConfigurationRequest {
   readonly device?: DeviceReference;
   /** The device's platform as the caller says it; with a device it must be the device's. */
   readonly platform?: Platform;
+  /** The MDM certificate the device proved itself with (mutual-TLS enrollment): the device is bound to it, the configuration ends no later. */
+  readonly deviceCertificate?: DeviceCertificate;
 }
 
 /** One configuration being issued: the request, its profile, its times and the device's own keys. */
@@ -118,7 +121,8 @@ export async function storeConfiguration<T>(
           expiresAt: issue.expiresAt,
           ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
         });
-        if (deviceId !== null && replaced !== null) await bindDevice(trx, announce, deviceId, configuration, replaced, issue.now);
+        if (deviceId !== null && replaced !== null)
+          await bindDevice(trx, announce, deviceId, configuration, replaced, issue.now, issue.request.deviceCertificate);
         return { stored, replaced };
       });
       // The replaced configuration leaves its node before the caller adds the new one.

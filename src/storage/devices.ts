@@ -107,6 +107,21 @@ export async function markDeviceActive(db: Executor, deviceId: DeviceId): Promis
   await db.updateTable('devices').set({ state: 'active' }).where('device_id', '=', deviceId).where('state', '=', 'registered').execute();
 }
 
+/** The device proved itself with this certificate: it is bound to it (identity `certificate`). */
+export async function bindDeviceCertificate(db: Executor, deviceId: DeviceId, certificate: DeviceCertificate): Promise<void> {
+  await db
+    .updateTable('devices')
+    .set({
+      identity: 'certificate',
+      certificate_subject: certificate.subject,
+      certificate_issuer: certificate.issuer,
+      certificate_serial: certificate.serialNumber,
+      certificate_not_after: certificate.notAfter,
+    })
+    .where('device_id', '=', deviceId)
+    .execute();
+}
+
 /** Retires a device that is not retired yet; false when it already was. */
 export async function retireStoredDevice(db: Executor, deviceId: DeviceId, at: string): Promise<boolean> {
   const result = await db

@@ -145,6 +145,49 @@ export class MdmCa {
     return { certificate: path.join(this.directory, `${file}.pem`), key: path.join(this.directory, `${file}.key`), certificatePem: this.#read(`${file}.pem`) };
   }
 
+  /** A TLS server certificate for 127.0.0.1 from the issuing CA (the portal's enrollment listener). */
+  server(file: string): DeviceCertificateFiles {
+    writeFileSync(path.join(this.directory, `${file}.ext`), 'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n');
+    this.#openssl([
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${file}.key`,
+      '-subj',
+      '/CN=127.0.0.1',
+      '-out',
+      `${file}.csr`,
+    ]);
+    this.#openssl([
+      'x509',
+      '-req',
+      '-in',
+      `${file}.csr`,
+      '-CA',
+      'issuing.pem',
+      '-CAkey',
+      'issuing.key',
+      '-CAcreateserial',
+      '-days',
+      '10',
+      '-extfile',
+      `${file}.ext`,
+      '-out',
+      `${file}.pem`,
+    ]);
+    return { certificate: path.join(this.directory, `${file}.pem`), key: path.join(this.directory, `${file}.key`), certificatePem: this.#read(`${file}.pem`) };
+  }
+
+  /** The root certificate's file (a trust anchor). */
+  get rootFile(): string {
+    return path.join(this.directory, 'root.pem');
+  }
+
   /** Revokes a device certificate and writes the issuing CA's revocation list; its path. */
   revoke(certificate: string): string {
     this.#openssl(['ca', '-config', 'ca.cnf', '-revoke', certificate]);
