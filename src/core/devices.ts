@@ -12,6 +12,7 @@ import { bindCertificateToDevice, deleteCertificatesOfDevice, type OpenVpnCertif
 import {
   bindDeviceCertificate,
   configurationsOfDevice,
+  configurationsOfDevices,
   findDevice,
   findLiveDevice,
   insertDevice,
@@ -187,7 +188,11 @@ export async function listDevices(ctx: PortalContext, filter: Omit<DeviceFilter,
   const rows = await listStoredDevices(ctx.db, { ...filter, profiles: keyProfiles === null ? null : [...keyProfiles], limit: limit + 1 });
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  const records = await Promise.all(page.map(async (device) => ({ device, configurations: await configurationsOfDevice(ctx.db, device.deviceId) })));
+  const configurations = await configurationsOfDevices(
+    ctx.db,
+    page.map((device) => device.deviceId),
+  );
+  const records = page.map((device) => ({ device, configurations: configurations.get(device.deviceId) ?? [] }));
   return { devices: records, nextCursor: rows.length > limit && last !== undefined ? last.deviceId : null };
 }
 

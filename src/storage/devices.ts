@@ -166,24 +166,34 @@ export async function listStoredDevices(db: Executor, filter: DeviceFilter): Pro
 
 /** The device's configurations, both kinds, by profile. */
 export async function configurationsOfDevice(db: Executor, deviceId: DeviceId): Promise<DeviceConfiguration[]> {
+  return (await configurationsOfDevices(db, [deviceId])).get(deviceId) ?? [];
+}
+
+/** The configurations of several devices (a page of the listing) in two queries, by device, each by profile. */
+export async function configurationsOfDevices(db: Executor, deviceIds: readonly DeviceId[]): Promise<Map<DeviceId, DeviceConfiguration[]>> {
+  const byDevice = new Map<DeviceId, DeviceConfiguration[]>();
+  if (deviceIds.length === 0) return byDevice;
   const [peers, certificates] = await Promise.all([
-    db.selectFrom('wg_peers').select(['public_key', 'profile_id', 'expires_at']).where('device_id', '=', deviceId).execute(),
-    db.selectFrom('certificates').select(['common_name', 'profile_id', 'expires_at']).where('device_id', '=', deviceId).execute(),
+    db.selectFrom('wg_peers').select(['device_id', 'public_key as connection_id', 'profile_id', 'expires_at']).where('device_id', 'in', deviceIds).execute(),
+    db
+      .selectFrom('certificates')
+      .select(['device_id', 'common_name as connection_id', 'profile_id', 'expires_at'])
+      .where('device_id', 'in', deviceIds)
+      .execute(),
   ]);
-  return [
-    ...peers.map((row) => ({
-      connectionId: row.public_key,
-      profileId: asProfileId(row.profile_id),
-      vpnProto: 'wireguard' as const,
-      expiresAt: row.expires_at,
-    })),
-    ...certificates.map((row) => ({
-      connectionId: row.common_name,
-      profileId: asProfileId(row.profile_id),
-      vpnProto: 'openvpn' as const,
-      expiresAt: row.expires_at,
-    })),
-  ].sort((a, b) => a.profileId.localeCompare(b.profileId) || a.connectionId.localeCompare(b.connectionId));
+  const add = (rows: typeof peers, vpnProto: 'wireguard' | 'openvpn') => {
+    for (const row of rows) {
+      if (row.device_id === null) continue;
+      const deviceId = asDeviceId(row.device_id);
+      const list = byDevice.get(deviceId) ?? [];
+      list.push({ connectionId: row.connection_id, profileId: asProfileId(row.profile_id), vpnProto, expiresAt: row.expires_at });
+      byDevice.set(deviceId, list);
+    }
+  };
+  add(peers, 'wireguard');
+  add(certificates, 'openvpn');
+  for (const list of byDevice.values()) list.sort((a, b) => a.profileId.localeCompare(b.profileId) || a.connectionId.localeCompare(b.connectionId));
+  return byDevice;
 }
 
 /** Devices by platform, state and identity (metrics). */

@@ -263,6 +263,17 @@ test('devices are listed newest first a page at a time, by every filter', async 
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
   assert.deepEqual(seen, made.map((device) => device.device_id).reverse());
+  assert.deepEqual(
+    (await portal.admin.devices()).devices.map((device) => [device.serial, device.configurations.length]),
+    [
+      ['S4', 0],
+      ['S3', 0],
+      ['S2', 0],
+      ['S1', 0],
+      ['S0', 1],
+    ],
+    'each device of a page with its own configurations',
+  );
   const ids = async (query: Parameters<TestPortal['admin']['devices']>[0]) => (await portal.admin.devices(query)).devices.map((device) => device.serial);
   assert.deepEqual(await ids({ platform: 'ios' }), ['S3', 'S1']);
   assert.deepEqual(await ids({ user_id: 'bob' }), ['S4', 'S3']);
