@@ -144,6 +144,11 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     await db.destroy();
     throw error;
   }
+  if (enrollTls !== null)
+    metrics.observeRevocationLists(
+      () => enrollTls?.revocationLists() ?? [],
+      () => clock.now().getTime(),
+    );
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();

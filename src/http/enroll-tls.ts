@@ -34,7 +34,18 @@ const TLS_ENROLL_PARAMS = {
 
 export interface RunningEnrollTls {
   readonly url: string;
+  /** Each revocation list file as last read, for the metrics. */
+  revocationLists(): RevocationListState[];
   close(): Promise<void>;
+}
+
+export interface RevocationListState {
+  readonly file: string;
+  /** When the list in use was made (its thisUpdate). */
+  readonly thisUpdate: Date | null;
+  readonly entries: number;
+  /** The last attempt to read the lists failed (the ones in use are kept). */
+  readonly failing: boolean;
 }
 
 /** Starts the listener when `enrollment.tls` is set; throws, naming the option, when a trust anchor or revocation list cannot be read. */
@@ -77,6 +88,7 @@ export async function startEnrollTls(ctx: PortalContext): Promise<RunningEnrollT
   ctx.logger.info(`certificate enrollment at ${address}${ctx.config.basePath}/${ENROLL_PATH}`);
   return {
     url: address,
+    revocationLists: () => refresh.states(),
     async close() {
       refresh.stop();
       await app.close();
@@ -122,6 +134,16 @@ class CrlRefresh {
 
   stop(): void {
     clearInterval(this.#timer);
+  }
+
+  states(): RevocationListState[] {
+    const summary = this.verifier.crlSummary;
+    return this.config.crlFiles.map((file, index) => ({
+      file,
+      thisUpdate: summary[index]?.thisUpdate ?? null,
+      entries: summary[index]?.entries ?? 0,
+      failing: this.#failing,
+    }));
   }
 
   async #reload(): Promise<void> {

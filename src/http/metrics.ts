@@ -15,6 +15,7 @@ import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
 import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
+import type { RevocationListState } from './enroll-tls.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();
@@ -160,6 +161,41 @@ export class PortalMetrics {
    * last path segment; paths that match no route count as "unknown", so junk cannot create
    * label values without end.
    */
+  /** The revocation lists of certificate enrollment, read at scrape time from the listener that keeps them. */
+  observeRevocationLists(lists: () => readonly RevocationListState[], now: () => number): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'vpn_portal_crl_age_seconds',
+      help: 'Age of each certificate revocation list in use (since its thisUpdate), by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) if (list.thisUpdate !== null) this.set({ file: list.file }, Math.max(0, (now() - list.thisUpdate.getTime()) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_crl_entries',
+      help: 'Certificates revoked by each revocation list in use, by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) this.set({ file: list.file }, list.entries);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_crl_read_failing',
+      help: '1 while the last reading of the revocation lists failed (the last good ones stay in use), else 0; by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) this.set({ file: list.file }, list.failing ? 1 : 0);
+      },
+    });
+  }
+
   instrument(app: ReturnType<typeof buildServer>, paths: { readonly adminPrefix: string; readonly nodeApi: string }): void {
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url;

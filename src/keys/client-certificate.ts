@@ -26,6 +26,12 @@ export interface VerifiedClientCertificate {
   readonly notAfter: Date;
 }
 
+export interface CrlSummary {
+  readonly issuer: string;
+  readonly thisUpdate: Date;
+  readonly entries: number;
+}
+
 export type ClientCertificateVerdict = { readonly ok: true; readonly certificate: VerifiedClientCertificate } | { readonly ok: false; readonly reason: string };
 
 /** Certificates longer than this chain are refused (a device's chain is leaf, issuing CA, root). */
@@ -33,7 +39,8 @@ const MAX_CHAIN = 8;
 
 export class ClientCertificateVerifier {
   readonly #anchors: readonly x509.X509Certificate[];
-  #crls: readonly x509.X509Crl[];
+  #crls: readonly x509.X509Crl[] = [];
+  #summary: readonly CrlSummary[] = [];
 
   /** Throws when a trust anchor or revocation list is not a PEM (or DER) certificate or CRL. */
   constructor(
@@ -42,12 +49,18 @@ export class ClientCertificateVerifier {
     readonly rule: DeviceIdRule,
   ) {
     this.#anchors = anchors.flatMap(readCertificates);
-    this.#crls = crls.map(readCrl);
+    this.replaceCrls(crls);
   }
 
   /** The revocation lists now in use (a refresh that read every list). */
   replaceCrls(crls: readonly (string | Buffer)[]): void {
     this.#crls = crls.map(readCrl);
+    this.#summary = this.#crls.map((crl) => ({ issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length }));
+  }
+
+  /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes. */
+  get crlSummary(): readonly CrlSummary[] {
+    return this.#summary;
   }
 
   /** `presented`: the leaf first, then the intermediates the device sent (DER or PEM). */

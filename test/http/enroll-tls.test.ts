@@ -3,9 +3,10 @@
 // its certificate and its own key and no token, is bound to the certificate and its
 // configuration ends no later than it; enrolling again replaces; another device's certificate
 // never reaches this device's configuration; no certificate, an untrusted one, an unregistered
-// device id and a revoked certificate get 403 with the reason and change nothing.
+// device id and a revoked certificate get 403 with the reason and change nothing. The
+// revocation lists are in the metrics, and one that cannot be read keeps the last good one.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
@@ -146,5 +147,26 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     }
     assert.equal(answer.status, 403, answer.text);
     assert.match(errorBody(answer.text), /is revoked/);
+  });
+
+  test('the revocation lists are in the metrics; one that cannot be read again is flagged and the last good one stays in use', async () => {
+    const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+    const label = `{file="${crlFile}"}`;
+    const sample = (text: string, name: string) => Number(new RegExp(`^${name}${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    let text = await metrics();
+    assert.equal(sample(text, 'vpn_portal_crl_entries'), 1);
+    assert.equal(sample(text, 'vpn_portal_crl_read_failing'), 0);
+    assert.ok(sample(text, 'vpn_portal_crl_age_seconds') >= 0);
+
+    writeFileSync(crlFile, 'not a revocation list');
+    const end = Date.now() + 10_000;
+    while (sample(text, 'vpn_portal_crl_read_failing') !== 1 && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      text = await metrics();
+    }
+    assert.equal(sample(text, 'vpn_portal_crl_read_failing'), 1);
+    assert.equal(sample(text, 'vpn_portal_crl_entries'), 1, 'the last good list stays in use');
+    const answer = await enroll(phone, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(answer.status, 403, 'a revoked certificate stays refused');
   });
 });
