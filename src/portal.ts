@@ -23,6 +23,7 @@ import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
 import { startEnrollTls, type RunningEnrollTls } from './http/enroll-tls.js';
+import { CertificateCheck } from './http/certificate-check.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
@@ -116,7 +117,14 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const metrics = new PortalMetrics(ctx);
   recordMetrics(events, metrics);
 
-  const app = buildServer(ctx);
+  let certificateCheck: CertificateCheck | null;
+  try {
+    certificateCheck = CertificateCheck.fromConfig(ctx);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  const app = buildServer(ctx, certificateCheck);
   metrics.instrument(app, { adminPrefix: `${config.basePath}/admin/api/`, nodeApi: `${config.basePath}/node-api.php/` });
   // A deep accept queue: a burst of connections (slow clients, a reconnecting fleet) must not make
   // the kernel drop a legitimate client's SYN, which it would retry only after a second.
@@ -137,18 +145,21 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   }
   let enrollTls: RunningEnrollTls | null = null;
   try {
-    enrollTls = await startEnrollTls(ctx);
+    enrollTls = await startEnrollTls(ctx, certificateCheck);
   } catch (error) {
     await metricsServer?.close();
     await app.close();
     await db.destroy();
     throw error;
   }
-  if (enrollTls !== null)
+  if (certificateCheck !== null) {
+    const check = certificateCheck;
+    check.start();
     metrics.observeRevocationLists(
-      () => enrollTls?.revocationLists() ?? [],
+      () => check.revocationLists(),
       () => clock.now().getTime(),
     );
+  }
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
@@ -165,6 +176,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       nodes.stop();
       await app.close();
       await enrollTls?.close();
+      certificateCheck?.stop();
       await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();

@@ -115,6 +115,8 @@ export interface ClientCertificateConfig {
   /** Their contents at start. */
   readonly crls: readonly Buffer[];
   readonly crlRefreshMs: number;
+  /** The request header in which a trusted proxy forwards the verified certificate (URL-encoded PEM). */
+  readonly header: string;
 }
 
 export interface PortalConfig {

@@ -217,6 +217,13 @@ export const portalConfigSchema = z.strictObject({
             .array(z.string().min(1))
             .default([])
             .describe("Revocation list files (PEM or DER), relative to the configuration file's folder; a certificate on its issuer's list is refused."),
+          header: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/)
+            .default('X-SSL-Client-Cert')
+            .describe(
+              "Behind a TLS reverse proxy (nginx `ssl_verify_client`): the request header with the verified client certificate, URL-encoded PEM (nginx's `$ssl_client_escaped_cert`); believed only from `adminApi.trustedProxyList`.",
+            ),
           crlRefresh: isoDuration
             .default('PT5M')
             .describe('How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.'),

@@ -15,7 +15,7 @@ import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
 import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
-import type { RevocationListState } from './enroll-tls.js';
+import type { RevocationListState } from './certificate-check.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();
