@@ -6,7 +6,10 @@
 // device id and a revoked certificate get 403 with the reason and change nothing. The
 // revocation lists are in the metrics, and one that cannot be read keeps the last good one.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
@@ -15,6 +18,8 @@ import { MdmCa, type DeviceCertificateFiles } from '../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 const WIREGUARD = 'application/x-wireguard-profile';
+const SCRIPT = new URL('../../examples/enroll-wireguard.sh', import.meta.url).pathname;
+const run = promisify(execFile);
 
 interface Answer {
   readonly status: number;
@@ -147,6 +152,25 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     }
     assert.equal(answer.status, 403, answer.text);
     assert.match(errorBody(answer.text), /is revoked/);
+  });
+
+  test('examples/enroll-wireguard.sh enrolls with the certificate (curl --cert/--key) and no token', async () => {
+    const desktop = ca.device('desktop', { cn: 'desktop', uri: 'urn:mdm:serial:SER-3' });
+    await portal.admin.registerDevice({ user_id: 'carol', profile_id: 'employees', platform: 'linux', serial: 'SER-3' });
+    const chain = path.join(ca.directory, 'desktop-chain.pem');
+    writeFileSync(chain, `${desktop.certificatePem}${ca.issuingPem}`);
+    const serverCa = path.join(ca.directory, 'server-ca.pem');
+    writeFileSync(serverCa, `${ca.rootPem}${ca.issuingPem}`);
+    const config = path.join(ca.directory, 'wg-desktop.conf');
+    const { stdout } = await run('sh', [SCRIPT, `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`, config], {
+      env: { ...process.env, VPN_ENROLL_CERT: chain, VPN_ENROLL_KEY: desktop.key, VPN_ENROLL_CA: serverCa, VPN_ENROLL_NO_UP: '1' },
+    });
+    assert.match(stdout, /enrolled; configuration written to /);
+    const file = readFileSync(config, 'utf8');
+    assert.match(file, /^PrivateKey = [A-Za-z0-9+/]{43}=$/m, 'the device put its own key in');
+    const device = (await devices()).find((candidate) => candidate.serial === 'SER-3');
+    assert.equal(device?.identity, 'certificate');
+    assert.equal(device?.configurations.length, 1);
   });
 
   test('the revocation lists are in the metrics; one that cannot be read again is flagged and the last good one stays in use', async () => {
