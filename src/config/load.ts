@@ -150,6 +150,7 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
             crls: clientCertificate.crl.map((file, index) => read(file, `enrollment.clientCertificate.crl[${index}]`)),
             crlRefreshMs: boundedMilliseconds(clientCertificate.crlRefresh, 'enrollment.clientCertificate.crlRefresh', CRL_REFRESH_BOUNDS, report),
             header: clientCertificate.header,
+            intuneTenantId: clientCertificate.intuneTenantId ?? null,
           },
   };
 }

@@ -117,6 +117,8 @@ export interface ClientCertificateConfig {
   readonly crlRefreshMs: number;
   /** The request header in which a trusted proxy forwards the verified certificate (URL-encoded PEM). */
   readonly header: string;
+  /** With Intune: the tenant a certificate must carry in Intune's extension; null: not checked. */
+  readonly intuneTenantId: string | null;
 }
 
 export interface PortalConfig {

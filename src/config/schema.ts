@@ -217,6 +217,11 @@ export const portalConfigSchema = z.strictObject({
             .array(z.string().min(1))
             .default([])
             .describe("Revocation list files (PEM or DER), relative to the configuration file's folder; a certificate on its issuer's list is refused."),
+          intuneTenantId: z
+            .string()
+            .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'must be a GUID')
+            .optional()
+            .describe("With Intune: the Azure AD tenant id a device certificate must carry in Intune's extension 1.2.840.113556.5.14."),
           header: z
             .string()
             .regex(/^[A-Za-z0-9-]+$/)

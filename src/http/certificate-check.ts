@@ -50,7 +50,7 @@ export class CertificateCheck {
     this.config = config;
     const rule = config.deviceId.prefix === undefined ? { from: config.deviceId.from } : { from: config.deviceId.from, prefix: config.deviceId.prefix };
     try {
-      this.verifier = new ClientCertificateVerifier(config.trustAnchors, [], rule);
+      this.verifier = new ClientCertificateVerifier(config.trustAnchors, [], rule, config.intuneTenantId);
     } catch (error) {
       throw new Error(`enrollment.clientCertificate.trustAnchors: not PEM certificates (${messageOf(error)})`);
     }

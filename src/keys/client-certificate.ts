@@ -47,6 +47,8 @@ export class ClientCertificateVerifier {
     anchors: readonly (string | Buffer)[],
     crls: readonly (string | Buffer)[],
     readonly rule: DeviceIdRule,
+    /** When set, the leaf must carry Intune's tenant extension with this tenant (a GUID). */
+    readonly intuneTenantId: string | null = null,
   ) {
     this.#anchors = anchors.flatMap(readCertificates);
     this.replaceCrls(crls);
@@ -83,6 +85,12 @@ export class ClientCertificateVerifier {
     }
     const issuer = chain[1];
     if (issuer !== undefined && (await this.#revoked(leaf, issuer))) return refuse(`the client certificate (serial ${leaf.serialNumber}) is revoked`);
+    if (this.intuneTenantId !== null) {
+      const tenant = intuneTenantOf(leaf);
+      if (tenant === null) return refuse(`the client certificate has no Intune tenant extension (${INTUNE_TENANT_OID})`);
+      if (tenant !== this.intuneTenantId.toLowerCase())
+        return refuse(`the client certificate is of Intune tenant ${tenant}, not ${this.intuneTenantId.toLowerCase()}`);
+    }
     const deviceId = readDeviceId(leaf, this.rule);
     if (deviceId === null) return refuse(`the client certificate has no device id (${describeRule(this.rule)})`);
     return {
@@ -150,6 +158,25 @@ export function readDeviceId(certificate: x509.X509Certificate, rule: DeviceIdRu
   if (value === undefined || !value.startsWith(prefix)) return null;
   const id = value.slice(prefix.length);
   return id === '' ? null : id;
+}
+
+/** Intune's device certificates name their Azure AD tenant in this extension (eduVPN's Intune research checks it). */
+export const INTUNE_TENANT_OID = '1.2.840.113556.5.14';
+
+/**
+ * The tenant GUID of Intune's extension, lower case; null when absent or malformed. Its value is
+ * an OCTET STRING of 16 bytes in Microsoft's mixed-endian GUID order: the first three groups
+ * (4, 2 and 2 bytes) byte-reversed, the last 8 bytes as written.
+ */
+export function intuneTenantOf(certificate: x509.X509Certificate): string | null {
+  const extension = certificate.getExtension(INTUNE_TENANT_OID);
+  if (extension === null) return null;
+  const der = Buffer.from(extension.value);
+  if (der.length !== 18 || der[0] !== 0x04 || der[1] !== 0x10) return null;
+  const bytes = der.subarray(2);
+  const hex = (part: Buffer) => part.toString('hex');
+  const reversed = (start: number, end: number) => hex(Buffer.from(bytes.subarray(start, end)).reverse());
+  return `${reversed(0, 4)}-${reversed(4, 6)}-${reversed(6, 8)}-${hex(bytes.subarray(8, 10))}-${hex(bytes.subarray(10, 16))}`;
 }
 
 function describeRule(rule: DeviceIdRule): string {

@@ -479,4 +479,10 @@ test('certificate enrollment: its files are read from the configuration file’s
   assert.deepEqual(loaded.enrollment.clientCertificate?.trustAnchors, ['ANCHOR']);
   assert.equal(loaded.enrollment.clientCertificate?.crlRefreshMs, 10_000);
   assert.equal(loaded.enrollment.clientCertificate?.deviceId.matches, 'serial');
+  assert.equal(loaded.enrollment.clientCertificate?.intuneTenantId, null);
+  assert.equal(loaded.enrollment.clientCertificate?.header, 'X-SSL-Client-Cert');
+  assert.match(
+    problemsOf({ ...withProfiles(employees), enrollment: { clientCertificate: { ...refresh, crlRefresh: 'PT10S', intuneTenantId: 'contoso' } } }),
+    /enrollment\.clientCertificate\.intuneTenantId: must be a GUID/,
+  );
 });

@@ -94,6 +94,35 @@ describe('a device certificate is checked against the trust anchors and revocati
   });
 });
 
+test('with intuneTenantId the certificate must carry Intune’s tenant extension with that tenant, read in Microsoft’s byte order', async () => {
+  const ca = MdmCa.make('Intune');
+  try {
+    const tenant = '72f988bf-86f1-41af-91ab-2d7cd011db47';
+    // The GUID's first three groups byte-reversed, the last 8 bytes as written, in an OCTET STRING.
+    const der = '04:10:bf:88:f9:72:f1:86:af:41:91:ab:2d:7c:d0:11:db:47';
+    const ours = ca.device('ours', { cn: `intune-${GUID}`, intuneTenantDer: der });
+    const none = ca.device('none', { cn: `intune-${GUID}` });
+    const rule = { from: 'subject-cn' } as const;
+    const now = new Date();
+    const verdict = await new ClientCertificateVerifier([ca.rootPem], [], rule, tenant.toUpperCase()).verify([ours.certificatePem, ca.issuingPem], now);
+    assert.equal(verdict.ok && verdict.certificate.deviceId, GUID);
+    const other = await new ClientCertificateVerifier([ca.rootPem], [], rule, '00000000-0000-0000-0000-000000000001').verify(
+      [ours.certificatePem, ca.issuingPem],
+      now,
+    );
+    assert.equal(other.ok ? 'accepted' : other.reason, `the client certificate is of Intune tenant ${tenant}, not 00000000-0000-0000-0000-000000000001`);
+    const missing = await new ClientCertificateVerifier([ca.rootPem], [], rule, tenant).verify([none.certificatePem, ca.issuingPem], now);
+    assert.equal(missing.ok ? 'accepted' : missing.reason, 'the client certificate has no Intune tenant extension (1.2.840.113556.5.14)');
+    assert.equal(
+      (await new ClientCertificateVerifier([ca.rootPem], [], rule).verify([none.certificatePem, ca.issuingPem], now)).ok,
+      true,
+      'not asked for: not needed',
+    );
+  } finally {
+    ca.remove();
+  }
+});
+
 function readFileText(file: string): string {
   return readFileSync(file, 'utf8');
 }

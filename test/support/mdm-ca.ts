@@ -104,11 +104,16 @@ export class MdmCa {
   }
 
   /** A device certificate from the issuing CA: `CN`, subject `serialNumber` and SAN URI as given. */
-  device(file: string, subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string }): DeviceCertificateFiles {
+  device(
+    file: string,
+    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly intuneTenantDer?: string },
+  ): DeviceCertificateFiles {
     const subj = `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`;
     writeFileSync(
       path.join(this.directory, `${file}.ext`),
-      `basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n${subject.uri === undefined ? '' : `subjectAltName=URI:${subject.uri}\n`}`,
+      `basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n${subject.uri === undefined ? '' : `subjectAltName=URI:${subject.uri}\n`}${
+        subject.intuneTenantDer === undefined ? '' : `1.2.840.113556.5.14=DER:${subject.intuneTenantDer}\n`
+      }`,
     );
     this.#openssl([
       'req',
