@@ -3,7 +3,8 @@
 // that forwards the verified certificate in a header (`enrollment.clientCertificate.header`,
 // believed only from `adminApi.trustedProxyList`). Either way the portal checks the chain itself.
 // It keeps the revocation lists: read at start (one that cannot be parsed refuses the start) and
-// every crlRefresh after; a refresh that fails keeps the lists in use and is logged once.
+// every crlRefresh after; a refresh that fails keeps the lists in use and is logged once. A
+// refused enrollment is in the audit log.
 import { readFile } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../config/portal-config.js';
@@ -11,7 +12,12 @@ import { enrollByCertificate } from '../core/certificate-enrollment.js';
 import type { PortalContext } from '../core/context.js';
 import { ClientCertificateVerifier } from '../keys/client-certificate.js';
 import { messageOf } from '../shared/error-message.js';
-import { sendError } from './error-reply.js';
+import { sendError, statusOfPortalError } from './error-reply.js';
+import type { AdminCall } from '../core/admin-call.js';
+import { recordAdminCall } from '../core/audit.js';
+import type { IssuedConfiguration } from '../core/create-configuration.js';
+import { PortalError } from '../core/errors.js';
+import { ENROLL_PATH } from '../protocol/admin-api.js';
 import { optional, param, readParams } from './params.js';
 import { configurationAnswer } from './routes/create.js';
 
@@ -94,6 +100,20 @@ export class CertificateCheck {
   }
 }
 
+/**
+ * A refused certificate enrollment is in the audit log (call `enroll`, no key), as refused Admin
+ * API calls are: who tried, from where, and why.
+ */
+async function auditRefusal(ctx: PortalContext, sourceAddress: string, parameters: Record<string, string>, status: number, reason: string): Promise<void> {
+  const call: AdminCall = {
+    caller: { keyName: null, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null },
+    name: ENROLL_PATH,
+    parameters,
+    successStatus: 200,
+  };
+  await recordAdminCall(ctx, call, status, reason);
+}
+
 /** Checks the presented chain (leaf first) and, when it passes, answers the device's configuration; 403 with the reason when not. */
 export async function enrollWithCertificate(
   ctx: PortalContext,
@@ -105,19 +125,29 @@ export async function enrollWithCertificate(
   const verdict = await check.verifier.verify(presented, ctx.clock.now());
   if (!verdict.ok) {
     request.log.warn({ ip: request.ip, reason: verdict.reason }, 'certificate enrollment refused');
+    await auditRefusal(ctx, request.ip, {}, 403, verdict.reason);
     await sendError(reply, 403, verdict.reason);
     return;
   }
   const params = readParams('post', request.body, CERTIFICATE_ENROLL_PARAMS);
-  const issued = await enrollByCertificate(ctx, {
-    certificate: verdict.certificate,
-    publicKey: params.public_key,
-    csr: params.csr,
-    preferTcp: params.prefer_tcp ?? false,
-    accept: request.headers.accept,
-    profileId: params.profile_id,
-    platform: params.platform,
-  });
+  let issued: IssuedConfiguration;
+  try {
+    issued = await enrollByCertificate(ctx, {
+      certificate: verdict.certificate,
+      publicKey: params.public_key,
+      csr: params.csr,
+      preferTcp: params.prefer_tcp ?? false,
+      accept: request.headers.accept,
+      profileId: params.profile_id,
+      platform: params.platform,
+    });
+  } catch (error) {
+    // A certificate that names no registered device (403), or a device that says otherwise (409).
+    if (error instanceof PortalError && (error.code === 'not-allowed' || error.code === 'conflict')) {
+      await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, statusOfPortalError(error), error.message);
+    }
+    throw error;
+  }
   const answer = configurationAnswer(issued);
   await reply.code(200).headers(answer.headers).send(answer.body);
 }

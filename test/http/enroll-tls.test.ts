@@ -3,7 +3,7 @@
 // its certificate and its own key and no token, is bound to the certificate and its
 // configuration ends no later than it; enrolling again replaces; another device's certificate
 // never reaches this device's configuration; no certificate, an untrusted one, an unregistered
-// device id and a revoked certificate get 403 with the reason and change nothing. The
+// device id and a revoked certificate get 403 with the reason, an audit row, and change nothing. The
 // revocation lists are in the metrics, and one that cannot be read keeps the last good one.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { auditRecords } from '../../src/storage/audit-log.js';
 import { errorBody } from '../support/raw-http.js';
 import { MdmCa, type DeviceCertificateFiles } from '../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -140,6 +141,16 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
       assert.match(errorBody(answer.text), reason);
     }
     assert.equal(await state(), before);
+    // Each refusal of a certificate is in the audit log: call enroll, no key, the reason.
+    const refusals = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter((entry) => entry.call === 'enroll');
+    assert.deepEqual(
+      refusals.map((entry) => [entry.status, entry.keyName, entry.sourceAddress, entry.detail]).reverse(),
+      cases.slice(0, 5).map(([answer, status]) => [status, null, '127.0.0.1', errorBody(answer.text)]),
+    );
+    assert.equal(
+      refusals.find((entry) => entry.status === 403 && entry.parameters['device_id'] === 'SER-9')?.detail,
+      'no registered device has serial "SER-9" (the certificate\'s device id)',
+    );
   });
 
   test('a revoked certificate is refused once the revocation list is read again', async () => {
