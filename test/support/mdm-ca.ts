@@ -103,56 +103,28 @@ export class MdmCa {
     return this.#read('issuing.pem');
   }
 
-  /** A device certificate from the issuing CA: `CN`, subject `serialNumber` and SAN URI as given. */
+  /** A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's tenant extension as given. */
   device(
     file: string,
     subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly intuneTenantDer?: string },
   ): DeviceCertificateFiles {
-    const subj = `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`;
-    writeFileSync(
-      path.join(this.directory, `${file}.ext`),
-      `basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n${subject.uri === undefined ? '' : `subjectAltName=URI:${subject.uri}\n`}${
-        subject.intuneTenantDer === undefined ? '' : `1.2.840.113556.5.14=DER:${subject.intuneTenantDer}\n`
-      }`,
-    );
-    this.#openssl([
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${file}.key`,
-      '-subj',
-      subj,
-      '-out',
-      `${file}.csr`,
-    ]);
-    this.#openssl([
-      'x509',
-      '-req',
-      '-in',
-      `${file}.csr`,
-      '-CA',
-      'issuing.pem',
-      '-CAkey',
-      'issuing.key',
-      '-CAcreateserial',
-      '-days',
-      '10',
-      '-extfile',
-      `${file}.ext`,
-      '-out',
-      `${file}.pem`,
-    ]);
-    return { certificate: path.join(this.directory, `${file}.pem`), key: path.join(this.directory, `${file}.key`), certificatePem: this.#read(`${file}.pem`) };
+    const extensions = [
+      'basicConstraints=CA:FALSE',
+      'extendedKeyUsage=clientAuth',
+      ...(subject.uri === undefined ? [] : [`subjectAltName=URI:${subject.uri}`]),
+      ...(subject.intuneTenantDer === undefined ? [] : [`1.2.840.113556.5.14=DER:${subject.intuneTenantDer}`]),
+    ];
+    return this.#issue(file, `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`, extensions);
   }
 
   /** A TLS server certificate for 127.0.0.1 from the issuing CA (the portal's enrollment listener). */
   server(file: string): DeviceCertificateFiles {
-    writeFileSync(path.join(this.directory, `${file}.ext`), 'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n');
+    return this.#issue(file, '/CN=127.0.0.1', ['basicConstraints=CA:FALSE', 'extendedKeyUsage=serverAuth', 'subjectAltName=IP:127.0.0.1']);
+  }
+
+  /** A new P-256 key and a certificate for it from the issuing CA, valid 10 days. */
+  #issue(file: string, subject: string, extensions: readonly string[]): DeviceCertificateFiles {
+    writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
     this.#openssl([
       'req',
       '-new',
@@ -164,7 +136,7 @@ export class MdmCa {
       '-keyout',
       `${file}.key`,
       '-subj',
-      '/CN=127.0.0.1',
+      subject,
       '-out',
       `${file}.csr`,
     ]);
