@@ -12,7 +12,11 @@
 #   CONFIG_FILE  where the configuration goes; default /etc/wireguard/wg0.conf. wg-quick names
 #                the interface after the file (wg0).
 # The token comes from the file VPN_ENROLLMENT_TOKEN_FILE (its first line) or, failing that,
-# from VPN_ENROLLMENT_TOKEN. VPN_ENROLL_NO_UP=1 writes the file without bringing it up.
+# from VPN_ENROLLMENT_TOKEN. Or, with no token at all, the device proves itself with its MDM
+# certificate (docs/devices.md): VPN_ENROLL_CERT (PEM, with its issuing CA) and VPN_ENROLL_KEY
+# are given to curl (--cert/--key), and ENROLL_URL is the portal's mutual-TLS listener (or nginx
+# in front of it); VPN_ENROLL_CA names the CA that signed the portal's server certificate when
+# the system's do not. VPN_ENROLL_NO_UP=1 writes the file without bringing it up.
 # Exit status: 0 enrolled (or enrolled before: the file exists and is left alone), 1 refused
 # or failed (the portal's reason is printed), 2 wrong usage.
 set -eu
@@ -44,28 +48,35 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 trap 'exit 1' HUP INT TERM
 
-if [ -n "${VPN_ENROLLMENT_TOKEN_FILE:-}" ]; then
-  head -n 1 "$VPN_ENROLLMENT_TOKEN_FILE" | tr -d '\r\n' >"$work/token"
+# The credential: the MDM certificate (curl's own options), or the token as a form field.
+if [ -n "${VPN_ENROLL_CERT:-}" ]; then
+  [ -n "${VPN_ENROLL_KEY:-}" ] || fail "VPN_ENROLL_CERT needs VPN_ENROLL_KEY: the certificate's private key"
+  set -- --cert "$VPN_ENROLL_CERT" --key "$VPN_ENROLL_KEY"
+  [ -z "${VPN_ENROLL_CA:-}" ] || set -- "$@" --cacert "$VPN_ENROLL_CA"
 else
-  [ -n "${VPN_ENROLLMENT_TOKEN:-}" ] || fail "no token: set VPN_ENROLLMENT_TOKEN_FILE or VPN_ENROLLMENT_TOKEN"
-  printf '%s' "$VPN_ENROLLMENT_TOKEN" >"$work/token"
+  if [ -n "${VPN_ENROLLMENT_TOKEN_FILE:-}" ]; then
+    head -n 1 "$VPN_ENROLLMENT_TOKEN_FILE" | tr -d '\r\n' >"$work/token"
+  else
+    [ -n "${VPN_ENROLLMENT_TOKEN:-}" ] || fail "no token: set VPN_ENROLLMENT_TOKEN_FILE or VPN_ENROLLMENT_TOKEN (or VPN_ENROLL_CERT)"
+    printf '%s' "$VPN_ENROLLMENT_TOKEN" >"$work/token"
+  fi
+  [ -s "$work/token" ] || fail "the enrollment token is empty"
+  set -- --data-urlencode "enrollment_token@$work/token"
 fi
-[ -s "$work/token" ] || fail "the enrollment token is empty"
 
 wg genkey >"$work/private.key"
 wg pubkey <"$work/private.key" | tr -d '\n' >"$work/public.key"
 
 # 429 (too many requests from this address) and network failures are tried again after the
 # wait the portal names; every other answer is final (410: the token is expired, used up or
-# revoked; ask for a new one).
+# revoked; ask for a new one; 403: the certificate was refused, for the reason printed).
 attempt=1
 while :; do
   status=$(curl --silent --show-error --max-time 30 \
     --dump-header "$work/headers" --output "$work/answer" --write-out '%{http_code}' \
     --header 'Accept: application/x-wireguard-profile' \
-    --data-urlencode "enrollment_token@$work/token" \
     --data-urlencode "public_key@$work/public.key" \
-    "$url") || status=000
+    "$@" "$url") || status=000
   [ "$status" = 200 ] && break
   if [ "$status" != 429 ] && [ "$status" != 000 ]; then
     fail "the portal refused the enrollment ($status): $(cat "$work/answer")"

@@ -11,6 +11,7 @@ import { writeConnectionLog } from './listeners/connection-log.js';
 import { writeConnectionLogLines } from './listeners/connection-log-lines.js';
 import { recordMetrics } from './listeners/event-metrics.js';
 import { writeAuditLog } from './listeners/audit-log.js';
+import { stampDeviceLastSeen } from './listeners/device-last-seen.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { WebhookDeliveryWorker } from './core/webhook-delivery.js';
 import type { PortalEvent } from './core/events.js';
@@ -23,6 +24,8 @@ import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-
 import { ReconcileScheduler } from './core/reconcile-scheduler.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
+import { startEnrollTls, type RunningEnrollTls } from './http/enroll-tls.js';
+import { CertificateCheck } from './http/certificate-check.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
@@ -46,6 +49,8 @@ export interface RunningPortal {
   readonly url: string;
   /** `http://HOST:PORT/metrics`; null when `metrics.listen` is null. */
   readonly metricsUrl: string | null;
+  /** `https://HOST:PORT` of certificate enrollment; null when `enrollment.tls` is null. */
+  readonly enrollTlsUrl: string | null;
   reconcileNow(): Promise<void>;
   close(): Promise<void>;
 }
@@ -84,6 +89,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   writeAuditLog(events);
   // Before the listing counter: its closing write must be a change's last (src/listeners/listing-generation.ts).
   writeRevocationReceipts(events);
+  stampDeviceLastSeen(events);
   moveListingGeneration(events);
   if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
@@ -117,7 +123,14 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const metrics = new PortalMetrics(ctx);
   recordMetrics(events, metrics);
 
-  const app = buildServer(ctx);
+  let certificateCheck: CertificateCheck | null;
+  try {
+    certificateCheck = CertificateCheck.fromConfig(ctx);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  const app = buildServer(ctx, certificateCheck);
   metrics.instrument(app, { adminPrefix: `${config.basePath}/admin/api/`, nodeApi: `${config.basePath}/node-api.php/` });
   // A deep accept queue: a burst of connections (slow clients, a reconnecting fleet) must not make
   // the kernel drop a legitimate client's SYN, which it would retry only after a second.
@@ -137,6 +150,23 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     logger.info(`metrics at ${metricsServer.url}`);
   }
   for (const warning of droppedDnsServerWarnings(config.profiles)) logger.warn(warning);
+  let enrollTls: RunningEnrollTls | null = null;
+  try {
+    enrollTls = await startEnrollTls(ctx, certificateCheck);
+  } catch (error) {
+    await metricsServer?.close();
+    await app.close();
+    await db.destroy();
+    throw error;
+  }
+  if (certificateCheck !== null) {
+    const check = certificateCheck;
+    check.start();
+    metrics.observeRevocationLists(
+      () => check.revocationLists(),
+      () => clock.now().getTime(),
+    );
+  }
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
@@ -147,12 +177,15 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     ctx,
     url,
     metricsUrl: metricsServer?.url ?? null,
+    enrollTlsUrl: enrollTls?.url ?? null,
     reconcileNow: () => reconciler.runAll(),
     async close() {
       reconciler.stop();
       await revocationDeadlines.stop();
       nodes.stop();
       await app.close();
+      await enrollTls?.close();
+      certificateCheck?.stop();
       await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();

@@ -17,6 +17,8 @@ import {
   disabledUsersAnswer,
   enrollmentTokenAnswer,
   enrollmentTokensAnswer,
+  deviceAnswer,
+  devicesAnswer,
   errorAnswer,
   extendAnswer,
   statsAnswer,
@@ -44,6 +46,10 @@ import {
   type WebhookDeliveriesQuery,
   type WebhookInfo,
   type UserConfiguration,
+  type DeviceInfo,
+  type DevicesPage,
+  type DevicesQuery,
+  type RegisterDeviceParams,
 } from '../protocol/admin-api.js';
 
 export interface AdminApiClientOptions {
@@ -203,6 +209,26 @@ export class AdminApiClient {
   /** Extension: redeeming the token answers 410 from now on. */
   revokeEnrollmentToken(userId: string, tokenId: string, options: PostOptions = {}): Promise<void> {
     return this.#postNoContent(ADMIN_API_CALLS.revokeEnrollmentToken.path, { user_id: userId, token_id: tokenId }, options);
+  }
+
+  /** Extension: registers a managed device of a user (the same registration again answers the same device). */
+  async registerDevice(params: RegisterDeviceParams, options: PostOptions = {}): Promise<DeviceInfo> {
+    return (await this.#postJson(ADMIN_API_CALLS.registerDevice.path, definedOnly(params), deviceAnswer, options)).device;
+  }
+
+  /** Extension: one page of the registered devices, newest first (pass `next_cursor` back as `cursor`). */
+  devices(query: DevicesQuery = {}): Promise<DevicesPage> {
+    return this.#getJson(ADMIN_API_CALLS.devices.path, definedOnly(query), devicesAnswer);
+  }
+
+  /** Extension: one device with its configurations. */
+  async device(deviceId: string): Promise<DeviceInfo> {
+    return (await this.#getJson(ADMIN_API_CALLS.device.path, { device_id: deviceId }, deviceAnswer)).device;
+  }
+
+  /** Extension: retires a device; every configuration of it leaves the database and the nodes. */
+  async retireDevice(deviceId: string, options: PostOptions = {}): Promise<DeviceInfo> {
+    return (await this.#postJson(ADMIN_API_CALLS.retireDevice.path, { device_id: deviceId }, deviceAnswer, options)).device;
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */

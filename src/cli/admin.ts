@@ -7,14 +7,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type RevocationInfo, type RevocationsQuery } from '../protocol/admin-api.js';
+import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type DeviceInfo, type RevocationInfo, type RevocationsQuery } from '../protocol/admin-api.js';
 import { ConfigError } from '../config/load.js';
-import { describePlatforms, isPlatform } from '../shared/platforms.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
 import { formatTable } from './table.js';
 import { isWireGuardKey, wireGuardPublicKey } from '../wireguard/keys.js';
 import { ADMIN_USAGE } from './usage.js';
+import { describePlatforms, isPlatform, PLATFORMS, type Platform } from '../shared/platforms.js';
 
 /** `notApplied`: with `--wait`, the revocation receipt ended overdue (or superseded) rather than applied. */
 export const ADMIN_EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3, notApplied: 3 } as const;
@@ -78,6 +78,8 @@ interface AdminFlags {
   readonly platform: string | undefined;
   /** `yes` or `no`. */
   readonly onDemand: string | undefined;
+  readonly serial: string | undefined;
+  readonly mdmId: string | undefined;
 }
 
 interface AdminCommand {
@@ -543,6 +545,87 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       if (result.outcome !== 'delivered') throw new TestNotDelivered();
     },
   },
+  'device register': {
+    summary: 'register a managed device of a user by --serial or --mdm-id (an extension)',
+    args: ['USER', 'PROFILE', 'PLATFORM'],
+    flags: ['serial', 'mdmId'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [user = '', profile = '', platform = ''] = args;
+      const device = await client.registerDevice({
+        user_id: user,
+        profile_id: profile,
+        platform: platformOf(platform, 'PLATFORM'),
+        ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+        ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+      });
+      if (json) out.print(JSON.stringify({ device }));
+      else out.print(`registered device ${device.device_id} of ${device.user_id} (${device.platform}) in ${device.profile_id}`);
+    },
+  },
+  'device list': {
+    summary: 'the registered devices, with filters (an extension)',
+    args: [],
+    flags: ['user', 'profile', 'platform', 'state', 'serial', 'mdmId', 'limit', 'cursor'],
+    run: async ({ client, flags, json, out }) => {
+      const state = flags.state;
+      if (state !== undefined && !(DEVICE_STATES as readonly string[]).includes(state)) {
+        throw new UsageError(`--state must be ${DEVICE_STATES.join(', ')}, not "${state}"`);
+      }
+      const { limit, cursor } = pageFlags(flags);
+      const page = await client.devices({
+        ...(flags.user === undefined ? {} : { user_id: flags.user }),
+        ...(flags.profile === undefined ? {} : { profile_id: flags.profile }),
+        ...(flags.platform === undefined ? {} : { platform: platformOf(flags.platform, '--platform') }),
+        ...(state === undefined ? {} : { state: state as (typeof DEVICE_STATES)[number] }),
+        ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+        ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+        ...(limit === undefined ? {} : { limit }),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      out.print(
+        formatTable(
+          ['DEVICE', 'USER', 'PROFILE', 'PLATFORM', 'SERIAL', 'MDM_ID', 'STATE', 'IDENTITY', 'CONFIGURATIONS', 'LAST_SEEN'],
+          page.devices.map((device) => [
+            device.device_id,
+            device.user_id,
+            device.profile_id,
+            device.platform,
+            device.serial ?? '',
+            device.mdm_id ?? '',
+            device.state,
+            device.identity,
+            String(device.configurations.length),
+            device.last_seen_at ?? '',
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
+  'device show': {
+    summary: 'one device: its identity, state and configurations (an extension)',
+    args: ['DEVICE_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const device = await client.device(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ device }));
+      else printDevice(device, out);
+    },
+  },
+  'device retire': {
+    summary: 'retire a device for good: its configurations leave the nodes (an extension)',
+    args: ['DEVICE_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const device = await client.retireDevice(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ device }));
+      else out.print(`retired device ${device.device_id} at ${device.retired_at ?? ''}; its configurations are gone`);
+    },
+  },
   'webhook deliveries': {
     summary: 'the delivery log, newest first, with the last attempt',
     args: [],
@@ -584,6 +667,38 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
 };
 
 const DELIVERY_STATES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+const DEVICE_STATES = ['registered', 'active', 'retired'] as const;
+
+/** A platform flag or argument, checked against the list the portal takes. */
+function platformOf(value: string, what: string): Platform {
+  if (!isPlatform(value)) throw new UsageError(`${what} must be one of ${PLATFORMS.join(', ')}, not "${value}"`);
+  return value;
+}
+
+function printDevice(device: DeviceInfo, out: Output): void {
+  out.print(
+    formatTable(
+      ['FIELD', 'VALUE'],
+      [
+        ['device_id', device.device_id],
+        ['user', device.user_id],
+        ['profile', device.profile_id],
+        ['platform', device.platform],
+        ['serial', device.serial ?? ''],
+        ['mdm_id', device.mdm_id ?? ''],
+        ['identity', device.identity],
+        ['state', device.state],
+        ['created', device.created_at],
+        ['retired', device.retired_at ?? ''],
+        ['last_seen', device.last_seen_at ?? ''],
+        ...device.configurations.map((configuration) => [
+          'configuration',
+          `${configuration.profile_id} ${configuration.vpn_proto} ${configuration.connection_id} until ${configuration.expires_at}`,
+        ]),
+      ],
+    ),
+  );
+}
 
 /** `--since`, `--until`, `--limit` (checked: a positive number) and `--cursor` of a paged log, as query fields. */
 function pageFlags(flags: AdminFlags): { since?: string; until?: string; limit?: number; cursor?: string } {
@@ -818,6 +933,8 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   wait: { option: 'wait', usage: '--wait' },
   platform: { option: 'platform', usage: '--platform PLATFORM' },
   onDemand: { option: 'on-demand', usage: '--on-demand yes|no' },
+  serial: { option: 'serial', usage: '--serial SERIAL' },
+  mdmId: { option: 'mdm-id', usage: '--mdm-id ID' },
 };
 
 /** The options every admin command takes. */
@@ -879,12 +996,14 @@ const ADMIN_OPTIONS = {
   wait: { type: 'boolean' },
   platform: { type: 'string' },
   'on-demand': { type: 'string' },
+  serial: { type: 'string' },
+  'mdm-id': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** `webhook SUBCOMMAND …` is one command of two words; the others are one. */
 function commandOf(positionals: readonly string[]): [string | undefined, string[]] {
   const [first, ...rest] = positionals;
-  return first === 'webhook' && rest[0] !== undefined ? [`webhook ${rest[0]}`, rest.slice(1)] : [first, rest];
+  return (first === 'webhook' || first === 'device') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
 }
 
 /** The command line read strictly; an unknown option is named with the nearest option of that command. */
@@ -954,6 +1073,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       wait: values.wait === true,
       platform: values.platform,
       onDemand: values['on-demand'],
+      serial: values.serial,
+      mdmId: values['mdm-id'],
     };
     for (const key of Object.keys(FLAGS) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

@@ -75,6 +75,14 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
                      [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
                                           the delivery log, newest first, with the last attempt
                                           (webhooks need a key of scope admin)
+  device register USER PROFILE PLATFORM [--serial SERIAL] [--mdm-id ID]
+                                          register a managed device (ios, macos, windows,
+                                          android, linux or other) by serial and/or MDM id
+  device list [--user USER] [--profile ID] [--platform P] [--state registered|active|retired]
+              [--serial SERIAL] [--mdm-id ID] [--limit N] [--cursor CURSOR]
+  device show DEVICE_ID | device retire DEVICE_ID
+                                          a device with its configurations; retiring it ends
+                                          every configuration of it, for good
 The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
 (--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
 DATA/keys/admin-api.key of that configuration.

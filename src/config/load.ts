@@ -92,7 +92,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       retryFor: atLeastOneDay(raw.webhooks.retryFor, 'webhooks.retryFor', report),
       deliveryLogRetention: atLeastOneDay(raw.webhooks.deliveryLogRetention, 'webhooks.deliveryLogRetention', report),
     },
-    enrollment: raw.enrollment,
+    enrollment: resolveEnrollment(raw.enrollment, baseDir, report),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     connectScript:
@@ -116,6 +116,50 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     nodes,
   };
 }
+
+/** Mutual-TLS enrollment: its files read now, so a start with one missing is refused naming the option. */
+function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: string, report: Report): PortalConfig['enrollment'] {
+  const read = (file: string, option: string): Buffer => {
+    try {
+      return readFileSync(path.resolve(baseDir, file));
+    } catch (error) {
+      report(option, `cannot read ${path.resolve(baseDir, file)} (${(error as Error).message})`);
+      return Buffer.alloc(0);
+    }
+  };
+  const { tls, clientCertificate } = raw;
+  if (tls !== null && clientCertificate === null) report('enrollment.tls', 'needs enrollment.clientCertificate: how a device certificate is checked');
+  const crlFiles = (clientCertificate?.crl ?? []).map((file) => path.resolve(baseDir, file));
+  return {
+    allowList: raw.allowList,
+    requestsPerMinute: raw.requestsPerMinute,
+    tls:
+      tls === null
+        ? null
+        : {
+            ...parseListenAddress(tls.listen, 'enrollment.tls.listen', report),
+            certificatePem: read(tls.certificate, 'enrollment.tls.certificate').toString('utf8'),
+            keyPem: read(tls.key, 'enrollment.tls.key').toString('utf8'),
+          },
+    clientCertificate:
+      clientCertificate === null
+        ? null
+        : {
+            trustAnchors: clientCertificate.trustAnchors.map((file, index) =>
+              read(file, `enrollment.clientCertificate.trustAnchors[${index}]`).toString('utf8'),
+            ),
+            deviceId: clientCertificate.deviceId,
+            crlFiles,
+            crls: clientCertificate.crl.map((file, index) => read(file, `enrollment.clientCertificate.crl[${index}]`)),
+            crlRefreshMs: boundedMilliseconds(clientCertificate.crlRefresh, 'enrollment.clientCertificate.crlRefresh', CRL_REFRESH_BOUNDS, report),
+            header: clientCertificate.header,
+            intuneTenantId: clientCertificate.intuneTenantId ?? null,
+          },
+  };
+}
+
+/** Revocation lists are read again at least daily, and not more than once a second. */
+const CRL_REFRESH_BOUNDS = { minMs: 1_000, maxMs: 86_400_000, text: 'between PT1S and P1D' } as const;
 
 /** A hook that takes longer than a minute holds up an OpenVPN client's connect for too long. */
 const SCRIPT_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;

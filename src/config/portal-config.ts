@@ -109,6 +109,22 @@ export interface WebhookSettings {
   readonly deliveryLogRetention: IsoDuration;
 }
 
+/** How a device certificate is checked (`enrollment.clientCertificate`), its files read at start. */
+export interface ClientCertificateConfig {
+  /** PEM texts. */
+  readonly trustAnchors: readonly string[];
+  readonly deviceId: { readonly from: 'san-uri' | 'subject-serial' | 'subject-cn'; readonly prefix?: string; readonly matches: 'serial' | 'mdm_id' };
+  /** Absolute paths, read again every crlRefreshMs. */
+  readonly crlFiles: readonly string[];
+  /** Their contents at start. */
+  readonly crls: readonly Buffer[];
+  readonly crlRefreshMs: number;
+  /** The request header in which a trusted proxy forwards the verified certificate (URL-encoded PEM). */
+  readonly header: string;
+  /** With Intune: the tenant a certificate must carry in Intune's extension; null: not checked. */
+  readonly intuneTenantId: string | null;
+}
+
 export interface PortalConfig {
   /** Where the configuration came from, for messages: a file path or "embedded default". */
   readonly source: string;
@@ -129,7 +145,13 @@ export interface PortalConfig {
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
   /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */
-  readonly enrollment: { readonly allowList: readonly string[]; readonly requestsPerMinute: number };
+  readonly enrollment: {
+    readonly allowList: readonly string[];
+    readonly requestsPerMinute: number;
+    /** Mutual-TLS enrollment (issue 23): where, with which server certificate and key (PEM texts read at start). */
+    readonly tls: { readonly host: string; readonly port: number; readonly certificatePem: string; readonly keyPem: string } | null;
+    readonly clientCertificate: ClientCertificateConfig | null;
+  };
   readonly reconcileIntervalMs: number;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;

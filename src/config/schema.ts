@@ -202,6 +202,67 @@ export const portalConfigSchema = z.strictObject({
         .describe(
           'Requests one source address (an IPv6 client: its /64) may send to `{baseUrl}enroll` per minute, per portal instance; beyond it 429 with `Retry-After`.',
         ),
+      tls: z
+        .strictObject({
+          listen: z
+            .string()
+            .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 0.0.0.0:8443')
+            .describe('`HOST:PORT` (IPv6 in brackets) where `{baseUrl}enroll` is served over TLS, asking for a client certificate.'),
+          certificate: z.string().min(1).describe("The TLS server certificate (PEM, with its chain), relative to the configuration file's folder."),
+          key: z.string().min(1).describe("The TLS server key (PEM), relative to the configuration file's folder."),
+        })
+        .nullable()
+        .default(null)
+        .meta({
+          description: "Enrollment proven by the device's MDM certificate (mutual TLS); `null`: not served. Needs `enrollment.clientCertificate`.",
+          see: 'devices.md#enrollment-with-the-mdm-certificate',
+        }),
+      clientCertificate: z
+        .strictObject({
+          trustAnchors: z
+            .array(z.string().min(1))
+            .min(1)
+            .describe(
+              "PEM files of the CAs a device certificate must chain to (the MDM's issuing CA or its root), relative to the configuration file's folder.",
+            ),
+          deviceId: z
+            .strictObject({
+              from: z
+                .enum(['san-uri', 'subject-serial', 'subject-cn'])
+                .describe('Where the device id is read: a subjectAltName URI, the subject serialNumber, or the CN (`prefix-<guid>` read as the GUID).'),
+              prefix: z.string().min(1).optional().describe('The id follows this prefix (e.g. `urn:mdm:serial:`); required to match when set.'),
+              matches: z
+                .enum(['serial', 'mdm_id'])
+                .default('serial')
+                .describe("The registered device whose `serial` (or `mdm_id`) equals the certificate's id."),
+            })
+            .describe('How the certificate names the device.'),
+          crl: z
+            .array(z.string().min(1))
+            .default([])
+            .describe("Revocation list files (PEM or DER), relative to the configuration file's folder; a certificate on its issuer's list is refused."),
+          intuneTenantId: z
+            .string()
+            .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'must be a GUID')
+            .optional()
+            .describe("With Intune: the Azure AD tenant id a device certificate must carry in Intune's extension 1.2.840.113556.5.14."),
+          header: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/)
+            .default('X-SSL-Client-Cert')
+            .describe(
+              "Behind a TLS reverse proxy (nginx `ssl_verify_client`): the request header with the verified client certificate, URL-encoded PEM (nginx's `$ssl_client_escaped_cert`); believed only from `adminApi.trustedProxyList`.",
+            ),
+          crlRefresh: isoDuration
+            .default('PT5M')
+            .describe('How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.'),
+        })
+        .nullable()
+        .default(null)
+        .meta({
+          description: 'How a device certificate presented to `enrollment.tls` is checked; `null`: no certificate enrollment.',
+          see: 'devices.md#enrollment-with-the-mdm-certificate',
+        }),
     })
     .prefault({}),
   metrics: z

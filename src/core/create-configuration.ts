@@ -5,6 +5,7 @@
 import { findProfile } from '../config/portal-config.js';
 import type { PortalContext } from './context.js';
 import type { ConfigurationFile } from './configuration-file.js';
+import { deviceForIssue } from './devices.js';
 import { deviceKeysHint, formatsForDeviceKeys, readDeviceKeys } from './device-keys.js';
 import { PortalError } from './errors.js';
 import { warningAlreadyPast } from './expiry-warnings.js';
@@ -25,10 +26,15 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const profile = findProfile(ctx.config, request.profileId);
   if (profile === undefined) throw noSuchProfile(ctx, request.profileId);
 
+  const device = request.device === undefined ? null : await deviceForIssue(ctx, request.device, request);
+
   const now = ctx.clock.now();
   // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.
   const ca = await ctx.openVpnKeys.ca();
-  const expiresAt = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
+  const caCapped = cappedExpiry(configurationExpiry(ctx.config, now, request.expiresIn), ca?.notAfter ?? null);
+  // A device enrolled with its MDM certificate: its configuration ends no later than the certificate.
+  const certificateEnd = request.deviceCertificate === undefined ? null : new Date(request.deviceCertificate.notAfter);
+  const expiresAt = cappedExpiry(caCapped, certificateEnd);
   const deviceKeys = await readDeviceKeys(request.publicKey, request.csr);
   const forKeys = formatsForDeviceKeys(offeredFormats(profile, ctx.config.wireGuard), deviceKeys);
   const offered = formatsForPlatform(forKeys, request.platform);
@@ -40,7 +46,15 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
     );
   }
 
-  const issue: Issue = { request, profile, now, expiresAt, expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt), deviceKeys };
+  const issue: Issue = {
+    request,
+    profile,
+    now,
+    expiresAt,
+    expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt),
+    deviceKeys,
+    deviceId: device?.deviceId ?? null,
+  };
   // Formats are tried in order (reference §5.2): WireGuard fails over to OpenVPN when no node
   // has a free address. The WireGuard formats share one address pool, so one try covers them all.
   let wireGuardTried = false;

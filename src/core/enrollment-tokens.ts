@@ -26,6 +26,8 @@ import { ensureUser } from '../storage/users.js';
 import { profileLimit } from './admin-call.js';
 import type { PortalContext } from './context.js';
 import { createConfiguration, type IssuedConfiguration } from './create-configuration.js';
+import { deviceForIssue, type DeviceReference } from './devices.js';
+import type { Platform } from '../shared/platforms.js';
 import { PortalError } from './errors.js';
 import { configurationExpiry } from './expiry.js';
 import { assertProfileAllowed, noSuchProfile } from './profile-reach.js';
@@ -46,6 +48,10 @@ export interface EnrollmentTokenRequest {
   readonly uses: number;
   /** How long the token can be redeemed (ISO 8601 duration). */
   readonly validFor: string;
+  /** The registered device the configuration is for (it then replaces the device's configuration in the profile). */
+  readonly device?: DeviceReference;
+  /** The device's platform as the caller says it; with a device it must be the device's. */
+  readonly platform?: Platform;
 }
 
 export interface MadeEnrollmentToken {
@@ -71,6 +77,7 @@ export async function createEnrollmentToken(ctx: PortalContext, request: Enrollm
   ) {
     throw new PortalError('invalid-parameter', `invalid value for "valid_for": a duration longer than zero and at most ${MAX_TOKEN_VALIDITY}`);
   }
+  const device = request.device === undefined ? null : await deviceForIssue(ctx, request.device, request);
   const pepper = pepperOf(ctx);
   const { tokenId, token } = newEnrollmentToken();
   const stored: StoredEnrollmentToken = {
@@ -87,6 +94,7 @@ export async function createEnrollmentToken(ctx: PortalContext, request: Enrollm
     expiresAt: formatAtom(addDuration(now, validFor)),
     revokedAt: null,
     lastUsedAt: null,
+    deviceId: device?.deviceId ?? null,
   };
   await ctx.events.change(ctx.db, async (trx, announce) => {
     const user = await ensureUser(trx, request.userId, formatAtom(now));
@@ -172,6 +180,7 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
     ...(enrollment.publicKey === undefined ? {} : { publicKey: enrollment.publicKey }),
     ...(enrollment.csr === undefined ? {} : { csr: enrollment.csr }),
     enrollmentTokenId: tokenId,
+    ...(stored.deviceId === null ? {} : { device: { deviceId: stored.deviceId } }),
     // The check above answers most refusals early; this update is what decides.
     consume: async (trx) => {
       const now = ctx.clock.now();

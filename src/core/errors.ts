@@ -16,6 +16,8 @@ export type PortalErrorCode =
   | 'unavailable'
   /** No revocation receipt with this id the key may see (404). */
   | 'no-such-revocation'
+  /** No registered device has this id (or serial, or mdm_id) (404). */
+  | 'no-such-device'
   /** No webhook subscription has this id (404). */
   | 'no-such-webhook'
   /** The admin key may not touch this profile or user (403). */

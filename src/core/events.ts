@@ -25,7 +25,8 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../storage/database.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
-import type { NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
+import type { DeviceId, NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
+import type { Platform } from '../shared/platforms.js';
 import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
@@ -47,6 +48,16 @@ export interface RevocationNotice {
   readonly userId: UserId;
   readonly connectionIds: readonly string[];
   readonly nodes: readonly { readonly nodeNumber: NodeNumber; readonly state: 'pending' | 'applied'; readonly appliedAt: string | null }[];
+}
+
+/** A device, as events name it. */
+export interface DeviceRef {
+  readonly deviceId: DeviceId;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly platform: Platform;
+  readonly serial: string | null;
+  readonly mdmId: string | null;
 }
 
 /** A session as its start recorded it. */
@@ -96,6 +107,16 @@ export type PortalEvent =
       readonly tokenId: string;
       readonly userId: UserId;
       readonly profileId: ProfileId;
+    })
+  /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices.ts). */
+  | (EventBase & { readonly type: 'device.registered' | 'device.retired'; readonly device: DeviceRef })
+  | (EventBase & { readonly type: 'device.enrolled'; readonly device: DeviceRef; readonly configuration: ConfigurationRef })
+  | (EventBase & {
+      readonly type: 'device.replaced';
+      readonly device: DeviceRef;
+      readonly configuration: ConfigurationRef;
+      /** The configurations of the same profile the new one replaced (each also announced as `configuration.deleted`). */
+      readonly replaced: readonly ConfigurationRef[];
     })
   | (EventBase & {
       readonly type: 'configuration.created';

@@ -9,8 +9,10 @@ import { ensureUser } from '../storage/users.js';
 import type { PortalContext } from './context.js';
 import { PortalError } from './errors.js';
 import type { ConfigurationRef } from './events.js';
-import type { ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
+import type { DeviceId, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import type { Platform } from '../shared/platforms.js';
+import type { DeviceCertificate } from '../storage/devices.js';
+import { bindDevice, removeReplaced, takeDeviceSlot, type DeviceReference } from './devices.js';
 import { formatAtom } from '../shared/time.js';
 import type { ConfigurationFile } from './configuration-file.js';
 import type { DeviceKeys } from './device-keys.js';
@@ -34,7 +36,10 @@ export interface CreateConfigurationRequest {
   readonly preferTcp: boolean;
   readonly expiresIn: string | undefined;
   readonly accept: string | undefined;
-  /** The platform the configuration is for; undefined: any (the Apple profile is then for iOS). */
+  /**
+   * The platform the configuration is for, as the caller says it: with a device it must be the
+   * device's (which is the default); without one, undefined means any (the Apple profile is then for iOS).
+   */
   readonly platform?: Platform;
   /** `on_demand`: overrides the profile's `appleOnDemand` in an Apple profile; undefined: the profile decides. */
   readonly onDemand?: boolean;
@@ -56,6 +61,10 @@ export interface CreateConfigurationRequest {
   readonly consume?: (trx: Transaction<Database>) => Promise<void>;
   /** The enrollment token redeemed for it, named in `configuration.created`. */
   readonly enrollmentTokenId?: string;
+  /** The registered device it is for: it replaces the device's configuration in the profile. */
+  readonly device?: DeviceReference;
+  /** The MDM certificate the device proved itself with (mutual-TLS enrollment): the device is bound to it, the configuration ends no later. */
+  readonly deviceCertificate?: DeviceCertificate;
 }
 
 /** One configuration being issued: the request, its profile, its times and the device's own keys. */
@@ -68,6 +77,8 @@ export interface Issue {
   readonly expiryWarned: boolean;
   /** null: the portal makes the key. */
   readonly deviceKeys: DeviceKeys | null;
+  /** The registered device it is issued to; null: to the user only. */
+  readonly deviceId: DeviceId | null;
 }
 
 /** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */
@@ -97,13 +108,16 @@ export async function storeConfiguration<T>(
   issue: Issue,
   insert: (trx: Transaction<Database>) => Promise<{ readonly stored: T; readonly configuration: ConfigurationRef }>,
 ): Promise<T> {
+  const { deviceId } = issue;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await ctx.events.change(ctx.db, async (trx, announce) => {
+      const { stored, replaced } = await ctx.events.change(ctx.db, async (trx, announce) => {
         const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
         if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
         await issue.request.consume?.(trx);
+        // One live configuration per device and profile: the one there is goes in this change.
+        const replaced = deviceId === null ? null : await takeDeviceSlot(ctx, trx, announce, deviceId, issue.profile.profileId, issue.now);
         const { stored, configuration } = await insert(trx);
         const { enrollmentTokenId } = issue.request;
         await announce({
@@ -113,8 +127,13 @@ export async function storeConfiguration<T>(
           expiresAt: issue.expiresAt,
           ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
         });
-        return stored;
+        if (deviceId !== null && replaced !== null)
+          await bindDevice(trx, announce, deviceId, configuration, replaced, issue.now, issue.request.deviceCertificate);
+        return { stored, replaced };
       });
+      // The replaced configuration leaves its node before the caller adds the new one.
+      if (replaced !== null) await removeReplaced(ctx, replaced);
+      return stored;
     } catch (error) {
       // The transaction rolled back: simply try again.
       if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;

@@ -1,8 +1,9 @@
 // What a webhook receiver hears of an event of the seam: its type and `data` (the body's shape
-// is src/protocol/webhooks.ts). Only what the event says about users, configurations, sessions
-// and nodes; never a private key, a configuration file or a secret, which no event carries.
+// is src/protocol/webhooks.ts). Only what the event says about users, configurations, devices,
+// sessions and nodes; never a private key, a configuration file or a secret, which no event carries.
 import type { WebhookMessage } from '../protocol/webhooks.js';
 import { formatAtom } from '../shared/time.js';
+import { deviceWireFields } from './devices.js';
 import type { ConfigurationRef, PortalEvent } from './events.js';
 
 /** The message for a receiver, or null for events that are not sent (reconcile passes, Admin API calls, …). */
@@ -69,6 +70,16 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
     case 'admin_key.revoked':
     case 'reconcile.finished':
       return null;
+    case 'device.registered':
+    case 'device.retired':
+      return { type: event.type, data: deviceWireFields(event.device) };
+    case 'device.enrolled':
+      return { type: event.type, data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration) } };
+    case 'device.replaced':
+      return {
+        type: event.type,
+        data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration), replaced: event.replaced.map(configurationData) },
+      };
     default:
       // A new event type fails the type check here until it is sent or listed above.
       event satisfies never;

@@ -122,7 +122,11 @@ export async function runRoute<S extends ParamShape>(
       .headers(response.headers ?? {})
       .send();
   } else if ('json' in response) {
-    await reply.code(200).type('application/json').send(JSON.stringify(response.json));
+    await reply
+      .code(200)
+      .type('application/json')
+      .headers(response.headers ?? {})
+      .send(JSON.stringify(response.json));
   } else if ('jsonText' in response) {
     await reply.code(200).type('application/json').send(response.jsonText);
   } else if ('jsonParts' in response) {

@@ -13,6 +13,7 @@ import { sendError } from './error-reply.js';
 import { optional, param, readParams, required } from './params.js';
 import { RequestsPerAddress } from './requests-per-address.js';
 import { configurationAnswer } from './routes/create.js';
+import { enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
 
 const ENROLL_PARAMS = {
   enrollment_token: required(param.enrollmentToken, 'the token (`vpe_…`) the administrator handed out'),
@@ -27,7 +28,14 @@ export interface EnrollEndpoint {
   handle(request: FastifyRequest, reply: FastifyReply): Promise<void>;
 }
 
-export function enrollEndpoint(ctx: PortalContext): EnrollEndpoint {
+/**
+ * `certificateCheck`: with `enrollment.clientCertificate`, a request without a token that comes
+ * from a trusted proxy (`adminApi.trustedProxyList`) with the verified client certificate in the
+ * configured header (PEM, URL-encoded as nginx's `$ssl_client_escaped_cert`) enrolls by that
+ * certificate, which the portal checks itself.
+ */
+export function enrollEndpoint(ctx: PortalContext, certificateCheck: CertificateCheck | null = null): EnrollEndpoint {
+  const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
   const allowList = new AddressAllowList(ctx.config.enrollment.allowList);
   const limit = new RequestsPerAddress(ctx.config.enrollment.requestsPerMinute, () => ctx.clock.now().getTime());
   return {
@@ -44,6 +52,12 @@ export function enrollEndpoint(ctx: PortalContext): EnrollEndpoint {
       }
     },
     async handle(request, reply) {
+      const forwarded = certificateCheck === null ? undefined : forwardedCertificate(request, certificateCheck.config.header, trustedProxies);
+      const hasToken = typeof request.body === 'object' && request.body !== null && 'enrollment_token' in request.body;
+      if (certificateCheck !== null && forwarded !== undefined && !hasToken) {
+        await enrollWithCertificate(ctx, certificateCheck, [forwarded], request, reply);
+        return;
+      }
       const params = readParams('post', request.body, ENROLL_PARAMS);
       const issued = await redeemEnrollmentToken(ctx, {
         token: params.enrollment_token,
@@ -56,4 +70,15 @@ export function enrollEndpoint(ctx: PortalContext): EnrollEndpoint {
       await reply.code(200).headers(answer.headers).send(answer.body);
     },
   };
+}
+
+/** The PEM certificate (with its chain) a trusted proxy forwarded, URL-decoded; undefined when none or not from a trusted proxy. */
+function forwardedCertificate(request: FastifyRequest, header: string, trustedProxies: AddressAllowList): string | undefined {
+  const value = request.headers[header.toLowerCase()];
+  if (typeof value !== 'string' || value === '' || !trustedProxies.allows(request.socket.remoteAddress ?? '')) return undefined;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
 }

@@ -9,6 +9,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-profile': 404,
   'no-such-webhook': 404,
   'no-such-revocation': 404,
+  'no-such-device': 404,
   'no-such-user': 400,
   'no-such-configuration': 404,
   'no-such-token': 404,
@@ -46,6 +47,11 @@ const answeredForOutage = new WeakSet<FastifyRequest>();
  * True when the request was answered 503 for a database outage: nothing more is asked of the
  * database for it (the audit log would fail the same way, and wait as long again).
  */
+/** The HTTP status a use case's refusal is answered with. */
+export function statusOfPortalError(error: PortalError): number {
+  return STATUS_OF[error.code];
+}
+
 export function wasDatabaseOutage(request: FastifyRequest): boolean {
   return answeredForOutage.has(request);
 }

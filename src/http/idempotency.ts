@@ -41,7 +41,7 @@ const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
 const storedAnswer = z.union([
   // A revocation's answer keeps its receipt header: a retry points at the same receipt.
   z.object({ status: z.literal(204), headers: z.record(z.string(), z.string()).optional() }),
-  z.object({ status: z.literal(200), json: z.unknown() }),
+  z.object({ status: z.literal(200), json: z.unknown(), headers: z.record(z.string(), z.string()).optional() }),
   z.object({ status: z.literal(200), jsonText: z.string() }),
   z.object({ status: z.literal(200), body: z.string(), headers: z.record(z.string(), z.string()) }),
   // A file of bytes (a signed Apple profile), kept as Base64 since the kept answer is JSON.

@@ -1,6 +1,6 @@
 // The portal's Prometheus metrics (prom-client): what an operator alerts on. Admin and Node
 // API requests by call and status, configurations and WireGuard address pool use per profile
-// and node (the pool is the first thing that runs out), whether each node answers and how long
+// and node (the pool is the first thing that runs out), devices by platform, state and identity, whether each node answers and how long
 // since its last successful reconcile, reconcile durations and corrections, sessions online.
 // Counts that live in the database are read when Prometheus scrapes, so every portal instance
 // reports the same; what only events tell (sessions, reconcile passes) is fed by
@@ -13,8 +13,10 @@ import { migrationStatus, type Db } from '../storage/database.js';
 import { messageOf } from '../shared/error-message.js';
 import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
 import { openRevocationCount } from '../storage/revocations.js';
+import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
+import type { RevocationListState } from './certificate-check.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();
@@ -144,6 +146,16 @@ export class PortalMetrics {
         for (const row of await countPeersByProfileAndNode(ctx.db)) this.set({ profile: row.profileId, node: String(row.nodeNumber) }, row.count);
       },
     });
+    new Gauge({
+      name: 'vpn_portal_devices',
+      help: 'Registered devices, by platform, state (registered, active, retired) and identity (token, certificate)',
+      labelNames: ['platform', 'state', 'identity'] as const,
+      registers,
+      async collect() {
+        this.reset();
+        for (const row of await countDevices(ctx.db)) this.set({ platform: row.platform, state: row.state, identity: row.identity }, row.count);
+      },
+    });
   }
 
   sessionStarted(nodeNumber: number, vpnProto: string): void {
@@ -167,6 +179,41 @@ export class PortalMetrics {
    * last path segment; paths that match no route count as "unknown", so junk cannot create
    * label values without end.
    */
+  /** The revocation lists of certificate enrollment, read at scrape time from the listener that keeps them. */
+  observeRevocationLists(lists: () => readonly RevocationListState[], now: () => number): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'vpn_portal_crl_age_seconds',
+      help: 'Age of each certificate revocation list in use (since its thisUpdate), by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) if (list.thisUpdate !== null) this.set({ file: list.file }, Math.max(0, (now() - list.thisUpdate.getTime()) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_crl_entries',
+      help: 'Certificates revoked by each revocation list in use, by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) this.set({ file: list.file }, list.entries);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_crl_read_failing',
+      help: '1 while the last reading of the revocation lists failed (the last good ones stay in use), else 0; by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) this.set({ file: list.file }, list.failing ? 1 : 0);
+      },
+    });
+  }
+
   instrument(app: ReturnType<typeof buildServer>, paths: { readonly adminPrefix: string; readonly nodeApi: string }): void {
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url;

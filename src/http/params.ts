@@ -7,10 +7,10 @@
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
 import { z } from 'zod';
 import type { PortalConfig } from '../config/portal-config.js';
-import { asConnectionId, asProfileId, asUserId } from '../shared/ids.js';
+import { asConnectionId, asDeviceId, asProfileId, asUserId } from '../shared/ids.js';
+import { isPlatform, PLATFORMS, type Platform } from '../shared/platforms.js';
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from '../protocol/webhooks.js';
-import { PLATFORMS } from '../shared/platforms.js';
 import { formatAtom } from '../shared/time.js';
 import { isCanonicalWireGuardKey, isUsableWireGuardPublicKey, isWireGuardKey, NON_CANONICAL_KEY_REASON } from '../wireguard/keys.js';
 import { HttpError } from './http-error.js';
@@ -26,14 +26,11 @@ export interface ParamSpec<T> {
   readonly description: string;
   /** The values the configuration accepts here, named in the 400 answer (`expires_in`: supportedSessionExpiry). */
   readonly allowedHere?: (config: PortalConfig) => readonly string[];
-  /** Said after `invalid value for "NAME": ` when the value is refused (the values allowed); default: nothing. */
-  readonly invalidHint?: string;
 }
 
 /** What follows `invalid value for "NAME"`, when the form is not obvious. */
 export interface ParamOptions {
   readonly allowedHere?: (config: PortalConfig) => readonly string[];
-  readonly invalidHint?: string;
 }
 
 /** Length in characters (code points), as the reference counts multibyte characters once. */
@@ -58,8 +55,6 @@ export const param = {
   /** WireGuard public key or OpenVPN Common Name: Base64 of 32 bytes. */
   connectionId: z.string().refine(isWireGuardKey).transform(asConnectionId),
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
-  /** The platform a configuration is for (src/shared/platforms.ts). */
-  platform: z.enum(PLATFORMS),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
   isoDuration: z.string().refine(isIsoDuration),
   /** A device's own WireGuard public key: Base64 of 32 bytes, a usable X25519 point (not small-order), canonically encoded. */
@@ -130,6 +125,23 @@ export const param = {
   tokenId: z.string().regex(/^[0-9A-Za-z]{12}$/),
   /** An enrollment token as a device sends it; its form and checksum are checked by the use case. */
   enrollmentToken: z.string().min(1).max(256),
+  // Parameters of the device calls.
+  deviceId: z
+    .string()
+    .regex(/^dev_[0-9a-f]{24}$/)
+    .transform(asDeviceId),
+  /** One of PLATFORMS; the error lists them. */
+  platform: z
+    .string()
+    .refine(isPlatform, { message: `one of ${PLATFORMS.join(', ')}`, params: { [SHOWN]: true } })
+    .transform((value) => value as Platform),
+  /** A serial number or an MDM's id of a device: 1–255 printable characters. */
+  deviceIdentifier: z
+    .string()
+    .refine(lengthBetween(1, 255))
+    .refine((value) => /^[\x21-\x7e]+$/.test(value)),
+  deviceState: z.enum(['registered', 'active', 'retired']),
+  deviceIdentity: z.enum(['token', 'certificate']),
   /** An opaque cursor this portal handed out. */
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;
@@ -189,7 +201,6 @@ function invalidValue(name: string, raw: string, spec: ParamSpec<unknown>, confi
   // A reason the schema marked as shown (e.g. a key's non-canonical encoding) is said as it is.
   const reason = error.issues.find((issue) => issue.code === 'custom' && issue.params?.[SHOWN] === true);
   if (reason !== undefined) return `invalid value for "${name}": ${reason.message}`;
-  if (spec.invalidHint !== undefined) return `invalid value for "${name}": ${spec.invalidHint}`;
   const expected = EXPECTED_FORMS.get(spec.schema);
   if (expected === undefined) return `invalid value for "${name}"`;
   const shown = [...raw].length > 64 ? `${[...raw].slice(0, 64).join('')}…` : raw;

@@ -3,7 +3,8 @@
 import type { JsonParts } from '../shared/json-parts.js';
 
 export type RouteResponse =
-  | { readonly status: 200; readonly json: unknown }
+  /** JSON; headers: e.g. a revocation's receipt id (retire_device). */
+  | { readonly status: 200; readonly json: unknown; readonly headers?: Readonly<Record<string, string>> }
   /** JSON already serialised. */
   | { readonly status: 200; readonly jsonText: string }
   /** Large listings: JSON in parts sent one after another (src/shared/json-parts.ts); never kept for a retry. */

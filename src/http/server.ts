@@ -14,6 +14,7 @@ import { recordAdminCall } from '../core/audit.js';
 import { ConnectionsPerAddress } from './connections-per-address.js';
 import { handleError, sendError, wasDatabaseOutage } from './error-reply.js';
 import { enrollEndpoint } from './enroll.js';
+import type { CertificateCheck } from './certificate-check.js';
 import { connectHandler } from './node-api/connect.js';
 import { disconnectHandler } from './node-api/disconnect.js';
 import { serverConfigHandler } from './node-api/server-config.js';
@@ -28,7 +29,7 @@ const BODY_LIMIT_BYTES = 64 * 1024;
 /** How often Node looks for requests past listen.requestTimeout (its default, 30 s, would let them linger). */
 const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
-export function buildServer(ctx: PortalContext) {
+export function buildServer(ctx: PortalContext, certificateCheck: CertificateCheck | null = null) {
   const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
   const adminBase = `${ctx.config.basePath}/admin/api`;
   const adminPrefix = `${adminBase}/v1`;
@@ -38,7 +39,7 @@ export function buildServer(ctx: PortalContext) {
   const guard = adminGuard({ ctx, allowList: new AddressAllowList(ctx.config.adminApi.allowList), requests, keyUse: new AdminKeyUse(ctx) });
   const nodeApiAllowList = new AddressAllowList(ctx.config.nodeApi.allowList);
   const enrollPath = `${ctx.config.basePath}/${ENROLL_PATH}`;
-  const enroll = enrollEndpoint(ctx);
+  const enroll = enrollEndpoint(ctx, certificateCheck);
   const isAdminRequest = requestsUnder(adminBase);
   const isNodeApiRequest = requestsUnder(nodeApi);
   const isEnrollRequest = requestsUnder(enrollPath);

@@ -50,6 +50,10 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
       case 'admin_key.revoked':
       case 'revocation.applied':
       case 'revocation.overdue':
+      case 'device.registered':
+      case 'device.enrolled':
+      case 'device.replaced':
+      case 'device.retired':
         break;
       default:
         // A new event type fails the type check here until it is counted or listed above.

@@ -3,6 +3,7 @@
 // and path, the parameters it takes, and the JSON it answers.
 import { z } from 'zod';
 import type { Platform } from '../shared/platforms.js';
+import { platformSchema } from './platforms.js';
 
 export const ADMIN_API_PREFIX = 'admin/api/v1';
 
@@ -153,6 +154,10 @@ export const ADMIN_API_CALLS = {
   revokeEnrollmentToken: { method: 'POST', path: '/revoke_enrollment_token', scope: 'write' },
   revocation: { method: 'GET', path: '/revocation', scope: 'read' },
   revocations: { method: 'GET', path: '/revocations', scope: 'read' },
+  registerDevice: { method: 'POST', path: '/register_device', scope: 'write' },
+  devices: { method: 'GET', path: '/devices', scope: 'read' },
+  device: { method: 'GET', path: '/device', scope: 'read' },
+  retireDevice: { method: 'POST', path: '/retire_device', scope: 'write' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
@@ -195,7 +200,7 @@ export interface AuditLogQuery {
 }
 
 /** The parameters of `create` as sent (form fields). */
-export interface CreateParams {
+export interface CreateParams extends DeviceParams {
   readonly user_id: string;
   readonly profile_id: string;
   readonly display_name?: string;
@@ -318,7 +323,7 @@ export const enrollmentTokenAnswer = z.object({
 export type EnrollmentTokenAnswer = z.infer<typeof enrollmentTokenAnswer>;
 
 /** The parameters of `enrollment_token` as sent (form fields). */
-export interface EnrollmentTokenParams {
+export interface EnrollmentTokenParams extends DeviceParams {
   readonly user_id: string;
   readonly profile_id: string;
   readonly display_name?: string;
@@ -385,3 +390,66 @@ export interface RevocationsQuery {
 
 /** The public endpoint, below `{base_url}`, where a device redeems an enrollment token (no admin key). */
 export const ENROLL_PATH = 'enroll';
+
+/** A registered device (extension, issue 23) with its configurations. */
+export const deviceSchema = z.object({
+  device_id: z.string().describe("the portal's own id (`dev_…`), stable for the device's life"),
+  user_id: z.string(),
+  profile_id: z.string().describe('the profile its enrollment uses unless a call names another'),
+  platform: platformSchema,
+  serial: z.string().nullable().describe('the serial number its MDM knows it by'),
+  mdm_id: z.string().nullable().describe("the MDM's own id of the device (e.g. Intune's managed device id)"),
+  identity: z.enum(['token', 'certificate']).describe('how it proves itself when it enrolls: a token, or its MDM certificate'),
+  certificate: z
+    .object({ subject: z.string(), issuer: z.string(), serial_number: z.string(), not_after: z.string() })
+    .nullable()
+    .describe('with identity `certificate`: the certificate it is bound to'),
+  state: z.enum(['registered', 'active', 'retired']).describe('`registered` until its first configuration, then `active`; `retired` for good'),
+  created_at: z.string(),
+  retired_at: z.string().nullable(),
+  last_seen_at: z.string().nullable().describe('when a session of one of its configurations last started'),
+  configurations: z
+    .array(z.object({ connection_id: z.string(), profile_id: z.string(), vpn_proto: z.enum(['wireguard', 'openvpn']), expires_at: z.string() }))
+    .describe('its live configurations, at most one per profile'),
+});
+export type DeviceInfo = z.infer<typeof deviceSchema>;
+export const deviceAnswer = z.object({ device: deviceSchema });
+export const devicesAnswer = z.object({
+  devices: z.array(deviceSchema).describe('newest first'),
+  next_cursor: z.string().nullable().describe('pass as `cursor` for the next (older) page; null on the last page'),
+});
+export type DevicesPage = z.infer<typeof devicesAnswer>;
+
+/** The parameters of `register_device` as sent (form fields); `serial` or `mdm_id` (or both). */
+export interface RegisterDeviceParams {
+  readonly user_id: string;
+  readonly profile_id: string;
+  readonly platform: Platform;
+  readonly serial?: string;
+  readonly mdm_id?: string;
+}
+
+/** The filters of `devices` as sent (query parameters). */
+export interface DevicesQuery {
+  readonly user_id?: string;
+  readonly profile_id?: string;
+  readonly platform?: Platform;
+  readonly state?: 'registered' | 'active' | 'retired';
+  readonly identity?: 'token' | 'certificate';
+  readonly serial?: string;
+  readonly mdm_id?: string;
+  /** ISO 8601: devices last seen before it (or never seen and registered before it). */
+  readonly last_seen_before?: string;
+  readonly cursor?: string;
+  /** 1–1000, default 100. */
+  readonly limit?: number;
+}
+
+/** How `create` and `enrollment_token` name the device a configuration is for (extension): one of these. */
+export interface DeviceParams {
+  readonly device_id?: string;
+  readonly serial?: string;
+  readonly mdm_id?: string;
+  /** The device's platform; default the registered device's, another answers 409. */
+  readonly platform?: Platform;
+}

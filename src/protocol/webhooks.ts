@@ -5,6 +5,7 @@
 // the subscription's secret (src/keys/webhook-signature.ts); during a secret rotation one `v1`
 // per secret. A body never carries a private key, a configuration file or a secret.
 import { z } from 'zod';
+import { platformSchema } from './platforms.js';
 
 /** The event types a subscription may ask for. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -22,6 +23,10 @@ export const WEBHOOK_EVENT_TYPES = [
   'node.up',
   'revocation.applied',
   'revocation.overdue',
+  'device.registered',
+  'device.enrolled',
+  'device.replaced',
+  'device.retired',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -71,6 +76,15 @@ const revocation = {
   ),
 };
 
+const device = {
+  device_id: z.string(),
+  user_id: z.string(),
+  profile_id: z.string().describe("the device's profile"),
+  platform: platformSchema,
+  serial: z.string().nullable(),
+  mdm_id: z.string().nullable(),
+};
+
 const envelope = <T extends string, D extends z.ZodRawShape>(type: T, data: D) =>
   z.object({
     id: z.string().describe('the event id (a UUIDv7): the same at every attempt and for every subscription'),
@@ -107,6 +121,14 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   envelope('node.up', { node_number: z.int() }),
   envelope('revocation.applied', revocation),
   envelope('revocation.overdue', revocation),
+  envelope('device.registered', device),
+  envelope('device.retired', device),
+  envelope('device.enrolled', { ...device, configuration: z.object(configuration) }),
+  envelope('device.replaced', {
+    ...device,
+    configuration: z.object(configuration).describe('the new configuration'),
+    replaced: z.array(z.object(configuration)).describe('the configurations of the same profile it replaced (each also sent as configuration.deleted)'),
+  }),
   envelope(WEBHOOK_TEST_EVENT, { webhook_id: z.string() }),
 ]);
 export type WebhookPayload = z.infer<typeof webhookPayloadSchema>;

@@ -12,6 +12,8 @@ export type ConnectionId = Brand<string, 'ConnectionId'>;
 export type NodeNumber = Brand<number, 'NodeNumber'>;
 /** Base64 (standard, padded) encoding of a 32-byte X25519 key. */
 export type WireGuardKey = Brand<string, 'WireGuardKey'>;
+/** A device the portal registered: `dev_` and 24 hex digits, the first 12 its registration time (so ids sort by age). */
+export type DeviceId = Brand<string, 'DeviceId'>;
 
 export type VpnProto = 'wireguard' | 'openvpn';
 
@@ -23,3 +25,4 @@ export const asNodeNumber = (value: number): NodeNumber => value as NodeNumber;
 export type RevocationId = Brand<string, 'RevocationId'>;
 export const asRevocationId = (value: string): RevocationId => value as RevocationId;
 export const asWireGuardKey = (value: string): WireGuardKey => value as WireGuardKey;
+export const asDeviceId = (value: string): DeviceId => value as DeviceId;

@@ -1,6 +1,6 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
-import type { ConnectionId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
+import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
 import type { Selectable } from 'kysely';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import type { Db } from './database.js';
@@ -71,6 +71,18 @@ export async function certificatesDueForExpiryWarning(db: Db, window: ExpiryWarn
 export async function deleteCertificatesOfUser(db: Db, userId: UserId): Promise<OpenVpnCertificate[]> {
   const rows = await db.deleteFrom('certificates').where('user_id', '=', userId).returningAll().execute();
   return rows.map(toCertificate);
+}
+
+/** As deletePeersOfDevice. */
+export async function deleteCertificatesOfDevice(db: Db, deviceId: DeviceId, profileId?: ProfileId): Promise<OpenVpnCertificate[]> {
+  let query = db.deleteFrom('certificates').where('device_id', '=', deviceId);
+  if (profileId !== undefined) query = query.where('profile_id', '=', profileId);
+  return (await query.returningAll().execute()).map(toCertificate);
+}
+
+/** As bindPeerToDevice. */
+export async function bindCertificateToDevice(db: Db, commonName: string, deviceId: DeviceId): Promise<void> {
+  await db.updateTable('certificates').set({ device_id: deviceId }).where('common_name', '=', commonName).execute();
 }
 
 /** Configurations whose clients may be connected: user enabled, not expired; optionally only these names. */

@@ -35,6 +35,7 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'enrollment_tokens', key: ['token_id'] },
   { table: 'revocations', key: ['revocation_id'] },
   { table: 'revocation_nodes', key: ['revocation_id', 'node_number', 'connection_id'] },
+  { table: 'devices', key: ['device_id'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

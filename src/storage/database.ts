@@ -41,6 +41,7 @@ import { listingGenerationSchema } from './migrations/0010-listing-generation.js
 import { adminKeyLineageSchema } from './migrations/0011-admin-key-lineage.js';
 import { auditRefusalsSchema } from './migrations/0012-audit-refusals.js';
 import { revocationsSchema } from './migrations/0013-revocations.js';
+import { devicesSchema } from './migrations/0014-devices.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '0011-admin-key-lineage': adminKeyLineageSchema,
   '0012-audit-refusals': auditRefusalsSchema,
   '0013-revocations': revocationsSchema,
+  '0014-devices': devicesSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,8 +1,8 @@
 // Queries on `enrollment_tokens`: an administrator's permission for a device to fetch its
 // configuration itself. Only a keyed hash of each token is stored (src/keys/enrollment-token.ts);
 // a use is taken by one conditional update, in the transaction that stores the configuration.
-import { sql } from 'kysely';
-import { asProfileId, asUserId, type ProfileId, type UserId } from '../shared/ids.js';
+import { type Insertable, type Selectable, sql } from 'kysely';
+import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { EnrollmentTokensTable } from './schema.js';
 
@@ -21,6 +21,8 @@ export interface StoredEnrollmentToken {
   readonly expiresAt: string;
   readonly revokedAt: string | null;
   readonly lastUsedAt: string | null;
+  /** The device the configuration is made for; null: for the user only. */
+  readonly deviceId: DeviceId | null;
 }
 
 export async function insertEnrollmentToken(db: Db, token: StoredEnrollmentToken): Promise<void> {
@@ -95,6 +97,17 @@ export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: s
   return Number(result.numUpdatedRows);
 }
 
+/** Revokes every token made for a device that could still be used (retire_device). */
+export async function revokeEnrollmentTokensOfDevice(db: Db, deviceId: DeviceId, at: string): Promise<number> {
+  const result = await db
+    .updateTable('enrollment_tokens')
+    .set({ revoked_at: at })
+    .where('device_id', '=', deviceId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Deletes tokens that ended (expired, or revoked) before `before` (housekeeping). */
 export async function deleteEnrollmentTokensEndedBefore(db: Db, before: string): Promise<number> {
   const result = await db
@@ -105,7 +118,7 @@ export async function deleteEnrollmentTokensEndedBefore(db: Db, before: string):
 }
 
 /** The token as its row; the Admin API lists tokens in the same names (src/core/enrollment-tokens.ts). */
-export function enrollmentTokenRow(token: StoredEnrollmentToken): EnrollmentTokensTable {
+export function enrollmentTokenRow(token: StoredEnrollmentToken): Insertable<EnrollmentTokensTable> {
   return {
     token_id: token.tokenId,
     secret_hash: token.secretHash,
@@ -120,10 +133,11 @@ export function enrollmentTokenRow(token: StoredEnrollmentToken): EnrollmentToke
     expires_at: token.expiresAt,
     revoked_at: token.revokedAt,
     last_used_at: token.lastUsedAt,
+    device_id: token.deviceId,
   };
 }
 
-function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {
+function toToken(row: Selectable<EnrollmentTokensTable>): StoredEnrollmentToken {
   return {
     tokenId: row.token_id,
     secretHash: row.secret_hash,
@@ -138,5 +152,6 @@ function toToken(row: EnrollmentTokensTable): StoredEnrollmentToken {
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
     lastUsedAt: row.last_used_at,
+    deviceId: row.device_id === null ? null : asDeviceId(row.device_id),
   };
 }

@@ -39,6 +39,8 @@ export interface WireGuardPeersTable {
   revision: ColumnType<string | number, string | number | RawBuilder<unknown>, string | number | RawBuilder<unknown>>;
   /** 1 once `configuration.expiring` was announced, or when none is wanted; 0 while it is to come. */
   expiry_warned: number;
+  /** The device it was issued to (devices.device_id); null: made for a user only. */
+  device_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Address pool of one profile on one node: the next never-used index. */
@@ -73,6 +75,8 @@ export interface CertificatesTable {
   public_key: string | null;
   /** As in wg_peers. */
   expiry_warned: number;
+  /** As in wg_peers. */
+  device_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One row per OpenVPN connection, opened on connect and closed on disconnect. */
@@ -243,6 +247,29 @@ export interface EnrollmentTokensTable {
   expires_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
+  /** The device the configuration is made for; null: for the user only. */
+  device_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** A managed device (src/storage/devices.ts). */
+export interface DevicesTable {
+  device_id: string;
+  user_id: string;
+  profile_id: string;
+  platform: string;
+  serial: string | null;
+  mdm_id: string | null;
+  /** `token` or `certificate`. */
+  identity: string;
+  certificate_subject: string | null;
+  certificate_issuer: string | null;
+  certificate_serial: string | null;
+  certificate_not_after: string | null;
+  /** `registered`, `active` or `retired`. */
+  state: string;
+  created_at: string;
+  retired_at: string | null;
+  last_seen_at: string | null;
 }
 
 /** A revocation receipt (src/core/revocations.ts). */
@@ -289,4 +316,5 @@ export interface Database {
   enrollment_tokens: EnrollmentTokensTable;
   revocations: RevocationsTable;
   revocation_nodes: RevocationNodesTable;
+  devices: DevicesTable;
 }

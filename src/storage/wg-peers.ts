@@ -1,6 +1,6 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
 import { sql, type Selectable, type Transaction } from 'kysely';
-import type { ConnectionId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
+import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { isPostgres, type Db } from './database.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import { nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
@@ -122,6 +122,21 @@ export async function peersDueForExpiryWarning(db: Db, window: ExpiryWarningWind
 export async function deletePeersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
   const rows = await db.deleteFrom('wg_peers').where('user_id', '=', userId).returningAll().execute();
   return rows.map(toPeer);
+}
+
+/**
+ * Deletes the configurations issued to a device (in one profile, or all) and returns exactly
+ * the ones this call deleted (replacement, retirement).
+ */
+export async function deletePeersOfDevice(db: Db, deviceId: DeviceId, profileId?: ProfileId): Promise<WireGuardPeer[]> {
+  let query = db.deleteFrom('wg_peers').where('device_id', '=', deviceId);
+  if (profileId !== undefined) query = query.where('profile_id', '=', profileId);
+  return (await query.returningAll().execute()).map(toPeer);
+}
+
+/** Names the device a configuration was issued to, in the transaction that stores it. */
+export async function bindPeerToDevice(db: Db, publicKey: WireGuardKey, deviceId: DeviceId): Promise<void> {
+  await db.updateTable('wg_peers').set({ device_id: deviceId }).where('public_key', '=', publicKey).execute();
 }
 
 /** Configurations that should be on the nodes: user enabled and not expired. */

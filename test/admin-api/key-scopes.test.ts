@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens, devices) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -65,6 +65,10 @@ const NAMES = {
   revoke_enrollment_token: ADMIN_API_CALLS.revokeEnrollmentToken,
   revocation: ADMIN_API_CALLS.revocation,
   revocations: ADMIN_API_CALLS.revocations,
+  register_device: ADMIN_API_CALLS.registerDevice,
+  devices: ADMIN_API_CALLS.devices,
+  device: ADMIN_API_CALLS.device,
+  retire_device: ADMIN_API_CALLS.retireDevice,
 } as const;
 
 /** Calls a key limited to some profiles may not make: they span every profile. */
@@ -104,6 +108,14 @@ const tokenOfSubject = new Map<string, string>();
 
 async function prepareToken(portal: TestPortal, subject: Subject): Promise<void> {
   tokenOfSubject.set(subject.userId, (await portal.admin.enrollmentToken({ user_id: subject.userId, profile_id: 'employees' })).token_id);
+}
+
+/** The device registered for a subject by `prepare`, by user id. */
+const deviceOfSubject = new Map<string, string>();
+
+async function prepareDevice(portal: TestPortal, subject: Subject): Promise<void> {
+  const device = await portal.admin.registerDevice({ user_id: subject.userId, profile_id: 'employees', platform: 'windows', serial: `S-${subject.userId}` });
+  deviceOfSubject.set(subject.userId, device.device_id);
 }
 
 const CALLS: readonly Call[] = [
@@ -375,6 +387,46 @@ const CALLS: readonly Call[] = [
       assert.deepEqual(listed, visible.includes('employees') ? [receiptOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
     },
   },
+  {
+    name: 'register_device',
+    perProfile: true,
+    send: (portal, subject, key) =>
+      portal.post('/register_device', { user_id: subject.userId, profile_id: 'employees', platform: 'linux', serial: `S-${subject.userId}` }, bearer(key)),
+    async verify(portal, subject, response) {
+      const { device } = response.json() as { device: { device_id: string; state: string } };
+      assert.equal(device.state, 'registered');
+      assert.equal((await portal.admin.device(device.device_id)).user_id, subject.userId);
+    },
+  },
+  {
+    name: 'devices',
+    prepare: prepareDevice,
+    send: (portal, subject, key) => portal.get('/devices', { user_id: subject.userId }, bearer(key)),
+    async verify(_portal, subject, response, visible) {
+      const listed = (response.json() as { devices: { device_id: string }[] }).devices.map((device) => device.device_id);
+      assert.deepEqual(listed, visible.includes('employees') ? [deviceOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+    },
+  },
+  {
+    name: 'device',
+    noUser: true,
+    perProfile: true,
+    prepare: prepareDevice,
+    send: (portal, subject, key) => portal.get('/device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(_portal, subject, response) {
+      assert.equal((response.json() as { device: { user_id: string } }).device.user_id, subject.userId);
+    },
+  },
+  {
+    name: 'retire_device',
+    noUser: true,
+    perProfile: true,
+    prepare: prepareDevice,
+    send: (portal, subject, key) => portal.post('/retire_device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.device(deviceOfSubject.get(subject.userId) ?? '')).state, 'retired');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
@@ -404,7 +456,10 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // Every cell in a minute of its own: refusals of one key and reason within a minute are
   // coalesced into one audit row, and each refusal here must be seen as a row of its own.
   const clock = new ManualClock();
-  const portal = await startTestPortal({ clock, config: { ...twoProfiles, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
+  // 279 cells each make a subject with its configuration: more than a /24 of employees holds.
+  const [employees, ...others] = twoProfiles.ProfileList ?? [];
+  const ProfileList = employees === undefined ? [] : [{ ...employees, wRangeFour: '10.44.0.0/22' }, ...others];
+  const portal = await startTestPortal({ clock, config: { ...twoProfiles, ProfileList, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
   t.after(() => portal.close());
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
@@ -418,8 +473,8 @@ test('every call × every scope × every profile limit is allowed or refused as 
   }
   assert.equal(
     CALLS.length,
-    27,
-    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls and the two revocation calls',
+    31,
+    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls and the four device calls',
   );
 
   let cells = 0;
@@ -468,14 +523,15 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 243);
-  // read: the 9 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
+  assert.equal(cells, 279);
+  // read: the 11 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
-  // configuration: write create, delete_connection, extend, disable, enable, enrollment_token,
-  // revoke_enrollment_token; admin those and destroy, delete_user_authorizations; every scope
-  // the history of the employees profile and the receipt of its configuration.
-  assert.equal(refused, 48 + 27 + 14 + 7 + 9 + 3 + 3, 'the refusals the table predicts');
+  // configuration or device: write create, delete_connection, extend, disable, enable,
+  // enrollment_token, revoke_enrollment_token, register_device, retire_device; admin those and
+  // destroy, delete_user_authorizations; every scope the history of the employees profile, its
+  // device and the receipt of its configuration.
+  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -598,6 +654,8 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'enrollment_tokens',
       'revocation',
       'revocations',
+      'devices',
+      'device',
     ],
     write: [
       'connected_users',
@@ -618,6 +676,10 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'revoke_enrollment_token',
       'revocation',
       'revocations',
+      'register_device',
+      'devices',
+      'device',
+      'retire_device',
     ],
     admin: Object.keys(NAMES),
   });

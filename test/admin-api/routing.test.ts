@@ -16,7 +16,20 @@ const CALLS = [
   {
     method: 'POST',
     path: '/create',
-    params: ['user_id', 'profile_id', 'display_name', 'prefer_tcp', 'expires_in', 'public_key', 'csr', 'platform', 'on_demand'],
+    params: [
+      'user_id',
+      'profile_id',
+      'display_name',
+      'prefer_tcp',
+      'expires_in',
+      'public_key',
+      'csr',
+      'device_id',
+      'serial',
+      'mdm_id',
+      'platform',
+      'on_demand',
+    ],
   },
   { method: 'POST', path: '/destroy', params: ['user_id'] },
   { method: 'POST', path: '/disable_user', params: ['user_id'] },
@@ -38,11 +51,23 @@ const EXTENSIONS = [
   { method: 'POST', path: '/rotate_webhook_secret', params: ['webhook_id', 'overlap'] },
   { method: 'POST', path: '/test_webhook', params: ['webhook_id'] },
   { method: 'GET', path: '/webhook_deliveries', params: ['webhook_id', 'event_type', 'event_id', 'state', 'since', 'until', 'cursor', 'limit'] },
-  { method: 'POST', path: '/enrollment_token', params: ['user_id', 'profile_id', 'display_name', 'expires_in', 'uses', 'valid_for'] },
+  {
+    method: 'POST',
+    path: '/enrollment_token',
+    params: ['user_id', 'profile_id', 'display_name', 'expires_in', 'uses', 'valid_for', 'device_id', 'serial', 'mdm_id', 'platform'],
+  },
   { method: 'GET', path: '/enrollment_tokens', params: ['user_id'] },
   { method: 'POST', path: '/revoke_enrollment_token', params: ['user_id', 'token_id'] },
   { method: 'GET', path: '/revocation', params: ['revocation_id'] },
   { method: 'GET', path: '/revocations', params: ['state', 'user_id', 'limit'] },
+  { method: 'POST', path: '/register_device', params: ['user_id', 'profile_id', 'platform', 'serial', 'mdm_id'] },
+  {
+    method: 'GET',
+    path: '/devices',
+    params: ['user_id', 'profile_id', 'platform', 'state', 'identity', 'serial', 'mdm_id', 'last_seen_before', 'cursor', 'limit'],
+  },
+  { method: 'GET', path: '/device', params: ['device_id'] },
+  { method: 'POST', path: '/retire_device', params: ['device_id'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -61,6 +86,9 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/enrollment_token': ['user_id', 'profile_id'],
   '/revoke_enrollment_token': ['user_id', 'token_id'],
   '/revocation': ['revocation_id'],
+  '/register_device': ['user_id', 'profile_id', 'platform'],
+  '/device': ['device_id'],
+  '/retire_device': ['device_id'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {

@@ -446,3 +446,40 @@ test('a mistyped flag names the nearest option and prints only that command usag
   const webhook = await runCli(['admin', 'webhook', 'deliveries', '--help']);
   assert.match(webhook.stdout, /^usage: vpn-portal admin webhook deliveries \[--webhook ID\]/);
 });
+
+test('device register, list, show and retire work from the command line, as tables and as JSON', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const registered = await admin(portal, ['device', 'register', 'alice', 'employees', 'macos', '--serial', 'C02XK1', '--mdm-id', 'jamf-7']);
+  assert.equal(registered.code, 0, registered.stderr);
+  const id = /^registered device (dev_[0-9a-f]{24}) of alice \(macos\) in employees$/m.exec(registered.stdout)?.[1] ?? '';
+  assert.notEqual(id, '');
+  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: id })).status, 200);
+
+  const list = await admin(portal, ['device', 'list', '--platform', 'macos']);
+  assert.match(
+    list.stdout,
+    new RegExp(
+      `^DEVICE +USER +PROFILE +PLATFORM +SERIAL +MDM_ID +STATE +IDENTITY +CONFIGURATIONS +LAST_SEEN\\n${id} +alice +employees +macos +C02XK1 +jamf-7 +active +token +1 *\\n$`,
+    ),
+  );
+  const json = JSON.parse((await admin(portal, ['device', 'list', '--json', '--user', 'bob'])).stdout) as { devices: unknown[]; next_cursor: null };
+  assert.deepEqual(json, { devices: [], next_cursor: null });
+  const shown = await admin(portal, ['device', 'show', id]);
+  assert.match(shown.stdout, /^state +active$/m);
+  assert.match(shown.stdout, /^configuration +employees wireguard \S+ until /m);
+
+  const retired = await admin(portal, ['device', 'retire', id, '--json']);
+  assert.equal(retired.code, 0, retired.stderr);
+  assert.equal((JSON.parse(retired.stdout) as { device: { state: string } }).device.state, 'retired');
+  assert.deepEqual(await portal.admin.userConfigurationList('alice'), []);
+
+  const badPlatform = await admin(portal, ['device', 'register', 'alice', 'employees', 'beos', '--serial', 'X']);
+  assert.equal(badPlatform.code, 2);
+  assert.match(badPlatform.stderr, /PLATFORM must be one of ios, macos, windows, android, linux, other, not "beos"/);
+  const taken = await admin(portal, ['device', 'register', 'bob', 'employees', 'ios', '--serial', 'C02XK1']);
+  assert.equal(taken.code, 0, 'a retired device’s serial may be registered again');
+  const conflict = await admin(portal, ['device', 'register', 'carol', 'employees', 'ios', '--serial', 'C02XK1']);
+  assert.equal(conflict.code, 1);
+  assert.match(conflict.stderr, /^vpn-portal admin: 409 "serial" is already registered to another user's device/);
+});

@@ -28,6 +28,7 @@ const MIGRATIONS = [
   '0011-admin-key-lineage',
   '0012-audit-refusals',
   '0013-revocations',
+  '0014-devices',
 ];
 
 test('db status shows the migrations pending on a new database, db migrate applies them once, then status shows them applied', async (t) => {

@@ -450,3 +450,40 @@ test('webhook options: allow-list entries must be CIDR prefixes, the timeout 1 s
   assert.match(problems, /portal\.json: webhooks\.deliveryLogRetention: "PT1H" must be at least P1D/);
   assert.match(problemsOf({ ...withProfiles(employees), webhooks: { allowPrivate: [] } }), /webhooks/, 'an unknown option is refused');
 });
+
+test('certificate enrollment: its files are read from the configuration file’s folder, and one that cannot be read refuses the start naming the option', (t) => {
+  const file = configFile(t, 'portal.json', '{}');
+  const dir = path.dirname(file);
+  writeFileSync(path.join(dir, 'anchor.pem'), 'ANCHOR');
+  const enrollment = {
+    tls: { listen: '127.0.0.1:8443', certificate: 'missing-server.crt', key: 'missing-server.key' },
+    clientCertificate: { trustAnchors: ['anchor.pem', 'missing-ca.pem'], deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' }, crl: ['missing.crl'] },
+  };
+  writeFileSync(file, JSON.stringify({ ...withProfiles(employees), enrollment }));
+  assert.throws(
+    () => loadPortalConfig(file),
+    (error: Error) =>
+      error instanceof ConfigError &&
+      /enrollment\.tls\.certificate: cannot read .*missing-server\.crt/.test(error.message) &&
+      /enrollment\.tls\.key: cannot read/.test(error.message) &&
+      /enrollment\.clientCertificate\.trustAnchors\[1\]: cannot read .*missing-ca\.pem/.test(error.message) &&
+      /enrollment\.clientCertificate\.crl\[0\]: cannot read/.test(error.message) &&
+      !/trustAnchors\[0\]/.test(error.message),
+  );
+  assert.match(problemsOf({ ...withProfiles(employees), enrollment: { tls: enrollment.tls } }), /enrollment\.tls: needs enrollment\.clientCertificate/);
+  const refresh = { ...enrollment.clientCertificate, trustAnchors: [path.join(dir, 'anchor.pem')], crl: [], crlRefresh: 'P2D' };
+  assert.match(
+    problemsOf({ ...withProfiles(employees), enrollment: { clientCertificate: refresh } }),
+    /enrollment\.clientCertificate\.crlRefresh: .*between PT1S and P1D/,
+  );
+  const loaded = resolvePortalConfig({ ...withProfiles(employees), enrollment: { clientCertificate: { ...refresh, crlRefresh: 'PT10S' } } }, 'portal.json');
+  assert.deepEqual(loaded.enrollment.clientCertificate?.trustAnchors, ['ANCHOR']);
+  assert.equal(loaded.enrollment.clientCertificate?.crlRefreshMs, 10_000);
+  assert.equal(loaded.enrollment.clientCertificate?.deviceId.matches, 'serial');
+  assert.equal(loaded.enrollment.clientCertificate?.intuneTenantId, null);
+  assert.equal(loaded.enrollment.clientCertificate?.header, 'X-SSL-Client-Cert');
+  assert.match(
+    problemsOf({ ...withProfiles(employees), enrollment: { clientCertificate: { ...refresh, crlRefresh: 'PT10S', intuneTenantId: 'contoso' } } }),
+    /enrollment\.clientCertificate\.intuneTenantId: must be a GUID/,
+  );
+});

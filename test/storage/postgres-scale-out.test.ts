@@ -359,6 +359,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
       '0011-admin-key-lineage',
       '0012-audit-refusals',
       '0013-revocations',
+      '0014-devices',
     ],
     'each migration is recorded once',
   );

@@ -1,11 +1,12 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
 import { createConfiguration, type IssuedConfiguration } from '../../core/create-configuration.js';
 import { MIME_TYPES } from '../../core/protocol-selection.js';
-import { describePlatforms, PLATFORMS } from '../../shared/platforms.js';
+import { describePlatforms } from '../../shared/platforms.js';
 import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
 import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';
+import { deviceParams, deviceRequest } from './devices.js';
 
 export const createRoute = defineRoute({
   ...ADMIN_API_CALLS.create,
@@ -28,10 +29,10 @@ export const createRoute = defineRoute({
       param.certificateRequest,
       "extension: the device's own OpenVPN key as a PEM PKCS#10 certificate request (Ed25519 or P-256); the portal certifies its key and the file has no `<key>` block",
     ),
+    ...deviceParams,
     platform: optional(
       param.platform,
-      `extension: the platform the configuration is for, ${describePlatforms()}; only \`ios\` (the default) and \`macos\` take the Apple profile, whose VPNSubType names the WireGuard app of that platform`,
-      { invalidHint: `one of ${PLATFORMS.join(', ')}` },
+      `extension: the platform the configuration is for, ${describePlatforms()}; for a registered device its platform is the default and another answers 409; only \`ios\` (the default) and \`macos\` take the Apple profile, whose VPNSubType names the WireGuard app of that platform`,
     ),
     on_demand: optional(
       param.yesNo,
@@ -55,7 +56,7 @@ export const createRoute = defineRoute({
       accept: request.headers.accept,
       ...(params.public_key === undefined ? {} : { publicKey: params.public_key }),
       ...(params.csr === undefined ? {} : { csr: params.csr }),
-      ...(params.platform === undefined ? {} : { platform: params.platform }),
+      ...deviceRequest(params),
       ...(params.on_demand === undefined ? {} : { onDemand: params.on_demand }),
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
       ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),

@@ -5,6 +5,7 @@ import { createEnrollmentToken } from '../../core/enrollment-tokens.js';
 import { ADMIN_API_CALLS, enrollmentTokenAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';
+import { deviceParams, deviceRequest } from './devices.js';
 
 /** How long a token can be redeemed when `valid_for` is not sent. */
 const DEFAULT_VALID_FOR = 'PT1H';
@@ -21,6 +22,7 @@ export const enrollmentTokenRoute = defineRoute({
     expires_in: optional(param.isoDuration, "the configuration's lifetime from its redemption, as create's `expires_in`", SESSION_EXPIRY_ALLOWED),
     uses: optional(param.tokenUses, 'how many configurations the token can make, 1–1000 (default 1)'),
     valid_for: optional(param.isoDuration, 'ISO 8601 duration the token can be redeemed for, at most P90D (default PT1H)'),
+    ...deviceParams,
   },
   success: { status: 200, doc: { description: 'The token (shown once), its end and its uses', schema: enrollmentTokenAnswer } },
   async handle(ctx, params) {
@@ -31,6 +33,7 @@ export const enrollmentTokenRoute = defineRoute({
       expiresIn: params.expires_in,
       uses: params.uses ?? 1,
       validFor: params.valid_for ?? DEFAULT_VALID_FOR,
+      ...deviceRequest(params),
     });
     return { status: 200, json: { enrollment_token: token, token_id: stored.tokenId, expires_at: stored.expiresAt, uses: stored.uses } };
   },

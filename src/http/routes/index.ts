@@ -7,6 +7,7 @@ import { createRoute } from './create.js';
 import { deleteConnectionRoute } from './delete-connection.js';
 import { deleteUserAuthorizationsRoute } from './delete-user-authorizations.js';
 import { destroyRoute } from './destroy.js';
+import { deviceRoute, devicesRoute, registerDeviceRoute, retireDeviceRoute } from './devices.js';
 import { disableUserRoute } from './disable-user.js';
 import { disabledUsersRoute } from './disabled-users.js';
 import { enableUserRoute } from './enable-user.js';
@@ -51,4 +52,8 @@ export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
   revokeEnrollmentTokenRoute,
   revocationRoute,
   revocationsRoute,
+  registerDeviceRoute,
+  devicesRoute,
+  deviceRoute,
+  retireDeviceRoute,
 ];

@@ -1,0 +1,207 @@
+// Checking a device's MDM certificate (issue 23, item 3: enrollment over mutual TLS): the chain
+// the device presented must lead to one of the configured trust anchors with every signature
+// valid, every certificate valid at the time, the leaf not on a revocation list of its issuer,
+// and the leaf must carry the configured device id. The portal checks this itself, whether the
+// TLS handshake was its own or a reverse proxy's, so a proxy's lax setting cannot let a device in.
+import { webcrypto } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+
+// Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
+const crypto = webcrypto;
+
+/** Where the device id is read from a certificate. */
+export interface DeviceIdRule {
+  readonly from: 'san-uri' | 'subject-serial' | 'subject-cn';
+  /** With `san-uri`: the URI that starts with it, without it; with a subject field: it must start with it and is dropped. */
+  readonly prefix?: string;
+}
+
+/** The certificate a device proved itself with, as the device record keeps it. */
+export interface VerifiedClientCertificate {
+  readonly deviceId: string;
+  readonly subject: string;
+  readonly issuer: string;
+  /** Hex, as the certificate has it. */
+  readonly serialNumber: string;
+  readonly notAfter: Date;
+}
+
+export interface CrlSummary {
+  readonly issuer: string;
+  readonly thisUpdate: Date;
+  readonly entries: number;
+}
+
+export type ClientCertificateVerdict = { readonly ok: true; readonly certificate: VerifiedClientCertificate } | { readonly ok: false; readonly reason: string };
+
+/** Certificates longer than this chain are refused (a device's chain is leaf, issuing CA, root). */
+const MAX_CHAIN = 8;
+
+export class ClientCertificateVerifier {
+  readonly #anchors: readonly x509.X509Certificate[];
+  #crls: readonly x509.X509Crl[] = [];
+  #summary: readonly CrlSummary[] = [];
+
+  /** Throws when a trust anchor or revocation list is not a PEM (or DER) certificate or CRL. */
+  constructor(
+    anchors: readonly (string | Buffer)[],
+    crls: readonly (string | Buffer)[],
+    readonly rule: DeviceIdRule,
+    /** When set, the leaf must carry Intune's tenant extension with this tenant (a GUID). */
+    readonly intuneTenantId: string | null = null,
+  ) {
+    this.#anchors = anchors.flatMap(readCertificates);
+    this.replaceCrls(crls);
+  }
+
+  /** The revocation lists now in use (a refresh that read every list). */
+  replaceCrls(crls: readonly (string | Buffer)[]): void {
+    this.#crls = crls.map(readCrl);
+    this.#summary = this.#crls.map((crl) => ({ issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length }));
+  }
+
+  /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes. */
+  get crlSummary(): readonly CrlSummary[] {
+    return this.#summary;
+  }
+
+  /** `presented`: the leaf first, then the intermediates the device sent (DER or PEM). */
+  async verify(presented: readonly (string | Buffer)[], now: Date): Promise<ClientCertificateVerdict> {
+    let certificates: x509.X509Certificate[];
+    try {
+      certificates = presented.flatMap(readCertificates);
+    } catch {
+      return refuse('the client certificate cannot be read');
+    }
+    const leaf = certificates[0];
+    if (leaf === undefined) return refuse('no client certificate was presented');
+    const chain = await this.#chainOf(leaf, certificates.slice(1));
+    if (chain === null) return refuse(`the client certificate (issuer "${leaf.issuer}") does not chain to a trust anchor`);
+    for (const certificate of chain) {
+      if (certificate.notBefore.getTime() > now.getTime())
+        return refuse(`certificate "${certificate.subject}" is not valid before ${certificate.notBefore.toISOString()}`);
+      if (certificate.notAfter.getTime() < now.getTime())
+        return refuse(`certificate "${certificate.subject}" expired at ${certificate.notAfter.toISOString()}`);
+    }
+    const issuer = chain[1];
+    if (issuer !== undefined && (await this.#revoked(leaf, issuer))) return refuse(`the client certificate (serial ${leaf.serialNumber}) is revoked`);
+    if (this.intuneTenantId !== null) {
+      const tenant = intuneTenantOf(leaf);
+      if (tenant === null) return refuse(`the client certificate has no Intune tenant extension (${INTUNE_TENANT_OID})`);
+      if (tenant !== this.intuneTenantId.toLowerCase())
+        return refuse(`the client certificate is of Intune tenant ${tenant}, not ${this.intuneTenantId.toLowerCase()}`);
+    }
+    const deviceId = readDeviceId(leaf, this.rule);
+    if (deviceId === null) return refuse(`the client certificate has no device id (${describeRule(this.rule)})`);
+    return {
+      ok: true,
+      certificate: { deviceId, subject: leaf.subject, issuer: leaf.issuer, serialNumber: leaf.serialNumber, notAfter: leaf.notAfter },
+    };
+  }
+
+  /** Leaf to anchor, each signed by the next (an anchor may be the leaf's own issuer); null when there is no such chain. */
+  async #chainOf(leaf: x509.X509Certificate, intermediates: readonly x509.X509Certificate[]): Promise<x509.X509Certificate[] | null> {
+    const chain = [leaf];
+    for (let current = leaf; chain.length <= MAX_CHAIN; ) {
+      const anchor = await this.#signer(current, this.#anchors);
+      if (anchor !== undefined) return [...chain, anchor];
+      const next = await this.#signer(current, intermediates);
+      if (next === undefined || chain.includes(next) || !isCa(next)) return null;
+      chain.push(next);
+      current = next;
+    }
+    return null;
+  }
+
+  async #signer(certificate: x509.X509Certificate, candidates: readonly x509.X509Certificate[]): Promise<x509.X509Certificate | undefined> {
+    for (const candidate of candidates) {
+      if (candidate.subject !== certificate.issuer) continue;
+      if (await certificate.verify({ publicKey: candidate.publicKey, signatureOnly: true }, crypto)) return candidate;
+    }
+    return undefined;
+  }
+
+  /** On a revocation list of its issuer that the issuer signed. */
+  async #revoked(leaf: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+    for (const crl of this.#crls) {
+      if (crl.issuer !== issuer.subject) continue;
+      if (!(await crl.verify({ publicKey: issuer.publicKey }, crypto))) continue;
+      if (crl.findRevoked(leaf) !== null) return true;
+    }
+    return false;
+  }
+}
+
+/**
+ * The device id a certificate carries by the rule; null when it has none. A CN of the form
+ * `prefix-<guid>` (five dashes) is read as the GUID, as Intune's device certificates are
+ * (eduVPN's Intune provisioning research does the same).
+ */
+export function readDeviceId(certificate: x509.X509Certificate, rule: DeviceIdRule): string | null {
+  const prefix = rule.prefix ?? '';
+  let value: string | undefined;
+  switch (rule.from) {
+    case 'san-uri': {
+      const names = certificate.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? [];
+      value = names.find((name) => name.type === 'url' && name.value.startsWith(prefix))?.value;
+      break;
+    }
+    case 'subject-serial':
+      value = certificate.subjectName.getField('2.5.4.5')[0];
+      break;
+    case 'subject-cn': {
+      const cn = certificate.subjectName.getField('CN')[0];
+      value = cn !== undefined && cn.split('-').length === 6 ? cn.slice(cn.indexOf('-') + 1) : cn;
+      break;
+    }
+  }
+  if (value === undefined || !value.startsWith(prefix)) return null;
+  const id = value.slice(prefix.length);
+  return id === '' ? null : id;
+}
+
+/** Intune's device certificates name their Azure AD tenant in this extension (eduVPN's Intune research checks it). */
+export const INTUNE_TENANT_OID = '1.2.840.113556.5.14';
+
+/**
+ * The tenant GUID of Intune's extension, lower case; null when absent or malformed. Its value is
+ * an OCTET STRING of 16 bytes in Microsoft's mixed-endian GUID order: the first three groups
+ * (4, 2 and 2 bytes) byte-reversed, the last 8 bytes as written.
+ */
+export function intuneTenantOf(certificate: x509.X509Certificate): string | null {
+  const extension = certificate.getExtension(INTUNE_TENANT_OID);
+  if (extension === null) return null;
+  const der = Buffer.from(extension.value);
+  if (der.length !== 18 || der[0] !== 0x04 || der[1] !== 0x10) return null;
+  const bytes = der.subarray(2);
+  const hex = (part: Buffer) => part.toString('hex');
+  const reversed = (start: number, end: number) => hex(Buffer.from(bytes.subarray(start, end)).reverse());
+  return `${reversed(0, 4)}-${reversed(4, 6)}-${reversed(6, 8)}-${hex(bytes.subarray(8, 10))}-${hex(bytes.subarray(10, 16))}`;
+}
+
+function describeRule(rule: DeviceIdRule): string {
+  const where = { 'san-uri': 'a subjectAltName URI', 'subject-serial': 'a subject serialNumber', 'subject-cn': 'a subject CN' }[rule.from];
+  return rule.prefix === undefined ? `${where} was expected` : `${where} starting with "${rule.prefix}" was expected`;
+}
+
+function isCa(certificate: x509.X509Certificate): boolean {
+  return certificate.getExtension(x509.BasicConstraintsExtension)?.ca === true;
+}
+
+function refuse(reason: string): ClientCertificateVerdict {
+  return { ok: false, reason };
+}
+
+/** Every certificate of a PEM text (a bundle), or the one of a DER buffer. */
+function readCertificates(input: string | Buffer): x509.X509Certificate[] {
+  const text = typeof input === 'string' ? input : input.subarray(0, 10).toString('latin1').startsWith('-----') ? input.toString('latin1') : null;
+  if (text === null) return [new x509.X509Certificate(new Uint8Array(input as Buffer))];
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new Error('no PEM certificate in it');
+  return blocks.map((block) => new x509.X509Certificate(block));
+}
+
+function readCrl(input: string | Buffer): x509.X509Crl {
+  if (typeof input === 'string') return new x509.X509Crl(input);
+  return input.subarray(0, 10).toString('latin1').startsWith('-----') ? new x509.X509Crl(input.toString('latin1')) : new x509.X509Crl(new Uint8Array(input));
+}

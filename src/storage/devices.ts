@@ -1,0 +1,233 @@
+// Queries on `devices`: the managed devices the portal registered (src/core/devices.ts). A
+// device's configurations are the rows of wg_peers and certificates that name it; its serial
+// and mdm_id are unique among devices that are not retired (partial unique indexes).
+import { sql, type Selectable } from 'kysely';
+import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type UserId } from '../shared/ids.js';
+import type { Platform } from '../shared/platforms.js';
+import type { Db } from './database.js';
+import type { DevicesTable } from './schema.js';
+
+export type DeviceState = 'registered' | 'active' | 'retired';
+export type DeviceIdentity = 'token' | 'certificate';
+
+/** The certificate a device proved itself with (mutual-TLS enrollment). */
+export interface DeviceCertificate {
+  readonly subject: string;
+  readonly issuer: string;
+  readonly serialNumber: string;
+  readonly notAfter: string;
+}
+
+export interface StoredDevice {
+  readonly deviceId: DeviceId;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly platform: Platform;
+  readonly serial: string | null;
+  readonly mdmId: string | null;
+  readonly identity: DeviceIdentity;
+  /** Set when identity is `certificate`. */
+  readonly certificate: DeviceCertificate | null;
+  readonly state: DeviceState;
+  readonly createdAt: string;
+  readonly retiredAt: string | null;
+  readonly lastSeenAt: string | null;
+}
+
+/** One configuration of a device, as its record lists it. */
+export interface DeviceConfiguration {
+  readonly connectionId: string;
+  readonly profileId: ProfileId;
+  readonly vpnProto: 'wireguard' | 'openvpn';
+  readonly expiresAt: string;
+}
+
+export interface DeviceFilter {
+  readonly userId?: UserId;
+  /** The profiles a limited key may see; null or absent: every profile. */
+  readonly profiles?: readonly ProfileId[] | null;
+  readonly profileId?: ProfileId;
+  readonly platform?: Platform;
+  readonly state?: DeviceState;
+  readonly identity?: DeviceIdentity;
+  readonly serial?: string;
+  readonly mdmId?: string;
+  /** ATOM: devices last seen before it, or never seen and registered before it. */
+  readonly lastSeenBefore?: string;
+  /** Devices with an id below this one (the cursor: the last id of the page before). */
+  readonly before?: DeviceId;
+  readonly limit: number;
+}
+
+export async function insertDevice(db: Db, device: StoredDevice): Promise<void> {
+  await db
+    .insertInto('devices')
+    .values({
+      device_id: device.deviceId,
+      user_id: device.userId,
+      profile_id: device.profileId,
+      platform: device.platform,
+      serial: device.serial,
+      mdm_id: device.mdmId,
+      identity: device.identity,
+      certificate_subject: device.certificate?.subject ?? null,
+      certificate_issuer: device.certificate?.issuer ?? null,
+      certificate_serial: device.certificate?.serialNumber ?? null,
+      certificate_not_after: device.certificate?.notAfter ?? null,
+      state: device.state,
+      created_at: device.createdAt,
+      retired_at: device.retiredAt,
+      last_seen_at: device.lastSeenAt,
+    })
+    .execute();
+}
+
+export async function findDevice(db: Db, deviceId: DeviceId): Promise<StoredDevice | undefined> {
+  const row = await db.selectFrom('devices').selectAll().where('device_id', '=', deviceId).executeTakeFirst();
+  return row === undefined ? undefined : toDevice(row);
+}
+
+/** The device that is not retired with this serial (or mdm_id). */
+export async function findLiveDevice(db: Db, by: 'serial' | 'mdm_id', value: string): Promise<StoredDevice | undefined> {
+  const row = await db.selectFrom('devices').selectAll().where(by, '=', value).where('state', '<>', 'retired').executeTakeFirst();
+  return row === undefined ? undefined : toDevice(row);
+}
+
+/**
+ * Locks a device's row for the rest of the transaction (a concurrent issue or retirement for it
+ * waits) and returns it as it is now; undefined when there is none.
+ */
+export async function lockDevice(db: Db, deviceId: DeviceId): Promise<StoredDevice | undefined> {
+  const row = await db.updateTable('devices').set({ state: sql<string>`state` }).where('device_id', '=', deviceId).returningAll().executeTakeFirst();
+  return row === undefined ? undefined : toDevice(row);
+}
+
+/** A device that got a configuration: `registered` becomes `active` (a retired one stays retired). */
+export async function markDeviceActive(db: Db, deviceId: DeviceId): Promise<void> {
+  await db.updateTable('devices').set({ state: 'active' }).where('device_id', '=', deviceId).where('state', '=', 'registered').execute();
+}
+
+/** The device proved itself with this certificate: it is bound to it (identity `certificate`). */
+export async function bindDeviceCertificate(db: Db, deviceId: DeviceId, certificate: DeviceCertificate): Promise<void> {
+  await db
+    .updateTable('devices')
+    .set({
+      identity: 'certificate',
+      certificate_subject: certificate.subject,
+      certificate_issuer: certificate.issuer,
+      certificate_serial: certificate.serialNumber,
+      certificate_not_after: certificate.notAfter,
+    })
+    .where('device_id', '=', deviceId)
+    .execute();
+}
+
+/** Retires a device that is not retired yet; false when it already was. */
+export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('devices')
+    .set({ state: 'retired', retired_at: at })
+    .where('device_id', '=', deviceId)
+    .where('state', '<>', 'retired')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** A session of one of the device's configurations started (wg_peers or certificates name it). */
+export async function touchDeviceOfConfiguration(db: Db, vpnProto: 'wireguard' | 'openvpn', connectionId: string, at: string): Promise<void> {
+  const owner =
+    vpnProto === 'wireguard'
+      ? db.selectFrom('wg_peers').select('device_id').where('public_key', '=', connectionId)
+      : db.selectFrom('certificates').select('device_id').where('common_name', '=', connectionId);
+  await db.updateTable('devices').set({ last_seen_at: at }).where('device_id', '=', owner).execute();
+}
+
+/** Devices matching the filter, newest first (by id), at most `limit`. */
+export async function listStoredDevices(db: Db, filter: DeviceFilter): Promise<StoredDevice[]> {
+  if (filter.profiles !== undefined && filter.profiles !== null && filter.profiles.length === 0) return [];
+  let query = db.selectFrom('devices').selectAll().orderBy('device_id', 'desc').limit(filter.limit);
+  if (filter.profiles !== undefined && filter.profiles !== null) query = query.where('profile_id', 'in', filter.profiles);
+  if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
+  if (filter.platform !== undefined) query = query.where('platform', '=', filter.platform);
+  if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+  if (filter.identity !== undefined) query = query.where('identity', '=', filter.identity);
+  if (filter.serial !== undefined) query = query.where('serial', '=', filter.serial);
+  if (filter.mdmId !== undefined) query = query.where('mdm_id', '=', filter.mdmId);
+  if (filter.before !== undefined) query = query.where('device_id', '<', filter.before);
+  const before = filter.lastSeenBefore;
+  if (before !== undefined) {
+    query = query.where((where) =>
+      where.or([where('last_seen_at', '<', before), where.and([where('last_seen_at', 'is', null), where('created_at', '<', before)])]),
+    );
+  }
+  return (await query.execute()).map(toDevice);
+}
+
+/** The device's configurations, both kinds, by profile. */
+export async function configurationsOfDevice(db: Db, deviceId: DeviceId): Promise<DeviceConfiguration[]> {
+  return (await configurationsOfDevices(db, [deviceId])).get(deviceId) ?? [];
+}
+
+/** The configurations of several devices (a page of the listing) in two queries, by device, each by profile. */
+export async function configurationsOfDevices(db: Db, deviceIds: readonly DeviceId[]): Promise<Map<DeviceId, DeviceConfiguration[]>> {
+  const byDevice = new Map<DeviceId, DeviceConfiguration[]>();
+  if (deviceIds.length === 0) return byDevice;
+  const [peers, certificates] = await Promise.all([
+    db.selectFrom('wg_peers').select(['device_id', 'public_key as connection_id', 'profile_id', 'expires_at']).where('device_id', 'in', deviceIds).execute(),
+    db
+      .selectFrom('certificates')
+      .select(['device_id', 'common_name as connection_id', 'profile_id', 'expires_at'])
+      .where('device_id', 'in', deviceIds)
+      .execute(),
+  ]);
+  const add = (rows: typeof peers, vpnProto: 'wireguard' | 'openvpn') => {
+    for (const row of rows) {
+      if (row.device_id === null) continue;
+      const deviceId = asDeviceId(row.device_id);
+      const list = byDevice.get(deviceId) ?? [];
+      list.push({ connectionId: row.connection_id, profileId: asProfileId(row.profile_id), vpnProto, expiresAt: row.expires_at });
+      byDevice.set(deviceId, list);
+    }
+  };
+  add(peers, 'wireguard');
+  add(certificates, 'openvpn');
+  for (const list of byDevice.values()) list.sort((a, b) => a.profileId.localeCompare(b.profileId) || a.connectionId.localeCompare(b.connectionId));
+  return byDevice;
+}
+
+/** Devices by platform, state and identity (metrics). */
+export async function countDevices(db: Db): Promise<{ platform: string; state: string; identity: string; count: number }[]> {
+  const rows = await db
+    .selectFrom('devices')
+    .select(['platform', 'state', 'identity', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .groupBy(['platform', 'state', 'identity'])
+    .execute();
+  return rows.map((row) => ({ platform: row.platform, state: row.state, identity: row.identity, count: Number(row.count) }));
+}
+
+function toDevice(row: Selectable<DevicesTable>): StoredDevice {
+  const certificate =
+    row.certificate_subject === null
+      ? null
+      : {
+          subject: row.certificate_subject,
+          issuer: row.certificate_issuer ?? '',
+          serialNumber: row.certificate_serial ?? '',
+          notAfter: row.certificate_not_after ?? '',
+        };
+  return {
+    deviceId: asDeviceId(row.device_id),
+    userId: asUserId(row.user_id),
+    profileId: asProfileId(row.profile_id),
+    platform: row.platform as Platform,
+    serial: row.serial,
+    mdmId: row.mdm_id,
+    identity: row.identity as DeviceIdentity,
+    certificate,
+    state: row.state as DeviceState,
+    createdAt: row.created_at,
+    retiredAt: row.retired_at,
+    lastSeenAt: row.last_seen_at,
+  };
+}

@@ -1,0 +1,191 @@
+// A test MDM's certificate authority, made at run time with the real `openssl`: a root, an
+// issuing CA under it, device certificates with a subjectAltName URI, a subject serialNumber
+// and a CN, and a revocation list made by `openssl ca -revoke` / `-gencrl`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export interface DeviceCertificateFiles {
+  readonly certificate: string;
+  readonly key: string;
+  readonly certificatePem: string;
+}
+
+export class MdmCa {
+  readonly directory: string;
+  readonly name: string;
+
+  private constructor(directory: string, name: string) {
+    this.directory = directory;
+    this.name = name;
+  }
+
+  /** A root and an issuing CA under it, in a fresh folder. */
+  static make(name = 'Test MDM'): MdmCa {
+    const directory = mkdtempSync(path.join(tmpdir(), 'mdm-ca-'));
+    const ca = new MdmCa(directory, name);
+    ca.#openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'root.key',
+      '-subj',
+      `/CN=${name} Root`,
+      '-days',
+      '30',
+      '-out',
+      'root.pem',
+    ]);
+    writeFileSync(path.join(directory, 'ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
+    ca.#openssl([
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'issuing.key',
+      '-subj',
+      `/CN=${name} Issuing CA`,
+      '-out',
+      'issuing.csr',
+    ]);
+    ca.#openssl([
+      'x509',
+      '-req',
+      '-in',
+      'issuing.csr',
+      '-CA',
+      'root.pem',
+      '-CAkey',
+      'root.key',
+      '-CAcreateserial',
+      '-days',
+      '30',
+      '-extfile',
+      'ca.ext',
+      '-out',
+      'issuing.pem',
+    ]);
+    writeFileSync(path.join(directory, 'index.txt'), '');
+    writeFileSync(path.join(directory, 'crlnumber'), '01\n');
+    writeFileSync(
+      path.join(directory, 'ca.cnf'),
+      [
+        '[ca]',
+        'default_ca = issuing',
+        '[issuing]',
+        `database = ${path.join(directory, 'index.txt')}`,
+        `crlnumber = ${path.join(directory, 'crlnumber')}`,
+        `certificate = ${path.join(directory, 'issuing.pem')}`,
+        `private_key = ${path.join(directory, 'issuing.key')}`,
+        'default_md = sha256',
+        'default_crl_days = 1',
+        '',
+      ].join('\n'),
+    );
+    return ca;
+  }
+
+  get rootPem(): string {
+    return this.#read('root.pem');
+  }
+
+  get issuingPem(): string {
+    return this.#read('issuing.pem');
+  }
+
+  /** A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's tenant extension as given. */
+  device(
+    file: string,
+    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly intuneTenantDer?: string },
+  ): DeviceCertificateFiles {
+    const extensions = [
+      'basicConstraints=CA:FALSE',
+      'extendedKeyUsage=clientAuth',
+      ...(subject.uri === undefined ? [] : [`subjectAltName=URI:${subject.uri}`]),
+      ...(subject.intuneTenantDer === undefined ? [] : [`1.2.840.113556.5.14=DER:${subject.intuneTenantDer}`]),
+    ];
+    return this.#issue(file, `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`, extensions);
+  }
+
+  /** A TLS server certificate for 127.0.0.1 from the issuing CA (the portal's enrollment listener). */
+  server(file: string): DeviceCertificateFiles {
+    return this.#issue(file, '/CN=127.0.0.1', ['basicConstraints=CA:FALSE', 'extendedKeyUsage=serverAuth', 'subjectAltName=IP:127.0.0.1']);
+  }
+
+  /** A new P-256 key and a certificate for it from the issuing CA, valid 10 days. */
+  #issue(file: string, subject: string, extensions: readonly string[]): DeviceCertificateFiles {
+    writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
+    this.#openssl([
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${file}.key`,
+      '-subj',
+      subject,
+      '-out',
+      `${file}.csr`,
+    ]);
+    this.#openssl([
+      'x509',
+      '-req',
+      '-in',
+      `${file}.csr`,
+      '-CA',
+      'issuing.pem',
+      '-CAkey',
+      'issuing.key',
+      '-CAcreateserial',
+      '-days',
+      '10',
+      '-extfile',
+      `${file}.ext`,
+      '-out',
+      `${file}.pem`,
+    ]);
+    return { certificate: path.join(this.directory, `${file}.pem`), key: path.join(this.directory, `${file}.key`), certificatePem: this.#read(`${file}.pem`) };
+  }
+
+  /** The root certificate's file (a trust anchor). */
+  get rootFile(): string {
+    return path.join(this.directory, 'root.pem');
+  }
+
+  /** Revokes a device certificate and writes the issuing CA's revocation list; its path. */
+  revoke(certificate: string): string {
+    this.#openssl(['ca', '-config', 'ca.cnf', '-revoke', certificate]);
+    return this.writeCrl();
+  }
+
+  /** The issuing CA's revocation list as it stands (PEM); its path. */
+  writeCrl(): string {
+    this.#openssl(['ca', '-config', 'ca.cnf', '-gencrl', '-out', 'issuing.crl']);
+    return path.join(this.directory, 'issuing.crl');
+  }
+
+  remove(): void {
+    rmSync(this.directory, { recursive: true, force: true });
+  }
+
+  #read(file: string): string {
+    return readFileSync(path.join(this.directory, file), 'utf8');
+  }
+
+  #openssl(args: readonly string[]): void {
+    execFileSync('openssl', args, { cwd: this.directory, stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+}
