@@ -37,6 +37,11 @@ export interface AppleFileOptions {
   /** null: the profile goes out as the plain property list. */
   readonly signing: ProfileSigningMaterial | null;
   readonly signedAt: Date;
+  /**
+   * The registered device the profile is for: its identifiers then follow the device and the
+   * profile, so a re-issue replaces the tunnel on the device; null: they follow the configuration.
+   */
+  readonly deviceId: string | null;
 }
 
 export interface ConfigurationFile {
@@ -75,7 +80,7 @@ export async function renderWireGuardFile(
           wireGuard: { ...profile.wireGuard, proxyEndpoint: null },
         },
         {
-          identity: { kind: 'configuration', publicKey: configuration.publicKey },
+          identity: apple.deviceId === null ? { kind: 'configuration', publicKey: configuration.publicKey } : { kind: 'device', deviceId: apple.deviceId },
           displayName: configuration.displayName,
           wireGuard: { ...configuration.wireGuard, privateKey },
           platform: apple.platform,

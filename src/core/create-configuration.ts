@@ -27,6 +27,8 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   if (profile === undefined) throw noSuchProfile(ctx, request.profileId);
 
   const device = request.device === undefined ? null : await deviceForIssue(ctx, request.device, request);
+  // A device's platform is the default: a Mac's Apple profile is for the macOS app.
+  const platform = request.platform ?? device?.platform;
 
   const now = ctx.clock.now();
   // The CA's end caps every configuration's expiry (reference §10), WireGuard ones too.
@@ -37,12 +39,12 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const expiresAt = cappedExpiry(caCapped, certificateEnd);
   const deviceKeys = await readDeviceKeys(request.publicKey, request.csr);
   const forKeys = formatsForDeviceKeys(offeredFormats(profile, ctx.config.wireGuard), deviceKeys);
-  const offered = formatsForPlatform(forKeys, request.platform);
+  const offered = formatsForPlatform(forKeys, platform);
   const formats = chooseFormats(request.accept, offered, request.preferTcp);
   if (formats.length === 0) {
     throw new PortalError(
       'no-common-protocol',
-      describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, request.platform),
+      describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, platform),
     );
   }
 
@@ -54,6 +56,7 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
     expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt),
     deviceKeys,
     deviceId: device?.deviceId ?? null,
+    platform,
   };
   // Formats are tried in order (reference §5.2): WireGuard fails over to OpenVPN when no node
   // has a free address. The WireGuard formats share one address pool, so one try covers them all.

@@ -62,10 +62,11 @@ export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: W
           wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
         },
         {
-          platform: applePlatformOf(request.platform),
+          platform: applePlatformOf(issue.platform),
           onDemand: appleOnDemandOf(profile, request.onDemand),
           signing: ctx.config.appleSigning,
           signedAt: issue.now,
+          deviceId: issue.deviceId,
         },
       );
     const stored = await storePeer(ctx, issue, node, keyPair.publicKey, devicePublicKey !== null, format, render);

@@ -79,6 +79,8 @@ export interface Issue {
   readonly deviceKeys: DeviceKeys | null;
   /** The registered device it is issued to; null: to the user only. */
   readonly deviceId: DeviceId | null;
+  /** The platform it is for: the request's, else the device's; undefined: any. */
+  readonly platform: Platform | undefined;
 }
 
 /** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */

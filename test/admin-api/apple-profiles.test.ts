@@ -181,3 +181,45 @@ describe('signed profiles', () => {
     assert.match(await pki.verify(created.bytes), /<string>com\.wireguard\.ios<\/string>/);
   });
 });
+
+describe('replacement in place', () => {
+  interface Identifiers {
+    readonly PayloadIdentifier: string;
+    readonly PayloadUUID: string;
+    readonly PayloadContent: readonly { readonly PayloadIdentifier: string; readonly PayloadUUID: string; readonly VPNSubType: string }[];
+  }
+  const identifiersOf = (response: RawResponse) => {
+    assert.equal(response.status, 200, response.text);
+    const profile = parse(response.text) as unknown as Identifiers;
+    const [vpn] = profile.PayloadContent;
+    return { ids: [profile.PayloadIdentifier, profile.PayloadUUID, vpn?.PayloadIdentifier, vpn?.PayloadUUID], app: vpn?.VPNSubType };
+  };
+
+  test("a Mac's re-issue keeps every identifier, so the device replaces its tunnel; another device and a configuration without one get their own", async (t) => {
+    const portal = await portalWith(t);
+    const register = async (serial: string) => {
+      const response = await portal.post('/register_device', { user_id: 'alice', profile_id: 'employees', platform: 'macos', serial });
+      assert.equal(response.status, 200, response.text);
+      return (response.json() as { device: { device_id: string } }).device.device_id;
+    };
+    const mac = await register('C02-MAC-1');
+    const other = await register('C02-MAC-2');
+
+    const first = identifiersOf(await create(portal, APPLE, { device_id: mac }));
+    const again = identifiersOf(await create(portal, APPLE, { device_id: mac }));
+    assert.equal(first.app, 'com.wireguard.macos', "the device's platform is the default");
+    assert.deepEqual(again.ids, first.ids, 'the re-issue has the same PayloadIdentifier and PayloadUUIDs');
+    assert.equal(await configurationCount(portal), 1, 'and it replaced the configuration');
+
+    const otherDevice = identifiersOf(await create(portal, APPLE, { device_id: other }));
+    const plain = identifiersOf(await create(portal, APPLE));
+    const plainAgain = identifiersOf(await create(portal, APPLE));
+    for (const [name, ids] of [
+      ['another device', otherDevice.ids],
+      ['a configuration without a device', plain.ids],
+    ] as const) {
+      for (const [index, id] of ids.entries()) assert.notEqual(id, first.ids[index], `${name} shares no identifier with the Mac`);
+    }
+    for (const [index, id] of plainAgain.ids.entries()) assert.notEqual(id, plain.ids[index], 'without a device, identifiers stay per configuration');
+  });
+});
