@@ -42,10 +42,7 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const offered = formatsForPlatform(forKeys, platform);
   const formats = chooseFormats(request.accept, offered, request.preferTcp);
   if (formats.length === 0) {
-    throw new PortalError(
-      'no-common-protocol',
-      describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, platform),
-    );
+    throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, platform));
   }
 
   const issue: Issue = {

@@ -8,28 +8,11 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { describeDatabase } from '../../src/config/database-location.js';
 import { ConfigError, resolvePortalConfig } from '../../src/config/load.js';
+import { EXPECTED_MIGRATIONS } from '../support/migrations.js';
 import { runCli } from '../support/portal-process.js';
 import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
 import { errorBody } from '../support/raw-http.js';
 import { defaultTestConfig, startTestPortal } from '../support/test-portal.js';
-
-/** Every migration, in order: a new one is added here (and to postgres-scale-out.test.ts). */
-const MIGRATIONS = [
-  '0001-initial',
-  '0002-listing-order',
-  '0003-openvpn',
-  '0004-revisions',
-  '0005-sessions',
-  '0006-admin-keys',
-  '0007-webhooks',
-  '0008-device-keys',
-  '0009-enrollment-tokens',
-  '0010-listing-generation',
-  '0011-admin-key-lineage',
-  '0012-audit-refusals',
-  '0013-revocations',
-  '0014-devices',
-];
 
 test('db status shows the migrations pending on a new database, db migrate applies them once, then status shows them applied', async (t) => {
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-commands-'));
@@ -48,17 +31,20 @@ test('db status shows the migrations pending on a new database, db migrate appli
 
   const pending = await runCli(['db', 'status', '--config', configFile]);
   assert.equal(pending.code, 0, pending.stderr);
-  assert.match(pending.stdout, new RegExp(`^${MIGRATIONS.map((name) => `${name} {2}pending`).join('\\n')}$`, 'm'));
-  assert.match(pending.stdout, new RegExp(`^${MIGRATIONS.length} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$`, 'm'));
+  assert.match(pending.stdout, new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `${name} {2}pending`).join('\\n')}$`, 'm'));
+  assert.match(
+    pending.stdout,
+    new RegExp(`^${EXPECTED_MIGRATIONS.length} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$`, 'm'),
+  );
 
   const migrated = await runCli(['db', 'migrate', '--config', configFile]);
   assert.equal(migrated.code, 0, migrated.stderr);
-  assert.match(migrated.stdout, new RegExp(`^${MIGRATIONS.map((name) => `applied ${name}`).join('\\n')}$`, 'm'));
+  assert.match(migrated.stdout, new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `applied ${name}`).join('\\n')}$`, 'm'));
   const again = await runCli(['db', 'migrate', '--config', configFile]);
   assert.match(again.stdout, /^the schema is up to date$/m);
 
   const applied = await runCli(['db', 'status', '--config', configFile]);
-  assert.match(applied.stdout, new RegExp(`^${MIGRATIONS.map((name) => `${name} {2}applied \\d{4}-\\d\\d-\\d\\dT.*`).join('\\n')}$`, 'm'));
+  assert.match(applied.stdout, new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `${name} {2}applied \\d{4}-\\d\\d-\\d\\dT.*`).join('\\n')}$`, 'm'));
   assert.match(applied.stdout, /^the schema is up to date$/m);
   if (password !== '') {
     assert.match(applied.stdout, /^database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/vpt_/m, 'the database is named with its password masked');

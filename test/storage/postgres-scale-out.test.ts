@@ -3,6 +3,7 @@
 // answers the same from any instance; one reconcile pass runs at a time; instances that
 // start together on an empty database apply the migrations once. Real PostgreSQL (the
 // throw-away server of test/run.sh), real `vpn-portal serve` processes, a real node agent.
+import { EXPECTED_MIGRATIONS } from '../support/migrations.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -345,22 +346,7 @@ test('four instances starting together on an empty PostgreSQL database apply eac
   const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(instances[0] as Db);
   assert.deepEqual(
     applied.rows.map((row) => row.name),
-    [
-      '0001-initial',
-      '0002-listing-order',
-      '0003-openvpn',
-      '0004-revisions',
-      '0005-sessions',
-      '0006-admin-keys',
-      '0007-webhooks',
-      '0008-device-keys',
-      '0009-enrollment-tokens',
-      '0010-listing-generation',
-      '0011-admin-key-lineage',
-      '0012-audit-refusals',
-      '0013-revocations',
-      '0014-devices',
-    ],
+    [...EXPECTED_MIGRATIONS],
     'each migration is recorded once',
   );
   for (const instance of instances) {
