@@ -37,6 +37,7 @@ export async function removePeersFromNodes(ctx: PortalContext, removals: readonl
     ctx,
     removals,
     'remove_peer',
+    'glance',
     (removal) => removal.nodeNumber,
     (daemon, removal) => daemon.removePeer(removal.publicKey, removal.revision),
   );
@@ -59,6 +60,7 @@ export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGu
     // Never a non-canonical key (one stored before the check): reconcile takes it off instead.
     peers.filter((peer) => isCanonicalWireGuardKey(peer.publicKey)),
     'add_peer',
+    'skip',
     (peer) => peer.nodeNumber,
     (daemon, peer) => daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision),
   );

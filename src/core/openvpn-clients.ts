@@ -16,6 +16,7 @@ export async function disconnectOpenVpnClients(
     ctx,
     certificates,
     'disconnect_client',
+    'glance',
     (certificate) => certificate.nodeNumber,
     (daemon, certificate) => daemon.disconnectClient(certificate.commonName),
   );

@@ -127,6 +127,27 @@ export class NodeFleet {
   }
 
   /**
+   * Whether a node held for down answers `/i/node` within `withinMs` (then it is up again, and
+   * reconciled): a revocation asks before leaving the node to its recovery pass, since the node
+   * may be back before the probe noticed. Only this harmless question is sent, never the
+   * revocation itself: a removal left in a hung node's socket would land after a later enable.
+   */
+  async glance(nodeNumber: NodeNumber, withinMs: number): Promise<boolean> {
+    const daemon = this.daemons.get(nodeNumber);
+    if (daemon === undefined) return false;
+    if (!this.isDown(nodeNumber)) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), withinMs);
+    });
+    try {
+      return (await Promise.race([this.attempt(daemon, 'glance', (node) => node.nodeInfo()), late])) !== undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
    * A listing's question (`what` names it, and so the type of its answer): the node's answer
    * now, or, while it is down or when it fails, the last answer it gave, marked stale. A node
    * held for down is not asked.

@@ -32,7 +32,19 @@ async function startNode(t: TestContext): Promise<StandInNode> {
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     node.paths.push(request.url ?? '');
     if (node.hangs) return;
-    if (request.url === '/o/connection_list')
+    if (request.url === '/i/node')
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          rel_load_average: [0],
+          load_average: [0],
+          cpu_count: 1,
+          node_uptime: 1,
+          maintenance_mode: false,
+          w_peer_count: 0,
+          o_client_count: 0,
+        }),
+      );
+    else if (request.url === '/o/connection_list')
       response.writeHead(200).end(JSON.stringify({ connection_list: [{ common_name: 'cn-1', ip_four: '10.9.0.2', ip_six: null }] }));
     else response.writeHead(204).end();
   });
@@ -111,4 +123,25 @@ test("a listing's question gets a down node's last answer, marked stale; a node 
   assert.equal(node.paths.length, asked, 'without asking the node');
 
   assert.deepEqual(await ask(other), { stale: true, answer: undefined });
+});
+
+test('a revocation glances at a node held for down: a hung one costs it at most the glance, one that is back takes it at once', async (t) => {
+  const node = await startNode(t);
+  const fleet = fleetOf(t, new Map([[NODE, node.url]]));
+  node.hangs = true;
+  assert.equal(await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(generateWireGuardKeyPair().publicKey, 1)), undefined);
+  assert.equal(fleet.isDown(NODE), true, 'the first timeout holds the node for down');
+
+  const started = performance.now();
+  assert.equal(await fleet.glance(NODE, 200), false, 'a hung node does not answer the glance');
+  assert.ok(performance.now() - started < 600, `the glance gave up after ${Math.round(performance.now() - started)} ms`);
+  assert.equal(node.paths.at(-1), '/i/node', 'only the harmless question was sent, never a removal');
+
+  // Back before the once-a-second probe noticed: the glance finds it, and the removal goes through.
+  node.hangs = false;
+  assert.equal(await fleet.glance(NODE, 1_000), true);
+  assert.equal(fleet.isDown(NODE), false);
+  const key = generateWireGuardKeyPair().publicKey;
+  assert.notEqual(await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })), undefined);
+  assert.equal(node.paths.at(-1), '/w/remove_peer');
 });

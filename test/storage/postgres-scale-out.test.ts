@@ -326,7 +326,10 @@ test('the reconcile lock: taken by one instance, skipped by another, released wh
     return 'finished after losing its connection';
   });
   while (holder === 0) await sleep(5);
-  const lockHolders = await sql<{ pid: number }>`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted`.execute(two);
+  // pg_locks is the whole server's: other tests' portals run on other databases of it.
+  const lockHolders = await sql<{ pid: number }>`
+    SELECT pid FROM pg_locks
+    WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(two);
   assert.equal(lockHolders.rows.length, 1, 'one advisory lock is held');
   assert.notEqual(lockHolders.rows[0]?.pid, holder, 'on the connection reserved for the pass, not on the one the pass queries with');
   await onServer(databaseUrl, (client) => client.query('SELECT pg_terminate_backend($1)', [lockHolders.rows[0]?.pid]));
