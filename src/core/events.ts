@@ -23,10 +23,10 @@ import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { Transaction } from 'kysely';
 import type { Db } from '../storage/database.js';
+import type { StoredDevice } from '../storage/devices.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
-import type { DeviceId, NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
-import type { Platform } from '../shared/platforms.js';
+import type { NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
 import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
@@ -50,15 +50,8 @@ export interface RevocationNotice {
   readonly nodes: readonly { readonly nodeNumber: NodeNumber; readonly state: 'pending' | 'applied'; readonly appliedAt: string | null }[];
 }
 
-/** A device, as events name it. */
-export interface DeviceRef {
-  readonly deviceId: DeviceId;
-  readonly userId: UserId;
-  readonly profileId: ProfileId;
-  readonly platform: Platform;
-  readonly serial: string | null;
-  readonly mdmId: string | null;
-}
+/** A device, as events name it: the fields of its stored record that identify it. */
+export type DeviceRef = Pick<StoredDevice, 'deviceId' | 'userId' | 'profileId' | 'platform' | 'serial' | 'mdmId'>;
 
 /** A session as its start recorded it. */
 export interface SessionDetails {
