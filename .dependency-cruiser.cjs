@@ -56,6 +56,25 @@ forbidden.push({
   to: { path: [folder('cli'), folder('agent'), folder('admin-client')] },
 });
 
+forbidden.push(
+  {
+    name: 'core-feature-through-index',
+    comment:
+      'a feature folder of src/core is entered only through its index.ts: no deep import from a sibling folder (docs/architecture.md)',
+    severity: 'error',
+    from: { path: '^src/core/([^/]+)/' },
+    to: { path: '^src/core/[^/]+/', pathNot: ['^src/core/$1/', '^src/core/[^/]+/index\\.ts$'] },
+  },
+  {
+    name: 'core-entered-through-index',
+    comment:
+      'outside src/core, a feature is imported only through its index.ts; only the root context.ts, events.ts, errors.ts and admin-call.ts reach a leaf for the type they name',
+    severity: 'error',
+    from: { path: '^src/', pathNot: '^src/core/' },
+    to: { path: '^src/core/[^/]+/', pathNot: '^src/core/[^/]+/index\\.ts$' },
+  },
+);
+
 forbidden.push({
   name: 'tools-outside',
   comment: 'tools/ (the docs generators) reads the program; the program never depends on its tools',

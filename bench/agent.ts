@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { startNodeAgent, type RunningNodeAgent } from '../src/agent/agent.js';
 import { parseNodeAgentConfig } from '../src/agent/config.js';
 import { readNodeKey } from '../src/agent/node-key.js';
-import { PARALLEL_CHANGES_PER_NODE } from '../src/core/reconcile.js';
+import { PARALLEL_CHANGES_PER_NODE } from '../src/core/reconcile/pass.js';
 import { asNodeNumber, type asWireGuardKey } from '../src/shared/ids.js';
 import { connectDatabase } from '../src/storage/database.js';
 import { clientAddressesAt } from '../src/wireguard/address-pool.js';

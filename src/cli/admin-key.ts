@@ -8,7 +8,15 @@
 import { pino } from 'pino';
 import { ConfigError } from '../config/load.js';
 import { commandLineCall } from '../core/admin-call.js';
-import { AdminKeyError, createAdminKey, listAdminKeys, revokeAdminKey, rotateAdminKey, type AdminKeyContext, type StoredAdminKey } from '../core/admin-keys.js';
+import {
+  AdminKeyError,
+  createAdminKey,
+  listAdminKeys,
+  revokeAdminKey,
+  rotateAdminKey,
+  type AdminKeyContext,
+  type StoredAdminKey,
+} from '../core/access/index.js';
 import { PortalEvents } from '../core/events.js';
 import { KeyStore } from '../keys/key-store.js';
 import { writeAuditLog } from '../listeners/audit-log.js';

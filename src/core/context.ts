@@ -5,7 +5,7 @@ import type { KeyStore } from '../keys/key-store.js';
 import type { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import type { Db } from '../storage/database.js';
 import type { PortalEvents } from './events.js';
-import type { ListingCache } from './listing-cache.js';
+import type { ListingCache } from './listings/cache.js';
 import type { NodeFleet } from '../node-client/fleet.js';
 import type { Clock } from '../shared/time.js';
 import type { AdminCall } from './admin-call.js';

@@ -42,7 +42,7 @@ export interface ConfigurationRef {
   readonly nodeNumber: NodeNumber;
 }
 
-/** A revocation receipt as its events tell it (src/core/revocations.ts). */
+/** A revocation receipt as its events tell it (src/core/revocations/receipts.ts). */
 export interface RevocationNotice {
   readonly revocationId: RevocationId;
   readonly userId: UserId;
@@ -64,7 +64,7 @@ export interface SessionDetails {
 
 export type PortalEvent =
   | (EventBase & { readonly type: 'user.enabled'; readonly userId: UserId })
-  /** Every configuration of the user leaves its node; the receipt `revocationId` follows that (src/core/revocations.ts). */
+  /** Every configuration of the user leaves its node; the receipt `revocationId` follows that (src/core/revocations/receipts.ts). */
   | (EventBase & {
       readonly type: 'user.disabled';
       readonly userId: UserId;
@@ -101,7 +101,7 @@ export type PortalEvent =
       readonly userId: UserId;
       readonly profileId: ProfileId;
     })
-  /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices.ts). */
+  /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices/devices.ts). */
   | (EventBase & { readonly type: 'device.registered' | 'device.retired'; readonly device: DeviceRef })
   | (EventBase & { readonly type: 'device.enrolled'; readonly device: DeviceRef; readonly configuration: ConfigurationRef })
   | (EventBase & {

@@ -7,7 +7,7 @@
 // Who asks is left on the request (AdminRequests) for the scope check, the call and the audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SECRET_KEY_LINEAGE, SECRET_KEY_NAME, type AdminCaller } from '../core/admin-call.js';
-import { checkAdminKey, type AdminKeyUse } from '../core/admin-keys.js';
+import { checkAdminKey, type AdminKeyUse } from '../core/access/index.js';
 import type { PortalContext } from '../core/context.js';
 import { ADMIN_KEY_PREFIX } from '../keys/admin-key-token.js';
 import { AddressAllowList } from './address-allow-list.js';

@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AdminCall } from '../core/admin-call.js';
 import type { PortalContext } from '../core/context.js';
-import { assertProfileAllowed } from '../core/profile-reach.js';
+import { assertProfileAllowed } from '../core/access/index.js';
 import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
 import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from './http-error.js';

@@ -8,14 +8,14 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../config/portal-config.js';
-import { enrollByCertificate } from '../core/certificate-enrollment.js';
+import { enrollByCertificate } from '../core/enrollment/index.js';
 import type { PortalContext } from '../core/context.js';
 import { ClientCertificateVerifier } from '../keys/client-certificate.js';
 import { messageOf } from '../shared/error-message.js';
 import { sendError, statusOfPortalError } from './error-reply.js';
 import type { AdminCall } from '../core/admin-call.js';
-import { recordAdminCall } from '../core/audit.js';
-import type { IssuedConfiguration } from '../core/create-configuration.js';
+import { recordAdminCall } from '../core/access/index.js';
+import type { IssuedConfiguration } from '../core/issuing/index.js';
 import { PortalError } from '../core/errors.js';
 import { ENROLL_PATH } from '../protocol/admin-api.js';
 import { optional, param, readParams } from './params.js';

@@ -7,7 +7,7 @@
 // the audit log (the configuration it made is announced as create's is).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
-import { redeemEnrollmentToken } from '../core/enrollment-tokens.js';
+import { redeemEnrollmentToken } from '../core/enrollment/index.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { sendError } from './error-reply.js';
 import { optional, param, readParams, required } from './params.js';

@@ -1,7 +1,7 @@
 // The answer of a per-profile listing (connection_list, connected_users): its JSON, and the
 // nodes whose part of it is their last known state because they do not answer now, named in a
 // header so a dashboard can tell a quiet node from a hung one.
-import { jsonObjectOfProfiles, type ProfileListings } from '../core/list-connections.js';
+import { jsonObjectOfProfiles, type ProfileListings } from '../core/listings/index.js';
 import { STALE_NODES_HEADER } from '../protocol/admin-api.js';
 import type { RouteResponse } from './route-response.js';
 

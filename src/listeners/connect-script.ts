@@ -4,7 +4,7 @@
 // `connectScriptTimeout`, which is then killed) refuses the client. Everything else runs after
 // the change is durable and never holds up an Admin API call; its failures are logged.
 // WireGuard has no connect to refuse: its sessions start from handshakes
-// (core/wireguard-sessions.ts), so the script hears of them, later, but cannot veto them.
+// (core/sessions/wireguard.ts), so the script hears of them, later, but cannot veto them.
 import { execFile } from 'node:child_process';
 import type { Logger } from 'pino';
 import { ListenerRefusal, type PortalEvent, type PortalEvents } from '../core/events.js';

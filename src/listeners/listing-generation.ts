@@ -1,5 +1,5 @@
 // Tells cached listings that they are out of date: every change to users or configurations
-// moves the listing generation forward in the change's own transaction (src/core/listing-cache.ts).
+// moves the listing generation forward in the change's own transaction (src/core/listings/cache.ts).
 // What never changes a listing (sessions, nodes, reconcile passes, the audit record of a call)
 // leaves it alone; anything else moves it, so an event type added later can only cost a cache
 // miss, never a stale answer.

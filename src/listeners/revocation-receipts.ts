@@ -1,4 +1,4 @@
-// Writes revocation receipts (src/core/revocations.ts) in the transaction of the change that
+// Writes revocation receipts (src/core/revocations/receipts.ts) in the transaction of the change that
 // revokes: from the events it announced (user.disabled with its configurations, or
 // configuration.deleted/expired, each naming its receipt), once per change, so a receipt exists
 // exactly when the revocation committed. An enable_user supersedes the user's receipts still

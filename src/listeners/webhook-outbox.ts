@@ -1,9 +1,9 @@
 // The webhook outbox: every event a subscription asked for becomes a pending delivery, written
 // in the transaction of the change it reports, so a change that happened is delivered even when
 // the portal is killed right after, and a change rolled back is never announced. The delivery
-// worker (src/core/webhook-delivery.ts) sends them; it is woken once the change committed.
+// worker (src/core/webhooks/delivery.ts) sends them; it is woken once the change committed.
 import type { PortalEvent, PortalEvents } from '../core/events.js';
-import { webhookBody, webhookMessageOf } from '../core/webhook-events.js';
+import { webhookBody, webhookMessageOf } from '../core/webhooks/index.js';
 import { EVERY_EVENT_TYPE } from '../protocol/webhooks.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import { formatAtom } from '../shared/time.js';

@@ -17,7 +17,7 @@ export interface OpenVpnCertificate {
   readonly authKey: string | null;
   /** Base64 of the DER SubjectPublicKeyInfo of the device's own key (its CSR); null: the portal made the key. */
   readonly publicKey: string | null;
-  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry-warnings.ts). */
+  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry/warnings.ts). */
   readonly expiryWarned: boolean;
 }
 

@@ -1,4 +1,4 @@
-// Queries on `devices`: the managed devices the portal registered (src/core/devices.ts). A
+// Queries on `devices`: the managed devices the portal registered (src/core/devices/devices.ts). A
 // device's configurations are the rows of wg_peers and certificates that name it; its serial
 // and mdm_id are unique among devices that are not retired (partial unique indexes).
 import { sql, type Selectable } from 'kysely';

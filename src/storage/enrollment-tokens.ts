@@ -117,7 +117,7 @@ export async function deleteEnrollmentTokensEndedBefore(db: Db, before: string):
   return Number(result.numDeletedRows);
 }
 
-/** The token as its row; the Admin API lists tokens in the same names (src/core/enrollment-tokens.ts). */
+/** The token as its row; the Admin API lists tokens in the same names (src/core/enrollment/tokens.ts). */
 export function enrollmentTokenRow(token: StoredEnrollmentToken): Insertable<EnrollmentTokensTable> {
   return {
     token_id: token.tokenId,

@@ -8,7 +8,7 @@ import type { Database } from './schema.js';
 export interface ExpiryChange {
   readonly now: string;
   readonly expiresAt: string;
-  /** Whether no `configuration.expiring` is to come for the new expiry (src/core/expiry-warnings.ts). */
+  /** Whether no `configuration.expiring` is to come for the new expiry (src/core/expiry/warnings.ts). */
   readonly expiryWarned: boolean;
 }
 

@@ -1,5 +1,5 @@
 // Queries on `listing_generation`: the counter that tells a cached listing it is out of date
-// (src/core/listing-cache.ts). Moved forward inside the transaction of a change, read with
+// (src/core/listings/cache.ts). Moved forward inside the transaction of a change, read with
 // the listing; the sum over the shards only ever grows.
 import { sql } from 'kysely';
 import { LISTING_GENERATION_SHARDS } from './migrations/0010-listing-generation.js';

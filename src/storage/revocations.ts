@@ -1,4 +1,4 @@
-// Queries on `revocations`: one row per revocation receipt (src/core/revocations.ts). Its
+// Queries on `revocations`: one row per revocation receipt (src/core/revocations/receipts.ts). Its
 // state moves only by conditional updates (pending → overdue, pending or overdue → applied or
 // superseded), so of several portal instances exactly one wins each move and announces it.
 import { asUserId, type UserId } from '../shared/ids.js';

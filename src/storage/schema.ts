@@ -1,5 +1,5 @@
 // Row types of every table, as Kysely sees them. Times are ATOM strings in UTC
-// (see src/core/time.ts); booleans are stored as 0/1 so SQLite and PostgreSQL agree.
+// (see src/shared/time.ts); booleans are stored as 0/1 so SQLite and PostgreSQL agree.
 import type { ColumnType, Generated, RawBuilder } from 'kysely';
 
 export interface UsersTable {
@@ -272,7 +272,7 @@ export interface DevicesTable {
   last_seen_at: string | null;
 }
 
-/** A revocation receipt (src/core/revocations.ts). */
+/** A revocation receipt (src/core/revocations/receipts.ts). */
 export interface RevocationsTable {
   revocation_id: string;
   user_id: string;

@@ -1,5 +1,5 @@
 // Queries on `webhooks`: the subscriptions. Secrets are stored sealed; only
-// src/core/webhook-secrets.ts opens them, to sign.
+// src/core/webhooks/secrets.ts opens them, to sign.
 import { z } from 'zod';
 import type { Db } from './database.js';
 import { preparedQuery } from './prepared-query.js';

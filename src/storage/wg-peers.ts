@@ -21,7 +21,7 @@ export interface WireGuardPeer {
   readonly authKey: string | null;
   /** The change counter's value at the last change to whether this peer belongs on its node. */
   readonly revision: Revision;
-  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry-warnings.ts). */
+  /** Whether `configuration.expiring` was announced, or is not wanted (src/core/expiry/warnings.ts). */
   readonly expiryWarned: boolean;
 }
 

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { rotateAdminKey, revokeAdminKey } from '../../src/core/admin-keys.js';
+import { rotateAdminKey, revokeAdminKey } from '../../src/core/access/admin-keys.js';
 import { findAdminKey } from '../../src/storage/admin-keys.js';
 import { auditLog, bearer, makeAdminKey, ManualClock, portalState } from '../support/admin-keys.js';
 import { errorBody, rawRequest } from '../support/raw-http.js';

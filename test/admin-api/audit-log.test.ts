@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { sql } from 'kysely';
-import { runHousekeepingIfDue } from '../../src/core/housekeeping.js';
+import { runHousekeepingIfDue } from '../../src/core/reconcile/housekeeping.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { pruneAuditLog } from '../../src/storage/audit-log.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';

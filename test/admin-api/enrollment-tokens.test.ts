@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { ENROLLMENT_TOKEN_PATTERN } from '../../src/keys/enrollment-token.js';
-import { runHousekeepingIfDue } from '../../src/core/housekeeping.js';
+import { runHousekeepingIfDue } from '../../src/core/reconcile/housekeeping.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { auditLog, bearer, makeAdminKey, ManualClock, portalState } from '../support/admin-keys.js';

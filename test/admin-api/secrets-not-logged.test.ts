@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createLogger } from '../../src/portal.js';
-import { revokeAdminKey } from '../../src/core/admin-keys.js';
+import { revokeAdminKey } from '../../src/core/access/admin-keys.js';
 import { bearer, makeAdminKey } from '../support/admin-keys.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 import { startTestPortal } from '../support/test-portal.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runHousekeepingIfDue } from '../../src/core/housekeeping.js';
+import { runHousekeepingIfDue } from '../../src/core/reconcile/housekeeping.js';
 import { auditLog, ManualClock, portalState } from '../support/admin-keys.js';
 import { capturedLog } from '../support/captured-log.js';
 import { errorBody } from '../support/raw-http.js';

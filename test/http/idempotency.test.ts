@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { revokeAdminKey, rotateAdminKey } from '../../src/core/admin-keys.js';
+import { revokeAdminKey, rotateAdminKey } from '../../src/core/access/admin-keys.js';
 import { auditLog, bearer, employeesProfile, makeAdminKey, ManualClock, twoProfiles } from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, UNREACHABLE_NODE, type ApiResponse, type TestPortal } from '../support/test-portal.js';

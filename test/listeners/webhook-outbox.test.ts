@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
-import { deleteExpiredConfigurations } from '../../src/core/reconcile.js';
+import { deleteExpiredConfigurations } from '../../src/core/reconcile/pass.js';
 import { WEBHOOK_HEADERS } from '../../src/protocol/webhooks.js';
 import { asNodeNumber, type WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
@@ -112,7 +112,7 @@ test('a receiver on loopback gets every event of users, configurations and sessi
   await new Promise((resolve) => setTimeout(resolve, 1500));
   // The test portal's nodes never answer: a node.down may come at any moment (its own test is
   // test/e2e/webhook-node-events.test.ts), and the revocations' receipts go overdue once the
-  // clock moved (their own test is test/core/revocations.test.ts).
+  // clock moved (their own test is test/core/revocations/receipts.test.ts).
   const isAside = (type: string) => type.startsWith('node.') || type.startsWith('revocation.');
   const relevant = receiver.received.filter((received) => !isAside(received.payload.type));
   assert.deepEqual(

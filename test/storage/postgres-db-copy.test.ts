@@ -10,7 +10,7 @@ import type { Clock } from '../../src/shared/time.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { connectDatabase } from '../../src/storage/database.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
-import { createAdminKey } from '../../src/core/admin-keys.js';
+import { createAdminKey } from '../../src/core/access/admin-keys.js';
 import { employeesProfile } from '../support/admin-keys.js';
 import { latestRevision } from '../../src/storage/revisions.js';
 import { runCli } from '../support/portal-process.js';

@@ -1,6 +1,6 @@
 // Admin keys, the audit log and a clock the test moves, for the tests of issue 14: keys are
 // made with the same use case the `admin-key` command runs, on the portal's own database.
-import { createAdminKey, type AdminKeySpec } from '../../src/core/admin-keys.js';
+import { createAdminKey, type AdminKeySpec } from '../../src/core/access/admin-keys.js';
 import type { AdminScope } from '../../src/protocol/admin-api.js';
 import { asProfileId } from '../../src/shared/ids.js';
 import type { Clock } from '../../src/shared/time.js';

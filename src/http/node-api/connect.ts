@@ -2,7 +2,7 @@
 // with `OK` or `ERR` (reference §1.2); the node refuses the client on anything but `OK`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { authorizeOpenVpnConnect } from '../../core/openvpn-connections.js';
+import { authorizeOpenVpnConnect } from '../../core/sessions/index.js';
 import { CONNECT_ALLOWED, CONNECT_REFUSED, connectForm } from '../../protocol/node-api.js';
 import { asProfileId } from '../../shared/ids.js';
 import { readForm } from '../params.js';

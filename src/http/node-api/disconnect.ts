@@ -2,7 +2,7 @@
 // connection log entry is closed with the byte counts. Always `OK` (reference §1.2).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { recordOpenVpnDisconnect } from '../../core/openvpn-connections.js';
+import { recordOpenVpnDisconnect } from '../../core/sessions/index.js';
 import { disconnectForm } from '../../protocol/node-api.js';
 import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';

@@ -1,12 +1,11 @@
 // Node API: POST {base}/node-api.php/server_config. A node agent authenticates with
 // `X-Node-Number` and its node secret (Bearer) and receives what it needs to run its
-// WireGuard interface (core/wireguard-node-settings.ts) and its OpenVPN server processes
-// (core/openvpn-server-files.ts). The agent names the Unix user and group for OpenVPN, its AES
+// WireGuard interface (core/nodes/wireguard-settings.ts) and its OpenVPN server processes
+// (core/nodes/openvpn-server-files.ts). The agent names the Unix user and group for OpenVPN, its AES
 // preference and where the management sockets go. The wire format is src/protocol/node-api.ts.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { openVpnServerFiles } from '../../core/openvpn-server-files.js';
-import { wireGuardNodeSettings } from '../../core/wireguard-node-settings.js';
+import { openVpnServerFiles, wireGuardNodeSettings } from '../../core/nodes/index.js';
 import { serverConfigForm, type ServerConfigAnswer } from '../../protocol/node-api.js';
 import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';

@@ -1,5 +1,5 @@
 // GET /connected_users (specification §4.1).
-import { listConnectedUsers } from '../../core/list-connections.js';
+import { listConnectedUsers } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, connectedUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';

@@ -1,5 +1,5 @@
 // GET /connection_list (specification §4.2).
-import { listConnections } from '../../core/list-connections.js';
+import { listConnections } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, connectionListAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';

@@ -1,6 +1,6 @@
 // GET /connection_log (an extension of this portal): the connection history, with filters and
 // cursor pagination.
-import { connectionHistoryPage } from '../../core/connection-history.js';
+import { connectionHistoryPage } from '../../core/sessions/index.js';
 import { ADMIN_API_CALLS, connectionLogAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';

@@ -1,6 +1,5 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
-import { createConfiguration, type IssuedConfiguration } from '../../core/create-configuration.js';
-import { MIME_TYPES } from '../../core/protocol-selection.js';
+import { createConfiguration, type IssuedConfiguration, MIME_TYPES } from '../../core/issuing/index.js';
 import { describePlatforms } from '../../shared/platforms.js';
 import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';

@@ -1,5 +1,5 @@
 // POST /delete_connection (specification §4.10).
-import { deleteConnection } from '../../core/delete-connection.js';
+import { deleteConnection } from '../../core/users/index.js';
 import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

@@ -1,6 +1,6 @@
 // POST /delete_user_authorizations (specification §4.11).
 import type { FastifyRequest } from 'fastify';
-import { deleteUserAuthorizations } from '../../core/delete-user-authorizations.js';
+import { deleteUserAuthorizations } from '../../core/users/index.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

@@ -1,5 +1,5 @@
 // POST /destroy (specification §4.7).
-import { destroyUser } from '../../core/destroy-user.js';
+import { destroyUser } from '../../core/users/index.js';
 import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

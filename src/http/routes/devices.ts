@@ -1,7 +1,7 @@
 // The device calls (ours, issue 23): POST /register_device, GET /devices, GET /device,
-// POST /retire_device (src/core/devices.ts), and the parameters by which `create` and
+// POST /retire_device (src/core/devices/devices.ts), and the parameters by which `create` and
 // `enrollment_token` name the device a configuration is for.
-import { deviceWireFields, getDevice, listDevices, registerDevice, retireDevice, type DeviceRecord, type DeviceReference } from '../../core/devices.js';
+import { deviceWireFields, getDevice, listDevices, registerDevice, retireDevice, type DeviceRecord, type DeviceReference } from '../../core/devices/index.js';
 import { ADMIN_API_CALLS, REVOCATION_HEADER, deviceAnswer, devicesAnswer, type DeviceInfo } from '../../protocol/admin-api.js';
 import { PLATFORMS, type Platform } from '../../shared/platforms.js';
 import type { DeviceId } from '../../shared/ids.js';

@@ -1,5 +1,5 @@
 // POST /disable_user (specification §4.8).
-import { disableUser } from '../../core/disable-user.js';
+import { disableUser } from '../../core/users/index.js';
 import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

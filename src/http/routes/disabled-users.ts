@@ -1,5 +1,5 @@
 // GET /disabled_users (specification §4.4).
-import { listUsers } from '../../core/list-users.js';
+import { listUsers } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, disabledUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 

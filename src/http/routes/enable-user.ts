@@ -1,5 +1,5 @@
 // POST /enable_user (specification §4.9).
-import { enableUser } from '../../core/enable-user.js';
+import { enableUser } from '../../core/users/index.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

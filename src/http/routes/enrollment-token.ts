@@ -1,7 +1,7 @@
 // POST /enrollment_token (ours, not the specification's): a token a device redeems at
-// `{base_url}enroll` with its own key (src/core/enrollment-tokens.ts). Scope write, as create:
+// `{base_url}enroll` with its own key (src/core/enrollment/tokens.ts). Scope write, as create:
 // the token makes a configuration later.
-import { createEnrollmentToken } from '../../core/enrollment-tokens.js';
+import { createEnrollmentToken } from '../../core/enrollment/index.js';
 import { ADMIN_API_CALLS, enrollmentTokenAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';

@@ -1,6 +1,6 @@
 // GET /enrollment_tokens (ours): the enrollment tokens and where each stands (never the token
 // itself, which the portal does not have), limited to the key's profiles.
-import { enrollmentTokenInfo, listEnrollmentTokens } from '../../core/enrollment-tokens.js';
+import { enrollmentTokenInfo, listEnrollmentTokens } from '../../core/enrollment/index.js';
 import { ADMIN_API_CALLS, enrollmentTokensAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { optional, param } from '../params.js';

@@ -1,6 +1,6 @@
 // POST /extend (ours, not the specification's): renews a configuration without a new key
-// (src/core/extend-configuration.ts). Scope write, as create.
-import { extendConfiguration } from '../../core/extend-configuration.js';
+// (src/core/issuing/extend.ts). Scope write, as create.
+import { extendConfiguration } from '../../core/issuing/index.js';
 import { ADMIN_API_CALLS, extendAnswer } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
 import { defineRoute } from '../admin-route.js';

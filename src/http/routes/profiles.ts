@@ -1,6 +1,6 @@
 // GET /profiles (an extension of this portal): the profiles the key may use, so a script or an
 // administrator can find a profile_id without reading the portal's configuration.
-import { listProfiles } from '../../core/list-profiles.js';
+import { listProfiles } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, profilesAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 

@@ -1,8 +1,8 @@
 // GET /revocation and GET /revocations (ours): the receipts of disable_user, destroy,
 // delete_connection and expiry, saying when each node confirmed the configurations gone
-// (src/core/revocations.ts). Scope read; a key limited to some profiles sees only receipts of
+// (src/core/revocations/receipts.ts). Scope read; a key limited to some profiles sees only receipts of
 // its profiles.
-import { listReceipts, readReceipt, type RevocationReceipt } from '../../core/revocations.js';
+import { listReceipts, readReceipt, type RevocationReceipt } from '../../core/revocations/index.js';
 import { ADMIN_API_CALLS, revocationSchema, revocationsAnswer, type RevocationInfo } from '../../protocol/admin-api.js';
 import { OPEN_REVOCATION_STATES } from '../../storage/revocations.js';
 import { defineRoute } from '../admin-route.js';

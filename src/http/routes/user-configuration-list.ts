@@ -1,5 +1,5 @@
 // GET /user_configuration_list (specification §4.5).
-import { userConfigurations } from '../../core/user-configurations.js';
+import { userConfigurations } from '../../core/users/index.js';
 import { ADMIN_API_CALLS, userConfigurationListAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { param, required } from '../params.js';

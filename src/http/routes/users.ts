@@ -1,5 +1,5 @@
 // GET /users (specification §4.3).
-import { listUsers } from '../../core/list-users.js';
+import { listUsers } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, usersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 

@@ -8,7 +8,7 @@ import {
   readWebhookDeliveries,
   rotateWebhookSecret,
   testWebhookSubscription,
-} from '../../core/webhooks.js';
+} from '../../core/webhooks/index.js';
 import {
   ADMIN_API_CALLS,
   createWebhookAnswer,

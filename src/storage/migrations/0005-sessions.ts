@@ -1,5 +1,5 @@
 // Sessions and operations: at most one open WireGuard session per peer and node (the portal
-// derives them from handshakes, see core/wireguard-sessions.ts), an index for pruning old
+// derives them from handshakes, see core/sessions/wireguard.ts), an index for pruning old
 // history, the reference's `live_stats` and `aggregate_stats`, and `portal_state`, a small
 // key-value table for what the instances must agree on (the day housekeeping last ran).
 import { PostgresAdapter, sql, type Expression, type Kysely, type Migration } from 'kysely';

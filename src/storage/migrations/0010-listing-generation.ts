@@ -1,6 +1,6 @@
 // The listing generation: a counter every change to users or configurations moves forward, in
 // its own transaction, so a portal instance can serve an unchanged large listing from memory
-// and know, from one cheap read, when it no longer may (src/core/listing-cache.ts). Sixteen
+// and know, from one cheap read, when it no longer may (src/core/listings/cache.ts). Sixteen
 // rows, of which a change moves one: concurrent changes on PostgreSQL seldom wait for each
 // other's row lock. Numbered 0010: 0007–0009 belong to the webhook and device work.
 import { sql, type Kysely, type Migration } from 'kysely';

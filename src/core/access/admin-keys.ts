@@ -1,0 +1,246 @@
+// Admin keys: named, scoped, expiring credentials of the Admin API, each with its own address
+// allow-list, on top of the specification's secret (which stays the bootstrap key with every
+// right). Made, listed, rotated and revoked by `vpn-portal admin-key …` on the database, so
+// every portal instance on it knows them at once; checked by the portal on every request.
+// A key is shown once; the database holds its HMAC under a pepper from DATA/keys only. Making,
+// rotating and revoking are changes announced on the events seam, so the command that made them
+// is in the audit log (the CLI binds the seam to it, src/cli/admin-key.ts).
+import type { Kysely } from 'kysely';
+import type { KeyStore } from '../../keys/key-store.js';
+import { hashAdminKey, newAdminKeyToken, parseAdminKeyToken } from '../../keys/admin-key-token.js';
+import { isIpPrefix } from '../../net/ip-prefix.js';
+import type { AdminScope } from '../../protocol/admin-api.js';
+import { constantTimeEquals } from '../../shared/constant-time.js';
+import type { ProfileId } from '../../shared/ids.js';
+import { addDuration, parseIsoDuration, type IsoDuration } from '../../shared/iso-duration.js';
+import { formatAtom, type Clock } from '../../shared/time.js';
+import {
+  currentAdminKey,
+  findAdminKey,
+  insertAdminKey,
+  listAdminKeys as listStoredKeys,
+  markAdminKeyReplaced,
+  noteAdminKeyUse,
+  revokeAdminKeys,
+  type StoredAdminKey,
+} from '../../storage/admin-keys.js';
+import { isUniqueViolation } from '../../storage/errors.js';
+import type { Database } from '../../storage/schema.js';
+import { SECRET_KEY_NAME } from '../admin-call.js';
+import type { PortalEvents } from '../events.js';
+
+export type { StoredAdminKey } from '../../storage/admin-keys.js';
+
+/** What managing and checking keys needs: a subset of PortalContext, so the CLI can run it without a portal. */
+export interface AdminKeyContext {
+  readonly db: Kysely<Database>;
+  readonly keys: KeyStore;
+  readonly clock: Clock;
+  /** Where making, rotating and revoking a key are announced (bound to the command by the CLI). */
+  readonly events: PortalEvents;
+}
+
+/** A key's "last used" is written at most this often (per key), so GETs do not all become writes. */
+export const LAST_USED_INTERVAL_MS = 60_000;
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** A request the administrator must fix (the CLI prints it and exits 2). */
+export class AdminKeyError extends Error {
+  override readonly name = 'AdminKeyError';
+}
+
+export interface AdminKeySpec {
+  readonly name: string;
+  readonly scope: AdminScope;
+  /** null: every profile. */
+  readonly profiles: readonly ProfileId[] | null;
+  /** ISO 8601 duration; null: never expires. */
+  readonly expiresIn: string | null;
+  /** CIDR prefixes; null: only adminApi.allowList. */
+  readonly allowList: readonly string[] | null;
+}
+
+export interface MadeAdminKey {
+  readonly key: StoredAdminKey;
+  /** The key itself: shown once, never stored. */
+  readonly token: string;
+}
+
+/** Makes a key; `knownProfiles` are the profile ids of the configuration. */
+export async function createAdminKey(ctx: AdminKeyContext, spec: AdminKeySpec, knownProfiles: readonly string[]): Promise<MadeAdminKey> {
+  checkSpec(spec, knownProfiles);
+  const pepper = pepperOf(ctx.keys);
+  const now = ctx.clock.now();
+  const { keyId, token } = newAdminKeyToken();
+  const key: StoredAdminKey = {
+    keyId,
+    name: spec.name,
+    scope: spec.scope,
+    profiles: spec.profiles,
+    allowList: spec.allowList,
+    secretHash: hashAdminKey(pepper, token),
+    createdAt: formatAtom(now),
+    expiresAt: spec.expiresIn === null ? null : formatAtom(addDuration(now, mustParse(spec.expiresIn))),
+    lifetime: spec.expiresIn,
+    revokedAt: null,
+    replacedBy: null,
+    // A new line: kept answers of an earlier key with this name are not this key's.
+    lineage: keyId,
+    lastUsedAt: null,
+    lastUsedAddress: null,
+  };
+  try {
+    await ctx.events.change(ctx.db, async (trx, announce) => {
+      if ((await currentAdminKey(trx, spec.name)) !== undefined) throw nameTaken(spec.name);
+      await insertAdminKey(trx, key);
+      await announce({ type: 'admin_key.created', at: now, keyName: key.name });
+    });
+  } catch (error) {
+    // Two administrators making the same name at once: the unique index decides.
+    if (isUniqueViolation(error)) throw nameTaken(spec.name);
+    throw error;
+  }
+  return { key, token };
+}
+
+/**
+ * A new key for the name, with the same rights; the old one stays valid for `grace` (or until
+ * it expires, if sooner), so integrations can switch without downtime. `expiresIn`: the new
+ * key's lifetime; default the lifetime the old key was made with.
+ */
+export async function rotateAdminKey(
+  ctx: AdminKeyContext,
+  name: string,
+  grace: string,
+  expiresIn?: string | null,
+): Promise<MadeAdminKey & { readonly oldKeyEnds: string }> {
+  const graceDuration = parseIsoDuration(grace);
+  if (graceDuration === null) throw new AdminKeyError(`--grace: "${grace}" is not an ISO 8601 duration such as PT1H or P1D`);
+  if (expiresIn !== undefined && expiresIn !== null && parseIsoDuration(expiresIn) === null) {
+    throw new AdminKeyError(`--expires-in: "${expiresIn}" is not an ISO 8601 duration such as P90D`);
+  }
+  const pepper = pepperOf(ctx.keys);
+  const now = ctx.clock.now();
+  const { keyId, token } = newAdminKeyToken();
+  return ctx.events.change(ctx.db, async (trx, announce) => {
+    const old = await currentAdminKey(trx, name);
+    if (old === undefined) throw new AdminKeyError(`there is no current key named "${name}"`);
+    const lifetime = expiresIn === undefined ? old.lifetime : expiresIn;
+    const graceEnd = formatAtom(addDuration(now, graceDuration));
+    const oldKeyEnds = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+    // Same rights and the same lineage (`...old`): the new key gets the old one's kept answers.
+    const key: StoredAdminKey = {
+      ...old,
+      keyId,
+      secretHash: hashAdminKey(pepper, token),
+      createdAt: formatAtom(now),
+      expiresAt: lifetime === null ? null : formatAtom(addDuration(now, mustParse(lifetime))),
+      lifetime,
+      lastUsedAt: null,
+      lastUsedAddress: null,
+    };
+    // The old key leaves the "current" slot before the new one takes it (one current key per name).
+    if (!(await markAdminKeyReplaced(trx, old.keyId, keyId, oldKeyEnds))) throw new AdminKeyError(`key "${name}" changed meanwhile; try again`);
+    await insertAdminKey(trx, key);
+    await announce({ type: 'admin_key.rotated', at: now, keyName: name });
+    return { key, token, oldKeyEnds };
+  });
+}
+
+/** Revokes every key of the name (also one in a rotation's grace period); at once, on every instance. */
+export async function revokeAdminKey(ctx: AdminKeyContext, name: string): Promise<number> {
+  const now = ctx.clock.now();
+  return ctx.events.change(ctx.db, async (trx, announce) => {
+    const count = await revokeAdminKeys(trx, name, formatAtom(now));
+    if (count === 0) throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`);
+    await announce({ type: 'admin_key.revoked', at: now, keyName: name });
+    return count;
+  });
+}
+
+export function listAdminKeys(ctx: AdminKeyContext): Promise<StoredAdminKey[]> {
+  return listStoredKeys(ctx.db);
+}
+
+/** What a presented admin key turned out to be. */
+export type AdminKeyCheck =
+  | { readonly valid: true; readonly key: StoredAdminKey }
+  /** `keyName` only when the key was genuine (right hash) but revoked or expired. */
+  | { readonly valid: false; readonly keyName: string | null; readonly reason: string };
+
+/**
+ * Checks a Bearer token that has the admin key form (`vpa_…`). A wrong checksum is refused
+ * without a database lookup; otherwise the one row its id names is read and the keyed hash
+ * compared in constant time. Expired, revoked and rotated-out keys (past the grace period) are
+ * refused like wrong ones (the client sees the same 401; the reason goes to the audit log).
+ */
+export async function checkAdminKey(ctx: AdminKeyContext, token: string): Promise<AdminKeyCheck> {
+  const parsed = parseAdminKeyToken(token);
+  if (parsed.kind !== 'admin-key') return { valid: false, keyName: null, reason: 'not an admin key: wrong checksum or form' };
+  const pepper = ctx.keys.adminKeyPepper();
+  if (pepper === null) return { valid: false, keyName: null, reason: `no admin key pepper (${ctx.keys.adminKeyPepperPath})` };
+  const key = await findAdminKey(ctx.db, parsed.keyId);
+  // Compare even when there is no row, so the time taken does not tell which ids exist.
+  const matches = constantTimeEquals(hashAdminKey(pepper, token), key?.secretHash ?? '');
+  if (key === undefined || !matches) return { valid: false, keyName: null, reason: 'unknown admin key' };
+  if (key.revokedAt !== null) return { valid: false, keyName: key.name, reason: `admin key "${key.name}" was revoked at ${key.revokedAt}` };
+  const now = formatAtom(ctx.clock.now());
+  if (key.expiresAt !== null && key.expiresAt <= now) {
+    const why = key.replacedBy === null ? 'expired' : 'was rotated out; its grace period ended';
+    return { valid: false, keyName: key.name, reason: `admin key "${key.name}" ${why} at ${key.expiresAt}` };
+  }
+  return { valid: true, key };
+}
+
+/**
+ * Notes the use of keys, each at most once per LAST_USED_INTERVAL_MS: this instance skips the
+ * write within the interval, and the conditional update skips it when another instance wrote.
+ */
+export class AdminKeyUse {
+  readonly #notedAt = new Map<string, number>();
+
+  constructor(private readonly ctx: AdminKeyContext) {}
+
+  async note(key: StoredAdminKey, address: string): Promise<void> {
+    const now = this.ctx.clock.now();
+    const last = this.#notedAt.get(key.keyId);
+    if (last !== undefined && now.getTime() - last < LAST_USED_INTERVAL_MS) return;
+    this.#notedAt.set(key.keyId, now.getTime());
+    await noteAdminKeyUse(this.ctx.db, key.keyId, formatAtom(now), address, formatAtom(new Date(now.getTime() - LAST_USED_INTERVAL_MS)));
+  }
+}
+
+function checkSpec(spec: AdminKeySpec, knownProfiles: readonly string[]): void {
+  if (!NAME_PATTERN.test(spec.name)) throw new AdminKeyError(`--name: "${spec.name}" must be 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit)`);
+  if (spec.name === SECRET_KEY_NAME)
+    throw new AdminKeyError(`--name: "${SECRET_KEY_NAME}" names the specification's secret in the audit log; choose another name`);
+  for (const profileId of spec.profiles ?? []) {
+    if (!knownProfiles.includes(profileId)) throw new AdminKeyError(`--profile: there is no profile "${profileId}" (profiles: ${knownProfiles.join(', ')})`);
+  }
+  if (spec.profiles !== null && spec.profiles.length === 0) throw new AdminKeyError('--profile: name at least one profile');
+  if (spec.expiresIn !== null && parseIsoDuration(spec.expiresIn) === null) {
+    throw new AdminKeyError(`--expires-in: "${spec.expiresIn}" is not an ISO 8601 duration such as P90D or PT12H`);
+  }
+  for (const entry of spec.allowList ?? []) {
+    if (!isIpPrefix(entry)) throw new AdminKeyError(`--allow: "${entry}" is not an IP prefix such as 192.0.2.0/24 or 2001:db8::/32`);
+  }
+}
+
+function pepperOf(keys: KeyStore): Buffer {
+  keys.createAdminKeyPepper();
+  const pepper = keys.adminKeyPepper();
+  if (pepper === null)
+    throw new AdminKeyError(`${keys.adminKeyPepperPath} is not 64 hex characters; move it away to have a new one made (keys made with it stop working)`);
+  return pepper;
+}
+
+function mustParse(text: string): IsoDuration {
+  const duration = parseIsoDuration(text);
+  if (duration === null) throw new AdminKeyError(`"${text}" is not an ISO 8601 duration`);
+  return duration;
+}
+
+function nameTaken(name: string): AdminKeyError {
+  return new AdminKeyError(`a key named "${name}" exists already: rotate it ("vpn-portal admin-key rotate ${name}") or revoke it first`);
+}

@@ -1,0 +1,59 @@
+// What an admin key limited to some profiles (`--profile`) may touch. The rules (docs/admin-keys.md,
+// "Profile limits"): create only in its profiles; listings show only its profiles (and users
+// with a configuration there); delete_connection only configurations in its profiles; and
+// the calls that act on a user as a whole (disable_user, enable_user, destroy,
+// delete_user_authorizations) only users whose configurations and enrollment tokens all lie in
+// its profiles, and who have at least one configuration: so such a key never touches a
+// configuration, a token, nor a user, outside its reach.
+// The user check runs inside the change's transaction, after the user's row is locked, so a
+// configuration added meanwhile in another profile cannot slip past it.
+import type { Db } from '../../storage/database.js';
+import { enrollmentTokenProfilesOfUser } from '../../storage/enrollment-tokens.js';
+import { configurationProfilesOfUser } from '../../storage/users.js';
+import type { ProfileId, UserId } from '../../shared/ids.js';
+import { describeKey, profileLimit } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { PortalError } from '../errors.js';
+
+/** Refuses (403) a profile outside the key's profiles. */
+export function assertProfileAllowed(ctx: PortalContext, profileId: string): void {
+  const limit = profileLimit(ctx.call);
+  if (limit === null || ctx.call === undefined || limit.has(profileId as ProfileId)) return;
+  throw new PortalError('not-allowed', `${describeKey(ctx.call)} may not use profile "${profileId}" (it is limited to: ${[...limit].join(', ')})`);
+}
+
+/**
+ * Refuses (403) a call on a user as a whole unless everything of the user (configurations,
+ * enrollment tokens) is in the key's profiles, naming what lies outside.
+ */
+export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: UserId): Promise<void> {
+  const limit = profileLimit(ctx.call);
+  if (limit === null || ctx.call === undefined) return;
+  const key = describeKey(ctx.call);
+  const allowed = [...limit].join(', ');
+  const configurationProfiles = await configurationProfilesOfUser(db, userId);
+  if (configurationProfiles.length === 0) {
+    throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has no configuration in its profiles (${allowed})`);
+  }
+  const outside = (profiles: readonly ProfileId[]) => profiles.filter((profileId) => !limit.has(profileId));
+  const held = [
+    { what: 'configurations', profiles: outside(configurationProfiles) },
+    { what: 'enrollment tokens', profiles: outside(await enrollmentTokenProfilesOfUser(db, userId)) },
+  ].filter((entry) => entry.profiles.length > 0);
+  if (held.length > 0) {
+    const list = held.map((entry) => `${entry.what} in ${[...entry.profiles].sort().join(', ')}`).join(' and ');
+    throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has ${list}, outside its profiles (${allowed})`);
+  }
+}
+
+/** 404 for a profile the configuration does not have: the reference's text, then the profiles the key may use. */
+export function noSuchProfile(ctx: PortalContext, profileId: string): PortalError {
+  const known = visibleProfiles(ctx, ctx.config.profiles).map((profile) => profile.profileId);
+  return new PortalError('no-such-profile', `no such "profile_id": "${profileId}"; known profiles: ${known.join(', ')}`);
+}
+
+/** The profiles of the portal a call may see, in the configuration's order. */
+export function visibleProfiles<P extends { readonly profileId: ProfileId }>(ctx: PortalContext, profiles: readonly P[]): P[] {
+  const limit = profileLimit(ctx.call);
+  return limit === null ? [...profiles] : profiles.filter((profile) => limit.has(profile.profileId));
+}

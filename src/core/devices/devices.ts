@@ -1,0 +1,331 @@
+// Devices (issue 23): a managed device the portal knows apart from its user — its MDM
+// identifiers (serial, mdm_id), its platform, how it proves itself — so that a device holds at
+// most one live configuration per profile (issuing again replaces it, src/core/issuing/issue.ts) and
+// retiring it ends every tunnel it has, by the same path as delete_connection and disable_user:
+// the database first, in one transaction with new revisions, then the nodes.
+import { randomBytes } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { Platform } from '../../shared/platforms.js';
+import { asDeviceId, type DeviceId, type ProfileId, type RevocationId, type UserId } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
+import { bindCertificateToDevice, deleteCertificatesOfDevice, type OpenVpnCertificate } from '../../storage/certificates.js';
+import {
+  bindDeviceCertificate,
+  configurationsOfDevice,
+  configurationsOfDevices,
+  findDevice,
+  findLiveDevice,
+  insertDevice,
+  listStoredDevices,
+  lockDevice,
+  markDeviceActive,
+  retireStoredDevice,
+  type DeviceCertificate,
+  type DeviceConfiguration,
+  type DeviceFilter,
+  type StoredDevice,
+} from '../../storage/devices.js';
+import { revokeEnrollmentTokensOfDevice } from '../../storage/enrollment-tokens.js';
+import { isWriteConflict } from '../../storage/errors.js';
+import { nextRevision, type Revision } from '../../storage/revisions.js';
+import type { Database } from '../../storage/schema.js';
+import { ensureUser } from '../../storage/users.js';
+import { bindPeerToDevice, deletePeersOfDevice, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { profileLimit } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { PortalError } from '../errors.js';
+import { openVpnConfiguration, wireGuardConfiguration, type ConfigurationRef, type DeviceRef, type PortalEvent } from '../events.js';
+import { removalsOf, releaseAddresses } from '../nodes/index.js';
+import { assertProfileAllowed } from '../access/index.js';
+import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
+
+export type { DeviceConfiguration, StoredDevice } from '../../storage/devices.js';
+
+/** Devices per page of GET /devices unless `limit` says otherwise. */
+export const DEFAULT_DEVICE_PAGE = 100;
+
+/** Attempts at a registration that lost a race for its serial or mdm_id. */
+const MAX_ATTEMPTS = 3;
+
+/** A device as a caller names it: by the portal's id, or by an MDM identifier. */
+export type DeviceReference = { readonly deviceId: DeviceId } | { readonly serial: string } | { readonly mdmId: string };
+
+export interface DeviceRegistration {
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly platform: Platform;
+  readonly serial: string | undefined;
+  readonly mdmId: string | undefined;
+}
+
+/** A device with its configurations, as the calls answer it. */
+export interface DeviceRecord {
+  readonly device: StoredDevice;
+  readonly configurations: readonly DeviceConfiguration[];
+}
+
+/** A new device id: `dev_`, 12 hex digits of milliseconds, 12 random: ids sort by registration time. */
+export function newDeviceId(at: Date): DeviceId {
+  return asDeviceId(`dev_${at.getTime().toString(16).padStart(12, '0')}${randomBytes(6).toString('hex')}`);
+}
+
+export function deviceRef(device: StoredDevice): DeviceRef {
+  return {
+    deviceId: device.deviceId,
+    userId: device.userId,
+    profileId: device.profileId,
+    platform: device.platform,
+    serial: device.serial,
+    mdmId: device.mdmId,
+  };
+}
+
+/** The fields that name a device on the wire (webhook bodies, the Admin API's device record). */
+export function deviceWireFields(device: DeviceRef) {
+  return {
+    device_id: device.deviceId,
+    user_id: device.userId,
+    profile_id: device.profileId,
+    platform: device.platform,
+    serial: device.serial,
+    mdm_id: device.mdmId,
+  };
+}
+
+/**
+ * Registers a device for a user (made when missing, as create does; it must not be disabled).
+ * A serial or mdm_id of a live device of another user is refused (409); the same registration
+ * sent again answers the device already registered; a retired device's may be registered anew.
+ */
+export async function registerDevice(ctx: PortalContext, registration: DeviceRegistration): Promise<StoredDevice> {
+  assertProfileAllowed(ctx, registration.profileId);
+  if (!ctx.config.profiles.some((profile) => profile.profileId === registration.profileId)) throw new PortalError('no-such-profile', 'no such "profile_id"');
+  if (registration.serial === undefined && registration.mdmId === undefined) {
+    throw new PortalError('invalid-parameter', 'a device needs "serial" or "mdm_id" (or both): the identifier its MDM knows it by');
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.events.change(ctx.db, async (trx, announce) => {
+        const now = ctx.clock.now();
+        const user = await ensureUser(trx, registration.userId, formatAtom(now));
+        if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+        const existing = await sameRegistration(trx, registration);
+        if (existing !== undefined) return existing;
+        const device: StoredDevice = {
+          deviceId: newDeviceId(now),
+          userId: registration.userId,
+          profileId: registration.profileId,
+          platform: registration.platform,
+          serial: registration.serial ?? null,
+          mdmId: registration.mdmId ?? null,
+          identity: 'token',
+          certificate: null,
+          state: 'registered',
+          createdAt: formatAtom(now),
+          retiredAt: null,
+          lastSeenAt: null,
+        };
+        if (user.created) await announce({ type: 'user.created', at: now, userId: registration.userId });
+        await insertDevice(trx, device);
+        await announce({ type: 'device.registered', at: now, device: deviceRef(device) });
+        return device;
+      });
+    } catch (error) {
+      // Another registration took the serial or mdm_id meanwhile: the next attempt says whose.
+      if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/** The live device already registered exactly so (a retry), or undefined; 409 when an identifier is held otherwise. */
+async function sameRegistration(trx: Transaction<Database>, registration: DeviceRegistration): Promise<StoredDevice | undefined> {
+  const holders = [
+    registration.serial === undefined ? undefined : { name: 'serial', device: await findLiveDevice(trx, 'serial', registration.serial) },
+    registration.mdmId === undefined ? undefined : { name: 'mdm_id', device: await findLiveDevice(trx, 'mdm_id', registration.mdmId) },
+  ].filter((holder) => holder?.device !== undefined);
+  let same: StoredDevice | undefined;
+  for (const holder of holders) {
+    const device = holder?.device;
+    if (holder === undefined || device === undefined) continue;
+    if (device.userId !== registration.userId) {
+      throw new PortalError('conflict', `"${holder.name}" is already registered to another user's device; retire that device first`);
+    }
+    const identical =
+      device.profileId === registration.profileId &&
+      device.platform === registration.platform &&
+      device.serial === (registration.serial ?? null) &&
+      device.mdmId === (registration.mdmId ?? null);
+    if (!identical || (same !== undefined && same.deviceId !== device.deviceId)) {
+      throw new PortalError(
+        'conflict',
+        `"${holder.name}" is already registered to device ${device.deviceId} of this user, with other details; retire it first`,
+      );
+    }
+    same = device;
+  }
+  return same;
+}
+
+/** One device with its configurations; 404 when there is none, 403 when outside the key's profiles. */
+export async function getDevice(ctx: PortalContext, deviceId: DeviceId): Promise<DeviceRecord> {
+  const device = await findDevice(ctx.db, deviceId);
+  if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
+  assertProfileAllowed(ctx, device.profileId);
+  return { device, configurations: await configurationsOfDevice(ctx.db, deviceId) };
+}
+
+export interface DevicePage {
+  readonly devices: readonly DeviceRecord[];
+  /** The id to pass as `cursor` for the next page; null on the last one. */
+  readonly nextCursor: DeviceId | null;
+}
+
+/** One page of devices the caller may see (of its profiles), newest first. */
+export async function listDevices(ctx: PortalContext, filter: Omit<DeviceFilter, 'profiles' | 'limit'> & { readonly limit?: number }): Promise<DevicePage> {
+  const limit = filter.limit ?? DEFAULT_DEVICE_PAGE;
+  const keyProfiles = profileLimit(ctx.call);
+  const rows = await listStoredDevices(ctx.db, { ...filter, profiles: keyProfiles === null ? null : [...keyProfiles], limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const configurations = await configurationsOfDevices(
+    ctx.db,
+    page.map((device) => device.deviceId),
+  );
+  const records = page.map((device) => ({ device, configurations: configurations.get(device.deviceId) ?? [] }));
+  return { devices: records, nextCursor: rows.length > limit && last !== undefined ? last.deviceId : null };
+}
+
+/** Finds the device a create or enrollment_token names; 404 when none, 409 when it is retired. */
+export async function resolveDevice(ctx: PortalContext, reference: DeviceReference): Promise<StoredDevice> {
+  const device =
+    'deviceId' in reference
+      ? await findDevice(ctx.db, reference.deviceId)
+      : 'serial' in reference
+        ? await findLiveDevice(ctx.db, 'serial', reference.serial)
+        : await findLiveDevice(ctx.db, 'mdm_id', reference.mdmId);
+  if (device === undefined) throw new PortalError('no-such-device', 'no registered device with this "device_id", "serial" or "mdm_id"');
+  assertProfileAllowed(ctx, device.profileId);
+  if (device.state === 'retired') throw new PortalError('conflict', `device ${device.deviceId} is retired: register it again for a new configuration`);
+  return device;
+}
+
+/**
+ * The device a configuration is issued to, checked against the request: the same user, and
+ * the device's platform unless the request names the same one (409 otherwise).
+ */
+export async function deviceForIssue(
+  ctx: PortalContext,
+  reference: DeviceReference,
+  request: { readonly userId: UserId; readonly platform?: Platform | undefined },
+): Promise<StoredDevice> {
+  const device = await resolveDevice(ctx, reference);
+  if (device.userId !== request.userId) throw new PortalError('conflict', `device ${device.deviceId} belongs to another user`);
+  if (request.platform !== undefined && request.platform !== device.platform) {
+    throw new PortalError('conflict', `device ${device.deviceId} is registered with platform "${device.platform}", not "${request.platform}"`);
+  }
+  return device;
+}
+
+/** What a replacement took away, for the nodes once the change committed. */
+export interface ReplacedConfigurations {
+  readonly peers: readonly WireGuardPeer[];
+  readonly certificates: readonly OpenVpnCertificate[];
+  readonly revision: Revision | null;
+  /** The receipt of their revocation (src/core/revocations/receipts.ts); made only when something was replaced. */
+  readonly revocationId: RevocationId;
+}
+
+/**
+ * Inside the transaction that stores a device's new configuration, before it is inserted: locks
+ * the device (it must still be live) and deletes its configurations in the same profile, each
+ * announced as `configuration.deleted`. A key the device re-enrolls with is free again after this.
+ */
+export async function takeDeviceSlot(
+  ctx: PortalContext,
+  trx: Transaction<Database>,
+  announce: (...events: PortalEvent[]) => Promise<void>,
+  deviceId: DeviceId,
+  profileId: ProfileId,
+  at: Date,
+): Promise<ReplacedConfigurations> {
+  const device = await lockDevice(trx, deviceId);
+  if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
+  if (device.state === 'retired') throw new PortalError('conflict', `device ${deviceId} is retired: register it again for a new configuration`);
+  const peers = await deletePeersOfDevice(trx, deviceId, profileId);
+  for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+  const certificates = await deleteCertificatesOfDevice(trx, deviceId, profileId);
+  const revocationId = newRevocationId(ctx);
+  await announce(...deletedEvents(peers, certificates, at, revocationId));
+  return { peers, certificates, revision: peers.length > 0 ? await nextRevision(trx) : null, revocationId };
+}
+
+/** After the new configuration was inserted: it names the device, which is active now; announced as enrolled (and replaced). */
+export async function bindDevice(
+  trx: Transaction<Database>,
+  announce: (...events: PortalEvent[]) => Promise<void>,
+  deviceId: DeviceId,
+  configuration: ConfigurationRef,
+  replaced: ReplacedConfigurations,
+  at: Date,
+  certificate?: DeviceCertificate,
+): Promise<void> {
+  if (certificate !== undefined) await bindDeviceCertificate(trx, deviceId, certificate);
+  if (configuration.vpnProto === 'wireguard') await bindPeerToDevice(trx, configuration.connectionId as WireGuardPeer['publicKey'], deviceId);
+  else await bindCertificateToDevice(trx, configuration.connectionId, deviceId);
+  await markDeviceActive(trx, deviceId);
+  const device = await findDevice(trx, deviceId);
+  if (device === undefined) return;
+  const ref = deviceRef(device);
+  await announce({ type: 'device.enrolled', at, device: ref, configuration });
+  const gone = [...replaced.peers.map(wireGuardConfiguration), ...replaced.certificates.map(openVpnConfiguration)];
+  if (gone.length > 0) await announce({ type: 'device.replaced', at, device: ref, configuration, replaced: gone });
+}
+
+/** Once the replacing change committed: the replaced configurations leave their nodes (before the new one is added). */
+export async function removeReplaced(ctx: PortalContext, replaced: ReplacedConfigurations): Promise<void> {
+  if (replaced.peers.length === 0 && replaced.certificates.length === 0) return;
+  const removals = replaced.revision === null ? [] : removalsOf(replaced.peers, replaced.revision);
+  await revokeOnNodes(ctx, [replaced.revocationId], removals, replaced.certificates, 'replace');
+}
+
+/**
+ * POST /retire_device: every configuration of the device leaves the database (one transaction,
+ * with a new revision) and then the nodes; its enrollment tokens are revoked; the device is
+ * retired for good. A device retired already is answered as it is. Like disable_user, the
+ * revocation has a receipt (src/core/revocations/receipts.ts) when the device had configurations.
+ */
+export async function retireDevice(
+  ctx: PortalContext,
+  deviceId: DeviceId,
+): Promise<{ readonly device: DeviceRecord; readonly revocationId: RevocationId | null }> {
+  const revocationId = newRevocationId(ctx);
+  const retired = await ctx.events.change(ctx.db, async (trx, announce) => {
+    const device = await lockDevice(trx, deviceId);
+    if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
+    assertProfileAllowed(ctx, device.profileId);
+    if (device.state === 'retired') return undefined;
+    const peers = await deletePeersOfDevice(trx, deviceId);
+    const certificates = await deleteCertificatesOfDevice(trx, deviceId);
+    // A key limited to some profiles never takes away a configuration outside them.
+    for (const configuration of [...peers, ...certificates]) assertProfileAllowed(ctx, configuration.profileId);
+    for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+    const at = ctx.clock.now();
+    await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
+    await retireStoredDevice(trx, deviceId, formatAtom(at));
+    await announce(...deletedEvents(peers, certificates, at, revocationId), { type: 'device.retired', at, device: deviceRef(device) });
+    return { peers, certificates, revision: await nextRevision(trx) };
+  });
+  const revoked = retired !== undefined && retired.peers.length + retired.certificates.length > 0;
+  if (retired !== undefined) {
+    ctx.logger.info({ deviceId, configurations: retired.peers.length + retired.certificates.length, revocationId }, 'device retired');
+    await revokeOnNodes(ctx, revoked ? [revocationId] : [], removalsOf(retired.peers, retired.revision), retired.certificates, 'retire_device');
+  }
+  return { device: await getDevice(ctx, deviceId), revocationId: revoked ? revocationId : null };
+}
+
+function deletedEvents(peers: readonly WireGuardPeer[], certificates: readonly OpenVpnCertificate[], at: Date, revocationId: RevocationId): PortalEvent[] {
+  return [
+    ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer), revocationId })),
+    ...certificates.map((certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate), revocationId })),
+  ];
+}

@@ -1,0 +1,62 @@
+// Enrollment proven by the device's MDM certificate (issue 23, item 3): the TLS listener checked
+// the certificate (src/keys/client-certificate.ts); here the device id it carries finds the
+// registered device (by serial, or mdm_id as `deviceId.matches` says), which gets its
+// configuration with its own key, bound to that certificate and ending no later than it. A
+// certificate can only ever reach the device it names; an id no live device has is refused (403).
+import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
+import type { Platform } from '../../shared/platforms.js';
+import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
+import { findLiveDevice } from '../../storage/devices.js';
+import type { PortalContext } from '../context.js';
+import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
+import { DEFAULT_ENROLLMENT_DISPLAY_NAME } from './tokens.js';
+import { PortalError } from '../errors.js';
+
+export interface CertificateEnrollment {
+  readonly certificate: VerifiedClientCertificate;
+  readonly publicKey: WireGuardKey | undefined;
+  readonly csr: string | undefined;
+  readonly preferTcp: boolean;
+  readonly accept: string | undefined;
+  /** When sent, they must be the registered device's. */
+  readonly profileId: ProfileId | undefined;
+  readonly platform: Platform | undefined;
+}
+
+export async function enrollByCertificate(ctx: PortalContext, enrollment: CertificateEnrollment): Promise<IssuedConfiguration> {
+  const rule = ctx.config.enrollment.clientCertificate;
+  if (rule === null) throw new PortalError('not-allowed', 'certificate enrollment is not configured');
+  if (enrollment.publicKey === undefined && enrollment.csr === undefined) {
+    throw new PortalError(
+      'invalid-parameter',
+      'an enrollment needs the device\'s own key: "public_key" (WireGuard, as `wg pubkey` prints it) or "csr" (OpenVPN); the portal makes no key for a device',
+    );
+  }
+  const { deviceId } = enrollment.certificate;
+  const device = await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId);
+  if (device === undefined)
+    throw new PortalError('not-allowed', `no registered device has ${rule.deviceId.matches} "${deviceId}" (the certificate's device id)`);
+  if (enrollment.profileId !== undefined && enrollment.profileId !== device.profileId) {
+    throw new PortalError('conflict', `device ${device.deviceId} is registered for profile "${device.profileId}", not "${enrollment.profileId}"`);
+  }
+  const { certificate } = enrollment;
+  return createConfiguration(ctx, {
+    userId: device.userId,
+    profileId: device.profileId,
+    displayName: DEFAULT_ENROLLMENT_DISPLAY_NAME,
+    preferTcp: enrollment.preferTcp,
+    expiresIn: undefined,
+    accept: enrollment.accept,
+    ...(enrollment.publicKey === undefined ? {} : { publicKey: enrollment.publicKey }),
+    ...(enrollment.csr === undefined ? {} : { csr: enrollment.csr }),
+    device: { deviceId: device.deviceId },
+    ...(enrollment.platform === undefined ? {} : { platform: enrollment.platform }),
+    deviceCertificate: {
+      subject: certificate.subject,
+      issuer: certificate.issuer,
+      serialNumber: certificate.serialNumber,
+      notAfter: formatAtom(certificate.notAfter),
+    },
+  });
+}

@@ -1,0 +1,4 @@
+// What the issuing feature offers the rest of the program; other folders import it only from here.
+export * from './create.js';
+export * from './extend.js';
+export * from './protocol-selection.js';

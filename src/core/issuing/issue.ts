@@ -1,0 +1,144 @@
+// What both ways of issuing a configuration share: the request, the one write that stores it
+// (with its user, in one transaction, retried when it loses a race with another portal
+// instance), and the event that announces it.
+import type { Transaction } from 'kysely';
+import type { Profile } from '../../config/portal-config.js';
+import { isWriteConflict } from '../../storage/errors.js';
+import type { Database } from '../../storage/schema.js';
+import { ensureUser } from '../../storage/users.js';
+import type { PortalContext } from '../context.js';
+import { PortalError } from '../errors.js';
+import type { ConfigurationRef } from '../events.js';
+import type { DeviceId, ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
+import type { Platform } from '../../shared/platforms.js';
+import type { DeviceCertificate } from '../../storage/devices.js';
+import { bindDevice, removeReplaced, takeDeviceSlot, type DeviceReference } from '../devices/index.js';
+import { formatAtom } from '../../shared/time.js';
+import type { ConfigurationFile } from './configuration-file.js';
+import type { DeviceKeys } from './device-keys.js';
+import { MIME_TYPES, type ConfigFormat } from './protocol-selection.js';
+
+/** What `create` answers: the file and what the headers say about it. */
+export interface IssuedConfiguration {
+  readonly format: ConfigFormat;
+  readonly contentType: string;
+  /** Bytes for a signed Apple profile. */
+  readonly body: string | Uint8Array;
+  /** Set when the file is meant to be saved under this name (the Apple profile). */
+  readonly downloadFileName: string | null;
+  readonly expiresAt: Date;
+}
+
+export interface CreateConfigurationRequest {
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly displayName: string;
+  readonly preferTcp: boolean;
+  readonly expiresIn: string | undefined;
+  readonly accept: string | undefined;
+  /**
+   * The platform the configuration is for, as the caller says it: with a device it must be the
+   * device's (which is the default); without one, undefined means any (the Apple profile is then for iOS).
+   */
+  readonly platform?: Platform;
+  /** `on_demand`: overrides the profile's `appleOnDemand` in an Apple profile; undefined: the profile decides. */
+  readonly onDemand?: boolean;
+  /** The device's own WireGuard public key: the portal makes no key pair, the file leaves PrivateKey to the device. */
+  readonly publicKey?: WireGuardKey;
+  /** The device's own OpenVPN key, as a PEM PKCS#10 request: the portal certifies it, the file has no key. */
+  readonly csr?: string;
+  /**
+   * Called inside the transaction that stores the configuration, with the answer `create` is
+   * about to give: a request sent with an Idempotency-Key keeps its answer with the change, so
+   * a configuration is never stored without the answer a retry will get (nor the other way round).
+   */
+  readonly keepAnswer?: (trx: Transaction<Database>, answer: IssuedConfiguration) => Promise<void>;
+  /**
+   * Called inside the transaction that stores the configuration, once the user is known to be
+   * enabled and before anything is written: an enrollment takes its token's use here, so the
+   * use and the configuration commit or roll back together. It refuses by throwing.
+   */
+  readonly consume?: (trx: Transaction<Database>) => Promise<void>;
+  /** The enrollment token redeemed for it, named in `configuration.created`. */
+  readonly enrollmentTokenId?: string;
+  /** The registered device it is for: it replaces the device's configuration in the profile. */
+  readonly device?: DeviceReference;
+  /** The MDM certificate the device proved itself with (mutual-TLS enrollment): the device is bound to it, the configuration ends no later. */
+  readonly deviceCertificate?: DeviceCertificate;
+}
+
+/** One configuration being issued: the request, its profile, its times and the device's own keys. */
+export interface Issue {
+  readonly request: CreateConfigurationRequest;
+  readonly profile: Profile;
+  readonly now: Date;
+  readonly expiresAt: Date;
+  /** True when no `configuration.expiring` will be announced for it (it lives shorter than expiryWarning). */
+  readonly expiryWarned: boolean;
+  /** null: the portal makes the key. */
+  readonly deviceKeys: DeviceKeys | null;
+  /** The registered device it is issued to; null: to the user only. */
+  readonly deviceId: DeviceId | null;
+  /** The platform it is for: the request's, else the device's; undefined: any. */
+  readonly platform: Platform | undefined;
+}
+
+/** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */
+export async function keepAnswer(trx: Transaction<Database>, issue: Issue, format: ConfigFormat, file: ConfigurationFile): Promise<void> {
+  if (issue.request.keepAnswer === undefined) return;
+  await issue.request.keepAnswer(trx, {
+    format,
+    contentType: MIME_TYPES[format],
+    body: file.body,
+    downloadFileName: file.downloadFileName,
+    expiresAt: issue.expiresAt,
+  });
+}
+
+/** Attempts at a write that lost a race (another portal instance, a busy database). */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Stores a new configuration: `insert` runs in a transaction that has made sure the user
+ * exists and is enabled (and, on PostgreSQL, holds its row so a concurrent disable or destroy
+ * waits). The transaction is tried again when it lost a race — a unique address or user taken
+ * meanwhile, a deadlock — and `configuration.created` (after `user.created` for a user it made)
+ * is recorded in it and published after.
+ */
+export async function storeConfiguration<T>(
+  ctx: PortalContext,
+  issue: Issue,
+  insert: (trx: Transaction<Database>) => Promise<{ readonly stored: T; readonly configuration: ConfigurationRef }>,
+): Promise<T> {
+  const { deviceId } = issue;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { stored, replaced } = await ctx.events.change(ctx.db, async (trx, announce) => {
+        const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
+        if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+        if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
+        await issue.request.consume?.(trx);
+        // One live configuration per device and profile: the one there is goes in this change.
+        const replaced = deviceId === null ? null : await takeDeviceSlot(ctx, trx, announce, deviceId, issue.profile.profileId, issue.now);
+        const { stored, configuration } = await insert(trx);
+        const { enrollmentTokenId } = issue.request;
+        await announce({
+          type: 'configuration.created',
+          at: issue.now,
+          configuration,
+          expiresAt: issue.expiresAt,
+          ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
+        });
+        if (deviceId !== null && replaced !== null)
+          await bindDevice(trx, announce, deviceId, configuration, replaced, issue.now, issue.request.deviceCertificate);
+        return { stored, replaced };
+      });
+      // The replaced configuration leaves its node before the caller adds the new one.
+      if (replaced !== null) await removeReplaced(ctx, replaced);
+      return stored;
+    } catch (error) {
+      // The transaction rolled back: simply try again.
+      if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+    }
+  }
+}

@@ -1,0 +1,115 @@
+// The WireGuard path of POST /create: a new key pair (or the device's own public key), a node
+// with a free address (tried in the order nodeOrder gives), the configuration stored, the peer
+// pushed to its node, and the file in the chosen format (reference §6.2, §6.3, §7.1).
+import type { ProfileNode } from '../../config/portal-config.js';
+import { insertPeer, type WireGuardPeer } from '../../storage/wg-peers.js';
+import type { WireGuardKey } from '../../shared/ids.js';
+import { generateWireGuardKeyPair } from '../../wireguard/keys.js';
+import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
+import type { PortalContext } from '../context.js';
+import { assertPublicKeyUnused } from './device-keys.js';
+import { wireGuardConfiguration } from '../events.js';
+import { keepAnswer, storeConfiguration, type Issue } from './issue.js';
+import { nodeOrder, addPeersToNodes, insertWithFreeAddresses } from '../nodes/index.js';
+import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
+import { formatAtom } from '../../shared/time.js';
+
+/** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
+class PoolFull extends Error {}
+
+/** The file, or null when no node of the profile has a free address (or a WireGuard key). */
+export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: WireGuardFileFormat): Promise<ConfigurationFile | null> {
+  const { request, profile } = issue;
+  // A device that keeps its key brings the public half; the file then leaves PrivateKey to it.
+  const devicePublicKey = issue.deviceKeys?.wireGuard ?? null;
+  const keyPair = devicePublicKey === null ? generateWireGuardKeyPair() : { publicKey: devicePublicKey, privateKey: null };
+  for (const node of nodeOrder(ctx, profile)) {
+    const serverPublicKey = ctx.keys.wireGuardPublicKey(node.nodeNumber);
+    if (serverPublicKey === null || node.wireGuard === null) {
+      ctx.logger.warn({ nodeNumber: node.nodeNumber }, `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`);
+      continue;
+    }
+    const wireGuard = node.wireGuard;
+    // Rendered inside the storing transaction (it needs the addresses), where the answer is kept for retries.
+    const render = (peer: WireGuardPeer): Promise<ConfigurationFile> =>
+      renderWireGuardFile(
+        format,
+        {
+          portalBaseUrl: ctx.config.baseUrl,
+          proxy: ctx.config.wireGuard.proxy,
+          profileId: profile.profileId,
+          profileDisplayName: profile.displayName,
+          wireGuard: {
+            hostName: node.hostName,
+            listenPort: ctx.config.wireGuard.listenPort,
+            mtu: ctx.config.wireGuard.mtu,
+            serverPublicKey,
+            rangeFour: wireGuard.rangeFour,
+            rangeSix: wireGuard.rangeSix,
+            defaultGateway: profile.defaultGateway,
+            dnsServerList: [...profile.dnsServerList],
+            dnsSearchDomainList: [...profile.dnsSearchDomainList],
+            routeList: [...profile.routeList],
+            excludeRouteList: [...profile.excludeRouteList],
+            keepAlive: profile.wireGuard?.keepAlive ?? false,
+          },
+        },
+        {
+          publicKey: keyPair.publicKey,
+          displayName: request.displayName,
+          wireGuard: { privateKey: keyPair.privateKey, ipFour: peer.ipFour, ipSix: peer.ipSix },
+        },
+        {
+          platform: applePlatformOf(issue.platform),
+          onDemand: appleOnDemandOf(profile, request.onDemand),
+          signing: ctx.config.appleSigning,
+          signedAt: issue.now,
+          deviceId: issue.deviceId,
+        },
+      );
+    const stored = await storePeer(ctx, issue, node, keyPair.publicKey, devicePublicKey !== null, format, render);
+    if (stored === null) continue;
+    await addPeersToNodes(ctx, [stored.peer], 'create');
+    return stored.file;
+  }
+  return null;
+}
+
+/** Writes the user (when new) and the peer in one transaction; null when the node's pool is full. */
+async function storePeer(
+  ctx: PortalContext,
+  issue: Issue,
+  node: ProfileNode,
+  publicKey: WireGuardKey,
+  /** The device brought the key: it must not be in use anywhere. */
+  devicePublicKey: boolean,
+  format: WireGuardFileFormat,
+  render: (peer: WireGuardPeer) => Promise<ConfigurationFile>,
+): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
+  try {
+    return await storeConfiguration(ctx, issue, async (trx) => {
+      if (devicePublicKey) await assertPublicKeyUnused(ctx, trx, publicKey);
+      const peer = await insertWithFreeAddresses(trx, issue.profile.profileId, node, (addresses) =>
+        insertPeer(trx, {
+          publicKey,
+          userId: issue.request.userId,
+          profileId: issue.profile.profileId,
+          nodeNumber: node.nodeNumber,
+          displayName: issue.request.displayName,
+          ...addresses,
+          createdAt: formatAtom(issue.now),
+          expiresAt: formatAtom(issue.expiresAt),
+          authKey: null,
+          expiryWarned: issue.expiryWarned,
+        }),
+      );
+      if (peer === null) throw new PoolFull();
+      const file = await render(peer);
+      await keepAnswer(trx, issue, format, file);
+      return { stored: { peer, file }, configuration: wireGuardConfiguration(peer) };
+    });
+  } catch (error) {
+    if (error instanceof PoolFull) return null;
+    throw error;
+  }
+}

@@ -1,0 +1,212 @@
+// GET /connection_list and GET /connected_users. Every configured profile is a key.
+// WireGuard, show_all=on: every active configuration (user enabled, not expired), from the
+// database; show_all=off: only those whose peer did a handshake in the last 3 minutes.
+// OpenVPN, both modes: the clients connected right now with an active configuration (an
+// OpenVPN configuration has no state on the node until its client connects).
+// Nodes are asked in parallel, except those held for down (a hung node would make every
+// listing wait for its timeout): for a node that is down or does not answer now, its last known
+// answer is used (none: its connections are left out), and the answer names it among its stale
+// nodes (the route sends them in a header). Results are JSON text per profile: the on-case can
+// hold 100,000 entries, which the database serialises far faster than JavaScript objects would.
+import type { ConnectionInfo } from '../../protocol/admin-api.js';
+import type { NodeNumber, ProfileId } from '../../shared/ids.js';
+import { activeCertificates } from '../../storage/certificates.js';
+import { activeConnectionsJsonPages, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../../storage/wg-peers.js';
+import type { NodeAnswer } from '../../node-client/fleet.js';
+import type { PortalContext } from '../context.js';
+import { visibleProfiles } from '../access/index.js';
+import { isOnline } from '../../shared/online.js';
+import { formatAtom } from '../../shared/time.js';
+import { appendToJsonArray, jsonArrayOfPages, jsonPartsText, type JsonParts } from '../../shared/json-parts.js';
+
+/** The JSON text of an array, in parts (see src/shared/json-parts.ts). */
+export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
+
+/** Keys per `IN (...)` query, well below every dialect's parameter limit. */
+const KEYS_PER_QUERY = 500;
+/** Configurations per page of a listing the database writes (about 2 MB of JSON). */
+const LISTING_PAGE_SIZE = 10_000;
+
+/** A listing per profile, and the nodes whose part of it is their last known state, not their answer now. */
+export interface ProfileListings {
+  readonly lists: Map<ProfileId, JsonArrayParts>;
+  readonly staleNodes: readonly NodeNumber[];
+}
+
+export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<ProfileListings> {
+  const now = ctx.clock.now();
+  const stale = new Set<NodeNumber>();
+  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now, stale), connectedOpenVpnClients(ctx, now, stale)]);
+  const online = groupByProfile(ctx, wireGuardOnline ?? []);
+  return perProfile(ctx, stale, async (profileId) => {
+    const openVpnConnections = JSON.stringify(openVpn.get(profileId) ?? []).slice(1, -1);
+    if (showAll) return appendToJsonArray(await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnections), openVpnConnections);
+    return [JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])])];
+  });
+}
+
+export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<ProfileListings> {
+  const now = ctx.clock.now();
+  const stale = new Set<NodeNumber>();
+  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now, stale), connectedOpenVpnClients(ctx, now, stale)]);
+  const online = groupByProfile(ctx, wireGuardOnline ?? []);
+  return perProfile(ctx, stale, async (profileId) => {
+    const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
+    if (showAll) {
+      const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, async (db, profile, now) => [
+        Buffer.from(await activeUserIdsJson(db, profile, now)),
+      ]);
+      if (openVpnUsers.length === 0) return wireGuard;
+      return [JSON.stringify([...new Set([...(JSON.parse(jsonPartsText(wireGuard)) as string[]), ...openVpnUsers])])];
+    }
+    // A user connected several times to one profile is listed once there.
+    return [JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])])];
+  });
+}
+
+/** One profile's listing of active WireGuard configurations, from the cache while it holds. */
+function activeListing(
+  ctx: PortalContext,
+  key: string,
+  profileId: ProfileId,
+  query: (db: PortalContext['db'], profileId: ProfileId, now: string) => Promise<JsonParts>,
+): Promise<JsonParts> {
+  return ctx.listings.read(ctx.db, ctx.clock, key, async (now) => {
+    // The first expiry is read before the listing: one that a concurrent create adds moves the generation.
+    const changesAt = await nextPeerExpiry(ctx.db, profileId, now);
+    return { parts: await query(ctx.db, profileId, now), changesAt };
+  });
+}
+
+/** The active configurations' JSON, page by page, each page's text turned into bytes as it arrives. */
+async function activeConnections(db: PortalContext['db'], profileId: ProfileId, now: string): Promise<JsonParts> {
+  const pages: Buffer[] = [];
+  for await (const page of activeConnectionsJsonPages(db, profileId, now, LISTING_PAGE_SIZE)) pages.push(Buffer.from(page));
+  return jsonArrayOfPages(pages);
+}
+
+/** Writes `{"<key>": {"<profile>": [...], ...}}` from per-profile JSON arrays. */
+export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, JsonArrayParts>): JsonParts {
+  const parts: (string | Buffer)[] = [`{${JSON.stringify(key)}:{`];
+  let first = true;
+  for (const [profileId, list] of lists) {
+    parts.push(`${first ? '' : ','}${JSON.stringify(profileId)}:`, ...list);
+    first = false;
+  }
+  parts.push('}}');
+  return parts;
+}
+
+/** Every profile the call may see (a key limited to some profiles sees only those). */
+async function perProfile(ctx: PortalContext, stale: ReadonlySet<NodeNumber>, list: (profileId: ProfileId) => Promise<JsonParts>): Promise<ProfileListings> {
+  const lists = new Map<ProfileId, JsonArrayParts>();
+  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) lists.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
+  return { lists, staleNodes: [...stale].sort((a, b) => a - b) };
+}
+
+function groupByProfile(ctx: PortalContext, peers: readonly WireGuardPeer[]): Map<ProfileId, WireGuardPeer[]> {
+  const byProfile = new Map<ProfileId, WireGuardPeer[]>(ctx.config.profiles.map((profile) => [profile.profileId, []]));
+  for (const peer of peers) byProfile.get(peer.profileId)?.push(peer);
+  return byProfile;
+}
+
+function toConnectionInfo(peer: WireGuardPeer): ConnectionInfo {
+  return {
+    user_id: peer.userId,
+    connection_id: peer.publicKey,
+    display_name: peer.displayName,
+    ip_list: [peer.ipFour, peer.ipSix],
+    vpn_proto: 'wireguard',
+    auth_key: peer.authKey,
+  };
+}
+
+/**
+ * The OpenVPN clients connected to every node that runs an OpenVPN profile, per profile,
+ * limited to active configurations the portal made for that node and profile.
+ */
+async function connectedOpenVpnClients(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<Map<ProfileId, ConnectionInfo[]>> {
+  const byProfile = new Map<ProfileId, ConnectionInfo[]>();
+  const reports = await Promise.all(
+    nodesRunning(ctx, 'openVpn').map(async (nodeNumber) => ({
+      nodeNumber,
+      clients: answerOrLastKnown(
+        ctx,
+        nodeNumber,
+        'OpenVPN',
+        stale,
+        await ctx.nodes.current(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList()),
+      ),
+    })),
+  );
+  for (const { nodeNumber, clients } of reports) {
+    const addressesOf = new Map(clients.map((client) => [client.commonName, client]));
+    const names = [...addressesOf.keys()];
+    for (let start = 0; start < names.length; start += KEYS_PER_QUERY) {
+      const chunk = names.slice(start, start + KEYS_PER_QUERY);
+      for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(now), nodeNumber, commonNames: chunk })) {
+        const client = addressesOf.get(certificate.commonName);
+        if (client === undefined) continue;
+        const list = byProfile.get(certificate.profileId) ?? [];
+        list.push({
+          user_id: certificate.userId,
+          connection_id: certificate.commonName,
+          display_name: certificate.displayName,
+          ip_list: client.ipSix === null ? [client.ipFour] : [client.ipFour, client.ipSix],
+          vpn_proto: 'openvpn',
+          auth_key: certificate.authKey,
+        });
+        byProfile.set(certificate.profileId, list);
+      }
+    }
+  }
+  return byProfile;
+}
+
+/** The nodes on which at least one profile runs the protocol. */
+export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVpn'): NodeNumber[] {
+  return [
+    ...new Set<NodeNumber>(ctx.config.profiles.flatMap((profile) => profile.nodes.filter((node) => node[protocol] !== null).map((node) => node.nodeNumber))),
+  ];
+}
+
+async function onlinePeers(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<WireGuardPeer[]> {
+  const reports = await Promise.all(
+    nodesRunning(ctx, 'wireGuard').map(async (nodeNumber) => {
+      const list = answerOrLastKnown(ctx, nodeNumber, 'WireGuard', stale, await ctx.nodes.current(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)));
+      // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
+      const online = list.filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);
+      return { nodeNumber, online };
+    }),
+  );
+  const result: WireGuardPeer[] = [];
+  for (const { nodeNumber, online } of reports) {
+    for (let start = 0; start < online.length; start += KEYS_PER_QUERY) {
+      const chunk = online.slice(start, start + KEYS_PER_QUERY);
+      result.push(...(await activePeers(ctx.db, { now: formatAtom(now), nodeNumber, publicKeys: chunk })));
+    }
+  }
+  return result;
+}
+
+/**
+ * The node's answer now, or else its last known one (nothing when it never answered), noting
+ * the node as stale. Said at debug level only: a node held for down was logged when it went down.
+ */
+function answerOrLastKnown<T>(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  protocol: string,
+  stale: Set<NodeNumber>,
+  reply: NodeAnswer<readonly T[]>,
+): readonly T[] {
+  if (!reply.stale) return reply.answer;
+  stale.add(nodeNumber);
+  ctx.logger.debug(
+    { nodeNumber },
+    reply.answer === undefined
+      ? `listing: node ${nodeNumber} does not answer and never did; its ${protocol} connections are missing from this answer`
+      : `listing: node ${nodeNumber} does not answer; its ${protocol} connections are as it last answered`,
+  );
+  return reply.answer ?? [];
+}

@@ -1,0 +1,7 @@
+// What the nodes feature offers the rest of the program; other folders import it only from here.
+export * from './addresses.js';
+export * from './openvpn-clients.js';
+export * from './openvpn-server-files.js';
+export * from './order.js';
+export * from './peers.js';
+export * from './wireguard-settings.js';

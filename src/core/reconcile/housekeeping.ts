@@ -1,0 +1,101 @@
+// The reference's daily housekeeping (§11.3), run by the first full reconcile pass of each UTC
+// day (under the reconcile lock, so one portal instance does it): every finished day since the
+// last run becomes a row of daily statistics per profile; live statistics older than a week,
+// closed connection history older than `connectionLogRetention`, audit entries older than
+// `auditLogRetention` (and finished revocation receipts as old), finished webhook deliveries older than `webhooks.deliveryLogRetention`,
+// authorizations that expired before today and enrollment tokens that ended (expired or
+// revoked) more than a month ago are deleted. Expired
+// configurations need no daily run: they are swept the moment they expire. The day of the last
+// run is kept in the database, so a restart does not repeat it.
+//
+// Answers kept for retries (Idempotency-Key) hold private keys: they are deleted by every full
+// pass once their 24 hours are over, not once a day.
+import { subtractDuration } from '../../shared/iso-duration.js';
+import { formatAtom } from '../../shared/time.js';
+import { pruneAuditLog } from '../../storage/audit-log.js';
+import { deleteExpiredAuthorizations } from '../../storage/authorizations.js';
+import { deleteEnrollmentTokensEndedBefore } from '../../storage/enrollment-tokens.js';
+import { pruneConnectionLog } from '../../storage/connection-log.js';
+import { pruneIdempotencyRecords } from '../../storage/idempotency.js';
+import { readState, writeState } from '../../storage/portal-state.js';
+import { pruneDeliveries } from '../../storage/webhook-deliveries.js';
+import { pruneLiveStats } from '../../storage/statistics.js';
+import { pruneRevocations } from '../../storage/revocations.js';
+import type { PortalContext } from '../context.js';
+import { deleteExpiredConfigurations } from './pass.js';
+import { aggregateDay, nextDay } from '../sessions/index.js';
+
+const LAST_RUN_KEY = 'housekeeping.day';
+/** Live statistics are kept this long (the reference: one week). */
+const LIVE_STATS_DAYS = 7;
+/** Ended enrollment tokens stay listed this long, so a device's 410 can still be explained. */
+const ENDED_TOKEN_DAYS = 30;
+/** After a long stop, at most this many missed days are aggregated. */
+const MAX_CATCH_UP_DAYS = 31;
+
+export interface HousekeepingResult {
+  readonly day: string;
+  readonly aggregatedDays: readonly string[];
+  readonly connectionLogDeleted: number;
+  readonly liveStatsDeleted: number;
+  readonly expiredOauthGrantsDeleted: number;
+  readonly auditEntriesDeleted: number;
+  readonly revocationsDeleted: number;
+  readonly webhookDeliveriesDeleted: number;
+  readonly enrollmentTokensDeleted: number;
+}
+
+/** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
+export async function runHousekeeping(ctx: PortalContext): Promise<{ readonly keptAnswersDeleted: number; readonly daily: HousekeepingResult | null }> {
+  const keptAnswersDeleted = await pruneIdempotencyRecords(ctx.db, formatAtom(ctx.clock.now()));
+  return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx) };
+}
+
+/** Runs housekeeping unless it already ran today (UTC, by the portal's clock). */
+export async function runHousekeepingIfDue(ctx: PortalContext): Promise<HousekeepingResult | null> {
+  const now = ctx.clock.now();
+  const today = formatAtom(now).slice(0, 10);
+  const lastRun = await readState(ctx.db, LAST_RUN_KEY);
+  if (lastRun !== null && lastRun >= today) return null;
+
+  await deleteExpiredConfigurations(ctx);
+  const aggregatedDays: string[] = [];
+  let day = lastRun ?? previousDay(today);
+  const earliest = dayBefore(today, MAX_CATCH_UP_DAYS);
+  if (day < earliest) day = earliest;
+  for (; day < today; day = nextDay(day)) {
+    await aggregateDay(ctx, day);
+    aggregatedDays.push(day);
+  }
+  const startOfToday = `${today}T00:00:00+00:00`;
+  const liveStatsDeleted = await pruneLiveStats(ctx.db, `${dayBefore(today, LIVE_STATS_DAYS)}T00:00:00+00:00`);
+  const connectionLogDeleted = await pruneConnectionLog(ctx.db, formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)));
+  const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
+  const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
+  // Receipts are proof of what an audited call did: kept as long as its audit row.
+  const revocationsDeleted = await pruneRevocations(ctx.db, formatAtom(subtractDuration(now, ctx.config.auditLogRetention)));
+  const webhookDeliveriesDeleted = await pruneDeliveries(ctx.db, formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)));
+  const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(ctx.db, formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)));
+  await writeState(ctx.db, LAST_RUN_KEY, today);
+  const result = {
+    day: today,
+    aggregatedDays,
+    connectionLogDeleted,
+    liveStatsDeleted,
+    expiredOauthGrantsDeleted,
+    auditEntriesDeleted,
+    revocationsDeleted,
+    webhookDeliveriesDeleted,
+    enrollmentTokensDeleted,
+  };
+  ctx.logger.info(result, 'housekeeping done');
+  return result;
+}
+
+function previousDay(day: string): string {
+  return dayBefore(day, 1);
+}
+
+function dayBefore(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
+}

@@ -1,0 +1,334 @@
+// Makes every node follow the database: its WireGuard peer set equals the enabled, unexpired
+// configurations of the profiles on that node, and every OpenVPN client connected without
+// such a configuration is disconnected. Runs at start, every `reconcileInterval`, and for one
+// node as soon as it answers again or lost its peers. Expired configurations are deleted by
+// the expiry sweep (deleteExpiredConfigurations), which the scheduler runs at each expiry.
+//
+// Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
+// pass sends carries the revision it read, so a disable, delete or destroy that commits while
+// the pass runs always wins on the node, whichever arrives there first.
+import { MAX_CONNECTIONS_PER_NODE, type DaemonPeer, type NodeDaemon, type RemovedPeer } from '../../node-client/daemon-client.js';
+import { activeCertificates, deleteCertificate, expiredCertificates, findCertificate } from '../../storage/certificates.js';
+import { hasAllocatedOnNode } from '../../storage/ip-pools.js';
+import { isNodeResetConfirmed } from '../../storage/node-resets.js';
+import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../../storage/revisions.js';
+import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { findProfile } from '../../config/portal-config.js';
+import type { PortalContext } from '../context.js';
+import { openVpnConfiguration, wireGuardConfiguration } from '../events.js';
+import { asRevocationId, asWireGuardKey, type NodeNumber, type RevocationId, type WireGuardKey } from '../../shared/ids.js';
+import { forEachLimited } from '../../shared/limited-parallel.js';
+import { peerIpNet, removalsOf, type PeerRemoval, releaseAddresses } from '../nodes/index.js';
+import { pendingRevocationsOnNode } from '../../storage/revocation-nodes.js';
+import { confirmRemovals, revocationIdPerUser, revokeOnNodes } from '../revocations/index.js';
+import { formatAtom } from '../../shared/time.js';
+import { recordLiveStats, endSessionsOfRemovedPeers, observeWireGuardSessions } from '../sessions/index.js';
+import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
+
+/** A pass keeps as many instructions in flight to a node as the connections allow. */
+export const PARALLEL_CHANGES_PER_NODE = MAX_CONNECTIONS_PER_NODE;
+/** Keys per database read: below every dialect's parameter limit, and short enough that an add is never sent long after its state was read. */
+const CHUNK = 500;
+
+export interface NodeReconcileResult {
+  readonly nodeNumber: NodeNumber;
+  readonly reachable: boolean;
+  readonly added: number;
+  readonly removed: number;
+  /** OpenVPN clients disconnected because their configuration is gone, disabled or expired. */
+  readonly disconnected: number;
+}
+
+/**
+ * The full pass, run by one portal instance at a time: expired configurations, then every node,
+ * whose WireGuard sessions are observed on the way, then the live statistics.
+ */
+export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
+  await deleteExpiredConfigurations(ctx);
+  const results = await Promise.all(ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon, { observeSessions: true })));
+  await recordLiveStats(ctx);
+  return results;
+}
+
+export interface NodePassOptions {
+  /** Derive WireGuard sessions from the peer list (full passes only: one instance at a time does it). */
+  readonly observeSessions?: boolean;
+}
+
+export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon, options: NodePassOptions = {}): Promise<NodeReconcileResult> {
+  const started = performance.now();
+  const result = await reconcileNodeOnce(ctx, daemon, options);
+  ctx.events.publish({ type: 'reconcile.finished', at: ctx.clock.now(), ...result, durationMs: performance.now() - started });
+  return result;
+}
+
+async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options: NodePassOptions): Promise<NodeReconcileResult> {
+  const nodeNumber = daemon.nodeNumber;
+  // The node first, then the database: a peer is stored before it is pushed, so every peer the
+  // node holds is in the database read below, unless it was deleted or disabled since.
+  const info = await ctx.nodes.attempt(daemon, 'node_info', (node) => node.nodeInfo());
+  if (info === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  if (info.maxRevision !== null) await catchUpWithNode(ctx, nodeNumber, info.maxRevision);
+  const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
+  if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  if (options.observeSessions === true) await observeWireGuardSessions(ctx, nodeNumber, actual);
+
+  // A configuration stored before keys had to be canonical may hold a non-canonical twin of
+  // another key: it is never wanted on a node, and one the node holds is removed.
+  const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter(
+    (peer) => isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard') && isCanonicalWireGuardKey(peer.publicKey),
+  );
+  const desiredKeys = new Set<string>(desired.map((peer) => peer.publicKey));
+  const actualByKey = new Map(actual.map((peer) => [peer.publicKey as string, peer]));
+  const extra = actual.filter((peer) => !peer.canonicalKey || !desiredKeys.has(peer.publicKey));
+  const missing = desired.filter((peer) => !sameAllowedIps(actualByKey.get(peer.publicKey), peer));
+
+  let removed = 0;
+  /** Keys this pass had the node remove (answered): final, by their revision. */
+  const removedKeys = new Set<string>();
+  let mayRemove = true;
+  if (extra.length > 0 && desired.length === 0 && !(await mayEmpty(ctx, nodeNumber, actual.length))) {
+    // Leave the node alone; mayEmpty said why, loudly.
+    mayRemove = false;
+  } else {
+    const removals = await removalsFor(
+      ctx,
+      nodeNumber,
+      extra.map((peer) => peer.publicKey),
+    );
+    const gone: { publicKey: string; nodeNumber: NodeNumber; answer: RemovedPeer | null }[] = [];
+    await forEachLimited(removals, PARALLEL_CHANGES_PER_NODE, async (removal) => {
+      const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({ answer: await node.removePeer(removal.publicKey, removal.revision) }));
+      if (done === undefined) return;
+      removed++;
+      removedKeys.add(removal.publicKey);
+      gone.push({ publicKey: removal.publicKey, nodeNumber, answer: done.answer });
+    });
+    await endSessionsOfRemovedPeers(ctx, gone);
+  }
+
+  let added = 0;
+  for (let start = 0; start < missing.length; start += CHUNK) {
+    // Read each chunk again just before pushing it: a long pass never sends an old state.
+    const keys = missing.slice(start, start + CHUNK).map((peer) => peer.publicKey);
+    const current = await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, publicKeys: keys });
+    await forEachLimited(current, PARALLEL_CHANGES_PER_NODE, async (peer) => {
+      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true));
+      if (done === true) added++;
+    });
+  }
+  if (added > 0 || removed > 0) {
+    ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
+  }
+  const openVpn = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : null;
+  if (mayRemove) await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, openVpn });
+  return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
+}
+
+/**
+ * Confirms on the open revocation receipts what this pass found gone from the node. A WireGuard
+ * configuration counts once the node answered a remove_peer for it, which its revision makes
+ * final (a late add from before the revocation is then ignored): the keys this pass removed,
+ * and those it did not see, which it asks the node to remove now. An OpenVPN configuration
+ * counts when its client is not in the node's connection list read after the receipt was made.
+ */
+async function confirmPendingRevocations(
+  ctx: PortalContext,
+  daemon: NodeDaemon,
+  pass: { readonly desiredKeys: ReadonlySet<string>; readonly removedKeys: Set<string>; readonly openVpn: OpenVpnPass | null },
+): Promise<void> {
+  const nodeNumber = daemon.nodeNumber;
+  const pending = await pendingRevocationsOnNode(ctx.db, nodeNumber);
+  if (pending.length === 0) return;
+  const unconfirmed = new Set(
+    pending
+      .filter((row) => row.vpnProto === 'wireguard' && !pass.removedKeys.has(row.connectionId) && !pass.desiredKeys.has(row.connectionId))
+      .map((row) => asWireGuardKey(row.connectionId)),
+  );
+  await forEachLimited(await removalsFor(ctx, nodeNumber, [...unconfirmed]), PARALLEL_CHANGES_PER_NODE, async (removal) => {
+    const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(removal.publicKey, removal.revision).then(() => true));
+    if (done === true) pass.removedKeys.add(removal.publicKey);
+  });
+  const openVpn = pass.openVpn;
+  const confirmed = pending.filter((row) =>
+    row.vpnProto === 'wireguard'
+      ? pass.removedKeys.has(row.connectionId)
+      : openVpn !== null && openVpn.stillConnected !== null && row.requestedAt < openVpn.listedAt && !openVpn.stillConnected.has(row.connectionId),
+  );
+  await confirmRemovals(
+    ctx,
+    [...new Set(pending.map((row) => asRevocationId(row.revocationId)))],
+    confirmed.map((row) => ({ nodeNumber, connectionId: row.connectionId })),
+  );
+}
+
+/** What the OpenVPN part of a pass saw: the clients still connected after it (null: the list could not be read). */
+interface OpenVpnPass {
+  readonly disconnected: number;
+  readonly stillConnected: ReadonlySet<string> | null;
+  /** When the list was asked for (ATOM, to the second; receipts made strictly before it are judged by it). */
+  readonly listedAt: string;
+}
+
+/**
+ * The removals for keys the node holds but should not, each with a revision at least as new
+ * as the change that made it unwanted: the row's own revision (disabled, expired, or no longer
+ * served there), or, for a key the database no longer knows, the newest revision there is.
+ */
+async function removalsFor(ctx: PortalContext, nodeNumber: NodeNumber, keys: readonly WireGuardKey[]): Promise<PeerRemoval[]> {
+  if (keys.length === 0) return [];
+  const known = new Map<string, WireGuardPeer>();
+  for (let start = 0; start < keys.length; start += CHUNK) {
+    for (const peer of await peersWithKeys(ctx.db, keys.slice(start, start + CHUNK))) known.set(peer.publicKey, peer);
+  }
+  // Read after the rows: at least the revision of any deletion that made a key unknown.
+  const latest = await latestRevision(ctx.db);
+  return keys.map((publicKey) => ({ publicKey, nodeNumber, revision: known.get(publicKey)?.revision ?? latest }));
+}
+
+/**
+ * A node that applied a revision newer than any this database handed out followed another
+ * database (a restored backup, a database switched in `database`): its memory would make it
+ * ignore this one's instructions as old. Move the counter past the node's and give this node's
+ * configurations new revisions, so the database's state is the newest the node has heard.
+ */
+async function catchUpWithNode(ctx: PortalContext, nodeNumber: NodeNumber, nodeRevision: number): Promise<void> {
+  if (nodeRevision <= (await latestRevision(ctx.db))) return;
+  const stamped = await ctx.db.transaction().execute(async (trx) => {
+    await advanceRevisionTo(trx, toRevision(nodeRevision));
+    return stampPeersOfNode(trx, nodeNumber);
+  });
+  ctx.logger.warn(
+    { nodeNumber, nodeRevision, stamped },
+    `node ${nodeNumber} has applied revision ${nodeRevision}, newer than this database's: it followed another database (a restored backup?); this database's state now takes precedence`,
+  );
+}
+
+/**
+ * Whether the pass may remove every peer of a node that holds some. Not when this database
+ * has never handed out an address on that node and no administrator confirmed it: that is a
+ * fresh or wrong database (a typo in `database`, a `db copy` from the wrong file), and
+ * emptying the node would cut every tunnel.
+ */
+async function mayEmpty(ctx: PortalContext, nodeNumber: NodeNumber, peersOnNode: number): Promise<boolean> {
+  if (await hasAllocatedOnNode(ctx.db, nodeNumber)) return true;
+  if (await isNodeResetConfirmed(ctx.db, nodeNumber)) return true;
+  ctx.logger.error(
+    { nodeNumber, peersOnNode },
+    `node ${nodeNumber} holds ${peersOnNode} peer(s) but this database has never held a WireGuard configuration for it: ` +
+      `not removing them. Check the "database" option; if the node really must be emptied, run "vpn-portal node-reset ${nodeNumber}"`,
+  );
+  return false;
+}
+
+/** Disconnects the node's OpenVPN clients that have no valid configuration; answers how many, and who is still connected. */
+async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<OpenVpnPass> {
+  const nodeNumber = daemon.nodeNumber;
+  const listedAt = formatAtom(ctx.clock.now());
+  const clients = await ctx.nodes.attempt(daemon, 'connection_list', (node) => node.openVpnConnectionList());
+  if (clients === undefined) return { disconnected: 0, stillConnected: null, listedAt };
+  if (clients.length === 0) return { disconnected: 0, stillConnected: new Set(), listedAt };
+  const names = [...new Set(clients.map((client) => client.commonName))];
+  const valid = new Set<string>();
+  for (let start = 0; start < names.length; start += CHUNK) {
+    const chunk = names.slice(start, start + CHUNK);
+    for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, commonNames: chunk })) {
+      if (isServedOn(ctx, certificate.profileId, nodeNumber, 'openVpn')) valid.add(certificate.commonName);
+    }
+  }
+  let disconnected = 0;
+  const stillConnected = new Set(names);
+  await forEachLimited(
+    names.filter((name) => !valid.has(name)),
+    PARALLEL_CHANGES_PER_NODE,
+    async (commonName) => {
+      if ((await ctx.nodes.attempt(daemon, 'disconnect_client', (node) => node.disconnectClient(commonName).then(() => true))) === true) {
+        disconnected++;
+        stillConnected.delete(commonName);
+      }
+    },
+  );
+  if (disconnected > 0)
+    ctx.logger.info(
+      { nodeNumber, disconnected },
+      `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`,
+    );
+  return { disconnected, stillConnected, listedAt };
+}
+
+/**
+ * Deletes expired configurations, freeing the addresses of WireGuard ones, and takes them off
+ * their nodes at once: WireGuard peers are removed, OpenVPN clients disconnected.
+ */
+export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<number> {
+  const now = formatAtom(ctx.clock.now());
+  let deleted = 0;
+  for (;;) {
+    const batch = await expiredPeers(ctx.db, now, CHUNK);
+    if (batch.length === 0) break;
+    const receiptOf = revocationIdPerUser(ctx);
+    const receipts = new Set<RevocationId>();
+    const removals = await ctx.events.change(ctx.db, async (trx, announce) => {
+      const at = ctx.clock.now();
+      const kept: typeof batch = [];
+      for (const peer of batch) {
+        // Give the address back only when this pass deleted the configuration (not a
+        // delete_connection on another portal instance a moment before). One an /extend
+        // renewed since the batch was read stays, on its node too.
+        if (!(await deletePeer(trx, peer.publicKey, now))) {
+          if ((await peersWithKeys(trx, [peer.publicKey])).length > 0) kept.push(peer);
+          continue;
+        }
+        await releaseAddresses(trx, ctx.config, peer);
+        const revocationId = receiptOf(peer.userId);
+        receipts.add(revocationId);
+        await announce({ type: 'configuration.expired', at, configuration: wireGuardConfiguration(peer), revocationId });
+      }
+      return removalsOf(
+        batch.filter((peer) => !kept.includes(peer)),
+        await nextRevision(trx),
+      );
+    });
+    deleted += batch.length;
+    await revokeOnNodes(ctx, [...receipts], removals, [], 'expiry');
+  }
+  for (;;) {
+    const batch = await expiredCertificates(ctx.db, now, CHUNK);
+    if (batch.length === 0) break;
+    const receiptOf = revocationIdPerUser(ctx);
+    const receipts = new Set<RevocationId>();
+    const ended = await ctx.events.change(ctx.db, async (trx, announce) => {
+      const at = ctx.clock.now();
+      const kept: typeof batch = [];
+      for (const certificate of batch) {
+        if (await deleteCertificate(trx, certificate.commonName, now)) {
+          const revocationId = receiptOf(certificate.userId);
+          receipts.add(revocationId);
+          await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate), revocationId });
+        } else if ((await findCertificate(trx, certificate.commonName)) !== undefined) kept.push(certificate);
+      }
+      // Renewed by /extend since the batch was read: its clients stay.
+      return batch.filter((certificate) => !kept.includes(certificate));
+    });
+    deleted += batch.length;
+    await revokeOnNodes(ctx, [...receipts], [], ended, 'expiry');
+  }
+  if (deleted > 0) ctx.logger.info({ deleted }, `deleted ${deleted} expired configuration(s)`);
+  return deleted;
+}
+
+/** A configuration belongs on a node only while its profile still exists and still runs the protocol there. */
+function isServedOn(ctx: PortalContext, profileId: string, nodeNumber: NodeNumber, protocol: 'wireGuard' | 'openVpn'): boolean {
+  const profile = findProfile(ctx.config, profileId);
+  return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node[protocol] !== null) ?? false;
+}
+
+function runsOpenVpn(ctx: PortalContext, nodeNumber: NodeNumber): boolean {
+  return ctx.config.profiles.some((profile) => profile.nodes.some((node) => node.nodeNumber === nodeNumber && node.openVpn !== null));
+}
+
+function sameAllowedIps(actual: DaemonPeer | undefined, peer: WireGuardPeer): boolean {
+  if (actual === undefined) return false;
+  const wanted = peerIpNet(peer);
+  return actual.ipNet.length === wanted.length && wanted.every((net) => actual.ipNet.includes(net));
+}

@@ -1,0 +1,67 @@
+// GET /connection_log (an extension): who was connected when, from where, with how much
+// traffic, for OpenVPN and WireGuard alike, newest first, a page at a time. The cursor names
+// the last row of a page (its start and id), so pages stay stable while new sessions arrive.
+import type { ConnectionLogEntry } from '../../protocol/admin-api.js';
+import { connectionLogPage, type ConnectionLogFilter } from '../../storage/connection-log.js';
+import { profileLimit } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { PortalError } from '../errors.js';
+import { assertProfileAllowed } from '../access/index.js';
+
+export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after' | 'profiles'> {
+  readonly cursor?: string;
+}
+
+export interface HistoryPage {
+  readonly entries: ConnectionLogEntry[];
+  readonly nextCursor: string | null;
+}
+
+/** A key limited to some profiles sees the history of those profiles only. */
+export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQuery): Promise<HistoryPage> {
+  if (query.profileId !== undefined) assertProfileAllowed(ctx, query.profileId);
+  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const limit = profileLimit(ctx.call);
+  // One more row than asked tells whether there is a next page.
+  const rows = await connectionLogPage(ctx.db, {
+    ...query,
+    ...(after === undefined ? {} : { after }),
+    ...(limit === null ? {} : { profiles: [...limit] }),
+    limit: query.limit + 1,
+  });
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    entries: page.map((row) => ({
+      user_id: row.userId,
+      profile_id: row.profileId,
+      vpn_proto: row.vpnProto === 'openvpn' ? 'openvpn' : 'wireguard',
+      connection_id: row.connectionId,
+      node_number: row.nodeNumber,
+      ip_four: row.ipFour,
+      ip_six: row.ipSix,
+      originating_ip: row.originatingIp,
+      connected_at: row.connectedAt,
+      disconnected_at: row.disconnectedAt,
+      bytes_in: row.bytesIn,
+      bytes_out: row.bytesOut,
+    })),
+    nextCursor: rows.length > query.limit && last !== undefined ? encodeCursor(last.connectedAt, last.logId) : null,
+  };
+}
+
+function encodeCursor(connectedAt: string, logId: string): string {
+  return Buffer.from(JSON.stringify([connectedAt, logId])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { connectedAt: string; logId: string } {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+      return { connectedAt: value[0], logId: value[1] };
+    }
+  } catch {
+    // Not one of ours: refused below.
+  }
+  throw new PortalError('invalid-parameter', 'invalid value for "cursor"');
+}

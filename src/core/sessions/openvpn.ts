@@ -1,0 +1,114 @@
+// What a node asks when an OpenVPN client connects or disconnects (reference §1.2, §8.5):
+// a connect is allowed only for a known, unexpired configuration of an enabled user, made
+// for this profile on this node. Allowed connects and their disconnects are announced as
+// session events (the connection log is one of their listeners).
+import { findProfile } from '../../config/portal-config.js';
+import { findCertificate } from '../../storage/certificates.js';
+import { openSessionOf } from '../../storage/connection-log.js';
+import { findUser } from '../../storage/users.js';
+import type { PortalContext } from '../context.js';
+import { ListenerRefusal, type PortalEvent } from '../events.js';
+import type { NodeNumber } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
+
+export interface OpenVpnConnect {
+  readonly nodeNumber: NodeNumber;
+  /** The profile of the OpenVPN process the client reached (the node's own knowledge). */
+  readonly profileId: string;
+  readonly commonName: string;
+  readonly originatingIp: string | null;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  /** A renegotiation of a client already connected: decided again, but not a new connection. */
+  readonly reauth: boolean;
+}
+
+export type ConnectDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+export async function authorizeOpenVpnConnect(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
+  const decision = await decide(ctx, connect);
+  if (!decision.allowed) {
+    ctx.logger.info(
+      { nodeNumber: connect.nodeNumber, profileId: connect.profileId, connectionId: connect.commonName, reason: decision.reason },
+      'OpenVPN connect refused',
+    );
+  }
+  return decision;
+}
+
+async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
+  const now = ctx.clock.now();
+  const certificate = await findCertificate(ctx.db, connect.commonName);
+  if (certificate === undefined) return { allowed: false, reason: 'no such configuration (deleted, expired or never made)' };
+  if (certificate.profileId !== connect.profileId) return { allowed: false, reason: `configuration is for profile "${certificate.profileId}"` };
+  if (certificate.nodeNumber !== connect.nodeNumber) return { allowed: false, reason: `configuration is for node ${certificate.nodeNumber}` };
+  if (certificate.expiresAt <= formatAtom(now)) return { allowed: false, reason: 'configuration expired' };
+  const profile = findProfile(ctx.config, certificate.profileId);
+  if (!(profile?.nodes.some((node) => node.nodeNumber === connect.nodeNumber && node.openVpn !== null) ?? false)) {
+    return { allowed: false, reason: 'the profile no longer runs OpenVPN on this node' };
+  }
+  const user = await findUser(ctx.db, certificate.userId);
+  if (user === undefined || user.isDisabled) return { allowed: false, reason: 'user disabled' };
+  if (connect.reauth) return { allowed: true };
+  const started: PortalEvent = {
+    type: 'session.started',
+    at: now,
+    configuration: {
+      userId: certificate.userId,
+      profileId: certificate.profileId,
+      connectionId: certificate.commonName,
+      vpnProto: 'openvpn',
+      nodeNumber: connect.nodeNumber,
+    },
+    ipFour: connect.ipFour,
+    ipSix: connect.ipSix,
+    originatingIp: connect.originatingIp,
+  };
+  try {
+    await ctx.events.record(ctx.db, started);
+  } catch (error) {
+    if (error instanceof ListenerRefusal) return { allowed: false, reason: error.message };
+    throw error;
+  }
+  ctx.events.publish(started);
+  ctx.logger.info(
+    {
+      userId: certificate.userId,
+      profileId: certificate.profileId,
+      connectionId: certificate.commonName,
+      nodeNumber: connect.nodeNumber,
+      ipFour: connect.ipFour,
+      ipSix: connect.ipSix,
+    },
+    'OpenVPN client connected',
+  );
+  return { allowed: true };
+}
+
+export interface OpenVpnDisconnect {
+  readonly nodeNumber: NodeNumber;
+  readonly commonName: string;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+}
+
+/** Announces the end of a session; the configuration itself may be gone already. */
+export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
+  const session = await openSessionOf(ctx.db, disconnect.commonName, disconnect.nodeNumber);
+  const ended: PortalEvent = {
+    type: 'session.ended',
+    at: ctx.clock.now(),
+    connectionId: disconnect.commonName,
+    vpnProto: 'openvpn',
+    nodeNumber: disconnect.nodeNumber,
+    bytesIn: disconnect.bytesIn,
+    bytesOut: disconnect.bytesOut,
+    session:
+      session === undefined
+        ? null
+        : { userId: session.userId, profileId: session.profileId, ipFour: session.ipFour, ipSix: session.ipSix, originatingIp: session.originatingIp },
+  };
+  await ctx.events.record(ctx.db, ended);
+  ctx.events.publish(ended);
+  ctx.logger.info({ connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber }, 'OpenVPN client disconnected');
+}

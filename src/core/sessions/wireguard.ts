@@ -1,0 +1,122 @@
+// WireGuard has no connect event, so the reference logs a "connection" at create time, which
+// says nothing about who was online when. The portal derives real sessions from what the nodes
+// report instead: a session opens at the first handshake after 3 minutes of silence (the
+// specification's "online" rule), from the device's endpoint address (for WireGuard over TCP,
+// the client as the relay saw it); it roams (one session ends, the next begins) when the
+// address changes; it ends 3 minutes after the last handshake, or when the peer is removed,
+// with the byte counters. Sessions are announced on the events seam; the connection log is one
+// of their listeners. A full reconcile pass observes every node (one instance at a time).
+import type { DaemonPeer, RemovedPeer } from '../../node-client/daemon-client.js';
+import type { NodeNumber } from '../../shared/ids.js';
+import { isOnline, ONLINE_THRESHOLD_MS } from '../../shared/online.js';
+import { openWireGuardSessions, openWireGuardSessionsOf, type OpenSession } from '../../storage/connection-log.js';
+import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
+import type { PortalContext } from '../context.js';
+import { wireGuardConfiguration, type PortalEvent } from '../events.js';
+
+/** Keys per database read. */
+const CHUNK = 500;
+
+/** Opens, roams and ends the sessions of one node from its full peer list. */
+export async function observeWireGuardSessions(ctx: PortalContext, nodeNumber: NodeNumber, peers: readonly DaemonPeer[]): Promise<void> {
+  const now = ctx.clock.now();
+  const open = await openWireGuardSessions(ctx.db, nodeNumber);
+  const onNode = new Map(peers.map((peer) => [peer.publicKey as string, peer]));
+  const events: PortalEvent[] = [];
+
+  for (const session of open.values()) {
+    const peer = onNode.get(session.connectionId);
+    if (peer === undefined) {
+      // Gone without the portal removing it (a node that lost its peers): the counters went with it.
+      events.push(ended(session, now, 0, 0));
+    } else if (!isOnline(peer.lastHandshakeTime, now)) {
+      const lastSeen = peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS);
+      events.push(ended(session, lastSeen, peer.bytesIn, peer.bytesOut));
+    }
+  }
+
+  const online = peers.filter((peer) => isOnline(peer.lastHandshakeTime, now));
+  const starting = online.filter((peer) => {
+    const session = open.get(peer.publicKey);
+    return session === undefined || roamed(session.originatingIp, peer);
+  });
+  const configurations = await configurationsOf(
+    ctx,
+    starting.map((peer) => peer.publicKey),
+  );
+  for (const peer of starting) {
+    const configuration = configurations.get(peer.publicKey);
+    // A peer the database does not know is the reconcile's to remove, not a session.
+    if (configuration === undefined || configuration.nodeNumber !== nodeNumber) continue;
+    const roaming = open.get(peer.publicKey);
+    if (roaming !== undefined) events.push(ended(roaming, now, peer.bytesIn, peer.bytesOut));
+    const origin = originatingAddress(peer.endpoint);
+    events.push({
+      type: 'session.started',
+      // The first handshake seen; a session is noticed within one pass of it.
+      at: roaming !== undefined ? now : (peer.lastHandshakeTime ?? now),
+      configuration: wireGuardConfiguration(configuration),
+      ipFour: configuration.ipFour,
+      ipSix: configuration.ipSix,
+      originatingIp: origin,
+    });
+  }
+  if (events.length > 0) await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
+}
+
+/** Ends the open sessions of peers the portal just removed, with the counters the node answered. */
+export async function endSessionsOfRemovedPeers(
+  ctx: PortalContext,
+  removed: readonly { readonly publicKey: string; readonly nodeNumber: NodeNumber; readonly answer: RemovedPeer | null }[],
+): Promise<void> {
+  const byKey = new Map(removed.map((peer) => [`${peer.nodeNumber}:${peer.publicKey}`, peer]));
+  const now = ctx.clock.now();
+  const events: PortalEvent[] = [];
+  for (let start = 0; start < removed.length; start += CHUNK) {
+    const keys = removed.slice(start, start + CHUNK).map((peer) => peer.publicKey);
+    for (const session of await openWireGuardSessionsOf(ctx.db, keys)) {
+      const peer = byKey.get(`${session.nodeNumber}:${session.connectionId}`);
+      if (peer === undefined) continue;
+      events.push(ended(session, now, peer.answer?.bytesIn ?? 0, peer.answer?.bytesOut ?? 0));
+    }
+  }
+  // Called after a call's change was recorded: the sessions it ended are the portal's own record.
+  if (events.length > 0) await ctx.events.unbound().change(ctx.db, async (_trx, announce) => announce(...events));
+}
+
+function ended(session: OpenSession, at: Date, bytesIn: number, bytesOut: number): PortalEvent {
+  const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp } = session;
+  return {
+    type: 'session.ended',
+    at,
+    connectionId,
+    vpnProto: 'wireguard',
+    nodeNumber,
+    bytesIn,
+    bytesOut,
+    session: { userId, profileId, ipFour, ipSix, originatingIp },
+  };
+}
+
+/** The device moved: its packets now come from another address. */
+function roamed(originatingIp: string | null, peer: DaemonPeer): boolean {
+  const origin = originatingAddress(peer.endpoint);
+  return origin !== null && originatingIp !== null && origin !== originatingIp;
+}
+
+/** `1.2.3.4:5678` → `1.2.3.4`; `[fd00::1]:51820` → `fd00::1`; null when unknown. */
+export function originatingAddress(endpoint: string | null): string | null {
+  if (endpoint === null) return null;
+  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(endpoint);
+  if (bracketed !== null) return bracketed[1] ?? null;
+  const colon = endpoint.lastIndexOf(':');
+  return colon > 0 ? endpoint.slice(0, colon) : endpoint;
+}
+
+async function configurationsOf(ctx: PortalContext, keys: readonly string[]): Promise<Map<string, WireGuardPeer>> {
+  const found = new Map<string, WireGuardPeer>();
+  for (let start = 0; start < keys.length; start += CHUNK) {
+    for (const peer of await peersWithKeys(ctx.db, keys.slice(start, start + CHUNK))) found.set(peer.publicKey, peer);
+  }
+  return found;
+}

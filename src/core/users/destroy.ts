@@ -1,0 +1,43 @@
+// POST /destroy: the user, all of its configurations and authorizations are deleted
+// (database first, in one transaction), then the peers leave the nodes and OpenVPN clients
+// are disconnected.
+import { deleteCertificatesOfUser } from '../../storage/certificates.js';
+import { deleteUser, lockUser } from '../../storage/users.js';
+import { nextRevision } from '../../storage/revisions.js';
+import { deletePeersOfUser } from '../../storage/wg-peers.js';
+import type { PortalContext } from '../context.js';
+import { openVpnConfiguration, wireGuardConfiguration, type PortalEvent } from '../events.js';
+import { existingUser } from './existing-user.js';
+import { assertUserWithinReach } from '../access/index.js';
+import type { RevocationId, UserId } from '../../shared/ids.js';
+import { removalsOf, releaseAddresses } from '../nodes/index.js';
+import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
+
+/** Answers the id of the revocation receipt that follows the configurations leaving their nodes. */
+export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<RevocationId> {
+  await existingUser(ctx, userId);
+  const revocationId = newRevocationId(ctx);
+  const { peers, certificates, revision } = await ctx.events.change(ctx.db, async (trx, announce) => {
+    // With several portal instances on one database: the lock keeps a concurrent create from
+    // adding a configuration now, and the addresses given back are exactly those of the
+    // configurations this transaction deleted (not those another instance deleted first).
+    await lockUser(trx, userId);
+    await assertUserWithinReach(ctx, trx, userId);
+    const peers = await deletePeersOfUser(trx, userId);
+    for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+    const certificates = await deleteCertificatesOfUser(trx, userId);
+    await deleteUser(trx, userId); // cascades to oauth_authorizations
+    const at = ctx.clock.now();
+    await announce(
+      ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer), revocationId })),
+      ...certificates.map(
+        (certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate), revocationId }),
+      ),
+      { type: 'user.destroyed', at, userId, revocationId },
+    );
+    return { peers, certificates, revision: await nextRevision(trx) };
+  });
+  ctx.logger.info({ userId, configurations: peers.length + certificates.length, revocationId }, 'user destroyed');
+  await revokeOnNodes(ctx, [revocationId], removalsOf(peers, revision), certificates, 'destroy');
+  return revocationId;
+}

@@ -1,0 +1,43 @@
+// POST /disable_user: the user is suspended, not deleted. Its configurations stay in the
+// database but every tunnel stops at once: WireGuard peers leave the nodes, OpenVPN clients
+// are disconnected (and their reconnects refused by /connect); enable_user brings them back
+// without re-provisioning the devices. OAuth authorizations end too, as in the reference, and
+// so do the user's enrollment tokens (for good: enabling the user does not revive them).
+import { deleteAuthorizationsOfUser } from '../../storage/authorizations.js';
+import { certificatesOfUser } from '../../storage/certificates.js';
+import { revokeEnrollmentTokensOfUser } from '../../storage/enrollment-tokens.js';
+import { setUserDisabled } from '../../storage/users.js';
+import { stampPeersOfUser } from '../../storage/wg-peers.js';
+import type { PortalContext } from '../context.js';
+import { existingUser } from './existing-user.js';
+import { assertUserWithinReach } from '../access/index.js';
+import type { RevocationId, UserId } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
+import { openVpnConfiguration, wireGuardConfiguration } from '../events.js';
+import { removalsOf } from '../nodes/index.js';
+import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
+
+/** Answers the id of the revocation receipt that follows the configurations leaving their nodes. */
+export async function disableUser(ctx: PortalContext, userId: UserId): Promise<RevocationId> {
+  await existingUser(ctx, userId);
+  const revocationId = newRevocationId(ctx);
+  const { peers, certificates } = await ctx.events.change(ctx.db, async (trx, announce) => {
+    // The update locks the user's row first: a create for this user waits for it (or this for
+    // the create), so the peers read below are all there are, and their new revisions are
+    // newer than any instruction sent for them before.
+    await setUserDisabled(trx, userId, true);
+    await assertUserWithinReach(ctx, trx, userId);
+    await deleteAuthorizationsOfUser(trx, userId);
+    const at = ctx.clock.now();
+    // A revocation is final: enable_user does not bring the user's enrollment tokens back.
+    await revokeEnrollmentTokensOfUser(trx, userId, formatAtom(at));
+    const peers = await stampPeersOfUser(trx, userId);
+    const certificates = await certificatesOfUser(trx, userId);
+    const configurations = [...peers.map(wireGuardConfiguration), ...certificates.map(openVpnConfiguration)];
+    await announce({ type: 'user.disabled', at, userId, revocationId, configurations });
+    return { peers, certificates };
+  });
+  ctx.logger.info({ userId, configurations: peers.length + certificates.length, revocationId }, 'user disabled');
+  await revokeOnNodes(ctx, [revocationId], removalsOf(peers), certificates, 'disable_user');
+  return revocationId;
+}

@@ -1,0 +1,232 @@
+// Works off the webhook outbox: every portal instance runs one worker. A delivery is claimed for
+// one attempt under a lease (a conditional update: of several instances exactly one wins it), its
+// attempt is recorded as started, the body is signed and sent, and the attempt's outcome and the
+// delivery's next state are written together. A receiver gets one attempt at a time, oldest
+// due first (a delivery waiting for its retry does not hold up later events); one that fails is tried again after 30 s, 1 min, 2 min, … (at most
+// an hour apart) until `webhooks.retryFor` after the event, then the delivery is given up
+// (`failed`). An instance killed mid-attempt leaves its lease to run out; then any instance
+// takes the delivery over: at-least-once, and the body's `id` lets receivers drop a repeat.
+import { randomBytes } from 'node:crypto';
+import { WEBHOOK_HEADERS } from '../../protocol/webhooks.js';
+import { addDuration } from '../../shared/iso-duration.js';
+import { formatAtom } from '../../shared/time.js';
+import { finishAttempt, startAttempt, type AttemptOutcome } from '../../storage/webhook-attempts.js';
+import { claimDelivery, dueDeliveries, finishDelivery, type DeliveryOutcome, type StoredDelivery } from '../../storage/webhook-deliveries.js';
+import { findWebhook } from '../../storage/webhooks.js';
+import type { PortalContext } from '../context.js';
+import { signingSecrets } from './secrets.js';
+import { sendWebhook, TargetGuard } from './sender.js';
+import { webhookSignature } from '../../keys/webhook-signature.js';
+
+/** The first retry waits this long; each next one twice as long as the one before … */
+const FIRST_RETRY_MS = 30_000;
+/** … but never longer than this. */
+const LONGEST_RETRY_MS = 3_600_000;
+/** With nothing to do, the outbox is looked at this often (a change on this instance wakes the worker at once). */
+const POLL_MS = 1_000;
+/** Receivers sent to at once by one instance. */
+const PARALLEL_RECEIVERS = 8;
+/** Due deliveries read per look at the outbox. */
+const BATCH = 200;
+/** A lease outlasts the attempt's deadline by this much: time to record the outcome. */
+const LEASE_MARGIN_MS = 15_000;
+
+/** What one attempt did. */
+export interface AttemptReport {
+  readonly deliveryId: string;
+  readonly eventId: string;
+  readonly attempt: number;
+  readonly outcome: Exclude<AttemptOutcome, 'sending'>;
+  readonly status: number | null;
+  readonly durationMs: number;
+  readonly detail: string | null;
+}
+
+/** How long a delivery is held for one attempt. */
+export function leaseMilliseconds(ctx: PortalContext): number {
+  return ctx.config.webhooks.timeoutMs + LEASE_MARGIN_MS;
+}
+
+export function newLeaseToken(): string {
+  return randomBytes(12).toString('hex');
+}
+
+/** When attempt `attempts + 1` is due after attempt `attempts` failed at `now`. */
+export function nextAttemptAt(now: Date, attempts: number): Date {
+  const wait = Math.min(FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1), LONGEST_RETRY_MS);
+  return new Date(now.getTime() + wait);
+}
+
+/**
+ * Sends a delivery this caller holds the lease of (`leaseToken`), records the attempt and moves
+ * the delivery on: delivered, tried again later (`retry`, until retryFor is over), or failed.
+ */
+export async function attemptDelivery(
+  ctx: PortalContext,
+  delivery: StoredDelivery,
+  leaseToken: string,
+  options: { readonly retry: boolean; readonly signal: AbortSignal },
+): Promise<AttemptReport> {
+  const started = ctx.clock.now();
+  const startedAt = formatAtom(started);
+  const attempt = delivery.attempts;
+  const webhook = await findWebhook(ctx.db, delivery.webhookId);
+  const report = (outcome: AttemptReport['outcome'], status: number | null, durationMs: number, detail: string | null): AttemptReport => ({
+    deliveryId: delivery.deliveryId,
+    eventId: delivery.eventId,
+    attempt,
+    outcome,
+    status,
+    durationMs,
+    detail,
+  });
+  if (webhook === undefined) {
+    await finishDelivery(ctx.db, delivery.deliveryId, leaseToken, { state: 'cancelled', at: startedAt });
+    return report('refused', null, 0, 'the subscription was deleted');
+  }
+  await startAttempt(ctx.db, delivery.deliveryId, attempt, startedAt);
+  const timestamp = Math.floor(started.getTime() / 1000);
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'vpn-portal-webhooks',
+    [WEBHOOK_HEADERS.signature]: webhookSignature(signingSecrets(ctx, webhook, startedAt), timestamp, delivery.payload),
+    [WEBHOOK_HEADERS.eventId]: delivery.eventId,
+    [WEBHOOK_HEADERS.eventType]: delivery.eventType,
+    [WEBHOOK_HEADERS.attempt]: String(attempt),
+  };
+  const clockStart = performance.now();
+  const result = await sendWebhook(
+    { url: new URL(webhook.url), headers, body: delivery.payload },
+    new TargetGuard(ctx.config.webhooks, ctx.config.listen.host),
+    ctx.config.webhooks.timeoutMs,
+    options.signal,
+  );
+  const durationMs = Math.round(performance.now() - clockStart);
+  const done =
+    result.kind === 'answered'
+      ? report(result.status >= 200 && result.status < 300 ? 'delivered' : 'failed', result.status, durationMs, result.excerpt === '' ? null : result.excerpt)
+      : report(options.signal.aborted ? 'interrupted' : result.kind, null, durationMs, result.reason);
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    await finishAttempt(trx, delivery.deliveryId, attempt, { outcome: done.outcome, status: done.status, durationMs, detail: done.detail });
+    await finishDelivery(trx, delivery.deliveryId, leaseToken, nextState(ctx, delivery, done, now, options.retry));
+  });
+  return done;
+}
+
+function nextState(ctx: PortalContext, delivery: StoredDelivery, done: AttemptReport, now: Date, retry: boolean): DeliveryOutcome {
+  const at = formatAtom(now);
+  if (done.outcome === 'delivered') return { state: 'delivered', at };
+  // Stopping is not the receiver's fault: the next instance (or this one, restarted) tries at once.
+  if (done.outcome === 'interrupted') return { state: 'pending', nextAttemptAt: at };
+  if (!retry) return { state: 'failed', at };
+  const next = nextAttemptAt(now, done.attempt);
+  const giveUpAt = addDuration(new Date(delivery.createdAt), ctx.config.webhooks.retryFor);
+  return next > giveUpAt ? { state: 'failed', at } : { state: 'pending', nextAttemptAt: formatAtom(next) };
+}
+
+/**
+ * The outbox worker of this portal instance. Receivers are sent to independently (a slow one
+ * holds up only its own deliveries), at most PARALLEL_RECEIVERS at once, one attempt each.
+ */
+export class WebhookDeliveryWorker {
+  readonly #ctx: PortalContext;
+  readonly #stopping = new AbortController();
+  /** The attempt in flight per subscription. */
+  readonly #inFlight = new Map<string, Promise<void>>();
+  #wakeUp: (() => void) | null = null;
+  #woken = false;
+  #running: Promise<void> | null = null;
+
+  constructor(ctx: PortalContext) {
+    this.#ctx = ctx;
+  }
+
+  start(): void {
+    this.#running ??= this.#loop();
+  }
+
+  /** Something was written to the outbox, or an attempt ended: look now rather than at the next poll. */
+  wake(): void {
+    this.#woken = true;
+    this.#wakeUp?.();
+  }
+
+  /** Ends the loop; attempts in flight are cut off and recorded as interrupted, due again at once. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    this.#wakeUp?.();
+    await this.#running;
+  }
+
+  async #loop(): Promise<void> {
+    const { signal } = this.#stopping;
+    while (!signal.aborted) {
+      let started = 0;
+      try {
+        started = await this.#startDue(signal);
+      } catch (error) {
+        this.#ctx.logger.warn({ err: error }, 'webhook deliveries could not be read or claimed; trying again shortly');
+      }
+      if (started === 0 && !signal.aborted) await this.#sleep();
+    }
+    await Promise.allSettled(this.#inFlight.values());
+  }
+
+  /** Claims the oldest due delivery of each receiver with nothing in flight, and starts sending it; how many were started. */
+  async #startDue(signal: AbortSignal): Promise<number> {
+    this.#woken = false;
+    const room = PARALLEL_RECEIVERS - this.#inFlight.size;
+    if (room <= 0) return 0;
+    const due = await dueDeliveries(this.#ctx.db, formatAtom(this.#ctx.clock.now()), BATCH);
+    const firstPerReceiver = new Map<string, string>();
+    for (const delivery of due) {
+      if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId)) firstPerReceiver.set(delivery.webhookId, delivery.deliveryId);
+    }
+    let started = 0;
+    for (const [webhookId, deliveryId] of firstPerReceiver) {
+      if (started >= room || signal.aborted) break;
+      const claimedAt = this.#ctx.clock.now();
+      const leaseToken = newLeaseToken();
+      const until = formatAtom(new Date(claimedAt.getTime() + leaseMilliseconds(this.#ctx)));
+      const claimed = await claimDelivery(this.#ctx.db, deliveryId, formatAtom(claimedAt), { until, token: leaseToken });
+      // Another instance was quicker: it sends this attempt.
+      if (claimed === undefined) continue;
+      started++;
+      const attempt = this.#send(claimed, leaseToken, signal).finally(() => {
+        this.#inFlight.delete(webhookId);
+        this.wake();
+      });
+      this.#inFlight.set(webhookId, attempt);
+    }
+    return started;
+  }
+
+  async #send(claimed: StoredDelivery, leaseToken: string, signal: AbortSignal): Promise<void> {
+    try {
+      const report = await attemptDelivery(this.#ctx, claimed, leaseToken, { retry: true, signal });
+      this.#ctx.logger.info(
+        { delivery: report.deliveryId, event: claimed.eventType, attempt: report.attempt, outcome: report.outcome, status: report.status },
+        'webhook attempt',
+      );
+    } catch (error) {
+      // The lease runs out and the delivery is attempted again.
+      this.#ctx.logger.warn({ err: error, delivery: claimed.deliveryId }, 'a webhook attempt could not be recorded');
+    }
+  }
+
+  #sleep(): Promise<void> {
+    if (this.#woken) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, POLL_MS);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wakeUp = () => {
+        this.#wakeUp = null;
+        done();
+      };
+    });
+  }
+}
