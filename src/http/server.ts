@@ -126,7 +126,7 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
     const route = routeOf.get(request.routeOptions.url ?? '');
     const name = route?.path.slice(1) ?? decodePath(request.url.split('?')[0] ?? '').replace(`${adminPrefix}/`, '');
     const input = route === undefined ? {} : (route.input?.(request) ?? (route.source === 'query' ? request.query : request.body));
-    const parameters = auditedParameters(route === undefined ? [] : Object.keys(route.params), input, request);
+    const parameters = auditedParameters(route === undefined ? [] : Object.keys(route.params.shape), input, request);
     // The guard's reason (the client is told less on 401), a replay's note, or the answer's error.
     const detail = state.detail ?? (status >= 400 ? errorOf(payload) : null);
     const call = { caller: state.caller, name, parameters, successStatus: route?.success.status ?? 200 };
