@@ -11,7 +11,8 @@ import { redeemEnrollmentToken } from '../core/enrollment/index.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { sendError } from './error-reply.js';
 import { readParams } from './params.js';
-import { ENROLL_PARAMS } from '../protocol/admin-api.js';
+import { ENROLL_PARAMS, ENROLL_PATH } from '../protocol/admin-api.js';
+import { requestsUnder, type HttpSurface } from './surface.js';
 import { RequestsPerAddress } from './requests-per-address.js';
 import { configurationAnswer } from './routes/create.js';
 import { enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
@@ -63,6 +64,20 @@ export function enrollEndpoint(ctx: PortalContext, certificateCheck: Certificate
       const answer = configurationAnswer(issued);
       await reply.code(200).headers(answer.headers).send(answer.body);
     },
+  };
+}
+
+/** `POST {base}/enroll` on the portal's server, behind its own guard. */
+export function enrollSurface(ctx: PortalContext, certificateCheck: CertificateCheck | null): HttpSurface {
+  const path = `${ctx.config.basePath}/${ENROLL_PATH}`;
+  const enroll = enrollEndpoint(ctx, certificateCheck);
+  return {
+    owns: requestsUnder(path),
+    guard: (request, reply) => enroll.guard(request, reply),
+    async plugin(app) {
+      app.post(path, (request, reply) => enroll.handle(request, reply));
+    },
+    methods: new Map([[path, 'POST']]),
   };
 }
 
