@@ -29,6 +29,13 @@ export const paramNotes = z.registry<ParamNote>();
 
 const ISO_DURATION_FORM = 'an ISO 8601 duration such as P30D';
 
+/** A count of 1 to 1,000, in digits. */
+const oneToThousand = z
+  .string()
+  .regex(/^[1-9]\d{0,3}$/)
+  .transform(Number)
+  .refine((value) => value <= 1000);
+
 /** Length in characters (code points), as the reference counts multibyte characters once. */
 const lengthBetween = (min: number, max: number) => (value: string) => {
   const length = [...value].length;
@@ -87,11 +94,7 @@ export const param = {
     .refine((value) => new Date(`${value}T00:00:00Z`).toISOString().startsWith(value))
     .register(paramNotes, { expectedForm: 'a date such as 2026-03-01' }),
   /** A page size: 1 to 1,000. */
-  pageSize: z
-    .string()
-    .regex(/^[1-9]\d{0,3}$/)
-    .transform(Number)
-    .refine((value) => value <= 1000),
+  pageSize: oneToThousand,
   // Parameters of the webhook calls.
   /** An absolute http: or https: URL, at most 2,048 characters. */
   webhookUrl: z
@@ -120,11 +123,7 @@ export const param = {
     .transform((duration) => duration as IsoDuration)
     .register(paramNotes, { expectedForm: 'an ISO 8601 duration from PT0S to P7D such as P1D' }),
   /** How often an enrollment token can be used: 1 to 1,000. */
-  tokenUses: z
-    .string()
-    .regex(/^[1-9]\d{0,3}$/)
-    .transform(Number)
-    .refine((value) => value <= 1000),
+  tokenUses: oneToThousand,
   /** An enrollment token's id (characters 5–16 of the token). */
   tokenId: z.string().regex(/^[0-9A-Za-z]{12}$/),
   /** An enrollment token as a device sends it; its form and checksum are checked by the use case. */
