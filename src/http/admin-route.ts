@@ -10,10 +10,11 @@ import type { AdminCall } from '../core/admin-call.js';
 import type { PortalContext } from '../core/context.js';
 import { assertProfileAllowed } from '../core/access/index.js';
 import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
+import type { ParamsSchema } from '../protocol/admin-api-params.js';
 import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from './http-error.js';
 import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
-import { readParams, type ParamShape, type ParamSource, type ParamValues } from './params.js';
+import { readParams, type ParamSource } from './params.js';
 import type { RouteResponse } from './route-response.js';
 import { jsonPartsByteLength } from '../shared/json-parts.js';
 
@@ -36,7 +37,7 @@ export interface RouteCall {
   readonly keepAnswer?: KeepAnswer;
 }
 
-export interface AdminRoute<S extends ParamShape = ParamShape> {
+export interface AdminRoute<S extends ParamsSchema = ParamsSchema> {
   readonly method: 'GET' | 'POST';
   /** Path below {base_url}/admin/api/v1. */
   readonly path: string;
@@ -46,6 +47,7 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   /** The eduVPN portal version that introduced the call; `extension` for this portal's own calls. */
   readonly since: string | 'extension';
   readonly source: ParamSource;
+  /** The call's parameters, from ADMIN_API_CALLS (src/protocol/admin-api.ts). */
   readonly params: S;
   /** Where the parameters are read from; default: the query string for GET, the form body for POST. */
   readonly input?: (request: FastifyRequest) => unknown;
@@ -55,10 +57,10 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   readonly needsEveryProfile?: boolean;
   readonly success: { readonly status: 200 | 204; readonly doc: ResponseDoc };
   // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
-  handle(ctx: PortalContext, params: ParamValues<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
+  handle(ctx: PortalContext, params: z.output<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
 }
 
-export function defineRoute<S extends ParamShape>(route: AdminRoute<S>): AdminRoute<S> {
+export function defineRoute<S extends ParamsSchema>(route: AdminRoute<S>): AdminRoute<S> {
   return route;
 }
 
@@ -67,7 +69,7 @@ export interface RouteServices {
   readonly idempotent: IdempotentCalls;
 }
 
-export async function runRoute<S extends ParamShape>(
+export async function runRoute<S extends ParamsSchema>(
   route: AdminRoute<S>,
   ctx: PortalContext,
   services: RouteServices,
@@ -92,7 +94,7 @@ export async function runRoute<S extends ParamShape>(
   const call: AdminCall = {
     caller,
     name,
-    parameters: auditedParameters(Object.keys(route.params), input, request),
+    parameters: auditedParameters(Object.keys(route.params.shape), input, request),
     successStatus: route.success.status,
   };
   const events = ctx.events.forCall(call);
@@ -108,7 +110,7 @@ export async function runRoute<S extends ParamShape>(
     response = await route.handle(callCtx, params, request, {});
   } else {
     const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
-    const parameters = sentParameters(Object.keys(route.params), input);
+    const parameters = sentParameters(Object.keys(route.params.shape), input);
     const outcome = await services.idempotent.run(
       { keyLineage: caller.keyLineage, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),

@@ -8,7 +8,6 @@ export const disabledUsersRoute = defineRoute({
   summary: 'All disabled users',
   since: '3.5.2',
   source: 'query',
-  params: {},
   success: { status: 200, doc: { description: 'Disabled user ids, sorted', schema: disabledUsersAnswer } },
   async handle(ctx) {
     return { status: 200, jsonParts: ['{"disabled_users":', ...(await listUsers(ctx, { onlyDisabled: true })), '}'] };

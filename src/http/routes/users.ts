@@ -8,7 +8,6 @@ export const usersRoute = defineRoute({
   summary: 'All users',
   since: '3.5.2',
   source: 'query',
-  params: {},
   success: { status: 200, doc: { description: 'User ids, sorted', schema: usersAnswer } },
   async handle(ctx) {
     return { status: 200, jsonParts: ['{"users":', ...(await listUsers(ctx, { onlyDisabled: false })), '}'] };
