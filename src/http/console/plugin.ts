@@ -86,18 +86,20 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       await sendPage(reply, 401, signInPage(base, check === null ? null : check.reason));
       return;
     }
-    if (request.method === 'POST') {
-      const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
-      if (typeof sent !== 'string' || !constantTimeEquals(sent, check.session.csrfToken)) {
-        await sendPage(
-          reply,
-          403,
-          page(null, 'Not allowed', problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'), base),
-        );
-        return;
-      }
-    }
     sessions.set(request, check.session);
+  });
+  // The form is parsed after onRequest: a change must carry the session's CSRF token.
+  app.addHook('preHandler', async (request, reply) => {
+    const session = sessions.get(request);
+    if (request.method !== 'POST' || session === undefined) return;
+    const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
+    if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken)) {
+      await sendPage(
+        reply,
+        403,
+        page(null, 'Not allowed', problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'), base),
+      );
+    }
   });
 
   await app.register(fastifyStatic, { root: ASSETS, prefix: `${base}assets/`, decorateReply: false, index: false, cacheControl: false });
