@@ -60,7 +60,8 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       'content-security-policy': CONTENT_SECURITY_POLICY,
       'x-frame-options': 'DENY',
       'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      // same-origin, not no-referrer: with no-referrer the browser sends `Origin: null` on the console's own forms.
+      'referrer-policy': 'same-origin',
       'cache-control': 'no-store',
     });
     if (!allowList.allows(request.ip)) {
