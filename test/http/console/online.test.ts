@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { makeAdminKey } from '../../support/admin-keys.js';
-import { consoleUrl, launchBrowser, openTab, screenshot, signIn } from '../../support/console-browser.js';
+import { launchBrowser, openTab, screenshot, signIn } from '../../support/console-browser.js';
 import { LAB_PROFILE, startTunnelLab } from '../../support/tunnel-lab.js';
 
 test('an administrator finds a connected user, disables her, and sees her connection leave the online list', async (t) => {
