@@ -1,7 +1,8 @@
 // The portal's HTTP server: its surfaces — the Admin API under {base}/admin/api/v1 with its
 // OpenAPI document (admin-api.ts), the Node API under {base}/node-api.php for node agents
 // (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enroll.ts) —
-// each a plugin with its own guard (surface.ts), and what they share: timeouts, limits per
+// each a plugin with its own guard (surface.ts), the admin console under {base}/admin/ (a plugin
+// that guards its own pages, ./console/), and what they share: timeouts, limits per
 // address, the JSON error shape, 404 and 405.
 import formbody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -16,6 +17,7 @@ import { nodeApiSurface } from './node-api/surface.js';
 import { ProtocolErrorAnswers } from './protocol-errors.js';
 import { RunningRequests } from './running-requests.js';
 import { decodePath, type HttpSurface } from './surface.js';
+import { adminConsole } from './console/plugin.js';
 
 /** Form bodies of the Admin API are small; anything larger is refused with 413. */
 const BODY_LIMIT_BYTES = 64 * 1024;
@@ -92,6 +94,8 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
   });
 
   for (const surface of surfaces) void app.register(surface.plugin);
+  // The console's guard is its plugin's own: every console path is one of its routes or its static files.
+  if (ctx.config.adminConsole.enabled) void app.register(adminConsole, { ctx });
 
   /** Method of each known path, for 405 answers to any other method (HEAD, OPTIONS, PROPFIND, ...). */
   const methodOf = new Map(surfaces.flatMap((surface) => [...surface.methods]));
