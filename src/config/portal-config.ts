@@ -142,6 +142,8 @@ export interface PortalConfig {
   /** `metrics.listen`: where /metrics, /healthz and /readyz are served; null: not served. */
   readonly metrics: { readonly host: string; readonly port: number } | null;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
+  /** `adminConsole`: the browser console at {baseUrl}admin/, and how long its sessions last. */
+  readonly adminConsole: { readonly enabled: boolean; readonly idleTimeoutMs: number; readonly sessionLifetimeMs: number };
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
   /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */

@@ -6,7 +6,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { AdminCall } from '../core/admin-call.js';
+import type { AdminCall, AdminCaller } from '../core/admin-call.js';
+import type { PortalEvents } from '../core/events.js';
 import type { PortalContext } from '../core/context.js';
 import { assertProfileAllowed } from '../core/access/index.js';
 import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
@@ -75,42 +76,21 @@ export async function runRoute<S extends ParamShape>(
   reply: FastifyReply,
 ): Promise<void> {
   const state = services.requests.get(request);
-  const scope = state?.caller.scope ?? null;
   // The guard ran first and let only callers with a valid key through.
-  if (state === undefined || scope === null) throw new HttpError(401, 'authentication required');
+  if (state === undefined || state.caller.scope === null) throw new HttpError(401, 'authentication required');
   const { caller } = state;
-  const name = route.path.slice(1);
-  const key = caller.keyName === null ? 'this key' : `key "${caller.keyName}"`;
-  // Refused before the handler runs: nothing is read from or written to the database for it.
-  if (!scopeAllows(scope, route.scope)) {
-    throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
-  }
-  if (route.needsEveryProfile === true && caller.profiles !== null) {
-    throw new HttpError(403, `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`);
-  }
   const input = route.input?.(request) ?? (route.source === 'query' ? request.query : request.body);
-  const call: AdminCall = {
-    caller,
-    name,
-    parameters: auditedParameters(Object.keys(route.params), input, request),
-    successStatus: route.success.status,
-  };
-  const events = ctx.events.forCall(call);
+  const { call, callCtx, params, events } = bindCall(route, ctx, caller, input, request);
   state.events = events;
-  const callCtx: PortalContext = { ...ctx, call, events };
-  const params = readParams(route.source, input, route.params, ctx.config);
   const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
   let response: RouteResponse;
-  // A kept answer is given only to a caller who may make the request now: the scope was checked
-  // above; the profile it names is checked here, before any replay (a handler checks it again).
-  if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
   if (idempotencyKey === undefined || caller.keyLineage === null) {
     response = await route.handle(callCtx, params, request, {});
   } else {
     const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
     const parameters = sentParameters(Object.keys(route.params), input);
     const outcome = await services.idempotent.run(
-      { keyLineage: caller.keyLineage, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
+      { keyLineage: caller.keyLineage, idempotencyKey, call: call.name, fingerprint: fingerprintOf(call.name, parameters, varying) },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
     );
     response = outcome.response;
@@ -140,4 +120,50 @@ export async function runRoute<S extends ParamShape>(
   } else {
     await reply.code(200).headers(response.headers).send(response.body);
   }
+}
+
+/** A call bound to its caller: the context a use case gets (the call, the events view) and its parameters. */
+export interface BoundCall<S extends ParamShape> {
+  readonly call: AdminCall;
+  readonly callCtx: PortalContext;
+  readonly events: PortalEvents;
+  readonly params: ParamValues<S>;
+}
+
+/**
+ * Binds a call of `route` to its caller, the one way every Admin API call and every change made
+ * in the console takes: the caller's scope and profile limit are checked first (403, before
+ * anything is read), the parameters parsed by the route's own rules (400).
+ */
+export function bindCall<S extends ParamShape>(
+  route: AdminRoute<S>,
+  ctx: PortalContext,
+  caller: AdminCaller,
+  input: unknown,
+  request: FastifyRequest,
+): BoundCall<S> {
+  const scope = caller.scope;
+  const name = route.path.slice(1);
+  const key = caller.keyName === null ? 'this key' : `key "${caller.keyName}"`;
+  if (scope === null) throw new HttpError(401, 'authentication required');
+  // Refused before the handler runs: nothing is read from or written to the database for it.
+  if (!scopeAllows(scope, route.scope)) {
+    throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
+  }
+  if (route.needsEveryProfile === true && caller.profiles !== null) {
+    throw new HttpError(403, `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`);
+  }
+  const call: AdminCall = {
+    caller,
+    name,
+    parameters: auditedParameters(Object.keys(route.params), input, request),
+    successStatus: route.success.status,
+  };
+  const events = ctx.events.forCall(call);
+  const callCtx: PortalContext = { ...ctx, call, events };
+  const params = readParams(route.source, input, route.params, ctx.config);
+  // A kept answer is given only to a caller who may make the request now: the scope was checked
+  // above; the profile it names is checked here, before any replay (a handler checks it again).
+  if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
+  return { call, callCtx, events, params };
 }

@@ -1,6 +1,7 @@
 // The portal's HTTP surface: the Admin API under {base}/admin/api/v1, its OpenAPI
-// document, the Node API under {base}/node-api.php for node agents, and {base}/enroll where
-// devices redeem enrollment tokens.
+// document, the admin console under {base}/admin/ (its own plugin and guard, ./console/), the
+// Node API under {base}/node-api.php for node agents, and {base}/enroll where devices redeem
+// enrollment tokens.
 import formbody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
@@ -21,6 +22,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { ProtocolErrorAnswers } from './protocol-errors.js';
 import { RunningRequests } from './running-requests.js';
 import { adminRoutes } from './routes/index.js';
+import { adminConsole } from './console/plugin.js';
 import { ENROLL_PATH } from '../protocol/admin-api.js';
 
 /** Form bodies of the Admin API are small; anything larger is refused with 413. */
@@ -148,6 +150,8 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
   const openApi = JSON.stringify(buildOpenApiDocument(adminRoutes, new URL('admin/api/v1', withSlash(ctx.config.baseUrl)).href));
   app.get(`${adminPrefix}/openapi.json`, (_request, reply) => reply.type('application/json').send(openApi));
   methodOf.set(`${adminPrefix}/openapi.json`, 'GET');
+
+  if (ctx.config.adminConsole.enabled) void app.register(adminConsole, { ctx });
 
   app.post(enrollPath, (request, reply) => enroll.handle(request, reply));
   methodOf.set(enrollPath, 'POST');
