@@ -4,9 +4,10 @@
 // key. A refusal names the limit (scope or profile). The file and the private key a new
 // configuration carries are in that one answer only (never cached, never stored).
 import QRCode from 'qrcode';
-import type { ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
+import type { ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
 import type { AdminRoute } from '../admin-route.js';
 import type { ParamShape } from '../params.js';
+import { connectionListRoute } from '../routes/connection-list.js';
 import { connectionLogRoute } from '../routes/connection-log.js';
 import { createRoute } from '../routes/create.js';
 import { deleteConnectionRoute } from '../routes/delete-connection.js';
@@ -33,29 +34,35 @@ interface Action {
   readonly result?: (request: ConsoleRequest, values: Readonly<Record<string, string>>, answer: Awaited<ReturnType<typeof callRoute>>) => Promise<PageResult>;
 }
 
-/** What a user's configurations and open sessions are, for the sentence of a change on the user. */
-async function reachOf(request: ConsoleRequest, userId: string): Promise<{ configurations: UserConfiguration[]; open: ConnectionLogEntry[] }> {
+/** What a user's configurations are, which of them are connected now (the nodes' live answer) and the open sessions the log knows (with their node). */
+async function reachOf(
+  request: ConsoleRequest,
+  userId: string,
+): Promise<{ configurations: UserConfiguration[]; online: ConnectionInfo[]; open: ConnectionLogEntry[] }> {
   const { ctx, frame } = request;
   const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(ctx, frame.caller, request.request, userConfigurationListRoute, {
     user_id: userId,
   });
+  const live = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, frame.caller, request.request, connectionListRoute);
   const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, frame.caller, request.request, connectionLogRoute, {
     user_id: userId,
     open: 'yes',
     limit: '1000',
   });
-  return { configurations: list.user_configuration_list, open: log.connection_log };
+  const online = Object.values(live.connection_list).flatMap((entries) => entries.filter((entry) => entry.user_id === userId));
+  return { configurations: list.user_configuration_list, online, open: log.connection_log };
 }
 
 function plural(count: number, one: string, many: string): string {
   return `${count} ${count === 1 ? one : many}`;
 }
 
-function sessionsText(open: readonly ConnectionLogEntry[]): string {
+/** "1 connection open now (node 0) will end": the live list counts, the log names the nodes it knows. */
+function sessionsText(online: readonly ConnectionInfo[], open: readonly ConnectionLogEntry[]): string {
+  const count = Math.max(online.length, open.length);
+  if (count === 0) return 'no connection is open now';
   const nodes = [...new Set(open.map((entry) => entry.node_number))].sort((a, b) => a - b);
-  return open.length === 0
-    ? 'no session is open now'
-    : `${plural(open.length, 'session', 'sessions')} open now on ${plural(nodes.length, 'node', 'nodes')} (${nodes.join(', ')}) will end`;
+  return `${plural(count, 'connection', 'connections')} open now${nodes.length === 0 ? '' : ` (${nodes.length === 1 ? 'node' : 'nodes'} ${nodes.join(', ')})`} will end`;
 }
 
 function userPage(userId: string, done: string): string {
@@ -67,11 +74,11 @@ const ACTIONS: Readonly<Record<string, Action>> = {
     route: disableUserRoute,
     fields: ['user_id'],
     async describe(request, { user_id = '' }) {
-      const { configurations, open } = await reachOf(request, user_id);
+      const { configurations, online, open } = await reachOf(request, user_id);
       const profiles = [...new Set(configurations.map((configuration) => configuration.profile_id))];
       return `Disable ${user_id}: ${plural(configurations.length, 'configuration', 'configurations')}${
         profiles.length === 0 ? '' : ` (${profiles.join(', ')})`
-      } will be cut from the nodes and ${sessionsText(open)}. The user cannot connect until enabled again.`;
+      } will be cut from the nodes and ${sessionsText(online, open)}. The user cannot connect until enabled again.`;
     },
     after: ({ user_id = '' }) => userPage(user_id, `${user_id} was disabled.`),
   },
@@ -88,8 +95,8 @@ const ACTIONS: Readonly<Record<string, Action>> = {
     route: destroyRoute,
     fields: ['user_id'],
     async describe(request, { user_id = '' }) {
-      const { configurations, open } = await reachOf(request, user_id);
-      return `Delete ${user_id} for good: ${plural(configurations.length, 'configuration', 'configurations')}, the user's devices and enrollment tokens are deleted and ${sessionsText(open)}. This cannot be undone.`;
+      const { configurations, online, open } = await reachOf(request, user_id);
+      return `Delete ${user_id} for good: ${plural(configurations.length, 'configuration', 'configurations')}, the user's devices and enrollment tokens are deleted and ${sessionsText(online, open)}. This cannot be undone.`;
     },
     after: ({ user_id = '' }) => `users?${new URLSearchParams({ done: `${user_id} was deleted.` }).toString()}`,
   },
@@ -97,10 +104,11 @@ const ACTIONS: Readonly<Record<string, Action>> = {
     route: deleteConnectionRoute,
     fields: ['user_id', 'connection_id'],
     async describe(request, { user_id = '', connection_id = '' }) {
-      const { configurations, open } = await reachOf(request, user_id);
+      const { configurations, online, open } = await reachOf(request, user_id);
       const configuration = configurations.find((entry) => entry.connection_id === connection_id);
       const sessions = open.filter((entry) => entry.connection_id === connection_id);
-      return `Delete the configuration ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`} of ${user_id}: it is cut from its node and ${sessionsText(sessions)}.`;
+      const connected = online.filter((entry) => entry.connection_id === connection_id);
+      return `Delete the configuration ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`} of ${user_id}: it is cut from its node and ${sessionsText(connected, sessions)}.`;
     },
     after: ({ user_id = '' }) => userPage(user_id, 'The configuration was deleted.'),
   },

@@ -37,6 +37,7 @@ export function page(frame: PageFrame | null, title: string, body: Html, base: s
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · VPN portal</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${base}assets/console.css">
 <script src="${base}assets/chart/chart.umd.min.js" defer></script>
 <script src="${base}assets/console.js" defer></script>

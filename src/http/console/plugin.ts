@@ -72,7 +72,8 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       'content-security-policy': CONTENT_SECURITY_POLICY,
       'x-frame-options': 'DENY',
       'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      // same-origin, not no-referrer: with no-referrer the browser sends `Origin: null` on the console's own forms.
+      'referrer-policy': 'same-origin',
       'cache-control': 'no-store',
     });
     if (!allowList.allows(request.ip)) {
@@ -98,18 +99,20 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       await sendPage(reply, 401, signInPage(base, check === null ? null : check.reason, signInButton));
       return;
     }
-    if (request.method === 'POST') {
-      const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
-      if (typeof sent !== 'string' || !constantTimeEquals(sent, check.session.csrfToken)) {
-        await sendPage(
-          reply,
-          403,
-          page(null, 'Not allowed', problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'), base),
-        );
-        return;
-      }
-    }
     sessions.set(request, check.session);
+  });
+  // The form is parsed after onRequest: a change must carry the session's CSRF token.
+  app.addHook('preHandler', async (request, reply) => {
+    const session = sessions.get(request);
+    if (request.method !== 'POST' || session === undefined) return;
+    const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
+    if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken)) {
+      await sendPage(
+        reply,
+        403,
+        page(null, 'Not allowed', problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'), base),
+      );
+    }
   });
 
   await app.register(fastifyStatic, { root: ASSETS, prefix: `${base}assets/`, decorateReply: false, index: false, cacheControl: false });
