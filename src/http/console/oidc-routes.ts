@@ -60,8 +60,9 @@ export function registerOidcRoutes(app: FastifyInstance, options: OidcRouteOptio
       : await refuseOidcSignIn(ctx, finish.subject, finish.reason, request.ip);
     if (!result.ok) return options.signInPage(reply, 401, result.reason);
     options.setSessionCookie(request, reply, result.session);
-    // A page of our own, not a redirect: a browser withholds a SameSite=Strict cookie on a
-    // redirect chain another site began, so the console's first page would ask to sign in again.
+    // A page of our own that moves on, not a redirect: RFC 6265bis lets a browser withhold a
+    // SameSite=Strict cookie on a redirect chain another site began (today's Chromium sends it;
+    // a browser that does not would show the sign-in form again). From our page it is same-site.
     const who = `oidc:${finish.ok ? finish.grant.subject : ''}`;
     return reply
       .code(200)

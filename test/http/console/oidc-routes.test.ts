@@ -10,9 +10,10 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { auditLog } from '../../support/admin-keys.js';
+import { launchBrowser, openTab, screenshot } from '../../support/console-browser.js';
 import { freePort } from '../../support/free-port.js';
 import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../../support/oidc-provider.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -63,7 +64,7 @@ async function startStand(t: TestContext, oidc: Partial<NonNullable<NonNullable<
 }
 
 async function launch(t: TestContext): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const browser = await launchBrowser();
   t.after(() => browser.close());
   return browser;
 }
@@ -72,10 +73,10 @@ test('an administrator signs in through the OpenID provider in a real browser, s
   const { portal, console: consoleUrl } = await startStand(t);
   const created = await portal.post('/create', { user_id: 'dave', profile_id: 'employees' });
   assert.equal(created.status, 200, created.text);
-  const browser = await launch(t);
-  const page = await browser.newPage();
+  const { page } = await openTab(await launch(t));
 
   await page.goto(consoleUrl);
+  await screenshot(page, 'sign-in-with-oidc');
   await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
   // The provider's own pages: its login form, then its consent.
   await page.locator('input[name="login"]').fill('alice');
@@ -118,8 +119,7 @@ test('an administrator signs in through the OpenID provider in a real browser, s
 
 test('an account whose claims grant no console scope is back at the sign-in page with one line why, and an audit row', async (t) => {
   const { portal, console: consoleUrl } = await startStand(t);
-  const browser = await launch(t);
-  const page = await browser.newPage();
+  const { page } = await openTab(await launch(t));
   await page.goto(`${consoleUrl}sign-in`);
   await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
   await page.locator('input[name="login"]').fill('bob');
@@ -130,6 +130,7 @@ test('an account whose claims grant no console scope is back at the sign-in page
   const why = page.getByRole('alert');
   await why.waitFor();
   assert.equal(await why.textContent(), 'Test SSO account "bob" may not use the console: no value of claim "roles" grants a console scope.');
+  await screenshot(page, 'sign-in-with-oidc-refused');
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
   assert.equal(
     (await page.context().cookies()).find((cookie) => cookie.name === 'vpn_portal_console'),
