@@ -269,3 +269,32 @@ test('the console is off with adminConsole.enabled false, and refuses addresses 
   assert.equal(refused.status, 403);
   assert.match(await refused.text(), /adminApi\.allowList/);
 });
+
+test('behind a trusted TLS proxy the session cookie is Secure, and the sign-in is audited from the client’s address', async (t) => {
+  const portal = await startTestPortal({ config: { adminApi: { allowList: ['203.0.113.0/24'], trustedProxyList: ['127.0.0.1/32'] } } });
+  t.after(portal.close);
+  const forwarded = { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' };
+  const signedIn = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    body: new URLSearchParams({ credential: portal.secret }),
+    headers: forwarded,
+    redirect: 'manual',
+  });
+  assert.equal(signedIn.status, 303);
+  assert.match(signedIn.headers.get('set-cookie') ?? '', /; HttpOnly; Secure; SameSite=Strict$/);
+  const plain = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    body: new URLSearchParams({ credential: portal.secret }),
+    headers: { 'x-forwarded-for': '203.0.113.7' },
+    redirect: 'manual',
+  });
+  assert.doesNotMatch(plain.headers.get('set-cookie') ?? '', /Secure/, 'over plain HTTP the cookie cannot be Secure');
+  const signIns = (await auditLog(portal)).filter((entry) => entry.call === 'console/sign_in');
+  assert.deepEqual(
+    signIns.map((entry) => [entry.keyName, entry.sourceAddress, entry.status]),
+    [
+      ['secret', '203.0.113.7', 200],
+      ['secret', '203.0.113.7', 200],
+    ],
+  );
+});
