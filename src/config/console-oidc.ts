@@ -14,11 +14,11 @@ const claimName = z.string().regex(/^[^.\s]+(\.[^.\s]+)*$/, 'a claim name, or a 
 
 export const consoleOidcSchema = z
   .strictObject({
-    issuer: z
-      .url()
-      .describe(
-        "The OpenID provider's issuer URL, exactly as its `/.well-known/openid-configuration` names it; `https://`, or `http://` on a loopback address only (tests).",
-      ),
+    issuer: z.url().meta({
+      description:
+        "The OpenID provider's issuer URL, exactly as its `/.well-known/openid-configuration` names it (`https://`; `http://` on a loopback address only, for tests). Single sign-on to the console is off without `adminConsole.oidc`; the redirect URI to register is `{baseUrl}admin/oidc/callback`.",
+      see: 'console.md#openid-connect-sign-in',
+    }),
     name: z.string().min(1).max(64).optional().describe('What the sign-in button calls the provider ("Sign in with …"); the issuer\'s host name by default.'),
     clientId: z.string().min(1).describe("The console's client id at the provider (a confidential client, code flow)."),
     clientSecretFile: z
@@ -51,11 +51,7 @@ export const consoleOidcSchema = z
       .describe('Limits an OpenID session to profiles, as a key limited to profiles; without it, an OpenID session may touch every profile.'),
   })
   .optional()
-  .meta({
-    description:
-      'OpenID Connect single sign-on to the admin console (authorization code flow with PKCE); off when absent. Redirect URI: `{baseUrl}admin/oidc/callback`.',
-    see: 'console.md#openid-connect-sign-in',
-  });
+  .describe('OpenID Connect single sign-on to the admin console (authorization code flow with PKCE); off when absent.');
 
 export type ParsedConsoleOidc = z.output<typeof consoleOidcSchema>;
 
