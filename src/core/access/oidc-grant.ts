@@ -8,6 +8,7 @@ import { asProfileId, type ProfileId } from '../../shared/ids.js';
 
 /** The audit log's name for an OpenID session: `oidc:` and the provider's subject. */
 export const OIDC_CALLER_PREFIX = 'oidc:';
+const MAX_SUBJECT_LENGTH = 255;
 
 export interface OidcGrant {
   /** The provider's `sub`: stable, unlike a name or an e-mail address. */
@@ -28,6 +29,9 @@ export interface OidcGrantRules {
 export function grantFromClaims(claims: Readonly<Record<string, unknown>>, rules: OidcGrantRules): OidcGrantResult {
   const subject = typeof claims['sub'] === 'string' ? claims['sub'] : '';
   if (subject === '') return { ok: false, subject, reason: 'the provider named no subject (sub)' };
+  // OpenID Connect Core §2 allows 255 ASCII characters; the session row and the audit log keep no more.
+  if (subject.length > MAX_SUBJECT_LENGTH)
+    return { ok: false, subject: subject.slice(0, MAX_SUBJECT_LENGTH), reason: `the provider's subject is longer than ${MAX_SUBJECT_LENGTH} characters` };
   const held = new Set(claimStrings(claims, rules.scope.claim));
   // The widest scope wins: ADMIN_SCOPES runs from narrowest to widest.
   const scope = [...ADMIN_SCOPES].reverse().find((candidate) => rules.scope[candidate].some((value) => held.has(value)));

@@ -52,7 +52,8 @@ export function registerOidcRoutes(app: FastifyInstance, options: OidcRouteOptio
   });
 
   app.get(callbackPath, async (request, reply) => {
-    const query = request.raw.url?.split('?')[1] ?? '';
+    const url = request.raw.url ?? '';
+    const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
     const finish = await oidc.finish(query, request.cookies[FLOW_COOKIE]);
     void reply.clearCookie(FLOW_COOKIE, { path: callbackPath });
     const result = finish.ok

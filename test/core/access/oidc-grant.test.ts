@@ -26,6 +26,9 @@ test('values of other types, a missing claim and unknown values grant nothing, a
     reason: 'no value of claim "roles" grants a console scope',
   });
   assert.deepEqual(grantFromClaims({ roles: ['root'] }, rules), { ok: false, subject: '', reason: 'the provider named no subject (sub)' });
+  const long = grantFromClaims({ sub: 's'.repeat(256), roles: ['root'] }, rules);
+  assert.deepEqual(long, { ok: false, subject: 's'.repeat(255), reason: "the provider's subject is longer than 255 characters" });
+  assert.equal(grantFromClaims({ sub: 's'.repeat(255), roles: ['root'] }, rules).ok, true);
 });
 
 test('a dotted claim name reaches into objects and never into inherited properties', () => {

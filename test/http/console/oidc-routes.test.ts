@@ -18,9 +18,13 @@ import { freePort } from '../../support/free-port.js';
 import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../../support/oidc-provider.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
+/** A pairwise subject as SATOSA gives one (64 hex digits) and then some: the longest a provider may send. */
+const LONG_SUBJECT = `${'a1'.repeat(32)}${'-'.repeat(191)}`;
+
 const accounts = {
   alice: { name: 'Alice', roles: ['vpn-operator'], groups: ['vpn-employees'] },
   bob: { name: 'Bob', roles: ['staff-only'] },
+  [LONG_SUBJECT]: { name: 'Pairwise', roles: ['vpn-viewer'] },
 };
 
 interface Stand {
@@ -163,6 +167,17 @@ test('a profiles mapping limits an OpenID session to the profiles its claim gran
   const dashboard = await fetch(stand.console, { headers: { cookie: signedIn.cookie } });
   assert.equal(dashboard.status, 200);
   assert.match(await dashboard.text(), /<span class="who">oidc:alice · write · employees<\/span>/);
+});
+
+test('a subject of 255 characters signs in and is audited under its whole name', async (t) => {
+  const stand = await startStand(t);
+  assert.equal(LONG_SUBJECT.length, 255);
+  const signedIn = await signInOverHttp(stand, LONG_SUBJECT);
+  assert.equal(signedIn.status, 200, signedIn.text);
+  const dashboard = await fetch(stand.console, { headers: { cookie: signedIn.cookie ?? '' } });
+  assert.match(await dashboard.text(), new RegExp(`<span class="who">oidc:${LONG_SUBJECT} · read</span>`));
+  const row = (await auditLog(stand.portal)).find((entry) => entry.call === 'console/sign_in');
+  assert.equal(row?.keyName, `oidc:${LONG_SUBJECT}`);
 });
 
 test('a callback without its flow cookie, and a provider that cannot be reached, each answer the sign-in page with one line', async (t) => {
