@@ -20,7 +20,7 @@ import { userConfigurationListRoute } from '../routes/user-configuration-list.js
 import { ENROLL_PATH } from '../../protocol/admin-api.js';
 import { ConsoleRefusal, callRoute, jsonOf, readJson } from './calls.js';
 import { html, type Html } from './html.js';
-import { csrfField, problem } from './layout.js';
+import { csrfField, problem, type DoneNote } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 
 interface Action {
@@ -65,7 +65,7 @@ function sessionsText(online: readonly ConnectionInfo[], open: readonly Connecti
   return `${plural(count, 'connection', 'connections')} open now${nodes.length === 0 ? '' : ` (${nodes.length === 1 ? 'node' : 'nodes'} ${nodes.join(', ')})`} will end`;
 }
 
-function userPage(userId: string, done: string): string {
+function userPage(userId: string, done: DoneNote): string {
   return `user?${new URLSearchParams({ user_id: userId, done }).toString()}`;
 }
 
@@ -80,7 +80,7 @@ const ACTIONS: Readonly<Record<string, Action>> = {
         profiles.length === 0 ? '' : ` (${profiles.join(', ')})`
       } will be cut from the nodes and ${sessionsText(online, open)}. The user cannot connect until enabled again.`;
     },
-    after: ({ user_id = '' }) => userPage(user_id, `${user_id} was disabled.`),
+    after: ({ user_id = '' }) => userPage(user_id, 'disabled'),
   },
   enable_user: {
     route: enableUserRoute,
@@ -89,7 +89,7 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       const { configurations } = await reachOf(request, user_id);
       return `Enable ${user_id}: the user can connect again with ${plural(configurations.length, 'configuration', 'configurations')}.`;
     },
-    after: ({ user_id = '' }) => userPage(user_id, `${user_id} was enabled.`),
+    after: ({ user_id = '' }) => userPage(user_id, 'enabled'),
   },
   destroy: {
     route: destroyRoute,
@@ -98,7 +98,7 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       const { configurations, online, open } = await reachOf(request, user_id);
       return `Delete ${user_id} for good: ${plural(configurations.length, 'configuration', 'configurations')}, the user's devices and enrollment tokens are deleted and ${sessionsText(online, open)}. This cannot be undone.`;
     },
-    after: ({ user_id = '' }) => `users?${new URLSearchParams({ done: `${user_id} was deleted.` }).toString()}`,
+    after: ({ user_id = '' }) => `users?${new URLSearchParams({ done: 'deleted', user_id }).toString()}`,
   },
   delete_connection: {
     route: deleteConnectionRoute,
@@ -110,7 +110,7 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       const connected = online.filter((entry) => entry.connection_id === connection_id);
       return `Delete the configuration ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`} of ${user_id}: it is cut from its node and ${sessionsText(connected, sessions)}.`;
     },
-    after: ({ user_id = '' }) => userPage(user_id, 'The configuration was deleted.'),
+    after: ({ user_id = '' }) => userPage(user_id, 'configuration-deleted'),
   },
   create: {
     route: createRoute,

@@ -68,6 +68,20 @@ export function problem(status: number, message: string): Html {
   return html`<p class="problem" role="alert"><strong>${what} (${status}):</strong> ${message}</p>`;
 }
 
+/** What a change left behind, as the page after it says (a code in the URL, so a link cannot make the console say anything else). */
+const DONE_NOTES = {
+  disabled: (userId: string) => `${userId} was disabled.`,
+  enabled: (userId: string) => `${userId} was enabled.`,
+  deleted: (userId: string) => `${userId} was deleted.`,
+  'configuration-deleted': () => 'The configuration was deleted.',
+} as const;
+export type DoneNote = keyof typeof DONE_NOTES;
+
+export function doneNote(done: string | undefined, userId: string): Html {
+  if (done === undefined || !Object.hasOwn(DONE_NOTES, done)) return html``;
+  return notice(DONE_NOTES[done as DoneNote](userId));
+}
+
 export function notice(message: string): Html {
   return html`<p class="notice" role="status">${message}</p>`;
 }

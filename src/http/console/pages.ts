@@ -29,7 +29,7 @@ import { usersRoute } from '../routes/users.js';
 import { webhookDeliveriesRoute, webhooksRoute } from '../routes/webhooks.js';
 import { ConsoleRefusal, readJson } from './calls.js';
 import { html, jsonIsland, type Html } from './html.js';
-import { may, notice, problem, table } from './layout.js';
+import { doneNote, may, problem, table } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 import { lastReconcile } from './reconcile-times.js';
 
@@ -155,7 +155,7 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   });
   return {
     title: 'Users',
-    body: html`${query['done'] === undefined ? '' : notice(query['done'])}<form method="get" action="${base}users" class="filters" role="search">
+    body: html`${doneNote(query['done'], query['user_id'] ?? '')}<form method="get" action="${base}users" class="filters" role="search">
 <label for="prefix">User id starts with</label> <input id="prefix" name="prefix" value="${prefix}">
 <label><input type="checkbox" name="disabled" value="yes"${onlyDisabled ? html` checked` : ''}> only disabled</label>
 <button type="submit">Search</button></form>${body}`,
@@ -166,7 +166,6 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
   const { base, caller } = frame;
   const userId = query['user_id'] ?? '';
-  const done = query['done'];
   const disabled = await section(async () => {
     const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute);
     const isDisabled = list.disabled_users.includes(userId);
@@ -214,7 +213,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const issue = may(frame, 'write') ? await issueForms(r, userId) : html``;
   return {
     title: `User ${userId}`,
-    body: html`${done === undefined ? '' : notice(done)}${disabled}
+    body: html`${doneNote(query['done'], userId)}${disabled}
 <section aria-labelledby="configurations"><h2 id="configurations">Configurations</h2>${configurations}</section>
 <section aria-labelledby="devices"><h2 id="devices">Devices</h2>${devices}</section>
 <section aria-labelledby="sessions"><h2 id="sessions">Latest sessions</h2>${sessions}<p>${link(base, 'log', { user_id: userId }, 'All of this user’s sessions')}</p></section>

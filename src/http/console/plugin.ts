@@ -125,6 +125,8 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     allowedPath: (pathName) => pathName === '/chart.umd.min.js',
   });
 
+  // `…/admin` as typed leads to the console.
+  app.get(base.slice(0, -1), async (_request, reply) => reply.redirect(base, 301));
   app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null, signInButton)));
   app.post(`${base}sign-in`, async (request, reply) => {
     if (!sameOrigin(request)) return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
