@@ -9,6 +9,7 @@ import { parseIsoDuration, durationMilliseconds, type IsoDuration } from '../sha
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import { loadAppleSigning } from './apple-signing.js';
+import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
 import type { DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
@@ -89,6 +90,13 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       enabled: raw.adminConsole.enabled,
       idleTimeoutMs: boundedMilliseconds(raw.adminConsole.idleTimeout, 'adminConsole.idleTimeout', CONSOLE_IDLE_BOUNDS, report),
       sessionLifetimeMs: boundedMilliseconds(raw.adminConsole.sessionLifetime, 'adminConsole.sessionLifetime', CONSOLE_LIFETIME_BOUNDS, report),
+      oidc: resolveConsoleOidc(
+        raw.adminConsole.oidc,
+        baseUrl,
+        baseDir,
+        profiles.map((profile) => profile.profileId),
+        report,
+      ),
     },
     nodeApi: raw.nodeApi,
     webhooks: {

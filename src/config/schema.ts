@@ -5,6 +5,7 @@
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
+import { consoleOidcSchema } from './console-oidc.js';
 import { DATABASE_PATTERN } from './database-location.js';
 import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
 
@@ -187,6 +188,7 @@ export const portalConfigSchema = z.strictObject({
         .meta({ description: 'Serve the admin console at `{baseUrl}admin/` (same port and `adminApi.allowList` as the Admin API).', see: 'console.md' }),
       idleTimeout: isoDuration.default('PT30M').describe('A console session unused this long ends (PT1M–P1D); the next page asks to sign in again.'),
       sessionLifetime: isoDuration.default('PT12H').describe('A console session ends this long after sign-in, however busy (PT1M–P7D).'),
+      oidc: consoleOidcSchema,
     })
     .prefault({}),
   nodeApi: z

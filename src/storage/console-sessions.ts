@@ -1,12 +1,20 @@
 // Queries on `console_sessions`: the admin console's signed-in browsers, shared by every
 // portal instance on the database. Only the SHA-256 of a session's cookie is stored.
+import { z } from 'zod';
+import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
+import { asProfileId, type ProfileId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { ConsoleSessionsTable } from './schema.js';
 
 /** How a console session was signed in; another method (single sign-on) adds its own kind. */
 export type ConsoleSignIn =
   | { readonly method: 'admin-key'; readonly keyId: string; readonly subject: string }
-  | { readonly method: 'secret'; readonly secretDigest: string; readonly subject: string };
+  | { readonly method: 'secret'; readonly secretDigest: string; readonly subject: string }
+  /** OpenID Connect: `subject` is the provider's `sub`; the rights its claims granted at sign-in. */
+  | { readonly method: 'oidc'; readonly subject: string; readonly scope: AdminScope; readonly profiles: readonly ProfileId[] | null };
+
+const oidcScope = z.enum(ADMIN_SCOPES);
+const profileList = z.array(z.string());
 
 export interface StoredConsoleSession {
   readonly sessionHash: string;
@@ -27,6 +35,8 @@ export async function insertConsoleSession(db: Db, session: StoredConsoleSession
       key_id: signIn.method === 'admin-key' ? signIn.keyId : null,
       subject: signIn.subject,
       secret_digest: signIn.method === 'secret' ? signIn.secretDigest : null,
+      scope: signIn.method === 'oidc' ? signIn.scope : null,
+      profiles: signIn.method === 'oidc' && signIn.profiles !== null ? JSON.stringify(signIn.profiles) : null,
       csrf_token: session.csrfToken,
       created_at: session.createdAt,
       last_seen_at: session.lastSeenAt,
@@ -55,12 +65,7 @@ export async function deleteEndedConsoleSessions(db: Db, now: string): Promise<v
 }
 
 function toSession(row: ConsoleSessionsTable): StoredConsoleSession | undefined {
-  const signIn: ConsoleSignIn | undefined =
-    row.method === 'admin-key' && row.key_id !== null
-      ? { method: 'admin-key', keyId: row.key_id, subject: row.subject }
-      : row.method === 'secret' && row.secret_digest !== null
-        ? { method: 'secret', secretDigest: row.secret_digest, subject: row.subject }
-        : undefined;
+  const signIn = signInOf(row);
   if (signIn === undefined) return undefined;
   return {
     sessionHash: row.session_hash,
@@ -70,4 +75,16 @@ function toSession(row: ConsoleSessionsTable): StoredConsoleSession | undefined 
     lastSeenAt: row.last_seen_at,
     expiresAt: row.expires_at,
   };
+}
+
+/** A row of an unknown method, or missing what its method needs, is no session. */
+function signInOf(row: ConsoleSessionsTable): ConsoleSignIn | undefined {
+  if (row.method === 'admin-key' && row.key_id !== null) return { method: 'admin-key', keyId: row.key_id, subject: row.subject };
+  if (row.method === 'secret' && row.secret_digest !== null) return { method: 'secret', secretDigest: row.secret_digest, subject: row.subject };
+  const scope = oidcScope.safeParse(row.scope);
+  if (row.method === 'oidc' && scope.success) {
+    const profiles = row.profiles === null ? null : profileList.parse(JSON.parse(row.profiles)).map(asProfileId);
+    return { method: 'oidc', subject: row.subject, scope: scope.data, profiles };
+  }
+  return undefined;
 }

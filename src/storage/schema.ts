@@ -301,6 +301,9 @@ export interface ConsoleSessionsTable {
   key_id: string | null;
   subject: string;
   secret_digest: string | null;
+  /** OpenID sessions only: the scope and the profiles (JSON array; null: every profile) their claims granted. */
+  scope: string | null;
+  profiles: string | null;
   csrf_token: string;
   created_at: string;
   last_seen_at: string;

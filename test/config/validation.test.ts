@@ -39,7 +39,7 @@ test('a valid file loads, with the documented defaults', (t) => {
   assert.equal(config.source, file);
   assert.deepEqual(config.adminApi, { allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] });
   assert.deepEqual(config.nodeApi, { allowList: ['0.0.0.0/0', '::/0'] });
-  assert.deepEqual(config.adminConsole, { enabled: true, idleTimeoutMs: 30 * 60_000, sessionLifetimeMs: 12 * 3_600_000 });
+  assert.deepEqual(config.adminConsole, { enabled: true, idleTimeoutMs: 30 * 60_000, sessionLifetimeMs: 12 * 3_600_000, oidc: null });
   assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, maxConnectionsPerAddress: 256, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
   assert.equal(config.sessionExpiry.text, 'P90D');
   assert.deepEqual(config.supportedSessionExpiry, ['P90D']);

@@ -16,4 +16,5 @@ export const EXPECTED_MIGRATIONS = [
   '0013-revocations',
   '0014-devices',
   '0017-console-sessions',
+  '0019-console-oidc-sessions',
 ] as const;

@@ -2,3 +2,4 @@
 export * from './admin-keys.js';
 export * from './audit.js';
 export * from './profile-reach.js';
+export * from './oidc-grant.js';

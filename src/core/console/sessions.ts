@@ -1,5 +1,5 @@
 // Sessions of the admin console (issue 25): signing in with an admin key or the Admin API
-// secret, and checking a session on every request. A session has exactly the rights of what it
+// secret, or through OpenID Connect single sign-on, and checking a session on every request. A session has exactly the rights of what it
 // signed in with (scope, profile limits, the key's own allow-list), checked afresh each time from
 // the key's row, so a revoked or expired key ends its sessions at once on every instance. The
 // sign-in methods are a union (`ConsoleSignIn`): single sign-on would be one more member, with
@@ -18,7 +18,7 @@ import {
 } from '../../storage/console-sessions.js';
 import { findAdminKey } from '../../storage/admin-keys.js';
 import { SECRET_KEY_LINEAGE, SECRET_KEY_NAME, type AdminCaller } from '../admin-call.js';
-import { checkAdminKey, recordAdminCall } from '../access/index.js';
+import { checkAdminKey, OIDC_CALLER_PREFIX, recordAdminCall, type OidcGrant } from '../access/index.js';
 import type { PortalContext } from '../context.js';
 
 export type { ConsoleSignIn } from '../../storage/console-sessions.js';
@@ -87,6 +87,29 @@ export async function signIn(ctx: PortalContext, presented: string, sourceAddres
     signIn = { method: 'secret', secretDigest: digest, subject: SECRET_KEY_NAME };
     caller = secretCaller(sourceAddress);
   }
+  return openSession(ctx, signIn, caller, times);
+}
+
+/**
+ * Signs in an account the OpenID provider vouched for (src/http/console-oidc.ts checked the
+ * flow and mapped its claims to `grant`): the session acts as `oidc:<subject>` with the scope
+ * and profiles the claims granted, fixed until it ends.
+ */
+export async function signInWithOidc(ctx: PortalContext, grant: OidcGrant, sourceAddress: string, times: ConsoleSessionTimes): Promise<SignInResult> {
+  const signIn: ConsoleSignIn = { method: 'oidc', subject: grant.subject, scope: grant.scope, profiles: grant.profiles };
+  return openSession(ctx, signIn, oidcCaller(signIn, sourceAddress), times);
+}
+
+/** Records a refused single sign-on (as `oidc:<subject>` when the provider named one) and answers its line. */
+export async function refuseOidcSignIn(ctx: PortalContext, subject: string | null, reason: string, sourceAddress: string): Promise<SignInResult> {
+  const keyName = subject === null ? null : `${OIDC_CALLER_PREFIX}${subject}`;
+  const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
+  await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
+  return { ok: false, reason };
+}
+
+/** A new session for a credential found good: its cookie and CSRF token, its row, its audit row. */
+async function openSession(ctx: PortalContext, signIn: ConsoleSignIn, caller: AdminCaller, times: ConsoleSessionTimes): Promise<SignInResult> {
   const now = ctx.clock.now();
   const token = randomBytes(32).toString('base64url');
   const csrfToken = randomBytes(32).toString('base64url');
@@ -140,6 +163,10 @@ async function endReason(
   if (Date.parse(stored.expiresAt) <= now.getTime()) return 'Your session reached its end; sign in again.';
   if (now.getTime() - Date.parse(stored.lastSeenAt) >= times.idleTimeoutMs) return 'Your session ended after a time without use; sign in again.';
   const { signIn } = stored;
+  if (signIn.method === 'oidc') {
+    // Turning single sign-on off ends its sessions; the claims are not asked again before the session's end.
+    return ctx.config.adminConsole.oidc === null ? 'Single sign-on is turned off on this portal; sign in again.' : oidcCaller(signIn, sourceAddress);
+  }
   if (signIn.method === 'secret') {
     return ctx.keys.adminApiSecretDigest() === signIn.secretDigest ? secretCaller(sourceAddress) : 'The Admin API secret changed; sign in again.';
   }
@@ -151,6 +178,10 @@ async function endReason(
     return `Source address ${sourceAddress} is not allowed for key "${key.name}".`;
   }
   return { keyName: key.name, keyId: key.keyId, keyLineage: key.lineage, scope: key.scope, sourceAddress, profiles: key.profiles };
+}
+
+function oidcCaller(signIn: Extract<ConsoleSignIn, { method: 'oidc' }>, sourceAddress: string): AdminCaller {
+  return { keyName: `${OIDC_CALLER_PREFIX}${signIn.subject}`, keyId: null, keyLineage: null, scope: signIn.scope, sourceAddress, profiles: signIn.profiles };
 }
 
 function secretCaller(sourceAddress: string): AdminCaller {

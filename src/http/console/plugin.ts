@@ -12,10 +12,12 @@ import cookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { checkSession, signIn, signOut, type ActiveConsoleSession, type ConsoleSessionTimes } from '../../core/console/index.js';
+import { checkSession, signIn, signOut, type ActiveConsoleSession, type ConsoleSession, type ConsoleSessionTimes } from '../../core/console/index.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import { AddressAllowList } from '../address-allow-list.js';
+import { ConsoleOidc } from '../console-oidc.js';
 import { actionHandlers, actionPages } from './actions.js';
+import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';
 import { html } from './html.js';
 import { page, problem } from './layout.js';
 import { pageHandlers } from './pages.js';
@@ -52,6 +54,16 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     addressAllowed: (list, address) => new AddressAllowList(list).allows(address),
   };
   const sessions = new WeakMap<FastifyRequest, ActiveConsoleSession>();
+  const oidc = ctx.config.adminConsole.oidc === null ? null : new ConsoleOidc(ctx.config.adminConsole.oidc, ctx.keys, ctx.clock);
+  const openPaths = new Set(oidc === null ? [] : oidcPaths(base));
+  const signInButton = oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel };
+  // Asked once now so a wrong issuer shows in the log at start; sign-in asks again if this failed.
+  oidc?.provider().catch((error: unknown) => {
+    ctx.logger.warn(
+      { issuer: oidc.settings.issuer.href, err: error },
+      'adminConsole.oidc: the OpenID provider cannot be reached; single sign-on will try again',
+    );
+  });
 
   trackReconciles(ctx);
   await app.register(cookie);
@@ -70,7 +82,7 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       return;
     }
     const route = request.routeOptions.url ?? '';
-    if (route.startsWith(`${base}assets/`) || route === `${base}sign-in`) return;
+    if (route.startsWith(`${base}assets/`) || route === `${base}sign-in` || openPaths.has(route)) return;
     // A change must come from a console page: the browser says so (Sec-Fetch-Site, Origin).
     if (request.method === 'POST' && !sameOrigin(request)) {
       await sendPage(
@@ -84,7 +96,7 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     const check = token === undefined ? null : await checkSession(ctx, token, request.ip, times);
     if (check === null || !check.valid) {
       if (token !== undefined) void reply.clearCookie(COOKIE_NAME, { path: base });
-      await sendPage(reply, 401, signInPage(base, check === null ? null : check.reason));
+      await sendPage(reply, 401, signInPage(base, check === null ? null : check.reason, signInButton));
       return;
     }
     sessions.set(request, check.session);
@@ -115,21 +127,34 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
 
   // `…/admin` as typed leads to the console.
   app.get(base.slice(0, -1), async (_request, reply) => reply.redirect(base, 301));
-  app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null)));
+  app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null, signInButton)));
   app.post(`${base}sign-in`, async (request, reply) => {
-    if (!sameOrigin(request)) return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.'));
+    if (!sameOrigin(request)) return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
     const presented = (request.body as Record<string, unknown> | undefined)?.['credential'];
     const result = await signIn(ctx, typeof presented === 'string' ? presented : '', request.ip, times);
-    if (!result.ok) return sendPage(reply, 401, signInPage(base, result.reason));
-    void reply.setCookie(COOKIE_NAME, result.session.token, {
+    if (!result.ok) return sendPage(reply, 401, signInPage(base, result.reason, signInButton));
+    setSessionCookie(request, reply, result.session);
+    return reply.redirect(base, 303);
+  });
+  const setSessionCookie = (request: FastifyRequest, reply: FastifyReply, session: ConsoleSession): void => {
+    void reply.setCookie(COOKIE_NAME, session.token, {
       path: base,
       httpOnly: true,
       sameSite: 'strict',
       secure: request.protocol === 'https',
-      expires: result.session.expiresAt,
+      expires: session.expiresAt,
     });
-    return reply.redirect(base, 303);
-  });
+  };
+  if (oidc !== null) {
+    registerOidcRoutes(app, {
+      ctx,
+      oidc,
+      base,
+      times,
+      setSessionCookie,
+      signInPage: (reply, status, why) => sendPage(reply, status, signInPage(base, why, signInButton)),
+    });
+  }
   app.post(`${base}sign-out`, async (request, reply) => {
     const token = request.cookies[COOKIE_NAME];
     if (token !== undefined) await signOut(ctx, token);
@@ -177,7 +202,8 @@ function sameOrigin(request: FastifyRequest): boolean {
   }
 }
 
-function signInPage(base: string, why: string | null): string {
+/** The sign-in form, and the single sign-on button when `adminConsole.oidc` is set. */
+function signInPage(base: string, why: string | null, sso: { readonly href: string; readonly label: string } | null): string {
   return page(
     null,
     'Sign in',
@@ -187,7 +213,8 @@ function signInPage(base: string, why: string | null): string {
 <input id="credential" name="credential" type="password" autocomplete="off" required autofocus${why === null ? '' : html` aria-describedby="why"`}>
 <button type="submit">Sign in</button>
 </form>
-<p class="hint">The key is sent once; the console then keeps a session cookie with the key's scope and profile limits.</p>`,
+<p class="hint">The key is sent once; the console then keeps a session cookie with the key's scope and profile limits.</p>
+${sso === null ? '' : html`<p class="sso"><a class="button" href="${sso.href}">${sso.label}</a></p>`}`,
     base,
   );
 }
