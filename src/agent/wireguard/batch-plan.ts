@@ -25,7 +25,9 @@ export interface PeerBatchPlan {
 /**
  * Turns requests (in arrival order) into one change per peer that gives the same end state as
  * applying them one by one, plus each request's own answer. `currentPeers` is the interface
- * before the batch; it only matters for removals.
+ * before the batch, as far as the agent knows (peer-view.ts: every change the agent wrote is in
+ * it); it only matters for removals. A removal of an absent peer is not written: at the cap,
+ * wireguard-go would have to create the peer to remove it, and refuse.
  */
 export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: ReadonlyMap<WireGuardKey, WgPeer>): PeerBatchPlan {
   // Latest known state of every touched peer; re-inserted on each touch so the final order
