@@ -137,6 +137,7 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     if (onInterface.size !== PEERS) throw new Error(`${onInterface.size} peers on the interface after ${PEERS} add_peer calls`);
     const writesBeforeReconcile = await peerWrites(agent);
     const writesDuringAdd = writesBeforeReconcile - writesBeforeAdd;
+    progress(`${PEERS} add_peer in ${round(addSeconds)} s, ${writesDuringAdd} writes`);
 
     // 2. A full pass with nothing to change; it observes the node's sessions on the way.
     const cpuBefore = processCpu(agent.pid);
@@ -145,16 +146,26 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     const noOpReconcileSeconds = (performance.now() - reconcileStarted) / 1000;
     const cpuAfter = processCpu(agent.pid);
     const writesDuringReconcile = (await peerWrites(agent)) - writesBeforeReconcile;
+    progress(`full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`);
 
     // 3. The agent's memory with every peer on the interface.
     const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryOf(agent.pid);
+    progress(`agent RSS ${agentRssMb} MB (peak ${agentPeakRssMb} MB)`);
 
     // 4. Stopped (the interface goes with it) and started again.
     await agent.stop();
     const restartStarted = performance.now();
     agent = await startAgentProcess(agentInput);
-    while ((await peersOnInterface(node, interfaceName)).size < PEERS) await sleep(100);
+    // Watched through the agent's own count (/i/node, no read of the interface): a look at the
+    // interface is a listing of every peer that wireguard-go writes out under its configuration
+    // lock, and looking often would hold up the very writes measured. Checked on the interface once.
+    const daemonUrl = `http://127.0.0.1:${port}`;
+    const nodeSecret = keys.nodeSecret(nodeNumber) ?? '';
+    while ((await agentPeerCount(daemonUrl, nodeSecret)) < PEERS) await sleep(100);
     const restartSeconds = (performance.now() - restartStarted) / 1000;
+    const restored = await peersOnInterface(node, interfaceName);
+    if (peers.some((peer) => !restored.has(peer.publicKey))) throw new Error(`${PEERS - restored.size} peers missing on the interface after the restart`);
+    progress(`restarted, every peer back in ${round(restartSeconds)} s`);
 
     // 5. Bulk revocation: the first 10,000 users disabled, one call each.
     const disabledKeys = peers.slice(0, DISABLED_USERS).map((peer) => peer.publicKey as string);
@@ -165,13 +176,18 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       userIds: peers.slice(0, DISABLED_USERS).map((peer) => peer.userId),
     };
     const calls = JSON.parse(await runBenchProcess('disable-sender.ts', disableInput)) as DisableSenderOutput;
-    let remaining = disabledKeys.length;
+    // The agent's count first (as above), then the interface itself, until none of those keys is there.
+    while ((await agentPeerCount(daemonUrl, nodeSecret)) > PEERS - DISABLED_USERS) {
+      if (Date.now() - calls.lastAnswerAtMs > 60_000) break;
+      await sleep(50);
+    }
     for (;;) {
       const present = await peersOnInterface(node, interfaceName);
-      remaining = disabledKeys.filter((key) => present.has(key)).length;
+      const remaining = disabledKeys.filter((key) => present.has(key)).length;
       if (remaining === 0) break;
-      if (Date.now() - calls.lastAnswerAtMs > 60_000) throw new Error(`${remaining} disabled users' peers still on the interface a minute after the last answer`);
-      await sleep(50);
+      if (Date.now() - calls.lastAnswerAtMs > 60_000)
+        throw new Error(`${remaining} disabled users' peers still on the interface a minute after the last answer`);
+      await sleep(1000);
     }
     const offNodeSeconds = Math.max(0, (Date.now() - calls.lastAnswerAtMs) / 1000);
     const revocation: RevocationFigures = {
@@ -224,7 +240,10 @@ async function startAgentProcess(input: AgentProcessInput): Promise<AgentProcess
   child.stdin.end(JSON.stringify(input));
   const lines = createInterface({ input: child.stdout });
   const exited = once(child, 'exit');
-  const first = await Promise.race([once(lines, 'line') as Promise<[string]>, exited.then(([code]) => Promise.reject(new Error(`the agent exited with ${String(code)}`)))]);
+  const first = await Promise.race([
+    once(lines, 'line') as Promise<[string]>,
+    exited.then(([code]) => Promise.reject(new Error(`the agent exited with ${String(code)}`))),
+  ]);
   const ready = JSON.parse(first[0]) as AgentProcessReady;
   if (ready.metricsUrl === null) throw new Error('the agent serves no metrics');
   const metricsUrl = ready.metricsUrl;
@@ -252,6 +271,17 @@ async function runBenchProcess(script: string, input: unknown): Promise<string> 
 async function peersOnInterface(node: Namespace, interfaceName: string): Promise<Set<string>> {
   const { stdout } = await node.exec('wg', ['show', interfaceName, 'peers']);
   return new Set(stdout.split('\n').filter(Boolean));
+}
+
+/** The peers on the interface as the agent counts them (`w_peer_count` of /i/node). */
+async function agentPeerCount(daemonUrl: string, secret: string): Promise<number> {
+  try {
+    const response = await fetch(`${daemonUrl}/i/node`, { headers: { authorization: `Bearer ${secret}` } });
+    if (!response.ok) return 0;
+    return ((await response.json()) as { w_peer_count?: number }).w_peer_count ?? 0;
+  } catch {
+    return 0; // not serving yet
+  }
 }
 
 /** Writes of peer changes to the interface so far, by any method (the agent's own counter). */
@@ -353,6 +383,11 @@ async function seedConfigurations(portal: TestPortal): Promise<SeededPeer[]> {
     await db.destroy();
   }
   return peers;
+}
+
+/** Each figure as it is measured, with the load: a later step that fails does not lose it. */
+function progress(what: string): void {
+  console.error(`  agent bench: ${what} (load ${loadAverage()})`);
 }
 
 function sleep(ms: number): Promise<void> {

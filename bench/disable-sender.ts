@@ -37,17 +37,23 @@ await Promise.all(
     while (next < input.userIds.length) {
       const userId = input.userIds[next++] ?? '';
       const sent = performance.now();
-      const response = await client.request({ method: 'POST', path: `${base.pathname}/disable_user`, headers, body: new URLSearchParams({ user_id: userId }).toString() });
+      const response = await client.request({
+        method: 'POST',
+        path: `${base.pathname}/disable_user`,
+        headers,
+        body: new URLSearchParams({ user_id: userId }).toString(),
+      });
       await response.body.arrayBuffer();
       latencies.push(performance.now() - sent);
       lastAnswerAtMs = Date.now();
-      if (response.statusCode !== 200) errors++;
+      if (response.statusCode >= 300) errors++;
     }
   }),
 );
 const seconds = (performance.now() - started) / 1000;
 await client.close();
 latencies.sort((a, b) => a - b);
-const at = (fraction: number): number => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))] ?? Number.NaN) * 10) / 10;
+const at = (fraction: number): number =>
+  Math.round((latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))] ?? Number.NaN) * 10) / 10;
 const output: DisableSenderOutput = { calls: latencies.length, errors, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1), seconds, lastAnswerAtMs };
 console.log(JSON.stringify(output));

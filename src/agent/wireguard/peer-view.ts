@@ -18,12 +18,19 @@ export interface PeerViewOptions {
 
 /**
  * A read is reused for a removal's answer while it is younger than this many times the read's
- * own duration: a few milliseconds on a small interface (a fresh read, in effect), seconds at the
- * cap, where reading for every batch of a bulk revocation would make the interface the slow step.
+ * own duration: a few milliseconds on a small interface (a fresh read, in effect)…
  */
 const REUSE_FACTOR = 10;
-/** …and never longer than this: the byte counters a removal answers are at most this old. */
-const MAX_REUSE_MS = 5_000;
+/** …but a read that took this long (thousands of peers) is reused up to MAX_REUSE_MS… */
+const EXPENSIVE_READ_MS = 100;
+/**
+ * …and never longer than this: the byte counters a removal answers are at most this old. Longer
+ * than the service's own look at its peers every 10 s, so at the cap removals never wait for a
+ * read: wireguard-go holds its configuration lock while it writes a listing out (seconds on a
+ * busy machine), and every write waits for it. Reading ahead of time instead (tried) kept the
+ * removals of a bulk revocation waiting too.
+ */
+const MAX_REUSE_MS = 15_000;
 
 export class PeerView {
   readonly #interfaceName: string;
@@ -68,7 +75,8 @@ export class PeerView {
   /** The peers, from a recent read (see REUSE_FACTOR) with the changes written since, or from a new read. */
   async recent(): Promise<ReadonlyMap<WireGuardKey, WgPeer>> {
     const age = this.#nowMs() - this.#readStartedMs;
-    if (this.#peers !== null && age <= Math.min(MAX_REUSE_MS, REUSE_FACTOR * this.#readDurationMs)) return this.#peers;
+    const reusable = this.#readDurationMs >= EXPENSIVE_READ_MS ? MAX_REUSE_MS : REUSE_FACTOR * this.#readDurationMs;
+    if (this.#peers !== null && age <= reusable) return this.#peers;
     await this.read();
     return this.#peers ?? new Map();
   }
