@@ -41,14 +41,7 @@ export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: Re
     touched.delete(request.publicKey);
     if (request.kind === 'add') {
       if (request.endpoint !== undefined) endpoints.set(request.publicKey, request.endpoint);
-      touched.set(request.publicKey, {
-        publicKey: request.publicKey,
-        allowedIps: request.allowedIps,
-        endpoint: request.endpoint ?? before?.endpoint ?? null,
-        latestHandshake: before?.latestHandshake ?? null,
-        bytesReceived: before?.bytesReceived ?? 0,
-        bytesSent: before?.bytesSent ?? 0,
-      });
+      touched.set(request.publicKey, peerAfterSet(request, before));
       results.push({ kind: 'added' });
     } else {
       endpoints.delete(request.publicKey);
@@ -65,4 +58,19 @@ export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: Re
     } else if (currentPeers.has(publicKey)) changes.push({ kind: 'remove', publicKey });
   }
   return { changes, results };
+}
+
+/** A peer once set to these addresses (and endpoint): its handshake and counters stay. */
+export function peerAfterSet(
+  set: { readonly publicKey: WireGuardKey; readonly allowedIps: readonly string[]; readonly endpoint?: string },
+  before: WgPeer | null | undefined,
+): WgPeer {
+  return {
+    publicKey: set.publicKey,
+    allowedIps: set.allowedIps,
+    endpoint: set.endpoint ?? before?.endpoint ?? null,
+    latestHandshake: before?.latestHandshake ?? null,
+    bytesReceived: before?.bytesReceived ?? 0,
+    bytesSent: before?.bytesSent ?? 0,
+  };
 }

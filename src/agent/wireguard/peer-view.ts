@@ -6,6 +6,7 @@
 // and none run side by side. Between reads the view follows the changes the agent writes, so a
 // peer count or a removal's answer does not need a read of its own.
 import type { WireGuardKey } from '../../shared/ids.js';
+import { peerAfterSet } from './batch-plan.js';
 import type { WgDump, WgPeer } from './dump.js';
 import type { PeerChange, WgTool } from './wg-tool.js';
 
@@ -128,14 +129,6 @@ function apply(peers: Map<WireGuardKey, WgPeer>, changes: readonly PeerChange[])
       peers.delete(change.publicKey);
       continue;
     }
-    const before = peers.get(change.publicKey);
-    peers.set(change.publicKey, {
-      publicKey: change.publicKey,
-      allowedIps: change.allowedIps,
-      endpoint: change.endpoint ?? before?.endpoint ?? null,
-      latestHandshake: before?.latestHandshake ?? null,
-      bytesReceived: before?.bytesReceived ?? 0,
-      bytesSent: before?.bytesSent ?? 0,
-    });
+    peers.set(change.publicKey, peerAfterSet(change, peers.get(change.publicKey)));
   }
 }
