@@ -184,7 +184,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       nodes.stop();
       await app.close();
       await enrollTls?.close();
-      certificateCheck?.stop();
+      await certificateCheck?.stop();
       await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();

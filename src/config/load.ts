@@ -11,7 +11,7 @@ import { poolCapacity } from '../wireguard/address-pool.js';
 import { loadAppleSigning } from './apple-signing.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
-import type { DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
+import type { CrlSource, DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
 import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
 
 export class ConfigError extends Error {
@@ -129,7 +129,6 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
   };
   const { tls, clientCertificate } = raw;
   if (tls !== null && clientCertificate === null) report('enrollment.tls', 'needs enrollment.clientCertificate: how a device certificate is checked');
-  const crlFiles = (clientCertificate?.crl ?? []).map((file) => path.resolve(baseDir, file));
   return {
     allowList: raw.allowList,
     requestsPerMinute: raw.requestsPerMinute,
@@ -149,8 +148,12 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
               read(file, `enrollment.clientCertificate.trustAnchors[${index}]`).toString('utf8'),
             ),
             deviceId: clientCertificate.deviceId,
-            crlFiles,
-            crls: clientCertificate.crl.map((file, index) => read(file, `enrollment.clientCertificate.crl[${index}]`)),
+            crlSources: clientCertificate.crl.map(
+              (entry, index): CrlSource =>
+                /^https?:\/\//i.test(entry)
+                  ? { kind: 'url', location: entry }
+                  : { kind: 'file', location: path.resolve(baseDir, entry), initial: read(entry, `enrollment.clientCertificate.crl[${index}]`) },
+            ),
             crlRefreshMs: boundedMilliseconds(clientCertificate.crlRefresh, 'enrollment.clientCertificate.crlRefresh', CRL_REFRESH_BOUNDS, report),
             header: clientCertificate.header,
             intuneTenantId: clientCertificate.intuneTenantId ?? null,

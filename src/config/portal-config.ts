@@ -109,15 +109,16 @@ export interface WebhookSettings {
   readonly deliveryLogRetention: IsoDuration;
 }
 
+/** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
+export type CrlSource = { readonly kind: 'file'; readonly location: string; readonly initial: Buffer } | { readonly kind: 'url'; readonly location: string };
+
 /** How a device certificate is checked (`enrollment.clientCertificate`), its files read at start. */
 export interface ClientCertificateConfig {
   /** PEM texts. */
   readonly trustAnchors: readonly string[];
   readonly deviceId: { readonly from: 'san-uri' | 'subject-serial' | 'subject-cn'; readonly prefix?: string; readonly matches: 'serial' | 'mdm_id' };
-  /** Absolute paths, read again every crlRefreshMs. */
-  readonly crlFiles: readonly string[];
-  /** Their contents at start. */
-  readonly crls: readonly Buffer[];
+  /** Where each revocation list is read again every crlRefreshMs: a file (its contents at start) or an http(s) URL (fetched once the portal runs). */
+  readonly crlSources: readonly CrlSource[];
   readonly crlRefreshMs: number;
   /** The request header in which a trusted proxy forwards the verified certificate (URL-encoded PEM). */
   readonly header: string;

@@ -240,7 +240,9 @@ export const portalConfigSchema = z.strictObject({
           crl: z
             .array(z.string().min(1))
             .default([])
-            .describe("Revocation list files (PEM or DER), relative to the configuration file's folder; a certificate on its issuer's list is refused."),
+            .describe(
+              "Revocation lists (PEM or DER): files, relative to the configuration file's folder, or http(s) URLs; a certificate on its issuer's list is refused, and a device bound to it is retired.",
+            ),
           intuneTenantId: z
             .string()
             .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'must be a GUID')

@@ -1,2 +1,3 @@
 // What the devices feature offers the rest of the program; other folders import it only from here.
 export * from './devices.js';
+export * from './revoked-certificates.js';
