@@ -2,6 +2,7 @@
 // options are already picked for each node (reference §1.3), durations parsed, paths absolute.
 import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
 import type { IsoDuration } from '../shared/iso-duration.js';
+import type { Secret } from '../shared/secret.js';
 import type { AppleOnDemand } from '../apple/mobileconfig.js';
 import type { ProfileSigningMaterial } from '../apple/profile-signing.js';
 
@@ -109,6 +110,32 @@ export interface WebhookSettings {
   readonly deliveryLogRetention: IsoDuration;
 }
 
+/** Where the MDM's inventory is read (`mdmInventory`), the client secret read at start. */
+export type MdmInventorySource =
+  | {
+      readonly provider: 'intune';
+      readonly clientId: string;
+      readonly clientSecret: Secret;
+      /** The OAuth 2.0 token endpoint (Microsoft's for the tenant unless `tokenUrl` says otherwise). */
+      readonly tokenUrl: string;
+      /** Microsoft Graph's base, without a trailing slash. */
+      readonly graphUrl: string;
+    }
+  | { readonly provider: 'jamf'; readonly url: string; readonly clientId: string; readonly clientSecret: Secret }
+  | { readonly provider: 'json'; readonly url: string; readonly headers: Readonly<Record<string, Secret>> };
+
+/** `maxRetirePerPass`: a count, or a percentage of the live devices. */
+export type RetireLimit = { readonly kind: 'count'; readonly count: number } | { readonly kind: 'percent'; readonly percent: number };
+
+export interface MdmInventoryConfig {
+  readonly source: MdmInventorySource;
+  readonly matches: 'serial' | 'mdm_id';
+  readonly intervalMs: number;
+  readonly maxRetirePerPass: RetireLimit;
+  /** Set when group or others may read the secret file, which a secret should not allow (logged at start). */
+  readonly permissionWarning: string | null;
+}
+
 /** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
 export type CrlSource = { readonly kind: 'file'; readonly location: string; readonly initial: Buffer } | { readonly kind: 'url'; readonly location: string };
 
@@ -154,6 +181,8 @@ export interface PortalConfig {
     readonly clientCertificate: ClientCertificateConfig | null;
   };
   readonly reconcileIntervalMs: number;
+  /** `mdmInventory`: devices gone from the MDM's inventory are retired; null: not done. */
+  readonly mdmInventory: MdmInventoryConfig | null;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;
   /** The connection hook (reference §9.4), or null. */

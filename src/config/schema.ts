@@ -297,6 +297,54 @@ export const portalConfigSchema = z.strictObject({
         .describe('Finished deliveries (and their attempts) older than this are deleted by the daily housekeeping (at least `P1D`).'),
     })
     .prefault({}),
+  mdmInventory: z
+    .strictObject({
+      provider: z
+        .enum(['intune', 'jamf', 'json'])
+        .describe(
+          '`intune` (Microsoft Graph managed devices), `jamf` (Jamf Pro computers and mobile devices) or `json` (a URL answering a JSON array of serials or ids).',
+        ),
+      tenantId: z.string().min(1).optional().describe('`intune`: the Azure AD (Entra ID) tenant id.'),
+      clientId: z.string().min(1).optional().describe('`intune`, `jamf`: the API client (application) id.'),
+      clientSecretFile: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("`intune`, `jamf`: the file holding the client secret (mode 0600), relative to the configuration file's folder."),
+      url: z
+        .url({ protocol: /^https?$/ })
+        .optional()
+        .describe('`jamf`: the Jamf Pro instance (`https://example.jamfcloud.com`); `json`: the inventory URL.'),
+      headers: z
+        .record(z.string().regex(/^[A-Za-z0-9-]+$/), z.string())
+        .optional()
+        .describe('`json`: request headers sent with it (e.g. `Authorization`); never logged.'),
+      tokenUrl: z
+        .url({ protocol: /^https?$/ })
+        .optional()
+        .describe('`intune`: the OAuth 2.0 token endpoint instead of `https://login.microsoftonline.com/<tenantId>/oauth2/v2.0/token` (national clouds).'),
+      graphUrl: z
+        .url({ protocol: /^https?$/ })
+        .optional()
+        .describe('`intune`: Microsoft Graph instead of `https://graph.microsoft.com/v1.0` (national clouds).'),
+      matches: z
+        .enum(['serial', 'mdm_id'])
+        .optional()
+        .describe(
+          "Whether a device's `serial` or `mdm_id` is looked for in the inventory; default: `enrollment.clientCertificate.deviceId.matches`, else `serial`.",
+        ),
+      interval: isoDuration.default('PT15M').describe('How often the inventory is read and compared (PT1S to P1D).'),
+      maxRetirePerPass: z
+        .union([z.int().min(1), z.string().regex(/^\d{1,3}(\.\d+)?%$/, 'a count, or a percentage such as "5%"')])
+        .default('5%')
+        .describe('A pass that would retire more devices than this (a count, or a percentage of the live devices; at least 1) retires none.'),
+    })
+    .nullable()
+    .default(null)
+    .meta({
+      description: "Devices that leave the MDM are retired, by comparing the registered devices with the MDM's inventory; `null`: not done.",
+      see: 'mdm.md#inventory-sync',
+    }),
   reconcileInterval: isoDuration.default('PT1M').meta({
     description:
       "How often every node's peers are made equal to the database (at least 1 s); each such full pass also observes WireGuard sessions and notes live statistics.",

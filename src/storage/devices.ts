@@ -151,16 +151,20 @@ export async function liveDevicesWithCertificates(db: Db, issuer: string, serial
 }
 
 /** The MDM identifiers of every live device, for comparing them with the MDM's inventory. */
-export async function liveDeviceIdentifiers(
-  db: Db,
-): Promise<{ readonly deviceId: DeviceId; readonly userId: UserId; readonly serial: string | null; readonly mdmId: string | null }[]> {
+export async function liveDeviceIdentifiers(db: Db): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt'>[]> {
   const rows = await db
     .selectFrom('devices')
-    .select(['device_id', 'user_id', 'serial', 'mdm_id'])
+    .select(['device_id', 'user_id', 'serial', 'mdm_id', 'created_at'])
     .where('state', '<>', 'retired')
     .orderBy('device_id')
     .execute();
-  return rows.map((row) => ({ deviceId: asDeviceId(row.device_id), userId: asUserId(row.user_id), serial: row.serial, mdmId: row.mdm_id }));
+  return rows.map((row) => ({
+    deviceId: asDeviceId(row.device_id),
+    userId: asUserId(row.user_id),
+    serial: row.serial,
+    mdmId: row.mdm_id,
+    createdAt: row.created_at,
+  }));
 }
 
 /** A session of one of the device's configurations started (wg_peers or certificates name it). */
