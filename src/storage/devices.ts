@@ -150,6 +150,12 @@ export async function liveDevicesWithCertificates(db: Db, issuer: string, serial
   return rows.map(toDevice);
 }
 
+/** A user's devices that are not retired. */
+export async function liveDevicesOfUser(db: Db, userId: UserId): Promise<StoredDevice[]> {
+  const rows = await db.selectFrom('devices').selectAll().where('user_id', '=', userId).where('state', '<>', 'retired').orderBy('device_id').execute();
+  return rows.map(toDevice);
+}
+
 /** The MDM identifiers of every live device, for comparing them with the MDM's inventory. */
 export async function liveDeviceIdentifiers(db: Db): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt'>[]> {
   const rows = await db
