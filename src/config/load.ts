@@ -170,6 +170,14 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
             crlRefreshMs: boundedMilliseconds(clientCertificate.crlRefresh, 'enrollment.clientCertificate.crlRefresh', CRL_REFRESH_BOUNDS, report),
             header: clientCertificate.header,
             intuneTenantId: clientCertificate.intuneTenantId ?? null,
+            registerAs:
+              clientCertificate.registerAs === undefined
+                ? null
+                : {
+                    from: clientCertificate.registerAs.from,
+                    profileId: asProfileId(clientCertificate.registerAs.profileId),
+                    platform: clientCertificate.registerAs.platform ?? null,
+                  },
           },
   };
 }

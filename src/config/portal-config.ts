@@ -1,6 +1,7 @@
 // The validated, resolved configuration the rest of the portal works with: per-node
 // options are already picked for each node (reference §1.3), durations parsed, paths absolute.
 import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
+import type { Platform } from '../shared/platforms.js';
 import type { IsoDuration } from '../shared/iso-duration.js';
 import type { Secret } from '../shared/secret.js';
 import type { AppleOnDemand } from '../apple/mobileconfig.js';
@@ -151,6 +152,8 @@ export interface ClientCertificateConfig {
   readonly header: string;
   /** With Intune: the tenant a certificate must carry in Intune's extension; null: not checked. */
   readonly intuneTenantId: string | null;
+  /** Self-registration of an unregistered device id, for the user the certificate names; null: 403 instead. */
+  readonly registerAs: { readonly from: 'san-email'; readonly profileId: ProfileId; readonly platform: Platform | null } | null;
 }
 
 export interface PortalConfig {

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { DATABASE_PATTERN } from './database-location.js';
 import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
+import { PLATFORMS } from '../shared/platforms.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
@@ -255,6 +256,14 @@ export const portalConfigSchema = z.strictObject({
             .describe(
               "Behind a TLS reverse proxy (nginx `ssl_verify_client`): the request header with the verified client certificate, URL-encoded PEM (nginx's `$ssl_client_escaped_cert`); believed only from `adminApi.trustedProxyList`.",
             ),
+          registerAs: z
+            .strictObject({
+              from: z.enum(['san-email']).describe("Where the user id is read: the certificate's first subjectAltName e-mail address."),
+              profileId: z.string().min(1).describe('The profile a self-registered device enrolls in (unless the request names another).'),
+              platform: z.enum(PLATFORMS).optional().describe('Its platform, unless the request sends `platform` (then required).'),
+            })
+            .optional()
+            .describe('Self-registration: a certificate whose device id no live device has registers one, for the user its certificate names, instead of 403.'),
           crlRefresh: isoDuration
             .default('PT5M')
             .describe('How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.'),

@@ -24,6 +24,8 @@ export interface VerifiedClientCertificate {
   /** Hex, as the certificate has it. */
   readonly serialNumber: string;
   readonly notAfter: Date;
+  /** The subjectAltName e-mail addresses (rfc822Name), for self-registration (`registerAs`). */
+  readonly emails: readonly string[];
 }
 
 export interface CrlSummary {
@@ -129,7 +131,14 @@ export class ClientCertificateVerifier {
     if (deviceId === null) return refuse(`the client certificate has no device id (${describeRule(this.rule)})`);
     return {
       ok: true,
-      certificate: { deviceId, subject: leaf.subject, issuer: leaf.issuer, serialNumber: leaf.serialNumber, notAfter: leaf.notAfter },
+      certificate: {
+        deviceId,
+        subject: leaf.subject,
+        issuer: leaf.issuer,
+        serialNumber: leaf.serialNumber,
+        notAfter: leaf.notAfter,
+        emails: (leaf.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? []).filter((name) => name.type === 'email').map((name) => name.value),
+      },
     };
   }
 

@@ -113,3 +113,59 @@ describe('a device whose certificate is revoked is retired', () => {
     await until('read again', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 0, 5000);
   });
 });
+
+describe('registerAs: a device registers itself with its certificate', () => {
+  let ca: MdmCa;
+  let portal: TestPortal;
+
+  before(async () => {
+    ca = MdmCa.make();
+    const server = ca.server('server');
+    portal = await startTestPortal({
+      config: {
+        enrollment: {
+          requestsPerMinute: 10_000,
+          tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
+          clientCertificate: {
+            trustAnchors: [ca.rootFile],
+            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+            registerAs: { from: 'san-email', profileId: 'employees' },
+          },
+        },
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    ca?.remove();
+  });
+
+  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+
+  test('an unregistered device id registers a device for the user of the certificate’s e-mail address, bound to it', async () => {
+    const laptop = ca.device('self-laptop', { cn: 'self-laptop', uri: 'urn:mdm:serial:SELF-1', email: 'frank@example.org' });
+    const answer = await enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    assert.equal(answer.status, 200, answer.text);
+    const [device] = (await portal.admin.devices({ serial: 'SELF-1' })).devices;
+    assert.deepEqual(
+      [device?.user_id, device?.profile_id, device?.platform, device?.identity, device?.state],
+      ['frank@example.org', 'employees', 'linux', 'certificate', 'active'],
+    );
+    const again = await enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    assert.equal(again.status, 200, again.text);
+    assert.equal((await portal.admin.devices({ serial: 'SELF-1' })).devices.length, 1, 'enrolling again replaces, no second device');
+  });
+
+  test('without an e-mail address, or without a platform, it is refused and nothing is stored', async () => {
+    const before = JSON.stringify(await portal.admin.devices());
+    const anonymous = ca.device('self-anonymous', { cn: 'anonymous', uri: 'urn:mdm:serial:SELF-2' });
+    const refused = await enrollOverTls(enrollUrl(), ca, anonymous, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /names no user/);
+    const named = ca.device('self-named', { cn: 'named', uri: 'urn:mdm:serial:SELF-3', email: 'gina@example.org' });
+    const noPlatform = await enrollOverTls(enrollUrl(), ca, named, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(noPlatform.status, 400, noPlatform.text);
+    assert.equal(JSON.stringify(await portal.admin.devices()), before);
+  });
+});

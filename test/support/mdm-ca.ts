@@ -108,12 +108,16 @@ export class MdmCa {
   /** A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's tenant extension as given. */
   device(
     file: string,
-    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly intuneTenantDer?: string },
+    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly email?: string; readonly intuneTenantDer?: string },
   ): DeviceCertificateFiles {
     const extensions = [
       'basicConstraints=CA:FALSE',
       'extendedKeyUsage=clientAuth',
-      ...(subject.uri === undefined ? [] : [`subjectAltName=URI:${subject.uri}`]),
+      ...(subject.uri === undefined && subject.email === undefined
+        ? []
+        : [
+            `subjectAltName=${[subject.uri === undefined ? [] : [`URI:${subject.uri}`], subject.email === undefined ? [] : [`email:${subject.email}`]].flat().join(',')}`,
+          ]),
       ...(subject.intuneTenantDer === undefined ? [] : [`1.2.840.113556.5.14=DER:${subject.intuneTenantDer}`]),
     ];
     return this.#issue(file, `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`, extensions);
