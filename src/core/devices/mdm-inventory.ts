@@ -10,10 +10,8 @@ import { readMdmInventory, type MdmInventory } from '../../mdm-client/inventory.
 import { messageOf } from '../../shared/error-message.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
 import { liveDeviceIdentifiers } from '../../storage/devices.js';
-import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
-import { retireDevice } from './devices.js';
-import type { RetiredDevice } from './revoked-certificates.js';
+import { retireOnItsOwn, type RetiredDevice } from './revoked-certificates.js';
 
 /** A device the inventory no longer holds. */
 export interface GoneDevice {
@@ -85,14 +83,8 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
   if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
   const retired: RetiredDevice[] = [];
   for (const device of found.gone) {
-    const call = portalCall('retire_device', { device_id: device.deviceId, reason: `gone from the ${config.source.provider} inventory` });
-    try {
-      const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, device.deviceId);
-      ctx.logger.warn({ deviceId: device.deviceId, serial: device.serial, mdmId: device.mdmId, revocationId }, "device retired: it left the MDM's inventory");
-      retired.push({ deviceId: device.deviceId, revocationId });
-    } catch (error) {
-      ctx.logger.error({ err: error, deviceId: device.deviceId }, 'a device gone from the MDM inventory could not be retired; tried again at the next pass');
-    }
+    const done = await retireOnItsOwn(ctx, device.deviceId, `gone from the ${config.source.provider} inventory`, 'at the next pass');
+    if (done !== null) retired.push(done);
   }
   return { ...found, dryRun: false, outcome: 'retired', retired };
 }

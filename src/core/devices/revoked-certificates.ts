@@ -32,17 +32,26 @@ export async function retireDevicesOfRevokedCertificates(ctx: PortalContext, lis
   }
   const retired: RetiredDevice[] = [];
   for (const device of devices.values()) {
-    const serialNumber = device.certificate?.serialNumber ?? '';
-    const call = portalCall('retire_device', { device_id: device.deviceId, reason: `certificate ${serialNumber} revoked` });
-    try {
-      const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, device.deviceId);
-      ctx.logger.warn({ deviceId: device.deviceId, serialNumber, revocationId }, 'device retired: its certificate is on a revocation list');
-      retired.push({ deviceId: device.deviceId, revocationId });
-    } catch (error) {
-      ctx.logger.error({ err: error, deviceId: device.deviceId }, 'a device with a revoked certificate could not be retired; tried again at the next refresh');
-    }
+    const done = await retireOnItsOwn(ctx, device.deviceId, `certificate ${device.certificate?.serialNumber ?? ''} revoked`, 'at the next refresh');
+    if (done !== null) retired.push(done);
   }
   return retired;
+}
+
+/**
+ * retire_device as a change the portal makes itself (audit key `(portal)`, with the reason);
+ * logged, and a failure logged and answered null (the caller tries again `when`).
+ */
+export async function retireOnItsOwn(ctx: PortalContext, deviceId: DeviceId, reason: string, when: string): Promise<RetiredDevice | null> {
+  const call = portalCall('retire_device', { device_id: deviceId, reason });
+  try {
+    const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, deviceId);
+    ctx.logger.warn({ deviceId, reason, revocationId }, 'device retired by the portal');
+    return { deviceId, revocationId };
+  } catch (error) {
+    ctx.logger.error({ err: error, deviceId, reason }, `a device could not be retired; tried again ${when}`);
+    return null;
+  }
 }
 
 /** A hex serial as a certificate may spell it: even length, and with a leading zero byte. */
