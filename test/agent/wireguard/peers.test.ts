@@ -182,9 +182,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
   });
 
   // How many requests share a write depends on how fast they arrive (a loaded machine, coverage):
-  // the bound says they are batched (one write per request would be 300), not how well; the
-  // agent benchmark measures how well.
-  const BATCHED = 60;
+  // the bound says they are batched (one write per request would be 300; at most half means
+  // requests share writes), not how well; the agent benchmark measures how well. 81 writes were
+  // seen on a fresh-clone CI run with both databases' suites under coverage.
+  const BATCHED = 150;
 
   test('300 concurrent add_peer calls land on the interface in batched writes to its control socket', async () => {
     const keys = Array.from({ length: 300 }, newPeerKey);
