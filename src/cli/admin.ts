@@ -57,6 +57,8 @@ interface AdminFlags {
   readonly user: string | undefined;
   readonly profile: string | undefined;
   readonly since: string | undefined;
+  /** A moment (ISO 8601): who-had. */
+  readonly at: string | undefined;
   readonly until: string | undefined;
   readonly limit: string | undefined;
   readonly cursor: string | undefined;
@@ -399,6 +401,46 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
             entry.bytes_in === null ? '' : String(entry.bytes_in),
             entry.bytes_out === null ? '' : String(entry.bytes_out),
             entry.connection_id,
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
+  'who-had': {
+    summary:
+      'who had a tunnel address (IPv4 or IPv6), or came from a client address, at a moment: user, profile, configuration, node, connected and disconnected (an extension; without --at every session of the address)',
+    args: ['IP'],
+    flags: ['at', 'limit', 'cursor'],
+    run: async ({ client, args, flags, json, out }) => {
+      const ip = args[0] ?? '';
+      const page = await client.connectionLog({
+        ip,
+        ...(flags.at === undefined ? {} : { at: flags.at }),
+        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      if (page.connection_log.length === 0) {
+        out.print(`nobody had ${ip}${flags.at === undefined ? '' : ` at ${flags.at}`}`);
+        return;
+      }
+      out.print(
+        formatTable(
+          ['USER', 'PROFILE', 'CONNECTION_ID', 'NODE', 'CONNECTED', 'DISCONNECTED', 'IP_FOUR', 'IP_SIX', 'CLIENT_IP'],
+          page.connection_log.map((entry) => [
+            entry.user_id,
+            entry.profile_id,
+            entry.connection_id,
+            String(entry.node_number),
+            entry.connected_at,
+            entry.disconnected_at ?? 'open',
+            entry.ip_four,
+            entry.ip_six,
+            entry.originating_ip ?? '',
           ]),
         ),
       );
@@ -915,6 +957,7 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   user: { option: 'user', usage: '--user USER' },
   profile: { option: 'profile', usage: '--profile ID' },
   since: { option: 'since', usage: '--since TIME' },
+  at: { option: 'at', usage: '--at TIME' },
   until: { option: 'until', usage: '--until TIME' },
   limit: { option: 'limit', usage: '--limit N' },
   cursor: { option: 'cursor', usage: '--cursor CURSOR' },
@@ -978,6 +1021,7 @@ const ADMIN_OPTIONS = {
   user: { type: 'string' },
   profile: { type: 'string' },
   since: { type: 'string' },
+  at: { type: 'string' },
   until: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
@@ -1055,6 +1099,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       user: values.user,
       profile: values.profile,
       since: values.since,
+      at: values.at,
       until: values.until,
       limit: values.limit,
       cursor: values.cursor,

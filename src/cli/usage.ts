@@ -60,6 +60,10 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
           [--limit N] [--cursor CURSOR]
                                           the connection history, newest first (an extension)
+  who-had IP [--at TIME] [--limit N] [--cursor CURSOR]
+                                          who had a tunnel or client address at that moment:
+                                          user, profile, configuration, node, connected and
+                                          disconnected (an extension)
   stats [--profile ID] [--since DAY] [--until DAY]
                                           daily usage per profile (an extension)
   audit [--user USER] [--key-name NAME] [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]

@@ -6,6 +6,8 @@
 // `invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D; allowed here: P90D, P1Y`.
 // The same schemas feed the OpenAPI description (src/http/openapi.ts).
 import { z } from 'zod';
+import { ipAddressFamily } from '../net/ip-prefix.js';
+import { ADMIN_SCOPES } from '../protocol/admin-api.js';
 import type { PortalConfig } from '../config/portal-config.js';
 import { asConnectionId, asDeviceId, asProfileId, asUserId } from '../shared/ids.js';
 import { isPlatform, PLATFORMS, type Platform } from '../shared/platforms.js';
@@ -142,9 +144,30 @@ export const param = {
     .refine((value) => /^[\x21-\x7e]+$/.test(value)),
   deviceState: z.enum(['registered', 'active', 'retired']),
   deviceIdentity: z.enum(['token', 'certificate']),
+  /** An IPv4 or IPv6 address, any text form (the use case makes it canonical); no zone, no prefix. */
+  ipAddress: z.string().refine((text) => ipAddressFamily(text) !== null),
+  // Parameters of the admin key calls.
+  adminScope: z.enum(ADMIN_SCOPES),
+  /** Comma-separated values (profile ids, CIDR prefixes), each checked by the use case. */
+  commaList: z
+    .string()
+    .max(4096)
+    .transform((text) => text.split(',').map((item) => item.trim())),
+  /** A `users` cursor: a user id (up to 255 characters, 4 bytes each) in base64url. */
+  userCursor: z.string().regex(/^[A-Za-z0-9_-]{1,1400}$/),
   /** An opaque cursor this portal handed out. */
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;
+
+/** Entries of a `users` or `disabled_users` page when `limit` is not sent. */
+export const DEFAULT_USERS_PAGE = 100;
+
+/** The extension parameters of `users` and `disabled_users`: without any of them, the specification's answer. */
+export const userListingParams = {
+  prefix: optional(param.userId, 'extension: only user ids starting with this text (case-sensitive); the answer then has `next_cursor`'),
+  limit: optional(param.pageSize, `extension: user ids per page, 1–1000 (default ${DEFAULT_USERS_PAGE}); the answer then has \`next_cursor\``),
+  cursor: optional(param.userCursor, 'extension: `next_cursor` of the previous page'),
+};
 
 /** The form a value of these parameter types has, for their 400 answers: "… is not FORM". */
 const EXPECTED_FORMS = new Map<z.ZodType<unknown, string>, string>([
@@ -152,6 +175,7 @@ const EXPECTED_FORMS = new Map<z.ZodType<unknown, string>, string>([
   [param.secretOverlap, 'an ISO 8601 duration from PT0S to P7D such as P1D'],
   [param.timestamp, 'an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z'],
   [param.date, 'a date such as 2026-03-01'],
+  [param.ipAddress, 'an IPv4 or IPv6 address such as 10.10.3.7 or fd00::7'],
 ]);
 
 export function required<T>(schema: z.ZodType<T, string>, description: string, options: ParamOptions = {}): ParamSpec<T> {

@@ -40,8 +40,27 @@ export type UserConfiguration = z.infer<typeof userConfigurationSchema>;
 
 export const connectedUsersAnswer = z.object({ connected_users: z.record(z.string(), z.array(z.string())) });
 export const connectionListAnswer = z.object({ connection_list: z.record(z.string(), z.array(connectionInfoSchema)) });
-export const usersAnswer = z.object({ users: z.array(z.string()) });
-export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()) });
+/** Sent with `prefix`, `limit` or `cursor` only (extension): without them the answer is the specification's. */
+const nextUserCursor = z
+  .string()
+  .nullable()
+  .optional()
+  .describe('extension, only when `prefix`, `limit` or `cursor` was sent: pass as `cursor` for the next page; null on the last page');
+export const usersAnswer = z.object({ users: z.array(z.string()), next_cursor: nextUserCursor });
+export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()), next_cursor: nextUserCursor });
+
+/** The extension parameters of `users` and `disabled_users` (query parameters). */
+export interface UsersQuery {
+  /** Only user ids starting with this text (exact, case-sensitive). */
+  readonly prefix?: string;
+  /** 1–1000, default 100. */
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+export interface UsersPage {
+  readonly users: string[];
+  readonly next_cursor: string | null;
+}
 export const userConfigurationListAnswer = z.object({ user_configuration_list: z.array(userConfigurationSchema) });
 /** An entry of the connection history (extension): connection_log plus where and on which node. */
 export const connectionLogEntrySchema = z.object({
@@ -158,6 +177,9 @@ export const ADMIN_API_CALLS = {
   devices: { method: 'GET', path: '/devices', scope: 'read' },
   device: { method: 'GET', path: '/device', scope: 'read' },
   retireDevice: { method: 'POST', path: '/retire_device', scope: 'write' },
+  adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin' },
+  createAdminKey: { method: 'POST', path: '/create_admin_key', scope: 'admin' },
+  revokeAdminKey: { method: 'POST', path: '/revoke_admin_key', scope: 'admin' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
@@ -443,6 +465,46 @@ export interface DevicesQuery {
   readonly cursor?: string;
   /** 1–1000, default 100. */
   readonly limit?: number;
+}
+
+/** An admin key as `admin_keys` lists it (extension, issue 25): its rights and use, never its secret. */
+export const adminKeyInfoSchema = z.object({
+  key_id: z.string().describe("the key's id (the characters after `vpa_` that name its row); not a secret"),
+  name: z.string(),
+  scope: z.enum(ADMIN_SCOPES),
+  profiles: z.array(z.string()).nullable().describe('the profiles it is limited to; null: every profile'),
+  allow_list: z.array(z.string()).nullable().describe('the address prefixes it may be used from, on top of adminApi.allowList; null: no own limit'),
+  created_at: z.string(),
+  expires_at: z.string().nullable().describe('null: never expires'),
+  last_used_at: z.string().nullable(),
+  last_used_address: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+  state: z
+    .enum(['active', 'rotated', 'rotated-out', 'expired', 'revoked'])
+    .describe('rotated: replaced, valid until its grace period ends (`expires_at`); rotated-out: that period ended'),
+});
+export type AdminKeyInfo = z.infer<typeof adminKeyInfoSchema>;
+export const adminKeysAnswer = z.object({ admin_keys: z.array(adminKeyInfoSchema).describe('by name, newest first within a name') });
+export const createAdminKeyAnswer = z.object({
+  admin_key: adminKeyInfoSchema,
+  secret: z.string().describe('the key itself (`vpa_…`): shown this once, the portal keeps only a keyed hash'),
+});
+export const revokeAdminKeyAnswer = z.object({
+  name: z.string(),
+  revoked: z.int().describe("how many keys of the name were revoked: the current one and any in a rotation's grace period"),
+});
+
+/** The parameters of `create_admin_key` as sent (form fields). */
+export interface CreateAdminKeyParams {
+  readonly name: string;
+  /** Default `read`. */
+  readonly scope?: AdminScope;
+  /** Comma-separated profile ids; absent: every profile. */
+  readonly profiles?: string;
+  /** ISO 8601 duration; absent: never expires. */
+  readonly expires_in?: string;
+  /** Comma-separated CIDR prefixes; absent: only adminApi.allowList. */
+  readonly allow_list?: string;
 }
 
 /** How `create` and `enrollment_token` name the device a configuration is for (extension): one of these. */

@@ -1,5 +1,5 @@
 // GET /connection_log (an extension of this portal): the connection history, with filters and
-// cursor pagination.
+// cursor pagination; `ip` and `at` answer "who had this address then" (issue 25).
 import { connectionHistoryPage } from '../../core/sessions/index.js';
 import { ADMIN_API_CALLS, connectionLogAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
@@ -19,6 +19,14 @@ export const connectionLogRoute = defineRoute({
     since: optional(param.timestamp, 'only sessions still open at or after this time (ISO 8601 with offset)'),
     until: optional(param.timestamp, 'only sessions that started before this time (ISO 8601 with offset)'),
     open: optional(param.yesNo, '`yes`: only open sessions; `no`: only closed ones'),
+    ip: optional(
+      param.ipAddress,
+      "only sessions with this address: the tunnel IPv4 or IPv6 address, or the client's originating address (exact; any IPv6 text form)",
+    ),
+    at: optional(
+      param.timestamp,
+      'only sessions open at this moment: started at or before it and not ended by it (ISO 8601); with `ip`: who had the address then',
+    ),
     limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_LIMIT})`),
     cursor: optional(param.cursor, '`next_cursor` of the previous page'),
   },
@@ -31,6 +39,8 @@ export const connectionLogRoute = defineRoute({
       ...(params.since === undefined ? {} : { since: params.since }),
       ...(params.until === undefined ? {} : { until: params.until }),
       ...(params.open === undefined ? {} : { open: params.open }),
+      ...(params.ip === undefined ? {} : { ip: params.ip }),
+      ...(params.at === undefined ? {} : { at: params.at }),
       ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
       limit: params.limit ?? DEFAULT_LIMIT,
     });
