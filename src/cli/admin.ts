@@ -7,7 +7,15 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type DeviceInfo, type RevocationInfo, type RevocationsQuery } from '../protocol/admin-api.js';
+import {
+  ADMIN_SCOPES,
+  CONFIGURATION_MEDIA_TYPES,
+  type AdminScope,
+  type CreateParams,
+  type DeviceInfo,
+  type RevocationInfo,
+  type RevocationsQuery,
+} from '../protocol/admin-api.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
@@ -65,6 +73,10 @@ interface AdminFlags {
   readonly open: boolean;
   readonly closed: boolean;
   readonly keyName: string | undefined;
+  /** `read`, `write` or `admin`: admin-key create. */
+  readonly scope: string | undefined;
+  /** Comma-separated CIDR prefixes: admin-key create. */
+  readonly allow: string | undefined;
   readonly publicKey: string | undefined;
   /** A file holding a PEM certificate request. */
   readonly csr: string | undefined;
@@ -525,6 +537,65 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       out.print(created.secret);
     },
   },
+  'admin-key list': {
+    summary: 'the admin keys: scope, profiles, allow-list, expiry, last use and state, never a key (needs a key of scope admin)',
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const keys = await client.adminKeys();
+      out.print(
+        json
+          ? JSON.stringify({ admin_keys: keys })
+          : formatTable(
+              ['NAME', 'SCOPE', 'PROFILES', 'ALLOW', 'CREATED', 'EXPIRES', 'LAST_USED', 'STATE'],
+              keys.map((key) => [
+                key.name,
+                key.scope,
+                key.profiles?.join(',') ?? 'all',
+                key.allow_list?.join(',') ?? 'any',
+                key.created_at,
+                key.expires_at ?? 'never',
+                key.last_used_at ?? 'never',
+                key.state,
+              ]),
+            ),
+      );
+    },
+  },
+  'admin-key create': {
+    summary: 'an admin key with at most the rights of the calling key (--profile and --allow comma-separated); the key is printed once, on the last line',
+    args: ['NAME'],
+    flags: ['scope', 'profile', 'expiresIn', 'allow'],
+    run: async ({ client, args, flags, json, out }) => {
+      const created = await client.createAdminKey({
+        name: args[0] ?? '',
+        ...(flags.scope === undefined ? {} : { scope: scopeOf(flags.scope) }),
+        ...(flags.profile === undefined ? {} : { profiles: flags.profile }),
+        ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
+        ...(flags.allow === undefined ? {} : { allow_list: flags.allow }),
+      });
+      if (json) {
+        out.print(JSON.stringify(created));
+        return;
+      }
+      const key = created.admin_key;
+      out.print(
+        `created admin key "${key.name}" (id ${key.key_id}): scope ${key.scope}; ${key.profiles === null ? 'every profile' : `profiles ${key.profiles.join(', ')}`}; ${key.expires_at === null ? 'never expires' : `expires ${key.expires_at}`}`,
+      );
+      out.print('this is the only time the key is shown; store it now:');
+      out.print(created.secret);
+    },
+  },
+  'admin-key revoke': {
+    summary: 'revoke every key of the name, at once (a key revokes only keys within its own limits)',
+    args: ['NAME'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const name = args[0] ?? '';
+      const revoked = await client.revokeAdminKey(name);
+      out.print(json ? JSON.stringify({ name, revoked }) : `revoked ${revoked} key(s) named "${name}"`);
+    },
+  },
   'webhook list': {
     summary: 'the webhooks (needs a key of scope admin)',
     args: [],
@@ -712,6 +783,12 @@ const DELIVERY_STATES = ['pending', 'delivered', 'failed', 'cancelled'] as const
 const DEVICE_STATES = ['registered', 'active', 'retired'] as const;
 
 /** A platform flag or argument, checked against the list the portal takes. */
+function scopeOf(value: string): AdminScope {
+  const scope = ADMIN_SCOPES.find((candidate) => candidate === value);
+  if (scope === undefined) throw new UsageError(`--scope: "${value}" is not one of ${ADMIN_SCOPES.join(', ')}`);
+  return scope;
+}
+
 function platformOf(value: string, what: string): Platform {
   if (!isPlatform(value)) throw new UsageError(`${what} must be one of ${PLATFORMS.join(', ')}, not "${value}"`);
   return value;
@@ -964,6 +1041,8 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   open: { option: 'open', usage: '--open' },
   closed: { option: 'closed', usage: '--closed' },
   keyName: { option: 'key-name', usage: '--key-name NAME' },
+  scope: { option: 'scope', usage: '--scope read|write|admin' },
+  allow: { option: 'allow', usage: '--allow PREFIX,…' },
   publicKey: { option: 'public-key', usage: '--public-key KEY' },
   csr: { option: 'csr', usage: '--csr FILE' },
   description: { option: 'description', usage: '--description TEXT' },
@@ -1028,6 +1107,8 @@ const ADMIN_OPTIONS = {
   open: { type: 'boolean' },
   closed: { type: 'boolean' },
   'key-name': { type: 'string' },
+  scope: { type: 'string' },
+  allow: { type: 'string' },
   'public-key': { type: 'string' },
   csr: { type: 'string' },
   description: { type: 'string' },
@@ -1044,10 +1125,10 @@ const ADMIN_OPTIONS = {
   'mdm-id': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
-/** `webhook SUBCOMMAND …` is one command of two words; the others are one. */
+/** `webhook SUBCOMMAND …` (and `device …`, `admin-key …`) is one command of two words; the others are one. */
 function commandOf(positionals: readonly string[]): [string | undefined, string[]] {
   const [first, ...rest] = positionals;
-  return (first === 'webhook' || first === 'device') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
+  return (first === 'webhook' || first === 'device' || first === 'admin-key') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
 }
 
 /** The command line read strictly; an unknown option is named with the nearest option of that command. */
@@ -1106,6 +1187,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       open: values.open === true,
       closed: values.closed === true,
       keyName: values['key-name'],
+      scope: values.scope,
+      allow: values.allow,
       publicKey: values['public-key'],
       csr: values.csr,
       description: values.description,

@@ -69,6 +69,11 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   audit [--user USER] [--key-name NAME] [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
                                           the Admin API calls made, refused or failed, newest
                                           first (an extension; needs a key of scope admin)
+  admin-key list | admin-key revoke NAME
+  admin-key create NAME [--scope read|write|admin] [--profile ID,…] [--expires-in DURATION]
+                   [--allow PREFIX,…]
+                                          admin keys over the Admin API (scope admin): at most
+                                          the calling key's rights; the key printed once, last
   webhook create URL TYPES [--description TEXT]
                                           subscribe URL to TYPES (comma-separated, or '*'); the
                                           signing secret is printed once, on the last line

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { asNodeNumber, asProfileId, asUserId } from '../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../src/storage/connection-log.js';
 import { bearer, makeAdminKey, ManualClock, portalState, twoProfiles } from '../support/admin-keys.js';
+import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 interface Session {
@@ -132,35 +133,10 @@ test('an address or a moment that is not one is a 400 naming the parameter, and 
 });
 
 test('an OpenVPN session reported with a long IPv6 form is stored and found in the canonical one', async (t) => {
-  const portal = await startTestPortal({
-    config: {
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          oRangeFour: '10.60.0.0/24',
-          oRangeSix: 'fd60::/64',
-          nodeUrl: 'http://127.0.0.1:2',
-        },
-      ],
-    },
-  });
+  const portal = await startTestPortal({ config: openVpnEmployees });
   t.after(() => portal.close());
-  await portal.admin.create({ user_id: 'erin', profile_id: 'employees' }, 'application/x-openvpn-profile');
-  const [configuration] = await portal.admin.userConfigurationList('erin');
-  const connect = await portal.request(`${portal.nodeApiUrl}/connect`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
-    body: new URLSearchParams({
-      profile_id: 'employees',
-      common_name: configuration?.connection_id ?? '',
-      originating_ip: '2001:DB8:0:0:0:0:0:9',
-      ip_four: '10.60.0.2',
-      ip_six: 'fd60:0:0:0::1000',
-    }),
-  });
-  assert.equal(connect.text, 'OK');
+  const connectionId = await openVpnConfiguration(portal, 'erin');
+  await reportOpenVpnConnect(portal, connectionId, { originating_ip: '2001:DB8:0:0:0:0:0:9', ip_four: '10.60.0.2', ip_six: 'fd60:0:0:0::1000' });
   const [entry] = await search(portal, { ip: 'fd60::1000', at: new Date(Date.now() + 60_000).toISOString() });
   assert.deepEqual([entry?.user_id, entry?.ip_six, entry?.originating_ip], ['erin', 'fd60::1000', '2001:db8::9']);
 });
