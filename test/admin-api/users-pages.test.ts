@@ -71,11 +71,7 @@ test('limit and cursor walk every page once, in order, also combined with prefix
     } while (cursor !== null);
     return pages;
   };
-  assert.deepEqual(await walk('/users', { prefix: 'an', limit: '3' }), [
-    ['an', 'an%x', 'an_y'],
-    ['ann', 'anna', 'anne'],
-    ['an😀'],
-  ]);
+  assert.deepEqual(await walk('/users', { prefix: 'an', limit: '3' }), [['an', 'an%x', 'an_y'], ['ann', 'anna', 'anne'], ['an😀']]);
   assert.deepEqual(await walk('/users', { limit: '4' }), [
     ['Anna', 'an', 'an%x', 'an_y'],
     ['ann', 'anna', 'anne', 'an😀'],

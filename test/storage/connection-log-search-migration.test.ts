@@ -2,28 +2,12 @@
 // are rewritten in canonical text (so a search by address finds them), everything else is left
 // as it was, and the address indexes exist. Runs on SQLite and, in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
-import type { DatabaseLocation } from '../../src/config/portal-config.js';
 import { connectDatabase, migrateToLatest, migrateUpTo } from '../../src/storage/database.js';
-import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
-
-async function location(t: { after: (fn: () => Promise<void> | void) => void }): Promise<DatabaseLocation> {
-  const server = process.env['TEST_DATABASE_URL'];
-  if (server !== undefined && server !== '') {
-    const { name, url } = await createTestDatabase(server);
-    t.after(() => dropTestDatabase(server, name));
-    return { dialect: 'postgres', url };
-  }
-  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-0015-'));
-  t.after(() => rmSync(directory, { recursive: true, force: true }));
-  return { dialect: 'sqlite', path: path.join(directory, 'db.sqlite') };
-}
+import { migrationTestLocation } from '../support/postgres.js';
 
 test('0015 rewrites the addresses of earlier history rows in canonical text and leaves the rest as it was', async (t) => {
-  const db = connectDatabase(await location(t));
+  const db = connectDatabase(await migrationTestLocation(t, '0015'));
   t.after(() => db.destroy());
   await migrateUpTo(db, '0014-devices');
   const row = (logId: string, ipFour: string, ipSix: string, originatingIp: string | null) => ({

@@ -1,8 +1,9 @@
 // GET /users (specification §4.3); `prefix`, `limit` and `cursor` are an extension (issue 25).
+import type { PortalContext } from '../../core/context.js';
 import { listUsers, listUsersPage } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, usersAnswer } from '../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
-import { DEFAULT_USERS_PAGE, userListingParams } from '../params.js';
+import { defineRoute, type RouteResponse } from '../admin-route.js';
+import { DEFAULT_USERS_PAGE, userListingParams, type ParamValues } from '../params.js';
 
 export const usersRoute = defineRoute({
   ...ADMIN_API_CALLS.users,
@@ -11,17 +12,25 @@ export const usersRoute = defineRoute({
   source: 'query',
   params: userListingParams,
   success: { status: 200, doc: { description: 'User ids, sorted', schema: usersAnswer } },
-  async handle(ctx, { prefix, limit, cursor }) {
-    // Without the extension's parameters, the specification's answer, byte for byte.
-    if (prefix === undefined && limit === undefined && cursor === undefined) {
-      return { status: 200, jsonParts: ['{"users":', ...(await listUsers(ctx, { onlyDisabled: false })), '}'] };
-    }
-    const page = await listUsersPage(ctx, {
-      onlyDisabled: false,
-      limit: limit ?? DEFAULT_USERS_PAGE,
-      ...(prefix === undefined ? {} : { prefix }),
-      ...(cursor === undefined ? {} : { cursor }),
-    });
-    return { status: 200, json: { users: page.users, next_cursor: page.next_cursor } };
-  },
+  handle: (ctx, params) => usersAnswerFor(ctx, params, 'users'),
 });
+
+/** The answer of `users` or `disabled_users` (the `field`): all of them, or a page with the extension's parameters. */
+export async function usersAnswerFor(
+  ctx: PortalContext,
+  { prefix, limit, cursor }: ParamValues<typeof userListingParams>,
+  field: 'users' | 'disabled_users',
+): Promise<RouteResponse> {
+  const onlyDisabled = field === 'disabled_users';
+  // Without the extension's parameters, the specification's answer, as before.
+  if (prefix === undefined && limit === undefined && cursor === undefined) {
+    return { status: 200, jsonParts: [`{"${field}":`, ...(await listUsers(ctx, { onlyDisabled })), '}'] };
+  }
+  const page = await listUsersPage(ctx, {
+    onlyDisabled,
+    limit: limit ?? DEFAULT_USERS_PAGE,
+    ...(prefix === undefined ? {} : { prefix }),
+    ...(cursor === undefined ? {} : { cursor }),
+  });
+  return { status: 200, json: { [field]: page.users, next_cursor: page.next_cursor } };
+}
