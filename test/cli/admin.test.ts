@@ -10,7 +10,6 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { X509Certificate } from 'node:crypto';
 import QRCode from 'qrcode';
-import { asNodeNumber } from '../../src/shared/ids.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { runCli } from '../support/portal-process.js';
 import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../support/openvpn-sessions.js';
