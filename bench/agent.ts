@@ -1,61 +1,101 @@
 // The node agent's benchmark (part of `npm run bench`; needs root and wireguard-go): a real
-// agent with a real wireguard-go interface in a network namespace, and a real portal (SQLite)
-// holding 10,000 configurations for it.
-//  1. 10,000 add_peer calls, sent as the portal's reconcile pass sends them (its daemon client,
+// agent process with a real wireguard-go interface in a network namespace, and a real portal
+// holding a /16's clients for it (65,533 configurations, wireguard-go's cap), per database.
+//  1. 65,533 add_peer calls, sent as the portal's reconcile pass sends them (its daemon client,
 //     as many in flight as the pass keeps): seconds until every call answered (an add answers
 //     once its peer is on the interface), and how many writes to the interface the agent made
 //     (set operations on wireguard-go's control socket plus `wg set` processes, from its metrics);
-//  2. a reconcile pass of the portal over those 10,000 peers, with nothing to change: seconds,
-//     and writes to the interface (must be none).
-import { execFileSync, spawn } from 'node:child_process';
+//  2. a full reconcile pass of the portal with nothing to change, which observes the node's
+//     sessions on the way: seconds, writes (must be none), and the agent's CPU time for it;
+//  3. the agent's memory with every peer on the interface;
+//  4. the agent stopped (it removes the interface it made) and started again: seconds from its
+//     start until every peer is back on the interface (the portal gives them back);
+//  5. bulk revocation: 10,000 disable_user calls at concurrency 16 through the Admin API, from a
+//     process of their own: the calls' latency, and seconds from the last answer until every
+//     peer of those users is off the interface.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { startNodeAgent, type RunningNodeAgent } from '../src/agent/agent.js';
-import { parseNodeAgentConfig } from '../src/agent/config.js';
-import { readNodeKey } from '../src/agent/node-key.js';
 import { PARALLEL_CHANGES_PER_NODE } from '../src/core/reconcile/pass.js';
 import { asNodeNumber, type asWireGuardKey } from '../src/shared/ids.js';
 import { connectDatabase } from '../src/storage/database.js';
 import { clientAddressesAt } from '../src/wireguard/address-pool.js';
 import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
+import type { AgentProcessInput, AgentProcessReady } from './agent-process.js';
 import type { SenderInput } from './agent-sender.js';
+import type { DisableSenderInput, DisableSenderOutput } from './disable-sender.js';
 import { freePort } from '../test/support/free-port.js';
-import { NetnsLab, wireGuardPeers } from '../test/support/netns.js';
+import { NetnsLab, type Namespace } from '../test/support/netns.js';
 import { startTestPortal, type TestPortal } from '../test/support/test-portal.js';
 
 export interface AgentFigures {
+  readonly database: 'sqlite' | 'postgres';
   readonly peers: number;
   readonly addSeconds: number;
   readonly writesDuringAdd: number;
   readonly noOpReconcileSeconds: number;
   readonly writesDuringReconcile: number;
+  /** The agent process's CPU time (user + system) during the full pass, and its `wg` processes'. */
+  readonly fullPassAgentCpuSeconds: number;
+  readonly fullPassWgCpuSeconds: number;
+  readonly agentRssMb: number;
+  readonly agentPeakRssMb: number;
+  /** From the restarted agent's start until every peer is on the interface again. */
+  readonly restartSeconds: number;
+  readonly revocation: RevocationFigures;
+  /** `uptime`'s load averages when the run began and ended. */
+  readonly loadBefore: string;
+  readonly loadAfter: string;
 }
 
-const PEERS = 10_000;
+export interface RevocationFigures {
+  readonly calls: number;
+  readonly errors: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly callsSeconds: number;
+  /** From the last answer until no peer of those users is on the interface (0: gone before it). */
+  readonly offNodeSeconds: number;
+}
+
+/** A /16's clients: 65,536 addresses less the network, the node's own and the broadcast address. */
+const PEERS = 65_533;
+const DISABLED_USERS = 10_000;
+const DISABLE_CONCURRENCY = 16;
 /** As many in flight as the portal's reconcile pass keeps. */
 const IN_FLIGHT = PARALLEL_CHANGES_PER_NODE;
 const RANGE_FOUR = '10.96.0.0/16';
 const RANGE_SIX = 'fd96::/64';
+const SEED_ROWS_PER_STATEMENT = 500;
+const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
-export async function benchAgent(): Promise<AgentFigures | { notMeasured: string }> {
+export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<AgentFigures | { notMeasured: string }> {
   if (process.getuid?.() !== 0) return { notMeasured: 'needs root (network namespaces, wireguard-go)' };
   try {
     execFileSync('wireguard-go', ['--version'], { stdio: 'ignore' });
   } catch {
     return { notMeasured: 'wireguard-go is not installed' };
   }
+  const loadBefore = loadAverage();
   const lab = new NetnsLab();
   let portal: TestPortal | undefined;
-  let agent: RunningNodeAgent | undefined;
+  let agent: AgentProcess | undefined;
+  const postgresServer = process.env['TEST_POSTGRES_URL'];
+  if (database === 'postgres' && (postgresServer === undefined || postgresServer === '')) return { notMeasured: 'no PostgreSQL server (TEST_POSTGRES_URL)' };
+  const previousDatabaseUrl = process.env['TEST_DATABASE_URL'];
   try {
     const node = await lab.namespace('node');
     const interfaceName = lab.interfaceName('wgb');
     const port = await freePort();
+    // startTestPortal makes a fresh database on this server (dropped on close).
+    if (database === 'postgres') process.env['TEST_DATABASE_URL'] = postgresServer;
     portal = await startTestPortal({
-      database: 'sqlite',
+      ...(database === 'sqlite' ? { database: 'sqlite' } : {}),
       config: {
         reconcileInterval: 'PT1H',
         ProfileList: [
@@ -70,69 +110,209 @@ export async function benchAgent(): Promise<AgentFigures | { notMeasured: string
         ],
       },
     });
-
     const nodeNumber = asNodeNumber(0);
-    const config = parseNodeAgentConfig(
-      {
+    const keys = portal.portal.ctx.keys;
+    const agentInput: AgentProcessInput = {
+      namespace: node.name,
+      config: {
         metrics: { listen: '127.0.0.1:0' },
         apiUrl: portal.nodeApiUrl,
-        nodeKeyFile: portal.portal.ctx.keys.nodeKeyPath(nodeNumber),
+        nodeKeyFile: keys.nodeKeyPath(nodeNumber),
         listen: { host: '127.0.0.1', port },
         WireGuard: { interfaceName, endpointFile: join(portal.dataDir, 'endpoints.json') },
       },
-      'node.json',
-    );
-    agent = await startNodeAgent({
-      config,
-      nodeKey: (await readNodeKey(config.nodeKeyFile)).key,
-      logger: pino({ level: 'warn' }),
-      version: 'bench',
-      runner: node.runner(),
-    });
-    const keys = portal.portal.ctx.keys;
+    };
+    agent = await startAgentProcess(agentInput);
     // The agent's start sets off passes of the portal over this node (on an empty database):
     // they must be over before the database holds anything they would push.
     await passesSettled(portal, nodeNumber);
     const peers = await seedConfigurations(portal);
 
-    // 1. 10,000 add_peer calls, from a process of their own.
+    // 1. 65,533 add_peer calls, from a process of their own.
     const writesBeforeAdd = await peerWrites(agent);
     const input: SenderInput = { url: `http://127.0.0.1:${port}`, secret: keys.nodeSecret(nodeNumber) ?? '', inFlight: IN_FLIGHT, peers };
-    const sender = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./agent-sender.ts', import.meta.url))], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    sender.stdin.end(JSON.stringify(input));
-    const output = text(sender.stdout);
-    const [code] = (await once(sender, 'exit')) as [number | null];
-    if (code !== 0) throw new Error(`the add_peer sender exited with ${String(code)}`);
     // Every add_peer answers once its peer is on the interface: the sender's time is the agent's.
-    const { seconds: addSeconds } = JSON.parse(await output) as { seconds: number };
-    const onInterface = (await wireGuardPeers(node, interfaceName)).size;
-    if (onInterface !== PEERS) throw new Error(`${onInterface} peers on the interface after ${PEERS} add_peer calls`);
+    const { seconds: addSeconds } = JSON.parse(await runBenchProcess('agent-sender.ts', input)) as { seconds: number };
+    const onInterface = await peersOnInterface(node, interfaceName);
+    if (onInterface.size !== PEERS) throw new Error(`${onInterface.size} peers on the interface after ${PEERS} add_peer calls`);
     const writesBeforeReconcile = await peerWrites(agent);
     const writesDuringAdd = writesBeforeReconcile - writesBeforeAdd;
+    progress(`${PEERS} add_peer in ${round(addSeconds)} s, ${writesDuringAdd} writes`);
 
-    // 2. A reconcile pass with nothing to change.
+    // 2. A full pass with nothing to change; it observes the node's sessions on the way.
+    const cpuBefore = processCpu(agent.pid);
     const reconcileStarted = performance.now();
     await portal.portal.reconcileNow();
     const noOpReconcileSeconds = (performance.now() - reconcileStarted) / 1000;
+    const cpuAfter = processCpu(agent.pid);
     const writesDuringReconcile = (await peerWrites(agent)) - writesBeforeReconcile;
-    return { peers: PEERS, addSeconds: round(addSeconds), writesDuringAdd, noOpReconcileSeconds: round(noOpReconcileSeconds), writesDuringReconcile };
+    progress(`full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`);
+
+    // 3. The agent's memory with every peer on the interface.
+    const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryOf(agent.pid);
+    progress(`agent RSS ${agentRssMb} MB (peak ${agentPeakRssMb} MB)`);
+
+    // 4. Stopped (the interface goes with it) and started again.
+    await agent.stop();
+    const restartStarted = performance.now();
+    agent = await startAgentProcess(agentInput);
+    // Watched through the agent's own count (/i/node, no read of the interface): a look at the
+    // interface is a listing of every peer that wireguard-go writes out under its configuration
+    // lock, and looking often would hold up the very writes measured. Checked on the interface once.
+    const daemonUrl = `http://127.0.0.1:${port}`;
+    const nodeSecret = keys.nodeSecret(nodeNumber) ?? '';
+    while ((await agentPeerCount(daemonUrl, nodeSecret)) < PEERS) await sleep(100);
+    const restartSeconds = (performance.now() - restartStarted) / 1000;
+    const restored = await peersOnInterface(node, interfaceName);
+    if (peers.some((peer) => !restored.has(peer.publicKey))) throw new Error(`${PEERS - restored.size} peers missing on the interface after the restart`);
+    progress(`restarted, every peer back in ${round(restartSeconds)} s`);
+
+    // 5. Bulk revocation: the first 10,000 users disabled, one call each.
+    const disabledKeys = peers.slice(0, DISABLED_USERS).map((peer) => peer.publicKey as string);
+    const disableInput: DisableSenderInput = {
+      adminBase: portal.adminBase,
+      secret: portal.secret,
+      concurrency: DISABLE_CONCURRENCY,
+      userIds: peers.slice(0, DISABLED_USERS).map((peer) => peer.userId),
+    };
+    const calls = JSON.parse(await runBenchProcess('disable-sender.ts', disableInput)) as DisableSenderOutput;
+    // The agent's count first (as above), then the interface itself, until none of those keys is there.
+    while ((await agentPeerCount(daemonUrl, nodeSecret)) > PEERS - DISABLED_USERS) {
+      if (Date.now() - calls.lastAnswerAtMs > 60_000) break;
+      await sleep(50);
+    }
+    for (;;) {
+      const present = await peersOnInterface(node, interfaceName);
+      const remaining = disabledKeys.filter((key) => present.has(key)).length;
+      if (remaining === 0) break;
+      if (Date.now() - calls.lastAnswerAtMs > 60_000)
+        throw new Error(`${remaining} disabled users' peers still on the interface a minute after the last answer`);
+      await sleep(1000);
+    }
+    const offNodeSeconds = Math.max(0, (Date.now() - calls.lastAnswerAtMs) / 1000);
+    const revocation: RevocationFigures = {
+      calls: calls.calls,
+      errors: calls.errors,
+      p50Ms: calls.p50Ms,
+      p99Ms: calls.p99Ms,
+      maxMs: calls.maxMs,
+      callsSeconds: round(calls.seconds),
+      offNodeSeconds: round(offNodeSeconds),
+    };
+    return {
+      database,
+      peers: PEERS,
+      addSeconds: round(addSeconds),
+      writesDuringAdd,
+      noOpReconcileSeconds: round(noOpReconcileSeconds),
+      writesDuringReconcile,
+      fullPassAgentCpuSeconds: round(cpuAfter.own - cpuBefore.own),
+      fullPassWgCpuSeconds: round(cpuAfter.children - cpuBefore.children),
+      agentRssMb,
+      agentPeakRssMb,
+      restartSeconds: round(restartSeconds),
+      revocation,
+      loadBefore,
+      loadAfter: loadAverage(),
+    };
   } finally {
     await agent?.stop();
     await portal?.close();
     await lab.cleanup();
+    if (previousDatabaseUrl === undefined) delete process.env['TEST_DATABASE_URL'];
+    else process.env['TEST_DATABASE_URL'] = previousDatabaseUrl;
+  }
+}
+
+interface AgentProcess {
+  readonly pid: number;
+  readonly metricsUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Starts bench/agent-process.ts and waits until it serves. BENCH_PROFILE=DIR: it writes a CPU profile there. */
+async function startAgentProcess(input: AgentProcessInput): Promise<AgentProcess> {
+  const profileDir = process.env['BENCH_PROFILE'];
+  const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', fileURLToPath(new URL('./agent-process.ts', import.meta.url))], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  child.stdin.end(JSON.stringify(input));
+  const lines = createInterface({ input: child.stdout });
+  const exited = once(child, 'exit');
+  const first = await Promise.race([
+    once(lines, 'line') as Promise<[string]>,
+    exited.then(([code]) => Promise.reject(new Error(`the agent exited with ${String(code)}`))),
+  ]);
+  const ready = JSON.parse(first[0]) as AgentProcessReady;
+  if (ready.metricsUrl === null) throw new Error('the agent serves no metrics');
+  const metricsUrl = ready.metricsUrl;
+  return { pid: child.pid ?? 0, metricsUrl, stop: () => stopProcess(child) };
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Runs one of the benchmark's helper processes with `input` on stdin; answers what it printed. */
+async function runBenchProcess(script: string, input: unknown): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${script}`, import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin.end(JSON.stringify(input));
+  const output = text(child.stdout);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`${script} exited with ${String(code)}`);
+  return output;
+}
+
+/** The public keys on the interface (`wg show IF peers`, the lightest listing). */
+async function peersOnInterface(node: Namespace, interfaceName: string): Promise<Set<string>> {
+  const { stdout } = await node.exec('wg', ['show', interfaceName, 'peers']);
+  return new Set(stdout.split('\n').filter(Boolean));
+}
+
+/** The peers on the interface as the agent counts them (`w_peer_count` of /i/node). */
+async function agentPeerCount(daemonUrl: string, secret: string): Promise<number> {
+  try {
+    const response = await fetch(`${daemonUrl}/i/node`, { headers: { authorization: `Bearer ${secret}` } });
+    if (!response.ok) return 0;
+    return ((await response.json()) as { w_peer_count?: number }).w_peer_count ?? 0;
+  } catch {
+    return 0; // not serving yet
   }
 }
 
 /** Writes of peer changes to the interface so far, by any method (the agent's own counter). */
-async function peerWrites(agent: RunningNodeAgent): Promise<number> {
-  if (agent.metricsUrl === null) throw new Error('the agent serves no metrics');
+async function peerWrites(agent: AgentProcess): Promise<number> {
   const metrics = await (await fetch(agent.metricsUrl)).text();
   return metrics
     .split('\n')
     .filter((line) => line.startsWith('vpn_node_wireguard_peer_writes_total{'))
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
+/** CPU seconds (user + system) of a process, and of its children it has waited for (its `wg` processes). */
+function processCpu(pid: number): { own: number; children: number } {
+  // Fields after the command name (which may hold spaces): utime is field 14, stime 15, cutime 16, cstime 17.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  const ticks = (index: number): number => fields[index] ?? Number.NaN;
+  return { own: (ticks(11) + ticks(12)) / TICKS_PER_SECOND, children: (ticks(13) + ticks(14)) / TICKS_PER_SECOND };
+}
+
+function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
+  return { rssMb: Math.round(kb('VmRSS') / 1024), peakMb: Math.round(kb('VmHWM') / 1024) };
+}
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }
 
 /** Resolves once a pass over the node finished and none followed for two seconds. */
@@ -143,49 +323,59 @@ async function passesSettled(portal: TestPortal, nodeNumber: ReturnType<typeof a
   });
   await portal.portal.reconcileNow();
   for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
     if (last > 0 && performance.now() - last > 2000) return;
   }
 }
 
 interface SeededPeer {
+  readonly userId: string;
   readonly publicKey: ReturnType<typeof asWireGuardKey>;
   readonly ipFour: string;
   readonly ipSix: string;
 }
 
-/** 10,000 configurations written into the portal's database, with the revision the adds carry. */
+/** One user with one configuration per client address, written into the portal's database. */
 async function seedConfigurations(portal: TestPortal): Promise<SeededPeer[]> {
-  const db = connectDatabase({ dialect: 'sqlite', path: portal.database.replace(/^sqlite:/, '') });
+  const location = portal.database.startsWith('sqlite:')
+    ? ({ dialect: 'sqlite', path: portal.database.slice('sqlite:'.length) } as const)
+    : ({ dialect: 'postgres', url: portal.database } as const);
+  const db = connectDatabase(location);
   const now = `${new Date().toISOString().slice(0, 19)}+00:00`;
   const expires = `${new Date(Date.now() + 86_400_000).toISOString().slice(0, 19)}+00:00`;
-  const peers: SeededPeer[] = [];
+  const peers: SeededPeer[] = Array.from({ length: PEERS }, (_, index) => ({
+    userId: `agent${index}`,
+    publicKey: generateWireGuardKeyPair().publicKey,
+    ...clientAddressesAt(RANGE_FOUR, RANGE_SIX, index),
+  }));
   try {
     await db.transaction().execute(async (trx) => {
-      for (let index = 0; index < PEERS; index++) {
-        const { ipFour, ipSix } = clientAddressesAt(RANGE_FOUR, RANGE_SIX, index);
-        const publicKey = generateWireGuardKeyPair().publicKey;
-        const userId = `agent${index}`;
-        await trx.insertInto('users').values({ user_id: userId, created_at: now, last_seen: now, auth_data: null }).execute();
+      for (let start = 0; start < PEERS; start += SEED_ROWS_PER_STATEMENT) {
+        const chunk = peers.slice(start, start + SEED_ROWS_PER_STATEMENT);
+        await trx
+          .insertInto('users')
+          .values(chunk.map((peer) => ({ user_id: peer.userId, created_at: now, last_seen: now, auth_data: null })))
+          .execute();
         await trx
           .insertInto('wg_peers')
-          .values({
-            public_key: publicKey,
-            user_id: userId,
-            profile_id: 'bench',
-            node_number: 0,
-            display_name: 'Bench',
-            ip_four: ipFour,
-            ip_six: ipSix,
-            pool_index: index,
-            created_at: now,
-            expires_at: expires,
-            auth_key: null,
-            revision: 1,
-            expiry_warned: 0,
-          })
+          .values(
+            chunk.map((peer, offset) => ({
+              public_key: peer.publicKey,
+              user_id: peer.userId,
+              profile_id: 'bench',
+              node_number: 0,
+              display_name: 'Bench',
+              ip_four: peer.ipFour,
+              ip_six: peer.ipSix,
+              pool_index: start + offset,
+              created_at: now,
+              expires_at: expires,
+              auth_key: null,
+              revision: 1,
+              expiry_warned: 0,
+            })),
+          )
           .execute();
-        peers.push({ publicKey, ipFour, ipSix });
       }
       await trx.updateTable('ip_pools').set({ next_index: PEERS }).where('profile_id', '=', 'bench').execute();
     });
@@ -193,6 +383,15 @@ async function seedConfigurations(portal: TestPortal): Promise<SeededPeer[]> {
     await db.destroy();
   }
   return peers;
+}
+
+/** Each figure as it is measured, with the load: a later step that fails does not lose it. */
+function progress(what: string): void {
+  console.error(`  agent bench: ${what} (load ${loadAverage()})`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function round(value: number): number {

@@ -1,6 +1,7 @@
-// A typed client of the Administrator API: one method per call, answers checked against the
-// same schemas the portal's routes are documented with (src/protocol/admin-api.ts). Used by
-// the tests and by the command-line client; it needs nothing but fetch.
+// A typed client of the Administrator API: one method per call, its parameters typed by and its
+// answers checked against the schemas the portal's routes read and answer with
+// (src/protocol/admin-api.ts). Used by the tests and by the command-line client; it needs
+// nothing but fetch.
 import type { z } from 'zod';
 import {
   ADMIN_API_CALLS,
@@ -41,6 +42,7 @@ import {
   type RevocationsQuery,
   type AuditLogPage,
   type AuditLogQuery,
+  type ConnectionLogQuery,
   type ConnectionInfo,
   type CreateParams,
   type EnrollmentTokenAnswer,
@@ -57,6 +59,7 @@ import {
   type DevicesPage,
   type DevicesQuery,
   type RegisterDeviceParams,
+  type StatsQuery,
 } from '../protocol/admin-api.js';
 
 export interface AdminApiClientOptions {
@@ -262,7 +265,7 @@ export class AdminApiClient {
     return (await this.#getJson(ADMIN_API_CALLS.profiles.path, {}, profilesAnswer)).profiles;
   }
 
-  async stats(query: { profile_id?: string; since?: string; until?: string } = {}): Promise<z.infer<typeof statsAnswer>['stats']> {
+  async stats(query: StatsQuery = {}): Promise<z.infer<typeof statsAnswer>['stats']> {
     return (await this.#getJson(ADMIN_API_CALLS.stats.path, definedOnly(query), statsAnswer)).stats;
   }
 
@@ -359,21 +362,6 @@ export class AdminApiClient {
     }
     throw new AdminApiError(response.status, message);
   }
-}
-
-export interface ConnectionLogQuery {
-  readonly user_id?: string;
-  readonly profile_id?: string;
-  readonly connection_id?: string;
-  readonly since?: string;
-  readonly until?: string;
-  readonly open?: 'yes' | 'no';
-  /** A tunnel or originating address (IPv4 or IPv6, exact). */
-  readonly ip?: string;
-  /** ISO 8601: only sessions open at that moment. */
-  readonly at?: string;
-  readonly limit?: string;
-  readonly cursor?: string;
 }
 
 /** The query parameters that were given, as text. */

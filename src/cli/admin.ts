@@ -7,15 +7,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import {
-  ADMIN_SCOPES,
-  CONFIGURATION_MEDIA_TYPES,
-  type AdminScope,
-  type CreateParams,
-  type DeviceInfo,
-  type RevocationInfo,
-  type RevocationsQuery,
-} from '../protocol/admin-api.js';
+import { ADMIN_SCOPES, CONFIGURATION_MEDIA_TYPES, type AdminScope, type CreateParams, type DeviceInfo, type RevocationInfo } from '../protocol/admin-api.js';
+import { param } from '../protocol/admin-api-params.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
 import { describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
@@ -353,8 +346,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     args: [],
     flags: ['state', 'user', 'limit'],
     run: async ({ client, flags, json, out }) => {
-      const state = flags.state;
-      if (state !== undefined && !isRevocationState(state)) throw new UsageError(`--state must be ${REVOCATION_STATES.join(', ')}, not "${state}"`);
+      const state = stateFlag(param.revocationState.options, flags.state);
       const { limit } = pageFlags(flags);
       const receipts = await client.revocations({
         ...(state === undefined ? {} : { state }),
@@ -680,16 +672,13 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     args: [],
     flags: ['user', 'profile', 'platform', 'state', 'serial', 'mdmId', 'limit', 'cursor'],
     run: async ({ client, flags, json, out }) => {
-      const state = flags.state;
-      if (state !== undefined && !(DEVICE_STATES as readonly string[]).includes(state)) {
-        throw new UsageError(`--state must be ${DEVICE_STATES.join(', ')}, not "${state}"`);
-      }
+      const state = stateFlag(param.deviceState.options, flags.state);
       const { limit, cursor } = pageFlags(flags);
       const page = await client.devices({
         ...(flags.user === undefined ? {} : { user_id: flags.user }),
         ...(flags.profile === undefined ? {} : { profile_id: flags.profile }),
         ...(flags.platform === undefined ? {} : { platform: platformOf(flags.platform, '--platform') }),
-        ...(state === undefined ? {} : { state: state as (typeof DEVICE_STATES)[number] }),
+        ...(state === undefined ? {} : { state }),
         ...(flags.serial === undefined ? {} : { serial: flags.serial }),
         ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
         ...(limit === undefined ? {} : { limit }),
@@ -745,8 +734,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     flags: ['webhook', 'eventType', 'state', 'since', 'until', 'limit', 'cursor'],
     run: async ({ client, flags, json, out }) => {
       const paging = pageFlags(flags);
-      const state = flags.state;
-      if (state !== undefined && !isDeliveryState(state)) throw new UsageError(`--state must be ${DELIVERY_STATES.join(', ')}, not "${state}"`);
+      const state = stateFlag(param.deliveryState.options, flags.state);
       const page = await client.webhookDeliveries({
         ...(flags.webhook === undefined ? {} : { webhook_id: flags.webhook }),
         ...(flags.eventType === undefined ? {} : { event_type: flags.eventType }),
@@ -779,16 +767,21 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   },
 };
 
-const DELIVERY_STATES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
-const DEVICE_STATES = ['registered', 'active', 'retired'] as const;
+/** A `--state` flag, checked against the states the call's parameter takes (src/protocol/admin-api-params.ts). */
+function stateFlag<T extends string>(states: readonly T[], state: string | undefined): T | undefined {
+  if (state === undefined) return undefined;
+  if (!(states as readonly string[]).includes(state)) throw new UsageError(`--state must be ${states.join(', ')}, not "${state}"`);
+  return state as T;
+}
 
-/** A platform flag or argument, checked against the list the portal takes. */
+/** A `--scope` flag, checked against the admin scopes. */
 function scopeOf(value: string): AdminScope {
   const scope = ADMIN_SCOPES.find((candidate) => candidate === value);
   if (scope === undefined) throw new UsageError(`--scope: "${value}" is not one of ${ADMIN_SCOPES.join(', ')}`);
   return scope;
 }
 
+/** A platform flag or argument, checked against the list the portal takes. */
 function platformOf(value: string, what: string): Platform {
   if (!isPlatform(value)) throw new UsageError(`${what} must be one of ${PLATFORMS.join(', ')}, not "${value}"`);
   return value;
@@ -830,19 +823,9 @@ function pageFlags(flags: AdminFlags): { since?: string; until?: string; limit?:
   };
 }
 
-function isDeliveryState(state: string): state is (typeof DELIVERY_STATES)[number] {
-  return (DELIVERY_STATES as readonly string[]).includes(state);
-}
-
 /** `webhook test` reached the portal, but the receiver did not take the event: exit code 1. */
 class TestNotDelivered extends Error {
   override readonly name = 'TestNotDelivered';
-}
-
-const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
-
-function isRevocationState(state: string): state is NonNullable<RevocationsQuery['state']> {
-  return (REVOCATION_STATES as readonly string[]).includes(state);
 }
 
 /** `--wait` ended with the receipt overdue or superseded: exit code 3. */

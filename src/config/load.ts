@@ -9,6 +9,7 @@ import { parseIsoDuration, durationMilliseconds, type IsoDuration } from '../sha
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import { loadAppleSigning } from './apple-signing.js';
+import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
 import type { DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
@@ -85,6 +86,18 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     databasePoolSize: raw.databasePoolSize,
     metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
+    adminConsole: {
+      enabled: raw.adminConsole.enabled,
+      idleTimeoutMs: boundedMilliseconds(raw.adminConsole.idleTimeout, 'adminConsole.idleTimeout', CONSOLE_IDLE_BOUNDS, report),
+      sessionLifetimeMs: boundedMilliseconds(raw.adminConsole.sessionLifetime, 'adminConsole.sessionLifetime', CONSOLE_LIFETIME_BOUNDS, report),
+      oidc: resolveConsoleOidc(
+        raw.adminConsole.oidc,
+        baseUrl,
+        baseDir,
+        profiles.map((profile) => profile.profileId),
+        report,
+      ),
+    },
     nodeApi: raw.nodeApi,
     webhooks: {
       allowPrivateTargets: raw.webhooks.allowPrivateTargets,
@@ -198,6 +211,8 @@ function hostForUrl(host: string): string {
 }
 
 /** HTTP timeouts: Node checks them once a second, so less than that means nothing; more than 10 minutes holds connections for no one. */
+const CONSOLE_IDLE_BOUNDS = { minMs: 60_000, maxMs: 86_400_000, text: 'between PT1M and P1D' } as const;
+const CONSOLE_LIFETIME_BOUNDS = { minMs: 60_000, maxMs: 7 * 86_400_000, text: 'between PT1M and P7D' } as const;
 const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
 
 function boundedMilliseconds(text: string, option: string, bounds: { minMs: number; maxMs: number; text: string }, report: Report): number {

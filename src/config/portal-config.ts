@@ -4,6 +4,7 @@ import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
 import type { IsoDuration } from '../shared/iso-duration.js';
 import type { AppleOnDemand } from '../apple/mobileconfig.js';
 import type { ProfileSigningMaterial } from '../apple/profile-signing.js';
+import type { ConsoleOidcSettings } from './console-oidc.js';
 
 export interface WireGuardRange {
   readonly rangeFour: string;
@@ -142,6 +143,14 @@ export interface PortalConfig {
   /** `metrics.listen`: where /metrics, /healthz and /readyz are served; null: not served. */
   readonly metrics: { readonly host: string; readonly port: number } | null;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };
+  /** `adminConsole`: the browser console at {baseUrl}admin/, and how long its sessions last. */
+  readonly adminConsole: {
+    readonly enabled: boolean;
+    readonly idleTimeoutMs: number;
+    readonly sessionLifetimeMs: number;
+    /** `adminConsole.oidc`: single sign-on through an OpenID provider; null: off. */
+    readonly oidc: ConsoleOidcSettings | null;
+  };
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
   /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */

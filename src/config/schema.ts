@@ -1,10 +1,11 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, nodeApi, enrollment,
+// options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
 // webhooks, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
+import { consoleOidcSchema } from './console-oidc.js';
 import { DATABASE_PATTERN } from './database-location.js';
 import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
 
@@ -179,6 +180,17 @@ export const portalConfigSchema = z.strictObject({
       trustedProxyList: z.array(cidr).default([]).describe('Reverse proxies whose `X-Forwarded-For` is believed; from anyone else the header is ignored.'),
     })
     .default({ allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] }),
+  adminConsole: z
+    .strictObject({
+      enabled: z
+        .boolean()
+        .default(true)
+        .meta({ description: 'Serve the admin console at `{baseUrl}admin/` (same port and `adminApi.allowList` as the Admin API).', see: 'console.md' }),
+      idleTimeout: isoDuration.default('PT30M').describe('A console session unused this long ends (PT1M–P1D); the next page asks to sign in again.'),
+      sessionLifetime: isoDuration.default('PT12H').describe('A console session ends this long after sign-in, however busy (PT1M–P7D).'),
+      oidc: consoleOidcSchema,
+    })
+    .prefault({}),
   nodeApi: z
     .strictObject({
       allowList: z

@@ -1,8 +1,8 @@
 // What the portal knows about one Admin API request while it runs: who asks (set by the guard
 // once the key is checked, or refused), the events view bound to the call (so the audit
-// listener records a change with its caller), and a note for the audit log. The onSend hook of
-// src/http/server.ts reads it to record the calls that changed nothing: refused, failed,
-// replayed, or with nothing to do.
+// listener records a change with its caller), and a note for the audit log. As an answer
+// leaves, src/http/admin-api.ts reads it to record the calls that changed nothing: refused,
+// failed, replayed, or with nothing to do.
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AdminCaller } from '../core/admin-call.js';

@@ -6,14 +6,16 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { AdminCall } from '../core/admin-call.js';
+import type { AdminCall, AdminCaller } from '../core/admin-call.js';
+import type { PortalEvents } from '../core/events.js';
 import type { PortalContext } from '../core/context.js';
 import { assertProfileAllowed } from '../core/access/index.js';
 import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../protocol/admin-api.js';
+import type { ParamsSchema } from '../protocol/admin-api-params.js';
 import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from './http-error.js';
 import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
-import { readParams, type ParamShape, type ParamSource, type ParamValues } from './params.js';
+import { readParams, type ParamSource } from './params.js';
 import type { RouteResponse } from './route-response.js';
 import { jsonPartsByteLength } from '../shared/json-parts.js';
 
@@ -36,7 +38,7 @@ export interface RouteCall {
   readonly keepAnswer?: KeepAnswer;
 }
 
-export interface AdminRoute<S extends ParamShape = ParamShape> {
+export interface AdminRoute<S extends ParamsSchema = ParamsSchema> {
   readonly method: 'GET' | 'POST';
   /** Path below {base_url}/admin/api/v1. */
   readonly path: string;
@@ -46,6 +48,7 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   /** The eduVPN portal version that introduced the call; `extension` for this portal's own calls. */
   readonly since: string | 'extension';
   readonly source: ParamSource;
+  /** The call's parameters, from ADMIN_API_CALLS (src/protocol/admin-api.ts). */
   readonly params: S;
   /** Where the parameters are read from; default: the query string for GET, the form body for POST. */
   readonly input?: (request: FastifyRequest) => unknown;
@@ -55,10 +58,10 @@ export interface AdminRoute<S extends ParamShape = ParamShape> {
   readonly needsEveryProfile?: boolean;
   readonly success: { readonly status: 200 | 204; readonly doc: ResponseDoc };
   // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
-  handle(ctx: PortalContext, params: ParamValues<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
+  handle(ctx: PortalContext, params: z.output<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
 }
 
-export function defineRoute<S extends ParamShape>(route: AdminRoute<S>): AdminRoute<S> {
+export function defineRoute<S extends ParamsSchema>(route: AdminRoute<S>): AdminRoute<S> {
   return route;
 }
 
@@ -67,7 +70,7 @@ export interface RouteServices {
   readonly idempotent: IdempotentCalls;
 }
 
-export async function runRoute<S extends ParamShape>(
+export async function runRoute<S extends ParamsSchema>(
   route: AdminRoute<S>,
   ctx: PortalContext,
   services: RouteServices,
@@ -75,42 +78,21 @@ export async function runRoute<S extends ParamShape>(
   reply: FastifyReply,
 ): Promise<void> {
   const state = services.requests.get(request);
-  const scope = state?.caller.scope ?? null;
   // The guard ran first and let only callers with a valid key through.
-  if (state === undefined || scope === null) throw new HttpError(401, 'authentication required');
+  if (state === undefined || state.caller.scope === null) throw new HttpError(401, 'authentication required');
   const { caller } = state;
-  const name = route.path.slice(1);
-  const key = caller.keyName === null ? 'this key' : `key "${caller.keyName}"`;
-  // Refused before the handler runs: nothing is read from or written to the database for it.
-  if (!scopeAllows(scope, route.scope)) {
-    throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
-  }
-  if (route.needsEveryProfile === true && caller.profiles !== null) {
-    throw new HttpError(403, `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`);
-  }
   const input = route.input?.(request) ?? (route.source === 'query' ? request.query : request.body);
-  const call: AdminCall = {
-    caller,
-    name,
-    parameters: auditedParameters(Object.keys(route.params), input, request),
-    successStatus: route.success.status,
-  };
-  const events = ctx.events.forCall(call);
+  const { call, callCtx, params, events } = bindCall(route, ctx, caller, input, request);
   state.events = events;
-  const callCtx: PortalContext = { ...ctx, call, events };
-  const params = readParams(route.source, input, route.params, ctx.config);
   const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
   let response: RouteResponse;
-  // A kept answer is given only to a caller who may make the request now: the scope was checked
-  // above; the profile it names is checked here, before any replay (a handler checks it again).
-  if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
   if (idempotencyKey === undefined || caller.keyLineage === null) {
     response = await route.handle(callCtx, params, request, {});
   } else {
     const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
-    const parameters = sentParameters(Object.keys(route.params), input);
+    const parameters = sentParameters(Object.keys(route.params.shape), input);
     const outcome = await services.idempotent.run(
-      { keyLineage: caller.keyLineage, idempotencyKey, call: name, fingerprint: fingerprintOf(name, parameters, varying) },
+      { keyLineage: caller.keyLineage, idempotencyKey, call: call.name, fingerprint: fingerprintOf(call.name, parameters, varying) },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
     );
     response = outcome.response;
@@ -140,4 +122,50 @@ export async function runRoute<S extends ParamShape>(
   } else {
     await reply.code(200).headers(response.headers).send(response.body);
   }
+}
+
+/** A call bound to its caller: the context a use case gets (the call, the events view) and its parameters. */
+export interface BoundCall<S extends ParamsSchema> {
+  readonly call: AdminCall;
+  readonly callCtx: PortalContext;
+  readonly events: PortalEvents;
+  readonly params: z.output<S>;
+}
+
+/**
+ * Binds a call of `route` to its caller, the one way every Admin API call and every change made
+ * in the console takes: the caller's scope and profile limit are checked first (403, before
+ * anything is read), the parameters parsed by the route's own rules (400).
+ */
+export function bindCall<S extends ParamsSchema>(
+  route: AdminRoute<S>,
+  ctx: PortalContext,
+  caller: AdminCaller,
+  input: unknown,
+  request: FastifyRequest,
+): BoundCall<S> {
+  const scope = caller.scope;
+  const name = route.path.slice(1);
+  const key = caller.keyName === null ? 'this key' : `key "${caller.keyName}"`;
+  if (scope === null) throw new HttpError(401, 'authentication required');
+  // Refused before the handler runs: nothing is read from or written to the database for it.
+  if (!scopeAllows(scope, route.scope)) {
+    throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
+  }
+  if (route.needsEveryProfile === true && caller.profiles !== null) {
+    throw new HttpError(403, `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`);
+  }
+  const call: AdminCall = {
+    caller,
+    name,
+    parameters: auditedParameters(Object.keys(route.params.shape), input, request),
+    successStatus: route.success.status,
+  };
+  const events = ctx.events.forCall(call);
+  const callCtx: PortalContext = { ...ctx, call, events };
+  const params = readParams(route.source, input, route.params, ctx.config);
+  // A kept answer is given only to a caller who may make the request now: the scope was checked
+  // above; the profile it names is checked here, before any replay (a handler checks it again).
+  if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
+  return { call, callCtx, events, params };
 }

@@ -17,17 +17,9 @@ import type { AdminCall } from '../core/admin-call.js';
 import { recordAdminCall } from '../core/access/index.js';
 import type { IssuedConfiguration } from '../core/issuing/index.js';
 import { PortalError } from '../core/errors.js';
-import { ENROLL_PATH } from '../protocol/admin-api.js';
-import { optional, param, readParams } from './params.js';
+import { CERTIFICATE_ENROLL_PARAMS, ENROLL_PATH } from '../protocol/admin-api.js';
+import { readParams } from './params.js';
 import { configurationAnswer } from './routes/create.js';
-
-const CERTIFICATE_ENROLL_PARAMS = {
-  public_key: optional(param.devicePublicKey, "the device's own WireGuard public key (Base64 of 32 bytes)"),
-  csr: optional(param.certificateRequest, "the device's own OpenVPN key as a PEM PKCS#10 certificate request"),
-  prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
-  profile_id: optional(param.profileId, "must be the registered device's profile when sent"),
-  platform: optional(param.platform, "must be the registered device's platform when sent"),
-};
 
 export interface RevocationListState {
   readonly file: string;

@@ -10,17 +10,12 @@ import type { PortalContext } from '../core/context.js';
 import { redeemEnrollmentToken } from '../core/enrollment/index.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { sendError } from './error-reply.js';
-import { optional, param, readParams, required } from './params.js';
+import { readParams } from './params.js';
+import { ENROLL_PARAMS, ENROLL_PATH } from '../protocol/admin-api.js';
+import { requestsUnder, type HttpSurface } from './surface.js';
 import { RequestsPerAddress } from './requests-per-address.js';
 import { configurationAnswer } from './routes/create.js';
 import { enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
-
-const ENROLL_PARAMS = {
-  enrollment_token: required(param.enrollmentToken, 'the token (`vpe_…`) the administrator handed out'),
-  public_key: optional(param.devicePublicKey, "the device's own WireGuard public key (Base64 of 32 bytes)"),
-  csr: optional(param.certificateRequest, "the device's own OpenVPN key as a PEM PKCS#10 certificate request"),
-  prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
-};
 
 export interface EnrollEndpoint {
   /** Runs before the body is read: the allow-list (403), then the limit per address (429). */
@@ -69,6 +64,20 @@ export function enrollEndpoint(ctx: PortalContext, certificateCheck: Certificate
       const answer = configurationAnswer(issued);
       await reply.code(200).headers(answer.headers).send(answer.body);
     },
+  };
+}
+
+/** `POST {base}/enroll` on the portal's server, behind its own guard. */
+export function enrollSurface(ctx: PortalContext, certificateCheck: CertificateCheck | null): HttpSurface {
+  const path = `${ctx.config.basePath}/${ENROLL_PATH}`;
+  const enroll = enrollEndpoint(ctx, certificateCheck);
+  return {
+    owns: requestsUnder(path),
+    guard: (request, reply) => enroll.guard(request, reply),
+    async plugin(app) {
+      app.post(path, (request, reply) => enroll.handle(request, reply));
+    },
+    methods: new Map([[path, 'POST']]),
   };
 }
 

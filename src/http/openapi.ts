@@ -3,11 +3,11 @@
 import { z } from 'zod';
 import { ADMIN_SCOPES, IDEMPOTENCY_KEY_HEADER, scopeAllows } from '../protocol/admin-api.js';
 import type { AdminRoute } from './admin-route.js';
-import type { ParamShape, ParamSpec } from './params.js';
+import { paramFields, type ParamField } from '../protocol/admin-api-params.js';
 
 const errorSchema = z.object({ error: z.string() });
 
-export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], serverUrl: string): Record<string, unknown> {
+export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const operation: Record<string, unknown> = {
@@ -53,10 +53,10 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
         '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
       });
     }
-    const fields = Object.entries(route.params);
+    const fields = paramFields(route.params);
     if (route.source === 'query') {
-      operation['parameters'] = fields.map(([name, spec]) => ({
-        name,
+      operation['parameters'] = fields.map((spec) => ({
+        name: spec.name,
         in: 'query',
         required: spec.required,
         description: spec.description,
@@ -64,13 +64,13 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
       }));
     } else {
       operation['requestBody'] = {
-        required: fields.some(([, spec]) => spec.required),
+        required: fields.some((spec) => spec.required),
         content: {
           'application/x-www-form-urlencoded': {
             schema: {
               type: 'object',
-              properties: Object.fromEntries(fields.map(([name, spec]) => [name, { ...schemaOf(spec), description: spec.description }])),
-              required: fields.filter(([, spec]) => spec.required).map(([name]) => name),
+              properties: Object.fromEntries(fields.map((spec) => [spec.name, { ...schemaOf(spec), description: spec.description }])),
+              required: fields.filter((spec) => spec.required).map((spec) => spec.name),
             },
           },
         },
@@ -107,8 +107,13 @@ export function buildOpenApiDocument(routes: readonly AdminRoute<ParamShape>[], 
   };
 }
 
-function schemaOf(spec: ParamSpec<unknown>): Record<string, unknown> {
-  const { $schema: _ignored, ...schema } = z.toJSONSchema(spec.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+/** The JSON schema of a parameter's type; its description is the parameter's, given beside it. */
+function schemaOf(spec: ParamField): Record<string, unknown> {
+  const {
+    $schema: _ignored,
+    description: _described,
+    ...schema
+  } = z.toJSONSchema(spec.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   return schema;
 }
 

@@ -2,7 +2,7 @@
 // WireGuard private key per node, the pepper of the admin keys' stored hashes, the key that
 // encrypts answers kept for retries (Idempotency-Key) and the key that seals webhook signing secrets. Files are 0600 in a 0700 directory, are created only when
 // missing (never overwritten), and their contents are never logged.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constantTimeEquals } from '../shared/constant-time.js';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -91,6 +91,12 @@ export class KeyStore {
   adminApiKeyMatches(presented: string): boolean {
     const secret = this.read(this.adminApiKeyPath);
     return secret !== null && constantTimeEquals(presented, secret);
+  }
+
+  /** SHA-256 of the Admin API secret (hex), null when the API is disabled: tells a console session whether the secret it signed in with still holds. */
+  adminApiSecretDigest(): string | null {
+    const secret = this.read(this.adminApiKeyPath);
+    return secret === null ? null : createHash('sha256').update(secret).digest('hex');
   }
 
   adminApiEnabled(): boolean {

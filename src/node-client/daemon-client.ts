@@ -77,6 +77,16 @@ export interface NodeDaemon {
 
 export class NodeDaemonError extends Error {
   override readonly name = 'NodeDaemonError';
+  /**
+   * Whether the node answered, with an error status or an answer the protocol does not allow,
+   * rather than not at all: a node that answers is up, however wrong the answer.
+   */
+  constructor(
+    message: string,
+    readonly answered: boolean,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -206,7 +216,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     const parsed = schema.safeParse(body);
     if (parsed.success) return parsed.data;
     const [issue] = parsed.error.issues;
-    throw new NodeDaemonError(`${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`})`);
+    throw new NodeDaemonError(`${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`})`, true);
   }
 
   private async requestJson(method: 'GET' | 'POST', path: string): Promise<unknown> {
@@ -214,7 +224,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     try {
       return JSON.parse(response.text);
     } catch {
-      throw new NodeDaemonError(`${this.url}${path}: answer is not JSON`);
+      throw new NodeDaemonError(`${this.url}${path}: answer is not JSON`, true);
     }
   }
 
@@ -235,11 +245,11 @@ export class HttpNodeDaemon implements NodeDaemon {
       status = response.statusCode;
       text = await response.body.text();
     } catch (error) {
-      throw new NodeDaemonError(`node ${this.nodeNumber} (${this.url}) unreachable: ${(error as Error).message}`);
+      throw new NodeDaemonError(`node ${this.nodeNumber} (${this.url}) unreachable: ${(error as Error).message}`, false);
     }
     if (status < 200 || status > 299) {
       // A redirect is not followed: a node's answer comes from the node.
-      throw new NodeDaemonError(`node ${this.nodeNumber} (${this.url}${path}) answered ${status} ${text.slice(0, 200)}`);
+      throw new NodeDaemonError(`node ${this.nodeNumber} (${this.url}${path}) answered ${status} ${text.slice(0, 200)}`, true);
     }
     return { status, text };
   }

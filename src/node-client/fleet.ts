@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Clock } from '../shared/time.js';
-import type { NodeDaemon, DaemonNodeInfo } from './daemon-client.js';
+import { NodeDaemonError, type DaemonNodeInfo, type NodeDaemon } from './daemon-client.js';
 
 /** How often a node that failed is asked again. */
 const PROBE_INTERVAL_MS = 1_000;
@@ -17,7 +17,7 @@ const PROBE_INTERVAL_MS = 1_000;
 const WATCH_INTERVAL_MS = 2_000;
 
 /** Why a node needs a reconcile pass now. */
-export type ReconcileReason = 'answers again' | 'lost its peers';
+export type ReconcileReason = 'answers again' | 'lost its peers' | 'refused a change';
 
 export type NodeStateChange =
   | { readonly nodeNumber: NodeNumber; readonly up: true }
@@ -162,13 +162,22 @@ export class NodeFleet {
     return { stale: true, answer: state?.lastAnswers.get(what) as T | undefined };
   }
 
-  /** Like tryOn, but always contacts the node and waits for its answer (the reconcile pass and the probe). */
+  /**
+   * Like tryOn, but always contacts the node and waits for its answer (the reconcile pass and
+   * the probe). Only a node that does not answer is held for down; one that answers with an error
+   * is up, and the failure is logged and left to whoever asked.
+   */
   async attempt<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
     try {
       const result = await action(daemon);
       this.markUp(daemon.nodeNumber);
       return result;
     } catch (error) {
+      if (error instanceof NodeDaemonError && error.answered) {
+        this.markUp(daemon.nodeNumber);
+        this.logger.warn({ nodeNumber: daemon.nodeNumber }, `${what} on node ${daemon.nodeNumber} failed: ${error.message}`);
+        return undefined;
+      }
       this.markDown(daemon.nodeNumber, what, error);
       return undefined;
     }
@@ -177,18 +186,26 @@ export class NodeFleet {
   /** An Admin API call's request: it stops waiting as soon as the node is marked down, by whichever call failed first. */
   private async call<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
     const state = this.states.get(daemon.nodeNumber);
-    if (state === undefined) return this.attempt(daemon, what, action);
-    return this.attempt(
+    let refused = false;
+    const result = await this.attempt(
       daemon,
       what,
       (node) =>
         new Promise<T>((resolve, reject) => {
-          state.waiting.add(reject);
+          state?.waiting.add(reject);
           action(node)
-            .then(resolve, reject)
-            .finally(() => state.waiting.delete(reject));
+            .then(resolve, (error: unknown) => {
+              refused = error instanceof NodeDaemonError && error.answered;
+              reject(error);
+            })
+            .finally(() => state?.waiting.delete(reject));
         }),
     );
+    // The database holds what the call changed: a reconcile pass of the node brings it in line
+    // now, rather than at the next interval (a pass's own failures ask for nothing, so a node
+    // that keeps refusing cannot start a loop).
+    if (refused) this.reconcileListener(daemon.nodeNumber, 'refused a change');
+    return result;
   }
 
   private async watchAll(): Promise<void> {

@@ -1,8 +1,9 @@
 // The Administrator API's wire shapes (specification §2, §4), described once for the portal's
-// routes, their OpenAPI document and the typed client (src/admin-client/): each call's method
-// and path, the parameters it takes, and the JSON it answers.
+// routes, their OpenAPI document, the typed client (src/admin-client/) and the CLI: each call's
+// method and path, the parameters it takes (one zod schema per call), and the JSON it answers.
 import { z } from 'zod';
-import type { Platform } from '../shared/platforms.js';
+import { describePlatforms, PLATFORMS } from '../shared/platforms.js';
+import { optional, param, required, type ParamsSchema, type SentParams } from './admin-api-params.js';
 import { platformSchema } from './platforms.js';
 
 export const ADMIN_API_PREFIX = 'admin/api/v1';
@@ -49,14 +50,6 @@ const nextUserCursor = z
 export const usersAnswer = z.object({ users: z.array(z.string()), next_cursor: nextUserCursor });
 export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()), next_cursor: nextUserCursor });
 
-/** The extension parameters of `users` and `disabled_users` (query parameters). */
-export interface UsersQuery {
-  /** Only user ids starting with this text (exact, case-sensitive). */
-  readonly prefix?: string;
-  /** 1–1000, default 100. */
-  readonly limit?: number;
-  readonly cursor?: string;
-}
 export interface UsersPage {
   readonly users: string[];
   readonly next_cursor: string | null;
@@ -139,48 +132,239 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
  */
 export const STALE_NODES_HEADER = 'VPN-Portal-Stale-Nodes';
 
+/** The default and the usual page size of the listings that take `limit`. */
+export const DEFAULT_PAGE_SIZE = 100;
+
+const PLATFORM_LIST = PLATFORMS.join(', ');
+
+/** How `create` and `enrollment_token` name the device a configuration is for (extension): one of the three, and its platform. */
+const deviceParamShape = {
+  device_id: optional(param.deviceId, "extension: the registered device the configuration is for; it replaces the device's configuration in this profile"),
+  serial: optional(param.deviceIdentifier, 'extension: the device by its serial number (instead of `device_id`)'),
+  mdm_id: optional(param.deviceIdentifier, "extension: the device by its MDM's id (instead of `device_id`)"),
+  platform: optional(param.platform, `extension: ${PLATFORM_LIST}; default the registered device's platform, another answers 409`),
+};
+
+// The request parameters of each call (query string of a GET, form body of a POST), in the
+// order they are checked: the route reads them, the OpenAPI document shows them, the typed
+// client and the CLI send them (as SentParams).
+const connectedUsersParams = z.object({
+  show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes'),
+});
+const connectionListParams = z.object({
+  show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes'),
+});
+/** `users` and `disabled_users` take the same extension parameters; without any of them, the specification's answer. */
+const usersParams = z.object({
+  prefix: optional(param.userId, 'extension: only user ids starting with this text (case-sensitive); the answer then has `next_cursor`'),
+  limit: optional(param.pageSize, `extension: user ids per page, 1–1000 (default ${DEFAULT_PAGE_SIZE}); the answer then has \`next_cursor\``),
+  cursor: optional(param.userCursor, 'extension: `next_cursor` of the previous page'),
+});
+const disabledUsersParams = usersParams;
+const userConfigurationListParams = z.object({ user_id: required(param.userId, 'the user whose configurations are listed') });
+const createParams = z.object({
+  user_id: required(param.userId, 'user identifier, 1–255 characters'),
+  profile_id: required(param.profileId, 'identifier of the VPN profile'),
+  display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Admin API`'),
+  prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
+  expires_in: optional(param.sessionExpiry, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`'),
+  public_key: optional(
+    param.devicePublicKey,
+    "extension: the device's own WireGuard public key (Base64 of 32 bytes, as `wg pubkey` prints it); the file's PrivateKey is then `@DEVICE_PRIVATE_KEY@` for the device to replace; 409 when the key is in use",
+  ),
+  csr: optional(
+    param.certificateRequest,
+    "extension: the device's own OpenVPN key as a PEM PKCS#10 certificate request (Ed25519 or P-256); the portal certifies its key and the file has no `<key>` block",
+  ),
+  ...deviceParamShape,
+  platform: optional(
+    param.platform,
+    `extension: the platform the configuration is for, ${describePlatforms()}; for a registered device its platform is the default and another answers 409; only \`ios\` (the default) and \`macos\` take the Apple profile, whose VPNSubType names the WireGuard app of that platform`,
+  ),
+  on_demand: optional(
+    param.yesNo,
+    "extension: `yes` or `no`: whether the Apple profile connects on demand (always on), overriding the profile's `appleOnDemand`; other formats ignore it",
+  ),
+});
+const destroyParams = z.object({ user_id: required(param.userId, 'the user to delete') });
+const disableUserParams = z.object({ user_id: required(param.userId, 'the user to disable') });
+const enableUserParams = z.object({ user_id: required(param.userId, 'the user to enable') });
+const deleteConnectionParams = z.object({
+  user_id: required(param.userId, 'the user owning the configuration'),
+  connection_id: required(param.connectionId, 'WireGuard public key or OpenVPN certificate Common Name'),
+});
+const deleteUserAuthorizationsParams = z.object({ user_id: required(param.userId, 'the user whose authorizations are deleted (form body or query string)') });
+const connectionLogParams = z.object({
+  user_id: optional(param.userId, 'only this user'),
+  profile_id: optional(param.profileId, 'only this profile'),
+  connection_id: optional(param.connectionId, 'only this configuration (WireGuard public key or OpenVPN Common Name)'),
+  since: optional(param.timestamp, 'only sessions still open at or after this time (ISO 8601 with offset)'),
+  until: optional(param.timestamp, 'only sessions that started before this time (ISO 8601 with offset)'),
+  open: optional(param.yesNo, '`yes`: only open sessions; `no`: only closed ones'),
+  ip: optional(
+    param.ipAddress,
+    "only sessions with this address: the tunnel IPv4 or IPv6 address, or the client's originating address (exact; any IPv6 text form)",
+  ),
+  at: optional(
+    param.timestamp,
+    'only sessions open at this moment: started at or before it and not ended by it (ISO 8601); with `ip`: who had the address then',
+  ),
+  limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_PAGE_SIZE})`),
+  cursor: optional(param.cursor, '`next_cursor` of the previous page'),
+});
+const statsParams = z.object({
+  profile_id: optional(param.profileId, 'only this profile'),
+  since: optional(param.date, 'first day, YYYY-MM-DD (UTC)'),
+  until: optional(param.date, 'last day, YYYY-MM-DD (UTC)'),
+});
+const profilesParams = z.object({});
+const auditLogParams = z.object({
+  since: optional(param.timestamp, 'ISO 8601 date or date-time (with Z or an offset): entries at or after it'),
+  until: optional(param.timestamp, 'ISO 8601 date or date-time: entries before it'),
+  key: optional(param.keyName, "only calls made with the admin key of this name (`secret`: the specification's secret)"),
+  user_id: optional(param.userId, 'only calls about this user'),
+  cursor: optional(param.auditCursor, 'the `next_cursor` of the page before'),
+  limit: optional(param.pageSize, 'entries per page, 1–1000 (default 100)'),
+});
+const extendParams = z.object({
+  user_id: required(param.userId, 'the user owning the configuration'),
+  connection_id: required(param.connectionId, 'WireGuard public key or OpenVPN certificate Common Name'),
+  expires_in: optional(
+    param.sessionExpiry,
+    "ISO 8601 duration from now, as for create: `sessionExpiry` (the default) or an entry of `supportedSessionExpiry`; capped by the CA's end; never earlier than the current expiry",
+  ),
+});
+const webhooksParams = z.object({});
+const createWebhookParams = z.object({
+  url: required(param.webhookUrl, 'where events are POSTed: http: or https:, not a private or loopback address unless webhooks.allowPrivateTargets allows it'),
+  event_types: required(param.webhookEventTypes, 'comma-separated event types (`user.created,node.down`), or `*` for every type'),
+  description: optional(param.description, 'what the receiver is, for the people reading the list'),
+});
+const deleteWebhookParams = z.object({ webhook_id: required(param.webhookId, 'the subscription') });
+const rotateWebhookSecretParams = z.object({
+  webhook_id: required(param.webhookId, 'the subscription'),
+  overlap: optional(param.secretOverlap, 'ISO 8601 duration, at most P7D (default P1D): how long deliveries carry both signatures'),
+});
+const testWebhookParams = z.object({ webhook_id: required(param.webhookId, 'the subscription') });
+const webhookDeliveriesParams = z.object({
+  webhook_id: optional(param.webhookId, 'only deliveries to this subscription'),
+  event_type: optional(param.webhookEventType, 'only events of this type'),
+  event_id: optional(param.uuid, 'only this event (its `id`)'),
+  state: optional(param.deliveryState, 'pending, delivered, failed or cancelled'),
+  since: optional(param.timestamp, 'ISO 8601 date or date-time: deliveries made at or after it'),
+  until: optional(param.timestamp, 'ISO 8601 date or date-time: deliveries made before it'),
+  cursor: optional(param.uuid, 'the `next_cursor` of the page before'),
+  limit: optional(param.pageSize, 'deliveries per page, 1–1000 (default 100)'),
+});
+const enrollmentTokenParams = z.object({
+  user_id: required(param.userId, 'the user the configuration will belong to (made when missing, as by create)'),
+  profile_id: required(param.profileId, 'identifier of the VPN profile'),
+  display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Enrollment`'),
+  expires_in: optional(param.sessionExpiry, "the configuration's lifetime from its redemption, as create's `expires_in`"),
+  uses: optional(param.tokenUses, 'how many configurations the token can make, 1–1000 (default 1)'),
+  valid_for: optional(param.isoDuration, 'ISO 8601 duration the token can be redeemed for, at most P90D (default PT1H)'),
+  ...deviceParamShape,
+});
+const enrollmentTokensParams = z.object({ user_id: optional(param.userId, "only this user's tokens") });
+const revokeEnrollmentTokenParams = z.object({
+  user_id: required(param.userId, 'the user the token is for'),
+  token_id: required(param.tokenId, "the token's id, as enrollment_token answered and enrollment_tokens lists it"),
+});
+const revocationParams = z.object({ revocation_id: required(param.uuid, 'the `VPN-Portal-Revocation` header of disable_user, destroy or delete_connection') });
+const revocationsParams = z.object({
+  state: optional(param.revocationState, '`pending` (also lists overdue ones), `overdue`, `applied` or `superseded`'),
+  user_id: optional(param.userId, "only this user's receipts"),
+  limit: optional(param.pageSize, 'receipts at most, 1–1000 (default 100)'),
+});
+const registerDeviceParams = z.object({
+  user_id: required(param.userId, 'the user the device belongs to'),
+  profile_id: required(param.profileId, 'the profile its enrollment uses unless a call names another'),
+  platform: required(param.platform, PLATFORM_LIST),
+  serial: optional(param.deviceIdentifier, 'its serial number (1–255 printable characters); unique among devices not retired'),
+  mdm_id: optional(param.deviceIdentifier, "the MDM's id of it; unique among devices not retired. `serial` or `mdm_id` (or both) is needed"),
+});
+const devicesParams = z.object({
+  user_id: optional(param.userId, "only this user's devices"),
+  profile_id: optional(param.profileId, 'only devices of this profile'),
+  platform: optional(param.platform, `only this platform: ${PLATFORM_LIST}`),
+  state: optional(param.deviceState, '`registered`, `active` or `retired`'),
+  identity: optional(param.deviceIdentity, '`token` or `certificate`'),
+  serial: optional(param.deviceIdentifier, 'only the devices with this serial number'),
+  mdm_id: optional(param.deviceIdentifier, 'only the devices with this MDM id'),
+  last_seen_before: optional(param.timestamp, 'ISO 8601: devices last seen before it, or never seen and registered before it'),
+  cursor: optional(param.deviceId, 'the `next_cursor` of the page before'),
+  limit: optional(param.pageSize, 'devices per page, 1–1000 (default 100)'),
+});
+const deviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
+const retireDeviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
+const adminKeysParams = z.object({});
+const createAdminKeyParams = z.object({
+  name: required(param.keyName, 'the key name: 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), not `secret`, not in use'),
+  scope: optional(z.enum(ADMIN_SCOPES), '`read`, `write` or `admin` (default `read`)'),
+  profiles: optional(param.commaList, 'comma-separated profile ids the key is limited to; default every profile'),
+  expires_in: optional(param.isoDuration, 'ISO 8601 duration after which the key stops working; default never'),
+  allow_list: optional(param.commaList, 'comma-separated CIDR prefixes the key may be used from, on top of adminApi.allowList'),
+});
+const revokeAdminKeyParams = z.object({ name: required(param.keyName, 'the key name') });
+
 /**
- * Method, path (below `{base_url}/admin/api/v1`) and needed scope of every call: the
+ * Method, path (below `{base_url}/admin/api/v1`), needed scope and parameters of every call: the
  * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`,
  * `extend`, the webhook calls, the enrollment tokens).
  */
 export const ADMIN_API_CALLS = {
-  connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read' },
-  connectionList: { method: 'GET', path: '/connection_list', scope: 'read' },
-  users: { method: 'GET', path: '/users', scope: 'read' },
-  disabledUsers: { method: 'GET', path: '/disabled_users', scope: 'read' },
-  userConfigurationList: { method: 'GET', path: '/user_configuration_list', scope: 'read' },
-  create: { method: 'POST', path: '/create', scope: 'write' },
-  destroy: { method: 'POST', path: '/destroy', scope: 'admin' },
-  disableUser: { method: 'POST', path: '/disable_user', scope: 'write' },
-  enableUser: { method: 'POST', path: '/enable_user', scope: 'write' },
-  deleteConnection: { method: 'POST', path: '/delete_connection', scope: 'write' },
-  deleteUserAuthorizations: { method: 'POST', path: '/delete_user_authorizations', scope: 'admin' },
+  connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read', params: connectedUsersParams },
+  connectionList: { method: 'GET', path: '/connection_list', scope: 'read', params: connectionListParams },
+  users: { method: 'GET', path: '/users', scope: 'read', params: usersParams },
+  disabledUsers: { method: 'GET', path: '/disabled_users', scope: 'read', params: disabledUsersParams },
+  userConfigurationList: { method: 'GET', path: '/user_configuration_list', scope: 'read', params: userConfigurationListParams },
+  create: { method: 'POST', path: '/create', scope: 'write', params: createParams },
+  destroy: { method: 'POST', path: '/destroy', scope: 'admin', params: destroyParams },
+  disableUser: { method: 'POST', path: '/disable_user', scope: 'write', params: disableUserParams },
+  enableUser: { method: 'POST', path: '/enable_user', scope: 'write', params: enableUserParams },
+  deleteConnection: { method: 'POST', path: '/delete_connection', scope: 'write', params: deleteConnectionParams },
+  deleteUserAuthorizations: { method: 'POST', path: '/delete_user_authorizations', scope: 'admin', params: deleteUserAuthorizationsParams },
   // Extensions of this portal.
-  connectionLog: { method: 'GET', path: '/connection_log', scope: 'read' },
-  stats: { method: 'GET', path: '/stats', scope: 'read' },
-  profiles: { method: 'GET', path: '/profiles', scope: 'read' },
-  auditLog: { method: 'GET', path: '/audit_log', scope: 'admin' },
-  extend: { method: 'POST', path: '/extend', scope: 'write' },
-  webhooks: { method: 'GET', path: '/webhooks', scope: 'admin' },
-  createWebhook: { method: 'POST', path: '/create_webhook', scope: 'admin' },
-  deleteWebhook: { method: 'POST', path: '/delete_webhook', scope: 'admin' },
-  rotateWebhookSecret: { method: 'POST', path: '/rotate_webhook_secret', scope: 'admin' },
-  testWebhook: { method: 'POST', path: '/test_webhook', scope: 'admin' },
-  webhookDeliveries: { method: 'GET', path: '/webhook_deliveries', scope: 'admin' },
-  enrollmentToken: { method: 'POST', path: '/enrollment_token', scope: 'write' },
-  enrollmentTokens: { method: 'GET', path: '/enrollment_tokens', scope: 'read' },
-  revokeEnrollmentToken: { method: 'POST', path: '/revoke_enrollment_token', scope: 'write' },
-  revocation: { method: 'GET', path: '/revocation', scope: 'read' },
-  revocations: { method: 'GET', path: '/revocations', scope: 'read' },
-  registerDevice: { method: 'POST', path: '/register_device', scope: 'write' },
-  devices: { method: 'GET', path: '/devices', scope: 'read' },
-  device: { method: 'GET', path: '/device', scope: 'read' },
-  retireDevice: { method: 'POST', path: '/retire_device', scope: 'write' },
-  adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin' },
-  createAdminKey: { method: 'POST', path: '/create_admin_key', scope: 'admin' },
-  revokeAdminKey: { method: 'POST', path: '/revoke_admin_key', scope: 'admin' },
-} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope }>;
+  connectionLog: { method: 'GET', path: '/connection_log', scope: 'read', params: connectionLogParams },
+  stats: { method: 'GET', path: '/stats', scope: 'read', params: statsParams },
+  profiles: { method: 'GET', path: '/profiles', scope: 'read', params: profilesParams },
+  auditLog: { method: 'GET', path: '/audit_log', scope: 'admin', params: auditLogParams },
+  extend: { method: 'POST', path: '/extend', scope: 'write', params: extendParams },
+  webhooks: { method: 'GET', path: '/webhooks', scope: 'admin', params: webhooksParams },
+  createWebhook: { method: 'POST', path: '/create_webhook', scope: 'admin', params: createWebhookParams },
+  deleteWebhook: { method: 'POST', path: '/delete_webhook', scope: 'admin', params: deleteWebhookParams },
+  rotateWebhookSecret: { method: 'POST', path: '/rotate_webhook_secret', scope: 'admin', params: rotateWebhookSecretParams },
+  testWebhook: { method: 'POST', path: '/test_webhook', scope: 'admin', params: testWebhookParams },
+  webhookDeliveries: { method: 'GET', path: '/webhook_deliveries', scope: 'admin', params: webhookDeliveriesParams },
+  enrollmentToken: { method: 'POST', path: '/enrollment_token', scope: 'write', params: enrollmentTokenParams },
+  enrollmentTokens: { method: 'GET', path: '/enrollment_tokens', scope: 'read', params: enrollmentTokensParams },
+  revokeEnrollmentToken: { method: 'POST', path: '/revoke_enrollment_token', scope: 'write', params: revokeEnrollmentTokenParams },
+  revocation: { method: 'GET', path: '/revocation', scope: 'read', params: revocationParams },
+  revocations: { method: 'GET', path: '/revocations', scope: 'read', params: revocationsParams },
+  registerDevice: { method: 'POST', path: '/register_device', scope: 'write', params: registerDeviceParams },
+  devices: { method: 'GET', path: '/devices', scope: 'read', params: devicesParams },
+  device: { method: 'GET', path: '/device', scope: 'read', params: deviceParams },
+  retireDevice: { method: 'POST', path: '/retire_device', scope: 'write', params: retireDeviceParams },
+  adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin', params: adminKeysParams },
+  createAdminKey: { method: 'POST', path: '/create_admin_key', scope: 'admin', params: createAdminKeyParams },
+  revokeAdminKey: { method: 'POST', path: '/revoke_admin_key', scope: 'admin', params: revokeAdminKeyParams },
+} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope; params: ParamsSchema }>;
+
+/** The parameters of the calls that take some, as a client sends them. */
+export type CreateParams = SentParams<typeof createParams>;
+export type ExtendParams = SentParams<typeof extendParams>;
+export type EnrollmentTokenParams = SentParams<typeof enrollmentTokenParams>;
+export type RegisterDeviceParams = SentParams<typeof registerDeviceParams>;
+export type CreateWebhookParams = SentParams<typeof createWebhookParams>;
+export type AuditLogQuery = SentParams<typeof auditLogParams>;
+export type ConnectionLogQuery = SentParams<typeof connectionLogParams>;
+export type StatsQuery = SentParams<typeof statsParams>;
+export type WebhookDeliveriesQuery = SentParams<typeof webhookDeliveriesParams>;
+export type RevocationsQuery = SentParams<typeof revocationsParams>;
+export type DevicesQuery = SentParams<typeof devicesParams>;
+/** The extension parameters of `users` and `disabled_users` (the same for both). */
+export type UsersQuery = SentParams<typeof usersParams>;
+export type CreateAdminKeyParams = SentParams<typeof createAdminKeyParams>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
 export const auditEntrySchema = z.object({
@@ -207,38 +391,6 @@ export const auditLogAnswer = z.object({
 });
 export type AuditLogPage = z.infer<typeof auditLogAnswer>;
 
-/** The filters of `audit_log` as sent (query parameters). */
-export interface AuditLogQuery {
-  /** ISO 8601 timestamp: entries at or after it. */
-  readonly since?: string;
-  /** ISO 8601 timestamp: entries before it. */
-  readonly until?: string;
-  /** An admin key's name (`secret` for the specification's secret). */
-  readonly key?: string;
-  readonly user_id?: string;
-  readonly cursor?: string;
-  /** 1–1000, default 100. */
-  readonly limit?: number;
-}
-
-/** The parameters of `create` as sent (form fields). */
-export interface CreateParams extends DeviceParams {
-  readonly user_id: string;
-  readonly profile_id: string;
-  readonly display_name?: string;
-  readonly prefer_tcp?: 'yes' | 'no';
-  /** ISO 8601 duration. */
-  readonly expires_in?: string;
-  /** Extension: the device's own WireGuard public key (the file then leaves PrivateKey to the device). */
-  readonly public_key?: string;
-  /** Extension: the device's own OpenVPN key, a PEM PKCS#10 request (the file then has no key). */
-  readonly csr?: string;
-  /** Extension: the platform the configuration is for; only `ios` and `macos` take the Apple profile. */
-  readonly platform?: Platform;
-  /** Extension: whether the Apple profile connects on demand, overriding the profile's `appleOnDemand`. */
-  readonly on_demand?: 'yes' | 'no';
-}
-
 /** What `extend` answers (extension): the configuration's new expiry, and for OpenVPN its new certificate. */
 export const extendAnswer = z.object({
   connection_id: z.string(),
@@ -250,14 +402,6 @@ export const extendAnswer = z.object({
     .describe("OpenVPN: the new client certificate (PEM) for the device's own key, to replace the file's `<cert>` block; WireGuard: null"),
 });
 export type ExtendAnswer = z.infer<typeof extendAnswer>;
-
-/** The parameters of `extend` as sent (form fields). */
-export interface ExtendParams {
-  readonly user_id: string;
-  readonly connection_id: string;
-  /** ISO 8601 duration from now, by create's rules; default `sessionExpiry`. */
-  readonly expires_in?: string;
-}
 
 /** A webhook subscription as listed (its secret is shown only when made or rotated). */
 export const webhookInfoSchema = z.object({
@@ -315,26 +459,6 @@ export const webhookDeliveriesAnswer = z.object({
 });
 export type WebhookDeliveriesPage = z.infer<typeof webhookDeliveriesAnswer>;
 
-/** The parameters of `create_webhook` as sent (form fields). */
-export interface CreateWebhookParams {
-  readonly url: string;
-  /** Comma-separated event types, or `*`. */
-  readonly event_types: string;
-  readonly description?: string;
-}
-
-/** The filters of `webhook_deliveries` as sent (query parameters). */
-export interface WebhookDeliveriesQuery {
-  readonly webhook_id?: string;
-  readonly event_type?: string;
-  readonly event_id?: string;
-  readonly state?: 'pending' | 'delivered' | 'failed' | 'cancelled';
-  readonly since?: string;
-  readonly until?: string;
-  readonly cursor?: string;
-  readonly limit?: number;
-}
-
 /** What `enrollment_token` answers (extension): the token, shown once, and how long and how often it can be redeemed. */
 export const enrollmentTokenAnswer = z.object({
   enrollment_token: z.string().describe('the token (`vpe_…`); shown once, the portal keeps only a keyed hash'),
@@ -343,19 +467,6 @@ export const enrollmentTokenAnswer = z.object({
   uses: z.int().describe('how many configurations it can make'),
 });
 export type EnrollmentTokenAnswer = z.infer<typeof enrollmentTokenAnswer>;
-
-/** The parameters of `enrollment_token` as sent (form fields). */
-export interface EnrollmentTokenParams extends DeviceParams {
-  readonly user_id: string;
-  readonly profile_id: string;
-  readonly display_name?: string;
-  /** The configuration's lifetime (ISO 8601), by create's rules. */
-  readonly expires_in?: string;
-  /** 1–1000, default 1. */
-  readonly uses?: number;
-  /** How long the token can be redeemed (ISO 8601, at most P90D), default PT1H. */
-  readonly valid_for?: string;
-}
 
 /** An enrollment token as `enrollment_tokens` lists it (never the token itself). */
 export const enrollmentTokenInfoSchema = z.object({
@@ -401,17 +512,25 @@ export const revocationSchema = z.object({
 export type RevocationInfo = z.infer<typeof revocationSchema>;
 export const revocationsAnswer = z.object({ revocations: z.array(revocationSchema).describe('newest first') });
 
-/** The filters of `revocations` as sent (query parameters). */
-export interface RevocationsQuery {
-  /** `pending` lists pending and overdue receipts. */
-  readonly state?: 'pending' | 'overdue' | 'applied' | 'superseded';
-  readonly user_id?: string;
-  /** 1–1000, default 100. */
-  readonly limit?: number;
-}
-
 /** The public endpoint, below `{base_url}`, where a device redeems an enrollment token (no admin key). */
 export const ENROLL_PATH = 'enroll';
+
+/** The form fields a device sends to `enroll` with a token. */
+export const ENROLL_PARAMS = z.object({
+  enrollment_token: required(param.enrollmentToken, 'the token (`vpe_…`) the administrator handed out'),
+  public_key: optional(param.devicePublicKey, "the device's own WireGuard public key (Base64 of 32 bytes)"),
+  csr: optional(param.certificateRequest, "the device's own OpenVPN key as a PEM PKCS#10 certificate request"),
+  prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
+});
+
+/** The form fields a device sends to `enroll` with its MDM certificate instead of a token. */
+export const CERTIFICATE_ENROLL_PARAMS = z.object({
+  public_key: optional(param.devicePublicKey, "the device's own WireGuard public key (Base64 of 32 bytes)"),
+  csr: optional(param.certificateRequest, "the device's own OpenVPN key as a PEM PKCS#10 certificate request"),
+  prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
+  profile_id: optional(param.profileId, "must be the registered device's profile when sent"),
+  platform: optional(param.platform, "must be the registered device's platform when sent"),
+});
 
 /** A registered device (extension, issue 23) with its configurations. */
 export const deviceSchema = z.object({
@@ -442,31 +561,6 @@ export const devicesAnswer = z.object({
 });
 export type DevicesPage = z.infer<typeof devicesAnswer>;
 
-/** The parameters of `register_device` as sent (form fields); `serial` or `mdm_id` (or both). */
-export interface RegisterDeviceParams {
-  readonly user_id: string;
-  readonly profile_id: string;
-  readonly platform: Platform;
-  readonly serial?: string;
-  readonly mdm_id?: string;
-}
-
-/** The filters of `devices` as sent (query parameters). */
-export interface DevicesQuery {
-  readonly user_id?: string;
-  readonly profile_id?: string;
-  readonly platform?: Platform;
-  readonly state?: 'registered' | 'active' | 'retired';
-  readonly identity?: 'token' | 'certificate';
-  readonly serial?: string;
-  readonly mdm_id?: string;
-  /** ISO 8601: devices last seen before it (or never seen and registered before it). */
-  readonly last_seen_before?: string;
-  readonly cursor?: string;
-  /** 1–1000, default 100. */
-  readonly limit?: number;
-}
-
 /** An admin key as `admin_keys` lists it (extension, issue 25): its rights and use, never its secret. */
 export const adminKeyInfoSchema = z.object({
   key_id: z.string().describe("the key's id (the characters after `vpa_` that name its row); not a secret"),
@@ -493,25 +587,3 @@ export const revokeAdminKeyAnswer = z.object({
   name: z.string(),
   revoked: z.int().describe("how many keys of the name were revoked: the current one and any in a rotation's grace period"),
 });
-
-/** The parameters of `create_admin_key` as sent (form fields). */
-export interface CreateAdminKeyParams {
-  readonly name: string;
-  /** Default `read`. */
-  readonly scope?: AdminScope;
-  /** Comma-separated profile ids; absent: every profile. */
-  readonly profiles?: string;
-  /** ISO 8601 duration; absent: never expires. */
-  readonly expires_in?: string;
-  /** Comma-separated CIDR prefixes; absent: only adminApi.allowList. */
-  readonly allow_list?: string;
-}
-
-/** How `create` and `enrollment_token` name the device a configuration is for (extension): one of these. */
-export interface DeviceParams {
-  readonly device_id?: string;
-  readonly serial?: string;
-  readonly mdm_id?: string;
-  /** The device's platform; default the registered device's, another answers 409. */
-  readonly platform?: Platform;
-}

@@ -1,5 +1,5 @@
 // Branded identifiers: a UserId cannot be passed where a ProfileId is expected.
-// Values only become branded after validation (see src/http/params.ts and src/config/schema.ts).
+// Values only become branded after validation (see src/protocol/admin-api-params.ts and src/config/schema.ts).
 
 declare const brand: unique symbol;
 type Brand<T, B extends string> = T & { readonly [brand]: B };

@@ -36,6 +36,8 @@ export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly 
   { table: 'revocations', key: ['revocation_id'] },
   { table: 'revocation_nodes', key: ['revocation_id', 'node_number', 'connection_id'] },
   { table: 'devices', key: ['device_id'] },
+  // Sign-ins to the console: a copy keeps the administrators signed in.
+  { table: 'console_sessions', key: ['session_hash'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */

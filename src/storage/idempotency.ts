@@ -1,8 +1,9 @@
 // Queries on `idempotency_records`: a POST sent with an Idempotency-Key reserves the key (one
 // row per admin key lineage and Idempotency-Key: the primary key makes concurrent requests
 // agree on one owner), and its answer is kept, sealed, for 24 hours.
+import type { ExpressionBuilder } from 'kysely';
 import type { Db } from './database.js';
-import type { IdempotencyRecordsTable } from './schema.js';
+import type { Database, IdempotencyRecordsTable } from './schema.js';
 
 export interface IdempotencyRecord {
   readonly keyLineage: string;
@@ -49,35 +50,36 @@ export async function reserveIdempotencyKey(db: Db, record: Omit<IdempotencyReco
   return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
+/** A reservation as its request knows it. */
+export interface OwnedIdempotencyKey {
+  readonly keyLineage: string;
+  readonly idempotencyKey: string;
+  readonly owner: string;
+}
+
+/** The record while the request that reserved it still holds it (pending, same owner). */
+function heldBy(owned: OwnedIdempotencyKey) {
+  return (where: ExpressionBuilder<Database, 'idempotency_records'>) =>
+    where.and({ key_lineage: owned.keyLineage, idempotency_key: owned.idempotencyKey, owner: owned.owner, state: 'pending' });
+}
+
 /** Stores the answer of the request that reserved the key; false when it no longer holds it. */
 export async function completeIdempotencyRecord(
   db: Db,
-  owned: { readonly keyLineage: string; readonly idempotencyKey: string; readonly owner: string },
+  owned: OwnedIdempotencyKey,
   answer: { readonly status: number; readonly sealed: string },
 ): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_records')
     .set({ state: 'done', status: answer.status, answer: answer.sealed })
-    .where('key_lineage', '=', owned.keyLineage)
-    .where('idempotency_key', '=', owned.idempotencyKey)
-    .where('owner', '=', owned.owner)
-    .where('state', '=', 'pending')
+    .where(heldBy(owned))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
 /** Gives up a reservation that is still pending (the request failed, or its owner vanished). */
-export async function releaseIdempotencyKey(
-  db: Db,
-  owned: { readonly keyLineage: string; readonly idempotencyKey: string; readonly owner: string },
-): Promise<void> {
-  await db
-    .deleteFrom('idempotency_records')
-    .where('key_lineage', '=', owned.keyLineage)
-    .where('idempotency_key', '=', owned.idempotencyKey)
-    .where('owner', '=', owned.owner)
-    .where('state', '=', 'pending')
-    .execute();
+export async function releaseIdempotencyKey(db: Db, owned: OwnedIdempotencyKey): Promise<void> {
+  await db.deleteFrom('idempotency_records').where(heldBy(owned)).execute();
 }
 
 /** Deletes this record if it is the one seen (same owner) and has expired. */

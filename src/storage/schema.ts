@@ -294,6 +294,22 @@ export interface RevocationNodesTable {
   applied_at: string | null;
 }
 
+/** A signed-in admin console (0017): the cookie's SHA-256, how it signed in, when it ends. */
+export interface ConsoleSessionsTable {
+  session_hash: string;
+  method: string;
+  key_id: string | null;
+  subject: string;
+  secret_digest: string | null;
+  /** OpenID sessions only: the scope and the profiles (JSON array; null: every profile) their claims granted. */
+  scope: string | null;
+  profiles: string | null;
+  csrf_token: string;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -317,4 +333,5 @@ export interface Database {
   revocations: RevocationsTable;
   revocation_nodes: RevocationNodesTable;
   devices: DevicesTable;
+  console_sessions: ConsoleSessionsTable;
 }

@@ -2,9 +2,9 @@
 // written in the transaction of the change it reports (src/listeners/webhook-outbox.ts), claimed
 // under a lease by one portal instance per attempt (a conditional update: exactly one instance
 // wins it, on SQLite and on PostgreSQL), and stays as the log entry once delivered or given up.
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db } from './database.js';
-import type { WebhookDeliveriesTable } from './schema.js';
+import type { Database, WebhookDeliveriesTable } from './schema.js';
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'cancelled';
 
@@ -52,6 +52,19 @@ export async function insertDeliveries(db: Db, deliveries: readonly NewDelivery[
 }
 
 /**
+ * A pending delivery due at `now` whose lease is not live (never taken, or run out): what
+ * dueDeliveries lists and claimDelivery takes, one condition so the two cannot disagree.
+ */
+function dueAndUnheld(now: string) {
+  return (where: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
+    where.and([
+      where('state', '=', 'pending'),
+      where('next_attempt_at', '<=', now),
+      where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]),
+    ]);
+}
+
+/**
  * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
  * subscription that has a delivery under a live lease (one attempt in flight per receiver).
  */
@@ -59,9 +72,7 @@ export async function dueDeliveries(db: Db, now: string, limit: number): Promise
   const rows = await db
     .selectFrom('webhook_deliveries')
     .select(['delivery_id', 'webhook_id'])
-    .where('state', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]))
+    .where(dueAndUnheld(now))
     .where('webhook_id', 'not in', (inner) =>
       inner.selectFrom('webhook_deliveries').select('webhook_id').where('state', '=', 'pending').where('lease_until', '>', now),
     )
@@ -87,9 +98,7 @@ export async function claimDelivery(
     .updateTable('webhook_deliveries')
     .set({ lease_until: lease.until, lease_token: lease.token, attempts: sql<number>`attempts + 1` })
     .where('delivery_id', '=', deliveryId)
-    .where('state', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]))
+    .where(dueAndUnheld(now))
     .returningAll()
     .executeTakeFirst();
   return row === undefined ? undefined : toDelivery(row);

@@ -39,6 +39,7 @@ test('a valid file loads, with the documented defaults', (t) => {
   assert.equal(config.source, file);
   assert.deepEqual(config.adminApi, { allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] });
   assert.deepEqual(config.nodeApi, { allowList: ['0.0.0.0/0', '::/0'] });
+  assert.deepEqual(config.adminConsole, { enabled: true, idleTimeoutMs: 30 * 60_000, sessionLifetimeMs: 12 * 3_600_000, oidc: null });
   assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, maxConnectionsPerAddress: 256, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
   assert.equal(config.sessionExpiry.text, 'P90D');
   assert.deepEqual(config.supportedSessionExpiry, ['P90D']);
@@ -113,6 +114,17 @@ test('HTTP timeouts outside 1 s to 10 minutes and a connection cap below 1 are r
     'portal.json: listen.keepAliveTimeout: "PT1H" must be between PT1S and PT10M',
   );
   assert.match(problemsOf({ ...withProfiles(employees), listen: { maxConnectionsPerAddress: 0 } }), /^portal\.json: listen\.maxConnectionsPerAddress: /);
+});
+
+test('console session times outside their bounds are refused at start', () => {
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), adminConsole: { idleTimeout: 'PT10S' } }),
+    'portal.json: adminConsole.idleTimeout: "PT10S" must be between PT1M and P1D',
+  );
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), adminConsole: { sessionLifetime: 'P30D' } }),
+    'portal.json: adminConsole.sessionLifetime: "P30D" must be between PT1M and P7D',
+  );
 });
 
 test('ranges too small for any client, or an IPv6 range too small to pair with IPv4, are refused at start', () => {

@@ -25,10 +25,12 @@ interface StandInNode {
   /** Requests that reached the node. */
   readonly paths: string[];
   hangs: boolean;
+  /** Answers every change with 500 (an agent that is up but cannot write its interface). */
+  refuses: boolean;
 }
 
 async function startNode(t: TestContext): Promise<StandInNode> {
-  const node: StandInNode = { url: '', paths: [], hangs: false };
+  const node: StandInNode = { url: '', paths: [], hangs: false, refuses: false };
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     node.paths.push(request.url ?? '');
     if (node.hangs) return;
@@ -46,6 +48,7 @@ async function startNode(t: TestContext): Promise<StandInNode> {
       );
     else if (request.url === '/o/connection_list')
       response.writeHead(200).end(JSON.stringify({ connection_list: [{ common_name: 'cn-1', ip_four: '10.9.0.2', ip_six: null }] }));
+    else if (node.refuses) response.writeHead(500).end('interface not writable');
     else response.writeHead(204).end();
   });
   server.listen(0, '127.0.0.1');
@@ -144,4 +147,22 @@ test('a revocation glances at a node held for down: a hung one costs it at most 
   const key = generateWireGuardKeyPair().publicKey;
   assert.notEqual(await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })), undefined);
   assert.equal(node.paths.at(-1), '/w/remove_peer');
+});
+
+test('a node that answers a change with an error is up: later calls still reach it, and a reconcile of it is asked for', async (t) => {
+  const node = await startNode(t);
+  const fleet = fleetOf(t, new Map([[NODE, node.url]]));
+  const reconciles: string[] = [];
+  fleet.onReconcileNeeded((nodeNumber, reason) => reconciles.push(`${nodeNumber}: ${reason}`));
+  node.refuses = true;
+
+  assert.equal(await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(generateWireGuardKeyPair().publicKey, 1)), undefined);
+  assert.equal(fleet.isDown(NODE), false, 'an answer, even an error, is not a node that is down');
+  assert.deepEqual(reconciles, ['0: refused a change'], 'the database holds the change; a pass brings the node in line');
+
+  node.refuses = false;
+  const asked = node.paths.length;
+  const key = generateWireGuardKeyPair().publicKey;
+  assert.notEqual(await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })), undefined);
+  assert.equal(node.paths.length, asked + 1, 'the next call went to the node at once');
 });

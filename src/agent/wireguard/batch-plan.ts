@@ -25,7 +25,9 @@ export interface PeerBatchPlan {
 /**
  * Turns requests (in arrival order) into one change per peer that gives the same end state as
  * applying them one by one, plus each request's own answer. `currentPeers` is the interface
- * before the batch; it only matters for removals.
+ * before the batch, as far as the agent knows (peer-view.ts: every change the agent wrote is in
+ * it); it only matters for removals. A removal of an absent peer is not written: at the cap,
+ * wireguard-go would have to create the peer to remove it, and refuse.
  */
 export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: ReadonlyMap<WireGuardKey, WgPeer>): PeerBatchPlan {
   // Latest known state of every touched peer; re-inserted on each touch so the final order
@@ -39,14 +41,7 @@ export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: Re
     touched.delete(request.publicKey);
     if (request.kind === 'add') {
       if (request.endpoint !== undefined) endpoints.set(request.publicKey, request.endpoint);
-      touched.set(request.publicKey, {
-        publicKey: request.publicKey,
-        allowedIps: request.allowedIps,
-        endpoint: request.endpoint ?? before?.endpoint ?? null,
-        latestHandshake: before?.latestHandshake ?? null,
-        bytesReceived: before?.bytesReceived ?? 0,
-        bytesSent: before?.bytesSent ?? 0,
-      });
+      touched.set(request.publicKey, peerAfterSet(request, before));
       results.push({ kind: 'added' });
     } else {
       endpoints.delete(request.publicKey);
@@ -63,4 +58,19 @@ export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: Re
     } else if (currentPeers.has(publicKey)) changes.push({ kind: 'remove', publicKey });
   }
   return { changes, results };
+}
+
+/** A peer once set to these addresses (and endpoint): its handshake and counters stay. */
+export function peerAfterSet(
+  set: { readonly publicKey: WireGuardKey; readonly allowedIps: readonly string[]; readonly endpoint?: string },
+  before: WgPeer | null | undefined,
+): WgPeer {
+  return {
+    publicKey: set.publicKey,
+    allowedIps: set.allowedIps,
+    endpoint: set.endpoint ?? before?.endpoint ?? null,
+    latestHandshake: before?.latestHandshake ?? null,
+    bytesReceived: before?.bytesReceived ?? 0,
+    bytesSent: before?.bytesSent ?? 0,
+  };
 }

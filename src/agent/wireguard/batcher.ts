@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { planPeerBatch, type PeerRequest, type PeerRequestResult } from './batch-plan.js';
 import type { WgPeer } from './dump.js';
+import type { PeerView } from './peer-view.js';
 import type { PeerWriter } from './peer-writer.js';
-import type { WgTool } from './wg-tool.js';
 
 interface PendingRequest {
   readonly request: PeerRequest;
@@ -15,7 +15,8 @@ interface PendingRequest {
 
 export interface PeerBatcherOptions {
   readonly interfaceName: string;
-  readonly wg: Pick<WgTool, 'dump'>;
+  /** What the interface holds (for removals' answers), told of every change written. */
+  readonly peers: Pick<PeerView, 'recent' | 'applied' | 'forget'>;
   readonly writer: Pick<PeerWriter, 'apply'>;
   readonly logger: Logger;
   /** A batch is applied once no new request arrived for this long… */
@@ -39,7 +40,7 @@ const DEFAULT_MAX_REQUESTS = 128;
  */
 export class PeerBatcher {
   readonly #interfaceName: string;
-  readonly #wg: PeerBatcherOptions['wg'];
+  readonly #peers: PeerBatcherOptions['peers'];
   readonly #writer: PeerBatcherOptions['writer'];
   readonly #logger: Logger;
   readonly #quietMs: number;
@@ -56,7 +57,7 @@ export class PeerBatcher {
 
   constructor(options: PeerBatcherOptions) {
     this.#interfaceName = options.interfaceName;
-    this.#wg = options.wg;
+    this.#peers = options.peers;
     this.#writer = options.writer;
     this.#logger = options.logger;
     this.#quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
@@ -145,16 +146,23 @@ export class PeerBatcher {
   async #apply(batch: readonly PendingRequest[]): Promise<void> {
     try {
       const requests = batch.map((pending) => pending.request);
-      // The current peers are only needed to answer removals, so add-only batches skip reading them.
+      // The current peers are only needed to answer removals, so add-only batches skip them.
       const needsCurrentPeers = requests.some((request) => request.kind === 'remove');
-      const currentPeers = needsCurrentPeers
-        ? new Map((await this.#wg.dump(this.#interfaceName)).peers.map((peer) => [peer.publicKey, peer] as const))
-        : new Map<WireGuardKey, WgPeer>();
+      const currentPeers = needsCurrentPeers ? await this.#peers.recent() : new Map<WireGuardKey, WgPeer>();
 
       const plan = planPeerBatch(requests, currentPeers);
       const writeStarted = performance.now();
       this.#lastWriteMs = 0;
-      const written = plan.changes.length > 0 ? await this.#writer.apply(this.#interfaceName, plan.changes) : null;
+      let written: Awaited<ReturnType<PeerWriter['apply']>> | null = null;
+      if (plan.changes.length > 0) {
+        try {
+          written = await this.#writer.apply(this.#interfaceName, plan.changes);
+        } catch (error) {
+          this.#peers.forget();
+          throw error;
+        }
+        this.#peers.applied(plan.changes);
+      }
       this.#lastWriteMs = performance.now() - writeStarted;
 
       this.#logger.info(

@@ -14,6 +14,7 @@ import { PeerBatcher } from './batcher.js';
 import type { WgPeer } from './dump.js';
 import { EndpointMemory } from './endpoint-memory.js';
 import { WireGuardInterface } from './interface.js';
+import { PeerView } from './peer-view.js';
 import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
 import { PeerRevisions } from './revisions.js';
 import { WgTool } from './wg-tool.js';
@@ -37,6 +38,7 @@ const ENDPOINT_OBSERVE_INTERVAL_MS = 10_000;
 interface ActiveWireGuard {
   readonly wireGuardInterface: WireGuardInterface;
   readonly batcher: PeerBatcher;
+  readonly peers: PeerView;
 }
 
 export class WireGuardService implements WireGuardPeers {
@@ -100,7 +102,7 @@ export class WireGuardService implements WireGuardPeers {
 
   async list(): Promise<readonly WgPeer[]> {
     if (this.#active === null) return [];
-    const { peers: listed } = await this.#wg.dump(this.#active.wireGuardInterface.name);
+    const { peers: listed } = await this.#active.peers.read();
     this.#endpoints.observe(listed, this.#options.clock.now());
     // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
     return listed.map((peer) => (peer.endpoint === null ? peer : { ...peer, endpoint: this.#options.originOf(peer.endpoint) ?? peer.endpoint }));
@@ -127,11 +129,16 @@ export class WireGuardService implements WireGuardPeers {
     return batcher.remove(publicKey);
   }
 
+  /** How many peers the interface holds, for `/i/node`, without reading them all when the agent knows (peer-view.ts). */
+  async peerCount(): Promise<number> {
+    if (this.#active === null) return 0;
+    return this.#active.peers.count ?? (await this.#active.peers.read()).peers.length;
+  }
+
   /** The interface and its peers as they are, for metrics (the endpoint memory is not told); null without an interface. */
   async dump(): Promise<{ readonly name: string; readonly peers: readonly WgPeer[] } | null> {
     if (this.#active === null) return null;
-    const name = this.#active.wireGuardInterface.name;
-    return { name, peers: (await this.#wg.dump(name)).peers };
+    return { name: this.#active.wireGuardInterface.name, peers: (await this.#active.peers.read()).peers };
   }
 
   /** Writes of peer changes to the interface since start, by method, for metrics; null without an interface. */
@@ -158,13 +165,15 @@ export class WireGuardService implements WireGuardPeers {
       wg: this.#wg,
       logger,
       onPeersLost: () => {
+        this.#active?.peers.forget();
         this.#endpoints.interfaceEmptied();
         this.#options.onPeersLost();
       },
     });
     if (wireGuardInterface.origin !== 'existing') this.#endpoints.interfaceEmptied();
     this.#observeTimer = setInterval(() => void this.list().catch(() => undefined), ENDPOINT_OBSERVE_INTERVAL_MS);
-    return { wireGuardInterface, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, wg: this.#wg, writer: this.#writer, logger }) };
+    const peers = new PeerView({ interfaceName: wireGuardInterface.name, wg: this.#wg });
+    return { wireGuardInterface, peers, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, peers, writer: this.#writer, logger }) };
   }
 
   #require(): ActiveWireGuard {

@@ -3,3 +3,4 @@ export * from './admin-key-calls.js';
 export * from './admin-keys.js';
 export * from './audit.js';
 export * from './profile-reach.js';
+export * from './oidc-grant.js';

@@ -107,22 +107,58 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
     await endSessionsOfRemovedPeers(ctx, gone);
   }
 
-  let added = 0;
-  for (let start = 0; start < missing.length; start += CHUNK) {
-    // Read each chunk again just before pushing it: a long pass never sends an old state.
-    const keys = missing.slice(start, start + CHUNK).map((peer) => peer.publicKey);
-    const current = await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, publicKeys: keys });
-    await forEachLimited(current, PARALLEL_CHANGES_PER_NODE, async (peer) => {
-      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true));
-      if (done === true) added++;
-    });
-  }
+  const added = await addMissing(ctx, daemon, missing);
   if (added > 0 || removed > 0) {
     ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
   }
   const openVpn = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : null;
   if (mayRemove) await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, openVpn });
   return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
+}
+
+/**
+ * Pushes the missing peers, as many in flight as the node's connections allow from the first to
+ * the last. Each chunk is read again just before it is sent, so a long pass never sends an old
+ * state; the next chunk is read while the last adds of the one before are still under way, so
+ * the node is not left waiting on the slowest add of every chunk (65,533 peers are 132 chunks).
+ */
+async function addMissing(ctx: PortalContext, daemon: NodeDaemon, missing: readonly WireGuardPeer[]): Promise<number> {
+  const nodeNumber = daemon.nodeNumber;
+  let added = 0;
+  const ready: WireGuardPeer[] = [];
+  let nextChunk = 0;
+  let reading: Promise<void> | null = null;
+  let failure: { readonly error: unknown } | null = null;
+  const readNextChunk = (): Promise<void> => {
+    reading ??= (async () => {
+      const keys = missing.slice(nextChunk, nextChunk + CHUNK).map((peer) => peer.publicKey);
+      nextChunk += CHUNK;
+      ready.push(...(await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, publicKeys: keys })));
+    })()
+      .catch((error: unknown) => {
+        failure ??= { error };
+      })
+      .finally(() => {
+        reading = null;
+      });
+    return reading;
+  };
+  const sender = async (): Promise<void> => {
+    for (;;) {
+      if (failure !== null) throw failure.error;
+      const peer = ready.shift();
+      if (peer === undefined) {
+        if (nextChunk >= missing.length && reading === null) return;
+        await readNextChunk();
+        continue;
+      }
+      if (ready.length < PARALLEL_CHANGES_PER_NODE && nextChunk < missing.length) void readNextChunk();
+      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true));
+      if (done === true) added++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_CHANGES_PER_NODE, missing.length) }, sender));
+  return added;
 }
 
 /**

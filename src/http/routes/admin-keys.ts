@@ -6,14 +6,12 @@ import { ADMIN_API_CALLS, adminKeysAnswer, createAdminKeyAnswer, revokeAdminKeyA
 import { asProfileId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param, required } from '../params.js';
 
 export const adminKeysRoute = defineRoute({
   ...ADMIN_API_CALLS.adminKeys,
   summary: 'The admin keys: name, scope, profiles, allow-list, expiry, creation, last use, revocation (never a secret)',
   since: 'extension',
   source: 'query',
-  params: {},
   success: { status: 200, doc: { description: 'Every key, by name, newest first within a name', schema: adminKeysAnswer } },
   async handle(ctx) {
     return { status: 200, json: { admin_keys: await adminKeyListing(ctx) } };
@@ -26,13 +24,6 @@ export const createAdminKeyRoute = defineRoute({
     'Makes an admin key, as `vpn-portal admin-key create` does; never with more scope, more profiles, a wider allow-list or a later expiry than the calling key',
   since: 'extension',
   source: 'post',
-  params: {
-    name: required(param.keyName, 'the key name: 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), not `secret`, not in use'),
-    scope: optional(param.adminScope, '`read`, `write` or `admin` (default `read`)'),
-    profiles: optional(param.commaList, 'comma-separated profile ids the key is limited to; default every profile'),
-    expires_in: optional(param.isoDuration, 'ISO 8601 duration after which the key stops working; default never'),
-    allow_list: optional(param.commaList, 'comma-separated CIDR prefixes the key may be used from, on top of adminApi.allowList'),
-  },
   success: { status: 200, doc: { description: 'The key and its secret, shown this once', schema: createAdminKeyAnswer } },
   async handle(ctx, params) {
     const { key, token } = await createAdminKeyForCaller(ctx, {
@@ -51,7 +42,6 @@ export const revokeAdminKeyRoute = defineRoute({
   summary: 'Revokes every key of a name at once, on every portal instance; a key revokes only keys within its own limits (itself too)',
   since: 'extension',
   source: 'post',
-  params: { name: required(param.keyName, 'the key name') },
   success: { status: 200, doc: { description: 'How many keys of the name were revoked', schema: revokeAdminKeyAnswer } },
   async handle(ctx, { name }) {
     return { status: 200, json: { name, revoked: await revokeAdminKeyForCaller(ctx, name) } };

@@ -4,7 +4,6 @@
 import { readAuditLog } from '../../core/access/index.js';
 import { ADMIN_API_CALLS, auditLogAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param } from '../params.js';
 
 export const auditLogRoute = defineRoute({
   ...ADMIN_API_CALLS.auditLog,
@@ -12,14 +11,6 @@ export const auditLogRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  params: {
-    since: optional(param.timestamp, 'ISO 8601 date or date-time (with Z or an offset): entries at or after it'),
-    until: optional(param.timestamp, 'ISO 8601 date or date-time: entries before it'),
-    key: optional(param.keyName, "only calls made with the admin key of this name (`secret`: the specification's secret)"),
-    user_id: optional(param.userId, 'only calls about this user'),
-    cursor: optional(param.auditCursor, 'the `next_cursor` of the page before'),
-    limit: optional(param.pageSize, 'entries per page, 1–1000 (default 100)'),
-  },
   success: { status: 200, doc: { description: 'One page of entries, newest first', schema: auditLogAnswer } },
   async handle(ctx, { since, until, key, user_id, cursor, limit }) {
     const page = await readAuditLog(ctx, {

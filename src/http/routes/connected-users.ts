@@ -2,7 +2,6 @@
 import { listConnectedUsers } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, connectedUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param } from '../params.js';
 import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
 
 export const connectedUsersRoute = defineRoute({
@@ -10,7 +9,6 @@ export const connectedUsersRoute = defineRoute({
   summary: 'Users currently connected, per profile',
   since: '3.5.1',
   source: 'query',
-  params: { show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes') },
   success: {
     status: 200,
     doc: { description: `User ids per profile id. ${STALE_NODES_DOC}`, schema: connectedUsersAnswer },

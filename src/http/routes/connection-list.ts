@@ -2,7 +2,6 @@
 import { listConnections } from '../../core/listings/index.js';
 import { ADMIN_API_CALLS, connectionListAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param } from '../params.js';
 import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
 
 export const connectionListRoute = defineRoute({
@@ -10,7 +9,6 @@ export const connectionListRoute = defineRoute({
   summary: 'All connections, per profile',
   since: '3.5.3',
   source: 'query',
-  params: { show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes') },
   success: {
     status: 200,
     doc: { description: `Connections per profile id. ${STALE_NODES_DOC}`, schema: connectionListAnswer },

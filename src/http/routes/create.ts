@@ -1,11 +1,9 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
 import { createConfiguration, type IssuedConfiguration, MIME_TYPES } from '../../core/issuing/index.js';
-import { describePlatforms } from '../../shared/platforms.js';
 import { formatHttpDate } from '../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
-import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';
-import { deviceParams, deviceRequest } from './devices.js';
+import { deviceRequest } from './devices.js';
 
 export const createRoute = defineRoute({
   ...ADMIN_API_CALLS.create,
@@ -14,30 +12,6 @@ export const createRoute = defineRoute({
   source: 'post',
   // Another Accept is another file: a retry with the same Idempotency-Key must send the same.
   varyHeaders: ['accept'],
-  params: {
-    user_id: required(param.userId, 'user identifier, 1–255 characters'),
-    profile_id: required(param.profileId, 'identifier of the VPN profile'),
-    display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Admin API`'),
-    prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
-    expires_in: optional(param.isoDuration, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`', SESSION_EXPIRY_ALLOWED),
-    public_key: optional(
-      param.devicePublicKey,
-      "extension: the device's own WireGuard public key (Base64 of 32 bytes, as `wg pubkey` prints it); the file's PrivateKey is then `@DEVICE_PRIVATE_KEY@` for the device to replace; 409 when the key is in use",
-    ),
-    csr: optional(
-      param.certificateRequest,
-      "extension: the device's own OpenVPN key as a PEM PKCS#10 certificate request (Ed25519 or P-256); the portal certifies its key and the file has no `<key>` block",
-    ),
-    ...deviceParams,
-    platform: optional(
-      param.platform,
-      `extension: the platform the configuration is for, ${describePlatforms()}; for a registered device its platform is the default and another answers 409; only \`ios\` (the default) and \`macos\` take the Apple profile, whose VPNSubType names the WireGuard app of that platform`,
-    ),
-    on_demand: optional(
-      param.yesNo,
-      "extension: `yes` or `no`: whether the Apple profile connects on demand (always on), overriding the profile's `appleOnDemand`; other formats ignore it",
-    ),
-  },
   success: {
     status: 200,
     doc: {

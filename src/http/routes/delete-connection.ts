@@ -2,17 +2,12 @@
 import { deleteConnection } from '../../core/users/index.js';
 import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { param, required } from '../params.js';
 
 export const deleteConnectionRoute = defineRoute({
   ...ADMIN_API_CALLS.deleteConnection,
   summary: 'Delete one configuration of a user',
   since: '3.5.3',
   source: 'post',
-  params: {
-    user_id: required(param.userId, 'the user owning the configuration'),
-    connection_id: required(param.connectionId, 'WireGuard public key or OpenVPN certificate Common Name'),
-  },
   success: {
     status: 204,
     doc: { description: 'Deleted (also when the user has no such configuration); when one was, the `VPN-Portal-Revocation` header names the receipt' },

@@ -3,7 +3,6 @@ import type { FastifyRequest } from 'fastify';
 import { deleteUserAuthorizations } from '../../core/users/index.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { param, required } from '../params.js';
 
 /** The reference reads `user_id` from the query string of this POST; we accept the form body too. */
 function bodyOrQuery(request: FastifyRequest): unknown {
@@ -18,7 +17,6 @@ export const deleteUserAuthorizationsRoute = defineRoute({
   since: '3.5.4',
   source: 'post',
   input: bodyOrQuery,
-  params: { user_id: required(param.userId, 'the user whose authorizations are deleted (form body or query string)') },
   success: { status: 204, doc: { description: 'Deleted' } },
   async handle(ctx, { user_id }) {
     await deleteUserAuthorizations(ctx, user_id);

@@ -3,27 +3,16 @@
 // `enrollment_token` name the device a configuration is for.
 import { deviceWireFields, getDevice, listDevices, registerDevice, retireDevice, type DeviceRecord, type DeviceReference } from '../../core/devices/index.js';
 import { ADMIN_API_CALLS, REVOCATION_HEADER, deviceAnswer, devicesAnswer, type DeviceInfo } from '../../protocol/admin-api.js';
-import { PLATFORMS, type Platform } from '../../shared/platforms.js';
+import type { Platform } from '../../shared/platforms.js';
 import type { DeviceId } from '../../shared/ids.js';
 import { defineRoute } from '../admin-route.js';
 import { HttpError } from '../http-error.js';
-import { optional, param, required } from '../params.js';
-
-const platforms = PLATFORMS.join(', ');
-
-/** How `create` and `enrollment_token` name a registered device: at most one of the three, and its platform. */
-export const deviceParams = {
-  device_id: optional(param.deviceId, "extension: the registered device the configuration is for; it replaces the device's configuration in this profile"),
-  serial: optional(param.deviceIdentifier, 'extension: the device by its serial number (instead of `device_id`)'),
-  mdm_id: optional(param.deviceIdentifier, "extension: the device by its MDM's id (instead of `device_id`)"),
-  platform: optional(param.platform, `extension: ${platforms}; default the registered device's platform, another answers 409`),
-};
 
 /** The device the parameters name, if any; 400 when they name it more than one way. */
 export function deviceReferenceOf(params: {
-  readonly device_id: DeviceId | undefined;
-  readonly serial: string | undefined;
-  readonly mdm_id: string | undefined;
+  readonly device_id?: DeviceId | undefined;
+  readonly serial?: string | undefined;
+  readonly mdm_id?: string | undefined;
 }): DeviceReference | undefined {
   const given = [params.device_id, params.serial, params.mdm_id].filter((value) => value !== undefined).length;
   if (given > 1) throw new HttpError(400, 'name the device by one of "device_id", "serial" or "mdm_id", not several');
@@ -35,10 +24,10 @@ export function deviceReferenceOf(params: {
 
 /** The request fields of create and enrollment_token for the device the parameters name. */
 export function deviceRequest(params: {
-  readonly device_id: DeviceId | undefined;
-  readonly serial: string | undefined;
-  readonly mdm_id: string | undefined;
-  readonly platform: Platform | undefined;
+  readonly device_id?: DeviceId | undefined;
+  readonly serial?: string | undefined;
+  readonly mdm_id?: string | undefined;
+  readonly platform?: Platform | undefined;
 }): { readonly device?: DeviceReference; readonly platform?: Platform } {
   const device = deviceReferenceOf(params);
   return { ...(device === undefined ? {} : { device }), ...(params.platform === undefined ? {} : { platform: params.platform }) };
@@ -49,13 +38,6 @@ export const registerDeviceRoute = defineRoute({
   summary: 'Register a managed device of a user (the user is made when missing), by its serial number or MDM id',
   since: 'extension',
   source: 'post',
-  params: {
-    user_id: required(param.userId, 'the user the device belongs to'),
-    profile_id: required(param.profileId, 'the profile its enrollment uses unless a call names another'),
-    platform: required(param.platform, platforms),
-    serial: optional(param.deviceIdentifier, 'its serial number (1–255 printable characters); unique among devices not retired'),
-    mdm_id: optional(param.deviceIdentifier, "the MDM's id of it; unique among devices not retired. `serial` or `mdm_id` (or both) is needed"),
-  },
   success: { status: 200, doc: { description: 'The device (the one already registered, when the same registration is sent again)', schema: deviceAnswer } },
   async handle(ctx, params) {
     const device = await registerDevice(ctx, {
@@ -74,18 +56,6 @@ export const devicesRoute = defineRoute({
   summary: 'The registered devices, newest first, a page at a time, limited to the key’s profiles',
   since: 'extension',
   source: 'query',
-  params: {
-    user_id: optional(param.userId, "only this user's devices"),
-    profile_id: optional(param.profileId, 'only devices of this profile'),
-    platform: optional(param.platform, `only this platform: ${platforms}`),
-    state: optional(param.deviceState, '`registered`, `active` or `retired`'),
-    identity: optional(param.deviceIdentity, '`token` or `certificate`'),
-    serial: optional(param.deviceIdentifier, 'only the devices with this serial number'),
-    mdm_id: optional(param.deviceIdentifier, 'only the devices with this MDM id'),
-    last_seen_before: optional(param.timestamp, 'ISO 8601: devices last seen before it, or never seen and registered before it'),
-    cursor: optional(param.deviceId, 'the `next_cursor` of the page before'),
-    limit: optional(param.pageSize, 'devices per page, 1–1000 (default 100)'),
-  },
   success: { status: 200, doc: { description: 'One page of devices, newest first', schema: devicesAnswer } },
   async handle(ctx, params) {
     const page = await listDevices(ctx, {
@@ -109,7 +79,6 @@ export const deviceRoute = defineRoute({
   summary: 'One registered device with its configurations',
   since: 'extension',
   source: 'query',
-  params: { device_id: required(param.deviceId, 'the device') },
   success: { status: 200, doc: { description: 'The device', schema: deviceAnswer } },
   async handle(ctx, params) {
     return { status: 200, json: { device: deviceJson(await getDevice(ctx, params.device_id)) } };
@@ -121,7 +90,6 @@ export const retireDeviceRoute = defineRoute({
   summary: 'Retire a device for good: every configuration of it leaves the database and the nodes, its enrollment tokens are revoked',
   since: 'extension',
   source: 'post',
-  params: { device_id: required(param.deviceId, 'the device') },
   success: {
     status: 200,
     doc: {

@@ -1,7 +1,6 @@
 // GET /disabled_users (specification §4.4); `prefix`, `limit` and `cursor` are an extension (issue 25).
 import { ADMIN_API_CALLS, disabledUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { userListingParams } from '../params.js';
 import { usersAnswerFor } from './users.js';
 
 export const disabledUsersRoute = defineRoute({
@@ -9,7 +8,6 @@ export const disabledUsersRoute = defineRoute({
   summary: 'All disabled users',
   since: '3.5.2',
   source: 'query',
-  params: userListingParams,
   success: { status: 200, doc: { description: 'Disabled user ids, sorted', schema: disabledUsersAnswer } },
   handle: (ctx, params) => usersAnswerFor(ctx, params, 'disabled_users'),
 });

@@ -2,14 +2,12 @@
 import { enableUser } from '../../core/users/index.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { param, required } from '../params.js';
 
 export const enableUserRoute = defineRoute({
   ...ADMIN_API_CALLS.enableUser,
   summary: 'Enable a user; its unexpired configurations work again',
   since: '3.5.1',
   source: 'post',
-  params: { user_id: required(param.userId, 'the user to enable') },
   success: { status: 204, doc: { description: 'Enabled' } },
   async handle(ctx, { user_id }) {
     await enableUser(ctx, user_id);

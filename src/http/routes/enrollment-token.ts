@@ -4,8 +4,7 @@
 import { createEnrollmentToken } from '../../core/enrollment/index.js';
 import { ADMIN_API_CALLS, enrollmentTokenAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param, required, SESSION_EXPIRY_ALLOWED } from '../params.js';
-import { deviceParams, deviceRequest } from './devices.js';
+import { deviceRequest } from './devices.js';
 
 /** How long a token can be redeemed when `valid_for` is not sent. */
 const DEFAULT_VALID_FOR = 'PT1H';
@@ -15,15 +14,6 @@ export const enrollmentTokenRoute = defineRoute({
   summary: 'Make a token a device redeems at {base_url}enroll with its own key, for a configuration of this user and profile',
   since: 'extension',
   source: 'post',
-  params: {
-    user_id: required(param.userId, 'the user the configuration will belong to (made when missing, as by create)'),
-    profile_id: required(param.profileId, 'identifier of the VPN profile'),
-    display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Enrollment`'),
-    expires_in: optional(param.isoDuration, "the configuration's lifetime from its redemption, as create's `expires_in`", SESSION_EXPIRY_ALLOWED),
-    uses: optional(param.tokenUses, 'how many configurations the token can make, 1–1000 (default 1)'),
-    valid_for: optional(param.isoDuration, 'ISO 8601 duration the token can be redeemed for, at most P90D (default PT1H)'),
-    ...deviceParams,
-  },
   success: { status: 200, doc: { description: 'The token (shown once), its end and its uses', schema: enrollmentTokenAnswer } },
   async handle(ctx, params) {
     const { stored, token } = await createEnrollmentToken(ctx, {

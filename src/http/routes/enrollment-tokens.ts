@@ -3,14 +3,12 @@
 import { enrollmentTokenInfo, listEnrollmentTokens } from '../../core/enrollment/index.js';
 import { ADMIN_API_CALLS, enrollmentTokensAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param } from '../params.js';
 
 export const enrollmentTokensRoute = defineRoute({
   ...ADMIN_API_CALLS.enrollmentTokens,
   summary: 'The enrollment tokens, newest first, with their state',
   since: 'extension',
   source: 'query',
-  params: { user_id: optional(param.userId, "only this user's tokens") },
   success: { status: 200, doc: { description: 'The tokens, newest first', schema: enrollmentTokensAnswer } },
   async handle(ctx, { user_id }) {
     const now = ctx.clock.now();

@@ -23,9 +23,8 @@ import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
 import { createWebhookRoute, deleteWebhookRoute, rotateWebhookSecretRoute, testWebhookRoute, webhookDeliveriesRoute, webhooksRoute } from './webhooks.js';
 import type { AdminRoute } from '../admin-route.js';
-import type { ParamShape } from '../params.js';
 
-export const adminRoutes: readonly AdminRoute<ParamShape>[] = [
+export const adminRoutes: readonly AdminRoute[] = [
   connectedUsersRoute,
   connectionListRoute,
   usersRoute,

@@ -6,14 +6,12 @@ import { listReceipts, readReceipt, type RevocationReceipt } from '../../core/re
 import { ADMIN_API_CALLS, revocationSchema, revocationsAnswer, type RevocationInfo } from '../../protocol/admin-api.js';
 import { OPEN_REVOCATION_STATES } from '../../storage/revocations.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param, required } from '../params.js';
 
 export const revocationRoute = defineRoute({
   ...ADMIN_API_CALLS.revocation,
   summary: 'A revocation receipt: which configurations left which nodes, and when each node confirmed it',
   since: 'extension',
   source: 'query',
-  params: { revocation_id: required(param.uuid, 'the `VPN-Portal-Revocation` header of disable_user, destroy or delete_connection') },
   success: { status: 200, doc: { description: 'The receipt', schema: revocationSchema } },
   async handle(ctx, { revocation_id }) {
     return { status: 200, json: revocationInfo(await readReceipt(ctx, revocation_id)) };
@@ -25,11 +23,6 @@ export const revocationsRoute = defineRoute({
   summary: 'Revocation receipts, newest first',
   since: 'extension',
   source: 'query',
-  params: {
-    state: optional(param.revocationState, '`pending` (also lists overdue ones), `overdue`, `applied` or `superseded`'),
-    user_id: optional(param.userId, "only this user's receipts"),
-    limit: optional(param.pageSize, 'receipts at most, 1–1000 (default 100)'),
-  },
   success: { status: 200, doc: { description: 'The receipts, newest first', schema: revocationsAnswer } },
   async handle(ctx, { state, user_id, limit }) {
     const receipts = await listReceipts(ctx, {

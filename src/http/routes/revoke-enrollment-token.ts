@@ -3,17 +3,12 @@
 import { revokeEnrollmentToken } from '../../core/enrollment/index.js';
 import { ADMIN_API_CALLS } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { param, required } from '../params.js';
 
 export const revokeEnrollmentTokenRoute = defineRoute({
   ...ADMIN_API_CALLS.revokeEnrollmentToken,
   summary: 'Revoke an enrollment token: redeeming it answers 410 from now on',
   since: 'extension',
   source: 'post',
-  params: {
-    user_id: required(param.userId, 'the user the token is for'),
-    token_id: required(param.tokenId, "the token's id, as enrollment_token answered and enrollment_tokens lists it"),
-  },
   success: { status: 204, doc: { description: 'Revoked (also when it was revoked already)' } },
   async handle(ctx, { user_id, token_id }) {
     await revokeEnrollmentToken(ctx, user_id, token_id);

@@ -3,18 +3,12 @@
 import { dailySeries } from '../../core/sessions/index.js';
 import { ADMIN_API_CALLS, statsAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param } from '../params.js';
 
 export const statsRoute = defineRoute({
   ...ADMIN_API_CALLS.stats,
   summary: 'Daily usage per profile: highest number of connections and unique users',
   since: 'extension',
   source: 'query',
-  params: {
-    profile_id: optional(param.profileId, 'only this profile'),
-    since: optional(param.date, 'first day, YYYY-MM-DD (UTC)'),
-    until: optional(param.date, 'last day, YYYY-MM-DD (UTC)'),
-  },
   success: { status: 200, doc: { description: 'Per profile id, one entry per finished day, oldest first', schema: statsAnswer } },
   async handle(ctx, params) {
     const stats = await dailySeries(ctx, {

@@ -2,14 +2,12 @@
 import { userConfigurations } from '../../core/users/index.js';
 import { ADMIN_API_CALLS, userConfigurationListAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
-import { param, required } from '../params.js';
 
 export const userConfigurationListRoute = defineRoute({
   ...ADMIN_API_CALLS.userConfigurationList,
   summary: 'Configurations of one user',
   since: '3.5.4',
   source: 'query',
-  params: { user_id: required(param.userId, 'the user whose configurations are listed') },
   success: {
     status: 200,
     doc: { description: 'The configurations, latest expiry first', schema: userConfigurationListAnswer },

@@ -1,16 +1,15 @@
 // GET /users (specification §4.3); `prefix`, `limit` and `cursor` are an extension (issue 25).
+import type { z } from 'zod';
 import type { PortalContext } from '../../core/context.js';
 import { listUsers, listUsersPage } from '../../core/listings/index.js';
-import { ADMIN_API_CALLS, usersAnswer } from '../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE, usersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
-import { DEFAULT_USERS_PAGE, userListingParams, type ParamValues } from '../params.js';
 
 export const usersRoute = defineRoute({
   ...ADMIN_API_CALLS.users,
   summary: 'All users',
   since: '3.5.2',
   source: 'query',
-  params: userListingParams,
   success: { status: 200, doc: { description: 'User ids, sorted', schema: usersAnswer } },
   handle: (ctx, params) => usersAnswerFor(ctx, params, 'users'),
 });
@@ -18,7 +17,7 @@ export const usersRoute = defineRoute({
 /** The answer of `users` or `disabled_users` (the `field`): all of them, or a page with the extension's parameters. */
 export async function usersAnswerFor(
   ctx: PortalContext,
-  { prefix, limit, cursor }: ParamValues<typeof userListingParams>,
+  { prefix, limit, cursor }: z.output<typeof ADMIN_API_CALLS.users.params>,
   field: 'users' | 'disabled_users',
 ): Promise<RouteResponse> {
   const onlyDisabled = field === 'disabled_users';
@@ -28,7 +27,7 @@ export async function usersAnswerFor(
   }
   const page = await listUsersPage(ctx, {
     onlyDisabled,
-    limit: limit ?? DEFAULT_USERS_PAGE,
+    limit: limit ?? DEFAULT_PAGE_SIZE,
     ...(prefix === undefined ? {} : { prefix }),
     ...(cursor === undefined ? {} : { cursor }),
   });

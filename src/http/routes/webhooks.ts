@@ -19,7 +19,6 @@ import {
 } from '../../protocol/admin-api.js';
 import type { IsoDuration } from '../../shared/iso-duration.js';
 import { defineRoute } from '../admin-route.js';
-import { optional, param, required } from '../params.js';
 
 /** A day: long enough for a receiver's deployment to pick up the new secret. */
 const DEFAULT_OVERLAP: IsoDuration = { text: 'P1D', years: 0, months: 0, days: 1, hours: 0, minutes: 0, seconds: 0 };
@@ -30,7 +29,6 @@ export const webhooksRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  params: {},
   success: { status: 200, doc: { description: 'Every subscription, oldest first', schema: webhooksAnswer } },
   async handle(ctx) {
     return { status: 200, json: { webhooks: await listWebhookSubscriptions(ctx) } };
@@ -43,14 +41,6 @@ export const createWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  params: {
-    url: required(
-      param.webhookUrl,
-      'where events are POSTed: http: or https:, not a private or loopback address unless webhooks.allowPrivateTargets allows it',
-    ),
-    event_types: required(param.webhookEventTypes, 'comma-separated event types (`user.created,node.down`), or `*` for every type'),
-    description: optional(param.description, 'what the receiver is, for the people reading the list'),
-  },
   success: { status: 200, doc: { description: 'The subscription and its secret', schema: createWebhookAnswer } },
   async handle(ctx, { url, event_types, description }) {
     return { status: 200, json: await createWebhookSubscription(ctx, { url, eventTypes: event_types, description: description ?? null }) };
@@ -63,7 +53,6 @@ export const deleteWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  params: { webhook_id: required(param.webhookId, 'the subscription') },
   success: { status: 204, doc: { description: 'Deleted' } },
   async handle(ctx, { webhook_id }) {
     await deleteWebhookSubscription(ctx, webhook_id);
@@ -77,10 +66,6 @@ export const rotateWebhookSecretRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  params: {
-    webhook_id: required(param.webhookId, 'the subscription'),
-    overlap: optional(param.secretOverlap, 'ISO 8601 duration, at most P7D (default P1D): how long deliveries carry both signatures'),
-  },
   success: { status: 200, doc: { description: 'The new secret, shown this once', schema: rotateWebhookSecretAnswer } },
   async handle(ctx, { webhook_id, overlap }) {
     return { status: 200, json: await rotateWebhookSecret(ctx, webhook_id, overlap ?? DEFAULT_OVERLAP) };
@@ -93,7 +78,6 @@ export const testWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  params: { webhook_id: required(param.webhookId, 'the subscription') },
   success: { status: 200, doc: { description: 'The attempt (also in the delivery log; not retried)', schema: testWebhookAnswer } },
   async handle(ctx, { webhook_id }) {
     const report = await testWebhookSubscription(ctx, webhook_id);
@@ -117,16 +101,6 @@ export const webhookDeliveriesRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  params: {
-    webhook_id: optional(param.webhookId, 'only deliveries to this subscription'),
-    event_type: optional(param.webhookEventType, 'only events of this type'),
-    event_id: optional(param.uuid, 'only this event (its `id`)'),
-    state: optional(param.deliveryState, 'pending, delivered, failed or cancelled'),
-    since: optional(param.timestamp, 'ISO 8601 date or date-time: deliveries made at or after it'),
-    until: optional(param.timestamp, 'ISO 8601 date or date-time: deliveries made before it'),
-    cursor: optional(param.uuid, 'the `next_cursor` of the page before'),
-    limit: optional(param.pageSize, 'deliveries per page, 1–1000 (default 100)'),
-  },
   success: { status: 200, doc: { description: 'One page of deliveries, newest first', schema: webhookDeliveriesAnswer } },
   async handle(ctx, { webhook_id, event_type, event_id, state, since, until, cursor, limit }) {
     const page = await readWebhookDeliveries(ctx, {

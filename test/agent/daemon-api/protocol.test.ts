@@ -100,7 +100,7 @@ describe('the peer batcher', () => {
       // Long quiet time: only drain() can explain an immediate application.
       quietMs: 60_000,
       maxWaitMs: 60_000,
-      wg: { dump: async () => ({ interface: { privateKey: null, publicKey: null, listenPort: 0 }, peers: [] }) },
+      peers: { recent: async () => new Map(), applied: () => {}, forget: () => {} },
       writer: {
         apply: async (_interfaceName, changes) => {
           applied.push(changes);

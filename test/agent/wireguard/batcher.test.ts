@@ -22,7 +22,7 @@ function heldBatcher(options: { quietMs: number; maxWaitMs: number; maxRequests?
     interfaceName: 'wg0',
     logger: pino({ level: 'silent' }),
     ...options,
-    wg: { dump: async () => ({ interface: { privateKey: null, publicKey: null, listenPort: 0 }, peers: [] }) },
+    peers: { recent: async () => new Map(), applied: () => {}, forget: () => {} },
     writer: {
       apply: (_interfaceName, changes) => {
         writes.push([...changes]);

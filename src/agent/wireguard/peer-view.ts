@@ -1,0 +1,134 @@
+// The agent's view of its interface's peers. At wireguard-go's cap one full read (`wg show
+// dump`) is 65,533 lines: most of a second of CPU in `wg` and here, and wireguard-go builds the
+// whole listing for each reader, so concurrent reads pile up in its memory (an agent asked for
+// /i/node every two seconds while restoring 65,533 peers had wireguard-go killed for 20 GB).
+// So reads are shared: whoever asks while one runs gets the next one, started after the call,
+// and none run side by side. Between reads the view follows the changes the agent writes, so a
+// peer count or a removal's answer does not need a read of its own.
+import type { WireGuardKey } from '../../shared/ids.js';
+import { peerAfterSet } from './batch-plan.js';
+import type { WgDump, WgPeer } from './dump.js';
+import type { PeerChange, WgTool } from './wg-tool.js';
+
+export interface PeerViewOptions {
+  readonly interfaceName: string;
+  readonly wg: Pick<WgTool, 'dump'>;
+  /** Milliseconds, monotonic. */
+  readonly nowMs?: () => number;
+}
+
+/**
+ * A read is reused for a removal's answer while it is younger than this many times the read's
+ * own duration: a few milliseconds on a small interface (a fresh read, in effect)…
+ */
+const REUSE_FACTOR = 10;
+/** …but a read that took this long (thousands of peers) is reused up to MAX_REUSE_MS… */
+const EXPENSIVE_READ_MS = 100;
+/**
+ * …and never longer than this: the byte counters a removal answers are at most this old. Longer
+ * than the service's own look at its peers every 10 s, so at the cap removals never wait for a
+ * read: wireguard-go holds its configuration lock while it writes a listing out (seconds on a
+ * busy machine), and every write waits for it. Reading ahead of time instead (tried) kept the
+ * removals of a bulk revocation waiting too.
+ */
+const MAX_REUSE_MS = 15_000;
+
+export class PeerView {
+  readonly #interfaceName: string;
+  readonly #wg: Pick<WgTool, 'dump'>;
+  readonly #nowMs: () => number;
+  /** The peers as last read, with the changes written since; null before the first read, or after a failed write. */
+  #peers: Map<WireGuardKey, WgPeer> | null = null;
+  #readStartedMs = Number.NEGATIVE_INFINITY;
+  #readDurationMs = 0;
+  #reading: Promise<WgDump> | null = null;
+  /** The read that follows the running one, shared by everyone who asked meanwhile. */
+  #next: Promise<WgDump> | null = null;
+  /** Changes written while a read ran: it may not show them, so they are laid over its result. */
+  #writtenDuringRead: PeerChange[] | null = null;
+
+  constructor(options: PeerViewOptions) {
+    this.#interfaceName = options.interfaceName;
+    this.#wg = options.wg;
+    this.#nowMs = options.nowMs ?? (() => performance.now());
+  }
+
+  /** How many peers the interface holds, as far as the view knows; null before the first read. */
+  get count(): number | null {
+    return this.#peers?.size ?? null;
+  }
+
+  /** A full read of the interface that started after this call. */
+  read(): Promise<WgDump> {
+    if (this.#next !== null) return this.#next;
+    const running = this.#reading;
+    if (running === null) return this.#start();
+    const next = running
+      .catch(() => undefined)
+      .then(() => {
+        this.#next = null;
+        return this.#start();
+      });
+    this.#next = next;
+    return next;
+  }
+
+  /** The peers, from a recent read (see REUSE_FACTOR) with the changes written since, or from a new read. */
+  async recent(): Promise<ReadonlyMap<WireGuardKey, WgPeer>> {
+    const age = this.#nowMs() - this.#readStartedMs;
+    const reusable = this.#readDurationMs >= EXPENSIVE_READ_MS ? MAX_REUSE_MS : REUSE_FACTOR * this.#readDurationMs;
+    if (this.#peers !== null && age <= reusable) return this.#peers;
+    await this.read();
+    return this.#peers ?? new Map();
+  }
+
+  /** Changes the agent wrote to the interface. */
+  applied(changes: readonly PeerChange[]): void {
+    this.#writtenDuringRead?.push(...changes);
+    if (this.#peers !== null) apply(this.#peers, changes);
+  }
+
+  /** A write failed halfway: what the interface holds is unknown until the next read. */
+  forget(): void {
+    this.#peers = null;
+    this.#readStartedMs = Number.NEGATIVE_INFINITY;
+  }
+
+  #start(): Promise<WgDump> {
+    const started = this.#nowMs();
+    this.#writtenDuringRead = [];
+    const reading = this.#wg.dump(this.#interfaceName).then(
+      (dump) => {
+        const peers = new Map(dump.peers.map((peer) => [peer.publicKey, peer] as const));
+        apply(peers, this.#writtenDuringRead ?? []);
+        this.#peers = peers;
+        this.#readStartedMs = started;
+        this.#readDurationMs = this.#nowMs() - started;
+        return dump;
+      },
+      (error: unknown) => {
+        this.forget();
+        throw error;
+      },
+    );
+    this.#reading = reading;
+    void reading
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.#reading !== reading) return;
+        this.#reading = null;
+        this.#writtenDuringRead = null;
+      });
+    return reading;
+  }
+}
+
+function apply(peers: Map<WireGuardKey, WgPeer>, changes: readonly PeerChange[]): void {
+  for (const change of changes) {
+    if (change.kind === 'remove') {
+      peers.delete(change.publicKey);
+      continue;
+    }
+    peers.set(change.publicKey, peerAfterSet(change, peers.get(change.publicKey)));
+  }
+}

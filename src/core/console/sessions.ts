@@ -1,0 +1,197 @@
+// Sessions of the admin console (issue 25): signing in with an admin key or the Admin API
+// secret, or through OpenID Connect single sign-on, and checking a session on every request. A session has exactly the rights of what it
+// signed in with (scope, profile limits, the key's own allow-list), checked afresh each time from
+// the key's row, so a revoked or expired key ends its sessions at once on every instance. The
+// sign-in methods are a union (`ConsoleSignIn`): single sign-on would be one more member, with
+// its own check here, and the rest of the console unchanged.
+import { createHash, randomBytes } from 'node:crypto';
+import { ADMIN_KEY_PREFIX } from '../../keys/admin-key-token.js';
+import { formatAtom } from '../../shared/time.js';
+import {
+  deleteConsoleSession,
+  deleteEndedConsoleSessions,
+  findConsoleSession,
+  insertConsoleSession,
+  touchConsoleSession,
+  type ConsoleSignIn,
+  type StoredConsoleSession,
+} from '../../storage/console-sessions.js';
+import { findAdminKey } from '../../storage/admin-keys.js';
+import { SECRET_KEY_LINEAGE, SECRET_KEY_NAME, type AdminCaller } from '../admin-call.js';
+import { checkAdminKey, OIDC_CALLER_PREFIX, recordAdminCall, type OidcGrant } from '../access/index.js';
+import type { PortalContext } from '../context.js';
+
+export type { ConsoleSignIn } from '../../storage/console-sessions.js';
+
+/** How often a session's "last seen" is written at most: idle expiry is this coarse, and reads stay reads. */
+const TOUCH_INTERVAL_MS = 30_000;
+
+/** The call name the audit log gives a console sign-in. */
+export const CONSOLE_SIGN_IN_CALL = 'console/sign_in';
+
+export interface ConsoleSession {
+  /** The cookie's value: given to the browser once, only its SHA-256 is stored. */
+  readonly token: string;
+  readonly csrfToken: string;
+  readonly expiresAt: Date;
+}
+
+export type SignInResult = { readonly ok: true; readonly session: ConsoleSession } | { readonly ok: false; readonly reason: string };
+
+/** A session found valid: who it acts as (for the call's context) and its CSRF token. */
+export interface ActiveConsoleSession {
+  readonly sessionHash: string;
+  readonly caller: AdminCaller;
+  readonly csrfToken: string;
+  readonly signIn: ConsoleSignIn;
+}
+
+export type SessionCheck = { readonly valid: true; readonly session: ActiveConsoleSession } | { readonly valid: false; readonly reason: string };
+
+/** How long sessions last, and whether an address is on an admin key's own allow-list (the HTTP layer's rule). */
+export interface ConsoleSessionTimes {
+  readonly idleTimeoutMs: number;
+  readonly sessionLifetimeMs: number;
+  readonly addressAllowed: (allowList: readonly string[], address: string) => boolean;
+}
+
+/**
+ * Signs in with an admin key (`vpa_…`) or the Admin API secret. A refusal is recorded in the
+ * audit log (with the key's name when the key was genuine but revoked or expired) and answered
+ * with one line a person can act on.
+ */
+export async function signIn(ctx: PortalContext, presented: string, sourceAddress: string, times: ConsoleSessionTimes): Promise<SignInResult> {
+  const credential = presented.trim();
+  const refuse = async (reason: string, keyName: string | null, shown: string): Promise<SignInResult> => {
+    const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
+    await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
+    return { ok: false, reason: shown };
+  };
+  let signIn: ConsoleSignIn;
+  let caller: AdminCaller;
+  if (credential.startsWith(ADMIN_KEY_PREFIX)) {
+    const check = await checkAdminKey(ctx, credential);
+    if (!check.valid) return refuse(check.reason, check.keyName, check.keyName === null ? 'This is not a valid admin key.' : `${capitalised(check.reason)}.`);
+    const { key } = check;
+    if (key.allowList !== null && !times.addressAllowed(key.allowList, sourceAddress)) {
+      const reason = `source address ${sourceAddress} is not allowed for key "${key.name}"`;
+      return refuse(reason, key.name, `${capitalised(reason)}.`);
+    }
+    signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name };
+    caller = { keyName: key.name, keyId: key.keyId, keyLineage: key.lineage, scope: key.scope, sourceAddress, profiles: key.profiles };
+  } else {
+    const digest = ctx.keys.adminApiSecretDigest();
+    if (digest === null) return refuse('Admin API secret not set', null, 'The Admin API secret is not set on this portal; sign in with an admin key.');
+    if (credential === '' || !ctx.keys.adminApiKeyMatches(credential))
+      return refuse('wrong secret', null, 'This is neither an admin key nor the Admin API secret.');
+    signIn = { method: 'secret', secretDigest: digest, subject: SECRET_KEY_NAME };
+    caller = secretCaller(sourceAddress);
+  }
+  return openSession(ctx, signIn, caller, times);
+}
+
+/**
+ * Signs in an account the OpenID provider vouched for (src/http/console-oidc.ts checked the
+ * flow and mapped its claims to `grant`): the session acts as `oidc:<subject>` with the scope
+ * and profiles the claims granted, fixed until it ends.
+ */
+export async function signInWithOidc(ctx: PortalContext, grant: OidcGrant, sourceAddress: string, times: ConsoleSessionTimes): Promise<SignInResult> {
+  const signIn: ConsoleSignIn = { method: 'oidc', subject: grant.subject, scope: grant.scope, profiles: grant.profiles };
+  return openSession(ctx, signIn, oidcCaller(signIn, sourceAddress), times);
+}
+
+/** Records a refused single sign-on (as `oidc:<subject>` when the provider named one) and answers its line. */
+export async function refuseOidcSignIn(ctx: PortalContext, subject: string | null, reason: string, sourceAddress: string): Promise<SignInResult> {
+  const keyName = subject === null ? null : `${OIDC_CALLER_PREFIX}${subject}`;
+  const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
+  await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
+  return { ok: false, reason };
+}
+
+/** A new session for a credential found good: its cookie and CSRF token, its row, its audit row. */
+async function openSession(ctx: PortalContext, signIn: ConsoleSignIn, caller: AdminCaller, times: ConsoleSessionTimes): Promise<SignInResult> {
+  const now = ctx.clock.now();
+  const token = randomBytes(32).toString('base64url');
+  const csrfToken = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(now.getTime() + times.sessionLifetimeMs);
+  await deleteEndedConsoleSessions(ctx.db, formatAtom(now));
+  await insertConsoleSession(ctx.db, {
+    sessionHash: hashOf(token),
+    signIn,
+    csrfToken,
+    createdAt: formatAtom(now),
+    lastSeenAt: formatAtom(now),
+    expiresAt: formatAtom(expiresAt),
+  });
+  await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 200, null);
+  return { ok: true, session: { token, csrfToken, expiresAt } };
+}
+
+/**
+ * Checks the session a cookie names: known, not idle too long, not past its lifetime, and what
+ * it signed in with still valid (the key neither revoked nor expired and the address on its
+ * allow-list; the secret unchanged). An ended session is deleted.
+ */
+export async function checkSession(ctx: PortalContext, token: string, sourceAddress: string, times: ConsoleSessionTimes): Promise<SessionCheck> {
+  const sessionHash = hashOf(token);
+  const stored = await findConsoleSession(ctx.db, sessionHash);
+  if (stored === undefined) return { valid: false, reason: 'Your session has ended; sign in again.' };
+  const now = ctx.clock.now();
+  const ended = await endReason(ctx, stored, sourceAddress, now, times);
+  if (typeof ended === 'string') {
+    await deleteConsoleSession(ctx.db, sessionHash);
+    return { valid: false, reason: ended };
+  }
+  if (now.getTime() - Date.parse(stored.lastSeenAt) >= TOUCH_INTERVAL_MS) {
+    await touchConsoleSession(ctx.db, sessionHash, formatAtom(now), formatAtom(new Date(now.getTime() - TOUCH_INTERVAL_MS)));
+  }
+  return { valid: true, session: { sessionHash, caller: ended, csrfToken: stored.csrfToken, signIn: stored.signIn } };
+}
+
+export async function signOut(ctx: PortalContext, token: string): Promise<void> {
+  await deleteConsoleSession(ctx.db, hashOf(token));
+}
+
+/** Why the session ended, or the caller it acts as. */
+async function endReason(
+  ctx: PortalContext,
+  stored: StoredConsoleSession,
+  sourceAddress: string,
+  now: Date,
+  times: ConsoleSessionTimes,
+): Promise<string | AdminCaller> {
+  if (Date.parse(stored.expiresAt) <= now.getTime()) return 'Your session reached its end; sign in again.';
+  if (now.getTime() - Date.parse(stored.lastSeenAt) >= times.idleTimeoutMs) return 'Your session ended after a time without use; sign in again.';
+  const { signIn } = stored;
+  if (signIn.method === 'oidc') {
+    // Turning single sign-on off ends its sessions; the claims are not asked again before the session's end.
+    return ctx.config.adminConsole.oidc === null ? 'Single sign-on is turned off on this portal; sign in again.' : oidcCaller(signIn, sourceAddress);
+  }
+  if (signIn.method === 'secret') {
+    return ctx.keys.adminApiSecretDigest() === signIn.secretDigest ? secretCaller(sourceAddress) : 'The Admin API secret changed; sign in again.';
+  }
+  const key = await findAdminKey(ctx.db, signIn.keyId);
+  if (key === undefined) return `Admin key "${signIn.subject}" no longer exists; sign in again.`;
+  if (key.revokedAt !== null) return `Admin key "${key.name}" was revoked at ${key.revokedAt}; your session ended.`;
+  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime()) return `Admin key "${key.name}" expired at ${key.expiresAt}; your session ended.`;
+  if (key.allowList !== null && !times.addressAllowed(key.allowList, sourceAddress)) {
+    return `Source address ${sourceAddress} is not allowed for key "${key.name}".`;
+  }
+  return { keyName: key.name, keyId: key.keyId, keyLineage: key.lineage, scope: key.scope, sourceAddress, profiles: key.profiles };
+}
+
+function oidcCaller(signIn: Extract<ConsoleSignIn, { method: 'oidc' }>, sourceAddress: string): AdminCaller {
+  return { keyName: `${OIDC_CALLER_PREFIX}${signIn.subject}`, keyId: null, keyLineage: null, scope: signIn.scope, sourceAddress, profiles: signIn.profiles };
+}
+
+function secretCaller(sourceAddress: string): AdminCaller {
+  return { keyName: SECRET_KEY_NAME, keyId: null, keyLineage: SECRET_KEY_LINEAGE, scope: 'admin', sourceAddress, profiles: null };
+}
+
+function hashOf(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -1,0 +1,237 @@
+// Changes made in the console. Each first shows a confirmation page that says what it will do
+// ("disable alice: 3 configurations will be cut, 1 session open now on node 1"), whose form
+// (with the session's CSRF token) makes the change through the Admin API's route as the signed-in
+// key. A refusal names the limit (scope or profile). The file and the private key a new
+// configuration carries are in that one answer only (never cached, never stored).
+import QRCode from 'qrcode';
+import type { ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
+import type { AdminRoute } from '../admin-route.js';
+import type { ParamsSchema } from '../../protocol/admin-api-params.js';
+import { connectionListRoute } from '../routes/connection-list.js';
+import { connectionLogRoute } from '../routes/connection-log.js';
+import { createRoute } from '../routes/create.js';
+import { deleteConnectionRoute } from '../routes/delete-connection.js';
+import { destroyRoute } from '../routes/destroy.js';
+import { disableUserRoute } from '../routes/disable-user.js';
+import { enableUserRoute } from '../routes/enable-user.js';
+import { enrollmentTokenRoute } from '../routes/enrollment-token.js';
+import { revokeEnrollmentTokenRoute } from '../routes/revoke-enrollment-token.js';
+import { userConfigurationListRoute } from '../routes/user-configuration-list.js';
+import { ENROLL_PATH } from '../../protocol/admin-api.js';
+import { ConsoleRefusal, callRoute, jsonOf, readJson } from './calls.js';
+import { html, type Html } from './html.js';
+import { csrfField, problem, type DoneNote } from './layout.js';
+import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
+
+interface Action {
+  readonly route: AdminRoute<ParamsSchema>;
+  /** The form fields the call takes. */
+  readonly fields: readonly string[];
+  /** What the change will do, in a sentence, from what the portal knows now. */
+  describe(request: ConsoleRequest, values: Readonly<Record<string, string>>): Promise<string>;
+  /** Where to go once done (a page with a note), unless `result` shows the answer itself. */
+  readonly after?: (values: Readonly<Record<string, string>>) => string;
+  readonly result?: (request: ConsoleRequest, values: Readonly<Record<string, string>>, answer: Awaited<ReturnType<typeof callRoute>>) => Promise<PageResult>;
+}
+
+/** What a user's configurations are, which of them are connected now (the nodes' live answer) and the open sessions the log knows (with their node). */
+async function reachOf(
+  request: ConsoleRequest,
+  userId: string,
+): Promise<{ configurations: UserConfiguration[]; online: ConnectionInfo[]; open: ConnectionLogEntry[] }> {
+  const { ctx, frame } = request;
+  const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(ctx, frame.caller, request.request, userConfigurationListRoute, {
+    user_id: userId,
+  });
+  const live = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, frame.caller, request.request, connectionListRoute);
+  const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, frame.caller, request.request, connectionLogRoute, {
+    user_id: userId,
+    open: 'yes',
+    limit: '1000',
+  });
+  const online = Object.values(live.connection_list).flatMap((entries) => entries.filter((entry) => entry.user_id === userId));
+  return { configurations: list.user_configuration_list, online, open: log.connection_log };
+}
+
+function plural(count: number, one: string, many: string): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+/** "1 connection open now (node 0) will end": the live list counts, the log names the nodes it knows. */
+function sessionsText(online: readonly ConnectionInfo[], open: readonly ConnectionLogEntry[]): string {
+  const count = Math.max(online.length, open.length);
+  if (count === 0) return 'no connection is open now';
+  const nodes = [...new Set(open.map((entry) => entry.node_number))].sort((a, b) => a - b);
+  return `${plural(count, 'connection', 'connections')} open now${nodes.length === 0 ? '' : ` (${nodes.length === 1 ? 'node' : 'nodes'} ${nodes.join(', ')})`} will end`;
+}
+
+function userPage(userId: string, done: DoneNote): string {
+  return `user?${new URLSearchParams({ user_id: userId, done }).toString()}`;
+}
+
+const ACTIONS: Readonly<Record<string, Action>> = {
+  disable_user: {
+    route: disableUserRoute,
+    fields: ['user_id'],
+    async describe(request, { user_id = '' }) {
+      const { configurations, online, open } = await reachOf(request, user_id);
+      const profiles = [...new Set(configurations.map((configuration) => configuration.profile_id))];
+      return `Disable ${user_id}: ${plural(configurations.length, 'configuration', 'configurations')}${
+        profiles.length === 0 ? '' : ` (${profiles.join(', ')})`
+      } will be cut from the nodes and ${sessionsText(online, open)}. The user cannot connect until enabled again.`;
+    },
+    after: ({ user_id = '' }) => userPage(user_id, 'disabled'),
+  },
+  enable_user: {
+    route: enableUserRoute,
+    fields: ['user_id'],
+    async describe(request, { user_id = '' }) {
+      const { configurations } = await reachOf(request, user_id);
+      return `Enable ${user_id}: the user can connect again with ${plural(configurations.length, 'configuration', 'configurations')}.`;
+    },
+    after: ({ user_id = '' }) => userPage(user_id, 'enabled'),
+  },
+  destroy: {
+    route: destroyRoute,
+    fields: ['user_id'],
+    async describe(request, { user_id = '' }) {
+      const { configurations, online, open } = await reachOf(request, user_id);
+      return `Delete ${user_id} for good: ${plural(configurations.length, 'configuration', 'configurations')}, the user's devices and enrollment tokens are deleted and ${sessionsText(online, open)}. This cannot be undone.`;
+    },
+    after: ({ user_id = '' }) => `users?${new URLSearchParams({ done: 'deleted', user_id }).toString()}`,
+  },
+  delete_connection: {
+    route: deleteConnectionRoute,
+    fields: ['user_id', 'connection_id'],
+    async describe(request, { user_id = '', connection_id = '' }) {
+      const { configurations, online, open } = await reachOf(request, user_id);
+      const configuration = configurations.find((entry) => entry.connection_id === connection_id);
+      const sessions = open.filter((entry) => entry.connection_id === connection_id);
+      const connected = online.filter((entry) => entry.connection_id === connection_id);
+      return `Delete the configuration ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`} of ${user_id}: it is cut from its node and ${sessionsText(connected, sessions)}.`;
+    },
+    after: ({ user_id = '' }) => userPage(user_id, 'configuration-deleted'),
+  },
+  create: {
+    route: createRoute,
+    fields: ['user_id', 'profile_id', 'display_name', 'expires_in'],
+    async describe(_request, { user_id = '', profile_id = '', expires_in = '' }) {
+      return `Issue a configuration for ${user_id} in profile ${profile_id}${expires_in === '' ? '' : `, valid for ${expires_in}`}. Its file and QR code are shown once, on the next page: the portal does not keep the private key.`;
+    },
+    async result(request, { user_id = '' }, answer) {
+      if (!('body' in answer)) throw new ConsoleRefusal(500, 'the portal answered no configuration file');
+      const text = typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8');
+      const type = answer.headers['content-type'] ?? 'text/plain';
+      const disposition = /filename="([^"]+)"/.exec(answer.headers['content-disposition'] ?? '')?.[1];
+      const fileName = disposition ?? `${user_id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40) || 'vpn'}${type.includes('openvpn') ? '.ovpn' : '.conf'}`;
+      const qr = await qrCode(text);
+      const download = `data:${type.split(';')[0] ?? 'text/plain'};base64,${Buffer.from(text).toString('base64')}`;
+      return {
+        title: `Configuration for ${user_id}`,
+        body: html`<p class="notice" role="status">Issued. This page is the only time the file and its private key are shown; the portal does not keep them.</p>
+<p><a href="${download}" download="${fileName}" class="button">Download ${fileName}</a></p>
+${qr}
+<details><summary>The file as text</summary><pre class="config">${text}</pre></details>
+<p><a href="${request.frame.base}user?${new URLSearchParams({ user_id }).toString()}">Back to ${user_id}</a></p>`,
+      };
+    },
+  },
+  enrollment_token: {
+    route: enrollmentTokenRoute,
+    fields: ['user_id', 'profile_id', 'valid_for', 'uses'],
+    async describe(_request, { user_id = '', profile_id = '', valid_for = '', uses = '' }) {
+      return `Make an enrollment token for ${user_id} in profile ${profile_id}: it can make ${uses || '1'} configuration(s) and be redeemed for ${valid_for || 'PT1H'}. It is shown once, with its QR code.`;
+    },
+    async result(request, { user_id = '' }, answer) {
+      const token = jsonOf(answer) as { enrollment_token: string; token_id: string; expires_at: string; uses: number };
+      const enrollUrl = new URL(ENROLL_PATH, request.ctx.config.baseUrl.href.endsWith('/') ? request.ctx.config.baseUrl : `${request.ctx.config.baseUrl.href}/`)
+        .href;
+      return {
+        title: `Enrollment token for ${user_id}`,
+        body: html`<p class="notice" role="status">Made. The token is shown this once; the portal keeps only a keyed hash of it.</p>
+<dl><dt>Token</dt><dd class="id" id="enrollment-token">${token.enrollment_token}</dd><dt>Redeem at</dt><dd>${enrollUrl}</dd><dt>Until</dt><dd>${token.expires_at}</dd><dt>Uses</dt><dd>${token.uses}</dd></dl>
+${await qrCode(token.enrollment_token)}
+<p><a href="${request.frame.base}user?${new URLSearchParams({ user_id }).toString()}">Back to ${user_id}</a></p>`,
+      };
+    },
+  },
+  revoke_enrollment_token: {
+    route: revokeEnrollmentTokenRoute,
+    fields: ['token_id'],
+    async describe(_request, { token_id = '' }) {
+      return `Revoke the enrollment token ${token_id}: it can no longer be redeemed; configurations it made stay.`;
+    },
+    after: () => 'tokens',
+  },
+};
+
+async function qrCode(text: string): Promise<Html> {
+  try {
+    const image = await QRCode.toDataURL(text, { errorCorrectionLevel: 'L', margin: 4, scale: 4 });
+    return html`<figure><img src="${image}" alt="QR code of the above, for a phone's VPN app" class="qr" id="qr"><figcaption>Scan with the app on the phone.</figcaption></figure>`;
+  } catch {
+    return html`<p class="hint">Too long for a QR code: use the download.</p>`;
+  }
+}
+
+function valuesOf(action: Action, query: Readonly<Record<string, string>>): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const field of action.fields) {
+    const value = query[field];
+    if (value !== undefined && value !== '') values[field] = value;
+  }
+  return values;
+}
+
+function actionOf(request: ConsoleRequest): [string, Action] | null {
+  const name = request.query['action'] ?? '';
+  const action = Object.hasOwn(ACTIONS, name) ? ACTIONS[name] : undefined;
+  return action === undefined ? null : [name, action];
+}
+
+/** GET confirm?action=…: what the change will do, and the form that makes it. */
+const confirmPage: ConsolePage = async (request) => {
+  const found = actionOf(request);
+  if (found === null) return { title: 'Unknown change', body: problem(400, 'There is no such change.'), status: 400 };
+  const [name, action] = found;
+  const values = valuesOf(action, request.query);
+  let sentence: string;
+  try {
+    sentence = await action.describe(request, values);
+  } catch (error) {
+    if (error instanceof ConsoleRefusal) return { title: 'Confirm', body: problem(error.status, error.message), status: error.status };
+    throw error;
+  }
+  const { base } = request.frame;
+  return {
+    title: 'Confirm',
+    body: html`<form method="post" action="${base}do" class="confirm">${csrfField(request.frame)}<input type="hidden" name="action" value="${name}">${Object.entries(
+      values,
+    ).map(
+      ([field, value]) => html`<input type="hidden" name="${field}" value="${value}">`,
+    )}<p id="what">${sentence}</p><button type="submit" aria-describedby="what">Yes, ${name.replace(/_/g, ' ')}</button> <a href="${base}${
+      values['user_id'] === undefined ? '' : `user?${new URLSearchParams({ user_id: values['user_id'] }).toString()}`
+    }">Cancel</a></form>`,
+  };
+};
+
+/** POST do: makes the change (the guard checked the session and its CSRF token). */
+const doAction: ConsolePage = async (request) => {
+  const found = actionOf(request);
+  if (found === null) return { title: 'Unknown change', body: problem(400, 'There is no such change.'), status: 400 };
+  const [, action] = found;
+  const values = valuesOf(action, request.query);
+  try {
+    const answer = await callRoute(request.ctx, request.frame.caller, request.request, action.route, values, { headers: { accept: '*/*' } });
+    if (action.result !== undefined) return await action.result(request, values, answer);
+    return { redirect: action.after?.(values) ?? '' };
+  } catch (error) {
+    if (error instanceof ConsoleRefusal) return { title: 'Not done', body: problem(error.status, error.message), status: error.status };
+    throw error;
+  }
+};
+
+/** GET pages of the changes. */
+export const actionPages: Readonly<Record<string, ConsolePage>> = { confirm: confirmPage };
+/** POST: the changes themselves. */
+export const actionHandlers: Readonly<Record<string, ConsolePage>> = { do: doAction };

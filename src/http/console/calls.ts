@@ -1,0 +1,91 @@
+// The console reads and changes through the Admin API's own route definitions (bindCall, then
+// the route's handler): the same scope and profile checks, parameter rules, use cases and audit
+// rows as the API, with the console session's key as the caller. No second path to the database.
+import type { FastifyRequest } from 'fastify';
+import type { AdminCaller } from '../../core/admin-call.js';
+import type { PortalContext } from '../../core/context.js';
+import { PortalError } from '../../core/errors.js';
+import { recordAdminCall } from '../../core/access/index.js';
+import { bindCall, type AdminRoute } from '../admin-route.js';
+import { statusOfPortalError } from '../error-reply.js';
+import { HttpError } from '../http-error.js';
+import type { ParamsSchema } from '../../protocol/admin-api-params.js';
+import type { RouteResponse } from '../route-response.js';
+
+/** A call the portal refused or could not make: its status and the API's message (which names the limit on 403). */
+export class ConsoleRefusal extends Error {
+  override readonly name = 'ConsoleRefusal';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CallOptions {
+  /** Request headers the route reads (create: Accept), instead of the browser's. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Makes one Admin API call as `caller`; a refusal or failure becomes a ConsoleRefusal (and, for a change, an audit row). */
+export async function callRoute<S extends ParamsSchema>(
+  ctx: PortalContext,
+  caller: AdminCaller,
+  request: FastifyRequest,
+  route: AdminRoute<S>,
+  input: Readonly<Record<string, string>>,
+  options: CallOptions = {},
+): Promise<RouteResponse> {
+  const routeRequest = options.headers === undefined ? request : withHeaders(request, options.headers);
+  let call = null;
+  try {
+    const bound = bindCall(route, ctx, caller, input, routeRequest);
+    call = bound.call;
+    return await route.handle(bound.callCtx, bound.params, routeRequest, {});
+  } catch (error) {
+    const refusal = refusalOf(error);
+    if (refusal === null) throw error;
+    // As the API's onSend hook does: refusals and failed changes are in the audit log.
+    if (refusal.status === 401 || refusal.status === 403 || route.method === 'POST') {
+      const audited = call ?? { caller, name: route.path.slice(1), parameters: {}, successStatus: route.success.status };
+      await recordAdminCall(ctx, audited, refusal.status, refusal.message).catch((auditError: unknown) =>
+        request.log.error({ err: auditError }, 'could not record a console call in the audit log'),
+      );
+    }
+    throw refusal;
+  }
+}
+
+/** The JSON answer of a call. */
+export async function readJson<T>(
+  ctx: PortalContext,
+  caller: AdminCaller,
+  request: FastifyRequest,
+  route: AdminRoute<ParamsSchema>,
+  input: Readonly<Record<string, string>> = {},
+): Promise<T> {
+  return jsonOf(await callRoute(ctx, caller, request, route, input)) as T;
+}
+
+export function jsonOf(response: RouteResponse): unknown {
+  if (response.status === 204) return null;
+  if ('json' in response) return response.json;
+  if ('jsonText' in response) return JSON.parse(response.jsonText);
+  if ('jsonParts' in response) {
+    return JSON.parse(Buffer.concat(response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part)))).toString('utf8'));
+  }
+  return null;
+}
+
+function refusalOf(error: unknown): ConsoleRefusal | null {
+  if (error instanceof HttpError) return new ConsoleRefusal(error.statusCode, error.message);
+  if (error instanceof PortalError) return new ConsoleRefusal(statusOfPortalError(error), error.message);
+  return null;
+}
+
+/** The request as the route sees it, with some headers replaced. */
+function withHeaders(request: FastifyRequest, headers: Readonly<Record<string, string>>): FastifyRequest {
+  const merged = { ...request.headers, ...headers };
+  return new Proxy(request, { get: (target, property) => (property === 'headers' ? merged : Reflect.get(target, property, target)) });
+}

@@ -1,0 +1,92 @@
+// The frame of every console page: one heading per page, a navigation landmark, the signed-in
+// key and its scope, a form to sign out; styles and the one script come from the portal itself.
+import type { AdminCaller } from '../../core/admin-call.js';
+import { scopeAllows, type AdminScope } from '../../protocol/admin-api.js';
+import { html, type Html } from './html.js';
+
+export interface PageFrame {
+  /** The console's own path with a trailing slash (`/vpn-user-portal/admin/`). */
+  readonly base: string;
+  readonly caller: AdminCaller;
+  readonly csrfToken: string;
+}
+
+const SECTIONS: readonly { readonly path: string; readonly label: string; readonly scope: AdminScope }[] = [
+  { path: '', label: 'Dashboard', scope: 'read' },
+  { path: 'users', label: 'Users', scope: 'read' },
+  { path: 'connections', label: 'Online', scope: 'read' },
+  { path: 'log', label: 'Connection log', scope: 'read' },
+  { path: 'tokens', label: 'Enrollment tokens', scope: 'read' },
+  { path: 'audit', label: 'Audit log', scope: 'admin' },
+  { path: 'webhooks', label: 'Webhooks', scope: 'admin' },
+];
+
+export function page(frame: PageFrame | null, title: string, body: Html, base: string): string {
+  const nav =
+    frame === null
+      ? html``
+      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter((section) => frame.caller.scope !== null && scopeAllows(frame.caller.scope, section.scope)).map(
+          (section) => html`<li><a href="${base}${section.path}">${section.label}</a></li>`,
+        )}</ul>
+        <form method="post" action="${base}sign-out" class="sign-out">${csrfField(frame)}<span class="who">${frame.caller.keyName ?? ''} · ${frame.caller.scope ?? ''}${
+          frame.caller.profiles === null ? '' : ` · ${frame.caller.profiles.join(', ')}`
+        }</span> <button type="submit">Sign out</button></form></nav>`;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · VPN portal</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${base}assets/console.css">
+<script src="${base}assets/chart/chart.umd.min.js" defer></script>
+<script src="${base}assets/console.js" defer></script>
+</head>
+<body>
+<header><a class="skip" href="#main">Skip to content</a><span class="brand">VPN portal</span>${nav}</header>
+<main id="main" tabindex="-1">
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>
+`.text;
+}
+
+export function csrfField(frame: PageFrame): Html {
+  return html`<input type="hidden" name="csrf" value="${frame.csrfToken}">`;
+}
+
+/** Whether the session may make a call needing `scope`: pages show a change's button only then. */
+export function may(frame: PageFrame, scope: AdminScope): boolean {
+  return frame.caller.scope !== null && scopeAllows(frame.caller.scope, scope);
+}
+
+/** A refusal or failure, saying the API's reason (for 403: the scope or profile limit). */
+export function problem(status: number, message: string): Html {
+  const what = status === 403 ? 'Not allowed' : status === 404 || status === 400 ? 'Not possible' : 'Failed';
+  return html`<p class="problem" role="alert"><strong>${what} (${status}):</strong> ${message}</p>`;
+}
+
+/** What a change left behind, as the page after it says (a code in the URL, so a link cannot make the console say anything else). */
+const DONE_NOTES = {
+  disabled: (userId: string) => `${userId} was disabled.`,
+  enabled: (userId: string) => `${userId} was enabled.`,
+  deleted: (userId: string) => `${userId} was deleted.`,
+  'configuration-deleted': () => 'The configuration was deleted.',
+} as const;
+export type DoneNote = keyof typeof DONE_NOTES;
+
+export function doneNote(done: string | undefined, userId: string): Html {
+  if (done === undefined || !Object.hasOwn(DONE_NOTES, done)) return html``;
+  return notice(DONE_NOTES[done as DoneNote](userId));
+}
+
+export function notice(message: string): Html {
+  return html`<p class="notice" role="status">${message}</p>`;
+}
+
+export function table(caption: string, headings: readonly string[], rows: readonly Html[], empty: string): Html {
+  if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
+  return html`<div class="scroll"><table><caption>${caption}</caption><thead><tr>${headings.map((heading) => html`<th scope="col">${heading}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>`;
+}

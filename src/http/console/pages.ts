@@ -1,0 +1,403 @@
+// The console's pages (GET): each reads through the Admin API's route definitions as the
+// signed-in key, so a page shows exactly what the key may see (its profiles only, for a key
+// limited to some). A read the key may not make says which limit, in place of its section.
+import type { z } from 'zod';
+import type {
+  AuditLogPage,
+  ConnectionInfo,
+  ConnectionLogEntry,
+  DevicesPage,
+  EnrollmentTokenInfo,
+  ProfileListing,
+  UserConfiguration,
+  WebhookDeliveriesPage,
+  WebhookInfo,
+  dailyStatsSchema,
+} from '../../protocol/admin-api.js';
+import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
+import { poolCapacity } from '../../wireguard/address-pool.js';
+import { auditLogRoute } from '../routes/audit-log.js';
+import { connectionListRoute } from '../routes/connection-list.js';
+import { connectionLogRoute } from '../routes/connection-log.js';
+import { devicesRoute } from '../routes/devices.js';
+import { disabledUsersRoute } from '../routes/disabled-users.js';
+import { enrollmentTokensRoute } from '../routes/enrollment-tokens.js';
+import { profilesRoute } from '../routes/profiles.js';
+import { statsRoute } from '../routes/stats.js';
+import { userConfigurationListRoute } from '../routes/user-configuration-list.js';
+import { usersRoute } from '../routes/users.js';
+import { webhookDeliveriesRoute, webhooksRoute } from '../routes/webhooks.js';
+import { ConsoleRefusal, readJson } from './calls.js';
+import { html, jsonIsland, type Html } from './html.js';
+import { doneNote, may, problem, table } from './layout.js';
+import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
+import { lastReconcile } from './reconcile-times.js';
+
+/** Users per page of the users list. */
+const USERS_PAGE = 50;
+const DAY_MS = 86_400_000;
+
+/** A section whose read was refused shows why, and the rest of the page stands. */
+async function section(build: () => Promise<Html>): Promise<Html> {
+  try {
+    return await build();
+  } catch (error) {
+    if (error instanceof ConsoleRefusal) return problem(error.status, error.message);
+    throw error;
+  }
+}
+
+function userLink(base: string, userId: string): Html {
+  return html`<a href="${base}user?${new URLSearchParams({ user_id: userId }).toString()}">${userId}</a>`;
+}
+
+function link(base: string, page: string, query: Record<string, string>, label: string): Html {
+  return html`<a href="${base}${page}?${new URLSearchParams(query).toString()}">${label}</a>`;
+}
+
+async function dashboard(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request } = r;
+  const { caller } = frame;
+  const nodes = html`<section aria-labelledby="nodes"><h2 id="nodes">Nodes</h2>${table(
+    'Nodes and their state',
+    ['Node', 'State', 'Last reconcile'],
+    [...ctx.config.nodes.values()].map((node) => {
+      const state = ctx.nodes.isDown(node.nodeNumber) ? 'down' : ctx.nodes.isInMaintenance(node.nodeNumber) ? 'maintenance' : 'up';
+      const last = lastReconcile(ctx, node.nodeNumber);
+      return html`<tr><td>${node.nodeNumber} (${node.nodeUrl})</td><td><span class="state ${state}">${state}</span></td><td>${last ?? 'not yet (on this instance)'}</td></tr>`;
+    }),
+    'No nodes configured.',
+  )}${[...ctx.config.nodes.values()]
+    .filter((node) => ctx.nodes.isDown(node.nodeNumber))
+    .map(
+      (node) =>
+        html`<p class="problem" role="alert">Node ${node.nodeNumber} is down: changes for it wait until it answers again (the database holds them); the console works on.</p>`,
+    )}</section>`;
+  const pools = await section(async () => {
+    const used = await countPeersByProfileAndNode(ctx.db);
+    const profiles = await readJson<{ profiles: ProfileListing[] }>(ctx, caller, request, profilesRoute);
+    const visible = new Set(profiles.profiles.map((profile) => profile.profile_id));
+    const rows = ctx.config.profiles
+      .filter((profile) => visible.has(profile.profileId))
+      .flatMap((profile) =>
+        profile.nodes.flatMap((node) => {
+          if (node.wireGuard === null) return [];
+          const count = used.find((row) => row.profileId === profile.profileId && row.nodeNumber === node.nodeNumber)?.count ?? 0;
+          const size = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
+          return [html`<tr><td>${profile.profileId}</td><td>${node.nodeNumber}</td><td>${count} of ${size}</td></tr>`];
+        }),
+      );
+    return table('WireGuard addresses in use', ['Profile', 'Node', 'Used'], rows, 'No WireGuard pools.');
+  });
+  const online = await section(async () => {
+    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, caller, request, connectionListRoute);
+    const rows = Object.entries(list.connection_list).map(([profile, connections]) => html`<tr><td>${profile}</td><td>${connections.length}</td></tr>`);
+    return table('Sessions open now', ['Profile', 'Sessions'], rows, 'No profiles.');
+  });
+  const today = new Date(ctx.clock.now().toISOString().slice(0, 10)).toISOString();
+  const issued = may(frame, 'admin')
+    ? await section(async () => {
+        let created = 0;
+        let revoked = 0;
+        let cursor: string | null = null;
+        do {
+          const audit: AuditLogPage = await readJson<AuditLogPage>(ctx, caller, request, auditLogRoute, {
+            since: today,
+            limit: '1000',
+            ...(cursor === null ? {} : { cursor }),
+          });
+          for (const entry of audit.audit_log) {
+            if (entry.status >= 300) continue;
+            if (entry.call === 'create') created += entry.connection_ids.length;
+            else revoked += ['delete_connection', 'destroy', 'disable_user'].includes(entry.call) ? entry.connection_ids.length : 0;
+          }
+          cursor = audit.next_cursor;
+        } while (cursor !== null);
+        return html`<p>Issued today (UTC): <strong>${created}</strong> · revoked today: <strong>${revoked}</strong> (from the audit log)</p>`;
+      })
+    : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin.</p>`;
+  const chart = await section(async () => {
+    const since = new Date(ctx.clock.now().getTime() - 30 * DAY_MS).toISOString().slice(0, 10);
+    const stats = await readJson<{ stats: Record<string, z.infer<typeof dailyStatsSchema>[]> }>(ctx, caller, request, statsRoute, { since });
+    const rows = Object.entries(stats.stats).flatMap(([profile, days]) =>
+      days.map((day) => html`<tr><td>${day.date}</td><td>${profile}</td><td>${day.unique_user_count}</td><td>${day.max_connection_count}</td></tr>`),
+    );
+    return html`${jsonIsland('usage-data', stats.stats)}<div class="chart"><canvas id="usage-chart" role="img" aria-label="Daily unique users and peak sessions per profile, last 30 days"></canvas></div>
+<details><summary>The figures as a table</summary>${table('Daily use, last 30 days', ['Day', 'Profile', 'Unique users', 'Peak sessions'], rows, 'No statistics yet: a day is counted once it is over.')}</details>`;
+  });
+  return {
+    title: 'Dashboard',
+    body: html`${nodes}<section aria-labelledby="pools"><h2 id="pools">Address pools</h2>${pools}</section>
+<section aria-labelledby="online"><h2 id="online">Online</h2>${online}</section>
+<section aria-labelledby="configs"><h2 id="configs">Configurations</h2>${issued}</section>
+<section aria-labelledby="usage"><h2 id="usage">Use, last 30 days</h2>${chart}</section>`,
+  };
+}
+
+async function users(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request, query } = r;
+  const { base } = frame;
+  const onlyDisabled = query['disabled'] === 'yes';
+  const prefix = query['prefix'] ?? '';
+  const after = query['after'] ?? '';
+  const body = await section(async () => {
+    const all = onlyDisabled
+      ? (await readJson<{ disabled_users: string[] }>(ctx, frame.caller, request, disabledUsersRoute)).disabled_users
+      : (await readJson<{ users: string[] }>(ctx, frame.caller, request, usersRoute)).users;
+    // The answer is sorted: a page is the next USERS_PAGE ids after the cursor.
+    const matching = all.filter((userId) => userId.startsWith(prefix) && (after === '' || userId > after));
+    const shown = matching.slice(0, USERS_PAGE);
+    const next = matching.length > USERS_PAGE ? shown[shown.length - 1] : undefined;
+    const rows = shown.map((userId) => html`<tr><td>${userLink(base, userId)}</td></tr>`);
+    return html`${table(onlyDisabled ? 'Disabled users' : 'Users', ['User'], rows, 'No users match.')}${
+      next === undefined ? '' : html`<p>${link(base, 'users', { prefix, after: next, ...(onlyDisabled ? { disabled: 'yes' } : {}) }, 'Next page')}</p>`
+    }`;
+  });
+  return {
+    title: 'Users',
+    body: html`${doneNote(query['done'], query['user_id'] ?? '')}<form method="get" action="${base}users" class="filters" role="search">
+<label for="prefix">User id starts with</label> <input id="prefix" name="prefix" value="${prefix}">
+<label><input type="checkbox" name="disabled" value="yes"${onlyDisabled ? html` checked` : ''}> only disabled</label>
+<button type="submit">Search</button></form>${body}`,
+  };
+}
+
+async function user(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request, query } = r;
+  const { base, caller } = frame;
+  const userId = query['user_id'] ?? '';
+  const disabled = await section(async () => {
+    const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute);
+    const isDisabled = list.disabled_users.includes(userId);
+    const actions = html`${
+      may(frame, 'write')
+        ? isDisabled
+          ? link(base, 'confirm', { action: 'enable_user', user_id: userId }, 'Enable…')
+          : link(base, 'confirm', { action: 'disable_user', user_id: userId }, 'Disable…')
+        : ''
+    } ${may(frame, 'admin') ? link(base, 'confirm', { action: 'destroy', user_id: userId }, 'Delete user…') : ''}`;
+    return html`<p>State: <strong>${isDisabled ? 'disabled' : 'enabled'}</strong></p><p class="actions">${actions}</p>`;
+  });
+  const configurations = await section(async () => {
+    const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(ctx, caller, request, userConfigurationListRoute, { user_id: userId });
+    return table(
+      'Configurations',
+      ['Name', 'Profile', 'Protocol', 'Expires', 'Connection id', ''],
+      list.user_configuration_list.map(
+        (configuration) =>
+          html`<tr><td>${configuration.display_name}</td><td>${configuration.profile_id}</td><td>${configuration.vpn_proto}</td><td>${configuration.expires_at}</td><td class="id">${configuration.connection_id}</td><td>${
+            may(frame, 'write')
+              ? link(base, 'confirm', { action: 'delete_connection', user_id: userId, connection_id: configuration.connection_id }, 'Delete…')
+              : ''
+          }</td></tr>`,
+      ),
+      'No configurations.',
+    );
+  });
+  const devices = await section(async () => {
+    const page = await readJson<DevicesPage>(ctx, caller, request, devicesRoute, { user_id: userId });
+    return table(
+      'Devices',
+      ['Device', 'Platform', 'Profile', 'State', 'Identity'],
+      page.devices.map(
+        (device) =>
+          html`<tr><td class="id">${device.device_id}</td><td>${device.platform}</td><td>${device.profile_id}</td><td>${device.state}</td><td>${device.identity}</td></tr>`,
+      ),
+      'No devices.',
+    );
+  });
+  const sessions = await section(async () => {
+    const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, caller, request, connectionLogRoute, { user_id: userId, limit: '20' });
+    return logTable(base, log.connection_log);
+  });
+  const issue = may(frame, 'write') ? await issueForms(r, userId) : html``;
+  return {
+    title: `User ${userId}`,
+    body: html`${doneNote(query['done'], userId)}${disabled}
+<section aria-labelledby="configurations"><h2 id="configurations">Configurations</h2>${configurations}</section>
+<section aria-labelledby="devices"><h2 id="devices">Devices</h2>${devices}</section>
+<section aria-labelledby="sessions"><h2 id="sessions">Latest sessions</h2>${sessions}<p>${link(base, 'log', { user_id: userId }, 'All of this user’s sessions')}</p></section>
+${issue}`,
+  };
+}
+
+async function issueForms(r: ConsoleRequest, userId: string): Promise<Html> {
+  const { ctx, frame, request } = r;
+  const { base } = frame;
+  return section(async () => {
+    const profiles = (await readJson<{ profiles: ProfileListing[] }>(ctx, frame.caller, request, profilesRoute)).profiles;
+    const options = profiles.map((profile) => html`<option value="${profile.profile_id}">${profile.display_name} (${profile.profile_id})</option>`);
+    const expiries = ctx.config.supportedSessionExpiry.map((expiry) => html`<option value="${expiry}">${expiry}</option>`);
+    return html`<section aria-labelledby="issue"><h2 id="issue">Issue a configuration</h2>
+<form method="get" action="${base}confirm" class="stack">
+<input type="hidden" name="action" value="create"><input type="hidden" name="user_id" value="${userId}">
+<label for="create-profile">Profile</label><select id="create-profile" name="profile_id">${options}</select>
+<label for="create-name">Name</label><input id="create-name" name="display_name" value="Console" maxlength="64">
+<label for="create-expiry">Valid for</label><select id="create-expiry" name="expires_in">${expiries}</select>
+<button type="submit">Issue…</button></form></section>
+<section aria-labelledby="token"><h2 id="token">Enrollment token</h2>
+<form method="get" action="${base}confirm" class="stack">
+<input type="hidden" name="action" value="enrollment_token"><input type="hidden" name="user_id" value="${userId}">
+<label for="token-profile">Profile</label><select id="token-profile" name="profile_id">${options}</select>
+<label for="token-valid">Can be redeemed for</label><input id="token-valid" name="valid_for" value="PT1H">
+<label for="token-uses">Uses</label><input id="token-uses" name="uses" value="1" inputmode="numeric">
+<button type="submit">Make a token…</button></form></section>`;
+  });
+}
+
+function logTable(base: string, entries: readonly ConnectionLogEntry[]): Html {
+  return table(
+    'Sessions',
+    ['User', 'Profile', 'Node', 'Addresses', 'Client address', 'Connected', 'Disconnected'],
+    entries.map(
+      (entry) =>
+        html`<tr><td>${userLink(base, entry.user_id)}</td><td>${entry.profile_id}</td><td>${entry.node_number}</td><td>${entry.ip_four} ${entry.ip_six}</td><td>${entry.originating_ip ?? ''}</td><td>${entry.connected_at}</td><td>${entry.disconnected_at ?? 'open'}</td></tr>`,
+    ),
+    'No sessions.',
+  );
+}
+
+async function connections(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request } = r;
+  const body = await section(async () => {
+    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, frame.caller, request, connectionListRoute);
+    return html`${Object.entries(list.connection_list).map(
+      ([profile, entries]) =>
+        html`<section><h2>${profile}</h2>${table(
+          `Online in ${profile}`,
+          ['User', 'Name', 'Protocol', 'Addresses', 'Connection id'],
+          entries.map(
+            (entry) =>
+              html`<tr><td>${userLink(frame.base, entry.user_id)}</td><td>${entry.display_name}</td><td>${entry.vpn_proto}</td><td>${entry.ip_list.join(' ')}</td><td class="id">${entry.connection_id}</td></tr>`,
+          ),
+          'Nobody online.',
+        )}</section>`,
+    )}`;
+  });
+  return { title: 'Online now', body };
+}
+
+async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request, query } = r;
+  const { base } = frame;
+  const filters: Record<string, string> = {};
+  for (const name of ['user_id', 'profile_id', 'since', 'until', 'cursor']) {
+    const value = query[name];
+    if (value !== undefined && value !== '') filters[name] = value;
+  }
+  const body = await section(async () => {
+    const log = await readJson<{ connection_log: ConnectionLogEntry[]; next_cursor: string | null }>(ctx, frame.caller, request, connectionLogRoute, {
+      ...filters,
+      limit: '100',
+    });
+    return html`${logTable(base, log.connection_log)}${log.next_cursor === null ? '' : html`<p>${link(base, 'log', { ...filters, cursor: log.next_cursor }, 'Next page')}</p>`}`;
+  });
+  const field = (name: string, label: string, hint: string) =>
+    html`<label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${filters[name] ?? ''}" placeholder="${hint}">`;
+  return {
+    title: 'Connection log',
+    body: html`<form method="get" action="${base}log" class="filters" role="search">${field('user_id', 'User', '')}${field('profile_id', 'Profile', '')}${field(
+      'since',
+      'Open at or after',
+      '2026-01-31T14:00:00Z',
+    )}${field('until', 'Started before', '2026-01-31T15:00:00Z')}<button type="submit">Search</button></form>${body}`,
+  };
+}
+
+async function audit(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request, query } = r;
+  const filters: Record<string, string> = {};
+  for (const name of ['key', 'user_id', 'since', 'until', 'cursor']) {
+    const value = query[name];
+    if (value !== undefined && value !== '') filters[name] = value;
+  }
+  const body = await section(async () => {
+    const page = await readJson<AuditLogPage>(ctx, frame.caller, request, auditLogRoute, { ...filters, limit: '100' });
+    return html`${table(
+      'Audit log, newest first',
+      ['When', 'Key', 'From', 'Call', 'Status', 'User', 'Detail'],
+      page.audit_log.map(
+        (entry) =>
+          html`<tr><td>${entry.at}</td><td>${entry.key_name ?? '—'}</td><td>${entry.source_address}</td><td>${entry.call}</td><td>${entry.status}</td><td>${entry.user_id ?? ''}</td><td>${entry.detail ?? ''}${entry.repeated > 0 ? ` (+${entry.repeated} more)` : ''}</td></tr>`,
+      ),
+      'No entries.',
+    )}${page.next_cursor === null ? '' : html`<p>${link(frame.base, 'audit', { ...filters, cursor: page.next_cursor }, 'Older entries')}</p>`}`;
+  });
+  return {
+    title: 'Audit log',
+    body: html`<form method="get" action="${frame.base}audit" class="filters" role="search"><label for="a-key">Key</label><input id="a-key" name="key" value="${filters['key'] ?? ''}"><label for="a-user">User</label><input id="a-user" name="user_id" value="${filters['user_id'] ?? ''}"><button type="submit">Search</button></form>${body}`,
+  };
+}
+
+async function webhooks(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request, query } = r;
+  const subscriptions = await section(async () => {
+    const list = await readJson<{ webhooks: WebhookInfo[] }>(ctx, frame.caller, request, webhooksRoute);
+    return table(
+      'Subscriptions',
+      ['Id', 'URL', 'Events', 'Description', 'Created'],
+      list.webhooks.map(
+        (hook) =>
+          html`<tr><td>${link(frame.base, 'webhooks', { webhook_id: hook.webhook_id }, hook.webhook_id)}</td><td>${hook.url}</td><td>${hook.event_types.join(', ')}</td><td>${hook.description ?? ''}</td><td>${hook.created_at}</td></tr>`,
+      ),
+      'No subscriptions.',
+    );
+  });
+  const webhookId = query['webhook_id'];
+  const deliveries = await section(async () => {
+    const page = await readJson<WebhookDeliveriesPage>(
+      ctx,
+      frame.caller,
+      request,
+      webhookDeliveriesRoute,
+      webhookId === undefined ? {} : { webhook_id: webhookId },
+    );
+    return table(
+      'Deliveries, newest first',
+      ['Delivery', 'Subscription', 'Event', 'State', 'Attempts', 'Created'],
+      page.webhook_deliveries.map(
+        (delivery) =>
+          html`<tr><td class="id">${delivery.delivery_id}</td><td>${delivery.webhook_id}</td><td>${delivery.event_type}</td><td>${delivery.state}</td><td>${delivery.attempts.length}</td><td>${delivery.created_at}</td></tr>`,
+      ),
+      'No deliveries.',
+    );
+  });
+  return {
+    title: 'Webhooks',
+    body: html`<section aria-labelledby="subs"><h2 id="subs">Subscriptions</h2>${subscriptions}</section><section aria-labelledby="deliveries"><h2 id="deliveries">Deliveries${
+      webhookId === undefined ? '' : ` to ${webhookId}`
+    }</h2>${deliveries}</section>`,
+  };
+}
+
+async function tokens(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request } = r;
+  const body = await section(async () => {
+    const list = await readJson<{ enrollment_tokens: EnrollmentTokenInfo[] }>(ctx, frame.caller, request, enrollmentTokensRoute);
+    return table(
+      'Enrollment tokens, newest first',
+      ['Token', 'User', 'Profile', 'State', 'Uses left', 'Until', 'Made by', ''],
+      list.enrollment_tokens.map(
+        (token) =>
+          html`<tr><td class="id">${token.token_id}</td><td>${userLink(frame.base, token.user_id)}</td><td>${token.profile_id}</td><td>${token.state}</td><td>${token.uses_left} of ${token.uses}</td><td>${token.expires_at}</td><td>${token.created_by ?? ''}</td><td>${
+            token.state === 'usable' && may(frame, 'write')
+              ? link(frame.base, 'confirm', { action: 'revoke_enrollment_token', token_id: token.token_id }, 'Revoke…')
+              : ''
+          }</td></tr>`,
+      ),
+      'No enrollment tokens.',
+    );
+  });
+  return { title: 'Enrollment tokens', body };
+}
+
+export const pageHandlers: Readonly<Record<string, ConsolePage>> = {
+  '': dashboard,
+  users,
+  user,
+  connections,
+  log: connectionLog,
+  audit,
+  webhooks,
+  tokens,
+};

@@ -1,0 +1,220 @@
+// The admin console (issue 25) at {baseUrl}admin/: server-rendered pages for the daily work of a
+// VPN administrator, as one Fastify plugin with its own guard. Same process, port and
+// `adminApi.allowList` as the Admin API; every read and change goes through the API's route
+// definitions as the signed-in key (./calls.ts). The guard answers every console request: the
+// source address first, then the session cookie (its key checked on every request), then, for a
+// change, the CSRF token and the browser's own Sec-Fetch-Site/Origin. Every answer carries a strict
+// Content-Security-Policy (no inline script or style) and is never cached.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import cookie from '@fastify/cookie';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { PortalContext } from '../../core/context.js';
+import { checkSession, signIn, signOut, type ActiveConsoleSession, type ConsoleSession, type ConsoleSessionTimes } from '../../core/console/index.js';
+import { constantTimeEquals } from '../../shared/constant-time.js';
+import { AddressAllowList } from '../address-allow-list.js';
+import { ConsoleOidc } from '../console-oidc.js';
+import { actionHandlers, actionPages } from './actions.js';
+import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';
+import { html } from './html.js';
+import { page, problem } from './layout.js';
+import { pageHandlers } from './pages.js';
+import type { ConsolePage, ConsoleRequest } from './console-request.js';
+import { trackReconciles } from './reconcile-times.js';
+
+const COOKIE_NAME = 'vpn_portal_console';
+
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+/** The console's files, beside src/ and dist/ alike (both are two levels below the repository). */
+const ASSETS = fileURLToPath(new URL('../../../assets/console/', import.meta.url));
+const CHART_JS = path.dirname(createRequire(import.meta.url).resolve('chart.js'));
+
+export interface ConsoleOptions {
+  readonly ctx: PortalContext;
+}
+
+export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions): Promise<void> {
+  const base = `${ctx.config.basePath}/admin/`;
+  const allowList = new AddressAllowList(ctx.config.adminApi.allowList);
+  const times: ConsoleSessionTimes = {
+    idleTimeoutMs: ctx.config.adminConsole.idleTimeoutMs,
+    sessionLifetimeMs: ctx.config.adminConsole.sessionLifetimeMs,
+    addressAllowed: (list, address) => new AddressAllowList(list).allows(address),
+  };
+  const sessions = new WeakMap<FastifyRequest, ActiveConsoleSession>();
+  const oidc = ctx.config.adminConsole.oidc === null ? null : new ConsoleOidc(ctx.config.adminConsole.oidc, ctx.keys, ctx.clock);
+  const openPaths = new Set(oidc === null ? [] : oidcPaths(base));
+  const signInButton = oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel };
+  // Asked once now so a wrong issuer shows in the log at start; sign-in asks again if this failed.
+  oidc?.provider().catch((error: unknown) => {
+    ctx.logger.warn(
+      { issuer: oidc.settings.issuer.href, err: error },
+      'adminConsole.oidc: the OpenID provider cannot be reached; single sign-on will try again',
+    );
+  });
+
+  trackReconciles(ctx);
+  await app.register(cookie);
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.headers({
+      'content-security-policy': CONTENT_SECURITY_POLICY,
+      'x-frame-options': 'DENY',
+      'x-content-type-options': 'nosniff',
+      // same-origin, not no-referrer: with no-referrer the browser sends `Origin: null` on the console's own forms.
+      'referrer-policy': 'same-origin',
+      'cache-control': 'no-store',
+    });
+    if (!allowList.allows(request.ip)) {
+      request.log.warn({ ip: request.ip }, 'admin console request from an address outside adminApi.allowList');
+      await sendPage(reply, 403, page(null, 'Not allowed', problem(403, 'Your address may not use the admin console (adminApi.allowList).'), base));
+      return;
+    }
+    const route = request.routeOptions.url ?? '';
+    if (route.startsWith(`${base}assets/`) || route === `${base}sign-in` || openPaths.has(route)) return;
+    // A change must come from a console page: the browser says so (Sec-Fetch-Site, Origin).
+    if (request.method === 'POST' && !sameOrigin(request)) {
+      await sendPage(
+        reply,
+        403,
+        page(null, 'Not allowed', problem(403, 'A change must be made from a page of the console (cross-site request refused).'), base),
+      );
+      return;
+    }
+    const token = request.cookies[COOKIE_NAME];
+    const check = token === undefined ? null : await checkSession(ctx, token, request.ip, times);
+    if (check === null || !check.valid) {
+      if (token !== undefined) void reply.clearCookie(COOKIE_NAME, { path: base });
+      await sendPage(reply, 401, signInPage(base, check === null ? null : check.reason, signInButton));
+      return;
+    }
+    sessions.set(request, check.session);
+  });
+  // The form is parsed after onRequest: a change must carry the session's CSRF token.
+  app.addHook('preHandler', async (request, reply) => {
+    const session = sessions.get(request);
+    if (request.method !== 'POST' || session === undefined) return;
+    const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
+    if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken)) {
+      await sendPage(
+        reply,
+        403,
+        page(null, 'Not allowed', problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'), base),
+      );
+    }
+  });
+
+  await app.register(fastifyStatic, { root: ASSETS, prefix: `${base}assets/`, decorateReply: false, index: false, cacheControl: false });
+  await app.register(fastifyStatic, {
+    root: CHART_JS,
+    prefix: `${base}assets/chart/`,
+    decorateReply: false,
+    index: false,
+    cacheControl: false,
+    allowedPath: (pathName) => pathName === '/chart.umd.min.js',
+  });
+
+  // `…/admin` as typed leads to the console.
+  app.get(base.slice(0, -1), async (_request, reply) => reply.redirect(base, 301));
+  app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null, signInButton)));
+  app.post(`${base}sign-in`, async (request, reply) => {
+    if (!sameOrigin(request)) return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
+    const presented = (request.body as Record<string, unknown> | undefined)?.['credential'];
+    const result = await signIn(ctx, typeof presented === 'string' ? presented : '', request.ip, times);
+    if (!result.ok) return sendPage(reply, 401, signInPage(base, result.reason, signInButton));
+    setSessionCookie(request, reply, result.session);
+    return reply.redirect(base, 303);
+  });
+  const setSessionCookie = (request: FastifyRequest, reply: FastifyReply, session: ConsoleSession): void => {
+    void reply.setCookie(COOKIE_NAME, session.token, {
+      path: base,
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: request.protocol === 'https',
+      expires: session.expiresAt,
+    });
+  };
+  if (oidc !== null) {
+    registerOidcRoutes(app, {
+      ctx,
+      oidc,
+      base,
+      times,
+      setSessionCookie,
+      signInPage: (reply, status, why) => sendPage(reply, status, signInPage(base, why, signInButton)),
+    });
+  }
+  app.post(`${base}sign-out`, async (request, reply) => {
+    const token = request.cookies[COOKIE_NAME];
+    if (token !== undefined) await signOut(ctx, token);
+    void reply.clearCookie(COOKIE_NAME, { path: base });
+    return reply.redirect(`${base}sign-in`, 303);
+  });
+
+  const consoleRequest = (request: FastifyRequest): ConsoleRequest => {
+    const session = sessions.get(request);
+    if (session === undefined) throw new Error('console request without a session');
+    const query = Object.fromEntries(
+      Object.entries({ ...(request.query as Record<string, unknown>), ...((request.body as Record<string, unknown> | undefined) ?? {}) }).filter(
+        (entry): entry is [string, string] => typeof entry[1] === 'string',
+      ),
+    );
+    return { ctx, request, session, query, frame: { base, caller: session.caller, csrfToken: session.csrfToken } };
+  };
+  const answer = async (reply: FastifyReply, request: ConsoleRequest, handler: ConsolePage) => {
+    const result = await handler(request);
+    if ('redirect' in result) return reply.redirect(`${base}${result.redirect}`, 303);
+    return sendPage(reply, result.status ?? 200, page(request.frame, result.title, result.body, base));
+  };
+  for (const [name, handler] of Object.entries({ ...pageHandlers, ...actionPages })) {
+    app.get(`${base}${name}`, async (request, reply) => answer(reply, consoleRequest(request), handler));
+  }
+  for (const [name, handler] of Object.entries(actionHandlers)) {
+    app.post(`${base}${name}`, async (request, reply) => answer(reply, consoleRequest(request), handler));
+  }
+}
+
+function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(body);
+}
+
+/** A POST the browser says came from the console's own pages. */
+function sameOrigin(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site === 'same-origin' || site === 'none';
+  const origin = request.headers.origin;
+  if (typeof origin !== 'string') return true;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+/** The sign-in form, and the single sign-on button when `adminConsole.oidc` is set. */
+function signInPage(base: string, why: string | null, sso: { readonly href: string; readonly label: string } | null): string {
+  return page(
+    null,
+    'Sign in',
+    html`${why === null ? '' : html`<p class="problem" role="alert" id="why">${why}</p>`}
+<form method="post" action="${base}sign-in" class="sign-in">
+<label for="credential">Admin key or Admin API secret</label>
+<input id="credential" name="credential" type="password" autocomplete="off" required autofocus${why === null ? '' : html` aria-describedby="why"`}>
+<button type="submit">Sign in</button>
+</form>
+<p class="hint">The key is sent once; the console then keeps a session cookie with the key's scope and profile limits.</p>
+${sso === null ? '' : html`<p class="sso"><a class="button" href="${sso.href}">${sso.label}</a></p>`}`,
+    base,
+  );
+}

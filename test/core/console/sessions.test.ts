@@ -1,0 +1,104 @@
+// Console sessions on a real database with a clock the test moves: a session has its key's
+// rights, ends when idle too long, at its lifetime however busy, when its key expires or its
+// address leaves the key's allow-list, and when the secret it signed in with changes.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { setTimeout } from 'node:timers/promises';
+import { checkSession, signIn, signOut, type ConsoleSessionTimes } from '../../../src/core/console/index.js';
+import { ManualClock, makeAdminKey } from '../../support/admin-keys.js';
+import { startTestPortal } from '../../support/test-portal.js';
+
+const MINUTE = 60_000;
+const times: ConsoleSessionTimes = {
+  idleTimeoutMs: 30 * MINUTE,
+  sessionLifetimeMs: 12 * 60 * MINUTE,
+  addressAllowed: (list, address) => list.some((prefix) => prefix === `${address}/32`),
+};
+
+test('a session acts with its key’s scope and profiles, stays while used, and ends when idle too long', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ clock });
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const key = await makeAdminKey(portal, 'desk', { scope: 'write', profiles: ['employees'] });
+  const signedIn = await signIn(ctx, key, '127.0.0.1', times);
+  assert.ok(signedIn.ok);
+  const { token } = signedIn.session;
+
+  const check = await checkSession(ctx, token, '127.0.0.1', times);
+  assert.ok(check.valid);
+  assert.equal(check.session.caller.keyName, 'desk');
+  assert.equal(check.session.caller.scope, 'write');
+  assert.deepEqual(check.session.caller.profiles, ['employees']);
+  assert.equal(check.session.csrfToken, signedIn.session.csrfToken);
+
+  for (let step = 0; step < 4; step++) {
+    clock.advance(20 * MINUTE);
+    assert.equal((await checkSession(ctx, token, '127.0.0.1', times)).valid, true, 'a request every 20 minutes keeps it');
+  }
+  clock.advance(31 * MINUTE);
+  const idle = await checkSession(ctx, token, '127.0.0.1', times);
+  assert.deepEqual(idle, { valid: false, reason: 'Your session ended after a time without use; sign in again.' });
+  assert.equal((await checkSession(ctx, token, '127.0.0.1', times)).valid, false, 'an ended session is gone');
+});
+
+test('a session ends at its lifetime however busy, on sign-out, and when its key expires or its address is not the key’s', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ clock });
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const key = await makeAdminKey(portal, 'busy', { scope: 'read' });
+  const busy = await signIn(ctx, key, '127.0.0.1', times);
+  assert.ok(busy.ok);
+  for (let minutes = 0; minutes < 12 * 60 - 20; minutes += 20) {
+    clock.advance(20 * MINUTE);
+    assert.ok((await checkSession(ctx, busy.session.token, '127.0.0.1', times)).valid);
+  }
+  clock.advance(20 * MINUTE);
+  assert.deepEqual(await checkSession(ctx, busy.session.token, '127.0.0.1', times), {
+    valid: false,
+    reason: 'Your session reached its end; sign in again.',
+  });
+
+  const leaving = await signIn(ctx, key, '127.0.0.1', times);
+  assert.ok(leaving.ok);
+  await signOut(ctx, leaving.session.token);
+  assert.equal((await checkSession(ctx, leaving.session.token, '127.0.0.1', times)).valid, false);
+
+  const shortKey = await makeAdminKey(portal, 'short', { expiresIn: 'PT10M' });
+  const short = await signIn(ctx, shortKey, '127.0.0.1', times);
+  assert.ok(short.ok);
+  clock.advance(11 * MINUTE);
+  const expired = await checkSession(ctx, short.session.token, '127.0.0.1', times);
+  assert.equal(expired.valid, false);
+  assert.match(expired.valid ? '' : expired.reason, /^Admin key "short" expired at /);
+
+  const pinnedKey = await makeAdminKey(portal, 'pinned', { allowList: ['127.0.0.1/32'] });
+  assert.deepEqual(await signIn(ctx, pinnedKey, '127.0.0.2', times), {
+    ok: false,
+    reason: 'Source address 127.0.0.2 is not allowed for key "pinned".',
+  });
+  const pinned = await signIn(ctx, pinnedKey, '127.0.0.1', times);
+  assert.ok(pinned.ok);
+  assert.equal((await checkSession(ctx, pinned.session.token, '127.0.0.2', times)).valid, false, 'the key’s allow-list holds for the session');
+});
+
+test('a session signed in with the secret ends when the secret changes', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const signedIn = await signIn(ctx, portal.secret, '127.0.0.1', times);
+  assert.ok(signedIn.ok);
+  const check = await checkSession(ctx, signedIn.session.token, '127.0.0.1', times);
+  assert.ok(check.valid);
+  assert.equal(check.session.caller.keyName, 'secret');
+  assert.equal(check.session.caller.scope, 'admin');
+  writeFileSync(ctx.keys.adminApiKeyPath, `${'0'.repeat(64)}\n`);
+  // The portal reads its key files again at most once a second.
+  await setTimeout(1_100);
+  assert.deepEqual(await checkSession(ctx, signedIn.session.token, '127.0.0.1', times), {
+    valid: false,
+    reason: 'The Admin API secret changed; sign in again.',
+  });
+});

@@ -1,0 +1,300 @@
+// The admin console's stories, walked in a real headless Chromium against a real portal:
+// signing in with a key, a hostile user id shown as text, issuing a configuration and reading
+// its QR code back, what a read-only key sees and may do, and keys that no longer hold.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { revokeAdminKey } from '../../../src/core/access/index.js';
+import { auditLog, makeAdminKey } from '../../support/admin-keys.js';
+import { consoleUrl, launchBrowser, openTab, readQrCode, screenshot, signIn } from '../../support/console-browser.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+const XSS = '<img src=x onerror=alert(1)>';
+
+let browser: Browser;
+before(async () => {
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser.close();
+});
+
+async function portalWithUsers(): Promise<TestPortal> {
+  const portal = await startTestPortal();
+  for (const userId of ['alice', 'bob', XSS]) {
+    const created = await portal.post('/create', { user_id: userId, profile_id: 'employees', display_name: `${userId}'s laptop` });
+    assert.equal(created.status, 200, created.text);
+  }
+  return portal;
+}
+
+test('an administrator signs in with an admin key, walks the pages and finds a user by the start of their id', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'helpdesk', { scope: 'admin' });
+  const { context, page, problems } = await openTab(browser);
+  t.after(() => context.close());
+
+  const signInPage = await page.goto(consoleUrl(portal));
+  assert.equal(signInPage?.status(), 401, 'without a session the console asks to sign in');
+  const headers = signInPage?.headers() ?? {};
+  assert.match(headers['content-security-policy'] ?? '', /script-src 'self'; style-src 'self'/);
+  assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
+  await screenshot(page, 'sign-in');
+
+  // The sign-in page's own 401 is reported as a failed load: watch from here on.
+  problems.length = 0;
+  await signIn(page, portal, key);
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Dashboard');
+  assert.match((await page.locator('nav').textContent()) ?? '', /helpdesk · admin/);
+  const cookies = await context.cookies();
+  const session = cookies.find((cookie) => cookie.name === 'vpn_portal_console');
+  assert.ok(session !== undefined, 'the session is a cookie');
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, 'Strict');
+  assert.equal(session.path, '/vpn-user-portal/admin/');
+  assert.match(
+    (await page.locator('#nodes ~ .scroll, section[aria-labelledby="nodes"]').first().textContent()) ?? '',
+    /down/,
+    'the unreachable node shows as down',
+  );
+  assert.match((await page.locator('section[aria-labelledby="pools"]').textContent()) ?? '', /3 of 253/, 'three WireGuard addresses of the pool are used');
+  await page.waitForFunction("document.querySelector('canvas#usage-chart')?.getAttribute('width') !== null");
+  await screenshot(page, 'dashboard');
+
+  await page.getByRole('link', { name: 'Users', exact: true }).click();
+  await page.getByLabel('User id starts with').fill('al');
+  await page.getByRole('button', { name: 'Search' }).click();
+  const found = await page.locator('main table tbody tr').allTextContents();
+  assert.deepEqual(found, ['alice']);
+  await page.getByRole('link', { name: 'alice' }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'User alice');
+  assert.match((await page.locator('section[aria-labelledby="configurations"]').textContent()) ?? '', /alice's laptop/);
+  await screenshot(page, 'user');
+
+  for (const [link, heading, name] of [
+    ['Online', 'Online now', 'online'],
+    ['Connection log', 'Connection log', 'connection-log'],
+    ['Enrollment tokens', 'Enrollment tokens', 'enrollment-tokens'],
+    ['Audit log', 'Audit log', 'audit-log'],
+    ['Webhooks', 'Webhooks', 'webhooks'],
+  ] as const) {
+    await page.getByRole('link', { name: link, exact: true }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), heading);
+    await screenshot(page, name);
+  }
+  assert.match((await page.locator('main').textContent()) ?? '', /No deliveries\./);
+  await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+  assert.match((await page.locator('main table').textContent()) ?? '', /console\/sign_in/, 'the sign-in is in the audit log');
+  assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation');
+
+  const phone = await openTab(browser, { phone: true });
+  t.after(() => phone.context.close());
+  await signIn(phone.page, portal, key);
+  const overflow = Number(await phone.page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
+  assert.ok(overflow <= 0, `the dashboard fits a phone's width (overflows by ${overflow}px)`);
+  await screenshot(phone.page, 'dashboard-phone');
+});
+
+test('a user id made of HTML shows as text, in the list, on its page and in the confirmation', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const { context, page, problems } = await openTab(browser);
+  t.after(() => context.close());
+  let alerted = false;
+  page.on('dialog', async (dialog) => {
+    alerted = true;
+    await dialog.dismiss();
+  });
+  await signIn(page, portal, portal.secret);
+  await page.goto(`${consoleUrl(portal)}users`);
+  assert.equal(await page.locator('main img').count(), 0, 'no image element was made from the user id');
+  await page.getByRole('link', { name: XSS }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), `User ${XSS}`);
+  await page.getByRole('link', { name: 'Disable…' }).click();
+  assert.match((await page.locator('#what').textContent()) ?? '', /^Disable <img src=x onerror=alert\(1\)>: 1 configuration \(employees\)/);
+  assert.equal(await page.locator('main img').count(), 0);
+  assert.equal(alerted, false, 'no script ran');
+  assert.deepEqual(problems, []);
+});
+
+test('issuing a configuration shows its file once, as a download and as a QR code that reads back to the file', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'issuer', { scope: 'write' });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  await page.goto(`${consoleUrl(portal)}user?user_id=bob`);
+  await page.getByLabel('Name').fill('phone');
+  await page.getByRole('button', { name: 'Issue…' }).click();
+  assert.match((await page.locator('#what').textContent()) ?? '', /^Issue a configuration for bob in profile employees/);
+  await page.getByRole('button', { name: 'Yes, create' }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Configuration for bob');
+  const fileText = (await page.locator('pre.config').textContent()) ?? '';
+  assert.match(fileText, /^\[Interface\]\nPrivateKey = /);
+  const download = page.waitForEvent('download');
+  await page.getByRole('link', { name: /^Download / }).click();
+  const file = await (await download).createReadStream();
+  const chunks: Buffer[] = [];
+  for await (const chunk of file) chunks.push(chunk as Buffer);
+  assert.equal(Buffer.concat(chunks).toString('utf8'), fileText, 'the download is the file');
+  const qr = readQrCode(await page.locator('img#qr').screenshot());
+  assert.equal(qr, fileText, 'the QR code holds the file');
+  await screenshot(page, 'configuration-issued');
+  const privateKey = /PrivateKey = (\S+)/.exec(fileText)?.[1] ?? '';
+
+  await page.goto(`${consoleUrl(portal)}user?user_id=bob`);
+  assert.match((await page.locator('section[aria-labelledby="configurations"]').textContent()) ?? '', /phone/);
+  assert.ok(!(await page.content()).includes(privateKey), "the user's page never shows the private key");
+  const audit = await auditLog(portal);
+  const create = audit.find((entry) => entry.call === 'create' && entry.userId === 'bob' && entry.keyName === 'issuer');
+  assert.ok(create !== undefined, "the issue is audited under the key's name");
+  assert.ok(!JSON.stringify(audit).includes(privateKey));
+
+  await page.getByRole('button', { name: 'Make a token…' }).click();
+  await page.getByRole('button', { name: 'Yes, enrollment token' }).click();
+  const token = (await page.locator('#enrollment-token').textContent()) ?? '';
+  assert.match(token, /^vpe_/);
+  assert.equal(readQrCode(await page.locator('img#qr').screenshot()), token, "the token's QR code holds the token");
+});
+
+test('a read-only key sees no change buttons, and a forged change is refused by the CSRF check and by its scope', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'viewer', { scope: 'read' });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  await page.goto(`${consoleUrl(portal)}user?user_id=alice`);
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'User alice');
+  assert.equal(await page.getByRole('link', { name: /Disable|Enable|Delete/ }).count(), 0, 'no change is offered');
+  assert.equal(await page.getByRole('button', { name: /Issue|token/ }).count(), 0);
+  assert.equal(await page.getByRole('link', { name: 'Audit log' }).count(), 0, 'the audit log needs scope admin');
+
+  const forged = await page.request.post(`${consoleUrl(portal)}do`, { form: { action: 'disable_user', user_id: 'alice' } });
+  assert.equal(forged.status(), 403);
+  assert.match(await forged.text(), /CSRF token missing or wrong/);
+  const csrf = await page.locator('input[name="csrf"]').first().getAttribute('value');
+  const withToken = await page.request.post(`${consoleUrl(portal)}do`, { form: { action: 'disable_user', user_id: 'alice', csrf: csrf ?? '' } });
+  assert.equal(withToken.status(), 403);
+  assert.match(await withToken.text(), /key &#34;viewer&#34; has scope &#34;read&#34;; disable_user needs scope &#34;write&#34;/, 'the page says which limit');
+  const crossSite = await page.request.post(`${consoleUrl(portal)}do`, {
+    form: { action: 'disable_user', user_id: 'alice', csrf: csrf ?? '' },
+    headers: { 'sec-fetch-site': 'cross-site' },
+  });
+  assert.equal(crossSite.status(), 403);
+  const disabled = await portal.get('/disabled_users');
+  assert.deepEqual(disabled.json(), { disabled_users: [] }, 'nothing changed');
+  const refusal = (await auditLog(portal)).find((entry) => entry.call === 'disable_user');
+  assert.equal(refusal?.status, 403);
+  assert.equal(refusal?.keyName, 'viewer');
+});
+
+test('a key limited to one profile is told which limit stops it', async (t) => {
+  const portal = await startTestPortal({
+    config: {
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          nodeUrl: 'http://127.0.0.1:2',
+        },
+        {
+          profileId: 'guests',
+          displayName: 'Guests',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.45.0.0/24',
+          wRangeSix: 'fd45::/64',
+          nodeUrl: 'http://127.0.0.1:2',
+        },
+      ],
+    },
+  });
+  t.after(portal.close);
+  await portal.post('/create', { user_id: 'carol', profile_id: 'employees' });
+  await portal.post('/create', { user_id: 'carol', profile_id: 'guests' });
+  const key = await makeAdminKey(portal, 'guest-desk', { scope: 'write', profiles: ['guests'] });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  await page.goto(`${consoleUrl(portal)}user?user_id=carol`);
+  await page.getByRole('link', { name: 'Disable…' }).click();
+  await page.getByRole('button', { name: 'Yes, disable user' }).click();
+  assert.match(
+    (await page.getByRole('alert').textContent()) ?? '',
+    /Not allowed \(403\):.*key "guest-desk" may not change user "carol" as a whole: the user has configurations in employees, outside its profiles \(guests\)/,
+  );
+});
+
+test('a revoked key cannot sign in, and a session whose key is revoked goes back to the sign-in form', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'night-shift', { scope: 'write' });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Dashboard');
+
+  await revokeAdminKey(portal.portal.ctx, 'night-shift');
+  await page.goto(`${consoleUrl(portal)}users`);
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
+  assert.match((await page.getByRole('alert').textContent()) ?? '', /^Admin key "night-shift" was revoked at .*; your session ended\.$/);
+
+  await signIn(page, portal, key);
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
+  assert.match((await page.getByRole('alert').textContent()) ?? '', /^Admin key "night-shift" was revoked at /);
+  await signIn(page, portal, 'not a key at all');
+  assert.equal(await page.getByRole('alert').textContent(), 'This is neither an admin key nor the Admin API secret.');
+  await screenshot(page, 'sign-in-refused');
+  const refusals = (await auditLog(portal)).filter((entry) => entry.call === 'console/sign_in' && entry.status === 401);
+  assert.ok(
+    refusals.some((entry) => entry.keyName === 'night-shift' && /was revoked/.test(entry.detail ?? '')),
+    'the revoked key is named in the audit log',
+  );
+  assert.ok(refusals.some((entry) => entry.keyName === null && entry.detail === 'wrong secret'));
+  assert.ok(!JSON.stringify(await auditLog(portal)).includes(key), 'the key itself is never in the audit log');
+});
+
+test('the console is off with adminConsole.enabled false, and refuses addresses outside adminApi.allowList', async (t) => {
+  const off = await startTestPortal({ config: { adminConsole: { enabled: false } } as never });
+  t.after(off.close);
+  assert.equal((await fetch(`${consoleUrl(off)}sign-in`)).status, 404);
+  const elsewhere = await startTestPortal({ config: { adminApi: { allowList: ['192.0.2.0/24'], trustedProxyList: [] } } });
+  t.after(elsewhere.close);
+  const refused = await fetch(`${consoleUrl(elsewhere)}sign-in`);
+  assert.equal(refused.status, 403);
+  assert.match(await refused.text(), /adminApi\.allowList/);
+});
+
+test('behind a trusted TLS proxy the session cookie is Secure, and the sign-in is audited from the client’s address', async (t) => {
+  const portal = await startTestPortal({ config: { adminApi: { allowList: ['203.0.113.0/24'], trustedProxyList: ['127.0.0.1/32'] } } });
+  t.after(portal.close);
+  const forwarded = { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' };
+  const signedIn = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    body: new URLSearchParams({ credential: portal.secret }),
+    headers: forwarded,
+    redirect: 'manual',
+  });
+  assert.equal(signedIn.status, 303);
+  assert.match(signedIn.headers.get('set-cookie') ?? '', /; HttpOnly; Secure; SameSite=Strict$/);
+  const plain = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    body: new URLSearchParams({ credential: portal.secret }),
+    headers: { 'x-forwarded-for': '203.0.113.7' },
+    redirect: 'manual',
+  });
+  assert.doesNotMatch(plain.headers.get('set-cookie') ?? '', /Secure/, 'over plain HTTP the cookie cannot be Secure');
+  const signIns = (await auditLog(portal)).filter((entry) => entry.call === 'console/sign_in');
+  assert.deepEqual(
+    signIns.map((entry) => [entry.keyName, entry.sourceAddress, entry.status]),
+    [
+      ['secret', '203.0.113.7', 200],
+      ['secret', '203.0.113.7', 200],
+    ],
+  );
+});

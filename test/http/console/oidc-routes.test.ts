@@ -1,0 +1,198 @@
+// Single sign-on to the admin console through a real OpenID provider (oidc-provider in this
+// process), as an administrator does it: in headless Chromium, "Sign in with Test SSO", the
+// provider's own login and consent pages, back to the console's dashboard as `oidc:alice`, whose
+// change is audited under that name; an account whose claims grant no scope back at the sign-in
+// page with one line why and an audit row. Without a browser: a profiles mapping limits the
+// session (kept on its row, read back on the next request), and a provider that is down makes
+// the sign-in page say so.
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { Browser } from 'playwright-core';
+import type { PortalConfigFile } from '../../../src/config/schema.js';
+import { auditLog } from '../../support/admin-keys.js';
+import { launchBrowser, openTab, screenshot } from '../../support/console-browser.js';
+import { freePort } from '../../support/free-port.js';
+import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../../support/oidc-provider.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+/** A pairwise subject as SATOSA gives one (64 hex digits) and then some: the longest a provider may send. */
+const LONG_SUBJECT = `${'a1'.repeat(32)}${'-'.repeat(191)}`;
+
+const accounts = {
+  alice: { name: 'Alice', roles: ['vpn-operator'], groups: ['vpn-employees'] },
+  bob: { name: 'Bob', roles: ['staff-only'] },
+  [LONG_SUBJECT]: { name: 'Pairwise', roles: ['vpn-viewer'] },
+};
+
+interface Stand {
+  readonly portal: TestPortal;
+  readonly provider: TestOidcProvider;
+  /** `http://127.0.0.1:PORT/vpn-user-portal/admin/` */
+  readonly console: string;
+}
+
+async function startStand(t: TestContext, oidc: Partial<NonNullable<NonNullable<PortalConfigFile['adminConsole']>['oidc']>> = {}): Promise<Stand> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}/vpn-user-portal/`;
+  const provider = await startOidcProvider({ redirectUri: `${baseUrl}admin/oidc/callback`, accounts });
+  const dir = mkdtempSync(path.join(tmpdir(), 'console-oidc-stand-'));
+  const secretFile = path.join(dir, 'oidc-client-secret');
+  writeFileSync(secretFile, provider.clientSecret, { mode: 0o600 });
+  chmodSync(secretFile, 0o600);
+  const portal = await startTestPortal({
+    config: {
+      baseUrl,
+      listen: { host: '127.0.0.1', port },
+      adminConsole: {
+        oidc: {
+          issuer: provider.issuer,
+          name: 'Test SSO',
+          clientId: provider.clientId,
+          clientSecretFile: secretFile,
+          requestScopes: ['profile', 'roles', 'groups'],
+          scope: { claim: 'roles', read: ['vpn-viewer'], write: ['vpn-operator'], admin: ['vpn-admin'] },
+          ...oidc,
+        },
+      },
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    await provider.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { portal, provider, console: `${baseUrl}admin/` };
+}
+
+async function launch(t: TestContext): Promise<Browser> {
+  const browser = await launchBrowser();
+  t.after(() => browser.close());
+  return browser;
+}
+
+test('an administrator signs in through the OpenID provider in a real browser, sees the dashboard as oidc:alice, and her change is audited so', async (t) => {
+  const { portal, console: consoleUrl } = await startStand(t);
+  const created = await portal.post('/create', { user_id: 'dave', profile_id: 'employees' });
+  assert.equal(created.status, 200, created.text);
+  const { page } = await openTab(await launch(t));
+
+  await page.goto(consoleUrl);
+  await screenshot(page, 'sign-in-with-oidc');
+  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
+  // The provider's own pages: its login form, then its consent.
+  await page.locator('input[name="login"]').fill('alice');
+  await page.locator('input[name="password"]').fill('any password');
+  await page.locator('button[type="submit"]').click();
+  await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
+
+  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+  assert.equal(new URL(page.url()).pathname, '/vpn-user-portal/admin/');
+  assert.equal((await page.locator('.who').textContent())?.trim(), 'oidc:alice · write');
+  const cookies = await page.context().cookies();
+  const session = cookies.find((cookie) => cookie.name === 'vpn_portal_console');
+  assert.equal(session?.httpOnly, true);
+  assert.equal(session?.sameSite, 'Strict');
+  assert.equal(
+    cookies.find((cookie) => cookie.name === 'vpn_portal_console_oidc'),
+    undefined,
+    "the flow's cookie is gone once used",
+  );
+
+  await page.goto(`${consoleUrl}confirm?action=disable_user&user_id=dave`);
+  await page.getByRole('button', { name: 'Yes, disable user' }).click();
+  await page.waitForLoadState();
+  await page
+    .getByText('dave was disabled.')
+    .waitFor({ timeout: 5_000 })
+    .catch(async (error: unknown) => {
+      throw new Error(`${String(error)}\n${await page.content()}`);
+    });
+  assert.deepEqual(await portal.admin.disabledUsers(), ['dave']);
+
+  const rows = await auditLog(portal);
+  const signIn = rows.find((row) => row.call === 'console/sign_in');
+  assert.equal(signIn?.keyName, 'oidc:alice');
+  assert.equal(signIn?.status, 200);
+  const disable = rows.find((row) => row.call === 'disable_user');
+  assert.equal(disable?.keyName, 'oidc:alice');
+  assert.equal(disable?.userId, 'dave');
+});
+
+test('an account whose claims grant no console scope is back at the sign-in page with one line why, and an audit row', async (t) => {
+  const { portal, console: consoleUrl } = await startStand(t);
+  const { page } = await openTab(await launch(t));
+  await page.goto(`${consoleUrl}sign-in`);
+  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
+  await page.locator('input[name="login"]').fill('bob');
+  await page.locator('input[name="password"]').fill('any password');
+  await page.locator('button[type="submit"]').click();
+  await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
+
+  const why = page.getByRole('alert');
+  await why.waitFor();
+  assert.equal(await why.textContent(), 'Test SSO account "bob" may not use the console: no value of claim "roles" grants a console scope.');
+  await screenshot(page, 'sign-in-with-oidc-refused');
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
+  assert.equal(
+    (await page.context().cookies()).find((cookie) => cookie.name === 'vpn_portal_console'),
+    undefined,
+  );
+  const refusal = (await auditLog(portal)).find((row) => row.call === 'console/sign_in');
+  assert.equal(refusal?.keyName, 'oidc:bob');
+  assert.equal(refusal?.status, 401);
+  assert.match(refusal?.detail ?? '', /no value of claim "roles"/);
+});
+
+/** The flow as a browser without JavaScript runs it: start, the provider's forms, the callback; the session cookie. */
+async function signInOverHttp(stand: Stand, login: string): Promise<{ status: number; cookie: string | null; text: string }> {
+  const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual' });
+  assert.equal(start.status, 303);
+  const flowCookie = start.headers.getSetCookie().find((line) => line.startsWith('vpn_portal_console_oidc='));
+  assert.match(flowCookie ?? '', /; Path=\/vpn-user-portal\/admin\/oidc\/callback; HttpOnly; SameSite=Lax/);
+  const callback = await signInAtProvider(new URL(start.headers.get('location') ?? ''), login, `${stand.console}oidc/callback`);
+  const answer = await fetch(callback, { redirect: 'manual', headers: { cookie: (flowCookie ?? '').split(';')[0] ?? '' } });
+  const session = answer.headers.getSetCookie().find((line) => line.startsWith('vpn_portal_console='));
+  return { status: answer.status, cookie: session === undefined ? null : (session.split(';')[0] ?? null), text: await answer.text() };
+}
+
+test('a profiles mapping limits an OpenID session to the profiles its claim grants, on every request after sign-in', async (t) => {
+  const stand = await startStand(t, { profiles: { claim: 'groups', values: { 'vpn-employees': ['employees'] } } });
+  const signedIn = await signInOverHttp(stand, 'alice');
+  assert.equal(signedIn.status, 200, signedIn.text);
+  assert.match(signedIn.text, /<meta http-equiv="refresh" content="0; url=\/vpn-user-portal\/admin\/">/);
+  assert.ok(signedIn.cookie !== null);
+  const dashboard = await fetch(stand.console, { headers: { cookie: signedIn.cookie } });
+  assert.equal(dashboard.status, 200);
+  assert.match(await dashboard.text(), /<span class="who">oidc:alice · write · employees<\/span>/);
+});
+
+test('a subject of 255 characters signs in and is audited under its whole name', async (t) => {
+  const stand = await startStand(t);
+  assert.equal(LONG_SUBJECT.length, 255);
+  const signedIn = await signInOverHttp(stand, LONG_SUBJECT);
+  assert.equal(signedIn.status, 200, signedIn.text);
+  const dashboard = await fetch(stand.console, { headers: { cookie: signedIn.cookie ?? '' } });
+  assert.match(await dashboard.text(), new RegExp(`<span class="who">oidc:${LONG_SUBJECT} · read</span>`));
+  const row = (await auditLog(stand.portal)).find((entry) => entry.call === 'console/sign_in');
+  assert.equal(row?.keyName, `oidc:${LONG_SUBJECT}`);
+});
+
+test('a callback without its flow cookie, and a provider that cannot be reached, each answer the sign-in page with one line', async (t) => {
+  const stand = await startStand(t);
+  const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual' });
+  const callback = await signInAtProvider(new URL(start.headers.get('location') ?? ''), 'alice', `${stand.console}oidc/callback`);
+  const stray = await fetch(callback, { redirect: 'manual' });
+  assert.equal(stray.status, 401);
+  assert.match(await stray.text(), /The sign-in took too long or was started in another browser; start it again\./);
+
+  // Nothing listens at this issuer: the portal started all the same, and the sign-in page says why.
+  const down = await startStand(t, { issuer: `http://127.0.0.1:${await freePort()}` });
+  const refused = await fetch(`${down.console}oidc/start`, { redirect: 'manual' });
+  assert.equal(refused.status, 503);
+  const page = await refused.text();
+  assert.match(page, /<p class="problem" role="alert" id="why">Test SSO cannot be reached \(.+\); sign in with an admin key\.<\/p>/);
+  assert.match(page, /name="credential"/, 'the key sign-in form is still there');
+});
