@@ -21,6 +21,7 @@ import { ListingCache } from './core/listings/index.js';
 import { databaseNotReady, PortalMetrics } from './http/metrics.js';
 import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
+import { MdmInventorySchedule } from './core/devices/index.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
 import { startEnrollTls, type RunningEnrollTls } from './http/enroll-tls.js';
@@ -51,6 +52,8 @@ export interface RunningPortal {
   /** `https://HOST:PORT` of certificate enrollment; null when `enrollment.tls` is null. */
   readonly enrollTlsUrl: string | null;
   reconcileNow(): Promise<void>;
+  /** The MDM inventory sync; null without `mdmInventory`. */
+  readonly mdmInventory: MdmInventorySchedule | null;
   close(): Promise<void>;
 }
 
@@ -167,6 +170,14 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     );
   }
   if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
+  let mdmInventory: MdmInventorySchedule | null = null;
+  if (config.mdmInventory !== null) {
+    if (config.mdmInventory.permissionWarning !== null) logger.warn(config.mdmInventory.permissionWarning);
+    const schedule = new MdmInventorySchedule(ctx, config.mdmInventory);
+    metrics.observeMdmInventory(() => schedule.state);
+    schedule.start();
+    mdmInventory = schedule;
+  }
   reconciler.start(config.reconcileIntervalMs);
   nodes.startWatching();
   webhooks.start();
@@ -178,13 +189,15 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     metricsUrl: metricsServer?.url ?? null,
     enrollTlsUrl: enrollTls?.url ?? null,
     reconcileNow: () => reconciler.runAll(),
+    mdmInventory,
     async close() {
       reconciler.stop();
       await revocationDeadlines.stop();
       nodes.stop();
       await app.close();
       await enrollTls?.close();
-      certificateCheck?.stop();
+      await certificateCheck?.stop();
+      await mdmInventory?.stop();
       await webhooks.stop();
       await metricsServer?.close();
       await reconciler.idle();

@@ -251,7 +251,15 @@ export class AdminApiClient {
 
   /** Extension: retires a device; every configuration of it leaves the database and the nodes. */
   async retireDevice(deviceId: string, options: PostOptions = {}): Promise<DeviceInfo> {
-    return (await this.#postJson(ADMIN_API_CALLS.retireDevice.path, { device_id: deviceId }, deviceAnswer, options)).device;
+    return (await this.retireDeviceWithReceipt(deviceId, options)).device;
+  }
+
+  /** retire_device with the id of its revocation receipt (null when the device had no configuration, or was retired already). */
+  async retireDeviceWithReceipt(deviceId: string, options: PostOptions = {}): Promise<{ readonly device: DeviceInfo; readonly revocationId: string | null }> {
+    const path = ADMIN_API_CALLS.retireDevice.path;
+    const response = await this.#send('POST', path, new URLSearchParams({ device_id: deviceId }), idempotencyHeader(options));
+    const { device } = this.#parsed(response, path, await this.#okText(response), deviceAnswer);
+    return { device, revocationId: response.headers.get(REVOCATION_HEADER) };
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */

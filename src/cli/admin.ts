@@ -719,13 +719,12 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'device retire': {
-    summary: 'retire a device for good: its configurations leave the nodes (an extension)',
+    summary: 'retire a device for good: its configurations leave the nodes; prints what the revocation receipt says (--wait: until decided; an extension)',
     args: ['DEVICE_ID'],
-    flags: [],
-    run: async ({ client, args, json, out }) => {
-      const device = await client.retireDevice(args[0] ?? '');
-      if (json) out.print(JSON.stringify({ device }));
-      else out.print(`retired device ${device.device_id} at ${device.retired_at ?? ''}; its configurations are gone`);
+    flags: ['wait'],
+    run: async ({ client, args, flags, json, out }) => {
+      const { device, revocationId } = await client.retireDeviceWithReceipt(args[0] ?? '');
+      await reportRevocation(client, revocationId, flags.wait, json, out, `retired device ${device.device_id} at ${device.retired_at ?? ''}`, { device });
     },
   },
   'webhook deliveries': {
@@ -849,17 +848,29 @@ function revokingCommand(
     args,
     flags: ['wait'],
     run: async ({ client, args: given, flags, json, out }) => {
-      const revocationId = await call(client, given);
-      if (revocationId === null) {
-        // delete-connection of a configuration the user does not have: nothing was revoked.
-        out.print(json ? JSON.stringify({ ok: true, revocation: null }) : `${done(given)}: nothing to revoke`);
-        return;
-      }
-      const receipt = flags.wait ? await waitForReceipt(client, revocationId) : await client.revocation(revocationId);
-      out.print(json ? JSON.stringify({ ok: true, revocation: receipt }) : `${done(given)}: ${describeReceipt(receipt)} (revocation ${revocationId})`);
-      if (flags.wait && receipt.state !== 'applied') throw new RevocationNotApplied();
+      // delete-connection of a configuration the user does not have: nothing was revoked (null).
+      await reportRevocation(client, await call(client, given), flags.wait, json, out, done(given), { ok: true });
     },
   };
+}
+
+/** Prints what a revoking call did and its receipt (with `wait`, once decided; not applied then: RevocationNotApplied). */
+async function reportRevocation(
+  client: AdminApiClient,
+  revocationId: string | null,
+  wait: boolean,
+  json: boolean,
+  out: { print(text: string): void },
+  done: string,
+  answer: Record<string, unknown>,
+): Promise<void> {
+  if (revocationId === null) {
+    out.print(json ? JSON.stringify({ ...answer, revocation: null }) : `${done}: nothing to revoke`);
+    return;
+  }
+  const receipt = wait ? await waitForReceipt(client, revocationId) : await client.revocation(revocationId);
+  out.print(json ? JSON.stringify({ ...answer, revocation: receipt }) : `${done}: ${describeReceipt(receipt)} (revocation ${revocationId})`);
+  if (wait && receipt.state !== 'applied') throw new RevocationNotApplied();
 }
 
 async function waitForReceipt(client: AdminApiClient, revocationId: string): Promise<RevocationInfo> {

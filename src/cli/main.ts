@@ -9,7 +9,7 @@ import { ConfigError } from '../config/load.js';
 import { readAgentVersion } from '../agent/version.js';
 import { isParseArgsError, OptionError, parseOptions } from './options.js';
 import { describeStartFailure } from './start-failure.js';
-import { ADMIN_KEY_USAGE, ADMIN_USAGE, DB_USAGE, NODE_RESET_USAGE, NODE_USAGE, SECRETS_USAGE, SERVE_USAGE, USAGE } from './usage.js';
+import { ADMIN_KEY_USAGE, ADMIN_USAGE, DB_USAGE, MDM_USAGE, NODE_RESET_USAGE, NODE_USAGE, SECRETS_USAGE, SERVE_USAGE, USAGE } from './usage.js';
 
 const COMMAND_USAGE: Readonly<Record<string, string>> = {
   serve: SERVE_USAGE,
@@ -18,6 +18,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   'node-reset': NODE_RESET_USAGE,
   db: DB_USAGE,
   'admin-key': ADMIN_KEY_USAGE,
+  mdm: MDM_USAGE,
   admin: ADMIN_USAGE,
 };
 
@@ -56,9 +57,14 @@ async function main(argv: string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  // `db` and `admin-key` have subcommands and options of their own.
-  if (command === 'db' || command === 'admin-key') {
-    const run = command === 'db' ? (await import('./db.js')).runDbCommand : (await import('./admin-key.js')).runAdminKeyCommand;
+  // `db`, `admin-key` and `mdm` have subcommands and options of their own.
+  if (command === 'db' || command === 'admin-key' || command === 'mdm') {
+    const run =
+      command === 'db'
+        ? (await import('./db.js')).runDbCommand
+        : command === 'mdm'
+          ? (await import('./mdm.js')).runMdmCommand
+          : (await import('./admin-key.js')).runAdminKeyCommand;
     try {
       return await run(
         rest,

@@ -1,6 +1,6 @@
 // Reads, validates and resolves the configuration. Every error names the file and the
 // option (`config.json: ProfileList[0].wRangeFour: ...`) so an administrator can fix it.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type { z } from 'zod';
@@ -8,11 +8,23 @@ import { asNodeNumber, asProfileId, type NodeNumber } from '../shared/ids.js';
 import { parseIsoDuration, durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
 import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
+import { messageOf } from '../shared/error-message.js';
+import { Secret } from '../shared/secret.js';
 import { loadAppleSigning } from './apple-signing.js';
 import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
-import type { DatabaseLocation, PortalConfig, Profile, ProfileNode, VpnNode, WireGuardProxy } from './portal-config.js';
+import type {
+  CrlSource,
+  DatabaseLocation,
+  MdmInventoryConfig,
+  MdmInventorySource,
+  PortalConfig,
+  Profile,
+  ProfileNode,
+  VpnNode,
+  WireGuardProxy,
+} from './portal-config.js';
 import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
 
 export class ConfigError extends Error {
@@ -107,6 +119,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     },
     enrollment: resolveEnrollment(raw.enrollment, baseDir, report),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
+    mdmInventory: resolveMdmInventory(raw, baseDir, report),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     connectScript:
       raw.connectScriptPath === undefined
@@ -142,7 +155,6 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
   };
   const { tls, clientCertificate } = raw;
   if (tls !== null && clientCertificate === null) report('enrollment.tls', 'needs enrollment.clientCertificate: how a device certificate is checked');
-  const crlFiles = (clientCertificate?.crl ?? []).map((file) => path.resolve(baseDir, file));
   return {
     allowList: raw.allowList,
     requestsPerMinute: raw.requestsPerMinute,
@@ -162,14 +174,98 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
               read(file, `enrollment.clientCertificate.trustAnchors[${index}]`).toString('utf8'),
             ),
             deviceId: clientCertificate.deviceId,
-            crlFiles,
-            crls: clientCertificate.crl.map((file, index) => read(file, `enrollment.clientCertificate.crl[${index}]`)),
+            crlSources: clientCertificate.crl.map(
+              (entry, index): CrlSource =>
+                /^https?:\/\//i.test(entry)
+                  ? { kind: 'url', location: entry }
+                  : { kind: 'file', location: path.resolve(baseDir, entry), initial: read(entry, `enrollment.clientCertificate.crl[${index}]`) },
+            ),
             crlRefreshMs: boundedMilliseconds(clientCertificate.crlRefresh, 'enrollment.clientCertificate.crlRefresh', CRL_REFRESH_BOUNDS, report),
             header: clientCertificate.header,
             intuneTenantId: clientCertificate.intuneTenantId ?? null,
+            registerAs:
+              clientCertificate.registerAs === undefined
+                ? null
+                : {
+                    from: clientCertificate.registerAs.from,
+                    profileId: asProfileId(clientCertificate.registerAs.profileId),
+                    platform: clientCertificate.registerAs.platform ?? null,
+                  },
           },
   };
 }
+
+/**
+ * `mdmInventory`: each provider's options present, the client secret read now (a start without
+ * it is refused naming the option) and never printed; a secret file others may read is warned of.
+ */
+function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: Report): MdmInventoryConfig | null {
+  const inventory = raw.mdmInventory;
+  if (inventory === null) return null;
+  const need = <T>(value: T | undefined, name: string): T | undefined => {
+    if (value === undefined) report(`mdmInventory.${name}`, `is required with provider "${inventory.provider}"`);
+    return value;
+  };
+  let permissionWarning: string | null = null;
+  const secret = (): Secret => {
+    const file = need(inventory.clientSecretFile, 'clientSecretFile');
+    if (file === undefined) return new Secret('');
+    const resolved = path.resolve(baseDir, file);
+    try {
+      const text = readFileSync(resolved, 'utf8').trim();
+      if (text === '') report('mdmInventory.clientSecretFile', `${resolved} is empty`);
+      if ((statSync(resolved).mode & 0o077) !== 0) {
+        permissionWarning = `mdmInventory.clientSecretFile ${resolved} may be read by group or others; chmod 600 is recommended`;
+      }
+      return new Secret(text);
+    } catch (error) {
+      report('mdmInventory.clientSecretFile', `cannot read ${resolved} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)})`);
+      return new Secret('');
+    }
+  };
+  let source: MdmInventorySource;
+  switch (inventory.provider) {
+    case 'intune': {
+      const tenantId = need(inventory.tenantId, 'tenantId') ?? '';
+      source = {
+        provider: 'intune',
+        clientId: need(inventory.clientId, 'clientId') ?? '',
+        clientSecret: secret(),
+        tokenUrl: inventory.tokenUrl ?? `https://login.microsoftonline.com/${encodeURIComponent(tenantId)}/oauth2/v2.0/token`,
+        graphUrl: (inventory.graphUrl ?? 'https://graph.microsoft.com/v1.0').replace(/\/+$/, ''),
+      };
+      break;
+    }
+    case 'jamf':
+      source = {
+        provider: 'jamf',
+        url: (need(inventory.url, 'url') ?? '').replace(/\/+$/, ''),
+        clientId: need(inventory.clientId, 'clientId') ?? '',
+        clientSecret: secret(),
+      };
+      break;
+    case 'json':
+      source = {
+        provider: 'json',
+        url: need(inventory.url, 'url') ?? '',
+        headers: Object.fromEntries(Object.entries(inventory.headers ?? {}).map(([name, value]) => [name, new Secret(value)])),
+      };
+      break;
+  }
+  const limit = inventory.maxRetirePerPass;
+  const percent = typeof limit === 'string' ? Number(limit.slice(0, -1)) : null;
+  if (percent !== null && (percent <= 0 || percent > 100)) report('mdmInventory.maxRetirePerPass', `"${limit}" must be more than 0% and at most 100%`);
+  return {
+    source,
+    matches: inventory.matches ?? raw.enrollment.clientCertificate?.deviceId.matches ?? 'serial',
+    intervalMs: boundedMilliseconds(inventory.interval, 'mdmInventory.interval', MDM_INTERVAL_BOUNDS, report),
+    maxRetirePerPass: percent === null ? { kind: 'count', count: Number(limit) } : { kind: 'percent', percent },
+    permissionWarning,
+  };
+}
+
+/** The MDM is asked at least daily, and not more than once a second. */
+const MDM_INTERVAL_BOUNDS = { minMs: 1_000, maxMs: 86_400_000, text: 'between PT1S and P1D' } as const;
 
 /** Revocation lists are read again at least daily, and not more than once a second. */
 const CRL_REFRESH_BOUNDS = { minMs: 1_000, maxMs: 86_400_000, text: 'between PT1S and P1D' } as const;

@@ -1,7 +1,9 @@
 // The validated, resolved configuration the rest of the portal works with: per-node
 // options are already picked for each node (reference §1.3), durations parsed, paths absolute.
 import type { NodeNumber, ProfileId, VpnProto } from '../shared/ids.js';
+import type { Platform } from '../shared/platforms.js';
 import type { IsoDuration } from '../shared/iso-duration.js';
+import type { Secret } from '../shared/secret.js';
 import type { AppleOnDemand } from '../apple/mobileconfig.js';
 import type { ProfileSigningMaterial } from '../apple/profile-signing.js';
 import type { ConsoleOidcSettings } from './console-oidc.js';
@@ -110,20 +112,49 @@ export interface WebhookSettings {
   readonly deliveryLogRetention: IsoDuration;
 }
 
+/** Where the MDM's inventory is read (`mdmInventory`), the client secret read at start. */
+export type MdmInventorySource =
+  | {
+      readonly provider: 'intune';
+      readonly clientId: string;
+      readonly clientSecret: Secret;
+      /** The OAuth 2.0 token endpoint (Microsoft's for the tenant unless `tokenUrl` says otherwise). */
+      readonly tokenUrl: string;
+      /** Microsoft Graph's base, without a trailing slash. */
+      readonly graphUrl: string;
+    }
+  | { readonly provider: 'jamf'; readonly url: string; readonly clientId: string; readonly clientSecret: Secret }
+  | { readonly provider: 'json'; readonly url: string; readonly headers: Readonly<Record<string, Secret>> };
+
+/** `maxRetirePerPass`: a count, or a percentage of the live devices. */
+export type RetireLimit = { readonly kind: 'count'; readonly count: number } | { readonly kind: 'percent'; readonly percent: number };
+
+export interface MdmInventoryConfig {
+  readonly source: MdmInventorySource;
+  readonly matches: 'serial' | 'mdm_id';
+  readonly intervalMs: number;
+  readonly maxRetirePerPass: RetireLimit;
+  /** Set when group or others may read the secret file, which a secret should not allow (logged at start). */
+  readonly permissionWarning: string | null;
+}
+
+/** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
+export type CrlSource = { readonly kind: 'file'; readonly location: string; readonly initial: Buffer } | { readonly kind: 'url'; readonly location: string };
+
 /** How a device certificate is checked (`enrollment.clientCertificate`), its files read at start. */
 export interface ClientCertificateConfig {
   /** PEM texts. */
   readonly trustAnchors: readonly string[];
   readonly deviceId: { readonly from: 'san-uri' | 'subject-serial' | 'subject-cn'; readonly prefix?: string; readonly matches: 'serial' | 'mdm_id' };
-  /** Absolute paths, read again every crlRefreshMs. */
-  readonly crlFiles: readonly string[];
-  /** Their contents at start. */
-  readonly crls: readonly Buffer[];
+  /** Where each revocation list is read again every crlRefreshMs: a file (its contents at start) or an http(s) URL (fetched once the portal runs). */
+  readonly crlSources: readonly CrlSource[];
   readonly crlRefreshMs: number;
   /** The request header in which a trusted proxy forwards the verified certificate (URL-encoded PEM). */
   readonly header: string;
   /** With Intune: the tenant a certificate must carry in Intune's extension; null: not checked. */
   readonly intuneTenantId: string | null;
+  /** Self-registration of an unregistered device id, for the user the certificate names; null: 403 instead. */
+  readonly registerAs: { readonly from: 'san-email'; readonly profileId: ProfileId; readonly platform: Platform | null } | null;
 }
 
 export interface PortalConfig {
@@ -162,6 +193,8 @@ export interface PortalConfig {
     readonly clientCertificate: ClientCertificateConfig | null;
   };
   readonly reconcileIntervalMs: number;
+  /** `mdmInventory`: devices gone from the MDM's inventory are retired; null: not done. */
+  readonly mdmInventory: MdmInventoryConfig | null;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;
   /** The connection hook (reference §9.4), or null. */

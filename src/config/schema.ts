@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { consoleOidcSchema } from './console-oidc.js';
 import { DATABASE_PATTERN } from './database-location.js';
 import { addDuration, parseIsoDuration } from '../shared/iso-duration.js';
+import { PLATFORMS } from '../shared/platforms.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
@@ -252,7 +253,9 @@ export const portalConfigSchema = z.strictObject({
           crl: z
             .array(z.string().min(1))
             .default([])
-            .describe("Revocation list files (PEM or DER), relative to the configuration file's folder; a certificate on its issuer's list is refused."),
+            .describe(
+              "Revocation lists (PEM or DER): files, relative to the configuration file's folder, or http(s) URLs; a certificate on its issuer's list is refused, and a device bound to it is retired.",
+            ),
           intuneTenantId: z
             .string()
             .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'must be a GUID')
@@ -265,6 +268,14 @@ export const portalConfigSchema = z.strictObject({
             .describe(
               "Behind a TLS reverse proxy (nginx `ssl_verify_client`): the request header with the verified client certificate, URL-encoded PEM (nginx's `$ssl_client_escaped_cert`); believed only from `adminApi.trustedProxyList`.",
             ),
+          registerAs: z
+            .strictObject({
+              from: z.enum(['san-email']).describe("Where the user id is read: the certificate's first subjectAltName e-mail address."),
+              profileId: z.string().min(1).describe('The profile a self-registered device enrolls in (unless the request names another).'),
+              platform: z.enum(PLATFORMS).optional().describe('Its platform, unless the request sends `platform` (then required).'),
+            })
+            .optional()
+            .describe('Self-registration: a certificate whose device id no live device has registers one, for the user its certificate names, instead of 403.'),
           crlRefresh: isoDuration
             .default('PT5M')
             .describe('How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.'),
@@ -307,6 +318,54 @@ export const portalConfigSchema = z.strictObject({
         .describe('Finished deliveries (and their attempts) older than this are deleted by the daily housekeeping (at least `P1D`).'),
     })
     .prefault({}),
+  mdmInventory: z
+    .strictObject({
+      provider: z
+        .enum(['intune', 'jamf', 'json'])
+        .describe(
+          '`intune` (Microsoft Graph managed devices), `jamf` (Jamf Pro computers and mobile devices) or `json` (a URL answering a JSON array of serials or ids).',
+        ),
+      tenantId: z.string().min(1).optional().describe('`intune`: the Azure AD (Entra ID) tenant id.'),
+      clientId: z.string().min(1).optional().describe('`intune`, `jamf`: the API client (application) id.'),
+      clientSecretFile: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("`intune`, `jamf`: the file holding the client secret (mode 0600), relative to the configuration file's folder."),
+      url: z
+        .url({ protocol: /^https?$/ })
+        .optional()
+        .describe('`jamf`: the Jamf Pro instance (`https://example.jamfcloud.com`); `json`: the inventory URL.'),
+      headers: z
+        .record(z.string().regex(/^[A-Za-z0-9-]+$/), z.string())
+        .optional()
+        .describe('`json`: request headers sent with it (e.g. `Authorization`); never logged.'),
+      tokenUrl: z
+        .url({ protocol: /^https?$/ })
+        .optional()
+        .describe('`intune`: the OAuth 2.0 token endpoint instead of `https://login.microsoftonline.com/<tenantId>/oauth2/v2.0/token` (national clouds).'),
+      graphUrl: z
+        .url({ protocol: /^https?$/ })
+        .optional()
+        .describe('`intune`: Microsoft Graph instead of `https://graph.microsoft.com/v1.0` (national clouds).'),
+      matches: z
+        .enum(['serial', 'mdm_id'])
+        .optional()
+        .describe(
+          "Whether a device's `serial` or `mdm_id` is looked for in the inventory; default: `enrollment.clientCertificate.deviceId.matches`, else `serial`.",
+        ),
+      interval: isoDuration.default('PT15M').describe('How often the inventory is read and compared (PT1S to P1D).'),
+      maxRetirePerPass: z
+        .union([z.int().min(1), z.string().regex(/^\d{1,3}(\.\d+)?%$/, 'a count, or a percentage such as "5%"')])
+        .default('5%')
+        .describe('A pass that would retire more devices than this (a count, or a percentage of the live devices; at least 1) retires none.'),
+    })
+    .nullable()
+    .default(null)
+    .meta({
+      description: "Devices that leave the MDM are retired, by comparing the registered devices with the MDM's inventory; `null`: not done.",
+      see: 'mdm.md#inventory-sync',
+    }),
   reconcileInterval: isoDuration.default('PT1M').meta({
     description:
       "How often every node's peers are made equal to the database (at least 1 s); each such full pass also observes WireGuard sessions and notes live statistics.",

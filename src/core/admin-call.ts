@@ -66,3 +66,16 @@ export function commandLineCall(name: string, parameters: Readonly<Record<string
     successStatus: 200,
   };
 }
+
+/** The key name the audit log gives a change the portal made by itself: a revoked certificate, a device gone from the MDM's inventory. */
+export const PORTAL_KEY_NAME = '(portal)';
+
+/** A change the portal makes on its own (no key, every right, from `local`), as the audit log records it. */
+export function portalCall(name: string, parameters: Readonly<Record<string, string>>): AdminCall {
+  return {
+    caller: { keyName: PORTAL_KEY_NAME, keyId: null, keyLineage: null, scope: 'admin', sourceAddress: COMMAND_LINE_SOURCE, profiles: null },
+    name,
+    parameters,
+    successStatus: 200,
+  };
+}

@@ -86,6 +86,8 @@ export type PortalEvent =
       readonly detail: string | null;
       /** The configurations the call created or deleted. */
       readonly connectionIds: readonly string[];
+      /** The user the change was about when its parameters do not name one (a device's owner); absent: none. */
+      readonly userId?: UserId;
     })
   /** /extend moved a configuration's expiry (for OpenVPN with a new certificate for the same key). */
   | (EventBase & {
@@ -272,6 +274,7 @@ export class PortalEvents {
           status: call.successStatus,
           detail: null,
           connectionIds: connectionIdsOf(announced),
+          ...userOf(announced),
         };
         await this.record(trx, event);
         announced.push(event);
@@ -294,6 +297,13 @@ export class PortalEvents {
       }
     }
   }
+}
+
+/** The one user a change's device events are about (retire_device names only the device), for its audit row. */
+function userOf(events: readonly PortalEvent[]): { userId?: UserId } {
+  const users = new Set(events.flatMap((event) => ('device' in event ? [event.device.userId] : [])));
+  const [only] = users;
+  return users.size === 1 && only !== undefined ? { userId: only } : {};
 }
 
 /** The configurations a change created, extended, deleted or expired, each once, in the order announced. */

@@ -17,6 +17,7 @@ import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
 import type { RevocationListState } from './certificate-check.js';
+import type { MdmInventorySchedule } from '../core/devices/index.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();
@@ -210,6 +211,48 @@ export class PortalMetrics {
       collect() {
         this.reset();
         for (const list of lists()) this.set({ file: list.file }, list.failing ? 1 : 0);
+      },
+    });
+  }
+
+  /** The MDM inventory sync (mdmInventory), read at scrape time from its schedule. */
+  observeMdmInventory(state: () => MdmInventorySchedule['state']): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'vpn_portal_mdm_inventory_devices',
+      help: 'Devices in the MDM inventory at the last pass that read it (of the identifier compared)',
+      registers,
+      collect() {
+        const pass = state().lastPass;
+        if (pass !== null && pass.outcome !== 'unreadable') this.set(pass.inventorySize);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_mdm_inventory_last_success_seconds',
+      help: 'When a pass last compared the devices with the MDM inventory (Unix time); absent before the first',
+      registers,
+      collect() {
+        this.reset();
+        const success = state().lastSuccess;
+        if (success !== null) this.set(success.getTime() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_mdm_inventory_refusing',
+      help: '1 while the last pass retired nothing because the inventory could not be read (reason unreadable) or would retire more than maxRetirePerPass (reason too-many)',
+      labelNames: ['reason'] as const,
+      registers,
+      collect() {
+        const refusing = state().refusing;
+        for (const reason of ['unreadable', 'too-many'] as const) this.set({ reason }, refusing === reason ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_mdm_inventory_retired',
+      help: 'Devices retired because they left the MDM inventory, since the portal started',
+      registers,
+      collect() {
+        this.set(state().retiredTotal);
       },
     });
   }

@@ -24,6 +24,8 @@ export interface VerifiedClientCertificate {
   /** Hex, as the certificate has it. */
   readonly serialNumber: string;
   readonly notAfter: Date;
+  /** The subjectAltName e-mail addresses (rfc822Name), for self-registration (`registerAs`). */
+  readonly emails: readonly string[];
 }
 
 export interface CrlSummary {
@@ -37,15 +39,26 @@ export type ClientCertificateVerdict = { readonly ok: true; readonly certificate
 /** Certificates longer than this chain are refused (a device's chain is leaf, issuing CA, root). */
 const MAX_CHAIN = 8;
 
+/** The certificates one revocation list revokes: its issuer's name and their serial numbers (normalised by `normalSerial`). */
+export interface RevokedSerials {
+  readonly issuer: string;
+  readonly serialNumbers: ReadonlySet<string>;
+}
+
+/** A serial number in hex as compared: lower case, no leading zeros (a DER INTEGER may carry one). */
+export function normalSerial(hex: string): string {
+  return hex.toLowerCase().replace(/^0+(?=.)/, '');
+}
+
 export class ClientCertificateVerifier {
   readonly #anchors: readonly x509.X509Certificate[];
-  #crls: readonly x509.X509Crl[] = [];
-  #summary: readonly CrlSummary[] = [];
+  /** One slot per configured list; null until it was read once. */
+  #crls: (x509.X509Crl | null)[] = [];
 
   /** Throws when a trust anchor or revocation list is not a PEM (or DER) certificate or CRL. */
   constructor(
     anchors: readonly (string | Buffer)[],
-    crls: readonly (string | Buffer)[],
+    crls: readonly (string | Buffer | null)[],
     readonly rule: DeviceIdRule,
     /** When set, the leaf must carry Intune's tenant extension with this tenant (a GUID). */
     readonly intuneTenantId: string | null = null,
@@ -54,15 +67,38 @@ export class ClientCertificateVerifier {
     this.replaceCrls(crls);
   }
 
-  /** The revocation lists now in use (a refresh that read every list). */
-  replaceCrls(crls: readonly (string | Buffer)[]): void {
-    this.#crls = crls.map(readCrl);
-    this.#summary = this.#crls.map((crl) => ({ issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length }));
+  /** The revocation lists now in use, one per slot (null: not read yet); parsed only, as at start. */
+  replaceCrls(crls: readonly (string | Buffer | null)[]): void {
+    this.#crls = crls.map((crl) => (crl === null ? null : readCrl(crl)));
   }
 
-  /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes. */
-  get crlSummary(): readonly CrlSummary[] {
-    return this.#summary;
+  /**
+   * Puts one list into its slot; throws, keeping the slot's list, when it cannot be parsed or
+   * when a trust anchor of its issuer's name exists and did not sign it (a list fetched over
+   * plain http must not be forged).
+   */
+  async replaceCrl(slot: number, input: string | Buffer): Promise<void> {
+    const crl = readCrl(input);
+    const anchors = this.#anchors.filter((anchor) => anchor.subject === crl.issuer);
+    if (anchors.length > 0) {
+      let signed = false;
+      for (const anchor of anchors) if (await crl.verify({ publicKey: anchor.publicKey }, crypto)) signed = true;
+      if (!signed) throw new Error(`the revocation list of "${crl.issuer}" is not signed by that trust anchor`);
+    }
+    while (this.#crls.length <= slot) this.#crls.push(null);
+    this.#crls[slot] = crl;
+  }
+
+  /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes (null: never read). */
+  get crlSummary(): readonly (CrlSummary | null)[] {
+    return this.#crls.map((crl) => (crl === null ? null : { issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length }));
+  }
+
+  /** What every list in use revokes, for retiring the devices bound to those certificates. */
+  get revoked(): readonly RevokedSerials[] {
+    return this.#crls
+      .filter((crl) => crl !== null)
+      .map((crl) => ({ issuer: crl.issuer, serialNumbers: new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber))) }));
   }
 
   /** `presented`: the leaf first, then the intermediates the device sent (DER or PEM). */
@@ -95,7 +131,14 @@ export class ClientCertificateVerifier {
     if (deviceId === null) return refuse(`the client certificate has no device id (${describeRule(this.rule)})`);
     return {
       ok: true,
-      certificate: { deviceId, subject: leaf.subject, issuer: leaf.issuer, serialNumber: leaf.serialNumber, notAfter: leaf.notAfter },
+      certificate: {
+        deviceId,
+        subject: leaf.subject,
+        issuer: leaf.issuer,
+        serialNumber: leaf.serialNumber,
+        notAfter: leaf.notAfter,
+        emails: (leaf.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? []).filter((name) => name.type === 'email').map((name) => name.value),
+      },
     };
   }
 
@@ -124,7 +167,7 @@ export class ClientCertificateVerifier {
   /** On a revocation list of its issuer that the issuer signed. */
   async #revoked(leaf: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
     for (const crl of this.#crls) {
-      if (crl.issuer !== issuer.subject) continue;
+      if (crl === null || crl.issuer !== issuer.subject) continue;
       if (!(await crl.verify({ publicKey: issuer.publicKey }, crypto))) continue;
       if (crl.findRevoked(leaf) !== null) return true;
     }

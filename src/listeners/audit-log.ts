@@ -25,7 +25,7 @@ export function writeAuditLog(events: PortalEvents): void {
       call: call.name,
       parameters: call.parameters,
       status: event.status,
-      userId: call.parameters['user_id'] ?? null,
+      userId: call.parameters['user_id'] ?? event.userId ?? null,
       connectionIds: event.connectionIds,
       detail: event.detail,
     };

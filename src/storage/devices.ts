@@ -133,6 +133,46 @@ export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string)
   return Number(result.numUpdatedRows) === 1;
 }
 
+/**
+ * Live devices bound to a certificate of this issuer whose serial number is one of these (each
+ * given in hex as the certificate stores it, or with a leading 00 byte).
+ */
+export async function liveDevicesWithCertificates(db: Db, issuer: string, serialNumbers: readonly string[]): Promise<StoredDevice[]> {
+  if (serialNumbers.length === 0) return [];
+  const rows = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where('identity', '=', 'certificate')
+    .where('state', '<>', 'retired')
+    .where('certificate_issuer', '=', issuer)
+    .where('certificate_serial', 'in', serialNumbers)
+    .execute();
+  return rows.map(toDevice);
+}
+
+/** A user's devices that are not retired. */
+export async function liveDevicesOfUser(db: Db, userId: UserId): Promise<StoredDevice[]> {
+  const rows = await db.selectFrom('devices').selectAll().where('user_id', '=', userId).where('state', '<>', 'retired').orderBy('device_id').execute();
+  return rows.map(toDevice);
+}
+
+/** The MDM identifiers of every live device, for comparing them with the MDM's inventory. */
+export async function liveDeviceIdentifiers(db: Db): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt'>[]> {
+  const rows = await db
+    .selectFrom('devices')
+    .select(['device_id', 'user_id', 'serial', 'mdm_id', 'created_at'])
+    .where('state', '<>', 'retired')
+    .orderBy('device_id')
+    .execute();
+  return rows.map((row) => ({
+    deviceId: asDeviceId(row.device_id),
+    userId: asUserId(row.user_id),
+    serial: row.serial,
+    mdmId: row.mdm_id,
+    createdAt: row.created_at,
+  }));
+}
+
 /** A session of one of the device's configurations started (wg_peers or certificates name it). */
 export async function touchDeviceOfConfiguration(db: Db, vpnProto: 'wireguard' | 'openvpn', connectionId: string, at: string): Promise<void> {
   const owner =

@@ -215,6 +215,7 @@ test('retiring a device takes every configuration of it out of the database and 
   assert.equal(listedToken?.state, 'revoked');
   const row = (await auditLog(portal)).find((entry) => entry.call === 'retire_device');
   assert.equal(row?.connectionIds.length, 2);
+  assert.equal(row?.userId, 'alice', "the row names the device's user, though the call names only the device");
 
   const before = await deviceState(portal);
   assert.equal((await portal.admin.retireDevice(device.device_id)).retired_at, retired.retired_at);
@@ -351,4 +352,29 @@ test('device changes are announced to webhooks and counted in the metrics by pla
   const text = await (await fetch(portal.portal.metricsUrl ?? '')).text();
   assert.match(text, /vpn_portal_devices\{platform="android",state="retired",identity="token"\} 1/);
   assert.match(text, /vpn_portal_devices\{platform="android",state="registered",identity="token"\} 1/);
+});
+
+test('destroying a user retires its live devices: each is announced as device.retired, and the rows go with the user', async (t) => {
+  const portal = await startPortal(t);
+  await portal.admin.createWebhook({ url: 'http://127.0.0.1:9/hook', event_types: 'device.retired' });
+  const live = await register(portal, { serial: 'D-1' });
+  await create(portal, { device_id: live.device_id });
+  const retired = await register(portal, { serial: 'D-2' });
+  await portal.admin.retireDevice(retired.device_id);
+  await register(portal, { serial: 'D-3', user_id: 'bob' });
+  assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
+  const rows = await portal.portal.ctx.db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).orderBy('delivery_id').execute();
+  const announced = rows.map((row) => (JSON.parse(row.payload) as { data: { device_id: string; user_id: string } }).data);
+  assert.deepEqual(
+    announced.map((data) => [data.device_id, data.user_id]),
+    [
+      [retired.device_id, 'alice'],
+      [live.device_id, 'alice'],
+    ],
+    'the device retired before is not announced again',
+  );
+  assert.deepEqual(
+    (await portal.admin.devices()).devices.map((device) => device.serial),
+    ['D-3'],
+  );
 });

@@ -519,8 +519,21 @@ test('device register, list, show and retire work from the command line, as tabl
 
   const retired = await admin(portal, ['device', 'retire', id, '--json']);
   assert.equal(retired.code, 0, retired.stderr);
-  assert.equal((JSON.parse(retired.stdout) as { device: { state: string } }).device.state, 'retired');
+  const answer = JSON.parse(retired.stdout) as { device: { state: string }; revocation: { revocation_id: string; reason: string; user_id: string } };
+  assert.equal(answer.device.state, 'retired');
+  assert.equal(answer.revocation.user_id, 'alice', 'with its revocation receipt');
+  assert.match(answer.revocation.revocation_id, /\S/);
   assert.deepEqual(await portal.admin.userConfigurationList('alice'), []);
+  const again = await admin(portal, ['device', 'retire', id]);
+  assert.match(again.stdout, new RegExp(`^retired device ${id} at \\S+: nothing to revoke$`, 'm'));
+  const second = await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: 'C02XK2' });
+  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: second.device_id })).status, 200);
+  // The test portal's nodes never answer: the receipt stays pending.
+  const pending = await admin(portal, ['device', 'retire', second.device_id]);
+  assert.match(
+    pending.stdout,
+    new RegExp(`^retired device ${second.device_id} at \\S+: pending: node 0 did not confirm the removal yet \\(revocation \\S+\\)$`, 'm'),
+  );
 
   const badPlatform = await admin(portal, ['device', 'register', 'alice', 'employees', 'beos', '--serial', 'X']);
   assert.equal(badPlatform.code, 2);

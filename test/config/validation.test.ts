@@ -2,7 +2,7 @@
 // file and the option so it can be fixed, and per-node options resolve by position in onNode
 // (reference §1.3).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -498,4 +498,46 @@ test('certificate enrollment: its files are read from the configuration file’s
     problemsOf({ ...withProfiles(employees), enrollment: { clientCertificate: { ...refresh, crlRefresh: 'PT10S', intuneTenantId: 'contoso' } } }),
     /enrollment\.clientCertificate\.intuneTenantId: must be a GUID/,
   );
+});
+
+test('mdmInventory: its secret file is read at start from the configuration file’s folder; without it, or without a provider’s options, the start is refused naming the option', (t) => {
+  const file = configFile(t, 'portal.json', '{}');
+  const dir = path.dirname(file);
+  const intune = { provider: 'intune', tenantId: '11111111-2222-3333-4444-555555555555', clientId: 'portal', clientSecretFile: 'missing-secret' };
+  writeFileSync(file, JSON.stringify({ ...withProfiles(employees), mdmInventory: intune }));
+  assert.throws(
+    () => loadPortalConfig(file),
+    (error: Error) => error instanceof ConfigError && /mdmInventory\.clientSecretFile: cannot read .*missing-secret \(ENOENT\)/.test(error.message),
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), mdmInventory: { provider: 'jamf', clientId: 'portal' } }),
+    /mdmInventory\.url: is required with provider "jamf"/,
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), mdmInventory: { provider: 'jamf', url: 'https://x.jamfcloud.com' } }),
+    /mdmInventory\.clientSecretFile: is required/,
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), mdmInventory: { provider: 'json', url: 'https://mdm.example/x', maxRetirePerPass: 0 } }),
+    /mdmInventory\.maxRetirePerPass/,
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), mdmInventory: { provider: 'json', url: 'https://mdm.example/x', maxRetirePerPass: '0%' } }),
+    /mdmInventory\.maxRetirePerPass: "0%"/,
+  );
+
+  writeFileSync(path.join(dir, 'intune-secret'), 'the-secret\n', { mode: 0o600 });
+  writeFileSync(file, JSON.stringify({ ...withProfiles(employees), mdmInventory: { ...intune, clientSecretFile: 'intune-secret' } }));
+  const loaded = loadPortalConfig(file).mdmInventory;
+  assert.ok(loaded !== null && loaded.source.provider === 'intune');
+  assert.equal(loaded.source.clientSecret.reveal(), 'the-secret');
+  assert.equal(String(loaded.source.clientSecret), '[redacted]', 'the secret never prints');
+  assert.equal(loaded.source.tokenUrl, 'https://login.microsoftonline.com/11111111-2222-3333-4444-555555555555/oauth2/v2.0/token');
+  assert.equal(loaded.source.graphUrl, 'https://graph.microsoft.com/v1.0');
+  assert.equal(loaded.intervalMs, 15 * 60_000);
+  assert.deepEqual(loaded.maxRetirePerPass, { kind: 'percent', percent: 5 });
+  assert.equal(loaded.matches, 'serial');
+  assert.equal(loaded.permissionWarning, null);
+  chmodSync(path.join(dir, 'intune-secret'), 0o644);
+  assert.match(loadPortalConfig(file).mdmInventory?.permissionWarning ?? '', /chmod 600/);
 });

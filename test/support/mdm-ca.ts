@@ -3,6 +3,8 @@
 // and a CN, and a revocation list made by `openssl ca -revoke` / `-gencrl`.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -106,12 +108,16 @@ export class MdmCa {
   /** A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's tenant extension as given. */
   device(
     file: string,
-    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly intuneTenantDer?: string },
+    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly email?: string; readonly intuneTenantDer?: string },
   ): DeviceCertificateFiles {
     const extensions = [
       'basicConstraints=CA:FALSE',
       'extendedKeyUsage=clientAuth',
-      ...(subject.uri === undefined ? [] : [`subjectAltName=URI:${subject.uri}`]),
+      ...(subject.uri === undefined && subject.email === undefined
+        ? []
+        : [
+            `subjectAltName=${[subject.uri === undefined ? [] : [`URI:${subject.uri}`], subject.email === undefined ? [] : [`email:${subject.email}`]].flat().join(',')}`,
+          ]),
       ...(subject.intuneTenantDer === undefined ? [] : [`1.2.840.113556.5.14=DER:${subject.intuneTenantDer}`]),
     ];
     return this.#issue(file, `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`, extensions);
@@ -187,5 +193,75 @@ export class MdmCa {
 
   #openssl(args: readonly string[]): void {
     execFileSync('openssl', args, { cwd: this.directory, stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+}
+
+/** An answer of the portal's mutual-TLS enrollment listener. */
+export interface TlsAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+}
+
+/** POST `url` (the TLS listener's {baseUrl}enroll) presenting this device certificate with `ca`'s issuing CA (or none). */
+export function enrollOverTls(
+  url: string,
+  ca: MdmCa,
+  device: DeviceCertificateFiles | null,
+  form: Record<string, string>,
+  issuing: MdmCa = ca,
+): Promise<TlsAnswer> {
+  const body = new URLSearchParams(form).toString();
+  return new Promise((resolve, reject) => {
+    const sent = request(
+      url,
+      {
+        method: 'POST',
+        ca: [ca.rootPem, ca.issuingPem],
+        ...(device === null ? {} : { cert: `${device.certificatePem}${issuing.issuingPem}`, key: readFileSync(device.key) }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/x-wireguard-profile' },
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }));
+      },
+    );
+    sent.on('error', reject);
+    sent.end(body);
+  });
+}
+
+/** Serves the CA's revocation list file over http at `{url}`, as a CA's distribution point does; `failing` makes it answer 500. */
+export class CrlServer {
+  failing = false;
+  readonly #server: Server;
+  readonly url: string;
+
+  private constructor(server: Server, url: string) {
+    this.#server = server;
+    this.url = url;
+  }
+
+  static async start(file: () => string): Promise<CrlServer> {
+    let self: CrlServer | undefined;
+    const server = createServer((_request, response) => {
+      if (self?.failing === true) {
+        response.writeHead(500).end('down');
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/pkix-crl' }).end(readFileSync(file()));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    self = new CrlServer(server, `http://127.0.0.1:${address.port}/issuing.crl`);
+    return self;
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }

@@ -1,2 +1,4 @@
 // What the devices feature offers the rest of the program; other folders import it only from here.
 export * from './devices.js';
+export * from './revoked-certificates.js';
+export * from './mdm-inventory.js';

@@ -5,9 +5,10 @@
 // certificate can only ever reach the device it names; an id no live device has is refused (403).
 import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
 import type { Platform } from '../../shared/platforms.js';
-import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
+import { asUserId, type ProfileId, type WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { findLiveDevice } from '../../storage/devices.js';
+import { findLiveDevice, type StoredDevice } from '../../storage/devices.js';
+import { registerDevice } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
 import { DEFAULT_ENROLLMENT_DISPLAY_NAME } from './tokens.js';
@@ -24,6 +25,34 @@ export interface CertificateEnrollment {
   readonly platform: Platform | undefined;
 }
 
+/**
+ * `registerAs`: an unregistered device id registers a device for the user the certificate names
+ * (its first subjectAltName e-mail address), in the configured profile unless the request names
+ * one, with the request's platform or the configured one. Undefined without `registerAs`; 403
+ * when the certificate names no user.
+ */
+async function selfRegister(
+  ctx: PortalContext,
+  rule: NonNullable<PortalContext['config']['enrollment']['clientCertificate']>,
+  enrollment: CertificateEnrollment,
+): Promise<StoredDevice | undefined> {
+  const registerAs = rule.registerAs;
+  if (registerAs === null) return undefined;
+  const email = enrollment.certificate.emails[0];
+  if (email === undefined)
+    throw new PortalError('not-allowed', 'the client certificate names no user (no subjectAltName e-mail address) to register the device for');
+  const platform = enrollment.platform ?? registerAs.platform;
+  if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
+  const { deviceId } = enrollment.certificate;
+  return registerDevice(ctx, {
+    userId: asUserId(email),
+    profileId: enrollment.profileId ?? registerAs.profileId,
+    platform,
+    serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
+    mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,
+  });
+}
+
 export async function enrollByCertificate(ctx: PortalContext, enrollment: CertificateEnrollment): Promise<IssuedConfiguration> {
   const rule = ctx.config.enrollment.clientCertificate;
   if (rule === null) throw new PortalError('not-allowed', 'certificate enrollment is not configured');
@@ -34,7 +63,7 @@ export async function enrollByCertificate(ctx: PortalContext, enrollment: Certif
     );
   }
   const { deviceId } = enrollment.certificate;
-  const device = await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId);
+  const device = (await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId)) ?? (await selfRegister(ctx, rule, enrollment));
   if (device === undefined)
     throw new PortalError('not-allowed', `no registered device has ${rule.deviceId.matches} "${deviceId}" (the certificate's device id)`);
   if (enrollment.profileId !== undefined && enrollment.profileId !== device.profileId) {

@@ -1,7 +1,9 @@
-// POST /destroy: the user, all of its configurations and authorizations are deleted
-// (database first, in one transaction), then the peers leave the nodes and OpenVPN clients
-// are disconnected.
+// POST /destroy: the user, all of its configurations, authorizations and devices are deleted
+// (database first, in one transaction; each live device announced as retired, so a webhook
+// receiver following devices learns it), then the peers leave the nodes and OpenVPN clients are
+// disconnected.
 import { deleteCertificatesOfUser } from '../../storage/certificates.js';
+import { liveDevicesOfUser } from '../../storage/devices.js';
 import { deleteUser, lockUser } from '../../storage/users.js';
 import { nextRevision } from '../../storage/revisions.js';
 import { deletePeersOfUser } from '../../storage/wg-peers.js';
@@ -26,12 +28,20 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     const peers = await deletePeersOfUser(trx, userId);
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const certificates = await deleteCertificatesOfUser(trx, userId);
-    await deleteUser(trx, userId); // cascades to oauth_authorizations
+    const devices = await liveDevicesOfUser(trx, userId);
+    await deleteUser(trx, userId); // cascades to oauth_authorizations, devices and their enrollment tokens
     const at = ctx.clock.now();
     await announce(
       ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer), revocationId })),
       ...certificates.map(
         (certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate), revocationId }),
+      ),
+      ...devices.map(
+        ({ deviceId, profileId, platform, serial, mdmId }): PortalEvent => ({
+          type: 'device.retired',
+          at,
+          device: { deviceId, userId, profileId, platform, serial, mdmId },
+        }),
       ),
       { type: 'user.destroyed', at, userId, revocationId },
     );

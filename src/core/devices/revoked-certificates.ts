@@ -1,0 +1,61 @@
+// A device whose MDM certificate is revoked has left management (issue 23, item 4): once a
+// revocation list names the certificate the device is bound to now (not an older one it has since
+// replaced), the device is retired — the same path as retire_device, final, with a receipt — as
+// a change the portal made itself, in the audit log under the key name `(portal)`.
+import { normalSerial, type RevokedSerials } from '../../keys/client-certificate.js';
+import type { DeviceId, RevocationId } from '../../shared/ids.js';
+import { liveDevicesWithCertificates, type StoredDevice } from '../../storage/devices.js';
+import { portalCall } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { retireDevice } from './devices.js';
+
+/** Serial numbers asked for in one query (each in two spellings). */
+const SERIALS_PER_QUERY = 250;
+
+export interface RetiredDevice {
+  readonly deviceId: DeviceId;
+  readonly revocationId: RevocationId | null;
+}
+
+/** Retires every live device bound to a certificate these lists revoke; what it retired. */
+export async function retireDevicesOfRevokedCertificates(ctx: PortalContext, lists: readonly RevokedSerials[]): Promise<RetiredDevice[]> {
+  const devices = new Map<DeviceId, StoredDevice>();
+  for (const list of lists) {
+    const serials = [...list.serialNumbers];
+    for (let start = 0; start < serials.length; start += SERIALS_PER_QUERY) {
+      const spellings = serials.slice(start, start + SERIALS_PER_QUERY).flatMap(spellingsOf);
+      for (const device of await liveDevicesWithCertificates(ctx.db, list.issuer, spellings)) {
+        // The stored serial is the certificate's own spelling; compare normalised.
+        if (device.certificate !== null && list.serialNumbers.has(normalSerial(device.certificate.serialNumber))) devices.set(device.deviceId, device);
+      }
+    }
+  }
+  const retired: RetiredDevice[] = [];
+  for (const device of devices.values()) {
+    const done = await retireOnItsOwn(ctx, device.deviceId, `certificate ${device.certificate?.serialNumber ?? ''} revoked`, 'at the next refresh');
+    if (done !== null) retired.push(done);
+  }
+  return retired;
+}
+
+/**
+ * retire_device as a change the portal makes itself (audit key `(portal)`, with the reason);
+ * logged, and a failure logged and answered null (the caller tries again `when`).
+ */
+export async function retireOnItsOwn(ctx: PortalContext, deviceId: DeviceId, reason: string, when: string): Promise<RetiredDevice | null> {
+  const call = portalCall('retire_device', { device_id: deviceId, reason });
+  try {
+    const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, deviceId);
+    ctx.logger.warn({ deviceId, reason, revocationId }, 'device retired by the portal');
+    return { deviceId, revocationId };
+  } catch (error) {
+    ctx.logger.error({ err: error, deviceId, reason }, `a device could not be retired; tried again ${when}`);
+    return null;
+  }
+}
+
+/** A hex serial as a certificate may spell it: even length, and with a leading zero byte. */
+function spellingsOf(serial: string): string[] {
+  const even = serial.length % 2 === 1 ? `0${serial}` : serial;
+  return [even, `00${even}`, even.toUpperCase(), `00${even.toUpperCase()}`];
+}

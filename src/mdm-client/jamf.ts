@@ -1,0 +1,56 @@
+// Jamf Pro's inventory through the Jamf Pro API: a bearer token by API client credentials
+// (`POST /api/oauth/token`, Jamf Pro 10.49 and later), then the computers
+// (`/api/v1/computers-inventory?section=HARDWARE`) and the mobile devices (`/api/v2/mobile-devices`),
+// each paged with `page` and `page-size` until `totalCount` records were read. A device's serial
+// is its hardware serial number; its id (for `mdm_id`) is its UDID, unique across both kinds
+// (Jamf's numeric ids are not: a computer and a phone may both be 1).
+import { z } from 'zod';
+import type { MdmInventorySource } from '../config/portal-config.js';
+import { clientCredentialsToken, MdmInventoryError, requestJson } from './http.js';
+import type { MdmInventory } from './model.js';
+
+const PAGE_SIZE = 200;
+/** More pages than this is a loop, not an inventory. */
+const MAX_PAGES = 10_000;
+
+const COMPUTERS_PAGE = z.object({
+  totalCount: z.number().int().min(0),
+  results: z.array(z.object({ id: z.string(), udid: z.string().nullish(), hardware: z.object({ serialNumber: z.string().nullish() }).nullish() })),
+});
+
+const MOBILE_DEVICES_PAGE = z.object({
+  totalCount: z.number().int().min(0),
+  results: z.array(z.object({ id: z.string(), udid: z.string().nullish(), serialNumber: z.string().nullish() })),
+});
+
+export async function readJamfInventory(source: Extract<MdmInventorySource, { provider: 'jamf' }>): Promise<MdmInventory> {
+  const token = await clientCredentialsToken(`${source.url}/api/oauth/token`, { client_id: source.clientId, client_secret: source.clientSecret.reveal() });
+  const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  const inventory: MdmInventory = { serials: new Set(), ids: new Set() };
+  const add = (udid: string | null | undefined, serial: string | null | undefined) => {
+    if (udid !== undefined && udid !== null && udid !== '') inventory.ids.add(udid);
+    if (serial !== undefined && serial !== null && serial !== '') inventory.serials.add(serial);
+  };
+  await readPages(`${source.url}/api/v1/computers-inventory?section=HARDWARE&sort=id%3Aasc`, headers, COMPUTERS_PAGE, (record) =>
+    add(record.udid, record.hardware?.serialNumber),
+  );
+  await readPages(`${source.url}/api/v2/mobile-devices?sort=id%3Aasc`, headers, MOBILE_DEVICES_PAGE, (record) => add(record.udid, record.serialNumber));
+  return inventory;
+}
+
+/** Every page of a Jamf Pro API list, until `totalCount` records were read (or a page is empty). */
+async function readPages<R>(
+  base: string,
+  headers: Record<string, string>,
+  schema: z.ZodType<{ totalCount: number; results: R[] }>,
+  each: (record: R) => void,
+): Promise<void> {
+  let read = 0;
+  for (let page = 0; ; page++) {
+    if (page >= MAX_PAGES) throw new MdmInventoryError(`Jamf Pro gave more than ${MAX_PAGES} pages`);
+    const answer = await requestJson(`${base}&page=${page}&page-size=${PAGE_SIZE}`, { headers }, schema);
+    for (const record of answer.results) each(record);
+    read += answer.results.length;
+    if (answer.results.length === 0 || read >= answer.totalCount) return;
+  }
+}

@@ -1,0 +1,87 @@
+// `vpn-portal mdm sync --dry-run` against a local stand-in of Jamf Pro's API (the real one cannot
+// be reached from the tests): it prints which devices a pass would retire and changes nothing;
+// it says so when the inventory cannot be read or would retire too many; without --dry-run it
+// refuses (the portal does the pass that retires).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../support/mdm-stand-in.js';
+import { runCli } from '../support/portal-process.js';
+import { defaultTestConfig, startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+const DEVICES = ['JMF-1', 'JMF-2', 'JMF-3', 'JMF-4'].map((serial, index) => ({
+  id: `udid-${index}`,
+  serial,
+  kind: index % 2 === 0 ? ('computer' as const) : ('mobile' as const),
+}));
+
+describe('vpn-portal mdm sync --dry-run', () => {
+  let mdm: MdmStandIn;
+  let portal: TestPortal;
+  let dataDir: string;
+  let configFile: string;
+
+  before(async () => {
+    mdm = await MdmStandIn.start();
+    mdm.devices = [...DEVICES];
+    dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-mdm-'));
+    // The portal runs no inventory pass itself: whatever changes would be the command's doing.
+    portal = await startTestPortal({ dataDir });
+    const secretFile = path.join(dataDir, 'jamf-secret');
+    writeFileSync(secretFile, STAND_IN_CLIENT_SECRET, { mode: 0o600 });
+    configFile = path.join(dataDir, 'portal.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({ ...defaultTestConfig, dataDir, database: portal.database, mdmInventory: { ...mdm.jamfConfig(secretFile), maxRetirePerPass: 1 } }),
+    );
+    for (const device of DEVICES) await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: device.serial });
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+  });
+
+  after(async () => {
+    await portal?.close();
+    await mdm?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const sync = (...args: string[]) => runCli(['mdm', 'sync', ...args, '--config', configFile]);
+  const snapshot = async () => JSON.stringify((await portal.admin.devices()).devices);
+
+  test('it prints the device a pass would retire, and changes nothing', async () => {
+    const before = await snapshot();
+    mdm.devices = DEVICES.filter((device) => device.serial !== 'JMF-2');
+    const result = await sync('--dry-run');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^jamf inventory: 3 devices; 4 live devices compared by serial$/m);
+    assert.match(result.stdout, /a pass would retire 1 \(at most 1 a pass\):/);
+    assert.match(result.stdout, /^dev_\w+ +alice +JMF-2 +-$/m);
+    assert.equal(await snapshot(), before);
+  });
+
+  test('too many gone: it says a pass would retire nothing', async () => {
+    mdm.devices = DEVICES.slice(0, 2);
+    const result = await sync('--dry-run');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /a pass would retire nothing: 2 devices are gone, more than mdmInventory\.maxRetirePerPass allows \(1\)/);
+  });
+
+  test('an unreachable inventory: exit 1, and a pass would retire nothing', async () => {
+    mdm.down = true;
+    const result = await sync('--dry-run');
+    mdm.down = false;
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /the jamf inventory cannot be read: POST http:\/\/127\.0\.0\.1:\d+\/jamf\/api\/oauth\/token answered 503; a pass would retire nothing/,
+    );
+    assert.doesNotMatch(result.stderr, new RegExp(STAND_IN_CLIENT_SECRET));
+  });
+
+  test('without --dry-run it refuses', async () => {
+    const result = await sync();
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /mdm sync needs --dry-run/);
+  });
+});

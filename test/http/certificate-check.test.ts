@@ -1,0 +1,171 @@
+// A device whose certificate appears on a revocation list is retired (issue 23, item 4), with a
+// test CA made at run time with openssl and its list served over http as a distribution point
+// would: the device bound to the revoked certificate is retired within one crlRefresh, with a
+// receipt and an audit row naming its user; a device that replaced a revoked certificate by a
+// new one stays; a list that cannot be fetched keeps the last good one, is flagged in the
+// metrics and retires nothing.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { auditRecords } from '../../src/storage/audit-log.js';
+import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../support/mdm-ca.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+const REFRESH_MS = 1000;
+
+describe('a device whose certificate is revoked is retired', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal;
+
+  before(async () => {
+    ca = MdmCa.make();
+    const crlFile = ca.writeCrl();
+    crls = await CrlServer.start(() => crlFile);
+    const server = ca.server('server');
+    portal = await startTestPortal({
+      config: {
+        enrollment: {
+          requestsPerMinute: 10_000,
+          tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
+          clientCertificate: {
+            trustAnchors: [ca.rootFile],
+            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+            crl: [crls.url],
+            crlRefresh: 'PT1S',
+          },
+        },
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+
+  async function enrolled(user: string, serial: string, file: string): Promise<{ deviceId: string; certificate: DeviceCertificateFiles }> {
+    const device = await portal.admin.registerDevice({ user_id: user, profile_id: 'employees', platform: 'linux', serial });
+    const certificate = ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}` });
+    const answer = await enrollOverTls(enrollUrl(), ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(answer.status, 200, answer.text);
+    return { deviceId: device.device_id, certificate };
+  }
+
+  async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > end) assert.fail(`${what} within ${ms} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+  const sample = (text: string, name: string) =>
+    Number(new RegExp(`^${name}\\{file="${crls.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+
+  test('the device bound to the revoked certificate is retired within one refresh, with a receipt and an audit row naming its user', async () => {
+    const { deviceId, certificate } = await enrolled('alice', 'CRL-1', 'alice-laptop');
+    const bystander = await enrolled('bob', 'CRL-2', 'bob-laptop');
+    ca.revoke(certificate.certificate);
+    const revokedAt = Date.now();
+    await until('the device retired', async () => (await portal.admin.device(deviceId)).state === 'retired', 3 * REFRESH_MS + 2000);
+    assert.ok(Date.now() - revokedAt <= 2 * REFRESH_MS + 2000, 'within about one refresh (and the fetch)');
+    const device = await portal.admin.device(deviceId);
+    assert.deepEqual(device.configurations, []);
+    assert.equal((await portal.admin.device(bystander.deviceId)).state, 'active', 'a device of another certificate stays');
+
+    const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter((row) => row.call === 'retire_device');
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]?.keyName, '(portal)');
+    assert.equal(rows[0]?.userId, 'alice');
+    assert.equal(rows[0]?.parameters['device_id'], deviceId);
+    assert.equal(rows[0]?.connectionIds.length, 1);
+    const receipts = await portal.portal.ctx.db.selectFrom('revocations').selectAll().execute();
+    assert.ok(receipts.length >= 1, 'the revocation has a receipt');
+    assert.equal(sample(await metrics(), 'vpn_portal_crl_entries'), 1);
+  });
+
+  test('a certificate the device has since replaced may be revoked: the device stays', async () => {
+    const { deviceId, certificate } = await enrolled('carol', 'CRL-3', 'carol-old');
+    const renewed = ca.device('carol-new', { cn: 'carol-new', uri: 'urn:mdm:serial:CRL-3' });
+    const again = await enrollOverTls(enrollUrl(), ca, renewed, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(again.status, 200, again.text);
+    ca.revoke(certificate.certificate);
+    await until('the list with the old certificate read', async () => sample(await metrics(), 'vpn_portal_crl_entries') === 2, 5000);
+    await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
+    assert.equal((await portal.admin.device(deviceId)).state, 'active');
+  });
+
+  test('a list that cannot be fetched keeps the last good one, is flagged in the metrics, and retires nothing', async () => {
+    const { deviceId } = await enrolled('dave', 'CRL-4', 'dave-laptop');
+    const before = await portal.admin.devices();
+    crls.failing = true;
+    await until('the failure flagged', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 1, 5000);
+    await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
+    assert.equal(sample(await metrics(), 'vpn_portal_crl_entries'), 2, 'the last good list stays in use');
+    assert.deepEqual(await portal.admin.devices(), before);
+    assert.equal((await portal.admin.device(deviceId)).state, 'active');
+    crls.failing = false;
+    await until('read again', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 0, 5000);
+  });
+});
+
+describe('registerAs: a device registers itself with its certificate', () => {
+  let ca: MdmCa;
+  let portal: TestPortal;
+
+  before(async () => {
+    ca = MdmCa.make();
+    const server = ca.server('server');
+    portal = await startTestPortal({
+      config: {
+        enrollment: {
+          requestsPerMinute: 10_000,
+          tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
+          clientCertificate: {
+            trustAnchors: [ca.rootFile],
+            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+            registerAs: { from: 'san-email', profileId: 'employees' },
+          },
+        },
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    ca?.remove();
+  });
+
+  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+
+  test('an unregistered device id registers a device for the user of the certificate’s e-mail address, bound to it', async () => {
+    const laptop = ca.device('self-laptop', { cn: 'self-laptop', uri: 'urn:mdm:serial:SELF-1', email: 'frank@example.org' });
+    const answer = await enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    assert.equal(answer.status, 200, answer.text);
+    const [device] = (await portal.admin.devices({ serial: 'SELF-1' })).devices;
+    assert.deepEqual(
+      [device?.user_id, device?.profile_id, device?.platform, device?.identity, device?.state],
+      ['frank@example.org', 'employees', 'linux', 'certificate', 'active'],
+    );
+    const again = await enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    assert.equal(again.status, 200, again.text);
+    assert.equal((await portal.admin.devices({ serial: 'SELF-1' })).devices.length, 1, 'enrolling again replaces, no second device');
+  });
+
+  test('without an e-mail address, or without a platform, it is refused and nothing is stored', async () => {
+    const before = JSON.stringify(await portal.admin.devices());
+    const anonymous = ca.device('self-anonymous', { cn: 'anonymous', uri: 'urn:mdm:serial:SELF-2' });
+    const refused = await enrollOverTls(enrollUrl(), ca, anonymous, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /names no user/);
+    const named = ca.device('self-named', { cn: 'named', uri: 'urn:mdm:serial:SELF-3', email: 'gina@example.org' });
+    const noPlatform = await enrollOverTls(enrollUrl(), ca, named, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(noPlatform.status, 400, noPlatform.text);
+    assert.equal(JSON.stringify(await portal.admin.devices()), before);
+  });
+});

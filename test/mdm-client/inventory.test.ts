@@ -1,0 +1,103 @@
+// The MDM clients against a local stand-in that serves Microsoft Graph's and Jamf Pro's documented
+// request and answer shapes (the real services cannot be reached from the tests): the token by
+// client credentials, every page followed, serials and ids both read; a service that is down, an
+// answer of another shape or a next link to another origin is an error, never an empty inventory.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import type { MdmInventorySource } from '../../src/config/portal-config.js';
+import { MdmInventoryError, readMdmInventory } from '../../src/mdm-client/inventory.js';
+import { Secret } from '../../src/shared/secret.js';
+import { MdmStandIn, STAND_IN_CLIENT_ID, STAND_IN_CLIENT_SECRET, STAND_IN_TENANT } from '../support/mdm-stand-in.js';
+
+const DEVICES = [
+  { id: 'aaaaaaaa-0000-0000-0000-000000000001', serial: 'C02AAA1', kind: 'computer' as const },
+  { id: 'aaaaaaaa-0000-0000-0000-000000000002', serial: 'C02AAA2', kind: 'computer' as const },
+  { id: 'aaaaaaaa-0000-0000-0000-000000000003', serial: 'C02AAA3', kind: 'computer' as const },
+  { id: 'bbbbbbbb-0000-0000-0000-000000000004', serial: 'DMPBBB4', kind: 'mobile' as const },
+  { id: 'bbbbbbbb-0000-0000-0000-000000000005', serial: 'DMPBBB5', kind: 'mobile' as const },
+];
+
+describe('the MDM inventory clients', () => {
+  let mdm: MdmStandIn;
+  let intune: MdmInventorySource;
+  let jamf: MdmInventorySource;
+
+  before(async () => {
+    mdm = await MdmStandIn.start();
+    intune = {
+      provider: 'intune',
+      clientId: STAND_IN_CLIENT_ID,
+      clientSecret: new Secret(STAND_IN_CLIENT_SECRET),
+      tokenUrl: `${mdm.url}/${STAND_IN_TENANT}/oauth2/v2.0/token`,
+      graphUrl: `${mdm.url}/v1.0`,
+    };
+    jamf = { provider: 'jamf', url: `${mdm.url}/jamf`, clientId: STAND_IN_CLIENT_ID, clientSecret: new Secret(STAND_IN_CLIENT_SECRET) };
+  });
+
+  beforeEach(() => {
+    mdm.devices = [...DEVICES];
+    mdm.down = false;
+    mdm.requests.length = 0;
+  });
+
+  after(async () => {
+    await mdm?.close();
+  });
+
+  test('Intune: an app token by client credentials, then every page of managedDevices through @odata.nextLink', async () => {
+    const inventory = await readMdmInventory(intune);
+    assert.deepEqual([...inventory.ids].sort(), DEVICES.map((device) => device.id).sort());
+    assert.deepEqual([...inventory.serials].sort(), DEVICES.map((device) => device.serial).sort());
+    const [token, ...pages] = mdm.requests;
+    assert.deepEqual(token?.form, {
+      grant_type: 'client_credentials',
+      client_id: STAND_IN_CLIENT_ID,
+      client_secret: STAND_IN_CLIENT_SECRET,
+      scope: `${mdm.url}/.default`,
+    });
+    assert.equal(pages.length, 3, 'five devices in pages of two');
+    for (const page of pages) {
+      assert.match(page.url, /^\/v1\.0\/deviceManagement\/managedDevices\?\$select=id,serialNumber/);
+      assert.equal(page.consistencyLevel, 'eventual');
+      assert.equal(page.authorization, 'Bearer stand-in-access-token');
+    }
+  });
+
+  test('Jamf Pro: a token from /api/oauth/token, then computers and mobile devices, each paged to totalCount', async () => {
+    const inventory = await readMdmInventory(jamf);
+    assert.deepEqual([...inventory.serials].sort(), DEVICES.map((device) => device.serial).sort());
+    assert.deepEqual([...inventory.ids].sort(), DEVICES.map((device) => device.id).sort(), "a device's id is its UDID");
+    assert.deepEqual(mdm.requests[0]?.form, { grant_type: 'client_credentials', client_id: STAND_IN_CLIENT_ID, client_secret: STAND_IN_CLIENT_SECRET });
+    assert.equal(mdm.requests.filter((request) => request.url.startsWith('/jamf/api/v1/computers-inventory?section=HARDWARE')).length, 2);
+    assert.equal(mdm.requests.filter((request) => request.url.startsWith('/jamf/api/v2/mobile-devices')).length, 1);
+  });
+
+  test('JSON: the list of serials, fetched with the configured headers', async () => {
+    const inventory = await readMdmInventory({
+      provider: 'json',
+      url: `${mdm.url}/inventory.json`,
+      headers: { Authorization: new Secret('Bearer stand-in-access-token') },
+    });
+    assert.deepEqual([...inventory.serials].sort(), DEVICES.map((device) => device.serial).sort());
+  });
+
+  test('a service that is down, a wrong secret, an unexpected shape or a next link elsewhere is an error, not an empty inventory', async () => {
+    mdm.down = true;
+    for (const source of [intune, jamf])
+      await assert.rejects(readMdmInventory(source), (error) => error instanceof MdmInventoryError && /answered 503/.test(error.message));
+    mdm.down = false;
+    await assert.rejects(readMdmInventory({ ...intune, clientSecret: new Secret('wrong') } as MdmInventorySource), (error) => {
+      assert.ok(error instanceof MdmInventoryError);
+      assert.match(error.message, /answered 401/);
+      assert.doesNotMatch(error.message, /wrong|stand-in-secret/, 'no secret in the message');
+      return true;
+    });
+    await assert.rejects(readMdmInventory({ provider: 'json', url: `${mdm.url}/v1.0/deviceManagement/managedDevices`, headers: {} }), MdmInventoryError);
+    await assert.rejects(readMdmInventory({ provider: 'json', url: 'http://127.0.0.1:2/inventory.json', headers: {} }), MdmInventoryError);
+    // Graph's next link on another origin would carry the token away.
+    await assert.rejects(
+      readMdmInventory({ ...intune, graphUrl: `${mdm.url.replace('127.0.0.1', 'localhost')}/v1.0` } as MdmInventorySource),
+      /another origin/,
+    );
+  });
+});

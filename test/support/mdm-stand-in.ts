@@ -1,0 +1,162 @@
+// A local stand-in for the MDMs' APIs, since Microsoft Graph and Jamf Pro cannot be reached from
+// the tests: it serves their documented request and answer shapes — Microsoft's OAuth 2.0 client
+// credentials token endpoint and Graph's `deviceManagement/managedDevices` with `$select` and
+// `@odata.nextLink` paging; Jamf Pro's `/api/oauth/token`, `/api/v1/computers-inventory` and
+// `/api/v2/mobile-devices` with `page`/`page-size` and `totalCount` — and a plain JSON list. Pages
+// are small (2 devices) so that every client must page. A test edits `devices`, or sets `down`.
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { PortalConfigFile } from '../../src/config/schema.js';
+
+type InventoryOption = NonNullable<PortalConfigFile['mdmInventory']>;
+
+export interface StandInDevice {
+  /** Intune's managed device id; Jamf's UDID. */
+  readonly id: string;
+  readonly serial: string;
+  /** For Jamf: a computer or a mobile device. */
+  readonly kind?: 'computer' | 'mobile';
+}
+
+export const STAND_IN_TENANT = '11111111-2222-3333-4444-555555555555';
+export const STAND_IN_CLIENT_ID = 'portal-client';
+export const STAND_IN_CLIENT_SECRET = 'stand-in-secret-value';
+const ACCESS_TOKEN = 'stand-in-access-token';
+const PAGE_SIZE = 2;
+
+export class MdmStandIn {
+  devices: StandInDevice[] = [];
+  /** Every request answers 503. */
+  down = false;
+  /** What each request asked: method, path with query, and the form or headers that matter. */
+  readonly requests: { method: string; url: string; form?: Record<string, string>; consistencyLevel?: string; authorization?: string }[] = [];
+  readonly #server: Server;
+  readonly url: string;
+
+  private constructor(server: Server, url: string) {
+    this.#server = server;
+    this.url = url;
+  }
+
+  static async start(): Promise<MdmStandIn> {
+    let self: MdmStandIn | undefined;
+    const server = createServer((request, response) => {
+      void (async () => {
+        const body = await readBody(request);
+        const answer = self === undefined ? { status: 500, json: {} } : self.#answer(request, body);
+        response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.json));
+      })();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    self = new MdmStandIn(server, `http://127.0.0.1:${address.port}`);
+    return self;
+  }
+
+  /** `mdmInventory` for Intune against this stand-in. */
+  intuneConfig(secretFile: string): InventoryOption {
+    return {
+      provider: 'intune',
+      tenantId: STAND_IN_TENANT,
+      clientId: STAND_IN_CLIENT_ID,
+      clientSecretFile: secretFile,
+      tokenUrl: `${this.url}/${STAND_IN_TENANT}/oauth2/v2.0/token`,
+      graphUrl: `${this.url}/v1.0`,
+    };
+  }
+
+  jamfConfig(secretFile: string): InventoryOption {
+    return { provider: 'jamf', url: `${this.url}/jamf`, clientId: STAND_IN_CLIENT_ID, clientSecretFile: secretFile };
+  }
+
+  jsonConfig(): InventoryOption {
+    return { provider: 'json', url: `${this.url}/inventory.json`, headers: { Authorization: `Bearer ${ACCESS_TOKEN}` } };
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #answer(request: IncomingMessage, body: string): { status: number; json: unknown } {
+    const url = new URL(request.url ?? '/', this.url);
+    const form = request.method === 'POST' ? Object.fromEntries(new URLSearchParams(body)) : undefined;
+    const authorization = request.headers.authorization;
+    const consistencyLevel = request.headers['consistencylevel'];
+    this.requests.push({
+      method: request.method ?? '',
+      url: `${url.pathname}${url.search}`,
+      ...(form === undefined ? {} : { form }),
+      ...(typeof consistencyLevel === 'string' ? { consistencyLevel } : {}),
+      ...(authorization === undefined ? {} : { authorization }),
+    });
+    if (this.down) return { status: 503, json: { error: 'unavailable' } };
+    const tokenPath = url.pathname === `/${STAND_IN_TENANT}/oauth2/v2.0/token` || url.pathname === '/jamf/api/oauth/token';
+    if (tokenPath) {
+      if (request.method !== 'POST' || form?.['grant_type'] !== 'client_credentials') return { status: 400, json: { error: 'unsupported_grant_type' } };
+      if (form['client_id'] !== STAND_IN_CLIENT_ID || form['client_secret'] !== STAND_IN_CLIENT_SECRET)
+        return { status: 401, json: { error: 'invalid_client' } };
+      if (url.pathname.startsWith('/jamf/'))
+        return { status: 200, json: { access_token: ACCESS_TOKEN, scope: 'api-role:1', token_type: 'Bearer', expires_in: 299 } };
+      if (form['scope']?.endsWith('/.default') !== true) return { status: 400, json: { error: 'invalid_scope' } };
+      return { status: 200, json: { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: ACCESS_TOKEN } };
+    }
+    if (authorization !== `Bearer ${ACCESS_TOKEN}`) return { status: 401, json: { error: { code: 'InvalidAuthenticationToken' } } };
+    if (url.pathname === '/v1.0/deviceManagement/managedDevices') return this.#graphPage(url);
+    if (url.pathname === '/jamf/api/v1/computers-inventory') {
+      return this.#jamfPage(url, 'computer', (device) => ({
+        id: device.id.slice(0, 8),
+        udid: device.id,
+        general: { name: device.serial },
+        hardware: { serialNumber: device.serial },
+      }));
+    }
+    if (url.pathname === '/jamf/api/v2/mobile-devices') {
+      return this.#jamfPage(url, 'mobile', (device) => ({
+        id: device.id.slice(0, 8),
+        name: device.serial,
+        serialNumber: device.serial,
+        udid: device.id,
+        wifiMacAddress: null,
+      }));
+    }
+    if (url.pathname === '/inventory.json') return { status: 200, json: this.devices.map((device) => device.serial) };
+    return { status: 404, json: { error: 'not found' } };
+  }
+
+  /** Graph's paging: `$skiptoken` in an absolute `@odata.nextLink`, absent on the last page. */
+  #graphPage(url: URL): { status: number; json: unknown } {
+    if (url.searchParams.get('$select') !== 'id,serialNumber') return { status: 400, json: { error: { code: 'BadRequest' } } };
+    const skip = Number(url.searchParams.get('$skiptoken') ?? '0');
+    const page = this.devices.slice(skip, skip + PAGE_SIZE);
+    const next =
+      skip + PAGE_SIZE < this.devices.length
+        ? `${this.url}/v1.0/deviceManagement/managedDevices?$select=id,serialNumber&$skiptoken=${skip + PAGE_SIZE}`
+        : undefined;
+    return {
+      status: 200,
+      json: {
+        '@odata.context': `${this.url}/v1.0/$metadata#deviceManagement/managedDevices(id,serialNumber)`,
+        value: page.map((device) => ({ id: device.id, serialNumber: device.serial })),
+        ...(next === undefined ? {} : { '@odata.nextLink': next }),
+      },
+    };
+  }
+
+  /** Jamf's paging: `page` from 0 and `page-size` (the stand-in gives at most PAGE_SIZE), with `totalCount`. */
+  #jamfPage(url: URL, kind: 'computer' | 'mobile', record: (device: StandInDevice) => unknown): { status: number; json: unknown } {
+    const page = Number(url.searchParams.get('page') ?? '0');
+    const size = Math.min(PAGE_SIZE, Number(url.searchParams.get('page-size') ?? '100'));
+    const all = this.devices.filter((device) => (device.kind ?? 'computer') === kind);
+    return { status: 200, json: { totalCount: all.length, results: all.slice(page * size, (page + 1) * size).map(record) } };
+  }
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk: string) => (text += chunk));
+    request.on('end', () => resolve(text));
+  });
+}
