@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds dist/ (the benchmark runs `vpn-portal serve` from it), starts a
 # throw-away PostgreSQL server as the tests do (unless TEST_POSTGRES_URL names one), and
-# measures on SQLite and on PostgreSQL (bench/run.ts). BENCH_DATABASES="sqlite" skips PostgreSQL.
+# measures on SQLite and on PostgreSQL (bench/run.ts, then the searches: bench/search.ts).
+# BENCH_DATABASES="sqlite" skips PostgreSQL; BENCH_ONLY=search runs the searches alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=test/support/throwaway-postgres.sh
@@ -10,4 +11,7 @@ npm run --silent build
 if [[ " ${BENCH_DATABASES:-sqlite postgres} " == *" postgres "* ]]; then
   start_throwaway_postgres
 fi
-node --import tsx bench/run.ts
+if [[ "${BENCH_ONLY:-}" != search ]]; then
+  node --import tsx bench/run.ts
+fi
+node --import tsx bench/search.ts

@@ -16,7 +16,6 @@
 // (`vpn-portal serve`, built into dist/). BENCH_DATABASES="sqlite" (or "postgres") measures one
 // database only; BENCH_AGENT=0 skips the agent, BENCH_PORTAL=0 everything before it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -28,6 +27,7 @@ import { clientAddressesAt } from '../src/wireguard/address-pool.js';
 import { benchAgent, type AgentFigures } from './agent.js';
 import { measureCeiling, type Ceiling } from './ceiling.js';
 import { measureCreateWrites, type CreateWrites } from './create-writes.js';
+import { createPostgresDatabase } from './postgres-database.js';
 
 const CONCURRENCY = 16;
 const CREATE_SECONDS = Number(process.env['BENCH_CREATE_SECONDS'] ?? 20);
@@ -218,27 +218,6 @@ async function stop(child: ChildProcess): Promise<void> {
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   await exited;
-}
-
-/** A fresh database on the PostgreSQL server of TEST_POSTGRES_URL, dropped afterwards. */
-async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const server = process.env['TEST_POSTGRES_URL'];
-  if (server === undefined || server === '')
-    throw new Error('the PostgreSQL figures need a server: run "npm run bench" (bench/run.sh starts one) or set TEST_POSTGRES_URL');
-  const name = `vpn_portal_bench_${randomBytes(6).toString('hex')}`;
-  const admin = async (statement: string): Promise<void> => {
-    const client = new pg.Client({ connectionString: server });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return { url: url.href, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 interface Answer {

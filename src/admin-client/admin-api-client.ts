@@ -6,6 +6,13 @@ import type { z } from 'zod';
 import {
   ADMIN_API_CALLS,
   ADMIN_API_PREFIX,
+  adminKeysAnswer,
+  createAdminKeyAnswer,
+  revokeAdminKeyAnswer,
+  type AdminKeyInfo,
+  type CreateAdminKeyParams,
+  type UsersPage,
+  type UsersQuery,
   auditLogAnswer,
   createWebhookAnswer,
   rotateWebhookSecretAnswer,
@@ -127,6 +134,19 @@ export class AdminApiClient {
 
   async disabledUsers(): Promise<string[]> {
     return (await this.#getJson(ADMIN_API_CALLS.disabledUsers.path, {}, disabledUsersAnswer)).disabled_users;
+  }
+
+  /** Extension: one page of the users (or the disabled ones), by prefix; pass `next_cursor` as `cursor` for the next. */
+  async usersPage(query: UsersQuery & { readonly disabled?: boolean }): Promise<UsersPage> {
+    const { disabled, ...rest } = query;
+    // A limit always: without one of the extension's parameters the answer has no next_cursor.
+    const sent = definedOnly({ limit: 100, ...rest });
+    if (disabled === true) {
+      const answer = await this.#getJson(ADMIN_API_CALLS.disabledUsers.path, sent, disabledUsersAnswer);
+      return { users: answer.disabled_users, next_cursor: answer.next_cursor ?? null };
+    }
+    const answer = await this.#getJson(ADMIN_API_CALLS.users.path, sent, usersAnswer);
+    return { users: answer.users, next_cursor: answer.next_cursor ?? null };
   }
 
   async userConfigurationList(userId: string): Promise<UserConfiguration[]> {
@@ -284,6 +304,21 @@ export class AdminApiClient {
   /** One page of the delivery log, newest first; pass `next_cursor` as `cursor` for the next. */
   webhookDeliveries(query: WebhookDeliveriesQuery = {}): Promise<WebhookDeliveriesPage> {
     return this.#getJson(ADMIN_API_CALLS.webhookDeliveries.path, definedOnly(query), webhookDeliveriesAnswer);
+  }
+
+  /** Extension (scope admin): every admin key, never a secret. */
+  async adminKeys(): Promise<AdminKeyInfo[]> {
+    return (await this.#getJson(ADMIN_API_CALLS.adminKeys.path, {}, adminKeysAnswer)).admin_keys;
+  }
+
+  /** Extension (scope admin): makes an admin key within the calling key's rights; the answer's secret is shown this once. */
+  createAdminKey(params: CreateAdminKeyParams, options: PostOptions = {}): Promise<z.infer<typeof createAdminKeyAnswer>> {
+    return this.#postJson(ADMIN_API_CALLS.createAdminKey.path, definedOnly(params), createAdminKeyAnswer, options);
+  }
+
+  /** Extension (scope admin): revokes every key of the name; answers how many. */
+  async revokeAdminKey(name: string, options: PostOptions = {}): Promise<number> {
+    return (await this.#postJson(ADMIN_API_CALLS.revokeAdminKey.path, { name }, revokeAdminKeyAnswer, options)).revoked;
   }
 
   async #getJson<T>(path: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {

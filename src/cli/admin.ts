@@ -7,7 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import { CONFIGURATION_MEDIA_TYPES, type CreateParams, type DeviceInfo, type RevocationInfo } from '../protocol/admin-api.js';
+import { ADMIN_SCOPES, CONFIGURATION_MEDIA_TYPES, type AdminScope, type CreateParams, type DeviceInfo, type RevocationInfo } from '../protocol/admin-api.js';
 import { param } from '../protocol/admin-api-params.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
@@ -58,12 +58,18 @@ interface AdminFlags {
   readonly user: string | undefined;
   readonly profile: string | undefined;
   readonly since: string | undefined;
+  /** A moment (ISO 8601): who-had. */
+  readonly at: string | undefined;
   readonly until: string | undefined;
   readonly limit: string | undefined;
   readonly cursor: string | undefined;
   readonly open: boolean;
   readonly closed: boolean;
   readonly keyName: string | undefined;
+  /** `read`, `write` or `admin`: admin-key create. */
+  readonly scope: string | undefined;
+  /** Comma-separated CIDR prefixes: admin-key create. */
+  readonly allow: string | undefined;
   readonly publicKey: string | undefined;
   /** A file holding a PEM certificate request. */
   readonly csr: string | undefined;
@@ -405,6 +411,46 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
     },
   },
+  'who-had': {
+    summary:
+      'who had a tunnel address (IPv4 or IPv6), or came from a client address, at a moment: user, profile, configuration, node, connected and disconnected (an extension; without --at every session of the address)',
+    args: ['IP'],
+    flags: ['at', 'limit', 'cursor'],
+    run: async ({ client, args, flags, json, out }) => {
+      const ip = args[0] ?? '';
+      const page = await client.connectionLog({
+        ip,
+        ...(flags.at === undefined ? {} : { at: flags.at }),
+        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+        ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      if (page.connection_log.length === 0) {
+        out.print(`nobody had ${ip}${flags.at === undefined ? '' : ` at ${flags.at}`}`);
+        return;
+      }
+      out.print(
+        formatTable(
+          ['USER', 'PROFILE', 'CONNECTION_ID', 'NODE', 'CONNECTED', 'DISCONNECTED', 'IP_FOUR', 'IP_SIX', 'CLIENT_IP'],
+          page.connection_log.map((entry) => [
+            entry.user_id,
+            entry.profile_id,
+            entry.connection_id,
+            String(entry.node_number),
+            entry.connected_at,
+            entry.disconnected_at ?? 'open',
+            entry.ip_four,
+            entry.ip_six,
+            entry.originating_ip ?? '',
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
   stats: {
     summary: 'daily usage per profile (an extension)',
     args: [],
@@ -481,6 +527,65 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       out.print(`created webhook ${created.webhook.webhook_id} for ${created.webhook.event_types.join(',')} to ${created.webhook.url}`);
       out.print('this is the only time the signing secret is shown; store it with the receiver now:');
       out.print(created.secret);
+    },
+  },
+  'admin-key list': {
+    summary: 'the admin keys: scope, profiles, allow-list, expiry, last use and state, never a key (needs a key of scope admin)',
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const keys = await client.adminKeys();
+      out.print(
+        json
+          ? JSON.stringify({ admin_keys: keys })
+          : formatTable(
+              ['NAME', 'SCOPE', 'PROFILES', 'ALLOW', 'CREATED', 'EXPIRES', 'LAST_USED', 'STATE'],
+              keys.map((key) => [
+                key.name,
+                key.scope,
+                key.profiles?.join(',') ?? 'all',
+                key.allow_list?.join(',') ?? 'any',
+                key.created_at,
+                key.expires_at ?? 'never',
+                key.last_used_at ?? 'never',
+                key.state,
+              ]),
+            ),
+      );
+    },
+  },
+  'admin-key create': {
+    summary: 'an admin key with at most the rights of the calling key (--profile and --allow comma-separated); the key is printed once, on the last line',
+    args: ['NAME'],
+    flags: ['scope', 'profile', 'expiresIn', 'allow'],
+    run: async ({ client, args, flags, json, out }) => {
+      const created = await client.createAdminKey({
+        name: args[0] ?? '',
+        ...(flags.scope === undefined ? {} : { scope: scopeOf(flags.scope) }),
+        ...(flags.profile === undefined ? {} : { profiles: flags.profile }),
+        ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
+        ...(flags.allow === undefined ? {} : { allow_list: flags.allow }),
+      });
+      if (json) {
+        out.print(JSON.stringify(created));
+        return;
+      }
+      const key = created.admin_key;
+      out.print(
+        `created admin key "${key.name}" (id ${key.key_id}): scope ${key.scope}; ${key.profiles === null ? 'every profile' : `profiles ${key.profiles.join(', ')}`}; ${key.expires_at === null ? 'never expires' : `expires ${key.expires_at}`}`,
+      );
+      out.print('this is the only time the key is shown; store it now:');
+      out.print(created.secret);
+    },
+  },
+  'admin-key revoke': {
+    summary: 'revoke every key of the name, at once (a key revokes only keys within its own limits)',
+    args: ['NAME'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const name = args[0] ?? '';
+      const revoked = await client.revokeAdminKey(name);
+      out.print(json ? JSON.stringify({ name, revoked }) : `revoked ${revoked} key(s) named "${name}"`);
     },
   },
   'webhook list': {
@@ -666,6 +771,13 @@ function stateFlag<T extends string>(states: readonly T[], state: string | undef
   if (state === undefined) return undefined;
   if (!(states as readonly string[]).includes(state)) throw new UsageError(`--state must be ${states.join(', ')}, not "${state}"`);
   return state as T;
+}
+
+/** A `--scope` flag, checked against the admin scopes. */
+function scopeOf(value: string): AdminScope {
+  const scope = ADMIN_SCOPES.find((candidate) => candidate === value);
+  if (scope === undefined) throw new UsageError(`--scope: "${value}" is not one of ${ADMIN_SCOPES.join(', ')}`);
+  return scope;
 }
 
 /** A platform flag or argument, checked against the list the portal takes. */
@@ -916,12 +1028,15 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   user: { option: 'user', usage: '--user USER' },
   profile: { option: 'profile', usage: '--profile ID' },
   since: { option: 'since', usage: '--since TIME' },
+  at: { option: 'at', usage: '--at TIME' },
   until: { option: 'until', usage: '--until TIME' },
   limit: { option: 'limit', usage: '--limit N' },
   cursor: { option: 'cursor', usage: '--cursor CURSOR' },
   open: { option: 'open', usage: '--open' },
   closed: { option: 'closed', usage: '--closed' },
   keyName: { option: 'key-name', usage: '--key-name NAME' },
+  scope: { option: 'scope', usage: '--scope read|write|admin' },
+  allow: { option: 'allow', usage: '--allow PREFIX,…' },
   publicKey: { option: 'public-key', usage: '--public-key KEY' },
   csr: { option: 'csr', usage: '--csr FILE' },
   description: { option: 'description', usage: '--description TEXT' },
@@ -979,12 +1094,15 @@ const ADMIN_OPTIONS = {
   user: { type: 'string' },
   profile: { type: 'string' },
   since: { type: 'string' },
+  at: { type: 'string' },
   until: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
   open: { type: 'boolean' },
   closed: { type: 'boolean' },
   'key-name': { type: 'string' },
+  scope: { type: 'string' },
+  allow: { type: 'string' },
   'public-key': { type: 'string' },
   csr: { type: 'string' },
   description: { type: 'string' },
@@ -1001,10 +1119,10 @@ const ADMIN_OPTIONS = {
   'mdm-id': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
-/** `webhook SUBCOMMAND …` is one command of two words; the others are one. */
+/** `webhook SUBCOMMAND …` (and `device …`, `admin-key …`) is one command of two words; the others are one. */
 function commandOf(positionals: readonly string[]): [string | undefined, string[]] {
   const [first, ...rest] = positionals;
-  return (first === 'webhook' || first === 'device') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
+  return (first === 'webhook' || first === 'device' || first === 'admin-key') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
 }
 
 /** The command line read strictly; an unknown option is named with the nearest option of that command. */
@@ -1056,12 +1174,15 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       user: values.user,
       profile: values.profile,
       since: values.since,
+      at: values.at,
       until: values.until,
       limit: values.limit,
       cursor: values.cursor,
       open: values.open === true,
       closed: values.closed === true,
       keyName: values['key-name'],
+      scope: values.scope,
+      allow: values.allow,
       publicKey: values['public-key'],
       csr: values.csr,
       description: values.description,

@@ -62,11 +62,20 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
           [--limit N] [--cursor CURSOR]
                                           the connection history, newest first (an extension)
+  who-had IP [--at TIME] [--limit N] [--cursor CURSOR]
+                                          who had a tunnel or client address at that moment:
+                                          user, profile, configuration, node, connected and
+                                          disconnected (an extension)
   stats [--profile ID] [--since DAY] [--until DAY]
                                           daily usage per profile (an extension)
   audit [--user USER] [--key-name NAME] [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
                                           the Admin API calls made, refused or failed, newest
                                           first (an extension; needs a key of scope admin)
+  admin-key list | admin-key revoke NAME
+  admin-key create NAME [--scope read|write|admin] [--profile ID,…] [--expires-in DURATION]
+                   [--allow PREFIX,…]
+                                          admin keys over the Admin API (scope admin): at most
+                                          the calling key's rights; the key printed once, last
   webhook create URL TYPES [--description TEXT]
                                           subscribe URL to TYPES (comma-separated, or '*'); the
                                           signing secret is printed once, on the last line

@@ -20,6 +20,8 @@ export type PortalErrorCode =
   | 'no-such-device'
   /** No webhook subscription has this id (404). */
   | 'no-such-webhook'
+  /** No admin key of this name that is not revoked already (404). */
+  | 'no-such-admin-key'
   /** The admin key may not touch this profile or user (403). */
   | 'not-allowed'
   /** The request contradicts what is stored: a public key in use, a configuration that cannot be extended (409). */

@@ -8,6 +8,7 @@ import { HttpError } from './http-error.js';
 const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-profile': 404,
   'no-such-webhook': 404,
+  'no-such-admin-key': 404,
   'no-such-revocation': 404,
   'no-such-device': 404,
   'no-such-user': 400,

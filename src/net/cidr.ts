@@ -1,6 +1,6 @@
 // Interface addresses with their prefix length (10.43.43.1/24), as `ip` and `wg` print them.
 import { isIPv4 } from 'node:net';
-import { canonicalIPv6, formatIpAddress, formatIpPrefix, parseIpAddress, parseIpPrefix, type IpFamily, type IpPrefix } from './ip-prefix.js';
+import { canonicalIPv6, formatIpAddress, formatIpPrefix, ipAddressFamily, parseIpAddress, parseIpPrefix, type IpFamily, type IpPrefix } from './ip-prefix.js';
 
 /**
  * An address with a prefix length, host bits kept (an interface address such as
@@ -54,4 +54,12 @@ export function canonicalNetworkCidr(text: string): string | null {
 /** Canonical text of an address, for comparing what the portal sends with what `ip` reports. */
 export function canonicalAddress(address: string): string {
   return formatIpAddress(parseIpAddress(address));
+}
+
+/**
+ * The canonical text of an IP address (`fd00:0::1` → `fd00::1`), or the text unchanged when it
+ * is no address (an empty `ip_six`): how the connection log stores and compares addresses.
+ */
+export function canonicalAddressOrSame(text: string): string {
+  return ipAddressFamily(text) === null ? text : canonicalAddress(text);
 }

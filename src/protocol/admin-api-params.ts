@@ -4,6 +4,7 @@
 // z.object of these (src/protocol/admin-api.ts); values arrive as text (query string or form).
 import { z } from 'zod';
 import type { PortalConfig } from '../config/portal-config.js';
+import { ipAddressFamily } from '../net/ip-prefix.js';
 import { asConnectionId, asDeviceId, asProfileId, asUserId } from '../shared/ids.js';
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { PLATFORMS } from '../shared/platforms.js';
@@ -142,6 +143,19 @@ export const param = {
     .refine((value) => /^[\x21-\x7e]+$/.test(value)),
   deviceState: z.enum(['registered', 'active', 'retired']),
   deviceIdentity: z.enum(['token', 'certificate']),
+  /** An IPv4 or IPv6 address, any text form (the use case makes it canonical); no zone, no prefix. */
+  ipAddress: z
+    .string()
+    .refine((text) => ipAddressFamily(text) !== null)
+    .register(paramNotes, { expectedForm: 'an IPv4 or IPv6 address such as 10.10.3.7 or fd00::7' }),
+  // Parameters of the admin key calls.
+  /** Comma-separated values (profile ids, CIDR prefixes), each checked by the use case. */
+  commaList: z
+    .string()
+    .max(4096)
+    .transform((text) => text.split(',').map((item) => item.trim())),
+  /** A `users` cursor: a user id (up to 255 characters, 4 bytes each) in base64url. */
+  userCursor: z.string().regex(/^[A-Za-z0-9_-]{1,1400}$/),
   /** An opaque cursor this portal handed out. */
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
 } as const;

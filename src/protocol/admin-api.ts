@@ -41,8 +41,19 @@ export type UserConfiguration = z.infer<typeof userConfigurationSchema>;
 
 export const connectedUsersAnswer = z.object({ connected_users: z.record(z.string(), z.array(z.string())) });
 export const connectionListAnswer = z.object({ connection_list: z.record(z.string(), z.array(connectionInfoSchema)) });
-export const usersAnswer = z.object({ users: z.array(z.string()) });
-export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()) });
+/** Sent with `prefix`, `limit` or `cursor` only (extension): without them the answer is the specification's. */
+const nextUserCursor = z
+  .string()
+  .nullable()
+  .optional()
+  .describe('extension, only when `prefix`, `limit` or `cursor` was sent: pass as `cursor` for the next page; null on the last page');
+export const usersAnswer = z.object({ users: z.array(z.string()), next_cursor: nextUserCursor });
+export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()), next_cursor: nextUserCursor });
+
+export interface UsersPage {
+  readonly users: string[];
+  readonly next_cursor: string | null;
+}
 export const userConfigurationListAnswer = z.object({ user_configuration_list: z.array(userConfigurationSchema) });
 /** An entry of the connection history (extension): connection_log plus where and on which node. */
 export const connectionLogEntrySchema = z.object({
@@ -143,8 +154,13 @@ const connectedUsersParams = z.object({
 const connectionListParams = z.object({
   show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes'),
 });
-const usersParams = z.object({});
-const disabledUsersParams = z.object({});
+/** `users` and `disabled_users` take the same extension parameters; without any of them, the specification's answer. */
+const usersParams = z.object({
+  prefix: optional(param.userId, 'extension: only user ids starting with this text (case-sensitive); the answer then has `next_cursor`'),
+  limit: optional(param.pageSize, `extension: user ids per page, 1–1000 (default ${DEFAULT_PAGE_SIZE}); the answer then has \`next_cursor\``),
+  cursor: optional(param.userCursor, 'extension: `next_cursor` of the previous page'),
+});
+const disabledUsersParams = usersParams;
 const userConfigurationListParams = z.object({ user_id: required(param.userId, 'the user whose configurations are listed') });
 const createParams = z.object({
   user_id: required(param.userId, 'user identifier, 1–255 characters'),
@@ -185,6 +201,14 @@ const connectionLogParams = z.object({
   since: optional(param.timestamp, 'only sessions still open at or after this time (ISO 8601 with offset)'),
   until: optional(param.timestamp, 'only sessions that started before this time (ISO 8601 with offset)'),
   open: optional(param.yesNo, '`yes`: only open sessions; `no`: only closed ones'),
+  ip: optional(
+    param.ipAddress,
+    "only sessions with this address: the tunnel IPv4 or IPv6 address, or the client's originating address (exact; any IPv6 text form)",
+  ),
+  at: optional(
+    param.timestamp,
+    'only sessions open at this moment: started at or before it and not ended by it (ISO 8601); with `ip`: who had the address then',
+  ),
   limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_PAGE_SIZE})`),
   cursor: optional(param.cursor, '`next_cursor` of the previous page'),
 });
@@ -273,6 +297,15 @@ const devicesParams = z.object({
 });
 const deviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
 const retireDeviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
+const adminKeysParams = z.object({});
+const createAdminKeyParams = z.object({
+  name: required(param.keyName, 'the key name: 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), not `secret`, not in use'),
+  scope: optional(z.enum(ADMIN_SCOPES), '`read`, `write` or `admin` (default `read`)'),
+  profiles: optional(param.commaList, 'comma-separated profile ids the key is limited to; default every profile'),
+  expires_in: optional(param.isoDuration, 'ISO 8601 duration after which the key stops working; default never'),
+  allow_list: optional(param.commaList, 'comma-separated CIDR prefixes the key may be used from, on top of adminApi.allowList'),
+});
+const revokeAdminKeyParams = z.object({ name: required(param.keyName, 'the key name') });
 
 /**
  * Method, path (below `{base_url}/admin/api/v1`), needed scope and parameters of every call: the
@@ -312,6 +345,9 @@ export const ADMIN_API_CALLS = {
   devices: { method: 'GET', path: '/devices', scope: 'read', params: devicesParams },
   device: { method: 'GET', path: '/device', scope: 'read', params: deviceParams },
   retireDevice: { method: 'POST', path: '/retire_device', scope: 'write', params: retireDeviceParams },
+  adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin', params: adminKeysParams },
+  createAdminKey: { method: 'POST', path: '/create_admin_key', scope: 'admin', params: createAdminKeyParams },
+  revokeAdminKey: { method: 'POST', path: '/revoke_admin_key', scope: 'admin', params: revokeAdminKeyParams },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope; params: ParamsSchema }>;
 
 /** The parameters of the calls that take some, as a client sends them. */
@@ -326,6 +362,9 @@ export type StatsQuery = SentParams<typeof statsParams>;
 export type WebhookDeliveriesQuery = SentParams<typeof webhookDeliveriesParams>;
 export type RevocationsQuery = SentParams<typeof revocationsParams>;
 export type DevicesQuery = SentParams<typeof devicesParams>;
+/** The extension parameters of `users` and `disabled_users` (the same for both). */
+export type UsersQuery = SentParams<typeof usersParams>;
+export type CreateAdminKeyParams = SentParams<typeof createAdminKeyParams>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
 export const auditEntrySchema = z.object({
@@ -521,3 +560,30 @@ export const devicesAnswer = z.object({
   next_cursor: z.string().nullable().describe('pass as `cursor` for the next (older) page; null on the last page'),
 });
 export type DevicesPage = z.infer<typeof devicesAnswer>;
+
+/** An admin key as `admin_keys` lists it (extension, issue 25): its rights and use, never its secret. */
+export const adminKeyInfoSchema = z.object({
+  key_id: z.string().describe("the key's id (the characters after `vpa_` that name its row); not a secret"),
+  name: z.string(),
+  scope: z.enum(ADMIN_SCOPES),
+  profiles: z.array(z.string()).nullable().describe('the profiles it is limited to; null: every profile'),
+  allow_list: z.array(z.string()).nullable().describe('the address prefixes it may be used from, on top of adminApi.allowList; null: no own limit'),
+  created_at: z.string(),
+  expires_at: z.string().nullable().describe('null: never expires'),
+  last_used_at: z.string().nullable(),
+  last_used_address: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+  state: z
+    .enum(['active', 'rotated', 'rotated-out', 'expired', 'revoked'])
+    .describe('rotated: replaced, valid until its grace period ends (`expires_at`); rotated-out: that period ended'),
+});
+export type AdminKeyInfo = z.infer<typeof adminKeyInfoSchema>;
+export const adminKeysAnswer = z.object({ admin_keys: z.array(adminKeyInfoSchema).describe('by name, newest first within a name') });
+export const createAdminKeyAnswer = z.object({
+  admin_key: adminKeyInfoSchema,
+  secret: z.string().describe('the key itself (`vpa_…`): shown this once, the portal keeps only a keyed hash'),
+});
+export const revokeAdminKeyAnswer = z.object({
+  name: z.string(),
+  revoked: z.int().describe("how many keys of the name were revoked: the current one and any in a rotation's grace period"),
+});

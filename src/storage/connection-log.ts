@@ -1,5 +1,6 @@
 // Queries on `connection_log`: the history of connections, as the nodes report them.
 import { sql } from 'kysely';
+import { canonicalAddressOrSame } from '../net/cidr.js';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
@@ -25,9 +26,10 @@ export async function openConnection(db: Db, connection: OpenedConnection): Prom
     vpn_proto: connection.vpnProto,
     connection_id: connection.connectionId,
     node_number: connection.nodeNumber,
-    ip_four: connection.ipFour,
-    ip_six: connection.ipSix,
-    originating_ip: connection.originatingIp,
+    // Canonical text, so a search by address finds it however the node wrote it (0015).
+    ip_four: canonicalAddressOrSame(connection.ipFour),
+    ip_six: canonicalAddressOrSame(connection.ipSix),
+    originating_ip: connection.originatingIp === null ? null : canonicalAddressOrSame(connection.originatingIp),
     connected_at: formatAtom(connection.connectedAt),
     disconnected_at: null,
     bytes_in: null,
@@ -190,6 +192,10 @@ export interface ConnectionLogFilter {
   readonly until?: string;
   /** true: only open sessions; false: only closed ones. */
   readonly open?: boolean;
+  /** Sessions with this address, canonical text: tunnel IPv4 or IPv6, or the client's originating address. */
+  readonly ip?: { readonly address: string; readonly family: 4 | 6 };
+  /** Sessions open at this moment (ATOM): started at or before it, not ended by it. */
+  readonly at?: string;
   /** Continue after this row (newest first): its start and id. */
   readonly after?: { readonly connectedAt: string; readonly logId: string };
   readonly limit: number;
@@ -226,6 +232,16 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
   if (since !== undefined) query = query.where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>=', since)]));
   if (filter.open === true) query = query.where('disconnected_at', 'is', null);
   if (filter.open === false) query = query.where('disconnected_at', 'is not', null);
+  const ip = filter.ip;
+  if (ip !== undefined) {
+    // Each branch is an index of 0015 (address, start); an IPv4 address is never an ip_six.
+    const tunnel = ip.family === 4 ? 'ip_four' : 'ip_six';
+    query = query.where((eb) => eb.or([eb(tunnel, '=', ip.address), eb('originating_ip', '=', ip.address)]));
+  }
+  const at = filter.at;
+  if (at !== undefined) {
+    query = query.where('connected_at', '<=', at).where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>', at)]));
+  }
   const after = filter.after;
   if (after !== undefined) {
     query = query.where((eb) =>

@@ -42,6 +42,7 @@ import { adminKeyLineageSchema } from './migrations/0011-admin-key-lineage.js';
 import { auditRefusalsSchema } from './migrations/0012-audit-refusals.js';
 import { revocationsSchema } from './migrations/0013-revocations.js';
 import { devicesSchema } from './migrations/0014-devices.js';
+import { connectionLogSearchSchema } from './migrations/0015-connection-log-search.js';
 import { consoleSessionsSchema } from './migrations/0017-console-sessions.js';
 import { consoleOidcSessionsSchema } from './migrations/0019-console-oidc-sessions.js';
 import type { Database } from './schema.js';
@@ -71,6 +72,7 @@ const migrations: Record<string, Migration> = {
   '0012-audit-refusals': auditRefusalsSchema,
   '0013-revocations': revocationsSchema,
   '0014-devices': devicesSchema,
+  '0015-connection-log-search': connectionLogSearchSchema,
   '0017-console-sessions': consoleSessionsSchema,
   '0019-console-oidc-sessions': consoleOidcSessionsSchema,
 };

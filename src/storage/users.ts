@@ -80,11 +80,40 @@ export async function lockUser(trx: Transaction<Database>, userId: UserId): Prom
  * (WireGuard or OpenVPN) in one of them; null: every user.
  */
 export async function userIdsJson(db: Db, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string> {
+  const query = usersFiltered(db, filter);
+  if (query === null) return '[]';
+  const row = isPostgres(db)
+    ? await db.selectFrom(query.as('listed')).select(sql<string | null>`json_agg(user_id ORDER BY user_id)::text`.as('list')).executeTakeFirst()
+    : await db.selectFrom(query.orderBy('user_id').as('listed')).select(sql<string | null>`json_group_array(user_id)`.as('list')).executeTakeFirst();
+  return row?.list ?? '[]';
+}
+
+/**
+ * One page of user ids, sorted bytewise (the columns' collation on both databases), after
+ * `after`, starting with `prefix`: the range [prefix, prefix + U+10FFFF) holds exactly the ids
+ * that start with it (short of an id whose next character is the noncharacter U+10FFFF), so the
+ * primary key index serves it.
+ */
+export async function userIdsPage(
+  db: Db,
+  filter: { onlyDisabled: boolean; profiles: readonly ProfileId[] | null; prefix: string | null; after: string | null; limit: number },
+): Promise<string[]> {
+  let query = usersFiltered(db, filter);
+  if (query === null) return [];
+  const { prefix, after } = filter;
+  if (prefix !== null) query = query.where('user_id', '>=', prefix).where('user_id', '<', `${prefix}\u{10FFFF}`);
+  if (after !== null) query = query.where('user_id', '>', after);
+  const rows = await query.orderBy('user_id').limit(filter.limit).execute();
+  return rows.map((row) => row.user_id);
+}
+
+/** Users, the disabled ones or those a key limited to profiles sees; null: none at all. */
+function usersFiltered(db: Db, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }) {
   let query = db.selectFrom('users').select('user_id');
   if (filter.onlyDisabled) query = query.where('is_disabled', '=', 1);
   const profiles = filter.profiles ?? null;
   if (profiles !== null) {
-    if (profiles.length === 0) return '[]';
+    if (profiles.length === 0) return null;
     query = query.where((where) =>
       where.or([
         where('user_id', 'in', where.selectFrom('wg_peers').select('wg_peers.user_id').where('wg_peers.profile_id', 'in', profiles)),
@@ -92,10 +121,7 @@ export async function userIdsJson(db: Db, filter: { onlyDisabled: boolean; profi
       ]),
     );
   }
-  const row = isPostgres(db)
-    ? await db.selectFrom(query.as('listed')).select(sql<string | null>`json_agg(user_id ORDER BY user_id)::text`.as('list')).executeTakeFirst()
-    : await db.selectFrom(query.orderBy('user_id').as('listed')).select(sql<string | null>`json_group_array(user_id)`.as('list')).executeTakeFirst();
-  return row?.list ?? '[]';
+  return query;
 }
 
 /** The profiles the user has configurations in (WireGuard or OpenVPN), each once. */

@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens, devices) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens, devices, admin keys) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -31,6 +31,8 @@ interface Call {
   readonly noUser?: boolean;
   /** Calls on one configuration or profile: refused for a profile outside the key's. */
   readonly perProfile?: boolean;
+  /** The admin key calls: how a key limited to guests is refused (the subject's key is for employees). */
+  readonly guestsRefusal?: (keyName: string, subject: string) => RegExp;
   readonly prepare?: (portal: TestPortal, subject: Subject) => Promise<void>;
   send(portal: TestPortal, subject: Subject, key: string): Promise<ApiResponse>;
   /** Asserts what an allowed call did or showed; `visible`: the profiles the key sees. */
@@ -69,6 +71,9 @@ const NAMES = {
   devices: ADMIN_API_CALLS.devices,
   device: ADMIN_API_CALLS.device,
   retire_device: ADMIN_API_CALLS.retireDevice,
+  admin_keys: ADMIN_API_CALLS.adminKeys,
+  create_admin_key: ADMIN_API_CALLS.createAdminKey,
+  revoke_admin_key: ADMIN_API_CALLS.revokeAdminKey,
 } as const;
 
 /** Calls a key limited to some profiles may not make: they span every profile. */
@@ -427,6 +432,42 @@ const CALLS: readonly Call[] = [
       assert.equal((await portal.admin.device(deviceOfSubject.get(subject.userId) ?? '')).state, 'retired');
     },
   },
+  {
+    name: 'admin_keys',
+    noUser: true,
+    prepare: async (portal, subject) => void (await makeAdminKey(portal, `listed-${subject.userId}`, { scope: 'read', profiles: ['employees'] })),
+    send: (portal, _subject, key) => portal.get('/admin_keys', {}, bearer(key)),
+    async verify(_portal, subject, response) {
+      const keys = (response.json() as { admin_keys: Record<string, unknown>[] }).admin_keys;
+      assert.ok(keys.some((key) => key['name'] === `listed-${subject.userId}`));
+      assert.ok(
+        keys.every((key) => !('secret' in key) && !('secret_hash' in key)),
+        'no secret in the list',
+      );
+    },
+  },
+  {
+    name: 'create_admin_key',
+    noUser: true,
+    guestsRefusal: (keyName, subject) =>
+      new RegExp(`^key "${keyName}" may not make key "made-${subject}": profiles employees are outside its own \\(guests\\)$`),
+    send: (portal, subject, key) => portal.post('/create_admin_key', { name: `made-${subject.userId}`, profiles: 'employees' }, bearer(key)),
+    async verify(portal, subject, response) {
+      assert.match((response.json() as { secret: string }).secret, /^vpa_/);
+      assert.ok((await portal.admin.adminKeys()).some((key) => key.name === `made-${subject.userId}`));
+    },
+  },
+  {
+    name: 'revoke_admin_key',
+    noUser: true,
+    guestsRefusal: (keyName, subject) =>
+      new RegExp(`^key "${keyName}" may not revoke key "old-${subject}": profiles employees are outside its own \\(guests\\)$`),
+    prepare: async (portal, subject) => void (await makeAdminKey(portal, `old-${subject.userId}`, { scope: 'read', profiles: ['employees'] })),
+    send: (portal, subject, key) => portal.post('/revoke_admin_key', { name: `old-${subject.userId}` }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.adminKeys()).find((key) => key.name === `old-${subject.userId}`)?.state, 'revoked');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's message. */
@@ -436,6 +477,7 @@ function refusal(call: Call, scope: AdminScope, limit: Limit, keyName: string, u
   if (EVERY_PROFILE_CALLS.includes(call.name) && limit !== 'every profile')
     return new RegExp(`^key "${keyName}" is limited to profiles ${limit}; ${call.name} needs a key for every profile$`);
   if (limit !== 'guests') return null;
+  if (call.guestsRefusal !== undefined) return call.guestsRefusal(keyName, userId);
   if (call.perProfile === true) return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
   if (call.userWide === true)
     return new RegExp(
@@ -456,7 +498,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // Every cell in a minute of its own: refusals of one key and reason within a minute are
   // coalesced into one audit row, and each refusal here must be seen as a row of its own.
   const clock = new ManualClock();
-  // 279 cells each make a subject with its configuration: more than a /24 of employees holds.
+  // 306 cells each make a subject with its configuration: more than a /24 of employees holds.
   const [employees, ...others] = twoProfiles.ProfileList ?? [];
   const ProfileList = employees === undefined ? [] : [{ ...employees, wRangeFour: '10.44.0.0/22' }, ...others];
   const portal = await startTestPortal({ clock, config: { ...twoProfiles, ProfileList, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
@@ -473,8 +515,8 @@ test('every call × every scope × every profile limit is allowed or refused as 
   }
   assert.equal(
     CALLS.length,
-    31,
-    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls and the four device calls',
+    34,
+    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the four device calls and the three admin key calls',
   );
 
   let cells = 0;
@@ -523,15 +565,16 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 279);
+  assert.equal(cells, 306);
   // read: the 11 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
   // configuration or device: write create, delete_connection, extend, disable, enable,
   // enrollment_token, revoke_enrollment_token, register_device, retire_device; admin those and
   // destroy, delete_user_authorizations; every scope the history of the employees profile, its
-  // device and the receipt of its configuration.
-  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3, 'the refusals the table predicts');
+  // device and the receipt of its configuration; the three admin key calls for read and write,
+  // ×3, and a guests-limited admin key making or revoking a key for employees.
+  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {

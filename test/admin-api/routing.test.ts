@@ -10,8 +10,8 @@ import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 const CALLS = [
   { method: 'GET', path: '/connected_users', params: ['show_all'] },
   { method: 'GET', path: '/connection_list', params: ['show_all'] },
-  { method: 'GET', path: '/users', params: [] },
-  { method: 'GET', path: '/disabled_users', params: [] },
+  { method: 'GET', path: '/users', params: ['prefix', 'limit', 'cursor'] },
+  { method: 'GET', path: '/disabled_users', params: ['prefix', 'limit', 'cursor'] },
   { method: 'GET', path: '/user_configuration_list', params: ['user_id'] },
   {
     method: 'POST',
@@ -40,7 +40,7 @@ const CALLS = [
 
 /** This portal's own calls, documented as extensions. */
 const EXTENSIONS = [
-  { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'limit', 'cursor'] },
+  { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'ip', 'at', 'limit', 'cursor'] },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
   { method: 'GET', path: '/profiles', params: [] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
@@ -68,6 +68,9 @@ const EXTENSIONS = [
   },
   { method: 'GET', path: '/device', params: ['device_id'] },
   { method: 'POST', path: '/retire_device', params: ['device_id'] },
+  { method: 'GET', path: '/admin_keys', params: [] },
+  { method: 'POST', path: '/create_admin_key', params: ['name', 'scope', 'profiles', 'expires_in', 'allow_list'] },
+  { method: 'POST', path: '/revoke_admin_key', params: ['name'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -89,6 +92,8 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/register_device': ['user_id', 'profile_id', 'platform'],
   '/device': ['device_id'],
   '/retire_device': ['device_id'],
+  '/create_admin_key': ['name'],
+  '/revoke_admin_key': ['name'],
 };
 
 function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {

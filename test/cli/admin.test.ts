@@ -10,9 +10,9 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { X509Certificate } from 'node:crypto';
 import QRCode from 'qrcode';
-import { asNodeNumber } from '../../src/shared/ids.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { runCli } from '../support/portal-process.js';
+import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -208,37 +208,85 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   assert.match(help.stdout, /delete-connection USER CONNECTION_ID/);
 });
 
-test('history and stats read the extensions: the connection log as a table or JSON, a page at a time, and the daily series', async (t) => {
-  const portal = await startTestPortal({
-    config: {
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          oRangeFour: '10.60.0.0/24',
-          oRangeSix: 'fd60::/64',
-          nodeUrl: 'http://127.0.0.1:2',
-        },
-      ],
-    },
+test('who-had names who had a tunnel address at a moment, in any IPv6 form, and says so when nobody had it', async (t) => {
+  const portal = await startTestPortal({ config: openVpnEmployees });
+  t.after(portal.close);
+  const connectionId = await openVpnConfiguration(portal, 'alice');
+  await reportOpenVpnConnect(portal, connectionId, { originating_ip: '198.51.100.9', ip_four: '10.60.0.7', ip_six: 'fd60::7' });
+  const now = new Date(Date.now() + 1000).toISOString();
+
+  const table = await admin(portal, ['who-had', '10.60.0.7', '--at', now]);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /^USER +PROFILE +CONNECTION_ID +NODE +CONNECTED +DISCONNECTED +IP_FOUR +IP_SIX +CLIENT_IP\n/);
+  assert.match(
+    table.stdout,
+    new RegExp(`^alice +employees +${connectionId.replace(/[+/]/g, '\\$&')} +0 +\\S+ +open +10\\.60\\.0\\.7 +fd60::7 +198\\.51\\.100\\.9$`, 'm'),
+  );
+  const json = JSON.parse((await admin(portal, ['who-had', 'fd60:0:0::7', '--at', now, '--json'])).stdout) as { connection_log: { user_id: string }[] };
+  assert.deepEqual(
+    json.connection_log.map((entry) => entry.user_id),
+    ['alice'],
+    'the long IPv6 form finds the session too',
+  );
+  const before = await admin(portal, ['who-had', '10.60.0.7', '--at', '2020-01-01T00:00:00Z']);
+  assert.deepEqual([before.code, before.stdout], [0, 'nobody had 10.60.0.7 at 2020-01-01T00:00:00Z\n']);
+  const wrong = await admin(portal, ['who-had', '10.60.0.300']);
+  assert.equal(wrong.code, 1, 'the portal refuses it');
+  assert.match(wrong.stderr, /invalid value for "ip"/);
+  assert.equal((await admin(portal, ['who-had'])).code, 2, 'the address is required');
+});
+
+test('admin-key create, list and revoke work over the Admin API: the key printed once on the last line, the list without it, a wider key refused', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const created = await admin(portal, [
+    'admin-key',
+    'create',
+    'helpdesk',
+    '--scope',
+    'admin',
+    '--profile',
+    'employees',
+    '--allow',
+    '127.0.0.0/8',
+    '--expires-in',
+    'P30D',
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  const lines = created.stdout.trimEnd().split('\n');
+  const key = lines.at(-1) ?? '';
+  assert.match(key, /^vpa_/);
+  assert.match(lines[0] ?? '', /^created admin key "helpdesk" \(id \w+\): scope admin; profiles employees; expires \d{4}-/);
+
+  const list = await admin(portal, ['admin-key', 'list']);
+  assert.match(
+    list.stdout,
+    /^NAME +SCOPE +PROFILES +ALLOW +CREATED +EXPIRES +LAST_USED +STATE\nhelpdesk +admin +employees +127\.0\.0\.0\/8 +\S+ +\S+ +never +active\n$/,
+  );
+  assert.ok(!list.stdout.includes(key.slice(4)), 'the list never shows the key');
+
+  // With the new key: it may not make a key for every profile.
+  const dir = tempDir(t);
+  const keyFile = path.join(dir, 'helpdesk.key');
+  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+  const wider = await runCli(['admin', 'admin-key', 'create', 'wider', '--allow', '127.0.0.1/32', '--expires-in', 'P1D', '--key-file', keyFile], {
+    env: { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/` },
   });
+  assert.equal(wider.code, 1, 'the portal refused it');
+  assert.match(wider.stderr, /403 key "helpdesk" may not make key "wider": every profile is more than its own profiles \(employees\)/);
+
+  const revoked = await admin(portal, ['admin-key', 'revoke', 'helpdesk']);
+  assert.deepEqual([revoked.code, revoked.stdout], [0, 'revoked 1 key(s) named "helpdesk"\n']);
+  assert.match((await admin(portal, ['admin-key', 'list', '--json'])).stdout, /"state":"revoked"/);
+  assert.equal((await admin(portal, ['admin-key', 'create', 'x', '--scope', 'root'])).code, 2, 'an unknown scope is a usage mistake');
+});
+
+test('history and stats read the extensions: the connection log as a table or JSON, a page at a time, and the daily series', async (t) => {
+  const portal = await startTestPortal({ config: openVpnEmployees });
   t.after(portal.close);
   // Two OpenVPN sessions, as a node reports them through the Node API.
   for (const user of ['alice', 'bob']) {
-    await portal.admin.create({ user_id: user, profile_id: 'employees' }, 'application/x-openvpn-profile');
-    const [configuration] = await portal.admin.userConfigurationList(user);
-    const connect = await portal.request(`${portal.nodeApiUrl}/connect`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
-      body: new URLSearchParams({
-        profile_id: 'employees',
-        common_name: configuration?.connection_id ?? '',
-        originating_ip: '198.51.100.9',
-        ip_four: '10.60.0.2',
-      }),
-    });
-    assert.equal(connect.text, 'OK');
+    await reportOpenVpnConnect(portal, await openVpnConfiguration(portal, user), { originating_ip: '198.51.100.9', ip_four: '10.60.0.2' });
   }
   const table = await admin(portal, ['history', '--user', 'alice']);
   assert.equal(table.code, 0, table.stderr);

@@ -3,31 +3,15 @@
 // were cannot be told) are dropped, the secret's kept under its own lineage. Runs on SQLite and,
 // in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
 import type { Kysely } from 'kysely';
-import type { DatabaseLocation } from '../../src/config/portal-config.js';
 import { connectDatabase, migrateToLatest, migrateUpTo } from '../../src/storage/database.js';
-import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
+import { migrationTestLocation } from '../support/postgres.js';
 
 const AT = '2026-11-20T09:00:00+00:00';
 
-async function location(t: { after: (fn: () => Promise<void> | void) => void }): Promise<DatabaseLocation> {
-  const server = process.env['TEST_DATABASE_URL'];
-  if (server !== undefined && server !== '') {
-    const { name, url } = await createTestDatabase(server);
-    t.after(() => dropTestDatabase(server, name));
-    return { dialect: 'postgres', url };
-  }
-  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-lineage-'));
-  t.after(() => rmSync(directory, { recursive: true, force: true }));
-  return { dialect: 'sqlite', path: path.join(directory, 'db.sqlite') };
-}
-
 test("0011 gives each admin key the lineage of its first key and keeps only the secret's kept answers", async (t) => {
-  const db = connectDatabase(await location(t));
+  const db = connectDatabase(await migrationTestLocation(t, 'lineage'));
   t.after(() => db.destroy());
   await migrateUpTo(db, '0010-listing-generation');
   const key = (keyId: string, name: string, createdAt: string, more: { replaced_by?: string; revoked_at?: string } = {}) => ({

@@ -87,6 +87,7 @@ export async function portalState(portal: TestPortal): Promise<unknown> {
     webhookDeliveries: await db.selectFrom('webhook_deliveries').select(['delivery_id', 'state']).orderBy('delivery_id').execute(),
     enrollmentTokens: await db.selectFrom('enrollment_tokens').select(['token_id', 'user_id', 'uses_left', 'revoked_at']).orderBy('token_id').execute(),
     devices: await db.selectFrom('devices').select(['device_id', 'user_id', 'state']).orderBy('device_id').execute(),
+    adminKeys: await db.selectFrom('admin_keys').select(['key_id', 'name', 'revoked_at']).orderBy('key_id').execute(),
   };
 }
 

@@ -15,6 +15,7 @@ export const EXPECTED_MIGRATIONS = [
   '0012-audit-refusals',
   '0013-revocations',
   '0014-devices',
+  '0015-connection-log-search',
   '0017-console-sessions',
   '0019-console-oidc-sessions',
 ] as const;

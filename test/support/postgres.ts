@@ -3,7 +3,11 @@
 // portal gets a database of its own on that server (see test-portal.ts). Tests that are about
 // PostgreSQL itself (test/postgres-*.test.ts) fail — they never skip — when no server is given.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
+import type { DatabaseLocation } from '../../src/config/portal-config.js';
 
 /** The server the PostgreSQL tests use; throws when there is none. */
 export function postgresServerUrl(): string {
@@ -65,4 +69,20 @@ export function dropAtExit(serverUrl: string, name: string): void {
     });
   }
   droppedAtExit.add(name);
+}
+
+/**
+ * An empty database for a migration test: on the PostgreSQL server of TEST_DATABASE_URL in the
+ * PostgreSQL pass (dropped afterwards), else a SQLite file in a directory removed afterwards.
+ */
+export async function migrationTestLocation(t: { after: (fn: () => Promise<void> | void) => void }, label: string): Promise<DatabaseLocation> {
+  const server = process.env['TEST_DATABASE_URL'];
+  if (server !== undefined && server !== '') {
+    const { name, url } = await createTestDatabase(server);
+    t.after(() => dropTestDatabase(server, name));
+    return { dialect: 'postgres', url };
+  }
+  const directory = mkdtempSync(path.join(tmpdir(), `vpn-portal-${label}-`));
+  t.after(() => rmSync(directory, { recursive: true, force: true }));
+  return { dialect: 'sqlite', path: path.join(directory, 'db.sqlite') };
 }

@@ -45,9 +45,23 @@ export const LAST_USED_INTERVAL_MS = 60_000;
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** Which part of a request an AdminKeyError is about, so the Admin API can answer with the right status. */
+export type AdminKeyProblem =
+  /** A value of this spec field (the Admin API's parameter of the same name) is wrong. */
+  | { readonly kind: 'invalid'; readonly parameter: 'name' | 'profiles' | 'expires_in' | 'allow_list' }
+  | { readonly kind: 'name-taken' }
+  | { readonly kind: 'no-such-key' };
+
 /** A request the administrator must fix (the CLI prints it and exits 2). */
 export class AdminKeyError extends Error {
   override readonly name = 'AdminKeyError';
+
+  constructor(
+    message: string,
+    readonly problem?: AdminKeyProblem,
+  ) {
+    super(message);
+  }
 }
 
 export interface AdminKeySpec {
@@ -69,7 +83,7 @@ export interface MadeAdminKey {
 
 /** Makes a key; `knownProfiles` are the profile ids of the configuration. */
 export async function createAdminKey(ctx: AdminKeyContext, spec: AdminKeySpec, knownProfiles: readonly string[]): Promise<MadeAdminKey> {
-  checkSpec(spec, knownProfiles);
+  checkAdminKeySpec(spec, knownProfiles);
   const pepper = pepperOf(ctx.keys);
   const now = ctx.clock.now();
   const { keyId, token } = newAdminKeyToken();
@@ -153,7 +167,7 @@ export async function revokeAdminKey(ctx: AdminKeyContext, name: string): Promis
   const now = ctx.clock.now();
   return ctx.events.change(ctx.db, async (trx, announce) => {
     const count = await revokeAdminKeys(trx, name, formatAtom(now));
-    if (count === 0) throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`);
+    if (count === 0) throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`, { kind: 'no-such-key' });
     await announce({ type: 'admin_key.revoked', at: now, keyName: name });
     return count;
   });
@@ -211,19 +225,24 @@ export class AdminKeyUse {
   }
 }
 
-function checkSpec(spec: AdminKeySpec, knownProfiles: readonly string[]): void {
-  if (!NAME_PATTERN.test(spec.name)) throw new AdminKeyError(`--name: "${spec.name}" must be 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit)`);
+/**
+ * The rules every new key obeys, whoever makes it (the command, the Admin API); messages name the
+ * command's flag, `problem` the Admin API parameter.
+ */
+export function checkAdminKeySpec(spec: AdminKeySpec, knownProfiles: readonly string[]): void {
+  const invalid = (parameter: 'name' | 'profiles' | 'expires_in' | 'allow_list', message: string) => new AdminKeyError(message, { kind: 'invalid', parameter });
+  if (!NAME_PATTERN.test(spec.name)) throw invalid('name', `--name: "${spec.name}" must be 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit)`);
   if (spec.name === SECRET_KEY_NAME)
-    throw new AdminKeyError(`--name: "${SECRET_KEY_NAME}" names the specification's secret in the audit log; choose another name`);
+    throw invalid('name', `--name: "${SECRET_KEY_NAME}" names the specification's secret in the audit log; choose another name`);
   for (const profileId of spec.profiles ?? []) {
-    if (!knownProfiles.includes(profileId)) throw new AdminKeyError(`--profile: there is no profile "${profileId}" (profiles: ${knownProfiles.join(', ')})`);
+    if (!knownProfiles.includes(profileId)) throw invalid('profiles', `--profile: there is no profile "${profileId}" (profiles: ${knownProfiles.join(', ')})`);
   }
-  if (spec.profiles !== null && spec.profiles.length === 0) throw new AdminKeyError('--profile: name at least one profile');
+  if (spec.profiles !== null && spec.profiles.length === 0) throw invalid('profiles', '--profile: name at least one profile');
   if (spec.expiresIn !== null && parseIsoDuration(spec.expiresIn) === null) {
-    throw new AdminKeyError(`--expires-in: "${spec.expiresIn}" is not an ISO 8601 duration such as P90D or PT12H`);
+    throw invalid('expires_in', `--expires-in: "${spec.expiresIn}" is not an ISO 8601 duration such as P90D or PT12H`);
   }
   for (const entry of spec.allowList ?? []) {
-    if (!isIpPrefix(entry)) throw new AdminKeyError(`--allow: "${entry}" is not an IP prefix such as 192.0.2.0/24 or 2001:db8::/32`);
+    if (!isIpPrefix(entry)) throw invalid('allow_list', `--allow: "${entry}" is not an IP prefix such as 192.0.2.0/24 or 2001:db8::/32`);
   }
 }
 
@@ -242,5 +261,7 @@ function mustParse(text: string): IsoDuration {
 }
 
 function nameTaken(name: string): AdminKeyError {
-  return new AdminKeyError(`a key named "${name}" exists already: rotate it ("vpn-portal admin-key rotate ${name}") or revoke it first`);
+  return new AdminKeyError(`a key named "${name}" exists already: rotate it ("vpn-portal admin-key rotate ${name}") or revoke it first`, {
+    kind: 'name-taken',
+  });
 }

@@ -1,7 +1,10 @@
 // GET /users and GET /disabled_users, ordered by user id as the reference, as JSON text: at
 // 100,000 users the database writes it faster than JavaScript would, and an unchanged listing
-// comes from the listing cache (src/core/listings/cache.ts).
-import { userIdsJson } from '../../storage/users.js';
+// comes from the listing cache (src/core/listings/cache.ts). With `prefix`, `limit` or `cursor`
+// (an extension, for the console's user search) a page at a time, straight from the index.
+import type { UsersPage } from '../../protocol/admin-api.js';
+import { userIdsJson, userIdsPage } from '../../storage/users.js';
+import { PortalError } from '../errors.js';
 import type { JsonParts } from '../../shared/json-parts.js';
 import type { PortalContext } from '../context.js';
 
@@ -13,4 +16,30 @@ export function listUsers(ctx: PortalContext, filter: { onlyDisabled: boolean })
     parts: [Buffer.from(await userIdsJson(ctx.db, { ...filter, profiles }))],
     changesAt: null,
   }));
+}
+
+export interface UsersPageQuery {
+  readonly onlyDisabled: boolean;
+  readonly prefix?: string;
+  readonly limit: number;
+  /** `next_cursor` of the previous page. */
+  readonly cursor?: string;
+}
+
+/** One page of the users (or disabled users), sorted; a key limited to profiles sees its users only. */
+export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): Promise<UsersPage> {
+  const after = query.cursor === undefined ? null : decodeUserCursor(query.cursor);
+  const profiles = ctx.call?.caller.profiles ?? null;
+  // One more than asked tells whether there is a next page.
+  const ids = await userIdsPage(ctx.db, { onlyDisabled: query.onlyDisabled, profiles, prefix: query.prefix ?? null, after, limit: query.limit + 1 });
+  const users = ids.slice(0, query.limit);
+  const last = users.at(-1);
+  return { users, next_cursor: ids.length > query.limit && last !== undefined ? Buffer.from(last, 'utf8').toString('base64url') : null };
+}
+
+function decodeUserCursor(cursor: string): string {
+  const userId = Buffer.from(cursor, 'base64url').toString('utf8');
+  // Ours encode a user id exactly; anything else does not survive the round trip.
+  if (userId === '' || Buffer.from(userId, 'utf8').toString('base64url') !== cursor) throw new PortalError('invalid-parameter', 'invalid value for "cursor"');
+  return userId;
 }

@@ -1,6 +1,8 @@
 // GET /connection_log (an extension): who was connected when, from where, with how much
 // traffic, for OpenVPN and WireGuard alike, newest first, a page at a time. The cursor names
 // the last row of a page (its start and id), so pages stay stable while new sessions arrive.
+import { canonicalAddress } from '../../net/cidr.js';
+import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { ConnectionLogEntry } from '../../protocol/admin-api.js';
 import { connectionLogPage, type ConnectionLogFilter } from '../../storage/connection-log.js';
 import { profileLimit } from '../admin-call.js';
@@ -8,7 +10,9 @@ import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import { assertProfileAllowed } from '../access/index.js';
 
-export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after' | 'profiles'> {
+export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after' | 'profiles' | 'ip'> {
+  /** An IPv4 or IPv6 address in any text form (`fd00:0::1` finds `fd00::1`): tunnel or originating. */
+  readonly ip?: string;
   readonly cursor?: string;
 }
 
@@ -22,9 +26,12 @@ export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQu
   if (query.profileId !== undefined) assertProfileAllowed(ctx, query.profileId);
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const limit = profileLimit(ctx.call);
+  const { ip: address, ...filter } = query;
+  const ip = address === undefined ? undefined : searchedAddress(address);
   // One more row than asked tells whether there is a next page.
   const rows = await connectionLogPage(ctx.db, {
-    ...query,
+    ...filter,
+    ...(ip === undefined ? {} : { ip }),
     ...(after === undefined ? {} : { after }),
     ...(limit === null ? {} : { profiles: [...limit] }),
     limit: query.limit + 1,
@@ -48,6 +55,14 @@ export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQu
     })),
     nextCursor: rows.length > query.limit && last !== undefined ? encodeCursor(last.connectedAt, last.logId) : null,
   };
+}
+
+/** The address as the log stores it (canonical text), and its family. */
+function searchedAddress(text: string): { address: string; family: 4 | 6 } {
+  const family = ipAddressFamily(text);
+  if (family === null)
+    throw new PortalError('invalid-parameter', `invalid value for "ip": ${JSON.stringify(text.slice(0, 64))} is not an IPv4 or IPv6 address`);
+  return { address: canonicalAddress(text), family };
 }
 
 function encodeCursor(connectedAt: string, logId: string): string {

@@ -4,9 +4,10 @@
 // key. A refusal names the limit (scope or profile). The file and the private key a new
 // configuration carries are in that one answer only (never cached, never stored).
 import QRCode from 'qrcode';
-import type { ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
+import type { AdminKeyInfo, ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
 import type { AdminRoute } from '../admin-route.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
+import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from '../routes/admin-keys.js';
 import { connectionListRoute } from '../routes/connection-list.js';
 import { connectionLogRoute } from '../routes/connection-log.js';
 import { createRoute } from '../routes/create.js';
@@ -163,6 +164,38 @@ ${await qrCode(token.enrollment_token)}
     },
     after: () => 'tokens',
   },
+  create_admin_key: {
+    route: createAdminKeyRoute,
+    fields: ['name', 'scope', 'profiles', 'expires_in', 'allow_list'],
+    async describe(_request, { name = '', scope = 'read', profiles, expires_in, allow_list }) {
+      return `Make the admin key "${name}" with scope ${scope}, for ${profiles === undefined ? 'every profile' : `the profiles ${profiles}`}, ${
+        expires_in === undefined ? 'never expiring' : `expiring after ${expires_in}`
+      }, usable from ${allow_list === undefined ? 'anywhere adminApi.allowList allows' : allow_list}. The key is shown once, on the next page: the portal keeps only a keyed hash of it.`;
+    },
+    async result(request, _values, answer) {
+      const made = jsonOf(answer) as { admin_key: AdminKeyInfo; secret: string };
+      return {
+        title: `Admin key ${made.admin_key.name}`,
+        body: html`<p class="notice" role="status">Made. This page is the only time the key is shown; store it now.</p>
+<dl><dt>Key</dt><dd class="id" id="admin-key-secret">${made.secret}</dd><dt>Scope</dt><dd>${made.admin_key.scope}</dd><dt>Profiles</dt><dd>${
+          made.admin_key.profiles?.join(', ') ?? 'all'
+        }</dd><dt>Expires</dt><dd>${made.admin_key.expires_at ?? 'never'}</dd></dl>
+<p><a href="${request.frame.base}keys">Back to the admin keys</a></p>`,
+      };
+    },
+  },
+  revoke_admin_key: {
+    route: revokeAdminKeyRoute,
+    fields: ['name'],
+    async describe(request, { name = '' }) {
+      const { ctx, frame } = request;
+      const keys = (await readJson<{ admin_keys: AdminKeyInfo[] }>(ctx, frame.caller, request.request, adminKeysRoute)).admin_keys;
+      const live = keys.filter((key) => key.name === name && (key.state === 'active' || key.state === 'rotated'));
+      const yourself = frame.caller.keyName === name ? ' This is the key you signed in with: your session ends too.' : '';
+      return `Revoke the admin key "${name}": ${plural(live.length, 'key', 'keys')} of that name stop working at once, on every portal instance, and console sessions signed in with them end. This cannot be undone.${yourself}`;
+    },
+    after: () => 'keys',
+  },
 };
 
 async function qrCode(text: string): Promise<Html> {
@@ -209,11 +242,15 @@ const confirmPage: ConsolePage = async (request) => {
       values,
     ).map(
       ([field, value]) => html`<input type="hidden" name="${field}" value="${value}">`,
-    )}<p id="what">${sentence}</p><button type="submit" aria-describedby="what">Yes, ${name.replace(/_/g, ' ')}</button> <a href="${base}${
-      values['user_id'] === undefined ? '' : `user?${new URLSearchParams({ user_id: values['user_id'] }).toString()}`
-    }">Cancel</a></form>`,
+    )}<p id="what">${sentence}</p><button type="submit" aria-describedby="what">Yes, ${name.replace(/_/g, ' ')}</button> <a href="${base}${cancelPath(name, values)}">Cancel</a></form>`,
   };
 };
+
+/** Where Cancel leads: the page the change was started from. */
+function cancelPath(name: string, values: Readonly<Record<string, string>>): string {
+  if (name.endsWith('_admin_key')) return 'keys';
+  return values['user_id'] === undefined ? '' : `user?${new URLSearchParams({ user_id: values['user_id'] }).toString()}`;
+}
 
 /** POST do: makes the change (the guard checked the session and its CSRF token). */
 const doAction: ConsolePage = async (request) => {

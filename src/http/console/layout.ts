@@ -19,6 +19,7 @@ const SECTIONS: readonly { readonly path: string; readonly label: string; readon
   { path: 'tokens', label: 'Enrollment tokens', scope: 'read' },
   { path: 'audit', label: 'Audit log', scope: 'admin' },
   { path: 'webhooks', label: 'Webhooks', scope: 'admin' },
+  { path: 'keys', label: 'Admin keys', scope: 'admin' },
 ];
 
 export function page(frame: PageFrame | null, title: string, body: Html, base: string): string {

@@ -1,21 +1,25 @@
 // The console's pages (GET): each reads through the Admin API's route definitions as the
 // signed-in key, so a page shows exactly what the key may see (its profiles only, for a key
 // limited to some). A read the key may not make says which limit, in place of its section.
+// Lists page through the API (users by prefix, the connection log by address and moment).
 import type { z } from 'zod';
-import type {
-  AuditLogPage,
-  ConnectionInfo,
-  ConnectionLogEntry,
-  DevicesPage,
-  EnrollmentTokenInfo,
-  ProfileListing,
-  UserConfiguration,
-  WebhookDeliveriesPage,
-  WebhookInfo,
-  dailyStatsSchema,
+import {
+  ADMIN_SCOPES,
+  type AdminKeyInfo,
+  type AuditLogPage,
+  type ConnectionInfo,
+  type ConnectionLogEntry,
+  type DevicesPage,
+  type EnrollmentTokenInfo,
+  type ProfileListing,
+  type UserConfiguration,
+  type WebhookDeliveriesPage,
+  type WebhookInfo,
+  type dailyStatsSchema,
 } from '../../protocol/admin-api.js';
 import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
 import { poolCapacity } from '../../wireguard/address-pool.js';
+import { adminKeysRoute } from '../routes/admin-keys.js';
 import { auditLogRoute } from '../routes/audit-log.js';
 import { connectionListRoute } from '../routes/connection-list.js';
 import { connectionLogRoute } from '../routes/connection-log.js';
@@ -141,16 +145,17 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   const prefix = query['prefix'] ?? '';
   const after = query['after'] ?? '';
   const body = await section(async () => {
-    const all = onlyDisabled
-      ? (await readJson<{ disabled_users: string[] }>(ctx, frame.caller, request, disabledUsersRoute)).disabled_users
-      : (await readJson<{ users: string[] }>(ctx, frame.caller, request, usersRoute)).users;
-    // The answer is sorted: a page is the next USERS_PAGE ids after the cursor.
-    const matching = all.filter((userId) => userId.startsWith(prefix) && (after === '' || userId > after));
-    const shown = matching.slice(0, USERS_PAGE);
-    const next = matching.length > USERS_PAGE ? shown[shown.length - 1] : undefined;
+    // The portal pages by prefix (GET /users?prefix&limit&cursor): the console never reads every user.
+    const params = { limit: String(USERS_PAGE), ...(prefix === '' ? {} : { prefix }), ...(after === '' ? {} : { cursor: after }) };
+    const page = onlyDisabled
+      ? await readJson<{ disabled_users: string[]; next_cursor: string | null }>(ctx, frame.caller, request, disabledUsersRoute, params)
+      : await readJson<{ users: string[]; next_cursor: string | null }>(ctx, frame.caller, request, usersRoute, params);
+    const shown = 'users' in page ? page.users : page.disabled_users;
     const rows = shown.map((userId) => html`<tr><td>${userLink(base, userId)}</td></tr>`);
     return html`${table(onlyDisabled ? 'Disabled users' : 'Users', ['User'], rows, 'No users match.')}${
-      next === undefined ? '' : html`<p>${link(base, 'users', { prefix, after: next, ...(onlyDisabled ? { disabled: 'yes' } : {}) }, 'Next page')}</p>`
+      page.next_cursor === null
+        ? ''
+        : html`<p>${link(base, 'users', { prefix, after: page.next_cursor, ...(onlyDisabled ? { disabled: 'yes' } : {}) }, 'Next page')}</p>`
     }`;
   });
   return {
@@ -167,8 +172,9 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const { base, caller } = frame;
   const userId = query['user_id'] ?? '';
   const disabled = await section(async () => {
-    const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute);
-    const isDisabled = list.disabled_users.includes(userId);
+    // The ids are sorted, so the user, when disabled, is the first that starts with its own id.
+    const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute, { prefix: userId, limit: '1' });
+    const isDisabled = list.disabled_users[0] === userId;
     const actions = html`${
       may(frame, 'write')
         ? isDisabled
@@ -281,7 +287,7 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
   const { base } = frame;
   const filters: Record<string, string> = {};
-  for (const name of ['user_id', 'profile_id', 'since', 'until', 'cursor']) {
+  for (const name of ['ip', 'at', 'user_id', 'profile_id', 'since', 'until', 'cursor']) {
     const value = query[name];
     if (value !== undefined && value !== '') filters[name] = value;
   }
@@ -296,7 +302,11 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
     html`<label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${filters[name] ?? ''}" placeholder="${hint}">`;
   return {
     title: 'Connection log',
-    body: html`<form method="get" action="${base}log" class="filters" role="search">${field('user_id', 'User', '')}${field('profile_id', 'Profile', '')}${field(
+    body: html`<form method="get" action="${base}log" class="filters" role="search">${field('ip', 'Address (tunnel or client)', '10.10.3.7')}${field(
+      'at',
+      'Open at',
+      '2026-01-31T14:02:00Z',
+    )}${field('user_id', 'User', '')}${field('profile_id', 'Profile', '')}${field(
       'since',
       'Open at or after',
       '2026-01-31T14:00:00Z',
@@ -391,6 +401,39 @@ async function tokens(r: ConsoleRequest): Promise<PageResult> {
   return { title: 'Enrollment tokens', body };
 }
 
+async function adminKeys(r: ConsoleRequest): Promise<PageResult> {
+  const { ctx, frame, request } = r;
+  const { base } = frame;
+  const body = await section(async () => {
+    const list = await readJson<{ admin_keys: AdminKeyInfo[] }>(ctx, frame.caller, request, adminKeysRoute);
+    return table(
+      'Admin keys, by name',
+      ['Name', 'Scope', 'Profiles', 'Allowed from', 'Created', 'Expires', 'Last used', 'State', ''],
+      list.admin_keys.map(
+        (key) =>
+          html`<tr><td>${key.name}</td><td>${key.scope}</td><td>${key.profiles?.join(', ') ?? 'all'}</td><td>${key.allow_list?.join(', ') ?? 'anywhere allowed'}</td><td>${key.created_at}</td><td>${key.expires_at ?? 'never'}</td><td>${key.last_used_at === null ? 'never' : `${key.last_used_at} from ${key.last_used_address ?? '?'}`}</td><td>${key.state}</td><td>${
+            key.state === 'active' ? link(base, 'confirm', { action: 'revoke_admin_key', name: key.name }, `Revoke ${key.name}…`) : ''
+          }</td></tr>`,
+      ),
+      'No admin keys.',
+    );
+  });
+  const scopes = ADMIN_SCOPES.map((scope) => html`<option value="${scope}">${scope}</option>`);
+  return {
+    title: 'Admin keys',
+    body: html`${body}<section aria-labelledby="new-key"><h2 id="new-key">New admin key</h2>
+<p class="hint">A key never gets more scope, more profiles, a wider allow-list or a later expiry than the key you signed in with.</p>
+<form method="get" action="${base}confirm" class="stack">
+<input type="hidden" name="action" value="create_admin_key">
+<label for="key-name">Name</label><input id="key-name" name="name" required maxlength="64">
+<label for="key-scope">Scope</label><select id="key-scope" name="scope">${scopes}</select>
+<label for="key-profiles">Profiles (comma-separated; empty: every profile)</label><input id="key-profiles" name="profiles">
+<label for="key-expires">Expires after (ISO 8601 duration; empty: never)</label><input id="key-expires" name="expires_in" placeholder="P90D">
+<label for="key-allow">Allowed from (CIDR prefixes, comma-separated; empty: adminApi.allowList)</label><input id="key-allow" name="allow_list">
+<button type="submit">Make a key…</button></form></section>`,
+  };
+}
+
 export const pageHandlers: Readonly<Record<string, ConsolePage>> = {
   '': dashboard,
   users,
@@ -400,4 +443,5 @@ export const pageHandlers: Readonly<Record<string, ConsolePage>> = {
   audit,
   webhooks,
   tokens,
+  keys: adminKeys,
 };

@@ -1,5 +1,5 @@
 // GET /connection_log (an extension of this portal): the connection history, with filters and
-// cursor pagination.
+// cursor pagination; `ip` and `at` answer "who had this address then" (issue 25).
 import { connectionHistoryPage } from '../../core/sessions/index.js';
 import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE, connectionLogAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
@@ -18,6 +18,8 @@ export const connectionLogRoute = defineRoute({
       ...(params.since === undefined ? {} : { since: params.since }),
       ...(params.until === undefined ? {} : { until: params.until }),
       ...(params.open === undefined ? {} : { open: params.open }),
+      ...(params.ip === undefined ? {} : { ip: params.ip }),
+      ...(params.at === undefined ? {} : { at: params.at }),
       ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
       limit: params.limit ?? DEFAULT_PAGE_SIZE,
     });

@@ -1,7 +1,7 @@
-// GET /disabled_users (specification §4.4).
-import { listUsers } from '../../core/listings/index.js';
+// GET /disabled_users (specification §4.4); `prefix`, `limit` and `cursor` are an extension (issue 25).
 import { ADMIN_API_CALLS, disabledUsersAnswer } from '../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
+import { usersAnswerFor } from './users.js';
 
 export const disabledUsersRoute = defineRoute({
   ...ADMIN_API_CALLS.disabledUsers,
@@ -9,7 +9,5 @@ export const disabledUsersRoute = defineRoute({
   since: '3.5.2',
   source: 'query',
   success: { status: 200, doc: { description: 'Disabled user ids, sorted', schema: disabledUsersAnswer } },
-  async handle(ctx) {
-    return { status: 200, jsonParts: ['{"disabled_users":', ...(await listUsers(ctx, { onlyDisabled: true })), '}'] };
-  },
+  handle: (ctx, params) => usersAnswerFor(ctx, params, 'disabled_users'),
 });

@@ -1,4 +1,5 @@
 // The eleven calls of the specification, in its order (§4), then this portal's extensions.
+import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from './admin-keys.js';
 import { auditLogRoute } from './audit-log.js';
 import { connectedUsersRoute } from './connected-users.js';
 import { connectionListRoute } from './connection-list.js';
@@ -55,4 +56,7 @@ export const adminRoutes: readonly AdminRoute[] = [
   devicesRoute,
   deviceRoute,
   retireDeviceRoute,
+  adminKeysRoute,
+  createAdminKeyRoute,
+  revokeAdminKeyRoute,
 ];

@@ -1,11 +1,14 @@
 // The admin console's stories, walked in a real headless Chromium against a real portal:
 // signing in with a key, a hostile user id shown as text, issuing a configuration and reading
-// its QR code back, what a read-only key sees and may do, and keys that no longer hold.
+// its QR code back, what a read-only key sees and may do, and keys that no longer hold; who had
+// an address at a moment, and an admin key made and revoked.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { revokeAdminKey } from '../../../src/core/access/index.js';
-import { auditLog, makeAdminKey } from '../../support/admin-keys.js';
+import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
+import { auditLog, bearer, makeAdminKey } from '../../support/admin-keys.js';
 import { consoleUrl, launchBrowser, openTab, readQrCode, screenshot, signIn } from '../../support/console-browser.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -297,4 +300,103 @@ test('behind a trusted TLS proxy the session cookie is Secure, and the sign-in i
       ['secret', '203.0.113.7', 200],
     ],
   );
+});
+
+test('an administrator searches the connection log by a tunnel address and a moment and finds who had the address then', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const now = portal.portal.ctx.clock.now().getTime();
+  const at = (hoursAgo: number) => new Date(now - hoursAgo * 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  // 10.44.0.7 went from alice (5 to 3 hours ago) to bob (since 2 hours ago, still connected), as the nodes reported it.
+  const db = portal.portal.ctx.db;
+  const session = { profileId: asProfileId('employees'), vpnProto: 'wireguard', nodeNumber: asNodeNumber(0), ipFour: '10.44.0.7', ipSix: 'fd44::7' } as const;
+  await openConnection(db, { ...session, userId: asUserId('alice'), connectionId: 'a1', originatingIp: '192.0.2.10', connectedAt: new Date(at(5)) });
+  await closeConnection(db, { connectionId: 'a1', nodeNumber: session.nodeNumber, disconnectedAt: new Date(at(3)), bytesIn: 1, bytesOut: 2 });
+  await openConnection(db, { ...session, userId: asUserId('bob'), connectionId: 'b1', originatingIp: '198.51.100.7', connectedAt: new Date(at(2)) });
+  const key = await makeAdminKey(portal, 'cert-desk', { scope: 'read' });
+  const { context, page, problems } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+
+  const search = async (address: string, moment: string): Promise<string[]> => {
+    await page.getByRole('link', { name: 'Connection log', exact: true }).click();
+    await page.getByLabel('Address (tunnel or client)').fill(address);
+    await page.getByLabel('Open at', { exact: true }).fill(moment);
+    await page.getByRole('button', { name: 'Search' }).click();
+    return page.locator('main table tbody tr td:first-child').allTextContents();
+  };
+  assert.deepEqual(await search('10.44.0.7', at(4)), ['alice'], 'four hours ago alice had it');
+  await screenshot(page, 'connection-log-who-had');
+  assert.deepEqual(await search('fd44:0:0:0:0:0:0:7', at(1)), ['bob'], 'an hour ago bob had it, found by the long form of its IPv6 address');
+  assert.deepEqual(await search('10.44.0.7', at(2.5)), [], 'between the two nobody had it');
+  assert.match((await page.locator('main').textContent()) ?? '', /No sessions\./);
+  assert.deepEqual(await search('198.51.100.7', at(1)), ['bob'], "the client's own address finds the session too");
+  await search('10.44.0.300', at(1));
+  assert.match(
+    (await page.getByRole('alert').textContent()) ?? '',
+    /Not possible \(400\): invalid value for "ip": "10\.44\.0\.300" is not an IPv4 or IPv6 address/,
+    'a wrong address says what an address looks like',
+  );
+  assert.deepEqual(problems, []);
+});
+
+test('an administrator makes an admin key, sees it once, and revokes it; each after a confirmation and audited', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'root-desk', { scope: 'admin' });
+  const { context, page, problems } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  await page.getByRole('link', { name: 'Admin keys', exact: true }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Admin keys');
+  assert.match((await page.locator('main table').textContent()) ?? '', /root-desk/);
+
+  await page.getByLabel('Name').fill('night-desk');
+  await page.getByLabel('Scope').selectOption('write');
+  await page.getByLabel(/^Expires after/).fill('P30D');
+  await page.getByRole('button', { name: 'Make a key…' }).click();
+  assert.match((await page.locator('#what').textContent()) ?? '', /^Make the admin key "night-desk" with scope write, for every profile, expiring after P30D/);
+  assert.equal((await portal.admin.adminKeys()).length, 1, 'nothing is made before the confirmation');
+  await page.getByRole('button', { name: 'Yes, create admin key' }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Admin key night-desk');
+  const secret = (await page.locator('#admin-key-secret').textContent()) ?? '';
+  assert.match(secret, /^vpa_/);
+  await screenshot(page, 'admin-key-made');
+  assert.equal((await portal.get('/users', {}, bearer(secret))).status, 200, 'the new key works at once');
+
+  await page.getByRole('link', { name: 'Back to the admin keys' }).click();
+  assert.ok(!(await page.content()).includes(secret), 'the list never shows a key');
+  const row = page.locator('main table tbody tr', { hasText: 'night-desk' });
+  assert.match((await row.textContent()) ?? '', /write.*active/);
+  await page.getByRole('link', { name: 'Revoke night-desk…' }).click();
+  assert.match((await page.locator('#what').textContent()) ?? '', /^Revoke the admin key "night-desk": 1 key of that name stop/);
+  assert.equal((await portal.get('/users', {}, bearer(secret))).status, 200, 'nothing is revoked before the confirmation');
+  await page.getByRole('button', { name: 'Yes, revoke admin key' }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Admin keys');
+  assert.match((await page.locator('main table tbody tr', { hasText: 'night-desk' }).textContent()) ?? '', /revoked/);
+  assert.equal(await page.getByRole('link', { name: 'Revoke night-desk…' }).count(), 0, 'a revoked key offers no revoke');
+  assert.equal((await portal.get('/users', {}, bearer(secret))).status, 401, 'the revoked key no longer works');
+
+  const audit = await auditLog(portal);
+  assert.deepEqual(
+    audit.filter((entry) => entry.call.endsWith('_admin_key')).map((entry) => [entry.call, entry.keyName, entry.status]),
+    [
+      ['revoke_admin_key', 'root-desk', 200],
+      ['create_admin_key', 'root-desk', 200],
+    ],
+  );
+  assert.ok(!JSON.stringify(audit).includes(secret), 'the new key is never in the audit log');
+  assert.deepEqual(problems, []);
+});
+
+test('a key of scope write is offered no admin keys page, and the page says which limit stops it', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'helpdesk', { scope: 'write' });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  assert.equal(await page.getByRole('link', { name: 'Admin keys' }).count(), 0);
+  await page.goto(`${consoleUrl(portal)}keys`);
+  assert.match((await page.getByRole('alert').first().textContent()) ?? '', /Not allowed \(403\):.*admin_keys needs scope "admin"/);
 });

@@ -1,0 +1,41 @@
+// OpenVPN sessions as a node reports them through the Node API (`/connect`), without a node:
+// for tests of the connection history and what reads it.
+import assert from 'node:assert/strict';
+import type { PortalConfigFile } from '../../src/config/schema.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { UNREACHABLE_NODE, type TestPortal } from './test-portal.js';
+
+/** One OpenVPN profile, `employees` (10.60.0.0/24, fd60::/64), on a node nobody answers at. */
+export const openVpnEmployees: Partial<PortalConfigFile> = {
+  ProfileList: [
+    {
+      profileId: 'employees',
+      displayName: 'Employees',
+      hostName: 'vpn.example.org',
+      oRangeFour: '10.60.0.0/24',
+      oRangeSix: 'fd60::/64',
+      nodeUrl: UNREACHABLE_NODE,
+    },
+  ],
+};
+
+/** Makes an OpenVPN configuration for the user in `employees`; returns its connection id (Common Name). */
+export async function openVpnConfiguration(portal: TestPortal, userId: string): Promise<string> {
+  await portal.admin.create({ user_id: userId, profile_id: 'employees' }, 'application/x-openvpn-profile');
+  const [configuration] = await portal.admin.userConfigurationList(userId);
+  return configuration?.connection_id ?? '';
+}
+
+/** Node 0 reports that the configuration connected, with these addresses; the portal allows it. */
+export async function reportOpenVpnConnect(
+  portal: TestPortal,
+  connectionId: string,
+  addresses: { readonly originating_ip: string; readonly ip_four: string; readonly ip_six?: string },
+): Promise<void> {
+  const connect = await portal.request(`${portal.nodeApiUrl}/connect`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+    body: new URLSearchParams({ profile_id: 'employees', common_name: connectionId, ...addresses }),
+  });
+  assert.equal(connect.text, 'OK');
+}
