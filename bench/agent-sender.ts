@@ -25,7 +25,13 @@ const input = JSON.parse(await text(process.stdin)) as SenderInput;
 
 /** Sends `count` add_peer calls (the peers in turn) to `url`, `inFlight` at a time. */
 async function sendAddPeers(url: string, count: number): Promise<void> {
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url, secret: () => input.secret, timeoutMs: 60_000, connections: input.inFlight });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url,
+    secret: () => input.secret,
+    timeoutMs: 60_000,
+    connections: input.inFlight,
+  });
   let next = 0;
   const sender = async (): Promise<void> => {
     while (next < count) {

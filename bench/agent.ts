@@ -86,7 +86,8 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
   let portal: TestPortal | undefined;
   let agent: AgentProcess | undefined;
   const postgresServer = process.env['TEST_POSTGRES_URL'];
-  if (database === 'postgres' && (postgresServer === undefined || postgresServer === '')) return { notMeasured: 'no PostgreSQL server (TEST_POSTGRES_URL)' };
+  if (database === 'postgres' && (postgresServer === undefined || postgresServer === ''))
+    return { notMeasured: 'no PostgreSQL server (TEST_POSTGRES_URL)' };
   const previousDatabaseUrl = process.env['TEST_DATABASE_URL'];
   try {
     const node = await lab.namespace('node');
@@ -130,11 +131,17 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
 
     // 1. 65,533 add_peer calls, from a process of their own.
     const writesBeforeAdd = await peerWrites(agent);
-    const input: SenderInput = { url: `http://127.0.0.1:${port}`, secret: keys.nodeSecret(nodeNumber) ?? '', inFlight: IN_FLIGHT, peers };
+    const input: SenderInput = {
+      url: `http://127.0.0.1:${port}`,
+      secret: keys.nodeSecret(nodeNumber) ?? '',
+      inFlight: IN_FLIGHT,
+      peers,
+    };
     // Every add_peer answers once its peer is on the interface: the sender's time is the agent's.
     const { seconds: addSeconds } = JSON.parse(await runBenchProcess('agent-sender.ts', input)) as { seconds: number };
     const onInterface = await peersOnInterface(node, interfaceName);
-    if (onInterface.size !== PEERS) throw new Error(`${onInterface.size} peers on the interface after ${PEERS} add_peer calls`);
+    if (onInterface.size !== PEERS)
+      throw new Error(`${onInterface.size} peers on the interface after ${PEERS} add_peer calls`);
     const writesBeforeReconcile = await peerWrites(agent);
     const writesDuringAdd = writesBeforeReconcile - writesBeforeAdd;
     progress(`${PEERS} add_peer in ${round(addSeconds)} s, ${writesDuringAdd} writes`);
@@ -146,7 +153,9 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     const noOpReconcileSeconds = (performance.now() - reconcileStarted) / 1000;
     const cpuAfter = processCpu(agent.pid);
     const writesDuringReconcile = (await peerWrites(agent)) - writesBeforeReconcile;
-    progress(`full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`);
+    progress(
+      `full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`,
+    );
 
     // 3. The agent's memory with every peer on the interface.
     const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryOf(agent.pid);
@@ -164,7 +173,8 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     while ((await agentPeerCount(daemonUrl, nodeSecret)) < PEERS) await sleep(100);
     const restartSeconds = (performance.now() - restartStarted) / 1000;
     const restored = await peersOnInterface(node, interfaceName);
-    if (peers.some((peer) => !restored.has(peer.publicKey))) throw new Error(`${PEERS - restored.size} peers missing on the interface after the restart`);
+    if (peers.some((peer) => !restored.has(peer.publicKey)))
+      throw new Error(`${PEERS - restored.size} peers missing on the interface after the restart`);
     progress(`restarted, every peer back in ${round(restartSeconds)} s`);
 
     // 5. Bulk revocation: the first 10,000 users disabled, one call each.
@@ -234,9 +244,13 @@ interface AgentProcess {
 async function startAgentProcess(input: AgentProcessInput): Promise<AgentProcess> {
   const profileDir = process.env['BENCH_PROFILE'];
   const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', fileURLToPath(new URL('./agent-process.ts', import.meta.url))], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...profile, '--import', 'tsx', fileURLToPath(new URL('./agent-process.ts', import.meta.url))],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   child.stdin.end(JSON.stringify(input));
   const lines = createInterface({ input: child.stdout });
   const exited = once(child, 'exit');
@@ -259,7 +273,9 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 
 /** Runs one of the benchmark's helper processes with `input` on stdin; answers what it printed. */
 async function runBenchProcess(script: string, input: unknown): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${script}`, import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${script}`, import.meta.url))], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   child.stdin.end(JSON.stringify(input));
   const output = text(child.stdout);
   const [code] = (await once(child, 'exit')) as [number | null];
@@ -319,7 +335,8 @@ function loadAverage(): string {
 async function passesSettled(portal: TestPortal, nodeNumber: ReturnType<typeof asNodeNumber>): Promise<void> {
   let last = 0;
   portal.portal.ctx.events.afterCommit((event) => {
-    if (event.type === 'reconcile.finished' && event.nodeNumber === nodeNumber && event.reachable) last = performance.now();
+    if (event.type === 'reconcile.finished' && event.nodeNumber === nodeNumber && event.reachable)
+      last = performance.now();
   });
   await portal.portal.reconcileNow();
   for (;;) {

@@ -35,7 +35,15 @@ export function measureCeiling(): Ceiling {
       ip_six TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, expires_at TEXT NOT NULL)`);
     const insert = db.prepare('INSERT INTO peers VALUES (?, ?, ?, ?, ?, ?, ?)');
     const insertOne = db.transaction((index: number, key: string) => {
-      insert.run(key, `user${index % 5000}`, 'bench', `10.${index >> 16}.${(index >> 8) & 255}.${index & 255}`, `fd00::${index.toString(16)}`, 'now', 'later');
+      insert.run(
+        key,
+        `user${index % 5000}`,
+        'bench',
+        `10.${index >> 16}.${(index >> 8) & 255}.${index & 255}`,
+        `fd00::${index.toString(16)}`,
+        'now',
+        'later',
+      );
     });
     started = process.hrtime.bigint();
     for (const [index, key] of keys.entries()) insertOne(index, key);

@@ -51,7 +51,8 @@ function run(file: string, prefix: string, perCommit: number): { totalUs: number
     'INSERT INTO users (user_id, created_at, last_seen, auth_data) VALUES (?, ?, ?, ?) ON CONFLICT (user_id) DO NOTHING RETURNING user_id',
   );
   const webhooks = statement('SELECT webhook_id, event_types FROM webhooks ORDER BY webhook_id');
-  const givenBack = statement(`DELETE FROM ip_pool_free WHERE profile_id = ? AND node_number = ? AND range_four = ? AND range_six = ?
+  const givenBack =
+    statement(`DELETE FROM ip_pool_free WHERE profile_id = ? AND node_number = ? AND range_four = ? AND range_six = ?
     AND pool_index = (SELECT pool_index FROM ip_pool_free WHERE profile_id = ? AND node_number = ? AND range_four = ? AND range_six = ?
     ORDER BY pool_index LIMIT 1) RETURNING pool_index`);
   const insertPool = statement(
@@ -60,10 +61,12 @@ function run(file: string, prefix: string, perCommit: number): { totalUs: number
   const advance = statement(`UPDATE ip_pools SET next_index = next_index + 1
     WHERE profile_id = ? AND node_number = ? AND range_four = ? AND range_six = ? AND next_index < ? RETURNING next_index`);
   const revision = statement('UPDATE change_revision SET value = value + 1 WHERE id = 1 RETURNING value');
-  const insertPeer = statement(`INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six,
+  const insertPeer =
+    statement(`INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six,
     pool_index, created_at, expires_at, auth_key, expiry_warned, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (ip_four) DO NOTHING RETURNING *`);
-  const audit = statement(`INSERT INTO audit_log (audit_id, at, key_name, source_address, call, parameters, status, user_id,
+  const audit =
+    statement(`INSERT INTO audit_log (audit_id, at, key_name, source_address, call, parameters, status, user_id,
     connection_ids, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const listing = statement(
     'INSERT INTO listing_generation (shard, generation) VALUES (?, 1) ON CONFLICT (shard) DO UPDATE SET generation = listing_generation.generation + 1',

@@ -35,7 +35,11 @@ async function seed(database: string): Promise<void> {
         .values(
           indexes
             .filter((index) => index % 2 === 0)
-            .map((index) => ({ user_id: `user${index}`, created_at: formatAtom(at(index)), last_seen: formatAtom(at(index)) })),
+            .map((index) => ({
+              user_id: `user${index}`,
+              created_at: formatAtom(at(index)),
+              last_seen: formatAtom(at(index)),
+            })),
         )
         .execute();
       await db
@@ -76,7 +80,8 @@ async function measure(kind: Kind): Promise<void> {
   let drop = async () => {};
   if (kind === 'postgres') {
     const server = process.env['TEST_POSTGRES_URL'];
-    if (server === undefined || server === '') throw new Error('the PostgreSQL figures need TEST_POSTGRES_URL (bench/devices.sh starts a server)');
+    if (server === undefined || server === '')
+      throw new Error('the PostgreSQL figures need TEST_POSTGRES_URL (bench/devices.sh starts a server)');
     const created = await createTestDatabase(server);
     database = created.url;
     drop = () => dropTestDatabase(server, created.name);
@@ -94,7 +99,8 @@ async function measure(kind: Kind): Promise<void> {
         ['filter state=retired', { state: 'retired' }],
       ];
       // A cursor half-way down: the page after it.
-      const middle = (await portal.admin.devices({ limit: 1, serial: `SER-${DEVICES / 2}` })).devices[0]?.device_id ?? '';
+      const middle =
+        (await portal.admin.devices({ limit: 1, serial: `SER-${DEVICES / 2}` })).devices[0]?.device_id ?? '';
       cases.push(['page at cursor (half-way)', { cursor: middle }]);
       for (const [name, query] of cases) {
         for (let warm = 0; warm < 3; warm++) await portal.get('/devices', query);
@@ -103,7 +109,8 @@ async function measure(kind: Kind): Promise<void> {
           const started = process.hrtime.bigint();
           const answer = await portal.get('/devices', query);
           times.push(Number(process.hrtime.bigint() - started) / 1e6);
-          if (answer.status !== 200) throw new Error(`GET /devices ${JSON.stringify(query)}: ${answer.status} ${answer.text}`);
+          if (answer.status !== 200)
+            throw new Error(`GET /devices ${JSON.stringify(query)}: ${answer.status} ${answer.text}`);
         }
         times.sort((a, b) => a - b);
         const p50 = percentile(times, 50);

@@ -54,6 +54,15 @@ const seconds = (performance.now() - started) / 1000;
 await client.close();
 latencies.sort((a, b) => a - b);
 const at = (fraction: number): number =>
-  Math.round((latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))] ?? Number.NaN) * 10) / 10;
-const output: DisableSenderOutput = { calls: latencies.length, errors, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1), seconds, lastAnswerAtMs };
+  Math.round((latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))] ?? Number.NaN) * 10) /
+  10;
+const output: DisableSenderOutput = {
+  calls: latencies.length,
+  errors,
+  p50Ms: at(0.5),
+  p99Ms: at(0.99),
+  maxMs: at(1),
+  seconds,
+  lastAnswerAtMs,
+};
 console.log(JSON.stringify(output));

@@ -11,7 +11,12 @@ import { HttpNodeDaemon } from '../src/node-client/daemon-client.js';
 import { asNodeNumber, asWireGuardKey } from '../src/shared/ids.js';
 
 const [port, nodePort] = process.argv.slice(2).map(Number);
-const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url: `http://127.0.0.1:${nodePort}`, secret: () => 'stand-in', timeoutMs: 10_000 });
+const daemon = new HttpNodeDaemon({
+  nodeNumber: asNodeNumber(0),
+  url: `http://127.0.0.1:${nodePort}`,
+  secret: () => 'stand-in',
+  timeoutMs: 10_000,
+});
 const file = `[Interface]\nPrivateKey = ${'A'.repeat(43)}=\nAddress = 10.64.0.2/14,fd64::2/64\n\n[Peer]\nPublicKey = ${'B'.repeat(43)}=\nAllowedIPs = 0.0.0.0/0,::/0\nEndpoint = vpn.example.org:51820`;
 const key = asWireGuardKey(`${'C'.repeat(43)}=`);
 

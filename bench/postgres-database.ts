@@ -7,7 +7,9 @@ import pg from 'pg';
 export async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const server = process.env['TEST_POSTGRES_URL'];
   if (server === undefined || server === '')
-    throw new Error('the PostgreSQL figures need a server: run "npm run bench" (bench/run.sh starts one) or set TEST_POSTGRES_URL');
+    throw new Error(
+      'the PostgreSQL figures need a server: run "npm run bench" (bench/run.sh starts one) or set TEST_POSTGRES_URL',
+    );
   const name = `vpn_portal_bench_${randomBytes(6).toString('hex')}`;
   const admin = async (statement: string): Promise<void> => {
     const client = new pg.Client({ connectionString: server });

@@ -99,7 +99,12 @@ const results: {
   createWrites?: CreateWrites;
   agent?: Partial<Record<DatabaseKind, AgentFigures | { notMeasured: string }>>;
 } & Partial<Record<DatabaseKind, DatabaseResults>> = {
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  machine: {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  },
   ceiling: measureCeiling(),
 };
 const portalBenches = process.env['BENCH_PORTAL'] !== '0';
@@ -109,7 +114,8 @@ if (portalBenches && databases.length > 0) {
   results.createWrites = await measureCreateWrites();
 }
 for (const database of databases) {
-  if (database !== 'sqlite' && database !== 'postgres') throw new Error(`BENCH_DATABASES takes sqlite and/or postgres, not "${String(database)}"`);
+  if (database !== 'sqlite' && database !== 'postgres')
+    throw new Error(`BENCH_DATABASES takes sqlite and/or postgres, not "${String(database)}"`);
   if (!portalBenches) continue;
   console.log(`measuring on ${database} …`);
   results[database] = await bench(database);
@@ -119,7 +125,9 @@ if (process.env['BENCH_AGENT'] !== '0') {
   for (const database of databases) {
     console.log(`measuring the node agent and a bulk revocation on ${database} …`);
     // A failure here must not lose the figures measured above.
-    results.agent[database] = await benchAgent(database).catch((error: unknown) => ({ notMeasured: `failed: ${String(error)}` }));
+    results.agent[database] = await benchAgent(database).catch((error: unknown) => ({
+      notMeasured: `failed: ${String(error)}`,
+    }));
   }
 }
 mkdirSync(path.join(root, 'bench'), { recursive: true });
@@ -128,7 +136,10 @@ printReport(results);
 
 async function bench(database: DatabaseKind): Promise<DatabaseResults> {
   const work = mkdtempSync(path.join(tmpdir(), 'vpn-portal-bench-'));
-  const target = database === 'postgres' ? await createPostgresDatabase() : { url: `sqlite:${path.join(work, 'data', 'db.sqlite')}`, drop: async () => {} };
+  const target =
+    database === 'postgres'
+      ? await createPostgresDatabase()
+      : { url: `sqlite:${path.join(work, 'data', 'db.sqlite')}`, drop: async () => {} };
   const configPath = path.join(work, 'config.json');
   writeFileSync(
     configPath,
@@ -157,9 +168,13 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
   const secret = readFileSync(path.join(work, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
   const auth = { authorization: `Bearer ${secret}` };
 
-  const node = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench', 'stand-in-node.ts'), String(NODE_PORT)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const node = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'bench', 'stand-in-node.ts'), String(NODE_PORT)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await once(node.stdout, 'data');
   // Started through its shebang, with the same heap cap as `vpn-portal serve` in production.
   // BENCH_PROFILE=DIR: the portal writes a CPU profile there when it stops.
@@ -178,13 +193,24 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
     // cost several times a steady create, and would be counted against the first figure only.
     await measureCreates(client, pid, WARM_UP_SECONDS, 'warm', auth);
     const createEmptyDatabase = await measureCreates(client, pid, CREATE_SECONDS, 'u', auth);
-    const configurationsInDatabase = database === 'postgres' ? await seedPostgres(target.url, TARGET_CONFIGURATIONS) : seedSqlite(work, TARGET_CONFIGURATIONS);
+    const configurationsInDatabase =
+      database === 'postgres'
+        ? await seedPostgres(target.url, TARGET_CONFIGURATIONS)
+        : seedSqlite(work, TARGET_CONFIGURATIONS);
     const createAt100kConfigurations = await measureCreates(client, pid, 10, 'late', auth);
     const peakRssAfterCreatesMb = peakRss(pid);
     const connectionListShowAll = await measureListing(client, '/connection_list?show_all=on', auth);
     const users = await measureListing(client, '/users', auth);
     const peakRssMb = peakRss(pid);
-    return { createEmptyDatabase, configurationsInDatabase, createAt100kConfigurations, connectionListShowAll, users, peakRssMb, peakRssAfterCreatesMb };
+    return {
+      createEmptyDatabase,
+      configurationsInDatabase,
+      createAt100kConfigurations,
+      connectionListShowAll,
+      users,
+      peakRssMb,
+      peakRssAfterCreatesMb,
+    };
   } finally {
     await client.close();
     await stop(portal);
@@ -197,10 +223,16 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
 /** Creates as the portal gets them, on bench/floor-server.ts: what the HTTP server and the push alone cost. */
 async function measureFloor(): Promise<CreateFigures> {
   const tsx = ['--import', 'tsx'];
-  const node = spawn(process.execPath, [...tsx, path.join(root, 'bench', 'stand-in-node.ts'), String(NODE_PORT)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const server = spawn(process.execPath, [...tsx, path.join(root, 'bench', 'floor-server.ts'), String(FLOOR_PORT), String(NODE_PORT)], {
+  const node = spawn(process.execPath, [...tsx, path.join(root, 'bench', 'stand-in-node.ts'), String(NODE_PORT)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const server = spawn(
+    process.execPath,
+    [...tsx, path.join(root, 'bench', 'floor-server.ts'), String(FLOOR_PORT), String(NODE_PORT)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const client = new Pool(`http://127.0.0.1:${FLOOR_PORT}`, { connections: CONCURRENCY, pipelining: 1 });
   try {
     await Promise.all([once(node.stdout, 'data'), once(server.stdout, 'data')]);
@@ -225,9 +257,20 @@ interface Answer {
   readonly ms: number;
 }
 
-async function call(client: Pool, method: 'GET' | 'POST', target: string, headers: Record<string, string>, body?: string): Promise<Answer> {
+async function call(
+  client: Pool,
+  method: 'GET' | 'POST',
+  target: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<Answer> {
   const started = performance.now();
-  const response = await client.request({ method, path: `${apiPath}${target}`, headers, ...(body === undefined ? {} : { body }) });
+  const response = await client.request({
+    method,
+    path: `${apiPath}${target}`,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   await response.body.arrayBuffer();
   return { status: response.statusCode, ms: performance.now() - started };
 }
@@ -252,11 +295,21 @@ function cpuTimeUs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1e6;
 }
 
-async function measureCreates(client: Pool, pid: number, seconds: number, prefix: string, auth: Record<string, string>): Promise<CreateFigures> {
+async function measureCreates(
+  client: Pool,
+  pid: number,
+  seconds: number,
+  prefix: string,
+  auth: Record<string, string>,
+): Promise<CreateFigures> {
   const latencies: number[] = [];
   let errors = 0;
   let sequence = 0;
-  const headers = { ...auth, accept: 'application/x-wireguard-profile', 'content-type': 'application/x-www-form-urlencoded' };
+  const headers = {
+    ...auth,
+    accept: 'application/x-wireguard-profile',
+    'content-type': 'application/x-www-form-urlencoded',
+  };
   const deadline = performance.now() + seconds * 1000;
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
@@ -275,7 +328,11 @@ async function measureCreates(client: Pool, pid: number, seconds: number, prefix
 }
 
 /** A listing asked again and again (from the listing cache), and just after a change each time. */
-async function measureListing(client: Pool, target: string, auth: Record<string, string>): Promise<{ unchanged: Figures; afterChange: Figures }> {
+async function measureListing(
+  client: Pool,
+  target: string,
+  auth: Record<string, string>,
+): Promise<{ unchanged: Figures; afterChange: Figures }> {
   const unchanged: number[] = [];
   const afterChange: number[] = [];
   let errors = 0;
@@ -304,7 +361,9 @@ function seedSqlite(work: string, target: number): number {
   const db = new SqliteDatabase(path.join(work, 'data', 'db.sqlite'));
   db.pragma('busy_timeout = 10000');
   const { count } = db.prepare('SELECT COUNT(*) AS count FROM wg_peers').get() as { count: number };
-  const { next } = db.prepare("SELECT next_index AS next FROM ip_pools WHERE profile_id = 'bench'").get() as { next: number };
+  const { next } = db.prepare("SELECT next_index AS next FROM ip_pools WHERE profile_id = 'bench'").get() as {
+    next: number;
+  };
   const { now, expires } = timestamps();
   const insertUser = db.prepare('INSERT INTO users (user_id, created_at, last_seen, auth_data) VALUES (?, ?, ?, NULL)');
   const insertPeer = db.prepare(
@@ -333,21 +392,40 @@ async function seedPostgres(url: string, target: number): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const count = Number((await client.query<{ count: string }>('SELECT COUNT(*) AS count FROM wg_peers')).rows[0]?.count);
-    const next = Number((await client.query<{ next: number }>("SELECT next_index AS next FROM ip_pools WHERE profile_id = 'bench'")).rows[0]?.next);
+    const count = Number(
+      (await client.query<{ count: string }>('SELECT COUNT(*) AS count FROM wg_peers')).rows[0]?.count,
+    );
+    const next = Number(
+      (await client.query<{ next: number }>("SELECT next_index AS next FROM ip_pools WHERE profile_id = 'bench'"))
+        .rows[0]?.next,
+    );
     const { now, expires } = timestamps();
     const missing = target - count;
     await client.query('BEGIN');
     for (let start = 0; start < missing; start += SEED_BATCH) {
-      const indexes = Array.from({ length: Math.min(SEED_BATCH, missing - start) }, (_, offset) => next + start + offset);
+      const indexes = Array.from(
+        { length: Math.min(SEED_BATCH, missing - start) },
+        (_, offset) => next + start + offset,
+      );
       const userIds = indexes.map((index) => `seed${index}`);
-      await client.query(`INSERT INTO users (user_id, created_at, last_seen, auth_data) SELECT id, $2, $2, NULL FROM unnest($1::text[]) AS id`, [userIds, now]);
+      await client.query(
+        `INSERT INTO users (user_id, created_at, last_seen, auth_data) SELECT id, $2, $2, NULL FROM unnest($1::text[]) AS id`,
+        [userIds, now],
+      );
       const addresses = indexes.map((index) => clientAddressesAt(RANGE_FOUR, RANGE_SIX, index));
       await client.query(
         `INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index, created_at, expires_at, auth_key)
          SELECT key, id, 'bench', 0, 'Seeded', four, six, index, $6, $7, NULL
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[]) AS seeded(key, id, four, six, index)`,
-        [indexes.map(fakeKey), userIds, addresses.map((pair) => pair.ipFour), addresses.map((pair) => pair.ipSix), indexes, now, expires],
+        [
+          indexes.map(fakeKey),
+          userIds,
+          addresses.map((pair) => pair.ipFour),
+          addresses.map((pair) => pair.ipSix),
+          indexes,
+          now,
+          expires,
+        ],
       );
     }
     await client.query("UPDATE ip_pools SET next_index = $1 WHERE profile_id = 'bench'", [next + missing]);
@@ -376,8 +454,15 @@ function peakRss(pid: number): number {
 
 function summarise(latencies: number[], seconds: number, errors: number): Figures {
   const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (fraction: number) => round(sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN);
-  return { count: latencies.length, perSecond: seconds > 0 ? round(latencies.length / seconds) : 0, p50: at(0.5), p99: at(0.99), errors };
+  const at = (fraction: number) =>
+    round(sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN);
+  return {
+    count: latencies.length,
+    perSecond: seconds > 0 ? round(latencies.length / seconds) : 0,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors,
+  };
 }
 
 function round(value: number): number {
@@ -406,7 +491,9 @@ function printReport(all: typeof results): void {
       `a create's writes on SQLite alone (its statements, real schema, no query builder): ${writes.perCreateUs} µs, of which the commit ${writes.commitUs} µs; ${writes.groupedUs} µs at 8 creates per commit`,
     );
   }
-  console.log('\n| database | measurement | requests | per second | p50 ms | p99 ms | errors | portal CPU µs/create | × ceiling |');
+  console.log(
+    '\n| database | measurement | requests | per second | p50 ms | p99 ms | errors | portal CPU µs/create | × ceiling |',
+  );
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const database of databases) {
     const figures = all[database];
@@ -426,7 +513,8 @@ function printReport(all: typeof results): void {
       ['users (100k, unchanged)', figures.users.unchanged],
       ['users (100k, after a change)', figures.users.afterChange],
     ];
-    for (const [name, row] of listings) console.log(`| ${database} | ${name} | ${row.count} | | ${row.p50} | ${row.p99} | ${row.errors} | | |`);
+    for (const [name, row] of listings)
+      console.log(`| ${database} | ${name} | ${row.count} | | ${row.p50} | ${row.p99} | ${row.errors} | | |`);
   }
   console.log('\ntargets:');
   for (const database of databases) {
@@ -439,13 +527,17 @@ function printReport(all: typeof results): void {
       `- ${database}: portal CPU per create ${empty.cpuPerCreateUs} µs ≤ ${TARGETS.cpuPerCreateUs}: ${verdict(empty.cpuPerCreateUs <= TARGETS.cpuPerCreateUs)}`,
     );
     console.log(`- ${database}: creates per second ${empty.perSecond} ≥ ${rate}: ${verdict(empty.perSecond >= rate)}`);
-    console.log(`- ${database}: create p99 ${empty.p99} ms ≤ ${TARGETS.createP99Ms}: ${verdict(empty.p99 <= TARGETS.createP99Ms)}`);
+    console.log(
+      `- ${database}: create p99 ${empty.p99} ms ≤ ${TARGETS.createP99Ms}: ${verdict(empty.p99 <= TARGETS.createP99Ms)}`,
+    );
     console.log(`- ${database}: CPU per create at 100k / empty = ${growth} (flat: ≤ 1.15): ${verdict(growth <= 1.15)}`);
     for (const [name, row] of [
       ['connection_list?show_all=on', figures.connectionListShowAll.unchanged],
       ['users', figures.users.unchanged],
     ] as const) {
-      console.log(`- ${database}: ${name} p50 at 100k ${row.p50} ms ≤ ${TARGETS.listingP50Ms}: ${verdict(row.p50 <= TARGETS.listingP50Ms)}`);
+      console.log(
+        `- ${database}: ${name} p50 at 100k ${row.p50} ms ≤ ${TARGETS.listingP50Ms}: ${verdict(row.p50 <= TARGETS.listingP50Ms)}`,
+      );
     }
     console.log(
       `- ${database}: peak portal RSS ${figures.peakRssMb} MB (${figures.peakRssAfterCreatesMb} MB after the creates) ≤ ${TARGETS.peakRssMb}: ${verdict(figures.peakRssMb <= TARGETS.peakRssMb)}`,
@@ -468,7 +560,9 @@ function printReport(all: typeof results): void {
     console.log(
       `- agent (${database}): its CPU for that pass (the session observation's peer list) ${agent.fullPassAgentCpuSeconds} s ≤ ${TARGETS.agentFullPassCpuSeconds}: ${verdict(agent.fullPassAgentCpuSeconds <= TARGETS.agentFullPassCpuSeconds)} (plus ${agent.fullPassWgCpuSeconds} s in its \`wg\` processes)`,
     );
-    console.log(`- agent (${database}): RSS with ${agent.peers} peers ${agent.agentRssMb} MB (peak ${agent.agentPeakRssMb} MB; no target)`);
+    console.log(
+      `- agent (${database}): RSS with ${agent.peers} peers ${agent.agentRssMb} MB (peak ${agent.agentPeakRssMb} MB; no target)`,
+    );
     console.log(
       `- agent (${database}): restarted, every peer back on the interface ${agent.restartSeconds} s after its start ≤ ${TARGETS.agentRestartSeconds}: ${verdict(agent.restartSeconds <= TARGETS.agentRestartSeconds)}`,
     );

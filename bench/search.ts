@@ -44,7 +44,9 @@ interface Figures {
 }
 
 async function main(): Promise<void> {
-  const databases = (process.env['BENCH_DATABASES'] ?? 'sqlite postgres').split(/\s+/).filter(Boolean) as DatabaseKind[];
+  const databases = (process.env['BENCH_DATABASES'] ?? 'sqlite postgres')
+    .split(/\s+/)
+    .filter(Boolean) as DatabaseKind[];
   const results: Record<string, Record<string, Figures>> = {};
   for (const database of databases) {
     results[database] = await bench(database);
@@ -66,14 +68,20 @@ async function main(): Promise<void> {
       );
     }
   }
-  writeFileSync(path.join(root, 'bench', 'search-results.json'), `${JSON.stringify({ at: new Date().toISOString(), loadBefore, results }, null, 2)}\n`);
+  writeFileSync(
+    path.join(root, 'bench', 'search-results.json'),
+    `${JSON.stringify({ at: new Date().toISOString(), loadBefore, results }, null, 2)}\n`,
+  );
 }
 
 const loadBefore = loadavg();
 
 async function bench(database: DatabaseKind): Promise<Record<string, Figures>> {
   const work = mkdtempSync(path.join(tmpdir(), 'vpn-portal-bench-search-'));
-  const target = database === 'postgres' ? await createPostgresDatabase() : { url: `sqlite:${path.join(work, 'data', 'db.sqlite')}`, drop: async () => {} };
+  const target =
+    database === 'postgres'
+      ? await createPostgresDatabase()
+      : { url: `sqlite:${path.join(work, 'data', 'db.sqlite')}`, drop: async () => {} };
   const configPath = path.join(work, 'config.json');
   writeFileSync(
     configPath,
@@ -105,9 +113,13 @@ async function bench(database: DatabaseKind): Promise<Record<string, Figures>> {
   const seedStarted = performance.now();
   await seed(
     database,
-    target.url.startsWith('sqlite:') ? { dialect: 'sqlite', path: target.url.slice('sqlite:'.length) } : { dialect: 'postgres', url: target.url },
+    target.url.startsWith('sqlite:')
+      ? { dialect: 'sqlite', path: target.url.slice('sqlite:'.length) }
+      : { dialect: 'postgres', url: target.url },
   );
-  console.log(`${database}: seeded ${HISTORY_ROWS} history rows and ${USERS} users in ${Math.round((performance.now() - seedStarted) / 1000)} s`);
+  console.log(
+    `${database}: seeded ${HISTORY_ROWS} history rows and ${USERS} users in ${Math.round((performance.now() - seedStarted) / 1000)} s`,
+  );
 
   const portal = spawn(cli, ['serve', '--config', configPath], { stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = once(portal, 'exit');
@@ -140,7 +152,11 @@ async function bench(database: DatabaseKind): Promise<Record<string, Figures>> {
       auth,
       () => `/connection_log?ip=${clientAddress(Math.floor(random() * 50_000))}`,
     );
-    figures['users?prefix=…&limit=100 (100k users)'] = await measure(client, auth, () => `/users?prefix=${userPrefix(random)}&limit=100`);
+    figures['users?prefix=…&limit=100 (100k users)'] = await measure(
+      client,
+      auth,
+      () => `/users?prefix=${userPrefix(random)}&limit=100`,
+    );
     figures['users?limit=100&cursor=… (100k users, a page deep in the list)'] = await measure(
       client,
       auth,
@@ -174,8 +190,14 @@ async function measure(client: Pool, auth: Record<string, string>, next: () => s
     rows += (answer.connection_log ?? answer.users ?? []).length;
   }
   latencies.sort((a, b) => a - b);
-  const at = (fraction: number) => round(latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))] ?? Number.NaN);
-  return { p50: at(0.5), p99: at(0.99), max: round(latencies.at(-1) ?? Number.NaN), matchesPerQuery: round(rows / SAMPLES) };
+  const at = (fraction: number) =>
+    round(latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))] ?? Number.NaN);
+  return {
+    p50: at(0.5),
+    p99: at(0.99),
+    max: round(latencies.at(-1) ?? Number.NaN),
+    matchesPerQuery: round(rows / SAMPLES),
+  };
 }
 
 const tunnelFour = (address: number): string => `10.40.${Math.floor(address / 256)}.${address % 256}`;
@@ -188,11 +210,15 @@ const userPrefix = (random: () => number): string =>
     .slice(0, 2 + Math.floor(random() * 3))}`;
 
 /** The history and the users, written by the database itself from a recursive counter. */
-async function seed(database: DatabaseKind, location: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string }): Promise<void> {
+async function seed(
+  database: DatabaseKind,
+  location: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string },
+): Promise<void> {
   const db = connectDatabase(location);
   try {
     await migrateToLatest(db);
-    const count = (limit: number) => sql.raw(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${limit - 1})`);
+    const count = (limit: number) =>
+      sql.raw(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${limit - 1})`);
     if (database === 'sqlite') {
       // Numbers as literals: better-sqlite3 binds a JS number as REAL, and 5264 / 256.0 is 20.5625.
       const at = (offset: string) => `strftime('%Y-%m-%dT%H:%M:%S+00:00', ${HISTORY_START_S} + ${offset}, 'unixepoch')`;
@@ -210,7 +236,8 @@ async function seed(database: DatabaseKind, location: { dialect: 'sqlite'; path:
       );
       await sql`ANALYZE`.execute(db);
     } else {
-      const at = (offset: string) => `to_char(to_timestamp(${HISTORY_START_S} + ${offset}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+      const at = (offset: string) =>
+        `to_char(to_timestamp(${HISTORY_START_S} + ${offset}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
       await sql`
         INSERT INTO connection_log (log_id, user_id, profile_id, vpn_proto, connection_id, node_number, ip_four, ip_six, originating_ip, connected_at, disconnected_at, bytes_in, bytes_out)
         SELECT lpad(i::text, 16, '0'), 'user' || lpad(((i * 7919) % ${USERS})::text, 6, '0') || '@example.org', 'employees', 'wireguard', 'key' || lpad(i::text, 7, '0'), i % 4,

@@ -71,7 +71,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   ensurePrivateDirectory(config.dataDir);
   const keys = new KeyStore(config.keyDir);
   const db = await openDatabase(config.database, {
-    onConnectionError: (error) => logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
+    onConnectionError: (error) =>
+      logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
     timeoutMs: config.databaseTimeoutMs,
     poolSize: config.databasePoolSize,
     limitStatements: true,
@@ -81,7 +82,12 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   for (const node of config.nodes.values()) {
     daemons.set(
       node.nodeNumber,
-      new HttpNodeDaemon({ nodeNumber: node.nodeNumber, url: node.nodeUrl, secret: () => keys.nodeSecret(node.nodeNumber), timeoutMs: NODE_TIMEOUT_MS }),
+      new HttpNodeDaemon({
+        nodeNumber: node.nodeNumber,
+        url: node.nodeUrl,
+        secret: () => keys.nodeSecret(node.nodeNumber),
+        timeoutMs: NODE_TIMEOUT_MS,
+      }),
     );
   }
   const nodes = new NodeFleet(daemons, clock, logger.child({ component: 'nodes' }));
@@ -93,8 +99,10 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   writeRevocationReceipts(events);
   stampDeviceLastSeen(events);
   moveListingGeneration(events);
-  if (config.connectScript !== null) runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
-  if (config.connectionLogLines.enabled) writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
+  if (config.connectScript !== null)
+    runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
+  if (config.connectionLogLines.enabled)
+    writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   nodes.onStateChange((change) => {
     const event: PortalEvent = change.up
       ? { type: 'node.up', at: clock.now(), nodeNumber: change.nodeNumber }
@@ -102,7 +110,9 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     // Recorded (the webhook outbox writes it) before it is published; a database away loses only the webhook.
     void events
       .record(db, event)
-      .catch((error: unknown) => logger.warn({ err: error, event: event.type }, 'a node state change could not be recorded'))
+      .catch((error: unknown) =>
+        logger.warn({ err: error, event: event.type }, 'a node state change could not be recorded'),
+      )
       .finally(() => events.publish(event));
   });
   const ctx: PortalContext = {
@@ -133,7 +143,10 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     throw error;
   }
   const app = buildServer(ctx, certificateCheck);
-  metrics.instrument(app, { adminPrefix: `${config.basePath}/admin/api/`, nodeApi: `${config.basePath}/node-api.php/` });
+  metrics.instrument(app, {
+    adminPrefix: `${config.basePath}/admin/api/`,
+    nodeApi: `${config.basePath}/node-api.php/`,
+  });
   // A deep accept queue: a burst of connections (slow clients, a reconnecting fleet) must not make
   // the kernel drop a legitimate client's SYN, which it would retry only after a second.
   const url = await app.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
@@ -143,7 +156,11 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   let metricsServer: RunningMetricsServer | null = null;
   if (config.metrics !== null) {
     try {
-      metricsServer = await startMetricsServer({ ...config.metrics, registry: metrics.registry, notReady: () => databaseNotReady(db) });
+      metricsServer = await startMetricsServer({
+        ...config.metrics,
+        registry: metrics.registry,
+        notReady: () => databaseNotReady(db),
+      });
     } catch (error) {
       await app.close();
       await db.destroy();
@@ -169,7 +186,10 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       () => clock.now().getTime(),
     );
   }
-  if (!keys.adminApiEnabled()) logger.warn(`admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`);
+  if (!keys.adminApiEnabled())
+    logger.warn(
+      `admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,
+    );
   let mdmInventory: MdmInventorySchedule | null = null;
   if (config.mdmInventory !== null) {
     if (config.mdmInventory.permissionWarning !== null) logger.warn(config.mdmInventory.permissionWarning);

@@ -119,12 +119,20 @@ export class AdminApiClient {
   }
 
   async connectedUsers(showAll = false): Promise<Record<string, string[]>> {
-    const answer = await this.#getJson(ADMIN_API_CALLS.connectedUsers.path, { show_all: showAll ? 'on' : 'off' }, connectedUsersAnswer);
+    const answer = await this.#getJson(
+      ADMIN_API_CALLS.connectedUsers.path,
+      { show_all: showAll ? 'on' : 'off' },
+      connectedUsersAnswer,
+    );
     return answer.connected_users;
   }
 
   async connectionList(showAll = false): Promise<Record<string, ConnectionInfo[]>> {
-    const answer = await this.#getJson(ADMIN_API_CALLS.connectionList.path, { show_all: showAll ? 'on' : 'off' }, connectionListAnswer);
+    const answer = await this.#getJson(
+      ADMIN_API_CALLS.connectionList.path,
+      { show_all: showAll ? 'on' : 'off' },
+      connectionListAnswer,
+    );
     return answer.connection_list;
   }
 
@@ -150,7 +158,9 @@ export class AdminApiClient {
   }
 
   async userConfigurationList(userId: string): Promise<UserConfiguration[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.userConfigurationList.path, { user_id: userId }, userConfigurationListAnswer)).user_configuration_list;
+    return (
+      await this.#getJson(ADMIN_API_CALLS.userConfigurationList.path, { user_id: userId }, userConfigurationListAnswer)
+    ).user_configuration_list;
   }
 
   /** `accept`: the media types the caller takes, as an Accept header (default: the portal's choice). */
@@ -190,7 +200,11 @@ export class AdminApiClient {
    * the revocation receipt, or null when the user had no such configuration.
    */
   deleteConnection(userId: string, connectionId: string, options: PostOptions = {}): Promise<string | null> {
-    return this.#postRevoking(ADMIN_API_CALLS.deleteConnection.path, { user_id: userId, connection_id: connectionId }, options);
+    return this.#postRevoking(
+      ADMIN_API_CALLS.deleteConnection.path,
+      { user_id: userId, connection_id: connectionId },
+      options,
+    );
   }
 
   /** Extension: a revocation receipt, by the id disable_user, destroy or delete_connection answered. */
@@ -226,17 +240,23 @@ export class AdminApiClient {
   /** Extension: the enrollment tokens (of one user), newest first, with their state. */
   async enrollmentTokens(userId?: string): Promise<EnrollmentTokenInfo[]> {
     const query: Record<string, string> = userId === undefined ? {} : { user_id: userId };
-    return (await this.#getJson(ADMIN_API_CALLS.enrollmentTokens.path, query, enrollmentTokensAnswer)).enrollment_tokens;
+    return (await this.#getJson(ADMIN_API_CALLS.enrollmentTokens.path, query, enrollmentTokensAnswer))
+      .enrollment_tokens;
   }
 
   /** Extension: redeeming the token answers 410 from now on. */
   revokeEnrollmentToken(userId: string, tokenId: string, options: PostOptions = {}): Promise<void> {
-    return this.#postNoContent(ADMIN_API_CALLS.revokeEnrollmentToken.path, { user_id: userId, token_id: tokenId }, options);
+    return this.#postNoContent(
+      ADMIN_API_CALLS.revokeEnrollmentToken.path,
+      { user_id: userId, token_id: tokenId },
+      options,
+    );
   }
 
   /** Extension: registers a managed device of a user (the same registration again answers the same device). */
   async registerDevice(params: RegisterDeviceParams, options: PostOptions = {}): Promise<DeviceInfo> {
-    return (await this.#postJson(ADMIN_API_CALLS.registerDevice.path, definedOnly(params), deviceAnswer, options)).device;
+    return (await this.#postJson(ADMIN_API_CALLS.registerDevice.path, definedOnly(params), deviceAnswer, options))
+      .device;
   }
 
   /** Extension: one page of the registered devices, newest first (pass `next_cursor` back as `cursor`). */
@@ -255,9 +275,17 @@ export class AdminApiClient {
   }
 
   /** retire_device with the id of its revocation receipt (null when the device had no configuration, or was retired already). */
-  async retireDeviceWithReceipt(deviceId: string, options: PostOptions = {}): Promise<{ readonly device: DeviceInfo; readonly revocationId: string | null }> {
+  async retireDeviceWithReceipt(
+    deviceId: string,
+    options: PostOptions = {},
+  ): Promise<{ readonly device: DeviceInfo; readonly revocationId: string | null }> {
     const path = ADMIN_API_CALLS.retireDevice.path;
-    const response = await this.#send('POST', path, new URLSearchParams({ device_id: deviceId }), idempotencyHeader(options));
+    const response = await this.#send(
+      'POST',
+      path,
+      new URLSearchParams({ device_id: deviceId }),
+      idempotencyHeader(options),
+    );
     const { device } = this.#parsed(response, path, await this.#okText(response), deviceAnswer);
     return { device, revocationId: response.headers.get(REVOCATION_HEADER) };
   }
@@ -292,8 +320,17 @@ export class AdminApiClient {
   }
 
   /** `overlap`: ISO 8601 duration the old secret keeps signing (default P1D). */
-  rotateWebhookSecret(webhookId: string, overlap?: string, options: PostOptions = {}): Promise<z.infer<typeof rotateWebhookSecretAnswer>> {
-    return this.#postJson(ADMIN_API_CALLS.rotateWebhookSecret.path, definedOnly({ webhook_id: webhookId, overlap }), rotateWebhookSecretAnswer, options);
+  rotateWebhookSecret(
+    webhookId: string,
+    overlap?: string,
+    options: PostOptions = {},
+  ): Promise<z.infer<typeof rotateWebhookSecretAnswer>> {
+    return this.#postJson(
+      ADMIN_API_CALLS.rotateWebhookSecret.path,
+      definedOnly({ webhook_id: webhookId, overlap }),
+      rotateWebhookSecretAnswer,
+      options,
+    );
   }
 
   /** Sends a `webhook.test` event now; answers what the receiver did. */
@@ -312,7 +349,10 @@ export class AdminApiClient {
   }
 
   /** Extension (scope admin): makes an admin key within the calling key's rights; the answer's secret is shown this once. */
-  createAdminKey(params: CreateAdminKeyParams, options: PostOptions = {}): Promise<z.infer<typeof createAdminKeyAnswer>> {
+  createAdminKey(
+    params: CreateAdminKeyParams,
+    options: PostOptions = {},
+  ): Promise<z.infer<typeof createAdminKeyAnswer>> {
     return this.#postJson(ADMIN_API_CALLS.createAdminKey.path, definedOnly(params), createAdminKeyAnswer, options);
   }
 
@@ -329,11 +369,20 @@ export class AdminApiClient {
 
   #parsed<T>(response: Response, path: string, text: string, schema: z.ZodType<T>): T {
     const parsed = schema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new AdminApiError(response.status, `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!parsed.success)
+      throw new AdminApiError(
+        response.status,
+        `unexpected answer from ${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      );
     return parsed.data;
   }
 
-  async #postJson<T>(path: string, form: Record<string, string>, schema: z.ZodType<T>, options: PostOptions): Promise<T> {
+  async #postJson<T>(
+    path: string,
+    form: Record<string, string>,
+    schema: z.ZodType<T>,
+    options: PostOptions,
+  ): Promise<T> {
     const response = await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options));
     return this.#parsed(response, path, await this.#okText(response), schema);
   }
@@ -348,7 +397,12 @@ export class AdminApiClient {
     return response.headers.get(REVOCATION_HEADER);
   }
 
-  async #send(method: 'GET' | 'POST', path: string, body?: URLSearchParams, headers: Record<string, string> = {}): Promise<Response> {
+  async #send(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: URLSearchParams,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     return fetch(`${this.#base}${path}`, {
       method,
       headers: { authorization: `Bearer ${this.#options.key}`, ...this.#options.headers, ...headers },
@@ -376,7 +430,9 @@ export class AdminApiClient {
 function definedOnly(query: object): Record<string, string> {
   return Object.fromEntries(
     Object.entries(query)
-      .filter((entry): entry is [string, string | number] => typeof entry[1] === 'string' || typeof entry[1] === 'number')
+      .filter(
+        (entry): entry is [string, string | number] => typeof entry[1] === 'string' || typeof entry[1] === 'number',
+      )
       .map(([name, value]) => [name, String(value)]),
   );
 }
@@ -395,5 +451,7 @@ function utf8Text(bytes: Uint8Array): string | null {
 }
 
 function formOf(params: CreateParams | ExtendParams): URLSearchParams {
-  return new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return new URLSearchParams(
+    Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
 }

@@ -69,7 +69,13 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const runner = deps.runner ?? createCommandRunner();
   const preferAes = await resolvePreferAes(config.openVpn.preferAes);
   const portal = portalClientOf(deps, preferAes);
-  const openVpn = new OpenVpnService({ settings: config.openVpn, runner, portal, logger, restartDelaysMs: deps.openVpnRestartDelaysMs });
+  const openVpn = new OpenVpnService({
+    settings: config.openVpn,
+    runner,
+    portal,
+    logger,
+    restartDelaysMs: deps.openVpnRestartDelaysMs,
+  });
   // `instance_id` of `/i/node`: new whenever the interface lost its peers.
   let instanceId = randomUUID();
   let maintenanceMode = config.maintenanceMode;
@@ -95,7 +101,8 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     await openVpn.apply(serverConfig.openvpn ?? []);
     await nat?.apply(clientRanges(serverConfig));
     await wireGuard.apply(serverConfig.wireguard);
-    if (serverConfig.wireguard !== null) await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
+    if (serverConfig.wireguard !== null)
+      await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
   };
 
   const closeServices = async (): Promise<void> => {
@@ -122,11 +129,17 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
       clock,
       logger,
       openVpn,
-      nodeInfo: async () => describeNode(await counts(), deps.version, { instanceId, maxRevision: wireGuard.highestRevision, maintenanceMode }),
+      nodeInfo: async () =>
+        describeNode(await counts(), deps.version, {
+          instanceId,
+          maxRevision: wireGuard.highestRevision,
+          maintenanceMode,
+        }),
     });
     await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
     signal?.throwIfAborted();
-    if (config.metrics !== null) metricsServer = await serveMetrics(config.metrics, { clock, wireGuard, openVpn, proxyGuard }, logger);
+    if (config.metrics !== null)
+      metricsServer = await serveMetrics(config.metrics, { clock, wireGuard, openVpn, proxyGuard }, logger);
   } catch (error) {
     await metricsServer?.close();
     await server?.close();
@@ -142,7 +155,12 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     refreshing ??= portal
       .fetchServerConfig()
       .then(applyServerConfig)
-      .catch((error: unknown) => logger.warn({ reason: messageOf(error) }, 'refreshing the server configuration failed; keeping the current one'))
+      .catch((error: unknown) =>
+        logger.warn(
+          { reason: messageOf(error) },
+          'refreshing the server configuration failed; keeping the current one',
+        ),
+      )
       .finally(() => {
         refreshing = null;
       });
@@ -169,7 +187,10 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     setMaintenanceMode(on) {
       if (maintenanceMode === on) return;
       maintenanceMode = on;
-      logger.info({ maintenanceMode: on }, on ? 'maintenance mode on: the portal puts no new configuration here' : 'maintenance mode off');
+      logger.info(
+        { maintenanceMode: on },
+        on ? 'maintenance mode on: the portal puts no new configuration here' : 'maintenance mode off',
+      );
     },
     async stop() {
       clearInterval(refreshTimer);
@@ -190,13 +211,23 @@ function portalClientOf(deps: NodeAgentDependencies, preferAes: boolean): Portal
     nodeNumber: config.nodeNumber,
     nodeKey: deps.nodeKey,
     profileIdList: config.profileIdList,
-    openVpn: { user: config.openVpn.user, group: config.openVpn.group, preferAes, managementDir: config.openVpn.managementDir },
+    openVpn: {
+      user: config.openVpn.user,
+      group: config.openVpn.group,
+      preferAes,
+      managementDir: config.openVpn.managementDir,
+    },
     ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
   });
 }
 
 /** Asks the portal until it answers (a node may start before its portal), or `signal` aborts. */
-function firstServerConfig(portal: PortalClient, deps: NodeAgentDependencies, preferAes: boolean, signal?: AbortSignal): Promise<NodeServerConfig> {
+function firstServerConfig(
+  portal: PortalClient,
+  deps: NodeAgentDependencies,
+  preferAes: boolean,
+  signal?: AbortSignal,
+): Promise<NodeServerConfig> {
   const { config, logger } = deps;
   logger.info(
     {
@@ -209,7 +240,11 @@ function firstServerConfig(portal: PortalClient, deps: NodeAgentDependencies, pr
   );
   return retryWithBackoff(
     () => portal.fetchServerConfig(),
-    (error, attempt, retryInMs) => logger.warn({ attempt, retryInMs, reason: messageOf(error) }, 'cannot get the server configuration from the portal yet'),
+    (error, attempt, retryInMs) =>
+      logger.warn(
+        { attempt, retryInMs, reason: messageOf(error) },
+        'cannot get the server configuration from the portal yet',
+      ),
     deps.portalRetry ?? DEFAULT_BACKOFF,
     signal,
   );
@@ -236,7 +271,8 @@ async function serveMetrics(
 }
 
 function urlOf(address: AddressInfo | string | null): URL {
-  if (address === null || typeof address === 'string') throw new Error(`unexpected listening address ${String(address)}`);
+  if (address === null || typeof address === 'string')
+    throw new Error(`unexpected listening address ${String(address)}`);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return new URL(`http://${host}:${address.port}`);
 }

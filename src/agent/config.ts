@@ -94,15 +94,29 @@ export const nodeAgentConfigSchema = z.strictObject({
     .url({ protocol: /^https?$/ })
     .default(DEFAULT_API_URL)
     .describe("The portal's Node API."),
-  nodeNumber: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe("This node's number (the portal's `onNode` values)."),
+  nodeNumber: z
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(0)
+    .describe("This node's number (the portal's `onNode` values)."),
   nodeKeyFile: z
     .string()
     .min(1)
-    .describe("The node secret: the same 64 hex characters as the portal's `DATA/keys/node.N.key`. A relative path is taken from the file's folder."),
+    .describe(
+      "The node secret: the same 64 hex characters as the portal's `DATA/keys/node.N.key`. A relative path is taken from the file's folder.",
+    ),
   listen: z
     .strictObject({
       host: z.string().min(1).default('127.0.0.1').describe('Where the vpn-daemon protocol is served.'),
-      port: z.number().int().min(0).max(65535).default(DEFAULT_DAEMON_PORT).describe('The port of `listen.host` (0: any free port).'),
+      port: z
+        .number()
+        .int()
+        .min(0)
+        .max(65535)
+        .default(DEFAULT_DAEMON_PORT)
+        .describe('The port of `listen.host` (0: any free port).'),
     })
     .prefault({}),
   WireGuard: z
@@ -132,10 +146,22 @@ export const nodeAgentConfigSchema = z.strictObject({
               "Where the ProxyGuard relay listens: plain HTTP for the site's TLS reverse proxy, so loopback unless that proxy runs on another host. The relay runs only while the portal has `WireGuard.enableProxy`.",
             see: 'wireguard-over-tcp.md',
           }),
-          port: z.number().int().min(0).max(65535).default(DEFAULT_PROXYGUARD_PORT).describe('The port of `ProxyGuard.listen.host`.'),
+          port: z
+            .number()
+            .int()
+            .min(0)
+            .max(65535)
+            .default(DEFAULT_PROXYGUARD_PORT)
+            .describe('The port of `ProxyGuard.listen.host`.'),
         })
         .prefault({}),
-      maxTunnels: z.number().int().min(1).max(100_000).default(1000).describe('Concurrent WireGuard-over-TCP tunnels; one more is answered 503.'),
+      maxTunnels: z
+        .number()
+        .int()
+        .min(1)
+        .max(100_000)
+        .default(1000)
+        .describe('Concurrent WireGuard-over-TCP tunnels; one more is answered 503.'),
       // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
       idleTimeoutSeconds: z
         .number()
@@ -153,7 +179,9 @@ export const nodeAgentConfigSchema = z.strictObject({
         .min(1)
         .max(10_000)
         .default(DEFAULT_MAX_PENDING_REQUESTS)
-        .describe("Connections still sending their upgrade request, on top of the tunnels; one more takes the oldest one's place, which is closed."),
+        .describe(
+          "Connections still sending their upgrade request, on top of the tunnels; one more takes the oldest one's place, which is closed.",
+        ),
       requestTimeoutSeconds: z
         .number()
         .int()
@@ -174,7 +202,9 @@ export const nodeAgentConfigSchema = z.strictObject({
         .string()
         .min(1)
         .default(DEFAULT_OPENVPN_MANAGEMENT_DIR)
-        .describe("The processes' management sockets; the folder is kept 0700, since whoever reaches a socket could admit clients."),
+        .describe(
+          "The processes' management sockets; the folder is kept 0700, since whoever reaches a socket could admit clients.",
+        ),
       user: z
         .string()
         .regex(ACCOUNT_PATTERN, 'must be letters, digits or _')
@@ -188,22 +218,26 @@ export const nodeAgentConfigSchema = z.strictObject({
       preferAes: z
         .enum(['auto', 'yes', 'no'])
         .default('auto')
-        .describe('AES-256-GCM (`yes`) or CHACHA20-POLY1305 (`no`) first in `data-ciphers`; `auto`: yes when `/proc/cpuinfo` lists `aes`.'),
+        .describe(
+          'AES-256-GCM (`yes`) or CHACHA20-POLY1305 (`no`) first in `data-ciphers`; `auto`: yes when `/proc/cpuinfo` lists `aes`.',
+        ),
       binary: z
         .string()
         .min(1)
         .default('openvpn')
-        .describe("The OpenVPN 2.6 program (a bare name is looked up in PATH, a relative path from the file's folder)."),
+        .describe(
+          "The OpenVPN 2.6 program (a bare name is looked up in PATH, a relative path from the file's folder).",
+        ),
     })
     .prefault({}),
   profileIdList: z
     .array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$'))
     .default([])
     .describe('The profiles this node serves; empty: all that name it.'),
-  nat: z
-    .boolean()
-    .default(false)
-    .meta({ description: "Forward and masquerade this node's client ranges.", see: 'node-agent.md#full-tunnel-forwarding-and-nat' }),
+  nat: z.boolean().default(false).meta({
+    description: "Forward and masquerade this node's client ranges.",
+    see: 'node-agent.md#full-tunnel-forwarding-and-nat',
+  }),
   metrics: z
     .strictObject({
       listen: z
@@ -212,10 +246,19 @@ export const nodeAgentConfigSchema = z.strictObject({
         .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65535, 'the port must be at most 65535')
         .nullable()
         .default(DEFAULT_METRICS_LISTEN)
-        .meta({ description: "`HOST:PORT` of the agent's `/metrics`, `/healthz`, `/readyz`; `null`: not served.", see: 'operations.md#metrics-and-health' }),
+        .meta({
+          description: "`HOST:PORT` of the agent's `/metrics`, `/healthz`, `/readyz`; `null`: not served.",
+          see: 'operations.md#metrics-and-health',
+        }),
     })
     .prefault({}),
-  refreshIntervalSeconds: z.number().int().min(1).max(86_400).default(60).describe("How often the portal's settings are fetched again."),
+  refreshIntervalSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(86_400)
+    .default(60)
+    .describe("How often the portal's settings are fetched again."),
   maintenanceMode: z.boolean().default(false).meta({
     description:
       'The portal puts no new configuration on this node; its peers and clients stay. Re-read on SIGHUP (`systemctl reload` with `ExecReload=kill -HUP $MAINPID`): drain a node without a restart.',
@@ -237,7 +280,9 @@ export async function loadNodeAgentConfig(configPath: string): Promise<NodeAgent
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new NodeAgentConfigError(file, [`cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`]);
+    throw new NodeAgentConfigError(file, [
+      `cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    ]);
   }
   let json: unknown;
   try {
@@ -260,7 +305,9 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
   const base = dirname(file);
   const managementDir = resolve(base, config.OpenVPN.managementDir);
   if (!MANAGEMENT_DIR_PATTERN.test(managementDir)) {
-    throw new NodeAgentConfigError(file, [`"OpenVPN.managementDir": ${managementDir} may only contain A-Z a-z 0-9 . _ / -`]);
+    throw new NodeAgentConfigError(file, [
+      `"OpenVPN.managementDir": ${managementDir} may only contain A-Z a-z 0-9 . _ / -`,
+    ]);
   }
   return {
     apiUrl: new URL(config.apiUrl),

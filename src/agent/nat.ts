@@ -21,7 +21,8 @@ export function clientRanges(serverConfig: NodeServerConfig): IpPrefix[] {
     const content = file.content.reveal();
     const four = /^server (\S+) (\S+)$/m.exec(content);
     // `server 10.20.0.0/24 255.255.255.0` (the portal writes the length too) or `server 10.20.0.0 255.255.255.0`.
-    if (four?.[1] !== undefined && four[2] !== undefined) ranges.push(parseIpPrefix(four[1].includes('/') ? four[1] : `${four[1]}/${maskLength(four[2])}`));
+    if (four?.[1] !== undefined && four[2] !== undefined)
+      ranges.push(parseIpPrefix(four[1].includes('/') ? four[1] : `${four[1]}/${maskLength(four[2])}`));
     const six = /^server-ipv6 (\S+)$/m.exec(content);
     if (six?.[1] !== undefined) ranges.push(parseIpPrefix(six[1]));
   }
@@ -66,7 +67,10 @@ export class NodeNat {
     await runChecked(this.runner, 'sysctl', ['-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
     await runChecked(this.runner, 'nft', ['-f', '-'], { stdin: ruleset });
     this.#applied = ruleset;
-    this.logger.info({ table: `inet ${NAT_TABLE}`, ranges: ranges.map(formatIpPrefix) }, 'forwarding on; client ranges masqueraded (nat)');
+    this.logger.info(
+      { table: `inet ${NAT_TABLE}`, ranges: ranges.map(formatIpPrefix) },
+      'forwarding on; client ranges masqueraded (nat)',
+    );
   }
 
   /** Removes the table (forwarding stays on: other services of the host may rely on it). */
@@ -74,7 +78,8 @@ export class NodeNat {
     if (this.#applied === null) return;
     this.#applied = null;
     const result = await this.runner.run('nft', ['delete', 'table', 'inet', NAT_TABLE]);
-    if (result.exitCode !== 0) this.logger.warn({ stderr: result.stderr.trim() }, `could not remove nftables table inet ${NAT_TABLE}`);
+    if (result.exitCode !== 0)
+      this.logger.warn({ stderr: result.stderr.trim() }, `could not remove nftables table inet ${NAT_TABLE}`);
   }
 }
 

@@ -2,7 +2,11 @@
 // (never half applied), and private keys and server files are kept as Secrets.
 import { z } from 'zod';
 import { parseCidr, type Cidr } from '../net/cidr.js';
-import { openVpnServerFileListSchema, serverConfigAnswerSchema, type openVpnServerFileSchema } from '../protocol/node-api.js';
+import {
+  openVpnServerFileListSchema,
+  serverConfigAnswerSchema,
+  type openVpnServerFileSchema,
+} from '../protocol/node-api.js';
 import { Secret } from '../shared/secret.js';
 
 /** The WireGuard part of the portal's `server_config` answer for this node. */
@@ -35,7 +39,9 @@ export interface NodeServerConfig {
 }
 
 /** One OpenVPN server process as the protocol describes it, the file text kept as a Secret (it holds the server's private key). */
-export type OpenVpnServerFile = Omit<z.output<typeof openVpnServerFileSchema>, 'content'> & { readonly content: Secret };
+export type OpenVpnServerFile = Omit<z.output<typeof openVpnServerFileSchema>, 'content'> & {
+  readonly content: Secret;
+};
 
 // Plain (non-strict) objects: keys added by newer portals are ignored. "openvpn" is read only
 // when it is a list, the format this agent knows; anything else there (portals without
@@ -48,7 +54,8 @@ const serverConfigSchema = serverConfigAnswerSchema.extend({
       if (!Array.isArray(value)) return undefined;
       const parsed = openVpnServerFileListSchema.safeParse(value);
       if (parsed.success) return parsed.data;
-      for (const issue of parsed.error.issues) context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+      for (const issue of parsed.error.issues)
+        context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
       return z.NEVER;
     }),
 });
@@ -64,7 +71,9 @@ export function parseServerConfig(json: unknown): NodeServerConfig {
   const parsed = serverConfigSchema.safeParse(json);
   if (!parsed.success) {
     // Issue paths and messages only: the received values include private keys.
-    const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+    const reason = parsed.error.issues
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
     throw new ServerConfigFormatError(reason);
   }
   const wireguard = parsed.data.wireguard;

@@ -33,6 +33,7 @@ export async function readNodeKey(file: string): Promise<NodeKey> {
   const looseBits = mode & 0o077;
   return {
     key: new Secret(key),
-    permissionWarning: looseBits === 0 ? null : `node key file ${file} has mode ${(mode & 0o777).toString(8)}; chmod 600 is recommended`,
+    permissionWarning:
+      looseBits === 0 ? null : `node key file ${file} has mode ${(mode & 0o777).toString(8)}; chmod 600 is recommended`,
   };
 }

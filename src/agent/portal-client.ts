@@ -50,7 +50,9 @@ export interface ConnectRequest {
 }
 
 /** Allowed only on the portal's exact `OK`; everything else denies (fail closed). */
-export type ConnectVerdict = { readonly allowed: true } | { readonly allowed: false; readonly portalAnswered: boolean; readonly reason: string };
+export type ConnectVerdict =
+  | { readonly allowed: true }
+  | { readonly allowed: false; readonly portalAnswered: boolean; readonly reason: string };
 
 export interface DisconnectReport {
   readonly profileId: string;
@@ -105,18 +107,26 @@ export class PortalClient {
       prefer_aes: openVpn.preferAes ? 'yes' : 'no',
       management_dir: openVpn.managementDir,
     };
-    const body = new URLSearchParams(Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    const body = new URLSearchParams(
+      Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    );
     for (const profileId of this.#options.profileIdList) body.append('profile_id_list', profileId);
 
     const { response, text } = await this.#exchange(url, body);
     if (!response.ok) {
-      throw new PortalRequestError(`the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`, response.status);
+      throw new PortalRequestError(
+        `the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`,
+        response.status,
+      );
     }
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new PortalRequestError(`the portal answered ${url.pathname} with something that is not JSON`, response.status);
+      throw new PortalRequestError(
+        `the portal answered ${url.pathname} with something that is not JSON`,
+        response.status,
+      );
     }
     return parseServerConfig(json);
   }
@@ -148,8 +158,13 @@ export class PortalClient {
       return { allowed: false, portalAnswered: false, reason: error instanceof Error ? error.message : String(error) };
     }
     if (status === 200 && text === CONNECT_ALLOWED) return { allowed: true };
-    if (status === 200 && text === CONNECT_REFUSED) return { allowed: false, portalAnswered: true, reason: 'the portal answered ERR' };
-    return { allowed: false, portalAnswered: false, reason: `the portal answered ${status} to ${url.pathname}: ${errorText(text)}` };
+    if (status === 200 && text === CONNECT_REFUSED)
+      return { allowed: false, portalAnswered: true, reason: 'the portal answered ERR' };
+    return {
+      allowed: false,
+      portalAnswered: false,
+      reason: `the portal answered ${status} to ${url.pathname}: ${errorText(text)}`,
+    };
   }
 
   /** Tells the portal that a client's connection ended; throws PortalRequestError unless it answers `OK`. */
@@ -166,7 +181,10 @@ export class PortalClient {
     const body = new URLSearchParams(form);
     const { response, text } = await this.#exchange(url, body, 'text/plain');
     if (response.status !== 200 || text !== 'OK') {
-      throw new PortalRequestError(`the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`, response.status);
+      throw new PortalRequestError(
+        `the portal answered ${response.status} to ${url.pathname}: ${errorText(text)}`,
+        response.status,
+      );
     }
   }
 
@@ -207,7 +225,10 @@ export class PortalClient {
       } catch (error) {
         if (attempt < 2 && !(error instanceof Error && error.name === 'TimeoutError')) continue;
         // origin + path only: credentials or a query in apiUrl stay out of the logs.
-        throw new PortalRequestError(`cannot reach the portal at ${url.origin}${url.pathname}: ${describeFetchError(error)}`, null);
+        throw new PortalRequestError(
+          `cannot reach the portal at ${url.origin}${url.pathname}: ${describeFetchError(error)}`,
+          null,
+        );
       }
     }
   }

@@ -6,7 +6,8 @@ export async function readAgentVersion(): Promise<string> {
   try {
     const text = await readFile(new URL('../../package.json', import.meta.url), 'utf8');
     const json: unknown = JSON.parse(text);
-    if (typeof json === 'object' && json !== null && 'version' in json && typeof json.version === 'string') return json.version;
+    if (typeof json === 'object' && json !== null && 'version' in json && typeof json.version === 'string')
+      return json.version;
   } catch {
     // A missing package.json only costs the version string.
   }

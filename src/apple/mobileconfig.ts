@@ -9,7 +9,12 @@ import { build } from 'plist';
 import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import type { ApplePlatform } from '../shared/platforms.js';
 import { isIpAddress } from '../net/ip-prefix.js';
-import { renderWireGuardClientConfig, wireGuardEndpoint, type WireGuardClientConfiguration, type WireGuardClientProfile } from '../wireguard/client-config.js';
+import {
+  renderWireGuardClientConfig,
+  wireGuardEndpoint,
+  type WireGuardClientConfiguration,
+  type WireGuardClientProfile,
+} from '../wireguard/client-config.js';
 import { nameBasedUuid } from './name-based-uuid.js';
 
 /** The profile side: who issues it and the WireGuard settings of the chosen node. */
@@ -69,11 +74,18 @@ export const WIREGUARD_BUNDLE_IDS: Readonly<Record<ApplePlatform, string>> = {
 const PAYLOAD_UUID_NAMESPACE = '960FA27E-84D2-43E5-A1B6-8E377DBFD98F';
 
 /** Characters XML 1.0 cannot carry even escaped; a display name may contain them. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they are replaced.
-const NOT_XML_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const NOT_XML_CHARACTERS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they are replaced.
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
-export function renderAppleMobileconfig(profile: AppleProfileSettings, configuration: AppleConfigurationSettings): string {
-  const wgQuickConfig = renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint: null }, configuration.wireGuard);
+export function renderAppleMobileconfig(
+  profile: AppleProfileSettings,
+  configuration: AppleConfigurationSettings,
+): string {
+  const wgQuickConfig = renderWireGuardClientConfig(
+    { ...profile.wireGuard, proxyEndpoint: null },
+    configuration.wireGuard,
+  );
   const tunnelName = xmlSafe(`${profile.profileDisplayName} (${configuration.displayName})`);
   const seed = identitySeed(profile.profileId, configuration.identity);
   const identifier = payloadIdentifier(profile.portalHost, profile.profileId, seed);
@@ -98,7 +110,9 @@ export function renderAppleMobileconfig(profile: AppleProfileSettings, configura
         VPN: {
           RemoteAddress: wireGuardEndpoint(profile.wireGuard.hostName, profile.wireGuard.listenPort),
           AuthenticationMethod: 'Password',
-          ...(configuration.onDemand === null ? {} : { OnDemandEnabled: 1, OnDemandRules: onDemandRules(configuration.onDemand) }),
+          ...(configuration.onDemand === null
+            ? {}
+            : { OnDemandEnabled: 1, OnDemandRules: onDemandRules(configuration.onDemand) }),
         },
       },
     ],
@@ -111,7 +125,9 @@ export function renderAppleMobileconfig(profile: AppleProfileSettings, configura
  */
 function onDemandRules(onDemand: AppleOnDemand): Record<string, string | string[]>[] {
   return [
-    ...(onDemand.trustedSsids.length === 0 ? [] : [{ Action: 'Disconnect', InterfaceTypeMatch: 'WiFi', SSIDMatch: onDemand.trustedSsids.map(xmlSafe) }]),
+    ...(onDemand.trustedSsids.length === 0
+      ? []
+      : [{ Action: 'Disconnect', InterfaceTypeMatch: 'WiFi', SSIDMatch: onDemand.trustedSsids.map(xmlSafe) }]),
     ...(onDemand.probeUrl === null ? [] : [{ Action: 'Disconnect', URLStringProbe: onDemand.probeUrl }]),
     { Action: 'Connect' },
   ];

@@ -25,14 +25,21 @@ const ID_MESSAGE_DIGEST = '1.2.840.113549.1.9.4';
 const ID_SIGNING_TIME = '1.2.840.113549.1.9.5';
 
 /** Node's WebCrypto, for PKI.js: no global engine is set, so nothing else in the process changes. */
-const engine = new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'] });
+const engine = new pkijs.CryptoEngine({
+  name: 'node',
+  crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'],
+});
 
 /**
  * The DER bytes of a SignedData with the profile as its content, signed with SHA-256 and the
  * attributes `openssl smime -sign` adds (content type, signing time, message digest); the
  * signing certificate and the chain are included so a device can build the path to its root.
  */
-export async function signProfile(profile: string, material: ProfileSigningMaterial, signedAt: Date): Promise<Uint8Array> {
+export async function signProfile(
+  profile: string,
+  material: ProfileSigningMaterial,
+  signedAt: Date,
+): Promise<Uint8Array> {
   const content = new TextEncoder().encode(profile);
   const certificate = pkijs.Certificate.fromBER(pemBody(material.certificate));
   const chain = material.chain.map((pem) => pkijs.Certificate.fromBER(pemBody(pem)));
@@ -52,7 +59,10 @@ export async function signProfile(profile: string, material: ProfileSigningMater
   });
   const signedData = new pkijs.SignedData({
     version: 1,
-    encapContentInfo: new pkijs.EncapsulatedContentInfo({ eContentType: ID_DATA, eContent: new asn1js.OctetString({ valueHex: content }) }),
+    encapContentInfo: new pkijs.EncapsulatedContentInfo({
+      eContentType: ID_DATA,
+      eContent: new asn1js.OctetString({ valueHex: content }),
+    }),
     signerInfos: [signerInfo],
     certificates: [certificate, ...chain],
   });
@@ -62,7 +72,11 @@ export async function signProfile(profile: string, material: ProfileSigningMater
 }
 
 /** WebCrypto's names of the EC curves a profile may be signed with. */
-const WEBCRYPTO_CURVES: Readonly<Record<string, string>> = { prime256v1: 'P-256', secp384r1: 'P-384', secp521r1: 'P-521' };
+const WEBCRYPTO_CURVES: Readonly<Record<string, string>> = {
+  prime256v1: 'P-256',
+  secp384r1: 'P-384',
+  secp521r1: 'P-521',
+};
 
 /** The signature algorithm for a key, or null when profiles cannot be signed with it (Ed25519, DSA, …). */
 export function signingAlgorithm(key: KeyObject): webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams | null {

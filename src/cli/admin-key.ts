@@ -32,7 +32,11 @@ import { ADMIN_KEY_USAGE } from './usage.js';
 const DEFAULT_GRACE = 'PT1H';
 
 /** Runs an `admin-key` subcommand; returns the exit code. */
-export async function runAdminKeyCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
+export async function runAdminKeyCommand(
+  args: readonly string[],
+  print: (line: string) => void,
+  printError: (line: string) => void,
+): Promise<number> {
   const [subcommand, ...rest] = args;
   const { values, positionals } = parseOptions({
     args: [...rest],
@@ -52,7 +56,8 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
   const config = loadExistingPortalConfig(values.config);
   const oneName = (): string => {
     const [name] = positionals;
-    if (name === undefined || positionals.length !== 1) throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);
+    if (name === undefined || positionals.length !== 1)
+      throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);
     return name;
   };
   /** `ctx` with its changes recorded as this command with these parameters. */
@@ -93,7 +98,9 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
           grace,
           expiresIn === 'never' ? null : expiresIn,
         );
-        print(`rotated admin key "${key.name}": the old key works until ${oldKeyEnds}; the new one (id ${key.keyId}): ${describeRights(key)}`);
+        print(
+          `rotated admin key "${key.name}": the old key works until ${oldKeyEnds}; the new one (id ${key.keyId}): ${describeRights(key)}`,
+        );
         print('this is the only time the new key is shown; store it now:');
         print(token);
         return 0;
@@ -116,7 +123,18 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
           return 0;
         }
         const rows = keys.map((key) => listing(key, now));
-        const header = ['NAME', 'ID', 'SCOPE', 'PROFILES', 'ALLOW', 'CREATED', 'EXPIRES', 'LAST USED', 'LAST ADDRESS', 'STATE'];
+        const header = [
+          'NAME',
+          'ID',
+          'SCOPE',
+          'PROFILES',
+          'ALLOW',
+          'CREATED',
+          'EXPIRES',
+          'LAST USED',
+          'LAST ADDRESS',
+          'STATE',
+        ];
         const cells = rows.map((row) => [
           row.name,
           row.id,
@@ -144,7 +162,10 @@ export async function runAdminKeyCommand(args: readonly string[], print: (line: 
   const ctx: AdminKeyContext = { db, keys: new KeyStore(config.keyDir), clock: systemClock, events };
   const recorded: Recorded = (parameters) => {
     const given = Object.entries(parameters).filter((entry): entry is [string, string] => entry[1] !== undefined);
-    return { ...ctx, events: events.forCall(commandLineCall(`admin-key ${subcommand ?? ''}`, Object.fromEntries(given))) };
+    return {
+      ...ctx,
+      events: events.forCall(commandLineCall(`admin-key ${subcommand ?? ''}`, Object.fromEntries(given))),
+    };
   };
   try {
     return await work(ctx, recorded);

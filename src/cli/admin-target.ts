@@ -56,11 +56,14 @@ function readKey(file: string): string {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new ConfigError(`cannot read the Admin API key file ${file} (${code}): give --key-file FILE or set VPN_PORTAL_KEY_FILE`);
+    throw new ConfigError(
+      `cannot read the Admin API key file ${file} (${code}): give --key-file FILE or set VPN_PORTAL_KEY_FILE`,
+    );
   }
   const key = text.trim();
   // A key goes into an HTTP header: one token of visible characters (a wrong file is caught here, not as a header error).
-  if (!/^[\x21-\x7e]+$/.test(key)) throw new ConfigError(`${file} does not hold an Admin API key (one line of visible characters, as admin-api.key)`);
+  if (!/^[\x21-\x7e]+$/.test(key))
+    throw new ConfigError(`${file} does not hold an Admin API key (one line of visible characters, as admin-api.key)`);
   return key;
 }
 

@@ -7,7 +7,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient, AdminApiError, type CreatedConfiguration } from '../admin-client/admin-api-client.js';
-import { ADMIN_SCOPES, CONFIGURATION_MEDIA_TYPES, type AdminScope, type CreateParams, type DeviceInfo, type RevocationInfo } from '../protocol/admin-api.js';
+import {
+  ADMIN_SCOPES,
+  CONFIGURATION_MEDIA_TYPES,
+  type AdminScope,
+  type CreateParams,
+  type DeviceInfo,
+  type RevocationInfo,
+} from '../protocol/admin-api.js';
 import { param } from '../protocol/admin-api-params.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
@@ -147,7 +154,13 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
         out.print(
           formatTable(
             ['CONNECTION_ID', 'PROFILE', 'PROTO', 'EXPIRES', 'DISPLAY_NAME'],
-            list.map((entry) => [entry.connection_id, entry.profile_id, entry.vpn_proto, entry.expires_at, entry.display_name]),
+            list.map((entry) => [
+              entry.connection_id,
+              entry.profile_id,
+              entry.vpn_proto,
+              entry.expires_at,
+              entry.display_name,
+            ]),
           ),
         );
     },
@@ -163,7 +176,14 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
         return;
       }
       const rows = Object.entries(byProfile).flatMap(([profileId, connections]) =>
-        connections.map((entry) => [profileId, entry.user_id, entry.vpn_proto, entry.connection_id, entry.ip_list.join(','), entry.display_name]),
+        connections.map((entry) => [
+          profileId,
+          entry.user_id,
+          entry.vpn_proto,
+          entry.connection_id,
+          entry.ip_list.join(','),
+          entry.display_name,
+        ]),
       );
       out.print(formatTable(['PROFILE', 'USER', 'PROTO', 'CONNECTION_ID', 'IP', 'DISPLAY_NAME'], rows));
     },
@@ -200,7 +220,9 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
             profile.display_name,
             profile.vpn_proto_list.join(','),
             profile.default_gateway ? 'full' : 'split',
-            profile.ranges.map((range) => `node ${range.node_number} ${range.vpn_proto} ${range.range_four} ${range.range_six}`).join('; '),
+            profile.ranges
+              .map((range) => `node ${range.node_number} ${range.vpn_proto} ${range.range_four} ${range.range_six}`)
+              .join('; '),
           ]),
         ),
       );
@@ -210,7 +232,19 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     summary:
       'a new configuration: to stdout, or to FILE (0600, never over an existing file without --force); --qr: a WireGuard file as a QR code for a phone; --public-key/--csr: the device keeps its own key',
     args: ['USER', 'PROFILE'],
-    flags: ['format', 'displayName', 'expiresIn', 'preferTcp', 'output', 'force', 'qr', 'publicKey', 'csr', 'platform', 'onDemand'],
+    flags: [
+      'format',
+      'displayName',
+      'expiresIn',
+      'preferTcp',
+      'output',
+      'force',
+      'qr',
+      'publicKey',
+      'csr',
+      'platform',
+      'onDemand',
+    ],
     run: runCreate,
   },
   extend: {
@@ -225,7 +259,8 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
         ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
       });
       // An OpenVPN renewal brings the new certificate for the device's key: to FILE, or printed.
-      if (flags.output !== undefined && extended.certificate !== null) writeFileSync(flags.output, `${extended.certificate}\n`, { flag: 'w' });
+      if (flags.output !== undefined && extended.certificate !== null)
+        writeFileSync(flags.output, `${extended.certificate}\n`, { flag: 'w' });
       if (json) {
         out.print(JSON.stringify(extended));
         return;
@@ -237,13 +272,15 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'enrollment-token': {
-    summary: 'a token a device redeems at {baseUrl}enroll with its own key (an extension); printed once, on the last line',
+    summary:
+      'a token a device redeems at {baseUrl}enroll with its own key (an extension); printed once, on the last line',
     args: ['USER', 'PROFILE'],
     flags: ['uses', 'validFor', 'expiresIn', 'displayName'],
     run: async ({ client, args, flags, json, out }) => {
       const [user = '', profile = ''] = args;
       const uses = flags.uses === undefined ? undefined : Number(flags.uses);
-      if (uses !== undefined && !(Number.isInteger(uses) && uses >= 1)) throw new UsageError(`--uses: "${flags.uses}" is not a number of uses (1–1000)`);
+      if (uses !== undefined && !(Number.isInteger(uses) && uses >= 1))
+        throw new UsageError(`--uses: "${flags.uses}" is not a number of uses (1–1000)`);
       const made = await client.enrollmentToken({
         user_id: user,
         profile_id: profile,
@@ -257,7 +294,9 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
         return;
       }
       // As for admin keys: the token alone on the last line, for `| tail -n 1`.
-      out.print(`enrollment token ${made.token_id} for ${user} in ${profile}: ${made.uses} use${made.uses === 1 ? '' : 's'}, until ${made.expires_at}`);
+      out.print(
+        `enrollment token ${made.token_id} for ${user} in ${profile}: ${made.uses} use${made.uses === 1 ? '' : 's'}, until ${made.expires_at}`,
+      );
       out.print('this is the only time the token is shown (the portal keeps only a hash):');
       out.print(made.enrollment_token);
     },
@@ -312,8 +351,10 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     ([user = '']) => `destroyed ${user}`,
     (client, [user = '']) => client.destroy(user),
   ),
-  'delete-authorizations': userCommand('deleted the authorizations of', "delete a user's OAuth authorizations", (client, user) =>
-    client.deleteUserAuthorizations(user),
+  'delete-authorizations': userCommand(
+    'deleted the authorizations of',
+    "delete a user's OAuth authorizations",
+    (client, user) => client.deleteUserAuthorizations(user),
   ),
   // The client form-encodes the id: a public key's `+` and `/` arrive as they are.
   'delete-connection': revokingCommand(
@@ -330,11 +371,18 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       const receipt = flags.wait ? await waitForReceipt(client, args[0] ?? '') : await client.revocation(args[0] ?? '');
       if (json) out.print(JSON.stringify(receipt));
       else {
-        out.print(`revocation ${receipt.revocation_id} (${receipt.reason} of ${receipt.user_id}, ${receipt.requested_at}): ${describeReceipt(receipt)}`);
+        out.print(
+          `revocation ${receipt.revocation_id} (${receipt.reason} of ${receipt.user_id}, ${receipt.requested_at}): ${describeReceipt(receipt)}`,
+        );
         out.print(
           formatTable(
             ['NODE', 'STATE', 'APPLIED', 'CONNECTION_IDS'],
-            receipt.nodes.map((node) => [String(node.node_number), node.state, node.applied_at ?? '', node.connection_ids.join(',')]),
+            receipt.nodes.map((node) => [
+              String(node.node_number),
+              node.state,
+              node.applied_at ?? '',
+              node.connection_ids.join(','),
+            ]),
           ),
         );
       }
@@ -393,7 +441,18 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       }
       out.print(
         formatTable(
-          ['USER', 'PROFILE', 'PROTO', 'NODE', 'FROM', 'CONNECTED', 'DISCONNECTED', 'BYTES_IN', 'BYTES_OUT', 'CONNECTION_ID'],
+          [
+            'USER',
+            'PROFILE',
+            'PROTO',
+            'NODE',
+            'FROM',
+            'CONNECTED',
+            'DISCONNECTED',
+            'BYTES_IN',
+            'BYTES_OUT',
+            'CONNECTION_ID',
+          ],
           page.connection_log.map((entry) => [
             entry.user_id,
             entry.profile_id,
@@ -519,18 +578,25 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     flags: ['description'],
     run: async ({ client, args, flags, json, out }) => {
       const [url = '', types = ''] = args;
-      const created = await client.createWebhook({ url, event_types: types, ...(flags.description === undefined ? {} : { description: flags.description }) });
+      const created = await client.createWebhook({
+        url,
+        event_types: types,
+        ...(flags.description === undefined ? {} : { description: flags.description }),
+      });
       if (json) {
         out.print(JSON.stringify(created));
         return;
       }
-      out.print(`created webhook ${created.webhook.webhook_id} for ${created.webhook.event_types.join(',')} to ${created.webhook.url}`);
+      out.print(
+        `created webhook ${created.webhook.webhook_id} for ${created.webhook.event_types.join(',')} to ${created.webhook.url}`,
+      );
       out.print('this is the only time the signing secret is shown; store it with the receiver now:');
       out.print(created.secret);
     },
   },
   'admin-key list': {
-    summary: 'the admin keys: scope, profiles, allow-list, expiry, last use and state, never a key (needs a key of scope admin)',
+    summary:
+      'the admin keys: scope, profiles, allow-list, expiry, last use and state, never a key (needs a key of scope admin)',
     args: [],
     flags: [],
     run: async ({ client, json, out }) => {
@@ -555,7 +621,8 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'admin-key create': {
-    summary: 'an admin key with at most the rights of the calling key (--profile and --allow comma-separated); the key is printed once, on the last line',
+    summary:
+      'an admin key with at most the rights of the calling key (--profile and --allow comma-separated); the key is printed once, on the last line',
     args: ['NAME'],
     flags: ['scope', 'profile', 'expiresIn', 'allow'],
     run: async ({ client, args, flags, json, out }) => {
@@ -630,7 +697,9 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
         out.print(JSON.stringify(rotated));
         return;
       }
-      out.print(`new secret for webhook ${rotated.webhook_id}; the old one signs too until ${rotated.previous_secret_until}`);
+      out.print(
+        `new secret for webhook ${rotated.webhook_id}; the old one signs too until ${rotated.previous_secret_until}`,
+      );
       out.print('this is the only time it is shown:');
       out.print(rotated.secret);
     },
@@ -664,7 +733,10 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
         ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
       });
       if (json) out.print(JSON.stringify({ device }));
-      else out.print(`registered device ${device.device_id} of ${device.user_id} (${device.platform}) in ${device.profile_id}`);
+      else
+        out.print(
+          `registered device ${device.device_id} of ${device.user_id} (${device.platform}) in ${device.profile_id}`,
+        );
     },
   },
   'device list': {
@@ -690,7 +762,18 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       }
       out.print(
         formatTable(
-          ['DEVICE', 'USER', 'PROFILE', 'PLATFORM', 'SERIAL', 'MDM_ID', 'STATE', 'IDENTITY', 'CONFIGURATIONS', 'LAST_SEEN'],
+          [
+            'DEVICE',
+            'USER',
+            'PROFILE',
+            'PLATFORM',
+            'SERIAL',
+            'MDM_ID',
+            'STATE',
+            'IDENTITY',
+            'CONFIGURATIONS',
+            'LAST_SEEN',
+          ],
           page.devices.map((device) => [
             device.device_id,
             device.user_id,
@@ -719,12 +802,21 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'device retire': {
-    summary: 'retire a device for good: its configurations leave the nodes; prints what the revocation receipt says (--wait: until decided; an extension)',
+    summary:
+      'retire a device for good: its configurations leave the nodes; prints what the revocation receipt says (--wait: until decided; an extension)',
     args: ['DEVICE_ID'],
     flags: ['wait'],
     run: async ({ client, args, flags, json, out }) => {
       const { device, revocationId } = await client.retireDeviceWithReceipt(args[0] ?? '');
-      await reportRevocation(client, revocationId, flags.wait, json, out, `retired device ${device.device_id} at ${device.retired_at ?? ''}`, { device });
+      await reportRevocation(
+        client,
+        revocationId,
+        flags.wait,
+        json,
+        out,
+        `retired device ${device.device_id} at ${device.retired_at ?? ''}`,
+        { device },
+      );
     },
   },
   'webhook deliveries': {
@@ -756,7 +848,9 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
               delivery.event_id,
               delivery.state,
               String(delivery.attempts.length),
-              last === undefined ? '' : `${last.outcome}${last.status === null ? '' : ` ${last.status}`}${last.detail === null ? '' : `: ${last.detail}`}`,
+              last === undefined
+                ? ''
+                : `${last.outcome}${last.status === null ? '' : ` ${last.status}`}${last.detail === null ? '' : `: ${last.detail}`}`,
             ];
           }),
         ),
@@ -769,7 +863,8 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
 /** A `--state` flag, checked against the states the call's parameter takes (src/protocol/admin-api-params.ts). */
 function stateFlag<T extends string>(states: readonly T[], state: string | undefined): T | undefined {
   if (state === undefined) return undefined;
-  if (!(states as readonly string[]).includes(state)) throw new UsageError(`--state must be ${states.join(', ')}, not "${state}"`);
+  if (!(states as readonly string[]).includes(state))
+    throw new UsageError(`--state must be ${states.join(', ')}, not "${state}"`);
   return state as T;
 }
 
@@ -813,7 +908,8 @@ function printDevice(device: DeviceInfo, out: Output): void {
 
 /** `--since`, `--until`, `--limit` (checked: a positive number) and `--cursor` of a paged log, as query fields. */
 function pageFlags(flags: AdminFlags): { since?: string; until?: string; limit?: number; cursor?: string } {
-  if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit)) throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
+  if (flags.limit !== undefined && !/^[1-9]\d*$/.test(flags.limit))
+    throw new UsageError(`--limit: "${flags.limit}" is not a positive number`);
   return {
     ...(flags.since === undefined ? {} : { since: flags.since }),
     ...(flags.until === undefined ? {} : { until: flags.until }),
@@ -869,7 +965,11 @@ async function reportRevocation(
     return;
   }
   const receipt = wait ? await waitForReceipt(client, revocationId) : await client.revocation(revocationId);
-  out.print(json ? JSON.stringify({ ...answer, revocation: receipt }) : `${done}: ${describeReceipt(receipt)} (revocation ${revocationId})`);
+  out.print(
+    json
+      ? JSON.stringify({ ...answer, revocation: receipt })
+      : `${done}: ${describeReceipt(receipt)} (revocation ${revocationId})`,
+  );
   if (wait && receipt.state !== 'applied') throw new RevocationNotApplied();
 }
 
@@ -883,11 +983,14 @@ async function waitForReceipt(client: AdminApiClient, revocationId: string): Pro
 
 /** A receipt in words: applied on every node, or which nodes are pending. */
 function describeReceipt(receipt: RevocationInfo): string {
-  const nodes = (state: 'pending' | 'applied') => receipt.nodes.filter((node) => node.state === state).map((node) => node.node_number);
+  const nodes = (state: 'pending' | 'applied') =>
+    receipt.nodes.filter((node) => node.state === state).map((node) => node.node_number);
   const list = (numbers: readonly number[]) => `node${numbers.length === 1 ? '' : 's'} ${numbers.join(', ')}`;
   switch (receipt.state) {
     case 'applied':
-      return receipt.nodes.length === 0 ? 'applied (no configuration was on a node)' : `applied on every node (${list(nodes('applied'))})`;
+      return receipt.nodes.length === 0
+        ? 'applied (no configuration was on a node)'
+        : `applied on every node (${list(nodes('applied'))})`;
     case 'superseded':
       return 'superseded: the user was enabled again before every node confirmed';
     default: {
@@ -901,7 +1004,11 @@ function pendingNodes(receipt: RevocationInfo): number[] {
   return receipt.nodes.filter((node) => node.state === 'pending').map((node) => node.node_number);
 }
 
-function userCommand(done: string, summary: string, call: (client: AdminApiClient, user: string) => Promise<void>): AdminCommand {
+function userCommand(
+  done: string,
+  summary: string,
+  call: (client: AdminApiClient, user: string) => Promise<void>,
+): AdminCommand {
   return {
     summary,
     args: ['USER'],
@@ -922,10 +1029,14 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     throw new UsageError(`--format must be ${Object.keys(FORMATS).join(', ')}, not "${formatName}"`);
   }
   const format = formatName as FormatName | undefined;
-  if (flags.qr && format !== 'wireguard' && format !== 'wireguard-tcp') throw new UsageError('--qr needs a WireGuard format (wireguard or wireguard-tcp)');
+  if (flags.qr && format !== 'wireguard' && format !== 'wireguard-tcp')
+    throw new UsageError('--qr needs a WireGuard format (wireguard or wireguard-tcp)');
   // Before the call, so nothing is issued: the old file's configuration keeps running, and its key must not be lost.
   if (flags.output !== undefined && !flags.force && existsSync(flags.output)) {
-    throw new UsageError(`${flags.output} exists (its configuration still works, and this would lose its key); pass --force to replace it`, 'create');
+    throw new UsageError(
+      `${flags.output} exists (its configuration still works, and this would lose its key); pass --force to replace it`,
+      'create',
+    );
   }
   if (flags.platform !== undefined && !isPlatform(flags.platform)) {
     throw new UsageError(`--platform must be ${describePlatforms()}, not "${flags.platform}"`, 'create');
@@ -958,9 +1069,13 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     return;
   }
   // On stderr, so stdout stays the file (or the QR code): the id is what delete-connection takes.
-  out.printError(`issued a new configuration for ${user} in ${profile}: connection id ${connectionId ?? '(not in the file)'}`);
+  out.printError(
+    `issued a new configuration for ${user} in ${profile}: connection id ${connectionId ?? '(not in the file)'}`,
+  );
   if (unprintable) {
-    throw new UsageError(`the answer is binary (${created.contentType}, signed) and was not printed; the configuration exists: give -o FILE next time`);
+    throw new UsageError(
+      `the answer is binary (${created.contentType}, signed) and was not printed; the configuration exists: give -o FILE next time`,
+    );
   }
   if (flags.qr) {
     out.print(await QRCode.toString(created.body, { type: 'terminal', small: true }));
@@ -978,13 +1093,17 @@ function connectionIdOf(body: string, devicePublicKey: string | undefined): stri
   if (devicePublicKey !== undefined) return devicePublicKey;
   const privateKey = /PrivateKey = (\S+)/.exec(body)?.[1];
   if (privateKey !== undefined && isWireGuardKey(privateKey)) return wireGuardPublicKey(privateKey);
-  const certificate = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(body.replace(/^[\s\S]*<cert>/, ''))?.[0];
+  const certificate = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(
+    body.replace(/^[\s\S]*<cert>/, ''),
+  )?.[0];
   if (certificate === undefined) return null;
   const escaped = /^CN=(.+)$/m.exec(new X509Certificate(certificate).subject)?.[1];
   // The subject is written as RFC 4514 says: a base64 name's `+` comes as `\+`.
   return escaped === undefined
     ? null
-    : escaped.replace(/\\([0-9A-Fa-f]{2}|.)/g, (_, char: string) => (char.length === 2 ? String.fromCharCode(Number.parseInt(char, 16)) : char));
+    : escaped.replace(/\\([0-9A-Fa-f]{2}|.)/g, (_, char: string) =>
+        char.length === 2 ? String.fromCharCode(Number.parseInt(char, 16)) : char,
+      );
 }
 
 function readCsr(file: string): string {
@@ -1060,8 +1179,15 @@ const COMMON_OPTIONS = ['url', 'key-file', 'config', 'json', 'help'] as const;
 export function adminCommandUsage(name: string): string {
   const command = COMMANDS[name];
   if (command === undefined) return ADMIN_USAGE;
-  const words = [...command.args, ...command.flags.map((flag) => `[${FLAGS[flag].usage}]`), '[--url URL] [--key-file FILE] [--config FILE] [--json]'];
-  return [...wrap(`usage: vpn-portal admin ${name}`, words, '         '), ...wrap(' ', command.summary.split(' '), '  ')].join('\n');
+  const words = [
+    ...command.args,
+    ...command.flags.map((flag) => `[${FLAGS[flag].usage}]`),
+    '[--url URL] [--key-file FILE] [--config FILE] [--json]',
+  ];
+  return [
+    ...wrap(`usage: vpn-portal admin ${name}`, words, '         '),
+    ...wrap(' ', command.summary.split(' '), '  '),
+  ].join('\n');
 }
 
 /** Words joined into lines of at most 100 characters, the first after `head`, the others after `indent`. */
@@ -1122,7 +1248,9 @@ const ADMIN_OPTIONS = {
 /** `webhook SUBCOMMAND …` (and `device …`, `admin-key …`) is one command of two words; the others are one. */
 function commandOf(positionals: readonly string[]): [string | undefined, string[]] {
   const [first, ...rest] = positionals;
-  return (first === 'webhook' || first === 'device' || first === 'admin-key') && rest[0] !== undefined ? [`${first} ${rest[0]}`, rest.slice(1)] : [first, rest];
+  return (first === 'webhook' || first === 'device' || first === 'admin-key') && rest[0] !== undefined
+    ? [`${first} ${rest[0]}`, rest.slice(1)]
+    : [first, rest];
 }
 
 /** The command line read strictly; an unknown option is named with the nearest option of that command. */
@@ -1136,7 +1264,10 @@ function parseAdminArgs(argv: readonly string[]) {
     const typed = unknownOption(config);
     if (typed === null) throw new UsageError((error as Error).message, name);
     const command = name === undefined ? undefined : COMMANDS[name];
-    const candidates = command === undefined ? Object.keys(ADMIN_OPTIONS) : [...command.flags.map((flag) => FLAGS[flag].option), ...COMMON_OPTIONS];
+    const candidates =
+      command === undefined
+        ? Object.keys(ADMIN_OPTIONS)
+        : [...command.flags.map((flag) => FLAGS[flag].option), ...COMMON_OPTIONS];
     throw new UsageError(describeUnknownOption(typed, candidates), name);
   }
 }
@@ -1160,7 +1291,10 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
     const command = COMMANDS[name];
     if (command === undefined) throw new UsageError(`unknown admin command "${name}"`);
     if (args.length !== command.args.length) {
-      throw new UsageError(`admin ${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}`, name);
+      throw new UsageError(
+        `admin ${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}`,
+        name,
+      );
     }
     const flags: AdminFlags = {
       all: values.all === true,
@@ -1200,7 +1334,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
     };
     for (const key of Object.keys(FLAGS) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;
-      if (given && !command.flags.includes(key)) throw new UsageError(`admin ${name} does not take ${FLAGS[key].usage.split(' ')[0] ?? ''}`, name);
+      if (given && !command.flags.includes(key))
+        throw new UsageError(`admin ${name} does not take ${FLAGS[key].usage.split(' ')[0] ?? ''}`, name);
     }
     const target = resolveAdminTarget({ url: values.url, keyFile: values['key-file'], config: values.config, env });
     const client = new AdminApiClient({ baseUrl: target.baseUrl, key: target.key });
@@ -1213,7 +1348,11 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
 
 function reportFailure(error: unknown, json: boolean, out: Output): number {
   const say = (code: number, message: string, status?: number): number => {
-    out.printError(json ? JSON.stringify({ error: message, ...(status === undefined ? {} : { status }) }) : `vpn-portal admin: ${message}`);
+    out.printError(
+      json
+        ? JSON.stringify({ error: message, ...(status === undefined ? {} : { status }) })
+        : `vpn-portal admin: ${message}`,
+    );
     return code;
   };
   if (error instanceof AdminApiError) return say(ADMIN_EXIT.refused, `${error.status} ${error.message}`, error.status);

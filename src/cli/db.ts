@@ -12,20 +12,34 @@ import { parseOptions } from './options.js';
 import { DB_USAGE } from './usage.js';
 
 /** Runs a `db` subcommand; returns the exit code. */
-export async function runDbCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
+export async function runDbCommand(
+  args: readonly string[],
+  print: (line: string) => void,
+  printError: (line: string) => void,
+): Promise<number> {
   try {
     return await dbCommand(args, print, printError);
   } catch (error) {
     // A database that cannot be reached or refuses the login: the message, not a stack trace
     // (pg's messages name the user and host, never the password).
     const code = (error as { code?: unknown }).code;
-    if (error instanceof ConfigError || !(error instanceof Error) || typeof code !== 'string' || code.startsWith('ERR_PARSE_ARGS')) throw error;
+    if (
+      error instanceof ConfigError ||
+      !(error instanceof Error) ||
+      typeof code !== 'string' ||
+      code.startsWith('ERR_PARSE_ARGS')
+    )
+      throw error;
     printError(`db ${args[0] ?? ''}: ${error.message} (${code})`);
     return 1;
   }
 }
 
-async function dbCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
+async function dbCommand(
+  args: readonly string[],
+  print: (line: string) => void,
+  printError: (line: string) => void,
+): Promise<number> {
   const [subcommand, ...rest] = args;
   const { values } = parseOptions({
     args: [...rest],
@@ -48,22 +62,33 @@ async function dbCommand(args: readonly string[], print: (line: string) => void,
         const migrations = await migrationStatus(db);
         print(`database ${describeDatabase(location)}`);
         for (const migration of migrations)
-          print(`${migration.name}  ${migration.appliedAt === null ? 'pending' : `applied ${migration.appliedAt.toISOString()}`}`);
+          print(
+            `${migration.name}  ${migration.appliedAt === null ? 'pending' : `applied ${migration.appliedAt.toISOString()}`}`,
+          );
         const pending = migrations.filter((migration) => migration.appliedAt === null).length;
-        print(pending === 0 ? 'the schema is up to date' : `${pending} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"`);
+        print(
+          pending === 0
+            ? 'the schema is up to date'
+            : `${pending} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"`,
+        );
         return 0;
       });
     }
     case 'copy': {
-      if (values.from === undefined || values.to === undefined) throw new ConfigError(`db copy needs --from DATABASE and --to DATABASE\n${DB_USAGE}`);
+      if (values.from === undefined || values.to === undefined)
+        throw new ConfigError(`db copy needs --from DATABASE and --to DATABASE\n${DB_USAGE}`);
       const from = databaseArgument('--from', values.from);
       const to = databaseArgument('--to', values.to);
-      if (describeDatabase(from) === describeDatabase(to)) throw new ConfigError('db copy: --from and --to name the same database');
+      if (describeDatabase(from) === describeDatabase(to))
+        throw new ConfigError('db copy: --from and --to name the same database');
       // A typo in --from must never become an empty "source" that copies nothing and succeeds.
-      if (from.dialect === 'sqlite' && !existsSync(from.path)) throw new ConfigError(`db copy --from: there is no database at ${from.path}`);
+      if (from.dialect === 'sqlite' && !existsSync(from.path))
+        throw new ConfigError(`db copy --from: there is no database at ${from.path}`);
       const sourceMigrations = await withDatabase(connectDatabase(from), (db) => migrationStatus(db));
       if (sourceMigrations.every((migration) => migration.appliedAt === null)) {
-        throw new ConfigError(`db copy --from: ${describeDatabase(from)} holds no portal data (it was never used by a portal)`);
+        throw new ConfigError(
+          `db copy --from: ${describeDatabase(from)} holds no portal data (it was never used by a portal)`,
+        );
       }
       print(`copying ${describeDatabase(from)} to ${describeDatabase(to)}`);
       return withDatabase(await openDatabase(from), async (source) =>

@@ -16,7 +16,11 @@ export interface GenerateSecretsOptions {
   readonly node: number | undefined;
 }
 
-export async function generateSecrets(config: PortalConfig, options: GenerateSecretsOptions, print: (line: string) => void): Promise<void> {
+export async function generateSecrets(
+  config: PortalConfig,
+  options: GenerateSecretsOptions,
+  print: (line: string) => void,
+): Promise<void> {
   const keys = new KeyStore(config.keyDir);
   const report = (what: string, result: CreatedOrKept): void =>
     print(result.created ? `created ${what}: ${result.path}` : `kept existing ${what}: ${result.path}`);

@@ -9,7 +9,17 @@ import { ConfigError } from '../config/load.js';
 import { readAgentVersion } from '../agent/version.js';
 import { isParseArgsError, OptionError, parseOptions } from './options.js';
 import { describeStartFailure } from './start-failure.js';
-import { ADMIN_KEY_USAGE, ADMIN_USAGE, DB_USAGE, MDM_USAGE, NODE_RESET_USAGE, NODE_USAGE, SECRETS_USAGE, SERVE_USAGE, USAGE } from './usage.js';
+import {
+  ADMIN_KEY_USAGE,
+  ADMIN_USAGE,
+  DB_USAGE,
+  MDM_USAGE,
+  NODE_RESET_USAGE,
+  NODE_USAGE,
+  SECRETS_USAGE,
+  SERVE_USAGE,
+  USAGE,
+} from './usage.js';
 
 const COMMAND_USAGE: Readonly<Record<string, string>> = {
   serve: SERVE_USAGE,
@@ -51,7 +61,10 @@ async function main(argv: string[]): Promise<number> {
   // `admin` has commands and options of its own, and its own exit codes.
   if (command === 'admin') {
     const { runAdminCommand } = await import('./admin.js');
-    return runAdminCommand(rest, process.env, { print: (text) => console.log(text), printError: (text) => console.error(text) });
+    return runAdminCommand(rest, process.env, {
+      print: (text) => console.log(text),
+      printError: (text) => console.error(text),
+    });
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(usage);
@@ -72,14 +85,18 @@ async function main(argv: string[]): Promise<number> {
         (line) => console.error(line),
       );
     } catch (error) {
-      if (error instanceof OptionError || isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+      if (error instanceof OptionError || isParseArgsError(error))
+        throw new UsageError((error as Error).message, usage);
       throw error;
     }
   }
   const { values, positionals } = parseCommandArgs(command, rest, usage);
   switch (command) {
     case 'serve': {
-      const [{ loadPortalConfig }, { startPortal }] = await Promise.all([import('../config/load.js'), import('../portal.js')]);
+      const [{ loadPortalConfig }, { startPortal }] = await Promise.all([
+        import('../config/load.js'),
+        import('../portal.js'),
+      ]);
       const portal = await startPortal(loadPortalConfig(values.config));
       const signal = await waitForSignal();
       portal.ctx.logger.info({ signal }, 'stopping the portal');
@@ -88,14 +105,20 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'generate-secrets': {
-      const [{ loadPortalConfig }, { generateSecrets }] = await Promise.all([import('../config/load.js'), import('./generate-secrets.js')]);
+      const [{ loadPortalConfig }, { generateSecrets }] = await Promise.all([
+        import('../config/load.js'),
+        import('./generate-secrets.js'),
+      ]);
       const node = values.node === undefined ? undefined : parseNodeNumber(values.node);
-      await generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) => console.log(line));
+      await generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) =>
+        console.log(line),
+      );
       return 0;
     }
     case 'node-reset': {
       const [nodeText] = positionals;
-      if (nodeText === undefined || positionals.length !== 1) throw new UsageError('node-reset needs one node number', usage);
+      if (nodeText === undefined || positionals.length !== 1)
+        throw new UsageError('node-reset needs one node number', usage);
       const { runNodeReset } = await import('./node-reset.js');
       await runNodeReset(parseNodeNumber(nodeText), values.config, (line) => console.log(line));
       return 0;

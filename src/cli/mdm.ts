@@ -11,7 +11,11 @@ import { formatTable } from './table.js';
 import { MDM_USAGE } from './usage.js';
 
 /** Runs an `mdm` subcommand; returns the exit code (1: the inventory cannot be read). */
-export async function runMdmCommand(args: readonly string[], print: (line: string) => void, printError: (line: string) => void): Promise<number> {
+export async function runMdmCommand(
+  args: readonly string[],
+  print: (line: string) => void,
+  printError: (line: string) => void,
+): Promise<number> {
   const [subcommand, ...rest] = args;
   const { values } = parseOptions({
     args: [...rest],
@@ -20,7 +24,9 @@ export async function runMdmCommand(args: readonly string[], print: (line: strin
   });
   if (subcommand !== 'sync') throw new ConfigError(`unknown mdm command "${subcommand ?? ''}"\n${MDM_USAGE}`);
   if (values['dry-run'] !== true) {
-    throw new ConfigError(`mdm sync needs --dry-run: the portal itself retires the devices gone, every mdmInventory.interval\n${MDM_USAGE}`);
+    throw new ConfigError(
+      `mdm sync needs --dry-run: the portal itself retires the devices gone, every mdmInventory.interval\n${MDM_USAGE}`,
+    );
   }
   const config = loadExistingPortalConfig(values.config);
   if (config.mdmInventory === null) throw new ConfigError('mdm sync: the configuration has no mdmInventory');
@@ -37,10 +43,14 @@ export async function runMdmCommand(args: readonly string[], print: (line: strin
     return pass.outcome === 'unreadable' ? 1 : 0;
   }
   if (pass.outcome === 'unreadable') {
-    printError(`the ${inventory.source.provider} inventory cannot be read: ${pass.reason}; a pass would retire nothing`);
+    printError(
+      `the ${inventory.source.provider} inventory cannot be read: ${pass.reason}; a pass would retire nothing`,
+    );
     return 1;
   }
-  print(`${inventory.source.provider} inventory: ${pass.inventorySize} devices; ${pass.compared} live devices compared by ${inventory.matches}`);
+  print(
+    `${inventory.source.provider} inventory: ${pass.inventorySize} devices; ${pass.compared} live devices compared by ${inventory.matches}`,
+  );
   if (pass.gone.length === 0) {
     print('a pass would retire nothing: every device compared is in the inventory');
     return 0;

@@ -10,10 +10,15 @@ import { openDatabase } from '../storage/database.js';
 import { confirmNodeReset } from '../storage/node-resets.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
 
-export async function runNodeReset(nodeNumber: number, configPath: string | undefined, print: (line: string) => void): Promise<void> {
+export async function runNodeReset(
+  nodeNumber: number,
+  configPath: string | undefined,
+  print: (line: string) => void,
+): Promise<void> {
   const config = loadExistingPortalConfig(configPath);
   const node = asNodeNumber(nodeNumber);
-  if (!config.nodes.has(node)) throw new ConfigError(`node-reset: no profile of the configuration runs on node ${nodeNumber}`);
+  if (!config.nodes.has(node))
+    throw new ConfigError(`node-reset: no profile of the configuration runs on node ${nodeNumber}`);
   const db = await openDatabase(config.database);
   try {
     await confirmNodeReset(db, node, formatAtom(new Date()));

@@ -27,12 +27,19 @@ export async function runNode(options: { configPath: string }): Promise<void> {
   for (const signal of SHUTDOWN_SIGNALS) process.on(signal, onSignal);
 
   try {
-    const agent = await startNodeAgent({ config, nodeKey: nodeKey.key, logger, version: await readAgentVersion() }, shutdown.signal);
+    const agent = await startNodeAgent(
+      { config, nodeKey: nodeKey.key, logger, version: await readAgentVersion() },
+      shutdown.signal,
+    );
     // SIGHUP re-reads the file for `maintenanceMode`: a node is drained without a restart.
     const onReload = (): void => {
       loadNodeAgentConfig(options.configPath).then(
         (reloaded) => agent.setMaintenanceMode(reloaded.maintenanceMode),
-        (error: unknown) => logger.error({ reason: (error as Error).message }, 'SIGHUP: cannot read the configuration again; nothing changed'),
+        (error: unknown) =>
+          logger.error(
+            { reason: (error as Error).message },
+            'SIGHUP: cannot read the configuration again; nothing changed',
+          ),
       );
     };
     process.on('SIGHUP', onReload);

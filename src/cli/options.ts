@@ -19,7 +19,9 @@ export function parseOptions<T extends ParseArgsConfig>(config: T): ReturnType<t
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
     const unknown = unknownOption(config);
-    throw new OptionError(unknown === null ? (error as Error).message : describeUnknownOption(unknown, Object.keys(config.options ?? {})));
+    throw new OptionError(
+      unknown === null ? (error as Error).message : describeUnknownOption(unknown, Object.keys(config.options ?? {})),
+    );
   }
 }
 

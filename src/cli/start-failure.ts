@@ -4,7 +4,8 @@
 // database driver.
 export function describeStartFailure(error: unknown): string | null {
   if (!(error instanceof Error)) return null;
-  if (error.name === 'UnsafePermissions' || error.name === 'DatabaseOpenFailed' || error.name === 'MigrationFailed') return error.message;
+  if (error.name === 'UnsafePermissions' || error.name === 'DatabaseOpenFailed' || error.name === 'MigrationFailed')
+    return error.message;
   const { code, syscall, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
   // A node host installs without the optional database drivers (npm ci --omit=optional).
   const driver = /Cannot find package '(better-sqlite3|pg)'/.exec(error.message)?.[1];

@@ -19,7 +19,12 @@ type Report = (option: string, message: string) => void;
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
 
 /** null when no option is set; problems go to `report` (then the value returned does not matter). */
-export function loadAppleSigning(options: AppleSigningOptions, baseDir: string, now: Date, report: Report): ProfileSigningMaterial | null {
+export function loadAppleSigning(
+  options: AppleSigningOptions,
+  baseDir: string,
+  now: Date,
+  report: Report,
+): ProfileSigningMaterial | null {
   const { signingCertificate, signingKey, signingChain } = options;
   if (signingCertificate === undefined && signingKey === undefined && signingChain === undefined) return null;
   if (signingCertificate === undefined || signingKey === undefined) {
@@ -37,14 +42,21 @@ export function loadAppleSigning(options: AppleSigningOptions, baseDir: string, 
   const certificate = parseCertificate(certificatePem, 'apple.signingCertificate', now, report);
   const key = parseKey(keyPem, report);
   const chain = signingChain === undefined ? [] : (chainPem.match(PEM_CERTIFICATE) ?? []);
-  if (signingChain !== undefined && chain.length === 0) report('apple.signingChain', `${signingChain} holds no PEM certificate`);
-  const chainCertificates = chain.map((pem, index) => parseCertificate(pem, `apple.signingChain (certificate ${index + 1})`, now, report));
+  if (signingChain !== undefined && chain.length === 0)
+    report('apple.signingChain', `${signingChain} holds no PEM certificate`);
+  const chainCertificates = chain.map((pem, index) =>
+    parseCertificate(pem, `apple.signingChain (certificate ${index + 1})`, now, report),
+  );
   if (certificate === null || key === null) return null;
 
-  if (!certificate.checkPrivateKey(key)) report('apple.signingKey', `${signingKey} is not the key of the certificate in apple.signingCertificate`);
+  if (!certificate.checkPrivateKey(key))
+    report('apple.signingKey', `${signingKey} is not the key of the certificate in apple.signingCertificate`);
   const issuer = chainCertificates[0];
   if (issuer !== undefined && issuer !== null && !certificate.checkIssued(issuer)) {
-    report('apple.signingChain', `its first certificate (${issuer.subject.replaceAll('\n', ', ')}) did not issue the signing certificate`);
+    report(
+      'apple.signingChain',
+      `its first certificate (${issuer.subject.replaceAll('\n', ', ')}) did not issue the signing certificate`,
+    );
   }
   return { certificate: certificate.toString(), key: new Secret(keyPem), chain: chain.map((pem) => `${pem}\n`) };
 }
@@ -69,7 +81,8 @@ function parseCertificate(pem: string, option: string, now: Date, report: Report
   const notBefore = new Date(certificate.validFrom);
   const notAfter = new Date(certificate.validTo);
   if (notAfter.getTime() <= now.getTime()) report(option, `the certificate expired on ${notAfter.toISOString()}`);
-  else if (notBefore.getTime() > now.getTime()) report(option, `the certificate is not valid before ${notBefore.toISOString()}`);
+  else if (notBefore.getTime() > now.getTime())
+    report(option, `the certificate is not valid before ${notBefore.toISOString()}`);
   return certificate;
 }
 
@@ -82,6 +95,7 @@ function parseKey(pem: string, report: Report): KeyObject | null {
     report('apple.signingKey', 'is not an unencrypted PEM private key');
     return null;
   }
-  if (signingAlgorithm(key) === null) report('apple.signingKey', 'profiles are signed with an RSA or EC (P-256, P-384, P-521) key');
+  if (signingAlgorithm(key) === null)
+    report('apple.signingKey', 'profiles are signed with an RSA or EC (P-256, P-384, P-521) key');
   return key;
 }

@@ -19,7 +19,12 @@ export const consoleOidcSchema = z
         "The OpenID provider's issuer URL, exactly as its `/.well-known/openid-configuration` names it (`https://`; `http://` on a loopback address only, for tests). Single sign-on to the console is off without `adminConsole.oidc`; the redirect URI to register is `{baseUrl}admin/oidc/callback`.",
       see: 'console.md#openid-connect-sign-in',
     }),
-    name: z.string().min(1).max(64).optional().describe('What the sign-in button calls the provider ("Sign in with …"); the issuer\'s host name by default.'),
+    name: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe('What the sign-in button calls the provider ("Sign in with …"); the issuer\'s host name by default.'),
     clientId: z.string().min(1).describe("The console's client id at the provider (a confidential client, code flow)."),
     clientSecretFile: z
       .string()
@@ -30,25 +35,35 @@ export const consoleOidcSchema = z
     requestScopes: z
       .array(z.string().min(1))
       .default(['openid', 'profile'])
-      .describe('OAuth scopes asked for at the provider (`openid` is always added); add what makes it send the claims below (`roles`, `groups`, …).'),
+      .describe(
+        'OAuth scopes asked for at the provider (`openid` is always added); add what makes it send the claims below (`roles`, `groups`, …).',
+      ),
     scope: z
       .strictObject({
-        claim: claimName.describe('The claim (ID token or userinfo) whose values grant a scope: a string or an array of strings.'),
+        claim: claimName.describe(
+          'The claim (ID token or userinfo) whose values grant a scope: a string or an array of strings.',
+        ),
         read: claimValues.describe('Values of `claim` that grant scope `read`.'),
         write: claimValues.describe('Values of `claim` that grant scope `write`.'),
         admin: claimValues.describe('Values of `claim` that grant scope `admin`.'),
       })
-      .describe('Which claim values grant which console scope; the widest granted wins, and a user granted none is refused.'),
+      .describe(
+        'Which claim values grant which console scope; the widest granted wins, and a user granted none is refused.',
+      ),
     profiles: z
       .strictObject({
         claim: claimName.describe('The claim whose values limit the session to profiles.'),
         values: z
           .record(z.string().min(1), z.array(z.string().min(1)).min(1))
           .optional()
-          .describe("A claim value → the profile ids it grants; without it, the claim's values are the profile ids themselves."),
+          .describe(
+            "A claim value → the profile ids it grants; without it, the claim's values are the profile ids themselves.",
+          ),
       })
       .optional()
-      .describe('Limits an OpenID session to profiles, as a key limited to profiles; without it, an OpenID session may touch every profile.'),
+      .describe(
+        'Limits an OpenID session to profiles, as a key limited to profiles; without it, an OpenID session may touch every profile.',
+      ),
   })
   .optional()
   .describe('OpenID Connect single sign-on to the admin console (authorization code flow with PKCE); off when absent.');
@@ -107,12 +122,14 @@ export function resolveConsoleOidc(
   if (issuer.search !== '' || issuer.hash !== '') report(`${OPTION}.issuer`, 'an issuer has no query or fragment');
   const clientSecret = readClientSecret(path.resolve(baseDir, raw.clientSecretFile), raw.clientSecretFile, report);
   const { claim, read, write, admin } = raw.scope;
-  if (read.length + write.length + admin.length === 0) report(`${OPTION}.scope`, 'no value grants any scope: list values under read, write or admin');
+  if (read.length + write.length + admin.length === 0)
+    report(`${OPTION}.scope`, 'no value grants any scope: list values under read, write or admin');
   const known = new Set(profileIds);
   const values = raw.profiles?.values ?? null;
   if (values !== null) {
     for (const [value, ids] of Object.entries(values)) {
-      for (const id of ids) if (!known.has(id)) report(`${OPTION}.profiles.values.${value}`, `"${id}" is not a profile of ProfileList`);
+      for (const id of ids)
+        if (!known.has(id)) report(`${OPTION}.profiles.values.${value}`, `"${id}" is not a profile of ProfileList`);
     }
   }
   return {

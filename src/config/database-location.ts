@@ -20,7 +20,8 @@ export class DatabaseLocationError extends Error {
 export function parseDatabaseLocation(text: string, baseDir: string): DatabaseLocation {
   if (text.startsWith('sqlite:')) {
     const file = text.slice('sqlite:'.length);
-    if (file === '') throw new DatabaseLocationError('must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE');
+    if (file === '')
+      throw new DatabaseLocationError('must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE');
     return { dialect: 'sqlite', path: path.resolve(baseDir, file) };
   }
   if (!/^postgres(ql)?:\/\//.test(text)) {
@@ -34,7 +35,8 @@ export function parseDatabaseLocation(text: string, baseDir: string): DatabaseLo
   }
   if (url.hostname === NO_HOST && !url.searchParams.has('host'))
     throw new DatabaseLocationError('the PostgreSQL URL names no host (nor a socket folder in ?host=)');
-  if (url.pathname.replace(/^\//, '') === '') throw new DatabaseLocationError('the PostgreSQL URL names no database (…/DATABASE)');
+  if (url.pathname.replace(/^\//, '') === '')
+    throw new DatabaseLocationError('the PostgreSQL URL names no database (…/DATABASE)');
   return { dialect: 'postgres', url: text };
 }
 

@@ -8,7 +8,10 @@ import type { Profile } from './portal-config.js';
 /** One sentence per profile whose DNS servers no client receives. */
 export function droppedDnsServerWarnings(profiles: readonly Profile[]): string[] {
   return profiles
-    .filter((profile) => !profile.defaultGateway && profile.dnsServerList.length > 0 && profile.dnsSearchDomainList.length === 0)
+    .filter(
+      (profile) =>
+        !profile.defaultGateway && profile.dnsServerList.length > 0 && profile.dnsSearchDomainList.length === 0,
+    )
     .map(
       (profile) =>
         `profile "${profile.profileId}": its dnsServerList is not sent to clients, because it is a split tunnel (defaultGateway false) without dnsSearchDomainList: ` +

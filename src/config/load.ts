@@ -56,7 +56,9 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
   const parsed = portalConfigSchema.safeParse(document);
   if (!parsed.success) throw new ConfigError(describeIssues(source, parsed.error));
   const problems: string[] = [];
-  const config = resolve(parsed.data, source, baseDir, (option, message) => problems.push(`${source}: ${option}: ${message}`));
+  const config = resolve(parsed.data, source, baseDir, (option, message) =>
+    problems.push(`${source}: ${option}: ${message}`),
+  );
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   return config;
 }
@@ -65,14 +67,21 @@ type Report = (option: string, message: string) => void;
 
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
   // Without baseUrl the portal is where it listens, so the quick start's URLs are right.
-  const baseUrl = new URL(raw.baseUrl ?? `http://${hostForUrl(listenHostToReach(raw.listen.host))}:${raw.listen.port}/vpn-user-portal/`);
+  const baseUrl = new URL(
+    raw.baseUrl ?? `http://${hostForUrl(listenHostToReach(raw.listen.host))}:${raw.listen.port}/vpn-user-portal/`,
+  );
   const dataDir = path.resolve(baseDir, raw.dataDir);
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
-  for (const [index, entry] of raw.adminApi.allowList.entries()) checkPrefix(entry, `adminApi.allowList[${index}]`, report);
-  for (const [index, entry] of raw.adminApi.trustedProxyList.entries()) checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
-  for (const [index, entry] of raw.nodeApi.allowList.entries()) checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
-  for (const [index, entry] of raw.webhooks.allowPrivateTargets.entries()) checkPrefix(entry, `webhooks.allowPrivateTargets[${index}]`, report);
-  for (const [index, entry] of raw.enrollment.allowList.entries()) checkPrefix(entry, `enrollment.allowList[${index}]`, report);
+  for (const [index, entry] of raw.adminApi.allowList.entries())
+    checkPrefix(entry, `adminApi.allowList[${index}]`, report);
+  for (const [index, entry] of raw.adminApi.trustedProxyList.entries())
+    checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
+  for (const [index, entry] of raw.nodeApi.allowList.entries())
+    checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
+  for (const [index, entry] of raw.webhooks.allowPrivateTargets.entries())
+    checkPrefix(entry, `webhooks.allowPrivateTargets[${index}]`, report);
+  for (const [index, entry] of raw.enrollment.allowList.entries())
+    checkPrefix(entry, `enrollment.allowList[${index}]`, report);
 
   const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
   checkUniqueProfileIds(profiles, report);
@@ -88,8 +97,18 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       host: raw.listen.host,
       port: raw.listen.port,
       maxConnectionsPerAddress: raw.listen.maxConnectionsPerAddress,
-      requestTimeoutMs: boundedMilliseconds(raw.listen.requestTimeout, 'listen.requestTimeout', HTTP_TIMEOUT_BOUNDS, report),
-      keepAliveTimeoutMs: boundedMilliseconds(raw.listen.keepAliveTimeout, 'listen.keepAliveTimeout', HTTP_TIMEOUT_BOUNDS, report),
+      requestTimeoutMs: boundedMilliseconds(
+        raw.listen.requestTimeout,
+        'listen.requestTimeout',
+        HTTP_TIMEOUT_BOUNDS,
+        report,
+      ),
+      keepAliveTimeoutMs: boundedMilliseconds(
+        raw.listen.keepAliveTimeout,
+        'listen.keepAliveTimeout',
+        HTTP_TIMEOUT_BOUNDS,
+        report,
+      ),
     },
     dataDir,
     keyDir: path.join(dataDir, 'keys'),
@@ -100,8 +119,18 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     adminApi: raw.adminApi,
     adminConsole: {
       enabled: raw.adminConsole.enabled,
-      idleTimeoutMs: boundedMilliseconds(raw.adminConsole.idleTimeout, 'adminConsole.idleTimeout', CONSOLE_IDLE_BOUNDS, report),
-      sessionLifetimeMs: boundedMilliseconds(raw.adminConsole.sessionLifetime, 'adminConsole.sessionLifetime', CONSOLE_LIFETIME_BOUNDS, report),
+      idleTimeoutMs: boundedMilliseconds(
+        raw.adminConsole.idleTimeout,
+        'adminConsole.idleTimeout',
+        CONSOLE_IDLE_BOUNDS,
+        report,
+      ),
+      sessionLifetimeMs: boundedMilliseconds(
+        raw.adminConsole.sessionLifetime,
+        'adminConsole.sessionLifetime',
+        CONSOLE_LIFETIME_BOUNDS,
+        report,
+      ),
       oidc: resolveConsoleOidc(
         raw.adminConsole.oidc,
         baseUrl,
@@ -126,17 +155,31 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
         ? null
         : {
             path: path.resolve(baseDir, raw.connectScriptPath),
-            timeoutMs: boundedMilliseconds(raw.connectScriptTimeout, 'connectScriptTimeout', SCRIPT_TIMEOUT_BOUNDS, report),
+            timeoutMs: boundedMilliseconds(
+              raw.connectScriptTimeout,
+              'connectScriptTimeout',
+              SCRIPT_TIMEOUT_BOUNDS,
+              report,
+            ),
           },
     connectionLogLines: { enabled: raw.Log.syslogConnectionEvents, originatingIp: raw.Log.originatingIp },
     logLevel: raw.logLevel,
     auditLogRetention: mustParseDuration(raw.auditLogRetention),
-    revocationDeadlineMs: boundedMilliseconds(raw.revocationDeadline, 'revocationDeadline', REVOCATION_DEADLINE_BOUNDS, report),
+    revocationDeadlineMs: boundedMilliseconds(
+      raw.revocationDeadline,
+      'revocationDeadline',
+      REVOCATION_DEADLINE_BOUNDS,
+      report,
+    ),
     sessionExpiry: mustParseDuration(raw.sessionExpiry),
     expiryWarning: mustParseDuration(raw.expiryWarning),
     caExpiry: mustParseDuration(raw.caExpiry),
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
-    wireGuard: { listenPort: raw.WireGuard.listenPort, mtu: raw.WireGuard.setMtu ?? null, proxy: resolveWireGuardProxy(raw.WireGuard, report) },
+    wireGuard: {
+      listenPort: raw.WireGuard.listenPort,
+      mtu: raw.WireGuard.setMtu ?? null,
+      proxy: resolveWireGuardProxy(raw.WireGuard, report),
+    },
     appleSigning: loadAppleSigning(raw.apple, baseDir, new Date(), report),
     profiles,
     nodes,
@@ -144,7 +187,11 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
 }
 
 /** Mutual-TLS enrollment: its files read now, so a start with one missing is refused naming the option. */
-function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: string, report: Report): PortalConfig['enrollment'] {
+function resolveEnrollment(
+  raw: ParsedPortalConfig['enrollment'],
+  baseDir: string,
+  report: Report,
+): PortalConfig['enrollment'] {
   const read = (file: string, option: string): Buffer => {
     try {
       return readFileSync(path.resolve(baseDir, file));
@@ -154,7 +201,8 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
     }
   };
   const { tls, clientCertificate } = raw;
-  if (tls !== null && clientCertificate === null) report('enrollment.tls', 'needs enrollment.clientCertificate: how a device certificate is checked');
+  if (tls !== null && clientCertificate === null)
+    report('enrollment.tls', 'needs enrollment.clientCertificate: how a device certificate is checked');
   return {
     allowList: raw.allowList,
     requestsPerMinute: raw.requestsPerMinute,
@@ -178,9 +226,18 @@ function resolveEnrollment(raw: ParsedPortalConfig['enrollment'], baseDir: strin
               (entry, index): CrlSource =>
                 /^https?:\/\//i.test(entry)
                   ? { kind: 'url', location: entry }
-                  : { kind: 'file', location: path.resolve(baseDir, entry), initial: read(entry, `enrollment.clientCertificate.crl[${index}]`) },
+                  : {
+                      kind: 'file',
+                      location: path.resolve(baseDir, entry),
+                      initial: read(entry, `enrollment.clientCertificate.crl[${index}]`),
+                    },
             ),
-            crlRefreshMs: boundedMilliseconds(clientCertificate.crlRefresh, 'enrollment.clientCertificate.crlRefresh', CRL_REFRESH_BOUNDS, report),
+            crlRefreshMs: boundedMilliseconds(
+              clientCertificate.crlRefresh,
+              'enrollment.clientCertificate.crlRefresh',
+              CRL_REFRESH_BOUNDS,
+              report,
+            ),
             header: clientCertificate.header,
             intuneTenantId: clientCertificate.intuneTenantId ?? null,
             registerAs:
@@ -219,7 +276,10 @@ function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: R
       }
       return new Secret(text);
     } catch (error) {
-      report('mdmInventory.clientSecretFile', `cannot read ${resolved} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)})`);
+      report(
+        'mdmInventory.clientSecretFile',
+        `cannot read ${resolved} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)})`,
+      );
       return new Secret('');
     }
   };
@@ -231,7 +291,8 @@ function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: R
         provider: 'intune',
         clientId: need(inventory.clientId, 'clientId') ?? '',
         clientSecret: secret(),
-        tokenUrl: inventory.tokenUrl ?? `https://login.microsoftonline.com/${encodeURIComponent(tenantId)}/oauth2/v2.0/token`,
+        tokenUrl:
+          inventory.tokenUrl ?? `https://login.microsoftonline.com/${encodeURIComponent(tenantId)}/oauth2/v2.0/token`,
         graphUrl: (inventory.graphUrl ?? 'https://graph.microsoft.com/v1.0').replace(/\/+$/, ''),
       };
       break;
@@ -248,13 +309,16 @@ function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: R
       source = {
         provider: 'json',
         url: need(inventory.url, 'url') ?? '',
-        headers: Object.fromEntries(Object.entries(inventory.headers ?? {}).map(([name, value]) => [name, new Secret(value)])),
+        headers: Object.fromEntries(
+          Object.entries(inventory.headers ?? {}).map(([name, value]) => [name, new Secret(value)]),
+        ),
       };
       break;
   }
   const limit = inventory.maxRetirePerPass;
   const percent = typeof limit === 'string' ? Number(limit.slice(0, -1)) : null;
-  if (percent !== null && (percent <= 0 || percent > 100)) report('mdmInventory.maxRetirePerPass', `"${limit}" must be more than 0% and at most 100%`);
+  if (percent !== null && (percent <= 0 || percent > 100))
+    report('mdmInventory.maxRetirePerPass', `"${limit}" must be more than 0% and at most 100%`);
   return {
     source,
     matches: inventory.matches ?? raw.enrollment.clientCertificate?.deviceId.matches ?? 'serial',
@@ -311,7 +375,12 @@ const CONSOLE_IDLE_BOUNDS = { minMs: 60_000, maxMs: 86_400_000, text: 'between P
 const CONSOLE_LIFETIME_BOUNDS = { minMs: 60_000, maxMs: 7 * 86_400_000, text: 'between PT1M and P7D' } as const;
 const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
 
-function boundedMilliseconds(text: string, option: string, bounds: { minMs: number; maxMs: number; text: string }, report: Report): number {
+function boundedMilliseconds(
+  text: string,
+  option: string,
+  bounds: { minMs: number; maxMs: number; text: string },
+  report: Report,
+): number {
   const milliseconds = durationMilliseconds(mustParseDuration(text));
   if (milliseconds < bounds.minMs || milliseconds > bounds.maxMs) report(option, `"${text}" must be ${bounds.text}`);
   return milliseconds;
@@ -332,21 +401,30 @@ function resolveDatabase(text: string | undefined, dataDir: string, baseDir: str
 /** At least a second (0 would mean "no limit" to PostgreSQL), at most an hour (timers overflow beyond 24 days). */
 function resolveDatabaseTimeout(text: string, report: Report): number {
   const milliseconds = durationMilliseconds(mustParseDuration(text));
-  if (milliseconds < 1000 || milliseconds > 3_600_000) report('databaseTimeout', `"${text}" must be between PT1S and PT1H`);
+  if (milliseconds < 1000 || milliseconds > 3_600_000)
+    report('databaseTimeout', `"${text}" must be between PT1S and PT1H`);
   return Math.min(Math.max(milliseconds, 1000), 3_600_000);
 }
 
 function resolveWireGuardProxy(raw: ParsedPortalConfig['WireGuard'], report: Report): WireGuardProxy {
   if (raw.onlyProxy && !raw.enableProxy) {
-    report('WireGuard.onlyProxy', 'needs "enableProxy": true, otherwise WireGuard profiles would offer no transport at all');
+    report(
+      'WireGuard.onlyProxy',
+      'needs "enableProxy": true, otherwise WireGuard profiles would offer no transport at all',
+    );
   }
   if (raw.proxyUrl !== undefined) {
     const url = new URL(raw.proxyUrl);
     // The node's host name is appended as a path segment; a query or fragment would swallow it.
-    if (url.search !== '' || url.hash !== '') report('WireGuard.proxyUrl', `"${raw.proxyUrl}" must not have a query or fragment`);
+    if (url.search !== '' || url.hash !== '')
+      report('WireGuard.proxyUrl', `"${raw.proxyUrl}" must not have a query or fragment`);
   }
   if (!raw.enableProxy) return { enabled: false };
-  return { enabled: true, only: raw.onlyProxy, proxyUrl: raw.proxyUrl === undefined ? null : raw.proxyUrl.replace(/\/+$/, '') };
+  return {
+    enabled: true,
+    only: raw.onlyProxy,
+    proxyUrl: raw.proxyUrl === undefined ? null : raw.proxyUrl.replace(/\/+$/, ''),
+  };
 }
 
 function resolveProfile(raw: ParsedProfile, option: string, report: Report): Profile {
@@ -354,13 +432,28 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
   const onNode = raw.onNode === undefined ? nodeUrls.map((_, index) => index) : listOf(raw.onNode);
   if (new Set(onNode).size !== onNode.length) report(`${option}.onNode`, 'lists a node number twice');
 
-  const wireGuardEnabled = bothOrNeither(raw.wRangeFour, raw.wRangeSix, 'WireGuard needs both wRangeFour and wRangeSix', option, report);
-  const openVpnEnabled = bothOrNeither(raw.oRangeFour, raw.oRangeSix, 'OpenVPN needs both oRangeFour and oRangeSix', option, report);
-  if (!wireGuardEnabled && !openVpnEnabled) report(option, 'the profile offers no VPN protocol: set wRangeFour and wRangeSix, or oRangeFour and oRangeSix');
+  const wireGuardEnabled = bothOrNeither(
+    raw.wRangeFour,
+    raw.wRangeSix,
+    'WireGuard needs both wRangeFour and wRangeSix',
+    option,
+    report,
+  );
+  const openVpnEnabled = bothOrNeither(
+    raw.oRangeFour,
+    raw.oRangeSix,
+    'OpenVPN needs both oRangeFour and oRangeSix',
+    option,
+    report,
+  );
+  if (!wireGuardEnabled && !openVpnEnabled)
+    report(option, 'the profile offers no VPN protocol: set wRangeFour and wRangeSix, or oRangeFour and oRangeSix');
   // As the reference: OpenVPN when the profile has both, else the only one it has.
   const preferredProto = raw.preferredProto ?? (openVpnEnabled ? 'openvpn' : 'wireguard');
-  if (preferredProto === 'wireguard' && !wireGuardEnabled && openVpnEnabled) report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
-  if (preferredProto === 'openvpn' && !openVpnEnabled && wireGuardEnabled) report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
+  if (preferredProto === 'wireguard' && !wireGuardEnabled && openVpnEnabled)
+    report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
+  if (preferredProto === 'openvpn' && !openVpnEnabled && wireGuardEnabled)
+    report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
   const processCount = openVpnEnabled ? checkOpenVpnPorts(raw, option, report) : 1;
   // A per-node list with more entries than the profile has nodes means a node was forgotten in onNode (or nodeUrl).
   const perNodeLists = {
@@ -374,28 +467,39 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
   };
   for (const [name, value] of Object.entries(perNodeLists)) {
     if (Array.isArray(value) && value.length > onNode.length) {
-      report(`${option}.${name}`, `has ${value.length} entries but the profile runs on ${onNode.length} node(s) (onNode: [${onNode.join(', ')}])`);
+      report(
+        `${option}.${name}`,
+        `has ${value.length} entries but the profile runs on ${onNode.length} node(s) (onNode: [${onNode.join(', ')}])`,
+      );
     }
   }
 
   for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
-  for (const [index, route] of raw.excludeRouteList.entries()) checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);
+  for (const [index, route] of raw.excludeRouteList.entries())
+    checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);
 
   const nodes = onNode.map((nodeNumber, position): ProfileNode => {
     const pick = (name: string, value: string | string[] | undefined): string => {
       const values = listOf(value ?? []);
       const picked = typeof value === 'string' ? value : values[position];
-      if (picked === undefined) report(`${option}.${name}`, `has no value for node ${nodeNumber} (position ${position} of onNode)`);
+      if (picked === undefined)
+        report(`${option}.${name}`, `has no value for node ${nodeNumber} (position ${position} of onNode)`);
       return picked ?? '';
     };
-    const wireGuard = wireGuardEnabled ? { rangeFour: pick('wRangeFour', raw.wRangeFour), rangeSix: pick('wRangeSix', raw.wRangeSix) } : null;
+    const wireGuard = wireGuardEnabled
+      ? { rangeFour: pick('wRangeFour', raw.wRangeFour), rangeSix: pick('wRangeSix', raw.wRangeSix) }
+      : null;
     if (wireGuard !== null) {
       checkPrefix(wireGuard.rangeFour, `${option}.wRangeFour`, report, 4);
       checkPrefix(wireGuard.rangeSix, `${option}.wRangeSix`, report, 6);
       checkPoolFits(wireGuard.rangeFour, wireGuard.rangeSix, option, report);
     }
     const openVpn = openVpnEnabled
-      ? { rangeFour: pick('oRangeFour', raw.oRangeFour), rangeSix: pick('oRangeSix', raw.oRangeSix), listenOn: pick('oListenOn', raw.oListenOn) }
+      ? {
+          rangeFour: pick('oRangeFour', raw.oRangeFour),
+          rangeSix: pick('oRangeSix', raw.oRangeSix),
+          listenOn: pick('oListenOn', raw.oListenOn),
+        }
       : null;
     if (openVpn !== null) checkOpenVpnRanges(openVpn, processCount, option, report);
     return {
@@ -427,7 +531,10 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
           enableLog: raw.oEnableLog,
         }
       : null,
-    appleOnDemand: raw.appleOnDemand === undefined ? null : { trustedSsids: raw.appleOnDemand.trustedSsids, probeUrl: raw.appleOnDemand.probeUrl ?? null },
+    appleOnDemand:
+      raw.appleOnDemand === undefined
+        ? null
+        : { trustedSsids: raw.appleOnDemand.trustedSsids, probeUrl: raw.appleOnDemand.probeUrl ?? null },
     nodes,
   };
 }
@@ -435,7 +542,8 @@ function resolveProfile(raw: ParsedProfile, option: string, report: Report): Pro
 function checkUniqueProfileIds(profiles: readonly Profile[], report: Report): void {
   const seen = new Set<string>();
   for (const [index, profile] of profiles.entries()) {
-    if (seen.has(profile.profileId)) report(`ProfileList[${index}].profileId`, `"${profile.profileId}" is used by another profile`);
+    if (seen.has(profile.profileId))
+      report(`ProfileList[${index}].profileId`, `"${profile.profileId}" is used by another profile`);
     seen.add(profile.profileId);
   }
 }
@@ -448,7 +556,12 @@ function checkRangesDoNotOverlap(profiles: readonly Profile[], report: Report): 
   const ranges: { label: string; prefix: IpPrefix }[] = [];
   for (const profile of profiles) {
     for (const node of profile.nodes) {
-      const texts = [node.wireGuard?.rangeFour, node.wireGuard?.rangeSix, node.openVpn?.rangeFour, node.openVpn?.rangeSix];
+      const texts = [
+        node.wireGuard?.rangeFour,
+        node.wireGuard?.rangeSix,
+        node.openVpn?.rangeFour,
+        node.openVpn?.rangeSix,
+      ];
       for (const text of texts) {
         if (text === undefined) continue;
         const prefix = tryParsePrefix(text);
@@ -469,7 +582,10 @@ function collectNodes(profiles: readonly Profile[], report: Report): ReadonlyMap
       const known = nodes.get(nodeNumber);
       if (known === undefined) nodes.set(nodeNumber, { nodeNumber, nodeUrl });
       else if (known.nodeUrl !== nodeUrl) {
-        report(`ProfileList (${profile.profileId}).nodeUrl`, `node ${nodeNumber} is ${known.nodeUrl} in another profile, not ${nodeUrl}`);
+        report(
+          `ProfileList (${profile.profileId}).nodeUrl`,
+          `node ${nodeNumber} is ${known.nodeUrl} in another profile, not ${nodeUrl}`,
+        );
       }
     }
   }
@@ -551,13 +667,21 @@ function checkOpenVpnPorts(raw: ParsedProfile, option: string, report: Report): 
 }
 
 /** Each process gets an equal part of oRangeFour (at least one client) and a /112 of oRangeSix. */
-function checkOpenVpnRanges(range: { rangeFour: string; rangeSix: string; listenOn: string }, processCount: number, option: string, report: Report): void {
+function checkOpenVpnRanges(
+  range: { rangeFour: string; rangeSix: string; listenOn: string },
+  processCount: number,
+  option: string,
+  report: Report,
+): void {
   checkPrefix(range.rangeFour, `${option}.oRangeFour`, report, 4);
   checkPrefix(range.rangeSix, `${option}.oRangeSix`, report, 6);
   const extraBits = Math.log2(processCount);
   const four = tryParsePrefix(range.rangeFour);
   if (four?.family === 4 && four.length + extraBits > 29) {
-    report(`${option}.oRangeFour`, `"${range.rangeFour}" is too small for ${processCount} OpenVPN process(es): each needs at least a /29`);
+    report(
+      `${option}.oRangeFour`,
+      `"${range.rangeFour}" is too small for ${processCount} OpenVPN process(es): each needs at least a /29`,
+    );
   }
   const six = tryParsePrefix(range.rangeSix);
   if (six?.family === 6 && six.length > 112 - extraBits) {
@@ -594,9 +718,15 @@ function listOf<T>(value: T | T[]): T[] {
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
-  return error.issues.map((issue) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${issue.message}`).join('\n');
+  return error.issues
+    .map((issue) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${issue.message}`)
+    .join('\n');
 }
 
 function formatPath(segments: readonly PropertyKey[]): string {
-  return segments.map((segment, index) => (typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`)).join('');
+  return segments
+    .map((segment, index) =>
+      typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`,
+    )
+    .join('');
 }

@@ -127,7 +127,9 @@ export type MdmInventorySource =
   | { readonly provider: 'json'; readonly url: string; readonly headers: Readonly<Record<string, Secret>> };
 
 /** `maxRetirePerPass`: a count, or a percentage of the live devices. */
-export type RetireLimit = { readonly kind: 'count'; readonly count: number } | { readonly kind: 'percent'; readonly percent: number };
+export type RetireLimit =
+  | { readonly kind: 'count'; readonly count: number }
+  | { readonly kind: 'percent'; readonly percent: number };
 
 export interface MdmInventoryConfig {
   readonly source: MdmInventorySource;
@@ -139,13 +141,19 @@ export interface MdmInventoryConfig {
 }
 
 /** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
-export type CrlSource = { readonly kind: 'file'; readonly location: string; readonly initial: Buffer } | { readonly kind: 'url'; readonly location: string };
+export type CrlSource =
+  | { readonly kind: 'file'; readonly location: string; readonly initial: Buffer }
+  | { readonly kind: 'url'; readonly location: string };
 
 /** How a device certificate is checked (`enrollment.clientCertificate`), its files read at start. */
 export interface ClientCertificateConfig {
   /** PEM texts. */
   readonly trustAnchors: readonly string[];
-  readonly deviceId: { readonly from: 'san-uri' | 'subject-serial' | 'subject-cn'; readonly prefix?: string; readonly matches: 'serial' | 'mdm_id' };
+  readonly deviceId: {
+    readonly from: 'san-uri' | 'subject-serial' | 'subject-cn';
+    readonly prefix?: string;
+    readonly matches: 'serial' | 'mdm_id';
+  };
   /** Where each revocation list is read again every crlRefreshMs: a file (its contents at start) or an http(s) URL (fetched once the portal runs). */
   readonly crlSources: readonly CrlSource[];
   readonly crlRefreshMs: number;
@@ -154,7 +162,11 @@ export interface ClientCertificateConfig {
   /** With Intune: the tenant a certificate must carry in Intune's extension; null: not checked. */
   readonly intuneTenantId: string | null;
   /** Self-registration of an unregistered device id, for the user the certificate names; null: 403 instead. */
-  readonly registerAs: { readonly from: 'san-email'; readonly profileId: ProfileId; readonly platform: Platform | null } | null;
+  readonly registerAs: {
+    readonly from: 'san-email';
+    readonly profileId: ProfileId;
+    readonly platform: Platform | null;
+  } | null;
 }
 
 export interface PortalConfig {
@@ -189,7 +201,12 @@ export interface PortalConfig {
     readonly allowList: readonly string[];
     readonly requestsPerMinute: number;
     /** Mutual-TLS enrollment (issue 23): where, with which server certificate and key (PEM texts read at start). */
-    readonly tls: { readonly host: string; readonly port: number; readonly certificatePem: string; readonly keyPem: string } | null;
+    readonly tls: {
+      readonly host: string;
+      readonly port: number;
+      readonly certificatePem: string;
+      readonly keyPem: string;
+    } | null;
     readonly clientCertificate: ClientCertificateConfig | null;
   };
   readonly reconcileIntervalMs: number;

@@ -30,13 +30,18 @@ function endsBeforeYear10000(text: string): boolean {
 const perNode = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
 
 export const profileSchema = z.strictObject({
-  profileId: z.string().regex(PROFILE_ID, 'must match ^[a-zA-Z0-9-.]+$').describe("The profile's id, `^[a-zA-Z0-9-.]+$`, unique."),
+  profileId: z
+    .string()
+    .regex(PROFILE_ID, 'must match ^[a-zA-Z0-9-.]+$')
+    .describe("The profile's id, `^[a-zA-Z0-9-.]+$`, unique."),
   displayName: z.string().min(1).describe('Shown to people.'),
-  hostName: perNode(z.string().min(1)).describe("Per node: the client `Endpoint` / OpenVPN `remote` host; the CN of the node's OpenVPN server certificate."),
-  defaultGateway: z
-    .boolean()
-    .default(true)
-    .meta({ description: 'Full tunnel (`0.0.0.0/0,::/0`): the node must forward and masquerade.', see: 'node-agent.md#full-tunnel-forwarding-and-nat' }),
+  hostName: perNode(z.string().min(1)).describe(
+    "Per node: the client `Endpoint` / OpenVPN `remote` host; the CN of the node's OpenVPN server certificate.",
+  ),
+  defaultGateway: z.boolean().default(true).meta({
+    description: 'Full tunnel (`0.0.0.0/0,::/0`): the node must forward and masquerade.',
+    see: 'node-agent.md#full-tunnel-forwarding-and-nat',
+  }),
   dnsServerList: z
     .array(z.string().min(1))
     .default([])
@@ -50,7 +55,9 @@ export const profileSchema = z.strictObject({
     .array(z.string())
     .nullable()
     .default(null)
-    .describe('Accepted for compatibility; the Admin API does not use it (as the reference), and OpenVPN connects do not enforce it.'),
+    .describe(
+      'Accepted for compatibility; the Admin API does not use it (as the reference), and OpenVPN connects do not enforce it.',
+    ),
   nodeUrl: perNode(z.url({ protocol: /^https?$/ }))
     .default('http://127.0.0.1:41194')
     .describe("Per node: the node's vpn-daemon protocol URL."),
@@ -62,22 +69,32 @@ export const profileSchema = z.strictObject({
         "Node numbers the profile runs on. A per-node option takes the value at the position of the node in `onNode` (reference §1.3), not at the node's number.",
       defaultText: '`0 … count(nodeUrl)-1`',
     }),
-  preferredProto: z
-    .enum(['wireguard', 'openvpn'])
-    .optional()
-    .meta({ description: 'The protocol offered first.', defaultText: '`openvpn` when the profile has both protocols, else the one it has' }),
+  preferredProto: z.enum(['wireguard', 'openvpn']).optional().meta({
+    description: 'The protocol offered first.',
+    defaultText: '`openvpn` when the profile has both protocols, else the one it has',
+  }),
   wRangeFour: perNode(cidr)
     .optional()
-    .describe('Per node, needed for WireGuard: the IPv4 client prefix. No two client ranges (WireGuard or OpenVPN, any profile, any node) may overlap.'),
-  wRangeSix: perNode(cidr).optional().describe('Per node, needed for WireGuard: the IPv6 client prefix, paired one to one with the IPv4 addresses.'),
+    .describe(
+      'Per node, needed for WireGuard: the IPv4 client prefix. No two client ranges (WireGuard or OpenVPN, any profile, any node) may overlap.',
+    ),
+  wRangeSix: perNode(cidr)
+    .optional()
+    .describe('Per node, needed for WireGuard: the IPv6 client prefix, paired one to one with the IPv4 addresses.'),
   wKeepAlive: z.boolean().default(false).describe('`PersistentKeepalive = 25` in client files.'),
   oRangeFour: perNode(cidr).optional().meta({
-    description: "Per node, needed for OpenVPN: the IPv4 client prefix, split evenly among the node's OpenVPN processes (each part at least a /29).",
+    description:
+      "Per node, needed for OpenVPN: the IPv4 client prefix, split evenly among the node's OpenVPN processes (each part at least a /29).",
     see: 'openvpn.md',
   }),
-  oRangeSix: perNode(cidr).optional().describe('Per node, needed for OpenVPN: the IPv6 client prefix; one /112 of it per OpenVPN process.'),
+  oRangeSix: perNode(cidr)
+    .optional()
+    .describe('Per node, needed for OpenVPN: the IPv6 client prefix; one /112 of it per OpenVPN process.'),
   /** Reference §8.4. */
-  oUdpPortList: z.array(port).default([1194]).describe('One OpenVPN process per port; UDP and TCP ports together 1, 2, 4, 8, 16, 32 or 64.'),
+  oUdpPortList: z
+    .array(port)
+    .default([1194])
+    .describe('One OpenVPN process per port; UDP and TCP ports together 1, 2, 4, 8, 16, 32 or 64.'),
   oTcpPortList: z.array(port).default([1194]).describe('One OpenVPN process per port, as `oUdpPortList`.'),
   oExposedUdpPortList: z
     .array(port)
@@ -87,12 +104,23 @@ export const profileSchema = z.strictObject({
     ),
   oExposedTcpPortList: z.array(port).default([]).describe('As `oExposedUdpPortList`, for TCP (special ports: 80/443).'),
   oBlockLan: z.boolean().default(false).describe('Adds `block-local` to the pushed `redirect-gateway`.'),
-  oEnableLog: z.boolean().default(false).describe("OpenVPN's own log goes to the node agent's log (debug level) instead of `/dev/null`."),
+  oEnableLog: z
+    .boolean()
+    .default(false)
+    .describe("OpenVPN's own log goes to the node agent's log (debug level) instead of `/dev/null`."),
   oListenOn: perNode(z.string().min(1))
     .default('::')
-    .describe('Per node: the address the OpenVPN processes bind to (IPv4 → `udp`/`tcp-server`, otherwise `udp6`/`tcp6-server`).'),
-  hideProfile: z.boolean().default(false).describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
-  profilePriority: z.int().default(0).describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
+    .describe(
+      'Per node: the address the OpenVPN processes bind to (IPv4 → `udp`/`tcp-server`, otherwise `udp6`/`tcp6-server`).',
+    ),
+  hideProfile: z
+    .boolean()
+    .default(false)
+    .describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
+  profilePriority: z
+    .int()
+    .default(0)
+    .describe('Accepted for compatibility; the Admin API does not use it (as the reference).'),
   appleOnDemand: z
     .strictObject({
       trustedSsids: z
@@ -107,7 +135,9 @@ export const profileSchema = z.strictObject({
       probeUrl: z
         .url({ protocol: /^https$/, error: 'must be an https:// URL' })
         .optional()
-        .describe('A URL that answers 200 only inside the trusted network; https, so no one outside can fake the answer.'),
+        .describe(
+          'A URL that answers 200 only inside the trusted network; https, so no one outside can fake the answer.',
+        ),
     })
     .optional()
     .meta({
@@ -118,25 +148,40 @@ export const profileSchema = z.strictObject({
 });
 
 export const wireGuardSchema = z.strictObject({
-  listenPort: z.int().min(1).max(65535).default(51820).describe("UDP port of every node's WireGuard interface, and the client `Endpoint` port."),
-  setMtu: z.int().min(1280).max(9000).optional().describe('`MTU =` in client files and on the node interface; unset: none.'),
+  listenPort: z
+    .int()
+    .min(1)
+    .max(65535)
+    .default(51820)
+    .describe("UDP port of every node's WireGuard interface, and the client `Endpoint` port."),
+  setMtu: z
+    .int()
+    .min(1280)
+    .max(9000)
+    .optional()
+    .describe('`MTU =` in client files and on the node interface; unset: none.'),
   /** WireGuard over TCP through ProxyGuard (reference §2.2, §7.1). */
   enableProxy: z.boolean().default(false).meta({
-    description: 'WireGuard over TCP: `create` also serves `application/x-wireguard+tcp-profile`, and every node agent runs its ProxyGuard relay.',
+    description:
+      'WireGuard over TCP: `create` also serves `application/x-wireguard+tcp-profile`, and every node agent runs its ProxyGuard relay.',
     see: 'wireguard-over-tcp.md',
   }),
   /** No WireGuard over UDP at all; needs enableProxy (checked in load.ts, naming both options). */
   onlyProxy: z
     .boolean()
     .default(false)
-    .describe('No WireGuard over UDP: neither `application/x-wireguard-profile` nor the Apple profile (it carries the UDP file); needs `enableProxy`.'),
+    .describe(
+      'No WireGuard over UDP: neither `application/x-wireguard-profile` nor the Apple profile (it carries the UDP file); needs `enableProxy`.',
+    ),
   /** Base of the client's `ProxyEndpoint`; default `https://<host of baseUrl>/proxyguard`. */
   proxyUrl: z
     .url({ protocol: /^https?$/ })
     .optional()
     .meta({
-      description: "Base of the files' `ProxyEndpoint`: `<proxyUrl>/<hostName>` (trailing slashes dropped; no query or fragment).",
-      defaultText: '`https://<host name of baseUrl>/proxyguard`, whatever scheme and port `baseUrl` has (reference §7.1)',
+      description:
+        "Base of the files' `ProxyEndpoint`: `<proxyUrl>/<hostName>` (trailing slashes dropped; no query or fragment).",
+      defaultText:
+        '`https://<host name of baseUrl>/proxyguard`, whatever scheme and port `baseUrl` has (reference §7.1)',
     }),
 });
 
@@ -151,44 +196,65 @@ export const portalConfigSchema = z.strictObject({
     }),
   listen: z
     .strictObject({
-      host: z.string().min(1).default('127.0.0.1').describe('Where the HTTP server (Admin API, Node API, enroll) listens.'),
+      host: z
+        .string()
+        .min(1)
+        .default('127.0.0.1')
+        .describe('Where the HTTP server (Admin API, Node API, enroll) listens.'),
       port: z.int().min(0).max(65535).default(8080).describe('The port of `listen.host`.'),
       maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(256).meta({
         description:
           'Open connections one source address may hold; one more is closed at once, unanswered. Direct peers in `adminApi.trustedProxyList` have no cap.',
         see: 'operations.md#connections-and-slow-clients',
       }),
-      requestTimeout: isoDuration.default('PT10S').describe("A request's headers and body must have arrived within this time (PT1S–PT10M), else 408."),
-      keepAliveTimeout: isoDuration.default('PT5S').describe('An idle keep-alive connection is closed after this time (PT1S–PT10M).'),
+      requestTimeout: isoDuration
+        .default('PT10S')
+        .describe("A request's headers and body must have arrived within this time (PT1S–PT10M), else 408."),
+      keepAliveTimeout: isoDuration
+        .default('PT5S')
+        .describe('An idle keep-alive connection is closed after this time (PT1S–PT10M).'),
     })
     .prefault({}),
   dataDir: z.string().min(1).default('./data').meta({
-    description: "The database and the keys (`DATA/keys`); made 0700 at start. A relative path is taken from the configuration file's folder.",
+    description:
+      "The database and the keys (`DATA/keys`); made 0700 at start. A relative path is taken from the configuration file's folder.",
     see: 'operations.md#database-files-and-outages',
   }),
-  database: z.string().regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE').optional().meta({
-    description:
-      '`sqlite:PATH` (WAL mode, foreign keys on), or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (over a Unix socket: `postgres://USER@/DATABASE?host=/var/run/postgresql`) for several portal instances on one database; the password is never logged.',
-    defaultText: '`sqlite:<dataDir>/db.sqlite`',
-    see: 'postgresql.md',
-  }),
+  database: z
+    .string()
+    .regex(DATABASE_PATTERN, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE')
+    .optional()
+    .meta({
+      description:
+        '`sqlite:PATH` (WAL mode, foreign keys on), or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (over a Unix socket: `postgres://USER@/DATABASE?host=/var/run/postgresql`) for several portal instances on one database; the password is never logged.',
+      defaultText: '`sqlite:<dataDir>/db.sqlite`',
+      see: 'postgresql.md',
+    }),
   adminApi: z
     .strictObject({
       allowList: z
         .array(cidr)
         .default(['127.0.0.0/8', '::1/128'])
         .describe('Source addresses (CIDR) allowed to use the Admin API; checked before anything else (403).'),
-      trustedProxyList: z.array(cidr).default([]).describe('Reverse proxies whose `X-Forwarded-For` is believed; from anyone else the header is ignored.'),
+      trustedProxyList: z
+        .array(cidr)
+        .default([])
+        .describe('Reverse proxies whose `X-Forwarded-For` is believed; from anyone else the header is ignored.'),
     })
     .default({ allowList: ['127.0.0.0/8', '::1/128'], trustedProxyList: [] }),
   adminConsole: z
     .strictObject({
-      enabled: z
-        .boolean()
-        .default(true)
-        .meta({ description: 'Serve the admin console at `{baseUrl}admin/` (same port and `adminApi.allowList` as the Admin API).', see: 'console.md' }),
-      idleTimeout: isoDuration.default('PT30M').describe('A console session unused this long ends (PT1M–P1D); the next page asks to sign in again.'),
-      sessionLifetime: isoDuration.default('PT12H').describe('A console session ends this long after sign-in, however busy (PT1M–P7D).'),
+      enabled: z.boolean().default(true).meta({
+        description:
+          'Serve the admin console at `{baseUrl}admin/` (same port and `adminApi.allowList` as the Admin API).',
+        see: 'console.md',
+      }),
+      idleTimeout: isoDuration
+        .default('PT30M')
+        .describe('A console session unused this long ends (PT1M–P1D); the next page asks to sign in again.'),
+      sessionLifetime: isoDuration
+        .default('PT12H')
+        .describe('A console session ends this long after sign-in, however busy (PT1M–P7D).'),
       oidc: consoleOidcSchema,
     })
     .prefault({}),
@@ -197,14 +263,17 @@ export const portalConfigSchema = z.strictObject({
       allowList: z
         .array(cidr)
         .default(['0.0.0.0/0', '::/0'])
-        .describe("Source addresses (CIDR) allowed to use the Node API: the node agents' addresses. Others get 403 before their body is read."),
+        .describe(
+          "Source addresses (CIDR) allowed to use the Node API: the node agents' addresses. Others get 403 before their body is read.",
+        ),
     })
     .prefault({}),
   /** The public endpoint where devices redeem enrollment tokens ({baseUrl}enroll). */
   enrollment: z
     .strictObject({
       allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']).meta({
-        description: 'Source addresses (CIDR) that may redeem enrollment tokens at `{baseUrl}enroll`; others get 403 before their body is read.',
+        description:
+          'Source addresses (CIDR) that may redeem enrollment tokens at `{baseUrl}enroll`; others get 403 before their body is read.',
         see: 'enrollment-and-devices.md#enrollment-tokens',
       }),
       requestsPerMinute: z
@@ -220,14 +289,20 @@ export const portalConfigSchema = z.strictObject({
           listen: z
             .string()
             .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 0.0.0.0:8443')
-            .describe('`HOST:PORT` (IPv6 in brackets) where `{baseUrl}enroll` is served over TLS, asking for a client certificate.'),
-          certificate: z.string().min(1).describe("The TLS server certificate (PEM, with its chain), relative to the configuration file's folder."),
+            .describe(
+              '`HOST:PORT` (IPv6 in brackets) where `{baseUrl}enroll` is served over TLS, asking for a client certificate.',
+            ),
+          certificate: z
+            .string()
+            .min(1)
+            .describe("The TLS server certificate (PEM, with its chain), relative to the configuration file's folder."),
           key: z.string().min(1).describe("The TLS server key (PEM), relative to the configuration file's folder."),
         })
         .nullable()
         .default(null)
         .meta({
-          description: "Enrollment proven by the device's MDM certificate (mutual TLS); `null`: not served. Needs `enrollment.clientCertificate`.",
+          description:
+            "Enrollment proven by the device's MDM certificate (mutual TLS); `null`: not served. Needs `enrollment.clientCertificate`.",
           see: 'devices.md#enrollment-with-the-mdm-certificate',
         }),
       clientCertificate: z
@@ -242,8 +317,14 @@ export const portalConfigSchema = z.strictObject({
             .strictObject({
               from: z
                 .enum(['san-uri', 'subject-serial', 'subject-cn'])
-                .describe('Where the device id is read: a subjectAltName URI, the subject serialNumber, or the CN (`prefix-<guid>` read as the GUID).'),
-              prefix: z.string().min(1).optional().describe('The id follows this prefix (e.g. `urn:mdm:serial:`); required to match when set.'),
+                .describe(
+                  'Where the device id is read: a subjectAltName URI, the subject serialNumber, or the CN (`prefix-<guid>` read as the GUID).',
+                ),
+              prefix: z
+                .string()
+                .min(1)
+                .optional()
+                .describe('The id follows this prefix (e.g. `urn:mdm:serial:`); required to match when set.'),
               matches: z
                 .enum(['serial', 'mdm_id'])
                 .default('serial')
@@ -260,7 +341,9 @@ export const portalConfigSchema = z.strictObject({
             .string()
             .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'must be a GUID')
             .optional()
-            .describe("With Intune: the Azure AD tenant id a device certificate must carry in Intune's extension 1.2.840.113556.5.14."),
+            .describe(
+              "With Intune: the Azure AD tenant id a device certificate must carry in Intune's extension 1.2.840.113556.5.14.",
+            ),
           header: z
             .string()
             .regex(/^[A-Za-z0-9-]+$/)
@@ -270,20 +353,33 @@ export const portalConfigSchema = z.strictObject({
             ),
           registerAs: z
             .strictObject({
-              from: z.enum(['san-email']).describe("Where the user id is read: the certificate's first subjectAltName e-mail address."),
-              profileId: z.string().min(1).describe('The profile a self-registered device enrolls in (unless the request names another).'),
-              platform: z.enum(PLATFORMS).optional().describe('Its platform, unless the request sends `platform` (then required).'),
+              from: z
+                .enum(['san-email'])
+                .describe("Where the user id is read: the certificate's first subjectAltName e-mail address."),
+              profileId: z
+                .string()
+                .min(1)
+                .describe('The profile a self-registered device enrolls in (unless the request names another).'),
+              platform: z
+                .enum(PLATFORMS)
+                .optional()
+                .describe('Its platform, unless the request sends `platform` (then required).'),
             })
             .optional()
-            .describe('Self-registration: a certificate whose device id no live device has registers one, for the user its certificate names, instead of 403.'),
+            .describe(
+              'Self-registration: a certificate whose device id no live device has registers one, for the user its certificate names, instead of 403.',
+            ),
           crlRefresh: isoDuration
             .default('PT5M')
-            .describe('How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.'),
+            .describe(
+              'How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.',
+            ),
         })
         .nullable()
         .default(null)
         .meta({
-          description: 'How a device certificate presented to `enrollment.tls` is checked; `null`: no certificate enrollment.',
+          description:
+            'How a device certificate presented to `enrollment.tls` is checked; `null`: no certificate enrollment.',
           see: 'devices.md#enrollment-with-the-mdm-certificate',
         }),
     })
@@ -308,14 +404,19 @@ export const portalConfigSchema = z.strictObject({
           "CIDR prefixes a webhook receiver may be in although they are loopback, link-local, private (RFC 1918, ULA, CGNAT) or the portal's own addresses.",
         see: 'webhooks.md#server-side-request-forgery-guard',
       }),
-      timeout: isoDuration.default('PT10S').describe('A webhook attempt without an answer within this time (PT1S–PT1M) failed.'),
+      timeout: isoDuration
+        .default('PT10S')
+        .describe('A webhook attempt without an answer within this time (PT1S–PT1M) failed.'),
       retryFor: isoDuration.default('P3D').meta({
-        description: 'A failing delivery is tried again, ever less often, this long after its event (at least `P1D`), then given up.',
+        description:
+          'A failing delivery is tried again, ever less often, this long after its event (at least `P1D`), then given up.',
         see: 'webhooks.md#delivery-an-outbox-at-least-once',
       }),
       deliveryLogRetention: isoDuration
         .default('P30D')
-        .describe('Finished deliveries (and their attempts) older than this are deleted by the daily housekeeping (at least `P1D`).'),
+        .describe(
+          'Finished deliveries (and their attempts) older than this are deleted by the daily housekeeping (at least `P1D`).',
+        ),
     })
     .prefault({}),
   mdmInventory: z
@@ -331,7 +432,9 @@ export const portalConfigSchema = z.strictObject({
         .string()
         .min(1)
         .optional()
-        .describe("`intune`, `jamf`: the file holding the client secret (mode 0600), relative to the configuration file's folder."),
+        .describe(
+          "`intune`, `jamf`: the file holding the client secret (mode 0600), relative to the configuration file's folder.",
+        ),
       url: z
         .url({ protocol: /^https?$/ })
         .optional()
@@ -343,7 +446,9 @@ export const portalConfigSchema = z.strictObject({
       tokenUrl: z
         .url({ protocol: /^https?$/ })
         .optional()
-        .describe('`intune`: the OAuth 2.0 token endpoint instead of `https://login.microsoftonline.com/<tenantId>/oauth2/v2.0/token` (national clouds).'),
+        .describe(
+          '`intune`: the OAuth 2.0 token endpoint instead of `https://login.microsoftonline.com/<tenantId>/oauth2/v2.0/token` (national clouds).',
+        ),
       graphUrl: z
         .url({ protocol: /^https?$/ })
         .optional()
@@ -358,12 +463,15 @@ export const portalConfigSchema = z.strictObject({
       maxRetirePerPass: z
         .union([z.int().min(1), z.string().regex(/^\d{1,3}(\.\d+)?%$/, 'a count, or a percentage such as "5%"')])
         .default('5%')
-        .describe('A pass that would retire more devices than this (a count, or a percentage of the live devices; at least 1) retires none.'),
+        .describe(
+          'A pass that would retire more devices than this (a count, or a percentage of the live devices; at least 1) retires none.',
+        ),
     })
     .nullable()
     .default(null)
     .meta({
-      description: "Devices that leave the MDM are retired, by comparing the registered devices with the MDM's inventory; `null`: not done.",
+      description:
+        "Devices that leave the MDM are retired, by comparing the registered devices with the MDM's inventory; `null`: not done.",
       see: 'mdm.md#inventory-sync',
     }),
   reconcileInterval: isoDuration.default('PT1M').meta({
@@ -373,7 +481,9 @@ export const portalConfigSchema = z.strictObject({
   }),
   connectionLogRetention: isoDuration
     .default('P1M')
-    .describe("Closed connection history older than this is deleted by the daily housekeeping (the reference's default)."),
+    .describe(
+      "Closed connection history older than this is deleted by the daily housekeeping (the reference's default).",
+    ),
   connectScriptPath: z.string().min(1).optional().meta({
     description:
       "A program run at every connect and disconnect with the reference's `VPN_*` variables (reference §9.4); its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",
@@ -381,13 +491,17 @@ export const portalConfigSchema = z.strictObject({
   }),
   connectScriptTimeout: isoDuration
     .default('PT10S')
-    .describe('A connect script still running after this (PT1S–PT1M) is killed; an OpenVPN client waiting for it is refused.'),
+    .describe(
+      'A connect script still running after this (PT1S–PT1M) is killed; an OpenVPN client waiting for it is refused.',
+    ),
   Log: z
     .strictObject({
       syslogConnectionEvents: z
         .boolean()
         .default(false)
-        .describe("Write the reference's `CONNECT …`/`DISCONNECT …` lines to the portal's log (journald under systemd)."),
+        .describe(
+          "Write the reference's `CONNECT …`/`DISCONNECT …` lines to the portal's log (journald under systemd).",
+        ),
       originatingIp: z.boolean().default(false).describe("Include the client's address in those lines (else `*`)."),
     })
     .prefault({}),
@@ -404,9 +518,10 @@ export const portalConfigSchema = z.strictObject({
     .describe(
       "PostgreSQL connections each portal instance keeps; a burst larger than this waits for a free connection (up to `databaseTimeout`). PostgreSQL's `max_connections` (default 100) must hold every instance's pool plus the `db` commands'. SQLite ignores it.",
     ),
-  auditLogRetention: isoDuration
-    .default('P1Y')
-    .meta({ description: 'Audit log entries older than this are deleted by the daily housekeeping.', see: 'admin-keys.md#audit-log' }),
+  auditLogRetention: isoDuration.default('P1Y').meta({
+    description: 'Audit log entries older than this are deleted by the daily housekeeping.',
+    see: 'admin-keys.md#audit-log',
+  }),
   revocationDeadline: isoDuration.default('PT30S').meta({
     description:
       'A revocation receipt still pending this long after its call is overdue (`PT1S` to `PT1H`): `revocation.overdue` is announced and the receipt says `overdue` until every node confirmed.',
@@ -418,7 +533,9 @@ export const portalConfigSchema = z.strictObject({
     .describe(
       'The pino level. Start (`admin API at …`, `metrics at …`) and stop (`stopping the portal`, `portal stopped`) are logged at info; one line per request (`request answered`, method, URL, status, time) only at debug.',
     ),
-  sessionExpiry: isoDuration.default('P90D').describe("The lifetime of a new configuration (calendar units as PHP's DateInterval)."),
+  sessionExpiry: isoDuration
+    .default('P90D')
+    .describe("The lifetime of a new configuration (calendar units as PHP's DateInterval)."),
   expiryWarning: isoDuration.default('P7D').meta({
     description: '`configuration.expiring` is announced this long before a configuration expires.',
     see: 'enrollment-and-devices.md#renewal-extend-and-configurationexpiring',
@@ -428,7 +545,10 @@ export const portalConfigSchema = z.strictObject({
     .describe(
       "The lifetime of the OpenVPN CA that `generate-secrets` makes (the reference's default for new installations); no configuration expires after the CA.",
     ),
-  supportedSessionExpiry: z.array(isoDuration).default([]).describe("Further values `create`'s `expires_in` may take; `sessionExpiry` is always allowed."),
+  supportedSessionExpiry: z
+    .array(isoDuration)
+    .default([])
+    .describe("Further values `create`'s `expires_in` may take; `sessionExpiry` is always allowed."),
   WireGuard: wireGuardSchema.prefault({}),
   apple: z
     .strictObject({
@@ -440,7 +560,11 @@ export const portalConfigSchema = z.strictObject({
           "PEM file of the certificate that signs Apple profiles (a relative path is taken from the configuration file's folder); with `signingKey`, every Apple profile is a CMS SignedData.",
         ),
       signingKey: z.string().min(1).optional().describe('PEM file of the private key of `signingCertificate` (0600).'),
-      signingChain: z.string().min(1).optional().describe('PEM file of the certificates between the signing certificate and a root the devices trust.'),
+      signingChain: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('PEM file of the certificates between the signing certificate and a root the devices trust.'),
     })
     .prefault({})
     .meta({ description: 'Signed Apple profiles.', see: 'apple-profiles.md' }),

@@ -60,7 +60,14 @@ export function describeKey(call: AdminCall): string {
  */
 export function commandLineCall(name: string, parameters: Readonly<Record<string, string>>): AdminCall {
   return {
-    caller: { keyName: COMMAND_LINE_KEY_NAME, keyId: null, keyLineage: null, scope: 'admin', sourceAddress: COMMAND_LINE_SOURCE, profiles: null },
+    caller: {
+      keyName: COMMAND_LINE_KEY_NAME,
+      keyId: null,
+      keyLineage: null,
+      scope: 'admin',
+      sourceAddress: COMMAND_LINE_SOURCE,
+      profiles: null,
+    },
     name,
     parameters,
     successStatus: 200,
@@ -73,7 +80,14 @@ export const PORTAL_KEY_NAME = '(portal)';
 /** A change the portal makes on its own (no key, every right, from `local`), as the audit log records it. */
 export function portalCall(name: string, parameters: Readonly<Record<string, string>>): AdminCall {
   return {
-    caller: { keyName: PORTAL_KEY_NAME, keyId: null, keyLineage: null, scope: 'admin', sourceAddress: COMMAND_LINE_SOURCE, profiles: null },
+    caller: {
+      keyName: PORTAL_KEY_NAME,
+      keyId: null,
+      keyLineage: null,
+      scope: 'admin',
+      sourceAddress: COMMAND_LINE_SOURCE,
+      profiles: null,
+    },
     name,
     parameters,
     successStatus: 200,

@@ -47,7 +47,11 @@ export interface RevocationNotice {
   readonly revocationId: RevocationId;
   readonly userId: UserId;
   readonly connectionIds: readonly string[];
-  readonly nodes: readonly { readonly nodeNumber: NodeNumber; readonly state: 'pending' | 'applied'; readonly appliedAt: string | null }[];
+  readonly nodes: readonly {
+    readonly nodeNumber: NodeNumber;
+    readonly state: 'pending' | 'applied';
+    readonly appliedAt: string | null;
+  }[];
 }
 
 /** A device, as events name it: the fields of its stored record that identify it. */
@@ -105,7 +109,11 @@ export type PortalEvent =
     })
   /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices/devices.ts). */
   | (EventBase & { readonly type: 'device.registered' | 'device.retired'; readonly device: DeviceRef })
-  | (EventBase & { readonly type: 'device.enrolled'; readonly device: DeviceRef; readonly configuration: ConfigurationRef })
+  | (EventBase & {
+      readonly type: 'device.enrolled';
+      readonly device: DeviceRef;
+      readonly configuration: ConfigurationRef;
+    })
   | (EventBase & {
       readonly type: 'device.replaced';
       readonly device: DeviceRef;
@@ -128,7 +136,11 @@ export type PortalEvent =
     })
   /** A revocation receipt's every node confirmed (applied), or its deadline passed with a node pending (overdue). */
   | (EventBase & { readonly type: 'revocation.applied' | 'revocation.overdue'; readonly revocation: RevocationNotice })
-  | (EventBase & { readonly type: 'configuration.expiring'; readonly configuration: ConfigurationRef; readonly expiresAt: Date })
+  | (EventBase & {
+      readonly type: 'configuration.expiring';
+      readonly configuration: ConfigurationRef;
+      readonly expiresAt: Date;
+    })
   | (EventBase & {
       readonly type: 'session.started';
       readonly configuration: ConfigurationRef;
@@ -150,9 +162,15 @@ export type PortalEvent =
   | (EventBase & { readonly type: 'node.down'; readonly nodeNumber: NodeNumber; readonly reason: string })
   | (EventBase & { readonly type: 'node.up'; readonly nodeNumber: NodeNumber })
   /** An admin key was made, rotated or revoked (`vpn-portal admin-key`; recorded so the audit log has the command). */
-  | (EventBase & { readonly type: 'admin_key.created' | 'admin_key.rotated' | 'admin_key.revoked'; readonly keyName: string })
+  | (EventBase & {
+      readonly type: 'admin_key.created' | 'admin_key.rotated' | 'admin_key.revoked';
+      readonly keyName: string;
+    })
   /** A webhook subscription was added, deleted or given a new secret (recorded so the audit log has the call). */
-  | (EventBase & { readonly type: 'webhook.created' | 'webhook.deleted' | 'webhook.secret_rotated'; readonly webhookId: string })
+  | (EventBase & {
+      readonly type: 'webhook.created' | 'webhook.deleted' | 'webhook.secret_rotated';
+      readonly webhookId: string;
+    })
   | (EventBase & {
       readonly type: 'reconcile.finished';
       readonly nodeNumber: NodeNumber;
@@ -257,7 +275,10 @@ export class PortalEvents {
    * and published once it committed (never when it rolled back). On a view bound to an Admin
    * API call, a change that announced something ends with the call's `admin.call` event.
    */
-  async change<T>(db: Db, work: (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>): Promise<T> {
+  async change<T>(
+    db: Db,
+    work: (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>,
+  ): Promise<T> {
     const announced: PortalEvent[] = [];
     const call = this.#call;
     const result = await db.transaction().execute(async (trx) => {
@@ -323,7 +344,13 @@ function connectionIdsOf(events: readonly PortalEvent[]): string[] {
 }
 
 export function wireGuardConfiguration(peer: WireGuardPeer): ConfigurationRef {
-  return { userId: peer.userId, profileId: peer.profileId, connectionId: peer.publicKey, vpnProto: 'wireguard', nodeNumber: peer.nodeNumber };
+  return {
+    userId: peer.userId,
+    profileId: peer.profileId,
+    connectionId: peer.publicKey,
+    vpnProto: 'wireguard',
+    nodeNumber: peer.nodeNumber,
+  };
 }
 
 export function openVpnConfiguration(certificate: OpenVpnCertificate): ConfigurationRef {

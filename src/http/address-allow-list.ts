@@ -1,5 +1,11 @@
 // Source-address allow-lists (CIDR), for the Admin API and for trusted reverse proxies.
-import { parseIpAddress, parseIpPrefix, prefixContainsAddress, type IpAddress, type IpPrefix } from '../net/ip-prefix.js';
+import {
+  parseIpAddress,
+  parseIpPrefix,
+  prefixContainsAddress,
+  type IpAddress,
+  type IpPrefix,
+} from '../net/ip-prefix.js';
 
 export class AddressAllowList {
   private readonly prefixes: readonly IpPrefix[];

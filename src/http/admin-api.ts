@@ -20,7 +20,12 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
   const adminPrefix = `${adminBase}/v1`;
   const requests = new AdminRequests();
   const services: RouteServices = { requests, idempotent: new IdempotentCalls(ctx) };
-  const guard = adminGuard({ ctx, allowList: new AddressAllowList(ctx.config.adminApi.allowList), requests, keyUse: new AdminKeyUse(ctx) });
+  const guard = adminGuard({
+    ctx,
+    allowList: new AddressAllowList(ctx.config.adminApi.allowList),
+    requests,
+    keyUse: new AdminKeyUse(ctx),
+  });
   const routeOf = new Map<string, AdminRoute>(adminRoutes.map((route) => [`${adminPrefix}${route.path}`, route]));
   const openApiPath = `${adminPrefix}/openapi.json`;
 
@@ -39,7 +44,8 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
     if (!refused && !(request.method === 'POST' && state.caller.scope !== null)) return;
     const route = routeOf.get(request.routeOptions.url ?? '');
     const name = route?.path.slice(1) ?? decodePath(request.url.split('?')[0] ?? '').replace(`${adminPrefix}/`, '');
-    const input = route === undefined ? {} : (route.input?.(request) ?? (route.source === 'query' ? request.query : request.body));
+    const input =
+      route === undefined ? {} : (route.input?.(request) ?? (route.source === 'query' ? request.query : request.body));
     const parameters = auditedParameters(route === undefined ? [] : Object.keys(route.params.shape), input, request);
     // The guard's reason (the client is told less on 401), a replay's note, or the answer's error.
     const detail = state.detail ?? (status >= 400 ? errorOf(payload) : null);
@@ -55,12 +61,21 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
     beforeAnswer: recordUnchangedCall,
     async plugin(app) {
       for (const [url, route] of routeOf) {
-        app.route({ method: route.method, url, handler: (request, reply) => runRoute(route, ctx, services, request, reply) });
+        app.route({
+          method: route.method,
+          url,
+          handler: (request, reply) => runRoute(route, ctx, services, request, reply),
+        });
       }
-      const openApi = JSON.stringify(buildOpenApiDocument(adminRoutes, new URL('admin/api/v1', withSlash(ctx.config.baseUrl)).href));
+      const openApi = JSON.stringify(
+        buildOpenApiDocument(adminRoutes, new URL('admin/api/v1', withSlash(ctx.config.baseUrl)).href),
+      );
       app.get(openApiPath, (_request, reply) => reply.type('application/json').send(openApi));
     },
-    methods: new Map([...[...routeOf].map(([url, route]): [string, string] => [url, route.method]), [openApiPath, 'GET']]),
+    methods: new Map([
+      ...[...routeOf].map(([url, route]): [string, string] => [url, route.method]),
+      [openApiPath, 'GET'],
+    ]),
   };
 }
 

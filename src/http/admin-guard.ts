@@ -39,12 +39,16 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
     if (requests.get(request) !== undefined) return;
     if (!allowList.allows(request.ip)) {
       request.log.warn({ ip: request.ip }, 'admin API request from an address outside adminApi.allowList');
-      requests.set(request, { caller: nobody(request), detail: `source address ${request.ip} not in adminApi.allowList` });
+      requests.set(request, {
+        caller: nobody(request),
+        detail: `source address ${request.ip} not in adminApi.allowList`,
+      });
       await sendError(reply, 403, 'source address not allowed');
       return;
     }
     const header = request.headers.authorization;
-    const token = typeof header === 'string' && header.startsWith(BEARER_PREFIX) ? header.slice(BEARER_PREFIX.length) : null;
+    const token =
+      typeof header === 'string' && header.startsWith(BEARER_PREFIX) ? header.slice(BEARER_PREFIX.length) : null;
     if (token?.startsWith(ADMIN_KEY_PREFIX) === true) {
       const check = await checkAdminKey(ctx, token);
       if (!check.valid) {
@@ -70,7 +74,11 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
       }
       requests.set(request, { caller });
       // "Last used" is bookkeeping: it never delays or fails the call.
-      keyUse.note(key, request.ip).catch((error: unknown) => request.log.warn({ err: error, key: key.name }, 'could not note the use of an admin key'));
+      keyUse
+        .note(key, request.ip)
+        .catch((error: unknown) =>
+          request.log.warn({ err: error, key: key.name }, 'could not note the use of an admin key'),
+        );
       return;
     }
     if (!keys.adminApiEnabled()) {

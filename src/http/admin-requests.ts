@@ -39,12 +39,20 @@ export class AdminRequests {
  * SHA-256), and the Idempotency-Key. The Admin API takes no secret as a parameter; a file or a
  * private key is never among them.
  */
-export function auditedParameters(names: readonly string[], input: unknown, request: FastifyRequest): Record<string, string> {
+export function auditedParameters(
+  names: readonly string[],
+  input: unknown,
+  request: FastifyRequest,
+): Record<string, string> {
   const parameters = Object.fromEntries(
-    Object.entries(sentParameters(names, input)).map(([name, value]) => [name, value.length <= MAX_AUDITED_VALUE ? value : digestOf(value)]),
+    Object.entries(sentParameters(names, input)).map(([name, value]) => [
+      name,
+      value.length <= MAX_AUDITED_VALUE ? value : digestOf(value),
+    ]),
   );
   const idempotencyKey = request.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
-  if (typeof idempotencyKey === 'string') parameters[IDEMPOTENCY_KEY_HEADER] = idempotencyKey.slice(0, MAX_AUDITED_VALUE);
+  if (typeof idempotencyKey === 'string')
+    parameters[IDEMPOTENCY_KEY_HEADER] = idempotencyKey.slice(0, MAX_AUDITED_VALUE);
   return parameters;
 }
 

@@ -89,14 +89,22 @@ export async function runRoute<S extends ParamsSchema>(
   if (idempotencyKey === undefined || caller.keyLineage === null) {
     response = await route.handle(callCtx, params, request, {});
   } else {
-    const varying = Object.fromEntries((route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]));
+    const varying = Object.fromEntries(
+      (route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]),
+    );
     const parameters = sentParameters(Object.keys(route.params.shape), input);
     const outcome = await services.idempotent.run(
-      { keyLineage: caller.keyLineage, idempotencyKey, call: call.name, fingerprint: fingerprintOf(call.name, parameters, varying) },
+      {
+        keyLineage: caller.keyLineage,
+        idempotencyKey,
+        call: call.name,
+        fingerprint: fingerprintOf(call.name, parameters, varying),
+      },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
     );
     response = outcome.response;
-    if (outcome.replayed) state.detail = `answer of an earlier request with this ${IDEMPOTENCY_KEY_HEADER} given again; nothing changed`;
+    if (outcome.replayed)
+      state.detail = `answer of an earlier request with this ${IDEMPOTENCY_KEY_HEADER} given again; nothing changed`;
   }
   if (response.status === 204) {
     await reply
@@ -153,7 +161,10 @@ export function bindCall<S extends ParamsSchema>(
     throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
   }
   if (route.needsEveryProfile === true && caller.profiles !== null) {
-    throw new HttpError(403, `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`);
+    throw new HttpError(
+      403,
+      `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`,
+    );
   }
   const call: AdminCall = {
     caller,

@@ -57,7 +57,10 @@ export class CertificateCheck {
     this.#ctx = ctx;
     this.config = config;
     this.#errors = config.crlSources.map(() => null);
-    const rule = config.deviceId.prefix === undefined ? { from: config.deviceId.from } : { from: config.deviceId.from, prefix: config.deviceId.prefix };
+    const rule =
+      config.deviceId.prefix === undefined
+        ? { from: config.deviceId.from }
+        : { from: config.deviceId.from, prefix: config.deviceId.prefix };
     try {
       this.verifier = new ClientCertificateVerifier(config.trustAnchors, [], rule, config.intuneTenantId);
     } catch (error) {
@@ -112,12 +115,19 @@ export class CertificateCheck {
     await Promise.all(
       this.config.crlSources.map(async (source, index) => {
         try {
-          await this.verifier.replaceCrl(index, source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location));
-          if (this.#errors[index] !== null) this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
+          await this.verifier.replaceCrl(
+            index,
+            source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location),
+          );
+          if (this.#errors[index] !== null)
+            this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
           this.#errors[index] = null;
         } catch (error) {
           if (this.#errors[index] === null) {
-            this.#ctx.logger.error({ err: error, crl: source.location }, 'a certificate revocation list cannot be read; the last good one stays in use');
+            this.#ctx.logger.error(
+              { err: error, crl: source.location },
+              'a certificate revocation list cannot be read; the last good one stays in use',
+            );
           }
           this.#errors[index] = messageOf(error);
         }
@@ -126,7 +136,10 @@ export class CertificateCheck {
     try {
       await retireDevicesOfRevokedCertificates(this.#ctx, this.verifier.revoked);
     } catch (error) {
-      this.#ctx.logger.error({ err: error }, 'devices with revoked certificates could not be looked up; tried again at the next refresh');
+      this.#ctx.logger.error(
+        { err: error },
+        'devices with revoked certificates could not be looked up; tried again at the next refresh',
+      );
     }
   }
 }
@@ -146,7 +159,13 @@ async function fetchCrl(url: string): Promise<Buffer> {
  * A refused certificate enrollment is in the audit log (call `enroll`, no key), as refused Admin
  * API calls are: who tried, from where, and why.
  */
-async function auditRefusal(ctx: PortalContext, sourceAddress: string, parameters: Record<string, string>, status: number, reason: string): Promise<void> {
+async function auditRefusal(
+  ctx: PortalContext,
+  sourceAddress: string,
+  parameters: Record<string, string>,
+  status: number,
+  reason: string,
+): Promise<void> {
   const call: AdminCall = {
     caller: { keyName: null, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null },
     name: ENROLL_PATH,
@@ -186,7 +205,13 @@ export async function enrollWithCertificate(
   } catch (error) {
     // A certificate that names no registered device (403), or a device that says otherwise (409).
     if (error instanceof PortalError && (error.code === 'not-allowed' || error.code === 'conflict')) {
-      await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, statusOfPortalError(error), error.message);
+      await auditRefusal(
+        ctx,
+        request.ip,
+        { device_id: verdict.certificate.deviceId },
+        statusOfPortalError(error),
+        error.message,
+      );
     }
     throw error;
   }

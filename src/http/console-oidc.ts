@@ -21,13 +21,17 @@ const PROVIDER_TIMEOUT_SECONDS = 10;
 /** Authenticated data of the sealed flow cookie: a text sealed for anything else does not open here. */
 const FLOW_CONTEXT = 'console-oidc-flow';
 
-export type OidcStart = { readonly ok: true; readonly url: URL; readonly flow: string } | { readonly ok: false; readonly reason: string };
+export type OidcStart =
+  | { readonly ok: true; readonly url: URL; readonly flow: string }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * A finished flow: a grant, or a refusal with one line for the person (`reason`) and the
  * subject when the provider named one (for the audit row).
  */
-export type OidcFinish = { readonly ok: true; readonly grant: OidcGrant } | { readonly ok: false; readonly subject: string | null; readonly reason: string };
+export type OidcFinish =
+  | { readonly ok: true; readonly grant: OidcGrant }
+  | { readonly ok: false; readonly subject: string | null; readonly reason: string };
 
 interface SealedFlow {
   readonly state: string;
@@ -73,7 +77,10 @@ export class ConsoleOidc {
     try {
       configuration = await this.provider();
     } catch (error) {
-      return { ok: false, reason: `${this.settings.name} cannot be reached (${describe(error)}); sign in with an admin key.` };
+      return {
+        ok: false,
+        reason: `${this.settings.name} cannot be reached (${describe(error)}); sign in with an admin key.`,
+      };
     }
     const flow: SealedFlow = {
       state: client.randomState(),
@@ -113,7 +120,8 @@ export class ConsoleOidc {
         idTokenExpected: true,
       });
       const idToken = tokens.claims();
-      if (idToken === undefined) return { ok: false, subject: null, reason: `${this.settings.name} answered without an ID token.` };
+      if (idToken === undefined)
+        return { ok: false, subject: null, reason: `${this.settings.name} answered without an ID token.` };
       const userInfo = await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub);
       claims = { ...userInfo, ...idToken };
     } catch (error) {
@@ -121,7 +129,11 @@ export class ConsoleOidc {
     }
     const result = grantFromClaims(claims, this.settings);
     if (result.ok) return result;
-    return { ok: false, subject: result.subject, reason: `${this.settings.name} account "${result.subject}" may not use the console: ${result.reason}.` };
+    return {
+      ok: false,
+      subject: result.subject,
+      reason: `${this.settings.name} account "${result.subject}" may not use the console: ${result.reason}.`,
+    };
   }
 
   #openFlow(sealed: string | undefined): SealedFlow | string {

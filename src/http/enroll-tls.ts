@@ -24,7 +24,10 @@ export interface RunningEnrollTls {
 }
 
 /** Starts the listener when `enrollment.tls` is set. */
-export async function startEnrollTls(ctx: PortalContext, check: CertificateCheck | null): Promise<RunningEnrollTls | null> {
+export async function startEnrollTls(
+  ctx: PortalContext,
+  check: CertificateCheck | null,
+): Promise<RunningEnrollTls | null> {
   const { tls } = ctx.config.enrollment;
   if (tls === null || check === null) return null;
   const app = Fastify({
@@ -54,7 +57,8 @@ function presentedChain(socket: TLSSocket): Buffer[] {
   let current: PeerCertificate | DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
   while (current?.raw !== undefined && chain.length < MAX_PRESENTED) {
     chain.push(current.raw);
-    const next: DetailedPeerCertificate | undefined = 'issuerCertificate' in current ? current.issuerCertificate : undefined;
+    const next: DetailedPeerCertificate | undefined =
+      'issuerCertificate' in current ? current.issuerCertificate : undefined;
     if (next === undefined || next === current || next.raw?.equals(current.raw) === true) break;
     current = next;
   }

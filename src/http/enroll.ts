@@ -42,12 +42,20 @@ export function enrollEndpoint(ctx: PortalContext, certificateCheck: Certificate
       }
       const retryAfter = limit.take(request.ip);
       if (retryAfter !== null) {
-        request.log.warn({ ip: request.ip }, 'enrollment requests from one address beyond enrollment.requestsPerMinute');
-        await sendError(reply, 429, `too many enrollment requests from this address; try again in ${retryAfter} s`, { 'retry-after': String(retryAfter) });
+        request.log.warn(
+          { ip: request.ip },
+          'enrollment requests from one address beyond enrollment.requestsPerMinute',
+        );
+        await sendError(reply, 429, `too many enrollment requests from this address; try again in ${retryAfter} s`, {
+          'retry-after': String(retryAfter),
+        });
       }
     },
     async handle(request, reply) {
-      const forwarded = certificateCheck === null ? undefined : forwardedCertificate(request, certificateCheck.config.header, trustedProxies);
+      const forwarded =
+        certificateCheck === null
+          ? undefined
+          : forwardedCertificate(request, certificateCheck.config.header, trustedProxies);
       const hasToken = typeof request.body === 'object' && request.body !== null && 'enrollment_token' in request.body;
       if (certificateCheck !== null && forwarded !== undefined && !hasToken) {
         await enrollWithCertificate(ctx, certificateCheck, [forwarded], request, reply);
@@ -82,9 +90,14 @@ export function enrollSurface(ctx: PortalContext, certificateCheck: CertificateC
 }
 
 /** The PEM certificate (with its chain) a trusted proxy forwarded, URL-decoded; undefined when none or not from a trusted proxy. */
-function forwardedCertificate(request: FastifyRequest, header: string, trustedProxies: AddressAllowList): string | undefined {
+function forwardedCertificate(
+  request: FastifyRequest,
+  header: string,
+  trustedProxies: AddressAllowList,
+): string | undefined {
   const value = request.headers[header.toLowerCase()];
-  if (typeof value !== 'string' || value === '' || !trustedProxies.allows(request.socket.remoteAddress ?? '')) return undefined;
+  if (typeof value !== 'string' || value === '' || !trustedProxies.allows(request.socket.remoteAddress ?? ''))
+    return undefined;
   try {
     return decodeURIComponent(value);
   } catch {

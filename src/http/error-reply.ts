@@ -28,7 +28,10 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
 /** Fastify's own request errors, translated to messages a person can act on. */
 const FRAMEWORK_ERRORS: Readonly<Record<string, { status: number; message: string }>> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, message: 'request body too large' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, message: 'unsupported Content-Type, send application/x-www-form-urlencoded' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    message: 'unsupported Content-Type, send application/x-www-form-urlencoded',
+  },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, message: 'Content-Length does not match the body' },
   FST_ERR_CTP_EMPTY_TYPE: { status: 415, message: 'empty Content-Type, send application/x-www-form-urlencoded' },
   FST_ERR_CTP_INVALID_TYPE: { status: 415, message: 'invalid Content-Type, send application/x-www-form-urlencoded' },
@@ -57,7 +60,12 @@ export function wasDatabaseOutage(request: FastifyRequest): boolean {
   return answeredForOutage.has(request);
 }
 
-export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
+export function sendError(
+  reply: FastifyReply,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): FastifyReply {
   return reply
     .code(status)
     .headers(headers)

@@ -81,8 +81,13 @@ export function idempotencyKeyOf(headers: Record<string, string | string[] | und
 }
 
 /** SHA-256 over the call, its parameters (sorted by name) and the headers its answer depends on. */
-export function fingerprintOf(call: string, parameters: Readonly<Record<string, string>>, headers: Readonly<Record<string, string>>): string {
-  const sorted = (record: Readonly<Record<string, string>>) => Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+export function fingerprintOf(
+  call: string,
+  parameters: Readonly<Record<string, string>>,
+  headers: Readonly<Record<string, string>>,
+): string {
+  const sorted = (record: Readonly<Record<string, string>>) =>
+    Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256')
     .update(JSON.stringify([call, sorted(parameters), sorted(headers)]))
     .digest('hex');
@@ -96,7 +101,10 @@ export class IdempotentCalls {
    * `execute` may keep its answer inside its change's transaction (`keep`); otherwise it is
    * kept right after.
    */
-  async run(request: IdempotentRequest, execute: (keep: KeepAnswer) => Promise<RouteResponse>): Promise<IdempotentOutcome> {
+  async run(
+    request: IdempotentRequest,
+    execute: (keep: KeepAnswer) => Promise<RouteResponse>,
+  ): Promise<IdempotentOutcome> {
     const cipher = this.#cipher();
     const context = `${request.keyLineage}\n${request.idempotencyKey}`;
     const deadline = Date.now() + WAIT_FOR_OWNER_MS;
@@ -119,7 +127,8 @@ export class IdempotentCalls {
           createdAt: now,
           expiresAt: formatAtom(new Date(nowDate.getTime() + IDEMPOTENCY_WINDOW_MS)),
         });
-        if (reserved) return { response: await this.#execute(request, owner, context, cipher, execute), replayed: false };
+        if (reserved)
+          return { response: await this.#execute(request, owner, context, cipher, execute), replayed: false };
         continue; // another request reserved it just now
       }
       if (existing.fingerprint !== request.fingerprint) {
@@ -135,7 +144,10 @@ export class IdempotentCalls {
             { idempotencyKey: request.idempotencyKey },
             `a kept answer cannot be opened: it was sealed under another ${this.ctx.keys.answerKeyPath} (every portal instance needs the same file)`,
           );
-          throw new HttpError(409, `the answer to ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" cannot be given again; the portal log says why`);
+          throw new HttpError(
+            409,
+            `the answer to ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" cannot be given again; the portal log says why`,
+          );
         }
         return { response: storedAnswer.parse(JSON.parse(opened)), replayed: true };
       }
@@ -145,7 +157,10 @@ export class IdempotentCalls {
         continue;
       }
       if (Date.now() > deadline) {
-        throw new HttpError(409, `a request with ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" is still being processed; try again later`);
+        throw new HttpError(
+          409,
+          `a request with ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" is still being processed; try again later`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
@@ -173,13 +188,19 @@ export class IdempotentCalls {
       // Only a reservation still pending is given up (nothing was stored): a retry runs the call
       // again. An answer kept with a change that committed stays, and the retry gets it.
       await releaseIdempotencyKey(this.ctx.db, owned).catch((releaseError: unknown) =>
-        this.ctx.logger.warn({ err: releaseError }, `could not give up a reservation of ${IDEMPOTENCY_KEY_HEADER}; it is taken over after 5 minutes`),
+        this.ctx.logger.warn(
+          { err: releaseError },
+          `could not give up a reservation of ${IDEMPOTENCY_KEY_HEADER}; it is taken over after 5 minutes`,
+        ),
       );
       throw error;
     }
     // Calls that did not keep their answer in their transaction (all but create): kept now.
     // A no-op when it was kept already (the record is no longer pending).
-    await completeIdempotencyRecord(this.ctx.db, owned, { status: response.status, sealed: cipher.seal(storable(response), context) });
+    await completeIdempotencyRecord(this.ctx.db, owned, {
+      status: response.status,
+      sealed: cipher.seal(storable(response), context),
+    });
     return response;
   }
 
@@ -195,9 +216,15 @@ export class IdempotentCalls {
 /** The answer as kept: parts of a listing (which no POST call answers today) joined into one text, bytes as Base64. */
 function storable(response: RouteResponse): string {
   if ('body' in response && typeof response.body !== 'string') {
-    return JSON.stringify({ status: response.status, bodyBase64: Buffer.from(response.body).toString('base64'), headers: response.headers });
+    return JSON.stringify({
+      status: response.status,
+      bodyBase64: Buffer.from(response.body).toString('base64'),
+      headers: response.headers,
+    });
   }
   if (!('jsonParts' in response)) return JSON.stringify(response);
-  const text = Buffer.concat(response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))).toString();
+  const text = Buffer.concat(
+    response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)),
+  ).toString();
   return JSON.stringify({ status: response.status, jsonText: text });
 }

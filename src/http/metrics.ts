@@ -74,7 +74,8 @@ export class PortalMetrics {
       labelNames: ['node'] as const,
       registers,
       collect() {
-        for (const nodeNumber of config.nodes.keys()) this.set({ node: String(nodeNumber) }, ctx.nodes.isDown(nodeNumber) ? 0 : 1);
+        for (const nodeNumber of config.nodes.keys())
+          this.set({ node: String(nodeNumber) }, ctx.nodes.isDown(nodeNumber) ? 0 : 1);
       },
     });
     const lastSuccessMs = this.lastSuccessMs;
@@ -96,13 +97,20 @@ export class PortalMetrics {
         this.reset();
         for (const profile of config.profiles) {
           for (const node of profile.nodes) {
-            if (profile.wireGuard !== null) this.set({ profile: profile.profileId, node: String(node.nodeNumber), vpn_proto: 'wireguard' }, 0);
-            if (profile.openVpn !== null) this.set({ profile: profile.profileId, node: String(node.nodeNumber), vpn_proto: 'openvpn' }, 0);
+            if (profile.wireGuard !== null)
+              this.set({ profile: profile.profileId, node: String(node.nodeNumber), vpn_proto: 'wireguard' }, 0);
+            if (profile.openVpn !== null)
+              this.set({ profile: profile.profileId, node: String(node.nodeNumber), vpn_proto: 'openvpn' }, 0);
           }
         }
-        const [peers, certificates] = await Promise.all([countPeersByProfileAndNode(ctx.db), countCertificatesByProfileAndNode(ctx.db)]);
-        for (const row of peers) this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'wireguard' }, row.count);
-        for (const row of certificates) this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'openvpn' }, row.count);
+        const [peers, certificates] = await Promise.all([
+          countPeersByProfileAndNode(ctx.db),
+          countCertificatesByProfileAndNode(ctx.db),
+        ]);
+        for (const row of peers)
+          this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'wireguard' }, row.count);
+        for (const row of certificates)
+          this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'openvpn' }, row.count);
       },
     });
     new Gauge({
@@ -131,7 +139,10 @@ export class PortalMetrics {
     for (const profile of config.profiles) {
       for (const node of profile.nodes) {
         if (node.wireGuard === null) continue;
-        poolSize.set({ profile: profile.profileId, node: String(node.nodeNumber) }, poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix));
+        poolSize.set(
+          { profile: profile.profileId, node: String(node.nodeNumber) },
+          poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix),
+        );
       }
     }
     new Gauge({
@@ -142,9 +153,11 @@ export class PortalMetrics {
       async collect() {
         this.reset();
         for (const profile of config.profiles) {
-          for (const node of profile.nodes) if (node.wireGuard !== null) this.set({ profile: profile.profileId, node: String(node.nodeNumber) }, 0);
+          for (const node of profile.nodes)
+            if (node.wireGuard !== null) this.set({ profile: profile.profileId, node: String(node.nodeNumber) }, 0);
         }
-        for (const row of await countPeersByProfileAndNode(ctx.db)) this.set({ profile: row.profileId, node: String(row.nodeNumber) }, row.count);
+        for (const row of await countPeersByProfileAndNode(ctx.db))
+          this.set({ profile: row.profileId, node: String(row.nodeNumber) }, row.count);
       },
     });
     new Gauge({
@@ -154,7 +167,8 @@ export class PortalMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const row of await countDevices(ctx.db)) this.set({ platform: row.platform, state: row.state, identity: row.identity }, row.count);
+        for (const row of await countDevices(ctx.db))
+          this.set({ platform: row.platform, state: row.state, identity: row.identity }, row.count);
       },
     });
   }
@@ -190,7 +204,9 @@ export class PortalMetrics {
       registers,
       collect() {
         this.reset();
-        for (const list of lists()) if (list.thisUpdate !== null) this.set({ file: list.file }, Math.max(0, (now() - list.thisUpdate.getTime()) / 1000));
+        for (const list of lists())
+          if (list.thisUpdate !== null)
+            this.set({ file: list.file }, Math.max(0, (now() - list.thisUpdate.getTime()) / 1000));
       },
     });
     new Gauge({
@@ -257,7 +273,10 @@ export class PortalMetrics {
     });
   }
 
-  instrument(app: ReturnType<typeof buildServer>, paths: { readonly adminPrefix: string; readonly nodeApi: string }): void {
+  instrument(
+    app: ReturnType<typeof buildServer>,
+    paths: { readonly adminPrefix: string; readonly nodeApi: string },
+  ): void {
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url;
       const api = route?.startsWith(paths.adminPrefix) ? 'admin' : route?.startsWith(paths.nodeApi) ? 'node' : null;

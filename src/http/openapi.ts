@@ -69,7 +69,9 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: s
           'application/x-www-form-urlencoded': {
             schema: {
               type: 'object',
-              properties: Object.fromEntries(fields.map((spec) => [spec.name, { ...schemaOf(spec), description: spec.description }])),
+              properties: Object.fromEntries(
+                fields.map((spec) => [spec.name, { ...schemaOf(spec), description: spec.description }]),
+              ),
               required: fields.filter((spec) => spec.required).map((spec) => spec.name),
             },
           },
@@ -91,14 +93,18 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: s
     },
     servers: [{ url: serverUrl }],
     'x-admin-key-scopes': Object.fromEntries(
-      ADMIN_SCOPES.map((scope) => [scope, routes.filter((route) => scopeAllows(scope, route.scope)).map((route) => route.path.slice(1))]),
+      ADMIN_SCOPES.map((scope) => [
+        scope,
+        routes.filter((route) => scopeAllows(scope, route.scope)).map((route) => route.path.slice(1)),
+      ]),
     ),
     components: {
       securitySchemes: {
         adminApiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: "The specification's secret (DATA/keys/admin-api.key, every scope) or an admin key (`vpa_…`) of scope read, write or admin",
+          description:
+            "The specification's secret (DATA/keys/admin-api.key, every scope) or an admin key (`vpa_…`) of scope read, write or admin",
         },
       },
     },
@@ -117,10 +123,18 @@ function schemaOf(spec: ParamField): Record<string, unknown> {
   return schema;
 }
 
-function describeResponse(doc: { description: string; schema?: z.ZodType; contentTypes?: readonly string[] }): Record<string, unknown> {
-  if (doc.schema !== undefined) return { description: doc.description, content: { 'application/json': { schema: jsonSchema(doc.schema) } } };
+function describeResponse(doc: {
+  description: string;
+  schema?: z.ZodType;
+  contentTypes?: readonly string[];
+}): Record<string, unknown> {
+  if (doc.schema !== undefined)
+    return { description: doc.description, content: { 'application/json': { schema: jsonSchema(doc.schema) } } };
   if (doc.contentTypes !== undefined) {
-    return { description: doc.description, content: Object.fromEntries(doc.contentTypes.map((type) => [type, { schema: { type: 'string' } }])) };
+    return {
+      description: doc.description,
+      content: Object.fromEntries(doc.contentTypes.map((type) => [type, { schema: { type: 'string' } }])),
+    };
   }
   return { description: doc.description };
 }
@@ -130,6 +144,9 @@ function jsonResponse(description: string): Record<string, unknown> {
 }
 
 function jsonSchema(schema: z.ZodType): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return rest;
 }

@@ -16,7 +16,12 @@ export type ParamSource = 'query' | 'post';
  * object). Fields are checked in the order the schema lists them; the first failure answers 400.
  * `config` gives the values a parameter allows here (ParamNote.allowedHere) for that answer.
  */
-export function readParams<S extends ParamsSchema>(source: ParamSource, input: unknown, schema: S, config?: PortalConfig): z.output<S> {
+export function readParams<S extends ParamsSchema>(
+  source: ParamSource,
+  input: unknown,
+  schema: S,
+  config?: PortalConfig,
+): z.output<S> {
   const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
   const sourceName = source === 'post' ? 'post parameter' : 'query parameter';
   const result: Record<string, unknown> = {};
@@ -41,9 +46,17 @@ export function readParams<S extends ParamsSchema>(source: ParamSource, input: u
 }
 
 /** The reference's `invalid value for "NAME"`, then, for durations and times, the value and the form expected. */
-function invalidValue(name: string, raw: string, spec: ParamField, config: PortalConfig | undefined, error: z.ZodError): string {
+function invalidValue(
+  name: string,
+  raw: string,
+  spec: ParamField,
+  config: PortalConfig | undefined,
+  error: z.ZodError,
+): string {
   // A reason the schema marked as shown (e.g. a key's non-canonical encoding) is said as it is.
-  const reason = error.issues.find((issue) => issue.code === 'custom' && issue.params?.[SHOWN_TO_CLIENT] === true)?.message ?? spec.note?.reason;
+  const reason =
+    error.issues.find((issue) => issue.code === 'custom' && issue.params?.[SHOWN_TO_CLIENT] === true)?.message ??
+    spec.note?.reason;
   if (reason !== undefined) return `invalid value for "${name}": ${reason}`;
   const expected = spec.note?.expectedForm;
   if (expected === undefined) return `invalid value for "${name}"`;
@@ -63,6 +76,7 @@ export function readForm<S extends z.ZodObject>(schema: S, input: unknown): z.ou
   const name = String(parsed.error.issues[0]?.path[0] ?? '');
   const raw = values[name];
   if (raw === undefined) throw new HttpError(400, `missing post parameter "${name}"`);
-  if (typeof raw !== 'string' && !Array.isArray(raw)) throw new HttpError(400, `value of post parameter "${name}" MUST be string`);
+  if (typeof raw !== 'string' && !Array.isArray(raw))
+    throw new HttpError(400, `value of post parameter "${name}" MUST be string`);
   throw new HttpError(400, `invalid value for "${name}"`);
 }

@@ -58,8 +58,14 @@ export class ProtocolErrorAnswers {
   install(server: Server): void {
     // Node answers any Expect but 100-continue with an empty 417 unless someone listens.
     server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
-      const body = JSON.stringify({ error: `cannot meet "Expect: ${request.headers.expect ?? ''}"; only "100-continue" is supported` });
-      response.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
+      const body = JSON.stringify({
+        error: `cannot meet "Expect: ${request.headers.expect ?? ''}"; only "100-continue" is supported`,
+      });
+      response.writeHead(417, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        connection: 'close',
+      });
       response.end(body);
     });
 
@@ -81,7 +87,10 @@ export class ProtocolErrorAnswers {
       return;
     }
     const { status, message } = answerFor(error, this.#options.requestTimeoutMs);
-    this.#options.logger.debug({ code: error.code, remoteAddress: socket.remoteAddress, status }, 'HTTP request refused before routing');
+    this.#options.logger.debug(
+      { code: error.code, remoteAddress: socket.remoteAddress, status },
+      'HTTP request refused before routing',
+    );
     const exchanges = this.#options.running.on(socket);
     // Requests that arrived whole are being handled: their answers go first, then the refusal.
     if (exchanges.length > 0 && exchanges.every((exchange) => exchange.request.complete)) {

@@ -37,7 +37,9 @@ export class RunningRequests {
    * arriving are not waited for: they have not run, so dropping them changes nothing.
    */
   async answered(): Promise<void> {
-    await Promise.all([...this.#all].filter((exchange) => exchange.request.complete).map((exchange) => exchange.settled));
+    await Promise.all(
+      [...this.#all].filter((exchange) => exchange.request.complete).map((exchange) => exchange.settled),
+    );
   }
 
   #track(request: IncomingMessage, response: ServerResponse): void {

@@ -31,11 +31,16 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
     nodeApiSurface(ctx),
     enrollSurface(ctx, certificateCheck),
   ];
-  const surfaceOf = (request: FastifyRequest): HttpSurface | undefined => surfaces.find((surface) => surface.owns(request));
+  const surfaceOf = (request: FastifyRequest): HttpSurface | undefined =>
+    surfaces.find((surface) => surface.owns(request));
   const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
   const { listen } = ctx.config;
   const running = new RunningRequests();
-  const protocolErrors = new ProtocolErrorAnswers({ requestTimeoutMs: listen.requestTimeoutMs, running, logger: ctx.logger });
+  const protocolErrors = new ProtocolErrorAnswers({
+    requestTimeoutMs: listen.requestTimeoutMs,
+    running,
+    logger: ctx.logger,
+  });
   const app = Fastify({
     loggerInstance: ctx.logger,
     // One line per request at info is noise and cost: one line at debug instead.
@@ -70,7 +75,11 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
   app.addHook('preClose', async () => {
     void running.answered().then(() => app.server.closeAllConnections());
   });
-  new ConnectionsPerAddress({ maxPerAddress: listen.maxConnectionsPerAddress, uncapped: trustedProxies, logger: ctx.logger }).install(app.server);
+  new ConnectionsPerAddress({
+    maxPerAddress: listen.maxConnectionsPerAddress,
+    uncapped: trustedProxies,
+    logger: ctx.logger,
+  }).install(app.server);
   app.removeAllContentTypeParsers();
   void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
   app.setErrorHandler(handleError);
@@ -102,7 +111,8 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
   app.setNotFoundHandler((request, reply) => {
     const path = decodePath(request.url.split('?')[0] ?? '');
     const allowed = methodOf.get(path);
-    if (allowed !== undefined) return sendError(reply, 405, `method "${request.method}" not allowed`, { allow: allowed });
+    if (allowed !== undefined)
+      return sendError(reply, 405, `method "${request.method}" not allowed`, { allow: allowed });
     // The whole path asked for (the reference names it relative to the Admin API, `"/v1/x"`,
     // which hides a wrong baseUrl or prefix).
     return sendError(reply, 404, `"${path}" not found`);
@@ -120,7 +130,12 @@ class DebugRequestLog extends LogController {
       return;
     }
     request.log.debug(
-      { method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        responseTimeMs: Math.round(reply.elapsedTime),
+      },
       'request answered',
     );
   }

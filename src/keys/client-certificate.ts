@@ -34,7 +34,9 @@ export interface CrlSummary {
   readonly entries: number;
 }
 
-export type ClientCertificateVerdict = { readonly ok: true; readonly certificate: VerifiedClientCertificate } | { readonly ok: false; readonly reason: string };
+export type ClientCertificateVerdict =
+  | { readonly ok: true; readonly certificate: VerifiedClientCertificate }
+  | { readonly ok: false; readonly reason: string };
 
 /** Certificates longer than this chain are refused (a device's chain is leaf, issuing CA, root). */
 const MAX_CHAIN = 8;
@@ -91,14 +93,19 @@ export class ClientCertificateVerifier {
 
   /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes (null: never read). */
   get crlSummary(): readonly (CrlSummary | null)[] {
-    return this.#crls.map((crl) => (crl === null ? null : { issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length }));
+    return this.#crls.map((crl) =>
+      crl === null ? null : { issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length },
+    );
   }
 
   /** What every list in use revokes, for retiring the devices bound to those certificates. */
   get revoked(): readonly RevokedSerials[] {
     return this.#crls
       .filter((crl) => crl !== null)
-      .map((crl) => ({ issuer: crl.issuer, serialNumbers: new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber))) }));
+      .map((crl) => ({
+        issuer: crl.issuer,
+        serialNumbers: new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber))),
+      }));
   }
 
   /** `presented`: the leaf first, then the intermediates the device sent (DER or PEM). */
@@ -112,18 +119,23 @@ export class ClientCertificateVerifier {
     const leaf = certificates[0];
     if (leaf === undefined) return refuse('no client certificate was presented');
     const chain = await this.#chainOf(leaf, certificates.slice(1));
-    if (chain === null) return refuse(`the client certificate (issuer "${leaf.issuer}") does not chain to a trust anchor`);
+    if (chain === null)
+      return refuse(`the client certificate (issuer "${leaf.issuer}") does not chain to a trust anchor`);
     for (const certificate of chain) {
       if (certificate.notBefore.getTime() > now.getTime())
-        return refuse(`certificate "${certificate.subject}" is not valid before ${certificate.notBefore.toISOString()}`);
+        return refuse(
+          `certificate "${certificate.subject}" is not valid before ${certificate.notBefore.toISOString()}`,
+        );
       if (certificate.notAfter.getTime() < now.getTime())
         return refuse(`certificate "${certificate.subject}" expired at ${certificate.notAfter.toISOString()}`);
     }
     const issuer = chain[1];
-    if (issuer !== undefined && (await this.#revoked(leaf, issuer))) return refuse(`the client certificate (serial ${leaf.serialNumber}) is revoked`);
+    if (issuer !== undefined && (await this.#revoked(leaf, issuer)))
+      return refuse(`the client certificate (serial ${leaf.serialNumber}) is revoked`);
     if (this.intuneTenantId !== null) {
       const tenant = intuneTenantOf(leaf);
-      if (tenant === null) return refuse(`the client certificate has no Intune tenant extension (${INTUNE_TENANT_OID})`);
+      if (tenant === null)
+        return refuse(`the client certificate has no Intune tenant extension (${INTUNE_TENANT_OID})`);
       if (tenant !== this.intuneTenantId.toLowerCase())
         return refuse(`the client certificate is of Intune tenant ${tenant}, not ${this.intuneTenantId.toLowerCase()}`);
     }
@@ -137,13 +149,18 @@ export class ClientCertificateVerifier {
         issuer: leaf.issuer,
         serialNumber: leaf.serialNumber,
         notAfter: leaf.notAfter,
-        emails: (leaf.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? []).filter((name) => name.type === 'email').map((name) => name.value),
+        emails: (leaf.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? [])
+          .filter((name) => name.type === 'email')
+          .map((name) => name.value),
       },
     };
   }
 
   /** Leaf to anchor, each signed by the next (an anchor may be the leaf's own issuer); null when there is no such chain. */
-  async #chainOf(leaf: x509.X509Certificate, intermediates: readonly x509.X509Certificate[]): Promise<x509.X509Certificate[] | null> {
+  async #chainOf(
+    leaf: x509.X509Certificate,
+    intermediates: readonly x509.X509Certificate[],
+  ): Promise<x509.X509Certificate[] | null> {
     const chain = [leaf];
     for (let current = leaf; chain.length <= MAX_CHAIN; ) {
       const anchor = await this.#signer(current, this.#anchors);
@@ -156,7 +173,10 @@ export class ClientCertificateVerifier {
     return null;
   }
 
-  async #signer(certificate: x509.X509Certificate, candidates: readonly x509.X509Certificate[]): Promise<x509.X509Certificate | undefined> {
+  async #signer(
+    certificate: x509.X509Certificate,
+    candidates: readonly x509.X509Certificate[],
+  ): Promise<x509.X509Certificate | undefined> {
     for (const candidate of candidates) {
       if (candidate.subject !== certificate.issuer) continue;
       if (await certificate.verify({ publicKey: candidate.publicKey, signatureOnly: true }, crypto)) return candidate;
@@ -223,7 +243,11 @@ export function intuneTenantOf(certificate: x509.X509Certificate): string | null
 }
 
 function describeRule(rule: DeviceIdRule): string {
-  const where = { 'san-uri': 'a subjectAltName URI', 'subject-serial': 'a subject serialNumber', 'subject-cn': 'a subject CN' }[rule.from];
+  const where = {
+    'san-uri': 'a subjectAltName URI',
+    'subject-serial': 'a subject serialNumber',
+    'subject-cn': 'a subject CN',
+  }[rule.from];
   return rule.prefix === undefined ? `${where} was expected` : `${where} starting with "${rule.prefix}" was expected`;
 }
 
@@ -237,7 +261,12 @@ function refuse(reason: string): ClientCertificateVerdict {
 
 /** Every certificate of a PEM text (a bundle), or the one of a DER buffer. */
 function readCertificates(input: string | Buffer): x509.X509Certificate[] {
-  const text = typeof input === 'string' ? input : input.subarray(0, 10).toString('latin1').startsWith('-----') ? input.toString('latin1') : null;
+  const text =
+    typeof input === 'string'
+      ? input
+      : input.subarray(0, 10).toString('latin1').startsWith('-----')
+        ? input.toString('latin1')
+        : null;
   if (text === null) return [new x509.X509Certificate(new Uint8Array(input as Buffer))];
   const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) throw new Error('no PEM certificate in it');
@@ -246,5 +275,7 @@ function readCertificates(input: string | Buffer): x509.X509Certificate[] {
 
 function readCrl(input: string | Buffer): x509.X509Crl {
   if (typeof input === 'string') return new x509.X509Crl(input);
-  return input.subarray(0, 10).toString('latin1').startsWith('-----') ? new x509.X509Crl(input.toString('latin1')) : new x509.X509Crl(new Uint8Array(input));
+  return input.subarray(0, 10).toString('latin1').startsWith('-----')
+    ? new x509.X509Crl(input.toString('latin1'))
+    : new x509.X509Crl(new Uint8Array(input));
 }

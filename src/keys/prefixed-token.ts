@@ -21,11 +21,16 @@ export interface NewPrefixedToken {
   readonly token: string;
 }
 
-export type ParsedPrefixedToken = { readonly kind: 'token'; readonly id: string } | { readonly kind: 'bad-checksum' } | { readonly kind: 'other-prefix' };
+export type ParsedPrefixedToken =
+  | { readonly kind: 'token'; readonly id: string }
+  | { readonly kind: 'bad-checksum' }
+  | { readonly kind: 'other-prefix' };
 
 /** What secret scanners can match: the prefix, 12 + `_` + 49 base-62 characters. */
 export function prefixedTokenPattern(prefix: string): RegExp {
-  return new RegExp(`^${prefix}([0-9A-Za-z]{${ID_LENGTH}})_([0-9A-Za-z]{${SECRET_LENGTH}})([0-9A-Za-z]{${CHECKSUM_LENGTH}})$`);
+  return new RegExp(
+    `^${prefix}([0-9A-Za-z]{${ID_LENGTH}})_([0-9A-Za-z]{${SECRET_LENGTH}})([0-9A-Za-z]{${CHECKSUM_LENGTH}})$`,
+  );
 }
 
 export function newPrefixedToken(prefix: string): NewPrefixedToken {

@@ -15,5 +15,8 @@ export function newWebhookSecret(): string {
 /** The signature header's value for `body` sent at `timestamp` (Unix seconds), one `v1` per secret. */
 export function webhookSignature(secrets: readonly string[], timestamp: number, body: string): string {
   const signed = `${timestamp}.${body}`;
-  return [`t=${timestamp}`, ...secrets.map((secret) => `v1=${createHmac('sha256', secret).update(signed).digest('hex')}`)].join(',');
+  return [
+    `t=${timestamp}`,
+    ...secrets.map((secret) => `v1=${createHmac('sha256', secret).update(signed).digest('hex')}`),
+  ].join(',');
 }

@@ -19,14 +19,18 @@ export function runConnectScript(events: PortalEvents, script: ConnectScript, lo
     if (event.type !== 'session.started' || event.configuration.vpnProto !== 'openvpn') return;
     const outcome = await run(script, environmentOf(event));
     if (outcome.ok) return;
-    logger.warn({ script: script.path, connectionId: event.configuration.connectionId, reason: outcome.reason }, 'connect script refused the OpenVPN client');
+    logger.warn(
+      { script: script.path, connectionId: event.configuration.connectionId, reason: outcome.reason },
+      'connect script refused the OpenVPN client',
+    );
     throw new ListenerRefusal(`connect script: ${outcome.reason}`);
   });
   events.afterCommit(async (event) => {
     if (event.type === 'session.started' && event.configuration.vpnProto === 'openvpn') return; // already run, above
     if (event.type !== 'session.started' && event.type !== 'session.ended') return;
     const outcome = await run(script, environmentOf(event));
-    if (!outcome.ok) logger.warn({ script: script.path, event: event.type, reason: outcome.reason }, 'connect script failed');
+    if (!outcome.ok)
+      logger.warn({ script: script.path, event: event.type, reason: outcome.reason }, 'connect script failed');
   });
 }
 
@@ -34,17 +38,29 @@ type Outcome = { readonly ok: true } | { readonly ok: false; readonly reason: st
 
 function run(script: ConnectScript, env: Record<string, string>): Promise<Outcome> {
   return new Promise((resolve) => {
-    execFile(script.path, [], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env }, timeout: script.timeoutMs, killSignal: 'SIGKILL' }, (error) => {
-      if (error === null) resolve({ ok: true });
-      else if (error.killed === true) resolve({ ok: false, reason: `still running after ${script.timeoutMs} ms; killed` });
-      else if (typeof error.code === 'number') resolve({ ok: false, reason: `exited with ${error.code}` });
-      else resolve({ ok: false, reason: error.message });
-    });
+    execFile(
+      script.path,
+      [],
+      {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
+        timeout: script.timeoutMs,
+        killSignal: 'SIGKILL',
+      },
+      (error) => {
+        if (error === null) resolve({ ok: true });
+        else if (error.killed === true)
+          resolve({ ok: false, reason: `still running after ${script.timeoutMs} ms; killed` });
+        else if (typeof error.code === 'number') resolve({ ok: false, reason: `exited with ${error.code}` });
+        else resolve({ ok: false, reason: error.message });
+      },
+    );
   });
 }
 
 /** The reference's variables; VPN_NODE_NUMBER is ours. */
-function environmentOf(event: Extract<PortalEvent, { type: 'session.started' | 'session.ended' }>): Record<string, string> {
+function environmentOf(
+  event: Extract<PortalEvent, { type: 'session.started' | 'session.ended' }>,
+): Record<string, string> {
   if (event.type === 'session.started') {
     const { configuration } = event;
     return {

@@ -5,7 +5,11 @@
 import type { Logger } from 'pino';
 import type { PortalEvents } from '../core/events.js';
 
-export function writeConnectionLogLines(events: PortalEvents, options: { readonly originatingIp: boolean }, logger: Logger): void {
+export function writeConnectionLogLines(
+  events: PortalEvents,
+  options: { readonly originatingIp: boolean },
+  logger: Logger,
+): void {
   events.afterCommit((event) => {
     if (event.type === 'session.started') {
       const { configuration } = event;
@@ -17,7 +21,10 @@ export function writeConnectionLogLines(events: PortalEvents, options: { readonl
     } else if (event.type === 'session.ended') {
       const user = event.session?.userId ?? '?';
       const profile = event.session?.profileId ?? '?';
-      logger.info({ event: 'DISCONNECT', vpnProto: event.vpnProto }, `DISCONNECT ${user} (${profile}:${event.connectionId})`);
+      logger.info(
+        { event: 'DISCONNECT', vpnProto: event.vpnProto },
+        `DISCONNECT ${user} (${profile}:${event.connectionId})`,
+      );
     }
   });
 }

@@ -7,6 +7,11 @@ import { touchDeviceOfConfiguration } from '../storage/devices.js';
 export function stampDeviceLastSeen(events: PortalEvents): void {
   events.inTransaction(async (event, db) => {
     if (event.type !== 'session.started') return;
-    await touchDeviceOfConfiguration(db, event.configuration.vpnProto, event.configuration.connectionId, formatAtom(event.at));
+    await touchDeviceOfConfiguration(
+      db,
+      event.configuration.vpnProto,
+      event.configuration.connectionId,
+      formatAtom(event.at),
+    );
   });
 }

@@ -26,7 +26,12 @@ export function writeRevocationReceipts(events: PortalEvents): void {
   events.closing(async (announced, trx) => {
     const drafts = draftsOf(announced);
     for (const [revocationId, draft] of drafts) {
-      await insertRevocation(trx, { revocationId, userId: draft.userId, reason: draft.reason, requestedAt: formatAtom(draft.at) });
+      await insertRevocation(trx, {
+        revocationId,
+        userId: draft.userId,
+        reason: draft.reason,
+        requestedAt: formatAtom(draft.at),
+      });
       await insertRevocationNodes(
         trx,
         draft.configurations.map((configuration) => ({

@@ -23,7 +23,9 @@ export function writeWebhookOutbox(events: PortalEvents, wake: () => void): void
       interests = webhookInterests(db);
       if (db.isTransaction) interestsOf.set(db, interests);
     }
-    const subscribers = (await interests).filter((webhook) => webhook.eventTypes.includes(EVERY_EVENT_TYPE) || webhook.eventTypes.includes(message.type));
+    const subscribers = (await interests).filter(
+      (webhook) => webhook.eventTypes.includes(EVERY_EVENT_TYPE) || webhook.eventTypes.includes(message.type),
+    );
     if (subscribers.length === 0) return;
     // One id per event: a receiver with two subscriptions, or getting a retry, sees the same id.
     const eventId = timeOrderedId(event.at.getTime());
@@ -31,7 +33,14 @@ export function writeWebhookOutbox(events: PortalEvents, wake: () => void): void
     const createdAt = formatAtom(event.at);
     await insertDeliveries(
       db,
-      subscribers.map((webhook) => ({ deliveryId: timeOrderedId(), webhookId: webhook.webhookId, eventId, eventType: message.type, payload, createdAt })),
+      subscribers.map((webhook) => ({
+        deliveryId: timeOrderedId(),
+        webhookId: webhook.webhookId,
+        eventId,
+        eventType: message.type,
+        payload,
+        createdAt,
+      })),
     );
     queued.add(event);
   });

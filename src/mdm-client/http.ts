@@ -28,7 +28,8 @@ export async function requestJson<T>(url: string, init: RequestInit, schema: z.Z
   }
   const body = Buffer.from(await response.arrayBuffer());
   if (!response.ok) throw new MdmInventoryError(`${init.method ?? 'GET'} ${where} answered ${response.status}`);
-  if (body.length > MAX_ANSWER_BYTES) throw new MdmInventoryError(`${where} answered more than ${MAX_ANSWER_BYTES} bytes`);
+  if (body.length > MAX_ANSWER_BYTES)
+    throw new MdmInventoryError(`${where} answered more than ${MAX_ANSWER_BYTES} bytes`);
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));

@@ -15,7 +15,9 @@ const MANAGED_DEVICES_PAGE = z.object({
   '@odata.nextLink': z.string().optional(),
 });
 
-export async function readIntuneInventory(source: Extract<MdmInventorySource, { provider: 'intune' }>): Promise<MdmInventory> {
+export async function readIntuneInventory(
+  source: Extract<MdmInventorySource, { provider: 'intune' }>,
+): Promise<MdmInventory> {
   const graph = new URL(`${source.graphUrl}/`);
   const token = await clientCredentialsToken(source.tokenUrl, {
     client_id: source.clientId,
@@ -27,11 +29,13 @@ export async function readIntuneInventory(source: Extract<MdmInventorySource, { 
   let next: string | undefined = new URL('deviceManagement/managedDevices?$select=id,serialNumber', graph).href;
   for (let pages = 0; next !== undefined; pages++) {
     if (pages >= MAX_PAGES) throw new MdmInventoryError(`Graph gave more than ${MAX_PAGES} pages`);
-    if (new URL(next).origin !== graph.origin) throw new MdmInventoryError(`Graph's @odata.nextLink leads to another origin (${new URL(next).origin})`);
+    if (new URL(next).origin !== graph.origin)
+      throw new MdmInventoryError(`Graph's @odata.nextLink leads to another origin (${new URL(next).origin})`);
     const page: z.infer<typeof MANAGED_DEVICES_PAGE> = await requestJson(next, { headers }, MANAGED_DEVICES_PAGE);
     for (const device of page.value) {
       inventory.ids.add(device.id);
-      if (device.serialNumber !== undefined && device.serialNumber !== null && device.serialNumber !== '') inventory.serials.add(device.serialNumber);
+      if (device.serialNumber !== undefined && device.serialNumber !== null && device.serialNumber !== '')
+        inventory.serials.add(device.serialNumber);
     }
     next = page['@odata.nextLink'];
   }

@@ -15,7 +15,13 @@ const MAX_PAGES = 10_000;
 
 const COMPUTERS_PAGE = z.object({
   totalCount: z.number().int().min(0),
-  results: z.array(z.object({ id: z.string(), udid: z.string().nullish(), hardware: z.object({ serialNumber: z.string().nullish() }).nullish() })),
+  results: z.array(
+    z.object({
+      id: z.string(),
+      udid: z.string().nullish(),
+      hardware: z.object({ serialNumber: z.string().nullish() }).nullish(),
+    }),
+  ),
 });
 
 const MOBILE_DEVICES_PAGE = z.object({
@@ -23,18 +29,28 @@ const MOBILE_DEVICES_PAGE = z.object({
   results: z.array(z.object({ id: z.string(), udid: z.string().nullish(), serialNumber: z.string().nullish() })),
 });
 
-export async function readJamfInventory(source: Extract<MdmInventorySource, { provider: 'jamf' }>): Promise<MdmInventory> {
-  const token = await clientCredentialsToken(`${source.url}/api/oauth/token`, { client_id: source.clientId, client_secret: source.clientSecret.reveal() });
+export async function readJamfInventory(
+  source: Extract<MdmInventorySource, { provider: 'jamf' }>,
+): Promise<MdmInventory> {
+  const token = await clientCredentialsToken(`${source.url}/api/oauth/token`, {
+    client_id: source.clientId,
+    client_secret: source.clientSecret.reveal(),
+  });
   const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
   const inventory: MdmInventory = { serials: new Set(), ids: new Set() };
   const add = (udid: string | null | undefined, serial: string | null | undefined) => {
     if (udid !== undefined && udid !== null && udid !== '') inventory.ids.add(udid);
     if (serial !== undefined && serial !== null && serial !== '') inventory.serials.add(serial);
   };
-  await readPages(`${source.url}/api/v1/computers-inventory?section=HARDWARE&sort=id%3Aasc`, headers, COMPUTERS_PAGE, (record) =>
-    add(record.udid, record.hardware?.serialNumber),
+  await readPages(
+    `${source.url}/api/v1/computers-inventory?section=HARDWARE&sort=id%3Aasc`,
+    headers,
+    COMPUTERS_PAGE,
+    (record) => add(record.udid, record.hardware?.serialNumber),
   );
-  await readPages(`${source.url}/api/v2/mobile-devices?sort=id%3Aasc`, headers, MOBILE_DEVICES_PAGE, (record) => add(record.udid, record.serialNumber));
+  await readPages(`${source.url}/api/v2/mobile-devices?sort=id%3Aasc`, headers, MOBILE_DEVICES_PAGE, (record) =>
+    add(record.udid, record.serialNumber),
+  );
   return inventory;
 }
 

@@ -7,8 +7,13 @@ import type { MdmInventory } from './model.js';
 
 const IDENTIFIERS = z.array(z.string().min(1));
 
-export async function readJsonInventory(source: Extract<MdmInventorySource, { provider: 'json' }>): Promise<MdmInventory> {
-  const headers = { accept: 'application/json', ...Object.fromEntries(Object.entries(source.headers).map(([name, value]) => [name, value.reveal()])) };
+export async function readJsonInventory(
+  source: Extract<MdmInventorySource, { provider: 'json' }>,
+): Promise<MdmInventory> {
+  const headers = {
+    accept: 'application/json',
+    ...Object.fromEntries(Object.entries(source.headers).map(([name, value]) => [name, value.reveal()])),
+  };
   const identifiers = new Set(await requestJson(source.url, { headers }, IDENTIFIERS));
   // The list does not say which it holds: it is looked into for either.
   return { serials: identifiers, ids: identifiers };

@@ -1,6 +1,15 @@
 // Interface addresses with their prefix length (10.43.43.1/24), as `ip` and `wg` print them.
 import { isIPv4 } from 'node:net';
-import { canonicalIPv6, formatIpAddress, formatIpPrefix, ipAddressFamily, parseIpAddress, parseIpPrefix, type IpFamily, type IpPrefix } from './ip-prefix.js';
+import {
+  canonicalIPv6,
+  formatIpAddress,
+  formatIpPrefix,
+  ipAddressFamily,
+  parseIpAddress,
+  parseIpPrefix,
+  type IpFamily,
+  type IpPrefix,
+} from './ip-prefix.js';
 
 /**
  * An address with a prefix length, host bits kept (an interface address such as

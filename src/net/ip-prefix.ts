@@ -122,7 +122,14 @@ function formatIPv6(value: bigint): string {
 /** RFC 5952 text of eight groups: lowercase, no leading zeros, longest run (≥ 2) of zero groups as "::" (leftmost on ties). */
 function formatIPv6Groups(groups: readonly number[]): string {
   // RFC 5952 §5: IPv4-mapped addresses (::ffff:0:0/96) are written with the IPv4 part in dotted form.
-  if (groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff) {
+  if (
+    groups[0] === 0 &&
+    groups[1] === 0 &&
+    groups[2] === 0 &&
+    groups[3] === 0 &&
+    groups[4] === 0 &&
+    groups[5] === 0xffff
+  ) {
     const high = groups[6] ?? 0;
     const low = groups[7] ?? 0;
     return `::ffff:${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
@@ -220,12 +227,18 @@ export function prefixSize(prefix: IpPrefix): bigint {
 }
 
 export function prefixContainsAddress(prefix: IpPrefix, address: IpAddress): boolean {
-  return prefix.family === address.family && (address.value & networkMask(prefix.family, prefix.length)) === prefix.network;
+  return (
+    prefix.family === address.family && (address.value & networkMask(prefix.family, prefix.length)) === prefix.network
+  );
 }
 
 /** True when every address of `inner` is also in `outer` (equal prefixes contain each other). */
 export function prefixContains(outer: IpPrefix, inner: IpPrefix): boolean {
-  return outer.family === inner.family && outer.length <= inner.length && (inner.network & networkMask(outer.family, outer.length)) === outer.network;
+  return (
+    outer.family === inner.family &&
+    outer.length <= inner.length &&
+    (inner.network & networkMask(outer.family, outer.length)) === outer.network
+  );
 }
 
 /** True when the two prefixes share at least one address (for CIDR blocks: one contains the other). */

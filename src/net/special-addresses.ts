@@ -28,7 +28,11 @@ const RANGES: readonly { readonly prefix: IpPrefix; readonly name: string }[] = 
 ].map(([prefix = '', name = '']) => ({ prefix: parseIpPrefix(prefix), name }));
 
 /** Where an IPv6 form carries IPv4 addresses: as the bit offsets (from the left) of its octets. */
-const EMBEDDING_IPV4: readonly { readonly prefix: IpPrefix; readonly octetsAt: readonly (readonly number[])[]; readonly inverted?: true }[] = [
+const EMBEDDING_IPV4: readonly {
+  readonly prefix: IpPrefix;
+  readonly octetsAt: readonly (readonly number[])[];
+  readonly inverted?: true;
+}[] = [
   // IPv4-mapped and IPv4-compatible (deprecated, RFC 4291): the last 32 bits. `::` and `::1`
   // are judged as themselves first.
   { prefix: parseIpPrefix('::ffff:0:0/96'), octetsAt: [[96, 104, 112, 120]] },
@@ -50,7 +54,10 @@ const TEREDO = parseIpPrefix('2001::/32');
 export function embeddedIpv4Addresses(address: IpAddress): IpAddress[] {
   if (address.family !== 6) return [];
   const octet = (offset: number): bigint => (address.value >> BigInt(120 - offset)) & 0xffn;
-  const ipv4 = (offsets: readonly number[]): IpAddress => ({ family: 4, value: offsets.reduce((value, offset) => (value << 8n) | octet(offset), 0n) });
+  const ipv4 = (offsets: readonly number[]): IpAddress => ({
+    family: 4,
+    value: offsets.reduce((value, offset) => (value << 8n) | octet(offset), 0n),
+  });
   if (prefixContainsAddress(TEREDO, address)) {
     const client = ipv4([96, 104, 112, 120]);
     return [ipv4([32, 40, 48, 56]), { family: 4, value: client.value ^ 0xffffffffn }];

@@ -11,7 +11,13 @@
 // vpn-daemon is a plain HTTP/1.1 server, and a slow answer must not hold up the next one.
 import { Pool, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { connectionListSchema, daemonPeerSchema, nodeInfoSchema, peerListSchema, VPN_DAEMON_PATHS } from '../protocol/vpn-daemon.js';
+import {
+  connectionListSchema,
+  daemonPeerSchema,
+  nodeInfoSchema,
+  peerListSchema,
+  VPN_DAEMON_PATHS,
+} from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 import { isCanonicalWireGuardKey } from '../wireguard/keys.js';
 
@@ -148,7 +154,11 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async nodeInfo(): Promise<DaemonNodeInfo> {
     // Older vpn-daemons send fewer fields; only what is there counts.
-    const info = this.parse(nodeInfoSchema.partial(), await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo), VPN_DAEMON_PATHS.nodeInfo);
+    const info = this.parse(
+      nodeInfoSchema.partial(),
+      await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo),
+      VPN_DAEMON_PATHS.nodeInfo,
+    );
     return {
       nodeUptime: info.node_uptime ?? 0,
       maintenanceMode: info.maintenance_mode ?? false,
@@ -159,7 +169,11 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async peerList(showAll: boolean): Promise<DaemonPeer[]> {
     const path = `${VPN_DAEMON_PATHS.peerList}?show_all=${showAll ? 'yes' : 'no'}`;
-    const { peer_list: peers } = this.parse(peerListSchema, await this.requestJson('GET', path), VPN_DAEMON_PATHS.peerList);
+    const { peer_list: peers } = this.parse(
+      peerListSchema,
+      await this.requestJson('GET', path),
+      VPN_DAEMON_PATHS.peerList,
+    );
     return peers.map((peer) => {
       const handshake = peer.last_handshake_time == null ? null : new Date(peer.last_handshake_time);
       return {
@@ -184,7 +198,11 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async removePeer(publicKey: WireGuardKey, revision: number): Promise<RemovedPeer | null> {
     const path = VPN_DAEMON_PATHS.removePeer;
-    const response = await this.request('POST', path, new URLSearchParams({ public_key: publicKey, revision: String(revision) }));
+    const response = await this.request(
+      'POST',
+      path,
+      new URLSearchParams({ public_key: publicKey, revision: String(revision) }),
+    );
     // 204: the peer was not there; 200: the peer as it was, with its byte counters.
     if (response.status !== 200) return null;
     let body: unknown;
@@ -216,7 +234,10 @@ export class HttpNodeDaemon implements NodeDaemon {
     const parsed = schema.safeParse(body);
     if (parsed.success) return parsed.data;
     const [issue] = parsed.error.issues;
-    throw new NodeDaemonError(`${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`})`, true);
+    throw new NodeDaemonError(
+      `${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`})`,
+      true,
+    );
   }
 
   private async requestJson(method: 'GET' | 'POST', path: string): Promise<unknown> {
@@ -245,11 +266,17 @@ export class HttpNodeDaemon implements NodeDaemon {
       status = response.statusCode;
       text = await response.body.text();
     } catch (error) {
-      throw new NodeDaemonError(`node ${this.nodeNumber} (${this.url}) unreachable: ${(error as Error).message}`, false);
+      throw new NodeDaemonError(
+        `node ${this.nodeNumber} (${this.url}) unreachable: ${(error as Error).message}`,
+        false,
+      );
     }
     if (status < 200 || status > 299) {
       // A redirect is not followed: a node's answer comes from the node.
-      throw new NodeDaemonError(`node ${this.nodeNumber} (${this.url}${path}) answered ${status} ${text.slice(0, 200)}`, true);
+      throw new NodeDaemonError(
+        `node ${this.nodeNumber} (${this.url}${path}) answered ${status} ${text.slice(0, 200)}`,
+        true,
+      );
     }
     return { status, text };
   }

@@ -36,7 +36,9 @@ interface NodeState {
 }
 
 /** What a node answered a listing's question; `stale`: it did not answer now, this is its last known answer (undefined: none). */
-export type NodeAnswer<T> = { readonly stale: false; readonly answer: T } | { readonly stale: true; readonly answer: T | undefined };
+export type NodeAnswer<T> =
+  | { readonly stale: false; readonly answer: T }
+  | { readonly stale: true; readonly answer: T | undefined };
 
 export class NodeFleet {
   private readonly states = new Map<NodeNumber, NodeState>();
@@ -52,7 +54,13 @@ export class NodeFleet {
     private readonly logger: Logger,
   ) {
     for (const nodeNumber of daemons.keys()) {
-      this.states.set(nodeNumber, { downSince: null, lastInfo: null, probing: false, waiting: new Set(), lastAnswers: new Map() });
+      this.states.set(nodeNumber, {
+        downSince: null,
+        lastInfo: null,
+        probing: false,
+        waiting: new Set(),
+        lastAnswers: new Map(),
+      });
     }
   }
 
@@ -113,7 +121,11 @@ export class NodeFleet {
    * Runs `action` against the node unless it is down. Returns the action's result, or
    * undefined when the node was skipped or failed (the failure is logged, never thrown).
    */
-  async tryOn<T>(nodeNumber: NodeNumber, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+  async tryOn<T>(
+    nodeNumber: NodeNumber,
+    what: string,
+    action: (daemon: NodeDaemon) => Promise<T>,
+  ): Promise<T | undefined> {
     const daemon = this.daemons.get(nodeNumber);
     if (daemon === undefined) {
       this.logger.warn({ nodeNumber }, `no node ${nodeNumber} is configured; ${what} left to the database`);
@@ -152,7 +164,11 @@ export class NodeFleet {
    * now, or, while it is down or when it fails, the last answer it gave, marked stale. A node
    * held for down is not asked.
    */
-  async current<T>(nodeNumber: NodeNumber, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<NodeAnswer<T>> {
+  async current<T>(
+    nodeNumber: NodeNumber,
+    what: string,
+    action: (daemon: NodeDaemon) => Promise<T>,
+  ): Promise<NodeAnswer<T>> {
     const state = this.states.get(nodeNumber);
     const answer = await this.tryOn(nodeNumber, what, async (daemon) => ({ fresh: await action(daemon) }));
     if (answer !== undefined) {
@@ -167,7 +183,11 @@ export class NodeFleet {
    * the probe). Only a node that does not answer is held for down; one that answers with an error
    * is up, and the failure is logged and left to whoever asked.
    */
-  async attempt<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+  async attempt<T>(
+    daemon: NodeDaemon,
+    what: string,
+    action: (daemon: NodeDaemon) => Promise<T>,
+  ): Promise<T | undefined> {
     try {
       const result = await action(daemon);
       this.markUp(daemon.nodeNumber);
@@ -175,7 +195,10 @@ export class NodeFleet {
     } catch (error) {
       if (error instanceof NodeDaemonError && error.answered) {
         this.markUp(daemon.nodeNumber);
-        this.logger.warn({ nodeNumber: daemon.nodeNumber }, `${what} on node ${daemon.nodeNumber} failed: ${error.message}`);
+        this.logger.warn(
+          { nodeNumber: daemon.nodeNumber },
+          `${what} on node ${daemon.nodeNumber} failed: ${error.message}`,
+        );
         return undefined;
       }
       this.markDown(daemon.nodeNumber, what, error);
@@ -184,7 +207,11 @@ export class NodeFleet {
   }
 
   /** An Admin API call's request: it stops waiting as soon as the node is marked down, by whichever call failed first. */
-  private async call<T>(daemon: NodeDaemon, what: string, action: (daemon: NodeDaemon) => Promise<T>): Promise<T | undefined> {
+  private async call<T>(
+    daemon: NodeDaemon,
+    what: string,
+    action: (daemon: NodeDaemon) => Promise<T>,
+  ): Promise<T | undefined> {
     const state = this.states.get(daemon.nodeNumber);
     let refused = false;
     const result = await this.attempt(
@@ -209,11 +236,19 @@ export class NodeFleet {
   }
 
   private async watchAll(): Promise<void> {
-    await Promise.all([...this.daemons.values()].filter((daemon) => !this.isDown(daemon.nodeNumber)).map((daemon) => this.look(daemon, 'node_info')));
+    await Promise.all(
+      [...this.daemons.values()]
+        .filter((daemon) => !this.isDown(daemon.nodeNumber))
+        .map((daemon) => this.look(daemon, 'node_info')),
+    );
   }
 
   private async probeDown(): Promise<void> {
-    await Promise.all([...this.daemons.values()].filter((daemon) => this.isDown(daemon.nodeNumber)).map((daemon) => this.look(daemon, 'probe')));
+    await Promise.all(
+      [...this.daemons.values()]
+        .filter((daemon) => this.isDown(daemon.nodeNumber))
+        .map((daemon) => this.look(daemon, 'probe')),
+    );
   }
 
   /** Asks the node for its info; notices a node that came back or lost its peers. */
@@ -233,7 +268,10 @@ export class NodeFleet {
         );
       }
       if (previous !== null && lostItsPeers(previous, info)) {
-        this.logger.warn({ nodeNumber: daemon.nodeNumber }, `node ${daemon.nodeNumber} restarted and lost its peers; reconciling it now`);
+        this.logger.warn(
+          { nodeNumber: daemon.nodeNumber },
+          `node ${daemon.nodeNumber} restarted and lost its peers; reconciling it now`,
+        );
         this.reconcileListener(daemon.nodeNumber, 'lost its peers');
       }
     } finally {

@@ -1,7 +1,14 @@
 // The OpenVPN CA (reference §8.1): an Ed25519 CA issuing the client certificates handed out
 // with every OpenVPN configuration and the server certificates of the nodes. The fields mirror
 // what the reference's `vpn-ca` tool writes, so existing OpenVPN clients see nothing new.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, webcrypto } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  webcrypto,
+} from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { messageOf } from '../shared/error-message.js';
 
@@ -48,9 +55,14 @@ export class CertificateAuthority {
   }
 
   /** A new self-signed CA named `CN=VPN CA`, valid from 5 minutes ago until `notAfter`. */
-  static async create(options: { now: Date; notAfter: Date }): Promise<{ certificatePem: string; privateKeyPem: string }> {
+  static async create(options: {
+    now: Date;
+    notAfter: Date;
+  }): Promise<{ certificatePem: string; privateKeyPem: string }> {
     if (options.notAfter.getTime() <= options.now.getTime()) {
-      throw new Error(`the CA would expire (${options.notAfter.toISOString()}) before it is made (${options.now.toISOString()})`);
+      throw new Error(
+        `the CA would expire (${options.notAfter.toISOString()}) before it is made (${options.now.toISOString()})`,
+      );
     }
     const keys = generateKeyPairSync('ed25519');
     const publicKey = keys.publicKey.export({ type: 'spki', format: 'der' });
@@ -86,7 +98,9 @@ export class CertificateAuthority {
       throw new Error(`the CA certificate is not a PEM X.509 certificate: ${messageOf(error)}`);
     }
     if (certificate.publicKey.algorithm.name !== ED25519.name) {
-      throw new Error(`the CA certificate has a ${certificate.publicKey.algorithm.name} key; only Ed25519 is supported`);
+      throw new Error(
+        `the CA certificate has a ${certificate.publicKey.algorithm.name} key; only Ed25519 is supported`,
+      );
     }
     if (certificate.getExtension(x509.BasicConstraintsExtension)?.ca !== true) {
       throw new Error('the CA certificate is not a CA certificate (BasicConstraints CA:TRUE is missing)');
@@ -111,11 +125,19 @@ export class CertificateAuthority {
   }
 
   /** A client certificate `OU=<profileId>, CN=<commonName>` valid until `notAfter`, with a fresh key. */
-  async issueClient(options: { commonName: string; profileId: string; now: Date; notAfter: Date }): Promise<IssuedCredentials> {
+  async issueClient(options: {
+    commonName: string;
+    profileId: string;
+    now: Date;
+    notAfter: Date;
+  }): Promise<IssuedCredentials> {
     // A synchronous Node key pair: WebCrypto's generateKey and exportKey each take a round
     // trip through the thread pool, which costs more than making the key itself.
     const leafKey = generateKeyPairSync('ed25519');
-    const certificate = await this.certifyClientKey({ ...options, subjectPublicKeyInfo: leafKey.publicKey.export({ type: 'spki', format: 'der' }) });
+    const certificate = await this.certifyClientKey({
+      ...options,
+      subjectPublicKeyInfo: leafKey.publicKey.export({ type: 'spki', format: 'der' }),
+    });
     return { ...certificate, privateKeyPem: privateKeyPem(leafKey.privateKey) };
   }
 
@@ -131,10 +153,14 @@ export class CertificateAuthority {
     subjectPublicKeyInfo: Buffer;
   }): Promise<IssuedCertificate> {
     if (options.notAfter.getTime() <= options.now.getTime()) {
-      throw new Error(`cannot issue a certificate that expires (${options.notAfter.toISOString()}) before it is issued (${options.now.toISOString()})`);
+      throw new Error(
+        `cannot issue a certificate that expires (${options.notAfter.toISOString()}) before it is issued (${options.now.toISOString()})`,
+      );
     }
     if (options.notAfter.getTime() > this.notAfter.getTime()) {
-      throw new Error(`cannot issue a certificate valid until ${options.notAfter.toISOString()}: the CA expires at ${this.notAfter.toISOString()}`);
+      throw new Error(
+        `cannot issue a certificate valid until ${options.notAfter.toISOString()}: the CA expires at ${this.notAfter.toISOString()}`,
+      );
     }
     return this.#issue({ ...options, extensions: this.#clientExtensions });
   }
@@ -184,7 +210,10 @@ export class CertificateAuthority {
       {
         serialNumber: randomSerial(),
         // utf8String objects, not strings: the library would read "+" or "\" in a string as DN syntax.
-        subject: new x509.Name([{ OU: [{ utf8String: options.profileId }] }, { CN: [{ utf8String: options.commonName }] }]),
+        subject: new x509.Name([
+          { OU: [{ utf8String: options.profileId }] },
+          { CN: [{ utf8String: options.commonName }] },
+        ]),
         // The CA's subject as encoded in its certificate, so issuer and subject match byte for byte.
         issuer: this.#certificate.subjectName,
         notBefore: wholeSeconds(options.now.getTime() - CLOCK_SKEW_MS),
@@ -222,7 +251,9 @@ export function summarizeCertificate(certificatePem: string): CertificateSummary
 export function keyMatchesCertificate(certificatePem: string, privateKeyPem: string): boolean {
   try {
     const certificateKey = Buffer.from(new x509.X509Certificate(certificatePem).publicKey.rawData);
-    return createPublicKey(createPrivateKey(privateKeyPem)).export({ type: 'spki', format: 'der' }).equals(certificateKey);
+    return createPublicKey(createPrivateKey(privateKeyPem))
+      .export({ type: 'spki', format: 'der' })
+      .equals(certificateKey);
   } catch {
     return false;
   }

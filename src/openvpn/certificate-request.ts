@@ -21,11 +21,13 @@ export class CertificateRequestError extends Error {
 
 /** A PEM certificate request is far below this; anything longer is not one. */
 const MAX_PEM_LENGTH = 16 * 1024;
-const PEM = /^\s*-----BEGIN (NEW )?CERTIFICATE REQUEST-----\r?\n[A-Za-z0-9+/=\r\n]+-----END (NEW )?CERTIFICATE REQUEST-----\s*$/;
+const PEM =
+  /^\s*-----BEGIN (NEW )?CERTIFICATE REQUEST-----\r?\n[A-Za-z0-9+/=\r\n]+-----END (NEW )?CERTIFICATE REQUEST-----\s*$/;
 
 /** The device's public key from a PEM PKCS#10 request whose signature is valid; throws CertificateRequestError. */
 export async function readCertificateRequest(pem: string): Promise<DeviceCertificateKey> {
-  if (pem.length > MAX_PEM_LENGTH || !PEM.test(pem)) throw new CertificateRequestError('not a PEM certificate request (-----BEGIN CERTIFICATE REQUEST-----)');
+  if (pem.length > MAX_PEM_LENGTH || !PEM.test(pem))
+    throw new CertificateRequestError('not a PEM certificate request (-----BEGIN CERTIFICATE REQUEST-----)');
   let request: x509.Pkcs10CertificateRequest;
   try {
     request = new x509.Pkcs10CertificateRequest(pem);
@@ -34,7 +36,9 @@ export async function readCertificateRequest(pem: string): Promise<DeviceCertifi
   }
   const algorithm = deviceKeyAlgorithm(request.publicKey.algorithm);
   if (algorithm === null)
-    throw new CertificateRequestError(`its key is ${describeAlgorithm(request.publicKey.algorithm)}; only Ed25519 and P-256 keys are accepted`);
+    throw new CertificateRequestError(
+      `its key is ${describeAlgorithm(request.publicKey.algorithm)}; only Ed25519 and P-256 keys are accepted`,
+    );
   let valid: boolean;
   try {
     valid = await request.verify(webcrypto);

@@ -60,9 +60,20 @@ export function renderOpenVpnClientConfig(
  * each, chosen at random), UDP first unless the client prefers TCP. The client tries them
  * in this order.
  */
-export function clientRemotes(profile: OpenVpnClientProfile, options: { preferTcp: boolean; random: () => number }): string[] {
-  const udpPorts = offeredPorts(pick(profile.exposedUdpPortList, profile.udpPortList), SPECIAL_UDP_PORTS, options.random);
-  const tcpPorts = offeredPorts(pick(profile.exposedTcpPortList, profile.tcpPortList), SPECIAL_TCP_PORTS, options.random);
+export function clientRemotes(
+  profile: OpenVpnClientProfile,
+  options: { preferTcp: boolean; random: () => number },
+): string[] {
+  const udpPorts = offeredPorts(
+    pick(profile.exposedUdpPortList, profile.udpPortList),
+    SPECIAL_UDP_PORTS,
+    options.random,
+  );
+  const tcpPorts = offeredPorts(
+    pick(profile.exposedTcpPortList, profile.tcpPortList),
+    SPECIAL_TCP_PORTS,
+    options.random,
+  );
   if (udpPorts.length === 0 && tcpPorts.length === 0) throw new NoOpenVpnPortError();
 
   const udp = udpPorts.map((port) => `remote ${profile.hostName} ${port} udp`);

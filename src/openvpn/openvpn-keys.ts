@@ -6,10 +6,27 @@
 // written under a temporary name first, then linked (never overwriting) or renamed (when
 // replacing on purpose) to its final name. A reader never sees half a file.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { CertificateAuthority, type CertificateSummary, type IssuedCredentials, keyMatchesCertificate, summarizeCertificate } from './certificate-authority.js';
+import {
+  CertificateAuthority,
+  type CertificateSummary,
+  type IssuedCredentials,
+  keyMatchesCertificate,
+  summarizeCertificate,
+} from './certificate-authority.js';
 import { generateTlsCryptKey, isTlsCryptKey } from './tls-crypt.js';
 
 /** Files are re-checked at most this often, so a replaced CA or key takes effect within a second. */
@@ -103,7 +120,8 @@ export class OpenVpnKeys {
     if (cached !== undefined && now - cached.readAt < RECHECK_AFTER_MS) return cached.content;
 
     const text = readIfPresent(file) ?? createOnce(file, generateTlsCryptKey());
-    if (!isTlsCryptKey(text)) throw new Error(`${file} is not an OpenVPN static key (as "openvpn --genkey secret" writes)`);
+    if (!isTlsCryptKey(text))
+      throw new Error(`${file} is not an OpenVPN static key (as "openvpn --genkey secret" writes)`);
     // `openvpn --genkey` ends the file with a newline; the key is inlined without it.
     const content = text.trimEnd();
     this.#tlsCryptCache.set(file, { content, readAt: now });
@@ -114,7 +132,10 @@ export class OpenVpnKeys {
     if (!Number.isSafeInteger(nodeNumber) || nodeNumber < 0) throw new Error(`invalid node number ${nodeNumber}`);
     const base = `${checkedProfileId(profileId)}.${nodeNumber}`;
     const dir = path.join(this.keyDir, 'openvpn-server');
-    return { certificate: path.join(dir, safeFileName(`${base}.crt`)), key: path.join(dir, safeFileName(`${base}.key`)) };
+    return {
+      certificate: path.join(dir, safeFileName(`${base}.crt`)),
+      key: path.join(dir, safeFileName(`${base}.key`)),
+    };
   }
 
   /**
@@ -122,7 +143,12 @@ export class OpenVpnKeys {
    * same files on every request (and restarts no OpenVPN process for nothing); replaced when
    * the host name changed, the CA changed, or the certificate ends within 30 days.
    */
-  async serverCredentials(nodeNumber: number, profileId: string, hostName: string, now: Date): Promise<IssuedCredentials> {
+  async serverCredentials(
+    nodeNumber: number,
+    profileId: string,
+    hostName: string,
+    now: Date,
+  ): Promise<IssuedCredentials> {
     const ca = await this.ca();
     if (ca === null) throw new Error('there is no OpenVPN CA yet: run "vpn-portal generate-secrets"');
     const files = this.serverCredentialPaths(nodeNumber, profileId);
@@ -132,7 +158,9 @@ export class OpenVpnKeys {
       const { summary, credentials } = stored;
       // Near its end a certificate is replaced, unless the CA ends just as soon: a new one
       // would not last longer, and replacing it on every request only restarts OpenVPN.
-      const endsSoon = summary.notAfter.getTime() - now.getTime() <= SERVER_RENEW_BEFORE_MS && summary.notAfter.getTime() < ca.notAfter.getTime();
+      const endsSoon =
+        summary.notAfter.getTime() - now.getTime() <= SERVER_RENEW_BEFORE_MS &&
+        summary.notAfter.getTime() < ca.notAfter.getTime();
       const stillGood =
         summary.commonName === hostName &&
         summary.organizationalUnit === profileId &&
@@ -156,7 +184,9 @@ export class OpenVpnKeys {
     const certificate = exists(this.caCertificatePath);
     const key = exists(this.caKeyPath);
     if (certificate !== key) {
-      const [present, missing] = certificate ? [this.caCertificatePath, this.caKeyPath] : [this.caKeyPath, this.caCertificatePath];
+      const [present, missing] = certificate
+        ? [this.caCertificatePath, this.caKeyPath]
+        : [this.caKeyPath, this.caCertificatePath];
       throw new Error(
         `the OpenVPN CA is incomplete: ${present} exists but ${missing} does not; restore the missing file, or remove ${present} to make a new CA (every issued OpenVPN configuration then stops working)`,
       );
@@ -166,11 +196,16 @@ export class OpenVpnKeys {
 
   async #loadCa(): Promise<CertificateAuthority | null> {
     if (!this.#caFilesPresent()) return null;
-    const [certificatePem, privateKeyPem] = await Promise.all([readFile(this.caCertificatePath, 'utf8'), readFile(this.caKeyPath, 'utf8')]);
+    const [certificatePem, privateKeyPem] = await Promise.all([
+      readFile(this.caCertificatePath, 'utf8'),
+      readFile(this.caKeyPath, 'utf8'),
+    ]);
     try {
       return await CertificateAuthority.load(certificatePem, privateKeyPem);
     } catch (error) {
-      throw new Error(`${this.caCertificatePath}, ${this.caKeyPath}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new Error(
+        `${this.caCertificatePath}, ${this.caKeyPath}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 }
@@ -252,7 +287,10 @@ function replaceFile(file: string, content: string): void {
   }
 }
 
-function readServerCredentials(certificateFile: string, keyFile: string): { summary: CertificateSummary; credentials: IssuedCredentials } | null {
+function readServerCredentials(
+  certificateFile: string,
+  keyFile: string,
+): { summary: CertificateSummary; credentials: IssuedCredentials } | null {
   const certificatePem = readIfPresent(certificateFile)?.trim();
   const privateKeyPem = readIfPresent(keyFile)?.trim();
   if (certificatePem === undefined || privateKeyPem === undefined) return null;

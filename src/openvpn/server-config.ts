@@ -8,7 +8,16 @@
 // certificate, no password). No scripts run on the node.
 
 import type { OpenVpnProfileSettings, Profile, ProfileNode } from '../config/portal-config.js';
-import { addressAt, formatIpAddress, formatIpPrefix, type IpPrefix, makePrefix, parseIpAddress, parseIpPrefix, splitPrefix } from '../net/ip-prefix.js';
+import {
+  addressAt,
+  formatIpAddress,
+  formatIpPrefix,
+  type IpPrefix,
+  makePrefix,
+  parseIpAddress,
+  parseIpPrefix,
+  splitPrefix,
+} from '../net/ip-prefix.js';
 import { PrefixList } from '../net/prefix-list.js';
 
 export interface OpenVpnServerProfileInput {
@@ -47,7 +56,10 @@ const IPV6_PROCESS_PREFIX_LENGTH = 112;
 /** `topology subnet` needs at least a /29 per process. */
 const LONGEST_IPV4_PROCESS_PREFIX = 29;
 
-export function renderOpenVpnServerFiles(profiles: readonly OpenVpnServerProfileInput[], settings: OpenVpnServerNodeSettings): OpenVpnServerFile[] {
+export function renderOpenVpnServerFiles(
+  profiles: readonly OpenVpnServerProfileInput[],
+  settings: OpenVpnServerNodeSettings,
+): OpenVpnServerFile[] {
   const files: OpenVpnServerFile[] = [];
   // tun devices are numbered across all profiles of the node, so none is used twice.
   let tunNumber = 0;
@@ -83,9 +95,15 @@ export function renderOpenVpnServerFiles(profiles: readonly OpenVpnServerProfile
  * The client ranges of each process: the IPv4 range cut into `processCount` equal parts, and
  * `processCount` consecutive /112 networks from the start of the IPv6 range.
  */
-export function processRanges(rangeFour: string, rangeSix: string, processCount: number): { rangeFour: string; rangeSix: string }[] {
+export function processRanges(
+  rangeFour: string,
+  rangeSix: string,
+  processCount: number,
+): { rangeFour: string; rangeSix: string }[] {
   if (!PROCESS_COUNTS.includes(processCount)) {
-    throw new Error(`an OpenVPN profile needs 1, 2, 4, 8, 16, 32 or 64 ports in total (UDP and TCP), not ${processCount}`);
+    throw new Error(
+      `an OpenVPN profile needs 1, 2, 4, 8, 16, 32 or 64 ports in total (UDP and TCP), not ${processCount}`,
+    );
   }
   const four = parseIpPrefix(rangeFour);
   const six = parseIpPrefix(rangeSix);
@@ -94,10 +112,14 @@ export function processRanges(rangeFour: string, rangeSix: string, processCount:
 
   const extraBits = Math.log2(processCount);
   if (four.length + extraBits > LONGEST_IPV4_PROCESS_PREFIX) {
-    throw new Error(`OpenVPN IPv4 range ${rangeFour} is too small for ${processCount} processes: each needs at least a /${LONGEST_IPV4_PROCESS_PREFIX}`);
+    throw new Error(
+      `OpenVPN IPv4 range ${rangeFour} is too small for ${processCount} processes: each needs at least a /${LONGEST_IPV4_PROCESS_PREFIX}`,
+    );
   }
   if (six.length + extraBits > IPV6_PROCESS_PREFIX_LENGTH) {
-    throw new Error(`OpenVPN IPv6 range ${rangeSix} is too small for ${processCount} processes: each needs a /${IPV6_PROCESS_PREFIX_LENGTH}`);
+    throw new Error(
+      `OpenVPN IPv6 range ${rangeSix} is too small for ${processCount} processes: each needs a /${IPV6_PROCESS_PREFIX_LENGTH}`,
+    );
   }
   const fourParts = splitPrefix(four, processCount);
   const sixStep = 1n << BigInt(128 - IPV6_PROCESS_PREFIX_LENGTH);
@@ -202,7 +224,9 @@ function routes(profile: Profile, blockLan: boolean): string[] {
 }
 
 function routeOption(prefix: IpPrefix): string {
-  return prefix.family === 4 ? `route ${formatIpAddress({ family: 4, value: prefix.network })} ${netmask(prefix)}` : `route-ipv6 ${formatIpPrefix(prefix)}`;
+  return prefix.family === 4
+    ? `route ${formatIpAddress({ family: 4, value: prefix.network })} ${netmask(prefix)}`
+    : `route-ipv6 ${formatIpPrefix(prefix)}`;
 }
 
 /**

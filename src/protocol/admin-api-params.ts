@@ -9,7 +9,12 @@ import { asConnectionId, asDeviceId, asProfileId, asUserId } from '../shared/ids
 import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
 import { PLATFORMS } from '../shared/platforms.js';
 import { formatAtom } from '../shared/time.js';
-import { isCanonicalWireGuardKey, isUsableWireGuardPublicKey, isWireGuardKey, NON_CANONICAL_KEY_REASON } from '../wireguard/keys.js';
+import {
+  isCanonicalWireGuardKey,
+  isUsableWireGuardPublicKey,
+  isWireGuardKey,
+  NON_CANONICAL_KEY_REASON,
+} from '../wireguard/keys.js';
 import { EVERY_EVENT_TYPE, isWebhookEventType, WEBHOOK_TEST_EVENT, type WebhookEventType } from './webhooks.js';
 
 /** Marks a refinement whose message is added to `invalid value for "name"`, for a reason the client cannot guess. */
@@ -202,5 +207,7 @@ export function paramFields(schema: ParamsSchema): ParamField[] {
  * a number, sent as its digits); the typed client's and the CLI's request types.
  */
 export type SentParams<S extends ParamsSchema> = {
-  readonly [K in keyof z.input<S>]: z.input<S>[K] | (NonNullable<z.output<S>[K & keyof z.output<S>]> extends number ? number : never);
+  readonly [K in keyof z.input<S>]:
+    | z.input<S>[K]
+    | (NonNullable<z.output<S>[K & keyof z.output<S>]> extends number ? number : never);
 };

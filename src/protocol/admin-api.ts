@@ -46,7 +46,9 @@ const nextUserCursor = z
   .string()
   .nullable()
   .optional()
-  .describe('extension, only when `prefix`, `limit` or `cursor` was sent: pass as `cursor` for the next page; null on the last page');
+  .describe(
+    'extension, only when `prefix`, `limit` or `cursor` was sent: pass as `cursor` for the next page; null on the last page',
+  );
 export const usersAnswer = z.object({ users: z.array(z.string()), next_cursor: nextUserCursor });
 export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()), next_cursor: nextUserCursor });
 
@@ -64,7 +66,10 @@ export const connectionLogEntrySchema = z.object({
   node_number: z.number().int(),
   ip_four: z.string(),
   ip_six: z.string(),
-  originating_ip: z.string().nullable().describe('the client address the node saw; for WireGuard over TCP the address the relay saw'),
+  originating_ip: z
+    .string()
+    .nullable()
+    .describe('the client address the node saw; for WireGuard over TCP the address the relay saw'),
   connected_at: z.string(),
   disconnected_at: z.string().nullable().describe('null while the session is open'),
   bytes_in: z.number().nullable(),
@@ -78,14 +83,20 @@ export const connectionLogAnswer = z.object({
 });
 
 /** One day of one profile's usage (extension). */
-export const dailyStatsSchema = z.object({ date: z.string(), max_connection_count: z.number().int(), unique_user_count: z.number().int() });
+export const dailyStatsSchema = z.object({
+  date: z.string(),
+  max_connection_count: z.number().int(),
+  unique_user_count: z.number().int(),
+});
 export const statsAnswer = z.object({ stats: z.record(z.string(), z.array(dailyStatsSchema)) });
 
 /** A profile as `GET /profiles` (extension) shows it: what `create` needs to know before asking. */
 export const profileSchema = z.object({
   profile_id: z.string(),
   display_name: z.string(),
-  vpn_proto_list: z.array(z.enum(['wireguard', 'openvpn'])).describe('the protocols the profile offers, its preferred one first'),
+  vpn_proto_list: z
+    .array(z.enum(['wireguard', 'openvpn']))
+    .describe('the protocols the profile offers, its preferred one first'),
   default_gateway: z.boolean().describe('true: all traffic goes through the tunnel; false: only its routes'),
   ranges: z
     .array(
@@ -139,35 +150,58 @@ const PLATFORM_LIST = PLATFORMS.join(', ');
 
 /** How `create` and `enrollment_token` name the device a configuration is for (extension): one of the three, and its platform. */
 const deviceParamShape = {
-  device_id: optional(param.deviceId, "extension: the registered device the configuration is for; it replaces the device's configuration in this profile"),
+  device_id: optional(
+    param.deviceId,
+    "extension: the registered device the configuration is for; it replaces the device's configuration in this profile",
+  ),
   serial: optional(param.deviceIdentifier, 'extension: the device by its serial number (instead of `device_id`)'),
   mdm_id: optional(param.deviceIdentifier, "extension: the device by its MDM's id (instead of `device_id`)"),
-  platform: optional(param.platform, `extension: ${PLATFORM_LIST}; default the registered device's platform, another answers 409`),
+  platform: optional(
+    param.platform,
+    `extension: ${PLATFORM_LIST}; default the registered device's platform, another answers 409`,
+  ),
 };
 
 // The request parameters of each call (query string of a GET, form body of a POST), in the
 // order they are checked: the route reads them, the OpenAPI document shows them, the typed
 // client and the CLI send them (as SentParams).
 const connectedUsersParams = z.object({
-  show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes'),
+  show_all: optional(
+    param.onOff,
+    '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes',
+  ),
 });
 const connectionListParams = z.object({
-  show_all: optional(param.onOff, '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes'),
+  show_all: optional(
+    param.onOff,
+    '`on`: every active configuration; `off` (default): only handshakes in the last 3 minutes',
+  ),
 });
 /** `users` and `disabled_users` take the same extension parameters; without any of them, the specification's answer. */
 const usersParams = z.object({
-  prefix: optional(param.userId, 'extension: only user ids starting with this text (case-sensitive); the answer then has `next_cursor`'),
-  limit: optional(param.pageSize, `extension: user ids per page, 1–1000 (default ${DEFAULT_PAGE_SIZE}); the answer then has \`next_cursor\``),
+  prefix: optional(
+    param.userId,
+    'extension: only user ids starting with this text (case-sensitive); the answer then has `next_cursor`',
+  ),
+  limit: optional(
+    param.pageSize,
+    `extension: user ids per page, 1–1000 (default ${DEFAULT_PAGE_SIZE}); the answer then has \`next_cursor\``,
+  ),
   cursor: optional(param.userCursor, 'extension: `next_cursor` of the previous page'),
 });
 const disabledUsersParams = usersParams;
-const userConfigurationListParams = z.object({ user_id: required(param.userId, 'the user whose configurations are listed') });
+const userConfigurationListParams = z.object({
+  user_id: required(param.userId, 'the user whose configurations are listed'),
+});
 const createParams = z.object({
   user_id: required(param.userId, 'user identifier, 1–255 characters'),
   profile_id: required(param.profileId, 'identifier of the VPN profile'),
   display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Admin API`'),
   prefer_tcp: optional(param.yesNo, '`yes` or `no` (default): prefer connecting over TCP'),
-  expires_in: optional(param.sessionExpiry, 'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`'),
+  expires_in: optional(
+    param.sessionExpiry,
+    'ISO 8601 duration; must be `sessionExpiry` or an entry of `supportedSessionExpiry`',
+  ),
   public_key: optional(
     param.devicePublicKey,
     "extension: the device's own WireGuard public key (Base64 of 32 bytes, as `wg pubkey` prints it); the file's PrivateKey is then `@DEVICE_PRIVATE_KEY@` for the device to replace; 409 when the key is in use",
@@ -193,7 +227,9 @@ const deleteConnectionParams = z.object({
   user_id: required(param.userId, 'the user owning the configuration'),
   connection_id: required(param.connectionId, 'WireGuard public key or OpenVPN certificate Common Name'),
 });
-const deleteUserAuthorizationsParams = z.object({ user_id: required(param.userId, 'the user whose authorizations are deleted (form body or query string)') });
+const deleteUserAuthorizationsParams = z.object({
+  user_id: required(param.userId, 'the user whose authorizations are deleted (form body or query string)'),
+});
 const connectionLogParams = z.object({
   user_id: optional(param.userId, 'only this user'),
   profile_id: optional(param.profileId, 'only this profile'),
@@ -221,7 +257,10 @@ const profilesParams = z.object({});
 const auditLogParams = z.object({
   since: optional(param.timestamp, 'ISO 8601 date or date-time (with Z or an offset): entries at or after it'),
   until: optional(param.timestamp, 'ISO 8601 date or date-time: entries before it'),
-  key: optional(param.keyName, "only calls made with the admin key of this name (`secret`: the specification's secret)"),
+  key: optional(
+    param.keyName,
+    "only calls made with the admin key of this name (`secret`: the specification's secret)",
+  ),
   user_id: optional(param.userId, 'only calls about this user'),
   cursor: optional(param.auditCursor, 'the `next_cursor` of the page before'),
   limit: optional(param.pageSize, 'entries per page, 1–1000 (default 100)'),
@@ -236,14 +275,23 @@ const extendParams = z.object({
 });
 const webhooksParams = z.object({});
 const createWebhookParams = z.object({
-  url: required(param.webhookUrl, 'where events are POSTed: http: or https:, not a private or loopback address unless webhooks.allowPrivateTargets allows it'),
-  event_types: required(param.webhookEventTypes, 'comma-separated event types (`user.created,node.down`), or `*` for every type'),
+  url: required(
+    param.webhookUrl,
+    'where events are POSTed: http: or https:, not a private or loopback address unless webhooks.allowPrivateTargets allows it',
+  ),
+  event_types: required(
+    param.webhookEventTypes,
+    'comma-separated event types (`user.created,node.down`), or `*` for every type',
+  ),
   description: optional(param.description, 'what the receiver is, for the people reading the list'),
 });
 const deleteWebhookParams = z.object({ webhook_id: required(param.webhookId, 'the subscription') });
 const rotateWebhookSecretParams = z.object({
   webhook_id: required(param.webhookId, 'the subscription'),
-  overlap: optional(param.secretOverlap, 'ISO 8601 duration, at most P7D (default P1D): how long deliveries carry both signatures'),
+  overlap: optional(
+    param.secretOverlap,
+    'ISO 8601 duration, at most P7D (default P1D): how long deliveries carry both signatures',
+  ),
 });
 const testWebhookParams = z.object({ webhook_id: required(param.webhookId, 'the subscription') });
 const webhookDeliveriesParams = z.object({
@@ -260,9 +308,15 @@ const enrollmentTokenParams = z.object({
   user_id: required(param.userId, 'the user the configuration will belong to (made when missing, as by create)'),
   profile_id: required(param.profileId, 'identifier of the VPN profile'),
   display_name: optional(param.displayName, 'label of the configuration, 1–64 characters; default `Enrollment`'),
-  expires_in: optional(param.sessionExpiry, "the configuration's lifetime from its redemption, as create's `expires_in`"),
+  expires_in: optional(
+    param.sessionExpiry,
+    "the configuration's lifetime from its redemption, as create's `expires_in`",
+  ),
   uses: optional(param.tokenUses, 'how many configurations the token can make, 1–1000 (default 1)'),
-  valid_for: optional(param.isoDuration, 'ISO 8601 duration the token can be redeemed for, at most P90D (default PT1H)'),
+  valid_for: optional(
+    param.isoDuration,
+    'ISO 8601 duration the token can be redeemed for, at most P90D (default PT1H)',
+  ),
   ...deviceParamShape,
 });
 const enrollmentTokensParams = z.object({ user_id: optional(param.userId, "only this user's tokens") });
@@ -270,7 +324,12 @@ const revokeEnrollmentTokenParams = z.object({
   user_id: required(param.userId, 'the user the token is for'),
   token_id: required(param.tokenId, "the token's id, as enrollment_token answered and enrollment_tokens lists it"),
 });
-const revocationParams = z.object({ revocation_id: required(param.uuid, 'the `VPN-Portal-Revocation` header of disable_user, destroy or delete_connection') });
+const revocationParams = z.object({
+  revocation_id: required(
+    param.uuid,
+    'the `VPN-Portal-Revocation` header of disable_user, destroy or delete_connection',
+  ),
+});
 const revocationsParams = z.object({
   state: optional(param.revocationState, '`pending` (also lists overdue ones), `overdue`, `applied` or `superseded`'),
   user_id: optional(param.userId, "only this user's receipts"),
@@ -280,8 +339,14 @@ const registerDeviceParams = z.object({
   user_id: required(param.userId, 'the user the device belongs to'),
   profile_id: required(param.profileId, 'the profile its enrollment uses unless a call names another'),
   platform: required(param.platform, PLATFORM_LIST),
-  serial: optional(param.deviceIdentifier, 'its serial number (1–255 printable characters); unique among devices not retired'),
-  mdm_id: optional(param.deviceIdentifier, "the MDM's id of it; unique among devices not retired. `serial` or `mdm_id` (or both) is needed"),
+  serial: optional(
+    param.deviceIdentifier,
+    'its serial number (1–255 printable characters); unique among devices not retired',
+  ),
+  mdm_id: optional(
+    param.deviceIdentifier,
+    "the MDM's id of it; unique among devices not retired. `serial` or `mdm_id` (or both) is needed",
+  ),
 });
 const devicesParams = z.object({
   user_id: optional(param.userId, "only this user's devices"),
@@ -291,7 +356,10 @@ const devicesParams = z.object({
   identity: optional(param.deviceIdentity, '`token` or `certificate`'),
   serial: optional(param.deviceIdentifier, 'only the devices with this serial number'),
   mdm_id: optional(param.deviceIdentifier, 'only the devices with this MDM id'),
-  last_seen_before: optional(param.timestamp, 'ISO 8601: devices last seen before it, or never seen and registered before it'),
+  last_seen_before: optional(
+    param.timestamp,
+    'ISO 8601: devices last seen before it, or never seen and registered before it',
+  ),
   cursor: optional(param.deviceId, 'the `next_cursor` of the page before'),
   limit: optional(param.pageSize, 'devices per page, 1–1000 (default 100)'),
 });
@@ -299,11 +367,17 @@ const deviceParams = z.object({ device_id: required(param.deviceId, 'the device'
 const retireDeviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
 const adminKeysParams = z.object({});
 const createAdminKeyParams = z.object({
-  name: required(param.keyName, 'the key name: 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), not `secret`, not in use'),
+  name: required(
+    param.keyName,
+    'the key name: 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), not `secret`, not in use',
+  ),
   scope: optional(z.enum(ADMIN_SCOPES), '`read`, `write` or `admin` (default `read`)'),
   profiles: optional(param.commaList, 'comma-separated profile ids the key is limited to; default every profile'),
   expires_in: optional(param.isoDuration, 'ISO 8601 duration after which the key stops working; default never'),
-  allow_list: optional(param.commaList, 'comma-separated CIDR prefixes the key may be used from, on top of adminApi.allowList'),
+  allow_list: optional(
+    param.commaList,
+    'comma-separated CIDR prefixes the key may be used from, on top of adminApi.allowList',
+  ),
 });
 const revokeAdminKeyParams = z.object({ name: required(param.keyName, 'the key name') });
 
@@ -317,13 +391,23 @@ export const ADMIN_API_CALLS = {
   connectionList: { method: 'GET', path: '/connection_list', scope: 'read', params: connectionListParams },
   users: { method: 'GET', path: '/users', scope: 'read', params: usersParams },
   disabledUsers: { method: 'GET', path: '/disabled_users', scope: 'read', params: disabledUsersParams },
-  userConfigurationList: { method: 'GET', path: '/user_configuration_list', scope: 'read', params: userConfigurationListParams },
+  userConfigurationList: {
+    method: 'GET',
+    path: '/user_configuration_list',
+    scope: 'read',
+    params: userConfigurationListParams,
+  },
   create: { method: 'POST', path: '/create', scope: 'write', params: createParams },
   destroy: { method: 'POST', path: '/destroy', scope: 'admin', params: destroyParams },
   disableUser: { method: 'POST', path: '/disable_user', scope: 'write', params: disableUserParams },
   enableUser: { method: 'POST', path: '/enable_user', scope: 'write', params: enableUserParams },
   deleteConnection: { method: 'POST', path: '/delete_connection', scope: 'write', params: deleteConnectionParams },
-  deleteUserAuthorizations: { method: 'POST', path: '/delete_user_authorizations', scope: 'admin', params: deleteUserAuthorizationsParams },
+  deleteUserAuthorizations: {
+    method: 'POST',
+    path: '/delete_user_authorizations',
+    scope: 'admin',
+    params: deleteUserAuthorizationsParams,
+  },
   // Extensions of this portal.
   connectionLog: { method: 'GET', path: '/connection_log', scope: 'read', params: connectionLogParams },
   stats: { method: 'GET', path: '/stats', scope: 'read', params: statsParams },
@@ -333,12 +417,22 @@ export const ADMIN_API_CALLS = {
   webhooks: { method: 'GET', path: '/webhooks', scope: 'admin', params: webhooksParams },
   createWebhook: { method: 'POST', path: '/create_webhook', scope: 'admin', params: createWebhookParams },
   deleteWebhook: { method: 'POST', path: '/delete_webhook', scope: 'admin', params: deleteWebhookParams },
-  rotateWebhookSecret: { method: 'POST', path: '/rotate_webhook_secret', scope: 'admin', params: rotateWebhookSecretParams },
+  rotateWebhookSecret: {
+    method: 'POST',
+    path: '/rotate_webhook_secret',
+    scope: 'admin',
+    params: rotateWebhookSecretParams,
+  },
   testWebhook: { method: 'POST', path: '/test_webhook', scope: 'admin', params: testWebhookParams },
   webhookDeliveries: { method: 'GET', path: '/webhook_deliveries', scope: 'admin', params: webhookDeliveriesParams },
   enrollmentToken: { method: 'POST', path: '/enrollment_token', scope: 'write', params: enrollmentTokenParams },
   enrollmentTokens: { method: 'GET', path: '/enrollment_tokens', scope: 'read', params: enrollmentTokensParams },
-  revokeEnrollmentToken: { method: 'POST', path: '/revoke_enrollment_token', scope: 'write', params: revokeEnrollmentTokenParams },
+  revokeEnrollmentToken: {
+    method: 'POST',
+    path: '/revoke_enrollment_token',
+    scope: 'write',
+    params: revokeEnrollmentTokenParams,
+  },
   revocation: { method: 'GET', path: '/revocation', scope: 'read', params: revocationParams },
   revocations: { method: 'GET', path: '/revocations', scope: 'read', params: revocationsParams },
   registerDevice: { method: 'POST', path: '/register_device', scope: 'write', params: registerDeviceParams },
@@ -370,7 +464,10 @@ export type CreateAdminKeyParams = SentParams<typeof createAdminKeyParams>;
 export const auditEntrySchema = z.object({
   id: z.string().describe('opaque, ordered by time; pass the last one seen as `cursor` for older entries'),
   at: z.string().describe('ISO 8601 with numeric UTC offset'),
-  key_name: z.string().nullable().describe("the admin key's name, `secret` for the specification's secret, null when no valid key was presented"),
+  key_name: z
+    .string()
+    .nullable()
+    .describe("the admin key's name, `secret` for the specification's secret, null when no valid key was presented"),
   source_address: z.string(),
   call: z.string().describe("the call's name (`create`), or the path asked for when it names no call"),
   parameters: z.record(z.string(), z.string()).describe("the call's parameters as sent; never a secret, never a file"),
@@ -399,7 +496,9 @@ export const extendAnswer = z.object({
   certificate: z
     .string()
     .nullable()
-    .describe("OpenVPN: the new client certificate (PEM) for the device's own key, to replace the file's `<cert>` block; WireGuard: null"),
+    .describe(
+      "OpenVPN: the new client certificate (PEM) for the device's own key, to replace the file's `<cert>` block; WireGuard: null",
+    ),
 });
 export type ExtendAnswer = z.infer<typeof extendAnswer>;
 
@@ -421,7 +520,9 @@ export const createWebhookAnswer = z.object({
 export const rotateWebhookSecretAnswer = z.object({
   webhook_id: z.string(),
   secret: z.string().describe('the new signing secret: shown this once'),
-  previous_secret_until: z.string().describe('until then every delivery carries a signature with the previous secret too'),
+  previous_secret_until: z
+    .string()
+    .describe('until then every delivery carries a signature with the previous secret too'),
 });
 const attemptOutcome = z.enum(['sending', 'delivered', 'failed', 'refused', 'interrupted']);
 export const testWebhookAnswer = z.object({
@@ -462,7 +563,9 @@ export type WebhookDeliveriesPage = z.infer<typeof webhookDeliveriesAnswer>;
 /** What `enrollment_token` answers (extension): the token, shown once, and how long and how often it can be redeemed. */
 export const enrollmentTokenAnswer = z.object({
   enrollment_token: z.string().describe('the token (`vpe_…`); shown once, the portal keeps only a keyed hash'),
-  token_id: z.string().describe("the token's id (its characters 5–16), for `enrollment_tokens` and `revoke_enrollment_token`"),
+  token_id: z
+    .string()
+    .describe("the token's id (its characters 5–16), for `enrollment_tokens` and `revoke_enrollment_token`"),
   expires_at: z.string().describe('until when it can be redeemed, ISO 8601 with numeric UTC offset'),
   uses: z.int().describe('how many configurations it can make'),
 });
@@ -485,16 +588,22 @@ export const enrollmentTokenInfoSchema = z.object({
   last_used_at: z.string().nullable(),
 });
 export type EnrollmentTokenInfo = z.infer<typeof enrollmentTokenInfoSchema>;
-export const enrollmentTokensAnswer = z.object({ enrollment_tokens: z.array(enrollmentTokenInfoSchema).describe('newest first') });
+export const enrollmentTokensAnswer = z.object({
+  enrollment_tokens: z.array(enrollmentTokenInfoSchema).describe('newest first'),
+});
 
 /** A revocation receipt (extension): which configurations left which nodes, and when each node confirmed it. */
 export const revocationSchema = z.object({
   revocation_id: z.string(),
   user_id: z.string(),
-  reason: z.enum(['disable_user', 'destroy', 'delete_connection', 'expiry']).describe('what revoked the configurations'),
+  reason: z
+    .enum(['disable_user', 'destroy', 'delete_connection', 'expiry'])
+    .describe('what revoked the configurations'),
   state: z
     .enum(['pending', 'overdue', 'applied', 'superseded'])
-    .describe('applied: every node confirmed; overdue: a node is pending past revocationDeadline; superseded: enable_user came first'),
+    .describe(
+      'applied: every node confirmed; overdue: a node is pending past revocationDeadline; superseded: enable_user came first',
+    ),
   requested_at: z.string(),
   overdue_at: z.string().nullable(),
   applied_at: z.string().nullable(),
@@ -504,7 +613,10 @@ export const revocationSchema = z.object({
     z.object({
       node_number: z.int(),
       state: z.enum(['pending', 'applied']),
-      applied_at: z.string().nullable().describe('when the node confirmed its last configuration gone; null while pending'),
+      applied_at: z
+        .string()
+        .nullable()
+        .describe('when the node confirmed its last configuration gone; null while pending'),
       connection_ids: z.array(z.string()),
     }),
   ),
@@ -540,17 +652,28 @@ export const deviceSchema = z.object({
   platform: platformSchema,
   serial: z.string().nullable().describe('the serial number its MDM knows it by'),
   mdm_id: z.string().nullable().describe("the MDM's own id of the device (e.g. Intune's managed device id)"),
-  identity: z.enum(['token', 'certificate']).describe('how it proves itself when it enrolls: a token, or its MDM certificate'),
+  identity: z
+    .enum(['token', 'certificate'])
+    .describe('how it proves itself when it enrolls: a token, or its MDM certificate'),
   certificate: z
     .object({ subject: z.string(), issuer: z.string(), serial_number: z.string(), not_after: z.string() })
     .nullable()
     .describe('with identity `certificate`: the certificate it is bound to'),
-  state: z.enum(['registered', 'active', 'retired']).describe('`registered` until its first configuration, then `active`; `retired` for good'),
+  state: z
+    .enum(['registered', 'active', 'retired'])
+    .describe('`registered` until its first configuration, then `active`; `retired` for good'),
   created_at: z.string(),
   retired_at: z.string().nullable(),
   last_seen_at: z.string().nullable().describe('when a session of one of its configurations last started'),
   configurations: z
-    .array(z.object({ connection_id: z.string(), profile_id: z.string(), vpn_proto: z.enum(['wireguard', 'openvpn']), expires_at: z.string() }))
+    .array(
+      z.object({
+        connection_id: z.string(),
+        profile_id: z.string(),
+        vpn_proto: z.enum(['wireguard', 'openvpn']),
+        expires_at: z.string(),
+      }),
+    )
     .describe('its live configurations, at most one per profile'),
 });
 export type DeviceInfo = z.infer<typeof deviceSchema>;
@@ -567,7 +690,10 @@ export const adminKeyInfoSchema = z.object({
   name: z.string(),
   scope: z.enum(ADMIN_SCOPES),
   profiles: z.array(z.string()).nullable().describe('the profiles it is limited to; null: every profile'),
-  allow_list: z.array(z.string()).nullable().describe('the address prefixes it may be used from, on top of adminApi.allowList; null: no own limit'),
+  allow_list: z
+    .array(z.string())
+    .nullable()
+    .describe('the address prefixes it may be used from, on top of adminApi.allowList; null: no own limit'),
   created_at: z.string(),
   expires_at: z.string().nullable().describe('null: never expires'),
   last_used_at: z.string().nullable(),
@@ -578,12 +704,16 @@ export const adminKeyInfoSchema = z.object({
     .describe('rotated: replaced, valid until its grace period ends (`expires_at`); rotated-out: that period ended'),
 });
 export type AdminKeyInfo = z.infer<typeof adminKeyInfoSchema>;
-export const adminKeysAnswer = z.object({ admin_keys: z.array(adminKeyInfoSchema).describe('by name, newest first within a name') });
+export const adminKeysAnswer = z.object({
+  admin_keys: z.array(adminKeyInfoSchema).describe('by name, newest first within a name'),
+});
 export const createAdminKeyAnswer = z.object({
   admin_key: adminKeyInfoSchema,
   secret: z.string().describe('the key itself (`vpa_…`): shown this once, the portal keeps only a keyed hash'),
 });
 export const revokeAdminKeyAnswer = z.object({
   name: z.string(),
-  revoked: z.int().describe("how many keys of the name were revoked: the current one and any in a rotation's grace period"),
+  revoked: z
+    .int()
+    .describe("how many keys of the name were revoked: the current one and any in a rotation's grace period"),
 });

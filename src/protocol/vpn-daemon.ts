@@ -57,7 +57,11 @@ export type PeerListEntry = z.infer<typeof daemonPeerSchema>;
 export const peerListSchema = z.object({ peer_list: z.array(daemonPeerSchema) });
 
 /** A client in `GET /o/connection_list`; `ip_six` is null (or empty, from eduVPN's daemon) without an IPv6 pool. */
-export const openVpnConnectionSchema = z.object({ common_name: z.string(), ip_four: z.string(), ip_six: z.string().nullable() });
+export const openVpnConnectionSchema = z.object({
+  common_name: z.string(),
+  ip_four: z.string(),
+  ip_six: z.string().nullable(),
+});
 export const connectionListSchema = z.object({ connection_list: z.array(openVpnConnectionSchema) });
 
 // ---- Requests ----
@@ -94,7 +98,12 @@ const wireGuardKeySchema = z.custom<WireGuardKey>(
  * node that holds it (an older portal put it there) must be able to let it go.
  */
 const addedKeySchema = z.tuple(
-  [wireGuardKeySchema.refine(isCanonicalWireGuardKey, 'must be the canonical encoding of an X25519 key (bit 255 clear, a value below 2^255 − 19)')],
+  [
+    wireGuardKeySchema.refine(
+      isCanonicalWireGuardKey,
+      'must be the canonical encoding of an X25519 key (bit 255 clear, a value below 2^255 − 19)',
+    ),
+  ],
   { error: 'must be given exactly once' },
 );
 const publicKeySchema = z.tuple([wireGuardKeySchema], { error: 'must be given exactly once' });
@@ -126,21 +135,34 @@ const revisionSchema = z
 const addPeerSchema = z.object({ public_key: addedKeySchema, ip_net: ipNetSchema, revision: revisionSchema });
 const removePeerSchema = z.object({ public_key: publicKeySchema, revision: revisionSchema });
 // The portal's common names are Base64 of 32 bytes (44 characters); a little more is tolerated.
-const commonNameSchema = z.tuple([z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 + / = _ . @ -')], {
-  error: 'must be given exactly once',
-});
+const commonNameSchema = z.tuple(
+  [z.string().regex(/^[A-Za-z0-9+/=_.@-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 + / = _ . @ -')],
+  {
+    error: 'must be given exactly once',
+  },
+);
 const disconnectClientSchema = z.object({ common_name: commonNameSchema });
 const peerListQuerySchema = z.object({ show_all: z.enum(['yes', 'no'], 'must be "yes" or "no"') });
 
 /** `public_key=<key>&ip_net=<v4>/32&ip_net=<v6>/128[&revision=N]`: repeated keys, no `[]`. */
 export function parseAddPeerForm(form: URLSearchParams): Parsed<AddPeerRequest> {
-  const parsed = addPeerSchema.safeParse({ public_key: form.getAll('public_key'), ip_net: form.getAll('ip_net'), revision: form.getAll('revision') });
+  const parsed = addPeerSchema.safeParse({
+    public_key: form.getAll('public_key'),
+    ip_net: form.getAll('ip_net'),
+    revision: form.getAll('revision'),
+  });
   if (!parsed.success) return { ok: false, error: describe(parsed.error) };
-  return { ok: true, value: { publicKey: parsed.data.public_key[0], allowedIps: parsed.data.ip_net, revision: parsed.data.revision } };
+  return {
+    ok: true,
+    value: { publicKey: parsed.data.public_key[0], allowedIps: parsed.data.ip_net, revision: parsed.data.revision },
+  };
 }
 
 export function parseRemovePeerForm(form: URLSearchParams): Parsed<RemovePeerRequest> {
-  const parsed = removePeerSchema.safeParse({ public_key: form.getAll('public_key'), revision: form.getAll('revision') });
+  const parsed = removePeerSchema.safeParse({
+    public_key: form.getAll('public_key'),
+    revision: form.getAll('revision'),
+  });
   if (!parsed.success) return { ok: false, error: describe(parsed.error) };
   return { ok: true, value: { publicKey: parsed.data.public_key[0], revision: parsed.data.revision } };
 }

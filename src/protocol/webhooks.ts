@@ -103,7 +103,12 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   envelope('configuration.deleted', configuration),
   envelope('configuration.expired', configuration),
   envelope('configuration.expiring', { ...configuration, expires_at: z.string() }),
-  envelope('session.started', { ...configuration, ip_four: z.string(), ip_six: z.string(), originating_ip: z.string().nullable() }),
+  envelope('session.started', {
+    ...configuration,
+    ip_four: z.string(),
+    ip_six: z.string(),
+    originating_ip: z.string().nullable(),
+  }),
   envelope('session.ended', {
     connection_id: z.string(),
     vpn_proto: z.enum(['wireguard', 'openvpn']),
@@ -127,7 +132,9 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   envelope('device.replaced', {
     ...device,
     configuration: z.object(configuration).describe('the new configuration'),
-    replaced: z.array(z.object(configuration)).describe('the configurations of the same profile it replaced (each also sent as configuration.deleted)'),
+    replaced: z
+      .array(z.object(configuration))
+      .describe('the configurations of the same profile it replaced (each also sent as configuration.deleted)'),
   }),
   envelope(WEBHOOK_TEST_EVENT, { webhook_id: z.string() }),
 ]);

@@ -58,8 +58,16 @@ export function isIsoDuration(text: string): boolean {
 /** `start + duration` on the UTC calendar. */
 export function addDuration(start: Date, duration: IsoDuration): Date {
   const result = new Date(start.getTime());
-  result.setUTCFullYear(result.getUTCFullYear() + duration.years, result.getUTCMonth() + duration.months, result.getUTCDate() + duration.days);
-  result.setUTCHours(result.getUTCHours() + duration.hours, result.getUTCMinutes() + duration.minutes, result.getUTCSeconds() + duration.seconds);
+  result.setUTCFullYear(
+    result.getUTCFullYear() + duration.years,
+    result.getUTCMonth() + duration.months,
+    result.getUTCDate() + duration.days,
+  );
+  result.setUTCHours(
+    result.getUTCHours() + duration.hours,
+    result.getUTCMinutes() + duration.minutes,
+    result.getUTCSeconds() + duration.seconds,
+  );
   return result;
 }
 

@@ -37,7 +37,11 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
   return { url: `http://${host}:${address.port}/metrics`, close: () => closeServer(server) };
 }
 
-async function answer(options: MetricsServerOptions, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function answer(
+  options: MetricsServerOptions,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
   const path = (request.url ?? '/').split('?')[0];
   const json = (status: number, body: Record<string, unknown>): void => {
     response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));

@@ -70,18 +70,34 @@ export async function currentAdminKey(db: Db, name: string): Promise<StoredAdmin
 
 /** Every key, by name, newest first within a name. */
 export async function listAdminKeys(db: Db): Promise<StoredAdminKey[]> {
-  const rows = await db.selectFrom('admin_keys').selectAll().orderBy('name').orderBy('created_at', 'desc').orderBy('key_id').execute();
+  const rows = await db
+    .selectFrom('admin_keys')
+    .selectAll()
+    .orderBy('name')
+    .orderBy('created_at', 'desc')
+    .orderBy('key_id')
+    .execute();
   return rows.map(toKey);
 }
 
 /** Revokes every key of this name not revoked yet (the current one and those in a rotation's grace period). */
 export async function revokeAdminKeys(db: Db, name: string, at: string): Promise<number> {
-  const result = await db.updateTable('admin_keys').set({ revoked_at: at }).where('name', '=', name).where('revoked_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('admin_keys')
+    .set({ revoked_at: at })
+    .where('name', '=', name)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
 /** Marks a key as rotated out: it stays valid until `expiresAt`, the end of its grace period. */
-export async function markAdminKeyReplaced(db: Db, keyId: string, replacedBy: string, expiresAt: string): Promise<boolean> {
+export async function markAdminKeyReplaced(
+  db: Db,
+  keyId: string,
+  replacedBy: string,
+  expiresAt: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('admin_keys')
     .set({ replaced_by: replacedBy, expires_at: expiresAt })
@@ -96,7 +112,13 @@ export async function markAdminKeyReplaced(db: Db, keyId: string, replacedBy: st
  * Notes that a key was used, unless that was noted after `notBefore` already: a key used by
  * many requests costs one write per interval, also with several portal instances.
  */
-export async function noteAdminKeyUse(db: Db, keyId: string, at: string, address: string, notBefore: string): Promise<boolean> {
+export async function noteAdminKeyUse(
+  db: Db,
+  keyId: string,
+  at: string,
+  address: string,
+  notBefore: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('admin_keys')
     .set({ last_used_at: at, last_used_address: address })

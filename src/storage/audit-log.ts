@@ -94,13 +94,20 @@ type AuditRow = Omit<NewAuditRecord, 'parameters' | 'connectionIds'> & {
 };
 
 function auditRow(record: NewAuditRecord, refusalBucket: string | null): AuditRow {
-  return { ...record, parameters: JSON.stringify(record.parameters), connectionIds: JSON.stringify(record.connectionIds), refusalBucket };
+  return {
+    ...record,
+    parameters: JSON.stringify(record.parameters),
+    connectionIds: JSON.stringify(record.connectionIds),
+    refusalBucket,
+  };
 }
 
 const insertAuditRow = preparedQuery((db, value: Slot<AuditRow>) => auditRowInsert(db, value));
 
 const upsertRefusalRow = preparedQuery((db, value: Slot<AuditRow>) =>
-  auditRowInsert(db, value).onConflict((conflict) => conflict.column('refusal_bucket').doUpdateSet({ repeated: sql`audit_log.repeated + 1` })),
+  auditRowInsert(db, value).onConflict((conflict) =>
+    conflict.column('refusal_bucket').doUpdateSet({ repeated: sql`audit_log.repeated + 1` }),
+  ),
 );
 
 function auditRowInsert(db: Db, value: Slot<AuditRow>) {

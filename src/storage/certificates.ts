@@ -45,12 +45,27 @@ export async function findCertificate(db: Db, commonName: string): Promise<OpenV
 }
 
 export async function certificatesOfUser(db: Db, userId: UserId): Promise<OpenVpnCertificate[]> {
-  const rows = await db.selectFrom('certificates').selectAll().where('user_id', '=', userId).orderBy('expires_at', 'desc').orderBy('common_name').execute();
+  const rows = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('expires_at', 'desc')
+    .orderBy('common_name')
+    .execute();
   return rows.map(toCertificate);
 }
 
-export async function findCertificateOfUser(db: Db, userId: UserId, commonName: ConnectionId): Promise<OpenVpnCertificate | undefined> {
-  const row = await db.selectFrom('certificates').selectAll().where('common_name', '=', commonName).where('user_id', '=', userId).executeTakeFirst();
+export async function findCertificateOfUser(
+  db: Db,
+  userId: UserId,
+  commonName: ConnectionId,
+): Promise<OpenVpnCertificate | undefined> {
+  const row = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('common_name', '=', commonName)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return row === undefined ? undefined : toCertificate(row);
 }
 
@@ -63,7 +78,11 @@ export async function deleteCertificate(db: Db, commonName: ConnectionId, expire
 }
 
 /** As peersDueForExpiryWarning. */
-export async function certificatesDueForExpiryWarning(db: Db, window: ExpiryWarningWindow, limit: number): Promise<OpenVpnCertificate[]> {
+export async function certificatesDueForExpiryWarning(
+  db: Db,
+  window: ExpiryWarningWindow,
+  limit: number,
+): Promise<OpenVpnCertificate[]> {
   return (await dueForExpiryWarning(db, 'certificates', window, limit)).map(toCertificate);
 }
 
@@ -74,7 +93,11 @@ export async function deleteCertificatesOfUser(db: Db, userId: UserId): Promise<
 }
 
 /** As deletePeersOfDevice. */
-export async function deleteCertificatesOfDevice(db: Db, deviceId: DeviceId, profileId?: ProfileId): Promise<OpenVpnCertificate[]> {
+export async function deleteCertificatesOfDevice(
+  db: Db,
+  deviceId: DeviceId,
+  profileId?: ProfileId,
+): Promise<OpenVpnCertificate[]> {
   let query = db.deleteFrom('certificates').where('device_id', '=', deviceId);
   if (profileId !== undefined) query = query.where('profile_id', '=', profileId);
   return (await query.returningAll().execute()).map(toCertificate);
@@ -116,7 +139,13 @@ export async function earliestCertificateExpiry(db: Db): Promise<string | null> 
 }
 
 export async function expiredCertificates(db: Db, now: string, limit: number): Promise<OpenVpnCertificate[]> {
-  const rows = await db.selectFrom('certificates').selectAll().where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
+  const rows = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
   return rows.map(toCertificate);
 }
 
@@ -136,7 +165,9 @@ function toCertificate(row: Selectable<CertificatesTable>): OpenVpnCertificate {
 }
 
 /** OpenVPN configurations per profile and node (metrics). */
-export async function countCertificatesByProfileAndNode(db: Db): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+export async function countCertificatesByProfileAndNode(
+  db: Db,
+): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
   const rows = await db
     .selectFrom('certificates')
     .select(['profile_id', 'node_number', (eb) => eb.fn.countAll<number | string>().as('count')])

@@ -40,7 +40,10 @@ export async function openConnection(db: Db, connection: OpenedConnection): Prom
   if (connection.vpnProto === 'wireguard') {
     insert = insert.onConflict((conflict) =>
       // The index's own predicate, literally: SQLite matches a partial index only by its text.
-      conflict.columns(['connection_id', 'node_number']).where(sql<boolean>`disconnected_at IS NULL AND vpn_proto = 'wireguard'`).doNothing(),
+      conflict
+        .columns(['connection_id', 'node_number'])
+        .where(sql<boolean>`disconnected_at IS NULL AND vpn_proto = 'wireguard'`)
+        .doNothing(),
     );
   }
   await insert.execute();
@@ -78,7 +81,12 @@ export interface ConnectionLogEntry {
 
 /** The history of one connection id, oldest first. */
 export async function connectionHistory(db: Db, connectionId: string): Promise<ConnectionLogEntry[]> {
-  const rows = await db.selectFrom('connection_log').selectAll().where('connection_id', '=', connectionId).orderBy('connected_at').execute();
+  const rows = await db
+    .selectFrom('connection_log')
+    .selectAll()
+    .where('connection_id', '=', connectionId)
+    .orderBy('connected_at')
+    .execute();
   return rows.map((row) => ({
     userId: row.user_id,
     profileId: row.profile_id,
@@ -103,7 +111,15 @@ export interface OpenSession {
   readonly originatingIp: string | null;
 }
 
-const OPEN_SESSION_COLUMNS = ['connection_id', 'node_number', 'user_id', 'profile_id', 'ip_four', 'ip_six', 'originating_ip'] as const;
+const OPEN_SESSION_COLUMNS = [
+  'connection_id',
+  'node_number',
+  'user_id',
+  'profile_id',
+  'ip_four',
+  'ip_six',
+  'originating_ip',
+] as const;
 
 function toOpenSession(row: {
   connection_id: string;
@@ -151,7 +167,11 @@ export async function openWireGuardSessionsOf(db: Db, keys: readonly string[]): 
 }
 
 /** The open session of one connection on a node (OpenVPN: its Common Name), if any. */
-export async function openSessionOf(db: Db, connectionId: string, nodeNumber: NodeNumber): Promise<OpenSession | undefined> {
+export async function openSessionOf(
+  db: Db,
+  connectionId: string,
+  nodeNumber: NodeNumber,
+): Promise<OpenSession | undefined> {
   const row = await db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
@@ -167,16 +187,26 @@ export async function openSessionOf(db: Db, connectionId: string, nodeNumber: No
 export async function openSessionCounts(db: Db): Promise<Map<string, { connections: number; users: number }>> {
   const rows = await db
     .selectFrom('connection_log')
-    .select((eb) => ['profile_id', eb.fn.countAll<number | string>().as('connections'), eb.fn.count<number | string>('user_id').distinct().as('users')])
+    .select((eb) => [
+      'profile_id',
+      eb.fn.countAll<number | string>().as('connections'),
+      eb.fn.count<number | string>('user_id').distinct().as('users'),
+    ])
     .where('disconnected_at', 'is', null)
     .groupBy('profile_id')
     .execute();
-  return new Map(rows.map((row) => [row.profile_id, { connections: Number(row.connections), users: Number(row.users) }]));
+  return new Map(
+    rows.map((row) => [row.profile_id, { connections: Number(row.connections), users: Number(row.users) }]),
+  );
 }
 
 /** Deletes closed rows that ended before `before`; returns how many. */
 export async function pruneConnectionLog(db: Db, before: string): Promise<number> {
-  const result = await db.deleteFrom('connection_log').where('disconnected_at', 'is not', null).where('disconnected_at', '<', before).executeTakeFirst();
+  const result = await db
+    .deleteFrom('connection_log')
+    .where('disconnected_at', 'is not', null)
+    .where('disconnected_at', '<', before)
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 
@@ -229,7 +259,8 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
   if (filter.connectionId !== undefined) query = query.where('connection_id', '=', filter.connectionId);
   if (filter.until !== undefined) query = query.where('connected_at', '<', filter.until);
   const since = filter.since;
-  if (since !== undefined) query = query.where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>=', since)]));
+  if (since !== undefined)
+    query = query.where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>=', since)]));
   if (filter.open === true) query = query.where('disconnected_at', 'is', null);
   if (filter.open === false) query = query.where('disconnected_at', 'is not', null);
   const ip = filter.ip;
@@ -240,12 +271,17 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
   }
   const at = filter.at;
   if (at !== undefined) {
-    query = query.where('connected_at', '<=', at).where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>', at)]));
+    query = query
+      .where('connected_at', '<=', at)
+      .where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>', at)]));
   }
   const after = filter.after;
   if (after !== undefined) {
     query = query.where((eb) =>
-      eb.or([eb('connected_at', '<', after.connectedAt), eb.and([eb('connected_at', '=', after.connectedAt), eb('log_id', '<', after.logId)])]),
+      eb.or([
+        eb('connected_at', '<', after.connectedAt),
+        eb.and([eb('connected_at', '=', after.connectedAt), eb('log_id', '<', after.logId)]),
+      ]),
     );
   }
   const rows = await query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').limit(filter.limit).execute();

@@ -11,7 +11,12 @@ export type ConsoleSignIn =
   | { readonly method: 'admin-key'; readonly keyId: string; readonly subject: string }
   | { readonly method: 'secret'; readonly secretDigest: string; readonly subject: string }
   /** OpenID Connect: `subject` is the provider's `sub`; the rights its claims granted at sign-in. */
-  | { readonly method: 'oidc'; readonly subject: string; readonly scope: AdminScope; readonly profiles: readonly ProfileId[] | null };
+  | {
+      readonly method: 'oidc';
+      readonly subject: string;
+      readonly scope: AdminScope;
+      readonly profiles: readonly ProfileId[] | null;
+    };
 
 const oidcScope = z.enum(ADMIN_SCOPES);
 const profileList = z.array(z.string());
@@ -46,13 +51,22 @@ export async function insertConsoleSession(db: Db, session: StoredConsoleSession
 }
 
 export async function findConsoleSession(db: Db, sessionHash: string): Promise<StoredConsoleSession | undefined> {
-  const row = await db.selectFrom('console_sessions').selectAll().where('session_hash', '=', sessionHash).executeTakeFirst();
+  const row = await db
+    .selectFrom('console_sessions')
+    .selectAll()
+    .where('session_hash', '=', sessionHash)
+    .executeTakeFirst();
   return row === undefined ? undefined : toSession(row);
 }
 
 /** Notes a request of the session; skipped when another request noted one after `notBefore`. */
 export async function touchConsoleSession(db: Db, sessionHash: string, at: string, notBefore: string): Promise<void> {
-  await db.updateTable('console_sessions').set({ last_seen_at: at }).where('session_hash', '=', sessionHash).where('last_seen_at', '<', notBefore).execute();
+  await db
+    .updateTable('console_sessions')
+    .set({ last_seen_at: at })
+    .where('session_hash', '=', sessionHash)
+    .where('last_seen_at', '<', notBefore)
+    .execute();
 }
 
 export async function deleteConsoleSession(db: Db, sessionHash: string): Promise<void> {
@@ -79,8 +93,10 @@ function toSession(row: ConsoleSessionsTable): StoredConsoleSession | undefined 
 
 /** A row of an unknown method, or missing what its method needs, is no session. */
 function signInOf(row: ConsoleSessionsTable): ConsoleSignIn | undefined {
-  if (row.method === 'admin-key' && row.key_id !== null) return { method: 'admin-key', keyId: row.key_id, subject: row.subject };
-  if (row.method === 'secret' && row.secret_digest !== null) return { method: 'secret', secretDigest: row.secret_digest, subject: row.subject };
+  if (row.method === 'admin-key' && row.key_id !== null)
+    return { method: 'admin-key', keyId: row.key_id, subject: row.subject };
+  if (row.method === 'secret' && row.secret_digest !== null)
+    return { method: 'secret', secretDigest: row.secret_digest, subject: row.subject };
   const scope = oidcScope.safeParse(row.scope);
   if (row.method === 'oidc' && scope.success) {
     const profiles = row.profiles === null ? null : profileList.parse(JSON.parse(row.profiles)).map(asProfileId);

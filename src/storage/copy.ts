@@ -13,7 +13,11 @@ import type { Database } from './schema.js';
  * `bookkeeping` tables are written by a portal on its own as soon as it starts (statistics,
  * when housekeeping last ran): the target's rows there are replaced, not a reason to refuse.
  */
-export const COPIED_TABLES: readonly { readonly table: keyof Database; readonly key: readonly string[]; readonly bookkeeping?: true }[] = [
+export const COPIED_TABLES: readonly {
+  readonly table: keyof Database;
+  readonly key: readonly string[];
+  readonly bookkeeping?: true;
+}[] = [
   { table: 'users', key: ['user_id'] },
   { table: 'oauth_authorizations', key: ['auth_key'] },
   { table: 'wg_peers', key: ['public_key'] },
@@ -63,7 +67,11 @@ type AnyTransaction = Transaction<Record<string, Row>>;
  * Copies every row of `source` into `target`, which must hold no data (bookkeeping aside).
  * Throws `CopyRefused` when it does, and an Error (after rolling the target back) when the counts do not match.
  */
-export async function copyDatabase(source: Db, target: Db, progress: (copied: CopiedTable) => void = () => {}): Promise<CopiedTable[]> {
+export async function copyDatabase(
+  source: Db,
+  target: Db,
+  progress: (copied: CopiedTable) => void = () => {},
+): Promise<CopiedTable[]> {
   // The source is read in one transaction, so the copy is one consistent picture of it even
   // if a portal still writes to it (it should be stopped: its later writes are not copied).
   // "Every table": a table a later migration adds must be added to COPIED_TABLES too.
@@ -71,7 +79,8 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
   const unknown = (await source.introspection.getTables())
     .map((table) => table.name)
     .filter((name) => !known.has(name) && !NOT_COPIED.has(name) && !name.startsWith('kysely_'));
-  if (unknown.length > 0) throw new Error(`db copy does not know the table(s) ${unknown.join(', ')}; nothing was copied`);
+  if (unknown.length > 0)
+    throw new Error(`db copy does not know the table(s) ${unknown.join(', ')}; nothing was copied`);
 
   // Read only: on SQLite it takes no write lock, so a portal still running is not held up.
   const reading = source.transaction().setAccessMode('read only');
@@ -87,7 +96,9 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
         if (rows > 0) occupied.push(`${table}: ${rows} rows`);
       }
       if (occupied.length > 0) {
-        throw new CopyRefused(`the target database is not empty (${occupied.join(', ')}); db copy only fills an empty database`);
+        throw new CopyRefused(
+          `the target database is not empty (${occupied.join(', ')}); db copy only fills an empty database`,
+        );
       }
       for (const { table, bookkeeping } of COPIED_TABLES) {
         if (bookkeeping === true) await writer.deleteFrom(table).execute();
@@ -99,7 +110,9 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
         const rows = await copyTable(reader, writer, table, key);
         const stored = await countRows(writer, table);
         if (rows !== expected || stored !== expected) {
-          throw new Error(`db copy: ${table} has ${expected} rows in the source but ${stored} in the target; nothing was copied`);
+          throw new Error(
+            `db copy: ${table} has ${expected} rows in the source but ${stored} in the target; nothing was copied`,
+          );
         }
         copied.push({ table, rows: stored });
         progress({ table, rows: stored });
@@ -111,7 +124,12 @@ export async function copyDatabase(source: Db, target: Db, progress: (copied: Co
   );
 }
 
-async function copyTable(reader: AnyTransaction, writer: AnyTransaction, table: string, key: readonly string[]): Promise<number> {
+async function copyTable(
+  reader: AnyTransaction,
+  writer: AnyTransaction,
+  table: string,
+  key: readonly string[],
+): Promise<number> {
   let copied = 0;
   let last: Row | undefined;
   for (;;) {
@@ -120,7 +138,9 @@ async function copyTable(reader: AnyTransaction, writer: AnyTransaction, table: 
     for (const column of key) query = query.orderBy(column);
     if (last !== undefined) {
       const after = last;
-      query = query.where(sql<boolean>`(${sql.join(key.map((column) => sql.ref(column)))}) > (${sql.join(key.map((column) => after[column]))})`);
+      query = query.where(
+        sql<boolean>`(${sql.join(key.map((column) => sql.ref(column)))}) > (${sql.join(key.map((column) => after[column]))})`,
+      );
     }
     const rows = await query.limit(BATCH_ROWS).execute();
     if (rows.length === 0) return copied;

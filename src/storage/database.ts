@@ -110,7 +110,8 @@ export async function openDatabase(location: DatabaseLocation, options: OpenData
   } catch (error) {
     await migrating.destroy();
     // One line for the operator: which database, which migration, what the driver said.
-    if (error instanceof MigrationFailed) throw new DatabaseOpenFailed(`database ${describeDatabase(location)}: ${error.message}`, error.code);
+    if (error instanceof MigrationFailed)
+      throw new DatabaseOpenFailed(`database ${describeDatabase(location)}: ${error.message}`, error.code);
     throw error;
   }
   if (options.limitStatements !== true) return migrating;
@@ -123,7 +124,9 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
   const timeoutMs = options.timeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
   if (location.dialect === 'postgres') {
     const statementLimits =
-      options.limitStatements === true ? { statement_timeout: timeoutMs, idle_in_transaction_session_timeout: timeoutMs, query_timeout: timeoutMs } : {};
+      options.limitStatements === true
+        ? { statement_timeout: timeoutMs, idle_in_transaction_session_timeout: timeoutMs, query_timeout: timeoutMs }
+        : {};
     // Parameters in the URL win over these (pg gives the connection string precedence).
     const pool = new pg.Pool({
       connectionString: location.url,
@@ -209,7 +212,10 @@ class ClosingClient implements PostgresPoolClient {
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
   query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
-  query<R>(statement: string | PostgresCursor<R>, parameters: ReadonlyArray<unknown> = []): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+  query<R>(
+    statement: string | PostgresCursor<R>,
+    parameters: ReadonlyArray<unknown> = [],
+  ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
     // Streaming needs `cursor` in the dialect's configuration, which the portal does not set.
     if (typeof statement !== 'string') throw new Error('cursors are not supported');
     return this.run<R>(statement, parameters);
@@ -223,7 +229,11 @@ class ClosingClient implements PostgresPoolClient {
     if (this.failure !== null) throw this.failure;
     try {
       const result = await this.client.query(sql, [...parameters]);
-      return { command: result.command as PostgresQueryResult<R>['command'], rowCount: result.rowCount ?? 0, rows: result.rows as R[] };
+      return {
+        command: result.command as PostgresQueryResult<R>['command'],
+        rowCount: result.rowCount ?? 0,
+        rows: result.rows as R[],
+      };
     } catch (error) {
       // The server answered with an error (a constraint, a lock timeout): the connection is fine.
       if (error instanceof pg.DatabaseError) throw error;
@@ -279,7 +289,9 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
     const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
     const code = errorCode(error);
     const suffix = code === null ? '' : ` (${code})`;
-    const pending = Object.keys(migrations).filter((name) => !(results ?? []).some((result) => result.migrationName === name && result.status === 'Success'));
+    const pending = Object.keys(migrations).filter(
+      (name) => !(results ?? []).some((result) => result.migrationName === name && result.status === 'Success'),
+    );
     const message =
       failed === undefined
         ? `cannot apply the migrations (${pending.join(', ') || 'none pending'}): ${reason}${suffix}`

@@ -88,8 +88,17 @@ export async function findDevice(db: Db, deviceId: DeviceId): Promise<StoredDevi
 }
 
 /** The device that is not retired with this serial (or mdm_id). */
-export async function findLiveDevice(db: Db, by: 'serial' | 'mdm_id', value: string): Promise<StoredDevice | undefined> {
-  const row = await db.selectFrom('devices').selectAll().where(by, '=', value).where('state', '<>', 'retired').executeTakeFirst();
+export async function findLiveDevice(
+  db: Db,
+  by: 'serial' | 'mdm_id',
+  value: string,
+): Promise<StoredDevice | undefined> {
+  const row = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where(by, '=', value)
+    .where('state', '<>', 'retired')
+    .executeTakeFirst();
   return row === undefined ? undefined : toDevice(row);
 }
 
@@ -98,13 +107,23 @@ export async function findLiveDevice(db: Db, by: 'serial' | 'mdm_id', value: str
  * waits) and returns it as it is now; undefined when there is none.
  */
 export async function lockDevice(db: Db, deviceId: DeviceId): Promise<StoredDevice | undefined> {
-  const row = await db.updateTable('devices').set({ state: sql<string>`state` }).where('device_id', '=', deviceId).returningAll().executeTakeFirst();
+  const row = await db
+    .updateTable('devices')
+    .set({ state: sql<string>`state` })
+    .where('device_id', '=', deviceId)
+    .returningAll()
+    .executeTakeFirst();
   return row === undefined ? undefined : toDevice(row);
 }
 
 /** A device that got a configuration: `registered` becomes `active` (a retired one stays retired). */
 export async function markDeviceActive(db: Db, deviceId: DeviceId): Promise<void> {
-  await db.updateTable('devices').set({ state: 'active' }).where('device_id', '=', deviceId).where('state', '=', 'registered').execute();
+  await db
+    .updateTable('devices')
+    .set({ state: 'active' })
+    .where('device_id', '=', deviceId)
+    .where('state', '=', 'registered')
+    .execute();
 }
 
 /** The device proved itself with this certificate: it is bound to it (identity `certificate`). */
@@ -137,7 +156,11 @@ export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string)
  * Live devices bound to a certificate of this issuer whose serial number is one of these (each
  * given in hex as the certificate stores it, or with a leading 00 byte).
  */
-export async function liveDevicesWithCertificates(db: Db, issuer: string, serialNumbers: readonly string[]): Promise<StoredDevice[]> {
+export async function liveDevicesWithCertificates(
+  db: Db,
+  issuer: string,
+  serialNumbers: readonly string[],
+): Promise<StoredDevice[]> {
   if (serialNumbers.length === 0) return [];
   const rows = await db
     .selectFrom('devices')
@@ -152,12 +175,20 @@ export async function liveDevicesWithCertificates(db: Db, issuer: string, serial
 
 /** A user's devices that are not retired. */
 export async function liveDevicesOfUser(db: Db, userId: UserId): Promise<StoredDevice[]> {
-  const rows = await db.selectFrom('devices').selectAll().where('user_id', '=', userId).where('state', '<>', 'retired').orderBy('device_id').execute();
+  const rows = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('state', '<>', 'retired')
+    .orderBy('device_id')
+    .execute();
   return rows.map(toDevice);
 }
 
 /** The MDM identifiers of every live device, for comparing them with the MDM's inventory. */
-export async function liveDeviceIdentifiers(db: Db): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt'>[]> {
+export async function liveDeviceIdentifiers(
+  db: Db,
+): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt'>[]> {
   const rows = await db
     .selectFrom('devices')
     .select(['device_id', 'user_id', 'serial', 'mdm_id', 'created_at'])
@@ -174,7 +205,12 @@ export async function liveDeviceIdentifiers(db: Db): Promise<Pick<StoredDevice, 
 }
 
 /** A session of one of the device's configurations started (wg_peers or certificates name it). */
-export async function touchDeviceOfConfiguration(db: Db, vpnProto: 'wireguard' | 'openvpn', connectionId: string, at: string): Promise<void> {
+export async function touchDeviceOfConfiguration(
+  db: Db,
+  vpnProto: 'wireguard' | 'openvpn',
+  connectionId: string,
+  at: string,
+): Promise<void> {
   const owner =
     vpnProto === 'wireguard'
       ? db.selectFrom('wg_peers').select('device_id').where('public_key', '=', connectionId)
@@ -186,7 +222,8 @@ export async function touchDeviceOfConfiguration(db: Db, vpnProto: 'wireguard' |
 export async function listStoredDevices(db: Db, filter: DeviceFilter): Promise<StoredDevice[]> {
   if (filter.profiles !== undefined && filter.profiles !== null && filter.profiles.length === 0) return [];
   let query = db.selectFrom('devices').selectAll().orderBy('device_id', 'desc').limit(filter.limit);
-  if (filter.profiles !== undefined && filter.profiles !== null) query = query.where('profile_id', 'in', filter.profiles);
+  if (filter.profiles !== undefined && filter.profiles !== null)
+    query = query.where('profile_id', 'in', filter.profiles);
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
   if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
   if (filter.platform !== undefined) query = query.where('platform', '=', filter.platform);
@@ -198,7 +235,10 @@ export async function listStoredDevices(db: Db, filter: DeviceFilter): Promise<S
   const before = filter.lastSeenBefore;
   if (before !== undefined) {
     query = query.where((where) =>
-      where.or([where('last_seen_at', '<', before), where.and([where('last_seen_at', 'is', null), where('created_at', '<', before)])]),
+      where.or([
+        where('last_seen_at', '<', before),
+        where.and([where('last_seen_at', 'is', null), where('created_at', '<', before)]),
+      ]),
     );
   }
   return (await query.execute()).map(toDevice);
@@ -210,11 +250,18 @@ export async function configurationsOfDevice(db: Db, deviceId: DeviceId): Promis
 }
 
 /** The configurations of several devices (a page of the listing) in two queries, by device, each by profile. */
-export async function configurationsOfDevices(db: Db, deviceIds: readonly DeviceId[]): Promise<Map<DeviceId, DeviceConfiguration[]>> {
+export async function configurationsOfDevices(
+  db: Db,
+  deviceIds: readonly DeviceId[],
+): Promise<Map<DeviceId, DeviceConfiguration[]>> {
   const byDevice = new Map<DeviceId, DeviceConfiguration[]>();
   if (deviceIds.length === 0) return byDevice;
   const [peers, certificates] = await Promise.all([
-    db.selectFrom('wg_peers').select(['device_id', 'public_key as connection_id', 'profile_id', 'expires_at']).where('device_id', 'in', deviceIds).execute(),
+    db
+      .selectFrom('wg_peers')
+      .select(['device_id', 'public_key as connection_id', 'profile_id', 'expires_at'])
+      .where('device_id', 'in', deviceIds)
+      .execute(),
     db
       .selectFrom('certificates')
       .select(['device_id', 'common_name as connection_id', 'profile_id', 'expires_at'])
@@ -226,24 +273,37 @@ export async function configurationsOfDevices(db: Db, deviceIds: readonly Device
       if (row.device_id === null) continue;
       const deviceId = asDeviceId(row.device_id);
       const list = byDevice.get(deviceId) ?? [];
-      list.push({ connectionId: row.connection_id, profileId: asProfileId(row.profile_id), vpnProto, expiresAt: row.expires_at });
+      list.push({
+        connectionId: row.connection_id,
+        profileId: asProfileId(row.profile_id),
+        vpnProto,
+        expiresAt: row.expires_at,
+      });
       byDevice.set(deviceId, list);
     }
   };
   add(peers, 'wireguard');
   add(certificates, 'openvpn');
-  for (const list of byDevice.values()) list.sort((a, b) => a.profileId.localeCompare(b.profileId) || a.connectionId.localeCompare(b.connectionId));
+  for (const list of byDevice.values())
+    list.sort((a, b) => a.profileId.localeCompare(b.profileId) || a.connectionId.localeCompare(b.connectionId));
   return byDevice;
 }
 
 /** Devices by platform, state and identity (metrics). */
-export async function countDevices(db: Db): Promise<{ platform: string; state: string; identity: string; count: number }[]> {
+export async function countDevices(
+  db: Db,
+): Promise<{ platform: string; state: string; identity: string; count: number }[]> {
   const rows = await db
     .selectFrom('devices')
     .select(['platform', 'state', 'identity', (eb) => eb.fn.countAll<number | string>().as('count')])
     .groupBy(['platform', 'state', 'identity'])
     .execute();
-  return rows.map((row) => ({ platform: row.platform, state: row.state, identity: row.identity, count: Number(row.count) }));
+  return rows.map((row) => ({
+    platform: row.platform,
+    state: row.state,
+    identity: row.identity,
+    count: Number(row.count),
+  }));
 }
 
 function toDevice(row: Selectable<DevicesTable>): StoredDevice {

@@ -80,7 +80,12 @@ export async function revokeEnrollmentToken(db: Db, tokenId: string, at: string)
 
 /** The profiles of a user's tokens, ended ones too (they stay until housekeeping deletes them). */
 export async function enrollmentTokenProfilesOfUser(db: Db, userId: UserId): Promise<ProfileId[]> {
-  const rows = await db.selectFrom('enrollment_tokens').select('profile_id').distinct().where('user_id', '=', userId).execute();
+  const rows = await db
+    .selectFrom('enrollment_tokens')
+    .select('profile_id')
+    .distinct()
+    .where('user_id', '=', userId)
+    .execute();
   return rows.map((row) => row.profile_id as ProfileId);
 }
 

@@ -15,13 +15,17 @@ export type ExclusiveResult<T> = { readonly ran: true; readonly value: T } | { r
 export async function runExclusively<T>(db: Db, name: string, work: () => Promise<T>): Promise<ExclusiveResult<T>> {
   if (!isPostgres(db)) return { ran: true, value: await work() };
   return db.connection().execute(async (connection) => {
-    const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${name})) AS locked`.execute(connection);
+    const { rows } = await sql<{
+      locked: boolean;
+    }>`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${name})) AS locked`.execute(connection);
     if (rows[0]?.locked !== true) return { ran: false };
     try {
       return { ran: true, value: await work() };
     } finally {
       // A broken connection has lost the lock already; there is nothing left to release.
-      await sql`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${name}))`.execute(connection).catch(() => undefined);
+      await sql`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${name}))`
+        .execute(connection)
+        .catch(() => undefined);
     }
   });
 }

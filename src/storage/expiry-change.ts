@@ -23,7 +23,12 @@ const KEY_COLUMN = { wg_peers: 'public_key', certificates: 'common_name' } as co
 export type ConfigurationTable = keyof typeof KEY_COLUMN;
 
 /** Moves the expiry of a configuration that has not expired by `change.now`; false when there is no such one. */
-export async function extendConfigurationRow(db: Db, table: ConfigurationTable, connectionId: string, change: ExpiryChange): Promise<boolean> {
+export async function extendConfigurationRow(
+  db: Db,
+  table: ConfigurationTable,
+  connectionId: string,
+  change: ExpiryChange,
+): Promise<boolean> {
   const result = await db
     .updateTable(table)
     .set({ expires_at: change.expiresAt, expiry_warned: change.expiryWarned ? 1 : 0 })

@@ -19,7 +19,11 @@ export interface IdempotencyRecord {
   readonly expiresAt: string;
 }
 
-export async function findIdempotencyRecord(db: Db, keyLineage: string, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
+export async function findIdempotencyRecord(
+  db: Db,
+  keyLineage: string,
+  idempotencyKey: string,
+): Promise<IdempotencyRecord | undefined> {
   const row = await db
     .selectFrom('idempotency_records')
     .selectAll()
@@ -30,7 +34,10 @@ export async function findIdempotencyRecord(db: Db, keyLineage: string, idempote
 }
 
 /** Reserves the key for a request; false when another request holds it already. */
-export async function reserveIdempotencyKey(db: Db, record: Omit<IdempotencyRecord, 'state' | 'status' | 'answer'>): Promise<boolean> {
+export async function reserveIdempotencyKey(
+  db: Db,
+  record: Omit<IdempotencyRecord, 'state' | 'status' | 'answer'>,
+): Promise<boolean> {
   const result = await db
     .insertInto('idempotency_records')
     .values({
@@ -60,7 +67,12 @@ export interface OwnedIdempotencyKey {
 /** The record while the request that reserved it still holds it (pending, same owner). */
 function heldBy(owned: OwnedIdempotencyKey) {
   return (where: ExpressionBuilder<Database, 'idempotency_records'>) =>
-    where.and({ key_lineage: owned.keyLineage, idempotency_key: owned.idempotencyKey, owner: owned.owner, state: 'pending' });
+    where.and({
+      key_lineage: owned.keyLineage,
+      idempotency_key: owned.idempotencyKey,
+      owner: owned.owner,
+      state: 'pending',
+    });
 }
 
 /** Stores the answer of the request that reserved the key; false when it no longer holds it. */

@@ -16,7 +16,11 @@ export interface PoolKey {
 }
 
 /** Takes the lowest free index below `capacity`, or returns null when the pool is full. Call inside a transaction. */
-export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | null> {
+export async function takePoolIndex(
+  trx: Transaction<Database>,
+  key: PoolKey,
+  capacity: number,
+): Promise<number | null> {
   // The lowest given-back index first. On PostgreSQL, where several portal instances allocate
   // at once, the candidate row is locked and rows other transactions hold are skipped (FOR
   // UPDATE SKIP LOCKED): two instances never take the same index, and neither waits for the
@@ -34,7 +38,13 @@ export async function takePoolIndex(trx: Transaction<Database>, key: PoolKey, ca
   // both insert; the loser's insert does nothing and its advance then succeeds.
   await trx
     .insertInto('ip_pools')
-    .values({ profile_id: key.profileId, node_number: key.nodeNumber, range_four: key.rangeFour, range_six: key.rangeSix, next_index: 0 })
+    .values({
+      profile_id: key.profileId,
+      node_number: key.nodeNumber,
+      range_four: key.rangeFour,
+      range_six: key.rangeSix,
+      next_index: 0,
+    })
     .onConflict((conflict) => conflict.columns(['profile_id', 'node_number', 'range_four', 'range_six']).doNothing())
     .execute();
   return (await advancePool(trx, key, capacity)) ?? null;
@@ -109,13 +119,27 @@ const advancePoolRow = preparedQuery((db, value: Slot<PoolKey & { capacity: numb
 export async function releasePoolIndex(trx: Transaction<Database>, key: PoolKey, index: number): Promise<void> {
   await trx
     .insertInto('ip_pool_free')
-    .values({ profile_id: key.profileId, node_number: key.nodeNumber, range_four: key.rangeFour, range_six: key.rangeSix, pool_index: index })
+    .values({
+      profile_id: key.profileId,
+      node_number: key.nodeNumber,
+      range_four: key.rangeFour,
+      range_six: key.rangeSix,
+      pool_index: index,
+    })
     .onConflict((conflict) => conflict.doNothing())
     .execute();
 }
 
 /** Whether any WireGuard address was ever handed out on the node (deleted configurations count). */
-export async function hasAllocatedOnNode(db: Kysely<Database> | Transaction<Database>, nodeNumber: NodeNumber): Promise<boolean> {
-  const row = await db.selectFrom('ip_pools').select('node_number').where('node_number', '=', nodeNumber).where('next_index', '>', 0).executeTakeFirst();
+export async function hasAllocatedOnNode(
+  db: Kysely<Database> | Transaction<Database>,
+  nodeNumber: NodeNumber,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('ip_pools')
+    .select('node_number')
+    .where('node_number', '=', nodeNumber)
+    .where('next_index', '>', 0)
+    .executeTakeFirst();
   return row !== undefined;
 }

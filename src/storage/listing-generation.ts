@@ -21,7 +21,9 @@ const bumpShard = preparedQuery((db, value: Slot<{ shard: number }>) =>
   db
     .insertInto('listing_generation')
     .values({ shard: value('shard'), generation: 1 })
-    .onConflict((conflict) => conflict.column('shard').doUpdateSet({ generation: sql`listing_generation.generation + 1` })),
+    .onConflict((conflict) =>
+      conflict.column('shard').doUpdateSet({ generation: sql`listing_generation.generation + 1` }),
+    ),
 );
 
 export async function readListingGeneration(db: Db): Promise<ListingGeneration> {

@@ -14,6 +14,10 @@ export async function confirmNodeReset(db: Db, nodeNumber: NodeNumber, now: stri
 }
 
 export async function isNodeResetConfirmed(db: Db, nodeNumber: NodeNumber): Promise<boolean> {
-  const row = await db.selectFrom('node_resets').select('node_number').where('node_number', '=', nodeNumber).executeTakeFirst();
+  const row = await db
+    .selectFrom('node_resets')
+    .select('node_number')
+    .where('node_number', '=', nodeNumber)
+    .executeTakeFirst();
   return row !== undefined;
 }

@@ -18,7 +18,9 @@ interface Prepared {
 const PLACEHOLDER = '\u0000prepared-value:';
 
 /** A query that `build` makes with slots for the values `V`; run it with `run(db, values)`. */
-export function preparedQuery<V extends object, R>(build: (db: Db, slot: Slot<V>) => Compilable<R>): (db: Db, values: V) => Promise<QueryResult<R>> {
+export function preparedQuery<V extends object, R>(
+  build: (db: Db, slot: Slot<V>) => Compilable<R>,
+): (db: Db, values: V) => Promise<QueryResult<R>> {
   const byDialect = new Map<boolean, Prepared>();
   return async (db, values) => {
     const postgres = isPostgres(db);
@@ -28,7 +30,9 @@ export function preparedQuery<V extends object, R>(build: (db: Db, slot: Slot<V>
       byDialect.set(postgres, prepared);
     }
     const named = values as Record<string, unknown>;
-    const parameters = prepared.parameters.map((parameter) => ('value' in parameter ? named[parameter.value] : parameter.constant));
+    const parameters = prepared.parameters.map((parameter) =>
+      'value' in parameter ? named[parameter.value] : parameter.constant,
+    );
     return db.executeQuery(CompiledQuery.raw(prepared.sql, parameters));
   };
 }
@@ -41,7 +45,8 @@ function prepare<V extends object, R>(db: Db, build: (db: Db, slot: Slot<V>) => 
   }) as Slot<V>;
   const compiled = build(db, slot).compile();
   const parameters = compiled.parameters.map((parameter): Parameter => {
-    if (typeof parameter === 'string' && parameter.startsWith(PLACEHOLDER)) return { value: parameter.slice(PLACEHOLDER.length) };
+    if (typeof parameter === 'string' && parameter.startsWith(PLACEHOLDER))
+      return { value: parameter.slice(PLACEHOLDER.length) };
     return { constant: parameter };
   });
   // A value the builder wrote into the SQL text instead of passing it would be fixed forever.

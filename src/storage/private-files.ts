@@ -22,7 +22,9 @@ export class UnsafePermissions extends Error {
 export function ensurePrivateDirectory(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIRECTORY });
   if ((statSync(dir).mode & STICKY) !== 0) {
-    throw new UnsafePermissions(`folder ${dir} is shared with other users (sticky bit): give the portal a folder of its own`);
+    throw new UnsafePermissions(
+      `folder ${dir} is shared with other users (sticky bit): give the portal a folder of its own`,
+    );
   }
   tighten(dir, PRIVATE_DIRECTORY, 'folder', 'chmod 700');
 }

@@ -16,7 +16,9 @@ export type Revision = number & { readonly __revision: true };
 export async function nextRevision(trx: Transaction<Database>): Promise<Revision> {
   const { rows } = isPostgres(trx)
     ? await sql<{ value: string | number }>`SELECT nextval('change_revision') AS value`.execute(trx)
-    : await sql<{ value: string | number }>`UPDATE change_revision SET value = value + 1 WHERE id = 1 RETURNING value`.execute(trx);
+    : await sql<{
+        value: string | number;
+      }>`UPDATE change_revision SET value = value + 1 WHERE id = 1 RETURNING value`.execute(trx);
   return toRevision(rows[0]?.value);
 }
 
@@ -35,7 +37,9 @@ export async function revisionValue(trx: Transaction<Database>): Promise<RawBuil
  */
 export async function latestRevision(db: Db): Promise<Revision> {
   const { rows } = isPostgres(db)
-    ? await sql<{ value: string | number }>`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS value FROM change_revision`.execute(db)
+    ? await sql<{
+        value: string | number;
+      }>`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS value FROM change_revision`.execute(db)
     : await sql<{ value: string | number }>`SELECT value FROM change_revision WHERE id = 1`.execute(db);
   return toRevision(rows[0]?.value);
 }

@@ -2,7 +2,15 @@
 // when the node confirmed it gone (remove_peer answered, OpenVPN client disconnected, or a
 // reconcile pass found it no longer there). A node's part of a receipt is applied once all of
 // its rows are.
-import { asConnectionId, asNodeNumber, asProfileId, type ConnectionId, type NodeNumber, type ProfileId, type VpnProto } from '../shared/ids.js';
+import {
+  asConnectionId,
+  asNodeNumber,
+  asProfileId,
+  type ConnectionId,
+  type NodeNumber,
+  type ProfileId,
+  type VpnProto,
+} from '../shared/ids.js';
 import type { Db } from './database.js';
 import { OPEN_REVOCATION_STATES } from './revocations.js';
 
@@ -25,7 +33,10 @@ export interface ConfirmedRemoval {
 /** Rows per INSERT: six columns, far below both dialects' parameter limits. */
 const INSERT_ROWS = 500;
 
-export async function insertRevocationNodes(db: Db, rows: readonly Omit<RevocationNodeRow, 'appliedAt'>[]): Promise<void> {
+export async function insertRevocationNodes(
+  db: Db,
+  rows: readonly Omit<RevocationNodeRow, 'appliedAt'>[],
+): Promise<void> {
   for (let start = 0; start < rows.length; start += INSERT_ROWS) {
     await db
       .insertInto('revocation_nodes')
@@ -64,10 +75,16 @@ export async function revocationNodeRows(db: Db, revocationIds: readonly string[
 }
 
 /** Marks the removals as confirmed on the given receipts' rows still pending; answers how many rows it marked. */
-export async function confirmRevocationNodes(db: Db, revocationIds: readonly string[], confirmed: readonly ConfirmedRemoval[], at: string): Promise<number> {
+export async function confirmRevocationNodes(
+  db: Db,
+  revocationIds: readonly string[],
+  confirmed: readonly ConfirmedRemoval[],
+  at: string,
+): Promise<number> {
   if (revocationIds.length === 0 || confirmed.length === 0) return 0;
   const byNode = new Map<NodeNumber, string[]>();
-  for (const { nodeNumber, connectionId } of confirmed) byNode.set(nodeNumber, [...(byNode.get(nodeNumber) ?? []), connectionId]);
+  for (const { nodeNumber, connectionId } of confirmed)
+    byNode.set(nodeNumber, [...(byNode.get(nodeNumber) ?? []), connectionId]);
   let marked = 0;
   for (const [nodeNumber, connectionIds] of byNode) {
     for (let start = 0; start < connectionIds.length; start += INSERT_ROWS) {
@@ -89,7 +106,14 @@ export async function confirmRevocationNodes(db: Db, revocationIds: readonly str
 export async function pendingRevocationsOnNode(
   db: Db,
   nodeNumber: NodeNumber,
-): Promise<{ readonly revocationId: string; readonly connectionId: ConnectionId; readonly vpnProto: VpnProto; readonly requestedAt: string }[]> {
+): Promise<
+  {
+    readonly revocationId: string;
+    readonly connectionId: ConnectionId;
+    readonly vpnProto: VpnProto;
+    readonly requestedAt: string;
+  }[]
+> {
   const rows = await db
     .selectFrom('revocation_nodes as n')
     .innerJoin('revocations as r', 'r.revocation_id', 'n.revocation_id')

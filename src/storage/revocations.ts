@@ -23,7 +23,10 @@ export interface StoredRevocation {
   readonly supersededAt: string | null;
 }
 
-export async function insertRevocation(db: Db, revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>): Promise<void> {
+export async function insertRevocation(
+  db: Db,
+  revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>,
+): Promise<void> {
   await db
     .insertInto('revocations')
     .values({
@@ -40,14 +43,23 @@ export async function insertRevocation(db: Db, revocation: Pick<StoredRevocation
 }
 
 export async function findRevocation(db: Db, revocationId: string): Promise<StoredRevocation | undefined> {
-  const row = await db.selectFrom('revocations').selectAll().where('revocation_id', '=', revocationId).executeTakeFirst();
+  const row = await db
+    .selectFrom('revocations')
+    .selectAll()
+    .where('revocation_id', '=', revocationId)
+    .executeTakeFirst();
   return row === undefined ? undefined : toRevocation(row);
 }
 
 /** Receipts newest first (ids are time-ordered), from before `beforeId` when given. */
 export async function listRevocations(
   db: Db,
-  filter: { readonly states?: readonly RevocationState[]; readonly userId?: UserId; readonly beforeId?: string; readonly limit: number },
+  filter: {
+    readonly states?: readonly RevocationState[];
+    readonly userId?: UserId;
+    readonly beforeId?: string;
+    readonly limit: number;
+  },
 ): Promise<StoredRevocation[]> {
   let query = db.selectFrom('revocations').selectAll();
   if (filter.states !== undefined) query = query.where('state', 'in', filter.states);
@@ -67,7 +79,10 @@ export async function revocationsReadyToApply(db: Db, revocationIds?: readonly s
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(
-          selectFrom('revocation_nodes as n').select('n.node_number').whereRef('n.revocation_id', '=', 'r.revocation_id').where('n.applied_at', 'is', null),
+          selectFrom('revocation_nodes as n')
+            .select('n.node_number')
+            .whereRef('n.revocation_id', '=', 'r.revocation_id')
+            .where('n.applied_at', 'is', null),
         ),
       ),
     );
@@ -77,7 +92,13 @@ export async function revocationsReadyToApply(db: Db, revocationIds?: readonly s
 
 /** Claims pending/overdue → applied, only while no configuration of it is pending; false when another instance (or nothing) did it. */
 export function markRevocationApplied(db: Db, revocationId: string, at: string): Promise<boolean> {
-  return claimMove(db, revocationId, OPEN_REVOCATION_STATES, { state: 'applied', applied_at: at }, { nothingPending: true });
+  return claimMove(
+    db,
+    revocationId,
+    OPEN_REVOCATION_STATES,
+    { state: 'applied', applied_at: at },
+    { nothingPending: true },
+  );
 }
 
 /** Receipts still pending that were asked for before `before` (their deadline passed). */
@@ -106,10 +127,21 @@ async function claimMove(
   to: Updateable<RevocationsTable>,
   options: { readonly nothingPending: boolean },
 ): Promise<boolean> {
-  let update = db.updateTable('revocations').set(to).where('revocation_id', '=', revocationId).where('state', 'in', from);
+  let update = db
+    .updateTable('revocations')
+    .set(to)
+    .where('revocation_id', '=', revocationId)
+    .where('state', 'in', from);
   if (options.nothingPending) {
     update = update.where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('revocation_nodes').select('node_number').where('revocation_id', '=', revocationId).where('applied_at', 'is', null))),
+      not(
+        exists(
+          selectFrom('revocation_nodes')
+            .select('node_number')
+            .where('revocation_id', '=', revocationId)
+            .where('applied_at', 'is', null),
+        ),
+      ),
     );
   }
   const result = await update.executeTakeFirst();
@@ -133,7 +165,9 @@ export async function supersedeRevocationsOfUser(db: Db, userId: UserId, at: str
 }
 
 /** How many receipts are open (pending or overdue), and when the oldest was asked for. */
-export async function openRevocationCount(db: Db): Promise<{ readonly count: number; readonly oldestRequestedAt: string | null }> {
+export async function openRevocationCount(
+  db: Db,
+): Promise<{ readonly count: number; readonly oldestRequestedAt: string | null }> {
   const row = await db
     .selectFrom('revocations')
     .select((eb) => [eb.fn.countAll<number | string | bigint>().as('count'), eb.fn.min('requested_at').as('oldest')])
@@ -147,9 +181,17 @@ export async function openRevocationCount(db: Db): Promise<{ readonly count: num
  * rows (housekeeping, by `auditLogRetention`). Open ones stay: they still say a node may hold a peer.
  */
 export async function pruneRevocations(db: Db, before: string): Promise<number> {
-  const old = db.selectFrom('revocations').select('revocation_id').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']);
+  const old = db
+    .selectFrom('revocations')
+    .select('revocation_id')
+    .where('requested_at', '<', before)
+    .where('state', 'in', ['applied', 'superseded']);
   await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', old).execute();
-  const result = await db.deleteFrom('revocations').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']).executeTakeFirst();
+  const result = await db
+    .deleteFrom('revocations')
+    .where('requested_at', '<', before)
+    .where('state', 'in', ['applied', 'superseded'])
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 

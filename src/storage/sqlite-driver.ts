@@ -27,7 +27,14 @@
 //  - Prepared statements are kept per SQL text: the portal runs the same few dozen statements
 //    all the time, and better-sqlite3 statements are reusable.
 import type SqliteDatabase from 'better-sqlite3';
-import { SelectQueryNode, type CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, type TransactionSettings } from 'kysely';
+import {
+  SelectQueryNode,
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
 
 /** Transactions one commit may hold: bounds how long the first of them waits for its answer. */
 const MAX_GROUP = 32;

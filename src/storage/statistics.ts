@@ -11,7 +11,12 @@ export async function insertLiveStats(
   await db
     .insertInto('live_stats')
     .values(
-      perProfile.map((entry) => ({ date_time: dateTime, profile_id: entry.profileId, connection_count: entry.connections, unique_user_count: entry.users })),
+      perProfile.map((entry) => ({
+        date_time: dateTime,
+        profile_id: entry.profileId,
+        connection_count: entry.connections,
+        unique_user_count: entry.users,
+      })),
     )
     .onConflict((conflict) => conflict.columns(['date_time', 'profile_id']).doNothing())
     .execute();
@@ -53,16 +58,26 @@ export async function saveDailyStats(db: Db, rows: readonly DailyStats[]): Promi
   for (const row of rows) {
     await db
       .insertInto('aggregate_stats')
-      .values({ date: row.date, profile_id: row.profileId, max_connection_count: row.maxConnectionCount, unique_user_count: row.uniqueUserCount })
+      .values({
+        date: row.date,
+        profile_id: row.profileId,
+        max_connection_count: row.maxConnectionCount,
+        unique_user_count: row.uniqueUserCount,
+      })
       .onConflict((conflict) =>
-        conflict.columns(['date', 'profile_id']).doUpdateSet({ max_connection_count: row.maxConnectionCount, unique_user_count: row.uniqueUserCount }),
+        conflict
+          .columns(['date', 'profile_id'])
+          .doUpdateSet({ max_connection_count: row.maxConnectionCount, unique_user_count: row.uniqueUserCount }),
       )
       .execute();
   }
 }
 
 /** Daily rows between two dates (YYYY-MM-DD, both included), oldest first. */
-export async function dailyStats(db: Db, filter: { profileId?: string; since?: string; until?: string }): Promise<DailyStats[]> {
+export async function dailyStats(
+  db: Db,
+  filter: { profileId?: string; since?: string; until?: string },
+): Promise<DailyStats[]> {
   let query = db.selectFrom('aggregate_stats').selectAll();
   if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
   if (filter.since !== undefined) query = query.where('date', '>=', filter.since);

@@ -11,7 +11,11 @@ export interface UserState {
 }
 
 export async function findUser(db: Db, userId: UserId): Promise<UserState | undefined> {
-  const row = await db.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', '=', userId).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select(['user_id', 'is_disabled'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 
@@ -21,7 +25,11 @@ export async function findUser(db: Db, userId: UserId): Promise<UserState | unde
  * disable_user or destroy waits for the configuration being added and then sees it (SQLite runs
  * one writer at a time: nothing to lock there).
  */
-export async function ensureUser(trx: Transaction<Database>, userId: UserId, now: string): Promise<UserState & { readonly created: boolean }> {
+export async function ensureUser(
+  trx: Transaction<Database>,
+  userId: UserId,
+  now: string,
+): Promise<UserState & { readonly created: boolean }> {
   // Most creates are for known users: one read, no write.
   const existing = await findUserForCreate(trx, userId);
   if (existing !== undefined) return { ...existing, created: false };
@@ -79,12 +87,21 @@ export async function lockUser(trx: Transaction<Database>, userId: UserId): Prom
  * several times faster than an object per row). `profiles`: only users with a configuration
  * (WireGuard or OpenVPN) in one of them; null: every user.
  */
-export async function userIdsJson(db: Db, filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null }): Promise<string> {
+export async function userIdsJson(
+  db: Db,
+  filter: { onlyDisabled: boolean; profiles?: readonly ProfileId[] | null },
+): Promise<string> {
   const query = usersFiltered(db, filter);
   if (query === null) return '[]';
   const row = isPostgres(db)
-    ? await db.selectFrom(query.as('listed')).select(sql<string | null>`json_agg(user_id ORDER BY user_id)::text`.as('list')).executeTakeFirst()
-    : await db.selectFrom(query.orderBy('user_id').as('listed')).select(sql<string | null>`json_group_array(user_id)`.as('list')).executeTakeFirst();
+    ? await db
+        .selectFrom(query.as('listed'))
+        .select(sql<string | null>`json_agg(user_id ORDER BY user_id)::text`.as('list'))
+        .executeTakeFirst()
+    : await db
+        .selectFrom(query.orderBy('user_id').as('listed'))
+        .select(sql<string | null>`json_group_array(user_id)`.as('list'))
+        .executeTakeFirst();
   return row?.list ?? '[]';
 }
 
@@ -96,7 +113,13 @@ export async function userIdsJson(db: Db, filter: { onlyDisabled: boolean; profi
  */
 export async function userIdsPage(
   db: Db,
-  filter: { onlyDisabled: boolean; profiles: readonly ProfileId[] | null; prefix: string | null; after: string | null; limit: number },
+  filter: {
+    onlyDisabled: boolean;
+    profiles: readonly ProfileId[] | null;
+    prefix: string | null;
+    after: string | null;
+    limit: number;
+  },
 ): Promise<string[]> {
   let query = usersFiltered(db, filter);
   if (query === null) return [];
@@ -116,8 +139,19 @@ function usersFiltered(db: Db, filter: { onlyDisabled: boolean; profiles?: reado
     if (profiles.length === 0) return null;
     query = query.where((where) =>
       where.or([
-        where('user_id', 'in', where.selectFrom('wg_peers').select('wg_peers.user_id').where('wg_peers.profile_id', 'in', profiles)),
-        where('user_id', 'in', where.selectFrom('certificates').select('certificates.user_id').where('certificates.profile_id', 'in', profiles)),
+        where(
+          'user_id',
+          'in',
+          where.selectFrom('wg_peers').select('wg_peers.user_id').where('wg_peers.profile_id', 'in', profiles),
+        ),
+        where(
+          'user_id',
+          'in',
+          where
+            .selectFrom('certificates')
+            .select('certificates.user_id')
+            .where('certificates.profile_id', 'in', profiles),
+        ),
       ]),
     );
   }

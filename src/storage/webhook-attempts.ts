@@ -22,13 +22,24 @@ export interface StoredAttempt {
 export async function startAttempt(db: Db, deliveryId: string, attempt: number, startedAt: string): Promise<void> {
   await db
     .updateTable('webhook_attempts')
-    .set({ outcome: 'interrupted', detail: 'the portal instance sending it stopped or lost its lease before an answer was recorded' })
+    .set({
+      outcome: 'interrupted',
+      detail: 'the portal instance sending it stopped or lost its lease before an answer was recorded',
+    })
     .where('delivery_id', '=', deliveryId)
     .where('outcome', '=', 'sending')
     .execute();
   await db
     .insertInto('webhook_attempts')
-    .values({ delivery_id: deliveryId, attempt, started_at: startedAt, outcome: 'sending', status: null, duration_ms: null, detail: null })
+    .values({
+      delivery_id: deliveryId,
+      attempt,
+      started_at: startedAt,
+      outcome: 'sending',
+      status: null,
+      duration_ms: null,
+      detail: null,
+    })
     .execute();
 }
 
@@ -50,7 +61,13 @@ export async function finishAttempt(
 export async function attemptsOf(db: Db, deliveryIds: readonly string[]): Promise<Map<string, StoredAttempt[]>> {
   const byDelivery = new Map<string, StoredAttempt[]>();
   if (deliveryIds.length === 0) return byDelivery;
-  const rows = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').execute();
+  const rows = await db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('delivery_id')
+    .orderBy('attempt')
+    .execute();
   for (const row of rows) {
     const list = byDelivery.get(row.delivery_id) ?? [];
     list.push(toAttempt(row));

@@ -23,7 +23,10 @@ export interface StoredDelivery {
   readonly finishedAt: string | null;
 }
 
-export type NewDelivery = Pick<StoredDelivery, 'deliveryId' | 'webhookId' | 'eventId' | 'eventType' | 'payload' | 'createdAt'> & {
+export type NewDelivery = Pick<
+  StoredDelivery,
+  'deliveryId' | 'webhookId' | 'eventId' | 'eventType' | 'payload' | 'createdAt'
+> & {
   /** Set when the writer sends the first attempt itself (test-fire): the lease it holds. */
   readonly lease?: { readonly until: string; readonly token: string };
 };
@@ -68,13 +71,21 @@ function dueAndUnheld(now: string) {
  * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
  * subscription that has a delivery under a live lease (one attempt in flight per receiver).
  */
-export async function dueDeliveries(db: Db, now: string, limit: number): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
+export async function dueDeliveries(
+  db: Db,
+  now: string,
+  limit: number,
+): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
   const rows = await db
     .selectFrom('webhook_deliveries')
     .select(['delivery_id', 'webhook_id'])
     .where(dueAndUnheld(now))
     .where('webhook_id', 'not in', (inner) =>
-      inner.selectFrom('webhook_deliveries').select('webhook_id').where('state', '=', 'pending').where('lease_until', '>', now),
+      inner
+        .selectFrom('webhook_deliveries')
+        .select('webhook_id')
+        .where('state', '=', 'pending')
+        .where('lease_until', '>', now),
     )
     .orderBy('next_attempt_at')
     .orderBy('delivery_id')
@@ -113,7 +124,12 @@ export type DeliveryOutcome =
  * Ends the lease with the attempt's outcome; false when the lease was no longer this attempt's
  * (it ran out and another instance took over, or the subscription was deleted meanwhile).
  */
-export async function finishDelivery(db: Db, deliveryId: string, leaseToken: string, outcome: DeliveryOutcome): Promise<boolean> {
+export async function finishDelivery(
+  db: Db,
+  deliveryId: string,
+  leaseToken: string,
+  outcome: DeliveryOutcome,
+): Promise<boolean> {
   const result = await db
     .updateTable('webhook_deliveries')
     .set(
@@ -140,7 +156,11 @@ export async function cancelPendingDeliveries(db: Db, webhookId: string, now: st
 }
 
 export async function findDelivery(db: Db, deliveryId: string): Promise<StoredDelivery | undefined> {
-  const row = await db.selectFrom('webhook_deliveries').selectAll().where('delivery_id', '=', deliveryId).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .executeTakeFirst();
   return row === undefined ? undefined : toDelivery(row);
 }
 
@@ -176,10 +196,18 @@ export async function pruneDeliveries(db: Db, before: string): Promise<number> {
   await db
     .deleteFrom('webhook_attempts')
     .where('delivery_id', 'in', (inner) =>
-      inner.selectFrom('webhook_deliveries').select('delivery_id').where('state', '!=', 'pending').where('created_at', '<', before),
+      inner
+        .selectFrom('webhook_deliveries')
+        .select('delivery_id')
+        .where('state', '!=', 'pending')
+        .where('created_at', '<', before),
     )
     .execute();
-  const result = await db.deleteFrom('webhook_deliveries').where('state', '!=', 'pending').where('created_at', '<', before).executeTakeFirst();
+  const result = await db
+    .deleteFrom('webhook_deliveries')
+    .where('state', '!=', 'pending')
+    .where('created_at', '<', before)
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 

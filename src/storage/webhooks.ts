@@ -42,16 +42,25 @@ export async function findWebhook(db: Db, webhookId: string): Promise<StoredWebh
 
 /** Every subscription, oldest first. */
 export async function listWebhooks(db: Db): Promise<StoredWebhook[]> {
-  return (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('webhook_id').execute()).map(toWebhook);
+  return (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('webhook_id').execute()).map(
+    toWebhook,
+  );
 }
 
 /** The subscriptions and the event types each wants (what the outbox listener reads for every event). */
-export async function webhookInterests(db: Db): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
+export async function webhookInterests(
+  db: Db,
+): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
   const { rows } = await selectInterests(db, {});
-  return rows.map((row) => ({ webhookId: row.webhook_id, eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)) }));
+  return rows.map((row) => ({
+    webhookId: row.webhook_id,
+    eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)),
+  }));
 }
 
-const selectInterests = preparedQuery((db) => db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id'));
+const selectInterests = preparedQuery((db) =>
+  db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id'),
+);
 
 /** True when a subscription was deleted. */
 export async function deleteWebhook(db: Db, webhookId: string): Promise<boolean> {
@@ -67,7 +76,11 @@ export async function replaceWebhookSecret(
 ): Promise<boolean> {
   const result = await db
     .updateTable('webhooks')
-    .set({ secret: secrets.secret, previous_secret: secrets.previousSecret, previous_secret_until: secrets.previousUntil })
+    .set({
+      secret: secrets.secret,
+      previous_secret: secrets.previousSecret,
+      previous_secret_until: secrets.previousUntil,
+    })
     .where('webhook_id', '=', webhookId)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;

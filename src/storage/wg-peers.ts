@@ -29,14 +29,20 @@ export interface WireGuardPeer {
  * Inserts a new configuration with a new revision, and returns it as stored; null when another
  * configuration holds its IPv4 address (one statement: no read before the write).
  */
-export async function insertPeer(trx: Transaction<Database>, peer: Omit<WireGuardPeer, 'revision'>): Promise<WireGuardPeer | null> {
+export async function insertPeer(
+  trx: Transaction<Database>,
+  peer: Omit<WireGuardPeer, 'revision'>,
+): Promise<WireGuardPeer | null> {
   // PostgreSQL takes the number inside the statement (nextval); SQLite's is taken first.
   const revision = isPostgres(trx) ? null : await nextRevision(trx);
   const [row] = (await insertPeerRow(trx, { ...peer, expiryWarned: peer.expiryWarned ? 1 : 0, revision })).rows;
   return row === undefined ? null : toPeer(row);
 }
 
-type PeerRow = Omit<WireGuardPeer, 'revision' | 'expiryWarned'> & { readonly expiryWarned: number; readonly revision: Revision | null };
+type PeerRow = Omit<WireGuardPeer, 'revision' | 'expiryWarned'> & {
+  readonly expiryWarned: number;
+  readonly revision: Revision | null;
+};
 
 const insertPeerRow = preparedQuery((db, value: Slot<PeerRow>) =>
   db
@@ -92,12 +98,27 @@ export async function peersWithKeys(db: Db, publicKeys: readonly string[]): Prom
 }
 
 export async function peersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
-  const rows = await db.selectFrom('wg_peers').selectAll().where('user_id', '=', userId).orderBy('expires_at', 'desc').orderBy('public_key').execute();
+  const rows = await db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('expires_at', 'desc')
+    .orderBy('public_key')
+    .execute();
   return rows.map(toPeer);
 }
 
-export async function findPeerOfUser(db: Db, userId: UserId, publicKey: ConnectionId): Promise<WireGuardPeer | undefined> {
-  const row = await db.selectFrom('wg_peers').selectAll().where('public_key', '=', publicKey).where('user_id', '=', userId).executeTakeFirst();
+export async function findPeerOfUser(
+  db: Db,
+  userId: UserId,
+  publicKey: ConnectionId,
+): Promise<WireGuardPeer | undefined> {
+  const row = await db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('public_key', '=', publicKey)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return row === undefined ? undefined : toPeer(row);
 }
 
@@ -114,7 +135,11 @@ export async function deletePeer(db: Db, publicKey: WireGuardKey, expiredBy?: st
 }
 
 /** Configurations expiring after `now` and by `horizon` whose `configuration.expiring` is still to come, soonest first. */
-export async function peersDueForExpiryWarning(db: Db, window: ExpiryWarningWindow, limit: number): Promise<WireGuardPeer[]> {
+export async function peersDueForExpiryWarning(
+  db: Db,
+  window: ExpiryWarningWindow,
+  limit: number,
+): Promise<WireGuardPeer[]> {
   return (await dueForExpiryWarning(db, 'wg_peers', window, limit)).map(toPeer);
 }
 
@@ -140,7 +165,10 @@ export async function bindPeerToDevice(db: Db, publicKey: WireGuardKey, deviceId
 }
 
 /** Configurations that should be on the nodes: user enabled and not expired. */
-export async function activePeers(db: Db, filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] }): Promise<WireGuardPeer[]> {
+export async function activePeers(
+  db: Db,
+  filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] },
+): Promise<WireGuardPeer[]> {
   let query = db
     .selectFrom('wg_peers')
     .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
@@ -152,7 +180,11 @@ export async function activePeers(db: Db, filter: { now: string; nodeNumber?: No
     if (filter.publicKeys.length === 0) return [];
     query = query.where('wg_peers.public_key', 'in', filter.publicKeys);
   }
-  const rows = await query.orderBy('wg_peers.profile_id').orderBy('wg_peers.created_at').orderBy('wg_peers.public_key').execute();
+  const rows = await query
+    .orderBy('wg_peers.profile_id')
+    .orderBy('wg_peers.created_at')
+    .orderBy('wg_peers.public_key')
+    .execute();
   return rows.map(toPeer);
 }
 
@@ -173,7 +205,12 @@ interface ListingPosition {
  * later pages only; no configuration is listed twice or missed when it existed throughout. On
  * PostgreSQL the text has spaces after `:` and `,`; the JSON is the same.
  */
-export async function* activeConnectionsJsonPages(db: Db, profileId: ProfileId, now: string, pageSize: number): AsyncGenerator<string> {
+export async function* activeConnectionsJsonPages(
+  db: Db,
+  profileId: ProfileId,
+  now: string,
+  pageSize: number,
+): AsyncGenerator<string> {
   let after: ListingPosition = { createdAt: '', publicKey: '' };
   for (;;) {
     const page = await connectionsPage(db, profileId, now, after, pageSize);
@@ -191,7 +228,13 @@ interface ConnectionsPage {
   readonly last_key: string;
 }
 
-async function connectionsPage(db: Db, profileId: ProfileId, now: string, after: ListingPosition, pageSize: number): Promise<ConnectionsPage | undefined> {
+async function connectionsPage(
+  db: Db,
+  profileId: ProfileId,
+  now: string,
+  after: ListingPosition,
+  pageSize: number,
+): Promise<ConnectionsPage | undefined> {
   // SQLite aggregates a materialized page in the order it was written, which is the listing's
   // order; an ORDER BY in json_group_array would sort each page again (a third of the time).
   // PostgreSQL guarantees no order without its own ORDER BY.
@@ -212,7 +255,9 @@ async function connectionsPage(db: Db, profileId: ProfileId, now: string, after:
       ORDER BY created_at, public_key LIMIT ${pageSize})
     SELECT (SELECT ${list} FROM page) AS list, (SELECT count(*) FROM page) AS count,
            last.created_at AS last_created, last.public_key AS last_key
-    FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(db);
+    FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(
+    db,
+  );
   return result.rows[0];
 }
 
@@ -262,7 +307,13 @@ export async function earliestPeerExpiry(db: Db): Promise<string | null> {
 
 /** Expired configurations, oldest first, at most `limit` of them. */
 export async function expiredPeers(db: Db, now: string, limit: number): Promise<WireGuardPeer[]> {
-  const rows = await db.selectFrom('wg_peers').selectAll().where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
+  const rows = await db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
   return rows.map(toPeer);
 }
 
@@ -291,7 +342,9 @@ function byExpiryThenKey(a: WireGuardPeer, b: WireGuardPeer): number {
 }
 
 /** WireGuard configurations per profile and node: each holds one address pair of that pool (metrics). */
-export async function countPeersByProfileAndNode(db: Db): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+export async function countPeersByProfileAndNode(
+  db: Db,
+): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
   const rows = await db
     .selectFrom('wg_peers')
     .select(['profile_id', 'node_number', (eb) => eb.fn.countAll<number | string>().as('count')])

@@ -76,7 +76,9 @@ function checkPool(rangeFour: string, rangeSix: string): CheckedPool {
   const capacity = Number(prefixSize(four)) - 3;
   // The last IPv6 partner is network + 2 + (capacity − 1); it must still lie inside the range.
   if (BigInt(FIRST_CLIENT_OFFSET + capacity) > prefixSize(six)) {
-    throw new Error(`WireGuard IPv6 range "${rangeSix}" is too small to pair with the ${capacity} addresses of "${rangeFour}"`);
+    throw new Error(
+      `WireGuard IPv6 range "${rangeSix}" is too small to pair with the ${capacity} addresses of "${rangeFour}"`,
+    );
   }
   return { four, six, capacity };
 }

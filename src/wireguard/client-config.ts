@@ -57,7 +57,10 @@ const PROXYGUARD_LOCAL_ENDPOINT = '127.0.0.1:51820';
 /** The only keep-alive interval the reference ever emits. */
 const KEEPALIVE_SECONDS = 25;
 
-export function renderWireGuardClientConfig(profile: WireGuardClientProfile, configuration: WireGuardClientConfiguration): string {
+export function renderWireGuardClientConfig(
+  profile: WireGuardClientProfile,
+  configuration: WireGuardClientConfiguration,
+): string {
   const rangeFour = parseIpPrefix(profile.rangeFour);
   const rangeSix = parseIpPrefix(profile.rangeSix);
   const ipFour = clientAddressIn(configuration.ipFour, rangeFour, 4);

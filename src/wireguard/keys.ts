@@ -1,7 +1,14 @@
 // WireGuard (X25519) keys using only node's built-in crypto (reference §6.1).
 // Keys travel as standard, padded Base64 of the raw 32 bytes, like `wg genkey`/`wg pubkey`.
 
-import { createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 
 import { asWireGuardKey, type WireGuardKey } from '../shared/ids.js';
 
@@ -64,7 +71,11 @@ export function isCanonicalWireGuardKey(text: unknown): text is WireGuardKey {
 export function isUsableWireGuardPublicKey(text: unknown): text is WireGuardKey {
   if (!isWireGuardKey(text)) return false;
   try {
-    const publicKey = createPublicKey({ key: Buffer.concat([SPKI_X25519_HEADER, Buffer.from(text, 'base64')]), format: 'der', type: 'spki' });
+    const publicKey = createPublicKey({
+      key: Buffer.concat([SPKI_X25519_HEADER, Buffer.from(text, 'base64')]),
+      format: 'der',
+      type: 'spki',
+    });
     return !diffieHellman({ privateKey: probeKey(), publicKey }).equals(Buffer.alloc(RAW_KEY_BYTES));
   } catch {
     return false;
@@ -100,6 +111,9 @@ export function wireGuardPublicKey(privateKey: WireGuardKey): WireGuardKey {
 
 function publicKeyOfRaw(raw: Buffer): WireGuardKey {
   // A JWK import (the public part is not needed to import): cheap, unlike a DER import.
-  const privateKey = createPrivateKey({ key: { kty: 'OKP', crv: 'X25519', d: raw.toString('base64url'), x: '' }, format: 'jwk' });
+  const privateKey = createPrivateKey({
+    key: { kty: 'OKP', crv: 'X25519', d: raw.toString('base64url'), x: '' },
+    format: 'jwk',
+  });
   return asWireGuardKey(diffieHellman({ privateKey, publicKey: BASE_POINT }).toString('base64'));
 }

@@ -49,7 +49,9 @@ test('200 parallel creates get 200 distinct IPv4 and 200 distinct IPv6 addresses
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
-  const issued = await Promise.all(Array.from({ length: 200 }, (_, index) => createFor(portal, `device-${index % 20}`, 'employees')));
+  const issued = await Promise.all(
+    Array.from({ length: 200 }, (_, index) => createFor(portal, `device-${index % 20}`, 'employees')),
+  );
 
   const four = new Set(issued.map((entry) => entry.ipFour));
   const six = new Set(issued.map((entry) => entry.ipSix));
@@ -142,7 +144,11 @@ test('destroying a user gives all of its addresses back', async (t) => {
   await createFor(portal, 'alice', 'lab');
   assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
 
-  const reused = [await createFor(portal, 'carol', 'lab'), await createFor(portal, 'carol', 'lab'), await createFor(portal, 'carol', 'lab')];
+  const reused = [
+    await createFor(portal, 'carol', 'lab'),
+    await createFor(portal, 'carol', 'lab'),
+    await createFor(portal, 'carol', 'lab'),
+  ];
   assert.deepEqual(
     reused.map((entry) => entry.ipFour),
     ['10.45.0.2', '10.45.0.4', '10.45.0.5'],
@@ -176,7 +182,10 @@ test("when one node's pool is full the next node of the profile is used; each fi
     const file = parseWireGuardFile(response.text);
     files.push(`${file.peer.get('Endpoint')} ${file.interface.get('Address')}`);
   }
-  assert.deepEqual(files.sort(), ['a.example.org:51820 10.47.0.2/30,fd47::2/126', 'b.example.org:51820 10.47.1.2/30,fd47:1::2/126']);
+  assert.deepEqual(files.sort(), [
+    'a.example.org:51820 10.47.0.2/30,fd47::2/126',
+    'b.example.org:51820 10.47.1.2/30,fd47:1::2/126',
+  ]);
   // Each node's public key is its own.
   const keys = portal.portal.ctx.keys;
   assert.notEqual(keys.wireGuardPublicKey(0 as NodeNumber), keys.wireGuardPublicKey(1 as NodeNumber));

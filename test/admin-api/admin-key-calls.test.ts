@@ -59,21 +59,38 @@ test('the secret makes a key of any rights; its secret is in that answer only, t
       state: 'active',
     },
   );
-  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' }, bearer(answer.secret))).status, 200, 'the new key works');
+  assert.equal(
+    (await portal.post('/create', { user_id: 'alice', profile_id: 'employees' }, bearer(answer.secret))).status,
+    200,
+    'the new key works',
+  );
 
   const list = await portal.get('/admin_keys');
   assert.deepEqual(
     (list.json() as { admin_keys: Listed[] }).admin_keys.map((key) => [key.name, key.scope, key.state]),
     [['console', 'write', 'active']],
   );
-  assert.ok(!list.text.includes(answer.secret) && !list.text.includes(answer.secret.slice(-20)), 'the list holds no secret');
+  assert.ok(
+    !list.text.includes(answer.secret) && !list.text.includes(answer.secret.slice(-20)),
+    'the list holds no secret',
+  );
   const stored = await portal.portal.ctx.db.selectFrom('admin_keys').select('secret_hash').executeTakeFirstOrThrow();
   assert.ok(!list.text.includes(stored.secret_hash), 'nor its hash');
 
   const [row] = (await auditLog(portal)).filter((entry) => entry.call === 'create_admin_key');
   assert.deepEqual(
     [row?.keyName, row?.status, row?.parameters],
-    ['secret', 200, { name: 'console', scope: 'write', profiles: 'employees, guests', expires_in: 'P30D', allow_list: '127.0.0.0/8,2001:db8::/32' }],
+    [
+      'secret',
+      200,
+      {
+        name: 'console',
+        scope: 'write',
+        profiles: 'employees, guests',
+        expires_in: 'P30D',
+        allow_list: '127.0.0.0/8,2001:db8::/32',
+      },
+    ],
   );
   assert.ok(!JSON.stringify(await auditLog(portal)).includes(answer.secret.slice(4)), 'no audit row holds the secret');
   const client = await portal.admin.adminKeys();
@@ -92,10 +109,22 @@ test('create_admin_key refuses what the admin-key command refuses, with a 400 or
   const cases: [Record<string, string>, number, string][] = [
     [{}, 400, 'missing post parameter "name"'],
     [{ name: '-dash' }, 400, 'invalid value for "name"'],
-    [{ name: 'secret' }, 400, `invalid value for "name": "secret" names the specification's secret in the audit log; choose another name`],
+    [
+      { name: 'secret' },
+      400,
+      `invalid value for "name": "secret" names the specification's secret in the audit log; choose another name`,
+    ],
     [{ name: 'k', scope: 'root' }, 400, 'invalid value for "scope"'],
-    [{ name: 'k', profiles: 'employees,staff' }, 400, 'invalid value for "profiles": there is no profile "staff" (profiles: employees, guests)'],
-    [{ name: 'k', expires_in: '30d' }, 400, 'invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D'],
+    [
+      { name: 'k', profiles: 'employees,staff' },
+      400,
+      'invalid value for "profiles": there is no profile "staff" (profiles: employees, guests)',
+    ],
+    [
+      { name: 'k', expires_in: '30d' },
+      400,
+      'invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D',
+    ],
     [
       { name: 'k', allow_list: '10.0.0.0/8,10.1.2.3/33' },
       400,
@@ -111,7 +140,12 @@ test('a key cannot make a key with more scope, more profiles, a wider allow-list
   const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
   t.after(() => portal.close());
   const writer = await makeAdminKey(portal, 'writer', { scope: 'write' });
-  const limited = await makeAdminKey(portal, 'limited', { scope: 'admin', profiles: ['employees'], allowList: ['127.0.0.0/8'], expiresIn: 'P7D' });
+  const limited = await makeAdminKey(portal, 'limited', {
+    scope: 'admin',
+    profiles: ['employees'],
+    allowList: ['127.0.0.0/8'],
+    expiresIn: 'P7D',
+  });
   const within = { profiles: 'employees', allow_list: '127.0.0.1/32', expires_in: 'P1D' };
   const before = await portalState(portal);
 
@@ -122,7 +156,11 @@ test('a key cannot make a key with more scope, more profiles, a wider allow-list
       { name: 'k', allow_list: '127.0.0.1/32', expires_in: 'P1D' },
       'key "limited" may not make key "k": every profile is more than its own profiles (employees)',
     ],
-    [limited, { ...within, name: 'k', profiles: 'employees,guests' }, 'key "limited" may not make key "k": profiles guests are outside its own (employees)'],
+    [
+      limited,
+      { ...within, name: 'k', profiles: 'employees,guests' },
+      'key "limited" may not make key "k": profiles guests are outside its own (employees)',
+    ],
     [
       limited,
       { name: 'k', profiles: 'employees', expires_in: 'P1D' },
@@ -176,7 +214,11 @@ test('revoke_admin_key revokes a name at once; a key revokes only keys within it
     403,
     'key "limited" may not revoke key "guests-reader": profiles guests are outside its own (employees)',
   );
-  refused(await portal.post('/revoke_admin_key', { name: 'nobody' }, bearer(broad)), 404, 'there is no key named "nobody" that is not revoked already');
+  refused(
+    await portal.post('/revoke_admin_key', { name: 'nobody' }, bearer(broad)),
+    404,
+    'there is no key named "nobody" that is not revoked already',
+  );
   refused(await portal.post('/revoke_admin_key', { name: 'no such name!' }), 400, 'invalid value for "name"');
   assert.deepEqual(await portalState(portal), before, 'the refusals revoked nothing');
 
@@ -184,9 +226,17 @@ test('revoke_admin_key revokes a name at once; a key revokes only keys within it
   assert.deepEqual([revoked.status, revoked.json()], [200, { name: 'narrow', revoked: 1 }]);
   assert.equal((await portal.get('/users', {}, bearer(narrow))).status, 401, 'the revoked key is refused at once');
   assert.equal((await listed(portal)).find((key) => key.name === 'narrow')?.state, 'revoked');
-  refused(await portal.post('/revoke_admin_key', { name: 'narrow' }, bearer(limited)), 404, 'there is no key named "narrow" that is not revoked already');
+  refused(
+    await portal.post('/revoke_admin_key', { name: 'narrow' }, bearer(limited)),
+    404,
+    'there is no key named "narrow" that is not revoked already',
+  );
 
-  assert.equal((await portal.post('/revoke_admin_key', { name: 'limited' }, bearer(limited))).status, 200, 'a key may revoke itself');
+  assert.equal(
+    (await portal.post('/revoke_admin_key', { name: 'limited' }, bearer(limited))).status,
+    200,
+    'a key may revoke itself',
+  );
   assert.equal((await portal.get('/users', {}, bearer(limited))).status, 401);
   assert.equal(await portal.admin.revokeAdminKey('broad'), 1, 'the secret revokes any key');
   const rows = (await auditLog(portal)).filter((row) => row.call === 'revoke_admin_key' && row.status === 200);
@@ -214,5 +264,9 @@ test('create_admin_key with an Idempotency-Key makes one key; the retry gets the
   );
   const made = await portal.admin.createAdminKey({ name: 'typed', scope: 'read' });
   const reader = made.secret;
-  refused(await portal.get('/admin_keys', {}, bearer(reader)), 403, 'key "typed" has scope "read"; admin_keys needs scope "admin"');
+  refused(
+    await portal.get('/admin_keys', {}, bearer(reader)),
+    403,
+    'key "typed" has scope "read"; admin_keys needs scope "admin"',
+  );
 });

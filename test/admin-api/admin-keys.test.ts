@@ -27,7 +27,11 @@ test('expired, revoked, rotated-out, mistyped and unknown keys get the same 401 
   assert.equal((await portal.get('/users', {}, bearer(expiring))).status, 200);
   await revokeAdminKey(portal.portal.ctx, 'revoked');
   const rotation = await rotateAdminKey(portal.portal.ctx, 'rotating', 'PT10M');
-  assert.equal((await portal.get('/users', {}, bearer(rotating))).status, 200, 'the old key works during its grace period');
+  assert.equal(
+    (await portal.get('/users', {}, bearer(rotating))).status,
+    200,
+    'the old key works during its grace period',
+  );
   clock.advance(61 * MINUTE);
 
   // The last character of a valid key changed: the checksum no longer matches.
@@ -39,7 +43,14 @@ test('expired, revoked, rotated-out, mistyped and unknown keys get the same 401 
   const foreign = await makeAdminKey(otherPortal, 'foreign');
 
   const before = await portalState(portal);
-  const attempts: Record<string, string> = { expired: expiring, revoked, 'rotated out': rotating, mistyped, foreign, 'a prefix only': 'vpa_' };
+  const attempts: Record<string, string> = {
+    expired: expiring,
+    revoked,
+    'rotated out': rotating,
+    mistyped,
+    foreign,
+    'a prefix only': 'vpa_',
+  };
   for (const [what, key] of Object.entries(attempts)) {
     for (const [method, target] of [
       ['GET', '/users'],
@@ -61,7 +72,9 @@ test('expired, revoked, rotated-out, mistyped and unknown keys get the same 401 
   // The audit log says why, the client is told no more than for a wrong secret.
   // Refusals of one source and reason in a minute are one row (the GET and the POST of each key;
   // the mistyped key and the bare prefix alike).
-  const reasons = (await auditLog(portal)).filter((row) => row.status === 401).map((row) => [row.keyName, row.detail, row.repeated]);
+  const reasons = (await auditLog(portal))
+    .filter((row) => row.status === 401)
+    .map((row) => [row.keyName, row.detail, row.repeated]);
   assert.deepEqual(reasons.reverse(), [
     ['expiring', 'admin key "expiring" expired at 2026-03-02T10:00:00+00:00', 1],
     ['revoked', 'admin key "revoked" was revoked at 2026-03-02T09:00:00+00:00', 1],
@@ -73,17 +86,27 @@ test('expired, revoked, rotated-out, mistyped and unknown keys get the same 401 
 
 test("a key's own allow-list applies on top of adminApi.allowList, to the address a trusted proxy forwarded", async (t) => {
   const behindProxy = await startTestPortal({
-    config: { adminApi: { allowList: ['127.0.0.0/8', '192.0.2.0/24', '198.51.100.0/24'], trustedProxyList: ['127.0.0.1/32'] } },
+    config: {
+      adminApi: { allowList: ['127.0.0.0/8', '192.0.2.0/24', '198.51.100.0/24'], trustedProxyList: ['127.0.0.1/32'] },
+    },
   });
   t.after(() => behindProxy.close());
   const mdm = await makeAdminKey(behindProxy, 'mdm', { scope: 'write', allowList: ['192.0.2.0/24'] });
   const outsideGlobal = await makeAdminKey(behindProxy, 'outside', { allowList: ['203.0.113.0/24'] });
 
-  const allowed = await behindProxy.post('/create', { user_id: 'alice', profile_id: 'employees' }, { ...bearer(mdm), 'x-forwarded-for': '192.0.2.7' });
+  const allowed = await behindProxy.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees' },
+    { ...bearer(mdm), 'x-forwarded-for': '192.0.2.7' },
+  );
   assert.equal(allowed.status, 200, allowed.text);
 
   const before = await behindProxy.admin.userConfigurationList('alice');
-  const elsewhere = await behindProxy.post('/create', { user_id: 'alice', profile_id: 'employees' }, { ...bearer(mdm), 'x-forwarded-for': '198.51.100.9' });
+  const elsewhere = await behindProxy.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees' },
+    { ...bearer(mdm), 'x-forwarded-for': '198.51.100.9' },
+  );
   assert.equal(elsewhere.status, 403);
   assert.equal(errorBody(elsewhere.text), 'source address 198.51.100.9 is not allowed for key "mdm"');
   const theProxyItself = await behindProxy.get('/users', {}, bearer(mdm));
@@ -94,7 +117,9 @@ test("a key's own allow-list applies on top of adminApi.allowList, to the addres
   assert.equal(global.status, 403);
   assert.equal(errorBody(global.text), 'source address not allowed');
   assert.deepEqual(await behindProxy.admin.userConfigurationList('alice'), before, 'the refused create made nothing');
-  const refusals = (await auditLog(behindProxy)).filter((row) => row.status === 403).map((row) => [row.keyName, row.sourceAddress, row.call]);
+  const refusals = (await auditLog(behindProxy))
+    .filter((row) => row.status === 403)
+    .map((row) => [row.keyName, row.sourceAddress, row.call]);
   assert.deepEqual(refusals.reverse(), [
     ['mdm', '198.51.100.9', 'create'],
     ['mdm', '127.0.0.1', 'users'],
@@ -131,7 +156,11 @@ test('"last used" is written at most once a minute per key, with the address it 
     clock.advance(10_000);
     assert.equal((await portal.get('/users', {}, bearer(monitor))).status, 200);
   }
-  assert.deepEqual(await lastUsed(), ['2026-03-02T09:00:00+00:00', '127.0.0.1'], 'GETs within the minute wrote nothing');
+  assert.deepEqual(
+    await lastUsed(),
+    ['2026-03-02T09:00:00+00:00', '127.0.0.1'],
+    'GETs within the minute wrote nothing',
+  );
   clock.advance(11_000);
   assert.equal((await portal.get('/users', {}, bearer(monitor))).status, 200);
   assert.deepEqual(await lastUsed(), ['2026-03-02T09:01:01+00:00', '127.0.0.1'], 'a minute later it is written again');
@@ -142,7 +171,10 @@ test('admin keys work while the specification secret does not exist, and the sec
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const withoutSecret = await startTestPortal({ adminApi: false, dataDir });
   const helpdesk = await makeAdminKey(withoutSecret, 'helpdesk', { scope: 'write' });
-  assert.equal((await withoutSecret.post('/create', { user_id: 'alice', profile_id: 'employees' }, bearer(helpdesk))).status, 200);
+  assert.equal(
+    (await withoutSecret.post('/create', { user_id: 'alice', profile_id: 'employees' }, bearer(helpdesk))).status,
+    200,
+  );
   const noKey = await rawRequest(`${withoutSecret.adminBase}/users`);
   assert.equal(noKey.status, 503, 'without a key the API still says it is disabled, as before');
   await withoutSecret.close();

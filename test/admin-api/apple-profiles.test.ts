@@ -23,7 +23,12 @@ async function portalWith(t: TestContext, config: Partial<PortalConfigFile> = {}
   return portal;
 }
 
-function create(portal: TestPortal, accept: string | null, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<RawResponse> {
+function create(
+  portal: TestPortal,
+  accept: string | null,
+  form: Record<string, string> = {},
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   return rawRequest(`${portal.adminBase}/create`, {
     method: 'POST',
     headers: {
@@ -88,7 +93,10 @@ describe('platform', () => {
     for (const platform of ['ipados', 'iOS', '']) {
       const response = await create(portal, APPLE, { platform });
       assert.equal(response.status, 400, response.text);
-      assert.equal(errorBody(response.text), 'invalid value for "platform": one of ios, macos, windows, android, linux, other');
+      assert.equal(
+        errorBody(response.text),
+        'invalid value for "platform": one of ios, macos, windows, android, linux, other',
+      );
     }
     assert.equal(await configurationCount(portal), 0);
   });
@@ -145,11 +153,16 @@ describe('signed profiles', () => {
   after(() => pki.remove());
 
   function signingConfig(): Partial<PortalConfigFile> {
-    return { apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingKey, signingChain: pki.chain } };
+    return {
+      apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingKey, signingChain: pki.chain },
+    };
   }
 
   test('the Apple profile is a CMS SignedData that openssl smime -verify accepts, holding a conforming profile', async (t) => {
-    const portal = await portalWith(t, { ...signingConfig(), ProfileList: [{ ...employees, appleOnDemand: { trustedSsids: ['Office'] } }] });
+    const portal = await portalWith(t, {
+      ...signingConfig(),
+      ProfileList: [{ ...employees, appleOnDemand: { trustedSsids: ['Office'] } }],
+    });
     const response = await create(portal, APPLE, { platform: 'macos', display_name: 'R&D <Mac> \u0001' });
     assert.equal(response.status, 200, response.text);
     assert.equal(response.headers['content-type'], APPLE);
@@ -186,19 +199,31 @@ describe('replacement in place', () => {
   interface Identifiers {
     readonly PayloadIdentifier: string;
     readonly PayloadUUID: string;
-    readonly PayloadContent: readonly { readonly PayloadIdentifier: string; readonly PayloadUUID: string; readonly VPNSubType: string }[];
+    readonly PayloadContent: readonly {
+      readonly PayloadIdentifier: string;
+      readonly PayloadUUID: string;
+      readonly VPNSubType: string;
+    }[];
   }
   const identifiersOf = (response: RawResponse) => {
     assert.equal(response.status, 200, response.text);
     const profile = parse(response.text) as unknown as Identifiers;
     const [vpn] = profile.PayloadContent;
-    return { ids: [profile.PayloadIdentifier, profile.PayloadUUID, vpn?.PayloadIdentifier, vpn?.PayloadUUID], app: vpn?.VPNSubType };
+    return {
+      ids: [profile.PayloadIdentifier, profile.PayloadUUID, vpn?.PayloadIdentifier, vpn?.PayloadUUID],
+      app: vpn?.VPNSubType,
+    };
   };
 
   test("a Mac's re-issue keeps every identifier, so the device replaces its tunnel; another device and a configuration without one get their own", async (t) => {
     const portal = await portalWith(t);
     const register = async (serial: string) => {
-      const response = await portal.post('/register_device', { user_id: 'alice', profile_id: 'employees', platform: 'macos', serial });
+      const response = await portal.post('/register_device', {
+        user_id: 'alice',
+        profile_id: 'employees',
+        platform: 'macos',
+        serial,
+      });
       assert.equal(response.status, 200, response.text);
       return (response.json() as { device: { device_id: string } }).device.device_id;
     };
@@ -218,8 +243,10 @@ describe('replacement in place', () => {
       ['another device', otherDevice.ids],
       ['a configuration without a device', plain.ids],
     ] as const) {
-      for (const [index, id] of ids.entries()) assert.notEqual(id, first.ids[index], `${name} shares no identifier with the Mac`);
+      for (const [index, id] of ids.entries())
+        assert.notEqual(id, first.ids[index], `${name} shares no identifier with the Mac`);
     }
-    for (const [index, id] of plainAgain.ids.entries()) assert.notEqual(id, plain.ids[index], 'without a device, identifiers stay per configuration');
+    for (const [index, id] of plainAgain.ids.entries())
+      assert.notEqual(id, plain.ids[index], 'without a device, identifiers stay per configuration');
   });
 });

@@ -21,22 +21,38 @@ import { parseWireGuardFile } from '../support/wireguard-file.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 
-const connectionIdOf = (response: ApiResponse): string => wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
+const connectionIdOf = (response: ApiResponse): string =>
+  wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
 
 test('every change is recorded with its key, address, call, parameters, status, user and configurations; never a key or a file', async (t) => {
-  const portal = await startTestPortal({ config: { adminApi: { allowList: ['127.0.0.0/8'], trustedProxyList: ['127.0.0.1/32'] } } });
+  const portal = await startTestPortal({
+    config: { adminApi: { allowList: ['127.0.0.0/8'], trustedProxyList: ['127.0.0.1/32'] } },
+  });
   t.after(() => portal.close());
   const mdm = await makeAdminKey(portal, 'mdm', { scope: 'admin' });
   const from = { ...bearer(mdm), 'x-forwarded-for': '127.0.0.42' };
 
-  const laptop = await portal.post('/create', { user_id: 'alice', profile_id: 'employees', display_name: 'Laptop', expires_in: 'PT12H' }, from);
-  const phone = await portal.post('/create', { user_id: 'alice', profile_id: 'employees', display_name: 'Phone' }, from);
+  const laptop = await portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees', display_name: 'Laptop', expires_in: 'PT12H' },
+    from,
+  );
+  const phone = await portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees', display_name: 'Phone' },
+    from,
+  );
   await authorize(portal, 'alice', 'oauth-1');
-  for (const path of ['/disable_user', '/enable_user']) assert.equal((await portal.post(path, { user_id: 'alice' }, from)).status, 204);
-  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: connectionIdOf(laptop) }, from)).status, 204);
+  for (const path of ['/disable_user', '/enable_user'])
+    assert.equal((await portal.post(path, { user_id: 'alice' }, from)).status, 204);
+  assert.equal(
+    (await portal.post('/delete_connection', { user_id: 'alice', connection_id: connectionIdOf(laptop) }, from)).status,
+    204,
+  );
   assert.equal((await portal.post('/delete_user_authorizations', { user_id: 'alice' }, from)).status, 204);
   assert.equal((await portal.post('/destroy', { user_id: 'alice' }, from)).status, 204);
-  for (const path of ['/users', '/connection_list', '/audit_log']) assert.equal((await portal.get(path, {}, from)).status, 200);
+  for (const path of ['/users', '/connection_list', '/audit_log'])
+    assert.equal((await portal.get(path, {}, from)).status, 200);
 
   const rows = (await auditLog(portal)).reverse();
   assert.deepEqual(
@@ -48,7 +64,12 @@ test('every change is recorded with its key, address, call, parameters, status, 
         status: 200,
         connectionIds: [connectionIdOf(laptop)],
       },
-      { call: 'create', parameters: { user_id: 'alice', profile_id: 'employees', display_name: 'Phone' }, status: 200, connectionIds: [connectionIdOf(phone)] },
+      {
+        call: 'create',
+        parameters: { user_id: 'alice', profile_id: 'employees', display_name: 'Phone' },
+        status: 200,
+        connectionIds: [connectionIdOf(phone)],
+      },
       { call: 'disable_user', parameters: { user_id: 'alice' }, status: 204, connectionIds: [] },
       { call: 'enable_user', parameters: { user_id: 'alice' }, status: 204, connectionIds: [] },
       {
@@ -59,18 +80,35 @@ test('every change is recorded with its key, address, call, parameters, status, 
       },
       { call: 'delete_user_authorizations', parameters: { user_id: 'alice' }, status: 204, connectionIds: [] },
       { call: 'destroy', parameters: { user_id: 'alice' }, status: 204, connectionIds: [connectionIdOf(phone)] },
-    ].map((expected) => ({ auditId: 'id', at: 'at', keyName: 'mdm', sourceAddress: '127.0.0.42', userId: 'alice', detail: null, repeated: 0, ...expected })),
+    ].map((expected) => ({
+      auditId: 'id',
+      at: 'at',
+      keyName: 'mdm',
+      sourceAddress: '127.0.0.42',
+      userId: 'alice',
+      detail: null,
+      repeated: 0,
+      ...expected,
+    })),
     'seven changes, in order; the reads are not recorded',
   );
   assert.match(rows[0]?.at ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/);
   const everything = JSON.stringify(await portal.portal.ctx.db.selectFrom('audit_log').selectAll().execute());
-  for (const secret of [mdm, portal.secret, parseWireGuardFile(laptop.text).interface.get('PrivateKey') ?? '', 'PrivateKey', '[Interface]']) {
+  for (const secret of [
+    mdm,
+    portal.secret,
+    parseWireGuardFile(laptop.text).interface.get('PrivateKey') ?? '',
+    'PrivateKey',
+    '[Interface]',
+  ]) {
     assert.equal(everything.includes(secret), false, `never in the audit log: ${secret.slice(0, 12)}…`);
   }
 });
 
 test('refusals, failures and calls that change nothing are recorded with their status and reason; a refused or failed call changed nothing', async (t) => {
-  const portal = await startTestPortal({ config: { adminApi: { allowList: ['127.0.0.0/8'], trustedProxyList: ['127.0.0.1/32'] } } });
+  const portal = await startTestPortal({
+    config: { adminApi: { allowList: ['127.0.0.0/8'], trustedProxyList: ['127.0.0.1/32'] } },
+  });
   t.after(() => portal.close());
   const reader = await makeAdminKey(portal, 'reader', { scope: 'read' });
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
@@ -87,19 +125,39 @@ test('refusals, failures and calls that change nothing are recorded with their s
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' }, bearer(reader))).status, 403);
   assert.equal((await portal.post('/disable_user', { user_id: 'nobody' })).status, 400);
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'nope' })).status, 404);
-  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: someKey })).status, 204, "bob's key: nothing to do");
+  assert.equal(
+    (await portal.post('/delete_connection', { user_id: 'alice', connection_id: someKey })).status,
+    204,
+    "bob's key: nothing to do",
+  );
   assert.equal((await portal.get('/users', {}, bearer(reader))).status, 200);
   assert.deepEqual(await portal.admin.users(), ['alice', 'bob'], 'nothing was deleted or disabled');
   assert.deepEqual(await portal.admin.disabledUsers(), []);
 
   const rows = (await auditLog(portal)).slice(0, 6).reverse();
   assert.deepEqual(
-    rows.map((row) => [row.keyName, row.sourceAddress, row.call, row.status, row.userId, row.connectionIds, row.detail]),
+    rows.map((row) => [
+      row.keyName,
+      row.sourceAddress,
+      row.call,
+      row.status,
+      row.userId,
+      row.connectionIds,
+      row.detail,
+    ]),
     [
       [null, '198.51.100.7', 'destroy', 403, null, [], 'source address 198.51.100.7 not in adminApi.allowList'],
       // Refused before the body is read: the body's parameters are not known.
       [null, '127.0.0.1', 'destroy', 401, null, [], 'no Bearer token'],
-      ['reader', '127.0.0.1', 'disable_user', 403, 'alice', [], 'key "reader" has scope "read"; disable_user needs scope "write"'],
+      [
+        'reader',
+        '127.0.0.1',
+        'disable_user',
+        403,
+        'alice',
+        [],
+        'key "reader" has scope "read"; disable_user needs scope "write"',
+      ],
       ['secret', '127.0.0.1', 'disable_user', 400, 'nobody', [], 'user does not exist'],
       ['secret', '127.0.0.1', 'create', 404, 'alice', [], 'no such "profile_id": "nope"; known profiles: employees'],
       ['secret', '127.0.0.1', 'delete_connection', 204, 'alice', [], null],
@@ -108,7 +166,11 @@ test('refusals, failures and calls that change nothing are recorded with their s
 });
 
 /** A portal whose Admin API any address may reach through the test's trusted proxy (127.0.0.1). */
-async function openPortal(t: { after: (fn: () => Promise<void>) => void }, clock: ManualClock, config: Record<string, unknown> = {}) {
+async function openPortal(
+  t: { after: (fn: () => Promise<void>) => void },
+  clock: ManualClock,
+  config: Record<string, unknown> = {},
+) {
   const portal = await startTestPortal({
     clock,
     config: { adminApi: { allowList: ['0.0.0.0/0', '::/0'], trustedProxyList: ['127.0.0.1/32'] }, ...config },
@@ -118,14 +180,29 @@ async function openPortal(t: { after: (fn: () => Promise<void>) => void }, clock
 }
 
 /** `count` requests at once with a wrong secret (or another credential) from `address`, each refused with 401. */
-async function refusals(portal: TestPortal, address: string, count: number, authorization = 'Bearer wrong'): Promise<void> {
+async function refusals(
+  portal: TestPortal,
+  address: string,
+  count: number,
+  authorization = 'Bearer wrong',
+): Promise<void> {
   const headers = { 'x-forwarded-for': address, authorization };
-  const statuses = await Promise.all(Array.from({ length: count }, (_, index) => portal.get(index % 2 === 0 ? '/users' : '/connection_list', {}, headers)));
+  const statuses = await Promise.all(
+    Array.from({ length: count }, (_, index) =>
+      portal.get(index % 2 === 0 ? '/users' : '/connection_list', {}, headers),
+    ),
+  );
   assert.deepEqual(new Set(statuses.map((response) => response.status)), new Set([401]));
 }
 
 const refusalRows = async (portal: TestPortal) =>
-  (await auditLog(portal)).reverse().map((row) => ({ at: row.at, from: row.sourceAddress, status: row.status, detail: row.detail, repeated: row.repeated }));
+  (await auditLog(portal)).reverse().map((row) => ({
+    at: row.at,
+    from: row.sourceAddress,
+    status: row.status,
+    detail: row.detail,
+    repeated: row.repeated,
+  }));
 
 test('a flood of refusals is one row per source, reason and minute, counting the others: 200 bad keys at once from one address are one row with repeated 199', async (t) => {
   const clock = new ManualClock('2026-03-02T09:00:05Z');
@@ -194,10 +271,13 @@ test('403 refusals are coalesced by their reason too; calls that changed somethi
   const portal = await openPortal(t, clock);
   const reader = await makeAdminKey(portal, 'reader', { scope: 'read' });
   const from = { ...bearer(reader), 'x-forwarded-for': '192.0.2.7' };
-  for (let index = 0; index < 3; index++) assert.equal((await portal.post('/disable_user', { user_id: `user${index}` }, from)).status, 403);
+  for (let index = 0; index < 3; index++)
+    assert.equal((await portal.post('/disable_user', { user_id: `user${index}` }, from)).status, 403);
   assert.equal((await portal.post('/destroy', { user_id: 'alice' }, from)).status, 403);
-  for (let index = 0; index < 2; index++) assert.equal((await portal.post('/disable_user', { user_id: 'nobody' })).status, 400);
-  for (let index = 0; index < 2; index++) assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
+  for (let index = 0; index < 2; index++)
+    assert.equal((await portal.post('/disable_user', { user_id: 'nobody' })).status, 400);
+  for (let index = 0; index < 2; index++)
+    assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
 
   assert.deepEqual(
     (await auditLog(portal)).reverse().map((row) => [row.call, row.userId, row.status, row.repeated]),
@@ -220,7 +300,9 @@ test('coalesced refusals are pruned by auditLogRetention like any row, and a lat
   clock.advance(40 * DAY);
   assert.equal((await runHousekeepingIfDue(portal.portal.ctx))?.auditEntriesDeleted, 1);
   await refusals(portal, '192.0.2.7', 2);
-  assert.deepEqual(await refusalRows(portal), [{ at: '2026-02-19T12:00:00+00:00', from: '192.0.2.7', status: 401, detail: 'wrong secret', repeated: 1 }]);
+  assert.deepEqual(await refusalRows(portal), [
+    { at: '2026-02-19T12:00:00+00:00', from: '192.0.2.7', status: 401, detail: 'wrong secret', repeated: 1 },
+  ]);
 });
 
 test('the audit row is written in the transaction of the change: no change without its row, no row for a change that rolled back', async (t) => {
@@ -258,7 +340,13 @@ test('GET /audit_log filters by time, key and user and pages with a cursor, newe
   const mdm = await makeAdminKey(portal, 'mdm', { scope: 'write' });
   for (let index = 0; index < 5; index++) {
     assert.equal(
-      (await portal.post('/create', { user_id: `user${index}`, profile_id: 'employees' }, bearer(index % 2 === 0 ? mdm : portal.secret))).status,
+      (
+        await portal.post(
+          '/create',
+          { user_id: `user${index}`, profile_id: 'employees' },
+          bearer(index % 2 === 0 ? mdm : portal.secret),
+        )
+      ).status,
       200,
     );
     clock.advance(DAY);
@@ -266,7 +354,10 @@ test('GET /audit_log filters by time, key and user and pages with a cursor, newe
   const page = (query: Record<string, string>) =>
     portal.get('/audit_log', query).then((response) => {
       assert.equal(response.status, 200, response.text);
-      return response.json() as { audit_log: { id: string; at: string; key_name: string; user_id: string }[]; next_cursor: string | null };
+      return response.json() as {
+        audit_log: { id: string; at: string; key_name: string; user_id: string }[];
+        next_cursor: string | null;
+      };
     });
 
   const all = await page({});
@@ -315,11 +406,21 @@ test('GET /audit_log filters by time, key and user and pages with a cursor, newe
     ['user0'],
   );
   assert.equal(third.next_cursor, null);
-  assert.deepEqual(await portal.admin.auditLog({ limit: 2, cursor: first.next_cursor }), second, 'the typed client reads the same');
+  assert.deepEqual(
+    await portal.admin.auditLog({ limit: 2, cursor: first.next_cursor }),
+    second,
+    'the typed client reads the same',
+  );
 
   const timeForm = 'is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z';
-  assert.equal(errorBody((await portal.get('/audit_log', { since: 'yesterday' })).text), `invalid value for "since": "yesterday" ${timeForm}`);
-  assert.equal(errorBody((await portal.get('/audit_log', { until: '2026-13-01' })).text), `invalid value for "until": "2026-13-01" ${timeForm}`);
+  assert.equal(
+    errorBody((await portal.get('/audit_log', { since: 'yesterday' })).text),
+    `invalid value for "since": "yesterday" ${timeForm}`,
+  );
+  assert.equal(
+    errorBody((await portal.get('/audit_log', { until: '2026-13-01' })).text),
+    `invalid value for "until": "2026-13-01" ${timeForm}`,
+  );
   for (const [query, name] of [
     [{ limit: '0' }, 'limit'],
     [{ limit: '1001' }, 'limit'],
@@ -337,7 +438,8 @@ test('entries older than auditLogRetention are pruned by the daily housekeeping,
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const clock = new ManualClock('2026-01-10T12:00:00Z');
   const portal = await startTestPortal({ dataDir, clock, config: { auditLogRetention: 'P1M' } });
-  for (const userId of ['old', 'older']) assert.equal((await portal.post('/create', { user_id: userId, profile_id: 'employees' })).status, 200);
+  for (const userId of ['old', 'older'])
+    assert.equal((await portal.post('/create', { user_id: userId, profile_id: 'employees' })).status, 200);
   clock.advance(20 * DAY);
   assert.equal((await portal.post('/create', { user_id: 'recent', profile_id: 'employees' })).status, 200);
 
@@ -347,13 +449,18 @@ test('entries older than auditLogRetention are pruned by the daily housekeeping,
     (await auditLog(portal)).map((row) => row.userId),
     ['recent'],
   );
-  assert.equal(await pruneAuditLog(portal.portal.ctx.db, new Date('2026-01-30T12:00:00Z')), 0, 'the storage function prunes before the given time');
+  assert.equal(
+    await pruneAuditLog(portal.portal.ctx.db, new Date('2026-01-30T12:00:00Z')),
+    0,
+    'the storage function prunes before the given time',
+  );
   await portal.close();
 
   // A portal that starts prunes what has outlived the retention meanwhile.
   clock.advance(30 * DAY);
   const restarted = await startTestPortal({ dataDir, clock, config: { auditLogRetention: 'P1M' } });
   t.after(() => restarted.close());
-  for (let attempt = 0; attempt < 50 && (await auditLog(restarted)).length > 0; attempt++) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (let attempt = 0; attempt < 50 && (await auditLog(restarted)).length > 0; attempt++)
+    await new Promise((resolve) => setTimeout(resolve, 20));
   assert.deepEqual(await auditLog(restarted), []);
 });

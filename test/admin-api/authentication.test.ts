@@ -67,7 +67,11 @@ test('without a key file the API answers 503, and turns on when the secret is ge
     assert.match(errorBody(response.text), /^admin API disabled/);
     assert.match(errorBody(response.text), /generate-secrets --admin-api/);
   }
-  const create = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' }, { authorization: 'Bearer x' });
+  const create = await portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees' },
+    { authorization: 'Bearer x' },
+  );
   assert.equal(create.status, 503);
 
   // The administrator runs `vpn-portal generate-secrets --admin-api` while the portal runs.

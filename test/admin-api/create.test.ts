@@ -16,7 +16,11 @@ const ATOM = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
 const fixedClock: Clock = { now: () => new Date('2026-01-31T10:00:00Z') };
 
 /** POST /create with exactly the given Accept header; `null` sends none at all. */
-function create(portal: TestPortal, form: Record<string, string> | string, accept: string | null = WIREGUARD): Promise<RawResponse> {
+function create(
+  portal: TestPortal,
+  form: Record<string, string> | string,
+  accept: string | null = WIREGUARD,
+): Promise<RawResponse> {
   const headers: Record<string, string> = {
     authorization: `Bearer ${portal.secret}`,
     'content-type': 'application/x-www-form-urlencoded',
@@ -181,7 +185,10 @@ test('prefer_tcp accepts exactly "yes" and "no"', async (t) => {
 });
 
 test('expires_in: sessionExpiry and each supportedSessionExpiry entry set the real expiry, in the header and the listing', async (t) => {
-  const portal = await startTestPortal({ clock: fixedClock, config: { sessionExpiry: 'P90D', supportedSessionExpiry: ['PT12H', 'P1Y'] } });
+  const portal = await startTestPortal({
+    clock: fixedClock,
+    config: { sessionExpiry: 'P90D', supportedSessionExpiry: ['PT12H', 'P1Y'] },
+  });
   t.after(() => portal.close());
 
   const cases: { expiresIn: string | undefined; atom: string; header: string }[] = [
@@ -206,7 +213,10 @@ test('expires_in: sessionExpiry and each supportedSessionExpiry entry set the re
 });
 
 test("user_configuration_list shows a user's configurations latest expiry first, each with its own expiry", async (t) => {
-  const portal = await startTestPortal({ clock: fixedClock, config: { sessionExpiry: 'P90D', supportedSessionExpiry: ['PT12H', 'P1Y'] } });
+  const portal = await startTestPortal({
+    clock: fixedClock,
+    config: { sessionExpiry: 'P90D', supportedSessionExpiry: ['PT12H', 'P1Y'] },
+  });
   t.after(() => portal.close());
 
   for (const [displayName, expiresIn] of [
@@ -214,7 +224,12 @@ test("user_configuration_list shows a user's configurations latest expiry first,
     ['year', 'P1Y'],
     ['quarter', 'P90D'],
   ] as const) {
-    const response = await create(portal, { user_id: 'alice', profile_id: 'employees', display_name: displayName, expires_in: expiresIn });
+    const response = await create(portal, {
+      user_id: 'alice',
+      profile_id: 'employees',
+      display_name: displayName,
+      expires_in: expiresIn,
+    });
     assert.equal(response.status, 200);
   }
   const listed = await configurationsOf(portal, 'alice');
@@ -297,7 +312,11 @@ test('Accept with only formats this profile cannot serve answers 406 JSON and cr
     assert.equal(response.status, 406, accept);
     assert.match(response.headers['content-type'] ?? '', /^application\/json/);
     const message = errorBody(response.text);
-    assert.match(message, /^no common VPN protocol \[CLIENT=.+ SERVER=application\/x-wireguard-profile,application\/x-apple-aspen-config\]$/, accept);
+    assert.match(
+      message,
+      /^no common VPN protocol \[CLIENT=.+ SERVER=application\/x-wireguard-profile,application\/x-apple-aspen-config\]$/,
+      accept,
+    );
   }
   assert.deepEqual(await users(portal), []);
   assert.equal((await portal.portal.ctx.db.selectFrom('wg_peers').select('public_key').execute()).length, 0);
@@ -313,8 +332,14 @@ test('missing and repeated parameters answer 400 with the reference messages', a
     { body: 'user_id=alice', message: 'missing post parameter "profile_id"' },
     { body: 'user_id=a&user_id=b&profile_id=employees', message: 'value of post parameter "user_id" MUST be string' },
     { body: 'user_id[]=a&profile_id=employees', message: 'value of post parameter "user_id" MUST be string' },
-    { body: 'user_id=alice&profile_id=employees&profile_id=employees', message: 'value of post parameter "profile_id" MUST be string' },
-    { body: 'user_id=alice&profile_id=employees&display_name=a&display_name=b', message: 'value of post parameter "display_name" MUST be string' },
+    {
+      body: 'user_id=alice&profile_id=employees&profile_id=employees',
+      message: 'value of post parameter "profile_id" MUST be string',
+    },
+    {
+      body: 'user_id=alice&profile_id=employees&display_name=a&display_name=b',
+      message: 'value of post parameter "display_name" MUST be string',
+    },
   ];
   for (const { body, message } of cases) {
     const response = await create(portal, body);

@@ -10,7 +10,14 @@ import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../src/wireguard/client-config.js';
 import { portalState } from '../support/admin-keys.js';
-import { ABOVE_FIELD_PRIME_KEY, bit255Twin, BOTH_PROTOCOLS_PROFILE, NON_CANONICAL, opensslCsr, wgGenkey } from '../support/device-keys.js';
+import {
+  ABOVE_FIELD_PRIME_KEY,
+  bit255Twin,
+  BOTH_PROTOCOLS_PROFILE,
+  NON_CANONICAL,
+  opensslCsr,
+  wgGenkey,
+} from '../support/device-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
@@ -44,12 +51,20 @@ test('with public_key the portal stores and lists that key and the file leaves P
   const device = wgGenkey();
   for (const accept of [WIREGUARD, WIREGUARD_TCP]) {
     const key = accept === WIREGUARD ? device : wgGenkey();
-    const created = await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: key.publicKey }, { accept });
+    const created = await portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: 'both', public_key: key.publicKey },
+      { accept },
+    );
     assert.equal(created.status, 200, created.text);
     assert.equal(created.headers.get('content-type'), accept);
     const file = parseWireGuardFile(created.text);
     assert.equal(file.interface.get('PrivateKey'), DEVICE_PRIVATE_KEY_PLACEHOLDER);
-    assert.equal(DEVICE_PRIVATE_KEY_PLACEHOLDER, '@DEVICE_PRIVATE_KEY@', 'the form docs/enrollment-and-devices.md documents');
+    assert.equal(
+      DEVICE_PRIVATE_KEY_PLACEHOLDER,
+      '@DEVICE_PRIVATE_KEY@',
+      'the form docs/enrollment-and-devices.md documents',
+    );
     assert.match(created.text, /^\[Interface\]\nPrivateKey = @DEVICE_PRIVATE_KEY@\nAddress = /);
   }
   const listed = await portal.admin.userConfigurationList('alice');
@@ -57,7 +72,11 @@ test('with public_key the portal stores and lists that key and the file leaves P
     listed.some((entry) => entry.connection_id === device.publicKey && entry.vpn_proto === 'wireguard'),
     'the device key is the connection id',
   );
-  const row = await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().where('public_key', '=', device.publicKey).executeTakeFirst();
+  const row = await portal.portal.ctx.db
+    .selectFrom('wg_peers')
+    .selectAll()
+    .where('public_key', '=', device.publicKey)
+    .executeTakeFirst();
   assert.ok(row !== undefined, 'the peer row holds the device key');
   const rows = JSON.stringify(await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().execute());
   assert.ok(!rows.includes(device.privateKey), 'the private key was never given, so never stored');
@@ -73,7 +92,11 @@ test('a retry with the same Idempotency-Key gets the same keyless file, and a di
   assert.equal(again.status, 200, again.text);
   assert.equal(again.text, first.text, 'the same answer, still without a private key');
   assert.equal(parseWireGuardFile(again.text).interface.get('PrivateKey'), DEVICE_PRIVATE_KEY_PLACEHOLDER);
-  const other = await portal.post('/create', { ...form, public_key: wgGenkey().publicKey }, { accept: WIREGUARD, 'idempotency-key': 'enroll-1' });
+  const other = await portal.post(
+    '/create',
+    { ...form, public_key: wgGenkey().publicKey },
+    { accept: WIREGUARD, 'idempotency-key': 'enroll-1' },
+  );
   assert.equal(other.status, 422, other.text);
   assert.equal((await portal.admin.userConfigurationList('alice')).length, 1);
 });
@@ -84,9 +107,22 @@ test("a public_key that is not a usable X25519 key is refused with the reference
   const zero = Buffer.alloc(32).toString('base64');
   const one = Buffer.concat([Buffer.from([1]), Buffer.alloc(31)]).toString('base64');
   // A point of order 8 (from the list of small-order points every X25519 implementation must refuse).
-  const orderEight = Buffer.from('e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', 'hex').toString('base64');
-  for (const bad of [zero, one, orderEight, 'not a key', `${wgGenkey().publicKey}\n`, Buffer.alloc(31, 7).toString('base64')]) {
-    const response = await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: bad }, { accept: WIREGUARD });
+  const orderEight = Buffer.from('e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', 'hex').toString(
+    'base64',
+  );
+  for (const bad of [
+    zero,
+    one,
+    orderEight,
+    'not a key',
+    `${wgGenkey().publicKey}\n`,
+    Buffer.alloc(31, 7).toString('base64'),
+  ]) {
+    const response = await portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: 'both', public_key: bad },
+      { accept: WIREGUARD },
+    );
     assert.equal(response.status, 400, `${JSON.stringify(bad)}: ${response.text}`);
     assert.equal(errorBody(response.text), 'invalid value for "public_key"');
   }
@@ -96,10 +132,23 @@ test("a public_key that is not a usable X25519 key is refused with the reference
 test('a public_key in a non-canonical encoding (the bit-255 twin of a key, or a value of 2^255 − 19 or more) is refused with the reason', async (t) => {
   const portal = await startPortal(t);
   const device = wgGenkey();
-  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: device.publicKey }, { accept: WIREGUARD })).status, 200);
+  assert.equal(
+    (
+      await portal.post(
+        '/create',
+        { user_id: 'alice', profile_id: 'both', public_key: device.publicKey },
+        { accept: WIREGUARD },
+      )
+    ).status,
+    200,
+  );
   const before = await portalState(portal);
   for (const bad of [bit255Twin(device.publicKey), bit255Twin(wgGenkey().publicKey), ABOVE_FIELD_PRIME_KEY]) {
-    const response = await portal.post('/create', { user_id: 'mallory', profile_id: 'both', public_key: bad }, { accept: WIREGUARD });
+    const response = await portal.post(
+      '/create',
+      { user_id: 'mallory', profile_id: 'both', public_key: bad },
+      { accept: WIREGUARD },
+    );
     assert.equal(response.status, 400, `${bad}: ${response.text}`);
     assert.equal(errorBody(response.text), `invalid value for "public_key": ${NON_CANONICAL}`);
   }
@@ -109,7 +158,16 @@ test('a public_key in a non-canonical encoding (the bit-255 twin of a key, or a 
 test('a public_key already used by a configuration of anyone, or by a node, is refused with 409', async (t) => {
   const portal = await startPortal(t);
   const device = wgGenkey();
-  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: device.publicKey }, { accept: WIREGUARD })).status, 200);
+  assert.equal(
+    (
+      await portal.post(
+        '/create',
+        { user_id: 'alice', profile_id: 'both', public_key: device.publicKey },
+        { accept: WIREGUARD },
+      )
+    ).status,
+    200,
+  );
   const before = await portalState(portal);
   const nodeKey = portal.portal.ctx.keys.wireGuardPublicKey(asNodeNumber(0));
   assert.ok(nodeKey !== null);
@@ -119,7 +177,11 @@ test('a public_key already used by a configuration of anyone, or by a node, is r
     ['bob', nodeKey],
   ];
   for (const [userId, publicKey] of attempts) {
-    const response = await portal.post('/create', { user_id: userId, profile_id: 'both', public_key: publicKey }, { accept: WIREGUARD });
+    const response = await portal.post(
+      '/create',
+      { user_id: userId, profile_id: 'both', public_key: publicKey },
+      { accept: WIREGUARD },
+    );
     assert.equal(response.status, 409, response.text);
     assert.equal(errorBody(response.text), '"public_key" is already in use');
   }
@@ -131,10 +193,18 @@ test('two creates with one new public_key at the same time: one configuration, o
   const device = wgGenkey();
   const responses = await Promise.all(
     ['alice', 'bob', 'carol', 'dave'].map((userId) =>
-      portal.post('/create', { user_id: userId, profile_id: 'both', public_key: device.publicKey }, { accept: WIREGUARD }),
+      portal.post(
+        '/create',
+        { user_id: userId, profile_id: 'both', public_key: device.publicKey },
+        { accept: WIREGUARD },
+      ),
     ),
   );
-  assert.deepEqual(responses.map((response) => response.status).sort(), [200, 409, 409, 409], responses.map((response) => response.text).join('\n'));
+  assert.deepEqual(
+    responses.map((response) => response.status).sort(),
+    [200, 409, 409, 409],
+    responses.map((response) => response.text).join('\n'),
+  );
   const rows = await portal.portal.ctx.db.selectFrom('wg_peers').select('user_id').execute();
   assert.equal(rows.length, 1);
   assert.equal((await portal.admin.users()).length, 1, 'the refused requests made no user');
@@ -144,7 +214,11 @@ test('the Apple profile and OpenVPN cannot be made from a WireGuard public key: 
   const portal = await startPortal(t);
   const before = await portalState(portal);
   for (const accept of [APPLE, OPENVPN]) {
-    const response = await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: wgGenkey().publicKey }, { accept });
+    const response = await portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: 'both', public_key: wgGenkey().publicKey },
+      { accept },
+    );
     assert.equal(response.status, 406, response.text);
     assert.equal(
       errorBody(response.text),
@@ -153,7 +227,11 @@ test('the Apple profile and OpenVPN cannot be made from a WireGuard public key: 
     );
   }
   // Without an Accept header the first WireGuard format is chosen, never the Apple profile.
-  const plain = await portal.post('/create', { user_id: 'alice', profile_id: 'both', public_key: wgGenkey().publicKey });
+  const plain = await portal.post('/create', {
+    user_id: 'alice',
+    profile_id: 'both',
+    public_key: wgGenkey().publicKey,
+  });
   assert.equal(plain.status, 200, plain.text);
   assert.equal(plain.headers.get('content-type'), WIREGUARD);
   assert.notDeepEqual(await portalState(portal), before);
@@ -163,19 +241,35 @@ for (const kind of ['Ed25519', 'P-256'] as const) {
   test(`with a ${kind} csr the portal certifies the device's key under its own CN and OU, and the file carries no key`, async (t) => {
     const portal = await startPortal(t);
     const device = opensslCsr(kind, '/CN=chosen-by-the-device/OU=not-a-profile');
-    const created = await portal.post('/create', { user_id: 'alice', profile_id: 'both', csr: device.csrPem }, { accept: OPENVPN });
+    const created = await portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: 'both', csr: device.csrPem },
+      { accept: OPENVPN },
+    );
     assert.equal(created.status, 200, created.text);
     assert.equal(created.headers.get('content-type'), OPENVPN);
     assert.doesNotMatch(created.text, /<key>|PRIVATE KEY/, 'no private key in the file');
     const [configuration] = await portal.admin.userConfigurationList('alice');
     assert.ok(configuration !== undefined);
     const certificate = new X509Certificate(inlineBlock(created.text, 'cert'));
-    assert.equal(certificate.publicKey.export({ type: 'spki', format: 'pem' }).toString(), device.publicKeyPem, "the certificate holds the device's key");
+    assert.equal(
+      certificate.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      device.publicKeyPem,
+      "the certificate holds the device's key",
+    );
     // Node escapes `+` in a distinguished name.
-    assert.equal(certificate.subject.replace(/\\(.)/g, '$1'), `OU=both\nCN=${configuration.connection_id}`, "the portal's subject, not the CSR's");
+    assert.equal(
+      certificate.subject.replace(/\\(.)/g, '$1'),
+      `OU=both\nCN=${configuration.connection_id}`,
+      "the portal's subject, not the CSR's",
+    );
     assert.ok(certificate.checkIssued(new X509Certificate(inlineBlock(created.text, 'ca'))), 'issued by the portal CA');
     const row = await portal.portal.ctx.db.selectFrom('certificates').selectAll().executeTakeFirstOrThrow();
-    assert.equal(row.public_key, certificate.publicKey.export({ type: 'spki', format: 'der' }).toString('base64'), 'the key is kept for /extend');
+    assert.equal(
+      row.public_key,
+      certificate.publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+      'the key is kept for /extend',
+    );
   });
 }
 
@@ -196,11 +290,20 @@ test('a csr of another key type, with a wrong signature or that is no CSR is ref
   other.copy(forged, keyAt(body), keyAt(other), keyAt(other) + 68);
   const forgedPem = `-----BEGIN CERTIFICATE REQUEST-----\n${forged.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`;
   const cases: [string, string][] = [
-    [opensslCsr('RSA').csrPem, 'invalid value for "csr": its key is RSA 2048; only Ed25519 and P-256 keys are accepted'],
-    [opensslCsr('P-384').csrPem, 'invalid value for "csr": its key is ECDSA P-384; only Ed25519 and P-256 keys are accepted'],
+    [
+      opensslCsr('RSA').csrPem,
+      'invalid value for "csr": its key is RSA 2048; only Ed25519 and P-256 keys are accepted',
+    ],
+    [
+      opensslCsr('P-384').csrPem,
+      'invalid value for "csr": its key is ECDSA P-384; only Ed25519 and P-256 keys are accepted',
+    ],
     [forgedPem, 'invalid value for "csr": its signature does not match its key'],
     ['hello', 'invalid value for "csr": not a PEM certificate request (-----BEGIN CERTIFICATE REQUEST-----)'],
-    ['-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n', 'invalid value for "csr": not a PKCS#10 certificate request'],
+    [
+      '-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n',
+      'invalid value for "csr": not a PKCS#10 certificate request',
+    ],
   ];
   for (const [csr, message] of cases) {
     const response = await portal.post('/create', { user_id: 'alice', profile_id: 'both', csr }, { accept: OPENVPN });
@@ -212,7 +315,12 @@ test('a csr of another key type, with a wrong signature or that is no CSR is ref
 
 test('with both public_key and csr the negotiation picks the format and uses the matching key', async (t) => {
   const portal = await startPortal(t);
-  const form = { user_id: 'alice', profile_id: 'both', public_key: wgGenkey().publicKey, csr: opensslCsr('Ed25519').csrPem };
+  const form = {
+    user_id: 'alice',
+    profile_id: 'both',
+    public_key: wgGenkey().publicKey,
+    csr: opensslCsr('Ed25519').csrPem,
+  };
   const openVpn = await portal.post('/create', form, { accept: `${OPENVPN}, ${WIREGUARD};q=0.5` });
   assert.equal(openVpn.headers.get('content-type'), OPENVPN, openVpn.text);
   assert.doesNotMatch(openVpn.text, /PRIVATE KEY/);

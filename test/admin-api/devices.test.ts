@@ -29,13 +29,22 @@ async function startPortal(t: { after: (fn: () => Promise<void>) => void }): Pro
 }
 
 async function register(portal: TestPortal, form: Record<string, string>): Promise<DeviceInfo> {
-  const response = await portal.post('/register_device', { user_id: 'alice', profile_id: 'employees', platform: 'windows', ...form });
+  const response = await portal.post('/register_device', {
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'windows',
+    ...form,
+  });
   assert.equal(response.status, 200, response.text);
   return (response.json() as { device: DeviceInfo }).device;
 }
 
 function create(portal: TestPortal, form: Record<string, string>, headers: Record<string, string> = {}) {
-  return portal.post('/create', { user_id: 'alice', profile_id: 'employees', ...form }, { accept: WIREGUARD, ...headers });
+  return portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees', ...form },
+    { accept: WIREGUARD, ...headers },
+  );
 }
 
 /** What a device call can change: devices, configurations, users, tokens. */
@@ -49,8 +58,16 @@ async function deviceState(portal: TestPortal): Promise<string> {
   });
 }
 
-async function peersOfDevice(portal: TestPortal, deviceId: string): Promise<{ public_key: string; profile_id: string }[]> {
-  return portal.portal.ctx.db.selectFrom('wg_peers').select(['public_key', 'profile_id']).where('device_id', '=', deviceId).orderBy('public_key').execute();
+async function peersOfDevice(
+  portal: TestPortal,
+  deviceId: string,
+): Promise<{ public_key: string; profile_id: string }[]> {
+  return portal.portal.ctx.db
+    .selectFrom('wg_peers')
+    .select(['public_key', 'profile_id'])
+    .where('device_id', '=', deviceId)
+    .orderBy('public_key')
+    .execute();
 }
 
 test('a device is registered with its own stable id, shown with its configurations, listed, and the call is audited', async (t) => {
@@ -92,15 +109,28 @@ test('bad registrations answer 400, 404 or 409 with a clear reason and change no
   await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
   const before = await deviceState(portal);
   const cases: [Record<string, string>, number, RegExp][] = [
-    [{ platform: 'beos', serial: 'X' }, 400, new RegExp(`invalid value for "platform": one of ${PLATFORMS.join(', ')}`)],
+    [
+      { platform: 'beos', serial: 'X' },
+      400,
+      new RegExp(`invalid value for "platform": one of ${PLATFORMS.join(', ')}`),
+    ],
     [{}, 400, /needs "serial" or "mdm_id"/],
     [{ serial: 'has space' }, 400, /invalid value for "serial"/],
     [{ profile_id: 'nope', serial: 'X' }, 404, /no such "profile_id"/],
     [{ user_id: 'bob', serial: 'SER-1' }, 409, /already registered to another user's device/],
-    [{ serial: 'SER-1', platform: 'macos' }, 409, /already registered to device dev_\w+ of this user, with other details/],
+    [
+      { serial: 'SER-1', platform: 'macos' },
+      409,
+      /already registered to device dev_\w+ of this user, with other details/,
+    ],
   ];
   for (const [form, status, message] of cases) {
-    const response = await portal.post('/register_device', { user_id: 'alice', profile_id: 'employees', platform: 'windows', ...form });
+    const response = await portal.post('/register_device', {
+      user_id: 'alice',
+      profile_id: 'employees',
+      platform: 'windows',
+      ...form,
+    });
     assert.equal(response.status, status, `${JSON.stringify(form)}: ${response.text}`);
     assert.match(errorBody(response.text), message);
   }
@@ -145,7 +175,9 @@ test('issuing for a device again replaces its configuration in that profile, in 
     ['employees', 'guests'],
   );
   // The audit row of the replacing call names both the old and the new configuration.
-  const replacing = (await auditLog(portal)).find((entry) => entry.call === 'create' && entry.connectionIds.includes(old?.public_key ?? ''));
+  const replacing = (await auditLog(portal)).find(
+    (entry) => entry.call === 'create' && entry.connectionIds.includes(old?.public_key ?? ''),
+  );
   assert.equal(replacing?.connectionIds.length, 2);
   // A configuration made for the user only is not the device's, and stays.
   assert.equal((await create(portal, {})).status, 200);
@@ -203,7 +235,11 @@ test('retiring a device takes every configuration of it out of the database and 
   await create(portal, { device_id: device.device_id });
   await create(portal, { device_id: device.device_id, profile_id: 'guests' });
   await create(portal, {});
-  const token = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'employees', device_id: device.device_id });
+  const token = await portal.post('/enrollment_token', {
+    user_id: 'alice',
+    profile_id: 'employees',
+    device_id: device.device_id,
+  });
   assert.equal(token.status, 200, token.text);
   const retired = await portal.admin.retireDevice(device.device_id);
   assert.equal(retired.state, 'retired');
@@ -231,7 +267,9 @@ test('retiring a device answers the receipt of its revocation, which stays pendi
   const device = await register(portal, { serial: 'SER-8' });
   await create(portal, { device_id: device.device_id });
   await create(portal, { device_id: device.device_id, profile_id: 'guests' });
-  const connectionIds = (await portal.admin.userConfigurationList('alice')).map((configuration) => configuration.connection_id).sort();
+  const connectionIds = (await portal.admin.userConfigurationList('alice'))
+    .map((configuration) => configuration.connection_id)
+    .sort();
 
   const retired = await portal.post('/retire_device', { device_id: device.device_id });
   assert.equal(retired.status, 200, retired.text);
@@ -250,7 +288,12 @@ test('an enrollment token for a device makes the device its configuration, repla
   const portal = await startPortal(t);
   const device = await register(portal, { serial: 'SER-8', platform: 'macos' });
   assert.equal((await create(portal, { device_id: device.device_id })).status, 200);
-  const refused = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'employees', device_id: device.device_id, platform: 'windows' });
+  const refused = await portal.post('/enrollment_token', {
+    user_id: 'alice',
+    profile_id: 'employees',
+    device_id: device.device_id,
+    platform: 'windows',
+  });
   assert.equal(refused.status, 409);
   const made = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'employees', serial: 'SER-8' });
   assert.equal(made.status, 200, made.text);
@@ -272,7 +315,13 @@ test('devices are listed newest first a page at a time, by every filter', async 
   const portal = await startPortal(t);
   const made: DeviceInfo[] = [];
   for (let index = 0; index < 5; index++) {
-    made.push(await register(portal, { serial: `S${index}`, platform: index % 2 === 0 ? 'android' : 'ios', user_id: index < 3 ? 'alice' : 'bob' }));
+    made.push(
+      await register(portal, {
+        serial: `S${index}`,
+        platform: index % 2 === 0 ? 'android' : 'ios',
+        user_id: index < 3 ? 'alice' : 'bob',
+      }),
+    );
   }
   await create(portal, { serial: 'S0' });
   const seen: string[] = [];
@@ -295,7 +344,8 @@ test('devices are listed newest first a page at a time, by every filter', async 
     ],
     'each device of a page with its own configurations',
   );
-  const ids = async (query: Parameters<TestPortal['admin']['devices']>[0]) => (await portal.admin.devices(query)).devices.map((device) => device.serial);
+  const ids = async (query: Parameters<TestPortal['admin']['devices']>[0]) =>
+    (await portal.admin.devices(query)).devices.map((device) => device.serial);
   assert.deepEqual(await ids({ platform: 'ios' }), ['S3', 'S1']);
   assert.deepEqual(await ids({ user_id: 'bob' }), ['S4', 'S3']);
   assert.deepEqual(await ids({ state: 'active' }), ['S0']);
@@ -313,9 +363,17 @@ test("a key limited to some profiles registers, sees and retires only its profil
   const employees = await register(portal, { serial: 'E-1' });
   const key = await makeAdminKey(portal, 'guests-only', { scope: 'write', profiles: ['guests'] });
   const headers = bearer(key);
-  const refused = await portal.post('/register_device', { user_id: 'carol', profile_id: 'employees', platform: 'other', serial: 'E-2' }, headers);
+  const refused = await portal.post(
+    '/register_device',
+    { user_id: 'carol', profile_id: 'employees', platform: 'other', serial: 'E-2' },
+    headers,
+  );
   assert.equal(refused.status, 403);
-  const own = await portal.post('/register_device', { user_id: 'carol', profile_id: 'guests', platform: 'other', serial: 'G-1' }, headers);
+  const own = await portal.post(
+    '/register_device',
+    { user_id: 'carol', profile_id: 'guests', platform: 'other', serial: 'G-1' },
+    headers,
+  );
   assert.equal(own.status, 200, own.text);
   const listed = (await portal.get('/devices', {}, headers)).json() as { devices: DeviceInfo[] };
   assert.deepEqual(
@@ -330,16 +388,30 @@ test("a key limited to some profiles registers, sees and retires only its profil
 
 test('device changes are announced to webhooks and counted in the metrics by platform, state and identity', async (t) => {
   const portal = await startPortal(t);
-  await portal.admin.createWebhook({ url: 'http://127.0.0.1:9/hook', event_types: 'device.registered,device.enrolled,device.replaced,device.retired' });
+  await portal.admin.createWebhook({
+    url: 'http://127.0.0.1:9/hook',
+    event_types: 'device.registered,device.enrolled,device.replaced,device.retired',
+  });
   const device = await register(portal, { serial: 'W-1', platform: 'android' });
   await create(portal, { device_id: device.device_id });
   await create(portal, { device_id: device.device_id });
   await portal.admin.retireDevice(device.device_id);
   await register(portal, { serial: 'W-2', platform: 'android' });
-  const rows = await portal.portal.ctx.db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).orderBy('delivery_id').execute();
+  const rows = await portal.portal.ctx.db
+    .selectFrom('webhook_deliveries')
+    .select(['event_type', 'payload'])
+    .orderBy('delivery_id')
+    .execute();
   assert.deepEqual(
     rows.map((row) => row.event_type),
-    ['device.registered', 'device.enrolled', 'device.enrolled', 'device.replaced', 'device.retired', 'device.registered'],
+    [
+      'device.registered',
+      'device.enrolled',
+      'device.enrolled',
+      'device.replaced',
+      'device.retired',
+      'device.registered',
+    ],
   );
   const replaced = JSON.parse(rows[3]?.payload ?? '{}') as {
     data: { device_id: string; platform: string; replaced: unknown[]; configuration: { profile_id: string } };
@@ -363,8 +435,14 @@ test('destroying a user retires its live devices: each is announced as device.re
   await portal.admin.retireDevice(retired.device_id);
   await register(portal, { serial: 'D-3', user_id: 'bob' });
   assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
-  const rows = await portal.portal.ctx.db.selectFrom('webhook_deliveries').select(['event_type', 'payload']).orderBy('delivery_id').execute();
-  const announced = rows.map((row) => (JSON.parse(row.payload) as { data: { device_id: string; user_id: string } }).data);
+  const rows = await portal.portal.ctx.db
+    .selectFrom('webhook_deliveries')
+    .select(['event_type', 'payload'])
+    .orderBy('delivery_id')
+    .execute();
+  const announced = rows.map(
+    (row) => (JSON.parse(row.payload) as { data: { device_id: string; user_id: string } }).data,
+  );
   assert.deepEqual(
     announced.map((data) => [data.device_id, data.user_id]),
     [

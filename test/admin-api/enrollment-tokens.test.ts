@@ -33,7 +33,10 @@ async function startPortal(
   t: { after: (fn: () => Promise<void>) => void },
   options: { config?: Partial<PortalConfigFile>; clock?: ManualClock } = {},
 ): Promise<TestPortal> {
-  const portal = await startTestPortal({ config: { ...config, ...options.config }, ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  const portal = await startTestPortal({
+    config: { ...config, ...options.config },
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
   t.after(() => portal.close());
   return portal;
 }
@@ -87,9 +90,15 @@ test('a token is vpe_ with a checksum, valid an hour for one use by default, lis
     },
   );
   assert.deepEqual(await portal.admin.users(), ['alice'], 'the user is made when missing, as create does');
-  assert.ok(!(await databaseText(portal.portal.ctx.db)).includes(made.enrollment_token.slice(17)), 'the secret part is not stored');
+  assert.ok(
+    !(await databaseText(portal.portal.ctx.db)).includes(made.enrollment_token.slice(17)),
+    'the secret part is not stored',
+  );
   const [entry] = await auditLog(portal, 1);
-  assert.deepEqual([entry?.call, entry?.keyName, entry?.userId, entry?.status], ['enrollment_token', 'secret', 'alice', 200]);
+  assert.deepEqual(
+    [entry?.call, entry?.keyName, entry?.userId, entry?.status],
+    ['enrollment_token', 'secret', 'alice', 200],
+  );
   assert.ok(!JSON.stringify(entry).includes(made.enrollment_token), 'the audit row holds no token');
 });
 
@@ -100,11 +109,21 @@ test('a device redeems the token with its own public key and no admin key; the s
   const redeemed = await enroll(portal, { enrollment_token: made.enrollment_token, public_key: publicKey });
   assert.equal(redeemed.status, 200, redeemed.text);
   assert.equal(redeemed.headers.get('content-type'), WIREGUARD);
-  assert.equal(parseWireGuardFile(redeemed.text).interface.get('PrivateKey'), DEVICE_PRIVATE_KEY_PLACEHOLDER, 'the device fills in its own key');
+  assert.equal(
+    parseWireGuardFile(redeemed.text).interface.get('PrivateKey'),
+    DEVICE_PRIVATE_KEY_PLACEHOLDER,
+    'the device fills in its own key',
+  );
   const [configuration] = await portal.admin.userConfigurationList('alice');
-  assert.deepEqual([configuration?.connection_id, configuration?.profile_id, configuration?.display_name], [publicKey, 'both', 'Laptop 17']);
+  assert.deepEqual(
+    [configuration?.connection_id, configuration?.profile_id, configuration?.display_name],
+    [publicKey, 'both', 'Laptop 17'],
+  );
   const expires = Date.parse(redeemed.headers.get('expires') ?? '');
-  assert.ok(Math.abs(expires - (Date.now() + 12 * HOUR_MS)) < 5_000, "the token's expires_in is the configuration's lifetime");
+  assert.ok(
+    Math.abs(expires - (Date.now() + 12 * HOUR_MS)) < 5_000,
+    "the token's expires_in is the configuration's lifetime",
+  );
 
   const again = await enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() });
   assert.equal(again.status, 410, again.text);
@@ -119,9 +138,15 @@ test('20 parallel redemptions of a one-use token make exactly one configuration'
   const portal = await startPortal(t);
   const made = await makeToken(portal);
   const keys = Array.from({ length: 20 }, devicePublicKey);
-  const answers = await Promise.all(keys.map((public_key) => enroll(portal, { enrollment_token: made.enrollment_token, public_key })));
+  const answers = await Promise.all(
+    keys.map((public_key) => enroll(portal, { enrollment_token: made.enrollment_token, public_key })),
+  );
   const statuses = answers.map((answer) => answer.status).sort();
-  assert.deepEqual(statuses, [200, ...Array.from({ length: 19 }, () => 410)], answers.map((answer) => answer.text.slice(0, 80)).join('\n'));
+  assert.deepEqual(
+    statuses,
+    [200, ...Array.from({ length: 19 }, () => 410)],
+    answers.map((answer) => answer.text.slice(0, 80)).join('\n'),
+  );
   const configurations = await portal.admin.userConfigurationList('alice');
   assert.equal(configurations.length, 1);
   const winner = keys[answers.findIndex((answer) => answer.status === 200)];
@@ -135,7 +160,9 @@ test('a token with three uses makes three configurations, in parallel too, and r
   const made = await makeToken(portal, { uses: '3', valid_for: 'P7D' });
   assert.equal(made.uses, 3);
   const answers = await Promise.all(
-    Array.from({ length: 6 }, () => enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() })),
+    Array.from({ length: 6 }, () =>
+      enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() }),
+    ),
   );
   assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 200, 200, 410, 410, 410]);
   assert.equal((await portal.admin.userConfigurationList('alice')).length, 3);
@@ -186,13 +213,23 @@ test('disabling the user revokes its tokens for good; destroying it deletes them
   assert.equal(refused.status, 403, refused.text);
   assert.equal(errorBody(refused.text), 'user is disabled');
   await portal.admin.enableUser('alice');
-  const afterDisable = await enroll(portal, { enrollment_token: forDisabled.enrollment_token, public_key: devicePublicKey() });
+  const afterDisable = await enroll(portal, {
+    enrollment_token: forDisabled.enrollment_token,
+    public_key: devicePublicKey(),
+  });
   assert.equal(afterDisable.status, 410, afterDisable.text);
-  assert.match(errorBody(afterDisable.text), /^enrollment token was revoked at /, 'enabling the user did not bring it back');
+  assert.match(
+    errorBody(afterDisable.text),
+    /^enrollment token was revoked at /,
+    'enabling the user did not bring it back',
+  );
 
   const forDestroyed = await makeToken(portal);
   await portal.admin.destroy('alice');
-  const afterDestroy = await enroll(portal, { enrollment_token: forDestroyed.enrollment_token, public_key: devicePublicKey() });
+  const afterDestroy = await enroll(portal, {
+    enrollment_token: forDestroyed.enrollment_token,
+    public_key: devicePublicKey(),
+  });
   assert.equal(afterDestroy.status, 410, afterDestroy.text);
   assert.equal(errorBody(afterDestroy.text), 'unknown enrollment token: it never existed, or its user was destroyed');
   assert.deepEqual(await portal.admin.users(), [], 'the redemption did not bring the user back');
@@ -203,13 +240,32 @@ test('a redemption without a device key, with a key in use or its bit-255 twin, 
   const portal = await startPortal(t);
   const made = await makeToken(portal);
   const taken = devicePublicKey();
-  assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'both', public_key: taken }, { accept: WIREGUARD })).status, 200);
+  assert.equal(
+    (await portal.post('/create', { user_id: 'bob', profile_id: 'both', public_key: taken }, { accept: WIREGUARD }))
+      .status,
+    200,
+  );
   const before = await portalState(portal);
   const cases: [Record<string, string>, string, number, RegExp][] = [
-    [{ enrollment_token: made.enrollment_token }, WIREGUARD, 400, /^an enrollment needs the device's own key: "public_key" .* or "csr"/],
-    [{ enrollment_token: made.enrollment_token, public_key: taken }, WIREGUARD, 409, /^"public_key" is already in use$/],
+    [
+      { enrollment_token: made.enrollment_token },
+      WIREGUARD,
+      400,
+      /^an enrollment needs the device's own key: "public_key" .* or "csr"/,
+    ],
+    [
+      { enrollment_token: made.enrollment_token, public_key: taken },
+      WIREGUARD,
+      409,
+      /^"public_key" is already in use$/,
+    ],
     [{ enrollment_token: made.enrollment_token, public_key: devicePublicKey() }, APPLE, 406, /Apple profile/],
-    [{ enrollment_token: made.enrollment_token, public_key: 'not a key' }, WIREGUARD, 400, /^invalid value for "public_key"$/],
+    [
+      { enrollment_token: made.enrollment_token, public_key: 'not a key' },
+      WIREGUARD,
+      400,
+      /^invalid value for "public_key"$/,
+    ],
     [
       { enrollment_token: made.enrollment_token, public_key: bit255Twin(taken) },
       WIREGUARD,
@@ -217,7 +273,12 @@ test('a redemption without a device key, with a key in use or its bit-255 twin, 
       /^invalid value for "public_key": not the canonical encoding of an X25519 public key \(bit 255 set/,
     ],
     [{ public_key: devicePublicKey() }, WIREGUARD, 400, /^missing post parameter "enrollment_token"$/],
-    [{ enrollment_token: `${made.enrollment_token.slice(0, -1)}x`, public_key: devicePublicKey() }, WIREGUARD, 400, /wrong form or checksum/],
+    [
+      { enrollment_token: `${made.enrollment_token.slice(0, -1)}x`, public_key: devicePublicKey() },
+      WIREGUARD,
+      400,
+      /wrong form or checksum/,
+    ],
   ];
   for (const [form, accept, status, message] of cases) {
     const answer = await enroll(portal, form, accept);
@@ -225,7 +286,10 @@ test('a redemption without a device key, with a key in use or its bit-255 twin, 
     assert.match(errorBody(answer.text), message);
   }
   assert.deepEqual(await portalState(portal), before, 'nothing changed, the use is still there');
-  assert.equal((await enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() })).status, 200);
+  assert.equal(
+    (await enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() })).status,
+    200,
+  );
 });
 
 test('a well-formed token the portal never made gets 410, as does an admin key', async (t) => {
@@ -260,7 +324,11 @@ test('bad parameters of enrollment_token are refused with the reason and make no
     [{ valid_for: 'P91D' }, 400, 'invalid value for "valid_for": a duration longer than zero and at most P90D'],
     [{ valid_for: 'PT0S' }, 400, 'invalid value for "valid_for": a duration longer than zero and at most P90D'],
     [{ valid_for: 'soon' }, 400, 'invalid value for "valid_for": "soon" is not an ISO 8601 duration such as P30D'],
-    [{ expires_in: '30d' }, 400, 'invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D; allowed here: P90D, PT12H, P1Y'],
+    [
+      { expires_in: '30d' },
+      400,
+      'invalid value for "expires_in": "30d" is not an ISO 8601 duration such as P30D; allowed here: P90D, PT12H, P1Y',
+    ],
     [
       { expires_in: 'P3D' },
       400,
@@ -277,7 +345,9 @@ test('bad parameters of enrollment_token are refused with the reason and make no
 });
 
 test('a write key limited to a profile makes tokens for it; the endpoint needs no admin key but refuses addresses outside enrollment.allowList', async (t) => {
-  const portal = await startPortal(t, { config: { enrollment: { allowList: ['192.0.2.0/24'], requestsPerMinute: 10_000 } } });
+  const portal = await startPortal(t, {
+    config: { enrollment: { allowList: ['192.0.2.0/24'], requestsPerMinute: 10_000 } },
+  });
   const mdm = await makeAdminKey(portal, 'mdm', { scope: 'write', profiles: ['both'] });
   const made = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'both' }, bearer(mdm));
   assert.equal(made.status, 200, made.text);
@@ -305,7 +375,11 @@ test('more requests per minute than enrollment.requestsPerMinute from one addres
   assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
   assert.equal((await portal.admin.userConfigurationList('alice')).length, 3);
   clock.advance(60_000);
-  assert.equal((await enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() })).status, 200, 'the next minute counts afresh');
+  assert.equal(
+    (await enroll(portal, { enrollment_token: made.enrollment_token, public_key: devicePublicKey() })).status,
+    200,
+    'the next minute counts afresh',
+  );
 });
 
 test('the daily housekeeping deletes tokens that ended more than 30 days ago and keeps the others', async (t) => {

@@ -29,7 +29,10 @@ interface Stand {
   now: Date;
 }
 
-async function start(t: { after: (fn: () => Promise<void>) => void }, extra: Partial<PortalConfigFile> = {}): Promise<Stand> {
+async function start(
+  t: { after: (fn: () => Promise<void>) => void },
+  extra: Partial<PortalConfigFile> = {},
+): Promise<Stand> {
   const stand: { portal?: TestPortal; now: Date } = { now: new Date(Math.floor(Date.now() / 1000) * 1000) };
   const portal = await startTestPortal({ config: { ...config, ...extra }, clock: { now: () => stand.now } });
   t.after(() => portal.close());
@@ -39,13 +42,18 @@ async function start(t: { after: (fn: () => Promise<void>) => void }, extra: Par
 
 async function createWireGuard(portal: TestPortal, userId: string, expiresIn: string): Promise<string> {
   const { publicKey } = wgGenkey();
-  const created = await portal.post('/create', { user_id: userId, profile_id: 'both', public_key: publicKey, expires_in: expiresIn }, { accept: WIREGUARD });
+  const created = await portal.post(
+    '/create',
+    { user_id: userId, profile_id: 'both', public_key: publicKey, expires_in: expiresIn },
+    { accept: WIREGUARD },
+  );
   assert.equal(created.status, 200, created.text);
   return publicKey;
 }
 
 async function expiryOf(portal: TestPortal, userId: string, connectionId: string): Promise<string | undefined> {
-  return (await portal.admin.userConfigurationList(userId)).find((entry) => entry.connection_id === connectionId)?.expires_at;
+  return (await portal.admin.userConfigurationList(userId)).find((entry) => entry.connection_id === connectionId)
+    ?.expires_at;
 }
 
 test('extend moves a WireGuard configuration to now + expires_in (sessionExpiry by default) and records it in the audit log', async (t) => {
@@ -56,11 +64,20 @@ test('extend moves a WireGuard configuration to now + expires_in (sessionExpiry 
 
   const extended = await portal.admin.extend({ user_id: 'alice', connection_id: connectionId, expires_in: 'P30D' });
   const expected = formatAtom(new Date(stand.now.getTime() + 30 * DAY));
-  assert.deepEqual(extended, { connection_id: connectionId, vpn_proto: 'wireguard', expires_at: expected, certificate: null });
+  assert.deepEqual(extended, {
+    connection_id: connectionId,
+    vpn_proto: 'wireguard',
+    expires_at: expected,
+    certificate: null,
+  });
   assert.equal(await expiryOf(portal, 'alice', connectionId), expected);
 
   const byDefault = await portal.admin.extend({ user_id: 'alice', connection_id: connectionId });
-  assert.equal(byDefault.expires_at, formatAtom(new Date(stand.now.getTime() + 90 * DAY)), 'sessionExpiry when expires_in is left out');
+  assert.equal(
+    byDefault.expires_at,
+    formatAtom(new Date(stand.now.getTime() + 90 * DAY)),
+    'sessionExpiry when expires_in is left out',
+  );
   assert.equal(await expiryOf(portal, 'alice', connectionId), byDefault.expires_at);
 
   const [entry] = (await portal.admin.auditLog({ user_id: 'alice' })).audit_log;
@@ -88,7 +105,11 @@ test('expires_in follows create: an unsupported value is refused with its messag
   const { portal } = stand;
   const connectionId = await createWireGuard(portal, 'alice', 'P1D');
   const before = await portalState(portal);
-  const unsupported = await portal.post('/extend', { user_id: 'alice', connection_id: connectionId, expires_in: 'P2D' });
+  const unsupported = await portal.post('/extend', {
+    user_id: 'alice',
+    connection_id: connectionId,
+    expires_in: 'P2D',
+  });
   assert.equal(unsupported.status, 400);
   assert.equal(
     errorBody(unsupported.text),
@@ -119,7 +140,11 @@ test('extend never shortens, never brings back an expired configuration, and ref
       `the configuration expires at ${expiresAt}, later than "expires_in" would make it (${formatAtom(new Date(stand.now.getTime() + DAY))}); extend never shortens, delete_connection ends a configuration`,
     ],
     [{ user_id: 'bob', connection_id: connectionId }, 404, 'the user has no configuration with this "connection_id"'],
-    [{ user_id: 'alice', connection_id: wgGenkey().publicKey }, 404, 'the user has no configuration with this "connection_id"'],
+    [
+      { user_id: 'alice', connection_id: wgGenkey().publicKey },
+      404,
+      'the user has no configuration with this "connection_id"',
+    ],
     [{ user_id: 'carol', connection_id: connectionId }, 400, 'user does not exist'],
     [{ user_id: 'alice' }, 400, 'missing post parameter "connection_id"'],
   ];
@@ -150,21 +175,37 @@ for (const kind of ['Ed25519', 'P-256'] as const) {
     const stand = await start(t);
     const { portal } = stand;
     const device = opensslCsr(kind);
-    const created = await portal.post('/create', { user_id: 'alice', profile_id: 'both', csr: device.csrPem, expires_in: 'P1D' }, { accept: OPENVPN });
+    const created = await portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: 'both', csr: device.csrPem, expires_in: 'P1D' },
+      { accept: OPENVPN },
+    );
     assert.equal(created.status, 200, created.text);
     const [configuration] = await portal.admin.userConfigurationList('alice');
     assert.ok(configuration !== undefined);
     const first = new X509Certificate(/<cert>\n([\s\S]*?)\n<\/cert>/.exec(created.text)?.[1] ?? '');
 
     stand.now = new Date(stand.now.getTime() + 3_600_000);
-    const extended = await portal.admin.extend({ user_id: 'alice', connection_id: configuration.connection_id, expires_in: 'P30D' });
+    const extended = await portal.admin.extend({
+      user_id: 'alice',
+      connection_id: configuration.connection_id,
+      expires_in: 'P30D',
+    });
     assert.equal(extended.vpn_proto, 'openvpn');
     assert.equal(extended.expires_at, formatAtom(new Date(stand.now.getTime() + 30 * DAY)));
     assert.ok(extended.certificate !== null);
     const renewed = new X509Certificate(extended.certificate);
-    assert.equal(renewed.publicKey.export({ type: 'spki', format: 'pem' }).toString(), device.publicKeyPem, "the device's key");
+    assert.equal(
+      renewed.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      device.publicKeyPem,
+      "the device's key",
+    );
     assert.equal(renewed.subject, first.subject, 'the same OU and CN');
-    assert.equal(new Date(renewed.validTo).getTime(), new Date(extended.expires_at).getTime(), 'valid exactly to the new expiry');
+    assert.equal(
+      new Date(renewed.validTo).getTime(),
+      new Date(extended.expires_at).getTime(),
+      'valid exactly to the new expiry',
+    );
     assert.ok(new Date(renewed.validTo).getTime() > new Date(first.validTo).getTime());
     assert.ok(renewed.verify(caKeyOf(created.text)), 'signed by the portal CA');
     assert.equal(await expiryOf(portal, 'alice', configuration.connection_id), extended.expires_at);

@@ -23,7 +23,9 @@ async function portalWith(
   wireGuard: PortalConfigFile['WireGuard'],
   baseUrl = 'https://portal.example.org/vpn-user-portal/',
 ): Promise<TestPortal> {
-  const portal = await startTestPortal({ config: { baseUrl, ...(wireGuard === undefined ? {} : { WireGuard: wireGuard }) } });
+  const portal = await startTestPortal({
+    config: { baseUrl, ...(wireGuard === undefined ? {} : { WireGuard: wireGuard }) },
+  });
   t.after(() => portal.close());
   return portal;
 }
@@ -46,7 +48,11 @@ async function configurationCount(portal: TestPortal): Promise<number> {
 function assertRefused(response: RawResponse, server: string, why: string): void {
   assert.equal(response.status, 406, `${why}: ${response.text}`);
   assert.match(response.headers['content-type'] ?? '', /^application\/json/);
-  assert.match(errorBody(response.text), new RegExp(`^no common VPN protocol \\[CLIENT=.+ SERVER=${server.replaceAll('+', '\\+')}\\]$`), why);
+  assert.match(
+    errorBody(response.text),
+    new RegExp(`^no common VPN protocol \\[CLIENT=.+ SERVER=${server.replaceAll('+', '\\+')}\\]$`),
+    why,
+  );
 }
 
 describe('the four Accept types of the specification', () => {
@@ -72,7 +78,10 @@ describe('the four Accept types of the specification', () => {
     assert.equal(apple.status, 200, apple.text);
     assert.equal(apple.headers['content-type'], APPLE);
     assert.equal(apple.headers['content-disposition'], 'attachment; filename="employees.mobileconfig"');
-    const plist = parse(apple.text) as { PayloadType: string; PayloadContent: { VendorConfig: { WgQuickConfig: string } }[] };
+    const plist = parse(apple.text) as {
+      PayloadType: string;
+      PayloadContent: { VendorConfig: { WgQuickConfig: string } }[];
+    };
     assert.equal(plist.PayloadType, 'Configuration');
     const embedded = parseWireGuardFile(plist.PayloadContent[0]?.VendorConfig.WgQuickConfig ?? '');
     assert.equal(embedded.peer.get('Endpoint'), `${HOST_NAME}:51820`, 'the Apple profile carries WireGuard over UDP');
@@ -88,15 +97,23 @@ describe('the four Accept types of the specification', () => {
       const response = await create(portal, accept, { display_name: accept });
       privateKeys.push(parseWireGuardFile(response.text).interface.get('PrivateKey') ?? '');
     }
-    const apple = parse((await create(portal, APPLE, { display_name: APPLE })).text) as { PayloadContent: { VendorConfig: { WgQuickConfig: string } }[] };
-    privateKeys.push(parseWireGuardFile(apple.PayloadContent[0]?.VendorConfig.WgQuickConfig ?? '').interface.get('PrivateKey') ?? '');
+    const apple = parse((await create(portal, APPLE, { display_name: APPLE })).text) as {
+      PayloadContent: { VendorConfig: { WgQuickConfig: string } }[];
+    };
+    privateKeys.push(
+      parseWireGuardFile(apple.PayloadContent[0]?.VendorConfig.WgQuickConfig ?? '').interface.get('PrivateKey') ?? '',
+    );
 
     const listed = await portal.admin.userConfigurationList('alice');
     const byName = new Map(listed.map((entry) => [entry.display_name, entry]));
     for (const [index, accept] of [WIREGUARD, WIREGUARD_TCP, APPLE].entries()) {
       const entry = byName.get(accept);
       assert.equal(entry?.vpn_proto, 'wireguard', `${accept} is a WireGuard configuration`);
-      assert.equal(entry?.connection_id, wireGuardPublicKey(privateKeys[index] as WireGuardKey), `${accept}: the listed key matches the file`);
+      assert.equal(
+        entry?.connection_id,
+        wireGuardPublicKey(privateKeys[index] as WireGuardKey),
+        `${accept}: the listed key matches the file`,
+      );
     }
   });
 });
@@ -202,10 +219,15 @@ describe('the ProxyEndpoint of a WireGuard-over-TCP file', () => {
 });
 
 describe('what the node agent is told', () => {
-  const serverConfigOf = async (portal: TestPortal): Promise<{ wireguard: { listenPort: number; proxyGuard: unknown } }> => {
+  const serverConfigOf = async (
+    portal: TestPortal,
+  ): Promise<{ wireguard: { listenPort: number; proxyGuard: unknown } }> => {
     const response = await fetch(`${portal.nodeApiUrl}/server_config`, {
       method: 'POST',
-      headers: { 'x-node-number': '0', authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}` },
+      headers: {
+        'x-node-number': '0',
+        authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+      },
     });
     assert.equal(response.status, 200);
     return (await response.json()) as { wireguard: { listenPort: number; proxyGuard: unknown } };

@@ -5,10 +5,24 @@
 // refusal in the audit log).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ADMIN_API_CALLS, ADMIN_SCOPES, scopeAllows, type AdminScope, type WebhookInfo } from '../../src/protocol/admin-api.js';
+import {
+  ADMIN_API_CALLS,
+  ADMIN_SCOPES,
+  scopeAllows,
+  type AdminScope,
+  type WebhookInfo,
+} from '../../src/protocol/admin-api.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
-import { auditLog, authorize, bearer, makeAdminKey, ManualClock, portalState, twoProfiles } from '../support/admin-keys.js';
+import {
+  auditLog,
+  authorize,
+  bearer,
+  makeAdminKey,
+  ManualClock,
+  portalState,
+  twoProfiles,
+} from '../support/admin-keys.js';
 import { errorBody } from '../support/raw-http.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
@@ -91,7 +105,11 @@ const EVERY_PROFILE_CALLS: readonly (keyof typeof NAMES)[] = [
 let receiverUrl = '';
 
 /** A subscription made for the subject by the secret (a URL no event goes to: it asks only for node.up). */
-async function subscribe(portal: TestPortal, subject: Subject, url = `https://192.0.2.1/${subject.userId}`): Promise<void> {
+async function subscribe(
+  portal: TestPortal,
+  subject: Subject,
+  url = `https://192.0.2.1/${subject.userId}`,
+): Promise<void> {
   await portal.admin.createWebhook({ url, event_types: 'node.up', description: subject.userId });
 }
 
@@ -105,21 +123,32 @@ async function webhookOf(portal: TestPortal, subject: Subject): Promise<WebhookI
 const receiptOfSubject = new Map<string, string>();
 
 async function prepareReceipt(portal: TestPortal, subject: Subject): Promise<void> {
-  receiptOfSubject.set(subject.userId, (await portal.admin.deleteConnection(subject.userId, subject.connectionId)) ?? '');
+  receiptOfSubject.set(
+    subject.userId,
+    (await portal.admin.deleteConnection(subject.userId, subject.connectionId)) ?? '',
+  );
 }
 
 /** The enrollment token made for a subject by `prepare`, by user id. */
 const tokenOfSubject = new Map<string, string>();
 
 async function prepareToken(portal: TestPortal, subject: Subject): Promise<void> {
-  tokenOfSubject.set(subject.userId, (await portal.admin.enrollmentToken({ user_id: subject.userId, profile_id: 'employees' })).token_id);
+  tokenOfSubject.set(
+    subject.userId,
+    (await portal.admin.enrollmentToken({ user_id: subject.userId, profile_id: 'employees' })).token_id,
+  );
 }
 
 /** The device registered for a subject by `prepare`, by user id. */
 const deviceOfSubject = new Map<string, string>();
 
 async function prepareDevice(portal: TestPortal, subject: Subject): Promise<void> {
-  const device = await portal.admin.registerDevice({ user_id: subject.userId, profile_id: 'employees', platform: 'windows', serial: `S-${subject.userId}` });
+  const device = await portal.admin.registerDevice({
+    user_id: subject.userId,
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: `S-${subject.userId}`,
+  });
   deviceOfSubject.set(subject.userId, device.device_id);
 }
 
@@ -135,19 +164,27 @@ const CALLS: readonly Call[] = [
     name: 'connection_list',
     send: (portal, _subject, key) => portal.get('/connection_list', { show_all: 'on' }, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      const lists = (response.json() as { connection_list: Record<string, { connection_id: string }[]> }).connection_list;
+      const lists = (response.json() as { connection_list: Record<string, { connection_id: string }[]> })
+        .connection_list;
       assert.deepEqual(Object.keys(lists), visible);
       const listed = Object.values(lists)
         .flat()
         .some((entry) => entry.connection_id === subject.connectionId);
-      assert.equal(listed, visible.includes('employees'), 'the configuration is listed only where its profile is visible');
+      assert.equal(
+        listed,
+        visible.includes('employees'),
+        'the configuration is listed only where its profile is visible',
+      );
     },
   },
   {
     name: 'users',
     send: (portal, _subject, key) => portal.get('/users', {}, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      assert.equal((response.json() as { users: string[] }).users.includes(subject.userId), visible.includes('employees'));
+      assert.equal(
+        (response.json() as { users: string[] }).users.includes(subject.userId),
+        visible.includes('employees'),
+      );
     },
   },
   {
@@ -155,14 +192,18 @@ const CALLS: readonly Call[] = [
     prepare: async (portal, subject) => void (await portal.post('/disable_user', { user_id: subject.userId })),
     send: (portal, _subject, key) => portal.get('/disabled_users', {}, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      assert.equal((response.json() as { disabled_users: string[] }).disabled_users.includes(subject.userId), visible.includes('employees'));
+      assert.equal(
+        (response.json() as { disabled_users: string[] }).disabled_users.includes(subject.userId),
+        visible.includes('employees'),
+      );
     },
   },
   {
     name: 'user_configuration_list',
     send: (portal, subject, key) => portal.get('/user_configuration_list', { user_id: subject.userId }, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      const list = (response.json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list;
+      const list = (response.json() as { user_configuration_list: { connection_id: string }[] })
+        .user_configuration_list;
       assert.deepEqual(
         list.map((entry) => entry.connection_id),
         visible.includes('employees') ? [subject.connectionId] : [],
@@ -172,7 +213,8 @@ const CALLS: readonly Call[] = [
   {
     name: 'create',
     perProfile: true,
-    send: (portal, subject, key) => portal.post('/create', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.post('/create', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
     async verify(portal, subject, response) {
       assert.match(response.text, /^\[Interface\]/);
       assert.equal((await portal.admin.userConfigurationList(subject.userId)).length, 2);
@@ -206,7 +248,8 @@ const CALLS: readonly Call[] = [
   {
     name: 'delete_connection',
     perProfile: true,
-    send: (portal, subject, key) => portal.post('/delete_connection', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.post('/delete_connection', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
     async verify(portal, subject) {
       assert.deepEqual(await portal.admin.userConfigurationList(subject.userId), []);
     },
@@ -214,16 +257,22 @@ const CALLS: readonly Call[] = [
   {
     name: 'delete_user_authorizations',
     userWide: true,
-    send: (portal, subject, key) => portal.post('/delete_user_authorizations', { user_id: subject.userId }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.post('/delete_user_authorizations', { user_id: subject.userId }, bearer(key)),
     async verify(portal, subject) {
-      const left = await portal.portal.ctx.db.selectFrom('oauth_authorizations').select('auth_key').where('user_id', '=', subject.userId).execute();
+      const left = await portal.portal.ctx.db
+        .selectFrom('oauth_authorizations')
+        .select('auth_key')
+        .where('user_id', '=', subject.userId)
+        .execute();
       assert.deepEqual(left, []);
     },
   },
   {
     name: 'connection_log',
     perProfile: true,
-    send: (portal, subject, key) => portal.get('/connection_log', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.get('/connection_log', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
     async verify(_portal, _subject, response) {
       // No node here, so no session: the answer is an empty page.
       assert.deepEqual(response.json(), { connection_log: [], next_cursor: null });
@@ -233,7 +282,11 @@ const CALLS: readonly Call[] = [
     name: 'stats',
     send: (portal, _subject, key) => portal.get('/stats', {}, bearer(key)),
     async verify(_portal, _subject, response, visible) {
-      assert.deepEqual(Object.keys((response.json() as { stats: object }).stats), visible, 'a limited key sees its profiles only');
+      assert.deepEqual(
+        Object.keys((response.json() as { stats: object }).stats),
+        visible,
+        'a limited key sees its profiles only',
+      );
     },
   },
   {
@@ -263,7 +316,8 @@ const CALLS: readonly Call[] = [
   {
     name: 'extend',
     perProfile: true,
-    send: (portal, subject, key) => portal.post('/extend', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.post('/extend', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
     async verify(portal, subject, response) {
       const answer = response.json() as { connection_id: string; expires_at: string; certificate: string | null };
       assert.deepEqual([answer.connection_id, answer.certificate], [subject.connectionId, null]);
@@ -289,7 +343,11 @@ const CALLS: readonly Call[] = [
     name: 'create_webhook',
     noUser: true,
     send: (portal, subject, key) =>
-      portal.post('/create_webhook', { url: `https://192.0.2.1/${subject.userId}`, event_types: 'node.up', description: subject.userId }, bearer(key)),
+      portal.post(
+        '/create_webhook',
+        { url: `https://192.0.2.1/${subject.userId}`, event_types: 'node.up', description: subject.userId },
+        bearer(key),
+      ),
     async verify(portal, subject, response) {
       assert.match((response.json() as { secret: string }).secret, /^whsec_/);
       await webhookOf(portal, subject);
@@ -299,7 +357,8 @@ const CALLS: readonly Call[] = [
     name: 'delete_webhook',
     noUser: true,
     prepare: subscribe,
-    send: async (portal, subject, key) => portal.post('/delete_webhook', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
+    send: async (portal, subject, key) =>
+      portal.post('/delete_webhook', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
     async verify(portal, subject) {
       assert.equal(
         (await portal.admin.webhooks()).some((webhook) => webhook.description === subject.userId),
@@ -311,7 +370,8 @@ const CALLS: readonly Call[] = [
     name: 'rotate_webhook_secret',
     noUser: true,
     prepare: subscribe,
-    send: async (portal, subject, key) => portal.post('/rotate_webhook_secret', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
+    send: async (portal, subject, key) =>
+      portal.post('/rotate_webhook_secret', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
     async verify(portal, subject, response) {
       assert.match((response.json() as { secret: string }).secret, /^whsec_/);
       assert.notEqual((await webhookOf(portal, subject)).previous_secret_until, null);
@@ -321,9 +381,13 @@ const CALLS: readonly Call[] = [
     name: 'test_webhook',
     noUser: true,
     prepare: (portal, subject) => subscribe(portal, subject, receiverUrl),
-    send: async (portal, subject, key) => portal.post('/test_webhook', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
+    send: async (portal, subject, key) =>
+      portal.post('/test_webhook', { webhook_id: (await webhookOf(portal, subject)).webhook_id }, bearer(key)),
     async verify(_portal, _subject, response) {
-      assert.deepEqual([(response.json() as { outcome: string }).outcome, (response.json() as { status: number }).status], ['delivered', 200]);
+      assert.deepEqual(
+        [(response.json() as { outcome: string }).outcome, (response.json() as { status: number }).status],
+        ['delivered', 200],
+      );
     },
   },
   {
@@ -337,7 +401,8 @@ const CALLS: readonly Call[] = [
   {
     name: 'enrollment_token',
     perProfile: true,
-    send: (portal, subject, key) => portal.post('/enrollment_token', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.post('/enrollment_token', { user_id: subject.userId, profile_id: 'employees' }, bearer(key)),
     async verify(portal, subject, response) {
       const answer = response.json() as { enrollment_token: string; token_id: string; uses: number };
       assert.match(answer.enrollment_token, /^vpe_/);
@@ -354,8 +419,14 @@ const CALLS: readonly Call[] = [
     prepare: prepareToken,
     send: (portal, subject, key) => portal.get('/enrollment_tokens', { user_id: subject.userId }, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      const listed = (response.json() as { enrollment_tokens: { token_id: string }[] }).enrollment_tokens.map((token) => token.token_id);
-      assert.deepEqual(listed, visible.includes('employees') ? [tokenOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+      const listed = (response.json() as { enrollment_tokens: { token_id: string }[] }).enrollment_tokens.map(
+        (token) => token.token_id,
+      );
+      assert.deepEqual(
+        listed,
+        visible.includes('employees') ? [tokenOfSubject.get(subject.userId)] : [],
+        'a limited key sees its profiles only',
+      );
     },
   },
   {
@@ -363,7 +434,11 @@ const CALLS: readonly Call[] = [
     perProfile: true,
     prepare: prepareToken,
     send: (portal, subject, key) =>
-      portal.post('/revoke_enrollment_token', { user_id: subject.userId, token_id: tokenOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+      portal.post(
+        '/revoke_enrollment_token',
+        { user_id: subject.userId, token_id: tokenOfSubject.get(subject.userId) ?? '' },
+        bearer(key),
+      ),
     async verify(portal, subject) {
       const [token] = await portal.admin.enrollmentTokens(subject.userId);
       assert.equal(token?.state, 'revoked');
@@ -374,7 +449,8 @@ const CALLS: readonly Call[] = [
     noUser: true,
     perProfile: true,
     prepare: prepareReceipt,
-    send: (portal, subject, key) => portal.get('/revocation', { revocation_id: receiptOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.get('/revocation', { revocation_id: receiptOfSubject.get(subject.userId) ?? '' }, bearer(key)),
     async verify(_portal, subject, response) {
       const receipt = response.json() as { revocation_id: string; user_id: string; connection_ids: string[] };
       assert.deepEqual(
@@ -388,15 +464,25 @@ const CALLS: readonly Call[] = [
     prepare: prepareReceipt,
     send: (portal, subject, key) => portal.get('/revocations', { user_id: subject.userId }, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      const listed = (response.json() as { revocations: { revocation_id: string }[] }).revocations.map((receipt) => receipt.revocation_id);
-      assert.deepEqual(listed, visible.includes('employees') ? [receiptOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+      const listed = (response.json() as { revocations: { revocation_id: string }[] }).revocations.map(
+        (receipt) => receipt.revocation_id,
+      );
+      assert.deepEqual(
+        listed,
+        visible.includes('employees') ? [receiptOfSubject.get(subject.userId)] : [],
+        'a limited key sees its profiles only',
+      );
     },
   },
   {
     name: 'register_device',
     perProfile: true,
     send: (portal, subject, key) =>
-      portal.post('/register_device', { user_id: subject.userId, profile_id: 'employees', platform: 'linux', serial: `S-${subject.userId}` }, bearer(key)),
+      portal.post(
+        '/register_device',
+        { user_id: subject.userId, profile_id: 'employees', platform: 'linux', serial: `S-${subject.userId}` },
+        bearer(key),
+      ),
     async verify(portal, subject, response) {
       const { device } = response.json() as { device: { device_id: string; state: string } };
       assert.equal(device.state, 'registered');
@@ -408,8 +494,14 @@ const CALLS: readonly Call[] = [
     prepare: prepareDevice,
     send: (portal, subject, key) => portal.get('/devices', { user_id: subject.userId }, bearer(key)),
     async verify(_portal, subject, response, visible) {
-      const listed = (response.json() as { devices: { device_id: string }[] }).devices.map((device) => device.device_id);
-      assert.deepEqual(listed, visible.includes('employees') ? [deviceOfSubject.get(subject.userId)] : [], 'a limited key sees its profiles only');
+      const listed = (response.json() as { devices: { device_id: string }[] }).devices.map(
+        (device) => device.device_id,
+      );
+      assert.deepEqual(
+        listed,
+        visible.includes('employees') ? [deviceOfSubject.get(subject.userId)] : [],
+        'a limited key sees its profiles only',
+      );
     },
   },
   {
@@ -417,7 +509,8 @@ const CALLS: readonly Call[] = [
     noUser: true,
     perProfile: true,
     prepare: prepareDevice,
-    send: (portal, subject, key) => portal.get('/device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.get('/device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
     async verify(_portal, subject, response) {
       assert.equal((response.json() as { device: { user_id: string } }).device.user_id, subject.userId);
     },
@@ -427,7 +520,8 @@ const CALLS: readonly Call[] = [
     noUser: true,
     perProfile: true,
     prepare: prepareDevice,
-    send: (portal, subject, key) => portal.post('/retire_device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    send: (portal, subject, key) =>
+      portal.post('/retire_device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
     async verify(portal, subject) {
       assert.equal((await portal.admin.device(deviceOfSubject.get(subject.userId) ?? '')).state, 'retired');
     },
@@ -435,7 +529,8 @@ const CALLS: readonly Call[] = [
   {
     name: 'admin_keys',
     noUser: true,
-    prepare: async (portal, subject) => void (await makeAdminKey(portal, `listed-${subject.userId}`, { scope: 'read', profiles: ['employees'] })),
+    prepare: async (portal, subject) =>
+      void (await makeAdminKey(portal, `listed-${subject.userId}`, { scope: 'read', profiles: ['employees'] })),
     send: (portal, _subject, key) => portal.get('/admin_keys', {}, bearer(key)),
     async verify(_portal, subject, response) {
       const keys = (response.json() as { admin_keys: Record<string, unknown>[] }).admin_keys;
@@ -450,8 +545,11 @@ const CALLS: readonly Call[] = [
     name: 'create_admin_key',
     noUser: true,
     guestsRefusal: (keyName, subject) =>
-      new RegExp(`^key "${keyName}" may not make key "made-${subject}": profiles employees are outside its own \\(guests\\)$`),
-    send: (portal, subject, key) => portal.post('/create_admin_key', { name: `made-${subject.userId}`, profiles: 'employees' }, bearer(key)),
+      new RegExp(
+        `^key "${keyName}" may not make key "made-${subject}": profiles employees are outside its own \\(guests\\)$`,
+      ),
+    send: (portal, subject, key) =>
+      portal.post('/create_admin_key', { name: `made-${subject.userId}`, profiles: 'employees' }, bearer(key)),
     async verify(portal, subject, response) {
       assert.match((response.json() as { secret: string }).secret, /^vpa_/);
       assert.ok((await portal.admin.adminKeys()).some((key) => key.name === `made-${subject.userId}`));
@@ -461,11 +559,17 @@ const CALLS: readonly Call[] = [
     name: 'revoke_admin_key',
     noUser: true,
     guestsRefusal: (keyName, subject) =>
-      new RegExp(`^key "${keyName}" may not revoke key "old-${subject}": profiles employees are outside its own \\(guests\\)$`),
-    prepare: async (portal, subject) => void (await makeAdminKey(portal, `old-${subject.userId}`, { scope: 'read', profiles: ['employees'] })),
+      new RegExp(
+        `^key "${keyName}" may not revoke key "old-${subject}": profiles employees are outside its own \\(guests\\)$`,
+      ),
+    prepare: async (portal, subject) =>
+      void (await makeAdminKey(portal, `old-${subject.userId}`, { scope: 'read', profiles: ['employees'] })),
     send: (portal, subject, key) => portal.post('/revoke_admin_key', { name: `old-${subject.userId}` }, bearer(key)),
     async verify(portal, subject) {
-      assert.equal((await portal.admin.adminKeys()).find((key) => key.name === `old-${subject.userId}`)?.state, 'revoked');
+      assert.equal(
+        (await portal.admin.adminKeys()).find((key) => key.name === `old-${subject.userId}`)?.state,
+        'revoked',
+      );
     },
   },
 ];
@@ -473,12 +577,14 @@ const CALLS: readonly Call[] = [
 /** null: allowed; else the refusal's message. */
 function refusal(call: Call, scope: AdminScope, limit: Limit, keyName: string, userId: string): RegExp | null {
   const needed = NAMES[call.name].scope;
-  if (!scopeAllows(scope, needed)) return new RegExp(`^key "${keyName}" has scope "${scope}"; ${call.name} needs scope "${needed}"$`);
+  if (!scopeAllows(scope, needed))
+    return new RegExp(`^key "${keyName}" has scope "${scope}"; ${call.name} needs scope "${needed}"$`);
   if (EVERY_PROFILE_CALLS.includes(call.name) && limit !== 'every profile')
     return new RegExp(`^key "${keyName}" is limited to profiles ${limit}; ${call.name} needs a key for every profile$`);
   if (limit !== 'guests') return null;
   if (call.guestsRefusal !== undefined) return call.guestsRefusal(keyName, userId);
-  if (call.perProfile === true) return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
+  if (call.perProfile === true)
+    return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
   if (call.userWide === true)
     return new RegExp(
       `^key "${keyName}" may not change user "${userId}" as a whole: the user has configurations in employees, outside its profiles \\(guests\\)$`,
@@ -501,7 +607,10 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // 306 cells each make a subject with its configuration: more than a /24 of employees holds.
   const [employees, ...others] = twoProfiles.ProfileList ?? [];
   const ProfileList = employees === undefined ? [] : [{ ...employees, wRangeFour: '10.44.0.0/22' }, ...others];
-  const portal = await startTestPortal({ clock, config: { ...twoProfiles, ProfileList, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
+  const portal = await startTestPortal({
+    clock,
+    config: { ...twoProfiles, ProfileList, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
+  });
   t.after(() => portal.close());
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
@@ -539,9 +648,18 @@ test('every call × every scope × every profile limit is allowed or refused as 
           assert.equal(response.status, 403, `${cell}: ${response.text}`);
           assert.match(errorBody(response.text), expected, cell);
           assert.deepEqual(await portalState(portal), before, `${cell}: nothing changed`);
-          assert.ok(newest !== undefined && newest.auditId !== newestBefore?.auditId, `${cell}: the refusal is in the audit log`);
+          assert.ok(
+            newest !== undefined && newest.auditId !== newestBefore?.auditId,
+            `${cell}: the refusal is in the audit log`,
+          );
           assert.deepEqual(
-            { key: newest.keyName, call: newest.call, status: newest.status, user: newest.userId, detail: newest.detail },
+            {
+              key: newest.keyName,
+              call: newest.call,
+              status: newest.status,
+              user: newest.userId,
+              detail: newest.detail,
+            },
             {
               key: keyName,
               call: call.name,
@@ -556,7 +674,11 @@ test('every call × every scope × every profile limit is allowed or refused as 
           const visible = limit === 'every profile' ? ['employees', 'guests'] : [limit];
           await call.verify(portal, subject, response, visible);
           if (NAMES[call.name].method === 'POST') {
-            assert.deepEqual([newest?.keyName, newest?.call, newest?.status], [keyName, call.name, response.status], `${cell}: the change is in the audit log`);
+            assert.deepEqual(
+              [newest?.keyName, newest?.call, newest?.status],
+              [keyName, call.name, response.status],
+              `${cell}: the change is in the audit log`,
+            );
           } else {
             assert.equal(newest?.auditId, newestBefore?.auditId, `${cell}: a read is not recorded`);
           }
@@ -583,11 +705,14 @@ test('a key limited to one profile acts only on that profile: a user with config
   const mdm = await makeAdminKey(portal, 'mdm', { scope: 'admin', profiles: ['employees'] });
   const laptop = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
   const guestPhone = await portal.post('/create', { user_id: 'alice', profile_id: 'guests' });
-  const idOf = (response: ApiResponse) => wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
+  const idOf = (response: ApiResponse) =>
+    wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
 
   const list = await portal.get('/user_configuration_list', { user_id: 'alice' }, bearer(mdm));
   assert.deepEqual(
-    (list.json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list.map((entry) => entry.connection_id),
+    (list.json() as { user_configuration_list: { connection_id: string }[] }).user_configuration_list.map(
+      (entry) => entry.connection_id,
+    ),
     [idOf(laptop)],
   );
   const before = await portalState(portal);
@@ -599,26 +724,43 @@ test('a key limited to one profile acts only on that profile: a user with config
       'key "mdm" may not change user "alice" as a whole: the user has configurations in guests, outside its profiles (employees)',
     );
   }
-  const other = await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(guestPhone) }, bearer(mdm));
+  const other = await portal.post(
+    '/delete_connection',
+    { user_id: 'alice', connection_id: idOf(guestPhone) },
+    bearer(mdm),
+  );
   assert.equal(other.status, 403);
   assert.equal(errorBody(other.text), 'key "mdm" may not use profile "guests" (it is limited to: employees)');
   assert.deepEqual(await portalState(portal), before, 'nothing changed');
 
   // Its own configuration it may delete; then the user lies wholly in another profile.
-  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(laptop) }, bearer(mdm))).status, 204);
+  assert.equal(
+    (await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(laptop) }, bearer(mdm))).status,
+    204,
+  );
   assert.deepEqual(await portal.admin.users(), ['alice']);
-  assert.deepEqual((await portal.get('/users', {}, bearer(mdm))).json(), { users: [] }, 'alice has nothing in its profile any more');
+  assert.deepEqual(
+    (await portal.get('/users', {}, bearer(mdm))).json(),
+    { users: [] },
+    'alice has nothing in its profile any more',
+  );
 
   // A user without any configuration belongs to no profile: only a key for every profile acts on it.
   await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(guestPhone) });
   const empty = await portal.post('/destroy', { user_id: 'alice' }, bearer(mdm));
   assert.equal(empty.status, 403);
-  assert.equal(errorBody(empty.text), 'key "mdm" may not change user "alice" as a whole: the user has no configuration in its profiles (employees)');
+  assert.equal(
+    errorBody(empty.text),
+    'key "mdm" may not change user "alice" as a whole: the user has no configuration in its profiles (employees)',
+  );
 
   // A profile outside the key is refused before it is looked up: the key learns nothing about others.
   const unknown = await portal.post('/create', { user_id: 'bob', profile_id: 'no-such-profile' }, bearer(mdm));
   assert.equal(unknown.status, 403);
-  assert.equal(errorBody(unknown.text), 'key "mdm" may not use profile "no-such-profile" (it is limited to: employees)');
+  assert.equal(
+    errorBody(unknown.text),
+    'key "mdm" may not use profile "no-such-profile" (it is limited to: employees)',
+  );
 });
 
 test('a key limited to some profiles changes no user who has an enrollment token in another profile', async (t) => {
@@ -671,7 +813,12 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       string,
       Record<
         string,
-        { security: Record<string, string[]>[]; 'x-required-scope': string; parameters?: { name: string; in: string }[]; responses: Record<string, unknown> }
+        {
+          security: Record<string, string[]>[];
+          'x-required-scope': string;
+          parameters?: { name: string; in: string }[];
+          responses: Record<string, unknown>;
+        }
       >
     >;
   };
@@ -682,7 +829,8 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
     assert.deepEqual(operation.security, [{ adminApiKey: [call.scope] }], call.path);
     const header = operation.parameters?.find((parameter) => parameter.in === 'header');
     assert.equal(header?.name, call.method === 'POST' ? 'Idempotency-Key' : undefined, call.path);
-    if (call.method === 'POST') assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
+    if (call.method === 'POST')
+      assert.ok(operation.responses['422'] !== undefined && operation.responses['409'] !== undefined, call.path);
   }
   assert.deepEqual(document['x-admin-key-scopes'], {
     read: [

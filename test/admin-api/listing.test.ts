@@ -17,8 +17,22 @@ function twoProfiles(nodeUrl: string): Partial<PortalConfigFile> {
   return {
     supportedSessionExpiry: ['PT12H'],
     ProfileList: [
-      { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', nodeUrl },
-      { profileId: 'guests', displayName: 'Guests', hostName: 'vpn.example.org', wRangeFour: '10.46.0.0/24', wRangeSix: 'fd46::/64', nodeUrl },
+      {
+        profileId: 'employees',
+        displayName: 'Employees',
+        hostName: 'vpn.example.org',
+        wRangeFour: '10.44.0.0/24',
+        wRangeSix: 'fd44::/64',
+        nodeUrl,
+      },
+      {
+        profileId: 'guests',
+        displayName: 'Guests',
+        hostName: 'vpn.example.org',
+        wRangeFour: '10.46.0.0/24',
+        wRangeSix: 'fd46::/64',
+        nodeUrl,
+      },
     ],
   };
 }
@@ -34,7 +48,12 @@ function manualClock(start: string): Clock & { advance(ms: number): void } {
   };
 }
 
-async function provision(portal: TestPortal, userId: string, profileId: string, extra: Record<string, string> = {}): Promise<string> {
+async function provision(
+  portal: TestPortal,
+  userId: string,
+  profileId: string,
+  extra: Record<string, string> = {},
+): Promise<string> {
   const response = await portal.post('/create', { user_id: userId, profile_id: profileId, ...extra });
   assert.equal(response.status, 200, response.text);
   return wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
@@ -49,7 +68,10 @@ interface Connection {
   auth_key: string | null;
 }
 
-async function connectionList(portal: TestPortal, query: Record<string, string> = {}): Promise<Record<string, Connection[]>> {
+async function connectionList(
+  portal: TestPortal,
+  query: Record<string, string> = {},
+): Promise<Record<string, Connection[]>> {
   const response = await portal.get('/connection_list', query);
   assert.equal(response.status, 200, response.text);
   const body = response.json() as { connection_list: Record<string, Connection[]> };
@@ -57,7 +79,10 @@ async function connectionList(portal: TestPortal, query: Record<string, string> 
   return body.connection_list;
 }
 
-async function connectedUsers(portal: TestPortal, query: Record<string, string> = {}): Promise<Record<string, string[]>> {
+async function connectedUsers(
+  portal: TestPortal,
+  query: Record<string, string> = {},
+): Promise<Record<string, string[]>> {
   const response = await portal.get('/connected_users', query);
   assert.equal(response.status, 200, response.text);
   const body = response.json() as { connected_users: Record<string, string[]> };
@@ -90,7 +115,9 @@ test('show_all accepts only "on" and "off"', async (t) => {
       assert.equal(response.status, 400, `${path} show_all=${value}`);
       assert.equal(errorBody(response.text), 'invalid value for "show_all"');
     }
-    const repeated = await portal.request(`${path}?show_all=on&show_all=off`, { headers: { authorization: `Bearer ${portal.secret}` } });
+    const repeated = await portal.request(`${path}?show_all=on&show_all=off`, {
+      headers: { authorization: `Bearer ${portal.secret}` },
+    });
     assert.equal(repeated.status, 400);
     assert.equal(errorBody(repeated.text), 'value of query parameter "show_all" MUST be string');
   }
@@ -106,13 +133,34 @@ test('show_all=on lists every active configuration with exactly the fields of th
   const lists = await connectionList(portal, { show_all: 'on' });
   assert.deepEqual(Object.keys(lists).sort(), ['employees', 'guests']);
   assert.deepEqual(lists['employees'], [
-    { user_id: 'alice', connection_id: laptop, display_name: 'Laptop', ip_list: ['10.44.0.2', 'fd44::2'], vpn_proto: 'wireguard', auth_key: null },
+    {
+      user_id: 'alice',
+      connection_id: laptop,
+      display_name: 'Laptop',
+      ip_list: ['10.44.0.2', 'fd44::2'],
+      vpn_proto: 'wireguard',
+      auth_key: null,
+    },
   ]);
   assert.deepEqual(lists['guests'], [
-    { user_id: 'bob', connection_id: guest, display_name: 'Visitor', ip_list: ['10.46.0.2', 'fd46::2'], vpn_proto: 'wireguard', auth_key: null },
+    {
+      user_id: 'bob',
+      connection_id: guest,
+      display_name: 'Visitor',
+      ip_list: ['10.46.0.2', 'fd46::2'],
+      vpn_proto: 'wireguard',
+      auth_key: null,
+    },
   ]);
   for (const entry of Object.values(lists).flat()) {
-    assert.deepEqual(Object.keys(entry).sort(), ['auth_key', 'connection_id', 'display_name', 'ip_list', 'user_id', 'vpn_proto']);
+    assert.deepEqual(Object.keys(entry).sort(), [
+      'auth_key',
+      'connection_id',
+      'display_name',
+      'ip_list',
+      'user_id',
+      'vpn_proto',
+    ]);
     assert.equal(typeof entry.user_id, 'string');
     assert.equal(typeof entry.connection_id, 'string');
     assert.equal(typeof entry.display_name, 'string');
@@ -174,7 +222,10 @@ test('expired configurations disappear from the listings, and the reconcile pass
 
   // One second before expiry everything is still there.
   clock.advance(12 * 3600 * 1000 - 1000);
-  assert.deepEqual(ids((await connectionList(portal, { show_all: 'on' }))['employees']), [shortLived, longLived].sort());
+  assert.deepEqual(
+    ids((await connectionList(portal, { show_all: 'on' }))['employees']),
+    [shortLived, longLived].sort(),
+  );
 
   // At the expiry time the 12-hour configurations are gone from the listings.
   clock.advance(1000);

@@ -89,7 +89,11 @@ test('an OpenVPN file from /create carries a certificate of the portal CA, named
   const directory = mkdtempSync(path.join(tmpdir(), 'openvpn-create-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
 
-  const created = await portal.post('/create', { user_id: 'alice', profile_id: 'staff', display_name: 'Laptop' }, { accept: OPENVPN });
+  const created = await portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'staff', display_name: 'Laptop' },
+    { accept: OPENVPN },
+  );
   assert.equal(created.status, 200, created.text);
   assert.equal(created.headers.get('content-type'), OPENVPN);
   assert.match(created.text, /^dev tun\nclient\nnobind\nremote-cert-tls server\n/);
@@ -101,7 +105,11 @@ test('an OpenVPN file from /create carries a certificate of the portal CA, named
   assert.ok(configuration !== undefined, 'user_configuration_list lists the configuration');
   assert.equal(configuration.vpn_proto, 'openvpn');
   assert.equal(configuration.display_name, 'Laptop');
-  assert.equal(Buffer.from(configuration.connection_id, 'base64').length, 32, 'the connection_id is Base64 of 32 bytes');
+  assert.equal(
+    Buffer.from(configuration.connection_id, 'base64').length,
+    32,
+    'the connection_id is Base64 of 32 bytes',
+  );
 
   // The CA in the file is the portal's; the client certificate chains to it.
   const caFile = path.join(portal.dataDir, 'keys', 'ca', 'ca.crt');
@@ -109,13 +117,25 @@ test('an OpenVPN file from /create carries a certificate of the portal CA, named
   const certificate = inlineBlock(created.text, 'cert');
   const clientFile = path.join(directory, 'client.pem');
   writeFileSync(clientFile, `${certificate}\n`);
-  assert.match(execFileSync('openssl', ['verify', '-CAfile', caFile, '-purpose', 'sslclient', clientFile], { encoding: 'utf8' }), /: OK/);
+  assert.match(
+    execFileSync('openssl', ['verify', '-CAfile', caFile, '-purpose', 'sslclient', clientFile], { encoding: 'utf8' }),
+    /: OK/,
+  );
 
   const subject = openssl(directory, certificate, ['x509', '-noout', '-subject', '-nameopt', 'RFC2253', '-in']).trim();
   assert.equal(subject.replace(/\\(.)/g, '$1'), `subject=CN=${configuration.connection_id},OU=staff`);
-  const notAfter = openssl(directory, certificate, ['x509', '-noout', '-enddate', '-in']).trim().replace('notAfter=', '');
-  assert.equal(new Date(notAfter).toISOString(), new Date(configuration.expires_at).toISOString(), 'the certificate expires with the configuration');
-  assert.equal(new Date(created.headers.get('expires') ?? '').toISOString(), new Date(configuration.expires_at).toISOString());
+  const notAfter = openssl(directory, certificate, ['x509', '-noout', '-enddate', '-in'])
+    .trim()
+    .replace('notAfter=', '');
+  assert.equal(
+    new Date(notAfter).toISOString(),
+    new Date(configuration.expires_at).toISOString(),
+    'the certificate expires with the configuration',
+  );
+  assert.equal(
+    new Date(created.headers.get('expires') ?? '').toISOString(),
+    new Date(configuration.expires_at).toISOString(),
+  );
   assert.match(inlineBlock(created.text, 'key'), /^-----BEGIN PRIVATE KEY-----/);
   assert.match(inlineBlock(created.text, 'tls-crypt'), /-----BEGIN OpenVPN Static key V1-----/);
 });
@@ -124,7 +144,11 @@ test("no configuration expires after the CA: expiry is capped by the CA's notAft
   // A CA made with a 30-day lifetime, and configurations meant to last 90 days.
   const portal = await startPortal(t, { config: { caExpiry: 'P30D', sessionExpiry: 'P90D' } });
   const caFile = path.join(portal.dataDir, 'keys', 'ca', 'ca.crt');
-  const caNotAfter = new Date(execFileSync('openssl', ['x509', '-noout', '-enddate', '-in', caFile], { encoding: 'utf8' }).trim().replace('notAfter=', ''));
+  const caNotAfter = new Date(
+    execFileSync('openssl', ['x509', '-noout', '-enddate', '-in', caFile], { encoding: 'utf8' })
+      .trim()
+      .replace('notAfter=', ''),
+  );
   const daysLeft = (caNotAfter.getTime() - Date.now()) / 86_400_000;
   assert.ok(daysLeft > 29 && daysLeft <= 30, `the CA lives 30 days (${daysLeft})`);
 
@@ -141,7 +165,11 @@ test("no configuration expires after the CA: expiry is capped by the CA's notAft
     );
   }
   for (const entry of await configurationsOf(portal, 'bob')) {
-    assert.equal(new Date(entry.expires_at).getTime(), caNotAfter.getTime(), `${entry.vpn_proto}: expires_at is the CA's end`);
+    assert.equal(
+      new Date(entry.expires_at).getTime(),
+      caNotAfter.getTime(),
+      `${entry.vpn_proto}: expires_at is the CA's end`,
+    );
   }
 });
 
@@ -156,7 +184,9 @@ test('the protocol follows Accept and the profile: OpenVPN first by default, 406
   assert.equal(await contentTypeOf('staff', { accept: WIREGUARD }), 406);
   assert.equal(await contentTypeOf('wg', { accept: OPENVPN }), 406);
   const refused = await portal.post('/create', { user_id: 'carol', profile_id: 'wg' }, { accept: OPENVPN });
-  assert.deepEqual(refused.json(), { error: `no common VPN protocol [CLIENT=${OPENVPN} SERVER=${WIREGUARD},application/x-apple-aspen-config]` });
+  assert.deepEqual(refused.json(), {
+    error: `no common VPN protocol [CLIENT=${OPENVPN} SERVER=${WIREGUARD},application/x-apple-aspen-config]`,
+  });
 });
 
 test('when no node has a free WireGuard address, create falls back to OpenVPN if the client accepts it', async (t) => {
@@ -176,10 +206,17 @@ test('when no node has a free WireGuard address, create falls back to OpenVPN if
 test('delete_connection and destroy remove OpenVPN configurations too', async (t) => {
   const portal = await startPortal(t);
   for (const name of ['One', 'Two'])
-    assert.equal((await portal.post('/create', { user_id: 'erin', profile_id: 'staff', display_name: name }, { accept: OPENVPN })).status, 200);
+    assert.equal(
+      (await portal.post('/create', { user_id: 'erin', profile_id: 'staff', display_name: name }, { accept: OPENVPN }))
+        .status,
+      200,
+    );
   const [first, second] = await configurationsOf(portal, 'erin');
   assert.ok(first !== undefined && second !== undefined, 'two configurations');
-  assert.equal((await portal.post('/delete_connection', { user_id: 'erin', connection_id: first.connection_id })).status, 204);
+  assert.equal(
+    (await portal.post('/delete_connection', { user_id: 'erin', connection_id: first.connection_id })).status,
+    204,
+  );
   assert.deepEqual(
     (await configurationsOf(portal, 'erin')).map((entry) => entry.connection_id),
     [second.connection_id],
@@ -198,13 +235,24 @@ test('the Node API lets a client in only for a live configuration of that profil
       headers: { authorization: `Bearer ${nodeSecret}`, 'x-node-number': nodeNumber },
       body: new URLSearchParams(form),
     });
-  assert.equal((await portal.post('/create', { user_id: 'frank', profile_id: 'staff', expires_in: 'PT12H' }, { accept: OPENVPN })).status, 200);
+  assert.equal(
+    (await portal.post('/create', { user_id: 'frank', profile_id: 'staff', expires_in: 'PT12H' }, { accept: OPENVPN }))
+      .status,
+    200,
+  );
   const [configuration] = await configurationsOf(portal, 'frank');
   assert.ok(configuration !== undefined, 'a configuration exists');
   const connect = (overrides: Record<string, string> = {}, nodeNumber = '0') =>
     nodeApi(
       'connect',
-      { profile_id: 'staff', common_name: configuration.connection_id, originating_ip: '192.0.2.7', ip_four: '10.60.0.2', ip_six: 'fd60::1000', ...overrides },
+      {
+        profile_id: 'staff',
+        common_name: configuration.connection_id,
+        originating_ip: '192.0.2.7',
+        ip_four: '10.60.0.2',
+        ip_six: 'fd60::1000',
+        ...overrides,
+      },
       nodeNumber,
     ).then((response) => `${response.status} ${response.text}`);
 
@@ -221,7 +269,11 @@ test('the Node API lets a client in only for a live configuration of that profil
   assert.equal(await connect(), '200 OK');
   assert.equal(await disconnect('1234'), '200 OK');
   assert.equal(await connect({ profile_id: 'both' }), '200 ERR', 'another profile');
-  assert.equal(await connect({ common_name: Buffer.alloc(32, 7).toString('base64') }), '200 ERR', 'an unknown certificate');
+  assert.equal(
+    await connect({ common_name: Buffer.alloc(32, 7).toString('base64') }),
+    '200 ERR',
+    'an unknown certificate',
+  );
   assert.equal(await connect({ common_name: 'not base64' }), '400 {"error":"invalid value for \\"common_name\\""}');
   assert.equal((await nodeApi('connect', { profile_id: 'staff' }, '0')).status, 400);
   const wrongKey = await portal.request(`${portal.nodeApiUrl}/connect`, {
@@ -262,7 +314,12 @@ test('the Node API hands a node one OpenVPN server file per port of each of its 
       headers: { authorization: `Bearer ${nodeSecret}`, 'x-node-number': '0' },
       body: new URLSearchParams(form),
     });
-  const answer = await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' });
+  const answer = await serverConfig({
+    vpn_user: 'openvpn',
+    vpn_group: 'openvpn',
+    prefer_aes: 'no',
+    management_dir: '/run/vpn-node',
+  });
   assert.equal(answer.status, 200, answer.text);
   const files = serverConfigAnswerSchema.parse(answer.json()).openvpn ?? [];
   assert.deepEqual(
@@ -283,17 +340,26 @@ test('the Node API hands a node one OpenVPN server file per port of each of its 
   assert.doesNotMatch(first.content, /client-connect|script-security/);
   // The same file every time: a node agent restarts a process only when its file changes.
   const again = serverConfigAnswerSchema.parse(
-    (await serverConfig({ vpn_user: 'openvpn', vpn_group: 'openvpn', prefer_aes: 'no', management_dir: '/run/vpn-node' })).json(),
+    (
+      await serverConfig({
+        vpn_user: 'openvpn',
+        vpn_group: 'openvpn',
+        prefer_aes: 'no',
+        management_dir: '/run/vpn-node',
+      })
+    ).json(),
   );
   assert.deepEqual(
     again.openvpn?.map((file) => file.content),
     files.map((file) => file.content),
   );
 
-  for (const bad of [{ vpn_user: 'no body' }, { management_dir: 'relative/dir' }, { management_dir: '/run/../etc' }, { prefer_aes: 'maybe' }] as Record<
-    string,
-    string
-  >[]) {
+  for (const bad of [
+    { vpn_user: 'no body' },
+    { management_dir: 'relative/dir' },
+    { management_dir: '/run/../etc' },
+    { prefer_aes: 'maybe' },
+  ] as Record<string, string>[]) {
     const refused = await serverConfig(bad);
     assert.equal(refused.status, 400, `${JSON.stringify(bad)} is refused: ${refused.text}`);
   }

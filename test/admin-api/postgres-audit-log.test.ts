@@ -27,7 +27,13 @@ test('PostgreSQL, two portal instances flooded at once: one audit row per source
   const log = capturedLog('warn');
   const first = await startTestPortal({ clock, config, logger: log.logger });
   t.after(first.close);
-  const second = await startTestPortal({ clock, config, logger: log.logger, dataDir: first.dataDir, database: first.database });
+  const second = await startTestPortal({
+    clock,
+    config,
+    logger: log.logger,
+    dataDir: first.dataDir,
+    database: first.database,
+  });
   t.after(second.close);
 
   await Promise.all([

@@ -25,9 +25,15 @@ test('PostgreSQL, two portal instances: 30 redemptions of a three-use token spre
   const second = await startTestPortal({ config, dataDir: first.dataDir, database: first.database });
   t.after(second.close);
   const made = await first.admin.enrollmentToken({ user_id: 'alice', profile_id: 'employees', uses: 3 });
-  const answers = await Promise.all(Array.from({ length: 30 }, (_, index) => enroll(index % 2 === 0 ? first : second, made.enrollment_token)));
+  const answers = await Promise.all(
+    Array.from({ length: 30 }, (_, index) => enroll(index % 2 === 0 ? first : second, made.enrollment_token)),
+  );
   const statuses = answers.map((answer) => answer.status).sort();
-  assert.deepEqual(statuses, [200, 200, 200, ...Array.from({ length: 27 }, () => 410)], answers.map((answer) => answer.text.slice(0, 80)).join('\n'));
+  assert.deepEqual(
+    statuses,
+    [200, 200, 200, ...Array.from({ length: 27 }, () => 410)],
+    answers.map((answer) => answer.text.slice(0, 80)).join('\n'),
+  );
   assert.equal((await second.admin.userConfigurationList('alice')).length, 3);
   assert.equal((await second.admin.enrollmentTokens())[0]?.uses_left, 0);
 

@@ -70,7 +70,10 @@ test('the 404 of an unknown profile names it and lists only the profiles the key
 test('vpn-portal admin profiles prints a table, or the JSON answer', async (t) => {
   const portal = await startTestPortal({ config: { ProfileList: [BOTH_PROTOCOLS_PROFILE, SPLIT] } });
   t.after(() => portal.close());
-  const env = { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`, VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath };
+  const env = {
+    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
+    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
+  };
   const table = await runCli(['admin', 'profiles'], { env });
   assert.equal(table.code, 0, table.stderr);
   assert.equal(

@@ -40,7 +40,11 @@ const CALLS = [
 
 /** This portal's own calls, documented as extensions. */
 const EXTENSIONS = [
-  { method: 'GET', path: '/connection_log', params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'ip', 'at', 'limit', 'cursor'] },
+  {
+    method: 'GET',
+    path: '/connection_log',
+    params: ['user_id', 'profile_id', 'connection_id', 'since', 'until', 'open', 'ip', 'at', 'limit', 'cursor'],
+  },
   { method: 'GET', path: '/stats', params: ['profile_id', 'since', 'until'] },
   { method: 'GET', path: '/profiles', params: [] },
   { method: 'GET', path: '/audit_log', params: ['since', 'until', 'key', 'user_id', 'cursor', 'limit'] },
@@ -50,11 +54,26 @@ const EXTENSIONS = [
   { method: 'POST', path: '/delete_webhook', params: ['webhook_id'] },
   { method: 'POST', path: '/rotate_webhook_secret', params: ['webhook_id', 'overlap'] },
   { method: 'POST', path: '/test_webhook', params: ['webhook_id'] },
-  { method: 'GET', path: '/webhook_deliveries', params: ['webhook_id', 'event_type', 'event_id', 'state', 'since', 'until', 'cursor', 'limit'] },
+  {
+    method: 'GET',
+    path: '/webhook_deliveries',
+    params: ['webhook_id', 'event_type', 'event_id', 'state', 'since', 'until', 'cursor', 'limit'],
+  },
   {
     method: 'POST',
     path: '/enrollment_token',
-    params: ['user_id', 'profile_id', 'display_name', 'expires_in', 'uses', 'valid_for', 'device_id', 'serial', 'mdm_id', 'platform'],
+    params: [
+      'user_id',
+      'profile_id',
+      'display_name',
+      'expires_in',
+      'uses',
+      'valid_for',
+      'device_id',
+      'serial',
+      'mdm_id',
+      'platform',
+    ],
   },
   { method: 'GET', path: '/enrollment_tokens', params: ['user_id'] },
   { method: 'POST', path: '/revoke_enrollment_token', params: ['user_id', 'token_id'] },
@@ -64,7 +83,18 @@ const EXTENSIONS = [
   {
     method: 'GET',
     path: '/devices',
-    params: ['user_id', 'profile_id', 'platform', 'state', 'identity', 'serial', 'mdm_id', 'last_seen_before', 'cursor', 'limit'],
+    params: [
+      'user_id',
+      'profile_id',
+      'platform',
+      'state',
+      'identity',
+      'serial',
+      'mdm_id',
+      'last_seen_before',
+      'cursor',
+      'limit',
+    ],
   },
   { method: 'GET', path: '/device', params: ['device_id'] },
   { method: 'POST', path: '/retire_device', params: ['device_id'] },
@@ -96,8 +126,18 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/revoke_admin_key': ['name'],
 };
 
-function authed(portal: TestPortal, path: string, method: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {
-  return rawRequest(`${portal.adminBase}${path}`, { method, headers: { authorization: `Bearer ${portal.secret}`, ...headers }, body });
+function authed(
+  portal: TestPortal,
+  path: string,
+  method: string,
+  headers: Record<string, string> = {},
+  body?: string | Buffer,
+): Promise<RawResponse> {
+  return rawRequest(`${portal.adminBase}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${portal.secret}`, ...headers },
+    body,
+  });
 }
 
 /** The error message, after checking the body is exactly {"error": string} in JSON and carries no stack trace. */
@@ -138,7 +178,9 @@ test('a wrong method on a known path answers 405 with an Allow header naming the
   t.after(() => portal.close());
 
   for (const call of CALLS) {
-    const wrongMethods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND'].filter((method) => method !== call.method);
+    const wrongMethods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND'].filter(
+      (method) => method !== call.method,
+    );
     for (const method of wrongMethods) {
       const response = await authed(portal, call.path, method);
       assert.equal(response.status, 405, `${method} ${call.path}`);
@@ -158,7 +200,10 @@ test('a POST body that is not form-encoded answers 415 and changes nothing', asy
 
   const bodies: { type: string; body: string }[] = [
     { type: 'application/json', body: JSON.stringify({ user_id: 'alice', profile_id: 'employees' }) },
-    { type: 'multipart/form-data; boundary=XyZ', body: '--XyZ\r\nContent-Disposition: form-data; name="user_id"\r\n\r\nalice\r\n--XyZ--\r\n' },
+    {
+      type: 'multipart/form-data; boundary=XyZ',
+      body: '--XyZ\r\nContent-Disposition: form-data; name="user_id"\r\n\r\nalice\r\n--XyZ--\r\n',
+    },
     { type: 'text/plain', body: 'user_id=alice&profile_id=employees' },
   ];
   for (const { type, body } of bodies) {
@@ -185,11 +230,23 @@ test('an oversized body answers 413, with or without a Content-Length, and chang
   t.after(() => portal.close());
 
   const huge = `user_id=alice&profile_id=employees&display_name=${'x'.repeat(1024 * 1024)}`;
-  const declared = await authed(portal, '/create', 'POST', { 'content-type': 'application/x-www-form-urlencoded' }, huge);
+  const declared = await authed(
+    portal,
+    '/create',
+    'POST',
+    { 'content-type': 'application/x-www-form-urlencoded' },
+    huge,
+  );
   assert.equal(declared.status, 413);
   assert.equal(jsonError(declared), 'request body too large');
 
-  const chunked = await authed(portal, '/create', 'POST', { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' }, huge);
+  const chunked = await authed(
+    portal,
+    '/create',
+    'POST',
+    { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' },
+    huge,
+  );
   assert.equal(chunked.status, 413);
 
   const users = await portal.get('/users');
@@ -234,7 +291,12 @@ test('every error of every call is JSON {"error": string} without a stack trace'
       continue;
     }
     assert.equal(response.status, 400, call.path);
-    const source = call.method === 'POST' && call.path !== '/delete_user_authorizations' ? 'post' : call.method === 'GET' ? 'query' : null;
+    const source =
+      call.method === 'POST' && call.path !== '/delete_user_authorizations'
+        ? 'post'
+        : call.method === 'GET'
+          ? 'query'
+          : null;
     const message = jsonError(response);
     if (source !== null) assert.equal(message, `missing ${source} parameter "${required[0]}"`, call.path);
     else assert.match(message, /^missing (post|query) parameter "user_id"$/, call.path);
@@ -314,11 +376,17 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the e
     assert.ok(operation.responses['401'] !== undefined, `${call.path} documents 401`);
   }
   const create = document.paths['/create']?.['post'] as OpenApiOperation;
-  assert.deepEqual(create.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties['prefer_tcp']?.enum, ['yes', 'no']);
+  assert.deepEqual(
+    create.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties['prefer_tcp']?.enum,
+    ['yes', 'no'],
+  );
   assert.ok(create.responses['200']?.content?.['application/x-wireguard-profile'] !== undefined);
   assert.ok(create.responses['404'] !== undefined && create.responses['406'] !== undefined);
   for (const extension of EXTENSIONS) {
-    const operation = document.paths[extension.path]?.[extension.method.toLowerCase()] as OpenApiOperation & { 'x-extension'?: boolean; description?: string };
+    const operation = document.paths[extension.path]?.[extension.method.toLowerCase()] as OpenApiOperation & {
+      'x-extension'?: boolean;
+      description?: string;
+    };
     assert.equal(operation['x-extension'], true, `${extension.path} is marked as an extension`);
     assert.match(operation.description ?? '', /not part of eduVPN's Admin API v1/);
   }
@@ -332,6 +400,8 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the e
 
 interface OpenApiOperation {
   parameters?: { name: string; in: string; required: boolean; schema: { enum?: string[] } }[];
-  requestBody?: { content: Record<string, { schema: { properties: Record<string, { enum?: string[] }>; required: string[] } }> };
+  requestBody?: {
+    content: Record<string, { schema: { properties: Record<string, { enum?: string[] }>; required: string[] } }>;
+  };
   responses: Record<string, { content?: Record<string, unknown> } | undefined>;
 }

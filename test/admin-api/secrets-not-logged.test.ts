@@ -41,8 +41,21 @@ test('at trace level the log holds no Admin API secret, admin key, client privat
   const adminKey = await makeAdminKey(portal, 'mdm', { scope: 'write' });
   await portal.get('/users', {}, bearer(adminKey));
   await portal.get('/users', {}, bearer(`${adminKey.slice(0, -1)}x`));
-  const kept = await portal.post('/create', { user_id: 'carol', profile_id: 'employees' }, { ...bearer(adminKey), 'idempotency-key': 'k1' });
-  assert.equal((await portal.post('/create', { user_id: 'carol', profile_id: 'employees' }, { ...bearer(adminKey), 'idempotency-key': 'k1' })).text, kept.text);
+  const kept = await portal.post(
+    '/create',
+    { user_id: 'carol', profile_id: 'employees' },
+    { ...bearer(adminKey), 'idempotency-key': 'k1' },
+  );
+  assert.equal(
+    (
+      await portal.post(
+        '/create',
+        { user_id: 'carol', profile_id: 'employees' },
+        { ...bearer(adminKey), 'idempotency-key': 'k1' },
+      )
+    ).text,
+    kept.text,
+  );
   privateKeys.push(parseWireGuardFile(kept.text).interface.get('PrivateKey') ?? '');
   await revokeAdminKey(portal.portal.ctx, 'mdm');
   await portal.get('/users', {}, bearer(adminKey));

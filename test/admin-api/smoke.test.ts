@@ -6,7 +6,11 @@ test('an administrator creates a WireGuard configuration and finds it listed', a
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
-  const created = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' }, { accept: 'application/x-wireguard-profile' });
+  const created = await portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees' },
+    { accept: 'application/x-wireguard-profile' },
+  );
   assert.equal(created.status, 200);
   assert.equal(created.headers.get('content-type'), 'application/x-wireguard-profile');
   assert.match(created.text, /^\[Interface\]\nPrivateKey = /);

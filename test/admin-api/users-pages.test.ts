@@ -59,7 +59,8 @@ test('limit and cursor walk every page once, in order, also combined with prefix
   const portal = await startTestPortal();
   t.after(() => portal.close());
   await provision(portal);
-  for (const userId of ['ann', 'anne', 'bob']) assert.equal((await portal.post('/disable_user', { user_id: userId })).status, 204);
+  for (const userId of ['ann', 'anne', 'bob'])
+    assert.equal((await portal.post('/disable_user', { user_id: userId })).status, 204);
 
   const walk = async (path: string, query: Record<string, string>): Promise<string[][]> => {
     const pages: string[][] = [];
@@ -71,7 +72,11 @@ test('limit and cursor walk every page once, in order, also combined with prefix
     } while (cursor !== null);
     return pages;
   };
-  assert.deepEqual(await walk('/users', { prefix: 'an', limit: '3' }), [['an', 'an%x', 'an_y'], ['ann', 'anna', 'anne'], ['an😀']]);
+  assert.deepEqual(await walk('/users', { prefix: 'an', limit: '3' }), [
+    ['an', 'an%x', 'an_y'],
+    ['ann', 'anna', 'anne'],
+    ['an😀'],
+  ]);
   assert.deepEqual(await walk('/users', { limit: '4' }), [
     ['Anna', 'an', 'an%x', 'an_y'],
     ['ann', 'anna', 'anne', 'an😀'],
@@ -89,7 +94,10 @@ test('a key limited to a profile pages through the users it may see only', async
   t.after(() => portal.close());
   await provision(portal, (userId) => (userId.startsWith('ann') ? 'guests' : 'employees'));
   const guestsReader = await makeAdminKey(portal, 'guests-reader', { scope: 'read', profiles: ['guests'] });
-  assert.deepEqual(await page(portal, '/users', { prefix: 'an' }, guestsReader), { users: ['ann', 'anna', 'anne'], next_cursor: null });
+  assert.deepEqual(await page(portal, '/users', { prefix: 'an' }, guestsReader), {
+    users: ['ann', 'anna', 'anne'],
+    next_cursor: null,
+  });
 });
 
 test('a bad prefix, limit or cursor is a 400 naming the parameter, and changes nothing', async (t) => {

@@ -12,7 +12,11 @@ import { parseWireGuardFile } from '../support/wireguard-file.js';
 
 /** Creates a configuration and returns its connection id (the WireGuard public key). */
 async function provision(portal: TestPortal, userId: string, displayName = 'Admin API'): Promise<string> {
-  const response = await portal.post('/create', { user_id: userId, profile_id: 'employees', display_name: displayName });
+  const response = await portal.post('/create', {
+    user_id: userId,
+    profile_id: 'employees',
+    display_name: displayName,
+  });
   assert.equal(response.status, 200, response.text);
   return wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
 }
@@ -30,7 +34,11 @@ async function listedConnectionIds(portal: TestPortal): Promise<string[]> {
 }
 
 async function authorizationKeys(portal: TestPortal): Promise<string[]> {
-  const rows = await portal.portal.ctx.db.selectFrom('oauth_authorizations').select('auth_key').orderBy('auth_key').execute();
+  const rows = await portal.portal.ctx.db
+    .selectFrom('oauth_authorizations')
+    .select('auth_key')
+    .orderBy('auth_key')
+    .execute();
   return rows.map((row) => row.auth_key);
 }
 
@@ -94,7 +102,13 @@ test('user_id is required and validated by every call that takes it', async (t) 
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
-  for (const path of ['/disable_user', '/enable_user', '/destroy', '/delete_connection', '/delete_user_authorizations']) {
+  for (const path of [
+    '/disable_user',
+    '/enable_user',
+    '/destroy',
+    '/delete_connection',
+    '/delete_user_authorizations',
+  ]) {
     const missing = await portal.post(path, {});
     assert.equal(missing.status, 400, path);
     assert.equal(errorBody(missing.text), 'missing post parameter "user_id"', path);
@@ -178,7 +192,11 @@ test("destroy removes the user, all of its configurations and its authorizations
   assert.equal((await portal.get('/user_configuration_list', { user_id: 'alice' })).status, 400);
   assert.deepEqual(await listedConnectionIds(portal), [bobs]);
   assert.deepEqual(await authorizationKeys(portal), ['bob-app']);
-  const peersOfAlice = await portal.portal.ctx.db.selectFrom('wg_peers').select('public_key').where('user_id', '=', 'alice').execute();
+  const peersOfAlice = await portal.portal.ctx.db
+    .selectFrom('wg_peers')
+    .select('public_key')
+    .where('user_id', '=', 'alice')
+    .execute();
   assert.deepEqual(peersOfAlice, []);
 
   // A second destroy finds no such user.
@@ -234,7 +252,14 @@ test('delete_connection refuses a connection_id that is not a key and requires o
   t.after(() => portal.close());
   const alices = await provision(portal, 'alice');
 
-  for (const connectionId of ['', 'not-a-key', `${alices}x`, alices.slice(0, 43), `${alices.slice(0, 42)}|=`, `${alices}\n`]) {
+  for (const connectionId of [
+    '',
+    'not-a-key',
+    `${alices}x`,
+    alices.slice(0, 43),
+    `${alices.slice(0, 42)}|=`,
+    `${alices}\n`,
+  ]) {
     const response = await portal.post('/delete_connection', { user_id: 'alice', connection_id: connectionId });
     assert.equal(response.status, 400, JSON.stringify(connectionId));
     assert.equal(errorBody(response.text), 'invalid value for "connection_id"');
@@ -306,7 +331,9 @@ test('delete_user_authorizations also reads user_id from the query string, where
 test("on the node: disable_user removes the user's peers at once, enable_user puts them back, delete and destroy remove them", async (t) => {
   const profile = defaultTestConfig.ProfileList[0];
   assert.ok(profile !== undefined, 'the default configuration has a profile');
-  const { portal, peersOnNode, close } = await startPortalWithNode({ config: (nodeUrl) => ({ ProfileList: [{ ...profile, nodeUrl }] }) });
+  const { portal, peersOnNode, close } = await startPortalWithNode({
+    config: (nodeUrl) => ({ ProfileList: [{ ...profile, nodeUrl }] }),
+  });
   t.after(close);
   const peerKeys = async () => [...(await peersOnNode()).keys()].sort();
 

@@ -31,11 +31,29 @@ test('bad parameters and unknown subscriptions get a clear JSON error and change
       'a webhook URL must not carry a user name or password: receivers authenticate the portal by the signature',
     ],
     ['/create_webhook', 'POST', { url: 'https://192.0.2.1/' }, 400, 'missing post parameter "event_types"'],
-    ['/create_webhook', 'POST', { url: 'https://192.0.2.1/', event_types: 'user.created,user.renamed' }, 400, 'invalid value for "event_types"'],
-    ['/create_webhook', 'POST', { url: 'https://192.0.2.1/', event_types: '*', description: 'x'.repeat(256) }, 400, 'invalid value for "description"'],
+    [
+      '/create_webhook',
+      'POST',
+      { url: 'https://192.0.2.1/', event_types: 'user.created,user.renamed' },
+      400,
+      'invalid value for "event_types"',
+    ],
+    [
+      '/create_webhook',
+      'POST',
+      { url: 'https://192.0.2.1/', event_types: '*', description: 'x'.repeat(256) },
+      400,
+      'invalid value for "description"',
+    ],
     ['/delete_webhook', 'POST', { webhook_id: 'nope' }, 400, 'invalid value for "webhook_id"'],
     ['/delete_webhook', 'POST', { webhook_id: `wh_${'0'.repeat(24)}` }, 404, `no webhook "wh_${'0'.repeat(24)}"`],
-    ['/rotate_webhook_secret', 'POST', { webhook_id: `wh_${'0'.repeat(24)}` }, 404, `no webhook "wh_${'0'.repeat(24)}"`],
+    [
+      '/rotate_webhook_secret',
+      'POST',
+      { webhook_id: `wh_${'0'.repeat(24)}` },
+      404,
+      `no webhook "wh_${'0'.repeat(24)}"`,
+    ],
     [
       '/rotate_webhook_secret',
       'POST',
@@ -60,7 +78,10 @@ test('a receiver in a loopback, link-local or private range is refused unless we
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const refused: [string, RegExp][] = [
-    ['http://127.0.0.1:8080/hooks', /^127\.0\.0\.1 is a loopback \(127\.0\.0\.0\/8\) address; allow it with webhooks\.allowPrivateTargets$/],
+    [
+      'http://127.0.0.1:8080/hooks',
+      /^127\.0\.0\.1 is a loopback \(127\.0\.0\.0\/8\) address; allow it with webhooks\.allowPrivateTargets$/,
+    ],
     ['http://[::1]/hooks', /^::1 is a loopback \(::1\/128\) address/],
     ['http://localhost/hooks', /^localhost resolves to (127\.0\.0\.1|::1), a loopback/],
     ['http://169.254.169.254/latest/meta-data/', /^169\.254\.169\.254 is a link-local \(169\.254\.0\.0\/16\) address/],
@@ -83,24 +104,41 @@ test('a receiver in a loopback, link-local or private range is refused unless we
   }
   assert.deepEqual(await portalState(portal), before, 'nothing stored');
 
-  const allowing = await startTestPortal({ config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8', '10.1.0.0/16'] } } });
+  const allowing = await startTestPortal({
+    config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8', '10.1.0.0/16'] } },
+  });
   t.after(() => allowing.close());
   for (const url of ['http://127.0.0.1:8080/hooks', 'https://10.1.2.3/']) {
     assert.equal((await allowing.post('/create_webhook', { url, event_types: 'node.up' })).status, 200, url);
   }
   for (const url of ['http://[::1]/hooks', 'https://10.2.0.1/']) {
-    assert.equal((await allowing.post('/create_webhook', { url, event_types: 'node.up' })).status, 400, `${url}: outside the allow-list`);
+    assert.equal(
+      (await allowing.post('/create_webhook', { url, event_types: 'node.up' })).status,
+      400,
+      `${url}: outside the allow-list`,
+    );
   }
-  assert.equal((await portal.post('/create_webhook', { url: 'https://192.0.2.1/hooks', event_types: 'node.up' })).status, 200, 'a public address');
+  assert.equal(
+    (await portal.post('/create_webhook', { url: 'https://192.0.2.1/hooks', event_types: 'node.up' })).status,
+    200,
+    'a public address',
+  );
 });
 
 test('the secret is shown once, stored sealed, and never in the list, the log or the audit log; changes are audited', async (t) => {
   const log = capturedLog('debug');
-  const portal = await startTestPortal({ logger: log.logger, config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } } });
+  const portal = await startTestPortal({
+    logger: log.logger,
+    config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
+  });
   t.after(() => portal.close());
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
-  const created = await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created,user.destroyed', description: 'SIEM' });
+  const created = await portal.admin.createWebhook({
+    url: receiver.url,
+    event_types: 'user.created,user.destroyed',
+    description: 'SIEM',
+  });
   assert.match(created.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
   assert.deepEqual(created.webhook, {
     webhook_id: created.webhook.webhook_id,
@@ -115,10 +153,18 @@ test('the secret is shown once, stored sealed, and never in the list, the log or
   await receiver.waitForCount(1, 'user.created');
 
   const list = await portal.get('/webhooks');
-  assert.deepEqual(list.json(), { webhooks: [{ ...created.webhook, previous_secret_until: rotated.previous_secret_until }] });
+  assert.deepEqual(list.json(), {
+    webhooks: [{ ...created.webhook, previous_secret_until: rotated.previous_secret_until }],
+  });
   const stored = JSON.stringify(await portal.portal.ctx.db.selectFrom('webhooks').selectAll().execute());
   const audit = await auditLog(portal);
-  const everywhere = [stored, list.text, log.text(), JSON.stringify(audit), JSON.stringify(await portal.admin.webhookDeliveries())].join('\n');
+  const everywhere = [
+    stored,
+    list.text,
+    log.text(),
+    JSON.stringify(audit),
+    JSON.stringify(await portal.admin.webhookDeliveries()),
+  ].join('\n');
   for (const secret of [created.secret, rotated.secret, created.secret.slice(6), rotated.secret.slice(6)]) {
     assert.equal(everywhere.includes(secret), false, 'no secret stored readable, listed, logged or audited');
   }
@@ -141,7 +187,10 @@ test('deleting a subscription cancels what it had still to send; test_webhook re
   // This receiver always fails: its deliveries wait for their retries.
   const stuck = await WebhookReceiver.start(() => 500);
   t.after(() => stuck.close());
-  const { webhook } = await portal.admin.createWebhook({ url: stuck.url, event_types: 'user.created,configuration.created' });
+  const { webhook } = await portal.admin.createWebhook({
+    url: stuck.url,
+    event_types: 'user.created,configuration.created',
+  });
 
   const tested = await portal.admin.testWebhook(webhook.webhook_id);
   assert.deepEqual(
@@ -176,7 +225,10 @@ test('the delivery log filters by subscription, type, event and state, and pages
   t.after(() => receiver.close());
   const users = await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created' });
   // Not `*`: the test portal's node never answers, and a node.down may come at any moment.
-  const everything = await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created,configuration.created' });
+  const everything = await portal.admin.createWebhook({
+    url: receiver.url,
+    event_types: 'user.created,configuration.created',
+  });
   for (const user of ['a', 'b', 'c']) await portal.admin.create({ user_id: user, profile_id: 'employees' });
   await receiver.waitForCount(9, 'three events for one, six for the other');
   await sleep(300);
@@ -184,7 +236,11 @@ test('the delivery log filters by subscription, type, event and state, and pages
   const pages: string[][] = [];
   let cursor: string | undefined;
   do {
-    const page = await portal.admin.webhookDeliveries({ webhook_id: everything.webhook.webhook_id, limit: 4, ...(cursor === undefined ? {} : { cursor }) });
+    const page = await portal.admin.webhookDeliveries({
+      webhook_id: everything.webhook.webhook_id,
+      limit: 4,
+      ...(cursor === undefined ? {} : { cursor }),
+    });
     pages.push(page.webhook_deliveries.map((entry) => entry.event_type));
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
@@ -202,7 +258,11 @@ test('the delivery log filters by subscription, type, event and state, and pages
     'one event, one delivery per subscription',
   );
   assert.equal((await portal.admin.webhookDeliveries({ state: 'pending' })).webhook_deliveries.length, 0);
-  assert.equal((await portal.admin.webhookDeliveries({ state: 'delivered', webhook_id: users.webhook.webhook_id })).webhook_deliveries.length, 3);
+  assert.equal(
+    (await portal.admin.webhookDeliveries({ state: 'delivered', webhook_id: users.webhook.webhook_id }))
+      .webhook_deliveries.length,
+    3,
+  );
 });
 
 test('the daily housekeeping deletes finished deliveries older than deliveryLogRetention, with their attempts, and keeps pending ones', async (t) => {

@@ -46,7 +46,11 @@ describe('the node configuration file', () => {
     assert.equal(config.nodeNumber, 3);
     assert.equal(config.nodeKeyFile, join(directory, 'node-data', 'node.key'));
     assert.deepEqual(config.listen, { host: '198.18.0.2', port: 41195 });
-    assert.deepEqual(config.wireGuard, { interfaceName: 'wg1', implementation: 'wireguard-go', endpointFile: join(directory, 'state', 'endpoints.json') });
+    assert.deepEqual(config.wireGuard, {
+      interfaceName: 'wg1',
+      implementation: 'wireguard-go',
+      endpointFile: join(directory, 'state', 'endpoints.json'),
+    });
     assert.deepEqual(config.profileIdList, ['employees']);
   });
 
@@ -57,13 +61,20 @@ describe('the node configuration file', () => {
     assert.equal(config.nodeNumber, 0);
     assert.equal(config.nodeKeyFile, '/etc/vpn-portal/node.key');
     assert.deepEqual(config.listen, { host: '127.0.0.1', port: 41194 });
-    assert.deepEqual(config.wireGuard, { interfaceName: 'wg0', implementation: 'auto', endpointFile: '/var/lib/vpn-portal-node/wireguard-endpoints.json' });
+    assert.deepEqual(config.wireGuard, {
+      interfaceName: 'wg0',
+      implementation: 'auto',
+      endpointFile: '/var/lib/vpn-portal-node/wireguard-endpoints.json',
+    });
     assert.deepEqual(config.profileIdList, []);
     assert.equal(config.refreshIntervalMs, 60_000);
   });
 
   test('unknown keys are errors that name the key, also inside sections', async () => {
-    await expectRefusal(await write('typo.json', JSON.stringify({ nodeKeyFile: 'k', nodeNumbr: 1 })), /unknown key "nodeNumbr"/);
+    await expectRefusal(
+      await write('typo.json', JSON.stringify({ nodeKeyFile: 'k', nodeNumbr: 1 })),
+      /unknown key "nodeNumbr"/,
+    );
     await expectRefusal(
       await write('nested.json', JSON.stringify({ nodeKeyFile: 'k', WireGuard: { interface: 'wg0' } })),
       /unknown key "WireGuard\.interface"/,
@@ -73,19 +84,28 @@ describe('the node configuration file', () => {
   test('missing or wrong values are errors that name the key', async () => {
     await expectRefusal(await write('nokey.json', JSON.stringify({})), /missing key "nodeKeyFile"/);
     await expectRefusal(
-      await write('longname.json', JSON.stringify({ nodeKeyFile: 'k', WireGuard: { interfaceName: 'wg-interface-too-long' } })),
+      await write(
+        'longname.json',
+        JSON.stringify({ nodeKeyFile: 'k', WireGuard: { interfaceName: 'wg-interface-too-long' } }),
+      ),
       /"WireGuard\.interfaceName"/,
     );
     await expectRefusal(
       await write('impl.json', JSON.stringify({ nodeKeyFile: 'k', WireGuard: { implementation: 'boringtun' } })),
       /"WireGuard\.implementation"/,
     );
-    await expectRefusal(await write('port.json', JSON.stringify({ nodeKeyFile: 'k', listen: { port: 70000 } })), /"listen\.port"/);
+    await expectRefusal(
+      await write('port.json', JSON.stringify({ nodeKeyFile: 'k', listen: { port: 70000 } })),
+      /"listen\.port"/,
+    );
     await expectRefusal(
       await write('text.json', JSON.stringify({ nodeKeyFile: 'k', listen: { port: '80' } })),
       /"listen\.port": Invalid input: expected number/,
     );
-    await expectRefusal(await write('url.json', JSON.stringify({ nodeKeyFile: 'k', apiUrl: 'ftp://portal' })), /"apiUrl"/);
+    await expectRefusal(
+      await write('url.json', JSON.stringify({ nodeKeyFile: 'k', apiUrl: 'ftp://portal' })),
+      /"apiUrl"/,
+    );
     await expectRefusal(await write('broken.json', '{"nodeKeyFile": '), /not valid JSON/);
     await expectRefusal(join(directory, 'absent.json'), /cannot read it \(ENOENT\)/);
   });

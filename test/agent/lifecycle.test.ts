@@ -37,7 +37,10 @@ describe('running the node agent as a service', () => {
     directory = await mkdtemp(join(tmpdir(), 'node-agent-lifecycle-'));
     node = await lab.namespace('node');
     const link = lab.subnet();
-    await lab.vethPair({ namespace: null, address: `${link.first}/30` }, { namespace: node, address: `${link.second}/30` });
+    await lab.vethPair(
+      { namespace: null, address: `${link.first}/30` },
+      { namespace: node, address: `${link.second}/30` },
+    );
     nodeAddress = link.second;
     interfaceName = lab.interfaceName('wgl');
 
@@ -90,14 +93,21 @@ describe('running the node agent as a service', () => {
     const agent = new NodeAgentProcess(node, configFile);
 
     // The portal is not running yet: every failed attempt is logged, and the agent keeps trying.
-    await agent.waitFor((line) => line.msg === 'cannot get the server configuration from the portal yet' && line['attempt'] === 2, 'second failed attempt');
+    await agent.waitFor(
+      (line) => line.msg === 'cannot get the server configuration from the portal yet' && line['attempt'] === 2,
+      'second failed attempt',
+    );
     const failures = agent.withMessage('cannot get the server configuration from the portal yet');
     assert.match(String(failures[0]?.['reason']), /cannot reach the portal at .*ECONNREFUSED/);
     assert.ok(Number(failures[1]?.['retryInMs']) > Number(failures[0]?.['retryInMs']), 'the pause grows');
 
     portal = await startTestPortal({ dataDir, config: portalConfig });
     await agent.ready();
-    assert.equal(agent.withMessage('created WireGuard interface with wireguard-go').length, 1, 'the log tells which implementation was chosen');
+    assert.equal(
+      agent.withMessage('created WireGuard interface with wireguard-go').length,
+      1,
+      'the log tells which implementation was chosen',
+    );
     // Node 2's own WireGuard key: the portal recognised the agent as node 2.
     const serverPublicKey = keys.wireGuardPublicKey(NODE);
     assert.ok(serverPublicKey !== null, "the portal made node 2's WireGuard key");
@@ -114,21 +124,39 @@ describe('running the node agent as a service', () => {
     // wireguard-go dies: the agent starts a new one and configures it again at once.
     const interfaceCreated = agent.withMessage('created WireGuard interface with wireguard-go')[0];
     process.kill(Number(interfaceCreated?.['pid']), 'SIGKILL');
-    await agent.waitFor((line) => line.msg === 'WireGuard interface recreated without peers; the portal restores them', 'recreated');
+    await agent.waitFor(
+      (line) => line.msg === 'WireGuard interface recreated without peers; the portal restores them',
+      'recreated',
+    );
     assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), serverPublicKey);
-    assert.match((await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName])).stdout, /inet 198\.19\.1\.1\/24/);
+    assert.match(
+      (await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName])).stdout,
+      /inet 198\.19\.1\.1\/24/,
+    );
     // …and the portal's next reconcile pass does.
     await portal.reconcile();
     assert.match((await node.exec('wg', ['show', interfaceName, 'allowed-ips'])).stdout, peerLine);
 
     assert.equal(await agent.stop(), 0);
-    assert.notEqual((await node.run('ip', ['link', 'show', 'dev', interfaceName])).exitCode, 0, 'the interface is gone');
+    assert.notEqual(
+      (await node.run('ip', ['link', 'show', 'dev', interfaceName])).exitCode,
+      0,
+      'the interface is gone',
+    );
     assert.equal(existsSync(`/var/run/wireguard/${interfaceName}.sock`), false, 'the control socket is gone');
     assert.deepEqual(node.pids(), [], 'no wireguard-go is left behind');
 
     const everything = agent.output.join('');
-    assert.equal(everything.includes(readFileSync(keys.nodeKeyPath(NODE), 'utf8').trim()), false, 'the node key never appears in the log');
-    assert.equal(everything.includes(readFileSync(keys.wireGuardKeyPath(NODE), 'utf8').trim()), false, 'the WireGuard private key never appears in the log');
+    assert.equal(
+      everything.includes(readFileSync(keys.nodeKeyPath(NODE), 'utf8').trim()),
+      false,
+      'the node key never appears in the log',
+    );
+    assert.equal(
+      everything.includes(readFileSync(keys.wireGuardKeyPath(NODE), 'utf8').trim()),
+      false,
+      'the WireGuard private key never appears in the log',
+    );
   });
 
   test('an interface that already exists is used as it is and left in place at shut-down', async () => {
@@ -154,7 +182,10 @@ describe('running the node agent as a service', () => {
     const agent = new NodeAgentProcess(node, configFile);
     await agent.ready();
     assert.equal(agent.withMessage('using the existing WireGuard interface').length, 1);
-    assert.equal((await node.exec('wg', ['show', existing, 'public-key'])).stdout.trim(), keys.wireGuardPublicKey(NODE));
+    assert.equal(
+      (await node.exec('wg', ['show', existing, 'public-key'])).stdout.trim(),
+      keys.wireGuardPublicKey(NODE),
+    );
 
     assert.equal(await agent.stop(), 0);
     assert.equal((await node.run('ip', ['link', 'show', 'dev', existing])).exitCode, 0, 'the interface is still there');

@@ -14,7 +14,14 @@ test('the masqueraded ranges are the WireGuard and every OpenVPN process range o
   const portal = await startTestPortal({
     config: {
       ProfileList: [
-        { profileId: 'wg', displayName: 'WG', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', nodeUrl: 'http://127.0.0.1:2' },
+        {
+          profileId: 'wg',
+          displayName: 'WG',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          nodeUrl: 'http://127.0.0.1:2',
+        },
         {
           profileId: 'ovpn',
           displayName: 'OpenVPN',
@@ -38,10 +45,16 @@ test('the masqueraded ranges are the WireGuard and every OpenVPN process range o
     openVpn: { user: 'nobody', group: 'nogroup', preferAes: true, managementDir: '/run/vpn-portal-node/openvpn' },
   });
   const ranges = clientRanges(await client.fetchServerConfig()).map(formatIpPrefix);
-  assert.deepEqual(ranges.sort(), ['10.20.0.0/25', '10.20.0.128/25', '10.44.0.0/24', 'fd20::/112', 'fd20::1:0/112', 'fd44::/64'].sort());
+  assert.deepEqual(
+    ranges.sort(),
+    ['10.20.0.0/25', '10.20.0.128/25', '10.44.0.0/24', 'fd20::/112', 'fd20::1:0/112', 'fd44::/64'].sort(),
+  );
 
   const ruleset = natRuleset(clientRanges(await client.fetchServerConfig()));
   assert.match(ruleset, /^delete table inet vpn_portal_nat$/m, 'replaced atomically');
-  assert.match(ruleset, /ip saddr \{ 10\.44\.0\.0\/24, 10\.20\.0\.0\/25, 10\.20\.0\.128\/25 \} ip daddr != \{ [^}]+ \} masquerade/);
+  assert.match(
+    ruleset,
+    /ip saddr \{ 10\.44\.0\.0\/24, 10\.20\.0\.0\/25, 10\.20\.0\.128\/25 \} ip daddr != \{ [^}]+ \} masquerade/,
+  );
   assert.match(ruleset, /ip6 saddr \{ fd44::\/64, fd20::\/112, fd20::1:0\/112 \} ip6 daddr != \{ [^}]+ \} masquerade/);
 });

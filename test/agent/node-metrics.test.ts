@@ -35,7 +35,10 @@ test('the agent serves metrics of its peers, online peers, peer writes and inter
   assert.ok((sample(text, `vpn_node_interface_transmit_bytes{interface="${name}"}`) ?? 0) > 0);
   assert.equal(sample(text, 'vpn_node_proxyguard_tunnels'), 0, 'no relay runs without enableProxy');
   // The device's peer was written through wireguard-go's control socket, not with `wg set`.
-  assert.ok((sample(text, `vpn_node_wireguard_peer_writes_total{interface="${name}",method="uapi"}`) ?? 0) >= 1, 'the peer was written');
+  assert.ok(
+    (sample(text, `vpn_node_wireguard_peer_writes_total{interface="${name}",method="uapi"}`) ?? 0) >= 1,
+    'the peer was written',
+  );
   assert.equal(sample(text, `vpn_node_wireguard_peer_writes_total{interface="${name}",method="wg"}`), 0);
   assert.deepEqual(await (await fetch(`${base}/healthz`)).json(), { status: 'ok' });
   assert.equal((await fetch(`${base}/readyz`)).status, 200);

@@ -21,7 +21,10 @@ describe('asking the portal about OpenVPN clients', () => {
     ipSix: 'fd77::2',
     reauth: false,
   };
-  const clientAnswering = (answer: () => Response | Promise<Response>, sent: { url?: string; body?: string; headers?: Headers } = {}) =>
+  const clientAnswering = (
+    answer: () => Response | Promise<Response>,
+    sent: { url?: string; body?: string; headers?: Headers } = {},
+  ) =>
     new PortalClient({
       apiUrl: new URL('http://portal.example/vpn-user-portal/node-api.php'),
       nodeNumber: asNodeNumber(3),
@@ -38,7 +41,9 @@ describe('asking the portal about OpenVPN clients', () => {
 
   test('only HTTP 200 with the body OK allows', async () => {
     const sent: { url?: string; body?: string; headers?: Headers } = {};
-    assert.deepEqual(await clientAnswering(() => new Response('OK'), sent).authorizeConnect(request), { allowed: true });
+    assert.deepEqual(await clientAnswering(() => new Response('OK'), sent).authorizeConnect(request), {
+      allowed: true,
+    });
     assert.equal(sent.url, 'http://portal.example/vpn-user-portal/node-api.php/connect');
     assert.deepEqual(Object.fromEntries(new URLSearchParams(sent.body)), {
       profile_id: 'employees',
@@ -51,7 +56,11 @@ describe('asking the portal about OpenVPN clients', () => {
     assert.equal(sent.headers?.get('authorization'), `Bearer ${'k'.repeat(64)}`);
 
     // Without an IPv6 pool or a known client address, those fields are left out rather than empty.
-    await clientAnswering(() => new Response('OK'), sent).authorizeConnect({ ...request, originatingIp: '', ipSix: '' });
+    await clientAnswering(() => new Response('OK'), sent).authorizeConnect({
+      ...request,
+      originatingIp: '',
+      ipSix: '',
+    });
     assert.deepEqual([...new URLSearchParams(sent.body).keys()], ['profile_id', 'common_name', 'ip_four']);
   });
 
@@ -72,7 +81,14 @@ describe('asking the portal about OpenVPN clients', () => {
   });
 
   test('a disconnect is reported with its byte counts and fails unless the portal says OK', async () => {
-    const report: DisconnectReport = { profileId: 'employees', commonName: CN_ALICE, ipFour: '10.77.0.2', ipSix: 'fd77::2', bytesIn: 2187, bytesOut: 2230 };
+    const report: DisconnectReport = {
+      profileId: 'employees',
+      commonName: CN_ALICE,
+      ipFour: '10.77.0.2',
+      ipSix: 'fd77::2',
+      bytesIn: 2187,
+      bytesOut: 2230,
+    };
     const sent: { url?: string; body?: string } = {};
     await clientAnswering(() => new Response('OK'), sent).reportDisconnect(report);
     assert.equal(sent.url, 'http://portal.example/vpn-user-portal/node-api.php/disconnect');
@@ -84,7 +100,10 @@ describe('asking the portal about OpenVPN clients', () => {
       bytes_in: '2187',
       bytes_out: '2230',
     });
-    await assert.rejects(clientAnswering(() => new Response('nope', { status: 500 })).reportDisconnect(report), /answered 500/);
+    await assert.rejects(
+      clientAnswering(() => new Response('nope', { status: 500 })).reportDisconnect(report),
+      /answered 500/,
+    );
   });
 
   test("a burst of 1,000 questions stays within a real portal's default cap of 256 connections per address: none is refused, every one is answered", async (t) => {
@@ -107,7 +126,11 @@ describe('asking the portal about OpenVPN clients', () => {
     const verdicts = await Promise.all(Array.from({ length: 1000 }, () => client.authorizeConnect(request)));
     // An unknown certificate: the portal says ERR. "Not answered" would mean a refused connection.
     const unanswered = verdicts.filter((verdict) => verdict.allowed || !verdict.portalAnswered);
-    assert.equal(unanswered.length, 0, `the portal answered every question; first not answered: ${JSON.stringify(unanswered[0])}`);
+    assert.equal(
+      unanswered.length,
+      0,
+      `the portal answered every question; first not answered: ${JSON.stringify(unanswered[0])}`,
+    );
     assert.deepEqual(
       warnings.filter((line) => line.includes('maxConnectionsPerAddress')),
       [],

@@ -10,7 +10,12 @@ import { signProfile } from '../../src/apple/profile-signing.js';
 import { APPLE_PLATFORMS } from '../../src/shared/platforms.js';
 import { Secret } from '../../src/shared/secret.js';
 import { exampleAppleConfiguration, exampleAppleProfile } from '../support/apple-fixtures.js';
-import { assertConformsToAppleSchema, readPlist, validateProfile, WIREGUARD_APP_EXCEPTIONS } from '../support/apple-schema.js';
+import {
+  assertConformsToAppleSchema,
+  readPlist,
+  validateProfile,
+  WIREGUARD_APP_EXCEPTIONS,
+} from '../support/apple-schema.js';
 import { makeSigningPki, type SigningPki } from '../support/signing-pki.js';
 import { readFile } from 'node:fs/promises';
 
@@ -23,10 +28,17 @@ const DISPLAY_NAMES = {
 const ON_DEMAND: Readonly<Record<string, AppleOnDemand | null>> = {
   'without on-demand': null,
   'always connect': { trustedSsids: [], probeUrl: null },
-  'trusted Wi-Fi and a probe': { trustedSsids: ['Office', 'Lab & <Guests>', 'Café ☕'], probeUrl: 'https://intranet.example.org/probe?a=1&b=2' },
+  'trusted Wi-Fi and a probe': {
+    trustedSsids: ['Office', 'Lab & <Guests>', 'Café ☕'],
+    probeUrl: 'https://intranet.example.org/probe?a=1&b=2',
+  },
 };
 
-function render(platform: (typeof APPLE_PLATFORMS)[number], onDemand: AppleOnDemand | null, displayName: string): string {
+function render(
+  platform: (typeof APPLE_PLATFORMS)[number],
+  onDemand: AppleOnDemand | null,
+  displayName: string,
+): string {
   return renderAppleMobileconfig(exampleAppleProfile, exampleAppleConfiguration(displayName, { platform, onDemand }));
 }
 
@@ -42,7 +54,8 @@ describe("Apple's schema", () => {
       WIREGUARD_APP_EXCEPTIONS.map((exception) => `${exception.payloadType}: ${exception.path.join(' → ')}`),
       ['com.apple.vpn.managed: VPN → RemoteAddress', 'com.apple.vpn.managed: VendorConfig → WgQuickConfig'],
     );
-    for (const exception of WIREGUARD_APP_EXCEPTIONS) assert.match(exception.source, /wireguard-apple MOBILECONFIG\.md/);
+    for (const exception of WIREGUARD_APP_EXCEPTIONS)
+      assert.match(exception.source, /wireguard-apple MOBILECONFIG\.md/);
   });
 
   test('the 64-character name is 64 characters, none of them ASCII', () => {
@@ -98,6 +111,10 @@ describe("Apple's schema", () => {
     assert.match(problems, /UserDefinedNameX: not a key of this dictionary/);
     assert.match(problems, /UserDefinedName: required, missing/);
     assert.match(problems, /VPN\.Unheard: not a key of this dictionary/);
-    assert.match(validateProfile(xml, []).join('\n'), /VPN\.RemoteAddress: not a key of this dictionary/, 'without the exceptions RemoteAddress is unknown');
+    assert.match(
+      validateProfile(xml, []).join('\n'),
+      /VPN\.RemoteAddress: not a key of this dictionary/,
+      'without the exceptions RemoteAddress is unknown',
+    );
   });
 });

@@ -8,7 +8,8 @@ import { signProfile, type ProfileSigningMaterial } from '../../src/apple/profil
 import { Secret } from '../../src/shared/secret.js';
 import { makeSigningPki, type SigningPki } from '../support/signing-pki.js';
 
-const PLIST = '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict><key>Name</key><string>Café &amp; ☕</string></dict></plist>';
+const PLIST =
+  '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict><key>Name</key><string>Café &amp; ☕</string></dict></plist>';
 
 async function materialOf(pki: SigningPki): Promise<ProfileSigningMaterial> {
   return {

@@ -13,7 +13,10 @@ import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 function admin(portal: TestPortal, args: readonly string[]) {
   return runCli(['admin', ...args], {
-    env: { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`, VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath },
+    env: {
+      VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
+      VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
+    },
   });
 }
 
@@ -27,9 +30,25 @@ test('create --platform macos --on-demand yes writes a macOS profile that connec
   const portal = await startTestPortal();
   t.after(portal.close);
   const file = path.join(tempDir(t), 'mac.mobileconfig');
-  const created = await admin(portal, ['create', 'alice', 'employees', '--format', 'apple', '--platform', 'macos', '--on-demand', 'yes', '-o', file]);
+  const created = await admin(portal, [
+    'create',
+    'alice',
+    'employees',
+    '--format',
+    'apple',
+    '--platform',
+    'macos',
+    '--on-demand',
+    'yes',
+    '-o',
+    file,
+  ]);
   assert.equal(created.code, 0, created.stderr);
-  const [vpn] = (parse(readFileSync(file, 'utf8')) as unknown as { PayloadContent: { VPNSubType: string; VPN: { OnDemandRules: unknown } }[] }).PayloadContent;
+  const [vpn] = (
+    parse(readFileSync(file, 'utf8')) as unknown as {
+      PayloadContent: { VPNSubType: string; VPN: { OnDemandRules: unknown } }[];
+    }
+  ).PayloadContent;
   assert.equal(vpn?.VPNSubType, 'com.wireguard.macos');
   assert.deepEqual(vpn?.VPN.OnDemandRules, [{ Action: 'Connect' }]);
 
@@ -49,7 +68,9 @@ test('a signed profile goes to -o FILE as DER that openssl accepts; without -o i
   const pki = await makeSigningPki('ec');
   t.after(() => pki.remove());
   const portal = await startTestPortal({
-    config: { apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingKey, signingChain: pki.chain } },
+    config: {
+      apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingKey, signingChain: pki.chain },
+    },
   });
   t.after(portal.close);
   const file = path.join(tempDir(t), 'phone.mobileconfig');

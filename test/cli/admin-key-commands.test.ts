@@ -28,14 +28,35 @@ async function setUp(t: { after: (fn: () => Promise<void> | void) => void }, clo
     rmSync(dataDir, { recursive: true, force: true });
   });
   const configFile = path.join(dataDir, 'portal.json');
-  writeFileSync(configFile, JSON.stringify({ ...defaultTestConfig, baseUrl: `${portal.portal.url}/vpn-user-portal/`, dataDir, database: portal.database }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      ...defaultTestConfig,
+      baseUrl: `${portal.portal.url}/vpn-user-portal/`,
+      dataDir,
+      database: portal.database,
+    }),
+  );
   return { portal, configFile, cli: (...args) => runCli([...args, '--config', configFile]) };
 }
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** A write key for profile employees, 90 days, from loopback only. */
-const CREATE_MDM = ['admin-key', 'create', '--name', 'mdm', '--scope', 'write', '--profile', 'employees', '--expires-in', 'P90D', '--allow', '127.0.0.0/8'];
+const CREATE_MDM = [
+  'admin-key',
+  'create',
+  '--name',
+  'mdm',
+  '--scope',
+  'write',
+  '--profile',
+  'employees',
+  '--expires-in',
+  'P90D',
+  '--allow',
+  '127.0.0.0/8',
+];
 
 /** The last line of the output: where a new key is printed, alone. */
 function lastLine(output: string): string {
@@ -48,7 +69,10 @@ test('admin-key create prints the key once, alone on its last line; the portal a
   assert.equal(created.code, 0, created.stderr);
   const key = lastLine(created.stdout);
   assert.match(key, ADMIN_KEY_PATTERN, 'a vpa_ key with id, secret and checksum');
-  assert.match(created.stdout, /^created admin key "mdm" \(id \w{12}\): scope write; profiles employees; only from 127\.0\.0\.0\/8; expires \d{4}-/m);
+  assert.match(
+    created.stdout,
+    /^created admin key "mdm" \(id \w{12}\): scope write; profiles employees; only from 127\.0\.0\.0\/8; expires \d{4}-/m,
+  );
   assert.equal(created.stdout.split(key).length, 2, 'the key appears once');
 
   const users = await portal.get('/users', {}, bearer(key));
@@ -74,7 +98,13 @@ test('admin-key create prints the key once, alone on its last line; the portal a
   const json = await cli('admin-key', 'list', '--json');
   const entry = JSON.parse(lastLine(json.stdout)) as Record<string, unknown>;
   assert.deepEqual(
-    { name: entry['name'], scope: entry['scope'], profiles: entry['profiles'], allow: entry['allow'], state: entry['state'] },
+    {
+      name: entry['name'],
+      scope: entry['scope'],
+      profiles: entry['profiles'],
+      allow: entry['allow'],
+      state: entry['state'],
+    },
     { name: 'mdm', scope: 'write', profiles: ['employees'], allow: ['127.0.0.0/8'], state: 'active' },
   );
 });
@@ -97,7 +127,11 @@ test('admin-key create refuses a taken name, an unknown profile, a bad duration,
     assert.match(result.stderr, message);
     assert.equal(result.stdout.includes('vpa_'), false, 'no key printed');
   }
-  assert.equal((await portal.portal.ctx.db.selectFrom('admin_keys').selectAll().execute()).length, 1, 'only the first key was stored');
+  assert.equal(
+    (await portal.portal.ctx.db.selectFrom('admin_keys').selectAll().execute()).length,
+    1,
+    'only the first key was stored',
+  );
 });
 
 test('admin-key rotate gives a new key at once and keeps the old one for the grace period; revoke ends them all at once', async (t) => {
@@ -105,16 +139,31 @@ test('admin-key rotate gives a new key at once and keeps the old one for the gra
   const first = lastLine((await cli('admin-key', 'create', '--name', 'monitor', '--scope', 'read')).stdout);
   const rotated = await cli('admin-key', 'rotate', 'monitor', '--grace', 'PT1H');
   assert.equal(rotated.code, 0, rotated.stderr);
-  assert.match(rotated.stdout, /^rotated admin key "monitor": the old key works until \d{4}-\S+; the new one \(id \w{12}\): scope read;/m);
+  assert.match(
+    rotated.stdout,
+    /^rotated admin key "monitor": the old key works until \d{4}-\S+; the new one \(id \w{12}\): scope read;/m,
+  );
   const second = lastLine(rotated.stdout);
   assert.match(second, ADMIN_KEY_PATTERN);
   assert.notEqual(second, first);
-  assert.equal((await portal.get('/users', {}, bearer(first))).status, 200, 'the old key still works during the grace period');
+  assert.equal(
+    (await portal.get('/users', {}, bearer(first))).status,
+    200,
+    'the old key still works during the grace period',
+  );
   assert.equal((await portal.get('/users', {}, bearer(second))).status, 200, 'the new key works at once');
 
   const third = lastLine((await cli('admin-key', 'rotate', 'monitor', '--grace', 'PT0S')).stdout);
-  assert.equal((await portal.get('/users', {}, bearer(second))).status, 401, 'without a grace period the rotated-out key stops at once');
-  assert.equal((await portal.get('/users', {}, bearer(first))).status, 200, 'an earlier key keeps its own grace period');
+  assert.equal(
+    (await portal.get('/users', {}, bearer(second))).status,
+    401,
+    'without a grace period the rotated-out key stops at once',
+  );
+  assert.equal(
+    (await portal.get('/users', {}, bearer(first))).status,
+    200,
+    'an earlier key keeps its own grace period',
+  );
   assert.equal((await portal.get('/users', {}, bearer(third))).status, 200);
 
   const beforeRevoke = await cli('admin-key', 'list');
@@ -123,7 +172,11 @@ test('admin-key rotate gives a new key at once and keeps the old one for the gra
 
   const revoked = await cli('admin-key', 'revoke', 'monitor');
   assert.equal(revoked.code, 0, revoked.stderr);
-  assert.match(revoked.stdout, /^revoked 3 key\(s\) named "monitor"/m, 'the current key, the one in its grace period and the one past it');
+  assert.match(
+    revoked.stdout,
+    /^revoked 3 key\(s\) named "monitor"/m,
+    'the current key, the one in its grace period and the one past it',
+  );
   for (const key of [first, second, third]) assert.equal((await portal.get('/users', {}, bearer(key))).status, 401);
   const again = await cli('admin-key', 'revoke', 'monitor');
   assert.equal(again.code, 2);
@@ -135,7 +188,10 @@ test('admin-key rotate gives a new key at once and keeps the old one for the gra
 test('vpn-portal admin audit reads the audit log through the Admin API with the secret, or with an admin key from a key file', async (t) => {
   // The portal's clock stands still, so the refusals below fall in one minute.
   const { portal, cli, configFile } = await setUp(t, new ManualClock());
-  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', display_name: 'Laptop' })).status, 200);
+  assert.equal(
+    (await portal.post('/create', { user_id: 'alice', profile_id: 'employees', display_name: 'Laptop' })).status,
+    200,
+  );
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
 
   const audit = await cli('admin', 'audit', '--url', `${portal.portal.url}/vpn-user-portal/`);
@@ -144,7 +200,10 @@ test('vpn-portal admin audit reads the audit log through the Admin API with the 
   assert.match(header ?? '', /^AT +KEY +FROM +CALL +STATUS +REPEATED +USER +CONNECTIONS +PARAMETERS +DETAIL$/);
   assert.equal(rows.length, 2, audit.stdout);
   assert.match(rows[0] ?? '', /^\d{4}-\d\d-\d\dT\S+ +secret +127\.0\.0\.1 +disable_user +204 +alice *$/);
-  assert.match(rows[1] ?? '', /^\S+ +secret +127\.0\.0\.1 +create +200 +alice +\S{44} +profile_id="employees" display_name="Laptop" *$/);
+  assert.match(
+    rows[1] ?? '',
+    /^\S+ +secret +127\.0\.0\.1 +create +200 +alice +\S{44} +profile_id="employees" display_name="Laptop" *$/,
+  );
   assert.equal(audit.stdout.includes(portal.secret), false, 'the key used is never printed');
 
   const json = await cli('admin', 'audit', '--json', '--limit', '1', '--url', `${portal.portal.url}/vpn-user-portal/`);
@@ -160,15 +219,29 @@ test('vpn-portal admin audit reads the audit log through the Admin API with the 
   writeFileSync(keyFile, `${readKey}\n`, { mode: 0o600 });
   const refused = await cli('admin', 'audit', '--key-file', keyFile, '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.equal(refused.code, 1);
-  assert.equal(refused.stderr.trim(), 'vpn-portal admin: 403 key "helpdesk" has scope "read"; audit_log needs scope "admin"');
+  assert.equal(
+    refused.stderr.trim(),
+    'vpn-portal admin: 403 key "helpdesk" has scope "read"; audit_log needs scope "admin"',
+  );
   assert.equal(`${refused.stdout}${refused.stderr}`.includes(readKey), false);
   const listed = await cli('admin', 'users', '--key-file', keyFile, '--url', `${portal.portal.url}/vpn-user-portal/`);
   assert.equal(listed.code, 0, `a read key lists: ${listed.stderr}`);
 
   // Refusals of one source and reason within a minute are one row; the table shows the count.
-  for (let index = 0; index < 2; index++) assert.equal((await portal.get('/audit_log', {}, bearer(readKey))).status, 403);
-  const latest = await cli('admin', 'audit', '--key-name', 'helpdesk', '--url', `${portal.portal.url}/vpn-user-portal/`);
-  assert.match(latest.stdout.trimEnd().split('\n')[1] ?? '', /^\S+ +helpdesk +127\.0\.0\.1 +audit_log +403 +\+2 +key "helpdesk" has scope "read"/);
+  for (let index = 0; index < 2; index++)
+    assert.equal((await portal.get('/audit_log', {}, bearer(readKey))).status, 403);
+  const latest = await cli(
+    'admin',
+    'audit',
+    '--key-name',
+    'helpdesk',
+    '--url',
+    `${portal.portal.url}/vpn-user-portal/`,
+  );
+  assert.match(
+    latest.stdout.trimEnd().split('\n')[1] ?? '',
+    /^\S+ +helpdesk +127\.0\.0\.1 +audit_log +403 +\+2 +key "helpdesk" has scope "read"/,
+  );
 });
 
 test('admin-key create, rotate and revoke are in the audit log as the command line, from local, with their options and never a key', async (t) => {
@@ -186,7 +259,16 @@ test('admin-key create, rotate and revoke are in the audit log as the command li
   assert.deepEqual(
     page.audit_log.reverse().map((entry) => ({ ...entry, id: 'id', at: 'at' })),
     [
-      { call: 'admin-key create', parameters: { name: 'mdm', scope: 'write', profiles: 'employees', expires_in: 'P90D', allow_list: '127.0.0.0/8,::1/128' } },
+      {
+        call: 'admin-key create',
+        parameters: {
+          name: 'mdm',
+          scope: 'write',
+          profiles: 'employees',
+          expires_in: 'P90D',
+          allow_list: '127.0.0.0/8,::1/128',
+        },
+      },
       { call: 'admin-key rotate', parameters: { name: 'mdm', grace: 'PT5M', expires_in: 'P30D' } },
       { call: 'admin-key revoke', parameters: { name: 'mdm' } },
       { call: 'admin-key create', parameters: { name: 'reader', scope: 'read' } },
@@ -205,7 +287,9 @@ test('admin-key create, rotate and revoke are in the audit log as the command li
     'one row per change, with the options given; list and a refused revoke change nothing',
   );
   const everything = JSON.stringify(await portal.portal.ctx.db.selectFrom('audit_log').selectAll().execute());
-  const hashes = (await portal.portal.ctx.db.selectFrom('admin_keys').select('secret_hash').execute()).map((row) => row.secret_hash);
+  const hashes = (await portal.portal.ctx.db.selectFrom('admin_keys').select('secret_hash').execute()).map(
+    (row) => row.secret_hash,
+  );
   for (const secret of [lastLine(created.stdout), lastLine(rotated.stdout), ...hashes]) {
     assert.equal(everything.includes(secret), false, `never in the audit log: ${secret.slice(0, 12)}…`);
   }

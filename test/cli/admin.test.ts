@@ -17,7 +17,10 @@ import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 
 function adminEnv(portal: TestPortal): NodeJS.ProcessEnv {
-  return { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`, VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath };
+  return {
+    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
+    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
+  };
 }
 
 function admin(portal: TestPortal, args: readonly string[]) {
@@ -59,19 +62,25 @@ test('create writes a WireGuard file, and the listings show the user and the con
   assert.deepEqual(JSON.parse(usersJson.stdout), { users: ['alice'] });
 
   const configurations = await admin(portal, ['configurations', 'alice', '--json']);
-  const [configuration] = (JSON.parse(configurations.stdout) as { user_configuration_list: { connection_id: string; display_name: string }[] })
-    .user_configuration_list;
+  const [configuration] = (
+    JSON.parse(configurations.stdout) as { user_configuration_list: { connection_id: string; display_name: string }[] }
+  ).user_configuration_list;
   assert.equal(configuration?.display_name, "Alice's laptop");
   const table = await admin(portal, ['configurations', 'alice']);
   assert.match(table.stdout, /^CONNECTION_ID +PROFILE +PROTO +EXPIRES +DISPLAY_NAME\n/);
   assert.ok(table.stdout.includes(`${configuration?.connection_id ?? '?'}  employees  wireguard`), table.stdout);
 
   const all = await admin(portal, ['connections', '--all', '--json']);
-  assert.deepEqual(Object.keys((JSON.parse(all.stdout) as { connection_list: Record<string, unknown> }).connection_list), ['employees']);
+  assert.deepEqual(
+    Object.keys((JSON.parse(all.stdout) as { connection_list: Record<string, unknown> }).connection_list),
+    ['employees'],
+  );
   const connected = await admin(portal, ['connected-users', '--all']);
   assert.equal(connected.stdout, 'PROFILE    USER\nemployees  alice\n');
   // Without --all only connected devices: none has done a handshake.
-  assert.deepEqual(JSON.parse((await admin(portal, ['connected-users', '--json'])).stdout), { connected_users: { employees: [] } });
+  assert.deepEqual(JSON.parse((await admin(portal, ['connected-users', '--json'])).stdout), {
+    connected_users: { employees: [] },
+  });
 });
 
 test('delete-connection takes a public key with + and / as it is, and disable, enable, destroy and delete-authorizations work', async (t) => {
@@ -90,7 +99,10 @@ test('delete-connection takes a public key with + and / as it is, and disable, e
   assert.equal(deleted.code, 0, deleted.stderr);
   // The test portal's node never answers: the receipt says so.
   const pendingOnNode0 = ': pending: node 0 did not confirm the removal yet \\(revocation [0-9a-f-]{36}\\)\n$';
-  assert.match(deleted.stdout, new RegExp(`^deleted connection ${connectionId.replace(/[+/]/g, '\\$&')} of bob${pendingOnNode0}`));
+  assert.match(
+    deleted.stdout,
+    new RegExp(`^deleted connection ${connectionId.replace(/[+/]/g, '\\$&')} of bob${pendingOnNode0}`),
+  );
   const after = await portal.admin.userConfigurationList('bob');
   assert.equal(after.length, before - 1);
   assert.ok(!after.some((entry) => entry.connection_id === connectionId));
@@ -129,17 +141,31 @@ test('the portal and key are found in the portal configuration file when neither
     JSON.stringify({
       listen: { host: '127.0.0.1', port: Number(new URL(portal.portal.url).port) },
       dataDir: portal.dataDir,
-      ProfileList: [{ profileId: 'employees', displayName: 'E', hostName: 'h', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' }],
+      ProfileList: [
+        { profileId: 'employees', displayName: 'E', hostName: 'h', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' },
+      ],
     }),
   );
   await portal.admin.create({ user_id: 'dave', profile_id: 'employees' });
-  const result = await runCli(['admin', 'users', '--config', config], { env: { VPN_PORTAL_URL: '', VPN_PORTAL_KEY_FILE: '' } });
+  const result = await runCli(['admin', 'users', '--config', config], {
+    env: { VPN_PORTAL_URL: '', VPN_PORTAL_KEY_FILE: '' },
+  });
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout, 'USER\ndave\n');
   // Flags win over the environment.
-  const flags = await runCli(['admin', 'users', '--url', `${portal.portal.url}/vpn-user-portal/`, '--key-file', portal.portal.ctx.keys.adminApiKeyPath], {
-    env: { VPN_PORTAL_URL: 'http://127.0.0.1:2/', VPN_PORTAL_KEY_FILE: '/nonexistent' },
-  });
+  const flags = await runCli(
+    [
+      'admin',
+      'users',
+      '--url',
+      `${portal.portal.url}/vpn-user-portal/`,
+      '--key-file',
+      portal.portal.ctx.keys.adminApiKeyPath,
+    ],
+    {
+      env: { VPN_PORTAL_URL: 'http://127.0.0.1:2/', VPN_PORTAL_KEY_FILE: '/nonexistent' },
+    },
+  );
   assert.equal(flags.stdout, 'USER\ndave\n');
 });
 
@@ -149,12 +175,18 @@ test('disable --wait prints the receipt once decided: exit 0 when applied, 3 whe
   await portal.admin.create({ user_id: 'dave', profile_id: 'employees' });
   const overdue = await admin(portal, ['disable', 'dave', '--wait']);
   assert.equal(overdue.code, 3, overdue.stderr);
-  const [, revocationId = ''] = /^disabled dave: overdue: node 0 did not confirm the removal yet \(revocation ([0-9a-f-]{36})\)\n$/.exec(overdue.stdout) ?? [];
+  const [, revocationId = ''] =
+    /^disabled dave: overdue: node 0 did not confirm the removal yet \(revocation ([0-9a-f-]{36})\)\n$/.exec(
+      overdue.stdout,
+    ) ?? [];
   assert.notEqual(revocationId, '', overdue.stdout);
 
   // A user whose configurations are gone already: nothing is on a node, applied at once.
   await portal.admin.create({ user_id: 'erin', profile_id: 'employees' });
-  await portal.admin.deleteConnection('erin', (await portal.admin.userConfigurationList('erin'))[0]?.connection_id ?? '');
+  await portal.admin.deleteConnection(
+    'erin',
+    (await portal.admin.userConfigurationList('erin'))[0]?.connection_id ?? '',
+  );
   const applied = await admin(portal, ['disable', 'erin', '--wait', '--json']);
   assert.equal(applied.code, 0, applied.stderr);
   const answer = JSON.parse(applied.stdout) as { ok: boolean; revocation: { state: string; nodes: unknown[] } };
@@ -168,7 +200,11 @@ test('disable --wait prints the receipt once decided: exit 0 when applied, 3 whe
       `^revocation ${revocationId} \\(disable_user of dave, \\S+\\): overdue: node 0 did not confirm the removal yet\nNODE +STATE +APPLIED +CONNECTION_IDS\n0 +pending +\\S+\n$`,
     ),
   );
-  assert.equal((await admin(portal, ['revocation', revocationId, '--wait'])).code, 3, 'waiting for an overdue receipt ends at once');
+  assert.equal(
+    (await admin(portal, ['revocation', revocationId, '--wait'])).code,
+    3,
+    'waiting for an overdue receipt ends at once',
+  );
   const listed = await admin(portal, ['revocations', '--state', 'pending']);
   assert.match(listed.stdout, /^REVOCATION_ID +USER +REASON +STATE +REQUESTED +PENDING_NODES\n/);
   assert.match(listed.stdout, new RegExp(`^${revocationId} +dave +disable_user +overdue +\\S+ +0$`, 'm'));
@@ -183,13 +219,20 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   assert.equal(refused.stderr, 'vpn-portal admin: 400 user does not exist\n');
   const refusedJson = await admin(portal, ['create', 'erin', 'no-such-profile', '--json']);
   assert.equal(refusedJson.code, 1);
-  assert.deepEqual(JSON.parse(refusedJson.stderr), { error: '404 no such "profile_id": "no-such-profile"; known profiles: employees', status: 404 });
+  assert.deepEqual(JSON.parse(refusedJson.stderr), {
+    error: '404 no such "profile_id": "no-such-profile"; known profiles: employees',
+    status: 404,
+  });
   const dir = tempDir(t);
   writeFileSync(path.join(dir, 'wrong.key'), `${'0'.repeat(64)}\n`);
-  const wrongKey = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') } });
+  const wrongKey = await runCli(['admin', 'users'], {
+    env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') },
+  });
   assert.equal(wrongKey.code, 1);
   assert.equal(wrongKey.stderr, 'vpn-portal admin: 401 authentication required\n');
-  const notAKey = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(portal.dataDir, 'keys', 'ca', 'ca.crt') } });
+  const notAKey = await runCli(['admin', 'users'], {
+    env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(portal.dataDir, 'keys', 'ca', 'ca.crt') },
+  });
   assert.equal(notAKey.code, 2);
   assert.match(notAKey.stderr, /ca\.crt does not hold an Admin API key/);
 
@@ -200,7 +243,9 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   assert.equal((await admin(portal, ['users', '--all'])).code, 2, 'a flag the command does not take');
   assert.equal((await admin(portal, ['frobnicate'])).code, 2);
 
-  const unreachable = await runCli(['admin', 'users'], { env: { ...adminEnv(portal), VPN_PORTAL_URL: 'http://127.0.0.1:2/vpn-user-portal/' } });
+  const unreachable = await runCli(['admin', 'users'], {
+    env: { ...adminEnv(portal), VPN_PORTAL_URL: 'http://127.0.0.1:2/vpn-user-portal/' },
+  });
   assert.equal(unreachable.code, 3);
   assert.match(unreachable.stderr, /^vpn-portal admin: cannot reach the portal: .*ECONNREFUSED/);
   const help = await runCli(['admin', '--help']);
@@ -212,17 +257,29 @@ test('who-had names who had a tunnel address at a moment, in any IPv6 form, and 
   const portal = await startTestPortal({ config: openVpnEmployees });
   t.after(portal.close);
   const connectionId = await openVpnConfiguration(portal, 'alice');
-  await reportOpenVpnConnect(portal, connectionId, { originating_ip: '198.51.100.9', ip_four: '10.60.0.7', ip_six: 'fd60::7' });
+  await reportOpenVpnConnect(portal, connectionId, {
+    originating_ip: '198.51.100.9',
+    ip_four: '10.60.0.7',
+    ip_six: 'fd60::7',
+  });
   const now = new Date(Date.now() + 1000).toISOString();
 
   const table = await admin(portal, ['who-had', '10.60.0.7', '--at', now]);
   assert.equal(table.code, 0, table.stderr);
-  assert.match(table.stdout, /^USER +PROFILE +CONNECTION_ID +NODE +CONNECTED +DISCONNECTED +IP_FOUR +IP_SIX +CLIENT_IP\n/);
   assert.match(
     table.stdout,
-    new RegExp(`^alice +employees +${connectionId.replace(/[+/]/g, '\\$&')} +0 +\\S+ +open +10\\.60\\.0\\.7 +fd60::7 +198\\.51\\.100\\.9$`, 'm'),
+    /^USER +PROFILE +CONNECTION_ID +NODE +CONNECTED +DISCONNECTED +IP_FOUR +IP_SIX +CLIENT_IP\n/,
   );
-  const json = JSON.parse((await admin(portal, ['who-had', 'fd60:0:0::7', '--at', now, '--json'])).stdout) as { connection_log: { user_id: string }[] };
+  assert.match(
+    table.stdout,
+    new RegExp(
+      `^alice +employees +${connectionId.replace(/[+/]/g, '\\$&')} +0 +\\S+ +open +10\\.60\\.0\\.7 +fd60::7 +198\\.51\\.100\\.9$`,
+      'm',
+    ),
+  );
+  const json = JSON.parse((await admin(portal, ['who-had', 'fd60:0:0::7', '--at', now, '--json'])).stdout) as {
+    connection_log: { user_id: string }[];
+  };
   assert.deepEqual(
     json.connection_log.map((entry) => entry.user_id),
     ['alice'],
@@ -256,7 +313,10 @@ test('admin-key create, list and revoke work over the Admin API: the key printed
   const lines = created.stdout.trimEnd().split('\n');
   const key = lines.at(-1) ?? '';
   assert.match(key, /^vpa_/);
-  assert.match(lines[0] ?? '', /^created admin key "helpdesk" \(id \w+\): scope admin; profiles employees; expires \d{4}-/);
+  assert.match(
+    lines[0] ?? '',
+    /^created admin key "helpdesk" \(id \w+\): scope admin; profiles employees; expires \d{4}-/,
+  );
 
   const list = await admin(portal, ['admin-key', 'list']);
   assert.match(
@@ -269,16 +329,26 @@ test('admin-key create, list and revoke work over the Admin API: the key printed
   const dir = tempDir(t);
   const keyFile = path.join(dir, 'helpdesk.key');
   writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
-  const wider = await runCli(['admin', 'admin-key', 'create', 'wider', '--allow', '127.0.0.1/32', '--expires-in', 'P1D', '--key-file', keyFile], {
-    env: { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/` },
-  });
+  const wider = await runCli(
+    ['admin', 'admin-key', 'create', 'wider', '--allow', '127.0.0.1/32', '--expires-in', 'P1D', '--key-file', keyFile],
+    {
+      env: { VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/` },
+    },
+  );
   assert.equal(wider.code, 1, 'the portal refused it');
-  assert.match(wider.stderr, /403 key "helpdesk" may not make key "wider": every profile is more than its own profiles \(employees\)/);
+  assert.match(
+    wider.stderr,
+    /403 key "helpdesk" may not make key "wider": every profile is more than its own profiles \(employees\)/,
+  );
 
   const revoked = await admin(portal, ['admin-key', 'revoke', 'helpdesk']);
   assert.deepEqual([revoked.code, revoked.stdout], [0, 'revoked 1 key(s) named "helpdesk"\n']);
   assert.match((await admin(portal, ['admin-key', 'list', '--json'])).stdout, /"state":"revoked"/);
-  assert.equal((await admin(portal, ['admin-key', 'create', 'x', '--scope', 'root'])).code, 2, 'an unknown scope is a usage mistake');
+  assert.equal(
+    (await admin(portal, ['admin-key', 'create', 'x', '--scope', 'root'])).code,
+    2,
+    'an unknown scope is a usage mistake',
+  );
 });
 
 test('history and stats read the extensions: the connection log as a table or JSON, a page at a time, and the daily series', async (t) => {
@@ -286,7 +356,10 @@ test('history and stats read the extensions: the connection log as a table or JS
   t.after(portal.close);
   // Two OpenVPN sessions, as a node reports them through the Node API.
   for (const user of ['alice', 'bob']) {
-    await reportOpenVpnConnect(portal, await openVpnConfiguration(portal, user), { originating_ip: '198.51.100.9', ip_four: '10.60.0.2' });
+    await reportOpenVpnConnect(portal, await openVpnConfiguration(portal, user), {
+      originating_ip: '198.51.100.9',
+      ip_four: '10.60.0.2',
+    });
   }
   const table = await admin(portal, ['history', '--user', 'alice']);
   assert.equal(table.code, 0, table.stderr);
@@ -297,7 +370,9 @@ test('history and stats read the extensions: the connection log as a table or JS
     next_cursor: string;
   };
   assert.equal(page.connection_log.length, 1);
-  const next = JSON.parse((await admin(portal, ['history', '--limit', '1', '--cursor', page.next_cursor, '--json'])).stdout) as {
+  const next = JSON.parse(
+    (await admin(portal, ['history', '--limit', '1', '--cursor', page.next_cursor, '--json'])).stdout,
+  ) as {
     connection_log: { user_id: string }[];
   };
   assert.deepEqual([page.connection_log[0]?.user_id, next.connection_log[0]?.user_id].sort(), ['alice', 'bob']);
@@ -309,11 +384,23 @@ test('history and stats read the extensions: the connection log as a table or JS
 });
 
 test('create --public-key and --csr make keyless files; extend renews them, an OpenVPN one with the new certificate to -o FILE', async (t) => {
-  const portal = await startTestPortal({ config: { supportedSessionExpiry: ['P1D'], ProfileList: [BOTH_PROTOCOLS_PROFILE] } });
+  const portal = await startTestPortal({
+    config: { supportedSessionExpiry: ['P1D'], ProfileList: [BOTH_PROTOCOLS_PROFILE] },
+  });
   t.after(portal.close);
   const dir = tempDir(t);
   const device = wgGenkey();
-  const wireGuard = await admin(portal, ['create', 'alice', 'both', '--format', 'wireguard', '--public-key', device.publicKey, '--expires-in', 'P1D']);
+  const wireGuard = await admin(portal, [
+    'create',
+    'alice',
+    'both',
+    '--format',
+    'wireguard',
+    '--public-key',
+    device.publicKey,
+    '--expires-in',
+    'P1D',
+  ]);
   assert.equal(wireGuard.code, 0, wireGuard.stderr);
   assert.match(wireGuard.stdout, /^\[Interface\]\nPrivateKey = @DEVICE_PRIVATE_KEY@\n/);
   const extended = await admin(portal, ['extend', 'alice', device.publicKey]);
@@ -324,7 +411,17 @@ test('create --public-key and --csr make keyless files; extend renews them, an O
   const csrFile = path.join(dir, 'device.csr');
   const csr = opensslCsr('Ed25519');
   writeFileSync(csrFile, csr.csrPem);
-  const openVpn = await admin(portal, ['create', 'bob', 'both', '--format', 'openvpn', '--csr', csrFile, '--expires-in', 'P1D']);
+  const openVpn = await admin(portal, [
+    'create',
+    'bob',
+    'both',
+    '--format',
+    'openvpn',
+    '--csr',
+    csrFile,
+    '--expires-in',
+    'P1D',
+  ]);
   assert.equal(openVpn.code, 0, openVpn.stderr);
   assert.doesNotMatch(openVpn.stdout, /<key>|PRIVATE KEY/);
   const [certificate] = await portal.admin.userConfigurationList('bob');
@@ -334,7 +431,10 @@ test('create --public-key and --csr make keyless files; extend renews them, an O
   const answer = JSON.parse(renewed.stdout) as { vpn_proto: string; certificate: string };
   assert.equal(answer.vpn_proto, 'openvpn');
   assert.equal(readFileSync(certFile, 'utf8'), `${answer.certificate}\n`);
-  assert.equal(new X509Certificate(answer.certificate).publicKey.export({ type: 'spki', format: 'pem' }).toString(), csr.publicKeyPem);
+  assert.equal(
+    new X509Certificate(answer.certificate).publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    csr.publicKeyPem,
+  );
 
   const missing = await admin(portal, ['create', 'bob', 'both', '--csr', path.join(dir, 'nothing.csr')]);
   assert.equal(missing.code, 2);
@@ -350,7 +450,14 @@ test('webhook create prints the secret once on its last line; list, test, delive
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
 
-  const created = await admin(portal, ['webhook', 'create', receiver.url, 'user.created,user.destroyed', '--description', 'helpdesk']);
+  const created = await admin(portal, [
+    'webhook',
+    'create',
+    receiver.url,
+    'user.created,user.destroyed',
+    '--description',
+    'helpdesk',
+  ]);
   assert.equal(created.code, 0, created.stderr);
   const lines = created.stdout.trimEnd().split('\n');
   const secret = lines[lines.length - 1] ?? '';
@@ -361,14 +468,23 @@ test('webhook create prints the secret once on its last line; list, test, delive
   const list = await admin(portal, ['webhook', 'list']);
   assert.match(
     list.stdout,
-    new RegExp(`^ID +URL +EVENTS +CREATED +OLD_SECRET_UNTIL +DESCRIPTION\\n${id} +${receiver.url} +user\\.created,user\\.destroyed +\\S+ +helpdesk\\n$`),
+    new RegExp(
+      `^ID +URL +EVENTS +CREATED +OLD_SECRET_UNTIL +DESCRIPTION\\n${id} +${receiver.url} +user\\.created,user\\.destroyed +\\S+ +helpdesk\\n$`,
+    ),
   );
   assert.equal(list.stdout.includes(secret), false, 'the list never shows the secret');
 
   const tested = await admin(portal, ['webhook', 'test', id]);
   assert.equal(tested.code, 0, tested.stderr);
   assert.match(tested.stdout, /^delivered 200 in \d+ ms: ok\n$/);
-  assert.ok(verifyWebhookSignature(String(receiver.received[0]?.headers['vpn-portal-signature']), receiver.received[0]?.body ?? '', secret, Date.now() / 1000));
+  assert.ok(
+    verifyWebhookSignature(
+      String(receiver.received[0]?.headers['vpn-portal-signature']),
+      receiver.received[0]?.body ?? '',
+      secret,
+      Date.now() / 1000,
+    ),
+  );
 
   const deliveries = await admin(portal, ['webhook', 'deliveries', '--webhook', id, '--json']);
   const page = JSON.parse(deliveries.stdout) as { webhook_deliveries: { event_type: string; state: string }[] };
@@ -406,13 +522,26 @@ test('webhook test exits with 1 when the receiver did not take the event', async
 test('enrollment-token prints the token alone on its last line; enrollment-tokens lists it; revoke-enrollment-token ends it', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
-  const made = await admin(portal, ['enrollment-token', 'alice', 'employees', '--uses', '2', '--valid-for', 'P1D', '--display-name', 'Laptop']);
+  const made = await admin(portal, [
+    'enrollment-token',
+    'alice',
+    'employees',
+    '--uses',
+    '2',
+    '--valid-for',
+    'P1D',
+    '--display-name',
+    'Laptop',
+  ]);
   assert.equal(made.code, 0, made.stderr);
   const lines = made.stdout.trimEnd().split('\n');
   const token = lines.at(-1) ?? '';
   assert.match(token, /^vpe_[0-9A-Za-z]{12}_[0-9A-Za-z]{49}$/);
   const tokenId = token.slice(4, 16);
-  assert.match(lines[0] ?? '', new RegExp(`^enrollment token ${tokenId} for alice in employees: 2 uses, until \\d{4}-`));
+  assert.match(
+    lines[0] ?? '',
+    new RegExp(`^enrollment token ${tokenId} for alice in employees: 2 uses, until \\d{4}-`),
+  );
 
   const listed = await admin(portal, ['enrollment-tokens', '--user', 'alice']);
   assert.match(listed.stdout, /^TOKEN_ID +USER +PROFILE +STATE +USES_LEFT +EXPIRES +CREATED_BY +LAST_USED\n/);
@@ -421,7 +550,9 @@ test('enrollment-token prints the token alone on its last line; enrollment-token
 
   const revoked = await admin(portal, ['revoke-enrollment-token', 'alice', tokenId]);
   assert.equal(revoked.stdout, `revoked enrollment token ${tokenId} of alice\n`);
-  const json = JSON.parse((await admin(portal, ['enrollment-tokens', '--json'])).stdout) as { enrollment_tokens: { state: string }[] };
+  const json = JSON.parse((await admin(portal, ['enrollment-tokens', '--json'])).stdout) as {
+    enrollment_tokens: { state: string }[];
+  };
   assert.deepEqual(
     json.enrollment_tokens.map((entry) => entry.state),
     ['revoked'],
@@ -432,7 +563,10 @@ test('enrollment-token prints the token alone on its last line; enrollment-token
   assert.match(badUses.stderr, /--uses: "many" is not a number of uses/);
   const refused = await admin(portal, ['enrollment-token', 'alice', 'employees', '--valid-for', 'P1Y']);
   assert.equal(refused.code, 1);
-  assert.match(refused.stderr, /^vpn-portal admin: 400 invalid value for "valid_for": a duration longer than zero and at most P90D/);
+  assert.match(
+    refused.stderr,
+    /^vpn-portal admin: 400 invalid value for "valid_for": a duration longer than zero and at most P90D/,
+  );
 });
 
 test('create -o refuses an existing file before anything is issued; --force replaces it (0600); the connection id goes to stderr', async (t) => {
@@ -451,7 +585,10 @@ test('create -o refuses an existing file before anything is issued; --force repl
   assert.match(readFileSync(file, 'utf8'), /^\[Interface\]\nPrivateKey = /);
   assert.equal(statSync(file).mode & 0o777, 0o600, 'the replaced file is 0600 too');
   const [configuration] = await portal.admin.userConfigurationList('frank');
-  assert.equal(replaced.stderr, `issued a new configuration for frank in both: connection id ${configuration?.connection_id ?? '?'}\n`);
+  assert.equal(
+    replaced.stderr,
+    `issued a new configuration for frank in both: connection id ${configuration?.connection_id ?? '?'}\n`,
+  );
 
   const openVpn = await admin(portal, ['create', 'frank', 'both', '--format', 'openvpn', '--json']);
   assert.equal(openVpn.code, 0, openVpn.stderr);
@@ -482,12 +619,21 @@ test('a mistyped flag names the nearest option and prints only that command usag
     (await admin(portal, ['audit', '--key-nam', 'x'])).stderr,
     /^vpn-portal admin: unknown option --key-nam \(did you mean --key-name\?\)\nusage: vpn-portal admin audit /,
   );
-  assert.match((await admin(portal, ['users', '--frobnicate'])).stderr, /^vpn-portal admin: unknown option --frobnicate\nusage: vpn-portal admin users /);
-  assert.match((await admin(portal, ['users', '--all'])).stderr, /^vpn-portal admin: admin users does not take --all\nusage: vpn-portal admin users /);
+  assert.match(
+    (await admin(portal, ['users', '--frobnicate'])).stderr,
+    /^vpn-portal admin: unknown option --frobnicate\nusage: vpn-portal admin users /,
+  );
+  assert.match(
+    (await admin(portal, ['users', '--all'])).stderr,
+    /^vpn-portal admin: admin users does not take --all\nusage: vpn-portal admin users /,
+  );
 
   const help = await runCli(['admin', 'create', '--help']);
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /^usage: vpn-portal admin create USER PROFILE \[--format wireguard\|wireguard-tcp\|openvpn\|apple\]/);
+  assert.match(
+    help.stdout,
+    /^usage: vpn-portal admin create USER PROFILE \[--format wireguard\|wireguard-tcp\|openvpn\|apple\]/,
+  );
   assert.match(help.stdout, /--force/);
   assert.doesNotMatch(help.stdout, /delete-connection|enrollment-token/);
   assert.ok(help.stdout.trimEnd().split('\n').length <= 12, help.stdout);
@@ -498,11 +644,25 @@ test('a mistyped flag names the nearest option and prints only that command usag
 test('device register, list, show and retire work from the command line, as tables and as JSON', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
-  const registered = await admin(portal, ['device', 'register', 'alice', 'employees', 'macos', '--serial', 'C02XK1', '--mdm-id', 'jamf-7']);
+  const registered = await admin(portal, [
+    'device',
+    'register',
+    'alice',
+    'employees',
+    'macos',
+    '--serial',
+    'C02XK1',
+    '--mdm-id',
+    'jamf-7',
+  ]);
   assert.equal(registered.code, 0, registered.stderr);
-  const id = /^registered device (dev_[0-9a-f]{24}) of alice \(macos\) in employees$/m.exec(registered.stdout)?.[1] ?? '';
+  const id =
+    /^registered device (dev_[0-9a-f]{24}) of alice \(macos\) in employees$/m.exec(registered.stdout)?.[1] ?? '';
   assert.notEqual(id, '');
-  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: id })).status, 200);
+  assert.equal(
+    (await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: id })).status,
+    200,
+  );
 
   const list = await admin(portal, ['device', 'list', '--platform', 'macos']);
   assert.match(
@@ -511,7 +671,10 @@ test('device register, list, show and retire work from the command line, as tabl
       `^DEVICE +USER +PROFILE +PLATFORM +SERIAL +MDM_ID +STATE +IDENTITY +CONFIGURATIONS +LAST_SEEN\\n${id} +alice +employees +macos +C02XK1 +jamf-7 +active +token +1 *\\n$`,
     ),
   );
-  const json = JSON.parse((await admin(portal, ['device', 'list', '--json', '--user', 'bob'])).stdout) as { devices: unknown[]; next_cursor: null };
+  const json = JSON.parse((await admin(portal, ['device', 'list', '--json', '--user', 'bob'])).stdout) as {
+    devices: unknown[];
+    next_cursor: null;
+  };
   assert.deepEqual(json, { devices: [], next_cursor: null });
   const shown = await admin(portal, ['device', 'show', id]);
   assert.match(shown.stdout, /^state +active$/m);
@@ -519,20 +682,34 @@ test('device register, list, show and retire work from the command line, as tabl
 
   const retired = await admin(portal, ['device', 'retire', id, '--json']);
   assert.equal(retired.code, 0, retired.stderr);
-  const answer = JSON.parse(retired.stdout) as { device: { state: string }; revocation: { revocation_id: string; reason: string; user_id: string } };
+  const answer = JSON.parse(retired.stdout) as {
+    device: { state: string };
+    revocation: { revocation_id: string; reason: string; user_id: string };
+  };
   assert.equal(answer.device.state, 'retired');
   assert.equal(answer.revocation.user_id, 'alice', 'with its revocation receipt');
   assert.match(answer.revocation.revocation_id, /\S/);
   assert.deepEqual(await portal.admin.userConfigurationList('alice'), []);
   const again = await admin(portal, ['device', 'retire', id]);
   assert.match(again.stdout, new RegExp(`^retired device ${id} at \\S+: nothing to revoke$`, 'm'));
-  const second = await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: 'C02XK2' });
-  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: second.device_id })).status, 200);
+  const second = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'macos',
+    serial: 'C02XK2',
+  });
+  assert.equal(
+    (await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: second.device_id })).status,
+    200,
+  );
   // The test portal's nodes never answer: the receipt stays pending.
   const pending = await admin(portal, ['device', 'retire', second.device_id]);
   assert.match(
     pending.stdout,
-    new RegExp(`^retired device ${second.device_id} at \\S+: pending: node 0 did not confirm the removal yet \\(revocation \\S+\\)$`, 'm'),
+    new RegExp(
+      `^retired device ${second.device_id} at \\S+: pending: node 0 did not confirm the removal yet \\(revocation \\S+\\)$`,
+      'm',
+    ),
   );
 
   const badPlatform = await admin(portal, ['device', 'register', 'alice', 'employees', 'beos', '--serial', 'X']);

@@ -11,9 +11,18 @@ import { test } from 'node:test';
 import { SERVE_USAGE } from '../../src/cli/usage.js';
 import { runCli } from '../support/portal-process.js';
 
-const PROFILE = { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' };
+const PROFILE = {
+  profileId: 'employees',
+  displayName: 'Employees',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.44.0.0/24',
+  wRangeSix: 'fd44::/64',
+};
 
-function configFile(t: { after: (fn: () => void) => void }, document: Record<string, unknown>): { file: string; dir: string } {
+function configFile(
+  t: { after: (fn: () => void) => void },
+  document: Record<string, unknown>,
+): { file: string; dir: string } {
   const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-cli-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'portal.json');
@@ -26,7 +35,9 @@ function assertNoStackTrace(text: string): void {
 }
 
 test('--version prints the version of package.json', async () => {
-  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   const result = await runCli(['--version']);
   assert.equal(result.code, 0);
   assert.equal(result.stdout.trim(), `vpn-portal ${version}`);
@@ -55,7 +66,10 @@ test('an unknown flag is named with the nearest option, then the usage of the co
   assert.match(db.stderr, /^unknown option --confg \(did you mean --config\?\)\nusage: vpn-portal db/);
   const adminKey = await runCli(['admin-key', 'create', '--name', 'x', '--expire-in', 'P1D']);
   assert.equal(adminKey.code, 2);
-  assert.match(adminKey.stderr, /^unknown option --expire-in \(did you mean --expires-in\?\)\nusage: vpn-portal admin-key/);
+  assert.match(
+    adminKey.stderr,
+    /^unknown option --expire-in \(did you mean --expires-in\?\)\nusage: vpn-portal admin-key/,
+  );
   assert.doesNotMatch(serve.stderr + db.stderr + adminKey.stderr, /positional argument/);
   const unknown = await runCli(['serv']);
   assert.equal(unknown.code, 2);
@@ -67,7 +81,10 @@ test('an unreachable PostgreSQL server stops serve with one line naming the data
   const result = await runCli(['serve', '--config', file]);
   assert.equal(result.code, 1);
   assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
-  assert.match(result.stderr, /^database postgres:\/\/vpn:\*\*\*@127\.0\.0\.1:1\/vpn: cannot apply the migrations \(0001-initial, .*\): .*ECONNREFUSED/);
+  assert.match(
+    result.stderr,
+    /^database postgres:\/\/vpn:\*\*\*@127\.0\.0\.1:1\/vpn: cannot apply the migrations \(0001-initial, .*\): .*ECONNREFUSED/,
+  );
   assert.doesNotMatch(result.stderr + result.stdout, /very-secret/);
   assertNoStackTrace(result.stderr);
 });
@@ -82,14 +99,20 @@ test('a port in use stops serve with one line naming the address', async (t) => 
   const { file } = configFile(t, { listen: { host: '127.0.0.1', port: address.port } });
   const result = await runCli(['serve', '--config', file]);
   assert.equal(result.code, 1);
-  assert.equal(result.stderr.trim(), `cannot listen on 127.0.0.1:${address.port}: the address is already in use by another program (EADDRINUSE)`);
+  assert.equal(
+    result.stderr.trim(),
+    `cannot listen on 127.0.0.1:${address.port}: the address is already in use by another program (EADDRINUSE)`,
+  );
 });
 
 test('generate-secrets --node for a node no profile runs on is an error and creates nothing', async (t) => {
   const { file, dir } = configFile(t, {});
   const result = await runCli(['generate-secrets', '--node', '5', '--config', file]);
   assert.equal(result.code, 2);
-  assert.match(result.stderr, /generate-secrets --node 5: no profile of .*portal\.json runs on node 5 \(configured nodes: 0\)/);
+  assert.match(
+    result.stderr,
+    /generate-secrets --node 5: no profile of .*portal\.json runs on node 5 \(configured nodes: 0\)/,
+  );
   assert.equal(existsSync(path.join(dir, 'data', 'keys', 'node.5.key')), false);
   const configured = await runCli(['generate-secrets', '--node', '0', '--config', file]);
   assert.equal(configured.code, 0, configured.stderr);

@@ -31,29 +31,48 @@ test('db status shows the migrations pending on a new database, db migrate appli
 
   const pending = await runCli(['db', 'status', '--config', configFile]);
   assert.equal(pending.code, 0, pending.stderr);
-  assert.match(pending.stdout, new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `${name} {2}pending`).join('\\n')}$`, 'm'));
   assert.match(
     pending.stdout,
-    new RegExp(`^${EXPECTED_MIGRATIONS.length} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$`, 'm'),
+    new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `${name} {2}pending`).join('\\n')}$`, 'm'),
+  );
+  assert.match(
+    pending.stdout,
+    new RegExp(
+      `^${EXPECTED_MIGRATIONS.length} pending; "vpn-portal serve" applies them at start, or run "vpn-portal db migrate"$`,
+      'm',
+    ),
   );
 
   const migrated = await runCli(['db', 'migrate', '--config', configFile]);
   assert.equal(migrated.code, 0, migrated.stderr);
-  assert.match(migrated.stdout, new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `applied ${name}`).join('\\n')}$`, 'm'));
+  assert.match(
+    migrated.stdout,
+    new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `applied ${name}`).join('\\n')}$`, 'm'),
+  );
   const again = await runCli(['db', 'migrate', '--config', configFile]);
   assert.match(again.stdout, /^the schema is up to date$/m);
 
   const applied = await runCli(['db', 'status', '--config', configFile]);
-  assert.match(applied.stdout, new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `${name} {2}applied \\d{4}-\\d\\d-\\d\\dT.*`).join('\\n')}$`, 'm'));
+  assert.match(
+    applied.stdout,
+    new RegExp(`^${EXPECTED_MIGRATIONS.map((name) => `${name} {2}applied \\d{4}-\\d\\d-\\d\\dT.*`).join('\\n')}$`, 'm'),
+  );
   assert.match(applied.stdout, /^the schema is up to date$/m);
   if (password !== '') {
-    assert.match(applied.stdout, /^database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/vpt_/m, 'the database is named with its password masked');
+    assert.match(
+      applied.stdout,
+      /^database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/vpt_/m,
+      'the database is named with its password masked',
+    );
     for (const output of [pending, migrated, again, applied]) {
       assert.equal(`${output.stdout}${output.stderr}`.includes(password), false, 'the password is never printed');
     }
   } else {
     // A relative SQLite path is taken from the configuration file's folder.
-    assert.match(applied.stdout, new RegExp(`^database sqlite:${path.join(directory, 'state', 'portal.sqlite').replace(/[.\\/]/g, '\\$&')}$`, 'm'));
+    assert.match(
+      applied.stdout,
+      new RegExp(`^database sqlite:${path.join(directory, 'state', 'portal.sqlite').replace(/[.\\/]/g, '\\$&')}$`, 'm'),
+    );
   }
 });
 
@@ -64,13 +83,19 @@ test('both databases answer the same: users sorted bytewise, NUL characters refu
   for (const userId of ['émile', 'bob', 'Zed', 'alice', '_admin', 'Alice', '10', '9']) {
     assert.equal((await portal.post('/create', { user_id: userId, profile_id: 'employees' })).status, 200, userId);
   }
-  assert.deepEqual((await portal.get('/users')).json(), { users: ['10', '9', 'Alice', 'Zed', '_admin', 'alice', 'bob', 'émile'] });
+  assert.deepEqual((await portal.get('/users')).json(), {
+    users: ['10', '9', 'Alice', 'Zed', '_admin', 'alice', 'bob', 'émile'],
+  });
 
   // PostgreSQL cannot store U+0000 in text; SQLite could, but the portal refuses it on both.
   const nulUser = await portal.post('/create', { user_id: 'mallory\u0000', profile_id: 'employees' });
   assert.equal(nulUser.status, 400);
   assert.equal(errorBody(nulUser.text), 'invalid value for "user_id"');
-  const nulName = await portal.post('/create', { user_id: 'mallory', profile_id: 'employees', display_name: 'Lap\u0000top' });
+  const nulName = await portal.post('/create', {
+    user_id: 'mallory',
+    profile_id: 'employees',
+    display_name: 'Lap\u0000top',
+  });
   assert.equal(nulName.status, 400);
   assert.equal(errorBody(nulName.text), 'invalid value for "display_name"');
   const lookup = await portal.get('/user_configuration_list', { user_id: '\u0000' });
@@ -93,12 +118,24 @@ test('the database option takes sqlite:PATH or a PostgreSQL URL; mistakes are na
   const url = 'postgres://vpn_portal:s3cr%40t@db.example.org:5432/vpn_portal?sslmode=require';
   const config = resolvePortalConfig(withDatabase(url), 'portal.json');
   assert.deepEqual(config.database, { dialect: 'postgres', url });
-  assert.equal(describeDatabase(config.database), 'postgres://vpn_portal:***@db.example.org:5432/vpn_portal?sslmode=require');
-  assert.equal(resolvePortalConfig(withDatabase('postgresql://db.example.org/vpn'), 'portal.json').database.dialect, 'postgres');
-  assert.equal(describeDatabase({ dialect: 'postgres', url: 'postgres://db.example.org/vpn?password=s3cret' }), 'postgres://db.example.org/vpn?password=***');
+  assert.equal(
+    describeDatabase(config.database),
+    'postgres://vpn_portal:***@db.example.org:5432/vpn_portal?sslmode=require',
+  );
+  assert.equal(
+    resolvePortalConfig(withDatabase('postgresql://db.example.org/vpn'), 'portal.json').database.dialect,
+    'postgres',
+  );
+  assert.equal(
+    describeDatabase({ dialect: 'postgres', url: 'postgres://db.example.org/vpn?password=s3cret' }),
+    'postgres://db.example.org/vpn?password=***',
+  );
 
   for (const [database, message] of [
-    ['mysql://root:s3cret@db.example.org/vpn', /^portal\.json: database: must be sqlite:PATH or postgres:\/\/USER:PASSWORD@HOST:PORT\/DATABASE$/],
+    [
+      'mysql://root:s3cret@db.example.org/vpn',
+      /^portal\.json: database: must be sqlite:PATH or postgres:\/\/USER:PASSWORD@HOST:PORT\/DATABASE$/,
+    ],
     ['sqlite:', /^portal\.json: database: must be sqlite:PATH or postgres:\/\//],
     ['postgres://vpn:s3cret@db.example.org:99999/vpn', /^portal\.json: database: is not a valid PostgreSQL URL/],
     ['postgres://vpn:s3cret@db.example.org:5432', /^portal\.json: database: the PostgreSQL URL names no database/],
@@ -113,7 +150,14 @@ test('db status on a PostgreSQL server that cannot be reached says so in one lin
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-commands-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const configFile = path.join(directory, 'portal.json');
-  writeFileSync(configFile, JSON.stringify({ ...defaultTestConfig, dataDir: 'data', database: 'postgres://vpn:hunter2-secret@127.0.0.1:1/vpn' }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      ...defaultTestConfig,
+      dataDir: 'data',
+      database: 'postgres://vpn:hunter2-secret@127.0.0.1:1/vpn',
+    }),
+  );
   const result = await runCli(['db', 'status', '--config', configFile]);
   assert.equal(result.code, 1, result.stderr);
   assert.equal(result.stderr, 'db status: connect ECONNREFUSED 127.0.0.1:1 (ECONNREFUSED)\n');
@@ -124,7 +168,14 @@ test('db copy from a source path with a typo is an error that names the path, an
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-copy-typo-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const typo = path.join(directory, 'db.sqlit');
-  const copy = await runCli(['db', 'copy', '--from', `sqlite:${typo}`, '--to', `sqlite:${path.join(directory, 'copy.sqlite')}`]);
+  const copy = await runCli([
+    'db',
+    'copy',
+    '--from',
+    `sqlite:${typo}`,
+    '--to',
+    `sqlite:${path.join(directory, 'copy.sqlite')}`,
+  ]);
   assert.equal(copy.code, 2, `${copy.stdout}${copy.stderr}`);
   assert.equal(copy.stderr.trim(), `db copy --from: there is no database at ${typo}`);
   assert.equal(existsSync(typo), false, 'no empty database was made at the mistyped path');
@@ -136,7 +187,17 @@ test('db copy from a database no portal ever used is an error, not an empty copy
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const empty = path.join(directory, 'empty.sqlite');
   writeFileSync(empty, '');
-  const copy = await runCli(['db', 'copy', '--from', `sqlite:${empty}`, '--to', `sqlite:${path.join(directory, 'copy.sqlite')}`]);
+  const copy = await runCli([
+    'db',
+    'copy',
+    '--from',
+    `sqlite:${empty}`,
+    '--to',
+    `sqlite:${path.join(directory, 'copy.sqlite')}`,
+  ]);
   assert.equal(copy.code, 2, `${copy.stdout}${copy.stderr}`);
-  assert.equal(copy.stderr.trim(), `db copy --from: sqlite:${empty} holds no portal data (it was never used by a portal)`);
+  assert.equal(
+    copy.stderr.trim(),
+    `db copy --from: sqlite:${empty} holds no portal data (it was never used by a portal)`,
+  );
 });

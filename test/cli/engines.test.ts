@@ -11,13 +11,21 @@ interface LockedPackage {
 }
 
 test('every installed package supports the Node.js versions package.json supports, and this one', () => {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } };
-  const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as { packages: Record<string, LockedPackage> };
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    engines: { node: string };
+  };
+  const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
+    packages: Record<string, LockedPackage>;
+  };
   const lowest = semver.minVersion(manifest.engines.node);
   assert.ok(lowest !== null, 'package.json names the lowest supported Node.js');
   const wanting = Object.entries(lock.packages)
     .filter(([name, locked]) => name !== '' && locked.engines?.node !== undefined)
-    .filter(([, locked]) => !semver.satisfies(process.versions.node, locked.engines?.node ?? '*') || !semver.satisfies('20.19.0', locked.engines?.node ?? '*'))
+    .filter(
+      ([, locked]) =>
+        !semver.satisfies(process.versions.node, locked.engines?.node ?? '*') ||
+        !semver.satisfies('20.19.0', locked.engines?.node ?? '*'),
+    )
     .map(([name, locked]) => `${name} wants node ${locked.engines?.node ?? ''}`);
   assert.deepEqual(wanting, []);
 });

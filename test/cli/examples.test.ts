@@ -13,7 +13,8 @@ import { CONFIGURATION_MEDIA_TYPES } from '../../src/protocol/admin-api.js';
 import { startTestPortal } from '../support/test-portal.js';
 
 const examples = (name: string): string => new URL(`../../examples/${name}`, import.meta.url).pathname;
-const readJson = (name: string): Record<string, unknown> => JSON.parse(readFileSync(examples(name), 'utf8')) as Record<string, unknown>;
+const readJson = (name: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(examples(name), 'utf8')) as Record<string, unknown>;
 
 test('examples/portal.json serves WireGuard, WireGuard over TCP, the Apple profile and OpenVPN from one profile', async (t) => {
   const document = readJson('portal.json') as PortalConfigFile;
@@ -21,7 +22,9 @@ test('examples/portal.json serves WireGuard, WireGuard over TCP, the Apple profi
   const resolved = resolvePortalConfig(document, 'examples/portal.json');
   assert.equal(resolved.dataDir, '/var/lib/vpn-portal');
   // Run it, with only the folder and ports a test may use changed.
-  const portal = await startTestPortal({ config: { ...document, listen: { host: '127.0.0.1', port: 0 }, metrics: { listen: '127.0.0.1:0' } } });
+  const portal = await startTestPortal({
+    config: { ...document, listen: { host: '127.0.0.1', port: 0 }, metrics: { listen: '127.0.0.1:0' } },
+  });
   t.after(portal.close);
   const [profile] = document.ProfileList;
   assert.ok(profile !== undefined);
@@ -50,11 +53,17 @@ test('the nginx example and the systemd units name the addresses and paths of th
   assert.ok(nginx.includes(`proxy_pass http://${portal.listen.host}:${portal.listen.port};`));
   assert.ok(portal.adminApi.trustedProxyList.includes('127.0.0.1/32'), 'the proxy on the same host is trusted');
   const portalUnit = readFileSync(examples('systemd/vpn-portal.service'), 'utf8');
-  assert.match(portalUnit, /^ExecStart=\/opt\/vpn-portal\/dist\/cli\/main\.js serve --config \/etc\/vpn-portal\/portal\.json$/m);
+  assert.match(
+    portalUnit,
+    /^ExecStart=\/opt\/vpn-portal\/dist\/cli\/main\.js serve --config \/etc\/vpn-portal\/portal\.json$/m,
+  );
   assert.match(portalUnit, new RegExp(`^ReadWritePaths=${portal.dataDir}$`, 'm'));
   assert.match(portalUnit, /^User=vpn-portal$/m);
   const nodeUnit = readFileSync(examples('systemd/vpn-portal-node.service'), 'utf8');
-  assert.match(nodeUnit, /^ExecStart=\/opt\/vpn-portal\/dist\/cli\/main\.js node --config \/etc\/vpn-portal-node\/node\.json$/m);
+  assert.match(
+    nodeUnit,
+    /^ExecStart=\/opt\/vpn-portal\/dist\/cli\/main\.js node --config \/etc\/vpn-portal-node\/node\.json$/m,
+  );
   const node = parseNodeAgentConfig(readJson('node.json'), '/etc/vpn-portal-node/node.json');
   assert.equal(path.dirname(node.nodeKeyFile), '/etc/vpn-portal-node');
 });

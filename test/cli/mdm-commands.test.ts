@@ -34,9 +34,20 @@ describe('vpn-portal mdm sync --dry-run', () => {
     configFile = path.join(dataDir, 'portal.json');
     writeFileSync(
       configFile,
-      JSON.stringify({ ...defaultTestConfig, dataDir, database: portal.database, mdmInventory: { ...mdm.jamfConfig(secretFile), maxRetirePerPass: 1 } }),
+      JSON.stringify({
+        ...defaultTestConfig,
+        dataDir,
+        database: portal.database,
+        mdmInventory: { ...mdm.jamfConfig(secretFile), maxRetirePerPass: 1 },
+      }),
     );
-    for (const device of DEVICES) await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: device.serial });
+    for (const device of DEVICES)
+      await portal.admin.registerDevice({
+        user_id: 'alice',
+        profile_id: 'employees',
+        platform: 'macos',
+        serial: device.serial,
+      });
     await new Promise((resolve) => setTimeout(resolve, 1100));
   });
 
@@ -64,7 +75,10 @@ describe('vpn-portal mdm sync --dry-run', () => {
     mdm.devices = DEVICES.slice(0, 2);
     const result = await sync('--dry-run');
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /a pass would retire nothing: 2 devices are gone, more than mdmInventory\.maxRetirePerPass allows \(1\)/);
+    assert.match(
+      result.stdout,
+      /a pass would retire nothing: 2 devices are gone, more than mdmInventory\.maxRetirePerPass allows \(1\)/,
+    );
   });
 
   test('an unreachable inventory: exit 1, and a pass would retire nothing', async () => {

@@ -31,7 +31,10 @@ function copyWithoutDrivers(t: { after: (fn: () => void) => void }): string {
 }
 
 test('package.json keeps the database drivers optional, so npm ci --omit=optional leaves them out', () => {
-  const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+  const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<
+    string,
+    Record<string, string>
+  >;
   assert.deepEqual(Object.keys(manifest['optionalDependencies'] ?? {}).sort(), ['better-sqlite3', 'pg']);
   assert.equal(manifest['dependencies']?.['better-sqlite3'], undefined);
   assert.equal(manifest['dependencies']?.['pg'], undefined);
@@ -57,10 +60,16 @@ test('without better-sqlite3 and pg the node agent runs and serves a device, and
   await lab.provisionDevice('alice', 'laptop');
   assert.ok(await lab.ping(10), 'a device reaches the node served by the driver-less agent');
 
-  const serve = await hostExec('bash', ['-c', `cd ${copy} && ${process.execPath} --import tsx src/cli/main.ts serve; echo "exit=$?"`]);
+  const serve = await hostExec('bash', [
+    '-c',
+    `cd ${copy} && ${process.execPath} --import tsx src/cli/main.ts serve; echo "exit=$?"`,
+  ]);
   assert.match(serve.stderr, /^the database driver better-sqlite3 is not installed/);
   assert.equal(serve.stderr.trim().split('\n').length, 1, serve.stderr);
   assert.match(serve.stdout, /exit=1/);
-  const version = await hostExec('bash', ['-c', `cd ${copy} && ${process.execPath} --import tsx src/cli/main.ts --version`]);
+  const version = await hostExec('bash', [
+    '-c',
+    `cd ${copy} && ${process.execPath} --import tsx src/cli/main.ts --version`,
+  ]);
   assert.match(version.stdout, /^vpn-portal \d+\.\d+\.\d+/);
 });

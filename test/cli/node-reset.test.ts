@@ -33,7 +33,8 @@ test('a portal on a database that never held a configuration leaves a full node 
     },
   });
   t.after(lab.close);
-  for (const user of ['alice', 'bob', 'carol']) assert.equal((await lab.portal.post('/create', { user_id: user, profile_id: 'employees' })).status, 200);
+  for (const user of ['alice', 'bob', 'carol'])
+    assert.equal((await lab.portal.post('/create', { user_id: user, profile_id: 'employees' })).status, 200);
   assert.equal((await lab.peersOnNode()).size, 3, 'the node holds three peers');
   // The administrator moves the portal and points it at the wrong database: empty, same keys and node.
   const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-node-reset-'));
@@ -48,13 +49,18 @@ test('a portal on a database that never held a configuration leaves a full node 
     database = created.url;
   }
   const logged: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'info' },
+    { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   const config: Partial<PortalConfigFile> = { ProfileList: [employees(nodeUrl)] };
   const wrong = await startTestPortal({ dataDir, database, config, logger });
   t.after(wrong.close);
   await wrong.reconcile();
   assert.equal((await lab.peersOnNode()).size, 3, 'no peer was removed');
-  const refusal = logged.find((line) => typeof line['msg'] === 'string' && line['msg'].includes('never held a WireGuard configuration'));
+  const refusal = logged.find(
+    (line) => typeof line['msg'] === 'string' && line['msg'].includes('never held a WireGuard configuration'),
+  );
   assert.ok(refusal !== undefined, 'the portal said why it left the node alone');
   assert.equal(refusal['level'], 50, 'at error level');
   assert.match(String(refusal['msg']), /run "vpn-portal node-reset 0"/);
@@ -78,7 +84,10 @@ test('node-reset for a node no profile runs on is an error', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
   const configFile = path.join(portal.dataDir, 'portal.json');
-  writeFileSync(configFile, JSON.stringify({ ...defaultTestConfig, dataDir: portal.dataDir, database: portal.database }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...defaultTestConfig, dataDir: portal.dataDir, database: portal.database }),
+  );
   const reset = await runCli(['node-reset', '7', '--config', configFile]);
   assert.equal(reset.code, 2);
   assert.equal(reset.stderr.trim(), 'node-reset: no profile of the configuration runs on node 7');

@@ -11,7 +11,10 @@ test('the edit distance counts insertions, deletions and substitutions', () => {
 });
 
 test('an unknown option is named with the nearest known one only when it is close', () => {
-  assert.equal(describeUnknownOption('--expire-in', ['config', 'expires-in', 'format']), 'unknown option --expire-in (did you mean --expires-in?)');
+  assert.equal(
+    describeUnknownOption('--expire-in', ['config', 'expires-in', 'format']),
+    'unknown option --expire-in (did you mean --expires-in?)',
+  );
   assert.equal(describeUnknownOption('--frobnicate', ['config', 'json']), 'unknown option --frobnicate');
   assert.equal(describeUnknownOption('-x', []), 'unknown option -x');
 });

@@ -19,7 +19,9 @@ test('a wrong PostgreSQL password stops serve with one line naming the cause, wi
     JSON.stringify({
       database: url.href,
       listen: { port: 0 },
-      ProfileList: [{ profileId: 'a', displayName: 'A', hostName: 'h', wRangeFour: '10.1.0.0/24', wRangeSix: 'fd01::/64' }],
+      ProfileList: [
+        { profileId: 'a', displayName: 'A', hostName: 'h', wRangeFour: '10.1.0.0/24', wRangeSix: 'fd01::/64' },
+      ],
     }),
   );
   const result = await runCli(['serve', '--config', file]);

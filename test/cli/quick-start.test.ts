@@ -31,7 +31,9 @@ test('the quick start: generate-secrets --admin-api and serve without a configur
   const [install, admin, curlBlock] = quickStartBlocks();
   assert.deepEqual(commandsOf(install ?? ''), ['npm ci && npm run quickstart', 'npm test']);
   // `npm run quickstart` is generate-secrets --admin-api, then serve: what runs below.
-  const scripts = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const scripts = (
+    JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts;
   assert.equal(scripts['quickstart'], './dist/cli/main.js generate-secrets --admin-api && ./dist/cli/main.js serve');
 
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-quickstart-'));
@@ -43,7 +45,13 @@ test('the quick start: generate-secrets --admin-api and serve without a configur
   t.after(() => portal.stop());
   assert.equal(await portal.ready(), 'http://127.0.0.1:8080');
   assert.ok(portal.lines.some((line) => line.msg === 'metrics at http://127.0.0.1:9466/metrics'));
-  assert.ok(portal.lines.some((line) => line.msg === 'admin API at http://127.0.0.1:8080/vpn-user-portal/admin/api/v1/ (listening on http://127.0.0.1:8080)'));
+  assert.ok(
+    portal.lines.some(
+      (line) =>
+        line.msg ===
+        'admin API at http://127.0.0.1:8080/vpn-user-portal/admin/api/v1/ (listening on http://127.0.0.1:8080)',
+    ),
+  );
 
   // `npm link` puts this clone's vpn-portal on the PATH; runCli runs the same dist/cli/main.js.
   const [link, ...adminLines] = commandsOf(admin ?? '');
@@ -55,7 +63,10 @@ test('the quick start: generate-secrets --admin-api and serve without a configur
   assert.deepEqual(create, ['admin', 'create', 'alice', 'default', '-o', 'alice.conf']);
   const created = await runCli(create ?? [], { cwd: directory });
   assert.equal(created.code, 0, created.stderr);
-  assert.match(readFileSync(path.join(directory, 'alice.conf'), 'utf8'), /^\[Interface\]\nPrivateKey = .*\nAddress = 10\.43\.43\.2\/24,fd43::2\/64$/m);
+  assert.match(
+    readFileSync(path.join(directory, 'alice.conf'), 'utf8'),
+    /^\[Interface\]\nPrivateKey = .*\nAddress = 10\.43\.43\.2\/24,fd43::2\/64$/m,
+  );
   assert.deepEqual(users, ['admin', 'users']);
   assert.equal((await runCli(users ?? [], { cwd: directory })).stdout, 'USER\nalice\n');
 

@@ -17,7 +17,10 @@ test('serve stops within a second of SIGTERM, exit code 0, and logs why and that
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-stop-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const configFile = path.join(directory, 'portal.json');
-  writeFileSync(configFile, JSON.stringify({ ...defaultTestConfig, logLevel: 'info', dataDir: 'data', database: 'sqlite:data/db.sqlite' }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...defaultTestConfig, logLevel: 'info', dataDir: 'data', database: 'sqlite:data/db.sqlite' }),
+  );
   await generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
   const portal = new PortalProcess(configFile);
   t.after(() => portal.stop());

@@ -24,11 +24,20 @@ function document(extra: Partial<PortalConfigFile> = {}, profile: Partial<Profil
 describe('appleOnDemand', () => {
   test('trusted Wi-Fi names and an https probe are taken; absent, the profile has none', () => {
     const config = resolvePortalConfig(
-      document({}, { appleOnDemand: { trustedSsids: ['Office', 'Café ☕'], probeUrl: 'https://intranet.example.org/probe' } }),
+      document(
+        {},
+        { appleOnDemand: { trustedSsids: ['Office', 'Café ☕'], probeUrl: 'https://intranet.example.org/probe' } },
+      ),
       'portal.json',
     );
-    assert.deepEqual(config.profiles[0]?.appleOnDemand, { trustedSsids: ['Office', 'Café ☕'], probeUrl: 'https://intranet.example.org/probe' });
-    assert.deepEqual(resolvePortalConfig(document({}, { appleOnDemand: {} }), 'portal.json').profiles[0]?.appleOnDemand, { trustedSsids: [], probeUrl: null });
+    assert.deepEqual(config.profiles[0]?.appleOnDemand, {
+      trustedSsids: ['Office', 'Café ☕'],
+      probeUrl: 'https://intranet.example.org/probe',
+    });
+    assert.deepEqual(
+      resolvePortalConfig(document({}, { appleOnDemand: {} }), 'portal.json').profiles[0]?.appleOnDemand,
+      { trustedSsids: [], probeUrl: null },
+    );
     assert.equal(resolvePortalConfig(document(), 'portal.json').profiles[0]?.appleOnDemand, null);
   });
 
@@ -48,7 +57,11 @@ describe('appleOnDemand', () => {
         probeUrl,
       );
     }
-    assert.match(problemsOf(document({}, { appleOnDemand: { trustedSsid: ['Office'] } as never })), /ProfileList\[0\]\.appleOnDemand/, 'a misspelt key');
+    assert.match(
+      problemsOf(document({}, { appleOnDemand: { trustedSsid: ['Office'] } as never })),
+      /ProfileList\[0\]\.appleOnDemand/,
+      'a misspelt key',
+    );
   });
 });
 
@@ -70,18 +83,32 @@ describe('apple.signing*', () => {
       copyFileSync(from, path.join(dir, to));
     }
     const file = path.join(dir, 'portal.json');
-    writeFileSync(file, JSON.stringify(document({ apple: { signingCertificate: 'signer.pem', signingKey: 'signer.key', signingChain: 'chain.pem' } })));
+    writeFileSync(
+      file,
+      JSON.stringify(
+        document({ apple: { signingCertificate: 'signer.pem', signingKey: 'signer.key', signingChain: 'chain.pem' } }),
+      ),
+    );
     const signing = loadPortalConfig(file).appleSigning;
     assert.ok(signing !== null);
     assert.match(signing.certificate, /^-----BEGIN CERTIFICATE-----/);
     assert.equal(signing.chain.length, 1);
     assert.doesNotMatch(`${inspect(signing)} ${JSON.stringify(signing)}`, /PRIVATE KEY/);
-    assert.equal(resolvePortalConfig(document(), 'portal.json').appleSigning, null, 'without the options profiles go out unsigned');
+    assert.equal(
+      resolvePortalConfig(document(), 'portal.json').appleSigning,
+      null,
+      'without the options profiles go out unsigned',
+    );
   });
 
   test("a key that is not the certificate's refuses the start, naming apple.signingKey", () => {
-    const problems = problemsOf(document({ apple: { signingCertificate: pki.signingCertificate, signingKey: pki.otherKey } }));
-    assert.match(problems, /^portal\.json: apple\.signingKey: .*other\.key is not the key of the certificate in apple\.signingCertificate$/m);
+    const problems = problemsOf(
+      document({ apple: { signingCertificate: pki.signingCertificate, signingKey: pki.otherKey } }),
+    );
+    assert.match(
+      problems,
+      /^portal\.json: apple\.signingKey: .*other\.key is not the key of the certificate in apple\.signingCertificate$/m,
+    );
     assert.doesNotMatch(problems, /PRIVATE KEY/);
   });
 
@@ -93,8 +120,14 @@ describe('apple.signing*', () => {
   });
 
   test('half the options, a missing file, a file that is not PEM, or a chain that did not issue the certificate refuse the start', () => {
-    assert.match(problemsOf(document({ apple: { signingCertificate: pki.signingCertificate } })), /apple\.signingKey: signing needs both/);
-    assert.match(problemsOf(document({ apple: { signingChain: pki.chain } })), /apple\.signingCertificate: signing needs both/);
+    assert.match(
+      problemsOf(document({ apple: { signingCertificate: pki.signingCertificate } })),
+      /apple\.signingKey: signing needs both/,
+    );
+    assert.match(
+      problemsOf(document({ apple: { signingChain: pki.chain } })),
+      /apple\.signingCertificate: signing needs both/,
+    );
     assert.match(
       problemsOf(document({ apple: { signingCertificate: '/nonexistent/cert.pem', signingKey: pki.signingKey } })),
       /apple\.signingCertificate: cannot read \/nonexistent\/cert\.pem \(ENOENT\)/,
@@ -104,11 +137,21 @@ describe('apple.signing*', () => {
       /apple\.signingCertificate: is not a PEM certificate/,
     );
     assert.match(
-      problemsOf(document({ apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingCertificate } })),
+      problemsOf(
+        document({ apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingCertificate } }),
+      ),
       /apple\.signingKey: is not an unencrypted PEM private key/,
     );
     assert.match(
-      problemsOf(document({ apple: { signingCertificate: pki.signingCertificate, signingKey: pki.signingKey, signingChain: pki.rootCertificate } })),
+      problemsOf(
+        document({
+          apple: {
+            signingCertificate: pki.signingCertificate,
+            signingKey: pki.signingKey,
+            signingChain: pki.rootCertificate,
+          },
+        }),
+      ),
       /apple\.signingChain: its first certificate \(CN=Test Root\) did not issue the signing certificate/,
     );
   });

@@ -16,7 +16,9 @@ function resolved(raw: NonNullable<ParsedConsoleOidc>, secretMode = 0o600, secre
     writeFileSync(path.join(dir, 'secret'), secret);
     chmodSync(path.join(dir, 'secret'), secretMode);
     const problems: string[] = [];
-    const settings = resolveConsoleOidc(raw, BASE_URL, dir, ['staff', 'guests'], (option, message) => problems.push(`${option}: ${message}`));
+    const settings = resolveConsoleOidc(raw, BASE_URL, dir, ['staff', 'guests'], (option, message) =>
+      problems.push(`${option}: ${message}`),
+    );
     return { settings, problems };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -50,9 +52,19 @@ test('each mistake is reported naming its option, and the secret never appears i
       's',
       'adminConsole.oidc.issuer: http://login.example.org/ must be https:// (http:// only on a loopback address)',
     ],
-    [valid, 0o640, 'top-secret', 'adminConsole.oidc.clientSecretFile: secret is readable by others (mode 0640); chmod 600 it'],
+    [
+      valid,
+      0o640,
+      'top-secret',
+      'adminConsole.oidc.clientSecretFile: secret is readable by others (mode 0640); chmod 600 it',
+    ],
     [valid, 0o600, ' \n', 'adminConsole.oidc.clientSecretFile: secret is empty'],
-    [{ ...valid, clientSecretFile: 'missing' }, 0o600, 's', 'adminConsole.oidc.clientSecretFile: cannot read missing (ENOENT)'],
+    [
+      { ...valid, clientSecretFile: 'missing' },
+      0o600,
+      's',
+      'adminConsole.oidc.clientSecretFile: cannot read missing (ENOENT)',
+    ],
     [
       { ...valid, scope: { claim: 'roles', read: [], write: [], admin: [] } },
       0o600,

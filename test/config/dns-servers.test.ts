@@ -23,7 +23,14 @@ test('only a split-tunnel profile with DNS servers and no search domains is name
       dataDir: '/var/lib/vpn-portal',
       ProfileList: [
         splitWithServers,
-        { ...base, profileId: 'full', displayName: 'Full', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', dnsServerList: ['9.9.9.9'] },
+        {
+          ...base,
+          profileId: 'full',
+          displayName: 'Full',
+          wRangeFour: '10.45.0.0/24',
+          wRangeSix: 'fd45::/64',
+          dnsServerList: ['9.9.9.9'],
+        },
         {
           ...splitWithServers,
           profileId: 'searched',
@@ -31,7 +38,13 @@ test('only a split-tunnel profile with DNS servers and no search domains is name
           wRangeSix: 'fd46::/64',
           dnsSearchDomainList: ['corp.example.org'],
         },
-        { ...splitWithServers, profileId: 'silent', wRangeFour: '10.47.0.0/24', wRangeSix: 'fd47::/64', dnsServerList: [] },
+        {
+          ...splitWithServers,
+          profileId: 'silent',
+          wRangeFour: '10.47.0.0/24',
+          wRangeSix: 'fd47::/64',
+          dnsServerList: [],
+        },
       ],
     },
     'portal.json',

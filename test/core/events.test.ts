@@ -19,7 +19,10 @@ test('create (and the user it made), disable, enable, delete and destroy are ann
   assert.ok(first !== undefined);
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
   assert.equal((await portal.post('/enable_user', { user_id: 'alice' })).status, 204);
-  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: first.connection_id })).status, 204);
+  assert.equal(
+    (await portal.post('/delete_connection', { user_id: 'alice', connection_id: first.connection_id })).status,
+    204,
+  );
   assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
   await new Promise((resolve) => setImmediate(resolve));
 
@@ -37,7 +40,13 @@ test('create (and the user it made), disable, enable, delete and destroy are ann
   );
   const deleted = seen[9];
   assert.ok(deleted?.type === 'configuration.deleted');
-  assert.deepEqual(deleted.configuration, { userId: 'alice', profileId: 'employees', connectionId: first.connection_id, vpnProto: 'wireguard', nodeNumber: 0 });
+  assert.deepEqual(deleted.configuration, {
+    userId: 'alice',
+    profileId: 'employees',
+    connectionId: first.connection_id,
+    vpnProto: 'wireguard',
+    nodeNumber: 0,
+  });
 });
 
 test('a listener that fails inside the transaction rolls the change back: the call fails and nothing was stored', async (t) => {
@@ -50,7 +59,11 @@ test('a listener that fails inside the transaction rolls the change back: the ca
   portal.portal.ctx.events.afterCommit((event) => void published.push(event));
   const refused = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
   assert.equal(refused.status, 500);
-  assert.deepEqual((await portal.get('/users')).json(), { users: [] }, 'neither the user nor the configuration was stored');
+  assert.deepEqual(
+    (await portal.get('/users')).json(),
+    { users: [] },
+    'neither the user nor the configuration was stored',
+  );
   assert.equal(published.filter((event) => event.type === 'configuration.created').length, 0, 'nothing was announced');
 });
 
@@ -70,8 +83,18 @@ test('a closing listener writes last: once per change, after every event and the
   assert.deepEqual(
     order.filter((entry) => !entry.startsWith('node.')),
     [
-      ...['user.created', 'configuration.created', 'admin.call', 'closing(user.created,configuration.created,admin.call)'],
-      ...['configuration.deleted', 'user.destroyed', 'admin.call', 'closing(configuration.deleted,user.destroyed,admin.call)'],
+      ...[
+        'user.created',
+        'configuration.created',
+        'admin.call',
+        'closing(user.created,configuration.created,admin.call)',
+      ],
+      ...[
+        'configuration.deleted',
+        'user.destroyed',
+        'admin.call',
+        'closing(configuration.deleted,user.destroyed,admin.call)',
+      ],
     ],
   );
 });

@@ -24,7 +24,11 @@ test('the configuration reference names every option of both files, with a meani
     '`ProxyGuard.maxTunnels`',
     '`OpenVPN.preferAes`',
   ]) {
-    assert.match(page, new RegExp(`^\\| ${option.replace(/[[\].]/g, '\\$&')} \\|.*\\| [A-Z\`].{10,} \\|$`, 'm'), option);
+    assert.match(
+      page,
+      new RegExp(`^\\| ${option.replace(/[[\].]/g, '\\$&')} \\|.*\\| [A-Z\`].{10,} \\|$`, 'm'),
+      option,
+    );
   }
 });
 

@@ -11,7 +11,9 @@ import { headingAnchors, linesOutsideFences } from '../../tools/docs/markdown.js
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 function markdownFiles(): string[] {
-  const files = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'bench/README.md'].filter((file) => existsSync(path.join(root, file)));
+  const files = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'bench/README.md'].filter((file) =>
+    existsSync(path.join(root, file)),
+  );
   const walk = (folder: string): void => {
     for (const entry of readdirSync(path.join(root, folder), { withFileTypes: true })) {
       const relative = path.join(folder, entry.name);
@@ -54,7 +56,8 @@ test('every relative link and #anchor in README.md, CONTRIBUTING.md, CHANGELOG.m
     for (const target of linkTargets(readFileSync(absolute, 'utf8'))) {
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: — not ours to check offline
       const [pathPart = '', anchor] = target.split('#', 2);
-      const destination = pathPart === '' ? absolute : path.resolve(path.dirname(absolute), decodeURIComponent(pathPart));
+      const destination =
+        pathPart === '' ? absolute : path.resolve(path.dirname(absolute), decodeURIComponent(pathPart));
       if (!existsSync(destination)) {
         broken.push(`${file}: ${target} (no such file)`);
         continue;
@@ -71,9 +74,16 @@ test('every relative link and #anchor in README.md, CONTRIBUTING.md, CHANGELOG.m
 });
 
 test('the link check finds links and anchors as GitHub does, and ignores code', () => {
-  assert.deepEqual(linkTargets('See [a](docs/a.md#x-y) and `[b](nope.md)`.\n```\n[c](nope.md)\n```\n[d]: other.md#z'), ['docs/a.md#x-y', 'other.md#z']);
+  assert.deepEqual(linkTargets('See [a](docs/a.md#x-y) and `[b](nope.md)`.\n```\n[c](nope.md)\n```\n[d]: other.md#z'), [
+    'docs/a.md#x-y',
+    'other.md#z',
+  ]);
   assert.deepEqual(
-    [...headingAnchors('# Renewal: `extend` and `configuration.expiring`\n## A — B\n## A — B\n```\n# not a heading\n```')],
+    [
+      ...headingAnchors(
+        '# Renewal: `extend` and `configuration.expiring`\n## A — B\n## A — B\n```\n# not a heading\n```',
+      ),
+    ],
     ['renewal-extend-and-configurationexpiring', 'a--b', 'a--b-1'],
   );
 });

@@ -46,7 +46,11 @@ describe('devices that keep their own keys reach the node with the real WireGuar
     const privateKey = (await lab.client.exec('wg', ['genkey'])).stdout.trim();
     const publicKey = (await lab.client.exec('wg', ['pubkey'], { stdin: `${privateKey}\n` })).stdout.trim();
     privateKeys.push(...privateKeyForms(privateKey));
-    const created = await lab.portal.post('/create', { user_id: 'alice', profile_id: LAB_PROFILE, public_key: publicKey }, { accept: WIREGUARD });
+    const created = await lab.portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: LAB_PROFILE, public_key: publicKey },
+      { accept: WIREGUARD },
+    );
     assert.equal(created.status, 200, created.text);
     assert.ok(created.text.includes(`\nPrivateKey = ${DEVICE_PRIVATE_KEY_PLACEHOLDER}\n`), created.text);
 
@@ -57,7 +61,11 @@ describe('devices that keep their own keys reach the node with the real WireGuar
     const asReceived = await lab.client.run('wg-quick', ['up', file], { env });
     assert.notEqual(asReceived.exitCode, 0, 'wg-quick refuses the file before the key is in');
     assert.match(asReceived.stderr, /Key is not the correct length or format/);
-    assert.equal((await lab.client.run('ip', ['link', 'show', interfaceName])).exitCode, 1, 'and leaves no interface behind');
+    assert.equal(
+      (await lab.client.run('ip', ['link', 'show', interfaceName])).exitCode,
+      1,
+      'and leaves no interface behind',
+    );
 
     // The step docs/enrollment-and-devices.md gives the device: the key replaces the placeholder, nothing else changes.
     await writeFile(join(lab.directory, 'device.key'), `${privateKey}\n`, { mode: 0o600 });
@@ -68,7 +76,11 @@ describe('devices that keep their own keys reach the node with the real WireGuar
       join(lab.directory, 'device.key'),
       file,
     ]);
-    assert.equal((await readFile(file, 'utf8')).replace(privateKey, DEVICE_PRIVATE_KEY_PLACEHOLDER), created.text, 'only the key was put in');
+    assert.equal(
+      (await readFile(file, 'utf8')).replace(privateKey, DEVICE_PRIVATE_KEY_PLACEHOLDER),
+      created.text,
+      'only the key was put in',
+    );
     await lab.client.exec('wg-quick', ['up', file], { env });
     assert.equal((await lab.client.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), publicKey);
     assert.ok((await lab.peersOnNode()).has(publicKey), 'the node has the device key as its peer');
@@ -78,11 +90,16 @@ describe('devices that keep their own keys reach the node with the real WireGuar
   for (const [index, kind] of (['Ed25519', 'P-256'] as const).entries()) {
     test(`an openssl ${kind} key and CSR: openvpn connects with the keyless file and the device's key, and pings pass`, async () => {
       const keyFile = join(lab.directory, `device-${index}.key`);
-      const algorithm = kind === 'Ed25519' ? ['-algorithm', 'ed25519'] : ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'];
+      const algorithm =
+        kind === 'Ed25519' ? ['-algorithm', 'ed25519'] : ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'];
       await lab.client.exec('openssl', ['genpkey', ...algorithm, '-out', keyFile]);
       const csr = (await lab.client.exec('openssl', ['req', '-new', '-key', keyFile, '-subj', '/CN=laptop'])).stdout;
       privateKeys.push(...privateKeyForms(await readFile(keyFile, 'utf8')));
-      const created = await lab.portal.post('/create', { user_id: 'bob', profile_id: LAB_PROFILE, csr }, { accept: OPENVPN });
+      const created = await lab.portal.post(
+        '/create',
+        { user_id: 'bob', profile_id: LAB_PROFILE, csr },
+        { accept: OPENVPN },
+      );
       assert.equal(created.status, 200, created.text);
       assert.doesNotMatch(created.text, /<key>|PRIVATE KEY/);
 
@@ -105,8 +122,15 @@ describe('devices that keep their own keys reach the node with the real WireGuar
 
   test('no private key a device made is in the database, the portal log or the node agent log', async () => {
     assert.equal(privateKeys.length > 0, true);
-    const places = { database: await databaseText(lab.portal.portal.ctx.db), 'portal log': log.text(), 'node agent log': lab.agent.output.join('') };
-    assert.ok(places.database.includes('alice') && places['portal log'].length > 0, 'the places searched hold something');
+    const places = {
+      database: await databaseText(lab.portal.portal.ctx.db),
+      'portal log': log.text(),
+      'node agent log': lab.agent.output.join(''),
+    };
+    assert.ok(
+      places.database.includes('alice') && places['portal log'].length > 0,
+      'the places searched hold something',
+    );
     for (const [place, text] of Object.entries(places)) {
       for (const secret of privateKeys) assert.ok(!text.includes(secret), `${place} holds a private key`);
     }

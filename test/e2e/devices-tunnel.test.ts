@@ -23,7 +23,12 @@ describe('a device holds one configuration per profile on a real node, and retir
   before(async () => {
     lab = await startTunnelLab({ portalConfig: { reconcileInterval: 'PT3S' } });
     await lab.portal.reconcile();
-    device = await lab.portal.admin.registerDevice({ user_id: 'alice', profile_id: LAB_PROFILE, platform: 'linux', serial: 'LAB-1' });
+    device = await lab.portal.admin.registerDevice({
+      user_id: 'alice',
+      profile_id: LAB_PROFILE,
+      platform: 'linux',
+      serial: 'LAB-1',
+    });
   });
 
   after(async () => {
@@ -32,7 +37,11 @@ describe('a device holds one configuration per profile on a real node, and retir
 
   /** create for the device, brought up in the client namespace (the one before it taken down); its public key. */
   async function issueAndConnect(): Promise<string> {
-    const created = await lab.portal.post('/create', { user_id: 'alice', profile_id: LAB_PROFILE, device_id: device.device_id }, { accept: WIREGUARD });
+    const created = await lab.portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: LAB_PROFILE, device_id: device.device_id },
+      { accept: WIREGUARD },
+    );
     assert.equal(created.status, 200, created.text);
     if (upFile !== undefined) await lab.client.exec('wg-quick', ['down', upFile], { env: WG_QUICK_ENV });
     const interfaceName = lab.lab.interfaceName('wgc');
@@ -54,7 +63,11 @@ describe('a device holds one configuration per profile on a real node, and retir
     const first = await issueAndConnect();
     assert.ok((await lab.peersOnNode()).has(first));
     assert.ok(await lab.ping(20), 'the first tunnel works');
-    await until('last_seen_at set from the session', async () => (await lab.portal.admin.device(device.device_id)).last_seen_at !== null, 15);
+    await until(
+      'last_seen_at set from the session',
+      async () => (await lab.portal.admin.device(device.device_id)).last_seen_at !== null,
+      15,
+    );
 
     const second = await issueAndConnect();
     assert.notEqual(second, first);
@@ -74,7 +87,12 @@ describe('a device holds one configuration per profile on a real node, and retir
   });
 
   test('a device re-enrolling with the key it uses keeps its peer on the node, with the revision of the new configuration', async () => {
-    const other = await lab.portal.admin.registerDevice({ user_id: 'bob', profile_id: LAB_PROFILE, platform: 'linux', serial: 'LAB-2' });
+    const other = await lab.portal.admin.registerDevice({
+      user_id: 'bob',
+      profile_id: LAB_PROFILE,
+      platform: 'linux',
+      serial: 'LAB-2',
+    });
     const publicKey = generateWireGuardKeyPair().publicKey;
     for (let attempt = 0; attempt < 2; attempt++) {
       const created = await lab.portal.post(
@@ -84,7 +102,10 @@ describe('a device holds one configuration per profile on a real node, and retir
       );
       assert.equal(created.status, 200, created.text);
     }
-    assert.ok((await lab.peersOnNode()).has(publicKey), 'the removal of the replaced configuration did not take the new one off');
+    assert.ok(
+      (await lab.peersOnNode()).has(publicKey),
+      'the removal of the replaced configuration did not take the new one off',
+    );
     await lab.portal.reconcile();
     assert.ok((await lab.peersOnNode()).has(publicKey));
     assert.equal((await lab.portal.admin.device(other.device_id)).configurations.length, 1);
@@ -98,6 +119,10 @@ describe('a device holds one configuration per profile on a real node, and retir
     assert.equal((await lab.peersOnNode()).has(configuration.connection_id), false);
     assert.equal(await lab.ping(2), false, 'no traffic passes any more');
     await lab.portal.reconcile();
-    assert.equal((await lab.peersOnNode()).has(configuration.connection_id), false, 'and a reconcile pass does not bring it back');
+    assert.equal(
+      (await lab.peersOnNode()).has(configuration.connection_id),
+      false,
+      'and a reconcile pass does not bring it back',
+    );
   });
 });

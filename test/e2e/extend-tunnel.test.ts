@@ -43,7 +43,11 @@ describe('extended configurations keep devices connected past their old expiry',
     const gateway = Number(ipFour.split('.')[3]) < 128 ? '198.19.60.1' : '198.19.60.129';
     return (await lab.client.run('ping', ['-c', '1', '-i', '0.5', '-w', '10', gateway])).exitCode === 0;
   };
-  const startOpenVpn = async (name: string, file: string, keyFile: string): Promise<{ client: OpenVpnClient; tun: string }> => {
+  const startOpenVpn = async (
+    name: string,
+    file: string,
+    keyFile: string,
+  ): Promise<{ client: OpenVpnClient; tun: string }> => {
     const path = join(lab.directory, `${name}.ovpn`);
     await writeFile(path, file, { mode: 0o600 });
     const tun = lab.lab.interfaceName('tun');
@@ -55,7 +59,15 @@ describe('extended configurations keep devices connected past their old expiry',
 
   test('OpenVPN from a CSR: connected across the old expiry, and reconnecting with the re-issued certificate works', async () => {
     const keyFile = join(lab.directory, 'device.key');
-    await lab.client.exec('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', keyFile]);
+    await lab.client.exec('openssl', [
+      'genpkey',
+      '-algorithm',
+      'EC',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-out',
+      keyFile,
+    ]);
     const csr = (await lab.client.exec('openssl', ['req', '-new', '-key', keyFile, '-subj', '/CN=laptop'])).stdout;
     const created = await lab.portal.post(
       '/create',

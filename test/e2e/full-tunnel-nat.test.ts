@@ -44,9 +44,16 @@ test('with nat, a full-tunnel client reaches the internet behind the node over I
   resolver.stdout?.on('data', (chunk: Buffer) => resolverLog.push(chunk.toString()));
   resolver.stderr?.on('data', (chunk: Buffer) => resolverLog.push(chunk.toString()));
 
-  const created = await lab.portal.admin.create({ user_id: 'alice', profile_id: LAB_PROFILE }, 'application/x-wireguard-profile');
+  const created = await lab.portal.admin.create(
+    { user_id: 'alice', profile_id: LAB_PROFILE },
+    'application/x-wireguard-profile',
+  );
   assert.match(created.body, /^AllowedIPs = 0\.0\.0\.0\/0,::\/0$/m, 'a full tunnel');
-  assert.equal(/^DNS = (.*)$/m.exec(created.body)?.[1], `${four},${six}`, 'the file names the resolver behind the node');
+  assert.equal(
+    /^DNS = (.*)$/m.exec(created.body)?.[1],
+    `${four},${six}`,
+    'the file names the resolver behind the node',
+  );
   // wg-quick runs resolvconf for a DNS line; the test asks the named server directly instead.
   const interfaceName = lab.lab.interfaceName('wgc');
   const file = join(lab.directory, `${interfaceName}.conf`);
@@ -75,8 +82,15 @@ test('with nat, a full-tunnel client reaches the internet behind the node over I
 
   // The agent keeps its own table, and removes it when it stops.
   const table = await lab.node.exec('nft', ['list', 'table', 'inet', 'vpn_portal_nat']);
-  assert.match(table.stdout, /ip saddr \{?\s*198\.19\.44\.0\/24\s*\}? ip daddr != \{?\s*198\.19\.44\.0\/24\s*\}? masquerade/);
+  assert.match(
+    table.stdout,
+    /ip saddr \{?\s*198\.19\.44\.0\/24\s*\}? ip daddr != \{?\s*198\.19\.44\.0\/24\s*\}? masquerade/,
+  );
   assert.match(table.stdout, /ip6 saddr \{?\s*fd00:44::\/64\s*\}? ip6 daddr != \{?\s*fd00:44::\/64\s*\}? masquerade/);
   await lab.stopAgent();
-  assert.notEqual((await lab.node.run('nft', ['list', 'table', 'inet', 'vpn_portal_nat'])).exitCode, 0, 'the table went with the agent');
+  assert.notEqual(
+    (await lab.node.run('nft', ['list', 'table', 'inet', 'vpn_portal_nat'])).exitCode,
+    0,
+    'the table went with the agent',
+  );
 });

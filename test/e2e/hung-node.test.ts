@@ -45,7 +45,11 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
     assert.equal(response.status, 200, response.text);
     const file = parseWireGuardFile(response.text);
     const address = file.interface.get('Address') ?? '';
-    return { response, publicKey: wireGuardPublicKey(file.interface.get('PrivateKey') as WireGuardKey), nodeNumber: address.startsWith('198.19.44.') ? 0 : 1 };
+    return {
+      response,
+      publicKey: wireGuardPublicKey(file.interface.get('PrivateKey') as WireGuardKey),
+      nodeNumber: address.startsWith('198.19.44.') ? 0 : 1,
+    };
   };
 
   const setMaintenance = async (on: boolean): Promise<void> => {
@@ -55,7 +59,11 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
     second.agent.child.kill('SIGHUP');
     const nodes = lab.portal.portal.ctx.nodes;
     for (let tries = 0; tries < 100 && nodes.isInMaintenance(asNodeNumber(1)) !== on; tries++) await sleep(100);
-    assert.equal(nodes.isInMaintenance(asNodeNumber(1)), on, `the portal sees node 1 ${on ? 'in' : 'out of'} maintenance`);
+    assert.equal(
+      nodes.isInMaintenance(asNodeNumber(1)),
+      on,
+      `the portal sees node 1 ${on ? 'in' : 'out of'} maintenance`,
+    );
   };
 
   before(async () => {
@@ -65,7 +73,8 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
     // Node 1 drained for a moment, so that everything made here lands on node 0, the one the device reaches.
     await setMaintenance(true);
     alice = await lab.provisionDevice('alice', 'Laptop');
-    for (let index = 1; index <= 15; index++) onNodeZero.set(`user-${index}`, (await create(`user-${index}`)).publicKey);
+    for (let index = 1; index <= 15; index++)
+      onNodeZero.set(`user-${index}`, (await create(`user-${index}`)).publicKey);
     await setMaintenance(false);
     assert.ok(await lab.ping(10), 'the tunnel passes');
     const listed = await lab.portal.get('/connected_users');
@@ -118,7 +127,9 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
         expect(await timed('disable_user', () => lab.portal.post('/disable_user', { user_id: disabled })), 204);
         revoked.push(onNodeZero.get(disabled) ?? '');
         expect(
-          await timed('delete_connection', () => lab.portal.post('/delete_connection', { user_id: deleted, connection_id: onNodeZero.get(deleted) ?? '' })),
+          await timed('delete_connection', () =>
+            lab.portal.post('/delete_connection', { user_id: deleted, connection_id: onNodeZero.get(deleted) ?? '' }),
+          ),
           204,
         );
         revoked.push(onNodeZero.get(deleted) ?? '');
@@ -128,10 +139,19 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
           for (const showAll of ['off', 'on']) {
             const listed = expect(await timed(call.slice(1), () => lab.portal.get(call, { show_all: showAll })), 200);
             // show_all=on asks no WireGuard node: the database's view is complete, nothing is stale.
-            assert.equal(listed.headers.get(STALE_NODES_HEADER), showAll === 'off' ? '0' : null, `${call}?show_all=${showAll}`);
+            assert.equal(
+              listed.headers.get(STALE_NODES_HEADER),
+              showAll === 'off' ? '0' : null,
+              `${call}?show_all=${showAll}`,
+            );
           }
         }
-        expect(await timed('user_configuration_list', () => lab.portal.get('/user_configuration_list', { user_id: `new-${made}` })), 200);
+        expect(
+          await timed('user_configuration_list', () =>
+            lab.portal.get('/user_configuration_list', { user_id: `new-${made}` }),
+          ),
+          200,
+        );
         expect(await timed('users', () => lab.portal.get('/users')), 200);
         expect(await timed('disabled_users', () => lab.portal.get('/disabled_users')), 200);
       }
@@ -143,7 +163,11 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
       expect(await timed('enable_user', () => lab.portal.post('/enable_user', { user_id: flipped })), 204);
       kept.push(onNodeZero.get(flipped) ?? '', ...users.map((user) => onNodeZero.get(user) ?? ''));
       const stillListed = await lab.portal.get('/connected_users');
-      assert.deepEqual(stillListed.json(), { connected_users: { [LAB_PROFILE]: [] } }, 'a disabled user is not listed, whatever the node last said');
+      assert.deepEqual(
+        stillListed.json(),
+        { connected_users: { [LAB_PROFILE]: [] } },
+        'a disabled user is not listed, whatever the node last said',
+      );
       const onInterface = await lab.peersOnNode();
       assert.deepEqual(
         revoked.filter((key) => !onInterface.has(key)),
@@ -174,7 +198,9 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
       await sleep(100);
     }
     assert.deepEqual(left, [], `${left.length} revoked peer(s) still on node 0 ${RECOVERY_LIMIT_MS} ms after SIGCONT`);
-    t.diagnostic(`every revoked peer was gone from node 0 ${Math.round(performance.now() - resumedAt)} ms after SIGCONT`);
+    t.diagnostic(
+      `every revoked peer was gone from node 0 ${Math.round(performance.now() - resumedAt)} ms after SIGCONT`,
+    );
     const peers = await lab.peersOnNode();
     assert.deepEqual(
       kept.filter((key) => !peers.has(key)),

@@ -14,7 +14,10 @@ import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-l
 
 const WG_QUICK_ENV = { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' };
 const INTERVAL_S = 2;
-const FLEET = ['LAB-MDM-1', 'LAB-MDM-2', 'LAB-MDM-3'].map((serial, index) => ({ id: `cccccccc-0000-0000-0000-00000000000${index}`, serial }));
+const FLEET = ['LAB-MDM-1', 'LAB-MDM-2', 'LAB-MDM-3'].map((serial, index) => ({
+  id: `cccccccc-0000-0000-0000-00000000000${index}`,
+  serial,
+}));
 
 describe("a device removed from the MDM's inventory loses its tunnel on a real node", () => {
   let mdm: MdmStandIn;
@@ -28,7 +31,10 @@ describe("a device removed from the MDM's inventory loses its tunnel on a real n
     const secretFile = path.join(directory, 'intune-secret');
     writeFileSync(secretFile, STAND_IN_CLIENT_SECRET, { mode: 0o600 });
     lab = await startTunnelLab({
-      portalConfig: { reconcileInterval: 'PT3S', mdmInventory: { ...mdm.intuneConfig(secretFile), interval: `PT${INTERVAL_S}S`, maxRetirePerPass: 1 } },
+      portalConfig: {
+        reconcileInterval: 'PT3S',
+        mdmInventory: { ...mdm.intuneConfig(secretFile), interval: `PT${INTERVAL_S}S`, maxRetirePerPass: 1 },
+      },
     });
     await lab.portal.reconcile();
   });
@@ -41,7 +47,12 @@ describe("a device removed from the MDM's inventory loses its tunnel on a real n
 
   test('the device is retired within one interval and its ping fails', async () => {
     for (const [index, device] of FLEET.entries()) {
-      await lab.portal.admin.registerDevice({ user_id: `user${index}`, profile_id: LAB_PROFILE, platform: 'linux', serial: device.serial });
+      await lab.portal.admin.registerDevice({
+        user_id: `user${index}`,
+        profile_id: LAB_PROFILE,
+        platform: 'linux',
+        serial: device.serial,
+      });
     }
     const device = (await lab.portal.admin.devices({ serial: 'LAB-MDM-1' })).devices[0];
     assert.ok(device !== undefined);
@@ -66,9 +77,14 @@ describe("a device removed from the MDM's inventory loses its tunnel on a real n
     const deadline = removedAt + (INTERVAL_S + 5) * 1000;
     let passes = true;
     while (passes && Date.now() < deadline) passes = await lab.ping(1);
-    assert.equal(passes, false, `the ping still passed ${Math.round((Date.now() - removedAt) / 1000)} s after the removal`);
+    assert.equal(
+      passes,
+      false,
+      `the ping still passed ${Math.round((Date.now() - removedAt) / 1000)} s after the removal`,
+    );
     assert.equal((await lab.portal.admin.device(device.device_id)).state, 'retired');
-    for (const serial of ['LAB-MDM-2', 'LAB-MDM-3']) assert.equal((await lab.portal.admin.devices({ serial })).devices[0]?.state, 'registered');
+    for (const serial of ['LAB-MDM-2', 'LAB-MDM-3'])
+      assert.equal((await lab.portal.admin.devices({ serial })).devices[0]?.state, 'registered');
     await lab.client.exec('wg-quick', ['down', file], { env: WG_QUICK_ENV });
   });
 });

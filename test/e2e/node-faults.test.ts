@@ -79,6 +79,9 @@ describe('a node that hangs or restarts, with a device pinging through it', () =
     // Measured from the moment the new agent serves (its own start-up is not the portal's doing).
     await lab.startAgent();
     const resumedAfter = await timeUntilPing(lab, true, 30_000);
-    assert.ok(resumedAfter <= 5_000, `the ping passed again ${Math.round(resumedAfter)} ms after the agent served again`);
+    assert.ok(
+      resumedAfter <= 5_000,
+      `the ping passed again ${Math.round(resumedAfter)} ms after the agent served again`,
+    );
   });
 });

@@ -17,17 +17,30 @@ describe('a node drained for maintenance takes no new configurations and keeps i
   /** Creates a configuration and says on which node (by its address range) it landed. */
   const createOne = async (): Promise<0 | 1> => {
     created++;
-    const file = await lab.portal.admin.create({ user_id: `user-${created}`, profile_id: LAB_PROFILE }, 'application/x-wireguard-profile');
+    const file = await lab.portal.admin.create(
+      { user_id: `user-${created}`, profile_id: LAB_PROFILE },
+      'application/x-wireguard-profile',
+    );
     const address = /^Address = (198\.19\.4[46])\./m.exec(file.body)?.[1];
     assert.ok(address !== undefined, file.body);
     return address === '198.19.44' ? 0 : 1;
   };
-  const setMaintenance = async (configFile: string, agent: NodeAgentProcess, nodeNumber: 0 | 1, on: boolean): Promise<void> => {
+  const setMaintenance = async (
+    configFile: string,
+    agent: NodeAgentProcess,
+    nodeNumber: 0 | 1,
+    on: boolean,
+  ): Promise<void> => {
     const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
     await writeFile(configFile, JSON.stringify({ ...config, maintenanceMode: on }));
     agent.child.kill('SIGHUP');
     // The portal asks every node every 2 s.
-    for (let tries = 0; tries < 100 && lab.portal.portal.ctx.nodes.isInMaintenance(asNodeNumber(nodeNumber)) !== on; tries++) await sleep(100);
+    for (
+      let tries = 0;
+      tries < 100 && lab.portal.portal.ctx.nodes.isInMaintenance(asNodeNumber(nodeNumber)) !== on;
+      tries++
+    )
+      await sleep(100);
     assert.equal(
       lab.portal.portal.ctx.nodes.isInMaintenance(asNodeNumber(nodeNumber)),
       on,
@@ -55,7 +68,10 @@ describe('a node drained for maintenance takes no new configurations and keeps i
     const keptOnSecond = [...(await second.peersOnNode()).keys()].sort();
     assert.ok(keptOnSecond.length > 0);
     await setMaintenance(second.agentConfigFile, second.agent, 1, true);
-    assert.ok(second.agent.withMessage('maintenance mode on: the portal puts no new configuration here').length === 1, 'the agent said so');
+    assert.ok(
+      second.agent.withMessage('maintenance mode on: the portal puts no new configuration here').length === 1,
+      'the agent said so',
+    );
 
     const before = (await lab.peersOnNode()).size;
     for (let index = 0; index < 10; index++) assert.equal(await createOne(), 0, 'a drained node gets nothing new');
@@ -68,7 +84,9 @@ describe('a node drained for maintenance takes no new configurations and keeps i
     await setMaintenance(lab.agentConfigFile, lab.agent, 0, true);
     const refused = await lab.portal.post('/create', { user_id: 'late', profile_id: LAB_PROFILE });
     assert.equal(refused.status, 503);
-    assert.deepEqual(refused.json(), { error: `every node of profile "${LAB_PROFILE}" is in maintenance; try again later` });
+    assert.deepEqual(refused.json(), {
+      error: `every node of profile "${LAB_PROFILE}" is in maintenance; try again later`,
+    });
     await setMaintenance(lab.agentConfigFile, lab.agent, 0, false);
   });
 

@@ -24,9 +24,23 @@ test("reconcile takes a key's bit-255 twin off a real node, also one a stored co
   const twin = bit255Twin(alice);
   // A configuration stored before the check came in, holding the twin (its own key replaced).
   const mallory = await publicKeyOf('mallory');
-  await portal.portal.ctx.db.updateTable('wg_peers').set({ public_key: twin }).where('public_key', '=', mallory).execute();
+  await portal.portal.ctx.db
+    .updateTable('wg_peers')
+    .set({ public_key: twin })
+    .where('public_key', '=', mallory)
+    .execute();
   // What an older portal would have pushed for it.
-  await lab.node.exec('wg', ['set', lab.nodeInterface, 'peer', mallory, 'remove', 'peer', twin, 'allowed-ips', '198.19.44.200/32']);
+  await lab.node.exec('wg', [
+    'set',
+    lab.nodeInterface,
+    'peer',
+    mallory,
+    'remove',
+    'peer',
+    twin,
+    'allowed-ips',
+    '198.19.44.200/32',
+  ]);
   const before = await lab.peersOnNode();
   assert.ok(before.has(alice) && before.has(twin), 'both encodings of one point are peers of the node');
 

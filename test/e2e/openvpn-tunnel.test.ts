@@ -37,23 +37,36 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
   let phone: Device | null = null;
 
   const assertSuccess = (response: { status: number; text: string }): void => {
-    assert.ok(response.status >= 200 && response.status < 300, `expected success, got ${response.status} ${response.text}`);
+    assert.ok(
+      response.status >= 200 && response.status < 300,
+      `expected success, got ${response.status} ${response.text}`,
+    );
   };
   const connectedUsers = (showAll: 'on' | 'off') => portal.admin.connectedUsers(showAll === 'on');
   const connectionList = (showAll: 'on' | 'off') => portal.admin.connectionList(showAll === 'on');
-  const listedIds = async (showAll: 'on' | 'off') => ((await connectionList(showAll))[PROFILE] ?? []).map((entry) => entry.connection_id).sort();
+  const listedIds = async (showAll: 'on' | 'off') =>
+    ((await connectionList(showAll))[PROFILE] ?? []).map((entry) => entry.connection_id).sort();
 
   /** The server's tunnel address is the first host of the client's process range (a /25 here). */
-  const gatewayOf = (clientIpFour: string): string => (Number(clientIpFour.split('.')[3]) < 128 ? '198.19.60.1' : '198.19.60.129');
-  const ping = (gateway: string, seconds: number) => client.run('ping', ['-c', '1', '-i', '0.5', '-w', String(seconds), gateway]);
+  const gatewayOf = (clientIpFour: string): string =>
+    Number(clientIpFour.split('.')[3]) < 128 ? '198.19.60.1' : '198.19.60.129';
+  const ping = (gateway: string, seconds: number) =>
+    client.run('ping', ['-c', '1', '-i', '0.5', '-w', String(seconds), gateway]);
   const tunnelAddresses = async (device: string): Promise<string[]> => {
     const { stdout } = await client.exec('ip', ['-o', 'address', 'show', 'dev', device, 'scope', 'global']);
     return [...stdout.matchAll(/inet6? ([0-9a-f.:]+)\//g)].map((match) => match[1] ?? '');
   };
 
   /** POST /create for an OpenVPN file; returns the file and the Common Name the portal lists it under. */
-  const createFile = async (displayName: string, extra: Record<string, string> = {}): Promise<{ text: string; commonName: string }> => {
-    const created = await portal.post('/create', { user_id: 'alice', profile_id: PROFILE, display_name: displayName, ...extra }, { accept: OPENVPN });
+  const createFile = async (
+    displayName: string,
+    extra: Record<string, string> = {},
+  ): Promise<{ text: string; commonName: string }> => {
+    const created = await portal.post(
+      '/create',
+      { user_id: 'alice', profile_id: PROFILE, display_name: displayName, ...extra },
+      { accept: OPENVPN },
+    );
     assert.equal(created.status, 200, created.text);
     assert.equal(created.headers.get('content-type'), OPENVPN);
     const configurations = await portal.admin.userConfigurationList('alice');
@@ -72,8 +85,10 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     const tun = lab.lab.interfaceName('tun');
     return { client: new OpenVpnClient(client, path, ['--dev', tun]), tun };
   };
-  const connected = (device: { client: OpenVpnClient }) => device.client.waitFor(CONNECTED, 'Initialization Sequence Completed', 30_000);
-  const refused = (device: { client: OpenVpnClient }, timeoutMs = 30_000) => device.client.waitFor(AUTH_FAILED, 'AUTH_FAILED', timeoutMs);
+  const connected = (device: { client: OpenVpnClient }) =>
+    device.client.waitFor(CONNECTED, 'Initialization Sequence Completed', 30_000);
+  const refused = (device: { client: OpenVpnClient }, timeoutMs = 30_000) =>
+    device.client.waitFor(AUTH_FAILED, 'AUTH_FAILED', timeoutMs);
 
   before(async () => {
     lab = await startTunnelLab({
@@ -135,7 +150,13 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     // The history lists the open session, from the device's own address.
     const sessions = (await portal.admin.connectionLog({ connection_id: laptop.commonName })).connection_log;
     assert.deepEqual(
-      sessions.map((session) => [session.vpn_proto, session.user_id, session.originating_ip, session.ip_four, session.disconnected_at]),
+      sessions.map((session) => [
+        session.vpn_proto,
+        session.user_id,
+        session.originating_ip,
+        session.ip_four,
+        session.disconnected_at,
+      ]),
       [['openvpn', 'alice', lab.clientAddress, addresses[0], null]],
     );
   });
@@ -182,7 +203,10 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     await connected(phone);
     assert.match(phone.client.output, /TCP connection established/, 'the phone connected over TCP');
     const [ipFour] = await tunnelAddresses(phone.tun);
-    assert.ok(ipFour !== undefined && gatewayOf(ipFour) === '198.19.60.129', `the TCP server's range gave the address: ${ipFour}`);
+    assert.ok(
+      ipFour !== undefined && gatewayOf(ipFour) === '198.19.60.129',
+      `the TCP server's range gave the address: ${ipFour}`,
+    );
     assert.equal((await ping(gatewayOf(ipFour), 10)).exitCode, 0, 'ping over the TCP tunnel');
     assert.deepEqual(await listedIds('off'), [laptop?.commonName ?? '', commonName].sort());
   });

@@ -32,7 +32,10 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
   t.after(() => lab.cleanup());
   const office = await lab.namespace('office');
   const link = lab.subnet();
-  await lab.vethPair({ namespace: null, address: `${link.first}/30` }, { namespace: office, address: `${link.second}/30` });
+  await lab.vethPair(
+    { namespace: null, address: `${link.first}/30` },
+    { namespace: office, address: `${link.second}/30` },
+  );
   const proxyPort = await freePort(link.first);
   const publicBase = `https://${link.first}:${proxyPort}/vpn-user-portal/`;
   const portal = await startTestPortal({
@@ -57,15 +60,26 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
 
   // The administrator's host: vpn-portal admin, trusting the proxy's certificate.
   const cli = (args: readonly string[]) =>
-    office.run(process.execPath, ['--import', 'tsx', MAIN, 'admin', ...args, '--url', publicBase, '--key-file', keyFile], {
-      env: { NODE_EXTRA_CA_CERTS: certificate },
-    });
+    office.run(
+      process.execPath,
+      ['--import', 'tsx', MAIN, 'admin', ...args, '--url', publicBase, '--key-file', keyFile],
+      {
+        env: { NODE_EXTRA_CA_CERTS: certificate },
+      },
+    );
   const created = await cli(['create', 'alice', 'employees', '--json']);
   assert.equal(created.exitCode, 0, `${created.stderr}\n${nginx.log()}`);
   assert.match((JSON.parse(created.stdout) as { configuration: string }).configuration, /^\[Interface\]/);
   assert.equal((await cli(['users'])).stdout, 'USER\nalice\n');
   // And curl, as docs/admin-api-guide.md writes its calls.
-  const curl = await office.exec('curl', ['-s', '--cacert', certificate, '-H', `Authorization: Bearer ${portal.secret}`, `${publicBase}admin/api/v1/users`]);
+  const curl = await office.exec('curl', [
+    '-s',
+    '--cacert',
+    certificate,
+    '-H',
+    `Authorization: Bearer ${portal.secret}`,
+    `${publicBase}admin/api/v1/users`,
+  ]);
   assert.deepEqual(JSON.parse(curl.stdout), { users: ['alice'] });
 
   // The proxy's own host is not in the allow-list, and claiming the office's address does not help.
@@ -79,7 +93,11 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
       `Authorization: Bearer ${portal.secret}`,
       `${publicBase}admin/api/v1/users`,
     ]);
-    assert.deepEqual(JSON.parse(refused.stdout), { error: 'source address not allowed' }, `with ${headers.join(' ') || 'no header'}`);
+    assert.deepEqual(
+      JSON.parse(refused.stdout),
+      { error: 'source address not allowed' },
+      `with ${headers.join(' ') || 'no header'}`,
+    );
   }
 });
 
@@ -111,23 +129,35 @@ test('WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the 
   );
   t.after(nginx.stop);
 
-  const created = await lab.portal.admin.create({ user_id: 'alice', profile_id: LAB_PROFILE }, 'application/x-wireguard+tcp-profile');
+  const created = await lab.portal.admin.create(
+    { user_id: 'alice', profile_id: LAB_PROFILE },
+    'application/x-wireguard+tcp-profile',
+  );
   const proxyEndpoint = /^ProxyEndpoint = (.*)$/m.exec(created.body)?.[1] ?? '';
   assert.equal(proxyEndpoint, `https://${address}:${proxyPort}/proxyguard/${address}`);
   // docs/wireguard-over-tcp.md, "On a Linux device": ListenPort = 51821 in [Interface], ProxyEndpoint removed;
   // the ProxyGuard client listens on 51820 and forwards to 51821 (here the test's own client).
-  const prepared = created.body.replace(/^\[Interface\]$/m, '[Interface]\nListenPort = 51821').replace(/^ProxyEndpoint = .*\n?/m, '');
+  const prepared = created.body
+    .replace(/^\[Interface\]$/m, '[Interface]\nListenPort = 51821')
+    .replace(/^ProxyEndpoint = .*\n?/m, '');
   const interfaceName = lab.lab.interfaceName('wgt');
   const file = join(lab.directory, `${interfaceName}.conf`);
   writeFileSync(file, prepared, { mode: 0o600 });
-  const client = lab.client.spawn(process.execPath, ['--import', 'tsx', UOTLV_CLIENT, '127.0.0.1:51820', proxyEndpoint], {
-    env: { UOTLV_CA_FILE: certificate },
-  });
+  const client = lab.client.spawn(
+    process.execPath,
+    ['--import', 'tsx', UOTLV_CLIENT, '127.0.0.1:51820', proxyEndpoint],
+    {
+      env: { UOTLV_CA_FILE: certificate },
+    },
+  );
   let output = '';
   client.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   client.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   for (let waited = 0; !output.includes('ready'); waited += 100) {
-    assert.ok(client.exitCode === null && waited < 20_000, `the ProxyGuard client connects through nginx: ${output}\n${nginx.log()}`);
+    assert.ok(
+      client.exitCode === null && waited < 20_000,
+      `the ProxyGuard client connects through nginx: ${output}\n${nginx.log()}`,
+    );
     await sleep(100);
   }
   await lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });

@@ -23,7 +23,11 @@ describe('revocation receipts with a real node', () => {
       client: false,
       // Longer than one node timeout (3 s), which a call to a node that hangs may still wait for
       // before it answers: the receipt is seen pending first, then overdue.
-      portalConfig: { reconcileInterval: 'PT1H', revocationDeadline: 'PT5S', webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
+      portalConfig: {
+        reconcileInterval: 'PT1H',
+        revocationDeadline: 'PT5S',
+        webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+      },
     });
     await lab.portal.reconcile();
     receiver = await WebhookReceiver.start();
@@ -55,13 +59,20 @@ describe('revocation receipts with a real node', () => {
     assert.ok(receipt.applied_at !== null && receipt.nodes[0]?.applied_at === receipt.applied_at);
     assert.ok(!(await lab.peersOnNode()).has(key));
     await receiver.waitFor(
-      (received) => received.some((hook) => hook.payload.type === 'revocation.applied' && hook.payload.data.revocation_id === receipt.revocation_id),
+      (received) =>
+        received.some(
+          (hook) =>
+            hook.payload.type === 'revocation.applied' && hook.payload.data.revocation_id === receipt.revocation_id,
+        ),
       'revocation.applied',
     );
 
     await peerOnNode('bob');
     const printed = await runCli(['admin', 'disable', 'bob'], {
-      env: { VPN_PORTAL_URL: `${lab.portal.portal.url}/vpn-user-portal/`, VPN_PORTAL_KEY_FILE: lab.portal.portal.ctx.keys.adminApiKeyPath },
+      env: {
+        VPN_PORTAL_URL: `${lab.portal.portal.url}/vpn-user-portal/`,
+        VPN_PORTAL_KEY_FILE: lab.portal.portal.ctx.keys.adminApiKeyPath,
+      },
     });
     assert.equal(printed.code, 0, printed.stderr);
     assert.match(printed.stdout, /^disabled bob: applied on every node \(node 0\) \(revocation [0-9a-f-]{36}\)\n$/);
@@ -81,13 +92,19 @@ describe('revocation receipts with a real node', () => {
       assert.equal(receipt.state, 'pending');
       assert.deepEqual(receipt.nodes, [{ node_number: 0, state: 'pending', applied_at: null, connection_ids: [key] }]);
       await receiver.waitFor(
-        (received) => received.some((hook) => hook.payload.type === 'revocation.overdue' && hook.payload.data.revocation_id === revocationId),
+        (received) =>
+          received.some(
+            (hook) => hook.payload.type === 'revocation.overdue' && hook.payload.data.revocation_id === revocationId,
+          ),
         'revocation.overdue',
         15_000,
       );
       receipt = await lab.portal.admin.revocation(revocationId);
       assert.equal(receipt.state, 'overdue');
-      assert.ok((await lab.peersOnNode()).has(key), 'the peer is still on the stopped node: the receipt must not say applied');
+      assert.ok(
+        (await lab.peersOnNode()).has(key),
+        'the peer is still on the stopped node: the receipt must not say applied',
+      );
     } finally {
       process.kill(agentPid, 'SIGCONT');
     }
@@ -96,13 +113,22 @@ describe('revocation receipts with a real node', () => {
       await sleep(100);
       receipt = await lab.portal.admin.revocation(receipt.revocation_id);
       // Whenever it says applied, the node must already be without the peer.
-      if (receipt.state === 'applied') assert.ok(!(await lab.peersOnNode()).has(key), 'applied only once the peer is gone');
+      if (receipt.state === 'applied')
+        assert.ok(!(await lab.peersOnNode()).has(key), 'applied only once the peer is gone');
     }
-    assert.equal(receipt.state, 'applied', `applied ${Math.round(performance.now() - resumedAt)} ms after the agent resumed`);
+    assert.equal(
+      receipt.state,
+      'applied',
+      `applied ${Math.round(performance.now() - resumedAt)} ms after the agent resumed`,
+    );
     assert.equal(receipt.nodes[0]?.state, 'applied');
     assert.ok(!(await lab.peersOnNode()).has(key), 'wg show no longer lists the key');
     await receiver.waitFor(
-      (received) => received.some((hook) => hook.payload.type === 'revocation.applied' && hook.payload.data.revocation_id === receipt.revocation_id),
+      (received) =>
+        received.some(
+          (hook) =>
+            hook.payload.type === 'revocation.applied' && hook.payload.data.revocation_id === receipt.revocation_id,
+        ),
       'revocation.applied after the overdue one',
     );
   });

@@ -48,7 +48,12 @@ describe("a revoked device certificate ends the device's tunnel on a real node",
   });
 
   test('the ping through the tunnel fails within crlRefresh + 5 s after the certificate is revoked', async () => {
-    const device = await lab.portal.admin.registerDevice({ user_id: 'erin', profile_id: LAB_PROFILE, platform: 'linux', serial: 'LAB-CRL-1' });
+    const device = await lab.portal.admin.registerDevice({
+      user_id: 'erin',
+      profile_id: LAB_PROFILE,
+      platform: 'linux',
+      serial: 'LAB-CRL-1',
+    });
     const certificate = ca.device('erin-laptop', { cn: 'erin-laptop', uri: 'urn:mdm:serial:LAB-CRL-1' });
     const keys = generateWireGuardKeyPair();
     const url = `${lab.portal.portal.enrollTlsUrl ?? ''}${lab.portal.portal.ctx.config.basePath}/enroll`;
@@ -65,7 +70,11 @@ describe("a revoked device certificate ends the device's tunnel on a real node",
     const deadline = revokedAt + (REFRESH_S + 5) * 1000;
     let passes = true;
     while (passes && Date.now() < deadline) passes = await lab.ping(1);
-    assert.equal(passes, false, `the ping still passed ${Math.round((Date.now() - revokedAt) / 1000)} s after the revocation`);
+    assert.equal(
+      passes,
+      false,
+      `the ping still passed ${Math.round((Date.now() - revokedAt) / 1000)} s after the revocation`,
+    );
     assert.equal((await lab.portal.admin.device(device.device_id)).state, 'retired');
     assert.equal((await lab.peersOnNode()).has(keys.publicKey), false, 'the peer is off the node');
     await lab.portal.reconcile();

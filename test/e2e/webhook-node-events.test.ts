@@ -12,7 +12,14 @@ test('a receiver hears node.down when the node agent stops and node.up when it i
     config: (nodeUrl) => ({
       webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
       ProfileList: [
-        { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', nodeUrl },
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          nodeUrl,
+        },
       ],
     }),
   });

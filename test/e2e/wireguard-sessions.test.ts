@@ -33,10 +33,14 @@ describe('WireGuard sessions derived from real handshakes', () => {
     assert.ok(typeof time === 'string', `the node reports a handshake of ${publicKey}`);
     return new Date(time);
   };
-  const hookLines = async (): Promise<string[]> => (await readFile(hookFile, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+  const hookLines = async (): Promise<string[]> =>
+    (await readFile(hookFile, 'utf8').catch(() => '')).split('\n').filter(Boolean);
 
   before(async () => {
-    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) },
+    );
     // The connect script writes one line per event: the variables it was given.
     scriptDirectory = await mkdtemp(join(tmpdir(), 'connect-script-'));
     hookFile = join(scriptDirectory, 'hook.log');
@@ -49,7 +53,11 @@ describe('WireGuard sessions derived from real handshakes', () => {
     lab = await startTunnelLab({
       clock: { now: () => pinnedNow ?? new Date() },
       logger,
-      portalConfig: { reconcileInterval: 'PT1H', connectScriptPath: script, Log: { syslogConnectionEvents: true, originatingIp: true } },
+      portalConfig: {
+        reconcileInterval: 'PT1H',
+        connectScriptPath: script,
+        Log: { syslogConnectionEvents: true, originatingIp: true },
+      },
     });
   });
 
@@ -83,15 +91,30 @@ describe('WireGuard sessions derived from real handshakes', () => {
   test('the connect script and the connection log lines hear of the session', async () => {
     const lines = await hookLines();
     // The byte variables belong to disconnects: empty here.
-    assert.deepEqual(lines, [`C wireguard alice ${LAB_PROFILE} ${laptop.publicKey} 198.19.44.2 ${lab.clientAddress}  `]);
+    assert.deepEqual(lines, [
+      `C wireguard alice ${LAB_PROFILE} ${laptop.publicKey} 198.19.44.2 ${lab.clientAddress}  `,
+    ]);
     const connect = logged.find((line) => typeof line['msg'] === 'string' && line['msg'].startsWith('CONNECT alice'));
-    assert.equal(connect?.['msg'], `CONNECT alice (${LAB_PROFILE}:${laptop.publicKey}) [${lab.clientAddress} => 198.19.44.2,fd00:44::2]`);
+    assert.equal(
+      connect?.['msg'],
+      `CONNECT alice (${LAB_PROFILE}:${laptop.publicKey}) [${lab.clientAddress} => 198.19.44.2,fd00:44::2]`,
+    );
   });
 
   test('disabling a user ends its open session at once, with what the node counted', async () => {
     const phone = await lab.provisionDevice('bob', 'Phone');
     // Through the phone's own tunnel: the laptop's routes the same range.
-    const pinged = await lab.client.run('ping', ['-c', '1', '-W', '1', '-w', '10', '-I', phone.interfaceName, LAB_GATEWAY]);
+    const pinged = await lab.client.run('ping', [
+      '-c',
+      '1',
+      '-W',
+      '1',
+      '-w',
+      '10',
+      '-I',
+      phone.interfaceName,
+      LAB_GATEWAY,
+    ]);
     assert.equal(pinged.exitCode, 0, 'the second tunnel passes');
     await lab.portal.reconcile();
     assert.equal((await lab.portal.admin.connectionLog({ user_id: 'bob', open: 'yes' })).connection_log.length, 1);
@@ -102,7 +125,9 @@ describe('WireGuard sessions derived from real handshakes', () => {
     assert.ok((session?.bytes_in ?? 0) > 0, 'with the counters remove_peer answered');
     assert.equal(session?.connection_id, phone.publicKey);
     // The session it ended is the portal's own record, not a second call in the audit log.
-    const audited = (await lab.portal.admin.auditLog({ user_id: 'bob' })).audit_log.filter((entry) => entry.call === 'disable_user');
+    const audited = (await lab.portal.admin.auditLog({ user_id: 'bob' })).audit_log.filter(
+      (entry) => entry.call === 'disable_user',
+    );
     assert.equal(audited.length, 1);
   });
 
@@ -129,18 +154,30 @@ describe('WireGuard sessions derived from real handshakes', () => {
     try {
       pinnedNow = new Date(handshake.getTime() + 179_000);
       await lab.portal.reconcile();
-      assert.equal((await lab.portal.admin.connectionLog({ user_id: 'alice', open: 'yes' })).connection_log.length, 1, 'still open at 179 s');
+      assert.equal(
+        (await lab.portal.admin.connectionLog({ user_id: 'alice', open: 'yes' })).connection_log.length,
+        1,
+        'still open at 179 s',
+      );
       pinnedNow = new Date(handshake.getTime() + 181_000);
       await lab.portal.reconcile();
     } finally {
       pinnedNow = null;
     }
     const [session] = (await lab.portal.admin.connectionLog({ user_id: 'alice' })).connection_log;
-    assert.equal(session?.disconnected_at, new Date(handshake.getTime() + 180_000).toISOString().replace('.000Z', '+00:00'));
-    assert.ok((session?.bytes_in ?? 0) > 0 && (session?.bytes_out ?? 0) > 0, `traffic was counted: ${JSON.stringify(session)}`);
+    assert.equal(
+      session?.disconnected_at,
+      new Date(handshake.getTime() + 180_000).toISOString().replace('.000Z', '+00:00'),
+    );
+    assert.ok(
+      (session?.bytes_in ?? 0) > 0 && (session?.bytes_out ?? 0) > 0,
+      `traffic was counted: ${JSON.stringify(session)}`,
+    );
     assert.match(
       (await hookLines()).at(-1) ?? '',
-      new RegExp(`^D wireguard alice ${LAB_PROFILE} ${laptop.publicKey.replace(/[+/]/g, '\\$&')} 198\\.19\\.44\\.2  \\d+ \\d+$`),
+      new RegExp(
+        `^D wireguard alice ${LAB_PROFILE} ${laptop.publicKey.replace(/[+/]/g, '\\$&')} 198\\.19\\.44\\.2  \\d+ \\d+$`,
+      ),
     );
     assert.ok(logged.some((line) => line['msg'] === `DISCONNECT alice (${LAB_PROFILE}:${laptop.publicKey})`));
   });

@@ -33,13 +33,20 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
   };
 
   /** POST /create with this Accept header; the file is written for wg-quick, which names the interface after it. */
-  const createFile = async (accept: string, displayName: string): Promise<{ text: string; file: string; interfaceName: string }> => {
-    const created = await lab.portal.admin.create({ user_id: 'alice', profile_id: LAB_PROFILE, display_name: displayName }, accept);
+  const createFile = async (
+    accept: string,
+    displayName: string,
+  ): Promise<{ text: string; file: string; interfaceName: string }> => {
+    const created = await lab.portal.admin.create(
+      { user_id: 'alice', profile_id: LAB_PROFILE, display_name: displayName },
+      accept,
+    );
     assert.equal(created.contentType, accept);
     const interfaceName = lab.lab.interfaceName('wgc');
     return { text: created.body, file: join(lab.directory, `${interfaceName}.conf`), interfaceName };
   };
-  const wgQuickUp = (file: string) => lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
+  const wgQuickUp = (file: string) =>
+    lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
 
   before(async () => {
     lab = await startTunnelLab({
@@ -103,7 +110,13 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
 
   test('behind the ProxyGuard client, pings to the node come back, over TCP only', async () => {
     assert.ok(tcpDevice !== null, 'the TCP file was created');
-    const proxyGuardClient: ChildProcess = lab.client.spawn(process.execPath, ['--import', 'tsx', UOTLV_CLIENT, '127.0.0.1:51820', proxyEndpoint]);
+    const proxyGuardClient: ChildProcess = lab.client.spawn(process.execPath, [
+      '--import',
+      'tsx',
+      UOTLV_CLIENT,
+      '127.0.0.1:51820',
+      proxyEndpoint,
+    ]);
     await readyLine(proxyGuardClient);
 
     const droppedBefore = await droppedUdpPackets();
@@ -112,7 +125,12 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
 
     assert.ok(await lab.ping(30, GATEWAY), 'ping through the TCP tunnel');
     assert.equal(await droppedUdpPackets(), droppedBefore, 'nothing of the TCP tunnel tried UDP on the blocked link');
-    const { stdout: tunnels } = await lab.node.exec('ss', ['-Htn', 'state', 'established', `( sport = :${RELAY_PORT} )`]);
+    const { stdout: tunnels } = await lab.node.exec('ss', [
+      '-Htn',
+      'state',
+      'established',
+      `( sport = :${RELAY_PORT} )`,
+    ]);
     assert.equal(tunnels.trim().split('\n').filter(Boolean).length, 1, `one TCP connection to the relay: ${tunnels}`);
     const metrics = await (await fetch(`${lab.nodeUrl.replace(/:41194$/, ':9467')}/metrics`)).text();
     assert.match(metrics, /^vpn_node_proxyguard_tunnels 1$/m, 'the agent counts the open tunnel');

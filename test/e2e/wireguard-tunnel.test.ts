@@ -25,7 +25,8 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
   const assertPingFails = async (why: string): Promise<void> => {
     assert.equal(await lab.ping(3), false, why);
   };
-  const listedIds = async (showAll = false) => ((await lab.portal.admin.connectionList(showAll))[LAB_PROFILE] ?? []).map((entry) => entry.connection_id);
+  const listedIds = async (showAll = false) =>
+    ((await lab.portal.admin.connectionList(showAll))[LAB_PROFILE] ?? []).map((entry) => entry.connection_id);
   /** The handshake time the node reports for a peer, read with the node key as the portal does. */
   const lastHandshakeOnNode = async (publicKey: string): Promise<Date> => {
     const response = await fetch(`${lab.nodeUrl}${VPN_DAEMON_PATHS.peerList}?show_all=yes`, {
@@ -39,7 +40,10 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
   };
 
   before(async () => {
-    lab = await startTunnelLab({ clock: { now: () => pinnedNow ?? new Date() }, portalConfig: { reconcileInterval: 'PT3S' } });
+    lab = await startTunnelLab({
+      clock: { now: () => pinnedNow ?? new Date() },
+      portalConfig: { reconcileInterval: 'PT3S' },
+    });
   });
 
   after(async () => {
@@ -62,7 +66,9 @@ describe('a managed device reaches the node through a WireGuard tunnel made by t
     assert.equal(connection?.display_name, 'Laptop');
     assert.equal(connection?.user_id, 'alice');
     assert.equal(connection?.vpn_proto, 'wireguard');
-    const addresses = (await lab.client.exec('ip', ['-o', 'address', 'show', 'dev', device.interfaceName, 'scope', 'global'])).stdout;
+    const addresses = (
+      await lab.client.exec('ip', ['-o', 'address', 'show', 'dev', device.interfaceName, 'scope', 'global'])
+    ).stdout;
     for (const ip of connection?.ip_list ?? []) assert.ok(addresses.includes(ip), `the device has address ${ip}`);
     assert.equal(connection?.ip_list.length, 2);
   });

@@ -26,7 +26,11 @@ type Dict = { readonly [key: string]: PlistValue };
 
 function asDict(value: PlistValue | undefined, what: string): Dict {
   assert.ok(
-    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && !(value instanceof Uint8Array),
+    typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      !(value instanceof Date) &&
+      !(value instanceof Uint8Array),
     `${what} is a dict`,
   );
   return value as Dict;
@@ -45,10 +49,20 @@ describe('the Apple configuration profile', () => {
   test('is a Configuration holding one com.apple.vpn.managed payload for the WireGuard app', () => {
     const configuration = configurationFor('Laptop');
     const xml = renderAppleMobileconfig(profile, configuration);
-    assert.match(xml, /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<!DOCTYPE plist PUBLIC "-\/\/Apple\/\/DTD PLIST 1\.0\/\/EN"/);
+    assert.match(
+      xml,
+      /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<!DOCTYPE plist PUBLIC "-\/\/Apple\/\/DTD PLIST 1\.0\/\/EN"/,
+    );
 
     const { top, vpn } = parseProfile(xml);
-    assert.deepEqual(Object.keys(top).sort(), ['PayloadContent', 'PayloadDisplayName', 'PayloadIdentifier', 'PayloadType', 'PayloadUUID', 'PayloadVersion']);
+    assert.deepEqual(Object.keys(top).sort(), [
+      'PayloadContent',
+      'PayloadDisplayName',
+      'PayloadIdentifier',
+      'PayloadType',
+      'PayloadUUID',
+      'PayloadVersion',
+    ]);
     assert.equal(top['PayloadType'], 'Configuration');
     assert.equal(top['PayloadVersion'], 1);
     assert.equal(top['PayloadDisplayName'], 'Employees (Laptop)');
@@ -76,7 +90,10 @@ describe('the Apple configuration profile', () => {
     assert.equal(vpn['UserDefinedName'], 'Employees (Laptop)');
     assert.equal(vpn['VPNType'], 'VPN');
     assert.equal(vpn['VPNSubType'], 'com.wireguard.ios');
-    assert.deepEqual(asDict(vpn['VPN'], 'VPN'), { RemoteAddress: 'vpn1.example.org:51820', AuthenticationMethod: 'Password' });
+    assert.deepEqual(asDict(vpn['VPN'], 'VPN'), {
+      RemoteAddress: 'vpn1.example.org:51820',
+      AuthenticationMethod: 'Password',
+    });
 
     const vendorConfig = asDict(vpn['VendorConfig'], 'VendorConfig');
     assert.deepEqual(Object.keys(vendorConfig), ['WgQuickConfig']);
@@ -106,24 +123,39 @@ describe('the Apple configuration profile', () => {
     const first = parseProfile(renderAppleMobileconfig(profile, device('dev-1')));
     const reissued = parseProfile(renderAppleMobileconfig(profile, device('dev-1')));
     const otherDevice = parseProfile(renderAppleMobileconfig(profile, device('dev-2')));
-    const otherProfile = parseProfile(renderAppleMobileconfig({ ...profile, profileId: asProfileId('guests') }, device('dev-1')));
+    const otherProfile = parseProfile(
+      renderAppleMobileconfig({ ...profile, profileId: asProfileId('guests') }, device('dev-1')),
+    );
     for (const key of ['PayloadUUID', 'PayloadIdentifier']) {
       for (const part of ['top', 'vpn'] as const) {
         assert.equal(reissued[part][key], first[part][key], `${part} ${key} is kept for a new key of the same device`);
         assert.notEqual(otherDevice[part][key], first[part][key], `${part} ${key} differs for another device`);
-        assert.notEqual(otherProfile[part][key], first[part][key], `${part} ${key} differs for another profile of the device`);
+        assert.notEqual(
+          otherProfile[part][key],
+          first[part][key],
+          `${part} ${key} differs for another profile of the device`,
+        );
       }
     }
   });
 
   test('the macOS profile names the WireGuard app for macOS; the iOS one the app for iOS and iPadOS', () => {
-    assert.equal(parseProfile(renderAppleMobileconfig(profile, configurationFor('Mac', { platform: 'macos' }))).vpn['VPNSubType'], 'com.wireguard.macos');
-    assert.equal(parseProfile(renderAppleMobileconfig(profile, configurationFor('Phone', { platform: 'ios' }))).vpn['VPNSubType'], 'com.wireguard.ios');
+    assert.equal(
+      parseProfile(renderAppleMobileconfig(profile, configurationFor('Mac', { platform: 'macos' }))).vpn['VPNSubType'],
+      'com.wireguard.macos',
+    );
+    assert.equal(
+      parseProfile(renderAppleMobileconfig(profile, configurationFor('Phone', { platform: 'ios' }))).vpn['VPNSubType'],
+      'com.wireguard.ios',
+    );
   });
 
   test('on demand: trusted Wi-Fi names, then the probe, then connect everywhere else, in the VPN dictionary', () => {
     const onDemand = { trustedSsids: ['Office', 'Lab & <Guests>'], probeUrl: 'https://intranet.example.org/probe' };
-    const vpn = asDict(parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand }))).vpn['VPN'], 'VPN');
+    const vpn = asDict(
+      parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand }))).vpn['VPN'],
+      'VPN',
+    );
     assert.equal(vpn['OnDemandEnabled'], 1);
     assert.deepEqual(vpn['OnDemandRules'], [
       { Action: 'Disconnect', InterfaceTypeMatch: 'WiFi', SSIDMatch: ['Office', 'Lab & <Guests>'] },
@@ -132,12 +164,21 @@ describe('the Apple configuration profile', () => {
     ]);
 
     const bare = asDict(
-      parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop', { onDemand: { trustedSsids: [], probeUrl: null } }))).vpn['VPN'],
+      parseProfile(
+        renderAppleMobileconfig(
+          profile,
+          configurationFor('Laptop', { onDemand: { trustedSsids: [], probeUrl: null } }),
+        ),
+      ).vpn['VPN'],
       'VPN',
     );
     assert.deepEqual(bare['OnDemandRules'], [{ Action: 'Connect' }], 'without trusted networks: always connect');
     const none = asDict(parseProfile(renderAppleMobileconfig(profile, configurationFor('Laptop'))).vpn['VPN'], 'VPN');
-    assert.deepEqual(Object.keys(none).sort(), ['AuthenticationMethod', 'RemoteAddress'], 'no on-demand keys unless asked');
+    assert.deepEqual(
+      Object.keys(none).sort(),
+      ['AuthenticationMethod', 'RemoteAddress'],
+      'no on-demand keys unless asked',
+    );
   });
 
   test('an IP literal as portal host still gives a well-formed identifier', () => {
@@ -149,13 +190,18 @@ describe('the Apple configuration profile', () => {
 
   test('an IPv6 endpoint is bracketed in RemoteAddress, as in the Endpoint line', () => {
     const { vpn } = parseProfile(
-      renderAppleMobileconfig({ ...profile, wireGuard: { ...profile.wireGuard, hostName: '2001:db8::1' } }, configurationFor('Laptop')),
+      renderAppleMobileconfig(
+        { ...profile, wireGuard: { ...profile.wireGuard, hostName: '2001:db8::1' } },
+        configurationFor('Laptop'),
+      ),
     );
     assert.equal(asDict(vpn['VPN'], 'VPN')['RemoteAddress'], '[2001:db8::1]:51820');
   });
 
   test('display names with markup survive escaped; characters XML cannot carry become U+FFFD', () => {
-    const { top, vpn } = parseProfile(renderAppleMobileconfig({ ...profile, profileDisplayName: 'R&D <lab>' }, configurationFor('a\u0001b "c" ]]>')));
+    const { top, vpn } = parseProfile(
+      renderAppleMobileconfig({ ...profile, profileDisplayName: 'R&D <lab>' }, configurationFor('a\u0001b "c" ]]>')),
+    );
     assert.equal(vpn['UserDefinedName'], 'R&D <lab> (a\uFFFDb "c" ]]>)');
     assert.equal(top['PayloadDisplayName'], vpn['UserDefinedName']);
   });
@@ -163,7 +209,10 @@ describe('the Apple configuration profile', () => {
 
 describe('name-based UUIDs', () => {
   test('match the version 5 example of RFC 9562 (appendix A.4)', () => {
-    assert.equal(nameBasedUuid('6ba7b810-9dad-11d1-80b4-00c04fd430c8', 'www.example.com'), '2ED6657D-E927-568B-95E1-2665A8AEA6A2');
+    assert.equal(
+      nameBasedUuid('6ba7b810-9dad-11d1-80b4-00c04fd430c8', 'www.example.com'),
+      '2ED6657D-E927-568B-95E1-2665A8AEA6A2',
+    );
   });
 
   test('refuse a namespace that is not a UUID', () => {
@@ -198,14 +247,22 @@ test('the embedded WgQuickConfig configures a real WireGuard interface with `wg 
 
   // An IP literal endpoint: `wg` would otherwise have to resolve the name.
   const configuration = configurationFor('Laptop');
-  const { vpn } = parseProfile(renderAppleMobileconfig({ ...profile, wireGuard: { ...profile.wireGuard, hostName: '192.0.2.20' } }, configuration));
+  const { vpn } = parseProfile(
+    renderAppleMobileconfig({ ...profile, wireGuard: { ...profile.wireGuard, hostName: '192.0.2.20' } }, configuration),
+  );
   const wgQuickConfig = String(asDict(vpn['VendorConfig'], 'VendorConfig')['WgQuickConfig']);
   const file = join(directory, `${interfaceName}.conf`);
   await writeFile(file, withoutWgQuickKeys(wgQuickConfig), { mode: 0o600 });
   await namespace.exec('wg', ['setconf', interfaceName, file]);
 
-  const [interfaceLine, ...peerLines] = (await namespace.exec('wg', ['show', interfaceName, 'dump'])).stdout.trim().split('\n');
-  assert.equal(interfaceLine?.split('\t')[0], configuration.wireGuard.privateKey, 'the interface uses the private key of the configuration');
+  const [interfaceLine, ...peerLines] = (await namespace.exec('wg', ['show', interfaceName, 'dump'])).stdout
+    .trim()
+    .split('\n');
+  assert.equal(
+    interfaceLine?.split('\t')[0],
+    configuration.wireGuard.privateKey,
+    'the interface uses the private key of the configuration',
+  );
   assert.equal(peerLines.length, 1, 'exactly one peer');
   const [publicKey, , endpoint, allowedIps, , , , keepAlive] = (peerLines[0] ?? '').split('\t');
   assert.equal(publicKey, server.publicKey);

@@ -49,7 +49,9 @@ function wholeSeconds(date: Date): number {
 /** The subject as `openssl x509 -nameopt multiline` prints it, attribute by attribute. */
 function opensslSubject(certificateFile: string): Record<string, string> {
   const fields: Record<string, string> = {};
-  for (const line of openssl('x509', '-in', certificateFile, '-noout', '-subject', '-nameopt', 'multiline').split('\n').slice(1)) {
+  for (const line of openssl('x509', '-in', certificateFile, '-noout', '-subject', '-nameopt', 'multiline')
+    .split('\n')
+    .slice(1)) {
     const match = /^\s+(\w+)\s+= (.*)$/.exec(line);
     if (match?.[1] !== undefined && match[2] !== undefined) fields[match[1]] = match[2];
   }
@@ -58,7 +60,10 @@ function opensslSubject(certificateFile: string): Record<string, string> {
 
 async function newCa(notAfter = CA_NOT_AFTER): Promise<{ ca: CertificateAuthority; privateKeyPem: string }> {
   const made = await CertificateAuthority.create({ now: NOW, notAfter });
-  return { ca: await CertificateAuthority.load(made.certificatePem, made.privateKeyPem), privateKeyPem: made.privateKeyPem };
+  return {
+    ca: await CertificateAuthority.load(made.certificatePem, made.privateKeyPem),
+    privateKeyPem: made.privateKeyPem,
+  };
 }
 
 describe('a new OpenVPN CA', () => {
@@ -110,7 +115,10 @@ describe('a new OpenVPN CA', () => {
     assert.match(text, /Issuer: CN = VPN CA\n/);
     assert.match(text, /Subject: CN = VPN CA\n/);
     assert.match(text, /X509v3 Key Usage: critical\n\s+Digital Signature, Certificate Sign\n/);
-    assert.match(text, /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication, TLS Web Client Authentication\n/);
+    assert.match(
+      text,
+      /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication, TLS Web Client Authentication\n/,
+    );
     assert.match(text, /X509v3 Basic Constraints: critical\n\s+CA:TRUE, pathlen:0\n/);
     assert.match(text, /X509v3 Subject Key Identifier: \n\s+([0-9A-F]{2}:){19}[0-9A-F]{2}\n/);
   });
@@ -127,7 +135,10 @@ describe('a new OpenVPN CA', () => {
     assert.equal(ca.certificatePem, made.certificatePem);
     assert.equal(ca.notAfter.getTime(), wholeSeconds(CA_NOT_AFTER));
     const other = await CertificateAuthority.create({ now: NOW, notAfter: CA_NOT_AFTER });
-    await assert.rejects(CertificateAuthority.load(made.certificatePem, other.privateKeyPem), /does not belong to the CA certificate/);
+    await assert.rejects(
+      CertificateAuthority.load(made.certificatePem, other.privateKeyPem),
+      /does not belong to the CA certificate/,
+    );
     await assert.rejects(CertificateAuthority.load('garbage', made.privateKeyPem), /not a PEM X\.509 certificate/);
     await assert.rejects(CertificateAuthority.load(made.certificatePem, 'garbage'), /not a PEM private key/);
   });
@@ -167,7 +178,8 @@ describe('a client certificate', () => {
     assert.match(text, /X509v3 Key Usage: critical\n\s+Digital Signature\n/);
     assert.match(text, /X509v3 Extended Key Usage: \n\s+TLS Web Client Authentication\n/);
     assert.match(text, /X509v3 Basic Constraints: critical\n\s+CA:FALSE\n/);
-    const caKeyId = new x509.X509Certificate(ca.certificatePem).getExtension(x509.SubjectKeyIdentifierExtension)?.keyId ?? '';
+    const caKeyId =
+      new x509.X509Certificate(ca.certificatePem).getExtension(x509.SubjectKeyIdentifierExtension)?.keyId ?? '';
     const keyId = caKeyId.toUpperCase().replace(/(..)(?!$)/g, '$1:');
     assert.match(text, new RegExp(`X509v3 Authority Key Identifier: \\n\\s+${keyId}\\n`));
   });
@@ -178,12 +190,22 @@ describe('a client certificate', () => {
     assert.match(openssl('verify', '-purpose', 'sslclient', '-CAfile', caFile, clientFile), /: OK\n$/);
     const caCertificate = new x509.X509Certificate(ca.certificatePem);
     const certificate = new x509.X509Certificate(issued.certificatePem);
-    assert.ok(await certificate.verify({ publicKey: caCertificate.publicKey, date: NOW }, webcrypto), 'x509 verifies the signature and validity');
+    assert.ok(
+      await certificate.verify({ publicKey: caCertificate.publicKey, date: NOW }, webcrypto),
+      'x509 verifies the signature and validity',
+    );
     assert.ok(await ca.hasIssued(issued.certificatePem), 'the CA recognises its own certificate');
   });
 
   test('cannot act as a server', () => {
-    const result = run('openssl', ['verify', '-purpose', 'sslserver', '-CAfile', caFile, scratchFile(issued.certificatePem)]);
+    const result = run('openssl', [
+      'verify',
+      '-purpose',
+      'sslserver',
+      '-CAfile',
+      caFile,
+      scratchFile(issued.certificatePem),
+    ]);
     assert.notEqual(result.status, 0, `a client certificate passed as a server: ${result.output}`);
   });
 
@@ -196,10 +218,18 @@ describe('a client certificate', () => {
 
   test('is refused when it would outlive the CA or has already ended', async () => {
     await assert.rejects(
-      ca.issueClient({ commonName, profileId: 'employees', now: NOW, notAfter: new Date(ca.notAfter.getTime() + 1000) }),
+      ca.issueClient({
+        commonName,
+        profileId: 'employees',
+        now: NOW,
+        notAfter: new Date(ca.notAfter.getTime() + 1000),
+      }),
       /the CA expires at/,
     );
-    await assert.rejects(ca.issueClient({ commonName, profileId: 'employees', now: NOW, notAfter: NOW }), /before it is issued/);
+    await assert.rejects(
+      ca.issueClient({ commonName, profileId: 'employees', now: NOW, notAfter: NOW }),
+      /before it is issued/,
+    );
     const lastSecond = await ca.issueClient({ commonName, profileId: 'employees', now: NOW, notAfter: ca.notAfter });
     assert.equal(lastSecond.notAfter.getTime(), ca.notAfter.getTime());
   });
@@ -207,7 +237,12 @@ describe('a client certificate', () => {
   test('signs with the CA key imported once, not once per certificate', async (t) => {
     const importKey = t.mock.method(webcrypto.subtle, 'importKey');
     for (let index = 0; index < 20; index += 1) {
-      await ca.issueClient({ commonName: randomBytes(32).toString('base64'), profileId: 'employees', now: NOW, notAfter: expiresAt });
+      await ca.issueClient({
+        commonName: randomBytes(32).toString('base64'),
+        profileId: 'employees',
+        now: NOW,
+        notAfter: expiresAt,
+      });
     }
     const privateKeyImports = () => importKey.mock.calls.filter((call) => call.arguments[0] === 'pkcs8').length;
     assert.equal(privateKeyImports(), 0, 'issuing imported a private key again');
@@ -226,7 +261,10 @@ describe('a server certificate', () => {
     const text = openssl('x509', '-in', file, '-noout', '-text');
     assert.match(text, /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication\n/);
     assert.match(text, /X509v3 Basic Constraints: critical\n\s+CA:FALSE\n/);
-    assert.match(openssl('verify', '-purpose', 'sslserver', '-CAfile', scratchFile(ca.certificatePem), file), /: OK\n$/);
+    assert.match(
+      openssl('verify', '-purpose', 'sslserver', '-CAfile', scratchFile(ca.certificatePem), file),
+      /: OK\n$/,
+    );
   });
 });
 
@@ -260,7 +298,10 @@ describe('the OpenVPN key files', () => {
 
   test('end with exactly one CA when two portal processes make it at the same moment', async () => {
     const dir = keyDir();
-    const [one, two] = await Promise.all([new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER), new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER)]);
+    const [one, two] = await Promise.all([
+      new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER),
+      new OpenVpnKeys(dir).createCa(NOW, CA_NOT_AFTER),
+    ]);
     assert.deepEqual([one.created, two.created].sort(), [false, true]);
     const ca = await new OpenVpnKeys(dir).ca();
     assert.ok(ca !== null, 'the CA that won loads: its key matches its certificate');
@@ -272,7 +313,10 @@ describe('the OpenVPN key files', () => {
     await keys.createCa(NOW, CA_NOT_AFTER);
     rmSync(keys.caKeyPath);
     const fresh = new OpenVpnKeys(keys.keyDir);
-    await assert.rejects(fresh.createCa(NOW, CA_NOT_AFTER), /the OpenVPN CA is incomplete: .*ca\.crt exists but .*ca\.key does not/);
+    await assert.rejects(
+      fresh.createCa(NOW, CA_NOT_AFTER),
+      /the OpenVPN CA is incomplete: .*ca\.crt exists but .*ca\.key does not/,
+    );
     await assert.rejects(fresh.ca(), /incomplete/);
     assert.ok(!existsSync(fresh.caKeyPath), 'no key was made to go with a certificate it does not match');
   });
@@ -296,7 +340,12 @@ describe('the OpenVPN key files', () => {
     const key = keys.tlsCryptKey('employees');
     assert.ok(isTlsCryptKey(key), `a static key: ${key}`);
     const lines = key.split('\n');
-    assert.deepEqual(lines.slice(0, 4), ['#', '# 2048 bit OpenVPN static key', '#', '-----BEGIN OpenVPN Static key V1-----']);
+    assert.deepEqual(lines.slice(0, 4), [
+      '#',
+      '# 2048 bit OpenVPN static key',
+      '#',
+      '-----BEGIN OpenVPN Static key V1-----',
+    ]);
     assert.equal(lines.length, 21);
     for (const line of lines.slice(4, 20)) assert.match(line, /^[0-9a-f]{32}$/);
     assert.equal(lines[20], '-----END OpenVPN Static key V1-----');
@@ -305,7 +354,11 @@ describe('the OpenVPN key files', () => {
     assert.equal(file, join(keys.keyDir, 'tls-crypt-employees.key'));
     assert.equal(readFileSync(file, 'utf8'), key, 'the file holds the key without a trailing newline');
     assert.equal(mode(file), 0o600);
-    assert.equal(new OpenVpnKeys(keys.keyDir).tlsCryptKey('employees'), key, 'another portal process reads the same key');
+    assert.equal(
+      new OpenVpnKeys(keys.keyDir).tlsCryptKey('employees'),
+      key,
+      'another portal process reads the same key',
+    );
     assert.notEqual(keys.tlsCryptKey('guests'), key);
   });
 

@@ -27,7 +27,8 @@ const credentials: OpenVpnClientCredentials = {
   caCertificatePem: '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n',
   certificatePem: '-----BEGIN CERTIFICATE-----\nCLIENT\n-----END CERTIFICATE-----\n',
   privateKeyPem: '-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n',
-  tlsCryptKey: '#\n# 2048 bit OpenVPN static key\n#\n-----BEGIN OpenVPN Static key V1-----\n00\n-----END OpenVPN Static key V1-----',
+  tlsCryptKey:
+    '#\n# 2048 bit OpenVPN static key\n#\n-----BEGIN OpenVPN Static key V1-----\n00\n-----END OpenVPN Static key V1-----',
 };
 
 /** A random source that returns the given values in turn. */
@@ -124,17 +125,25 @@ describe('the remote lines', () => {
     const onlySpecial = defaultProfile({ udpPortList: [53, 443], tcpPortList: [] });
     assert.deepEqual(clientRemotes(onlySpecial, { preferTcp: false, random: last }), ['remote vpn.example 443 udp']);
     const onlyOrdinary = defaultProfile({ udpPortList: [], tcpPortList: [1194, 1195, 1196] });
-    assert.deepEqual(clientRemotes(onlyOrdinary, { preferTcp: false, random: sequence(0.5) }), ['remote vpn.example 1195 tcp']);
+    assert.deepEqual(clientRemotes(onlyOrdinary, { preferTcp: false, random: sequence(0.5) }), [
+      'remote vpn.example 1195 tcp',
+    ]);
   });
 
   test('use the exposed ports instead of the real ones when the profile sets them', () => {
     const profile = defaultProfile({ exposedUdpPortList: [51194], exposedTcpPortList: [443] });
-    assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), ['remote vpn.example 51194 udp', 'remote vpn.example 443 tcp']);
+    assert.deepEqual(clientRemotes(profile, { preferTcp: false, random: first }), [
+      'remote vpn.example 51194 udp',
+      'remote vpn.example 443 tcp',
+    ]);
   });
 
   test('fall back to the real ports of a protocol whose exposed list is empty', () => {
     const profile = defaultProfile({ exposedTcpPortList: [443] });
-    assert.deepEqual(clientRemotes(profile, { preferTcp: true, random: first }), ['remote vpn.example 443 tcp', 'remote vpn.example 1194 udp']);
+    assert.deepEqual(clientRemotes(profile, { preferTcp: true, random: first }), [
+      'remote vpn.example 443 tcp',
+      'remote vpn.example 1194 udp',
+    ]);
   });
 
   test('write an IPv6 host literally, as OpenVPN reads it', () => {

@@ -16,7 +16,12 @@ import type { OpenVpnProfileSettings, Profile, ProfileNode } from '../../src/con
 import { asNodeNumber, asProfileId } from '../../src/shared/ids.js';
 import { CertificateAuthority } from '../../src/openvpn/certificate-authority.js';
 import { renderOpenVpnClientConfig } from '../../src/openvpn/client-config.js';
-import { type OpenVpnServerNodeSettings, type OpenVpnServerProfileInput, processRanges, renderOpenVpnServerFiles } from '../../src/openvpn/server-config.js';
+import {
+  type OpenVpnServerNodeSettings,
+  type OpenVpnServerProfileInput,
+  processRanges,
+  renderOpenVpnServerFiles,
+} from '../../src/openvpn/server-config.js';
 import { generateTlsCryptKey } from '../../src/openvpn/tls-crypt.js';
 import { NetnsLab, requireRoot } from '../support/netns.js';
 
@@ -30,7 +35,9 @@ const TLS_CRYPT_KEY = [
 ].join('\n');
 
 /** The profile of the reference's ServerConfigTest: full tunnel, two UDP ports, three DNS entries. */
-function referenceProfile(overrides: Partial<Omit<Profile, 'openVpn'>> & { openVpn?: Partial<OpenVpnProfileSettings> } = {}): Profile {
+function referenceProfile(
+  overrides: Partial<Omit<Profile, 'openVpn'>> & { openVpn?: Partial<OpenVpnProfileSettings> } = {},
+): Profile {
   const { openVpn, ...rest } = overrides;
   return {
     profileId: asProfileId('default'),
@@ -166,7 +173,9 @@ describe('the OpenVPN server files of a node', () => {
       { rangeFour: '10.42.42.128/26', rangeSix: 'fd42::2:0/112' },
       { rangeFour: '10.42.42.192/26', rangeSix: 'fd42::3:0/112' },
     ]);
-    assert.deepEqual(processRanges('10.42.42.0/24', 'fd42::/64', 1), [{ rangeFour: '10.42.42.0/24', rangeSix: 'fd42::/112' }]);
+    assert.deepEqual(processRanges('10.42.42.0/24', 'fd42::/64', 1), [
+      { rangeFour: '10.42.42.0/24', rangeSix: 'fd42::/112' },
+    ]);
   });
 
   test('refuse process counts and ranges OpenVPN could not serve', () => {
@@ -190,11 +199,25 @@ describe('the OpenVPN server files of a node', () => {
   });
 
   test('number the tun devices across all profiles, UDP processes before TCP ones', () => {
-    const employees = referenceProfile({ profileId: asProfileId('employees'), openVpn: { udpPortList: [1194], tcpPortList: [443] } });
-    const guests = referenceProfile({ profileId: asProfileId('guests'), openVpn: { udpPortList: [1195], tcpPortList: [1195] } });
-    const files = renderOpenVpnServerFiles([input(employees), input(guests, nodeFor('10.43.43.0/24', 'fd43::/64'))], referenceNode);
+    const employees = referenceProfile({
+      profileId: asProfileId('employees'),
+      openVpn: { udpPortList: [1194], tcpPortList: [443] },
+    });
+    const guests = referenceProfile({
+      profileId: asProfileId('guests'),
+      openVpn: { udpPortList: [1195], tcpPortList: [1195] },
+    });
+    const files = renderOpenVpnServerFiles(
+      [input(employees), input(guests, nodeFor('10.43.43.0/24', 'fd43::/64'))],
+      referenceNode,
+    );
     assert.deepEqual(
-      files.map((file) => [file.name, file.proto, file.port, linesOf(file.content).find((line) => line.startsWith('dev tun'))]),
+      files.map((file) => [
+        file.name,
+        file.proto,
+        file.port,
+        linesOf(file.content).find((line) => line.startsWith('dev tun')),
+      ]),
       [
         ['employees-0.conf', 'udp', 1194, 'dev tun0'],
         ['employees-1.conf', 'tcp', 443, 'dev tun1'],
@@ -205,24 +228,38 @@ describe('the OpenVPN server files of a node', () => {
     const tcp = linesOf(contentOf(files, 'employees-1.conf'));
     assert.ok(tcp.includes('proto tcp6-server') && tcp.includes('tcp-nodelay'), 'a TCP process listens on TCP');
     assert.ok(!tcp.includes('explicit-exit-notify 1'), 'exit notification is UDP only');
-    assert.ok(tcp.includes('management /run/openvpn-server/employees-1.sock unix'), 'one management socket per process');
+    assert.ok(
+      tcp.includes('management /run/openvpn-server/employees-1.sock unix'),
+      'one management socket per process',
+    );
   });
 
   test('bind to an IPv4 listen address with the IPv4 protocols and a local line', () => {
     const profile = referenceProfile({ openVpn: { udpPortList: [1194], tcpPortList: [1194] } });
-    const files = renderOpenVpnServerFiles([input(profile, nodeFor('10.42.42.0/24', 'fd42::/64', '192.0.2.1'))], referenceNode);
+    const files = renderOpenVpnServerFiles(
+      [input(profile, nodeFor('10.42.42.0/24', 'fd42::/64', '192.0.2.1'))],
+      referenceNode,
+    );
     const udp = linesOf(contentOf(files, 'default-0.conf'));
     const tcp = linesOf(contentOf(files, 'default-1.conf'));
     assert.ok(udp.includes('proto udp') && udp.includes('local 192.0.2.1'), udp.join('\n'));
     assert.ok(tcp.includes('proto tcp-server') && tcp.includes('local 192.0.2.1'), tcp.join('\n'));
-    const six = renderOpenVpnServerFiles([input(profile, nodeFor('10.42.42.0/24', 'fd42::/64', '2001:db8::1'))], referenceNode);
+    const six = renderOpenVpnServerFiles(
+      [input(profile, nodeFor('10.42.42.0/24', 'fd42::/64', '2001:db8::1'))],
+      referenceNode,
+    );
     assert.ok(linesOf(contentOf(six, 'default-0.conf')).includes('local 2001:db8::1'), 'an IPv6 address is bound too');
     assert.ok(linesOf(contentOf(six, 'default-0.conf')).includes('proto udp6'), 'with the IPv6 protocol');
   });
 
   test('follow the node and profile switches: AES first, logging, blocking the LAN', () => {
     const profile = referenceProfile({ openVpn: { udpPortList: [1194], enableLog: true, blockLan: true } });
-    const [file] = renderOpenVpnServerFiles([input(profile)], { ...referenceNode, preferAes: true, vpnUser: 'nobody', vpnGroup: 'nogroup' });
+    const [file] = renderOpenVpnServerFiles([input(profile)], {
+      ...referenceNode,
+      preferAes: true,
+      vpnUser: 'nobody',
+      vpnGroup: 'nogroup',
+    });
     const lines = linesOf(file?.content ?? '');
     assert.ok(lines.includes('data-ciphers AES-256-GCM:CHACHA20-POLY1305'), 'AES is offered first');
     assert.ok(!lines.includes('log /dev/null'), 'the log is kept when the profile asks for it');
@@ -240,7 +277,9 @@ describe('the OpenVPN server files of a node', () => {
       openVpn: { udpPortList: [1194] },
     });
     const [file] = renderOpenVpnServerFiles([input(profile)], referenceNode);
-    const pushes = linesOf(file?.content ?? '').filter((line) => line.startsWith('push "') && !line.includes('explicit-exit'));
+    const pushes = linesOf(file?.content ?? '').filter(
+      (line) => line.startsWith('push "') && !line.includes('explicit-exit'),
+    );
     assert.deepEqual(pushes, [
       'push "route 172.16.0.0 255.240.0.0"',
       'push "route 192.168.1.0 255.255.255.0"',
@@ -260,10 +299,20 @@ describe('the OpenVPN server files of a node', () => {
   });
 
   test('keep IPv6 routes next to the full tunnel, whose 0.0.0.0/0 swallows the IPv4 ones', () => {
-    const profile = referenceProfile({ routeList: ['192.168.1.0/24', 'fd11::/64'], dnsServerList: [], openVpn: { udpPortList: [1194] } });
+    const profile = referenceProfile({
+      routeList: ['192.168.1.0/24', 'fd11::/64'],
+      dnsServerList: [],
+      openVpn: { udpPortList: [1194] },
+    });
     const [file] = renderOpenVpnServerFiles([input(profile)], referenceNode);
-    const pushes = linesOf(file?.content ?? '').filter((line) => line.startsWith('push "') && !line.includes('explicit-exit'));
-    assert.deepEqual(pushes, ['push "redirect-gateway def1 ipv6"', 'push "route 0.0.0.0 0.0.0.0"', 'push "route-ipv6 fd11::/64"']);
+    const pushes = linesOf(file?.content ?? '').filter(
+      (line) => line.startsWith('push "') && !line.includes('explicit-exit'),
+    );
+    assert.deepEqual(pushes, [
+      'push "redirect-gateway def1 ipv6"',
+      'push "route 0.0.0.0 0.0.0.0"',
+      'push "route-ipv6 fd11::/64"',
+    ]);
   });
 });
 
@@ -273,7 +322,10 @@ describe('the OpenVPN server files of a node', () => {
 const OUTPUT_TIMEOUT_MS = 20_000;
 
 /** Collects a child's output and waits for a line to appear in it. */
-function outputOf(child: ChildProcess, name: string): { text: () => string; waitFor: (pattern: RegExp) => Promise<RegExpExecArray> } {
+function outputOf(
+  child: ChildProcess,
+  name: string,
+): { text: () => string; waitFor: (pattern: RegExp) => Promise<RegExpExecArray> } {
   let text = '';
   child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -283,7 +335,8 @@ function outputOf(child: ChildProcess, name: string): { text: () => string; wait
       for (let waited = 0; waited < OUTPUT_TIMEOUT_MS; waited += 50) {
         const match = pattern.exec(text);
         if (match !== null) return match;
-        if (child.exitCode !== null) assert.fail(`${name} exited (${child.exitCode}) before printing ${pattern}:\n${text}`);
+        if (child.exitCode !== null)
+          assert.fail(`${name} exited (${child.exitCode}) before printing ${pattern}:\n${text}`);
         await sleep(50);
       }
       return assert.fail(`${name} did not print ${pattern} within ${OUTPUT_TIMEOUT_MS} ms:\n${text}`);
@@ -353,12 +406,15 @@ describe('OpenVPN 2.6 with the rendered files', () => {
       openVpn: { udpPortList: [1194], tcpPortList: [1194], enableLog: true },
     });
     const server = await ca.issueServer({ hostName: 'vpn.example.org', profileId: profile.profileId, now });
-    const files = renderOpenVpnServerFiles([{ profile, node: nodeFor(), caCertificatePem: ca.certificatePem, server, tlsCryptKey }], {
-      vpnUser: 'nobody',
-      vpnGroup: 'nogroup',
-      preferAes: true,
-      managementDir: dir,
-    });
+    const files = renderOpenVpnServerFiles(
+      [{ profile, node: nodeFor(), caCertificatePem: ca.certificatePem, server, tlsCryptKey }],
+      {
+        vpnUser: 'nobody',
+        vpnGroup: 'nogroup',
+        preferAes: true,
+        managementDir: dir,
+      },
+    );
 
     const servers = files.map((file) => {
       const path = join(dir, file.name);
@@ -379,11 +435,21 @@ describe('OpenVPN 2.6 with the rendered files', () => {
       { preferTcp: true, processNumber: 1, address: '10.42.42.130' },
     ]) {
       const commonName = randomBytes(32).toString('base64');
-      const client = await ca.issueClient({ commonName, profileId: profile.profileId, now, notAfter: new Date(now.getTime() + 60 * 60 * 1000) });
+      const client = await ca.issueClient({
+        commonName,
+        profileId: profile.profileId,
+        now,
+        notAfter: new Date(now.getTime() + 60 * 60 * 1000),
+      });
       const clientFile = join(dir, `client-${processNumber}.ovpn`);
       const clientConfig = renderOpenVpnClientConfig(
         { hostName: '127.0.0.1', ...(profile.openVpn ?? assert.fail('the profile has OpenVPN')) },
-        { caCertificatePem: ca.certificatePem, certificatePem: client.certificatePem, privateKeyPem: client.privateKeyPem, tlsCryptKey },
+        {
+          caCertificatePem: ca.certificatePem,
+          certificatePem: client.certificatePem,
+          privateKeyPem: client.privateKeyPem,
+          tlsCryptKey,
+        },
         { preferTcp, random: Math.random },
       );
       writeFileSync(clientFile, clientConfig, { mode: 0o600 });

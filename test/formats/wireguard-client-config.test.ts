@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { asWireGuardKey } from '../../src/shared/ids.js';
-import { renderWireGuardClientConfig, type WireGuardClientConfiguration, type WireGuardClientProfile } from '../../src/wireguard/client-config.js';
+import {
+  renderWireGuardClientConfig,
+  type WireGuardClientConfiguration,
+  type WireGuardClientProfile,
+} from '../../src/wireguard/client-config.js';
 
 const CLIENT_PRIVATE_KEY = asWireGuardKey('yDeSuJ6l5zHqh8Qf4dPQbgiy1AxRQGq6yVhvt7qIvXc=');
 const SERVER_PUBLIC_KEY = asWireGuardKey('HsM8hTAaK8mGnQ56MHmC7aQ3Sf4STJeG8EEIAa5OE3g=');
@@ -60,7 +64,10 @@ describe('the wg-quick client file', () => {
 
   test('adds keep-alive just before the endpoint when the profile asks for it', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ keepAlive: true }), firstClient);
-    assert.ok(text.endsWith(lines('AllowedIPs = 0.0.0.0/0,::/0', 'PersistentKeepalive = 25', 'Endpoint = vpn.example:51820')), text);
+    assert.ok(
+      text.endsWith(lines('AllowedIPs = 0.0.0.0/0,::/0', 'PersistentKeepalive = 25', 'Endpoint = vpn.example:51820')),
+      text,
+    );
   });
 
   test('uses the portal-wide listen port in the endpoint', () => {
@@ -77,11 +84,21 @@ describe('the wg-quick client file', () => {
 
   test('sends WireGuard over TCP to the local ProxyGuard and names the real endpoint separately', () => {
     const text = renderWireGuardClientConfig(
-      referenceProfile({ keepAlive: true, listenPort: 443, proxyEndpoint: 'https://vpn.example/proxyguard/vpn.example' }),
+      referenceProfile({
+        keepAlive: true,
+        listenPort: 443,
+        proxyEndpoint: 'https://vpn.example/proxyguard/vpn.example',
+      }),
       firstClient,
     );
     assert.ok(
-      text.endsWith(lines('PersistentKeepalive = 25', 'Endpoint = 127.0.0.1:51820', 'ProxyEndpoint = https://vpn.example/proxyguard/vpn.example')),
+      text.endsWith(
+        lines(
+          'PersistentKeepalive = 25',
+          'Endpoint = 127.0.0.1:51820',
+          'ProxyEndpoint = https://vpn.example/proxyguard/vpn.example',
+        ),
+      ),
       text,
     );
   });
@@ -94,7 +111,10 @@ describe('the DNS line', () => {
   });
 
   test('without a default gateway, is left out entirely when there are no search domains', () => {
-    const text = renderWireGuardClientConfig(referenceProfile({ defaultGateway: false, routeList: ['192.168.1.0/24'] }), firstClient);
+    const text = renderWireGuardClientConfig(
+      referenceProfile({ defaultGateway: false, routeList: ['192.168.1.0/24'] }),
+      firstClient,
+    );
     assert.doesNotMatch(text, /^DNS/m);
   });
 
@@ -112,7 +132,10 @@ describe('the DNS line', () => {
   });
 
   test('lists search domains even when no DNS servers are configured', () => {
-    const text = renderWireGuardClientConfig(referenceProfile({ dnsServerList: [], dnsSearchDomainList: ['example.org'] }), firstClient);
+    const text = renderWireGuardClientConfig(
+      referenceProfile({ dnsServerList: [], dnsSearchDomainList: ['example.org'] }),
+      firstClient,
+    );
     assert.match(text, /^DNS = example\.org$/m);
   });
 
@@ -147,7 +170,10 @@ describe('the peer routes', () => {
   });
 
   test('leaves AllowedIPs out when everything is excluded', () => {
-    const text = renderWireGuardClientConfig(referenceProfile({ defaultGateway: false, excludeRouteList: ['0.0.0.0/0', '::/0'] }), firstClient);
+    const text = renderWireGuardClientConfig(
+      referenceProfile({ defaultGateway: false, excludeRouteList: ['0.0.0.0/0', '::/0'] }),
+      firstClient,
+    );
     assert.doesNotMatch(text, /AllowedIPs/);
   });
 });
@@ -163,6 +189,9 @@ describe('client addresses', () => {
       () => renderWireGuardClientConfig(referenceProfile(), { ...firstClient, ipFour: '10.44.45.2' }),
       /"10\.44\.45\.2" is not inside the profile range 10\.44\.44\.0\/29/,
     );
-    assert.throws(() => renderWireGuardClientConfig(referenceProfile(), { ...firstClient, ipSix: '10.44.44.2' }), /not inside the profile range fd44::\/64/);
+    assert.throws(
+      () => renderWireGuardClientConfig(referenceProfile(), { ...firstClient, ipSix: '10.44.44.2' }),
+      /not inside the profile range fd44::\/64/,
+    );
   });
 });

@@ -11,7 +11,15 @@ function portalConfig(wireGuard: PortalConfigFile['WireGuard']) {
     {
       dataDir: '/var/lib/vpn-portal',
       ...(wireGuard === undefined ? {} : { WireGuard: wireGuard }),
-      ProfileList: [{ profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' }],
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+        },
+      ],
     },
     'portal.json',
   );
@@ -34,23 +42,39 @@ describe("the portal's WireGuard-over-TCP options", () => {
   });
 
   test('enableProxy offers TCP next to UDP; onlyProxy instead of it; proxyUrl loses its trailing slashes', () => {
-    assert.deepEqual(portalConfig({ enableProxy: true }).wireGuard.proxy, { enabled: true, only: false, proxyUrl: null });
-    assert.deepEqual(portalConfig({ enableProxy: true, onlyProxy: true, proxyUrl: 'https://proxy.example.org/pg//' }).wireGuard.proxy, {
+    assert.deepEqual(portalConfig({ enableProxy: true }).wireGuard.proxy, {
       enabled: true,
-      only: true,
-      proxyUrl: 'https://proxy.example.org/pg',
+      only: false,
+      proxyUrl: null,
     });
+    assert.deepEqual(
+      portalConfig({ enableProxy: true, onlyProxy: true, proxyUrl: 'https://proxy.example.org/pg//' }).wireGuard.proxy,
+      {
+        enabled: true,
+        only: true,
+        proxyUrl: 'https://proxy.example.org/pg',
+      },
+    );
   });
 
   test('mistakes name the option', () => {
     assert.match(problemsOf({ onlyProxy: true }), /portal\.json: WireGuard\.onlyProxy: needs "enableProxy": true/);
-    assert.match(problemsOf({ enableProxy: true, proxyUrl: 'ftp://proxy.example.org/' }), /portal\.json: WireGuard\.proxyUrl/);
+    assert.match(
+      problemsOf({ enableProxy: true, proxyUrl: 'ftp://proxy.example.org/' }),
+      /portal\.json: WireGuard\.proxyUrl/,
+    );
     assert.match(
       problemsOf({ enableProxy: true, proxyUrl: 'https://proxy.example.org/pg?node=' }),
       /WireGuard\.proxyUrl: .* must not have a query or fragment/,
     );
-    assert.match(problemsOf({ enableProxy: 'yes' } as unknown as PortalConfigFile['WireGuard']), /WireGuard\.enableProxy/);
-    assert.match(problemsOf({ enableProxy: true, proxy: true } as unknown as PortalConfigFile['WireGuard']), /WireGuard: Unrecognized key: "proxy"/);
+    assert.match(
+      problemsOf({ enableProxy: 'yes' } as unknown as PortalConfigFile['WireGuard']),
+      /WireGuard\.enableProxy/,
+    );
+    assert.match(
+      problemsOf({ enableProxy: true, proxy: true } as unknown as PortalConfigFile['WireGuard']),
+      /WireGuard: Unrecognized key: "proxy"/,
+    );
   });
 });
 
@@ -70,7 +94,13 @@ describe("the node agent's ProxyGuard section", () => {
     const config = parseNodeAgentConfig(
       {
         nodeKeyFile: 'node.key',
-        ProxyGuard: { listen: { host: '10.0.0.11', port: 8443 }, maxTunnels: 20, idleTimeoutSeconds: 30, maxPendingRequests: 8, requestTimeoutSeconds: 2 },
+        ProxyGuard: {
+          listen: { host: '10.0.0.11', port: 8443 },
+          maxTunnels: 20,
+          idleTimeoutSeconds: 30,
+          maxPendingRequests: 8,
+          requestTimeoutSeconds: 2,
+        },
       },
       '/etc/vpn-portal-node/node.json',
     );

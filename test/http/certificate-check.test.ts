@@ -47,10 +47,21 @@ describe('a device whose certificate is revoked is retired', () => {
 
   const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
 
-  async function enrolled(user: string, serial: string, file: string): Promise<{ deviceId: string; certificate: DeviceCertificateFiles }> {
-    const device = await portal.admin.registerDevice({ user_id: user, profile_id: 'employees', platform: 'linux', serial });
+  async function enrolled(
+    user: string,
+    serial: string,
+    file: string,
+  ): Promise<{ deviceId: string; certificate: DeviceCertificateFiles }> {
+    const device = await portal.admin.registerDevice({
+      user_id: user,
+      profile_id: 'employees',
+      platform: 'linux',
+      serial,
+    });
     const certificate = ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}` });
-    const answer = await enrollOverTls(enrollUrl(), ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
+    const answer = await enrollOverTls(enrollUrl(), ca, certificate, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
     assert.equal(answer.status, 200, answer.text);
     return { deviceId: device.device_id, certificate };
   }
@@ -65,20 +76,34 @@ describe('a device whose certificate is revoked is retired', () => {
 
   const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
   const sample = (text: string, name: string) =>
-    Number(new RegExp(`^${name}\\{file="${crls.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    Number(
+      new RegExp(`^${name}\\{file="${crls.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\} (\\S+)$`, 'm').exec(
+        text,
+      )?.[1],
+    );
 
   test('the device bound to the revoked certificate is retired within one refresh, with a receipt and an audit row naming its user', async () => {
     const { deviceId, certificate } = await enrolled('alice', 'CRL-1', 'alice-laptop');
     const bystander = await enrolled('bob', 'CRL-2', 'bob-laptop');
     ca.revoke(certificate.certificate);
     const revokedAt = Date.now();
-    await until('the device retired', async () => (await portal.admin.device(deviceId)).state === 'retired', 3 * REFRESH_MS + 2000);
+    await until(
+      'the device retired',
+      async () => (await portal.admin.device(deviceId)).state === 'retired',
+      3 * REFRESH_MS + 2000,
+    );
     assert.ok(Date.now() - revokedAt <= 2 * REFRESH_MS + 2000, 'within about one refresh (and the fetch)');
     const device = await portal.admin.device(deviceId);
     assert.deepEqual(device.configurations, []);
-    assert.equal((await portal.admin.device(bystander.deviceId)).state, 'active', 'a device of another certificate stays');
+    assert.equal(
+      (await portal.admin.device(bystander.deviceId)).state,
+      'active',
+      'a device of another certificate stays',
+    );
 
-    const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter((row) => row.call === 'retire_device');
+    const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (row) => row.call === 'retire_device',
+    );
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.keyName, '(portal)');
     assert.equal(rows[0]?.userId, 'alice');
@@ -95,7 +120,11 @@ describe('a device whose certificate is revoked is retired', () => {
     const again = await enrollOverTls(enrollUrl(), ca, renewed, { public_key: generateWireGuardKeyPair().publicKey });
     assert.equal(again.status, 200, again.text);
     ca.revoke(certificate.certificate);
-    await until('the list with the old certificate read', async () => sample(await metrics(), 'vpn_portal_crl_entries') === 2, 5000);
+    await until(
+      'the list with the old certificate read',
+      async () => sample(await metrics(), 'vpn_portal_crl_entries') === 2,
+      5000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
     assert.equal((await portal.admin.device(deviceId)).state, 'active');
   });
@@ -144,27 +173,46 @@ describe('registerAs: a device registers itself with its certificate', () => {
   const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
 
   test('an unregistered device id registers a device for the user of the certificate’s e-mail address, bound to it', async () => {
-    const laptop = ca.device('self-laptop', { cn: 'self-laptop', uri: 'urn:mdm:serial:SELF-1', email: 'frank@example.org' });
-    const answer = await enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    const laptop = ca.device('self-laptop', {
+      cn: 'self-laptop',
+      uri: 'urn:mdm:serial:SELF-1',
+      email: 'frank@example.org',
+    });
+    const answer = await enrollOverTls(enrollUrl(), ca, laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+    });
     assert.equal(answer.status, 200, answer.text);
     const [device] = (await portal.admin.devices({ serial: 'SELF-1' })).devices;
     assert.deepEqual(
       [device?.user_id, device?.profile_id, device?.platform, device?.identity, device?.state],
       ['frank@example.org', 'employees', 'linux', 'certificate', 'active'],
     );
-    const again = await enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    const again = await enrollOverTls(enrollUrl(), ca, laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+    });
     assert.equal(again.status, 200, again.text);
-    assert.equal((await portal.admin.devices({ serial: 'SELF-1' })).devices.length, 1, 'enrolling again replaces, no second device');
+    assert.equal(
+      (await portal.admin.devices({ serial: 'SELF-1' })).devices.length,
+      1,
+      'enrolling again replaces, no second device',
+    );
   });
 
   test('without an e-mail address, or without a platform, it is refused and nothing is stored', async () => {
     const before = JSON.stringify(await portal.admin.devices());
     const anonymous = ca.device('self-anonymous', { cn: 'anonymous', uri: 'urn:mdm:serial:SELF-2' });
-    const refused = await enrollOverTls(enrollUrl(), ca, anonymous, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    const refused = await enrollOverTls(enrollUrl(), ca, anonymous, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+    });
     assert.equal(refused.status, 403, refused.text);
     assert.match(refused.text, /names no user/);
     const named = ca.device('self-named', { cn: 'named', uri: 'urn:mdm:serial:SELF-3', email: 'gina@example.org' });
-    const noPlatform = await enrollOverTls(enrollUrl(), ca, named, { public_key: generateWireGuardKeyPair().publicKey });
+    const noPlatform = await enrollOverTls(enrollUrl(), ca, named, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
     assert.equal(noPlatform.status, 400, noPlatform.text);
     assert.equal(JSON.stringify(await portal.admin.devices()), before);
   });

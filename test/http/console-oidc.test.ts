@@ -35,7 +35,10 @@ interface Setup {
   readonly clock: ClockAt;
 }
 
-async function setUp(t: TestContext, options: { scopeClaim?: string; profiles?: { claim: string; values?: Record<string, string[]> } } = {}): Promise<Setup> {
+async function setUp(
+  t: TestContext,
+  options: { scopeClaim?: string; profiles?: { claim: string; values?: Record<string, string[]> } } = {},
+): Promise<Setup> {
   const provider = await startOidcProvider({ redirectUri: CALLBACK, accounts });
   const dir = mkdtempSync(path.join(tmpdir(), 'console-oidc-'));
   t.after(async () => {
@@ -114,7 +117,9 @@ test('an account whose claims grant no scope is refused with one line naming the
 });
 
 test('a profiles mapping limits the session to the profiles its claim values name, and refuses an account it gives none', async (t) => {
-  const { oidc } = await setUp(t, { profiles: { claim: 'groups', values: { 'vpn-employees': ['employees'], 'vpn-guests': ['guests'] } } });
+  const { oidc } = await setUp(t, {
+    profiles: { claim: 'groups', values: { 'vpn-employees': ['employees'], 'vpn-guests': ['guests'] } },
+  });
   const alice = await signInAs(oidc, 'alice');
   assert.deepEqual(alice.finish, { ok: true, grant: { subject: 'alice', scope: 'write', profiles: ['employees'] } });
   const bob = await signInAs(oidc, 'bob');
@@ -130,7 +135,11 @@ test("a callback is refused without the browser's own flow: no cookie, another f
   const { callback, start } = await signInAs(oidc, 'alice');
   const query = callback.search.slice(1);
   const missing = await oidc.finish(query, undefined);
-  assert.deepEqual(missing, { ok: false, subject: null, reason: 'The sign-in took too long or was started in another browser; start it again.' });
+  assert.deepEqual(missing, {
+    ok: false,
+    subject: null,
+    reason: 'The sign-in took too long or was started in another browser; start it again.',
+  });
   const forged = await oidc.finish(query, `${start.ok ? start.flow.slice(0, -4) : ''}AAAA`);
   assert.equal(forged.ok, false);
   const other = await oidc.begin();
@@ -147,7 +156,11 @@ test("a callback is refused without the browser's own flow: no cookie, another f
   const lateCallback = await signInAtProvider(late.url, 'alice', CALLBACK);
   clock.at += OIDC_FLOW_LIFETIME_MS + 1_000;
   const tooLate = await oidc.finish(lateCallback.search.slice(1), late.flow);
-  assert.deepEqual(tooLate, { ok: false, subject: null, reason: 'The sign-in took too long or was started in another browser; start it again.' });
+  assert.deepEqual(tooLate, {
+    ok: false,
+    subject: null,
+    reason: 'The sign-in took too long or was started in another browser; start it again.',
+  });
 });
 
 test('a provider that answers with an error (access denied) is refused with its own words', async (t) => {
@@ -155,9 +168,18 @@ test('a provider that answers with an error (access denied) is refused with its 
   const start = await oidc.begin();
   assert.ok(start.ok);
   const state = start.url.searchParams.get('state') ?? '';
-  const query = new URLSearchParams({ error: 'access_denied', error_description: 'the user said no', state, iss: provider.issuer });
+  const query = new URLSearchParams({
+    error: 'access_denied',
+    error_description: 'the user said no',
+    state,
+    iss: provider.issuer,
+  });
   const finish = await oidc.finish(query.toString(), start.flow);
-  assert.deepEqual(finish, { ok: false, subject: null, reason: 'Test SSO sign-in failed: access_denied: the user said no.' });
+  assert.deepEqual(finish, {
+    ok: false,
+    subject: null,
+    reason: 'Test SSO sign-in failed: access_denied: the user said no.',
+  });
 });
 
 test('a provider that cannot be reached makes sign-in say so in one line, without the client secret', async (t) => {

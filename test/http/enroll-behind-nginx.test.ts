@@ -20,7 +20,13 @@ import { startTestPortal } from '../support/test-portal.js';
 const EXAMPLE = new URL('../../examples/nginx/vpn-portal-mtls.conf', import.meta.url).pathname;
 const WIREGUARD = 'application/x-wireguard-profile';
 
-function post(url: string, device: DeviceCertificateFiles | null, ca: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+function post(
+  url: string,
+  device: DeviceCertificateFiles | null,
+  ca: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+) {
   return new Promise<{ status: number; text: string }>((resolve, reject) => {
     const sent = request(
       url,
@@ -55,9 +61,15 @@ test('behind nginx a device enrolls with its MDM certificate; another CA is refu
   const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
   const foreign = stranger.device('foreign', { cn: 'foreign', uri: 'urn:mdm:serial:SER-1' });
   const issuingFile = path.join(ca.directory, 'issuing.pem');
-  const clientCertificate = { trustAnchors: [issuingFile], deviceId: { from: 'san-uri' as const, prefix: 'urn:mdm:serial:' } };
+  const clientCertificate = {
+    trustAnchors: [issuingFile],
+    deviceId: { from: 'san-uri' as const, prefix: 'urn:mdm:serial:' },
+  };
   const portal = await startTestPortal({
-    config: { adminApi: { trustedProxyList: ['127.0.0.1/32'] }, enrollment: { requestsPerMinute: 10_000, clientCertificate } },
+    config: {
+      adminApi: { trustedProxyList: ['127.0.0.1/32'] },
+      enrollment: { requestsPerMinute: 10_000, clientCertificate },
+    },
   });
   t.after(() => portal.close());
   await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: 'SER-1' });
@@ -102,7 +114,10 @@ test('the forwarded certificate header is ignored from an address that is not a 
   const ca = MdmCa.make();
   t.after(() => ca.remove());
   const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
-  const clientCertificate = { trustAnchors: [path.join(ca.directory, 'issuing.pem')], deviceId: { from: 'san-uri' as const, prefix: 'urn:mdm:serial:' } };
+  const clientCertificate = {
+    trustAnchors: [path.join(ca.directory, 'issuing.pem')],
+    deviceId: { from: 'san-uri' as const, prefix: 'urn:mdm:serial:' },
+  };
   const portal = await startTestPortal({ config: { enrollment: { requestsPerMinute: 10_000, clientCertificate } } });
   t.after(() => portal.close());
   await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: 'SER-1' });

@@ -52,11 +52,21 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
         enrollment: {
           requestsPerMinute: 10_000,
           tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
-          clientCertificate: { trustAnchors: [ca.rootFile], deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' }, crl: [crlFile], crlRefresh: 'PT1S' },
+          clientCertificate: {
+            trustAnchors: [ca.rootFile],
+            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+            crl: [crlFile],
+            crlRefresh: 'PT1S',
+          },
         },
       },
     });
-    await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'windows', serial: 'SER-1' });
+    await portal.admin.registerDevice({
+      user_id: 'alice',
+      profile_id: 'employees',
+      platform: 'windows',
+      serial: 'SER-1',
+    });
     await portal.admin.registerDevice({ user_id: 'bob', profile_id: 'employees', platform: 'ios', serial: 'SER-2' });
   });
 
@@ -67,7 +77,11 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
   });
 
   /** POST {baseUrl}enroll on the TLS listener, with this device certificate (and the issuing CA), or none. */
-  function enroll(device: DeviceCertificateFiles | null, form: Record<string, string>, issuing: MdmCa = ca): Promise<Answer> {
+  function enroll(
+    device: DeviceCertificateFiles | null,
+    form: Record<string, string>,
+    issuing: MdmCa = ca,
+  ): Promise<Answer> {
     const url = new URL(`${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`);
     const body = new URLSearchParams(form).toString();
     return new Promise((resolve, reject) => {
@@ -76,7 +90,9 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
         {
           method: 'POST',
           ca: [ca.rootPem, ca.issuingPem],
-          ...(device === null ? {} : { cert: `${device.certificatePem}${issuing.issuingPem}`, key: readFileSync(device.key) }),
+          ...(device === null
+            ? {}
+            : { cert: `${device.certificatePem}${issuing.issuingPem}`, key: readFileSync(device.key) }),
           headers: { 'content-type': 'application/x-www-form-urlencoded', accept: WIREGUARD },
         },
         (response) => {
@@ -93,7 +109,10 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
 
   const devices = async () => (await portal.admin.devices()).devices;
   const state = async () =>
-    JSON.stringify({ devices: await devices(), peers: await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().orderBy('public_key').execute() });
+    JSON.stringify({
+      devices: await devices(),
+      peers: await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().orderBy('public_key').execute(),
+    });
 
   test('the registered device gets its file with its own key, no token; it is bound to the certificate and the file ends no later', async () => {
     const { publicKey } = generateWireGuardKeyPair();
@@ -106,15 +125,26 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     assert.match(device?.certificate?.subject ?? '', /CN=laptop/);
     assert.match(device?.certificate?.issuer ?? '', /CN=Test MDM Issuing CA/);
     const notAfter = Date.parse(device?.certificate?.not_after ?? '');
-    assert.ok(Date.parse(String(answer.headers['expires'])) <= notAfter, 'the configuration ends no later than the certificate');
+    assert.ok(
+      Date.parse(String(answer.headers['expires'])) <= notAfter,
+      'the configuration ends no later than the certificate',
+    );
     assert.deepEqual(
       device?.configurations.map((configuration) => configuration.connection_id),
       [publicKey],
     );
 
-    const again = await enroll(laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'windows', profile_id: 'employees' });
+    const again = await enroll(laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'windows',
+      profile_id: 'employees',
+    });
     assert.equal(again.status, 200, again.text);
-    assert.equal((await devices()).find((candidate) => candidate.serial === 'SER-1')?.configurations.length, 1, 're-enrolling replaces');
+    assert.equal(
+      (await devices()).find((candidate) => candidate.serial === 'SER-1')?.configurations.length,
+      1,
+      're-enrolling replaces',
+    );
   });
 
   test("another device's certificate only ever reaches that device", async () => {
@@ -142,7 +172,9 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     }
     assert.equal(await state(), before);
     // Each refusal of a certificate is in the audit log: call enroll, no key, the reason.
-    const refusals = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter((entry) => entry.call === 'enroll');
+    const refusals = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (entry) => entry.call === 'enroll',
+    );
     assert.deepEqual(
       refusals.map((entry) => [entry.status, entry.keyName, entry.sourceAddress, entry.detail]).reverse(),
       cases.slice(0, 5).map(([answer, status]) => [status, null, '127.0.0.1', errorBody(answer.text)]),
@@ -170,15 +202,30 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
 
   test('examples/enroll-wireguard.sh enrolls with the certificate (curl --cert/--key) and no token', async () => {
     const desktop = ca.device('desktop', { cn: 'desktop', uri: 'urn:mdm:serial:SER-3' });
-    await portal.admin.registerDevice({ user_id: 'carol', profile_id: 'employees', platform: 'linux', serial: 'SER-3' });
+    await portal.admin.registerDevice({
+      user_id: 'carol',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'SER-3',
+    });
     const chain = path.join(ca.directory, 'desktop-chain.pem');
     writeFileSync(chain, `${desktop.certificatePem}${ca.issuingPem}`);
     const serverCa = path.join(ca.directory, 'server-ca.pem');
     writeFileSync(serverCa, `${ca.rootPem}${ca.issuingPem}`);
     const config = path.join(ca.directory, 'wg-desktop.conf');
-    const { stdout } = await run('sh', [SCRIPT, `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`, config], {
-      env: { ...process.env, VPN_ENROLL_CERT: chain, VPN_ENROLL_KEY: desktop.key, VPN_ENROLL_CA: serverCa, VPN_ENROLL_NO_UP: '1' },
-    });
+    const { stdout } = await run(
+      'sh',
+      [SCRIPT, `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`, config],
+      {
+        env: {
+          ...process.env,
+          VPN_ENROLL_CERT: chain,
+          VPN_ENROLL_KEY: desktop.key,
+          VPN_ENROLL_CA: serverCa,
+          VPN_ENROLL_NO_UP: '1',
+        },
+      },
+    );
     assert.match(stdout, /enrolled; configuration written to /);
     const file = readFileSync(config, 'utf8');
     assert.match(file, /^PrivateKey = [A-Za-z0-9+/]{43}=$/m, 'the device put its own key in');
@@ -190,7 +237,8 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
   test('the revocation lists are in the metrics; one that cannot be read again is flagged and the last good one stays in use', async () => {
     const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
     const label = `{file="${crlFile}"}`;
-    const sample = (text: string, name: string) => Number(new RegExp(`^${name}${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    const sample = (text: string, name: string) =>
+      Number(new RegExp(`^${name}${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
     let text = await metrics();
     assert.equal(sample(text, 'vpn_portal_crl_entries'), 1);
     assert.equal(sample(text, 'vpn_portal_crl_read_failing'), 0);

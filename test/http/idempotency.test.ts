@@ -29,7 +29,8 @@ test('a retried create with the same Idempotency-Key gets the same file and make
   const retry = await portal.post('/create', alice, withKey('mdm-device-42'));
   assert.equal(retry.status, 200);
   assert.equal(retry.text, first.text, 'byte for byte: the same private key, the same addresses');
-  for (const header of ['content-type', 'expires']) assert.equal(retry.headers.get(header), first.headers.get(header), header);
+  for (const header of ['content-type', 'expires'])
+    assert.equal(retry.headers.get(header), first.headers.get(header), header);
   assert.equal(await configurationCount(portal), 1);
 
   const refusals: [Record<string, string>, Record<string, string>][] = [
@@ -40,7 +41,10 @@ test('a retried create with the same Idempotency-Key gets the same file and make
   for (const [form, headers] of refusals) {
     const other = await portal.post('/create', form, withKey('mdm-device-42', headers));
     assert.equal(other.status, 422, JSON.stringify(form));
-    assert.equal(errorBody(other.text), 'Idempotency-Key "mdm-device-42" was used for another request (other call or parameters) within 24 hours');
+    assert.equal(
+      errorBody(other.text),
+      'Idempotency-Key "mdm-device-42" was used for another request (other call or parameters) within 24 hours',
+    );
   }
   const otherCall = await portal.post('/disable_user', { user_id: 'alice' }, withKey('mdm-device-42'));
   assert.equal(otherCall.status, 422, 'another call with the key');
@@ -52,11 +56,17 @@ test('a retried create with the same Idempotency-Key gets the same file and make
   assert.notEqual(another.text, first.text, 'another key is another request');
   assert.equal(await configurationCount(portal), 2);
   const rows = (await auditLog(portal)).reverse();
-  assert.deepEqual(rows.map((row) => [row.call, row.status, row.connectionIds.length, row.parameters['Idempotency-Key']]).slice(0, 2), [
-    ['create', 200, 1, 'mdm-device-42'],
-    ['create', 200, 0, 'mdm-device-42'],
-  ]);
-  assert.match(rows[1]?.detail ?? '', /answer of an earlier request with this Idempotency-Key given again; nothing changed/);
+  assert.deepEqual(
+    rows.map((row) => [row.call, row.status, row.connectionIds.length, row.parameters['Idempotency-Key']]).slice(0, 2),
+    [
+      ['create', 200, 1, 'mdm-device-42'],
+      ['create', 200, 0, 'mdm-device-42'],
+    ],
+  );
+  assert.match(
+    rows[1]?.detail ?? '',
+    /answer of an earlier request with this Idempotency-Key given again; nothing changed/,
+  );
 });
 
 test('the answer commits with the configuration: when the change is announced, the answer for a retry is already kept', async (t) => {
@@ -65,7 +75,10 @@ test('the answer commits with the configuration: when the change is announced, t
   const seen: string[] = [];
   portal.portal.ctx.events.afterCommit(async (event) => {
     if (event.type !== 'configuration.created') return;
-    const record = await portal.portal.ctx.db.selectFrom('idempotency_records').select(['state', 'status']).executeTakeFirst();
+    const record = await portal.portal.ctx.db
+      .selectFrom('idempotency_records')
+      .select(['state', 'status'])
+      .executeTakeFirst();
     seen.push(`${record?.state}/${record?.status}`);
   });
   assert.equal((await portal.post('/create', alice, withKey('atomic'))).status, 200);
@@ -90,7 +103,14 @@ test('the answer survives a restart, sealed at rest (no private key in the datab
   const config = {
     ProfileList: [
       employeesProfile,
-      { profileId: 'staff', displayName: 'Staff', hostName: 'vpn.example.org', oRangeFour: '10.60.0.0/24', oRangeSix: 'fd60::/64', nodeUrl: UNREACHABLE_NODE },
+      {
+        profileId: 'staff',
+        displayName: 'Staff',
+        hostName: 'vpn.example.org',
+        oRangeFour: '10.60.0.0/24',
+        oRangeSix: 'fd60::/64',
+        nodeUrl: UNREACHABLE_NODE,
+      },
     ],
   };
   const before = await startTestPortal({ dataDir, config });
@@ -142,7 +162,11 @@ test('after 24 hours the answer is gone: pruned, and the same key makes a new co
   assert.equal((await portal.post('/create', alice, withKey('daily'))).text, first.text, 'within 24 hours');
   clock.advance(HOUR);
   await portal.portal.reconcileNow();
-  assert.deepEqual(await portal.portal.ctx.db.selectFrom('idempotency_records').selectAll().execute(), [], 'deleted by the first full pass after 24 hours');
+  assert.deepEqual(
+    await portal.portal.ctx.db.selectFrom('idempotency_records').selectAll().execute(),
+    [],
+    'deleted by the first full pass after 24 hours',
+  );
   const later = await portal.post('/create', alice, withKey('daily'));
   assert.equal(later.status, 200);
   assert.notEqual(later.text, first.text);
@@ -153,9 +177,14 @@ test('the other POST calls answer a retry as the first time; a failed request ke
   const portal = await startTestPortal();
   t.after(() => portal.close());
   assert.equal((await portal.post('/create', alice)).status, 200);
-  const destroy = (key?: string): Promise<ApiResponse> => portal.post('/destroy', { user_id: 'alice' }, key === undefined ? {} : withKey(key));
+  const destroy = (key?: string): Promise<ApiResponse> =>
+    portal.post('/destroy', { user_id: 'alice' }, key === undefined ? {} : withKey(key));
   assert.equal((await destroy('leaver-alice')).status, 204);
-  assert.equal((await destroy('leaver-alice')).status, 204, 'the retry gets the first answer, not "user does not exist"');
+  assert.equal(
+    (await destroy('leaver-alice')).status,
+    204,
+    'the retry gets the first answer, not "user does not exist"',
+  );
   assert.equal((await destroy()).status, 400, 'without the key it is a new request');
 
   // A create refused for a disabled user keeps nothing: once the user is enabled, the retry creates.

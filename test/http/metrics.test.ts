@@ -38,14 +38,21 @@ test('metrics count Admin API calls by call and status, configurations and addre
   const text = await scrape(portal);
   assert.equal(sample(text, 'vpn_portal_api_requests_total{api="admin",call="create",status="200"}'), 2);
   assert.equal(sample(text, 'vpn_portal_api_requests_total{api="admin",call="disable_user",status="400"}'), 1);
-  assert.equal(sample(text, 'vpn_portal_api_request_duration_seconds_count{api="admin",call="create",status="200"}'), 2);
+  assert.equal(
+    sample(text, 'vpn_portal_api_request_duration_seconds_count{api="admin",call="create",status="200"}'),
+    2,
+  );
   assert.equal(sample(text, 'vpn_portal_configurations{profile="employees",node="0",vpn_proto="wireguard"}'), 2);
   // 10.44.0.0/24: network+2 to broadcast-1.
   assert.equal(sample(text, 'vpn_portal_address_pool_size{profile="employees",node="0"}'), 253);
   assert.equal(sample(text, 'vpn_portal_address_pool_used{profile="employees",node="0"}'), 2);
   assert.equal(sample(text, 'vpn_portal_node_up{node="0"}'), 0, 'the test portal has no node listening');
   assert.ok((sample(text, 'vpn_portal_reconcile_duration_seconds_count{node="0"}') ?? 0) >= 1);
-  assert.equal(sample(text, 'vpn_portal_node_seconds_since_last_reconcile{node="0"}'), undefined, 'no pass has reached the node');
+  assert.equal(
+    sample(text, 'vpn_portal_node_seconds_since_last_reconcile{node="0"}'),
+    undefined,
+    'no pass has reached the node',
+  );
   assert.ok(text.includes('process_resident_memory_bytes'), 'process metrics too');
   // Configurations made and deleted move the gauges.
   await portal.admin.destroy('bob');
@@ -63,7 +70,14 @@ test('the sessions gauge follows session.started and session.ended events and ne
     vpnProto: 'openvpn' as const,
     nodeNumber: asNodeNumber(0),
   };
-  const started = { type: 'session.started' as const, at: clock.now(), configuration, ipFour: '10.44.0.2', ipSix: 'fd44::2', originatingIp: null };
+  const started = {
+    type: 'session.started' as const,
+    at: clock.now(),
+    configuration,
+    ipFour: '10.44.0.2',
+    ipSix: 'fd44::2',
+    originatingIp: null,
+  };
   const ended = {
     type: 'session.ended' as const,
     at: clock.now(),
@@ -86,7 +100,16 @@ test('the sessions gauge follows session.started and session.ended events and ne
 test('a reconcile pass that reaches the node sets its age, duration and corrections', async (t) => {
   const lab = await startPortalWithNode({
     config: (nodeUrl) => ({
-      ProfileList: [{ profileId: 'employees', displayName: 'E', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', nodeUrl }],
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'E',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          nodeUrl,
+        },
+      ],
     }),
   });
   t.after(lab.close);
@@ -96,7 +119,9 @@ test('a reconcile pass that reaches the node sets its age, duration and correcti
   assert.equal(sample(text, 'vpn_portal_node_up{node="0"}'), 1);
   const age = sample(text, 'vpn_portal_node_seconds_since_last_reconcile{node="0"}');
   assert.ok(age !== undefined && age >= 0 && age < 30, `seconds since the last reconcile: ${String(age)}`);
-  assert.ok((sample(text, 'vpn_portal_node_last_reconcile_success_timestamp_seconds{node="0"}') ?? 0) > Date.now() / 1000 - 60);
+  assert.ok(
+    (sample(text, 'vpn_portal_node_last_reconcile_success_timestamp_seconds{node="0"}') ?? 0) > Date.now() / 1000 - 60,
+  );
   assert.ok(sample(text, 'vpn_portal_reconcile_corrections_total{node="0",kind="added"}') !== undefined);
 });
 

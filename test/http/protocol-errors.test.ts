@@ -66,11 +66,18 @@ test('a create followed by junk on the same connection is answered before the ju
 
     if (first.status === 200) {
       assert.equal(first.headers.get('content-type'), WIREGUARD, `attempt ${attempt}: the file`);
-      assert.ok((parseWireGuardFile(first.body).interface.get('PrivateKey') ?? '').length === 44, `attempt ${attempt}: the file holds the private key`);
+      assert.ok(
+        (parseWireGuardFile(first.body).interface.get('PrivateKey') ?? '').length === 44,
+        `attempt ${attempt}: the file holds the private key`,
+      );
       assert.equal(stored, 1, `attempt ${attempt}: the client has the file, so the configuration exists`);
     } else {
       jsonError(first, `attempt ${attempt}`);
-      assert.equal(stored, 0, `attempt ${attempt}: the client was refused (${first.status}), so nothing may be stored: got ${describe(exchange)}`);
+      assert.equal(
+        stored,
+        0,
+        `attempt ${attempt}: the client was refused (${first.status}), so nothing may be stored: got ${describe(exchange)}`,
+      );
     }
     // The junk is refused after the create's answer, never instead of it.
     assert.equal(first.status, 200, `attempt ${attempt}: the create is answered first, got ${describe(exchange)}`);
@@ -113,7 +120,10 @@ test('an Expect other than 100-continue answers 417 JSON and creates nothing; 10
 
   const unknown = await socketExchange(target, create('200-ok'));
   assert.equal(unknown.responses[0]?.status, 417, describe(unknown));
-  assert.equal(jsonError(unknown.responses[0], 'Expect: 200-ok'), 'cannot meet "Expect: 200-ok"; only "100-continue" is supported');
+  assert.equal(
+    jsonError(unknown.responses[0], 'Expect: 200-ok'),
+    'cannot meet "Expect: 200-ok"; only "100-continue" is supported',
+  );
   assert.equal(await configurationCount(portal, 'alice'), 0, 'the refused create stored nothing');
 
   const continued = await socketExchange(target, create('100-continue'));
@@ -129,7 +139,10 @@ test('CONNECT answers 501 JSON instead of a silently closed connection', async (
   const portal = await startTestPortal();
   t.after(() => portal.close());
 
-  const exchange = await socketExchange(targetOf(portal), 'CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n');
+  const exchange = await socketExchange(
+    targetOf(portal),
+    'CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n',
+  );
   assert.equal(exchange.responses[0]?.status, 501, describe(exchange));
   assert.equal(jsonError(exchange.responses[0], 'CONNECT'), 'CONNECT is not supported: the portal is not a proxy');
   assert.ok(exchange.closedByServer);

@@ -51,7 +51,12 @@ test('2,000 slow connections from one host leave 100 Admin API creates from anot
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const configFile = path.join(directory, 'portal.json');
   // This is about the HTTP server, not the database: SQLite on both test passes.
-  const config: PortalConfigFile = { ...defaultTestConfig, logLevel: 'info', dataDir: 'data', database: 'sqlite:data/db.sqlite' };
+  const config: PortalConfigFile = {
+    ...defaultTestConfig,
+    logLevel: 'info',
+    dataDir: 'data',
+    database: 'sqlite:data/db.sqlite',
+  };
   writeFileSync(configFile, JSON.stringify(config));
   await generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
   const secret = readFileSync(path.join(directory, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
@@ -84,7 +89,11 @@ test('2,000 slow connections from one host leave 100 Admin API creates from anot
       try {
         const response = await rawRequest(`${base}${basePath}/admin/api/v1/create`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${secret}`, accept: WIREGUARD, 'content-type': 'application/x-www-form-urlencoded' },
+          headers: {
+            authorization: `Bearer ${secret}`,
+            accept: WIREGUARD,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
           body: `user_id=user-${index}&profile_id=employees`,
         });
         return `${response.status} ${response.headers['content-type'] ?? ''}`;
@@ -100,12 +109,23 @@ test('2,000 slow connections from one host leave 100 Admin API creates from anot
   const failures = calls.map(({ result }) => result).filter((result) => result !== `200 ${WIREGUARD}`);
   assert.deepEqual(failures, [], 'every legitimate create succeeds');
   const p99 = percentile99(calls.map(({ ms }) => ms));
-  assert.ok(p99 <= 1_000, `p99 of the legitimate creates is ${Math.round(p99)} ms: ${calls.map(({ ms }) => Math.round(ms)).join(' ')}`);
-  assert.ok(held > 0 && held <= 256, `the slow host holds at most listen.maxConnectionsPerAddress (256) connections, held ${held}`);
-  assert.ok(slow.closedByServer() >= 1_000, `the portal closed the connections beyond the cap (${slow.closedByServer()})`);
+  assert.ok(
+    p99 <= 1_000,
+    `p99 of the legitimate creates is ${Math.round(p99)} ms: ${calls.map(({ ms }) => Math.round(ms)).join(' ')}`,
+  );
+  assert.ok(
+    held > 0 && held <= 256,
+    `the slow host holds at most listen.maxConnectionsPerAddress (256) connections, held ${held}`,
+  );
+  assert.ok(
+    slow.closedByServer() >= 1_000,
+    `the portal closed the connections beyond the cap (${slow.closedByServer()})`,
+  );
   assert.ok(
     portal.lines.some(
-      (line) => line.msg === 'connection refused: the address has listen.maxConnectionsPerAddress connections open' && line['remoteAddress'] === ATTACKER,
+      (line) =>
+        line.msg === 'connection refused: the address has listen.maxConnectionsPerAddress connections open' &&
+        line['remoteAddress'] === ATTACKER,
     ),
     'the capped address is named in the log',
   );
@@ -124,7 +144,11 @@ test('a body or headers dripped byte by byte are cut with 408 JSON after listen.
     '127.0.0.1',
     `POST ${nodeApiPath}/connect HTTP/1.1\r\nHost: portal\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nprofile_id=`,
   );
-  const headers = await openConnection(target, '127.0.0.1', `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nX-Slow: `);
+  const headers = await openConnection(
+    target,
+    '127.0.0.1',
+    `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nX-Slow: `,
+  );
   const silent = await openConnection(target, '127.0.0.1');
   const drip = setInterval(() => {
     body.socket.write('a');
@@ -136,7 +160,10 @@ test('a body or headers dripped byte by byte are cut with 408 JSON after listen.
     const closedAt = await Promise.race([connection.closed, sleep(10_000).then(() => Number.NaN)]);
     const after = closedAt - started;
     // Node looks for late requests once a second: cut between 2 and 3 s, with room for a busy machine.
-    assert.ok(after >= 1_900 && after <= 5_000, `the ${what} connection is cut after the 2 s timeout, not after ${Math.round(after)} ms`);
+    assert.ok(
+      after >= 1_900 && after <= 5_000,
+      `the ${what} connection is cut after the 2 s timeout, not after ${Math.round(after)} ms`,
+    );
     const [answer] = parseResponses(connection.received());
     assert.equal(answer?.status, 408, `${what}: ${connection.received().toString('latin1')}`);
     assert.equal(errorBody(answer.body), 'request not complete within 2 s');
@@ -144,7 +171,9 @@ test('a body or headers dripped byte by byte are cut with 408 JSON after listen.
 });
 
 test('an idle keep-alive connection is closed after listen.keepAliveTimeout', async (t) => {
-  const portal = await startTestPortal({ config: { listen: { host: '127.0.0.1', port: 0, keepAliveTimeout: 'PT1S' } } });
+  const portal = await startTestPortal({
+    config: { listen: { host: '127.0.0.1', port: 0, keepAliveTimeout: 'PT1S' } },
+  });
   t.after(() => portal.close());
 
   const connection = await openConnection(
@@ -161,7 +190,10 @@ test('an idle keep-alive connection is closed after listen.keepAliveTimeout', as
 
 test('one address holds at most listen.maxConnectionsPerAddress connections; others, and trusted reverse proxies, are not affected', async (t) => {
   const portal = await startTestPortal({
-    config: { listen: { host: '127.0.0.1', port: 0, maxConnectionsPerAddress: 4 }, adminApi: { trustedProxyList: ['127.0.0.3/32'] } },
+    config: {
+      listen: { host: '127.0.0.1', port: 0, maxConnectionsPerAddress: 4 },
+      adminApi: { trustedProxyList: ['127.0.0.3/32'] },
+    },
   });
   t.after(() => portal.close());
   const target = targetOf(portal);
@@ -172,7 +204,8 @@ test('one address holds at most listen.maxConnectionsPerAddress connections; oth
     for (const connection of [...fromOneHost, ...fromProxy]) connection.socket.destroy();
   });
   await sleep(500);
-  const stillOpen = (connections: typeof fromOneHost): number => connections.filter((connection) => !connection.socket.destroyed).length;
+  const stillOpen = (connections: typeof fromOneHost): number =>
+    connections.filter((connection) => !connection.socket.destroyed).length;
   assert.equal(stillOpen(fromOneHost), 4, 'six of ten connections from one host are closed at once');
   assert.equal(stillOpen(fromProxy), 10, 'a trusted reverse proxy carries many clients: no cap');
 
@@ -191,7 +224,11 @@ test('one address holds at most listen.maxConnectionsPerAddress connections; oth
 test('stopping the portal does not wait for slow senders: it closes their connections at once', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
-  const slow = await openConnection(targetOf(portal), '127.0.0.1', `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nX-Slow: `);
+  const slow = await openConnection(
+    targetOf(portal),
+    '127.0.0.1',
+    `GET ${new URL(portal.adminBase).pathname}/users HTTP/1.1\r\nHost: portal\r\nX-Slow: `,
+  );
   const idle = await openConnection(targetOf(portal), '127.0.0.1');
   const stopped = await Promise.race([portal.close().then(() => true), sleep(3_000).then(() => false)]);
   assert.ok(stopped, 'the portal stops within 3 s');
@@ -221,7 +258,11 @@ test('the Node API refuses an address outside nodeApi.allowList with 403 JSON be
   // ...and a complete one is answered.
   const serverConfig = await rawRequest(`${portal.nodeApiUrl}/server_config`, {
     method: 'POST',
-    headers: { 'x-node-number': '0', authorization: `Bearer ${nodeKey}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      'x-node-number': '0',
+      authorization: `Bearer ${nodeKey}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: '',
   });
   assert.equal(serverConfig.status, 200, serverConfig.text);

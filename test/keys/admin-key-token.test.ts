@@ -3,7 +3,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { ADMIN_KEY_PATTERN, hashAdminKey, newAdminKeyToken, parseAdminKeyToken } from '../../src/keys/admin-key-token.js';
+import {
+  ADMIN_KEY_PATTERN,
+  hashAdminKey,
+  newAdminKeyToken,
+  parseAdminKeyToken,
+} from '../../src/keys/admin-key-token.js';
 import { AnswerCipher } from '../../src/keys/answer-cipher.js';
 
 test('a new admin key is vpa_, a 12-character id, 43 secret characters and a 6-character checksum, and parses back to its id', () => {
@@ -30,7 +35,11 @@ test('the checksum catches every changed, dropped or swapped character; other to
   assert.deepEqual(parseAdminKeyToken(token.slice(0, -1)), { kind: 'bad-checksum' });
   const swapped = `${token.slice(0, 20)}${token[21]}${token[20]}${token.slice(22)}`;
   if (swapped !== token) assert.deepEqual(parseAdminKeyToken(swapped), { kind: 'bad-checksum' });
-  assert.deepEqual(parseAdminKeyToken('0123456789abcdef'.repeat(4)), { kind: 'not-an-admin-key' }, 'the specification secret');
+  assert.deepEqual(
+    parseAdminKeyToken('0123456789abcdef'.repeat(4)),
+    { kind: 'not-an-admin-key' },
+    'the specification secret',
+  );
 });
 
 test('the stored hash depends on the pepper, so a database alone does not verify a key', () => {

@@ -68,7 +68,10 @@ describe('a device certificate is checked against the trust anchors and revocati
     assert.match(reasons[1] ?? '', /does not chain to a trust anchor/);
     assert.match(reasons[2] ?? '', /expired at/);
     assert.match(reasons[3] ?? '', /is not valid before/);
-    assert.match(reasons[4] ?? '', /has no device id \(a subjectAltName URI starting with "urn:mdm:serial:" was expected\)/);
+    assert.match(
+      reasons[4] ?? '',
+      /has no device id \(a subjectAltName URI starting with "urn:mdm:serial:" was expected\)/,
+    );
     assert.match(reasons[5] ?? '', /no client certificate was presented/);
     assert.match(reasons[6] ?? '', /cannot be read/);
   });
@@ -83,8 +86,15 @@ describe('a device certificate is checked against the trust anchors and revocati
     assert.equal((await before.verify([revoked.certificatePem, ca.issuingPem], now)).ok, true, 'not revoked yet');
     const crl = readFileText(ca.revoke(revoked.certificate));
     const verdict = await verifier(undefined, [crl]).verify([revoked.certificatePem, ca.issuingPem], now);
-    assert.equal(verdict.ok ? 'accepted' : verdict.reason, `the client certificate (serial ${serialOf(revoked.certificatePem)}) is revoked`);
-    assert.equal((await verifier(undefined, [crl]).verify([laptop.certificatePem, ca.issuingPem], now)).ok, true, 'others stay valid');
+    assert.equal(
+      verdict.ok ? 'accepted' : verdict.reason,
+      `the client certificate (serial ${serialOf(revoked.certificatePem)}) is revoked`,
+    );
+    assert.equal(
+      (await verifier(undefined, [crl]).verify([laptop.certificatePem, ca.issuingPem], now)).ok,
+      true,
+      'others stay valid',
+    );
     // The same list refreshed into a verifier made without it.
     const refreshed = verifier();
     refreshed.replaceCrls([crl]);
@@ -104,17 +114,32 @@ test('with intuneTenantId the certificate must carry Intune’s tenant extension
     const none = ca.device('none', { cn: `intune-${GUID}` });
     const rule = { from: 'subject-cn' } as const;
     const now = new Date();
-    const verdict = await new ClientCertificateVerifier([ca.rootPem], [], rule, tenant.toUpperCase()).verify([ours.certificatePem, ca.issuingPem], now);
-    assert.equal(verdict.ok && verdict.certificate.deviceId, GUID);
-    const other = await new ClientCertificateVerifier([ca.rootPem], [], rule, '00000000-0000-0000-0000-000000000001').verify(
+    const verdict = await new ClientCertificateVerifier([ca.rootPem], [], rule, tenant.toUpperCase()).verify(
       [ours.certificatePem, ca.issuingPem],
       now,
     );
-    assert.equal(other.ok ? 'accepted' : other.reason, `the client certificate is of Intune tenant ${tenant}, not 00000000-0000-0000-0000-000000000001`);
-    const missing = await new ClientCertificateVerifier([ca.rootPem], [], rule, tenant).verify([none.certificatePem, ca.issuingPem], now);
-    assert.equal(missing.ok ? 'accepted' : missing.reason, 'the client certificate has no Intune tenant extension (1.2.840.113556.5.14)');
+    assert.equal(verdict.ok && verdict.certificate.deviceId, GUID);
+    const other = await new ClientCertificateVerifier(
+      [ca.rootPem],
+      [],
+      rule,
+      '00000000-0000-0000-0000-000000000001',
+    ).verify([ours.certificatePem, ca.issuingPem], now);
     assert.equal(
-      (await new ClientCertificateVerifier([ca.rootPem], [], rule).verify([none.certificatePem, ca.issuingPem], now)).ok,
+      other.ok ? 'accepted' : other.reason,
+      `the client certificate is of Intune tenant ${tenant}, not 00000000-0000-0000-0000-000000000001`,
+    );
+    const missing = await new ClientCertificateVerifier([ca.rootPem], [], rule, tenant).verify(
+      [none.certificatePem, ca.issuingPem],
+      now,
+    );
+    assert.equal(
+      missing.ok ? 'accepted' : missing.reason,
+      'the client certificate has no Intune tenant extension (1.2.840.113556.5.14)',
+    );
+    assert.equal(
+      (await new ClientCertificateVerifier([ca.rootPem], [], rule).verify([none.certificatePem, ca.issuingPem], now))
+        .ok,
       true,
       'not asked for: not needed',
     );

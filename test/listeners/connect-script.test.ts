@@ -20,7 +20,10 @@ async function portalWithScript(t: import('node:test').TestContext, script: stri
   writeFileSync(scriptFile, `#!/bin/sh\n${script}\n`, { mode: 0o755 });
   const logged: Record<string, unknown>[] = [];
   const portal = await startTestPortal({
-    logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: pino(
+      { level: 'info' },
+      { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) },
+    ),
     config: {
       connectScriptPath: scriptFile,
       connectScriptTimeout: timeout,
@@ -53,7 +56,10 @@ async function openVpnConfiguration(portal: TestPortal, userId: string): Promise
 function nodeApi(portal: TestPortal, call: 'connect' | 'disconnect', form: Record<string, string>) {
   return portal.request(`${portal.nodeApiUrl}/${call}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+    headers: {
+      authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+      'x-node-number': '0',
+    },
     body: new URLSearchParams(form),
   });
 }
@@ -83,7 +89,10 @@ test("the script runs at connect and disconnect with the reference's variables, 
     ip_six: 'fd60::3',
   });
   assert.equal(refused.text, 'ERR', 'the script said no');
-  assert.equal((await nodeApi(portal, 'disconnect', { common_name: alice, bytes_in: '1200', bytes_out: '3400' })).text, 'OK');
+  assert.equal(
+    (await nodeApi(portal, 'disconnect', { common_name: alice, bytes_in: '1200', bytes_out: '3400' })).text,
+    'OK',
+  );
   await waitUntil(() => readLines(path.join(directory, events)).length === 3);
 
   assert.deepEqual(

@@ -70,7 +70,11 @@ async function portalWithReceiver(t: TestContext): Promise<{
 
 test('a receiver on loopback gets every event of users, configurations and sessions, signed, once each, in order, and never a private key or a file', async (t) => {
   const { clock, portal, receiver } = await portalWithReceiver(t);
-  const { webhook, secret } = await portal.admin.createWebhook({ url: receiver.url, event_types: '*', description: 'helpdesk' });
+  const { webhook, secret } = await portal.admin.createWebhook({
+    url: receiver.url,
+    event_types: '*',
+    description: 'helpdesk',
+  });
 
   const laptop = await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
   const laptopKey = parseWireGuardFile(laptop.body).interface.get('PrivateKey') ?? '';
@@ -78,7 +82,12 @@ test('a receiver on loopback gets every event of users, configurations and sessi
   const certificate = await portal.admin.create({ user_id: 'frank', profile_id: 'staff' }, OPENVPN);
   const [openVpn] = await portal.admin.userConfigurationList('frank');
   assert.ok(openVpn !== undefined);
-  const session = { profile_id: 'staff', common_name: openVpn.connection_id, ip_four: '10.60.0.2', ip_six: 'fd60::1000' };
+  const session = {
+    profile_id: 'staff',
+    common_name: openVpn.connection_id,
+    ip_four: '10.60.0.2',
+    ip_six: 'fd60::1000',
+  };
   assert.equal(await nodeApi(portal, 'connect', { ...session, originating_ip: '192.0.2.7' }), '200 OK');
   assert.equal(await nodeApi(portal, 'disconnect', { ...session, bytes_in: '1234', bytes_out: '4321' }), '200 OK');
   await portal.admin.disableUser('alice');
@@ -129,10 +138,25 @@ test('a receiver on loopback gets every event of users, configurations and sessi
     const sentAt = Number(/^t=(\d+)/.exec(signature)?.[1]);
     const arrivedAt = Math.floor(received.arrivedAt / 1000);
     assert.ok(Math.abs(arrivedAt - sentAt) <= 2, `${received.payload.type}: signed when sent`);
-    assert.ok(verifyWebhookSignature(signature, received.body, secret, sentAt + 1), `${received.payload.type}: the signature verifies`);
-    assert.equal(verifyWebhookSignature(signature, received.body, secret, sentAt + 301), false, 'a replay more than 5 minutes later is refused');
-    assert.equal(verifyWebhookSignature(signature, `${received.body} `, secret, sentAt), false, 'a changed body does not verify');
-    assert.equal(verifyWebhookSignature(signature, received.body, `${secret}x`, sentAt), false, 'another secret does not verify');
+    assert.ok(
+      verifyWebhookSignature(signature, received.body, secret, sentAt + 1),
+      `${received.payload.type}: the signature verifies`,
+    );
+    assert.equal(
+      verifyWebhookSignature(signature, received.body, secret, sentAt + 301),
+      false,
+      'a replay more than 5 minutes later is refused',
+    );
+    assert.equal(
+      verifyWebhookSignature(signature, `${received.body} `, secret, sentAt),
+      false,
+      'a changed body does not verify',
+    );
+    assert.equal(
+      verifyWebhookSignature(signature, received.body, `${secret}x`, sentAt),
+      false,
+      'another secret does not verify',
+    );
     assert.equal(received.headers[WEBHOOK_HEADERS.eventId.toLowerCase()], received.payload.id);
     assert.equal(received.headers[WEBHOOK_HEADERS.eventType.toLowerCase()], received.payload.type);
     assert.equal(received.headers[WEBHOOK_HEADERS.attempt.toLowerCase()], '1');
@@ -165,8 +189,20 @@ test('a receiver on loopback gets every event of users, configurations and sessi
 
   const everything = receiver.received.map((received) => received.body).join('\n');
   const openVpnKey = /<key>\n([\s\S]*?)<\/key>/.exec(certificate.body)?.[1] ?? '';
-  assert.ok(laptopKey.length === 44 && phoneKey.length === 44 && openVpnKey.includes('PRIVATE KEY'), 'the keys to look for were found');
-  for (const forbidden of [laptopKey, phoneKey, openVpnKey.split('\n')[1] ?? '', 'PRIVATE KEY', 'PrivateKey', '[Interface]', '<ca>', secret]) {
+  assert.ok(
+    laptopKey.length === 44 && phoneKey.length === 44 && openVpnKey.includes('PRIVATE KEY'),
+    'the keys to look for were found',
+  );
+  for (const forbidden of [
+    laptopKey,
+    phoneKey,
+    openVpnKey.split('\n')[1] ?? '',
+    'PRIVATE KEY',
+    'PrivateKey',
+    '[Interface]',
+    '<ca>',
+    secret,
+  ]) {
     assert.equal(everything.includes(forbidden), false, `never in a webhook body: ${forbidden.slice(0, 12)}…`);
   }
 
@@ -174,7 +210,11 @@ test('a receiver on loopback gets every event of users, configurations and sessi
   const log = await portal.admin.webhookDeliveries({ webhook_id: webhook.webhook_id });
   assert.equal(log.webhook_deliveries.filter((entry) => !isAside(entry.event_type)).length, expected.length);
   assert.deepEqual(
-    new Set(log.webhook_deliveries.map((entry) => `${entry.state} ${entry.attempts.map((attempt) => `${attempt.outcome} ${attempt.status}`)}`)),
+    new Set(
+      log.webhook_deliveries.map(
+        (entry) => `${entry.state} ${entry.attempts.map((attempt) => `${attempt.outcome} ${attempt.status}`)}`,
+      ),
+    ),
     new Set(['delivered delivered 200']),
   );
 });
@@ -234,7 +274,9 @@ test('configuration.expiring, announced by the expiry warning pass a week before
   const { clock, portal, receiver } = await portalWithReceiver(t);
   await portal.admin.createWebhook({ url: receiver.url, event_types: 'configuration.expiring' });
   const created = await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
-  const connectionId = wireGuardPublicKey((parseWireGuardFile(created.body).interface.get('PrivateKey') ?? '') as WireGuardKey);
+  const connectionId = wireGuardPublicKey(
+    (parseWireGuardFile(created.body).interface.get('PrivateKey') ?? '') as WireGuardKey,
+  );
 
   // Eight days before the expiry: nothing yet. Six days before (expiryWarning is P7D): the pass announces it.
   clock.advance(created.expiresAt.getTime() - 8 * 86_400_000 - clock.now().getTime());

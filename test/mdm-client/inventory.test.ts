@@ -31,7 +31,12 @@ describe('the MDM inventory clients', () => {
       tokenUrl: `${mdm.url}/${STAND_IN_TENANT}/oauth2/v2.0/token`,
       graphUrl: `${mdm.url}/v1.0`,
     };
-    jamf = { provider: 'jamf', url: `${mdm.url}/jamf`, clientId: STAND_IN_CLIENT_ID, clientSecret: new Secret(STAND_IN_CLIENT_SECRET) };
+    jamf = {
+      provider: 'jamf',
+      url: `${mdm.url}/jamf`,
+      clientId: STAND_IN_CLIENT_ID,
+      clientSecret: new Secret(STAND_IN_CLIENT_SECRET),
+    };
   });
 
   beforeEach(() => {
@@ -67,8 +72,16 @@ describe('the MDM inventory clients', () => {
     const inventory = await readMdmInventory(jamf);
     assert.deepEqual([...inventory.serials].sort(), DEVICES.map((device) => device.serial).sort());
     assert.deepEqual([...inventory.ids].sort(), DEVICES.map((device) => device.id).sort(), "a device's id is its UDID");
-    assert.deepEqual(mdm.requests[0]?.form, { grant_type: 'client_credentials', client_id: STAND_IN_CLIENT_ID, client_secret: STAND_IN_CLIENT_SECRET });
-    assert.equal(mdm.requests.filter((request) => request.url.startsWith('/jamf/api/v1/computers-inventory?section=HARDWARE')).length, 2);
+    assert.deepEqual(mdm.requests[0]?.form, {
+      grant_type: 'client_credentials',
+      client_id: STAND_IN_CLIENT_ID,
+      client_secret: STAND_IN_CLIENT_SECRET,
+    });
+    assert.equal(
+      mdm.requests.filter((request) => request.url.startsWith('/jamf/api/v1/computers-inventory?section=HARDWARE'))
+        .length,
+      2,
+    );
     assert.equal(mdm.requests.filter((request) => request.url.startsWith('/jamf/api/v2/mobile-devices')).length, 1);
   });
 
@@ -84,19 +97,34 @@ describe('the MDM inventory clients', () => {
   test('a service that is down, a wrong secret, an unexpected shape or a next link elsewhere is an error, not an empty inventory', async () => {
     mdm.down = true;
     for (const source of [intune, jamf])
-      await assert.rejects(readMdmInventory(source), (error) => error instanceof MdmInventoryError && /answered 503/.test(error.message));
+      await assert.rejects(
+        readMdmInventory(source),
+        (error) => error instanceof MdmInventoryError && /answered 503/.test(error.message),
+      );
     mdm.down = false;
-    await assert.rejects(readMdmInventory({ ...intune, clientSecret: new Secret('wrong') } as MdmInventorySource), (error) => {
-      assert.ok(error instanceof MdmInventoryError);
-      assert.match(error.message, /answered 401/);
-      assert.doesNotMatch(error.message, /wrong|stand-in-secret/, 'no secret in the message');
-      return true;
-    });
-    await assert.rejects(readMdmInventory({ provider: 'json', url: `${mdm.url}/v1.0/deviceManagement/managedDevices`, headers: {} }), MdmInventoryError);
-    await assert.rejects(readMdmInventory({ provider: 'json', url: 'http://127.0.0.1:2/inventory.json', headers: {} }), MdmInventoryError);
+    await assert.rejects(
+      readMdmInventory({ ...intune, clientSecret: new Secret('wrong') } as MdmInventorySource),
+      (error) => {
+        assert.ok(error instanceof MdmInventoryError);
+        assert.match(error.message, /answered 401/);
+        assert.doesNotMatch(error.message, /wrong|stand-in-secret/, 'no secret in the message');
+        return true;
+      },
+    );
+    await assert.rejects(
+      readMdmInventory({ provider: 'json', url: `${mdm.url}/v1.0/deviceManagement/managedDevices`, headers: {} }),
+      MdmInventoryError,
+    );
+    await assert.rejects(
+      readMdmInventory({ provider: 'json', url: 'http://127.0.0.1:2/inventory.json', headers: {} }),
+      MdmInventoryError,
+    );
     // Graph's next link on another origin would carry the token away.
     await assert.rejects(
-      readMdmInventory({ ...intune, graphUrl: `${mdm.url.replace('127.0.0.1', 'localhost')}/v1.0` } as MdmInventorySource),
+      readMdmInventory({
+        ...intune,
+        graphUrl: `${mdm.url.replace('127.0.0.1', 'localhost')}/v1.0`,
+      } as MdmInventorySource),
       /another origin/,
     );
   });

@@ -76,7 +76,9 @@ describe('the canonical text of a network in CIDR notation', () => {
   test('the short way and the long way agree on 20,000 random addresses and lengths', () => {
     for (let index = 0; index < 20_000; index++) {
       const six = randomInt(2) === 0;
-      const address = six ? randomIPv6Text() : `${randomInt(256)}.${randomInt(256)}.${randomInt(256)}.${randomInt(256)}`;
+      const address = six
+        ? randomIPv6Text()
+        : `${randomInt(256)}.${randomInt(256)}.${randomInt(256)}.${randomInt(256)}`;
       // Mostly single addresses (the short way), some other lengths (the long way).
       const length = randomInt(4) === 0 ? randomInt(six ? 130 : 34) : six ? 128 : 32;
       const text = `${address}/${length}`;

@@ -110,7 +110,16 @@ describe('single addresses', () => {
   });
 
   test('tells the family of exactly the addresses it parses', () => {
-    for (const text of ['192.0.2.1', '2620:fe::fe', '::ffff:192.0.2.1', '10.0.0.0/8', 'fe80::1%eth0', 'vpn.example', '[::1]', '']) {
+    for (const text of [
+      '192.0.2.1',
+      '2620:fe::fe',
+      '::ffff:192.0.2.1',
+      '10.0.0.0/8',
+      'fe80::1%eth0',
+      'vpn.example',
+      '[::1]',
+      '',
+    ]) {
       const family = ipAddressFamily(text);
       if (family === null) assert.throws(() => parseIpAddress(text), `${text} is refused by both`);
       else assert.equal(parseIpAddress(text).family, family, text);
@@ -155,9 +164,22 @@ describe('splitting', () => {
   });
 
   test('splits into a power-of-two number of equal networks, IPv4 and IPv6', () => {
-    assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 4).map(formatIpPrefix), ['10.0.0.0/26', '10.0.0.64/26', '10.0.0.128/26', '10.0.0.192/26']);
-    assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/64'), 2).map(formatIpPrefix), ['fd00::/65', 'fd00::8000:0:0:0/65']);
-    assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/110'), 4).map(formatIpPrefix), ['fd00::/112', 'fd00::1:0/112', 'fd00::2:0/112', 'fd00::3:0/112']);
+    assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 4).map(formatIpPrefix), [
+      '10.0.0.0/26',
+      '10.0.0.64/26',
+      '10.0.0.128/26',
+      '10.0.0.192/26',
+    ]);
+    assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/64'), 2).map(formatIpPrefix), [
+      'fd00::/65',
+      'fd00::8000:0:0:0/65',
+    ]);
+    assert.deepEqual(splitPrefix(parseIpPrefix('fd00::/110'), 4).map(formatIpPrefix), [
+      'fd00::/112',
+      'fd00::1:0/112',
+      'fd00::2:0/112',
+      'fd00::3:0/112',
+    ]);
     assert.deepEqual(splitPrefix(parseIpPrefix('10.0.0.0/24'), 1).map(formatIpPrefix), ['10.0.0.0/24']);
   });
 

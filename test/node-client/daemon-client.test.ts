@@ -20,7 +20,10 @@ interface StandIn {
   server: Server;
 }
 
-async function startStandIn(t: TestContext, answer: (request: IncomingMessage, response: ServerResponse, body: string) => void): Promise<StandIn> {
+async function startStandIn(
+  t: TestContext,
+  answer: (request: IncomingMessage, response: ServerResponse, body: string) => void,
+): Promise<StandIn> {
   const standIn: StandIn = { url: '', requests: [], sockets: [], server: createServer() };
   standIn.server.on('connection', (socket: Socket) => standIn.sockets.push(socket));
   standIn.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
@@ -28,7 +31,12 @@ async function startStandIn(t: TestContext, answer: (request: IncomingMessage, r
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      standIn.requests.push({ method: request.method ?? '', path: request.url ?? '', authorization: request.headers.authorization, body });
+      standIn.requests.push({
+        method: request.method ?? '',
+        path: request.url ?? '',
+        authorization: request.headers.authorization,
+        body,
+      });
       answer(request, response, body);
     });
   });
@@ -47,13 +55,23 @@ const noContent = (_request: IncomingMessage, response: ServerResponse) => {
 
 test('200 add_peer calls, 16 at a time, travel over at most 16 kept-open connections with the fields vpn-daemon reads', async (t) => {
   const standIn = await startStandIn(t, noContent);
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url: standIn.url, secret: () => 'node-secret', timeoutMs: 3_000, connections: 16 });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url: standIn.url,
+    secret: () => 'node-secret',
+    timeoutMs: 3_000,
+    connections: 16,
+  });
   t.after(() => daemon.close());
 
   const keys = Array.from({ length: 200 }, () => generateWireGuardKeyPair().publicKey);
   for (let start = 0; start < keys.length; start += 16) {
     await Promise.all(
-      keys.slice(start, start + 16).map((key, index) => daemon.addPeer(key, [`10.0.0.${start + index}/32`, `fd00::${start + index}/128`], start + index)),
+      keys
+        .slice(start, start + 16)
+        .map((key, index) =>
+          daemon.addPeer(key, [`10.0.0.${start + index}/32`, `fd00::${start + index}/128`], start + index),
+        ),
     );
   }
 
@@ -73,7 +91,12 @@ test('a node URL with a path keeps its path, and no Authorization header is sent
   const standIn = await startStandIn(t, (_request, response) => {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ peer_list: [] }));
   });
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(1), url: `${standIn.url}/vpn-daemon/`, secret: () => null, timeoutMs: 3_000 });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(1),
+    url: `${standIn.url}/vpn-daemon/`,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
   t.after(() => daemon.close());
   assert.deepEqual(await daemon.peerList(true), []);
   assert.equal(standIn.requests[0]?.path, '/vpn-daemon/w/peer_list?show_all=yes');
@@ -84,7 +107,12 @@ test('a node that accepts the connection but never answers fails the call after 
   const standIn = await startStandIn(t, () => {
     // Never answers: a node whose daemon hangs.
   });
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(2), url: standIn.url, secret: () => null, timeoutMs: 500 });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(2),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 500,
+  });
   t.after(() => daemon.close());
   const started = Date.now();
   await assert.rejects(daemon.nodeInfo(), (error: unknown) => {
@@ -101,15 +129,28 @@ test('an error status and an answer that is not JSON are errors that say so', as
     if (request.url === '/w/add_peer') response.writeHead(400).end('{"error":"invalid public_key"}');
     else response.writeHead(200).end('not json');
   });
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(3), url: standIn.url, secret: () => null, timeoutMs: 3_000 });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(3),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
   t.after(() => daemon.close());
-  await assert.rejects(daemon.addPeer(generateWireGuardKeyPair().publicKey, ['10.0.0.2/32'], 1), /answered 400 \{"error":"invalid public_key"\}/);
+  await assert.rejects(
+    daemon.addPeer(generateWireGuardKeyPair().publicKey, ['10.0.0.2/32'], 1),
+    /answered 400 \{"error":"invalid public_key"\}/,
+  );
   await assert.rejects(daemon.nodeInfo(), /\/i\/node: answer is not JSON/);
 });
 
 test('a refused connection is an unreachable node; close() ends the kept connections', async (t) => {
   const standIn = await startStandIn(t, noContent);
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(4), url: standIn.url, secret: () => null, timeoutMs: 3_000 });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(4),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
   await daemon.disconnectClient('abc');
   const [socket] = standIn.sockets;
   assert.ok(socket !== undefined && !socket.destroyed, 'kept open after the call');
@@ -117,7 +158,12 @@ test('a refused connection is an unreachable node; close() ends the kept connect
   await daemon.close();
   await closed;
 
-  const nowhere = new HttpNodeDaemon({ nodeNumber: asNodeNumber(5), url: 'http://127.0.0.1:2', secret: () => null, timeoutMs: 3_000 });
+  const nowhere = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(5),
+    url: 'http://127.0.0.1:2',
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
   t.after(() => nowhere.close());
   await assert.rejects(
     nowhere.disconnectClient('abc'),
@@ -132,7 +178,12 @@ test('a peer the node lists under a non-canonical or malformed key is read, but 
     const peerList = listed.map((key) => ({ public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0 }));
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ peer_list: peerList }));
   });
-  const daemon = new HttpNodeDaemon({ nodeNumber: asNodeNumber(0), url: standIn.url, secret: () => null, timeoutMs: 3_000 });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
   t.after(() => daemon.close());
   const peers = await daemon.peerList(true);
   assert.deepEqual(

@@ -47,7 +47,9 @@ async function startNode(t: TestContext): Promise<StandInNode> {
         }),
       );
     else if (request.url === '/o/connection_list')
-      response.writeHead(200).end(JSON.stringify({ connection_list: [{ common_name: 'cn-1', ip_four: '10.9.0.2', ip_six: null }] }));
+      response
+        .writeHead(200)
+        .end(JSON.stringify({ connection_list: [{ common_name: 'cn-1', ip_four: '10.9.0.2', ip_six: null }] }));
     else if (node.refuses) response.writeHead(500).end('interface not writable');
     else response.writeHead(204).end();
   });
@@ -62,7 +64,10 @@ async function startNode(t: TestContext): Promise<StandInNode> {
 
 function fleetOf(t: TestContext, urls: ReadonlyMap<NodeNumber, string>): NodeFleet {
   const daemons = new Map(
-    [...urls].map(([nodeNumber, url]) => [nodeNumber, new HttpNodeDaemon({ nodeNumber, url, secret: () => null, timeoutMs: TIMEOUT_MS })]),
+    [...urls].map(([nodeNumber, url]) => [
+      nodeNumber,
+      new HttpNodeDaemon({ nodeNumber, url, secret: () => null, timeoutMs: TIMEOUT_MS }),
+    ]),
   );
   const fleet = new NodeFleet(daemons, systemClock, pino({ level: 'silent' }));
   t.after(async () => {
@@ -113,7 +118,8 @@ test("a listing's question gets a down node's last answer, marked stale; a node 
       [other, 'http://127.0.0.1:2'],
     ]),
   );
-  const ask = (nodeNumber: NodeNumber) => fleet.current(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList());
+  const ask = (nodeNumber: NodeNumber) =>
+    fleet.current(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList());
   const clients = [{ commonName: 'cn-1', ipFour: '10.9.0.2', ipSix: null }];
 
   assert.deepEqual(await ask(NODE), { stale: false, answer: clients });
@@ -132,12 +138,18 @@ test('a revocation glances at a node held for down: a hung one costs it at most 
   const node = await startNode(t);
   const fleet = fleetOf(t, new Map([[NODE, node.url]]));
   node.hangs = true;
-  assert.equal(await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(generateWireGuardKeyPair().publicKey, 1)), undefined);
+  assert.equal(
+    await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(generateWireGuardKeyPair().publicKey, 1)),
+    undefined,
+  );
   assert.equal(fleet.isDown(NODE), true, 'the first timeout holds the node for down');
 
   const started = performance.now();
   assert.equal(await fleet.glance(NODE, 200), false, 'a hung node does not answer the glance');
-  assert.ok(performance.now() - started < 600, `the glance gave up after ${Math.round(performance.now() - started)} ms`);
+  assert.ok(
+    performance.now() - started < 600,
+    `the glance gave up after ${Math.round(performance.now() - started)} ms`,
+  );
   assert.equal(node.paths.at(-1), '/i/node', 'only the harmless question was sent, never a removal');
 
   // Back before the once-a-second probe noticed: the glance finds it, and the removal goes through.
@@ -145,7 +157,10 @@ test('a revocation glances at a node held for down: a hung one costs it at most 
   assert.equal(await fleet.glance(NODE, 1_000), true);
   assert.equal(fleet.isDown(NODE), false);
   const key = generateWireGuardKeyPair().publicKey;
-  assert.notEqual(await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })), undefined);
+  assert.notEqual(
+    await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })),
+    undefined,
+  );
   assert.equal(node.paths.at(-1), '/w/remove_peer');
 });
 
@@ -156,13 +171,23 @@ test('a node that answers a change with an error is up: later calls still reach 
   fleet.onReconcileNeeded((nodeNumber, reason) => reconciles.push(`${nodeNumber}: ${reason}`));
   node.refuses = true;
 
-  assert.equal(await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(generateWireGuardKeyPair().publicKey, 1)), undefined);
+  assert.equal(
+    await fleet.tryOn(NODE, 'remove_peer', (daemon) => daemon.removePeer(generateWireGuardKeyPair().publicKey, 1)),
+    undefined,
+  );
   assert.equal(fleet.isDown(NODE), false, 'an answer, even an error, is not a node that is down');
-  assert.deepEqual(reconciles, ['0: refused a change'], 'the database holds the change; a pass brings the node in line');
+  assert.deepEqual(
+    reconciles,
+    ['0: refused a change'],
+    'the database holds the change; a pass brings the node in line',
+  );
 
   node.refuses = false;
   const asked = node.paths.length;
   const key = generateWireGuardKeyPair().publicKey;
-  assert.notEqual(await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })), undefined);
+  assert.notEqual(
+    await fleet.tryOn(NODE, 'remove_peer', async (daemon) => ({ answer: await daemon.removePeer(key, 2) })),
+    undefined,
+  );
   assert.equal(node.paths.length, asked + 1, 'the next call went to the node at once');
 });

@@ -2,7 +2,13 @@
 // durations, and what adding one to a UTC time gives, calendar overflow included.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addDuration, durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../../src/shared/iso-duration.js';
+import {
+  addDuration,
+  durationMilliseconds,
+  isIsoDuration,
+  parseIsoDuration,
+  type IsoDuration,
+} from '../../src/shared/iso-duration.js';
 
 function parsed(text: string): IsoDuration {
   const duration = parseIsoDuration(text);
@@ -18,7 +24,15 @@ test('the designator forms the portal configuration and expires_in use', () => {
   assert.deepEqual(parsed('P90D'), { text: 'P90D', years: 0, months: 0, days: 90, hours: 0, minutes: 0, seconds: 0 });
   assert.deepEqual(parsed('PT12H'), { text: 'PT12H', years: 0, months: 0, days: 0, hours: 12, minutes: 0, seconds: 0 });
   assert.deepEqual(parsed('P1Y'), { text: 'P1Y', years: 1, months: 0, days: 0, hours: 0, minutes: 0, seconds: 0 });
-  assert.deepEqual(parsed('P1Y2M3DT4H5M6S'), { text: 'P1Y2M3DT4H5M6S', years: 1, months: 2, days: 3, hours: 4, minutes: 5, seconds: 6 });
+  assert.deepEqual(parsed('P1Y2M3DT4H5M6S'), {
+    text: 'P1Y2M3DT4H5M6S',
+    years: 1,
+    months: 2,
+    days: 3,
+    hours: 4,
+    minutes: 5,
+    seconds: 6,
+  });
   assert.equal(parsed('PT30M').minutes, 30);
   assert.equal(parsed('PT45S').seconds, 45);
   assert.equal(parsed('P0D').days, 0);
@@ -77,7 +91,8 @@ test('texts that are not durations', () => {
     assert.equal(parseIsoDuration(text), null, JSON.stringify(text));
     assert.equal(isIsoDuration(text), false, JSON.stringify(text));
   }
-  for (const text of ['P90D', 'PT12H', 'P1Y', 'P2W', 'P1W2D', 'P0001-02-03T04:05:06']) assert.equal(isIsoDuration(text), true, text);
+  for (const text of ['P90D', 'PT12H', 'P1Y', 'P2W', 'P1W2D', 'P0001-02-03T04:05:06'])
+    assert.equal(isIsoDuration(text), true, text);
 });
 
 test('the reference test vector: 2021-04-06T09:00Z + P90D = 2021-07-05T09:00:00Z', () => {

@@ -2,14 +2,22 @@
 // one array, and a kept listing is extended without being copied.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { appendToJsonArray, jsonArrayOfPages, jsonPartsByteLength, jsonPartsText } from '../../src/shared/json-parts.js';
+import {
+  appendToJsonArray,
+  jsonArrayOfPages,
+  jsonPartsByteLength,
+  jsonPartsText,
+} from '../../src/shared/json-parts.js';
 
 test('connections added to a kept array give one valid array, and the kept bytes are not copied', () => {
   const kept = Buffer.from('[{"user_id":"ann"},{"user_id":"bob"}]');
   const parts = appendToJsonArray([kept], '{"user_id":"carol"}');
   assert.deepEqual(JSON.parse(jsonPartsText(parts)), [{ user_id: 'ann' }, { user_id: 'bob' }, { user_id: 'carol' }]);
   const [first] = parts;
-  assert.ok(Buffer.isBuffer(first) && first.buffer === kept.buffer, 'the kept Buffer is sent as it is (a view, no copy)');
+  assert.ok(
+    Buffer.isBuffer(first) && first.buffer === kept.buffer,
+    'the kept Buffer is sent as it is (a view, no copy)',
+  );
 });
 
 test('an empty kept array and an empty addition both stay valid JSON', () => {

@@ -14,7 +14,12 @@ test("0011 gives each admin key the lineage of its first key and keeps only the 
   const db = connectDatabase(await migrationTestLocation(t, 'lineage'));
   t.after(() => db.destroy());
   await migrateUpTo(db, '0010-listing-generation');
-  const key = (keyId: string, name: string, createdAt: string, more: { replaced_by?: string; revoked_at?: string } = {}) => ({
+  const key = (
+    keyId: string,
+    name: string,
+    createdAt: string,
+    more: { replaced_by?: string; revoked_at?: string } = {},
+  ) => ({
     key_id: keyId,
     name,
     scope: 'write',

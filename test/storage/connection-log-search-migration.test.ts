@@ -27,10 +27,18 @@ test('0015 rewrites the addresses of earlier history rows in canonical text and 
   });
   await db
     .insertInto('connection_log')
-    .values([row('1', '10.0.0.1', 'FD00:0:0::1', '2001:DB8:0::9'), row('2', '10.0.0.2', 'fd00::2', null), row('3', '10.0.0.3', '', '192.0.2.1')])
+    .values([
+      row('1', '10.0.0.1', 'FD00:0:0::1', '2001:DB8:0::9'),
+      row('2', '10.0.0.2', 'fd00::2', null),
+      row('3', '10.0.0.3', '', '192.0.2.1'),
+    ])
     .execute();
   await migrateToLatest(db);
-  const rows = await db.selectFrom('connection_log').select(['log_id', 'ip_four', 'ip_six', 'originating_ip']).orderBy('log_id').execute();
+  const rows = await db
+    .selectFrom('connection_log')
+    .select(['log_id', 'ip_four', 'ip_six', 'originating_ip'])
+    .orderBy('log_id')
+    .execute();
   assert.deepEqual(rows, [
     { log_id: '1', ip_four: '10.0.0.1', ip_six: 'fd00::1', originating_ip: '2001:db8::9' },
     { log_id: '2', ip_four: '10.0.0.2', ip_six: 'fd00::2', originating_ip: null },

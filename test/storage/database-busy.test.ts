@@ -18,7 +18,9 @@ const TIMEOUT_MS = 1000;
 const MARGIN_MS = 1500;
 
 /** Another process opens the database and takes its write lock (BEGIN IMMEDIATE) until told to let go. */
-async function holdWriteLock(databaseFile: string): Promise<{ readonly child: ChildProcess; release(): Promise<void> }> {
+async function holdWriteLock(
+  databaseFile: string,
+): Promise<{ readonly child: ChildProcess; release(): Promise<void> }> {
   const script = `
     const Database = require('better-sqlite3');
     const db = new Database(process.argv[1]);
@@ -26,7 +28,10 @@ async function holdWriteLock(databaseFile: string): Promise<{ readonly child: Ch
     process.stdout.write('locked\\n');
     process.stdin.once('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });
   `;
-  const child = spawn(process.execPath, ['-e', script, databaseFile], { cwd: REPOSITORY, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', script, databaseFile], {
+    cwd: REPOSITORY,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
   assert.equal(chunk.toString('utf8'), 'locked\n');
   return {
@@ -39,7 +44,9 @@ async function holdWriteLock(databaseFile: string): Promise<{ readonly child: Ch
   };
 }
 
-async function timed(call: () => Promise<ApiResponse>): Promise<{ readonly response: ApiResponse; readonly elapsedMs: number }> {
+async function timed(
+  call: () => Promise<ApiResponse>,
+): Promise<{ readonly response: ApiResponse; readonly elapsedMs: number }> {
   const started = performance.now();
   const response = await call();
   return { response, elapsedMs: performance.now() - started };
@@ -65,8 +72,14 @@ test('SQLite only: a write blocked by another process answers 503 after database
     assert.equal(response.status, 503, `${path} ${JSON.stringify(form)}: ${response.text}`);
     assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
     assert.equal(errorBody(response.text), 'database unavailable, try again later');
-    assert.ok(elapsedMs >= TIMEOUT_MS * 0.9, `${path} waited ${Math.round(elapsedMs)} ms, not the configured ${TIMEOUT_MS} ms`);
-    assert.ok(elapsedMs <= TIMEOUT_MS + MARGIN_MS, `${path} answered after ${Math.round(elapsedMs)} ms, more than ${TIMEOUT_MS} + ${MARGIN_MS} ms`);
+    assert.ok(
+      elapsedMs >= TIMEOUT_MS * 0.9,
+      `${path} waited ${Math.round(elapsedMs)} ms, not the configured ${TIMEOUT_MS} ms`,
+    );
+    assert.ok(
+      elapsedMs <= TIMEOUT_MS + MARGIN_MS,
+      `${path} answered after ${Math.round(elapsedMs)} ms, more than ${TIMEOUT_MS} + ${MARGIN_MS} ms`,
+    );
   }
   // Reading needs no lock in WAL mode: served at once.
   const read = await timed(() => portal.get('/users'));

@@ -58,7 +58,11 @@ function assertLoggedOncePerCall(log: CapturedLog, codePattern: RegExp): void {
 test('SQLite only: on a full disk create, disable and destroy answer 503 "database full" and work again once space is freed', async (t) => {
   const disk = mountTmpfs(16 * 1024 * 1024);
   const log = capturedLog();
-  const portal = await startTestPortal({ database: 'sqlite', dataDir: path.join(disk.dir, 'data'), logger: log.logger }).catch((error: unknown) => {
+  const portal = await startTestPortal({
+    database: 'sqlite',
+    dataDir: path.join(disk.dir, 'data'),
+    logger: log.logger,
+  }).catch((error: unknown) => {
     disk.unmount();
     throw error;
   });

@@ -35,7 +35,10 @@ function callsOf(portal: TestPortal): { readonly name: string; call(): Promise<A
     { name: 'connection_list', call: () => portal.get('/connection_list', { show_all: 'on' }) },
     { name: 'user_configuration_list', call: () => portal.get('/user_configuration_list', { user_id: 'alice' }) },
   ];
-  const more = Array.from({ length: 5 }, (_, index) => ({ name: `users #${index + 2}`, call: () => portal.get('/users') }));
+  const more = Array.from({ length: 5 }, (_, index) => ({
+    name: `users #${index + 2}`,
+    call: () => portal.get('/users'),
+  }));
   return [...calls, ...more];
 }
 
@@ -72,7 +75,10 @@ test('PostgreSQL: while the server is stopped (SIGSTOP) every call answers 503 w
       assert.equal(response.status, 503, `${name} after ${Math.round(elapsedMs)} ms: ${response.text}`);
       assert.match(response.headers.get('content-type') ?? '', /^application\/json/, name);
       assert.equal(errorBody(response.text), 'database unavailable, try again later', name);
-      assert.ok(elapsedMs <= TIMEOUT_MS + MARGIN_MS, `${name} answered after ${Math.round(elapsedMs)} ms, more than ${TIMEOUT_MS} + ${MARGIN_MS} ms`);
+      assert.ok(
+        elapsedMs <= TIMEOUT_MS + MARGIN_MS,
+        `${name} answered after ${Math.round(elapsedMs)} ms, more than ${TIMEOUT_MS} + ${MARGIN_MS} ms`,
+      );
     }
     rounds++;
   }
@@ -84,7 +90,10 @@ test('PostgreSQL: while the server is stopped (SIGSTOP) every call answers 503 w
     const users = await portal.get('/users');
     if (users.status === 200) break;
     assert.equal(users.status, 503, users.text);
-    assert.ok(performance.now() - thawedAt < 10_000, 'the portal did not recover within 10 s of the server running again');
+    assert.ok(
+      performance.now() - thawedAt < 10_000,
+      'the portal did not recover within 10 s of the server running again',
+    );
     await sleep(200);
   }
   // Nothing of the refused calls happened: no user bob, alice enabled with her one

@@ -43,11 +43,19 @@ function tickingClock(): Clock {
   };
 }
 
-async function provision(portal: TestPortal, userId: string, profileId = 'employees', displayName = 'Laptop'): Promise<{ key: string; address: string }> {
+async function provision(
+  portal: TestPortal,
+  userId: string,
+  profileId = 'employees',
+  displayName = 'Laptop',
+): Promise<{ key: string; address: string }> {
   const response = await portal.post('/create', { user_id: userId, profile_id: profileId, display_name: displayName });
   assert.equal(response.status, 200, response.text);
   const file = parseWireGuardFile(response.text);
-  return { key: wireGuardPublicKey(file.interface.get('PrivateKey') as WireGuardKey), address: file.interface.get('Address') ?? '' };
+  return {
+    key: wireGuardPublicKey(file.interface.get('PrivateKey') as WireGuardKey),
+    address: file.interface.get('Address') ?? '',
+  };
 }
 
 /** Every read-only call, as JSON, to compare two portals. */
@@ -81,7 +89,12 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
 
   // Made through the Admin API on SQLite: several users and profiles, a disabled user, a
   // deleted configuration and a destroyed user (their addresses are free), an authorization.
-  const sqlitePortal = await startTestPortal({ dataDir, database: 'sqlite', config: twoProfiles, clock: tickingClock() });
+  const sqlitePortal = await startTestPortal({
+    dataDir,
+    database: 'sqlite',
+    config: twoProfiles,
+    clock: tickingClock(),
+  });
   portals.push(sqlitePortal);
   await provision(sqlitePortal, 'alice', 'employees', 'Laptop');
   await provision(sqlitePortal, 'alice', 'employees', 'Phone');
@@ -91,7 +104,10 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   await provision(sqlitePortal, 'Zoë');
   await provision(sqlitePortal, 'eve');
   assert.equal((await sqlitePortal.post('/disable_user', { user_id: 'carol' })).status, 204);
-  assert.equal((await sqlitePortal.post('/delete_connection', { user_id: 'bob', connection_id: bobs.key })).status, 204);
+  assert.equal(
+    (await sqlitePortal.post('/delete_connection', { user_id: 'bob', connection_id: bobs.key })).status,
+    204,
+  );
   await provision(sqlitePortal, 'bob');
   assert.equal((await sqlitePortal.post('/destroy', { user_id: 'eve' })).status, 204);
   await sqlitePortal.portal.ctx.db
@@ -149,9 +165,16 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   assert.equal(await latestRevision(postgresPortal.portal.ctx.db), sqliteRevision, 'the revision counter came along');
   assert.deepEqual(await answers(postgresPortal, users), before, 'every call answers as on SQLite');
   const withHelpdeskKey = await postgresPortal.get('/users', {}, { authorization: `Bearer ${helpdeskKey}` });
-  assert.deepEqual(withHelpdeskKey.json(), { users: [...users].sort() }, 'the admin key made on SQLite works on the copy');
+  assert.deepEqual(
+    withHelpdeskKey.json(),
+    { users: [...users].sort() },
+    'the admin key made on SQLite works on the copy',
+  );
   assert.equal((await postgresPortal.admin.auditLog({ limit: 100 })).audit_log.length, 11, 'the audit log came along');
-  const authorizations = await postgresPortal.portal.ctx.db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).execute();
+  const authorizations = await postgresPortal.portal.ctx.db
+    .selectFrom('oauth_authorizations')
+    .select(['auth_key', 'user_id'])
+    .execute();
   assert.deepEqual(authorizations, [{ auth_key: 'k1', user_id: 'alice' }]);
   // The address pools came along: the next configuration takes the address eve left behind, then the next new one.
   assert.match((await provision(postgresPortal, 'frank')).address, /^10\.44\.0\.7\/24,fd44::7\/64$/);

@@ -25,7 +25,11 @@ test('a portal with databasePoolSize 2 answers 40 concurrent creates over at mos
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   })();
-  const answers = await Promise.all(Array.from({ length: 40 }, (_, index) => portal.post('/create', { user_id: `u${index % 7}`, profile_id: 'employees' })));
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, (_, index) =>
+      portal.post('/create', { user_id: `u${index % 7}`, profile_id: 'employees' }),
+    ),
+  );
   sampling = false;
   await sampler;
   assert.deepEqual(

@@ -88,7 +88,9 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
   t.after(async () => {
     await Promise.all(instances.map((instance) => instance.stop()));
   });
-  const bases = (await Promise.all(instances.map((instance) => instance.ready()))).map((url) => `${url}/vpn-user-portal/admin/api/v1`);
+  const bases = (await Promise.all(instances.map((instance) => instance.ready()))).map(
+    (url) => `${url}/vpn-user-portal/admin/api/v1`,
+  );
   const call = async (instance: number, method: 'GET' | 'POST', target: string, form?: Record<string, string>) => {
     const response = await fetch(`${bases[instance]}${target}`, {
       method,
@@ -99,7 +101,11 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
   };
   const create = async (instance: number, userId: string): Promise<Issued> => {
     const response = await call(instance, 'POST', '/create', { user_id: userId, profile_id: 'employees' });
-    assert.equal(response.status, 200, `create for ${userId} on instance ${instance}: ${response.status} ${response.text}`);
+    assert.equal(
+      response.status,
+      200,
+      `create for ${userId} on instance ${instance}: ${response.status} ${response.text}`,
+    );
     const file = parseWireGuardFile(response.text);
     const [four = '', six = ''] = (file.interface.get('Address') ?? '').split(',');
     return {
@@ -129,7 +135,10 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
   const mixed: (() => Promise<Issued | null>)[] = [];
   for (const [index, victim] of deleted.entries()) {
     mixed.push(async () => {
-      const response = await call(index % 2, 'POST', '/delete_connection', { user_id: victim.userId, connection_id: victim.publicKey });
+      const response = await call(index % 2, 'POST', '/delete_connection', {
+        user_id: victim.userId,
+        connection_id: victim.publicKey,
+      });
       assert.equal(response.status, 204, `delete_connection on instance ${index % 2}: ${response.text}`);
       return null;
     });
@@ -159,12 +168,17 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
   const rows = await db.selectFrom('wg_peers').select(['public_key', 'user_id']).execute();
   const survivors = expected.filter((peer) => !victims.includes(peer.userId));
   const storedKeys = new Set(rows.map((row) => row.public_key));
-  for (const peer of survivors) assert.ok(storedKeys.has(peer.publicKey), `${peer.userId}'s configuration at ${peer.ipFour} is still there`);
+  for (const peer of survivors)
+    assert.ok(storedKeys.has(peer.publicKey), `${peer.userId}'s configuration at ${peer.ipFour} is still there`);
   const thirdKeys = new Set(third.map((peer) => peer.publicKey));
   for (const row of rows.filter((candidate) => victims.includes(candidate.user_id))) {
     assert.ok(thirdKeys.has(row.public_key), `a configuration of ${row.user_id} from before the destroy is gone`);
   }
-  assert.equal(rows.length, survivors.length + rows.filter((row) => thirdKeys.has(row.public_key)).length, 'nothing else is stored');
+  assert.equal(
+    rows.length,
+    survivors.length + rows.filter((row) => thirdKeys.has(row.public_key)).length,
+    'nothing else is stored',
+  );
   await checkPools(db, await db.selectFrom('wg_peers').select(['node_number', 'pool_index', 'ip_four']).execute());
 
   // Every call answers the same from either instance.
@@ -182,7 +196,9 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
   const users = JSON.parse((await call(1, 'GET', '/users')).text) as { users: string[] };
   const stored = (await db.selectFrom('users').select('user_id').execute()).map((row) => row.user_id);
   assert.deepEqual(users.users, [...stored].sort(), 'every user once');
-  for (const userId of Array.from({ length: USERS }, (_, index) => `user${index}`).filter((id) => !victims.includes(id))) {
+  for (const userId of Array.from({ length: USERS }, (_, index) => `user${index}`).filter(
+    (id) => !victims.includes(id),
+  )) {
     assert.ok(users.users.includes(userId), `${userId} is listed`);
   }
 
@@ -195,13 +211,20 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
 async function checkState(db: Db, issued: readonly Issued[], users: number): Promise<void> {
   assert.equal(new Set(issued.map((peer) => peer.ipFour)).size, issued.length, 'no IPv4 address handed out twice');
   assert.equal(new Set(issued.map((peer) => peer.ipSix)).size, issued.length, 'no IPv6 address handed out twice');
-  const rows = await db.selectFrom('wg_peers').select(['public_key', 'user_id', 'ip_four', 'ip_six', 'node_number', 'pool_index']).execute();
+  const rows = await db
+    .selectFrom('wg_peers')
+    .select(['public_key', 'user_id', 'ip_four', 'ip_six', 'node_number', 'pool_index'])
+    .execute();
   assert.equal(rows.length, issued.length, `${issued.length} configurations stored, found ${rows.length}`);
   const stored = new Map(rows.map((row) => [row.public_key, row]));
   for (const peer of issued) {
     const row = stored.get(peer.publicKey);
     assert.ok(row !== undefined, `the configuration of ${peer.userId} at ${peer.ipFour} is stored`);
-    assert.deepEqual([row.user_id, row.ip_four, row.ip_six], [peer.userId, peer.ipFour, peer.ipSix], 'stored as handed out');
+    assert.deepEqual(
+      [row.user_id, row.ip_four, row.ip_six],
+      [peer.userId, peer.ipFour, peer.ipSix],
+      'stored as handed out',
+    );
   }
   const userRows = await db.selectFrom('users').select('user_id').execute();
   assert.equal(userRows.length, users, `${users} users, each once`);
@@ -210,13 +233,18 @@ async function checkState(db: Db, issued: readonly Issued[], users: number): Pro
 }
 
 /** Every index below a pool's next index is held by a configuration or given back, exactly once; no address is held twice. */
-async function checkPools(db: Db, rows: readonly { node_number: number; pool_index: number; ip_four: string }[]): Promise<void> {
+async function checkPools(
+  db: Db,
+  rows: readonly { node_number: number; pool_index: number; ip_four: string }[],
+): Promise<void> {
   assert.equal(new Set(rows.map((row) => row.ip_four)).size, rows.length, 'no address is stored twice');
   const pools = await db.selectFrom('ip_pools').selectAll().execute();
   assert.equal(pools.length, 2, 'one pool per node');
   for (const pool of pools) {
     const used = rows.filter((row) => row.node_number === pool.node_number).map((row) => row.pool_index);
-    const free = (await db.selectFrom('ip_pool_free').select('pool_index').where('node_number', '=', pool.node_number).execute()).map((row) => row.pool_index);
+    const free = (
+      await db.selectFrom('ip_pool_free').select('pool_index').where('node_number', '=', pool.node_number).execute()
+    ).map((row) => row.pool_index);
     const all = [...used, ...free].sort((a, b) => a - b);
     assert.deepEqual(
       all,
@@ -252,11 +280,23 @@ test('two reconcilers started together on one PostgreSQL: only one acts, the oth
     config: (nodeUrl) =>
       (profileConfig = {
         ProfileList: [
-          { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.51.0.0/22', wRangeSix: 'fd51::/64', nodeUrl },
+          {
+            profileId: 'employees',
+            displayName: 'Employees',
+            hostName: 'vpn.example.org',
+            wRangeFour: '10.51.0.0/22',
+            wRangeSix: 'fd51::/64',
+            nodeUrl,
+          },
         ],
       }),
   });
-  const other = await startTestPortal({ dataDir: lab.portal.dataDir, database: databaseUrl, config: profileConfig, logger: second.logger });
+  const other = await startTestPortal({
+    dataDir: lab.portal.dataDir,
+    database: databaseUrl,
+    config: profileConfig,
+    logger: second.logger,
+  });
   t.after(async () => {
     await other.close();
     await lab.close();
@@ -265,7 +305,10 @@ test('two reconcilers started together on one PostgreSQL: only one acts, the oth
   // The node is down while 300 configurations are made (on both instances); it comes back empty.
   await lab.stopAgent();
   for (let index = 0; index < 300; index++) {
-    const response = await (index % 2 === 0 ? lab.portal : other).post('/create', { user_id: `user${index}`, profile_id: 'employees' });
+    const response = await (index % 2 === 0 ? lab.portal : other).post('/create', {
+      user_id: `user${index}`,
+      profile_id: 'employees',
+    });
     assert.equal(response.status, 200, response.text);
   }
   await lab.startAgent();
@@ -312,7 +355,10 @@ test('the reconcile lock: taken by one instance, skipped by another, released wh
   });
   while (!started) await sleep(5);
   assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'second'), { ran: false });
-  assert.deepEqual(await runExclusively(two, 'something else', async () => 'other work'), { ran: true, value: 'other work' });
+  assert.deepEqual(await runExclusively(two, 'something else', async () => 'other work'), {
+    ran: true,
+    value: 'other work',
+  });
   release();
   assert.deepEqual(await firstPass, { ran: true, value: 'first' });
   assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'second'), { ran: true, value: 'second' });
@@ -329,30 +375,51 @@ test('the reconcile lock: taken by one instance, skipped by another, released wh
   // pg_locks is the whole server's: other tests' portals run on other databases of it.
   const lockHolders = await sql<{ pid: number }>`
     SELECT pid FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(two);
+    WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(
+    two,
+  );
   assert.equal(lockHolders.rows.length, 1, 'one advisory lock is held');
-  assert.notEqual(lockHolders.rows[0]?.pid, holder, 'on the connection reserved for the pass, not on the one the pass queries with');
+  assert.notEqual(
+    lockHolders.rows[0]?.pid,
+    holder,
+    'on the connection reserved for the pass, not on the one the pass queries with',
+  );
   await onServer(databaseUrl, (client) => client.query('SELECT pg_terminate_backend($1)', [lockHolders.rows[0]?.pid]));
-  assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'after the crash'), { ran: true, value: 'after the crash' });
+  assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'after the crash'), {
+    ran: true,
+    value: 'after the crash',
+  });
   // The instance whose connection died is not brought down by it: its pass ends normally.
   finish();
   assert.deepEqual(await crashed, { ran: true, value: 'finished after losing its connection' });
-  assert.deepEqual(await one.selectFrom('users').select('user_id').execute(), [], 'and its next query gets a new connection');
+  assert.deepEqual(
+    await one.selectFrom('users').select('user_id').execute(),
+    [],
+    'and its next query gets a new connection',
+  );
 });
 
 test('four instances starting together on an empty PostgreSQL database apply each migration once', async (t) => {
   const databaseUrl = await freshDatabase(t);
-  const instances = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ dialect: 'postgres', url: databaseUrl })));
+  const instances = await Promise.all(
+    Array.from({ length: 4 }, () => openDatabase({ dialect: 'postgres', url: databaseUrl })),
+  );
   t.after(async () => {
     for (const instance of instances) await instance.destroy();
   });
-  const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(instances[0] as Db);
+  const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(
+    instances[0] as Db,
+  );
   assert.deepEqual(
     applied.rows.map((row) => row.name),
     [...EXPECTED_MIGRATIONS],
     'each migration is recorded once',
   );
   for (const instance of instances) {
-    assert.deepEqual(await instance.selectFrom('users').select('user_id').execute(), [], 'every instance sees the schema');
+    assert.deepEqual(
+      await instance.selectFrom('users').select('user_id').execute(),
+      [],
+      'every instance sees the schema',
+    );
   }
 });

@@ -8,7 +8,13 @@ import { resolvePortalConfig } from '../../src/config/load.js';
 import { migrationStatus, openDatabase } from '../../src/storage/database.js';
 import { createTestDatabase, dropTestDatabase, postgresServerUrl } from '../support/postgres.js';
 
-const PROFILE = { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64' };
+const PROFILE = {
+  profileId: 'employees',
+  displayName: 'Employees',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.44.0.0/24',
+  wRangeSix: 'fd44::/64',
+};
 
 test('a Unix-socket URL in the configuration really connects over the socket, and the portal schema is applied', async (t) => {
   const socketDir = process.env['TEST_POSTGRES_SOCKET_DIR'];
@@ -22,9 +28,14 @@ test('a Unix-socket URL in the configuration really connects over the socket, an
   const db = await openDatabase(config.database);
   try {
     const migrations = await migrationStatus(db);
-    assert.ok(migrations.length > 0 && migrations.every((migration) => migration.appliedAt !== null), 'every migration applied');
+    assert.ok(
+      migrations.length > 0 && migrations.every((migration) => migration.appliedAt !== null),
+      'every migration applied',
+    );
     // A client on a Unix socket has no address.
-    const { rows } = await sql<{ client_addr: string | null }>`SELECT client_addr FROM pg_stat_activity WHERE pid = pg_backend_pid()`.execute(db);
+    const { rows } = await sql<{
+      client_addr: string | null;
+    }>`SELECT client_addr FROM pg_stat_activity WHERE pid = pg_backend_pid()`.execute(db);
     assert.deepEqual(rows, [{ client_addr: null }]);
   } finally {
     await db.destroy();

@@ -17,7 +17,12 @@ const insertUser = preparedQuery((db, value: Slot<{ userId: string; seen: string
 );
 
 const usersSeenSince = preparedQuery((db, value: Slot<{ since: string }>) =>
-  db.selectFrom('users').select('user_id').where('last_seen', '>=', value('since')).where('is_disabled', '=', 0).orderBy('user_id'),
+  db
+    .selectFrom('users')
+    .select('user_id')
+    .where('last_seen', '>=', value('since'))
+    .where('is_disabled', '=', 0)
+    .orderBy('user_id'),
 );
 
 test('a prepared query runs again and again, each time with its own values in their places', async (t) => {
@@ -29,9 +34,14 @@ test('a prepared query runs again and again, each time with its own values in th
     ['bob', '2026-11-24T08:00:00+00:00'],
     ['cid', '2026-11-25T08:00:00+00:00'],
   ] as const) {
-    assert.deepEqual((await insertUser(db, { userId, seen })).rows, [{ user_id: userId, created_at: NOW, last_seen: seen }]);
+    assert.deepEqual((await insertUser(db, { userId, seen })).rows, [
+      { user_id: userId, created_at: NOW, last_seen: seen },
+    ]);
   }
-  assert.deepEqual((await usersSeenSince(db, { since: '2026-11-24T00:00:00+00:00' })).rows, [{ user_id: 'bob' }, { user_id: 'cid' }]);
+  assert.deepEqual((await usersSeenSince(db, { since: '2026-11-24T00:00:00+00:00' })).rows, [
+    { user_id: 'bob' },
+    { user_id: 'cid' },
+  ]);
   assert.deepEqual((await usersSeenSince(db, { since: '2026-11-25T00:00:00+00:00' })).rows, [{ user_id: 'cid' }]);
   // Inside a transaction too, and what it wrote is gone with the rollback.
   await assert.rejects(

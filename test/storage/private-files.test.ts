@@ -50,12 +50,14 @@ test("an older portal's database files (0644, in a 0755 folder) are made 0600 at
   t.after(() => older.close());
   older.pragma('journal_mode = WAL');
   older.exec('CREATE TABLE left_by_an_older_version (x)');
-  for (const name of ['db.sqlite', 'db.sqlite-wal', 'db.sqlite-shm']) assert.equal(modeOf(path.join(dataDir, name)), '0644', `${name} before`);
+  for (const name of ['db.sqlite', 'db.sqlite-wal', 'db.sqlite-shm'])
+    assert.equal(modeOf(path.join(dataDir, name)), '0644', `${name} before`);
 
   const portal = await startTestPortal({ database: 'sqlite', dataDir });
   t.after(() => portal.close());
   assert.equal(modeOf(dataDir), '0700');
-  for (const name of ['db.sqlite', 'db.sqlite-wal', 'db.sqlite-shm']) assert.equal(modeOf(path.join(dataDir, name)), '0600', name);
+  for (const name of ['db.sqlite', 'db.sqlite-wal', 'db.sqlite-shm'])
+    assert.equal(modeOf(path.join(dataDir, name)), '0600', name);
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
 });
 

@@ -58,7 +58,8 @@ function heldOpen(db: Db, id: number): { readonly done: Promise<void>; open(): v
   return { done, open, resolved: () => resolved };
 }
 
-const insert = (db: Db, id: number, body: unknown = 'x') => sql`INSERT INTO notes (id, body) VALUES (${id}, ${body})`.execute(db);
+const insert = (db: Db, id: number, body: unknown = 'x') =>
+  sql`INSERT INTO notes (id, body) VALUES (${id}, ${body})`.execute(db);
 
 test('a transaction that finishes while another waits is committed with it, and resolves only then', async (t) => {
   const { db, committed } = await lab(t);
@@ -81,7 +82,9 @@ test('transactions that finish in the same turn of the event loop share one comm
   const other = new SqliteDatabase(file);
   t.after(() => other.close());
   other.pragma('wal_checkpoint(TRUNCATE)');
-  await Promise.all(Array.from({ length: 20 }, (_, index) => db.transaction().execute((trx) => insert(trx, index + 1))));
+  await Promise.all(
+    Array.from({ length: 20 }, (_, index) => db.transaction().execute((trx) => insert(trx, index + 1))),
+  );
   assert.equal(committed().length, 20);
   // Each commit writes the page the rows went to again; twenty commits would write it twenty times.
   const [{ log: framesWritten }] = other.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];

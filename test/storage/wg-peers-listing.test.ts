@@ -25,7 +25,15 @@ async function store(portal: TestPortal, rows: readonly Row[], disabledUsers: re
   const users = [...new Set(rows.map((row) => row.user))];
   await db
     .insertInto('users')
-    .values(users.map((user) => ({ user_id: user, created_at: NOW, last_seen: NOW, auth_data: null, is_disabled: disabledUsers.includes(user) ? 1 : 0 })))
+    .values(
+      users.map((user) => ({
+        user_id: user,
+        created_at: NOW,
+        last_seen: NOW,
+        auth_data: null,
+        is_disabled: disabledUsers.includes(user) ? 1 : 0,
+      })),
+    )
     .execute();
   await db
     .insertInto('wg_peers')

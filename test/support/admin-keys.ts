@@ -22,7 +22,14 @@ export const employeesProfile: PortalConfigFile['ProfileList'][number] = {
 export const twoProfiles: Partial<PortalConfigFile> = {
   ProfileList: [
     employeesProfile,
-    { profileId: 'guests', displayName: 'Guests', hostName: 'vpn.example.org', wRangeFour: '10.45.0.0/24', wRangeSix: 'fd45::/64', nodeUrl: UNREACHABLE_NODE },
+    {
+      profileId: 'guests',
+      displayName: 'Guests',
+      hostName: 'vpn.example.org',
+      wRangeFour: '10.45.0.0/24',
+      wRangeSix: 'fd45::/64',
+      nodeUrl: UNREACHABLE_NODE,
+    },
   ],
 };
 
@@ -80,12 +87,36 @@ export async function portalState(portal: TestPortal): Promise<unknown> {
   const db = portal.portal.ctx.db;
   return {
     users: await db.selectFrom('users').select(['user_id', 'is_disabled']).orderBy('user_id').execute(),
-    peers: await db.selectFrom('wg_peers').select(['public_key', 'user_id', 'profile_id']).orderBy('public_key').execute(),
-    certificates: await db.selectFrom('certificates').select(['common_name', 'user_id']).orderBy('common_name').execute(),
-    authorizations: await db.selectFrom('oauth_authorizations').select(['auth_key', 'user_id']).orderBy('auth_key').execute(),
-    webhooks: await db.selectFrom('webhooks').select(['webhook_id', 'secret', 'previous_secret']).orderBy('webhook_id').execute(),
-    webhookDeliveries: await db.selectFrom('webhook_deliveries').select(['delivery_id', 'state']).orderBy('delivery_id').execute(),
-    enrollmentTokens: await db.selectFrom('enrollment_tokens').select(['token_id', 'user_id', 'uses_left', 'revoked_at']).orderBy('token_id').execute(),
+    peers: await db
+      .selectFrom('wg_peers')
+      .select(['public_key', 'user_id', 'profile_id'])
+      .orderBy('public_key')
+      .execute(),
+    certificates: await db
+      .selectFrom('certificates')
+      .select(['common_name', 'user_id'])
+      .orderBy('common_name')
+      .execute(),
+    authorizations: await db
+      .selectFrom('oauth_authorizations')
+      .select(['auth_key', 'user_id'])
+      .orderBy('auth_key')
+      .execute(),
+    webhooks: await db
+      .selectFrom('webhooks')
+      .select(['webhook_id', 'secret', 'previous_secret'])
+      .orderBy('webhook_id')
+      .execute(),
+    webhookDeliveries: await db
+      .selectFrom('webhook_deliveries')
+      .select(['delivery_id', 'state'])
+      .orderBy('delivery_id')
+      .execute(),
+    enrollmentTokens: await db
+      .selectFrom('enrollment_tokens')
+      .select(['token_id', 'user_id', 'uses_left', 'revoked_at'])
+      .orderBy('token_id')
+      .execute(),
     devices: await db.selectFrom('devices').select(['device_id', 'user_id', 'state']).orderBy('device_id').execute(),
     adminKeys: await db.selectFrom('admin_keys').select(['key_id', 'name', 'revoked_at']).orderBy('key_id').execute(),
   };

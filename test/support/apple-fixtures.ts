@@ -29,7 +29,10 @@ export const exampleAppleProfile: AppleProfileSettings = {
 };
 
 /** A configuration with a new key pair; iOS, no on-demand rules unless `options` say otherwise. */
-export function exampleAppleConfiguration(displayName: string, options: Partial<AppleConfigurationSettings> = {}): AppleConfigurationSettings {
+export function exampleAppleConfiguration(
+  displayName: string,
+  options: Partial<AppleConfigurationSettings> = {},
+): AppleConfigurationSettings {
   const keys = generateWireGuardKeyPair();
   return {
     identity: { kind: 'configuration', publicKey: keys.publicKey },

@@ -15,13 +15,15 @@ export const WIREGUARD_APP_EXCEPTIONS: readonly SchemaException[] = [
     payloadType: 'com.apple.vpn.managed',
     path: ['VPN', 'RemoteAddress'],
     spec: { key: 'RemoteAddress', type: '<string>', presence: 'required' },
-    source: 'wireguard-apple MOBILECONFIG.md: "RemoteAddress" is required in the VPN dictionary (the endpoint shown in Settings)',
+    source:
+      'wireguard-apple MOBILECONFIG.md: "RemoteAddress" is required in the VPN dictionary (the endpoint shown in Settings)',
   },
   {
     payloadType: 'com.apple.vpn.managed',
     path: ['VendorConfig', 'WgQuickConfig'],
     spec: { key: 'WgQuickConfig', type: '<string>', presence: 'required' },
-    source: 'wireguard-apple MOBILECONFIG.md: the vendor-defined VendorConfig of the WireGuard app holds the wg-quick file as "WgQuickConfig"',
+    source:
+      'wireguard-apple MOBILECONFIG.md: the vendor-defined VendorConfig of the WireGuard app holds the wg-quick file as "WgQuickConfig"',
   },
 ];
 
@@ -34,7 +36,8 @@ export function assertConformsToAppleSchema(xml: string, what: string): void {
   const content = (parsePlist(xml) as { PayloadContent: { VendorConfig: { WgQuickConfig: string } }[] }).PayloadContent;
   for (const payload of content) {
     const keys = payload.VendorConfig.WgQuickConfig.split('\n').map((line) => line.split('=')[0]?.trim().toLowerCase());
-    for (const rejected of KEYS_THE_APP_REJECTS) assert.ok(!keys.includes(rejected.toLowerCase()), `${what}: WgQuickConfig has no ${rejected}`);
+    for (const rejected of KEYS_THE_APP_REJECTS)
+      assert.ok(!keys.includes(rejected.toLowerCase()), `${what}: WgQuickConfig has no ${rejected}`);
   }
 }
 
@@ -79,7 +82,9 @@ const TYPE_TAGS: Readonly<Record<string, PlistNode['tag']>> = {
 };
 
 function loadPayloadKeys(file: string): KeySpec[] {
-  const document = parseYaml(readFileSync(path.join(SCHEMA_DIR, file), 'utf8'), { maxAliasCount: -1 }) as { payloadkeys: KeySpec[] };
+  const document = parseYaml(readFileSync(path.join(SCHEMA_DIR, file), 'utf8'), { maxAliasCount: -1 }) as {
+    payloadkeys: KeySpec[];
+  };
   return document.payloadkeys;
 }
 
@@ -93,14 +98,17 @@ function payloadSchema(payloadType: string, exceptions: readonly SchemaException
   }
   const common = loadPayloadKeys('CommonPayloadKeys.yaml').filter((spec) => !own.some((mine) => mine.key === spec.key));
   let keys = [...own, ...common];
-  for (const exception of exceptions.filter((entry) => entry.payloadType === payloadType)) keys = withException(keys, exception.path, exception.spec);
+  for (const exception of exceptions.filter((entry) => entry.payloadType === payloadType))
+    keys = withException(keys, exception.path, exception.spec);
   return keys;
 }
 
 function withException(keys: readonly KeySpec[], keyPath: readonly string[], spec: KeySpec): KeySpec[] {
   const [head, ...rest] = keyPath;
   if (rest.length === 0) return [...keys.filter((entry) => entry.key !== spec.key), spec];
-  return keys.map((entry) => (entry.key === head ? { ...entry, subkeys: withException(entry.subkeys ?? [], rest, spec) } : entry));
+  return keys.map((entry) =>
+    entry.key === head ? { ...entry, subkeys: withException(entry.subkeys ?? [], rest, spec) } : entry,
+  );
 }
 
 /** Every problem found, as `Path.To.Key: what is wrong`; empty when the profile conforms. */
@@ -129,7 +137,13 @@ export function validateProfile(xml: string, exceptions: readonly SchemaExceptio
 }
 
 /** `descend`: check the dictionaries inside too (the top level's PayloadContent items are checked per payload type). */
-function checkDict(node: Extract<PlistNode, { tag: 'dict' }>, specs: readonly KeySpec[], where: string, problems: string[], descend: boolean): void {
+function checkDict(
+  node: Extract<PlistNode, { tag: 'dict' }>,
+  specs: readonly KeySpec[],
+  where: string,
+  problems: string[],
+  descend: boolean,
+): void {
   const [only] = specs;
   // `ANY`: any key, each of the given type (TopLevel's PayloadContent items, ConsentText).
   if (specs.length === 1 && only?.key === 'ANY') {
@@ -142,7 +156,8 @@ function checkDict(node: Extract<PlistNode, { tag: 'dict' }>, specs: readonly Ke
     else checkValue(value, spec, `${where}.${key}`, problems, descend);
   }
   for (const spec of specs) {
-    if (spec.presence === 'required' && !node.value.has(spec.key)) problems.push(`${where}.${spec.key}: required, missing`);
+    if (spec.presence === 'required' && !node.value.has(spec.key))
+      problems.push(`${where}.${spec.key}: required, missing`);
   }
 }
 
@@ -160,7 +175,8 @@ function checkValue(node: PlistNode, spec: KeySpec, where: string, problems: str
   if (spec.rangelist !== undefined && !spec.rangelist.includes(node.value)) {
     problems.push(`${where}: ${JSON.stringify(node.value)} is not one of ${JSON.stringify(spec.rangelist)}`);
   }
-  if (node.tag === 'dict' && spec.subkeys !== undefined && descend) checkDict(node, spec.subkeys, where, problems, descend);
+  if (node.tag === 'dict' && spec.subkeys !== undefined && descend)
+    checkDict(node, spec.subkeys, where, problems, descend);
   if (node.tag === 'array' && descend) {
     const element = spec.subkeys?.[0];
     for (const [index, item] of node.value.entries()) {
@@ -241,6 +257,8 @@ function decodeEntities(text: string): string {
     if (entity === 'gt') return '>';
     if (entity === 'quot') return '"';
     if (entity === 'apos') return "'";
-    return String.fromCodePoint(entity.startsWith('#x') ? Number.parseInt(entity.slice(2), 16) : Number(entity.slice(1)));
+    return String.fromCodePoint(
+      entity.startsWith('#x') ? Number.parseInt(entity.slice(2), 16) : Number(entity.slice(1)),
+    );
   });
 }

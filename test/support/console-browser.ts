@@ -32,7 +32,9 @@ export interface ConsoleTab {
 
 /** A fresh browser context (no cookies), on a phone-sized or desktop window. */
 export async function openTab(browser: Browser, options: { readonly phone?: boolean } = {}): Promise<ConsoleTab> {
-  const context = await browser.newContext(options.phone === true ? { viewport: { width: 390, height: 844 } } : { viewport: { width: 1280, height: 900 } });
+  const context = await browser.newContext(
+    options.phone === true ? { viewport: { width: 390, height: 844 } } : { viewport: { width: 1280, height: 900 } },
+  );
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
@@ -58,5 +60,8 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 /** Decodes the QR code in a PNG (a screenshot of the code's image). */
 export function readQrCode(png: Buffer): string | null {
   const image = PNG.sync.read(png);
-  return jsQR(new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length), image.width, image.height)?.data ?? null;
+  return (
+    jsQR(new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length), image.width, image.height)
+      ?.data ?? null
+  );
 }

@@ -41,7 +41,11 @@ export function bit255Twin(publicKey: string): string {
 }
 
 /** 2^255 − 19 + 9, encoded little-endian: the base point u = 9 as a value the field reduces. */
-export const ABOVE_FIELD_PRIME_KEY = Buffer.concat([Buffer.from([0xf6]), Buffer.alloc(30, 0xff), Buffer.from([0x7f])]).toString('base64');
+export const ABOVE_FIELD_PRIME_KEY = Buffer.concat([
+  Buffer.from([0xf6]),
+  Buffer.alloc(30, 0xff),
+  Buffer.from([0x7f]),
+]).toString('base64');
 
 export function wgGenkey(): DeviceWireGuardKey {
   const privateKey = execFileSync('wg', ['genkey'], { encoding: 'utf8' }).trim();

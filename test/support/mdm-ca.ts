@@ -44,7 +44,10 @@ export class MdmCa {
       '-out',
       'root.pem',
     ]);
-    writeFileSync(path.join(directory, 'ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
+    writeFileSync(
+      path.join(directory, 'ca.ext'),
+      'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n',
+    );
     ca.#openssl([
       'req',
       '-new',
@@ -108,7 +111,13 @@ export class MdmCa {
   /** A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's tenant extension as given. */
   device(
     file: string,
-    subject: { readonly cn: string; readonly serialNumber?: string; readonly uri?: string; readonly email?: string; readonly intuneTenantDer?: string },
+    subject: {
+      readonly cn: string;
+      readonly serialNumber?: string;
+      readonly uri?: string;
+      readonly email?: string;
+      readonly intuneTenantDer?: string;
+    },
   ): DeviceCertificateFiles {
     const extensions = [
       'basicConstraints=CA:FALSE',
@@ -120,12 +129,20 @@ export class MdmCa {
           ]),
       ...(subject.intuneTenantDer === undefined ? [] : [`1.2.840.113556.5.14=DER:${subject.intuneTenantDer}`]),
     ];
-    return this.#issue(file, `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`, extensions);
+    return this.#issue(
+      file,
+      `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`,
+      extensions,
+    );
   }
 
   /** A TLS server certificate for 127.0.0.1 from the issuing CA (the portal's enrollment listener). */
   server(file: string): DeviceCertificateFiles {
-    return this.#issue(file, '/CN=127.0.0.1', ['basicConstraints=CA:FALSE', 'extendedKeyUsage=serverAuth', 'subjectAltName=IP:127.0.0.1']);
+    return this.#issue(file, '/CN=127.0.0.1', [
+      'basicConstraints=CA:FALSE',
+      'extendedKeyUsage=serverAuth',
+      'subjectAltName=IP:127.0.0.1',
+    ]);
   }
 
   /** A new P-256 key and a certificate for it from the issuing CA, valid 10 days. */
@@ -163,7 +180,11 @@ export class MdmCa {
       '-out',
       `${file}.pem`,
     ]);
-    return { certificate: path.join(this.directory, `${file}.pem`), key: path.join(this.directory, `${file}.key`), certificatePem: this.#read(`${file}.pem`) };
+    return {
+      certificate: path.join(this.directory, `${file}.pem`),
+      key: path.join(this.directory, `${file}.key`),
+      certificatePem: this.#read(`${file}.pem`),
+    };
   }
 
   /** The root certificate's file (a trust anchor). */
@@ -218,7 +239,9 @@ export function enrollOverTls(
       {
         method: 'POST',
         ca: [ca.rootPem, ca.issuingPem],
-        ...(device === null ? {} : { cert: `${device.certificatePem}${issuing.issuingPem}`, key: readFileSync(device.key) }),
+        ...(device === null
+          ? {}
+          : { cert: `${device.certificatePem}${issuing.issuingPem}`, key: readFileSync(device.key) }),
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/x-wireguard-profile' },
       },
       (response) => {

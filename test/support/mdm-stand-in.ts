@@ -28,7 +28,13 @@ export class MdmStandIn {
   /** Every request answers 503. */
   down = false;
   /** What each request asked: method, path with query, and the form or headers that matter. */
-  readonly requests: { method: string; url: string; form?: Record<string, string>; consistencyLevel?: string; authorization?: string }[] = [];
+  readonly requests: {
+    method: string;
+    url: string;
+    form?: Record<string, string>;
+    consistencyLevel?: string;
+    authorization?: string;
+  }[] = [];
   readonly #server: Server;
   readonly url: string;
 
@@ -70,7 +76,11 @@ export class MdmStandIn {
   }
 
   jsonConfig(): InventoryOption {
-    return { provider: 'json', url: `${this.url}/inventory.json`, headers: { Authorization: `Bearer ${ACCESS_TOKEN}` } };
+    return {
+      provider: 'json',
+      url: `${this.url}/inventory.json`,
+      headers: { Authorization: `Bearer ${ACCESS_TOKEN}` },
+    };
   }
 
   async close(): Promise<void> {
@@ -91,17 +101,26 @@ export class MdmStandIn {
       ...(authorization === undefined ? {} : { authorization }),
     });
     if (this.down) return { status: 503, json: { error: 'unavailable' } };
-    const tokenPath = url.pathname === `/${STAND_IN_TENANT}/oauth2/v2.0/token` || url.pathname === '/jamf/api/oauth/token';
+    const tokenPath =
+      url.pathname === `/${STAND_IN_TENANT}/oauth2/v2.0/token` || url.pathname === '/jamf/api/oauth/token';
     if (tokenPath) {
-      if (request.method !== 'POST' || form?.['grant_type'] !== 'client_credentials') return { status: 400, json: { error: 'unsupported_grant_type' } };
+      if (request.method !== 'POST' || form?.['grant_type'] !== 'client_credentials')
+        return { status: 400, json: { error: 'unsupported_grant_type' } };
       if (form['client_id'] !== STAND_IN_CLIENT_ID || form['client_secret'] !== STAND_IN_CLIENT_SECRET)
         return { status: 401, json: { error: 'invalid_client' } };
       if (url.pathname.startsWith('/jamf/'))
-        return { status: 200, json: { access_token: ACCESS_TOKEN, scope: 'api-role:1', token_type: 'Bearer', expires_in: 299 } };
+        return {
+          status: 200,
+          json: { access_token: ACCESS_TOKEN, scope: 'api-role:1', token_type: 'Bearer', expires_in: 299 },
+        };
       if (form['scope']?.endsWith('/.default') !== true) return { status: 400, json: { error: 'invalid_scope' } };
-      return { status: 200, json: { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: ACCESS_TOKEN } };
+      return {
+        status: 200,
+        json: { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: ACCESS_TOKEN },
+      };
     }
-    if (authorization !== `Bearer ${ACCESS_TOKEN}`) return { status: 401, json: { error: { code: 'InvalidAuthenticationToken' } } };
+    if (authorization !== `Bearer ${ACCESS_TOKEN}`)
+      return { status: 401, json: { error: { code: 'InvalidAuthenticationToken' } } };
     if (url.pathname === '/v1.0/deviceManagement/managedDevices') return this.#graphPage(url);
     if (url.pathname === '/jamf/api/v1/computers-inventory') {
       return this.#jamfPage(url, 'computer', (device) => ({
@@ -126,7 +145,8 @@ export class MdmStandIn {
 
   /** Graph's paging: `$skiptoken` in an absolute `@odata.nextLink`, absent on the last page. */
   #graphPage(url: URL): { status: number; json: unknown } {
-    if (url.searchParams.get('$select') !== 'id,serialNumber') return { status: 400, json: { error: { code: 'BadRequest' } } };
+    if (url.searchParams.get('$select') !== 'id,serialNumber')
+      return { status: 400, json: { error: { code: 'BadRequest' } } };
     const skip = Number(url.searchParams.get('$skiptoken') ?? '0');
     const page = this.devices.slice(skip, skip + PAGE_SIZE);
     const next =
@@ -144,11 +164,18 @@ export class MdmStandIn {
   }
 
   /** Jamf's paging: `page` from 0 and `page-size` (the stand-in gives at most PAGE_SIZE), with `totalCount`. */
-  #jamfPage(url: URL, kind: 'computer' | 'mobile', record: (device: StandInDevice) => unknown): { status: number; json: unknown } {
+  #jamfPage(
+    url: URL,
+    kind: 'computer' | 'mobile',
+    record: (device: StandInDevice) => unknown,
+  ): { status: number; json: unknown } {
     const page = Number(url.searchParams.get('page') ?? '0');
     const size = Math.min(PAGE_SIZE, Number(url.searchParams.get('page-size') ?? '100'));
     const all = this.devices.filter((device) => (device.kind ?? 'computer') === kind);
-    return { status: 200, json: { totalCount: all.length, results: all.slice(page * size, (page + 1) * size).map(record) } };
+    return {
+      status: 200,
+      json: { totalCount: all.length, results: all.slice(page * size, (page + 1) * size).map(record) },
+    };
   }
 }
 

@@ -21,8 +21,16 @@ const WIREGUARD_SOCKET_DIR = '/var/run/wireguard';
 const TERMINATE_GRACE_MS = 3_000;
 
 /** Runs a command on the host and fails with its stderr unless it exits with 0. */
-export async function hostExec(command: string, args: readonly string[], options: ExecOptions = {}): Promise<CommandResult> {
-  return checked(command, args, await hostRunner.run(command, args, options.stdin === undefined ? {} : { stdin: options.stdin }));
+export async function hostExec(
+  command: string,
+  args: readonly string[],
+  options: ExecOptions = {},
+): Promise<CommandResult> {
+  return checked(
+    command,
+    args,
+    await hostRunner.run(command, args, options.stdin === undefined ? {} : { stdin: options.stdin }),
+  );
 }
 
 /**

@@ -59,7 +59,12 @@ export interface RunningNginx {
 }
 
 /** Runs nginx with `site` in its http block until stop(); in `namespace`, or on the host. */
-export async function startNginx(directory: string, site: string, namespace: Namespace | null, listen: { host: string; port: number }): Promise<RunningNginx> {
+export async function startNginx(
+  directory: string,
+  site: string,
+  namespace: Namespace | null,
+  listen: { host: string; port: number },
+): Promise<RunningNginx> {
   const prefix = join(directory, 'nginx');
   mkdirSync(prefix, { recursive: true });
   writeFileSync(join(prefix, 'site.conf'), site);
@@ -83,12 +88,16 @@ export async function startNginx(directory: string, site: string, namespace: Nam
     ].join('\n'),
   );
   const args = ['-p', prefix, '-c', join(prefix, 'nginx.conf')];
-  const child = namespace === null ? spawn('nginx', args, { stdio: ['ignore', 'pipe', 'pipe'] }) : namespace.spawn('nginx', args);
+  const child =
+    namespace === null ? spawn('nginx', args, { stdio: ['ignore', 'pipe', 'pipe'] }) : namespace.spawn('nginx', args);
   const output: string[] = [];
   child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   // Ready once it accepts connections on its address.
-  const probe = namespace === null ? (command: string, args: readonly string[]) => hostExec(command, args) : namespace.exec.bind(namespace);
+  const probe =
+    namespace === null
+      ? (command: string, args: readonly string[]) => hostExec(command, args)
+      : namespace.exec.bind(namespace);
   for (let waited = 0; ; waited += 100) {
     const { stdout } = await probe('ss', ['-Htln', `( sport = :${listen.port} )`]);
     if (stdout.includes(`${listen.host}:${listen.port}`)) break;

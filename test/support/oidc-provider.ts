@@ -28,7 +28,13 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
   const clientSecret = 'test-client-secret-of-some-length-0123456789';
   const provider = new Provider(issuer, {
     clients: [
-      { client_id: clientId, client_secret: clientSecret, redirect_uris: [options.redirectUri], response_types: ['code'], grant_types: ['authorization_code'] },
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: [options.redirectUri],
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+      },
     ],
     // Claims named by the scopes that ask for them; `roles` and `groups` as Entra and Keycloak send them.
     claims: { openid: ['sub'], profile: ['name'], roles: ['roles', 'realm_access'], groups: ['groups'] },
@@ -89,7 +95,8 @@ export async function signInAtProvider(authorizationUrl: URL, login: string, sto
     }
     const page = await response.text();
     const form = /<form[^>]*action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/.exec(page);
-    if (form === null) throw new Error(`the provider answered ${response.status} without a form or a redirect: ${page.slice(0, 300)}`);
+    if (form === null)
+      throw new Error(`the provider answered ${response.status} without a form or a redirect: ${page.slice(0, 300)}`);
     const fields = new URLSearchParams();
     for (const input of (form[2] ?? '').matchAll(/<input[^>]*name="([^"]+)"[^>]*>/g)) {
       const name = input[1] ?? '';

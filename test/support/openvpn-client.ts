@@ -46,13 +46,16 @@ export class OpenVpnClient {
       await sleep(50);
     }
     if (pattern.test(this.#output)) return;
-    throw new Error(`the OpenVPN client did not log "${what}" (${this.running ? 'timed out' : 'it exited'}); its log:\n${this.#output}`);
+    throw new Error(
+      `the OpenVPN client did not log "${what}" (${this.running ? 'timed out' : 'it exited'}); its log:\n${this.#output}`,
+    );
   }
 
   /** Resolves with the exit code once the client ended by itself. */
   async exited(timeoutMs = 20_000): Promise<number | null> {
     const result = await Promise.race([this.#exit, sleep(timeoutMs, 'timeout' as const, { ref: false })]);
-    if (result === 'timeout') throw new Error(`the OpenVPN client is still running after ${timeoutMs} ms; its log:\n${this.#output}`);
+    if (result === 'timeout')
+      throw new Error(`the OpenVPN client is still running after ${timeoutMs} ms; its log:\n${this.#output}`);
     return result;
   }
 

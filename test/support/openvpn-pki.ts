@@ -54,7 +54,11 @@ export class TestPki {
     ]);
     const tlsCryptFile = join(directory, 'tls-crypt.key');
     await hostExec('openvpn', ['--genkey', 'tls-crypt', tlsCryptFile]);
-    return new TestPki(directory, (await readFile(caCertificate, 'utf8')).trim(), (await readFile(tlsCryptFile, 'utf8')).trim());
+    return new TestPki(
+      directory,
+      (await readFile(caCertificate, 'utf8')).trim(),
+      (await readFile(tlsCryptFile, 'utf8')).trim(),
+    );
   }
 
   server(hostName: string, profileId: string): Promise<CertificateAndKey> {
@@ -65,17 +69,34 @@ export class TestPki {
     return this.#issue(profileId, commonName, 'clientAuth');
   }
 
-  async #issue(organizationalUnit: string, commonName: string, usage: 'serverAuth' | 'clientAuth'): Promise<CertificateAndKey> {
+  async #issue(
+    organizationalUnit: string,
+    commonName: string,
+    usage: 'serverAuth' | 'clientAuth',
+  ): Promise<CertificateAndKey> {
     this.#serial += 1;
     const base = join(this.#directory, `cert-${this.#serial}`);
     // The subject comes from a config file: Base64 names contain "/" and "+", which -subj would split.
     await writeFile(
       `${base}.cnf`,
-      ['[req]', 'prompt = no', 'distinguished_name = dn', '[dn]', `OU = ${organizationalUnit}`, `CN = ${commonName}`, ''].join('\n'),
+      [
+        '[req]',
+        'prompt = no',
+        'distinguished_name = dn',
+        '[dn]',
+        `OU = ${organizationalUnit}`,
+        `CN = ${commonName}`,
+        '',
+      ].join('\n'),
     );
     await writeFile(
       `${base}.ext`,
-      ['basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature', `extendedKeyUsage = ${usage}`, ''].join('\n'),
+      [
+        'basicConstraints = critical,CA:FALSE',
+        'keyUsage = critical,digitalSignature',
+        `extendedKeyUsage = ${usage}`,
+        '',
+      ].join('\n'),
     );
     await hostExec('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', `${base}.key`]);
     await hostExec('openssl', ['req', '-new', '-key', `${base}.key`, '-config', `${base}.cnf`, '-out', `${base}.csr`]);
@@ -97,6 +118,9 @@ export class TestPki {
       '-out',
       `${base}.crt`,
     ]);
-    return { certificate: (await readFile(`${base}.crt`, 'utf8')).trim(), privateKey: (await readFile(`${base}.key`, 'utf8')).trim() };
+    return {
+      certificate: (await readFile(`${base}.crt`, 'utf8')).trim(),
+      privateKey: (await readFile(`${base}.key`, 'utf8')).trim(),
+    };
   }
 }

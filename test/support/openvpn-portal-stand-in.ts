@@ -6,7 +6,12 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONNECT_ALLOWED, CONNECT_REFUSED, NODE_API_PATHS, type ServerConfigAnswer } from '../../src/protocol/node-api.js';
+import {
+  CONNECT_ALLOWED,
+  CONNECT_REFUSED,
+  NODE_API_PATHS,
+  type ServerConfigAnswer,
+} from '../../src/protocol/node-api.js';
 
 /** One entry of server_config's "openvpn" list, as the wire protocol says. */
 export type OpenVpnFileJson = NonNullable<ServerConfigAnswer['openvpn']>[number];
@@ -89,7 +94,10 @@ export class PortalStandIn {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const form = Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
-    if (request.headers.authorization !== `Bearer ${this.#nodeKey}` || request.headers['x-node-number'] !== String(this.#nodeNumber)) {
+    if (
+      request.headers.authorization !== `Bearer ${this.#nodeKey}` ||
+      request.headers['x-node-number'] !== String(this.#nodeNumber)
+    ) {
       response.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"authentication required"}');
       return;
     }
@@ -102,7 +110,9 @@ export class PortalStandIn {
     }
     if (request.method === 'POST' && call === NODE_API_PATHS.connect) {
       this.connectCalls.push(form);
-      response.writeHead(200, { 'content-type': 'text/plain' }).end(this.allowed.has(form['common_name'] ?? '') ? CONNECT_ALLOWED : CONNECT_REFUSED);
+      response
+        .writeHead(200, { 'content-type': 'text/plain' })
+        .end(this.allowed.has(form['common_name'] ?? '') ? CONNECT_ALLOWED : CONNECT_REFUSED);
       return;
     }
     if (request.method === 'POST' && call === NODE_API_PATHS.disconnect) {

@@ -34,7 +34,10 @@ export async function reportOpenVpnConnect(
 ): Promise<void> {
   const connect = await portal.request(`${portal.nodeApiUrl}/connect`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+    headers: {
+      authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+      'x-node-number': '0',
+    },
     body: new URLSearchParams({ profile_id: 'employees', common_name: connectionId, ...addresses }),
   });
   assert.equal(connect.text, 'OK');

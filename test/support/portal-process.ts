@@ -12,13 +12,21 @@ export interface CliResult {
 }
 
 /** Runs one `vpn-portal` command to its end. */
-export function runCli(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+export function runCli(
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<CliResult> {
   const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', TSX, MAIN, ...args], { cwd: options.cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', TSX, MAIN, ...args],
+      { cwd: options.cwd, env, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -30,11 +38,25 @@ export class PortalProcess extends LoggedProcess {
    */
   constructor(
     configFile: string | null,
-    options: { readonly user?: { readonly uid: number; readonly gid: number }; readonly fileLimit?: number; readonly cwd?: string } = {},
+    options: {
+      readonly user?: { readonly uid: number; readonly gid: number };
+      readonly fileLimit?: number;
+      readonly cwd?: string;
+    } = {},
   ) {
     // null: the embedded default configuration, as the quick start runs it.
-    const serve = [process.execPath, '--import', TSX, MAIN, 'serve', ...(configFile === null ? [] : ['--config', configFile])];
-    const command = options.fileLimit === undefined ? serve : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve];
+    const serve = [
+      process.execPath,
+      '--import',
+      TSX,
+      MAIN,
+      'serve',
+      ...(configFile === null ? [] : ['--config', configFile]),
+    ];
+    const command =
+      options.fileLimit === undefined
+        ? serve
+        : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve];
     super(
       spawn(command[0] ?? '', command.slice(1), {
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,7 +68,11 @@ export class PortalProcess extends LoggedProcess {
 
   /** Resolves with the portal's base URL (`http://127.0.0.1:PORT`) once it serves. */
   async ready(timeoutMs = 30_000): Promise<string> {
-    const line = await this.waitFor((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('admin API at '), 'admin API at', timeoutMs);
+    const line = await this.waitFor(
+      (entry) => typeof entry.msg === 'string' && entry.msg.startsWith('admin API at '),
+      'admin API at',
+      timeoutMs,
+    );
     const match = /\(listening on (http:\/\/[^)]+)\)/.exec(String(line.msg));
     if (match?.[1] === undefined) throw new Error(`no listening address in "${String(line.msg)}"`);
     return match[1];

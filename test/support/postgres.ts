@@ -75,7 +75,10 @@ export function dropAtExit(serverUrl: string, name: string): void {
  * An empty database for a migration test: on the PostgreSQL server of TEST_DATABASE_URL in the
  * PostgreSQL pass (dropped afterwards), else a SQLite file in a directory removed afterwards.
  */
-export async function migrationTestLocation(t: { after: (fn: () => Promise<void> | void) => void }, label: string): Promise<DatabaseLocation> {
+export async function migrationTestLocation(
+  t: { after: (fn: () => Promise<void> | void) => void },
+  label: string,
+): Promise<DatabaseLocation> {
   const server = process.env['TEST_DATABASE_URL'];
   if (server !== undefined && server !== '') {
     const { name, url } = await createTestDatabase(server);

@@ -30,9 +30,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   if (asRoot) ensurePostgresUser();
   const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-private-postgres-'));
   const run = (program: string, args: readonly string[]) =>
-    execFileSync(asRoot ? 'runuser' : path.join(bin, program), asRoot ? ['-u', 'postgres', '--', path.join(bin, program), ...args] : args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    execFileSync(
+      asRoot ? 'runuser' : path.join(bin, program),
+      asRoot ? ['-u', 'postgres', '--', path.join(bin, program), ...args] : args,
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
   const password = randomBytes(18).toString('base64url');
   const passwordFile = path.join(dir, 'password');
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
@@ -142,7 +146,9 @@ function postgresBin(): string {
     const bin = path.join(base, version, 'bin');
     if (existsSync(path.join(bin, 'pg_ctl')) && existsSync(path.join(bin, 'initdb'))) return bin;
   }
-  throw new Error("PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's postgresql package (.ci/run does)");
+  throw new Error(
+    "PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's postgresql package (.ci/run does)",
+  );
 }
 
 /** PostgreSQL refuses to run as root: the server runs as `postgres`, made when missing. */
@@ -150,7 +156,15 @@ function ensurePostgresUser(): void {
   try {
     execFileSync('id', ['postgres'], { stdio: 'ignore' });
   } catch {
-    execFileSync('useradd', ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', 'postgres']);
+    execFileSync('useradd', [
+      '--system',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      'postgres',
+    ]);
   }
 }
 

@@ -43,7 +43,8 @@ export function rawRequest(url: string, { method = 'GET', headers = {}, body }: 
 /** Asserts nothing itself: returns the parsed `{"error": ...}` body, or throws when the shape is different. */
 export function errorBody(text: string): string {
   const parsed: unknown = JSON.parse(text);
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`error body is not a JSON object: ${text}`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error(`error body is not a JSON object: ${text}`);
   const keys = Object.keys(parsed);
   const message = (parsed as Record<string, unknown>)['error'];
   if (keys.length !== 1 || typeof message !== 'string') throw new Error(`error body is not {"error": string}: ${text}`);
@@ -79,8 +80,16 @@ export interface SocketTarget {
  * no Host, junk after a request, CONNECT) and reads until the server closes the connection
  * or `timeoutMs` passes.
  */
-export async function socketExchange(target: SocketTarget, bytes: string | Buffer, timeoutMs = 5_000): Promise<SocketExchange> {
-  const socket = connect({ host: target.host, port: target.port, ...(target.localAddress === undefined ? {} : { localAddress: target.localAddress }) });
+export async function socketExchange(
+  target: SocketTarget,
+  bytes: string | Buffer,
+  timeoutMs = 5_000,
+): Promise<SocketExchange> {
+  const socket = connect({
+    host: target.host,
+    port: target.port,
+    ...(target.localAddress === undefined ? {} : { localAddress: target.localAddress }),
+  });
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   socket.on('error', () => {}); // a reset shows as 'close'
@@ -106,7 +115,12 @@ export function parseResponses(bytes: Buffer): WireResponse[] {
     const headEnd = rest.indexOf('\r\n\r\n');
     if (headEnd === -1) return responses;
     const [statusLine = '', ...lines] = rest.subarray(0, headEnd).toString('latin1').split('\r\n');
-    const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+    const headers = new Map(
+      lines.map((line) => [
+        line.slice(0, line.indexOf(':')).trim().toLowerCase(),
+        line.slice(line.indexOf(':') + 1).trim(),
+      ]),
+    );
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0);
     let body: Buffer = rest.subarray(headEnd + 4);
     let next: Buffer = Buffer.alloc(0);

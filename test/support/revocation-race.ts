@@ -41,7 +41,11 @@ export async function raceDisablesAgainstRecovery(options: RaceOptions): Promise
     // The node is down: every configuration stays in the database.
     const jobs = users.flatMap((user) => Array.from({ length: options.configurationsPerUser }, () => user));
     await forEachLimited(jobs, 16, async (user) => {
-      const created = await lab.portal.post('/create', { user_id: user, profile_id: LAB_PROFILE }, { accept: 'application/x-wireguard-profile' });
+      const created = await lab.portal.post(
+        '/create',
+        { user_id: user, profile_id: LAB_PROFILE },
+        { accept: 'application/x-wireguard-profile' },
+      );
       assert.equal(created.status, 200, created.text);
     });
     const ownerOf = new Map<string, string>();

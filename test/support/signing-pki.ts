@@ -29,7 +29,8 @@ export interface SigningPki {
 export async function makeSigningPki(keyType: 'rsa' | 'ec' = 'ec'): Promise<SigningPki> {
   const dir = await mkdtemp(path.join(tmpdir(), 'signing-pki-'));
   const file = (name: string) => path.join(dir, name);
-  const keyOptions = keyType === 'rsa' ? ['-newkey', 'rsa:2048'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
+  const keyOptions =
+    keyType === 'rsa' ? ['-newkey', 'rsa:2048'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
   await writeFile(file('ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
   await writeFile(file('signer.ext'), 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n');
   await run('openssl', [
@@ -46,8 +47,26 @@ export async function makeSigningPki(keyType: 'rsa' | 'ec' = 'ec'): Promise<Sign
     '-days',
     '2',
   ]);
-  const issue = async (name: string, subject: string, issuer: string, extensions: string, days: string, key = `${name}.key`) => {
-    if (key === `${name}.key`) await run('openssl', ['req', ...keyOptions, '-nodes', '-keyout', file(key), '-out', file(`${name}.csr`), '-subj', subject]);
+  const issue = async (
+    name: string,
+    subject: string,
+    issuer: string,
+    extensions: string,
+    days: string,
+    key = `${name}.key`,
+  ) => {
+    if (key === `${name}.key`)
+      await run('openssl', [
+        'req',
+        ...keyOptions,
+        '-nodes',
+        '-keyout',
+        file(key),
+        '-out',
+        file(`${name}.csr`),
+        '-subj',
+        subject,
+      ]);
     else await run('openssl', ['req', '-new', '-key', file(key), '-out', file(`${name}.csr`), '-subj', subject]);
     await run('openssl', [
       'x509',
@@ -71,7 +90,17 @@ export async function makeSigningPki(keyType: 'rsa' | 'ec' = 'ec'): Promise<Sign
   await issue('signer', '/CN=Profile Signer', 'intermediate', 'signer.ext', '1');
   // -days -1: valid from now until yesterday, i.e. expired.
   await issue('expired', '/CN=Expired Signer', 'intermediate', 'signer.ext', '-1', 'signer.key');
-  await run('openssl', ['req', ...keyOptions, '-nodes', '-keyout', file('other.key'), '-out', file('other.csr'), '-subj', '/CN=Other']);
+  await run('openssl', [
+    'req',
+    ...keyOptions,
+    '-nodes',
+    '-keyout',
+    file('other.key'),
+    '-out',
+    file('other.csr'),
+    '-subj',
+    '/CN=Other',
+  ]);
 
   return {
     dir,
@@ -84,10 +113,14 @@ export async function makeSigningPki(keyType: 'rsa' | 'ec' = 'ec'): Promise<Sign
     async verify(der) {
       const input = file(`signed-${Math.random().toString(36).slice(2)}.der`);
       await writeFile(input, der);
-      const { stdout } = await run('openssl', ['smime', '-verify', '-inform', 'DER', '-in', input, '-CAfile', file('root.pem')], {
-        encoding: 'buffer',
-        maxBuffer: 16 * 1024 * 1024,
-      });
+      const { stdout } = await run(
+        'openssl',
+        ['smime', '-verify', '-inform', 'DER', '-in', input, '-CAfile', file('root.pem')],
+        {
+          encoding: 'buffer',
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      );
       return stdout.toString('utf8');
     },
     remove: () => rm(dir, { recursive: true, force: true }),

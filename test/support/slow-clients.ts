@@ -39,7 +39,11 @@ export function startSlowClients(options: SlowClientOptions): SlowClients {
 
   const openOne = (index: number): void => {
     if (stopped) return;
-    const socket = connect({ host: options.host, port: options.port, ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }) });
+    const socket = connect({
+      host: options.host,
+      port: options.port,
+      ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
+    });
     socket.on('error', () => {}); // a refused or reset connection shows as 'close'
     socket.on('data', () => {}); // whatever the server answers is read and ignored
     socket.once('connect', () => {
@@ -91,7 +95,11 @@ export function percentile99(samples: readonly number[]): number {
  * Runs `jobs` with at most `concurrency` in flight, and returns each one's result and duration.
  * `pauseMs`: each worker waits that long after a job (not counted), to spread the jobs over time.
  */
-export async function timedInParallel<T>(jobs: readonly (() => Promise<T>)[], concurrency: number, pauseMs = 0): Promise<{ result: T; ms: number }[]> {
+export async function timedInParallel<T>(
+  jobs: readonly (() => Promise<T>)[],
+  concurrency: number,
+  pauseMs = 0,
+): Promise<{ result: T; ms: number }[]> {
   const results: { result: T; ms: number }[] = new Array(jobs.length);
   let next = 0;
   const worker = async (): Promise<void> => {

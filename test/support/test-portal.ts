@@ -58,7 +58,11 @@ export interface TestPortal {
   /** The typed Admin API client, with the portal's secret. */
   readonly admin: AdminApiClient;
   get(path: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<ApiResponse>;
-  post(path: string, form?: Record<string, string> | URLSearchParams, headers?: Record<string, string>): Promise<ApiResponse>;
+  post(
+    path: string,
+    form?: Record<string, string> | URLSearchParams,
+    headers?: Record<string, string>,
+  ): Promise<ApiResponse>;
   request(path: string, init: RequestInit): Promise<ApiResponse>;
   /**
    * Runs a reconcile pass and waits for the passes it sets off. A node that started after the
@@ -102,7 +106,10 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   let config: PortalConfig;
   let portal: RunningPortal;
   try {
-    config = resolvePortalConfig({ ...defaultTestConfig, ...options.config, dataDir, database: database.value }, 'test configuration');
+    config = resolvePortalConfig(
+      { ...defaultTestConfig, ...options.config, dataDir, database: database.value },
+      'test configuration',
+    );
     await generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
     portal = await startPortal(config, {
       logger: options.logger ?? pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
@@ -139,7 +146,11 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
       return request(`${target}${search === '' ? '' : `?${search}`}`, { headers: { ...auth, ...headers } });
     },
     post: (target, form = {}, headers = {}) =>
-      request(target, { method: 'POST', body: form instanceof URLSearchParams ? form : new URLSearchParams(form), headers: { ...auth, ...headers } }),
+      request(target, {
+        method: 'POST',
+        body: form instanceof URLSearchParams ? form : new URLSearchParams(form),
+        headers: { ...auth, ...headers },
+      }),
     async reconcile() {
       await portal.reconcileNow();
       // A node that answers again sets off one more pass for it, queued behind the first.
@@ -161,7 +172,11 @@ interface TestDatabase {
   dispose(): Promise<void>;
 }
 
-async function testDatabase(requested: string | undefined, dataDir: string, ownDataDir: boolean): Promise<TestDatabase> {
+async function testDatabase(
+  requested: string | undefined,
+  dataDir: string,
+  ownDataDir: boolean,
+): Promise<TestDatabase> {
   const keep = async (): Promise<void> => {};
   const server = process.env['TEST_DATABASE_URL'];
   if (requested === 'sqlite' || (requested === undefined && (server === undefined || server === ''))) {

@@ -87,7 +87,12 @@ export interface TunnelLab {
   /** Throws when the lab was made without `internet`. */
   readonly internet: Namespace;
   /** The internet host's addresses (on its link to the node), and the node's on that link. */
-  readonly internetAddresses: { readonly four: string; readonly six: string; readonly nodeFour: string; readonly nodeSix: string };
+  readonly internetAddresses: {
+    readonly four: string;
+    readonly six: string;
+    readonly nodeFour: string;
+    readonly nodeSix: string;
+  };
   /** The client's end of its link to the node (for nftables rules in the client namespace). */
   readonly clientLinkInterface: string;
   /** Where the agent serves the vpn-daemon protocol. */
@@ -106,7 +111,10 @@ export interface TunnelLab {
   /** Public key → allowed IPs on the node's interface, as `wg show` reports them. */
   peersOnNode(): Promise<Map<string, string[]>>;
   /** POST /create as a WireGuard file for `userId`, brought up with wg-quick in the client namespace. */
-  provisionDevice(userId: string, displayName: string): Promise<{ interfaceName: string; publicKey: string; file: string }>;
+  provisionDevice(
+    userId: string,
+    displayName: string,
+  ): Promise<{ interfaceName: string; publicKey: string; file: string }>;
   /** One ping from the client to `target` (default: the node's tunnel address), waiting up to `seconds`. */
   ping(seconds: number, target?: string): Promise<boolean>;
   close(): Promise<void>;
@@ -135,11 +143,17 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     const client = options.client === false ? null : await lab.namespace('client');
     const hostLink = lab.subnet();
     const clientLink = lab.subnet();
-    await lab.vethPair({ namespace: null, address: `${hostLink.first}/30` }, { namespace: node, address: `${hostLink.second}/30` });
+    await lab.vethPair(
+      { namespace: null, address: `${hostLink.first}/30` },
+      { namespace: node, address: `${hostLink.second}/30` },
+    );
     const clientPair =
       client === null
         ? null
-        : await lab.vethPair({ namespace: node, address: `${clientLink.first}/30` }, { namespace: client, address: `${clientLink.second}/30` });
+        : await lab.vethPair(
+            { namespace: node, address: `${clientLink.first}/30` },
+            { namespace: client, address: `${clientLink.second}/30` },
+          );
     let internet: Namespace | null = null;
     const internetLink = lab.subnet();
     // A documentation prefix (RFC 3849) per lab, so parallel labs never share one.
@@ -152,7 +166,10 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     };
     if (options.internet === true) {
       internet = await lab.namespace('internet');
-      const link = await lab.vethPair({ namespace: node, address: `${internetLink.first}/30` }, { namespace: internet, address: `${internetLink.second}/30` });
+      const link = await lab.vethPair(
+        { namespace: node, address: `${internetLink.first}/30` },
+        { namespace: internet, address: `${internetLink.second}/30` },
+      );
       await node.exec('ip', ['-6', 'address', 'add', `${internetSix}1/64`, 'dev', link.aName, 'nodad']);
       await internet.exec('ip', ['-6', 'address', 'add', `${internetSix}2/64`, 'dev', link.bName, 'nodad']);
       await node.exec('ip', ['route', 'add', 'default', 'via', internetLink.second]);
@@ -201,7 +218,9 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
     for (let index = 0; index < (options.extraPortals ?? 0); index++) {
-      extraPortals.push(await startTestPortal({ config: portalConfig, dataDir: portal.dataDir, database: portal.database }));
+      extraPortals.push(
+        await startTestPortal({ config: portalConfig, dataDir: portal.dataDir, database: portal.database }),
+      );
     }
 
     const nodeInterface = lab.interfaceName('wgn');
@@ -284,7 +303,12 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
         if (internet === null) throw new Error('this lab has no internet namespace');
         return internet;
       },
-      internetAddresses: { four: internetLink.second, six: `${internetSix}2`, nodeFour: internetLink.first, nodeSix: `${internetSix}1` },
+      internetAddresses: {
+        four: internetLink.second,
+        six: `${internetSix}2`,
+        nodeFour: internetLink.first,
+        nodeSix: `${internetSix}1`,
+      },
       get clientLinkInterface() {
         if (clientPair === null) throw new Error('this lab has no client namespace');
         return clientPair.bName;
@@ -325,7 +349,17 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
         return { interfaceName, publicKey, file };
       },
       async ping(seconds, target = LAB_GATEWAY) {
-        const result = await requireClient().run('ping', ['-c', '1', '-i', '0.2', '-W', '1', '-w', String(seconds), target]);
+        const result = await requireClient().run('ping', [
+          '-c',
+          '1',
+          '-i',
+          '0.2',
+          '-W',
+          '1',
+          '-w',
+          String(seconds),
+          target,
+        ]);
         return result.exitCode === 0;
       },
       close,

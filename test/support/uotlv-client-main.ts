@@ -13,7 +13,8 @@ function address(text: string | undefined, what: string): TcpAddress {
 }
 
 const [listen, proxyEndpoint, connectTo] = process.argv.slice(2);
-if (proxyEndpoint === undefined) throw new Error('usage: uotlv-client-main.ts LISTEN_HOST:PORT PROXY_ENDPOINT [CONNECT_HOST:PORT]');
+if (proxyEndpoint === undefined)
+  throw new Error('usage: uotlv-client-main.ts LISTEN_HOST:PORT PROXY_ENDPOINT [CONNECT_HOST:PORT]');
 const relay = await startUotlvClientRelay({
   listen: address(listen, 'listen'),
   proxyEndpoint,

@@ -53,13 +53,22 @@ export function upgradeRequest(url: URL): string {
  * trusting `ca` (PEM). `extra` is written in the same TCP segment as the request, as an eager
  * client may.
  */
-export async function openUotlvTunnel(proxyEndpoint: string, options: { connectTo?: TcpAddress; extra?: Buffer; ca?: string } = {}): Promise<UotlvTunnel> {
+export async function openUotlvTunnel(
+  proxyEndpoint: string,
+  options: { connectTo?: TcpAddress; extra?: Buffer; ca?: string } = {},
+): Promise<UotlvTunnel> {
   const url = new URL(proxyEndpoint);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`the test client speaks HTTP and HTTPS only, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`the test client speaks HTTP and HTTPS only, not ${url.protocol}`);
   const tls = url.protocol === 'https:';
   const address = options.connectTo ?? { host: url.hostname, port: Number(url.port || (tls ? 443 : 80)) };
   const socket: Socket = tls
-    ? connectTls({ host: address.host, port: address.port, minVersion: 'TLSv1.3', ...(options.ca === undefined ? {} : { ca: options.ca }) })
+    ? connectTls({
+        host: address.host,
+        port: address.port,
+        minVersion: 'TLSv1.3',
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+      })
     : connect(address.port, address.host);
   await once(socket, tls ? 'secureConnect' : 'connect');
   socket.setNoDelay(true);
@@ -94,7 +103,12 @@ export async function openUotlvTunnel(proxyEndpoint: string, options: { connectT
         if (headerEnd === -1) return;
         const [statusLine = '', ...headerLines] = pending.subarray(0, headerEnd).toString('latin1').split('\r\n');
         status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine)?.[1] ?? 0);
-        headers = new Map(headerLines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+        headers = new Map(
+          headerLines.map((line) => [
+            line.slice(0, line.indexOf(':')).toLowerCase(),
+            line.slice(line.indexOf(':') + 1).trim(),
+          ]),
+        );
         pending = pending.subarray(headerEnd + 4);
         if (status === 101) resolve();
       }

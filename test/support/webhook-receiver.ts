@@ -22,12 +22,20 @@ export type Answer = (webhook: ReceivedWebhook, index: number) => number | Promi
  * The verification of docs/webhooks.md: the header's `t` within `toleranceSeconds` of now and one of its
  * `v1` values equal to HMAC-SHA-256 of `t.body` under `secret`, compared in constant time.
  */
-export function verifyWebhookSignature(header: string, body: string, secret: string, nowSeconds: number, toleranceSeconds = 300): boolean {
+export function verifyWebhookSignature(
+  header: string,
+  body: string,
+  secret: string,
+  nowSeconds: number,
+  toleranceSeconds = 300,
+): boolean {
   const parts = header.split(',').map((part) => part.split('=', 2) as [string, string]);
   const timestamp = Number(parts.find(([key]) => key === 't')?.[1]);
   if (!Number.isInteger(timestamp) || Math.abs(nowSeconds - timestamp) > toleranceSeconds) return false;
   const expected = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest();
-  return parts.some(([key, value]) => key === 'v1' && value.length === 64 && timingSafeEqual(Buffer.from(value, 'hex'), expected));
+  return parts.some(
+    ([key, value]) => key === 'v1' && value.length === 64 && timingSafeEqual(Buffer.from(value, 'hex'), expected),
+  );
 }
 
 export class WebhookReceiver {
@@ -50,7 +58,12 @@ export class WebhookReceiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        const webhook = { headers: request.headers, body, payload: webhookPayloadSchema.parse(JSON.parse(body)), arrivedAt: now() };
+        const webhook = {
+          headers: request.headers,
+          body,
+          payload: webhookPayloadSchema.parse(JSON.parse(body)),
+          arrivedAt: now(),
+        };
         const self = receiver as WebhookReceiver;
         const index = self.received.push(webhook) - 1;
         void Promise.resolve(self.#answer(webhook, index)).then((status) => {
@@ -72,10 +85,15 @@ export class WebhookReceiver {
     return this.received.map((webhook) => webhook.payload.type);
   }
 
-  async waitFor(predicate: (received: readonly ReceivedWebhook[]) => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  async waitFor(
+    predicate: (received: readonly ReceivedWebhook[]) => boolean,
+    what: string,
+    timeoutMs = 20_000,
+  ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.received)) {
-      if (Date.now() > deadline) throw new Error(`the receiver did not get ${what} within ${timeoutMs} ms; it got: ${this.types().join(', ')}`);
+      if (Date.now() > deadline)
+        throw new Error(`the receiver did not get ${what} within ${timeoutMs} ms; it got: ${this.types().join(', ')}`);
       await sleep(25);
     }
   }

@@ -22,7 +22,8 @@ export function parseWireGuardFile(text: string): WireGuardFile {
       continue;
     }
     const entry = /^(\w+) = (.+)$/.exec(line);
-    if (entry === null || current === null) throw new Error(`unexpected line in WireGuard file: ${JSON.stringify(line)}`);
+    if (entry === null || current === null)
+      throw new Error(`unexpected line in WireGuard file: ${JSON.stringify(line)}`);
     current.set(entry[1] ?? '', entry[2] ?? '');
   }
   return { sections, interface: values.get('Interface') ?? new Map(), peer: values.get('Peer') ?? new Map() };

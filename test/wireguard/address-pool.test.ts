@@ -11,7 +11,10 @@ describe('client addresses come in IPv4/IPv6 pairs', () => {
   test('client k gets network + 2 + k in both families, up to just below the broadcast address', () => {
     assert.deepEqual(clientAddressesAt('10.44.44.0/29', 'fd44::/64', 1), { ipFour: '10.44.44.3', ipSix: 'fd44::3' });
     assert.deepEqual(clientAddressesAt('10.44.44.0/29', 'fd44::/64', 4), { ipFour: '10.44.44.6', ipSix: 'fd44::6' });
-    assert.deepEqual(clientAddressesAt('10.0.0.0/16', 'fd00:1::/64', 300), { ipFour: '10.0.1.46', ipSix: 'fd00:1::12e' });
+    assert.deepEqual(clientAddressesAt('10.0.0.0/16', 'fd00:1::/64', 300), {
+      ipFour: '10.0.1.46',
+      ipSix: 'fd00:1::12e',
+    });
   });
 
   test('ranges written with host bits are read as their network', () => {
@@ -54,6 +57,9 @@ describe('pool capacity skips network, gateway and broadcast', () => {
 describe('the gateway is network + 1', () => {
   test('gives the node interface address used for @GW4@ and @GW6@', () => {
     assert.deepEqual(gatewayAddresses('10.44.44.0/29', 'fd44::/64'), { ipFour: '10.44.44.1', ipSix: 'fd44::1' });
-    assert.deepEqual(gatewayAddresses('10.42.42.77/24', 'fd42:0:0:1::99/64'), { ipFour: '10.42.42.1', ipSix: 'fd42:0:0:1::1' });
+    assert.deepEqual(gatewayAddresses('10.42.42.77/24', 'fd42:0:0:1::99/64'), {
+      ipFour: '10.42.42.1',
+      ipSix: 'fd42:0:0:1::1',
+    });
   });
 });

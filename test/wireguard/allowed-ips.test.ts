@@ -152,7 +152,12 @@ describe('AllowedIPs of a WireGuard client (reference §6.3 examples)', () => {
 
   test('nothing routed means an empty list', () => {
     assert.deepEqual(
-      allowedIps({ defaultGateway: false, routeList: [], excludeRouteList: ['0.0.0.0/0', '::/0'], clientPrefixes: ['10.0.0.0/24', 'fd00::/64'] }),
+      allowedIps({
+        defaultGateway: false,
+        routeList: [],
+        excludeRouteList: ['0.0.0.0/0', '::/0'],
+        clientPrefixes: ['10.0.0.0/24', 'fd00::/64'],
+      }),
       [],
     );
   });

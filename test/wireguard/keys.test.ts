@@ -5,7 +5,12 @@ import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
 
 import { asWireGuardKey } from '../../src/shared/ids.js';
-import { generateWireGuardKeyPair, isCanonicalWireGuardKey, isWireGuardKey, wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import {
+  generateWireGuardKeyPair,
+  isCanonicalWireGuardKey,
+  isWireGuardKey,
+  wireGuardPublicKey,
+} from '../../src/wireguard/keys.js';
 import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
 
 const WG = '/usr/bin/wg';
@@ -37,8 +42,13 @@ describe('WireGuard public keys agree with the real wg tool', () => {
   });
 
   test('matches the X25519 test vector of RFC 7748 §6.1', () => {
-    const alicePrivate = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex').toString('base64');
-    const alicePublic = Buffer.from('8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a', 'hex').toString('base64');
+    const alicePrivate = Buffer.from(
+      '77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a',
+      'hex',
+    ).toString('base64');
+    const alicePublic = Buffer.from('8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a', 'hex').toString(
+      'base64',
+    );
     assert.equal(wireGuardPublicKey(asWireGuardKey(alicePrivate)), alicePublic);
   });
 
@@ -103,7 +113,10 @@ test('a key is canonical only with bit 255 clear and a value below 2^255 − 19,
       format: 'jwk',
     });
     const der = Buffer.concat([Buffer.from('302a300506032b656e032100', 'hex'), Buffer.from(key, 'base64')]);
-    return diffieHellman({ privateKey, publicKey: createPublicKey({ key: der, format: 'der', type: 'spki' }) }).toString('hex');
+    return diffieHellman({
+      privateKey,
+      publicKey: createPublicKey({ key: der, format: 'der', type: 'spki' }),
+    }).toString('hex');
   };
   assert.equal(sharedSecret(bit255Twin(publicKey)), sharedSecret(publicKey));
 });

@@ -15,7 +15,10 @@ const summarySchema = z.record(z.string(), z.object({ lines: countsSchema }));
 /** Rows of the form "| `src/core/` | 80 % |" under CONTRIBUTING.md's "Coverage" heading. */
 function floorsOf(contributing: string): { readonly folder: string; readonly percent: number }[] {
   const section = contributing.split(/^## /m).find((part) => part.startsWith('Coverage')) ?? '';
-  return [...section.matchAll(/^\| `(src\/[\w/-]+\/)` \| (\d+) % \|/gm)].map((match) => ({ folder: match[1] ?? '', percent: Number(match[2]) }));
+  return [...section.matchAll(/^\| `(src\/[\w/-]+\/)` \| (\d+) % \|/gm)].map((match) => ({
+    folder: match[1] ?? '',
+    percent: Number(match[2]),
+  }));
 }
 
 const floors = floorsOf(readFileSync(`${root}CONTRIBUTING.md`, 'utf8'));
@@ -34,6 +37,8 @@ for (const { folder, percent } of floors) {
   const measured = total === 0 ? 0 : (100 * covered) / total;
   const verdict = measured >= percent ? 'ok' : reportOnly ? 'below, not checked' : 'BELOW';
   if (measured < percent && !reportOnly) below++;
-  console.log(`${folder.padEnd(14)} ${measured.toFixed(1).padStart(5)} % of ${total} lines (floor ${percent} %: ${verdict})`);
+  console.log(
+    `${folder.padEnd(14)} ${measured.toFixed(1).padStart(5)} % of ${total} lines (floor ${percent} %: ${verdict})`,
+  );
 }
 process.exitCode = below > 0 ? 1 : 0;

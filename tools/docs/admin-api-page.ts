@@ -34,7 +34,8 @@ interface Operation {
 /** A sentence ends with one full stop, whether or not the text brought its own. */
 const sentence = (text: string): string => (/[.!?]$/.test(text) ? text : `${text}.`);
 
-const heading = (method: string, path: string, extension: boolean): string => `\`${method.toUpperCase()} ${path}\`${extension ? ' (extension)' : ''}`;
+const heading = (method: string, path: string, extension: boolean): string =>
+  `\`${method.toUpperCase()} ${path}\`${extension ? ' (extension)' : ''}`;
 
 function parametersOf(operation: Operation): Parameter[] {
   const parameters = [...(operation.parameters ?? [])];
@@ -84,12 +85,19 @@ function renderOperation(method: string, path: string, operation: Operation): st
     if (files.length > 0) parts.push(`Content types: ${files.join(', ')}.`);
   }
   const errors = statuses.filter((status) => !status.startsWith('2'));
-  parts.push('', 'Errors (`{"error": "…"}`):', '', ...errors.map((status) => `- ${status}: ${operation.responses[status]?.description ?? ''}`));
+  parts.push(
+    '',
+    'Errors (`{"error": "…"}`):',
+    '',
+    ...errors.map((status) => `- ${status}: ${operation.responses[status]?.description ?? ''}`),
+  );
   return parts.join('\n');
 }
 
 export function renderAdminApiPage(): string {
-  const document = buildOpenApiDocument(adminRoutes, '{baseUrl}admin/api/v1') as { paths: Record<string, Record<string, Operation>> };
+  const document = buildOpenApiDocument(adminRoutes, '{baseUrl}admin/api/v1') as {
+    paths: Record<string, Record<string, Operation>>;
+  };
   const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
   );

@@ -21,7 +21,11 @@ function optionsOf(schema: JsonSchema, prefix = ''): OptionRow[] {
     const required = schema.required?.includes(name) === true;
     if (property.type === 'object' && property.properties !== undefined) {
       rows.push(...optionsOf(property, `${prefix}${name}.`));
-    } else if (property.type === 'array' && property.items?.type === 'object' && property.items.properties !== undefined) {
+    } else if (
+      property.type === 'array' &&
+      property.items?.type === 'object' &&
+      property.items.properties !== undefined
+    ) {
       rows.push({ name: `${prefix}${name}`, schema: property, required });
       rows.push(...optionsOf(property.items, `${prefix}${name}[].`));
     } else {
@@ -40,7 +44,9 @@ function defaultText(row: OptionRow): string {
 function meaning(row: OptionRow): string {
   const text = row.schema.description ?? '';
   if (text === '') throw new Error(`docs: option ${row.name} has no description in its zod schema`);
-  return row.schema.see === undefined ? text : `${text} More: [${row.schema.see.replace(/\.md(#.*)?$/, '')}](${row.schema.see}).`;
+  return row.schema.see === undefined
+    ? text
+    : `${text} More: [${row.schema.see.replace(/\.md(#.*)?$/, '')}](${row.schema.see}).`;
 }
 
 function optionTable(rows: readonly OptionRow[]): string {

@@ -35,7 +35,8 @@ const FORMATS: Readonly<Record<string, string>> = {
 };
 
 /** Integer bounds that only say "any safe integer" are no information. */
-const saysNothing = (value: number | undefined): boolean => value === undefined || Math.abs(value) >= Number.MAX_SAFE_INTEGER;
+const saysNothing = (value: number | undefined): boolean =>
+  value === undefined || Math.abs(value) >= Number.MAX_SAFE_INTEGER;
 
 export function typeText(schema: JsonSchema): string {
   const alternatives = schema.anyOf ?? schema.oneOf;
@@ -44,7 +45,12 @@ export function typeText(schema: JsonSchema): string {
     const rest = alternatives.filter((entry) => entry.type !== 'null');
     const [single, list] = rest;
     let text: string;
-    if (rest.length === 2 && single !== undefined && list?.type === 'array' && JSON.stringify(list.items) === JSON.stringify(single)) {
+    if (
+      rest.length === 2 &&
+      single !== undefined &&
+      list?.type === 'array' &&
+      JSON.stringify(list.items) === JSON.stringify(single)
+    ) {
       text = `${typeText(single)}, or a list of them`;
     } else {
       text = rest.map(typeText).join(' or ');

@@ -7,7 +7,14 @@ import { createBearerCheck } from './bearer-auth.js';
 import { isOnline } from '../../shared/online.js';
 import type { Clock } from '../../shared/time.js';
 import { toPeerListEntry } from './peer.js';
-import { parseAddPeerForm, parseDisconnectClientForm, parseRemovePeerForm, parseShowAll, VPN_DAEMON_PATHS, type NodeInfo } from '../../protocol/vpn-daemon.js';
+import {
+  parseAddPeerForm,
+  parseDisconnectClientForm,
+  parseRemovePeerForm,
+  parseShowAll,
+  VPN_DAEMON_PATHS,
+  type NodeInfo,
+} from '../../protocol/vpn-daemon.js';
 import type { Secret } from '../../shared/secret.js';
 import type { WgPeer } from '../wireguard/dump.js';
 
@@ -96,7 +103,9 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     }
     return reply.code(status).send({ error: error.message });
   });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no such call: ${request.method} ${request.url.split('?')[0]}` }));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: `no such call: ${request.method} ${request.url.split('?')[0]}` }),
+  );
 
   app.get(VPN_DAEMON_PATHS.nodeInfo, async () => options.nodeInfo());
 
@@ -128,7 +137,11 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     app.get(VPN_DAEMON_PATHS.connectionList, async () => {
       const connections = await openVpn.list();
       return {
-        connection_list: connections.map((connection) => ({ common_name: connection.commonName, ip_four: connection.ipFour, ip_six: connection.ipSix })),
+        connection_list: connections.map((connection) => ({
+          common_name: connection.commonName,
+          ip_four: connection.ipFour,
+          ip_six: connection.ipSix,
+        })),
       };
     });
 

@@ -36,7 +36,11 @@ export function poolLayoutFromEnv(env: ReadonlyMap<string, string>): PoolLayout 
     const sixLocal = parseAddress(sixLocalText, 6);
     const sixLength = /^[0-9]{1,3}$/.test(sixBits) ? Number(sixBits) : NaN;
     if (sixLocal === null || !(sixLength >= 64 && sixLength <= 126)) return null;
-    six = { prefix: makePrefix(6, sixLocal, sixLength), local: sixLocal, localText: formatIpAddress({ family: 6, value: sixLocal }) };
+    six = {
+      prefix: makePrefix(6, sixLocal, sixLength),
+      local: sixLocal,
+      localText: formatIpAddress({ family: 6, value: sixLocal }),
+    };
   }
   return { four: { prefix: makePrefix(4, local, length), local, netmask }, six };
 }

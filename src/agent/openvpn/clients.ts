@@ -7,7 +7,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { allocateAddresses, canonicalIp, poolLayoutFromEnv, pushDirectives } from './address-pool.js';
-import { ManagementCommandError, ManagementUnavailableError, quoteArgument, type ClientNotification } from './management.js';
+import {
+  ManagementCommandError,
+  ManagementUnavailableError,
+  quoteArgument,
+  type ClientNotification,
+} from './management.js';
 import { parseStatusClients } from './status.js';
 import type { ConnectVerdict, PortalClient } from '../portal-client.js';
 import { messageOf } from '../../shared/error-message.js';
@@ -176,7 +181,10 @@ export class OpenVpnClients {
     const commonName = env.get('common_name') ?? '';
     const certificateProfile = env.get('X509_0_OU');
     if (certificateProfile !== profileId || commonName === '') {
-      logger.warn({ server, profileId, certificateProfile, commonName, cid }, 'OpenVPN client refused: its certificate is for another profile');
+      logger.warn(
+        { server, profileId, certificateProfile, commonName, cid },
+        'OpenVPN client refused: its certificate is for another profile',
+      );
       await this.#deny(cid, kid, DENY_REASON.profile);
       return;
     }
@@ -185,7 +193,9 @@ export class OpenVpnClients {
     if (layout === null || addresses === null) {
       logger.error(
         { server, commonName, cid },
-        layout === null ? 'OpenVPN client refused: the server has no IPv4 address pool' : 'OpenVPN client refused: no free address in the pool',
+        layout === null
+          ? 'OpenVPN client refused: the server has no IPv4 address pool'
+          : 'OpenVPN client refused: no free address in the pool',
       );
       await this.#deny(cid, kid, DENY_REASON.pool);
       return;
@@ -214,7 +224,11 @@ export class OpenVpnClients {
     if (!verdict.allowed || record.gone || record.revoked) {
       this.#forget(record);
       if (!record.gone)
-        await this.#deny(cid, kid, verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable);
+        await this.#deny(
+          cid,
+          kid,
+          verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable,
+        );
       this.#logRefusal(verdict, record);
       return;
     }
@@ -223,7 +237,10 @@ export class OpenVpnClients {
     } catch (error) {
       // The client left meanwhile, or the management connection broke: the portal hears the end.
       if (this.#records.get(cid) === record && record.state === 'authorizing') this.#forget(record);
-      logger.warn({ server, commonName, cid, reason: messageOf(error) }, 'could not admit the OpenVPN client the portal allowed');
+      logger.warn(
+        { server, commonName, cid, reason: messageOf(error) },
+        'could not admit the OpenVPN client the portal allowed',
+      );
       return;
     }
     if (record.gone) {
@@ -232,7 +249,10 @@ export class OpenVpnClients {
       return;
     }
     if (record.state === 'authorizing') record.state = 'authorized';
-    logger.info({ server, commonName, cid, ipFour: addresses.ipFour, ipSix: addresses.ipSix }, 'OpenVPN client allowed');
+    logger.info(
+      { server, commonName, cid, ipFour: addresses.ipFour, ipSix: addresses.ipSix },
+      'OpenVPN client allowed',
+    );
   }
 
   async #reauthenticate(notification: ClientNotification): Promise<void> {
@@ -274,7 +294,11 @@ export class OpenVpnClients {
     }
     this.#logRefusal(verdict, record);
     // client-deny alone only refuses the new key; the session would live on for a while.
-    await this.#denyAndKill(cid, kid, verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable);
+    await this.#denyAndKill(
+      cid,
+      kid,
+      verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable,
+    );
   }
 
   #established(notification: ClientNotification): void {
@@ -310,10 +334,21 @@ export class OpenVpnClients {
       return;
     }
     this.#records.delete(record.cid);
-    if (record.reportable) this.#reportEnd(record, counter(notification.env.get('bytes_received')), counter(notification.env.get('bytes_sent')));
+    if (record.reportable)
+      this.#reportEnd(
+        record,
+        counter(notification.env.get('bytes_received')),
+        counter(notification.env.get('bytes_sent')),
+      );
   }
 
-  async #ask(commonName: string, originating: string, ipFour: string, ipSix: string | null, reauth = false): Promise<ConnectVerdict> {
+  async #ask(
+    commonName: string,
+    originating: string,
+    ipFour: string,
+    ipSix: string | null,
+    reauth = false,
+  ): Promise<ConnectVerdict> {
     return this.#options.portal.authorizeConnect({
       profileId: this.#options.profileId,
       commonName,
@@ -358,14 +393,27 @@ export class OpenVpnClients {
       await this.#options.management.command(line);
     } catch (error) {
       if (!(error instanceof ManagementCommandError || error instanceof ManagementUnavailableError)) throw error;
-      this.#options.logger.debug({ server: this.#options.server, reason: error.message }, 'OpenVPN did not take an answer');
+      this.#options.logger.debug(
+        { server: this.#options.server, reason: error.message },
+        'OpenVPN did not take an answer',
+      );
     }
   }
 
   #reportEnd(record: ClientRecord, bytesIn: number, bytesOut: number): void {
     const { portal, logger, server, profileId } = this.#options;
-    const report = { profileId, commonName: record.commonName, ipFour: record.ipFour ?? '', ipSix: record.ipSix ?? '', bytesIn, bytesOut };
-    logger.info({ server, commonName: record.commonName, cid: record.cid, bytesIn, bytesOut }, 'OpenVPN client disconnected');
+    const report = {
+      profileId,
+      commonName: record.commonName,
+      ipFour: record.ipFour ?? '',
+      ipSix: record.ipSix ?? '',
+      bytesIn,
+      bytesOut,
+    };
+    logger.info(
+      { server, commonName: record.commonName, cid: record.cid, bytesIn, bytesOut },
+      'OpenVPN client disconnected',
+    );
     this.#track(
       (async () => {
         for (let attempt = 1; ; attempt += 1) {
@@ -374,7 +422,10 @@ export class OpenVpnClients {
             return;
           } catch (error) {
             if (attempt >= 2) {
-              logger.warn({ server, commonName: record.commonName, reason: messageOf(error) }, 'could not report an OpenVPN disconnect to the portal');
+              logger.warn(
+                { server, commonName: record.commonName, reason: messageOf(error) },
+                'could not report an OpenVPN disconnect to the portal',
+              );
               return;
             }
             await sleep(this.#options.reportRetryDelayMs ?? DEFAULT_REPORT_RETRY_DELAY_MS);
@@ -386,7 +437,10 @@ export class OpenVpnClients {
 
   #track(task: Promise<void>): void {
     const tracked = task.catch((error: unknown) => {
-      this.#options.logger.error({ server: this.#options.server, err: error }, 'handling an OpenVPN client event failed');
+      this.#options.logger.error(
+        { server: this.#options.server, err: error },
+        'handling an OpenVPN client event failed',
+      );
     });
     this.#tasks.add(tracked);
     void tracked.finally(() => this.#tasks.delete(tracked));

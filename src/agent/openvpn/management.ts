@@ -53,7 +53,13 @@ export class ManagementCommandError extends Error {
 const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 const RECONNECT_DELAYS_MS = [50, 100, 200, 500, 1000];
 /** Notification kinds followed by `>CLIENT:ENV,…` lines up to `>CLIENT:ENV,END`. */
-const CLIENT_KINDS_WITH_ENV: readonly string[] = ['CONNECT', 'REAUTH', 'ESTABLISHED', 'DISCONNECT', 'CR_RESPONSE'] satisfies ClientNotification['kind'][];
+const CLIENT_KINDS_WITH_ENV: readonly string[] = [
+  'CONNECT',
+  'REAUTH',
+  'ESTABLISHED',
+  'DISCONNECT',
+  'CR_RESPONSE',
+] satisfies ClientNotification['kind'][];
 const UNSIGNED = /^(0|[1-9][0-9]{0,9})$/;
 
 interface PendingCommand {
@@ -83,7 +89,8 @@ export class ManagementConnection {
   #block: ClientBlock | null = null;
   #queue: PendingCommand[] = [];
   /** The command whose answer is being read; it was written to the socket. */
-  #current: { readonly command: PendingCommand; readonly lines: string[]; readonly timer: NodeJS.Timeout } | null = null;
+  #current: { readonly command: PendingCommand; readonly lines: string[]; readonly timer: NodeJS.Timeout } | null =
+    null;
 
   constructor(options: ManagementConnectionOptions) {
     this.#options = options;
@@ -135,11 +142,18 @@ export class ManagementConnection {
   #enqueue(lines: readonly string[], multiLine: boolean): Promise<string[]> {
     for (const line of lines) {
       // One command per line: a line break inside a value would start another command.
-      if (/[\r\n\0]/.test(line)) return Promise.reject(new Error('a management command line must not contain line breaks'));
+      if (/[\r\n\0]/.test(line))
+        return Promise.reject(new Error('a management command line must not contain line breaks'));
     }
     if (!this.#connected) return Promise.reject(new ManagementUnavailableError(this.#options.socketPath));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ line: lines[0] ?? '', multiLine, resolve, reject, text: lines.map((line) => `${line}\n`).join('') });
+      this.#queue.push({
+        line: lines[0] ?? '',
+        multiLine,
+        resolve,
+        reject,
+        text: lines.map((line) => `${line}\n`).join(''),
+      });
       this.#writeNext();
     });
   }
@@ -221,18 +235,28 @@ export class ManagementConnection {
     }
     const current = this.#current;
     if (current === null) {
-      this.#options.logger.debug({ socket: this.#options.socketPath }, 'unexpected management output without a command');
+      this.#options.logger.debug(
+        { socket: this.#options.socketPath },
+        'unexpected management output without a command',
+      );
       return;
     }
     const { command } = current;
     if (!command.multiLine || current.lines.length === 0) {
       if (line.startsWith('ERROR:')) {
-        this.#finish(() => command.reject(new ManagementCommandError(verbOf(command.line), line.slice('ERROR:'.length).trim())));
+        this.#finish(() =>
+          command.reject(new ManagementCommandError(verbOf(command.line), line.slice('ERROR:'.length).trim())),
+        );
         return;
       }
       if (!command.multiLine) {
         if (line.startsWith('SUCCESS:')) this.#finish(() => command.resolve([line.slice('SUCCESS:'.length).trim()]));
-        else this.#finish(() => command.reject(new ManagementCommandError(verbOf(command.line), `unexpected answer "${line.slice(0, 100)}"`)));
+        else
+          this.#finish(() =>
+            command.reject(
+              new ManagementCommandError(verbOf(command.line), `unexpected answer "${line.slice(0, 100)}"`),
+            ),
+          );
         return;
       }
     }
@@ -277,7 +301,8 @@ export class ManagementConnection {
       this.#block = { kind, cid: Number(cidText), kid: hasKid ? Number(kidText) : null, env: new Map() };
       return;
     }
-    if (line.startsWith('>FATAL:')) logger.warn({ socket: socketPath, openvpn: line.slice(1) }, 'OpenVPN reports a fatal error');
+    if (line.startsWith('>FATAL:'))
+      logger.warn({ socket: socketPath, openvpn: line.slice(1) }, 'OpenVPN reports a fatal error');
     else logger.debug({ socket: socketPath, openvpn: line.slice(1, 200) }, 'OpenVPN management notification');
   }
 }

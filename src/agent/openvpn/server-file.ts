@@ -38,7 +38,8 @@ export function checkServerFile(content: string, socketPath: string): ServerFile
   if (!management.some((words) => words[1] === socketPath && words[2] === 'unix')) {
     errors.push(`no "management ${socketPath} unix" line`);
   }
-  if (!has('management-client-auth')) errors.push('no "management-client-auth" line: OpenVPN would admit clients without asking');
+  if (!has('management-client-auth'))
+    errors.push('no "management-client-auth" line: OpenVPN would admit clients without asking');
   // Without it OpenVPN insists on a user name and password, which eduVPN clients never send.
   if (!has('auth-user-pass-optional') && !has('auth-user-pass-verify')) {
     warnings.push('no "auth-user-pass-optional" line: OpenVPN refuses clients that send no user name and password');

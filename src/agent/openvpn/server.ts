@@ -44,7 +44,10 @@ export class OpenVpnServer {
       handlers: {
         onConnected: () => {
           this.#clients.resync().catch((error: unknown) => {
-            logger.warn({ server, reason: error instanceof Error ? error.message : String(error) }, 'cannot read the clients of the OpenVPN server');
+            logger.warn(
+              { server, reason: error instanceof Error ? error.message : String(error) },
+              'cannot read the clients of the OpenVPN server',
+            );
           });
         },
         onDisconnected: () => {
@@ -53,7 +56,13 @@ export class OpenVpnServer {
         onClient: (notification) => this.#clients.handle(notification),
       },
     });
-    this.#clients = new OpenVpnClients({ profileId: options.file.profileId, server, management: this.#management, portal: options.portal, logger });
+    this.#clients = new OpenVpnClients({
+      profileId: options.file.profileId,
+      server,
+      management: this.#management,
+      portal: options.portal,
+      logger,
+    });
     this.#process = new OpenVpnProcess({
       name: server,
       binary: options.binary,

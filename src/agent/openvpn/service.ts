@@ -9,7 +9,13 @@ import type { OpenVpnConnection, OpenVpnConnections } from '../daemon-api/server
 import type { OpenVpnPortal } from './clients.js';
 import { ManagementUnavailableError } from './management.js';
 import { OpenVpnServer } from './server.js';
-import { checkServerFile, preparePrivateDirectory, removeOtherServerFiles, socketPathOf, writeServerFile } from './server-file.js';
+import {
+  checkServerFile,
+  preparePrivateDirectory,
+  removeOtherServerFiles,
+  socketPathOf,
+  writeServerFile,
+} from './server-file.js';
 import type { OpenVpnServerFile } from '../node-assignment.js';
 import { messageOf } from '../../shared/error-message.js';
 
@@ -71,14 +77,19 @@ export class OpenVpnService implements OpenVpnConnections {
           return await server.connections();
         } catch (error) {
           // A server being restarted has no clients; the others are still listed.
-          this.#options.logger.warn({ server: server.file.name, reason: messageOf(error) }, 'cannot list the clients of an OpenVPN server');
+          this.#options.logger.warn(
+            { server: server.file.name, reason: messageOf(error) },
+            'cannot list the clients of an OpenVPN server',
+          );
           return [];
         }
       }),
     );
     return perServer
       .flat()
-      .flatMap((client) => (client.ipFour === null ? [] : [{ commonName: client.commonName, ipFour: client.ipFour, ipSix: client.ipSix }]));
+      .flatMap((client) =>
+        client.ipFour === null ? [] : [{ commonName: client.commonName, ipFour: client.ipFour, ipSix: client.ipSix }],
+      );
   }
 
   async disconnect(commonName: string): Promise<void> {
@@ -90,7 +101,10 @@ export class OpenVpnService implements OpenVpnConnections {
         ended += await server.disconnect(commonName);
       } catch (error) {
         if (!(error instanceof ManagementUnavailableError)) throw error;
-        this.#options.logger.warn({ server: server.file.name, reason: error.message }, 'cannot disconnect a client from an OpenVPN server');
+        this.#options.logger.warn(
+          { server: server.file.name, reason: error.message },
+          'cannot disconnect a client from an OpenVPN server',
+        );
       }
     }
     this.#options.logger.info({ commonName, ended }, 'the portal disconnected an OpenVPN client');
@@ -114,7 +128,8 @@ export class OpenVpnService implements OpenVpnConnections {
     const wanted = new Map<string, OpenVpnServerFile>();
     for (const file of files) {
       const check = checkServerFile(file.content.reveal(), socketPathOf(settings.managementDir, file));
-      for (const warning of check.warnings) logger.warn({ server: file.name, problem: warning }, 'OpenVPN server file from the portal');
+      for (const warning of check.warnings)
+        logger.warn({ server: file.name, problem: warning }, 'OpenVPN server file from the portal');
       if (check.errors.length > 0) {
         // A running older version keeps running: it was fine, and it is still the portal's.
         logger.error({ server: file.name, problems: check.errors }, 'OpenVPN server file from the portal refused');
@@ -147,7 +162,10 @@ export class OpenVpnService implements OpenVpnConnections {
     const removed = await removeOtherServerFiles(settings.configDir, new Set(wanted.keys()));
     if (removed.length > 0) logger.info({ files: removed }, 'removed OpenVPN server files the portal no longer sends');
     if (starting.length > 0)
-      logger.info({ started: started.filter(Boolean).length, of: starting.length, running: this.#servers.size }, 'OpenVPN servers applied');
+      logger.info(
+        { started: started.filter(Boolean).length, of: starting.length, running: this.#servers.size },
+        'OpenVPN servers applied',
+      );
   }
 
   async #start(file: OpenVpnServerFile): Promise<boolean> {
@@ -170,7 +188,10 @@ export class OpenVpnService implements OpenVpnConnections {
       ...(this.#options.restartDelaysMs === undefined ? {} : { restartDelaysMs: this.#options.restartDelaysMs }),
     });
     this.#servers.set(file.name, server);
-    logger.info({ server: file.name, profileId: file.profileId, proto: file.proto, port: file.port }, 'starting OpenVPN server');
+    logger.info(
+      { server: file.name, profileId: file.profileId, proto: file.proto, port: file.port },
+      'starting OpenVPN server',
+    );
     return server.start();
   }
 

@@ -40,9 +40,15 @@ export class CommandFailedError extends Error {
 }
 
 /** Runs a command and throws CommandFailedError unless it exits with 0. */
-export async function runChecked(runner: CommandRunner, command: string, args: readonly string[], options?: RunOptions): Promise<CommandResult> {
+export async function runChecked(
+  runner: CommandRunner,
+  command: string,
+  args: readonly string[],
+  options?: RunOptions,
+): Promise<CommandResult> {
   const result = await runner.run(command, args, options);
-  if (result.exitCode !== 0) throw new CommandFailedError(`${command} ${args[0] ?? ''}`.trim(), result.exitCode, result.stderr);
+  if (result.exitCode !== 0)
+    throw new CommandFailedError(`${command} ${args[0] ?? ''}`.trim(), result.exitCode, result.stderr);
   return result;
 }
 

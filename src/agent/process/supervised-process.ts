@@ -65,7 +65,10 @@ export class SupervisedProcess {
     } catch (error) {
       if (this.#stopping) return false;
       const restartInMs = this.#scheduleRestart();
-      this.#options.logger.error({ ...this.#options.fields, reason: messageOf(error), restartInMs }, `${this.#options.what} did not start; trying again`);
+      this.#options.logger.error(
+        { ...this.#options.fields, reason: messageOf(error), restartInMs },
+        `${this.#options.what} did not start; trying again`,
+      );
       return false;
     }
   }

@@ -8,7 +8,10 @@ export async function terminate(child: ChildProcess, graceMs: number): Promise<v
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
-  const graceful = await Promise.race([exited.then(() => true), sleep(graceMs, undefined, { ref: false }).then(() => false)]);
+  const graceful = await Promise.race([
+    exited.then(() => true),
+    sleep(graceMs, undefined, { ref: false }).then(() => false),
+  ]);
   if (!graceful) {
     child.kill('SIGKILL');
     await exited;

@@ -56,7 +56,8 @@ export class FrameDecoder {
       const length = buffer.readUInt16BE(offset);
       // Checked as soon as the prefix arrives: an oversized frame is never buffered.
       if (length === 0) return this.#fail(datagrams, 'empty frame (length prefix 0)');
-      if (length > this.#maxDatagramBytes) return this.#fail(datagrams, `frame of ${length} bytes exceeds the ${this.#maxDatagramBytes}-byte limit`);
+      if (length > this.#maxDatagramBytes)
+        return this.#fail(datagrams, `frame of ${length} bytes exceeds the ${this.#maxDatagramBytes}-byte limit`);
       if (buffer.length - offset - LENGTH_PREFIX_BYTES < length) break;
       const start = offset + LENGTH_PREFIX_BYTES;
       datagrams.push(buffer.subarray(start, start + length));

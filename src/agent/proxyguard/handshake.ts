@@ -31,14 +31,19 @@ export type RelayVerdict =
  * tunnel to a WireGuard server that does not know the client.
  */
 export function judgeRelayRequest(request: RelayRequest, hostNames: ReadonlySet<string>): RelayVerdict {
-  if (!isRelayPath(request.url, hostNames)) return refuse(404, `no ProxyGuard relay for this node at ${pathOf(request.url).slice(0, 200)}`);
+  if (!isRelayPath(request.url, hostNames))
+    return refuse(404, `no ProxyGuard relay for this node at ${pathOf(request.url).slice(0, 200)}`);
   if (request.method !== 'GET') return refuse(405, `method ${request.method} not allowed, use GET`, { allow: 'GET' });
   if (request.httpVersion !== '1.1') return refuse(400, `HTTP/${request.httpVersion} cannot upgrade; use HTTP/1.1`);
   if (!listsToken(request.upgrade, UOTLV_PROTOCOL)) {
-    return refuse(426, `this endpoint only speaks ${UOTLV_PROTOCOL}: send "Connection: Upgrade" and "Upgrade: ${UOTLV_PROTOCOL}"`, {
-      upgrade: UOTLV_PROTOCOL,
-      connection: 'Upgrade',
-    });
+    return refuse(
+      426,
+      `this endpoint only speaks ${UOTLV_PROTOCOL}: send "Connection: Upgrade" and "Upgrade: ${UOTLV_PROTOCOL}"`,
+      {
+        upgrade: UOTLV_PROTOCOL,
+        connection: 'Upgrade',
+      },
+    );
   }
   if (!listsToken(request.connection, 'upgrade')) return refuse(400, '"Upgrade" needs "Connection: Upgrade"');
   return { kind: 'upgrade' };

@@ -79,7 +79,9 @@ export class ProxyGuardRelay {
     // Tunnels and handshakes have budgets of their own (no shared server.maxConnections), so
     // connections stuck in their request can never take the place of tunnels.
     server.on('connection', (socket: Socket) => relay.#pending.admit(socket));
-    server.on('request', (request: IncomingMessage, response: ServerResponse) => relay.#onPlainRequest(request, response));
+    server.on('request', (request: IncomingMessage, response: ServerResponse) =>
+      relay.#onPlainRequest(request, response),
+    );
     server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       // A bug in one upgrade must cost that connection, never the agent with every tunnel.
       // Node hands over the connection's net.Socket; its type only says Duplex.
@@ -96,7 +98,9 @@ export class ProxyGuardRelay {
       });
     });
     // Later failures to accept (such as running out of file descriptors) are logged, not fatal.
-    server.on('error', (error) => relay.#logger.error({ err: error }, 'ProxyGuard: the relay cannot accept connections'));
+    server.on('error', (error) =>
+      relay.#logger.error({ err: error }, 'ProxyGuard: the relay cannot accept connections'),
+    );
     return relay;
   }
 
@@ -147,13 +151,21 @@ export class ProxyGuardRelay {
     // The judge only lets a request through with "Connection: Upgrade", which Node routes to
     // the upgrade handler; reaching here with it means a request Node did not see as one.
     const refusal =
-      verdict.kind === 'refuse' ? verdict : { status: 400, message: 'malformed upgrade request', headers: {} as Readonly<Record<string, string>> };
-    response.writeHead(refusal.status, { ...refusal.headers, 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+      verdict.kind === 'refuse'
+        ? verdict
+        : { status: 400, message: 'malformed upgrade request', headers: {} as Readonly<Record<string, string>> };
+    response.writeHead(refusal.status, {
+      ...refusal.headers,
+      'content-type': 'text/plain; charset=utf-8',
+      connection: 'close',
+    });
     response.end(`${refusal.message}\n`);
   }
 
   async #onUpgrade(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
-    socket.on('error', (error) => this.#logger.debug({ reason: error.message }, 'ProxyGuard: connection error before the upgrade'));
+    socket.on('error', (error) =>
+      this.#logger.debug({ reason: error.message }, 'ProxyGuard: connection error before the upgrade'),
+    );
     const verdict = judgeRelayRequest(relayRequestOf(request), this.#hostNames);
     if (verdict.kind === 'refuse') {
       refuseRaw(socket, verdict.status, verdict.message, verdict.headers);
@@ -165,7 +177,11 @@ export class ProxyGuardRelay {
       return;
     }
     if (this.tunnelCount >= this.#options.maxTunnels) {
-      if (!this.#warnedFull) this.#logger.warn({ maxTunnels: this.#options.maxTunnels }, 'ProxyGuard: tunnel limit reached, refusing new tunnels');
+      if (!this.#warnedFull)
+        this.#logger.warn(
+          { maxTunnels: this.#options.maxTunnels },
+          'ProxyGuard: tunnel limit reached, refusing new tunnels',
+        );
       this.#warnedFull = true;
       refuseRaw(socket, 503, `tunnel limit of ${this.#options.maxTunnels} reached`, { 'retry-after': '5' });
       return;

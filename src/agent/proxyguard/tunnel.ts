@@ -117,7 +117,10 @@ export class ProxyGuardTunnel {
     } else {
       this.#socket.destroy();
     }
-    this.#logger.debug({ reason, droppedToClient: this.#droppedToClient, droppedToWireGuard: this.#droppedToWireGuard }, 'ProxyGuard tunnel ended');
+    this.#logger.debug(
+      { reason, droppedToClient: this.#droppedToClient, droppedToWireGuard: this.#droppedToWireGuard },
+      'ProxyGuard tunnel ended',
+    );
     this.#onEnd(reason);
   }
 

@@ -29,7 +29,10 @@ export interface PeerBatchPlan {
  * it); it only matters for removals. A removal of an absent peer is not written: at the cap,
  * wireguard-go would have to create the peer to remove it, and refuse.
  */
-export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: ReadonlyMap<WireGuardKey, WgPeer>): PeerBatchPlan {
+export function planPeerBatch(
+  requests: readonly PeerRequest[],
+  currentPeers: ReadonlyMap<WireGuardKey, WgPeer>,
+): PeerBatchPlan {
   // Latest known state of every touched peer; re-inserted on each touch so the final order
   // follows the last request per peer (matters only if two peers claim the same address).
   const touched = new Map<WireGuardKey, WgPeer | null>();
@@ -37,7 +40,9 @@ export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: Re
   const results: PeerRequestResult[] = [];
 
   for (const request of requests) {
-    const before = touched.has(request.publicKey) ? (touched.get(request.publicKey) ?? null) : (currentPeers.get(request.publicKey) ?? null);
+    const before = touched.has(request.publicKey)
+      ? (touched.get(request.publicKey) ?? null)
+      : (currentPeers.get(request.publicKey) ?? null);
     touched.delete(request.publicKey);
     if (request.kind === 'add') {
       if (request.endpoint !== undefined) endpoints.set(request.publicKey, request.endpoint);
@@ -54,7 +59,12 @@ export function planPeerBatch(requests: readonly PeerRequest[], currentPeers: Re
   for (const [publicKey, peer] of touched) {
     if (peer !== null) {
       const endpoint = endpoints.get(publicKey);
-      changes.push({ kind: 'set', publicKey, allowedIps: peer.allowedIps, ...(endpoint === undefined ? {} : { endpoint }) });
+      changes.push({
+        kind: 'set',
+        publicKey,
+        allowedIps: peer.allowedIps,
+        ...(endpoint === undefined ? {} : { endpoint }),
+      });
     } else if (currentPeers.has(publicKey)) changes.push({ kind: 'remove', publicKey });
   }
   return { changes, results };

@@ -42,7 +42,9 @@ const MAX_ANSWER_BYTES = 64;
  * peer's, `remove` for a removal.
  */
 export function setOperations(changes: readonly PeerChange[], maxBytes: number): string[] {
-  return sizeLimitedGroups(changes.map(peerLines), (peer) => peer.length, maxBytes).map((peers) => `set=1\n${peers.join('')}\n`);
+  return sizeLimitedGroups(changes.map(peerLines), (peer) => peer.length, maxBytes).map(
+    (peers) => `set=1\n${peers.join('')}\n`,
+  );
 }
 
 function peerLines(change: PeerChange): string {
@@ -73,7 +75,10 @@ export function sendOperation(path: string, operation: string, timeoutMs: number
       else reject(error);
     };
     // A wireguard-go that hangs (stopped, overloaded) fails the batch instead of holding it forever.
-    const timer = setTimeout(() => finish(new ControlSocketError(`no answer on ${path} within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new ControlSocketError(`no answer on ${path} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     socket.setEncoding('utf8');
     socket.on('connect', () => {
       connected = true;
@@ -84,14 +89,16 @@ export function sendOperation(path: string, operation: string, timeoutMs: number
       if (!answer.endsWith('\n\n') && answer.length < MAX_ANSWER_BYTES) return;
       const match = ANSWER.exec(answer);
       // Not echoed: whatever answers there, its text is not ours to log (a dump holds the private key).
-      if (match === null) finish(new ControlSocketError(`unexpected answer on ${path} (${answer.length} characters, not errno=N)`));
+      if (match === null)
+        finish(new ControlSocketError(`unexpected answer on ${path} (${answer.length} characters, not errno=N)`));
       else if (match[1] === '0') finish(null);
       // wireguard-go answers a negative errno (-22 for invalid input), `wg` prints it positive.
       else finish(new ControlSocketError(`the interface refused the change: errno ${Math.abs(Number(match[1]))}`));
     });
     socket.on('error', (error: NodeJS.ErrnoException) => {
       const code = error.code ?? 'error';
-      if (!connected && (code === 'ENOENT' || code === 'ECONNREFUSED')) finish(new ControlSocketAbsentError(path, code));
+      if (!connected && (code === 'ENOENT' || code === 'ECONNREFUSED'))
+        finish(new ControlSocketAbsentError(path, code));
       else finish(new ControlSocketError(`the control socket ${path} failed: ${error.message}`));
     });
     socket.on('close', () => {

@@ -64,7 +64,15 @@ export function parseWgDump(output: string): WgDump {
 function parsePeerLine(line: string, lineNumber: number): WgPeer {
   const fields = line.split('\t');
   if (fields.length !== 8) throw new WgDumpFormatError(lineNumber, `expected 8 fields, got ${fields.length}`);
-  const [publicKeyText = '', , endpointText = NONE, allowedIpsText = NONE, handshakeText = '0', receivedText = '0', sentText = '0'] = fields;
+  const [
+    publicKeyText = '',
+    ,
+    endpointText = NONE,
+    allowedIpsText = NONE,
+    handshakeText = '0',
+    receivedText = '0',
+    sentText = '0',
+  ] = fields;
 
   const publicKey = publicKeyText;
   if (!isWireGuardKey(publicKey)) throw new WgDumpFormatError(lineNumber, 'invalid peer public key');

@@ -78,7 +78,9 @@ export class EndpointMemory {
 
   /** Sends one datagram to the peer's tunnel address, so the node starts a handshake with it. */
   greet(allowedIps: readonly string[]): void {
-    const address = allowedIps.find((cidr) => cidr.endsWith('/32'))?.slice(0, -3) ?? allowedIps.find((cidr) => cidr.endsWith('/128'))?.slice(0, -4);
+    const address =
+      allowedIps.find((cidr) => cidr.endsWith('/32'))?.slice(0, -3) ??
+      allowedIps.find((cidr) => cidr.endsWith('/128'))?.slice(0, -4);
     if (address === undefined) return;
     const socket = createSocket(address.includes(':') ? 'udp6' : 'udp4');
     socket.on('error', () => socket.close());
@@ -101,7 +103,10 @@ export class EndpointMemory {
         await rename(temporary, this.#file);
       })
       .catch((error: unknown) => {
-        this.#logger.warn({ file: this.#file, reason: (error as Error).message }, 'cannot write the endpoint memory file');
+        this.#logger.warn(
+          { file: this.#file, reason: (error as Error).message },
+          'cannot write the endpoint memory file',
+        );
       });
   }
 }

@@ -62,7 +62,10 @@ export class WireGuardInterface {
     if (implementation !== 'wireguard-go') {
       const added = await runner.run('ip', ['link', 'add', 'dev', name, 'type', 'wireguard']);
       if (added.exitCode === 0) {
-        logger.info({ interface: name, implementation: 'kernel' }, 'created WireGuard interface with the kernel module');
+        logger.info(
+          { interface: name, implementation: 'kernel' },
+          'created WireGuard interface with the kernel module',
+        );
         return new WireGuardInterface(name, 'kernel', options);
       }
       const reason = added.stderr.trim();
@@ -80,7 +83,10 @@ export class WireGuardInterface {
     });
     await wireguardGo.start();
     wireGuardInterface.#wireguardGo = wireguardGo;
-    logger.info({ interface: name, implementation: 'wireguard-go', pid: wireguardGo.pid }, 'created WireGuard interface with wireguard-go');
+    logger.info(
+      { interface: name, implementation: 'wireguard-go', pid: wireguardGo.pid },
+      'created WireGuard interface with wireguard-go',
+    );
     return wireGuardInterface;
   }
 
@@ -117,7 +123,8 @@ export class WireGuardInterface {
     const added = wanted.filter((address) => !link.globalAddresses.includes(address));
     const removed = link.globalAddresses.filter((address) => !wanted.includes(address));
     // Add before removing, so a changed prefix never leaves the interface without an address.
-    for (const address of added) await runChecked(this.#runner, 'ip', ['address', 'replace', address, 'dev', this.name]);
+    for (const address of added)
+      await runChecked(this.#runner, 'ip', ['address', 'replace', address, 'dev', this.name]);
     for (const address of removed) await runChecked(this.#runner, 'ip', ['address', 'del', address, 'dev', this.name]);
 
     const mtu = config.mtu ?? DEFAULT_MTU;
@@ -134,7 +141,14 @@ export class WireGuardInterface {
       addressesRemoved: removed,
       mtu,
     };
-    if (previous === null || keyChanged || added.length > 0 || removed.length > 0 || link.mtu !== mtu || current.listenPort !== config.listenPort) {
+    if (
+      previous === null ||
+      keyChanged ||
+      added.length > 0 ||
+      removed.length > 0 ||
+      link.mtu !== mtu ||
+      current.listenPort !== config.listenPort
+    ) {
       this.#logger.info(changes, previous === null ? 'configured WireGuard interface' : 'updated WireGuard interface');
     }
   }
@@ -143,7 +157,10 @@ export class WireGuardInterface {
     const config = this.#applied;
     if (config === null) return;
     await this.apply(config);
-    this.#logger.warn({ interface: this.name }, 'WireGuard interface recreated without peers; the portal restores them');
+    this.#logger.warn(
+      { interface: this.name },
+      'WireGuard interface recreated without peers; the portal restores them',
+    );
     this.#onPeersLost();
   }
 

@@ -15,7 +15,9 @@ const ipAddressShowSchema = z.array(
   z.object({
     mtu: z.number(),
     flags: z.array(z.string()),
-    addr_info: z.array(z.object({ family: z.string(), local: z.string(), prefixlen: z.number(), scope: z.string().optional() })),
+    addr_info: z.array(
+      z.object({ family: z.string(), local: z.string(), prefixlen: z.number(), scope: z.string().optional() }),
+    ),
   }),
 );
 

@@ -1,6 +1,12 @@
 // Writes a batch's peer changes to the interface: through wireguard-go's control socket when the
 // interface has one (no process to start), else with `wg set` (kernel WireGuard).
-import { ControlSocketAbsentError, controlSocketPath, sendOperation, setOperations, WIREGUARD_SOCKET_DIRECTORY } from './control-socket.js';
+import {
+  ControlSocketAbsentError,
+  controlSocketPath,
+  sendOperation,
+  setOperations,
+  WIREGUARD_SOCKET_DIRECTORY,
+} from './control-socket.js';
 import type { PeerChange, WgTool } from './wg-tool.js';
 
 /** How changes reached the interface: set operations on the control socket, or `wg set` processes. */

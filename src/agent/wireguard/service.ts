@@ -105,13 +105,18 @@ export class WireGuardService implements WireGuardPeers {
     const { peers: listed } = await this.#active.peers.read();
     this.#endpoints.observe(listed, this.#options.clock.now());
     // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
-    return listed.map((peer) => (peer.endpoint === null ? peer : { ...peer, endpoint: this.#options.originOf(peer.endpoint) ?? peer.endpoint }));
+    return listed.map((peer) =>
+      peer.endpoint === null ? peer : { ...peer, endpoint: this.#options.originOf(peer.endpoint) ?? peer.endpoint },
+    );
   }
 
   async add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void> {
     const { batcher } = this.#require();
     if (!this.#revisions.admit(publicKey, 'add', revision)) {
-      this.#options.logger.debug({ publicKey, revision }, 'ignored an add_peer older than the last instruction for this peer');
+      this.#options.logger.debug(
+        { publicKey, revision },
+        'ignored an add_peer older than the last instruction for this peer',
+      );
       return;
     }
     const endpoint = this.#endpoints.takeHint(publicKey);
@@ -122,7 +127,10 @@ export class WireGuardService implements WireGuardPeers {
   async remove(publicKey: WireGuardKey, revision: number | null): Promise<WgPeer | null> {
     const { batcher } = this.#require();
     if (!this.#revisions.admit(publicKey, 'remove', revision)) {
-      this.#options.logger.debug({ publicKey, revision }, 'ignored a remove_peer older than the last instruction for this peer');
+      this.#options.logger.debug(
+        { publicKey, revision },
+        'ignored a remove_peer older than the last instruction for this peer',
+      );
       return null;
     }
     this.#endpoints.forget(publicKey);
@@ -173,7 +181,11 @@ export class WireGuardService implements WireGuardPeers {
     if (wireGuardInterface.origin !== 'existing') this.#endpoints.interfaceEmptied();
     this.#observeTimer = setInterval(() => void this.list().catch(() => undefined), ENDPOINT_OBSERVE_INTERVAL_MS);
     const peers = new PeerView({ interfaceName: wireGuardInterface.name, wg: this.#wg });
-    return { wireGuardInterface, peers, batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, peers, writer: this.#writer, logger }) };
+    return {
+      wireGuardInterface,
+      peers,
+      batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, peers, writer: this.#writer, logger }),
+    };
   }
 
   #require(): ActiveWireGuard {
@@ -186,7 +198,11 @@ export class WireGuardService implements WireGuardPeers {
 const WIREGUARD_GO_PEER_LIMIT = 65_536;
 
 /** wireguard-go cannot hold more than 65,536 peers: refuse ranges that could need more, naming them. */
-function checkPeerCapacity(wireGuardInterface: WireGuardInterface, settings: WireGuardAssignment, nodeNumber: number): void {
+function checkPeerCapacity(
+  wireGuardInterface: WireGuardInterface,
+  settings: WireGuardAssignment,
+  nodeNumber: number,
+): void {
   if (wireGuardInterface.origin !== 'wireguard-go') return;
   const total = settings.capacity.reduce((sum, entry) => sum + entry.peers, 0);
   if (total <= WIREGUARD_GO_PEER_LIMIT) return;

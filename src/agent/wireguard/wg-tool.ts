@@ -10,7 +10,12 @@ import { sizeLimitedGroups } from '../../shared/size-limited-groups.js';
 
 /** The end state of one peer after a batch: present with exactly these allowed IPs, or gone. */
 export type PeerChange =
-  | { readonly kind: 'set'; readonly publicKey: WireGuardKey; readonly allowedIps: readonly string[]; readonly endpoint?: string }
+  | {
+      readonly kind: 'set';
+      readonly publicKey: WireGuardKey;
+      readonly allowedIps: readonly string[];
+      readonly endpoint?: string;
+    }
   | { readonly kind: 'remove'; readonly publicKey: WireGuardKey };
 
 // Linux allows 2 MiB of arguments plus environment by default; staying far below leaves room
@@ -47,7 +52,14 @@ export class WgTool {
     try {
       const keyFile = join(directory, 'private.key');
       await writeFile(keyFile, `${privateKey.reveal()}\n`, { mode: 0o600, flag: 'wx' });
-      await runChecked(this.#runner, 'wg', ['set', interfaceName, 'private-key', keyFile, 'listen-port', String(listenPort)]);
+      await runChecked(this.#runner, 'wg', [
+        'set',
+        interfaceName,
+        'private-key',
+        keyFile,
+        'listen-port',
+        String(listenPort),
+      ]);
     } finally {
       await rm(directory, { recursive: true, force: true });
     }
@@ -73,7 +85,9 @@ export class WgTool {
   /** Per-peer arguments in `wg set` command lines of at most #maxArgumentBytes each. */
   #chunk(interfaceName: string, perPeerArguments: readonly string[][]): string[][] {
     const fixedBytes = argumentBytes(['wg', 'set', interfaceName]);
-    return sizeLimitedGroups(perPeerArguments, argumentBytes, this.#maxArgumentBytes - fixedBytes).map((peers) => peers.flat());
+    return sizeLimitedGroups(perPeerArguments, argumentBytes, this.#maxArgumentBytes - fixedBytes).map((peers) =>
+      peers.flat(),
+    );
   }
 }
 

@@ -30,9 +30,14 @@ export class WireGuardGoProcess {
       fields: { interface: interfaceName },
       logger,
       // WG_PROCESS_FOREGROUND also silences the banner recommending the kernel module.
-      spawn: () => runner.spawn('wireguard-go', ['-f', interfaceName], { env: { ...process.env, WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' } }),
+      spawn: () =>
+        runner.spawn('wireguard-go', ['-f', interfaceName], {
+          env: { ...process.env, WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' },
+        }),
       // The link must exist in this network namespace; the socket directory is shared by all.
-      isReady: async () => (await runner.run('ip', ['link', 'show', 'dev', interfaceName])).exitCode === 0 && (await wg.isReachable(interfaceName)),
+      isReady: async () =>
+        (await runner.run('ip', ['link', 'show', 'dev', interfaceName])).exitCode === 0 &&
+        (await wg.isReachable(interfaceName)),
       readyTimeoutMs: options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
       stopGraceMs: STOP_GRACE_MS,
       restartDelaysMs: RESTART_DELAYS_MS,

@@ -89,7 +89,13 @@ export async function revokeAdminKeyForCaller(ctx: PortalContext, name: string):
     const limits = await callerLimits(ctx);
     if (limits !== null) {
       const live = (await listAdminKeys(ctx)).filter((key) => key.name === name && key.revokedAt === null);
-      for (const key of live) assertWithinLimits(limits, { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList }, 'revoke', null);
+      for (const key of live)
+        assertWithinLimits(
+          limits,
+          { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
+          'revoke',
+          null,
+        );
     }
     return await revokeAdminKey(ctx, name);
   } catch (error) {
@@ -103,7 +109,13 @@ async function callerLimits(ctx: PortalContext): Promise<CallerLimits | null> {
   if (call === undefined || call.caller.keyId === null) return null;
   const key = await findAdminKey(ctx.db, call.caller.keyId);
   if (key === undefined) throw new PortalError('not-allowed', `${describeKey(call)} is gone`);
-  return { who: describeKey(call), scope: key.scope, profiles: key.profiles, allowList: key.allowList, expiresAt: key.expiresAt };
+  return {
+    who: describeKey(call),
+    scope: key.scope,
+    profiles: key.profiles,
+    allowList: key.allowList,
+    expiresAt: key.expiresAt,
+  };
 }
 
 /** When a key made now with this lifetime would expire (ATOM); null: never. */
@@ -119,8 +131,10 @@ function assertWithinLimits(
   action: 'make' | 'revoke',
   expiresAt: string | null,
 ): void {
-  const refuse = (why: string) => new PortalError('not-allowed', `${limits.who} may not ${action} key "${rights.name}": ${why}`);
-  if (!scopeAllows(limits.scope, rights.scope)) throw refuse(`scope "${rights.scope}" is more than its own scope "${limits.scope}"`);
+  const refuse = (why: string) =>
+    new PortalError('not-allowed', `${limits.who} may not ${action} key "${rights.name}": ${why}`);
+  if (!scopeAllows(limits.scope, rights.scope))
+    throw refuse(`scope "${rights.scope}" is more than its own scope "${limits.scope}"`);
   if (limits.profiles !== null) {
     const own = limits.profiles.join(', ');
     if (rights.profiles === null) throw refuse(`every profile is more than its own profiles (${own})`);
@@ -129,9 +143,12 @@ function assertWithinLimits(
   }
   if (limits.allowList !== null) {
     const own = limits.allowList.join(', ');
-    if (rights.allowList === null) throw refuse(`use from anywhere in adminApi.allowList is wider than its own allow-list (${own})`);
+    if (rights.allowList === null)
+      throw refuse(`use from anywhere in adminApi.allowList is wider than its own allow-list (${own})`);
     const ownPrefixes = limits.allowList.filter(isIpPrefix).map(parseIpPrefix);
-    const wider = rights.allowList.filter((entry) => !ownPrefixes.some((prefix) => prefixContains(prefix, parseIpPrefix(entry))));
+    const wider = rights.allowList.filter(
+      (entry) => !ownPrefixes.some((prefix) => prefixContains(prefix, parseIpPrefix(entry))),
+    );
     if (wider.length > 0) throw refuse(`allow-list ${wider.join(', ')} is wider than its own (${own})`);
   }
   if (action === 'make' && limits.expiresAt !== null && (expiresAt === null || expiresAt > limits.expiresAt)) {
@@ -146,9 +163,15 @@ function asPortalError(error: unknown): unknown {
   if (problem === undefined) return new PortalError('invalid-parameter', error.message);
   switch (problem.kind) {
     case 'invalid':
-      return new PortalError('invalid-parameter', `invalid value for "${problem.parameter}": ${error.message.replace(/^--[a-z-]+: /, '')}`);
+      return new PortalError(
+        'invalid-parameter',
+        `invalid value for "${problem.parameter}": ${error.message.replace(/^--[a-z-]+: /, '')}`,
+      );
     case 'name-taken':
-      return new PortalError('conflict', error.message.replace(/: rotate it .*$/, ': revoke it first, or choose another name'));
+      return new PortalError(
+        'conflict',
+        error.message.replace(/: rotate it .*$/, ': revoke it first, or choose another name'),
+      );
     case 'no-such-key':
       return new PortalError('no-such-admin-key', error.message);
   }

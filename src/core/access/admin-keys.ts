@@ -82,7 +82,11 @@ export interface MadeAdminKey {
 }
 
 /** Makes a key; `knownProfiles` are the profile ids of the configuration. */
-export async function createAdminKey(ctx: AdminKeyContext, spec: AdminKeySpec, knownProfiles: readonly string[]): Promise<MadeAdminKey> {
+export async function createAdminKey(
+  ctx: AdminKeyContext,
+  spec: AdminKeySpec,
+  knownProfiles: readonly string[],
+): Promise<MadeAdminKey> {
   checkAdminKeySpec(spec, knownProfiles);
   const pepper = pepperOf(ctx.keys);
   const now = ctx.clock.now();
@@ -130,7 +134,8 @@ export async function rotateAdminKey(
   expiresIn?: string | null,
 ): Promise<MadeAdminKey & { readonly oldKeyEnds: string }> {
   const graceDuration = parseIsoDuration(grace);
-  if (graceDuration === null) throw new AdminKeyError(`--grace: "${grace}" is not an ISO 8601 duration such as PT1H or P1D`);
+  if (graceDuration === null)
+    throw new AdminKeyError(`--grace: "${grace}" is not an ISO 8601 duration such as PT1H or P1D`);
   if (expiresIn !== undefined && expiresIn !== null && parseIsoDuration(expiresIn) === null) {
     throw new AdminKeyError(`--expires-in: "${expiresIn}" is not an ISO 8601 duration such as P90D`);
   }
@@ -155,7 +160,8 @@ export async function rotateAdminKey(
       lastUsedAddress: null,
     };
     // The old key leaves the "current" slot before the new one takes it (one current key per name).
-    if (!(await markAdminKeyReplaced(trx, old.keyId, keyId, oldKeyEnds))) throw new AdminKeyError(`key "${name}" changed meanwhile; try again`);
+    if (!(await markAdminKeyReplaced(trx, old.keyId, keyId, oldKeyEnds)))
+      throw new AdminKeyError(`key "${name}" changed meanwhile; try again`);
     await insertAdminKey(trx, key);
     await announce({ type: 'admin_key.rotated', at: now, keyName: name });
     return { key, token, oldKeyEnds };
@@ -167,7 +173,8 @@ export async function revokeAdminKey(ctx: AdminKeyContext, name: string): Promis
   const now = ctx.clock.now();
   return ctx.events.change(ctx.db, async (trx, announce) => {
     const count = await revokeAdminKeys(trx, name, formatAtom(now));
-    if (count === 0) throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`, { kind: 'no-such-key' });
+    if (count === 0)
+      throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`, { kind: 'no-such-key' });
     await announce({ type: 'admin_key.revoked', at: now, keyName: name });
     return count;
   });
@@ -191,14 +198,17 @@ export type AdminKeyCheck =
  */
 export async function checkAdminKey(ctx: AdminKeyContext, token: string): Promise<AdminKeyCheck> {
   const parsed = parseAdminKeyToken(token);
-  if (parsed.kind !== 'admin-key') return { valid: false, keyName: null, reason: 'not an admin key: wrong checksum or form' };
+  if (parsed.kind !== 'admin-key')
+    return { valid: false, keyName: null, reason: 'not an admin key: wrong checksum or form' };
   const pepper = ctx.keys.adminKeyPepper();
-  if (pepper === null) return { valid: false, keyName: null, reason: `no admin key pepper (${ctx.keys.adminKeyPepperPath})` };
+  if (pepper === null)
+    return { valid: false, keyName: null, reason: `no admin key pepper (${ctx.keys.adminKeyPepperPath})` };
   const key = await findAdminKey(ctx.db, parsed.keyId);
   // Compare even when there is no row, so the time taken does not tell which ids exist.
   const matches = constantTimeEquals(hashAdminKey(pepper, token), key?.secretHash ?? '');
   if (key === undefined || !matches) return { valid: false, keyName: null, reason: 'unknown admin key' };
-  if (key.revokedAt !== null) return { valid: false, keyName: key.name, reason: `admin key "${key.name}" was revoked at ${key.revokedAt}` };
+  if (key.revokedAt !== null)
+    return { valid: false, keyName: key.name, reason: `admin key "${key.name}" was revoked at ${key.revokedAt}` };
   const now = formatAtom(ctx.clock.now());
   if (key.expiresAt !== null && key.expiresAt <= now) {
     const why = key.replacedBy === null ? 'expired' : 'was rotated out; its grace period ended';
@@ -221,7 +231,13 @@ export class AdminKeyUse {
     const last = this.#notedAt.get(key.keyId);
     if (last !== undefined && now.getTime() - last < LAST_USED_INTERVAL_MS) return;
     this.#notedAt.set(key.keyId, now.getTime());
-    await noteAdminKeyUse(this.ctx.db, key.keyId, formatAtom(now), address, formatAtom(new Date(now.getTime() - LAST_USED_INTERVAL_MS)));
+    await noteAdminKeyUse(
+      this.ctx.db,
+      key.keyId,
+      formatAtom(now),
+      address,
+      formatAtom(new Date(now.getTime() - LAST_USED_INTERVAL_MS)),
+    );
   }
 }
 
@@ -230,19 +246,30 @@ export class AdminKeyUse {
  * command's flag, `problem` the Admin API parameter.
  */
 export function checkAdminKeySpec(spec: AdminKeySpec, knownProfiles: readonly string[]): void {
-  const invalid = (parameter: 'name' | 'profiles' | 'expires_in' | 'allow_list', message: string) => new AdminKeyError(message, { kind: 'invalid', parameter });
-  if (!NAME_PATTERN.test(spec.name)) throw invalid('name', `--name: "${spec.name}" must be 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit)`);
+  const invalid = (parameter: 'name' | 'profiles' | 'expires_in' | 'allow_list', message: string) =>
+    new AdminKeyError(message, { kind: 'invalid', parameter });
+  if (!NAME_PATTERN.test(spec.name))
+    throw invalid('name', `--name: "${spec.name}" must be 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit)`);
   if (spec.name === SECRET_KEY_NAME)
-    throw invalid('name', `--name: "${SECRET_KEY_NAME}" names the specification's secret in the audit log; choose another name`);
+    throw invalid(
+      'name',
+      `--name: "${SECRET_KEY_NAME}" names the specification's secret in the audit log; choose another name`,
+    );
   for (const profileId of spec.profiles ?? []) {
-    if (!knownProfiles.includes(profileId)) throw invalid('profiles', `--profile: there is no profile "${profileId}" (profiles: ${knownProfiles.join(', ')})`);
+    if (!knownProfiles.includes(profileId))
+      throw invalid(
+        'profiles',
+        `--profile: there is no profile "${profileId}" (profiles: ${knownProfiles.join(', ')})`,
+      );
   }
-  if (spec.profiles !== null && spec.profiles.length === 0) throw invalid('profiles', '--profile: name at least one profile');
+  if (spec.profiles !== null && spec.profiles.length === 0)
+    throw invalid('profiles', '--profile: name at least one profile');
   if (spec.expiresIn !== null && parseIsoDuration(spec.expiresIn) === null) {
     throw invalid('expires_in', `--expires-in: "${spec.expiresIn}" is not an ISO 8601 duration such as P90D or PT12H`);
   }
   for (const entry of spec.allowList ?? []) {
-    if (!isIpPrefix(entry)) throw invalid('allow_list', `--allow: "${entry}" is not an IP prefix such as 192.0.2.0/24 or 2001:db8::/32`);
+    if (!isIpPrefix(entry))
+      throw invalid('allow_list', `--allow: "${entry}" is not an IP prefix such as 192.0.2.0/24 or 2001:db8::/32`);
   }
 }
 
@@ -250,7 +277,9 @@ function pepperOf(keys: KeyStore): Buffer {
   keys.createAdminKeyPepper();
   const pepper = keys.adminKeyPepper();
   if (pepper === null)
-    throw new AdminKeyError(`${keys.adminKeyPepperPath} is not 64 hex characters; move it away to have a new one made (keys made with it stop working)`);
+    throw new AdminKeyError(
+      `${keys.adminKeyPepperPath} is not 64 hex characters; move it away to have a new one made (keys made with it stop working)`,
+    );
   return pepper;
 }
 
@@ -261,7 +290,10 @@ function mustParse(text: string): IsoDuration {
 }
 
 function nameTaken(name: string): AdminKeyError {
-  return new AdminKeyError(`a key named "${name}" exists already: rotate it ("vpn-portal admin-key rotate ${name}") or revoke it first`, {
-    kind: 'name-taken',
-  });
+  return new AdminKeyError(
+    `a key named "${name}" exists already: rotate it ("vpn-portal admin-key rotate ${name}") or revoke it first`,
+    {
+      kind: 'name-taken',
+    },
+  );
 }

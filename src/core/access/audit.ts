@@ -18,7 +18,12 @@ export const MAX_AUDIT_PAGE = 1000;
  * row (src/listeners/audit-log.ts) then holds that row's lock for one statement, not for the
  * round trips to a COMMIT, so a flood from many clients and instances does not queue on it.
  */
-export async function recordAdminCall(ctx: PortalContext, call: AdminCall, status: number, detail: string | null): Promise<void> {
+export async function recordAdminCall(
+  ctx: PortalContext,
+  call: AdminCall,
+  status: number,
+  detail: string | null,
+): Promise<void> {
   const event = { type: 'admin.call', at: ctx.clock.now(), call, status, detail, connectionIds: [] } as const;
   await ctx.events.record(ctx.db, event);
   ctx.events.publish(event);

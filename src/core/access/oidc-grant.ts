@@ -18,7 +18,9 @@ export interface OidcGrant {
   readonly profiles: readonly ProfileId[] | null;
 }
 
-export type OidcGrantResult = { readonly ok: true; readonly grant: OidcGrant } | { readonly ok: false; readonly subject: string; readonly reason: string };
+export type OidcGrantResult =
+  | { readonly ok: true; readonly grant: OidcGrant }
+  | { readonly ok: false; readonly subject: string; readonly reason: string };
 
 export interface OidcGrantRules {
   readonly scope: OidcScopeMapping;
@@ -31,10 +33,16 @@ export function grantFromClaims(claims: Readonly<Record<string, unknown>>, rules
   if (subject === '') return { ok: false, subject, reason: 'the provider named no subject (sub)' };
   // OpenID Connect Core §2 allows 255 ASCII characters; the session row and the audit log keep no more.
   if (subject.length > MAX_SUBJECT_LENGTH)
-    return { ok: false, subject: subject.slice(0, MAX_SUBJECT_LENGTH), reason: `the provider's subject is longer than ${MAX_SUBJECT_LENGTH} characters` };
+    return {
+      ok: false,
+      subject: subject.slice(0, MAX_SUBJECT_LENGTH),
+      reason: `the provider's subject is longer than ${MAX_SUBJECT_LENGTH} characters`,
+    };
   const held = new Set(claimStrings(claims, rules.scope.claim));
   // The widest scope wins: ADMIN_SCOPES runs from narrowest to widest.
-  const scope = [...ADMIN_SCOPES].reverse().find((candidate) => rules.scope[candidate].some((value) => held.has(value)));
+  const scope = [...ADMIN_SCOPES]
+    .reverse()
+    .find((candidate) => rules.scope[candidate].some((value) => held.has(value)));
   if (scope === undefined) {
     const shown = held.size === 0 ? 'no claim' : 'no value of claim';
     return { ok: false, subject, reason: `${shown} "${rules.scope.claim}" grants a console scope` };
@@ -43,7 +51,8 @@ export function grantFromClaims(claims: Readonly<Record<string, unknown>>, rules
   const values = claimStrings(claims, rules.profiles.claim);
   const mapped = rules.profiles.values;
   const profiles = [...new Set(mapped === null ? values : values.flatMap((value) => mapped[value] ?? []))].sort();
-  if (profiles.length === 0) return { ok: false, subject, reason: `no value of claim "${rules.profiles.claim}" grants a profile` };
+  if (profiles.length === 0)
+    return { ok: false, subject, reason: `no value of claim "${rules.profiles.claim}" grants a profile` };
   return { ok: true, grant: { subject, scope, profiles: profiles.map(asProfileId) } };
 }
 

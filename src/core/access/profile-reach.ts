@@ -19,7 +19,10 @@ import { PortalError } from '../errors.js';
 export function assertProfileAllowed(ctx: PortalContext, profileId: string): void {
   const limit = profileLimit(ctx.call);
   if (limit === null || ctx.call === undefined || limit.has(profileId as ProfileId)) return;
-  throw new PortalError('not-allowed', `${describeKey(ctx.call)} may not use profile "${profileId}" (it is limited to: ${[...limit].join(', ')})`);
+  throw new PortalError(
+    'not-allowed',
+    `${describeKey(ctx.call)} may not use profile "${profileId}" (it is limited to: ${[...limit].join(', ')})`,
+  );
 }
 
 /**
@@ -33,7 +36,10 @@ export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: 
   const allowed = [...limit].join(', ');
   const configurationProfiles = await configurationProfilesOfUser(db, userId);
   if (configurationProfiles.length === 0) {
-    throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has no configuration in its profiles (${allowed})`);
+    throw new PortalError(
+      'not-allowed',
+      `${key} may not change user "${userId}" as a whole: the user has no configuration in its profiles (${allowed})`,
+    );
   }
   const outside = (profiles: readonly ProfileId[]) => profiles.filter((profileId) => !limit.has(profileId));
   const held = [
@@ -42,18 +48,27 @@ export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: 
   ].filter((entry) => entry.profiles.length > 0);
   if (held.length > 0) {
     const list = held.map((entry) => `${entry.what} in ${[...entry.profiles].sort().join(', ')}`).join(' and ');
-    throw new PortalError('not-allowed', `${key} may not change user "${userId}" as a whole: the user has ${list}, outside its profiles (${allowed})`);
+    throw new PortalError(
+      'not-allowed',
+      `${key} may not change user "${userId}" as a whole: the user has ${list}, outside its profiles (${allowed})`,
+    );
   }
 }
 
 /** 404 for a profile the configuration does not have: the reference's text, then the profiles the key may use. */
 export function noSuchProfile(ctx: PortalContext, profileId: string): PortalError {
   const known = visibleProfiles(ctx, ctx.config.profiles).map((profile) => profile.profileId);
-  return new PortalError('no-such-profile', `no such "profile_id": "${profileId}"; known profiles: ${known.join(', ')}`);
+  return new PortalError(
+    'no-such-profile',
+    `no such "profile_id": "${profileId}"; known profiles: ${known.join(', ')}`,
+  );
 }
 
 /** The profiles of the portal a call may see, in the configuration's order. */
-export function visibleProfiles<P extends { readonly profileId: ProfileId }>(ctx: PortalContext, profiles: readonly P[]): P[] {
+export function visibleProfiles<P extends { readonly profileId: ProfileId }>(
+  ctx: PortalContext,
+  profiles: readonly P[],
+): P[] {
   const limit = profileLimit(ctx.call);
   return limit === null ? [...profiles] : profiles.filter((profile) => limit.has(profile.profileId));
 }

@@ -36,7 +36,9 @@ export interface ConsoleSession {
   readonly expiresAt: Date;
 }
 
-export type SignInResult = { readonly ok: true; readonly session: ConsoleSession } | { readonly ok: false; readonly reason: string };
+export type SignInResult =
+  | { readonly ok: true; readonly session: ConsoleSession }
+  | { readonly ok: false; readonly reason: string };
 
 /** A session found valid: who it acts as (for the call's context) and its CSRF token. */
 export interface ActiveConsoleSession {
@@ -46,7 +48,9 @@ export interface ActiveConsoleSession {
   readonly signIn: ConsoleSignIn;
 }
 
-export type SessionCheck = { readonly valid: true; readonly session: ActiveConsoleSession } | { readonly valid: false; readonly reason: string };
+export type SessionCheck =
+  | { readonly valid: true; readonly session: ActiveConsoleSession }
+  | { readonly valid: false; readonly reason: string };
 
 /** How long sessions last, and whether an address is on an admin key's own allow-list (the HTTP layer's rule). */
 export interface ConsoleSessionTimes {
@@ -60,7 +64,12 @@ export interface ConsoleSessionTimes {
  * audit log (with the key's name when the key was genuine but revoked or expired) and answered
  * with one line a person can act on.
  */
-export async function signIn(ctx: PortalContext, presented: string, sourceAddress: string, times: ConsoleSessionTimes): Promise<SignInResult> {
+export async function signIn(
+  ctx: PortalContext,
+  presented: string,
+  sourceAddress: string,
+  times: ConsoleSessionTimes,
+): Promise<SignInResult> {
   const credential = presented.trim();
   const refuse = async (reason: string, keyName: string | null, shown: string): Promise<SignInResult> => {
     const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
@@ -71,17 +80,34 @@ export async function signIn(ctx: PortalContext, presented: string, sourceAddres
   let caller: AdminCaller;
   if (credential.startsWith(ADMIN_KEY_PREFIX)) {
     const check = await checkAdminKey(ctx, credential);
-    if (!check.valid) return refuse(check.reason, check.keyName, check.keyName === null ? 'This is not a valid admin key.' : `${capitalised(check.reason)}.`);
+    if (!check.valid)
+      return refuse(
+        check.reason,
+        check.keyName,
+        check.keyName === null ? 'This is not a valid admin key.' : `${capitalised(check.reason)}.`,
+      );
     const { key } = check;
     if (key.allowList !== null && !times.addressAllowed(key.allowList, sourceAddress)) {
       const reason = `source address ${sourceAddress} is not allowed for key "${key.name}"`;
       return refuse(reason, key.name, `${capitalised(reason)}.`);
     }
     signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name };
-    caller = { keyName: key.name, keyId: key.keyId, keyLineage: key.lineage, scope: key.scope, sourceAddress, profiles: key.profiles };
+    caller = {
+      keyName: key.name,
+      keyId: key.keyId,
+      keyLineage: key.lineage,
+      scope: key.scope,
+      sourceAddress,
+      profiles: key.profiles,
+    };
   } else {
     const digest = ctx.keys.adminApiSecretDigest();
-    if (digest === null) return refuse('Admin API secret not set', null, 'The Admin API secret is not set on this portal; sign in with an admin key.');
+    if (digest === null)
+      return refuse(
+        'Admin API secret not set',
+        null,
+        'The Admin API secret is not set on this portal; sign in with an admin key.',
+      );
     if (credential === '' || !ctx.keys.adminApiKeyMatches(credential))
       return refuse('wrong secret', null, 'This is neither an admin key nor the Admin API secret.');
     signIn = { method: 'secret', secretDigest: digest, subject: SECRET_KEY_NAME };
@@ -95,13 +121,28 @@ export async function signIn(ctx: PortalContext, presented: string, sourceAddres
  * flow and mapped its claims to `grant`): the session acts as `oidc:<subject>` with the scope
  * and profiles the claims granted, fixed until it ends.
  */
-export async function signInWithOidc(ctx: PortalContext, grant: OidcGrant, sourceAddress: string, times: ConsoleSessionTimes): Promise<SignInResult> {
-  const signIn: ConsoleSignIn = { method: 'oidc', subject: grant.subject, scope: grant.scope, profiles: grant.profiles };
+export async function signInWithOidc(
+  ctx: PortalContext,
+  grant: OidcGrant,
+  sourceAddress: string,
+  times: ConsoleSessionTimes,
+): Promise<SignInResult> {
+  const signIn: ConsoleSignIn = {
+    method: 'oidc',
+    subject: grant.subject,
+    scope: grant.scope,
+    profiles: grant.profiles,
+  };
   return openSession(ctx, signIn, oidcCaller(signIn, sourceAddress), times);
 }
 
 /** Records a refused single sign-on (as `oidc:<subject>` when the provider named one) and answers its line. */
-export async function refuseOidcSignIn(ctx: PortalContext, subject: string | null, reason: string, sourceAddress: string): Promise<SignInResult> {
+export async function refuseOidcSignIn(
+  ctx: PortalContext,
+  subject: string | null,
+  reason: string,
+  sourceAddress: string,
+): Promise<SignInResult> {
   const keyName = subject === null ? null : `${OIDC_CALLER_PREFIX}${subject}`;
   const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
   await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
@@ -109,7 +150,12 @@ export async function refuseOidcSignIn(ctx: PortalContext, subject: string | nul
 }
 
 /** A new session for a credential found good: its cookie and CSRF token, its row, its audit row. */
-async function openSession(ctx: PortalContext, signIn: ConsoleSignIn, caller: AdminCaller, times: ConsoleSessionTimes): Promise<SignInResult> {
+async function openSession(
+  ctx: PortalContext,
+  signIn: ConsoleSignIn,
+  caller: AdminCaller,
+  times: ConsoleSessionTimes,
+): Promise<SignInResult> {
   const now = ctx.clock.now();
   const token = randomBytes(32).toString('base64url');
   const csrfToken = randomBytes(32).toString('base64url');
@@ -132,7 +178,12 @@ async function openSession(ctx: PortalContext, signIn: ConsoleSignIn, caller: Ad
  * it signed in with still valid (the key neither revoked nor expired and the address on its
  * allow-list; the secret unchanged). An ended session is deleted.
  */
-export async function checkSession(ctx: PortalContext, token: string, sourceAddress: string, times: ConsoleSessionTimes): Promise<SessionCheck> {
+export async function checkSession(
+  ctx: PortalContext,
+  token: string,
+  sourceAddress: string,
+  times: ConsoleSessionTimes,
+): Promise<SessionCheck> {
   const sessionHash = hashOf(token);
   const stored = await findConsoleSession(ctx.db, sessionHash);
   if (stored === undefined) return { valid: false, reason: 'Your session has ended; sign in again.' };
@@ -143,7 +194,12 @@ export async function checkSession(ctx: PortalContext, token: string, sourceAddr
     return { valid: false, reason: ended };
   }
   if (now.getTime() - Date.parse(stored.lastSeenAt) >= TOUCH_INTERVAL_MS) {
-    await touchConsoleSession(ctx.db, sessionHash, formatAtom(now), formatAtom(new Date(now.getTime() - TOUCH_INTERVAL_MS)));
+    await touchConsoleSession(
+      ctx.db,
+      sessionHash,
+      formatAtom(now),
+      formatAtom(new Date(now.getTime() - TOUCH_INTERVAL_MS)),
+    );
   }
   return { valid: true, session: { sessionHash, caller: ended, csrfToken: stored.csrfToken, signIn: stored.signIn } };
 }
@@ -161,31 +217,58 @@ async function endReason(
   times: ConsoleSessionTimes,
 ): Promise<string | AdminCaller> {
   if (Date.parse(stored.expiresAt) <= now.getTime()) return 'Your session reached its end; sign in again.';
-  if (now.getTime() - Date.parse(stored.lastSeenAt) >= times.idleTimeoutMs) return 'Your session ended after a time without use; sign in again.';
+  if (now.getTime() - Date.parse(stored.lastSeenAt) >= times.idleTimeoutMs)
+    return 'Your session ended after a time without use; sign in again.';
   const { signIn } = stored;
   if (signIn.method === 'oidc') {
     // Turning single sign-on off ends its sessions; the claims are not asked again before the session's end.
-    return ctx.config.adminConsole.oidc === null ? 'Single sign-on is turned off on this portal; sign in again.' : oidcCaller(signIn, sourceAddress);
+    return ctx.config.adminConsole.oidc === null
+      ? 'Single sign-on is turned off on this portal; sign in again.'
+      : oidcCaller(signIn, sourceAddress);
   }
   if (signIn.method === 'secret') {
-    return ctx.keys.adminApiSecretDigest() === signIn.secretDigest ? secretCaller(sourceAddress) : 'The Admin API secret changed; sign in again.';
+    return ctx.keys.adminApiSecretDigest() === signIn.secretDigest
+      ? secretCaller(sourceAddress)
+      : 'The Admin API secret changed; sign in again.';
   }
   const key = await findAdminKey(ctx.db, signIn.keyId);
   if (key === undefined) return `Admin key "${signIn.subject}" no longer exists; sign in again.`;
   if (key.revokedAt !== null) return `Admin key "${key.name}" was revoked at ${key.revokedAt}; your session ended.`;
-  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime()) return `Admin key "${key.name}" expired at ${key.expiresAt}; your session ended.`;
+  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime())
+    return `Admin key "${key.name}" expired at ${key.expiresAt}; your session ended.`;
   if (key.allowList !== null && !times.addressAllowed(key.allowList, sourceAddress)) {
     return `Source address ${sourceAddress} is not allowed for key "${key.name}".`;
   }
-  return { keyName: key.name, keyId: key.keyId, keyLineage: key.lineage, scope: key.scope, sourceAddress, profiles: key.profiles };
+  return {
+    keyName: key.name,
+    keyId: key.keyId,
+    keyLineage: key.lineage,
+    scope: key.scope,
+    sourceAddress,
+    profiles: key.profiles,
+  };
 }
 
 function oidcCaller(signIn: Extract<ConsoleSignIn, { method: 'oidc' }>, sourceAddress: string): AdminCaller {
-  return { keyName: `${OIDC_CALLER_PREFIX}${signIn.subject}`, keyId: null, keyLineage: null, scope: signIn.scope, sourceAddress, profiles: signIn.profiles };
+  return {
+    keyName: `${OIDC_CALLER_PREFIX}${signIn.subject}`,
+    keyId: null,
+    keyLineage: null,
+    scope: signIn.scope,
+    sourceAddress,
+    profiles: signIn.profiles,
+  };
 }
 
 function secretCaller(sourceAddress: string): AdminCaller {
-  return { keyName: SECRET_KEY_NAME, keyId: null, keyLineage: SECRET_KEY_LINEAGE, scope: 'admin', sourceAddress, profiles: null };
+  return {
+    keyName: SECRET_KEY_NAME,
+    keyId: null,
+    keyLineage: SECRET_KEY_LINEAGE,
+    scope: 'admin',
+    sourceAddress,
+    profiles: null,
+  };
 }
 
 function hashOf(token: string): string {

@@ -8,7 +8,11 @@ import type { Transaction } from 'kysely';
 import type { Platform } from '../../shared/platforms.js';
 import { asDeviceId, type DeviceId, type ProfileId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { bindCertificateToDevice, deleteCertificatesOfDevice, type OpenVpnCertificate } from '../../storage/certificates.js';
+import {
+  bindCertificateToDevice,
+  deleteCertificatesOfDevice,
+  type OpenVpnCertificate,
+} from '../../storage/certificates.js';
 import {
   bindDeviceCertificate,
   configurationsOfDevice,
@@ -34,7 +38,13 @@ import { bindPeerToDevice, deletePeersOfDevice, type WireGuardPeer } from '../..
 import { profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import { openVpnConfiguration, wireGuardConfiguration, type ConfigurationRef, type DeviceRef, type PortalEvent } from '../events.js';
+import {
+  openVpnConfiguration,
+  wireGuardConfiguration,
+  type ConfigurationRef,
+  type DeviceRef,
+  type PortalEvent,
+} from '../events.js';
 import { removalsOf, releaseAddresses } from '../nodes/index.js';
 import { assertProfileAllowed } from '../access/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
@@ -48,7 +58,10 @@ export const DEFAULT_DEVICE_PAGE = 100;
 const MAX_ATTEMPTS = 3;
 
 /** A device as a caller names it: by the portal's id, or by an MDM identifier. */
-export type DeviceReference = { readonly deviceId: DeviceId } | { readonly serial: string } | { readonly mdmId: string };
+export type DeviceReference =
+  | { readonly deviceId: DeviceId }
+  | { readonly serial: string }
+  | { readonly mdmId: string };
 
 export interface DeviceRegistration {
   readonly userId: UserId;
@@ -99,9 +112,13 @@ export function deviceWireFields(device: DeviceRef) {
  */
 export async function registerDevice(ctx: PortalContext, registration: DeviceRegistration): Promise<StoredDevice> {
   assertProfileAllowed(ctx, registration.profileId);
-  if (!ctx.config.profiles.some((profile) => profile.profileId === registration.profileId)) throw new PortalError('no-such-profile', 'no such "profile_id"');
+  if (!ctx.config.profiles.some((profile) => profile.profileId === registration.profileId))
+    throw new PortalError('no-such-profile', 'no such "profile_id"');
   if (registration.serial === undefined && registration.mdmId === undefined) {
-    throw new PortalError('invalid-parameter', 'a device needs "serial" or "mdm_id" (or both): the identifier its MDM knows it by');
+    throw new PortalError(
+      'invalid-parameter',
+      'a device needs "serial" or "mdm_id" (or both): the identifier its MDM knows it by',
+    );
   }
   for (let attempt = 1; ; attempt++) {
     try {
@@ -138,17 +155,27 @@ export async function registerDevice(ctx: PortalContext, registration: DeviceReg
 }
 
 /** The live device already registered exactly so (a retry), or undefined; 409 when an identifier is held otherwise. */
-async function sameRegistration(trx: Transaction<Database>, registration: DeviceRegistration): Promise<StoredDevice | undefined> {
+async function sameRegistration(
+  trx: Transaction<Database>,
+  registration: DeviceRegistration,
+): Promise<StoredDevice | undefined> {
   const holders = [
-    registration.serial === undefined ? undefined : { name: 'serial', device: await findLiveDevice(trx, 'serial', registration.serial) },
-    registration.mdmId === undefined ? undefined : { name: 'mdm_id', device: await findLiveDevice(trx, 'mdm_id', registration.mdmId) },
+    registration.serial === undefined
+      ? undefined
+      : { name: 'serial', device: await findLiveDevice(trx, 'serial', registration.serial) },
+    registration.mdmId === undefined
+      ? undefined
+      : { name: 'mdm_id', device: await findLiveDevice(trx, 'mdm_id', registration.mdmId) },
   ].filter((holder) => holder?.device !== undefined);
   let same: StoredDevice | undefined;
   for (const holder of holders) {
     const device = holder?.device;
     if (holder === undefined || device === undefined) continue;
     if (device.userId !== registration.userId) {
-      throw new PortalError('conflict', `"${holder.name}" is already registered to another user's device; retire that device first`);
+      throw new PortalError(
+        'conflict',
+        `"${holder.name}" is already registered to another user's device; retire that device first`,
+      );
     }
     const identical =
       device.profileId === registration.profileId &&
@@ -181,10 +208,17 @@ export interface DevicePage {
 }
 
 /** One page of devices the caller may see (of its profiles), newest first. */
-export async function listDevices(ctx: PortalContext, filter: Omit<DeviceFilter, 'profiles' | 'limit'> & { readonly limit?: number }): Promise<DevicePage> {
+export async function listDevices(
+  ctx: PortalContext,
+  filter: Omit<DeviceFilter, 'profiles' | 'limit'> & { readonly limit?: number },
+): Promise<DevicePage> {
   const limit = filter.limit ?? DEFAULT_DEVICE_PAGE;
   const keyProfiles = profileLimit(ctx.call);
-  const rows = await listStoredDevices(ctx.db, { ...filter, profiles: keyProfiles === null ? null : [...keyProfiles], limit: limit + 1 });
+  const rows = await listStoredDevices(ctx.db, {
+    ...filter,
+    profiles: keyProfiles === null ? null : [...keyProfiles],
+    limit: limit + 1,
+  });
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   const configurations = await configurationsOfDevices(
@@ -203,9 +237,14 @@ export async function resolveDevice(ctx: PortalContext, reference: DeviceReferen
       : 'serial' in reference
         ? await findLiveDevice(ctx.db, 'serial', reference.serial)
         : await findLiveDevice(ctx.db, 'mdm_id', reference.mdmId);
-  if (device === undefined) throw new PortalError('no-such-device', 'no registered device with this "device_id", "serial" or "mdm_id"');
+  if (device === undefined)
+    throw new PortalError('no-such-device', 'no registered device with this "device_id", "serial" or "mdm_id"');
   assertProfileAllowed(ctx, device.profileId);
-  if (device.state === 'retired') throw new PortalError('conflict', `device ${device.deviceId} is retired: register it again for a new configuration`);
+  if (device.state === 'retired')
+    throw new PortalError(
+      'conflict',
+      `device ${device.deviceId} is retired: register it again for a new configuration`,
+    );
   return device;
 }
 
@@ -219,9 +258,13 @@ export async function deviceForIssue(
   request: { readonly userId: UserId; readonly platform?: Platform | undefined },
 ): Promise<StoredDevice> {
   const device = await resolveDevice(ctx, reference);
-  if (device.userId !== request.userId) throw new PortalError('conflict', `device ${device.deviceId} belongs to another user`);
+  if (device.userId !== request.userId)
+    throw new PortalError('conflict', `device ${device.deviceId} belongs to another user`);
   if (request.platform !== undefined && request.platform !== device.platform) {
-    throw new PortalError('conflict', `device ${device.deviceId} is registered with platform "${device.platform}", not "${request.platform}"`);
+    throw new PortalError(
+      'conflict',
+      `device ${device.deviceId} is registered with platform "${device.platform}", not "${request.platform}"`,
+    );
   }
   return device;
 }
@@ -250,7 +293,8 @@ export async function takeDeviceSlot(
 ): Promise<ReplacedConfigurations> {
   const device = await lockDevice(trx, deviceId);
   if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
-  if (device.state === 'retired') throw new PortalError('conflict', `device ${deviceId} is retired: register it again for a new configuration`);
+  if (device.state === 'retired')
+    throw new PortalError('conflict', `device ${deviceId} is retired: register it again for a new configuration`);
   const peers = await deletePeersOfDevice(trx, deviceId, profileId);
   for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
   const certificates = await deleteCertificatesOfDevice(trx, deviceId, profileId);
@@ -270,7 +314,8 @@ export async function bindDevice(
   certificate?: DeviceCertificate,
 ): Promise<void> {
   if (certificate !== undefined) await bindDeviceCertificate(trx, deviceId, certificate);
-  if (configuration.vpnProto === 'wireguard') await bindPeerToDevice(trx, configuration.connectionId as WireGuardPeer['publicKey'], deviceId);
+  if (configuration.vpnProto === 'wireguard')
+    await bindPeerToDevice(trx, configuration.connectionId as WireGuardPeer['publicKey'], deviceId);
   else await bindCertificateToDevice(trx, configuration.connectionId, deviceId);
   await markDeviceActive(trx, deviceId);
   const device = await findDevice(trx, deviceId);
@@ -312,20 +357,52 @@ export async function retireDevice(
     const at = ctx.clock.now();
     await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
     await retireStoredDevice(trx, deviceId, formatAtom(at));
-    await announce(...deletedEvents(peers, certificates, at, revocationId), { type: 'device.retired', at, device: deviceRef(device) });
+    await announce(...deletedEvents(peers, certificates, at, revocationId), {
+      type: 'device.retired',
+      at,
+      device: deviceRef(device),
+    });
     return { peers, certificates, revision: await nextRevision(trx) };
   });
   const revoked = retired !== undefined && retired.peers.length + retired.certificates.length > 0;
   if (retired !== undefined) {
-    ctx.logger.info({ deviceId, configurations: retired.peers.length + retired.certificates.length, revocationId }, 'device retired');
-    await revokeOnNodes(ctx, revoked ? [revocationId] : [], removalsOf(retired.peers, retired.revision), retired.certificates, 'retire_device');
+    ctx.logger.info(
+      { deviceId, configurations: retired.peers.length + retired.certificates.length, revocationId },
+      'device retired',
+    );
+    await revokeOnNodes(
+      ctx,
+      revoked ? [revocationId] : [],
+      removalsOf(retired.peers, retired.revision),
+      retired.certificates,
+      'retire_device',
+    );
   }
   return { device: await getDevice(ctx, deviceId), revocationId: revoked ? revocationId : null };
 }
 
-function deletedEvents(peers: readonly WireGuardPeer[], certificates: readonly OpenVpnCertificate[], at: Date, revocationId: RevocationId): PortalEvent[] {
+function deletedEvents(
+  peers: readonly WireGuardPeer[],
+  certificates: readonly OpenVpnCertificate[],
+  at: Date,
+  revocationId: RevocationId,
+): PortalEvent[] {
   return [
-    ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer), revocationId })),
-    ...certificates.map((certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate), revocationId })),
+    ...peers.map(
+      (peer): PortalEvent => ({
+        type: 'configuration.deleted',
+        at,
+        configuration: wireGuardConfiguration(peer),
+        revocationId,
+      }),
+    ),
+    ...certificates.map(
+      (certificate): PortalEvent => ({
+        type: 'configuration.deleted',
+        at,
+        configuration: openVpnConfiguration(certificate),
+        revocationId,
+      }),
+    ),
   ];
 }

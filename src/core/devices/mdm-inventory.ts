@@ -68,13 +68,18 @@ export async function compareWithMdmInventory(
     config.matches === 'mdm_id' ? device.mdmId : device.serial;
   const known = config.matches === 'mdm_id' ? inventory.ids : inventory.serials;
   const live = await liveDeviceIdentifiers(ctx.db);
-  const compared = live.filter((device) => identifier(device) !== null && Date.parse(device.createdAt) + REGISTRATION_MARGIN_MS <= startedAt.getTime());
+  const compared = live.filter(
+    (device) =>
+      identifier(device) !== null && Date.parse(device.createdAt) + REGISTRATION_MARGIN_MS <= startedAt.getTime(),
+  );
   const gone = compared
     .filter((device) => !known.has(identifier(device) ?? ''))
     .map(({ deviceId, userId, serial, mdmId }) => ({ deviceId, userId, serial, mdmId }));
   const limit = retireLimit(config.maxRetirePerPass, live.length);
   const found = { at: startedAt, dryRun: true, inventorySize: known.size, compared: compared.length, gone, limit };
-  return gone.length > limit ? { ...found, outcome: 'too-many', retired: [] } : { ...found, outcome: 'dry-run', retired: [] };
+  return gone.length > limit
+    ? { ...found, outcome: 'too-many', retired: [] }
+    : { ...found, outcome: 'dry-run', retired: [] };
 }
 
 /** One pass: read, compare, and (within the limit) retire the devices gone. */
@@ -83,7 +88,12 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
   if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
   const retired: RetiredDevice[] = [];
   for (const device of found.gone) {
-    const done = await retireOnItsOwn(ctx, device.deviceId, `gone from the ${config.source.provider} inventory`, 'at the next pass');
+    const done = await retireOnItsOwn(
+      ctx,
+      device.deviceId,
+      `gone from the ${config.source.provider} inventory`,
+      'at the next pass',
+    );
     if (done !== null) retired.push(done);
   }
   return { ...found, dryRun: false, outcome: 'retired', retired };
@@ -132,7 +142,12 @@ export class MdmInventorySchedule {
     readonly refusing: 'unreadable' | 'too-many' | null;
     readonly retiredTotal: number;
   } {
-    return { lastPass: this.#lastPass, lastSuccess: this.#lastSuccess, refusing: this.#refusing, retiredTotal: this.#retiredTotal };
+    return {
+      lastPass: this.#lastPass,
+      lastSuccess: this.#lastSuccess,
+      refusing: this.#refusing,
+      retiredTotal: this.#retiredTotal,
+    };
   }
 
   async #pass(): Promise<InventoryPass> {
@@ -148,7 +163,10 @@ export class MdmInventorySchedule {
     if (pass.outcome === 'unreadable' || pass.outcome === 'too-many') {
       if (this.#refusing !== pass.outcome) {
         if (pass.outcome === 'unreadable')
-          this.#ctx.logger.error({ reason: pass.reason }, 'the MDM inventory cannot be read; no device is retired until it can');
+          this.#ctx.logger.error(
+            { reason: pass.reason },
+            'the MDM inventory cannot be read; no device is retired until it can',
+          );
         else {
           this.#ctx.logger.error(
             { gone: pass.gone.length, limit: pass.limit, inventorySize: pass.inventorySize },

@@ -18,7 +18,10 @@ export interface RetiredDevice {
 }
 
 /** Retires every live device bound to a certificate these lists revoke; what it retired. */
-export async function retireDevicesOfRevokedCertificates(ctx: PortalContext, lists: readonly RevokedSerials[]): Promise<RetiredDevice[]> {
+export async function retireDevicesOfRevokedCertificates(
+  ctx: PortalContext,
+  lists: readonly RevokedSerials[],
+): Promise<RetiredDevice[]> {
   const devices = new Map<DeviceId, StoredDevice>();
   for (const list of lists) {
     const serials = [...list.serialNumbers];
@@ -26,13 +29,19 @@ export async function retireDevicesOfRevokedCertificates(ctx: PortalContext, lis
       const spellings = serials.slice(start, start + SERIALS_PER_QUERY).flatMap(spellingsOf);
       for (const device of await liveDevicesWithCertificates(ctx.db, list.issuer, spellings)) {
         // The stored serial is the certificate's own spelling; compare normalised.
-        if (device.certificate !== null && list.serialNumbers.has(normalSerial(device.certificate.serialNumber))) devices.set(device.deviceId, device);
+        if (device.certificate !== null && list.serialNumbers.has(normalSerial(device.certificate.serialNumber)))
+          devices.set(device.deviceId, device);
       }
     }
   }
   const retired: RetiredDevice[] = [];
   for (const device of devices.values()) {
-    const done = await retireOnItsOwn(ctx, device.deviceId, `certificate ${device.certificate?.serialNumber ?? ''} revoked`, 'at the next refresh');
+    const done = await retireOnItsOwn(
+      ctx,
+      device.deviceId,
+      `certificate ${device.certificate?.serialNumber ?? ''} revoked`,
+      'at the next refresh',
+    );
     if (done !== null) retired.push(done);
   }
   return retired;
@@ -42,7 +51,12 @@ export async function retireDevicesOfRevokedCertificates(ctx: PortalContext, lis
  * retire_device as a change the portal makes itself (audit key `(portal)`, with the reason);
  * logged, and a failure logged and answered null (the caller tries again `when`).
  */
-export async function retireOnItsOwn(ctx: PortalContext, deviceId: DeviceId, reason: string, when: string): Promise<RetiredDevice | null> {
+export async function retireOnItsOwn(
+  ctx: PortalContext,
+  deviceId: DeviceId,
+  reason: string,
+  when: string,
+): Promise<RetiredDevice | null> {
   const call = portalCall('retire_device', { device_id: deviceId, reason });
   try {
     const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, deviceId);

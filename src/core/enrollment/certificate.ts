@@ -40,7 +40,10 @@ async function selfRegister(
   if (registerAs === null) return undefined;
   const email = enrollment.certificate.emails[0];
   if (email === undefined)
-    throw new PortalError('not-allowed', 'the client certificate names no user (no subjectAltName e-mail address) to register the device for');
+    throw new PortalError(
+      'not-allowed',
+      'the client certificate names no user (no subjectAltName e-mail address) to register the device for',
+    );
   const platform = enrollment.platform ?? registerAs.platform;
   if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
   const { deviceId } = enrollment.certificate;
@@ -53,7 +56,10 @@ async function selfRegister(
   });
 }
 
-export async function enrollByCertificate(ctx: PortalContext, enrollment: CertificateEnrollment): Promise<IssuedConfiguration> {
+export async function enrollByCertificate(
+  ctx: PortalContext,
+  enrollment: CertificateEnrollment,
+): Promise<IssuedConfiguration> {
   const rule = ctx.config.enrollment.clientCertificate;
   if (rule === null) throw new PortalError('not-allowed', 'certificate enrollment is not configured');
   if (enrollment.publicKey === undefined && enrollment.csr === undefined) {
@@ -63,11 +69,18 @@ export async function enrollByCertificate(ctx: PortalContext, enrollment: Certif
     );
   }
   const { deviceId } = enrollment.certificate;
-  const device = (await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId)) ?? (await selfRegister(ctx, rule, enrollment));
+  const device =
+    (await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId)) ?? (await selfRegister(ctx, rule, enrollment));
   if (device === undefined)
-    throw new PortalError('not-allowed', `no registered device has ${rule.deviceId.matches} "${deviceId}" (the certificate's device id)`);
+    throw new PortalError(
+      'not-allowed',
+      `no registered device has ${rule.deviceId.matches} "${deviceId}" (the certificate's device id)`,
+    );
   if (enrollment.profileId !== undefined && enrollment.profileId !== device.profileId) {
-    throw new PortalError('conflict', `device ${device.deviceId} is registered for profile "${device.profileId}", not "${enrollment.profileId}"`);
+    throw new PortalError(
+      'conflict',
+      `device ${device.deviceId} is registered for profile "${device.profileId}", not "${enrollment.profileId}"`,
+    );
   }
   const { certificate } = enrollment;
   return createConfiguration(ctx, {

@@ -61,9 +61,13 @@ export interface MadeEnrollmentToken {
 }
 
 /** Makes a token; the user is made when missing (as create does) and must not be disabled. */
-export async function createEnrollmentToken(ctx: PortalContext, request: EnrollmentTokenRequest): Promise<MadeEnrollmentToken> {
+export async function createEnrollmentToken(
+  ctx: PortalContext,
+  request: EnrollmentTokenRequest,
+): Promise<MadeEnrollmentToken> {
   assertProfileAllowed(ctx, request.profileId);
-  if (!ctx.config.profiles.some((profile) => profile.profileId === request.profileId)) throw noSuchProfile(ctx, request.profileId);
+  if (!ctx.config.profiles.some((profile) => profile.profileId === request.profileId))
+    throw noSuchProfile(ctx, request.profileId);
   const now = ctx.clock.now();
   // Refused now, not when the device redeems it.
   configurationExpiry(ctx.config, now, request.expiresIn);
@@ -75,7 +79,10 @@ export async function createEnrollmentToken(ctx: PortalContext, request: Enrollm
     durationMilliseconds(validFor, now) <= 0 ||
     durationMilliseconds(validFor, now) > durationMilliseconds(longest, now)
   ) {
-    throw new PortalError('invalid-parameter', `invalid value for "valid_for": a duration longer than zero and at most ${MAX_TOKEN_VALIDITY}`);
+    throw new PortalError(
+      'invalid-parameter',
+      `invalid value for "valid_for": a duration longer than zero and at most ${MAX_TOKEN_VALIDITY}`,
+    );
   }
   const device = request.device === undefined ? null : await deviceForIssue(ctx, request.device, request);
   const pepper = pepperOf(ctx);
@@ -100,7 +107,13 @@ export async function createEnrollmentToken(ctx: PortalContext, request: Enrollm
     const user = await ensureUser(trx, request.userId, formatAtom(now));
     if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
     await insertEnrollmentToken(trx, stored);
-    await announce({ type: 'enrollment_token.created', at: now, tokenId, userId: request.userId, profileId: request.profileId });
+    await announce({
+      type: 'enrollment_token.created',
+      at: now,
+      tokenId,
+      userId: request.userId,
+      profileId: request.profileId,
+    });
   });
   return { stored, token };
 }
@@ -108,18 +121,28 @@ export async function createEnrollmentToken(ctx: PortalContext, request: Enrollm
 /** The tokens the caller may see (of its profiles), of one user or all, newest first. */
 export function listEnrollmentTokens(ctx: PortalContext, userId: UserId | undefined): Promise<StoredEnrollmentToken[]> {
   const limit = profileLimit(ctx.call);
-  return listStoredTokens(ctx.db, { ...(userId === undefined ? {} : { userId }), profiles: limit === null ? null : [...limit] });
+  return listStoredTokens(ctx.db, {
+    ...(userId === undefined ? {} : { userId }),
+    profiles: limit === null ? null : [...limit],
+  });
 }
 
 /** Revokes a token at once, for every portal instance; a token revoked already is left as it is. */
 export async function revokeEnrollmentToken(ctx: PortalContext, userId: UserId, tokenId: string): Promise<void> {
   await ctx.events.change(ctx.db, async (trx, announce) => {
     const token = await findEnrollmentToken(trx, tokenId);
-    if (token === undefined || token.userId !== userId) throw new PortalError('no-such-token', 'the user has no enrollment token with this "token_id"');
+    if (token === undefined || token.userId !== userId)
+      throw new PortalError('no-such-token', 'the user has no enrollment token with this "token_id"');
     assertProfileAllowed(ctx, token.profileId);
     const at = ctx.clock.now();
     if (await revokeStoredToken(trx, tokenId, formatAtom(at))) {
-      await announce({ type: 'enrollment_token.revoked', at, tokenId, userId: token.userId, profileId: token.profileId });
+      await announce({
+        type: 'enrollment_token.revoked',
+        at,
+        tokenId,
+        userId: token.userId,
+        profileId: token.profileId,
+      });
     }
   });
 }
@@ -157,7 +180,11 @@ export interface Enrollment {
  */
 export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enrollment): Promise<IssuedConfiguration> {
   const tokenId = enrollmentTokenId(enrollment.token);
-  if (tokenId === null) throw new PortalError('invalid-parameter', 'invalid value for "enrollment_token": not an enrollment token (wrong form or checksum)');
+  if (tokenId === null)
+    throw new PortalError(
+      'invalid-parameter',
+      'invalid value for "enrollment_token": not an enrollment token (wrong form or checksum)',
+    );
   if (enrollment.publicKey === undefined && enrollment.csr === undefined) {
     throw new PortalError(
       'invalid-parameter',
@@ -167,8 +194,10 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
   const pepper = ctx.keys.adminKeyPepper();
   const stored = await findEnrollmentToken(ctx.db, tokenId);
   // Compared even when there is no row, so the time taken does not tell which ids exist.
-  const matches = pepper !== null && constantTimeEquals(hashEnrollmentToken(pepper, enrollment.token), stored?.secretHash ?? '');
-  if (stored === undefined || !matches) throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
+  const matches =
+    pepper !== null && constantTimeEquals(hashEnrollmentToken(pepper, enrollment.token), stored?.secretHash ?? '');
+  if (stored === undefined || !matches)
+    throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
   assertUsable(stored, ctx.clock.now());
   return createConfiguration(ctx, {
     userId: stored.userId,
@@ -193,7 +222,8 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
 /** Throws the 410 that says why the token cannot be used (the update found no row to take a use from). */
 async function refuseUnusableToken(db: Db, tokenId: string, now: Date): Promise<never> {
   const token = await findEnrollmentToken(db, tokenId);
-  if (token === undefined) throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
+  if (token === undefined)
+    throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
   assertUsable(token, now);
   throw new PortalError('gone', 'enrollment token could not be used');
 }
@@ -217,6 +247,10 @@ function assertUsable(token: StoredEnrollmentToken, now: Date): void {
 function pepperOf(ctx: PortalContext): Buffer {
   ctx.keys.createAdminKeyPepper();
   const pepper = ctx.keys.adminKeyPepper();
-  if (pepper === null) throw new PortalError('unavailable', `${ctx.keys.adminKeyPepperPath} is not 64 hex characters; tokens cannot be made`);
+  if (pepper === null)
+    throw new PortalError(
+      'unavailable',
+      `${ctx.keys.adminKeyPepperPath} is not 64 hex characters; tokens cannot be made`,
+    );
   return pepper;
 }

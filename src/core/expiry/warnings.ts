@@ -28,9 +28,25 @@ export async function announceExpiringConfigurations(ctx: PortalContext): Promis
   const now = ctx.clock.now();
   const window = { now: formatAtom(now), horizon: formatAtom(addDuration(now, ctx.config.expiryWarning)) };
   const announced =
-    (await announceDue(ctx, now, 'wg_peers', () => peersDueForExpiryWarning(ctx.db, window, CHUNK), wireGuardConfiguration)) +
-    (await announceDue(ctx, now, 'certificates', () => certificatesDueForExpiryWarning(ctx.db, window, CHUNK), openVpnConfiguration));
-  if (announced > 0) ctx.logger.info({ announced }, `announced ${announced} configuration(s) expiring within ${ctx.config.expiryWarning}`);
+    (await announceDue(
+      ctx,
+      now,
+      'wg_peers',
+      () => peersDueForExpiryWarning(ctx.db, window, CHUNK),
+      wireGuardConfiguration,
+    )) +
+    (await announceDue(
+      ctx,
+      now,
+      'certificates',
+      () => certificatesDueForExpiryWarning(ctx.db, window, CHUNK),
+      openVpnConfiguration,
+    ));
+  if (announced > 0)
+    ctx.logger.info(
+      { announced },
+      `announced ${announced} configuration(s) expiring within ${ctx.config.expiryWarning}`,
+    );
   return announced;
 }
 
@@ -61,7 +77,10 @@ async function announceDue<T extends { readonly expiresAt: string }>(
 
 /** When the next `configuration.expiring` is due (maybe already), or null when none is to come. */
 export async function nextExpiryWarningAt(ctx: PortalContext): Promise<Date | null> {
-  const [peer, certificate] = await Promise.all([earliestUnwarnedExpiry(ctx.db, 'wg_peers'), earliestUnwarnedExpiry(ctx.db, 'certificates')]);
+  const [peer, certificate] = await Promise.all([
+    earliestUnwarnedExpiry(ctx.db, 'wg_peers'),
+    earliestUnwarnedExpiry(ctx.db, 'certificates'),
+  ]);
   const earliest = [peer, certificate].filter((value): value is string => value !== null).sort()[0];
   return earliest === undefined ? null : subtractDuration(new Date(earliest), ctx.config.expiryWarning);
 }

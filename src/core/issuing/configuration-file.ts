@@ -8,7 +8,11 @@ import type { ApplePlatform } from '../../shared/platforms.js';
 import type { WireGuardProxy } from '../../config/portal-config.js';
 import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
 import type { ConfigFormat } from './protocol-selection.js';
-import { renderWireGuardClientConfig, type WireGuardClientConfiguration, type WireGuardClientProfile } from '../../wireguard/client-config.js';
+import {
+  renderWireGuardClientConfig,
+  type WireGuardClientConfiguration,
+  type WireGuardClientProfile,
+} from '../../wireguard/client-config.js';
 import { proxyEndpointUrl } from '../../wireguard/proxy-endpoint.js';
 
 /** The formats a WireGuard configuration can be written in. */
@@ -59,14 +63,20 @@ export async function renderWireGuardFile(
 ): Promise<ConfigurationFile> {
   switch (format) {
     case 'wireguard':
-      return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint: null }, configuration.wireGuard), downloadFileName: null };
+      return {
+        body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint: null }, configuration.wireGuard),
+        downloadFileName: null,
+      };
     case 'wireguard+tcp': {
       const proxyEndpoint = proxyEndpointUrl({
         proxyUrl: profile.proxy.enabled ? profile.proxy.proxyUrl : null,
         portalBaseUrl: profile.portalBaseUrl,
         hostName: profile.wireGuard.hostName,
       });
-      return { body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint }, configuration.wireGuard), downloadFileName: null };
+      return {
+        body: renderWireGuardClientConfig({ ...profile.wireGuard, proxyEndpoint }, configuration.wireGuard),
+        downloadFileName: null,
+      };
     }
     case 'apple': {
       const { privateKey } = configuration.wireGuard;
@@ -80,7 +90,10 @@ export async function renderWireGuardFile(
           wireGuard: { ...profile.wireGuard, proxyEndpoint: null },
         },
         {
-          identity: apple.deviceId === null ? { kind: 'configuration', publicKey: configuration.publicKey } : { kind: 'device', deviceId: apple.deviceId },
+          identity:
+            apple.deviceId === null
+              ? { kind: 'configuration', publicKey: configuration.publicKey }
+              : { kind: 'device', deviceId: apple.deviceId },
           displayName: configuration.displayName,
           wireGuard: { ...configuration.wireGuard, privateKey },
           platform: apple.platform,

@@ -19,7 +19,10 @@ import { chooseFormats, describeNoCommonFormat, MIME_TYPES } from './protocol-se
 
 export type { CreateConfigurationRequest, IssuedConfiguration } from './issue.js';
 
-export async function createConfiguration(ctx: PortalContext, request: CreateConfigurationRequest): Promise<IssuedConfiguration> {
+export async function createConfiguration(
+  ctx: PortalContext,
+  request: CreateConfigurationRequest,
+): Promise<IssuedConfiguration> {
   // Before the profile is looked up: a key limited to some profiles learns nothing about others.
   assertProfileAllowed(ctx, request.profileId);
   const profile = findProfile(ctx.config, request.profileId);
@@ -41,7 +44,10 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
   const offered = formatsForPlatform(forKeys, platform);
   const formats = chooseFormats(request.accept, offered, request.preferTcp);
   if (formats.length === 0) {
-    throw new PortalError('no-common-protocol', describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, platform));
+    throw new PortalError(
+      'no-common-protocol',
+      describeNoCommonFormat(request.accept, offered) + deviceKeysHint(deviceKeys) + platformHint(forKeys, platform),
+    );
   }
 
   const issue: Issue = {
@@ -67,7 +73,17 @@ export async function createConfiguration(ctx: PortalContext, request: CreateCon
       wireGuardTried = true;
       issued = await issueWireGuard(ctx, issue, format);
     }
-    if (issued !== null) return { format, contentType: MIME_TYPES[format], body: issued.body, downloadFileName: issued.downloadFileName, expiresAt };
+    if (issued !== null)
+      return {
+        format,
+        contentType: MIME_TYPES[format],
+        body: issued.body,
+        downloadFileName: issued.downloadFileName,
+        expiresAt,
+      };
   }
-  throw new PortalError('addresses-exhausted', `no free client address for profile "${profile.profileId}" on any of its nodes`);
+  throw new PortalError(
+    'addresses-exhausted',
+    `no free client address for profile "${profile.profileId}" on any of its nodes`,
+  );
 }

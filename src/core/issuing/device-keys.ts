@@ -5,7 +5,11 @@
 // a WireGuard key the WireGuard files (not the Apple profile, which must carry the private
 // key), with a CSR the OpenVPN file.
 import type { Transaction } from 'kysely';
-import { CertificateRequestError, readCertificateRequest, type DeviceCertificateKey } from '../../openvpn/certificate-request.js';
+import {
+  CertificateRequestError,
+  readCertificateRequest,
+  type DeviceCertificateKey,
+} from '../../openvpn/certificate-request.js';
 import { findCertificate } from '../../storage/certificates.js';
 import type { Database } from '../../storage/schema.js';
 import { peersWithKeys } from '../../storage/wg-peers.js';
@@ -22,14 +26,18 @@ export interface DeviceKeys {
 }
 
 /** The keys a request brings, the CSR checked; null when it brings none (the portal makes the key). */
-export async function readDeviceKeys(publicKey: WireGuardKey | undefined, csr: string | undefined): Promise<DeviceKeys | null> {
+export async function readDeviceKeys(
+  publicKey: WireGuardKey | undefined,
+  csr: string | undefined,
+): Promise<DeviceKeys | null> {
   if (publicKey === undefined && csr === undefined) return null;
   let openVpn: DeviceCertificateKey | null = null;
   if (csr !== undefined) {
     try {
       openVpn = await readCertificateRequest(csr);
     } catch (error) {
-      if (error instanceof CertificateRequestError) throw new PortalError('invalid-parameter', `invalid value for "csr": ${error.message}`);
+      if (error instanceof CertificateRequestError)
+        throw new PortalError('invalid-parameter', `invalid value for "csr": ${error.message}`);
       throw error;
     }
   }
@@ -68,8 +76,15 @@ export function deviceKeysHint(keys: DeviceKeys | null): string {
  * by a configuration, of any user (or as an OpenVPN connection id). Run inside the storing
  * transaction; a key taken by a concurrent create makes its insert fail, and the retry ends here.
  */
-export async function assertPublicKeyUnused(ctx: PortalContext, trx: Transaction<Database>, publicKey: WireGuardKey): Promise<void> {
+export async function assertPublicKeyUnused(
+  ctx: PortalContext,
+  trx: Transaction<Database>,
+  publicKey: WireGuardKey,
+): Promise<void> {
   const nodeKeys = [...ctx.config.nodes.keys()].map((nodeNumber) => ctx.keys.wireGuardPublicKey(nodeNumber));
-  const inUse = nodeKeys.includes(publicKey) || (await peersWithKeys(trx, [publicKey])).length > 0 || (await findCertificate(trx, publicKey)) !== undefined;
+  const inUse =
+    nodeKeys.includes(publicKey) ||
+    (await peersWithKeys(trx, [publicKey])).length > 0 ||
+    (await findCertificate(trx, publicKey)) !== undefined;
   if (inUse) throw new PortalError('conflict', '"public_key" is already in use');
 }

@@ -41,7 +41,12 @@ export async function extendConfiguration(
   const peer = await findPeerOfUser(ctx.db, userId, connectionId);
   const certificate = peer === undefined ? await findCertificateOfUser(ctx.db, userId, connectionId) : undefined;
   const found = peer ?? certificate;
-  const configuration = peer !== undefined ? wireGuardConfiguration(peer) : certificate !== undefined ? openVpnConfiguration(certificate) : undefined;
+  const configuration =
+    peer !== undefined
+      ? wireGuardConfiguration(peer)
+      : certificate !== undefined
+        ? openVpnConfiguration(certificate)
+        : undefined;
   if (found === undefined || configuration === undefined)
     throw new PortalError('no-such-configuration', 'the user has no configuration with this "connection_id"');
   assertProfileAllowed(ctx, found.profileId);
@@ -57,13 +62,22 @@ export async function extendConfiguration(
   }
 
   const issued = certificate === undefined ? null : await reissueCertificate(ctx, certificate, now, expiresAt);
-  const change = { now: formatAtom(now), expiresAt: formatAtom(expiresAt), expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt) };
+  const change = {
+    now: formatAtom(now),
+    expiresAt: formatAtom(expiresAt),
+    expiryWarned: warningAlreadyPast(ctx.config, now, expiresAt),
+  };
   await ctx.events.change(ctx.db, async (trx, announce) => {
     // Destroyed, disabled, expired or deleted since it was read: nothing changes.
     const current = await findUser(trx, userId);
     if (current === undefined) throw new PortalError('no-such-user', 'user does not exist');
     if (current.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
-    const extended = await extendConfigurationRow(trx, peer === undefined ? 'certificates' : 'wg_peers', connectionId, change);
+    const extended = await extendConfigurationRow(
+      trx,
+      peer === undefined ? 'certificates' : 'wg_peers',
+      connectionId,
+      change,
+    );
     if (!extended) throw expired();
     await announce({ type: 'configuration.extended', at: now, configuration, expiresAt, previousExpiresAt });
   });
@@ -75,11 +89,19 @@ export async function extendConfiguration(
 }
 
 function expired(): PortalError {
-  return new PortalError('conflict', 'the configuration has expired; an expired configuration is never brought back, create a new one');
+  return new PortalError(
+    'conflict',
+    'the configuration has expired; an expired configuration is never brought back, create a new one',
+  );
 }
 
 /** A new certificate for the key of the device's CSR, same Common Name and profile. */
-async function reissueCertificate(ctx: PortalContext, certificate: OpenVpnCertificate, now: Date, notAfter: Date): Promise<IssuedCertificate> {
+async function reissueCertificate(
+  ctx: PortalContext,
+  certificate: OpenVpnCertificate,
+  now: Date,
+  notAfter: Date,
+): Promise<IssuedCertificate> {
   if (certificate.publicKey === null) {
     throw new PortalError(
       'conflict',
@@ -88,7 +110,8 @@ async function reissueCertificate(ctx: PortalContext, certificate: OpenVpnCertif
     );
   }
   const ca = await ctx.openVpnKeys.ca();
-  if (ca === null) throw new PortalError('unavailable', 'the portal has no OpenVPN CA yet: run "vpn-portal generate-secrets"');
+  if (ca === null)
+    throw new PortalError('unavailable', 'the portal has no OpenVPN CA yet: run "vpn-portal generate-secrets"');
   return ca.certifyClientKey({
     commonName: certificate.commonName,
     profileId: certificate.profileId,

@@ -84,7 +84,12 @@ export interface Issue {
 }
 
 /** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */
-export async function keepAnswer(trx: Transaction<Database>, issue: Issue, format: ConfigFormat, file: ConfigurationFile): Promise<void> {
+export async function keepAnswer(
+  trx: Transaction<Database>,
+  issue: Issue,
+  format: ConfigFormat,
+  file: ConfigurationFile,
+): Promise<void> {
   if (issue.request.keepAnswer === undefined) return;
   await issue.request.keepAnswer(trx, {
     format,
@@ -119,7 +124,10 @@ export async function storeConfiguration<T>(
         if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
         await issue.request.consume?.(trx);
         // One live configuration per device and profile: the one there is goes in this change.
-        const replaced = deviceId === null ? null : await takeDeviceSlot(ctx, trx, announce, deviceId, issue.profile.profileId, issue.now);
+        const replaced =
+          deviceId === null
+            ? null
+            : await takeDeviceSlot(ctx, trx, announce, deviceId, issue.profile.profileId, issue.now);
         const { stored, configuration } = await insert(trx);
         const { enrollmentTokenId } = issue.request;
         await announce({
@@ -130,7 +138,15 @@ export async function storeConfiguration<T>(
           ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
         });
         if (deviceId !== null && replaced !== null)
-          await bindDevice(trx, announce, deviceId, configuration, replaced, issue.now, issue.request.deviceCertificate);
+          await bindDevice(
+            trx,
+            announce,
+            deviceId,
+            configuration,
+            replaced,
+            issue.now,
+            issue.request.deviceCertificate,
+          );
         return { stored, replaced };
       });
       // The replaced configuration leaves its node before the caller adds the new one.

@@ -13,7 +13,8 @@ import type { OfferedFormat } from './protocol-selection.js';
 export function offeredFormats(profile: Profile, wireGuard: WireGuardSettings): OfferedFormat[] {
   const openVpn: OfferedFormat[] = [];
   if (profile.openVpn !== null) {
-    const tcpPorts = profile.openVpn.exposedTcpPortList.length > 0 ? profile.openVpn.exposedTcpPortList : profile.openVpn.tcpPortList;
+    const tcpPorts =
+      profile.openVpn.exposedTcpPortList.length > 0 ? profile.openVpn.exposedTcpPortList : profile.openVpn.tcpPortList;
     openVpn.push({ format: 'openvpn', tcp: tcpPorts.length > 0 });
   }
   const wireGuardFormats: OfferedFormat[] = [];

@@ -20,7 +20,8 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
   const node = nodeOrder(ctx, profile).find((candidate) => candidate.openVpn !== null);
   if (node === undefined || profile.openVpn === null) return null;
   const ca = await ctx.openVpnKeys.ca();
-  if (ca === null) throw new PortalError('unavailable', 'the portal has no OpenVPN CA yet: run "vpn-portal generate-secrets"');
+  if (ca === null)
+    throw new PortalError('unavailable', 'the portal has no OpenVPN CA yet: run "vpn-portal generate-secrets"');
 
   // The Common Name is the configuration's connection_id: Base64 of 32 random bytes (reference §8.2).
   const commonName: ConnectionId = asConnectionId(randomBytes(32).toString('base64'));

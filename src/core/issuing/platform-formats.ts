@@ -17,6 +17,8 @@ export function formatsForPlatform(offered: readonly OfferedFormat[], platform: 
 /** Said after "no common VPN protocol" when the platform took formats out of the offer. */
 export function platformHint(offered: readonly OfferedFormat[], platform: Platform | undefined): string {
   if (platform === undefined || offered.every((entry) => platformTakes(platform, entry.format))) return '';
-  const takes = (Object.keys(CONFIGURATION_MEDIA_TYPES) as ConfigFormat[]).filter((format) => platformTakes(platform, format));
+  const takes = (Object.keys(CONFIGURATION_MEDIA_TYPES) as ConfigFormat[]).filter((format) =>
+    platformTakes(platform, format),
+  );
   return `; platform "${platform}" takes ${takes.map((format) => CONFIGURATION_MEDIA_TYPES[format]).join(', ')}`;
 }

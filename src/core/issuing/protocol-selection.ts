@@ -44,10 +44,19 @@ export function parseAccept(header: string): MediaRange[] {
  * The formats to try, best first. `offered` is in the server's preference order. An absent
  * or empty Accept header accepts every format that is not explicit-only.
  */
-export function chooseFormats(accept: string | undefined, offered: readonly OfferedFormat[], preferTcp: boolean): ConfigFormat[] {
-  const ranges = accept === undefined || accept.trim() === '' ? [{ type: '*', subtype: '*', q: 1 }] : parseAccept(accept);
-  const candidates = offered.map((entry, serverRank) => ({ ...entry, serverRank, q: qualityOf(entry.format, ranges) })).filter((entry) => entry.q > 0);
-  candidates.sort((a, b) => b.q - a.q || (preferTcp ? Number(b.tcp) - Number(a.tcp) : 0) || a.serverRank - b.serverRank);
+export function chooseFormats(
+  accept: string | undefined,
+  offered: readonly OfferedFormat[],
+  preferTcp: boolean,
+): ConfigFormat[] {
+  const ranges =
+    accept === undefined || accept.trim() === '' ? [{ type: '*', subtype: '*', q: 1 }] : parseAccept(accept);
+  const candidates = offered
+    .map((entry, serverRank) => ({ ...entry, serverRank, q: qualityOf(entry.format, ranges) }))
+    .filter((entry) => entry.q > 0);
+  candidates.sort(
+    (a, b) => b.q - a.q || (preferTcp ? Number(b.tcp) - Number(a.tcp) : 0) || a.serverRank - b.serverRank,
+  );
   return candidates.map((entry) => entry.format);
 }
 

@@ -18,15 +18,23 @@ import { formatAtom } from '../../shared/time.js';
 class PoolFull extends Error {}
 
 /** The file, or null when no node of the profile has a free address (or a WireGuard key). */
-export async function issueWireGuard(ctx: PortalContext, issue: Issue, format: WireGuardFileFormat): Promise<ConfigurationFile | null> {
+export async function issueWireGuard(
+  ctx: PortalContext,
+  issue: Issue,
+  format: WireGuardFileFormat,
+): Promise<ConfigurationFile | null> {
   const { request, profile } = issue;
   // A device that keeps its key brings the public half; the file then leaves PrivateKey to it.
   const devicePublicKey = issue.deviceKeys?.wireGuard ?? null;
-  const keyPair = devicePublicKey === null ? generateWireGuardKeyPair() : { publicKey: devicePublicKey, privateKey: null };
+  const keyPair =
+    devicePublicKey === null ? generateWireGuardKeyPair() : { publicKey: devicePublicKey, privateKey: null };
   for (const node of nodeOrder(ctx, profile)) {
     const serverPublicKey = ctx.keys.wireGuardPublicKey(node.nodeNumber);
     if (serverPublicKey === null || node.wireGuard === null) {
-      ctx.logger.warn({ nodeNumber: node.nodeNumber }, `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`);
+      ctx.logger.warn(
+        { nodeNumber: node.nodeNumber },
+        `node ${node.nodeNumber} has no WireGuard key; run "vpn-portal generate-secrets"`,
+      );
       continue;
     }
     const wireGuard = node.wireGuard;

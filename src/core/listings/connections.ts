@@ -11,7 +11,13 @@
 import type { ConnectionInfo } from '../../protocol/admin-api.js';
 import type { NodeNumber, ProfileId } from '../../shared/ids.js';
 import { activeCertificates } from '../../storage/certificates.js';
-import { activeConnectionsJsonPages, activePeers, activeUserIdsJson, nextPeerExpiry, type WireGuardPeer } from '../../storage/wg-peers.js';
+import {
+  activeConnectionsJsonPages,
+  activePeers,
+  activeUserIdsJson,
+  nextPeerExpiry,
+  type WireGuardPeer,
+} from '../../storage/wg-peers.js';
 import type { NodeAnswer } from '../../node-client/fleet.js';
 import type { PortalContext } from '../context.js';
 import { visibleProfiles } from '../access/index.js';
@@ -36,31 +42,48 @@ export interface ProfileListings {
 export async function listConnections(ctx: PortalContext, showAll: boolean): Promise<ProfileListings> {
   const now = ctx.clock.now();
   const stale = new Set<NodeNumber>();
-  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now, stale), connectedOpenVpnClients(ctx, now, stale)]);
+  const [wireGuardOnline, openVpn] = await Promise.all([
+    showAll ? null : onlinePeers(ctx, now, stale),
+    connectedOpenVpnClients(ctx, now, stale),
+  ]);
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, stale, async (profileId) => {
     const openVpnConnections = JSON.stringify(openVpn.get(profileId) ?? []).slice(1, -1);
-    if (showAll) return appendToJsonArray(await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnections), openVpnConnections);
-    return [JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])])];
+    if (showAll)
+      return appendToJsonArray(
+        await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnections),
+        openVpnConnections,
+      );
+    return [
+      JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])]),
+    ];
   });
 }
 
 export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): Promise<ProfileListings> {
   const now = ctx.clock.now();
   const stale = new Set<NodeNumber>();
-  const [wireGuardOnline, openVpn] = await Promise.all([showAll ? null : onlinePeers(ctx, now, stale), connectedOpenVpnClients(ctx, now, stale)]);
+  const [wireGuardOnline, openVpn] = await Promise.all([
+    showAll ? null : onlinePeers(ctx, now, stale),
+    connectedOpenVpnClients(ctx, now, stale),
+  ]);
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, stale, async (profileId) => {
     const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
     if (showAll) {
-      const wireGuard = await activeListing(ctx, `connected_users:${profileId}`, profileId, async (db, profile, now) => [
-        Buffer.from(await activeUserIdsJson(db, profile, now)),
-      ]);
+      const wireGuard = await activeListing(
+        ctx,
+        `connected_users:${profileId}`,
+        profileId,
+        async (db, profile, now) => [Buffer.from(await activeUserIdsJson(db, profile, now))],
+      );
       if (openVpnUsers.length === 0) return wireGuard;
       return [JSON.stringify([...new Set([...(JSON.parse(jsonPartsText(wireGuard)) as string[]), ...openVpnUsers])])];
     }
     // A user connected several times to one profile is listed once there.
-    return [JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])])];
+    return [
+      JSON.stringify([...new Set([...(online.get(profileId) ?? []).map((peer) => peer.userId), ...openVpnUsers])]),
+    ];
   });
 }
 
@@ -81,7 +104,8 @@ function activeListing(
 /** The active configurations' JSON, page by page, each page's text turned into bytes as it arrives. */
 async function activeConnections(db: PortalContext['db'], profileId: ProfileId, now: string): Promise<JsonParts> {
   const pages: Buffer[] = [];
-  for await (const page of activeConnectionsJsonPages(db, profileId, now, LISTING_PAGE_SIZE)) pages.push(Buffer.from(page));
+  for await (const page of activeConnectionsJsonPages(db, profileId, now, LISTING_PAGE_SIZE))
+    pages.push(Buffer.from(page));
   return jsonArrayOfPages(pages);
 }
 
@@ -98,9 +122,14 @@ export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, 
 }
 
 /** Every profile the call may see (a key limited to some profiles sees only those). */
-async function perProfile(ctx: PortalContext, stale: ReadonlySet<NodeNumber>, list: (profileId: ProfileId) => Promise<JsonParts>): Promise<ProfileListings> {
+async function perProfile(
+  ctx: PortalContext,
+  stale: ReadonlySet<NodeNumber>,
+  list: (profileId: ProfileId) => Promise<JsonParts>,
+): Promise<ProfileListings> {
   const lists = new Map<ProfileId, JsonArrayParts>();
-  for (const profile of visibleProfiles(ctx, ctx.config.profiles)) lists.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
+  for (const profile of visibleProfiles(ctx, ctx.config.profiles))
+    lists.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
   return { lists, staleNodes: [...stale].sort((a, b) => a - b) };
 }
 
@@ -125,7 +154,11 @@ function toConnectionInfo(peer: WireGuardPeer): ConnectionInfo {
  * The OpenVPN clients connected to every node that runs an OpenVPN profile, per profile,
  * limited to active configurations the portal made for that node and profile.
  */
-async function connectedOpenVpnClients(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<Map<ProfileId, ConnectionInfo[]>> {
+async function connectedOpenVpnClients(
+  ctx: PortalContext,
+  now: Date,
+  stale: Set<NodeNumber>,
+): Promise<Map<ProfileId, ConnectionInfo[]>> {
   const byProfile = new Map<ProfileId, ConnectionInfo[]>();
   const reports = await Promise.all(
     nodesRunning(ctx, 'openVpn').map(async (nodeNumber) => ({
@@ -144,7 +177,11 @@ async function connectedOpenVpnClients(ctx: PortalContext, now: Date, stale: Set
     const names = [...addressesOf.keys()];
     for (let start = 0; start < names.length; start += KEYS_PER_QUERY) {
       const chunk = names.slice(start, start + KEYS_PER_QUERY);
-      for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(now), nodeNumber, commonNames: chunk })) {
+      for (const certificate of await activeCertificates(ctx.db, {
+        now: formatAtom(now),
+        nodeNumber,
+        commonNames: chunk,
+      })) {
         const client = addressesOf.get(certificate.commonName);
         if (client === undefined) continue;
         const list = byProfile.get(certificate.profileId) ?? [];
@@ -166,14 +203,24 @@ async function connectedOpenVpnClients(ctx: PortalContext, now: Date, stale: Set
 /** The nodes on which at least one profile runs the protocol. */
 export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVpn'): NodeNumber[] {
   return [
-    ...new Set<NodeNumber>(ctx.config.profiles.flatMap((profile) => profile.nodes.filter((node) => node[protocol] !== null).map((node) => node.nodeNumber))),
+    ...new Set<NodeNumber>(
+      ctx.config.profiles.flatMap((profile) =>
+        profile.nodes.filter((node) => node[protocol] !== null).map((node) => node.nodeNumber),
+      ),
+    ),
   ];
 }
 
 async function onlinePeers(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<WireGuardPeer[]> {
   const reports = await Promise.all(
     nodesRunning(ctx, 'wireGuard').map(async (nodeNumber) => {
-      const list = answerOrLastKnown(ctx, nodeNumber, 'WireGuard', stale, await ctx.nodes.current(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)));
+      const list = answerOrLastKnown(
+        ctx,
+        nodeNumber,
+        'WireGuard',
+        stale,
+        await ctx.nodes.current(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)),
+      );
       // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
       const online = list.filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);
       return { nodeNumber, online };

@@ -16,16 +16,33 @@ export function listProfiles(ctx: PortalContext): ProfileListing[] {
     ranges: profile.nodes.flatMap((node) => [
       ...(node.wireGuard === null
         ? []
-        : [{ node_number: node.nodeNumber, vpn_proto: 'wireguard' as const, range_four: node.wireGuard.rangeFour, range_six: node.wireGuard.rangeSix }]),
+        : [
+            {
+              node_number: node.nodeNumber,
+              vpn_proto: 'wireguard' as const,
+              range_four: node.wireGuard.rangeFour,
+              range_six: node.wireGuard.rangeSix,
+            },
+          ]),
       ...(node.openVpn === null
         ? []
-        : [{ node_number: node.nodeNumber, vpn_proto: 'openvpn' as const, range_four: node.openVpn.rangeFour, range_six: node.openVpn.rangeSix }]),
+        : [
+            {
+              node_number: node.nodeNumber,
+              vpn_proto: 'openvpn' as const,
+              range_four: node.openVpn.rangeFour,
+              range_six: node.openVpn.rangeSix,
+            },
+          ]),
     ]),
   }));
 }
 
 /** The protocols the profile offers, its preferred one first. */
 function protocolsOf(profile: Profile): VpnProto[] {
-  const offered: VpnProto[] = [...(profile.wireGuard === null ? [] : ['wireguard' as const]), ...(profile.openVpn === null ? [] : ['openvpn' as const])];
+  const offered: VpnProto[] = [
+    ...(profile.wireGuard === null ? [] : ['wireguard' as const]),
+    ...(profile.openVpn === null ? [] : ['openvpn' as const]),
+  ];
   return offered.sort((a, b) => Number(b === profile.preferredProto) - Number(a === profile.preferredProto));
 }

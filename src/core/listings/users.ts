@@ -31,15 +31,26 @@ export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): 
   const after = query.cursor === undefined ? null : decodeUserCursor(query.cursor);
   const profiles = ctx.call?.caller.profiles ?? null;
   // One more than asked tells whether there is a next page.
-  const ids = await userIdsPage(ctx.db, { onlyDisabled: query.onlyDisabled, profiles, prefix: query.prefix ?? null, after, limit: query.limit + 1 });
+  const ids = await userIdsPage(ctx.db, {
+    onlyDisabled: query.onlyDisabled,
+    profiles,
+    prefix: query.prefix ?? null,
+    after,
+    limit: query.limit + 1,
+  });
   const users = ids.slice(0, query.limit);
   const last = users.at(-1);
-  return { users, next_cursor: ids.length > query.limit && last !== undefined ? Buffer.from(last, 'utf8').toString('base64url') : null };
+  return {
+    users,
+    next_cursor:
+      ids.length > query.limit && last !== undefined ? Buffer.from(last, 'utf8').toString('base64url') : null,
+  };
 }
 
 function decodeUserCursor(cursor: string): string {
   const userId = Buffer.from(cursor, 'base64url').toString('utf8');
   // Ours encode a user id exactly; anything else does not survive the round trip.
-  if (userId === '' || Buffer.from(userId, 'utf8').toString('base64url') !== cursor) throw new PortalError('invalid-parameter', 'invalid value for "cursor"');
+  if (userId === '' || Buffer.from(userId, 'utf8').toString('base64url') !== cursor)
+    throw new PortalError('invalid-parameter', 'invalid value for "cursor"');
   return userId;
 }

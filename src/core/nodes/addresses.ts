@@ -39,7 +39,11 @@ export async function insertWithFreeAddresses<T>(
 }
 
 /** Returns a deleted peer's addresses to its pool, if they still belong to the configured range. */
-export async function releaseAddresses(trx: Transaction<Database>, config: PortalConfig, peer: WireGuardPeer): Promise<void> {
+export async function releaseAddresses(
+  trx: Transaction<Database>,
+  config: PortalConfig,
+  peer: WireGuardPeer,
+): Promise<void> {
   const node = findProfile(config, peer.profileId)?.nodes.find((candidate) => candidate.nodeNumber === peer.nodeNumber);
   if (node?.wireGuard == null) return;
   const { rangeFour, rangeSix } = node.wireGuard;
@@ -51,5 +55,10 @@ export async function releaseAddresses(trx: Transaction<Database>, config: Porta
 
 function poolKey(profileId: ProfileId, node: ProfileNode): PoolKey {
   if (node.wireGuard === null) throw new Error('node has no WireGuard range');
-  return { profileId, nodeNumber: node.nodeNumber, rangeFour: node.wireGuard.rangeFour, rangeSix: node.wireGuard.rangeSix };
+  return {
+    profileId,
+    nodeNumber: node.nodeNumber,
+    rangeFour: node.wireGuard.rangeFour,
+    rangeSix: node.wireGuard.rangeSix,
+  };
 }

@@ -25,7 +25,11 @@ export async function openVpnServerFiles(
     });
   if (deployed.length === 0) return [];
   const ca = await ctx.openVpnKeys.ca();
-  if (ca === null) throw new PortalError('unavailable', 'the portal has no OpenVPN CA yet: run "vpn-portal generate-secrets" on the portal');
+  if (ca === null)
+    throw new PortalError(
+      'unavailable',
+      'the portal has no OpenVPN CA yet: run "vpn-portal generate-secrets" on the portal',
+    );
   const now = ctx.clock.now();
   const inputs: OpenVpnServerProfileInput[] = [];
   for (const { profile, node } of deployed) {

@@ -25,14 +25,22 @@ export function peerIpNet(peer: Pick<WireGuardPeer, 'ipFour' | 'ipSix'>): string
 
 /** Removals for peers a transaction just deleted or disabled, all under that transaction's revision. */
 export function removalsOf(peers: readonly WireGuardPeer[], revision?: Revision): PeerRemoval[] {
-  return peers.map((peer) => ({ publicKey: peer.publicKey, nodeNumber: peer.nodeNumber, revision: revision ?? peer.revision }));
+  return peers.map((peer) => ({
+    publicKey: peer.publicKey,
+    nodeNumber: peer.nodeNumber,
+    revision: revision ?? peer.revision,
+  }));
 }
 
 /**
  * `why` names the call (e.g. "disable_user") in the warning about nodes that did not get it.
  * Answers the removals the nodes took (for the revocation receipt).
  */
-export async function removePeersFromNodes(ctx: PortalContext, removals: readonly PeerRemoval[], why: string): Promise<readonly PeerRemoval[]> {
+export async function removePeersFromNodes(
+  ctx: PortalContext,
+  removals: readonly PeerRemoval[],
+  why: string,
+): Promise<readonly PeerRemoval[]> {
   const { missed, done } = await pushToNodes(
     ctx,
     removals,
@@ -65,6 +73,9 @@ export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGu
     (daemon, peer) => daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision),
   );
   for (const [nodeNumber, count] of missed) {
-    ctx.logger.info({ nodeNumber, peers: count, call: why }, `${why}: node ${nodeNumber} gets ${count} peer(s) as soon as it answers again`);
+    ctx.logger.info(
+      { nodeNumber, peers: count, call: why },
+      `${why}: node ${nodeNumber} gets ${count} peer(s) as soon as it answers again`,
+    );
   }
 }

@@ -14,7 +14,11 @@ import { PortalError } from '../errors.js';
 export type WireGuardNodeSettings = z.input<typeof wireGuardServerConfigSchema>;
 
 /** Null when no WireGuard profile (of those the node asked for) runs on the node. */
-export function wireGuardNodeSettings(ctx: PortalContext, nodeNumber: NodeNumber, profileFilter: ReadonlySet<string> | null): WireGuardNodeSettings | null {
+export function wireGuardNodeSettings(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  profileFilter: ReadonlySet<string> | null,
+): WireGuardNodeSettings | null {
   const four: string[] = [];
   const six: string[] = [];
   const hostNames = new Set<string>();
@@ -32,7 +36,11 @@ export function wireGuardNodeSettings(ctx: PortalContext, nodeNumber: NodeNumber
   }
   if (four.length === 0) return null;
   const privateKey = ctx.keys.wireGuardPrivateKey(nodeNumber);
-  if (privateKey === null) throw new PortalError('unavailable', `no WireGuard key for node ${nodeNumber} on the portal: run "vpn-portal generate-secrets"`);
+  if (privateKey === null)
+    throw new PortalError(
+      'unavailable',
+      `no WireGuard key for node ${nodeNumber} on the portal: run "vpn-portal generate-secrets"`,
+    );
   return {
     privateKey,
     listenPort: ctx.config.wireGuard.listenPort,

@@ -46,7 +46,9 @@ export interface HousekeepingResult {
 }
 
 /** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
-export async function runHousekeeping(ctx: PortalContext): Promise<{ readonly keptAnswersDeleted: number; readonly daily: HousekeepingResult | null }> {
+export async function runHousekeeping(
+  ctx: PortalContext,
+): Promise<{ readonly keptAnswersDeleted: number; readonly daily: HousekeepingResult | null }> {
   const keptAnswersDeleted = await pruneIdempotencyRecords(ctx.db, formatAtom(ctx.clock.now()));
   return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx) };
 }
@@ -69,13 +71,25 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   }
   const startOfToday = `${today}T00:00:00+00:00`;
   const liveStatsDeleted = await pruneLiveStats(ctx.db, `${dayBefore(today, LIVE_STATS_DAYS)}T00:00:00+00:00`);
-  const connectionLogDeleted = await pruneConnectionLog(ctx.db, formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)));
+  const connectionLogDeleted = await pruneConnectionLog(
+    ctx.db,
+    formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)),
+  );
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
   // Receipts are proof of what an audited call did: kept as long as its audit row.
-  const revocationsDeleted = await pruneRevocations(ctx.db, formatAtom(subtractDuration(now, ctx.config.auditLogRetention)));
-  const webhookDeliveriesDeleted = await pruneDeliveries(ctx.db, formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)));
-  const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(ctx.db, formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)));
+  const revocationsDeleted = await pruneRevocations(
+    ctx.db,
+    formatAtom(subtractDuration(now, ctx.config.auditLogRetention)),
+  );
+  const webhookDeliveriesDeleted = await pruneDeliveries(
+    ctx.db,
+    formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)),
+  );
+  const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(
+    ctx.db,
+    formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)),
+  );
   await writeState(ctx.db, LAST_RUN_KEY, today);
   const result = {
     day: today,

@@ -7,16 +7,39 @@
 // Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
 // pass sends carries the revision it read, so a disable, delete or destroy that commits while
 // the pass runs always wins on the node, whichever arrives there first.
-import { MAX_CONNECTIONS_PER_NODE, type DaemonPeer, type NodeDaemon, type RemovedPeer } from '../../node-client/daemon-client.js';
-import { activeCertificates, deleteCertificate, expiredCertificates, findCertificate } from '../../storage/certificates.js';
+import {
+  MAX_CONNECTIONS_PER_NODE,
+  type DaemonPeer,
+  type NodeDaemon,
+  type RemovedPeer,
+} from '../../node-client/daemon-client.js';
+import {
+  activeCertificates,
+  deleteCertificate,
+  expiredCertificates,
+  findCertificate,
+} from '../../storage/certificates.js';
 import { hasAllocatedOnNode } from '../../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../../storage/node-resets.js';
 import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../../storage/revisions.js';
-import { activePeers, deletePeer, expiredPeers, peersWithKeys, stampPeersOfNode, type WireGuardPeer } from '../../storage/wg-peers.js';
+import {
+  activePeers,
+  deletePeer,
+  expiredPeers,
+  peersWithKeys,
+  stampPeersOfNode,
+  type WireGuardPeer,
+} from '../../storage/wg-peers.js';
 import { findProfile } from '../../config/portal-config.js';
 import type { PortalContext } from '../context.js';
 import { openVpnConfiguration, wireGuardConfiguration } from '../events.js';
-import { asRevocationId, asWireGuardKey, type NodeNumber, type RevocationId, type WireGuardKey } from '../../shared/ids.js';
+import {
+  asRevocationId,
+  asWireGuardKey,
+  type NodeNumber,
+  type RevocationId,
+  type WireGuardKey,
+} from '../../shared/ids.js';
 import { forEachLimited } from '../../shared/limited-parallel.js';
 import { peerIpNet, removalsOf, type PeerRemoval, releaseAddresses } from '../nodes/index.js';
 import { pendingRevocationsOnNode } from '../../storage/revocation-nodes.js';
@@ -45,7 +68,9 @@ export interface NodeReconcileResult {
  */
 export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
   await deleteExpiredConfigurations(ctx);
-  const results = await Promise.all(ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon, { observeSessions: true })));
+  const results = await Promise.all(
+    ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon, { observeSessions: true })),
+  );
   await recordLiveStats(ctx);
   return results;
 }
@@ -55,14 +80,27 @@ export interface NodePassOptions {
   readonly observeSessions?: boolean;
 }
 
-export async function reconcileNode(ctx: PortalContext, daemon: NodeDaemon, options: NodePassOptions = {}): Promise<NodeReconcileResult> {
+export async function reconcileNode(
+  ctx: PortalContext,
+  daemon: NodeDaemon,
+  options: NodePassOptions = {},
+): Promise<NodeReconcileResult> {
   const started = performance.now();
   const result = await reconcileNodeOnce(ctx, daemon, options);
-  ctx.events.publish({ type: 'reconcile.finished', at: ctx.clock.now(), ...result, durationMs: performance.now() - started });
+  ctx.events.publish({
+    type: 'reconcile.finished',
+    at: ctx.clock.now(),
+    ...result,
+    durationMs: performance.now() - started,
+  });
   return result;
 }
 
-async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options: NodePassOptions): Promise<NodeReconcileResult> {
+async function reconcileNodeOnce(
+  ctx: PortalContext,
+  daemon: NodeDaemon,
+  options: NodePassOptions,
+): Promise<NodeReconcileResult> {
   const nodeNumber = daemon.nodeNumber;
   // The node first, then the database: a peer is stored before it is pushed, so every peer the
   // node holds is in the database read below, unless it was deleted or disabled since.
@@ -98,7 +136,9 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
     );
     const gone: { publicKey: string; nodeNumber: NodeNumber; answer: RemovedPeer | null }[] = [];
     await forEachLimited(removals, PARALLEL_CHANGES_PER_NODE, async (removal) => {
-      const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({ answer: await node.removePeer(removal.publicKey, removal.revision) }));
+      const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({
+        answer: await node.removePeer(removal.publicKey, removal.revision),
+      }));
       if (done === undefined) return;
       removed++;
       removedKeys.add(removal.publicKey);
@@ -109,7 +149,10 @@ async function reconcileNodeOnce(ctx: PortalContext, daemon: NodeDaemon, options
 
   const added = await addMissing(ctx, daemon, missing);
   if (added > 0 || removed > 0) {
-    ctx.logger.info({ nodeNumber, added, removed }, `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`);
+    ctx.logger.info(
+      { nodeNumber, added, removed },
+      `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`,
+    );
   }
   const openVpn = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : null;
   if (mayRemove) await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, openVpn });
@@ -153,7 +196,9 @@ async function addMissing(ctx: PortalContext, daemon: NodeDaemon, missing: reado
         continue;
       }
       if (ready.length < PARALLEL_CHANGES_PER_NODE && nextChunk < missing.length) void readNextChunk();
-      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) => node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true));
+      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) =>
+        node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true),
+      );
       if (done === true) added++;
     }
   };
@@ -171,25 +216,43 @@ async function addMissing(ctx: PortalContext, daemon: NodeDaemon, missing: reado
 async function confirmPendingRevocations(
   ctx: PortalContext,
   daemon: NodeDaemon,
-  pass: { readonly desiredKeys: ReadonlySet<string>; readonly removedKeys: Set<string>; readonly openVpn: OpenVpnPass | null },
+  pass: {
+    readonly desiredKeys: ReadonlySet<string>;
+    readonly removedKeys: Set<string>;
+    readonly openVpn: OpenVpnPass | null;
+  },
 ): Promise<void> {
   const nodeNumber = daemon.nodeNumber;
   const pending = await pendingRevocationsOnNode(ctx.db, nodeNumber);
   if (pending.length === 0) return;
   const unconfirmed = new Set(
     pending
-      .filter((row) => row.vpnProto === 'wireguard' && !pass.removedKeys.has(row.connectionId) && !pass.desiredKeys.has(row.connectionId))
+      .filter(
+        (row) =>
+          row.vpnProto === 'wireguard' &&
+          !pass.removedKeys.has(row.connectionId) &&
+          !pass.desiredKeys.has(row.connectionId),
+      )
       .map((row) => asWireGuardKey(row.connectionId)),
   );
-  await forEachLimited(await removalsFor(ctx, nodeNumber, [...unconfirmed]), PARALLEL_CHANGES_PER_NODE, async (removal) => {
-    const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) => node.removePeer(removal.publicKey, removal.revision).then(() => true));
-    if (done === true) pass.removedKeys.add(removal.publicKey);
-  });
+  await forEachLimited(
+    await removalsFor(ctx, nodeNumber, [...unconfirmed]),
+    PARALLEL_CHANGES_PER_NODE,
+    async (removal) => {
+      const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) =>
+        node.removePeer(removal.publicKey, removal.revision).then(() => true),
+      );
+      if (done === true) pass.removedKeys.add(removal.publicKey);
+    },
+  );
   const openVpn = pass.openVpn;
   const confirmed = pending.filter((row) =>
     row.vpnProto === 'wireguard'
       ? pass.removedKeys.has(row.connectionId)
-      : openVpn !== null && openVpn.stillConnected !== null && row.requestedAt < openVpn.listedAt && !openVpn.stillConnected.has(row.connectionId),
+      : openVpn !== null &&
+        openVpn.stillConnected !== null &&
+        row.requestedAt < openVpn.listedAt &&
+        !openVpn.stillConnected.has(row.connectionId),
   );
   await confirmRemovals(
     ctx,
@@ -211,7 +274,11 @@ interface OpenVpnPass {
  * as the change that made it unwanted: the row's own revision (disabled, expired, or no longer
  * served there), or, for a key the database no longer knows, the newest revision there is.
  */
-async function removalsFor(ctx: PortalContext, nodeNumber: NodeNumber, keys: readonly WireGuardKey[]): Promise<PeerRemoval[]> {
+async function removalsFor(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  keys: readonly WireGuardKey[],
+): Promise<PeerRemoval[]> {
   if (keys.length === 0) return [];
   const known = new Map<string, WireGuardPeer>();
   for (let start = 0; start < keys.length; start += CHUNK) {
@@ -268,7 +335,11 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
   const valid = new Set<string>();
   for (let start = 0; start < names.length; start += CHUNK) {
     const chunk = names.slice(start, start + CHUNK);
-    for (const certificate of await activeCertificates(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, commonNames: chunk })) {
+    for (const certificate of await activeCertificates(ctx.db, {
+      now: formatAtom(ctx.clock.now()),
+      nodeNumber,
+      commonNames: chunk,
+    })) {
       if (isServedOn(ctx, certificate.profileId, nodeNumber, 'openVpn')) valid.add(certificate.commonName);
     }
   }
@@ -278,7 +349,11 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
     names.filter((name) => !valid.has(name)),
     PARALLEL_CHANGES_PER_NODE,
     async (commonName) => {
-      if ((await ctx.nodes.attempt(daemon, 'disconnect_client', (node) => node.disconnectClient(commonName).then(() => true))) === true) {
+      if (
+        (await ctx.nodes.attempt(daemon, 'disconnect_client', (node) =>
+          node.disconnectClient(commonName).then(() => true),
+        )) === true
+      ) {
         disconnected++;
         stillConnected.delete(commonName);
       }
@@ -318,7 +393,12 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
         await releaseAddresses(trx, ctx.config, peer);
         const revocationId = receiptOf(peer.userId);
         receipts.add(revocationId);
-        await announce({ type: 'configuration.expired', at, configuration: wireGuardConfiguration(peer), revocationId });
+        await announce({
+          type: 'configuration.expired',
+          at,
+          configuration: wireGuardConfiguration(peer),
+          revocationId,
+        });
       }
       return removalsOf(
         batch.filter((peer) => !kept.includes(peer)),
@@ -340,7 +420,12 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
         if (await deleteCertificate(trx, certificate.commonName, now)) {
           const revocationId = receiptOf(certificate.userId);
           receipts.add(revocationId);
-          await announce({ type: 'configuration.expired', at, configuration: openVpnConfiguration(certificate), revocationId });
+          await announce({
+            type: 'configuration.expired',
+            at,
+            configuration: openVpnConfiguration(certificate),
+            revocationId,
+          });
         } else if ((await findCertificate(trx, certificate.commonName)) !== undefined) kept.push(certificate);
       }
       // Renewed by /extend since the batch was read: its clients stay.
@@ -354,13 +439,20 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
 }
 
 /** A configuration belongs on a node only while its profile still exists and still runs the protocol there. */
-function isServedOn(ctx: PortalContext, profileId: string, nodeNumber: NodeNumber, protocol: 'wireGuard' | 'openVpn'): boolean {
+function isServedOn(
+  ctx: PortalContext,
+  profileId: string,
+  nodeNumber: NodeNumber,
+  protocol: 'wireGuard' | 'openVpn',
+): boolean {
   const profile = findProfile(ctx.config, profileId);
   return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node[protocol] !== null) ?? false;
 }
 
 function runsOpenVpn(ctx: PortalContext, nodeNumber: NodeNumber): boolean {
-  return ctx.config.profiles.some((profile) => profile.nodes.some((node) => node.nodeNumber === nodeNumber && node.openVpn !== null));
+  return ctx.config.profiles.some((profile) =>
+    profile.nodes.some((node) => node.nodeNumber === nodeNumber && node.openVpn !== null),
+  );
 }
 
 function sameAllowedIps(actual: DaemonPeer | undefined, peer: WireGuardPeer): boolean {

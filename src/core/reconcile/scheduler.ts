@@ -79,7 +79,10 @@ export class ReconcileScheduler {
       this.pendingNodes.delete(nodeNumber);
       const result = await runExclusively(this.ctx.db, 'reconcile', () => reconcileNode(this.ctx, daemon));
       if (result.ran) return;
-      this.ctx.logger.debug({ nodeNumber }, `reconcile of node ${nodeNumber} waits: another portal instance is reconciling`);
+      this.ctx.logger.debug(
+        { nodeNumber },
+        `reconcile of node ${nodeNumber} waits: another portal instance is reconciling`,
+      );
       const retry = setTimeout(() => {
         this.retryTimers.delete(retry);
         this.requestNode(nodeNumber, reason);
@@ -122,7 +125,10 @@ export class ReconcileScheduler {
         this.sweepTimer.unref();
       })
       .catch((error: unknown) => {
-        this.ctx.logger.warn({ err: error }, 'cannot read the next expiry; the next reconcile pass deletes expired configurations');
+        this.ctx.logger.warn(
+          { err: error },
+          'cannot read the next expiry; the next reconcile pass deletes expired configurations',
+        );
       });
   }
 
@@ -133,7 +139,9 @@ export class ReconcileScheduler {
       earliestCertificateExpiry(this.ctx.db),
       nextExpiryWarningAt(this.ctx),
     ]);
-    const times = [peer, certificate].filter((value): value is string => value !== null).map((value) => new Date(value).getTime());
+    const times = [peer, certificate]
+      .filter((value): value is string => value !== null)
+      .map((value) => new Date(value).getTime());
     if (warning !== null) times.push(warning.getTime());
     if (times.length === 0) return this.intervalMs;
     const untilNext = Math.min(...times) - this.ctx.clock.now().getTime();

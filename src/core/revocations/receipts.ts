@@ -11,7 +11,12 @@ import { formatAtom } from '../../shared/time.js';
 import { timeOrderedId } from '../../shared/time-ordered-id.js';
 import { asRevocationId, type NodeNumber, type ProfileId, type RevocationId, type UserId } from '../../shared/ids.js';
 import type { OpenVpnCertificate } from '../../storage/certificates.js';
-import { confirmRevocationNodes, revocationNodeRows, type ConfirmedRemoval, type RevocationNodeRow } from '../../storage/revocation-nodes.js';
+import {
+  confirmRevocationNodes,
+  revocationNodeRows,
+  type ConfirmedRemoval,
+  type RevocationNodeRow,
+} from '../../storage/revocation-nodes.js';
 import {
   findRevocation,
   listRevocations,
@@ -78,20 +83,33 @@ export async function revokeOnNodes(
   certificates: readonly OpenVpnCertificate[],
   why: string,
 ): Promise<void> {
-  const [removed, disconnected] = await Promise.all([removePeersFromNodes(ctx, removals, why), disconnectOpenVpnClients(ctx, certificates, why)]);
+  const [removed, disconnected] = await Promise.all([
+    removePeersFromNodes(ctx, removals, why),
+    disconnectOpenVpnClients(ctx, certificates, why),
+  ]);
   const confirming = confirmRemovals(ctx, revocationIds, [
     ...removed.map((removal) => ({ nodeNumber: removal.nodeNumber, connectionId: removal.publicKey })),
-    ...disconnected.map((certificate) => ({ nodeNumber: certificate.nodeNumber, connectionId: certificate.commonName })),
+    ...disconnected.map((certificate) => ({
+      nodeNumber: certificate.nodeNumber,
+      connectionId: certificate.commonName,
+    })),
   ]);
   // The revocation itself committed: a database that fails now leaves the receipt pending (the
   // next reconcile pass confirms it), it does not fail the call.
   await confirming.catch((error: unknown) =>
-    ctx.logger.warn({ err: error, revocationIds }, `${why}: the nodes' confirmations could not be recorded; the next reconcile pass records them`),
+    ctx.logger.warn(
+      { err: error, revocationIds },
+      `${why}: the nodes' confirmations could not be recorded; the next reconcile pass records them`,
+    ),
   );
 }
 
 /** Marks what the nodes confirmed gone, then applies (and announces) the receipts no node is pending for any more. */
-export async function confirmRemovals(ctx: PortalContext, revocationIds: readonly RevocationId[], confirmed: readonly ConfirmedRemoval[]): Promise<void> {
+export async function confirmRemovals(
+  ctx: PortalContext,
+  revocationIds: readonly RevocationId[],
+  confirmed: readonly ConfirmedRemoval[],
+): Promise<void> {
   if (revocationIds.length === 0) return;
   // The portal's own seam: what follows from a call already recorded with it is no second call.
   await ctx.events.unbound().change(ctx.db, async (trx, announce) => {
@@ -127,7 +145,11 @@ export async function checkRevocationDeadlines(ctx: PortalContext): Promise<numb
         const notice = await noticeOf(trx, revocationId);
         await announce({ type: 'revocation.overdue', at, revocation: notice });
         ctx.logger.warn(
-          { revocationId, userId: notice.userId, pendingNodes: notice.nodes.filter((node) => node.state === 'pending').map((node) => node.nodeNumber) },
+          {
+            revocationId,
+            userId: notice.userId,
+            pendingNodes: notice.nodes.filter((node) => node.state === 'pending').map((node) => node.nodeNumber),
+          },
           `revocation ${revocationId} is overdue: not every node confirmed the removal within ${ctx.config.revocationDeadlineMs / 1000} s`,
         );
         claimed++;
@@ -162,8 +184,13 @@ export async function listReceipts(
   const found: RevocationReceipt[] = [];
   let beforeId: string | undefined;
   while (found.length < filter.limit) {
-    const page = await listRevocations(ctx.db, { ...filter, ...(beforeId === undefined ? {} : { beforeId }), limit: LIST_PAGE });
-    for (const receipt of await receiptsOf(ctx.db, page)) if (visibleTo(ctx, receipt) && found.length < filter.limit) found.push(receipt);
+    const page = await listRevocations(ctx.db, {
+      ...filter,
+      ...(beforeId === undefined ? {} : { beforeId }),
+      limit: LIST_PAGE,
+    });
+    for (const receipt of await receiptsOf(ctx.db, page))
+      if (visibleTo(ctx, receipt) && found.length < filter.limit) found.push(receipt);
     if (page.length < LIST_PAGE) break;
     beforeId = page[page.length - 1]?.revocationId;
   }
@@ -176,7 +203,9 @@ export async function listReceipts(
  */
 function visibleTo(ctx: PortalContext, receipt: RevocationReceipt): boolean {
   const limit = profileLimit(ctx.call);
-  return limit === null || (receipt.profileIds.length > 0 && receipt.profileIds.every((profileId) => limit.has(profileId)));
+  return (
+    limit === null || (receipt.profileIds.length > 0 && receipt.profileIds.every((profileId) => limit.has(profileId)))
+  );
 }
 
 async function receiptsOf(db: Db, stored: readonly StoredRevocation[]): Promise<RevocationReceipt[]> {
@@ -212,7 +241,12 @@ function nodesOf(rows: readonly RevocationNodeRow[]): ReceiptNode[] {
             .map((row) => row.appliedAt ?? '')
             .sort()
             .at(-1) ?? null);
-      return { nodeNumber, state: pending ? 'pending' : 'applied', appliedAt, connectionIds: own.map((row) => row.connectionId) };
+      return {
+        nodeNumber,
+        state: pending ? 'pending' : 'applied',
+        appliedAt,
+        connectionIds: own.map((row) => row.connectionId),
+      };
     });
 }
 

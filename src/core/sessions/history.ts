@@ -61,7 +61,10 @@ export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQu
 function searchedAddress(text: string): { address: string; family: 4 | 6 } {
   const family = ipAddressFamily(text);
   if (family === null)
-    throw new PortalError('invalid-parameter', `invalid value for "ip": ${JSON.stringify(text.slice(0, 64))} is not an IPv4 or IPv6 address`);
+    throw new PortalError(
+      'invalid-parameter',
+      `invalid value for "ip": ${JSON.stringify(text.slice(0, 64))} is not an IPv4 or IPv6 address`,
+    );
   return { address: canonicalAddress(text), family };
 }
 

@@ -29,7 +29,12 @@ export async function authorizeOpenVpnConnect(ctx: PortalContext, connect: OpenV
   const decision = await decide(ctx, connect);
   if (!decision.allowed) {
     ctx.logger.info(
-      { nodeNumber: connect.nodeNumber, profileId: connect.profileId, connectionId: connect.commonName, reason: decision.reason },
+      {
+        nodeNumber: connect.nodeNumber,
+        profileId: connect.profileId,
+        connectionId: connect.commonName,
+        reason: decision.reason,
+      },
       'OpenVPN connect refused',
     );
   }
@@ -39,9 +44,12 @@ export async function authorizeOpenVpnConnect(ctx: PortalContext, connect: OpenV
 async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
   const now = ctx.clock.now();
   const certificate = await findCertificate(ctx.db, connect.commonName);
-  if (certificate === undefined) return { allowed: false, reason: 'no such configuration (deleted, expired or never made)' };
-  if (certificate.profileId !== connect.profileId) return { allowed: false, reason: `configuration is for profile "${certificate.profileId}"` };
-  if (certificate.nodeNumber !== connect.nodeNumber) return { allowed: false, reason: `configuration is for node ${certificate.nodeNumber}` };
+  if (certificate === undefined)
+    return { allowed: false, reason: 'no such configuration (deleted, expired or never made)' };
+  if (certificate.profileId !== connect.profileId)
+    return { allowed: false, reason: `configuration is for profile "${certificate.profileId}"` };
+  if (certificate.nodeNumber !== connect.nodeNumber)
+    return { allowed: false, reason: `configuration is for node ${certificate.nodeNumber}` };
   if (certificate.expiresAt <= formatAtom(now)) return { allowed: false, reason: 'configuration expired' };
   const profile = findProfile(ctx.config, certificate.profileId);
   if (!(profile?.nodes.some((node) => node.nodeNumber === connect.nodeNumber && node.openVpn !== null) ?? false)) {
@@ -106,9 +114,18 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
     session:
       session === undefined
         ? null
-        : { userId: session.userId, profileId: session.profileId, ipFour: session.ipFour, ipSix: session.ipSix, originatingIp: session.originatingIp },
+        : {
+            userId: session.userId,
+            profileId: session.profileId,
+            ipFour: session.ipFour,
+            ipSix: session.ipSix,
+            originatingIp: session.originatingIp,
+          },
   };
   await ctx.events.record(ctx.db, ended);
   ctx.events.publish(ended);
-  ctx.logger.info({ connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber }, 'OpenVPN client disconnected');
+  ctx.logger.info(
+    { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
+    'OpenVPN client disconnected',
+  );
 }

@@ -3,7 +3,14 @@
 // finished day into one row per profile (`aggregate_stats`: the day's highest connection count
 // and its unique users, from the connection history); `GET /stats` reads the daily series.
 import { openSessionCounts } from '../../storage/connection-log.js';
-import { dailyStats, insertLiveStats, maxLiveConnections, saveDailyStats, uniqueUsersBetween, type DailyStats } from '../../storage/statistics.js';
+import {
+  dailyStats,
+  insertLiveStats,
+  maxLiveConnections,
+  saveDailyStats,
+  uniqueUsersBetween,
+  type DailyStats,
+} from '../../storage/statistics.js';
 import { formatAtom } from '../../shared/time.js';
 import type { PortalContext } from '../context.js';
 import { assertProfileAllowed, visibleProfiles } from '../access/index.js';
@@ -24,7 +31,10 @@ export async function recordLiveStats(ctx: PortalContext): Promise<void> {
 export async function aggregateDay(ctx: PortalContext, date: string): Promise<DailyStats[]> {
   const from = `${date}T00:00:00+00:00`;
   const to = `${nextDay(date)}T00:00:00+00:00`;
-  const [maxima, users] = await Promise.all([maxLiveConnections(ctx.db, from, to), uniqueUsersBetween(ctx.db, from, to)]);
+  const [maxima, users] = await Promise.all([
+    maxLiveConnections(ctx.db, from, to),
+    uniqueUsersBetween(ctx.db, from, to),
+  ]);
   const rows = ctx.config.profiles.map((profile) => ({
     date,
     profileId: profile.profileId,
@@ -52,6 +62,11 @@ export async function dailySeries(
   for (const profile of visibleProfiles(ctx, ctx.config.profiles)) {
     if (filter.profileId === undefined || filter.profileId === profile.profileId) series[profile.profileId] = [];
   }
-  for (const row of rows) series[row.profileId]?.push({ date: row.date, max_connection_count: row.maxConnectionCount, unique_user_count: row.uniqueUserCount });
+  for (const row of rows)
+    series[row.profileId]?.push({
+      date: row.date,
+      max_connection_count: row.maxConnectionCount,
+      unique_user_count: row.uniqueUserCount,
+    });
   return series;
 }

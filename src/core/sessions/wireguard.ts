@@ -18,7 +18,11 @@ import { wireGuardConfiguration, type PortalEvent } from '../events.js';
 const CHUNK = 500;
 
 /** Opens, roams and ends the sessions of one node from its full peer list. */
-export async function observeWireGuardSessions(ctx: PortalContext, nodeNumber: NodeNumber, peers: readonly DaemonPeer[]): Promise<void> {
+export async function observeWireGuardSessions(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  peers: readonly DaemonPeer[],
+): Promise<void> {
   const now = ctx.clock.now();
   const open = await openWireGuardSessions(ctx.db, nodeNumber);
   const onNode = new Map(peers.map((peer) => [peer.publicKey as string, peer]));
@@ -30,7 +34,8 @@ export async function observeWireGuardSessions(ctx: PortalContext, nodeNumber: N
       // Gone without the portal removing it (a node that lost its peers): the counters went with it.
       events.push(ended(session, now, 0, 0));
     } else if (!isOnline(peer.lastHandshakeTime, now)) {
-      const lastSeen = peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS);
+      const lastSeen =
+        peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS);
       events.push(ended(session, lastSeen, peer.bytesIn, peer.bytesOut));
     }
   }
@@ -67,7 +72,11 @@ export async function observeWireGuardSessions(ctx: PortalContext, nodeNumber: N
 /** Ends the open sessions of peers the portal just removed, with the counters the node answered. */
 export async function endSessionsOfRemovedPeers(
   ctx: PortalContext,
-  removed: readonly { readonly publicKey: string; readonly nodeNumber: NodeNumber; readonly answer: RemovedPeer | null }[],
+  removed: readonly {
+    readonly publicKey: string;
+    readonly nodeNumber: NodeNumber;
+    readonly answer: RemovedPeer | null;
+  }[],
 ): Promise<void> {
   const byKey = new Map(removed.map((peer) => [`${peer.nodeNumber}:${peer.publicKey}`, peer]));
   const now = ctx.clock.now();

@@ -20,12 +20,18 @@ interface StoredConfiguration {
 export async function userConfigurations(ctx: PortalContext, userId: UserId): Promise<UserConfiguration[]> {
   await existingUser(ctx, userId);
   const wireGuard = (await peersOfUser(ctx.db, userId)).map((peer) => entry(peer, peer.publicKey, 'wireguard'));
-  const openVpn = (await certificatesOfUser(ctx.db, userId)).map((certificate) => entry(certificate, certificate.commonName, 'openvpn'));
+  const openVpn = (await certificatesOfUser(ctx.db, userId)).map((certificate) =>
+    entry(certificate, certificate.commonName, 'openvpn'),
+  );
   const limit = profileLimit(ctx.call);
-  const visible = [...wireGuard, ...openVpn].filter((configuration) => limit === null || limit.has(configuration.profile_id as ProfileId));
+  const visible = [...wireGuard, ...openVpn].filter(
+    (configuration) => limit === null || limit.has(configuration.profile_id as ProfileId),
+  );
   // ATOM strings in UTC sort as text.
   return visible.sort(
-    (a, b) => b.expires_at.localeCompare(a.expires_at) || (a.connection_id < b.connection_id ? -1 : a.connection_id > b.connection_id ? 1 : 0),
+    (a, b) =>
+      b.expires_at.localeCompare(a.expires_at) ||
+      (a.connection_id < b.connection_id ? -1 : a.connection_id > b.connection_id ? 1 : 0),
   );
 }
 

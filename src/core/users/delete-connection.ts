@@ -13,7 +13,11 @@ import { removalsOf, releaseAddresses } from '../nodes/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 /** Answers the id of the revocation receipt, or null when nothing was deleted (then there is none). */
-export async function deleteConnection(ctx: PortalContext, userId: UserId, connectionId: ConnectionId): Promise<RevocationId | null> {
+export async function deleteConnection(
+  ctx: PortalContext,
+  userId: UserId,
+  connectionId: ConnectionId,
+): Promise<RevocationId | null> {
   await existingUser(ctx, userId);
   const revocationId = newRevocationId(ctx);
   const deleted = await ctx.events.change(ctx.db, async (trx, announce) => {
@@ -25,14 +29,25 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
     const ours = await deletePeer(trx, peer.publicKey);
     if (ours) {
       await releaseAddresses(trx, ctx.config, peer);
-      await announce({ type: 'configuration.deleted', at: ctx.clock.now(), configuration: wireGuardConfiguration(peer), revocationId });
+      await announce({
+        type: 'configuration.deleted',
+        at: ctx.clock.now(),
+        configuration: wireGuardConfiguration(peer),
+        revocationId,
+      });
     }
     return { peer, revision: await nextRevision(trx), ours };
   });
   if (deleted !== undefined) {
     ctx.logger.info({ userId, connectionId, revocationId }, 'WireGuard configuration deleted');
     // Deleted by another instance a moment before: its receipt is that instance's; the removal is sent anyway.
-    await revokeOnNodes(ctx, deleted.ours ? [revocationId] : [], removalsOf([deleted.peer], deleted.revision), [], 'delete_connection');
+    await revokeOnNodes(
+      ctx,
+      deleted.ours ? [revocationId] : [],
+      removalsOf([deleted.peer], deleted.revision),
+      [],
+      'delete_connection',
+    );
     return deleted.ours ? revocationId : null;
   }
   const certificate = await findCertificateOfUser(ctx.db, userId, connectionId);
@@ -41,7 +56,12 @@ export async function deleteConnection(ctx: PortalContext, userId: UserId, conne
     certificate !== undefined &&
     (await ctx.events.change(ctx.db, async (trx, announce) => {
       if (!(await deleteCertificate(trx, certificate.commonName))) return false;
-      await announce({ type: 'configuration.deleted', at: ctx.clock.now(), configuration: openVpnConfiguration(certificate), revocationId });
+      await announce({
+        type: 'configuration.deleted',
+        at: ctx.clock.now(),
+        configuration: openVpnConfiguration(certificate),
+        revocationId,
+      });
       return true;
     }));
   if (certificate !== undefined && certificateDeleted) {

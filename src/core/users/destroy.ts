@@ -32,9 +32,21 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     await deleteUser(trx, userId); // cascades to oauth_authorizations, devices and their enrollment tokens
     const at = ctx.clock.now();
     await announce(
-      ...peers.map((peer): PortalEvent => ({ type: 'configuration.deleted', at, configuration: wireGuardConfiguration(peer), revocationId })),
+      ...peers.map(
+        (peer): PortalEvent => ({
+          type: 'configuration.deleted',
+          at,
+          configuration: wireGuardConfiguration(peer),
+          revocationId,
+        }),
+      ),
       ...certificates.map(
-        (certificate): PortalEvent => ({ type: 'configuration.deleted', at, configuration: openVpnConfiguration(certificate), revocationId }),
+        (certificate): PortalEvent => ({
+          type: 'configuration.deleted',
+          at,
+          configuration: openVpnConfiguration(certificate),
+          revocationId,
+        }),
       ),
       ...devices.map(
         ({ deviceId, profileId, platform, serial, mdmId }): PortalEvent => ({

@@ -11,7 +11,13 @@ import { WEBHOOK_HEADERS } from '../../protocol/webhooks.js';
 import { addDuration } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import { finishAttempt, startAttempt, type AttemptOutcome } from '../../storage/webhook-attempts.js';
-import { claimDelivery, dueDeliveries, finishDelivery, type DeliveryOutcome, type StoredDelivery } from '../../storage/webhook-deliveries.js';
+import {
+  claimDelivery,
+  dueDeliveries,
+  finishDelivery,
+  type DeliveryOutcome,
+  type StoredDelivery,
+} from '../../storage/webhook-deliveries.js';
 import { findWebhook } from '../../storage/webhooks.js';
 import type { PortalContext } from '../context.js';
 import { signingSecrets } from './secrets.js';
@@ -71,7 +77,12 @@ export async function attemptDelivery(
   const startedAt = formatAtom(started);
   const attempt = delivery.attempts;
   const webhook = await findWebhook(ctx.db, delivery.webhookId);
-  const report = (outcome: AttemptReport['outcome'], status: number | null, durationMs: number, detail: string | null): AttemptReport => ({
+  const report = (
+    outcome: AttemptReport['outcome'],
+    status: number | null,
+    durationMs: number,
+    detail: string | null,
+  ): AttemptReport => ({
     deliveryId: delivery.deliveryId,
     eventId: delivery.eventId,
     attempt,
@@ -104,17 +115,33 @@ export async function attemptDelivery(
   const durationMs = Math.round(performance.now() - clockStart);
   const done =
     result.kind === 'answered'
-      ? report(result.status >= 200 && result.status < 300 ? 'delivered' : 'failed', result.status, durationMs, result.excerpt === '' ? null : result.excerpt)
+      ? report(
+          result.status >= 200 && result.status < 300 ? 'delivered' : 'failed',
+          result.status,
+          durationMs,
+          result.excerpt === '' ? null : result.excerpt,
+        )
       : report(options.signal.aborted ? 'interrupted' : result.kind, null, durationMs, result.reason);
   const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
-    await finishAttempt(trx, delivery.deliveryId, attempt, { outcome: done.outcome, status: done.status, durationMs, detail: done.detail });
+    await finishAttempt(trx, delivery.deliveryId, attempt, {
+      outcome: done.outcome,
+      status: done.status,
+      durationMs,
+      detail: done.detail,
+    });
     await finishDelivery(trx, delivery.deliveryId, leaseToken, nextState(ctx, delivery, done, now, options.retry));
   });
   return done;
 }
 
-function nextState(ctx: PortalContext, delivery: StoredDelivery, done: AttemptReport, now: Date, retry: boolean): DeliveryOutcome {
+function nextState(
+  ctx: PortalContext,
+  delivery: StoredDelivery,
+  done: AttemptReport,
+  now: Date,
+  retry: boolean,
+): DeliveryOutcome {
   const at = formatAtom(now);
   if (done.outcome === 'delivered') return { state: 'delivered', at };
   // Stopping is not the receiver's fault: the next instance (or this one, restarted) tries at once.
@@ -181,7 +208,8 @@ export class WebhookDeliveryWorker {
     const due = await dueDeliveries(this.#ctx.db, formatAtom(this.#ctx.clock.now()), BATCH);
     const firstPerReceiver = new Map<string, string>();
     for (const delivery of due) {
-      if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId)) firstPerReceiver.set(delivery.webhookId, delivery.deliveryId);
+      if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId))
+        firstPerReceiver.set(delivery.webhookId, delivery.deliveryId);
     }
     let started = 0;
     for (const [webhookId, deliveryId] of firstPerReceiver) {
@@ -189,7 +217,10 @@ export class WebhookDeliveryWorker {
       const claimedAt = this.#ctx.clock.now();
       const leaseToken = newLeaseToken();
       const until = formatAtom(new Date(claimedAt.getTime() + leaseMilliseconds(this.#ctx)));
-      const claimed = await claimDelivery(this.#ctx.db, deliveryId, formatAtom(claimedAt), { until, token: leaseToken });
+      const claimed = await claimDelivery(this.#ctx.db, deliveryId, formatAtom(claimedAt), {
+        until,
+        token: leaseToken,
+      });
       // Another instance was quicker: it sends this attempt.
       if (claimed === undefined) continue;
       started++;
@@ -206,7 +237,13 @@ export class WebhookDeliveryWorker {
     try {
       const report = await attemptDelivery(this.#ctx, claimed, leaseToken, { retry: true, signal });
       this.#ctx.logger.info(
-        { delivery: report.deliveryId, event: claimed.eventType, attempt: report.attempt, outcome: report.outcome, status: report.status },
+        {
+          delivery: report.deliveryId,
+          event: claimed.eventType,
+          attempt: report.attempt,
+          outcome: report.outcome,
+          status: report.status,
+        },
         'webhook attempt',
       );
     } catch (error) {

@@ -16,14 +16,22 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
       return { type: event.type, data: { user_id: event.userId } };
     case 'configuration.created':
     case 'configuration.expiring':
-      return { type: event.type, data: { ...configurationData(event.configuration), expires_at: formatAtom(event.expiresAt) } };
+      return {
+        type: event.type,
+        data: { ...configurationData(event.configuration), expires_at: formatAtom(event.expiresAt) },
+      };
     case 'configuration.deleted':
     case 'configuration.expired':
       return { type: event.type, data: configurationData(event.configuration) };
     case 'session.started':
       return {
         type: event.type,
-        data: { ...configurationData(event.configuration), ip_four: event.ipFour, ip_six: event.ipSix, originating_ip: event.originatingIp },
+        data: {
+          ...configurationData(event.configuration),
+          ip_four: event.ipFour,
+          ip_six: event.ipSix,
+          originating_ip: event.originatingIp,
+        },
       };
     case 'session.ended':
       return {
@@ -53,7 +61,11 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
           revocation_id: event.revocation.revocationId,
           user_id: event.revocation.userId,
           connection_ids: [...event.revocation.connectionIds],
-          nodes: event.revocation.nodes.map((node) => ({ node_number: node.nodeNumber, state: node.state, applied_at: node.appliedAt })),
+          nodes: event.revocation.nodes.map((node) => ({
+            node_number: node.nodeNumber,
+            state: node.state,
+            applied_at: node.appliedAt,
+          })),
         },
       };
     // Not sent: bookkeeping, the Admin API's own records, and changes to the subscriptions.
@@ -74,11 +86,18 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
     case 'device.retired':
       return { type: event.type, data: deviceWireFields(event.device) };
     case 'device.enrolled':
-      return { type: event.type, data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration) } };
+      return {
+        type: event.type,
+        data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration) },
+      };
     case 'device.replaced':
       return {
         type: event.type,
-        data: { ...deviceWireFields(event.device), configuration: configurationData(event.configuration), replaced: event.replaced.map(configurationData) },
+        data: {
+          ...deviceWireFields(event.device),
+          configuration: configurationData(event.configuration),
+          replaced: event.replaced.map(configurationData),
+        },
       };
     default:
       // A new event type fails the type check here until it is sent or listed above.

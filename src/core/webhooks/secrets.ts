@@ -15,7 +15,9 @@ export function signingSecrets(ctx: PortalContext, webhook: StoredWebhook, now: 
   const open = (sealed: string): string => {
     const secret = cipher.open(sealed, sealContext(webhook.webhookId));
     if (secret === null) {
-      throw new Error(`the secret of webhook ${webhook.webhookId} cannot be opened: every portal instance needs the same ${ctx.keys.webhookKeyPath}`);
+      throw new Error(
+        `the secret of webhook ${webhook.webhookId} cannot be opened: every portal instance needs the same ${ctx.keys.webhookKeyPath}`,
+      );
     }
     return secret;
   };

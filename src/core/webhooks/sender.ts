@@ -11,7 +11,15 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { WebhookSettings } from '../../config/portal-config.js';
-import { formatIpAddress, isIpAddress, parseIpAddress, parseIpPrefix, prefixContainsAddress, type IpAddress, type IpPrefix } from '../../net/ip-prefix.js';
+import {
+  formatIpAddress,
+  isIpAddress,
+  parseIpAddress,
+  parseIpPrefix,
+  prefixContainsAddress,
+  type IpAddress,
+  type IpPrefix,
+} from '../../net/ip-prefix.js';
 import { embeddedIpv4Addresses, ownSpecialRangeOf } from '../../net/special-addresses.js';
 
 /** The receiver's answer is read up to this many bytes, for the delivery log. */
@@ -43,14 +51,18 @@ export class TargetGuard {
     const parsed = parseIpAddress(address);
     const allowed = (candidate: IpAddress) => this.#allowed.some((prefix) => prefixContainsAddress(prefix, candidate));
     if (allowed(parsed)) return null;
-    const judged = [parsed, ...embeddedIpv4Addresses(parsed)].filter((candidate) => candidate === parsed || !allowed(candidate));
+    const judged = [parsed, ...embeddedIpv4Addresses(parsed)].filter(
+      (candidate) => candidate === parsed || !allowed(candidate),
+    );
     for (const candidate of judged) {
       const range = ownSpecialRangeOf(candidate);
       // "an unspecified", "an IETF", but "a unique local".
       if (range !== null) return `${/^(?:[aeio]|un(?!ique))/i.test(range) ? 'an' : 'a'} ${range} address`;
     }
     const own = ownAddresses(this.#listenHost);
-    return judged.some((candidate) => own.has(formatIpAddress(candidate))) ? "an address of the portal's own host" : null;
+    return judged.some((candidate) => own.has(formatIpAddress(candidate)))
+      ? "an address of the portal's own host"
+      : null;
   }
 }
 
@@ -61,7 +73,12 @@ export interface WebhookRequest {
 }
 
 /** Sends `request` once; never throws. */
-export async function sendWebhook(request: WebhookRequest, guard: TargetGuard, timeoutMs: number, signal: AbortSignal): Promise<SendResult> {
+export async function sendWebhook(
+  request: WebhookRequest,
+  guard: TargetGuard,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<SendResult> {
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
   const why = (error: unknown): string =>
     signal.aborted
@@ -89,13 +106,23 @@ export async function targetRefusal(url: URL, guard: TargetGuard, timeoutMs: num
   return target.kind === 'refused' ? target.reason : null;
 }
 
-type Target = { readonly kind: 'allowed'; readonly pinned: { address: string; family: number } } | Exclude<SendResult, { kind: 'answered' }>;
+type Target =
+  | { readonly kind: 'allowed'; readonly pinned: { address: string; family: number } }
+  | Exclude<SendResult, { kind: 'answered' }>;
 
-async function resolveTarget(url: URL, guard: TargetGuard, deadline: AbortSignal, why: (error: unknown) => string): Promise<Target> {
+async function resolveTarget(
+  url: URL,
+  guard: TargetGuard,
+  deadline: AbortSignal,
+  why: (error: unknown) => string,
+): Promise<Target> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: { address: string; family: number }[];
   try {
-    addresses = isIP(host) === 0 ? await raceAbort(lookup(host, { all: true, verbatim: true }), deadline) : [{ address: host, family: isIP(host) }];
+    addresses =
+      isIP(host) === 0
+        ? await raceAbort(lookup(host, { all: true, verbatim: true }), deadline)
+        : [{ address: host, family: isIP(host) }];
   } catch (error) {
     return { kind: 'failed', reason: `cannot resolve ${host}: ${why(error)}` };
   }
@@ -110,7 +137,11 @@ async function resolveTarget(url: URL, guard: TargetGuard, deadline: AbortSignal
   return pinned === undefined ? { kind: 'failed', reason: `${host} has no address` } : { kind: 'allowed', pinned };
 }
 
-function post(request: WebhookRequest, pinned: { address: string; family: number }, signal: AbortSignal): Promise<SendResult> {
+function post(
+  request: WebhookRequest,
+  pinned: { address: string; family: number },
+  signal: AbortSignal,
+): Promise<SendResult> {
   // The connection goes to the address checked above, whatever the name resolves to by now.
   const pinnedLookup: LookupFunction = (_hostname, options, callback) => {
     if (options.all === true) callback(null, [pinned]);
@@ -127,7 +158,11 @@ function post(request: WebhookRequest, pinned: { address: string; family: number
         agent: false,
         signal,
       },
-      (response) => void readExcerpt(response).then((excerpt) => resolve({ kind: 'answered', status: response.statusCode ?? 0, excerpt }), reject),
+      (response) =>
+        void readExcerpt(response).then(
+          (excerpt) => resolve({ kind: 'answered', status: response.statusCode ?? 0, excerpt }),
+          reject,
+        ),
     );
     outgoing.on('error', reject);
     outgoing.end(request.body);

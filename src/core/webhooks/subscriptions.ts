@@ -18,7 +18,14 @@ import {
   type DeliveryFilter,
   type StoredDelivery,
 } from '../../storage/webhook-deliveries.js';
-import { deleteWebhook, findWebhook, insertWebhook, listWebhooks, replaceWebhookSecret, type StoredWebhook } from '../../storage/webhooks.js';
+import {
+  deleteWebhook,
+  findWebhook,
+  insertWebhook,
+  listWebhooks,
+  replaceWebhookSecret,
+  type StoredWebhook,
+} from '../../storage/webhooks.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import { attemptDelivery, leaseMilliseconds, newLeaseToken, type AttemptReport } from './delivery.js';
@@ -37,13 +44,24 @@ export interface NewSubscription {
 }
 
 /** Adds a subscription; the answer holds its secret, which is never shown again. */
-export async function createWebhookSubscription(ctx: PortalContext, subscription: NewSubscription): Promise<{ webhook: WebhookInfo; secret: string }> {
+export async function createWebhookSubscription(
+  ctx: PortalContext,
+  subscription: NewSubscription,
+): Promise<{ webhook: WebhookInfo; secret: string }> {
   const { url } = subscription;
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new PortalError('invalid-parameter', 'a webhook URL must be http: or https:');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new PortalError('invalid-parameter', 'a webhook URL must be http: or https:');
   if (url.username !== '' || url.password !== '') {
-    throw new PortalError('invalid-parameter', 'a webhook URL must not carry a user name or password: receivers authenticate the portal by the signature');
+    throw new PortalError(
+      'invalid-parameter',
+      'a webhook URL must not carry a user name or password: receivers authenticate the portal by the signature',
+    );
   }
-  const refusal = await targetRefusal(url, new TargetGuard(ctx.config.webhooks, ctx.config.listen.host), ctx.config.webhooks.timeoutMs);
+  const refusal = await targetRefusal(
+    url,
+    new TargetGuard(ctx.config.webhooks, ctx.config.listen.host),
+    ctx.config.webhooks.timeoutMs,
+  );
   if (refusal !== null) throw new PortalError('invalid-parameter', refusal);
   const webhookId = `wh_${randomBytes(12).toString('hex')}`;
   const secret = newWebhookSecret();
@@ -51,7 +69,9 @@ export async function createWebhookSubscription(ctx: PortalContext, subscription
   const stored: StoredWebhook = {
     webhookId,
     url: url.href,
-    eventTypes: subscription.eventTypes.includes(EVERY_EVENT_TYPE) ? [EVERY_EVENT_TYPE] : [...new Set(subscription.eventTypes)],
+    eventTypes: subscription.eventTypes.includes(EVERY_EVENT_TYPE)
+      ? [EVERY_EVENT_TYPE]
+      : [...new Set(subscription.eventTypes)],
     description: subscription.description,
     secret: sealWebhookSecret(ctx, webhookId, secret),
     previousSecret: null,
@@ -91,7 +111,11 @@ export async function rotateWebhookSecret(
   await ctx.events.change(ctx.db, async (trx, announce) => {
     const webhook = await findWebhook(trx, webhookId);
     if (webhook === undefined) throw noSuchWebhook(webhookId);
-    await replaceWebhookSecret(trx, webhookId, { secret: sealWebhookSecret(ctx, webhookId, secret), previousSecret: webhook.secret, previousUntil });
+    await replaceWebhookSecret(trx, webhookId, {
+      secret: sealWebhookSecret(ctx, webhookId, secret),
+      previousSecret: webhook.secret,
+      previousUntil,
+    });
     await announce({ type: 'webhook.secret_rotated', at: now, webhookId });
   });
   return { webhook_id: webhookId, secret, previous_secret_until: previousUntil };
@@ -125,13 +149,20 @@ export async function testWebhookSubscription(ctx: PortalContext, webhookId: str
 }
 
 /** The delivery log's filters (storage's), with the page's cursor and size as the Admin API takes them. */
-export type DeliveryQuery = Omit<DeliveryFilter, 'before' | 'limit'> & { readonly cursor?: string; readonly limit?: number };
+export type DeliveryQuery = Omit<DeliveryFilter, 'before' | 'limit'> & {
+  readonly cursor?: string;
+  readonly limit?: number;
+};
 
 /** One page of the delivery log, newest first, each delivery with its attempts. */
 export async function readWebhookDeliveries(ctx: PortalContext, query: DeliveryQuery): Promise<WebhookDeliveriesPage> {
   const limit = Math.min(Math.max(query.limit ?? DEFAULT_DELIVERY_PAGE, 1), MAX_DELIVERY_PAGE);
   const { cursor, limit: _limit, ...filter } = query;
-  const rows = await deliveryPage(ctx.db, { ...filter, ...(cursor === undefined ? {} : { before: cursor }), limit: limit + 1 });
+  const rows = await deliveryPage(ctx.db, {
+    ...filter,
+    ...(cursor === undefined ? {} : { before: cursor }),
+    limit: limit + 1,
+  });
   const page = rows.slice(0, limit);
   const attempts = await attemptsOf(
     ctx.db,

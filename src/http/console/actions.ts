@@ -32,7 +32,11 @@ interface Action {
   describe(request: ConsoleRequest, values: Readonly<Record<string, string>>): Promise<string>;
   /** Where to go once done (a page with a note), unless `result` shows the answer itself. */
   readonly after?: (values: Readonly<Record<string, string>>) => string;
-  readonly result?: (request: ConsoleRequest, values: Readonly<Record<string, string>>, answer: Awaited<ReturnType<typeof callRoute>>) => Promise<PageResult>;
+  readonly result?: (
+    request: ConsoleRequest,
+    values: Readonly<Record<string, string>>,
+    answer: Awaited<ReturnType<typeof callRoute>>,
+  ) => Promise<PageResult>;
 }
 
 /** What a user's configurations are, which of them are connected now (the nodes' live answer) and the open sessions the log knows (with their node). */
@@ -41,16 +45,35 @@ async function reachOf(
   userId: string,
 ): Promise<{ configurations: UserConfiguration[]; online: ConnectionInfo[]; open: ConnectionLogEntry[] }> {
   const { ctx, frame } = request;
-  const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(ctx, frame.caller, request.request, userConfigurationListRoute, {
-    user_id: userId,
-  });
-  const live = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, frame.caller, request.request, connectionListRoute);
-  const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, frame.caller, request.request, connectionLogRoute, {
-    user_id: userId,
-    open: 'yes',
-    limit: '1000',
-  });
-  const online = Object.values(live.connection_list).flatMap((entries) => entries.filter((entry) => entry.user_id === userId));
+  const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(
+    ctx,
+    frame.caller,
+    request.request,
+    userConfigurationListRoute,
+    {
+      user_id: userId,
+    },
+  );
+  const live = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(
+    ctx,
+    frame.caller,
+    request.request,
+    connectionListRoute,
+  );
+  const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(
+    ctx,
+    frame.caller,
+    request.request,
+    connectionLogRoute,
+    {
+      user_id: userId,
+      open: 'yes',
+      limit: '1000',
+    },
+  );
+  const online = Object.values(live.connection_list).flatMap((entries) =>
+    entries.filter((entry) => entry.user_id === userId),
+  );
   return { configurations: list.user_configuration_list, online, open: log.connection_log };
 }
 
@@ -124,7 +147,9 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       const text = typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8');
       const type = answer.headers['content-type'] ?? 'text/plain';
       const disposition = /filename="([^"]+)"/.exec(answer.headers['content-disposition'] ?? '')?.[1];
-      const fileName = disposition ?? `${user_id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40) || 'vpn'}${type.includes('openvpn') ? '.ovpn' : '.conf'}`;
+      const fileName =
+        disposition ??
+        `${user_id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40) || 'vpn'}${type.includes('openvpn') ? '.ovpn' : '.conf'}`;
       const qr = await qrCode(text);
       const download = `data:${type.split(';')[0] ?? 'text/plain'};base64,${Buffer.from(text).toString('base64')}`;
       return {
@@ -145,8 +170,12 @@ ${qr}
     },
     async result(request, { user_id = '' }, answer) {
       const token = jsonOf(answer) as { enrollment_token: string; token_id: string; expires_at: string; uses: number };
-      const enrollUrl = new URL(ENROLL_PATH, request.ctx.config.baseUrl.href.endsWith('/') ? request.ctx.config.baseUrl : `${request.ctx.config.baseUrl.href}/`)
-        .href;
+      const enrollUrl = new URL(
+        ENROLL_PATH,
+        request.ctx.config.baseUrl.href.endsWith('/')
+          ? request.ctx.config.baseUrl
+          : `${request.ctx.config.baseUrl.href}/`,
+      ).href;
       return {
         title: `Enrollment token for ${user_id}`,
         body: html`<p class="notice" role="status">Made. The token is shown this once; the portal keeps only a keyed hash of it.</p>
@@ -189,9 +218,11 @@ ${await qrCode(token.enrollment_token)}
     fields: ['name'],
     async describe(request, { name = '' }) {
       const { ctx, frame } = request;
-      const keys = (await readJson<{ admin_keys: AdminKeyInfo[] }>(ctx, frame.caller, request.request, adminKeysRoute)).admin_keys;
+      const keys = (await readJson<{ admin_keys: AdminKeyInfo[] }>(ctx, frame.caller, request.request, adminKeysRoute))
+        .admin_keys;
       const live = keys.filter((key) => key.name === name && (key.state === 'active' || key.state === 'rotated'));
-      const yourself = frame.caller.keyName === name ? ' This is the key you signed in with: your session ends too.' : '';
+      const yourself =
+        frame.caller.keyName === name ? ' This is the key you signed in with: your session ends too.' : '';
       return `Revoke the admin key "${name}": ${plural(live.length, 'key', 'keys')} of that name stop working at once, on every portal instance, and console sessions signed in with them end. This cannot be undone.${yourself}`;
     },
     after: () => 'keys',
@@ -232,7 +263,8 @@ const confirmPage: ConsolePage = async (request) => {
   try {
     sentence = await action.describe(request, values);
   } catch (error) {
-    if (error instanceof ConsoleRefusal) return { title: 'Confirm', body: problem(error.status, error.message), status: error.status };
+    if (error instanceof ConsoleRefusal)
+      return { title: 'Confirm', body: problem(error.status, error.message), status: error.status };
     throw error;
   }
   const { base } = request.frame;
@@ -249,7 +281,9 @@ const confirmPage: ConsolePage = async (request) => {
 /** Where Cancel leads: the page the change was started from. */
 function cancelPath(name: string, values: Readonly<Record<string, string>>): string {
   if (name.endsWith('_admin_key')) return 'keys';
-  return values['user_id'] === undefined ? '' : `user?${new URLSearchParams({ user_id: values['user_id'] }).toString()}`;
+  return values['user_id'] === undefined
+    ? ''
+    : `user?${new URLSearchParams({ user_id: values['user_id'] }).toString()}`;
 }
 
 /** POST do: makes the change (the guard checked the session and its CSRF token). */
@@ -259,11 +293,14 @@ const doAction: ConsolePage = async (request) => {
   const [, action] = found;
   const values = valuesOf(action, request.query);
   try {
-    const answer = await callRoute(request.ctx, request.frame.caller, request.request, action.route, values, { headers: { accept: '*/*' } });
+    const answer = await callRoute(request.ctx, request.frame.caller, request.request, action.route, values, {
+      headers: { accept: '*/*' },
+    });
     if (action.result !== undefined) return await action.result(request, values, answer);
     return { redirect: action.after?.(values) ?? '' };
   } catch (error) {
-    if (error instanceof ConsoleRefusal) return { title: 'Not done', body: problem(error.status, error.message), status: error.status };
+    if (error instanceof ConsoleRefusal)
+      return { title: 'Not done', body: problem(error.status, error.message), status: error.status };
     throw error;
   }
 };

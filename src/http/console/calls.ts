@@ -48,7 +48,12 @@ export async function callRoute<S extends ParamsSchema>(
     if (refusal === null) throw error;
     // As the API's onSend hook does: refusals and failed changes are in the audit log.
     if (refusal.status === 401 || refusal.status === 403 || route.method === 'POST') {
-      const audited = call ?? { caller, name: route.path.slice(1), parameters: {}, successStatus: route.success.status };
+      const audited = call ?? {
+        caller,
+        name: route.path.slice(1),
+        parameters: {},
+        successStatus: route.success.status,
+      };
       await recordAdminCall(ctx, audited, refusal.status, refusal.message).catch((auditError: unknown) =>
         request.log.error({ err: auditError }, 'could not record a console call in the audit log'),
       );
@@ -73,7 +78,11 @@ export function jsonOf(response: RouteResponse): unknown {
   if ('json' in response) return response.json;
   if ('jsonText' in response) return JSON.parse(response.jsonText);
   if ('jsonParts' in response) {
-    return JSON.parse(Buffer.concat(response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part)))).toString('utf8'));
+    return JSON.parse(
+      Buffer.concat(
+        response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))),
+      ).toString('utf8'),
+    );
   }
   return null;
 }
@@ -87,5 +96,7 @@ function refusalOf(error: unknown): ConsoleRefusal | null {
 /** The request as the route sees it, with some headers replaced. */
 function withHeaders(request: FastifyRequest, headers: Readonly<Record<string, string>>): FastifyRequest {
   const merged = { ...request.headers, ...headers };
-  return new Proxy(request, { get: (target, property) => (property === 'headers' ? merged : Reflect.get(target, property, target)) });
+  return new Proxy(request, {
+    get: (target, property) => (property === 'headers' ? merged : Reflect.get(target, property, target)),
+  });
 }

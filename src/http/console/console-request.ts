@@ -15,5 +15,7 @@ export interface ConsoleRequest {
   readonly query: Readonly<Record<string, string>>;
 }
 
-export type PageResult = { readonly title: string; readonly body: Html; readonly status?: number } | { readonly redirect: string };
+export type PageResult =
+  | { readonly title: string; readonly body: Html; readonly status?: number }
+  | { readonly redirect: string };
 export type ConsolePage = (request: ConsoleRequest) => Promise<PageResult>;

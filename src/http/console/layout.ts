@@ -26,9 +26,9 @@ export function page(frame: PageFrame | null, title: string, body: Html, base: s
   const nav =
     frame === null
       ? html``
-      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter((section) => frame.caller.scope !== null && scopeAllows(frame.caller.scope, section.scope)).map(
-          (section) => html`<li><a href="${base}${section.path}">${section.label}</a></li>`,
-        )}</ul>
+      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter(
+          (section) => frame.caller.scope !== null && scopeAllows(frame.caller.scope, section.scope),
+        ).map((section) => html`<li><a href="${base}${section.path}">${section.label}</a></li>`)}</ul>
         <form method="post" action="${base}sign-out" class="sign-out">${csrfField(frame)}<span class="who">${frame.caller.keyName ?? ''} · ${frame.caller.scope ?? ''}${
           frame.caller.profiles === null ? '' : ` · ${frame.caller.profiles.join(', ')}`
         }</span> <button type="submit">Sign out</button></form></nav>`;

@@ -3,7 +3,12 @@
 // ../console-oidc.ts, the session core/console's. Both paths are open before sign-in (the
 // console's guard still applies `adminApi.allowList` to them).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { refuseOidcSignIn, signInWithOidc, type ConsoleSession, type ConsoleSessionTimes } from '../../core/console/index.js';
+import {
+  refuseOidcSignIn,
+  signInWithOidc,
+  type ConsoleSession,
+  type ConsoleSessionTimes,
+} from '../../core/console/index.js';
 import type { PortalContext } from '../../core/context.js';
 import { OIDC_FLOW_LIFETIME_MS, type ConsoleOidc } from '../console-oidc.js';
 import { html } from './html.js';

@@ -66,7 +66,11 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
     'Nodes and their state',
     ['Node', 'State', 'Last reconcile'],
     [...ctx.config.nodes.values()].map((node) => {
-      const state = ctx.nodes.isDown(node.nodeNumber) ? 'down' : ctx.nodes.isInMaintenance(node.nodeNumber) ? 'maintenance' : 'up';
+      const state = ctx.nodes.isDown(node.nodeNumber)
+        ? 'down'
+        : ctx.nodes.isInMaintenance(node.nodeNumber)
+          ? 'maintenance'
+          : 'up';
       const last = lastReconcile(ctx, node.nodeNumber);
       return html`<tr><td>${node.nodeNumber} (${node.nodeUrl})</td><td><span class="state ${state}">${state}</span></td><td>${last ?? 'not yet (on this instance)'}</td></tr>`;
     }),
@@ -86,7 +90,8 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
       .flatMap((profile) =>
         profile.nodes.flatMap((node) => {
           if (node.wireGuard === null) return [];
-          const count = used.find((row) => row.profileId === profile.profileId && row.nodeNumber === node.nodeNumber)?.count ?? 0;
+          const count =
+            used.find((row) => row.profileId === profile.profileId && row.nodeNumber === node.nodeNumber)?.count ?? 0;
           const size = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
           return [html`<tr><td>${profile.profileId}</td><td>${node.nodeNumber}</td><td>${count} of ${size}</td></tr>`];
         }),
@@ -94,8 +99,15 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
     return table('WireGuard addresses in use', ['Profile', 'Node', 'Used'], rows, 'No WireGuard pools.');
   });
   const online = await section(async () => {
-    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, caller, request, connectionListRoute);
-    const rows = Object.entries(list.connection_list).map(([profile, connections]) => html`<tr><td>${profile}</td><td>${connections.length}</td></tr>`);
+    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(
+      ctx,
+      caller,
+      request,
+      connectionListRoute,
+    );
+    const rows = Object.entries(list.connection_list).map(
+      ([profile, connections]) => html`<tr><td>${profile}</td><td>${connections.length}</td></tr>`,
+    );
     return table('Sessions open now', ['Profile', 'Sessions'], rows, 'No profiles.');
   });
   const today = new Date(ctx.clock.now().toISOString().slice(0, 10)).toISOString();
@@ -113,7 +125,10 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
           for (const entry of audit.audit_log) {
             if (entry.status >= 300) continue;
             if (entry.call === 'create') created += entry.connection_ids.length;
-            else revoked += ['delete_connection', 'destroy', 'disable_user'].includes(entry.call) ? entry.connection_ids.length : 0;
+            else
+              revoked += ['delete_connection', 'destroy', 'disable_user'].includes(entry.call)
+                ? entry.connection_ids.length
+                : 0;
           }
           cursor = audit.next_cursor;
         } while (cursor !== null);
@@ -122,9 +137,18 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
     : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin.</p>`;
   const chart = await section(async () => {
     const since = new Date(ctx.clock.now().getTime() - 30 * DAY_MS).toISOString().slice(0, 10);
-    const stats = await readJson<{ stats: Record<string, z.infer<typeof dailyStatsSchema>[]> }>(ctx, caller, request, statsRoute, { since });
+    const stats = await readJson<{ stats: Record<string, z.infer<typeof dailyStatsSchema>[]> }>(
+      ctx,
+      caller,
+      request,
+      statsRoute,
+      { since },
+    );
     const rows = Object.entries(stats.stats).flatMap(([profile, days]) =>
-      days.map((day) => html`<tr><td>${day.date}</td><td>${profile}</td><td>${day.unique_user_count}</td><td>${day.max_connection_count}</td></tr>`),
+      days.map(
+        (day) =>
+          html`<tr><td>${day.date}</td><td>${profile}</td><td>${day.unique_user_count}</td><td>${day.max_connection_count}</td></tr>`,
+      ),
     );
     return html`${jsonIsland('usage-data', stats.stats)}<div class="chart"><canvas id="usage-chart" role="img" aria-label="Daily unique users and peak sessions per profile, last 30 days"></canvas></div>
 <details><summary>The figures as a table</summary>${table('Daily use, last 30 days', ['Day', 'Profile', 'Unique users', 'Peak sessions'], rows, 'No statistics yet: a day is counted once it is over.')}</details>`;
@@ -146,9 +170,19 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   const after = query['after'] ?? '';
   const body = await section(async () => {
     // The portal pages by prefix (GET /users?prefix&limit&cursor): the console never reads every user.
-    const params = { limit: String(USERS_PAGE), ...(prefix === '' ? {} : { prefix }), ...(after === '' ? {} : { cursor: after }) };
+    const params = {
+      limit: String(USERS_PAGE),
+      ...(prefix === '' ? {} : { prefix }),
+      ...(after === '' ? {} : { cursor: after }),
+    };
     const page = onlyDisabled
-      ? await readJson<{ disabled_users: string[]; next_cursor: string | null }>(ctx, frame.caller, request, disabledUsersRoute, params)
+      ? await readJson<{ disabled_users: string[]; next_cursor: string | null }>(
+          ctx,
+          frame.caller,
+          request,
+          disabledUsersRoute,
+          params,
+        )
       : await readJson<{ users: string[]; next_cursor: string | null }>(ctx, frame.caller, request, usersRoute, params);
     const shown = 'users' in page ? page.users : page.disabled_users;
     const rows = shown.map((userId) => html`<tr><td>${userLink(base, userId)}</td></tr>`);
@@ -173,7 +207,10 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const userId = query['user_id'] ?? '';
   const disabled = await section(async () => {
     // The ids are sorted, so the user, when disabled, is the first that starts with its own id.
-    const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute, { prefix: userId, limit: '1' });
+    const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute, {
+      prefix: userId,
+      limit: '1',
+    });
     const isDisabled = list.disabled_users[0] === userId;
     const actions = html`${
       may(frame, 'write')
@@ -185,7 +222,13 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
     return html`<p>State: <strong>${isDisabled ? 'disabled' : 'enabled'}</strong></p><p class="actions">${actions}</p>`;
   });
   const configurations = await section(async () => {
-    const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(ctx, caller, request, userConfigurationListRoute, { user_id: userId });
+    const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(
+      ctx,
+      caller,
+      request,
+      userConfigurationListRoute,
+      { user_id: userId },
+    );
     return table(
       'Configurations',
       ['Name', 'Profile', 'Protocol', 'Expires', 'Connection id', ''],
@@ -193,7 +236,12 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
         (configuration) =>
           html`<tr><td>${configuration.display_name}</td><td>${configuration.profile_id}</td><td>${configuration.vpn_proto}</td><td>${configuration.expires_at}</td><td class="id">${configuration.connection_id}</td><td>${
             may(frame, 'write')
-              ? link(base, 'confirm', { action: 'delete_connection', user_id: userId, connection_id: configuration.connection_id }, 'Delete…')
+              ? link(
+                  base,
+                  'confirm',
+                  { action: 'delete_connection', user_id: userId, connection_id: configuration.connection_id },
+                  'Delete…',
+                )
               : ''
           }</td></tr>`,
       ),
@@ -213,7 +261,10 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
     );
   });
   const sessions = await section(async () => {
-    const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, caller, request, connectionLogRoute, { user_id: userId, limit: '20' });
+    const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, caller, request, connectionLogRoute, {
+      user_id: userId,
+      limit: '20',
+    });
     return logTable(base, log.connection_log);
   });
   const issue = may(frame, 'write') ? await issueForms(r, userId) : html``;
@@ -231,9 +282,14 @@ async function issueForms(r: ConsoleRequest, userId: string): Promise<Html> {
   const { ctx, frame, request } = r;
   const { base } = frame;
   return section(async () => {
-    const profiles = (await readJson<{ profiles: ProfileListing[] }>(ctx, frame.caller, request, profilesRoute)).profiles;
-    const options = profiles.map((profile) => html`<option value="${profile.profile_id}">${profile.display_name} (${profile.profile_id})</option>`);
-    const expiries = ctx.config.supportedSessionExpiry.map((expiry) => html`<option value="${expiry}">${expiry}</option>`);
+    const profiles = (await readJson<{ profiles: ProfileListing[] }>(ctx, frame.caller, request, profilesRoute))
+      .profiles;
+    const options = profiles.map(
+      (profile) => html`<option value="${profile.profile_id}">${profile.display_name} (${profile.profile_id})</option>`,
+    );
+    const expiries = ctx.config.supportedSessionExpiry.map(
+      (expiry) => html`<option value="${expiry}">${expiry}</option>`,
+    );
     return html`<section aria-labelledby="issue"><h2 id="issue">Issue a configuration</h2>
 <form method="get" action="${base}confirm" class="stack">
 <input type="hidden" name="action" value="create"><input type="hidden" name="user_id" value="${userId}">
@@ -266,7 +322,12 @@ function logTable(base: string, entries: readonly ConnectionLogEntry[]): Html {
 async function connections(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
   const body = await section(async () => {
-    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(ctx, frame.caller, request, connectionListRoute);
+    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(
+      ctx,
+      frame.caller,
+      request,
+      connectionListRoute,
+    );
     return html`${Object.entries(list.connection_list).map(
       ([profile, entries]) =>
         html`<section><h2>${profile}</h2>${table(
@@ -292,10 +353,16 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
     if (value !== undefined && value !== '') filters[name] = value;
   }
   const body = await section(async () => {
-    const log = await readJson<{ connection_log: ConnectionLogEntry[]; next_cursor: string | null }>(ctx, frame.caller, request, connectionLogRoute, {
-      ...filters,
-      limit: '100',
-    });
+    const log = await readJson<{ connection_log: ConnectionLogEntry[]; next_cursor: string | null }>(
+      ctx,
+      frame.caller,
+      request,
+      connectionLogRoute,
+      {
+        ...filters,
+        limit: '100',
+      },
+    );
     return html`${logTable(base, log.connection_log)}${log.next_cursor === null ? '' : html`<p>${link(base, 'log', { ...filters, cursor: log.next_cursor }, 'Next page')}</p>`}`;
   });
   const field = (name: string, label: string, hint: string) =>
@@ -383,7 +450,12 @@ async function webhooks(r: ConsoleRequest): Promise<PageResult> {
 async function tokens(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
   const body = await section(async () => {
-    const list = await readJson<{ enrollment_tokens: EnrollmentTokenInfo[] }>(ctx, frame.caller, request, enrollmentTokensRoute);
+    const list = await readJson<{ enrollment_tokens: EnrollmentTokenInfo[] }>(
+      ctx,
+      frame.caller,
+      request,
+      enrollmentTokensRoute,
+    );
     return table(
       'Enrollment tokens, newest first',
       ['Token', 'User', 'Profile', 'State', 'Uses left', 'Until', 'Made by', ''],
@@ -412,7 +484,9 @@ async function adminKeys(r: ConsoleRequest): Promise<PageResult> {
       list.admin_keys.map(
         (key) =>
           html`<tr><td>${key.name}</td><td>${key.scope}</td><td>${key.profiles?.join(', ') ?? 'all'}</td><td>${key.allow_list?.join(', ') ?? 'anywhere allowed'}</td><td>${key.created_at}</td><td>${key.expires_at ?? 'never'}</td><td>${key.last_used_at === null ? 'never' : `${key.last_used_at} from ${key.last_used_address ?? '?'}`}</td><td>${key.state}</td><td>${
-            key.state === 'active' ? link(base, 'confirm', { action: 'revoke_admin_key', name: key.name }, `Revoke ${key.name}…`) : ''
+            key.state === 'active'
+              ? link(base, 'confirm', { action: 'revoke_admin_key', name: key.name }, `Revoke ${key.name}…`)
+              : ''
           }</td></tr>`,
       ),
       'No admin keys.',

@@ -12,7 +12,14 @@ import cookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { checkSession, signIn, signOut, type ActiveConsoleSession, type ConsoleSession, type ConsoleSessionTimes } from '../../core/console/index.js';
+import {
+  checkSession,
+  signIn,
+  signOut,
+  type ActiveConsoleSession,
+  type ConsoleSession,
+  type ConsoleSessionTimes,
+} from '../../core/console/index.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import { AddressAllowList } from '../address-allow-list.js';
 import { ConsoleOidc } from '../console-oidc.js';
@@ -54,7 +61,8 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     addressAllowed: (list, address) => new AddressAllowList(list).allows(address),
   };
   const sessions = new WeakMap<FastifyRequest, ActiveConsoleSession>();
-  const oidc = ctx.config.adminConsole.oidc === null ? null : new ConsoleOidc(ctx.config.adminConsole.oidc, ctx.keys, ctx.clock);
+  const oidc =
+    ctx.config.adminConsole.oidc === null ? null : new ConsoleOidc(ctx.config.adminConsole.oidc, ctx.keys, ctx.clock);
   const openPaths = new Set(oidc === null ? [] : oidcPaths(base));
   const signInButton = oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel };
   // Asked once now so a wrong issuer shows in the log at start; sign-in asks again if this failed.
@@ -78,7 +86,16 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     });
     if (!allowList.allows(request.ip)) {
       request.log.warn({ ip: request.ip }, 'admin console request from an address outside adminApi.allowList');
-      await sendPage(reply, 403, page(null, 'Not allowed', problem(403, 'Your address may not use the admin console (adminApi.allowList).'), base));
+      await sendPage(
+        reply,
+        403,
+        page(
+          null,
+          'Not allowed',
+          problem(403, 'Your address may not use the admin console (adminApi.allowList).'),
+          base,
+        ),
+      );
       return;
     }
     const route = request.routeOptions.url ?? '';
@@ -88,7 +105,12 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       await sendPage(
         reply,
         403,
-        page(null, 'Not allowed', problem(403, 'A change must be made from a page of the console (cross-site request refused).'), base),
+        page(
+          null,
+          'Not allowed',
+          problem(403, 'A change must be made from a page of the console (cross-site request refused).'),
+          base,
+        ),
       );
       return;
     }
@@ -110,12 +132,23 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       await sendPage(
         reply,
         403,
-        page(null, 'Not allowed', problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'), base),
+        page(
+          null,
+          'Not allowed',
+          problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'),
+          base,
+        ),
       );
     }
   });
 
-  await app.register(fastifyStatic, { root: ASSETS, prefix: `${base}assets/`, decorateReply: false, index: false, cacheControl: false });
+  await app.register(fastifyStatic, {
+    root: ASSETS,
+    prefix: `${base}assets/`,
+    decorateReply: false,
+    index: false,
+    cacheControl: false,
+  });
   await app.register(fastifyStatic, {
     root: CHART_JS,
     prefix: `${base}assets/chart/`,
@@ -129,7 +162,8 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
   app.get(base.slice(0, -1), async (_request, reply) => reply.redirect(base, 301));
   app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null, signInButton)));
   app.post(`${base}sign-in`, async (request, reply) => {
-    if (!sameOrigin(request)) return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
+    if (!sameOrigin(request))
+      return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
     const presented = (request.body as Record<string, unknown> | undefined)?.['credential'];
     const result = await signIn(ctx, typeof presented === 'string' ? presented : '', request.ip, times);
     if (!result.ok) return sendPage(reply, 401, signInPage(base, result.reason, signInButton));
@@ -166,9 +200,10 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     const session = sessions.get(request);
     if (session === undefined) throw new Error('console request without a session');
     const query = Object.fromEntries(
-      Object.entries({ ...(request.query as Record<string, unknown>), ...((request.body as Record<string, unknown> | undefined) ?? {}) }).filter(
-        (entry): entry is [string, string] => typeof entry[1] === 'string',
-      ),
+      Object.entries({
+        ...(request.query as Record<string, unknown>),
+        ...((request.body as Record<string, unknown> | undefined) ?? {}),
+      }).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
     );
     return { ctx, request, session, query, frame: { base, caller: session.caller, csrfToken: session.csrfToken } };
   };
@@ -203,7 +238,11 @@ function sameOrigin(request: FastifyRequest): boolean {
 }
 
 /** The sign-in form, and the single sign-on button when `adminConsole.oidc` is set. */
-function signInPage(base: string, why: string | null, sso: { readonly href: string; readonly label: string } | null): string {
+function signInPage(
+  base: string,
+  why: string | null,
+  sso: { readonly href: string; readonly label: string } | null,
+): string {
   return page(
     null,
     'Sign in',

@@ -7,9 +7,18 @@ import { disconnectForm } from '../../protocol/node-api.js';
 import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';
 
-export async function disconnectHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function disconnectHandler(
+  ctx: PortalContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const nodeNumber = authenticatedNode(ctx, request);
   const form = readForm(disconnectForm, request.body);
-  await recordOpenVpnDisconnect(ctx, { nodeNumber, commonName: form.common_name, bytesIn: Number(form.bytes_in), bytesOut: Number(form.bytes_out) });
+  await recordOpenVpnDisconnect(ctx, {
+    nodeNumber,
+    commonName: form.common_name,
+    bytesIn: Number(form.bytes_in),
+    bytesOut: Number(form.bytes_out),
+  });
   await reply.type('text/plain').send('OK');
 }

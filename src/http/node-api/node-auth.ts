@@ -8,7 +8,8 @@ import { HttpError } from '../http-error.js';
 export function authenticatedNode(ctx: PortalContext, request: FastifyRequest): NodeNumber {
   const header = request.headers['x-node-number'];
   const authorization = request.headers.authorization;
-  if (typeof header !== 'string' || !/^(0|[1-9]\d{0,5})$/.test(header)) throw new HttpError(400, 'missing or invalid "X-Node-Number" header');
+  if (typeof header !== 'string' || !/^(0|[1-9]\d{0,5})$/.test(header))
+    throw new HttpError(400, 'missing or invalid "X-Node-Number" header');
   const nodeNumber = asNodeNumber(Number(header));
   const token = typeof authorization === 'string' && authorization.startsWith('Bearer ') ? authorization.slice(7) : '';
   if (!ctx.keys.nodeKeyMatches(nodeNumber, token)) {

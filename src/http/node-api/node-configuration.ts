@@ -10,7 +10,11 @@ import { serverConfigForm, type ServerConfigAnswer } from '../../protocol/node-a
 import { readForm } from '../params.js';
 import { authenticatedNode } from './node-auth.js';
 
-export async function serverConfigHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function serverConfigHandler(
+  ctx: PortalContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const nodeNumber = authenticatedNode(ctx, request);
   const form = readForm(serverConfigForm, request.body);
   const requested = form.profile_id_list;
@@ -23,7 +27,14 @@ export async function serverConfigHandler(ctx: PortalContext, request: FastifyRe
   });
   const answer: ServerConfigAnswer = {
     wireguard: wireGuardNodeSettings(ctx, nodeNumber, profileFilter),
-    openvpn: openvpn.map(({ name, profileId, processNumber, proto, port, content }) => ({ name, profileId, processNumber, proto, port, content })),
+    openvpn: openvpn.map(({ name, profileId, processNumber, proto, port, content }) => ({
+      name,
+      profileId,
+      processNumber,
+      proto,
+      port,
+      content,
+    })),
   };
   await reply.type('application/json').send(JSON.stringify(answer));
   // An agent asks at start and after wireguard-go restarted: it may hold no peers now.

@@ -15,7 +15,8 @@ export const createRoute = defineRoute({
   success: {
     status: 200,
     doc: {
-      description: 'The configuration file, in the format chosen by the Accept header; the Apple profile comes with `Content-Disposition: attachment`',
+      description:
+        'The configuration file, in the format chosen by the Accept header; the Apple profile comes with `Content-Disposition: attachment`',
       contentTypes: Object.values(MIME_TYPES),
     },
   },
@@ -32,7 +33,9 @@ export const createRoute = defineRoute({
       ...deviceRequest(params),
       ...(params.on_demand === undefined ? {} : { onDemand: params.on_demand }),
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
-      ...(keepAnswer === undefined ? {} : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),
+      ...(keepAnswer === undefined
+        ? {}
+        : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),
     });
     return configurationAnswer(issued);
   },
@@ -47,7 +50,9 @@ export function configurationAnswer(issued: IssuedConfiguration): Extract<RouteR
       'content-type': issued.contentType,
       expires: formatHttpDate(issued.expiresAt),
       // The name is already restricted to [A-Za-z0-9._-], so it needs no quoting rules.
-      ...(issued.downloadFileName === null ? {} : { 'content-disposition': `attachment; filename="${issued.downloadFileName}"` }),
+      ...(issued.downloadFileName === null
+        ? {}
+        : { 'content-disposition': `attachment; filename="${issued.downloadFileName}"` }),
     },
   };
 }

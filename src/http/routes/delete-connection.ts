@@ -10,7 +10,10 @@ export const deleteConnectionRoute = defineRoute({
   source: 'post',
   success: {
     status: 204,
-    doc: { description: 'Deleted (also when the user has no such configuration); when one was, the `VPN-Portal-Revocation` header names the receipt' },
+    doc: {
+      description:
+        'Deleted (also when the user has no such configuration); when one was, the `VPN-Portal-Revocation` header names the receipt',
+    },
   },
   async handle(ctx, { user_id, connection_id }) {
     const revocationId = await deleteConnection(ctx, user_id, connection_id);

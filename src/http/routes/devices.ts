@@ -1,8 +1,22 @@
 // The device calls (ours, issue 23): POST /register_device, GET /devices, GET /device,
 // POST /retire_device (src/core/devices/devices.ts), and the parameters by which `create` and
 // `enrollment_token` name the device a configuration is for.
-import { deviceWireFields, getDevice, listDevices, registerDevice, retireDevice, type DeviceRecord, type DeviceReference } from '../../core/devices/index.js';
-import { ADMIN_API_CALLS, REVOCATION_HEADER, deviceAnswer, devicesAnswer, type DeviceInfo } from '../../protocol/admin-api.js';
+import {
+  deviceWireFields,
+  getDevice,
+  listDevices,
+  registerDevice,
+  retireDevice,
+  type DeviceRecord,
+  type DeviceReference,
+} from '../../core/devices/index.js';
+import {
+  ADMIN_API_CALLS,
+  REVOCATION_HEADER,
+  deviceAnswer,
+  devicesAnswer,
+  type DeviceInfo,
+} from '../../protocol/admin-api.js';
 import type { Platform } from '../../shared/platforms.js';
 import type { DeviceId } from '../../shared/ids.js';
 import { defineRoute } from '../admin-route.js';
@@ -30,7 +44,10 @@ export function deviceRequest(params: {
   readonly platform?: Platform | undefined;
 }): { readonly device?: DeviceReference; readonly platform?: Platform } {
   const device = deviceReferenceOf(params);
-  return { ...(device === undefined ? {} : { device }), ...(params.platform === undefined ? {} : { platform: params.platform }) };
+  return {
+    ...(device === undefined ? {} : { device }),
+    ...(params.platform === undefined ? {} : { platform: params.platform }),
+  };
 }
 
 export const registerDeviceRoute = defineRoute({
@@ -38,7 +55,13 @@ export const registerDeviceRoute = defineRoute({
   summary: 'Register a managed device of a user (the user is made when missing), by its serial number or MDM id',
   since: 'extension',
   source: 'post',
-  success: { status: 200, doc: { description: 'The device (the one already registered, when the same registration is sent again)', schema: deviceAnswer } },
+  success: {
+    status: 200,
+    doc: {
+      description: 'The device (the one already registered, when the same registration is sent again)',
+      schema: deviceAnswer,
+    },
+  },
   async handle(ctx, params) {
     const device = await registerDevice(ctx, {
       userId: params.user_id,
@@ -87,7 +110,8 @@ export const deviceRoute = defineRoute({
 
 export const retireDeviceRoute = defineRoute({
   ...ADMIN_API_CALLS.retireDevice,
-  summary: 'Retire a device for good: every configuration of it leaves the database and the nodes, its enrollment tokens are revoked',
+  summary:
+    'Retire a device for good: every configuration of it leaves the database and the nodes, its enrollment tokens are revoked',
   since: 'extension',
   source: 'post',
   success: {
@@ -101,7 +125,9 @@ export const retireDeviceRoute = defineRoute({
   async handle(ctx, params) {
     const { device, revocationId } = await retireDevice(ctx, params.device_id);
     const json = { device: deviceJson(device) };
-    return revocationId === null ? { status: 200, json } : { status: 200, json, headers: { [REVOCATION_HEADER]: revocationId } };
+    return revocationId === null
+      ? { status: 200, json }
+      : { status: 200, json, headers: { [REVOCATION_HEADER]: revocationId } };
   },
 });
 

@@ -11,10 +11,14 @@ const DEFAULT_VALID_FOR = 'PT1H';
 
 export const enrollmentTokenRoute = defineRoute({
   ...ADMIN_API_CALLS.enrollmentToken,
-  summary: 'Make a token a device redeems at {base_url}enroll with its own key, for a configuration of this user and profile',
+  summary:
+    'Make a token a device redeems at {base_url}enroll with its own key, for a configuration of this user and profile',
   since: 'extension',
   source: 'post',
-  success: { status: 200, doc: { description: 'The token (shown once), its end and its uses', schema: enrollmentTokenAnswer } },
+  success: {
+    status: 200,
+    doc: { description: 'The token (shown once), its end and its uses', schema: enrollmentTokenAnswer },
+  },
   async handle(ctx, params) {
     const { stored, token } = await createEnrollmentToken(ctx, {
       userId: params.user_id,
@@ -25,6 +29,9 @@ export const enrollmentTokenRoute = defineRoute({
       validFor: params.valid_for ?? DEFAULT_VALID_FOR,
       ...deviceRequest(params),
     });
-    return { status: 200, json: { enrollment_token: token, token_id: stored.tokenId, expires_at: stored.expiresAt, uses: stored.uses } };
+    return {
+      status: 200,
+      json: { enrollment_token: token, token_id: stored.tokenId, expires_at: stored.expiresAt, uses: stored.uses },
+    };
   },
 });

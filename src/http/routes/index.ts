@@ -21,7 +21,14 @@ import { revocationRoute, revocationsRoute } from './revocations.js';
 import { statsRoute } from './stats.js';
 import { userConfigurationListRoute } from './user-configuration-list.js';
 import { usersRoute } from './users.js';
-import { createWebhookRoute, deleteWebhookRoute, rotateWebhookSecretRoute, testWebhookRoute, webhookDeliveriesRoute, webhooksRoute } from './webhooks.js';
+import {
+  createWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  testWebhookRoute,
+  webhookDeliveriesRoute,
+  webhooksRoute,
+} from './webhooks.js';
 import type { AdminRoute } from '../admin-route.js';
 
 export const adminRoutes: readonly AdminRoute[] = [

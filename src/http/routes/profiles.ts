@@ -9,7 +9,13 @@ export const profilesRoute = defineRoute({
   summary: 'The profiles the key may use: id, display name, protocols, client ranges',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: "In the configuration's order; a key limited to some profiles sees only those", schema: profilesAnswer } },
+  success: {
+    status: 200,
+    doc: {
+      description: "In the configuration's order; a key limited to some profiles sees only those",
+      schema: profilesAnswer,
+    },
+  },
   async handle(ctx) {
     return { status: 200, json: { profiles: listProfiles(ctx) } };
   },

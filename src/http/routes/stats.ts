@@ -9,7 +9,10 @@ export const statsRoute = defineRoute({
   summary: 'Daily usage per profile: highest number of connections and unique users',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: 'Per profile id, one entry per finished day, oldest first', schema: statsAnswer } },
+  success: {
+    status: 200,
+    doc: { description: 'Per profile id, one entry per finished day, oldest first', schema: statsAnswer },
+  },
   async handle(ctx, params) {
     const stats = await dailySeries(ctx, {
       ...(params.profile_id === undefined ? {} : { profileId: params.profile_id }),

@@ -43,7 +43,10 @@ export const createWebhookRoute = defineRoute({
   needsEveryProfile: true,
   success: { status: 200, doc: { description: 'The subscription and its secret', schema: createWebhookAnswer } },
   async handle(ctx, { url, event_types, description }) {
-    return { status: 200, json: await createWebhookSubscription(ctx, { url, eventTypes: event_types, description: description ?? null }) };
+    return {
+      status: 200,
+      json: await createWebhookSubscription(ctx, { url, eventTypes: event_types, description: description ?? null }),
+    };
   },
 });
 
@@ -78,7 +81,10 @@ export const testWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  success: { status: 200, doc: { description: 'The attempt (also in the delivery log; not retried)', schema: testWebhookAnswer } },
+  success: {
+    status: 200,
+    doc: { description: 'The attempt (also in the delivery log; not retried)', schema: testWebhookAnswer },
+  },
   async handle(ctx, { webhook_id }) {
     const report = await testWebhookSubscription(ctx, webhook_id);
     return {
@@ -101,7 +107,10 @@ export const webhookDeliveriesRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  success: { status: 200, doc: { description: 'One page of deliveries, newest first', schema: webhookDeliveriesAnswer } },
+  success: {
+    status: 200,
+    doc: { description: 'One page of deliveries, newest first', schema: webhookDeliveriesAnswer },
+  },
   async handle(ctx, { webhook_id, event_type, event_id, state, since, until, cursor, limit }) {
     const page = await readWebhookDeliveries(ctx, {
       ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),

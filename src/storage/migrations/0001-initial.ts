@@ -8,7 +8,8 @@ import { PostgresAdapter, sql, type Expression, type Kysely, type Migration } fr
 export const initialSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
     await db.schema
       .createTable('users')
       .addColumn('user_id', text('varchar(255)'), (column) => column.primaryKey())
@@ -22,7 +23,9 @@ export const initialSchema: Migration = {
     await db.schema
       .createTable('oauth_authorizations')
       .addColumn('auth_key', text('varchar(255)'), (column) => column.primaryKey())
-      .addColumn('user_id', text('varchar(255)'), (column) => column.notNull().references('users.user_id').onDelete('cascade'))
+      .addColumn('user_id', text('varchar(255)'), (column) =>
+        column.notNull().references('users.user_id').onDelete('cascade'),
+      )
       .addColumn('client_id', text('varchar(255)'), (column) => column.notNull())
       .addColumn('scope', text('varchar(255)'), (column) => column.notNull())
       .addColumn('authorized_at', text('varchar(32)'), (column) => column.notNull())
@@ -33,7 +36,9 @@ export const initialSchema: Migration = {
     await db.schema
       .createTable('wg_peers')
       .addColumn('public_key', text('varchar(64)'), (column) => column.primaryKey())
-      .addColumn('user_id', text('varchar(255)'), (column) => column.notNull().references('users.user_id').onDelete('cascade'))
+      .addColumn('user_id', text('varchar(255)'), (column) =>
+        column.notNull().references('users.user_id').onDelete('cascade'),
+      )
       .addColumn('profile_id', text('varchar(255)'), (column) => column.notNull())
       .addColumn('node_number', 'integer', (column) => column.notNull())
       .addColumn('display_name', text('varchar(255)'), (column) => column.notNull())
@@ -68,7 +73,13 @@ export const initialSchema: Migration = {
       .addColumn('range_four', text('varchar(64)'), (column) => column.notNull())
       .addColumn('range_six', text('varchar(64)'), (column) => column.notNull())
       .addColumn('pool_index', 'integer', (column) => column.notNull())
-      .addPrimaryKeyConstraint('ip_pool_free_pk', ['profile_id', 'node_number', 'range_four', 'range_six', 'pool_index'])
+      .addPrimaryKeyConstraint('ip_pool_free_pk', [
+        'profile_id',
+        'node_number',
+        'range_four',
+        'range_six',
+        'pool_index',
+      ])
       .execute();
   },
 };

@@ -7,6 +7,10 @@ import type { Kysely, Migration } from 'kysely';
 export const listingOrder: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await db.schema.dropIndex('wg_peers_listing').execute();
-    await db.schema.createIndex('wg_peers_listing').on('wg_peers').columns(['profile_id', 'created_at', 'public_key']).execute();
+    await db.schema
+      .createIndex('wg_peers_listing')
+      .on('wg_peers')
+      .columns(['profile_id', 'created_at', 'public_key'])
+      .execute();
   },
 };

@@ -6,11 +6,14 @@ export const openVpnSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
     await db.schema
       .createTable('certificates')
       .addColumn('common_name', text('varchar(64)'), (column) => column.primaryKey())
-      .addColumn('user_id', text('varchar(255)'), (column) => column.notNull().references('users.user_id').onDelete('cascade'))
+      .addColumn('user_id', text('varchar(255)'), (column) =>
+        column.notNull().references('users.user_id').onDelete('cascade'),
+      )
       .addColumn('profile_id', text('varchar(255)'), (column) => column.notNull())
       .addColumn('node_number', 'integer', (column) => column.notNull())
       .addColumn('display_name', text('varchar(255)'), (column) => column.notNull())
@@ -38,6 +41,10 @@ export const openVpnSchema: Migration = {
       .addColumn('bytes_out', 'bigint')
       .execute();
     await db.schema.createIndex('connection_log_connected_at').on('connection_log').column('connected_at').execute();
-    await db.schema.createIndex('connection_log_connection_id').on('connection_log').columns(['connection_id', 'disconnected_at']).execute();
+    await db.schema
+      .createIndex('connection_log_connection_id')
+      .on('connection_log')
+      .columns(['connection_id', 'disconnected_at'])
+      .execute();
   },
 };

@@ -30,7 +30,9 @@ export const revisionsSchema: Migration = {
     await db.schema
       .createTable('node_resets')
       .addColumn('node_number', 'integer', (column) => column.primaryKey())
-      .addColumn('confirmed_at', sql.raw(postgres ? 'varchar(32) collate "C"' : 'varchar(32)'), (column) => column.notNull())
+      .addColumn('confirmed_at', sql.raw(postgres ? 'varchar(32) collate "C"' : 'varchar(32)'), (column) =>
+        column.notNull(),
+      )
       .execute();
   },
 };

@@ -7,10 +7,15 @@ import { PostgresAdapter, sql, type Expression, type Kysely, type Migration } fr
 export const sessionsSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
     await sql`CREATE UNIQUE INDEX connection_log_open_wireguard ON connection_log (connection_id, node_number)
       WHERE disconnected_at IS NULL AND vpn_proto = 'wireguard'`.execute(db);
-    await db.schema.createIndex('connection_log_disconnected_at').on('connection_log').column('disconnected_at').execute();
+    await db.schema
+      .createIndex('connection_log_disconnected_at')
+      .on('connection_log')
+      .column('disconnected_at')
+      .execute();
     await db.schema
       .createTable('live_stats')
       .addColumn('date_time', text('varchar(32)'), (column) => column.notNull())

@@ -7,7 +7,8 @@ export const adminKeysSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     await db.schema
       .createTable('admin_keys')
@@ -28,7 +29,9 @@ export const adminKeysSchema: Migration = {
       .addColumn('last_used_address', text('varchar(64)'))
       .execute();
     // One current key per name; keys rotated out (in their grace period) or revoked keep it too.
-    await sql`CREATE UNIQUE INDEX admin_keys_current_name ON admin_keys (name) WHERE revoked_at IS NULL AND replaced_by IS NULL`.execute(db);
+    await sql`CREATE UNIQUE INDEX admin_keys_current_name ON admin_keys (name) WHERE revoked_at IS NULL AND replaced_by IS NULL`.execute(
+      db,
+    );
 
     // No foreign keys: the record outlives users, configurations and keys.
     await db.schema
@@ -65,6 +68,10 @@ export const adminKeysSchema: Migration = {
       .addColumn('expires_at', text('varchar(32)'), (column) => column.notNull())
       .addPrimaryKeyConstraint('idempotency_records_pk', ['key_name', 'idempotency_key'])
       .execute();
-    await db.schema.createIndex('idempotency_records_expires_at').on('idempotency_records').column('expires_at').execute();
+    await db.schema
+      .createIndex('idempotency_records_expires_at')
+      .on('idempotency_records')
+      .column('expires_at')
+      .execute();
   },
 };

@@ -8,7 +8,8 @@ export const webhooksSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     await db.schema
       .createTable('webhooks')
@@ -45,10 +46,27 @@ export const webhooksSchema: Migration = {
       .addColumn('lease_token', text('varchar(32)'))
       .addColumn('finished_at', text('varchar(32)'))
       .execute();
-    await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['state', 'next_attempt_at']).execute();
-    await db.schema.createIndex('webhook_deliveries_webhook').on('webhook_deliveries').columns(['webhook_id', 'delivery_id']).execute();
-    await db.schema.createIndex('webhook_deliveries_created_at').on('webhook_deliveries').column('created_at').execute();
-    await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').columns(['event_id', 'webhook_id']).unique().execute();
+    await db.schema
+      .createIndex('webhook_deliveries_due')
+      .on('webhook_deliveries')
+      .columns(['state', 'next_attempt_at'])
+      .execute();
+    await db.schema
+      .createIndex('webhook_deliveries_webhook')
+      .on('webhook_deliveries')
+      .columns(['webhook_id', 'delivery_id'])
+      .execute();
+    await db.schema
+      .createIndex('webhook_deliveries_created_at')
+      .on('webhook_deliveries')
+      .column('created_at')
+      .execute();
+    await db.schema
+      .createIndex('webhook_deliveries_event')
+      .on('webhook_deliveries')
+      .columns(['event_id', 'webhook_id'])
+      .unique()
+      .execute();
 
     await db.schema
       .createTable('webhook_attempts')

@@ -8,7 +8,8 @@ export const deviceKeysSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     // Base64 of the DER SubjectPublicKeyInfo from the device's CSR; null: the portal made the key.
     await db.schema.alterTable('certificates').addColumn('public_key', text('text')).execute();
@@ -19,7 +20,9 @@ export const deviceKeysSchema: Migration = {
         .addColumn('expiry_warned', 'integer', (column) => column.notNull().defaultTo(0))
         .execute();
       // The scheduler asks for the earliest expiry of the configurations not yet warned about.
-      await sql`CREATE INDEX ${sql.raw(`${table}_expiry_warning`)} ON ${sql.table(table)} (expires_at) WHERE expiry_warned = 0`.execute(db);
+      await sql`CREATE INDEX ${sql.raw(`${table}_expiry_warning`)} ON ${sql.table(table)} (expires_at) WHERE expiry_warned = 0`.execute(
+        db,
+      );
     }
   },
 };

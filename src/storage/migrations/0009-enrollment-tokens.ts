@@ -7,14 +7,17 @@ export const enrollmentTokensSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     await db.schema
       .createTable('enrollment_tokens')
       .addColumn('token_id', text('varchar(32)'), (column) => column.primaryKey())
       .addColumn('secret_hash', text('varchar(64)'), (column) => column.notNull())
       // Destroying the user deletes its tokens with it.
-      .addColumn('user_id', text('varchar(255)'), (column) => column.notNull().references('users.user_id').onDelete('cascade'))
+      .addColumn('user_id', text('varchar(255)'), (column) =>
+        column.notNull().references('users.user_id').onDelete('cascade'),
+      )
       .addColumn('profile_id', text('varchar(255)'), (column) => column.notNull())
       .addColumn('display_name', text('varchar(255)'))
       // The configuration's lifetime (create's expires_in); null: sessionExpiry.

@@ -24,7 +24,12 @@ export const adminKeyLineageSchema: Migration = {
     const rotatedFrom = new Map(keys.filter((key) => key.replaced_by !== null).map((key) => [key.replaced_by, key]));
     for (const key of keys) {
       let first = key;
-      for (let previous = rotatedFrom.get(first.key_id); previous !== undefined; previous = rotatedFrom.get(first.key_id)) first = previous;
+      for (
+        let previous = rotatedFrom.get(first.key_id);
+        previous !== undefined;
+        previous = rotatedFrom.get(first.key_id)
+      )
+        first = previous;
       await db.updateTable('admin_keys').set({ lineage: first.key_id }).where('key_id', '=', key.key_id).execute();
     }
 

@@ -9,7 +9,8 @@ export const revocationsSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     await db.schema
       .createTable('revocations')
@@ -30,7 +31,9 @@ export const revocationsSchema: Migration = {
 
     await db.schema
       .createTable('revocation_nodes')
-      .addColumn('revocation_id', text('varchar(36)'), (column) => column.notNull().references('revocations.revocation_id').onDelete('cascade'))
+      .addColumn('revocation_id', text('varchar(36)'), (column) =>
+        column.notNull().references('revocations.revocation_id').onDelete('cascade'),
+      )
       .addColumn('node_number', 'integer', (column) => column.notNull())
       .addColumn('connection_id', text('varchar(255)'), (column) => column.notNull())
       .addColumn('vpn_proto', text('varchar(16)'), (column) => column.notNull())
@@ -39,6 +42,10 @@ export const revocationsSchema: Migration = {
       .addColumn('applied_at', text('varchar(32)'))
       .addPrimaryKeyConstraint('revocation_nodes_pk', ['revocation_id', 'node_number', 'connection_id'])
       .execute();
-    await db.schema.createIndex('revocation_nodes_pending').on('revocation_nodes').columns(['node_number', 'applied_at']).execute();
+    await db.schema
+      .createIndex('revocation_nodes_pending')
+      .on('revocation_nodes')
+      .columns(['node_number', 'applied_at'])
+      .execute();
   },
 };

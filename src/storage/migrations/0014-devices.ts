@@ -8,13 +8,16 @@ export const devicesSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     await db.schema
       .createTable('devices')
       .addColumn('device_id', text('varchar(32)'), (column) => column.primaryKey())
       // Destroying the user deletes its devices with it (their configurations went with the user).
-      .addColumn('user_id', text('varchar(255)'), (column) => column.notNull().references('users.user_id').onDelete('cascade'))
+      .addColumn('user_id', text('varchar(255)'), (column) =>
+        column.notNull().references('users.user_id').onDelete('cascade'),
+      )
       .addColumn('profile_id', text('varchar(255)'), (column) => column.notNull())
       .addColumn('platform', text('varchar(16)'), (column) => column.notNull())
       .addColumn('serial', text('varchar(255)'))

@@ -12,18 +12,26 @@ const BATCH = 5000;
 export const connectionLogSearchSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     for (const column of ['ip_four', 'ip_six', 'originating_ip']) {
-      await db.schema.createIndex(`connection_log_${column}`).on('connection_log').columns([column, 'connected_at']).execute();
+      await db.schema
+        .createIndex(`connection_log_${column}`)
+        .on('connection_log')
+        .columns([column, 'connected_at'])
+        .execute();
     }
     let after = '';
     for (;;) {
       const { rows } = await sql<{ log_id: string; ip_four: string; ip_six: string; originating_ip: string | null }>`
-        SELECT log_id, ip_four, ip_six, originating_ip FROM connection_log WHERE log_id > ${after} ORDER BY log_id LIMIT ${BATCH}`.execute(db);
+        SELECT log_id, ip_four, ip_six, originating_ip FROM connection_log WHERE log_id > ${after} ORDER BY log_id LIMIT ${BATCH}`.execute(
+        db,
+      );
       for (const row of rows) {
         const ipFour = canonicalAddressOrSame(row.ip_four);
         const ipSix = canonicalAddressOrSame(row.ip_six);
         const originatingIp = row.originating_ip === null ? null : canonicalAddressOrSame(row.originating_ip);
         if (ipFour === row.ip_four && ipSix === row.ip_six && originatingIp === row.originating_ip) continue;
-        await sql`UPDATE connection_log SET ip_four = ${ipFour}, ip_six = ${ipSix}, originating_ip = ${originatingIp} WHERE log_id = ${row.log_id}`.execute(db);
+        await sql`UPDATE connection_log SET ip_four = ${ipFour}, ip_six = ${ipSix}, originating_ip = ${originatingIp} WHERE log_id = ${row.log_id}`.execute(
+          db,
+        );
       }
       const last = rows.at(-1);
       if (last === undefined || rows.length < BATCH) break;

@@ -9,7 +9,8 @@ export const consoleSessionsSchema: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // Bytewise comparison on PostgreSQL, as in 0001-initial.
-    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> => sql.raw(postgres ? `${type} collate "C"` : type);
+    const text = (type: 'text' | `varchar(${number})`): Expression<unknown> =>
+      sql.raw(postgres ? `${type} collate "C"` : type);
 
     await db.schema
       .createTable('console_sessions')

@@ -2,7 +2,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
-import { buildDaemonServer, type OpenVpnConnections, type WireGuardPeers } from '../../../src/agent/daemon-api/server.js';
+import {
+  buildDaemonServer,
+  type OpenVpnConnections,
+  type WireGuardPeers,
+} from '../../../src/agent/daemon-api/server.js';
 import { Secret } from '../../../src/shared/secret.js';
 
 const CN_ALICE = 'Im7TCdhaKqLm/Cc9UTxGhVcZ4VDXAhPbt3praxEbbsg=';

@@ -48,7 +48,10 @@ describe('reading wg show dump', () => {
 
   test('output that is not a dump is refused', () => {
     assert.throws(() => parseWgDump(''), /no interface line/);
-    assert.throws(() => parseWgDump(`(none)\t(none)\t0\toff\nnot-a-key\t(none)\t(none)\t(none)\t0\t0\t0\toff`), /line 2: invalid peer public key/);
+    assert.throws(
+      () => parseWgDump(`(none)\t(none)\t0\toff\nnot-a-key\t(none)\t(none)\t(none)\t0\t0\t0\toff`),
+      /line 2: invalid peer public key/,
+    );
   });
 });
 
@@ -80,7 +83,17 @@ describe('planning a batch of peer changes', () => {
       { kind: 'added' },
       { kind: 'added' },
       // Bob existed only within the batch: he is reported as he would have been, never applied.
-      { kind: 'removed', peer: { publicKey: bob, allowedIps: ['198.19.0.3/32'], endpoint: null, latestHandshake: null, bytesReceived: 0, bytesSent: 0 } },
+      {
+        kind: 'removed',
+        peer: {
+          publicKey: bob,
+          allowedIps: ['198.19.0.3/32'],
+          endpoint: null,
+          latestHandshake: null,
+          bytesReceived: 0,
+          bytesSent: 0,
+        },
+      },
     ]);
   });
 
@@ -109,7 +122,11 @@ describe('the peer batcher', () => {
       },
     });
     const carol = generateWireGuardKeyPair().publicKey;
-    const answers = Promise.all([batcher.add(alice, ['198.19.0.2/32']), batcher.add(bob, ['198.19.0.3/32']), batcher.remove(carol)]);
+    const answers = Promise.all([
+      batcher.add(alice, ['198.19.0.2/32']),
+      batcher.add(bob, ['198.19.0.3/32']),
+      batcher.remove(carol),
+    ]);
     await batcher.drain();
     assert.deepEqual(await answers, [undefined, undefined, null]);
     assert.deepEqual(applied, [
@@ -214,9 +231,17 @@ describe('the daemon protocol in front of a known set of peers', () => {
   });
 
   test('the bearer scheme is case-insensitive but the key must match exactly', async () => {
-    const lowerCase = await app.inject({ method: 'GET', url: '/w/peer_list?show_all=yes', headers: { authorization: `bearer ${NODE_KEY}` } });
+    const lowerCase = await app.inject({
+      method: 'GET',
+      url: '/w/peer_list?show_all=yes',
+      headers: { authorization: `bearer ${NODE_KEY}` },
+    });
     assert.equal(lowerCase.statusCode, 200);
-    const upperKey = await app.inject({ method: 'GET', url: '/w/peer_list?show_all=yes', headers: { authorization: `Bearer ${NODE_KEY.toUpperCase()}` } });
+    const upperKey = await app.inject({
+      method: 'GET',
+      url: '/w/peer_list?show_all=yes',
+      headers: { authorization: `Bearer ${NODE_KEY.toUpperCase()}` },
+    });
     assert.equal(upperKey.statusCode, 401);
     assert.equal(upperKey.headers['www-authenticate'], 'Bearer');
   });
@@ -245,7 +270,12 @@ describe('the daemon protocol in front of a known set of peers', () => {
     assert.equal(add.statusCode, 400);
     assert.match((add.json() as { error: string }).error, /public_key.*canonical/);
     assert.equal(added.length, count, 'nothing handed over');
-    const remove = await app.inject({ method: 'POST', url: '/w/remove_peer', headers: form, payload: `public_key=${encodeURIComponent(twin)}` });
+    const remove = await app.inject({
+      method: 'POST',
+      url: '/w/remove_peer',
+      headers: form,
+      payload: `public_key=${encodeURIComponent(twin)}`,
+    });
     assert.equal(remove.statusCode, 204, remove.body);
   });
 

@@ -55,7 +55,9 @@ describe('addresses for OpenVPN clients', () => {
       allocateAddresses(layout, (address) => taken.has(address)),
       null,
     );
-    assert.deepEqual(pushDirectives(layout, { ipFour: '10.77.0.2', ipSix: null }), ['ifconfig-push 10.77.0.2 255.255.255.252']);
+    assert.deepEqual(pushDirectives(layout, { ipFour: '10.77.0.2', ipSix: null }), [
+      'ifconfig-push 10.77.0.2 255.255.255.252',
+    ]);
   });
 
   test('variables that do not describe a subnet pool give no layout', () => {

@@ -89,8 +89,12 @@ describe('deciding about the clients of one OpenVPN server', () => {
       logger: pino({ level: 'silent' }),
       reportRetryDelayMs: 1,
     });
-    const notify = (kind: ClientNotification['kind'], cid: number, env: Map<string, string>, kid: number | null = null): void =>
-      clients.handle({ kind, cid, kid, env });
+    const notify = (
+      kind: ClientNotification['kind'],
+      cid: number,
+      env: Map<string, string>,
+      kid: number | null = null,
+    ): void => clients.handle({ kind, cid, kid, env });
     return { management, portal, clients, notify };
   };
   const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -100,11 +104,20 @@ describe('deciding about the clients of one OpenVPN server', () => {
     notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
     await turn();
     assert.deepEqual(portal.asked, [
-      { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: false },
+      {
+        profileId: 'employees',
+        commonName: CN_ALICE,
+        originatingIp: '198.18.250.2',
+        ipFour: '10.77.0.2',
+        ipSix: 'fd77::2',
+        reauth: false,
+      },
     ]);
     portal.answer(ALLOW);
     await clients.settle();
-    assert.deepEqual(management.sent, ['client-auth 0 1\nifconfig-push 10.77.0.2 255.255.255.0\nifconfig-ipv6-push fd77::2/112 fd77::1\nEND']);
+    assert.deepEqual(management.sent, [
+      'client-auth 0 1\nifconfig-push 10.77.0.2 255.255.255.0\nifconfig-ipv6-push fd77::2/112 fd77::1\nEND',
+    ]);
 
     // A second client while the first holds .2 gets .3.
     notify('CONNECT', 1, connectEnv(CN_BOB), 1);
@@ -132,7 +145,16 @@ describe('deciding about the clients of one OpenVPN server', () => {
       ]),
     );
     await clients.settle();
-    assert.deepEqual(portal.reports, [{ profileId: 'employees', commonName: CN_ALICE, ipFour: '10.77.0.2', ipSix: 'fd77::2', bytesIn: 2187, bytesOut: 2230 }]);
+    assert.deepEqual(portal.reports, [
+      {
+        profileId: 'employees',
+        commonName: CN_ALICE,
+        ipFour: '10.77.0.2',
+        ipSix: 'fd77::2',
+        bytesIn: 2187,
+        bytesOut: 2230,
+      },
+    ]);
     assert.equal(clients.establishedCount, 0);
   });
 
@@ -256,7 +278,14 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await turn();
     assert.deepEqual(
       portal.asked.at(-1),
-      { profileId: 'employees', commonName: CN_ALICE, originatingIp: '198.18.250.2', ipFour: '10.77.0.2', ipSix: 'fd77::2', reauth: true },
+      {
+        profileId: 'employees',
+        commonName: CN_ALICE,
+        originatingIp: '198.18.250.2',
+        ipFour: '10.77.0.2',
+        ipSix: 'fd77::2',
+        reauth: true,
+      },
       'a renegotiation is asked about as such',
     );
     portal.answer(ALLOW);
@@ -307,6 +336,13 @@ describe('deciding about the clients of one OpenVPN server', () => {
       ]),
     );
     await clients.settle();
-    assert.deepEqual(portal.reports.at(-1), { profileId: 'employees', commonName: CN_BOB, ipFour: '10.77.0.3', ipSix: 'fd77::3', bytesIn: 5, bytesOut: 6 });
+    assert.deepEqual(portal.reports.at(-1), {
+      profileId: 'employees',
+      commonName: CN_BOB,
+      ipFour: '10.77.0.3',
+      ipSix: 'fd77::3',
+      bytesIn: 5,
+      bytesOut: 6,
+    });
   });
 });

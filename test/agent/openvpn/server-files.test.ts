@@ -54,13 +54,25 @@ describe("the OpenVPN files in the portal's server_config answer", () => {
     assert.deepEqual(checkServerFile(good, socket), { errors: [], warnings: [] });
 
     const elsewhere = checkServerFile(good.replace(socket, '/tmp/other.sock'), socket);
-    assert.match(elsewhere.errors.join(), /no "management \/run\/vpn-portal-node\/openvpn\/employees-0\.sock unix" line/);
+    assert.match(
+      elsewhere.errors.join(),
+      /no "management \/run\/vpn-portal-node\/openvpn\/employees-0\.sock unix" line/,
+    );
     const open = checkServerFile(`management ${socket} unix\nauth-user-pass-optional`, socket);
     assert.match(open.errors.join(), /management-client-auth/);
-    const commented = checkServerFile(`management ${socket} unix\n# management-client-auth\n<key>\nmanagement-client-auth\n</key>`, socket);
+    const commented = checkServerFile(
+      `management ${socket} unix\n# management-client-auth\n<key>\nmanagement-client-auth\n</key>`,
+      socket,
+    );
     assert.match(commented.errors.join(), /management-client-auth/, 'comments and inline blocks do not count');
-    assert.match(checkServerFile(`management ${socket} unix\nmanagement-client-auth`, socket).warnings.join(), /auth-user-pass-optional/);
+    assert.match(
+      checkServerFile(`management ${socket} unix\nmanagement-client-auth`, socket).warnings.join(),
+      /auth-user-pass-optional/,
+    );
     const long = `/run/${'x'.repeat(100)}`;
-    assert.match(checkServerFile(good, socketPathOf(long, { name: 'employees-0.conf' })).errors.join(), /longer than 107 bytes/);
+    assert.match(
+      checkServerFile(good, socketPathOf(long, { name: 'employees-0.conf' })).errors.join(),
+      /longer than 107 bytes/,
+    );
   });
 });

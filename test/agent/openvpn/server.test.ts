@@ -103,25 +103,43 @@ describe('OpenVPN servers run by the node agent', () => {
     assert.equal(response.status, 200);
     return ((await response.json()) as { connection_list: ListedConnection[] }).connection_list;
   };
-  const disconnectClient = (commonName: string) => daemon('/o/disconnect_client', { method: 'POST', body: new URLSearchParams({ common_name: commonName }) });
-  const nodeInfo = async (): Promise<Record<string, unknown>> => (await (await daemon('/i/node')).json()) as Record<string, unknown>;
+  const disconnectClient = (commonName: string) =>
+    daemon('/o/disconnect_client', { method: 'POST', body: new URLSearchParams({ common_name: commonName }) });
+  const nodeInfo = async (): Promise<Record<string, unknown>> =>
+    (await (await daemon('/i/node')).json()) as Record<string, unknown>;
   const pidOf = (name: string): number | null => runningAgent().openVpn.server(name)?.pid ?? null;
 
   /** A device with a certificate of `profileId` and this common name, connecting over UDP or TCP. */
-  const connect = async (commonName: string, options: { profileId?: string; proto?: 'udp' | 'tcp' } = {}): Promise<OpenVpnClient> => {
+  const connect = async (
+    commonName: string,
+    options: { profileId?: string; proto?: 'udp' | 'tcp' } = {},
+  ): Promise<OpenVpnClient> => {
     clientCount += 1;
     const certificate = await pki.client(options.profileId ?? PROFILE, commonName);
     const file = join(directory, `client-${clientCount}.conf`);
     const tunnel = `cl${clientCount}`;
-    await writeFile(file, clientFileText({ pki, client: certificate, remote: nodeAddress, port: 1194, proto: options.proto ?? 'udp', device: tunnel }), {
-      mode: 0o600,
-    });
+    await writeFile(
+      file,
+      clientFileText({
+        pki,
+        client: certificate,
+        remote: nodeAddress,
+        port: 1194,
+        proto: options.proto ?? 'udp',
+        device: tunnel,
+      }),
+      {
+        mode: 0o600,
+      },
+    );
     const device = new OpenVpnClient(client, file);
     clients.push(device);
     return device;
   };
-  const disconnectsOf = (commonName: string): FormCall[] => portal.disconnectCalls.filter((call) => call['common_name'] === commonName);
-  const connectsOf = (commonName: string): FormCall[] => portal.connectCalls.filter((call) => call['common_name'] === commonName);
+  const disconnectsOf = (commonName: string): FormCall[] =>
+    portal.disconnectCalls.filter((call) => call['common_name'] === commonName);
+  const connectsOf = (commonName: string): FormCall[] =>
+    portal.connectCalls.filter((call) => call['common_name'] === commonName);
   /** Pings from the client's namespace; one answer within the deadline is enough. */
   const ping = (address: string) => client.run('ping', ['-c', '1', '-i', '0.2', '-w', '10', address]);
 
@@ -137,7 +155,10 @@ describe('OpenVPN servers run by the node agent', () => {
     node = await lab.namespace('ovnode');
     client = await lab.namespace('ovclient');
     const link = lab.subnet();
-    await lab.vethPair({ namespace: node, address: `${link.first}/30` }, { namespace: client, address: `${link.second}/30` });
+    await lab.vethPair(
+      { namespace: node, address: `${link.first}/30` },
+      { namespace: client, address: `${link.second}/30` },
+    );
     nodeAddress = link.first;
     clientAddress = link.second;
 
@@ -195,7 +216,10 @@ describe('OpenVPN servers run by the node agent', () => {
       const path = join(configDir, file.name);
       assert.equal((await stat(path)).mode & 0o777, 0o600, `${file.name} is 0600`);
       assert.equal(await readFile(path, 'utf8'), file.content, `${file.name} is written as the portal sent it`);
-      assert.ok(existsSync(join(managementDir, file.name.replace(/\.conf$/, '.sock'))), `${file.name} has its management socket`);
+      assert.ok(
+        existsSync(join(managementDir, file.name.replace(/\.conf$/, '.sock'))),
+        `${file.name} has its management socket`,
+      );
     }
     assert.equal((await nodeInfo())['o_process_count'], 2, '/i/node counts both OpenVPN processes');
     assert.deepEqual(await connectionList(), [], 'nobody is connected yet');
@@ -209,7 +233,13 @@ describe('OpenVPN servers run by the node agent', () => {
 
     // The portal was asked with the addresses the client then really got.
     assert.deepEqual(connectsOf(alice), [
-      { profile_id: PROFILE, common_name: alice, originating_ip: clientAddress, ip_four: '198.19.10.2', ip_six: 'fd00:10::2' },
+      {
+        profile_id: PROFILE,
+        common_name: alice,
+        originating_ip: clientAddress,
+        ip_four: '198.19.10.2',
+        ip_six: 'fd00:10::2',
+      },
     ]);
     const tunnel = await client.exec('ip', ['-o', 'address', 'show', 'dev', `cl${String(clientCount)}`]);
     assert.match(tunnel.stdout, /inet 198\.19\.10\.2\/24/);
@@ -236,11 +266,17 @@ describe('OpenVPN servers run by the node agent', () => {
     const answer = await disconnectClient(alice);
     assert.equal(answer.status, 204);
 
-    const [report] = await portal.waitFor(() => (disconnectsOf(alice).length > 0 ? disconnectsOf(alice) : undefined), 'the disconnect of the client');
+    const [report] = await portal.waitFor(
+      () => (disconnectsOf(alice).length > 0 ? disconnectsOf(alice) : undefined),
+      'the disconnect of the client',
+    );
     assert.equal(report?.['profile_id'], PROFILE);
     assert.equal(report?.['ip_four'], '198.19.10.2');
     assert.equal(report?.['ip_six'], 'fd00:10::2');
-    assert.ok(Number(report?.['bytes_in']) > 0 && Number(report?.['bytes_out']) > 0, `traffic counted: ${JSON.stringify(report)}`);
+    assert.ok(
+      Number(report?.['bytes_in']) > 0 && Number(report?.['bytes_out']) > 0,
+      `traffic counted: ${JSON.stringify(report)}`,
+    );
 
     // OpenVPN tells the device to reconnect; the portal refuses it now and the device gives up.
     await device.exited();
@@ -311,7 +347,10 @@ describe('OpenVPN servers run by the node agent', () => {
     const again = await connect(dave);
     await again.waitFor(CONNECTED, 'Initialization Sequence Completed');
     await again.stop();
-    await portal.waitFor(() => (disconnectsOf(dave).length > 0 ? true : undefined), 'the disconnect of the device that left');
+    await portal.waitFor(
+      () => (disconnectsOf(dave).length > 0 ? true : undefined),
+      'the disconnect of the device that left',
+    );
   });
 
   test('an OpenVPN server that dies is restarted, its clients are reported gone, and clients connect again', async () => {
@@ -325,11 +364,20 @@ describe('OpenVPN servers run by the node agent', () => {
 
     process.kill(udpPid, 'SIGKILL');
     // Killed: no goodbye from OpenVPN, so the agent reports the end itself (byte counts unknown).
-    const [report] = await portal.waitFor(() => (disconnectsOf(erin).length > 0 ? disconnectsOf(erin) : undefined), "the end of the killed server's client");
+    const [report] = await portal.waitFor(
+      () => (disconnectsOf(erin).length > 0 ? disconnectsOf(erin) : undefined),
+      "the end of the killed server's client",
+    );
     assert.equal(report?.['ip_four'], '198.19.10.2');
-    await portal.waitFor(() => (logLines.some((line) => line.includes('OpenVPN server restarted')) ? true : undefined), 'the restart');
+    await portal.waitFor(
+      () => (logLines.some((line) => line.includes('OpenVPN server restarted')) ? true : undefined),
+      'the restart',
+    );
     const restartedPid = pidOf(`${PROFILE}-0.conf`);
-    assert.ok(restartedPid !== null && restartedPid !== udpPid, `a new process runs (${String(restartedPid)} after ${udpPid})`);
+    assert.ok(
+      restartedPid !== null && restartedPid !== udpPid,
+      `a new process runs (${String(restartedPid)} after ${udpPid})`,
+    );
     assert.equal(pidOf(`${PROFILE}-1.conf`), tcpPid, 'the other server was left alone');
 
     await first.stop();
@@ -339,7 +387,10 @@ describe('OpenVPN servers run by the node agent', () => {
     assert.equal(pinged.exitCode, 0, pinged.stdout + pinged.stderr);
     await second.stop();
     // The device said goodbye (explicit-exit-notify): that end is reported too.
-    await portal.waitFor(() => (disconnectsOf(erin).length === 2 ? true : undefined), 'the end of the second connection');
+    await portal.waitFor(
+      () => (disconnectsOf(erin).length === 2 ? true : undefined),
+      'the end of the second connection',
+    );
   });
 
   test('a changed server file restarts only its own process, and TCP clients connect to the new one', async () => {
@@ -376,7 +427,10 @@ describe('OpenVPN servers run by the node agent', () => {
     assert.notEqual(spawnSync('kill', ['-0', String(tcpPid)]).status, 0, 'its process is gone');
     // Stopped with SIGTERM, OpenVPN said goodbye to its client: the report has the byte counts.
     const [report] = disconnectsOf(frank);
-    assert.ok(Number(report?.['bytes_in']) > 0, `the client's end was reported with its traffic: ${JSON.stringify(report)}`);
+    assert.ok(
+      Number(report?.['bytes_in']) > 0,
+      `the client's end was reported with its traffic: ${JSON.stringify(report)}`,
+    );
     assert.equal((await nodeInfo())['o_process_count'], 1);
   });
 
@@ -394,7 +448,8 @@ describe('OpenVPN servers run by the node agent', () => {
     const log = logLines.join('');
     const keyLines = serverCertificate.privateKey.split('\n').filter((line) => !line.startsWith('-----'));
     assert.ok(keyLines.length > 0, 'the server key has a body');
-    for (const line of keyLines) assert.equal(log.includes(line), false, 'the server private key never appears in the log');
+    for (const line of keyLines)
+      assert.equal(log.includes(line), false, 'the server private key never appears in the log');
     for (const line of pki.tlsCrypt.split('\n').filter((text) => /^[0-9a-f]{32}$/.test(text))) {
       assert.equal(log.includes(line), false, 'the tls-crypt key never appears in the log');
     }

@@ -21,7 +21,14 @@ describe('the OpenVPN section of the node configuration', () => {
     const config = parseNodeAgentConfig(
       {
         nodeKeyFile: 'node.key',
-        OpenVPN: { configDir: 'servers', managementDir: 'run', user: 'openvpn', group: 'openvpn', preferAes: 'no', binary: './bin/openvpn' },
+        OpenVPN: {
+          configDir: 'servers',
+          managementDir: 'run',
+          user: 'openvpn',
+          group: 'openvpn',
+          preferAes: 'no',
+          binary: './bin/openvpn',
+        },
       },
       '/etc/vpn-portal-node/node.json',
     );

@@ -17,21 +17,31 @@ describe('UoTLV/1 frames', () => {
   });
 
   test('the decoder gives back the datagrams however the stream is cut', () => {
-    const stream = Buffer.concat([encodeFrame(Buffer.from('first')), encodeFrame(Buffer.from('second')), encodeFrame(Buffer.from('third'))]);
+    const stream = Buffer.concat([
+      encodeFrame(Buffer.from('first')),
+      encodeFrame(Buffer.from('second')),
+      encodeFrame(Buffer.from('third')),
+    ]);
     for (let cut = 1; cut < stream.length; cut++) {
       const decoder = new FrameDecoder();
       const first = decoder.push(stream.subarray(0, cut));
       const second = decoder.push(stream.subarray(cut));
       assert.equal(first.error, null);
       assert.equal(second.error, null);
-      assert.deepEqual([...first.datagrams, ...second.datagrams].map(String), ['first', 'second', 'third'], `cut at ${cut}`);
+      assert.deepEqual(
+        [...first.datagrams, ...second.datagrams].map(String),
+        ['first', 'second', 'third'],
+        `cut at ${cut}`,
+      );
       assert.equal(decoder.pendingBytes, 0, `nothing left over when cut at ${cut}`);
     }
   });
 
   test('an empty or oversized frame is an error as soon as its prefix arrives, and stays one', () => {
     const empty = new FrameDecoder();
-    const result = empty.push(Buffer.concat([encodeFrame(Buffer.from('ok')), Buffer.from([0x00, 0x00]), encodeFrame(Buffer.from('late'))]));
+    const result = empty.push(
+      Buffer.concat([encodeFrame(Buffer.from('ok')), Buffer.from([0x00, 0x00]), encodeFrame(Buffer.from('late'))]),
+    );
     assert.deepEqual(result.datagrams.map(String), ['ok'], 'frames before the bad one are good');
     assert.match(result.error ?? '', /empty frame/);
     assert.match(empty.push(encodeFrame(Buffer.from('more'))).error ?? '', /empty frame/, 'the stream stays unusable');
@@ -69,7 +79,11 @@ describe('the verdict on a request to the relay', () => {
     assert.equal(statusOf({ url: '/vpn1.example.org' }), 'upgrade', 'proxyUrl without /proxyguard');
     assert.equal(statusOf({ url: '/proxyguard/vpn1.example.org/?probe=1' }), 'upgrade', 'trailing slash and a query');
     assert.equal(statusOf({ url: '/proxyguard/vpn1%2Eexample.org' }), 'upgrade', 'percent-encoded');
-    assert.equal(statusOf({ upgrade: 'uotlv/1', connection: 'keep-alive, upgrade' }), 'upgrade', 'tokens are case-insensitive lists');
+    assert.equal(
+      statusOf({ upgrade: 'uotlv/1', connection: 'keep-alive, upgrade' }),
+      'upgrade',
+      'tokens are case-insensitive lists',
+    );
   });
 
   test('everything else is refused with the status that says why', () => {

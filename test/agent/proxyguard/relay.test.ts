@@ -44,7 +44,11 @@ async function startEchoTarget(t: TestContext): Promise<{ port: number; received
   return { port: udp.address().port, received };
 }
 
-async function startRelay(t: TestContext, targetPort: number, options: Partial<ProxyGuardRelayOptions> = {}): Promise<ProxyGuardRelay> {
+async function startRelay(
+  t: TestContext,
+  targetPort: number,
+  options: Partial<ProxyGuardRelayOptions> = {},
+): Promise<ProxyGuardRelay> {
   const relay = await ProxyGuardRelay.start({
     listen: { host: '127.0.0.1', port: 0 },
     target: () => ({ host: '127.0.0.1', port: targetPort }),
@@ -58,10 +62,15 @@ async function startRelay(t: TestContext, targetPort: number, options: Partial<P
   return relay;
 }
 
-const endpointOf = (relay: ProxyGuardRelay, path = `/proxyguard/${HOST_NAME}`): string => `http://127.0.0.1:${relay.address.port}${path}`;
+const endpointOf = (relay: ProxyGuardRelay, path = `/proxyguard/${HOST_NAME}`): string =>
+  `http://127.0.0.1:${relay.address.port}${path}`;
 
 /** Opens a tunnel and closes it when the test ends. */
-async function tunnelTo(t: TestContext, relay: ProxyGuardRelay, options: Parameters<typeof openUotlvTunnel>[1] = {}): Promise<UotlvTunnel> {
+async function tunnelTo(
+  t: TestContext,
+  relay: ProxyGuardRelay,
+  options: Parameters<typeof openUotlvTunnel>[1] = {},
+): Promise<UotlvTunnel> {
   const tunnel = await openUotlvTunnel(endpointOf(relay), options);
   t.after(() => tunnel.socket.destroy());
   return tunnel;
@@ -94,7 +103,10 @@ async function waitUntil(condition: () => boolean, what: string, timeoutMs = 5_0
 }
 
 /** Sends raw bytes, reads everything until the relay closes the connection. */
-async function rawExchange(port: number, request: string): Promise<{ status: number; headers: Map<string, string>; body: string }> {
+async function rawExchange(
+  port: number,
+  request: string,
+): Promise<{ status: number; headers: Map<string, string>; body: string }> {
   const socket = connect(port, '127.0.0.1');
   await once(socket, 'connect');
   socket.write(request);
@@ -104,11 +116,17 @@ async function rawExchange(port: number, request: string): Promise<{ status: num
   const closed = once(socket, 'close');
   const timedOut = await Promise.race([closed.then(() => false), sleep(5_000).then(() => true)]);
   socket.destroy();
-  assert.equal(timedOut, false, `the relay closes the connection after answering ${JSON.stringify(request.split('\r\n')[0])}`);
+  assert.equal(
+    timedOut,
+    false,
+    `the relay closes the connection after answering ${JSON.stringify(request.split('\r\n')[0])}`,
+  );
   const text = Buffer.concat(chunks).toString('latin1');
   const [head = '', body = ''] = text.split('\r\n\r\n');
   const [statusLine = '', ...lines] = head.split('\r\n');
-  const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  const headers = new Map(
+    lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
   return { status: Number(statusLine.split(' ')[1]), headers, body };
 }
 
@@ -120,7 +138,11 @@ describe('a tunnel through the relay', () => {
 
     tunnel.socket.write(uotlvFrame(Buffer.from('handshake')));
     assert.equal((await tunnel.next()).toString(), 'handshake');
-    assert.deepEqual(target.received.map(String), ['handshake'], 'WireGuard sees the bare datagram, without the prefix');
+    assert.deepEqual(
+      target.received.map(String),
+      ['handshake'],
+      'WireGuard sees the bare datagram, without the prefix',
+    );
 
     // 300 bytes: prefix 0x01 0x2c. Read raw, to pin the byte order on the relay's side too.
     const raw: Buffer[] = [];
@@ -135,7 +157,9 @@ describe('a tunnel through the relay', () => {
   test('reassembles frames however TCP cuts them, also frames sent along with the request', async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port);
-    const tunnel = await tunnelTo(t, relay, { extra: Buffer.concat([uotlvFrame(Buffer.from('early')), uotlvFrame(Buffer.from('bird'))]) });
+    const tunnel = await tunnelTo(t, relay, {
+      extra: Buffer.concat([uotlvFrame(Buffer.from('early')), uotlvFrame(Buffer.from('bird'))]),
+    });
     assert.equal((await tunnel.next()).toString(), 'early');
     assert.equal((await tunnel.next()).toString(), 'bird');
 
@@ -177,9 +201,14 @@ describe('a tunnel through the relay', () => {
     const bystander = await tunnelTo(t, relay);
     const garbage = await tunnelTo(t, relay);
 
-    garbage.socket.write(Buffer.concat([uotlvFrame(Buffer.from('fine')), Buffer.from([0x00, 0x00]), uotlvFrame(Buffer.from('never'))]));
+    garbage.socket.write(
+      Buffer.concat([uotlvFrame(Buffer.from('fine')), Buffer.from([0x00, 0x00]), uotlvFrame(Buffer.from('never'))]),
+    );
     await within(garbage.closed, 'the relay closes the tunnel with the empty frame');
-    await waitUntil(() => target.received.map(String).includes('fine'), 'the frame before the bad one reaches WireGuard');
+    await waitUntil(
+      () => target.received.map(String).includes('fine'),
+      'the frame before the bad one reaches WireGuard',
+    );
     assert.equal(target.received.map(String).includes('never'), false, 'nothing after the bad frame reaches WireGuard');
 
     const emptyFirst = await tunnelTo(t, relay, { extra: Buffer.from([0x00, 0x00]) });
@@ -198,7 +227,10 @@ describe('requests that are not a UoTLV/1 upgrade', () => {
     const port = relay.address.port;
     const path = `/proxyguard/${HOST_NAME}`;
 
-    const websocket = await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    const websocket = await rawExchange(
+      port,
+      `GET ${path} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
+    );
     assert.equal(websocket.status, 426, 'wrong Upgrade value');
     assert.equal(websocket.headers.get('upgrade'), 'UoTLV/1', '426 names the protocol to use');
     assert.match(websocket.body, /UoTLV\/1/);
@@ -400,7 +432,8 @@ describe('slow clients', () => {
       // Spread over about 3 s, so real clients also arrive while evicted slow ones reconnect.
       300,
     );
-    for (const [index, tunnel] of established.entries()) await assertEchoes(tunnel, `still ${index}`, 'a tunnel opened before the flood keeps working');
+    for (const [index, tunnel] of established.entries())
+      await assertEchoes(tunnel, `still ${index}`, 'a tunnel opened before the flood keeps working');
     // Counted by the relay: from the clients' side, connections waiting in the kernel's accept
     // queue or already cut off but not yet told so look open too.
     const pendingHeld = relay.handshakeCount;
@@ -412,7 +445,10 @@ describe('slow clients', () => {
       'every real upgrade succeeds',
     );
     const p99 = percentile99(upgrades.map(({ ms }) => ms));
-    assert.ok(p99 <= 1_000, `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`);
+    assert.ok(
+      p99 <= 1_000,
+      `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`,
+    );
     assert.ok(pendingHeld <= 64, `the slow connections hold at most the 64 handshake slots, held ${pendingHeld}`);
   });
 
@@ -468,7 +504,13 @@ describe("the relay follows the portal's settings", () => {
     const firstTarget = await startEchoTarget(t);
     const secondTarget = await startEchoTarget(t);
     const service = new ProxyGuardService(
-      { listen: { host: '127.0.0.1', port: 0 }, maxTunnels: 10, idleTimeoutMs: 60_000, maxPendingRequests: 64, requestTimeoutMs: 5_000 },
+      {
+        listen: { host: '127.0.0.1', port: 0 },
+        maxTunnels: 10,
+        idleTimeoutMs: 60_000,
+        maxPendingRequests: 64,
+        requestTimeoutMs: 5_000,
+      },
       pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
     );
     t.after(() => service.close());
@@ -488,7 +530,10 @@ describe("the relay follows the portal's settings", () => {
     await service.apply({ hostNames: ['vpn9.example.org'] }, secondTarget.port);
     assert.equal(service.relay, relay, 'the relay keeps running (and its tunnels with it)');
     await assertEchoes(first, 'still the first port', 'the open tunnel is not disturbed');
-    await assert.rejects(openUotlvTunnel(endpointOf(relay)), (error: unknown) => error instanceof UpgradeRefused && error.status === 404);
+    await assert.rejects(
+      openUotlvTunnel(endpointOf(relay)),
+      (error: unknown) => error instanceof UpgradeRefused && error.status === 404,
+    );
     const second = await openUotlvTunnel(endpointOf(relay, '/proxyguard/vpn9.example.org'));
     t.after(() => second.socket.destroy());
     await assertEchoes(second, 'to the second port', 'a new tunnel uses the new WireGuard port');

@@ -94,7 +94,11 @@ test('a burst is gathered until it is quiet, and no longer than the bound after 
   await Promise.all(added);
 
   // A steady stream never falls quiet: the bound ends the batch.
-  const { batcher: bounded, writes: boundedWrites, finishWrite: finishBounded } = heldBatcher({ quietMs: 30, maxWaitMs: 50 });
+  const {
+    batcher: bounded,
+    writes: boundedWrites,
+    finishWrite: finishBounded,
+  } = heldBatcher({ quietMs: 30, maxWaitMs: 50 });
   const streamed: Promise<void>[] = [];
   const started = performance.now();
   while (boundedWrites.length === 0) {

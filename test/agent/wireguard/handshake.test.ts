@@ -37,17 +37,23 @@ describe('a WireGuard client connected through the node', () => {
   let agent: RunningNodeAgent;
   let clientInterface: string;
 
-  const daemon = (path: string, init: RequestInit = {}) => fetch(new URL(path, agent.daemonUrl), { ...init, headers: { authorization: `Bearer ${nodeKey}` } });
-  const onlinePeers = async (): Promise<ListedPeer[]> => ((await (await daemon('/w/peer_list?show_all=no')).json()) as { peer_list: ListedPeer[] }).peer_list;
+  const daemon = (path: string, init: RequestInit = {}) =>
+    fetch(new URL(path, agent.daemonUrl), { ...init, headers: { authorization: `Bearer ${nodeKey}` } });
+  const onlinePeers = async (): Promise<ListedPeer[]> =>
+    ((await (await daemon('/w/peer_list?show_all=no')).json()) as { peer_list: ListedPeer[] }).peer_list;
   // One reply within the deadline is enough: the first packets may wait for a handshake retry.
-  const pingGateway = (deadlineSeconds: number) => client.run('ping', ['-c', '1', '-i', '0.2', '-w', String(deadlineSeconds), '198.19.3.1']);
+  const pingGateway = (deadlineSeconds: number) =>
+    client.run('ping', ['-c', '1', '-i', '0.2', '-w', String(deadlineSeconds), '198.19.3.1']);
 
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'node-agent-handshake-'));
     node = await lab.namespace('node');
     client = await lab.namespace('client');
     const link = lab.subnet();
-    await lab.vethPair({ namespace: node, address: `${link.first}/30` }, { namespace: client, address: `${link.second}/30` });
+    await lab.vethPair(
+      { namespace: node, address: `${link.first}/30` },
+      { namespace: client, address: `${link.second}/30` },
+    );
 
     // The portal hands node 0 its WireGuard key, port 51820 and the gateway 198.19.3.1.
     portal = await startTestPortal({
@@ -158,7 +164,10 @@ describe('a WireGuard client connected through the node', () => {
   });
 
   test('removing the peer reports its traffic and the tunnel stops passing packets', async () => {
-    const removed = await daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: clientKeys.publicKey }) });
+    const removed = await daemon('/w/remove_peer', {
+      method: 'POST',
+      body: new URLSearchParams({ public_key: clientKeys.publicKey }),
+    });
     assert.equal(removed.status, 200);
     const peer = (await removed.json()) as ListedPeer;
     assert.equal(peer.public_key, clientKeys.publicKey);

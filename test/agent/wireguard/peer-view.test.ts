@@ -14,7 +14,14 @@ function newPeerKey(): WireGuardKey {
 }
 
 function peer(publicKey: WireGuardKey, bytesReceived = 0): WgPeer {
-  return { publicKey, allowedIps: ['198.19.0.2/32'], endpoint: null, latestHandshake: null, bytesReceived, bytesSent: 0 };
+  return {
+    publicKey,
+    allowedIps: ['198.19.0.2/32'],
+    endpoint: null,
+    latestHandshake: null,
+    bytesReceived,
+    bytesSent: 0,
+  };
 }
 
 /** A view over a stand-in interface whose reads the test finishes, on a clock the test moves. */

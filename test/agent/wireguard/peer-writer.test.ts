@@ -22,7 +22,9 @@ function newPeerKey(): WireGuardKey {
 
 /** A wireguard-go interface of its own in the namespace, ready for `wg`. */
 async function startWireGuardGo(node: Namespace, interfaceName: string): Promise<ChildProcess> {
-  const child = node.spawn('wireguard-go', ['-f', interfaceName], { env: { WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' } });
+  const child = node.spawn('wireguard-go', ['-f', interfaceName], {
+    env: { WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' },
+  });
   for (let tries = 0; (await node.run('wg', ['show', interfaceName])).exitCode !== 0; tries += 1) {
     if (tries > 100) throw new Error(`wireguard-go did not bring up ${interfaceName}`);
     await sleep(50);
@@ -44,8 +46,10 @@ describe('writing peer changes to a wireguard-go interface', () => {
     const dump = parseWgDump((await node.exec('wg', ['show', name, 'dump'])).stdout);
     return new Map(dump.peers.map((peer) => [peer.publicKey, peer]));
   };
-  const writer = (method: PeerWriteMethod, options: { maxOperationBytes?: number; timeoutMs?: number } = {}): PeerWriter =>
-    new PeerWriter({ wg: new WgTool(countingRunner), controlSocket: method === 'uapi', ...options });
+  const writer = (
+    method: PeerWriteMethod,
+    options: { maxOperationBytes?: number; timeoutMs?: number } = {},
+  ): PeerWriter => new PeerWriter({ wg: new WgTool(countingRunner), controlSocket: method === 'uapi', ...options });
 
   before(async () => {
     node = await lab.namespace('writer');
@@ -78,7 +82,12 @@ describe('writing peer changes to a wireguard-go interface', () => {
       const wgSetsBefore = wgSetCalls();
 
       const added = await peerWriter.apply(interfaceName, [
-        { kind: 'set', publicKey: alice, allowedIps: ['198.19.40.2/32', 'fd00:40::2/128'], endpoint: '198.18.40.9:51820' },
+        {
+          kind: 'set',
+          publicKey: alice,
+          allowedIps: ['198.19.40.2/32', 'fd00:40::2/128'],
+          endpoint: '198.18.40.9:51820',
+        },
         { kind: 'set', publicKey: bob, allowedIps: ['198.19.40.3/32'] },
       ]);
       assert.deepEqual(added, { method, writes: 1 });
@@ -144,7 +153,10 @@ describe('writing peer changes to a wireguard-go interface', () => {
     const dave = newPeerKey();
     const wgSetsBefore = wgSetCalls();
     const peerWriter = new PeerWriter({ wg: new WgTool(countingRunner), socketDirectory: emptyDirectory });
-    assert.deepEqual(await peerWriter.apply(interfaceName, [{ kind: 'set', publicKey: dave, allowedIps: ['198.19.42.2/32'] }]), { method: 'wg', writes: 1 });
+    assert.deepEqual(
+      await peerWriter.apply(interfaceName, [{ kind: 'set', publicKey: dave, allowedIps: ['198.19.42.2/32'] }]),
+      { method: 'wg', writes: 1 },
+    );
     assert.equal(wgSetCalls() - wgSetsBefore, 1);
     assert.deepEqual((await peersOnInterface()).get(dave)?.allowedIps, ['198.19.42.2/32']);
   });
@@ -158,7 +170,9 @@ describe('writing peer changes to a wireguard-go interface', () => {
     t.after(() => process.kill(pid, 'SIGCONT'));
     const started = performance.now();
     await assert.rejects(
-      writer('uapi', { timeoutMs: 300 }).apply(stalled, [{ kind: 'set', publicKey: newPeerKey(), allowedIps: ['198.19.43.2/32'] }]),
+      writer('uapi', { timeoutMs: 300 }).apply(stalled, [
+        { kind: 'set', publicKey: newPeerKey(), allowedIps: ['198.19.43.2/32'] },
+      ]),
       /no answer on .* within 300 ms/,
     );
     assert.ok(performance.now() - started < 5_000, 'the write did not wait for wireguard-go');
@@ -171,7 +185,10 @@ describe('writing peer changes to a wireguard-go interface', () => {
     child.kill('SIGKILL');
     await exited;
     for (const method of ['uapi', 'wg'] as const) {
-      await assert.rejects(writer(method).apply(killed, [{ kind: 'set', publicKey: newPeerKey(), allowedIps: ['198.19.44.2/32'] }]), `${method} fails`);
+      await assert.rejects(
+        writer(method).apply(killed, [{ kind: 'set', publicKey: newPeerKey(), allowedIps: ['198.19.44.2/32'] }]),
+        `${method} fails`,
+      );
     }
   });
 });

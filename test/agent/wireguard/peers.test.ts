@@ -41,7 +41,14 @@ function newPeerKey(): WireGuardKey {
 
 /** A profile on node 0; the test itself plays the portal's part in the vpn-daemon protocol. */
 function profile(profileId: string, rangeFour: string, rangeSix: string): PortalConfigFile['ProfileList'][number] {
-  return { profileId, displayName: profileId, hostName: 'vpn.example.org', wRangeFour: rangeFour, wRangeSix: rangeSix, nodeUrl: UNREACHABLE_NODE };
+  return {
+    profileId,
+    displayName: profileId,
+    hostName: 'vpn.example.org',
+    wRangeFour: rangeFour,
+    wRangeSix: rangeSix,
+    nodeUrl: UNREACHABLE_NODE,
+  };
 }
 
 describe('a node agent serving the vpn-daemon protocol on a wireguard-go interface', () => {
@@ -62,7 +69,8 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     for (const ipNet of ipNets) form.append('ip_net', ipNet);
     return daemon('/w/add_peer', { method: 'POST', body: form });
   };
-  const removePeer = (publicKey: string) => daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
+  const removePeer = (publicKey: string) =>
+    daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
   /** Peers and their allowed IPs as `wg show` reports them. */
   const peersOnInterface = () => wireGuardPeers(node, interfaceName);
   /** Writes of peer changes to the interface (any method, the agent's own counter) and `wg set` processes during the action. */
@@ -70,11 +78,16 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     const writesBefore = await peerWrites();
     const callsBefore = wgCalls.length;
     await action();
-    return { writes: (await peerWrites()) - writesBefore, wgSets: wgCalls.slice(callsBefore).filter((args) => args[0] === 'set').length };
+    return {
+      writes: (await peerWrites()) - writesBefore,
+      wgSets: wgCalls.slice(callsBefore).filter((args) => args[0] === 'set').length,
+    };
   };
   const peerWrites = async (): Promise<number> => {
     const metrics = await (await fetch(agent.metricsUrl ?? 'http://metrics.invalid')).text();
-    const series = metrics.split('\n').filter((line) => line.startsWith(`vpn_node_wireguard_peer_writes_total{interface="${interfaceName}"`));
+    const series = metrics
+      .split('\n')
+      .filter((line) => line.startsWith(`vpn_node_wireguard_peer_writes_total{interface="${interfaceName}"`));
     assert.equal(series.length, 2, 'one series per method');
     return series.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
   };
@@ -127,7 +140,11 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     assert.equal(agent.wireGuardInterface?.origin, 'wireguard-go');
 
     const publicKey = await node.exec('wg', ['show', interfaceName, 'public-key']);
-    assert.equal(publicKey.stdout.trim(), portal.portal.ctx.keys.wireGuardPublicKey(asNodeNumber(0)), "node 0's key from the portal");
+    assert.equal(
+      publicKey.stdout.trim(),
+      portal.portal.ctx.keys.wireGuardPublicKey(asNodeNumber(0)),
+      "node 0's key from the portal",
+    );
     const port = await node.exec('wg', ['show', interfaceName, 'listen-port']);
     assert.equal(port.stdout.trim(), '51820');
     const link = await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global']);
@@ -150,12 +167,21 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
 
     const all = await daemon('/w/peer_list?show_all=yes');
     assert.equal(all.status, 200);
-    const listed = ((await all.json()) as { peer_list: Record<string, unknown>[] }).peer_list.find((peer) => peer['public_key'] === alice);
+    const listed = ((await all.json()) as { peer_list: Record<string, unknown>[] }).peer_list.find(
+      (peer) => peer['public_key'] === alice,
+    );
     // Never shook hands: no last_handshake_time key at all, not null.
-    assert.deepEqual(listed, { public_key: alice, ip_net: ['198.19.7.2/32', 'fd00:7::2/128'], bytes_in: 0, bytes_out: 0 });
+    assert.deepEqual(listed, {
+      public_key: alice,
+      ip_net: ['198.19.7.2/32', 'fd00:7::2/128'],
+      bytes_in: 0,
+      bytes_out: 0,
+    });
 
     const online = await daemon('/w/peer_list?show_all=no');
-    const onlineKeys = ((await online.json()) as { peer_list: { public_key: string }[] }).peer_list.map((peer) => peer.public_key);
+    const onlineKeys = ((await online.json()) as { peer_list: { public_key: string }[] }).peer_list.map(
+      (peer) => peer.public_key,
+    );
     assert.ok(!onlineKeys.includes(alice), 'a peer without handshake is not online');
   });
 
@@ -173,7 +199,12 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
 
     const removed = await removePeer(carol);
     assert.equal(removed.status, 200);
-    assert.deepEqual(await removed.json(), { public_key: carol, ip_net: ['198.19.7.5/32', 'fd00:7::5/128'], bytes_in: 0, bytes_out: 0 });
+    assert.deepEqual(await removed.json(), {
+      public_key: carol,
+      ip_net: ['198.19.7.5/32', 'fd00:7::5/128'],
+      bytes_in: 0,
+      bytes_out: 0,
+    });
     assert.equal((await peersOnInterface()).has(carol), false);
 
     const again = await removePeer(carol);
@@ -191,7 +222,9 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     const keys = Array.from({ length: 300 }, newPeerKey);
     const additions = await writesDuring(async () => {
       const answers = await Promise.all(
-        keys.map((key, index) => addPeer(key, `198.19.${10 + (index >> 8)}.${index & 255}/32`, `fd00:8::${index.toString(16)}/128`)),
+        keys.map((key, index) =>
+          addPeer(key, `198.19.${10 + (index >> 8)}.${index & 255}/32`, `fd00:8::${index.toString(16)}/128`),
+        ),
       );
       assert.deepEqual(new Set(answers.map((answer) => answer.status)), new Set([204]));
     });
@@ -200,7 +233,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       keys.every((key) => onInterface.has(key)),
       'every added peer is on the interface',
     );
-    assert.ok(additions.writes > 0 && additions.writes <= BATCHED, `expected batched writes for 300 requests, got ${additions.writes}`);
+    assert.ok(
+      additions.writes > 0 && additions.writes <= BATCHED,
+      `expected batched writes for 300 requests, got ${additions.writes}`,
+    );
     assert.equal(additions.wgSets, 0, 'wireguard-go is written through its control socket, without wg set');
 
     const removals = await writesDuring(async () => {
@@ -212,7 +248,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       keys.every((key) => !afterRemoval.has(key)),
       'every removed peer is gone',
     );
-    assert.ok(removals.writes > 0 && removals.writes <= BATCHED, `expected batched writes for 300 requests, got ${removals.writes}`);
+    assert.ok(
+      removals.writes > 0 && removals.writes <= BATCHED,
+      `expected batched writes for 300 requests, got ${removals.writes}`,
+    );
     assert.equal(removals.wgSets, 0);
   });
 
@@ -247,13 +286,19 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     const wrongSameLength = 'f'.repeat(64) === nodeKey ? 'e'.repeat(64) : 'f'.repeat(64);
 
     for (const token of ['', 'short', wrongSameLength]) {
-      const refused = await daemon('/w/add_peer', { method: 'POST', body: new URLSearchParams({ public_key: mallory, ip_net: '198.19.7.66/32' }) }, token);
+      const refused = await daemon(
+        '/w/add_peer',
+        { method: 'POST', body: new URLSearchParams({ public_key: mallory, ip_net: '198.19.7.66/32' }) },
+        token,
+      );
       assert.equal(refused.status, 401);
       assert.deepEqual(await refused.json(), { error: 'missing or invalid bearer token' });
     }
     const withoutHeader = await fetch(new URL('/w/peer_list?show_all=yes', agent.daemonUrl));
     assert.equal(withoutHeader.status, 401);
-    const nodeInfo = await fetch(new URL('/i/node', agent.daemonUrl), { headers: { authorization: `Basic ${nodeKey}` } });
+    const nodeInfo = await fetch(new URL('/i/node', agent.daemonUrl), {
+      headers: { authorization: `Basic ${nodeKey}` },
+    });
     assert.equal(nodeInfo.status, 401);
 
     assert.deepEqual(await peersOnInterface(), peersBefore);
@@ -288,9 +333,16 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       assert.equal(typeof ((await answer.json()) as { error: unknown }).error, 'string');
     }
 
-    const json = await daemon('/w/add_peer', { method: 'POST', body: JSON.stringify({ public_key: dave }), headers: { 'content-type': 'application/json' } });
+    const json = await daemon('/w/add_peer', {
+      method: 'POST',
+      body: JSON.stringify({ public_key: dave }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(json.status, 415);
-    const huge = await daemon('/w/add_peer', { method: 'POST', body: new URLSearchParams({ public_key: dave, ip_net: 'x'.repeat(10_000) }) });
+    const huge = await daemon('/w/add_peer', {
+      method: 'POST',
+      body: new URLSearchParams({ public_key: dave, ip_net: 'x'.repeat(10_000) }),
+    });
     assert.equal(huge.status, 413);
     for (const showAll of ['maybe', '', 'YES']) {
       const answer = await daemon(`/w/peer_list?show_all=${showAll}`);
@@ -310,7 +362,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     assert.equal(info['maintenance_mode'], false);
     assert.equal(info['v'], 'test');
     assert.equal(typeof info['cpu_count'], 'number');
-    assert.ok(Number.isInteger(info['node_uptime']) && (info['node_uptime'] as number) > 0, `uptime in whole seconds: ${String(info['node_uptime'])}`);
+    assert.ok(
+      Number.isInteger(info['node_uptime']) && (info['node_uptime'] as number) > 0,
+      `uptime in whole seconds: ${String(info['node_uptime'])}`,
+    );
     assert.equal((info['load_average'] as number[]).length, 3);
     assert.ok((info['rel_load_average'] as number[]).every(Number.isInteger), 'relative load in whole percent');
   });
@@ -325,7 +380,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     await agent.refresh();
 
     assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51820');
-    assert.match((await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global'])).stdout, /inet 198\.19\.7\.1\/24/);
+    assert.match(
+      (await node.exec('ip', ['-o', 'address', 'show', 'dev', interfaceName, 'scope', 'global'])).stdout,
+      /inet 198\.19\.7\.1\/24/,
+    );
     assert.deepEqual(await peersOnInterface(), peersBefore);
   });
 
@@ -342,7 +400,10 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       config: {
         listen,
         WireGuard: { listenPort: 51821, setMtu: 1392 },
-        ProfileList: [profile('employees', '198.19.9.0/24', 'fd00:9::/64'), profile('contractors', '198.19.5.0/24', 'fd00:5::/64')],
+        ProfileList: [
+          profile('employees', '198.19.9.0/24', 'fd00:9::/64'),
+          profile('contractors', '198.19.5.0/24', 'fd00:5::/64'),
+        ],
       },
     });
 
@@ -354,7 +415,11 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     assert.doesNotMatch(link.stdout, /198\.19\.[567]\.1|fd00:[567]::1/);
     assert.equal((await node.exec('wg', ['show', interfaceName, 'listen-port'])).stdout.trim(), '51821');
     assert.match((await node.exec('ip', ['-o', 'link', 'show', 'dev', interfaceName])).stdout, /mtu 1392/);
-    assert.equal((await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(), publicKeyBefore, 'the same WireGuard key');
+    assert.equal(
+      (await node.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim(),
+      publicKeyBefore,
+      'the same WireGuard key',
+    );
     assert.deepEqual(await peersOnInterface(), peersBefore);
   });
 });

@@ -15,19 +15,34 @@ test('the widest scope a claim value grants wins, from a string or an array', ()
     ok: true,
     grant: { subject: 'u1', scope: 'admin', profiles: null },
   });
-  assert.deepEqual(grantFromClaims({ sub: 'u2', roles: 'viewer' }, rules), { ok: true, grant: { subject: 'u2', scope: 'read', profiles: null } });
+  assert.deepEqual(grantFromClaims({ sub: 'u2', roles: 'viewer' }, rules), {
+    ok: true,
+    grant: { subject: 'u2', scope: 'read', profiles: null },
+  });
 });
 
 test('values of other types, a missing claim and unknown values grant nothing, and the refusal says which', () => {
-  assert.deepEqual(grantFromClaims({ sub: 'u3' }, rules), { ok: false, subject: 'u3', reason: 'no claim "roles" grants a console scope' });
+  assert.deepEqual(grantFromClaims({ sub: 'u3' }, rules), {
+    ok: false,
+    subject: 'u3',
+    reason: 'no claim "roles" grants a console scope',
+  });
   assert.deepEqual(grantFromClaims({ sub: 'u3', roles: [1, { admin: true }, 'guest'] }, rules), {
     ok: false,
     subject: 'u3',
     reason: 'no value of claim "roles" grants a console scope',
   });
-  assert.deepEqual(grantFromClaims({ roles: ['root'] }, rules), { ok: false, subject: '', reason: 'the provider named no subject (sub)' });
+  assert.deepEqual(grantFromClaims({ roles: ['root'] }, rules), {
+    ok: false,
+    subject: '',
+    reason: 'the provider named no subject (sub)',
+  });
   const long = grantFromClaims({ sub: 's'.repeat(256), roles: ['root'] }, rules);
-  assert.deepEqual(long, { ok: false, subject: 's'.repeat(255), reason: "the provider's subject is longer than 255 characters" });
+  assert.deepEqual(long, {
+    ok: false,
+    subject: 's'.repeat(255),
+    reason: "the provider's subject is longer than 255 characters",
+  });
   assert.equal(grantFromClaims({ sub: 's'.repeat(255), roles: ['root'] }, rules).ok, true);
 });
 
@@ -35,7 +50,10 @@ test('a dotted claim name reaches into objects and never into inherited properti
   const nested: OidcGrantRules = { ...rules, scope: { ...rules.scope, claim: 'realm_access.roles' } };
   assert.equal(grantFromClaims({ sub: 'k', realm_access: { roles: ['operator'] } }, nested).ok, true);
   const inherited: OidcGrantRules = { ...rules, scope: { ...rules.scope, claim: 'constructor.name' } };
-  assert.equal(grantFromClaims({ sub: 'k' }, { ...inherited, scope: { ...inherited.scope, admin: ['Object'] } }).ok, false);
+  assert.equal(
+    grantFromClaims({ sub: 'k' }, { ...inherited, scope: { ...inherited.scope, admin: ['Object'] } }).ok,
+    false,
+  );
 });
 
 test('a profiles claim limits the session: its values are profile ids, or mapped to them; none is a refusal', () => {
@@ -44,7 +62,10 @@ test('a profiles claim limits the session: its values are profile ids, or mapped
     ok: true,
     grant: { subject: 'd', scope: 'read', profiles: ['guests', 'staff'] },
   });
-  const mapped: OidcGrantRules = { ...rules, profiles: { claim: 'groups', values: { 'it-staff': ['staff', 'admins'], students: ['students'] } } };
+  const mapped: OidcGrantRules = {
+    ...rules,
+    profiles: { claim: 'groups', values: { 'it-staff': ['staff', 'admins'], students: ['students'] } },
+  };
   assert.deepEqual(grantFromClaims({ sub: 'm', roles: 'operator', groups: ['it-staff', 'choir'] }, mapped), {
     ok: true,
     grant: { subject: 'm', scope: 'write', profiles: ['admins', 'staff'] },

@@ -5,7 +5,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ConsoleOidcSettings } from '../../../src/config/console-oidc.js';
-import { checkSession, refuseOidcSignIn, signInWithOidc, type ConsoleSessionTimes } from '../../../src/core/console/index.js';
+import {
+  checkSession,
+  refuseOidcSignIn,
+  signInWithOidc,
+  type ConsoleSessionTimes,
+} from '../../../src/core/console/index.js';
 import type { PortalContext } from '../../../src/core/context.js';
 import { Secret } from '../../../src/shared/secret.js';
 import { asProfileId } from '../../../src/shared/ids.js';
@@ -13,7 +18,11 @@ import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
 const MINUTE = 60_000;
-const times: ConsoleSessionTimes = { idleTimeoutMs: 30 * MINUTE, sessionLifetimeMs: 60 * MINUTE, addressAllowed: () => true };
+const times: ConsoleSessionTimes = {
+  idleTimeoutMs: 30 * MINUTE,
+  sessionLifetimeMs: 60 * MINUTE,
+  addressAllowed: () => true,
+};
 
 const oidc: ConsoleOidcSettings = {
   issuer: new URL('https://sso.example.org/realms/staff'),
@@ -35,7 +44,11 @@ test('an OpenID session acts as oidc:<subject> with its granted scope and profil
   const portal = await startTestPortal({ clock });
   t.after(portal.close);
   const ctx = withOidc(portal.portal.ctx, oidc);
-  const grant = { subject: 'f3b1c2d4-0000-4000-8000-00000000000a', scope: 'read' as const, profiles: [asProfileId('employees')] };
+  const grant = {
+    subject: 'f3b1c2d4-0000-4000-8000-00000000000a',
+    scope: 'read' as const,
+    profiles: [asProfileId('employees')],
+  };
   const signedIn = await signInWithOidc(ctx, grant, '127.0.0.1', times);
   assert.ok(signedIn.ok);
   const check = await checkSession(ctx, signedIn.session.token, '127.0.0.1', times);
@@ -48,7 +61,12 @@ test('an OpenID session acts as oidc:<subject> with its granted scope and profil
     sourceAddress: '127.0.0.1',
     profiles: ['employees'],
   });
-  assert.deepEqual(check.session.signIn, { method: 'oidc', subject: grant.subject, scope: 'read', profiles: ['employees'] });
+  assert.deepEqual(check.session.signIn, {
+    method: 'oidc',
+    subject: grant.subject,
+    scope: 'read',
+    profiles: ['employees'],
+  });
   const row = (await auditLog(portal)).find((entry) => entry.call === 'console/sign_in');
   assert.equal(row?.keyName, 'oidc:f3b1c2d4-0000-4000-8000-00000000000a');
   assert.equal(row?.status, 200);
@@ -71,21 +89,43 @@ test('an OpenID session acts as oidc:<subject> with its granted scope and profil
     valid: false,
     reason: 'Single sign-on is turned off on this portal; sign in again.',
   });
-  assert.equal((await checkSession(ctx, another.session.token, '127.0.0.1', times)).valid, false, 'an ended session is gone');
+  assert.equal(
+    (await checkSession(ctx, another.session.token, '127.0.0.1', times)).valid,
+    false,
+    'an ended session is gone',
+  );
 });
 
 test('a refused single sign-on is an audit row under oidc:<subject>, or under no name when the provider named none', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
   const ctx = withOidc(portal.portal.ctx, oidc);
-  const refused = await refuseOidcSignIn(ctx, 'bob', 'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.', '10.0.0.7');
-  assert.deepEqual(refused, { ok: false, reason: 'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.' });
-  await refuseOidcSignIn(ctx, null, 'The sign-in took too long or was started in another browser; start it again.', '10.0.0.8');
+  const refused = await refuseOidcSignIn(
+    ctx,
+    'bob',
+    'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.',
+    '10.0.0.7',
+  );
+  assert.deepEqual(refused, {
+    ok: false,
+    reason: 'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.',
+  });
+  await refuseOidcSignIn(
+    ctx,
+    null,
+    'The sign-in took too long or was started in another browser; start it again.',
+    '10.0.0.8',
+  );
   const rows = (await auditLog(portal)).filter((entry) => entry.call === 'console/sign_in');
   assert.deepEqual(
     rows.map((entry) => [entry.keyName, entry.status, entry.sourceAddress, entry.detail]).sort(),
     [
-      ['oidc:bob', 401, '10.0.0.7', 'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.'],
+      [
+        'oidc:bob',
+        401,
+        '10.0.0.7',
+        'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.',
+      ],
       [null, 401, '10.0.0.8', 'The sign-in took too long or was started in another browser; start it again.'],
     ].sort(),
   );

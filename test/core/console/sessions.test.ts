@@ -35,7 +35,11 @@ test('a session acts with its key’s scope and profiles, stays while used, and 
 
   for (let step = 0; step < 4; step++) {
     clock.advance(20 * MINUTE);
-    assert.equal((await checkSession(ctx, token, '127.0.0.1', times)).valid, true, 'a request every 20 minutes keeps it');
+    assert.equal(
+      (await checkSession(ctx, token, '127.0.0.1', times)).valid,
+      true,
+      'a request every 20 minutes keeps it',
+    );
   }
   clock.advance(31 * MINUTE);
   const idle = await checkSession(ctx, token, '127.0.0.1', times);
@@ -81,7 +85,11 @@ test('a session ends at its lifetime however busy, on sign-out, and when its key
   });
   const pinned = await signIn(ctx, pinnedKey, '127.0.0.1', times);
   assert.ok(pinned.ok);
-  assert.equal((await checkSession(ctx, pinned.session.token, '127.0.0.2', times)).valid, false, 'the key’s allow-list holds for the session');
+  assert.equal(
+    (await checkSession(ctx, pinned.session.token, '127.0.0.2', times)).valid,
+    false,
+    'the key’s allow-list holds for the session',
+  );
 });
 
 test('a session signed in with the secret ends when the secret changes', async (t) => {

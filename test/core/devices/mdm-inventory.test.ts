@@ -13,7 +13,10 @@ import { auditRecords } from '../../../src/storage/audit-log.js';
 import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../../support/mdm-stand-in.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
-const DEVICES = ['MDM-1', 'MDM-2', 'MDM-3', 'MDM-4', 'MDM-5', 'MDM-6'].map((serial, index) => ({ id: `00000000-0000-0000-0000-00000000000${index}`, serial }));
+const DEVICES = ['MDM-1', 'MDM-2', 'MDM-3', 'MDM-4', 'MDM-5', 'MDM-6'].map((serial, index) => ({
+  id: `00000000-0000-0000-0000-00000000000${index}`,
+  serial,
+}));
 
 describe("devices are retired when they leave the MDM's inventory", () => {
   let mdm: MdmStandIn;
@@ -28,9 +31,16 @@ describe("devices are retired when they leave the MDM's inventory", () => {
     const secretFile = path.join(directory, 'intune-secret');
     writeFileSync(secretFile, `${STAND_IN_CLIENT_SECRET}\n`, { mode: 0o600 });
     // "20%" of six live devices: at most one a pass.
-    portal = await startTestPortal({ config: { mdmInventory: { ...mdm.intuneConfig(secretFile), interval: 'PT1S', maxRetirePerPass: '20%' } } });
+    portal = await startTestPortal({
+      config: { mdmInventory: { ...mdm.intuneConfig(secretFile), interval: 'PT1S', maxRetirePerPass: '20%' } },
+    });
     for (const [index, device] of DEVICES.entries()) {
-      const registered = await portal.admin.registerDevice({ user_id: `user${index}`, profile_id: 'employees', platform: 'windows', serial: device.serial });
+      const registered = await portal.admin.registerDevice({
+        user_id: `user${index}`,
+        profile_id: 'employees',
+        platform: 'windows',
+        serial: device.serial,
+      });
       ids.set(device.serial, registered.device_id);
     }
     // Registered just now: compared from the pass after the next second on.
@@ -45,7 +55,8 @@ describe("devices are retired when they leave the MDM's inventory", () => {
 
   const state = async (serial: string) => (await portal.admin.device(ids.get(serial) ?? '')).state;
   const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
-  const sample = (text: string, line: string) => Number(new RegExp(`^${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+  const sample = (text: string, line: string) =>
+    Number(new RegExp(`^${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
 
   async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
     const end = Date.now() + ms;
@@ -63,7 +74,10 @@ describe("devices are retired when they leave the MDM's inventory", () => {
     const before = await snapshot();
     // The inventory as it would be without MDM-1 (the stand-in keeps it, so the schedule does not act).
     const without = new Set(DEVICES.filter((device) => device.serial !== 'MDM-1').map((device) => device.serial));
-    const pass = await compareWithMdmInventory(portal.portal.ctx, config, async () => ({ serials: without, ids: new Set() }));
+    const pass = await compareWithMdmInventory(portal.portal.ctx, config, async () => ({
+      serials: without,
+      ids: new Set(),
+    }));
     assert.ok(pass.outcome === 'dry-run', pass.outcome);
     assert.deepEqual(
       pass.gone.map((device) => device.serial),
@@ -79,7 +93,9 @@ describe("devices are retired when they leave the MDM's inventory", () => {
     await until('MDM-2 retired', async () => (await state('MDM-2')) === 'retired', 5000);
     assert.ok(Date.now() - removedAt < 3500, 'within one interval (and the pass)');
     for (const serial of ['MDM-1', 'MDM-3', 'MDM-4']) assert.equal(await state(serial), 'registered');
-    const row = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).find((entry) => entry.call === 'retire_device');
+    const row = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).find(
+      (entry) => entry.call === 'retire_device',
+    );
     assert.equal(row?.keyName, '(portal)');
     assert.equal(row?.userId, 'user1');
     assert.match(row?.parameters['reason'] ?? '', /gone from the intune inventory/);
@@ -89,21 +105,37 @@ describe("devices are retired when they leave the MDM's inventory", () => {
   test('an inventory that suddenly lost half the devices retires nothing, logs and raises the metric', async () => {
     const before = await snapshot();
     mdm.devices = DEVICES.filter((device) => ['MDM-1', 'MDM-3'].includes(device.serial));
-    await until('the refusal in the metrics', async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="too-many"}') === 1, 5000);
+    await until(
+      'the refusal in the metrics',
+      async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="too-many"}') === 1,
+      5000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.equal(await snapshot(), before);
     mdm.devices = DEVICES.filter((device) => device.serial !== 'MDM-2');
-    await until('the refusal cleared', async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="too-many"}') === 0, 5000);
+    await until(
+      'the refusal cleared',
+      async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="too-many"}') === 0,
+      5000,
+    );
     assert.equal(await snapshot(), before);
   });
 
   test('an unreachable inventory retires nothing and raises the metric', async () => {
     const before = await snapshot();
     mdm.down = true;
-    await until('the refusal in the metrics', async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="unreadable"}') === 1, 5000);
+    await until(
+      'the refusal in the metrics',
+      async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="unreadable"}') === 1,
+      5000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.equal(await snapshot(), before);
     mdm.down = false;
-    await until('the refusal cleared', async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="unreadable"}') === 0, 5000);
+    await until(
+      'the refusal cleared',
+      async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="unreadable"}') === 0,
+      5000,
+    );
   });
 });

@@ -17,7 +17,12 @@ test('PostgreSQL, two portal instances running the warning pass at once: each co
   const config = { ProfileList: [BOTH_PROTOCOLS_PROFILE] };
   const first = await startTestPortal({ config, clock: { now: () => now } });
   t.after(first.close);
-  const second = await startTestPortal({ config, clock: { now: () => now }, dataDir: first.dataDir, database: first.database });
+  const second = await startTestPortal({
+    config,
+    clock: { now: () => now },
+    dataDir: first.dataDir,
+    database: first.database,
+  });
   t.after(second.close);
   const announced: string[] = [];
   const listen = (portal: TestPortal) =>
@@ -41,7 +46,9 @@ test('PostgreSQL, two portal instances running the warning pass at once: each co
   }
 
   now = new Date(start + 85 * DAY);
-  const counts = await Promise.all([first, second, first, second].map((portal) => announceExpiringConfigurations(portal.portal.ctx)));
+  const counts = await Promise.all(
+    [first, second, first, second].map((portal) => announceExpiringConfigurations(portal.portal.ctx)),
+  );
   await Promise.all([first.reconcile(), second.reconcile()]);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(

@@ -14,7 +14,11 @@ import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../../support/devi
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const DAY = 86_400_000;
-const config: Partial<PortalConfigFile> = { sessionExpiry: 'P90D', supportedSessionExpiry: ['P3D', 'P30D'], ProfileList: [BOTH_PROTOCOLS_PROFILE] };
+const config: Partial<PortalConfigFile> = {
+  sessionExpiry: 'P90D',
+  supportedSessionExpiry: ['P3D', 'P30D'],
+  ProfileList: [BOTH_PROTOCOLS_PROFILE],
+};
 
 type Expiring = Extract<PortalEvent, { type: 'configuration.expiring' }>;
 
@@ -29,7 +33,12 @@ function expiringEvents(portal: TestPortal): Expiring[] {
 
 async function createWireGuard(portal: TestPortal, userId: string, expiresIn?: string): Promise<string> {
   const { publicKey } = wgGenkey();
-  const form = { user_id: userId, profile_id: 'both', public_key: publicKey, ...(expiresIn === undefined ? {} : { expires_in: expiresIn }) };
+  const form = {
+    user_id: userId,
+    profile_id: 'both',
+    public_key: publicKey,
+    ...(expiresIn === undefined ? {} : { expires_in: expiresIn }),
+  };
   const created = await portal.post('/create', form, { accept: 'application/x-wireguard-profile' });
   assert.equal(created.status, 200, created.text);
   return publicKey;
@@ -65,7 +74,12 @@ test('a configuration is announced once, expiryWarning before its expiry, with i
   await portal.reconcile();
   await settle();
   assert.deepEqual(
-    seen.map((event) => [event.configuration.connectionId, event.configuration.vpnProto, event.configuration.userId, event.expiresAt.getTime()]),
+    seen.map((event) => [
+      event.configuration.connectionId,
+      event.configuration.vpnProto,
+      event.configuration.userId,
+      event.expiresAt.getTime(),
+    ]),
     [
       [wireGuard, 'wireguard', 'alice', expiresAt],
       [certificate.connection_id, 'openvpn', 'bob', expiresAt],
@@ -143,7 +157,13 @@ test('a restarted portal neither repeats a warning nor misses one that fell due 
   // Down for two months: `later` fell due meanwhile; the first pass at start announces it, and only it.
   now = new Date(start + 85 * DAY);
   const log = capturedLog();
-  const second = await startTestPortal({ config, clock: { now: () => now }, dataDir, database: first.database, logger: log.logger });
+  const second = await startTestPortal({
+    config,
+    clock: { now: () => now },
+    dataDir,
+    database: first.database,
+    logger: log.logger,
+  });
   t.after(() => second.close());
   const seenSecond = expiringEvents(second);
   await second.reconcile();
@@ -160,7 +180,11 @@ test('a restarted portal neither repeats a warning nor misses one that fell due 
     seenSecond.every((event) => event.configuration.connectionId === later),
     'only the one that fell due',
   );
-  const rows = await second.portal.ctx.db.selectFrom('wg_peers').select(['public_key', 'expiry_warned']).orderBy('expires_at').execute();
+  const rows = await second.portal.ctx.db
+    .selectFrom('wg_peers')
+    .select(['public_key', 'expiry_warned'])
+    .orderBy('expires_at')
+    .execute();
   assert.deepEqual(
     rows.map((row) => [row.public_key, row.expiry_warned]),
     [[later, 1]],

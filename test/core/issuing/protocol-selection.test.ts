@@ -3,7 +3,13 @@
 // preference (reference §5.3), with prefer_tcp moving TCP-capable formats first.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { chooseFormats, describeNoCommonFormat, MIME_TYPES, parseAccept, type OfferedFormat } from '../../../src/core/issuing/protocol-selection.js';
+import {
+  chooseFormats,
+  describeNoCommonFormat,
+  MIME_TYPES,
+  parseAccept,
+  type OfferedFormat,
+} from '../../../src/core/issuing/protocol-selection.js';
 
 const OPENVPN = MIME_TYPES.openvpn;
 const WIREGUARD = MIME_TYPES.wireguard;
@@ -49,8 +55,16 @@ test("formats named explicitly are chosen, in the server's order, including the 
   assert.deepEqual(chooseFormats(APPLE, offered, false), ['apple']);
   assert.deepEqual(chooseFormats(OPENVPN, offered, false), ['openvpn']);
   // The order of the client's list does not matter at equal quality; the server's does.
-  assert.deepEqual(chooseFormats(`${OPENVPN}, ${WIREGUARD_TCP}, ${WIREGUARD}`, offered, false), ['wireguard', 'wireguard+tcp', 'openvpn']);
-  assert.deepEqual(chooseFormats(`${WIREGUARD}, ${OPENVPN}, ${WIREGUARD_TCP}`, offered, true), ['wireguard+tcp', 'openvpn', 'wireguard']);
+  assert.deepEqual(chooseFormats(`${OPENVPN}, ${WIREGUARD_TCP}, ${WIREGUARD}`, offered, false), [
+    'wireguard',
+    'wireguard+tcp',
+    'openvpn',
+  ]);
+  assert.deepEqual(chooseFormats(`${WIREGUARD}, ${OPENVPN}, ${WIREGUARD_TCP}`, offered, true), [
+    'wireguard+tcp',
+    'openvpn',
+    'wireguard',
+  ]);
   // The reference's exact-token behaviour is the special case without parameters.
   assert.deepEqual(chooseFormats(`${OPENVPN},${WIREGUARD}`, [openvpnBoth, wireguard], false), ['openvpn', 'wireguard']);
   // A wildcard next to a named explicit-only format: the named one counts, the wildcard adds the rest.
@@ -78,7 +92,17 @@ test("q values rank the client's wishes above the server's order; q=0 refuses a 
 
 test('types the server does not serve, and malformed entries, choose nothing', () => {
   const offered = [wireguard];
-  for (const accept of ['text/html', 'text/*', OPENVPN, WIREGUARD_TCP, APPLE, `${OPENVPN}, ${APPLE}`, 'garbage', 'application', ';;;']) {
+  for (const accept of [
+    'text/html',
+    'text/*',
+    OPENVPN,
+    WIREGUARD_TCP,
+    APPLE,
+    `${OPENVPN}, ${APPLE}`,
+    'garbage',
+    'application',
+    ';;;',
+  ]) {
     assert.deepEqual(chooseFormats(accept, offered, false), [], accept);
   }
   // A malformed entry next to a good one is ignored.
@@ -99,8 +123,17 @@ test('Accept parsing: case, whitespace, parameters and q values', () => {
 });
 
 test('the 406 message names what the client asked for and what the server offers', () => {
-  assert.equal(describeNoCommonFormat(OPENVPN, [wireguard]), `no common VPN protocol [CLIENT=${OPENVPN} SERVER=${WIREGUARD}]`);
-  assert.equal(describeNoCommonFormat(undefined, [wireguardTcp]), `no common VPN protocol [CLIENT=None SERVER=${WIREGUARD_TCP}]`);
+  assert.equal(
+    describeNoCommonFormat(OPENVPN, [wireguard]),
+    `no common VPN protocol [CLIENT=${OPENVPN} SERVER=${WIREGUARD}]`,
+  );
+  assert.equal(
+    describeNoCommonFormat(undefined, [wireguardTcp]),
+    `no common VPN protocol [CLIENT=None SERVER=${WIREGUARD_TCP}]`,
+  );
   assert.equal(describeNoCommonFormat('text/html', []), 'no common VPN protocol [CLIENT=text/html SERVER=None]');
-  assert.equal(describeNoCommonFormat('*/*', [openvpnBoth, wireguard]), `no common VPN protocol [CLIENT=*/* SERVER=${OPENVPN},${WIREGUARD}]`);
+  assert.equal(
+    describeNoCommonFormat('*/*', [openvpnBoth, wireguard]),
+    `no common VPN protocol [CLIENT=*/* SERVER=${OPENVPN},${WIREGUARD}]`,
+  );
 });

@@ -19,7 +19,14 @@ const config: Partial<PortalConfigFile> = {
   reconcileInterval: 'PT1H',
   supportedSessionExpiry: ['PT12H'],
   ProfileList: [
-    { profileId: 'staff', displayName: 'Staff', hostName: 'vpn.example.org', wRangeFour: '10.48.0.0/24', wRangeSix: 'fd48::/64', nodeUrl: UNREACHABLE_NODE },
+    {
+      profileId: 'staff',
+      displayName: 'Staff',
+      hostName: 'vpn.example.org',
+      wRangeFour: '10.48.0.0/24',
+      wRangeSix: 'fd48::/64',
+      nodeUrl: UNREACHABLE_NODE,
+    },
   ],
 };
 
@@ -38,7 +45,9 @@ async function listedUsers(portal: TestPortal): Promise<string[]> {
 async function listedConnections(portal: TestPortal): Promise<string[]> {
   const response = await portal.get('/connection_list', { show_all: 'on' });
   assert.equal(response.status, 200, response.text);
-  return (response.json() as { connection_list: { staff: { user_id: string }[] } }).connection_list.staff.map((entry) => entry.user_id).sort();
+  return (response.json() as { connection_list: { staff: { user_id: string }[] } }).connection_list.staff
+    .map((entry) => entry.user_id)
+    .sort();
 }
 
 async function connectedUsers(portal: TestPortal): Promise<string[]> {
@@ -48,11 +57,19 @@ async function connectedUsers(portal: TestPortal): Promise<string[]> {
 }
 
 /** Writes a user with one configuration straight into the database, as a hand edit would. */
-async function writeBehindThePortal(portal: TestPortal, userId: string, poolIndex: number, expiresAt: string): Promise<void> {
+async function writeBehindThePortal(
+  portal: TestPortal,
+  userId: string,
+  poolIndex: number,
+  expiresAt: string,
+): Promise<void> {
   const db = connectDatabase(parseDatabaseLocation(portal.database, portal.dataDir));
   try {
     const now = '2026-01-01T00:00:00+00:00';
-    await db.insertInto('users').values({ user_id: userId, created_at: now, last_seen: now, auth_data: null }).execute();
+    await db
+      .insertInto('users')
+      .values({ user_id: userId, created_at: now, last_seen: now, auth_data: null })
+      .execute();
     const key = Buffer.alloc(32, poolIndex).toString('base64');
     await db
       .insertInto('wg_peers')
@@ -93,7 +110,11 @@ test('an unchanged listing is answered from memory, and every change through the
 
   // Each call that changes users or configurations is in the very next listing.
   assert.equal((await portal.post('/disable_user', { user_id: 'bob' })).status, 204);
-  assert.deepEqual(await listedConnections(portal), ['ann', 'hand'], 'disable_user: bob is gone, and the cache was rebuilt');
+  assert.deepEqual(
+    await listedConnections(portal),
+    ['ann', 'hand'],
+    'disable_user: bob is gone, and the cache was rebuilt',
+  );
   assert.deepEqual(await connectedUsers(portal), ['ann', 'hand']);
   assert.deepEqual(await listedUsers(portal), ['ann', 'bob', 'hand']);
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: ['bob'] });
@@ -147,5 +168,9 @@ test('a configuration leaves a listing from memory at its expiry, with no change
   assert.deepEqual(await listedConnections(portal), ['ann', 'bob', 'hand'], 'a second before the expiry: from memory');
 
   clock.advance(1000);
-  assert.deepEqual(await listedConnections(portal), ['bob', 'hand', 'late'], 'at the expiry the listing is built again, without ann');
+  assert.deepEqual(
+    await listedConnections(portal),
+    ['bob', 'hand', 'late'],
+    'at the expiry the listing is built again, without ann',
+  );
 });

@@ -52,7 +52,11 @@ test('while the node is down every call answers at once; when it is back the rec
   const { portal } = lab;
   const alice = await provision(portal, 'alice');
   const bob = await provision(portal, 'bob');
-  assert.deepEqual([...(await lab.peersOnNode()).keys()].sort(), [alice.key, bob.key].sort(), 'both devices are on the node');
+  assert.deepEqual(
+    [...(await lab.peersOnNode()).keys()].sort(),
+    [alice.key, bob.key].sort(),
+    'both devices are on the node',
+  );
 
   await lab.stopAgent();
   const started = Date.now();
@@ -84,7 +88,11 @@ test('create prefers a node that answers over one that failed, whatever the shuf
   const second = await provision(lab.portal, 'bob');
   assert.match(first.address, /^10\.44\.0\.2\/24,/, 'the first configuration is on node 0, which answers');
   assert.match(second.address, /^10\.44\.0\.3\/24,/, 'and so is the next');
-  assert.deepEqual([...(await lab.peersOnNode()).keys()].sort(), [first.key, second.key].sort(), 'their peers are on node 0 at once');
+  assert.deepEqual(
+    [...(await lab.peersOnNode()).keys()].sort(),
+    [first.key, second.key].sort(),
+    'their peers are on node 0 at once',
+  );
 });
 
 test('a listing waits for no node that failed, and names a node that never answered in VPN-Portal-Stale-Nodes', async (t) => {

@@ -10,11 +10,13 @@ test('on a steady node of 50 peers, three reconcile passes write nothing to the 
   const lab = await startTunnelLab({ client: false, portalConfig: { reconcileInterval: 'PT1H' } });
   t.after(lab.close);
   await lab.portal.reconcile();
-  for (let index = 0; index < 50; index++) await lab.portal.admin.create({ user_id: `user-${index}`, profile_id: LAB_PROFILE });
+  for (let index = 0; index < 50; index++)
+    await lab.portal.admin.create({ user_id: `user-${index}`, profile_id: LAB_PROFILE });
   const before = await lab.peersOnNode();
   assert.equal(before.size, 50);
   await sleep(200); // the agent's last batch is logged after it was applied
-  const batches = () => lab.agent.withMessage('applied peer batch').reduce((sum, line) => sum + Number(line['writes'] ?? 0), 0);
+  const batches = () =>
+    lab.agent.withMessage('applied peer batch').reduce((sum, line) => sum + Number(line['writes'] ?? 0), 0);
   const writesBefore = batches();
   assert.ok(writesBefore > 0, 'the creates were written to the interface');
 

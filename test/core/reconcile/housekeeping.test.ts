@@ -16,11 +16,21 @@ test('the first pass of a new day aggregates yesterday, prunes old history, and 
   const logged: Record<string, unknown>[] = [];
   const lab = await startPortalWithNode({
     clock: { now: () => now },
-    logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: pino(
+      { level: 'info' },
+      { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) },
+    ),
     config: (nodeUrl) => ({
       connectionLogRetention: 'P1M',
       ProfileList: [
-        { profileId: 'employees', displayName: 'Employees', hostName: 'vpn.example.org', wRangeFour: '10.44.0.0/24', wRangeSix: 'fd44::/64', nodeUrl },
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          nodeUrl,
+        },
       ],
     }),
   });
@@ -43,7 +53,13 @@ test('the first pass of a new day aggregates yesterday, prunes old history, and 
     connectedAt: new Date(from),
   });
   const closeAt = async (connectionId: string, at: string) =>
-    closeConnection(db, { connectionId, nodeNumber: asNodeNumber(0), disconnectedAt: new Date(at), bytesIn: 1, bytesOut: 2 });
+    closeConnection(db, {
+      connectionId,
+      nodeNumber: asNodeNumber(0),
+      disconnectedAt: new Date(at),
+      bytesIn: 1,
+      bytesOut: 2,
+    });
   await openConnection(db, session('bob', 'old', '2026-01-20T08:00:00Z'));
   await closeAt('old', '2026-01-20T09:00:00Z');
   await openConnection(db, session('carol', 'recent', `${DAY_ONE}T08:00:00Z`));
@@ -61,7 +77,11 @@ test('the first pass of a new day aggregates yesterday, prunes old history, and 
   assert.deepEqual(history, ['open', 'recent'], 'history closed more than a month ago is gone');
 
   const stats = await portal.admin.stats({ profile_id: 'employees', since: DAY_ONE, until: DAY_ONE });
-  assert.deepEqual(stats, { employees: [{ date: DAY_ONE, max_connection_count: 1, unique_user_count: 2 }] }, 'carol and dave were connected on day one');
+  assert.deepEqual(
+    stats,
+    { employees: [{ date: DAY_ONE, max_connection_count: 1, unique_user_count: 2 }] },
+    'carol and dave were connected on day one',
+  );
 
   // Later that day: nothing more to do.
   now = new Date('2026-03-11T15:00:00Z');

@@ -21,7 +21,12 @@ test('PostgreSQL, two portal instances: housekeeping runs once per day between t
     );
   const first = await startTestPortal({ clock: { now: () => now }, logger: logger() });
   t.after(first.close);
-  const second = await startTestPortal({ clock: { now: () => now }, logger: logger(), dataDir: first.dataDir, database: first.database });
+  const second = await startTestPortal({
+    clock: { now: () => now },
+    logger: logger(),
+    dataDir: first.dataDir,
+    database: first.database,
+  });
   t.after(second.close);
   await Promise.all([first.reconcile(), second.reconcile()]);
   assert.deepEqual(runs, ['2026-04-01'], 'one run on the first day, by one instance');

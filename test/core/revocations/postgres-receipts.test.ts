@@ -17,7 +17,12 @@ test('PostgreSQL, two portal instances: each overdue receipt is announced exactl
   const config = { revocationDeadline: 'PT1H' };
   const first = await startTestPortal({ config, clock: { now: () => now } });
   t.after(first.close);
-  const second = await startTestPortal({ config, clock: { now: () => now }, dataDir: first.dataDir, database: first.database });
+  const second = await startTestPortal({
+    config,
+    clock: { now: () => now },
+    dataDir: first.dataDir,
+    database: first.database,
+  });
   t.after(second.close);
   const overdue: string[] = [];
   const listen = (portal: TestPortal) =>
@@ -33,11 +38,17 @@ test('PostgreSQL, two portal instances: each overdue receipt is announced exactl
     await portal.admin.create({ user_id: `u${index}`, profile_id: 'employees' });
     made.push((await portal.admin.disableUser(`u${index}`)) ?? '');
   }
-  assert.equal((await second.admin.revocations({ state: 'pending' })).length, USERS, 'every receipt, whichever instance made it');
+  assert.equal(
+    (await second.admin.revocations({ state: 'pending' })).length,
+    USERS,
+    'every receipt, whichever instance made it',
+  );
 
   now = new Date(now.getTime() + 2 * 3600_000);
   // Four checks at once, besides the instances' own once a second.
-  const counts = await Promise.all([first, second, first, second].map((portal) => checkRevocationDeadlines(portal.portal.ctx)));
+  const counts = await Promise.all(
+    [first, second, first, second].map((portal) => checkRevocationDeadlines(portal.portal.ctx)),
+  );
   assert.ok(counts.reduce((sum, count) => sum + count, 0) <= USERS, `no receipt claimed twice (${counts.join(' + ')})`);
   await sleep(1_500);
   assert.deepEqual([...overdue].sort(), [...made].sort(), 'every receipt announced once, none twice');

@@ -34,7 +34,11 @@ async function portalWithReceiver(
 }
 
 async function createWireGuard(portal: TestPortal, userId: string, expiresIn?: string): Promise<string> {
-  const created = await portal.admin.create({ user_id: userId, profile_id: 'employees', ...(expiresIn === undefined ? {} : { expires_in: expiresIn }) });
+  const created = await portal.admin.create({
+    user_id: userId,
+    profile_id: 'employees',
+    ...(expiresIn === undefined ? {} : { expires_in: expiresIn }),
+  });
   return wireGuardPublicKey(parseWireGuardFile(created.body).interface.get('PrivateKey') as WireGuardKey);
 }
 
@@ -84,7 +88,11 @@ test('a disable_user whose node does not answer gives a pending receipt, overdue
   const late = await portal.admin.revocation(revocationId);
   assert.equal(late.state, 'overdue');
   assert.ok(late.overdue_at !== null && late.overdue_at >= receipt.requested_at);
-  assert.equal(await metric(portal, 'vpn_portal_revocations_pending'), 1, 'an overdue receipt is still pending on a node');
+  assert.equal(
+    await metric(portal, 'vpn_portal_revocations_pending'),
+    1,
+    'an overdue receipt is still pending on a node',
+  );
   assert.ok((await metric(portal, 'vpn_portal_revocation_oldest_pending_seconds')) >= 1);
 
   // A user without configurations: nothing to wait for, applied at once.
@@ -92,9 +100,17 @@ test('a disable_user whose node does not answer gives a pending receipt, overdue
   const bobKey = (await portal.admin.userConfigurationList('bob'))[0]?.connection_id ?? '';
   const bobReceipt = (await portal.admin.deleteConnection('bob', bobKey)) ?? '';
   const emptyReceipt = (await portal.admin.disableUser('bob')) ?? '';
-  assert.equal((await portal.admin.revocation(emptyReceipt)).state, 'applied', 'no configuration left: applied at once');
+  assert.equal(
+    (await portal.admin.revocation(emptyReceipt)).state,
+    'applied',
+    'no configuration left: applied at once',
+  );
   const ids = (receipts: readonly RevocationInfo[]) => receipts.map((entry) => entry.revocation_id);
-  assert.deepEqual(ids(await portal.admin.revocations({ state: 'pending' })), [bobReceipt, revocationId], 'pending lists pending and overdue, newest first');
+  assert.deepEqual(
+    ids(await portal.admin.revocations({ state: 'pending' })),
+    [bobReceipt, revocationId],
+    'pending lists pending and overdue, newest first',
+  );
   assert.deepEqual(ids(await portal.admin.revocations({ state: 'overdue' })), [revocationId]);
   assert.deepEqual(ids(await portal.admin.revocations({ state: 'applied' })), [emptyReceipt]);
   assert.deepEqual(ids(await portal.admin.revocations({ user_id: 'alice' })), [revocationId]);
@@ -103,11 +119,21 @@ test('a disable_user whose node does not answer gives a pending receipt, overdue
   const unknown = await portal.get('/revocation', { revocation_id: '01937f6e-0000-7000-8000-000000000000' });
   assert.equal(unknown.status, 404);
 
-  await receiver.waitFor((received) => received.length >= 3, 'the applied event of the empty receipt and the overdue one of bob');
+  await receiver.waitFor(
+    (received) => received.length >= 3,
+    'the applied event of the empty receipt and the overdue one of bob',
+  );
   await sleep(1_500);
-  const overdueOf = (id: string) => receiver.received.filter((hook) => hook.payload.type === 'revocation.overdue' && hook.payload.data.revocation_id === id);
+  const overdueOf = (id: string) =>
+    receiver.received.filter(
+      (hook) => hook.payload.type === 'revocation.overdue' && hook.payload.data.revocation_id === id,
+    );
   assert.equal(overdueOf(revocationId).length, 1, 'announced once');
-  assert.ok(receiver.received.some((hook) => hook.payload.type === 'revocation.applied' && hook.payload.data.revocation_id === emptyReceipt));
+  assert.ok(
+    receiver.received.some(
+      (hook) => hook.payload.type === 'revocation.applied' && hook.payload.data.revocation_id === emptyReceipt,
+    ),
+  );
 });
 
 test('an enable_user before every node confirmed leaves the receipt superseded, no longer pending', async (t) => {
@@ -144,20 +170,32 @@ test('destroy and delete_connection answer their receipt; expiry makes one per u
   const deletion = await portal.admin.revocation(deleted.headers.get(REVOCATION_HEADER) ?? '');
   assert.deepEqual([deletion.reason, deletion.connection_ids], ['delete_connection', [first]]);
   const nothing = await portal.post('/delete_connection', { user_id: 'alice', connection_id: first });
-  assert.deepEqual([nothing.status, nothing.headers.get(REVOCATION_HEADER)], [204, null], 'nothing deleted, no receipt');
+  assert.deepEqual(
+    [nothing.status, nothing.headers.get(REVOCATION_HEADER)],
+    [204, null],
+    'nothing deleted, no receipt',
+  );
   const destroyed = await portal.post('/destroy', { user_id: 'alice' });
   const destruction = await portal.admin.revocation(destroyed.headers.get(REVOCATION_HEADER) ?? '');
-  assert.deepEqual([destruction.reason, destruction.user_id, destruction.connection_ids], ['destroy', 'alice', [second]]);
+  assert.deepEqual(
+    [destruction.reason, destruction.user_id, destruction.connection_ids],
+    ['destroy', 'alice', [second]],
+  );
 
   const bobKey = await createWireGuard(portal, 'bob', 'PT12H');
   const carolKey = await createWireGuard(portal, 'carol', 'PT12H');
   clock.advance(13 * 3600_000);
   assert.equal(await deleteExpiredConfigurations(portal.portal.ctx), 2);
   const expired = (await portal.admin.revocations()).filter((receipt) => receipt.reason === 'expiry');
-  assert.deepEqual(expired.map((receipt) => [receipt.user_id, receipt.connection_ids, receipt.nodes.map((node) => node.node_number)]).sort(), [
-    ['bob', [bobKey], [0]],
-    ['carol', [carolKey], [0]],
-  ]);
+  assert.deepEqual(
+    expired
+      .map((receipt) => [receipt.user_id, receipt.connection_ids, receipt.nodes.map((node) => node.node_number)])
+      .sort(),
+    [
+      ['bob', [bobKey], [0]],
+      ['carol', [carolKey], [0]],
+    ],
+  );
 });
 
 test('the housekeeping deletes finished receipts older than auditLogRetention and keeps open ones', async (t) => {

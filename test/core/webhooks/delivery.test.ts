@@ -23,9 +23,12 @@ import { createTestDatabase, dropTestDatabase } from '../../support/postgres.js'
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver, type ReceivedWebhook } from '../../support/webhook-receiver.js';
 
-const allowLoopback: Partial<PortalConfigFile> = { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT1S', retryFor: 'P1D' } };
+const allowLoopback: Partial<PortalConfigFile> = {
+  webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT1S', retryFor: 'P1D' },
+};
 
-const header = (received: ReceivedWebhook | undefined, name: string): string => String(received?.headers[name.toLowerCase()]);
+const header = (received: ReceivedWebhook | undefined, name: string): string =>
+  String(received?.headers[name.toLowerCase()]);
 
 /** Waits a little longer than the worker's poll and asserts nothing more arrived. */
 async function nothingMore(receiver: WebhookReceiver, count: number, why: string): Promise<void> {
@@ -87,7 +90,11 @@ test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min,
   assert.equal(delivery.finished_at, '2026-03-02T09:01:30+00:00');
   const [first, second, third] = receiver.received;
   assert.deepEqual(
-    [first, second, third].map((received) => [header(received, WEBHOOK_HEADERS.attempt), received?.payload.id, received?.body]),
+    [first, second, third].map((received) => [
+      header(received, WEBHOOK_HEADERS.attempt),
+      received?.payload.id,
+      received?.body,
+    ]),
     [1, 2, 3].map((attempt) => [String(attempt), first?.payload.id, first?.body]),
     'the same event and body at every attempt, numbered',
   );
@@ -95,7 +102,9 @@ test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min,
 });
 
 test('a slow receiver holds up only its own deliveries: another receiver gets the same events at once', async (t) => {
-  const portal = await startTestPortal({ config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT10S' } } });
+  const portal = await startTestPortal({
+    config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT10S' } },
+  });
   t.after(() => portal.close());
   let answerSlow: (() => void) | null = null;
   const slow = await WebhookReceiver.start(() => new Promise<number>((resolve) => (answerSlow = () => resolve(200))));
@@ -166,11 +175,18 @@ test('during a secret rotation deliveries carry a signature with each secret; af
   const signatureOf = (received: ReceivedWebhook | undefined) => header(received, WEBHOOK_HEADERS.signature);
   assert.match(signatureOf(overlap), /^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
   for (const secret of [oldSecret, rotated.secret]) {
-    assert.ok(verifyWebhookSignature(signatureOf(overlap), overlap?.body ?? '', secret, now - 3600), 'either secret verifies during the overlap');
+    assert.ok(
+      verifyWebhookSignature(signatureOf(overlap), overlap?.body ?? '', secret, now - 3600),
+      'either secret verifies during the overlap',
+    );
   }
   assert.match(signatureOf(after), /^t=\d+,v1=[0-9a-f]{64}$/);
   assert.ok(verifyWebhookSignature(signatureOf(after), after?.body ?? '', rotated.secret, now));
-  assert.equal(verifyWebhookSignature(signatureOf(after), after?.body ?? '', oldSecret, now), false, 'the old secret no longer signs');
+  assert.equal(
+    verifyWebhookSignature(signatureOf(after), after?.body ?? '', oldSecret, now),
+    false,
+    'the old secret no longer signs',
+  );
 });
 
 test('a subscription whose receiver the address guard no longer allows gets nothing: each attempt is refused, not sent', async (t) => {
@@ -224,13 +240,16 @@ test('a portal killed with SIGKILL mid-delivery delivers every event after a res
 
   // The fifth request is held: the portal is killed while it waits for the answer.
   let release: (() => void) | null = null;
-  const receiver = await WebhookReceiver.start((_webhook, index) => (index === 4 ? new Promise<number>((resolve) => (release = () => resolve(200))) : 200));
+  const receiver = await WebhookReceiver.start((_webhook, index) =>
+    index === 4 ? new Promise<number>((resolve) => (release = () => resolve(200))) : 200,
+  );
   t.after(() => receiver.close());
   const first = new PortalProcess(configFile);
   t.after(async () => void (await first.stop()));
   const admin = new AdminApiClient({ baseUrl: `${await first.ready()}/vpn-user-portal/`, key: secret });
   await admin.createWebhook({ url: receiver.url, event_types: 'user.created,configuration.created' });
-  for (const user of ['u1', 'u2', 'u3', 'u4', 'u5', 'u6']) await admin.create({ user_id: user, profile_id: 'employees' });
+  for (const user of ['u1', 'u2', 'u3', 'u4', 'u5', 'u6'])
+    await admin.create({ user_id: user, profile_id: 'employees' });
   await receiver.waitForCount(5, 'four acknowledged and one in flight');
   const acknowledged = receiver.received.slice(0, 4).map((received) => received.payload.id);
   const inFlight = receiver.received[4]?.payload.id;
@@ -245,17 +264,29 @@ test('a portal killed with SIGKILL mid-delivery delivers every event after a res
   const restarted = new AdminApiClient({ baseUrl: `${await second.ready()}/vpn-user-portal/`, key: secret });
   // The killed instance's lease (timeout + 15 s) runs out, then the restarted one takes over.
   await restarted.create({ user_id: 'u7', profile_id: 'employees' });
-  await receiver.waitFor((received) => new Set(received.map((webhook) => webhook.payload.id)).size === 14, 'all 14 events', 40_000);
+  await receiver.waitFor(
+    (received) => new Set(received.map((webhook) => webhook.payload.id)).size === 14,
+    'all 14 events',
+    40_000,
+  );
   await nothingMore(receiver, receiver.received.length, 'no more after every event arrived');
 
   const db = connectDatabase(loadPortalConfig(configFile).database);
   t.after(() => db.destroy());
   const outbox = await db.selectFrom('webhook_deliveries').select(['event_id', 'state', 'attempts']).execute();
   assert.equal(outbox.length, 14, 'seven users, each user.created and configuration.created');
-  assert.deepEqual(new Set(receiver.received.map((webhook) => webhook.payload.id)), new Set(outbox.map((row) => row.event_id)), 'no event lost');
+  assert.deepEqual(
+    new Set(receiver.received.map((webhook) => webhook.payload.id)),
+    new Set(outbox.map((row) => row.event_id)),
+    'no event lost',
+  );
   assert.deepEqual(new Set(outbox.map((row) => row.state)), new Set(['delivered']));
   for (const id of acknowledged) {
-    assert.equal(receiver.received.filter((webhook) => webhook.payload.id === id).length, 1, 'an acknowledged event is not sent again');
+    assert.equal(
+      receiver.received.filter((webhook) => webhook.payload.id === id).length,
+      1,
+      'an acknowledged event is not sent again',
+    );
   }
   const repeats = receiver.received.filter((webhook) => webhook.payload.id === inFlight);
   assert.deepEqual(
@@ -264,7 +295,12 @@ test('a portal killed with SIGKILL mid-delivery delivers every event after a res
     'the event in flight is sent again, as attempt 2',
   );
   assert.equal(receiver.received.length, 15, 'fourteen events, one of them twice');
-  const attempts = await db.selectFrom('webhook_attempts').select(['outcome']).where('attempt', '=', 1).where('outcome', '!=', 'delivered').execute();
+  const attempts = await db
+    .selectFrom('webhook_attempts')
+    .select(['outcome'])
+    .where('attempt', '=', 1)
+    .where('outcome', '!=', 'delivered')
+    .execute();
   assert.deepEqual(
     attempts.map((row) => row.outcome),
     ['interrupted'],

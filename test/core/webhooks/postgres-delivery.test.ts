@@ -36,18 +36,25 @@ test('two portal instances on one PostgreSQL deliver every event to each of four
   const secret = readFileSync(path.join(directory, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
 
   // Slow receivers keep deliveries in flight while the other instance looks at the outbox.
-  const receivers = await Promise.all(Array.from({ length: 4 }, () => WebhookReceiver.start(() => sleep(20).then(() => 200))));
+  const receivers = await Promise.all(
+    Array.from({ length: 4 }, () => WebhookReceiver.start(() => sleep(20).then(() => 200))),
+  );
   t.after(() => Promise.all(receivers.map((receiver) => receiver.close())));
   const instances = [new PortalProcess(configFile), new PortalProcess(configFile)];
   t.after(() => Promise.all(instances.map((instance) => instance.stop())));
   const admins = (await Promise.all(instances.map((instance) => instance.ready()))).map(
     (base) => new AdminApiClient({ baseUrl: `${base}/vpn-user-portal/`, key: secret }),
   );
-  for (const receiver of receivers) await admins[0]?.createWebhook({ url: receiver.url, event_types: 'user.created,configuration.created' });
+  for (const receiver of receivers)
+    await admins[0]?.createWebhook({ url: receiver.url, event_types: 'user.created,configuration.created' });
 
   // Changes on both instances, several at once.
   const USERS = 40;
-  await Promise.all(Array.from({ length: USERS }, (_, index) => admins[index % 2]?.create({ user_id: `user${index}`, profile_id: 'employees' })));
+  await Promise.all(
+    Array.from({ length: USERS }, (_, index) =>
+      admins[index % 2]?.create({ user_id: `user${index}`, profile_id: 'employees' }),
+    ),
+  );
   for (const receiver of receivers) await receiver.waitForCount(2 * USERS, 'every event', 60_000);
   await sleep(2_000);
 
@@ -60,8 +67,14 @@ test('two portal instances on one PostgreSQL deliver every event to each of four
   t.after(() => db.destroy());
   const deliveries = await db.selectFrom('webhook_deliveries').select(['state', 'attempts']).execute();
   assert.equal(deliveries.length, 4 * 2 * USERS);
-  assert.deepEqual(new Set(deliveries.map((row) => `${row.state} ${row.attempts}`)), new Set(['delivered 1']), 'one attempt each');
-  const attemptsBy = instances.map((instance) => instance.lines.filter((line) => line.msg === 'webhook attempt').length);
+  assert.deepEqual(
+    new Set(deliveries.map((row) => `${row.state} ${row.attempts}`)),
+    new Set(['delivered 1']),
+    'one attempt each',
+  );
+  const attemptsBy = instances.map(
+    (instance) => instance.lines.filter((line) => line.msg === 'webhook attempt').length,
+  );
   assert.equal(
     attemptsBy.reduce((sum, count) => sum + count, 0),
     4 * 2 * USERS,

@@ -25,14 +25,18 @@ test('loopback, link-local, private, shared, multicast and mapped forms are refu
     ['192.0.0.8', 'an IETF protocol assignments (192.0.0.0/24) address'],
   ];
   for (const [address, reason] of refused) assert.equal(guard.refusal(address), reason, address);
-  for (const address of ['192.0.2.1', '8.8.8.8', '2001:db8::1', '172.32.0.1', '100.128.0.1']) assert.equal(guard.refusal(address), null, address);
+  for (const address of ['192.0.2.1', '8.8.8.8', '2001:db8::1', '172.32.0.1', '100.128.0.1'])
+    assert.equal(guard.refusal(address), null, address);
 });
 
 test("the portal's own listen address is refused although it is public, unless allow-listed; the allow-list is exact", () => {
   const guard = new TargetGuard({ allowPrivateTargets: [] }, '198.51.100.7');
   assert.equal(guard.refusal('198.51.100.7'), "an address of the portal's own host");
   assert.equal(guard.refusal('198.51.100.8'), null);
-  const allowing = new TargetGuard({ allowPrivateTargets: ['198.51.100.7/32', '10.20.0.0/16', 'fd00:1::/32'] }, '198.51.100.7');
+  const allowing = new TargetGuard(
+    { allowPrivateTargets: ['198.51.100.7/32', '10.20.0.0/16', 'fd00:1::/32'] },
+    '198.51.100.7',
+  );
   assert.equal(allowing.refusal('198.51.100.7'), null);
   assert.equal(allowing.refusal('10.20.99.1'), null);
   assert.equal(allowing.refusal('::ffff:10.20.99.1'), null, 'an IPv4-mapped form of an allowed address');
@@ -62,7 +66,13 @@ test('an IPv4 address inside an IPv6 one (compatible, NAT64 /96 and /48, 6to4, T
   ];
   for (const [address, reason] of refused) assert.equal(guard.refusal(address), reason, address);
   // Public IPv4 inside: as public as the address itself (Teredo: both server and client public).
-  for (const address of ['::8.8.8.8', '2002:808:808::1', '64:ff9b::8.8.8.8', '64:ff9b:1:808:8:800::', '2001:0:808:808:0:0:f7f7:f7f7']) {
+  for (const address of [
+    '::8.8.8.8',
+    '2002:808:808::1',
+    '64:ff9b::8.8.8.8',
+    '64:ff9b:1:808:8:800::',
+    '2001:0:808:808:0:0:f7f7:f7f7',
+  ]) {
     assert.equal(guard.refusal(address), null, address);
   }
   const allowing = new TargetGuard({ allowPrivateTargets: ['10.20.0.0/16'] }, '198.51.100.7');

@@ -25,7 +25,11 @@ after(async () => {
 async function portalWithUsers(): Promise<TestPortal> {
   const portal = await startTestPortal();
   for (const userId of ['alice', 'bob', XSS]) {
-    const created = await portal.post('/create', { user_id: userId, profile_id: 'employees', display_name: `${userId}'s laptop` });
+    const created = await portal.post('/create', {
+      user_id: userId,
+      profile_id: 'employees',
+      display_name: `${userId}'s laptop`,
+    });
     assert.equal(created.status, 200, created.text);
   }
   return portal;
@@ -61,7 +65,11 @@ test('an administrator signs in with an admin key, walks the pages and finds a u
     /down/,
     'the unreachable node shows as down',
   );
-  assert.match((await page.locator('section[aria-labelledby="pools"]').textContent()) ?? '', /3 of 253/, 'three WireGuard addresses of the pool are used');
+  assert.match(
+    (await page.locator('section[aria-labelledby="pools"]').textContent()) ?? '',
+    /3 of 253/,
+    'three WireGuard addresses of the pool are used',
+  );
   await page.waitForFunction("document.querySelector('canvas#usage-chart')?.getAttribute('width') !== null");
   await screenshot(page, 'dashboard');
 
@@ -88,7 +96,11 @@ test('an administrator signs in with an admin key, walks the pages and finds a u
   }
   assert.match((await page.locator('main').textContent()) ?? '', /No deliveries\./);
   await page.getByRole('link', { name: 'Audit log', exact: true }).click();
-  assert.match((await page.locator('main table').textContent()) ?? '', /console\/sign_in/, 'the sign-in is in the audit log');
+  assert.match(
+    (await page.locator('main table').textContent()) ?? '',
+    /console\/sign_in/,
+    'the sign-in is in the audit log',
+  );
   assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation');
 
   const phone = await openTab(browser, { phone: true });
@@ -115,7 +127,10 @@ test('a user id made of HTML shows as text, in the list, on its page and in the 
   await page.getByRole('link', { name: XSS }).click();
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), `User ${XSS}`);
   await page.getByRole('link', { name: 'Disable…' }).click();
-  assert.match((await page.locator('#what').textContent()) ?? '', /^Disable <img src=x onerror=alert\(1\)>: 1 configuration \(employees\)/);
+  assert.match(
+    (await page.locator('#what').textContent()) ?? '',
+    /^Disable <img src=x onerror=alert\(1\)>: 1 configuration \(employees\)/,
+  );
   assert.equal(await page.locator('main img').count(), 0);
   assert.equal(alerted, false, 'no script ran');
   assert.deepEqual(problems, []);
@@ -131,7 +146,10 @@ test('issuing a configuration shows its file once, as a download and as a QR cod
   await page.goto(`${consoleUrl(portal)}user?user_id=bob`);
   await page.getByLabel('Name').fill('phone');
   await page.getByRole('button', { name: 'Issue…' }).click();
-  assert.match((await page.locator('#what').textContent()) ?? '', /^Issue a configuration for bob in profile employees/);
+  assert.match(
+    (await page.locator('#what').textContent()) ?? '',
+    /^Issue a configuration for bob in profile employees/,
+  );
   await page.getByRole('button', { name: 'Yes, create' }).click();
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Configuration for bob');
   const fileText = (await page.locator('pre.config').textContent()) ?? '';
@@ -175,13 +193,21 @@ test('a read-only key sees no change buttons, and a forged change is refused by 
   assert.equal(await page.getByRole('button', { name: /Issue|token/ }).count(), 0);
   assert.equal(await page.getByRole('link', { name: 'Audit log' }).count(), 0, 'the audit log needs scope admin');
 
-  const forged = await page.request.post(`${consoleUrl(portal)}do`, { form: { action: 'disable_user', user_id: 'alice' } });
+  const forged = await page.request.post(`${consoleUrl(portal)}do`, {
+    form: { action: 'disable_user', user_id: 'alice' },
+  });
   assert.equal(forged.status(), 403);
   assert.match(await forged.text(), /CSRF token missing or wrong/);
   const csrf = await page.locator('input[name="csrf"]').first().getAttribute('value');
-  const withToken = await page.request.post(`${consoleUrl(portal)}do`, { form: { action: 'disable_user', user_id: 'alice', csrf: csrf ?? '' } });
+  const withToken = await page.request.post(`${consoleUrl(portal)}do`, {
+    form: { action: 'disable_user', user_id: 'alice', csrf: csrf ?? '' },
+  });
   assert.equal(withToken.status(), 403);
-  assert.match(await withToken.text(), /key &#34;viewer&#34; has scope &#34;read&#34;; disable_user needs scope &#34;write&#34;/, 'the page says which limit');
+  assert.match(
+    await withToken.text(),
+    /key &#34;viewer&#34; has scope &#34;read&#34;; disable_user needs scope &#34;write&#34;/,
+    'the page says which limit',
+  );
   const crossSite = await page.request.post(`${consoleUrl(portal)}do`, {
     form: { action: 'disable_user', user_id: 'alice', csrf: csrf ?? '' },
     headers: { 'sec-fetch-site': 'cross-site' },
@@ -245,7 +271,10 @@ test('a revoked key cannot sign in, and a session whose key is revoked goes back
   await revokeAdminKey(portal.portal.ctx, 'night-shift');
   await page.goto(`${consoleUrl(portal)}users`);
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
-  assert.match((await page.getByRole('alert').textContent()) ?? '', /^Admin key "night-shift" was revoked at .*; your session ended\.$/);
+  assert.match(
+    (await page.getByRole('alert').textContent()) ?? '',
+    /^Admin key "night-shift" was revoked at .*; your session ended\.$/,
+  );
 
   await signIn(page, portal, key);
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
@@ -266,7 +295,9 @@ test('the console is off with adminConsole.enabled false, and refuses addresses 
   const off = await startTestPortal({ config: { adminConsole: { enabled: false } } as never });
   t.after(off.close);
   assert.equal((await fetch(`${consoleUrl(off)}sign-in`)).status, 404);
-  const elsewhere = await startTestPortal({ config: { adminApi: { allowList: ['192.0.2.0/24'], trustedProxyList: [] } } });
+  const elsewhere = await startTestPortal({
+    config: { adminApi: { allowList: ['192.0.2.0/24'], trustedProxyList: [] } },
+  });
   t.after(elsewhere.close);
   const refused = await fetch(`${consoleUrl(elsewhere)}sign-in`);
   assert.equal(refused.status, 403);
@@ -274,7 +305,9 @@ test('the console is off with adminConsole.enabled false, and refuses addresses 
 });
 
 test('behind a trusted TLS proxy the session cookie is Secure, and the sign-in is audited from the client’s address', async (t) => {
-  const portal = await startTestPortal({ config: { adminApi: { allowList: ['203.0.113.0/24'], trustedProxyList: ['127.0.0.1/32'] } } });
+  const portal = await startTestPortal({
+    config: { adminApi: { allowList: ['203.0.113.0/24'], trustedProxyList: ['127.0.0.1/32'] } },
+  });
   t.after(portal.close);
   const forwarded = { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' };
   const signedIn = await fetch(`${consoleUrl(portal)}sign-in`, {
@@ -309,10 +342,34 @@ test('an administrator searches the connection log by a tunnel address and a mom
   const at = (hoursAgo: number) => new Date(now - hoursAgo * 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
   // 10.44.0.7 went from alice (5 to 3 hours ago) to bob (since 2 hours ago, still connected), as the nodes reported it.
   const db = portal.portal.ctx.db;
-  const session = { profileId: asProfileId('employees'), vpnProto: 'wireguard', nodeNumber: asNodeNumber(0), ipFour: '10.44.0.7', ipSix: 'fd44::7' } as const;
-  await openConnection(db, { ...session, userId: asUserId('alice'), connectionId: 'a1', originatingIp: '192.0.2.10', connectedAt: new Date(at(5)) });
-  await closeConnection(db, { connectionId: 'a1', nodeNumber: session.nodeNumber, disconnectedAt: new Date(at(3)), bytesIn: 1, bytesOut: 2 });
-  await openConnection(db, { ...session, userId: asUserId('bob'), connectionId: 'b1', originatingIp: '198.51.100.7', connectedAt: new Date(at(2)) });
+  const session = {
+    profileId: asProfileId('employees'),
+    vpnProto: 'wireguard',
+    nodeNumber: asNodeNumber(0),
+    ipFour: '10.44.0.7',
+    ipSix: 'fd44::7',
+  } as const;
+  await openConnection(db, {
+    ...session,
+    userId: asUserId('alice'),
+    connectionId: 'a1',
+    originatingIp: '192.0.2.10',
+    connectedAt: new Date(at(5)),
+  });
+  await closeConnection(db, {
+    connectionId: 'a1',
+    nodeNumber: session.nodeNumber,
+    disconnectedAt: new Date(at(3)),
+    bytesIn: 1,
+    bytesOut: 2,
+  });
+  await openConnection(db, {
+    ...session,
+    userId: asUserId('bob'),
+    connectionId: 'b1',
+    originatingIp: '198.51.100.7',
+    connectedAt: new Date(at(2)),
+  });
   const key = await makeAdminKey(portal, 'cert-desk', { scope: 'read' });
   const { context, page, problems } = await openTab(browser);
   t.after(() => context.close());
@@ -327,7 +384,11 @@ test('an administrator searches the connection log by a tunnel address and a mom
   };
   assert.deepEqual(await search('10.44.0.7', at(4)), ['alice'], 'four hours ago alice had it');
   await screenshot(page, 'connection-log-who-had');
-  assert.deepEqual(await search('fd44:0:0:0:0:0:0:7', at(1)), ['bob'], 'an hour ago bob had it, found by the long form of its IPv6 address');
+  assert.deepEqual(
+    await search('fd44:0:0:0:0:0:0:7', at(1)),
+    ['bob'],
+    'an hour ago bob had it, found by the long form of its IPv6 address',
+  );
   assert.deepEqual(await search('10.44.0.7', at(2.5)), [], 'between the two nobody had it');
   assert.match((await page.locator('main').textContent()) ?? '', /No sessions\./);
   assert.deepEqual(await search('198.51.100.7', at(1)), ['bob'], "the client's own address finds the session too");
@@ -355,7 +416,10 @@ test('an administrator makes an admin key, sees it once, and revokes it; each af
   await page.getByLabel('Scope').selectOption('write');
   await page.getByLabel(/^Expires after/).fill('P30D');
   await page.getByRole('button', { name: 'Make a key…' }).click();
-  assert.match((await page.locator('#what').textContent()) ?? '', /^Make the admin key "night-desk" with scope write, for every profile, expiring after P30D/);
+  assert.match(
+    (await page.locator('#what').textContent()) ?? '',
+    /^Make the admin key "night-desk" with scope write, for every profile, expiring after P30D/,
+  );
   assert.equal((await portal.admin.adminKeys()).length, 1, 'nothing is made before the confirmation');
   await page.getByRole('button', { name: 'Yes, create admin key' }).click();
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Admin key night-desk');
@@ -369,17 +433,30 @@ test('an administrator makes an admin key, sees it once, and revokes it; each af
   const row = page.locator('main table tbody tr', { hasText: 'night-desk' });
   assert.match((await row.textContent()) ?? '', /write.*active/);
   await page.getByRole('link', { name: 'Revoke night-desk…' }).click();
-  assert.match((await page.locator('#what').textContent()) ?? '', /^Revoke the admin key "night-desk": 1 key of that name stop/);
-  assert.equal((await portal.get('/users', {}, bearer(secret))).status, 200, 'nothing is revoked before the confirmation');
+  assert.match(
+    (await page.locator('#what').textContent()) ?? '',
+    /^Revoke the admin key "night-desk": 1 key of that name stop/,
+  );
+  assert.equal(
+    (await portal.get('/users', {}, bearer(secret))).status,
+    200,
+    'nothing is revoked before the confirmation',
+  );
   await page.getByRole('button', { name: 'Yes, revoke admin key' }).click();
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Admin keys');
   assert.match((await page.locator('main table tbody tr', { hasText: 'night-desk' }).textContent()) ?? '', /revoked/);
-  assert.equal(await page.getByRole('link', { name: 'Revoke night-desk…' }).count(), 0, 'a revoked key offers no revoke');
+  assert.equal(
+    await page.getByRole('link', { name: 'Revoke night-desk…' }).count(),
+    0,
+    'a revoked key offers no revoke',
+  );
   assert.equal((await portal.get('/users', {}, bearer(secret))).status, 401, 'the revoked key no longer works');
 
   const audit = await auditLog(portal);
   assert.deepEqual(
-    audit.filter((entry) => entry.call.endsWith('_admin_key')).map((entry) => [entry.call, entry.keyName, entry.status]),
+    audit
+      .filter((entry) => entry.call.endsWith('_admin_key'))
+      .map((entry) => [entry.call, entry.keyName, entry.status]),
     [
       ['revoke_admin_key', 'root-desk', 200],
       ['create_admin_key', 'root-desk', 200],
@@ -398,5 +475,8 @@ test('a key of scope write is offered no admin keys page, and the page says whic
   await signIn(page, portal, key);
   assert.equal(await page.getByRole('link', { name: 'Admin keys' }).count(), 0);
   await page.goto(`${consoleUrl(portal)}keys`);
-  assert.match((await page.getByRole('alert').first().textContent()) ?? '', /Not allowed \(403\):.*admin_keys needs scope "admin"/);
+  assert.match(
+    (await page.getByRole('alert').first().textContent()) ?? '',
+    /Not allowed \(403\):.*admin_keys needs scope "admin"/,
+  );
 });

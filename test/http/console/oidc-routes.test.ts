@@ -34,7 +34,10 @@ interface Stand {
   readonly console: string;
 }
 
-async function startStand(t: TestContext, oidc: Partial<NonNullable<NonNullable<PortalConfigFile['adminConsole']>['oidc']>> = {}): Promise<Stand> {
+async function startStand(
+  t: TestContext,
+  oidc: Partial<NonNullable<NonNullable<PortalConfigFile['adminConsole']>['oidc']>> = {},
+): Promise<Stand> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}/vpn-user-portal/`;
   const provider = await startOidcProvider({ redirectUri: `${baseUrl}admin/oidc/callback`, accounts });
@@ -133,7 +136,10 @@ test('an account whose claims grant no console scope is back at the sign-in page
 
   const why = page.getByRole('alert');
   await why.waitFor();
-  assert.equal(await why.textContent(), 'Test SSO account "bob" may not use the console: no value of claim "roles" grants a console scope.');
+  assert.equal(
+    await why.textContent(),
+    'Test SSO account "bob" may not use the console: no value of claim "roles" grants a console scope.',
+  );
   await screenshot(page, 'sign-in-with-oidc-refused');
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
   assert.equal(
@@ -147,15 +153,29 @@ test('an account whose claims grant no console scope is back at the sign-in page
 });
 
 /** The flow as a browser without JavaScript runs it: start, the provider's forms, the callback; the session cookie. */
-async function signInOverHttp(stand: Stand, login: string): Promise<{ status: number; cookie: string | null; text: string }> {
+async function signInOverHttp(
+  stand: Stand,
+  login: string,
+): Promise<{ status: number; cookie: string | null; text: string }> {
   const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual' });
   assert.equal(start.status, 303);
   const flowCookie = start.headers.getSetCookie().find((line) => line.startsWith('vpn_portal_console_oidc='));
   assert.match(flowCookie ?? '', /; Path=\/vpn-user-portal\/admin\/oidc\/callback; HttpOnly; SameSite=Lax/);
-  const callback = await signInAtProvider(new URL(start.headers.get('location') ?? ''), login, `${stand.console}oidc/callback`);
-  const answer = await fetch(callback, { redirect: 'manual', headers: { cookie: (flowCookie ?? '').split(';')[0] ?? '' } });
+  const callback = await signInAtProvider(
+    new URL(start.headers.get('location') ?? ''),
+    login,
+    `${stand.console}oidc/callback`,
+  );
+  const answer = await fetch(callback, {
+    redirect: 'manual',
+    headers: { cookie: (flowCookie ?? '').split(';')[0] ?? '' },
+  });
   const session = answer.headers.getSetCookie().find((line) => line.startsWith('vpn_portal_console='));
-  return { status: answer.status, cookie: session === undefined ? null : (session.split(';')[0] ?? null), text: await answer.text() };
+  return {
+    status: answer.status,
+    cookie: session === undefined ? null : (session.split(';')[0] ?? null),
+    text: await answer.text(),
+  };
 }
 
 test('a profiles mapping limits an OpenID session to the profiles its claim grants, on every request after sign-in', async (t) => {
@@ -183,7 +203,11 @@ test('a subject of 255 characters signs in and is audited under its whole name',
 test('a callback without its flow cookie, and a provider that cannot be reached, each answer the sign-in page with one line', async (t) => {
   const stand = await startStand(t);
   const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual' });
-  const callback = await signInAtProvider(new URL(start.headers.get('location') ?? ''), 'alice', `${stand.console}oidc/callback`);
+  const callback = await signInAtProvider(
+    new URL(start.headers.get('location') ?? ''),
+    'alice',
+    `${stand.console}oidc/callback`,
+  );
   const stray = await fetch(callback, { redirect: 'manual' });
   assert.equal(stray.status, 401);
   assert.match(await stray.text(), /The sign-in took too long or was started in another browser; start it again\./);
@@ -193,6 +217,9 @@ test('a callback without its flow cookie, and a provider that cannot be reached,
   const refused = await fetch(`${down.console}oidc/start`, { redirect: 'manual' });
   assert.equal(refused.status, 503);
   const page = await refused.text();
-  assert.match(page, /<p class="problem" role="alert" id="why">Test SSO cannot be reached \(.+\); sign in with an admin key\.<\/p>/);
+  assert.match(
+    page,
+    /<p class="problem" role="alert" id="why">Test SSO cannot be reached \(.+\); sign in with an admin key\.<\/p>/,
+  );
   assert.match(page, /name="credential"/, 'the key sign-in form is still there');
 });

@@ -21,7 +21,11 @@ test('an administrator finds a connected user, disables her, and sees her connec
   const { page, problems } = await openTab(browser);
   await signIn(page, lab.portal, key);
   problems.length = 0;
-  assert.equal(await page.locator('section[aria-labelledby="nodes"] .state').textContent(), 'up', 'the dashboard shows the node up');
+  assert.equal(
+    await page.locator('section[aria-labelledby="nodes"] .state').textContent(),
+    'up',
+    'the dashboard shows the node up',
+  );
 
   await page.getByRole('link', { name: 'Online', exact: true }).click();
   assert.match((await page.locator('main').textContent()) ?? '', /alice/, 'alice is online');
