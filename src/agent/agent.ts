@@ -69,13 +69,8 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const runner = deps.runner ?? createCommandRunner();
   const preferAes = await resolvePreferAes(config.openVpn.preferAes);
   const portal = portalClientOf(deps, preferAes);
-  const openVpn = new OpenVpnService({
-    settings: config.openVpn,
-    runner,
-    portal,
-    logger,
-    restartDelaysMs: deps.openVpnRestartDelaysMs,
-  });
+  const restartDelaysMs = deps.openVpnRestartDelaysMs;
+  const openVpn = new OpenVpnService({ settings: config.openVpn, runner, portal, logger, restartDelaysMs });
   // `instance_id` of `/i/node`: new whenever the interface lost its peers.
   let instanceId = randomUUID();
   let maintenanceMode = config.maintenanceMode;
@@ -150,22 +145,7 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const daemonUrl = urlOf(server.server.address());
   logger.info({ url: daemonUrl.href }, 'serving the vpn-daemon protocol');
 
-  let refreshing: Promise<void> | null = null;
-  const refresh = (): Promise<void> => {
-    refreshing ??= portal
-      .fetchServerConfig()
-      .then(applyServerConfig)
-      .catch((error: unknown) =>
-        logger.warn(
-          { reason: messageOf(error) },
-          'refreshing the server configuration failed; keeping the current one',
-        ),
-      )
-      .finally(() => {
-        refreshing = null;
-      });
-    return refreshing;
-  };
+  const { refresh, settled } = serverConfigRefresher(portal, applyServerConfig, logger);
   const refreshTimer = setInterval(() => void refresh(), config.refreshIntervalMs);
   // The first request reached the portal before anything here listened; now the portal can
   // look at this node (a new instance_id) and give it its peers at once.
@@ -185,16 +165,12 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     openVpn,
     refresh,
     setMaintenanceMode(on) {
-      if (maintenanceMode === on) return;
+      if (maintenanceMode !== on) logger.info({ maintenanceMode: on }, on ? MAINTENANCE_ON : 'maintenance mode off');
       maintenanceMode = on;
-      logger.info(
-        { maintenanceMode: on },
-        on ? 'maintenance mode on: the portal puts no new configuration here' : 'maintenance mode off',
-      );
     },
     async stop() {
       clearInterval(refreshTimer);
-      await refreshing;
+      await settled();
       await metricsServer?.close();
       await runningServer.close();
       await closeServices();
@@ -204,6 +180,36 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
 }
 
 /** The Node API client, saying how this node runs OpenVPN (the portal writes the server files for it). */
+const MAINTENANCE_ON = 'maintenance mode on: the portal puts no new configuration here';
+
+/**
+ * Fetches the server configuration again and applies it, one fetch at a time (a refresh asked
+ * for while one runs joins it); a failure keeps the configuration in use.
+ */
+function serverConfigRefresher(
+  portal: PortalClient,
+  apply: (serverConfig: NodeServerConfig) => Promise<void>,
+  logger: Logger,
+): { refresh(): Promise<void>; settled(): Promise<void> } {
+  let refreshing: Promise<void> | null = null;
+  const refresh = (): Promise<void> => {
+    refreshing ??= portal
+      .fetchServerConfig()
+      .then(apply)
+      .catch((error: unknown) =>
+        logger.warn(
+          { reason: messageOf(error) },
+          'refreshing the server configuration failed; keeping the current one',
+        ),
+      )
+      .finally(() => {
+        refreshing = null;
+      });
+    return refreshing;
+  };
+  return { refresh, settled: async () => void (await refreshing) };
+}
+
 function portalClientOf(deps: NodeAgentDependencies, preferAes: boolean): PortalClient {
   const { config } = deps;
   return new PortalClient({
