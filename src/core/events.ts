@@ -362,3 +362,30 @@ export function openVpnConfiguration(certificate: OpenVpnCertificate): Configura
     nodeNumber: certificate.nodeNumber,
   };
 }
+
+/** The configuration.deleted events of one revocation: every peer and certificate it deleted. */
+export function configurationsDeleted(
+  peers: readonly WireGuardPeer[],
+  certificates: readonly OpenVpnCertificate[],
+  at: Date,
+  revocationId: RevocationId,
+): PortalEvent[] {
+  return [
+    ...peers.map(
+      (peer): PortalEvent => ({
+        type: 'configuration.deleted',
+        at,
+        configuration: wireGuardConfiguration(peer),
+        revocationId,
+      }),
+    ),
+    ...certificates.map(
+      (certificate): PortalEvent => ({
+        type: 'configuration.deleted',
+        at,
+        configuration: openVpnConfiguration(certificate),
+        revocationId,
+      }),
+    ),
+  ];
+}

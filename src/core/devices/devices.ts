@@ -39,6 +39,7 @@ import { profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import {
+  configurationsDeleted,
   openVpnConfiguration,
   wireGuardConfiguration,
   type ConfigurationRef,
@@ -299,7 +300,7 @@ export async function takeDeviceSlot(
   for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
   const certificates = await deleteCertificatesOfDevice(trx, deviceId, profileId);
   const revocationId = newRevocationId(ctx);
-  await announce(...deletedEvents(peers, certificates, at, revocationId));
+  await announce(...configurationsDeleted(peers, certificates, at, revocationId));
   return { peers, certificates, revision: peers.length > 0 ? await nextRevision(trx) : null, revocationId };
 }
 
@@ -357,7 +358,7 @@ export async function retireDevice(
     const at = ctx.clock.now();
     await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
     await retireStoredDevice(trx, deviceId, formatAtom(at));
-    await announce(...deletedEvents(peers, certificates, at, revocationId), {
+    await announce(...configurationsDeleted(peers, certificates, at, revocationId), {
       type: 'device.retired',
       at,
       device: deviceRef(device),
@@ -379,30 +380,4 @@ export async function retireDevice(
     );
   }
   return { device: await getDevice(ctx, deviceId), revocationId: revoked ? revocationId : null };
-}
-
-function deletedEvents(
-  peers: readonly WireGuardPeer[],
-  certificates: readonly OpenVpnCertificate[],
-  at: Date,
-  revocationId: RevocationId,
-): PortalEvent[] {
-  return [
-    ...peers.map(
-      (peer): PortalEvent => ({
-        type: 'configuration.deleted',
-        at,
-        configuration: wireGuardConfiguration(peer),
-        revocationId,
-      }),
-    ),
-    ...certificates.map(
-      (certificate): PortalEvent => ({
-        type: 'configuration.deleted',
-        at,
-        configuration: openVpnConfiguration(certificate),
-        revocationId,
-      }),
-    ),
-  ];
 }

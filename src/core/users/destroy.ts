@@ -8,7 +8,7 @@ import { deleteUser, lockUser } from '../../storage/users.js';
 import { nextRevision } from '../../storage/revisions.js';
 import { deletePeersOfUser } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
-import { openVpnConfiguration, wireGuardConfiguration, type PortalEvent } from '../events.js';
+import { configurationsDeleted, type PortalEvent } from '../events.js';
 import { existingUser } from './existing-user.js';
 import { assertUserWithinReach } from '../access/index.js';
 import type { RevocationId, UserId } from '../../shared/ids.js';
@@ -32,22 +32,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     await deleteUser(trx, userId); // cascades to oauth_authorizations, devices and their enrollment tokens
     const at = ctx.clock.now();
     await announce(
-      ...peers.map(
-        (peer): PortalEvent => ({
-          type: 'configuration.deleted',
-          at,
-          configuration: wireGuardConfiguration(peer),
-          revocationId,
-        }),
-      ),
-      ...certificates.map(
-        (certificate): PortalEvent => ({
-          type: 'configuration.deleted',
-          at,
-          configuration: openVpnConfiguration(certificate),
-          revocationId,
-        }),
-      ),
+      ...configurationsDeleted(peers, certificates, at, revocationId),
       ...devices.map(
         ({ deviceId, profileId, platform, serial, mdmId }): PortalEvent => ({
           type: 'device.retired',
