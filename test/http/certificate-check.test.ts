@@ -22,20 +22,8 @@ describe('a device whose certificate is revoked is retired', () => {
     ca = MdmCa.make();
     const crlFile = ca.writeCrl();
     crls = await CrlServer.start(() => crlFile);
-    const server = ca.server('server');
     portal = await startTestPortal({
-      config: {
-        enrollment: {
-          requestsPerMinute: 10_000,
-          tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
-          clientCertificate: {
-            trustAnchors: [ca.rootFile],
-            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
-            crl: [crls.url],
-            crlRefresh: 'PT1S',
-          },
-        },
-      },
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
     });
   });
 
@@ -149,19 +137,8 @@ describe('registerAs: a device registers itself with its certificate', () => {
 
   before(async () => {
     ca = MdmCa.make();
-    const server = ca.server('server');
     portal = await startTestPortal({
-      config: {
-        enrollment: {
-          requestsPerMinute: 10_000,
-          tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
-          clientCertificate: {
-            trustAnchors: [ca.rootFile],
-            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
-            registerAs: { from: 'san-email', profileId: 'employees' },
-          },
-        },
-      },
+      config: { enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }) },
     });
   });
 

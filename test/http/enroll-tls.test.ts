@@ -41,25 +41,13 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
   before(async () => {
     ca = MdmCa.make();
     stranger = MdmCa.make('Stranger');
-    const server = ca.server('server');
     laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
     phone = ca.device('phone', { cn: 'phone', uri: 'urn:mdm:serial:SER-2' });
     unregistered = ca.device('unregistered', { cn: 'x', uri: 'urn:mdm:serial:SER-9' });
     foreign = stranger.device('foreign', { cn: 'foreign', uri: 'urn:mdm:serial:SER-1' });
     crlFile = ca.writeCrl();
     portal = await startTestPortal({
-      config: {
-        enrollment: {
-          requestsPerMinute: 10_000,
-          tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
-          clientCertificate: {
-            trustAnchors: [ca.rootFile],
-            deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
-            crl: [crlFile],
-            crlRefresh: 'PT1S',
-          },
-        },
-      },
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crlFile], crlRefresh: 'PT1S' }) },
     });
     await portal.admin.registerDevice({
       user_id: 'alice',

@@ -145,6 +145,24 @@ export class MdmCa {
     ]);
   }
 
+  /**
+   * The portal's `enrollment` for mutual TLS with this CA: a listener on a free loopback port
+   * with a server certificate from it, its root as the trust anchor, the device id from the SAN
+   * URI `urn:mdm:serial:…`, and what a test adds to `clientCertificate`.
+   */
+  mutualTlsEnrollment(clientCertificate: Record<string, unknown>): Record<string, unknown> {
+    const server = this.server('server');
+    return {
+      requestsPerMinute: 10_000,
+      tls: { listen: '127.0.0.1:0', certificate: server.certificate, key: server.key },
+      clientCertificate: {
+        trustAnchors: [this.rootFile],
+        deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+        ...clientCertificate,
+      },
+    };
+  }
+
   /** A new P-256 key and a certificate for it from the issuing CA, valid 10 days. */
   #issue(file: string, subject: string, extensions: readonly string[]): DeviceCertificateFiles {
     writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
