@@ -42,6 +42,7 @@ import { adminKeyLineageSchema } from './migrations/0011-admin-key-lineage.js';
 import { auditRefusalsSchema } from './migrations/0012-audit-refusals.js';
 import { revocationsSchema } from './migrations/0013-revocations.js';
 import { devicesSchema } from './migrations/0014-devices.js';
+import { listingChangesSchema } from './migrations/0018-listing-changes.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -69,6 +70,7 @@ const migrations: Record<string, Migration> = {
   '0012-audit-refusals': auditRefusalsSchema,
   '0013-revocations': revocationsSchema,
   '0014-devices': devicesSchema,
+  '0018-listing-changes': listingChangesSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -15,4 +15,5 @@ export const EXPECTED_MIGRATIONS = [
   '0012-audit-refusals',
   '0013-revocations',
   '0014-devices',
+  '0018-listing-changes',
 ] as const;
