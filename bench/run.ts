@@ -166,7 +166,9 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
   const profileDir = process.env['BENCH_PROFILE'];
   const portal =
     profileDir === undefined
-      ? spawn(cli, ['serve', '--config', configPath], { stdio: ['ignore', process.env['BENCH_PORTAL_LOG'] === undefined ? 'ignore' : openSync(process.env['BENCH_PORTAL_LOG'], 'a'), 'inherit'] })
+      ? spawn(cli, ['serve', '--config', configPath], {
+          stdio: ['ignore', process.env['BENCH_PORTAL_LOG'] === undefined ? 'ignore' : openSync(process.env['BENCH_PORTAL_LOG'], 'a'), 'inherit'],
+        })
       : spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, cli, 'serve', '--config', configPath], {
           stdio: ['ignore', 'ignore', 'inherit'],
         });
@@ -474,7 +476,11 @@ function verdict(met: boolean): string {
 function printReport(all: typeof results): void {
   const machine = all.machine as { cpus: number; cpuModel: string; memoryGiB: number; node: string };
   const { ceiling } = all;
-  console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}; ${new Date().toISOString()}, load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`);
+  console.log(
+    `\nmachine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}; ${new Date().toISOString()}, load average ${loadavg()
+      .map((load) => load.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(
     `ceiling of a create, in one process: key pair ${ceiling.keyPairUs} µs + SQLite insert ${ceiling.insertUs} µs = ${ceiling.createUs} µs (${Math.round(1e6 / ceiling.createUs)}/s per core)`,
   );
@@ -510,7 +516,10 @@ function printReport(all: typeof results): void {
       ['connected_users?show_all=on (100k, after a change)', figures.connectedUsersShowAll.afterChange],
       ...(figures.connectionListOtherInstance === undefined
         ? []
-        : ([['connection_list?show_all=on (100k, after a change by another instance)', figures.connectionListOtherInstance.afterChange]] as [string, Figures][])),
+        : ([['connection_list?show_all=on (100k, after a change by another instance)', figures.connectionListOtherInstance.afterChange]] as [
+            string,
+            Figures,
+          ][])),
       ['users (100k, unchanged)', figures.users.unchanged],
       ['users (100k, after a change)', figures.users.afterChange],
     ];
