@@ -89,9 +89,11 @@ test('an unchanged listing is answered from memory, and every change through the
 
   await writeBehindThePortal(portal, 'hand', 200, '2099-01-01T00:00:00+00:00');
   assert.deepEqual(await listedUsers(portal), ['ann', 'bob'], 'a hand edit is not seen: the listing came from memory');
-  // The connection listings follow the listing journal, which triggers write for every writer.
-  assert.deepEqual(await listedConnections(portal), ['ann', 'bob', 'hand'], 'a hand edit of configurations is journaled');
-  assert.deepEqual(await connectedUsers(portal), ['ann', 'bob', 'hand']);
+  // The connection listings follow the listing journal, which SQLite's triggers write for every
+  // writer; on PostgreSQL a create journals its configuration itself, so a hand insert is not seen.
+  const journaled = portal.database.startsWith('sqlite') ? ['ann', 'bob', 'hand'] : ['ann', 'bob'];
+  assert.deepEqual(await listedConnections(portal), journaled, 'a hand edit of configurations is journaled on SQLite');
+  assert.deepEqual(await connectedUsers(portal), journaled);
 
   // Each call that changes users or configurations is in the very next listing.
   assert.equal((await portal.post('/disable_user', { user_id: 'bob' })).status, 204);
