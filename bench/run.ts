@@ -16,14 +16,18 @@
 // (`vpn-portal serve`, built into dist/). BENCH_DATABASES="sqlite" (or "postgres") measures one
 // database only; BENCH_AGENT=0 skips the agent, BENCH_PORTAL=0 everything before it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { clientAddressesAt } from '../src/wireguard/address-pool.js';
+import { parseDatabaseLocation } from '../src/config/database-location.js';
+import { ListingPages } from '../src/core/listings/pages.js';
+import type { ProfileId } from '../src/shared/ids.js';
+import { connectDatabase } from '../src/storage/database.js';
 import { benchAgent, type AgentFigures } from './agent.js';
 import { measureCeiling, type Ceiling } from './ceiling.js';
 import { measureCreateWrites, type CreateWrites } from './create-writes.js';
@@ -39,6 +43,7 @@ const RANGE_SIX = 'fd64::/64';
 const PORT = 18_080;
 const NODE_PORT = 18_081;
 const FLOOR_PORT = 18_082;
+const OTHER_PORT = 18_083;
 const SEED_BATCH = 1000;
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
@@ -78,7 +83,12 @@ interface DatabaseResults {
   configurationsInDatabase: number;
   createAt100kConfigurations: CreateFigures;
   connectionListShowAll: { unchanged: Figures; afterChange: Figures };
+  connectedUsersShowAll: { unchanged: Figures; afterChange: Figures };
+  /** PostgreSQL: the change made through a second portal instance on the same database. */
+  connectionListOtherInstance?: { unchanged: Figures; afterChange: Figures };
   users: { unchanged: Figures; afterChange: Figures };
+  /** p50 of building the profile's WireGuard listing whole (what every change cost before pages followed changes). */
+  fullBuildMs: number;
   peakRssMb: number;
   /** The peak after the creates, before the listings: which phase sets the peak. */
   peakRssAfterCreatesMb: number;
@@ -181,7 +191,13 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
   const profileDir = process.env['BENCH_PROFILE'];
   const portal =
     profileDir === undefined
-      ? spawn(cli, ['serve', '--config', configPath], { stdio: ['ignore', 'ignore', 'inherit'] })
+      ? spawn(cli, ['serve', '--config', configPath], {
+          stdio: [
+            'ignore',
+            process.env['BENCH_PORTAL_LOG'] === undefined ? 'ignore' : openSync(process.env['BENCH_PORTAL_LOG'], 'a'),
+            'inherit',
+          ],
+        })
       : spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, cli, 'serve', '--config', configPath], {
           stdio: ['ignore', 'ignore', 'inherit'],
         });
@@ -199,15 +215,28 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
         : seedSqlite(work, TARGET_CONFIGURATIONS);
     const createAt100kConfigurations = await measureCreates(client, pid, 10, 'late', auth);
     const peakRssAfterCreatesMb = peakRss(pid);
-    const connectionListShowAll = await measureListing(client, '/connection_list?show_all=on', auth);
-    const users = await measureListing(client, '/users', auth);
+    const connectionListShowAll = await measureListing(client, client, '/connection_list?show_all=on', auth, 'listing');
+    const connectedUsersShowAll = await measureListing(
+      client,
+      client,
+      '/connected_users?show_all=on',
+      auth,
+      'connected',
+    );
+    const connectionListOtherInstance =
+      database === 'postgres' ? await measureFromOtherInstance(configPath, client, auth) : undefined;
+    const users = await measureListing(client, client, '/users', auth, 'users');
+    const fullBuildMs = await measureFullBuild(target.url, path.join(work, 'data'));
     const peakRssMb = peakRss(pid);
     return {
       createEmptyDatabase,
       configurationsInDatabase,
       createAt100kConfigurations,
       connectionListShowAll,
+      connectedUsersShowAll,
+      ...(connectionListOtherInstance === undefined ? {} : { connectionListOtherInstance }),
       users,
+      fullBuildMs,
       peakRssMb,
       peakRssAfterCreatesMb,
     };
@@ -265,14 +294,21 @@ async function call(
   body?: string,
 ): Promise<Answer> {
   const started = performance.now();
-  const response = await client.request({
-    method,
-    path: `${apiPath}${target}`,
-    headers,
-    ...(body === undefined ? {} : { body }),
-  });
-  await response.body.arrayBuffer();
-  return { status: response.statusCode, ms: performance.now() - started };
+  try {
+    const response = await client.request({
+      method,
+      path: `${apiPath}${target}`,
+      headers,
+      ...(body === undefined ? {} : { body }),
+    });
+    await response.body.arrayBuffer();
+    return { status: response.statusCode, ms: performance.now() - started };
+  } catch (error) {
+    // A connection the portal closed (its keep-alive timeout, on a machine so busy that the
+    // client sends late) is an error of this request, counted as such; the run goes on.
+    if ((error as { code?: string }).code !== 'UND_ERR_SOCKET') throw error;
+    return { status: 0, ms: performance.now() - started };
+  }
 }
 
 async function waitForPortal(client: Pool, auth: Record<string, string>): Promise<void> {
@@ -327,18 +363,59 @@ async function measureCreates(
   return { ...summarise(latencies, elapsed, errors), cpuPerCreateUs };
 }
 
-/** A listing asked again and again (from the listing cache), and just after a change each time. */
+/**
+ * The listing built whole, in this process, at 100,000: what the portal did after every change
+ * before its pages followed changes, measured in the same run for comparison.
+ */
+async function measureFullBuild(url: string, dataDir: string): Promise<number> {
+  const db = connectDatabase(parseDatabaseLocation(url, dataDir));
+  try {
+    const times: number[] = [];
+    for (let sample = 0; sample < 5; sample++) {
+      const started = performance.now();
+      await new ListingPages().read(db, 'bench' as ProfileId, `${new Date().toISOString().slice(0, 19)}+00:00`);
+      times.push(performance.now() - started);
+    }
+    return summarise(times, 0, 0).p50;
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** connection_list?show_all=on on this instance, each change made by a second instance on the same PostgreSQL database. */
+async function measureFromOtherInstance(
+  configPath: string,
+  client: Pool,
+  auth: Record<string, string>,
+): Promise<{ unchanged: Figures; afterChange: Figures }> {
+  const config = JSON.parse(readFileSync(configPath, 'utf8')) as { listen: { host: string; port: number } };
+  const otherPath = `${configPath}.other.json`;
+  writeFileSync(otherPath, JSON.stringify({ ...config, listen: { ...config.listen, port: OTHER_PORT } }));
+  const other = spawn(cli, ['serve', '--config', otherPath], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const otherClient = new Pool(`http://127.0.0.1:${OTHER_PORT}`, { connections: 2, pipelining: 1 });
+  try {
+    await waitForPortal(otherClient, auth);
+    return await measureListing(client, otherClient, '/connection_list?show_all=on', auth, 'other');
+  } finally {
+    await otherClient.close();
+    await stop(other);
+  }
+}
+
+/** A listing asked again and again (from the listing cache), and just after a change (made through `changer`) each time. */
 async function measureListing(
   client: Pool,
+  changer: Pool,
   target: string,
   auth: Record<string, string>,
+  prefix: string,
 ): Promise<{ unchanged: Figures; afterChange: Figures }> {
   const unchanged: number[] = [];
   const afterChange: number[] = [];
   let errors = 0;
   const form = { ...auth, 'content-type': 'application/x-www-form-urlencoded' };
   for (let index = 0; index < LIST_SAMPLES; index++) {
-    const changed = await call(client, 'POST', '/create', form, `user_id=listing${index}&profile_id=bench`);
+    const changed = await call(changer, 'POST', '/create', form, `user_id=${prefix}${index}&profile_id=bench`);
     if (changed.status !== 200) errors++;
     const first = await call(client, 'GET', target, auth);
     const second = await call(client, 'GET', target, auth);
@@ -476,7 +553,11 @@ function verdict(met: boolean): string {
 function printReport(all: typeof results): void {
   const machine = all.machine as { cpus: number; cpuModel: string; memoryGiB: number; node: string };
   const { ceiling } = all;
-  console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}`);
+  console.log(
+    `\nmachine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}; ${new Date().toISOString()}, load average ${loadavg()
+      .map((load) => load.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(
     `ceiling of a create, in one process: key pair ${ceiling.keyPairUs} µs + SQLite insert ${ceiling.insertUs} µs = ${ceiling.createUs} µs (${Math.round(1e6 / ceiling.createUs)}/s per core)`,
   );
@@ -510,11 +591,24 @@ function printReport(all: typeof results): void {
     const listings: [string, Figures][] = [
       ['connection_list?show_all=on (100k, unchanged)', figures.connectionListShowAll.unchanged],
       ['connection_list?show_all=on (100k, after a change)', figures.connectionListShowAll.afterChange],
+      ['connected_users?show_all=on (100k, unchanged)', figures.connectedUsersShowAll.unchanged],
+      ['connected_users?show_all=on (100k, after a change)', figures.connectedUsersShowAll.afterChange],
+      ...(figures.connectionListOtherInstance === undefined
+        ? []
+        : ([
+            [
+              'connection_list?show_all=on (100k, after a change by another instance)',
+              figures.connectionListOtherInstance.afterChange,
+            ],
+          ] as [string, Figures][])),
       ['users (100k, unchanged)', figures.users.unchanged],
       ['users (100k, after a change)', figures.users.afterChange],
     ];
     for (const [name, row] of listings)
       console.log(`| ${database} | ${name} | ${row.count} | | ${row.p50} | ${row.p99} | ${row.errors} | | |`);
+    console.log(
+      `| ${database} | WireGuard listing built whole, in process (the cost of every change before) | 5 | | ${figures.fullBuildMs} | | | | |`,
+    );
   }
   console.log('\ntargets:');
   for (const database of databases) {
@@ -533,6 +627,16 @@ function printReport(all: typeof results): void {
     console.log(`- ${database}: CPU per create at 100k / empty = ${growth} (flat: ≤ 1.15): ${verdict(growth <= 1.15)}`);
     for (const [name, row] of [
       ['connection_list?show_all=on', figures.connectionListShowAll.unchanged],
+      ['connection_list?show_all=on just after a change', figures.connectionListShowAll.afterChange],
+      ['connected_users?show_all=on just after a change', figures.connectedUsersShowAll.afterChange],
+      ...(figures.connectionListOtherInstance === undefined
+        ? []
+        : ([
+            [
+              'connection_list?show_all=on just after a change by another instance',
+              figures.connectionListOtherInstance.afterChange,
+            ],
+          ] as const)),
       ['users', figures.users.unchanged],
     ] as const) {
       console.log(

@@ -44,8 +44,8 @@ export const COPIED_TABLES: readonly {
   { table: 'console_sessions', key: ['session_hash'] },
 ];
 
-/** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead). */
-const NOT_COPIED = new Set(['change_revision']);
+/** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead); the listing journal, which the copy's own inserts fill. */
+const NOT_COPIED = new Set(['change_revision', 'listing_changes']);
 
 /** Rows per SELECT and per INSERT: 13 columns × 1,000 stays far below both dialects' parameter limits. */
 const BATCH_ROWS = 1000;

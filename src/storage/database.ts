@@ -45,6 +45,7 @@ import { devicesSchema } from './migrations/0014-devices.js';
 import { connectionLogSearchSchema } from './migrations/0015-connection-log-search.js';
 import { consoleSessionsSchema } from './migrations/0017-console-sessions.js';
 import { consoleOidcSessionsSchema } from './migrations/0019-console-oidc-sessions.js';
+import { listingChangesSchema } from './migrations/0020-listing-changes.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -75,6 +76,7 @@ const migrations: Record<string, Migration> = {
   '0015-connection-log-search': connectionLogSearchSchema,
   '0017-console-sessions': consoleSessionsSchema,
   '0019-console-oidc-sessions': consoleOidcSessionsSchema,
+  '0020-listing-changes': listingChangesSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -188,22 +188,28 @@ export async function activePeers(
   return rows.map(toPeer);
 }
 
-/** Where a page of a listing ended: the next page starts after this configuration. */
-interface ListingPosition {
+/** A place in a profile's listing, which is ordered by (created_at, public_key). */
+export interface ListingPosition {
   readonly createdAt: string;
   readonly publicKey: string;
+}
+
+/** One page of a profile's active configurations (see `activeListingPage`). */
+export interface ListingPage {
+  /** The JSON text of an array of connection objects (specification §2.3), in listing order. */
+  readonly connections: string;
+  /** The JSON text of the array of their user ids, in the same order (repeats included). */
+  readonly userIds: string;
+  readonly count: number;
+  /** The last configuration on the page; null when it is empty. */
+  readonly last: ListingPosition | null;
+  /** The first expiry among the page's configurations (ATOM), when the page stops holding. */
+  readonly changesAt: string | null;
 }
 
 /**
  * The active configurations of one profile as JSON texts of arrays of connection objects
  * (specification §2.3), oldest first (same second: by connection id), `pageSize` per page.
- * The database builds the JSON: at 100,000 configurations this is several times faster, and
- * far lighter on memory, than building an object per row in JavaScript. Pages (each one
- * statement, continuing after the last configuration of the one before, along the listing
- * index (profile, created_at, public_key)) keep the portal's peak memory low: no 20 MB text is
- * ever held twice. Pages are separate statements, so a change committed meanwhile may show in
- * later pages only; no configuration is listed twice or missed when it existed throughout. On
- * PostgreSQL the text has spaces after `:` and `,`; the JSON is the same.
  */
 export async function* activeConnectionsJsonPages(
   db: Db,
@@ -211,34 +217,49 @@ export async function* activeConnectionsJsonPages(
   now: string,
   pageSize: number,
 ): AsyncGenerator<string> {
-  let after: ListingPosition = { createdAt: '', publicKey: '' };
+  let after: ListingPosition | null = null;
   for (;;) {
-    const page = await connectionsPage(db, profileId, now, after, pageSize);
-    if (page === undefined) return;
-    yield page.list;
-    if (Number(page.count) < pageSize) return;
-    after = { createdAt: page.last_created, publicKey: page.last_key };
+    const page = await activeListingPage(db, { profileId, now, after, through: null, pageSize });
+    if (page.count === 0) return;
+    yield page.connections;
+    if (page.count < pageSize || page.last === null) return;
+    after = page.last;
   }
 }
 
-interface ConnectionsPage {
+interface PageRow {
   readonly list: string;
+  readonly users: string;
   readonly count: number | string;
+  readonly changes_at: string | null;
   readonly last_created: string;
   readonly last_key: string;
 }
 
-async function connectionsPage(
+/**
+ * Up to `pageSize` active configurations of one profile after `after` (null: from the start)
+ * and up to `through` (inclusive; null: to the end), in listing order. The database builds the
+ * JSON: at 100,000 configurations this is several times faster, and far lighter on memory, than
+ * building an object per row in JavaScript. Each page is one statement along the listing index
+ * (profile, created_at, public_key), so a cached listing can rebuild one page alone
+ * (src/core/listings/pages.ts). On PostgreSQL the text has spaces after `:` and `,`; the JSON
+ * is the same.
+ */
+export async function activeListingPage(
   db: Db,
-  profileId: ProfileId,
-  now: string,
-  after: ListingPosition,
-  pageSize: number,
-): Promise<ConnectionsPage | undefined> {
+  range: {
+    profileId: ProfileId;
+    now: string;
+    after: ListingPosition | null;
+    through: ListingPosition | null;
+    pageSize: number;
+  },
+): Promise<ListingPage> {
   // SQLite aggregates a materialized page in the order it was written, which is the listing's
   // order; an ORDER BY in json_group_array would sort each page again (a third of the time).
   // PostgreSQL guarantees no order without its own ORDER BY.
-  const list = isPostgres(db)
+  const postgres = isPostgres(db);
+  const list = postgres
     ? sql`json_agg(json_build_object(
         'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
         'ip_list', json_build_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key)
@@ -246,37 +267,35 @@ async function connectionsPage(
     : sql`json_group_array(json_object(
         'user_id', user_id, 'connection_id', public_key, 'display_name', display_name,
         'ip_list', json_array(ip_four, ip_six), 'vpn_proto', 'wireguard', 'auth_key', auth_key))`;
-  const result = await sql<ConnectionsPage>`
+  const users = postgres
+    ? sql`json_agg(user_id ORDER BY created_at, public_key)::text`
+    : sql`json_group_array(user_id)`;
+  const after = range.after ?? { createdAt: '', publicKey: '' };
+  const through =
+    range.through === null
+      ? sql``
+      : sql`AND (created_at, public_key) <= (${range.through.createdAt}, ${range.through.publicKey})`;
+  const result = await sql<PageRow>`
     WITH page AS MATERIALIZED (
-      SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at FROM wg_peers
-      WHERE profile_id = ${profileId} AND (created_at, public_key) > (${after.createdAt}, ${after.publicKey})
-        AND expires_at > ${now}
+      SELECT user_id, public_key, display_name, ip_four, ip_six, auth_key, created_at, expires_at FROM wg_peers
+      WHERE profile_id = ${range.profileId} AND (created_at, public_key) > (${after.createdAt}, ${after.publicKey}) ${through}
+        AND expires_at > ${range.now}
         AND NOT EXISTS (SELECT 1 FROM users WHERE users.user_id = wg_peers.user_id AND users.is_disabled = 1)
-      ORDER BY created_at, public_key LIMIT ${pageSize})
-    SELECT (SELECT ${list} FROM page) AS list, (SELECT count(*) FROM page) AS count,
-           last.created_at AS last_created, last.public_key AS last_key
+      ORDER BY created_at, public_key LIMIT ${range.pageSize})
+    SELECT (SELECT ${list} FROM page) AS list, (SELECT ${users} FROM page) AS users, (SELECT count(*) FROM page) AS count,
+           (SELECT min(expires_at) FROM page) AS changes_at, last.created_at AS last_created, last.public_key AS last_key
     FROM (SELECT created_at, public_key FROM page ORDER BY created_at DESC, public_key DESC LIMIT 1) AS last`.execute(
     db,
   );
-  return result.rows[0];
-}
-
-/** The users with an active configuration in one profile, as the JSON text of an array, each once. */
-export async function activeUserIdsJson(db: Db, profileId: ProfileId, now: string): Promise<string> {
-  const result = isPostgres(db)
-    ? await sql<{ list: string | null }>`
-    SELECT json_agg(user_id ORDER BY first_created, user_id)::text AS list
-    FROM (SELECT user_id, MIN(created_at) AS first_created FROM wg_peers
-          WHERE profile_id = ${profileId} AND expires_at > ${now}
-            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
-          GROUP BY user_id) AS active`.execute(db)
-    : await sql<{ list: string | null }>`
-    SELECT json_group_array(user_id) AS list
-    FROM (SELECT user_id FROM wg_peers
-          WHERE profile_id = ${profileId} AND expires_at > ${now}
-            AND user_id NOT IN (SELECT user_id FROM users WHERE is_disabled = 1)
-          GROUP BY user_id ORDER BY MIN(created_at), user_id)`.execute(db);
-  return result.rows[0]?.list ?? '[]';
+  const row = result.rows[0];
+  if (row === undefined) return { connections: '[]', userIds: '[]', count: 0, last: null, changesAt: null };
+  return {
+    connections: row.list,
+    userIds: row.users,
+    count: Number(row.count),
+    last: { createdAt: row.last_created, publicKey: row.last_key },
+    changesAt: row.changes_at,
+  };
 }
 
 /**

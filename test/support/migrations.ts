@@ -18,4 +18,5 @@ export const EXPECTED_MIGRATIONS = [
   '0015-connection-log-search',
   '0017-console-sessions',
   '0019-console-oidc-sessions',
+  '0020-listing-changes',
 ] as const;

@@ -13,6 +13,7 @@ import { keepAnswer, storeConfiguration, type Issue } from './issue.js';
 import { nodeOrder, addPeersToNodes, insertWithFreeAddresses } from '../nodes/index.js';
 import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
 import { formatAtom } from '../../shared/time.js';
+import { journalNewConfiguration } from '../../storage/listing-changes.js';
 
 /** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
 class PoolFull extends Error {}
@@ -97,6 +98,11 @@ async function storePeer(
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
       if (devicePublicKey) await assertPublicKeyUnused(ctx, trx, publicKey);
+      await journalNewConfiguration(trx, {
+        profileId: issue.profile.profileId,
+        createdAt: formatAtom(issue.now),
+        publicKey,
+      });
       const peer = await insertWithFreeAddresses(trx, issue.profile.profileId, node, (addresses) =>
         insertPeer(trx, {
           publicKey,

@@ -14,6 +14,7 @@ import { readListingGeneration, type ListingGeneration } from '../../storage/lis
 import type { Db } from '../../storage/database.js';
 import type { JsonParts } from '../../shared/json-parts.js';
 import { formatAtom, type Clock } from '../../shared/time.js';
+import { ListingPages } from './pages.js';
 
 /**
  * What a build returns: the listing and the first expiry (ATOM) that would change it; null:
@@ -36,6 +37,8 @@ interface Entry {
 
 export class ListingCache {
   readonly #entries = new Map<string, Entry>();
+  /** The active WireGuard configurations of each profile, in pages that follow changes (./pages.ts). */
+  readonly pages = new ListingPages();
 
   /**
    * The listing `key` as `build` makes it for `now` (ATOM), from memory when nothing changed

@@ -11,27 +11,20 @@
 import type { ConnectionInfo } from '../../protocol/admin-api.js';
 import type { NodeNumber, ProfileId } from '../../shared/ids.js';
 import { activeCertificates } from '../../storage/certificates.js';
-import {
-  activeConnectionsJsonPages,
-  activePeers,
-  activeUserIdsJson,
-  nextPeerExpiry,
-  type WireGuardPeer,
-} from '../../storage/wg-peers.js';
+import { activePeers, type WireGuardPeer } from '../../storage/wg-peers.js';
 import type { NodeAnswer } from '../../node-client/fleet.js';
 import type { PortalContext } from '../context.js';
 import { visibleProfiles } from '../access/index.js';
 import { isOnline } from '../../shared/online.js';
 import { formatAtom } from '../../shared/time.js';
-import { appendToJsonArray, jsonArrayOfPages, jsonPartsText, type JsonParts } from '../../shared/json-parts.js';
+import { appendToJsonArray, jsonPartsText, type JsonParts } from '../../shared/json-parts.js';
+import type { ActiveListing } from './pages.js';
 
 /** The JSON text of an array, in parts (see src/shared/json-parts.ts). */
 export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
 
 /** Keys per `IN (...)` query, well below every dialect's parameter limit. */
 const KEYS_PER_QUERY = 500;
-/** Configurations per page of a listing the database writes (about 2 MB of JSON). */
-const LISTING_PAGE_SIZE = 10_000;
 
 /** A listing per profile, and the nodes whose part of it is their last known state, not their answer now. */
 export interface ProfileListings {
@@ -49,11 +42,7 @@ export async function listConnections(ctx: PortalContext, showAll: boolean): Pro
   const online = groupByProfile(ctx, wireGuardOnline ?? []);
   return perProfile(ctx, stale, async (profileId) => {
     const openVpnConnections = JSON.stringify(openVpn.get(profileId) ?? []).slice(1, -1);
-    if (showAll)
-      return appendToJsonArray(
-        await activeListing(ctx, `connection_list:${profileId}`, profileId, activeConnections),
-        openVpnConnections,
-      );
+    if (showAll) return appendToJsonArray((await activeListing(ctx, profileId)).connections, openVpnConnections);
     return [
       JSON.stringify([...(online.get(profileId) ?? []).map(toConnectionInfo), ...(openVpn.get(profileId) ?? [])]),
     ];
@@ -71,12 +60,7 @@ export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): 
   return perProfile(ctx, stale, async (profileId) => {
     const openVpnUsers = (openVpn.get(profileId) ?? []).map((connection) => connection.user_id);
     if (showAll) {
-      const wireGuard = await activeListing(
-        ctx,
-        `connected_users:${profileId}`,
-        profileId,
-        async (db, profile, now) => [Buffer.from(await activeUserIdsJson(db, profile, now))],
-      );
+      const wireGuard = (await activeListing(ctx, profileId)).userIds();
       if (openVpnUsers.length === 0) return wireGuard;
       return [JSON.stringify([...new Set([...(JSON.parse(jsonPartsText(wireGuard)) as string[]), ...openVpnUsers])])];
     }
@@ -87,26 +71,9 @@ export async function listConnectedUsers(ctx: PortalContext, showAll: boolean): 
   });
 }
 
-/** One profile's listing of active WireGuard configurations, from the cache while it holds. */
-function activeListing(
-  ctx: PortalContext,
-  key: string,
-  profileId: ProfileId,
-  query: (db: PortalContext['db'], profileId: ProfileId, now: string) => Promise<JsonParts>,
-): Promise<JsonParts> {
-  return ctx.listings.read(ctx.db, ctx.clock, key, async (now) => {
-    // The first expiry is read before the listing: one that a concurrent create adds moves the generation.
-    const changesAt = await nextPeerExpiry(ctx.db, profileId, now);
-    return { parts: await query(ctx.db, profileId, now), changesAt };
-  });
-}
-
-/** The active configurations' JSON, page by page, each page's text turned into bytes as it arrives. */
-async function activeConnections(db: PortalContext['db'], profileId: ProfileId, now: string): Promise<JsonParts> {
-  const pages: Buffer[] = [];
-  for await (const page of activeConnectionsJsonPages(db, profileId, now, LISTING_PAGE_SIZE))
-    pages.push(Buffer.from(page));
-  return jsonArrayOfPages(pages);
+/** One profile's active WireGuard configurations, from the pages no change touched (./pages.ts). */
+function activeListing(ctx: PortalContext, profileId: ProfileId): Promise<ActiveListing> {
+  return ctx.listings.pages.read(ctx.db, profileId, formatAtom(ctx.clock.now()));
 }
 
 /** Writes `{"<key>": {"<profile>": [...], ...}}` from per-profile JSON arrays. */

@@ -17,6 +17,7 @@ import { deleteExpiredAuthorizations } from '../../storage/authorizations.js';
 import { deleteEnrollmentTokensEndedBefore } from '../../storage/enrollment-tokens.js';
 import { pruneConnectionLog } from '../../storage/connection-log.js';
 import { pruneIdempotencyRecords } from '../../storage/idempotency.js';
+import { LISTING_JOURNAL_SECONDS, pruneListingChanges } from '../../storage/listing-changes.js';
 import { readState, writeState } from '../../storage/portal-state.js';
 import { pruneDeliveries } from '../../storage/webhook-deliveries.js';
 import { pruneLiveStats } from '../../storage/statistics.js';
@@ -45,11 +46,13 @@ export interface HousekeepingResult {
   readonly enrollmentTokensDeleted: number;
 }
 
-/** What every full pass tidies: expired answers kept for retries; and, once a day, the rest. */
+/** What every full pass tidies: expired answers kept for retries, the listing journal; and, once a day, the rest. */
 export async function runHousekeeping(
   ctx: PortalContext,
 ): Promise<{ readonly keptAnswersDeleted: number; readonly daily: HousekeepingResult | null }> {
   const keptAnswersDeleted = await pruneIdempotencyRecords(ctx.db, formatAtom(ctx.clock.now()));
+  // The listing journal grows with every change; a reader is never more than half of it behind.
+  await pruneListingChanges(ctx.db, LISTING_JOURNAL_SECONDS);
   return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx) };
 }
 

@@ -3,7 +3,8 @@
 // answer — on the instance that made the change, on another instance of the same database,
 // and when a configuration expires with no change at all. To see the cache at work, a row is
 // written behind the portal's back (as an administrator editing the database by hand would):
-// it stays out of the listing until the next change or expiry, which docs/admin-api-guide.md says.
+// it stays out of the users listing until the next change, which docs/admin-api-guide.md says;
+// the connection listings follow the listing journal, which sees hand edits too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseDatabaseLocation } from '../../../src/config/database-location.js';
@@ -105,8 +106,11 @@ test('an unchanged listing is answered from memory, and every change through the
 
   await writeBehindThePortal(portal, 'hand', 200, '2099-01-01T00:00:00+00:00');
   assert.deepEqual(await listedUsers(portal), ['ann', 'bob'], 'a hand edit is not seen: the listing came from memory');
-  assert.deepEqual(await listedConnections(portal), ['ann', 'bob']);
-  assert.deepEqual(await connectedUsers(portal), ['ann', 'bob']);
+  // The connection listings follow the listing journal, which SQLite's triggers write for every
+  // writer; on PostgreSQL a create journals its configuration itself, so a hand insert is not seen.
+  const journaled = portal.database.startsWith('sqlite') ? ['ann', 'bob', 'hand'] : ['ann', 'bob'];
+  assert.deepEqual(await listedConnections(portal), journaled, 'a hand edit of configurations is journaled on SQLite');
+  assert.deepEqual(await connectedUsers(portal), journaled);
 
   // Each call that changes users or configurations is in the very next listing.
   assert.equal((await portal.post('/disable_user', { user_id: 'bob' })).status, 204);
@@ -163,14 +167,17 @@ test('a configuration leaves a listing from memory at its expiry, with no change
   await create(portal, 'bob');
   assert.deepEqual(await listedConnections(portal), ['ann', 'bob', 'hand']);
 
-  await writeBehindThePortal(portal, 'late', 201, '2099-01-01T00:00:00+00:00');
+  const pages = portal.portal.ctx.listings.pages;
+  const built = pages.pagesBuilt;
   clock.advance(12 * 3600_000 - 1000);
-  assert.deepEqual(await listedConnections(portal), ['ann', 'bob', 'hand'], 'a second before the expiry: from memory');
+  assert.deepEqual(await listedConnections(portal), ['ann', 'bob', 'hand']);
+  assert.equal(pages.pagesBuilt, built, 'a second before the expiry: from memory');
 
   clock.advance(1000);
   assert.deepEqual(
     await listedConnections(portal),
-    ['bob', 'hand', 'late'],
+    ['bob', 'hand'],
     'at the expiry the listing is built again, without ann',
   );
+  assert.ok(pages.pagesBuilt > built);
 });
