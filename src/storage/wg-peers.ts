@@ -188,6 +188,34 @@ export async function activePeers(
   return rows.map(toPeer);
 }
 
+/** A configuration as a reconcile pass compares it with its node: key, profile and addresses. */
+export type PeerWantedOnNode = Pick<WireGuardPeer, 'publicKey' | 'profileId' | 'ipFour' | 'ipSix'>;
+
+/**
+ * The enabled, unexpired configurations of a node, with only what a pass compares and in no
+ * particular order: at wireguard-go's cap (65,533) this reads in about a third of the time of
+ * whole rows in listing order (bench/README.md, the full pass).
+ */
+export async function peersWantedOnNode(
+  db: Db,
+  filter: { now: string; nodeNumber: NodeNumber },
+): Promise<PeerWantedOnNode[]> {
+  const rows = await db
+    .selectFrom('wg_peers')
+    .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
+    .select(['wg_peers.public_key', 'wg_peers.profile_id', 'wg_peers.ip_four', 'wg_peers.ip_six'])
+    .where('users.is_disabled', '=', 0)
+    .where('wg_peers.expires_at', '>', filter.now)
+    .where('wg_peers.node_number', '=', filter.nodeNumber)
+    .execute();
+  return rows.map((row) => ({
+    publicKey: row.public_key as WireGuardKey,
+    profileId: row.profile_id as ProfileId,
+    ipFour: row.ip_four,
+    ipSix: row.ip_six,
+  }));
+}
+
 /** A place in a profile's listing, which is ordered by (created_at, public_key). */
 export interface ListingPosition {
   readonly createdAt: string;

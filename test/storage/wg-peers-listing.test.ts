@@ -4,8 +4,8 @@
 // Runs on SQLite and, in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { activeConnectionsJsonPages, nextPeerExpiry } from '../../src/storage/wg-peers.js';
-import type { ProfileId } from '../../src/shared/ids.js';
+import { activeConnectionsJsonPages, nextPeerExpiry, peersWantedOnNode } from '../../src/storage/wg-peers.js';
+import { asNodeNumber, type ProfileId } from '../../src/shared/ids.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 const NOW = '2026-11-25T12:00:00+00:00';
@@ -135,4 +135,30 @@ test('the next expiry of a profile is its own, even when another profile expires
   assert.equal(await nextPeerExpiry(portal.portal.ctx.db, employees, NOW), '2026-11-25T14:00:00+00:00');
   assert.equal(await nextPeerExpiry(portal.portal.ctx.db, guests, NOW), '2026-11-25T12:30:00+00:00');
   assert.equal(await nextPeerExpiry(portal.portal.ctx.db, guests, '2026-11-25T13:00:00+00:00'), null);
+});
+
+test('a node is wanted to hold the enabled, unexpired configurations of every profile on it, with their addresses', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const created = '2026-11-20T08:00:00+00:00';
+  const later = '2026-12-25T12:00:00+00:00';
+  await store(
+    portal,
+    [
+      { key: 'k-ann', user: 'ann', profile: employees, created, expires: later },
+      { key: 'k-guest', user: 'bob', profile: guests, created, expires: later },
+      { key: 'k-disabled', user: 'dan', profile: employees, created, expires: later },
+      { key: 'k-expired', user: 'ann', profile: employees, created, expires: NOW },
+    ],
+    ['dan'],
+  );
+  const wanted = await peersWantedOnNode(portal.portal.ctx.db, { now: NOW, nodeNumber: asNodeNumber(0) });
+  assert.deepEqual(
+    wanted.sort((a, b) => a.publicKey.localeCompare(b.publicKey)),
+    [
+      { publicKey: 'k-ann', profileId: employees, ipFour: '10.99.0.2', ipSix: 'fd99::2' },
+      { publicKey: 'k-guest', profileId: guests, ipFour: '10.99.0.3', ipSix: 'fd99::3' },
+    ],
+  );
+  assert.deepEqual(await peersWantedOnNode(portal.portal.ctx.db, { now: NOW, nodeNumber: asNodeNumber(1) }), []);
 });

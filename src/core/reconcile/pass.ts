@@ -26,8 +26,10 @@ import {
   activePeers,
   deletePeer,
   expiredPeers,
+  peersWantedOnNode,
   peersWithKeys,
   stampPeersOfNode,
+  type PeerWantedOnNode,
   type WireGuardPeer,
 } from '../../storage/wg-peers.js';
 import { findProfile } from '../../config/portal-config.js';
@@ -113,7 +115,7 @@ async function reconcileNodeOnce(
 
   // A configuration stored before keys had to be canonical may hold a non-canonical twin of
   // another key: it is never wanted on a node, and one the node holds is removed.
-  const desired = (await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter(
+  const desired = (await peersWantedOnNode(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber })).filter(
     (peer) => isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard') && isCanonicalWireGuardKey(peer.publicKey),
   );
   const desiredKeys = new Set<string>(desired.map((peer) => peer.publicKey));
@@ -165,7 +167,11 @@ async function reconcileNodeOnce(
  * state; the next chunk is read while the last adds of the one before are still under way, so
  * the node is not left waiting on the slowest add of every chunk (65,533 peers are 132 chunks).
  */
-async function addMissing(ctx: PortalContext, daemon: NodeDaemon, missing: readonly WireGuardPeer[]): Promise<number> {
+async function addMissing(
+  ctx: PortalContext,
+  daemon: NodeDaemon,
+  missing: readonly PeerWantedOnNode[],
+): Promise<number> {
   const nodeNumber = daemon.nodeNumber;
   let added = 0;
   const ready: WireGuardPeer[] = [];
@@ -455,7 +461,7 @@ function runsOpenVpn(ctx: PortalContext, nodeNumber: NodeNumber): boolean {
   );
 }
 
-function sameAllowedIps(actual: DaemonPeer | undefined, peer: WireGuardPeer): boolean {
+function sameAllowedIps(actual: DaemonPeer | undefined, peer: PeerWantedOnNode): boolean {
   if (actual === undefined) return false;
   const wanted = peerIpNet(peer);
   return actual.ipNet.length === wanted.length && wanted.every((net) => actual.ipNet.includes(net));
