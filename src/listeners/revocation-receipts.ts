@@ -74,5 +74,13 @@ function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptD
         break;
     }
   }
+  // A device's configurations are deleted as configurations; the device event says why.
+  const deviceReason = announced.some((event) => event.type === 'device.retired')
+    ? 'retire_device'
+    : announced.some((event) => event.type === 'device.replaced')
+      ? 'replaced'
+      : null;
+  if (deviceReason !== null)
+    for (const found of drafts.values()) if (found.reason === 'delete_connection') found.reason = deviceReason;
   return drafts;
 }

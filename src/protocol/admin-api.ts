@@ -597,8 +597,8 @@ export const revocationSchema = z.object({
   revocation_id: z.string(),
   user_id: z.string(),
   reason: z
-    .enum(['disable_user', 'destroy', 'delete_connection', 'expiry'])
-    .describe('what revoked the configurations'),
+    .enum(['disable_user', 'destroy', 'delete_connection', 'retire_device', 'replaced', 'expiry'])
+    .describe("what revoked the configurations (replaced: a device's new configuration in the same profile)"),
   state: z
     .enum(['pending', 'overdue', 'applied', 'superseded'])
     .describe(

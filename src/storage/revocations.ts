@@ -10,7 +10,14 @@ export const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded']
 export type RevocationState = (typeof REVOCATION_STATES)[number];
 /** Still waiting for a node: not yet applied, not superseded. */
 export const OPEN_REVOCATION_STATES: readonly RevocationState[] = ['pending', 'overdue'];
-export type RevocationReason = 'disable_user' | 'destroy' | 'delete_connection' | 'expiry';
+/** What revoked: the call, an expiry, or a device's new configuration replacing its old one. */
+export type RevocationReason =
+  | 'disable_user'
+  | 'destroy'
+  | 'delete_connection'
+  | 'retire_device'
+  | 'replaced'
+  | 'expiry';
 
 export interface StoredRevocation {
   readonly revocationId: string;

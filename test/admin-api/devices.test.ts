@@ -179,6 +179,14 @@ test('issuing for a device again replaces its configuration in that profile, in 
     (entry) => entry.call === 'create' && entry.connectionIds.includes(old?.public_key ?? ''),
   );
   assert.equal(replacing?.connectionIds.length, 2);
+  // The old configuration's revocation has a receipt that says it was replaced.
+  const receipts = (await portal.get('/revocations', { user_id: 'alice' })).json() as {
+    revocations: { reason: string; connection_ids: string[] }[];
+  };
+  assert.deepEqual(
+    receipts.revocations.map((receipt) => [receipt.reason, receipt.connection_ids]),
+    [['replaced', [old?.public_key]]],
+  );
   // A configuration made for the user only is not the device's, and stays.
   assert.equal((await create(portal, {})).status, 200);
   assert.equal((await portal.admin.userConfigurationList('alice')).length, 3);
@@ -276,8 +284,11 @@ test('retiring a device answers the receipt of its revocation, which stays pendi
   const revocationId = retired.headers.get('vpn-portal-revocation') ?? '';
   const receipt = await portal.get('/revocation', { revocation_id: revocationId });
   assert.equal(receipt.status, 200, receipt.text);
-  const body = receipt.json() as { state: string; user_id: string; connection_ids: string[] };
-  assert.deepEqual([body.state, body.user_id, [...body.connection_ids].sort()], ['pending', 'alice', connectionIds]);
+  const body = receipt.json() as { state: string; user_id: string; reason: string; connection_ids: string[] };
+  assert.deepEqual(
+    [body.state, body.user_id, body.reason, [...body.connection_ids].sort()],
+    ['pending', 'alice', 'retire_device', connectionIds],
+  );
 
   const again = await portal.post('/retire_device', { device_id: device.device_id });
   assert.equal(again.status, 200);
