@@ -41,8 +41,8 @@ export function isWireGuardKey(text: unknown): text is WireGuardKey {
   return typeof text === 'string' && WIREGUARD_KEY_PATTERN.test(text);
 }
 
-/** 2^255 − 19: the field Curve25519 works in. */
-const FIELD_PRIME = (1n << 255n) - 19n;
+/** The lowest byte of 2^255 − 19 (the field Curve25519 works in), whose other bytes are 0x7f and 0xff. */
+const FIELD_PRIME_LOWEST_BYTE = 0xed;
 
 /** Why an Admin API or enrollment request's key is refused when it is not canonical. */
 export const NON_CANONICAL_KEY_REASON =
@@ -58,8 +58,13 @@ export const NON_CANONICAL_KEY_REASON =
 export function isCanonicalWireGuardKey(text: unknown): text is WireGuardKey {
   if (!isWireGuardKey(text)) return false;
   const raw = Buffer.from(text, 'base64');
-  if (((raw[31] ?? 0) & 0x80) !== 0) return false;
-  return raw.reduceRight((value, byte) => (value << 8n) | BigInt(byte), 0n) < FIELD_PRIME;
+  const top = raw[31] ?? 0;
+  if ((top & 0x80) !== 0) return false;
+  // Read little-endian, the values from 2^255 − 19 up to 2^255 − 1 are 0x7f, then thirty 0xff,
+  // then at least 0xed in the lowest byte: compared byte by byte (every add_peer asks this).
+  if (top !== 0x7f) return true;
+  for (let index = 30; index >= 1; index--) if (raw[index] !== 0xff) return true;
+  return (raw[0] ?? 0) < FIELD_PRIME_LOWEST_BYTE;
 }
 
 /**
