@@ -181,7 +181,7 @@ async function addMissing(
   // requests of up to PEERS_PER_ADD_REQUEST each; eduVPN's daemon gets one add_peer per peer.
   const perRequest = addPeersMax === null ? 1 : Math.min(addPeersMax, PEERS_PER_ADD_REQUEST);
   const send = (peers: readonly WireGuardPeer[]): Promise<true | undefined> =>
-    ctx.nodes.attempt(daemon, 'add_peer', async (node) => {
+    ctx.nodes.attempt(daemon, addPeersMax === null ? 'add_peer' : 'add_peers', async (node) => {
       if (addPeersMax === null)
         for (const peer of peers) await node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision);
       else

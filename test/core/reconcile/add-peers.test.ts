@@ -90,23 +90,22 @@ test('a pass gives an empty agent its peers in add_peers requests, and one add_p
   const wanted = [...(await lab.peersOnNode()).keys()].sort();
   assert.equal(wanted.length, PEERS);
 
-  // The agent restarts empty; the pass sends the 150 peers in two requests of at most 128.
-  await lab.stopAgent();
-  await lab.startAgent();
-  proxy.paths.length = 0;
-  await portal.reconcile();
-  assert.deepEqual([...(await lab.peersOnNode()).keys()].sort(), wanted, 'every peer is back');
-  const adds = proxy.paths.filter((path) => path.startsWith('/w/add_peer'));
-  assert.deepEqual(adds, ['/w/add_peers', '/w/add_peers']);
+  /** Restarts the agent (it comes back empty) and runs a pass: the adds it sent, by path. */
+  const addsToRestore = async (): Promise<string[]> => {
+    await lab.stopAgent();
+    await lab.startAgent();
+    proxy.paths.length = 0;
+    await portal.reconcile();
+    assert.deepEqual([...(await lab.peersOnNode()).keys()].sort(), wanted, 'every peer is back');
+    return proxy.paths.filter((path) => path.startsWith('/w/add_peer'));
+  };
+
+  // The pass sends the 150 peers in two requests of at most 128.
+  assert.deepEqual(await addsToRestore(), ['/w/add_peers', '/w/add_peers']);
 
   // Without the advertisement (eduVPN's vpn-daemon), one add_peer per peer.
   proxy.hideAddPeers = true;
-  await lab.stopAgent();
-  await lab.startAgent();
-  proxy.paths.length = 0;
-  await portal.reconcile();
-  assert.deepEqual([...(await lab.peersOnNode()).keys()].sort(), wanted, 'every peer is back');
-  const single = proxy.paths.filter((path) => path.startsWith('/w/add_peer'));
+  const single = await addsToRestore();
   assert.equal(single.length, PEERS);
   assert.ok(
     single.every((path) => path === '/w/add_peer'),
