@@ -1,6 +1,8 @@
 // The agent benchmark's sender, a process of its own so the agent's event loop has the
 // benchmark process to itself (as on a node, where the portal is elsewhere): reads its input
-// as JSON on stdin, sends every add_peer with the portal's daemon client, prints the seconds.
+// as JSON on stdin, sends every add with the portal's daemon client as its reconcile pass
+// does (add_peers requests when the node advertises them, else one add_peer per peer),
+// prints the seconds.
 // The portal is a long-running process whose daemon client is warm; a fresh sender would spend
 // its first thousands of calls warming its own code, CPU the agent then lacks on this 2-core
 // machine. So the sender first warms its client on a stand-in node of its own; the agent gets
@@ -8,6 +10,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { text } from 'node:stream/consumers';
+import { PEERS_PER_ADD_REQUEST } from '../src/core/reconcile/pass.js';
 import { HttpNodeDaemon } from '../src/node-client/daemon-client.js';
 import { asNodeNumber, asWireGuardKey } from '../src/shared/ids.js';
 
@@ -23,24 +26,43 @@ const WARM_UP_CALLS = 5_000;
 
 const input = JSON.parse(await text(process.stdin)) as SenderInput;
 
-/** Sends `count` add_peer calls (the peers in turn) to `url`, `inFlight` at a time. */
-async function sendAddPeers(url: string, count: number): Promise<void> {
-  const daemon = new HttpNodeDaemon({
+function daemonAt(url: string): HttpNodeDaemon {
+  return new HttpNodeDaemon({
     nodeNumber: asNodeNumber(0),
     url,
     secret: () => input.secret,
     timeoutMs: 60_000,
     connections: input.inFlight,
   });
+}
+
+/** Peers per request, as the pass chooses them: 1 is one add_peer per peer. */
+const node = daemonAt(input.url);
+const { addPeersMax } = await node.nodeInfo();
+await node.close();
+const perRequest = addPeersMax === null ? 1 : Math.min(addPeersMax, PEERS_PER_ADD_REQUEST);
+
+/** Sends `count` adds (the peers in turn) to `url`, `inFlight` peers at a time. */
+async function sendAddPeers(url: string, count: number): Promise<void> {
+  const daemon = daemonAt(url);
   let next = 0;
   const sender = async (): Promise<void> => {
     while (next < count) {
-      const peer = input.peers[next++ % input.peers.length];
-      if (peer === undefined) return;
-      await daemon.addPeer(asWireGuardKey(peer.publicKey), [`${peer.ipFour}/32`, `${peer.ipSix}/128`], 1);
+      const peers = Array.from({ length: Math.min(perRequest, count - next) }, () => {
+        const peer = input.peers[next++ % input.peers.length];
+        if (peer === undefined) throw new Error('no peers to send');
+        return {
+          publicKey: asWireGuardKey(peer.publicKey),
+          ipNet: [`${peer.ipFour}/32`, `${peer.ipSix}/128`],
+          revision: 1,
+        };
+      });
+      const [first] = peers;
+      if (perRequest > 1) await daemon.addPeers(peers);
+      else if (first !== undefined) await daemon.addPeer(first.publicKey, first.ipNet, first.revision);
     }
   };
-  await Promise.all(Array.from({ length: input.inFlight }, sender));
+  await Promise.all(Array.from({ length: Math.ceil(input.inFlight / perRequest) }, sender));
   await daemon.close();
 }
 

@@ -14,6 +14,7 @@ import type { z } from 'zod';
 import {
   connectionListSchema,
   daemonPeerSchema,
+  formatAddPeersEntry,
   nodeInfoSchema,
   peerListSchema,
   VPN_DAEMON_PATHS,
@@ -63,6 +64,15 @@ export interface DaemonNodeInfo {
   readonly instanceId: string | null;
   /** Our agent's highest applied revision; null from a daemon that does not report one. */
   readonly maxRevision: number | null;
+  /** Our agent takes `addPeers` with up to this many peers; null from a daemon without the call (eduVPN's). */
+  readonly addPeersMax: number | null;
+}
+
+/** One peer of an `addPeers` call. */
+export interface PeerToAdd {
+  readonly publicKey: WireGuardKey;
+  readonly ipNet: readonly string[];
+  readonly revision: number;
 }
 
 /** What the core needs from a node; one instance per node. */
@@ -73,6 +83,11 @@ export interface NodeDaemon {
   peerList(showAll: boolean): Promise<DaemonPeer[]>;
   /** `revision` orders instructions for one key: our agent ignores one older than the last it applied. */
   addPeer(publicKey: WireGuardKey, ipNet: readonly string[], revision: number): Promise<void>;
+  /**
+   * Several addPeer calls in one request, each peer applied as addPeer applies it: only on a node
+   * whose nodeInfo gave `addPeersMax`, with at most that many peers.
+   */
+  addPeers(peers: readonly PeerToAdd[]): Promise<void>;
   removePeer(publicKey: WireGuardKey, revision: number): Promise<RemovedPeer | null>;
   openVpnConnectionList(): Promise<DaemonOpenVpnClient[]>;
   /** Disconnects every client with this certificate Common Name. */
@@ -164,6 +179,7 @@ export class HttpNodeDaemon implements NodeDaemon {
       maintenanceMode: info.maintenance_mode ?? false,
       instanceId: info.instance_id ?? null,
       maxRevision: info.max_revision ?? null,
+      addPeersMax: info.add_peers_max ?? null,
     };
   }
 
@@ -194,6 +210,12 @@ export class HttpNodeDaemon implements NodeDaemon {
     // An extra field: eduVPN's vpn-daemon ignores it, our agent orders instructions by it.
     form.append('revision', String(revision));
     await this.request('POST', VPN_DAEMON_PATHS.addPeer, form);
+  }
+
+  async addPeers(peers: readonly PeerToAdd[]): Promise<void> {
+    const form = new URLSearchParams();
+    for (const peer of peers) form.append('peer', formatAddPeersEntry(peer));
+    await this.request('POST', VPN_DAEMON_PATHS.addPeers, form);
   }
 
   async removePeer(publicKey: WireGuardKey, revision: number): Promise<RemovedPeer | null> {

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { HttpNodeDaemon, NodeDaemonError } from '../../src/node-client/daemon-client.js';
+import { parseAddPeersForm } from '../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
@@ -85,6 +86,41 @@ test('200 add_peer calls, 16 at a time, travel over at most 16 kept-open connect
   assert.equal(form.get('public_key'), keys[0]);
   assert.deepEqual(form.getAll('ip_net'), ['10.0.0.0/32', 'fd00::0/128']);
   assert.equal(form.get('revision'), '0');
+});
+
+test('addPeers sends one add_peers request that the agent reads as the same peers; nodeInfo tells whether the node has the call', async (t) => {
+  const info = { node_uptime: 10, maintenance_mode: false };
+  let advertised: Record<string, unknown> = info;
+  const standIn = await startStandIn(t, (request, response) => {
+    if (request.url === '/i/node') response.writeHead(200).end(JSON.stringify(advertised));
+    else response.writeHead(204).end();
+  });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url: standIn.url,
+    secret: () => 'node-secret',
+    timeoutMs: 3_000,
+  });
+  t.after(() => daemon.close());
+  // eduVPN's vpn-daemon does not advertise it; our agent does.
+  assert.equal((await daemon.nodeInfo()).addPeersMax, null);
+  advertised = { ...info, add_peers_max: 256 };
+  assert.equal((await daemon.nodeInfo()).addPeersMax, 256);
+
+  const peers = Array.from({ length: 3 }, (_, index) => ({
+    publicKey: generateWireGuardKeyPair().publicKey,
+    ipNet: [`10.0.0.${index + 2}/32`, `fd00::${index + 2}/128`],
+    revision: 7 + index,
+  }));
+  await daemon.addPeers(peers);
+  const sent = standIn.requests.at(-1);
+  assert.equal(sent?.path, '/w/add_peers');
+  assert.equal(sent?.authorization, 'Bearer node-secret');
+  const parsed = parseAddPeersForm(new URLSearchParams(sent?.body));
+  assert.deepEqual(parsed, {
+    ok: true,
+    value: peers.map((peer) => ({ publicKey: peer.publicKey, allowedIps: peer.ipNet, revision: peer.revision })),
+  });
 });
 
 test('a node URL with a path keeps its path, and no Authorization header is sent without a secret', async (t) => {

@@ -104,6 +104,12 @@ test('a key is canonical only with bit 255 clear and a value below 2^255 − 19,
   assert.equal(isCanonicalWireGuardKey(largest), true, '2^255 − 20, the largest canonical value');
   const prime = Buffer.concat([Buffer.from([0xed]), Buffer.alloc(30, 0xff), Buffer.from([0x7f])]).toString('base64');
   assert.equal(isCanonicalWireGuardKey(prime), false, '2^255 − 19 itself');
+  const belowByAMiddleByte = Buffer.concat([
+    Buffer.from([0xff, 0xfe]),
+    Buffer.alloc(29, 0xff),
+    Buffer.from([0x7f]),
+  ]).toString('base64');
+  assert.equal(isCanonicalWireGuardKey(belowByAMiddleByte), true, 'a lower middle byte, the lowest byte above 0xed');
   assert.equal(isCanonicalWireGuardKey('not a key'), false);
   // The twin is the same point: X25519 with it gives the same shared secret (why it must be refused).
   const probe = generateWireGuardKeyPair();

@@ -1,7 +1,7 @@
 // `/i/node`: what the portal learns about this node (load, uptime, counts, and our instance id and
 // highest revision, with which the portal notices a restart or another database).
 import { availableParallelism, loadavg, uptime } from 'node:os';
-import type { NodeInfo } from '../../protocol/vpn-daemon.js';
+import { MAX_PEERS_PER_ADD, type NodeInfo } from '../../protocol/vpn-daemon.js';
 
 export interface NodeCounts {
   readonly wireGuardPeers: number;
@@ -15,7 +15,7 @@ export interface AgentIdentity {
   readonly maintenanceMode: boolean;
 }
 
-/** Ours always reports its extensions (instance id, highest revision, process count). */
+/** Ours always reports its extensions (instance id, highest revision, process count, add_peers). */
 export function describeNode(counts: NodeCounts, version: string, identity: AgentIdentity): Required<NodeInfo> {
   const cpuCount = availableParallelism();
   const loadAverage = loadavg();
@@ -30,6 +30,7 @@ export function describeNode(counts: NodeCounts, version: string, identity: Agen
     o_process_count: counts.openVpnProcesses ?? 0,
     instance_id: identity.instanceId,
     max_revision: identity.maxRevision,
+    add_peers_max: MAX_PEERS_PER_ADD,
     v: version,
   };
 }

@@ -54,6 +54,11 @@ import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
 export const PARALLEL_CHANGES_PER_NODE = MAX_CONNECTIONS_PER_NODE;
 /** Keys per database read: below every dialect's parameter limit, and short enough that an add is never sent long after its state was read. */
 const CHUNK = 500;
+/**
+ * Peers per add_peers request to our agent: half of what is kept in flight, so the agent
+ * receives one request while it writes the other's peers (its batches hold as many).
+ */
+export const PEERS_PER_ADD_REQUEST = PARALLEL_CHANGES_PER_NODE / 2;
 
 export interface NodeReconcileResult {
   readonly nodeNumber: NodeNumber;
@@ -149,7 +154,7 @@ async function reconcileNodeOnce(
     await endSessionsOfRemovedPeers(ctx, gone);
   }
 
-  const added = await addMissing(ctx, daemon, missing);
+  const added = await addMissing(ctx, daemon, missing, info.addPeersMax);
   if (added > 0 || removed > 0) {
     ctx.logger.info(
       { nodeNumber, added, removed },
@@ -171,8 +176,22 @@ async function addMissing(
   ctx: PortalContext,
   daemon: NodeDaemon,
   missing: readonly PeerWantedOnNode[],
+  addPeersMax: number | null,
 ): Promise<number> {
   const nodeNumber = daemon.nodeNumber;
+  // Our agent takes many adds per request (add_peers): the same peers in flight, in a few
+  // requests of up to PEERS_PER_ADD_REQUEST each; eduVPN's daemon gets one add_peer per peer.
+  const perRequest = addPeersMax === null ? 1 : Math.min(addPeersMax, PEERS_PER_ADD_REQUEST);
+  const send = (peers: readonly WireGuardPeer[]): Promise<true | undefined> =>
+    ctx.nodes.attempt(daemon, addPeersMax === null ? 'add_peer' : 'add_peers', async (node) => {
+      if (addPeersMax === null)
+        for (const peer of peers) await node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision);
+      else
+        await node.addPeers(
+          peers.map((peer) => ({ publicKey: peer.publicKey, ipNet: peerIpNet(peer), revision: peer.revision })),
+        );
+      return true as const;
+    });
   let added = 0;
   const ready: WireGuardPeer[] = [];
   let nextChunk = 0;
@@ -195,20 +214,18 @@ async function addMissing(
   const sender = async (): Promise<void> => {
     for (;;) {
       if (failure !== null) throw failure.error;
-      const peer = ready.shift();
-      if (peer === undefined) {
+      const peers = ready.splice(0, perRequest);
+      if (peers.length === 0) {
         if (nextChunk >= missing.length && reading === null) return;
         await readNextChunk();
         continue;
       }
       if (ready.length < PARALLEL_CHANGES_PER_NODE && nextChunk < missing.length) void readNextChunk();
-      const done = await ctx.nodes.attempt(daemon, 'add_peer', (node) =>
-        node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision).then(() => true),
-      );
-      if (done === true) added++;
+      if ((await send(peers)) === true) added += peers.length;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL_CHANGES_PER_NODE, missing.length) }, sender));
+  const senders = Math.ceil(PARALLEL_CHANGES_PER_NODE / perRequest);
+  await Promise.all(Array.from({ length: Math.min(senders, missing.length) }, sender));
   return added;
 }
 

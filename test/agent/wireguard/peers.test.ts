@@ -15,6 +15,8 @@ import { parseNodeAgentConfig } from '../../../src/agent/config.js';
 import { readNodeKey } from '../../../src/agent/node-key.js';
 import { WgTool } from '../../../src/agent/wireguard/wg-tool.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { MAX_PEERS_PER_ADD } from '../../../src/protocol/vpn-daemon.js';
+import { bit255Twin } from '../../support/device-keys.js';
 import { NetnsLab, wireGuardPeers, type Namespace } from '../../support/netns.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
 
@@ -69,6 +71,11 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
     for (const ipNet of ipNets) form.append('ip_net', ipNet);
     return daemon('/w/add_peer', { method: 'POST', body: form });
   };
+  const addPeers = (fields: readonly (readonly [string, string])[]) =>
+    daemon('/w/add_peers', {
+      method: 'POST',
+      body: new URLSearchParams(fields.map(([name, value]): [string, string] => [name, value])),
+    });
   const removePeer = (publicKey: string) =>
     daemon('/w/remove_peer', { method: 'POST', body: new URLSearchParams({ public_key: publicKey }) });
   /** Peers and their allowed IPs as `wg show` reports them. */
@@ -253,6 +260,62 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
       `expected batched writes for 300 requests, got ${removals.writes}`,
     );
     assert.equal(removals.wgSets, 0);
+  });
+
+  test('add_peers puts every peer of one request on the interface, each under its own revision, and answers once they are there', async () => {
+    const info = (await (await daemon('/i/node')).json()) as Record<string, unknown>;
+    assert.equal(info['add_peers_max'], MAX_PEERS_PER_ADD, 'the agent advertises the call');
+    const keys = Array.from({ length: MAX_PEERS_PER_ADD }, newPeerKey);
+    const entry = (key: string, index: number, revision: number) =>
+      [
+        'peer',
+        `${key},${revision},198.19.${20 + (index >> 8)}.${index & 255}/32,fd00:9::${index.toString(16)}/128`,
+      ] as const;
+    const additions = await writesDuring(async () => {
+      const answer = await addPeers(keys.map((key, index) => entry(key, index, 100)));
+      assert.equal(answer.status, 204, await answer.text());
+    });
+    const onInterface = await peersOnInterface();
+    assert.ok(
+      keys.every((key) => onInterface.has(key)),
+      'every peer of the request is on the interface when it answers',
+    );
+    assert.deepEqual(onInterface.get(keys[200] ?? ''), ['198.19.20.200/32', 'fd00:9::c8/128']);
+    assert.ok(additions.writes > 0 && additions.writes <= 8, `a few writes for one request, got ${additions.writes}`);
+
+    // A removal under a newer revision is final: a late add_peers from before it changes nothing
+    // for that peer, and still applies the others of its request.
+    const [revoked = '', kept = ''] = keys;
+    const removal = await daemon('/w/remove_peer', {
+      method: 'POST',
+      body: new URLSearchParams({ public_key: revoked, revision: '101' }),
+    });
+    assert.equal(removal.status, 200);
+    const late = await addPeers([entry(revoked, 0, 100), ['peer', `${kept},102,198.19.7.99/32`]]);
+    assert.equal(late.status, 204);
+    const afterLate = await peersOnInterface();
+    assert.equal(afterLate.has(revoked), false, 'the revoked peer stays off');
+    assert.deepEqual(afterLate.get(kept), ['198.19.7.99/32'], 'the newer add of the same request applied');
+
+    // One invalid peer refuses the whole request, naming it, and nothing changes.
+    const unchanged = await peersOnInterface();
+    const newcomer = newPeerKey();
+    const invalid = [
+      [entry(newcomer, 1, 103), ['peer', `${kept},103,198.19.7.300/32`]],
+      [entry(newcomer, 1, 103), ['peer', `${bit255Twin(kept)},103,198.19.7.9/32`]],
+      [['peer', `${newcomer},,198.19.7.9/32`]],
+      [['peer', `${newcomer},103`]],
+      [],
+      Array.from({ length: MAX_PEERS_PER_ADD + 1 }, (_, index) => entry(newPeerKey(), index, 103)),
+    ] as const;
+    for (const fields of invalid) {
+      const answer = await addPeers(fields);
+      assert.equal(answer.status, 400, JSON.stringify(fields.slice(0, 2)));
+      assert.match(((await answer.json()) as { error: string }).error, /^peer/);
+    }
+    assert.deepEqual(await peersOnInterface(), unchanged);
+
+    for (const key of keys) await removePeer(key);
   });
 
   test('peer changes too long for one command line are split over several wg calls', async () => {
