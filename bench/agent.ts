@@ -1,9 +1,9 @@
 // The node agent's benchmark (part of `npm run bench`; needs root and wireguard-go): a real
 // agent process with a real wireguard-go interface in a network namespace, and a real portal
 // holding a /16's clients for it (65,533 configurations, wireguard-go's cap), per database.
-//  1. 65,533 add_peer calls, sent as the portal's reconcile pass sends them (its daemon client,
-//     as many in flight as the pass keeps): seconds until every call answered (an add answers
-//     once its peer is on the interface), and how many writes to the interface the agent made
+//  1. 65,533 adds, sent as the portal's reconcile pass sends them (its daemon client: add_peers
+//     requests of 128 peers, as many in flight as the pass keeps): seconds until every request
+//     answered (one answers once its peers are on the interface), and how many writes to the interface the agent made
 //     (set operations on wireguard-go's control socket plus `wg set` processes, from its metrics);
 //  2. a full reconcile pass of the portal with nothing to change, which observes the node's
 //     sessions on the way: seconds, writes (must be none), and the agent's CPU time for it;
@@ -129,7 +129,7 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     await passesSettled(portal, nodeNumber);
     const peers = await seedConfigurations(portal);
 
-    // 1. 65,533 add_peer calls, from a process of their own.
+    // 1. 65,533 adds, from a process of their own.
     const writesBeforeAdd = await peerWrites(agent);
     const input: SenderInput = {
       url: `http://127.0.0.1:${port}`,
@@ -137,14 +137,13 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       inFlight: IN_FLIGHT,
       peers,
     };
-    // Every add_peer answers once its peer is on the interface: the sender's time is the agent's.
+    // Every add answers once its peers are on the interface: the sender's time is the agent's.
     const { seconds: addSeconds } = JSON.parse(await runBenchProcess('agent-sender.ts', input)) as { seconds: number };
     const onInterface = await peersOnInterface(node, interfaceName);
-    if (onInterface.size !== PEERS)
-      throw new Error(`${onInterface.size} peers on the interface after ${PEERS} add_peer calls`);
+    if (onInterface.size !== PEERS) throw new Error(`${onInterface.size} peers on the interface after ${PEERS} adds`);
     const writesBeforeReconcile = await peerWrites(agent);
     const writesDuringAdd = writesBeforeReconcile - writesBeforeAdd;
-    progress(`${PEERS} add_peer in ${round(addSeconds)} s, ${writesDuringAdd} writes`);
+    progress(`${PEERS} adds in ${round(addSeconds)} s, ${writesDuringAdd} writes`);
 
     // 2. A full pass with nothing to change; it observes the node's sessions on the way.
     const cpuBefore = processCpu(agent.pid);
