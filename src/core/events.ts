@@ -15,10 +15,11 @@
 // (`forCall`, src/core/admin-call.ts) and puts that view into the use case's context. Every
 // change made through the view that announced something ends, still inside its transaction,
 // with one `admin.call` event: the call, its key, its source address, its parameters and the
-// configurations the change touched. The audit log is an in-transaction listener of that
-// event, so a recorded change really happened and a change that happened is recorded, and no
-// use case writes audit rows or even knows about them. Calls that changed nothing (refused,
-// failed, or nothing to do) are announced by the HTTP layer after the answer is known.
+// configurations the change touched. The audit log writes that event in the change's
+// transaction (a closing write, src/listeners/audit-log.ts), so a recorded change really
+// happened and a change that happened is recorded, and no use case writes audit rows or even
+// knows about them. Calls that changed nothing (refused, failed, or nothing to do) are
+// announced by the HTTP layer after the answer is known.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { RawBuilder, Transaction } from 'kysely';
