@@ -42,6 +42,23 @@ async function onlyDelivery(portal: TestPortal) {
   return deliveries[0] as (typeof deliveries)[number];
 }
 
+/**
+ * Waits until the portal has stored the outcome of `count` attempts (an attempt is stored as
+ * `sending` before it is made). The receiver sees an attempt before the portal records its
+ * answer, and a clock moved in between would be read when the retry is scheduled, putting it
+ * after the moment the test moves the clock to.
+ */
+async function attemptsRecorded(portal: TestPortal, count: number): Promise<void> {
+  const recorded = async (): Promise<boolean> => {
+    const { attempts } = await onlyDelivery(portal);
+    return attempts.length >= count && attempts.every((attempt) => attempt.outcome !== 'sending');
+  };
+  for (let waited = 0; !(await recorded()); waited += 50) {
+    if (waited > 10_000) assert.fail(`the portal did not record ${count} attempt(s) within 10 s`);
+    await sleep(50);
+  }
+}
+
 test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min, with the same id and body, until it answers 2xx', async (t) => {
   const clock = new ManualClock();
   const portal = await startTestPortal({ config: allowLoopback, clock });
@@ -58,7 +75,7 @@ test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min,
   await portal.admin.disableUser('alice');
 
   await receiver.waitForCount(1, 'the first attempt');
-  await sleep(300);
+  await attemptsRecorded(portal, 1);
   let delivery = await onlyDelivery(portal);
   assert.equal(delivery.state, 'pending');
   assert.deepEqual(
@@ -70,7 +87,7 @@ test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min,
 
   clock.advance(30_000);
   await receiver.waitForCount(2, 'the second attempt');
-  await sleep(1_500);
+  await attemptsRecorded(portal, 2);
   delivery = await onlyDelivery(portal);
   assert.deepEqual(
     delivery.attempts.map((attempt) => [attempt.attempt, attempt.outcome, attempt.status, attempt.detail]),
@@ -84,7 +101,7 @@ test('a receiver answering 500 or nothing is tried again after 30 s, then 1 min,
   await nothingMore(receiver, 2, 'not a second early');
   clock.advance(1_000);
   await receiver.waitForCount(3, 'the third attempt');
-  await sleep(300);
+  await attemptsRecorded(portal, 3);
   delivery = await onlyDelivery(portal);
   assert.equal(delivery.state, 'delivered');
   assert.equal(delivery.finished_at, '2026-03-02T09:01:30+00:00');
@@ -133,11 +150,12 @@ test('a delivery that keeps failing is given up once retryFor after the event is
   await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
   await portal.admin.disableUser('alice');
   await receiver.waitForCount(1, 'the first attempt');
+  await attemptsRecorded(portal, 1);
 
   // A day and an hour later (retryFor is P1D) the next attempt is the last.
   clock.advance(25 * 3600_000);
   await receiver.waitForCount(2, 'the attempt after a day');
-  await sleep(300);
+  await attemptsRecorded(portal, 2);
   const delivery = await onlyDelivery(portal);
   assert.equal(delivery.state, 'failed');
   assert.equal(delivery.next_attempt_at, null);
