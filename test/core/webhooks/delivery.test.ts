@@ -178,7 +178,12 @@ test('during a secret rotation deliveries carry a signature with each secret; af
   t.after(() => portal.close());
   const receiver = await WebhookReceiver.start();
   t.after(() => receiver.close());
-  const { webhook, secret: oldSecret } = await portal.admin.createWebhook({ url: receiver.url, event_types: '*' });
+  // Subscribed to an event this test never causes: with '*', a node.down of the test portal's
+  // unreachable node could arrive first and be taken for the test deliveries.
+  const { webhook, secret: oldSecret } = await portal.admin.createWebhook({
+    url: receiver.url,
+    event_types: 'user.destroyed',
+  });
   const rotated = await portal.admin.rotateWebhookSecret(webhook.webhook_id, 'PT1H');
   assert.notEqual(rotated.secret, oldSecret);
   assert.equal(rotated.previous_secret_until, '2026-03-02T10:00:00+00:00');
