@@ -50,6 +50,8 @@ const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().
 /** The issue's targets. */
 const TARGETS = {
   cpuPerCreateUs: 400,
+  /** Issue 26, item 3: SQLite, the node push included. */
+  sqliteCpuPerCreateUs: 500,
   createsPerSecond: 2000,
   createP99Ms: 20,
   postgresCreatesPerSecond: 1000,
@@ -620,6 +622,10 @@ function printReport(all: typeof results): void {
     console.log(
       `- ${database}: portal CPU per create ${empty.cpuPerCreateUs} µs ≤ ${TARGETS.cpuPerCreateUs}: ${verdict(empty.cpuPerCreateUs <= TARGETS.cpuPerCreateUs)}`,
     );
+    if (database === 'sqlite')
+      console.log(
+        `- sqlite: portal CPU per create ${empty.cpuPerCreateUs} µs ≤ ${TARGETS.sqliteCpuPerCreateUs} (issue 26): ${verdict(empty.cpuPerCreateUs <= TARGETS.sqliteCpuPerCreateUs)}`,
+      );
     console.log(`- ${database}: creates per second ${empty.perSecond} ≥ ${rate}: ${verdict(empty.perSecond >= rate)}`);
     console.log(
       `- ${database}: create p99 ${empty.p99} ms ≤ ${TARGETS.createP99Ms}: ${verdict(empty.p99 <= TARGETS.createP99Ms)}`,

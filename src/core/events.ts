@@ -15,13 +15,14 @@
 // (`forCall`, src/core/admin-call.ts) and puts that view into the use case's context. Every
 // change made through the view that announced something ends, still inside its transaction,
 // with one `admin.call` event: the call, its key, its source address, its parameters and the
-// configurations the change touched. The audit log is an in-transaction listener of that
-// event, so a recorded change really happened and a change that happened is recorded, and no
-// use case writes audit rows or even knows about them. Calls that changed nothing (refused,
-// failed, or nothing to do) are announced by the HTTP layer after the answer is known.
+// configurations the change touched. The audit log writes that event in the change's
+// transaction (a closing write, src/listeners/audit-log.ts), so a recorded change really
+// happened and a change that happened is recorded, and no use case writes audit rows or even
+// knows about them. Calls that changed nothing (refused, failed, or nothing to do) are
+// announced by the HTTP layer after the answer is known.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
-import type { Transaction } from 'kysely';
+import type { RawBuilder, Transaction } from 'kysely';
 import type { Db } from '../storage/database.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { Database } from '../storage/schema.js';
@@ -196,11 +197,24 @@ export type CommitListener = (event: PortalEvent) => void | Promise<void>;
 /** Told once, at the very end of a change's transaction, of every event it announced. */
 export type ClosingListener = (events: readonly PortalEvent[], trx: Transaction<Database>) => Promise<void>;
 export type ApprovalListener = (event: PortalEvent) => Promise<void>;
+/** One statement a closing writer hands the change to run as its very last write (see `closingWrite`). */
+export type ClosingWrite = RawBuilder<unknown>;
+export type ClosingWriter = (events: readonly PortalEvent[]) => ClosingWrite | null;
+/**
+ * A change's last step (see `change`): runs after every listener and must run the closing
+ * writes after its own writes and locks, in the same statement or after it.
+ */
+export type LastStep<T, R> = (
+  trx: Transaction<Database>,
+  value: T,
+  closingWrites: readonly ClosingWrite[],
+) => Promise<R>;
 
 interface SharedListeners {
   readonly approval: ApprovalListener[];
   readonly inTransaction: TransactionListener[];
   readonly closing: ClosingListener[];
+  readonly closingWrites: ClosingWriter[];
   readonly afterCommit: CommitListener[];
 }
 
@@ -213,7 +227,13 @@ export class PortalEvents {
 
   constructor(logger: Logger, bound?: { readonly listeners: SharedListeners; readonly call: AdminCall | null }) {
     this.#logger = logger;
-    this.#listeners = bound?.listeners ?? { approval: [], inTransaction: [], closing: [], afterCommit: [] };
+    this.#listeners = bound?.listeners ?? {
+      approval: [],
+      inTransaction: [],
+      closing: [],
+      closingWrites: [],
+      afterCommit: [],
+    };
     this.#call = bound?.call ?? null;
   }
 
@@ -256,6 +276,16 @@ export class PortalEvents {
     this.#listeners.closing.push(listener);
   }
 
+  /**
+   * Like a closing listener, for one that writes a single statement: it hands the statement to
+   * the change instead of running it, after the closing listeners. A change with a last step
+   * (a create, which takes its address pool's row last) folds it into its own final statement
+   * (one round trip on PostgreSQL, after its last lock); any other change runs it as it is.
+   */
+  closingWrite(writer: ClosingWriter): void {
+    this.#listeners.closingWrites.push(writer);
+  }
+
   /** A listener told once the change is durable. */
   afterCommit(listener: CommitListener): void {
     this.#listeners.afterCommit.push(listener);
@@ -275,10 +305,15 @@ export class PortalEvents {
    * and published once it committed (never when it rolled back). On a view bound to an Admin
    * API call, a change that announced something ends with the call's `admin.call` event.
    */
-  async change<T>(
-    db: Db,
-    work: (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>,
-  ): Promise<T> {
+  async change<T>(db: Db, work: ChangeWork<T>): Promise<T>;
+  /**
+   * …with a last step: `lastStep` runs after `work`, the `admin.call` event and the closing
+   * listeners, and gets the closing writes to run after its own: for a write whose lock every
+   * change of its kind queues on (a create's address pool), taken last and held only for the
+   * final statement and the commit. What `lastStep` returns is the change's result.
+   */
+  async change<T, R>(db: Db, work: ChangeWork<T>, lastStep: LastStep<T, R>): Promise<R>;
+  async change<T, R>(db: Db, work: ChangeWork<T>, lastStep?: LastStep<T, R>): Promise<T | R> {
     const announced: PortalEvent[] = [];
     const call = this.#call;
     const result = await db.transaction().execute(async (trx) => {
@@ -300,7 +335,16 @@ export class PortalEvents {
         await this.record(trx, event);
         announced.push(event);
       }
-      if (announced.length > 0) for (const listener of this.#listeners.closing) await listener(announced, trx);
+      const writes: ClosingWrite[] = [];
+      if (announced.length > 0) {
+        for (const listener of this.#listeners.closing) await listener(announced, trx);
+        for (const writer of this.#listeners.closingWrites) {
+          const write = writer(announced);
+          if (write !== null) writes.push(write);
+        }
+      }
+      if (lastStep !== undefined) return lastStep(trx, value, writes);
+      await runClosingWrites(trx, writes);
       return value;
     });
     if (announced.some((event) => event.type === 'admin.call')) this.#changesRecorded++;
@@ -318,6 +362,13 @@ export class PortalEvents {
       }
     }
   }
+}
+
+type ChangeWork<T> = (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>;
+
+/** Runs closing writes one by one, in order (a last step that cannot fold them into its own statement). */
+export async function runClosingWrites(trx: Transaction<Database>, writes: readonly ClosingWrite[]): Promise<void> {
+  for (const write of writes) await write.execute(trx);
 }
 
 /** The one user a change's device events are about (retire_device names only the device), for its audit row. */

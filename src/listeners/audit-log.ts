@@ -6,39 +6,60 @@
 // number of rows and hides nothing. The seam tells it who made the call (src/core/events.ts,
 // `admin.call`); the row holds the key's name, never the key, and the call's parameters, never
 // a file or a private key.
-import type { PortalEvents } from '../core/events.js';
+import type { PortalEvent, PortalEvents } from '../core/events.js';
 import { clientNetwork } from '../net/client-network.js';
-import { insertAuditRecord, insertOrCountRefusal, newAuditId, type NewAuditRecord } from '../storage/audit-log.js';
+import {
+  auditRecordInsert,
+  insertAuditRecord,
+  insertOrCountRefusal,
+  newAuditId,
+  type NewAuditRecord,
+} from '../storage/audit-log.js';
 import { formatAtom } from '../shared/time.js';
 
 const MINUTE_MS = 60_000;
 
 export function writeAuditLog(events: PortalEvents): void {
+  // A call that changed something: its row is a closing write of the change, which a create
+  // folds into its final statement (src/core/events.ts).
+  events.closingWrite((announced) => {
+    const event = announced.find((candidate) => candidate.type === 'admin.call');
+    if (event?.type !== 'admin.call' || isRefusal(event.status)) return null;
+    return auditRecordInsert(auditRecord(event));
+  });
+  // A call recorded on its own (refused, failed, or nothing to do), outside any change.
   events.inTransaction(async (event, db) => {
     if (event.type !== 'admin.call') return;
-    const { call } = event;
-    const record: NewAuditRecord = {
-      auditId: newAuditId(event.at),
-      at: formatAtom(event.at),
-      keyName: call.caller.keyName,
-      sourceAddress: call.caller.sourceAddress,
-      call: call.name,
-      parameters: call.parameters,
-      status: event.status,
-      userId: call.parameters['user_id'] ?? event.userId ?? null,
-      connectionIds: event.connectionIds,
-      detail: event.detail,
-    };
-    if (event.status !== 401 && event.status !== 403) {
-      await insertAuditRecord(db, record);
+    if (!isRefusal(event.status)) {
+      if (!db.isTransaction) await insertAuditRecord(db, auditRecord(event));
       return;
     }
     // The reason: the status, the key named (if any) and why; the call and its parameters are
     // the first refusal's (a scan of many paths with one bad key is one row a minute).
-    await insertOrCountRefusal(db, record, {
+    await insertOrCountRefusal(db, auditRecord(event), {
       minute: Math.floor(event.at.getTime() / MINUTE_MS) * MINUTE_MS,
-      source: clientNetwork(call.caller.sourceAddress),
-      reason: JSON.stringify([event.status, call.caller.keyName, event.detail]),
+      source: clientNetwork(event.call.caller.sourceAddress),
+      reason: JSON.stringify([event.status, event.call.caller.keyName, event.detail]),
     });
   });
+}
+
+function isRefusal(status: number): boolean {
+  return status === 401 || status === 403;
+}
+
+function auditRecord(event: Extract<PortalEvent, { type: 'admin.call' }>): NewAuditRecord {
+  const { call } = event;
+  return {
+    auditId: newAuditId(event.at),
+    at: formatAtom(event.at),
+    keyName: call.caller.keyName,
+    sourceAddress: call.caller.sourceAddress,
+    call: call.name,
+    parameters: call.parameters,
+    status: event.status,
+    userId: call.parameters['user_id'] ?? event.userId ?? null,
+    connectionIds: event.connectionIds,
+    detail: event.detail,
+  };
 }

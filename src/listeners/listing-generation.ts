@@ -4,7 +4,7 @@
 // leaves it alone; anything else moves it, so an event type added later can only cost a cache
 // miss, never a stale answer.
 import type { PortalEvent, PortalEvents } from '../core/events.js';
-import { bumpListingGeneration } from '../storage/listing-generation.js';
+import { listingGenerationBump } from '../storage/listing-generation.js';
 
 const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'admin.call',
@@ -25,7 +25,8 @@ export function moveListingGeneration(events: PortalEvents): void {
   // takes, so two changes never wait for each other's (a create holds its address pool's row
   // before it gets here, and whoever holds a shard holds every other lock it needs already).
   // Events recorded outside a change (node state, OpenVPN sessions) never change a listing.
-  events.closing(async (announced, trx) => {
-    if (announced.some((event) => !LISTING_NEUTRAL.has(event.type))) await bumpListingGeneration(trx);
-  });
+  // A closing write: the seam runs it last, or a create folds it into its final statement.
+  events.closingWrite((announced) =>
+    announced.some((event) => !LISTING_NEUTRAL.has(event.type)) ? listingGenerationBump() : null,
+  );
 }

@@ -3,7 +3,7 @@
 // others). Rows are written by the audit listener only (src/listeners/audit-log.ts), in the
 // transaction of the change they record.
 import { createHash, randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
 import { formatAtom } from '../shared/time.js';
 import type { Db } from './database.js';
@@ -69,6 +69,15 @@ export function newAuditId(at: Date): string {
 
 export async function insertAuditRecord(db: Db, record: NewAuditRecord): Promise<void> {
   await insertAuditRow(db, auditRow(record, null));
+}
+
+/** The statement that writes `record` (a change's closing write, src/listeners/audit-log.ts). */
+export function auditRecordInsert(record: NewAuditRecord): RawBuilder<unknown> {
+  const row = auditRow(record, null);
+  return sql`INSERT INTO audit_log (audit_id, at, key_name, source_address, call, parameters, status, user_id,
+      connection_ids, detail, repeated, refusal_bucket)
+    VALUES (${row.auditId}, ${row.at}, ${row.keyName}, ${row.sourceAddress}, ${row.call}, ${row.parameters},
+      ${row.status}, ${row.userId}, ${row.connectionIds}, ${row.detail}, 0, NULL)`;
 }
 
 /**

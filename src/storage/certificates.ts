@@ -103,7 +103,7 @@ export async function deleteCertificatesOfDevice(
   return (await query.returningAll().execute()).map(toCertificate);
 }
 
-/** As bindPeerToDevice. */
+/** Names the device a certificate was issued to, in the transaction that stores it (a WireGuard configuration is inserted with its device). */
 export async function bindCertificateToDevice(db: Db, commonName: string, deviceId: DeviceId): Promise<void> {
   await db.updateTable('certificates').set({ device_id: deviceId }).where('common_name', '=', commonName).execute();
 }

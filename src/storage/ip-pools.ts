@@ -2,7 +2,7 @@
 // is empty or nearly full. A pool hands out the lowest index given back before, else the
 // next never-used one — the same addresses, in the same order, as scanning for the first
 // free candidate (reference §6.2) would, without reading the peers.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
 import { isPostgres } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
@@ -34,8 +34,15 @@ export async function takePoolIndex(
     const advanced = await advancePool(trx, key, capacity);
     if (advanced !== undefined) return advanced;
   }
-  // First allocation in this pool: create its row. Two first allocations racing each other
-  // both insert; the loser's insert does nothing and its advance then succeeds.
+  await ensurePoolRow(trx, key);
+  return (await advancePool(trx, key, capacity)) ?? null;
+}
+
+/**
+ * First allocation in a pool: creates its row. Two first allocations racing each other both
+ * insert; the loser's insert does nothing and its advance then succeeds.
+ */
+export async function ensurePoolRow(trx: Transaction<Database>, key: PoolKey): Promise<void> {
   await trx
     .insertInto('ip_pools')
     .values({
@@ -47,7 +54,6 @@ export async function takePoolIndex(
     })
     .onConflict((conflict) => conflict.columns(['profile_id', 'node_number', 'range_four', 'range_six']).doNothing())
     .execute();
-  return (await advancePool(trx, key, capacity)) ?? null;
 }
 
 /**
@@ -57,7 +63,17 @@ export async function takePoolIndex(
  */
 async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | undefined> {
   const { rows } = await sql<{ pool_index: number }>`
-    WITH reused AS (
+    WITH ${takingOnPostgres(key, capacity)}
+    SELECT pool_index FROM taken`.execute(trx);
+  return rows[0]?.pool_index;
+}
+
+/**
+ * The common table expressions of taking an index on PostgreSQL, ending with `taken` (at most one
+ * row, its `pool_index`): for a statement that goes on to use the index (src/storage/new-peer.ts).
+ */
+export function takingOnPostgres(key: PoolKey, capacity: number): RawBuilder<unknown> {
+  return sql`reused AS (
       DELETE FROM ip_pool_free
       WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
         AND pool_index = (
@@ -70,9 +86,7 @@ async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity
       WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
         AND next_index < ${capacity} AND NOT EXISTS (SELECT 1 FROM reused)
       RETURNING next_index - 1 AS pool_index
-    )
-    SELECT pool_index FROM reused UNION ALL SELECT pool_index FROM advanced`.execute(trx);
-  return rows[0]?.pool_index;
+    ), taken AS (SELECT pool_index FROM reused UNION ALL SELECT pool_index FROM advanced)`;
 }
 
 /** SQLite: deletes the lowest given-back index and returns it (no row: none was given back). */

@@ -80,18 +80,6 @@ function toChange(row: JournalRow): ListingChange {
   return { profileId: row.profile_id as ProfileId, createdAt: row.created_at ?? '', publicKey: row.public_key ?? '' };
 }
 
-/**
- * Journals a configuration about to be inserted, on PostgreSQL (SQLite's trigger does it):
- * called by a create before it locks its address pool's row, so the row is not held longer.
- * A create that then rolls back takes the journal row with it.
- */
-export async function journalNewConfiguration(db: Db, change: ListingChange): Promise<void> {
-  if (!isPostgres(db)) return;
-  await sql`INSERT INTO listing_changes (profile_id, created_at, public_key) VALUES (${change.profileId}, ${change.createdAt}, ${change.publicKey})`.execute(
-    db,
-  );
-}
-
 /** Deletes journal rows older than `seconds` (a reader that has not looked for half that long starts afresh). */
 export async function pruneListingChanges(db: Db, seconds: number): Promise<number> {
   const result = isPostgres(db)

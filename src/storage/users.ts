@@ -30,6 +30,13 @@ export async function ensureUser(
   userId: UserId,
   now: string,
 ): Promise<UserState & { readonly created: boolean }> {
+  if (isPostgres(trx)) {
+    // One round trip (a create's few): the insert when the user is missing, else its row,
+    // share-locked. No row: another transaction made or deleted the user while this statement
+    // waited for it (a destroy racing the create); the steps below decide.
+    const [row] = (await ensureUserOnPostgres(trx, { userId, now })).rows;
+    if (row !== undefined) return { userId, isDisabled: row.is_disabled !== 0, created: row.created };
+  }
   // Most creates are for known users: one read, no write.
   const existing = await findUserForCreate(trx, userId);
   if (existing !== undefined) return { ...existing, created: false };
@@ -41,6 +48,31 @@ export async function ensureUser(
   if (user === undefined) throw new Error('user vanished while being created');
   return { ...user, created: false };
 }
+
+/**
+ * PostgreSQL: inserts the user when missing (a row with created) or share-locks the row there
+ * was (its is_disabled). Both parts read the statement's snapshot: a user another transaction
+ * committed while this insert waited for it is in neither; the caller reads it again.
+ */
+const ensureUserOnPostgres = preparedQuery((db, value: Slot<{ userId: UserId; now: string }>) =>
+  db
+    .with('inserted', (cte) =>
+      cte
+        .insertInto('users')
+        .values({ user_id: value('userId'), created_at: value('now'), last_seen: value('now'), auth_data: null })
+        .onConflict((conflict) => conflict.column('user_id').doNothing())
+        .returning('user_id'),
+    )
+    .selectFrom('inserted')
+    .select([sql<boolean>`true`.as('created'), sql<number>`0`.as('is_disabled')])
+    .unionAll(
+      db
+        .selectFrom((eb) =>
+          eb.selectFrom('users').select('is_disabled').where('user_id', '=', value('userId')).forShare().as('existing'),
+        )
+        .select([sql<boolean>`false`.as('created'), 'is_disabled']),
+    ),
+);
 
 const insertUserIfMissing = preparedQuery((db, value: Slot<{ userId: UserId; now: string }>) =>
   db

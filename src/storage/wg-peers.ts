@@ -25,21 +25,21 @@ export interface WireGuardPeer {
   readonly expiryWarned: boolean;
 }
 
+/** A configuration to insert: its revision is taken by the insert; `deviceId`: the device it is issued to. */
+export type NewPeer = Omit<WireGuardPeer, 'revision'> & { readonly deviceId: DeviceId | null };
+
 /**
  * Inserts a new configuration with a new revision, and returns it as stored; null when another
  * configuration holds its IPv4 address (one statement: no read before the write).
  */
-export async function insertPeer(
-  trx: Transaction<Database>,
-  peer: Omit<WireGuardPeer, 'revision'>,
-): Promise<WireGuardPeer | null> {
+export async function insertPeer(trx: Transaction<Database>, peer: NewPeer): Promise<WireGuardPeer | null> {
   // PostgreSQL takes the number inside the statement (nextval); SQLite's is taken first.
   const revision = isPostgres(trx) ? null : await nextRevision(trx);
   const [row] = (await insertPeerRow(trx, { ...peer, expiryWarned: peer.expiryWarned ? 1 : 0, revision })).rows;
   return row === undefined ? null : toPeer(row);
 }
 
-type PeerRow = Omit<WireGuardPeer, 'revision' | 'expiryWarned'> & {
+type PeerRow = Omit<NewPeer, 'expiryWarned'> & {
   readonly expiryWarned: number;
   readonly revision: Revision | null;
 };
@@ -60,6 +60,7 @@ const insertPeerRow = preparedQuery((db, value: Slot<PeerRow>) =>
       expires_at: value('expiresAt'),
       auth_key: value('authKey'),
       expiry_warned: value('expiryWarned'),
+      device_id: value('deviceId'),
       revision: isPostgres(db) ? sql`nextval('change_revision')` : (value('revision') as Revision),
     })
     .onConflict((conflict) => conflict.column('ip_four').doNothing())
@@ -157,11 +158,6 @@ export async function deletePeersOfDevice(db: Db, deviceId: DeviceId, profileId?
   let query = db.deleteFrom('wg_peers').where('device_id', '=', deviceId);
   if (profileId !== undefined) query = query.where('profile_id', '=', profileId);
   return (await query.returningAll().execute()).map(toPeer);
-}
-
-/** Names the device a configuration was issued to, in the transaction that stores it. */
-export async function bindPeerToDevice(db: Db, publicKey: WireGuardKey, deviceId: DeviceId): Promise<void> {
-  await db.updateTable('wg_peers').set({ device_id: deviceId }).where('public_key', '=', publicKey).execute();
 }
 
 /** Configurations that should be on the nodes: user enabled and not expired. */
@@ -364,7 +360,7 @@ export async function expiredPeers(db: Db, now: string, limit: number): Promise<
   return rows.map(toPeer);
 }
 
-function toPeer(row: Selectable<WireGuardPeersTable>): WireGuardPeer {
+export function toPeer(row: Selectable<WireGuardPeersTable>): WireGuardPeer {
   return {
     publicKey: row.public_key as WireGuardKey,
     userId: row.user_id as UserId,

@@ -8,7 +8,7 @@
 import { addressAt, addressBits, formatIpAddress, type IpPrefix, parseIpPrefix, prefixSize } from '../net/ip-prefix.js';
 
 /** Addresses before the first client: the network address and the gateway. */
-const FIRST_CLIENT_OFFSET = 2;
+export const FIRST_CLIENT_OFFSET = 2;
 
 export interface PairedAddresses {
   ipFour: string;

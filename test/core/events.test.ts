@@ -1,7 +1,9 @@
 // The events seam: what core announces, in order, for a day in an administrator's life; and a
-// listener that writes in the change's transaction can veto the change.
+// listener that writes in the change's transaction can veto the change; closing listeners and
+// closing writes come last.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import type { PortalEvent } from '../../src/core/events.js';
 import { startTestPortal } from '../support/test-portal.js';
 
@@ -97,4 +99,44 @@ test('a closing listener writes last: once per change, after every event and the
       ],
     ],
   );
+});
+
+test('a closing write runs once per change, in its transaction: a create runs it in its last statement, and a create refused for a full pool leaves none', async (t) => {
+  const portal = await startTestPortal({
+    config: {
+      ProfileList: [
+        {
+          profileId: 'lab',
+          displayName: 'Lab',
+          hostName: 'vpn.example.org',
+          // A /30 holds one client.
+          wRangeFour: '10.46.0.0/30',
+          wRangeSix: 'fd46::/64',
+          nodeUrl: 'http://127.0.0.1:2',
+        },
+      ],
+    },
+  });
+  t.after(portal.close);
+  let written = 0;
+  portal.portal.ctx.events.closingWrite((announced) => {
+    written++;
+    return sql`INSERT INTO portal_state (key, value) VALUES (${`probe-${written}`}, ${announced.map((event) => event.type).join(',')})`;
+  });
+  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'lab' })).status, 200);
+  assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'lab' })).status, 503);
+  assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
+  const rows = await portal.portal.ctx.db
+    .selectFrom('portal_state')
+    .select(['key', 'value'])
+    .where('key', 'like', 'probe-%')
+    .orderBy('key')
+    .execute();
+  // The refused create's write (probe-2) rolled back with it.
+  assert.deepEqual(rows, [
+    { key: 'probe-1', value: 'user.created,configuration.created,admin.call' },
+    { key: 'probe-3', value: 'configuration.deleted,user.destroyed,admin.call' },
+  ]);
+  const users = await portal.portal.ctx.db.selectFrom('users').select('user_id').execute();
+  assert.deepEqual(users, [], 'bob was not made, alice destroyed');
 });

@@ -34,7 +34,7 @@ import { isWriteConflict } from '../../storage/errors.js';
 import { nextRevision, type Revision } from '../../storage/revisions.js';
 import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
-import { bindPeerToDevice, deletePeersOfDevice, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { deletePeersOfDevice, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
@@ -304,7 +304,10 @@ export async function takeDeviceSlot(
   return { peers, certificates, revision: peers.length > 0 ? await nextRevision(trx) : null, revocationId };
 }
 
-/** After the new configuration was inserted: it names the device, which is active now; announced as enrolled (and replaced). */
+/**
+ * After the new configuration was announced (an OpenVPN one inserted; a WireGuard one is inserted
+ * last, with its device): it names the device, which is active now; announced as enrolled (and replaced).
+ */
 export async function bindDevice(
   trx: Transaction<Database>,
   announce: (...events: PortalEvent[]) => Promise<void>,
@@ -315,9 +318,9 @@ export async function bindDevice(
   certificate?: DeviceCertificate,
 ): Promise<void> {
   if (certificate !== undefined) await bindDeviceCertificate(trx, deviceId, certificate);
-  if (configuration.vpnProto === 'wireguard')
-    await bindPeerToDevice(trx, configuration.connectionId as WireGuardPeer['publicKey'], deviceId);
-  else await bindCertificateToDevice(trx, configuration.connectionId, deviceId);
+  // A WireGuard configuration is inserted with its device, as its create's last write
+  // (src/core/issuing/wireguard.ts): there is no row to name it in yet.
+  if (configuration.vpnProto === 'openvpn') await bindCertificateToDevice(trx, configuration.connectionId, deviceId);
   await markDeviceActive(trx, deviceId);
   const device = await findDevice(trx, deviceId);
   if (device === undefined) return;

@@ -8,7 +8,7 @@ import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import type { ConfigurationRef } from '../events.js';
+import type { ClosingWrite, ConfigurationRef } from '../events.js';
 import type { DeviceId, ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
 import type { Platform } from '../../shared/platforms.js';
 import type { DeviceCertificate } from '../../storage/devices.js';
@@ -104,51 +104,66 @@ export async function keepAnswer(
 const MAX_ATTEMPTS = 5;
 
 /**
+ * What a create's `insert` gives back: the configuration it stores, and `finish`, the change's
+ * last step (src/core/events.ts), which must run the closing writes after its own writes.
+ */
+export interface Storing<T> {
+  readonly configuration: ConfigurationRef;
+  readonly finish: (trx: Transaction<Database>, closingWrites: readonly ClosingWrite[]) => Promise<T>;
+}
+
+/**
  * Stores a new configuration: `insert` runs in a transaction that has made sure the user
  * exists and is enabled (and, on PostgreSQL, holds its row so a concurrent disable or destroy
- * waits). The transaction is tried again when it lost a race — a unique address or user taken
- * meanwhile, a deadlock — and `configuration.created` (after `user.created` for a user it made)
- * is recorded in it and published after.
+ * waits). `configuration.created` (after `user.created` for a user it made) is recorded in it,
+ * then `finish` runs last, after every listener: a WireGuard create takes its address there, so
+ * its pool's row, which every create of the pool queues on, is held for the final statement
+ * and the commit only. The transaction is tried again when it lost a race — a unique address
+ * or user taken meanwhile, a deadlock — and the events are published after it committed.
  */
 export async function storeConfiguration<T>(
   ctx: PortalContext,
   issue: Issue,
-  insert: (trx: Transaction<Database>) => Promise<{ readonly stored: T; readonly configuration: ConfigurationRef }>,
+  insert: (trx: Transaction<Database>) => Promise<Storing<T>>,
 ): Promise<T> {
   const { deviceId } = issue;
   for (let attempt = 1; ; attempt++) {
     try {
-      const { stored, replaced } = await ctx.events.change(ctx.db, async (trx, announce) => {
-        const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
-        if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
-        if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
-        await issue.request.consume?.(trx);
-        // One live configuration per device and profile: the one there is goes in this change.
-        const replaced =
-          deviceId === null
-            ? null
-            : await takeDeviceSlot(ctx, trx, announce, deviceId, issue.profile.profileId, issue.now);
-        const { stored, configuration } = await insert(trx);
-        const { enrollmentTokenId } = issue.request;
-        await announce({
-          type: 'configuration.created',
-          at: issue.now,
-          configuration,
-          expiresAt: issue.expiresAt,
-          ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
-        });
-        if (deviceId !== null && replaced !== null)
-          await bindDevice(
-            trx,
-            announce,
-            deviceId,
+      const { stored, replaced } = await ctx.events.change(
+        ctx.db,
+        async (trx, announce) => {
+          const user = await ensureUser(trx, issue.request.userId, formatAtom(issue.now));
+          if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+          if (user.created) await announce({ type: 'user.created', at: issue.now, userId: user.userId });
+          await issue.request.consume?.(trx);
+          // One live configuration per device and profile: the one there is goes in this change.
+          const replaced =
+            deviceId === null
+              ? null
+              : await takeDeviceSlot(ctx, trx, announce, deviceId, issue.profile.profileId, issue.now);
+          const { configuration, finish } = await insert(trx);
+          const { enrollmentTokenId } = issue.request;
+          await announce({
+            type: 'configuration.created',
+            at: issue.now,
             configuration,
-            replaced,
-            issue.now,
-            issue.request.deviceCertificate,
-          );
-        return { stored, replaced };
-      });
+            expiresAt: issue.expiresAt,
+            ...(enrollmentTokenId === undefined ? {} : { enrollmentTokenId }),
+          });
+          if (deviceId !== null && replaced !== null)
+            await bindDevice(
+              trx,
+              announce,
+              deviceId,
+              configuration,
+              replaced,
+              issue.now,
+              issue.request.deviceCertificate,
+            );
+          return { finish, replaced };
+        },
+        async (trx, { finish, replaced }, closingWrites) => ({ stored: await finish(trx, closingWrites), replaced }),
+      );
       // The replaced configuration leaves its node before the caller adds the new one.
       if (replaced !== null) await removeReplaced(ctx, replaced);
       return stored;

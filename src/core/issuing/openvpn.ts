@@ -8,7 +8,7 @@ import { insertCertificate, type OpenVpnCertificate } from '../../storage/certif
 import type { ConfigurationFile } from './configuration-file.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import { openVpnConfiguration } from '../events.js';
+import { openVpnConfiguration, runClosingWrites } from '../events.js';
 import { keepAnswer, storeConfiguration, type Issue } from './issue.js';
 import { asConnectionId, type ConnectionId } from '../../shared/ids.js';
 import { nodeOrder } from '../nodes/index.js';
@@ -65,7 +65,10 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
     };
     await insertCertificate(trx, certificate);
     await keepAnswer(trx, issue, 'openvpn', file);
-    return { stored: certificate, configuration: openVpnConfiguration(certificate) };
+    return {
+      configuration: openVpnConfiguration(certificate),
+      finish: (last, writes) => runClosingWrites(last, writes),
+    };
   });
   return file;
 }

@@ -2,18 +2,19 @@
 // with a free address (tried in the order nodeOrder gives), the configuration stored, the peer
 // pushed to its node, and the file in the chosen format (reference §6.2, §6.3, §7.1).
 import type { ProfileNode } from '../../config/portal-config.js';
-import { insertPeer, type WireGuardPeer } from '../../storage/wg-peers.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../../storage/schema.js';
+import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { generateWireGuardKeyPair } from '../../wireguard/keys.js';
 import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
 import type { PortalContext } from '../context.js';
 import { assertPublicKeyUnused } from './device-keys.js';
-import { wireGuardConfiguration } from '../events.js';
+import type { ClosingWrite, ConfigurationRef } from '../events.js';
 import { keepAnswer, storeConfiguration, type Issue } from './issue.js';
-import { nodeOrder, addPeersToNodes, insertWithFreeAddresses } from '../nodes/index.js';
+import { nodeOrder, addPeersToNodes, insertAtFreeAddress } from '../nodes/index.js';
 import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
 import { formatAtom } from '../../shared/time.js';
-import { journalNewConfiguration } from '../../storage/listing-changes.js';
 
 /** Thrown inside the transaction when the pool is full, so a user created by this request is rolled back too. */
 class PoolFull extends Error {}
@@ -98,29 +99,39 @@ async function storePeer(
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
       if (devicePublicKey) await assertPublicKeyUnused(ctx, trx, publicKey);
-      await journalNewConfiguration(trx, {
+      const configuration: ConfigurationRef = {
+        userId: issue.request.userId,
         profileId: issue.profile.profileId,
-        createdAt: formatAtom(issue.now),
-        publicKey,
-      });
-      const peer = await insertWithFreeAddresses(trx, issue.profile.profileId, node, (addresses) =>
-        insertPeer(trx, {
-          publicKey,
-          userId: issue.request.userId,
-          profileId: issue.profile.profileId,
-          nodeNumber: node.nodeNumber,
-          displayName: issue.request.displayName,
-          ...addresses,
-          createdAt: formatAtom(issue.now),
-          expiresAt: formatAtom(issue.expiresAt),
-          authKey: null,
-          expiryWarned: issue.expiryWarned,
-        }),
-      );
-      if (peer === null) throw new PoolFull();
-      const file = await render(peer);
-      await keepAnswer(trx, issue, format, file);
-      return { stored: { peer, file }, configuration: wireGuardConfiguration(peer) };
+        connectionId: publicKey,
+        vpnProto: 'wireguard',
+        nodeNumber: node.nodeNumber,
+      };
+      // The address is taken last, after every listener's write (src/core/events.ts, last step):
+      // the pool's row is then held for the final statement and the commit only.
+      const finish = async (last: Transaction<Database>, closingWrites: readonly ClosingWrite[]) => {
+        const peer = await insertAtFreeAddress(
+          last,
+          node,
+          {
+            publicKey,
+            userId: issue.request.userId,
+            profileId: issue.profile.profileId,
+            nodeNumber: node.nodeNumber,
+            displayName: issue.request.displayName,
+            createdAt: formatAtom(issue.now),
+            expiresAt: formatAtom(issue.expiresAt),
+            authKey: null,
+            expiryWarned: issue.expiryWarned,
+            deviceId: issue.deviceId,
+          },
+          closingWrites,
+        );
+        if (peer === null) throw new PoolFull();
+        const file = await render(peer);
+        await keepAnswer(last, issue, format, file);
+        return { peer, file };
+      };
+      return { configuration, finish };
     });
   } catch (error) {
     if (error instanceof PoolFull) return null;

@@ -2,39 +2,34 @@
 // on the chosen node, given back when a configuration is deleted.
 import type { Transaction } from 'kysely';
 import { type PortalConfig, type ProfileNode, findProfile } from '../../config/portal-config.js';
-import { releasePoolIndex, takePoolIndex, type PoolKey } from '../../storage/ip-pools.js';
+import { releasePoolIndex, type PoolKey } from '../../storage/ip-pools.js';
+import { insertPeerAtFreeAddress, type UnplacedPeer } from '../../storage/new-peer.js';
+import type { ClosingWrite } from '../events.js';
 import type { Database } from '../../storage/schema.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../../wireguard/address-pool.js';
 import type { ProfileId } from '../../shared/ids.js';
 
-export interface AllocatedAddresses {
-  readonly poolIndex: number;
-  readonly ipFour: string;
-  readonly ipSix: string;
-}
-
 /**
- * Takes addresses from the pool of the profile's range on `node` and stores a configuration
- * with them (`insert`). Only a configuration from before a range change can hold a pool address:
- * then `insert` stores nothing (null), the index is skipped for good and the next one tried.
- * null when the pool is full.
+ * Stores a configuration at the lowest free address of the pool of the profile's range on
+ * `node`, then runs the change's closing writes (one statement on PostgreSQL, as the change's
+ * last step: src/storage/new-peer.ts). Only a configuration from before a range change can hold
+ * a pool address: then the index is skipped for good and the next one tried. null when the pool
+ * is full.
  */
-export async function insertWithFreeAddresses<T>(
+export async function insertAtFreeAddress(
   trx: Transaction<Database>,
-  profileId: ProfileId,
   node: ProfileNode,
-  insert: (addresses: AllocatedAddresses) => Promise<T | null>,
-): Promise<T | null> {
+  peer: UnplacedPeer,
+  closingWrites: readonly ClosingWrite[],
+): Promise<WireGuardPeer | null> {
   if (node.wireGuard === null) return null;
-  const { rangeFour, rangeSix } = node.wireGuard;
-  const key = poolKey(profileId, node);
-  const capacity = poolCapacity(rangeFour, rangeSix);
-  for (;;) {
-    const poolIndex = await takePoolIndex(trx, key, capacity);
-    if (poolIndex === null) return null;
-    const stored = await insert({ poolIndex, ...clientAddressesAt(rangeFour, rangeSix, poolIndex) });
-    if (stored !== null) return stored;
+  const key = poolKey(peer.profileId, node);
+  // The closing writes run with the first attempt, which holds the pool's row from then on.
+  for (let writes = closingWrites; ; writes = []) {
+    const taken = await insertPeerAtFreeAddress(trx, key, peer, writes);
+    if (taken === null) return null;
+    if (taken.peer !== null) return taken.peer;
   }
 }
 

@@ -1,0 +1,101 @@
+// A create's final write: a new WireGuard configuration at the lowest free address of its pool.
+// Every create of a pool queues on the pool's row (ip_pools) from the statement that takes an
+// index until its commit, so that statement comes last and does all that is left: on
+// PostgreSQL one statement takes the index, inserts the configuration with the addresses of
+// that index (computed by the server, checked here), journals it for the listings (migration
+// 0020) and runs the change's closing writes (the listing counter); the row is held for that
+// statement and the commit only. SQLite, one writer at a time and no round trips, runs the
+// same steps one by one.
+import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import type { DeviceId } from '../shared/ids.js';
+import { clientAddressesAt, FIRST_CLIENT_OFFSET, poolCapacity } from '../wireguard/address-pool.js';
+import { isPostgres } from './database.js';
+import { ensurePoolRow, takePoolIndex, takingOnPostgres, type PoolKey } from './ip-pools.js';
+import type { Database, WireGuardPeersTable } from './schema.js';
+import { insertPeer, toPeer, type NewPeer, type WireGuardPeer } from './wg-peers.js';
+
+/** A configuration to store, before its addresses are known. */
+export type UnplacedPeer = Omit<NewPeer, 'ipFour' | 'ipSix' | 'poolIndex'> & { readonly deviceId: DeviceId | null };
+
+/**
+ * Takes a free index and stores `peer` with its addresses, then runs `closingWrites` (in the
+ * same statement on PostgreSQL). null: the pool is full. `peer: null`: a configuration from
+ * before a range change holds the index's IPv4 address; the index is used up, try again (with
+ * no closing writes: they ran).
+ */
+export async function insertPeerAtFreeAddress(
+  trx: Transaction<Database>,
+  pool: PoolKey,
+  peer: UnplacedPeer,
+  closingWrites: readonly RawBuilder<unknown>[],
+): Promise<{ readonly peer: WireGuardPeer | null } | null> {
+  if (!isPostgres(trx)) {
+    const poolIndex = await takePoolIndex(trx, pool, poolCapacity(pool.rangeFour, pool.rangeSix));
+    if (poolIndex === null) return null;
+    const stored = await insertPeer(trx, {
+      ...peer,
+      poolIndex,
+      ...clientAddressesAt(pool.rangeFour, pool.rangeSix, poolIndex),
+    });
+    for (const write of closingWrites) await write.execute(trx);
+    return { peer: stored };
+  }
+  let row = await takeAndInsert(trx, pool, peer, closingWrites);
+  if (row === undefined) {
+    // The pool's row is missing (its first allocation) or the pool is full.
+    await ensurePoolRow(trx, pool);
+    row = await takeAndInsert(trx, pool, peer, []);
+    if (row === undefined) return null;
+  }
+  if (row.public_key === null) return { peer: null };
+  const stored = toPeer(row as Selectable<WireGuardPeersTable>);
+  // The server's text of an address is the portal's (IPv4 dotted quad, IPv6 as RFC 5952 gives
+  // it); should some range ever print differently, the portal's text is what is kept.
+  const expected = clientAddressesAt(pool.rangeFour, pool.rangeSix, row.taken_index);
+  if (stored.ipFour === expected.ipFour && stored.ipSix === expected.ipSix) return { peer: stored };
+  const [fixed] = await trx
+    .updateTable('wg_peers')
+    .set({ ip_four: expected.ipFour, ip_six: expected.ipSix })
+    .where('public_key', '=', stored.publicKey)
+    .returningAll()
+    .execute();
+  return { peer: fixed === undefined ? null : toPeer(fixed) };
+}
+
+type TakenRow = { readonly taken_index: number } & {
+  readonly [K in keyof Selectable<WireGuardPeersTable>]: Selectable<WireGuardPeersTable>[K] | null;
+};
+
+/**
+ * One statement: the index (ip_pools' row lock), the configuration at its addresses, its journal
+ * row, then the closing writes. PostgreSQL runs a data-modifying WITH query the main query does
+ * not read after the main query, so the closing writes (the listing counter's lock, a change's
+ * last) come after the pool's lock. undefined: no index was taken.
+ */
+async function takeAndInsert(
+  trx: Transaction<Database>,
+  pool: PoolKey,
+  peer: UnplacedPeer,
+  closingWrites: readonly RawBuilder<unknown>[],
+): Promise<TakenRow | undefined> {
+  const capacity = poolCapacity(pool.rangeFour, pool.rangeSix);
+  const closing = closingWrites.map((write, index) => sql`, ${sql.id(`closing_${index}`)} AS (${write})`);
+  const { rows } = await sql<TakenRow>`
+    WITH ${takingOnPostgres(pool, capacity)}, peer AS (
+      INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index,
+        created_at, expires_at, auth_key, expiry_warned, revision, device_id)
+      SELECT ${peer.publicKey}::text, ${peer.userId}::text, ${peer.profileId}::text, ${peer.nodeNumber}::integer,
+        ${peer.displayName}::text,
+        host(${pool.rangeFour}::inet + (${FIRST_CLIENT_OFFSET} + pool_index)::bigint),
+        host(${pool.rangeSix}::inet + (${FIRST_CLIENT_OFFSET} + pool_index)::bigint),
+        pool_index, ${peer.createdAt}::text, ${peer.expiresAt}::text, ${peer.authKey}::text, ${peer.expiryWarned ? 1 : 0}::integer,
+        nextval('change_revision'), ${peer.deviceId}::text
+      FROM taken
+      ON CONFLICT (ip_four) DO NOTHING
+      RETURNING *
+    ), journal AS (
+      INSERT INTO listing_changes (profile_id, created_at, public_key) SELECT profile_id, created_at, public_key FROM peer
+    )${sql.join(closing, sql``)}
+    SELECT taken.pool_index AS taken_index, peer.* FROM taken LEFT JOIN peer ON true`.execute(trx);
+  return rows[0];
+}
