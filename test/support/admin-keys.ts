@@ -122,7 +122,11 @@ export async function portalState(portal: TestPortal): Promise<unknown> {
   };
 }
 
-/** An OAuth authorization (nothing in the portal makes them; the Admin API deletes them). */
+/**
+ * An OAuth authorization (nothing in the portal makes them; the Admin API deletes them). It
+ * expires far ahead: the daily housekeeping deletes expired ones, and with a date now past it
+ * raced the tests that compare the state before and after a refused call.
+ */
 export async function authorize(portal: TestPortal, userId: string, authKey: string): Promise<void> {
   await portal.portal.ctx.db
     .insertInto('oauth_authorizations')
@@ -132,7 +136,7 @@ export async function authorize(portal: TestPortal, userId: string, authKey: str
       client_id: 'org.eduvpn.app.linux',
       scope: 'config',
       authorized_at: '2026-01-01T00:00:00+00:00',
-      expires_at: '2026-04-01T00:00:00+00:00',
+      expires_at: '2099-01-01T00:00:00+00:00',
     })
     .execute();
 }
