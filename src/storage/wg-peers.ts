@@ -160,17 +160,21 @@ export async function deletePeersOfDevice(db: Db, deviceId: DeviceId, profileId?
   return (await query.returningAll().execute()).map(toPeer);
 }
 
+/** The rows of configurations that should be on the nodes: user enabled, not expired at `now`. */
+function activeRows(db: Db, now: string) {
+  return db
+    .selectFrom('wg_peers')
+    .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
+    .where('users.is_disabled', '=', 0)
+    .where('wg_peers.expires_at', '>', now);
+}
+
 /** Configurations that should be on the nodes: user enabled and not expired. */
 export async function activePeers(
   db: Db,
   filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] },
 ): Promise<WireGuardPeer[]> {
-  let query = db
-    .selectFrom('wg_peers')
-    .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
-    .selectAll('wg_peers')
-    .where('users.is_disabled', '=', 0)
-    .where('wg_peers.expires_at', '>', filter.now);
+  let query = activeRows(db, filter.now).selectAll('wg_peers');
   if (filter.nodeNumber !== undefined) query = query.where('wg_peers.node_number', '=', filter.nodeNumber);
   if (filter.publicKeys !== undefined) {
     if (filter.publicKeys.length === 0) return [];
@@ -196,12 +200,8 @@ export async function peersWantedOnNode(
   db: Db,
   filter: { now: string; nodeNumber: NodeNumber },
 ): Promise<PeerWantedOnNode[]> {
-  const rows = await db
-    .selectFrom('wg_peers')
-    .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
+  const rows = await activeRows(db, filter.now)
     .select(['wg_peers.public_key', 'wg_peers.profile_id', 'wg_peers.ip_four', 'wg_peers.ip_six'])
-    .where('users.is_disabled', '=', 0)
-    .where('wg_peers.expires_at', '>', filter.now)
     .where('wg_peers.node_number', '=', filter.nodeNumber)
     .execute();
   return rows.map((row) => ({
