@@ -30,6 +30,7 @@ import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
 import { droppedDnsServerWarnings } from './config/dns-servers.js';
+import { forwardedCertificateWarning } from './config/forwarded-certificate.js';
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
@@ -169,6 +170,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     logger.info(`metrics at ${metricsServer.url}`);
   }
   for (const warning of droppedDnsServerWarnings(config.profiles)) logger.warn(warning);
+  const forwardingWarning = forwardedCertificateWarning(config);
+  if (forwardingWarning !== null) logger.warn(forwardingWarning);
   let enrollTls: RunningEnrollTls | null = null;
   try {
     enrollTls = await startEnrollTls(ctx, certificateCheck);

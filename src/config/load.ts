@@ -82,6 +82,8 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     checkPrefix(entry, `webhooks.allowPrivateTargets[${index}]`, report);
   for (const [index, entry] of raw.enrollment.allowList.entries())
     checkPrefix(entry, `enrollment.allowList[${index}]`, report);
+  for (const [index, entry] of (raw.enrollment.clientCertificate?.trustedProxyList ?? []).entries())
+    checkPrefix(entry, `enrollment.clientCertificate.trustedProxyList[${index}]`, report);
 
   const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
   checkUniqueProfileIds(profiles, report);
@@ -239,6 +241,8 @@ function resolveEnrollment(
               report,
             ),
             header: clientCertificate.header,
+            trustedProxyList: clientCertificate.trustedProxyList,
+            verifiedHeader: clientCertificate.verifiedHeader,
             intuneTenantId: clientCertificate.intuneTenantId ?? null,
             registerAs:
               clientCertificate.registerAs === undefined

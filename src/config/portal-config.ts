@@ -157,8 +157,12 @@ export interface ClientCertificateConfig {
   /** Where each revocation list is read again every crlRefreshMs: a file (its contents at start) or an http(s) URL (fetched once the portal runs). */
   readonly crlSources: readonly CrlSource[];
   readonly crlRefreshMs: number;
-  /** The request header in which a trusted proxy forwards the verified certificate (URL-encoded PEM). */
+  /** The request header of `{baseUrl}enroll` in which a proxy of trustedProxyList forwards the certificate (URL-encoded PEM). */
   readonly header: string;
+  /** The proxies (CIDR) whose forwarded certificate is believed; empty: nobody's. */
+  readonly trustedProxyList: readonly string[];
+  /** The request header in which such a proxy says it verified the certificate: only `SUCCESS` counts. */
+  readonly verifiedHeader: string;
   /** With Intune: the tenant a certificate must carry in Intune's extension; null: not checked. */
   readonly intuneTenantId: string | null;
   /** Self-registration of an unregistered device id, for the user the certificate names; null: 403 instead. */

@@ -349,7 +349,19 @@ export const portalConfigSchema = z.strictObject({
             .regex(/^[A-Za-z0-9-]+$/)
             .default('X-SSL-Client-Cert')
             .describe(
-              "Behind a TLS reverse proxy (nginx `ssl_verify_client`): the request header with the verified client certificate, URL-encoded PEM (nginx's `$ssl_client_escaped_cert`); believed only from `adminApi.trustedProxyList`.",
+              "Behind a TLS reverse proxy (nginx `ssl_verify_client`): the request header of `{baseUrl}enroll` with the client certificate, URL-encoded PEM (nginx's `$ssl_client_escaped_cert`); believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader` `SUCCESS`, refused (403) from any other peer.",
+            ),
+          trustedProxyList: z.array(cidr).default([]).meta({
+            description:
+              'Reverse proxies (CIDR) that verify the client certificate and forward it in `header` to `{baseUrl}enroll`; empty: a forwarded certificate is believed from nobody. Not `adminApi.trustedProxyList`.',
+            see: 'devices.md#enrollment-with-the-mdm-certificate',
+          }),
+          verifiedHeader: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/)
+            .default('X-SSL-Client-Verify')
+            .describe(
+              "The request header in which the proxy says whether it verified the forwarded certificate (nginx's `$ssl_client_verify`); only `SUCCESS` is believed.",
             ),
           registerAs: z
             .strictObject({
@@ -379,7 +391,7 @@ export const portalConfigSchema = z.strictObject({
         .default(null)
         .meta({
           description:
-            'How a device certificate presented to `enrollment.tls` is checked; `null`: no certificate enrollment.',
+            'How a device certificate is checked, presented to `enrollment.tls` or forwarded to `{baseUrl}enroll` by a proxy in its `trustedProxyList`; `null`: no certificate enrollment.',
           see: 'devices.md#enrollment-with-the-mdm-certificate',
         }),
     })

@@ -1,7 +1,8 @@
 // The check of device certificates for enrollment (issue 23, item 3), shared by the mutual-TLS
 // listener (src/http/enroll-tls.ts) and the plain `{baseUrl}enroll` behind a TLS reverse proxy
 // that forwards the verified certificate in a header (`enrollment.clientCertificate.header`,
-// believed only from `adminApi.trustedProxyList`). Either way the portal checks the chain itself.
+// believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader`
+// SUCCESS, see src/http/enroll.ts). Either way the portal checks the chain itself.
 // It keeps the revocation lists (files, or http(s) URLs): a file is read at start (one that
 // cannot be parsed refuses the start), and every list every crlRefresh after; a list that fails
 // keeps its last good one and is logged once. After each refresh the devices bound to a revoked
@@ -159,7 +160,7 @@ async function fetchCrl(url: string): Promise<Buffer> {
  * A refused certificate enrollment is in the audit log (call `enroll`, no key), as refused Admin
  * API calls are: who tried, from where, and why.
  */
-async function auditRefusal(
+export async function auditRefusal(
   ctx: PortalContext,
   sourceAddress: string,
   parameters: Record<string, string>,

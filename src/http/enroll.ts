@@ -15,7 +15,8 @@ import { ENROLL_PARAMS, ENROLL_PATH } from '../protocol/admin-api.js';
 import { requestsUnder, type HttpSurface } from './surface.js';
 import { RequestsPerAddress } from './requests-per-address.js';
 import { configurationAnswer } from './routes/create.js';
-import { enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
+import { auditRefusal, enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
+import type { ClientCertificateConfig } from '../config/portal-config.js';
 
 export interface EnrollEndpoint {
   /** Runs before the body is read: the allow-list (403), then the limit per address (429). */
@@ -24,13 +25,17 @@ export interface EnrollEndpoint {
 }
 
 /**
- * `certificateCheck`: with `enrollment.clientCertificate`, a request without a token that comes
- * from a trusted proxy (`adminApi.trustedProxyList`) with the verified client certificate in the
- * configured header (PEM, URL-encoded as nginx's `$ssl_client_escaped_cert`) enrolls by that
- * certificate, which the portal checks itself.
+ * `certificateCheck`: with `enrollment.clientCertificate`, a request without a token may enroll
+ * by a client certificate that a reverse proxy verified and forwarded (PEM, URL-encoded as nginx's
+ * `$ssl_client_escaped_cert`, in `header`); the portal checks it itself as well. The proxy must
+ * be the direct peer and in `enrollment.clientCertificate.trustedProxyList` (not
+ * `adminApi.trustedProxyList`: a proxy trusted to name the client's address may pass headers on
+ * unchanged for other paths), and must say `SUCCESS` in `verifiedHeader` (nginx's
+ * `$ssl_client_verify`). The certificate header from any other peer is refused (403), token or
+ * not: a misconfigured proxy or a forgery should be seen, not silently become a token request.
  */
 export function enrollEndpoint(ctx: PortalContext, certificateCheck: CertificateCheck | null = null): EnrollEndpoint {
-  const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
+  const forwardingProxies = new AddressAllowList(certificateCheck?.config.trustedProxyList ?? []);
   const allowList = new AddressAllowList(ctx.config.enrollment.allowList);
   const limit = new RequestsPerAddress(ctx.config.enrollment.requestsPerMinute, () => ctx.clock.now().getTime());
   return {
@@ -52,14 +57,30 @@ export function enrollEndpoint(ctx: PortalContext, certificateCheck: Certificate
       }
     },
     async handle(request, reply) {
+      const hasToken = typeof request.body === 'object' && request.body !== null && 'enrollment_token' in request.body;
       const forwarded =
         certificateCheck === null
-          ? undefined
-          : forwardedCertificate(request, certificateCheck.config.header, trustedProxies);
-      const hasToken = typeof request.body === 'object' && request.body !== null && 'enrollment_token' in request.body;
-      if (certificateCheck !== null && forwarded !== undefined && !hasToken) {
-        await enrollWithCertificate(ctx, certificateCheck, [forwarded], request, reply);
+          ? ({ kind: 'none' } as const)
+          : forwardedCertificate(request, certificateCheck.config, forwardingProxies);
+      if (forwarded.kind === 'untrusted-peer') {
+        const reason = 'a client certificate header from a peer not in enrollment.clientCertificate.trustedProxyList';
+        request.log.warn({ peer: request.socket.remoteAddress, ip: request.ip }, reason);
+        await auditRefusal(ctx, request.ip, {}, 403, reason);
+        await sendError(reply, 403, reason);
         return;
+      }
+      if (certificateCheck !== null && !hasToken) {
+        if (forwarded.kind === 'verified') {
+          await enrollWithCertificate(ctx, certificateCheck, [forwarded.pem], request, reply);
+          return;
+        }
+        if (forwarded.kind === 'unverified') {
+          const reason = `the proxy did not verify the client certificate (${forwarded.verdict})`;
+          request.log.warn({ ip: request.ip, reason }, 'certificate enrollment refused');
+          await auditRefusal(ctx, request.ip, {}, 403, reason);
+          await sendError(reply, 403, reason);
+          return;
+        }
       }
       const params = readParams('post', request.body, ENROLL_PARAMS);
       const issued = await redeemEnrollmentToken(ctx, {
@@ -89,18 +110,43 @@ export function enrollSurface(ctx: PortalContext, certificateCheck: CertificateC
   };
 }
 
-/** The PEM certificate (with its chain) a trusted proxy forwarded, URL-decoded; undefined when none or not from a trusted proxy. */
+/** What a request says about a forwarded client certificate. */
+type ForwardedCertificate =
+  /** No certificate header (or an empty one). */
+  | { readonly kind: 'none' }
+  /** The header, from a peer not trusted to forward certificates. */
+  | { readonly kind: 'untrusted-peer' }
+  /** From a trusted proxy that does not say it verified it; `verdict` says what it said, for the reason. */
+  | { readonly kind: 'unverified'; readonly verdict: string }
+  /** From a trusted proxy that verified it: the PEM (with any chain), URL-decoded. */
+  | { readonly kind: 'verified'; readonly pem: string };
+
+/** The longest part of the proxy's verdict repeated in a refusal. */
+const MAX_VERDICT_CHARS = 200;
+
+/** Looks at the TCP peer itself (never X-Forwarded-For): only a listed proxy may forward a certificate. */
 function forwardedCertificate(
   request: FastifyRequest,
-  header: string,
-  trustedProxies: AddressAllowList,
-): string | undefined {
-  const value = request.headers[header.toLowerCase()];
-  if (typeof value !== 'string' || value === '' || !trustedProxies.allows(request.socket.remoteAddress ?? ''))
-    return undefined;
+  config: ClientCertificateConfig,
+  forwardingProxies: AddressAllowList,
+): ForwardedCertificate {
+  const value = request.headers[config.header.toLowerCase()];
+  if (value === undefined || value === '') return { kind: 'none' };
+  if (!forwardingProxies.allows(request.socket.remoteAddress ?? '')) return { kind: 'untrusted-peer' };
+  const verified = request.headers[config.verifiedHeader.toLowerCase()];
+  if (verified !== 'SUCCESS') {
+    const said = typeof verified === 'string' ? verified.slice(0, MAX_VERDICT_CHARS) : null;
+    return {
+      kind: 'unverified',
+      verdict: said === null ? `no ${config.verifiedHeader}` : `${config.verifiedHeader}: ${said}`,
+    };
+  }
+  // Several certificate headers: not what a proxy that replaces the header sends.
+  if (typeof value !== 'string') return { kind: 'unverified', verdict: `more than one ${config.header}` };
   try {
-    return decodeURIComponent(value);
+    return { kind: 'verified', pem: decodeURIComponent(value) };
   } catch {
-    return undefined;
+    // Not URL-encoded: the portal's own check says it cannot read it.
+    return { kind: 'verified', pem: value };
   }
 }

@@ -1,23 +1,31 @@
-// Certificate enrollment behind nginx (issue 23, item 3): nginx from Debian runs
-// examples/nginx/vpn-portal-mtls.conf, asks for the device's certificate and forwards it in
-// X-SSL-Client-Cert; the portal believes the header only from a trusted proxy and checks the
-// certificate itself: the registered device gets its file, a certificate from another CA is
-// refused with the portal's reason, and the header sent straight to the portal by anyone else
-// is ignored.
+// Certificate enrollment behind nginx: nginx from Debian runs the shipped site files
+// (examples/nginx/vpn-portal.conf and vpn-portal-mtls.conf) on one host, as an operator would;
+// the mTLS site asks for the device's certificate, verifies it against the MDM's CAs and forwards
+// it with nginx's verdict; the portal believes it only from enrollment.clientCertificate's
+// trustedProxyList and only with the verdict SUCCESS, and checks the certificate itself. A client
+// without a certificate cannot forge either header through any location of either site.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { request } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { freePort } from '../support/free-port.js';
 import { MdmCa, type DeviceCertificateFiles } from '../support/mdm-ca.js';
-import { startNginx } from '../support/nginx.js';
+import {
+  NGINX_EXAMPLES,
+  NGINX_MTLS_EXAMPLE,
+  renderExample,
+  startNginx,
+  throwawayCertificate,
+} from '../support/nginx.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal } from '../support/test-portal.js';
 
-const EXAMPLE = new URL('../../examples/nginx/vpn-portal-mtls.conf', import.meta.url).pathname;
 const WIREGUARD = 'application/x-wireguard-profile';
 
 function post(
@@ -33,6 +41,7 @@ function post(
       {
         method: 'POST',
         ca,
+        agent: false,
         ...(device === null ? {} : { cert: device.certificatePem, key: readFileSync(device.key) }),
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: WIREGUARD, ...headers },
       },
@@ -48,9 +57,14 @@ function post(
   });
 }
 
-test('behind nginx a device enrolls with its MDM certificate; another CA is refused; the header is believed only from the proxy', async (t) => {
+function tempDir(t: { after: (fn: () => void) => void }): string {
   const directory = mkdtempSync(path.join(tmpdir(), 'enroll-nginx-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
+  return directory;
+}
+
+test('behind the shipped nginx sites a device enrolls with its MDM certificate, and a certificate without its key enrolls through no site', async (t) => {
+  const directory = tempDir(t);
   const ca = MdmCa.make();
   const stranger = MdmCa.make('Stranger');
   t.after(() => {
@@ -58,75 +72,135 @@ test('behind nginx a device enrolls with its MDM certificate; another CA is refu
     stranger.remove();
   });
   const server = ca.server('server');
-  const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
+  const bobsLaptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
   const foreign = stranger.device('foreign', { cn: 'foreign', uri: 'urn:mdm:serial:SER-1' });
-  const issuingFile = path.join(ca.directory, 'issuing.pem');
-  const clientCertificate = {
-    trustAnchors: [issuingFile],
-    deviceId: { from: 'san-uri' as const, prefix: 'urn:mdm:serial:' },
-  };
+  // What nginx verifies against: the issuing CA and its root; the portal trusts the issuing CA.
+  const mdmCaFile = path.join(directory, 'mdm-ca.pem');
+  writeFileSync(mdmCaFile, `${ca.issuingPem}${ca.rootPem}`);
   const portal = await startTestPortal({
     config: {
       adminApi: { trustedProxyList: ['127.0.0.1/32'] },
-      enrollment: { requestsPerMinute: 10_000, clientCertificate },
+      enrollment: {
+        requestsPerMinute: 10_000,
+        clientCertificate: {
+          trustAnchors: [path.join(ca.directory, 'issuing.pem')],
+          deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+          trustedProxyList: ['127.0.0.1/32'],
+        },
+      },
     },
   });
   t.after(() => portal.close());
-  await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: 'SER-1' });
+  await portal.admin.registerDevice({ user_id: 'bob', profile_id: 'employees', platform: 'macos', serial: 'SER-1' });
 
-  const port = await freePort();
-  let site = readFileSync(EXAMPLE, 'utf8');
-  for (const [from, to] of [
-    ['listen 8443 ssl;', `listen 127.0.0.1:${port} ssl;`],
+  // Both sites in one nginx on the portal's host: both reach the portal from 127.0.0.1.
+  const mainPort = await freePort();
+  const mtlsPort = await freePort();
+  const main = renderExample([
+    ['listen 443 ssl;', `listen 127.0.0.1:${mainPort} ssl;`],
+    ['    listen [::]:443 ssl;\n', ''],
     ['/etc/ssl/vpn-portal/fullchain.pem', server.certificate],
     ['/etc/ssl/vpn-portal/privkey.pem', server.key],
     ['http://127.0.0.1:8080', portal.portal.url],
-  ] as const) {
-    assert.ok(site.includes(from), `the example contains "${from}"`);
-    site = site.split(from).join(to);
-  }
-  const nginx = await startNginx(directory, site, null, { host: '127.0.0.1', port });
-  t.after(() => nginx.stop());
-  const url = `https://127.0.0.1:${port}/vpn-user-portal/enroll`;
-  const caBundle = `${ca.rootPem}${ca.issuingPem}`;
-
-  const enrolled = await post(url, laptop, caBundle, { public_key: generateWireGuardKeyPair().publicKey });
-  assert.equal(enrolled.status, 200, `${enrolled.text}\n${nginx.log()}`);
-  const [device] = (await portal.admin.devices()).devices;
-  assert.equal(device?.identity, 'certificate');
-  assert.equal(device?.configurations.length, 1);
-
-  const refused = await post(url, foreign, caBundle, { public_key: generateWireGuardKeyPair().publicKey });
-  assert.equal(refused.status, 403);
-  assert.match(errorBody(refused.text), /does not chain to a trust anchor/);
-  const forged = await post(
-    url,
-    null,
-    caBundle,
-    { public_key: generateWireGuardKeyPair().publicKey },
-    { 'X-SSL-Client-Cert': encodeURIComponent(laptop.certificatePem) },
+  ]);
+  const mtls = renderExample(
+    [
+      ['listen 8443 ssl;', `listen 127.0.0.1:${mtlsPort} ssl;`],
+      ['/etc/ssl/vpn-portal/fullchain.pem', server.certificate],
+      ['/etc/ssl/vpn-portal/privkey.pem', server.key],
+      ['/etc/ssl/vpn-portal/mdm-ca.pem', mdmCaFile],
+      ['http://127.0.0.1:8080', portal.portal.url],
+    ],
+    NGINX_MTLS_EXAMPLE,
   );
-  assert.equal(forged.status, 400, 'a header the device sends itself is replaced by nginx (empty: no certificate)');
-  assert.match(errorBody(forged.text), /missing post parameter "enrollment_token"/);
+  const nginx = await startNginx(directory, `${main}\n${mtls}`, null, { host: '127.0.0.1', port: mtlsPort });
+  t.after(() => nginx.stop());
+  const caBundle = `${ca.rootPem}${ca.issuingPem}`;
+  const mtlsUrl = `https://127.0.0.1:${mtlsPort}/vpn-user-portal/enroll`;
+  const mainUrl = `https://127.0.0.1:${mainPort}/vpn-user-portal/enroll`;
+
+  const enrolled = await post(mtlsUrl, bobsLaptop, caBundle, { public_key: generateWireGuardKeyPair().publicKey });
+  assert.equal(enrolled.status, 200, `${enrolled.text}\n${nginx.log()}`);
+  const bobs = async () => (await portal.admin.devices()).devices[0];
+  const before = await bobs();
+  assert.equal(before?.identity, 'certificate');
+  assert.equal(before?.configurations.length, 1);
+
+  // Another CA: nginx says FAILED, and the portal believes no certificate.
+  const refused = await post(mtlsUrl, foreign, caBundle, { public_key: generateWireGuardKeyPair().publicKey });
+  assert.equal(refused.status, 403, refused.text);
+  assert.match(
+    errorBody(refused.text),
+    /^the proxy did not verify the client certificate \(X-SSL-Client-Verify: FAILED:/,
+  );
+
+  // Bob's certificate without its key, forged in the headers, through each site, without a
+  // client certificate on the connection.
+  const stolen = encodeURIComponent(bobsLaptop.certificatePem);
+  for (const url of [mainUrl, mtlsUrl]) {
+    for (const forged of [
+      { 'X-SSL-Client-Cert': stolen } as Record<string, string>,
+      { 'X-SSL-Client-Cert': stolen, 'X-SSL-Client-Verify': 'SUCCESS' },
+    ]) {
+      const answer = await post(url, null, caBundle, { public_key: generateWireGuardKeyPair().publicKey }, forged);
+      assert.equal(answer.status, 400, `${url} with ${Object.keys(forged).join(', ')}: ${answer.text}`);
+      assert.match(errorBody(answer.text), /missing post parameter "enrollment_token"/);
+    }
+  }
+  assert.deepEqual(await bobs(), before, "bob's configuration is unchanged");
 });
 
-test('the forwarded certificate header is ignored from an address that is not a trusted proxy', async (t) => {
-  const ca = MdmCa.make();
-  t.after(() => ca.remove());
-  const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
-  const clientCertificate = {
-    trustAnchors: [path.join(ca.directory, 'issuing.pem')],
-    deviceId: { from: 'san-uri' as const, prefix: 'urn:mdm:serial:' },
-  };
-  const portal = await startTestPortal({ config: { enrollment: { requestsPerMinute: 10_000, clientCertificate } } });
-  t.after(() => portal.close());
-  await portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', serial: 'SER-1' });
-  const answer = await portal.request(`${portal.portal.url}${portal.portal.ctx.config.basePath}/enroll`, {
-    method: 'POST',
-    body: new URLSearchParams({ public_key: generateWireGuardKeyPair().publicKey }),
-    headers: { accept: WIREGUARD, 'x-ssl-client-cert': encodeURIComponent(laptop.certificatePem) },
+test('every location of every shipped nginx site replaces both client-certificate headers a client sends', async (t) => {
+  const directory = tempDir(t);
+  const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+  const upstream = createServer((incoming, answer) => {
+    seen.push({ url: incoming.url ?? '', headers: incoming.headers });
+    incoming.resume();
+    answer.end('ok');
   });
-  assert.equal(answer.status, 400);
-  assert.match(errorBody(answer.text), /missing post parameter "enrollment_token"/);
-  assert.deepEqual((await portal.admin.devices()).devices[0]?.configurations, []);
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  t.after(() => upstream.close());
+  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const { certificate, key } = await throwawayCertificate(directory, '127.0.0.1');
+
+  for (const [index, file] of NGINX_EXAMPLES.entries()) {
+    let site = readFileSync(file, 'utf8');
+    const port = await freePort();
+    site = site
+      .replace(/listen \[::\]:\d+ ssl;\n/g, '')
+      .replace(/listen (\d+) ssl;/g, `listen 127.0.0.1:${port} ssl;`)
+      .replaceAll('/etc/ssl/vpn-portal/fullchain.pem', certificate)
+      .replaceAll('/etc/ssl/vpn-portal/privkey.pem', key)
+      .replaceAll('/etc/ssl/vpn-portal/mdm-ca.pem', certificate)
+      .replace(/proxy_pass http:\/\/[^;]+;/g, `proxy_pass ${upstreamUrl};`);
+    const locations = [...site.matchAll(/location\s+(=\s+)?(\S+)\s*\{/g)].map(([, exact, where = '']) =>
+      exact === undefined ? `${where}x` : where,
+    );
+    assert.ok(locations.length > 0, `${file} has locations`);
+    const nginx = await startNginx(path.join(directory, String(index)), site, null, { host: '127.0.0.1', port });
+    try {
+      for (const location of locations) {
+        seen.length = 0;
+        const answer = await post(
+          `https://127.0.0.1:${port}${location}`,
+          null,
+          readFileSync(certificate, 'utf8'),
+          {},
+          { 'X-SSL-Client-Cert': 'forged', 'X-SSL-Client-Verify': 'SUCCESS' },
+        );
+        assert.equal(answer.status, 200, `${file} ${location}: ${answer.text}\n${nginx.log()}`);
+        const [forwarded] = seen;
+        assert.ok(forwarded !== undefined, `${file} ${location} reached its upstream`);
+        assert.equal(forwarded.headers['x-ssl-client-cert'], undefined, `${file} ${location}: X-SSL-Client-Cert`);
+        assert.notEqual(
+          forwarded.headers['x-ssl-client-verify'],
+          'SUCCESS',
+          `${file} ${location}: X-SSL-Client-Verify`,
+        );
+      }
+    } finally {
+      await nginx.stop();
+    }
+  }
 });

@@ -1,6 +1,7 @@
 // nginx from Debian as the site's TLS reverse proxy, run by a test: a throw-away certificate
-// for an IP address, the example site file of docs/operations.md with the test's addresses put in, and an
-// nginx process (on the host or in a namespace) with its own prefix, pid file and temp folders.
+// for an IP address, the example site files (docs/operations.md, docs/devices.md) with the test's
+// addresses put in, and an nginx process (on the host or in a namespace) with its own prefix,
+// pid file and temp folders.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { hostExec, type Namespace } from './netns.js';
 
 export const NGINX_EXAMPLE = fileURLToPath(new URL('../../examples/nginx/vpn-portal.conf', import.meta.url));
+/** The site that asks for the device's MDM certificate and forwards it to `{baseUrl}enroll`. */
+export const NGINX_MTLS_EXAMPLE = fileURLToPath(new URL('../../examples/nginx/vpn-portal-mtls.conf', import.meta.url));
+/** Every nginx site file the project ships. */
+export const NGINX_EXAMPLES = [NGINX_EXAMPLE, NGINX_MTLS_EXAMPLE] as const;
 
 export interface Certificate {
   readonly certificate: string;
@@ -42,11 +47,14 @@ export async function throwawayCertificate(directory: string, ipAddress: string)
   return { certificate, key };
 }
 
-/** The example site file with each `from` text replaced by its `to` (every one must occur). */
-export function renderExample(replacements: readonly (readonly [string, string])[]): string {
-  let text = readFileSync(NGINX_EXAMPLE, 'utf8');
+/** An example site file (default: the portal's) with each `from` text replaced by its `to` (every one must occur). */
+export function renderExample(
+  replacements: readonly (readonly [string, string])[],
+  file: string = NGINX_EXAMPLE,
+): string {
+  let text = readFileSync(file, 'utf8');
   for (const [from, to] of replacements) {
-    if (!text.includes(from)) throw new Error(`the nginx example no longer contains "${from}"`);
+    if (!text.includes(from)) throw new Error(`the nginx example ${file} no longer contains "${from}"`);
     text = text.split(from).join(to);
   }
   return text;
