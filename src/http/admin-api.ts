@@ -4,6 +4,7 @@
 // changed nothing — refusals, failed or replayed POSTs — is recorded in the audit log as it leaves.
 import type { FastifyRequest } from 'fastify';
 import { AdminKeyUse, recordAdminCall } from '../core/access/index.js';
+import { callerScope } from '../core/admin-call.js';
 import type { PortalContext } from '../core/context.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
@@ -41,7 +42,7 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
     const state = requests.get(request);
     if (state === undefined || (state.events?.changesRecorded ?? 0) > 0 || wasDatabaseOutage(request)) return;
     const refused = status === 401 || status === 403;
-    if (!refused && !(request.method === 'POST' && state.caller.scope !== null)) return;
+    if (!refused && !(request.method === 'POST' && callerScope(state.caller) !== null)) return;
     const route = routeOf.get(request.routeOptions.url ?? '');
     const name = route?.path.slice(1) ?? decodePath(request.url.split('?')[0] ?? '').replace(`${adminPrefix}/`, '');
     const input =

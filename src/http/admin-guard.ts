@@ -6,8 +6,8 @@
 // Routing comes after, so an unauthenticated client learns nothing about which paths exist.
 // Who asks is left on the request (AdminRequests) for the scope check, the call and the audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SECRET_KEY_LINEAGE, SECRET_KEY_NAME, type AdminCaller } from '../core/admin-call.js';
-import { checkAdminKey, type AdminKeyUse } from '../core/access/index.js';
+import { unauthenticatedCaller, type AdminCaller } from '../core/admin-call.js';
+import { callerKeyOf, checkAdminKey, type AdminKeyUse } from '../core/access/index.js';
 import type { PortalContext } from '../core/context.js';
 import { ADMIN_KEY_PREFIX } from '../keys/admin-key-token.js';
 import { AddressAllowList } from './address-allow-list.js';
@@ -26,14 +26,8 @@ export interface AdminGuardOptions {
 
 export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptions) {
   const { keys } = ctx;
-  const nobody = (request: FastifyRequest, keyName: string | null = null): AdminCaller => ({
-    keyName,
-    keyId: null,
-    keyLineage: null,
-    scope: null,
-    sourceAddress: request.ip,
-    profiles: null,
-  });
+  const nobody = (request: FastifyRequest, keyName: string | null = null): AdminCaller =>
+    unauthenticatedCaller(request.ip, keyName);
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     // A request refused by frameworkErrors and then by this hook is checked once.
     if (requests.get(request) !== undefined) return;
@@ -57,14 +51,7 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
         return;
       }
       const { key } = check;
-      const caller: AdminCaller = {
-        keyName: key.name,
-        keyId: key.keyId,
-        keyLineage: key.lineage,
-        scope: key.scope,
-        sourceAddress: request.ip,
-        profiles: key.profiles,
-      };
+      const caller: AdminCaller = { kind: 'admin-key', key: callerKeyOf(key), sourceAddress: request.ip };
       // The key's own allow-list applies in addition to adminApi.allowList.
       if (key.allowList !== null && !new AddressAllowList(key.allowList).allows(request.ip)) {
         const message = `source address ${request.ip} is not allowed for key "${key.name}"`;
@@ -90,15 +77,6 @@ export function adminGuard({ ctx, allowList, requests, keyUse }: AdminGuardOptio
       await sendError(reply, 401, 'authentication required', UNAUTHENTICATED);
       return;
     }
-    requests.set(request, {
-      caller: {
-        keyName: SECRET_KEY_NAME,
-        keyId: null,
-        keyLineage: SECRET_KEY_LINEAGE,
-        scope: 'admin',
-        sourceAddress: request.ip,
-        profiles: null,
-      },
-    });
+    requests.set(request, { caller: { kind: 'secret', sourceAddress: request.ip } });
   };
 }

@@ -6,7 +6,14 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { AdminCall, AdminCaller } from '../core/admin-call.js';
+import {
+  callerLineage,
+  callerProfiles,
+  callerScope,
+  describeCaller,
+  type AdminCall,
+  type AdminCaller,
+} from '../core/admin-call.js';
 import type { PortalEvents } from '../core/events.js';
 import type { PortalContext } from '../core/context.js';
 import { assertProfileAllowed } from '../core/access/index.js';
@@ -79,14 +86,15 @@ export async function runRoute<S extends ParamsSchema>(
 ): Promise<void> {
   const state = services.requests.get(request);
   // The guard ran first and let only callers with a valid key through.
-  if (state === undefined || state.caller.scope === null) throw new HttpError(401, 'authentication required');
+  if (state === undefined || callerScope(state.caller) === null) throw new HttpError(401, 'authentication required');
   const { caller } = state;
   const input = route.input?.(request) ?? (route.source === 'query' ? request.query : request.body);
   const { call, callCtx, params, events } = bindCall(route, ctx, caller, input, request);
   state.events = events;
   const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
   let response: RouteResponse;
-  if (idempotencyKey === undefined || caller.keyLineage === null) {
+  const lineage = callerLineage(caller);
+  if (idempotencyKey === undefined || lineage === null) {
     response = await route.handle(callCtx, params, request, {});
   } else {
     const varying = Object.fromEntries(
@@ -95,7 +103,7 @@ export async function runRoute<S extends ParamsSchema>(
     const parameters = sentParameters(Object.keys(route.params.shape), input);
     const outcome = await services.idempotent.run(
       {
-        keyLineage: caller.keyLineage,
+        keyLineage: lineage,
         idempotencyKey,
         call: call.name,
         fingerprint: fingerprintOf(call.name, parameters, varying),
@@ -152,18 +160,19 @@ export function bindCall<S extends ParamsSchema>(
   input: unknown,
   request: FastifyRequest,
 ): BoundCall<S> {
-  const scope = caller.scope;
+  const scope = callerScope(caller);
+  const profiles = callerProfiles(caller);
   const name = route.path.slice(1);
-  const key = caller.keyName === null ? 'this key' : `key "${caller.keyName}"`;
+  const key = describeCaller(caller);
   if (scope === null) throw new HttpError(401, 'authentication required');
   // Refused before the handler runs: nothing is read from or written to the database for it.
   if (!scopeAllows(scope, route.scope)) {
     throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
   }
-  if (route.needsEveryProfile === true && caller.profiles !== null) {
+  if (route.needsEveryProfile === true && profiles !== null) {
     throw new HttpError(
       403,
-      `${key} is limited to profiles ${caller.profiles.join(', ')}; ${name} needs a key for every profile`,
+      `${key} is limited to profiles ${profiles.join(', ')}; ${name} needs a key for every profile`,
     );
   }
   const call: AdminCall = {

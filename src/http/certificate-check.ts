@@ -16,7 +16,7 @@ import type { PortalContext } from '../core/context.js';
 import { ClientCertificateVerifier } from '../keys/client-certificate.js';
 import { messageOf } from '../shared/error-message.js';
 import { sendError, statusOfPortalError } from './error-reply.js';
-import type { AdminCall } from '../core/admin-call.js';
+import { unauthenticatedCaller, type AdminCall } from '../core/admin-call.js';
 import { recordAdminCall } from '../core/access/index.js';
 import type { IssuedConfiguration } from '../core/issuing/index.js';
 import { PortalError } from '../core/errors.js';
@@ -168,7 +168,7 @@ export async function auditRefusal(
   reason: string,
 ): Promise<void> {
   const call: AdminCall = {
-    caller: { keyName: null, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null },
+    caller: unauthenticatedCaller(sourceAddress),
     name: ENROLL_PATH,
     parameters,
     successStatus: 200,

@@ -6,6 +6,7 @@
 // number of rows and hides nothing. The seam tells it who made the call (src/core/events.ts,
 // `admin.call`); the row holds the key's name, never the key, and the call's parameters, never
 // a file or a private key.
+import { callerName } from '../core/admin-call.js';
 import type { PortalEvent, PortalEvents } from '../core/events.js';
 import { clientNetwork } from '../net/client-network.js';
 import {
@@ -39,7 +40,7 @@ export function writeAuditLog(events: PortalEvents): void {
     await insertOrCountRefusal(db, auditRecord(event), {
       minute: Math.floor(event.at.getTime() / MINUTE_MS) * MINUTE_MS,
       source: clientNetwork(event.call.caller.sourceAddress),
-      reason: JSON.stringify([event.status, event.call.caller.keyName, event.detail]),
+      reason: JSON.stringify([event.status, callerName(event.call.caller), event.detail]),
     });
   });
 }
@@ -53,7 +54,7 @@ function auditRecord(event: Extract<PortalEvent, { type: 'admin.call' }>): NewAu
   return {
     auditId: newAuditId(event.at),
     at: formatAtom(event.at),
-    keyName: call.caller.keyName,
+    keyName: callerName(call.caller),
     sourceAddress: call.caller.sourceAddress,
     call: call.name,
     parameters: call.parameters,

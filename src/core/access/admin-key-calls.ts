@@ -1,17 +1,18 @@
 // Admin keys managed through the Admin API (issue 25: `admin_keys`, `create_admin_key`,
 // `revoke_admin_key`, and the console's admin keys page on top of them). The same rules as the
-// `admin-key` command (checkAdminKeySpec, createAdminKey, revokeAdminKey), plus one the command
-// does not need: a key never hands out more than it holds. A key makes only keys of at most its
+// `admin-key` command (checkAdminKeySpec, createAdminKey, revokeAdminKey), plus one rule for
+// every caller: a caller never hands out more than it holds. It makes only keys of at most its
 // scope, within its profiles and its allow-list, expiring no later than itself; and revokes only
-// keys within those same limits (so a limited key cannot lock out the administrators above it).
-// The specification's secret, like the command line, has no limits.
+// keys that hold no more than it does (so a limited caller cannot lock out the administrators
+// above it). What each kind of caller holds is HeldRights (src/core/admin-call.ts): the secret
+// and the command line hold every right; an admin key, and a console session signed in with one,
+// what the key's row says; an OpenID session what its claims granted.
 import { addDuration, parseIsoDuration } from '../../shared/iso-duration.js';
 import { isIpPrefix, parseIpPrefix, prefixContains } from '../../net/ip-prefix.js';
-import { scopeAllows, type AdminKeyInfo, type AdminScope } from '../../protocol/admin-api.js';
-import type { ProfileId } from '../../shared/ids.js';
+import { scopeAllows, type AdminKeyInfo } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
 import { findAdminKey } from '../../storage/admin-keys.js';
-import { describeKey } from '../admin-call.js';
+import { callerKey, describeKey, EVERY_RIGHT, heldRights, type CallerKey, type HeldRights } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import {
@@ -25,13 +26,17 @@ import {
   type StoredAdminKey,
 } from './admin-keys.js';
 
-/** What the calling key may hand out; null: no limit (the specification's secret, the command line). */
-interface CallerLimits {
-  readonly who: string;
-  readonly scope: AdminScope;
-  readonly profiles: readonly ProfileId[] | null;
-  readonly allowList: readonly string[] | null;
-  readonly expiresAt: string | null;
+/** An admin key's row as its caller holds it (the guard and console sessions make callers of it). */
+export function callerKeyOf(key: StoredAdminKey): CallerKey {
+  return {
+    keyId: key.keyId,
+    name: key.name,
+    lineage: key.lineage,
+    scope: key.scope,
+    profiles: key.profiles,
+    allowList: key.allowList,
+    expiresAt: key.expiresAt,
+  };
 }
 
 /** Every admin key, as `admin_keys` lists it: never a secret nor its hash. */
@@ -59,7 +64,7 @@ export function adminKeyInfo(key: StoredAdminKey, now: string): AdminKeyInfo {
 
 function stateOf(key: StoredAdminKey, now: string): AdminKeyInfo['state'] {
   if (key.revokedAt !== null) return 'revoked';
-  const ended = key.expiresAt !== null && key.expiresAt <= now;
+  const ended = key.expiresAt !== null && Date.parse(key.expiresAt) <= Date.parse(now);
   if (key.replacedBy !== null) return ended ? 'rotated-out' : 'rotated';
   return ended ? 'expired' : 'active';
 }
@@ -73,7 +78,7 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
   try {
     checkAdminKeySpec(spec, knownProfiles);
     const limits = await callerLimits(ctx);
-    if (limits !== null) assertWithinLimits(limits, spec, 'make', newExpiry(ctx, spec.expiresIn));
+    assertWithinLimits(limits, spec, 'make', newExpiry(ctx, spec.expiresIn));
     return await createAdminKey(ctx, spec, knownProfiles);
   } catch (error) {
     throw asPortalError(error);
@@ -87,49 +92,59 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
 export async function revokeAdminKeyForCaller(ctx: PortalContext, name: string): Promise<number> {
   try {
     const limits = await callerLimits(ctx);
-    if (limits !== null) {
-      const live = (await listAdminKeys(ctx)).filter((key) => key.name === name && key.revokedAt === null);
-      for (const key of live)
-        assertWithinLimits(
-          limits,
-          { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
-          'revoke',
-          null,
-        );
-    }
+    const live = (await listAdminKeys(ctx)).filter((key) => key.name === name && key.revokedAt === null);
+    for (const key of live)
+      assertWithinLimits(
+        limits,
+        { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
+        'revoke',
+        key.expiresAt === null ? null : new Date(key.expiresAt),
+      );
     return await revokeAdminKey(ctx, name);
   } catch (error) {
     throw asPortalError(error);
   }
 }
 
-async function callerLimits(ctx: PortalContext): Promise<CallerLimits | null> {
+/** What the calling key holds, each caller kind by its own rule (HeldRights), and how refusals name it. */
+interface CallerLimits extends HeldRights {
+  readonly who: string;
+}
+
+async function callerLimits(ctx: PortalContext): Promise<CallerLimits> {
   const call = ctx.call;
-  // No call (the command line) or the specification's secret: every right.
-  if (call === undefined || call.caller.keyId === null) return null;
-  const key = await findAdminKey(ctx.db, call.caller.keyId);
-  if (key === undefined) throw new PortalError('not-allowed', `${describeKey(call)} is gone`);
-  return {
-    who: describeKey(call),
-    scope: key.scope,
-    profiles: key.profiles,
-    allowList: key.allowList,
-    expiresAt: key.expiresAt,
-  };
+  // No call: a use case run on the portal host outside any call, with every right.
+  if (call === undefined) return { who: 'the command line', ...EVERY_RIGHT };
+  const who = describeKey(call);
+  const key = callerKey(call.caller);
+  if (key !== null) {
+    // The key's row as it is now, not as the request began: a key revoked meanwhile holds nothing.
+    const row = await findAdminKey(ctx.db, key.keyId);
+    if (row === undefined || row.revokedAt !== null) throw new PortalError('not-allowed', `${who} is gone`);
+    return { who, ...callerKeyOf(row) };
+  }
+  const held = heldRights(call.caller);
+  if (held === null) throw new PortalError('not-allowed', `${who} holds no right to admin keys`);
+  return { who, ...held };
 }
 
-/** When a key made now with this lifetime would expire (ATOM); null: never. */
-function newExpiry(ctx: PortalContext, expiresIn: string | null): string | null {
-  const duration = expiresIn === null ? null : parseIsoDuration(expiresIn);
-  return duration === null ? null : formatAtom(addDuration(ctx.clock.now(), duration));
+/** When a key made now with this lifetime would expire; null: never. */
+function newExpiry(ctx: PortalContext, expiresIn: string | null): Date | null {
+  if (expiresIn === null) return null;
+  const duration = parseIsoDuration(expiresIn);
+  if (duration === null) return null;
+  return addDuration(ctx.clock.now(), duration);
 }
 
-/** Refuses (403) rights beyond the caller's: scope, profiles, allow-list and (when making a key) lifetime. */
+/**
+ * Refuses (403) a key that would hold more than its caller: scope, profiles, allow-list and
+ * expiry, compared as rights and instants. One rule for making a key and for revoking one.
+ */
 function assertWithinLimits(
   limits: CallerLimits,
   rights: Pick<AdminKeySpec, 'name' | 'scope' | 'profiles' | 'allowList'>,
   action: 'make' | 'revoke',
-  expiresAt: string | null,
+  expiresAt: Date | null,
 ): void {
   const refuse = (why: string) =>
     new PortalError('not-allowed', `${limits.who} may not ${action} key "${rights.name}": ${why}`);
@@ -151,8 +166,13 @@ function assertWithinLimits(
     );
     if (wider.length > 0) throw refuse(`allow-list ${wider.join(', ')} is wider than its own (${own})`);
   }
-  if (action === 'make' && limits.expiresAt !== null && (expiresAt === null || expiresAt > limits.expiresAt)) {
-    throw refuse(`it would outlive the calling key, which expires at ${limits.expiresAt} (give a shorter expires_in)`);
+  if (limits.expiresAt !== null && (expiresAt === null || expiresAt.getTime() > Date.parse(limits.expiresAt))) {
+    const own = `the calling key, which expires at ${limits.expiresAt}`;
+    throw refuse(
+      action === 'make'
+        ? `it would outlive ${own} (give a shorter expires_in)`
+        : `${expiresAt === null ? 'it never expires' : `it expires at ${formatAtom(expiresAt)}`}, after ${own}`,
+    );
   }
 }
 

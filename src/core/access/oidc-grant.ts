@@ -6,8 +6,7 @@ import type { OidcProfilesMapping, OidcScopeMapping } from '../../config/console
 import { ADMIN_SCOPES, type AdminScope } from '../../protocol/admin-api.js';
 import { asProfileId, type ProfileId } from '../../shared/ids.js';
 
-/** The audit log's name for an OpenID session: `oidc:` and the provider's subject. */
-export const OIDC_CALLER_PREFIX = 'oidc:';
+export { OIDC_CALLER_PREFIX } from '../admin-call.js';
 const MAX_SUBJECT_LENGTH = 255;
 
 export interface OidcGrant {

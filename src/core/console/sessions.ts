@@ -16,9 +16,9 @@ import {
   type ConsoleSignIn,
   type StoredConsoleSession,
 } from '../../storage/console-sessions.js';
-import { findAdminKey } from '../../storage/admin-keys.js';
-import { SECRET_KEY_LINEAGE, SECRET_KEY_NAME, type AdminCaller } from '../admin-call.js';
-import { checkAdminKey, OIDC_CALLER_PREFIX, recordAdminCall, type OidcGrant } from '../access/index.js';
+import { findAdminKey, type StoredAdminKey } from '../../storage/admin-keys.js';
+import { OIDC_CALLER_PREFIX, SECRET_KEY_NAME, unauthenticatedCaller, type AdminCaller } from '../admin-call.js';
+import { callerKeyOf, checkAdminKey, recordAdminCall, type OidcGrant } from '../access/index.js';
 import type { PortalContext } from '../context.js';
 
 export type { ConsoleSignIn } from '../../storage/console-sessions.js';
@@ -72,7 +72,7 @@ export async function signIn(
 ): Promise<SignInResult> {
   const credential = presented.trim();
   const refuse = async (reason: string, keyName: string | null, shown: string): Promise<SignInResult> => {
-    const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
+    const caller = unauthenticatedCaller(sourceAddress, keyName);
     await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
     return { ok: false, reason: shown };
   };
@@ -92,14 +92,7 @@ export async function signIn(
       return refuse(reason, key.name, `${capitalised(reason)}.`);
     }
     signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name };
-    caller = {
-      keyName: key.name,
-      keyId: key.keyId,
-      keyLineage: key.lineage,
-      scope: key.scope,
-      sourceAddress,
-      profiles: key.profiles,
-    };
+    caller = keySessionCaller(key, sourceAddress);
   } else {
     const digest = ctx.keys.adminApiSecretDigest();
     if (digest === null)
@@ -144,7 +137,7 @@ export async function refuseOidcSignIn(
   sourceAddress: string,
 ): Promise<SignInResult> {
   const keyName = subject === null ? null : `${OIDC_CALLER_PREFIX}${subject}`;
-  const caller: AdminCaller = { keyName, keyId: null, keyLineage: null, scope: null, sourceAddress, profiles: null };
+  const caller = unauthenticatedCaller(sourceAddress, keyName);
   await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
   return { ok: false, reason };
 }
@@ -239,36 +232,27 @@ async function endReason(
   if (key.allowList !== null && !times.addressAllowed(key.allowList, sourceAddress)) {
     return `Source address ${sourceAddress} is not allowed for key "${key.name}".`;
   }
-  return {
-    keyName: key.name,
-    keyId: key.keyId,
-    keyLineage: key.lineage,
-    scope: key.scope,
-    sourceAddress,
-    profiles: key.profiles,
-  };
+  return keySessionCaller(key, sourceAddress);
 }
 
+/** A session signed in with an admin key: exactly what the key's row holds. */
+function keySessionCaller(key: StoredAdminKey, sourceAddress: string): AdminCaller {
+  return { kind: 'console-session', signedInWith: { kind: 'admin-key', key: callerKeyOf(key) }, sourceAddress };
+}
+
+/** A session from OpenID Connect: exactly what its claims granted at sign-in. */
 function oidcCaller(signIn: Extract<ConsoleSignIn, { method: 'oidc' }>, sourceAddress: string): AdminCaller {
   return {
-    keyName: `${OIDC_CALLER_PREFIX}${signIn.subject}`,
-    keyId: null,
-    keyLineage: null,
+    kind: 'oidc-session',
+    subject: signIn.subject,
     scope: signIn.scope,
-    sourceAddress,
     profiles: signIn.profiles,
+    sourceAddress,
   };
 }
 
 function secretCaller(sourceAddress: string): AdminCaller {
-  return {
-    keyName: SECRET_KEY_NAME,
-    keyId: null,
-    keyLineage: SECRET_KEY_LINEAGE,
-    scope: 'admin',
-    sourceAddress,
-    profiles: null,
-  };
+  return { kind: 'console-session', signedInWith: { kind: 'secret' }, sourceAddress };
 }
 
 function hashOf(token: string): string {

@@ -23,7 +23,7 @@ import {
   type StoredEnrollmentToken,
 } from '../../storage/enrollment-tokens.js';
 import { ensureUser } from '../../storage/users.js';
-import { profileLimit } from '../admin-call.js';
+import { callerName, profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
 import { deviceForIssue, type DeviceReference } from '../devices/index.js';
@@ -97,7 +97,7 @@ export async function createEnrollmentToken(
     uses: request.uses,
     usesLeft: request.uses,
     createdAt: formatAtom(now),
-    createdBy: ctx.call?.caller.keyName ?? null,
+    createdBy: ctx.call === undefined ? null : callerName(ctx.call.caller),
     expiresAt: formatAtom(addDuration(now, validFor)),
     revokedAt: null,
     lastUsedAt: null,

@@ -3,6 +3,7 @@
 // (with the session's CSRF token) makes the change through the Admin API's route as the signed-in
 // key. A refusal names the limit (scope or profile). The file and the private key a new
 // configuration carries are in that one answer only (never cached, never stored).
+import { callerKey } from '../../core/admin-call.js';
 import QRCode from 'qrcode';
 import type { AdminKeyInfo, ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
 import type { AdminRoute } from '../admin-route.js';
@@ -222,7 +223,7 @@ ${await qrCode(token.enrollment_token)}
         .admin_keys;
       const live = keys.filter((key) => key.name === name && (key.state === 'active' || key.state === 'rotated'));
       const yourself =
-        frame.caller.keyName === name ? ' This is the key you signed in with: your session ends too.' : '';
+        callerKey(frame.caller)?.name === name ? ' This is the key you signed in with: your session ends too.' : '';
       return `Revoke the admin key "${name}": ${plural(live.length, 'key', 'keys')} of that name stop working at once, on every portal instance, and console sessions signed in with them end. This cannot be undone.${yourself}`;
     },
     after: () => 'keys',

@@ -1,6 +1,6 @@
 // The frame of every console page: one heading per page, a navigation landmark, the signed-in
 // key and its scope, a form to sign out; styles and the one script come from the portal itself.
-import type { AdminCaller } from '../../core/admin-call.js';
+import { callerName, callerProfiles, callerScope, type AdminCaller } from '../../core/admin-call.js';
 import { scopeAllows, type AdminScope } from '../../protocol/admin-api.js';
 import { html, type Html } from './html.js';
 
@@ -26,12 +26,10 @@ export function page(frame: PageFrame | null, title: string, body: Html, base: s
   const nav =
     frame === null
       ? html``
-      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter(
-          (section) => frame.caller.scope !== null && scopeAllows(frame.caller.scope, section.scope),
-        ).map((section) => html`<li><a href="${base}${section.path}">${section.label}</a></li>`)}</ul>
-        <form method="post" action="${base}sign-out" class="sign-out">${csrfField(frame)}<span class="who">${frame.caller.keyName ?? ''} · ${frame.caller.scope ?? ''}${
-          frame.caller.profiles === null ? '' : ` · ${frame.caller.profiles.join(', ')}`
-        }</span> <button type="submit">Sign out</button></form></nav>`;
+      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter((section) => may(frame, section.scope)).map(
+          (section) => html`<li><a href="${base}${section.path}">${section.label}</a></li>`,
+        )}</ul>
+        <form method="post" action="${base}sign-out" class="sign-out">${csrfField(frame)}<span class="who">${who(frame.caller)}</span> <button type="submit">Sign out</button></form></nav>`;
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -60,7 +58,14 @@ export function csrfField(frame: PageFrame): Html {
 
 /** Whether the session may make a call needing `scope`: pages show a change's button only then. */
 export function may(frame: PageFrame, scope: AdminScope): boolean {
-  return frame.caller.scope !== null && scopeAllows(frame.caller.scope, scope);
+  const held = callerScope(frame.caller);
+  return held !== null && scopeAllows(held, scope);
+}
+
+/** Who is signed in, as the header says it: name, scope and the profiles it is limited to. */
+function who(caller: AdminCaller): string {
+  const profiles = callerProfiles(caller);
+  return `${callerName(caller) ?? ''} · ${callerScope(caller) ?? ''}${profiles === null ? '' : ` · ${profiles.join(', ')}`}`;
 }
 
 /** A refusal or failure, saying the API's reason (for 403: the scope or profile limit). */

@@ -11,6 +11,7 @@ import {
   signInWithOidc,
   type ConsoleSessionTimes,
 } from '../../../src/core/console/index.js';
+import { callerName, callerProfiles } from '../../../src/core/admin-call.js';
 import type { PortalContext } from '../../../src/core/context.js';
 import { Secret } from '../../../src/shared/secret.js';
 import { asProfileId } from '../../../src/shared/ids.js';
@@ -54,13 +55,13 @@ test('an OpenID session acts as oidc:<subject> with its granted scope and profil
   const check = await checkSession(ctx, signedIn.session.token, '127.0.0.1', times);
   assert.ok(check.valid);
   assert.deepEqual(check.session.caller, {
-    keyName: 'oidc:f3b1c2d4-0000-4000-8000-00000000000a',
-    keyId: null,
-    keyLineage: null,
+    kind: 'oidc-session',
+    subject: 'f3b1c2d4-0000-4000-8000-00000000000a',
     scope: 'read',
-    sourceAddress: '127.0.0.1',
     profiles: ['employees'],
+    sourceAddress: '127.0.0.1',
   });
+  assert.equal(callerName(check.session.caller), 'oidc:f3b1c2d4-0000-4000-8000-00000000000a');
   assert.deepEqual(check.session.signIn, {
     method: 'oidc',
     subject: grant.subject,
@@ -84,7 +85,7 @@ test('an OpenID session acts as oidc:<subject> with its granted scope and profil
   const another = await signInWithOidc(ctx, { ...grant, profiles: null }, '127.0.0.1', times);
   assert.ok(another.ok);
   const unlimited = await checkSession(ctx, another.session.token, '127.0.0.1', times);
-  assert.equal(unlimited.valid && unlimited.session.caller.profiles, null);
+  assert.equal(unlimited.valid && callerProfiles(unlimited.session.caller), null);
   assert.deepEqual(await checkSession(withOidc(ctx, null), another.session.token, '127.0.0.1', times), {
     valid: false,
     reason: 'Single sign-on is turned off on this portal; sign in again.',

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
+import { callerName, callerProfiles, callerScope } from '../../../src/core/admin-call.js';
 import { checkSession, signIn, signOut, type ConsoleSessionTimes } from '../../../src/core/console/index.js';
 import { ManualClock, makeAdminKey } from '../../support/admin-keys.js';
 import { startTestPortal } from '../../support/test-portal.js';
@@ -28,9 +29,11 @@ test('a session acts with its key’s scope and profiles, stays while used, and 
 
   const check = await checkSession(ctx, token, '127.0.0.1', times);
   assert.ok(check.valid);
-  assert.equal(check.session.caller.keyName, 'desk');
-  assert.equal(check.session.caller.scope, 'write');
-  assert.deepEqual(check.session.caller.profiles, ['employees']);
+  const { caller } = check.session;
+  assert.equal(caller.kind, 'console-session', 'a session, never the key itself');
+  assert.equal(callerName(caller), 'desk');
+  assert.equal(callerScope(caller), 'write');
+  assert.deepEqual(callerProfiles(caller), ['employees']);
   assert.equal(check.session.csrfToken, signedIn.session.csrfToken);
 
   for (let step = 0; step < 4; step++) {
@@ -100,8 +103,13 @@ test('a session signed in with the secret ends when the secret changes', async (
   assert.ok(signedIn.ok);
   const check = await checkSession(ctx, signedIn.session.token, '127.0.0.1', times);
   assert.ok(check.valid);
-  assert.equal(check.session.caller.keyName, 'secret');
-  assert.equal(check.session.caller.scope, 'admin');
+  assert.deepEqual(check.session.caller, {
+    kind: 'console-session',
+    signedInWith: { kind: 'secret' },
+    sourceAddress: '127.0.0.1',
+  });
+  assert.equal(callerName(check.session.caller), 'secret');
+  assert.equal(callerScope(check.session.caller), 'admin');
   writeFileSync(ctx.keys.adminApiKeyPath, `${'0'.repeat(64)}\n`);
   // The portal reads its key files again at most once a second.
   await setTimeout(1_100);

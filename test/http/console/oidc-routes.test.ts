@@ -12,7 +12,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
-import { auditLog } from '../../support/admin-keys.js';
+import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
 import { launchBrowser, openTab, screenshot } from '../../support/console-browser.js';
 import { freePort } from '../../support/free-port.js';
 import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../../support/oidc-provider.js';
@@ -25,6 +25,7 @@ const accounts = {
   alice: { name: 'Alice', roles: ['vpn-operator'], groups: ['vpn-employees'] },
   bob: { name: 'Bob', roles: ['staff-only'] },
   [LONG_SUBJECT]: { name: 'Pairwise', roles: ['vpn-viewer'] },
+  erin: { name: 'Erin', roles: ['vpn-admin'], groups: ['vpn-employees'] },
 };
 
 interface Stand {
@@ -37,6 +38,7 @@ interface Stand {
 async function startStand(
   t: TestContext,
   oidc: Partial<NonNullable<NonNullable<PortalConfigFile['adminConsole']>['oidc']>> = {},
+  config: Partial<PortalConfigFile> = {},
 ): Promise<Stand> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}/vpn-user-portal/`;
@@ -47,6 +49,7 @@ async function startStand(
   chmodSync(secretFile, 0o600);
   const portal = await startTestPortal({
     config: {
+      ...config,
       baseUrl,
       listen: { host: '127.0.0.1', port },
       adminConsole: {
@@ -222,4 +225,73 @@ test('a callback without its flow cookie, and a provider that cannot be reached,
     /<p class="problem" role="alert" id="why">Test SSO cannot be reached \(.+\); sign in with an admin key\.<\/p>/,
   );
   assert.match(page, /name="credential"/, 'the key sign-in form is still there');
+});
+
+/** Posts one console change as the session of `cookie`, with the CSRF token its pages carry. */
+async function postChange(stand: Stand, cookie: string, form: Record<string, string>): Promise<Response> {
+  const page = await (await fetch(`${stand.console}keys`, { headers: { cookie } })).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+  return fetch(`${stand.console}do`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ ...form, csrf }).toString(),
+    redirect: 'manual',
+  });
+}
+
+test('an OpenID session limited to one profile makes no key beyond its claims and revokes no key that holds more', async (t) => {
+  const stand = await startStand(
+    t,
+    { profiles: { claim: 'groups', values: { 'vpn-employees': ['employees'] } } },
+    twoProfiles,
+  );
+  await makeAdminKey(stand.portal, 'root', { scope: 'admin' });
+  const signedIn = await signInOverHttp(stand, 'erin');
+  assert.equal(signedIn.status, 200, signedIn.text);
+  const cookie = signedIn.cookie ?? '';
+  const dashboard = await (await fetch(stand.console, { headers: { cookie } })).text();
+  assert.match(dashboard, /<span class="who">oidc:erin · admin · employees<\/span>/);
+
+  const refusals: [Record<string, string>, string][] = [
+    [
+      { action: 'create_admin_key', name: 'wide', scope: 'admin' },
+      'oidc:erin may not make key &#34;wide&#34;: every profile is more than its own profiles (employees)',
+    ],
+    [
+      { action: 'create_admin_key', name: 'guests-desk', scope: 'read', profiles: 'guests' },
+      'oidc:erin may not make key &#34;guests-desk&#34;: profiles guests are outside its own (employees)',
+    ],
+    [
+      { action: 'revoke_admin_key', name: 'root' },
+      'oidc:erin may not revoke key &#34;root&#34;: every profile is more than its own profiles (employees)',
+    ],
+  ];
+  for (const [form, message] of refusals) {
+    const answer = await postChange(stand, cookie, form);
+    const text = await answer.text();
+    assert.equal(answer.status, 403, `${form['action']} ${form['name']}: ${text}`);
+    assert.ok(text.includes(message), `${form['action']} ${form['name']} says why: ${text}`);
+  }
+  const keys = await stand.portal.admin.adminKeys();
+  assert.deepEqual(
+    keys.map((key) => [key.name, key.scope, key.profiles, key.revoked_at]),
+    [['root', 'admin', null, null]],
+    'nothing was made or revoked',
+  );
+  const audited = (await auditLog(stand.portal)).filter((row) => row.call.endsWith('_admin_key'));
+  assert.deepEqual(audited.map((row) => [row.call, row.keyName, row.status]).sort(), [
+    ['create_admin_key', 'oidc:erin', 403],
+    ['create_admin_key', 'oidc:erin', 403],
+    ['revoke_admin_key', 'oidc:erin', 403],
+  ]);
+
+  // Within its claims it makes keys as before.
+  const within = await postChange(stand, cookie, {
+    action: 'create_admin_key',
+    name: 'employees-desk',
+    scope: 'write',
+    profiles: 'employees',
+  });
+  assert.equal(within.status, 200, await within.text());
+  assert.deepEqual((await stand.portal.admin.adminKeys()).map((key) => key.name).sort(), ['employees-desk', 'root']);
 });
