@@ -6,7 +6,14 @@ import { z } from 'zod';
 import type { PortalConfig } from '../config/portal-config.js';
 import { ipAddressFamily } from '../net/ip-prefix.js';
 import { asConnectionId, asDeviceId, asProfileId, asUserId } from '../shared/ids.js';
-import { durationMilliseconds, isIsoDuration, parseIsoDuration, type IsoDuration } from '../shared/iso-duration.js';
+import {
+  durationMilliseconds,
+  isBoundedIsoDuration,
+  isIsoDuration,
+  MAX_DURATION,
+  parseIsoDuration,
+  type IsoDuration,
+} from '../shared/iso-duration.js';
 import { PLATFORMS } from '../shared/platforms.js';
 import { formatAtom } from '../shared/time.js';
 import {
@@ -34,6 +41,13 @@ export interface ParamNote {
 export const paramNotes = z.registry<ParamNote>();
 
 const ISO_DURATION_FORM = 'an ISO 8601 duration such as P30D';
+
+/** Said when a duration is longer than the portal takes (the form itself is right). */
+const boundedDuration = (text: string) => isBoundedIsoDuration(text);
+const BOUNDED_DURATION_REFUSAL = {
+  message: `a duration of at most ${MAX_DURATION}`,
+  params: { [SHOWN_TO_CLIENT]: true },
+};
 
 /** A count of 1 to 1,000, in digits. */
 const oneToThousand = z
@@ -65,11 +79,17 @@ export const param = {
   connectionId: z.string().refine(isWireGuardKey).transform(asConnectionId),
   yesNo: z.enum(['yes', 'no']).transform((value) => value === 'yes'),
   onOff: z.enum(['on', 'off']).transform((value) => value === 'on'),
-  isoDuration: z.string().refine(isIsoDuration).register(paramNotes, { expectedForm: ISO_DURATION_FORM }),
+  /** At most MAX_DURATION: an end past it is no date the portal can hold or write. */
+  isoDuration: z
+    .string()
+    .refine(isIsoDuration, { abort: true })
+    .refine(boundedDuration, BOUNDED_DURATION_REFUSAL)
+    .register(paramNotes, { expectedForm: ISO_DURATION_FORM }),
   /** The `expires_in` of create, extend and enrollment_token: a duration the configuration allows. */
   sessionExpiry: z
     .string()
-    .refine(isIsoDuration)
+    .refine(isIsoDuration, { abort: true })
+    .refine(boundedDuration, BOUNDED_DURATION_REFUSAL)
     .register(paramNotes, { expectedForm: ISO_DURATION_FORM, allowedHere: (config) => config.supportedSessionExpiry }),
   /** A device's own WireGuard public key: Base64 of 32 bytes, a usable X25519 point (not small-order), canonically encoded. */
   devicePublicKey: z

@@ -373,7 +373,10 @@ const createAdminKeyParams = z.object({
   ),
   scope: optional(z.enum(ADMIN_SCOPES), '`read`, `write` or `admin` (default `read`)'),
   profiles: optional(param.commaList, 'comma-separated profile ids the key is limited to; default every profile'),
-  expires_in: optional(param.isoDuration, 'ISO 8601 duration after which the key stops working; default never'),
+  expires_in: optional(
+    param.isoDuration,
+    'ISO 8601 duration, at most P100Y, after which the key stops working; default never',
+  ),
   allow_list: optional(
     param.commaList,
     'comma-separated CIDR prefixes the key may be used from, on top of adminApi.allowList',

@@ -55,6 +55,34 @@ export function isIsoDuration(text: string): boolean {
   return parseIsoDuration(text) !== null;
 }
 
+/**
+ * The longest duration the portal takes from a client or a command: a century. Every end it
+ * gives is then a date with a four-digit year, which JavaScript can hold and ATOM can write; a
+ * longer one (`P999999999Y`) would be past either.
+ */
+export const MAX_DURATION = 'P100Y';
+const MAX_DURATION_PARSED: IsoDuration = {
+  text: MAX_DURATION,
+  years: 100,
+  months: 0,
+  days: 0,
+  hours: 0,
+  minutes: 0,
+  seconds: 0,
+};
+
+/** Whether `duration`, added to `start`, ends at an instant no later than MAX_DURATION would. */
+export function isWithinMaxDuration(duration: IsoDuration, start: Date = new Date()): boolean {
+  const end = addDuration(start, duration).getTime();
+  return Number.isFinite(end) && end <= addDuration(start, MAX_DURATION_PARSED).getTime();
+}
+
+/** An ISO 8601 duration no longer than MAX_DURATION (see isWithinMaxDuration). */
+export function isBoundedIsoDuration(text: string, start: Date = new Date()): boolean {
+  const duration = parseIsoDuration(text);
+  return duration !== null && isWithinMaxDuration(duration, start);
+}
+
 /** `start + duration` on the UTC calendar. */
 export function addDuration(start: Date, duration: IsoDuration): Date {
   const result = new Date(start.getTime());

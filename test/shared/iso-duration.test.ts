@@ -5,7 +5,9 @@ import { test } from 'node:test';
 import {
   addDuration,
   durationMilliseconds,
+  isBoundedIsoDuration,
   isIsoDuration,
+  isWithinMaxDuration,
   parseIsoDuration,
   type IsoDuration,
 } from '../../src/shared/iso-duration.js';
@@ -125,4 +127,14 @@ test('addDuration does not change its start and durationMilliseconds measures fi
   assert.equal(start.toISOString(), '2026-01-31T10:00:00.000Z');
   assert.equal(durationMilliseconds(parsed('PT1M')), 60_000);
   assert.equal(durationMilliseconds(parsed('P1W')), 7 * 24 * 3600 * 1000);
+});
+
+test('a century is the longest duration taken; longer ones, and ones past any date JavaScript holds, are not', () => {
+  const start = new Date('2026-03-02T09:00:00Z');
+  for (const text of ['P100Y', 'P1200M', 'P36500D', 'PT1H', 'P0001-00-00T00:00:00'])
+    assert.equal(isBoundedIsoDuration(text, start), true, text);
+  for (const text of ['P101Y', 'P100YT1S', 'P8000Y', 'P999999999Y', 'PT99999999999999999999S', `P${'9'.repeat(400)}D`])
+    assert.equal(isBoundedIsoDuration(text, start), false, text);
+  assert.equal(isBoundedIsoDuration('100 years', start), false, 'not a duration at all');
+  assert.equal(isWithinMaxDuration(parsed('P999999999Y'), start), false);
 });
