@@ -197,7 +197,8 @@ function describeRights(key: StoredAdminKey): string {
 function listing(key: StoredAdminKey, now: string) {
   let state: string;
   if (key.revokedAt !== null) state = `revoked ${key.revokedAt}`;
-  else if (key.expiresAt !== null && key.expiresAt <= now) state = key.replacedBy === null ? 'expired' : 'rotated out';
+  else if (key.expiresAt !== null && Date.parse(key.expiresAt) <= Date.parse(now))
+    state = key.replacedBy === null ? 'expired' : 'rotated out';
   else if (key.replacedBy !== null) state = `rotated, valid until ${key.expiresAt ?? ''}`;
   else state = 'active';
   return {

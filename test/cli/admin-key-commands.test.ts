@@ -116,6 +116,12 @@ test('admin-key create refuses a taken name, an unknown profile, a bad duration,
     [['--name', 'mdm'], /a key named "mdm" exists already: rotate it/],
     [['--name', 'x', '--profile', 'nope'], /--profile: there is no profile "nope" \(profiles: employees\)/],
     [['--name', 'x', '--expires-in', '90 days'], /--expires-in: "90 days" is not an ISO 8601 duration/],
+    [['--name', 'x', '--expires-in', 'P8000Y'], /--expires-in: "P8000Y" is longer than P100Y/],
+    [['--name', 'x', '--expires-in', 'P999999999Y'], /--expires-in: "P999999999Y" is longer than P100Y/],
+    [
+      ['--name', 'x', '--expires-in', 'PT99999999999999999999S'],
+      /--expires-in: "PT99999999999999999999S" is longer than P100Y/,
+    ],
     [['--name', 'x', '--scope', 'root'], /--scope: "root" is not one of read, write, admin/],
     [['--name', 'x', '--allow', '10.0.0.0/33'], /--allow: "10\.0\.0\.0\/33" is not an IP prefix/],
     [['--name', 'secret'], /"secret" names the specification's secret/],
@@ -131,6 +137,28 @@ test('admin-key create refuses a taken name, an unknown profile, a bad duration,
     (await portal.portal.ctx.db.selectFrom('admin_keys').selectAll().execute()).length,
     1,
     'only the first key was stored',
+  );
+});
+
+test('admin-key rotate refuses a grace period or a lifetime longer than P100Y, and changes nothing', async (t) => {
+  const { portal, cli } = await setUp(t);
+  assert.equal((await cli('admin-key', 'create', '--name', 'monitor', '--scope', 'read')).code, 0);
+  const cases: [string[], RegExp][] = [
+    [['--grace', 'P999999999Y'], /--grace: "P999999999Y" is longer than P100Y/],
+    [['--grace', 'PT99999999999999999999S'], /--grace: "PT99999999999999999999S" is longer than P100Y/],
+    [['--expires-in', 'P8000Y'], /--expires-in: "P8000Y" is longer than P100Y/],
+    [['--expires-in', 'P999999999Y'], /--expires-in: "P999999999Y" is longer than P100Y/],
+  ];
+  for (const [args, message] of cases) {
+    const result = await cli('admin-key', 'rotate', 'monitor', ...args);
+    assert.equal(result.code, 2, `${args.join(' ')}: ${result.stdout}${result.stderr}`);
+    assert.match(result.stderr, message);
+    assert.equal(result.stdout.includes('vpa_'), false, 'no key printed');
+  }
+  assert.equal(
+    (await portal.portal.ctx.db.selectFrom('admin_keys').selectAll().execute()).length,
+    1,
+    'nothing was rotated',
   );
 });
 

@@ -76,7 +76,7 @@ function stateOf(key: StoredAdminKey, now: string): AdminKeyInfo['state'] {
 export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKeySpec): Promise<MadeAdminKey> {
   const knownProfiles = ctx.config.profiles.map((profile) => profile.profileId);
   try {
-    checkAdminKeySpec(spec, knownProfiles);
+    checkAdminKeySpec(spec, knownProfiles, ctx.clock.now());
     const limits = await callerLimits(ctx);
     assertWithinLimits(limits, spec, 'make', newExpiry(ctx, spec.expiresIn));
     return await createAdminKey(ctx, spec, knownProfiles);

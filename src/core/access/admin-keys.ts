@@ -12,7 +12,13 @@ import { isIpPrefix } from '../../net/ip-prefix.js';
 import type { AdminScope } from '../../protocol/admin-api.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import type { ProfileId } from '../../shared/ids.js';
-import { addDuration, parseIsoDuration, type IsoDuration } from '../../shared/iso-duration.js';
+import {
+  addDuration,
+  isWithinMaxDuration,
+  MAX_DURATION,
+  parseIsoDuration,
+  type IsoDuration,
+} from '../../shared/iso-duration.js';
 import { formatAtom, type Clock } from '../../shared/time.js';
 import {
   currentAdminKey,
@@ -87,9 +93,9 @@ export async function createAdminKey(
   spec: AdminKeySpec,
   knownProfiles: readonly string[],
 ): Promise<MadeAdminKey> {
-  checkAdminKeySpec(spec, knownProfiles);
-  const pepper = pepperOf(ctx.keys);
   const now = ctx.clock.now();
+  checkAdminKeySpec(spec, knownProfiles, now);
+  const pepper = pepperOf(ctx.keys);
   const { keyId, token } = newAdminKeyToken();
   const key: StoredAdminKey = {
     keyId,
@@ -133,21 +139,26 @@ export async function rotateAdminKey(
   grace: string,
   expiresIn?: string | null,
 ): Promise<MadeAdminKey & { readonly oldKeyEnds: string }> {
+  const now = ctx.clock.now();
   const graceDuration = parseIsoDuration(grace);
   if (graceDuration === null)
     throw new AdminKeyError(`--grace: "${grace}" is not an ISO 8601 duration such as PT1H or P1D`);
-  if (expiresIn !== undefined && expiresIn !== null && parseIsoDuration(expiresIn) === null) {
-    throw new AdminKeyError(`--expires-in: "${expiresIn}" is not an ISO 8601 duration such as P90D`);
+  if (!isWithinMaxDuration(graceDuration, now)) throw new AdminKeyError(tooLong('--grace', grace));
+  if (expiresIn !== undefined && expiresIn !== null) {
+    const lifetime = parseIsoDuration(expiresIn);
+    if (lifetime === null)
+      throw new AdminKeyError(`--expires-in: "${expiresIn}" is not an ISO 8601 duration such as P90D`);
+    if (!isWithinMaxDuration(lifetime, now)) throw new AdminKeyError(tooLong('--expires-in', expiresIn));
   }
   const pepper = pepperOf(ctx.keys);
-  const now = ctx.clock.now();
   const { keyId, token } = newAdminKeyToken();
   return ctx.events.change(ctx.db, async (trx, announce) => {
     const old = await currentAdminKey(trx, name);
     if (old === undefined) throw new AdminKeyError(`there is no current key named "${name}"`);
     const lifetime = expiresIn === undefined ? old.lifetime : expiresIn;
     const graceEnd = formatAtom(addDuration(now, graceDuration));
-    const oldKeyEnds = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+    const oldKeyEnds =
+      old.expiresAt !== null && Date.parse(old.expiresAt) < Date.parse(graceEnd) ? old.expiresAt : graceEnd;
     // Same rights and the same lineage (`...old`): the new key gets the old one's kept answers.
     const key: StoredAdminKey = {
       ...old,
@@ -209,8 +220,7 @@ export async function checkAdminKey(ctx: AdminKeyContext, token: string): Promis
   if (key === undefined || !matches) return { valid: false, keyName: null, reason: 'unknown admin key' };
   if (key.revokedAt !== null)
     return { valid: false, keyName: key.name, reason: `admin key "${key.name}" was revoked at ${key.revokedAt}` };
-  const now = formatAtom(ctx.clock.now());
-  if (key.expiresAt !== null && key.expiresAt <= now) {
+  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= ctx.clock.now().getTime()) {
     const why = key.replacedBy === null ? 'expired' : 'was rotated out; its grace period ended';
     return { valid: false, keyName: key.name, reason: `admin key "${key.name}" ${why} at ${key.expiresAt}` };
   }
@@ -243,9 +253,10 @@ export class AdminKeyUse {
 
 /**
  * The rules every new key obeys, whoever makes it (the command, the Admin API); messages name the
- * command's flag, `problem` the Admin API parameter.
+ * command's flag, `problem` the Admin API parameter. `now`: when the key would be made (its
+ * lifetime is bounded from then).
  */
-export function checkAdminKeySpec(spec: AdminKeySpec, knownProfiles: readonly string[]): void {
+export function checkAdminKeySpec(spec: AdminKeySpec, knownProfiles: readonly string[], now: Date): void {
   const invalid = (parameter: 'name' | 'profiles' | 'expires_in' | 'allow_list', message: string) =>
     new AdminKeyError(message, { kind: 'invalid', parameter });
   if (!NAME_PATTERN.test(spec.name))
@@ -264,8 +275,14 @@ export function checkAdminKeySpec(spec: AdminKeySpec, knownProfiles: readonly st
   }
   if (spec.profiles !== null && spec.profiles.length === 0)
     throw invalid('profiles', '--profile: name at least one profile');
-  if (spec.expiresIn !== null && parseIsoDuration(spec.expiresIn) === null) {
-    throw invalid('expires_in', `--expires-in: "${spec.expiresIn}" is not an ISO 8601 duration such as P90D or PT12H`);
+  if (spec.expiresIn !== null) {
+    const lifetime = parseIsoDuration(spec.expiresIn);
+    if (lifetime === null)
+      throw invalid(
+        'expires_in',
+        `--expires-in: "${spec.expiresIn}" is not an ISO 8601 duration such as P90D or PT12H`,
+      );
+    if (!isWithinMaxDuration(lifetime, now)) throw invalid('expires_in', tooLong('--expires-in', spec.expiresIn));
   }
   for (const entry of spec.allowList ?? []) {
     if (!isIpPrefix(entry))
@@ -281,6 +298,11 @@ function pepperOf(keys: KeyStore): Buffer {
       `${keys.adminKeyPepperPath} is not 64 hex characters; move it away to have a new one made (keys made with it stop working)`,
     );
   return pepper;
+}
+
+/** The refusal of a duration past MAX_DURATION, in the words the Admin API's parameters use too. */
+function tooLong(flag: string, text: string): string {
+  return `${flag}: "${text}" is longer than ${MAX_DURATION}, the longest duration the portal takes`;
 }
 
 function mustParse(text: string): IsoDuration {
