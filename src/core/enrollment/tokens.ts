@@ -73,11 +73,14 @@ export async function createEnrollmentToken(
   configurationExpiry(ctx.config, now, request.expiresIn);
   const validFor = parseIsoDuration(request.validFor);
   const longest = parseIsoDuration(MAX_TOKEN_VALIDITY);
+  // Compared as lengths from now; a duration past any date JavaScript holds has no length (NaN).
+  const length = validFor === null ? Number.NaN : durationMilliseconds(validFor, now);
   if (
     validFor === null ||
     longest === null ||
-    durationMilliseconds(validFor, now) <= 0 ||
-    durationMilliseconds(validFor, now) > durationMilliseconds(longest, now)
+    !Number.isFinite(length) ||
+    length <= 0 ||
+    length > durationMilliseconds(longest, now)
   ) {
     throw new PortalError(
       'invalid-parameter',
@@ -151,7 +154,7 @@ export async function revokeEnrollmentToken(ctx: PortalContext, userId: UserId, 
 export function tokenState(token: StoredEnrollmentToken, now: Date): 'usable' | 'used-up' | 'expired' | 'revoked' {
   if (token.revokedAt !== null) return 'revoked';
   if (token.usesLeft <= 0) return 'used-up';
-  if (token.expiresAt <= formatAtom(now)) return 'expired';
+  if (Date.parse(token.expiresAt) <= now.getTime()) return 'expired';
   return 'usable';
 }
 
