@@ -397,6 +397,30 @@ test("a key limited to some profiles registers, sees and retires only its profil
   assert.equal(await deviceState(portal), before);
 });
 
+test('a key limited to some profiles sees of a device only its configurations in them, in device and devices alike', async (t) => {
+  const portal = await startPortal(t);
+  const device = await register(portal, { serial: 'SEEN-1' });
+  assert.equal((await create(portal, { device_id: device.device_id })).status, 200);
+  assert.equal((await create(portal, { device_id: device.device_id, profile_id: 'guests' })).status, 200);
+  const profilesOf = (shown: DeviceInfo) => shown.configurations.map((configuration) => configuration.profile_id);
+  assert.deepEqual(profilesOf(await portal.admin.device(device.device_id)), ['employees', 'guests']);
+
+  const key = bearer(await makeAdminKey(portal, 'employees-reader', { scope: 'read', profiles: ['employees'] }));
+  const one = await portal.get('/device', { device_id: device.device_id }, key);
+  assert.equal(one.status, 200, one.text);
+  assert.deepEqual(profilesOf((one.json() as { device: DeviceInfo }).device), ['employees']);
+  const page = (await portal.get('/devices', { user_id: 'alice' }, key)).json() as { devices: DeviceInfo[] };
+  assert.deepEqual(page.devices.map(profilesOf), [['employees']]);
+  // As user_configuration_list shows the same key the same user.
+  const list = (await portal.get('/user_configuration_list', { user_id: 'alice' }, key)).json() as {
+    user_configuration_list: { connection_id: string }[];
+  };
+  assert.deepEqual(
+    list.user_configuration_list.map((entry) => entry.connection_id),
+    (one.json() as { device: DeviceInfo }).device.configurations.map((configuration) => configuration.connection_id),
+  );
+});
+
 test('device changes are announced to webhooks and counted in the metrics by platform, state and identity', async (t) => {
   const portal = await startPortal(t);
   await portal.admin.createWebhook({

@@ -1,10 +1,12 @@
-// What an admin key limited to some profiles (`--profile`) may touch. The rules (docs/admin-keys.md,
-// "Profile limits"): create only in its profiles; listings show only its profiles (and users
-// with a configuration there); delete_connection only configurations in its profiles; and
-// the calls that act on a user as a whole (disable_user, enable_user, destroy,
-// delete_user_authorizations) only users whose configurations and enrollment tokens all lie in
-// its profiles, and who have at least one configuration: so such a key never touches a
-// configuration, a token, nor a user, outside its reach.
+// What an admin key limited to some profiles (`--profile`) may see and touch: the one place that
+// decides it, which every call asks. The rules (docs/admin-keys.md, "Profile limits"): create
+// only in its profiles; every listing and record shows only things of its profiles (a user's or
+// a device's configurations, enrollment tokens, devices, sessions, receipts; users with a
+// configuration there); delete_connection only configurations in its profiles; and the calls
+// that act on a user as a whole (disable_user, enable_user, destroy, delete_user_authorizations)
+// only users whose configurations and enrollment tokens all lie in its profiles, and who have at
+// least one configuration: so such a key never touches a configuration, a token, nor a user,
+// outside its reach.
 // The user check runs inside the change's transaction, after the user's row is locked, so a
 // configuration added meanwhile in another profile cannot slip past it.
 import type { Db } from '../../storage/database.js';
@@ -14,6 +16,26 @@ import type { ProfileId, UserId } from '../../shared/ids.js';
 import { describeKey, profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
+
+/** The profiles a call may see and touch, for a query's filter; null: every profile. */
+export function reachableProfiles(ctx: PortalContext): readonly ProfileId[] | null {
+  const limit = profileLimit(ctx.call);
+  return limit === null ? null : [...limit];
+}
+
+/** Whether the call may see and touch things of the profile. */
+export function withinReach(ctx: PortalContext, profileId: string): boolean {
+  const limit = profileLimit(ctx.call);
+  return limit === null || limit.has(profileId as ProfileId);
+}
+
+/** Of things that each lie in one profile (profiles, configurations, tokens), those the call may see, in their order. */
+export function visibleToCall<T extends { readonly profileId: ProfileId }>(
+  ctx: PortalContext,
+  items: readonly T[],
+): T[] {
+  return items.filter((item) => withinReach(ctx, item.profileId));
+}
 
 /** Refuses (403) a profile outside the key's profiles. */
 export function assertProfileAllowed(ctx: PortalContext, profileId: string): void {
@@ -69,6 +91,5 @@ export function visibleProfiles<P extends { readonly profileId: ProfileId }>(
   ctx: PortalContext,
   profiles: readonly P[],
 ): P[] {
-  const limit = profileLimit(ctx.call);
-  return limit === null ? [...profiles] : profiles.filter((profile) => limit.has(profile.profileId));
+  return visibleToCall(ctx, profiles);
 }

@@ -35,7 +35,6 @@ import { nextRevision, type Revision } from '../../storage/revisions.js';
 import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
 import { deletePeersOfDevice, type WireGuardPeer } from '../../storage/wg-peers.js';
-import { profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import {
@@ -47,7 +46,7 @@ import {
   type PortalEvent,
 } from '../events.js';
 import { removalsOf, releaseAddresses } from '../nodes/index.js';
-import { assertProfileAllowed } from '../access/index.js';
+import { assertProfileAllowed, reachableProfiles, visibleToCall } from '../access/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 export type { DeviceConfiguration, StoredDevice } from '../../storage/devices.js';
@@ -194,12 +193,12 @@ async function sameRegistration(
   return same;
 }
 
-/** One device with its configurations; 404 when there is none, 403 when outside the key's profiles. */
+/** One device with its configurations the key may see; 404 when there is none, 403 when outside the key's profiles. */
 export async function getDevice(ctx: PortalContext, deviceId: DeviceId): Promise<DeviceRecord> {
   const device = await findDevice(ctx.db, deviceId);
   if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
   assertProfileAllowed(ctx, device.profileId);
-  return { device, configurations: await configurationsOfDevice(ctx.db, deviceId) };
+  return { device, configurations: visibleToCall(ctx, await configurationsOfDevice(ctx.db, deviceId)) };
 }
 
 export interface DevicePage {
@@ -208,25 +207,23 @@ export interface DevicePage {
   readonly nextCursor: DeviceId | null;
 }
 
-/** One page of devices the caller may see (of its profiles), newest first. */
+/** One page of devices the caller may see (of its profiles), newest first, each with the configurations it may see. */
 export async function listDevices(
   ctx: PortalContext,
   filter: Omit<DeviceFilter, 'profiles' | 'limit'> & { readonly limit?: number },
 ): Promise<DevicePage> {
   const limit = filter.limit ?? DEFAULT_DEVICE_PAGE;
-  const keyProfiles = profileLimit(ctx.call);
-  const rows = await listStoredDevices(ctx.db, {
-    ...filter,
-    profiles: keyProfiles === null ? null : [...keyProfiles],
-    limit: limit + 1,
-  });
+  const rows = await listStoredDevices(ctx.db, { ...filter, profiles: reachableProfiles(ctx), limit: limit + 1 });
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   const configurations = await configurationsOfDevices(
     ctx.db,
     page.map((device) => device.deviceId),
   );
-  const records = page.map((device) => ({ device, configurations: configurations.get(device.deviceId) ?? [] }));
+  const records = page.map((device) => ({
+    device,
+    configurations: visibleToCall(ctx, configurations.get(device.deviceId) ?? []),
+  }));
   return { devices: records, nextCursor: rows.length > limit && last !== undefined ? last.deviceId : null };
 }
 

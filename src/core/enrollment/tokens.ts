@@ -23,14 +23,14 @@ import {
   type StoredEnrollmentToken,
 } from '../../storage/enrollment-tokens.js';
 import { ensureUser } from '../../storage/users.js';
-import { callerName, profileLimit } from '../admin-call.js';
+import { callerName } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
 import { deviceForIssue, type DeviceReference } from '../devices/index.js';
 import type { Platform } from '../../shared/platforms.js';
 import { PortalError } from '../errors.js';
 import { configurationExpiry } from '../expiry/index.js';
-import { assertProfileAllowed, noSuchProfile } from '../access/index.js';
+import { assertProfileAllowed, noSuchProfile, reachableProfiles } from '../access/index.js';
 
 export type { StoredEnrollmentToken } from '../../storage/enrollment-tokens.js';
 
@@ -123,10 +123,9 @@ export async function createEnrollmentToken(
 
 /** The tokens the caller may see (of its profiles), of one user or all, newest first. */
 export function listEnrollmentTokens(ctx: PortalContext, userId: UserId | undefined): Promise<StoredEnrollmentToken[]> {
-  const limit = profileLimit(ctx.call);
   return listStoredTokens(ctx.db, {
     ...(userId === undefined ? {} : { userId }),
-    profiles: limit === null ? null : [...limit],
+    profiles: reachableProfiles(ctx),
   });
 }
 

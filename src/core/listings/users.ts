@@ -2,16 +2,16 @@
 // 100,000 users the database writes it faster than JavaScript would, and an unchanged listing
 // comes from the listing cache (src/core/listings/cache.ts). With `prefix`, `limit` or `cursor`
 // (an extension, for the console's user search) a page at a time, straight from the index.
-import { callerProfiles } from '../admin-call.js';
 import type { UsersPage } from '../../protocol/admin-api.js';
 import { userIdsJson, userIdsPage } from '../../storage/users.js';
 import { PortalError } from '../errors.js';
 import type { JsonParts } from '../../shared/json-parts.js';
 import type { PortalContext } from '../context.js';
+import { reachableProfiles } from '../access/index.js';
 
 /** A key limited to some profiles sees only the users with a configuration in them. */
 export function listUsers(ctx: PortalContext, filter: { onlyDisabled: boolean }): Promise<JsonParts> {
-  const profiles = ctx.call === undefined ? null : callerProfiles(ctx.call.caller);
+  const profiles = reachableProfiles(ctx);
   const key = `users:${filter.onlyDisabled ? 'disabled' : 'all'}:${profiles === null ? '*' : JSON.stringify([...profiles].sort())}`;
   return ctx.listings.read(ctx.db, ctx.clock, key, async () => ({
     parts: [Buffer.from(await userIdsJson(ctx.db, { ...filter, profiles }))],
@@ -30,7 +30,7 @@ export interface UsersPageQuery {
 /** One page of the users (or disabled users), sorted; a key limited to profiles sees its users only. */
 export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): Promise<UsersPage> {
   const after = query.cursor === undefined ? null : decodeUserCursor(query.cursor);
-  const profiles = ctx.call === undefined ? null : callerProfiles(ctx.call.caller);
+  const profiles = reachableProfiles(ctx);
   // One more than asked tells whether there is a next page.
   const ids = await userIdsPage(ctx.db, {
     onlyDisabled: query.onlyDisabled,

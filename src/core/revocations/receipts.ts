@@ -28,8 +28,8 @@ import {
   type StoredRevocation,
 } from '../../storage/revocations.js';
 import type { Db } from '../../storage/database.js';
-import { describeKey, profileLimit } from '../admin-call.js';
-import { assertProfileAllowed } from '../access/index.js';
+import { describeKey } from '../admin-call.js';
+import { assertProfileAllowed, reachableProfiles, withinReach } from '../access/index.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { RevocationNotice } from '../events.js';
@@ -202,10 +202,8 @@ export async function listReceipts(
  * profiles (and there is one): it learns nothing of users or configurations outside its reach.
  */
 function visibleTo(ctx: PortalContext, receipt: RevocationReceipt): boolean {
-  const limit = profileLimit(ctx.call);
-  return (
-    limit === null || (receipt.profileIds.length > 0 && receipt.profileIds.every((profileId) => limit.has(profileId)))
-  );
+  if (reachableProfiles(ctx) === null) return true;
+  return receipt.profileIds.length > 0 && receipt.profileIds.every((profileId) => withinReach(ctx, profileId));
 }
 
 async function receiptsOf(db: Db, stored: readonly StoredRevocation[]): Promise<RevocationReceipt[]> {

@@ -5,10 +5,9 @@ import { canonicalAddress } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { ConnectionLogEntry } from '../../protocol/admin-api.js';
 import { connectionLogPage, type ConnectionLogFilter } from '../../storage/connection-log.js';
-import { profileLimit } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import { assertProfileAllowed } from '../access/index.js';
+import { assertProfileAllowed, reachableProfiles } from '../access/index.js';
 
 export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after' | 'profiles' | 'ip'> {
   /** An IPv4 or IPv6 address in any text form (`fd00:0::1` finds `fd00::1`): tunnel or originating. */
@@ -25,7 +24,7 @@ export interface HistoryPage {
 export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQuery): Promise<HistoryPage> {
   if (query.profileId !== undefined) assertProfileAllowed(ctx, query.profileId);
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-  const limit = profileLimit(ctx.call);
+  const profiles = reachableProfiles(ctx);
   const { ip: address, ...filter } = query;
   const ip = address === undefined ? undefined : searchedAddress(address);
   // One more row than asked tells whether there is a next page.
@@ -33,7 +32,7 @@ export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQu
     ...filter,
     ...(ip === undefined ? {} : { ip }),
     ...(after === undefined ? {} : { after }),
-    ...(limit === null ? {} : { profiles: [...limit] }),
+    ...(profiles === null ? {} : { profiles }),
     limit: query.limit + 1,
   });
   const page = rows.slice(0, query.limit);

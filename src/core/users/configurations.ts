@@ -1,12 +1,12 @@
 // GET /user_configuration_list: every configuration of one user, WireGuard and OpenVPN,
 // newest expiry first.
 import type { UserConfiguration } from '../../protocol/admin-api.js';
-import type { ProfileId, UserId, VpnProto } from '../../shared/ids.js';
+import type { UserId, VpnProto } from '../../shared/ids.js';
 import { certificatesOfUser } from '../../storage/certificates.js';
 import { peersOfUser } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import { existingUser } from './existing-user.js';
-import { profileLimit } from '../admin-call.js';
+import { visibleToCall } from '../access/index.js';
 
 /** What both kinds of configuration row share. */
 interface StoredConfiguration {
@@ -19,14 +19,13 @@ interface StoredConfiguration {
 /** A key limited to some profiles sees only the configurations in them. */
 export async function userConfigurations(ctx: PortalContext, userId: UserId): Promise<UserConfiguration[]> {
   await existingUser(ctx, userId);
-  const wireGuard = (await peersOfUser(ctx.db, userId)).map((peer) => entry(peer, peer.publicKey, 'wireguard'));
-  const openVpn = (await certificatesOfUser(ctx.db, userId)).map((certificate) =>
+  const wireGuard = visibleToCall(ctx, await peersOfUser(ctx.db, userId)).map((peer) =>
+    entry(peer, peer.publicKey, 'wireguard'),
+  );
+  const openVpn = visibleToCall(ctx, await certificatesOfUser(ctx.db, userId)).map((certificate) =>
     entry(certificate, certificate.commonName, 'openvpn'),
   );
-  const limit = profileLimit(ctx.call);
-  const visible = [...wireGuard, ...openVpn].filter(
-    (configuration) => limit === null || limit.has(configuration.profile_id as ProfileId),
-  );
+  const visible = [...wireGuard, ...openVpn];
   // ATOM strings in UTC sort as text.
   return visible.sort(
     (a, b) =>
