@@ -89,6 +89,18 @@ export async function enrollmentTokenProfilesOfUser(db: Db, userId: UserId): Pro
   return rows.map((row) => row.profile_id as ProfileId);
 }
 
+/** The profiles of a device's tokens not revoked yet: those retire_device revokes. */
+export async function unrevokedEnrollmentTokenProfilesOfDevice(db: Db, deviceId: DeviceId): Promise<ProfileId[]> {
+  const rows = await db
+    .selectFrom('enrollment_tokens')
+    .select('profile_id')
+    .distinct()
+    .where('device_id', '=', deviceId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  return rows.map((row) => asProfileId(row.profile_id));
+}
+
 /** Revokes every token of a user that could still be used (disable_user). */
 export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: string): Promise<number> {
   const result = await db

@@ -397,6 +397,49 @@ test("a key limited to some profiles registers, sees and retires only its profil
   assert.equal(await deviceState(portal), before);
 });
 
+test('a key limited to some profiles may not retire a device with a configuration or a usable enrollment token outside them: 403 names them, and nothing changes', async (t) => {
+  const portal = await startPortal(t);
+  const key = await makeAdminKey(portal, 'employees-only', { scope: 'write', profiles: ['employees'] });
+  const mixed = await register(portal, { serial: 'MIX-1' });
+  assert.equal((await create(portal, { device_id: mixed.device_id })).status, 200);
+  assert.equal((await create(portal, { device_id: mixed.device_id, profile_id: 'guests' })).status, 200);
+  await portal.admin.enrollmentToken({ user_id: 'alice', profile_id: 'guests', device_id: mixed.device_id });
+  // Only a token in another profile, no configuration at all: retiring would still revoke it.
+  const staged = await register(portal, { serial: 'MIX-2' });
+  const token = await portal.admin.enrollmentToken({
+    user_id: 'alice',
+    profile_id: 'guests',
+    device_id: staged.device_id,
+  });
+  const before = await deviceState(portal);
+  for (const [device, held] of [
+    [mixed, 'configurations in guests and enrollment tokens in guests'],
+    [staged, 'enrollment tokens in guests'],
+  ] as const) {
+    const refused = await portal.post('/retire_device', { device_id: device.device_id }, bearer(key));
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(
+      errorBody(refused.text),
+      `key "employees-only" may not retire device "${device.device_id}": it has ${held}, outside its profiles (employees)`,
+    );
+  }
+  assert.equal(await deviceState(portal), before, 'no configuration, token or device changed');
+  const refusals = (await auditLog(portal)).filter((entry) => entry.call === 'retire_device');
+  assert.deepEqual(
+    refusals.map((entry) => entry.status),
+    [403, 403],
+  );
+
+  // A revoked token changes no more: the device lies within the key's reach again.
+  assert.equal(
+    (await portal.post('/revoke_enrollment_token', { user_id: 'alice', token_id: token.token_id })).status,
+    204,
+  );
+  const retired = await portal.post('/retire_device', { device_id: staged.device_id }, bearer(key));
+  assert.equal(retired.status, 200, retired.text);
+  assert.equal((retired.json() as { device: DeviceInfo }).device.state, 'retired');
+});
+
 test('a key limited to some profiles sees of a device only its configurations in them, in device and devices alike', async (t) => {
   const portal = await startPortal(t);
   const device = await register(portal, { serial: 'SEEN-1' });

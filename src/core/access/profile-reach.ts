@@ -2,15 +2,20 @@
 // decides it, which every call asks. The rules (docs/admin-keys.md, "Profile limits"): create
 // only in its profiles; every listing and record shows only things of its profiles (a user's or
 // a device's configurations, enrollment tokens, devices, sessions, receipts; users with a
-// configuration there); delete_connection only configurations in its profiles; and the calls
-// that act on a user as a whole (disable_user, enable_user, destroy, delete_user_authorizations)
-// only users whose configurations and enrollment tokens all lie in its profiles, and who have at
-// least one configuration: so such a key never touches a configuration, a token, nor a user,
-// outside its reach.
-// The user check runs inside the change's transaction, after the user's row is locked, so a
-// configuration added meanwhile in another profile cannot slip past it.
+// configuration there); delete_connection, extend and revoke_enrollment_token only things in its
+// profiles; retire_device only a device of its profiles whose configurations and unrevoked
+// enrollment tokens all lie in them; and the calls that act on a user as a whole (disable_user,
+// enable_user, destroy, delete_user_authorizations) only users whose configurations and enrollment
+// tokens all lie in its profiles, and who have at least one configuration: so such a
+// key never changes a configuration, a token, a device nor a user outside its reach.
+// The user and device checks run inside the change's transaction, after the row is locked, so a
+// configuration added meanwhile in another profile cannot slip past them.
 import type { Db } from '../../storage/database.js';
-import { enrollmentTokenProfilesOfUser } from '../../storage/enrollment-tokens.js';
+import { configurationsOfDevice, type StoredDevice } from '../../storage/devices.js';
+import {
+  enrollmentTokenProfilesOfUser,
+  unrevokedEnrollmentTokenProfilesOfDevice,
+} from '../../storage/enrollment-tokens.js';
 import { configurationProfilesOfUser } from '../../storage/users.js';
 import type { ProfileId, UserId } from '../../shared/ids.js';
 import { describeKey, profileLimit } from '../admin-call.js';
@@ -35,6 +40,14 @@ export function visibleToCall<T extends { readonly profileId: ProfileId }>(
   items: readonly T[],
 ): T[] {
   return items.filter((item) => withinReach(ctx, item.profileId));
+}
+
+/** The profiles of the portal a call may see, in the configuration's order. */
+export function visibleProfiles<P extends { readonly profileId: ProfileId }>(
+  ctx: PortalContext,
+  profiles: readonly P[],
+): P[] {
+  return visibleToCall(ctx, profiles);
 }
 
 /** Refuses (403) a profile outside the key's profiles. */
@@ -63,18 +76,54 @@ export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: 
       `${key} may not change user "${userId}" as a whole: the user has no configuration in its profiles (${allowed})`,
     );
   }
-  const outside = (profiles: readonly ProfileId[]) => profiles.filter((profileId) => !limit.has(profileId));
-  const held = [
-    { what: 'configurations', profiles: outside(configurationProfiles) },
-    { what: 'enrollment tokens', profiles: outside(await enrollmentTokenProfilesOfUser(db, userId)) },
-  ].filter((entry) => entry.profiles.length > 0);
-  if (held.length > 0) {
-    const list = held.map((entry) => `${entry.what} in ${[...entry.profiles].sort().join(', ')}`).join(' and ');
+  const held = heldOutside(limit, [
+    { what: 'configurations', profiles: configurationProfiles },
+    { what: 'enrollment tokens', profiles: await enrollmentTokenProfilesOfUser(db, userId) },
+  ]);
+  if (held !== null) {
     throw new PortalError(
       'not-allowed',
-      `${key} may not change user "${userId}" as a whole: the user has ${list}, outside its profiles (${allowed})`,
+      `${key} may not change user "${userId}" as a whole: the user has ${held}, outside its profiles (${allowed})`,
     );
   }
+}
+
+/**
+ * Refuses (403) retiring a device outside the key's profiles, or one that has configurations or
+ * enrollment tokens not revoked yet (which retiring would take away or revoke) outside them,
+ * naming what lies outside. Retiring is final and whole: it does all of it or nothing.
+ */
+export async function assertDeviceWithinReach(ctx: PortalContext, db: Db, device: StoredDevice): Promise<void> {
+  assertProfileAllowed(ctx, device.profileId);
+  const limit = profileLimit(ctx.call);
+  if (limit === null || ctx.call === undefined) return;
+  const configurations = await configurationsOfDevice(db, device.deviceId);
+  const held = heldOutside(limit, [
+    { what: 'configurations', profiles: configurations.map((configuration) => configuration.profileId) },
+    { what: 'enrollment tokens', profiles: await unrevokedEnrollmentTokenProfilesOfDevice(db, device.deviceId) },
+  ]);
+  if (held !== null) {
+    throw new PortalError(
+      'not-allowed',
+      `${describeKey(ctx.call)} may not retire device "${device.deviceId}": it has ${held}, outside its profiles (${[...limit].join(', ')})`,
+    );
+  }
+}
+
+/** "configurations in guests, devices in guests and …" for what lies outside the limit; null when nothing does. */
+function heldOutside(
+  limit: ReadonlySet<ProfileId>,
+  things: readonly { readonly what: string; readonly profiles: readonly ProfileId[] }[],
+): string | null {
+  const held = things
+    .map(({ what, profiles }) => {
+      const outside = [...new Set(profiles.filter((profileId) => !limit.has(profileId)))].sort();
+      return outside.length === 0 ? null : `${what} in ${outside.join(', ')}`;
+    })
+    .filter((entry) => entry !== null);
+  const last = held.pop();
+  if (last === undefined) return null;
+  return held.length === 0 ? last : `${held.join(', ')} and ${last}`;
 }
 
 /** 404 for a profile the configuration does not have: the reference's text, then the profiles the key may use. */
@@ -84,12 +133,4 @@ export function noSuchProfile(ctx: PortalContext, profileId: string): PortalErro
     'no-such-profile',
     `no such "profile_id": "${profileId}"; known profiles: ${known.join(', ')}`,
   );
-}
-
-/** The profiles of the portal a call may see, in the configuration's order. */
-export function visibleProfiles<P extends { readonly profileId: ProfileId }>(
-  ctx: PortalContext,
-  profiles: readonly P[],
-): P[] {
-  return visibleToCall(ctx, profiles);
 }

@@ -46,7 +46,7 @@ import {
   type PortalEvent,
 } from '../events.js';
 import { removalsOf, releaseAddresses } from '../nodes/index.js';
-import { assertProfileAllowed, reachableProfiles, visibleToCall } from '../access/index.js';
+import { assertDeviceWithinReach, assertProfileAllowed, reachableProfiles, visibleToCall } from '../access/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 export type { DeviceConfiguration, StoredDevice } from '../../storage/devices.js';
@@ -348,12 +348,12 @@ export async function retireDevice(
   const retired = await ctx.events.change(ctx.db, async (trx, announce) => {
     const device = await lockDevice(trx, deviceId);
     if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
-    assertProfileAllowed(ctx, device.profileId);
+    // A key limited to some profiles retires a device whole or not at all: refused (403) when
+    // a configuration or a token it would take away lies outside them.
+    await assertDeviceWithinReach(ctx, trx, device);
     if (device.state === 'retired') return undefined;
     const peers = await deletePeersOfDevice(trx, deviceId);
     const certificates = await deleteCertificatesOfDevice(trx, deviceId);
-    // A key limited to some profiles never takes away a configuration outside them.
-    for (const configuration of [...peers, ...certificates]) assertProfileAllowed(ctx, configuration.profileId);
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const at = ctx.clock.now();
     await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
