@@ -173,6 +173,12 @@ export async function liveDevicesWithCertificates(
   return rows.map(toDevice);
 }
 
+/** The profiles of a user's devices, retired ones too (their rows stay until the user is destroyed). */
+export async function deviceProfilesOfUser(db: Db, userId: UserId): Promise<ProfileId[]> {
+  const rows = await db.selectFrom('devices').select('profile_id').distinct().where('user_id', '=', userId).execute();
+  return rows.map((row) => asProfileId(row.profile_id));
+}
+
 /** A user's devices that are not retired. */
 export async function liveDevicesOfUser(db: Db, userId: UserId): Promise<StoredDevice[]> {
   const rows = await db

@@ -397,7 +397,7 @@ test("a key limited to some profiles registers, sees and retires only its profil
   assert.equal(await deviceState(portal), before);
 });
 
-test('a key limited to some profiles may not retire a device with a configuration or a usable enrollment token outside them: 403 names them, and nothing changes', async (t) => {
+test('a key limited to some profiles may not retire a device with a configuration or an enrollment token not revoked yet outside them: 403 names them, and nothing changes', async (t) => {
   const portal = await startPortal(t);
   const key = await makeAdminKey(portal, 'employees-only', { scope: 'write', profiles: ['employees'] });
   const mixed = await register(portal, { serial: 'MIX-1' });

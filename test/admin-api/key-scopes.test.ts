@@ -800,6 +800,167 @@ test('a key limited to some profiles changes no user who has an enrollment token
   assert.equal((await portal.post('/disable_user', { user_id: 'solo' }, bearer(writer))).status, 204);
 });
 
+test('a key limited to some profiles changes no user who has a device registered in another profile', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const writer = await makeAdminKey(portal, 'writer', { scope: 'write', profiles: ['employees'] });
+  const admin = await makeAdminKey(portal, 'admin', { scope: 'admin', profiles: ['employees'] });
+  assert.equal((await portal.post('/create', { user_id: 'held', profile_id: 'employees' })).status, 200);
+  // A device staged in guests, with no configuration yet: destroy would delete it, disable_user keep it from enrolling.
+  await portal.admin.registerDevice({ user_id: 'held', profile_id: 'guests', platform: 'macos', serial: 'G-STAGED' });
+  await authorize(portal, 'held', 'held-auth');
+  const before = await portalState(portal);
+  for (const [path, key, name] of [
+    ['/disable_user', writer, 'writer'],
+    ['/enable_user', writer, 'writer'],
+    ['/destroy', admin, 'admin'],
+    ['/delete_user_authorizations', admin, 'admin'],
+  ] as const) {
+    const response = await portal.post(path, { user_id: 'held' }, bearer(key));
+    assert.equal(response.status, 403, `${path}: ${response.text}`);
+    assert.equal(
+      errorBody(response.text),
+      `key "${name}" may not change user "held" as a whole: the user has devices in guests, outside its profiles (employees)`,
+      path,
+    );
+  }
+  assert.deepEqual(await portalState(portal), before, 'the device, the user and its authorizations are untouched');
+});
+
+test('a key limited to one profile changes nothing of another profile through any call that names a user, a device, a configuration or a token, and sees none of it', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const key = bearer(await makeAdminKey(portal, 'mdm', { scope: 'admin', profiles: ['employees'] }));
+  const idOf = (response: ApiResponse) => {
+    assert.equal(response.status, 200, response.text);
+    return wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
+  };
+  // The user "mixt" has something of everything in both profiles, made with the secret.
+  const laptop = idOf(await portal.post('/create', { user_id: 'mixt', profile_id: 'employees' }));
+  const phone = idOf(await portal.post('/create', { user_id: 'mixt', profile_id: 'guests' }));
+  const managed = await portal.admin.registerDevice({
+    user_id: 'mixt',
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: 'E-1',
+  });
+  const staged = await portal.admin.registerDevice({
+    user_id: 'mixt',
+    profile_id: 'guests',
+    platform: 'ios',
+    serial: 'G-1',
+  });
+  const managedInGuests = idOf(
+    await portal.post('/create', { user_id: 'mixt', profile_id: 'guests', device_id: managed.device_id }),
+  );
+  const guestsToken = await portal.admin.enrollmentToken({
+    user_id: 'mixt',
+    profile_id: 'guests',
+    device_id: managed.device_id,
+  });
+  await authorize(portal, 'mixt', 'mixt-auth');
+
+  const guests = 'key "mdm" may not use profile "guests" (it is limited to: employees)';
+  const wholeUser =
+    'key "mdm" may not change user "mixt" as a whole: the user has configurations in guests, enrollment tokens in guests and devices in guests, outside its profiles (employees)';
+  const refusals: [string, Record<string, string>, string][] = [
+    ['/create', { user_id: 'mixt', profile_id: 'guests' }, guests],
+    ['/create', { user_id: 'mixt', profile_id: 'employees', device_id: staged.device_id }, guests],
+    ['/create', { user_id: 'mixt', profile_id: 'employees', serial: 'G-1' }, guests],
+    ['/enrollment_token', { user_id: 'mixt', profile_id: 'guests' }, guests],
+    ['/enrollment_token', { user_id: 'mixt', profile_id: 'employees', device_id: staged.device_id }, guests],
+    ['/register_device', { user_id: 'mixt', profile_id: 'guests', platform: 'ios', serial: 'G-2' }, guests],
+    ['/delete_connection', { user_id: 'mixt', connection_id: phone }, guests],
+    ['/delete_connection', { user_id: 'mixt', connection_id: managedInGuests }, guests],
+    ['/extend', { user_id: 'mixt', connection_id: phone }, guests],
+    ['/revoke_enrollment_token', { user_id: 'mixt', token_id: guestsToken.token_id }, guests],
+    ['/retire_device', { device_id: staged.device_id }, guests],
+    [
+      '/retire_device',
+      { device_id: managed.device_id },
+      `key "mdm" may not retire device "${managed.device_id}": it has configurations in guests and enrollment tokens in guests, outside its profiles (employees)`,
+    ],
+    ['/disable_user', { user_id: 'mixt' }, wholeUser],
+    ['/enable_user', { user_id: 'mixt' }, wholeUser],
+    ['/destroy', { user_id: 'mixt' }, wholeUser],
+    ['/delete_user_authorizations', { user_id: 'mixt' }, wholeUser],
+  ];
+  const before = await portalState(portal);
+  for (const [path, form, message] of refusals) {
+    const response = await portal.post(path, form, key);
+    const cell = `${path} ${JSON.stringify(form)}`;
+    assert.equal(response.status, 403, `${cell}: ${response.text}`);
+    assert.equal(errorBody(response.text), message, cell);
+    assert.deepEqual(await portalState(portal), before, `${cell}: nothing changed`);
+  }
+
+  // What it may do for the same user and device touches its own profile only.
+  const guestsThings = async () => {
+    const db = portal.portal.ctx.db;
+    return {
+      peers: await db
+        .selectFrom('wg_peers')
+        .selectAll()
+        .where('profile_id', '=', 'guests')
+        .orderBy('public_key')
+        .execute(),
+      tokens: await db.selectFrom('enrollment_tokens').selectAll().where('profile_id', '=', 'guests').execute(),
+      devices: await db.selectFrom('devices').selectAll().where('profile_id', '=', 'guests').execute(),
+    };
+  };
+  const guestsBefore = await guestsThings();
+  const managedLaptop = idOf(
+    await portal.post('/create', { user_id: 'mixt', profile_id: 'employees', device_id: managed.device_id }, key),
+  );
+  assert.equal(
+    (await portal.post('/extend', { user_id: 'mixt', connection_id: laptop }, key)).status,
+    200,
+    'extend of its own configuration',
+  );
+  assert.deepEqual(await guestsThings(), guestsBefore);
+
+  // And it sees only its own profile's part of the user and its devices.
+  const shown = async (path: string, form: Record<string, string>) => {
+    const response = await portal.get(path, form, key);
+    assert.equal(response.status, 200, `${path}: ${response.text}`);
+    return response.json() as Record<string, unknown>;
+  };
+  const configurations = (await shown('/user_configuration_list', { user_id: 'mixt' }))['user_configuration_list'] as {
+    connection_id: string;
+  }[];
+  assert.deepEqual(configurations.map((entry) => entry.connection_id).sort(), [laptop, managedLaptop].sort());
+  assert.deepEqual((await shown('/enrollment_tokens', { user_id: 'mixt' }))['enrollment_tokens'], []);
+  const devices = (await shown('/devices', { user_id: 'mixt' }))['devices'] as {
+    device_id: string;
+    configurations: { connection_id: string }[];
+  }[];
+  assert.deepEqual(
+    devices.map((device) => [device.device_id, device.configurations.map((entry) => entry.connection_id)]),
+    [[managed.device_id, [managedLaptop]]],
+  );
+  const device = (await shown('/device', { device_id: managed.device_id }))['device'] as {
+    configurations: { connection_id: string }[];
+  };
+  assert.deepEqual(
+    device.configurations.map((entry) => entry.connection_id),
+    [managedLaptop],
+  );
+  assert.equal((await portal.get('/device', { device_id: staged.device_id }, key)).status, 403);
+  const lists = (await shown('/connection_list', { show_all: 'on' }))['connection_list'] as Record<
+    string,
+    { connection_id: string }[]
+  >;
+  assert.deepEqual(Object.keys(lists), ['employees']);
+  assert.deepEqual(
+    (lists['employees'] ?? []).map((entry) => entry.connection_id).sort(),
+    [laptop, managedLaptop].sort(),
+  );
+  assert.deepEqual((await shown('/connected_users', { show_all: 'on' }))['connected_users'], { employees: ['mixt'] });
+  // A receipt of a guests configuration (the secret deleted it) stays hidden.
+  assert.equal((await portal.post('/delete_connection', { user_id: 'mixt', connection_id: phone })).status, 204);
+  assert.deepEqual((await shown('/revocations', { user_id: 'mixt' }))['revocations'], []);
+});
+
 test('the OpenAPI document names the scope of every call, the Idempotency-Key header of every POST, and the extensions', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());

@@ -5,13 +5,13 @@
 // configuration there); delete_connection, extend and revoke_enrollment_token only things in its
 // profiles; retire_device only a device of its profiles whose configurations and unrevoked
 // enrollment tokens all lie in them; and the calls that act on a user as a whole (disable_user,
-// enable_user, destroy, delete_user_authorizations) only users whose configurations and enrollment
-// tokens all lie in its profiles, and who have at least one configuration: so such a
+// enable_user, destroy, delete_user_authorizations) only users whose configurations, enrollment
+// tokens and devices all lie in its profiles, and who have at least one configuration: so such a
 // key never changes a configuration, a token, a device nor a user outside its reach.
 // The user and device checks run inside the change's transaction, after the row is locked, so a
 // configuration added meanwhile in another profile cannot slip past them.
 import type { Db } from '../../storage/database.js';
-import { configurationsOfDevice, type StoredDevice } from '../../storage/devices.js';
+import { configurationsOfDevice, deviceProfilesOfUser, type StoredDevice } from '../../storage/devices.js';
 import {
   enrollmentTokenProfilesOfUser,
   unrevokedEnrollmentTokenProfilesOfDevice,
@@ -62,7 +62,7 @@ export function assertProfileAllowed(ctx: PortalContext, profileId: string): voi
 
 /**
  * Refuses (403) a call on a user as a whole unless everything of the user (configurations,
- * enrollment tokens) is in the key's profiles, naming what lies outside.
+ * enrollment tokens, devices) is in the key's profiles, naming what lies outside.
  */
 export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: UserId): Promise<void> {
   const limit = profileLimit(ctx.call);
@@ -79,6 +79,7 @@ export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: 
   const held = heldOutside(limit, [
     { what: 'configurations', profiles: configurationProfiles },
     { what: 'enrollment tokens', profiles: await enrollmentTokenProfilesOfUser(db, userId) },
+    { what: 'devices', profiles: await deviceProfilesOfUser(db, userId) },
   ]);
   if (held !== null) {
     throw new PortalError(
