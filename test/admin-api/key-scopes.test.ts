@@ -894,6 +894,19 @@ test('a key limited to one profile changes nothing of another profile through an
     assert.deepEqual(await portalState(portal), before, `${cell}: nothing changed`);
   }
 
+  // The serial of the user's device in guests is taken, but the answer does not name that device.
+  const taken = await portal.post(
+    '/register_device',
+    { user_id: 'mixt', profile_id: 'employees', platform: 'ios', serial: 'G-1' },
+    key,
+  );
+  assert.equal(taken.status, 409, taken.text);
+  assert.equal(
+    errorBody(taken.text),
+    '"serial" is already registered to a device of this user outside the key\'s profiles; a key for its profile may retire it',
+  );
+  assert.deepEqual(await portalState(portal), before);
+
   // What it may do for the same user and device touches its own profile only.
   const guestsThings = async () => {
     const db = portal.portal.ctx.db;

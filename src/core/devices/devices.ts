@@ -46,7 +46,13 @@ import {
   type PortalEvent,
 } from '../events.js';
 import { removalsOf, releaseAddresses } from '../nodes/index.js';
-import { assertDeviceWithinReach, assertProfileAllowed, reachableProfiles, visibleToCall } from '../access/index.js';
+import {
+  assertDeviceWithinReach,
+  assertProfileAllowed,
+  reachableProfiles,
+  visibleToCall,
+  withinReach,
+} from '../access/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 export type { DeviceConfiguration, StoredDevice } from '../../storage/devices.js';
@@ -126,7 +132,7 @@ export async function registerDevice(ctx: PortalContext, registration: DeviceReg
         const now = ctx.clock.now();
         const user = await ensureUser(trx, registration.userId, formatAtom(now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
-        const existing = await sameRegistration(trx, registration);
+        const existing = await sameRegistration(ctx, trx, registration);
         if (existing !== undefined) return existing;
         const device: StoredDevice = {
           deviceId: newDeviceId(now),
@@ -156,6 +162,7 @@ export async function registerDevice(ctx: PortalContext, registration: DeviceReg
 
 /** The live device already registered exactly so (a retry), or undefined; 409 when an identifier is held otherwise. */
 async function sameRegistration(
+  ctx: PortalContext,
   trx: Transaction<Database>,
   registration: DeviceRegistration,
 ): Promise<StoredDevice | undefined> {
@@ -183,9 +190,12 @@ async function sameRegistration(
       device.serial === (registration.serial ?? null) &&
       device.mdmId === (registration.mdmId ?? null);
     if (!identical || (same !== undefined && same.deviceId !== device.deviceId)) {
+      // A key limited to some profiles learns no more of a device outside them than that it is there.
       throw new PortalError(
         'conflict',
-        `"${holder.name}" is already registered to device ${device.deviceId} of this user, with other details; retire it first`,
+        withinReach(ctx, device.profileId)
+          ? `"${holder.name}" is already registered to device ${device.deviceId} of this user, with other details; retire it first`
+          : `"${holder.name}" is already registered to a device of this user outside the key's profiles; a key for its profile may retire it`,
       );
     }
     same = device;
