@@ -183,9 +183,9 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   }
   if (certificateCheck !== null) {
     const check = certificateCheck;
-    check.start();
+    check.revocationLists.start();
     metrics.observeRevocationLists(
-      () => check.revocationLists(),
+      () => check.revocationLists.states(),
       () => clock.now().getTime(),
     );
   }
@@ -219,7 +219,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       nodes.stop();
       await app.close();
       await enrollTls?.close();
-      await certificateCheck?.stop();
+      await certificateCheck?.revocationLists.stop();
       await mdmInventory?.stop();
       await webhooks.stop();
       await metricsServer?.close();

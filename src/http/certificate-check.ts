@@ -3,14 +3,12 @@
 // that forwards the verified certificate in a header (`enrollment.clientCertificate.header`,
 // believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader`
 // SUCCESS, see src/http/enroll.ts). Either way the portal checks the chain itself.
-// It keeps the revocation lists (files, or http(s) URLs): a file is read at start (one that
-// cannot be parsed refuses the start), and every list every crlRefresh after; a list that fails
-// keeps its last good one and is logged once. After each refresh the devices bound to a revoked
-// certificate are retired (issue 23, item 4). A refused enrollment is in the audit log.
-import { readFile } from 'node:fs/promises';
+// A revocation list file is parsed at start (one that cannot be parsed refuses the start); the
+// lists are kept fresh by src/core/devices/revocation-lists.ts. A refused enrollment is in the
+// audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../config/portal-config.js';
-import { retireDevicesOfRevokedCertificates } from '../core/devices/index.js';
+import { RevocationListRefresher } from '../core/devices/index.js';
 import { enrollByCertificate } from '../core/enrollment/index.js';
 import type { PortalContext } from '../core/context.js';
 import { ClientCertificateVerifier } from '../keys/client-certificate.js';
@@ -24,29 +22,11 @@ import { CERTIFICATE_ENROLL_PARAMS, ENROLL_PATH } from '../protocol/admin-api.js
 import { readParams } from './params.js';
 import { configurationAnswer } from './routes/create.js';
 
-export interface RevocationListState {
-  /** The file or URL, as configured (resolved). */
-  readonly file: string;
-  /** When the list in use was made (its thisUpdate); null until one was read. */
-  readonly thisUpdate: Date | null;
-  readonly entries: number;
-  /** The last attempt to read this list failed (the one in use is kept). */
-  readonly failing: boolean;
-  /** Why it failed, while it does. */
-  readonly lastError: string | null;
-}
-
-/** A revocation list fetched over http(s) larger than this is refused. */
-const MAX_CRL_BYTES = 20 * 1024 * 1024;
-
 export class CertificateCheck {
   readonly verifier: ClientCertificateVerifier;
   readonly config: ClientCertificateConfig;
-  readonly #ctx: PortalContext;
-  #timer: NodeJS.Timeout | undefined;
-  /** Per list: why its last reading failed; null while it reads. */
-  readonly #errors: (string | null)[];
-  #refreshing: Promise<void> | null = null;
+  /** Keeps the verifier's revocation lists fresh and retires the devices they revoke. */
+  readonly revocationLists: RevocationListRefresher;
 
   /** Null when `enrollment.clientCertificate` is not set; throws, naming the option, when a trust anchor or revocation list cannot be parsed. */
   static fromConfig(ctx: PortalContext): CertificateCheck | null {
@@ -55,9 +35,7 @@ export class CertificateCheck {
   }
 
   private constructor(ctx: PortalContext, config: ClientCertificateConfig) {
-    this.#ctx = ctx;
     this.config = config;
-    this.#errors = config.crlSources.map(() => null);
     const rule =
       config.deviceId.prefix === undefined
         ? { from: config.deviceId.from }
@@ -73,87 +51,8 @@ export class CertificateCheck {
     } catch (error) {
       throw new Error(`enrollment.clientCertificate.crl: not a PEM or DER revocation list (${messageOf(error)})`);
     }
+    this.revocationLists = new RevocationListRefresher(ctx, config, this.verifier);
   }
-
-  /** Reads the lists now (a URL's first fetch, and devices revoked while the portal was down), then every crlRefresh. */
-  start(): void {
-    if (this.config.crlSources.length === 0) return;
-    void this.refresh();
-    this.#timer = setInterval(() => void this.refresh(), this.config.crlRefreshMs);
-    this.#timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#refreshing;
-  }
-
-  /** Each revocation list as last read, for the metrics. */
-  revocationLists(): RevocationListState[] {
-    const summary = this.verifier.crlSummary;
-    return this.config.crlSources.map((source, index) => ({
-      file: source.location,
-      thisUpdate: summary[index]?.thisUpdate ?? null,
-      entries: summary[index]?.entries ?? 0,
-      failing: this.#errors[index] !== null,
-      lastError: this.#errors[index] ?? null,
-    }));
-  }
-
-  /**
-   * Reads every list again (one that fails keeps its last good one, logged once until it reads
-   * again), then retires the live devices bound to a certificate the lists revoke. A list that
-   * cannot be read never retires anything by itself: only what a good list names counts.
-   */
-  refresh(): Promise<void> {
-    this.#refreshing ??= this.#refresh().finally(() => {
-      this.#refreshing = null;
-    });
-    return this.#refreshing;
-  }
-
-  async #refresh(): Promise<void> {
-    await Promise.all(
-      this.config.crlSources.map(async (source, index) => {
-        try {
-          await this.verifier.replaceCrl(
-            index,
-            source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location),
-          );
-          if (this.#errors[index] !== null)
-            this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
-          this.#errors[index] = null;
-        } catch (error) {
-          if (this.#errors[index] === null) {
-            this.#ctx.logger.error(
-              { err: error, crl: source.location },
-              'a certificate revocation list cannot be read; the last good one stays in use',
-            );
-          }
-          this.#errors[index] = messageOf(error);
-        }
-      }),
-    );
-    try {
-      await retireDevicesOfRevokedCertificates(this.#ctx, this.verifier.revoked);
-    } catch (error) {
-      this.#ctx.logger.error(
-        { err: error },
-        'devices with revoked certificates could not be looked up; tried again at the next refresh',
-      );
-    }
-  }
-}
-
-/** A revocation list from an http(s) URL: 200 within 30 s, at most MAX_CRL_BYTES. */
-async function fetchCrl(url: string): Promise<Buffer> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(30_000), redirect: 'follow' });
-  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-  const length = Number(response.headers.get('content-length') ?? 0);
-  if (length > MAX_CRL_BYTES) throw new Error(`${url} is larger than ${MAX_CRL_BYTES} bytes`);
-  const body = Buffer.from(await response.arrayBuffer());
-  if (body.length > MAX_CRL_BYTES) throw new Error(`${url} is larger than ${MAX_CRL_BYTES} bytes`);
-  return body;
 }
 
 /**

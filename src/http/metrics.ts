@@ -16,8 +16,7 @@ import { openRevocationCount } from '../storage/revocations.js';
 import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
-import type { RevocationListState } from './certificate-check.js';
-import type { MdmInventorySchedule } from '../core/devices/index.js';
+import type { MdmInventorySchedule, RevocationListState } from '../core/devices/index.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();

@@ -2,3 +2,4 @@
 export * from './devices.js';
 export * from './revoked-certificates.js';
 export * from './mdm-inventory.js';
+export * from './revocation-lists.js';
