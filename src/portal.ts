@@ -184,10 +184,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   if (certificateCheck !== null) {
     const check = certificateCheck;
     check.revocationLists.start();
-    metrics.observeRevocationLists(
-      () => check.revocationLists.states(),
-      () => clock.now().getTime(),
-    );
+    metrics.observeRevocationLists(check.revocationLists, () => clock.now().getTime());
   }
   if (!keys.adminApiEnabled())
     logger.warn(

@@ -1,10 +1,16 @@
 // `vpn-portal mdm sync --dry-run`: what a pass of the MDM inventory sync (mdmInventory) would do
 // now — read the inventory, compare the live devices — printed, and nothing changed. The pass
 // that retires runs in the portal every mdmInventory.interval, where the nodes are reached.
+// `vpn-portal mdm confirm-crl [SHA256]`: the revocation lists held because they would retire more
+// than enrollment.clientCertificate.crlMaxRetire at once, or the administrator's confirmation
+// that one may retire its devices (stored in the database: every portal instance sees it, and
+// retires them at its next refresh).
 import { ConfigError } from '../config/load.js';
 import { compareWithMdmInventory, type InventoryPass } from '../core/devices/index.js';
 import { systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
+import { confirmRevocationList, revocationListHolds } from '../storage/revocation-list-trust.js';
+import { formatAtom } from '../shared/time.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
 import { parseOptions } from './options.js';
 import { formatTable } from './table.js';
@@ -17,11 +23,13 @@ export async function runMdmCommand(
   printError: (line: string) => void,
 ): Promise<number> {
   const [subcommand, ...rest] = args;
-  const { values } = parseOptions({
+  const { values, positionals } = parseOptions({
     args: [...rest],
     options: { config: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
     strict: true,
+    allowPositionals: subcommand === 'confirm-crl',
   });
+  if (subcommand === 'confirm-crl') return confirmCrl(positionals, values.config, values.json === true, print);
   if (subcommand !== 'sync') throw new ConfigError(`unknown mdm command "${subcommand ?? ''}"\n${MDM_USAGE}`);
   if (values['dry-run'] !== true) {
     throw new ConfigError(
@@ -62,5 +70,44 @@ export async function runMdmCommand(
   );
   const rows = pass.gone.map((device) => [device.deviceId, device.userId, device.serial ?? '-', device.mdmId ?? '-']);
   print(formatTable(['device_id', 'user_id', 'serial', 'mdm_id'], rows));
+  return 0;
+}
+
+/** Without a SHA-256: the held lists; with one: confirms that list. */
+async function confirmCrl(
+  positionals: readonly string[],
+  configPath: string | undefined,
+  json: boolean,
+  print: (line: string) => void,
+): Promise<number> {
+  if (positionals.length > 1) throw new ConfigError(`mdm confirm-crl takes at most one SHA-256\n${MDM_USAGE}`);
+  const [sha256] = positionals;
+  if (sha256 !== undefined && !/^[0-9a-f]{64}$/.test(sha256))
+    throw new ConfigError(`mdm confirm-crl: "${sha256}" is not a SHA-256 (64 lower-case hex digits)\n${MDM_USAGE}`);
+  const config = loadExistingPortalConfig(configPath);
+  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  try {
+    if (sha256 === undefined) {
+      const held = await revocationListHolds(db, { confirmed: false });
+      if (json) print(JSON.stringify(held, null, 2));
+      else if (held.length === 0) print('no revocation list is held');
+      else
+        print(
+          formatTable(
+            ['sha256', 'issuer', 'devices', 'held_at', 'crl'],
+            held.map((hold) => [hold.sha256, hold.issuer, String(hold.devices), hold.heldAt, hold.location]),
+          ),
+        );
+      return 0;
+    }
+    if (!(await confirmRevocationList(db, sha256, formatAtom(new Date())))) {
+      throw new ConfigError(
+        `mdm confirm-crl: no revocation list ${sha256} is held (vpn-portal mdm confirm-crl lists them)`,
+      );
+    }
+  } finally {
+    await db.destroy();
+  }
+  print(`revocation list ${sha256} confirmed: the portal retires its devices at the next refresh`);
   return 0;
 }

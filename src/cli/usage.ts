@@ -14,7 +14,10 @@ export const DB_USAGE = `usage: vpn-portal db migrate|status [--config FILE]
   migrate: apply pending database migrations; status: list them, applied or pending;
   copy: copy every table into an empty database (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
 export const MDM_USAGE = `usage: vpn-portal mdm sync --dry-run [--json] [--config FILE]
-  reads the MDM inventory (mdmInventory) and prints which devices a pass would retire; changes nothing`;
+       vpn-portal mdm confirm-crl [SHA256] [--json] [--config FILE]
+  sync: reads the MDM inventory (mdmInventory) and prints which devices a pass would retire; changes nothing
+  confirm-crl: the revocation lists held because they would retire more than crlMaxRetire at once;
+  with SHA256: lets that list retire its devices (at the portal's next refresh)`;
 export const ADMIN_KEY_USAGE = `usage: vpn-portal admin-key create --name NAME [--scope read|write|admin] [--profile ID]... [--expires-in DURATION]
                                 [--allow CIDR]... [--config FILE]
        vpn-portal admin-key list [--json] [--config FILE]
@@ -111,5 +114,6 @@ export const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAN
   db copy --from DATABASE --to DATABASE              copy every table into an empty database
   admin-key create|list|rotate|revoke …              admin keys with scopes (vpn-portal admin-key --help)
   mdm sync --dry-run [--config FILE]                 what the MDM inventory sync would retire now
+  mdm confirm-crl [SHA256] [--config FILE]           held revocation lists; confirm one
   admin COMMAND …                                    call the Admin API (vpn-portal admin --help)
   --version                                          print the version`;

@@ -22,6 +22,7 @@ import type {
   PortalConfig,
   Profile,
   ProfileNode,
+  RetireLimit,
   VpnNode,
   WireGuardProxy,
 } from './portal-config.js';
@@ -240,6 +241,11 @@ function resolveEnrollment(
               CRL_REFRESH_BOUNDS,
               report,
             ),
+            crlMaxRetire: parseRetireLimit(
+              clientCertificate.crlMaxRetire,
+              'enrollment.clientCertificate.crlMaxRetire',
+              report,
+            ),
             header: clientCertificate.header,
             trustedProxyList: clientCertificate.trustedProxyList,
             verifiedHeader: clientCertificate.verifiedHeader,
@@ -319,15 +325,11 @@ function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: R
       };
       break;
   }
-  const limit = inventory.maxRetirePerPass;
-  const percent = typeof limit === 'string' ? Number(limit.slice(0, -1)) : null;
-  if (percent !== null && (percent <= 0 || percent > 100))
-    report('mdmInventory.maxRetirePerPass', `"${limit}" must be more than 0% and at most 100%`);
   return {
     source,
     matches: inventory.matches ?? raw.enrollment.clientCertificate?.deviceId.matches ?? 'serial',
     intervalMs: boundedMilliseconds(inventory.interval, 'mdmInventory.interval', MDM_INTERVAL_BOUNDS, report),
-    maxRetirePerPass: percent === null ? { kind: 'count', count: Number(limit) } : { kind: 'percent', percent },
+    maxRetirePerPass: parseRetireLimit(inventory.maxRetirePerPass, 'mdmInventory.maxRetirePerPass', report),
     permissionWarning,
   };
 }
@@ -378,6 +380,14 @@ function hostForUrl(host: string): string {
 const CONSOLE_IDLE_BOUNDS = { minMs: 60_000, maxMs: 86_400_000, text: 'between PT1M and P1D' } as const;
 const CONSOLE_LIFETIME_BOUNDS = { minMs: 60_000, maxMs: 7 * 86_400_000, text: 'between PT1M and P7D' } as const;
 const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
+
+/** A retire limit (`maxRetirePerPass`, `crlMaxRetire`): a count, or a percentage above 0 and at most 100. */
+function parseRetireLimit(limit: number | string, option: string, report: Report): RetireLimit {
+  if (typeof limit === 'number') return { kind: 'count', count: limit };
+  const percent = Number(limit.slice(0, -1));
+  if (percent <= 0 || percent > 100) report(option, `"${limit}" must be more than 0% and at most 100%`);
+  return { kind: 'percent', percent };
+}
 
 function boundedMilliseconds(
   text: string,

@@ -157,6 +157,8 @@ export interface ClientCertificateConfig {
   /** Where each revocation list is read again every crlRefreshMs: a file (its contents at start) or an http(s) URL (fetched once the portal runs). */
   readonly crlSources: readonly CrlSource[];
   readonly crlRefreshMs: number;
+  /** A list that would retire more devices at once waits for an administrator's confirmation. */
+  readonly crlMaxRetire: RetireLimit;
   /** The request header of `{baseUrl}enroll` in which a proxy of trustedProxyList forwards the certificate (URL-encoded PEM). */
   readonly header: string;
   /** The proxies (CIDR) whose forwarded certificate is believed; empty: nobody's. */

@@ -384,7 +384,13 @@ export const portalConfigSchema = z.strictObject({
           crlRefresh: isoDuration
             .default('PT5M')
             .describe(
-              'How often the revocation lists are read again, PT1S to P1D; one that cannot be read keeps the last good one.',
+              'How often the revocation lists are read again, PT1S to P1D; one that cannot be read, or is refused (not signed by the CA it names, not yet valid, past its nextUpdate), keeps the last good one.',
+            ),
+          crlMaxRetire: z
+            .union([z.int().min(1), z.string().regex(/^\d{1,3}(\.\d+)?%$/, 'a count, or a percentage such as "5%"')])
+            .default('5%')
+            .describe(
+              'A revocation list that would retire more devices at once than this (a count, or a percentage of the live devices; at least 1) retires none until an administrator confirms it with `vpn-portal mdm confirm-crl`.',
             ),
         })
         .nullable()

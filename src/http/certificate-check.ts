@@ -8,7 +8,7 @@
 // audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../config/portal-config.js';
-import { RevocationListRefresher } from '../core/devices/index.js';
+import { RevocationListRefresher, rememberIntermediateCas } from '../core/devices/index.js';
 import { enrollByCertificate } from '../core/enrollment/index.js';
 import type { PortalContext } from '../core/context.js';
 import { ClientCertificateVerifier } from '../keys/client-certificate.js';
@@ -89,6 +89,11 @@ export async function enrollWithCertificate(
     await auditRefusal(ctx, request.ip, {}, 403, verdict.reason);
     await sendError(reply, 403, verdict.reason);
     return;
+  }
+  try {
+    await rememberIntermediateCas(ctx, verdict.intermediates);
+  } catch (error) {
+    request.log.error({ err: error }, 'the intermediate CAs of an enrolled chain could not be stored');
   }
   const params = readParams('post', request.body, CERTIFICATE_ENROLL_PARAMS);
   let issued: IssuedConfiguration;

@@ -16,7 +16,7 @@ import { openRevocationCount } from '../storage/revocations.js';
 import { countDevices } from '../storage/devices.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from './server.js';
-import type { MdmInventorySchedule, RevocationListState } from '../core/devices/index.js';
+import { CRL_REFUSAL_REASONS, type MdmInventorySchedule, type RevocationListRefresher } from '../core/devices/index.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();
@@ -194,8 +194,9 @@ export class PortalMetrics {
    * label values without end.
    */
   /** The revocation lists of certificate enrollment, read at scrape time from the listener that keeps them. */
-  observeRevocationLists(lists: () => readonly RevocationListState[], now: () => number): void {
+  observeRevocationLists(refresher: RevocationListRefresher, now: () => number): void {
     const registers = [this.registry];
+    const lists = () => refresher.states();
     new Gauge({
       name: 'vpn_portal_crl_age_seconds',
       help: 'Age of each certificate revocation list in use (since its thisUpdate), by file',
@@ -226,6 +227,27 @@ export class PortalMetrics {
       collect() {
         this.reset();
         for (const list of lists()) this.set({ file: list.file }, list.failing ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_crl_held',
+      help: '1 while the revocation list in force would retire more devices than crlMaxRetire allows and waits for `vpn-portal mdm confirm-crl`, else 0; by file',
+      labelNames: ['file'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const list of lists()) this.set({ file: list.file }, list.held ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'vpn_portal_crl_refused_total',
+      help: 'Readings of a revocation list not believed since the portal started, by reason: unreadable, unknown-issuer (no known CA of its name), bad-signature, not-yet-valid, expired, older (than the list in force)',
+      labelNames: ['reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        const refused = refresher.refusals();
+        for (const reason of CRL_REFUSAL_REASONS) this.inc({ reason }, refused.get(reason) ?? 0);
       },
     });
   }

@@ -35,7 +35,12 @@ export interface CrlSummary {
 }
 
 export type ClientCertificateVerdict =
-  | { readonly ok: true; readonly certificate: VerifiedClientCertificate }
+  | {
+      readonly ok: true;
+      readonly certificate: VerifiedClientCertificate;
+      /** The CAs between the leaf and its trust anchor, leaf's issuer first: known CAs whose revocation lists can be verified. */
+      readonly intermediates: readonly x509.X509Certificate[];
+    }
   | { readonly ok: false; readonly reason: string };
 
 /** Certificates longer than this chain are refused (a device's chain is leaf, issuing CA, root). */
@@ -75,20 +80,26 @@ export class ClientCertificateVerifier {
   }
 
   /**
-   * Puts one list into its slot; throws, keeping the slot's list, when it cannot be parsed or
-   * when a trust anchor of its issuer's name exists and did not sign it (a list fetched over
-   * plain http must not be forged).
+   * Puts one list into its slot, for the enrollment check (which verifies a list against the
+   * chain's own issuer again at use). The refresher decides what may go in: a list signed by the
+   * CA it names, and current (src/core/devices/revocation-lists.ts).
    */
-  async replaceCrl(slot: number, input: string | Buffer): Promise<void> {
-    const crl = readCrl(input);
-    const anchors = this.#anchors.filter((anchor) => anchor.subject === crl.issuer);
-    if (anchors.length > 0) {
-      let signed = false;
-      for (const anchor of anchors) if (await crl.verify({ publicKey: anchor.publicKey }, crypto)) signed = true;
-      if (!signed) throw new Error(`the revocation list of "${crl.issuer}" is not signed by that trust anchor`);
-    }
+  replaceCrl(slot: number, crl: x509.X509Crl): void {
     while (this.#crls.length <= slot) this.#crls.push(null);
     this.#crls[slot] = crl;
+  }
+
+  /** Whether this CA certificate leads to a trust anchor, each link signed by the next (through `intermediates`). */
+  async leadsToAnchor(
+    certificate: x509.X509Certificate,
+    intermediates: readonly x509.X509Certificate[],
+  ): Promise<boolean> {
+    return (await this.#chainOf(certificate, intermediates)) !== null;
+  }
+
+  /** The trust anchors of this subject. */
+  anchorsNamed(subject: string): x509.X509Certificate[] {
+    return this.#anchors.filter((anchor) => anchor.subject === subject);
   }
 
   /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes (null: never read). */
@@ -96,16 +107,6 @@ export class ClientCertificateVerifier {
     return this.#crls.map((crl) =>
       crl === null ? null : { issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length },
     );
-  }
-
-  /** What every list in use revokes, for retiring the devices bound to those certificates. */
-  get revoked(): readonly RevokedSerials[] {
-    return this.#crls
-      .filter((crl) => crl !== null)
-      .map((crl) => ({
-        issuer: crl.issuer,
-        serialNumbers: new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber))),
-      }));
   }
 
   /** `presented`: the leaf first, then the intermediates the device sent (DER or PEM). */
@@ -153,6 +154,7 @@ export class ClientCertificateVerifier {
           .filter((name) => name.type === 'email')
           .map((name) => name.value),
       },
+      intermediates: chain.slice(1, -1),
     };
   }
 
@@ -273,7 +275,28 @@ function readCertificates(input: string | Buffer): x509.X509Certificate[] {
   return blocks.map((block) => new x509.X509Certificate(block));
 }
 
-function readCrl(input: string | Buffer): x509.X509Crl {
+/** A parsed revocation list, and a parsed CA certificate, as the refresher handles them. */
+export type RevocationList = x509.X509Crl;
+export type CaCertificate = x509.X509Certificate;
+
+/** A CA certificate from its DER (as stored); throws when it is not one. */
+export function caCertificateFromDer(der: Buffer): CaCertificate {
+  return new x509.X509Certificate(new Uint8Array(der));
+}
+
+/** What one revocation list revokes, its serial numbers normalised. */
+export function revokedSerialsOf(crl: x509.X509Crl): RevokedSerials {
+  return { issuer: crl.issuer, serialNumbers: new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber))) };
+}
+
+/** Whether one of these certificates (the CA the list names) signed the list. */
+export async function crlSignedBy(crl: x509.X509Crl, candidates: readonly x509.X509Certificate[]): Promise<boolean> {
+  for (const candidate of candidates) if (await crl.verify({ publicKey: candidate.publicKey }, crypto)) return true;
+  return false;
+}
+
+/** A revocation list, PEM or DER; throws when it is neither. */
+export function readCrl(input: string | Buffer): x509.X509Crl {
   if (typeof input === 'string') return new x509.X509Crl(input);
   return input.subarray(0, 10).toString('latin1').startsWith('-----')
     ? new x509.X509Crl(input.toString('latin1'))

@@ -42,6 +42,9 @@ export const COPIED_TABLES: readonly {
   { table: 'devices', key: ['device_id'] },
   // Sign-ins to the console: a copy keeps the administrators signed in.
   { table: 'console_sessions', key: ['session_hash'] },
+  // The CAs revocation lists are verified with, and which held lists an administrator confirmed.
+  { table: 'certificate_authorities', key: ['fingerprint'] },
+  { table: 'revocation_list_holds', key: ['sha256'] },
 ];
 
 /** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead); the listing journal, which the copy's own inserts fill. */

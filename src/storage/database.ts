@@ -46,6 +46,7 @@ import { connectionLogSearchSchema } from './migrations/0015-connection-log-sear
 import { consoleSessionsSchema } from './migrations/0017-console-sessions.js';
 import { consoleOidcSessionsSchema } from './migrations/0019-console-oidc-sessions.js';
 import { listingChangesSchema } from './migrations/0020-listing-changes.js';
+import { revocationListTrustSchema } from './migrations/0021-revocation-list-trust.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -77,6 +78,7 @@ const migrations: Record<string, Migration> = {
   '0017-console-sessions': consoleSessionsSchema,
   '0019-console-oidc-sessions': consoleOidcSessionsSchema,
   '0020-listing-changes': listingChangesSchema,
+  '0021-revocation-list-trust': revocationListTrustSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -310,6 +310,28 @@ export interface ConsoleSessionsTable {
   expires_at: string;
 }
 
+/** An intermediate CA seen in an enrolled chain that led to a trust anchor (migration 0021). */
+export interface CertificateAuthoritiesTable {
+  /** SHA-256 of the DER certificate, hex. */
+  fingerprint: string;
+  subject: string;
+  /** The DER certificate, base64. */
+  certificate: string;
+  first_seen_at: string;
+}
+
+/** A revocation list held because it would retire too many devices at once (migration 0021). */
+export interface RevocationListHoldsTable {
+  /** SHA-256 of the list's DER, hex. */
+  sha256: string;
+  issuer: string;
+  location: string;
+  devices: number;
+  held_at: string;
+  /** When an administrator confirmed it (`vpn-portal mdm confirm-crl`); null while it waits. */
+  confirmed_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -334,4 +356,6 @@ export interface Database {
   revocation_nodes: RevocationNodesTable;
   devices: DevicesTable;
   console_sessions: ConsoleSessionsTable;
+  certificate_authorities: CertificateAuthoritiesTable;
+  revocation_list_holds: RevocationListHoldsTable;
 }

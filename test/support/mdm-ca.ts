@@ -14,6 +14,18 @@ export interface DeviceCertificateFiles {
   readonly certificatePem: string;
 }
 
+/** When a revocation list says it was made and will be replaced, and the file it is written to (default `issuing.crl`). */
+export interface CrlTimes {
+  readonly thisUpdate?: Date;
+  readonly nextUpdate?: Date;
+  readonly file?: string;
+}
+
+/** A time as `openssl ca -crl_lastupdate` takes it: YYYYMMDDHHMMSSZ. */
+function opensslTime(time: Date): string {
+  return `${time.toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
+}
+
 export class MdmCa {
   readonly directory: string;
   readonly name: string;
@@ -211,15 +223,28 @@ export class MdmCa {
   }
 
   /** Revokes a device certificate and writes the issuing CA's revocation list; its path. */
-  revoke(certificate: string): string {
+  revoke(certificate: string, times: CrlTimes = {}): string {
     this.#openssl(['ca', '-config', 'ca.cnf', '-revoke', certificate]);
-    return this.writeCrl();
+    return this.writeCrl(times);
   }
 
-  /** The issuing CA's revocation list as it stands (PEM); its path. */
-  writeCrl(): string {
-    this.#openssl(['ca', '-config', 'ca.cnf', '-gencrl', '-out', 'issuing.crl']);
-    return path.join(this.directory, 'issuing.crl');
+  /**
+   * The issuing CA's revocation list as it stands (PEM), made now unless `times` say otherwise
+   * (a list not yet valid, or one past its nextUpdate), into `file`; its path.
+   */
+  writeCrl(times: CrlTimes = {}): string {
+    const file = times.file ?? 'issuing.crl';
+    this.#openssl([
+      'ca',
+      '-config',
+      'ca.cnf',
+      '-gencrl',
+      ...(times.thisUpdate === undefined ? [] : ['-crl_lastupdate', opensslTime(times.thisUpdate)]),
+      ...(times.nextUpdate === undefined ? [] : ['-crl_nextupdate', opensslTime(times.nextUpdate)]),
+      '-out',
+      file,
+    ]);
+    return path.join(this.directory, file);
   }
 
   remove(): void {

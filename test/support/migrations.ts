@@ -19,4 +19,5 @@ export const EXPECTED_MIGRATIONS = [
   '0017-console-sessions',
   '0019-console-oidc-sessions',
   '0020-listing-changes',
+  '0021-revocation-list-trust',
 ] as const;

@@ -1,14 +1,41 @@
 // The revocation lists of certificate enrollment kept fresh (issue 23, items 3 and 4): files, or
-// http(s) URLs such as a CA's distribution point, read every crlRefresh; a list that fails keeps
-// its last good one and is logged once. After each refresh the devices bound to a revoked
-// certificate are retired. A device concern, not an HTTP one: the enrollment listeners only
-// read the lists this keeps in the verifier they share.
+// http(s) URLs such as a CA's distribution point, read every crlRefresh. Retiring is final, and
+// anyone on the path to an http distribution point can answer in its place, so a list is believed
+// only when the CA it names signed it — a trust anchor, or an intermediate CA seen in an enrolled
+// chain that led to one (an unknown CA's list is refused) — and it is current (thisUpdate not
+// ahead of the clock by more than a little skew, nextUpdate not past, not older than the list in
+// force). A list that cannot be read or is refused keeps the last good one, is logged, counted in
+// the metrics and (refused) in the audit log. Like the MDM inventory sync's fail-safe, a list that
+// would retire more than crlMaxRetire of the live devices at once retires none until an
+// administrator confirms it (`vpn-portal mdm confirm-crl`). A device concern, not an HTTP one:
+// the enrollment listeners only read the lists this puts in the verifier they share.
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { ClientCertificateConfig } from '../../config/portal-config.js';
-import type { ClientCertificateVerifier } from '../../keys/client-certificate.js';
+import type { ClientCertificateConfig, CrlSource } from '../../config/portal-config.js';
+import {
+  caCertificateFromDer,
+  crlSignedBy,
+  readCrl,
+  revokedSerialsOf,
+  type CaCertificate,
+  type ClientCertificateVerifier,
+  type RevocationList,
+  type RevokedSerials,
+} from '../../keys/client-certificate.js';
 import { messageOf } from '../../shared/error-message.js';
+import { formatAtom } from '../../shared/time.js';
+import { liveDeviceIdentifiers } from '../../storage/devices.js';
+import {
+  allCertificateAuthorities,
+  holdRevocationList,
+  isRevocationListConfirmed,
+  rememberCertificateAuthorities,
+} from '../../storage/revocation-list-trust.js';
+import { recordAdminCall } from '../access/index.js';
+import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
-import { retireDevicesOfRevokedCertificates } from './revoked-certificates.js';
+import { retireLimit } from './mdm-inventory.js';
+import { devicesOfRevokedCertificates, retireDevicesOfRevokedCertificates } from './revoked-certificates.js';
 
 export interface RevocationListState {
   /** The file or URL, as configured (resolved). */
@@ -16,29 +43,71 @@ export interface RevocationListState {
   /** When the list in use was made (its thisUpdate); null until one was read. */
   readonly thisUpdate: Date | null;
   readonly entries: number;
-  /** The last attempt to read this list failed (the one in use is kept). */
+  /** The last attempt to read this list failed or was refused (the one in use is kept). */
   readonly failing: boolean;
   /** Why it failed, while it does. */
   readonly lastError: string | null;
+  /** The list in force would retire more than crlMaxRetire and waits for an administrator. */
+  readonly held: boolean;
 }
+
+/** Why a revocation list was not believed. */
+export const CRL_REFUSAL_REASONS = [
+  'unreadable',
+  'unknown-issuer',
+  'bad-signature',
+  'not-yet-valid',
+  'expired',
+  'older',
+] as const;
+export type CrlRefusalReason = (typeof CRL_REFUSAL_REASONS)[number];
 
 /** A revocation list fetched over http(s) larger than this is refused. */
 const MAX_CRL_BYTES = 20 * 1024 * 1024;
+/** A list may say it was made this much ahead of the portal's clock (a CA's clock differs a little). */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+class CrlRefused extends Error {
+  constructor(
+    readonly reason: CrlRefusalReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A list believed, and what it revokes. */
+interface ListInForce {
+  readonly crl: RevocationList;
+  /** SHA-256 of its DER, hex: how an administrator names it. */
+  readonly sha256: string;
+  readonly revoked: RevokedSerials;
+}
 
 export class RevocationListRefresher {
   readonly #ctx: PortalContext;
   readonly #config: ClientCertificateConfig;
   readonly #verifier: ClientCertificateVerifier;
   #timer: NodeJS.Timeout | undefined;
-  /** Per list: why its last reading failed; null while it reads. */
+  /** Per list: the one believed; null until one was. */
+  readonly #inForce: (ListInForce | null)[];
+  /** Per list: why its last reading failed or was refused; null while it reads. */
   readonly #errors: (string | null)[];
+  /** Per list: the refusal last logged (reason and list), so a list refused again is not logged again. */
+  readonly #reported: (string | null)[];
+  /** Per list: the SHA-256 of the list in force while it is held. */
+  readonly #held: (string | null)[];
+  readonly #refused = new Map<CrlRefusalReason, number>();
   #refreshing: Promise<void> | null = null;
 
   constructor(ctx: PortalContext, config: ClientCertificateConfig, verifier: ClientCertificateVerifier) {
     this.#ctx = ctx;
     this.#config = config;
     this.#verifier = verifier;
+    this.#inForce = config.crlSources.map(() => null);
     this.#errors = config.crlSources.map(() => null);
+    this.#reported = config.crlSources.map(() => null);
+    this.#held = config.crlSources.map(() => null);
   }
 
   /** Reads the lists now (a URL's first fetch, and devices revoked while the portal was down), then every crlRefresh. */
@@ -56,20 +125,28 @@ export class RevocationListRefresher {
 
   /** Each revocation list as last read, for the metrics. */
   states(): RevocationListState[] {
-    const summary = this.#verifier.crlSummary;
-    return this.#config.crlSources.map((source, index) => ({
-      file: source.location,
-      thisUpdate: summary[index]?.thisUpdate ?? null,
-      entries: summary[index]?.entries ?? 0,
-      failing: this.#errors[index] !== null,
-      lastError: this.#errors[index] ?? null,
-    }));
+    return this.#config.crlSources.map((source, index) => {
+      const list = this.#inForce[index] ?? null;
+      return {
+        file: source.location,
+        thisUpdate: list?.crl.thisUpdate ?? null,
+        entries: list?.crl.entries.length ?? 0,
+        failing: this.#errors[index] !== null,
+        lastError: this.#errors[index] ?? null,
+        held: this.#held[index] !== null,
+      };
+    });
+  }
+
+  /** Lists refused since the portal started, by reason. */
+  refusals(): ReadonlyMap<CrlRefusalReason, number> {
+    return this.#refused;
   }
 
   /**
-   * Reads every list again (one that fails keeps its last good one, logged once until it reads
-   * again), then retires the live devices bound to a certificate the lists revoke. A list that
-   * cannot be read never retires anything by itself: only what a good list names counts.
+   * Reads every list again (one that fails or is refused keeps its last good one), then retires
+   * the live devices bound to a certificate the lists in force revoke. A list that is not
+   * believed never retires anything: only what a good list names counts.
    */
   refresh(): Promise<void> {
     this.#refreshing ??= this.#refresh().finally(() => {
@@ -79,29 +156,43 @@ export class RevocationListRefresher {
   }
 
   async #refresh(): Promise<void> {
+    const now = this.#ctx.clock.now();
+    let authorities: CaCertificate[] = [];
+    try {
+      authorities = (await allCertificateAuthorities(this.#ctx.db)).map((known) => caCertificateFromDer(known.der));
+    } catch (error) {
+      this.#ctx.logger.error(
+        { err: error },
+        'the known intermediate CAs cannot be read; only trust anchors sign lists',
+      );
+    }
     await Promise.all(
       this.#config.crlSources.map(async (source, index) => {
+        let crl: RevocationList | null = null;
+        let sha256 = '';
         try {
-          await this.#verifier.replaceCrl(
-            index,
-            source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location),
-          );
-          if (this.#errors[index] !== null)
-            this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
-          this.#errors[index] = null;
-        } catch (error) {
-          if (this.#errors[index] === null) {
-            this.#ctx.logger.error(
-              { err: error, crl: source.location },
-              'a certificate revocation list cannot be read; the last good one stays in use',
-            );
+          const body = source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location);
+          try {
+            crl = readCrl(body);
+          } catch (error) {
+            throw new CrlRefused('unreadable', `not a PEM or DER revocation list (${messageOf(error)})`);
           }
-          this.#errors[index] = messageOf(error);
+          sha256 = createHash('sha256').update(Buffer.from(crl.rawData)).digest('hex');
+          await this.#check(crl, this.#inForce[index] ?? null, authorities, now);
+        } catch (error) {
+          await this.#refuse(source, index, error, crl, sha256);
+          return;
         }
+        this.#verifier.replaceCrl(index, crl);
+        this.#inForce[index] = { crl, sha256, revoked: revokedSerialsOf(crl) };
+        if (this.#errors[index] !== null)
+          this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
+        this.#errors[index] = null;
+        this.#reported[index] = null;
       }),
     );
     try {
-      await retireDevicesOfRevokedCertificates(this.#ctx, this.#verifier.revoked);
+      await this.#retire();
     } catch (error) {
       this.#ctx.logger.error(
         { err: error },
@@ -109,6 +200,140 @@ export class RevocationListRefresher {
       );
     }
   }
+
+  /** Throws CrlRefused unless the CA the list names signed it and it is current. */
+  async #check(
+    crl: RevocationList,
+    inForce: ListInForce | null,
+    authorities: readonly CaCertificate[],
+    now: Date,
+  ): Promise<void> {
+    const candidates = [...this.#verifier.anchorsNamed(crl.issuer)];
+    for (const authority of authorities)
+      if (authority.subject === crl.issuer && (await this.#verifier.leadsToAnchor(authority, authorities)))
+        candidates.push(authority);
+    if (candidates.length === 0)
+      throw new CrlRefused(
+        'unknown-issuer',
+        `"${crl.issuer}" is neither a trust anchor nor an intermediate CA seen in an enrolled chain`,
+      );
+    if (!(await crlSignedBy(crl, candidates)))
+      throw new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
+    if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS)
+      throw new CrlRefused('not-yet-valid', `its thisUpdate ${crl.thisUpdate.toISOString()} is in the future`);
+    if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime())
+      throw new CrlRefused('expired', `its nextUpdate ${crl.nextUpdate.toISOString()} has passed`);
+    if (inForce !== null && inForce.crl.issuer === crl.issuer && crl.thisUpdate < inForce.crl.thisUpdate)
+      throw new CrlRefused(
+        'older',
+        `its thisUpdate ${crl.thisUpdate.toISOString()} is older than the list in force (${inForce.crl.thisUpdate.toISOString()})`,
+      );
+  }
+
+  /** Keeps the last good list; counts the refusal, and logs (and audits) it once per list and reason. */
+  async #refuse(
+    source: CrlSource,
+    index: number,
+    error: unknown,
+    crl: RevocationList | null,
+    sha256: string,
+  ): Promise<void> {
+    const reason: CrlRefusalReason = error instanceof CrlRefused ? error.reason : 'unreadable';
+    const detail = messageOf(error);
+    this.#refused.set(reason, (this.#refused.get(reason) ?? 0) + 1);
+    this.#errors[index] = detail;
+    const report = `${reason} ${sha256}`;
+    if (this.#reported[index] === report) return;
+    this.#reported[index] = report;
+    if (reason === 'unreadable') {
+      this.#ctx.logger.error(
+        { err: error, crl: source.location },
+        'a certificate revocation list cannot be read; the last good one stays in use',
+      );
+      return;
+    }
+    const issuer = crl?.issuer ?? '';
+    this.#ctx.logger.warn(
+      { crl: source.location, issuer, reason, detail, sha256 },
+      'a certificate revocation list is refused; the last good one stays in use',
+    );
+    await this.#audit(
+      portalCall('crl_refused', { crl: source.location, issuer, reason, sha256 }),
+      422,
+      `revocation list refused: ${detail}`,
+    );
+  }
+
+  /** Retires the devices each list in force revokes; a list that would retire too many at once waits for confirmation. */
+  async #retire(): Promise<void> {
+    const lists = this.#inForce.flatMap((list, index) => (list === null ? [] : [{ list, index }]));
+    if (lists.length === 0) return;
+    const limit = retireLimit(this.#config.crlMaxRetire, (await liveDeviceIdentifiers(this.#ctx.db)).length);
+    for (const { list, index } of lists) {
+      const devices = await devicesOfRevokedCertificates(this.#ctx, list.revoked);
+      if (devices.length > limit && !(await isRevocationListConfirmed(this.#ctx.db, list.sha256))) {
+        await this.#hold(index, list, devices.length, limit);
+        continue;
+      }
+      if (this.#held[index] !== null)
+        this.#ctx.logger.info(
+          { crl: this.#config.crlSources[index]?.location, sha256: list.sha256 },
+          'a held certificate revocation list is confirmed',
+        );
+      this.#held[index] = null;
+      await retireDevicesOfRevokedCertificates(this.#ctx, devices);
+    }
+  }
+
+  async #hold(index: number, list: ListInForce, devices: number, limit: number): Promise<void> {
+    if (this.#held[index] === list.sha256) return;
+    const location = this.#config.crlSources[index]?.location ?? '';
+    await holdRevocationList(this.#ctx.db, {
+      sha256: list.sha256,
+      issuer: list.crl.issuer,
+      location,
+      devices,
+      heldAt: formatAtom(this.#ctx.clock.now()),
+    });
+    this.#held[index] = list.sha256;
+    this.#ctx.logger.warn(
+      { crl: location, issuer: list.crl.issuer, sha256: list.sha256, devices, limit },
+      `a certificate revocation list would retire more devices than enrollment.clientCertificate.crlMaxRetire allows; none is retired until "vpn-portal mdm confirm-crl ${list.sha256}"`,
+    );
+    await this.#audit(
+      portalCall('crl_held', {
+        crl: location,
+        issuer: list.crl.issuer,
+        sha256: list.sha256,
+        devices: String(devices),
+      }),
+      409,
+      `would retire ${devices} devices at once, more than crlMaxRetire allows (${limit}); held until vpn-portal mdm confirm-crl`,
+    );
+  }
+
+  async #audit(call: ReturnType<typeof portalCall>, status: number, detail: string): Promise<void> {
+    try {
+      await recordAdminCall(this.#ctx, call, status, detail);
+    } catch (error) {
+      this.#ctx.logger.error({ err: error, call: call.name }, 'an audit row could not be written');
+    }
+  }
+}
+
+/**
+ * Remembers the intermediate CAs of a chain that led to a trust anchor: the CAs whose revocation
+ * lists the portal can verify (a device bound to a certificate was enrolled with its issuer's chain).
+ */
+export async function rememberIntermediateCas(ctx: PortalContext, cas: readonly CaCertificate[]): Promise<void> {
+  await rememberCertificateAuthorities(
+    ctx.db,
+    cas.map((ca) => {
+      const der = Buffer.from(ca.rawData);
+      return { fingerprint: createHash('sha256').update(der).digest('hex'), subject: ca.subject, der };
+    }),
+    formatAtom(ctx.clock.now()),
+  );
 }
 
 /** A revocation list from an http(s) URL: 200 within 30 s, at most MAX_CRL_BYTES. */

@@ -1,7 +1,8 @@
 // A device whose MDM certificate is revoked has left management (issue 23, item 4): once a
 // revocation list names the certificate the device is bound to now (not an older one it has since
 // replaced), the device is retired — the same path as retire_device, final, with a receipt — as
-// a change the portal made itself, in the audit log under the key name `(portal)`.
+// a change the portal made itself, in the audit log under the key name `(portal)`. Which lists
+// are believed is src/core/devices/revocation-lists.ts's concern.
 import { normalSerial, type RevokedSerials } from '../../keys/client-certificate.js';
 import type { DeviceId, RevocationId } from '../../shared/ids.js';
 import { liveDevicesWithCertificates, type StoredDevice } from '../../storage/devices.js';
@@ -17,25 +18,31 @@ export interface RetiredDevice {
   readonly revocationId: RevocationId | null;
 }
 
-/** Retires every live device bound to a certificate these lists revoke; what it retired. */
-export async function retireDevicesOfRevokedCertificates(
-  ctx: PortalContext,
-  lists: readonly RevokedSerials[],
-): Promise<RetiredDevice[]> {
+/** The live devices bound to a certificate this list revokes (by issuer and serial). */
+export async function devicesOfRevokedCertificates(
+  ctx: Pick<PortalContext, 'db'>,
+  list: RevokedSerials,
+): Promise<StoredDevice[]> {
   const devices = new Map<DeviceId, StoredDevice>();
-  for (const list of lists) {
-    const serials = [...list.serialNumbers];
-    for (let start = 0; start < serials.length; start += SERIALS_PER_QUERY) {
-      const spellings = serials.slice(start, start + SERIALS_PER_QUERY).flatMap(spellingsOf);
-      for (const device of await liveDevicesWithCertificates(ctx.db, list.issuer, spellings)) {
-        // The stored serial is the certificate's own spelling; compare normalised.
-        if (device.certificate !== null && list.serialNumbers.has(normalSerial(device.certificate.serialNumber)))
-          devices.set(device.deviceId, device);
-      }
+  const serials = [...list.serialNumbers];
+  for (let start = 0; start < serials.length; start += SERIALS_PER_QUERY) {
+    const spellings = serials.slice(start, start + SERIALS_PER_QUERY).flatMap(spellingsOf);
+    for (const device of await liveDevicesWithCertificates(ctx.db, list.issuer, spellings)) {
+      // The stored serial is the certificate's own spelling; compare normalised.
+      if (device.certificate !== null && list.serialNumbers.has(normalSerial(device.certificate.serialNumber)))
+        devices.set(device.deviceId, device);
     }
   }
+  return [...devices.values()];
+}
+
+/** Retires these devices, each bound to a revoked certificate; what it retired. */
+export async function retireDevicesOfRevokedCertificates(
+  ctx: PortalContext,
+  devices: readonly StoredDevice[],
+): Promise<RetiredDevice[]> {
   const retired: RetiredDevice[] = [];
-  for (const device of devices.values()) {
+  for (const device of devices) {
     const done = await retireOnItsOwn(
       ctx,
       device.deviceId,

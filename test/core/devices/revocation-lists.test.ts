@@ -3,13 +3,20 @@
 // would: the device bound to the revoked certificate is retired within one crlRefresh, with a
 // receipt and an audit row naming its user; a device that replaced a revoked certificate by a
 // new one stays; a list that cannot be fetched keeps the last good one, is flagged in the
-// metrics and retires nothing.
+// metrics and retires nothing. A list is believed only when the CA it names (a trust anchor, or
+// an intermediate seen in an enrolled chain) signed it and it is current: a forged, expired or
+// early list retires nobody, keeps the last good one, and is in the metrics and the audit log;
+// a genuine list that would retire too many at once waits for `vpn-portal mdm confirm-crl`.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { runCli } from '../../support/portal-process.js';
+import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const REFRESH_MS = 1000;
 
@@ -128,5 +135,177 @@ describe('a device whose certificate is revoked is retired', () => {
     assert.equal((await portal.admin.device(deviceId)).state, 'active');
     crls.failing = false;
     await until('read again', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 0, 5000);
+  });
+});
+
+describe('a revocation list is believed only when the CA it names signed it and it is current', () => {
+  let ca: MdmCa;
+  let forger: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal;
+  let served: string;
+  let dataDir: string;
+  let configFile: string;
+  const HOUR_MS = 3_600_000;
+
+  before(async () => {
+    ca = MdmCa.make('Trusted MDM');
+    // Same names as `ca` (root and issuing CA), keys of its own: what someone on the path to an
+    // http distribution point can make.
+    forger = MdmCa.make('Trusted MDM');
+    served = ca.writeCrl();
+    crls = await CrlServer.start(() => served);
+    dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-crl-'));
+    portal = await startTestPortal({
+      dataDir,
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    });
+    configFile = path.join(dataDir, 'portal.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({ ...defaultTestConfig, dataDir, database: portal.database, enrollment: {} }),
+    );
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+    forger?.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+  const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+  const value = (text: string, name: string, labels: string) =>
+    Number(new RegExp(`^${name}\\{${labels.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\} (\\S+)$`, 'm').exec(text)?.[1]);
+  const ofList = (text: string, name: string) => value(text, name, `file="${crls.url}"`);
+  const refused = async (reason: string) =>
+    value(await metrics(), 'vpn_portal_crl_refused_total', `reason="${reason}"`) || 0;
+
+  async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > end) assert.fail(`${what} within ${ms} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  async function enrolled(user: string, serial: string): Promise<{ deviceId: string; certificate: string }> {
+    const device = await portal.admin.registerDevice({
+      user_id: user,
+      profile_id: 'employees',
+      platform: 'linux',
+      serial,
+    });
+    const certificate = ca.device(`${user}-laptop`, { cn: `${user}-laptop`, uri: `urn:mdm:serial:${serial}` });
+    const answer = await enrollOverTls(enrollUrl(), ca, certificate, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
+    assert.equal(answer.status, 200, answer.text);
+    return { deviceId: device.device_id, certificate: certificate.certificate };
+  }
+
+  /** Serves `file` until the portal refused it for `reason`, then two more refreshes. */
+  async function serveRefused(file: string, reason: string): Promise<void> {
+    const before = await refused(reason);
+    served = file;
+    await until(`the list refused (${reason})`, async () => (await refused(reason)) > before, 5000);
+    await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
+  }
+
+  const refusals = async (reason: string) =>
+    (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (row) => row.call === 'crl_refused' && row.parameters['reason'] === reason,
+    );
+
+  test("a list with the intermediate's exact name signed by another key retires nobody; the last good list stays in force", async () => {
+    const { deviceId, certificate } = await enrolled('amy', 'TRUST-1');
+    await until(
+      'the genuine list read',
+      async () => ofList(await metrics(), 'vpn_portal_crl_read_failing') === 0,
+      5000,
+    );
+    const device = await portal.admin.device(deviceId);
+    const age = ofList(await metrics(), 'vpn_portal_crl_age_seconds');
+
+    await serveRefused(forger.revoke(certificate), 'bad-signature');
+    assert.deepEqual(await portal.admin.device(deviceId), device, 'the device and its configuration are untouched');
+    const text = await metrics();
+    assert.equal(ofList(text, 'vpn_portal_crl_entries'), 0, 'the last good list stays in force');
+    assert.ok(ofList(text, 'vpn_portal_crl_age_seconds') >= age, 'and its thisUpdate with it');
+    assert.equal(ofList(text, 'vpn_portal_crl_read_failing'), 1);
+    const rows = await refusals('bad-signature');
+    assert.equal(rows.length, 1, 'one audit row, not one a refresh');
+    assert.equal(rows[0]?.keyName, '(portal)');
+    assert.equal(rows[0]?.parameters['crl'], crls.url);
+    assert.equal(rows[0]?.parameters['issuer'], 'CN=Trusted MDM Issuing CA');
+    assert.equal(
+      (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter((row) => row.call === 'retire_device').length,
+      0,
+    );
+  });
+
+  test('a list past its nextUpdate is refused', async () => {
+    const { deviceId, certificate } = await enrolled('ben', 'TRUST-2');
+    const now = Date.now();
+    const expired = ca.revoke(certificate, {
+      thisUpdate: new Date(now - 48 * HOUR_MS),
+      nextUpdate: new Date(now - 24 * HOUR_MS),
+      file: 'expired.crl',
+    });
+    await serveRefused(expired, 'expired');
+    assert.equal((await portal.admin.device(deviceId)).state, 'active');
+    assert.equal((await refusals('expired')).length, 1);
+  });
+
+  test('a list whose thisUpdate is in the future is refused', async () => {
+    const { deviceId, certificate } = await enrolled('cleo', 'TRUST-3');
+    const now = Date.now();
+    const early = ca.revoke(certificate, {
+      thisUpdate: new Date(now + HOUR_MS),
+      nextUpdate: new Date(now + 48 * HOUR_MS),
+      file: 'early.crl',
+    });
+    await serveRefused(early, 'not-yet-valid');
+    assert.equal((await portal.admin.device(deviceId)).state, 'active');
+    assert.equal((await refusals('not-yet-valid')).length, 1);
+  });
+
+  test('a genuine list that would retire more than crlMaxRetire of the devices waits for confirmation, then retires', async () => {
+    // Four live devices: the default 5% allows one at once; this list revokes two (ben's and cleo's).
+    const live = (await portal.admin.devices()).devices.filter((device) => device.state === 'active');
+    assert.equal(live.length, 3);
+    await enrolled('dora', 'TRUST-4');
+    served = ca.writeCrl({ file: 'both.crl' });
+    await until('the list held', async () => ofList(await metrics(), 'vpn_portal_crl_held') === 1, 5000);
+    await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
+    const states = async () =>
+      Object.fromEntries((await portal.admin.devices()).devices.map((device) => [device.serial, device.state]));
+    assert.deepEqual(await states(), {
+      'TRUST-1': 'active',
+      'TRUST-2': 'active',
+      'TRUST-3': 'active',
+      'TRUST-4': 'active',
+    });
+    const held = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter((row) => row.call === 'crl_held');
+    assert.equal(held.length, 1);
+    assert.equal(held[0]?.parameters['devices'], '2');
+    const sha256 = held[0]?.parameters['sha256'] ?? '';
+    assert.match(sha256, /^[0-9a-f]{64}$/);
+
+    const listed = await runCli(['mdm', 'confirm-crl', '--config', configFile]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(`^${sha256} +CN=Trusted MDM Issuing CA +2 `, 'm'));
+    const confirmed = await runCli(['mdm', 'confirm-crl', sha256, '--config', configFile]);
+    assert.equal(confirmed.code, 0, confirmed.stderr);
+    await until('both retired', async () => (await states())['TRUST-3'] === 'retired', 5000);
+    assert.deepEqual(await states(), {
+      'TRUST-1': 'active',
+      'TRUST-2': 'retired',
+      'TRUST-3': 'retired',
+      'TRUST-4': 'active',
+    });
+    assert.equal(ofList(await metrics(), 'vpn_portal_crl_held'), 0);
   });
 });
