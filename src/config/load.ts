@@ -224,6 +224,9 @@ function resolveEnrollment(
             trustAnchors: clientCertificate.trustAnchors.map((file, index) =>
               read(file, `enrollment.clientCertificate.trustAnchors[${index}]`).toString('utf8'),
             ),
+            intermediates: clientCertificate.intermediates.map((file, index) =>
+              read(file, `enrollment.clientCertificate.intermediates[${index}]`).toString('utf8'),
+            ),
             deviceId: clientCertificate.deviceId,
             crlSources: clientCertificate.crl.map(
               (entry, index): CrlSource =>

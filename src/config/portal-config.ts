@@ -149,6 +149,8 @@ export type CrlSource =
 export interface ClientCertificateConfig {
   /** PEM texts. */
   readonly trustAnchors: readonly string[];
+  /** PEM texts of intermediate CAs whose revocation lists are verified with them (they must lead to a trust anchor). */
+  readonly intermediates: readonly string[];
   readonly deviceId: {
     readonly from: 'san-uri' | 'subject-serial' | 'subject-cn';
     readonly prefix?: string;

@@ -313,6 +313,12 @@ export const portalConfigSchema = z.strictObject({
             .describe(
               "PEM files of the CAs a device certificate must chain to (the MDM's issuing CA or its root), relative to the configuration file's folder.",
             ),
+          intermediates: z
+            .array(z.string().min(1))
+            .default([])
+            .describe(
+              "PEM files of intermediate CAs under a trust anchor whose revocation lists are believed (signed by them) before a device enrolled with their chain; relative to the configuration file's folder. The CAs of enrolled chains are known anyway.",
+            ),
           deviceId: z
             .strictObject({
               from: z

@@ -11,7 +11,7 @@ import type { ClientCertificateConfig } from '../config/portal-config.js';
 import { RevocationListRefresher, rememberIntermediateCas } from '../core/devices/index.js';
 import { enrollByCertificate } from '../core/enrollment/index.js';
 import type { PortalContext } from '../core/context.js';
-import { ClientCertificateVerifier } from '../keys/client-certificate.js';
+import { ClientCertificateVerifier, readCaCertificates, type CaCertificate } from '../keys/client-certificate.js';
 import { messageOf } from '../shared/error-message.js';
 import { sendError, statusOfPortalError } from './error-reply.js';
 import { unauthenticatedCaller, type AdminCall } from '../core/admin-call.js';
@@ -51,7 +51,13 @@ export class CertificateCheck {
     } catch (error) {
       throw new Error(`enrollment.clientCertificate.crl: not a PEM or DER revocation list (${messageOf(error)})`);
     }
-    this.revocationLists = new RevocationListRefresher(ctx, config, this.verifier);
+    let intermediates: CaCertificate[];
+    try {
+      intermediates = readCaCertificates(config.intermediates);
+    } catch (error) {
+      throw new Error(`enrollment.clientCertificate.intermediates: not PEM certificates (${messageOf(error)})`);
+    }
+    this.revocationLists = new RevocationListRefresher(ctx, config, this.verifier, intermediates);
   }
 }
 

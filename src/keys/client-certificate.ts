@@ -279,6 +279,11 @@ function readCertificates(input: string | Buffer): x509.X509Certificate[] {
 export type RevocationList = x509.X509Crl;
 export type CaCertificate = x509.X509Certificate;
 
+/** The CA certificates of PEM texts (bundles); throws when one holds none. */
+export function readCaCertificates(pems: readonly string[]): CaCertificate[] {
+  return pems.flatMap(readCertificates);
+}
+
 /** A CA certificate from its DER (as stored); throws when it is not one. */
 export function caCertificateFromDer(der: Buffer): CaCertificate {
   return new x509.X509Certificate(new Uint8Array(der));

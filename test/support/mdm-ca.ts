@@ -217,6 +217,11 @@ export class MdmCa {
     };
   }
 
+  /** The issuing CA's certificate file (an intermediate under the root). */
+  get issuingFile(): string {
+    return path.join(this.directory, 'issuing.pem');
+  }
+
   /** The root certificate's file (a trust anchor). */
   get rootFile(): string {
     return path.join(this.directory, 'root.pem');

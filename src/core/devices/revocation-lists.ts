@@ -1,8 +1,8 @@
 // The revocation lists of certificate enrollment kept fresh (issue 23, items 3 and 4): files, or
 // http(s) URLs such as a CA's distribution point, read every crlRefresh. Retiring is final, and
 // anyone on the path to an http distribution point can answer in its place, so a list is believed
-// only when the CA it names signed it — a trust anchor, or an intermediate CA seen in an enrolled
-// chain that led to one (an unknown CA's list is refused) — and it is current (thisUpdate not
+// only when the CA it names signed it — a trust anchor, or an intermediate CA under one, seen in
+// an enrolled chain or configured (an unknown CA's list is refused) — and it is current (thisUpdate not
 // ahead of the clock by more than a little skew, nextUpdate not past, not older than the list in
 // force). A list that cannot be read or is refused keeps the last good one, is logged, counted in
 // the metrics and (refused) in the audit log. Like the MDM inventory sync's fail-safe, a list that
@@ -88,6 +88,7 @@ export class RevocationListRefresher {
   readonly #ctx: PortalContext;
   readonly #config: ClientCertificateConfig;
   readonly #verifier: ClientCertificateVerifier;
+  readonly #intermediates: readonly CaCertificate[];
   #timer: NodeJS.Timeout | undefined;
   /** Per list: the one believed; null until one was. */
   readonly #inForce: (ListInForce | null)[];
@@ -100,8 +101,15 @@ export class RevocationListRefresher {
   readonly #refused = new Map<CrlRefusalReason, number>();
   #refreshing: Promise<void> | null = null;
 
-  constructor(ctx: PortalContext, config: ClientCertificateConfig, verifier: ClientCertificateVerifier) {
+  constructor(
+    ctx: PortalContext,
+    config: ClientCertificateConfig,
+    verifier: ClientCertificateVerifier,
+    /** `enrollment.clientCertificate.intermediates`: CAs known before any device enrolled with their chain. */
+    intermediates: readonly CaCertificate[] = [],
+  ) {
     this.#ctx = ctx;
+    this.#intermediates = intermediates;
     this.#config = config;
     this.#verifier = verifier;
     this.#inForce = config.crlSources.map(() => null);
@@ -113,6 +121,7 @@ export class RevocationListRefresher {
   /** Reads the lists now (a URL's first fetch, and devices revoked while the portal was down), then every crlRefresh. */
   start(): void {
     if (this.#config.crlSources.length === 0) return;
+    void this.#warnOfStrayIntermediates();
     void this.refresh();
     this.#timer = setInterval(() => void this.refresh(), this.#config.crlRefreshMs);
     this.#timer.unref();
@@ -121,6 +130,16 @@ export class RevocationListRefresher {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     await this.#refreshing;
+  }
+
+  /** A configured intermediate that leads to no trust anchor verifies no list: said once, at start. */
+  async #warnOfStrayIntermediates(): Promise<void> {
+    for (const intermediate of this.#intermediates)
+      if (!(await this.#verifier.leadsToAnchor(intermediate, this.#intermediates)))
+        this.#ctx.logger.error(
+          { subject: intermediate.subject },
+          'enrollment.clientCertificate.intermediates: this CA leads to no trust anchor; its revocation lists are refused',
+        );
   }
 
   /** Each revocation list as last read, for the metrics. */
@@ -157,13 +176,14 @@ export class RevocationListRefresher {
 
   async #refresh(): Promise<void> {
     const now = this.#ctx.clock.now();
-    let authorities: CaCertificate[] = [];
+    const authorities: CaCertificate[] = [...this.#intermediates];
     try {
-      authorities = (await allCertificateAuthorities(this.#ctx.db)).map((known) => caCertificateFromDer(known.der));
+      for (const known of await allCertificateAuthorities(this.#ctx.db))
+        authorities.push(caCertificateFromDer(known.der));
     } catch (error) {
       this.#ctx.logger.error(
         { err: error },
-        'the known intermediate CAs cannot be read; only trust anchors sign lists',
+        'the intermediate CAs seen in enrolled chains cannot be read; only trust anchors and configured intermediates sign lists now',
       );
     }
     await Promise.all(

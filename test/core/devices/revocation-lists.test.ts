@@ -220,6 +220,12 @@ describe('a revocation list is believed only when the CA it names signed it and 
     );
 
   test("a list with the intermediate's exact name signed by another key retires nobody; the last good list stays in force", async () => {
+    await until(
+      'the list refused while no chain of its CA was seen',
+      async () => (await refused('unknown-issuer')) >= 1,
+      5000,
+    );
+    assert.equal((await refusals('unknown-issuer')).length, 1);
     const { deviceId, certificate } = await enrolled('amy', 'TRUST-1');
     await until(
       'the genuine list read',
@@ -307,5 +313,42 @@ describe('a revocation list is believed only when the CA it names signed it and 
       'TRUST-4': 'active',
     });
     assert.equal(ofList(await metrics(), 'vpn_portal_crl_held'), 0);
+  });
+});
+
+describe('a configured intermediate CA verifies its lists before any device enrolled', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal;
+
+  before(async () => {
+    ca = MdmCa.make('Configured MDM');
+    const revoked = ca.device('never-enrolled', { cn: 'never-enrolled', uri: 'urn:mdm:serial:NONE' });
+    const crlFile = ca.revoke(revoked.certificate);
+    crls = await CrlServer.start(() => crlFile);
+    portal = await startTestPortal({
+      config: {
+        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1S' }),
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('the issuing CA’s list is believed at the first refresh', async () => {
+    const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+    const end = Date.now() + 5000;
+    let text = await metrics();
+    while (!text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`)) {
+      if (Date.now() > end) assert.fail(`the list not believed:\n${text}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      text = await metrics();
+    }
+    assert.match(text, /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} 0$/m);
+    assert.ok(text.includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 0`));
   });
 });
