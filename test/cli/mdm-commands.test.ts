@@ -1,7 +1,8 @@
 // `vpn-portal mdm sync --dry-run` against a local stand-in of Jamf Pro's API (the real one cannot
 // be reached from the tests): it prints which devices a pass would retire and changes nothing;
 // it says so when the inventory cannot be read or would retire too many; without --dry-run it
-// refuses (the portal does the pass that retires).
+// refuses (the portal does the pass that retires). `vpn-portal mdm confirm-crl` with nothing held
+// says so, and refuses a SHA-256 that names no held list.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,5 +98,19 @@ describe('vpn-portal mdm sync --dry-run', () => {
     const result = await sync();
     assert.equal(result.code, 2);
     assert.match(result.stderr, /mdm sync needs --dry-run/);
+  });
+
+  test('confirm-crl without a held list says so; an unknown or malformed SHA-256 is refused and changes nothing', async () => {
+    const confirmCrl = (...args: string[]) => runCli(['mdm', 'confirm-crl', ...args, '--config', configFile]);
+    const none = await confirmCrl();
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /^no revocation list is held$/m);
+    const unknown = await confirmCrl('0'.repeat(64));
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no revocation list 0{64} is held/);
+    const malformed = await confirmCrl('not-a-digest');
+    assert.equal(malformed.code, 2);
+    assert.match(malformed.stderr, /"not-a-digest" is not a SHA-256/);
+    assert.equal((await portal.portal.ctx.db.selectFrom('revocation_list_holds').selectAll().execute()).length, 0);
   });
 });
