@@ -221,7 +221,7 @@ export class PortalMetrics {
     });
     new Gauge({
       name: 'vpn_portal_crl_read_failing',
-      help: '1 while the last reading of the revocation lists failed (the last good ones stay in use), else 0; by file',
+      help: '1 while the last reading of the revocation list failed or was refused (the last good one stays in use), else 0; by file',
       labelNames: ['file'] as const,
       registers,
       collect() {

@@ -28,12 +28,6 @@ export interface VerifiedClientCertificate {
   readonly emails: readonly string[];
 }
 
-export interface CrlSummary {
-  readonly issuer: string;
-  readonly thisUpdate: Date;
-  readonly entries: number;
-}
-
 export type ClientCertificateVerdict =
   | {
       readonly ok: true;
@@ -100,13 +94,6 @@ export class ClientCertificateVerifier {
   /** The trust anchors of this subject. */
   anchorsNamed(subject: string): x509.X509Certificate[] {
     return this.#anchors.filter((anchor) => anchor.subject === subject);
-  }
-
-  /** Of each list in use, in the order given: its issuer, when it was made, how many certificates it revokes (null: never read). */
-  get crlSummary(): readonly (CrlSummary | null)[] {
-    return this.#crls.map((crl) =>
-      crl === null ? null : { issuer: crl.issuer, thisUpdate: crl.thisUpdate, entries: crl.entries.length },
-    );
   }
 
   /** `presented`: the leaf first, then the intermediates the device sent (DER or PEM). */
