@@ -77,8 +77,9 @@ describe('a device certificate is checked against the trust anchors and revocati
   });
 
   test('a certificate on its issuer’s revocation list is refused; a list signed by another CA is not believed', async () => {
-    const now = new Date();
     const revoked = ca.device('revoked', { cn: 'revoked', uri: 'urn:mdm:serial:R1' });
+    // After issuing: the certificate's notBefore is the second it was signed in.
+    const now = new Date();
     const before = verifier(
       undefined,
       [ca.writeCrl()].map((file) => readFileText(file)),
