@@ -75,6 +75,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     onConnectionError: (error) =>
       logger.warn({ err: error }, 'a database connection failed; the next query opens a new one'),
     timeoutMs: config.databaseTimeoutMs,
+    retryForMs: config.databaseRetryForMs,
     poolSize: config.databasePoolSize,
     limitStatements: true,
   });

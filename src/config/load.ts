@@ -117,6 +117,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     keyDir: path.join(dataDir, 'keys'),
     database,
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
+    databaseRetryForMs: resolveDatabaseRetryFor(raw.databaseRetryFor, report),
     databasePoolSize: raw.databasePoolSize,
     metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
     adminApi: raw.adminApi,
@@ -421,6 +422,13 @@ function resolveDatabaseTimeout(text: string, report: Report): number {
   if (milliseconds < 1000 || milliseconds > 3_600_000)
     report('databaseTimeout', `"${text}" must be between PT1S and PT1H`);
   return Math.min(Math.max(milliseconds, 1000), 3_600_000);
+}
+
+/** 0 (never) to a minute: a call waits at most about this long beyond `databaseTimeout` for a server that restarts. */
+function resolveDatabaseRetryFor(text: string, report: Report): number {
+  const milliseconds = durationMilliseconds(mustParseDuration(text));
+  if (milliseconds > 60_000) report('databaseRetryFor', `"${text}" must be between PT0S and PT1M`);
+  return Math.min(milliseconds, 60_000);
 }
 
 function resolveWireGuardProxy(raw: ParsedPortalConfig['WireGuard'], report: Report): WireGuardProxy {

@@ -189,6 +189,8 @@ export interface PortalConfig {
   readonly database: DatabaseLocation;
   /** `databaseTimeout`: the longest wait for the database (a connection, a lock, one statement), 1 s to 1 h. */
   readonly databaseTimeoutMs: number;
+  /** `databaseRetryFor`: how long a lost PostgreSQL connection is made good (0 to 1 min; SQLite ignores it). */
+  readonly databaseRetryForMs: number;
   /** `databasePoolSize`: PostgreSQL connections this instance keeps (1–100; SQLite has one). */
   readonly databasePoolSize: number;
   /** `metrics.listen`: where /metrics, /healthz and /readyz are served; null: not served. */

@@ -1,6 +1,6 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
+// options (baseUrl, listen, dataDir, database, databaseTimeout, databaseRetryFor, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
 // webhooks, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
@@ -533,6 +533,11 @@ export const portalConfigSchema = z.strictObject({
     description:
       "The longest a call waits for the database (`PT1S` to `PT1H`): for a connection, for a lock another process or session holds (SQLite's busy timeout, PostgreSQL's `lock_timeout`), and on PostgreSQL for the answer to one statement. Then the call answers 503.",
     see: 'operations.md#database-files-and-outages',
+  }),
+  databaseRetryFor: isoDuration.default('PT5S').meta({
+    description:
+      "PostgreSQL: how long a lost database connection is made good before a call answers 503 (`PT0S`, never, to `PT1M`): a restart, a failover or a dropped connection. A connection the server refuses is asked for again; a change whose connection broke before its COMMIT was sent is run again on a fresh one; a COMMIT whose answer was lost is resolved by reading back the change's marker, never by guessing. SQLite ignores it.",
+    see: 'postgresql.md#restarts-and-failovers',
   }),
   databasePoolSize: z
     .int()

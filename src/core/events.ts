@@ -20,10 +20,20 @@
 // happened and a change that happened is recorded, and no use case writes audit rows or even
 // knows about them. Calls that changed nothing (refused, failed, or nothing to do) are
 // announced by the HTTP layer after the answer is known.
+//
+// A change survives a lost connection (PostgreSQL restarted, failed over, a dropped
+// connection): its transaction is a function, run again on a fresh connection when the
+// connection was lost before COMMIT was sent, for up to `databaseRetryFor`. When it broke after
+// COMMIT was sent, the change's marker is read back (src/storage/change-markers.ts): committed,
+// and the change is done; not, and it is run again. So the work of a change, and the
+// in-transaction and closing listeners, must only touch the transaction (no node pushes, no
+// other side effects); the events are published once, for the attempt that committed.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { RawBuilder, Transaction } from 'kysely';
-import type { Db } from '../storage/database.js';
+import { changeCommitted, newChangeMarker, type ChangeMarker } from '../storage/change-markers.js';
+import { transactionRetryWindow, type Db } from '../storage/database.js';
+import { CommitOutcomeUnknown, isConnectionLost } from '../storage/errors.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
@@ -314,9 +324,50 @@ export class PortalEvents {
    */
   async change<T, R>(db: Db, work: ChangeWork<T>, lastStep: LastStep<T, R>): Promise<R>;
   async change<T, R>(db: Db, work: ChangeWork<T>, lastStep?: LastStep<T, R>): Promise<T | R> {
-    const announced: PortalEvent[] = [];
+    const retryForMs = transactionRetryWindow(db);
+    // The window opens at the first lost connection, not at the call: a change that waited for
+    // a connection behind a backlog still gets its full `databaseRetryFor`.
+    let lostAt: number | null = null;
+    for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+      const marker = retryForMs > 0 ? newChangeMarker() : null;
+      const attempt = new ChangeAttempt<T | R>();
+      try {
+        const result = await this.attempt(db, work, lastStep, marker, attempt);
+        return this.committed(attempt.announced, result);
+      } catch (error) {
+        lostAt ??= Date.now();
+        const since = lostAt;
+        const withinWindow = () => Date.now() - since + pause <= retryForMs;
+        if (error instanceof CommitOutcomeUnknown && isConnectionLost(error.cause) && marker !== null) {
+          const committed = await this.readBack(db, marker, since, retryForMs, error);
+          this.#logger.warn(
+            { err: error.cause },
+            `a change's connection broke after its COMMIT was sent; read back: it ${committed ? 'committed' : 'did not commit'}`,
+          );
+          if (committed && attempt.outcome !== undefined)
+            return this.committed(attempt.announced, attempt.outcome.value);
+          if (!withinWindow()) throw error;
+        } else if (marker === null || !isConnectionLost(error) || !withinWindow()) {
+          throw error;
+        } else {
+          this.#logger.warn({ err: error }, `a change's connection was lost before its COMMIT; it runs again`);
+        }
+        await sleep(pause);
+      }
+    }
+  }
+
+  /** One run of a change's transaction; what it announced and answered are kept in `attempt` before COMMIT. */
+  private async attempt<T, R>(
+    db: Db,
+    work: ChangeWork<T>,
+    lastStep: LastStep<T, R> | undefined,
+    marker: ChangeMarker | null,
+    attempt: ChangeAttempt<T | R>,
+  ): Promise<T | R> {
+    const { announced } = attempt;
     const call = this.#call;
-    const result = await db.transaction().execute(async (trx) => {
+    return db.transaction().execute(async (trx) => {
       const value = await work(trx, async (...events) => {
         await this.record(trx, ...events);
         announced.push(...events);
@@ -343,10 +394,47 @@ export class PortalEvents {
           if (write !== null) writes.push(write);
         }
       }
-      if (lastStep !== undefined) return lastStep(trx, value, writes);
-      await runClosingWrites(trx, writes);
-      return value;
+      if (marker !== null) writes.push(marker.write);
+      let result: T | R;
+      if (lastStep !== undefined) result = await lastStep(trx, value, writes);
+      else {
+        await runClosingWrites(trx, writes);
+        result = value;
+      }
+      attempt.outcome = { value: result };
+      return result;
     });
+  }
+
+  /**
+   * Whether the change of `marker` committed, asked on fresh connections until the server
+   * answers or the retry window passed (then the change's own failure is thrown: its outcome
+   * stays unknown, as a call that answers 503).
+   */
+  private async readBack(
+    db: Db,
+    marker: ChangeMarker,
+    started: number,
+    retryForMs: number,
+    failure: CommitOutcomeUnknown,
+  ): Promise<boolean> {
+    for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+      try {
+        return await changeCommitted(db, marker.markerId);
+      } catch (error) {
+        if (!isConnectionLost(error) || Date.now() - started + pause > retryForMs) {
+          this.#logger.error(
+            { err: error, markerId: marker.markerId },
+            "a change's COMMIT could not be read back: whether it committed is unknown",
+          );
+          throw failure;
+        }
+        await sleep(pause);
+      }
+    }
+  }
+
+  private committed<V>(announced: readonly PortalEvent[], result: V): V {
     if (announced.some((event) => event.type === 'admin.call')) this.#changesRecorded++;
     this.publish(...announced);
     return result;
@@ -362,6 +450,20 @@ export class PortalEvents {
       }
     }
   }
+}
+
+/** The first pause before a change runs again; doubled up to the next. */
+const FIRST_RETRY_PAUSE_MS = 50;
+const LONGEST_RETRY_PAUSE_MS = 500;
+
+/** What one run of a change announced, and what it answered if it got as far as its COMMIT. */
+class ChangeAttempt<V> {
+  readonly announced: PortalEvent[] = [];
+  outcome: { readonly value: V } | undefined = undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 type ChangeWork<T> = (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>;

@@ -47,8 +47,12 @@ export const COPIED_TABLES: readonly {
   { table: 'revocation_list_holds', key: ['sha256'] },
 ];
 
-/** Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence instead); the listing journal, which the copy's own inserts fill. */
-const NOT_COPIED = new Set(['change_revision', 'listing_changes']);
+/**
+ * Tables that are not copied row by row: SQLite's revision counter (PostgreSQL has a sequence
+ * instead); the listing journal, which the copy's own inserts fill; the changes' commit markers,
+ * read back only within seconds of their change by the instance that made it.
+ */
+const NOT_COPIED = new Set(['change_revision', 'listing_changes', 'change_markers']);
 
 /** Rows per SELECT and per INSERT: 13 columns × 1,000 stays far below both dialects' parameter limits. */
 const BATCH_ROWS = 1000;

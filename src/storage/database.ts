@@ -4,7 +4,10 @@
 // under Kysely's migration lock (on PostgreSQL a session advisory lock), so instances that
 // start together apply each migration once. Every wait for the database is bounded (the
 // portal's `databaseTimeout`), and a failed transaction reports why it failed, not why its
-// ROLLBACK did.
+// ROLLBACK did. A PostgreSQL restart or a dropped connection costs no call: for up to
+// `retryForMs` a connection is asked for again while the server refuses it, and a read outside a
+// transaction is asked again on a fresh connection (transactions are run again by the events
+// seam, src/core/events.ts, which can tell what they wrote: src/storage/change-markers.ts).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -13,8 +16,13 @@ import {
   Migrator,
   PostgresAdapter,
   PostgresDialect,
+  PostgresDriver,
   SqliteDialect,
+  type CompiledQuery,
+  type DatabaseConnection,
   type Driver,
+  type QueryResult,
+  type TransactionSettings,
   type Migration,
   type MigrationProvider,
   type PostgresCursor,
@@ -26,7 +34,7 @@ import pg from 'pg';
 import { GroupCommitSqliteDriver } from './sqlite-driver.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { describeDatabase } from '../config/database-location.js';
-import { DatabaseUnreachable } from './errors.js';
+import { CommitOutcomeUnknown, ConnectionLost, DatabaseUnreachable, isConnectionLost } from './errors.js';
 import { ensurePrivateFile } from './private-files.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
@@ -47,6 +55,7 @@ import { consoleSessionsSchema } from './migrations/0017-console-sessions.js';
 import { consoleOidcSessionsSchema } from './migrations/0019-console-oidc-sessions.js';
 import { listingChangesSchema } from './migrations/0020-listing-changes.js';
 import { revocationListTrustSchema } from './migrations/0021-revocation-list-trust.js';
+import { changeMarkersSchema } from './migrations/0022-change-markers.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -56,6 +65,11 @@ export type Db = Kysely<Database>;
 const DEFAULT_POSTGRES_POOL_SIZE = 10;
 /** The `db` commands' wait; the portal's is its `databaseTimeout` option (default PT5S as well). */
 const DEFAULT_DATABASE_TIMEOUT_MS = 5000;
+/** How long a lost connection is made good by default (the portal's `databaseRetryFor`). */
+const DEFAULT_RETRY_FOR_MS = 5000;
+/** The first pause before asking again for a lost connection; doubled up to the next. */
+const FIRST_RETRY_PAUSE_MS = 50;
+const LONGEST_RETRY_PAUSE_MS = 500;
 /** TCP keep-alive probes start after this long idle, so a pooled connection to a vanished host is noticed. */
 const POSTGRES_KEEPALIVE_DELAY_MS = 10_000;
 
@@ -79,6 +93,7 @@ const migrations: Record<string, Migration> = {
   '0019-console-oidc-sessions': consoleOidcSessionsSchema,
   '0020-listing-changes': listingChangesSchema,
   '0021-revocation-list-trust': revocationListTrustSchema,
+  '0022-change-markers': changeMarkersSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
@@ -102,6 +117,25 @@ export interface OpenDatabaseOptions {
    * run in the portal's own process and have no such limit.
    */
   readonly limitStatements?: boolean;
+  /**
+   * PostgreSQL: how long a lost connection is made good, in milliseconds (the portal's
+   * `databaseRetryFor`; default 5 s, 0: never). Opening a connection the server refuses while
+   * it restarts is tried again, and so is a read outside a transaction whose connection broke;
+   * `transactionRetryWindow` tells the events seam, which runs transactions again.
+   */
+  readonly retryForMs?: number;
+}
+
+/** How long each PostgreSQL database made good lost connections (see `transactionRetryWindow`). */
+const retryWindows = new WeakMap<object, number>();
+
+/**
+ * How long a transaction on `db` whose connection was lost may be run again, in milliseconds:
+ * `retryForMs` on PostgreSQL, 0 on SQLite (the database is in the portal's own process: no
+ * connection to lose).
+ */
+export function transactionRetryWindow(db: Db): number {
+  return retryWindows.get(db) ?? 0;
 }
 
 /** Connects and applies pending migrations. */
@@ -148,7 +182,12 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
     const report = options.onConnectionError ?? (() => {});
     pool.on('connect', (client) => client.on('error', report));
     pool.on('error', () => {}); // the same error, already reported by the client's listener
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new ClosingPool(pool) }) });
+    const retryForMs = options.retryForMs ?? DEFAULT_RETRY_FOR_MS;
+    const db = new Kysely<Database>({
+      dialect: new RetryingPostgresDialect({ pool: new ClosingPool(pool, retryForMs) }, retryForMs),
+    });
+    retryWindows.set(db, retryForMs);
+    return db;
   }
   // User ids, public keys and addresses: the files are the portal user's alone (0600). SQLite
   // gives the -wal and -shm files it creates the mode of the database file. An existing folder
@@ -194,13 +233,22 @@ class EmbeddedSqliteDialect extends SqliteDialect {
  * no code; they become `DatabaseUnreachable`, which callers answer with "try again later".
  */
 class ClosingPool implements PostgresPool {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly retryForMs: number,
+  ) {}
 
+  /** A server that refuses connections while it restarts (or drops them at once) is asked again for up to `retryForMs`. */
   async connect(): Promise<PostgresPoolClient> {
-    try {
-      return new ClosingClient(await this.pool.connect());
-    } catch (error) {
-      throw withCode(error);
+    const started = Date.now();
+    for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+      try {
+        return new ClosingClient(await this.pool.connect());
+      } catch (error) {
+        const failure = withCode(error);
+        if (!isConnectionLost(failure) || Date.now() - started + pause > this.retryForMs) throw failure;
+        await sleep(pause);
+      }
     }
   }
 
@@ -230,6 +278,7 @@ class ClosingClient implements PostgresPoolClient {
   }
 
   private async run<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+    // Not sent: the transaction cannot commit, whatever it was asked.
     if (this.failure !== null) throw this.failure;
     try {
       const result = await this.client.query(sql, [...parameters]);
@@ -239,18 +288,133 @@ class ClosingClient implements PostgresPoolClient {
         rows: result.rows as R[],
       };
     } catch (error) {
-      // The server answered with an error (a constraint, a lock timeout): the connection is fine.
-      if (error instanceof pg.DatabaseError) throw error;
-      this.failure = withCode(error);
+      // The server answered with an error (a constraint, a lock timeout): the connection is fine,
+      // unless the error is the server ending the session (57P01 on a restart).
+      if (error instanceof pg.DatabaseError && !isConnectionLost(error)) throw error;
+      // A COMMIT whose connection broke may have committed: Kysely's ROLLBACK after it fails
+      // with the same error, so the events seam learns that only a read back can tell.
+      const failure = withCode(error);
+      this.failure = sql === 'commit' ? new CommitOutcomeUnknown(failure) : failure;
       throw this.failure;
     }
   }
 }
 
-/** The error itself when it has a code (ECONNREFUSED, a SQLSTATE), else `DatabaseUnreachable` around it. */
+/**
+ * The error itself when it has a code (ECONNREFUSED, a SQLSTATE); `ConnectionLost` around pg's
+ * "the connection broke" errors, which carry none; else `DatabaseUnreachable` around it.
+ */
 function withCode(error: unknown): Error {
   if (error instanceof Error && typeof (error as { code?: unknown }).code === 'string') return error;
-  return new DatabaseUnreachable(error instanceof Error ? error : new Error(String(error)));
+  const cause = error instanceof Error ? error : new Error(String(error));
+  // pg's words for a socket that closed under a query, or a query sent on a client that broke.
+  if (/Connection terminated unexpectedly|connection error and is not queryable/i.test(cause.message))
+    return new ConnectionLost(cause);
+  return new DatabaseUnreachable(cause);
+}
+
+/** Kysely's PostgreSQL dialect on a driver that asks a read again when its connection broke. */
+class RetryingPostgresDialect extends PostgresDialect {
+  constructor(
+    private readonly settings: ConstructorParameters<typeof PostgresDialect>[0],
+    private readonly retryForMs: number,
+  ) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new RetryingPostgresDriver(this.settings, this.retryForMs);
+  }
+}
+
+/**
+ * A query built with `selectFrom` outside a transaction reads and writes nothing else: when its
+ * connection broke (a restart ended the session, or the pool handed out one the server had
+ * just closed), it is asked again on a fresh connection for up to `retryForMs`. Statements in a
+ * transaction are not: the transaction is run again whole (the events seam); nor raw SQL,
+ * which may call functions that change something (nextval, advisory locks).
+ */
+class RetryingPostgresDriver extends PostgresDriver {
+  constructor(
+    settings: ConstructorParameters<typeof PostgresDriver>[0],
+    private readonly retryForMs: number,
+  ) {
+    super(settings);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    return new RetryingConnection((await super.acquireConnection()) as PooledConnection, this);
+  }
+
+  override async releaseConnection(connection: PooledConnection): Promise<void> {
+    await super.releaseConnection(connection instanceof RetryingConnection ? connection.current : connection);
+  }
+
+  override async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    if (connection instanceof RetryingConnection) connection.inTransaction = true;
+    await super.beginTransaction(connection, settings);
+  }
+
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await super.commitTransaction(connection);
+    } finally {
+      if (connection instanceof RetryingConnection) connection.inTransaction = false;
+    }
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await super.rollbackTransaction(connection);
+    } finally {
+      if (connection instanceof RetryingConnection) connection.inTransaction = false;
+    }
+  }
+
+  /** The broken connection is closed (ClosingClient) and a fresh one taken in its place. */
+  async replace(broken: PooledConnection): Promise<PooledConnection> {
+    await super.releaseConnection(broken);
+    return (await super.acquireConnection()) as PooledConnection;
+  }
+
+  get retryWindowMs(): number {
+    return this.retryForMs;
+  }
+}
+
+/** Kysely's own connection of its PostgreSQL driver (declared, not exported, by Kysely). */
+type PooledConnection = Parameters<PostgresDriver['releaseConnection']>[0];
+
+class RetryingConnection implements DatabaseConnection {
+  inTransaction = false;
+
+  constructor(
+    public current: PooledConnection,
+    private readonly driver: RetryingPostgresDriver,
+  ) {}
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const started = Date.now();
+    for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+      try {
+        return await this.current.executeQuery<R>(compiledQuery);
+      } catch (error) {
+        const rereadable = !this.inTransaction && compiledQuery.query.kind === 'SelectQueryNode';
+        if (!rereadable || !isConnectionLost(error) || Date.now() - started + pause > this.driver.retryWindowMs)
+          throw error;
+        await sleep(pause);
+        this.current = await this.driver.replace(this.current);
+      }
+    }
+  }
+
+  streamQuery<R>(compiledQuery: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.current.streamQuery<R>(compiledQuery, chunkSize);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Migrations could not be applied: the one that failed (null: none was reached) and the driver's error code. */

@@ -35,6 +35,51 @@ export class DatabaseUnreachable extends Error {
 }
 
 /**
+ * The connection to PostgreSQL broke while a statement was on it ("Connection terminated
+ * unexpectedly": a restart, a failover, a proxy or network that dropped it), or the statement
+ * was sent on a connection that had already broken. The driver's own error is the cause.
+ */
+export class ConnectionLost extends Error {
+  override readonly name = 'ConnectionLost';
+  readonly code = 'CONNECTION_LOST';
+
+  constructor(cause: Error) {
+    super(`database connection lost: ${cause.message}`, { cause });
+  }
+}
+
+/**
+ * The connection broke after a transaction's COMMIT was sent and before its answer came: the
+ * transaction may have committed or not. Only reading back what it wrote tells
+ * (src/storage/change-markers.ts). The cause is the connection's failure.
+ */
+export class CommitOutcomeUnknown extends Error {
+  override readonly name = 'CommitOutcomeUnknown';
+  readonly code = 'COMMIT_OUTCOME_UNKNOWN';
+
+  constructor(cause: Error) {
+    super(`the connection broke after COMMIT was sent: ${cause.message}`, { cause });
+  }
+}
+
+/**
+ * The failure proves the connection to the server was lost (or could not be had because the
+ * server is restarting), not that the server refused the work: the network errors of a dropped
+ * or refused connection, PostgreSQL's 57P01 admin_shutdown, 57P02 crash_shutdown and 57P03
+ * cannot_connect_now, class 08 connection exceptions, and a connection that broke under a
+ * statement. A transaction that failed so before its COMMIT was sent did not commit and may be
+ * run again on a fresh connection. Never a constraint, a lock timeout or a statement timeout
+ * (a server that does not answer at all is not waited for twice).
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && CONNECTION_LOST.test(code);
+}
+
+const CONNECTION_LOST = /^(ECONNRESET|ECONNREFUSED|EPIPE|CONNECTION_LOST|57P0[123]|08\d\d\d)$/;
+
+/**
  * Why a storage failure means "try again later" rather than "the request was wrong", or null
  * when it is not such a failure: the disk is full, the database cannot be written, or the
  * database is busy, unreachable or shutting down.
@@ -45,12 +90,12 @@ export type StorageOutage = 'full' | 'read-only' | 'unavailable';
 // 53100 disk_full; 25006 read_only_sql_transaction (a standby after a failover, a read-only database).
 const FULL = /^(SQLITE_FULL|53100)$/;
 const READ_ONLY = /^(SQLITE_READONLY(_\w+)?|25006)$/;
-// 55P03 lock_not_available (lock_timeout), 57014 query_canceled (statement_timeout), 57P01/57P03
-// shutdown / cannot connect now, 25P03 idle_in_transaction_session_timeout, class 53 insufficient
+// 55P03 lock_not_available (lock_timeout), 57014 query_canceled (statement_timeout), 57P01-57P03
+// shutdown, crash / cannot connect now, 25P03 idle_in_transaction_session_timeout, class 53 insufficient
 // resources (too many connections, out of memory), class 08 connection exceptions; the network
 // errors of opening a connection.
 const UNAVAILABLE =
-  /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|DATABASE_UNREACHABLE|55P03|57014|57P0[13]|25P03|53\d\d\d|08\d\d\d)$/;
+  /^(SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN)(_\w+)?|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|DATABASE_UNREACHABLE|CONNECTION_LOST|COMMIT_OUTCOME_UNKNOWN|55P03|57014|57P0[123]|25P03|53\d\d\d|08\d\d\d)$/;
 
 export function storageOutage(error: unknown): StorageOutage | null {
   if (typeof error !== 'object' || error === null) return null;

@@ -332,6 +332,13 @@ export interface RevocationListHoldsTable {
   confirmed_at: string | null;
 }
 
+/** One row per change committed on PostgreSQL, read back when its COMMIT's answer was lost (src/storage/change-markers.ts). */
+export interface ChangeMarkersTable {
+  marker_id: string;
+  /** Milliseconds since 1970, for pruning. */
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -358,4 +365,5 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   certificate_authorities: CertificateAuthoritiesTable;
   revocation_list_holds: RevocationListHoldsTable;
+  change_markers: ChangeMarkersTable;
 }

@@ -20,4 +20,5 @@ export const EXPECTED_MIGRATIONS = [
   '0019-console-oidc-sessions',
   '0020-listing-changes',
   '0021-revocation-list-trust',
+  '0022-change-markers',
 ] as const;

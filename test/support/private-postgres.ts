@@ -1,13 +1,15 @@
 // A PostgreSQL server of one test's own, for what must not happen to the server other tests
-// share (test/run.sh's throw-away one): stopping all of its processes with SIGSTOP. Started as
+// share (test/run.sh's throw-away one): stopping all of its processes with SIGSTOP, shutting it
+// down or restarting it under a running portal. Started as
 // test/support/throwaway-postgres.sh does — initdb into a fresh folder under /tmp, as the
 // `postgres` user when run as root, on 127.0.0.1 at a free port, password authentication, no
 // fsync — and stopped and deleted by stop(), or when the test process exits.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { freePort } from './free-port.js';
 
 export interface PrivatePostgres {
@@ -17,6 +19,16 @@ export interface PrivatePostgres {
   freeze(): void;
   /** SIGCONT to every process freeze() stopped. */
   thaw(): void;
+  /**
+   * `pg_ctl restart -m fast`, as an operator restarts the server: every session is ended
+   * (57P01), the server is down for a moment, then it takes connections again on the same port.
+   * Asynchronous, so a portal in the test's own process keeps running meanwhile.
+   */
+  restart(): Promise<void>;
+  /** `pg_ctl stop -m fast`: the server ends every session and is gone until startUp(). */
+  shutDown(): Promise<void>;
+  /** Starts the server again after shutDown(), on the same port and data. */
+  startUp(): Promise<void>;
   /** Thaws, stops the server and deletes its folder; again: nothing. */
   stop(): void;
 }
@@ -46,6 +58,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     chownSync(passwordFile, uid, gid);
   }
   const data = path.join(dir, 'data');
+  const runAsync = async (program: string, args: readonly string[]): Promise<void> => {
+    await promisify(execFile)(
+      asRoot ? 'runuser' : path.join(bin, program),
+      asRoot ? ['-u', 'postgres', '--', path.join(bin, program), ...args] : [...args],
+    );
+  };
+  let startArgs: string[] = [];
   let url = '';
   let stopped = false;
   let frozen: number[] = [];
@@ -73,6 +92,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       }
       frozen = [];
     },
+    restart: () =>
+      runAsync('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']).then(() => runAsync('pg_ctl', startArgs)),
+    shutDown: () => runAsync('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
+    startUp: () => runAsync('pg_ctl', startArgs),
     stop() {
       if (stopped) return;
       stopped = true;
@@ -107,7 +130,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       '--no-sync',
     ]);
     const port = await freePort();
-    run('pg_ctl', [
+    startArgs = [
       '-D',
       data,
       '-l',
@@ -118,7 +141,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       '-o',
       `-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
       'start',
-    ]);
+    ];
+    run('pg_ctl', startArgs);
     url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
     return server;
   } catch (error) {

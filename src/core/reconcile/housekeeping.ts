@@ -13,6 +13,7 @@
 import { subtractDuration } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import { pruneAuditLog } from '../../storage/audit-log.js';
+import { CHANGE_MARKER_SECONDS, pruneChangeMarkers } from '../../storage/change-markers.js';
 import { deleteExpiredAuthorizations } from '../../storage/authorizations.js';
 import { deleteEnrollmentTokensEndedBefore } from '../../storage/enrollment-tokens.js';
 import { pruneConnectionLog } from '../../storage/connection-log.js';
@@ -53,6 +54,7 @@ export async function runHousekeeping(
   const keptAnswersDeleted = await pruneIdempotencyRecords(ctx.db, formatAtom(ctx.clock.now()));
   // The listing journal grows with every change; a reader is never more than half of it behind.
   await pruneListingChanges(ctx.db, LISTING_JOURNAL_SECONDS);
+  await pruneChangeMarkers(ctx.db, CHANGE_MARKER_SECONDS);
   return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx) };
 }
 

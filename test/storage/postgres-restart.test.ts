@@ -1,0 +1,159 @@
+// A PostgreSQL restart, a failover behind a proxy or a dropped connection costs no failed call:
+// a transaction whose connection was lost before its COMMIT is run again on a fresh connection,
+// a read is asked again, and a COMMIT whose answer was lost is resolved by reading back the
+// change's marker — never by guessing, so nothing is made twice and nothing is lost. The
+// server is one of this test's own (test/support/private-postgres.ts), restarted under two
+// portal instances while calls stream in.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import type { WireGuardKey } from '../../src/shared/ids.js';
+import { connectDatabase } from '../../src/storage/database.js';
+import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
+import { capturedLog } from '../support/captured-log.js';
+import { createTestDatabase } from '../support/postgres.js';
+import { startPrivatePostgres } from '../support/private-postgres.js';
+import { startPostgresCutter } from '../support/tcp-proxies.js';
+import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
+import { parseWireGuardFile } from '../support/wireguard-file.js';
+
+const STREAM_MS = 9000;
+/** About 50 calls a second: each round is a create, often a delete or a disable, and a read. */
+const CALL_EVERY_MS = 50;
+const RESTARTS_AT_MS = [2000, 5500];
+
+function publicKeyOf(response: ApiResponse): string {
+  return wireGuardPublicKey(parseWireGuardFile(response.text).interface.get('PrivateKey') as WireGuardKey);
+}
+
+test('PostgreSQL restarted twice under two portal instances and a stream of calls: no call fails, nothing is made twice, nothing is lost', async (t) => {
+  const cleanup: (() => unknown)[] = [];
+  t.after(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+  const server = await startPrivatePostgres();
+  cleanup.push(() => server.stop());
+  const { url } = await createTestDatabase(server.url);
+  const first = await startTestPortal({ database: url });
+  cleanup.push(() => first.close());
+  const second = await startTestPortal({ database: url });
+  cleanup.push(() => second.close());
+  const portals: readonly TestPortal[] = [first, second];
+
+  const created = new Map<string, string>(); // user → public key
+  const deleted = new Set<string>(); // users whose configuration was deleted
+  const disabled = new Set<string>();
+  const failures: string[] = [];
+  let calls = 0;
+  const check = (name: string, response: ApiResponse, expected: number) => {
+    calls++;
+    if (response.status !== expected) failures.push(`${name}: ${response.status} ${response.text}`);
+  };
+  const startedAt = performance.now();
+  const restarts = RESTARTS_AT_MS.map(async (at) => {
+    await sleep(at);
+    await server.restart();
+  });
+  const inFlight = new Set<Promise<void>>();
+  for (let index = 0; performance.now() - startedAt < STREAM_MS; index++) {
+    const portal = portals[index % 2] as TestPortal;
+    const userId = `user${index}`;
+    const job = async () => {
+      const response = await portal.post('/create', { user_id: userId, profile_id: 'employees' });
+      check(`create ${userId}`, response, 200);
+      if (response.status !== 200) return;
+      created.set(userId, publicKeyOf(response));
+      // Every third configuration is deleted again, every fifth user disabled, from the other instance.
+      const other = portals[(index + 1) % 2] as TestPortal;
+      if (index % 3 === 0) {
+        const gone = await other.post('/delete_connection', {
+          user_id: userId,
+          connection_id: created.get(userId) ?? '',
+        });
+        check(`delete_connection ${userId}`, gone, 204);
+        if (gone.status === 204) deleted.add(userId);
+      } else if (index % 5 === 0) {
+        const off = await other.post('/disable_user', { user_id: userId });
+        check(`disable_user ${userId}`, off, 204);
+        if (off.status === 204) disabled.add(userId);
+      }
+      check('users', await portal.get('/users'), 200);
+    };
+    const running = job().finally(() => inFlight.delete(running));
+    inFlight.add(running);
+    await sleep(CALL_EVERY_MS);
+  }
+  await Promise.all([...inFlight, ...restarts]);
+  assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
+  assert.ok(created.size > 50, `only ${created.size} creates in ${STREAM_MS} ms`);
+
+  const db = connectDatabase({ dialect: 'postgres', url });
+  cleanup.push(() => db.destroy());
+  const peers = await db.selectFrom('wg_peers').select(['user_id', 'public_key']).execute();
+  const users = await db.selectFrom('users').select(['user_id', 'is_disabled']).execute();
+  // Each create made its user and its configuration exactly once; each delete took it away.
+  assert.equal(users.length, created.size);
+  assert.deepEqual(
+    peers.map((peer) => `${peer.user_id} ${peer.public_key}`).sort(),
+    [...created]
+      .filter(([userId]) => !deleted.has(userId))
+      .map(([userId, key]) => `${userId} ${key}`)
+      .sort(),
+  );
+  assert.deepEqual(
+    users
+      .filter((user) => Number(user.is_disabled) === 1)
+      .map((user) => user.user_id)
+      .sort(),
+    [...disabled].sort(),
+  );
+  // One audit row per successful change: none written twice by a transaction run again.
+  const audited = await sql<{ call: string; count: string }>`
+    SELECT call, count(*)::text AS count FROM audit_log WHERE status < 300 GROUP BY call`.execute(db);
+  const auditCount = new Map(audited.rows.map((row) => [row.call, Number(row.count)]));
+  assert.equal(auditCount.get('create'), created.size);
+  assert.equal(auditCount.get('delete_connection'), deleted.size);
+  assert.equal(auditCount.get('disable_user'), disabled.size);
+});
+
+for (const mode of ['after-forwarding', 'instead-of-forwarding'] as const) {
+  const outcome = mode === 'after-forwarding' ? 'the server committed' : 'the server never got it';
+  test(`PostgreSQL: a create whose connection is cut right at COMMIT (${outcome}) is resolved by reading back its marker and answers its configuration once`, async (t) => {
+    const cleanup: (() => unknown)[] = [];
+    t.after(async () => {
+      for (const step of cleanup.reverse()) await step();
+    });
+    const server = await startPrivatePostgres();
+    cleanup.push(() => server.stop());
+    const { url } = await createTestDatabase(server.url);
+    const cutter = await startPostgresCutter(url);
+    cleanup.push(() => cutter.close());
+    const log = capturedLog('info');
+    const portal = await startTestPortal({ database: cutter.url, logger: log.logger });
+    cleanup.push(() => portal.close());
+    assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
+
+    const cut = cutter.cutNextCommit('INSERT INTO wg_peers', mode);
+    const response = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
+    await cut;
+    assert.equal(response.status, 200, response.text);
+    const key = publicKeyOf(response);
+
+    const db = connectDatabase({ dialect: 'postgres', url });
+    cleanup.push(() => db.destroy());
+    const bobs = await db.selectFrom('wg_peers').select('public_key').where('user_id', '=', 'bob').execute();
+    assert.deepEqual(
+      bobs.map((peer) => peer.public_key),
+      [key],
+    );
+    const audited = await db.selectFrom('audit_log').select('call').where('user_id', '=', 'bob').execute();
+    assert.equal(audited.length, 1);
+    const resolved = log.lines().filter((line) => /COMMIT/.test(line.msg ?? ''));
+    assert.equal(resolved.length, 1, log.text());
+    assert.match(
+      resolved[0]?.msg ?? '',
+      mode === 'after-forwarding' ? /read back: it committed/ : /read back: it did not commit/,
+    );
+  });
+}

@@ -1,0 +1,174 @@
+// TCP proxies on 127.0.0.1 for failures that only the network between two processes can
+// cause at the exact moment a test needs: a PostgreSQL connection cut right at a transaction's
+// COMMIT (before or after the server got it), and a node's answer held back while the test
+// does something else (restarts the database). Everything else passes through unchanged.
+import net from 'node:net';
+
+export interface PostgresCutter {
+  /** postgres://… of the proxy, with the target's user, password and database. */
+  readonly url: string;
+  /**
+   * Cuts the next COMMIT sent on a connection whose transaction ran a statement containing
+   * `marker`: `after-forwarding` hands the COMMIT to the server and then drops the portal's
+   * side at once (the server commits; the portal never hears it), `instead-of-forwarding`
+   * drops the connection with the COMMIT unsent (the server rolls back). Resolves once cut.
+   */
+  cutNextCommit(marker: string, mode: 'after-forwarding' | 'instead-of-forwarding'): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface CutRequest {
+  readonly marker: Buffer;
+  readonly mode: 'after-forwarding' | 'instead-of-forwarding';
+  readonly done: () => void;
+}
+
+const COMMIT = Buffer.from('commit\0');
+
+/** A proxy that parses the frontend's messages (startup, then type byte + length) to find the COMMIT. */
+export async function startPostgresCutter(targetUrl: string): Promise<PostgresCutter> {
+  const target = new URL(targetUrl);
+  const sockets = new Set<net.Socket>();
+  let pending: CutRequest | null = null;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    const closeBoth = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', closeBoth);
+    upstream.on('error', closeBoth);
+    client.on('close', () => sockets.delete(client));
+    upstream.on('close', () => sockets.delete(upstream));
+    upstream.on('data', (chunk: Buffer) => {
+      if (!client.destroyed) client.write(chunk);
+    });
+    upstream.on('end', () => client.end());
+    let buffered = Buffer.alloc(0);
+    let startup = true;
+    let marked = false;
+    client.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      for (;;) {
+        const headerLength = startup ? 0 : 1;
+        if (buffered.length < headerLength + 4) return;
+        const length = buffered.readInt32BE(headerLength);
+        if (buffered.length < headerLength + length) return;
+        const message = buffered.subarray(0, headerLength + length);
+        buffered = buffered.subarray(headerLength + length);
+        const type = startup ? null : String.fromCharCode(message[0] ?? 0);
+        startup = false;
+        const cut = pending;
+        if (cut !== null && type === 'Q' && message.subarray(5).equals(COMMIT) && marked) {
+          pending = null;
+          if (cut.mode === 'after-forwarding') {
+            upstream.write(message);
+            // The server keeps the session until it reads the end: it commits, answers nobody.
+            client.destroy();
+            setTimeout(() => upstream.destroy(), 2000).unref();
+          } else {
+            closeBoth();
+          }
+          cut.done();
+          return;
+        }
+        if (cut !== null && message.includes(cut.marker)) marked = true;
+        if (type === 'Q' && (message.subarray(5).equals(COMMIT) || message.includes(Buffer.from('rollback'))))
+          marked = false;
+        upstream.write(message);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as net.AddressInfo;
+  const url = new URL(targetUrl);
+  url.port = String(address.port);
+  return {
+    url: url.href,
+    cutNextCommit: (marker, mode) =>
+      new Promise<void>((resolve) => {
+        pending = { marker: Buffer.from(marker), mode, done: resolve };
+      }),
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface HoldingProxy {
+  /** http://127.0.0.1:PORT of the proxy. */
+  readonly url: string;
+  /** Holds the next request that contains `text` (and everything after it on that connection); resolves once one is held. */
+  holdNext(text: string): Promise<void>;
+  /** Sends on what was held. */
+  release(): void;
+  /** Where it forwards to: 127.0.0.1:`port` (set before the first connection). */
+  forwardTo(port: number): void;
+  close(): Promise<void>;
+}
+
+/** A proxy to 127.0.0.1 (at the port `forwardTo` sets) that can hold a request back until the test lets it go. */
+export async function startHoldingProxy(): Promise<HoldingProxy> {
+  let port = 0;
+  const sockets = new Set<net.Socket>();
+  let wanted: { readonly text: string; readonly held: () => void } | null = null;
+  let releases: (() => void)[] = [];
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    sockets.add(client);
+    sockets.add(upstream);
+    const closeBoth = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', closeBoth);
+    upstream.on('error', closeBoth);
+    client.on('close', () => sockets.delete(client));
+    upstream.on('close', () => sockets.delete(upstream));
+    upstream.pipe(client);
+    let holding: Buffer[] | null = null;
+    client.on('data', (chunk: Buffer) => {
+      if (holding !== null) {
+        holding.push(chunk);
+        return;
+      }
+      const want = wanted;
+      if (want !== null && chunk.includes(want.text)) {
+        wanted = null;
+        holding = [chunk];
+        releases.push(() => {
+          for (const held of holding ?? []) upstream.write(held);
+          holding = null;
+        });
+        want.held();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    client.on('end', () => upstream.end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    holdNext: (text) =>
+      new Promise<void>((resolve) => {
+        wanted = { text, held: resolve };
+      }),
+    forwardTo(target) {
+      port = target;
+    },
+    release() {
+      const pendingReleases = releases;
+      releases = [];
+      for (const release of pendingReleases) release();
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
