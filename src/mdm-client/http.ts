@@ -2,6 +2,7 @@
 // answer, JSON parsed with zod at the edge, and errors that name the URL and status but never a
 // secret (tokens and client secrets travel only in headers and bodies, which are never quoted).
 import { z } from 'zod';
+import { AnswerTooLargeError, readResponseWithin } from '../shared/limited-body.js';
 
 const TOKEN_ANSWER = z.object({ access_token: z.string().min(1) });
 
@@ -26,10 +27,20 @@ export async function requestJson<T>(url: string, init: RequestInit, schema: z.Z
       `${init.method ?? 'GET'} ${where}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
     );
   }
-  const body = Buffer.from(await response.arrayBuffer());
-  if (!response.ok) throw new MdmInventoryError(`${init.method ?? 'GET'} ${where} answered ${response.status}`);
-  if (body.length > MAX_ANSWER_BYTES)
-    throw new MdmInventoryError(`${where} answered more than ${MAX_ANSWER_BYTES} bytes`);
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new MdmInventoryError(`${init.method ?? 'GET'} ${where} answered ${response.status}`);
+  }
+  let body: Buffer;
+  try {
+    // Read against the cap: a larger answer is cut off there, never held whole.
+    body = await readResponseWithin(response, MAX_ANSWER_BYTES, where);
+  } catch (error) {
+    if (error instanceof AnswerTooLargeError) throw new MdmInventoryError(error.message);
+    throw new MdmInventoryError(
+      `${where}: the answer broke off (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));

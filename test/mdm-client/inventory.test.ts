@@ -7,6 +7,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import type { MdmInventorySource } from '../../src/config/portal-config.js';
 import { MdmInventoryError, readMdmInventory } from '../../src/mdm-client/inventory.js';
 import { Secret } from '../../src/shared/secret.js';
+import { startEndlessBody } from '../support/endless-body.js';
 import { MdmStandIn, STAND_IN_CLIENT_ID, STAND_IN_CLIENT_SECRET, STAND_IN_TENANT } from '../support/mdm-stand-in.js';
 
 const DEVICES = [
@@ -127,5 +128,23 @@ describe('the MDM inventory clients', () => {
       } as MdmInventorySource),
       /another origin/,
     );
+  });
+
+  test('an answer larger than 32 MiB, chunked with no Content-Length, is refused after reading about 32 MiB, not all of it', async () => {
+    const endless = await startEndlessBody(200 * 1024 * 1024);
+    try {
+      await assert.rejects(
+        readMdmInventory({ provider: 'json', url: `${endless.url}/inventory.json`, headers: {} }),
+        (error) => {
+          assert.ok(error instanceof MdmInventoryError);
+          assert.match(error.message, /answered more than 33554432 bytes \(32 MiB, the limit\)/);
+          return true;
+        },
+      );
+      const sent = await endless.closed();
+      assert.ok(sent < (32 + 16) * 1024 * 1024, `the server wrote ${sent} bytes before the portal hung up`);
+    } finally {
+      await endless.close();
+    }
   });
 });
