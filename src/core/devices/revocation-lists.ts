@@ -23,6 +23,7 @@ import {
   type RevokedSerials,
 } from '../../keys/client-certificate.js';
 import { messageOf } from '../../shared/error-message.js';
+import { readResponseWithin } from '../../shared/limited-body.js';
 import { formatAtom } from '../../shared/time.js';
 import { liveDeviceIdentifiers } from '../../storage/devices.js';
 import {
@@ -356,13 +357,12 @@ export async function rememberIntermediateCas(ctx: PortalContext, cas: readonly 
   );
 }
 
-/** A revocation list from an http(s) URL: 200 within 30 s, at most MAX_CRL_BYTES. */
+/** A revocation list from an http(s) URL: 200 within 30 s, at most MAX_CRL_BYTES (reading stops there). */
 async function fetchCrl(url: string): Promise<Buffer> {
   const response = await fetch(url, { signal: AbortSignal.timeout(30_000), redirect: 'follow' });
-  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-  const length = Number(response.headers.get('content-length') ?? 0);
-  if (length > MAX_CRL_BYTES) throw new Error(`${url} is larger than ${MAX_CRL_BYTES} bytes`);
-  const body = Buffer.from(await response.arrayBuffer());
-  if (body.length > MAX_CRL_BYTES) throw new Error(`${url} is larger than ${MAX_CRL_BYTES} bytes`);
-  return body;
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new Error(`${url} answered ${response.status}`);
+  }
+  return readResponseWithin(response, MAX_CRL_BYTES, url);
 }
