@@ -12,6 +12,7 @@ import type { ConsoleOidcSettings } from '../config/console-oidc.js';
 import { grantFromClaims, type OidcGrant } from '../core/access/index.js';
 import { AnswerCipher } from '../keys/answer-cipher.js';
 import type { KeyStore } from '../keys/key-store.js';
+import { AnswerTooLargeError, fetchWithin } from '../shared/limited-body.js';
 import type { Clock } from '../shared/time.js';
 
 /** How long a browser may take at the provider before the callback is refused. */
@@ -20,6 +21,10 @@ export const OIDC_FLOW_LIFETIME_MS = 10 * 60_000;
 const PROVIDER_TIMEOUT_SECONDS = 10;
 /** Authenticated data of the sealed flow cookie: a text sealed for anything else does not open here. */
 const FLOW_CONTEXT = 'console-oidc-flow';
+/** A discovery document, key set, token or userinfo answer is far smaller than this. */
+const MAX_PROVIDER_ANSWER_BYTES = 1024 * 1024;
+/** Every request to the provider (discovery, keys, token, userinfo): its answer read against the cap. */
+const providerFetch = fetchWithin(MAX_PROVIDER_ANSWER_BYTES, (url) => describeProviderUrl(url));
 
 export type OidcStart =
   | { readonly ok: true; readonly url: URL; readonly flow: string }
@@ -60,6 +65,8 @@ export class ConsoleOidc {
       const { issuer, clientId, clientSecret } = this.settings;
       const attempt = client.discovery(issuer, clientId, undefined, client.ClientSecretBasic(clientSecret.reveal()), {
         timeout: PROVIDER_TIMEOUT_SECONDS,
+        // The configuration keeps it for every later request (keys, token, userinfo).
+        [client.customFetch]: providerFetch,
         // http:// issuers pass the configuration check only on a loopback address (tests).
         ...(issuer.protocol === 'http:' ? { execute: [client.allowInsecureRequests] } : {}),
       });
@@ -157,6 +164,10 @@ export class ConsoleOidc {
 
 /** One line from the library's or the provider's error; it never holds the client secret. */
 function describe(error: unknown): string {
+  // The library wraps a failed read ("failed to parse body as JSON"); the cap is the reason.
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof AnswerTooLargeError) return cause.message;
+  }
   if (error instanceof client.AuthorizationResponseError || error instanceof client.ResponseBodyError) {
     return error.error_description === undefined ? error.error : `${error.error}: ${error.error_description}`;
   }
@@ -165,4 +176,14 @@ function describe(error: unknown): string {
     return `${error.message}${cause}`;
   }
   return String(error);
+}
+
+/** A provider URL for messages: without its query. */
+function describeProviderUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return 'the provider';
+  }
 }

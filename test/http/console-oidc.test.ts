@@ -11,6 +11,7 @@ import { resolveConsoleOidc, type ConsoleOidcSettings } from '../../src/config/c
 import { ConsoleOidc, OIDC_FLOW_LIFETIME_MS } from '../../src/http/console-oidc.js';
 import { KeyStore } from '../../src/keys/key-store.js';
 import type { Clock } from '../../src/shared/time.js';
+import { startEndlessBody } from '../support/endless-body.js';
 import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 
 const BASE_URL = new URL('https://vpn.example.org/vpn-user-portal/');
@@ -189,4 +190,33 @@ test('a provider that cannot be reached makes sign-in say so in one line, withou
   assert.ok(!down.ok);
   assert.match(down.reason, /^Test SSO cannot be reached \(.+\); sign in with an admin key\.$/);
   assert.ok(!down.reason.includes(provider.clientSecret));
+});
+
+test('a provider whose discovery document is larger than 1 MiB is refused after reading about 1 MiB, naming the limit', async (t) => {
+  const endless = await startEndlessBody(200 * 1024 * 1024);
+  t.after(() => endless.close());
+  const dir = mkdtempSync(path.join(tmpdir(), 'console-oidc-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(path.join(dir, 'client-secret'), 'secret\n');
+  chmodSync(path.join(dir, 'client-secret'), 0o600);
+  const settings = resolveConsoleOidc(
+    {
+      issuer: `${endless.url}/realm`,
+      name: 'Huge SSO',
+      clientId: 'portal',
+      clientSecretFile: 'client-secret',
+      requestScopes: ['openid'],
+      scope: { claim: 'roles', read: ['staff'], write: [], admin: [] },
+    },
+    BASE_URL,
+    dir,
+    ['employees'],
+    (option, message) => assert.fail(`${option}: ${message}`),
+  );
+  const oidc = new ConsoleOidc(settings as ConsoleOidcSettings, new KeyStore(dir), new ClockAt());
+  const start = await oidc.begin();
+  assert.equal(start.ok, false);
+  assert.match(start.ok ? '' : start.reason, /more than 1048576 bytes \(1 MiB, the limit\)/);
+  const sent = await endless.closed();
+  assert.ok(sent < 17 * 1024 * 1024, `the provider wrote ${sent} bytes before the portal hung up`);
 });
