@@ -1,10 +1,12 @@
 // The address guard of webhook requests: every range that is not the public Internet is
 // refused, judged also through every IPv6 form that carries an IPv4 address (mapped,
 // compatible, NAT64, 6to4, Teredo), as are the portal's own addresses;
-// an allow-listed prefix lets exactly its addresses through.
+// an allow-listed prefix lets exactly its addresses through. A huge answer is read for its first
+// bytes only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TargetGuard } from '../../../src/core/webhooks/sender.js';
+import { sendWebhook, TargetGuard } from '../../../src/core/webhooks/sender.js';
+import { startEndlessBody } from '../../support/endless-body.js';
 
 test('loopback, link-local, private, shared, multicast and mapped forms are refused; public addresses pass', () => {
   const guard = new TargetGuard({ allowPrivateTargets: [] }, '127.0.0.1');
@@ -78,4 +80,20 @@ test('an IPv4 address inside an IPv6 one (compatible, NAT64 /96 and /48, 6to4, T
   const allowing = new TargetGuard({ allowPrivateTargets: ['10.20.0.0/16'] }, '198.51.100.7');
   assert.equal(allowing.refusal('2002:a14:6301::1'), null, 'a 6to4 form of an allowed address');
   assert.equal(allowing.refusal('2002:a15:1::1'), 'a private (RFC 1918) (10.0.0.0/8) address');
+});
+
+test('a receiver answering 200 MiB is read for its first bytes only: the portal hangs up, the receiver writes little', async (t) => {
+  const receiver = await startEndlessBody(200 * 1024 * 1024, 'text/plain');
+  t.after(() => receiver.close());
+  const guard = new TargetGuard({ allowPrivateTargets: ['127.0.0.0/8'] }, '198.51.100.7');
+  const result = await sendWebhook(
+    { url: new URL(`${receiver.url}/hook`), headers: { 'content-type': 'application/json' }, body: '{}' },
+    guard,
+    10_000,
+    new AbortController().signal,
+  );
+  assert.equal(result.kind, 'answered');
+  assert.equal(result.kind === 'answered' ? result.excerpt.length : 0, 256);
+  const sent = await receiver.closed();
+  assert.ok(sent < 16 * 1024 * 1024, `the receiver wrote ${sent} bytes before the portal hung up`);
 });
