@@ -4,17 +4,17 @@
 // handshake; the portal checks the chain itself (src/keys/client-certificate.ts). The device
 // sends `public_key` (or `csr`) and Accept, no token; `profile_id` and `platform` may be sent and
 // must then be the registered device's. The same allow-list and limit per address as the plain
-// endpoint apply.
+// endpoint apply, and the same timeouts and connection cap as the main listener (listener-budgets.ts).
 import type { TLSSocket, PeerCertificate, DetailedPeerCertificate } from 'node:tls';
 import formbody from '@fastify/formbody';
-import Fastify from 'fastify';
 import type { PortalContext } from '../core/context.js';
 import { ENROLL_PATH } from '../protocol/admin-api.js';
+import { AddressAllowList } from './address-allow-list.js';
 import { enrollEndpoint } from './enroll.js';
 import { handleError } from './error-reply.js';
 import { enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
+import { budgetedListener } from './listener-budgets.js';
 
-const BODY_LIMIT_BYTES = 64 * 1024;
 /** A chain longer than this is not followed further (the verifier refuses long chains anyway). */
 const MAX_PRESENTED = 8;
 
@@ -30,11 +30,12 @@ export async function startEnrollTls(
 ): Promise<RunningEnrollTls | null> {
   const { tls } = ctx.config.enrollment;
   if (tls === null || check === null) return null;
-  const app = Fastify({
-    loggerInstance: ctx.logger.child({ component: 'enroll-tls' }),
-    disableRequestLogging: true,
-    bodyLimit: BODY_LIMIT_BYTES,
-    https: { cert: tls.certificatePem, key: tls.keyPem, requestCert: true, rejectUnauthorized: false },
+  const app = budgetedListener({
+    listen: ctx.config.listen,
+    logger: ctx.logger.child({ component: 'enroll-tls' }),
+    // Devices connect themselves: mutual TLS ends here, so no reverse proxy stands in between.
+    uncapped: new AddressAllowList([]),
+    tls: { cert: tls.certificatePem, key: tls.keyPem, requestCert: true, rejectUnauthorized: false },
   });
   await app.register(formbody);
   app.setErrorHandler(handleError);
@@ -43,7 +44,10 @@ export async function startEnrollTls(
   app.post(`${ctx.config.basePath}/${ENROLL_PATH}`, async (request, reply) => {
     await enrollWithCertificate(ctx, check, presentedChain(request.raw.socket as TLSSocket), request, reply);
   });
-  const address = await app.listen({ host: tls.host, port: tls.port });
+  await app.listen({ host: tls.host, port: tls.port });
+  const bound = app.server.address();
+  if (bound === null || typeof bound === 'string') throw new Error('enrollment.tls: the listener has no address');
+  const address = `https://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   ctx.logger.info(`certificate enrollment at ${address}${ctx.config.basePath}/${ENROLL_PATH}`);
   return {
     url: address,

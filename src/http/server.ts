@@ -2,27 +2,20 @@
 // OpenAPI document (admin-api.ts), the Node API under {base}/node-api.php for node agents
 // (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enroll.ts) —
 // each a plugin with its own guard (surface.ts), the admin console under {base}/admin/ (a plugin
-// that guards its own pages, ./console/), and what they share: timeouts, limits per
-// address, the JSON error shape, 404 and 405.
+// that guards its own pages, ./console/), and what they share: the JSON error shape, 404 and 405.
+// Timeouts and limits per address are every listener's (listener-budgets.ts).
 import formbody from '@fastify/formbody';
-import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
 import { AddressAllowList } from './address-allow-list.js';
 import { adminApiSurface } from './admin-api.js';
 import type { CertificateCheck } from './certificate-check.js';
-import { ConnectionsPerAddress } from './connections-per-address.js';
 import { enrollSurface } from './enroll.js';
 import { handleError, sendError } from './error-reply.js';
 import { nodeApiSurface } from './node-api/surface.js';
-import { ProtocolErrorAnswers } from './protocol-errors.js';
-import { RunningRequests } from './running-requests.js';
+import { BODY_LIMIT_BYTES, budgetedListener } from './listener-budgets.js';
 import { decodePath, type HttpSurface } from './surface.js';
 import { adminConsole } from './console/plugin.js';
-
-/** Form bodies of the Admin API are small; anything larger is refused with 413. */
-const BODY_LIMIT_BYTES = 64 * 1024;
-/** How often Node looks for requests past listen.requestTimeout (its default, 30 s, would let them linger). */
-const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
 export function buildServer(ctx: PortalContext, certificateCheck: CertificateCheck | null = null) {
   const surfaces: readonly HttpSurface[] = [
@@ -34,52 +27,20 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
   const surfaceOf = (request: FastifyRequest): HttpSurface | undefined =>
     surfaces.find((surface) => surface.owns(request));
   const trustedProxies = new AddressAllowList(ctx.config.adminApi.trustedProxyList);
-  const { listen } = ctx.config;
-  const running = new RunningRequests();
-  const protocolErrors = new ProtocolErrorAnswers({
-    requestTimeoutMs: listen.requestTimeoutMs,
-    running,
-    logger: ctx.logger,
-  });
-  const app = Fastify({
-    loggerInstance: ctx.logger,
-    // One line per request at info is noise and cost: one line at debug instead.
-    logController: new DebugRequestLog(),
-    http: {
-      // A request without Host gets the JSON 400 of the hook below, not Node's empty one.
-      requireHostHeader: false,
-      // Slow senders are cut with 408: headers and body alike must arrive within requestTimeout.
-      headersTimeout: listen.requestTimeoutMs,
-      requestTimeout: listen.requestTimeoutMs,
-      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+  // Timeouts, the cap per address, the body limit and JSON protocol errors: as on every listener.
+  const app = budgetedListener(
+    { listen: ctx.config.listen, logger: ctx.logger, uncapped: trustedProxies },
+    {
+      // X-Forwarded-For is believed only when the direct peer is a configured trusted proxy.
+      trustProxy: (address: string) => trustedProxies.allows(address),
+      exposeHeadRoutes: false,
+      // A URL the router cannot decode (`%zz`) still gets its surface's guard and the JSON error format.
+      frameworkErrors: async (error, request, reply) => {
+        await surfaceOf(request)?.guard(request, reply);
+        if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
+      },
     },
-    // Fastify sets these on the server after creating it (its defaults: no request timeout, 72 s keep-alive).
-    requestTimeout: listen.requestTimeoutMs,
-    keepAliveTimeout: listen.keepAliveTimeoutMs,
-    bodyLimit: BODY_LIMIT_BYTES,
-    // X-Forwarded-For is believed only when the direct peer is a configured trusted proxy.
-    trustProxy: (address: string) => trustedProxies.allows(address),
-    exposeHeadRoutes: false,
-    // A URL the router cannot decode (`%zz`) still gets its surface's guard and the JSON error format.
-    frameworkErrors: async (error, request, reply) => {
-      await surfaceOf(request)?.guard(request, reply);
-      if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
-    },
-    // Bytes that are not valid HTTP (bad Content-Length, junk behind a request, ...) get the same JSON error shape.
-    clientErrorHandler: protocolErrors.onClientError,
-  });
-  running.install(app.server);
-  protocolErrors.install(app.server);
-  // Node stops timing out slow requests once the server closes, and the close waits for every
-  // connection: answer what has arrived, then drop the rest (slow senders, idle keep-alives).
-  app.addHook('preClose', async () => {
-    void running.answered().then(() => app.server.closeAllConnections());
-  });
-  new ConnectionsPerAddress({
-    maxPerAddress: listen.maxConnectionsPerAddress,
-    uncapped: trustedProxies,
-    logger: ctx.logger,
-  }).install(app.server);
+  );
   app.removeAllContentTypeParsers();
   void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
   app.setErrorHandler(handleError);
@@ -118,27 +79,6 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
     return sendError(reply, 404, `"${path}" not found`);
   });
   return app;
-}
-
-/** Fastify's request lines: none when a request arrives, one at debug when it is answered; errors as Fastify logs them. */
-class DebugRequestLog extends LogController {
-  override incomingRequest(): void {}
-
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error !== null && error !== undefined) {
-      super.requestCompleted(error, request, reply);
-      return;
-    }
-    request.log.debug(
-      {
-        method: request.method,
-        url: request.url,
-        statusCode: reply.statusCode,
-        responseTimeMs: Math.round(reply.elapsedTime),
-      },
-      'request answered',
-    );
-  }
 }
 
 function announcesBody(request: FastifyRequest): boolean {
