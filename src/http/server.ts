@@ -15,7 +15,7 @@ import { handleError, sendError } from './error-reply.js';
 import { nodeApiSurface } from './node-api/surface.js';
 import { BODY_LIMIT_BYTES, budgetedListener } from './listener-budgets.js';
 import { decodePath, type HttpSurface } from './surface.js';
-import { adminConsole } from './console/plugin.js';
+import { adminConsole, consoleNotFound } from './console/plugin.js';
 
 export function buildServer(ctx: PortalContext, certificateCheck: CertificateCheck | null = null) {
   const surfaces: readonly HttpSurface[] = [
@@ -69,8 +69,12 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
 
   /** Method of each known path, for 405 answers to any other method (HEAD, OPTIONS, PROPFIND, ...). */
   const methodOf = new Map(surfaces.flatMap((surface) => [...surface.methods]));
+  const consoleBase = `${ctx.config.basePath}/admin/`;
   app.setNotFoundHandler((request, reply) => {
     const path = decodePath(request.url.split('?')[0] ?? '');
+    // A console address without a page: the console's own 404 page and headers, not the API's JSON.
+    if (ctx.config.adminConsole.enabled && path.startsWith(consoleBase) && surfaceOf(request) === undefined)
+      return consoleNotFound(reply, consoleBase);
     const allowed = methodOf.get(path);
     if (allowed !== undefined)
       return sendError(reply, 405, `method "${request.method}" not allowed`, { allow: allowed });

@@ -64,7 +64,8 @@ export function registerOidcRoutes(app: FastifyInstance, options: OidcRouteOptio
     const result = finish.ok
       ? await signInWithOidc(ctx, finish.grant, request.ip, times)
       : await refuseOidcSignIn(ctx, finish.subject, finish.reason, request.ip);
-    if (!result.ok) return options.signInPage(reply, 401, result.reason);
+    // 403, not 401: a refused sign-in has no WWW-Authenticate challenge to offer.
+    if (!result.ok) return options.signInPage(reply, 403, result.reason);
     options.setSessionCookie(request, reply, result.session);
     // A page of our own that moves on, not a redirect: RFC 6265bis lets a browser withhold a
     // SameSite=Strict cookie on a redirect chain another site began (today's Chromium sends it;

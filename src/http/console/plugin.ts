@@ -76,14 +76,7 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
   trackReconciles(ctx);
   await app.register(cookie);
   app.addHook('onRequest', async (request, reply) => {
-    void reply.headers({
-      'content-security-policy': CONTENT_SECURITY_POLICY,
-      'x-frame-options': 'DENY',
-      'x-content-type-options': 'nosniff',
-      // same-origin, not no-referrer: with no-referrer the browser sends `Origin: null` on the console's own forms.
-      'referrer-policy': 'same-origin',
-      'cache-control': 'no-store',
-    });
+    setConsoleHeaders(reply);
     if (!allowList.allows(request.ip)) {
       request.log.warn({ ip: request.ip }, 'admin console request from an address outside adminApi.allowList');
       await sendPage(
@@ -116,9 +109,15 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     }
     const token = request.cookies[COOKIE_NAME];
     const check = token === undefined ? null : await checkSession(ctx, token, request.ip, times);
-    if (check === null || !check.valid) {
-      if (token !== undefined) void reply.clearCookie(COOKIE_NAME, { path: base });
-      await sendPage(reply, 401, signInPage(base, check === null ? null : check.reason, signInButton));
+    // No 401 here: it would need a WWW-Authenticate challenge, and a cookie has none (RFC 9110 §15.5.2).
+    if (check === null) {
+      await reply.redirect(`${base}sign-in`, 303);
+      return;
+    }
+    if (!check.valid) {
+      // The session ended: the sign-in form, saying why, at the address asked for.
+      void reply.clearCookie(COOKIE_NAME, { path: base });
+      await sendPage(reply, 200, signInPage(base, check.reason, signInButton));
       return;
     }
     sessions.set(request, check.session);
@@ -166,7 +165,8 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
     const presented = (request.body as Record<string, unknown> | undefined)?.['credential'];
     const result = await signIn(ctx, typeof presented === 'string' ? presented : '', request.ip, times);
-    if (!result.ok) return sendPage(reply, 401, signInPage(base, result.reason, signInButton));
+    // 403: the credential was presented and refused (a 401 would need a WWW-Authenticate challenge).
+    if (!result.ok) return sendPage(reply, 403, signInPage(base, result.reason, signInButton));
     setSessionCookie(request, reply, result.session);
     return reply.redirect(base, 303);
   });
@@ -218,6 +218,27 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
   for (const [name, handler] of Object.entries(actionHandlers)) {
     app.post(`${base}${name}`, async (request, reply) => answer(reply, consoleRequest(request), handler));
   }
+}
+
+/** The headers of every console answer. */
+function setConsoleHeaders(reply: FastifyReply): void {
+  void reply.headers({
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    // same-origin, not no-referrer: with no-referrer the browser sends `Origin: null` on the console's own forms.
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  });
+}
+
+/**
+ * The console's 404 for a path under it that no page has (the server's not-found handler
+ * answers it, as no route of the console matched), with the console's headers.
+ */
+export function consoleNotFound(reply: FastifyReply, base: string): FastifyReply {
+  setConsoleHeaders(reply);
+  return sendPage(reply, 404, page(null, 'Not found', problem(404, 'The console has no such page.'), base));
 }
 
 function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {

@@ -43,14 +43,13 @@ test('an administrator signs in with an admin key, walks the pages and finds a u
   t.after(() => context.close());
 
   const signInPage = await page.goto(consoleUrl(portal));
-  assert.equal(signInPage?.status(), 401, 'without a session the console asks to sign in');
+  assert.equal(signInPage?.status(), 200, 'without a session the console leads to its sign-in page');
+  assert.equal(page.url(), `${consoleUrl(portal)}sign-in`);
   const headers = signInPage?.headers() ?? {};
   assert.match(headers['content-security-policy'] ?? '', /script-src 'self'; style-src 'self'/);
   assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
   await screenshot(page, 'sign-in');
-
-  // The sign-in page's own 401 is reported as a failed load: watch from here on.
-  problems.length = 0;
+  assert.deepEqual(problems, []);
   await signIn(page, portal, key);
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Dashboard');
   assert.match((await page.locator('nav').textContent()) ?? '', /helpdesk · admin/);
@@ -289,6 +288,56 @@ test('a revoked key cannot sign in, and a session whose key is revoked goes back
   );
   assert.ok(refusals.some((entry) => entry.keyName === null && entry.detail === 'wrong secret'));
   assert.ok(!JSON.stringify(await auditLog(portal)).includes(key), 'the key itself is never in the audit log');
+});
+
+/** The headers every console answer carries. */
+function assertConsoleHeaders(headers: Headers, what: string): void {
+  assert.match(headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/, what);
+  assert.equal(headers.get('x-frame-options'), 'DENY', what);
+  assert.equal(headers.get('x-content-type-options'), 'nosniff', what);
+  assert.equal(headers.get('cache-control'), 'no-store', what);
+}
+
+test('without a session a console page redirects to the sign-in page with 303, and a refused sign-in answers 403: never a 401 without WWW-Authenticate', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  for (const path of ['', 'users', 'user?user_id=alice']) {
+    const answer = await fetch(`${consoleUrl(portal)}${path}`, { redirect: 'manual' });
+    assert.equal(answer.status, 303, path);
+    assert.equal(answer.headers.get('location'), `${new URL(consoleUrl(portal)).pathname}sign-in`, path);
+    assertConsoleHeaders(answer.headers, path);
+  }
+  const form = await fetch(`${consoleUrl(portal)}do`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: 'csrf=x',
+  });
+  assert.equal(form.status, 303, 'a form sent after the session ended leads to the sign-in page too');
+  const refused = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: 'credential=not-a-key',
+  });
+  assert.equal(refused.status, 403);
+  assert.match(await refused.text(), /<form method="post"/);
+  assertConsoleHeaders(refused.headers, 'refused sign-in');
+});
+
+test('a console path with no page answers the console’s own 404 page with its headers; the Admin API keeps its JSON 404', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  for (const path of ['nope', 'users/alice/nope/deeper']) {
+    const missing = await fetch(`${consoleUrl(portal)}${path}`, { redirect: 'manual' });
+    assert.equal(missing.status, 404, path);
+    assert.match(missing.headers.get('content-type') ?? '', /^text\/html/, path);
+    assertConsoleHeaders(missing.headers, path);
+    assert.match(await missing.text(), /<h1>Not found<\/h1>/, path);
+  }
+  const api = await portal.get('/nope');
+  assert.equal(api.status, 404);
+  assert.match(api.headers.get('content-type') ?? '', /^application\/json/);
 });
 
 test('the console is off with adminConsole.enabled false, and refuses addresses outside adminApi.allowList', async (t) => {

@@ -212,7 +212,7 @@ test('a callback without its flow cookie, and a provider that cannot be reached,
     `${stand.console}oidc/callback`,
   );
   const stray = await fetch(callback, { redirect: 'manual' });
-  assert.equal(stray.status, 401);
+  assert.equal(stray.status, 403, 'a refusal, not a 401 (which would need WWW-Authenticate)');
   assert.match(await stray.text(), /The sign-in took too long or was started in another browser; start it again\./);
 
   // Nothing listens at this issuer: the portal started all the same, and the sign-in page says why.
