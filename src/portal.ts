@@ -187,13 +187,13 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     check.revocationLists.start();
     metrics.observeRevocationLists(check.revocationLists, () => clock.now().getTime());
   }
+  for (const warning of config.secretFileWarnings) logger.warn(warning);
   if (!keys.adminApiEnabled())
     logger.warn(
       `admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,
     );
   let mdmInventory: MdmInventorySchedule | null = null;
   if (config.mdmInventory !== null) {
-    if (config.mdmInventory.permissionWarning !== null) logger.warn(config.mdmInventory.permissionWarning);
     const schedule = new MdmInventorySchedule(ctx, config.mdmInventory);
     metrics.observeMdmInventory(() => schedule.state);
     schedule.start();

@@ -24,6 +24,8 @@ export function loadAppleSigning(
   baseDir: string,
   now: Date,
   report: Report,
+  /** Told of the key file, to warn when others may read it (secret-files.ts). */
+  warnOfSecretFile: (option: string, file: string) => void = () => {},
 ): ProfileSigningMaterial | null {
   const { signingCertificate, signingKey, signingChain } = options;
   if (signingCertificate === undefined && signingKey === undefined && signingChain === undefined) return null;
@@ -37,6 +39,7 @@ export function loadAppleSigning(
   const certificatePem = readPem(baseDir, signingCertificate, 'apple.signingCertificate', report);
   const keyPem = readPem(baseDir, signingKey, 'apple.signingKey', report);
   const chainPem = signingChain === undefined ? '' : readPem(baseDir, signingChain, 'apple.signingChain', report);
+  if (keyPem !== null) warnOfSecretFile('apple.signingKey', path.resolve(baseDir, signingKey));
   if (certificatePem === null || keyPem === null || chainPem === null) return null;
 
   const certificate = parseCertificate(certificatePem, 'apple.signingCertificate', now, report);

@@ -3,10 +3,11 @@
 // (the issuer's URL, the client secret file and its mode, the claim mapping, the profiles it
 // names), so a typo refuses the start naming the option; the provider itself is asked lazily
 // (src/http/console-oidc.ts), so an outage of it never keeps the portal, and the VPN, down.
-import { statSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { Secret } from '../shared/secret.js';
+import { looseSecretFile } from './secret-files.js';
 
 const claimValues = z.array(z.string().min(1)).default([]);
 /** A claim's name; a dotted path reaches into an object claim (Keycloak's `realm_access.roles`). */
@@ -148,9 +149,10 @@ export function resolveConsoleOidc(
 function readClientSecret(file: string, given: string, report: Report): Secret | null {
   const option = `${OPTION}.clientSecretFile`;
   try {
-    const mode = statSync(file).mode & 0o777;
-    if ((mode & 0o077) !== 0) {
-      report(option, `${given} is readable by others (mode ${mode.toString(8).padStart(4, '0')}); chmod 600 it`);
+    // The client secret alone refuses the start when others may read it (the rule: secret-files.ts).
+    const loose = looseSecretFile(file);
+    if (loose !== null) {
+      report(option, `${given} ${loose}`);
       return null;
     }
     const secret = readFileSync(file, 'utf8').trim();

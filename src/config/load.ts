@@ -1,6 +1,6 @@
 // Reads, validates and resolves the configuration. Every error names the file and the
 // option (`config.json: ProfileList[0].wRangeFour: ...`) so an administrator can fix it.
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type { z } from 'zod';
@@ -10,6 +10,7 @@ import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js
 import { poolCapacity } from '../wireguard/address-pool.js';
 import { messageOf } from '../shared/error-message.js';
 import { Secret } from '../shared/secret.js';
+import { secretFileWarning } from './secret-files.js';
 import { loadAppleSigning } from './apple-signing.js';
 import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
@@ -65,12 +66,19 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
 }
 
 type Report = (option: string, message: string) => void;
+/** Collects the start warnings of secret files others may read (secret-files.ts). */
+type WarnOfSecretFile = (option: string, file: string) => void;
 
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
   // Without baseUrl the portal is where it listens, so the quick start's URLs are right.
   const baseUrl = new URL(
     raw.baseUrl ?? `http://${hostForUrl(listenHostToReach(raw.listen.host))}:${raw.listen.port}/vpn-user-portal/`,
   );
+  const secretFileWarnings: string[] = [];
+  const warnOfSecretFile: WarnOfSecretFile = (option, file) => {
+    const warning = secretFileWarning(option, file);
+    if (warning !== null) secretFileWarnings.push(warning);
+  };
   const dataDir = path.resolve(baseDir, raw.dataDir);
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
   for (const [index, entry] of raw.adminApi.allowList.entries())
@@ -150,9 +158,9 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       retryFor: atLeastOneDay(raw.webhooks.retryFor, 'webhooks.retryFor', report),
       deliveryLogRetention: atLeastOneDay(raw.webhooks.deliveryLogRetention, 'webhooks.deliveryLogRetention', report),
     },
-    enrollment: resolveEnrollment(raw.enrollment, baseDir, report),
+    enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
-    mdmInventory: resolveMdmInventory(raw, baseDir, report),
+    mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     connectScript:
       raw.connectScriptPath === undefined
@@ -184,7 +192,8 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       mtu: raw.WireGuard.setMtu ?? null,
       proxy: resolveWireGuardProxy(raw.WireGuard, report),
     },
-    appleSigning: loadAppleSigning(raw.apple, baseDir, new Date(), report),
+    appleSigning: loadAppleSigning(raw.apple, baseDir, new Date(), report, warnOfSecretFile),
+    secretFileWarnings,
     profiles,
     nodes,
   };
@@ -195,10 +204,13 @@ function resolveEnrollment(
   raw: ParsedPortalConfig['enrollment'],
   baseDir: string,
   report: Report,
+  warnOfSecretFile: WarnOfSecretFile,
 ): PortalConfig['enrollment'] {
-  const read = (file: string, option: string): Buffer => {
+  const read = (file: string, option: string, secret = false): Buffer => {
     try {
-      return readFileSync(path.resolve(baseDir, file));
+      const content = readFileSync(path.resolve(baseDir, file));
+      if (secret) warnOfSecretFile(option, path.resolve(baseDir, file));
+      return content;
     } catch (error) {
       report(option, `cannot read ${path.resolve(baseDir, file)} (${(error as Error).message})`);
       return Buffer.alloc(0);
@@ -216,7 +228,7 @@ function resolveEnrollment(
         : {
             ...parseListenAddress(tls.listen, 'enrollment.tls.listen', report),
             certificatePem: read(tls.certificate, 'enrollment.tls.certificate').toString('utf8'),
-            keyPem: read(tls.key, 'enrollment.tls.key').toString('utf8'),
+            keyPem: read(tls.key, 'enrollment.tls.key', true).toString('utf8'),
           },
     clientCertificate:
       clientCertificate === null
@@ -268,16 +280,20 @@ function resolveEnrollment(
 
 /**
  * `mdmInventory`: each provider's options present, the client secret read now (a start without
- * it is refused naming the option) and never printed; a secret file others may read is warned of.
+ * it is refused naming the option) and never printed; a secret file others may read is warned of (secret-files.ts).
  */
-function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: Report): MdmInventoryConfig | null {
+function resolveMdmInventory(
+  raw: ParsedPortalConfig,
+  baseDir: string,
+  report: Report,
+  warnOfSecretFile: WarnOfSecretFile,
+): MdmInventoryConfig | null {
   const inventory = raw.mdmInventory;
   if (inventory === null) return null;
   const need = <T>(value: T | undefined, name: string): T | undefined => {
     if (value === undefined) report(`mdmInventory.${name}`, `is required with provider "${inventory.provider}"`);
     return value;
   };
-  let permissionWarning: string | null = null;
   const secret = (): Secret => {
     const file = need(inventory.clientSecretFile, 'clientSecretFile');
     if (file === undefined) return new Secret('');
@@ -285,9 +301,7 @@ function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: R
     try {
       const text = readFileSync(resolved, 'utf8').trim();
       if (text === '') report('mdmInventory.clientSecretFile', `${resolved} is empty`);
-      if ((statSync(resolved).mode & 0o077) !== 0) {
-        permissionWarning = `mdmInventory.clientSecretFile ${resolved} may be read by group or others; chmod 600 is recommended`;
-      }
+      warnOfSecretFile('mdmInventory.clientSecretFile', resolved);
       return new Secret(text);
     } catch (error) {
       report(
@@ -334,7 +348,6 @@ function resolveMdmInventory(raw: ParsedPortalConfig, baseDir: string, report: R
     matches: inventory.matches ?? raw.enrollment.clientCertificate?.deviceId.matches ?? 'serial',
     intervalMs: boundedMilliseconds(inventory.interval, 'mdmInventory.interval', MDM_INTERVAL_BOUNDS, report),
     maxRetirePerPass: parseRetireLimit(inventory.maxRetirePerPass, 'mdmInventory.maxRetirePerPass', report),
-    permissionWarning,
   };
 }
 

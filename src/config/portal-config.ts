@@ -136,8 +136,6 @@ export interface MdmInventoryConfig {
   readonly matches: 'serial' | 'mdm_id';
   readonly intervalMs: number;
   readonly maxRetirePerPass: RetireLimit;
-  /** Set when group or others may read the secret file, which a secret should not allow (logged at start). */
-  readonly permissionWarning: string | null;
 }
 
 /** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
@@ -243,6 +241,11 @@ export interface PortalConfig {
   readonly wireGuard: WireGuardSettings;
   /** `apple.signing*`: the material that signs Apple profiles, read and checked at load; null: profiles go out unsigned. */
   readonly appleSigning: ProfileSigningMaterial | null;
+  /**
+   * Secret files group or others may read (`enrollment.tls.key`, `apple.signingKey`,
+   * `mdmInventory.clientSecretFile`), one line each naming the option: logged at start.
+   */
+  readonly secretFileWarnings: readonly string[];
   readonly profiles: readonly Profile[];
   /** Every node any profile is on, by node number. */
   readonly nodes: ReadonlyMap<NodeNumber, VpnNode>;

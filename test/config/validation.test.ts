@@ -714,7 +714,7 @@ test('mdmInventory: its secret file is read at start from the configuration file
   assert.equal(loaded.intervalMs, 15 * 60_000);
   assert.deepEqual(loaded.maxRetirePerPass, { kind: 'percent', percent: 5 });
   assert.equal(loaded.matches, 'serial');
-  assert.equal(loaded.permissionWarning, null);
+  assert.deepEqual(loadPortalConfig(file).secretFileWarnings, []);
   chmodSync(path.join(dir, 'intune-secret'), 0o644);
-  assert.match(loadPortalConfig(file).mdmInventory?.permissionWarning ?? '', /chmod 600/);
+  assert.match(loadPortalConfig(file).secretFileWarnings.join('\n'), /^mdmInventory\.clientSecretFile: .*chmod 600/);
 });
