@@ -20,6 +20,7 @@ import {
   VPN_DAEMON_PATHS,
 } from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
+import { AnswerTooLargeError, readBodyWithin } from '../shared/limited-body.js';
 import { isCanonicalWireGuardKey } from '../wireguard/keys.js';
 
 export interface DaemonPeer {
@@ -132,7 +133,16 @@ export interface HttpNodeDaemonOptions {
   readonly timeoutMs: number;
   /** Connections the pool may open to the node (default MAX_CONNECTIONS_PER_NODE). */
   readonly connections?: number;
+  /** An answer longer than this is cut off there and fails the call (default MAX_ANSWER_BYTES). */
+  readonly maxAnswerBytes?: number;
 }
+
+/**
+ * The largest answer read from a node: a peer list of 100,000 peers is about 20 MiB; a node that
+ * answers more (broken, or not a node) costs the portal this much at most, not the whole answer
+ * (the portal's heap is capped at 192 MB).
+ */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** A response whose body has been read. */
 interface DaemonResponse {
@@ -286,8 +296,13 @@ export class HttpNodeDaemon implements NodeDaemon {
         ...(form === undefined ? {} : { body: form.toString() }),
       });
       status = response.statusCode;
-      text = await response.body.text();
+      const limit = this.options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+      text = (await readBodyWithin(response.body, limit, `node ${this.nodeNumber} (${this.url}${path})`)).toString(
+        'utf8',
+      );
     } catch (error) {
+      // The node did answer, far too much.
+      if (error instanceof AnswerTooLargeError) throw new NodeDaemonError(error.message, true);
       throw new NodeDaemonError(
         `node ${this.nodeNumber} (${this.url}) unreachable: ${(error as Error).message}`,
         false,

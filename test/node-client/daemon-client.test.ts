@@ -1,7 +1,7 @@
 // The portal's vpn-daemon client against a server that speaks the protocol as eduVPN's
 // vpn-daemon does (plain HTTP/1.1, form bodies): pushes reuse a few kept-open connections
 // instead of one per call, send exactly the fields the daemon reads, and fail fast and clearly
-// when the node does not answer.
+// when the node does not answer, or answers far too much.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -12,6 +12,7 @@ import { parseAddPeersForm } from '../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
+import { startEndlessBody } from '../support/endless-body.js';
 
 interface StandIn {
   readonly url: string;
@@ -231,4 +232,28 @@ test('a peer the node lists under a non-canonical or malformed key is read, but 
       ['not a key', false],
     ],
   );
+});
+
+test('an answer larger than the cap fails the call naming the limit, after reading about that much, not all of it', async (t) => {
+  const node = await startEndlessBody(200 * 1024 * 1024);
+  t.after(() => node.close());
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(4),
+    url: node.url,
+    secret: () => null,
+    timeoutMs: 10_000,
+    maxAnswerBytes: 4 * 1024 * 1024,
+  });
+  t.after(() => daemon.close());
+  await assert.rejects(daemon.peerList(true), (error: unknown) => {
+    assert.ok(error instanceof NodeDaemonError);
+    assert.equal(error.answered, true);
+    assert.match(
+      error.message,
+      /^node 4 \(http:\/\/127\.0\.0\.1:\d+\/w\/peer_list\?show_all=yes\) answered more than 4194304 bytes \(4 MiB, the limit\)/,
+    );
+    return true;
+  });
+  const sent = await node.closed();
+  assert.ok(sent < 20 * 1024 * 1024, `the node wrote ${sent} bytes before the portal hung up`);
 });
