@@ -11,7 +11,7 @@
 #
 #   TEST_DATABASES="sqlite" bash test/run.sh     one pass only ("sqlite", "postgres", or both: the default)
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
-#   bash test/run.sh test/foo.test.ts …          these files only
+#   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
 #
 # Coverage: every test process of both passes writes V8 coverage into coverage/tmp (not the

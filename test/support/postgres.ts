@@ -1,7 +1,7 @@
 // PostgreSQL for the tests: test/run.sh starts a throw-away server and passes its URL in
 // TEST_POSTGRES_URL; on the PostgreSQL pass TEST_DATABASE_URL is set too, and every test
 // portal gets a database of its own on that server (see test-portal.ts). Tests that are about
-// PostgreSQL itself (test/postgres-*.test.ts) fail — they never skip — when no server is given.
+// PostgreSQL itself (test/**/postgres-*.test.ts) fail — they never skip — when no server is given.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

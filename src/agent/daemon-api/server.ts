@@ -23,7 +23,7 @@ import type { WgPeer } from '../wireguard/dump.js';
 /** The node's WireGuard peers as the daemon protocol needs them. */
 export interface WireGuardPeers {
   list(): Promise<readonly WgPeer[]>;
-  /** `revision`: see peer-revisions.ts; an instruction older than the last applied one changes nothing. */
+  /** `revision`: see src/agent/wireguard/revisions.ts; an instruction older than the last applied one changes nothing. */
   add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void>;
   /** The peer as it was before removal, or null when it was not there (or the removal was outdated). */
   remove(publicKey: WireGuardKey, revision: number | null): Promise<WgPeer | null>;

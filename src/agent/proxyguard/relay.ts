@@ -1,7 +1,7 @@
 // The node's ProxyGuard relay (WireGuard over TCP, reference §7.1): a plain HTTP/1.1 endpoint
 // behind the site's TLS reverse proxy. `GET <path>` with `Connection: Upgrade` and
 // `Upgrade: UoTLV/1` is answered `101 Switching Protocols`, and the connection becomes a tunnel
-// to the local WireGuard port (proxyguard-tunnel.ts). Anything else gets a plain-text HTTP
+// to the local WireGuard port (tunnel.ts). Anything else gets a plain-text HTTP
 // error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
 // Connections that are not a tunnel yet have a small budget and a deadline of their own, so
 // slow senders can neither take the tunnels' places nor lock out clients that send at once.

@@ -4,7 +4,7 @@
 // made it knows when it ends. Whether the warning is still to come is stored with the
 // configuration (`expiry_warned`) and set in the transaction that announces it, by an update
 // that only one portal instance can win, so it fires once whatever restarts or how many
-// instances run the pass. The scheduler (reconcile-scheduler.ts) runs the pass when the next
+// instances run the pass. The scheduler (src/core/reconcile/scheduler.ts) runs the pass when the next
 // warning is due and with every full pass.
 import type { PortalConfig } from '../../config/portal-config.js';
 import { addDuration, subtractDuration } from '../../shared/iso-duration.js';

@@ -1,7 +1,7 @@
 // POST /create: makes the user when missing, then one configuration for a profile, in the
 // first format the client accepts that the profile can serve (specification §4.6).
 // Order: validate, write the database (the source of truth), then tell the node. The two
-// ways of issuing are issue-wireguard.ts and issue-openvpn.ts.
+// ways of issuing are wireguard.ts and openvpn.ts, next to this file.
 import { findProfile } from '../../config/portal-config.js';
 import type { PortalContext } from '../context.js';
 import type { ConfigurationFile } from './configuration-file.js';

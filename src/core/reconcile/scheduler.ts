@@ -63,7 +63,7 @@ export class ReconcileScheduler {
         await runHousekeeping(this.ctx);
       });
       if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
-      // Not under the lock: each warning is claimed by one instance (expiry-warnings.ts).
+      // Not under the lock: each warning is claimed by one instance (src/core/expiry/warnings.ts).
       await announceExpiringConfigurations(this.ctx);
     });
   }
