@@ -1,6 +1,6 @@
 // `bash bench/devices.sh`: GET /devices (one page, the default 100 devices with their
 // configurations, newest first) at 100,000 registered devices, on SQLite and on PostgreSQL
-// (issue 23: ≤ 100 ms p50). The devices are written straight into the database (the real schema,
+// (target: ≤ 100 ms p50). The devices are written straight into the database (the real schema,
 // through the portal's own migrations), then the portal is started on it in this process and the
 // Admin API is asked over HTTP: first pages and pages further on (by cursor), and with filters.
 // BENCH_DATABASES="sqlite" (or "postgres") measures one; PostgreSQL needs TEST_POSTGRES_URL.

@@ -1,4 +1,4 @@
-// The searches of issue 25, each figure next to its target: `connection_log?ip=…&at=…` ("who
+// The searches the console and abuse reports need, each figure next to its target: `connection_log?ip=…&at=…` ("who
 // had this address then") at 1,000,000 history rows (≤ 50 ms), and a `users` page by prefix at
 // 100,000 users (≤ 150 ms p50). Run by bench/run.sh after bench/run.ts (BENCH_ONLY=search runs it
 // alone); per database in BENCH_DATABASES, PostgreSQL on the server of TEST_POSTGRES_URL. The
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ [database]: results[database] }));
   }
   console.log(
-    `\nsearches (issue 25), load average before: ${loadBefore.map((value) => value.toFixed(2)).join(' ')}, after: ${loadavg()
+    `\nsearches, load average before: ${loadBefore.map((value) => value.toFixed(2)).join(' ')}, after: ${loadavg()
       .map((value) => value.toFixed(2))
       .join(' ')}`,
   );

@@ -1,5 +1,5 @@
-// `adminConsole.oidc`: single sign-on to the admin console through an OpenID provider (issue 25
-// item 1). What can be checked without the provider is checked when the configuration loads
+// `adminConsole.oidc`: single sign-on to the admin console through an OpenID provider, so a
+// team signs in with the accounts it already has instead of sharing admin keys. What can be checked without the provider is checked when the configuration loads
 // (the issuer's URL, the client secret file and its mode, the claim mapping, the profiles it
 // names), so a typo refuses the start naming the option; the provider itself is asked lazily
 // (src/http/console-oidc.ts), so an outage of it never keeps the portal, and the VPN, down.

@@ -208,7 +208,7 @@ export interface PortalConfig {
   readonly enrollment: {
     readonly allowList: readonly string[];
     readonly requestsPerMinute: number;
-    /** Mutual-TLS enrollment (issue 23): where, with which server certificate and key (PEM texts read at start). */
+    /** Mutual-TLS enrollment, for devices that prove themselves with their MDM certificate: where, with which server certificate and key (PEM texts read at start). */
     readonly tls: {
       readonly host: string;
       readonly port: number;

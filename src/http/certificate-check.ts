@@ -1,4 +1,5 @@
-// The check of device certificates for enrollment (issue 23, item 3), shared by the mutual-TLS
+// The check of device certificates for enrollment, so a managed device enrolls
+// with the certificate its MDM gave it and no token, shared by the mutual-TLS
 // listener (src/http/enroll-tls.ts) and the plain `{baseUrl}enroll` behind a TLS reverse proxy
 // that forwards the verified certificate in a header (`enrollment.clientCertificate.header`,
 // believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader`

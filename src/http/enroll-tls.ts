@@ -1,4 +1,4 @@
-// `{baseUrl}enroll` over mutual TLS (issue 23, item 3), on `enrollment.tls.listen`: the server
+// `{baseUrl}enroll` over mutual TLS (a device enrolls with its MDM certificate), on `enrollment.tls.listen`: the server
 // asks for a client certificate and accepts the handshake whatever comes, so that a device
 // without one, or with a wrong one, gets a JSON 403 with the reason instead of a broken
 // handshake; the portal checks the chain itself (src/keys/client-certificate.ts). The device

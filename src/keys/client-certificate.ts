@@ -1,4 +1,4 @@
-// Checking a device's MDM certificate (issue 23, item 3: enrollment over mutual TLS): the chain
+// Checking a device's MDM certificate, for enrollment over mutual TLS: the chain
 // the device presented must lead to one of the configured trust anchors with every signature
 // valid, every certificate valid at the time, the leaf not on a revocation list of its issuer,
 // and the leaf must carry the configured device id. The portal checks this itself, whether the

@@ -1,4 +1,4 @@
-// A device's `last_seen_at` (issue 23): when a session of one of its configurations starts, its
+// A device's `last_seen_at`, so an administrator sees which devices still use the VPN: when a session of one of its configurations starts, its
 // device (if it was issued to one) is stamped, in the transaction that records the session.
 import type { PortalEvents } from '../core/events.js';
 import { formatAtom } from '../shared/time.js';

@@ -1,4 +1,4 @@
-// The MDM's inventory (issue 23, item 5): which devices the MDM still manages, read from Intune
+// The MDM's inventory: which devices the MDM still manages, read from Intune
 // (Microsoft Graph), Jamf Pro or a plain JSON list. The portal compares it with its registered
 // devices (src/core/devices/mdm-inventory.ts); an inventory that cannot be read throws
 // MdmInventoryError and is never taken for an empty one.

@@ -647,7 +647,7 @@ export const CERTIFICATE_ENROLL_PARAMS = z.object({
   platform: optional(param.platform, "must be the registered device's platform when sent"),
 });
 
-/** A registered device (extension, issue 23) with its configurations. */
+/** A registered managed device (extension) with its configurations. */
 export const deviceSchema = z.object({
   device_id: z.string().describe("the portal's own id (`dev_…`), stable for the device's life"),
   user_id: z.string(),
@@ -687,7 +687,7 @@ export const devicesAnswer = z.object({
 });
 export type DevicesPage = z.infer<typeof devicesAnswer>;
 
-/** An admin key as `admin_keys` lists it (extension, issue 25): its rights and use, never its secret. */
+/** An admin key as `admin_keys` lists it (extension, for the console and tools): its rights and use, never its secret. */
 export const adminKeyInfoSchema = z.object({
   key_id: z.string().describe("the key's id (the characters after `vpa_` that name its row); not a secret"),
   name: z.string(),

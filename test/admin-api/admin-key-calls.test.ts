@@ -1,4 +1,4 @@
-// Admin keys over the Admin API (issue 25): `admin_keys` lists them without secrets,
+// Admin keys over the Admin API: `admin_keys` lists them without secrets,
 // `create_admin_key` makes one by the `admin-key` command's rules and shows its secret in that
 // answer only, `revoke_admin_key` revokes a name; a key never makes a key with more scope, more
 // profiles, a wider allow-list or a later expiry than its own, nor revokes one beyond its own

@@ -1,4 +1,4 @@
-// "Who had this address then?" (issue 25): GET /connection_log by `ip` — a tunnel IPv4 or IPv6
+// "Who had this address then?", as an abuse report asks: GET /connection_log by `ip` — a tunnel IPv4 or IPv6
 // address or the client's originating address, in any IPv6 text form — and `at`, a moment at
 // which the session was open; combined with the other filters, paged, and refused with a 400
 // that changes nothing when the address or the moment is not one. The clock stands on the day

@@ -1,4 +1,4 @@
-// Devices (issue 23, items 1, 2 and 6): register_device, devices, device and retire_device;
+// Managed devices: register_device, devices, device and retire_device;
 // create and enrollment_token for a registered device, which then holds at most one
 // configuration per profile (issuing again replaces it in the same change); the events,
 // audit rows and metrics of device changes. Bad input answers 400/403/404/409 and changes nothing.

@@ -1,4 +1,4 @@
-// GET /users and GET /disabled_users a page at a time (issue 25, for the console's user search):
+// GET /users and GET /disabled_users a page at a time (for the console's user search):
 // `prefix` (exact, case-sensitive, no wildcards), `limit` and `cursor`, with `next_cursor` in the
 // answer; without them the answer stays the specification's, byte for byte; a bad value is a
 // 400 that changes nothing.

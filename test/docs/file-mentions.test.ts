@@ -1,6 +1,6 @@
 // Words that send a reader somewhere must lead there: a comment or a page that names a file of
-// this repository names one a clone has. A file renamed or moved breaks this test, not a
-// reader's search.
+// this repository names one a clone has, and nothing points at an issue tracker the repository
+// does not have. A file renamed or moved breaks this test, not a reader's search.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -65,6 +65,11 @@ function fileMentions(text: string): { paths: string[]; names: string[] } {
   return { paths, names };
 }
 
+/** Text that points at an issue tracker by number: the word issue, or issues, then a number, `#` or not. */
+function issueNumbers(text: string): string[] {
+  return [...text.matchAll(/\bissues? #?\d+/gi)].map((match) => match[0]);
+}
+
 const allFiles = filesUnder('');
 const baseNames = new Set(allFiles.map((file) => path.posix.basename(file)));
 /** Files the tools write and git ignores (`bench/results.json`): named as outputs, never committed. */
@@ -121,7 +126,19 @@ test('every file or folder a comment or a docs page names exists in the reposito
   assert.deepEqual(missing, []);
 });
 
-test('the check finds paths and file names in comments, and not in code', () => {
+test('no source file or docs page points at an issue tracker the repository does not have', () => {
+  const found: string[] = [];
+  for (const file of [...pages, ...codeFiles]) {
+    readFileSync(path.join(root, file), 'utf8')
+      .split('\n')
+      .forEach((line, index) => {
+        for (const mention of issueNumbers(line)) found.push(`${file}:${index + 1}: ${mention}`);
+      });
+  }
+  assert.deepEqual(found, []);
+});
+
+test('the checks find paths, file names and issue numbers in comments, and not in code', () => {
   assert.deepEqual(
     commentLines(
       'a.ts',
@@ -139,4 +156,8 @@ test('the check finds paths and file names in comments, and not in code', () => 
   });
   assert.ok(globPattern('test/**/postgres-*.test.ts').test('test/storage/postgres-db-copy.test.ts'));
   assert.ok(!globPattern('test/postgres-*.test.ts').test('test/storage/postgres-db-copy.test.ts'));
+  assert.deepEqual(issueNumbers(`issue ${7}, Issues #${8} and 9; issued 3; tissue ${4}`), [
+    `issue ${7}`,
+    `Issues #${8}`,
+  ]);
 });

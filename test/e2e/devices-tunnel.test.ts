@@ -1,4 +1,4 @@
-// One configuration per device and profile, on a real node (issue 23, item 2): a registered
+// One configuration per device and profile, on a real node: a registered
 // device's tunnel works with wg-quick and wireguard-go; issuing for the device again leaves one
 // configuration, and the old peer is gone from the node (`wg show`) while the new file's tunnel
 // works; re-enrolling with the same key keeps the peer; retiring the device takes its peer off the node and its tunnel stops. The device's

@@ -16,7 +16,7 @@ import type { ApiResponse } from '../support/test-portal.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
-/** The Admin API p99 the issue asks for while a node hangs, after its first timeout. */
+/** The Admin API p99 promised while a node hangs, after its first timeout (docs/hung-nodes.md). */
 const P99_LIMIT_MS = 500;
 /** How soon after SIGCONT nothing revoked may be left on the node. */
 const RECOVERY_LIMIT_MS = 5_000;

@@ -1,4 +1,4 @@
-// Devices that leave the MDM lose their tunnel (issue 23, item 5), with the real tools: a device
+// Devices that leave the MDM lose their tunnel, with the real tools: a device
 // registered with the portal and present in the MDM's inventory (a local stand-in of Microsoft
 // Graph, since the real one cannot be reached) brings its file up with wg-quick on wireguard-go
 // and pings the node; once it is removed from the inventory it is retired within one interval

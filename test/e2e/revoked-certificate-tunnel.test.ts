@@ -1,4 +1,4 @@
-// Leaving management ends the tunnel (issue 23, item 4), with the real tools: a device enrolls
+// Leaving management ends the tunnel when its certificate is revoked, with the real tools: a device enrolls
 // over mutual TLS with a certificate of a test CA made at run time (openssl), brings its file up
 // with wg-quick on wireguard-go in the client namespace and pings the node; once its certificate
 // is on the CA's revocation list (served over http, read every second) the device is retired and

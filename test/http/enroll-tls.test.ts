@@ -1,5 +1,5 @@
 // Enrollment proven by the device's MDM certificate, over the portal's own mutual-TLS listener
-// (issue 23, item 3), with a CA made at run time with openssl: a registered device enrolls with
+// (no token needed), with a CA made at run time with openssl: a registered device enrolls with
 // its certificate and its own key and no token, is bound to the certificate and its
 // configuration ends no later than it; enrolling again replaces; another device's certificate
 // never reaches this device's configuration; no certificate, an untrusted one, an unregistered

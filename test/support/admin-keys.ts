@@ -1,4 +1,5 @@
-// Admin keys, the audit log and a clock the test moves, for the tests of issue 14: keys are
+// Admin keys, the audit log and a clock the test moves, for the tests of admin keys and
+// their audit log: keys are
 // made with the same use case the `admin-key` command runs, on the portal's own database.
 import { createAdminKey, type AdminKeySpec } from '../../src/core/access/admin-keys.js';
 import type { AdminScope } from '../../src/protocol/admin-api.js';

@@ -1,4 +1,4 @@
-// Admin keys managed through the Admin API (issue 25: `admin_keys`, `create_admin_key`,
+// Admin keys managed through the Admin API (`admin_keys`, `create_admin_key`,
 // `revoke_admin_key`, and the console's admin keys page on top of them). The same rules as the
 // `admin-key` command (checkAdminKeySpec, createAdminKey, revokeAdminKey), plus one rule for
 // every caller: a caller never hands out more than it holds. It makes only keys of at most its

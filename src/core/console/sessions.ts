@@ -1,4 +1,4 @@
-// Sessions of the admin console (issue 25): signing in with an admin key or the Admin API
+// Sessions of the admin console: signing in with an admin key or the Admin API
 // secret, or through OpenID Connect single sign-on, and checking a session on every request. A session has exactly the rights of what it
 // signed in with (scope, profile limits, the key's own allow-list), checked afresh each time from
 // the key's row, so a revoked or expired key ends its sessions at once on every instance. The

@@ -1,4 +1,4 @@
-// Devices (issue 23): a managed device the portal knows apart from its user — its MDM
+// Devices: a managed device the portal knows apart from its user — its MDM
 // identifiers (serial, mdm_id), its platform, how it proves itself — so that a device holds at
 // most one live configuration per profile (issuing again replaces it, src/core/issuing/issue.ts) and
 // retiring it ends every tunnel it has, by the same path as delete_connection and disable_user:

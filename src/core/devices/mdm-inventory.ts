@@ -1,4 +1,4 @@
-// Devices that leave the MDM are retired, from the MDM's own inventory (issue 23, item 5), as
+// Devices that leave the MDM are retired, from the MDM's own inventory, as
 // eduVPN's Intune research does with a cron script, built in: each pass reads the inventory,
 // compares the live devices with it (by serial or mdm_id) and retires those gone — the same
 // path as retire_device, under the audit key name `(portal)`. Fail-safe: an inventory that

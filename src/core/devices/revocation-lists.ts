@@ -1,4 +1,5 @@
-// The revocation lists of certificate enrollment kept fresh (issue 23, items 3 and 4): files, or
+// The revocation lists of certificate enrollment kept fresh, so that a revoked MDM
+// certificate neither enrolls nor keeps its device: files, or
 // http(s) URLs such as a CA's distribution point, read every crlRefresh. Retiring is final, and
 // anyone on the path to an http distribution point can answer in its place, so a list is believed
 // only when the CA it names signed it — a trust anchor, or an intermediate CA under one, seen in

@@ -1,4 +1,4 @@
-// A device whose MDM certificate is revoked has left management (issue 23, item 4): once a
+// A device whose MDM certificate is revoked has left management: once a
 // revocation list names the certificate the device is bound to now (not an older one it has since
 // replaced), the device is retired — the same path as retire_device, final, with a receipt — as
 // a change the portal made itself, in the audit log under the key name `(portal)`. Which lists

@@ -1,4 +1,4 @@
-// Enrollment proven by the device's MDM certificate (issue 23, item 3): the TLS listener checked
+// Enrollment proven by the device's MDM certificate, with no token: the TLS listener checked
 // the certificate (src/keys/client-certificate.ts); here the device id it carries finds the
 // registered device (by serial, or mdm_id as `deviceId.matches` says), which gets its
 // configuration with its own key, bound to that certificate and ending no later than it. A

@@ -1,4 +1,4 @@
-// Revocation receipts (issue 21): a disable_user, destroy, delete_connection or expiry is
+// Revocation receipts: a disable_user, destroy, delete_connection or expiry is
 // answered before every node took the configurations away, so the administrator gets a receipt
 // that says when each node did. The receipt is written with the change, in its transaction (by
 // the listener src/listeners/revocation-receipts.ts, from the events the change announces);

@@ -1,4 +1,4 @@
-// The console's second way in (issue 25 item 1): "Sign in with <provider>" sends the browser to
+// The console's second way in, single sign-on: "Sign in with <provider>" sends the browser to
 // the OpenID provider (`oidc/start`), which sends it back to `oidc/callback`; the flow itself is
 // ../console-oidc.ts, the session core/console's. Both paths are open before sign-in (the
 // console's guard still applies `adminApi.allowList` to them).

@@ -1,4 +1,4 @@
-// The admin console (issue 25) at {baseUrl}admin/: server-rendered pages for the daily work of a
+// The admin console at {baseUrl}admin/: server-rendered pages for the daily work of a
 // VPN administrator, as one Fastify plugin with its own guard. Same process, port and
 // `adminApi.allowList` as the Admin API; every read and change goes through the API's route
 // definitions as the signed-in key (./calls.ts). The guard answers every console request: the

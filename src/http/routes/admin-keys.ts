@@ -1,4 +1,4 @@
-// The admin key calls (ours, issue 25): list, make and revoke admin keys over the Admin API, for
+// The admin key calls (extensions): list, make and revoke admin keys over the Admin API, for
 // the console's admin keys page and for tools. Scope admin; the rules, and the limits a key has
 // when it makes or revokes another, are in src/core/access/admin-key-calls.ts.
 import {

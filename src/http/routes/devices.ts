@@ -1,4 +1,4 @@
-// The device calls (ours, issue 23): POST /register_device, GET /devices, GET /device,
+// The device calls (extensions, for managed devices): POST /register_device, GET /devices, GET /device,
 // POST /retire_device (src/core/devices/devices.ts), and the parameters by which `create` and
 // `enrollment_token` name the device a configuration is for.
 import {

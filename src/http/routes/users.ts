@@ -1,4 +1,5 @@
-// GET /users (specification §4.3); `prefix`, `limit` and `cursor` are an extension (issue 25).
+// GET /users (specification §4.3); `prefix`, `limit` and `cursor` are an extension, so the console's
+// user search reads a page at a time instead of every user.
 import type { z } from 'zod';
 import type { PortalContext } from '../../core/context.js';
 import { listUsers, listUsersPage } from '../../core/listings/index.js';

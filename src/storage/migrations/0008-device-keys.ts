@@ -1,4 +1,4 @@
-// Devices that keep their own keys and renewals (issue 15): the public key of an OpenVPN
+// Devices that keep their own keys, and renewals without a new key: the public key of an OpenVPN
 // configuration made from a device's certificate request (so /extend can re-issue its
 // certificate), and whether a configuration's `configuration.expiring` warning is still to
 // come. Numbered 0008: 0007 belongs to the webhooks work.

@@ -1,4 +1,4 @@
-// Enrollment tokens (issue 15): an administrator's one-use (or few-use) permission for a
+// Enrollment tokens: an administrator's one-use (or few-use) permission for a
 // device to fetch its configuration itself, with its own key. Only a keyed hash of the token
 // is stored. Numbered 0009: 0007 belongs to the webhooks work.
 import { PostgresAdapter, sql, type Expression, type Kysely, type Migration } from 'kysely';

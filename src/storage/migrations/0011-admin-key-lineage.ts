@@ -1,4 +1,5 @@
-// Kept answers (Idempotency-Key) belong to an admin key's lineage, not to its name (issue 21):
+// Kept answers (Idempotency-Key) belong to an admin key's lineage, not to its name, so a
+// new key that takes an old key's name cannot replay the old key's answers:
 // a key and the keys rotated from it share a lineage (the id of its first key); a new key that
 // reuses a revoked key's name starts a new one, and so never gets the old key's answers. The
 // secret is the lineage `secret`. Answers kept for admin keys before this are dropped: they were

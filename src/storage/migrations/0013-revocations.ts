@@ -1,4 +1,4 @@
-// Revocation receipts (issue 21): what a disable_user, destroy, delete_connection or expiry
+// Revocation receipts, the proof that a revocation reached every node: what a disable_user, destroy, delete_connection or expiry
 // asked the nodes to take away, and when each node confirmed it. One row per receipt in
 // `revocations`, one per configuration on its node in `revocation_nodes` (a node's part is
 // applied once all its rows are). No reference to `users`: a destroyed user's receipt stays.

@@ -1,4 +1,4 @@
-// Devices (issue 23): a managed device the portal knows apart from its user, with the MDM's
+// Devices: a managed device the portal knows apart from its user, with the MDM's
 // identifiers (serial, mdm_id), its platform and how it proves itself; its configurations name
 // it (`device_id` on wg_peers and certificates), at most one live per profile, and enrollment
 // tokens made for it name it too. Numbered 0014: the number this work was given.

@@ -1,4 +1,4 @@
-// The connection log searched by address and moment (issue 25: "who had 10.10.3.7 at 14:02?"):
+// The connection log searched by address and moment ("who had 10.10.3.7 at 14:02?"):
 // an index per address column, each with the start time, so `ip` + `at` reads only the rows of
 // that address. Addresses are compared in their canonical text (RFC 5952 for IPv6), which
 // openConnection writes from now on; rows written before are rewritten here once.

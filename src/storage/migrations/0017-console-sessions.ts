@@ -1,4 +1,4 @@
-// Sessions of the admin console (issue 25): a signed-in browser holds a random cookie whose
+// Sessions of the admin console: a signed-in browser holds a random cookie whose
 // SHA-256 names one row here, so every portal instance on one database knows the session (and
 // its end) at once. A row names how its holder signed in (an admin key by its id, the Admin API
 // secret by a digest of it) so every request can check that the credential still holds.

@@ -1,4 +1,4 @@
-// Console sessions signed in through OpenID Connect (issue 25 item 1): such a session has no
+// Console sessions signed in through OpenID Connect single sign-on: such a session has no
 // key row to read its rights from on each request, so the scope and profile limit its claims
 // granted at sign-in are kept on the session's own row (null for the other methods, which read
 // them from their key). The audit log names such a session `oidc:<subject>`, and a provider's

@@ -1,4 +1,4 @@
-// Devices that leave the MDM are retired from its inventory (issue 23, item 5), against a local
+// Devices that leave the MDM are retired from its inventory, against a local
 // stand-in of Microsoft Graph (the real one cannot be reached from the tests): a device removed
 // from the inventory is retired within one interval, as a change of `(portal)` in the audit log;
 // an inventory that suddenly lost half the devices, or cannot be read, retires nothing, and the

@@ -1,4 +1,4 @@
-// A device whose certificate appears on a revocation list is retired (issue 23, item 4), with a
+// A device whose certificate appears on a revocation list is retired, with a
 // test CA made at run time with openssl and its list served over http as a distribution point
 // would: the device bound to the revoked certificate is retired within one crlRefresh, with a
 // receipt and an audit row naming its user; a device that replaced a revoked certificate by a
