@@ -66,7 +66,7 @@ export const profileSchema = z.strictObject({
     .optional()
     .meta({
       description:
-        "Node numbers the profile runs on. A per-node option takes the value at the position of the node in `onNode` (reference §1.3), not at the node's number.",
+        "Node numbers the profile runs on. A per-node option takes the value at the position of the node in `onNode` (as in the reference), not at the node's number.",
       defaultText: '`0 … count(nodeUrl)-1`',
     }),
   preferredProto: z.enum(['wireguard', 'openvpn']).optional().meta({
@@ -181,7 +181,7 @@ export const wireGuardSchema = z.strictObject({
       description:
         "Base of the files' `ProxyEndpoint`: `<proxyUrl>/<hostName>` (trailing slashes dropped; no query or fragment).",
       defaultText:
-        '`https://<host name of baseUrl>/proxyguard`, whatever scheme and port `baseUrl` has (reference §7.1)',
+        '`https://<host name of baseUrl>/proxyguard`, whatever scheme and port `baseUrl` has (as the reference derives it)',
     }),
 });
 
@@ -510,7 +510,7 @@ export const portalConfigSchema = z.strictObject({
     ),
   connectScriptPath: z.string().min(1).optional().meta({
     description:
-      "A program run at every connect and disconnect with the reference's `VPN_*` variables (reference §9.4); its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",
+      "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",
     see: 'sessions-and-statistics.md',
   }),
   connectScriptTimeout: isoDuration

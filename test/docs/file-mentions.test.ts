@@ -1,6 +1,7 @@
 // Words that send a reader somewhere must lead there: a comment or a page that names a file of
 // this repository names one a clone has, and nothing points at an issue tracker the repository
-// does not have. A file renamed or moved breaks this test, not a reader's search.
+// does not have or at notes kept outside it. A file renamed or moved breaks this test, not a
+// reader's search.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -136,6 +137,20 @@ test('no source file or docs page points at an issue tracker the repository does
       });
   }
   assert.deepEqual(found, []);
+});
+
+test('the docs send no reader to a file outside the clone', () => {
+  const outside: string[] = [];
+  for (const file of pages) {
+    readFileSync(path.join(root, file), 'utf8')
+      .split('\n')
+      .forEach((line, index) => {
+        // The specification and the reference server's facts are kept next to the repository, not in it.
+        if (/\.\.\/shared\b/.test(line)) outside.push(`${file}:${index + 1}: ../shared`);
+        if (line.includes('§')) outside.push(`${file}:${index + 1}: a § into a document the clone does not have`);
+      });
+  }
+  assert.deepEqual(outside, []);
 });
 
 test('the checks find paths, file names and issue numbers in comments, and not in code', () => {

@@ -79,7 +79,7 @@ eduVPN options and how they map: [moving-from-eduvpn.md](moving-from-eduvpn.md).
 
 ## The portal: \`portal.json\`
 
-\`vpn-portal serve --config FILE\`. The eduVPN server's options (reference §2) keep their names,
+\`vpn-portal serve --config FILE\`. The eduVPN server's options keep their names,
 so an eduVPN administrator recognises them: \`sessionExpiry\`, \`supportedSessionExpiry\`,
 \`caExpiry\`, \`connectScriptPath\`, \`Log\`, \`WireGuard\` and the profile options. The others
 are this portal's.
