@@ -1078,7 +1078,8 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     );
   }
   if (flags.qr) {
-    out.print(await QRCode.toString(created.body, { type: 'terminal', small: true }));
+    // The code holds the lines only: the file's final newline would only make it denser.
+    out.print(await QRCode.toString(created.body.replace(/\n$/, ''), { type: 'terminal', small: true }));
     return;
   }
   if (flags.output === undefined) out.print(created.body.replace(/\n$/, ''));

@@ -1,5 +1,6 @@
 // The wg-quick client file of reference §6.3 (and its WireGuard+TCP variant, §7.1),
-// as the Admin API returns it: without the leading comment lines.
+// as the Admin API returns it: without the leading comment lines, and (unlike the reference)
+// ending in a newline, as a text file does: `cat`, editors and `>>` then behave.
 
 import type { WireGuardKey } from '../shared/ids.js';
 import {
@@ -88,7 +89,7 @@ export function renderWireGuardClientConfig(
   } else {
     lines.push(`Endpoint = ${PROXYGUARD_LOCAL_ENDPOINT}`, `ProxyEndpoint = ${profile.proxyEndpoint}`);
   }
-  return lines.join('\n');
+  return `${lines.join('\n')}\n`;
 }
 
 /**

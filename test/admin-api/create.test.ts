@@ -57,9 +57,10 @@ test('creating a configuration for a new user creates the user and returns a Wir
   assert.equal(response.headers['content-type'], WIREGUARD);
   assert.deepEqual(await users(portal), ['alice']);
 
-  // The file: no comment lines, no trailing newline, [Interface] then [Peer].
+  // The file: no comment lines, [Interface] then [Peer], ending in one newline as a text file does.
   assert.doesNotMatch(response.text, /^#/m);
-  assert.equal(response.text.endsWith('\n'), false);
+  assert.equal(response.text.endsWith('\n'), true);
+  assert.equal(response.text.endsWith('\n\n'), false);
   const file = parseWireGuardFile(response.text);
   assert.deepEqual(file.sections, ['Interface', 'Peer']);
   assert.deepEqual([...file.interface.keys()], ['PrivateKey', 'Address', 'DNS']);
@@ -419,6 +420,7 @@ test("the profile's options shape the file: split tunnel, exclusions, DNS placeh
       'AllowedIPs = 10.42.42.0/24,192.168.1.0/30,192.168.1.4/32,192.168.1.6/31,192.168.1.8/29,192.168.1.16/28,192.168.1.32/27,192.168.1.64/26,192.168.1.128/25,fd11::/64,fd42::/64',
       'PersistentKeepalive = 25',
       'Endpoint = [2001:db8::1]:51821',
+      '',
     ].join('\n'),
   );
 });

@@ -54,6 +54,7 @@ test('create writes a WireGuard file, and the listings show the user and the con
   assert.equal(created.code, 0, created.stderr);
   assert.match(created.stdout, /^wrote .*alice\.conf \(application\/x-wireguard-profile, expires \d{4}-/);
   assert.match(readFileSync(file, 'utf8'), /^\[Interface\]\nPrivateKey = /);
+  assert.match(readFileSync(file, 'utf8'), /\nEndpoint = [^\n]+\n$/, 'the file ends in one newline');
   assert.equal(statSync(file).mode & 0o777, 0o600, 'the file holding a private key is 0600');
 
   const users = await admin(portal, ['users']);
@@ -117,15 +118,20 @@ test('delete-connection takes a public key with + and / as it is, and disable, e
   assert.deepEqual(await portal.admin.users(), []);
 });
 
-test('--qr prints exactly the WireGuard file as a terminal QR code', async (t) => {
+test('--qr prints the WireGuard file, without its final newline, as a terminal QR code', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
   const file = path.join(tempDir(t), 'phone.conf');
   const result = await admin(portal, ['create', 'carol', 'employees', '--qr', '-o', file]);
   assert.equal(result.code, 0, result.stderr);
-  const expected = await QRCode.toString(readFileSync(file, 'utf8'), { type: 'terminal', small: true });
+  const expected = await QRCode.toString(readFileSync(file, 'utf8').replace(/\n$/, ''), {
+    type: 'terminal',
+    small: true,
+  });
   assert.equal(result.stdout, `${expected}\n`);
   assert.match(result.stdout, /[▀▄█]/);
+  const printed = await admin(portal, ['create', 'carol', 'employees', '--format', 'wireguard']);
+  assert.match(printed.stdout, /\nEndpoint = [^\n]+\n$/, 'printed, the file ends in one newline too');
   const openVpn = await admin(portal, ['create', 'carol', 'employees', '--format', 'openvpn', '--qr']);
   assert.equal(openVpn.code, 2);
   assert.match(openVpn.stderr, /--qr needs a WireGuard format/);

@@ -40,7 +40,7 @@ const firstClient: WireGuardClientConfiguration = {
 const lines = (...text: string[]): string => text.join('\n');
 
 describe('the wg-quick client file', () => {
-  test('reproduces the reference fixture exactly, without comments or a trailing newline', () => {
+  test('reproduces the reference fixture without comments, ending in a newline as a text file does', () => {
     assert.equal(
       renderWireGuardClientConfig(referenceProfile(), firstClient),
       lines(
@@ -53,6 +53,7 @@ describe('the wg-quick client file', () => {
         `PublicKey = ${SERVER_PUBLIC_KEY}`,
         'AllowedIPs = 0.0.0.0/0,::/0',
         'Endpoint = vpn.example:51820',
+        '',
       ),
     );
   });
@@ -65,21 +66,21 @@ describe('the wg-quick client file', () => {
   test('adds keep-alive just before the endpoint when the profile asks for it', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ keepAlive: true }), firstClient);
     assert.ok(
-      text.endsWith(lines('AllowedIPs = 0.0.0.0/0,::/0', 'PersistentKeepalive = 25', 'Endpoint = vpn.example:51820')),
+      text.endsWith(lines('AllowedIPs = 0.0.0.0/0,::/0', 'PersistentKeepalive = 25', 'Endpoint = vpn.example:51820\n')),
       text,
     );
   });
 
   test('uses the portal-wide listen port in the endpoint', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ listenPort: 443 }), firstClient);
-    assert.ok(text.endsWith('\nEndpoint = vpn.example:443'), text);
+    assert.ok(text.endsWith('\nEndpoint = vpn.example:443\n'), text);
   });
 
   test('brackets an IPv6 literal host so the port stays unambiguous', () => {
     const text = renderWireGuardClientConfig(referenceProfile({ hostName: '2001:db8::53' }), firstClient);
-    assert.ok(text.endsWith('\nEndpoint = [2001:db8::53]:51820'), text);
+    assert.ok(text.endsWith('\nEndpoint = [2001:db8::53]:51820\n'), text);
     const v4 = renderWireGuardClientConfig(referenceProfile({ hostName: '192.0.2.7' }), firstClient);
-    assert.ok(v4.endsWith('\nEndpoint = 192.0.2.7:51820'), v4);
+    assert.ok(v4.endsWith('\nEndpoint = 192.0.2.7:51820\n'), v4);
   });
 
   test('sends WireGuard over TCP to the local ProxyGuard and names the real endpoint separately', () => {
@@ -97,6 +98,7 @@ describe('the wg-quick client file', () => {
           'PersistentKeepalive = 25',
           'Endpoint = 127.0.0.1:51820',
           'ProxyEndpoint = https://vpn.example/proxyguard/vpn.example',
+          '',
         ),
       ),
       text,
