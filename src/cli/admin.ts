@@ -2,7 +2,7 @@
 // for people, `--json` for scripts, and exit codes a script can rely on: 0 done, 1 the portal
 // answered with an error, 2 a usage or configuration mistake, 3 the portal could not be reached.
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import QRCode from 'qrcode';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -1031,8 +1031,9 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   const format = formatName as FormatName | undefined;
   if (flags.qr && format !== 'wireguard' && format !== 'wireguard-tcp')
     throw new UsageError('--qr needs a WireGuard format (wireguard or wireguard-tcp)');
+  const target = flags.output === undefined ? undefined : outputTarget(flags.output);
   // Before the call, so nothing is issued: the old file's configuration keeps running, and its key must not be lost.
-  if (flags.output !== undefined && !flags.force && existsSync(flags.output)) {
+  if (flags.output !== undefined && !flags.force && target === 'file') {
     throw new UsageError(
       `${flags.output} exists (its configuration still works, and this would lose its key); pass --force to replace it`,
       'create',
@@ -1059,7 +1060,8 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   if (flags.output !== undefined) {
     writeFileSync(flags.output, created.bytes, { mode: 0o600, flag: 'w' });
     // The file holds a private key: only its owner may read it, also when --force replaced an open one.
-    chmodSync(flags.output, 0o600);
+    // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written into and keeps its mode.
+    if (target !== 'special') chmodSync(flags.output, 0o600);
   }
   const connectionId = connectionIdOf(created.body, flags.publicKey);
   // A signed Apple profile is DER: bytes a terminal or a JSON string would mangle.
@@ -1105,6 +1107,17 @@ function connectionIdOf(body: string, devicePublicKey: string | undefined): stri
     : escaped.replace(/\\([0-9A-Fa-f]{2}|.)/g, (_, char: string) =>
         char.length === 2 ? String.fromCharCode(Number.parseInt(char, 16)) : char,
       );
+}
+
+/**
+ * What `-o` names: nothing yet, a file (or a directory, which the write then refuses), or
+ * something that is not a file (a character device such as /dev/null, a pipe, a socket):
+ * written into as it is, neither a file whose key would be lost nor one to make 0600.
+ */
+function outputTarget(output: string): 'absent' | 'file' | 'special' {
+  const stats = statSync(output, { throwIfNoEntry: false });
+  if (stats === undefined) return 'absent';
+  return stats.isFile() || stats.isDirectory() ? 'file' : 'special';
 }
 
 function readCsr(file: string): string {

@@ -608,6 +608,17 @@ test('create -o refuses an existing file before anything is issued; --force repl
   assert.equal((await portal.admin.userConfigurationList('frank')).length, 3);
 });
 
+test('create -o /dev/null writes into the device: no --force needed, and its mode is left alone', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const modeBefore = statSync('/dev/null').mode;
+  const result = await admin(portal, ['create', 'grace', 'employees', '-o', '/dev/null']);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /^wrote \/dev\/null \(application\/x-wireguard-profile, expires \d{4}-/);
+  assert.equal(statSync('/dev/null').mode, modeBefore, '/dev/null is not made 0600');
+  assert.equal((await portal.admin.userConfigurationList('grace')).length, 1);
+});
+
 test('a mistyped flag names the nearest option and prints only that command usage; create --help shows create alone', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
