@@ -7,7 +7,8 @@
 // revocation lists are in the metrics, and one that cannot be read keeps the last good one.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'node:https';
@@ -16,7 +17,10 @@ import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { auditRecords } from '../../src/storage/audit-log.js';
 import { errorBody } from '../support/raw-http.js';
 import { MdmCa, type DeviceCertificateFiles } from '../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { PortalProcess } from '../support/portal-process.js';
+import { defaultTestConfig, startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { generateSecrets } from '../../src/cli/generate-secrets.js';
+import { loadPortalConfig } from '../../src/config/load.js';
 
 const WIREGUARD = 'application/x-wireguard-profile';
 const SCRIPT = new URL('../../examples/enroll-wireguard.sh', import.meta.url).pathname;
@@ -243,4 +247,32 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     const answer = await enroll(phone, { public_key: generateWireGuardKeyPair().publicKey });
     assert.equal(answer.status, 403, 'a revoked certificate stays refused');
   });
+});
+
+test('a portal serving certificate enrollment starts without a Fastify deprecation warning on stderr', async (t) => {
+  const ca = MdmCa.make();
+  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-enroll-tls-'));
+  t.after(() => {
+    rmSync(directory, { recursive: true, force: true });
+    ca.remove();
+  });
+  const configFile = path.join(directory, 'portal.json');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      ...defaultTestConfig,
+      logLevel: 'info',
+      dataDir: 'data',
+      database: 'sqlite:data/db.sqlite',
+      enrollment: ca.mutualTlsEnrollment({}),
+    }),
+  );
+  await generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
+  const portal = new PortalProcess(configFile);
+  t.after(() => portal.stop());
+  await portal.ready();
+  await portal.waitFor((line) => String(line.msg).startsWith('certificate enrollment at '), 'certificate enrollment');
+  assert.equal(await portal.stop(), 0);
+  const output = portal.output.join('');
+  assert.doesNotMatch(output, /FSTDEP\d+|DeprecationWarning/, output);
 });
