@@ -92,6 +92,8 @@ interface AdminFlags {
   readonly platform: string | undefined;
   /** `yes` or `no`. */
   readonly onDemand: string | undefined;
+  /** A registered device, by the portal's id (`dev_…`): create. */
+  readonly deviceId: string | undefined;
   readonly serial: string | undefined;
   readonly mdmId: string | undefined;
 }
@@ -230,7 +232,7 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   },
   create: {
     summary:
-      'a new configuration: to stdout, or to FILE (0600, never over an existing file without --force); --qr: a WireGuard file as a QR code for a phone; --public-key/--csr: the device keeps its own key',
+      'a new configuration: to stdout, or to FILE (0600, never over an existing file without --force); --qr: a WireGuard file as a QR code for a phone; --public-key/--csr: the device keeps its own key; --device-id, --serial or --mdm-id: for that registered device, replacing its configuration in the profile',
     args: ['USER', 'PROFILE'],
     flags: [
       'format',
@@ -244,6 +246,9 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
       'csr',
       'platform',
       'onDemand',
+      'deviceId',
+      'serial',
+      'mdmId',
     ],
     run: runCreate,
   },
@@ -1045,6 +1050,9 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   if (flags.onDemand !== undefined && flags.onDemand !== 'yes' && flags.onDemand !== 'no') {
     throw new UsageError(`--on-demand must be yes or no, not "${flags.onDemand}"`, 'create');
   }
+  const deviceNames = [flags.deviceId, flags.serial, flags.mdmId].filter((value) => value !== undefined);
+  if (deviceNames.length > 1)
+    throw new UsageError('name the device by one of --device-id, --serial or --mdm-id, not several', 'create');
   const params: CreateParams = {
     user_id: user,
     profile_id: profile,
@@ -1055,6 +1063,9 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.csr === undefined ? {} : { csr: readCsr(flags.csr) }),
     ...(flags.platform === undefined ? {} : { platform: flags.platform }),
     ...(flags.onDemand === undefined ? {} : { on_demand: flags.onDemand }),
+    ...(flags.deviceId === undefined ? {} : { device_id: flags.deviceId }),
+    ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+    ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
   if (flags.output !== undefined) {
@@ -1182,6 +1193,7 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   wait: { option: 'wait', usage: '--wait' },
   platform: { option: 'platform', usage: '--platform PLATFORM' },
   onDemand: { option: 'on-demand', usage: '--on-demand yes|no' },
+  deviceId: { option: 'device-id', usage: '--device-id ID' },
   serial: { option: 'serial', usage: '--serial SERIAL' },
   mdmId: { option: 'mdm-id', usage: '--mdm-id ID' },
 };
@@ -1255,6 +1267,7 @@ const ADMIN_OPTIONS = {
   wait: { type: 'boolean' },
   platform: { type: 'string' },
   'on-demand': { type: 'string' },
+  'device-id': { type: 'string' },
   serial: { type: 'string' },
   'mdm-id': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
@@ -1343,6 +1356,7 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       wait: values.wait === true,
       platform: values.platform,
       onDemand: values['on-demand'],
+      deviceId: values['device-id'],
       serial: values.serial,
       mdmId: values['mdm-id'],
     };

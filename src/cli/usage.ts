@@ -37,12 +37,15 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   create USER PROFILE [--format wireguard|wireguard-tcp|openvpn|apple] [--display-name NAME]
          [--expires-in DURATION] [--prefer-tcp] [-o FILE [--force]] [--qr]
          [--public-key KEY] [--csr FILE] [--platform PLATFORM] [--on-demand yes|no]
+         [--device-id ID | --serial SERIAL | --mdm-id ID]
                                           a new configuration: to stdout, or to FILE (0600;
                                           an existing FILE only with --force);
                                           --qr prints a WireGuard file as a QR code for a phone;
                                           --public-key/--csr: the device keeps its own key;
                                           --platform ios|macos|windows|android|linux|other;
-                                          --on-demand: the Apple profile is always on (or not)
+                                          --on-demand: the Apple profile is always on (or not);
+                                          --device-id/--serial/--mdm-id: for that registered
+                                          device (replaces its configuration in the profile)
   extend USER CONNECTION_ID [--expires-in DURATION] [-o FILE]
                                           a later expiry, same key (an extension); OpenVPN:
                                           the new certificate, to stdout or FILE

@@ -658,6 +658,45 @@ test('a mistyped flag names the nearest option and prints only that command usag
   assert.match(webhook.stdout, /^usage: vpn-portal admin webhook deliveries \[--webhook ID\]/);
 });
 
+test('create --device-id, --serial or --mdm-id issues the configuration for that registered device', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const device = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'linux',
+    serial: 'SER-7',
+    mdm_id: 'intune-7',
+  });
+  const connectionOf = async () => (await portal.admin.device(device.device_id)).configurations[0]?.connection_id;
+
+  const bySerial = await admin(portal, ['create', 'alice', 'employees', '--serial', 'SER-7', '--json']);
+  assert.equal(bySerial.code, 0, bySerial.stderr);
+  const first = (JSON.parse(bySerial.stdout) as { connection_id: string }).connection_id;
+  assert.equal(await connectionOf(), first, 'the configuration is the device’s');
+
+  const byMdmId = await admin(portal, ['create', 'alice', 'employees', '--mdm-id', 'intune-7', '--json']);
+  assert.equal(byMdmId.code, 0, byMdmId.stderr);
+  const second = (JSON.parse(byMdmId.stdout) as { connection_id: string }).connection_id;
+  assert.equal(await connectionOf(), second, 'a new one replaces the device’s configuration in the profile');
+
+  const byId = await admin(portal, ['create', 'alice', 'employees', '--device-id', device.device_id, '--json']);
+  assert.equal(byId.code, 0, byId.stderr);
+  const third = (JSON.parse(byId.stdout) as { connection_id: string }).connection_id;
+  assert.equal(await connectionOf(), third);
+  assert.equal((await portal.admin.device(device.device_id)).configurations.length, 1);
+
+  const both = await admin(portal, ['create', 'alice', 'employees', '--serial', 'SER-7', '--mdm-id', 'intune-7']);
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /name the device by one of --device-id, --serial or --mdm-id, not several/);
+  assert.equal(await connectionOf(), third, 'nothing was issued');
+  const unknown = await admin(portal, ['create', 'alice', 'employees', '--serial', 'SER-404']);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /^vpn-portal admin: 404 /);
+  const help = await admin(portal, ['create', '--help']);
+  assert.match(help.stdout, /--device-id ID/);
+});
+
 test('device register, list, show and retire work from the command line, as tables and as JSON', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
