@@ -26,10 +26,11 @@ import { formatAtom, systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
 import { ensurePrivateDirectory } from '../storage/private-files.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
-import { parseOptions } from './options.js';
+import { describeUnknownCommand, parseOptions } from './options.js';
 import { ADMIN_KEY_USAGE } from './usage.js';
 
 const DEFAULT_GRACE = 'PT1H';
+const ADMIN_KEY_COMMANDS = ['create', 'list', 'rotate', 'revoke'];
 
 /** Runs an `admin-key` subcommand; returns the exit code. */
 export async function runAdminKeyCommand(
@@ -38,6 +39,11 @@ export async function runAdminKeyCommand(
   printError: (line: string) => void,
 ): Promise<number> {
   const [subcommand, ...rest] = args;
+  // Before the configuration and the database: a mistyped command opens neither.
+  if (subcommand === undefined || !ADMIN_KEY_COMMANDS.includes(subcommand))
+    throw new ConfigError(
+      `${describeUnknownCommand('admin-key', subcommand ?? '', ADMIN_KEY_COMMANDS)}\n${ADMIN_KEY_USAGE}`,
+    );
   const { values, positionals } = parseOptions({
     args: [...rest],
     options: {
@@ -151,7 +157,7 @@ export async function runAdminKeyCommand(
         return 0;
       }
       default:
-        throw new ConfigError(`unknown admin-key command "${subcommand ?? ''}"\n${ADMIN_KEY_USAGE}`);
+        throw new Error(`admin-key ${subcommand}: checked above`);
     }
   };
   ensurePrivateDirectory(config.dataDir);

@@ -18,7 +18,7 @@ import {
 import { param } from '../protocol/admin-api-params.js';
 import { ConfigError } from '../config/load.js';
 import { resolveAdminTarget } from './admin-target.js';
-import { describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
+import { describeUnknownCommand, describeUnknownOption, isParseArgsError, unknownOption } from './options.js';
 import { formatTable } from './table.js';
 import { isWireGuardKey, wireGuardPublicKey } from '../wireguard/keys.js';
 import { ADMIN_USAGE } from './usage.js';
@@ -1148,12 +1148,16 @@ function describeCreated(created: CreatedConfiguration, file: string | undefined
   };
 }
 
-/** A mistake on the command line; `command` names the admin command whose usage follows it. */
+/**
+ * A mistake on the command line; `command` names the admin command whose usage follows it,
+ * `usage` is another text to follow it instead.
+ */
 class UsageError extends Error {
   override readonly name = 'UsageError';
   constructor(
     message: string,
     readonly command?: string,
+    readonly usage?: string,
   ) {
     super(message);
   }
@@ -1213,6 +1217,19 @@ export function adminCommandUsage(name: string): string {
   return [
     ...wrap(`usage: vpn-portal admin ${name}`, words, '         '),
     ...wrap(' ', command.summary.split(' '), '  '),
+  ].join('\n');
+}
+
+/** After a mistyped command: the commands by name only, and where their usage is (the whole one is long). */
+function shortAdminUsage(): string {
+  return [
+    'usage: vpn-portal admin COMMAND [ARGUMENTS] [--url URL] [--key-file FILE] [--config FILE] [--json]',
+    ...wrap(
+      '  commands:',
+      Object.keys(COMMANDS).map((name, index, all) => (index < all.length - 1 ? `${name},` : name)),
+      '    ',
+    ),
+    "  one command's usage: vpn-portal admin COMMAND --help; every command's: vpn-portal admin --help",
   ].join('\n');
 }
 
@@ -1316,7 +1333,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       return name === undefined ? ADMIN_EXIT.usage : ADMIN_EXIT.ok;
     }
     const command = COMMANDS[name];
-    if (command === undefined) throw new UsageError(`unknown admin command "${name}"`);
+    if (command === undefined)
+      throw new UsageError(describeUnknownCommand('admin', name, Object.keys(COMMANDS)), undefined, shortAdminUsage());
     if (args.length !== command.args.length) {
       throw new UsageError(
         `admin ${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}`,
@@ -1387,7 +1405,7 @@ function reportFailure(error: unknown, json: boolean, out: Output): number {
   if (error instanceof TestNotDelivered) return ADMIN_EXIT.refused;
   if (error instanceof RevocationNotApplied) return ADMIN_EXIT.notApplied;
   if (error instanceof UsageError) {
-    const usage = error.command === undefined ? ADMIN_USAGE : adminCommandUsage(error.command);
+    const usage = error.usage ?? (error.command === undefined ? ADMIN_USAGE : adminCommandUsage(error.command));
     return say(ADMIN_EXIT.usage, json ? error.message : `${error.message}\n${usage}`);
   }
   if (error instanceof ConfigError) return say(ADMIN_EXIT.usage, error.message);

@@ -8,7 +8,7 @@ import type { DatabaseLocation } from '../config/portal-config.js';
 import { CopyRefused, copyDatabase } from '../storage/copy.js';
 import { connectDatabase, migrateToLatest, migrationStatus, openDatabase, type Db } from '../storage/database.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
-import { parseOptions } from './options.js';
+import { describeUnknownCommand, parseOptions } from './options.js';
 import { DB_USAGE } from './usage.js';
 
 /** Runs a `db` subcommand; returns the exit code. */
@@ -106,7 +106,9 @@ async function dbCommand(
       );
     }
     default:
-      throw new ConfigError(`unknown db command "${subcommand ?? ''}"\n${DB_USAGE}`);
+      throw new ConfigError(
+        `${describeUnknownCommand('db', subcommand ?? '', ['migrate', 'status', 'copy'])}\n${DB_USAGE}`,
+      );
   }
 }
 

@@ -7,7 +7,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { readAgentVersion } from '../agent/version.js';
-import { isParseArgsError, OptionError, parseOptions } from './options.js';
+import { describeUnknownCommand, isParseArgsError, OptionError, parseOptions } from './options.js';
 import { describeStartFailure } from './start-failure.js';
 import {
   ADMIN_KEY_USAGE,
@@ -57,7 +57,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const usage = COMMAND_USAGE[command];
-  if (usage === undefined) throw new UsageError(`unknown command "${command}"`, USAGE);
+  if (usage === undefined)
+    throw new UsageError(describeUnknownCommand('', command, [...Object.keys(COMMAND_USAGE), 'help']), USAGE);
   // `admin` has commands and options of its own, and its own exit codes.
   if (command === 'admin') {
     const { runAdminCommand } = await import('./admin.js');

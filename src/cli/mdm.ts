@@ -12,7 +12,7 @@ import { openDatabase } from '../storage/database.js';
 import { confirmRevocationList, revocationListHolds } from '../storage/revocation-list-trust.js';
 import { formatAtom } from '../shared/time.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
-import { parseOptions } from './options.js';
+import { describeUnknownCommand, parseOptions } from './options.js';
 import { formatTable } from './table.js';
 import { MDM_USAGE } from './usage.js';
 
@@ -30,7 +30,8 @@ export async function runMdmCommand(
     allowPositionals: subcommand === 'confirm-crl',
   });
   if (subcommand === 'confirm-crl') return confirmCrl(positionals, values.config, values.json === true, print);
-  if (subcommand !== 'sync') throw new ConfigError(`unknown mdm command "${subcommand ?? ''}"\n${MDM_USAGE}`);
+  if (subcommand !== 'sync')
+    throw new ConfigError(`${describeUnknownCommand('mdm', subcommand ?? '', ['sync', 'confirm-crl'])}\n${MDM_USAGE}`);
   if (values['dry-run'] !== true) {
     throw new ConfigError(
       `mdm sync needs --dry-run: the portal itself retires the devices gone, every mdmInventory.interval\n${MDM_USAGE}`,

@@ -1,6 +1,7 @@
 // Reading a command's options, with a mistake told the way a person can act on: "unknown option
-// --expire-in (did you mean --expires-in?)" instead of Node's hint about positional arguments.
-// The caller prints that command's own usage after it.
+// --expire-in (did you mean --expires-in?)" instead of Node's hint about positional arguments;
+// a mistyped command the same way ("unknown command "serv" (did you mean serve?)").
+// The caller prints the usage after it.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /** A mistake in the options of a command line; the message names the option. */
@@ -36,16 +37,28 @@ export function unknownOption(config: ParseArgsConfig): string | null {
 
 /** "unknown option --expire-in (did you mean --expires-in?)"; `candidates` are long option names without dashes. */
 export function describeUnknownOption(rawName: string, candidates: readonly string[]): string {
-  const typed = rawName.replace(/^-+/, '');
+  const best = nearestName(rawName.replace(/^-+/, ''), candidates);
+  return `unknown option ${rawName}${best === null ? '' : ` (did you mean --${best}?)`}`;
+}
+
+/**
+ * "unknown admin command "user" (did you mean users?)"; `of` names the command whose
+ * subcommand it is (`admin`, `db`), or is empty for vpn-portal's own commands.
+ */
+export function describeUnknownCommand(of: string, typed: string, candidates: readonly string[]): string {
+  const best = nearestName(typed, candidates);
+  return `unknown ${of === '' ? '' : `${of} `}command "${typed}"${best === null ? '' : ` (did you mean ${best}?)`}`;
+}
+
+/** The candidate closest to what was typed, when it is close: two edits, or a third of a long name. */
+function nearestName(typed: string, candidates: readonly string[]): string | null {
   let best: string | null = null;
   let bestDistance = Number.POSITIVE_INFINITY;
   for (const candidate of candidates) {
     const distance = editDistance(typed, candidate);
     if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
   }
-  // A suggestion only when it is close: two edits, or a third of a long name.
-  const close = best !== null && bestDistance <= Math.max(2, Math.floor(best.length / 3));
-  return `unknown option ${rawName}${close ? ` (did you mean --${best}?)` : ''}`;
+  return best !== null && typed !== '' && bestDistance <= Math.max(2, Math.floor(best.length / 3)) ? best : null;
 }
 
 /** Levenshtein distance: insertions, deletions and substitutions, one each. */

@@ -71,9 +71,40 @@ test('an unknown flag is named with the nearest option, then the usage of the co
     /^unknown option --expire-in \(did you mean --expires-in\?\)\nusage: vpn-portal admin-key/,
   );
   assert.doesNotMatch(serve.stderr + db.stderr + adminKey.stderr, /positional argument/);
-  const unknown = await runCli(['serv']);
-  assert.equal(unknown.code, 2);
-  assert.match(unknown.stderr, /unknown command "serv"\nusage: vpn-portal COMMAND/);
+});
+
+test('a mistyped command names the nearest command, then a short usage, with exit code 2', async () => {
+  const serve = await runCli(['serv']);
+  assert.equal(serve.code, 2);
+  assert.match(serve.stderr, /^unknown command "serv" \(did you mean serve\?\)\nusage: vpn-portal COMMAND/);
+  const nothingClose = await runCli(['frobnicate']);
+  assert.equal(nothingClose.code, 2);
+  assert.match(nothingClose.stderr, /^unknown command "frobnicate"\nusage: vpn-portal COMMAND/);
+
+  const admin = await runCli(['admin', 'user']);
+  assert.equal(admin.code, 2);
+  assert.match(
+    admin.stderr,
+    /^vpn-portal admin: unknown admin command "user" \(did you mean users\?\)\nusage: vpn-portal admin COMMAND/,
+  );
+  assert.ok(admin.stderr.trimEnd().split('\n').length <= 12, `a short usage:\n${admin.stderr}`);
+  assert.match(admin.stderr, /vpn-portal admin --help/, 'it says where the whole usage is');
+  const webhook = await runCli(['admin', 'webhook', 'lst']);
+  assert.equal(webhook.code, 2);
+  assert.match(
+    webhook.stderr,
+    /^vpn-portal admin: unknown admin command "webhook lst" \(did you mean webhook list\?\)\n/,
+  );
+
+  for (const [args, expected] of [
+    [['db', 'migrat'], /^unknown db command "migrat" \(did you mean migrate\?\)\nusage: vpn-portal db/],
+    [['admin-key', 'lst'], /^unknown admin-key command "lst" \(did you mean list\?\)\nusage: vpn-portal admin-key/],
+    [['mdm', 'snyc', '--dry-run'], /^unknown mdm command "snyc" \(did you mean sync\?\)\nusage: vpn-portal mdm/],
+  ] as const) {
+    const result = await runCli(args);
+    assert.equal(result.code, 2, args.join(' '));
+    assert.match(result.stderr, expected);
+  }
 });
 
 test('an unreachable PostgreSQL server stops serve with one line naming the database, the migrations and the cause', async (t) => {
