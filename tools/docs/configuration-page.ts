@@ -14,25 +14,37 @@ interface OptionRow {
   readonly required: boolean;
 }
 
-/** The leaves of an object schema, as dotted names; a list of objects contributes `name[].field`. */
+/**
+ * Every option of an object schema, as dotted names: the leaves, found through nested objects,
+ * lists of objects (`name[].field`) and options that are an object or `null` (`enrollment.tls`).
+ * A list of objects and a `null`-or-object option keep a row of their own (their default, their
+ * meaning) before their fields; a plain nested object is only its fields.
+ */
 function optionsOf(schema: JsonSchema, prefix = ''): OptionRow[] {
   const rows: OptionRow[] = [];
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
     const required = schema.required?.includes(name) === true;
-    if (property.type === 'object' && property.properties !== undefined) {
-      rows.push(...optionsOf(property, `${prefix}${name}.`));
-    } else if (
-      property.type === 'array' &&
-      property.items?.type === 'object' &&
-      property.items.properties !== undefined
-    ) {
-      rows.push({ name: `${prefix}${name}`, schema: property, required });
-      rows.push(...optionsOf(property.items, `${prefix}${name}[].`));
-    } else {
-      rows.push({ name: `${prefix}${name}`, schema: property, required });
+    const dotted = `${prefix}${name}`;
+    if (hasFields(property)) {
+      rows.push(...optionsOf(property, `${dotted}.`));
+      continue;
     }
+    const alternatives = [property, ...(property.anyOf ?? []), ...(property.oneOf ?? [])];
+    const objects = alternatives.filter(hasFields);
+    const lists = alternatives.flatMap((shape) =>
+      shape.type === 'array' && shape.items !== undefined && hasFields(shape.items) ? [shape.items] : [],
+    );
+    rows.push({ name: dotted, schema: property, required });
+    for (const object of objects) rows.push(...optionsOf(object, `${dotted}.`));
+    for (const item of lists) rows.push(...optionsOf(item, `${dotted}[].`));
   }
-  return rows;
+  // Alternatives of one option may share a field: listed once, as the first names it.
+  return rows.filter((row, index) => rows.findIndex((other) => other.name === row.name) === index);
+}
+
+/** An object with named fields (not a map such as `headers`). */
+function hasFields(schema: JsonSchema): boolean {
+  return schema.type === 'object' && schema.properties !== undefined;
 }
 
 function defaultText(row: OptionRow): string {
