@@ -73,7 +73,7 @@ export async function signIn(
   const credential = presented.trim();
   const refuse = async (reason: string, keyName: string | null, shown: string): Promise<SignInResult> => {
     const caller = unauthenticatedCaller(sourceAddress, keyName);
-    await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
+    await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 403, reason);
     return { ok: false, reason: shown };
   };
   let signIn: ConsoleSignIn;
@@ -138,7 +138,7 @@ export async function refuseOidcSignIn(
 ): Promise<SignInResult> {
   const keyName = subject === null ? null : `${OIDC_CALLER_PREFIX}${subject}`;
   const caller = unauthenticatedCaller(sourceAddress, keyName);
-  await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 401, reason);
+  await recordAdminCall(ctx, { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 }, 403, reason);
   return { ok: false, reason };
 }
 

@@ -123,11 +123,11 @@ test('a refused single sign-on is an audit row under oidc:<subject>, or under no
     [
       [
         'oidc:bob',
-        401,
+        403,
         '10.0.0.7',
         'Example SSO account "bob" may not use the console: no claim "roles" grants a console scope.',
       ],
-      [null, 401, '10.0.0.8', 'The sign-in took too long or was started in another browser; start it again.'],
+      [null, 403, '10.0.0.8', 'The sign-in took too long or was started in another browser; start it again.'],
     ].sort(),
   );
 });

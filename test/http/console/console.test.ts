@@ -281,7 +281,7 @@ test('a revoked key cannot sign in, and a session whose key is revoked goes back
   await signIn(page, portal, 'not a key at all');
   assert.equal(await page.getByRole('alert').textContent(), 'This is neither an admin key nor the Admin API secret.');
   await screenshot(page, 'sign-in-refused');
-  const refusals = (await auditLog(portal)).filter((entry) => entry.call === 'console/sign_in' && entry.status === 401);
+  const refusals = (await auditLog(portal)).filter((entry) => entry.call === 'console/sign_in' && entry.status === 403);
   assert.ok(
     refusals.some((entry) => entry.keyName === 'night-shift' && /was revoked/.test(entry.detail ?? '')),
     'the revoked key is named in the audit log',

@@ -151,7 +151,7 @@ test('an account whose claims grant no console scope is back at the sign-in page
   );
   const refusal = (await auditLog(portal)).find((row) => row.call === 'console/sign_in');
   assert.equal(refusal?.keyName, 'oidc:bob');
-  assert.equal(refusal?.status, 401);
+  assert.equal(refusal?.status, 403);
   assert.match(refusal?.detail ?? '', /no value of claim "roles"/);
 });
 
