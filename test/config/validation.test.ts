@@ -421,6 +421,21 @@ test('a sessionExpiry so long that the expiry date cannot be written is refused 
   );
 });
 
+test('a duration in the configuration is at most P100Y, the longest the Admin API takes', () => {
+  assert.match(
+    problemsOf({ ...withProfiles(employees), sessionExpiry: 'P101Y' }),
+    /portal\.json: sessionExpiry: too long: a duration of at most P100Y/,
+  );
+  assert.match(
+    problemsOf({ ...withProfiles(employees), supportedSessionExpiry: ['P1Y', 'P8000Y'] }),
+    /supportedSessionExpiry\[1\]: too long: a duration of at most P100Y/,
+  );
+  assert.equal(
+    resolvePortalConfig({ ...withProfiles(employees), sessionExpiry: 'P100Y' }, 'portal.json').sessionExpiry.text,
+    'P100Y',
+  );
+});
+
 test("relative paths in a file are taken from the file's folder, whatever the working directory", (t) => {
   const file = configFile(
     t,
