@@ -5,12 +5,24 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type { z } from 'zod';
 import { asNodeNumber, asProfileId, type NodeNumber } from '../shared/ids.js';
-import { parseIsoDuration, durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
-import { parsePrefix, prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
+import { durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
+import { prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import { messageOf } from '../shared/error-message.js';
 import { Secret } from '../shared/secret.js';
 import { secretFileWarning } from './secret-files.js';
+import { ConfigError } from './config-error.js';
+import {
+  boundedMilliseconds,
+  checkPrefix,
+  listOf,
+  mustParseDuration,
+  parseListenAddress,
+  parseRetireLimit,
+  tryParsePrefix,
+  type Report,
+  type WarnOfSecretFile,
+} from './option-checks.js';
 import { loadAppleSigning } from './apple-signing.js';
 import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
@@ -23,15 +35,12 @@ import type {
   PortalConfig,
   Profile,
   ProfileNode,
-  RetireLimit,
   VpnNode,
   WireGuardProxy,
 } from './portal-config.js';
 import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 /** Loads `configPath`, or the embedded default configuration when no path is given. */
 export function loadPortalConfig(configPath?: string): PortalConfig {
@@ -64,10 +73,6 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   return config;
 }
-
-type Report = (option: string, message: string) => void;
-/** Collects the start warnings of secret files others may read (secret-files.ts). */
-type WarnOfSecretFile = (option: string, file: string) => void;
 
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
   // Without baseUrl the portal is where it listens, so the quick start's URLs are right.
@@ -373,15 +378,6 @@ function atLeastOneDay(text: string, option: string, report: Report): IsoDuratio
   return duration;
 }
 
-/** `HOST:PORT` (IPv6 in brackets), as the schema checked it. */
-function parseListenAddress(text: string, option: string, report: Report): { host: string; port: number } {
-  const split = text.lastIndexOf(':');
-  const host = text.slice(0, split).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(text.slice(split + 1));
-  if (port > 65535) report(option, `"${text}": port ${port} is above 65535`);
-  return { host, port };
-}
-
 /** The address a client uses to reach a server listening on `host` (any-address → loopback). */
 function listenHostToReach(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
@@ -397,25 +393,6 @@ function hostForUrl(host: string): string {
 const CONSOLE_IDLE_BOUNDS = { minMs: 60_000, maxMs: 86_400_000, text: 'between PT1M and P1D' } as const;
 const CONSOLE_LIFETIME_BOUNDS = { minMs: 60_000, maxMs: 7 * 86_400_000, text: 'between PT1M and P7D' } as const;
 const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
-
-/** A retire limit (`maxRetirePerPass`, `crlMaxRetire`): a count, or a percentage above 0 and at most 100. */
-function parseRetireLimit(limit: number | string, option: string, report: Report): RetireLimit {
-  if (typeof limit === 'number') return { kind: 'count', count: limit };
-  const percent = Number(limit.slice(0, -1));
-  if (percent <= 0 || percent > 100) report(option, `"${limit}" must be more than 0% and at most 100%`);
-  return { kind: 'percent', percent };
-}
-
-function boundedMilliseconds(
-  text: string,
-  option: string,
-  bounds: { minMs: number; maxMs: number; text: string },
-  report: Report,
-): number {
-  const milliseconds = durationMilliseconds(mustParseDuration(text));
-  if (milliseconds < bounds.minMs || milliseconds > bounds.maxMs) report(option, `"${text}" must be ${bounds.text}`);
-  return milliseconds;
-}
 
 function resolveDatabase(text: string | undefined, dataDir: string, baseDir: string, report: Report): DatabaseLocation {
   if (text === undefined) return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
@@ -729,30 +706,6 @@ function checkOpenVpnRanges(
     );
   }
   if (!isIP(range.listenOn)) report(`${option}.oListenOn`, `"${range.listenOn}" is not an IP address`);
-}
-
-function checkPrefix(text: string, option: string, report: Report, family?: 4 | 6): void {
-  const prefix = tryParsePrefix(text);
-  if (prefix === null) report(option, `"${text}" is not an IP prefix such as 10.0.0.0/24`);
-  else if (family !== undefined && prefix.family !== family) report(option, `"${text}" is not an IPv${family} prefix`);
-}
-
-function tryParsePrefix(text: string): IpPrefix | null {
-  try {
-    return parsePrefix(text);
-  } catch {
-    return null;
-  }
-}
-
-function mustParseDuration(text: string) {
-  const duration = parseIsoDuration(text);
-  if (duration === null) throw new ConfigError(`invalid duration ${text}`); // unreachable: the schema checked it
-  return duration;
-}
-
-function listOf<T>(value: T | T[]): T[] {
-  return Array.isArray(value) ? value : [value];
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
