@@ -1,13 +1,10 @@
 // Reads, validates and resolves the configuration. Every error names the file and the
 // option (`config.json: ProfileList[0].wRangeFour: ...`) so an administrator can fix it.
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import path from 'node:path';
 import type { z } from 'zod';
-import { asNodeNumber, asProfileId, type NodeNumber } from '../shared/ids.js';
+import { asProfileId } from '../shared/ids.js';
 import { durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
-import { prefixesOverlap, type IpPrefix } from '../net/ip-prefix.js';
-import { poolCapacity } from '../wireguard/address-pool.js';
 import { messageOf } from '../shared/error-message.js';
 import { Secret } from '../shared/secret.js';
 import { secretFileWarning } from './secret-files.js';
@@ -15,11 +12,9 @@ import { ConfigError } from './config-error.js';
 import {
   boundedMilliseconds,
   checkPrefix,
-  listOf,
   mustParseDuration,
   parseListenAddress,
   parseRetireLimit,
-  tryParsePrefix,
   type Report,
   type WarnOfSecretFile,
 } from './option-checks.js';
@@ -33,12 +28,10 @@ import type {
   MdmInventoryConfig,
   MdmInventorySource,
   PortalConfig,
-  Profile,
-  ProfileNode,
-  VpnNode,
   WireGuardProxy,
 } from './portal-config.js';
-import { portalConfigSchema, type ParsedPortalConfig, type ParsedProfile } from './schema.js';
+import { resolveProfileList } from './profile-list.js';
+import { portalConfigSchema, type ParsedPortalConfig } from './schema.js';
 
 export { ConfigError };
 
@@ -99,11 +92,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   for (const [index, entry] of (raw.enrollment.clientCertificate?.trustedProxyList ?? []).entries())
     checkPrefix(entry, `enrollment.clientCertificate.trustedProxyList[${index}]`, report);
 
-  const profiles = raw.ProfileList.map((profile, index) => resolveProfile(profile, `ProfileList[${index}]`, report));
-  checkUniqueProfileIds(profiles, report);
-  checkRangesDoNotOverlap(profiles, report);
-  const nodes = collectNodes(profiles, report);
-  checkPeerCapacity(profiles, report);
+  const { profiles, nodes } = resolveProfileList(raw.ProfileList, report);
 
   return {
     source,
@@ -440,272 +429,6 @@ function resolveWireGuardProxy(raw: ParsedPortalConfig['WireGuard'], report: Rep
     only: raw.onlyProxy,
     proxyUrl: raw.proxyUrl === undefined ? null : raw.proxyUrl.replace(/\/+$/, ''),
   };
-}
-
-function resolveProfile(raw: ParsedProfile, option: string, report: Report): Profile {
-  const nodeUrls = listOf(raw.nodeUrl);
-  const onNode = raw.onNode === undefined ? nodeUrls.map((_, index) => index) : listOf(raw.onNode);
-  if (new Set(onNode).size !== onNode.length) report(`${option}.onNode`, 'lists a node number twice');
-
-  const wireGuardEnabled = bothOrNeither(
-    raw.wRangeFour,
-    raw.wRangeSix,
-    'WireGuard needs both wRangeFour and wRangeSix',
-    option,
-    report,
-  );
-  const openVpnEnabled = bothOrNeither(
-    raw.oRangeFour,
-    raw.oRangeSix,
-    'OpenVPN needs both oRangeFour and oRangeSix',
-    option,
-    report,
-  );
-  if (!wireGuardEnabled && !openVpnEnabled)
-    report(option, 'the profile offers no VPN protocol: set wRangeFour and wRangeSix, or oRangeFour and oRangeSix');
-  // As the reference: OpenVPN when the profile has both, else the only one it has.
-  const preferredProto = raw.preferredProto ?? (openVpnEnabled ? 'openvpn' : 'wireguard');
-  if (preferredProto === 'wireguard' && !wireGuardEnabled && openVpnEnabled)
-    report(`${option}.preferredProto`, 'the profile has no WireGuard ranges');
-  if (preferredProto === 'openvpn' && !openVpnEnabled && wireGuardEnabled)
-    report(`${option}.preferredProto`, 'the profile has no OpenVPN ranges');
-  const processCount = openVpnEnabled ? checkOpenVpnPorts(raw, option, report) : 1;
-  // A per-node list with more entries than the profile has nodes means a node was forgotten in onNode (or nodeUrl).
-  const perNodeLists = {
-    hostName: raw.hostName,
-    nodeUrl: raw.nodeUrl,
-    wRangeFour: raw.wRangeFour,
-    wRangeSix: raw.wRangeSix,
-    oRangeFour: raw.oRangeFour,
-    oRangeSix: raw.oRangeSix,
-    oListenOn: raw.oListenOn,
-  };
-  for (const [name, value] of Object.entries(perNodeLists)) {
-    if (Array.isArray(value) && value.length > onNode.length) {
-      report(
-        `${option}.${name}`,
-        `has ${value.length} entries but the profile runs on ${onNode.length} node(s) (onNode: [${onNode.join(', ')}])`,
-      );
-    }
-  }
-
-  for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
-  for (const [index, route] of raw.excludeRouteList.entries())
-    checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);
-
-  const nodes = onNode.map((nodeNumber, position): ProfileNode => {
-    const pick = (name: string, value: string | string[] | undefined): string => {
-      const values = listOf(value ?? []);
-      const picked = typeof value === 'string' ? value : values[position];
-      if (picked === undefined)
-        report(`${option}.${name}`, `has no value for node ${nodeNumber} (position ${position} of onNode)`);
-      return picked ?? '';
-    };
-    const wireGuard = wireGuardEnabled
-      ? { rangeFour: pick('wRangeFour', raw.wRangeFour), rangeSix: pick('wRangeSix', raw.wRangeSix) }
-      : null;
-    if (wireGuard !== null) {
-      checkPrefix(wireGuard.rangeFour, `${option}.wRangeFour`, report, 4);
-      checkPrefix(wireGuard.rangeSix, `${option}.wRangeSix`, report, 6);
-      checkPoolFits(wireGuard.rangeFour, wireGuard.rangeSix, option, report);
-    }
-    const openVpn = openVpnEnabled
-      ? {
-          rangeFour: pick('oRangeFour', raw.oRangeFour),
-          rangeSix: pick('oRangeSix', raw.oRangeSix),
-          listenOn: pick('oListenOn', raw.oListenOn),
-        }
-      : null;
-    if (openVpn !== null) checkOpenVpnRanges(openVpn, processCount, option, report);
-    return {
-      nodeNumber: asNodeNumber(nodeNumber),
-      nodeUrl: pick('nodeUrl', raw.nodeUrl).replace(/\/+$/, ''),
-      hostName: pick('hostName', raw.hostName),
-      wireGuard,
-      openVpn,
-    };
-  });
-
-  return {
-    profileId: asProfileId(raw.profileId),
-    displayName: raw.displayName,
-    defaultGateway: raw.defaultGateway,
-    dnsServerList: raw.dnsServerList,
-    dnsSearchDomainList: raw.dnsSearchDomainList,
-    routeList: raw.routeList,
-    excludeRouteList: raw.excludeRouteList,
-    preferredProto,
-    wireGuard: wireGuardEnabled ? { keepAlive: raw.wKeepAlive } : null,
-    openVpn: openVpnEnabled
-      ? {
-          udpPortList: raw.oUdpPortList,
-          tcpPortList: raw.oTcpPortList,
-          exposedUdpPortList: raw.oExposedUdpPortList,
-          exposedTcpPortList: raw.oExposedTcpPortList,
-          blockLan: raw.oBlockLan,
-          enableLog: raw.oEnableLog,
-        }
-      : null,
-    appleOnDemand:
-      raw.appleOnDemand === undefined
-        ? null
-        : { trustedSsids: raw.appleOnDemand.trustedSsids, probeUrl: raw.appleOnDemand.probeUrl ?? null },
-    nodes,
-  };
-}
-
-function checkUniqueProfileIds(profiles: readonly Profile[], report: Report): void {
-  const seen = new Set<string>();
-  for (const [index, profile] of profiles.entries()) {
-    if (seen.has(profile.profileId))
-      report(`ProfileList[${index}].profileId`, `"${profile.profileId}" is used by another profile`);
-    seen.add(profile.profileId);
-  }
-}
-
-/**
- * WireGuard client addresses are unique across the whole database, and OpenVPN ranges share
- * the nodes' routing tables with them, so no two client ranges may overlap anywhere.
- */
-function checkRangesDoNotOverlap(profiles: readonly Profile[], report: Report): void {
-  const ranges: { label: string; prefix: IpPrefix }[] = [];
-  for (const profile of profiles) {
-    for (const node of profile.nodes) {
-      const texts = [
-        node.wireGuard?.rangeFour,
-        node.wireGuard?.rangeSix,
-        node.openVpn?.rangeFour,
-        node.openVpn?.rangeSix,
-      ];
-      for (const text of texts) {
-        if (text === undefined) continue;
-        const prefix = tryParsePrefix(text);
-        if (prefix === null) continue;
-        const label = `${profile.profileId} on node ${node.nodeNumber} (${text})`;
-        const clash = ranges.find((other) => prefixesOverlap(other.prefix, prefix));
-        if (clash !== undefined) report('ProfileList', `client range of ${label} overlaps ${clash.label}`);
-        ranges.push({ label, prefix });
-      }
-    }
-  }
-}
-
-function collectNodes(profiles: readonly Profile[], report: Report): ReadonlyMap<NodeNumber, VpnNode> {
-  const nodes = new Map<NodeNumber, VpnNode>();
-  for (const profile of profiles) {
-    for (const { nodeNumber, nodeUrl } of profile.nodes) {
-      const known = nodes.get(nodeNumber);
-      if (known === undefined) nodes.set(nodeNumber, { nodeNumber, nodeUrl });
-      else if (known.nodeUrl !== nodeUrl) {
-        report(
-          `ProfileList (${profile.profileId}).nodeUrl`,
-          `node ${nodeNumber} is ${known.nodeUrl} in another profile, not ${nodeUrl}`,
-        );
-      }
-    }
-  }
-  return nodes;
-}
-
-/**
- * A WireGuard interface holds at most 1,048,576 peers (kernel), 65,536 with wireguard-go: the
- * ranges of all profiles on a node must fit the kernel's limit (the agent checks the smaller
- * one when it runs wireguard-go), or creates would fail there one day.
- */
-function checkPeerCapacity(profiles: readonly Profile[], report: Report): void {
-  const perNode = new Map<NodeNumber, { total: number; profiles: string[] }>();
-  for (const profile of profiles) {
-    for (const node of profile.nodes) {
-      if (node.wireGuard === null) continue;
-      let capacity: number;
-      try {
-        capacity = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
-      } catch {
-        continue; // reported by checkPoolFits
-      }
-      const entry = perNode.get(node.nodeNumber) ?? { total: 0, profiles: [] };
-      entry.total += capacity;
-      entry.profiles.push(`${profile.profileId} (${capacity})`);
-      perNode.set(node.nodeNumber, entry);
-    }
-  }
-  for (const [nodeNumber, { total, profiles: names }] of perNode) {
-    if (total > KERNEL_PEER_LIMIT) {
-      report(
-        'ProfileList',
-        `the WireGuard ranges of node ${nodeNumber} hold ${total} clients (${names.join(', ')}), more than a WireGuard interface holds (${KERNEL_PEER_LIMIT}): use smaller wRangeFour ranges`,
-      );
-    }
-  }
-}
-
-/** Peers one kernel WireGuard interface holds. */
-const KERNEL_PEER_LIMIT = 1_048_576;
-
-/**
- * A pair of ranges must hold at least one client and an IPv6 partner for every IPv4 client
- * address (reference §6.2); otherwise every create on it would fail, so refuse it at start.
- */
-function checkPoolFits(rangeFour: string, rangeSix: string, option: string, report: Report): void {
-  const four = tryParsePrefix(rangeFour);
-  const six = tryParsePrefix(rangeSix);
-  if (four?.family !== 4 || six?.family !== 6) return; // already reported by checkPrefix
-  try {
-    poolCapacity(rangeFour, rangeSix);
-  } catch (error) {
-    // IPv4 /31 and /32 leave no client address; any other failure is an IPv6 range too small to pair.
-    report(`${option}.${four.length > 30 ? 'wRangeFour' : 'wRangeSix'}`, (error as Error).message);
-  }
-}
-
-function bothOrNeither(four: unknown, six: unknown, message: string, option: string, report: Report): boolean {
-  if ((four === undefined) !== (six === undefined)) report(option, message);
-  return four !== undefined && six !== undefined;
-}
-
-const PROCESS_COUNTS = [1, 2, 4, 8, 16, 32, 64];
-
-/** One process per port (reference §8.4): their number must split the ranges evenly. Returns it. */
-function checkOpenVpnPorts(raw: ParsedProfile, option: string, report: Report): number {
-  for (const name of ['oUdpPortList', 'oTcpPortList', 'oExposedUdpPortList', 'oExposedTcpPortList'] as const) {
-    if (new Set(raw[name]).size !== raw[name].length) report(`${option}.${name}`, 'lists a port twice');
-  }
-  const count = raw.oUdpPortList.length + raw.oTcpPortList.length;
-  if (!PROCESS_COUNTS.includes(count)) {
-    report(
-      `${option}.oUdpPortList`,
-      `oUdpPortList and oTcpPortList together have ${count} port(s); one OpenVPN process runs per port and their number must be 1, 2, 4, 8, 16, 32 or 64`,
-    );
-    return 1;
-  }
-  return count;
-}
-
-/** Each process gets an equal part of oRangeFour (at least one client) and a /112 of oRangeSix. */
-function checkOpenVpnRanges(
-  range: { rangeFour: string; rangeSix: string; listenOn: string },
-  processCount: number,
-  option: string,
-  report: Report,
-): void {
-  checkPrefix(range.rangeFour, `${option}.oRangeFour`, report, 4);
-  checkPrefix(range.rangeSix, `${option}.oRangeSix`, report, 6);
-  const extraBits = Math.log2(processCount);
-  const four = tryParsePrefix(range.rangeFour);
-  if (four?.family === 4 && four.length + extraBits > 29) {
-    report(
-      `${option}.oRangeFour`,
-      `"${range.rangeFour}" is too small for ${processCount} OpenVPN process(es): each needs at least a /29`,
-    );
-  }
-  const six = tryParsePrefix(range.rangeSix);
-  if (six?.family === 6 && six.length > 112 - extraBits) {
-    report(
-      `${option}.oRangeSix`,
-      `"${range.rangeSix}" is too small for ${processCount} OpenVPN process(es): each needs a /112, so the prefix may be at most /${112 - extraBits}`,
-    );
-  }
-  if (!isIP(range.listenOn)) report(`${option}.oListenOn`, `"${range.listenOn}" is not an IP address`);
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
