@@ -3,10 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { asProfileId } from '../shared/ids.js';
 import { durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
-import { messageOf } from '../shared/error-message.js';
-import { Secret } from '../shared/secret.js';
 import { secretFileWarning } from './secret-files.js';
 import { ConfigError } from './config-error.js';
 import {
@@ -14,7 +11,6 @@ import {
   checkPrefix,
   mustParseDuration,
   parseListenAddress,
-  parseRetireLimit,
   type Report,
   type WarnOfSecretFile,
 } from './option-checks.js';
@@ -22,14 +18,9 @@ import { loadAppleSigning } from './apple-signing.js';
 import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
-import type {
-  CrlSource,
-  DatabaseLocation,
-  MdmInventoryConfig,
-  MdmInventorySource,
-  PortalConfig,
-  WireGuardProxy,
-} from './portal-config.js';
+import type { DatabaseLocation, PortalConfig, WireGuardProxy } from './portal-config.js';
+import { resolveEnrollment } from './enrollment.js';
+import { resolveMdmInventory } from './mdm-inventory.js';
 import { resolveProfileList } from './profile-list.js';
 import { portalConfigSchema, type ParsedPortalConfig } from './schema.js';
 
@@ -192,164 +183,6 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     nodes,
   };
 }
-
-/** Mutual-TLS enrollment: its files read now, so a start with one missing is refused naming the option. */
-function resolveEnrollment(
-  raw: ParsedPortalConfig['enrollment'],
-  baseDir: string,
-  report: Report,
-  warnOfSecretFile: WarnOfSecretFile,
-): PortalConfig['enrollment'] {
-  const read = (file: string, option: string, secret = false): Buffer => {
-    try {
-      const content = readFileSync(path.resolve(baseDir, file));
-      if (secret) warnOfSecretFile(option, path.resolve(baseDir, file));
-      return content;
-    } catch (error) {
-      report(option, `cannot read ${path.resolve(baseDir, file)} (${(error as Error).message})`);
-      return Buffer.alloc(0);
-    }
-  };
-  const { tls, clientCertificate } = raw;
-  if (tls !== null && clientCertificate === null)
-    report('enrollment.tls', 'needs enrollment.clientCertificate: how a device certificate is checked');
-  return {
-    allowList: raw.allowList,
-    requestsPerMinute: raw.requestsPerMinute,
-    tls:
-      tls === null
-        ? null
-        : {
-            ...parseListenAddress(tls.listen, 'enrollment.tls.listen', report),
-            certificatePem: read(tls.certificate, 'enrollment.tls.certificate').toString('utf8'),
-            keyPem: read(tls.key, 'enrollment.tls.key', true).toString('utf8'),
-          },
-    clientCertificate:
-      clientCertificate === null
-        ? null
-        : {
-            trustAnchors: clientCertificate.trustAnchors.map((file, index) =>
-              read(file, `enrollment.clientCertificate.trustAnchors[${index}]`).toString('utf8'),
-            ),
-            intermediates: clientCertificate.intermediates.map((file, index) =>
-              read(file, `enrollment.clientCertificate.intermediates[${index}]`).toString('utf8'),
-            ),
-            deviceId: clientCertificate.deviceId,
-            crlSources: clientCertificate.crl.map(
-              (entry, index): CrlSource =>
-                /^https?:\/\//i.test(entry)
-                  ? { kind: 'url', location: entry }
-                  : {
-                      kind: 'file',
-                      location: path.resolve(baseDir, entry),
-                      initial: read(entry, `enrollment.clientCertificate.crl[${index}]`),
-                    },
-            ),
-            crlRefreshMs: boundedMilliseconds(
-              clientCertificate.crlRefresh,
-              'enrollment.clientCertificate.crlRefresh',
-              CRL_REFRESH_BOUNDS,
-              report,
-            ),
-            crlMaxRetire: parseRetireLimit(
-              clientCertificate.crlMaxRetire,
-              'enrollment.clientCertificate.crlMaxRetire',
-              report,
-            ),
-            header: clientCertificate.header,
-            trustedProxyList: clientCertificate.trustedProxyList,
-            verifiedHeader: clientCertificate.verifiedHeader,
-            intuneTenantId: clientCertificate.intuneTenantId ?? null,
-            registerAs:
-              clientCertificate.registerAs === undefined
-                ? null
-                : {
-                    from: clientCertificate.registerAs.from,
-                    profileId: asProfileId(clientCertificate.registerAs.profileId),
-                    platform: clientCertificate.registerAs.platform ?? null,
-                  },
-          },
-  };
-}
-
-/**
- * `mdmInventory`: each provider's options present, the client secret read now (a start without
- * it is refused naming the option) and never printed; a secret file others may read is warned of (secret-files.ts).
- */
-function resolveMdmInventory(
-  raw: ParsedPortalConfig,
-  baseDir: string,
-  report: Report,
-  warnOfSecretFile: WarnOfSecretFile,
-): MdmInventoryConfig | null {
-  const inventory = raw.mdmInventory;
-  if (inventory === null) return null;
-  const need = <T>(value: T | undefined, name: string): T | undefined => {
-    if (value === undefined) report(`mdmInventory.${name}`, `is required with provider "${inventory.provider}"`);
-    return value;
-  };
-  const secret = (): Secret => {
-    const file = need(inventory.clientSecretFile, 'clientSecretFile');
-    if (file === undefined) return new Secret('');
-    const resolved = path.resolve(baseDir, file);
-    try {
-      const text = readFileSync(resolved, 'utf8').trim();
-      if (text === '') report('mdmInventory.clientSecretFile', `${resolved} is empty`);
-      warnOfSecretFile('mdmInventory.clientSecretFile', resolved);
-      return new Secret(text);
-    } catch (error) {
-      report(
-        'mdmInventory.clientSecretFile',
-        `cannot read ${resolved} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)})`,
-      );
-      return new Secret('');
-    }
-  };
-  let source: MdmInventorySource;
-  switch (inventory.provider) {
-    case 'intune': {
-      const tenantId = need(inventory.tenantId, 'tenantId') ?? '';
-      source = {
-        provider: 'intune',
-        clientId: need(inventory.clientId, 'clientId') ?? '',
-        clientSecret: secret(),
-        tokenUrl:
-          inventory.tokenUrl ?? `https://login.microsoftonline.com/${encodeURIComponent(tenantId)}/oauth2/v2.0/token`,
-        graphUrl: (inventory.graphUrl ?? 'https://graph.microsoft.com/v1.0').replace(/\/+$/, ''),
-      };
-      break;
-    }
-    case 'jamf':
-      source = {
-        provider: 'jamf',
-        url: (need(inventory.url, 'url') ?? '').replace(/\/+$/, ''),
-        clientId: need(inventory.clientId, 'clientId') ?? '',
-        clientSecret: secret(),
-      };
-      break;
-    case 'json':
-      source = {
-        provider: 'json',
-        url: need(inventory.url, 'url') ?? '',
-        headers: Object.fromEntries(
-          Object.entries(inventory.headers ?? {}).map(([name, value]) => [name, new Secret(value)]),
-        ),
-      };
-      break;
-  }
-  return {
-    source,
-    matches: inventory.matches ?? raw.enrollment.clientCertificate?.deviceId.matches ?? 'serial',
-    intervalMs: boundedMilliseconds(inventory.interval, 'mdmInventory.interval', MDM_INTERVAL_BOUNDS, report),
-    maxRetirePerPass: parseRetireLimit(inventory.maxRetirePerPass, 'mdmInventory.maxRetirePerPass', report),
-  };
-}
-
-/** The MDM is asked at least daily, and not more than once a second. */
-const MDM_INTERVAL_BOUNDS = { minMs: 1_000, maxMs: 86_400_000, text: 'between PT1S and P1D' } as const;
-
-/** Revocation lists are read again at least daily, and not more than once a second. */
-const CRL_REFRESH_BOUNDS = { minMs: 1_000, maxMs: 86_400_000, text: 'between PT1S and P1D' } as const;
 
 /** A hook that takes longer than a minute holds up an OpenVPN client's connect for too long. */
 const SCRIPT_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 60_000, text: 'between PT1S and PT1M' } as const;
