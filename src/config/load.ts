@@ -6,20 +6,14 @@ import type { z } from 'zod';
 import { durationMilliseconds, type IsoDuration } from '../shared/iso-duration.js';
 import { secretFileWarning } from './secret-files.js';
 import { ConfigError } from './config-error.js';
-import {
-  boundedMilliseconds,
-  checkPrefix,
-  mustParseDuration,
-  parseListenAddress,
-  type Report,
-  type WarnOfSecretFile,
-} from './option-checks.js';
+import { boundedMilliseconds, mustParseDuration, type Report, type WarnOfSecretFile } from './option-checks.js';
 import { loadAppleSigning } from './apple-signing.js';
 import { resolveConsoleOidc } from './console-oidc.js';
 import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
 import { embeddedDefaultConfig } from './defaults.js';
 import type { DatabaseLocation, PortalConfig, WireGuardProxy } from './portal-config.js';
 import { resolveEnrollment } from './enrollment.js';
+import { checkAllowLists, resolveBaseUrl, resolveListen, resolveMetrics } from './listen.js';
 import { resolveMdmInventory } from './mdm-inventory.js';
 import { resolveProfileList } from './profile-list.js';
 import { portalConfigSchema, type ParsedPortalConfig } from './schema.js';
@@ -59,10 +53,7 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
 }
 
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
-  // Without baseUrl the portal is where it listens, so the quick start's URLs are right.
-  const baseUrl = new URL(
-    raw.baseUrl ?? `http://${hostForUrl(listenHostToReach(raw.listen.host))}:${raw.listen.port}/vpn-user-portal/`,
-  );
+  const baseUrl = resolveBaseUrl(raw);
   const secretFileWarnings: string[] = [];
   const warnOfSecretFile: WarnOfSecretFile = (option, file) => {
     const warning = secretFileWarning(option, file);
@@ -70,18 +61,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
   };
   const dataDir = path.resolve(baseDir, raw.dataDir);
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
-  for (const [index, entry] of raw.adminApi.allowList.entries())
-    checkPrefix(entry, `adminApi.allowList[${index}]`, report);
-  for (const [index, entry] of raw.adminApi.trustedProxyList.entries())
-    checkPrefix(entry, `adminApi.trustedProxyList[${index}]`, report);
-  for (const [index, entry] of raw.nodeApi.allowList.entries())
-    checkPrefix(entry, `nodeApi.allowList[${index}]`, report);
-  for (const [index, entry] of raw.webhooks.allowPrivateTargets.entries())
-    checkPrefix(entry, `webhooks.allowPrivateTargets[${index}]`, report);
-  for (const [index, entry] of raw.enrollment.allowList.entries())
-    checkPrefix(entry, `enrollment.allowList[${index}]`, report);
-  for (const [index, entry] of (raw.enrollment.clientCertificate?.trustedProxyList ?? []).entries())
-    checkPrefix(entry, `enrollment.clientCertificate.trustedProxyList[${index}]`, report);
+  checkAllowLists(raw, report);
 
   const { profiles, nodes } = resolveProfileList(raw.ProfileList, report);
 
@@ -89,30 +69,14 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     source,
     baseUrl,
     basePath: baseUrl.pathname.replace(/\/+$/, ''),
-    listen: {
-      host: raw.listen.host,
-      port: raw.listen.port,
-      maxConnectionsPerAddress: raw.listen.maxConnectionsPerAddress,
-      requestTimeoutMs: boundedMilliseconds(
-        raw.listen.requestTimeout,
-        'listen.requestTimeout',
-        HTTP_TIMEOUT_BOUNDS,
-        report,
-      ),
-      keepAliveTimeoutMs: boundedMilliseconds(
-        raw.listen.keepAliveTimeout,
-        'listen.keepAliveTimeout',
-        HTTP_TIMEOUT_BOUNDS,
-        report,
-      ),
-    },
+    listen: resolveListen(raw.listen, report),
     dataDir,
     keyDir: path.join(dataDir, 'keys'),
     database,
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
     databaseRetryForMs: resolveDatabaseRetryFor(raw.databaseRetryFor, report),
     databasePoolSize: raw.databasePoolSize,
-    metrics: raw.metrics.listen === null ? null : parseListenAddress(raw.metrics.listen, 'metrics.listen', report),
+    metrics: resolveMetrics(raw.metrics, report),
     adminApi: raw.adminApi,
     adminConsole: {
       enabled: raw.adminConsole.enabled,
@@ -200,21 +164,9 @@ function atLeastOneDay(text: string, option: string, report: Report): IsoDuratio
   return duration;
 }
 
-/** The address a client uses to reach a server listening on `host` (any-address → loopback). */
-function listenHostToReach(host: string): string {
-  if (host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::') return '::1';
-  return host;
-}
-
-function hostForUrl(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-/** HTTP timeouts: Node checks them once a second, so less than that means nothing; more than 10 minutes holds connections for no one. */
+/** A console session idles out after a minute to a day, and lives a minute to a week. */
 const CONSOLE_IDLE_BOUNDS = { minMs: 60_000, maxMs: 86_400_000, text: 'between PT1M and P1D' } as const;
 const CONSOLE_LIFETIME_BOUNDS = { minMs: 60_000, maxMs: 7 * 86_400_000, text: 'between PT1M and P7D' } as const;
-const HTTP_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000, text: 'between PT1S and PT10M' } as const;
 
 function resolveDatabase(text: string | undefined, dataDir: string, baseDir: string, report: Report): DatabaseLocation {
   if (text === undefined) return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
