@@ -9,9 +9,9 @@ import { ConfigError } from './config-error.js';
 import { boundedMilliseconds, mustParseDuration, type Report, type WarnOfSecretFile } from './option-checks.js';
 import { loadAppleSigning } from './apple-signing.js';
 import { resolveConsoleOidc } from './console-oidc.js';
-import { DatabaseLocationError, parseDatabaseLocation } from './database-location.js';
+import { resolveDatabase, resolveDatabaseRetryFor, resolveDatabaseTimeout } from './database-options.js';
 import { embeddedDefaultConfig } from './defaults.js';
-import type { DatabaseLocation, PortalConfig, WireGuardProxy } from './portal-config.js';
+import type { PortalConfig, WireGuardProxy } from './portal-config.js';
 import { resolveEnrollment } from './enrollment.js';
 import { checkAllowLists, resolveBaseUrl, resolveListen, resolveMetrics } from './listen.js';
 import { resolveMdmInventory } from './mdm-inventory.js';
@@ -167,33 +167,6 @@ function atLeastOneDay(text: string, option: string, report: Report): IsoDuratio
 /** A console session idles out after a minute to a day, and lives a minute to a week. */
 const CONSOLE_IDLE_BOUNDS = { minMs: 60_000, maxMs: 86_400_000, text: 'between PT1M and P1D' } as const;
 const CONSOLE_LIFETIME_BOUNDS = { minMs: 60_000, maxMs: 7 * 86_400_000, text: 'between PT1M and P7D' } as const;
-
-function resolveDatabase(text: string | undefined, dataDir: string, baseDir: string, report: Report): DatabaseLocation {
-  if (text === undefined) return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
-  try {
-    return parseDatabaseLocation(text, baseDir);
-  } catch (error) {
-    // The message never repeats the value: a PostgreSQL URL may hold a password.
-    if (!(error instanceof DatabaseLocationError)) throw error;
-    report('database', error.message);
-    return { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
-  }
-}
-
-/** At least a second (0 would mean "no limit" to PostgreSQL), at most an hour (timers overflow beyond 24 days). */
-function resolveDatabaseTimeout(text: string, report: Report): number {
-  const milliseconds = durationMilliseconds(mustParseDuration(text));
-  if (milliseconds < 1000 || milliseconds > 3_600_000)
-    report('databaseTimeout', `"${text}" must be between PT1S and PT1H`);
-  return Math.min(Math.max(milliseconds, 1000), 3_600_000);
-}
-
-/** 0 (never) to a minute: a call waits at most about this long beyond `databaseTimeout` for a server that restarts. */
-function resolveDatabaseRetryFor(text: string, report: Report): number {
-  const milliseconds = durationMilliseconds(mustParseDuration(text));
-  if (milliseconds > 60_000) report('databaseRetryFor', `"${text}" must be between PT0S and PT1M`);
-  return Math.min(milliseconds, 60_000);
-}
 
 function resolveWireGuardProxy(raw: ParsedPortalConfig['WireGuard'], report: Report): WireGuardProxy {
   if (raw.onlyProxy && !raw.enableProxy) {
