@@ -162,7 +162,7 @@ export const wireGuardSchema = z.strictObject({
       'WireGuard over TCP: `create` also serves `application/x-wireguard+tcp-profile`, and every node agent runs its ProxyGuard relay.',
     see: 'wireguard-over-tcp.md',
   }),
-  /** No WireGuard over UDP at all; needs enableProxy (checked in load.ts, naming both options). */
+  /** No WireGuard over UDP at all; needs enableProxy (checked in wireguard-options.ts, naming both options). */
   onlyProxy: z
     .boolean()
     .default(false)

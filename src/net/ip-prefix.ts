@@ -190,7 +190,7 @@ export function parseIpPrefix(text: string): IpPrefix {
   return makePrefix(address.family, address.value, Number(lengthText));
 }
 
-/** Same as parseIpPrefix; the shorter name other modules (src/config/load.ts) already import. */
+/** Same as parseIpPrefix; the shorter name other modules (src/config/option-checks.ts) already import. */
 export const parsePrefix = parseIpPrefix;
 
 export function isIpPrefix(text: string): boolean {
