@@ -1,0 +1,141 @@
+// `vpn-portal admin device …`: registering, listing, showing and retiring managed devices.
+import type { DeviceInfo } from '../../protocol/admin-api.js';
+import { param } from '../../protocol/admin-api-params.js';
+import { isPlatform, type Platform, PLATFORMS } from '../../shared/platforms.js';
+import { formatTable } from '../table.js';
+import { type AdminCommand, type Output, pageFlags, stateFlag, UsageError } from './command.js';
+import { reportRevocation } from './revocations.js';
+
+export const DEVICE_COMMANDS: Readonly<Record<string, AdminCommand>> = {
+  'device register': {
+    summary: 'register a managed device of a user by --serial or --mdm-id (an extension)',
+    args: ['USER', 'PROFILE', 'PLATFORM'],
+    flags: ['serial', 'mdmId'],
+    run: async ({ client, args, flags, json, out }) => {
+      const [user = '', profile = '', platform = ''] = args;
+      const device = await client.registerDevice({
+        user_id: user,
+        profile_id: profile,
+        platform: platformOf(platform, 'PLATFORM'),
+        ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+        ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+      });
+      if (json) out.print(JSON.stringify({ device }));
+      else
+        out.print(
+          `registered device ${device.device_id} of ${device.user_id} (${device.platform}) in ${device.profile_id}`,
+        );
+    },
+  },
+  'device list': {
+    summary: 'the registered devices, with filters (an extension)',
+    args: [],
+    flags: ['user', 'profile', 'platform', 'state', 'serial', 'mdmId', 'limit', 'cursor'],
+    run: async ({ client, flags, json, out }) => {
+      const state = stateFlag(param.deviceState.options, flags.state);
+      const { limit, cursor } = pageFlags(flags);
+      const page = await client.devices({
+        ...(flags.user === undefined ? {} : { user_id: flags.user }),
+        ...(flags.profile === undefined ? {} : { profile_id: flags.profile }),
+        ...(flags.platform === undefined ? {} : { platform: platformOf(flags.platform, '--platform') }),
+        ...(state === undefined ? {} : { state }),
+        ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+        ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+        ...(limit === undefined ? {} : { limit }),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      if (json) {
+        out.print(JSON.stringify(page));
+        return;
+      }
+      out.print(
+        formatTable(
+          [
+            'DEVICE',
+            'USER',
+            'PROFILE',
+            'PLATFORM',
+            'SERIAL',
+            'MDM_ID',
+            'STATE',
+            'IDENTITY',
+            'CONFIGURATIONS',
+            'LAST_SEEN',
+          ],
+          page.devices.map((device) => [
+            device.device_id,
+            device.user_id,
+            device.profile_id,
+            device.platform,
+            device.serial ?? '',
+            device.mdm_id ?? '',
+            device.state,
+            device.identity,
+            String(device.configurations.length),
+            device.last_seen_at ?? '',
+          ]),
+        ),
+      );
+      if (page.next_cursor !== null) out.print(`more: --cursor ${page.next_cursor}`);
+    },
+  },
+  'device show': {
+    summary: 'one device: its identity, state and configurations (an extension)',
+    args: ['DEVICE_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const device = await client.device(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ device }));
+      else printDevice(device, out);
+    },
+  },
+  'device retire': {
+    summary:
+      'retire a device for good: its configurations leave the nodes; prints what the revocation receipt says (--wait: until decided; an extension)',
+    args: ['DEVICE_ID'],
+    flags: ['wait'],
+    run: async ({ client, args, flags, json, out }) => {
+      const { device, revocationId } = await client.retireDeviceWithReceipt(args[0] ?? '');
+      await reportRevocation(
+        client,
+        revocationId,
+        flags.wait,
+        json,
+        out,
+        `retired device ${device.device_id} at ${device.retired_at ?? ''}`,
+        { device },
+      );
+    },
+  },
+};
+
+/** A platform flag or argument, checked against the list the portal takes. */
+function platformOf(value: string, what: string): Platform {
+  if (!isPlatform(value)) throw new UsageError(`${what} must be one of ${PLATFORMS.join(', ')}, not "${value}"`);
+  return value;
+}
+
+function printDevice(device: DeviceInfo, out: Output): void {
+  out.print(
+    formatTable(
+      ['FIELD', 'VALUE'],
+      [
+        ['device_id', device.device_id],
+        ['user', device.user_id],
+        ['profile', device.profile_id],
+        ['platform', device.platform],
+        ['serial', device.serial ?? ''],
+        ['mdm_id', device.mdm_id ?? ''],
+        ['identity', device.identity],
+        ['state', device.state],
+        ['created', device.created_at],
+        ['retired', device.retired_at ?? ''],
+        ['last_seen', device.last_seen_at ?? ''],
+        ...device.configurations.map((configuration) => [
+          'configuration',
+          `${configuration.profile_id} ${configuration.vpn_proto} ${configuration.connection_id} until ${configuration.expires_at}`,
+        ]),
+      ],
+    ),
+  );
+}
