@@ -11,22 +11,23 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs one `vpn-portal` command to its end. */
+/** `command` as it runs inside network namespace `netns` (`ip netns exec`), or as it is without one. */
+function inNamespace(command: readonly string[], netns: string | undefined): string[] {
+  return netns === undefined ? [...command] : ['ip', 'netns', 'exec', netns, ...command];
+}
+
+/** Runs one `vpn-portal` command to its end; `netns`: inside that network namespace. */
 export function runCli(
   args: readonly string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; netns?: string } = {},
 ): Promise<CliResult> {
   const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
+  const [command = '', ...commandArgs] = inNamespace([process.execPath, '--import', TSX, MAIN, ...args], options.netns);
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', TSX, MAIN, ...args],
-      { cwd: options.cwd, env, timeout: 120_000 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-        resolve({ code, stdout, stderr });
-      },
-    );
+    execFile(command, commandArgs, { cwd: options.cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -42,6 +43,8 @@ export class PortalProcess extends LoggedProcess {
       readonly user?: { readonly uid: number; readonly gid: number };
       readonly fileLimit?: number;
       readonly cwd?: string;
+      /** Run inside this network namespace: its own loopback, so fixed ports meet nothing else. */
+      readonly netns?: string;
     } = {},
   ) {
     // null: the embedded default configuration, as the quick start runs it.
@@ -53,10 +56,12 @@ export class PortalProcess extends LoggedProcess {
       'serve',
       ...(configFile === null ? [] : ['--config', configFile]),
     ];
-    const command =
+    const command = inNamespace(
       options.fileLimit === undefined
         ? serve
-        : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve];
+        : ['prlimit', `--nofile=${options.fileLimit}:${options.fileLimit}`, '--', ...serve],
+      options.netns,
+    );
     super(
       spawn(command[0] ?? '', command.slice(1), {
         stdio: ['ignore', 'pipe', 'pipe'],
