@@ -13,6 +13,10 @@
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
+#   TEST_QUICK=1                                  the edit-test loop (`npm run test:quick`): SQLite only,
+#                                                 no coverage, without the tests that start VPN nodes, namespaces,
+#                                                 commands or a browser (test/e2e, test/agent, test/cli,
+#                                                 test/http/console, the slow-client floods)
 #
 # Coverage: every test process of both passes writes V8 coverage into coverage/tmp (not the
 # processes the tests start: test/support/coverage-scope.ts); after the last pass c8 merges it into one report of
@@ -37,6 +41,14 @@ if [ "$#" -gt 0 ]; then
   files=("$@")
 else
   files=(test/**/*.test.ts)
+fi
+if [ "${TEST_QUICK:-0}" = 1 ]; then
+  quick=()
+  for file in "${files[@]}"; do
+    [[ "$file" =~ ^test/(e2e|agent|cli|http/console)/ || "$file" == *slow-clients* ]] || quick+=("$file")
+  done
+  files=("${quick[@]}")
+  export TEST_DATABASES=sqlite TEST_COVERAGE=0
 fi
 read -r -a databases <<<"${TEST_DATABASES:-sqlite postgres}"
 if [ "$#" -gt 0 ]; then coverage="${TEST_COVERAGE:-0}"; else coverage="${TEST_COVERAGE:-1}"; fi
