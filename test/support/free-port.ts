@@ -1,15 +1,39 @@
 // A TCP port that is free right now on `host`, for two real programs that must know each
-// other's address before either listens (a node agent and its portal).
+// other's address before either listens (a node agent and its portal). Drawn from below the
+// kernel's ephemeral range: a port the kernel hands out (listen on port 0, and every outgoing
+// connection of the tests running side by side) could be taken again between this check and
+// the real listen, which happened under load.
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { randomInt } from 'node:crypto';
+
+/** The first port the kernel hands out by itself (Linux's ip_local_port_range; 32768 where it cannot be read). */
+function firstEphemeralPort(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 11_000 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+const LOWEST_PORT = 10_000;
 
 export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const below = firstEphemeralPort();
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = randomInt(LOWEST_PORT, below);
+    if (await isFree(host, port)) return port;
+  }
+  throw new Error(`no free port between ${LOWEST_PORT} and ${below} on ${host} after 100 tries`);
+}
+
+async function isFree(host: string, port: number): Promise<boolean> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, resolve);
+  const listening = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => resolve(true));
   });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  if (listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+  return listening;
 }
