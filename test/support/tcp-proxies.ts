@@ -25,6 +25,21 @@ interface CutRequest {
 
 const COMMIT = Buffer.from('commit\0');
 
+/** Tracks a client and its upstream connection in `sockets` while they live; an error on either ends both. Returns what ends both. */
+function joinPair(client: net.Socket, upstream: net.Socket, sockets: Set<net.Socket>): () => void {
+  sockets.add(client);
+  sockets.add(upstream);
+  const closeBoth = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', closeBoth);
+  upstream.on('error', closeBoth);
+  client.on('close', () => sockets.delete(client));
+  upstream.on('close', () => sockets.delete(upstream));
+  return closeBoth;
+}
+
 /** A proxy that parses the frontend's messages (startup, then type byte + length) to find the COMMIT. */
 export async function startPostgresCutter(targetUrl: string): Promise<PostgresCutter> {
   const target = new URL(targetUrl);
@@ -32,16 +47,7 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
   let pending: CutRequest | null = null;
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port), target.hostname);
-    sockets.add(client);
-    sockets.add(upstream);
-    const closeBoth = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', closeBoth);
-    upstream.on('error', closeBoth);
-    client.on('close', () => sockets.delete(client));
-    upstream.on('close', () => sockets.delete(upstream));
+    const closeBoth = joinPair(client, upstream, sockets);
     upstream.on('data', (chunk: Buffer) => {
       if (!client.destroyed) client.write(chunk);
     });
@@ -118,16 +124,7 @@ export async function startHoldingProxy(): Promise<HoldingProxy> {
   let releases: (() => void)[] = [];
   const server = net.createServer((client) => {
     const upstream = net.connect(port, '127.0.0.1');
-    sockets.add(client);
-    sockets.add(upstream);
-    const closeBoth = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', closeBoth);
-    upstream.on('error', closeBoth);
-    client.on('close', () => sockets.delete(client));
-    upstream.on('close', () => sockets.delete(upstream));
+    joinPair(client, upstream, sockets);
     upstream.pipe(client);
     let holding: Buffer[] | null = null;
     client.on('data', (chunk: Buffer) => {
