@@ -11,6 +11,7 @@ import { auditLog, ManualClock, portalState } from '../support/admin-keys.js';
 import { capturedLog } from '../support/captured-log.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal } from '../support/test-portal.js';
+import { until } from '../support/until.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
 const DAY = 24 * 3600_000;
@@ -281,6 +282,13 @@ test('the daily housekeeping deletes finished deliveries older than deliveryLogR
   await portal.admin.create({ user_id: 'old', profile_id: 'employees' });
   await receiver.waitForCount(1, 'the old event');
   await failing.waitForCount(1, 'the first attempt of the old event');
+  // The receiver has answered, but the portal may not have recorded the attempt yet: a clock
+  // advanced before that would place the retry 30 s after the new time, which never comes.
+  await until('the first failed attempt recorded', async () =>
+    (await portal.admin.webhookDeliveries()).webhook_deliveries.some(
+      (entry) => entry.state === 'pending' && entry.attempts.length === 1,
+    ),
+  );
   clock.advance(20 * DAY);
   await portal.admin.create({ user_id: 'recent', profile_id: 'employees' });
   await receiver.waitForCount(2, 'the recent event');

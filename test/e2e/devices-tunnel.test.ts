@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { DeviceInfo } from '../../src/protocol/admin-api.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
+import { until } from '../support/until.js';
 
 const WIREGUARD = 'application/x-wireguard-profile';
 const WG_QUICK_ENV = { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' };
@@ -51,14 +52,6 @@ describe('a device holds one configuration per profile on a real node, and retir
     return (await lab.client.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
   }
 
-  async function until(what: string, check: () => Promise<boolean>, seconds = 10): Promise<void> {
-    const end = Date.now() + seconds * 1000;
-    while (!(await check())) {
-      if (Date.now() > end) assert.fail(`${what} within ${seconds} s`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-
   test("re-issuing leaves one configuration: the old peer is gone from the node, the new file's tunnel works", async () => {
     const first = await issueAndConnect();
     assert.ok((await lab.peersOnNode()).has(first));
@@ -66,7 +59,7 @@ describe('a device holds one configuration per profile on a real node, and retir
     await until(
       'last_seen_at set from the session',
       async () => (await lab.portal.admin.device(device.device_id)).last_seen_at !== null,
-      15,
+      15_000,
     );
 
     const second = await issueAndConnect();

@@ -12,6 +12,7 @@ import { compareWithMdmInventory } from '../../../src/core/devices/index.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../../support/mdm-stand-in.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
 
 const DEVICES = ['MDM-1', 'MDM-2', 'MDM-3', 'MDM-4', 'MDM-5', 'MDM-6'].map((serial, index) => ({
   id: `00000000-0000-0000-0000-00000000000${index}`,
@@ -57,14 +58,6 @@ describe("devices are retired when they leave the MDM's inventory", () => {
   const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
   const sample = (text: string, line: string) =>
     Number(new RegExp(`^${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
-
-  async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
-    const end = Date.now() + ms;
-    while (!(await check())) {
-      if (Date.now() > end) assert.fail(`${what} within ${ms} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 
   const snapshot = async () => JSON.stringify((await portal.admin.devices()).devices);
 

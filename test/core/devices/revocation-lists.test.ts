@@ -17,6 +17,7 @@ import { auditRecords } from '../../../src/storage/audit-log.js';
 import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
 import { runCli } from '../../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
 
@@ -59,14 +60,6 @@ describe('a device whose certificate is revoked is retired', () => {
     });
     assert.equal(answer.status, 200, answer.text);
     return { deviceId: device.device_id, certificate };
-  }
-
-  async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
-    const end = Date.now() + ms;
-    while (!(await check())) {
-      if (Date.now() > end) assert.fail(`${what} within ${ms} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 
   const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
@@ -182,14 +175,6 @@ describe('a revocation list is believed only when the CA it names signed it and 
   const ofList = (text: string, name: string) => value(text, name, `file="${crls.url}"`);
   const refused = async (reason: string) =>
     value(await metrics(), 'vpn_portal_crl_refused_total', `reason="${reason}"`) || 0;
-
-  async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
-    const end = Date.now() + ms;
-    while (!(await check())) {
-      if (Date.now() > end) assert.fail(`${what} within ${ms} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 
   async function enrolled(user: string, serial: string): Promise<{ deviceId: string; certificate: string }> {
     const device = await portal.admin.registerDevice({
