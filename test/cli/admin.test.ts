@@ -608,6 +608,23 @@ test('create -o refuses an existing file before anything is issued; --force repl
   assert.equal((await portal.admin.userConfigurationList('frank')).length, 3);
 });
 
+test('create -o names a place it cannot write (a folder, a missing folder) and issues nothing, with or without --force', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const dir = tempDir(t);
+  for (const [output, problem] of [
+    [dir, /is a folder: name a file in it/],
+    [path.join(dir, 'missing', 'laptop.conf'), /cannot write .*missing\/laptop\.conf: its folder .* does not exist/],
+  ] as const) {
+    for (const force of [[], ['--force']]) {
+      const refused = await admin(portal, ['create', 'heidi', 'employees', '-o', output, ...force]);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.match(refused.stderr, problem);
+    }
+  }
+  assert.deepEqual(await portal.admin.users(), [], 'nothing was issued, so no key was lost');
+});
+
 test('create -o /dev/null writes into the device: no --force needed, and its mode is left alone', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);

@@ -2,6 +2,7 @@
 // issuing a configuration (to a file, stdout or a QR code), renewing one and deleting one.
 import { X509Certificate } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import QRCode from 'qrcode';
 import type { CreatedConfiguration } from '../../admin-client/admin-api-client.js';
 import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../../protocol/admin-api.js';
@@ -208,13 +209,20 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
+  const connectionId = connectionIdOf(created.body, flags.publicKey);
   if (flags.output !== undefined) {
-    writeFileSync(flags.output, created.bytes, { mode: 0o600, flag: 'w' });
+    try {
+      writeFileSync(flags.output, created.bytes, { mode: 0o600, flag: 'w' });
+    } catch (error) {
+      // Checked before the call, so rare (no permission, a full disk): say what to clean up.
+      throw new Error(
+        `the configuration was issued (connection id ${connectionId ?? 'unknown'}) but ${flags.output} could not be written (${(error as NodeJS.ErrnoException).code ?? String(error)}); delete it with: vpn-portal admin delete-connection ${user} ${connectionId ?? 'CONNECTION_ID'}`,
+      );
+    }
     // The file holds a private key: only its owner may read it, also when --force replaced an open one.
     // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written into and keeps its mode.
     if (target !== 'special') chmodSync(flags.output, 0o600);
   }
-  const connectionId = connectionIdOf(created.body, flags.publicKey);
   // A signed Apple profile is DER: bytes a terminal or a JSON string would mangle.
   const unprintable = flags.output === undefined && created.binary;
   if (json && !unprintable) {
@@ -265,10 +273,18 @@ function connectionIdOf(body: string, devicePublicKey: string | undefined): stri
  * something that is not a file (a character device such as /dev/null, a pipe, a socket):
  * written into as it is, neither a file whose key would be lost nor one to make 0600.
  */
+/**
+ * What -o names, checked before anything is issued: a configuration whose file cannot be
+ * written would exist on the portal with its private key lost.
+ */
 function outputTarget(output: string): 'absent' | 'file' | 'special' {
   const stats = statSync(output, { throwIfNoEntry: false });
-  if (stats === undefined) return 'absent';
-  return stats.isFile() || stats.isDirectory() ? 'file' : 'special';
+  if (stats?.isDirectory() === true) throw new UsageError(`-o ${output} is a folder: name a file in it`, 'create');
+  if (stats !== undefined) return stats.isFile() ? 'file' : 'special';
+  const folder = path.dirname(path.resolve(output));
+  if (statSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true)
+    throw new UsageError(`cannot write ${output}: its folder ${folder} does not exist`, 'create');
+  return 'absent';
 }
 
 function readCsr(file: string): string {
