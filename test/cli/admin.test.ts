@@ -714,6 +714,43 @@ test('create --device-id, --serial or --mdm-id issues the configuration for that
   assert.match(help.stdout, /--device-id ID/);
 });
 
+test("enrollment-token --serial makes a token whose configuration is that registered device's", async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const device = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'linux',
+    serial: 'SER-9',
+  });
+  const made = await admin(portal, ['enrollment-token', 'alice', 'employees', '--serial', 'SER-9']);
+  assert.equal(made.code, 0, made.stderr);
+  const token = made.stdout.trimEnd().split('\n').at(-1) ?? '';
+  const redeemed = await portal.request(`${portal.portal.url}${portal.portal.ctx.config.basePath}/enroll`, {
+    method: 'POST',
+    body: new URLSearchParams({ enrollment_token: token, public_key: wgGenkey().publicKey }),
+    headers: { accept: 'application/x-wireguard-profile' },
+  });
+  assert.equal(redeemed.status, 200, redeemed.text);
+  assert.equal((await portal.admin.device(device.device_id)).configurations.length, 1, 'the device holds it');
+
+  const both = await admin(portal, [
+    'enrollment-token',
+    'alice',
+    'employees',
+    '--serial',
+    'SER-9',
+    '--device-id',
+    device.device_id,
+  ]);
+  assert.equal(both.code, 2);
+  assert.match(
+    both.stderr,
+    /name the device by one of --device-id, --serial or --mdm-id, not several\nusage: vpn-portal admin enrollment-token /,
+  );
+  assert.equal((await portal.admin.enrollmentTokens()).length, 1, 'no second token');
+});
+
 test('device register, list, show and retire work from the command line, as tables and as JSON', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);

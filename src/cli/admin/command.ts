@@ -107,3 +107,18 @@ export function pageFlags(flags: AdminFlags): { since?: string; until?: string; 
     ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
   };
 }
+
+/** The registered device a configuration is for, named by one of --device-id, --serial or --mdm-id. */
+export function deviceFlags(
+  flags: AdminFlags,
+  command: string,
+): { device_id?: string; serial?: string; mdm_id?: string } {
+  const named = [flags.deviceId, flags.serial, flags.mdmId].filter((value) => value !== undefined);
+  if (named.length > 1)
+    throw new UsageError('name the device by one of --device-id, --serial or --mdm-id, not several', command);
+  return {
+    ...(flags.deviceId === undefined ? {} : { device_id: flags.deviceId }),
+    ...(flags.serial === undefined ? {} : { serial: flags.serial }),
+    ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+  };
+}

@@ -9,7 +9,7 @@ import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../../protocol/adm
 import { describePlatforms, isPlatform } from '../../shared/platforms.js';
 import { isWireGuardKey, wireGuardPublicKey } from '../../wireguard/keys.js';
 import { formatTable } from '../table.js';
-import { type AdminCommand, type Invocation, UsageError } from './command.js';
+import { type AdminCommand, deviceFlags, type Invocation, UsageError } from './command.js';
 import { revokingCommand } from './revocations.js';
 
 /** `--format` values and the media type each asks `create` for. */
@@ -191,9 +191,7 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   if (flags.onDemand !== undefined && flags.onDemand !== 'yes' && flags.onDemand !== 'no') {
     throw new UsageError(`--on-demand must be yes or no, not "${flags.onDemand}"`, 'create');
   }
-  const deviceNames = [flags.deviceId, flags.serial, flags.mdmId].filter((value) => value !== undefined);
-  if (deviceNames.length > 1)
-    throw new UsageError('name the device by one of --device-id, --serial or --mdm-id, not several', 'create');
+  const device = deviceFlags(flags, 'create');
   const params: CreateParams = {
     user_id: user,
     profile_id: profile,
@@ -204,9 +202,7 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
     ...(flags.csr === undefined ? {} : { csr: readCsr(flags.csr) }),
     ...(flags.platform === undefined ? {} : { platform: flags.platform }),
     ...(flags.onDemand === undefined ? {} : { on_demand: flags.onDemand }),
-    ...(flags.deviceId === undefined ? {} : { device_id: flags.deviceId }),
-    ...(flags.serial === undefined ? {} : { serial: flags.serial }),
-    ...(flags.mdmId === undefined ? {} : { mdm_id: flags.mdmId }),
+    ...device,
   };
   const created = await client.create(params, format === undefined ? undefined : FORMATS[format]);
   const connectionId = connectionIdOf(created.body, flags.publicKey);

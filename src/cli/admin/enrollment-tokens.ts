@@ -1,13 +1,13 @@
 // `vpn-portal admin` commands about enrollment tokens: making one, listing them, revoking one.
 import { formatTable } from '../table.js';
-import { type AdminCommand, UsageError } from './command.js';
+import { type AdminCommand, deviceFlags, UsageError } from './command.js';
 
 export const ENROLLMENT_TOKEN_COMMANDS: Readonly<Record<string, AdminCommand>> = {
   'enrollment-token': {
     summary:
-      'a token a device redeems at {baseUrl}enroll with its own key (an extension); printed once, on the last line',
+      "a token a device redeems at {baseUrl}enroll with its own key (an extension); printed once, on the last line; --device-id, --serial or --mdm-id: its configuration is that registered device's",
     args: ['USER', 'PROFILE'],
-    flags: ['uses', 'validFor', 'expiresIn', 'displayName'],
+    flags: ['uses', 'validFor', 'expiresIn', 'displayName', 'deviceId', 'serial', 'mdmId'],
     run: async ({ client, args, flags, json, out }) => {
       const [user = '', profile = ''] = args;
       const uses = flags.uses === undefined ? undefined : Number(flags.uses);
@@ -20,6 +20,7 @@ export const ENROLLMENT_TOKEN_COMMANDS: Readonly<Record<string, AdminCommand>> =
         ...(flags.validFor === undefined ? {} : { valid_for: flags.validFor }),
         ...(flags.expiresIn === undefined ? {} : { expires_in: flags.expiresIn }),
         ...(flags.displayName === undefined ? {} : { display_name: flags.displayName }),
+        ...deviceFlags(flags, 'enrollment-token'),
       });
       if (json) {
         out.print(JSON.stringify(made));
