@@ -45,6 +45,8 @@ interface Call {
   readonly noUser?: boolean;
   /** Calls on one configuration or profile: refused for a profile outside the key's. */
   readonly perProfile?: boolean;
+  /** Calls that look the user up first: to a limited key that cannot see the user, it does not exist. */
+  readonly looksUpUser?: boolean;
   /** The admin key calls: how a key limited to guests is refused (the subject's key is for employees). */
   readonly guestsRefusal?: (keyName: string, subject: string) => RegExp;
   readonly prepare?: (portal: TestPortal, subject: Subject) => Promise<void>;
@@ -200,6 +202,7 @@ const CALLS: readonly Call[] = [
   },
   {
     name: 'user_configuration_list',
+    looksUpUser: true,
     send: (portal, subject, key) => portal.get('/user_configuration_list', { user_id: subject.userId }, bearer(key)),
     async verify(_portal, subject, response, visible) {
       const list = (response.json() as { user_configuration_list: { connection_id: string }[] })
@@ -248,6 +251,7 @@ const CALLS: readonly Call[] = [
   {
     name: 'delete_connection',
     perProfile: true,
+    looksUpUser: true,
     send: (portal, subject, key) =>
       portal.post('/delete_connection', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
     async verify(portal, subject) {
@@ -316,6 +320,7 @@ const CALLS: readonly Call[] = [
   {
     name: 'extend',
     perProfile: true,
+    looksUpUser: true,
     send: (portal, subject, key) =>
       portal.post('/extend', { user_id: subject.userId, connection_id: subject.connectionId }, bearer(key)),
     async verify(portal, subject, response) {
@@ -574,21 +579,26 @@ const CALLS: readonly Call[] = [
   },
 ];
 
-/** null: allowed; else the refusal's message. */
-function refusal(call: Call, scope: AdminScope, limit: Limit, keyName: string, userId: string): RegExp | null {
+/** null: allowed; else the refusal's status and message. */
+function refusal(
+  call: Call,
+  scope: AdminScope,
+  limit: Limit,
+  keyName: string,
+  userId: string,
+): { readonly status: number; readonly message: RegExp } | null {
   const needed = NAMES[call.name].scope;
+  const forbidden = (message: string) => ({ status: 403, message: new RegExp(message) });
   if (!scopeAllows(scope, needed))
-    return new RegExp(`^key "${keyName}" has scope "${scope}"; ${call.name} needs scope "${needed}"$`);
+    return forbidden(`^key "${keyName}" has scope "${scope}"; ${call.name} needs scope "${needed}"$`);
   if (EVERY_PROFILE_CALLS.includes(call.name) && limit !== 'every profile')
-    return new RegExp(`^key "${keyName}" is limited to profiles ${limit}; ${call.name} needs a key for every profile$`);
+    return forbidden(`^key "${keyName}" is limited to profiles ${limit}; ${call.name} needs a key for every profile$`);
   if (limit !== 'guests') return null;
-  if (call.guestsRefusal !== undefined) return call.guestsRefusal(keyName, userId);
+  if (call.guestsRefusal !== undefined) return { status: 403, message: call.guestsRefusal(keyName, userId) };
+  // The subject has a configuration in employees only: to a guests key it is no user at all.
+  if (call.looksUpUser === true || call.userWide === true) return { status: 400, message: /^user does not exist$/ };
   if (call.perProfile === true)
-    return new RegExp(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
-  if (call.userWide === true)
-    return new RegExp(
-      `^key "${keyName}" may not change user "${userId}" as a whole: the user has configurations in employees, outside its profiles \\(guests\\)$`,
-    );
+    return forbidden(`^key "${keyName}" may not use profile "employees" \\(it is limited to: guests\\)$`);
   return null;
 }
 
@@ -643,10 +653,16 @@ test('every call × every scope × every profile limit is allowed or refused as 
         const response = await call.send(portal, subject, keys.get(keyName) ?? '');
         const expected = refusal(call, scope, limit, keyName, subject.userId);
         const [newest] = await auditLog(portal, 1);
-        if (expected !== null) {
+        if (expected !== null && expected.status === 400 && NAMES[call.name].method === 'GET') {
+          // A read that finds nothing is not recorded.
           refused++;
-          assert.equal(response.status, 403, `${cell}: ${response.text}`);
-          assert.match(errorBody(response.text), expected, cell);
+          assert.equal(response.status, 400, `${cell}: ${response.text}`);
+          assert.match(errorBody(response.text), expected.message, cell);
+          assert.equal(newest?.auditId, newestBefore?.auditId, `${cell}: a read is not recorded`);
+        } else if (expected !== null) {
+          refused++;
+          assert.equal(response.status, expected.status, `${cell}: ${response.text}`);
+          assert.match(errorBody(response.text), expected.message, cell);
           assert.deepEqual(await portalState(portal), before, `${cell}: nothing changed`);
           assert.ok(
             newest !== undefined && newest.auditId !== newestBefore?.auditId,
@@ -663,7 +679,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
             {
               key: keyName,
               call: call.name,
-              status: 403,
+              status: expected.status,
               user: call.name.endsWith('users') || call.noUser === true ? null : subject.userId,
               detail: errorBody(response.text),
             },
@@ -695,8 +711,9 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // enrollment_token, revoke_enrollment_token, register_device, retire_device; admin those and
   // destroy, delete_user_authorizations; every scope the history of the employees profile, its
   // device and the receipt of its configuration; the three admin key calls for read and write,
-  // ×3, and a guests-limited admin key making or revoking a key for employees.
-  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2, 'the refusals the table predicts');
+  // ×3, and a guests-limited admin key making or revoking a key for employees; every scope's
+  // guests key asking for the subject's configurations (a user it cannot see).
+  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -745,14 +762,11 @@ test('a key limited to one profile acts only on that profile: a user with config
     'alice has nothing in its profile any more',
   );
 
-  // A user without any configuration belongs to no profile: only a key for every profile acts on it.
+  // A user without any configuration belongs to no profile: only a key for every profile sees it.
   await portal.post('/delete_connection', { user_id: 'alice', connection_id: idOf(guestPhone) });
   const empty = await portal.post('/destroy', { user_id: 'alice' }, bearer(mdm));
-  assert.equal(empty.status, 403);
-  assert.equal(
-    errorBody(empty.text),
-    'key "mdm" may not change user "alice" as a whole: the user has no configuration in its profiles (employees)',
-  );
+  assert.equal(empty.status, 400);
+  assert.equal(errorBody(empty.text), 'user does not exist');
 
   // A profile outside the key is refused before it is looked up: the key learns nothing about others.
   const unknown = await portal.post('/create', { user_id: 'bob', profile_id: 'no-such-profile' }, bearer(mdm));
@@ -761,6 +775,31 @@ test('a key limited to one profile acts only on that profile: a user with config
     errorBody(unknown.text),
     'key "mdm" may not use profile "no-such-profile" (it is limited to: employees)',
   );
+});
+
+test('to a key limited to some profiles, a user with no configuration in them looks exactly like a user that does not exist', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const mdm = await makeAdminKey(portal, 'mdm', { scope: 'admin', profiles: ['employees'] });
+  const guest = await portal.post('/create', { user_id: 'gina', profile_id: 'guests' });
+  const before = await portalState(portal);
+  const answers = async (userId: string) => {
+    const seen: string[] = [];
+    const list = await portal.get('/user_configuration_list', { user_id: userId }, bearer(mdm));
+    seen.push(`${list.status} ${list.text}`);
+    for (const path of ['/destroy', '/disable_user', '/enable_user', '/delete_user_authorizations', '/extend']) {
+      const response = await portal.post(path, { user_id: userId, connection_id: 'x', expires_in: 'P1D' }, bearer(mdm));
+      seen.push(`${path} ${response.status} ${response.text}`);
+    }
+    const deleted = await portal.post('/delete_connection', { user_id: userId, connection_id: 'x' }, bearer(mdm));
+    seen.push(`${deleted.status} ${deleted.text}`);
+    return seen;
+  };
+  const ofGina = await answers('gina');
+  assert.deepEqual(ofGina, await answers('nobody'), 'the key cannot tell gina from an unknown user');
+  assert.match(ofGina[0] ?? '', /^400 .*user does not exist/);
+  assert.deepEqual(await portalState(portal), before, 'nothing changed');
+  assert.equal(guest.status, 200);
 });
 
 test('a key limited to some profiles changes no user who has an enrollment token in another profile', async (t) => {

@@ -7,7 +7,8 @@
 // enrollment tokens all lie in them; and the calls that act on a user as a whole (disable_user,
 // enable_user, destroy, delete_user_authorizations) only users whose configurations, enrollment
 // tokens and devices all lie in its profiles, and who have at least one configuration: so such a
-// key never changes a configuration, a token, a device nor a user outside its reach.
+// key never changes a configuration, a token, a device nor a user outside its reach. A user with
+// no configuration in its profiles does not exist for it (the reference's 400 for an unknown user).
 // The user and device checks run inside the change's transaction, after the row is locked, so a
 // configuration added meanwhile in another profile cannot slip past them.
 import type { Db } from '../../storage/database.js';
@@ -48,6 +49,17 @@ export function visibleProfiles<P extends { readonly profileId: ProfileId }>(
   profiles: readonly P[],
 ): P[] {
   return visibleToCall(ctx, profiles);
+}
+
+/**
+ * Whether the call may know the user exists: always for a key for every profile; for a limited
+ * key only a user with a configuration in its profiles (whom its `users` lists). Any other user
+ * answers as an unknown one, so a limited key cannot probe which user ids exist elsewhere.
+ */
+export async function userInSight(ctx: PortalContext, db: Db, userId: UserId): Promise<boolean> {
+  const limit = profileLimit(ctx.call);
+  if (limit === null) return true;
+  return (await configurationProfilesOfUser(db, userId)).some((profileId) => limit.has(profileId));
 }
 
 /** Refuses (403) a profile outside the key's profiles. */
