@@ -2,7 +2,7 @@
 // team signs in with the accounts it already has instead of sharing admin keys. What can be checked without the provider is checked when the configuration loads
 // (the issuer's URL, the client secret file and its mode, the claim mapping, the profiles it
 // names), so a typo refuses the start naming the option; the provider itself is asked lazily
-// (src/http/console-oidc.ts), so an outage of it never keeps the portal, and the VPN, down.
+// (src/http/console/oidc.ts), so an outage of it never keeps the portal, and the VPN, down.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Failures the use cases report. Each code has one HTTP status (src/http/error-reply.ts);
+// Failures the use cases report. Each code has one HTTP status (src/http/plumbing/error-reply.ts);
 // the message is written for the person who made the request.
 
 export type PortalErrorCode =

@@ -1,5 +1,5 @@
 // The portal's HTTP server: its surfaces — the Admin API under {base}/admin/api/v1 with its
-// OpenAPI document (admin-api.ts), the Node API under {base}/node-api.php for node agents
+// OpenAPI document (admin-api/surface.ts), the Node API under {base}/node-api.php for node agents
 // (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enroll.ts) —
 // each a plugin with its own guard (surface.ts), the admin console under {base}/admin/ (a plugin
 // that guards its own pages, ./console/), and what they share: the JSON error shape, 404 and 405.
@@ -7,14 +7,14 @@
 import formbody from '@fastify/formbody';
 import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
-import { AddressAllowList } from './address-allow-list.js';
-import { adminApiSurface } from './admin-api.js';
-import type { CertificateCheck } from './certificate-check.js';
-import { enrollSurface } from './enroll.js';
-import { handleError, sendError } from './error-reply.js';
+import { AddressAllowList } from './plumbing/address-allow-list.js';
+import { adminApiSurface } from './admin-api/surface.js';
+import type { CertificateCheck } from './enrollment/certificate-check.js';
+import { enrollSurface } from './enrollment/enroll.js';
+import { handleError, sendError } from './plumbing/error-reply.js';
 import { nodeApiSurface } from './node-api/surface.js';
-import { BODY_LIMIT_BYTES, budgetedListener } from './listener-budgets.js';
-import { decodePath, type HttpSurface } from './surface.js';
+import { BODY_LIMIT_BYTES, budgetedListener } from './plumbing/listener-budgets.js';
+import { decodePath, type HttpSurface } from './plumbing/surface.js';
 import { adminConsole, consoleNotFound } from './console/plugin.js';
 
 export function buildServer(ctx: PortalContext, certificateCheck: CertificateCheck | null = null) {

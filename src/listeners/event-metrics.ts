@@ -2,7 +2,7 @@
 // reconcile passes (their duration, the corrections they made, the last one that reached each
 // node). After-commit: a metric follows only what really happened.
 import type { PortalEvents } from '../core/events.js';
-import type { PortalMetrics } from '../http/metrics.js';
+import type { PortalMetrics } from '../metrics/portal-metrics.js';
 
 export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): void {
   events.afterCommit((event) => {
@@ -26,7 +26,7 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
         metrics.lastSuccessMs.set(event.nodeNumber, event.at.getTime());
         break;
       }
-      // Counted at scrape time from the database (src/http/metrics.ts), or not counted at all.
+      // Counted at scrape time from the database (src/metrics/portal-metrics.ts), or not counted at all.
       case 'user.created':
       case 'user.disabled':
       case 'user.enabled':

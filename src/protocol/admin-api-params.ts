@@ -1,6 +1,6 @@
 // The vocabulary of the Admin API's request parameters: every rule a parameter follows, in one
 // place, for the portal's routes (which answer the reference's error texts from it,
-// src/http/params.ts), the typed client and the OpenAPI document. Each call's parameters are a
+// src/http/plumbing/params.ts), the typed client and the OpenAPI document. Each call's parameters are a
 // z.object of these (src/protocol/admin-api.ts); values arrive as text (query string or form).
 import { z } from 'zod';
 import type { PortalConfig } from '../config/portal-config.js';

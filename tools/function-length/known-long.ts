@@ -14,7 +14,7 @@ export const KNOWN_LONG_FUNCTIONS: readonly string[] = [
   'src/http/console/pages.ts:dashboard',
   'src/http/console/plugin.ts:adminConsole',
   // A table: one metric per property.
-  'src/http/metrics.ts:PortalMetrics.constructor',
-  'src/http/openapi.ts:buildOpenApiDocument',
+  'src/metrics/portal-metrics.ts:PortalMetrics.constructor',
+  'src/http/admin-api/openapi.ts:buildOpenApiDocument',
   'src/portal.ts:startPortal',
 ];

@@ -1,7 +1,7 @@
 // What an OpenID Connect sign-in to the console may do, from the claims the provider vouched
 // for (`adminConsole.oidc.scope`, `.profiles`): the widest scope any claim value grants, and the
 // profiles the session is limited to. Pure, so the rules are tested without a provider; the
-// protocol itself (discovery, the code flow, checking the ID token) is src/http/console-oidc.ts.
+// protocol itself (discovery, the code flow, checking the ID token) is src/http/console/oidc.ts.
 import type { OidcProfilesMapping, OidcScopeMapping } from '../../config/console-oidc.js';
 import { ADMIN_SCOPES, type AdminScope } from '../../protocol/admin-api.js';
 import { asProfileId, type ProfileId } from '../../shared/ids.js';

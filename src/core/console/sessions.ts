@@ -110,7 +110,7 @@ export async function signIn(
 }
 
 /**
- * Signs in an account the OpenID provider vouched for (src/http/console-oidc.ts checked the
+ * Signs in an account the OpenID provider vouched for (src/http/console/oidc.ts checked the
  * flow and mapped its claims to `grant`): the session acts as `oidc:<subject>` with the scope
  * and profiles the claims granted, fixed until it ends.
  */

@@ -6,11 +6,11 @@ import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import { PortalError } from '../../core/errors.js';
 import { recordAdminCall } from '../../core/access/index.js';
-import { bindCall, type AdminRoute } from '../admin-route.js';
-import { statusOfPortalError } from '../error-reply.js';
-import { HttpError } from '../http-error.js';
+import { bindCall, type AdminRoute } from '../admin-api/admin-route.js';
+import { statusOfPortalError } from '../plumbing/error-reply.js';
+import { HttpError } from '../plumbing/http-error.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
-import type { RouteResponse } from '../route-response.js';
+import type { RouteResponse } from '../plumbing/route-response.js';
 
 /** A call the portal refused or could not make: its status and the API's message (which names the limit on 403). */
 export class ConsoleRefusal extends Error {

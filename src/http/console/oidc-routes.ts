@@ -1,6 +1,6 @@
 // The console's second way in, single sign-on: "Sign in with <provider>" sends the browser to
 // the OpenID provider (`oidc/start`), which sends it back to `oidc/callback`; the flow itself is
-// ../console-oidc.ts, the session core/console's. Both paths are open before sign-in (the
+// oidc.ts, the session core/console's. Both paths are open before sign-in (the
 // console's guard still applies `adminApi.allowList` to them).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -10,7 +10,7 @@ import {
   type ConsoleSessionTimes,
 } from '../../core/console/index.js';
 import type { PortalContext } from '../../core/context.js';
-import { OIDC_FLOW_LIFETIME_MS, type ConsoleOidc } from '../console-oidc.js';
+import { OIDC_FLOW_LIFETIME_MS, type ConsoleOidc } from './oidc.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 

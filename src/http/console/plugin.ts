@@ -21,8 +21,8 @@ import {
   type ConsoleSessionTimes,
 } from '../../core/console/index.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
-import { AddressAllowList } from '../address-allow-list.js';
-import { ConsoleOidc } from '../console-oidc.js';
+import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { ConsoleOidc } from './oidc.js';
 import { actionHandlers, actionPages } from './actions.js';
 import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';
 import { html } from './html.js';

@@ -5,7 +5,7 @@ import type { PortalContext } from '../../core/context.js';
 import { authorizeOpenVpnConnect } from '../../core/sessions/index.js';
 import { CONNECT_ALLOWED, CONNECT_REFUSED, connectForm } from '../../protocol/node-api.js';
 import { asProfileId } from '../../shared/ids.js';
-import { readForm } from '../params.js';
+import { readForm } from '../plumbing/params.js';
 import { authenticatedNode } from './node-auth.js';
 
 export async function connectHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {

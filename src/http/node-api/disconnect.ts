@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { recordOpenVpnDisconnect } from '../../core/sessions/index.js';
 import { disconnectForm } from '../../protocol/node-api.js';
-import { readForm } from '../params.js';
+import { readForm } from '../plumbing/params.js';
 import { authenticatedNode } from './node-auth.js';
 
 export async function disconnectHandler(

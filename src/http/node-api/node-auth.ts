@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { asNodeNumber, type NodeNumber } from '../../shared/ids.js';
-import { HttpError } from '../http-error.js';
+import { HttpError } from '../plumbing/http-error.js';
 
 export function authenticatedNode(ctx: PortalContext, request: FastifyRequest): NodeNumber {
   const header = request.headers['x-node-number'];

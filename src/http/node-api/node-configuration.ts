@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { openVpnServerFiles, wireGuardNodeSettings } from '../../core/nodes/index.js';
 import { serverConfigForm, type ServerConfigAnswer } from '../../protocol/node-api.js';
-import { readForm } from '../params.js';
+import { readForm } from '../plumbing/params.js';
 import { authenticatedNode } from './node-auth.js';
 
 export async function serverConfigHandler(

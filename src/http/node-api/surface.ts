@@ -3,9 +3,9 @@
 // each call then authenticates the node (node-auth.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { AddressAllowList } from '../address-allow-list.js';
-import { sendError } from '../error-reply.js';
-import { requestsUnder, type HttpSurface } from '../surface.js';
+import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { sendError } from '../plumbing/error-reply.js';
+import { requestsUnder, type HttpSurface } from '../plumbing/surface.js';
 import { connectHandler } from './connect.js';
 import { disconnectHandler } from './disconnect.js';
 import { serverConfigHandler } from './node-configuration.js';

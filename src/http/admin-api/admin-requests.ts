@@ -1,0 +1,72 @@
+// What the portal knows about one Admin API request while it runs: who asks (set by the guard
+// once the key is checked, or refused), the events view bound to the call (so the audit
+// listener records a change with its caller), and a note for the audit log. As an answer
+// leaves, src/http/admin-api/surface.ts reads it to record the calls that changed nothing: refused,
+// failed, replayed, or with nothing to do.
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { AdminCaller } from '../../core/admin-call.js';
+import type { PortalEvents } from '../../core/events.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../../protocol/admin-api.js';
+
+/** Longer parameter values (a CSR) are recorded by length and digest (user ids are at most 255 characters). */
+const MAX_AUDITED_VALUE = 255;
+
+export interface AdminRequestState {
+  readonly caller: AdminCaller;
+  /** Why the request was refused or what happened to it, for the audit log (the client may be told less). */
+  detail?: string;
+  /** The events view bound to the call, once the call runs. */
+  events?: PortalEvents;
+}
+
+export class AdminRequests {
+  readonly #states = new WeakMap<FastifyRequest, AdminRequestState>();
+
+  set(request: FastifyRequest, state: AdminRequestState): AdminRequestState {
+    this.#states.set(request, state);
+    return state;
+  }
+
+  get(request: FastifyRequest): AdminRequestState | undefined {
+    return this.#states.get(request);
+  }
+}
+
+/**
+ * The parameters of a call as the audit log shows them: the names the call takes, with the
+ * values as sent (text only; one longer than 255 characters, such as a CSR, as its length and
+ * SHA-256), and the Idempotency-Key. The Admin API takes no secret as a parameter; a file or a
+ * private key is never among them.
+ */
+export function auditedParameters(
+  names: readonly string[],
+  input: unknown,
+  request: FastifyRequest,
+): Record<string, string> {
+  const parameters = Object.fromEntries(
+    Object.entries(sentParameters(names, input)).map(([name, value]) => [
+      name,
+      value.length <= MAX_AUDITED_VALUE ? value : digestOf(value),
+    ]),
+  );
+  const idempotencyKey = request.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
+  if (typeof idempotencyKey === 'string')
+    parameters[IDEMPOTENCY_KEY_HEADER] = idempotencyKey.slice(0, MAX_AUDITED_VALUE);
+  return parameters;
+}
+
+function digestOf(value: string): string {
+  return `[${value.length} characters, SHA-256 ${createHash('sha256').update(value).digest('hex')}]`;
+}
+
+/** The parameters as sent, in full, of the names the call takes: what a retry must repeat (Idempotency-Key). */
+export function sentParameters(names: readonly string[], input: unknown): Record<string, string> {
+  const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const parameters: Record<string, string> = {};
+  for (const name of names) {
+    const value = Object.hasOwn(values, name) ? values[name] : undefined;
+    if (typeof value === 'string') parameters[name] = value;
+  }
+  return parameters;
+}

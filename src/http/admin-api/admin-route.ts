@@ -1,0 +1,191 @@
+// One Admin API call: its method, path, needed scope, parameters and handler. Route files
+// build these with defineRoute; the server registers them and the OpenAPI document describes
+// them. runRoute checks the caller's scope (403, before the handler), binds the call to its
+// caller (the use case's context carries it: profile limits, and the events view that records
+// the change with its caller in the audit log) and makes POSTs with an Idempotency-Key safe to retry.
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import {
+  callerLineage,
+  callerProfiles,
+  callerScope,
+  describeCaller,
+  type AdminCall,
+  type AdminCaller,
+} from '../../core/admin-call.js';
+import type { PortalEvents } from '../../core/events.js';
+import type { PortalContext } from '../../core/context.js';
+import { assertProfileAllowed } from '../../core/access/index.js';
+import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../../protocol/admin-api.js';
+import type { ParamsSchema } from '../../protocol/admin-api-params.js';
+import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
+import { HttpError } from '../plumbing/http-error.js';
+import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
+import { readParams, type ParamSource } from '../plumbing/params.js';
+import type { RouteResponse } from '../plumbing/route-response.js';
+import { jsonPartsByteLength } from '../../shared/json-parts.js';
+
+export type { RouteResponse } from '../plumbing/route-response.js';
+
+export interface ResponseDoc {
+  readonly description: string;
+  /** JSON body schema; absent for 204 or non-JSON bodies. */
+  readonly schema?: z.ZodType;
+  /** Content types of a non-JSON body (configuration files). */
+  readonly contentTypes?: readonly string[];
+}
+
+/** What a handler gets besides its parameters. */
+export interface RouteCall {
+  /**
+   * Set for a POST sent with an Idempotency-Key: a handler whose use case can keep its answer
+   * inside the change's transaction passes it on (create); for the others it is kept right after.
+   */
+  readonly keepAnswer?: KeepAnswer;
+}
+
+export interface AdminRoute<S extends ParamsSchema = ParamsSchema> {
+  readonly method: 'GET' | 'POST';
+  /** Path below {base_url}/admin/api/v1. */
+  readonly path: string;
+  /** The scope a key needs for this call (src/protocol/admin-api.ts). */
+  readonly scope: AdminScope;
+  readonly summary: string;
+  /** The eduVPN portal version that introduced the call; `extension` for this portal's own calls. */
+  readonly since: string | 'extension';
+  readonly source: ParamSource;
+  /** The call's parameters, from ADMIN_API_CALLS (src/protocol/admin-api.ts). */
+  readonly params: S;
+  /** Where the parameters are read from; default: the query string for GET, the form body for POST. */
+  readonly input?: (request: FastifyRequest) => unknown;
+  /** Request headers the answer depends on (create: Accept): a retry with an Idempotency-Key must send the same. */
+  readonly varyHeaders?: readonly string[];
+  /** When set, the call is refused (403) to keys limited to some profiles (the audit log spans every profile). */
+  readonly needsEveryProfile?: boolean;
+  readonly success: { readonly status: 200 | 204; readonly doc: ResponseDoc };
+  // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
+  handle(ctx: PortalContext, params: z.output<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
+}
+
+export function defineRoute<S extends ParamsSchema>(route: AdminRoute<S>): AdminRoute<S> {
+  return route;
+}
+
+export interface RouteServices {
+  readonly requests: AdminRequests;
+  readonly idempotent: IdempotentCalls;
+}
+
+export async function runRoute<S extends ParamsSchema>(
+  route: AdminRoute<S>,
+  ctx: PortalContext,
+  services: RouteServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const state = services.requests.get(request);
+  // The guard ran first and let only callers with a valid key through.
+  if (state === undefined || callerScope(state.caller) === null) throw new HttpError(401, 'authentication required');
+  const { caller } = state;
+  const input = route.input?.(request) ?? (route.source === 'query' ? request.query : request.body);
+  const { call, callCtx, params, events } = bindCall(route, ctx, caller, input, request);
+  state.events = events;
+  const idempotencyKey = route.method === 'POST' ? idempotencyKeyOf(request.headers) : undefined;
+  let response: RouteResponse;
+  const lineage = callerLineage(caller);
+  if (idempotencyKey === undefined || lineage === null) {
+    response = await route.handle(callCtx, params, request, {});
+  } else {
+    const varying = Object.fromEntries(
+      (route.varyHeaders ?? []).map((header) => [header, String(request.headers[header.toLowerCase()] ?? '')]),
+    );
+    const parameters = sentParameters(Object.keys(route.params.shape), input);
+    const outcome = await services.idempotent.run(
+      {
+        keyLineage: lineage,
+        idempotencyKey,
+        call: call.name,
+        fingerprint: fingerprintOf(call.name, parameters, varying),
+      },
+      (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
+    );
+    response = outcome.response;
+    if (outcome.replayed)
+      state.detail = `answer of an earlier request with this ${IDEMPOTENCY_KEY_HEADER} given again; nothing changed`;
+  }
+  if (response.status === 204) {
+    await reply
+      .code(204)
+      .headers(response.headers ?? {})
+      .send();
+  } else if ('json' in response) {
+    await reply
+      .code(200)
+      .type('application/json')
+      .headers(response.headers ?? {})
+      .send(JSON.stringify(response.json));
+  } else if ('jsonText' in response) {
+    await reply.code(200).type('application/json').send(response.jsonText);
+  } else if ('jsonParts' in response) {
+    const { jsonParts } = response;
+    await reply
+      .code(200)
+      .type('application/json')
+      .header('content-length', jsonPartsByteLength(jsonParts))
+      .headers(response.headers ?? {})
+      .send(Readable.from(jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))));
+  } else {
+    await reply.code(200).headers(response.headers).send(response.body);
+  }
+}
+
+/** A call bound to its caller: the context a use case gets (the call, the events view) and its parameters. */
+export interface BoundCall<S extends ParamsSchema> {
+  readonly call: AdminCall;
+  readonly callCtx: PortalContext;
+  readonly events: PortalEvents;
+  readonly params: z.output<S>;
+}
+
+/**
+ * Binds a call of `route` to its caller, the one way every Admin API call and every change made
+ * in the console takes: the caller's scope and profile limit are checked first (403, before
+ * anything is read), the parameters parsed by the route's own rules (400).
+ */
+export function bindCall<S extends ParamsSchema>(
+  route: AdminRoute<S>,
+  ctx: PortalContext,
+  caller: AdminCaller,
+  input: unknown,
+  request: FastifyRequest,
+): BoundCall<S> {
+  const scope = callerScope(caller);
+  const profiles = callerProfiles(caller);
+  const name = route.path.slice(1);
+  const key = describeCaller(caller);
+  if (scope === null) throw new HttpError(401, 'authentication required');
+  // Refused before the handler runs: nothing is read from or written to the database for it.
+  if (!scopeAllows(scope, route.scope)) {
+    throw new HttpError(403, `${key} has scope "${scope}"; ${name} needs scope "${route.scope}"`);
+  }
+  if (route.needsEveryProfile === true && profiles !== null) {
+    throw new HttpError(
+      403,
+      `${key} is limited to profiles ${profiles.join(', ')}; ${name} needs a key for every profile`,
+    );
+  }
+  const call: AdminCall = {
+    caller,
+    name,
+    parameters: auditedParameters(Object.keys(route.params.shape), input, request),
+    successStatus: route.success.status,
+  };
+  const events = ctx.events.forCall(call);
+  const callCtx: PortalContext = { ...ctx, call, events };
+  const params = readParams(route.source, input, route.params, ctx.config);
+  // A kept answer is given only to a caller who may make the request now: the scope was checked
+  // above; the profile it names is checked here, before any replay (a handler checks it again).
+  if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
+  return { call, callCtx, events, params };
+}

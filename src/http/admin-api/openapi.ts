@@ -1,0 +1,152 @@
+// The OpenAPI 3.1 description of the Admin API, built from the same route definitions and
+// parameter schemas that validate requests, so the document cannot drift from the code.
+import { z } from 'zod';
+import { ADMIN_SCOPES, IDEMPOTENCY_KEY_HEADER, scopeAllows } from '../../protocol/admin-api.js';
+import type { AdminRoute } from './admin-route.js';
+import { paramFields, type ParamField } from '../../protocol/admin-api-params.js';
+
+const errorSchema = z.object({ error: z.string() });
+
+export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const operation: Record<string, unknown> = {
+      operationId: route.path.slice(1),
+      summary: route.summary,
+      description:
+        `${route.since === 'extension' ? "An extension of this portal: not part of eduVPN's Admin API v1." : `Since portal version ${route.since}.`} ` +
+        `Needs an admin key of scope \`${route.scope}\`${route.needsEveryProfile === true ? ' not limited to some profiles' : ''} ` +
+        "(the specification's secret has every scope).",
+      ...(route.since === 'extension' ? { 'x-extension': true } : {}),
+      // OpenAPI 3.1: for a bearer scheme the list names the roles the call needs.
+      security: [{ adminApiKey: [route.scope] }],
+      'x-required-scope': route.scope,
+      responses: {
+        [String(route.success.status)]: describeResponse(route.success.doc),
+        '400': jsonResponse('Invalid or missing parameter, or unknown user'),
+        '401': jsonResponse('Missing, wrong, expired, revoked or rotated-out key'),
+        '403': jsonResponse(
+          "Refused, the error names what is missing: the source address (adminApi.allowList or the key's own allow-list), the key's scope, or its profiles; or the user is disabled",
+        ),
+        '503': jsonResponse('Admin API disabled, or a needed resource is unavailable'),
+      },
+    };
+    if (route.method === 'POST') {
+      operation['parameters'] = [
+        {
+          name: IDEMPOTENCY_KEY_HEADER,
+          in: 'header',
+          required: false,
+          description:
+            'Makes a retry safe: the same key (per admin key and the keys rotated from it) with the same parameters within 24 hours gets the first answer again, and changes nothing',
+          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+        },
+      ];
+      Object.assign(operation.responses as object, {
+        '409': jsonResponse('A request with this Idempotency-Key is still being processed'),
+        '422': jsonResponse('This Idempotency-Key was used with other parameters (or another call) within 24 hours'),
+      });
+    }
+    if (route.path === '/create') {
+      Object.assign(operation.responses as object, {
+        '404': jsonResponse('No such profile'),
+        '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
+      });
+    }
+    const fields = paramFields(route.params);
+    if (route.source === 'query') {
+      operation['parameters'] = fields.map((spec) => ({
+        name: spec.name,
+        in: 'query',
+        required: spec.required,
+        description: spec.description,
+        schema: schemaOf(spec),
+      }));
+    } else {
+      operation['requestBody'] = {
+        required: fields.some((spec) => spec.required),
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: {
+              type: 'object',
+              properties: Object.fromEntries(
+                fields.map((spec) => [spec.name, { ...schemaOf(spec), description: spec.description }]),
+              ),
+              required: fields.filter((spec) => spec.required).map((spec) => spec.name),
+            },
+          },
+        },
+      };
+    }
+    paths[route.path] = { [route.method.toLowerCase()]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'VPN portal Admin API',
+      version: 'v1',
+      description:
+        'Administrator API compatible with the eduVPN / Let\'s Connect! portal. Errors are JSON {"error": "..."}. ' +
+        'Extensions of this portal: admin keys (`vpa_…`, made with `vpn-portal admin-key create`) with a scope (`x-required-scope` of each call), ' +
+        'optional profile limits and address allow-lists; the audit log (`/audit_log`); signed webhooks (`/create_webhook`, `/webhook_deliveries`, …); ' +
+        'and `Idempotency-Key` on every POST.',
+    },
+    servers: [{ url: serverUrl }],
+    'x-admin-key-scopes': Object.fromEntries(
+      ADMIN_SCOPES.map((scope) => [
+        scope,
+        routes.filter((route) => scopeAllows(scope, route.scope)).map((route) => route.path.slice(1)),
+      ]),
+    ),
+    components: {
+      securitySchemes: {
+        adminApiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            "The specification's secret (DATA/keys/admin-api.key, every scope) or an admin key (`vpa_…`) of scope read, write or admin",
+        },
+      },
+    },
+    security: [{ adminApiKey: [] }],
+    paths,
+  };
+}
+
+/** The JSON schema of a parameter's type; its description is the parameter's, given beside it. */
+function schemaOf(spec: ParamField): Record<string, unknown> {
+  const {
+    $schema: _ignored,
+    description: _described,
+    ...schema
+  } = z.toJSONSchema(spec.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return schema;
+}
+
+function describeResponse(doc: {
+  description: string;
+  schema?: z.ZodType;
+  contentTypes?: readonly string[];
+}): Record<string, unknown> {
+  if (doc.schema !== undefined)
+    return { description: doc.description, content: { 'application/json': { schema: jsonSchema(doc.schema) } } };
+  if (doc.contentTypes !== undefined) {
+    return {
+      description: doc.description,
+      content: Object.fromEntries(doc.contentTypes.map((type) => [type, { schema: { type: 'string' } }])),
+    };
+  }
+  return { description: doc.description };
+}
+
+function jsonResponse(description: string): Record<string, unknown> {
+  return { description, content: { 'application/json': { schema: jsonSchema(errorSchema) } } };
+}
+
+function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}

@@ -1,0 +1,19 @@
+// GET /connected_users (specification §4.1).
+import { listConnectedUsers } from '../../../core/listings/index.js';
+import { ADMIN_API_CALLS, connectedUsersAnswer } from '../../../protocol/admin-api.js';
+import { defineRoute } from '../admin-route.js';
+import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
+
+export const connectedUsersRoute = defineRoute({
+  ...ADMIN_API_CALLS.connectedUsers,
+  summary: 'Users currently connected, per profile',
+  since: '3.5.1',
+  source: 'query',
+  success: {
+    status: 200,
+    doc: { description: `User ids per profile id. ${STALE_NODES_DOC}`, schema: connectedUsersAnswer },
+  },
+  async handle(ctx, { show_all }) {
+    return profileListingResponse('connected_users', await listConnectedUsers(ctx, show_all ?? false));
+  },
+});

@@ -1,0 +1,132 @@
+// The check of device certificates for enrollment, so a managed device enrolls
+// with the certificate its MDM gave it and no token, shared by the mutual-TLS
+// listener (src/http/enrollment/enroll-tls.ts) and the plain `{baseUrl}enroll` behind a TLS reverse proxy
+// that forwards the verified certificate in a header (`enrollment.clientCertificate.header`,
+// believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader`
+// SUCCESS, see src/http/enrollment/enroll.ts). Either way the portal checks the chain itself.
+// A revocation list file is parsed at start (one that cannot be parsed refuses the start); the
+// lists are kept fresh by src/core/devices/revocation-lists.ts. A refused enrollment is in the
+// audit log.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ClientCertificateConfig } from '../../config/portal-config.js';
+import { RevocationListRefresher, rememberIntermediateCas } from '../../core/devices/index.js';
+import { enrollByCertificate } from '../../core/enrollment/index.js';
+import type { PortalContext } from '../../core/context.js';
+import { ClientCertificateVerifier, readCaCertificates, type CaCertificate } from '../../keys/client-certificate.js';
+import { messageOf } from '../../shared/error-message.js';
+import { sendError, statusOfPortalError } from '../plumbing/error-reply.js';
+import { unauthenticatedCaller, type AdminCall } from '../../core/admin-call.js';
+import { recordAdminCall } from '../../core/access/index.js';
+import type { IssuedConfiguration } from '../../core/issuing/index.js';
+import { PortalError } from '../../core/errors.js';
+import { CERTIFICATE_ENROLL_PARAMS, ENROLL_PATH } from '../../protocol/admin-api.js';
+import { readParams } from '../plumbing/params.js';
+import { configurationAnswer } from '../admin-api/routes/create.js';
+
+export class CertificateCheck {
+  readonly verifier: ClientCertificateVerifier;
+  readonly config: ClientCertificateConfig;
+  /** Keeps the verifier's revocation lists fresh and retires the devices they revoke. */
+  readonly revocationLists: RevocationListRefresher;
+
+  /** Null when `enrollment.clientCertificate` is not set; throws, naming the option, when a trust anchor or revocation list cannot be parsed. */
+  static fromConfig(ctx: PortalContext): CertificateCheck | null {
+    const config = ctx.config.enrollment.clientCertificate;
+    return config === null ? null : new CertificateCheck(ctx, config);
+  }
+
+  private constructor(ctx: PortalContext, config: ClientCertificateConfig) {
+    this.config = config;
+    const rule =
+      config.deviceId.prefix === undefined
+        ? { from: config.deviceId.from }
+        : { from: config.deviceId.from, prefix: config.deviceId.prefix };
+    try {
+      this.verifier = new ClientCertificateVerifier(config.trustAnchors, [], rule, config.intuneTenantId);
+    } catch (error) {
+      throw new Error(`enrollment.clientCertificate.trustAnchors: not PEM certificates (${messageOf(error)})`);
+    }
+    try {
+      // Files as read at start; a URL's list is fetched by the first refresh.
+      this.verifier.replaceCrls(config.crlSources.map((source) => (source.kind === 'file' ? source.initial : null)));
+    } catch (error) {
+      throw new Error(`enrollment.clientCertificate.crl: not a PEM or DER revocation list (${messageOf(error)})`);
+    }
+    let intermediates: CaCertificate[];
+    try {
+      intermediates = readCaCertificates(config.intermediates);
+    } catch (error) {
+      throw new Error(`enrollment.clientCertificate.intermediates: not PEM certificates (${messageOf(error)})`);
+    }
+    this.revocationLists = new RevocationListRefresher(ctx, config, this.verifier, intermediates);
+  }
+}
+
+/**
+ * A refused certificate enrollment is in the audit log (call `enroll`, no key), as refused Admin
+ * API calls are: who tried, from where, and why.
+ */
+export async function auditRefusal(
+  ctx: PortalContext,
+  sourceAddress: string,
+  parameters: Record<string, string>,
+  status: number,
+  reason: string,
+): Promise<void> {
+  const call: AdminCall = {
+    caller: unauthenticatedCaller(sourceAddress),
+    name: ENROLL_PATH,
+    parameters,
+    successStatus: 200,
+  };
+  await recordAdminCall(ctx, call, status, reason);
+}
+
+/** Checks the presented chain (leaf first) and, when it passes, answers the device's configuration; 403 with the reason when not. */
+export async function enrollWithCertificate(
+  ctx: PortalContext,
+  check: CertificateCheck,
+  presented: readonly (string | Buffer)[],
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const verdict = await check.verifier.verify(presented, ctx.clock.now());
+  if (!verdict.ok) {
+    request.log.warn({ ip: request.ip, reason: verdict.reason }, 'certificate enrollment refused');
+    await auditRefusal(ctx, request.ip, {}, 403, verdict.reason);
+    await sendError(reply, 403, verdict.reason);
+    return;
+  }
+  try {
+    await rememberIntermediateCas(ctx, verdict.intermediates);
+  } catch (error) {
+    request.log.error({ err: error }, 'the intermediate CAs of an enrolled chain could not be stored');
+  }
+  const params = readParams('post', request.body, CERTIFICATE_ENROLL_PARAMS);
+  let issued: IssuedConfiguration;
+  try {
+    issued = await enrollByCertificate(ctx, {
+      certificate: verdict.certificate,
+      publicKey: params.public_key,
+      csr: params.csr,
+      preferTcp: params.prefer_tcp ?? false,
+      accept: request.headers.accept,
+      profileId: params.profile_id,
+      platform: params.platform,
+    });
+  } catch (error) {
+    // A certificate that names no registered device (403), or a device that says otherwise (409).
+    if (error instanceof PortalError && (error.code === 'not-allowed' || error.code === 'conflict')) {
+      await auditRefusal(
+        ctx,
+        request.ip,
+        { device_id: verdict.certificate.deviceId },
+        statusOfPortalError(error),
+        error.message,
+      );
+    }
+    throw error;
+  }
+  const answer = configurationAnswer(issued);
+  await reply.code(200).headers(answer.headers).send(answer.body);
+}

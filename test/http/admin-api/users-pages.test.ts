@@ -1,0 +1,124 @@
+// GET /users and GET /disabled_users a page at a time (for the console's user search):
+// `prefix` (exact, case-sensitive, no wildcards), `limit` and `cursor`, with `next_cursor` in the
+// answer; without them the answer stays the specification's, byte for byte; a bad value is a
+// 400 that changes nothing.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { bearer, makeAdminKey, portalState, twoProfiles } from '../../support/admin-keys.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+/** Ids that trip up a LIKE or a case-insensitive comparison, and multibyte ones. */
+const USERS = ['ann', 'anna', 'Anna', 'an%x', 'an_y', 'añez', 'an😀', 'anne', 'bob', 'an'];
+
+async function provision(portal: TestPortal, profileOf: (userId: string) => string = () => 'employees'): Promise<void> {
+  for (const userId of USERS) {
+    const response = await portal.post('/create', { user_id: userId, profile_id: profileOf(userId) });
+    assert.equal(response.status, 200, response.text);
+  }
+}
+
+type Page = { users?: string[]; disabled_users?: string[]; next_cursor: string | null };
+
+async function page(portal: TestPortal, path: string, query: Record<string, string>, key?: string): Promise<Page> {
+  const response = await portal.get(path, query, key === undefined ? undefined : bearer(key));
+  assert.equal(response.status, 200, response.text);
+  return response.json() as Page;
+}
+
+test('without prefix, limit or cursor the users answer is the specification’s: the sorted ids alone, no next_cursor', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  await provision(portal);
+  const sorted = [...USERS].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const users = await portal.get('/users');
+  // The database writes the text (src/storage/users.ts); only its content is the same on both.
+  assert.deepEqual(JSON.parse(users.text), { users: sorted });
+  assert.doesNotMatch(users.text, /next_cursor/);
+  assert.deepEqual(JSON.parse((await portal.get('/disabled_users')).text), { disabled_users: [] });
+});
+
+test('prefix finds exactly the ids starting with it, case-sensitive, with % and _ taken literally, in bytewise order', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  await provision(portal);
+
+  assert.deepEqual(await page(portal, '/users', { prefix: 'an' }), {
+    users: ['an', 'an%x', 'an_y', 'ann', 'anna', 'anne', 'an😀'],
+    next_cursor: null,
+  });
+  assert.deepEqual((await page(portal, '/users', { prefix: 'ann' })).users, ['ann', 'anna', 'anne']);
+  assert.deepEqual((await page(portal, '/users', { prefix: 'An' })).users, ['Anna'], 'case-sensitive');
+  assert.deepEqual((await page(portal, '/users', { prefix: 'an%' })).users, ['an%x'], '% is no wildcard');
+  assert.deepEqual((await page(portal, '/users', { prefix: 'an_' })).users, ['an_y'], '_ is no wildcard');
+  assert.deepEqual((await page(portal, '/users', { prefix: 'añ' })).users, ['añez']);
+  assert.deepEqual((await page(portal, '/users', { prefix: 'an😀' })).users, ['an😀']);
+  assert.deepEqual(await page(portal, '/users', { prefix: 'zed' }), { users: [], next_cursor: null });
+});
+
+test('limit and cursor walk every page once, in order, also combined with prefix and for disabled users', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  await provision(portal);
+  for (const userId of ['ann', 'anne', 'bob'])
+    assert.equal((await portal.post('/disable_user', { user_id: userId })).status, 204);
+
+  const walk = async (path: string, query: Record<string, string>): Promise<string[][]> => {
+    const pages: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const answer: Page = await page(portal, path, { ...query, ...(cursor === null ? {} : { cursor }) });
+      pages.push(answer.users ?? answer.disabled_users ?? []);
+      cursor = answer.next_cursor;
+    } while (cursor !== null);
+    return pages;
+  };
+  assert.deepEqual(await walk('/users', { prefix: 'an', limit: '3' }), [
+    ['an', 'an%x', 'an_y'],
+    ['ann', 'anna', 'anne'],
+    ['an😀'],
+  ]);
+  assert.deepEqual(await walk('/users', { limit: '4' }), [
+    ['Anna', 'an', 'an%x', 'an_y'],
+    ['ann', 'anna', 'anne', 'an😀'],
+    ['añez', 'bob'],
+  ]);
+  assert.deepEqual(await walk('/disabled_users', { limit: '2' }), [['ann', 'anne'], ['bob']]);
+  assert.deepEqual(await walk('/disabled_users', { prefix: 'an' }), [['ann', 'anne']]);
+  const typed = await portal.admin.usersPage({ prefix: 'ann', limit: 2 });
+  assert.deepEqual(typed.users, ['ann', 'anna'], 'the typed client reads a page');
+  assert.deepEqual((await portal.admin.usersPage({ cursor: typed.next_cursor ?? '', prefix: 'ann' })).users, ['anne']);
+});
+
+test('a key limited to a profile pages through the users it may see only', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  await provision(portal, (userId) => (userId.startsWith('ann') ? 'guests' : 'employees'));
+  const guestsReader = await makeAdminKey(portal, 'guests-reader', { scope: 'read', profiles: ['guests'] });
+  assert.deepEqual(await page(portal, '/users', { prefix: 'an' }, guestsReader), {
+    users: ['ann', 'anna', 'anne'],
+    next_cursor: null,
+  });
+});
+
+test('a bad prefix, limit or cursor is a 400 naming the parameter, and changes nothing', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  await provision(portal);
+  const before = await portalState(portal);
+  const cases: [string, Record<string, string>, string][] = [
+    ['/users', { prefix: '' }, 'invalid value for "prefix"'],
+    ['/users', { prefix: 'x'.repeat(256) }, 'invalid value for "prefix"'],
+    ['/users', { prefix: 'a\u0000' }, 'invalid value for "prefix"'],
+    ['/users', { limit: '0' }, 'invalid value for "limit"'],
+    ['/users', { limit: '1001' }, 'invalid value for "limit"'],
+    ['/users', { limit: 'ten' }, 'invalid value for "limit"'],
+    ['/users', { cursor: 'not a cursor' }, 'invalid value for "cursor"'],
+    ['/disabled_users', { cursor: 'AAAA_' }, 'invalid value for "cursor"'],
+  ];
+  for (const [path, query, message] of cases) {
+    const response = await portal.get(path, query);
+    assert.equal(response.status, 400, `${path} ${JSON.stringify(query)}`);
+    assert.deepEqual(response.json(), { error: message });
+  }
+  assert.deepEqual(await portalState(portal), before);
+});

@@ -1,0 +1,72 @@
+// Certificate self-registration (registerAs): a device with a certificate of the test MDM's CA
+// (made at run time with openssl) whose device id no live device has registers itself, for the
+// user its certificate's e-mail address names; without a name or a platform it is refused.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { MdmCa, enrollOverTls } from '../../support/mdm-ca.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+describe('registerAs: a device registers itself with its certificate', () => {
+  let ca: MdmCa;
+  let portal: TestPortal;
+
+  before(async () => {
+    ca = MdmCa.make();
+    portal = await startTestPortal({
+      config: { enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }) },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    ca?.remove();
+  });
+
+  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+
+  test('an unregistered device id registers a device for the user of the certificate’s e-mail address, bound to it', async () => {
+    const laptop = ca.device('self-laptop', {
+      cn: 'self-laptop',
+      uri: 'urn:mdm:serial:SELF-1',
+      email: 'frank@example.org',
+    });
+    const answer = await enrollOverTls(enrollUrl(), ca, laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+    });
+    assert.equal(answer.status, 200, answer.text);
+    const [device] = (await portal.admin.devices({ serial: 'SELF-1' })).devices;
+    assert.deepEqual(
+      [device?.user_id, device?.profile_id, device?.platform, device?.identity, device?.state],
+      ['frank@example.org', 'employees', 'linux', 'certificate', 'active'],
+    );
+    const again = await enrollOverTls(enrollUrl(), ca, laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+    });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(
+      (await portal.admin.devices({ serial: 'SELF-1' })).devices.length,
+      1,
+      'enrolling again replaces, no second device',
+    );
+  });
+
+  test('without an e-mail address, or without a platform, it is refused and nothing is stored', async () => {
+    const before = JSON.stringify(await portal.admin.devices());
+    const anonymous = ca.device('self-anonymous', { cn: 'anonymous', uri: 'urn:mdm:serial:SELF-2' });
+    const refused = await enrollOverTls(enrollUrl(), ca, anonymous, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+    });
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /names no user/);
+    const named = ca.device('self-named', { cn: 'named', uri: 'urn:mdm:serial:SELF-3', email: 'gina@example.org' });
+    const noPlatform = await enrollOverTls(enrollUrl(), ca, named, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
+    assert.equal(noPlatform.status, 400, noPlatform.text);
+    assert.equal(JSON.stringify(await portal.admin.devices()), before);
+  });
+});
