@@ -1,7 +1,7 @@
 // The layer order of docs/architecture.md, enforced: a module may import only from its own
 // layer or a lower one, the node agent and the Admin API client only from the few layers they
-// need, and no import cycles; tools/ may read src/, never the other way. `npm run depcheck` runs
-// this in .ci/run.
+// need, the HTTP surfaces apart from each other, and no import cycles; tools/ may read src/,
+// never the other way. `npm run depcheck` runs this in .ci/run.
 
 /** Bottom to top. */
 const layers = [
@@ -11,7 +11,7 @@ const layers = [
   ['protocol'],
   ['storage', 'node-client', 'mdm-client'],
   ['core'],
-  ['listeners', 'http'],
+  ['listeners', 'http', 'metrics'],
 ];
 /** Folders apart from the stack, with what each may use. */
 const apart = {
@@ -74,6 +74,36 @@ forbidden.push(
     to: { path: '^src/core/[^/]+/', pathNot: '^src/core/[^/]+/index\\.ts$' },
   },
 );
+
+/** The HTTP surfaces of src/http, one folder each; what they share is src/http/plumbing/. */
+const surfaces = ['admin-api', 'node-api', 'console', 'enrollment'];
+/** The few files one surface may take from another, each with why. */
+const surfaceExceptions = {
+  // The console runs the Admin API's own calls in process (console/calls.ts binds a route
+  // definition to the signed-in user), so it names the definitions and their routes.
+  console: ['^src/http/admin-api/admin-route\\.ts$', '^src/http/admin-api/routes/'],
+  // An enrolled device gets the very answer /create gives (configurationAnswer).
+  enrollment: ['^src/http/admin-api/routes/create\\.ts$'],
+};
+for (const surface of surfaces) {
+  forbidden.push({
+    name: `http-surface-${surface}-apart`,
+    comment: `the ${surface} surface may use src/http/plumbing/, not another surface's folder (docs/architecture.md)`,
+    severity: 'error',
+    from: { path: `^src/http/${surface}/` },
+    to: {
+      path: surfaces.filter((other) => other !== surface).map((other) => `^src/http/${other}/`),
+      pathNot: surfaceExceptions[surface] ?? [],
+    },
+  });
+}
+forbidden.push({
+  name: 'http-plumbing-below-surfaces',
+  comment: 'src/http/plumbing/ serves every surface, so it imports none of them, nor the server that composes them',
+  severity: 'error',
+  from: { path: '^src/http/plumbing/' },
+  to: { path: [...surfaces.map((surface) => `^src/http/${surface}/`), '^src/http/server\\.ts$'] },
+});
 
 forbidden.push({
   name: 'tools-outside',
