@@ -16,7 +16,7 @@
 #   TEST_QUICK=1                                  the edit-test loop (`npm run test:quick`): SQLite only,
 #                                                 no coverage, without the tests that start VPN nodes, namespaces,
 #                                                 commands or a browser (test/e2e, test/agent, test/cli,
-#                                                 test/http/console, the slow-client floods)
+#                                                 the console's browser tests, the slow-client floods)
 #
 # Coverage: every test process of both passes writes V8 coverage into coverage/tmp (not the
 # processes the tests start: test/support/coverage-scope.ts); after the last pass c8 merges it into one report of
@@ -45,7 +45,8 @@ fi
 if [ "${TEST_QUICK:-0}" = 1 ]; then
   quick=()
   for file in "${files[@]}"; do
-    [[ "$file" =~ ^test/(e2e|agent|cli|http/console)/ || "$file" == *slow-clients* ]] || quick+=("$file")
+    [[ "$file" =~ ^test/(e2e|agent|cli)/ || "$file" == *slow-clients* ]] && continue
+    grep -q 'support/console-browser' "$file" || quick+=("$file")
   done
   files=("${quick[@]}")
   export TEST_DATABASES=sqlite TEST_COVERAGE=0
