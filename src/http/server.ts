@@ -1,9 +1,9 @@
 // The portal's HTTP server: its surfaces — the Admin API under {base}/admin/api/v1 with its
 // OpenAPI document (admin-api/surface.ts), the Node API under {base}/node-api.php for node agents
-// (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enroll.ts) —
-// each a plugin with its own guard (surface.ts), the admin console under {base}/admin/ (a plugin
-// that guards its own pages, ./console/), and what they share: the JSON error shape, 404 and 405.
-// Timeouts and limits per address are every listener's (listener-budgets.ts).
+// (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enrollment/) —
+// each a plugin with its own guard (plumbing/surface.ts), the admin console under {base}/admin/ (a plugin
+// that guards its own pages, console/), and what they share: the JSON error shape, 404 and 405.
+// Timeouts and limits per address are every listener's (plumbing/listener-budgets.ts).
 import formbody from '@fastify/formbody';
 import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';

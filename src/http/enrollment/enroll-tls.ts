@@ -4,7 +4,7 @@
 // handshake; the portal checks the chain itself (src/keys/client-certificate.ts). The device
 // sends `public_key` (or `csr`) and Accept, no token; `profile_id` and `platform` may be sent and
 // must then be the registered device's. The same allow-list and limit per address as the plain
-// endpoint apply, and the same timeouts and connection cap as the main listener (listener-budgets.ts).
+// endpoint apply, and the same timeouts and connection cap as the main listener (src/http/plumbing/listener-budgets.ts).
 import type { TLSSocket, PeerCertificate, DetailedPeerCertificate } from 'node:tls';
 import formbody from '@fastify/formbody';
 import type { PortalContext } from '../../core/context.js';
