@@ -97,7 +97,6 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const events = new PortalEvents(logger);
   writeConnectionLog(events);
   writeAuditLog(events);
-  // Before the listing counter: its closing write must be a change's last (src/listeners/listing-generation.ts).
   writeRevocationReceipts(events);
   stampDeviceLastSeen(events);
   moveListingGeneration(events);

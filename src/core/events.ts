@@ -4,19 +4,28 @@
 // connection log, hooks, metrics, webhooks, audit) are listeners, one file each, wired in the
 // composition root; use cases do not know them.
 //
-// Three kinds of listener. One that may refuse a change (`approval`: the connect script may
-// refuse an OpenVPN client) is asked first, before anything is written. One that writes to the
-// database does so in the transaction of the change it hears about (`inTransaction`): what it
-// writes commits or rolls back with the change, so a recorded change really happened and a
-// change that happened is recorded. One that tells the outside world (`afterCommit`) hears only
-// of changes that are durable; its failures are logged and never fail the call.
+// Four kinds of listener, one for each moment of a change, in the order they are told:
+// - `approval`, asked before anything is written, may refuse the change by throwing
+//   ListenerRefusal (the connect script refuses an OpenVPN client);
+// - `inTransaction` writes, for each event, in the transaction of the change it hears about:
+//   what it writes commits or rolls back with the change, so a recorded change really happened
+//   and a change that happened is recorded (events without a transaction of their own, a node
+//   going down, are recorded on the database with `record`);
+// - `closing` is told once, at the end of a change's transaction, of every event the change
+//   announced, and answers the writes to make then (ClosingWrite, src/storage/closing-writes.ts):
+//   data, not SQL, so storage holds the statements and runs them in a fixed order whatever the
+//   order the listeners were registered in (the listing counter's lock last of all locks). A
+//   create, which takes its address pool's row last, makes them part of its final statement
+//   (the change's `lastStep`);
+// - `afterCommit` tells the outside world, and hears only of changes that are durable; its
+//   failures are logged and never fail the call.
 //
 // Who made a change: the HTTP layer binds the seam to the Admin API call it serves
 // (`forCall`, src/core/admin-call.ts) and puts that view into the use case's context. Every
 // change made through the view that announced something ends, still inside its transaction,
 // with one `admin.call` event: the call, its key, its source address, its parameters and the
 // configurations the change touched. The audit log writes that event in the change's
-// transaction (a closing write, src/listeners/audit-log.ts), so a recorded change really
+// transaction (a closing write: src/listeners/audit-log.ts), so a recorded change really
 // happened and a change that happened is recorded, and no use case writes audit rows or even
 // knows about them. Calls that changed nothing (refused, failed, or nothing to do) are
 // announced by the HTTP layer after the answer is known.
@@ -30,8 +39,9 @@
 // other side effects); the events are published once, for the attempt that committed.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
-import type { RawBuilder, Transaction } from 'kysely';
-import { changeCommitted, newChangeMarker, type ChangeMarker } from '../storage/change-markers.js';
+import type { Transaction } from 'kysely';
+import { changeCommitted, newChangeMarkerId } from '../storage/change-markers.js';
+import { runClosingWrites, type ClosingWrite } from '../storage/closing-writes.js';
 import { transactionRetryWindow, type Db } from '../storage/database.js';
 import { CommitOutcomeUnknown, isConnectionLost } from '../storage/errors.js';
 import type { StoredDevice } from '../storage/devices.js';
@@ -202,14 +212,11 @@ export class ListenerRefusal extends Error {
   override readonly name = 'ListenerRefusal';
 }
 
-export type TransactionListener = (event: PortalEvent, db: Db) => Promise<void>;
-export type CommitListener = (event: PortalEvent) => void | Promise<void>;
-/** Told once, at the very end of a change's transaction, of every event it announced. */
-export type ClosingListener = (events: readonly PortalEvent[], trx: Transaction<Database>) => Promise<void>;
 export type ApprovalListener = (event: PortalEvent) => Promise<void>;
-/** One statement a closing writer hands the change to run as its very last write (see `closingWrite`). */
-export type ClosingWrite = RawBuilder<unknown>;
-export type ClosingWriter = (events: readonly PortalEvent[]) => ClosingWrite | null;
+export type TransactionListener = (event: PortalEvent, db: Db) => Promise<void>;
+/** Told once, at the end of a change's transaction, of every event it announced; answers the writes to make last. */
+export type ClosingListener = (events: readonly PortalEvent[]) => readonly ClosingWrite[];
+export type CommitListener = (event: PortalEvent) => void | Promise<void>;
 /**
  * A change's last step (see `change`): runs after every listener and must run the closing
  * writes after its own writes and locks, in the same statement or after it.
@@ -224,7 +231,6 @@ interface SharedListeners {
   readonly approval: ApprovalListener[];
   readonly inTransaction: TransactionListener[];
   readonly closing: ClosingListener[];
-  readonly closingWrites: ClosingWriter[];
   readonly afterCommit: CommitListener[];
 }
 
@@ -241,7 +247,6 @@ export class PortalEvents {
       approval: [],
       inTransaction: [],
       closing: [],
-      closingWrites: [],
       afterCommit: [],
     };
     this.#call = bound?.call ?? null;
@@ -277,23 +282,13 @@ export class PortalEvents {
   }
 
   /**
-   * A listener that writes last in a change's transaction (changes made with `change` only),
-   * after every other write and lock of it: for a row every change touches (the listing
-   * counter), whose lock must be the last a transaction takes, or two transactions could each
-   * hold what the other waits for.
+   * A listener told once per change made with `change`, at the end of its transaction, of every
+   * event it announced: it answers the writes to make after every other write and lock of the
+   * change (the audit row, a revocation receipt, the listing counter), which storage runs in its
+   * own fixed order (src/storage/closing-writes.ts). Not told of events recorded outside a change.
    */
   closing(listener: ClosingListener): void {
     this.#listeners.closing.push(listener);
-  }
-
-  /**
-   * Like a closing listener, for one that writes a single statement: it hands the statement to
-   * the change instead of running it, after the closing listeners. A change with a last step
-   * (a create, which takes its address pool's row last) folds it into its own final statement
-   * (one round trip on PostgreSQL, after its last lock); any other change runs it as it is.
-   */
-  closingWrite(writer: ClosingWriter): void {
-    this.#listeners.closingWrites.push(writer);
   }
 
   /** A listener told once the change is durable. */
@@ -329,7 +324,7 @@ export class PortalEvents {
     // a connection behind a backlog still gets its full `databaseRetryFor`.
     let lostAt: number | null = null;
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
-      const marker = retryForMs > 0 ? newChangeMarker() : null;
+      const marker = retryForMs > 0 ? newChangeMarkerId() : null;
       const attempt = new ChangeAttempt<T | R>();
       try {
         const result = await this.attempt(db, work, lastStep, marker, attempt);
@@ -362,7 +357,7 @@ export class PortalEvents {
     db: Db,
     work: ChangeWork<T>,
     lastStep: LastStep<T, R> | undefined,
-    marker: ChangeMarker | null,
+    marker: string | null,
     attempt: ChangeAttempt<T | R>,
   ): Promise<T | R> {
     const { announced } = attempt;
@@ -386,15 +381,9 @@ export class PortalEvents {
         await this.record(trx, event);
         announced.push(event);
       }
-      const writes: ClosingWrite[] = [];
-      if (announced.length > 0) {
-        for (const listener of this.#listeners.closing) await listener(announced, trx);
-        for (const writer of this.#listeners.closingWrites) {
-          const write = writer(announced);
-          if (write !== null) writes.push(write);
-        }
-      }
-      if (marker !== null) writes.push(marker.write);
+      const writes: ClosingWrite[] =
+        announced.length === 0 ? [] : this.#listeners.closing.flatMap((listener) => listener(announced));
+      if (marker !== null) writes.push({ kind: 'change-marker', markerId: marker });
       let result: T | R;
       if (lastStep !== undefined) result = await lastStep(trx, value, writes);
       else {
@@ -413,18 +402,18 @@ export class PortalEvents {
    */
   private async readBack(
     db: Db,
-    marker: ChangeMarker,
+    markerId: string,
     started: number,
     retryForMs: number,
     failure: CommitOutcomeUnknown,
   ): Promise<boolean> {
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
       try {
-        return await changeCommitted(db, marker.markerId);
+        return await changeCommitted(db, markerId);
       } catch (error) {
         if (!isConnectionLost(error) || Date.now() - started + pause > retryForMs) {
           this.#logger.error(
-            { err: error, markerId: marker.markerId },
+            { err: error, markerId },
             "a change's COMMIT could not be read back: whether it committed is unknown",
           );
           throw failure;
@@ -467,11 +456,6 @@ function sleep(ms: number): Promise<void> {
 }
 
 type ChangeWork<T> = (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>;
-
-/** Runs closing writes one by one, in order (a last step that cannot fold them into its own statement). */
-export async function runClosingWrites(trx: Transaction<Database>, writes: readonly ClosingWrite[]): Promise<void> {
-  for (const write of writes) await write.execute(trx);
-}
 
 /** The one user a change's device events are about (retire_device names only the device), for its audit row. */
 function userOf(events: readonly PortalEvent[]): { userId?: UserId } {

@@ -9,24 +9,18 @@
 import { callerName } from '../core/admin-call.js';
 import type { PortalEvent, PortalEvents } from '../core/events.js';
 import { clientNetwork } from '../net/client-network.js';
-import {
-  auditRecordInsert,
-  insertAuditRecord,
-  insertOrCountRefusal,
-  newAuditId,
-  type NewAuditRecord,
-} from '../storage/audit-log.js';
+import { insertAuditRecord, insertOrCountRefusal, newAuditId, type NewAuditRecord } from '../storage/audit-log.js';
 import { formatAtom } from '../shared/time.js';
 
 const MINUTE_MS = 60_000;
 
 export function writeAuditLog(events: PortalEvents): void {
   // A call that changed something: its row is a closing write of the change, which a create
-  // folds into its final statement (src/core/events.ts).
-  events.closingWrite((announced) => {
+  // makes part of its final statement (src/core/events.ts).
+  events.closing((announced) => {
     const event = announced.find((candidate) => candidate.type === 'admin.call');
-    if (event?.type !== 'admin.call' || isRefusal(event.status)) return null;
-    return auditRecordInsert(auditRecord(event));
+    if (event?.type !== 'admin.call' || isRefusal(event.status)) return [];
+    return [{ kind: 'audit-record', record: auditRecord(event) }];
   });
   // A call recorded on its own (refused, failed, or nothing to do), outside any change.
   events.inTransaction(async (event, db) => {

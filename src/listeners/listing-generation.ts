@@ -4,7 +4,6 @@
 // leaves it alone; anything else moves it, so an event type added later can only cost a cache
 // miss, never a stale answer.
 import type { PortalEvent, PortalEvents } from '../core/events.js';
-import { listingGenerationBump } from '../storage/listing-generation.js';
 
 const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'admin.call',
@@ -21,12 +20,12 @@ const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
 ]);
 
 export function moveListingGeneration(events: PortalEvents): void {
-  // Once per transaction, as its last write: the shard's lock is then the last lock any change
-  // takes, so two changes never wait for each other's (a create holds its address pool's row
-  // before it gets here, and whoever holds a shard holds every other lock it needs already).
-  // Events recorded outside a change (node state, OpenVPN sessions) never change a listing.
-  // A closing write: the seam runs it last, or a create folds it into its final statement.
-  events.closingWrite((announced) =>
-    announced.some((event) => !LISTING_NEUTRAL.has(event.type)) ? listingGenerationBump() : null,
+  // Once per change, as a closing write, which storage runs after every other of the change
+  // (src/storage/closing-writes.ts): the shard's lock is then the last lock any change takes, so
+  // two changes never wait for each other's (a create holds its address pool's row before it
+  // gets here, and whoever holds a shard holds every other lock it needs already). Events
+  // recorded outside a change (node state, OpenVPN sessions) never change a listing.
+  events.closing((announced) =>
+    announced.some((event) => !LISTING_NEUTRAL.has(event.type)) ? [{ kind: 'listing-generation' }] : [],
   );
 }

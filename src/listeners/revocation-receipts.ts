@@ -6,8 +6,8 @@
 import type { ConfigurationRef, PortalEvent, PortalEvents } from '../core/events.js';
 import { formatAtom } from '../shared/time.js';
 import type { RevocationId, UserId } from '../shared/ids.js';
-import { insertRevocationNodes } from '../storage/revocation-nodes.js';
-import { insertRevocation, supersedeRevocationsOfUser, type RevocationReason } from '../storage/revocations.js';
+import type { ClosingWrite } from '../storage/closing-writes.js';
+import { supersedeRevocationsOfUser, type RevocationReason } from '../storage/revocations.js';
 
 interface ReceiptDraft {
   readonly userId: UserId;
@@ -21,29 +21,22 @@ export function writeRevocationReceipts(events: PortalEvents): void {
     if (event.type === 'user.enabled') await supersedeRevocationsOfUser(db, event.userId, formatAtom(event.at));
   });
   // A closing listener: it sees every event of the change at once (destroy announces each
-  // configuration, then the user), and registered before the listing counter's, it writes
-  // before that last lock is taken.
-  events.closing(async (announced, trx) => {
-    const drafts = draftsOf(announced);
-    for (const [revocationId, draft] of drafts) {
-      await insertRevocation(trx, {
-        revocationId,
-        userId: draft.userId,
-        reason: draft.reason,
-        requestedAt: formatAtom(draft.at),
-      });
-      await insertRevocationNodes(
-        trx,
-        draft.configurations.map((configuration) => ({
+  // configuration, then the user), so one receipt holds them all.
+  events.closing((announced) =>
+    [...draftsOf(announced)].map(
+      ([revocationId, draft]): ClosingWrite => ({
+        kind: 'revocation-receipt',
+        revocation: { revocationId, userId: draft.userId, reason: draft.reason, requestedAt: formatAtom(draft.at) },
+        nodes: draft.configurations.map((configuration) => ({
           revocationId,
           nodeNumber: configuration.nodeNumber,
           connectionId: configuration.connectionId,
           vpnProto: configuration.vpnProto,
           profileId: configuration.profileId,
         })),
-      );
-    }
-  });
+      }),
+    ),
+  );
 }
 
 function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptDraft> {

@@ -71,7 +71,7 @@ export async function insertAuditRecord(db: Db, record: NewAuditRecord): Promise
   await insertAuditRow(db, auditRow(record, null));
 }
 
-/** The statement that writes `record` (a change's closing write, src/listeners/audit-log.ts). */
+/** The statement that writes `record`: a change's closing write (src/storage/closing-writes.ts). */
 export function auditRecordInsert(record: NewAuditRecord): RawBuilder<unknown> {
   const row = auditRow(record, null);
   return sql`INSERT INTO audit_log (audit_id, at, key_name, source_address, call, parameters, status, user_id,

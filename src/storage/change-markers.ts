@@ -13,18 +13,14 @@ import type { Db } from './database.js';
 /** Markers older than this are deleted by housekeeping: they are read back within seconds. */
 export const CHANGE_MARKER_SECONDS = 3600;
 
-export interface ChangeMarker {
-  readonly markerId: string;
-  /** The statement that writes it, run as the change's last write. */
-  readonly write: RawBuilder<unknown>;
+/** A fresh marker id for one run of a change (its closing write: src/storage/closing-writes.ts). */
+export function newChangeMarkerId(): string {
+  return randomUUID();
 }
 
-export function newChangeMarker(): ChangeMarker {
-  const markerId = randomUUID();
-  return {
-    markerId,
-    write: sql`INSERT INTO change_markers (marker_id, created_at) VALUES (${markerId}, ${Date.now()})`,
-  };
+/** The statement that writes the marker, run as the change's last write. */
+export function changeMarkerInsert(markerId: string): RawBuilder<unknown> {
+  return sql`INSERT INTO change_markers (marker_id, created_at) VALUES (${markerId}, ${Date.now()})`;
 }
 
 /** True when the change that wrote `markerId` committed, false when it did not (and never will). */

@@ -9,8 +9,8 @@ import type { Db } from './database.js';
 export type ListingGeneration = string & { readonly __listingGeneration: true };
 
 /**
- * The statement that moves the counter forward by one, on a random shard (the events seam runs
- * it as a change's last write, or folds it into a create's final statement). An upsert, so a
+ * The statement that moves the counter forward by one, on a random shard: a change's closing
+ * write (src/storage/closing-writes.ts). An upsert, so a
  * shard row that is missing (a hand-edited database) is made rather than the change going unnoticed.
  */
 export function listingGenerationBump(): RawBuilder<unknown> {

@@ -3,10 +3,11 @@
 // index until its commit, so that statement comes last and does all that is left: on
 // PostgreSQL one statement takes the index, inserts the configuration with the addresses of
 // that index (computed by the server, checked here), journals it for the listings (migration
-// 0020) and runs the change's closing writes (the listing counter); the row is held for that
-// statement and the commit only. SQLite, one writer at a time and no round trips, runs the
+// 0020) and ends with the change's closing writes (src/storage/closing-writes.ts: the audit
+// row, the listing counter); the row is held for that statement and the commit only. SQLite, one writer at a time and no round trips, runs the
 // same steps one by one.
 import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import { closingClauses, runClosingWrites, type ClosingWrite } from './closing-writes.js';
 import type { DeviceId } from '../shared/ids.js';
 import { clientAddressesAt, FIRST_CLIENT_OFFSET, poolCapacity } from '../wireguard/address-pool.js';
 import { isPostgres } from './database.js';
@@ -27,7 +28,7 @@ export async function insertPeerAtFreeAddress(
   trx: Transaction<Database>,
   pool: PoolKey,
   peer: UnplacedPeer,
-  closingWrites: readonly RawBuilder<unknown>[],
+  closingWrites: readonly ClosingWrite[],
 ): Promise<{ readonly peer: WireGuardPeer | null } | null> {
   if (!isPostgres(trx)) {
     const poolIndex = await takePoolIndex(trx, pool, poolCapacity(pool.rangeFour, pool.rangeSix));
@@ -37,10 +38,10 @@ export async function insertPeerAtFreeAddress(
       poolIndex,
       ...clientAddressesAt(pool.rangeFour, pool.rangeSix, poolIndex),
     });
-    for (const write of closingWrites) await write.execute(trx);
+    await runClosingWrites(trx, closingWrites);
     return { peer: stored };
   }
-  let row = await takeAndInsert(trx, pool, peer, closingWrites);
+  let row = await takeAndInsert(trx, pool, peer, await closingClauses(trx, closingWrites));
   if (row === undefined) {
     // The pool's row is missing (its first allocation) or the pool is full.
     await ensurePoolRow(trx, pool);
@@ -76,10 +77,10 @@ async function takeAndInsert(
   trx: Transaction<Database>,
   pool: PoolKey,
   peer: UnplacedPeer,
-  closingWrites: readonly RawBuilder<unknown>[],
+  closingClauses: readonly RawBuilder<unknown>[],
 ): Promise<TakenRow | undefined> {
   const capacity = poolCapacity(pool.rangeFour, pool.rangeSix);
-  const closing = closingWrites.map((write, index) => sql`, ${sql.id(`closing_${index}`)} AS (${write})`);
+  const closing = closingClauses.map((write, index) => sql`, ${sql.id(`closing_${index}`)} AS (${write})`);
   const { rows } = await sql<TakenRow>`
     WITH ${takingOnPostgres(pool, capacity)}, peer AS (
       INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index,

@@ -8,7 +8,8 @@ import { insertCertificate, type OpenVpnCertificate } from '../../storage/certif
 import type { ConfigurationFile } from './configuration-file.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import { openVpnConfiguration, runClosingWrites } from '../events.js';
+import { openVpnConfiguration } from '../events.js';
+import { runClosingWrites } from '../../storage/closing-writes.js';
 import { keepAnswer, storeConfiguration, type Issue } from './issue.js';
 import { asConnectionId, type ConnectionId } from '../../shared/ids.js';
 import { nodeOrder } from '../nodes/index.js';

@@ -4,7 +4,7 @@ import type { Transaction } from 'kysely';
 import { type PortalConfig, type ProfileNode, findProfile } from '../../config/portal-config.js';
 import { releasePoolIndex, type PoolKey } from '../../storage/ip-pools.js';
 import { insertPeerAtFreeAddress, type UnplacedPeer } from '../../storage/new-peer.js';
-import type { ClosingWrite } from '../events.js';
+import type { ClosingWrite } from '../../storage/closing-writes.js';
 import type { Database } from '../../storage/schema.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../../wireguard/address-pool.js';
