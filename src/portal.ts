@@ -19,12 +19,13 @@ import { writeRevocationReceipts } from './listeners/revocation-receipts.js';
 import { RevocationDeadlines } from './core/revocations/index.js';
 import { ListingCache } from './core/listings/index.js';
 import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
-import { startMetricsServer, type RunningMetricsServer } from './shared/metrics-server.js';
+import { startMetricsServer } from './shared/metrics-server.js';
+import { Teardown } from './shared/teardown.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
 import { MdmInventorySchedule } from './core/devices/index.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
-import { startEnrollTls, type RunningEnrollTls } from './http/enrollment/enroll-tls.js';
+import { startEnrollTls } from './http/enrollment/enroll-tls.js';
 import { CertificateCheck } from './http/enrollment/certificate-check.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
@@ -32,7 +33,7 @@ import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js'
 import { droppedDnsServerWarnings } from './config/dns-servers.js';
 import { forwardedCertificateWarning } from './config/forwarded-certificate.js';
 import { describeDatabase } from './config/database-location.js';
-import { openDatabase } from './storage/database.js';
+import { openDatabase, type Db } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
 import { LISTEN_BACKLOG } from './shared/listen-backlog.js';
 
@@ -67,6 +68,38 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 
 export async function startPortal(config: PortalConfig, options: PortalOptions = {}): Promise<RunningPortal> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Every part registers its stop as it starts: a start that fails half-way stops what it started.
+  const teardown = new Teardown(logger);
+  return teardown.starting(async () => {
+    const ctx = await buildContext(config, options, logger, teardown);
+    const metrics = new PortalMetrics(ctx);
+    const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
+    wireListeners(ctx, metrics, () => webhooks.wake());
+    const certificateCheck = CertificateCheck.fromConfig(ctx);
+    const servers = await startServers(ctx, metrics, certificateCheck, teardown);
+    for (const warning of config.secretFileWarnings) logger.warn(warning);
+    if (!ctx.keys.adminApiEnabled())
+      logger.warn(
+        `admin API disabled until ${ctx.keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,
+      );
+    const background = startBackgroundWork(ctx, metrics, certificateCheck, webhooks, teardown);
+    return {
+      ctx,
+      ...servers,
+      reconcileNow: () => background.reconciler.runAll(),
+      mdmInventory: background.mdmInventory,
+      close: () => teardown.runAll(),
+    };
+  });
+}
+
+/** The database, the keys, the node clients and the events seam with its listeners of the database. */
+async function buildContext(
+  config: PortalConfig,
+  options: PortalOptions,
+  logger: Logger,
+  teardown: Teardown,
+): Promise<PortalContext> {
   const clock = options.clock ?? systemClock;
   // Keys and the SQLite database live here: the portal's user alone may look inside.
   ensurePrivateDirectory(config.dataDir);
@@ -79,22 +112,46 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     poolSize: config.databasePoolSize,
     limitStatements: true,
   });
+  teardown.defer('database', () => db.destroy());
   logger.info(`database ${describeDatabase(config.database)}`);
-  const daemons = new Map<NodeNumber, NodeDaemon>();
-  for (const node of config.nodes.values()) {
-    daemons.set(
-      node.nodeNumber,
-      new HttpNodeDaemon({
-        nodeNumber: node.nodeNumber,
-        url: node.nodeUrl,
-        secret: () => keys.nodeSecret(node.nodeNumber),
-        timeoutMs: NODE_TIMEOUT_MS,
-      }),
-    );
-  }
-  const nodes = new NodeFleet(daemons, clock, logger.child({ component: 'nodes' }));
-  const openVpnKeys = new OpenVpnKeys(config.keyDir);
+  const daemons = [...config.nodes.values()].map(
+    (node) =>
+      [
+        node.nodeNumber,
+        new HttpNodeDaemon({
+          nodeNumber: node.nodeNumber,
+          url: node.nodeUrl,
+          secret: () => keys.nodeSecret(node.nodeNumber),
+          timeoutMs: NODE_TIMEOUT_MS,
+        }),
+      ] as const,
+  );
+  teardown.defer('node clients', async () => {
+    await Promise.all(daemons.map(([, daemon]) => daemon.close()));
+  });
+  const nodes = new NodeFleet(new Map<NodeNumber, NodeDaemon>(daemons), clock, logger.child({ component: 'nodes' }));
   const events = new PortalEvents(logger);
+  announceNodeStates(nodes, events, db, clock, logger);
+  return {
+    config,
+    db,
+    keys,
+    openVpnKeys: new OpenVpnKeys(config.keyDir),
+    nodes,
+    events,
+    listings: new ListingCache(),
+    clock,
+    logger,
+    random: options.random ?? Math.random,
+  };
+}
+
+/**
+ * The listeners of the events seam (src/listeners/), one file each. Their order here does not
+ * matter: the closing writes run in storage's own order (src/storage/closing-writes.ts).
+ */
+function wireListeners(ctx: PortalContext, metrics: PortalMetrics, wakeWebhooks: () => void): void {
+  const { config, events, logger } = ctx;
   writeConnectionLog(events);
   writeAuditLog(events);
   writeRevocationReceipts(events);
@@ -104,11 +161,17 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
   if (config.connectionLogLines.enabled)
     writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
+  writeWebhookOutbox(events, wakeWebhooks);
+  recordMetrics(events, metrics);
+}
+
+/** A node going down or coming back is recorded (the webhook outbox writes it), then published. */
+function announceNodeStates(nodes: NodeFleet, events: PortalEvents, db: Db, clock: Clock, logger: Logger): void {
   nodes.onStateChange((change) => {
     const event: PortalEvent = change.up
       ? { type: 'node.up', at: clock.now(), nodeNumber: change.nodeNumber }
       : { type: 'node.down', at: clock.now(), nodeNumber: change.nodeNumber, reason: change.reason };
-    // Recorded (the webhook outbox writes it) before it is published; a database away loses only the webhook.
+    // A database away loses only the webhook.
     void events
       .record(db, event)
       .catch((error: unknown) =>
@@ -116,34 +179,21 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       )
       .finally(() => events.publish(event));
   });
-  const ctx: PortalContext = {
-    config,
-    db,
-    keys,
-    openVpnKeys,
-    nodes,
-    events,
-    listings: new ListingCache(),
-    clock,
-    logger,
-    random: options.random ?? Math.random,
-  };
-  const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
-  writeWebhookOutbox(events, () => webhooks.wake());
+}
 
-  const reconciler = new ReconcileScheduler(ctx);
-  const revocationDeadlines = new RevocationDeadlines(ctx);
-  const metrics = new PortalMetrics(ctx);
-  recordMetrics(events, metrics);
+type RunningServers = Pick<RunningPortal, 'url' | 'metricsUrl' | 'enrollTlsUrl'>;
 
-  let certificateCheck: CertificateCheck | null;
-  try {
-    certificateCheck = CertificateCheck.fromConfig(ctx);
-  } catch (error) {
-    await db.destroy();
-    throw error;
-  }
+/** The HTTP server (Admin API, Node API, enroll), the metrics side door and certificate enrollment. */
+async function startServers(
+  ctx: PortalContext,
+  metrics: PortalMetrics,
+  certificateCheck: CertificateCheck | null,
+  teardown: Teardown,
+): Promise<RunningServers> {
+  const { config, db, logger } = ctx;
   const app = buildServer(ctx, certificateCheck);
+  // Closed also when listening fails: Fastify may hold a socket by then.
+  teardown.defer('HTTP server', () => app.close());
   metrics.instrument(app, {
     adminPrefix: `${config.basePath}/admin/api/`,
     nodeApi: `${config.basePath}/node-api.php/`,
@@ -154,75 +204,60 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   logger.info(
     `admin API at ${new URL('admin/api/v1/', config.baseUrl.href.endsWith('/') ? config.baseUrl : `${config.baseUrl.href}/`).href} (listening on ${url})`,
   );
-  let metricsServer: RunningMetricsServer | null = null;
+  let metricsUrl: string | null = null;
   if (config.metrics !== null) {
-    try {
-      metricsServer = await startMetricsServer({
-        ...config.metrics,
-        registry: metrics.registry,
-        notReady: () => databaseNotReady(db),
-      });
-    } catch (error) {
-      await app.close();
-      await db.destroy();
-      throw error;
-    }
+    const metricsServer = await startMetricsServer({
+      ...config.metrics,
+      registry: metrics.registry,
+      notReady: () => databaseNotReady(db),
+    });
+    teardown.defer('metrics server', () => metricsServer.close());
+    metricsUrl = metricsServer.url;
     logger.info(`metrics at ${metricsServer.url}`);
   }
   for (const warning of droppedDnsServerWarnings(config.profiles)) logger.warn(warning);
   const forwardingWarning = forwardedCertificateWarning(config);
   if (forwardingWarning !== null) logger.warn(forwardingWarning);
-  let enrollTls: RunningEnrollTls | null = null;
-  try {
-    enrollTls = await startEnrollTls(ctx, certificateCheck);
-  } catch (error) {
-    await metricsServer?.close();
-    await app.close();
-    await db.destroy();
-    throw error;
-  }
+  const enrollTls = await startEnrollTls(ctx, certificateCheck);
+  if (enrollTls !== null) teardown.defer('certificate enrollment', () => enrollTls.close());
+  return { url, metricsUrl, enrollTlsUrl: enrollTls?.url ?? null };
+}
+
+/** The work that runs by itself: revocation lists, the MDM inventory, reconcile, node watching, webhooks, receipts' deadlines. */
+function startBackgroundWork(
+  ctx: PortalContext,
+  metrics: PortalMetrics,
+  certificateCheck: CertificateCheck | null,
+  webhooks: WebhookDeliveryWorker,
+  teardown: Teardown,
+): { readonly reconciler: ReconcileScheduler; readonly mdmInventory: MdmInventorySchedule | null } {
+  const { config, clock, nodes } = ctx;
   if (certificateCheck !== null) {
-    const check = certificateCheck;
-    check.revocationLists.start();
-    metrics.observeRevocationLists(check.revocationLists, () => clock.now().getTime());
+    const lists = certificateCheck.revocationLists;
+    lists.start();
+    teardown.defer('certificate revocation lists', () => lists.stop());
+    metrics.observeRevocationLists(lists, () => clock.now().getTime());
   }
-  for (const warning of config.secretFileWarnings) logger.warn(warning);
-  if (!keys.adminApiEnabled())
-    logger.warn(
-      `admin API disabled until ${keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,
-    );
   let mdmInventory: MdmInventorySchedule | null = null;
   if (config.mdmInventory !== null) {
     const schedule = new MdmInventorySchedule(ctx, config.mdmInventory);
     metrics.observeMdmInventory(() => schedule.state);
     schedule.start();
+    teardown.defer('MDM inventory sync', () => schedule.stop());
     mdmInventory = schedule;
   }
+  const reconciler = new ReconcileScheduler(ctx);
   reconciler.start(config.reconcileIntervalMs);
+  teardown.defer('reconcile', () => {
+    reconciler.stop();
+    return reconciler.idle();
+  });
   nodes.startWatching();
+  teardown.defer('node watching', () => nodes.stop());
   webhooks.start();
+  teardown.defer('webhook deliveries', () => webhooks.stop());
+  const revocationDeadlines = new RevocationDeadlines(ctx);
   revocationDeadlines.start();
-
-  return {
-    ctx,
-    url,
-    metricsUrl: metricsServer?.url ?? null,
-    enrollTlsUrl: enrollTls?.url ?? null,
-    reconcileNow: () => reconciler.runAll(),
-    mdmInventory,
-    async close() {
-      reconciler.stop();
-      await revocationDeadlines.stop();
-      nodes.stop();
-      await app.close();
-      await enrollTls?.close();
-      await certificateCheck?.revocationLists.stop();
-      await mdmInventory?.stop();
-      await webhooks.stop();
-      await metricsServer?.close();
-      await reconciler.idle();
-      await Promise.all([...daemons.values()].map((daemon) => daemon.close()));
-      await db.destroy();
-    },
-  };
+  teardown.defer('revocation deadlines', () => revocationDeadlines.stop());
+  return { reconciler, mdmInventory };
 }

@@ -154,7 +154,11 @@ export async function openDatabase(location: DatabaseLocation, options: OpenData
   }
   if (options.limitStatements !== true) return migrating;
   await migrating.destroy();
-  return connectDatabase(location, options);
+  const db = connectDatabase(location, options);
+  // Kysely closes only a driver it has used, and the SQLite file is open already: use it now, so
+  // that destroy() closes the file even when no query ran (a portal whose start failed).
+  if (location.dialect === 'sqlite') await db.connection().execute(async () => {});
+  return db;
 }
 
 /** Connects without touching the schema (`vpn-portal db status`). */

@@ -16,5 +16,4 @@ export const KNOWN_LONG_FUNCTIONS: readonly string[] = [
   // A table: one metric per property.
   'src/metrics/portal-metrics.ts:PortalMetrics.constructor',
   'src/http/admin-api/openapi.ts:buildOpenApiDocument',
-  'src/portal.ts:startPortal',
 ];
