@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs the whole test suite twice: once on SQLite, once on PostgreSQL. Unit and HTTP tests,
-# then the end-to-end tests in network namespaces (these need root, wireguard-go, wg, ip, ping
-# and nft; .ci/run installs them). The PostgreSQL pass runs the files that can reach a database
-# (test/support/database-files.ts); the others give the same answers on both, and run on the
-# SQLite pass only.
+# Runs the whole test suite on SQLite and on PostgreSQL, the two passes side by side: unit and
+# HTTP tests, and end-to-end tests in network namespaces (these need root, wireguard-go, wg, ip,
+# ping and nft; .ci/run installs them). The PostgreSQL pass runs the files that can reach a
+# database (test/support/database-files.ts); the others give the same answers on both, and run
+# on the SQLite pass only.
 #
 # For the PostgreSQL pass a throw-away server is started on loopback with a fresh data
 # directory, stopped and deleted on exit (test/support/throwaway-postgres.sh; Debian's
@@ -12,6 +12,7 @@
 # portal instances on one database, db copy) and run on the PostgreSQL pass only.
 #
 #   TEST_DATABASES="sqlite" bash test/run.sh     one pass only ("sqlite", "postgres", or both: the default)
+#   TEST_PASSES=serial                            both passes, but one after the other (one at a time on a busy machine)
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
@@ -72,8 +73,36 @@ for database in "${databases[@]}"; do
   esac
 done
 
+# The passes run side by side (TEST_PASSES=serial: one after the other), each with two test
+# files at a time: much of a test's time is spent waiting (for a node, a handshake, a timeout),
+# not computing, so four files keep two cores busy. Each pass's lines are marked with its
+# database. Every file takes free ports, fresh temporary folders, and names of its own for
+# namespaces, interfaces and PostgreSQL databases (test/support/), so files never meet.
 summary=()
 status=0
+pass_names=()
+pass_pids=()
+mark_pids=()
+stop_passes() {
+  local pid
+  for pid in "${pass_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+}
+trap 'stop_passes; stop_throwaway_postgres' EXIT
+trap 'stop_passes; stop_throwaway_postgres; exit 130' INT
+trap 'stop_passes; stop_throwaway_postgres; exit 143' TERM
+
+# Runs in a subshell of its own: becomes the test runner, so that its pid is the runner's.
+run_pass() {
+  local database=$1
+  shift
+  if [ "$database" = postgres ]; then
+    export TEST_DATABASE_URL="$TEST_POSTGRES_URL"
+  else
+    unset TEST_DATABASE_URL
+  fi
+  exec node --import tsx "${scope[@]}" --test --test-concurrency=2 --test-reporter=spec "$@"
+}
+
 for database in "${databases[@]}"; do
   selected=()
   note=''
@@ -90,18 +119,30 @@ for database in "${databases[@]}"; do
   fi
   [ "${#selected[@]}" -gt 0 ] || continue
   echo "=== test pass on $database: ${#selected[@]} files$note ==="
-  if [ "$database" = postgres ]; then
-    export TEST_DATABASE_URL="$TEST_POSTGRES_URL"
-  else
-    unset TEST_DATABASE_URL
-  fi
-  if node --import tsx "${scope[@]}" --test --test-concurrency=2 --test-reporter=spec "${selected[@]}"; then
+  if [ "${#databases[@]}" -gt 1 ] && [ "${TEST_PASSES:-together}" != serial ]; then
+    exec {marked}> >(sed -u "s/^/[$database] /")
+    mark_pids+=("$!")
+    run_pass "$database" "${selected[@]}" >&"$marked" 2>&1 &
+    pass_pids+=("$!")
+    pass_names+=("$database")
+    exec {marked}>&-
+  elif (run_pass "$database" "${selected[@]}"); then
     summary+=("$database: passed")
   else
     summary+=("$database: FAILED")
     status=1
   fi
 done
+for index in "${!pass_pids[@]}"; do
+  if wait "${pass_pids[$index]}"; then
+    summary+=("${pass_names[$index]}: passed")
+  else
+    summary+=("${pass_names[$index]}: FAILED")
+    status=1
+  fi
+done
+pass_pids=()
+for pid in "${mark_pids[@]}"; do wait "$pid" || true; done
 if [ "$coverage" = 1 ]; then
   unset NODE_V8_COVERAGE
   echo "=== coverage of src/ (the full report: coverage/index.html)"
