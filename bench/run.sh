@@ -2,11 +2,16 @@
 # `npm run bench`: builds dist/ (the benchmark runs `vpn-portal serve` from it), starts a
 # throw-away PostgreSQL server as the tests do (unless TEST_POSTGRES_URL names one), and
 # measures on SQLite and on PostgreSQL (bench/run.ts, then the searches: bench/search.ts).
-# BENCH_DATABASES="sqlite" skips PostgreSQL; BENCH_ONLY=search runs the searches alone.
+# BENCH_DATABASES="sqlite" skips PostgreSQL; BENCH_ONLY=search runs the searches alone,
+# BENCH_ONLY=relay the ProxyGuard relay under a flood of slow clients alone (bench/relay-flood.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=test/support/throwaway-postgres.sh
 source test/support/throwaway-postgres.sh
+if [[ "${BENCH_ONLY:-}" == relay ]]; then
+  node --import tsx bench/relay-flood.ts
+  exit 0
+fi
 npm run --silent build
 if [[ " ${BENCH_DATABASES:-sqlite postgres} " == *" postgres "* ]]; then
   start_throwaway_postgres
@@ -15,3 +20,6 @@ if [[ "${BENCH_ONLY:-}" != search ]]; then
   node --import tsx bench/run.ts
 fi
 node --import tsx bench/search.ts
+if [[ "${BENCH_ONLY:-}" != search ]]; then
+  node --import tsx bench/relay-flood.ts
+fi

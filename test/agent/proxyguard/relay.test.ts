@@ -10,13 +10,9 @@ import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import {
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  ProxyGuardRelay,
-  type ProxyGuardRelayOptions,
-} from '../../../src/agent/proxyguard/relay.js';
+import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../../../src/agent/proxyguard/relay.js';
 import { ProxyGuardService } from '../../../src/agent/proxyguard/service.js';
-import { percentile99, startSlowClients, timedInParallel } from '../../support/slow-clients.js';
+import { startSlowClients, timedInParallel } from '../../support/slow-clients.js';
 import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from '../../support/uotlv-client.js';
 
 const HOST_NAME = 'vpn1.example.org';
@@ -402,26 +398,31 @@ describe('slow clients', () => {
   /** The start of an upgrade request that is never finished. */
   const unfinishedRequest = `GET /proxyguard/${HOST_NAME} HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nX-Slow: `;
 
-  test('2,000 connections sending their upgrade a byte at a time leave 100 real upgrades all succeeding, none waiting out a slow client, and open tunnels working', async (t) => {
+  test('more slow connections than handshake slots, sending their upgrade a byte at a time, leave real upgrades all succeeding without waiting out a slow client, and open tunnels working', async (t) => {
     const target = await startEchoTarget(t);
-    const relay = await startRelay(t, target.port);
+    // A request timeout of a minute: a real client that waited for a slow one's slot to time
+    // out would take that long, far beyond the bound each upgrade gets here, even on a busy
+    // machine. How fast upgrades are under 2,000 slow clients is a benchmark (bench/relay-flood.ts).
+    const relay = await startRelay(t, target.port, { requestTimeoutMs: 60_000 });
     const established = await Promise.all(Array.from({ length: 10 }, () => tunnelTo(t, relay)));
 
+    // 150 against 64 slots: the oldest are cut off and come back, some 20 new ones a second.
     const slow = startSlowClients({
       host: '127.0.0.1',
       port: relay.address.port,
-      count: 2000,
+      count: 150,
       opening: () => unfinishedRequest,
       dripIntervalMs: 1_000,
-      reconnectDelayMs: 1_000,
+      reconnectDelayMs: 4_000,
     });
     t.after(() => slow.stop());
     await slow.started;
+    await waitUntil(() => slow.closedByServer() > 0, 'the relay cuts off the oldest slow connections');
 
     const upgrades = await timedInParallel(
-      Array.from({ length: 100 }, (_, index) => async () => {
+      Array.from({ length: 30 }, (_, index) => async () => {
         try {
-          const tunnel = await within(openUotlvTunnel(endpointOf(relay)), `upgrade ${index}`);
+          const tunnel = await within(openUotlvTunnel(endpointOf(relay)), `upgrade ${index}`, 20_000);
           try {
             await assertEchoes(tunnel, `real client ${index}`, 'the new tunnel carries datagrams');
           } finally {
@@ -432,8 +433,8 @@ describe('slow clients', () => {
           return `upgrade ${index} failed: ${(error as Error).message}`;
         }
       }),
-      10,
-      // Spread over about 3 s, so real clients also arrive while evicted slow ones reconnect.
+      5,
+      // Spread over some 2 s, so real clients also arrive while cut-off slow ones reconnect.
       300,
     );
     for (const [index, tunnel] of established.entries())
@@ -447,14 +448,6 @@ describe('slow clients', () => {
       upgrades.map(({ result }) => result).filter((result) => result !== 'ok'),
       [],
       'every real upgrade succeeds',
-    );
-    // Not a latency target (a timed bound fails on a busy machine): a real client that waited
-    // for a slow one's slot to time out would take the whole request timeout; half of it is far
-    // above a busy machine's stalls and far below that.
-    const p99 = percentile99(upgrades.map(({ ms }) => ms));
-    assert.ok(
-      p99 <= DEFAULT_REQUEST_TIMEOUT_MS / 2,
-      `p99 of the real upgrades is ${Math.round(p99)} ms: ${upgrades.map(({ ms }) => Math.round(ms)).join(' ')}`,
     );
     assert.ok(pendingHeld <= 64, `the slow connections hold at most the 64 handshake slots, held ${pendingHeld}`);
   });
