@@ -12,7 +12,9 @@
 # portal instances on one database, db copy) and run on the PostgreSQL pass only.
 #
 #   TEST_DATABASES="sqlite" bash test/run.sh     one pass only ("sqlite", "postgres", or both: the default)
-#   TEST_PASSES=serial                            both passes, but one after the other (one at a time on a busy machine)
+#   TEST_PASSES=serial / TEST_PASSES=together     both passes one after the other / side by side
+#                                                 (default: side by side, but serial under CI=true, where a
+#                                                 timing flake of a loaded machine would cost a whole run)
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
@@ -73,11 +75,13 @@ for database in "${databases[@]}"; do
   esac
 done
 
-# The passes run side by side (TEST_PASSES=serial: one after the other), each with two test
+# The passes run side by side (TEST_PASSES=serial, and by default under CI=true: one after the
+# other), each with two test
 # files at a time: much of a test's time is spent waiting (for a node, a handshake, a timeout),
 # not computing, so four files keep two cores busy. Each pass's lines are marked with its
 # database. Every file takes free ports, fresh temporary folders, and names of its own for
 # namespaces, interfaces and PostgreSQL databases (test/support/), so files never meet.
+if [ "${CI:-}" = true ]; then passes="${TEST_PASSES:-serial}"; else passes="${TEST_PASSES:-together}"; fi
 summary=()
 status=0
 pass_names=()
@@ -119,7 +123,7 @@ for database in "${databases[@]}"; do
   fi
   [ "${#selected[@]}" -gt 0 ] || continue
   echo "=== test pass on $database: ${#selected[@]} files$note ==="
-  if [ "${#databases[@]}" -gt 1 ] && [ "${TEST_PASSES:-together}" != serial ]; then
+  if [ "${#databases[@]}" -gt 1 ] && [ "$passes" != serial ]; then
     exec {marked}> >(sed -u "s/^/[$database] /")
     mark_pids+=("$!")
     run_pass "$database" "${selected[@]}" >&"$marked" 2>&1 &
