@@ -76,8 +76,7 @@ for database in "${databases[@]}"; do
 done
 
 # The passes run side by side (TEST_PASSES=serial, and by default under CI=true: one after the
-# other), each with two test
-# files at a time: much of a test's time is spent waiting (for a node, a handshake, a timeout),
+# other), each with two test files at a time: much of a test's time is spent waiting (for a node, a handshake, a timeout),
 # not computing, so four files keep two cores busy. Each pass's lines are marked with its
 # database. Every file takes free ports, fresh temporary folders, and names of its own for
 # namespaces, interfaces and PostgreSQL databases (test/support/), so files never meet.
