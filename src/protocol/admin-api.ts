@@ -384,69 +384,6 @@ const createAdminKeyParams = z.object({
 });
 const revokeAdminKeyParams = z.object({ name: required(param.keyName, 'the key name') });
 
-/**
- * Method, path (below `{base_url}/admin/api/v1`), needed scope and parameters of every call: the
- * specification's eleven in its order, then the portal's own (`connection_log`, `stats`, `audit_log`,
- * `extend`, the webhook calls, the enrollment tokens).
- */
-export const ADMIN_API_CALLS = {
-  connectedUsers: { method: 'GET', path: '/connected_users', scope: 'read', params: connectedUsersParams },
-  connectionList: { method: 'GET', path: '/connection_list', scope: 'read', params: connectionListParams },
-  users: { method: 'GET', path: '/users', scope: 'read', params: usersParams },
-  disabledUsers: { method: 'GET', path: '/disabled_users', scope: 'read', params: disabledUsersParams },
-  userConfigurationList: {
-    method: 'GET',
-    path: '/user_configuration_list',
-    scope: 'read',
-    params: userConfigurationListParams,
-  },
-  create: { method: 'POST', path: '/create', scope: 'write', params: createParams },
-  destroy: { method: 'POST', path: '/destroy', scope: 'admin', params: destroyParams },
-  disableUser: { method: 'POST', path: '/disable_user', scope: 'write', params: disableUserParams },
-  enableUser: { method: 'POST', path: '/enable_user', scope: 'write', params: enableUserParams },
-  deleteConnection: { method: 'POST', path: '/delete_connection', scope: 'write', params: deleteConnectionParams },
-  deleteUserAuthorizations: {
-    method: 'POST',
-    path: '/delete_user_authorizations',
-    scope: 'admin',
-    params: deleteUserAuthorizationsParams,
-  },
-  // Extensions of this portal.
-  connectionLog: { method: 'GET', path: '/connection_log', scope: 'read', params: connectionLogParams },
-  stats: { method: 'GET', path: '/stats', scope: 'read', params: statsParams },
-  profiles: { method: 'GET', path: '/profiles', scope: 'read', params: profilesParams },
-  auditLog: { method: 'GET', path: '/audit_log', scope: 'admin', params: auditLogParams },
-  extend: { method: 'POST', path: '/extend', scope: 'write', params: extendParams },
-  webhooks: { method: 'GET', path: '/webhooks', scope: 'admin', params: webhooksParams },
-  createWebhook: { method: 'POST', path: '/create_webhook', scope: 'admin', params: createWebhookParams },
-  deleteWebhook: { method: 'POST', path: '/delete_webhook', scope: 'admin', params: deleteWebhookParams },
-  rotateWebhookSecret: {
-    method: 'POST',
-    path: '/rotate_webhook_secret',
-    scope: 'admin',
-    params: rotateWebhookSecretParams,
-  },
-  testWebhook: { method: 'POST', path: '/test_webhook', scope: 'admin', params: testWebhookParams },
-  webhookDeliveries: { method: 'GET', path: '/webhook_deliveries', scope: 'admin', params: webhookDeliveriesParams },
-  enrollmentToken: { method: 'POST', path: '/enrollment_token', scope: 'write', params: enrollmentTokenParams },
-  enrollmentTokens: { method: 'GET', path: '/enrollment_tokens', scope: 'read', params: enrollmentTokensParams },
-  revokeEnrollmentToken: {
-    method: 'POST',
-    path: '/revoke_enrollment_token',
-    scope: 'write',
-    params: revokeEnrollmentTokenParams,
-  },
-  revocation: { method: 'GET', path: '/revocation', scope: 'read', params: revocationParams },
-  revocations: { method: 'GET', path: '/revocations', scope: 'read', params: revocationsParams },
-  registerDevice: { method: 'POST', path: '/register_device', scope: 'write', params: registerDeviceParams },
-  devices: { method: 'GET', path: '/devices', scope: 'read', params: devicesParams },
-  device: { method: 'GET', path: '/device', scope: 'read', params: deviceParams },
-  retireDevice: { method: 'POST', path: '/retire_device', scope: 'write', params: retireDeviceParams },
-  adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin', params: adminKeysParams },
-  createAdminKey: { method: 'POST', path: '/create_admin_key', scope: 'admin', params: createAdminKeyParams },
-  revokeAdminKey: { method: 'POST', path: '/revoke_admin_key', scope: 'admin', params: revokeAdminKeyParams },
-} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; scope: AdminScope; params: ParamsSchema }>;
-
 /** The parameters of the calls that take some, as a client sends them. */
 export type CreateParams = SentParams<typeof createParams>;
 export type ExtendParams = SentParams<typeof extendParams>;
@@ -720,3 +657,199 @@ export const revokeAdminKeyAnswer = z.object({
     .int()
     .describe("how many keys of the name were revoked: the current one and any in a rotation's grace period"),
 });
+
+/** The answer of a call that answers no body (204), at most headers (a revocation's receipt id). */
+export const NO_BODY = 'no body';
+/** The answer of `create`: a configuration file, in the format the Accept header chose (CONFIGURATION_MEDIA_TYPES). */
+export const CONFIGURATION_FILE = 'configuration file';
+/** What a call answers when it succeeds: JSON its schema describes, no body, or a configuration file. */
+export type CallAnswer = z.ZodType | typeof NO_BODY | typeof CONFIGURATION_FILE;
+/** The JSON body a call answers (the route's handler must give exactly this type). */
+export type AnswerBody<A extends CallAnswer> = A extends z.ZodType ? z.infer<A> : never;
+
+/** The status of a call's answer when it succeeds. */
+export function successStatusOf(answer: CallAnswer): 200 | 204 {
+  return answer === NO_BODY ? 204 : 200;
+}
+
+/**
+ * Method, path (below `{base_url}/admin/api/v1`), needed scope, parameters and answer of every
+ * call: the specification's eleven in its order, then the portal's own (`connection_log`,
+ * `stats`, `audit_log`, `extend`, the webhook calls, the enrollment tokens, …). The routes, the
+ * OpenAPI document, docs/admin-api.md, the typed client and the console take them from here.
+ */
+export const ADMIN_API_CALLS = {
+  connectedUsers: {
+    method: 'GET',
+    path: '/connected_users',
+    scope: 'read',
+    params: connectedUsersParams,
+    answer: connectedUsersAnswer,
+  },
+  connectionList: {
+    method: 'GET',
+    path: '/connection_list',
+    scope: 'read',
+    params: connectionListParams,
+    answer: connectionListAnswer,
+  },
+  users: { method: 'GET', path: '/users', scope: 'read', params: usersParams, answer: usersAnswer },
+  disabledUsers: {
+    method: 'GET',
+    path: '/disabled_users',
+    scope: 'read',
+    params: disabledUsersParams,
+    answer: disabledUsersAnswer,
+  },
+  userConfigurationList: {
+    method: 'GET',
+    path: '/user_configuration_list',
+    scope: 'read',
+    params: userConfigurationListParams,
+    answer: userConfigurationListAnswer,
+  },
+  create: { method: 'POST', path: '/create', scope: 'write', params: createParams, answer: CONFIGURATION_FILE },
+  destroy: { method: 'POST', path: '/destroy', scope: 'admin', params: destroyParams, answer: NO_BODY },
+  disableUser: { method: 'POST', path: '/disable_user', scope: 'write', params: disableUserParams, answer: NO_BODY },
+  enableUser: { method: 'POST', path: '/enable_user', scope: 'write', params: enableUserParams, answer: NO_BODY },
+  deleteConnection: {
+    method: 'POST',
+    path: '/delete_connection',
+    scope: 'write',
+    params: deleteConnectionParams,
+    answer: NO_BODY,
+  },
+  deleteUserAuthorizations: {
+    method: 'POST',
+    path: '/delete_user_authorizations',
+    scope: 'admin',
+    params: deleteUserAuthorizationsParams,
+    answer: NO_BODY,
+  },
+  // Extensions of this portal.
+  connectionLog: {
+    method: 'GET',
+    path: '/connection_log',
+    scope: 'read',
+    params: connectionLogParams,
+    answer: connectionLogAnswer,
+  },
+  stats: { method: 'GET', path: '/stats', scope: 'read', params: statsParams, answer: statsAnswer },
+  profiles: { method: 'GET', path: '/profiles', scope: 'read', params: profilesParams, answer: profilesAnswer },
+  auditLog: { method: 'GET', path: '/audit_log', scope: 'admin', params: auditLogParams, answer: auditLogAnswer },
+  extend: { method: 'POST', path: '/extend', scope: 'write', params: extendParams, answer: extendAnswer },
+  webhooks: { method: 'GET', path: '/webhooks', scope: 'admin', params: webhooksParams, answer: webhooksAnswer },
+  createWebhook: {
+    method: 'POST',
+    path: '/create_webhook',
+    scope: 'admin',
+    params: createWebhookParams,
+    answer: createWebhookAnswer,
+  },
+  deleteWebhook: {
+    method: 'POST',
+    path: '/delete_webhook',
+    scope: 'admin',
+    params: deleteWebhookParams,
+    answer: NO_BODY,
+  },
+  rotateWebhookSecret: {
+    method: 'POST',
+    path: '/rotate_webhook_secret',
+    scope: 'admin',
+    params: rotateWebhookSecretParams,
+    answer: rotateWebhookSecretAnswer,
+  },
+  testWebhook: {
+    method: 'POST',
+    path: '/test_webhook',
+    scope: 'admin',
+    params: testWebhookParams,
+    answer: testWebhookAnswer,
+  },
+  webhookDeliveries: {
+    method: 'GET',
+    path: '/webhook_deliveries',
+    scope: 'admin',
+    params: webhookDeliveriesParams,
+    answer: webhookDeliveriesAnswer,
+  },
+  enrollmentToken: {
+    method: 'POST',
+    path: '/enrollment_token',
+    scope: 'write',
+    params: enrollmentTokenParams,
+    answer: enrollmentTokenAnswer,
+  },
+  enrollmentTokens: {
+    method: 'GET',
+    path: '/enrollment_tokens',
+    scope: 'read',
+    params: enrollmentTokensParams,
+    answer: enrollmentTokensAnswer,
+  },
+  revokeEnrollmentToken: {
+    method: 'POST',
+    path: '/revoke_enrollment_token',
+    scope: 'write',
+    params: revokeEnrollmentTokenParams,
+    answer: NO_BODY,
+  },
+  revocation: {
+    method: 'GET',
+    path: '/revocation',
+    scope: 'read',
+    params: revocationParams,
+    answer: revocationSchema,
+  },
+  revocations: {
+    method: 'GET',
+    path: '/revocations',
+    scope: 'read',
+    params: revocationsParams,
+    answer: revocationsAnswer,
+  },
+  registerDevice: {
+    method: 'POST',
+    path: '/register_device',
+    scope: 'write',
+    params: registerDeviceParams,
+    answer: deviceAnswer,
+  },
+  devices: { method: 'GET', path: '/devices', scope: 'read', params: devicesParams, answer: devicesAnswer },
+  device: { method: 'GET', path: '/device', scope: 'read', params: deviceParams, answer: deviceAnswer },
+  retireDevice: {
+    method: 'POST',
+    path: '/retire_device',
+    scope: 'write',
+    params: retireDeviceParams,
+    answer: deviceAnswer,
+  },
+  adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin', params: adminKeysParams, answer: adminKeysAnswer },
+  createAdminKey: {
+    method: 'POST',
+    path: '/create_admin_key',
+    scope: 'admin',
+    params: createAdminKeyParams,
+    answer: createAdminKeyAnswer,
+  },
+  revokeAdminKey: {
+    method: 'POST',
+    path: '/revoke_admin_key',
+    scope: 'admin',
+    params: revokeAdminKeyParams,
+    answer: revokeAdminKeyAnswer,
+  },
+} as const satisfies Record<string, AdminApiCall>;
+
+/** One call's definition, as ADMIN_API_CALLS holds it. */
+export interface AdminApiCall {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly scope: AdminScope;
+  readonly params: ParamsSchema;
+  readonly answer: CallAnswer;
+}
+export type AdminApiCallName = keyof typeof ADMIN_API_CALLS;
+/** The JSON body a call answers, by the call's name in ADMIN_API_CALLS. */
+export type AnswerOf<C extends AdminApiCallName> = AnswerBody<(typeof ADMIN_API_CALLS)[C]['answer']>;

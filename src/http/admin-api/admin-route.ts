@@ -1,4 +1,5 @@
-// One Admin API call: its method, path, needed scope, parameters and handler. Route files
+// One Admin API call: its method, path, needed scope, parameters and answer (from
+// ADMIN_API_CALLS) and its handler, whose answer must be of the call's answer type. Route files
 // build these with defineRoute; the server registers them and the OpenAPI document describes
 // them. runRoute checks the caller's scope (403, before the handler), binds the call to its
 // caller (the use case's context carries it: profile limits, and the events view that records
@@ -17,24 +18,22 @@ import {
 import type { PortalEvents } from '../../core/events.js';
 import type { PortalContext } from '../../core/context.js';
 import { assertProfileAllowed } from '../../core/access/index.js';
-import { IDEMPOTENCY_KEY_HEADER, scopeAllows, type AdminScope } from '../../protocol/admin-api.js';
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  scopeAllows,
+  successStatusOf,
+  type AdminScope,
+  type CallAnswer,
+} from '../../protocol/admin-api.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
 import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from '../plumbing/http-error.js';
 import { fingerprintOf, idempotencyKeyOf, type IdempotentCalls, type KeepAnswer } from './idempotency.js';
 import { readParams, type ParamSource } from '../plumbing/params.js';
-import type { RouteResponse } from '../plumbing/route-response.js';
+import type { RouteAnswer, RouteResponse } from '../plumbing/route-response.js';
 import { jsonPartsByteLength } from '../../shared/json-parts.js';
 
-export type { RouteResponse } from '../plumbing/route-response.js';
-
-export interface ResponseDoc {
-  readonly description: string;
-  /** JSON body schema; absent for 204 or non-JSON bodies. */
-  readonly schema?: z.ZodType;
-  /** Content types of a non-JSON body (configuration files). */
-  readonly contentTypes?: readonly string[];
-}
+export type { JsonAnswer, RouteAnswer, RouteResponse } from '../plumbing/route-response.js';
 
 /** What a handler gets besides its parameters. */
 export interface RouteCall {
@@ -45,7 +44,7 @@ export interface RouteCall {
   readonly keepAnswer?: KeepAnswer;
 }
 
-export interface AdminRoute<S extends ParamsSchema = ParamsSchema> {
+export interface AdminRoute<S extends ParamsSchema = ParamsSchema, A extends CallAnswer = CallAnswer> {
   readonly method: 'GET' | 'POST';
   /** Path below {base_url}/admin/api/v1. */
   readonly path: string;
@@ -63,12 +62,15 @@ export interface AdminRoute<S extends ParamsSchema = ParamsSchema> {
   readonly varyHeaders?: readonly string[];
   /** When set, the call is refused (403) to keys limited to some profiles (the audit log spans every profile). */
   readonly needsEveryProfile?: boolean;
-  readonly success: { readonly status: 200 | 204; readonly doc: ResponseDoc };
+  /** What the call answers when it succeeds, from ADMIN_API_CALLS: its schema, or no body, or a file. */
+  readonly answer: A;
+  /** What the answer holds, for the OpenAPI document. */
+  readonly answerDoc: string;
   // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
-  handle(ctx: PortalContext, params: z.output<S>, request: FastifyRequest, call: RouteCall): Promise<RouteResponse>;
+  handle(ctx: PortalContext, params: z.output<S>, request: FastifyRequest, call: RouteCall): Promise<RouteAnswer<A>>;
 }
 
-export function defineRoute<S extends ParamsSchema>(route: AdminRoute<S>): AdminRoute<S> {
+export function defineRoute<S extends ParamsSchema, A extends CallAnswer>(route: AdminRoute<S, A>): AdminRoute<S, A> {
   return route;
 }
 
@@ -77,8 +79,8 @@ export interface RouteServices {
   readonly idempotent: IdempotentCalls;
 }
 
-export async function runRoute<S extends ParamsSchema>(
-  route: AdminRoute<S>,
+export async function runRoute<S extends ParamsSchema, A extends CallAnswer>(
+  route: AdminRoute<S, A>,
   ctx: PortalContext,
   services: RouteServices,
   request: FastifyRequest,
@@ -153,8 +155,8 @@ export interface BoundCall<S extends ParamsSchema> {
  * in the console takes: the caller's scope and profile limit are checked first (403, before
  * anything is read), the parameters parsed by the route's own rules (400).
  */
-export function bindCall<S extends ParamsSchema>(
-  route: AdminRoute<S>,
+export function bindCall<S extends ParamsSchema, A extends CallAnswer>(
+  route: AdminRoute<S, A>,
   ctx: PortalContext,
   caller: AdminCaller,
   input: unknown,
@@ -179,7 +181,7 @@ export function bindCall<S extends ParamsSchema>(
     caller,
     name,
     parameters: auditedParameters(Object.keys(route.params.shape), input, request),
-    successStatus: route.success.status,
+    successStatus: successStatusOf(route.answer),
   };
   const events = ctx.events.forCall(call);
   const callCtx: PortalContext = { ...ctx, call, events };

@@ -1,11 +1,18 @@
-// The OpenAPI 3.1 description of the Admin API, built from the same route definitions and
-// parameter schemas that validate requests, so the document cannot drift from the code.
+// The OpenAPI 3.1 description of the Admin API, built from the same route definitions, parameter
+// schemas and answer schemas (ADMIN_API_CALLS) that the portal runs, so the document cannot drift from the code.
 import { z } from 'zod';
-import { ADMIN_SCOPES, IDEMPOTENCY_KEY_HEADER, scopeAllows } from '../../protocol/admin-api.js';
+import {
+  ADMIN_SCOPES,
+  CONFIGURATION_FILE,
+  CONFIGURATION_MEDIA_TYPES,
+  IDEMPOTENCY_KEY_HEADER,
+  NO_BODY,
+  errorAnswer,
+  scopeAllows,
+  successStatusOf,
+} from '../../protocol/admin-api.js';
 import type { AdminRoute } from './admin-route.js';
 import { paramFields, type ParamField } from '../../protocol/admin-api-params.js';
-
-const errorSchema = z.object({ error: z.string() });
 
 export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -22,7 +29,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: s
       security: [{ adminApiKey: [route.scope] }],
       'x-required-scope': route.scope,
       responses: {
-        [String(route.success.status)]: describeResponse(route.success.doc),
+        [String(successStatusOf(route.answer))]: describeAnswer(route),
         '400': jsonResponse('Invalid or missing parameter, or unknown user'),
         '401': jsonResponse('Missing, wrong, expired, revoked or rotated-out key'),
         '403': jsonResponse(
@@ -123,24 +130,22 @@ function schemaOf(spec: ParamField): Record<string, unknown> {
   return schema;
 }
 
-function describeResponse(doc: {
-  description: string;
-  schema?: z.ZodType;
-  contentTypes?: readonly string[];
-}): Record<string, unknown> {
-  if (doc.schema !== undefined)
-    return { description: doc.description, content: { 'application/json': { schema: jsonSchema(doc.schema) } } };
-  if (doc.contentTypes !== undefined) {
+/** The success answer: the call's JSON schema, the media types of a configuration file, or no body. */
+function describeAnswer({ answer, answerDoc }: AdminRoute): Record<string, unknown> {
+  if (answer === NO_BODY) return { description: answerDoc };
+  if (answer === CONFIGURATION_FILE) {
     return {
-      description: doc.description,
-      content: Object.fromEntries(doc.contentTypes.map((type) => [type, { schema: { type: 'string' } }])),
+      description: answerDoc,
+      content: Object.fromEntries(
+        Object.values(CONFIGURATION_MEDIA_TYPES).map((type) => [type, { schema: { type: 'string' } }]),
+      ),
     };
   }
-  return { description: doc.description };
+  return { description: answerDoc, content: { 'application/json': { schema: jsonSchema(answer) } } };
 }
 
 function jsonResponse(description: string): Record<string, unknown> {
-  return { description, content: { 'application/json': { schema: jsonSchema(errorSchema) } } };
+  return { description, content: { 'application/json': { schema: jsonSchema(errorAnswer) } } };
 }
 
 function jsonSchema(schema: z.ZodType): Record<string, unknown> {

@@ -5,6 +5,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AdminKeyUse, recordAdminCall } from '../../core/access/index.js';
 import { callerScope } from '../../core/admin-call.js';
+import { successStatusOf } from '../../protocol/admin-api.js';
 import type { PortalContext } from '../../core/context.js';
 import { AddressAllowList } from '../plumbing/address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
@@ -50,7 +51,12 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
     const parameters = auditedParameters(route === undefined ? [] : Object.keys(route.params.shape), input, request);
     // The guard's reason (the client is told less on 401), a replay's note, or the answer's error.
     const detail = state.detail ?? (status >= 400 ? errorOf(payload) : null);
-    const call = { caller: state.caller, name, parameters, successStatus: route?.success.status ?? 200 };
+    const call = {
+      caller: state.caller,
+      name,
+      parameters,
+      successStatus: route === undefined ? 200 : successStatusOf(route.answer),
+    };
     await recordAdminCall(ctx, call, status, detail).catch((error: unknown) =>
       request.log.error({ err: error, call: name, status }, 'could not record an Admin API call in the audit log'),
     );

@@ -10,6 +10,7 @@ import { bindCall, type AdminRoute } from '../admin-api/admin-route.js';
 import { statusOfPortalError } from '../plumbing/error-reply.js';
 import { HttpError } from '../plumbing/http-error.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
+import { successStatusOf } from '../../protocol/admin-api.js';
 import type { RouteResponse } from '../plumbing/route-response.js';
 
 /** A call the portal refused or could not make: its status and the API's message (which names the limit on 403). */
@@ -52,7 +53,7 @@ export async function callRoute<S extends ParamsSchema>(
         caller,
         name: route.path.slice(1),
         parameters: {},
-        successStatus: route.success.status,
+        successStatus: successStatusOf(route.answer),
       };
       await recordAdminCall(ctx, audited, refusal.status, refusal.message).catch((auditError: unknown) =>
         request.log.error({ err: auditError }, 'could not record a console call in the audit log'),

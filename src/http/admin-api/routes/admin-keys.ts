@@ -7,12 +7,7 @@ import {
   createAdminKeyForCaller,
   revokeAdminKeyForCaller,
 } from '../../../core/access/index.js';
-import {
-  ADMIN_API_CALLS,
-  adminKeysAnswer,
-  createAdminKeyAnswer,
-  revokeAdminKeyAnswer,
-} from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { asProfileId } from '../../../shared/ids.js';
 import { formatAtom } from '../../../shared/time.js';
 import { defineRoute } from '../admin-route.js';
@@ -22,10 +17,7 @@ export const adminKeysRoute = defineRoute({
   summary: 'The admin keys: name, scope, profiles, allow-list, expiry, creation, last use, revocation (never a secret)',
   since: 'extension',
   source: 'query',
-  success: {
-    status: 200,
-    doc: { description: 'Every key, by name, newest first within a name', schema: adminKeysAnswer },
-  },
+  answerDoc: 'Every key, by name, newest first within a name',
   async handle(ctx) {
     return { status: 200, json: { admin_keys: await adminKeyListing(ctx) } };
   },
@@ -37,10 +29,7 @@ export const createAdminKeyRoute = defineRoute({
     'Makes an admin key, as `vpn-portal admin-key create` does; never with more scope, more profiles, a wider allow-list or a later expiry than the calling key',
   since: 'extension',
   source: 'post',
-  success: {
-    status: 200,
-    doc: { description: 'The key and its secret, shown this once', schema: createAdminKeyAnswer },
-  },
+  answerDoc: 'The key and its secret, shown this once',
   async handle(ctx, params) {
     const { key, token } = await createAdminKeyForCaller(ctx, {
       name: params.name,
@@ -59,10 +48,7 @@ export const revokeAdminKeyRoute = defineRoute({
     'Revokes every key of a name at once, on every portal instance; a key revokes only keys within its own limits (itself too)',
   since: 'extension',
   source: 'post',
-  success: {
-    status: 200,
-    doc: { description: 'How many keys of the name were revoked', schema: revokeAdminKeyAnswer },
-  },
+  answerDoc: 'How many keys of the name were revoked',
   async handle(ctx, { name }) {
     return { status: 200, json: { name, revoked: await revokeAdminKeyForCaller(ctx, name) } };
   },

@@ -2,7 +2,7 @@
 // which calls were refused, newest first, a page at a time. Needs scope admin and a key for
 // every profile.
 import { readAuditLog } from '../../../core/access/index.js';
-import { ADMIN_API_CALLS, auditLogAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 
 export const auditLogRoute = defineRoute({
@@ -11,7 +11,7 @@ export const auditLogRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  success: { status: 200, doc: { description: 'One page of entries, newest first', schema: auditLogAnswer } },
+  answerDoc: 'One page of entries, newest first',
   async handle(ctx, { since, until, key, user_id, cursor, limit }) {
     const page = await readAuditLog(ctx, {
       ...(since === undefined ? {} : { since }),

@@ -1,6 +1,6 @@
 // GET /connection_list (specification §4.2).
 import { listConnections } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS, connectionListAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
 
@@ -9,10 +9,7 @@ export const connectionListRoute = defineRoute({
   summary: 'All connections, per profile',
   since: '3.5.3',
   source: 'query',
-  success: {
-    status: 200,
-    doc: { description: `Connections per profile id. ${STALE_NODES_DOC}`, schema: connectionListAnswer },
-  },
+  answerDoc: `Connections per profile id. ${STALE_NODES_DOC}`,
   async handle(ctx, { show_all }) {
     return profileListingResponse('connection_list', await listConnections(ctx, show_all ?? false));
   },

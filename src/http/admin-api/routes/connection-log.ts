@@ -1,7 +1,7 @@
 // GET /connection_log (an extension of this portal): the connection history, with filters and
 // cursor pagination; `ip` and `at` answer "who had this address then", the question an abuse report asks.
 import { connectionHistoryPage } from '../../../core/sessions/index.js';
-import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE, connectionLogAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 
 export const connectionLogRoute = defineRoute({
@@ -9,7 +9,7 @@ export const connectionLogRoute = defineRoute({
   summary: 'Connection history: who was connected when, from where, with how much traffic (newest first)',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: 'One page of the history', schema: connectionLogAnswer } },
+  answerDoc: 'One page of the history',
   async handle(ctx, params) {
     const page = await connectionHistoryPage(ctx, {
       ...(params.user_id === undefined ? {} : { userId: params.user_id }),

@@ -1,5 +1,5 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
-import { createConfiguration, type IssuedConfiguration, MIME_TYPES } from '../../../core/issuing/index.js';
+import { createConfiguration, type IssuedConfiguration } from '../../../core/issuing/index.js';
 import { formatHttpDate } from '../../../shared/time.js';
 import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute, type RouteResponse } from '../admin-route.js';
@@ -12,14 +12,8 @@ export const createRoute = defineRoute({
   source: 'post',
   // Another Accept is another file: a retry with the same Idempotency-Key must send the same.
   varyHeaders: ['accept'],
-  success: {
-    status: 200,
-    doc: {
-      description:
-        'The configuration file, in the format chosen by the Accept header; the Apple profile comes with `Content-Disposition: attachment`',
-      contentTypes: Object.values(MIME_TYPES),
-    },
-  },
+  answerDoc:
+    'The configuration file, in the format chosen by the Accept header; the Apple profile comes with `Content-Disposition: attachment`',
   async handle(ctx, params, request, { keepAnswer }) {
     const issued = await createConfiguration(ctx, {
       userId: params.user_id,

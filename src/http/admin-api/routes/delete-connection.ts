@@ -8,13 +8,8 @@ export const deleteConnectionRoute = defineRoute({
   summary: 'Delete one configuration of a user',
   since: '3.5.3',
   source: 'post',
-  success: {
-    status: 204,
-    doc: {
-      description:
-        'Deleted (also when the user has no such configuration); when one was, the `VPN-Portal-Revocation` header names the receipt',
-    },
-  },
+  answerDoc:
+    'Deleted (also when the user has no such configuration); when one was, the `VPN-Portal-Revocation` header names the receipt',
   async handle(ctx, { user_id, connection_id }) {
     const revocationId = await deleteConnection(ctx, user_id, connection_id);
     return revocationId === null ? { status: 204 } : { status: 204, headers: { [REVOCATION_HEADER]: revocationId } };

@@ -17,7 +17,7 @@ export const deleteUserAuthorizationsRoute = defineRoute({
   since: '3.5.4',
   source: 'post',
   input: bodyOrQuery,
-  success: { status: 204, doc: { description: 'Deleted' } },
+  answerDoc: 'Deleted',
   async handle(ctx, { user_id }) {
     await deleteUserAuthorizations(ctx, user_id);
     return { status: 204 };

@@ -8,10 +8,7 @@ export const destroyRoute = defineRoute({
   summary: 'Delete a user with all its configurations and authorizations',
   since: '3.0.6',
   source: 'post',
-  success: {
-    status: 204,
-    doc: { description: 'Deleted; the `VPN-Portal-Revocation` header names the receipt (GET /revocation)' },
-  },
+  answerDoc: 'Deleted; the `VPN-Portal-Revocation` header names the receipt (GET /revocation)',
   async handle(ctx, { user_id }) {
     const revocationId = await destroyUser(ctx, user_id);
     return { status: 204, headers: { [REVOCATION_HEADER]: revocationId } };

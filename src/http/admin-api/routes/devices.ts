@@ -10,13 +10,7 @@ import {
   type DeviceRecord,
   type DeviceReference,
 } from '../../../core/devices/index.js';
-import {
-  ADMIN_API_CALLS,
-  REVOCATION_HEADER,
-  deviceAnswer,
-  devicesAnswer,
-  type DeviceInfo,
-} from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER, type DeviceInfo } from '../../../protocol/admin-api.js';
 import type { Platform } from '../../../shared/platforms.js';
 import type { DeviceId } from '../../../shared/ids.js';
 import { defineRoute } from '../admin-route.js';
@@ -55,13 +49,7 @@ export const registerDeviceRoute = defineRoute({
   summary: 'Register a managed device of a user (the user is made when missing), by its serial number or MDM id',
   since: 'extension',
   source: 'post',
-  success: {
-    status: 200,
-    doc: {
-      description: 'The device (the one already registered, when the same registration is sent again)',
-      schema: deviceAnswer,
-    },
-  },
+  answerDoc: 'The device (the one already registered, when the same registration is sent again)',
   async handle(ctx, params) {
     const device = await registerDevice(ctx, {
       userId: params.user_id,
@@ -79,7 +67,7 @@ export const devicesRoute = defineRoute({
   summary: 'The registered devices, newest first, a page at a time, limited to the key’s profiles',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: 'One page of devices, newest first', schema: devicesAnswer } },
+  answerDoc: 'One page of devices, newest first',
   async handle(ctx, params) {
     const page = await listDevices(ctx, {
       ...(params.user_id === undefined ? {} : { userId: params.user_id }),
@@ -102,7 +90,7 @@ export const deviceRoute = defineRoute({
   summary: 'One registered device with its configurations',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: 'The device', schema: deviceAnswer } },
+  answerDoc: 'The device',
   async handle(ctx, params) {
     return { status: 200, json: { device: deviceJson(await getDevice(ctx, params.device_id)) } };
   },
@@ -114,14 +102,8 @@ export const retireDeviceRoute = defineRoute({
     'Retire a device for good: every configuration of it leaves the database and the nodes, its enrollment tokens are revoked',
   since: 'extension',
   source: 'post',
-  success: {
-    status: 200,
-    doc: {
-      description:
-        'The device, retired (a device retired already is answered as it is); when configurations were revoked, the `VPN-Portal-Revocation` header names the receipt',
-      schema: deviceAnswer,
-    },
-  },
+  answerDoc:
+    'The device, retired (a device retired already is answered as it is); when configurations were revoked, the `VPN-Portal-Revocation` header names the receipt',
   async handle(ctx, params) {
     const { device, revocationId } = await retireDevice(ctx, params.device_id);
     const json = { device: deviceJson(device) };

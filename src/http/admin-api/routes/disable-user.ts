@@ -8,10 +8,7 @@ export const disableUserRoute = defineRoute({
   summary: 'Disable a user and disconnect all of its connections',
   since: '3.5.1',
   source: 'post',
-  success: {
-    status: 204,
-    doc: { description: 'Disabled; the `VPN-Portal-Revocation` header names the receipt (GET /revocation)' },
-  },
+  answerDoc: 'Disabled; the `VPN-Portal-Revocation` header names the receipt (GET /revocation)',
   async handle(ctx, { user_id }) {
     const revocationId = await disableUser(ctx, user_id);
     return { status: 204, headers: { [REVOCATION_HEADER]: revocationId } };

@@ -1,6 +1,6 @@
 // GET /disabled_users (specification §4.4); `prefix`, `limit` and `cursor` are an extension, so a
 // long list is read a page at a time.
-import { ADMIN_API_CALLS, disabledUsersAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { usersAnswerFor } from './users.js';
 
@@ -9,6 +9,10 @@ export const disabledUsersRoute = defineRoute({
   summary: 'All disabled users',
   since: '3.5.2',
   source: 'query',
-  success: { status: 200, doc: { description: 'Disabled user ids, sorted', schema: disabledUsersAnswer } },
-  handle: (ctx, params) => usersAnswerFor(ctx, params, 'disabled_users'),
+  answerDoc: 'Disabled user ids, sorted',
+  handle: (ctx, params) =>
+    usersAnswerFor(ctx, params, {
+      field: 'disabled_users',
+      page: (disabled_users, next_cursor) => ({ disabled_users, next_cursor }),
+    }),
 });

@@ -8,7 +8,7 @@ export const enableUserRoute = defineRoute({
   summary: 'Enable a user; its unexpired configurations work again',
   since: '3.5.1',
   source: 'post',
-  success: { status: 204, doc: { description: 'Enabled' } },
+  answerDoc: 'Enabled',
   async handle(ctx, { user_id }) {
     await enableUser(ctx, user_id);
     return { status: 204 };

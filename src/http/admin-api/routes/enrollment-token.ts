@@ -2,7 +2,7 @@
 // `{base_url}enroll` with its own key (src/core/enrollment/tokens.ts). Scope write, as create:
 // the token makes a configuration later.
 import { createEnrollmentToken } from '../../../core/enrollment/index.js';
-import { ADMIN_API_CALLS, enrollmentTokenAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 import { deviceRequest } from './devices.js';
 
@@ -15,10 +15,7 @@ export const enrollmentTokenRoute = defineRoute({
     'Make a token a device redeems at {base_url}enroll with its own key, for a configuration of this user and profile',
   since: 'extension',
   source: 'post',
-  success: {
-    status: 200,
-    doc: { description: 'The token (shown once), its end and its uses', schema: enrollmentTokenAnswer },
-  },
+  answerDoc: 'The token (shown once), its end and its uses',
   async handle(ctx, params) {
     const { stored, token } = await createEnrollmentToken(ctx, {
       userId: params.user_id,

@@ -1,7 +1,7 @@
 // POST /extend (ours, not the specification's): renews a configuration without a new key
 // (src/core/issuing/extend.ts). Scope write, as create.
 import { extendConfiguration } from '../../../core/issuing/index.js';
-import { ADMIN_API_CALLS, extendAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { formatAtom } from '../../../shared/time.js';
 import { defineRoute } from '../admin-route.js';
 
@@ -10,10 +10,7 @@ export const extendRoute = defineRoute({
   summary: "Move a configuration's expiry without a new key",
   since: 'extension',
   source: 'post',
-  success: {
-    status: 200,
-    doc: { description: 'The new expiry; for OpenVPN the new certificate for the same key', schema: extendAnswer },
-  },
+  answerDoc: 'The new expiry; for OpenVPN the new certificate for the same key',
   async handle(ctx, { user_id, connection_id, expires_in }) {
     const extended = await extendConfiguration(ctx, user_id, connection_id, expires_in);
     return {

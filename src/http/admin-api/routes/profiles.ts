@@ -1,7 +1,7 @@
 // GET /profiles (an extension of this portal): the profiles the key may use, so a script or an
 // administrator can find a profile_id without reading the portal's configuration.
 import { listProfiles } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS, profilesAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 
 export const profilesRoute = defineRoute({
@@ -9,13 +9,7 @@ export const profilesRoute = defineRoute({
   summary: 'The profiles the key may use: id, display name, protocols, client ranges',
   since: 'extension',
   source: 'query',
-  success: {
-    status: 200,
-    doc: {
-      description: "In the configuration's order; a key limited to some profiles sees only those",
-      schema: profilesAnswer,
-    },
-  },
+  answerDoc: "In the configuration's order; a key limited to some profiles sees only those",
   async handle(ctx) {
     return { status: 200, json: { profiles: listProfiles(ctx) } };
   },

@@ -3,12 +3,7 @@
 // (src/core/revocations/receipts.ts). Scope read; a key limited to some profiles sees only receipts of
 // its profiles.
 import { listReceipts, readReceipt, type RevocationReceipt } from '../../../core/revocations/index.js';
-import {
-  ADMIN_API_CALLS,
-  revocationSchema,
-  revocationsAnswer,
-  type RevocationInfo,
-} from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS, type RevocationInfo } from '../../../protocol/admin-api.js';
 import { OPEN_REVOCATION_STATES } from '../../../storage/revocations.js';
 import { defineRoute } from '../admin-route.js';
 
@@ -17,7 +12,7 @@ export const revocationRoute = defineRoute({
   summary: 'A revocation receipt: which configurations left which nodes, and when each node confirmed it',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: 'The receipt', schema: revocationSchema } },
+  answerDoc: 'The receipt',
   async handle(ctx, { revocation_id }) {
     return { status: 200, json: revocationInfo(await readReceipt(ctx, revocation_id)) };
   },
@@ -28,7 +23,7 @@ export const revocationsRoute = defineRoute({
   summary: 'Revocation receipts, newest first',
   since: 'extension',
   source: 'query',
-  success: { status: 200, doc: { description: 'The receipts, newest first', schema: revocationsAnswer } },
+  answerDoc: 'The receipts, newest first',
   async handle(ctx, { state, user_id, limit }) {
     const receipts = await listReceipts(ctx, {
       ...(state === undefined ? {} : { states: state === 'pending' ? OPEN_REVOCATION_STATES : [state] }),

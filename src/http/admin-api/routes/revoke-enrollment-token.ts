@@ -9,7 +9,7 @@ export const revokeEnrollmentTokenRoute = defineRoute({
   summary: 'Revoke an enrollment token: redeeming it answers 410 from now on',
   since: 'extension',
   source: 'post',
-  success: { status: 204, doc: { description: 'Revoked (also when it was revoked already)' } },
+  answerDoc: 'Revoked (also when it was revoked already)',
   async handle(ctx, { user_id, token_id }) {
     await revokeEnrollmentToken(ctx, user_id, token_id);
     return { status: 204 };

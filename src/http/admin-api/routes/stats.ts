@@ -1,7 +1,7 @@
 // GET /stats (an extension of this portal): the daily usage series per profile, as the
 // reference's `aggregate_stats` (the day's highest number of connections, its unique users).
 import { dailySeries } from '../../../core/sessions/index.js';
-import { ADMIN_API_CALLS, statsAnswer } from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import { defineRoute } from '../admin-route.js';
 
 export const statsRoute = defineRoute({
@@ -9,10 +9,7 @@ export const statsRoute = defineRoute({
   summary: 'Daily usage per profile: highest number of connections and unique users',
   since: 'extension',
   source: 'query',
-  success: {
-    status: 200,
-    doc: { description: 'Per profile id, one entry per finished day, oldest first', schema: statsAnswer },
-  },
+  answerDoc: 'Per profile id, one entry per finished day, oldest first',
   async handle(ctx, params) {
     const stats = await dailySeries(ctx, {
       ...(params.profile_id === undefined ? {} : { profileId: params.profile_id }),

@@ -3,28 +3,38 @@
 import type { z } from 'zod';
 import type { PortalContext } from '../../../core/context.js';
 import { listUsers, listUsersPage } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE, usersAnswer } from '../../../protocol/admin-api.js';
-import { defineRoute, type RouteResponse } from '../admin-route.js';
+import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../protocol/admin-api.js';
+import { defineRoute, type JsonAnswer } from '../admin-route.js';
 
 export const usersRoute = defineRoute({
   ...ADMIN_API_CALLS.users,
   summary: 'All users',
   since: '3.5.2',
   source: 'query',
-  success: { status: 200, doc: { description: 'User ids, sorted', schema: usersAnswer } },
-  handle: (ctx, params) => usersAnswerFor(ctx, params, 'users'),
+  answerDoc: 'User ids, sorted',
+  handle: (ctx, params) =>
+    usersAnswerFor(ctx, params, {
+      field: 'users',
+      page: (users, next_cursor) => ({ users, next_cursor }),
+    }),
 });
 
-/** The answer of `users` or `disabled_users` (the `field`): all of them, or a page with the extension's parameters. */
-export async function usersAnswerFor(
+/** Which of the two listings, and its page as the call answers it. */
+export interface UsersListing<T> {
+  readonly field: 'users' | 'disabled_users';
+  page(users: string[], nextCursor: string | null): T;
+}
+
+/** The answer of `users` or `disabled_users`: all of them, or a page with the extension's parameters. */
+export async function usersAnswerFor<T>(
   ctx: PortalContext,
   { prefix, limit, cursor }: z.output<typeof ADMIN_API_CALLS.users.params>,
-  field: 'users' | 'disabled_users',
-): Promise<RouteResponse> {
-  const onlyDisabled = field === 'disabled_users';
+  listing: UsersListing<T>,
+): Promise<JsonAnswer<T>> {
+  const onlyDisabled = listing.field === 'disabled_users';
   // Without the extension's parameters, the specification's answer, as before.
   if (prefix === undefined && limit === undefined && cursor === undefined) {
-    return { status: 200, jsonParts: [`{"${field}":`, ...(await listUsers(ctx, { onlyDisabled })), '}'] };
+    return { status: 200, jsonParts: [`{"${listing.field}":`, ...(await listUsers(ctx, { onlyDisabled })), '}'] };
   }
   const page = await listUsersPage(ctx, {
     onlyDisabled,
@@ -32,5 +42,5 @@ export async function usersAnswerFor(
     ...(prefix === undefined ? {} : { prefix }),
     ...(cursor === undefined ? {} : { cursor }),
   });
-  return { status: 200, json: { [field]: page.users, next_cursor: page.next_cursor } };
+  return { status: 200, json: listing.page(page.users, page.next_cursor) };
 }

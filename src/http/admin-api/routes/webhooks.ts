@@ -9,14 +9,7 @@ import {
   rotateWebhookSecret,
   testWebhookSubscription,
 } from '../../../core/webhooks/index.js';
-import {
-  ADMIN_API_CALLS,
-  createWebhookAnswer,
-  rotateWebhookSecretAnswer,
-  testWebhookAnswer,
-  webhookDeliveriesAnswer,
-  webhooksAnswer,
-} from '../../../protocol/admin-api.js';
+import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
 import type { IsoDuration } from '../../../shared/iso-duration.js';
 import { defineRoute } from '../admin-route.js';
 
@@ -29,7 +22,7 @@ export const webhooksRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  success: { status: 200, doc: { description: 'Every subscription, oldest first', schema: webhooksAnswer } },
+  answerDoc: 'Every subscription, oldest first',
   async handle(ctx) {
     return { status: 200, json: { webhooks: await listWebhookSubscriptions(ctx) } };
   },
@@ -41,7 +34,7 @@ export const createWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  success: { status: 200, doc: { description: 'The subscription and its secret', schema: createWebhookAnswer } },
+  answerDoc: 'The subscription and its secret',
   async handle(ctx, { url, event_types, description }) {
     return {
       status: 200,
@@ -56,7 +49,7 @@ export const deleteWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  success: { status: 204, doc: { description: 'Deleted' } },
+  answerDoc: 'Deleted',
   async handle(ctx, { webhook_id }) {
     await deleteWebhookSubscription(ctx, webhook_id);
     return { status: 204 };
@@ -69,7 +62,7 @@ export const rotateWebhookSecretRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  success: { status: 200, doc: { description: 'The new secret, shown this once', schema: rotateWebhookSecretAnswer } },
+  answerDoc: 'The new secret, shown this once',
   async handle(ctx, { webhook_id, overlap }) {
     return { status: 200, json: await rotateWebhookSecret(ctx, webhook_id, overlap ?? DEFAULT_OVERLAP) };
   },
@@ -81,10 +74,7 @@ export const testWebhookRoute = defineRoute({
   since: 'extension',
   source: 'post',
   needsEveryProfile: true,
-  success: {
-    status: 200,
-    doc: { description: 'The attempt (also in the delivery log; not retried)', schema: testWebhookAnswer },
-  },
+  answerDoc: 'The attempt (also in the delivery log; not retried)',
   async handle(ctx, { webhook_id }) {
     const report = await testWebhookSubscription(ctx, webhook_id);
     return {
@@ -107,10 +97,7 @@ export const webhookDeliveriesRoute = defineRoute({
   since: 'extension',
   source: 'query',
   needsEveryProfile: true,
-  success: {
-    status: 200,
-    doc: { description: 'One page of deliveries, newest first', schema: webhookDeliveriesAnswer },
-  },
+  answerDoc: 'One page of deliveries, newest first',
   async handle(ctx, { webhook_id, event_type, event_id, state, since, until, cursor, limit }) {
     const page = await readWebhookDeliveries(ctx, {
       ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
