@@ -1,66 +1,36 @@
-// A typed client of the Administrator API: one method per call, its parameters typed by and its
-// answers checked against the schemas the portal's routes read and answer with
-// (src/protocol/admin-api.ts). Used by the tests and by the command-line client; it needs
-// nothing but fetch.
+// A typed client of the Administrator API: one method per call, its parameters typed by, and its
+// answers typed by and checked against, the definitions the portal's routes take theirs from
+// (ADMIN_API_CALLS, src/protocol/admin-api.ts). Used by the tests and by the command-line client;
+// it needs nothing but fetch.
 import type { z } from 'zod';
 import {
   ADMIN_API_CALLS,
   ADMIN_API_PREFIX,
-  adminKeysAnswer,
-  createAdminKeyAnswer,
-  revokeAdminKeyAnswer,
-  type AdminKeyInfo,
-  type CreateAdminKeyParams,
-  type UsersPage,
-  type UsersQuery,
-  auditLogAnswer,
-  createWebhookAnswer,
-  rotateWebhookSecretAnswer,
-  testWebhookAnswer,
-  webhookDeliveriesAnswer,
-  webhooksAnswer,
-  connectedUsersAnswer,
-  connectionListAnswer,
-  connectionLogAnswer,
-  disabledUsersAnswer,
-  enrollmentTokenAnswer,
-  enrollmentTokensAnswer,
-  deviceAnswer,
-  devicesAnswer,
   errorAnswer,
-  extendAnswer,
-  statsAnswer,
-  profilesAnswer,
-  type ProfileListing,
-  userConfigurationListAnswer,
-  usersAnswer,
   IDEMPOTENCY_KEY_HEADER,
   REVOCATION_HEADER,
-  revocationSchema,
-  revocationsAnswer,
-  type RevocationInfo,
-  type RevocationsQuery,
-  type AuditLogPage,
+  type AnswerOf,
   type AuditLogQuery,
   type ConnectionLogQuery,
-  type ConnectionInfo,
+  type CreateAdminKeyParams,
   type CreateParams,
-  type EnrollmentTokenAnswer,
-  type EnrollmentTokenInfo,
-  type EnrollmentTokenParams,
-  type ExtendAnswer,
-  type ExtendParams,
   type CreateWebhookParams,
-  type WebhookDeliveriesPage,
-  type WebhookDeliveriesQuery,
-  type WebhookInfo,
-  type UserConfiguration,
-  type DeviceInfo,
-  type DevicesPage,
   type DevicesQuery,
+  type EnrollmentTokenParams,
+  type ExtendParams,
   type RegisterDeviceParams,
+  type RevocationsQuery,
   type StatsQuery,
+  type UsersPage,
+  type UsersQuery,
+  type WebhookDeliveriesQuery,
 } from '../protocol/admin-api.js';
+
+/** A call whose answer is JSON: where it is and the schema of what it answers. */
+interface JsonCall<A extends z.ZodType> {
+  readonly path: string;
+  readonly answer: A;
+}
 
 export interface AdminApiClientOptions {
   /** The portal's `baseUrl`, e.g. `https://vpn.example.org/vpn-user-portal/`. */
@@ -118,30 +88,22 @@ export class AdminApiClient {
     this.#options = options;
   }
 
-  async connectedUsers(showAll = false): Promise<Record<string, string[]>> {
-    const answer = await this.#getJson(
-      ADMIN_API_CALLS.connectedUsers.path,
-      { show_all: showAll ? 'on' : 'off' },
-      connectedUsersAnswer,
-    );
+  async connectedUsers(showAll = false): Promise<AnswerOf<'connectedUsers'>['connected_users']> {
+    const answer = await this.#getJson(ADMIN_API_CALLS.connectedUsers, { show_all: showAll ? 'on' : 'off' });
     return answer.connected_users;
   }
 
-  async connectionList(showAll = false): Promise<Record<string, ConnectionInfo[]>> {
-    const answer = await this.#getJson(
-      ADMIN_API_CALLS.connectionList.path,
-      { show_all: showAll ? 'on' : 'off' },
-      connectionListAnswer,
-    );
+  async connectionList(showAll = false): Promise<AnswerOf<'connectionList'>['connection_list']> {
+    const answer = await this.#getJson(ADMIN_API_CALLS.connectionList, { show_all: showAll ? 'on' : 'off' });
     return answer.connection_list;
   }
 
-  async users(): Promise<string[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.users.path, {}, usersAnswer)).users;
+  async users(): Promise<AnswerOf<'users'>['users']> {
+    return (await this.#getJson(ADMIN_API_CALLS.users, {})).users;
   }
 
-  async disabledUsers(): Promise<string[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.disabledUsers.path, {}, disabledUsersAnswer)).disabled_users;
+  async disabledUsers(): Promise<AnswerOf<'disabledUsers'>['disabled_users']> {
+    return (await this.#getJson(ADMIN_API_CALLS.disabledUsers, {})).disabled_users;
   }
 
   /** Extension: one page of the users (or the disabled ones), by prefix; pass `next_cursor` as `cursor` for the next. */
@@ -150,17 +112,15 @@ export class AdminApiClient {
     // A limit always: without one of the extension's parameters the answer has no next_cursor.
     const sent = definedOnly({ limit: 100, ...rest });
     if (disabled === true) {
-      const answer = await this.#getJson(ADMIN_API_CALLS.disabledUsers.path, sent, disabledUsersAnswer);
+      const answer = await this.#getJson(ADMIN_API_CALLS.disabledUsers, sent);
       return { users: answer.disabled_users, next_cursor: answer.next_cursor ?? null };
     }
-    const answer = await this.#getJson(ADMIN_API_CALLS.users.path, sent, usersAnswer);
+    const answer = await this.#getJson(ADMIN_API_CALLS.users, sent);
     return { users: answer.users, next_cursor: answer.next_cursor ?? null };
   }
 
-  async userConfigurationList(userId: string): Promise<UserConfiguration[]> {
-    return (
-      await this.#getJson(ADMIN_API_CALLS.userConfigurationList.path, { user_id: userId }, userConfigurationListAnswer)
-    ).user_configuration_list;
+  async userConfigurationList(userId: string): Promise<AnswerOf<'userConfigurationList'>['user_configuration_list']> {
+    return (await this.#getJson(ADMIN_API_CALLS.userConfigurationList, { user_id: userId })).user_configuration_list;
   }
 
   /** `accept`: the media types the caller takes, as an Accept header (default: the portal's choice). */
@@ -208,13 +168,13 @@ export class AdminApiClient {
   }
 
   /** Extension: a revocation receipt, by the id disable_user, destroy or delete_connection answered. */
-  revocation(revocationId: string): Promise<RevocationInfo> {
-    return this.#getJson(ADMIN_API_CALLS.revocation.path, { revocation_id: revocationId }, revocationSchema);
+  revocation(revocationId: string): Promise<AnswerOf<'revocation'>> {
+    return this.#getJson(ADMIN_API_CALLS.revocation, { revocation_id: revocationId });
   }
 
   /** Extension: revocation receipts, newest first (`state: 'pending'` lists pending and overdue ones). */
-  async revocations(query: RevocationsQuery = {}): Promise<RevocationInfo[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.revocations.path, definedOnly(query), revocationsAnswer)).revocations;
+  async revocations(query: RevocationsQuery = {}): Promise<AnswerOf<'revocations'>['revocations']> {
+    return (await this.#getJson(ADMIN_API_CALLS.revocations, definedOnly(query))).revocations;
   }
 
   deleteUserAuthorizations(userId: string, options: PostOptions = {}): Promise<void> {
@@ -222,26 +182,24 @@ export class AdminApiClient {
   }
 
   /** One page of the audit log, newest first (needs scope admin); pass `next_cursor` as `cursor` for the next. */
-  auditLog(query: AuditLogQuery = {}): Promise<AuditLogPage> {
-    return this.#getJson(ADMIN_API_CALLS.auditLog.path, definedOnly(query), auditLogAnswer);
+  auditLog(query: AuditLogQuery = {}): Promise<AnswerOf<'auditLog'>> {
+    return this.#getJson(ADMIN_API_CALLS.auditLog, definedOnly(query));
   }
 
   /** Extension: moves a configuration's expiry without a new key; for OpenVPN the answer has the new certificate. */
-  async extend(params: ExtendParams, options: PostOptions = {}): Promise<ExtendAnswer> {
-    const response = await this.#send('POST', ADMIN_API_CALLS.extend.path, formOf(params), idempotencyHeader(options));
-    return this.#parsed(response, ADMIN_API_CALLS.extend.path, await this.#okText(response), extendAnswer);
+  async extend(params: ExtendParams, options: PostOptions = {}): Promise<AnswerOf<'extend'>> {
+    return this.#postJson(ADMIN_API_CALLS.extend, formOf(params), options);
   }
 
   /** Extension: a token a device redeems at `{baseUrl}enroll` with its own key (the token is in this answer only). */
-  enrollmentToken(params: EnrollmentTokenParams, options: PostOptions = {}): Promise<EnrollmentTokenAnswer> {
-    return this.#postJson(ADMIN_API_CALLS.enrollmentToken.path, definedOnly(params), enrollmentTokenAnswer, options);
+  enrollmentToken(params: EnrollmentTokenParams, options: PostOptions = {}): Promise<AnswerOf<'enrollmentToken'>> {
+    return this.#postJson(ADMIN_API_CALLS.enrollmentToken, definedOnly(params), options);
   }
 
   /** Extension: the enrollment tokens (of one user), newest first, with their state. */
-  async enrollmentTokens(userId?: string): Promise<EnrollmentTokenInfo[]> {
+  async enrollmentTokens(userId?: string): Promise<AnswerOf<'enrollmentTokens'>['enrollment_tokens']> {
     const query: Record<string, string> = userId === undefined ? {} : { user_id: userId };
-    return (await this.#getJson(ADMIN_API_CALLS.enrollmentTokens.path, query, enrollmentTokensAnswer))
-      .enrollment_tokens;
+    return (await this.#getJson(ADMIN_API_CALLS.enrollmentTokens, query)).enrollment_tokens;
   }
 
   /** Extension: redeeming the token answers 410 from now on. */
@@ -254,23 +212,25 @@ export class AdminApiClient {
   }
 
   /** Extension: registers a managed device of a user (the same registration again answers the same device). */
-  async registerDevice(params: RegisterDeviceParams, options: PostOptions = {}): Promise<DeviceInfo> {
-    return (await this.#postJson(ADMIN_API_CALLS.registerDevice.path, definedOnly(params), deviceAnswer, options))
-      .device;
+  async registerDevice(
+    params: RegisterDeviceParams,
+    options: PostOptions = {},
+  ): Promise<AnswerOf<'registerDevice'>['device']> {
+    return (await this.#postJson(ADMIN_API_CALLS.registerDevice, definedOnly(params), options)).device;
   }
 
   /** Extension: one page of the registered devices, newest first (pass `next_cursor` back as `cursor`). */
-  devices(query: DevicesQuery = {}): Promise<DevicesPage> {
-    return this.#getJson(ADMIN_API_CALLS.devices.path, definedOnly(query), devicesAnswer);
+  devices(query: DevicesQuery = {}): Promise<AnswerOf<'devices'>> {
+    return this.#getJson(ADMIN_API_CALLS.devices, definedOnly(query));
   }
 
   /** Extension: one device with its configurations. */
-  async device(deviceId: string): Promise<DeviceInfo> {
-    return (await this.#getJson(ADMIN_API_CALLS.device.path, { device_id: deviceId }, deviceAnswer)).device;
+  async device(deviceId: string): Promise<AnswerOf<'device'>['device']> {
+    return (await this.#getJson(ADMIN_API_CALLS.device, { device_id: deviceId })).device;
   }
 
   /** Extension: retires a device; every configuration of it leaves the database and the nodes. */
-  async retireDevice(deviceId: string, options: PostOptions = {}): Promise<DeviceInfo> {
+  async retireDevice(deviceId: string, options: PostOptions = {}): Promise<AnswerOf<'retireDevice'>['device']> {
     return (await this.retireDeviceWithReceipt(deviceId, options)).device;
   }
 
@@ -278,41 +238,41 @@ export class AdminApiClient {
   async retireDeviceWithReceipt(
     deviceId: string,
     options: PostOptions = {},
-  ): Promise<{ readonly device: DeviceInfo; readonly revocationId: string | null }> {
-    const path = ADMIN_API_CALLS.retireDevice.path;
+  ): Promise<{ readonly device: AnswerOf<'retireDevice'>['device']; readonly revocationId: string | null }> {
+    const call = ADMIN_API_CALLS.retireDevice;
     const response = await this.#send(
       'POST',
-      path,
+      call.path,
       new URLSearchParams({ device_id: deviceId }),
       idempotencyHeader(options),
     );
-    const { device } = this.#parsed(response, path, await this.#okText(response), deviceAnswer);
+    const { device } = this.#parsed(response, call, await this.#okText(response));
     return { device, revocationId: response.headers.get(REVOCATION_HEADER) };
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */
-  connectionLog(query: ConnectionLogQuery = {}): Promise<z.infer<typeof connectionLogAnswer>> {
-    return this.#getJson(ADMIN_API_CALLS.connectionLog.path, definedOnly(query), connectionLogAnswer);
+  connectionLog(query: ConnectionLogQuery = {}): Promise<AnswerOf<'connectionLog'>> {
+    return this.#getJson(ADMIN_API_CALLS.connectionLog, definedOnly(query));
   }
 
   /** Extension: the daily usage series per profile. */
   /** The profiles the key may use (extension). */
-  async profiles(): Promise<ProfileListing[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.profiles.path, {}, profilesAnswer)).profiles;
+  async profiles(): Promise<AnswerOf<'profiles'>['profiles']> {
+    return (await this.#getJson(ADMIN_API_CALLS.profiles, {})).profiles;
   }
 
-  async stats(query: StatsQuery = {}): Promise<z.infer<typeof statsAnswer>['stats']> {
-    return (await this.#getJson(ADMIN_API_CALLS.stats.path, definedOnly(query), statsAnswer)).stats;
+  async stats(query: StatsQuery = {}): Promise<AnswerOf<'stats'>['stats']> {
+    return (await this.#getJson(ADMIN_API_CALLS.stats, definedOnly(query))).stats;
   }
 
   /** Extension (scope admin): the webhook subscriptions. */
-  async webhooks(): Promise<WebhookInfo[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.webhooks.path, {}, webhooksAnswer)).webhooks;
+  async webhooks(): Promise<AnswerOf<'webhooks'>['webhooks']> {
+    return (await this.#getJson(ADMIN_API_CALLS.webhooks, {})).webhooks;
   }
 
   /** Extension (scope admin): adds a subscription; the answer's secret is shown this once. */
-  createWebhook(params: CreateWebhookParams, options: PostOptions = {}): Promise<z.infer<typeof createWebhookAnswer>> {
-    return this.#postJson(ADMIN_API_CALLS.createWebhook.path, definedOnly(params), createWebhookAnswer, options);
+  createWebhook(params: CreateWebhookParams, options: PostOptions = {}): Promise<AnswerOf<'createWebhook'>> {
+    return this.#postJson(ADMIN_API_CALLS.createWebhook, definedOnly(params), options);
   }
 
   deleteWebhook(webhookId: string, options: PostOptions = {}): Promise<void> {
@@ -324,51 +284,47 @@ export class AdminApiClient {
     webhookId: string,
     overlap?: string,
     options: PostOptions = {},
-  ): Promise<z.infer<typeof rotateWebhookSecretAnswer>> {
+  ): Promise<AnswerOf<'rotateWebhookSecret'>> {
     return this.#postJson(
-      ADMIN_API_CALLS.rotateWebhookSecret.path,
+      ADMIN_API_CALLS.rotateWebhookSecret,
       definedOnly({ webhook_id: webhookId, overlap }),
-      rotateWebhookSecretAnswer,
       options,
     );
   }
 
   /** Sends a `webhook.test` event now; answers what the receiver did. */
-  testWebhook(webhookId: string, options: PostOptions = {}): Promise<z.infer<typeof testWebhookAnswer>> {
-    return this.#postJson(ADMIN_API_CALLS.testWebhook.path, { webhook_id: webhookId }, testWebhookAnswer, options);
+  testWebhook(webhookId: string, options: PostOptions = {}): Promise<AnswerOf<'testWebhook'>> {
+    return this.#postJson(ADMIN_API_CALLS.testWebhook, { webhook_id: webhookId }, options);
   }
 
   /** One page of the delivery log, newest first; pass `next_cursor` as `cursor` for the next. */
-  webhookDeliveries(query: WebhookDeliveriesQuery = {}): Promise<WebhookDeliveriesPage> {
-    return this.#getJson(ADMIN_API_CALLS.webhookDeliveries.path, definedOnly(query), webhookDeliveriesAnswer);
+  webhookDeliveries(query: WebhookDeliveriesQuery = {}): Promise<AnswerOf<'webhookDeliveries'>> {
+    return this.#getJson(ADMIN_API_CALLS.webhookDeliveries, definedOnly(query));
   }
 
   /** Extension (scope admin): every admin key, never a secret. */
-  async adminKeys(): Promise<AdminKeyInfo[]> {
-    return (await this.#getJson(ADMIN_API_CALLS.adminKeys.path, {}, adminKeysAnswer)).admin_keys;
+  async adminKeys(): Promise<AnswerOf<'adminKeys'>['admin_keys']> {
+    return (await this.#getJson(ADMIN_API_CALLS.adminKeys, {})).admin_keys;
   }
 
   /** Extension (scope admin): makes an admin key within the calling key's rights; the answer's secret is shown this once. */
-  createAdminKey(
-    params: CreateAdminKeyParams,
-    options: PostOptions = {},
-  ): Promise<z.infer<typeof createAdminKeyAnswer>> {
-    return this.#postJson(ADMIN_API_CALLS.createAdminKey.path, definedOnly(params), createAdminKeyAnswer, options);
+  createAdminKey(params: CreateAdminKeyParams, options: PostOptions = {}): Promise<AnswerOf<'createAdminKey'>> {
+    return this.#postJson(ADMIN_API_CALLS.createAdminKey, definedOnly(params), options);
   }
 
   /** Extension (scope admin): revokes every key of the name; answers how many. */
-  async revokeAdminKey(name: string, options: PostOptions = {}): Promise<number> {
-    return (await this.#postJson(ADMIN_API_CALLS.revokeAdminKey.path, { name }, revokeAdminKeyAnswer, options)).revoked;
+  async revokeAdminKey(name: string, options: PostOptions = {}): Promise<AnswerOf<'revokeAdminKey'>['revoked']> {
+    return (await this.#postJson(ADMIN_API_CALLS.revokeAdminKey, { name }, options)).revoked;
   }
 
-  async #getJson<T>(path: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
+  async #getJson<A extends z.ZodType>(call: JsonCall<A>, query: Record<string, string>): Promise<z.infer<A>> {
     const search = new URLSearchParams(query).toString();
-    const response = await this.#send('GET', search === '' ? path : `${path}?${search}`);
-    return this.#parsed(response, path, await this.#okText(response), schema);
+    const response = await this.#send('GET', search === '' ? call.path : `${call.path}?${search}`);
+    return this.#parsed(response, call, await this.#okText(response));
   }
 
-  #parsed<T>(response: Response, path: string, text: string, schema: z.ZodType<T>): T {
-    const parsed = schema.safeParse(JSON.parse(text));
+  #parsed<A extends z.ZodType>(response: Response, { path, answer }: JsonCall<A>, text: string): z.infer<A> {
+    const parsed = answer.safeParse(JSON.parse(text));
     if (!parsed.success)
       throw new AdminApiError(
         response.status,
@@ -377,14 +333,13 @@ export class AdminApiClient {
     return parsed.data;
   }
 
-  async #postJson<T>(
-    path: string,
-    form: Record<string, string>,
-    schema: z.ZodType<T>,
+  async #postJson<A extends z.ZodType>(
+    call: JsonCall<A>,
+    form: Record<string, string> | URLSearchParams,
     options: PostOptions,
-  ): Promise<T> {
-    const response = await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options));
-    return this.#parsed(response, path, await this.#okText(response), schema);
+  ): Promise<z.infer<A>> {
+    const response = await this.#send('POST', call.path, new URLSearchParams(form), idempotencyHeader(options));
+    return this.#parsed(response, call, await this.#okText(response));
   }
 
   async #postNoContent(path: string, form: Record<string, string>, options: PostOptions): Promise<void> {

@@ -52,10 +52,10 @@ const nextUserCursor = z
 export const usersAnswer = z.object({ users: z.array(z.string()), next_cursor: nextUserCursor });
 export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()), next_cursor: nextUserCursor });
 
-export interface UsersPage {
-  readonly users: string[];
-  readonly next_cursor: string | null;
-}
+/** A page of `users` (or `disabled_users`) as the client gives it: the ids, and the cursor (null on the last page). */
+export type UsersPage = Readonly<Pick<z.infer<typeof usersAnswer>, 'users'>> & {
+  readonly next_cursor: Exclude<z.infer<typeof usersAnswer>['next_cursor'], undefined>;
+};
 export const userConfigurationListAnswer = z.object({ user_configuration_list: z.array(userConfigurationSchema) });
 /** An entry of the connection history (extension): connection_log plus where and on which node. */
 export const connectionLogEntrySchema = z.object({
