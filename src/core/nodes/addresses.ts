@@ -6,9 +6,10 @@ import { releasePoolIndex, type PoolKey } from '../../storage/ip-pools.js';
 import { insertPeerAtFreeAddress, type UnplacedPeer } from '../../storage/new-peer.js';
 import type { ClosingWrite } from '../../storage/closing-writes.js';
 import type { Database } from '../../storage/schema.js';
-import type { WireGuardPeer } from '../../storage/wg-peers.js';
+import { countPeersByProfileAndNode, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../../wireguard/address-pool.js';
-import type { ProfileId } from '../../shared/ids.js';
+import type { NodeNumber, ProfileId } from '../../shared/ids.js';
+import type { PortalContext } from '../context.js';
 
 /**
  * Stores a configuration at the lowest free address of the pool of the profile's range on
@@ -56,4 +57,26 @@ function poolKey(profileId: ProfileId, node: ProfileNode): PoolKey {
     rangeFour: node.wireGuard.rangeFour,
     rangeSix: node.wireGuard.rangeSix,
   };
+}
+
+/** A WireGuard address pool (a profile's range on one node): how many of its addresses configurations hold. */
+export interface PoolUse {
+  readonly profileId: ProfileId;
+  readonly nodeNumber: NodeNumber;
+  readonly used: number;
+  readonly size: number;
+}
+
+/** Every WireGuard pool of the configured profiles, in the configuration's order, with its use. */
+export async function wireGuardPoolUse(ctx: PortalContext): Promise<PoolUse[]> {
+  const used = await countPeersByProfileAndNode(ctx.db);
+  return ctx.config.profiles.flatMap((profile) =>
+    profile.nodes.flatMap((node) => {
+      if (node.wireGuard === null) return [];
+      const count =
+        used.find((row) => row.profileId === profile.profileId && row.nodeNumber === node.nodeNumber)?.count ?? 0;
+      const size = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
+      return [{ profileId: profile.profileId, nodeNumber: node.nodeNumber, used: count, size }];
+    }),
+  );
 }

@@ -5,8 +5,8 @@
 // configuration carries are in that one answer only (never cached, never stored).
 import { callerKey } from '../../core/admin-call.js';
 import QRCode from 'qrcode';
-import type { AdminKeyInfo, ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
-import type { AdminRoute } from '../admin-api/admin-route.js';
+import type { ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
+import type { AdminRoute, RouteAnswer } from '../admin-api/admin-route.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
 import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from '../admin-api/routes/admin-keys.js';
 import { connectionListRoute } from '../admin-api/routes/connection-list.js';
@@ -19,25 +19,31 @@ import { enableUserRoute } from '../admin-api/routes/enable-user.js';
 import { enrollmentTokenRoute } from '../admin-api/routes/enrollment-token.js';
 import { revokeEnrollmentTokenRoute } from '../admin-api/routes/revoke-enrollment-token.js';
 import { userConfigurationListRoute } from '../admin-api/routes/user-configuration-list.js';
-import { ENROLL_PATH } from '../../protocol/admin-api.js';
-import { ConsoleRefusal, callRoute, jsonOf, readJson } from './calls.js';
+import { ENROLL_PATH, type CallAnswer } from '../../protocol/admin-api.js';
+import { ConsoleRefusal, answerValue, callRoute, readAnswer } from './calls.js';
 import { html, type Html } from './html.js';
 import { csrfField, problem, type DoneNote } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 
-interface Action {
-  readonly route: AdminRoute<ParamsSchema>;
+interface Action<A extends CallAnswer = CallAnswer> {
+  readonly route: AdminRoute<ParamsSchema, A>;
   /** The form fields the call takes. */
   readonly fields: readonly string[];
   /** What the change will do, in a sentence, from what the portal knows now. */
   describe(request: ConsoleRequest, values: Readonly<Record<string, string>>): Promise<string>;
   /** Where to go once done (a page with a note), unless `result` shows the answer itself. */
   readonly after?: (values: Readonly<Record<string, string>>) => string;
-  readonly result?: (
+  /** Shows the answer itself (the file, the token, the key: each shown this once), of the route's answer type. */
+  result?(
     request: ConsoleRequest,
     values: Readonly<Record<string, string>>,
-    answer: Awaited<ReturnType<typeof callRoute>>,
-  ) => Promise<PageResult>;
+    answer: RouteAnswer<A>,
+  ): Promise<PageResult>;
+}
+
+/** An action typed by its route's answer, listed with the others. */
+function action<A extends CallAnswer>(definition: Action<A>): Action {
+  return definition;
 }
 
 /** What a user's configurations are, which of them are connected now (the nodes' live answer) and the open sessions the log knows (with their node). */
@@ -46,32 +52,15 @@ async function reachOf(
   userId: string,
 ): Promise<{ configurations: UserConfiguration[]; online: ConnectionInfo[]; open: ConnectionLogEntry[] }> {
   const { ctx, frame } = request;
-  const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(
-    ctx,
-    frame.caller,
-    request.request,
-    userConfigurationListRoute,
-    {
-      user_id: userId,
-    },
-  );
-  const live = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(
-    ctx,
-    frame.caller,
-    request.request,
-    connectionListRoute,
-  );
-  const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(
-    ctx,
-    frame.caller,
-    request.request,
-    connectionLogRoute,
-    {
-      user_id: userId,
-      open: 'yes',
-      limit: '1000',
-    },
-  );
+  const list = await readAnswer(ctx, frame.caller, request.request, userConfigurationListRoute, {
+    user_id: userId,
+  });
+  const live = await readAnswer(ctx, frame.caller, request.request, connectionListRoute);
+  const log = await readAnswer(ctx, frame.caller, request.request, connectionLogRoute, {
+    user_id: userId,
+    open: 'yes',
+    limit: '1000',
+  });
   const online = Object.values(live.connection_list).flatMap((entries) =>
     entries.filter((entry) => entry.user_id === userId),
   );
@@ -95,7 +84,7 @@ function userPage(userId: string, done: DoneNote): string {
 }
 
 const ACTIONS: Readonly<Record<string, Action>> = {
-  disable_user: {
+  disable_user: action({
     route: disableUserRoute,
     fields: ['user_id'],
     async describe(request, { user_id = '' }) {
@@ -106,8 +95,8 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       } will be cut from the nodes and ${sessionsText(online, open)}. The user cannot connect until enabled again.`;
     },
     after: ({ user_id = '' }) => userPage(user_id, 'disabled'),
-  },
-  enable_user: {
+  }),
+  enable_user: action({
     route: enableUserRoute,
     fields: ['user_id'],
     async describe(request, { user_id = '' }) {
@@ -115,8 +104,8 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       return `Enable ${user_id}: the user can connect again with ${plural(configurations.length, 'configuration', 'configurations')}.`;
     },
     after: ({ user_id = '' }) => userPage(user_id, 'enabled'),
-  },
-  destroy: {
+  }),
+  destroy: action({
     route: destroyRoute,
     fields: ['user_id'],
     async describe(request, { user_id = '' }) {
@@ -124,8 +113,8 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       return `Delete ${user_id} for good: ${plural(configurations.length, 'configuration', 'configurations')}, the user's devices and enrollment tokens are deleted and ${sessionsText(online, open)}. This cannot be undone.`;
     },
     after: ({ user_id = '' }) => `users?${new URLSearchParams({ done: 'deleted', user_id }).toString()}`,
-  },
-  delete_connection: {
+  }),
+  delete_connection: action({
     route: deleteConnectionRoute,
     fields: ['user_id', 'connection_id'],
     async describe(request, { user_id = '', connection_id = '' }) {
@@ -136,15 +125,14 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       return `Delete the configuration ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`} of ${user_id}: it is cut from its node and ${sessionsText(connected, sessions)}.`;
     },
     after: ({ user_id = '' }) => userPage(user_id, 'configuration-deleted'),
-  },
-  create: {
+  }),
+  create: action({
     route: createRoute,
     fields: ['user_id', 'profile_id', 'display_name', 'expires_in'],
     async describe(_request, { user_id = '', profile_id = '', expires_in = '' }) {
       return `Issue a configuration for ${user_id} in profile ${profile_id}${expires_in === '' ? '' : `, valid for ${expires_in}`}. Its file and QR code are shown once, on the next page: the portal does not keep the private key.`;
     },
     async result(request, { user_id = '' }, answer) {
-      if (!('body' in answer)) throw new ConsoleRefusal(500, 'the portal answered no configuration file');
       const text = typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8');
       const type = answer.headers['content-type'] ?? 'text/plain';
       const disposition = /filename="([^"]+)"/.exec(answer.headers['content-disposition'] ?? '')?.[1];
@@ -162,15 +150,15 @@ ${qr}
 <p><a href="${request.frame.base}user?${new URLSearchParams({ user_id }).toString()}">Back to ${user_id}</a></p>`,
       };
     },
-  },
-  enrollment_token: {
+  }),
+  enrollment_token: action({
     route: enrollmentTokenRoute,
     fields: ['user_id', 'profile_id', 'valid_for', 'uses'],
     async describe(_request, { user_id = '', profile_id = '', valid_for = '', uses = '' }) {
       return `Make an enrollment token for ${user_id} in profile ${profile_id}: it can make ${uses || '1'} configuration(s) and be redeemed for ${valid_for || 'PT1H'}. It is shown once, with its QR code.`;
     },
     async result(request, { user_id = '' }, answer) {
-      const token = jsonOf(answer) as { enrollment_token: string; token_id: string; expires_at: string; uses: number };
+      const token = answerValue(enrollmentTokenRoute.answer, answer);
       const enrollUrl = new URL(
         ENROLL_PATH,
         request.ctx.config.baseUrl.href.endsWith('/')
@@ -185,16 +173,16 @@ ${await qrCode(token.enrollment_token)}
 <p><a href="${request.frame.base}user?${new URLSearchParams({ user_id }).toString()}">Back to ${user_id}</a></p>`,
       };
     },
-  },
-  revoke_enrollment_token: {
+  }),
+  revoke_enrollment_token: action({
     route: revokeEnrollmentTokenRoute,
     fields: ['token_id'],
     async describe(_request, { token_id = '' }) {
       return `Revoke the enrollment token ${token_id}: it can no longer be redeemed; configurations it made stay.`;
     },
     after: () => 'tokens',
-  },
-  create_admin_key: {
+  }),
+  create_admin_key: action({
     route: createAdminKeyRoute,
     fields: ['name', 'scope', 'profiles', 'expires_in', 'allow_list'],
     async describe(_request, { name = '', scope = 'read', profiles, expires_in, allow_list }) {
@@ -203,7 +191,7 @@ ${await qrCode(token.enrollment_token)}
       }, usable from ${allow_list === undefined ? 'anywhere adminApi.allowList allows' : allow_list}. The key is shown once, on the next page: the portal keeps only a keyed hash of it.`;
     },
     async result(request, _values, answer) {
-      const made = jsonOf(answer) as { admin_key: AdminKeyInfo; secret: string };
+      const made = answerValue(createAdminKeyRoute.answer, answer);
       return {
         title: `Admin key ${made.admin_key.name}`,
         body: html`<p class="notice" role="status">Made. This page is the only time the key is shown; store it now.</p>
@@ -213,21 +201,20 @@ ${await qrCode(token.enrollment_token)}
 <p><a href="${request.frame.base}keys">Back to the admin keys</a></p>`,
       };
     },
-  },
-  revoke_admin_key: {
+  }),
+  revoke_admin_key: action({
     route: revokeAdminKeyRoute,
     fields: ['name'],
     async describe(request, { name = '' }) {
       const { ctx, frame } = request;
-      const keys = (await readJson<{ admin_keys: AdminKeyInfo[] }>(ctx, frame.caller, request.request, adminKeysRoute))
-        .admin_keys;
+      const keys = (await readAnswer(ctx, frame.caller, request.request, adminKeysRoute)).admin_keys;
       const live = keys.filter((key) => key.name === name && (key.state === 'active' || key.state === 'rotated'));
       const yourself =
         callerKey(frame.caller)?.name === name ? ' This is the key you signed in with: your session ends too.' : '';
       return `Revoke the admin key "${name}": ${plural(live.length, 'key', 'keys')} of that name stop working at once, on every portal instance, and console sessions signed in with them end. This cannot be undone.${yourself}`;
     },
     after: () => 'keys',
-  },
+  }),
 };
 
 async function qrCode(text: string): Promise<Html> {

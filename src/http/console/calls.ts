@@ -2,6 +2,7 @@
 // the route's handler): the same scope and profile checks, parameter rules, use cases and audit
 // rows as the API, with the console session's key as the caller. No second path to the database.
 import type { FastifyRequest } from 'fastify';
+import type { z } from 'zod';
 import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import { PortalError } from '../../core/errors.js';
@@ -10,8 +11,9 @@ import { bindCall, type AdminRoute } from '../admin-api/admin-route.js';
 import { statusOfPortalError } from '../plumbing/error-reply.js';
 import { HttpError } from '../plumbing/http-error.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
-import { successStatusOf } from '../../protocol/admin-api.js';
-import type { RouteResponse } from '../plumbing/route-response.js';
+import { successStatusOf, type CallAnswer } from '../../protocol/admin-api.js';
+import type { JsonAnswer, RouteAnswer } from '../plumbing/route-response.js';
+import { jsonPartsText } from '../../shared/json-parts.js';
 
 /** A call the portal refused or could not make: its status and the API's message (which names the limit on 403). */
 export class ConsoleRefusal extends Error {
@@ -30,14 +32,14 @@ export interface CallOptions {
 }
 
 /** Makes one Admin API call as `caller`; a refusal or failure becomes a ConsoleRefusal (and, for a change, an audit row). */
-export async function callRoute<S extends ParamsSchema>(
+export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
   ctx: PortalContext,
   caller: AdminCaller,
   request: FastifyRequest,
-  route: AdminRoute<S>,
+  route: AdminRoute<S, A>,
   input: Readonly<Record<string, string>>,
   options: CallOptions = {},
-): Promise<RouteResponse> {
+): Promise<RouteAnswer<A>> {
   const routeRequest = options.headers === undefined ? request : withHeaders(request, options.headers);
   let call = null;
   try {
@@ -63,29 +65,24 @@ export async function callRoute<S extends ParamsSchema>(
   }
 }
 
-/** The JSON answer of a call. */
-export async function readJson<T>(
+/** The JSON answer of a call, of the call's answer type (ADMIN_API_CALLS). */
+export async function readAnswer<S extends ParamsSchema, T>(
   ctx: PortalContext,
   caller: AdminCaller,
   request: FastifyRequest,
-  route: AdminRoute<ParamsSchema>,
+  route: AdminRoute<S, z.ZodType<T>>,
   input: Readonly<Record<string, string>> = {},
 ): Promise<T> {
-  return jsonOf(await callRoute(ctx, caller, request, route, input)) as T;
+  return answerValue(route.answer, await callRoute(ctx, caller, request, route, input));
 }
 
-export function jsonOf(response: RouteResponse): unknown {
-  if (response.status === 204) return null;
-  if ('json' in response) return response.json;
-  if ('jsonText' in response) return JSON.parse(response.jsonText);
-  if ('jsonParts' in response) {
-    return JSON.parse(
-      Buffer.concat(
-        response.jsonParts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))),
-      ).toString('utf8'),
-    );
-  }
-  return null;
+/**
+ * The value of a JSON answer: the handler's own value as it is, or, for a listing the portal
+ * keeps as JSON text (src/shared/json-parts.ts), that text read back through the call's schema.
+ */
+export function answerValue<T>(schema: z.ZodType<T>, answer: JsonAnswer<T>): T {
+  if ('json' in answer) return answer.json;
+  return schema.parse(JSON.parse(jsonPartsText(answer.jsonParts)));
 }
 
 function refusalOf(error: unknown): ConsoleRefusal | null {

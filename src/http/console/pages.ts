@@ -1,24 +1,5 @@
-// The console's pages (GET): each reads through the Admin API's route definitions as the
-// signed-in key, so a page shows exactly what the key may see (its profiles only, for a key
-// limited to some). A read the key may not make says which limit, in place of its section.
-// Lists page through the API (users by prefix, the connection log by address and moment).
-import type { z } from 'zod';
-import {
-  ADMIN_SCOPES,
-  type AdminKeyInfo,
-  type AuditLogPage,
-  type ConnectionInfo,
-  type ConnectionLogEntry,
-  type DevicesPage,
-  type EnrollmentTokenInfo,
-  type ProfileListing,
-  type UserConfiguration,
-  type WebhookDeliveriesPage,
-  type WebhookInfo,
-  type dailyStatsSchema,
-} from '../../protocol/admin-api.js';
-import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
-import { poolCapacity } from '../../wireguard/address-pool.js';
+import { ADMIN_SCOPES, type AuditLogPage, type ConnectionLogEntry } from '../../protocol/admin-api.js';
+import { wireGuardPoolUse } from '../../core/nodes/index.js';
 import { adminKeysRoute } from '../admin-api/routes/admin-keys.js';
 import { auditLogRoute } from '../admin-api/routes/audit-log.js';
 import { connectionListRoute } from '../admin-api/routes/connection-list.js';
@@ -31,7 +12,7 @@ import { statsRoute } from '../admin-api/routes/stats.js';
 import { userConfigurationListRoute } from '../admin-api/routes/user-configuration-list.js';
 import { usersRoute } from '../admin-api/routes/users.js';
 import { webhookDeliveriesRoute, webhooksRoute } from '../admin-api/routes/webhooks.js';
-import { ConsoleRefusal, readJson } from './calls.js';
+import { ConsoleRefusal, readAnswer } from './calls.js';
 import { html, jsonIsland, type Html } from './html.js';
 import { doneNote, may, problem, table } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
@@ -82,29 +63,19 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
         html`<p class="problem" role="alert">Node ${node.nodeNumber} is down: changes for it wait until it answers again (the database holds them); the console works on.</p>`,
     )}</section>`;
   const pools = await section(async () => {
-    const used = await countPeersByProfileAndNode(ctx.db);
-    const profiles = await readJson<{ profiles: ProfileListing[] }>(ctx, caller, request, profilesRoute);
-    const visible = new Set(profiles.profiles.map((profile) => profile.profile_id));
-    const rows = ctx.config.profiles
-      .filter((profile) => visible.has(profile.profileId))
-      .flatMap((profile) =>
-        profile.nodes.flatMap((node) => {
-          if (node.wireGuard === null) return [];
-          const count =
-            used.find((row) => row.profileId === profile.profileId && row.nodeNumber === node.nodeNumber)?.count ?? 0;
-          const size = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
-          return [html`<tr><td>${profile.profileId}</td><td>${node.nodeNumber}</td><td>${count} of ${size}</td></tr>`];
-        }),
+    const poolUse = await wireGuardPoolUse(ctx);
+    const profiles = await readAnswer(ctx, caller, request, profilesRoute);
+    const visible = new Set<string>(profiles.profiles.map((profile) => profile.profile_id));
+    const rows = poolUse
+      .filter((pool) => visible.has(pool.profileId))
+      .map(
+        (pool) =>
+          html`<tr><td>${pool.profileId}</td><td>${pool.nodeNumber}</td><td>${pool.used} of ${pool.size}</td></tr>`,
       );
     return table('WireGuard addresses in use', ['Profile', 'Node', 'Used'], rows, 'No WireGuard pools.');
   });
   const online = await section(async () => {
-    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(
-      ctx,
-      caller,
-      request,
-      connectionListRoute,
-    );
+    const list = await readAnswer(ctx, caller, request, connectionListRoute);
     const rows = Object.entries(list.connection_list).map(
       ([profile, connections]) => html`<tr><td>${profile}</td><td>${connections.length}</td></tr>`,
     );
@@ -117,7 +88,7 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
         let revoked = 0;
         let cursor: string | null = null;
         do {
-          const audit: AuditLogPage = await readJson<AuditLogPage>(ctx, caller, request, auditLogRoute, {
+          const audit: AuditLogPage = await readAnswer(ctx, caller, request, auditLogRoute, {
             since: today,
             limit: '1000',
             ...(cursor === null ? {} : { cursor }),
@@ -137,13 +108,7 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
     : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin.</p>`;
   const chart = await section(async () => {
     const since = new Date(ctx.clock.now().getTime() - 30 * DAY_MS).toISOString().slice(0, 10);
-    const stats = await readJson<{ stats: Record<string, z.infer<typeof dailyStatsSchema>[]> }>(
-      ctx,
-      caller,
-      request,
-      statsRoute,
-      { since },
-    );
+    const stats = await readAnswer(ctx, caller, request, statsRoute, { since });
     const rows = Object.entries(stats.stats).flatMap(([profile, days]) =>
       days.map(
         (day) =>
@@ -176,20 +141,16 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
       ...(after === '' ? {} : { cursor: after }),
     };
     const page = onlyDisabled
-      ? await readJson<{ disabled_users: string[]; next_cursor: string | null }>(
-          ctx,
-          frame.caller,
-          request,
-          disabledUsersRoute,
-          params,
-        )
-      : await readJson<{ users: string[]; next_cursor: string | null }>(ctx, frame.caller, request, usersRoute, params);
+      ? await readAnswer(ctx, frame.caller, request, disabledUsersRoute, params)
+      : await readAnswer(ctx, frame.caller, request, usersRoute, params);
     const shown = 'users' in page ? page.users : page.disabled_users;
+    // Sent with a limit, the answer always has next_cursor (null on the last page).
+    const next = page.next_cursor ?? null;
     const rows = shown.map((userId) => html`<tr><td>${userLink(base, userId)}</td></tr>`);
     return html`${table(onlyDisabled ? 'Disabled users' : 'Users', ['User'], rows, 'No users match.')}${
-      page.next_cursor === null
+      next === null
         ? ''
-        : html`<p>${link(base, 'users', { prefix, after: page.next_cursor, ...(onlyDisabled ? { disabled: 'yes' } : {}) }, 'Next page')}</p>`
+        : html`<p>${link(base, 'users', { prefix, after: next, ...(onlyDisabled ? { disabled: 'yes' } : {}) }, 'Next page')}</p>`
     }`;
   });
   return {
@@ -207,7 +168,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const userId = query['user_id'] ?? '';
   const disabled = await section(async () => {
     // The ids are sorted, so the user, when disabled, is the first that starts with its own id.
-    const list = await readJson<{ disabled_users: string[] }>(ctx, caller, request, disabledUsersRoute, {
+    const list = await readAnswer(ctx, caller, request, disabledUsersRoute, {
       prefix: userId,
       limit: '1',
     });
@@ -222,13 +183,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
     return html`<p>State: <strong>${isDisabled ? 'disabled' : 'enabled'}</strong></p><p class="actions">${actions}</p>`;
   });
   const configurations = await section(async () => {
-    const list = await readJson<{ user_configuration_list: UserConfiguration[] }>(
-      ctx,
-      caller,
-      request,
-      userConfigurationListRoute,
-      { user_id: userId },
-    );
+    const list = await readAnswer(ctx, caller, request, userConfigurationListRoute, { user_id: userId });
     return table(
       'Configurations',
       ['Name', 'Profile', 'Protocol', 'Expires', 'Connection id', ''],
@@ -249,7 +204,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
     );
   });
   const devices = await section(async () => {
-    const page = await readJson<DevicesPage>(ctx, caller, request, devicesRoute, { user_id: userId });
+    const page = await readAnswer(ctx, caller, request, devicesRoute, { user_id: userId });
     return table(
       'Devices',
       ['Device', 'Platform', 'Profile', 'State', 'Identity'],
@@ -261,7 +216,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
     );
   });
   const sessions = await section(async () => {
-    const log = await readJson<{ connection_log: ConnectionLogEntry[] }>(ctx, caller, request, connectionLogRoute, {
+    const log = await readAnswer(ctx, caller, request, connectionLogRoute, {
       user_id: userId,
       limit: '20',
     });
@@ -282,8 +237,7 @@ async function issueForms(r: ConsoleRequest, userId: string): Promise<Html> {
   const { ctx, frame, request } = r;
   const { base } = frame;
   return section(async () => {
-    const profiles = (await readJson<{ profiles: ProfileListing[] }>(ctx, frame.caller, request, profilesRoute))
-      .profiles;
+    const profiles = (await readAnswer(ctx, frame.caller, request, profilesRoute)).profiles;
     const options = profiles.map(
       (profile) => html`<option value="${profile.profile_id}">${profile.display_name} (${profile.profile_id})</option>`,
     );
@@ -322,12 +276,7 @@ function logTable(base: string, entries: readonly ConnectionLogEntry[]): Html {
 async function connections(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
   const body = await section(async () => {
-    const list = await readJson<{ connection_list: Record<string, ConnectionInfo[]> }>(
-      ctx,
-      frame.caller,
-      request,
-      connectionListRoute,
-    );
+    const list = await readAnswer(ctx, frame.caller, request, connectionListRoute);
     return html`${Object.entries(list.connection_list).map(
       ([profile, entries]) =>
         html`<section><h2>${profile}</h2>${table(
@@ -353,16 +302,10 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
     if (value !== undefined && value !== '') filters[name] = value;
   }
   const body = await section(async () => {
-    const log = await readJson<{ connection_log: ConnectionLogEntry[]; next_cursor: string | null }>(
-      ctx,
-      frame.caller,
-      request,
-      connectionLogRoute,
-      {
-        ...filters,
-        limit: '100',
-      },
-    );
+    const log = await readAnswer(ctx, frame.caller, request, connectionLogRoute, {
+      ...filters,
+      limit: '100',
+    });
     return html`${logTable(base, log.connection_log)}${log.next_cursor === null ? '' : html`<p>${link(base, 'log', { ...filters, cursor: log.next_cursor }, 'Next page')}</p>`}`;
   });
   const field = (name: string, label: string, hint: string) =>
@@ -389,7 +332,7 @@ async function audit(r: ConsoleRequest): Promise<PageResult> {
     if (value !== undefined && value !== '') filters[name] = value;
   }
   const body = await section(async () => {
-    const page = await readJson<AuditLogPage>(ctx, frame.caller, request, auditLogRoute, { ...filters, limit: '100' });
+    const page = await readAnswer(ctx, frame.caller, request, auditLogRoute, { ...filters, limit: '100' });
     return html`${table(
       'Audit log, newest first',
       ['When', 'Key', 'From', 'Call', 'Status', 'User', 'Detail'],
@@ -409,7 +352,7 @@ async function audit(r: ConsoleRequest): Promise<PageResult> {
 async function webhooks(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
   const subscriptions = await section(async () => {
-    const list = await readJson<{ webhooks: WebhookInfo[] }>(ctx, frame.caller, request, webhooksRoute);
+    const list = await readAnswer(ctx, frame.caller, request, webhooksRoute);
     return table(
       'Subscriptions',
       ['Id', 'URL', 'Events', 'Description', 'Created'],
@@ -422,7 +365,7 @@ async function webhooks(r: ConsoleRequest): Promise<PageResult> {
   });
   const webhookId = query['webhook_id'];
   const deliveries = await section(async () => {
-    const page = await readJson<WebhookDeliveriesPage>(
+    const page = await readAnswer(
       ctx,
       frame.caller,
       request,
@@ -450,12 +393,7 @@ async function webhooks(r: ConsoleRequest): Promise<PageResult> {
 async function tokens(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
   const body = await section(async () => {
-    const list = await readJson<{ enrollment_tokens: EnrollmentTokenInfo[] }>(
-      ctx,
-      frame.caller,
-      request,
-      enrollmentTokensRoute,
-    );
+    const list = await readAnswer(ctx, frame.caller, request, enrollmentTokensRoute);
     return table(
       'Enrollment tokens, newest first',
       ['Token', 'User', 'Profile', 'State', 'Uses left', 'Until', 'Made by', ''],
@@ -477,7 +415,7 @@ async function adminKeys(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
   const { base } = frame;
   const body = await section(async () => {
-    const list = await readJson<{ admin_keys: AdminKeyInfo[] }>(ctx, frame.caller, request, adminKeysRoute);
+    const list = await readAnswer(ctx, frame.caller, request, adminKeysRoute);
     return table(
       'Admin keys, by name',
       ['Name', 'Scope', 'Profiles', 'Allowed from', 'Created', 'Expires', 'Last used', 'State', ''],
