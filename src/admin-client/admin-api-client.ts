@@ -40,6 +40,8 @@ export interface AdminApiClientOptions {
   /** Extra headers on every request (tests: `X-Forwarded-For`). */
   readonly headers?: Readonly<Record<string, string>>;
   readonly timeoutMs?: number;
+  /** The fetch to send with; default the global one (tests: one that checks every answer). */
+  readonly fetch?: typeof fetch;
 }
 
 /** What `create` answered: the file and what the headers say about it. */
@@ -358,7 +360,7 @@ export class AdminApiClient {
     body?: URLSearchParams,
     headers: Record<string, string> = {},
   ): Promise<Response> {
-    return fetch(`${this.#base}${path}`, {
+    return (this.#options.fetch ?? fetch)(`${this.#base}${path}`, {
       method,
       headers: { authorization: `Bearer ${this.#options.key}`, ...this.#options.headers, ...headers },
       ...(body === undefined ? {} : { body }),

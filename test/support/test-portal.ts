@@ -1,7 +1,9 @@
 // Starts a real portal (real HTTP server, real database) on a random loopback port, with the
-// Admin API enabled, and offers small request helpers. The database is an SQLite file in a
-// temporary directory, or, when TEST_DATABASE_URL names a PostgreSQL server (the PostgreSQL
-// pass of test/run.sh), a fresh database `vpt_<random>` on that server, dropped on close.
+// Admin API enabled, and offers small request helpers; every Admin API answer they and its
+// typed client get is checked against its call's answer schema (strict-answers.ts). The
+// database is an SQLite file in a temporary directory, or, when TEST_DATABASE_URL names a
+// PostgreSQL server (the PostgreSQL pass of test/run.sh), a fresh database `vpt_<random>` on
+// that server, dropped on close.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,6 +17,7 @@ import { KeyStore } from '../../src/keys/key-store.js';
 import { startPortal, type RunningPortal } from '../../src/portal.js';
 import { generateSecrets } from '../../src/cli/generate-secrets.js';
 import { createTestDatabase, databaseUrl, dropAtExit, dropTestDatabase } from './postgres.js';
+import { checkAnswer, checkingFetch } from './strict-answers.js';
 
 export interface TestPortalOptions {
   /** Merged over a default single-profile configuration. */
@@ -126,8 +129,11 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   const auth = { authorization: `Bearer ${secret}` };
 
   const request = async (target: string, init: RequestInit): Promise<ApiResponse> => {
-    const response = await fetch(target.startsWith('http') ? target : `${adminBase}${target}`, init);
+    const url = target.startsWith('http') ? target : `${adminBase}${target}`;
+    const response = await fetch(url, init);
     const text = await response.text();
+    // Every answer is held to its call's definition (src/protocol/admin-api.ts).
+    checkAnswer(adminBase, url, response.status, text);
     return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) };
   };
 
@@ -139,7 +145,11 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
     adminBase,
     nodeApiUrl: `${portal.url}${config.basePath}/node-api.php`,
     secret,
-    admin: new AdminApiClient({ baseUrl: `${portal.url}${config.basePath}/`, key: secret }),
+    admin: new AdminApiClient({
+      baseUrl: `${portal.url}${config.basePath}/`,
+      key: secret,
+      fetch: checkingFetch(adminBase),
+    }),
     request,
     get: (target, query = {}, headers = {}) => {
       const search = new URLSearchParams(query).toString();
