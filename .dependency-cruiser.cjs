@@ -83,7 +83,7 @@ const surfaceExceptions = {
   // definition to the signed-in user), so it names the definitions and their routes.
   console: ['^src/http/admin-api/admin-route\\.ts$', '^src/http/admin-api/routes/'],
   // An enrolled device gets the very answer /create gives (configurationAnswer).
-  enrollment: ['^src/http/admin-api/routes/create\\.ts$'],
+  enrollment: ['^src/http/admin-api/routes/issuing/create\\.ts$'],
 };
 for (const surface of surfaces) {
   forbidden.push({

@@ -21,7 +21,7 @@ import type { IssuedConfiguration } from '../../core/issuing/index.js';
 import { PortalError } from '../../core/errors.js';
 import { CERTIFICATE_ENROLL_PARAMS, ENROLL_PATH } from '../../protocol/admin-api.js';
 import { readParams } from '../plumbing/params.js';
-import { configurationAnswer } from '../admin-api/routes/create.js';
+import { configurationAnswer } from '../admin-api/routes/issuing/create.js';
 
 export class CertificateCheck {
   readonly verifier: ClientCertificateVerifier;

@@ -14,7 +14,7 @@ import { readParams } from '../plumbing/params.js';
 import { ENROLL_PARAMS, ENROLL_PATH } from '../../protocol/admin-api.js';
 import { requestsUnder, type HttpSurface } from '../plumbing/surface.js';
 import { RequestsPerAddress } from '../plumbing/requests-per-address.js';
-import { configurationAnswer } from '../admin-api/routes/create.js';
+import { configurationAnswer } from '../admin-api/routes/issuing/create.js';
 import { auditRefusal, enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
 import type { ClientCertificateConfig } from '../../config/portal-config.js';
 

@@ -1,26 +1,26 @@
 // The eleven calls of the specification, in its order (§4), then this portal's extensions.
-import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from './admin-keys.js';
-import { auditLogRoute } from './audit-log.js';
-import { connectedUsersRoute } from './connected-users.js';
-import { connectionListRoute } from './connection-list.js';
-import { connectionLogRoute } from './connection-log.js';
-import { createRoute } from './create.js';
-import { deleteConnectionRoute } from './delete-connection.js';
-import { deleteUserAuthorizationsRoute } from './delete-user-authorizations.js';
-import { destroyRoute } from './destroy.js';
-import { deviceRoute, devicesRoute, registerDeviceRoute, retireDeviceRoute } from './devices.js';
-import { disableUserRoute } from './disable-user.js';
-import { disabledUsersRoute } from './disabled-users.js';
-import { enableUserRoute } from './enable-user.js';
-import { enrollmentTokenRoute } from './enrollment-token.js';
-import { enrollmentTokensRoute } from './enrollment-tokens.js';
-import { extendRoute } from './extend.js';
-import { profilesRoute } from './profiles.js';
-import { revokeEnrollmentTokenRoute } from './revoke-enrollment-token.js';
-import { revocationRoute, revocationsRoute } from './revocations.js';
-import { statsRoute } from './stats.js';
-import { userConfigurationListRoute } from './user-configuration-list.js';
-import { usersRoute } from './users.js';
+import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from './access/admin-keys.js';
+import { auditLogRoute } from './access/audit-log.js';
+import { connectedUsersRoute } from './listings/connected-users.js';
+import { connectionListRoute } from './listings/connection-list.js';
+import { connectionLogRoute } from './sessions/connection-log.js';
+import { createRoute } from './issuing/create.js';
+import { deleteConnectionRoute } from './users/delete-connection.js';
+import { deleteUserAuthorizationsRoute } from './users/delete-user-authorizations.js';
+import { destroyRoute } from './users/destroy.js';
+import { deviceRoute, devicesRoute, registerDeviceRoute, retireDeviceRoute } from './devices/devices.js';
+import { disableUserRoute } from './users/disable-user.js';
+import { disabledUsersRoute } from './listings/disabled-users.js';
+import { enableUserRoute } from './users/enable-user.js';
+import { enrollmentTokenRoute } from './enrollment/enrollment-token.js';
+import { enrollmentTokensRoute } from './enrollment/enrollment-tokens.js';
+import { extendRoute } from './issuing/extend.js';
+import { profilesRoute } from './listings/profiles.js';
+import { revokeEnrollmentTokenRoute } from './enrollment/revoke-enrollment-token.js';
+import { revocationRoute, revocationsRoute } from './revocations/revocations.js';
+import { statsRoute } from './sessions/stats.js';
+import { userConfigurationListRoute } from './users/user-configuration-list.js';
+import { usersRoute } from './listings/users.js';
 import {
   createWebhookRoute,
   deleteWebhookRoute,
@@ -28,7 +28,7 @@ import {
   testWebhookRoute,
   webhookDeliveriesRoute,
   webhooksRoute,
-} from './webhooks.js';
+} from './webhooks/webhooks.js';
 import type { AdminRoute } from '../admin-route.js';
 
 export const adminRoutes: readonly AdminRoute[] = [

@@ -1,7 +1,7 @@
 // POST /disable_user (specification §4.8).
-import { disableUser } from '../../../core/users/index.js';
-import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { disableUser } from '../../../../core/users/index.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const disableUserRoute = defineRoute({
   ...ADMIN_API_CALLS.disableUser,

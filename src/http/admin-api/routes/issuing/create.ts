@@ -1,9 +1,9 @@
 // POST /create (specification §4.6): the configuration file in the format the Accept header chooses.
-import { createConfiguration, type IssuedConfiguration } from '../../../core/issuing/index.js';
-import { formatHttpDate } from '../../../shared/time.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute, type RouteResponse } from '../admin-route.js';
-import { deviceRequest } from './devices.js';
+import { createConfiguration, type IssuedConfiguration } from '../../../../core/issuing/index.js';
+import { formatHttpDate } from '../../../../shared/time.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute, type RouteResponse } from '../../admin-route.js';
+import { deviceRequest } from '../devices/devices.js';
 
 export const createRoute = defineRoute({
   ...ADMIN_API_CALLS.create,

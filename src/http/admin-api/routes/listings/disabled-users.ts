@@ -1,7 +1,7 @@
 // GET /disabled_users (specification §4.4); `prefix`, `limit` and `cursor` are an extension, so a
 // long list is read a page at a time.
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 import { usersAnswerFor } from './users.js';
 
 export const disabledUsersRoute = defineRoute({

@@ -1,8 +1,8 @@
 // GET /connected_users (specification §4.1).
-import { listConnectedUsers } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
-import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
+import { listConnectedUsers } from '../../../../core/listings/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
+import { profileListingResponse, STALE_NODES_DOC } from '../../stale-nodes.js';
 
 export const connectedUsersRoute = defineRoute({
   ...ADMIN_API_CALLS.connectedUsers,

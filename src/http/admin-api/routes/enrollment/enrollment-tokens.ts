@@ -1,8 +1,8 @@
 // GET /enrollment_tokens (ours): the enrollment tokens and where each stands (never the token
 // itself, which the portal does not have), limited to the key's profiles.
-import { enrollmentTokenInfo, listEnrollmentTokens } from '../../../core/enrollment/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { enrollmentTokenInfo, listEnrollmentTokens } from '../../../../core/enrollment/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const enrollmentTokensRoute = defineRoute({
   ...ADMIN_API_CALLS.enrollmentTokens,

@@ -1,8 +1,8 @@
 // GET /profiles (an extension of this portal): the profiles the key may use, so a script or an
 // administrator can find a profile_id without reading the portal's configuration.
-import { listProfiles } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { listProfiles } from '../../../../core/listings/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const profilesRoute = defineRoute({
   ...ADMIN_API_CALLS.profiles,

@@ -6,11 +6,11 @@ import {
   adminKeyListing,
   createAdminKeyForCaller,
   revokeAdminKeyForCaller,
-} from '../../../core/access/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { asProfileId } from '../../../shared/ids.js';
-import { formatAtom } from '../../../shared/time.js';
-import { defineRoute } from '../admin-route.js';
+} from '../../../../core/access/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { asProfileId } from '../../../../shared/ids.js';
+import { formatAtom } from '../../../../shared/time.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const adminKeysRoute = defineRoute({
   ...ADMIN_API_CALLS.adminKeys,

@@ -1,7 +1,7 @@
 // POST /destroy (specification §4.7).
-import { destroyUser } from '../../../core/users/index.js';
-import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { destroyUser } from '../../../../core/users/index.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const destroyRoute = defineRoute({
   ...ADMIN_API_CALLS.destroy,

@@ -1,8 +1,8 @@
 // GET /connection_list (specification §4.2).
-import { listConnections } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
-import { profileListingResponse, STALE_NODES_DOC } from '../stale-nodes.js';
+import { listConnections } from '../../../../core/listings/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
+import { profileListingResponse, STALE_NODES_DOC } from '../../stale-nodes.js';
 
 export const connectionListRoute = defineRoute({
   ...ADMIN_API_CALLS.connectionList,

@@ -1,8 +1,8 @@
 // POST /delete_user_authorizations (specification §4.11).
 import type { FastifyRequest } from 'fastify';
-import { deleteUserAuthorizations } from '../../../core/users/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { deleteUserAuthorizations } from '../../../../core/users/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 /** The reference reads `user_id` from the query string of this POST; we accept the form body too. */
 function bodyOrQuery(request: FastifyRequest): unknown {

@@ -1,7 +1,7 @@
 // POST /enable_user (specification §4.9).
-import { enableUser } from '../../../core/users/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { enableUser } from '../../../../core/users/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const enableUserRoute = defineRoute({
   ...ADMIN_API_CALLS.enableUser,

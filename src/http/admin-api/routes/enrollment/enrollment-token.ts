@@ -1,10 +1,10 @@
 // POST /enrollment_token (ours, not the specification's): a token a device redeems at
 // `{base_url}enroll` with its own key (src/core/enrollment/tokens.ts). Scope write, as create:
 // the token makes a configuration later.
-import { createEnrollmentToken } from '../../../core/enrollment/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
-import { deviceRequest } from './devices.js';
+import { createEnrollmentToken } from '../../../../core/enrollment/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
+import { deviceRequest } from '../devices/devices.js';
 
 /** How long a token can be redeemed when `valid_for` is not sent. */
 const DEFAULT_VALID_FOR = 'PT1H';

@@ -1,9 +1,9 @@
 // GET /audit_log (ours, not the specification's): who changed what through the Admin API, and
 // which calls were refused, newest first, a page at a time. Needs scope admin and a key for
 // every profile.
-import { readAuditLog } from '../../../core/access/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { readAuditLog } from '../../../../core/access/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const auditLogRoute = defineRoute({
   ...ADMIN_API_CALLS.auditLog,

@@ -1,9 +1,9 @@
 // POST /extend (ours, not the specification's): renews a configuration without a new key
 // (src/core/issuing/extend.ts). Scope write, as create.
-import { extendConfiguration } from '../../../core/issuing/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { formatAtom } from '../../../shared/time.js';
-import { defineRoute } from '../admin-route.js';
+import { extendConfiguration } from '../../../../core/issuing/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { formatAtom } from '../../../../shared/time.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const extendRoute = defineRoute({
   ...ADMIN_API_CALLS.extend,

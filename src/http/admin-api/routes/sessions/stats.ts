@@ -1,8 +1,8 @@
 // GET /stats (an extension of this portal): the daily usage series per profile, as the
 // reference's `aggregate_stats` (the day's highest number of connections, its unique users).
-import { dailySeries } from '../../../core/sessions/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { dailySeries } from '../../../../core/sessions/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const statsRoute = defineRoute({
   ...ADMIN_API_CALLS.stats,

@@ -9,12 +9,12 @@ import {
   retireDevice,
   type DeviceRecord,
   type DeviceReference,
-} from '../../../core/devices/index.js';
-import { ADMIN_API_CALLS, REVOCATION_HEADER, type DeviceInfo } from '../../../protocol/admin-api.js';
-import type { Platform } from '../../../shared/platforms.js';
-import type { DeviceId } from '../../../shared/ids.js';
-import { defineRoute } from '../admin-route.js';
-import { HttpError } from '../../plumbing/http-error.js';
+} from '../../../../core/devices/index.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER, type DeviceInfo } from '../../../../protocol/admin-api.js';
+import type { Platform } from '../../../../shared/platforms.js';
+import type { DeviceId } from '../../../../shared/ids.js';
+import { defineRoute } from '../../admin-route.js';
+import { HttpError } from '../../../plumbing/http-error.js';
 
 /** The device the parameters name, if any; 400 when they name it more than one way. */
 export function deviceReferenceOf(params: {

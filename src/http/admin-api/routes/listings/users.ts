@@ -1,10 +1,10 @@
 // GET /users (specification §4.3); `prefix`, `limit` and `cursor` are an extension, so the console's
 // user search reads a page at a time instead of every user.
 import type { z } from 'zod';
-import type { PortalContext } from '../../../core/context.js';
-import { listUsers, listUsersPage } from '../../../core/listings/index.js';
-import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../protocol/admin-api.js';
-import { defineRoute, type JsonAnswer } from '../admin-route.js';
+import type { PortalContext } from '../../../../core/context.js';
+import { listUsers, listUsersPage } from '../../../../core/listings/index.js';
+import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../../protocol/admin-api.js';
+import { defineRoute, type JsonAnswer } from '../../admin-route.js';
 
 export const usersRoute = defineRoute({
   ...ADMIN_API_CALLS.users,

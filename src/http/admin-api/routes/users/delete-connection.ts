@@ -1,7 +1,7 @@
 // POST /delete_connection (specification §4.10).
-import { deleteConnection } from '../../../core/users/index.js';
-import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { deleteConnection } from '../../../../core/users/index.js';
+import { ADMIN_API_CALLS, REVOCATION_HEADER } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const deleteConnectionRoute = defineRoute({
   ...ADMIN_API_CALLS.deleteConnection,

@@ -2,10 +2,10 @@
 // delete_connection and expiry, saying when each node confirmed the configurations gone
 // (src/core/revocations/receipts.ts). Scope read; a key limited to some profiles sees only receipts of
 // its profiles.
-import { listReceipts, readReceipt, type RevocationReceipt } from '../../../core/revocations/index.js';
-import { ADMIN_API_CALLS, type RevocationInfo } from '../../../protocol/admin-api.js';
-import { OPEN_REVOCATION_STATES } from '../../../storage/revocations.js';
-import { defineRoute } from '../admin-route.js';
+import { listReceipts, readReceipt, type RevocationReceipt } from '../../../../core/revocations/index.js';
+import { ADMIN_API_CALLS, type RevocationInfo } from '../../../../protocol/admin-api.js';
+import { OPEN_REVOCATION_STATES } from '../../../../storage/revocations.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const revocationRoute = defineRoute({
   ...ADMIN_API_CALLS.revocation,

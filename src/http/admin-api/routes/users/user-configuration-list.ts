@@ -1,7 +1,7 @@
 // GET /user_configuration_list (specification §4.5).
-import { userConfigurations } from '../../../core/users/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { userConfigurations } from '../../../../core/users/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const userConfigurationListRoute = defineRoute({
   ...ADMIN_API_CALLS.userConfigurationList,

@@ -8,10 +8,10 @@ import {
   readWebhookDeliveries,
   rotateWebhookSecret,
   testWebhookSubscription,
-} from '../../../core/webhooks/index.js';
-import { ADMIN_API_CALLS } from '../../../protocol/admin-api.js';
-import type { IsoDuration } from '../../../shared/iso-duration.js';
-import { defineRoute } from '../admin-route.js';
+} from '../../../../core/webhooks/index.js';
+import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
+import type { IsoDuration } from '../../../../shared/iso-duration.js';
+import { defineRoute } from '../../admin-route.js';
 
 /** A day: long enough for a receiver's deployment to pick up the new secret. */
 const DEFAULT_OVERLAP: IsoDuration = { text: 'P1D', years: 0, months: 0, days: 1, hours: 0, minutes: 0, seconds: 0 };

@@ -1,8 +1,8 @@
 // GET /connection_log (an extension of this portal): the connection history, with filters and
 // cursor pagination; `ip` and `at` answer "who had this address then", the question an abuse report asks.
-import { connectionHistoryPage } from '../../../core/sessions/index.js';
-import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../protocol/admin-api.js';
-import { defineRoute } from '../admin-route.js';
+import { connectionHistoryPage } from '../../../../core/sessions/index.js';
+import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../../protocol/admin-api.js';
+import { defineRoute } from '../../admin-route.js';
 
 export const connectionLogRoute = defineRoute({
   ...ADMIN_API_CALLS.connectionLog,
