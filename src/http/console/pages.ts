@@ -1,4 +1,9 @@
+// The console's pages (GET): each reads through the Admin API's route definitions as the
+// signed-in key, so a page shows exactly what the key may see (its profiles only, for a key
+// limited to some). A read the key may not make says which limit, in place of its section.
+// Lists page through the API (users by prefix, the connection log by address and moment).
 import { ADMIN_SCOPES, type AuditLogPage, type ConnectionLogEntry } from '../../protocol/admin-api.js';
+import type { PortalContext } from '../../core/context.js';
 import { wireGuardPoolUse } from '../../core/nodes/index.js';
 import { adminKeysRoute } from '../admin-api/routes/access/admin-keys.js';
 import { auditLogRoute } from '../admin-api/routes/access/audit-log.js';
@@ -41,12 +46,29 @@ function link(base: string, page: string, query: Record<string, string>, label: 
 }
 
 async function dashboard(r: ConsoleRequest): Promise<PageResult> {
-  const { ctx, frame, request } = r;
-  const { caller } = frame;
-  const nodes = html`<section aria-labelledby="nodes"><h2 id="nodes">Nodes</h2>${table(
+  const nodes = nodesSection(r.ctx);
+  const pools = await section(() => poolsTable(r));
+  const online = await section(() => sessionsTable(r));
+  const issued = may(r.frame, 'admin')
+    ? await section(() => issuedToday(r))
+    : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin.</p>`;
+  const chart = await section(() => usageChart(r));
+  return {
+    title: 'Dashboard',
+    body: html`${nodes}<section aria-labelledby="pools"><h2 id="pools">Address pools</h2>${pools}</section>
+<section aria-labelledby="online"><h2 id="online">Online</h2>${online}</section>
+<section aria-labelledby="configs"><h2 id="configs">Configurations</h2>${issued}</section>
+<section aria-labelledby="usage"><h2 id="usage">Use, last 30 days</h2>${chart}</section>`,
+  };
+}
+
+/** Each node's state as this instance sees it, and an alert for every node that is down. */
+function nodesSection(ctx: PortalContext): Html {
+  const nodes = [...ctx.config.nodes.values()];
+  return html`<section aria-labelledby="nodes"><h2 id="nodes">Nodes</h2>${table(
     'Nodes and their state',
     ['Node', 'State', 'Last reconcile'],
-    [...ctx.config.nodes.values()].map((node) => {
+    nodes.map((node) => {
       const state = ctx.nodes.isDown(node.nodeNumber)
         ? 'down'
         : ctx.nodes.isInMaintenance(node.nodeNumber)
@@ -56,75 +78,73 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
       return html`<tr><td>${node.nodeNumber} (${node.nodeUrl})</td><td><span class="state ${state}">${state}</span></td><td>${last ?? 'not yet (on this instance)'}</td></tr>`;
     }),
     'No nodes configured.',
-  )}${[...ctx.config.nodes.values()]
+  )}${nodes
     .filter((node) => ctx.nodes.isDown(node.nodeNumber))
     .map(
       (node) =>
         html`<p class="problem" role="alert">Node ${node.nodeNumber} is down: changes for it wait until it answers again (the database holds them); the console works on.</p>`,
     )}</section>`;
-  const pools = await section(async () => {
-    const poolUse = await wireGuardPoolUse(ctx);
-    const profiles = await readAnswer(ctx, caller, request, profilesRoute);
-    const visible = new Set<string>(profiles.profiles.map((profile) => profile.profile_id));
-    const rows = poolUse
-      .filter((pool) => visible.has(pool.profileId))
-      .map(
-        (pool) =>
-          html`<tr><td>${pool.profileId}</td><td>${pool.nodeNumber}</td><td>${pool.used} of ${pool.size}</td></tr>`,
-      );
-    return table('WireGuard addresses in use', ['Profile', 'Node', 'Used'], rows, 'No WireGuard pools.');
-  });
-  const online = await section(async () => {
-    const list = await readAnswer(ctx, caller, request, connectionListRoute);
-    const rows = Object.entries(list.connection_list).map(
-      ([profile, connections]) => html`<tr><td>${profile}</td><td>${connections.length}</td></tr>`,
+}
+
+/** WireGuard addresses in use per profile and node, of the profiles the caller sees. */
+async function poolsTable({ ctx, frame, request }: ConsoleRequest): Promise<Html> {
+  const poolUse = await wireGuardPoolUse(ctx);
+  const profiles = await readAnswer(ctx, frame.caller, request, profilesRoute);
+  const visible = new Set<string>(profiles.profiles.map((profile) => profile.profile_id));
+  const rows = poolUse
+    .filter((pool) => visible.has(pool.profileId))
+    .map(
+      (pool) =>
+        html`<tr><td>${pool.profileId}</td><td>${pool.nodeNumber}</td><td>${pool.used} of ${pool.size}</td></tr>`,
     );
-    return table('Sessions open now', ['Profile', 'Sessions'], rows, 'No profiles.');
-  });
+  return table('WireGuard addresses in use', ['Profile', 'Node', 'Used'], rows, 'No WireGuard pools.');
+}
+
+async function sessionsTable({ ctx, frame, request }: ConsoleRequest): Promise<Html> {
+  const list = await readAnswer(ctx, frame.caller, request, connectionListRoute);
+  const rows = Object.entries(list.connection_list).map(
+    ([profile, connections]) => html`<tr><td>${profile}</td><td>${connections.length}</td></tr>`,
+  );
+  return table('Sessions open now', ['Profile', 'Sessions'], rows, 'No profiles.');
+}
+
+/** Configurations issued and revoked since midnight UTC, counted from the audit log. */
+async function issuedToday({ ctx, frame, request }: ConsoleRequest): Promise<Html> {
   const today = new Date(ctx.clock.now().toISOString().slice(0, 10)).toISOString();
-  const issued = may(frame, 'admin')
-    ? await section(async () => {
-        let created = 0;
-        let revoked = 0;
-        let cursor: string | null = null;
-        do {
-          const audit: AuditLogPage = await readAnswer(ctx, caller, request, auditLogRoute, {
-            since: today,
-            limit: '1000',
-            ...(cursor === null ? {} : { cursor }),
-          });
-          for (const entry of audit.audit_log) {
-            if (entry.status >= 300) continue;
-            if (entry.call === 'create') created += entry.connection_ids.length;
-            else
-              revoked += ['delete_connection', 'destroy', 'disable_user'].includes(entry.call)
-                ? entry.connection_ids.length
-                : 0;
-          }
-          cursor = audit.next_cursor;
-        } while (cursor !== null);
-        return html`<p>Issued today (UTC): <strong>${created}</strong> · revoked today: <strong>${revoked}</strong> (from the audit log)</p>`;
-      })
-    : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin.</p>`;
-  const chart = await section(async () => {
-    const since = new Date(ctx.clock.now().getTime() - 30 * DAY_MS).toISOString().slice(0, 10);
-    const stats = await readAnswer(ctx, caller, request, statsRoute, { since });
-    const rows = Object.entries(stats.stats).flatMap(([profile, days]) =>
-      days.map(
-        (day) =>
-          html`<tr><td>${day.date}</td><td>${profile}</td><td>${day.unique_user_count}</td><td>${day.max_connection_count}</td></tr>`,
-      ),
-    );
-    return html`${jsonIsland('usage-data', stats.stats)}<div class="chart"><canvas id="usage-chart" role="img" aria-label="Daily unique users and peak sessions per profile, last 30 days"></canvas></div>
+  let created = 0;
+  let revoked = 0;
+  let cursor: string | null = null;
+  do {
+    const audit: AuditLogPage = await readAnswer(ctx, frame.caller, request, auditLogRoute, {
+      since: today,
+      limit: '1000',
+      ...(cursor === null ? {} : { cursor }),
+    });
+    for (const entry of audit.audit_log) {
+      if (entry.status >= 300) continue;
+      if (entry.call === 'create') created += entry.connection_ids.length;
+      else
+        revoked += ['delete_connection', 'destroy', 'disable_user'].includes(entry.call)
+          ? entry.connection_ids.length
+          : 0;
+    }
+    cursor = audit.next_cursor;
+  } while (cursor !== null);
+  return html`<p>Issued today (UTC): <strong>${created}</strong> · revoked today: <strong>${revoked}</strong> (from the audit log)</p>`;
+}
+
+/** Daily unique users and peak sessions of the last 30 days: a chart, and the figures as a table. */
+async function usageChart({ ctx, frame, request }: ConsoleRequest): Promise<Html> {
+  const since = new Date(ctx.clock.now().getTime() - 30 * DAY_MS).toISOString().slice(0, 10);
+  const stats = await readAnswer(ctx, frame.caller, request, statsRoute, { since });
+  const rows = Object.entries(stats.stats).flatMap(([profile, days]) =>
+    days.map(
+      (day) =>
+        html`<tr><td>${day.date}</td><td>${profile}</td><td>${day.unique_user_count}</td><td>${day.max_connection_count}</td></tr>`,
+    ),
+  );
+  return html`${jsonIsland('usage-data', stats.stats)}<div class="chart"><canvas id="usage-chart" role="img" aria-label="Daily unique users and peak sessions per profile, last 30 days"></canvas></div>
 <details><summary>The figures as a table</summary>${table('Daily use, last 30 days', ['Day', 'Profile', 'Unique users', 'Peak sessions'], rows, 'No statistics yet: a day is counted once it is over.')}</details>`;
-  });
-  return {
-    title: 'Dashboard',
-    body: html`${nodes}<section aria-labelledby="pools"><h2 id="pools">Address pools</h2>${pools}</section>
-<section aria-labelledby="online"><h2 id="online">Online</h2>${online}</section>
-<section aria-labelledby="configs"><h2 id="configs">Configurations</h2>${issued}</section>
-<section aria-labelledby="usage"><h2 id="usage">Use, last 30 days</h2>${chart}</section>`,
-  };
 }
 
 async function users(r: ConsoleRequest): Promise<PageResult> {
