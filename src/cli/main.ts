@@ -60,51 +60,51 @@ async function main(argv: string[]): Promise<number> {
   if (usage === undefined)
     throw new UsageError(describeUnknownCommand('', command, [...Object.keys(COMMAND_USAGE), 'help']), USAGE);
   // `admin` has commands and options of its own, and its own exit codes.
-  if (command === 'admin') {
-    const { runAdminCommand } = await import('./admin.js');
-    return runAdminCommand(rest, process.env, {
-      print: (text) => console.log(text),
-      printError: (text) => console.error(text),
-    });
-  }
+  if (command === 'admin') return runAdmin(rest);
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(usage);
     return 0;
   }
   // `db`, `admin-key` and `mdm` have subcommands and options of their own.
-  if (command === 'db' || command === 'admin-key' || command === 'mdm') {
-    const run =
-      command === 'db'
-        ? (await import('./db.js')).runDbCommand
-        : command === 'mdm'
-          ? (await import('./mdm.js')).runMdmCommand
-          : (await import('./admin-key.js')).runAdminKeyCommand;
-    try {
-      return await run(
-        rest,
-        (line) => console.log(line),
-        (line) => console.error(line),
-      );
-    } catch (error) {
-      if (error instanceof OptionError || isParseArgsError(error))
-        throw new UsageError((error as Error).message, usage);
-      throw error;
-    }
+  if (command === 'db' || command === 'admin-key' || command === 'mdm') return runWithSubcommands(command, rest, usage);
+  return runWithOptions(command, rest, usage);
+}
+
+/** `vpn-portal admin`: calls the Admin API, with its own options and exit codes. */
+async function runAdmin(args: string[]): Promise<number> {
+  const { runAdminCommand } = await import('./admin.js');
+  return runAdminCommand(args, process.env, {
+    print: (text) => console.log(text),
+    printError: (text) => console.error(text),
+  });
+}
+
+/** `db`, `admin-key` and `mdm`: their own subcommands parse their own options; a mistake there shows the usage. */
+async function runWithSubcommands(command: 'db' | 'admin-key' | 'mdm', args: string[], usage: string): Promise<number> {
+  const run =
+    command === 'db'
+      ? (await import('./db.js')).runDbCommand
+      : command === 'mdm'
+        ? (await import('./mdm.js')).runMdmCommand
+        : (await import('./admin-key.js')).runAdminKeyCommand;
+  try {
+    return await run(
+      args,
+      (line) => console.log(line),
+      (line) => console.error(line),
+    );
+  } catch (error) {
+    if (error instanceof OptionError || isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+    throw error;
   }
-  const { values, positionals } = parseCommandArgs(command, rest, usage);
+}
+
+/** `serve`, `generate-secrets`, `node-reset` and `node`: the commands that share `--config`. */
+async function runWithOptions(command: string, args: string[], usage: string): Promise<number> {
+  const { values, positionals } = parseCommandArgs(command, args, usage);
   switch (command) {
-    case 'serve': {
-      const [{ loadPortalConfig }, { startPortal }] = await Promise.all([
-        import('../config/load.js'),
-        import('../portal.js'),
-      ]);
-      const portal = await startPortal(loadPortalConfig(values.config));
-      const signal = await waitForSignal();
-      portal.ctx.logger.info({ signal }, 'stopping the portal');
-      await portal.close();
-      portal.ctx.logger.info('portal stopped');
-      return 0;
-    }
+    case 'serve':
+      return serveUntilSignal(values.config);
     case 'generate-secrets': {
       const [{ loadPortalConfig }, { generateSecrets }] = await Promise.all([
         import('../config/load.js'),
@@ -131,6 +131,20 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
   }
+}
+
+/** `vpn-portal serve`: starts the portal, and stops it on SIGINT or SIGTERM. */
+async function serveUntilSignal(configPath: string | undefined): Promise<number> {
+  const [{ loadPortalConfig }, { startPortal }] = await Promise.all([
+    import('../config/load.js'),
+    import('../portal.js'),
+  ]);
+  const portal = await startPortal(loadPortalConfig(configPath));
+  const signal = await waitForSignal();
+  portal.ctx.logger.info({ signal }, 'stopping the portal');
+  await portal.close();
+  portal.ctx.logger.info('portal stopped');
+  return 0;
 }
 
 function parseCommandArgs(command: string, args: readonly string[], usage: string) {

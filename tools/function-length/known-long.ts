@@ -8,7 +8,6 @@ export const KNOWN_LONG_FUNCTIONS: readonly string[] = [
   'src/agent/node-metrics.ts:agentMetricsRegistry',
   'src/cli/admin-key.ts:runAdminKeyCommand',
   'src/cli/admin-key.ts:work',
-  'src/cli/main.ts:main',
   // A table: one exhaustive case per event type.
   'src/core/webhooks/messages.ts:webhookMessageOf',
   'src/http/console/plugin.ts:adminConsole',
