@@ -23,7 +23,7 @@ import { writeAuditLog } from '../listeners/audit-log.js';
 import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
 import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
-import { openDatabase } from '../storage/database.js';
+import { openDatabase, type Db } from '../storage/database.js';
 import { ensurePrivateDirectory } from '../storage/private-files.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
 import { describeUnknownCommand, parseOptions } from './options.js';
@@ -44,8 +44,34 @@ export async function runAdminKeyCommand(
     throw new ConfigError(
       `${describeUnknownCommand('admin-key', subcommand ?? '', ADMIN_KEY_COMMANDS)}\n${ADMIN_KEY_USAGE}`,
     );
-  const { values, positionals } = parseOptions({
-    args: [...rest],
+  const parsed = parseAdminKeyArgs(subcommand, rest);
+  const config = loadExistingPortalConfig(parsed.values.config);
+  ensurePrivateDirectory(config.dataDir);
+  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  const { ctx, recorded } = adminKeyContext(db, config.keyDir, subcommand);
+  const command: AdminKeyCommand = {
+    subcommand,
+    ...parsed,
+    profileIds: config.profiles.map((profile) => profile.profileId),
+    ctx,
+    recorded,
+    print,
+  };
+  try {
+    return await runSubcommand(command);
+  } catch (error) {
+    if (!(error instanceof AdminKeyError)) throw error;
+    printError(`admin-key ${subcommand}: ${error.message}`);
+    return 2;
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** The options of every `admin-key` subcommand; only `revoke` and `rotate` take a key name. */
+function parseAdminKeyArgs(subcommand: string, args: readonly string[]) {
+  return parseOptions({
+    args: [...args],
     options: {
       config: { type: 'string' },
       name: { type: 'string' },
@@ -59,129 +85,150 @@ export async function runAdminKeyCommand(
     strict: true,
     allowPositionals: subcommand === 'revoke' || subcommand === 'rotate',
   });
-  const config = loadExistingPortalConfig(values.config);
-  const oneName = (): string => {
-    const [name] = positionals;
-    if (name === undefined || positionals.length !== 1)
-      throw new ConfigError(`admin-key ${subcommand ?? ''} needs one key name\n${ADMIN_KEY_USAGE}`);
-    return name;
-  };
-  /** `ctx` with its changes recorded as this command with these parameters. */
-  type Recorded = (parameters: Record<string, string | undefined>) => AdminKeyContext;
-  const work = async (ctx: AdminKeyContext, recorded: Recorded): Promise<number> => {
-    switch (subcommand) {
-      case 'create': {
-        if (values.name === undefined) throw new ConfigError(`admin-key create needs --name NAME\n${ADMIN_KEY_USAGE}`);
-        const { key, token } = await createAdminKey(
-          recorded({
-            name: values.name,
-            scope: values.scope ?? 'read',
-            profiles: values.profile?.join(','),
-            expires_in: values['expires-in'],
-            allow_list: values.allow?.join(','),
-          }),
-          {
-            name: values.name,
-            scope: scopeOf(values.scope ?? 'read'),
-            profiles: values.profile === undefined ? null : values.profile.map(asProfileId),
-            expiresIn: values['expires-in'] ?? null,
-            allowList: values.allow ?? null,
-          },
-          config.profiles.map((profile) => profile.profileId),
-        );
-        print(`created admin key "${key.name}" (id ${key.keyId}): ${describeRights(key)}`);
-        print('this is the only time the key is shown; store it now (the portal keeps only a hash):');
-        print(token);
-        return 0;
-      }
-      case 'rotate': {
-        const expiresIn = values['expires-in'];
-        const name = oneName();
-        const grace = values.grace ?? DEFAULT_GRACE;
-        const { key, token, oldKeyEnds } = await rotateAdminKey(
-          recorded({ name, grace, expires_in: expiresIn }),
-          name,
-          grace,
-          expiresIn === 'never' ? null : expiresIn,
-        );
-        print(
-          `rotated admin key "${key.name}": the old key works until ${oldKeyEnds}; the new one (id ${key.keyId}): ${describeRights(key)}`,
-        );
-        print('this is the only time the new key is shown; store it now:');
-        print(token);
-        return 0;
-      }
-      case 'revoke': {
-        const name = oneName();
-        const count = await revokeAdminKey(recorded({ name }), name);
-        print(`revoked ${count} key(s) named "${name}"; every portal instance refuses them from now on`);
-        return 0;
-      }
-      case 'list': {
-        const keys = await listAdminKeys(ctx);
-        const now = formatAtom(ctx.clock.now());
-        if (values.json === true) {
-          for (const key of keys) print(JSON.stringify(listing(key, now)));
-          return 0;
-        }
-        if (keys.length === 0) {
-          print('no admin keys; make one with "vpn-portal admin-key create --name NAME"');
-          return 0;
-        }
-        const rows = keys.map((key) => listing(key, now));
-        const header = [
-          'NAME',
-          'ID',
-          'SCOPE',
-          'PROFILES',
-          'ALLOW',
-          'CREATED',
-          'EXPIRES',
-          'LAST USED',
-          'LAST ADDRESS',
-          'STATE',
-        ];
-        const cells = rows.map((row) => [
-          row.name,
-          row.id,
-          row.scope,
-          row.profiles?.join(',') ?? 'all',
-          row.allow?.join(',') ?? 'any',
-          row.created,
-          row.expires ?? 'never',
-          row.last_used ?? 'never',
-          row.last_address ?? '-',
-          row.state,
-        ]);
-        for (const line of table([header, ...cells])) print(line);
-        return 0;
-      }
-      default:
-        throw new Error(`admin-key ${subcommand}: checked above`);
-    }
-  };
-  ensurePrivateDirectory(config.dataDir);
-  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+}
+
+/** `ctx` with its changes recorded as this command with these parameters. */
+type Recorded = (parameters: Record<string, string | undefined>) => AdminKeyContext;
+
+/** One `admin-key` subcommand, parsed, with the database open. */
+interface AdminKeyCommand extends ReturnType<typeof parseAdminKeyArgs> {
+  readonly subcommand: string;
+  /** The profiles of the configuration, which `create --profile` must name. */
+  readonly profileIds: readonly string[];
+  readonly ctx: AdminKeyContext;
+  readonly recorded: Recorded;
+  readonly print: (line: string) => void;
+}
+
+/** The context the key functions work in, and how a change is recorded in the audit log. */
+function adminKeyContext(db: Db, keyDir: string, subcommand: string): { ctx: AdminKeyContext; recorded: Recorded } {
   // Only the audit listener: a key touches no listing, no webhook, no node.
   const events = new PortalEvents(pino({ name: 'vpn-portal-admin-key', level: 'warn' }, pino.destination(2)));
   writeAuditLog(events);
-  const ctx: AdminKeyContext = { db, keys: new KeyStore(config.keyDir), clock: systemClock, events };
+  const ctx: AdminKeyContext = { db, keys: new KeyStore(keyDir), clock: systemClock, events };
   const recorded: Recorded = (parameters) => {
     const given = Object.entries(parameters).filter((entry): entry is [string, string] => entry[1] !== undefined);
     return {
       ...ctx,
-      events: events.forCall(commandLineCall(`admin-key ${subcommand ?? ''}`, Object.fromEntries(given))),
+      events: events.forCall(commandLineCall(`admin-key ${subcommand}`, Object.fromEntries(given))),
     };
   };
-  try {
-    return await work(ctx, recorded);
-  } catch (error) {
-    if (!(error instanceof AdminKeyError)) throw error;
-    printError(`admin-key ${subcommand ?? ''}: ${error.message}`);
-    return 2;
-  } finally {
-    await db.destroy();
+  return { ctx, recorded };
+}
+
+function runSubcommand(command: AdminKeyCommand): Promise<number> {
+  switch (command.subcommand) {
+    case 'create':
+      return createKey(command);
+    case 'rotate':
+      return rotateKey(command);
+    case 'revoke':
+      return revokeKey(command);
+    case 'list':
+      return listKeys(command);
+    default:
+      throw new Error(`admin-key ${command.subcommand}: checked above`);
   }
+}
+
+/** The one key name that `revoke` and `rotate` take. */
+function oneKeyName({ subcommand, positionals }: AdminKeyCommand): string {
+  const [name] = positionals;
+  if (name === undefined || positionals.length !== 1)
+    throw new ConfigError(`admin-key ${subcommand} needs one key name\n${ADMIN_KEY_USAGE}`);
+  return name;
+}
+
+async function createKey({ values, profileIds, recorded, print }: AdminKeyCommand): Promise<number> {
+  if (values.name === undefined) throw new ConfigError(`admin-key create needs --name NAME\n${ADMIN_KEY_USAGE}`);
+  const { key, token } = await createAdminKey(
+    recorded({
+      name: values.name,
+      scope: values.scope ?? 'read',
+      profiles: values.profile?.join(','),
+      expires_in: values['expires-in'],
+      allow_list: values.allow?.join(','),
+    }),
+    {
+      name: values.name,
+      scope: scopeOf(values.scope ?? 'read'),
+      profiles: values.profile === undefined ? null : values.profile.map(asProfileId),
+      expiresIn: values['expires-in'] ?? null,
+      allowList: values.allow ?? null,
+    },
+    profileIds,
+  );
+  print(`created admin key "${key.name}" (id ${key.keyId}): ${describeRights(key)}`);
+  print('this is the only time the key is shown; store it now (the portal keeps only a hash):');
+  print(token);
+  return 0;
+}
+
+async function rotateKey(command: AdminKeyCommand): Promise<number> {
+  const { values, recorded, print } = command;
+  const expiresIn = values['expires-in'];
+  const name = oneKeyName(command);
+  const grace = values.grace ?? DEFAULT_GRACE;
+  const { key, token, oldKeyEnds } = await rotateAdminKey(
+    recorded({ name, grace, expires_in: expiresIn }),
+    name,
+    grace,
+    expiresIn === 'never' ? null : expiresIn,
+  );
+  print(
+    `rotated admin key "${key.name}": the old key works until ${oldKeyEnds}; the new one (id ${key.keyId}): ${describeRights(key)}`,
+  );
+  print('this is the only time the new key is shown; store it now:');
+  print(token);
+  return 0;
+}
+
+async function revokeKey(command: AdminKeyCommand): Promise<number> {
+  const name = oneKeyName(command);
+  const count = await revokeAdminKey(command.recorded({ name }), name);
+  command.print(`revoked ${count} key(s) named "${name}"; every portal instance refuses them from now on`);
+  return 0;
+}
+
+async function listKeys({ values, ctx, print }: AdminKeyCommand): Promise<number> {
+  const keys = await listAdminKeys(ctx);
+  const now = formatAtom(ctx.clock.now());
+  if (values.json === true) {
+    for (const key of keys) print(JSON.stringify(listing(key, now)));
+    return 0;
+  }
+  if (keys.length === 0) {
+    print('no admin keys; make one with "vpn-portal admin-key create --name NAME"');
+    return 0;
+  }
+  const header = [
+    'NAME',
+    'ID',
+    'SCOPE',
+    'PROFILES',
+    'ALLOW',
+    'CREATED',
+    'EXPIRES',
+    'LAST USED',
+    'LAST ADDRESS',
+    'STATE',
+  ];
+  const cells = keys
+    .map((key) => listing(key, now))
+    .map((row) => [
+      row.name,
+      row.id,
+      row.scope,
+      row.profiles?.join(',') ?? 'all',
+      row.allow?.join(',') ?? 'any',
+      row.created,
+      row.expires ?? 'never',
+      row.last_used ?? 'never',
+      row.last_address ?? '-',
+      row.state,
+    ]);
+  for (const line of table([header, ...cells])) print(line);
+  return 0;
 }
 
 function scopeOf(text: string): AdminScope {

@@ -6,8 +6,6 @@ export const KNOWN_LONG_FUNCTIONS: readonly string[] = [
   'src/agent/daemon-api/server.ts:buildDaemonServer',
   // A table: one gauge or counter per metric the agent exports.
   'src/agent/node-metrics.ts:agentMetricsRegistry',
-  'src/cli/admin-key.ts:runAdminKeyCommand',
-  'src/cli/admin-key.ts:work',
   // A table: one exhaustive case per event type.
   'src/core/webhooks/messages.ts:webhookMessageOf',
   'src/http/console/plugin.ts:adminConsole',
