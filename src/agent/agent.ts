@@ -69,90 +69,29 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const runner = deps.runner ?? createCommandRunner();
   const preferAes = await resolvePreferAes(config.openVpn.preferAes);
   const portal = portalClientOf(deps, preferAes);
-  const restartDelaysMs = deps.openVpnRestartDelaysMs;
-  const openVpn = new OpenVpnService({ settings: config.openVpn, runner, portal, logger, restartDelaysMs });
-  // `instance_id` of `/i/node`: new whenever the interface lost its peers.
-  let instanceId = randomUUID();
-  let maintenanceMode = config.maintenanceMode;
-  // Set once serving: asks the portal again, which then looks at this node and reconciles it.
-  let checkIn: () => void = () => {};
-  const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
-  const wireGuard = await WireGuardService.create({
-    settings: config.wireGuard,
-    nodeNumber: config.nodeNumber,
-    runner,
+  const state: AgentState = { instanceId: randomUUID(), maintenanceMode: config.maintenanceMode, checkIn: () => {} };
+  const services = await createServices(deps, runner, clock, portal, state);
+  const { server, metricsServer } = await applyFirstConfigAndServe(
+    deps,
     clock,
-    logger,
-    onPeersLost: () => {
-      instanceId = randomUUID();
-      checkIn();
-    },
-    originOf: (endpoint) => proxyGuard.relay?.originOf(endpoint) ?? null,
-  });
-  const nat = config.nat ? new NodeNat(runner, logger) : null;
-
-  const applyServerConfig = async (serverConfig: NodeServerConfig): Promise<void> => {
-    // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
-    await openVpn.apply(serverConfig.openvpn ?? []);
-    await nat?.apply(clientRanges(serverConfig));
-    await wireGuard.apply(serverConfig.wireguard);
-    if (serverConfig.wireguard !== null)
-      await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
-  };
-
-  const closeServices = async (): Promise<void> => {
-    await openVpn.close();
-    await nat?.remove();
-    await proxyGuard.close();
-    await wireGuard.close();
-  };
-
-  let server: DaemonServer | null = null;
-  let metricsServer: RunningMetricsServer | null = null;
-  try {
-    await applyServerConfig(await firstServerConfig(portal, deps, preferAes, signal));
-    signal?.throwIfAborted();
-    const counts = async () => ({
-      // Asked every two seconds by each portal: counted without reading 65,533 peers each time.
-      wireGuardPeers: await wireGuard.peerCount(),
-      openVpnClients: openVpn.connectedCount,
-      openVpnProcesses: openVpn.processCount,
-    });
-    server = buildDaemonServer({
-      nodeKey: deps.nodeKey,
-      peers: wireGuard,
-      clock,
-      logger,
-      openVpn,
-      nodeInfo: async () =>
-        describeNode(await counts(), deps.version, {
-          instanceId,
-          maxRevision: wireGuard.highestRevision,
-          maintenanceMode,
-        }),
-    });
-    await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
-    signal?.throwIfAborted();
-    if (config.metrics !== null)
-      metricsServer = await serveMetrics(config.metrics, { clock, wireGuard, openVpn, proxyGuard }, logger);
-  } catch (error) {
-    await metricsServer?.close();
-    await server?.close();
-    await closeServices();
-    throw error;
-  }
+    portal,
+    preferAes,
+    services,
+    state,
+    signal,
+  );
 
   const daemonUrl = urlOf(server.server.address());
   logger.info({ url: daemonUrl.href }, 'serving the vpn-daemon protocol');
 
-  const { refresh, settled } = serverConfigRefresher(portal, applyServerConfig, logger);
+  const { refresh, settled } = serverConfigRefresher(portal, services.apply, logger);
   const refreshTimer = setInterval(() => void refresh(), config.refreshIntervalMs);
   // The first request reached the portal before anything here listened; now the portal can
   // look at this node (a new instance_id) and give it its peers at once.
-  checkIn = () => void refresh();
-  checkIn();
+  state.checkIn = () => void refresh();
+  state.checkIn();
 
-  const runningServer = server;
+  const { openVpn, proxyGuard, wireGuard } = services;
   return {
     daemonUrl,
     metricsUrl: metricsServer?.url ?? null,
@@ -165,18 +104,146 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     openVpn,
     refresh,
     setMaintenanceMode(on) {
-      if (maintenanceMode !== on) logger.info({ maintenanceMode: on }, on ? MAINTENANCE_ON : 'maintenance mode off');
-      maintenanceMode = on;
+      if (state.maintenanceMode !== on)
+        logger.info({ maintenanceMode: on }, on ? MAINTENANCE_ON : 'maintenance mode off');
+      state.maintenanceMode = on;
     },
     async stop() {
       clearInterval(refreshTimer);
       await settled();
       await metricsServer?.close();
-      await runningServer.close();
-      await closeServices();
+      await server.close();
+      await services.close();
       logger.info('node agent stopped');
     },
   };
+}
+
+/** What the agent tells the portal about itself, which changes while it runs. */
+interface AgentState {
+  /** `instance_id` of `/i/node`: new whenever the interface lost its peers. */
+  instanceId: string;
+  maintenanceMode: boolean;
+  /** Set once serving: asks the portal again, which then looks at this node and reconciles it. */
+  checkIn: () => void;
+}
+
+/** OpenVPN, WireGuard, ProxyGuard and NAT, applied and closed together. */
+interface NodeServices {
+  readonly openVpn: OpenVpnService;
+  readonly proxyGuard: ProxyGuardService;
+  readonly wireGuard: WireGuardService;
+  readonly apply: (serverConfig: NodeServerConfig) => Promise<void>;
+  readonly close: () => Promise<void>;
+}
+
+/** Creates the services (the WireGuard interface among them); none serves until the first configuration. */
+async function createServices(
+  deps: NodeAgentDependencies,
+  runner: CommandRunner,
+  clock: Clock,
+  portal: PortalClient,
+  state: AgentState,
+): Promise<NodeServices> {
+  const { config, logger } = deps;
+  const restartDelaysMs = deps.openVpnRestartDelaysMs;
+  const openVpn = new OpenVpnService({ settings: config.openVpn, runner, portal, logger, restartDelaysMs });
+  const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
+  const wireGuard = await WireGuardService.create({
+    settings: config.wireGuard,
+    nodeNumber: config.nodeNumber,
+    runner,
+    clock,
+    logger,
+    onPeersLost: () => {
+      state.instanceId = randomUUID();
+      state.checkIn();
+    },
+    originOf: (endpoint) => proxyGuard.relay?.originOf(endpoint) ?? null,
+  });
+  const nat = config.nat ? new NodeNat(runner, logger) : null;
+  return {
+    openVpn,
+    proxyGuard,
+    wireGuard,
+    apply: async (serverConfig) => {
+      // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
+      await openVpn.apply(serverConfig.openvpn ?? []);
+      await nat?.apply(clientRanges(serverConfig));
+      await wireGuard.apply(serverConfig.wireguard);
+      if (serverConfig.wireguard !== null)
+        await proxyGuard.apply(serverConfig.wireguard.proxyGuard, serverConfig.wireguard.listenPort);
+    },
+    close: async () => {
+      await openVpn.close();
+      await nat?.remove();
+      await proxyGuard.close();
+      await wireGuard.close();
+    },
+  };
+}
+
+/**
+ * Applies the first server configuration, then serves the vpn-daemon protocol and /metrics;
+ * on a failure or an abort, closes what was started and the services, and throws.
+ */
+async function applyFirstConfigAndServe(
+  deps: NodeAgentDependencies,
+  clock: Clock,
+  portal: PortalClient,
+  preferAes: boolean,
+  services: NodeServices,
+  state: AgentState,
+  signal: AbortSignal | undefined,
+): Promise<{ server: DaemonServer; metricsServer: RunningMetricsServer | null }> {
+  const { config, logger } = deps;
+  const { openVpn, proxyGuard, wireGuard } = services;
+  let server: DaemonServer | null = null;
+  let metricsServer: RunningMetricsServer | null = null;
+  try {
+    await services.apply(await firstServerConfig(portal, deps, preferAes, signal));
+    signal?.throwIfAborted();
+    server = daemonServerOf(deps, clock, services, state);
+    await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
+    signal?.throwIfAborted();
+    if (config.metrics !== null)
+      metricsServer = await serveMetrics(config.metrics, { clock, wireGuard, openVpn, proxyGuard }, logger);
+    return { server, metricsServer };
+  } catch (error) {
+    await metricsServer?.close();
+    await server?.close();
+    await services.close();
+    throw error;
+  }
+}
+
+/** The vpn-daemon protocol over the services, describing the node as `state` says. */
+function daemonServerOf(
+  deps: NodeAgentDependencies,
+  clock: Clock,
+  services: NodeServices,
+  state: AgentState,
+): DaemonServer {
+  const { openVpn, wireGuard } = services;
+  const counts = async () => ({
+    // Asked every two seconds by each portal: counted without reading 65,533 peers each time.
+    wireGuardPeers: await wireGuard.peerCount(),
+    openVpnClients: openVpn.connectedCount,
+    openVpnProcesses: openVpn.processCount,
+  });
+  return buildDaemonServer({
+    nodeKey: deps.nodeKey,
+    peers: wireGuard,
+    clock,
+    logger: deps.logger,
+    openVpn,
+    nodeInfo: async () =>
+      describeNode(await counts(), deps.version, {
+        instanceId: state.instanceId,
+        maxRevision: wireGuard.highestRevision,
+        maintenanceMode: state.maintenanceMode,
+      }),
+  });
 }
 
 /** The Node API client, saying how this node runs OpenVPN (the portal writes the server files for it). */
