@@ -72,8 +72,18 @@ const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
  * `/w/remove_peer`, OpenVPN's `/o/connection_list` and `/o/disconnect_client`.
  */
 export function buildDaemonServer(options: DaemonServerOptions) {
-  const { peers, clock, logger, openVpn } = options;
-  const isAuthorized = createBearerCheck(options.nodeKey);
+  const app = createFormServer(options.logger);
+  requireBearer(app, options.nodeKey);
+  answerErrorsAsJson(app);
+  app.get(VPN_DAEMON_PATHS.nodeInfo, async () => options.nodeInfo());
+  routeWireGuardCalls(app, options.peers, options.clock);
+  // Without OpenVPN support the calls do not exist (404), as on a WireGuard-only daemon.
+  if (options.openVpn !== undefined) routeOpenVpnCalls(app, options.openVpn);
+  return app;
+}
+
+/** A Fastify server that reads only form bodies (anything else is answered with 415) and logs little. */
+function createFormServer(logger: Logger) {
   // The portal calls often (reconcile, listings); per-request log lines would drown the rest.
   const app = Fastify({
     loggerInstance: logger,
@@ -88,14 +98,27 @@ export function buildDaemonServer(options: DaemonServerOptions) {
   app.addContentTypeParser(FORM_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => {
     done(null, new URLSearchParams(String(body)));
   });
-  const formOf = (body: unknown): URLSearchParams => (body instanceof URLSearchParams ? body : new URLSearchParams());
+  return app;
+}
 
+type FormServer = ReturnType<typeof createFormServer>;
+
+function formOf(body: unknown): URLSearchParams {
+  return body instanceof URLSearchParams ? body : new URLSearchParams();
+}
+
+/** Every call needs the node secret as its bearer token (401 without it). */
+function requireBearer(app: FormServer, nodeKey: Secret): void {
+  const isAuthorized = createBearerCheck(nodeKey);
   // onRequest runs before the body is read: unauthenticated bodies are never parsed.
   app.addHook('onRequest', (request, reply, done) => {
     if (isAuthorized(request.headers.authorization)) done();
     else void reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error: 'missing or invalid bearer token' });
   });
+}
 
+/** Errors and unknown calls as `{"error": …}`: 503 without WireGuard, internal errors logged and not shown. */
+function answerErrorsAsJson(app: FormServer): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof WireGuardUnavailableError) return reply.code(503).send({ error: error.message });
     const status = error.statusCode ?? 500;
@@ -108,9 +131,10 @@ export function buildDaemonServer(options: DaemonServerOptions) {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `no such call: ${request.method} ${request.url.split('?')[0]}` }),
   );
+}
 
-  app.get(VPN_DAEMON_PATHS.nodeInfo, async () => options.nodeInfo());
-
+/** `/w/peer_list`, `/w/add_peer`, our `/w/add_peers` and `/w/remove_peer`. */
+function routeWireGuardCalls(app: FormServer, peers: WireGuardPeers, clock: Clock): void {
   app.get(VPN_DAEMON_PATHS.peerList, async (request, reply) => {
     const showAll = parseShowAll(request.query);
     if (!showAll.ok) return reply.code(400).send({ error: showAll.error });
@@ -142,29 +166,27 @@ export function buildDaemonServer(options: DaemonServerOptions) {
     if (removed === null) return reply.code(204).send();
     return reply.code(200).send(toPeerListEntry(removed));
   });
+}
 
-  // Without OpenVPN support the calls do not exist (404), as on a WireGuard-only daemon.
-  if (openVpn !== undefined) {
-    app.get(VPN_DAEMON_PATHS.connectionList, async () => {
-      const connections = await openVpn.list();
-      return {
-        connection_list: connections.map((connection) => ({
-          common_name: connection.commonName,
-          ip_four: connection.ipFour,
-          ip_six: connection.ipSix,
-        })),
-      };
-    });
+/** `/o/connection_list` and `/o/disconnect_client`. */
+function routeOpenVpnCalls(app: FormServer, openVpn: OpenVpnConnections): void {
+  app.get(VPN_DAEMON_PATHS.connectionList, async () => {
+    const connections = await openVpn.list();
+    return {
+      connection_list: connections.map((connection) => ({
+        common_name: connection.commonName,
+        ip_four: connection.ipFour,
+        ip_six: connection.ipSix,
+      })),
+    };
+  });
 
-    app.post(VPN_DAEMON_PATHS.disconnectClient, async (request, reply) => {
-      const parsed = parseDisconnectClientForm(formOf(request.body));
-      if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
-      await openVpn.disconnect(parsed.value.commonName);
-      return reply.code(204).send();
-    });
-  }
-
-  return app;
+  app.post(VPN_DAEMON_PATHS.disconnectClient, async (request, reply) => {
+    const parsed = parseDisconnectClientForm(formOf(request.body));
+    if (!parsed.ok) return reply.code(400).send({ error: parsed.error });
+    await openVpn.disconnect(parsed.value.commonName);
+    return reply.code(204).send();
+  });
 }
 
 export type DaemonServer = ReturnType<typeof buildDaemonServer>;
