@@ -9,5 +9,4 @@ export const KNOWN_LONG_FUNCTIONS: readonly string[] = [
   'src/http/console/plugin.ts:adminConsole',
   // A table: one metric per property.
   'src/metrics/portal-metrics.ts:PortalMetrics.constructor',
-  'src/http/admin-api/openapi.ts:buildOpenApiDocument',
 ];

@@ -15,78 +15,9 @@ import type { AdminRoute } from './admin-route.js';
 import { paramFields, type ParamField } from '../../protocol/admin-api-params.js';
 
 export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) {
-    const operation: Record<string, unknown> = {
-      operationId: route.path.slice(1),
-      summary: route.summary,
-      description:
-        `${route.since === 'extension' ? "An extension of this portal: not part of eduVPN's Admin API v1." : `Since portal version ${route.since}.`} ` +
-        `Needs an admin key of scope \`${route.scope}\`${route.needsEveryProfile === true ? ' not limited to some profiles' : ''} ` +
-        "(the specification's secret has every scope).",
-      ...(route.since === 'extension' ? { 'x-extension': true } : {}),
-      // OpenAPI 3.1: for a bearer scheme the list names the roles the call needs.
-      security: [{ adminApiKey: [route.scope] }],
-      'x-required-scope': route.scope,
-      responses: {
-        [String(successStatusOf(route.answer))]: describeAnswer(route),
-        '400': jsonResponse('Invalid or missing parameter, or unknown user'),
-        '401': jsonResponse('Missing, wrong, expired, revoked or rotated-out key'),
-        '403': jsonResponse(
-          "Refused, the error names what is missing: the source address (adminApi.allowList or the key's own allow-list), the key's scope, or its profiles; or the user is disabled",
-        ),
-        '503': jsonResponse('Admin API disabled, or a needed resource is unavailable'),
-      },
-    };
-    if (route.method === 'POST') {
-      operation['parameters'] = [
-        {
-          name: IDEMPOTENCY_KEY_HEADER,
-          in: 'header',
-          required: false,
-          description:
-            'Makes a retry safe: the same key (per admin key and the keys rotated from it) with the same parameters within 24 hours gets the first answer again, and changes nothing',
-          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
-        },
-      ];
-      Object.assign(operation.responses as object, {
-        '409': jsonResponse('A request with this Idempotency-Key is still being processed'),
-        '422': jsonResponse('This Idempotency-Key was used with other parameters (or another call) within 24 hours'),
-      });
-    }
-    if (route.path === '/create') {
-      Object.assign(operation.responses as object, {
-        '404': jsonResponse('No such profile'),
-        '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
-      });
-    }
-    const fields = paramFields(route.params);
-    if (route.source === 'query') {
-      operation['parameters'] = fields.map((spec) => ({
-        name: spec.name,
-        in: 'query',
-        required: spec.required,
-        description: spec.description,
-        schema: schemaOf(spec),
-      }));
-    } else {
-      operation['requestBody'] = {
-        required: fields.some((spec) => spec.required),
-        content: {
-          'application/x-www-form-urlencoded': {
-            schema: {
-              type: 'object',
-              properties: Object.fromEntries(
-                fields.map((spec) => [spec.name, { ...schemaOf(spec), description: spec.description }]),
-              ),
-              required: fields.filter((spec) => spec.required).map((spec) => spec.name),
-            },
-          },
-        },
-      };
-    }
-    paths[route.path] = { [route.method.toLowerCase()]: operation };
-  }
+  const paths = Object.fromEntries(
+    routes.map((route) => [route.path, { [route.method.toLowerCase()]: operationOf(route) }]),
+  );
   return {
     openapi: '3.1.0',
     info: {
@@ -117,6 +48,94 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: s
     },
     security: [{ adminApiKey: [] }],
     paths,
+  };
+}
+
+/** One call as an OpenAPI operation: who may make it, what it answers, and what it takes. */
+function operationOf(route: AdminRoute): Record<string, unknown> {
+  return {
+    operationId: route.path.slice(1),
+    summary: route.summary,
+    description:
+      `${route.since === 'extension' ? "An extension of this portal: not part of eduVPN's Admin API v1." : `Since portal version ${route.since}.`} ` +
+      `Needs an admin key of scope \`${route.scope}\`${route.needsEveryProfile === true ? ' not limited to some profiles' : ''} ` +
+      "(the specification's secret has every scope).",
+    ...(route.since === 'extension' ? { 'x-extension': true } : {}),
+    // OpenAPI 3.1: for a bearer scheme the list names the roles the call needs.
+    security: [{ adminApiKey: [route.scope] }],
+    'x-required-scope': route.scope,
+    responses: responsesOf(route),
+    ...inputOf(route),
+  };
+}
+
+function responsesOf(route: AdminRoute): Record<string, unknown> {
+  return {
+    [String(successStatusOf(route.answer))]: describeAnswer(route),
+    '400': jsonResponse('Invalid or missing parameter, or unknown user'),
+    '401': jsonResponse('Missing, wrong, expired, revoked or rotated-out key'),
+    '403': jsonResponse(
+      "Refused, the error names what is missing: the source address (adminApi.allowList or the key's own allow-list), the key's scope, or its profiles; or the user is disabled",
+    ),
+    '503': jsonResponse('Admin API disabled, or a needed resource is unavailable'),
+    ...(route.method === 'POST'
+      ? {
+          '409': jsonResponse('A request with this Idempotency-Key is still being processed'),
+          '422': jsonResponse('This Idempotency-Key was used with other parameters (or another call) within 24 hours'),
+        }
+      : {}),
+    ...(route.path === '/create'
+      ? {
+          '404': jsonResponse('No such profile'),
+          '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
+        }
+      : {}),
+  };
+}
+
+/** The call's parameters: in the query string, or a form body (a POST also takes Idempotency-Key). */
+function inputOf(route: AdminRoute): Record<string, unknown> {
+  const fields = paramFields(route.params);
+  if (route.source === 'query') {
+    return {
+      parameters: fields.map((spec) => ({
+        name: spec.name,
+        in: 'query',
+        required: spec.required,
+        description: spec.description,
+        schema: schemaOf(spec),
+      })),
+    };
+  }
+  return {
+    ...(route.method === 'POST'
+      ? {
+          parameters: [
+            {
+              name: IDEMPOTENCY_KEY_HEADER,
+              in: 'header',
+              required: false,
+              description:
+                'Makes a retry safe: the same key (per admin key and the keys rotated from it) with the same parameters within 24 hours gets the first answer again, and changes nothing',
+              schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+            },
+          ],
+        }
+      : {}),
+    requestBody: {
+      required: fields.some((spec) => spec.required),
+      content: {
+        'application/x-www-form-urlencoded': {
+          schema: {
+            type: 'object',
+            properties: Object.fromEntries(
+              fields.map((spec) => [spec.name, { ...schemaOf(spec), description: spec.description }]),
+            ),
+            required: fields.filter((spec) => spec.required).map((spec) => spec.name),
+          },
+        },
+      },
+    },
   };
 }
 
