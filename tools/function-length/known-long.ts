@@ -6,7 +6,6 @@ export const KNOWN_LONG_FUNCTIONS: readonly string[] = [
   'src/agent/node-metrics.ts:agentMetricsRegistry',
   // A table: one exhaustive case per event type.
   'src/core/webhooks/messages.ts:webhookMessageOf',
-  'src/http/console/plugin.ts:adminConsole',
   // A table: one metric per property.
   'src/metrics/portal-metrics.ts:PortalMetrics.constructor',
 ];

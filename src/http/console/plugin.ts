@@ -52,19 +52,35 @@ export interface ConsoleOptions {
   readonly ctx: PortalContext;
 }
 
+/** What the console's parts share: where it lives, how sessions are checked, the sign-in ways. */
+interface ConsoleSetup {
+  readonly ctx: PortalContext;
+  /** `{basePath}/admin/`. */
+  readonly base: string;
+  readonly allowList: AddressAllowList;
+  readonly times: ConsoleSessionTimes;
+  /** The session the guard found for each request it let through. */
+  readonly sessions: WeakMap<FastifyRequest, ActiveConsoleSession>;
+  readonly oidc: ConsoleOidc | null;
+  /** The OpenID Connect paths, open without a session. */
+  readonly openPaths: ReadonlySet<string>;
+  readonly signInButton: { readonly href: string; readonly label: string } | null;
+}
+
 export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions): Promise<void> {
+  const setup = consoleSetup(ctx);
+  trackReconciles(ctx);
+  await app.register(cookie);
+  guardEveryRequest(app, setup);
+  await serveAssets(app, setup.base);
+  registerSignIn(app, setup);
+  registerPages(app, setup);
+}
+
+function consoleSetup(ctx: PortalContext): ConsoleSetup {
   const base = `${ctx.config.basePath}/admin/`;
-  const allowList = new AddressAllowList(ctx.config.adminApi.allowList);
-  const times: ConsoleSessionTimes = {
-    idleTimeoutMs: ctx.config.adminConsole.idleTimeoutMs,
-    sessionLifetimeMs: ctx.config.adminConsole.sessionLifetimeMs,
-    addressAllowed: (list, address) => new AddressAllowList(list).allows(address),
-  };
-  const sessions = new WeakMap<FastifyRequest, ActiveConsoleSession>();
   const oidc =
     ctx.config.adminConsole.oidc === null ? null : new ConsoleOidc(ctx.config.adminConsole.oidc, ctx.keys, ctx.clock);
-  const openPaths = new Set(oidc === null ? [] : oidcPaths(base));
-  const signInButton = oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel };
   // Asked once now so a wrong issuer shows in the log at start; sign-in asks again if this failed.
   oidc?.provider().catch((error: unknown) => {
     ctx.logger.warn(
@@ -72,39 +88,39 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
       'adminConsole.oidc: the OpenID provider cannot be reached; single sign-on will try again',
     );
   });
+  return {
+    ctx,
+    base,
+    allowList: new AddressAllowList(ctx.config.adminApi.allowList),
+    times: {
+      idleTimeoutMs: ctx.config.adminConsole.idleTimeoutMs,
+      sessionLifetimeMs: ctx.config.adminConsole.sessionLifetimeMs,
+      addressAllowed: (list, address) => new AddressAllowList(list).allows(address),
+    },
+    sessions: new WeakMap(),
+    oidc,
+    openPaths: new Set(oidc === null ? [] : oidcPaths(base)),
+    signInButton: oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel },
+  };
+}
 
-  trackReconciles(ctx);
-  await app.register(cookie);
+/** The guard: the source address, then the session cookie, then for a change its origin and CSRF token. */
+function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
+  const { ctx, base, allowList, times, sessions, openPaths, signInButton } = setup;
+  const refuse = (reply: FastifyReply, why: string) =>
+    sendPage(reply, 403, page(null, 'Not allowed', problem(403, why), base));
   app.addHook('onRequest', async (request, reply) => {
     setConsoleHeaders(reply);
     if (!allowList.allows(request.ip)) {
       request.log.warn({ ip: request.ip }, 'admin console request from an address outside adminApi.allowList');
-      await sendPage(
-        reply,
-        403,
-        page(
-          null,
-          'Not allowed',
-          problem(403, 'Your address may not use the admin console (adminApi.allowList).'),
-          base,
-        ),
-      );
+      await refuse(reply, 'Your address may not use the admin console (adminApi.allowList).');
       return;
     }
     const route = request.routeOptions.url ?? '';
     if (route.startsWith(`${base}assets/`) || route === `${base}sign-in` || openPaths.has(route)) return;
     // A change must come from a console page: the browser says so (Sec-Fetch-Site, Origin).
     if (request.method === 'POST' && !sameOrigin(request)) {
-      await sendPage(
-        reply,
-        403,
-        page(
-          null,
-          'Not allowed',
-          problem(403, 'A change must be made from a page of the console (cross-site request refused).'),
-          base,
-        ),
-      );
+      await refuse(reply, 'A change must be made from a page of the console (cross-site request refused).');
       return;
     }
     const token = request.cookies[COOKIE_NAME];
@@ -127,20 +143,16 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     const session = sessions.get(request);
     if (request.method !== 'POST' || session === undefined) return;
     const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
-    if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken)) {
-      await sendPage(
+    if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken))
+      await refuse(
         reply,
-        403,
-        page(
-          null,
-          'Not allowed',
-          problem(403, 'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.'),
-          base,
-        ),
+        'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.',
       );
-    }
   });
+}
 
+/** The console's own files and Chart.js, never listed as a folder. */
+async function serveAssets(app: FastifyInstance, base: string): Promise<void> {
   await app.register(fastifyStatic, {
     root: ASSETS,
     prefix: `${base}assets/`,
@@ -156,7 +168,11 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     cacheControl: false,
     allowedPath: (pathName) => pathName === '/chart.umd.min.js',
   });
+}
 
+/** Signing in with a key or the secret, or through OpenID Connect, and signing out. */
+function registerSignIn(app: FastifyInstance, setup: ConsoleSetup): void {
+  const { ctx, base, times, oidc, signInButton } = setup;
   // `…/admin` as typed leads to the console.
   app.get(base.slice(0, -1), async (_request, reply) => reply.redirect(base, 301));
   app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null, signInButton)));
@@ -195,7 +211,11 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
     void reply.clearCookie(COOKIE_NAME, { path: base });
     return reply.redirect(`${base}sign-in`, 303);
   });
+}
 
+/** Every page (GET) and action (POST), each answered with its page or a redirect after the change. */
+function registerPages(app: FastifyInstance, setup: ConsoleSetup): void {
+  const { ctx, base, sessions } = setup;
   const consoleRequest = (request: FastifyRequest): ConsoleRequest => {
     const session = sessions.get(request);
     if (session === undefined) throw new Error('console request without a session');
