@@ -3,6 +3,7 @@
 // here, the way kernel WireGuard is written); `wg show` checks what landed.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { parseWgDump, type WgPeer } from '../../../src/agent/wireguard/dump.js';
 import type { WireGuardKey } from '../../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { NetnsLab, type Namespace } from '../../support/netns.js';
+import { until } from '../../support/until.js';
 
 function newPeerKey(): WireGuardKey {
   return generateWireGuardKeyPair().publicKey;
@@ -168,6 +170,12 @@ describe('writing peer changes to a wireguard-go interface', () => {
     assert.ok(pid !== undefined);
     process.kill(pid, 'SIGSTOP');
     t.after(() => process.kill(pid, 'SIGCONT'));
+    // kill() may return before every thread has stopped: write only once the kernel shows each stopped.
+    const everyThreadStopped = async () =>
+      readdirSync(`/proc/${pid}/task`).every((task) =>
+        /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')),
+      );
+    await until('every thread of wireguard-go stopped', everyThreadStopped, 2_000);
     const started = performance.now();
     await assert.rejects(
       writer('uapi', { timeoutMs: 300 }).apply(stalled, [
