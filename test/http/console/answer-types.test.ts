@@ -17,44 +17,36 @@ const FIELD = `export const profileSchema = z.object({
   profile_id: z.string(),
   display_name: z.string(),`;
 
-/** It needs no database: once, on the SQLite pass (the PostgreSQL pass sets TEST_DATABASE_URL). */
-const onSqlitePass = {
-  skip: (process.env['TEST_DATABASE_URL'] ?? '') !== '' && 'needs no database: runs on the SQLite pass',
-};
+// It reaches no database, so test/run.sh runs it once, on the SQLite pass (test/support/database-files.ts).
+test('renaming a field of a call’s answer schema fails the type check of the console page that reads it', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-answer-types-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(path.join(root, 'src'), path.join(dir, 'src'), { recursive: true });
+  symlinkSync(realpathSync(path.join(root, 'node_modules')), path.join(dir, 'node_modules'));
+  const { compilerOptions } = JSON.parse(readFileSync(path.join(root, 'tsconfig.json'), 'utf8')) as {
+    compilerOptions: Record<string, unknown>;
+  };
+  // Only the console's files as roots: the compiler follows their imports, and nothing else.
+  writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { ...compilerOptions, noEmit: true }, include: ['src/http/console/*.ts'] }),
+  );
+  const protocol = path.join(dir, 'src/protocol/admin-api.ts');
+  const source = readFileSync(protocol, 'utf8');
+  assert.ok(source.includes(FIELD), 'the profile schema has display_name where this test expects it');
+  writeFileSync(protocol, source.replace(FIELD, FIELD.replace('display_name', 'title')));
 
-test(
-  'renaming a field of a call’s answer schema fails the type check of the console page that reads it',
-  onSqlitePass,
-  async (t) => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-answer-types-'));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
-    cpSync(path.join(root, 'src'), path.join(dir, 'src'), { recursive: true });
-    symlinkSync(realpathSync(path.join(root, 'node_modules')), path.join(dir, 'node_modules'));
-    const { compilerOptions } = JSON.parse(readFileSync(path.join(root, 'tsconfig.json'), 'utf8')) as {
-      compilerOptions: Record<string, unknown>;
-    };
-    // Only the console's files as roots: the compiler follows their imports, and nothing else.
-    writeFileSync(
-      path.join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { ...compilerOptions, noEmit: true }, include: ['src/http/console/*.ts'] }),
-    );
-    const protocol = path.join(dir, 'src/protocol/admin-api.ts');
-    const source = readFileSync(protocol, 'utf8');
-    assert.ok(source.includes(FIELD), 'the profile schema has display_name where this test expects it');
-    writeFileSync(protocol, source.replace(FIELD, FIELD.replace('display_name', 'title')));
-
-    const typescript = path.join(root, 'node_modules/typescript/bin/tsc');
-    const checked = await run(process.execPath, [typescript, '-p', dir], { cwd: dir }).then(
-      () => ({ failed: false, output: '' }),
-      (error: { stdout?: string }) => ({ failed: true, output: error.stdout ?? '' }),
-    );
-    assert.ok(checked.failed, 'the type check passed with the field renamed');
-    const consoleErrors = checked.output
-      .split('\n')
-      .filter((line) => line.startsWith('src/http/console/') && line.includes('error TS'));
-    assert.ok(
-      consoleErrors.some((line) => line.includes("'display_name'")),
-      `no console error names the renamed field:\n${checked.output}`,
-    );
-  },
-);
+  const typescript = path.join(root, 'node_modules/typescript/bin/tsc');
+  const checked = await run(process.execPath, [typescript, '-p', dir], { cwd: dir }).then(
+    () => ({ failed: false, output: '' }),
+    (error: { stdout?: string }) => ({ failed: true, output: error.stdout ?? '' }),
+  );
+  assert.ok(checked.failed, 'the type check passed with the field renamed');
+  const consoleErrors = checked.output
+    .split('\n')
+    .filter((line) => line.startsWith('src/http/console/') && line.includes('error TS'));
+  assert.ok(
+    consoleErrors.some((line) => line.includes("'display_name'")),
+    `no console error names the renamed field:\n${checked.output}`,
+  );
+});
