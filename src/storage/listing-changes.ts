@@ -53,16 +53,20 @@ export async function readListingChanges(
     const lastId = rows.length === 0 ? after : Number(rows.at(-1)?.id);
     return { changes: rows.map(toChange), cursor: { dialect: 'sqlite', lastId } };
   }
-  // One statement, so the rows and the horizon come from one snapshot.
+  // One statement, so the rows and the horizon come from one snapshot. A first read reports
+  // nothing, but it still notes the rows of transactions at or above its horizon: the next read
+  // asks for those again and must not take them for news (a needless rebuild of every page
+  // they are on whenever any transaction of the cluster was running at the first read).
   const from = cursor?.dialect === 'postgres' ? cursor.horizon : null;
   const { rows } =
     from === null
-      ? await sql<JournalRow>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon, NULL AS id, NULL AS xid,
-          NULL AS profile_id, NULL AS created_at, NULL AS public_key`.execute(db)
+      ? await sql<JournalRow>`SELECT now_.horizon::text AS horizon, c.id, c.xid::text AS xid, c.profile_id, c.created_at, c.public_key
+          FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) AS now_
+          LEFT JOIN listing_changes AS c ON c.xid >= now_.horizon`.execute(db)
       : await sql<JournalRow>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon, c.id, c.xid::text AS xid, c.profile_id, c.created_at, c.public_key
           FROM (SELECT 1) AS one LEFT JOIN listing_changes AS c ON c.xid >= ${String(from)}::xid8`.execute(db);
   const horizon = BigInt(rows[0]?.horizon ?? '0');
-  const before = cursor?.dialect === 'postgres' ? cursor.seen : new Map<string, bigint>();
+  const before = cursor?.dialect === 'postgres' ? cursor.seen : null;
   const seen = new Map<string, bigint>();
   const changes: ListingChange[] = [];
   for (const row of rows) {
@@ -71,7 +75,7 @@ export async function readListingChanges(
     const xid = BigInt(row.xid);
     // A row of a transaction below the new horizon cannot come back; forget it.
     if (xid >= horizon) seen.set(id, xid);
-    if (!before.has(id)) changes.push(toChange(row));
+    if (before !== null && !before.has(id)) changes.push(toChange(row));
   }
   return { changes, cursor: { dialect: 'postgres', horizon, seen } };
 }
