@@ -83,6 +83,9 @@ done
 if [ "${CI:-}" = true ]; then passes="${TEST_PASSES:-serial}"; else passes="${TEST_PASSES:-together}"; fi
 summary=()
 status=0
+# Each pass's output is kept too, so that the failures of every pass can end the log (a CI view
+# that shows only the end of a long log still shows them all).
+pass_logs=$(mktemp -d)
 pass_names=()
 pass_pids=()
 mark_pids=()
@@ -90,7 +93,7 @@ stop_passes() {
   local pid
   for pid in "${pass_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 }
-trap 'stop_passes; stop_throwaway_postgres' EXIT
+trap 'stop_passes; stop_throwaway_postgres; rm -rf "$pass_logs"' EXIT
 trap 'stop_passes; stop_throwaway_postgres; exit 130' INT
 trap 'stop_passes; stop_throwaway_postgres; exit 143' TERM
 
@@ -123,13 +126,13 @@ for database in "${databases[@]}"; do
   [ "${#selected[@]}" -gt 0 ] || continue
   echo "=== test pass on $database: ${#selected[@]} files$note ==="
   if [ "${#databases[@]}" -gt 1 ] && [ "$passes" != serial ]; then
-    exec {marked}> >(sed -u "s/^/[$database] /")
+    exec {marked}> >(tee "$pass_logs/$database" | sed -u "s/^/[$database] /")
     mark_pids+=("$!")
     run_pass "$database" "${selected[@]}" >&"$marked" 2>&1 &
     pass_pids+=("$!")
     pass_names+=("$database")
     exec {marked}>&-
-  elif (run_pass "$database" "${selected[@]}"); then
+  elif (run_pass "$database" "${selected[@]}") 2>&1 | tee "$pass_logs/$database"; then
     summary+=("$database: passed")
   else
     summary+=("$database: FAILED")
@@ -159,5 +162,12 @@ if [ "$coverage" = 1 ]; then
     status=1
   fi
 fi
+for database in "${databases[@]}"; do
+  log="$pass_logs/$database"
+  if [ -f "$log" ] && grep -q '^✖ failing tests:' "$log"; then
+    echo "=== the failing tests of the $database pass, once more"
+    sed -n '/^✖ failing tests:/,$p' "$log"
+  fi
+done
 printf '=== %s\n' "${summary[@]}"
 exit "$status"

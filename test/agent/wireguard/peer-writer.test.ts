@@ -175,7 +175,7 @@ describe('writing peer changes to a wireguard-go interface', () => {
       readdirSync(`/proc/${pid}/task`).every((task) =>
         /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')),
       );
-    await until('every thread of wireguard-go stopped', everyThreadStopped, 2_000);
+    await until('every thread of wireguard-go stopped', everyThreadStopped, 10_000);
     const started = performance.now();
     await assert.rejects(
       writer('uapi', { timeoutMs: 300 }).apply(stalled, [
