@@ -21,6 +21,22 @@ export const VPN_DAEMON_PATHS = {
 
 // ---- Answers ----
 
+/**
+ * Ours, in `GET /i/node`: the node's NAT as it programmed it. `deterministic` gives the settings
+ * of src/net/deterministic-nat.ts exactly as the node applied them (its client ranges included),
+ * so the portal maps a public address and port back to a client the way the node mapped it.
+ */
+export const natModeSchema = z.discriminatedUnion('mode', [
+  z.object({ mode: z.literal('masquerade') }),
+  z.object({
+    mode: z.literal('deterministic'),
+    ranges: z.array(z.string()).max(10_000),
+    public_addresses: z.array(z.string()).min(1).max(65_536),
+    ports_per_client: z.number().int().positive(),
+  }),
+]);
+export type NatMode = z.infer<typeof natModeSchema>;
+
 /** `GET /i/node`. */
 export const nodeInfoSchema = z.object({
   /** Load average per CPU, in percent. */
@@ -40,6 +56,8 @@ export const nodeInfoSchema = z.object({
   max_revision: z.number().int().nonnegative().optional(),
   /** Ours: the node takes `/w/add_peers` with up to this many peers per request. */
   add_peers_max: z.number().int().positive().optional(),
+  /** Ours: how the node translates its clients' IPv4 traffic; absent: it does not. */
+  nat: natModeSchema.optional(),
   v: z.string(),
 });
 export type NodeInfo = z.infer<typeof nodeInfoSchema>;

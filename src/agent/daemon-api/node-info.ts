@@ -15,8 +15,12 @@ export interface AgentIdentity {
   readonly maintenanceMode: boolean;
 }
 
-/** Ours always reports its extensions (instance id, highest revision, process count, add_peers). */
-export function describeNode(counts: NodeCounts, version: string, identity: AgentIdentity): Required<NodeInfo> {
+/** Ours always reports its extensions (instance id, highest revision, process count, add_peers); NAT when it translates. */
+export function describeNode(
+  counts: NodeCounts,
+  version: string,
+  identity: AgentIdentity,
+): Required<Omit<NodeInfo, 'nat'>> & Pick<NodeInfo, 'nat'> {
   const cpuCount = availableParallelism();
   const loadAverage = loadavg();
   return {
