@@ -22,14 +22,17 @@ export const VPN_DAEMON_PATHS = {
 // ---- Answers ----
 
 /**
- * Ours, in `GET /i/node`: the node's NAT as it programmed it. `deterministic` gives the settings
- * of src/net/deterministic-nat.ts exactly as the node applied them (its client ranges included),
- * so the portal maps a public address and port back to a client the way the node mapped it.
+ * Ours, in `GET /i/node`: the node's NAT as it programmed it, and since when (`applied_at`,
+ * ISO 8601 UTC, so that the portal dates a change by the node's clock, not by when it asked).
+ * `deterministic` gives the settings of src/net/deterministic-nat.ts exactly as the node
+ * applied them (its client ranges included), so the portal maps a public address and port back
+ * to a client the way the node mapped it.
  */
 export const natModeSchema = z.discriminatedUnion('mode', [
-  z.object({ mode: z.literal('masquerade') }),
+  z.object({ mode: z.literal('masquerade'), applied_at: z.string() }),
   z.object({
     mode: z.literal('deterministic'),
+    applied_at: z.string(),
     ranges: z.array(z.string()).max(10_000),
     public_addresses: z.array(z.string()).min(1).max(65_536),
     ports_per_client: z.number().int().positive(),
