@@ -3,13 +3,18 @@
 # throw-away PostgreSQL server as the tests do (unless TEST_POSTGRES_URL names one), and
 # measures on SQLite and on PostgreSQL (bench/run.ts, then the searches: bench/search.ts).
 # BENCH_DATABASES="sqlite" skips PostgreSQL; BENCH_ONLY=search runs the searches alone,
-# BENCH_ONLY=relay the ProxyGuard relay under a flood of slow clients alone (bench/relay-flood.ts).
+# BENCH_ONLY=relay the ProxyGuard relay under a flood of slow clients alone (bench/relay-flood.ts),
+# BENCH_ONLY=hung the Admin API while a node hangs alone (bench/hung-node.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=test/support/throwaway-postgres.sh
 source test/support/throwaway-postgres.sh
 if [[ "${BENCH_ONLY:-}" == relay ]]; then
   node --import tsx bench/relay-flood.ts
+  exit 0
+fi
+if [[ "${BENCH_ONLY:-}" == hung ]]; then
+  node --import tsx bench/hung-node.ts
   exit 0
 fi
 npm run --silent build
@@ -22,4 +27,5 @@ fi
 node --import tsx bench/search.ts
 if [[ "${BENCH_ONLY:-}" != search ]]; then
   node --import tsx bench/relay-flood.ts
+  node --import tsx bench/hung-node.ts
 fi

@@ -77,6 +77,17 @@ export class PortalMetrics {
           this.set({ node: String(nodeNumber) }, ctx.nodes.isDown(nodeNumber) ? 0 : 1);
       },
     });
+    new Counter({
+      name: 'vpn_portal_node_requests_total',
+      help: 'Requests the portal sent to the node, by what they asked (probe: a node held for down asked whether it is back)',
+      labelNames: ['node', 'request'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [nodeNumber, sent] of ctx.nodes.requestsSent())
+          for (const [request, count] of sent) this.inc({ node: String(nodeNumber), request }, count);
+      },
+    });
     const lastSuccessMs = this.lastSuccessMs;
     new Gauge({
       name: 'vpn_portal_node_seconds_since_last_reconcile',

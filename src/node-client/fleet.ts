@@ -42,6 +42,8 @@ export type NodeAnswer<T> =
 
 export class NodeFleet {
   private readonly states = new Map<NodeNumber, NodeState>();
+  /** Requests sent to each node, by what they asked (for the metrics: which calls reach a node). */
+  private readonly requests = new Map<NodeNumber, Map<string, number>>();
   private reconcileListener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void = () => {};
   private stateListener: (change: NodeStateChange) => void = () => {};
   private watchTimer: NodeJS.Timeout | undefined;
@@ -101,6 +103,11 @@ export class NodeFleet {
   /** Whether the node said it is in maintenance when last asked (`maintenance_mode` of `/i/node`). */
   isInMaintenance(nodeNumber: NodeNumber): boolean {
     return this.states.get(nodeNumber)?.lastInfo?.maintenanceMode ?? false;
+  }
+
+  /** Requests sent so far to each node, by what they asked (`add_peer`, `probe`, `glance`, …). */
+  requestsSent(): ReadonlyMap<NodeNumber, ReadonlyMap<string, number>> {
+    return this.requests;
   }
 
   /** Whether the node failed its last contact and has not answered since. */
@@ -188,6 +195,8 @@ export class NodeFleet {
     what: string,
     action: (daemon: NodeDaemon) => Promise<T>,
   ): Promise<T | undefined> {
+    const sent = this.requests.get(daemon.nodeNumber) ?? new Map<string, number>();
+    this.requests.set(daemon.nodeNumber, sent.set(what, (sent.get(what) ?? 0) + 1));
     try {
       const result = await action(daemon);
       this.markUp(daemon.nodeNumber);

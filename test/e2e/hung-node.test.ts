@@ -16,8 +16,8 @@ import type { ApiResponse } from '../support/test-portal.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
-/** The Admin API p99 promised while a node hangs, after its first timeout (docs/hung-nodes.md). */
-const P99_LIMIT_MS = 500;
+/** What the portal may still send a node it holds for down: is it back? (src/node-client/fleet.ts) */
+const ASKED_OF_A_NODE_HELD_DOWN = new Set(['probe', 'glance']);
 /** How soon after SIGCONT nothing revoked may be left on the node. */
 const RECOVERY_LIMIT_MS = 5_000;
 
@@ -27,6 +27,18 @@ async function metric(lab: TunnelLab, series: string): Promise<number | undefine
   assert.ok(url !== null, 'metrics are served');
   const line = (await (await fetch(url)).text()).split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** `vpn_portal_node_requests_total` of node 0, by request. */
+async function requestsToNodeZero(lab: TunnelLab): Promise<Map<string, number>> {
+  const url = lab.portal.portal.metricsUrl;
+  assert.ok(url !== null, 'metrics are served');
+  const counts = new Map<string, number>();
+  for (const line of (await (await fetch(url)).text()).split('\n')) {
+    const match = /^vpn_portal_node_requests_total\{node="0",request="([^"]+)"\} (\d+)$/.exec(line);
+    if (match?.[1] !== undefined) counts.set(match[1], Number(match[2]));
+  }
+  return counts;
 }
 
 function percentile(sorted: readonly number[], fraction: number): number {
@@ -86,7 +98,7 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
     await lab?.close();
   });
 
-  test('while node 0 is stopped, every call answers within 0.5 s (p99) after its first timeout; 5 s after SIGCONT nothing revoked is on it', async (t) => {
+  test('while node 0 is stopped, no call sends it anything after its first timeout but the question whether it is back; 5 s after SIGCONT nothing revoked is on it', async (t) => {
     const agentPid = lab.agent.child.pid;
     assert.ok(agentPid !== undefined);
     const revoked: string[] = [];
@@ -114,6 +126,7 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
       assert.equal(await metric(lab, 'vpn_portal_node_up{node="0"}'), 0, 'node 0 is down');
       assert.equal(await metric(lab, 'vpn_portal_node_up{node="1"}'), 1, 'node 1 is up');
       durations.length = 0;
+      const sentBefore = await requestsToNodeZero(lab);
 
       const users = [...onNodeZero.keys()];
       let made = 0;
@@ -174,6 +187,11 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
         [],
         'what was revoked while the agent was stopped is still on its interface (nothing reached it)',
       );
+      // A call that waited for the hung node would have sent it its request first.
+      const sentDuring = [...(await requestsToNodeZero(lab))]
+        .filter(([request]) => !ASKED_OF_A_NODE_HELD_DOWN.has(request))
+        .filter(([request, count]) => count !== (sentBefore.get(request) ?? 0));
+      assert.deepEqual(sentDuring, [], 'no call sent node 0 a request while it was held for down');
     } finally {
       process.kill(agentPid, 'SIGCONT');
       resumedAt = performance.now();
@@ -182,12 +200,10 @@ describe('a hung node slows no Admin API call, and what was revoked meanwhile le
     const sorted = durations.map((entry) => entry.ms).sort((a, b) => a - b);
     const p99 = percentile(sorted, 0.99);
     const slowest = durations.reduce((worst, entry) => (entry.ms > worst.ms ? entry : worst));
+    // The figure, not a bound (a loaded machine is slow without anything waiting for the node):
+    // bench/hung-node.ts measures it against its 0.5 s target.
     t.diagnostic(
       `${durations.length} calls while node 0 hung: p99 ${Math.round(p99)} ms, median ${Math.round(percentile(sorted, 0.5))} ms, slowest ${slowest.call} ${Math.round(slowest.ms)} ms`,
-    );
-    assert.ok(
-      p99 <= P99_LIMIT_MS,
-      `p99 of ${durations.length} calls while node 0 hung: ${Math.round(p99)} ms (median ${Math.round(percentile(sorted, 0.5))} ms, slowest ${slowest.call} ${Math.round(slowest.ms)} ms)`,
     );
 
     let left: string[] = revoked;
