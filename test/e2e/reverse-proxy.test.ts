@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../support/free-port.js';
-import { MAIN } from '../support/logged-process.js';
+import { vpnPortalCommand } from '../support/logged-process.js';
 import { hostExec, NetnsLab } from '../support/netns.js';
 import { renderExample, startNginx, throwawayCertificate } from '../support/nginx.js';
 import { startTestPortal } from '../support/test-portal.js';
@@ -59,14 +59,11 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
   const keyFile = portal.portal.ctx.keys.adminApiKeyPath;
 
   // The administrator's host: vpn-portal admin, trusting the proxy's certificate.
+  const [node = '', ...vpnPortal] = vpnPortalCommand();
   const cli = (args: readonly string[]) =>
-    office.run(
-      process.execPath,
-      ['--import', 'tsx', MAIN, 'admin', ...args, '--url', publicBase, '--key-file', keyFile],
-      {
-        env: { NODE_EXTRA_CA_CERTS: certificate },
-      },
-    );
+    office.run(node, [...vpnPortal, 'admin', ...args, '--url', publicBase, '--key-file', keyFile], {
+      env: { NODE_EXTRA_CA_CERTS: certificate },
+    });
   const created = await cli(['create', 'alice', 'employees', '--json']);
   assert.equal(created.exitCode, 0, `${created.stderr}\n${nginx.log()}`);
   assert.match((JSON.parse(created.stdout) as { configuration: string }).configuration, /^\[Interface\]/);

@@ -1,7 +1,7 @@
 // Runs `vpn-portal …` as an administrator does, as a process of its own: `serve` (reading its
 // pino log lines as they arrive) and one-shot commands such as `db copy`.
 import { execFile, spawn } from 'node:child_process';
-import { LoggedProcess, MAIN, TSX } from './logged-process.js';
+import { LoggedProcess, vpnPortalCommand } from './logged-process.js';
 
 export type { LogLine } from './logged-process.js';
 
@@ -22,7 +22,7 @@ export function runCli(
   options: { cwd?: string; env?: NodeJS.ProcessEnv; netns?: string } = {},
 ): Promise<CliResult> {
   const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
-  const [command = '', ...commandArgs] = inNamespace([process.execPath, '--import', TSX, MAIN, ...args], options.netns);
+  const [command = '', ...commandArgs] = inNamespace([...vpnPortalCommand(), ...args], options.netns);
   return new Promise((resolve) => {
     execFile(command, commandArgs, { cwd: options.cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
@@ -48,14 +48,7 @@ export class PortalProcess extends LoggedProcess {
     } = {},
   ) {
     // null: the embedded default configuration, as the quick start runs it.
-    const serve = [
-      process.execPath,
-      '--import',
-      TSX,
-      MAIN,
-      'serve',
-      ...(configFile === null ? [] : ['--config', configFile]),
-    ];
+    const serve = [...vpnPortalCommand(), 'serve', ...(configFile === null ? [] : ['--config', configFile])];
     const command = inNamespace(
       options.fileLimit === undefined
         ? serve
