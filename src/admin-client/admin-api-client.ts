@@ -14,6 +14,7 @@ import {
   type ConnectionLogQuery,
   type CreateAdminKeyParams,
   type CreateParams,
+  type CreateLegalHoldParams,
   type CreateWebhookParams,
   type DevicesQuery,
   type EnrollmentTokenParams,
@@ -317,6 +318,27 @@ export class AdminApiClient {
   /** Extension (scope admin): revokes every key of the name; answers how many. */
   async revokeAdminKey(name: string, options: PostOptions = {}): Promise<AnswerOf<'revokeAdminKey'>['revoked']> {
     return (await this.#postJson(ADMIN_API_CALLS.revokeAdminKey, { name }, options)).revoked;
+  }
+
+  /** Extension (scope admin): keeps a user's (or a device's user's) records past their retention. */
+  async createLegalHold(
+    params: CreateLegalHoldParams,
+    options: PostOptions = {},
+  ): Promise<AnswerOf<'createLegalHold'>['legal_hold']> {
+    return (await this.#postJson(ADMIN_API_CALLS.createLegalHold, definedOnly(params), options)).legal_hold;
+  }
+
+  /** Extension (scope admin): every stored legal hold, newest first. */
+  async legalHolds(): Promise<AnswerOf<'legalHolds'>['legal_holds']> {
+    return (await this.#getJson(ADMIN_API_CALLS.legalHolds, {})).legal_holds;
+  }
+
+  /** Extension (scope admin): ends a legal hold now. */
+  async releaseLegalHold(
+    holdId: string,
+    options: PostOptions = {},
+  ): Promise<AnswerOf<'releaseLegalHold'>['legal_hold']> {
+    return (await this.#postJson(ADMIN_API_CALLS.releaseLegalHold, { hold_id: holdId }, options)).legal_hold;
   }
 
   async #getJson<A extends z.ZodType>(call: JsonCall<A>, query: Record<string, string>): Promise<z.infer<A>> {

@@ -91,6 +91,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
+    originatingIpRetention: mustParseDuration(raw.originatingIpRetention),
     connectScript: resolveConnectScript(raw, baseDir, report),
     connectionLogLines: { enabled: raw.Log.syslogConnectionEvents, originatingIp: raw.Log.originatingIp },
     logLevel: raw.logLevel,

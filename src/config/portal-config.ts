@@ -222,6 +222,8 @@ export interface PortalConfig {
   readonly mdmInventory: MdmInventoryConfig | null;
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;
+  /** `originatingIpRetention`: the client's own address is blanked in history rows older than this. */
+  readonly originatingIpRetention: IsoDuration;
   /** The connection hook (reference §9.4), or null. */
   readonly connectScript: { readonly path: string; readonly timeoutMs: number } | null;
   /** The reference's syslog connection lines (`Log.syslogConnectionEvents`), with or without the client's address. */

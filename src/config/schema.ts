@@ -499,11 +499,16 @@ export const portalConfigSchema = z.strictObject({
       "How often every node's peers are made equal to the database (at least 1 s); each such full pass also observes WireGuard sessions and notes live statistics.",
     see: 'nodes.md',
   }),
-  connectionLogRetention: isoDuration
-    .default('P1M')
-    .describe(
-      "Closed connection history older than this is deleted by the daily housekeeping (the reference's default).",
-    ),
+  connectionLogRetention: isoDuration.default('P1M').meta({
+    description:
+      "Closed connection history older than this is deleted by the daily housekeeping (the reference's default), except a legal hold's.",
+    see: 'accountability.md#retention-and-legal-hold',
+  }),
+  originatingIpRetention: isoDuration.default('P7D').meta({
+    description:
+      "The client's own address (`originating_ip`) is blanked in closed history older than this by the daily housekeeping; the rows stay until `connectionLogRetention`. A legal hold's rows keep it.",
+    see: 'accountability.md#retention-and-legal-hold',
+  }),
   connectScriptPath: z.string().min(1).optional().meta({
     description:
       "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",
@@ -544,8 +549,9 @@ export const portalConfigSchema = z.strictObject({
       "PostgreSQL connections each portal instance keeps; a burst larger than this waits for a free connection (up to `databaseTimeout`). PostgreSQL's `max_connections` (default 100) must hold every instance's pool plus the `db` commands'. SQLite ignores it.",
     ),
   auditLogRetention: isoDuration.default('P1Y').meta({
-    description: 'Audit log entries older than this are deleted by the daily housekeeping.',
-    see: 'admin-keys.md#audit-log',
+    description:
+      'Audit log entries (and finished revocation receipts, and ended legal holds) older than this are deleted by the daily housekeeping, except those about a user under a legal hold.',
+    see: 'accountability.md#retention-and-legal-hold',
   }),
   revocationDeadline: isoDuration.default('PT30S').meta({
     description:

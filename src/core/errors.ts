@@ -20,6 +20,8 @@ export type PortalErrorCode =
   | 'no-such-device'
   /** No webhook subscription has this id (404). */
   | 'no-such-webhook'
+  /** No legal hold has this id (404). */
+  | 'no-such-legal-hold'
   /** No admin key of this name that is not revoked already (404). */
   | 'no-such-admin-key'
   /** The admin key may not touch this profile or user (403). */

@@ -47,7 +47,7 @@ import { CommitOutcomeUnknown, isConnectionLost } from '../storage/errors.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
-import type { NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
+import type { DeviceId, NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
 import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
@@ -186,6 +186,13 @@ export type PortalEvent =
   | (EventBase & {
       readonly type: 'admin_key.created' | 'admin_key.rotated' | 'admin_key.revoked';
       readonly keyName: string;
+    })
+  /** A legal hold on a user's (or a device's) records was made or released (src/core/retention/legal-holds.ts). */
+  | (EventBase & {
+      readonly type: 'legal_hold.created' | 'legal_hold.released';
+      readonly holdId: string;
+      readonly userId: UserId;
+      readonly deviceId: DeviceId | null;
     })
   /** A webhook subscription was added, deleted or given a new secret (recorded so the audit log has the call). */
   | (EventBase & {
@@ -459,7 +466,13 @@ type ChangeWork<T> = (trx: Transaction<Database>, announce: (...events: PortalEv
 
 /** The one user a change's device events are about (retire_device names only the device), for its audit row. */
 function userOf(events: readonly PortalEvent[]): { userId?: UserId } {
-  const users = new Set(events.flatMap((event) => ('device' in event ? [event.device.userId] : [])));
+  const users = new Set(
+    events.flatMap((event) => {
+      if ('device' in event) return [event.device.userId];
+      if (event.type === 'legal_hold.created' || event.type === 'legal_hold.released') return [event.userId];
+      return [];
+    }),
+  );
   const [only] = users;
   return users.size === 1 && only !== undefined ? { userId: only } : {};
 }

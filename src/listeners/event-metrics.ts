@@ -48,6 +48,8 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
       case 'admin_key.created':
       case 'admin_key.rotated':
       case 'admin_key.revoked':
+      case 'legal_hold.created':
+      case 'legal_hold.released':
       case 'revocation.applied':
       case 'revocation.overdue':
       case 'device.registered':

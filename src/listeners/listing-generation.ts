@@ -10,6 +10,8 @@ const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'admin_key.created',
   'admin_key.rotated',
   'admin_key.revoked',
+  'legal_hold.created',
+  'legal_hold.released',
   'session.started',
   'session.ended',
   'node.down',

@@ -383,6 +383,14 @@ const createAdminKeyParams = z.object({
   ),
 });
 const revokeAdminKeyParams = z.object({ name: required(param.keyName, 'the key name') });
+const createLegalHoldParams = z.object({
+  user_id: optional(param.userId, "the user whose records are kept (also a destroyed user's, while records name them)"),
+  device_id: optional(param.deviceId, "a registered device (retired too): its user's records are kept"),
+  reason: required(param.legalHoldReason, 'why (a case number, an order): 1–500 characters'),
+  until: required(param.timestamp, 'when the hold ends by itself: in the future, at most 10 years ahead'),
+});
+const legalHoldsParams = z.object({});
+const releaseLegalHoldParams = z.object({ hold_id: required(param.legalHoldId, 'the hold') });
 
 /** The parameters of the calls that take some, as a client sends them. */
 export type CreateParams = SentParams<typeof createParams>;
@@ -399,6 +407,7 @@ export type DevicesQuery = SentParams<typeof devicesParams>;
 /** The extension parameters of `users` and `disabled_users` (the same for both). */
 export type UsersQuery = SentParams<typeof usersParams>;
 export type CreateAdminKeyParams = SentParams<typeof createAdminKeyParams>;
+export type CreateLegalHoldParams = SentParams<typeof createLegalHoldParams>;
 
 /** One entry of the audit log: an Admin API call that changed something, or was refused or failed. */
 export const auditEntrySchema = z.object({
@@ -441,6 +450,23 @@ export const extendAnswer = z.object({
     ),
 });
 export type ExtendAnswer = z.infer<typeof extendAnswer>;
+
+/** A legal hold: one user's (or a device's user's) records kept past their retention. */
+export const legalHoldSchema = z.object({
+  hold_id: z.string(),
+  user_id: z.string().describe("the user whose records are kept (a device hold's: the device's user)"),
+  device_id: z.string().nullable().describe('the device the hold was made for; null: made for the user'),
+  reason: z.string(),
+  created_at: z.string(),
+  until: z.string().describe('when it ends by itself'),
+  released_at: z.string().nullable(),
+  state: z.enum(['active', 'released', 'expired']),
+});
+export type LegalHoldInfo = z.infer<typeof legalHoldSchema>;
+export const legalHoldAnswer = z.object({ legal_hold: legalHoldSchema });
+export const legalHoldsAnswer = z.object({
+  legal_holds: z.array(legalHoldSchema).describe('newest first; ended ones until the housekeeping prunes them'),
+});
 
 /** A webhook subscription as listed (its secret is shown only when made or rotated). */
 export const webhookInfoSchema = z.object({
@@ -773,6 +799,27 @@ export const ADMIN_API_CALLS = {
     scope: 'admin',
     params: webhookDeliveriesParams,
     answer: webhookDeliveriesAnswer,
+  },
+  createLegalHold: {
+    method: 'POST',
+    path: '/create_legal_hold',
+    scope: 'admin',
+    params: createLegalHoldParams,
+    answer: legalHoldAnswer,
+  },
+  legalHolds: {
+    method: 'GET',
+    path: '/legal_holds',
+    scope: 'admin',
+    params: legalHoldsParams,
+    answer: legalHoldsAnswer,
+  },
+  releaseLegalHold: {
+    method: 'POST',
+    path: '/release_legal_hold',
+    scope: 'admin',
+    params: releaseLegalHoldParams,
+    answer: legalHoldAnswer,
   },
   enrollmentToken: {
     method: 'POST',

@@ -5,8 +5,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
-import { formatAtom } from '../shared/time.js';
 import type { Db } from './database.js';
+import type { RetentionCount } from './legal-holds.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { AuditLogTable } from './schema.js';
 
@@ -147,10 +147,38 @@ export async function auditRecords(db: Db, filter: AuditFilter): Promise<AuditRe
   return (await query.execute()).map(toRecord);
 }
 
-/** Deletes the entries older than `before`; returns how many. */
-export async function pruneAuditLog(db: Db, before: Date): Promise<number> {
-  const result = await db.deleteFrom('audit_log').where('at', '<', formatAtom(before)).executeTakeFirst();
-  return Number(result.numDeletedRows);
+/**
+ * Deletes the entries older than `at` (ATOM), except those about `heldUsers` (legal holds); says
+ * how many it deleted and how many it kept for a hold.
+ */
+export async function pruneAuditLog(db: Db, at: string, heldUsers: readonly string[] = []): Promise<RetentionCount> {
+  let held = 0;
+  if (heldUsers.length > 0) {
+    const row = await db
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where('at', '<', at)
+      .where('user_id', 'in', heldUsers)
+      .executeTakeFirstOrThrow();
+    held = Number(row.count);
+  }
+  let query = db.deleteFrom('audit_log').where('at', '<', at);
+  // NOT IN is unknown for a row about no user: those go too.
+  if (heldUsers.length > 0)
+    query = query.where((eb) => eb.or([eb('user_id', 'is', null), eb('user_id', 'not in', heldUsers)]));
+  const result = await query.executeTakeFirst();
+  return { removed: Number(result.numDeletedRows), held };
+}
+
+/** Whether any entry is about this user. */
+export async function hasAuditRecords(db: Db, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('audit_log')
+    .select('audit_id')
+    .where('user_id', '=', userId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 const parametersSchema = z.record(z.string(), z.string());

@@ -5,6 +5,7 @@ import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import type { Db } from './database.js';
+import type { RetentionCount } from './legal-holds.js';
 
 export interface OpenedConnection {
   readonly userId: UserId;
@@ -200,14 +201,73 @@ export async function openSessionCounts(db: Db): Promise<Map<string, { connectio
   );
 }
 
-/** Deletes closed rows that ended before `before`; returns how many. */
-export async function pruneConnectionLog(db: Db, before: string): Promise<number> {
-  const result = await db
+/**
+ * Deletes closed rows that ended before `before`, except the rows of `heldUsers` (legal holds);
+ * says how many it deleted and how many it kept for a hold.
+ */
+export async function pruneConnectionLog(
+  db: Db,
+  before: string,
+  heldUsers: readonly string[] = [],
+): Promise<RetentionCount> {
+  const held = heldUsers.length === 0 ? 0 : await countClosedBefore(db, before, heldUsers, false);
+  let query = db
     .deleteFrom('connection_log')
     .where('disconnected_at', 'is not', null)
+    .where('disconnected_at', '<', before);
+  if (heldUsers.length > 0) query = query.where('user_id', 'not in', heldUsers);
+  const result = await query.executeTakeFirst();
+  return { removed: Number(result.numDeletedRows), held };
+}
+
+/**
+ * Blanks the client's own address of closed rows that ended before `before` (the rows stay
+ * until `connectionLogRetention`), except the rows of `heldUsers`; says how many of each.
+ */
+export async function blankOriginatingAddresses(
+  db: Db,
+  before: string,
+  heldUsers: readonly string[] = [],
+): Promise<RetentionCount> {
+  const held = heldUsers.length === 0 ? 0 : await countClosedBefore(db, before, heldUsers, true);
+  let query = db
+    .updateTable('connection_log')
+    .set({ originating_ip: null })
+    .where('originating_ip', 'is not', null)
+    .where('disconnected_at', 'is not', null)
+    .where('disconnected_at', '<', before);
+  if (heldUsers.length > 0) query = query.where('user_id', 'not in', heldUsers);
+  const result = await query.executeTakeFirst();
+  return { removed: Number(result.numUpdatedRows), held };
+}
+
+/** Closed rows of these users that ended before `before` (with an address only, when `withAddress`). */
+async function countClosedBefore(
+  db: Db,
+  before: string,
+  users: readonly string[],
+  withAddress: boolean,
+): Promise<number> {
+  let query = db
+    .selectFrom('connection_log')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('disconnected_at', 'is not', null)
     .where('disconnected_at', '<', before)
+    .where('user_id', 'in', users);
+  if (withAddress) query = query.where('originating_ip', 'is not', null);
+  const row = await query.executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Whether any history names this user (a destroyed user's records outlive the account). */
+export async function hasConnectionHistory(db: Db, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('connection_log')
+    .select('log_id')
+    .where('user_id', '=', userId)
+    .limit(1)
     .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return row !== undefined;
 }
 
 export interface ConnectionLogFilter {

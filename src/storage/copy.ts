@@ -45,6 +45,8 @@ export const COPIED_TABLES: readonly {
   // The CAs revocation lists are verified with, and which held lists an administrator confirmed.
   { table: 'certificate_authorities', key: ['fingerprint'] },
   { table: 'revocation_list_holds', key: ['sha256'] },
+  // Legal holds: what the housekeeping must keep past its retention.
+  { table: 'legal_holds', key: ['hold_id'] },
 ];
 
 /**

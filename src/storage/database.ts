@@ -56,6 +56,7 @@ import { consoleOidcSessionsSchema } from './migrations/0019-console-oidc-sessio
 import { listingChangesSchema } from './migrations/0020-listing-changes.js';
 import { revocationListTrustSchema } from './migrations/0021-revocation-list-trust.js';
 import { changeMarkersSchema } from './migrations/0022-change-markers.js';
+import { legalHoldsSchema } from './migrations/0024-legal-holds.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -94,6 +95,7 @@ const migrations: Record<string, Migration> = {
   '0020-listing-changes': listingChangesSchema,
   '0021-revocation-list-trust': revocationListTrustSchema,
   '0022-change-markers': changeMarkersSchema,
+  '0024-legal-holds': legalHoldsSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -3,6 +3,7 @@
 // superseded), so of several portal instances exactly one wins each move and announces it.
 import { asUserId, type UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
+import type { RetentionCount } from './legal-holds.js';
 import type { Updateable } from 'kysely';
 import type { RevocationsTable } from './schema.js';
 
@@ -187,19 +188,31 @@ export async function openRevocationCount(
  * Deletes finished receipts (applied, superseded) asked for before `before`, with their node
  * rows (housekeeping, by `auditLogRetention`). Open ones stay: they still say a node may hold a peer.
  */
-export async function pruneRevocations(db: Db, before: string): Promise<number> {
-  const old = db
+export async function pruneRevocations(
+  db: Db,
+  before: string,
+  heldUsers: readonly string[] = [],
+): Promise<RetentionCount> {
+  let old = db
     .selectFrom('revocations')
     .select('revocation_id')
     .where('requested_at', '<', before)
     .where('state', 'in', ['applied', 'superseded']);
+  let held = 0;
+  if (heldUsers.length > 0) {
+    const row = await db
+      .selectFrom('revocations')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where('requested_at', '<', before)
+      .where('state', 'in', ['applied', 'superseded'])
+      .where('user_id', 'in', heldUsers)
+      .executeTakeFirstOrThrow();
+    held = Number(row.count);
+    old = old.where('user_id', 'not in', heldUsers);
+  }
   await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', old).execute();
-  const result = await db
-    .deleteFrom('revocations')
-    .where('requested_at', '<', before)
-    .where('state', 'in', ['applied', 'superseded'])
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  const result = await db.deleteFrom('revocations').where('revocation_id', 'in', old).executeTakeFirst();
+  return { removed: Number(result.numDeletedRows), held };
 }
 
 function toRevocation(row: RevocationsTable): StoredRevocation {

@@ -339,6 +339,20 @@ export interface ChangeMarkersTable {
   created_at: number;
 }
 
+/** A legal hold on a user's (or a device's) records (migration 0024, src/storage/legal-holds.ts). */
+export interface LegalHoldsTable {
+  hold_id: string;
+  user_id: string;
+  /** The device the hold was made for; null: for the user. */
+  device_id: string | null;
+  reason: string;
+  created_at: string;
+  /** When it ends by itself (ATOM). */
+  until: string;
+  /** When an administrator released it; null: not released. */
+  released_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -366,4 +380,5 @@ export interface Database {
   certificate_authorities: CertificateAuthoritiesTable;
   revocation_list_holds: RevocationListHoldsTable;
   change_markers: ChangeMarkersTable;
+  legal_holds: LegalHoldsTable;
 }

@@ -120,6 +120,11 @@ export async function portalState(portal: TestPortal): Promise<unknown> {
       .execute(),
     devices: await db.selectFrom('devices').select(['device_id', 'user_id', 'state']).orderBy('device_id').execute(),
     adminKeys: await db.selectFrom('admin_keys').select(['key_id', 'name', 'revoked_at']).orderBy('key_id').execute(),
+    legalHolds: await db
+      .selectFrom('legal_holds')
+      .select(['hold_id', 'user_id', 'released_at'])
+      .orderBy('hold_id')
+      .execute(),
   };
 }
 

@@ -21,4 +21,5 @@ export const EXPECTED_MIGRATIONS = [
   '0020-listing-changes',
   '0021-revocation-list-trust',
   '0022-change-markers',
+  '0024-legal-holds',
 ] as const;

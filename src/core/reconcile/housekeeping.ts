@@ -1,8 +1,10 @@
 // The reference's daily housekeeping (§11.3), run by the first full reconcile pass of each UTC
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
-// last run becomes a row of daily statistics per profile; live statistics older than a week,
-// closed connection history older than `connectionLogRetention`, audit entries older than
-// `auditLogRetention` (and finished revocation receipts as old), finished webhook deliveries older than `webhooks.deliveryLogRetention`,
+// last run becomes a row of daily statistics per profile; the kinds of personal record of the
+// retention registry lose what is older than each one's retention (src/core/retention/: session
+// history, the client's own addresses, audit entries, finished revocation receipts, ended legal
+// holds; a legal hold's kept; one audit row with the counts); live statistics older than a week,
+// finished webhook deliveries older than `webhooks.deliveryLogRetention`,
 // authorizations that expired before today and enrollment tokens that ended (expired or
 // revoked) more than a month ago are deleted. Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
@@ -12,20 +14,18 @@
 // pass once their 24 hours are over, not once a day.
 import { subtractDuration } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
-import { pruneAuditLog } from '../../storage/audit-log.js';
 import { CHANGE_MARKER_SECONDS, pruneChangeMarkers } from '../../storage/change-markers.js';
 import { deleteExpiredAuthorizations } from '../../storage/authorizations.js';
 import { deleteEnrollmentTokensEndedBefore } from '../../storage/enrollment-tokens.js';
-import { pruneConnectionLog } from '../../storage/connection-log.js';
 import { pruneIdempotencyRecords } from '../../storage/idempotency.js';
 import { LISTING_JOURNAL_SECONDS, pruneListingChanges } from '../../storage/listing-changes.js';
 import { readState, writeState } from '../../storage/portal-state.js';
 import { pruneDeliveries } from '../../storage/webhook-deliveries.js';
 import { pruneLiveStats } from '../../storage/statistics.js';
-import { pruneRevocations } from '../../storage/revocations.js';
 import type { PortalContext } from '../context.js';
 import { deleteExpiredConfigurations } from './pass.js';
 import { aggregateDay, nextDay } from '../sessions/index.js';
+import { applyRetention, type RetentionReport } from '../retention/index.js';
 
 const LAST_RUN_KEY = 'housekeeping.day';
 /** Live statistics are kept this long (the reference: one week). */
@@ -45,6 +45,8 @@ export interface HousekeepingResult {
   readonly revocationsDeleted: number;
   readonly webhookDeliveriesDeleted: number;
   readonly enrollmentTokensDeleted: number;
+  /** Every kind of the retention registry: what went and what a legal hold kept. */
+  readonly retention: RetentionReport;
 }
 
 /** What every full pass tidies: expired answers kept for retries, the listing journal; and, once a day, the rest. */
@@ -76,17 +78,9 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   }
   const startOfToday = `${today}T00:00:00+00:00`;
   const liveStatsDeleted = await pruneLiveStats(ctx.db, `${dayBefore(today, LIVE_STATS_DAYS)}T00:00:00+00:00`);
-  const connectionLogDeleted = await pruneConnectionLog(
-    ctx.db,
-    formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)),
-  );
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
-  const auditEntriesDeleted = await pruneAuditLog(ctx.db, subtractDuration(now, ctx.config.auditLogRetention));
-  // Receipts are proof of what an audited call did: kept as long as its audit row.
-  const revocationsDeleted = await pruneRevocations(
-    ctx.db,
-    formatAtom(subtractDuration(now, ctx.config.auditLogRetention)),
-  );
+  // Personal records, each kind by its own retention, a legal hold's kept; one audit row says what went.
+  const retention = await applyRetention(ctx);
   const webhookDeliveriesDeleted = await pruneDeliveries(
     ctx.db,
     formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)),
@@ -99,11 +93,12 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const result = {
     day: today,
     aggregatedDays,
-    connectionLogDeleted,
+    connectionLogDeleted: retention.kinds['connection_log']?.removed ?? 0,
     liveStatsDeleted,
     expiredOauthGrantsDeleted,
-    auditEntriesDeleted,
-    revocationsDeleted,
+    auditEntriesDeleted: retention.kinds['audit_log']?.removed ?? 0,
+    revocationsDeleted: retention.kinds['revocations']?.removed ?? 0,
+    retention,
     webhookDeliveriesDeleted,
     enrollmentTokensDeleted,
   };

@@ -80,6 +80,8 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
     case 'admin_key.created':
     case 'admin_key.rotated':
     case 'admin_key.revoked':
+    case 'legal_hold.created':
+    case 'legal_hold.released':
     case 'reconcile.finished':
       return null;
     case 'device.registered':

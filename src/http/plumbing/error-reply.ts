@@ -9,6 +9,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-profile': 404,
   'no-such-webhook': 404,
   'no-such-admin-key': 404,
+  'no-such-legal-hold': 404,
   'no-such-revocation': 404,
   'no-such-device': 404,
   'no-such-user': 400,

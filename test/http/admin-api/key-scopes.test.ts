@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens, devices, admin keys) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens, devices, admin keys, legal holds) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -90,6 +90,9 @@ const NAMES = {
   admin_keys: ADMIN_API_CALLS.adminKeys,
   create_admin_key: ADMIN_API_CALLS.createAdminKey,
   revoke_admin_key: ADMIN_API_CALLS.revokeAdminKey,
+  create_legal_hold: ADMIN_API_CALLS.createLegalHold,
+  legal_holds: ADMIN_API_CALLS.legalHolds,
+  release_legal_hold: ADMIN_API_CALLS.releaseLegalHold,
 } as const;
 
 /** Calls a key limited to some profiles may not make: they span every profile. */
@@ -101,6 +104,9 @@ const EVERY_PROFILE_CALLS: readonly (keyof typeof NAMES)[] = [
   'rotate_webhook_secret',
   'test_webhook',
   'webhook_deliveries',
+  'create_legal_hold',
+  'legal_holds',
+  'release_legal_hold',
 ];
 
 /** Where test_webhook sends its event (a receiver on loopback, started by the matrix test). */
@@ -140,6 +146,21 @@ async function prepareToken(portal: TestPortal, subject: Subject): Promise<void>
     (await portal.admin.enrollmentToken({ user_id: subject.userId, profile_id: 'employees' })).token_id,
   );
 }
+
+/** The legal hold made on a subject by `prepare` (with the secret), by user id. */
+const holdOfSubject = new Map<string, string>();
+
+async function prepareHold(portal: TestPortal, subject: Subject): Promise<void> {
+  const hold = await portal.admin.createLegalHold({
+    user_id: subject.userId,
+    reason: `case of ${subject.userId}`,
+    until: HOLD_UNTIL,
+  });
+  holdOfSubject.set(subject.userId, hold.hold_id);
+}
+
+/** Far after every cell's clock. */
+const HOLD_UNTIL = '2027-01-01T00:00:00Z';
 
 /** The device registered for a subject by `prepare`, by user id. */
 const deviceOfSubject = new Map<string, string>();
@@ -577,6 +598,43 @@ const CALLS: readonly Call[] = [
       );
     },
   },
+  {
+    name: 'create_legal_hold',
+    send: (portal, subject, key) =>
+      portal.post(
+        '/create_legal_hold',
+        { user_id: subject.userId, reason: `case of ${subject.userId}`, until: HOLD_UNTIL },
+        bearer(key),
+      ),
+    async verify(portal, subject, response) {
+      const { legal_hold } = response.json() as { legal_hold: { hold_id: string; user_id: string; state: string } };
+      assert.deepEqual([legal_hold.user_id, legal_hold.state], [subject.userId, 'active']);
+      assert.ok((await portal.admin.legalHolds()).some((hold) => hold.hold_id === legal_hold.hold_id));
+    },
+  },
+  {
+    name: 'legal_holds',
+    noUser: true,
+    prepare: prepareHold,
+    send: (portal, _subject, key) => portal.get('/legal_holds', {}, bearer(key)),
+    async verify(_portal, subject, response) {
+      const holds = (response.json() as { legal_holds: { hold_id: string }[] }).legal_holds;
+      assert.ok(holds.some((hold) => hold.hold_id === holdOfSubject.get(subject.userId)));
+    },
+  },
+  {
+    name: 'release_legal_hold',
+    noUser: true,
+    prepare: prepareHold,
+    send: (portal, subject, key) =>
+      portal.post('/release_legal_hold', { hold_id: holdOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(portal, subject) {
+      const hold = (await portal.admin.legalHolds()).find(
+        (candidate) => candidate.hold_id === holdOfSubject.get(subject.userId),
+      );
+      assert.equal(hold?.state, 'released');
+    },
+  },
 ];
 
 /** null: allowed; else the refusal's status and message. */
@@ -614,7 +672,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // Every cell in a minute of its own: refusals of one key and reason within a minute are
   // coalesced into one audit row, and each refusal here must be seen as a row of its own.
   const clock = new ManualClock();
-  // 306 cells each make a subject with its configuration: more than a /24 of employees holds.
+  // 333 cells each make a subject with its configuration: more than a /24 of employees holds.
   const [employees, ...others] = twoProfiles.ProfileList ?? [];
   const ProfileList = employees === undefined ? [] : [{ ...employees, wRangeFour: '10.44.0.0/22' }, ...others];
   const portal = await startTestPortal({
@@ -634,8 +692,8 @@ test('every call × every scope × every profile limit is allowed or refused as 
   }
   assert.equal(
     CALLS.length,
-    34,
-    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the four device calls and the three admin key calls',
+    37,
+    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the four device calls, the three admin key calls and the three legal hold calls',
   );
 
   let cells = 0;
@@ -703,7 +761,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 306);
+  assert.equal(cells, 333);
   // read: the 11 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
@@ -712,8 +770,9 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // destroy, delete_user_authorizations; every scope the history of the employees profile, its
   // device and the receipt of its configuration; the three admin key calls for read and write,
   // ×3, and a guests-limited admin key making or revoking a key for employees; every scope's
-  // guests key asking for the subject's configurations (a user it cannot see).
-  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3, 'the refusals the table predicts');
+  // guests key asking for the subject's configurations (a user it cannot see); the three legal
+  // hold calls for read and write, ×3, and for the 2 limited admin keys.
+  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3 + 24, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {

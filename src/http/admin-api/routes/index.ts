@@ -16,6 +16,7 @@ import { enrollmentTokenRoute } from './enrollment/enrollment-token.js';
 import { enrollmentTokensRoute } from './enrollment/enrollment-tokens.js';
 import { extendRoute } from './issuing/extend.js';
 import { profilesRoute } from './listings/profiles.js';
+import { createLegalHoldRoute, legalHoldsRoute, releaseLegalHoldRoute } from './retention/legal-holds.js';
 import { revokeEnrollmentTokenRoute } from './enrollment/revoke-enrollment-token.js';
 import { revocationRoute, revocationsRoute } from './revocations/revocations.js';
 import { statsRoute } from './sessions/stats.js';
@@ -66,4 +67,7 @@ export const adminRoutes: readonly AdminRoute[] = [
   adminKeysRoute,
   createAdminKeyRoute,
   revokeAdminKeyRoute,
+  createLegalHoldRoute,
+  legalHoldsRoute,
+  releaseLegalHoldRoute,
 ];

@@ -1,0 +1,47 @@
+// The retention pass of the daily housekeeping: every kind of the registry loses what is older
+// than its retention, except the records of users under a legal hold in force now; then one
+// audit row (call `housekeeping`, by the portal itself) says how many records of each kind went
+// and how many a hold kept. A pass that removed and kept nothing writes no row.
+import { subtractDuration } from '../../shared/iso-duration.js';
+import { formatAtom } from '../../shared/time.js';
+import { heldUserIds, type RetentionCount } from '../../storage/legal-holds.js';
+import { recordAdminCall } from '../access/index.js';
+import { portalCall } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { RETENTION_KINDS } from './registry.js';
+
+/** The audit log's name for the housekeeping's row. */
+export const HOUSEKEEPING_CALL = 'housekeeping';
+
+export interface RetentionReport {
+  /** Per kind of the registry, in its order. */
+  readonly kinds: Readonly<Record<string, RetentionCount>>;
+  /** How many users a legal hold covered. */
+  readonly heldUsers: number;
+}
+
+export async function applyRetention(ctx: PortalContext): Promise<RetentionReport> {
+  const now = ctx.clock.now();
+  const held = await heldUserIds(ctx.db, formatAtom(now));
+  const kinds: Record<string, RetentionCount> = {};
+  for (const entry of RETENTION_KINDS) {
+    const before = formatAtom(subtractDuration(now, entry.retention(ctx.config)));
+    kinds[entry.kind] = await entry.prune(ctx.db, before, held);
+  }
+  const report = { kinds, heldUsers: held.length };
+  const counts = Object.values(kinds);
+  if (counts.some((count) => count.removed > 0 || count.held > 0))
+    await recordAdminCall(ctx, portalCall(HOUSEKEEPING_CALL, auditParameters(report)), 200, null);
+  return report;
+}
+
+/** `connection_log: "12"`, `connection_log_held: "3"`, … for each kind: the audit row's parameters. */
+function auditParameters(report: RetentionReport): Record<string, string> {
+  const parameters: Record<string, string> = {};
+  for (const [kind, count] of Object.entries(report.kinds)) {
+    parameters[kind] = String(count.removed);
+    parameters[`${kind}_held`] = String(count.held);
+  }
+  parameters['held_users'] = String(report.heldUsers);
+  return parameters;
+}

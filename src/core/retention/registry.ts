@@ -1,0 +1,62 @@
+// The retention registry: every kind of record the portal deletes (or blanks) after a time of
+// its own, with the option that sets that time. The daily housekeeping runs each entry in order,
+// skips the records of users under a legal hold, and writes one audit row with the counts per
+// kind (src/core/retention/apply.ts). A new kind of record joins with one entry here: its name
+// (as the audit row and the log say it), its option, and a storage function that removes what
+// ended before a time except the held users' records, saying how many of each.
+import type { PortalConfig } from '../../config/portal-config.js';
+import type { IsoDuration } from '../../shared/iso-duration.js';
+import { pruneAuditLog } from '../../storage/audit-log.js';
+import { blankOriginatingAddresses, pruneConnectionLog } from '../../storage/connection-log.js';
+import type { Db } from '../../storage/database.js';
+import { pruneEndedLegalHolds, type RetentionCount } from '../../storage/legal-holds.js';
+import { pruneRevocations } from '../../storage/revocations.js';
+
+export interface RetentionKind {
+  /** The kind's name in the housekeeping's audit row and log line (`connection_log`). */
+  readonly kind: string;
+  /** The configuration option its retention comes from, for the docs and the log. */
+  readonly option: string;
+  readonly retention: (config: PortalConfig) => IsoDuration;
+  /**
+   * Removes the records that ended before `before` (ATOM), except those of `heldUsers` (users
+   * under a legal hold; a kind whose records name no user ignores them and says 0 held).
+   */
+  readonly prune: (db: Db, before: string, heldUsers: readonly string[]) => Promise<RetentionCount>;
+}
+
+/** Run in this order: the history's rows go before their addresses are blanked, so no row counts twice. */
+export const RETENTION_KINDS: readonly RetentionKind[] = [
+  {
+    kind: 'connection_log',
+    option: 'connectionLogRetention',
+    retention: (config) => config.connectionLogRetention,
+    prune: pruneConnectionLog,
+  },
+  {
+    kind: 'originating_ip',
+    option: 'originatingIpRetention',
+    retention: (config) => config.originatingIpRetention,
+    prune: blankOriginatingAddresses,
+  },
+  {
+    kind: 'audit_log',
+    option: 'auditLogRetention',
+    retention: (config) => config.auditLogRetention,
+    prune: pruneAuditLog,
+  },
+  {
+    // Receipts are proof of what an audited call did: kept as long as its audit row.
+    kind: 'revocations',
+    option: 'auditLogRetention',
+    retention: (config) => config.auditLogRetention,
+    prune: pruneRevocations,
+  },
+  {
+    // An ended hold names a user and why: kept as long as the audit rows of its making.
+    kind: 'legal_holds',
+    option: 'auditLogRetention',
+    retention: (config) => config.auditLogRetention,
+    prune: async (db, before) => ({ removed: await pruneEndedLegalHolds(db, before), held: 0 }),
+  },
+];
