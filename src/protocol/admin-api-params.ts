@@ -185,7 +185,7 @@ export const param = {
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
   // Parameters of the legal hold calls.
   /** A legal hold's id. */
-  legalHoldId: z.string().regex(/^lh_[0-9a-f]{24}$/),
+  legalHoldId: z.string().regex(/^lh_[0-9a-f]{32}$/),
   /** Why a hold is made (a case or an order): 1–500 characters. */
   legalHoldReason: z.string().refine(lengthBetween(1, 500)).refine(withoutNul),
 } as const;

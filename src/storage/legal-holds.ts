@@ -34,7 +34,7 @@ export async function listLegalHolds(db: Db): Promise<StoredLegalHold[]> {
     .selectFrom('legal_holds')
     .selectAll()
     .orderBy('created_at', 'desc')
-    .orderBy('hold_id')
+    .orderBy('hold_id', 'desc')
     .execute();
   return rows.map(toHold);
 }

@@ -4,11 +4,11 @@
 // then removes them at its next run. A hold on a device keeps its user's records, since the
 // history is kept per user. A user id may be held although the user was destroyed, while any
 // record still names it; an id that nothing names is refused, as a likely typing error.
-import { randomBytes } from 'node:crypto';
 import type { LegalHoldInfo } from '../../protocol/admin-api.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
 import { asUserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
+import { timeOrderedId } from '../../shared/time-ordered-id.js';
 import { hasAuditRecords } from '../../storage/audit-log.js';
 import { hasConnectionHistory } from '../../storage/connection-log.js';
 import { findDevice } from '../../storage/devices.js';
@@ -39,7 +39,8 @@ export async function createLegalHold(ctx: PortalContext, spec: NewLegalHold): P
   checkUntil(spec.until, now);
   const userId = await heldUserOf(ctx, spec);
   const hold: StoredLegalHold = {
-    holdId: `lh_${randomBytes(12).toString('hex')}`,
+    // Time-ordered, so that holds made in the same second are listed newest first too.
+    holdId: `lh_${timeOrderedId().replaceAll('-', '')}`,
     userId,
     deviceId: spec.deviceId ?? null,
     reason: spec.reason,

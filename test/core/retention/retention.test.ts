@@ -76,6 +76,7 @@ test("each kind goes after its own retention, a held user's records stay until t
     config: { connectionLogRetention: 'P30D', originatingIpRetention: 'P7D', auditLogRetention: 'P60D' },
   });
   t.after(() => portal.close());
+  await portal.reconcile(); // the start-up pass (and its housekeeping) is done before the clock moves
 
   // Day one: alice and bob get a configuration, carol a device; each has a session from an address.
   await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
@@ -168,6 +169,7 @@ test('a pass with nothing to remove and nothing held writes no audit row', async
   const clock = new ManualClock('2026-01-10T12:00:00Z');
   const portal = await startTestPortal({ clock });
   t.after(() => portal.close());
+  await portal.reconcile();
   clock.advance(DAY);
   const result = await runHousekeepingIfDue(portal.portal.ctx);
   assert.deepEqual(

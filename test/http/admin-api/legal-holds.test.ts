@@ -30,7 +30,7 @@ test('a hold is made for a user or a device, listed, and released; each change i
   );
   assert.equal(made.status, 200, made.text);
   const { legal_hold: aliceHold } = made.json() as { legal_hold: Record<string, unknown> };
-  assert.match(String(aliceHold['hold_id']), /^lh_[0-9a-f]{24}$/);
+  assert.match(String(aliceHold['hold_id']), /^lh_[0-9a-f]{32}$/);
   assert.deepEqual(
     { ...aliceHold, hold_id: 'x' },
     {
@@ -153,7 +153,7 @@ test('bad input is refused with a clear message and changes nothing', async (t) 
   for (const [form, status, message] of [
     [{}, 400, 'missing post parameter "hold_id"'],
     [{ hold_id: 'lh_1' }, 400, 'invalid value for "hold_id"'],
-    [{ hold_id: `lh_${'0'.repeat(24)}` }, 404, `no legal hold has the id lh_${'0'.repeat(24)}`],
+    [{ hold_id: `lh_${'0'.repeat(32)}` }, 404, `no legal hold has the id lh_${'0'.repeat(32)}`],
   ] as const) {
     const response = await portal.post('/release_legal_hold', form);
     assert.equal(response.status, status, `${JSON.stringify(form)}: ${response.text}`);
