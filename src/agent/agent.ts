@@ -133,6 +133,8 @@ interface NodeServices {
   readonly openVpn: OpenVpnService;
   readonly proxyGuard: ProxyGuardService;
   readonly wireGuard: WireGuardService;
+  /** Null when node.json has no `nat`. */
+  readonly nat: NodeNat | null;
   readonly apply: (serverConfig: NodeServerConfig) => Promise<void>;
   readonly close: () => Promise<void>;
 }
@@ -161,11 +163,12 @@ async function createServices(
     },
     originOf: (endpoint) => proxyGuard.relay?.originOf(endpoint) ?? null,
   });
-  const nat = config.nat ? new NodeNat(runner, logger) : null;
+  const nat = config.nat === null ? null : new NodeNat(config.nat, runner, clock, logger);
   return {
     openVpn,
     proxyGuard,
     wireGuard,
+    nat,
     apply: async (serverConfig) => {
       // OpenVPN first: a WireGuard problem must not keep the OpenVPN servers from their files.
       await openVpn.apply(serverConfig.openvpn ?? []);
@@ -207,7 +210,11 @@ async function applyFirstConfigAndServe(
     await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
     signal?.throwIfAborted();
     if (config.metrics !== null)
-      metricsServer = await serveMetrics(config.metrics, { clock, wireGuard, openVpn, proxyGuard }, logger);
+      metricsServer = await serveMetrics(
+        config.metrics,
+        { clock, wireGuard, openVpn, proxyGuard, nat: services.nat },
+        logger,
+      );
     return { server, metricsServer };
   } catch (error) {
     await metricsServer?.close();
@@ -224,7 +231,7 @@ function daemonServerOf(
   services: NodeServices,
   state: AgentState,
 ): DaemonServer {
-  const { openVpn, wireGuard } = services;
+  const { openVpn, wireGuard, nat } = services;
   const counts = async () => ({
     // Asked every two seconds by each portal: counted without reading 65,533 peers each time.
     wireGuardPeers: await wireGuard.peerCount(),
@@ -242,6 +249,7 @@ function daemonServerOf(
         instanceId: state.instanceId,
         maxRevision: wireGuard.highestRevision,
         maintenanceMode: state.maintenanceMode,
+        nat: nat?.described ?? null,
       }),
   });
 }
@@ -326,16 +334,23 @@ function firstServerConfig(
 /** Serves /metrics, read from the services at each scrape. */
 async function serveMetrics(
   listen: NonNullable<NodeAgentConfig['metrics']>,
-  services: { clock: Clock; wireGuard: WireGuardService; openVpn: OpenVpnService; proxyGuard: ProxyGuardService },
+  services: {
+    clock: Clock;
+    wireGuard: WireGuardService;
+    openVpn: OpenVpnService;
+    proxyGuard: ProxyGuardService;
+    nat: NodeNat | null;
+  },
   logger: Logger,
 ): Promise<RunningMetricsServer> {
-  const { clock, wireGuard, openVpn, proxyGuard } = services;
+  const { clock, wireGuard, openVpn, proxyGuard, nat } = services;
   const registry = agentMetricsRegistry({
     clock,
     wireGuard: () => wireGuard.dump(),
     peerWrites: () => wireGuard.peerWrites(),
     openVpn: () => openVpn.devices(),
     proxyGuardTunnels: () => proxyGuard.relay?.tunnelCount ?? null,
+    nat: nat === null ? null : () => ({ refused: nat.refusal !== null }),
   });
   // Ready once the vpn-daemon protocol is served, which is when this starts.
   const metricsServer = await startMetricsServer({ ...listen, registry, notReady: async () => null });

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
+import { DEFAULT_PORTS_PER_CLIENT, MAX_PORTS_PER_CLIENT, MIN_PORTS_PER_CLIENT } from '../net/deterministic-nat.js';
 import { DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS } from './proxyguard/relay.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'wireguard-go';
@@ -28,8 +29,8 @@ export interface NodeAgentConfig {
   readonly openVpn: OpenVpnSettings;
   /** Profiles this node serves; empty means all. */
   readonly profileIdList: readonly string[];
-  /** Forward and masquerade the node's client ranges (full tunnel); see nat.ts. */
-  readonly nat: boolean;
+  /** Forward the node's client ranges and translate their IPv4 traffic (full tunnel); null: neither. See nat.ts. */
+  readonly nat: NatSetting | null;
   /** Where /metrics, /healthz and /readyz are served; null: not served. */
   readonly metrics: { readonly host: string; readonly port: number } | null;
   /** How often the server configuration is fetched again from the portal. */
@@ -51,6 +52,15 @@ export interface ProxyGuardSettings {
   /** A connection must have sent its whole upgrade request within this time. */
   readonly requestTimeoutMs: number;
 }
+
+/** `"nat": true` masquerades; an object maps each client to a fixed public address and port block. */
+export type NatSetting =
+  | { readonly mode: 'masquerade' }
+  | {
+      readonly mode: 'deterministic';
+      readonly publicAddresses: readonly string[];
+      readonly portsPerClient: number;
+    };
 
 export type PreferAesSetting = 'auto' | 'yes' | 'no';
 
@@ -234,10 +244,34 @@ export const nodeAgentConfigSchema = z.strictObject({
     .array(z.string().regex(PROFILE_ID_PATTERN, 'must match ^[a-zA-Z0-9-.]+$'))
     .default([])
     .describe('The profiles this node serves; empty: all that name it.'),
-  nat: z.boolean().default(false).meta({
-    description: "Forward and masquerade this node's client ranges.",
-    see: 'node-agent.md#full-tunnel-forwarding-and-nat',
-  }),
+  nat: z
+    .union([
+      z.boolean(),
+      z.strictObject({
+        publicAddresses: z
+          .array(z.ipv4({ error: 'must be an IPv4 address' }))
+          .min(1)
+          .max(65_536)
+          .describe(
+            "The node's public IPv4 addresses its clients leave through (each must reach the node: routed to it or on its interface).",
+          ),
+        portsPerClient: z
+          .number()
+          .int()
+          .min(MIN_PORTS_PER_CLIENT)
+          .max(MAX_PORTS_PER_CLIENT)
+          .default(DEFAULT_PORTS_PER_CLIENT)
+          .describe(
+            `Source ports of each client's block (${MIN_PORTS_PER_CLIENT}–${MAX_PORTS_PER_CLIENT}); ⌊64,512 ÷ portsPerClient⌋ clients share one public address.`,
+          ),
+      }),
+    ])
+    .default(false)
+    .meta({
+      description:
+        "Forward this node's client ranges to the Internet: `true` masquerades them behind the node's address; `{ publicAddresses, portsPerClient }` is deterministic NAT, each client IPv4 address on a fixed public address and port block, so an abuse report's address and port name the client (IPv6 is then routed, not translated); `false`: neither.",
+      see: 'node-agent.md#full-tunnel-forwarding-and-nat',
+    }),
   metrics: z
     .strictObject({
       listen: z
@@ -332,12 +366,18 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
       binary: config.OpenVPN.binary.includes('/') ? resolve(base, config.OpenVPN.binary) : config.OpenVPN.binary,
     },
     profileIdList: config.profileIdList,
-    nat: config.nat,
+    nat: natSettingOf(config.nat),
     metrics: config.metrics.listen === null ? null : splitListen(config.metrics.listen),
     refreshIntervalMs: config.refreshIntervalSeconds * 1000,
     maintenanceMode: config.maintenanceMode,
     logLevel: config.logLevel,
   };
+}
+
+function natSettingOf(nat: z.infer<typeof nodeAgentConfigSchema>['nat']): NatSetting | null {
+  if (nat === false) return null;
+  if (nat === true) return { mode: 'masquerade' };
+  return { mode: 'deterministic', publicAddresses: nat.publicAddresses, portsPerClient: nat.portsPerClient };
 }
 
 function splitListen(text: string): { host: string; port: number } {

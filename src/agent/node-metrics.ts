@@ -1,7 +1,7 @@
 // The node agent's Prometheus metrics, read when Prometheus scrapes: WireGuard peers (all, and
 // those with a handshake in the last 3 minutes), writes of peer changes to the interface,
 // OpenVPN processes and clients, bytes through each VPN interface (the kernel's counters), and
-// open ProxyGuard tunnels.
+// open ProxyGuard tunnels; with NAT, whether the client ranges were refused by deterministic NAT.
 import { readFile } from 'node:fs/promises';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { isOnline } from '../shared/online.js';
@@ -19,6 +19,8 @@ export interface AgentMetricSources {
   openVpn(): readonly { readonly device: string; readonly clients: number }[];
   /** Open ProxyGuard tunnels; null while the relay does not run. */
   proxyGuardTunnels(): number | null;
+  /** The node's NAT; null when node.json has none (no NAT metric then). */
+  readonly nat?: (() => { readonly refused: boolean }) | null;
 }
 
 export function agentMetricsRegistry(sources: AgentMetricSources): Registry {
@@ -108,7 +110,19 @@ export function agentMetricsRegistry(sources: AgentMetricSources): Registry {
       this.set(sources.proxyGuardTunnels() ?? 0);
     },
   });
+  if (sources.nat != null) natMetrics(registers, sources.nat);
   return registry;
+}
+
+function natMetrics(registers: Registry[], nat: () => { readonly refused: boolean }): void {
+  new Gauge({
+    name: 'vpn_node_nat_ranges_refused',
+    help: 'Deterministic NAT: 1 while the client ranges the portal sent do not fit the public addresses and portsPerClient, so the previous mapping stays in force (the log says why)',
+    registers,
+    collect() {
+      this.set(nat().refused ? 1 : 0);
+    },
+  });
 }
 
 /** A counter of /sys/class/net/IF/statistics; null for an interface that is not there (yet). */

@@ -1,12 +1,14 @@
 // `vpn-portal node --config FILE`: runs the VPN node agent until SIGTERM or SIGINT, then shuts
 // it down cleanly (HTTP closed, pending peer changes applied, its own interface removed).
 import { once } from 'node:events';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { ConfigError } from '../config/load.js';
 import { startNodeAgent } from '../agent/agent.js';
 import { readAgentVersion } from '../agent/version.js';
 import { loadNodeAgentConfig, NodeAgentConfigError } from '../agent/config.js';
 import { NodeKeyError, readNodeKey } from '../agent/node-key.js';
+import { NatSettingsError } from '../net/deterministic-nat.js';
 
 const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
@@ -48,6 +50,11 @@ export async function runNode(options: { configPath: string }): Promise<void> {
     await agent.stop();
   } catch (error) {
     // A signal during start-up is a normal end: startNodeAgent has already undone its work.
+    // Client ranges that do not fit the node's deterministic NAT are the operator's to fix.
+    if (error instanceof NatSettingsError)
+      throw new ConfigError(
+        `${resolve(options.configPath)}: "nat" does not fit this node's client ranges: ${error.message}`,
+      );
     if (!shutdown.signal.aborted) throw error;
     logger.info('node agent stopped during start-up');
   } finally {

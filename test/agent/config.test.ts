@@ -54,6 +54,27 @@ describe('the node configuration file', () => {
     assert.deepEqual(config.profileIdList, ['employees']);
   });
 
+  test('nat is off by default, true masquerades, and an object is deterministic NAT with 2000 ports per client unless told', async () => {
+    const read = async (nat: unknown) =>
+      (await loadNodeAgentConfig(await write('nat-mode.json', JSON.stringify({ nodeKeyFile: 'k', nat })))).nat;
+    assert.equal(
+      (await loadNodeAgentConfig(await write('no-nat.json', JSON.stringify({ nodeKeyFile: 'k' })))).nat,
+      null,
+    );
+    assert.equal(await read(false), null);
+    assert.deepEqual(await read(true), { mode: 'masquerade' });
+    assert.deepEqual(await read({ publicAddresses: ['192.0.2.10', '192.0.2.11'] }), {
+      mode: 'deterministic',
+      publicAddresses: ['192.0.2.10', '192.0.2.11'],
+      portsPerClient: 2000,
+    });
+    assert.deepEqual(await read({ publicAddresses: ['192.0.2.10'], portsPerClient: 64512 }), {
+      mode: 'deterministic',
+      publicAddresses: ['192.0.2.10'],
+      portsPerClient: 64512,
+    });
+  });
+
   test('only the key file is required; everything else has a default', async () => {
     const file = await write('minimal.json', JSON.stringify({ nodeKeyFile: '/etc/vpn-portal/node.key' }));
     const config = await loadNodeAgentConfig(file);
@@ -106,6 +127,22 @@ describe('the node configuration file', () => {
       await write('url.json', JSON.stringify({ nodeKeyFile: 'k', apiUrl: 'ftp://portal' })),
       /"apiUrl"/,
     );
+    await expectRefusal(
+      await write('nat.json', JSON.stringify({ nodeKeyFile: 'k', nat: { publicAddresses: ['2001:db8::1'] } })),
+      /"nat\.publicAddresses\.0": must be an IPv4 address/,
+    );
+    await expectRefusal(
+      await write(
+        'ports.json',
+        JSON.stringify({ nodeKeyFile: 'k', nat: { publicAddresses: ['192.0.2.10'], portsPerClient: 10 } }),
+      ),
+      /"nat\.portsPerClient": Too small: expected number to be >=64/,
+    );
+    await expectRefusal(
+      await write('noaddr.json', JSON.stringify({ nodeKeyFile: 'k', nat: { publicAddresses: [] } })),
+      /"nat\.publicAddresses": Too small/,
+    );
+    await expectRefusal(await write('natword.json', JSON.stringify({ nodeKeyFile: 'k', nat: 'yes' })), /"nat"/);
     await expectRefusal(await write('broken.json', '{"nodeKeyFile": '), /not valid JSON/);
     await expectRefusal(join(directory, 'absent.json'), /cannot read it \(ENOENT\)/);
   });

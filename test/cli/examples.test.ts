@@ -41,7 +41,7 @@ test('examples/node.json is a valid node configuration for the portal of example
   const [profile] = portal.profiles;
   const served = profile?.nodes.find((entry) => entry.nodeNumber === node.nodeNumber);
   assert.equal(served?.nodeUrl, `http://${node.listen.host}:${node.listen.port}`);
-  assert.equal(node.nat, true, 'the example is a full tunnel: defaultGateway needs nat');
+  assert.deepEqual(node.nat, { mode: 'masquerade' }, 'the example is a full tunnel: defaultGateway needs nat');
   assert.deepEqual(node.metrics, { host: '127.0.0.1', port: 9467 });
   assert.notDeepEqual(node.metrics, portal.metrics, 'portal and node metrics fit on one host');
 });

@@ -52,6 +52,8 @@ export interface TunnelLabOptions {
   readonly extraPortals?: number;
   /** The portal's logger (default: silent), to read what it logged. */
   readonly logger?: Logger;
+  /** A data directory the test owns (test-portal.ts), to restart the portal on a changed configuration. */
+  readonly dataDir?: string;
   /**
    * A second node (number 1) in namespace "node2", reachable from the portal only (no client
    * link): the profile then runs on both, node 1 with 198.19.46.0/24 and fd00:46::/64.
@@ -216,6 +218,7 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       config: portalConfig,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.logger === undefined ? {} : { logger: options.logger }),
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     });
     for (let index = 0; index < (options.extraPortals ?? 0); index++) {
       extraPortals.push(

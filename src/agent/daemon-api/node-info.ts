@@ -1,7 +1,7 @@
 // `/i/node`: what the portal learns about this node (load, uptime, counts, and our instance id and
 // highest revision, with which the portal notices a restart or another database).
 import { availableParallelism, loadavg, uptime } from 'node:os';
-import { MAX_PEERS_PER_ADD, type NodeInfo } from '../../protocol/vpn-daemon.js';
+import { MAX_PEERS_PER_ADD, type NatMode, type NodeInfo } from '../../protocol/vpn-daemon.js';
 
 export interface NodeCounts {
   readonly wireGuardPeers: number;
@@ -13,6 +13,8 @@ export interface AgentIdentity {
   readonly instanceId: string;
   readonly maxRevision: number;
   readonly maintenanceMode: boolean;
+  /** The NAT the node programmed and since when; null when it does none. */
+  readonly nat: NatMode | null;
 }
 
 /** Ours always reports its extensions (instance id, highest revision, process count, add_peers); NAT when it translates. */
@@ -35,6 +37,7 @@ export function describeNode(
     instance_id: identity.instanceId,
     max_revision: identity.maxRevision,
     add_peers_max: MAX_PEERS_PER_ADD,
+    ...(identity.nat === null ? {} : { nat: identity.nat }),
     v: version,
   };
 }

@@ -1,0 +1,290 @@
+// Deterministic NAT, proven with real traffic: two WireGuard clients behind one node whose
+// node.json names public addresses, and a namespace standing for the Internet whose server logs
+// the address and source port each TCP connection and UDP datagram comes from. Every logged pair
+// lies in the sending client's block and maps back to it (ICMP's echo id too, read from the
+// node's conntrack); the portal restarted with other ranges changes the mapping, which node_info
+// reports; the table goes with the agent; ranges that do not fit refuse the start.
+import assert from 'node:assert/strict';
+import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { readNodeKey } from '../../src/agent/node-key.js';
+import { DeterministicNat } from '../../src/net/deterministic-nat.js';
+import type { NatMode } from '../../src/protocol/vpn-daemon.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { NodeAgentProcess } from '../support/node-agent-process.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
+import { until } from '../support/until.js';
+
+/** 32 addresses of TEST-NET-1, given out of order: the node sorts them. */
+const PUBLIC_ADDRESSES = Array.from({ length: 32 }, (_, index) => `192.0.2.${41 - index}`);
+const PORTS_PER_CLIENT = 1000;
+const SERVER_PORT = 8080;
+const METRICS_PORT = 9467;
+const FIRST_RANGE = '198.19.44.0/24';
+/** The same clients' addresses, in a wider range that starts earlier: their blocks move. */
+const SECOND_RANGE = '198.19.40.0/21';
+/** 4,093 clients: 64 public addresses' worth at 1,000 ports, 32 given. */
+const TOO_WIDE_RANGE = '198.19.32.0/20';
+
+// Logs "tcp|udp ADDRESS PORT" for whatever reaches it; answers so the client knows it arrived.
+const SERVER = `
+const net = require('node:net');
+const dgram = require('node:dgram');
+const [host, port] = process.argv.slice(1);
+const udp = dgram.createSocket('udp4');
+udp.on('message', (message, from) => { console.log('udp', from.address, from.port); udp.send(message, from.port, from.address); });
+net.createServer((socket) => { console.log('tcp', socket.remoteAddress, socket.remotePort); socket.end('ok'); })
+  .listen(Number(port), host, () => udp.bind(Number(port), host, () => console.log('listening')));
+`;
+
+// Three TCP connections and three UDP exchanges from one source address.
+const CLIENT = `
+const net = require('node:net');
+const dgram = require('node:dgram');
+const [local, host, port] = process.argv.slice(1);
+const fail = (what) => new Error(what + ' from ' + local + ' timed out');
+const tcp = () => new Promise((resolve, reject) => {
+  const socket = net.connect({ host, port: Number(port), localAddress: local });
+  socket.setTimeout(15000, () => { socket.destroy(); reject(fail('tcp')); });
+  socket.on('data', () => {}).on('end', resolve).on('error', reject);
+});
+const udp = () => new Promise((resolve, reject) => {
+  const socket = dgram.createSocket('udp4');
+  const timer = setTimeout(() => { socket.close(); reject(fail('udp')); }, 15000);
+  socket.on('message', () => { clearTimeout(timer); socket.close(); resolve(); });
+  socket.bind(0, local, () => socket.send('hello', Number(port), host));
+});
+(async () => { for (let round = 0; round < 3; round++) { await tcp(); await udp(); } })()
+  .then(() => process.exit(0), (error) => { console.error(error.message); process.exit(1); });
+`;
+
+/** The agent's /metrics, served on its link to the host. */
+async function metricsOf(lab: TunnelLab): Promise<string> {
+  const answer = await fetch(`http://${new URL(lab.nodeUrl).hostname}:${METRICS_PORT}/metrics`);
+  assert.equal(answer.status, 200);
+  return answer.text();
+}
+
+interface Client {
+  readonly address: string;
+}
+
+/** POST /create, brought up without routes of its own; its address's traffic is routed into it by source. */
+async function connectClient(lab: TunnelLab, userId: string, table: number): Promise<Client> {
+  const created = await lab.portal.post(
+    '/create',
+    { user_id: userId, profile_id: LAB_PROFILE },
+    { accept: 'application/x-wireguard-profile' },
+  );
+  assert.equal(created.status, 200, created.text);
+  const address = /^Address = (\d+\.\d+\.\d+\.\d+)\//m.exec(created.text)?.[1];
+  assert.ok(address !== undefined, created.text);
+  // Two full tunnels in one namespace: each gets only the traffic of its own source address.
+  const interfaceName = lab.lab.interfaceName('wgc');
+  const file = join(lab.directory, `${interfaceName}.conf`);
+  const body = created.text.replace(/^DNS = .*\n/m, '').replace(/^\[Interface\]$/m, '[Interface]\nTable = off');
+  await writeFile(file, body, { mode: 0o600 });
+  await lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
+  await lab.client.exec('ip', ['rule', 'add', 'from', address, 'lookup', String(table)]);
+  await lab.client.exec('ip', ['route', 'add', 'default', 'dev', interfaceName, 'table', String(table)]);
+  return { address };
+}
+
+/** Stops the lab's portal (or the one that took its place) and starts it again on the same data, address and port, with `range`. */
+async function restartPortal(lab: TunnelLab, dataDir: string, running: TestPortal, range: string): Promise<TestPortal> {
+  const portalUrl = new URL(lab.portal.nodeApiUrl);
+  await running.close();
+  return startTestPortal({
+    dataDir,
+    config: {
+      listen: { host: portalUrl.hostname, port: Number(portalUrl.port) },
+      adminApi: { allowList: [`${portalUrl.hostname}/32`, '127.0.0.1/32'], trustedProxyList: [] },
+      ProfileList: [
+        {
+          profileId: LAB_PROFILE,
+          displayName: 'Employees',
+          hostName: lab.nodeAddressForClient,
+          defaultGateway: true,
+          wRangeFour: range,
+          wRangeSix: 'fd00:44::/64',
+          nodeUrl: lab.nodeUrl,
+        },
+      ],
+    },
+  });
+}
+
+/** Each client pings, then makes its connections; every one the server saw must be in its block. */
+async function assertTrafficInBlocks(
+  lab: TunnelLab,
+  clients: readonly Client[],
+  mapping: DeterministicNat,
+  serverLog: () => string[],
+): Promise<void> {
+  const target = lab.internetAddresses.four;
+  for (const client of clients) {
+    const block = mapping.blockOf(client.address);
+    assert.ok(block !== null, `${client.address} is a client of the mapping`);
+    const ping = await lab.client.run('ping', [
+      '-c',
+      '2',
+      '-i',
+      '0.2',
+      '-W',
+      '2',
+      '-w',
+      '20',
+      '-I',
+      client.address,
+      target,
+    ]);
+    assert.equal(ping.exitCode, 0, `${client.address} reaches the internet: ${ping.stdout}${ping.stderr}`);
+    const seen = serverLog().length;
+    await lab.client.exec(process.execPath, ['-e', CLIENT, client.address, target, String(SERVER_PORT)]);
+    await until('the server logged six arrivals', async () => serverLog().length >= seen + 6);
+    const arrivals = serverLog()
+      .slice(seen)
+      .map((line) => line.split(' '));
+    assert.deepEqual(arrivals.map(([protocol]) => protocol).sort(), ['tcp', 'tcp', 'tcp', 'udp', 'udp', 'udp']);
+    for (const [protocol, publicAddress, port] of arrivals) {
+      assert.equal(publicAddress, block.publicAddress, `${protocol} from ${client.address} left on its address`);
+      const number = Number(port);
+      assert.ok(
+        number >= block.firstPort && number <= block.lastPort,
+        `${protocol} port ${port} of ${client.address} lies in ${block.firstPort}-${block.lastPort}`,
+      );
+      assert.equal(mapping.clientOf(publicAddress ?? '', number), client.address, 'maps back to the client');
+    }
+    // ICMP: the echo id the Internet saw, as the node's connection tracking translated it.
+    const tracked = await lab.node.exec('conntrack', ['-L', '-p', 'icmp', '--orig-src', client.address]);
+    const replies = [...tracked.stdout.matchAll(/src=\S+ dst=(\S+) type=0 code=0 id=(\d+)/g)];
+    assert.ok(replies.length > 0, `conntrack has the pings of ${client.address}: ${tracked.stdout}`);
+    for (const [, publicAddress, id] of replies) {
+      assert.equal(publicAddress, block.publicAddress);
+      assert.equal(mapping.clientOf(publicAddress ?? '', Number(id)), client.address, `echo id ${id} in the block`);
+    }
+  }
+}
+
+test('with deterministic nat, each client leaves on its own public address and port block, which follows the ranges and goes with the agent', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'deterministic-nat-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const profile = { defaultGateway: true, wRangeFour: FIRST_RANGE };
+  const lab = await startTunnelLab({
+    internet: true,
+    dataDir,
+    startAgent: false,
+    profile,
+    agentConfig: ({ nodeAddressForPortal }) => ({
+      nat: { publicAddresses: PUBLIC_ADDRESSES, portsPerClient: PORTS_PER_CLIENT },
+      refreshIntervalSeconds: 1,
+      metrics: { listen: `${nodeAddressForPortal}:${METRICS_PORT}` },
+    }),
+  });
+  t.after(lab.close);
+
+  // 253 clients at 2,000 ports need 8 addresses: the agent does not start with one.
+  const agentConfig = JSON.parse(await readFile(lab.agentConfigFile, 'utf8')) as Record<string, unknown>;
+  const refusedFile = join(lab.directory, 'refused.json');
+  await writeFile(refusedFile, JSON.stringify({ ...agentConfig, nat: { publicAddresses: ['192.0.2.10'] } }));
+  const refused = new NodeAgentProcess(lab.node, refusedFile);
+  assert.equal(await refused.exitCode(), 2);
+  assert.match(
+    refused.output.join(''),
+    /refused\.json: "nat" does not fit this node's client ranges: 253 client addresses need 8 public addresses at 2000 ports each \(32 clients per address\), but 1 is given/,
+  );
+  assert.notEqual((await lab.node.run('nft', ['list', 'table', 'inet', 'vpn_portal_nat'])).exitCode, 0);
+
+  await lab.startAgent();
+  const { key: nodeKey } = await readNodeKey(lab.portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)));
+  const natOfNode = async (): Promise<NatMode | undefined> => {
+    const answer = await fetch(new URL('/i/node', lab.nodeUrl), {
+      headers: { authorization: `Bearer ${nodeKey.reveal()}` },
+    });
+    return ((await answer.json()) as { nat?: NatMode }).nat;
+  };
+  const first = await natOfNode();
+  assert.ok(first?.mode === 'deterministic', JSON.stringify(first));
+  assert.deepEqual(first, {
+    mode: 'deterministic',
+    applied_at: first.applied_at,
+    ranges: [FIRST_RANGE],
+    public_addresses: [...PUBLIC_ADDRESSES].reverse(),
+    ports_per_client: PORTS_PER_CLIENT,
+  });
+  assert.ok(Math.abs(Date.parse(first.applied_at) - Date.now()) < 600_000, 'applied_at is a time of this run');
+
+  const internet = lab.internet;
+  await internet.exec('ip', ['route', 'add', '192.0.2.0/24', 'via', lab.internetAddresses.nodeFour]);
+  const server = internet.spawn(process.execPath, ['-e', SERVER, lab.internetAddresses.four, String(SERVER_PORT)]);
+  const serverLines: string[] = [];
+  let partial = '';
+  server.stdout?.on('data', (chunk: Buffer) => {
+    const parts = (partial + chunk.toString()).split('\n');
+    partial = parts.pop() ?? '';
+    serverLines.push(...parts);
+  });
+  await until('the internet server listens', async () => serverLines.includes('listening'));
+  const serverLog = () => serverLines.filter((line) => line !== 'listening');
+
+  const clients = [await connectClient(lab, 'alice', 101), await connectClient(lab, 'bob', 102)];
+  assert.deepEqual(
+    clients.map(({ address }) => address),
+    ['198.19.44.2', '198.19.44.3'],
+  );
+  const firstMapping = new DeterministicNat({
+    ranges: [FIRST_RANGE],
+    publicAddresses: PUBLIC_ADDRESSES,
+    portsPerClient: PORTS_PER_CLIENT,
+  });
+  await assertTrafficInBlocks(lab, clients, firstMapping, serverLog);
+  assert.deepEqual(await natOfNode(), first, 'applied_at stays while the mapping does');
+  assert.match(await metricsOf(lab), /^vpn_node_nat_ranges_refused 0$/m);
+
+  // The portal restarted with a wider range: the same clients are now clients 1,024 and 1,025.
+  let portal = await restartPortal(lab, dataDir, lab.portal, SECOND_RANGE);
+  t.after(() => portal.close());
+  let second: NatMode | undefined;
+  await until(
+    'the node applies the mapping of the new ranges',
+    async () => {
+      second = await natOfNode();
+      return second?.mode === 'deterministic' && second.ranges[0] === SECOND_RANGE;
+    },
+    30_000,
+  );
+  assert.ok(second?.mode === 'deterministic');
+  assert.ok(second.applied_at > first.applied_at, `applied_at moved on: ${first.applied_at} → ${second.applied_at}`);
+  const secondMapping = new DeterministicNat({
+    ranges: [SECOND_RANGE],
+    publicAddresses: PUBLIC_ADDRESSES,
+    portsPerClient: PORTS_PER_CLIENT,
+  });
+  assert.equal(secondMapping.blockOf('198.19.44.2')?.publicAddress, '192.0.2.26', 'the blocks moved');
+  // Forget the first round's pings, so the echo ids read back are the new mapping's.
+  await lab.node.exec('conntrack', ['-F']);
+  await assertTrafficInBlocks(lab, clients, secondMapping, serverLog);
+
+  // Ranges that no longer fit: the mapping in force stays, said in the log and the metrics.
+  portal = await restartPortal(lab, dataDir, portal, TOO_WIDE_RANGE);
+  const refusal = await lab.agent.waitFor(
+    (line) => typeof line.msg === 'string' && line.msg.startsWith('the client ranges do not fit deterministic nat'),
+    'the refusal of the new ranges',
+    30_000,
+  );
+  assert.match(String(refusal['reason']), /^4093 client addresses need 64 public addresses at 1000 ports each/);
+  assert.equal(refusal.level, 50, 'logged as an error');
+  assert.deepEqual(await natOfNode(), second, 'node_info still reports the mapping in force');
+  assert.match(await metricsOf(lab), /^vpn_node_nat_ranges_refused 1$/m);
+  await assertTrafficInBlocks(lab, clients.slice(0, 1), secondMapping, serverLog);
+
+  await lab.stopAgent();
+  assert.notEqual(
+    (await lab.node.run('nft', ['list', 'table', 'inet', 'vpn_portal_nat'])).exitCode,
+    0,
+    'the table went with the agent',
+  );
+});
