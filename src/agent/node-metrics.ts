@@ -1,7 +1,8 @@
 // The node agent's Prometheus metrics, read when Prometheus scrapes: WireGuard peers (all, and
 // those with a handshake in the last 3 minutes), writes of peer changes to the interface,
 // OpenVPN processes and clients, bytes through each VPN interface (the kernel's counters), and
-// open ProxyGuard tunnels; with NAT, whether the client ranges were refused by deterministic NAT.
+// open ProxyGuard tunnels; with NAT, whether the client ranges were refused by deterministic NAT
+// and the new connections the kernel dropped for want of a free source port.
 import { readFile } from 'node:fs/promises';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { isOnline } from '../shared/online.js';
@@ -22,6 +23,9 @@ export interface AgentMetricSources {
   /** The node's NAT; null when node.json has none (no NAT metric then). */
   readonly nat?: (() => { readonly refused: boolean }) | null;
 }
+
+/** The kernel's connection tracking statistics of the agent's network namespace, one line per CPU. */
+const CONNTRACK_STATISTICS = '/proc/net/stat/nf_conntrack';
 
 export function agentMetricsRegistry(sources: AgentMetricSources): Registry {
   const registry = new Registry();
@@ -123,6 +127,33 @@ function natMetrics(registers: Registry[], nat: () => { readonly refused: boolea
       this.set(nat().refused ? 1 : 0);
     },
   });
+  // Where a translation finds no free source port in its range (a deterministic NAT client's
+  // block used up towards one destination) the kernel drops the packet when it confirms the
+  // connection and counts it here; no other case is common on a NAT node.
+  new Counter({
+    name: 'vpn_node_conntrack_insert_failed_total',
+    help: "Packets that opened a connection and were dropped because their translated addresses and ports were taken (a client's port block used up; each retransmission counts), the kernel's conntrack insert_failed of the node's network namespace",
+    registers,
+    async collect() {
+      this.reset();
+      const failed = await readInsertFailed();
+      if (failed !== null) this.inc(failed);
+    },
+  });
+}
+
+/** The sum over CPUs of conntrack's insert_failed; null when conntrack is not loaded. */
+async function readInsertFailed(): Promise<number | null> {
+  let text: string;
+  try {
+    text = await readFile(CONNTRACK_STATISTICS, 'utf8');
+  } catch {
+    return null;
+  }
+  const [header, ...rows] = text.trim().split('\n');
+  const column = header?.trim().split(/\s+/).indexOf('insert_failed') ?? -1;
+  if (column === -1) return null;
+  return rows.reduce((sum, row) => sum + Number.parseInt(row.trim().split(/\s+/)[column] ?? '0', 16), 0);
 }
 
 /** A counter of /sys/class/net/IF/statistics; null for an interface that is not there (yet). */

@@ -29,14 +29,15 @@ const SECOND_RANGE = '198.19.40.0/21';
 /** 4,093 clients: 64 public addresses' worth at 1,000 ports, 32 given. */
 const TOO_WIDE_RANGE = '198.19.32.0/20';
 
-// Logs "tcp|udp ADDRESS PORT" for whatever reaches it; answers so the client knows it arrived.
+// Logs "tcp|udp ADDRESS PORT" for whatever reaches it; answers so the client knows it arrived
+// (with "hold", keeps TCP connections open instead).
 const SERVER = `
 const net = require('node:net');
 const dgram = require('node:dgram');
-const [host, port] = process.argv.slice(1);
+const [host, port, hold] = process.argv.slice(1);
 const udp = dgram.createSocket('udp4');
 udp.on('message', (message, from) => { console.log('udp', from.address, from.port); udp.send(message, from.port, from.address); });
-net.createServer((socket) => { console.log('tcp', socket.remoteAddress, socket.remotePort); socket.end('ok'); })
+net.createServer((socket) => { console.log('tcp', socket.remoteAddress, socket.remotePort); if (hold !== 'hold') socket.end('ok'); })
   .listen(Number(port), host, () => udp.bind(Number(port), host, () => console.log('listening')));
 `;
 
@@ -60,6 +61,28 @@ const udp = () => new Promise((resolve, reject) => {
 (async () => { for (let round = 0; round < 3; round++) { await tcp(); await udp(); } })()
   .then(() => process.exit(0), (error) => { console.error(error.message); process.exit(1); });
 `;
+
+/** The logging server in the Internet namespace, which routes the public addresses to the node; its lines so far. */
+async function startInternetServer(lab: TunnelLab, holdConnections = false): Promise<() => string[]> {
+  const internet = lab.internet;
+  await internet.exec('ip', ['route', 'add', '192.0.2.0/24', 'via', lab.internetAddresses.nodeFour]);
+  const server = internet.spawn(process.execPath, [
+    '-e',
+    SERVER,
+    lab.internetAddresses.four,
+    String(SERVER_PORT),
+    holdConnections ? 'hold' : 'end',
+  ]);
+  const serverLines: string[] = [];
+  let partial = '';
+  server.stdout?.on('data', (chunk: Buffer) => {
+    const parts = (partial + chunk.toString()).split('\n');
+    partial = parts.pop() ?? '';
+    serverLines.push(...parts);
+  });
+  await until('the internet server listens', async () => serverLines.includes('listening'));
+  return () => serverLines.filter((line) => line !== 'listening');
+}
 
 /** The agent's /metrics, served on its link to the host. */
 async function metricsOf(lab: TunnelLab): Promise<string> {
@@ -92,6 +115,21 @@ async function connectClient(lab: TunnelLab, userId: string, table: number): Pro
   await lab.client.exec('ip', ['route', 'add', 'default', 'dev', interfaceName, 'table', String(table)]);
   return { address };
 }
+
+// Opens `count` TCP connections at once from one source address; prints how many were accepted.
+const MANY_CONNECTIONS = `
+const net = require('node:net');
+const [local, host, port, count] = process.argv.slice(1);
+const open = () => new Promise((resolve) => {
+  const socket = net.connect({ host, port: Number(port), localAddress: local });
+  socket.setTimeout(5000, () => { socket.destroy(); resolve(false); });
+  socket.on('connect', () => resolve(true)).on('data', () => {}).on('error', () => resolve(false));
+});
+Promise.all(Array.from({ length: Number(count) }, open)).then((opened) => {
+  console.log(opened.filter(Boolean).length);
+  process.exit(0);
+});
+`;
 
 /** Stops the lab's portal (or the one that took its place) and starts it again on the same data, address and port, with `range`. */
 async function restartPortal(lab: TunnelLab, dataDir: string, running: TestPortal, range: string): Promise<TestPortal> {
@@ -217,18 +255,7 @@ test('with deterministic nat, each client leaves on its own public address and p
   });
   assert.ok(Math.abs(Date.parse(first.applied_at) - Date.now()) < 600_000, 'applied_at is a time of this run');
 
-  const internet = lab.internet;
-  await internet.exec('ip', ['route', 'add', '192.0.2.0/24', 'via', lab.internetAddresses.nodeFour]);
-  const server = internet.spawn(process.execPath, ['-e', SERVER, lab.internetAddresses.four, String(SERVER_PORT)]);
-  const serverLines: string[] = [];
-  let partial = '';
-  server.stdout?.on('data', (chunk: Buffer) => {
-    const parts = (partial + chunk.toString()).split('\n');
-    partial = parts.pop() ?? '';
-    serverLines.push(...parts);
-  });
-  await until('the internet server listens', async () => serverLines.includes('listening'));
-  const serverLog = () => serverLines.filter((line) => line !== 'listening');
+  const serverLog = await startInternetServer(lab);
 
   const clients = [await connectClient(lab, 'alice', 101), await connectClient(lab, 'bob', 102)];
   assert.deepEqual(
@@ -287,4 +314,48 @@ test('with deterministic nat, each client leaves on its own public address and p
     0,
     'the table went with the agent',
   );
+});
+
+test('a client that used its whole port block gets no further connection, and the node counts the dropped attempts', async (t) => {
+  const lab = await startTunnelLab({
+    internet: true,
+    profile: { defaultGateway: true },
+    agentConfig: ({ nodeAddressForPortal }) => ({
+      nat: { publicAddresses: ['192.0.2.10'], portsPerClient: 64 },
+      metrics: { listen: `${nodeAddressForPortal}:${METRICS_PORT}` },
+    }),
+  });
+  t.after(lab.close);
+  const serverLog = await startInternetServer(lab, true);
+  const client = await connectClient(lab, 'carol', 101);
+  const ping = await lab.client.run('ping', [
+    '-c',
+    '1',
+    '-W',
+    '2',
+    '-w',
+    '20',
+    '-I',
+    client.address,
+    lab.internetAddresses.four,
+  ]);
+  assert.equal(ping.exitCode, 0, ping.stdout);
+  assert.match(await metricsOf(lab), /^vpn_node_conntrack_insert_failed_total 0$/m);
+
+  // Each connection keeps its port while it is open (the kernel takes back those of closed ones): 64 fit in the block.
+  const opened = await lab.client.exec(process.execPath, [
+    '-e',
+    MANY_CONNECTIONS,
+    client.address,
+    lab.internetAddresses.four,
+    String(SERVER_PORT),
+    '80',
+  ]);
+  assert.equal(opened.stdout.trim(), '64', 'only as many connections as the block has ports');
+  const mapping = new DeterministicNat({ ranges: [FIRST_RANGE], publicAddresses: ['192.0.2.10'], portsPerClient: 64 });
+  const ports = serverLog().map((line) => Number(line.split(' ')[2]));
+  assert.equal(new Set(ports).size, 64);
+  for (const port of ports) assert.equal(mapping.clientOf('192.0.2.10', port), client.address);
+  const failed = Number(/^vpn_node_conntrack_insert_failed_total (\d+)$/m.exec(await metricsOf(lab))?.[1]);
+  assert.ok(failed >= 16, `the 16 refused connections' attempts are counted: ${failed}`);
 });
