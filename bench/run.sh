@@ -4,7 +4,8 @@
 # measures on SQLite and on PostgreSQL (bench/run.ts, then the searches: bench/search.ts).
 # BENCH_DATABASES="sqlite" skips PostgreSQL; BENCH_ONLY=search runs the searches alone,
 # BENCH_ONLY=relay the ProxyGuard relay under a flood of slow clients alone (bench/relay-flood.ts),
-# BENCH_ONLY=hung the Admin API while a node hangs alone (bench/hung-node.ts).
+# BENCH_ONLY=hung the Admin API while a node hangs alone (bench/hung-node.ts),
+# BENCH_ONLY=nat deterministic NAT for a /16 loaded into nftables alone (bench/deterministic-nat.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=test/support/throwaway-postgres.sh
@@ -15,6 +16,10 @@ if [[ "${BENCH_ONLY:-}" == relay ]]; then
 fi
 if [[ "${BENCH_ONLY:-}" == hung ]]; then
   node --import tsx bench/hung-node.ts
+  exit 0
+fi
+if [[ "${BENCH_ONLY:-}" == nat ]]; then
+  node --import tsx bench/deterministic-nat.ts
   exit 0
 fi
 npm run --silent build
@@ -28,4 +33,5 @@ node --import tsx bench/search.ts
 if [[ "${BENCH_ONLY:-}" != search ]]; then
   node --import tsx bench/relay-flood.ts
   node --import tsx bench/hung-node.ts
+  node --import tsx bench/deterministic-nat.ts
 fi
