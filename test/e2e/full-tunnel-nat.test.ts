@@ -8,6 +8,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readNodeKey } from '../../src/agent/node-key.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
 import { LAB_PROFILE, startTunnelLab } from '../support/tunnel-lab.js';
 
 const INTERNET_NAME = 'www.internet.test';
@@ -79,6 +81,14 @@ test('with nat, a full-tunnel client reaches the internet behind the node over I
     .filter((line) => line.includes(`query[A] ${INTERNET_NAME}`));
   assert.ok(queries.length > 0, `dnsmasq logged the query: ${resolverLog.join('')}`);
   for (const line of queries) assert.ok(line.endsWith(`from ${internet.nodeFour}`), line);
+
+  // node_info says the node masquerades, and since when.
+  const { key: nodeKey } = await readNodeKey(lab.portal.portal.ctx.keys.nodeKeyPath(asNodeNumber(0)));
+  const info = (await (
+    await fetch(new URL('/i/node', lab.nodeUrl), { headers: { authorization: `Bearer ${nodeKey.reveal()}` } })
+  ).json()) as { nat?: { mode: string; applied_at: string } };
+  assert.equal(info.nat?.mode, 'masquerade');
+  assert.ok(Math.abs(Date.parse(info.nat.applied_at) - Date.now()) < 600_000, `applied_at ${info.nat.applied_at}`);
 
   // The agent keeps its own table, and removes it when it stops.
   const table = await lab.node.exec('nft', ['list', 'table', 'inet', 'vpn_portal_nat']);

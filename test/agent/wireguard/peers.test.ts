@@ -265,6 +265,7 @@ describe('a node agent serving the vpn-daemon protocol on a wireguard-go interfa
   test('add_peers puts every peer of one request on the interface, each under its own revision, and answers once they are there', async () => {
     const info = (await (await daemon('/i/node')).json()) as Record<string, unknown>;
     assert.equal(info['add_peers_max'], MAX_PEERS_PER_ADD, 'the agent advertises the call');
+    assert.equal('nat' in info, false, 'a node without nat in node.json reports none');
     const keys = Array.from({ length: MAX_PEERS_PER_ADD }, newPeerKey);
     const entry = (key: string, index: number, revision: number) =>
       [
