@@ -4,7 +4,7 @@
 // `inet vpn_portal_nat`, for traffic from the node's client ranges (WireGuard and OpenVPN) leaving
 // for anywhere but those ranges: with `true` it masquerades (IPv4 and IPv6) behind the node's
 // address; with deterministic NAT each client IPv4 address leaves through its fixed public
-// address and port block (src/net/deterministic-nat.ts), two maps looked up by source address,
+// address and port block (src/net/deterministic-nat.ts), one map looked up by source address,
 // and IPv6 is routed as it is. The table is replaced atomically (one `nft -f`) when the ranges
 // change and removed when the agent stops; the rest of the host's firewall is not touched.
 import type { Logger } from 'pino';
