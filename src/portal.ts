@@ -152,7 +152,7 @@ async function buildContext(
  */
 function wireListeners(ctx: PortalContext, metrics: PortalMetrics, wakeWebhooks: () => void): void {
   const { config, events, logger } = ctx;
-  writeConnectionLog(events);
+  writeConnectionLog(events, { keepOriginatingIp: config.connectionLogLines.originatingIp });
   writeAuditLog(events);
   writeRevocationReceipts(events);
   stampDeviceLastSeen(events);

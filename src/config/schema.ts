@@ -506,7 +506,7 @@ export const portalConfigSchema = z.strictObject({
   }),
   originatingIpRetention: isoDuration.default('P7D').meta({
     description:
-      "The client's own address (`originating_ip`) is blanked in closed history older than this by the daily housekeeping; the rows stay until `connectionLogRetention`. A legal hold's rows keep it.",
+      "Where `Log.originatingIp` keeps the client's own address (`originating_ip`) past the session, the daily housekeeping blanks it in closed history older than this; the rows stay until `connectionLogRetention`. A legal hold's rows keep it.",
     see: 'accountability.md#retention-and-legal-hold',
   }),
   connectScriptPath: z.string().min(1).optional().meta({
@@ -527,7 +527,12 @@ export const portalConfigSchema = z.strictObject({
         .describe(
           "Write the reference's `CONNECT …`/`DISCONNECT …` lines to the portal's log (journald under systemd).",
         ),
-      originatingIp: z.boolean().default(false).describe("Include the client's address in those lines (else `*`)."),
+      originatingIp: z
+        .boolean()
+        .default(false)
+        .describe(
+          "Include the client's address in those lines (else `*`), and keep it in the history past the session, until `originatingIpRetention` (else it is blanked when the session closes).",
+        ),
     })
     .prefault({}),
   databaseTimeout: isoDuration.default('PT5S').meta({

@@ -1,10 +1,12 @@
 // The connection log (`connection_log`, reference §9): a row opens when a client connects and
 // closes, with the byte counts, when it disconnects. Written in the same transaction as the
-// event, so the history never claims a connection the portal did not allow.
+// event, so the history never claims a connection the portal did not allow. The client's own
+// address is kept past the session only when `Log.originatingIp` says so: the open session needs
+// it (roaming, the session's end event), a closed one only for looking people up by it.
 import type { PortalEvents } from '../core/events.js';
 import { closeConnection, openConnection } from '../storage/connection-log.js';
 
-export function writeConnectionLog(events: PortalEvents): void {
+export function writeConnectionLog(events: PortalEvents, options: { readonly keepOriginatingIp: boolean }): void {
   events.inTransaction(async (event, db) => {
     if (event.type === 'session.started') {
       const { configuration } = event;
@@ -26,6 +28,7 @@ export function writeConnectionLog(events: PortalEvents): void {
         disconnectedAt: event.at,
         bytesIn: event.bytesIn,
         bytesOut: event.bytesOut,
+        forgetOriginatingIp: !options.keepOriginatingIp,
       });
     }
   });

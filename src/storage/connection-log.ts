@@ -56,11 +56,24 @@ export async function openConnection(db: Db, connection: OpenedConnection): Prom
  */
 export async function closeConnection(
   db: Db,
-  closed: { connectionId: string; nodeNumber: NodeNumber; disconnectedAt: Date; bytesIn: number; bytesOut: number },
+  closed: {
+    connectionId: string;
+    nodeNumber: NodeNumber;
+    disconnectedAt: Date;
+    bytesIn: number;
+    bytesOut: number;
+    /** Blank the client's own address: it is not to be kept past the session. */
+    forgetOriginatingIp?: boolean;
+  },
 ): Promise<number> {
   const result = await db
     .updateTable('connection_log')
-    .set({ disconnected_at: formatAtom(closed.disconnectedAt), bytes_in: closed.bytesIn, bytes_out: closed.bytesOut })
+    .set({
+      disconnected_at: formatAtom(closed.disconnectedAt),
+      bytes_in: closed.bytesIn,
+      bytes_out: closed.bytesOut,
+      ...(closed.forgetOriginatingIp === true ? { originating_ip: null } : {}),
+    })
     .where('connection_id', '=', closed.connectionId)
     .where('node_number', '=', closed.nodeNumber)
     .where('disconnected_at', 'is', null)

@@ -42,3 +42,26 @@ export async function reportOpenVpnConnect(
   });
   assert.equal(connect.text, 'OK');
 }
+
+/** Node 0 reports that the configuration disconnected. */
+export async function reportOpenVpnDisconnect(
+  portal: TestPortal,
+  connectionId: string,
+  addresses: { readonly ip_four: string; readonly ip_six?: string },
+): Promise<void> {
+  const disconnect = await portal.request(`${portal.nodeApiUrl}/disconnect`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+      'x-node-number': '0',
+    },
+    body: new URLSearchParams({
+      profile_id: 'employees',
+      common_name: connectionId,
+      bytes_in: '10',
+      bytes_out: '20',
+      ...addresses,
+    }),
+  });
+  assert.equal(disconnect.status, 200, disconnect.text);
+}

@@ -8,7 +8,12 @@ import { test } from 'node:test';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
 import { bearer, makeAdminKey, ManualClock, portalState, twoProfiles } from '../../support/admin-keys.js';
-import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../../support/openvpn-sessions.js';
+import {
+  openVpnConfiguration,
+  openVpnEmployees,
+  reportOpenVpnConnect,
+  reportOpenVpnDisconnect,
+} from '../../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 interface Session {
@@ -245,4 +250,31 @@ test('an OpenVPN session reported with a long IPv6 form is stored and found in t
   });
   const [entry] = await search(portal, { ip: 'fd60::1000', at: new Date(Date.now() + 60_000).toISOString() });
   assert.deepEqual([entry?.user_id, entry?.ip_six, entry?.originating_ip], ['erin', 'fd60::1000', '2001:db8::9']);
+});
+
+test("the client's own address stays with a closed session only where Log.originatingIp is on; the open session has it either way", async (t) => {
+  for (const originatingIp of [false, true]) {
+    const portal = await startTestPortal({ config: { ...openVpnEmployees, Log: { originatingIp } } });
+    t.after(() => portal.close());
+    const connectionId = await openVpnConfiguration(portal, 'frank');
+    await reportOpenVpnConnect(portal, connectionId, { originating_ip: '192.0.2.44', ip_four: '10.60.0.2' });
+    const later = new Date(Date.now() + 60_000).toISOString();
+    const [open] = await search(portal, { ip: '10.60.0.2', at: later });
+    assert.equal(open?.originating_ip, '192.0.2.44', `Log.originatingIp ${originatingIp}: the open session`);
+    assert.deepEqual(users(await search(portal, { ip: '192.0.2.44' })), ['frank'], 'found by it while open');
+
+    await reportOpenVpnDisconnect(portal, connectionId, { ip_four: '10.60.0.2' });
+    const [closed] = await search(portal, { ip: '10.60.0.2' });
+    assert.ok(closed?.disconnected_at !== null, 'the session is closed');
+    assert.equal(
+      closed?.originating_ip,
+      originatingIp ? '192.0.2.44' : null,
+      `Log.originatingIp ${originatingIp}: the closed session`,
+    );
+    assert.deepEqual(
+      users(await search(portal, { ip: '192.0.2.44' })),
+      originatingIp ? ['frank'] : [],
+      'found by it once closed only where it is kept',
+    );
+  }
 });
