@@ -101,6 +101,9 @@ const EXTENSIONS = [
   { method: 'GET', path: '/admin_keys', params: [] },
   { method: 'POST', path: '/create_admin_key', params: ['name', 'scope', 'profiles', 'expires_in', 'allow_list'] },
   { method: 'POST', path: '/revoke_admin_key', params: ['name'] },
+  { method: 'POST', path: '/create_legal_hold', params: ['user_id', 'device_id', 'reason', 'until'] },
+  { method: 'GET', path: '/legal_holds', params: [] },
+  { method: 'POST', path: '/release_legal_hold', params: ['hold_id'] },
 ] as const;
 
 const REQUIRED: Readonly<Record<string, readonly string[]>> = {
@@ -124,6 +127,8 @@ const REQUIRED: Readonly<Record<string, readonly string[]>> = {
   '/retire_device': ['device_id'],
   '/create_admin_key': ['name'],
   '/revoke_admin_key': ['name'],
+  '/create_legal_hold': ['reason', 'until'],
+  '/release_legal_hold': ['hold_id'],
 };
 
 function authed(
