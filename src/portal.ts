@@ -14,6 +14,8 @@ import { writeAuditLog } from './listeners/audit-log.js';
 import { stampDeviceLastSeen } from './listeners/device-last-seen.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { WebhookDeliveryWorker } from './core/webhooks/index.js';
+import { writeRadiusAccounting } from './listeners/radius-accounting.js';
+import { RadiusAccountingWorker } from './core/accounting/index.js';
 import { moveListingGeneration } from './listeners/listing-generation.js';
 import { writeRevocationReceipts } from './listeners/revocation-receipts.js';
 import { RevocationDeadlines } from './core/revocations/index.js';
@@ -54,6 +56,8 @@ export interface RunningPortal {
   /** `https://HOST:PORT` of certificate enrollment; null when `enrollment.tls` is null. */
   readonly enrollTlsUrl: string | null;
   reconcileNow(): Promise<void>;
+  /** The RADIUS accounting worker; null without `accounting.radius.servers`. */
+  readonly radiusAccounting: RadiusAccountingWorker | null;
   /** The MDM inventory sync; null without `mdmInventory`. */
   readonly mdmInventory: MdmInventorySchedule | null;
   close(): Promise<void>;
@@ -75,6 +79,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     wireListeners(ctx, metrics, () => webhooks.wake());
+    const accounting = startRadiusAccounting(ctx, metrics, teardown);
     const certificateCheck = CertificateCheck.fromConfig(ctx);
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);
     for (const warning of config.secretFileWarnings) logger.warn(warning);
@@ -86,6 +91,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     return {
       ctx,
       ...servers,
+      radiusAccounting: accounting,
       reconcileNow: () => background.reconciler.runAll(),
       mdmInventory: background.mdmInventory,
       close: () => teardown.runAll(),
@@ -163,6 +169,24 @@ function wireListeners(ctx: PortalContext, metrics: PortalMetrics, wakeWebhooks:
     writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   writeWebhookOutbox(events, wakeWebhooks);
   recordMetrics(events, metrics);
+}
+
+/**
+ * RADIUS accounting, when a server is configured: the outbox listener and the worker that sends
+ * (started at once: records a killed instance left are sent before anything else happens).
+ */
+function startRadiusAccounting(
+  ctx: PortalContext,
+  metrics: PortalMetrics,
+  teardown: Teardown,
+): RadiusAccountingWorker | null {
+  if (ctx.config.accounting.radius.servers.length === 0) return null;
+  const worker = new RadiusAccountingWorker({ ...ctx, logger: ctx.logger.child({ component: 'radius-accounting' }) });
+  writeRadiusAccounting(ctx.events, ctx.config, () => worker.wake());
+  metrics.observeRadiusAccounting(worker.counts, ctx.db);
+  worker.start();
+  teardown.defer('RADIUS accounting', () => worker.stop());
+  return worker;
 }
 
 /** A node going down or coming back is recorded (the webhook outbox writes it), then published. */

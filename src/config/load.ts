@@ -17,6 +17,7 @@ import { resolveMdmInventory } from './mdm-inventory.js';
 import { mustParseDuration, type Report, type WarnOfSecretFile } from './option-checks.js';
 import type { PortalConfig } from './portal-config.js';
 import { resolveProfileList } from './profile-list.js';
+import { resolveRadiusAccounting } from './radius-accounting.js';
 import { portalConfigSchema, type ParsedPortalConfig } from './schema.js';
 import { secretFileWarning } from './secret-files.js';
 import { resolveConnectScript, resolveRevocationDeadline } from './timeouts.js';
@@ -87,6 +88,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     adminConsole: resolveAdminConsole(raw.adminConsole, baseUrl, baseDir, profileIds, report),
     nodeApi: raw.nodeApi,
     webhooks: resolveWebhooks(raw.webhooks, report),
+    accounting: { radius: resolveRadiusAccounting(raw.accounting.radius, baseDir, report) },
     enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),

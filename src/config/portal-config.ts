@@ -112,6 +112,24 @@ export interface WebhookSettings {
   readonly deliveryLogRetention: IsoDuration;
 }
 
+/** One RADIUS accounting server (`accounting.radius.servers[]`), its shared secret read at start. */
+export interface RadiusServer {
+  /** `HOST:PORT` as configured: the server's name in the outbox, the logs and the metrics. */
+  readonly address: string;
+  readonly host: string;
+  readonly port: number;
+  readonly secret: Secret;
+  /** null: the node's host name. */
+  readonly nasIdentifier: string | null;
+}
+
+/** `accounting.radius`: no servers, no RADIUS accounting. */
+export interface RadiusAccountingSettings {
+  readonly servers: readonly RadiusServer[];
+  readonly interimIntervalMs: number;
+  readonly maxAge: IsoDuration;
+}
+
 /** Where the MDM's inventory is read (`mdmInventory`), the client secret read at start. */
 export type MdmInventorySource =
   | {
@@ -204,6 +222,8 @@ export interface PortalConfig {
   };
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
+  /** Where sessions are reported (RADIUS accounting). */
+  readonly accounting: { readonly radius: RadiusAccountingSettings };
   /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */
   readonly enrollment: {
     readonly allowList: readonly string[];

@@ -439,6 +439,56 @@ export const portalConfigSchema = z.strictObject({
         ),
     })
     .prefault({}),
+  accounting: z
+    .strictObject({
+      radius: z
+        .strictObject({
+          servers: z
+            .array(
+              z.strictObject({
+                address: z
+                  .string()
+                  .regex(
+                    /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/,
+                    'must be HOST:PORT, e.g. radius.example.org:1813 or [2001:db8::1]:1813',
+                  )
+                  .describe('`HOST:PORT` of the accounting server (IPv6 in brackets; 1813 is the usual port).'),
+                secretFile: z
+                  .string()
+                  .min(1)
+                  .describe(
+                    "The file holding the shared secret (mode 0600: a file others may read refuses the start), relative to the configuration file's folder.",
+                  ),
+                nasIdentifier: z
+                  .string()
+                  .min(1)
+                  .max(253)
+                  .optional()
+                  .describe("The NAS-Identifier sent to this server; default: the node's `hostName`."),
+              }),
+            )
+            .default([])
+            .meta({
+              description:
+                'The RADIUS accounting servers; each gets every record (Start, Interim-Update, Stop of every session). Empty: no RADIUS accounting.',
+              see: 'radius-accounting.md',
+            }),
+          interimInterval: isoDuration
+            .default('PT10M')
+            .describe('An Interim-Update is sent this often while a session lasts (`PT1M` to `P1D`).'),
+          maxAge: isoDuration.default('P1D').meta({
+            description:
+              'A record a server has not acknowledged this long after its event is dropped, with an audit row and a metric (`PT1H` to `P90D`).',
+            see: 'radius-accounting.md#delivery-an-outbox-retransmitted-until-answered',
+          }),
+        })
+        .prefault({}),
+    })
+    .prefault({})
+    .meta({
+      description: 'Telling accounting systems and firewalls who holds which address.',
+      see: 'accountability.md',
+    }),
   mdmInventory: z
     .strictObject({
       provider: z

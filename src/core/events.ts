@@ -78,6 +78,13 @@ export interface RevocationNotice {
 /** A device, as events name it: the fields of its stored record that identify it. */
 export type DeviceRef = Pick<StoredDevice, 'deviceId' | 'userId' | 'profileId' | 'platform' | 'serial' | 'mdmId'>;
 
+/**
+ * Why a session ended: the device went quiet (WireGuard's 3 minutes without a handshake), roamed
+ * to another address (a new session follows), its peer was removed by the portal, its peer
+ * vanished from the node, or the OpenVPN client disconnected.
+ */
+export type SessionEndCause = 'idle' | 'roamed' | 'removed' | 'lost' | 'disconnected';
+
 /** A session as its start recorded it. */
 export interface SessionDetails {
   readonly userId: string;
@@ -177,6 +184,8 @@ export type PortalEvent =
       readonly nodeNumber: NodeNumber;
       readonly bytesIn: number;
       readonly bytesOut: number;
+      /** Why it ended (RADIUS accounting's Acct-Terminate-Cause says it). */
+      readonly cause: SessionEndCause;
       /** What the session's start recorded; null when the portal never heard of its start. */
       readonly session: SessionDetails | null;
     })

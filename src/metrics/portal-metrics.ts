@@ -14,6 +14,8 @@ import { messageOf } from '../shared/error-message.js';
 import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
 import { openRevocationCount } from '../storage/revocations.js';
 import { countDevices } from '../storage/devices.js';
+import { countOutboxRecords } from '../storage/radius-outbox.js';
+import type { AccountingCounts } from '../core/accounting/index.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from '../http/server.js';
 import { CRL_REFUSAL_REASONS, type MdmInventorySchedule, type RevocationListRefresher } from '../core/devices/index.js';
@@ -259,6 +261,48 @@ export class PortalMetrics {
         this.reset();
         const refused = refresher.refusals();
         for (const reason of CRL_REFUSAL_REASONS) this.inc({ reason }, refused.get(reason) ?? 0);
+      },
+    });
+  }
+
+  /** RADIUS accounting: what the worker counted, and the outbox's size read from the database at scrape time. */
+  observeRadiusAccounting(counts: AccountingCounts, db: Db): void {
+    const registers = [this.registry];
+    const counter = (name: string, help: string, of: Map<string, number>): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: ['server'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [server, value] of of) this.inc({ server }, value);
+        },
+      });
+    };
+    counter(
+      'vpn_portal_radius_accounting_sent_total',
+      'Accounting-Requests a server acknowledged, by server, since this instance started',
+      counts.sent,
+    );
+    counter(
+      'vpn_portal_radius_accounting_retried_total',
+      'Accounting-Requests that went unanswered and are sent again later, by server, since this instance started',
+      counts.retried,
+    );
+    counter(
+      'vpn_portal_radius_accounting_dropped_total',
+      'Accounting records dropped unacknowledged after accounting.radius.maxAge (each has an audit row), by server, since this instance started',
+      counts.dropped,
+    );
+    new Gauge({
+      name: 'vpn_portal_radius_accounting_outbox',
+      help: 'Accounting records waiting for an Accounting-Response, by server (all instances)',
+      labelNames: ['server'] as const,
+      registers,
+      async collect() {
+        this.reset();
+        for (const [server, value] of await countOutboxRecords(db)) this.set({ server }, value);
       },
     });
   }

@@ -47,6 +47,9 @@ export const COPIED_TABLES: readonly {
   { table: 'revocation_list_holds', key: ['sha256'] },
   // Legal holds: what the housekeeping must keep past its retention.
   { table: 'legal_holds', key: ['hold_id'] },
+  // Sessions being accounted for, and the Accounting-Requests not yet acknowledged.
+  { table: 'radius_sessions', key: ['acct_session_id'] },
+  { table: 'radius_outbox', key: ['record_id'] },
 ];
 
 /**

@@ -56,6 +56,7 @@ import { consoleOidcSessionsSchema } from './migrations/0019-console-oidc-sessio
 import { listingChangesSchema } from './migrations/0020-listing-changes.js';
 import { revocationListTrustSchema } from './migrations/0021-revocation-list-trust.js';
 import { changeMarkersSchema } from './migrations/0022-change-markers.js';
+import { radiusAccountingSchema } from './migrations/0023-radius-accounting.js';
 import { legalHoldsSchema } from './migrations/0024-legal-holds.js';
 import type { Database } from './schema.js';
 
@@ -95,6 +96,7 @@ const migrations: Record<string, Migration> = {
   '0020-listing-changes': listingChangesSchema,
   '0021-revocation-list-trust': revocationListTrustSchema,
   '0022-change-markers': changeMarkersSchema,
+  '0023-radius-accounting': radiusAccountingSchema,
   '0024-legal-holds': legalHoldsSchema,
 };
 

@@ -353,6 +353,30 @@ export interface LegalHoldsTable {
   released_at: string | null;
 }
 
+/** A session being accounted for over RADIUS, from its Start until its Stop is queued. */
+export interface RadiusSessionsTable {
+  acct_session_id: string;
+  connection_id: string;
+  node_number: number;
+  start_record: string;
+  started_at: string;
+  next_interim_at: string;
+}
+
+/** An Accounting-Request for one server, until the server acknowledged it or it was dropped. */
+export interface RadiusOutboxTable {
+  record_id: string;
+  server: string;
+  acct_session_id: string;
+  connection_id: string;
+  record: string;
+  event_at: string;
+  attempts: number;
+  next_attempt_at: string;
+  lease_until: string | null;
+  lease_token: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -381,4 +405,6 @@ export interface Database {
   revocation_list_holds: RevocationListHoldsTable;
   change_markers: ChangeMarkersTable;
   legal_holds: LegalHoldsTable;
+  radius_sessions: RadiusSessionsTable;
+  radius_outbox: RadiusOutboxTable;
 }

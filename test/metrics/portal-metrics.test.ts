@@ -86,6 +86,7 @@ test('the sessions gauge follows session.started and session.ended events and ne
     nodeNumber: asNodeNumber(0),
     bytesIn: 1,
     bytesOut: 2,
+    cause: 'disconnected' as const,
     session: null,
   };
   events.publish(started, started);

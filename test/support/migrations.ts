@@ -21,5 +21,6 @@ export const EXPECTED_MIGRATIONS = [
   '0020-listing-changes',
   '0021-revocation-list-trust',
   '0022-change-markers',
+  '0023-radius-accounting',
   '0024-legal-holds',
 ] as const;

@@ -111,6 +111,7 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
     nodeNumber: disconnect.nodeNumber,
     bytesIn: disconnect.bytesIn,
     bytesOut: disconnect.bytesOut,
+    cause: 'disconnected',
     session:
       session === undefined
         ? null

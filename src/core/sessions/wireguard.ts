@@ -12,7 +12,7 @@ import { isOnline, ONLINE_THRESHOLD_MS } from '../../shared/online.js';
 import { openWireGuardSessions, openWireGuardSessionsOf, type OpenSession } from '../../storage/connection-log.js';
 import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
-import { wireGuardConfiguration, type PortalEvent } from '../events.js';
+import { wireGuardConfiguration, type PortalEvent, type SessionEndCause } from '../events.js';
 
 /** Keys per database read. */
 const CHUNK = 500;
@@ -32,11 +32,11 @@ export async function observeWireGuardSessions(
     const peer = onNode.get(session.connectionId);
     if (peer === undefined) {
       // Gone without the portal removing it (a node that lost its peers): the counters went with it.
-      events.push(ended(session, now, 0, 0));
+      events.push(ended(session, now, 0, 0, 'lost'));
     } else if (!isOnline(peer.lastHandshakeTime, now)) {
       const lastSeen =
         peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS);
-      events.push(ended(session, lastSeen, peer.bytesIn, peer.bytesOut));
+      events.push(ended(session, lastSeen, peer.bytesIn, peer.bytesOut, 'idle'));
     }
   }
 
@@ -54,7 +54,7 @@ export async function observeWireGuardSessions(
     // A peer the database does not know is the reconcile's to remove, not a session.
     if (configuration === undefined || configuration.nodeNumber !== nodeNumber) continue;
     const roaming = open.get(peer.publicKey);
-    if (roaming !== undefined) events.push(ended(roaming, now, peer.bytesIn, peer.bytesOut));
+    if (roaming !== undefined) events.push(ended(roaming, now, peer.bytesIn, peer.bytesOut, 'roamed'));
     const origin = originatingAddress(peer.endpoint);
     events.push({
       type: 'session.started',
@@ -86,14 +86,14 @@ export async function endSessionsOfRemovedPeers(
     for (const session of await openWireGuardSessionsOf(ctx.db, keys)) {
       const peer = byKey.get(`${session.nodeNumber}:${session.connectionId}`);
       if (peer === undefined) continue;
-      events.push(ended(session, now, peer.answer?.bytesIn ?? 0, peer.answer?.bytesOut ?? 0));
+      events.push(ended(session, now, peer.answer?.bytesIn ?? 0, peer.answer?.bytesOut ?? 0, 'removed'));
     }
   }
   // Called after a call's change was recorded: the sessions it ended are the portal's own record.
   if (events.length > 0) await ctx.events.unbound().change(ctx.db, async (_trx, announce) => announce(...events));
 }
 
-function ended(session: OpenSession, at: Date, bytesIn: number, bytesOut: number): PortalEvent {
+function ended(session: OpenSession, at: Date, bytesIn: number, bytesOut: number, cause: SessionEndCause): PortalEvent {
   const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp } = session;
   return {
     type: 'session.ended',
@@ -103,6 +103,7 @@ function ended(session: OpenSession, at: Date, bytesIn: number, bytesOut: number
     nodeNumber,
     bytesIn,
     bytesOut,
+    cause,
     session: { userId, profileId, ipFour, ipSix, originatingIp },
   };
 }

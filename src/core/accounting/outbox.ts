@@ -1,0 +1,75 @@
+// Writes a session's accounting records into the outbox, one row per configured server, in the
+// transaction of the session change (the listener) or of the interim claim (the worker): a record
+// of a change that happened is sent even when the portal is killed right after, and a change that
+// rolled back is never reported.
+import type { PortalConfig } from '../../config/portal-config.js';
+import type { AccountingRecord } from '../../protocol/radius.js';
+import { timeOrderedId } from '../../shared/time-ordered-id.js';
+import { formatAtom } from '../../shared/time.js';
+import type { Db } from '../../storage/database.js';
+import { insertOutboxRecords } from '../../storage/radius-outbox.js';
+import { insertRadiusSession, takeRadiusSessions } from '../../storage/radius-sessions.js';
+import type { NodeNumber } from '../../shared/ids.js';
+import type { SessionEndCause } from '../events.js';
+import { forServer, parseRecord, startRecord, stopRecord, type StartedSession } from './records.js';
+
+/** Queues `record` for every server. */
+export async function queueRecord(
+  db: Db,
+  config: PortalConfig,
+  record: AccountingRecord,
+  connectionId: string,
+  at: Date,
+): Promise<void> {
+  await insertOutboxRecords(
+    db,
+    config.accounting.radius.servers.map((server) => ({
+      recordId: timeOrderedId(at.getTime()),
+      server: server.address,
+      acctSessionId: record.sessionId,
+      connectionId,
+      record: JSON.stringify(forServer(record, server)),
+      eventAt: formatAtom(at),
+    })),
+  );
+}
+
+/** A session opened: its row (the first Interim-Update due one interval later) and its Start. */
+export async function accountSessionStart(
+  db: Db,
+  config: PortalConfig,
+  connectionId: string,
+  session: StartedSession,
+): Promise<void> {
+  // A start while the portal still accounts for one (a lost disconnect): that one is over.
+  await accountSessionEnd(db, config, connectionId, session.nodeNumber, {
+    at: session.at,
+    bytesIn: 0,
+    bytesOut: 0,
+    cause: 'lost',
+  });
+  const record = startRecord(config, session);
+  await insertRadiusSession(db, {
+    acctSessionId: session.acctSessionId,
+    connectionId,
+    nodeNumber: session.nodeNumber,
+    startRecord: JSON.stringify(record),
+    startedAt: formatAtom(session.at),
+    nextInterimAt: formatAtom(new Date(session.at.getTime() + config.accounting.radius.interimIntervalMs)),
+  });
+  await queueRecord(db, config, record, connectionId, session.at);
+}
+
+/** A session closed: its Stop, and its row goes. Nothing when the portal did not account for its start. */
+export async function accountSessionEnd(
+  db: Db,
+  config: PortalConfig,
+  connectionId: string,
+  nodeNumber: NodeNumber,
+  end: { readonly at: Date; readonly bytesIn: number; readonly bytesOut: number; readonly cause: SessionEndCause },
+): Promise<void> {
+  for (const session of await takeRadiusSessions(db, connectionId, nodeNumber)) {
+    const record = stopRecord(parseRecord(session.startRecord), new Date(session.startedAt), end);
+    await queueRecord(db, config, record, connectionId, end.at);
+  }
+}

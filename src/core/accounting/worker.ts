@@ -1,0 +1,251 @@
+// Works off the RADIUS accounting outbox: every portal instance runs one worker. It queues the
+// Interim-Updates that fell due (a conditional update of the session's row: one instance queues
+// each), claims due records under a lease (a conditional update: one instance sends each
+// transmission), sends each to its server and deletes it once an Accounting-Response passed its
+// check. Without an answer the record is sent again after 2 s, 4 s, 8 s, … (at most a minute
+// apart), each time with the same Acct-Session-Id, a new Identifier and the Acct-Delay-Time since
+// its event, until `accounting.radius.maxAge` after the event: then it is dropped, with an audit
+// row. An instance killed mid-transmission leaves its lease to run out; then any instance sends
+// the record again: at least once, as RADIUS accounting expects (servers de-duplicate by
+// Acct-Session-Id, Acct-Status-Type and Event-Timestamp).
+import { randomBytes } from 'node:crypto';
+import type { RadiusServer } from '../../config/portal-config.js';
+import { addDuration } from '../../shared/iso-duration.js';
+import { asUserId } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
+import {
+  claimOutboxRecord,
+  dueOutboxRecords,
+  postponeOutboxRecord,
+  removeOutboxRecord,
+  type OutboxRecord,
+} from '../../storage/radius-outbox.js';
+import { claimInterim, dueInterims } from '../../storage/radius-sessions.js';
+import { portalCall } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { queueRecord } from './outbox.js';
+import { transmitAccountingRequest } from './radius-client.js';
+import { interimRecord, parseRecord } from './records.js';
+
+/** The first retransmission waits this long; each next one twice as long as the one before … */
+const FIRST_RETRY_MS = 2_000;
+/** … but never longer than this: a server back from an outage gets the backlog within a minute. */
+const LONGEST_RETRY_MS = 60_000;
+/** An Accounting-Response not here within this time: the attempt missed. */
+export const ANSWER_TIMEOUT_MS = 5_000;
+/** A lease outlasts the attempt by this much: time to record its outcome. */
+const LEASE_MARGIN_MS = 15_000;
+/** With nothing to do, the outbox is looked at this often (a session change on this instance wakes the worker at once). */
+const POLL_MS = 1_000;
+/** Transmissions in flight at once, per instance. */
+const PARALLEL = 16;
+/** Due records (and due interims) read per look. */
+const BATCH = 200;
+/** The audit row of a dropped record: its call name and status (the server never answered). */
+export const DROPPED_CALL = 'radius_accounting_dropped';
+const DROPPED_STATUS = 504;
+
+/** What the worker counts since it started, per server: read by the metrics at scrape time. */
+export interface AccountingCounts {
+  readonly sent: Map<string, number>;
+  readonly retried: Map<string, number>;
+  readonly dropped: Map<string, number>;
+}
+
+/** When transmission `attempts + 1` is due after transmission `attempts` went unanswered at `now`. */
+export function nextTransmissionAt(now: Date, attempts: number): Date {
+  return new Date(now.getTime() + Math.min(FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1), LONGEST_RETRY_MS));
+}
+
+export class RadiusAccountingWorker {
+  readonly #ctx: PortalContext;
+  readonly #stopping = new AbortController();
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly counts: AccountingCounts = { sent: new Map(), retried: new Map(), dropped: new Map() };
+  #wakeUp: (() => void) | null = null;
+  #woken = false;
+  #running: Promise<void> | null = null;
+
+  constructor(ctx: PortalContext) {
+    this.#ctx = ctx;
+  }
+
+  start(): void {
+    this.#running ??= this.#loop();
+  }
+
+  /** Something was queued, or a transmission ended: look now rather than at the next poll. */
+  wake(): void {
+    this.#woken = true;
+    this.#wakeUp?.();
+  }
+
+  /** Ends the loop; transmissions in flight are cut off and due again at once (for this instance restarted or another). */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    this.#wakeUp?.();
+    await this.#running;
+  }
+
+  async #loop(): Promise<void> {
+    const { signal } = this.#stopping;
+    while (!signal.aborted) {
+      let busy = false;
+      try {
+        busy = (await this.#queueInterims()) > 0;
+        busy = (await this.#startDue(signal)) > 0 || busy;
+      } catch (error) {
+        this.#ctx.logger.warn({ err: error }, 'the RADIUS accounting outbox could not be read; trying again shortly');
+      }
+      if (!busy && !signal.aborted) await this.#sleep();
+    }
+    await Promise.allSettled(this.#inFlight);
+  }
+
+  /** Queues the Interim-Update of each session whose interval passed; how many. */
+  async #queueInterims(): Promise<number> {
+    const { config, db, clock } = this.#ctx;
+    const now = clock.now();
+    let queued = 0;
+    for (const session of await dueInterims(db, formatAtom(now), BATCH)) {
+      const next = formatAtom(new Date(now.getTime() + config.accounting.radius.interimIntervalMs));
+      await db.transaction().execute(async (trx) => {
+        // Another instance, or the session's Stop, was first: nothing to queue.
+        if (!(await claimInterim(trx, session.acctSessionId, session.nextInterimAt, next))) return;
+        const record = interimRecord(parseRecord(session.startRecord), new Date(session.startedAt), now);
+        await queueRecord(trx, config, record, session.connectionId, now);
+        queued++;
+      });
+    }
+    return queued;
+  }
+
+  /** Claims due records up to the parallel limit and starts sending them; how many were started. */
+  async #startDue(signal: AbortSignal): Promise<number> {
+    this.#woken = false;
+    const room = PARALLEL - this.#inFlight.size;
+    if (room <= 0) return 0;
+    const { db, clock } = this.#ctx;
+    let started = 0;
+    for (const due of await dueOutboxRecords(db, formatAtom(clock.now()), room)) {
+      if (signal.aborted) break;
+      const claimedAt = clock.now();
+      const token = randomBytes(12).toString('hex');
+      const until = formatAtom(new Date(claimedAt.getTime() + ANSWER_TIMEOUT_MS + LEASE_MARGIN_MS));
+      const claimed = await claimOutboxRecord(db, due.recordId, formatAtom(claimedAt), { until, token });
+      // Another instance was quicker: it sends this transmission.
+      if (claimed === undefined) continue;
+      started++;
+      const sending: Promise<void> = this.#send(claimed, token, signal).finally(() => {
+        this.#inFlight.delete(sending);
+        this.wake();
+      });
+      this.#inFlight.add(sending);
+    }
+    return started;
+  }
+
+  async #send(claimed: OutboxRecord, token: string, signal: AbortSignal): Promise<void> {
+    const { config, db, clock, logger } = this.#ctx;
+    const settings = config.accounting.radius;
+    try {
+      const server = settings.servers.find((candidate) => candidate.address === claimed.server);
+      const eventAt = new Date(claimed.eventAt);
+      const giveUpAt = addDuration(eventAt, settings.maxAge);
+      if (server === undefined)
+        return await this.#drop(claimed, token, 'the server is no longer in accounting.radius.servers');
+      if (clock.now() > giveUpAt) return await this.#drop(claimed, token, this.#tooOld(claimed));
+      const record = parseRecord(claimed.record);
+      const delaySeconds = (clock.now().getTime() - eventAt.getTime()) / 1000;
+      const outcome = await transmitAccountingRequest(server, record, delaySeconds, ANSWER_TIMEOUT_MS, signal);
+      if (outcome.kind === 'answered') {
+        await removeOutboxRecord(db, claimed.recordId, token);
+        count(this.counts.sent, server.address);
+        logger.debug(
+          { server: server.address, record: claimed.recordId, status: record.statusType },
+          'accounting record sent',
+        );
+        return;
+      }
+      await this.#missed(claimed, token, server, outcome.reason, giveUpAt, signal.aborted);
+    } catch (error) {
+      // The lease runs out and the record is sent again.
+      logger.warn({ err: error, record: claimed.recordId }, 'an accounting transmission could not be recorded');
+    }
+  }
+
+  async #missed(
+    claimed: OutboxRecord,
+    token: string,
+    server: RadiusServer,
+    reason: string,
+    giveUpAt: Date,
+    stopping: boolean,
+  ): Promise<void> {
+    const now = this.#ctx.clock.now();
+    // Stopping is not the server's fault: the next instance (or this one, restarted) sends at once.
+    const next = stopping ? now : nextTransmissionAt(now, claimed.attempts);
+    if (next > giveUpAt) return this.#drop(claimed, token, `${this.#tooOld(claimed)}; last: ${reason}`);
+    await postponeOutboxRecord(this.#ctx.db, claimed.recordId, token, formatAtom(next));
+    if (stopping) return;
+    count(this.counts.retried, server.address);
+    this.#ctx.logger.warn(
+      { server: server.address, record: claimed.recordId, attempt: claimed.attempts, reason },
+      'no Accounting-Response; the record is sent again later',
+    );
+  }
+
+  #tooOld(claimed: OutboxRecord): string {
+    return `no Accounting-Response within accounting.radius.maxAge (${this.#ctx.config.accounting.radius.maxAge}) after ${claimed.attempts} transmissions`;
+  }
+
+  /** Deletes the record and writes its audit row, in one transaction. */
+  async #drop(claimed: OutboxRecord, token: string, detail: string): Promise<void> {
+    const ctx = this.#ctx;
+    const record = parseRecord(claimed.record);
+    const call = portalCall(DROPPED_CALL, {
+      server: claimed.server,
+      acct_session_id: claimed.acctSessionId,
+      acct_status_type: record.statusType,
+      event_at: claimed.eventAt,
+    });
+    const dropped = await ctx.events.forCall(call).change(ctx.db, async (trx, announce) => {
+      if (!(await removeOutboxRecord(trx, claimed.recordId, token))) return false;
+      await announce({
+        type: 'admin.call',
+        at: ctx.clock.now(),
+        call,
+        status: DROPPED_STATUS,
+        detail,
+        connectionIds: [claimed.connectionId],
+        userId: asUserId(record.userName),
+      });
+      return true;
+    });
+    if (!dropped) return;
+    count(this.counts.dropped, claimed.server);
+    ctx.logger.error(
+      { server: claimed.server, record: claimed.recordId, acctSessionId: claimed.acctSessionId, detail },
+      'accounting record dropped',
+    );
+  }
+
+  #sleep(): Promise<void> {
+    if (this.#woken) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, POLL_MS);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wakeUp = () => {
+        this.#wakeUp = null;
+        done();
+      };
+    });
+  }
+}
+
+function count(counts: Map<string, number>, server: string): void {
+  counts.set(server, (counts.get(server) ?? 0) + 1);
+}

@@ -1,0 +1,37 @@
+// RADIUS accounting of sessions: a session that opens gets its Acct-Session-Id and its Start, one
+// that closes its Stop, written into the outbox in the transaction of the session change, so a
+// session that happened is reported even when the portal is killed right after, and a change
+// rolled back never is. The worker (src/core/accounting/worker.ts) sends them; it is woken once
+// the change committed. Registered only when `accounting.radius.servers` names a server.
+import { accountSessionEnd, accountSessionStart } from '../core/accounting/index.js';
+import type { PortalEvent, PortalEvents } from '../core/events.js';
+import type { PortalConfig } from '../config/portal-config.js';
+import { timeOrderedId } from '../shared/time-ordered-id.js';
+import { deviceOfConfiguration } from '../storage/radius-sessions.js';
+
+export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig, wake: () => void): void {
+  const queued = new WeakSet<PortalEvent>();
+  events.inTransaction(async (event, db) => {
+    if (event.type === 'session.started') {
+      const { configuration } = event;
+      await accountSessionStart(db, config, configuration.connectionId, {
+        acctSessionId: timeOrderedId(event.at.getTime()),
+        userId: configuration.userId,
+        profileId: configuration.profileId,
+        deviceId: await deviceOfConfiguration(db, configuration.vpnProto, configuration.connectionId),
+        nodeNumber: configuration.nodeNumber,
+        ipFour: event.ipFour,
+        ipSix: event.ipSix,
+        originatingIp: event.originatingIp,
+        at: event.at,
+      });
+      queued.add(event);
+    } else if (event.type === 'session.ended') {
+      await accountSessionEnd(db, config, event.connectionId, event.nodeNumber, event);
+      queued.add(event);
+    }
+  });
+  events.afterCommit((event) => {
+    if (queued.has(event)) wake();
+  });
+}

@@ -1,0 +1,148 @@
+// Queries on `radius_outbox`: Accounting-Requests not yet acknowledged, one row per record and
+// server. A row is written in the transaction of the session change it reports
+// (src/listeners/radius-accounting.ts), claimed for one transmission under a lease by one portal
+// instance (a conditional update: exactly one instance wins it, on SQLite and on PostgreSQL),
+// and deleted when the server answered or when it is dropped as too old.
+import { sql, type ExpressionBuilder } from 'kysely';
+import type { Db } from './database.js';
+import type { Database, RadiusOutboxTable } from './schema.js';
+
+export interface OutboxRecord {
+  readonly recordId: string;
+  /** `HOST:PORT` of the server it is for. */
+  readonly server: string;
+  readonly acctSessionId: string;
+  readonly connectionId: string;
+  /** JSON of src/protocol/radius.ts's AccountingRecord. */
+  readonly record: string;
+  readonly eventAt: string;
+  readonly attempts: number;
+  readonly nextAttemptAt: string;
+  readonly leaseUntil: string | null;
+  readonly leaseToken: string | null;
+}
+
+export type NewOutboxRecord = Pick<
+  OutboxRecord,
+  'recordId' | 'server' | 'acctSessionId' | 'connectionId' | 'record' | 'eventAt'
+>;
+
+export async function insertOutboxRecords(db: Db, records: readonly NewOutboxRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await db
+    .insertInto('radius_outbox')
+    .values(
+      records.map((record) => ({
+        record_id: record.recordId,
+        server: record.server,
+        acct_session_id: record.acctSessionId,
+        connection_id: record.connectionId,
+        record: record.record,
+        event_at: record.eventAt,
+        attempts: 0,
+        next_attempt_at: record.eventAt,
+        lease_until: null,
+        lease_token: null,
+      })),
+    )
+    .execute();
+}
+
+/** Due at `now` and not under a live lease: what dueOutboxRecords lists and claimOutboxRecord takes. */
+function dueAndUnheld(now: string) {
+  return (where: ExpressionBuilder<Database, 'radius_outbox'>) =>
+    where.and([
+      where('next_attempt_at', '<=', now),
+      where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]),
+    ]);
+}
+
+/** Records due at `now` that nobody holds, oldest first, at most `limit`. */
+export async function dueOutboxRecords(
+  db: Db,
+  now: string,
+  limit: number,
+): Promise<{ recordId: string; server: string }[]> {
+  const rows = await db
+    .selectFrom('radius_outbox')
+    .select(['record_id', 'server'])
+    .where(dueAndUnheld(now))
+    .orderBy('next_attempt_at')
+    .orderBy('record_id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ recordId: row.record_id, server: row.server }));
+}
+
+/** Takes the record for one transmission when it is still due and unheld: counts the attempt and sets the lease. */
+export async function claimOutboxRecord(
+  db: Db,
+  recordId: string,
+  now: string,
+  lease: { readonly until: string; readonly token: string },
+): Promise<OutboxRecord | undefined> {
+  const row = await db
+    .updateTable('radius_outbox')
+    .set({ lease_until: lease.until, lease_token: lease.token, attempts: sql<number>`attempts + 1` })
+    .where('record_id', '=', recordId)
+    .where(dueAndUnheld(now))
+    .returningAll()
+    .executeTakeFirst();
+  return row === undefined ? undefined : toRecord(row);
+}
+
+/** The server answered, or the record is dropped: gone, when the lease was still this holder's. */
+export async function removeOutboxRecord(db: Db, recordId: string, leaseToken: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('radius_outbox')
+    .where('record_id', '=', recordId)
+    .where('lease_token', '=', leaseToken)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** No answer: the record is due again at `nextAttemptAt`, and the lease ends. */
+export async function postponeOutboxRecord(
+  db: Db,
+  recordId: string,
+  leaseToken: string,
+  nextAttemptAt: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('radius_outbox')
+    .set({ next_attempt_at: nextAttemptAt, lease_until: null, lease_token: null })
+    .where('record_id', '=', recordId)
+    .where('lease_token', '=', leaseToken)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function findOutboxRecord(db: Db, recordId: string): Promise<OutboxRecord | undefined> {
+  const row = await db.selectFrom('radius_outbox').selectAll().where('record_id', '=', recordId).executeTakeFirst();
+  return row === undefined ? undefined : toRecord(row);
+}
+
+/** Records waiting for an answer, per server: the outbox's size. */
+export async function countOutboxRecords(db: Db): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('radius_outbox')
+    .select(['server', db.fn.countAll<number | string>().as('count')])
+    .groupBy('server')
+    .execute();
+  return new Map(rows.map((row) => [row.server, Number(row.count)]));
+}
+
+function toRecord(row: RadiusOutboxTable): OutboxRecord {
+  return {
+    recordId: row.record_id,
+    server: row.server,
+    acctSessionId: row.acct_session_id,
+    connectionId: row.connection_id,
+    record: row.record,
+    eventAt: row.event_at,
+    attempts: Number(row.attempts),
+    nextAttemptAt: row.next_attempt_at,
+    leaseUntil: row.lease_until,
+    leaseToken: row.lease_token,
+  };
+}

@@ -1,0 +1,92 @@
+// Queries on `radius_sessions`: the sessions being accounted for over RADIUS. A row is written with
+// the session's Start (in the transaction of `session.started`), moved on by every Interim-Update
+// (a conditional update: of several portal instances exactly one queues it) and deleted when the
+// Stop is queued (in the transaction of `session.ended`).
+import type { Db } from './database.js';
+import type { RadiusSessionsTable } from './schema.js';
+
+export interface RadiusSession {
+  readonly acctSessionId: string;
+  readonly connectionId: string;
+  readonly nodeNumber: number;
+  /** The Start record (JSON, src/protocol/radius.ts) of the first server. */
+  readonly startRecord: string;
+  readonly startedAt: string;
+  readonly nextInterimAt: string;
+}
+
+export async function insertRadiusSession(db: Db, session: RadiusSession): Promise<void> {
+  await db
+    .insertInto('radius_sessions')
+    .values({
+      acct_session_id: session.acctSessionId,
+      connection_id: session.connectionId,
+      node_number: session.nodeNumber,
+      start_record: session.startRecord,
+      started_at: session.startedAt,
+      next_interim_at: session.nextInterimAt,
+    })
+    .execute();
+}
+
+/** The open sessions of a configuration on a node (normally one), deleted: their Stop is the caller's to queue. */
+export async function takeRadiusSessions(db: Db, connectionId: string, nodeNumber: number): Promise<RadiusSession[]> {
+  const rows = await db
+    .deleteFrom('radius_sessions')
+    .where('connection_id', '=', connectionId)
+    .where('node_number', '=', nodeNumber)
+    .returningAll()
+    .execute();
+  return rows.map(toSession).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+/** Sessions whose Interim-Update is due at `now`, at most `limit`, the most overdue first. */
+export async function dueInterims(db: Db, now: string, limit: number): Promise<RadiusSession[]> {
+  const rows = await db
+    .selectFrom('radius_sessions')
+    .selectAll()
+    .where('next_interim_at', '<=', now)
+    .orderBy('next_interim_at')
+    .limit(limit)
+    .execute();
+  return rows.map(toSession);
+}
+
+/** Moves a session's next interim from `seen` to `next`; false when another instance (or its Stop) was first. */
+export async function claimInterim(db: Db, acctSessionId: string, seen: string, next: string): Promise<boolean> {
+  const result = await db
+    .updateTable('radius_sessions')
+    .set({ next_interim_at: next })
+    .where('acct_session_id', '=', acctSessionId)
+    .where('next_interim_at', '=', seen)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+function toSession(row: RadiusSessionsTable): RadiusSession {
+  return {
+    acctSessionId: row.acct_session_id,
+    connectionId: row.connection_id,
+    nodeNumber: Number(row.node_number),
+    startRecord: row.start_record,
+    startedAt: row.started_at,
+    nextInterimAt: row.next_interim_at,
+  };
+}
+
+/** The device a configuration was issued to (a WireGuard key's or an OpenVPN certificate's); null: none. */
+export async function deviceOfConfiguration(
+  db: Db,
+  vpnProto: 'wireguard' | 'openvpn',
+  connectionId: string,
+): Promise<string | null> {
+  const row =
+    vpnProto === 'wireguard'
+      ? await db.selectFrom('wg_peers').select('device_id').where('public_key', '=', connectionId).executeTakeFirst()
+      : await db
+          .selectFrom('certificates')
+          .select('device_id')
+          .where('common_name', '=', connectionId)
+          .executeTakeFirst();
+  return row?.device_id ?? null;
+}
