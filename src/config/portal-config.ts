@@ -128,6 +128,8 @@ export interface RadiusAccountingSettings {
   readonly servers: readonly RadiusServer[];
   readonly interimIntervalMs: number;
   readonly maxAge: IsoDuration;
+  /** `maxAge` as configured, for messages. */
+  readonly maxAgeText: string;
 }
 
 /** Where the MDM's inventory is read (`mdmInventory`), the client secret read at start. */

@@ -49,7 +49,7 @@ export function resolveRadiusAccounting(
   );
   if (maxAgeMs > 0 && durationMilliseconds(mustParseDuration(raw.maxAge)) < interimIntervalMs)
     report(`${OPTION}.maxAge`, `"${raw.maxAge}" is shorter than interimInterval "${raw.interimInterval}"`);
-  return { servers, interimIntervalMs, maxAge: mustParseDuration(raw.maxAge) };
+  return { servers, interimIntervalMs, maxAge: mustParseDuration(raw.maxAge), maxAgeText: raw.maxAge };
 }
 
 /** The shared secret, never quoted; only the portal's user may read its file (secret-files.ts). */

@@ -50,7 +50,6 @@ export type TerminateCause = keyof typeof TERMINATE_CAUSES;
 /** NAS-Port-Type Virtual (RFC 2865 §5.41): a tunnel, not a physical port. */
 const NAS_PORT_TYPE_VIRTUAL = 5;
 const HEADER_LENGTH = 20;
-const AUTHENTICATOR_LENGTH = 16;
 const MAX_PACKET_LENGTH = 4096;
 const MAX_ATTRIBUTE_VALUE = 253;
 const TWO_TO_32 = 2 ** 32;

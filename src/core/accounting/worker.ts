@@ -196,7 +196,7 @@ export class RadiusAccountingWorker {
   }
 
   #tooOld(claimed: OutboxRecord): string {
-    return `no Accounting-Response within accounting.radius.maxAge (${this.#ctx.config.accounting.radius.maxAge}) after ${claimed.attempts} transmissions`;
+    return `no Accounting-Response within accounting.radius.maxAge (${this.#ctx.config.accounting.radius.maxAgeText}) after ${claimed.attempts} transmissions`;
   }
 
   /** Deletes the record and writes its audit row, in one transaction. */
