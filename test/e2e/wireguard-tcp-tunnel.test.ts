@@ -4,14 +4,16 @@
 // WireGuard file gets nowhere there; the WireGuard-over-TCP file from `create`, brought up
 // behind a ProxyGuard client (test/support/uotlv-client.ts) that frames WireGuard's datagrams
 // onto one TCP connection to the file's ProxyEndpoint, reaches the node, and the portal lists
-// the connection.
+// the connection, and RADIUS accounting names the device, not the relay, as its Calling-Station-Id.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { detailRecord, startFreeRadius, type FreeRadius } from '../support/freeradius.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
@@ -25,6 +27,8 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
   let nodeAddress: string;
   let proxyEndpoint: string;
   let tcpDevice: { interfaceName: string; publicKey: string } | null = null;
+  let radius: FreeRadius;
+  let secretFolder: string;
 
   /** Packets the client's nftables rules have dropped so far (both directions). */
   const droppedUdpPackets = async (): Promise<number> => {
@@ -49,10 +53,15 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
     lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
 
   before(async () => {
+    radius = await startFreeRadius();
+    secretFolder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
+    const secretFile = join(secretFolder, 'radius.secret');
+    await writeFile(secretFile, radius.secret, { mode: 0o600 });
     lab = await startTunnelLab({
       profile: { wRangeFour: '198.19.45.0/24', wRangeSix: 'fd00:45::/64' },
       portalConfig: ({ nodeAddressForClient }) => ({
         reconcileInterval: 'PT3S',
+        accounting: { radius: { servers: [{ address: `${radius.host}:${radius.port}`, secretFile }] } },
         // No TLS reverse proxy in the test: the ProxyEndpoint is the node's relay itself.
         WireGuard: { enableProxy: true, proxyUrl: `http://${nodeAddressForClient}:${RELAY_PORT}/proxyguard` },
       }),
@@ -78,6 +87,8 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
 
   after(async () => {
     await lab?.close();
+    await radius?.close();
+    await rm(secretFolder, { recursive: true, force: true });
   });
 
   test('the plain WireGuard file gets no reply: its UDP is dropped on the way', async () => {
@@ -153,6 +164,8 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
       sessions.map((session) => [session.vpn_proto, session.originating_ip, session.disconnected_at]),
       [['wireguard', lab.clientAddress, null]],
     );
+    const start = await detailRecord(radius, 'the Start', (record) => record['Acct-Status-Type'] === 'Start');
+    assert.equal(start['Calling-Station-Id'], lab.clientAddress, 'the device as the relay saw it');
   });
 });
 
