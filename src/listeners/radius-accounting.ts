@@ -7,11 +7,23 @@ import { accountSessionEnd, accountSessionStart } from '../core/accounting/index
 import type { PortalEvent, PortalEvents } from '../core/events.js';
 import type { PortalConfig } from '../config/portal-config.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
+import type { Db } from '../storage/database.js';
 import { deviceOfConfiguration } from '../storage/radius-sessions.js';
 
 export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig, wake: () => void): void {
   const queued = new WeakSet<PortalEvent>();
   events.inTransaction(async (event, db) => {
+    if (event.type !== 'session.started' && event.type !== 'session.ended') return;
+    // An OpenVPN connect or disconnect is recorded outside a change: its rows go in together.
+    if (db.isTransaction) await account(event, db);
+    else await db.transaction().execute((trx) => account(event, trx));
+    queued.add(event);
+  });
+  events.afterCommit((event) => {
+    if (queued.has(event)) wake();
+  });
+
+  async function account(event: SessionEvent, db: Db): Promise<void> {
     if (event.type === 'session.started') {
       const { configuration } = event;
       await accountSessionStart(db, config, configuration.connectionId, {
@@ -25,13 +37,10 @@ export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig
         originatingIp: event.originatingIp,
         at: event.at,
       });
-      queued.add(event);
-    } else if (event.type === 'session.ended') {
+    } else {
       await accountSessionEnd(db, config, event.connectionId, event.nodeNumber, event);
-      queued.add(event);
     }
-  });
-  events.afterCommit((event) => {
-    if (queued.has(event)) wake();
-  });
+  }
 }
+
+type SessionEvent = Extract<PortalEvent, { type: 'session.started' | 'session.ended' }>;

@@ -1,0 +1,124 @@
+// The RADIUS accounting listener writes a session's records into the outbox with the session
+// change itself: an OpenVPN connect and disconnect (recorded outside a change) give a Start and a
+// Stop of one Acct-Session-Id; a change that rolls back leaves nothing; a second start of the same
+// configuration ends the first session's accounting before its own Start.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { PortalEvent } from '../../src/core/events.js';
+import { parseRecord } from '../../src/core/accounting/index.js';
+import type { AccountingRecord } from '../../src/protocol/radius.js';
+import { asNodeNumber, asProfileId, asUserId } from '../../src/shared/ids.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+describe('the RADIUS accounting outbox listener', () => {
+  let portal: TestPortal;
+  let folder: string;
+
+  const openVpnStart = (connectionId: string, at: Date): PortalEvent => ({
+    type: 'session.started',
+    at,
+    configuration: {
+      userId: asUserId('erin'),
+      profileId: asProfileId('employees'),
+      connectionId,
+      vpnProto: 'openvpn',
+      nodeNumber: asNodeNumber(0),
+    },
+    ipFour: '10.45.0.3',
+    ipSix: 'fd45::3',
+    originatingIp: '2001:db8:77::5',
+  });
+  /** The records queued for a configuration, oldest first. */
+  const queued = async (connectionId: string): Promise<AccountingRecord[]> => {
+    const rows = await portal.portal.ctx.db
+      .selectFrom('radius_outbox')
+      .select(['record', 'record_id'])
+      .where('connection_id', '=', connectionId)
+      .orderBy('record_id')
+      .execute();
+    return rows.map((row) => parseRecord(row.record));
+  };
+
+  before(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'radius-listener-'));
+    await writeFile(join(folder, 'radius.secret'), 'secret', { mode: 0o600 });
+    // Nothing answers on the discard port: records stay in the outbox for the test to read.
+    portal = await startTestPortal({
+      config: {
+        accounting: { radius: { servers: [{ address: '127.0.0.1:9', secretFile: join(folder, 'radius.secret') }] } },
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  test('an OpenVPN connect and disconnect queue a Start and a Stop of one session', async () => {
+    const { ctx } = portal.portal;
+    const at = new Date('2026-11-29T10:00:00Z');
+    await ctx.events.record(ctx.db, openVpnStart('cn-erin', at));
+    const end: PortalEvent = {
+      type: 'session.ended',
+      at: new Date(at.getTime() + 90_500),
+      connectionId: 'cn-erin',
+      vpnProto: 'openvpn',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 1_000,
+      bytesOut: 2_000,
+      cause: 'disconnected',
+      session: null,
+    };
+    await ctx.events.record(ctx.db, end);
+    const [start, stop, ...more] = await queued('cn-erin');
+    assert.equal(more.length, 0);
+    assert.equal(start?.statusType, 'Start');
+    assert.equal(start?.userName, 'erin');
+    assert.equal(start?.framedIpv6Address, 'fd45::3');
+    assert.equal(start?.callingStationId, '2001:db8:77::5');
+    assert.deepEqual(start?.classes, ['employees']);
+    assert.equal(start?.eventTimestamp, at.getTime() / 1000);
+    assert.equal(stop?.statusType, 'Stop');
+    assert.equal(stop?.sessionId, start?.sessionId);
+    assert.equal(stop?.sessionTime, 91);
+    assert.equal(stop?.terminateCause, 'User-Request');
+    assert.deepEqual([stop?.inputOctets, stop?.outputOctets], [1_000, 2_000]);
+    const open = await ctx.db
+      .selectFrom('radius_sessions')
+      .selectAll()
+      .where('connection_id', '=', 'cn-erin')
+      .execute();
+    assert.deepEqual(open, [], 'the session is no longer accounted for');
+  });
+
+  test('a change that rolls back queues nothing', async () => {
+    const { ctx } = portal.portal;
+    await assert.rejects(
+      ctx.events.change(ctx.db, async (_trx, announce) => {
+        await announce(openVpnStart('cn-rolled-back', new Date()));
+        throw new Error('the change fails after announcing');
+      }),
+      /fails after announcing/,
+    );
+    assert.deepEqual(await queued('cn-rolled-back'), []);
+  });
+
+  test('a second start of a configuration still accounted for ends the first session first', async () => {
+    const { ctx } = portal.portal;
+    const first = new Date('2026-11-29T11:00:00Z');
+    await ctx.events.record(ctx.db, openVpnStart('cn-twice', first));
+    await ctx.events.record(ctx.db, openVpnStart('cn-twice', new Date(first.getTime() + 60_000)));
+    const records = await queued('cn-twice');
+    assert.deepEqual(
+      records.map((record) => record.statusType),
+      ['Start', 'Stop', 'Start'],
+    );
+    assert.equal(records[1]?.sessionId, records[0]?.sessionId);
+    assert.equal(records[1]?.terminateCause, 'Lost-Service');
+    assert.notEqual(records[2]?.sessionId, records[0]?.sessionId, 'a new session');
+  });
+});
