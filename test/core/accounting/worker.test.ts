@@ -138,6 +138,12 @@ describe('RADIUS accounting through the outbox', () => {
       30_000,
     );
     assert.equal(await outboxSize(), 1, 'the Stop waits');
+    const waiting = await (await fetch(portal.portal.metricsUrl ?? '')).text();
+    assert.match(waiting, new RegExp(`vpn_portal_radius_accounting_outbox\\{server="${serverAddress}"\\} 1\n`));
+    assert.match(
+      waiting,
+      new RegExp(`vpn_portal_radius_accounting_retried_total\\{server="${serverAddress}"\\} [1-9]`),
+    );
     await radius.start();
     const stop = await detailRecord(
       radius,
