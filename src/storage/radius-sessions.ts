@@ -1,7 +1,7 @@
 // Queries on `radius_sessions`: the sessions being accounted for over RADIUS. A row is written with
 // the session's Start (in the transaction of `session.started`), moved on by every Interim-Update
 // (a conditional update: of several portal instances exactly one queues it) and deleted when the
-// Stop is queued (in the transaction of `session.ended`).
+// Stop is queued (in the transaction of `session.ended`, the oldest open session of the configuration first).
 import type { Db } from './database.js';
 import type { RadiusSessionsTable } from './schema.js';
 
@@ -29,15 +29,32 @@ export async function insertRadiusSession(db: Db, session: RadiusSession): Promi
     .execute();
 }
 
-/** The open sessions of a configuration on a node (normally one), deleted: their Stop is the caller's to queue. */
-export async function takeRadiusSessions(db: Db, connectionId: string, nodeNumber: number): Promise<RadiusSession[]> {
-  const rows = await db
-    .deleteFrom('radius_sessions')
+/**
+ * The oldest open session of a configuration on a node, deleted: its Stop is the caller's to
+ * queue. Oldest first because an OpenVPN client that reconnects (to the node's TCP process, say)
+ * is connected again before the node reports the end of its first connection.
+ */
+export async function takeOldestRadiusSession(
+  db: Db,
+  connectionId: string,
+  nodeNumber: number,
+): Promise<RadiusSession | undefined> {
+  const oldest = await db
+    .selectFrom('radius_sessions')
+    .selectAll()
     .where('connection_id', '=', connectionId)
     .where('node_number', '=', nodeNumber)
-    .returningAll()
-    .execute();
-  return rows.map(toSession).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    .orderBy('started_at')
+    .orderBy('acct_session_id')
+    .limit(1)
+    .executeTakeFirst();
+  if (oldest === undefined) return undefined;
+  const deleted = await db
+    .deleteFrom('radius_sessions')
+    .where('acct_session_id', '=', oldest.acct_session_id)
+    .executeTakeFirst();
+  // Another instance's change ended it first (PostgreSQL, read committed): its Stop is queued there.
+  return Number(deleted.numDeletedRows) > 0 ? toSession(oldest) : undefined;
 }
 
 /** Sessions whose Interim-Update is due at `now`, at most `limit`, the most overdue first. */

@@ -6,14 +6,16 @@
 // and refuses reconnects (its revocation receipt applied at once), enabling lets the same
 // file in again; prefer_tcp=yes connects over TCP on a network that drops UDP;
 // delete_connection and destroy end connections for good, and the connection history keeps
-// every connect and disconnect.
+// every connect and disconnect, which RADIUS accounting reports to a real FreeRADIUS.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REVOCATION_HEADER } from '../../src/protocol/admin-api.js';
 import { connectionHistory } from '../../src/storage/connection-log.js';
+import { startFreeRadius, type FreeRadius } from '../support/freeradius.js';
 import type { Namespace } from '../support/netns.js';
 import { AUTH_FAILED, CONNECTED, OpenVpnClient } from '../support/openvpn-client.js';
 import type { TestPortal } from '../support/test-portal.js';
@@ -90,9 +92,19 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
   const refused = (device: { client: OpenVpnClient }, timeoutMs = 30_000) =>
     device.client.waitFor(AUTH_FAILED, 'AUTH_FAILED', timeoutMs);
 
+  let radius: FreeRadius;
+  let secretFolder: string;
+
   before(async () => {
+    radius = await startFreeRadius();
+    secretFolder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
+    const secretFile = join(secretFolder, 'radius.secret');
+    await writeFile(secretFile, radius.secret, { mode: 0o600 });
     lab = await startTunnelLab({
-      portalConfig: { reconcileInterval: 'PT3S' },
+      portalConfig: {
+        reconcileInterval: 'PT3S',
+        accounting: { radius: { servers: [{ address: `${radius.host}:${radius.port}`, secretFile }] } },
+      },
       profile: {
         profileId: PROFILE,
         displayName: 'Staff',
@@ -115,6 +127,8 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
       await phone?.client.stop();
     } finally {
       await lab?.close();
+      await radius?.close();
+      await rm(secretFolder, { recursive: true, force: true });
     }
   });
 
@@ -249,6 +263,37 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
       assert.equal(entry.userId, 'alice');
       assert.ok(entry.disconnectedAt !== null, `every connection was closed: ${JSON.stringify(entry)}`);
       assert.ok((entry.bytesIn ?? 0) > 0 && (entry.bytesOut ?? 0) > 0, `bytes were counted: ${JSON.stringify(entry)}`);
+    }
+  });
+
+  test("RADIUS accounting has each connection's Start and Stop, the Stop with the node's counts", async () => {
+    const ofLaptop = async () =>
+      (await radius.records()).filter((record) => record['Framed-IP-Address']?.startsWith('198.19.60.'));
+    let records = await ofLaptop();
+    for (
+      let attempt = 0;
+      attempt < 100 && records.filter((record) => record['Acct-Status-Type'] === 'Stop').length < 3;
+      attempt++
+    ) {
+      await sleep(200);
+      records = await ofLaptop();
+    }
+    const starts = records.filter((record) => record['Acct-Status-Type'] === 'Start');
+    const stops = records.filter((record) => record['Acct-Status-Type'] === 'Stop');
+    assert.ok(starts.length >= 3, `the connections' Starts: ${JSON.stringify(records)}`);
+    assert.deepEqual(
+      stops.map((stop) => stop['Acct-Session-Id']).sort(),
+      starts.map((start) => start['Acct-Session-Id']).sort(),
+      'a Stop for every Start',
+    );
+    for (const start of starts) {
+      assert.equal(start['User-Name'], 'alice');
+      assert.equal(start['Calling-Station-Id'], lab.clientAddress);
+      assert.match(start['Framed-IPv6-Address'] ?? '', /^fd00:60::/);
+    }
+    for (const stop of stops) {
+      assert.equal(stop['Acct-Terminate-Cause'], 'User-Request');
+      assert.ok(Number(stop['Acct-Input-Octets']) > 0, `counted: ${JSON.stringify(stop)}`);
     }
   });
 });

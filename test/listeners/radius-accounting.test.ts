@@ -1,7 +1,7 @@
 // The RADIUS accounting listener writes a session's records into the outbox with the session
 // change itself: an OpenVPN connect and disconnect (recorded outside a change) give a Start and a
-// Stop of one Acct-Session-Id; a change that rolls back leaves nothing; a second start of the same
-// configuration ends the first session's accounting before its own Start.
+// Stop of one Acct-Session-Id; a change that rolls back leaves nothing; a reconnect reported
+// before the first connection's end keeps both sessions, and each disconnect ends the oldest.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PortalEvent } from '../../src/core/events.js';
@@ -107,18 +107,34 @@ describe('the RADIUS accounting outbox listener', () => {
     assert.deepEqual(await queued('cn-rolled-back'), []);
   });
 
-  test('a second start of a configuration still accounted for ends the first session first', async () => {
+  test("a reconnect before the first connection's end is reported: each disconnect ends the oldest session", async () => {
     const { ctx } = portal.portal;
     const first = new Date('2026-11-29T11:00:00Z');
+    const end = (at: Date): PortalEvent => ({
+      type: 'session.ended',
+      at,
+      connectionId: 'cn-twice',
+      vpnProto: 'openvpn',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 1,
+      bytesOut: 1,
+      cause: 'disconnected',
+      session: null,
+    });
     await ctx.events.record(ctx.db, openVpnStart('cn-twice', first));
     await ctx.events.record(ctx.db, openVpnStart('cn-twice', new Date(first.getTime() + 60_000)));
-    const records = await queued('cn-twice');
+    await ctx.events.record(ctx.db, end(new Date(first.getTime() + 70_000)));
+    const [start, again, stop, ...more] = await queued('cn-twice');
     assert.deepEqual(
-      records.map((record) => record.statusType),
-      ['Start', 'Stop', 'Start'],
+      [start?.statusType, again?.statusType, stop?.statusType, more.length],
+      ['Start', 'Start', 'Stop', 0],
     );
-    assert.equal(records[1]?.sessionId, records[0]?.sessionId);
-    assert.equal(records[1]?.terminateCause, 'Lost-Service');
-    assert.notEqual(records[2]?.sessionId, records[0]?.sessionId, 'a new session');
+    assert.notEqual(again?.sessionId, start?.sessionId, 'two sessions');
+    assert.equal(stop?.sessionId, start?.sessionId, 'the first one ended');
+    assert.equal(stop?.sessionTime, 70);
+    await ctx.events.record(ctx.db, end(new Date(first.getTime() + 130_000)));
+    const last = (await queued('cn-twice')).at(-1);
+    assert.equal(last?.sessionId, again?.sessionId, 'then the second');
+    assert.equal(last?.sessionTime, 70);
   });
 });

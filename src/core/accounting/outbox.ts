@@ -8,7 +8,7 @@ import { timeOrderedId } from '../../shared/time-ordered-id.js';
 import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
 import { insertOutboxRecords } from '../../storage/radius-outbox.js';
-import { insertRadiusSession, takeRadiusSessions } from '../../storage/radius-sessions.js';
+import { insertRadiusSession, takeOldestRadiusSession } from '../../storage/radius-sessions.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { SessionEndCause } from '../events.js';
 import { forServer, parseRecord, startRecord, stopRecord, type StartedSession } from './records.js';
@@ -41,13 +41,6 @@ export async function accountSessionStart(
   connectionId: string,
   session: StartedSession,
 ): Promise<void> {
-  // A start while the portal still accounts for one (a lost disconnect): that one is over.
-  await accountSessionEnd(db, config, connectionId, session.nodeNumber, {
-    at: session.at,
-    bytesIn: 0,
-    bytesOut: 0,
-    cause: 'lost',
-  });
   const record = startRecord(config, session);
   await insertRadiusSession(db, {
     acctSessionId: session.acctSessionId,
@@ -60,7 +53,11 @@ export async function accountSessionStart(
   await queueRecord(db, config, record, connectionId, session.at);
 }
 
-/** A session closed: its Stop, and its row goes. Nothing when the portal did not account for its start. */
+/**
+ * A session closed: the Stop of the configuration's oldest open session on the node, and its row
+ * goes (an OpenVPN reconnect may start before the node reports the first connection's end).
+ * Nothing when the portal did not account for its start.
+ */
 export async function accountSessionEnd(
   db: Db,
   config: PortalConfig,
@@ -68,8 +65,8 @@ export async function accountSessionEnd(
   nodeNumber: NodeNumber,
   end: { readonly at: Date; readonly bytesIn: number; readonly bytesOut: number; readonly cause: SessionEndCause },
 ): Promise<void> {
-  for (const session of await takeRadiusSessions(db, connectionId, nodeNumber)) {
-    const record = stopRecord(parseRecord(session.startRecord), new Date(session.startedAt), end);
-    await queueRecord(db, config, record, connectionId, end.at);
-  }
+  const session = await takeOldestRadiusSession(db, connectionId, nodeNumber);
+  if (session === undefined) return;
+  const record = stopRecord(parseRecord(session.startRecord), new Date(session.startedAt), end);
+  await queueRecord(db, config, record, connectionId, end.at);
 }
