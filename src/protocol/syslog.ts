@@ -1,0 +1,269 @@
+// Syslog as SIEMs and firewalls receive it: RFC 5424 messages (header, structured data, text),
+// RFC 6587 octet counting for TCP and TLS (RFC 5425), and the session messages the portal sends
+// at every session start and stop, whose one-line text a firewall parses with SESSION_TEXT_PATTERN.
+// Pure: the sending is the syslog collector's, in core.
+//
+// The text (MSG) is plain ASCII without a BOM, not UTF-8 with one: firewalls' parsers (Palo Alto
+// User-ID, FortiGate) match it with a regular expression and some take the BOM for part of the
+// text, while ASCII reads the same everywhere. A value that is not printable ASCII is
+// percent-encoded there (`j%C3%BCrgen`); the structured data carries every value exactly, in
+// UTF-8, as RFC 5424 has it.
+
+/** RFC 5424 §6.2.1 facilities by their usual names. */
+export const SYSLOG_FACILITIES = {
+  kern: 0,
+  user: 1,
+  mail: 2,
+  daemon: 3,
+  auth: 4,
+  syslog: 5,
+  lpr: 6,
+  news: 7,
+  uucp: 8,
+  cron: 9,
+  authpriv: 10,
+  ftp: 11,
+  ntp: 12,
+  audit: 13,
+  alert: 14,
+  clock: 15,
+  local0: 16,
+  local1: 17,
+  local2: 18,
+  local3: 19,
+  local4: 20,
+  local5: 21,
+  local6: 22,
+  local7: 23,
+} as const;
+
+export type SyslogFacility = keyof typeof SYSLOG_FACILITIES;
+
+export const SYSLOG_SEVERITIES = {
+  emergency: 0,
+  alert: 1,
+  critical: 2,
+  error: 3,
+  warning: 4,
+  notice: 5,
+  informational: 6,
+  debug: 7,
+} as const;
+
+export type SyslogSeverity = keyof typeof SYSLOG_SEVERITIES;
+
+/** RFC 5424's PRINTUSASCII (%d33-126), the characters of HOSTNAME, APP-NAME, PROCID and MSGID. */
+const PRINTUSASCII = /^[\x21-\x7e]+$/;
+
+/** Whether `text` may be a header field of at most `max` characters (RFC 5424 §6.2). */
+export function isHeaderField(text: string, max: number): boolean {
+  return text.length <= max && PRINTUSASCII.test(text);
+}
+
+/** The longest HOSTNAME and APP-NAME RFC 5424 allows. */
+export const MAX_HOSTNAME = 255;
+export const MAX_APP_NAME = 48;
+
+export interface SyslogHeader {
+  readonly facility: SyslogFacility;
+  readonly severity: SyslogSeverity;
+  readonly timestamp: Date;
+  /** PRINTUSASCII, at most 255 characters; null: NILVALUE. */
+  readonly hostname: string | null;
+  /** PRINTUSASCII, at most 48 characters; null: NILVALUE. */
+  readonly appName: string | null;
+  /** PRINTUSASCII, at most 128 characters; null: NILVALUE. */
+  readonly procId: string | null;
+  /** PRINTUSASCII, at most 32 characters; null: NILVALUE. */
+  readonly msgId: string | null;
+}
+
+/** One SD-ELEMENT: its SD-ID and its parameters in order (RFC 5424 §6.3). */
+export interface StructuredDataElement {
+  readonly id: string;
+  readonly params: readonly (readonly [name: string, value: string])[];
+}
+
+/** SD-NAME: PRINTUSASCII except `=`, space, `]` and `"`, 1 to 32 characters. */
+const SD_NAME = /^[\x21-\x7e]{1,32}$/;
+
+function checkSdName(name: string, what: string): void {
+  if (!SD_NAME.test(name) || /[= \]"]/.test(name)) throw new RangeError(`${what} "${name}" is not an RFC 5424 SD-NAME`);
+}
+
+/** A PARAM-VALUE: `"`, `\` and `]` must be escaped with a backslash (RFC 5424 §6.3.3); the rest is UTF-8 as it is. */
+export function escapeParamValue(value: string): string {
+  return value.replace(/["\\\]]/g, (character) => `\\${character}`);
+}
+
+/**
+ * One RFC 5424 message: `<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID STRUCTURED-DATA MSG`.
+ * `text` must be printable ASCII (it is sent without a BOM); an empty text is left out.
+ */
+export function formatSyslogMessage(
+  header: SyslogHeader,
+  elements: readonly StructuredDataElement[],
+  text: string,
+): string {
+  const priority = SYSLOG_FACILITIES[header.facility] * 8 + SYSLOG_SEVERITIES[header.severity];
+  const fields = [
+    `<${priority}>1`,
+    header.timestamp.toISOString(),
+    headerField(header.hostname, MAX_HOSTNAME, 'HOSTNAME'),
+    headerField(header.appName, MAX_APP_NAME, 'APP-NAME'),
+    headerField(header.procId, 128, 'PROCID'),
+    headerField(header.msgId, 32, 'MSGID'),
+    elements.length === 0 ? '-' : elements.map(formatElement).join(''),
+  ];
+  if (!/^[\x20-\x7e]*$/.test(text)) throw new RangeError('the syslog text must be printable ASCII');
+  return text === '' ? fields.join(' ') : `${fields.join(' ')} ${text}`;
+}
+
+function headerField(value: string | null, max: number, name: string): string {
+  if (value === null) return '-';
+  if (!isHeaderField(value, max)) throw new RangeError(`${name} "${value}" is not 1–${max} printable ASCII characters`);
+  return value;
+}
+
+function formatElement(element: StructuredDataElement): string {
+  checkSdName(element.id.replace(/@\d+(\.\d+)*$/, ''), 'SD-ID');
+  const params = element.params.map(([name, value]) => {
+    checkSdName(name, 'PARAM-NAME');
+    return ` ${name}="${escapeParamValue(value)}"`;
+  });
+  return `[${element.id}${params.join('')}]`;
+}
+
+/** RFC 6587 §3.4.1 octet counting, as RFC 5425 also frames TLS: `MSG-LEN SP SYSLOG-MSG`. */
+export function octetCounted(message: string): Buffer {
+  const bytes = Buffer.from(message, 'utf8');
+  return Buffer.concat([Buffer.from(`${bytes.length} `, 'ascii'), bytes]);
+}
+
+/** What a session message says: a session started or stopped, whose, where, with which addresses. */
+export interface SessionRecord {
+  readonly event: 'start' | 'stop';
+  readonly userId: string;
+  /** The device the configuration was issued to; null: none, or no longer known. */
+  readonly deviceId: string | null;
+  readonly profileId: string;
+  readonly nodeNumber: number;
+  readonly vpnProto: string;
+  /** A WireGuard public key or an OpenVPN certificate's Common Name. */
+  readonly connectionId: string;
+  /** Tunnel addresses; empty when the profile has none of that family. */
+  readonly ipFour: string;
+  readonly ipSix: string;
+  /** The client's own (public) address as the node saw it; null: not known. */
+  readonly clientAddress: string | null;
+  /** A stop's traffic, in bytes, as the node counted it. */
+  readonly bytes?: { readonly in: number; readonly out: number };
+}
+
+/** The message text's hard bound: a firewall's parser reads no further. */
+export const MAX_SESSION_TEXT_BYTES = 2048;
+
+/** Longest value the text carries of a field, encoded: the structured data has the whole. */
+const MAX_TEXT_VALUE = 255;
+const MAX_TEXT_ADDRESS = 64;
+
+/**
+ * The session text, one line, fields always in this order and always present (`-`: none):
+ * `vpn session start user=alice device=- profile=staff node=0 proto=wireguard ipv4=10.60.0.2
+ * ipv6=fd60::2 client=198.51.100.7 connection=KEY`. Bytes outside printable ASCII, spaces and
+ * `%` are percent-encoded (so is a value that is just `-`); a value is cut at 255 encoded bytes
+ * (an address at 64), so the line stays under MAX_SESSION_TEXT_BYTES whatever it holds.
+ */
+export function sessionText(record: SessionRecord): string {
+  const fields: [string, string | null, number][] = [
+    ['user', record.userId, MAX_TEXT_VALUE],
+    ['device', record.deviceId, MAX_TEXT_VALUE],
+    ['profile', record.profileId, MAX_TEXT_VALUE],
+    ['node', String(record.nodeNumber), MAX_TEXT_VALUE],
+    ['proto', record.vpnProto, MAX_TEXT_VALUE],
+    ['ipv4', record.ipFour, MAX_TEXT_ADDRESS],
+    ['ipv6', record.ipSix, MAX_TEXT_ADDRESS],
+    ['client', record.clientAddress, MAX_TEXT_ADDRESS],
+    ['connection', record.connectionId, MAX_TEXT_VALUE],
+  ];
+  const text = `vpn session ${record.event}${fields.map(([name, value, max]) => ` ${name}=${textValue(value, max)}`).join('')}`;
+  if (Buffer.byteLength(text) > MAX_SESSION_TEXT_BYTES) throw new RangeError('session text longer than its bound');
+  return text;
+}
+
+/**
+ * Parses a session text: the one regular expression docs/accountability.md gives firewalls.
+ * Groups: 1 event (start|stop), 2 user, 3 device, 4 profile, 5 node, 6 proto, 7 ipv4, 8 ipv6,
+ * 9 client, 10 connection.
+ */
+export const SESSION_TEXT_PATTERN =
+  /vpn session (start|stop) user=(\S+) device=(\S+) profile=(\S+) node=(\d+) proto=(\S+) ipv4=(\S+) ipv6=(\S+) client=(\S+) connection=(\S+)$/;
+
+function textValue(value: string | null, max: number): string {
+  if (value === null || value === '') return '-';
+  if (value === '-') return '%2D';
+  let encoded = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const piece =
+      byte > 0x20 && byte < 0x7f && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    if (encoded.length + piece.length > max) break;
+    encoded += piece;
+  }
+  return encoded;
+}
+
+/** The SD-ID of the session element: `vpnSession@` the operator's IANA Private Enterprise Number. */
+export function sessionElementId(enterpriseNumber: number): string {
+  return `vpnSession@${enterpriseNumber}`;
+}
+
+/** The structured data of a session: every value whole; absent ones (device, client) left out. */
+export function sessionElement(record: SessionRecord, enterpriseNumber: number): StructuredDataElement {
+  const params: [string, string][] = [
+    ['event', record.event],
+    ['user', record.userId],
+    ...(record.deviceId === null ? [] : [['device', record.deviceId] as [string, string]]),
+    ['profile', record.profileId],
+    ['node', String(record.nodeNumber)],
+    ['proto', record.vpnProto],
+    ['connection', record.connectionId],
+    ['ipv4', record.ipFour],
+    ['ipv6', record.ipSix],
+    ...(record.clientAddress === null ? [] : [['client', record.clientAddress] as [string, string]]),
+    ...(record.bytes === undefined
+      ? []
+      : [
+          ['bytesIn', String(record.bytes.in)] as [string, string],
+          ['bytesOut', String(record.bytes.out)] as [string, string],
+        ]),
+  ];
+  return { id: sessionElementId(enterpriseNumber), params };
+}
+
+/** Who sends: the header fields a collector's configuration chooses. */
+export interface SyslogOrigin {
+  readonly facility: SyslogFacility;
+  readonly hostname: string;
+  readonly appName: string;
+  readonly procId: string;
+  readonly enterpriseNumber: number;
+}
+
+/** The whole message of a session start (MSGID `SESSION_START`) or stop (`SESSION_STOP`), at `at`. */
+export function sessionMessage(record: SessionRecord, origin: SyslogOrigin, at: Date): string {
+  return formatSyslogMessage(
+    {
+      facility: origin.facility,
+      severity: 'informational',
+      timestamp: at,
+      hostname: origin.hostname,
+      appName: origin.appName,
+      procId: origin.procId,
+      msgId: record.event === 'start' ? 'SESSION_START' : 'SESSION_STOP',
+    },
+    [sessionElement(record, origin.enterpriseNumber)],
+    sessionText(record),
+  );
+}

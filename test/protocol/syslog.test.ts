@@ -1,0 +1,131 @@
+// RFC 5424 messages as the portal writes them: the header, the escaping of structured data, the
+// octet-counted framing, and the session text a firewall parses with one regular expression
+// (docs/accountability.md). The collector and session tests have a real rsyslog read them.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  escapeParamValue,
+  formatSyslogMessage,
+  MAX_SESSION_TEXT_BYTES,
+  octetCounted,
+  SESSION_TEXT_PATTERN,
+  sessionMessage,
+  sessionText,
+  type SessionRecord,
+} from '../../src/protocol/syslog.js';
+
+const at = new Date('2026-11-29T04:18:20.123Z');
+
+const alice: SessionRecord = {
+  event: 'start',
+  userId: 'alice@example.org',
+  deviceId: null,
+  profileId: 'staff',
+  nodeNumber: 0,
+  vpnProto: 'wireguard',
+  connectionId: 'kK3P/ab+cd=',
+  ipFour: '10.60.0.2',
+  ipSix: 'fd60::2',
+  clientAddress: '198.51.100.7',
+};
+
+const origin = {
+  facility: 'authpriv',
+  hostname: 'portal.example.org',
+  appName: 'vpn-portal',
+  procId: '4242',
+  enterpriseNumber: 32473,
+} as const;
+
+test('a session start is one RFC 5424 message: PRI of the facility at informational, the header, the element and the text', () => {
+  assert.equal(
+    sessionMessage(alice, origin, at),
+    '<86>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 SESSION_START ' +
+      '[vpnSession@32473 event="start" user="alice@example.org" profile="staff" node="0" proto="wireguard" ' +
+      'connection="kK3P/ab+cd=" ipv4="10.60.0.2" ipv6="fd60::2" client="198.51.100.7"] ' +
+      'vpn session start user=alice@example.org device=- profile=staff node=0 proto=wireguard ipv4=10.60.0.2 ' +
+      'ipv6=fd60::2 client=198.51.100.7 connection=kK3P/ab+cd=',
+  );
+});
+
+test('a stop has its own MSGID and the byte counts in the structured data, and the same text fields', () => {
+  const stop: SessionRecord = { ...alice, event: 'stop', deviceId: 'dev-1', bytes: { in: 1200, out: 3400 } };
+  const message = sessionMessage(stop, { ...origin, facility: 'local3' }, at);
+  assert.match(message, /^<158>1 \S+ \S+ \S+ \S+ SESSION_STOP \[/);
+  assert.match(message, / device="dev-1" .* bytesIn="1200" bytesOut="3400"\] vpn session stop /);
+  assert.deepEqual(SESSION_TEXT_PATTERN.exec(sessionText(stop))?.slice(1), [
+    'stop',
+    'alice@example.org',
+    'dev-1',
+    'staff',
+    '0',
+    'wireguard',
+    '10.60.0.2',
+    'fd60::2',
+    '198.51.100.7',
+    'kK3P/ab+cd=',
+  ]);
+});
+
+test('a parameter value escapes ", \\ and ] with a backslash and keeps everything else, UTF-8 included', () => {
+  assert.equal(escapeParamValue('a"b\\c]d[e=f jü'), 'a\\"b\\\\c\\]d[e=f jü');
+  const message = sessionMessage({ ...alice, userId: 'x"]\\y' }, origin, at);
+  assert.ok(message.includes('user="x\\"\\]\\\\y"'), message);
+});
+
+test('the text is printable ASCII: spaces, %, a lone - and non-ASCII are percent-encoded, absent values are -', () => {
+  const text = sessionText({
+    ...alice,
+    userId: 'jürgen van % dam',
+    deviceId: '-',
+    clientAddress: null,
+    ipSix: '',
+  });
+  assert.equal(
+    text,
+    'vpn session start user=j%C3%BCrgen%20van%20%25%20dam device=%2D profile=staff node=0 proto=wireguard ' +
+      'ipv4=10.60.0.2 ipv6=- client=- connection=kK3P/ab+cd=',
+  );
+  assert.match(text, /^[\x20-\x7e]+$/);
+  assert.equal(decodeURIComponent(SESSION_TEXT_PATTERN.exec(text)?.[2] ?? ''), 'jürgen van % dam');
+});
+
+test('however long the values, the text stays within 2,048 bytes and still matches the pattern', () => {
+  const long = '\u{1F600}'.repeat(255);
+  const text = sessionText({
+    ...alice,
+    userId: long,
+    deviceId: long,
+    profileId: long,
+    connectionId: long,
+    ipFour: long,
+    ipSix: long,
+    clientAddress: long,
+    vpnProto: long,
+    nodeNumber: 2 ** 31,
+  });
+  assert.ok(Buffer.byteLength(text) <= MAX_SESSION_TEXT_BYTES, `${Buffer.byteLength(text)} bytes`);
+  assert.match(text, SESSION_TEXT_PATTERN);
+  assert.ok(sessionMessage({ ...alice, userId: long }, origin, at).includes(`user="${long}"`), 'the whole value');
+});
+
+test('header fields that are not printable ASCII of their length are refused, absent ones are the NILVALUE', () => {
+  const header = {
+    facility: 'user',
+    severity: 'notice',
+    timestamp: at,
+    hostname: null,
+    appName: null,
+    procId: null,
+    msgId: null,
+  } as const;
+  assert.equal(formatSyslogMessage(header, [], ''), '<13>1 2026-11-29T04:18:20.123Z - - - - -');
+  assert.throws(() => formatSyslogMessage({ ...header, hostname: 'two words' }, [], ''), /HOSTNAME/);
+  assert.throws(() => formatSyslogMessage({ ...header, appName: 'a'.repeat(49) }, [], ''), /APP-NAME/);
+  assert.throws(() => formatSyslogMessage(header, [{ id: 'bad id', params: [] }], ''), /SD-ID/);
+  assert.throws(() => formatSyslogMessage(header, [], 'caf\u00e9'), /ASCII/);
+});
+
+test('octet counting prefixes the length in bytes, not characters', () => {
+  assert.equal(octetCounted('<13>1 - - - - - - ü').toString('utf8'), '20 <13>1 - - - - - - ü');
+});
