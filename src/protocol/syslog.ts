@@ -9,6 +9,8 @@
 // percent-encoded there (`j%C3%BCrgen`); the structured data carries every value exactly, in
 // UTF-8, as RFC 5424 has it.
 
+import type { SyslogFacilityName } from '../config/syslog-facilities.js';
+
 /** RFC 5424 §6.2.1 facilities by their usual names. */
 export const SYSLOG_FACILITIES = {
   kern: 0,
@@ -35,7 +37,7 @@ export const SYSLOG_FACILITIES = {
   local5: 21,
   local6: 22,
   local7: 23,
-} as const;
+} as const satisfies Record<SyslogFacilityName, number>;
 
 export type SyslogFacility = keyof typeof SYSLOG_FACILITIES;
 
@@ -134,10 +136,27 @@ function formatElement(element: StructuredDataElement): string {
   return `[${element.id}${params.join('')}]`;
 }
 
+/** How messages are delimited on a TCP or TLS stream (RFC 6587 §3.4). */
+export type SyslogFraming = 'octet-counting' | 'newline';
+
 /** RFC 6587 §3.4.1 octet counting, as RFC 5425 also frames TLS: `MSG-LEN SP SYSLOG-MSG`. */
 export function octetCounted(message: string): Buffer {
   const bytes = Buffer.from(message, 'utf8');
   return Buffer.concat([Buffer.from(`${bytes.length} `, 'ascii'), bytes]);
+}
+
+/**
+ * RFC 6587 §3.4.2 non-transparent framing: the message and a line feed, for receivers that read
+ * one message a line (Palo Alto's User-ID listener). A line break inside a value would end the
+ * message early, so it becomes a space.
+ */
+export function newlineFramed(message: string): Buffer {
+  return Buffer.from(`${message.replace(/[\r\n]/g, ' ')}\n`, 'utf8');
+}
+
+/** One message framed for a stream. */
+export function framed(message: string, framing: SyslogFraming): Buffer {
+  return framing === 'newline' ? newlineFramed(message) : octetCounted(message);
 }
 
 /** What a session message says: a session started or stopped, whose, where, with which addresses. */
@@ -192,12 +211,13 @@ export function sessionText(record: SessionRecord): string {
 }
 
 /**
- * Parses a session text: the one regular expression docs/accountability.md gives firewalls.
+ * Parses a session text: the one regular expression docs/accountability.md gives firewalls,
+ * written with what every regular expression dialect reads (no `\S`, no `\d`).
  * Groups: 1 event (start|stop), 2 user, 3 device, 4 profile, 5 node, 6 proto, 7 ipv4, 8 ipv6,
  * 9 client, 10 connection.
  */
 export const SESSION_TEXT_PATTERN =
-  /vpn session (start|stop) user=(\S+) device=(\S+) profile=(\S+) node=(\d+) proto=(\S+) ipv4=(\S+) ipv6=(\S+) client=(\S+) connection=(\S+)$/;
+  /vpn session (start|stop) user=([^ ]+) device=([^ ]+) profile=([^ ]+) node=([0-9]+) proto=([^ ]+) ipv4=([^ ]+) ipv6=([^ ]+) client=([^ ]+) connection=([^ ]+)$/;
 
 function textValue(value: string | null, max: number): string {
   if (value === null || value === '') return '-';

@@ -7,6 +7,7 @@ import {
   escapeParamValue,
   formatSyslogMessage,
   MAX_SESSION_TEXT_BYTES,
+  newlineFramed,
   octetCounted,
   SESSION_TEXT_PATTERN,
   sessionMessage,
@@ -128,4 +129,11 @@ test('header fields that are not printable ASCII of their length are refused, ab
 
 test('octet counting prefixes the length in bytes, not characters', () => {
   assert.equal(octetCounted('<13>1 - - - - - - ü').toString('utf8'), '20 <13>1 - - - - - - ü');
+});
+
+test('newline framing ends the message with a line feed and turns line breaks inside it into spaces', () => {
+  assert.equal(
+    newlineFramed('<13>1 - - - - - [a@1 b="x\r\ny"] z').toString('utf8'),
+    '<13>1 - - - - - [a@1 b="x  y"] z\n',
+  );
 });
