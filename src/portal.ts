@@ -13,6 +13,8 @@ import { recordMetrics } from './listeners/event-metrics.js';
 import { writeAuditLog } from './listeners/audit-log.js';
 import { stampDeviceLastSeen } from './listeners/device-last-seen.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
+import { sendSessionsToSyslog } from './listeners/syslog-sessions.js';
+import { SyslogCollector } from './core/syslog/index.js';
 import { WebhookDeliveryWorker } from './core/webhooks/index.js';
 import { writeRadiusAccounting } from './listeners/radius-accounting.js';
 import { RadiusAccountingWorker } from './core/accounting/index.js';
@@ -78,7 +80,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     const ctx = await buildContext(config, options, logger, teardown);
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
-    wireListeners(ctx, metrics, () => webhooks.wake());
+    const syslog = startSyslogCollectors(ctx, metrics, teardown);
+    wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
     const accounting = startRadiusAccounting(ctx, metrics, teardown);
     const certificateCheck = CertificateCheck.fromConfig(ctx);
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);
@@ -156,7 +159,12 @@ async function buildContext(
  * The listeners of the events seam (src/listeners/), one file each. Their order here does not
  * matter: the closing writes run in storage's own order (src/storage/closing-writes.ts).
  */
-function wireListeners(ctx: PortalContext, metrics: PortalMetrics, wakeWebhooks: () => void): void {
+function wireListeners(
+  ctx: PortalContext,
+  metrics: PortalMetrics,
+  wakeWebhooks: () => void,
+  syslog: readonly SyslogCollector[],
+): void {
   const { config, events, logger } = ctx;
   writeConnectionLog(events, { keepOriginatingIp: config.connectionLogLines.originatingIp });
   writeAuditLog(events);
@@ -168,6 +176,7 @@ function wireListeners(ctx: PortalContext, metrics: PortalMetrics, wakeWebhooks:
   if (config.connectionLogLines.enabled)
     writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   writeWebhookOutbox(events, wakeWebhooks);
+  sendSessionsToSyslog(events, ctx.db, syslog, logger.child({ component: 'syslog' }));
   recordMetrics(events, metrics);
 }
 
@@ -187,6 +196,22 @@ function startRadiusAccounting(
   worker.start();
   teardown.defer('RADIUS accounting', () => worker.stop());
   return worker;
+}
+
+/** How long a stopping portal waits for its syslog queues to be sent. */
+const SYSLOG_FLUSH_MS = 2_000;
+
+/** The collectors of `accounting.syslog`, watched by the metrics; at stop, what they hold is sent for a moment. */
+function startSyslogCollectors(ctx: PortalContext, metrics: PortalMetrics, teardown: Teardown): SyslogCollector[] {
+  const { enterpriseNumber, collectors } = ctx.config.accounting.syslog;
+  const logger = ctx.logger.child({ component: 'syslog' });
+  const started = collectors.map((config) => new SyslogCollector(config, enterpriseNumber, logger));
+  if (started.length === 0) return started;
+  metrics.observeSyslog(started);
+  teardown.defer('syslog collectors', async () => {
+    await Promise.all(started.map((collector) => collector.close(SYSLOG_FLUSH_MS)));
+  });
+  return started;
 }
 
 /** A node going down or coming back is recorded (the webhook outbox writes it), then published. */

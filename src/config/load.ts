@@ -21,6 +21,7 @@ import { resolveRadiusAccounting } from './radius-accounting.js';
 import { portalConfigSchema, type ParsedPortalConfig } from './schema.js';
 import { secretFileWarning } from './secret-files.js';
 import { resolveConnectScript, resolveRevocationDeadline } from './timeouts.js';
+import { resolveSyslog } from './syslog.js';
 import { resolveWebhooks } from './webhooks.js';
 import { resolveWireGuard } from './wireguard-options.js';
 
@@ -88,7 +89,10 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     adminConsole: resolveAdminConsole(raw.adminConsole, baseUrl, baseDir, profileIds, report),
     nodeApi: raw.nodeApi,
     webhooks: resolveWebhooks(raw.webhooks, report),
-    accounting: { radius: resolveRadiusAccounting(raw.accounting.radius, baseDir, report) },
+    accounting: {
+      radius: resolveRadiusAccounting(raw.accounting.radius, baseDir, report),
+      syslog: resolveSyslog(raw.accounting.syslog, baseDir, report),
+    },
     enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),

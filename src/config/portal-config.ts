@@ -7,6 +7,7 @@ import type { Secret } from '../shared/secret.js';
 import type { AppleOnDemand } from '../apple/mobileconfig.js';
 import type { ProfileSigningMaterial } from '../apple/profile-signing.js';
 import type { ConsoleOidcSettings } from './console-oidc.js';
+import type { SyslogFacilityName } from './syslog-facilities.js';
 
 export interface WireGuardRange {
   readonly rangeFour: string;
@@ -195,6 +196,26 @@ export interface ClientCertificateConfig {
   } | null;
 }
 
+/** A syslog collector (`accounting.syslog.collectors`), its CA read at start. */
+export type SyslogCollectorConfig = {
+  readonly host: string;
+  readonly port: number;
+  readonly facility: SyslogFacilityName;
+  readonly appName: string;
+  /** RFC 5424's HOSTNAME; `-` when the machine's name is not printable ASCII. */
+  readonly hostname: string;
+  readonly queueSize: number;
+} & (
+  | { readonly transport: 'udp' }
+  | { readonly transport: 'tcp'; readonly framing: 'octet-counting' | 'newline' }
+  | {
+      readonly transport: 'tls';
+      readonly framing: 'octet-counting' | 'newline';
+      readonly caPem: string;
+      readonly serverName: string;
+    }
+);
+
 export interface PortalConfig {
   /** Where the configuration came from, for messages: a file path or "embedded default". */
   readonly source: string;
@@ -225,7 +246,11 @@ export interface PortalConfig {
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
   /** Where sessions are reported (RADIUS accounting). */
-  readonly accounting: { readonly radius: RadiusAccountingSettings };
+  readonly accounting: {
+    readonly radius: RadiusAccountingSettings;
+    /** `accounting.syslog`: the collectors told of every session start and stop (none: not sent). */
+    readonly syslog: { readonly enterpriseNumber: number; readonly collectors: readonly SyslogCollectorConfig[] };
+  };
   /** `enrollment`: who may redeem enrollment tokens at {baseUrl}enroll, and how often per source address. */
   readonly enrollment: {
     readonly allowList: readonly string[];

@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databaseRetryFor, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
-// webhooks, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
+// webhooks, accounting, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
@@ -9,6 +9,7 @@ import { consoleOidcSchema } from './console-oidc.js';
 import { DATABASE_PATTERN } from './database-location.js';
 import { isBoundedIsoDuration, MAX_DURATION, parseIsoDuration } from '../shared/iso-duration.js';
 import { PLATFORMS } from '../shared/platforms.js';
+import { SYSLOG_FACILITY_NAMES } from './syslog-facilities.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
@@ -179,6 +180,56 @@ export const wireGuardSchema = z.strictObject({
       defaultText:
         '`https://<host name of baseUrl>/proxyguard`, whatever scheme and port `baseUrl` has (as the reference derives it)',
     }),
+});
+
+/** One syslog collector of `accounting.syslog.collectors`. */
+const syslogCollectorSchema = z.strictObject({
+  transport: z
+    .enum(['udp', 'tcp', 'tls'])
+    .describe('`udp` (RFC 5426, one datagram a message), `tcp` (RFC 6587, see `framing`) or `tls` (RFC 5425).'),
+  address: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):\d{1,5}$/, 'must be HOST:PORT, e.g. siem.example.org:6514')
+    .describe('`HOST:PORT` of the collector (IPv6 in brackets); 514 is usual for UDP and TCP, 6514 for TLS.'),
+  framing: z.enum(['octet-counting', 'newline']).optional().meta({
+    description:
+      '`tcp`, `tls`: how messages are delimited on the stream: `octet-counting` (RFC 6587 section 3.4.1, the standard), or `newline`, one message a line, for receivers that read lines (Palo Alto User-ID).',
+    defaultText: '`octet-counting`',
+  }),
+  caFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "`tls` (required there): PEM file of the CA(s) the collector's certificate must chain to, relative to the configuration file's folder.",
+    ),
+  serverName: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("`tls`: the name the collector's certificate must carry; default: the host of `address`."),
+  facility: z
+    .enum(SYSLOG_FACILITY_NAMES)
+    .default('authpriv')
+    .describe('The facility of the messages (their severity is informational).'),
+  appName: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,48}$/, 'must be 1 to 48 printable ASCII characters without spaces')
+    .default('vpn-portal')
+    .describe('The APP-NAME of the messages.'),
+  hostname: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
+    .optional()
+    .meta({ description: 'The HOSTNAME of the messages.', defaultText: "the machine's host name" }),
+  queueSize: z
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(10_000)
+    .describe(
+      'Messages held while the collector cannot take them (down, slow, reconnecting); one more is dropped and counted in `vpn_portal_syslog_messages_dropped_total`.',
+    ),
 });
 
 export const portalConfigSchema = z.strictObject({
@@ -481,6 +532,23 @@ export const portalConfigSchema = z.strictObject({
               'A record a server has not acknowledged this long after its event is dropped, with an audit row and a metric (`PT1H` to `P90D`).',
             see: 'radius-accounting.md#delivery-an-outbox-retransmitted-until-answered',
           }),
+        })
+        .prefault({}),
+      syslog: z
+        .strictObject({
+          collectors: z.array(syslogCollectorSchema).default([]).meta({
+            description:
+              'Where an RFC 5424 message goes at every session start and stop (user, device, profile, node, tunnel and client addresses); empty: none. Best effort: each collector has a bounded queue, and what does not fit is dropped and counted.',
+            see: 'accountability.md#syslog-for-siems-and-firewalls',
+          }),
+          enterpriseNumber: z
+            .int()
+            .min(1)
+            .max(4_294_967_295)
+            .default(32473)
+            .describe(
+              "The IANA Private Enterprise Number in the structured data's SD-ID (`vpnSession@N`): your organisation's own, if it has one; the default is RFC 5612's number for documentation.",
+            ),
         })
         .prefault({}),
     })

@@ -18,6 +18,7 @@ import { countOutboxRecords } from '../storage/radius-outbox.js';
 import type { AccountingCounts } from '../core/accounting/index.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import type { buildServer } from '../http/server.js';
+import type { SyslogCollector } from '../core/syslog/index.js';
 import { CRL_REFUSAL_REASONS, type MdmInventorySchedule, type RevocationListRefresher } from '../core/devices/index.js';
 
 export class PortalMetrics {
@@ -303,6 +304,53 @@ export class PortalMetrics {
       async collect() {
         this.reset();
         for (const [server, value] of await countOutboxRecords(db)) this.set({ server }, value);
+      },
+    });
+  }
+
+  /** The syslog collectors (accounting.syslog), read at scrape time: whether each is up, its queue, what it sent and dropped. */
+  observeSyslog(collectors: readonly SyslogCollector[]): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'vpn_portal_syslog_collector_up',
+      help: '1 while the portal is connected to the syslog collector (UDP: its socket is open), else 0; by collector',
+      labelNames: ['collector'] as const,
+      registers,
+      collect() {
+        for (const collector of collectors) this.set({ collector: collector.name }, collector.state.up ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'vpn_portal_syslog_queue_messages',
+      help: 'Syslog messages waiting to be sent, by collector (at most its queueSize)',
+      labelNames: ['collector'] as const,
+      registers,
+      collect() {
+        for (const collector of collectors) this.set({ collector: collector.name }, collector.state.queued);
+      },
+    });
+    new Counter({
+      name: 'vpn_portal_syslog_messages_sent_total',
+      help: 'Syslog messages handed to the socket since the portal started, by collector',
+      labelNames: ['collector'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const collector of collectors) this.inc({ collector: collector.name }, collector.state.sent);
+      },
+    });
+    new Counter({
+      name: 'vpn_portal_syslog_messages_dropped_total',
+      help: 'Syslog messages dropped since the portal started, by collector and reason: queue-full (the collector was away or slow for longer than its queue holds), send-failed (a UDP datagram the system would not send)',
+      labelNames: ['collector', 'reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const collector of collectors) {
+          const { dropped } = collector.state;
+          this.inc({ collector: collector.name, reason: 'queue-full' }, dropped.queueFull);
+          this.inc({ collector: collector.name, reason: 'send-failed' }, dropped.sendFailed);
+        }
       },
     });
   }

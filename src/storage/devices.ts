@@ -224,6 +224,23 @@ export async function touchDeviceOfConfiguration(
   await db.updateTable('devices').set({ last_seen_at: at }).where('device_id', '=', owner).execute();
 }
 
+/** The device a configuration was issued to; null when none was, or the configuration is gone. */
+export async function deviceIdOfConfiguration(
+  db: Db,
+  vpnProto: 'wireguard' | 'openvpn',
+  connectionId: string,
+): Promise<DeviceId | null> {
+  const row =
+    vpnProto === 'wireguard'
+      ? await db.selectFrom('wg_peers').select('device_id').where('public_key', '=', connectionId).executeTakeFirst()
+      : await db
+          .selectFrom('certificates')
+          .select('device_id')
+          .where('common_name', '=', connectionId)
+          .executeTakeFirst();
+  return row?.device_id === null || row?.device_id === undefined ? null : asDeviceId(row.device_id);
+}
+
 /** Devices matching the filter, newest first (by id), at most `limit`. */
 export async function listStoredDevices(db: Db, filter: DeviceFilter): Promise<StoredDevice[]> {
   if (filter.profiles !== undefined && filter.profiles !== null && filter.profiles.length === 0) return [];

@@ -1,0 +1,320 @@
+// One syslog collector of `accounting.syslog.collectors`: a bounded in-memory queue in front of
+// a UDP socket, or a TCP or TLS connection (RFC 6587 octet counting, or a line each), reconnected with a
+// growing pause while the collector is away. Best effort by design: syslog has no
+// acknowledgement, so a message the queue cannot hold is dropped and counted, and one written
+// just before a connection broke may be lost; RADIUS accounting is the durable channel.
+// A connection is opened when there is something to send and kept open after.
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { lookup } from 'node:dns/promises';
+import { connect as connectTcp, isIP, type Socket } from 'node:net';
+import { checkServerIdentity, connect as connectTls } from 'node:tls';
+import type { Logger } from 'pino';
+import type { SyslogCollectorConfig } from '../../config/portal-config.js';
+import { framed, sessionMessage, type SessionRecord, type SyslogOrigin } from '../../protocol/syslog.js';
+import { messageOf } from '../../shared/error-message.js';
+
+/** The first pause before connecting again, doubled after each failure up to the longest. */
+const FIRST_PAUSE_MS = 500;
+const LONGEST_PAUSE_MS = 30_000;
+/** A connection that lasted this long was no failure: the next pause starts from the first again. */
+const STABLE_MS = 10_000;
+/** A TCP or TLS connection not established within this time failed. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export interface SyslogCollectorState {
+  /** Connected (TCP, TLS), or the socket is open and the last datagram went out (UDP). */
+  readonly up: boolean;
+  readonly queued: number;
+  /** Messages handed to the socket since the portal started. */
+  readonly sent: number;
+  /** Messages dropped since the portal started: the queue was full, or a datagram could not be sent. */
+  readonly dropped: { readonly queueFull: number; readonly sendFailed: number };
+}
+
+/** A transport's open channel: takes one message at a time when `ready`. */
+interface Link {
+  readonly ready: boolean;
+  write(message: string): void;
+  close(): Promise<void>;
+}
+
+interface LinkEvents {
+  /** The link is open and takes messages. */
+  up(link: Link): void;
+  /** The link could not open, or broke; it is closed. */
+  down(error: Error | null): void;
+  /** The link can take the next message. */
+  ready(): void;
+  sent(): void;
+  sendFailed(error: Error): void;
+}
+
+export class SyslogCollector {
+  /** `transport://host:port`: the collector in logs and metrics. */
+  readonly name: string;
+  readonly #config: SyslogCollectorConfig;
+  readonly #logger: Logger;
+  readonly #queue = new Queue();
+  #link: Link | null = null;
+  #opening = false;
+  #retry: NodeJS.Timeout | null = null;
+  #pauseMs = FIRST_PAUSE_MS;
+  #upSince = 0;
+  #closed = false;
+  /** Set while the collector is known to be away: it is logged once, and once when it is back. */
+  #away = false;
+  #sent = 0;
+  #dropped = { queueFull: 0, sendFailed: 0 };
+
+  /** The header fields and SD-ID of this collector's messages. */
+  readonly origin: SyslogOrigin;
+
+  constructor(config: SyslogCollectorConfig, enterpriseNumber: number, logger: Logger) {
+    this.#config = config;
+    this.origin = {
+      facility: config.facility,
+      hostname: config.hostname,
+      appName: config.appName,
+      procId: String(process.pid),
+      enterpriseNumber,
+    };
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    this.name = `${config.transport}://${host}:${config.port}`;
+    this.#logger = logger.child({ collector: this.name });
+  }
+
+  get state(): SyslogCollectorState {
+    return {
+      up: this.#link !== null,
+      queued: this.#queue.length,
+      sent: this.#sent,
+      dropped: { ...this.#dropped },
+    };
+  }
+
+  /** Queues the message of a session's start or stop, stamped `at`. */
+  sendSession(record: SessionRecord, at: Date): void {
+    this.send(sessionMessage(record, this.origin, at));
+  }
+
+  /** Queues a message for the collector; when the queue is full it is dropped and counted. */
+  send(message: string): void {
+    if (this.#closed) return;
+    if (this.#queue.length >= this.#config.queueSize) {
+      if (this.#dropped.queueFull === 0 || !this.#away)
+        this.#logger.warn(`syslog queue full (${this.#config.queueSize} messages): dropping messages`);
+      this.#dropped.queueFull++;
+      return;
+    }
+    this.#queue.push(message);
+    this.#pump();
+  }
+
+  /** Stops taking messages, sends what is queued for up to `flushMs`, then closes. */
+  async close(flushMs: number): Promise<void> {
+    this.#closed = true;
+    if (this.#retry !== null) clearTimeout(this.#retry);
+    this.#retry = null;
+    const end = Date.now() + flushMs;
+    while (this.#link !== null && this.#queue.length > 0 && Date.now() < end)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const link = this.#link;
+    this.#link = null;
+    await link?.close();
+  }
+
+  #pump(): void {
+    const link = this.#link;
+    if (link === null) {
+      this.#open();
+      return;
+    }
+    while (this.#queue.length > 0 && link.ready && this.#link === link) link.write(this.#queue.shift() as string);
+  }
+
+  #open(): void {
+    if (this.#opening || this.#retry !== null || this.#closed || this.#queue.length === 0) return;
+    this.#opening = true;
+    const events: LinkEvents = {
+      up: (link) => this.#up(link),
+      down: (error) => this.#down(error),
+      ready: () => this.#pump(),
+      sent: () => this.#sent++,
+      sendFailed: (error) => {
+        this.#dropped.sendFailed++;
+        this.#logger.warn(`a syslog datagram could not be sent: ${error.message}`);
+      },
+    };
+    openLink(this.#config, events);
+  }
+
+  #up(link: Link): void {
+    this.#opening = false;
+    if (this.#closed) {
+      void link.close();
+      return;
+    }
+    this.#link = link;
+    this.#upSince = Date.now();
+    if (this.#away) this.#logger.info(`syslog collector reachable again; sending ${this.#queue.length} queued`);
+    this.#away = false;
+    this.#pump();
+  }
+
+  #down(error: Error | null): void {
+    const wasUp = this.#link !== null;
+    this.#link = null;
+    this.#opening = false;
+    if (wasUp && Date.now() - this.#upSince >= STABLE_MS) this.#pauseMs = FIRST_PAUSE_MS;
+    if (!this.#away && !this.#closed) {
+      this.#logger.warn(
+        `syslog collector ${wasUp ? 'connection lost' : 'unreachable'}${error === null ? '' : `: ${messageOf(error)}`}; messages queue (up to ${this.#config.queueSize})`,
+      );
+    }
+    this.#away = true;
+    if (this.#closed || this.#queue.length === 0) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      this.#open();
+    }, this.#pauseMs);
+    this.#retry.unref();
+    this.#pauseMs = Math.min(this.#pauseMs * 2, LONGEST_PAUSE_MS);
+  }
+}
+
+function openLink(config: SyslogCollectorConfig, events: LinkEvents): void {
+  if (config.transport === 'udp') void openDatagramLink(config, events);
+  else openStreamLink(config, events);
+}
+
+/** TCP or TLS: each message octet-counted; the next waits while the socket's buffer is full. */
+function openStreamLink(
+  config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>,
+  events: LinkEvents,
+): void {
+  let socket: Socket;
+  let connected = false;
+  let failure: Error | null = null;
+  if (config.transport === 'tls') {
+    const { caPem, serverName } = config;
+    socket = connectTls({
+      host: config.host,
+      port: config.port,
+      ca: caPem,
+      // SNI takes names only; the name is checked either way.
+      ...(isIP(serverName) === 0 ? { servername: serverName } : {}),
+      checkServerIdentity: (_host, certificate) => checkServerIdentity(serverName, certificate),
+    });
+  } else {
+    socket = connectTcp({ host: config.host, port: config.port });
+  }
+  socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
+    socket.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)),
+  );
+  const link: Link = {
+    get ready() {
+      return connected && !socket.destroyed && !socket.writableNeedDrain;
+    },
+    write(message) {
+      socket.write(framed(message, config.framing));
+      events.sent();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (socket.destroyed) return resolve();
+        socket.once('close', () => resolve());
+        socket.end();
+        setTimeout(() => socket.destroy(), 2_000).unref();
+      }),
+  };
+  socket.once(config.transport === 'tls' ? 'secureConnect' : 'connect', () => {
+    connected = true;
+    socket.setTimeout(0);
+    socket.setKeepAlive(true, 30_000);
+    socket.setNoDelay(true);
+    events.up(link);
+  });
+  socket.on('drain', () => events.ready());
+  socket.on('error', (error) => {
+    failure = error;
+  });
+  // The collector sends nothing; reading keeps the socket from holding what it might.
+  socket.on('data', () => {});
+  socket.on('end', () => socket.end());
+  socket.once('close', () => {
+    connected = false;
+    events.down(failure);
+  });
+}
+
+/** UDP: one datagram a message (RFC 5426), one in flight at a time; a failed send drops it and reopens. */
+async function openDatagramLink(config: SyslogCollectorConfig, events: LinkEvents): Promise<void> {
+  let socket: UdpSocket;
+  try {
+    const { family } = await lookup(config.host);
+    socket = createSocket(family === 6 ? 'udp6' : 'udp4');
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(config.port, config.host, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    events.down(error as Error);
+    return;
+  }
+  let inFlight = false;
+  let open = true;
+  const close = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (!open) return resolve();
+      open = false;
+      socket.close(() => resolve());
+    });
+  const link: Link = {
+    get ready() {
+      return open && !inFlight;
+    },
+    write(message) {
+      inFlight = true;
+      socket.send(Buffer.from(message, 'utf8'), (error) => {
+        inFlight = false;
+        if (error === null || error === undefined) {
+          events.sent();
+          events.ready();
+          return;
+        }
+        events.sendFailed(error);
+        void close().then(() => events.down(error));
+      });
+    },
+    close,
+  };
+  socket.on('error', () => {}); // a send's error also reaches its callback
+  events.up(link);
+}
+
+/** A first-in first-out queue of messages whose shift does not move the rest. */
+class Queue {
+  #items: string[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: string): void {
+    this.#items.push(item);
+  }
+
+  shift(): string | undefined {
+    if (this.#head >= this.#items.length) return undefined;
+    const item = this.#items[this.#head++];
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+}

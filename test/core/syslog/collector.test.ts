@@ -1,0 +1,130 @@
+// The syslog collector's transports against a real rsyslog (test/support/rsyslog.ts): UDP, TCP
+// with octet counting, and TLS with the collector's CA and its name checked; and, over TCP, a
+// collector that goes away: messages queue, leave once it is back, and what the queue cannot
+// hold is dropped and counted.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import type { SyslogCollectorConfig } from '../../../src/config/portal-config.js';
+import { SyslogCollector } from '../../../src/core/syslog/index.js';
+import { SESSION_TEXT_PATTERN, type SessionRecord } from '../../../src/protocol/syslog.js';
+import { startRsyslog } from '../../support/rsyslog.js';
+import { until } from '../../support/until.js';
+
+const record = (userId: string): SessionRecord => ({
+  event: 'start',
+  userId,
+  deviceId: null,
+  profileId: 'staff',
+  nodeNumber: 0,
+  vpnProto: 'openvpn',
+  connectionId: 'cn-1',
+  ipFour: '10.60.0.2',
+  ipSix: 'fd60::2',
+  clientAddress: '198.51.100.7',
+});
+
+const common = {
+  host: '127.0.0.1',
+  facility: 'local4',
+  appName: 'vpn-portal',
+  hostname: 'portal.test',
+  queueSize: 100,
+} as const;
+
+function collector(config: SyslogCollectorConfig, logged: string[] = []): SyslogCollector {
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+  return new SyslogCollector(config, 32473, logger);
+}
+
+test('over UDP each message is one datagram that rsyslog parses as RFC 5424 with its structured data', async (t) => {
+  const rsyslog = await startRsyslog();
+  const udp = collector({ ...common, transport: 'udp', port: rsyslog.udpPort });
+  t.after(async () => {
+    await udp.close(0);
+    await rsyslog.close();
+  });
+  udp.sendSession(record('alice'), new Date('2026-11-29T04:18:20.123Z'));
+  udp.sendSession(record('bob'), new Date('2026-11-29T04:18:21Z'));
+  const [first, second] = await rsyslog.waitFor(2);
+  assert.equal(first?.transport, 'udp');
+  assert.equal(first?.version, '1', 'read as RFC 5424');
+  assert.equal(first?.pri, String(20 * 8 + 6));
+  assert.equal(first?.msgId, 'SESSION_START');
+  assert.equal(first?.hostname, 'portal.test');
+  assert.equal(first?.sd['vpnSession@32473']?.['user'], 'alice');
+  assert.equal(SESSION_TEXT_PATTERN.exec(second?.msg ?? '')?.[2], 'bob');
+  assert.equal(udp.state.sent, 2);
+});
+
+test('over TCP a collector away queues messages, sends them once it is back, and counts what the queue could not hold', async (t) => {
+  const rsyslog = await startRsyslog();
+  const logged: string[] = [];
+  const tcp = collector(
+    { ...common, transport: 'tcp', framing: 'octet-counting', port: rsyslog.tcpPort, queueSize: 3 },
+    logged,
+  );
+  t.after(async () => {
+    await tcp.close(0);
+    await rsyslog.close();
+  });
+  tcp.sendSession(record('before'), new Date());
+  await rsyslog.waitFor(1);
+  assert.equal(tcp.state.up, true);
+
+  await rsyslog.stop();
+  await until('the collector notices rsyslog is gone', async () => !tcp.state.up);
+  for (const user of ['q1', 'q2', 'q3', 'lost1', 'lost2']) tcp.sendSession(record(user), new Date());
+  assert.equal(tcp.state.queued, 3);
+  assert.deepEqual(tcp.state.dropped, { queueFull: 2, sendFailed: 0 });
+  assert.ok(logged.some((line) => line.includes('syslog queue full (3 messages)')));
+
+  await rsyslog.start();
+  const messages = await rsyslog.waitFor(4, 60_000);
+  assert.deepEqual(
+    messages.map((message) => message.sd['vpnSession@32473']?.['user']),
+    ['before', 'q1', 'q2', 'q3'],
+    'the queued messages, in order, and not the dropped ones',
+  );
+  assert.equal(messages[1]?.transport, 'tcp');
+  await until('the queue is empty', async () => tcp.state.queued === 0 && tcp.state.up);
+  assert.equal(tcp.state.sent, 4);
+  assert.ok(logged.some((line) => line.includes('syslog collector reachable again; sending 3 queued')));
+});
+
+test("over TLS the collector's certificate must chain to caFile and carry serverName, otherwise nothing is sent; newline framing reads as well", async (t) => {
+  const rsyslog = await startRsyslog({ tls: true });
+  const { readFileSync } = await import('node:fs');
+  const caPem = readFileSync(rsyslog.caFile ?? '', 'utf8');
+  const port = rsyslog.tlsPort ?? 0;
+  const logged: string[] = [];
+  const wrongName = collector(
+    { ...common, transport: 'tls', framing: 'octet-counting', port, caPem, serverName: '127.0.0.1' },
+    logged,
+  );
+  // One message a line, as Palo Alto's listener reads them; rsyslog takes both framings.
+  const right = collector({
+    ...common,
+    transport: 'tls',
+    framing: 'newline',
+    port,
+    caPem,
+    serverName: rsyslog.serverName,
+  });
+  t.after(async () => {
+    await wrongName.close(0);
+    await right.close(0);
+    await rsyslog.close();
+  });
+  wrongName.sendSession(record('mallory'), new Date());
+  await until('the wrong name is refused', async () => logged.some((line) => line.includes('unreachable')));
+  assert.match(logged.join('\n'), /not in the cert's list|does not match certificate/);
+  assert.equal(wrongName.state.up, false);
+  assert.equal(wrongName.state.queued, 1, 'kept, not sent to a collector it cannot trust');
+
+  right.sendSession(record('alice'), new Date());
+  const [message] = await rsyslog.waitFor(1);
+  assert.equal(message?.transport, 'tls');
+  assert.equal(message?.sd['vpnSession@32473']?.['user'], 'alice');
+  assert.equal(rsyslog.received().length, 1, 'nothing from the collector with the wrong name');
+});

@@ -1,0 +1,158 @@
+// Syslog for SIEMs and firewalls, end to end: a real portal with a TCP and a UDP collector, both a
+// real rsyslog (test/support/rsyslog.ts). An OpenVPN client of a registered device connects and
+// disconnects through the Node API, as a node reports it; rsyslog receives a start and a stop
+// over each transport as RFC 5424 (its own parser's fields, the structured data parsed by
+// mmpstrucdata), and the regular expression docs/accountability.md gives firewalls, read from
+// that page, takes every field out of the text.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { openVpnEmployees } from '../support/openvpn-sessions.js';
+import { startRsyslog, type ReceivedMessage } from '../support/rsyslog.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+/** The regular expression of the docs, from its ```regex block. */
+function documentedPattern(): RegExp {
+  const page = readFileSync(new URL('../../docs/accountability.md', import.meta.url), 'utf8');
+  const block = /```regex\n(.+)\n```/.exec(page)?.[1];
+  assert.ok(block !== undefined, 'docs/accountability.md has a regex block');
+  return new RegExp(block);
+}
+
+function nodeApi(portal: TestPortal, call: 'connect' | 'disconnect', form: Record<string, string>) {
+  return portal.request(`${portal.nodeApiUrl}/${call}`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+      'x-node-number': '0',
+    },
+    body: new URLSearchParams(form),
+  });
+}
+
+test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with parsed structured data, and the documented expression reads the text', async (t) => {
+  const rsyslog = await startRsyslog();
+  const portal = await startTestPortal({
+    config: {
+      ...openVpnEmployees,
+      accounting: {
+        syslog: {
+          enterpriseNumber: 99999,
+          collectors: [
+            { transport: 'tcp', address: `127.0.0.1:${rsyslog.tcpPort}`, hostname: 'portal.example.org' },
+            { transport: 'udp', address: `127.0.0.1:${rsyslog.udpPort}`, facility: 'local5', appName: 'vpn-test' },
+          ],
+        },
+      },
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    await rsyslog.close();
+  });
+  const device = await portal.admin.registerDevice({
+    user_id: 'alice@example.org',
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: 'SN-1',
+  });
+  await portal.admin.create(
+    { user_id: 'alice@example.org', profile_id: 'employees', device_id: device.device_id },
+    'application/x-openvpn-profile',
+  );
+  const [configuration] = await portal.admin.userConfigurationList('alice@example.org');
+  const connectionId = configuration?.connection_id ?? '';
+  const addresses = { originating_ip: '198.51.100.7', ip_four: '10.60.0.2', ip_six: 'fd60::2' };
+  assert.equal(
+    (await nodeApi(portal, 'connect', { profile_id: 'employees', common_name: connectionId, ...addresses })).text,
+    'OK',
+  );
+  assert.equal(
+    (await nodeApi(portal, 'disconnect', { common_name: connectionId, bytes_in: '1200', bytes_out: '3400' })).text,
+    'OK',
+  );
+
+  const received = await rsyslog.waitFor(4);
+  const over = (transport: string) => received.filter((message) => message.transport === transport);
+  for (const [transport, messages] of [
+    ['tcp', over('tcp')],
+    ['udp', over('udp')],
+  ] as const) {
+    assert.deepEqual(
+      messages.map((message) => message.msgId),
+      ['SESSION_START', 'SESSION_STOP'],
+      transport,
+    );
+    for (const message of messages) checkMessage(message, transport, connectionId, device.device_id);
+  }
+  const [tcpStart] = over('tcp');
+  assert.equal(tcpStart?.pri, String(10 * 8 + 6), 'authpriv, informational');
+  assert.equal(tcpStart?.hostname, 'portal.example.org');
+  assert.equal(tcpStart?.appName, 'vpn-portal');
+  assert.equal(tcpStart?.procId, String(process.pid), 'the portal runs in this process');
+  const [udpStart] = over('udp');
+  assert.equal(udpStart?.pri, String(21 * 8 + 6), 'local5');
+  assert.equal(udpStart?.appName, 'vpn-test');
+  assert.deepEqual(
+    over('tcp').map((message) => [
+      message.sd['vpnSession@99999']?.['bytesIn'],
+      message.sd['vpnSession@99999']?.['bytesOut'],
+    ]),
+    [
+      [undefined, undefined],
+      ['1200', '3400'],
+    ],
+    'the stop carries the traffic',
+  );
+
+  const metrics = await (await fetch(portal.portal.metricsUrl ?? '')).text();
+  assert.match(
+    metrics,
+    new RegExp(`vpn_portal_syslog_messages_sent_total\\{collector="tcp://127.0.0.1:${rsyslog.tcpPort}"\\} 2`),
+  );
+  assert.match(
+    metrics,
+    new RegExp(`vpn_portal_syslog_collector_up\\{collector="tcp://127.0.0.1:${rsyslog.tcpPort}"\\} 1`),
+  );
+  assert.match(
+    metrics,
+    /vpn_portal_syslog_messages_dropped_total\{collector="udp:\/\/127\.0\.0\.1:\d+",reason="queue-full"\} 0/,
+  );
+});
+
+function checkMessage(message: ReceivedMessage, transport: string, connectionId: string, deviceId: string): void {
+  const event = message.msgId === 'SESSION_START' ? 'start' : 'stop';
+  assert.equal(message.version, '1', `${transport}: rsyslog read it as RFC 5424`);
+  assert.deepEqual(
+    { ...message.sd['vpnSession@99999'], bytesIn: undefined, bytesOut: undefined },
+    {
+      event,
+      user: 'alice@example.org',
+      device: deviceId,
+      profile: 'employees',
+      node: '0',
+      proto: 'openvpn',
+      connection: connectionId,
+      ipv4: '10.60.0.2',
+      ipv6: 'fd60::2',
+      client: '198.51.100.7',
+      bytesIn: undefined,
+      bytesOut: undefined,
+    },
+    `${transport}: the structured data as rsyslog parsed it`,
+  );
+  assert.deepEqual(documentedPattern().exec(message.msg)?.slice(1), [
+    event,
+    'alice@example.org',
+    deviceId,
+    'employees',
+    '0',
+    'openvpn',
+    '10.60.0.2',
+    'fd60::2',
+    '198.51.100.7',
+    connectionId,
+  ]);
+  assert.ok(Buffer.byteLength(message.msg) <= 2048);
+}
