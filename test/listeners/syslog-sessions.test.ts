@@ -3,9 +3,12 @@
 // disconnects through the Node API, as a node reports it; rsyslog receives a start and a stop
 // over each transport as RFC 5424 (its own parser's fields, the structured data parsed by
 // mmpstrucdata), and the regular expression docs/accountability.md gives firewalls, read from
-// that page, takes every field out of the text.
+// that page, takes every field out of the text. A client the connect script refuses was never
+// recorded, so nothing of it is sent.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { openVpnEmployees } from '../support/openvpn-sessions.js';
@@ -31,11 +34,16 @@ function nodeApi(portal: TestPortal, call: 'connect' | 'disconnect', form: Recor
   });
 }
 
-test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with parsed structured data, and the documented expression reads the text', async (t) => {
+test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with parsed structured data, and the documented expression reads the text; a refused client sends nothing', async (t) => {
   const rsyslog = await startRsyslog();
+  // A connect script that refuses mallory: her session is never recorded, so never sent.
+  const scripts = mkdtempSync(path.join(tmpdir(), 'syslog-sessions-'));
+  const script = path.join(scripts, 'refuse-mallory.sh');
+  writeFileSync(script, '#!/bin/sh\n[ "$VPN_USER_ID" != mallory ]\n', { mode: 0o755 });
   const portal = await startTestPortal({
     config: {
       ...openVpnEmployees,
+      connectScriptPath: script,
       accounting: {
         syslog: {
           enterpriseNumber: 99999,
@@ -50,6 +58,7 @@ test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with p
   t.after(async () => {
     await portal.close();
     await rsyslog.close();
+    rmSync(scripts, { recursive: true, force: true });
   });
   const device = await portal.admin.registerDevice({
     user_id: 'alice@example.org',
@@ -68,12 +77,23 @@ test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with p
     (await nodeApi(portal, 'connect', { profile_id: 'employees', common_name: connectionId, ...addresses })).text,
     'OK',
   );
+  await portal.admin.create({ user_id: 'mallory', profile_id: 'employees' }, 'application/x-openvpn-profile');
+  const [refused] = await portal.admin.userConfigurationList('mallory');
+  const malloryConnect = { profile_id: 'employees', common_name: refused?.connection_id ?? '', ip_four: '10.60.0.3' };
+  assert.equal((await nodeApi(portal, 'connect', malloryConnect)).text, 'ERR', 'the script refused mallory');
   assert.equal(
     (await nodeApi(portal, 'disconnect', { common_name: connectionId, bytes_in: '1200', bytes_out: '3400' })).text,
     'OK',
   );
 
+  // Messages leave in the order of their events: had mallory's refused start been sent, it would
+  // have arrived before alice's stop.
   const received = await rsyslog.waitFor(4);
+  assert.deepEqual(
+    received.filter((message) => message.msg.includes('mallory')),
+    [],
+    'nothing of a session that was refused',
+  );
   const over = (transport: string) => received.filter((message) => message.transport === transport);
   for (const [transport, messages] of [
     ['tcp', over('tcp')],
