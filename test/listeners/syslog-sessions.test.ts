@@ -4,7 +4,8 @@
 // over each transport as RFC 5424 (its own parser's fields, the structured data parsed by
 // mmpstrucdata), and the regular expression docs/accountability.md gives firewalls, read from
 // that page, takes every field out of the text. A client the connect script refuses was never
-// recorded, so nothing of it is sent.
+// recorded, so nothing of it is sent. With rsyslog stopped, the portal's metrics show the
+// collector away, its queue full and the overflow dropped, and the queue leaves once it is back.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import { asNodeNumber } from '../../src/shared/ids.js';
 import { openVpnEmployees } from '../support/openvpn-sessions.js';
 import { startRsyslog, type ReceivedMessage } from '../support/rsyslog.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { until } from '../support/until.js';
 
 /** The regular expression of the docs, from its ```regex block. */
 function documentedPattern(): RegExp {
@@ -139,6 +141,59 @@ test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with p
     metrics,
     /vpn_portal_syslog_messages_dropped_total\{collector="udp:\/\/127\.0\.0\.1:\d+",reason="queue-full"\} 0/,
   );
+});
+
+test('with the collector away the portal queues what its queue holds, counts the rest as dropped, and sends the queue once the collector is back', async (t) => {
+  const rsyslog = await startRsyslog();
+  const collector = `tcp://127.0.0.1:${rsyslog.tcpPort}`;
+  const portal = await startTestPortal({
+    config: {
+      ...openVpnEmployees,
+      accounting: {
+        syslog: { collectors: [{ transport: 'tcp', address: `127.0.0.1:${rsyslog.tcpPort}`, queueSize: 2 }] },
+      },
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    await rsyslog.close();
+  });
+  const metric = async (name: string, labels = ''): Promise<number> => {
+    const text = await (await fetch(portal.portal.metricsUrl ?? '')).text();
+    const line = text
+      .split('\n')
+      .find((candidate) => candidate.startsWith(`${name}{collector="${collector}"${labels}} `));
+    return Number(line?.split(' ')[1]);
+  };
+  const users = ['u1', 'u2', 'u3', 'u4'];
+  const ids = new Map<string, string>();
+  for (const user of users) {
+    await portal.admin.create({ user_id: user, profile_id: 'employees' }, 'application/x-openvpn-profile');
+    ids.set(user, (await portal.admin.userConfigurationList(user))[0]?.connection_id ?? '');
+  }
+  const connect = async (user: string, index: number) => {
+    const form = { profile_id: 'employees', common_name: ids.get(user) ?? '', ip_four: `10.60.0.${index + 2}` };
+    assert.equal((await nodeApi(portal, 'connect', form)).text, 'OK');
+  };
+  await connect('u1', 0);
+  await rsyslog.waitFor(1);
+  assert.equal(await metric('vpn_portal_syslog_collector_up'), 1);
+
+  await rsyslog.stop();
+  await until('the portal sees the collector away', async () => (await metric('vpn_portal_syslog_collector_up')) === 0);
+  for (const [index, user] of users.slice(1).entries()) await connect(user, index + 1);
+  await until('two queued, one dropped', async () => (await metric('vpn_portal_syslog_queue_messages')) === 2);
+  assert.equal(await metric('vpn_portal_syslog_messages_dropped_total', ',reason="queue-full"'), 1);
+
+  await rsyslog.start();
+  const received = await rsyslog.waitFor(3, 60_000);
+  assert.deepEqual(
+    received.map((message) => message.sd['vpnSession@32473']?.['user']),
+    ['u1', 'u2', 'u3'],
+    'the queue in order; u4 found it full',
+  );
+  await until('the queue is sent', async () => (await metric('vpn_portal_syslog_queue_messages')) === 0);
+  assert.equal(await metric('vpn_portal_syslog_messages_sent_total'), 3);
 });
 
 function checkMessage(message: ReceivedMessage, transport: string, connectionId: string, deviceId: string): void {
