@@ -222,6 +222,12 @@ const syslogCollectorSchema = z.strictObject({
     .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
     .optional()
     .meta({ description: 'The HOSTNAME of the messages.', defaultText: "the machine's host name" }),
+  clientAddress: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Send the client's own (public) address; `false`: `client=-` and no `client` parameter, for a receiver that needs only the tunnel addresses (a firewall), since the address is personal data.",
+    ),
   queueSize: z
     .int()
     .min(1)

@@ -51,7 +51,13 @@ test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with p
           enterpriseNumber: 99999,
           collectors: [
             { transport: 'tcp', address: `127.0.0.1:${rsyslog.tcpPort}`, hostname: 'portal.example.org' },
-            { transport: 'udp', address: `127.0.0.1:${rsyslog.udpPort}`, facility: 'local5', appName: 'vpn-test' },
+            {
+              transport: 'udp',
+              address: `127.0.0.1:${rsyslog.udpPort}`,
+              facility: 'local5',
+              appName: 'vpn-test',
+              clientAddress: false,
+            },
           ],
         },
       },
@@ -197,6 +203,8 @@ test('with the collector away the portal queues what its queue holds, counts the
 });
 
 function checkMessage(message: ReceivedMessage, transport: string, connectionId: string, deviceId: string): void {
+  // The UDP collector is told no client address (`clientAddress: false`).
+  const client = transport === 'udp' ? undefined : '198.51.100.7';
   const event = message.msgId === 'SESSION_START' ? 'start' : 'stop';
   assert.equal(message.version, '1', `${transport}: rsyslog read it as RFC 5424`);
   assert.deepEqual(
@@ -211,7 +219,7 @@ function checkMessage(message: ReceivedMessage, transport: string, connectionId:
       connection: connectionId,
       ipv4: '10.60.0.2',
       ipv6: 'fd60::2',
-      client: '198.51.100.7',
+      ...(client === undefined ? {} : { client }),
       bytesIn: undefined,
       bytesOut: undefined,
     },
@@ -226,7 +234,7 @@ function checkMessage(message: ReceivedMessage, transport: string, connectionId:
     'openvpn',
     '10.60.0.2',
     'fd60::2',
-    '198.51.100.7',
+    client ?? '-',
     connectionId,
   ]);
   assert.ok(Buffer.byteLength(message.msg) <= 2048);

@@ -92,9 +92,10 @@ export class SyslogCollector {
     };
   }
 
-  /** Queues the message of a session's start or stop, stamped `at`. */
+  /** Queues the message of a session's start or stop, stamped `at` (without the client's address unless the collector takes it). */
   sendSession(record: SessionRecord, at: Date): void {
-    this.send(sessionMessage(record, this.origin, at));
+    const told = this.#config.clientAddress ? record : { ...record, clientAddress: null };
+    this.send(sessionMessage(told, this.origin, at));
   }
 
   /** Queues a message for the collector; when the queue is full it is dropped and counted. */

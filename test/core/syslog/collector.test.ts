@@ -29,6 +29,7 @@ const common = {
   facility: 'local4',
   appName: 'vpn-portal',
   hostname: 'portal.test',
+  clientAddress: true,
   queueSize: 100,
 } as const;
 
