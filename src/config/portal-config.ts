@@ -204,6 +204,8 @@ export type SyslogCollectorConfig = {
   readonly appName: string;
   /** RFC 5424's HOSTNAME; `-` when the machine's name is not printable ASCII. */
   readonly hostname: string;
+  /** Whether messages carry structured data; false: the text alone. */
+  readonly structuredData: boolean;
   /** Whether the client's own address goes out; false: never, to this collector. */
   readonly clientAddress: boolean;
   readonly queueSize: number;

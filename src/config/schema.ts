@@ -222,6 +222,12 @@ const syslogCollectorSchema = z.strictObject({
     .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters without spaces')
     .optional()
     .meta({ description: 'The HOSTNAME of the messages.', defaultText: "the machine's host name" }),
+  structuredData: z
+    .boolean()
+    .default(true)
+    .describe(
+      'Send the structured data (every value whole, in UTF-8); `false`: the text alone, for a receiver that parses only the text (a firewall), where no value of the structured data can be taken for a text field.',
+    ),
   clientAddress: z
     .boolean()
     .default(true)

@@ -32,6 +32,7 @@ function resolveCollector(raw: RawCollector, option: string, baseDir: string, re
     facility: raw.facility,
     appName: raw.appName,
     hostname: raw.hostname ?? defaultHostname(),
+    structuredData: raw.structuredData,
     clientAddress: raw.clientAddress,
     queueSize: raw.queueSize,
   };

@@ -188,7 +188,7 @@ const MAX_TEXT_ADDRESS = 64;
 
 /**
  * The session text, one line, fields always in this order and always present (`-`: none):
- * `vpn session start user=alice device=- profile=staff node=0 proto=wireguard ipv4=10.60.0.2
+ * `vpn session start user=alice device=- profile=staff node=0 protocol=wireguard ipv4=10.60.0.2
  * ipv6=fd60::2 client=198.51.100.7 connection=KEY`. Bytes outside printable ASCII, spaces and
  * `%` are percent-encoded (so is a value that is just `-`); a value is cut at 255 encoded bytes
  * (an address at 64), so the line stays under MAX_SESSION_TEXT_BYTES whatever it holds.
@@ -199,7 +199,7 @@ export function sessionText(record: SessionRecord): string {
     ['device', record.deviceId, MAX_TEXT_VALUE],
     ['profile', record.profileId, MAX_TEXT_VALUE],
     ['node', String(record.nodeNumber), MAX_TEXT_VALUE],
-    ['proto', record.vpnProto, MAX_TEXT_VALUE],
+    ['protocol', record.vpnProto, MAX_TEXT_VALUE],
     ['ipv4', record.ipFour, MAX_TEXT_ADDRESS],
     ['ipv6', record.ipSix, MAX_TEXT_ADDRESS],
     ['client', record.clientAddress, MAX_TEXT_ADDRESS],
@@ -213,11 +213,11 @@ export function sessionText(record: SessionRecord): string {
 /**
  * Parses a session text: the one regular expression docs/accountability.md gives firewalls,
  * written with what every regular expression dialect reads (no `\S`, no `\d`).
- * Groups: 1 event (start|stop), 2 user, 3 device, 4 profile, 5 node, 6 proto, 7 ipv4, 8 ipv6,
+ * Groups: 1 event (start|stop), 2 user, 3 device, 4 profile, 5 node, 6 protocol, 7 ipv4, 8 ipv6,
  * 9 client, 10 connection.
  */
 export const SESSION_TEXT_PATTERN =
-  /vpn session (start|stop) user=([^ ]+) device=([^ ]+) profile=([^ ]+) node=([0-9]+) proto=([^ ]+) ipv4=([^ ]+) ipv6=([^ ]+) client=([^ ]+) connection=([^ ]+)$/;
+  /vpn session (start|stop) user=([^ ]+) device=([^ ]+) profile=([^ ]+) node=([0-9]+) protocol=([^ ]+) ipv4=([^ ]+) ipv6=([^ ]+) client=([^ ]+) connection=([^ ]+)$/;
 
 function textValue(value: string | null, max: number): string {
   if (value === null || value === '') return '-';
@@ -239,24 +239,29 @@ export function sessionElementId(enterpriseNumber: number): string {
   return `vpnSession@${enterpriseNumber}`;
 }
 
-/** The structured data of a session: every value whole; absent ones (device, client) left out. */
+/**
+ * The structured data of a session: every value whole, named as the Admin API and the webhooks
+ * name them; absent ones (device, client) left out. No name ends in a text field's name (`user=`
+ * is in the text, `user_id=` here), so a per-field expression such as `ipv4=([^ ]+)` cannot
+ * match a parameter.
+ */
 export function sessionElement(record: SessionRecord, enterpriseNumber: number): StructuredDataElement {
   const params: [string, string][] = [
     ['event', record.event],
-    ['user', record.userId],
-    ...(record.deviceId === null ? [] : [['device', record.deviceId] as [string, string]]),
-    ['profile', record.profileId],
-    ['node', String(record.nodeNumber)],
-    ['proto', record.vpnProto],
-    ['connection', record.connectionId],
-    ['ipv4', record.ipFour],
-    ['ipv6', record.ipSix],
-    ...(record.clientAddress === null ? [] : [['client', record.clientAddress] as [string, string]]),
+    ['user_id', record.userId],
+    ...(record.deviceId === null ? [] : [['device_id', record.deviceId] as [string, string]]),
+    ['profile_id', record.profileId],
+    ['node_number', String(record.nodeNumber)],
+    ['vpn_proto', record.vpnProto],
+    ['connection_id', record.connectionId],
+    ['ip_four', record.ipFour],
+    ['ip_six', record.ipSix],
+    ...(record.clientAddress === null ? [] : [['originating_ip', record.clientAddress] as [string, string]]),
     ...(record.bytes === undefined
       ? []
       : [
-          ['bytesIn', String(record.bytes.in)] as [string, string],
-          ['bytesOut', String(record.bytes.out)] as [string, string],
+          ['bytes_in', String(record.bytes.in)] as [string, string],
+          ['bytes_out', String(record.bytes.out)] as [string, string],
         ]),
   ];
   return { id: sessionElementId(enterpriseNumber), params };
@@ -269,6 +274,8 @@ export interface SyslogOrigin {
   readonly appName: string;
   readonly procId: string;
   readonly enterpriseNumber: number;
+  /** false: the message has no structured data (`-`), only the text, for receivers that parse the text alone. */
+  readonly structuredData: boolean;
 }
 
 /** The whole message of a session start (MSGID `SESSION_START`) or stop (`SESSION_STOP`), at `at`. */
@@ -283,7 +290,7 @@ export function sessionMessage(record: SessionRecord, origin: SyslogOrigin, at: 
       procId: origin.procId,
       msgId: record.event === 'start' ? 'SESSION_START' : 'SESSION_STOP',
     },
-    [sessionElement(record, origin.enterpriseNumber)],
+    origin.structuredData ? [sessionElement(record, origin.enterpriseNumber)] : [],
     sessionText(record),
   );
 }

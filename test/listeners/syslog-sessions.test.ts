@@ -124,8 +124,8 @@ test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with p
   assert.equal(udpStart?.appName, 'vpn-test');
   assert.deepEqual(
     over('tcp').map((message) => [
-      message.sd['vpnSession@99999']?.['bytesIn'],
-      message.sd['vpnSession@99999']?.['bytesOut'],
+      message.sd['vpnSession@99999']?.['bytes_in'],
+      message.sd['vpnSession@99999']?.['bytes_out'],
     ]),
     [
       [undefined, undefined],
@@ -194,7 +194,7 @@ test('with the collector away the portal queues what its queue holds, counts the
   await rsyslog.start();
   const received = await rsyslog.waitFor(3, 60_000);
   assert.deepEqual(
-    received.map((message) => message.sd['vpnSession@32473']?.['user']),
+    received.map((message) => message.sd['vpnSession@32473']?.['user_id']),
     ['u1', 'u2', 'u3'],
     'the queue in order; u4 found it full',
   );
@@ -208,20 +208,20 @@ function checkMessage(message: ReceivedMessage, transport: string, connectionId:
   const event = message.msgId === 'SESSION_START' ? 'start' : 'stop';
   assert.equal(message.version, '1', `${transport}: rsyslog read it as RFC 5424`);
   assert.deepEqual(
-    { ...message.sd['vpnSession@99999'], bytesIn: undefined, bytesOut: undefined },
+    { ...message.sd['vpnSession@99999'], bytes_in: undefined, bytes_out: undefined },
     {
       event,
-      user: 'alice@example.org',
-      device: deviceId,
-      profile: 'employees',
-      node: '0',
-      proto: 'openvpn',
-      connection: connectionId,
-      ipv4: '10.60.0.2',
-      ipv6: 'fd60::2',
-      ...(client === undefined ? {} : { client }),
-      bytesIn: undefined,
-      bytesOut: undefined,
+      user_id: 'alice@example.org',
+      device_id: deviceId,
+      profile_id: 'employees',
+      node_number: '0',
+      vpn_proto: 'openvpn',
+      connection_id: connectionId,
+      ip_four: '10.60.0.2',
+      ip_six: 'fd60::2',
+      ...(client === undefined ? {} : { originating_ip: client }),
+      bytes_in: undefined,
+      bytes_out: undefined,
     },
     `${transport}: the structured data as rsyslog parsed it`,
   );

@@ -36,15 +36,16 @@ const origin = {
   appName: 'vpn-portal',
   procId: '4242',
   enterpriseNumber: 32473,
+  structuredData: true,
 } as const;
 
 test('a session start is one RFC 5424 message: PRI of the facility at informational, the header, the element and the text', () => {
   assert.equal(
     sessionMessage(alice, origin, at),
     '<86>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 SESSION_START ' +
-      '[vpnSession@32473 event="start" user="alice@example.org" profile="staff" node="0" proto="wireguard" ' +
-      'connection="kK3P/ab+cd=" ipv4="10.60.0.2" ipv6="fd60::2" client="198.51.100.7"] ' +
-      'vpn session start user=alice@example.org device=- profile=staff node=0 proto=wireguard ipv4=10.60.0.2 ' +
+      '[vpnSession@32473 event="start" user_id="alice@example.org" profile_id="staff" node_number="0" vpn_proto="wireguard" ' +
+      'connection_id="kK3P/ab+cd=" ip_four="10.60.0.2" ip_six="fd60::2" originating_ip="198.51.100.7"] ' +
+      'vpn session start user=alice@example.org device=- profile=staff node=0 protocol=wireguard ipv4=10.60.0.2 ' +
       'ipv6=fd60::2 client=198.51.100.7 connection=kK3P/ab+cd=',
   );
 });
@@ -53,7 +54,7 @@ test('a stop has its own MSGID and the byte counts in the structured data, and t
   const stop: SessionRecord = { ...alice, event: 'stop', deviceId: 'dev-1', bytes: { in: 1200, out: 3400 } };
   const message = sessionMessage(stop, { ...origin, facility: 'local3' }, at);
   assert.match(message, /^<158>1 \S+ \S+ \S+ \S+ SESSION_STOP \[/);
-  assert.match(message, / device="dev-1" .* bytesIn="1200" bytesOut="3400"\] vpn session stop /);
+  assert.match(message, / device_id="dev-1" .* bytes_in="1200" bytes_out="3400"\] vpn session stop /);
   assert.deepEqual(SESSION_TEXT_PATTERN.exec(sessionText(stop))?.slice(1), [
     'stop',
     'alice@example.org',
@@ -71,7 +72,7 @@ test('a stop has its own MSGID and the byte counts in the structured data, and t
 test('a parameter value escapes ", \\ and ] with a backslash and keeps everything else, UTF-8 included', () => {
   assert.equal(escapeParamValue('a"b\\c]d[e=f jü'), 'a\\"b\\\\c\\]d[e=f jü');
   const message = sessionMessage({ ...alice, userId: 'x"]\\y' }, origin, at);
-  assert.ok(message.includes('user="x\\"\\]\\\\y"'), message);
+  assert.ok(message.includes('user_id="x\\"\\]\\\\y"'), message);
 });
 
 test('the text is printable ASCII: spaces, %, a lone - and non-ASCII are percent-encoded, absent values are -', () => {
@@ -84,7 +85,7 @@ test('the text is printable ASCII: spaces, %, a lone - and non-ASCII are percent
   });
   assert.equal(
     text,
-    'vpn session start user=j%C3%BCrgen%20van%20%25%20dam device=%2D profile=staff node=0 proto=wireguard ' +
+    'vpn session start user=j%C3%BCrgen%20van%20%25%20dam device=%2D profile=staff node=0 protocol=wireguard ' +
       'ipv4=10.60.0.2 ipv6=- client=- connection=kK3P/ab+cd=',
   );
   assert.match(text, /^[\x20-\x7e]+$/);
@@ -107,7 +108,7 @@ test('however long the values, the text stays within 2,048 bytes and still match
   });
   assert.ok(Buffer.byteLength(text) <= MAX_SESSION_TEXT_BYTES, `${Buffer.byteLength(text)} bytes`);
   assert.match(text, SESSION_TEXT_PATTERN);
-  assert.ok(sessionMessage({ ...alice, userId: long }, origin, at).includes(`user="${long}"`), 'the whole value');
+  assert.ok(sessionMessage({ ...alice, userId: long }, origin, at).includes(`user_id="${long}"`), 'the whole value');
 });
 
 test('header fields that are not printable ASCII of their length are refused, absent ones are the NILVALUE', () => {
@@ -136,4 +137,18 @@ test('newline framing ends the message with a line feed and turns line breaks in
     newlineFramed('<13>1 - - - - - [a@1 b="x\r\ny"] z').toString('utf8'),
     '<13>1 - - - - - [a@1 b="x  y"] z\n',
   );
+});
+
+test('without structured data the message is the header, the NILVALUE and the text', () => {
+  assert.equal(
+    sessionMessage(alice, { ...origin, structuredData: false }, at),
+    '<86>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 SESSION_START - ' + sessionText(alice),
+  );
+});
+
+test('no parameter of the structured data looks like a text field to a per-field expression', () => {
+  const message = sessionMessage({ ...alice, deviceId: 'dev-1', event: 'stop', bytes: { in: 1, out: 2 } }, origin, at);
+  const data = message.slice(message.indexOf('['), message.indexOf('] ') + 1);
+  for (const field of ['user', 'device', 'profile', 'node', 'protocol', 'ipv4', 'ipv6', 'client', 'connection'])
+    assert.ok(!data.includes(`${field}=`), `${field}= in ${data}`);
 });

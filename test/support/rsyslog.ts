@@ -28,7 +28,7 @@ export interface ReceivedMessage {
   readonly appName: string;
   readonly procId: string;
   readonly msgId: string;
-  /** The structured data as mmpstrucdata parsed it: SD-ID → parameter → value. */
+  /** The structured data as mmpstrucdata parsed it: SD-ID → parameter → value ({} when none). */
   readonly sd: Record<string, Record<string, string>>;
   readonly msg: string;
 }
@@ -96,7 +96,8 @@ export async function startRsyslog(options: { readonly tls?: boolean } = {}): Pr
     readFileSync(file('received.jsonl'), 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((line) => JSON.parse(line) as ReceivedMessage);
+      // A message without structured data leaves mmpstrucdata's object empty.
+      .map((line) => JSON.parse(line.replace('"sd":,"', '"sd":{},"')) as ReceivedMessage);
 
   await start();
   return {

@@ -77,6 +77,7 @@ export class SyslogCollector {
       appName: config.appName,
       procId: String(process.pid),
       enterpriseNumber,
+      structuredData: config.structuredData,
     };
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     this.name = `${config.transport}://${host}:${config.port}`;

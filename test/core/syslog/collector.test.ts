@@ -29,6 +29,7 @@ const common = {
   facility: 'local4',
   appName: 'vpn-portal',
   hostname: 'portal.test',
+  structuredData: true,
   clientAddress: true,
   queueSize: 100,
 } as const;
@@ -53,7 +54,7 @@ test('over UDP each message is one datagram that rsyslog parses as RFC 5424 with
   assert.equal(first?.pri, String(20 * 8 + 6));
   assert.equal(first?.msgId, 'SESSION_START');
   assert.equal(first?.hostname, 'portal.test');
-  assert.equal(first?.sd['vpnSession@32473']?.['user'], 'alice');
+  assert.equal(first?.sd['vpnSession@32473']?.['user_id'], 'alice');
   assert.equal(SESSION_TEXT_PATTERN.exec(second?.msg ?? '')?.[2], 'bob');
   assert.equal(udp.state.sent, 2);
 });
@@ -83,7 +84,7 @@ test('over TCP a collector away queues messages, sends them once it is back, and
   await rsyslog.start();
   const messages = await rsyslog.waitFor(4, 60_000);
   assert.deepEqual(
-    messages.map((message) => message.sd['vpnSession@32473']?.['user']),
+    messages.map((message) => message.sd['vpnSession@32473']?.['user_id']),
     ['before', 'q1', 'q2', 'q3'],
     'the queued messages, in order, and not the dropped ones',
   );
@@ -93,7 +94,7 @@ test('over TCP a collector away queues messages, sends them once it is back, and
   assert.ok(logged.some((line) => line.includes('syslog collector reachable again; sending 3 queued')));
 });
 
-test("over TLS the collector's certificate must chain to caFile and carry serverName, otherwise nothing is sent; newline framing reads as well", async (t) => {
+test("over TLS the collector's certificate must chain to caFile and carry serverName, otherwise nothing is sent; newline framing and the text alone read as well", async (t) => {
   const rsyslog = await startRsyslog({ tls: true });
   const { readFileSync } = await import('node:fs');
   const caPem = readFileSync(rsyslog.caFile ?? '', 'utf8');
@@ -103,11 +104,13 @@ test("over TLS the collector's certificate must chain to caFile and carry server
     { ...common, transport: 'tls', framing: 'octet-counting', port, caPem, serverName: '127.0.0.1' },
     logged,
   );
-  // One message a line, as Palo Alto's listener reads them; rsyslog takes both framings.
+  // As a firewall is sent to: one message a line, as Palo Alto's listener reads them (rsyslog
+  // takes both framings), and the text alone.
   const right = collector({
     ...common,
     transport: 'tls',
     framing: 'newline',
+    structuredData: false,
     port,
     caPem,
     serverName: rsyslog.serverName,
@@ -126,6 +129,8 @@ test("over TLS the collector's certificate must chain to caFile and carry server
   right.sendSession(record('alice'), new Date());
   const [message] = await rsyslog.waitFor(1);
   assert.equal(message?.transport, 'tls');
-  assert.equal(message?.sd['vpnSession@32473']?.['user'], 'alice');
+  assert.equal(message?.version, '1');
+  assert.deepEqual(message?.sd, {}, 'no structured data');
+  assert.equal(SESSION_TEXT_PATTERN.exec(message?.msg ?? '')?.[2], 'alice');
   assert.equal(rsyslog.received().length, 1, 'nothing from the collector with the wrong name');
 });
