@@ -91,7 +91,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     webhooks: resolveWebhooks(raw.webhooks, report),
     accounting: {
       radius: resolveRadiusAccounting(raw.accounting.radius, baseDir, report),
-      syslog: resolveSyslog(raw.accounting.syslog, baseDir, report),
+      syslog: resolveSyslog(raw.accounting.syslog, raw.Log.originatingIp, baseDir, report),
     },
     enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),

@@ -228,12 +228,11 @@ const syslogCollectorSchema = z.strictObject({
     .describe(
       'Send the structured data (every value whole, in UTF-8); `false`: the text alone, for a receiver that parses only the text (a firewall), where no value of the structured data can be taken for a text field.',
     ),
-  clientAddress: z
-    .boolean()
-    .default(true)
-    .describe(
-      "Send the client's own (public) address; `false`: `client=-` and no `client` parameter, for a receiver that needs only the tunnel addresses (a firewall), since the address is personal data.",
-    ),
+  clientAddress: z.boolean().optional().meta({
+    description:
+      "Send the client's own (public) address; `false`: `client=-` and no `originating_ip`, for a receiver that needs only the tunnel addresses (a firewall). The address is personal data: unless set, it goes out only where the portal keeps it (`Log.originatingIp`).",
+    defaultText: '`Log.originatingIp`',
+  }),
   queueSize: z
     .int()
     .min(1)

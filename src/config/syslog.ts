@@ -10,20 +10,34 @@ import type { ParsedPortalConfig } from './schema.js';
 
 type RawCollector = ParsedPortalConfig['accounting']['syslog']['collectors'][number];
 
+/** `keepsClientAddress`: `Log.originatingIp`, the default of each collector's `clientAddress`. */
 export function resolveSyslog(
   raw: ParsedPortalConfig['accounting']['syslog'],
+  keepsClientAddress: boolean,
   baseDir: string,
   report: Report,
 ): PortalConfig['accounting']['syslog'] {
   return {
     enterpriseNumber: raw.enterpriseNumber,
     collectors: raw.collectors.map((collector, index) =>
-      resolveCollector(collector, `accounting.syslog.collectors[${index}]`, baseDir, report),
+      resolveCollector(
+        collector,
+        collector.clientAddress ?? keepsClientAddress,
+        `accounting.syslog.collectors[${index}]`,
+        baseDir,
+        report,
+      ),
     ),
   };
 }
 
-function resolveCollector(raw: RawCollector, option: string, baseDir: string, report: Report): SyslogCollectorConfig {
+function resolveCollector(
+  raw: RawCollector,
+  clientAddress: boolean,
+  option: string,
+  baseDir: string,
+  report: Report,
+): SyslogCollectorConfig {
   const { host, port } = parseListenAddress(raw.address, `${option}.address`, report);
   if (port === 0) report(`${option}.address`, `"${raw.address}": port 0 is no collector's port`);
   const common = {
@@ -33,7 +47,7 @@ function resolveCollector(raw: RawCollector, option: string, baseDir: string, re
     appName: raw.appName,
     hostname: raw.hostname ?? defaultHostname(),
     structuredData: raw.structuredData,
-    clientAddress: raw.clientAddress,
+    clientAddress,
     queueSize: raw.queueSize,
   };
   if (raw.transport !== 'tls') {

@@ -20,8 +20,12 @@ const profiles = [
   },
 ];
 
-function withCollectors(collectors: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { ProfileList: profiles, accounting: { syslog: { collectors, ...extra } } };
+function withCollectors(
+  collectors: unknown[],
+  extra: Record<string, unknown> = {},
+  top: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { ProfileList: profiles, accounting: { syslog: { collectors, ...extra } }, ...top };
 }
 
 test('without accounting.syslog no collector is configured', () => {
@@ -29,7 +33,7 @@ test('without accounting.syslog no collector is configured', () => {
   assert.deepEqual(config.accounting.syslog, { enterpriseNumber: 32473, collectors: [] });
 });
 
-test('collectors resolve with their defaults, and a TLS collector has its CA read and its name from the address', (t) => {
+test('collectors resolve with their defaults (Log.originatingIp on), and a TLS collector has its CA read and its name from the address', (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'syslog-options-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(path.join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
@@ -50,6 +54,7 @@ test('collectors resolve with their defaults, and a TLS collector has its CA rea
         },
       ],
       { enterpriseNumber: 99999 },
+      { Log: { originatingIp: true } },
     ),
     'portal.json',
     dir,
@@ -82,6 +87,22 @@ test('collectors resolve with their defaults, and a TLS collector has its CA rea
       serverName: 'siem.example.org',
     },
   ]);
+});
+
+test("the client's address goes to a collector that does not say where the portal keeps it: with Log.originatingIp", () => {
+  const told = (top: Record<string, unknown>, clientAddress?: boolean) =>
+    resolvePortalConfig(
+      withCollectors(
+        [{ transport: 'udp', address: 'a:1', ...(clientAddress === undefined ? {} : { clientAddress }) }],
+        {},
+        top,
+      ),
+      'portal.json',
+    ).accounting.syslog.collectors[0]?.clientAddress;
+  assert.equal(told({}), false);
+  assert.equal(told({ Log: { originatingIp: true } }), true);
+  assert.equal(told({}, true), true);
+  assert.equal(told({ Log: { originatingIp: true } }, false), false);
 });
 
 test('a TLS collector needs a readable CA file; CA and server name belong to TLS only; bad fields are refused', (t) => {

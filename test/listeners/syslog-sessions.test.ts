@@ -46,6 +46,8 @@ test('a session start and stop reach rsyslog over TCP and UDP as RFC 5424 with p
     config: {
       ...openVpnEmployees,
       connectScriptPath: script,
+      // The TCP collector is told the client's address because the portal keeps it.
+      Log: { originatingIp: true },
       accounting: {
         syslog: {
           enterpriseNumber: 99999,
