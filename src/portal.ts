@@ -27,6 +27,7 @@ import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
 import { MdmInventorySchedule } from './core/devices/index.js';
+import { recordNodeNat } from './core/nodes/index.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
 import { startEnrollTls } from './http/enrollment/enroll-tls.js';
@@ -83,6 +84,10 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     const syslog = startSyslogCollectors(ctx, metrics, teardown);
     wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
     const accounting = startRadiusAccounting(ctx, metrics, teardown);
+    // What the nodes report about their NAT goes into the mapping history, which attribution reads.
+    ctx.nodes.onNatReport(async (nodeNumber, nat) => {
+      await recordNodeNat(ctx, nodeNumber, nat);
+    });
     const certificateCheck = CertificateCheck.fromConfig(ctx);
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);
     for (const warning of config.secretFileWarnings) logger.warn(warning);

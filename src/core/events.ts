@@ -45,6 +45,7 @@ import { runClosingWrites, type ClosingWrite } from '../storage/closing-writes.j
 import { transactionRetryWindow, type Db } from '../storage/database.js';
 import { CommitOutcomeUnknown, isConnectionLost } from '../storage/errors.js';
 import type { StoredDevice } from '../storage/devices.js';
+import type { NatMapping } from '../storage/nat-mappings.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import type { DeviceId, NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
@@ -191,6 +192,13 @@ export type PortalEvent =
     })
   | (EventBase & { readonly type: 'node.down'; readonly nodeNumber: NodeNumber; readonly reason: string })
   | (EventBase & { readonly type: 'node.up'; readonly nodeNumber: NodeNumber })
+  /** A node reported a NAT mapping other than its last recorded one (src/core/nodes/nat-history.ts), in force from `appliedAt`. */
+  | (EventBase & {
+      readonly type: 'node.nat_changed';
+      readonly nodeNumber: NodeNumber;
+      readonly appliedAt: Date;
+      readonly mapping: NatMapping;
+    })
   /** An admin key was made, rotated or revoked (`vpn-portal admin-key`; recorded so the audit log has the command). */
   | (EventBase & {
       readonly type: 'admin_key.created' | 'admin_key.rotated' | 'admin_key.revoked';

@@ -42,6 +42,7 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
       case 'enrollment_token.revoked':
       case 'node.down':
       case 'node.up':
+      case 'node.nat_changed':
       case 'webhook.created':
       case 'webhook.deleted':
       case 'webhook.secret_rotated':

@@ -16,6 +16,7 @@ const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'session.ended',
   'node.down',
   'node.up',
+  'node.nat_changed',
   'reconcile.finished',
   'revocation.applied',
   'revocation.overdue',

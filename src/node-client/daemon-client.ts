@@ -16,6 +16,7 @@ import {
   daemonPeerSchema,
   formatAddPeersEntry,
   nodeInfoSchema,
+  type NatMode,
   peerListSchema,
   VPN_DAEMON_PATHS,
 } from '../protocol/vpn-daemon.js';
@@ -67,6 +68,8 @@ export interface DaemonNodeInfo {
   readonly maxRevision: number | null;
   /** Our agent takes `addPeers` with up to this many peers; null from a daemon without the call (eduVPN's). */
   readonly addPeersMax: number | null;
+  /** Our agent's NAT and since when; null when the node does not report one (no NAT, or eduVPN's daemon). */
+  readonly nat: NatMode | null;
 }
 
 /** One peer of an `addPeers` call. */
@@ -190,6 +193,7 @@ export class HttpNodeDaemon implements NodeDaemon {
       instanceId: info.instance_id ?? null,
       maxRevision: info.max_revision ?? null,
       addPeersMax: info.add_peers_max ?? null,
+      nat: info.nat ?? null,
     };
   }
 

@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Clock } from '../shared/time.js';
+import type { NatMode } from '../protocol/vpn-daemon.js';
 import { NodeDaemonError, type DaemonNodeInfo, type NodeDaemon } from './daemon-client.js';
 
 /** How often a node that failed is asked again. */
@@ -46,6 +47,9 @@ export class NodeFleet {
   private readonly requests = new Map<NodeNumber, Map<string, number>>();
   private reconcileListener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void = () => {};
   private stateListener: (change: NodeStateChange) => void = () => {};
+  private natListener: (nodeNumber: NodeNumber, nat: NatMode | null) => Promise<void> = async () => {};
+  /** The NAT each node last reported, as handed to the NAT listener (JSON text): told again only when it changes. */
+  private readonly natSeen = new Map<NodeNumber, string>();
   private watchTimer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -82,6 +86,27 @@ export class NodeFleet {
   /** Called when a node stops answering, and when it answers again. */
   onStateChange(listener: (change: NodeStateChange) => void): void {
     this.stateListener = listener;
+  }
+
+  /**
+   * Called when a node reports a NAT other than the one it reported before (and at its first
+   * answer): the portal records the node's mapping history. A listener that fails is called
+   * again at the node's next answer.
+   */
+  onNatReport(listener: (nodeNumber: NodeNumber, nat: NatMode | null) => Promise<void>): void {
+    this.natListener = listener;
+  }
+
+  /** What a node answered to `/i/node` about its NAT (the watch and the reconcile pass both read it). */
+  async noticeNat(nodeNumber: NodeNumber, nat: NatMode | null): Promise<void> {
+    const text = JSON.stringify(nat);
+    if (this.natSeen.get(nodeNumber) === text) return;
+    try {
+      await this.natListener(nodeNumber, nat);
+      this.natSeen.set(nodeNumber, text);
+    } catch (error) {
+      this.logger.warn({ nodeNumber, err: error }, `the NAT node ${nodeNumber} reports could not be recorded`);
+    }
   }
 
   /** Starts asking every node, in the background, whether it answers and whether it lost its peers. */
@@ -270,6 +295,7 @@ export class NodeFleet {
       if (info === undefined || this.stopped) return;
       const previous = state.lastInfo;
       state.lastInfo = info;
+      await this.noticeNat(daemon.nodeNumber, info.nat);
       if (previous !== null && previous.maintenanceMode !== info.maintenanceMode) {
         this.logger.info(
           { nodeNumber: daemon.nodeNumber, maintenanceMode: info.maintenanceMode },

@@ -21,6 +21,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.ended',
   'node.down',
   'node.up',
+  'node.nat_changed',
   'revocation.applied',
   'revocation.overdue',
   'device.registered',
@@ -124,6 +125,15 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   }),
   envelope('node.down', { node_number: z.int(), reason: z.string() }),
   envelope('node.up', { node_number: z.int() }),
+  envelope('node.nat_changed', {
+    node_number: z.int(),
+    applied_at: z.string().describe('from when the node applies it (ISO 8601 UTC)'),
+    mode: z.enum(['none', 'masquerade', 'deterministic']),
+    // deterministic only (else null): what the mapping is computed from.
+    ranges: z.array(z.string()).nullable(),
+    public_addresses: z.array(z.string()).nullable(),
+    ports_per_client: z.int().nullable(),
+  }),
   envelope('revocation.applied', revocation),
   envelope('revocation.overdue', revocation),
   envelope('device.registered', device),

@@ -50,6 +50,8 @@ export const COPIED_TABLES: readonly {
   // Sessions being accounted for, and the Accounting-Requests not yet acknowledged.
   { table: 'radius_sessions', key: ['acct_session_id'] },
   { table: 'radius_outbox', key: ['record_id'] },
+  // Which NAT mapping each node had when: abuse reports about past moments are read through it.
+  { table: 'nat_mappings', key: ['node_number', 'applied_at'] },
 ];
 
 /**

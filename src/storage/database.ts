@@ -58,6 +58,7 @@ import { revocationListTrustSchema } from './migrations/0021-revocation-list-tru
 import { changeMarkersSchema } from './migrations/0022-change-markers.js';
 import { radiusAccountingSchema } from './migrations/0023-radius-accounting.js';
 import { legalHoldsSchema } from './migrations/0024-legal-holds.js';
+import { natMappingsSchema } from './migrations/0025-nat-mappings.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -98,6 +99,7 @@ const migrations: Record<string, Migration> = {
   '0022-change-markers': changeMarkersSchema,
   '0023-radius-accounting': radiusAccountingSchema,
   '0024-legal-holds': legalHoldsSchema,
+  '0025-nat-mappings': natMappingsSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

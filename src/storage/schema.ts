@@ -377,6 +377,20 @@ export interface RadiusOutboxTable {
   lease_token: string | null;
 }
 
+/** A NAT mapping a node put in force (migration 0025, src/storage/nat-mappings.ts). */
+export interface NatMappingsTable {
+  node_number: number;
+  /** When the node says it applied it (ATOM); the portal's clock for `none`. */
+  applied_at: string;
+  /** `masquerade`, `deterministic` or `none`. */
+  mode: string;
+  /** deterministic: the client ranges and public addresses (JSON arrays) and the block size; null otherwise. */
+  ranges: string | null;
+  public_addresses: string | null;
+  ports_per_client: number | null;
+  recorded_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -385,6 +399,7 @@ export interface Database {
   ip_pool_free: IpPoolFreeTable;
   certificates: CertificatesTable;
   connection_log: ConnectionLogTable;
+  nat_mappings: NatMappingsTable;
   node_resets: NodeResetsTable;
   live_stats: LiveStatsTable;
   aggregate_stats: AggregateStatsTable;

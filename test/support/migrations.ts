@@ -23,4 +23,5 @@ export const EXPECTED_MIGRATIONS = [
   '0022-change-markers',
   '0023-radius-accounting',
   '0024-legal-holds',
+  '0025-nat-mappings',
 ] as const;

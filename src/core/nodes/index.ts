@@ -5,3 +5,4 @@ export * from './openvpn-server-files.js';
 export * from './order.js';
 export * from './peers.js';
 export * from './wireguard-settings.js';
+export * from './nat-history.js';

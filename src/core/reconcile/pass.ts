@@ -113,6 +113,7 @@ async function reconcileNodeOnce(
   // node holds is in the database read below, unless it was deleted or disabled since.
   const info = await ctx.nodes.attempt(daemon, 'node_info', (node) => node.nodeInfo());
   if (info === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  await ctx.nodes.noticeNat(nodeNumber, info.nat);
   if (info.maxRevision !== null) await catchUpWithNode(ctx, nodeNumber, info.maxRevision);
   const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
   if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };

@@ -53,6 +53,20 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
       return { type: event.type, data: { node_number: event.nodeNumber, reason: event.reason } };
     case 'node.up':
       return { type: event.type, data: { node_number: event.nodeNumber } };
+    case 'node.nat_changed': {
+      const settings = event.mapping.mode === 'deterministic' ? event.mapping.settings : null;
+      return {
+        type: event.type,
+        data: {
+          node_number: event.nodeNumber,
+          applied_at: formatAtom(event.appliedAt),
+          mode: event.mapping.mode,
+          ranges: settings === null ? null : [...settings.ranges],
+          public_addresses: settings === null ? null : [...settings.publicAddresses],
+          ports_per_client: settings?.portsPerClient ?? null,
+        },
+      };
+    }
     case 'revocation.applied':
     case 'revocation.overdue':
       return {

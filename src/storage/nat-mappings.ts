@@ -1,0 +1,125 @@
+// Queries on `nat_mappings`: which NAT mapping each node had in force from when. A row is added
+// when a node reports a mapping that differs from the last one recorded for it; old rows stay,
+// so attribution at an old moment reads the mapping of that moment.
+import { sql } from 'kysely';
+import type { NatSettings } from '../net/deterministic-nat.js';
+import type { NodeNumber } from '../shared/ids.js';
+import { isPostgres, type Db } from './database.js';
+
+/** First key of the portal's advisory locks ("vpnp"), as src/storage/exclusive.ts takes them. */
+const LOCK_NAMESPACE = 0x76706e70;
+
+/** How a node translates its clients' IPv4 traffic. */
+export type NatMapping =
+  | { readonly mode: 'none' }
+  | { readonly mode: 'masquerade' }
+  | { readonly mode: 'deterministic'; readonly settings: NatSettings };
+
+export interface RecordedNatMapping {
+  readonly nodeNumber: NodeNumber;
+  /** From when (ATOM). */
+  readonly appliedAt: string;
+  readonly mapping: NatMapping;
+}
+
+/** Two mappings that translate alike (the settings compared in the order given: callers pass canonical ones). */
+export function sameNatMapping(a: NatMapping, b: NatMapping): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Records `entry` unless the node's last recorded mapping is the same; true when it was added.
+ * Run in a transaction: on PostgreSQL it first takes the node's transaction lock, so two portal
+ * instances that read the same change record it once (the key (node, applied_at) settles it too
+ * when both read the node's own date); SQLite's write transactions run one at a time anyway.
+ */
+export async function recordNatMapping(db: Db, entry: RecordedNatMapping, recordedAt: string): Promise<boolean> {
+  if (isPostgres(db))
+    await sql`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}, hashtext(${`nat-mapping:${entry.nodeNumber}`}))`.execute(
+      db,
+    );
+  const last = await lastNatMapping(db, entry.nodeNumber);
+  if (last === undefined ? entry.mapping.mode === 'none' : sameNatMapping(last.mapping, entry.mapping)) return false;
+  // A node's clock gone back before its last change would rewrite history: that change stays the later one.
+  if (last !== undefined && entry.appliedAt <= last.appliedAt) return false;
+  const settings = entry.mapping.mode === 'deterministic' ? entry.mapping.settings : null;
+  const result = await db
+    .insertInto('nat_mappings')
+    .values({
+      node_number: entry.nodeNumber,
+      applied_at: entry.appliedAt,
+      mode: entry.mapping.mode,
+      ranges: settings === null ? null : JSON.stringify(settings.ranges),
+      public_addresses: settings === null ? null : JSON.stringify(settings.publicAddresses),
+      ports_per_client: settings?.portsPerClient ?? null,
+      recorded_at: recordedAt,
+    })
+    .onConflict((conflict) => conflict.columns(['node_number', 'applied_at']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+/** The node's last recorded mapping, if any. */
+export async function lastNatMapping(db: Db, nodeNumber: NodeNumber): Promise<RecordedNatMapping | undefined> {
+  const row = await db
+    .selectFrom('nat_mappings')
+    .selectAll()
+    .where('node_number', '=', nodeNumber)
+    .orderBy('applied_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toRecorded(row);
+}
+
+/** Every node's mapping in force at `at` (ATOM): its last one applied at or before it. */
+export async function natMappingsInForce(db: Db, at: string): Promise<RecordedNatMapping[]> {
+  const rows = await db
+    .selectFrom('nat_mappings as mapping')
+    .selectAll()
+    .where('mapping.applied_at', '=', (eb) =>
+      eb
+        .selectFrom('nat_mappings as earlier')
+        .select((inner) => inner.fn.max('earlier.applied_at').as('applied_at'))
+        .whereRef('earlier.node_number', '=', 'mapping.node_number')
+        .where('earlier.applied_at', '<=', at),
+    )
+    .orderBy('mapping.node_number')
+    .execute();
+  return rows.map(toRecorded);
+}
+
+/** A node's history, oldest first. */
+export async function natMappingHistory(db: Db, nodeNumber: NodeNumber): Promise<RecordedNatMapping[]> {
+  const rows = await db
+    .selectFrom('nat_mappings')
+    .selectAll()
+    .where('node_number', '=', nodeNumber)
+    .orderBy('applied_at')
+    .execute();
+  return rows.map(toRecorded);
+}
+
+function toRecorded(row: {
+  node_number: number;
+  applied_at: string;
+  mode: string;
+  ranges: string | null;
+  public_addresses: string | null;
+  ports_per_client: number | null;
+}): RecordedNatMapping {
+  const base = { nodeNumber: row.node_number as NodeNumber, appliedAt: row.applied_at };
+  if (row.mode === 'deterministic') {
+    return {
+      ...base,
+      mapping: {
+        mode: 'deterministic',
+        settings: {
+          ranges: JSON.parse(row.ranges ?? '[]') as string[],
+          publicAddresses: JSON.parse(row.public_addresses ?? '[]') as string[],
+          portsPerClient: row.ports_per_client ?? 0,
+        },
+      },
+    };
+  }
+  return { ...base, mapping: { mode: row.mode === 'masquerade' ? 'masquerade' : 'none' } };
+}

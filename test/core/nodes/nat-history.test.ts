@@ -1,0 +1,162 @@
+// The NAT mapping history is recorded from what the nodes answer to /i/node: a stand-in node
+// answers it here (the agent's own report of its NAT is another part of the work, tested with
+// the agent), read by two real portal instances on one database, through the portal's node
+// client, its watch and its reconcile pass. Each change is recorded once, from the node's own
+// date, and announced once (`node.nat_changed`, here to a webhook receiver).
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { recordNodeNat } from '../../../src/core/nodes/index.js';
+import type { NatMode } from '../../../src/protocol/vpn-daemon.js';
+import { asNodeNumber } from '../../../src/shared/ids.js';
+import { natMappingHistory } from '../../../src/storage/nat-mappings.js';
+import { employeesProfile } from '../../support/admin-keys.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
+import { WebhookReceiver } from '../../support/webhook-receiver.js';
+
+/** A node that answers only what the portal asks of a node without peers; `nat` is what its /i/node says. */
+class StandInNode {
+  nat: NatMode | null = null;
+  readonly #server: Server;
+  readonly url: string;
+
+  private constructor(server: Server) {
+    this.#server = server;
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  static async start(): Promise<StandInNode> {
+    let node: StandInNode | null = null;
+    const server = createServer((request, response) => {
+      const path = (request.url ?? '').split('?')[0];
+      const body =
+        path === '/i/node'
+          ? {
+              rel_load_average: [1],
+              load_average: [0.01],
+              cpu_count: 1,
+              node_uptime: 1000,
+              maintenance_mode: false,
+              w_peer_count: 0,
+              o_client_count: 0,
+              instance_id: 'stand-in',
+              ...(node?.nat === null || node === null ? {} : { nat: node.nat }),
+              v: 'stand-in',
+            }
+          : path === '/w/peer_list'
+            ? { peer_list: [] }
+            : null;
+      response
+        .writeHead(body === null ? 404 : 200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(body ?? {}));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    node = new StandInNode(server);
+    return node;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+const NODE = asNodeNumber(0);
+const deterministic = (appliedAt: string, portsPerClient: number): Extract<NatMode, { mode: 'deterministic' }> => ({
+  mode: 'deterministic',
+  applied_at: appliedAt,
+  ranges: ['10.44.0.0/24'],
+  public_addresses: ['192.0.2.10'],
+  ports_per_client: portsPerClient,
+});
+
+async function history(portal: TestPortal): Promise<[string, string, number | null][]> {
+  return (await natMappingHistory(portal.portal.ctx.db, NODE)).map((entry) => [
+    entry.appliedAt,
+    entry.mapping.mode,
+    entry.mapping.mode === 'deterministic' ? entry.mapping.settings.portsPerClient : null,
+  ]);
+}
+
+test('two portal instances reading a node’s /i/node record each change of its NAT once, from the node’s date, and announce it once', async (t) => {
+  const node = await StandInNode.start();
+  t.after(() => node.close());
+  const receiver = await WebhookReceiver.start();
+  t.after(() => receiver.close());
+  const config = {
+    ProfileList: [{ ...employeesProfile, nodeUrl: node.url }],
+    webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+  };
+  const first = await startTestPortal({ config });
+  t.after(() => first.close());
+  const second = await startTestPortal({ config, database: first.database });
+  t.after(() => second.close());
+  const subscribed = await first.post('/create_webhook', { url: receiver.url, event_types: 'node.nat_changed' });
+  assert.equal(subscribed.status, 200, subscribed.text);
+  const bothRead = async () => {
+    await first.reconcile();
+    await second.reconcile();
+  };
+
+  await bothRead();
+  assert.deepEqual(await history(first), [], 'a node that never reported NAT has no history');
+
+  node.nat = { mode: 'masquerade', applied_at: '2026-03-01T08:00:00.250Z' };
+  await bothRead();
+  node.nat = deterministic('2026-03-01T10:00:00Z', 250);
+  await bothRead();
+  await bothRead();
+  node.nat = deterministic('2026-03-01T11:00:00Z', 250);
+  await bothRead();
+  assert.deepEqual(
+    await history(first),
+    [
+      ['2026-03-01T08:00:00+00:00', 'masquerade', null],
+      ['2026-03-01T10:00:00+00:00', 'deterministic', 250],
+    ],
+    'the same mapping applied again (an agent restart) is no change',
+  );
+
+  node.nat = deterministic('2026-03-01T12:00:00Z', 200);
+  await bothRead();
+  assert.deepEqual(
+    (await history(second)).at(-1),
+    ['2026-03-01T12:00:00+00:00', 'deterministic', 200],
+    'new settings are a change; the old entries stay',
+  );
+  node.nat = null;
+  await bothRead();
+  const entries = await history(first);
+  assert.equal(entries.length, 4, JSON.stringify(entries));
+  assert.deepEqual(entries.at(-1)?.slice(1), ['none', null], 'a node that stopped translating');
+
+  await until('the receiver heard every change', async () => receiver.received.length >= 4);
+  const deliveries = await first.portal.ctx.db.selectFrom('webhook_deliveries').select('delivery_id').execute();
+  assert.equal(deliveries.length, 4, 'one delivery per change, whichever instance recorded it');
+  const masquerade = receiver.received
+    .map((webhook) => webhook.payload)
+    .find((payload) => payload.type === 'node.nat_changed' && payload.data.mode === 'masquerade');
+  assert.deepEqual(masquerade?.data, {
+    node_number: 0,
+    applied_at: '2026-03-01T08:00:00+00:00',
+    mode: 'masquerade',
+    ranges: null,
+    public_addresses: null,
+    ports_per_client: null,
+  });
+});
+
+test('a deterministic NAT whose settings do not compute is not recorded, and a node’s clock gone back does not rewrite history', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  assert.equal(
+    await recordNodeNat(ctx, NODE, { ...deterministic('2026-03-01T10:00:00Z', 64), ranges: ['10.0.0.0/8'] }),
+    false,
+    '16 million clients on one address',
+  );
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T10:00:00Z', 250)), true);
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T09:00:00Z', 200)), false);
+  assert.deepEqual(await history(portal), [['2026-03-01T10:00:00+00:00', 'deterministic', 250]]);
+});
