@@ -11,6 +11,7 @@ import {
   REVOCATION_HEADER,
   type AnswerOf,
   type AuditLogQuery,
+  type AttributionQuery,
   type ConnectionLogQuery,
   type CreateAdminKeyParams,
   type CreateParams,
@@ -256,6 +257,11 @@ export class AdminApiClient {
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */
   connectionLog(query: ConnectionLogQuery = {}): Promise<AnswerOf<'connectionLog'>> {
     return this.#getJson(ADMIN_API_CALLS.connectionLog, definedOnly(query));
+  }
+
+  /** Extension: who held an address at a moment (through a node's deterministic NAT with `port`). */
+  attribution(query: AttributionQuery): Promise<AnswerOf<'attribution'>> {
+    return this.#getJson(ADMIN_API_CALLS.attribution, definedOnly(query));
   }
 
   /** Extension: the daily usage series per profile. */

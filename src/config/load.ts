@@ -99,6 +99,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     originatingIpRetention: mustParseDuration(raw.originatingIpRetention),
     connectScript: resolveConnectScript(raw, baseDir, report),
+    lookups: raw.lookups,
     connectionLogLines: { enabled: raw.Log.syslogConnectionEvents, originatingIp: raw.Log.originatingIp },
     logLevel: raw.logLevel,
     auditLogRetention: mustParseDuration(raw.auditLogRetention),

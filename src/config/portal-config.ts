@@ -280,6 +280,8 @@ export interface PortalConfig {
   /** The reference's syslog connection lines (`Log.syslogConnectionEvents`), with or without the client's address. */
   readonly connectionLogLines: { readonly enabled: boolean; readonly originatingIp: boolean };
   readonly logLevel: string;
+  /** `lookups`: which look-ups of people by address must give a reason. */
+  readonly lookups: { readonly requireReason: { readonly attribution: boolean; readonly connectionLog: boolean } };
   /** `auditLogRetention`: audit log entries older than this are pruned. */
   readonly auditLogRetention: IsoDuration;
   /** `revocationDeadline`: a revocation receipt still pending this long after its call is overdue. */

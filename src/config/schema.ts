@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databaseRetryFor, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
-// webhooks, accounting, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline) are ours. Every option's meaning is
+// webhooks, accounting, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline, lookups) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
@@ -638,6 +638,26 @@ export const portalConfigSchema = z.strictObject({
       "Where `Log.originatingIp` keeps the client's own address (`originating_ip`) past the session, the daily housekeeping blanks it in closed history older than this; the rows stay until `connectionLogRetention`. A legal hold's rows keep it.",
     see: 'accountability.md#retention-and-legal-hold',
   }),
+  lookups: z
+    .strictObject({
+      requireReason: z
+        .strictObject({
+          attribution: z.boolean().default(true).describe('`GET /attribution` without a `reason` answers 400.'),
+          connectionLog: z
+            .boolean()
+            .default(false)
+            .describe(
+              '`GET /connection_log` with `ip` but without a `reason` answers 400 (off by default, so that existing clients keep working).',
+            ),
+        })
+        .prefault({})
+        .meta({
+          description:
+            'Look-ups of people by address must say why: the reason is kept in the audit row of the look-up.',
+          see: 'accountability.md#answering-an-abuse-report',
+        }),
+    })
+    .prefault({}),
   connectScriptPath: z.string().min(1).optional().meta({
     description:
       "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",

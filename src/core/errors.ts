@@ -18,6 +18,8 @@ export type PortalErrorCode =
   | 'no-such-revocation'
   /** No registered device has this id (or serial, or mdm_id) (404). */
   | 'no-such-device'
+  /** No session held the address asked about at that moment, or no node mapped it to a client (404). */
+  | 'no-such-session'
   /** No webhook subscription has this id (404). */
   | 'no-such-webhook'
   /** No legal hold has this id (404). */

@@ -173,6 +173,19 @@ export const param = {
     .string()
     .refine((text) => ipAddressFamily(text) !== null)
     .register(paramNotes, { expectedForm: 'an IPv4 or IPv6 address such as 10.10.3.7 or fd00::7' }),
+  /** A TCP or UDP port, 1–65535, in digits. */
+  port: z
+    .string()
+    .regex(/^[1-9]\d{0,4}$/)
+    .transform(Number)
+    .refine((value) => value <= 65535)
+    .register(paramNotes, { reason: 'a port from 1 to 65535' }),
+  /** Why a person is looked up by address (the audit log keeps it): 1–200 characters. */
+  lookupReason: z
+    .string()
+    .refine(lengthBetween(1, 200))
+    .refine(withoutNul)
+    .register(paramNotes, { reason: 'a reason of 1 to 200 characters' }),
   // Parameters of the admin key calls.
   /** Comma-separated values (profile ids, CIDR prefixes), each checked by the use case. */
   commaList: z

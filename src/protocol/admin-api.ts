@@ -82,6 +82,37 @@ export const connectionLogAnswer = z.object({
   next_cursor: z.string().nullable(),
 });
 
+/** The session `attribution` names (extension): a connection_log entry, with the configuration's device. */
+export const attributedSessionSchema = connectionLogEntrySchema.omit({ bytes_in: true, bytes_out: true }).extend({
+  device_id: z
+    .string()
+    .nullable()
+    .describe("the configuration's device; null for a configuration of no device, or one deleted since"),
+});
+export const attributionAnswer = z.object({
+  at: z.string().describe('the moment asked about (ATOM, UTC)'),
+  translation: z
+    .object({
+      node_number: z.number().int(),
+      public_address: z.string(),
+      port: z.number().int(),
+      first_port: z.number().int(),
+      last_port: z.number().int(),
+      client_ip: z.string().describe("the client's tunnel IPv4 address whose block holds the port"),
+      mapping_applied_at: z.string().describe('since when the node applied the mapping that was in force then'),
+    })
+    .nullable()
+    .describe(
+      "how the node's deterministic NAT maps the public address and port back; null when asked by a tunnel or client address",
+    ),
+  sessions: z
+    .array(attributedSessionSchema)
+    .describe(
+      'the sessions that held the address then, newest first: one through NAT; by a client address, one per session behind it',
+    ),
+});
+export type AttributionAnswer = z.infer<typeof attributionAnswer>;
+
 /** One day of one profile's usage (extension). */
 export const dailyStatsSchema = z.object({
   date: z.string(),
@@ -247,6 +278,22 @@ const connectionLogParams = z.object({
   ),
   limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_PAGE_SIZE})`),
   cursor: optional(param.cursor, '`next_cursor` of the previous page'),
+  reason: optional(
+    param.lookupReason,
+    'with `ip`: why you look this up (1–200 characters, kept in the audit log); required when `lookups.requireReason.connectionLog` is true',
+  ),
+});
+const attributionParams = z.object({
+  ip: required(
+    param.ipAddress,
+    "with `port`: the node's public IPv4 address an abuse report names; without: a tunnel IPv4 or IPv6 address or the client's own address",
+  ),
+  port: optional(param.port, 'the source port the report names (with a public address)'),
+  at: required(param.timestamp, 'the moment the report names (ISO 8601 with offset; seconds count)'),
+  reason: optional(
+    param.lookupReason,
+    'why you look this up (1–200 characters, kept in the audit log); required unless `lookups.requireReason.attribution` is false',
+  ),
 });
 const statsParams = z.object({
   profile_id: optional(param.profileId, 'only this profile'),
@@ -400,6 +447,7 @@ export type RegisterDeviceParams = SentParams<typeof registerDeviceParams>;
 export type CreateWebhookParams = SentParams<typeof createWebhookParams>;
 export type AuditLogQuery = SentParams<typeof auditLogParams>;
 export type ConnectionLogQuery = SentParams<typeof connectionLogParams>;
+export type AttributionQuery = SentParams<typeof attributionParams>;
 export type StatsQuery = SentParams<typeof statsParams>;
 export type WebhookDeliveriesQuery = SentParams<typeof webhookDeliveriesParams>;
 export type RevocationsQuery = SentParams<typeof revocationsParams>;
@@ -759,6 +807,13 @@ export const ADMIN_API_CALLS = {
     scope: 'read',
     params: connectionLogParams,
     answer: connectionLogAnswer,
+  },
+  attribution: {
+    method: 'GET',
+    path: '/attribution',
+    scope: 'read',
+    params: attributionParams,
+    answer: attributionAnswer,
   },
   stats: { method: 'GET', path: '/stats', scope: 'read', params: statsParams, answer: statsAnswer },
   profiles: { method: 'GET', path: '/profiles', scope: 'read', params: profilesParams, answer: profilesAnswer },

@@ -295,8 +295,13 @@ export interface ConnectionLogFilter {
   readonly until?: string;
   /** true: only open sessions; false: only closed ones. */
   readonly open?: boolean;
-  /** Sessions with this address, canonical text: tunnel IPv4 or IPv6, or the client's originating address. */
-  readonly ip?: { readonly address: string; readonly family: 4 | 6 };
+  /**
+   * Sessions with this address, canonical text: tunnel IPv4 or IPv6, or the client's originating
+   * address (`tunnelOnly`: the tunnel address alone, as a NAT mapping names it).
+   */
+  readonly ip?: { readonly address: string; readonly family: 4 | 6; readonly tunnelOnly?: boolean };
+  /** Sessions on this node only. */
+  readonly nodeNumber?: NodeNumber;
   /** Sessions open at this moment (ATOM): started at or before it, not ended by it. */
   readonly at?: string;
   /** Continue after this row (newest first): its start and id. */
@@ -340,8 +345,12 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
   if (ip !== undefined) {
     // Each branch is an index of 0015 (address, start); an IPv4 address is never an ip_six.
     const tunnel = ip.family === 4 ? 'ip_four' : 'ip_six';
-    query = query.where((eb) => eb.or([eb(tunnel, '=', ip.address), eb('originating_ip', '=', ip.address)]));
+    query =
+      ip.tunnelOnly === true
+        ? query.where(tunnel, '=', ip.address)
+        : query.where((eb) => eb.or([eb(tunnel, '=', ip.address), eb('originating_ip', '=', ip.address)]));
   }
+  if (filter.nodeNumber !== undefined) query = query.where('node_number', '=', filter.nodeNumber);
   const at = filter.at;
   if (at !== undefined) {
     query = query

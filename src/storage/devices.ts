@@ -354,3 +354,30 @@ function toDevice(row: Selectable<DevicesTable>): StoredDevice {
     lastSeenAt: row.last_seen_at,
   };
 }
+
+/** The devices of these configurations that still exist (WireGuard key or OpenVPN Common Name → device id). */
+export async function devicesOfConfigurations(
+  db: Db,
+  connectionIds: readonly string[],
+): Promise<Map<string, DeviceId>> {
+  if (connectionIds.length === 0) return new Map();
+  const [peers, certificates] = await Promise.all([
+    db
+      .selectFrom('wg_peers')
+      .select(['public_key as connection_id', 'device_id'])
+      .where('public_key', 'in', connectionIds)
+      .where('device_id', 'is not', null)
+      .execute(),
+    db
+      .selectFrom('certificates')
+      .select(['common_name as connection_id', 'device_id'])
+      .where('common_name', 'in', connectionIds)
+      .where('device_id', 'is not', null)
+      .execute(),
+  ]);
+  return new Map(
+    [...peers, ...certificates].flatMap((row) =>
+      row.device_id === null ? [] : [[row.connection_id, asDeviceId(row.device_id)] as const],
+    ),
+  );
+}

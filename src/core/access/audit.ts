@@ -5,6 +5,7 @@
 import type { AuditEntry, AuditLogPage } from '../../protocol/admin-api.js';
 import { auditRecords, type AuditRecord } from '../../storage/audit-log.js';
 import type { AdminCall } from '../admin-call.js';
+import { asUserId } from '../../shared/ids.js';
 import type { PortalContext } from '../context.js';
 
 /** Entries per page of GET /audit_log unless `limit` says otherwise. */
@@ -25,6 +26,33 @@ export async function recordAdminCall(
   detail: string | null,
 ): Promise<void> {
   const event = { type: 'admin.call', at: ctx.clock.now(), call, status, detail, connectionIds: [] } as const;
+  await ctx.events.record(ctx.db, event);
+  ctx.events.publish(event);
+}
+
+/**
+ * Records a look-up of people by address (attribution, connection_log with `ip`) with what it
+ * answered: the call's parameters hold its `reason`; the row names the user found when the
+ * answer named exactly one.
+ */
+export async function recordLookup(
+  ctx: PortalContext,
+  call: AdminCall,
+  status: number,
+  detail: string | null,
+  usersFound: readonly string[],
+): Promise<void> {
+  const users = new Set(usersFound);
+  const [only] = users;
+  const event = {
+    type: 'admin.call',
+    at: ctx.clock.now(),
+    call,
+    status,
+    detail,
+    connectionIds: [],
+    ...(users.size === 1 && only !== undefined ? { userId: asUserId(only) } : {}),
+  } as const;
   await ctx.events.record(ctx.db, event);
   ctx.events.publish(event);
 }

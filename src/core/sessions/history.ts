@@ -12,7 +12,11 @@ import { assertProfileAllowed, reachableProfiles } from '../access/index.js';
 export interface HistoryQuery extends Omit<ConnectionLogFilter, 'after' | 'profiles' | 'ip'> {
   /** An IPv4 or IPv6 address in any text form (`fd00:0::1` finds `fd00::1`): tunnel or originating. */
   readonly ip?: string;
+  /** Only the tunnel address is compared with `ip` (a NAT mapping names one), not the client's own. */
+  readonly tunnelOnly?: boolean;
   readonly cursor?: string;
+  /** Why a person is looked up by `ip` (the audit row of the call keeps it). */
+  readonly reason?: string;
 }
 
 export interface HistoryPage {
@@ -22,11 +26,18 @@ export interface HistoryPage {
 
 /** A key limited to some profiles sees the history of those profiles only. */
 export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQuery): Promise<HistoryPage> {
+  if (query.ip !== undefined && ctx.config.lookups.requireReason.connectionLog) requireReason(query.reason);
+  return searchConnectionHistory(ctx, query);
+}
+
+/** The history page of `connectionHistoryPage` for a use case that checked the reason its own way (attribution). */
+export async function searchConnectionHistory(ctx: PortalContext, query: HistoryQuery): Promise<HistoryPage> {
   if (query.profileId !== undefined) assertProfileAllowed(ctx, query.profileId);
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const profiles = reachableProfiles(ctx);
-  const { ip: address, ...filter } = query;
-  const ip = address === undefined ? undefined : searchedAddress(address);
+  const { ip: address, tunnelOnly, reason: _reason, cursor: _cursor, ...filter } = query;
+  const ip =
+    address === undefined ? undefined : { ...searchedAddress(address), ...(tunnelOnly === true ? { tunnelOnly } : {}) };
   // One more row than asked tells whether there is a next page.
   const rows = await connectionLogPage(ctx.db, {
     ...filter,
@@ -54,6 +65,15 @@ export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQu
     })),
     nextCursor: rows.length > query.limit && last !== undefined ? encodeCursor(last.connectedAt, last.logId) : null,
   };
+}
+
+/** A look-up of people by address that must say why (`lookups.requireReason`): 400 without a reason. */
+export function requireReason(reason: string | undefined): void {
+  if (reason === undefined)
+    throw new PortalError(
+      'invalid-parameter',
+      'missing query parameter "reason": say why you look this person up (1–200 characters, kept in the audit log)',
+    );
 }
 
 /** The address as the log stores it (canonical text), and its family. */

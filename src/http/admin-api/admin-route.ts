@@ -62,6 +62,11 @@ export interface AdminRoute<S extends ParamsSchema = ParamsSchema, A extends Cal
   readonly varyHeaders?: readonly string[];
   /** When set, the call is refused (403) to keys limited to some profiles (the audit log spans every profile). */
   readonly needsEveryProfile?: boolean;
+  /**
+   * Whether a call with these (audited) parameters looks people up by address: such a call is
+   * in the audit log whatever it answered (but a 400, which looked nothing up), with its reason.
+   */
+  readonly lookupOfPeople?: (parameters: Readonly<Record<string, string>>) => boolean;
   /** What the call answers when it succeeds, from ADMIN_API_CALLS: its schema, or no body, or a file. */
   readonly answer: A;
   /** What the answer holds, for the OpenAPI document. */
@@ -190,4 +195,18 @@ export function bindCall<S extends ParamsSchema, A extends CallAnswer>(
   // above; the profile it names is checked here, before any replay (a handler checks it again).
   if ('profile_id' in params && typeof params.profile_id === 'string') assertProfileAllowed(callCtx, params.profile_id);
   return { call, callCtx, events, params };
+}
+
+/** The users an answer names (`user_id` of the entries of its lists): whom a look-up of people found. */
+export function usersNamedIn(answer: unknown): string[] {
+  if (typeof answer !== 'object' || answer === null) return [];
+  return Object.values(answer).flatMap((value: unknown) =>
+    Array.isArray(value)
+      ? value.flatMap((entry: unknown) =>
+          typeof entry === 'object' && entry !== null && typeof (entry as { user_id?: unknown }).user_id === 'string'
+            ? [(entry as { user_id: string }).user_id]
+            : [],
+        )
+      : [],
+  );
 }

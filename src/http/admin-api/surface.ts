@@ -1,16 +1,17 @@
 // The Admin API under {base}/admin/api/v1, and its OpenAPI document: the guard (allow-list,
 // then the key) runs before routing, so an unauthenticated client learns nothing about which
 // paths exist; each call runs by its route definition (admin-route.ts); every answer that
-// changed nothing — refusals, failed or replayed POSTs — is recorded in the audit log as it leaves.
+// changed nothing — refusals, failed or replayed POSTs, look-ups of people by address — is
+// recorded in the audit log as it leaves.
 import type { FastifyRequest } from 'fastify';
-import { AdminKeyUse, recordAdminCall } from '../../core/access/index.js';
+import { AdminKeyUse, recordAdminCall, recordLookup } from '../../core/access/index.js';
 import { callerScope } from '../../core/admin-call.js';
 import { successStatusOf } from '../../protocol/admin-api.js';
 import type { PortalContext } from '../../core/context.js';
 import { AddressAllowList } from '../plumbing/address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
 import { AdminRequests, auditedParameters } from './admin-requests.js';
-import { runRoute, type AdminRoute, type RouteServices } from './admin-route.js';
+import { runRoute, usersNamedIn, type AdminRoute, type RouteServices } from './admin-route.js';
 import { wasDatabaseOutage } from '../plumbing/error-reply.js';
 import { IdempotentCalls } from './idempotency.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -43,12 +44,15 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
     const state = requests.get(request);
     if (state === undefined || (state.events?.changesRecorded ?? 0) > 0 || wasDatabaseOutage(request)) return;
     const refused = status === 401 || status === 403;
-    if (!refused && !(request.method === 'POST' && callerScope(state.caller) !== null)) return;
     const route = routeOf.get(request.routeOptions.url ?? '');
     const name = route?.path.slice(1) ?? decodePath(request.url.split('?')[0] ?? '').replace(`${adminPrefix}/`, '');
     const input =
       route === undefined ? {} : (route.input?.(request) ?? (route.source === 'query' ? request.query : request.body));
     const parameters = auditedParameters(route === undefined ? [] : Object.keys(route.params.shape), input, request);
+    const known = callerScope(state.caller) !== null;
+    // A look-up of people by address that was made (not refused for its input) is recorded whatever it found.
+    const lookup = known && !refused && status !== 400 && route?.lookupOfPeople?.(parameters) === true;
+    if (!refused && !lookup && !(request.method === 'POST' && known)) return;
     // The guard's reason (the client is told less on 401), a replay's note, or the answer's error.
     const detail = state.detail ?? (status >= 400 ? errorOf(payload) : null);
     const call = {
@@ -57,7 +61,10 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
       parameters,
       successStatus: route === undefined ? 200 : successStatusOf(route.answer),
     };
-    await recordAdminCall(ctx, call, status, detail).catch((error: unknown) =>
+    const recording = lookup
+      ? recordLookup(ctx, call, status, detail, status === 200 ? usersNamedIn(jsonOf(payload)) : [])
+      : recordAdminCall(ctx, call, status, detail);
+    await recording.catch((error: unknown) =>
       request.log.error({ err: error, call: name, status }, 'could not record an Admin API call in the audit log'),
     );
   }
@@ -84,6 +91,16 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
       [openApiPath, 'GET'],
     ]),
   };
+}
+
+/** A JSON answer's value; null for any other payload. */
+function jsonOf(payload: unknown): unknown {
+  if (typeof payload !== 'string') return null;
+  try {
+    return JSON.parse(payload) as unknown;
+  } catch {
+    return null;
+  }
 }
 
 /** The message of a JSON error answer. */

@@ -6,8 +6,8 @@ import type { z } from 'zod';
 import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import { PortalError } from '../../core/errors.js';
-import { recordAdminCall } from '../../core/access/index.js';
-import { bindCall, type AdminRoute } from '../admin-api/admin-route.js';
+import { recordAdminCall, recordLookup } from '../../core/access/index.js';
+import { bindCall, usersNamedIn, type AdminRoute } from '../admin-api/admin-route.js';
 import { statusOfPortalError } from '../plumbing/error-reply.js';
 import { HttpError } from '../plumbing/http-error.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
@@ -45,12 +45,26 @@ export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
   try {
     const bound = bindCall(route, ctx, caller, input, routeRequest);
     call = bound.call;
-    return await route.handle(bound.callCtx, bound.params, routeRequest, {});
+    const answer = await route.handle(bound.callCtx, bound.params, routeRequest, {});
+    // As the API's surface does: a look-up of people by address is in the audit log with its reason.
+    if (route.lookupOfPeople?.(call.parameters) === true) {
+      const found = 'json' in answer ? usersNamedIn(answer.json) : [];
+      await recordLookup(ctx, call, 200, null, found).catch((auditError: unknown) =>
+        request.log.error({ err: auditError }, 'could not record a console look-up in the audit log'),
+      );
+    }
+    return answer;
   } catch (error) {
     const refusal = refusalOf(error);
     if (refusal === null) throw error;
+    const lookup = call !== null && refusal.status !== 400 && route.lookupOfPeople?.(call.parameters) === true;
+    if (lookup && call !== null) {
+      await recordLookup(ctx, call, refusal.status, refusal.message, []).catch((auditError: unknown) =>
+        request.log.error({ err: auditError }, 'could not record a console look-up in the audit log'),
+      );
+    }
     // As the API's onSend hook does: refusals and failed changes are in the audit log.
-    if (refusal.status === 401 || refusal.status === 403 || route.method === 'POST') {
+    else if (refusal.status === 401 || refusal.status === 403 || route.method === 'POST') {
       const audited = call ?? {
         caller,
         name: route.path.slice(1),

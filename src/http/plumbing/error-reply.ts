@@ -12,6 +12,7 @@ const STATUS_OF: Readonly<Record<PortalErrorCode, number>> = {
   'no-such-legal-hold': 404,
   'no-such-revocation': 404,
   'no-such-device': 404,
+  'no-such-session': 404,
   'no-such-user': 400,
   'no-such-configuration': 404,
   'no-such-token': 404,

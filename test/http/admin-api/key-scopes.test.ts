@@ -1,5 +1,5 @@
 // What each admin key may do: every Admin API call (the specification's eleven and the
-// extensions: connection history, statistics, audit log, renewal, webhooks, enrollment tokens, devices, admin keys, legal holds) against every scope (read, write, admin) and every profile limit (none, the user's
+// extensions: connection history, attribution, statistics, audit log, renewal, webhooks, enrollment tokens, devices, admin keys, legal holds) against every scope (read, write, admin) and every profile limit (none, the user's
 // profile, another profile), as headscale tests its API keys. Every cell is asserted allowed
 // (with its effect) or refused (403 naming what was missing, the database unchanged, and the
 // refusal in the audit log).
@@ -12,7 +12,8 @@ import {
   type AdminScope,
   type WebhookInfo,
 } from '../../../src/protocol/admin-api.js';
-import type { WireGuardKey } from '../../../src/shared/ids.js';
+import { asNodeNumber, asProfileId, asUserId, type WireGuardKey } from '../../../src/shared/ids.js';
+import { openConnection } from '../../../src/storage/connection-log.js';
 import { wireGuardPublicKey } from '../../../src/wireguard/keys.js';
 import {
   auditLog,
@@ -49,6 +50,10 @@ interface Call {
   readonly looksUpUser?: boolean;
   /** The admin key calls: how a key limited to guests is refused (the subject's key is for employees). */
   readonly guestsRefusal?: (keyName: string, subject: string) => RegExp;
+  /** Look-ups of people (attribution): what a key limited to guests is answered, since the subject is none of its users. */
+  readonly guestsAnswer?: { readonly status: number; readonly message: RegExp };
+  /** Reads that are audited (look-ups of people by address): an allowed one is a row too. */
+  readonly auditedRead?: boolean;
   readonly prepare?: (portal: TestPortal, subject: Subject) => Promise<void>;
   send(portal: TestPortal, subject: Subject, key: string): Promise<ApiResponse>;
   /** Asserts what an allowed call did or showed; `visible`: the profiles the key sees. */
@@ -68,6 +73,7 @@ const NAMES = {
   delete_connection: ADMIN_API_CALLS.deleteConnection,
   delete_user_authorizations: ADMIN_API_CALLS.deleteUserAuthorizations,
   connection_log: ADMIN_API_CALLS.connectionLog,
+  attribution: ADMIN_API_CALLS.attribution,
   stats: ADMIN_API_CALLS.stats,
   profiles: ADMIN_API_CALLS.profiles,
   audit_log: ADMIN_API_CALLS.auditLog,
@@ -301,6 +307,47 @@ const CALLS: readonly Call[] = [
     async verify(_portal, _subject, response) {
       // No node here, so no session: the answer is an empty page.
       assert.deepEqual(response.json(), { connection_log: [], next_cursor: null });
+    },
+  },
+  {
+    name: 'attribution',
+    noUser: true,
+    auditedRead: true,
+    guestsAnswer: { status: 404, message: /^no session held 10\.44\.\d+\.\d+ at / },
+    async prepare(portal, subject) {
+      const db = portal.portal.ctx.db;
+      const peer = await db
+        .selectFrom('wg_peers')
+        .select(['ip_four', 'ip_six'])
+        .where('public_key', '=', subject.connectionId)
+        .executeTakeFirstOrThrow();
+      await openConnection(db, {
+        userId: asUserId(subject.userId),
+        profileId: asProfileId('employees'),
+        vpnProto: 'wireguard',
+        connectionId: subject.connectionId,
+        nodeNumber: asNodeNumber(0),
+        ipFour: peer.ip_four,
+        ipSix: peer.ip_six,
+        originatingIp: null,
+        connectedAt: portal.portal.ctx.clock.now(),
+      });
+    },
+    async send(portal, subject, key) {
+      const peer = await portal.portal.ctx.db
+        .selectFrom('wg_peers')
+        .select('ip_four')
+        .where('public_key', '=', subject.connectionId)
+        .executeTakeFirstOrThrow();
+      const at = portal.portal.ctx.clock.now().toISOString();
+      return portal.get('/attribution', { ip: peer.ip_four, at, reason: 'matrix' }, bearer(key));
+    },
+    async verify(_portal, subject, response) {
+      const { sessions } = response.json() as { sessions: { user_id: string }[] };
+      assert.deepEqual(
+        sessions.map((session) => session.user_id),
+        [subject.userId],
+      );
     },
   },
   {
@@ -652,6 +699,7 @@ function refusal(
   if (EVERY_PROFILE_CALLS.includes(call.name) && limit !== 'every profile')
     return forbidden(`^key "${keyName}" is limited to profiles ${limit}; ${call.name} needs a key for every profile$`);
   if (limit !== 'guests') return null;
+  if (call.guestsAnswer !== undefined) return call.guestsAnswer;
   if (call.guestsRefusal !== undefined) return { status: 403, message: call.guestsRefusal(keyName, userId) };
   // The subject has a configuration in employees only: to a guests key it is no user at all.
   if (call.looksUpUser === true || call.userWide === true) return { status: 400, message: /^user does not exist$/ };
@@ -672,7 +720,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // Every cell in a minute of its own: refusals of one key and reason within a minute are
   // coalesced into one audit row, and each refusal here must be seen as a row of its own.
   const clock = new ManualClock();
-  // 333 cells each make a subject with its configuration: more than a /24 of employees holds.
+  // 342 cells each make a subject with its configuration: more than a /24 of employees holds.
   const [employees, ...others] = twoProfiles.ProfileList ?? [];
   const ProfileList = employees === undefined ? [] : [{ ...employees, wRangeFour: '10.44.0.0/22' }, ...others];
   const portal = await startTestPortal({
@@ -692,8 +740,8 @@ test('every call × every scope × every profile limit is allowed or refused as 
   }
   assert.equal(
     CALLS.length,
-    37,
-    'the eleven calls, connection_log, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the four device calls, the three admin key calls and the three legal hold calls',
+    38,
+    'the eleven calls, connection_log, attribution, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the four device calls, the three admin key calls and the three legal hold calls',
   );
 
   let cells = 0;
@@ -747,11 +795,11 @@ test('every call × every scope × every profile limit is allowed or refused as 
           assert.ok(response.status === 200 || response.status === 204, `${cell}: ${response.status} ${response.text}`);
           const visible = limit === 'every profile' ? ['employees', 'guests'] : [limit];
           await call.verify(portal, subject, response, visible);
-          if (NAMES[call.name].method === 'POST') {
+          if (NAMES[call.name].method === 'POST' || call.auditedRead === true) {
             assert.deepEqual(
               [newest?.keyName, newest?.call, newest?.status],
               [keyName, call.name, response.status],
-              `${cell}: the change is in the audit log`,
+              `${cell}: the change (or the look-up) is in the audit log`,
             );
           } else {
             assert.equal(newest?.auditId, newestBefore?.auditId, `${cell}: a read is not recorded`);
@@ -761,7 +809,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 333);
+  assert.equal(cells, 342);
   // read: the 11 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
@@ -771,8 +819,9 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // device and the receipt of its configuration; the three admin key calls for read and write,
   // ×3, and a guests-limited admin key making or revoking a key for employees; every scope's
   // guests key asking for the subject's configurations (a user it cannot see); the three legal
-  // hold calls for read and write, ×3, and for the 2 limited admin keys.
-  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3 + 24, 'the refusals the table predicts');
+  // hold calls for read and write, ×3, and for the 2 limited admin keys; every scope's guests key
+  // looking up who held the subject's address (a session it cannot see: 404).
+  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3 + 24 + 3, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -1112,6 +1161,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'disabled_users',
       'user_configuration_list',
       'connection_log',
+      'attribution',
       'stats',
       'profiles',
       'enrollment_tokens',
@@ -1131,6 +1181,7 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'enable_user',
       'delete_connection',
       'connection_log',
+      'attribution',
       'stats',
       'profiles',
       'extend',

@@ -1,6 +1,7 @@
 // The eleven calls of the specification, in its order (§4), then this portal's extensions.
 import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from './access/admin-keys.js';
 import { auditLogRoute } from './access/audit-log.js';
+import { attributionRoute } from './attribution/attribution.js';
 import { connectedUsersRoute } from './listings/connected-users.js';
 import { connectionListRoute } from './listings/connection-list.js';
 import { connectionLogRoute } from './sessions/connection-log.js';
@@ -45,6 +46,7 @@ export const adminRoutes: readonly AdminRoute[] = [
   deleteConnectionRoute,
   deleteUserAuthorizationsRoute,
   connectionLogRoute,
+  attributionRoute,
   statsRoute,
   profilesRoute,
   auditLogRoute,

@@ -10,6 +10,8 @@ export const connectionLogRoute = defineRoute({
   since: 'extension',
   source: 'query',
   answerDoc: 'One page of the history',
+  // "Who had this address?" is a look-up of people: in the audit log, with its reason.
+  lookupOfPeople: (parameters) => parameters['ip'] !== undefined,
   async handle(ctx, params) {
     const page = await connectionHistoryPage(ctx, {
       ...(params.user_id === undefined ? {} : { userId: params.user_id }),
@@ -21,6 +23,7 @@ export const connectionLogRoute = defineRoute({
       ...(params.ip === undefined ? {} : { ip: params.ip }),
       ...(params.at === undefined ? {} : { at: params.at }),
       ...(params.cursor === undefined ? {} : { cursor: params.cursor }),
+      ...(params.reason === undefined ? {} : { reason: params.reason }),
       limit: params.limit ?? DEFAULT_PAGE_SIZE,
     });
     return { status: 200, json: { connection_log: page.entries, next_cursor: page.nextCursor } };

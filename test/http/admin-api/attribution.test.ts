@@ -1,0 +1,392 @@
+// GET /attribution: the node's NAT mapping history is recorded here through storage, as the
+// portal records what a node reports (the agent's side reports it in /i/node; that recording is
+// tested in test/core/nodes/nat-history.test.ts), and the sessions as the connection-log listener
+// writes them. An abuse report's public address, port and moment answer the session that held
+// the client address then, through the mapping in force then; a port outside every block, an
+// address nobody held or a node that masqueraded answer why not; every look-up is audited with
+// its reason, and a key limited to some profiles finds only their users.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DeterministicNat, type NatSettings } from '../../../src/net/deterministic-nat.js';
+import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
+import { recordNatMapping, type NatMapping } from '../../../src/storage/nat-mappings.js';
+import { auditLog, bearer, makeAdminKey, ManualClock, twoProfiles } from '../../support/admin-keys.js';
+import { startTestPortal, type ApiResponse, type TestPortal } from '../../support/test-portal.js';
+
+const NODE = asNodeNumber(0);
+/** Both profiles' ranges are on node 0; the mapping changes at noon. */
+const MORNING: NatSettings = {
+  ranges: ['10.44.0.0/24', '10.45.0.0/24'],
+  publicAddresses: ['192.0.2.10', '192.0.2.11'],
+  portsPerClient: 250,
+};
+const AFTERNOON: NatSettings = { ranges: MORNING.ranges, publicAddresses: ['192.0.2.10'], portsPerClient: 100 };
+const CHANGE = '2026-03-01T12:00:00+00:00';
+
+interface Session {
+  readonly user: string;
+  readonly profile?: string;
+  readonly key: string;
+  readonly four: string;
+  readonly six: string;
+  readonly from: string;
+  readonly start: string;
+  readonly end: string | null;
+}
+
+/** 10.44.0.7 went from alice (morning) to bob (afternoon); carol held 10.44.0.12 across the change; dave is a guest. */
+const HISTORY: readonly Session[] = [
+  {
+    user: 'alice',
+    key: 'a1',
+    four: '10.44.0.7',
+    six: 'fd44::7',
+    from: '198.51.100.1',
+    start: '2026-03-01T08:00:00Z',
+    end: '2026-03-01T10:00:00Z',
+  },
+  {
+    user: 'carol',
+    key: 'c1',
+    four: '10.44.0.12',
+    six: 'fd44::c',
+    from: '198.51.100.3',
+    start: '2026-03-01T08:30:00Z',
+    end: '2026-03-01T13:00:00Z',
+  },
+  {
+    user: 'bob',
+    key: 'b1',
+    four: '10.44.0.7',
+    six: 'fd44::7',
+    from: '198.51.100.2',
+    start: '2026-03-01T13:00:00Z',
+    end: null,
+  },
+  {
+    user: 'dave',
+    profile: 'guests',
+    key: 'd1',
+    four: '10.45.0.7',
+    six: 'fd45::7',
+    from: '198.51.100.4',
+    start: '2026-03-01T09:00:00Z',
+    end: null,
+  },
+];
+
+async function recordSessions(portal: TestPortal, sessions: readonly Session[]): Promise<void> {
+  const db = portal.portal.ctx.db;
+  for (const session of sessions) {
+    await openConnection(db, {
+      userId: asUserId(session.user),
+      profileId: asProfileId(session.profile ?? 'employees'),
+      vpnProto: 'wireguard',
+      connectionId: session.key,
+      nodeNumber: NODE,
+      ipFour: session.four,
+      ipSix: session.six,
+      originatingIp: session.from,
+      connectedAt: new Date(session.start),
+    });
+    if (session.end !== null)
+      await closeConnection(db, {
+        connectionId: session.key,
+        nodeNumber: NODE,
+        disconnectedAt: new Date(session.end),
+        bytesIn: 1,
+        bytesOut: 2,
+      });
+  }
+}
+
+async function recordMapping(portal: TestPortal, appliedAt: string, mapping: NatMapping): Promise<void> {
+  const db = portal.portal.ctx.db;
+  const recorded = await db
+    .transaction()
+    .execute((trx) => recordNatMapping(trx, { nodeNumber: NODE, appliedAt, mapping }, appliedAt));
+  assert.equal(recorded, true, `the mapping of ${appliedAt} is recorded`);
+}
+
+async function startWithHistory(config = twoProfiles): Promise<TestPortal> {
+  const portal = await startTestPortal({ config, clock: new ManualClock() });
+  await recordSessions(portal, HISTORY);
+  await recordMapping(portal, '2026-03-01T00:00:00+00:00', { mode: 'deterministic', settings: MORNING });
+  await recordMapping(portal, CHANGE, { mode: 'deterministic', settings: AFTERNOON });
+  return portal;
+}
+
+/** A port of the client's block under these settings (its first one plus `offset`). */
+function portOf(settings: NatSettings, client: string, offset = 0): { ip: string; port: string } {
+  const block = new DeterministicNat(settings).blockOf(client);
+  assert.ok(block !== null, client);
+  return { ip: block.publicAddress, port: String(block.firstPort + offset) };
+}
+
+interface Answer {
+  at: string;
+  translation: { node_number: number; client_ip: string; mapping_applied_at: string; port: number } | null;
+  sessions: { user_id: string; connection_id: string; device_id: string | null; ip_four: string }[];
+}
+
+async function attribute(
+  portal: TestPortal,
+  query: Record<string, string>,
+  key?: string,
+): Promise<{ response: ApiResponse; answer: Answer }> {
+  const response = await portal.get(
+    '/attribution',
+    { reason: 'CSIRT ticket 4711', ...query },
+    key === undefined ? undefined : bearer(key),
+  );
+  return { response, answer: response.json() as Answer };
+}
+
+async function whoHad(portal: TestPortal, query: Record<string, string>, key?: string): Promise<string[]> {
+  const { response, answer } = await attribute(portal, query, key);
+  assert.equal(response.status, 200, response.text);
+  return answer.sessions.map((session) => session.user_id);
+}
+
+test('a public address, port and moment name the session through the mapping in force at that moment', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+
+  const morning = await attribute(portal, { ...portOf(MORNING, '10.44.0.7', 17), at: '2026-03-01T09:00:00Z' });
+  assert.equal(morning.response.status, 200, morning.response.text);
+  assert.deepEqual(
+    [morning.answer.translation?.client_ip, morning.answer.translation?.mapping_applied_at],
+    ['10.44.0.7', '2026-03-01T00:00:00+00:00'],
+    'the morning mapping names the client',
+  );
+  assert.deepEqual(
+    morning.answer.sessions.map((session) => [session.user_id, session.connection_id, session.ip_four]),
+    [['alice', 'a1', '10.44.0.7']],
+  );
+  assert.deepEqual(
+    await whoHad(portal, { ...portOf(AFTERNOON, '10.44.0.7', 99), at: '2026-03-01T14:02:00+01:00' }),
+    ['bob'],
+    'the afternoon mapping (the offset converted to UTC: 13:02)',
+  );
+  assert.deepEqual(
+    await whoHad(portal, { ...portOf(MORNING, '10.44.0.12'), at: '2026-03-01T11:59:59Z' }),
+    ['carol'],
+    'the last second before the change reads the old mapping',
+  );
+  assert.deepEqual(
+    await whoHad(portal, { ...portOf(AFTERNOON, '10.44.0.12'), at: '2026-03-01T12:00:00Z' }),
+    ['carol'],
+    'from the second of the change, the new one',
+  );
+  const oldPortLater = await attribute(portal, { ...portOf(MORNING, '10.44.0.12'), at: '2026-03-01T12:30:00Z' });
+  assert.equal(oldPortLater.response.status, 404, 'carol’s morning port names someone else in the afternoon');
+  assert.match(oldPortLater.response.text, /no session held 10\.44\.0\.\d+ on node 0 at 2026-03-01T12:30:00\+00:00/);
+  assert.deepEqual(
+    await whoHad(portal, { ...portOf(MORNING, '10.45.0.7'), at: '2026-03-01T09:00:00Z' }),
+    ['dave'],
+    'the second public address of the morning mapping',
+  );
+});
+
+test('after a user is destroyed and the address goes to another user, each moment answers its own user', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
+  t.after(() => portal.close());
+  await recordMapping(portal, '2026-03-01T00:00:00+00:00', { mode: 'deterministic', settings: AFTERNOON });
+  const created = await portal.post('/create', { user_id: 'erin', profile_id: 'employees' });
+  assert.equal(created.status, 200, created.text);
+  const [configuration] = (await portal.admin.userConfigurationList('erin')).map((entry) => entry.connection_id);
+  assert.ok(configuration !== undefined);
+  await recordSessions(portal, [
+    {
+      user: 'erin',
+      key: configuration,
+      four: '10.44.0.20',
+      six: 'fd44::14',
+      from: '198.51.100.5',
+      start: '2026-03-01T08:00:00Z',
+      end: '2026-03-01T09:00:00Z',
+    },
+  ]);
+  const before = await attribute(portal, { ...portOf(AFTERNOON, '10.44.0.20'), at: '2026-03-01T08:30:00Z' });
+  assert.equal(before.answer.sessions[0]?.device_id, null, 'a configuration of no device');
+  assert.equal((await portal.post('/destroy', { user_id: 'erin' })).status, 204);
+  await recordSessions(portal, [
+    {
+      user: 'frank',
+      key: 'f1',
+      four: '10.44.0.20',
+      six: 'fd44::14',
+      from: '198.51.100.6',
+      start: '2026-03-01T10:00:00Z',
+      end: null,
+    },
+  ]);
+  const port = portOf(AFTERNOON, '10.44.0.20', 5);
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T08:30:00Z' }), ['erin'], 'the destroyed user');
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T10:30:00Z' }), ['frank'], 'the next holder');
+});
+
+test('a port outside every block, an address no node used and an address nobody held then answer 404 with the reason', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  const at = '2026-03-01T09:00:00Z';
+
+  const lastUsed = new DeterministicNat(MORNING).blocksPerAddress * MORNING.portsPerClient + 1023;
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ ip: '192.0.2.10', port: String(lastUsed + 1), at }, /port \d+ of 192\.0\.2\.10 is outside every client's block/],
+    [{ ip: '192.0.2.10', port: '80', at }, /port 80 of 192\.0\.2\.10 is outside every client's block/],
+    [
+      { ip: '203.0.113.5', port: '40000', at },
+      /no node used the public address 203\.0\.113\.5 at 2026-03-01T09:00:00\+00:00/,
+    ],
+    [{ ...portOf(MORNING, '10.44.0.99'), at }, /no session held 10\.44\.0\.99 on node 0/],
+    [{ ...portOf(MORNING, '10.44.0.7'), at: '2026-02-28T23:00:00Z' }, /no node used the public address 192\.0\.2\.10/],
+    [{ ip: '10.44.0.7', at: '2026-03-01T12:30:00Z' }, /no session held 10\.44\.0\.7 at 2026-03-01T12:30:00\+00:00/],
+  ];
+  for (const [query, reason] of cases) {
+    const { response } = await attribute(portal, query);
+    assert.equal(response.status, 404, `${JSON.stringify(query)}: ${response.text}`);
+    assert.match((response.json() as { error: string }).error, reason);
+  }
+});
+
+test('a node that masqueraded then answers 409 naming it, while older moments still use the mapping of their time', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  await recordMapping(portal, '2026-03-01T20:00:00+00:00', { mode: 'masquerade' });
+
+  const { response } = await attribute(portal, { ip: '192.0.2.10', port: '40000', at: '2026-03-01T21:00:00Z' });
+  assert.equal(response.status, 409, response.text);
+  assert.match(
+    (response.json() as { error: string }).error,
+    /node 0 masqueraded then: a masquerading node's public address and port cannot be traced to a client/,
+  );
+  assert.deepEqual(await whoHad(portal, { ...portOf(AFTERNOON, '10.44.0.7'), at: '2026-03-01T14:00:00Z' }), ['bob']);
+  assert.deepEqual(
+    await whoHad(portal, { ip: '10.44.0.7', at: '2026-03-01T21:00:00Z' }),
+    ['bob'],
+    'the tunnel address still answers',
+  );
+});
+
+test('without a port, a tunnel address (IPv4 or IPv6) or the client’s own address answers as connection_log does', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  for (const ip of ['10.44.0.7', 'fd44:0::7', '198.51.100.1']) {
+    const { response, answer } = await attribute(portal, { ip, at: '2026-03-01T09:00:00Z' });
+    assert.equal(response.status, 200, `${ip}: ${response.text}`);
+    assert.equal(answer.translation, null, ip);
+    assert.deepEqual(
+      answer.sessions.map((session) => session.user_id),
+      ['alice'],
+      ip,
+    );
+  }
+});
+
+test('a key limited to some profiles finds only their users: another profile’s session is as absent as none', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  const guests = await makeAdminKey(portal, 'guests-reader', { scope: 'read', profiles: ['guests'] });
+  const employees = await makeAdminKey(portal, 'employees-reader', { scope: 'read', profiles: ['employees'] });
+  const at = '2026-03-01T09:00:00Z';
+
+  const hidden = await attribute(portal, { ...portOf(MORNING, '10.44.0.7'), at }, guests);
+  const empty = await attribute(portal, { ...portOf(MORNING, '10.44.0.99'), at }, guests);
+  assert.deepEqual([hidden.response.status, empty.response.status], [404, 404]);
+  assert.doesNotMatch(hidden.response.text, /alice/);
+  assert.deepEqual(await whoHad(portal, { ...portOf(MORNING, '10.45.0.7'), at }, guests), ['dave']);
+  assert.deepEqual(await whoHad(portal, { ...portOf(MORNING, '10.44.0.7'), at }, employees), ['alice']);
+  assert.equal((await attribute(portal, { ip: '198.51.100.4', at }, employees)).response.status, 404);
+});
+
+test('a look-up is audited with its reason and whom it found; one without a reason or with bad input is refused with 400 and leaves no row', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  const reader = await makeAdminKey(portal, 'abuse-desk', { scope: 'read' });
+  const [before] = await auditLog(portal, 1);
+
+  const refusals: [Record<string, string>, RegExp][] = [
+    [{ ip: '192.0.2.10', port: '2000', at: '2026-03-01T09:00:00Z' }, /missing query parameter "reason"/],
+    [{ ip: '192.0.2.10', port: '2000', at: '2026-03-01T09:00:00Z', reason: '' }, /invalid value for "reason"/],
+    [
+      { ip: '192.0.2.10', port: '2000', at: '2026-03-01T09:00:00Z', reason: 'x'.repeat(201) },
+      /invalid value for "reason": a reason of 1 to 200 characters/,
+    ],
+    [{ ip: '192.0.2.10', port: '0', at: '2026-03-01T09:00:00Z', reason: 'r' }, /invalid value for "port"/],
+    [{ ip: '192.0.2.10', port: '65536', at: '2026-03-01T09:00:00Z', reason: 'r' }, /invalid value for "port"/],
+    [{ ip: 'fd44::7', port: '2000', at: '2026-03-01T09:00:00Z', reason: 'r' }, /with "port", the public IPv4 address/],
+    [{ ip: '192.0.2.10', port: '2000', reason: 'r' }, /missing query parameter "at"/],
+    [{ ip: '192.0.2.300', at: '2026-03-01T09:00:00Z', reason: 'r' }, /invalid value for "ip"/],
+  ];
+  for (const [query, message] of refusals) {
+    const response = await portal.get('/attribution', query, bearer(reader));
+    assert.equal(response.status, 400, `${JSON.stringify(query)}: ${response.text}`);
+    assert.match((response.json() as { error: string }).error, message);
+  }
+  assert.equal((await auditLog(portal, 1))[0]?.auditId, before?.auditId, 'a refused look-up leaves no row');
+
+  const found = await portal.get(
+    '/attribution',
+    { ...portOf(MORNING, '10.44.0.7'), at: '2026-03-01T09:00:00Z', reason: 'CERT report #981: port scan' },
+    bearer(reader),
+  );
+  assert.equal(found.status, 200, found.text);
+  const missed = await portal.get(
+    '/attribution',
+    { ip: '203.0.113.5', port: '40000', at: '2026-03-01T09:00:00Z', reason: 'CERT report #982' },
+    bearer(reader),
+  );
+  assert.equal(missed.status, 404);
+  const [latest, earlier] = await auditLog(portal, 2);
+  assert.deepEqual(
+    [earlier?.keyName, earlier?.call, earlier?.status, earlier?.userId, earlier?.parameters['reason']],
+    ['abuse-desk', 'attribution', 200, 'alice', 'CERT report #981: port scan'],
+    'the answered look-up names whom it found',
+  );
+  assert.deepEqual(
+    [latest?.call, latest?.status, latest?.userId, latest?.parameters['reason'], latest?.parameters['port']],
+    ['attribution', 404, null, 'CERT report #982', '40000'],
+    'a look-up that found nobody is audited too',
+  );
+  assert.match(latest?.detail ?? '', /no node used the public address 203\.0\.113\.5/);
+});
+
+test('connection_log with ip records its reason in the audit log; a reason is required only when lookups.requireReason.connectionLog says so', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  const query = { ip: '10.44.0.7', at: '2026-03-01T09:00:00Z' };
+  const plain = await portal.get('/connection_log', query);
+  assert.equal(plain.status, 200, 'no reason needed by default: existing clients keep working');
+  const reasoned = await portal.get('/connection_log', { ...query, reason: 'abuse report 17' });
+  assert.equal(reasoned.status, 200);
+  const [latest, earlier] = await auditLog(portal, 2);
+  assert.deepEqual(
+    [
+      earlier?.call,
+      earlier?.userId,
+      earlier?.parameters['reason'],
+      latest?.call,
+      latest?.userId,
+      latest?.parameters['reason'],
+    ],
+    ['connection_log', 'alice', undefined, 'connection_log', 'alice', 'abuse report 17'],
+  );
+  const [newest] = await auditLog(portal, 1);
+  assert.equal((await portal.get('/connection_log', { user_id: 'alice' })).status, 200);
+  assert.equal((await auditLog(portal, 1))[0]?.auditId, newest?.auditId, 'a listing by user is no look-up by address');
+
+  const strict = await startTestPortal({
+    config: { ...twoProfiles, lookups: { requireReason: { attribution: false, connectionLog: true } } },
+    clock: new ManualClock(),
+  });
+  t.after(() => strict.close());
+  await recordSessions(strict, HISTORY);
+  const refused = await strict.get('/connection_log', query);
+  assert.equal(refused.status, 400);
+  assert.match(refused.text, /missing query parameter \\"reason\\"/);
+  assert.equal((await strict.get('/connection_log', { ...query, reason: 'r' })).status, 200);
+  const noReason = await strict.get('/attribution', { ip: '10.44.0.7', at: '2026-03-01T09:00:00Z' });
+  assert.equal(noReason.status, 200, 'attribution without a reason when the option allows it');
+});
