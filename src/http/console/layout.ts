@@ -16,6 +16,7 @@ const SECTIONS: readonly { readonly path: string; readonly label: string; readon
   { path: 'users', label: 'Users', scope: 'read' },
   { path: 'connections', label: 'Online', scope: 'read' },
   { path: 'log', label: 'Connection log', scope: 'read' },
+  { path: 'abuse', label: 'Abuse lookup', scope: 'read' },
   { path: 'tokens', label: 'Enrollment tokens', scope: 'read' },
   { path: 'audit', label: 'Audit log', scope: 'admin' },
   { path: 'webhooks', label: 'Webhooks', scope: 'admin' },
@@ -70,7 +71,8 @@ function who(caller: AdminCaller): string {
 
 /** A refusal or failure, saying the API's reason (for 403: the scope or profile limit). */
 export function problem(status: number, message: string): Html {
-  const what = status === 403 ? 'Not allowed' : status === 404 || status === 400 ? 'Not possible' : 'Failed';
+  const what =
+    status === 403 ? 'Not allowed' : status === 404 || status === 400 || status === 409 ? 'Not possible' : 'Failed';
   return html`<p class="problem" role="alert"><strong>${what} (${status}):</strong> ${message}</p>`;
 }
 

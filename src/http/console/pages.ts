@@ -22,6 +22,7 @@ import { html, jsonIsland, type Html } from './html.js';
 import { doneNote, may, problem, table } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 import { lastReconcile } from './reconcile-times.js';
+import { abuseLookup } from './abuse-lookup.js';
 
 /** Users per page of the users list. */
 const USERS_PAGE = 50;
@@ -317,7 +318,7 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
   const { base } = frame;
   const filters: Record<string, string> = {};
-  for (const name of ['ip', 'at', 'user_id', 'profile_id', 'since', 'until', 'cursor']) {
+  for (const name of ['ip', 'at', 'user_id', 'profile_id', 'since', 'until', 'reason', 'cursor']) {
     const value = query[name];
     if (value !== undefined && value !== '') filters[name] = value;
   }
@@ -340,7 +341,11 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
       'since',
       'Open at or after',
       '2026-01-31T14:00:00Z',
-    )}${field('until', 'Started before', '2026-01-31T15:00:00Z')}<button type="submit">Search</button></form>${body}`,
+    )}${field('until', 'Started before', '2026-01-31T15:00:00Z')}${field(
+      'reason',
+      'Reason of an address search (audit log)',
+      'CSIRT ticket #1234',
+    )}<button type="submit">Search</button></form>${body}`,
   };
 }
 
@@ -472,6 +477,7 @@ export const pageHandlers: Readonly<Record<string, ConsolePage>> = {
   user,
   connections,
   log: connectionLog,
+  abuse: abuseLookup,
   audit,
   webhooks,
   tokens,
