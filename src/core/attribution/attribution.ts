@@ -31,7 +31,7 @@ export async function attribute(ctx: PortalContext, query: AttributionQuery): Pr
   if (ctx.config.lookups.requireReason.attribution) requireReason(query.reason);
   if (query.port === undefined) {
     const entries = await sessionsHolding(ctx, { ip: query.ip, at: query.at });
-    if (entries.length === 0) throw new PortalError('no-such-session', `no session held ${query.ip} at ${query.at}`);
+    if (entries.length === 0) throw await noSessionHeld(ctx, query.ip, query.at);
     return { at: query.at, translation: null, sessions: await withDevices(ctx, entries) };
   }
   return throughNat(ctx, { ...query, port: query.port });
@@ -90,6 +90,24 @@ async function throughNat(
   throw new PortalError(
     'no-such-session',
     `no session held ${first.client_ip} on node ${first.node_number} at ${query.at} (the client of port ${query.port} of ${publicAddress})`,
+  );
+}
+
+/** Nobody held the address; when it is a node's public address then, the port is what was missing. */
+async function noSessionHeld(ctx: PortalContext, ip: string, at: string): Promise<PortalError> {
+  const address = ipAddressFamily(ip) === 4 ? canonicalAddress(ip) : null;
+  const node =
+    address === null
+      ? undefined
+      : (await natMappingsInForce(ctx.db, at)).find(
+          (entry) =>
+            entry.mapping.mode === 'deterministic' && new DeterministicNat(entry.mapping.settings).usesAddress(address),
+        );
+  return new PortalError(
+    'no-such-session',
+    node === undefined
+      ? `no session held ${ip} at ${at}`
+      : `no session held ${ip} at ${at}: it is a public address of node ${node.nodeNumber}, give the "port" of the report`,
   );
 }
 

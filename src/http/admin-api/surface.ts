@@ -45,6 +45,8 @@ export function adminApiSurface(ctx: PortalContext): HttpSurface {
     if (state === undefined || (state.events?.changesRecorded ?? 0) > 0 || wasDatabaseOutage(request)) return;
     const refused = status === 401 || status === 403;
     const route = routeOf.get(request.routeOptions.url ?? '');
+    // Most answers are successful reads, which are not recorded: nothing more to work out for them.
+    if (!refused && request.method !== 'POST' && route?.lookupOfPeople === undefined) return;
     const name = route?.path.slice(1) ?? decodePath(request.url.split('?')[0] ?? '').replace(`${adminPrefix}/`, '');
     const input =
       route === undefined ? {} : (route.input?.(request) ?? (route.source === 'query' ? request.query : request.body));

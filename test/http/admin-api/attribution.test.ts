@@ -243,6 +243,7 @@ test('a port outside every block, an address no node used and an address nobody 
     [{ ...portOf(MORNING, '10.44.0.99'), at }, /no session held 10\.44\.0\.99 on node 0/],
     [{ ...portOf(MORNING, '10.44.0.7'), at: '2026-02-28T23:00:00Z' }, /no node used the public address 192\.0\.2\.10/],
     [{ ip: '10.44.0.7', at: '2026-03-01T12:30:00Z' }, /no session held 10\.44\.0\.7 at 2026-03-01T12:30:00\+00:00/],
+    [{ ip: '192.0.2.10', at }, /it is a public address of node 0, give the "port" of the report/],
   ];
   for (const [query, reason] of cases) {
     const { response } = await attribute(portal, query);
