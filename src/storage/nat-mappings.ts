@@ -1,10 +1,11 @@
 // Queries on `nat_mappings`: which NAT mapping each node had in force from when. A row is added
 // when a node reports a mapping that differs from the last one recorded for it; old rows stay,
 // so attribution at an old moment reads the mapping of that moment.
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { NatSettings } from '../net/deterministic-nat.js';
 import type { NodeNumber } from '../shared/ids.js';
 import { isPostgres, type Db } from './database.js';
+import type { Database } from './schema.js';
 
 /** First key of the portal's advisory locks ("vpnp"), as src/storage/exclusive.ts takes them. */
 const LOCK_NAMESPACE = 0x76706e70;
@@ -122,4 +123,36 @@ function toRecorded(row: {
     };
   }
   return { ...base, mapping: { mode: row.mode === 'masquerade' ? 'masquerade' : 'none' } };
+}
+
+/**
+ * Deletes the mappings no moment at or after `before` can need: those a later mapping of the
+ * same node replaced at or before it (the one in force at `before` stays). While any user is
+ * under a legal hold nothing goes, since the held sessions may need the mapping of their time;
+ * `held` then says how many would have gone.
+ */
+export async function pruneNatMappings(
+  db: Db,
+  before: string,
+  heldUsers: readonly string[],
+): Promise<{ readonly removed: number; readonly held: number }> {
+  const replaced = (eb: ExpressionBuilder<Database, 'nat_mappings'>) =>
+    eb.exists(
+      eb
+        .selectFrom('nat_mappings as later')
+        .select('later.node_number')
+        .whereRef('later.node_number', '=', 'nat_mappings.node_number')
+        .whereRef('later.applied_at', '>', 'nat_mappings.applied_at')
+        .where('later.applied_at', '<=', before),
+    );
+  if (heldUsers.length > 0) {
+    const row = await db
+      .selectFrom('nat_mappings')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where(replaced)
+      .executeTakeFirst();
+    return { removed: 0, held: Number(row?.count ?? 0) };
+  }
+  const result = await db.deleteFrom('nat_mappings').where(replaced).executeTakeFirst();
+  return { removed: Number(result.numDeletedRows), held: 0 };
 }

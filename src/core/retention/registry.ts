@@ -10,6 +10,7 @@ import { pruneAuditLog } from '../../storage/audit-log.js';
 import { blankOriginatingAddresses, pruneConnectionLog } from '../../storage/connection-log.js';
 import type { Db } from '../../storage/database.js';
 import { pruneEndedLegalHolds, type RetentionCount } from '../../storage/legal-holds.js';
+import { pruneNatMappings } from '../../storage/nat-mappings.js';
 import { pruneRevocations } from '../../storage/revocations.js';
 
 export interface RetentionKind {
@@ -38,6 +39,13 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     option: 'originatingIpRetention',
     retention: (config) => config.originatingIpRetention,
     prune: blankOriginatingAddresses,
+  },
+  {
+    // A node's NAT mapping of a moment is needed as long as the sessions of that moment are kept.
+    kind: 'nat_mappings',
+    option: 'connectionLogRetention',
+    retention: (config) => config.connectionLogRetention,
+    prune: pruneNatMappings,
   },
   {
     kind: 'audit_log',

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { recordNodeNat } from '../../../src/core/nodes/index.js';
 import type { NatMode } from '../../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
-import { natMappingHistory } from '../../../src/storage/nat-mappings.js';
+import { natMappingHistory, pruneNatMappings } from '../../../src/storage/nat-mappings.js';
 import { employeesProfile } from '../../support/admin-keys.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
@@ -160,4 +160,25 @@ test('a deterministic NAT whose settings do not compute is not recorded, and a n
   assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T10:00:00Z', 250)), true);
   assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T09:00:00Z', 200)), false);
   assert.deepEqual(await history(portal), [['2026-03-01T10:00:00+00:00', 'deterministic', 250]]);
+});
+
+test('the retention of the history keeps the mapping in force at its limit, and everything while a legal hold is in force', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  for (const [appliedAt, ports] of [
+    ['2026-01-01T00:00:00Z', 250],
+    ['2026-02-01T00:00:00Z', 200],
+    ['2026-03-01T00:00:00Z', 250],
+  ] as const)
+    assert.equal(await recordNodeNat(ctx, NODE, deterministic(appliedAt, ports)), true);
+  const limit = '2026-02-15T00:00:00+00:00';
+  assert.deepEqual(await pruneNatMappings(ctx.db, limit, ['alice']), { removed: 0, held: 1 }, 'a hold keeps all');
+  assert.equal((await history(portal)).length, 3);
+  assert.deepEqual(await pruneNatMappings(ctx.db, limit, []), { removed: 1, held: 0 });
+  assert.deepEqual(
+    (await history(portal)).map(([appliedAt]) => appliedAt),
+    ['2026-02-01T00:00:00+00:00', '2026-03-01T00:00:00+00:00'],
+    'the mapping in force on 02-15 stays: sessions of that day are still kept',
+  );
 });

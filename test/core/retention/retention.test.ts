@@ -67,7 +67,7 @@ function counts(parameters: Record<string, string>, ...kinds: string[]): Record<
   );
 }
 
-const KINDS = ['connection_log', 'originating_ip', 'audit_log', 'revocations', 'legal_holds'];
+const KINDS = ['connection_log', 'originating_ip', 'nat_mappings', 'audit_log', 'revocations', 'legal_holds'];
 
 test("each kind goes after its own retention, a held user's records stay until the hold is released or expires, and each pass writes one audit row with the counts", async (t) => {
   const clock = new ManualClock('2026-01-10T12:00:00Z');
@@ -108,6 +108,7 @@ test("each kind goes after its own retention, a held user's records stay until t
   assert.deepEqual(counts(tenth, ...KINDS), {
     connection_log: ['0', '0'],
     originating_ip: ['1', '2'],
+    nat_mappings: ['0', '0'],
     audit_log: ['0', '0'],
     revocations: ['0', '0'],
     legal_holds: ['0', '0'],
