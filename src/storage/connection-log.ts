@@ -353,9 +353,11 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
   if (filter.nodeNumber !== undefined) query = query.where('node_number', '=', filter.nodeNumber);
   const at = filter.at;
   if (at !== undefined) {
+    // Times are kept to the second: a session ended at 12:00:00 may have been open at 12:00:00.4,
+    // so the second it ended in counts as open (two sessions may then answer for that second).
     query = query
       .where('connected_at', '<=', at)
-      .where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>', at)]));
+      .where((eb) => eb.or([eb('disconnected_at', 'is', null), eb('disconnected_at', '>=', at)]));
   }
   const after = filter.after;
   if (after !== undefined) {

@@ -134,8 +134,13 @@ test('ip and at name who had a tunnel address at a moment: the session open then
   );
   assert.deepEqual(
     users(await search(portal, { ip: '10.44.0.7', at: '2026-03-01T12:00:00Z' })),
+    ['alice'],
+    'and still in the second it ended, which is kept to the second',
+  );
+  assert.deepEqual(
+    users(await search(portal, { ip: '10.44.0.7', at: '2026-03-01T12:00:01Z' })),
     [],
-    'and closed from the second it ended',
+    'but not after it',
   );
   assert.deepEqual(
     users(await search(portal, { ip: '10.44.0.7', at: '2030-01-01T00:00:00Z' })),
