@@ -3,15 +3,23 @@
 // firewall never maps an address to a session that did not happen. Messages leave in the order
 // of their events (one after the other, each after its device was read). The device is the
 // configuration's at the time of the message: a stop after its configuration was deleted (a
-// revocation ends the session after it) names none.
+// revocation ends the session after it) names none. Where the node does deterministic NAT at the
+// message's time (the mapping in force then, from the NAT history), the message names the public
+// address and ports of the session's IPv4 tunnel address; each change of a node's mapping
+// (`node.nat_changed`) is a message of its own, in the same order.
 import type { Logger } from 'pino';
 import type { PortalEvent, PortalEvents } from '../core/events.js';
 import type { SyslogCollector } from '../core/syslog/index.js';
-import type { SessionRecord } from '../protocol/syslog.js';
+import { DeterministicNat } from '../net/deterministic-nat.js';
+import type { NatChangeRecord, NatShare, SessionRecord } from '../protocol/syslog.js';
+import { asNodeNumber } from '../shared/ids.js';
+import { formatAtom } from '../shared/time.js';
 import type { Db } from '../storage/database.js';
 import { deviceIdOfConfiguration } from '../storage/devices.js';
+import { natMappingOfNodeAt } from '../storage/nat-mappings.js';
 
 type SessionEvent = Extract<PortalEvent, { type: 'session.started' | 'session.ended' }>;
+type NatChangedEvent = Extract<PortalEvent, { type: 'node.nat_changed' }>;
 
 export function sendSessionsToSyslog(
   events: PortalEvents,
@@ -22,6 +30,13 @@ export function sendSessionsToSyslog(
   if (collectors.length === 0) return;
   let previous: Promise<void> = Promise.resolve();
   events.afterCommit((event) => {
+    if (event.type === 'node.nat_changed') {
+      const record = natChangeRecord(event);
+      previous = previous.then(() => {
+        for (const collector of collectors) collector.sendNatChange(record, event.at);
+      });
+      return;
+    }
     if (event.type !== 'session.started' && event.type !== 'session.ended') return;
     previous = previous
       .then(async () => {
@@ -51,6 +66,7 @@ async function sessionRecord(db: Db, event: SessionEvent): Promise<SessionRecord
       ipFour: event.ipFour,
       ipSix: event.ipSix,
       clientAddress: event.originatingIp,
+      nat: await natShare(db, configuration.nodeNumber, event.ipFour, event.at),
     };
   }
   const { session } = event;
@@ -67,5 +83,28 @@ async function sessionRecord(db: Db, event: SessionEvent): Promise<SessionRecord
     ipSix: session.ipSix,
     clientAddress: session.originatingIp,
     bytes: { in: event.bytesIn, out: event.bytesOut },
+    nat: await natShare(db, event.nodeNumber, session.ipFour, event.at),
+  };
+}
+
+/** The public address and ports of `ipFour` where the node's mapping in force at `at` is deterministic; else null. */
+async function natShare(db: Db, nodeNumber: number, ipFour: string, at: Date): Promise<NatShare | null> {
+  if (ipFour === '') return null;
+  const recorded = await natMappingOfNodeAt(db, asNodeNumber(nodeNumber), formatAtom(at));
+  if (recorded?.mapping.mode !== 'deterministic') return null;
+  const block = new DeterministicNat(recorded.mapping.settings).blockOf(ipFour);
+  return block === null
+    ? null
+    : { publicAddress: block.publicAddress, firstPort: block.firstPort, lastPort: block.lastPort };
+}
+
+function natChangeRecord(event: NatChangedEvent): NatChangeRecord {
+  const { mapping } = event;
+  return {
+    nodeNumber: event.nodeNumber,
+    mode: mapping.mode,
+    publicAddresses: mapping.mode === 'deterministic' ? mapping.settings.publicAddresses : [],
+    portsPerClient: mapping.mode === 'deterministic' ? mapping.settings.portsPerClient : null,
+    appliedAt: event.appliedAt,
   };
 }

@@ -177,6 +177,15 @@ export interface SessionRecord {
   readonly clientAddress: string | null;
   /** A stop's traffic, in bytes, as the node counted it. */
   readonly bytes?: { readonly in: number; readonly out: number };
+  /** Where the node translates the IPv4 tunnel address deterministically: its public address and ports; null: it does not. */
+  readonly nat: NatShare | null;
+}
+
+/** A client's share of a deterministic NAT: one public address, ports `firstPort`–`lastPort`. */
+export interface NatShare {
+  readonly publicAddress: string;
+  readonly firstPort: number;
+  readonly lastPort: number;
 }
 
 /** The message text's hard bound: a firewall's parser reads no further. */
@@ -189,7 +198,8 @@ const MAX_TEXT_ADDRESS = 64;
 /**
  * The session text, one line, fields always in this order and always present (`-`: none):
  * `vpn session start user=alice device=- profile=staff node=0 protocol=wireguard ipv4=10.60.0.2
- * ipv6=fd60::2 client=198.51.100.7 connection=KEY`. Bytes outside printable ASCII, spaces and
+ * ipv6=fd60::2 client=198.51.100.7 connection=KEY public=203.0.113.1 ports=1024-3023` (`public=-
+ * ports=-` where the node does no deterministic NAT). Bytes outside printable ASCII, spaces and
  * `%` are percent-encoded (so is a value that is just `-`); a value is cut at 255 encoded bytes
  * (an address at 64), so the line stays under MAX_SESSION_TEXT_BYTES whatever it holds.
  */
@@ -204,6 +214,8 @@ export function sessionText(record: SessionRecord): string {
     ['ipv6', record.ipSix, MAX_TEXT_ADDRESS],
     ['client', record.clientAddress, MAX_TEXT_ADDRESS],
     ['connection', record.connectionId, MAX_TEXT_VALUE],
+    ['public', record.nat?.publicAddress ?? null, MAX_TEXT_ADDRESS],
+    ['ports', record.nat === null ? null : `${record.nat.firstPort}-${record.nat.lastPort}`, MAX_TEXT_VALUE],
   ];
   const text = `vpn session ${record.event}${fields.map(([name, value, max]) => ` ${name}=${textValue(value, max)}`).join('')}`;
   if (Buffer.byteLength(text) > MAX_SESSION_TEXT_BYTES) throw new RangeError('session text longer than its bound');
@@ -214,10 +226,10 @@ export function sessionText(record: SessionRecord): string {
  * Parses a session text: the one regular expression docs/accountability.md gives firewalls,
  * written with what every regular expression dialect reads (no `\S`, no `\d`).
  * Groups: 1 event (start|stop), 2 user, 3 device, 4 profile, 5 node, 6 protocol, 7 ipv4, 8 ipv6,
- * 9 client, 10 connection.
+ * 9 client, 10 connection, 11 public address, 12 port block (`first-last`).
  */
 export const SESSION_TEXT_PATTERN =
-  /vpn session (start|stop) user=([^ ]+) device=([^ ]+) profile=([^ ]+) node=([0-9]+) protocol=([^ ]+) ipv4=([^ ]+) ipv6=([^ ]+) client=([^ ]+) connection=([^ ]+)$/;
+  /vpn session (start|stop) user=([^ ]+) device=([^ ]+) profile=([^ ]+) node=([0-9]+) protocol=([^ ]+) ipv4=([^ ]+) ipv6=([^ ]+) client=([^ ]+) connection=([^ ]+) public=([^ ]+) ports=([^ ]+)$/;
 
 function textValue(value: string | null, max: number): string {
   if (value === null || value === '') return '-';
@@ -263,6 +275,13 @@ export function sessionElement(record: SessionRecord, enterpriseNumber: number):
           ['bytes_in', String(record.bytes.in)] as [string, string],
           ['bytes_out', String(record.bytes.out)] as [string, string],
         ]),
+    ...(record.nat === null
+      ? []
+      : [
+          ['nat_public_ip', record.nat.publicAddress] as [string, string],
+          ['nat_port_first', String(record.nat.firstPort)] as [string, string],
+          ['nat_port_last', String(record.nat.lastPort)] as [string, string],
+        ]),
   ];
   return { id: sessionElementId(enterpriseNumber), params };
 }
@@ -292,5 +311,87 @@ export function sessionMessage(record: SessionRecord, origin: SyslogOrigin, at: 
     },
     origin.structuredData ? [sessionElement(record, origin.enterpriseNumber)] : [],
     sessionText(record),
+  );
+}
+
+/** What a NAT mapping change message says: the node's mapping from `appliedAt` on. */
+export interface NatChangeRecord {
+  readonly nodeNumber: number;
+  readonly mode: 'none' | 'masquerade' | 'deterministic';
+  /** Deterministic only; empty otherwise. */
+  readonly publicAddresses: readonly string[];
+  /** Deterministic only; null otherwise. */
+  readonly portsPerClient: number | null;
+  readonly appliedAt: Date;
+}
+
+/** How much of the text the public addresses may take; the structured data lists them all. */
+const MAX_TEXT_PUBLIC_ADDRESSES = 1536;
+
+/**
+ * The NAT change text, one line, fields always in this order and always present (`-`: none):
+ * `vpn nat change node=0 mode=deterministic public=203.0.113.1,203.0.113.2 ports_per_client=2000
+ * applied=2026-11-29T04:00:00.000Z`. The addresses are comma-separated; when they do not fit in
+ * 1,536 bytes the list ends in `,+N` (N addresses more, in the structured data).
+ */
+export function natChangeText(record: NatChangeRecord): string {
+  let addresses = '';
+  for (const [index, address] of record.publicAddresses.entries()) {
+    const next = addresses === '' ? address : `${addresses},${address}`;
+    if (next.length > MAX_TEXT_PUBLIC_ADDRESSES) {
+      addresses += `,+${record.publicAddresses.length - index}`;
+      break;
+    }
+    addresses = next;
+  }
+  const text =
+    `vpn nat change node=${record.nodeNumber} mode=${record.mode} public=${addresses === '' ? '-' : addresses}` +
+    ` ports_per_client=${record.portsPerClient ?? '-'} applied=${record.appliedAt.toISOString()}`;
+  if (Buffer.byteLength(text) > MAX_SESSION_TEXT_BYTES) throw new RangeError('NAT change text longer than its bound');
+  return text;
+}
+
+/**
+ * Parses a NAT change text (the second expression of docs/accountability.md).
+ * Groups: 1 node, 2 mode, 3 public addresses, 4 ports per client, 5 applied at.
+ */
+export const NAT_CHANGE_TEXT_PATTERN =
+  /vpn nat change node=([0-9]+) mode=(none|masquerade|deterministic) public=([^ ]+) ports_per_client=([^ ]+) applied=([^ ]+)$/;
+
+/** The SD-ID of the NAT change element: `vpnNat@` the operator's IANA Private Enterprise Number. */
+export function natChangeElementId(enterpriseNumber: number): string {
+  return `vpnNat@${enterpriseNumber}`;
+}
+
+/** The structured data of a NAT change: the addresses whole, comma-separated; absent ones left out. */
+export function natChangeElement(record: NatChangeRecord, enterpriseNumber: number): StructuredDataElement {
+  const params: [string, string][] = [
+    ['node_number', String(record.nodeNumber)],
+    ['mode', record.mode],
+    ...(record.publicAddresses.length === 0
+      ? []
+      : [['public_addresses', record.publicAddresses.join(',')] as [string, string]]),
+    ...(record.portsPerClient === null
+      ? []
+      : [['ports_per_client', String(record.portsPerClient)] as [string, string]]),
+    ['applied_at', record.appliedAt.toISOString()],
+  ];
+  return { id: natChangeElementId(enterpriseNumber), params };
+}
+
+/** The whole message of a NAT mapping change (MSGID `NAT_CHANGE`), at `at`. */
+export function natChangeMessage(record: NatChangeRecord, origin: SyslogOrigin, at: Date): string {
+  return formatSyslogMessage(
+    {
+      facility: origin.facility,
+      severity: 'notice',
+      timestamp: at,
+      hostname: origin.hostname,
+      appName: origin.appName,
+      procId: origin.procId,
+      msgId: 'NAT_CHANGE',
+    },
+    origin.structuredData ? [natChangeElement(record, origin.enterpriseNumber)] : [],
+    natChangeText(record),
   );
 }

@@ -72,6 +72,23 @@ export async function lastNatMapping(db: Db, nodeNumber: NodeNumber): Promise<Re
   return row === undefined ? undefined : toRecorded(row);
 }
 
+/** The node's mapping in force at `at` (ATOM): its last one applied at or before it, if any. */
+export async function natMappingOfNodeAt(
+  db: Db,
+  nodeNumber: NodeNumber,
+  at: string,
+): Promise<RecordedNatMapping | undefined> {
+  const row = await db
+    .selectFrom('nat_mappings')
+    .selectAll()
+    .where('node_number', '=', nodeNumber)
+    .where('applied_at', '<=', at)
+    .orderBy('applied_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toRecorded(row);
+}
+
 /** Every node's mapping in force at `at` (ATOM): its last one applied at or before it. */
 export async function natMappingsInForce(db: Db, at: string): Promise<RecordedNatMapping[]> {
   const rows = await db

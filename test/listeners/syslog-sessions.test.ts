@@ -6,22 +6,27 @@
 // that page, takes every field out of the text. A client the connect script refuses was never
 // recorded, so nothing of it is sent. With rsyslog stopped, the portal's metrics show the
 // collector away, its queue full and the overflow dropped, and the queue leaves once it is back.
+// Deterministic NAT: a mapping is recorded in the history through the event path the nodes'
+// reports take (recordNodeNat, which announces `node.nat_changed`), and the sessions of that
+// node then name their public address and port block.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { recordNodeNat } from '../../src/core/nodes/index.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { openVpnEmployees } from '../support/openvpn-sessions.js';
 import { startRsyslog, type ReceivedMessage } from '../support/rsyslog.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { until } from '../support/until.js';
 
-/** The regular expression of the docs, from its ```regex block. */
-function documentedPattern(): RegExp {
+/** A regular expression of the docs, from its ```regex blocks: the first for sessions, the second for NAT changes. */
+function documentedPattern(which: 'session' | 'nat' = 'session'): RegExp {
   const page = readFileSync(new URL('../../docs/accountability.md', import.meta.url), 'utf8');
-  const block = /```regex\n(.+)\n```/.exec(page)?.[1];
-  assert.ok(block !== undefined, 'docs/accountability.md has a regex block');
+  const blocks = [...page.matchAll(/```regex\n(.+)\n```/g)].map((match) => match[1]);
+  const block = blocks[which === 'session' ? 0 : 1];
+  assert.ok(block !== undefined, `docs/accountability.md has the ${which} regex block`);
   return new RegExp(block);
 }
 
@@ -204,6 +209,98 @@ test('with the collector away the portal queues what its queue holds, counts the
   assert.equal(await metric('vpn_portal_syslog_messages_sent_total'), 3);
 });
 
+test('behind a deterministic NAT the sessions name their public address and port block, and each mapping change is a message of its own', async (t) => {
+  const rsyslog = await startRsyslog();
+  const portal = await startTestPortal({
+    config: {
+      ...openVpnEmployees,
+      accounting: { syslog: { collectors: [{ transport: 'tcp', address: `127.0.0.1:${rsyslog.tcpPort}` }] } },
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    await rsyslog.close();
+  });
+  const { ctx } = portal.portal;
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  // 256 ports a client from port 1024: the fourth client (10.60.0.5) has ports 1792–2047 of the first address.
+  const deterministic = {
+    mode: 'deterministic' as const,
+    applied_at: hourAgo.toISOString(),
+    ranges: ['10.60.0.0/24'],
+    public_addresses: ['203.0.113.2', '203.0.113.1'],
+    ports_per_client: 256,
+  };
+  assert.equal(await recordNodeNat(ctx, asNodeNumber(0), deterministic), true);
+  await portal.admin.create({ user_id: 'bob', profile_id: 'employees' }, 'application/x-openvpn-profile');
+  const connectionId = (await portal.admin.userConfigurationList('bob'))[0]?.connection_id ?? '';
+  const session = { profile_id: 'employees', common_name: connectionId, ip_four: '10.60.0.5', ip_six: 'fd60::5' };
+  assert.equal((await nodeApi(portal, 'connect', session)).text, 'OK');
+  assert.equal(
+    (await nodeApi(portal, 'disconnect', { common_name: connectionId, bytes_in: '0', bytes_out: '0' })).text,
+    'OK',
+  );
+  // The node then masquerades: the next session has no block to name.
+  const masqueradeFrom = new Date(Date.now() - 1000);
+  assert.equal(
+    await recordNodeNat(ctx, asNodeNumber(0), { mode: 'masquerade', applied_at: masqueradeFrom.toISOString() }),
+    true,
+  );
+  assert.equal((await nodeApi(portal, 'connect', session)).text, 'OK');
+
+  const received = await rsyslog.waitFor(5);
+  assert.deepEqual(
+    received.map((message) => message.msgId),
+    ['NAT_CHANGE', 'SESSION_START', 'SESSION_STOP', 'NAT_CHANGE', 'SESSION_START'],
+    'in the order of their events',
+  );
+  const [change, start, stop, masquerade, unmapped] = received;
+  assert.equal(change?.pri, String(10 * 8 + 5), 'authpriv, notice');
+  assert.deepEqual(change?.sd['vpnNat@32473'], {
+    node_number: '0',
+    mode: 'deterministic',
+    public_addresses: '203.0.113.1,203.0.113.2',
+    ports_per_client: '256',
+    applied_at: hourAgo.toISOString(),
+  });
+  assert.deepEqual(
+    documentedPattern('nat')
+      .exec(change?.msg ?? '')
+      ?.slice(1),
+    ['0', 'deterministic', '203.0.113.1,203.0.113.2', '256', hourAgo.toISOString()],
+  );
+  for (const message of [start, stop]) {
+    const sd = message?.sd['vpnSession@32473'];
+    assert.deepEqual(
+      [sd?.['nat_public_ip'], sd?.['nat_port_first'], sd?.['nat_port_last']],
+      ['203.0.113.1', '1792', '2047'],
+      `${message?.msgId}: the structured data`,
+    );
+    assert.deepEqual(
+      documentedPattern()
+        .exec(message?.msg ?? '')
+        ?.slice(7),
+      ['10.60.0.5', 'fd60::5', '-', connectionId, '203.0.113.1', '1792-2047'],
+      `${message?.msgId}: the text`,
+    );
+  }
+  assert.deepEqual(
+    documentedPattern('nat')
+      .exec(masquerade?.msg ?? '')
+      ?.slice(1),
+    ['0', 'masquerade', '-', '-', masqueradeFrom.toISOString()],
+  );
+  assert.equal(masquerade?.sd['vpnNat@32473']?.['public_addresses'], undefined);
+  assert.equal(unmapped?.sd['vpnSession@32473']?.['nat_public_ip'], undefined);
+  assert.deepEqual(
+    documentedPattern()
+      .exec(unmapped?.msg ?? '')
+      ?.slice(11),
+    ['-', '-'],
+    'no block under masquerading',
+  );
+});
+
 function checkMessage(message: ReceivedMessage, transport: string, connectionId: string, deviceId: string): void {
   // The UDP collector is told no client address (`clientAddress: false`).
   const client = transport === 'udp' ? undefined : '198.51.100.7';
@@ -238,6 +335,8 @@ function checkMessage(message: ReceivedMessage, transport: string, connectionId:
     'fd60::2',
     client ?? '-',
     connectionId,
+    '-',
+    '-',
   ]);
   assert.ok(Buffer.byteLength(message.msg) <= 2048);
 }

@@ -4,6 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  NAT_CHANGE_TEXT_PATTERN,
+  natChangeMessage,
+  natChangeText,
   escapeParamValue,
   formatSyslogMessage,
   MAX_SESSION_TEXT_BYTES,
@@ -12,6 +15,7 @@ import {
   SESSION_TEXT_PATTERN,
   sessionMessage,
   sessionText,
+  type NatChangeRecord,
   type SessionRecord,
 } from '../../src/protocol/syslog.js';
 
@@ -28,6 +32,7 @@ const alice: SessionRecord = {
   ipFour: '10.60.0.2',
   ipSix: 'fd60::2',
   clientAddress: '198.51.100.7',
+  nat: null,
 };
 
 const origin = {
@@ -46,7 +51,7 @@ test('a session start is one RFC 5424 message: PRI of the facility at informatio
       '[vpnSession@32473 event="start" user_id="alice@example.org" profile_id="staff" node_number="0" vpn_proto="wireguard" ' +
       'connection_id="kK3P/ab+cd=" ip_four="10.60.0.2" ip_six="fd60::2" originating_ip="198.51.100.7"] ' +
       'vpn session start user=alice@example.org device=- profile=staff node=0 protocol=wireguard ipv4=10.60.0.2 ' +
-      'ipv6=fd60::2 client=198.51.100.7 connection=kK3P/ab+cd=',
+      'ipv6=fd60::2 client=198.51.100.7 connection=kK3P/ab+cd= public=- ports=-',
   );
 });
 
@@ -66,7 +71,64 @@ test('a stop has its own MSGID and the byte counts in the structured data, and t
     'fd60::2',
     '198.51.100.7',
     'kK3P/ab+cd=',
+    '-',
+    '-',
   ]);
+});
+
+test('behind deterministic NAT a session names its public address and port block, in the structured data and at the end of the text', () => {
+  const natted: SessionRecord = { ...alice, nat: { publicAddress: '203.0.113.1', firstPort: 3024, lastPort: 5023 } };
+  const message = sessionMessage(natted, origin, at);
+  assert.match(
+    message,
+    / originating_ip="198\.51\.100\.7" nat_public_ip="203\.0\.113\.1" nat_port_first="3024" nat_port_last="5023"\] /,
+  );
+  assert.match(message, / connection=kK3P\/ab\+cd= public=203\.0\.113\.1 ports=3024-5023$/);
+  assert.deepEqual(SESSION_TEXT_PATTERN.exec(message)?.slice(10), ['kK3P/ab+cd=', '203.0.113.1', '3024-5023']);
+});
+
+test('a NAT mapping change is one message of its own: MSGID NAT_CHANGE at notice, its element and its fixed text', () => {
+  const change: NatChangeRecord = {
+    nodeNumber: 2,
+    mode: 'deterministic',
+    publicAddresses: ['203.0.113.1', '203.0.113.2'],
+    portsPerClient: 2000,
+    appliedAt: new Date('2026-11-29T04:00:00.000Z'),
+  };
+  assert.equal(
+    natChangeMessage(change, origin, at),
+    '<85>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 NAT_CHANGE ' +
+      '[vpnNat@32473 node_number="2" mode="deterministic" public_addresses="203.0.113.1,203.0.113.2" ' +
+      'ports_per_client="2000" applied_at="2026-11-29T04:00:00.000Z"] ' +
+      'vpn nat change node=2 mode=deterministic public=203.0.113.1,203.0.113.2 ports_per_client=2000 ' +
+      'applied=2026-11-29T04:00:00.000Z',
+  );
+  const masquerade = natChangeText({ ...change, mode: 'masquerade', publicAddresses: [], portsPerClient: null });
+  assert.deepEqual(NAT_CHANGE_TEXT_PATTERN.exec(masquerade)?.slice(1), [
+    '2',
+    'masquerade',
+    '-',
+    '-',
+    '2026-11-29T04:00:00.000Z',
+  ]);
+});
+
+test('a NAT change with more public addresses than the text holds ends its list in +N and stays within 2,048 bytes', () => {
+  const publicAddresses = Array.from({ length: 1000 }, (_, index) => `198.18.${index >> 8}.${index & 255}`);
+  const change: NatChangeRecord = {
+    nodeNumber: 0,
+    mode: 'deterministic',
+    publicAddresses,
+    portsPerClient: 64,
+    appliedAt: at,
+  };
+  const text = natChangeText(change);
+  assert.ok(Buffer.byteLength(text) <= MAX_SESSION_TEXT_BYTES, `${Buffer.byteLength(text)} bytes`);
+  const listed = NAT_CHANGE_TEXT_PATTERN.exec(text)?.[3]?.split(',') ?? [];
+  const more = Number(listed.pop()?.replace('+', ''));
+  assert.deepEqual(listed, publicAddresses.slice(0, listed.length));
+  assert.equal(listed.length + more, 1000);
+  assert.ok(natChangeMessage(change, origin, at).includes(`public_addresses="${publicAddresses.join(',')}"`));
 });
 
 test('a parameter value escapes ", \\ and ] with a backslash and keeps everything else, UTF-8 included', () => {
@@ -86,7 +148,7 @@ test('the text is printable ASCII: spaces, %, a lone - and non-ASCII are percent
   assert.equal(
     text,
     'vpn session start user=j%C3%BCrgen%20van%20%25%20dam device=%2D profile=staff node=0 protocol=wireguard ' +
-      'ipv4=10.60.0.2 ipv6=- client=- connection=kK3P/ab+cd=',
+      'ipv4=10.60.0.2 ipv6=- client=- connection=kK3P/ab+cd= public=- ports=-',
   );
   assert.match(text, /^[\x20-\x7e]+$/);
   assert.equal(decodeURIComponent(SESSION_TEXT_PATTERN.exec(text)?.[2] ?? ''), 'jürgen van % dam');
@@ -105,6 +167,7 @@ test('however long the values, the text stays within 2,048 bytes and still match
     clientAddress: long,
     vpnProto: long,
     nodeNumber: 2 ** 31,
+    nat: { publicAddress: long, firstPort: 65535, lastPort: 65535 },
   });
   assert.ok(Buffer.byteLength(text) <= MAX_SESSION_TEXT_BYTES, `${Buffer.byteLength(text)} bytes`);
   assert.match(text, SESSION_TEXT_PATTERN);

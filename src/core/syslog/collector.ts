@@ -10,7 +10,14 @@ import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { checkServerIdentity, connect as connectTls } from 'node:tls';
 import type { Logger } from 'pino';
 import type { SyslogCollectorConfig } from '../../config/portal-config.js';
-import { framed, sessionMessage, type SessionRecord, type SyslogOrigin } from '../../protocol/syslog.js';
+import {
+  framed,
+  natChangeMessage,
+  sessionMessage,
+  type NatChangeRecord,
+  type SessionRecord,
+  type SyslogOrigin,
+} from '../../protocol/syslog.js';
 import { messageOf } from '../../shared/error-message.js';
 
 /** The first pause before connecting again, doubled after each failure up to the longest. */
@@ -97,6 +104,11 @@ export class SyslogCollector {
   sendSession(record: SessionRecord, at: Date): void {
     const told = this.#config.clientAddress ? record : { ...record, clientAddress: null };
     this.send(sessionMessage(told, this.origin, at));
+  }
+
+  /** Queues the message of a node's NAT mapping change, stamped `at`. */
+  sendNatChange(record: NatChangeRecord, at: Date): void {
+    this.send(natChangeMessage(record, this.origin, at));
   }
 
   /** Queues a message for the collector; when the queue is full it is dropped and counted. */

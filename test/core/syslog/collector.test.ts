@@ -22,6 +22,7 @@ const record = (userId: string): SessionRecord => ({
   ipFour: '10.60.0.2',
   ipSix: 'fd60::2',
   clientAddress: '198.51.100.7',
+  nat: null,
 });
 
 const common = {
