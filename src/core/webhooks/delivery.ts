@@ -23,6 +23,7 @@ import type { PortalContext } from '../context.js';
 import { signingSecrets } from './secrets.js';
 import { sendWebhook, TargetGuard } from './sender.js';
 import { webhookSignature } from '../../keys/webhook-signature.js';
+import { WakeableLoop } from '../../shared/wakeable-loop.js';
 
 /** The first retry waits this long; each next one twice as long as the one before … */
 const FIRST_RETRY_MS = 30_000;
@@ -158,51 +159,37 @@ function nextState(
  */
 export class WebhookDeliveryWorker {
   readonly #ctx: PortalContext;
-  readonly #stopping = new AbortController();
   /** The attempt in flight per subscription. */
   readonly #inFlight = new Map<string, Promise<void>>();
-  #wakeUp: (() => void) | null = null;
-  #woken = false;
-  #running: Promise<void> | null = null;
+  readonly #loop: WakeableLoop;
 
   constructor(ctx: PortalContext) {
     this.#ctx = ctx;
+    this.#loop = new WakeableLoop({
+      round: async (signal) => (await this.#startDue(signal)) > 0,
+      failed: (error) =>
+        ctx.logger.warn({ err: error }, 'webhook deliveries could not be read or claimed; trying again shortly'),
+      inFlight: () => this.#inFlight.values(),
+      pollMs: POLL_MS,
+    });
   }
 
   start(): void {
-    this.#running ??= this.#loop();
+    this.#loop.start();
   }
 
   /** Something was written to the outbox, or an attempt ended: look now rather than at the next poll. */
   wake(): void {
-    this.#woken = true;
-    this.#wakeUp?.();
+    this.#loop.wake();
   }
 
   /** Ends the loop; attempts in flight are cut off and recorded as interrupted, due again at once. */
-  async stop(): Promise<void> {
-    this.#stopping.abort();
-    this.#wakeUp?.();
-    await this.#running;
-  }
-
-  async #loop(): Promise<void> {
-    const { signal } = this.#stopping;
-    while (!signal.aborted) {
-      let started = 0;
-      try {
-        started = await this.#startDue(signal);
-      } catch (error) {
-        this.#ctx.logger.warn({ err: error }, 'webhook deliveries could not be read or claimed; trying again shortly');
-      }
-      if (started === 0 && !signal.aborted) await this.#sleep();
-    }
-    await Promise.allSettled(this.#inFlight.values());
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** Claims the oldest due delivery of each receiver with nothing in flight, and starts sending it; how many were started. */
   async #startDue(signal: AbortSignal): Promise<number> {
-    this.#woken = false;
     const room = PARALLEL_RECEIVERS - this.#inFlight.size;
     if (room <= 0) return 0;
     const due = await dueDeliveries(this.#ctx.db, formatAtom(this.#ctx.clock.now()), BATCH);
@@ -250,20 +237,5 @@ export class WebhookDeliveryWorker {
       // The lease runs out and the delivery is attempted again.
       this.#ctx.logger.warn({ err: error, delivery: claimed.deliveryId }, 'a webhook attempt could not be recorded');
     }
-  }
-
-  #sleep(): Promise<void> {
-    if (this.#woken) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, POLL_MS);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wakeUp = () => {
-        this.#wakeUp = null;
-        done();
-      };
-    });
   }
 }
