@@ -8,7 +8,7 @@ import type { PortalEvent, PortalEvents } from '../core/events.js';
 import type { PortalConfig } from '../config/portal-config.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import type { Db } from '../storage/database.js';
-import { deviceOfConfiguration } from '../storage/radius-sessions.js';
+import { deviceIdOfConfiguration } from '../storage/devices.js';
 
 export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig, wake: () => void): void {
   const queued = new WeakSet<PortalEvent>();
@@ -30,7 +30,7 @@ export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig
         acctSessionId: timeOrderedId(event.at.getTime()),
         userId: configuration.userId,
         profileId: configuration.profileId,
-        deviceId: await deviceOfConfiguration(db, configuration.vpnProto, configuration.connectionId),
+        deviceId: await deviceIdOfConfiguration(db, configuration.vpnProto, configuration.connectionId),
         nodeNumber: configuration.nodeNumber,
         ipFour: event.ipFour,
         ipSix: event.ipSix,

@@ -90,20 +90,3 @@ function toSession(row: RadiusSessionsTable): RadiusSession {
     nextInterimAt: row.next_interim_at,
   };
 }
-
-/** The device a configuration was issued to (a WireGuard key's or an OpenVPN certificate's); null: none. */
-export async function deviceOfConfiguration(
-  db: Db,
-  vpnProto: 'wireguard' | 'openvpn',
-  connectionId: string,
-): Promise<string | null> {
-  const row =
-    vpnProto === 'wireguard'
-      ? await db.selectFrom('wg_peers').select('device_id').where('public_key', '=', connectionId).executeTakeFirst()
-      : await db
-          .selectFrom('certificates')
-          .select('device_id')
-          .where('common_name', '=', connectionId)
-          .executeTakeFirst();
-  return row?.device_id ?? null;
-}
