@@ -2,6 +2,8 @@
 // the session's Start (in the transaction of `session.started`), moved on by every Interim-Update
 // (a conditional update: of several portal instances exactly one queues it) and deleted when the
 // Stop is queued (in the transaction of `session.ended`, the oldest open session of the configuration first).
+// The row's record is the Start, with the latest byte counters a pass observed once there are some
+// (WireGuard): the Interim-Updates repeat it.
 import type { Db } from './database.js';
 import type { RadiusSessionsTable } from './schema.js';
 
@@ -9,7 +11,7 @@ export interface RadiusSession {
   readonly acctSessionId: string;
   readonly connectionId: string;
   readonly nodeNumber: number;
-  /** The Start record (JSON, src/protocol/radius.ts) of the first server. */
+  /** The Start record (JSON, src/protocol/radius.ts), with the latest counters observed (the interims repeat them). */
   readonly startRecord: string;
   readonly startedAt: string;
   readonly nextInterimAt: string;
@@ -55,6 +57,21 @@ export async function takeOldestRadiusSession(
     .executeTakeFirst();
   // Another instance's change ended it first (PostgreSQL, read committed): its Stop is queued there.
   return Number(deleted.numDeletedRows) > 0 ? toSession(oldest) : undefined;
+}
+
+/** The open sessions on a node, to note their counters. */
+export async function radiusSessionsOnNode(db: Db, nodeNumber: number): Promise<RadiusSession[]> {
+  const rows = await db.selectFrom('radius_sessions').selectAll().where('node_number', '=', nodeNumber).execute();
+  return rows.map(toSession);
+}
+
+/** Replaces a session's record (the Start with newer counters); nothing when its Stop took the row. */
+export async function updateRadiusSessionRecord(db: Db, acctSessionId: string, record: string): Promise<void> {
+  await db
+    .updateTable('radius_sessions')
+    .set({ start_record: record })
+    .where('acct_session_id', '=', acctSessionId)
+    .execute();
 }
 
 /** Sessions whose Interim-Update is due at `now`, at most `limit`, the most overdue first. */

@@ -1,7 +1,8 @@
 // RADIUS accounting of a real WireGuard session, checked by a real FreeRADIUS: a device brings up
 // its tunnel and the portal's next pass sends the Start (user, tunnel addresses, the device's own
 // address, the profile); FreeRADIUS verifies it with the shared secret, and a second FreeRADIUS
-// whose secret the portal does not know refuses every request. The accounting server then goes
+// whose secret the portal does not know refuses every request. The next Interim-Update carries the
+// node's counters as the pass observed them. The accounting server then goes
 // away, the device goes quiet past the 3-minute threshold, and the Stop arrives — same
 // Acct-Session-Id, the node's counters, Idle-Timeout — once the server is started again.
 import assert from 'node:assert/strict';
@@ -21,6 +22,7 @@ describe('RADIUS accounting of a real WireGuard session', () => {
   let folder: string;
   let laptop: { publicKey: string; file: string };
   let start: Record<string, string>;
+  let interim: Record<string, string>;
   const clock = shiftedClock();
 
   const retried = (server: FreeRadius): number =>
@@ -38,6 +40,7 @@ describe('RADIUS accounting of a real WireGuard session', () => {
         reconcileInterval: 'PT1H',
         accounting: {
           radius: {
+            interimInterval: 'PT1M',
             servers: [
               { address: `${radius.host}:${radius.port}`, secretFile: join(folder, 'right.secret') },
               { address: `${stranger.host}:${stranger.port}`, secretFile: join(folder, 'wrong.secret') },
@@ -77,6 +80,21 @@ describe('RADIUS accounting of a real WireGuard session', () => {
     assert.deepEqual(await stranger.records(), []);
   });
 
+  test('an Interim-Update carries the counters the last pass observed on the node', async () => {
+    assert.ok(await lab.ping(5), 'the tunnel passes');
+    await lab.portal.reconcile();
+    clock.advance(61_000);
+    interim = await detailRecord(
+      radius,
+      'the Interim-Update',
+      (record) => record['User-Name'] === 'alice' && record['Acct-Status-Type'] === 'Interim-Update',
+    );
+    assert.equal(interim['Acct-Session-Id'], start['Acct-Session-Id']);
+    assert.ok(Number(interim['Acct-Input-Octets']) > 0, JSON.stringify(interim));
+    assert.ok(Number(interim['Acct-Output-Octets']) > 0, JSON.stringify(interim));
+    assert.ok(Number(interim['Acct-Session-Time']) >= 60);
+  });
+
   test('a device that goes quiet while the server is away gets its Stop once the server is back', async () => {
     await radius.stop();
     await lab.client.exec('wg-quick', ['down', laptop.file]);
@@ -97,6 +115,7 @@ describe('RADIUS accounting of a real WireGuard session', () => {
     assert.equal(stop['Acct-Terminate-Cause'], 'Idle-Timeout');
     assert.equal(stop['Calling-Station-Id'], lab.clientAddress);
     assert.ok(Number(stop['Acct-Input-Octets']) > 0 && Number(stop['Acct-Output-Octets']) > 0, JSON.stringify(stop));
+    assert.ok(Number(stop['Acct-Input-Octets']) >= Number(interim['Acct-Input-Octets']), 'the same counters, later');
     assert.ok(Number(stop['Acct-Session-Time']) >= 180, 'the session lasted until 3 minutes after its last handshake');
     assert.ok(Number(stop['Acct-Delay-Time']) >= 1, 'sent late, and says so');
   });

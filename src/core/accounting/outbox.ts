@@ -8,10 +8,15 @@ import { timeOrderedId } from '../../shared/time-ordered-id.js';
 import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
 import { insertOutboxRecords } from '../../storage/radius-outbox.js';
-import { insertRadiusSession, takeOldestRadiusSession } from '../../storage/radius-sessions.js';
+import {
+  insertRadiusSession,
+  radiusSessionsOnNode,
+  takeOldestRadiusSession,
+  updateRadiusSessionRecord,
+} from '../../storage/radius-sessions.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { SessionEndCause } from '../events.js';
-import { forServer, parseRecord, startRecord, stopRecord, type StartedSession } from './records.js';
+import { forServer, parseRecord, startRecord, stopRecord, withCounters, type StartedSession } from './records.js';
 
 /** Queues `record` for every server. */
 export async function queueRecord(
@@ -69,4 +74,25 @@ export async function accountSessionEnd(
   if (session === undefined) return;
   const record = stopRecord(parseRecord(session.startRecord), new Date(session.startedAt), end);
   await queueRecord(db, config, record, connectionId, end.at);
+}
+
+/**
+ * A pass observed the node's counters of its peers (by configuration): the open sessions on the
+ * node keep the latest for their Interim-Updates. A row is written only when its counters moved;
+ * nothing at all without RADIUS servers.
+ */
+export async function noteSessionCounters(
+  db: Db,
+  config: PortalConfig,
+  nodeNumber: NodeNumber,
+  counters: ReadonlyMap<string, { readonly bytesIn: number; readonly bytesOut: number }>,
+): Promise<void> {
+  if (config.accounting.radius.servers.length === 0 || counters.size === 0) return;
+  for (const session of await radiusSessionsOnNode(db, nodeNumber)) {
+    const observed = counters.get(session.connectionId);
+    if (observed === undefined) continue;
+    const record = parseRecord(session.startRecord);
+    if (record.inputOctets === observed.bytesIn && record.outputOctets === observed.bytesOut) continue;
+    await updateRadiusSessionRecord(db, session.acctSessionId, JSON.stringify(withCounters(record, observed)));
+  }
 }

@@ -52,7 +52,18 @@ export function startRecord(config: PortalConfig, session: StartedSession): Acco
   };
 }
 
-/** An Interim-Update of the session that `start` began, at `now`. */
+/**
+ * The session's record with the node's latest counters (what it received from the client, what it
+ * sent), as its Interim-Updates carry them: the same per-peer counters the Stop has.
+ */
+export function withCounters(
+  record: AccountingRecord,
+  counters: { readonly bytesIn: number; readonly bytesOut: number },
+): AccountingRecord {
+  return { ...record, inputOctets: counters.bytesIn, outputOctets: counters.bytesOut };
+}
+
+/** An Interim-Update of the session that `start` began, at `now`, with the counters `start` holds (`withCounters`), if any. */
 export function interimRecord(start: AccountingRecord, startedAt: Date, now: Date): AccountingRecord {
   return {
     ...start,

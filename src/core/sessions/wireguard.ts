@@ -4,13 +4,15 @@
 // specification's "online" rule), from the device's endpoint address (for WireGuard over TCP,
 // the client as the relay saw it); it roams (one session ends, the next begins) when the
 // address changes; it ends 3 minutes after the last handshake, or when the peer is removed,
-// with the byte counters. Sessions are announced on the events seam; the connection log is one
+// with the byte counters; the counters of sessions still open are kept for RADIUS Interim-Updates.
+// Sessions are announced on the events seam; the connection log is one
 // of their listeners. A full reconcile pass observes every node (one instance at a time).
 import type { DaemonPeer, RemovedPeer } from '../../node-client/daemon-client.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { isOnline, ONLINE_THRESHOLD_MS } from '../../shared/online.js';
 import { openWireGuardSessions, openWireGuardSessionsOf, type OpenSession } from '../../storage/connection-log.js';
 import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { noteSessionCounters } from '../accounting/index.js';
 import type { PortalContext } from '../context.js';
 import { wireGuardConfiguration, type PortalEvent, type SessionEndCause } from '../events.js';
 
@@ -67,6 +69,9 @@ export async function observeWireGuardSessions(
     });
   }
   if (events.length > 0) await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
+  // The sessions still open keep the counters for their RADIUS Interim-Updates (nothing without RADIUS).
+  const counters = new Map(online.map((peer) => [peer.publicKey as string, peer]));
+  await noteSessionCounters(ctx.db, ctx.config, nodeNumber, counters);
 }
 
 /** Ends the open sessions of peers the portal just removed, with the counters the node answered. */

@@ -1,10 +1,12 @@
 // What each accounting record of a session says: the Start from the session (the node's address
 // where the configuration names it by address, the profile and device as Class), the
-// Interim-Update and Stop from that Start with the time since, the counters and why it ended.
+// Interim-Update and Stop from that Start with the time since, the counters and why it ended; an
+// interim carries the latest counters observed, in Octets and Gigawords, and none before any were.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { interimRecord, forServer, startRecord, stopRecord } from '../../../src/core/accounting/index.js';
+import { interimRecord, forServer, startRecord, stopRecord, withCounters } from '../../../src/core/accounting/index.js';
 import { resolvePortalConfig } from '../../../src/config/load.js';
+import { ATTRIBUTE, encodeAccountingRequest } from '../../../src/protocol/radius.js';
 import { Secret } from '../../../src/shared/secret.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { defaultTestConfig } from '../../support/test-portal.js';
@@ -53,4 +55,35 @@ test('interim and stop repeat the start with the time since, and the stop says w
   const server = { address: 'r:1813', host: 'r', port: 1813, secret: new Secret('s') };
   assert.equal(forServer(start, { ...server, nasIdentifier: 'campus-vpn' }).nasIdentifier, 'campus-vpn');
   assert.equal(forServer(start, { ...server, nasIdentifier: null }).nasIdentifier, 'vpn.example.org');
+});
+
+test('an interim carries the latest counters observed as Octets and Gigawords, and none before any were', () => {
+  const start = startRecord(configWith('vpn.example.org', 'http://10.0.0.8:41194'), session);
+  const later = new Date(session.at.getTime() + 60_000);
+  const integers = (record: ReturnType<typeof startRecord>) => {
+    const { packet } = encodeAccountingRequest(record, { identifier: 1, secret: Buffer.from('s'), delaySeconds: 0 });
+    const found = new Map<number, number>();
+    for (let at = 20; at < packet.length; at += packet.readUInt8(at + 1)) {
+      if (packet.readUInt8(at + 1) === 6) found.set(packet.readUInt8(at), packet.readUInt32BE(at + 2));
+    }
+    return found;
+  };
+  const bare = integers(interimRecord(start, session.at, later));
+  assert.equal(bare.has(ATTRIBUTE.acctInputOctets), false);
+  assert.equal(bare.has(ATTRIBUTE.acctOutputOctets), false);
+  const counted = integers(
+    interimRecord(withCounters(start, { bytesIn: 5 * 2 ** 32 + 7, bytesOut: 1234 }), session.at, later),
+  );
+  assert.equal(counted.get(ATTRIBUTE.acctInputOctets), 7);
+  assert.equal(counted.get(ATTRIBUTE.acctInputGigawords), 5);
+  assert.equal(counted.get(ATTRIBUTE.acctOutputOctets), 1234);
+  assert.equal(counted.has(ATTRIBUTE.acctOutputGigawords), false, 'under 4 GiB: no Gigawords');
+  assert.equal(counted.get(ATTRIBUTE.acctStatusType), 3, 'still an Interim-Update');
+  const stop = stopRecord(withCounters(start, { bytesIn: 1, bytesOut: 2 }), session.at, {
+    at: later,
+    bytesIn: 9,
+    bytesOut: 8,
+    cause: 'idle',
+  });
+  assert.deepEqual([stop.inputOctets, stop.outputOctets], [9, 8], "the Stop has the end's counters");
 });
