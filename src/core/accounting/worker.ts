@@ -26,6 +26,7 @@ import type { PortalContext } from '../context.js';
 import { queueRecord } from './outbox.js';
 import { transmitAccountingRequest } from './radius-client.js';
 import { interimRecord, parseRecord } from './records.js';
+import { WakeableLoop } from '../../shared/wakeable-loop.js';
 
 /** The first retransmission waits this long; each next one twice as long as the one before … */
 const FIRST_RETRY_MS = 2_000;
@@ -59,47 +60,37 @@ export function nextTransmissionAt(now: Date, attempts: number): Date {
 
 export class RadiusAccountingWorker {
   readonly #ctx: PortalContext;
-  readonly #stopping = new AbortController();
   readonly #inFlight = new Set<Promise<void>>();
   readonly counts: AccountingCounts = { sent: new Map(), retried: new Map(), dropped: new Map() };
-  #wakeUp: (() => void) | null = null;
-  #woken = false;
-  #running: Promise<void> | null = null;
+  readonly #loop: WakeableLoop;
 
   constructor(ctx: PortalContext) {
     this.#ctx = ctx;
+    this.#loop = new WakeableLoop({
+      round: async (signal) => {
+        const queued = await this.#queueInterims();
+        const started = await this.#startDue(signal);
+        return queued > 0 || started > 0;
+      },
+      failed: (error) =>
+        ctx.logger.warn({ err: error }, 'the RADIUS accounting outbox could not be read; trying again shortly'),
+      inFlight: () => this.#inFlight,
+      pollMs: POLL_MS,
+    });
   }
 
   start(): void {
-    this.#running ??= this.#loop();
+    this.#loop.start();
   }
 
   /** Something was queued, or a transmission ended: look now rather than at the next poll. */
   wake(): void {
-    this.#woken = true;
-    this.#wakeUp?.();
+    this.#loop.wake();
   }
 
   /** Ends the loop; transmissions in flight are cut off and due again at once (for this instance restarted or another). */
-  async stop(): Promise<void> {
-    this.#stopping.abort();
-    this.#wakeUp?.();
-    await this.#running;
-  }
-
-  async #loop(): Promise<void> {
-    const { signal } = this.#stopping;
-    while (!signal.aborted) {
-      let busy = false;
-      try {
-        busy = (await this.#queueInterims()) > 0;
-        busy = (await this.#startDue(signal)) > 0 || busy;
-      } catch (error) {
-        this.#ctx.logger.warn({ err: error }, 'the RADIUS accounting outbox could not be read; trying again shortly');
-      }
-      if (!busy && !signal.aborted) await this.#sleep();
-    }
-    await Promise.allSettled(this.#inFlight);
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** Queues the Interim-Update of each session whose interval passed; how many. */
@@ -122,7 +113,6 @@ export class RadiusAccountingWorker {
 
   /** Claims due records up to the parallel limit and starts sending them; how many were started. */
   async #startDue(signal: AbortSignal): Promise<number> {
-    this.#woken = false;
     const room = PARALLEL - this.#inFlight.size;
     if (room <= 0) return 0;
     const { db, clock } = this.#ctx;
@@ -228,21 +218,6 @@ export class RadiusAccountingWorker {
       { server: claimed.server, record: claimed.recordId, acctSessionId: claimed.acctSessionId, detail },
       'accounting record dropped',
     );
-  }
-
-  #sleep(): Promise<void> {
-    if (this.#woken) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, POLL_MS);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wakeUp = () => {
-        this.#wakeUp = null;
-        done();
-      };
-    });
   }
 }
 
