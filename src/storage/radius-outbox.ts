@@ -146,3 +146,13 @@ function toRecord(row: RadiusOutboxTable): OutboxRecord {
     leaseToken: row.lease_token,
   };
 }
+
+/**
+ * Deletes the records of events before `before`, whoever would have sent them: the daily
+ * housekeeping's share, for records nobody sends any more (accounting.radius or a server taken
+ * out of the configuration); the worker drops those of its own servers itself, with an audit row.
+ */
+export async function pruneRadiusOutbox(db: Db, before: string): Promise<number> {
+  const result = await db.deleteFrom('radius_outbox').where('event_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -11,6 +11,7 @@ import { blankOriginatingAddresses, pruneConnectionLog } from '../../storage/con
 import type { Db } from '../../storage/database.js';
 import { pruneEndedLegalHolds, type RetentionCount } from '../../storage/legal-holds.js';
 import { pruneNatMappings } from '../../storage/nat-mappings.js';
+import { pruneRadiusOutbox } from '../../storage/radius-outbox.js';
 import { pruneRevocations } from '../../storage/revocations.js';
 
 export interface RetentionKind {
@@ -46,6 +47,14 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     option: 'connectionLogRetention',
     retention: (config) => config.connectionLogRetention,
     prune: pruneNatMappings,
+  },
+  {
+    // Copies in flight to the RADIUS servers, not the portal's record of a session (the history
+    // is, and a hold keeps that): past maxAge a record is not sent any more, held or not.
+    kind: 'accounting_outbox',
+    option: 'accounting.radius.maxAge',
+    retention: (config) => config.accounting.radius.maxAge,
+    prune: async (db, before) => ({ removed: await pruneRadiusOutbox(db, before), held: 0 }),
   },
   {
     kind: 'audit_log',

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
+import { insertOutboxRecords } from '../../../src/storage/radius-outbox.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -67,7 +68,15 @@ function counts(parameters: Record<string, string>, ...kinds: string[]): Record<
   );
 }
 
-const KINDS = ['connection_log', 'originating_ip', 'nat_mappings', 'audit_log', 'revocations', 'legal_holds'];
+const KINDS = [
+  'connection_log',
+  'originating_ip',
+  'nat_mappings',
+  'accounting_outbox',
+  'audit_log',
+  'revocations',
+  'legal_holds',
+];
 
 test("each kind goes after its own retention, a held user's records stay until the hold is released or expires, and each pass writes one audit row with the counts", async (t) => {
   const clock = new ManualClock('2026-01-10T12:00:00Z');
@@ -109,6 +118,7 @@ test("each kind goes after its own retention, a held user's records stay until t
     connection_log: ['0', '0'],
     originating_ip: ['1', '2'],
     nat_mappings: ['0', '0'],
+    accounting_outbox: ['0', '0'],
     audit_log: ['0', '0'],
     revocations: ['0', '0'],
     legal_holds: ['0', '0'],
@@ -180,5 +190,31 @@ test('a pass with nothing to remove and nothing held writes no audit row', async
   assert.deepEqual(
     (await auditLog(portal)).filter((row) => row.call === 'housekeeping'),
     [],
+  );
+});
+
+test('RADIUS records nobody sends any more (accounting turned off since) go once older than accounting.radius.maxAge', async (t) => {
+  const clock = new ManualClock('2026-01-10T12:00:00Z');
+  const portal = await startTestPortal({ clock });
+  t.after(() => portal.close());
+  await portal.reconcile();
+  const db = portal.portal.ctx.db;
+  // Left behind by a portal that had accounting.radius: one record of day one, one of day two.
+  const record = (recordId: string, eventAt: string) => ({
+    recordId,
+    server: '192.0.2.1:1813',
+    acctSessionId: `session-${recordId}`,
+    connectionId: 'a1',
+    record: '{}',
+    eventAt,
+  });
+  await insertOutboxRecords(db, [record('r1', '2026-01-10T12:00:00+00:00'), record('r2', '2026-01-11T11:00:00+00:00')]);
+
+  const parameters = await pass(portal, clock, 1.5); // 01-12 00:00: only r1 is older than P1D
+  assert.deepEqual(counts(parameters, 'accounting_outbox'), { accounting_outbox: ['1', '0'] });
+  const left = await db.selectFrom('radius_outbox').select('record_id').execute();
+  assert.deepEqual(
+    left.map((row) => row.record_id),
+    ['r2'],
   );
 });
