@@ -2,7 +2,8 @@
 // session advisory lock, taken with pg_try_advisory_lock on one connection reserved for the
 // whole pass, so an instance that finds it taken skips its pass instead of queueing behind
 // it. If the instance dies, its connection closes and the server releases the lock. SQLite
-// serves one portal host, whose passes already run one at a time.
+// serves one portal host, whose passes already run one at a time. A write that must not run in
+// two instances at once takes a transaction lock under the same namespace instead.
 import { sql } from 'kysely';
 import { isPostgres, type Db } from './database.js';
 
@@ -28,4 +29,12 @@ export async function runExclusively<T>(db: Db, name: string, work: () => Promis
         .catch(() => undefined);
     }
   });
+}
+
+/**
+ * Waits until no other transaction holds `name`, and holds it until this transaction ends
+ * (PostgreSQL; SQLite's write transactions run one at a time anyway). Call inside a transaction.
+ */
+export async function lockForTransaction(db: Db, name: string): Promise<void> {
+  if (isPostgres(db)) await sql`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}, hashtext(${name}))`.execute(db);
 }

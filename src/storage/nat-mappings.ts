@@ -1,14 +1,12 @@
 // Queries on `nat_mappings`: which NAT mapping each node had in force from when. A row is added
 // when a node reports a mapping that differs from the last one recorded for it; old rows stay,
 // so attribution at an old moment reads the mapping of that moment.
-import { sql, type ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder } from 'kysely';
 import type { NatSettings } from '../net/deterministic-nat.js';
 import type { NodeNumber } from '../shared/ids.js';
-import { isPostgres, type Db } from './database.js';
+import type { Db } from './database.js';
+import { lockForTransaction } from './exclusive.js';
 import type { Database } from './schema.js';
-
-/** First key of the portal's advisory locks ("vpnp"), as src/storage/exclusive.ts takes them. */
-const LOCK_NAMESPACE = 0x76706e70;
 
 /** How a node translates its clients' IPv4 traffic. */
 export type NatMapping =
@@ -35,10 +33,7 @@ export function sameNatMapping(a: NatMapping, b: NatMapping): boolean {
  * when both read the node's own date); SQLite's write transactions run one at a time anyway.
  */
 export async function recordNatMapping(db: Db, entry: RecordedNatMapping, recordedAt: string): Promise<boolean> {
-  if (isPostgres(db))
-    await sql`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}, hashtext(${`nat-mapping:${entry.nodeNumber}`}))`.execute(
-      db,
-    );
+  await lockForTransaction(db, `nat-mapping:${entry.nodeNumber}`);
   const last = await lastNatMapping(db, entry.nodeNumber);
   if (last === undefined ? entry.mapping.mode === 'none' : sameNatMapping(last.mapping, entry.mapping)) return false;
   // A node's clock gone back before its last change would rewrite history: that change stays the later one.
