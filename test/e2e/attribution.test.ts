@@ -7,15 +7,18 @@
 // old moment still names the first user and the new one the third. Each look-up is audited with
 // its reason.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { AdminApiError } from '../../src/admin-client/admin-api-client.js';
 import type { AttributionAnswer } from '../../src/protocol/admin-api.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { lastNatMapping } from '../../src/storage/nat-mappings.js';
 import { auditLog } from '../support/admin-keys.js';
-import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
+import {
+  connectSourceRoutedClient,
+  disconnectSourceRoutedClient,
+  type SourceRoutedClient,
+} from '../support/source-routed-clients.js';
+import { startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 import { until } from '../support/until.js';
 
 const PUBLIC_ADDRESSES = ['192.0.2.60', '192.0.2.61'];
@@ -47,13 +50,7 @@ interface LoggedRequest {
   readonly port: string;
 }
 
-interface Client {
-  readonly userId: string;
-  readonly address: string;
-  readonly publicKey: string;
-  readonly file: string;
-  readonly table: number;
-}
+type Client = SourceRoutedClient;
 
 /** The web server in the Internet namespace, which routes the public addresses to the node; the requests it logged so far. */
 async function startWebServer(lab: TunnelLab): Promise<() => LoggedRequest[]> {
@@ -74,35 +71,6 @@ async function startWebServer(lab: TunnelLab): Promise<() => LoggedRequest[]> {
         const [at = '', ip = '', port = ''] = line.split(' ');
         return { at, ip, port };
       });
-}
-
-/** POST /create for `userId`, brought up in the client namespace with only its own address's traffic routed into it. */
-async function connectClient(lab: TunnelLab, userId: string, table: number): Promise<Client> {
-  const created = await lab.portal.post(
-    '/create',
-    { user_id: userId, profile_id: LAB_PROFILE },
-    { accept: 'application/x-wireguard-profile' },
-  );
-  assert.equal(created.status, 200, created.text);
-  const address = /^Address = (\d+\.\d+\.\d+\.\d+)\//m.exec(created.text)?.[1];
-  assert.ok(address !== undefined, created.text);
-  const interfaceName = lab.lab.interfaceName('wgc');
-  const file = join(lab.directory, `${interfaceName}.conf`);
-  const body = created.text.replace(/^DNS = .*\n/m, '').replace(/^\[Interface\]$/m, '[Interface]\nTable = off');
-  await writeFile(file, body, { mode: 0o600 });
-  await lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
-  await lab.client.exec('ip', ['rule', 'add', 'from', address, 'lookup', String(table)]);
-  await lab.client.exec('ip', ['route', 'add', 'default', 'dev', interfaceName, 'table', String(table)]);
-  const publicKey = (await lab.client.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
-  return { userId, address, publicKey, file, table };
-}
-
-/** Takes the client's tunnel down, with the rule that routed its address into it. */
-async function disconnectClient(lab: TunnelLab, client: Client): Promise<void> {
-  await lab.client.exec('ip', ['rule', 'del', 'from', client.address, 'lookup', String(client.table)]);
-  await lab.client.exec('wg-quick', ['down', client.file], {
-    env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' },
-  });
 }
 
 /**
@@ -158,8 +126,8 @@ test('the address, port and time a web server logged name the user behind the de
   assert.deepEqual(recorded.mapping.settings.publicAddresses, PUBLIC_ADDRESSES);
 
   const serverLog = await startWebServer(lab);
-  const alice = await connectClient(lab, 'alice', 101);
-  const bob = await connectClient(lab, 'bob', 102);
+  const alice = await connectSourceRoutedClient(lab, 'alice', 101);
+  const bob = await connectSourceRoutedClient(lab, 'bob', 102);
   const aliceRequest = await fetchPage(lab, alice, serverLog);
   const bobRequest = await fetchPage(lab, bob, serverLog);
   assert.notDeepEqual([aliceRequest.ip, aliceRequest.port], [bobRequest.ip, bobRequest.port]);
@@ -211,10 +179,10 @@ test('the address, port and time a web server logged name the user behind the de
   // counts whole seconds: alice's session ends in a later second than her request's, and carol's
   // starts in a later second than the one alice's ended in, so the moments do not overlap.
   await nextSecond(Date.parse(aliceRequest.at));
-  await disconnectClient(lab, alice);
+  await disconnectSourceRoutedClient(lab, alice);
   assert.equal((await lab.portal.post('/destroy', { user_id: 'alice' })).status, 204);
   await nextSecond(Date.now());
-  const carol = await connectClient(lab, 'carol', 103);
+  const carol = await connectSourceRoutedClient(lab, 'carol', 103);
   assert.equal(carol.address, alice.address, "carol got alice's tunnel address");
   const carolRequest = await fetchPage(lab, carol, serverLog);
 

@@ -15,6 +15,7 @@ import type { NatMode } from '../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { NodeAgentProcess } from '../support/node-agent-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { connectSourceRoutedClient, type SourceRoutedClient } from '../support/source-routed-clients.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 import { until } from '../support/until.js';
 
@@ -91,31 +92,6 @@ async function metricsOf(lab: TunnelLab): Promise<string> {
   return answer.text();
 }
 
-interface Client {
-  readonly address: string;
-}
-
-/** POST /create, brought up without routes of its own; its address's traffic is routed into it by source. */
-async function connectClient(lab: TunnelLab, userId: string, table: number): Promise<Client> {
-  const created = await lab.portal.post(
-    '/create',
-    { user_id: userId, profile_id: LAB_PROFILE },
-    { accept: 'application/x-wireguard-profile' },
-  );
-  assert.equal(created.status, 200, created.text);
-  const address = /^Address = (\d+\.\d+\.\d+\.\d+)\//m.exec(created.text)?.[1];
-  assert.ok(address !== undefined, created.text);
-  // Two full tunnels in one namespace: each gets only the traffic of its own source address.
-  const interfaceName = lab.lab.interfaceName('wgc');
-  const file = join(lab.directory, `${interfaceName}.conf`);
-  const body = created.text.replace(/^DNS = .*\n/m, '').replace(/^\[Interface\]$/m, '[Interface]\nTable = off');
-  await writeFile(file, body, { mode: 0o600 });
-  await lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
-  await lab.client.exec('ip', ['rule', 'add', 'from', address, 'lookup', String(table)]);
-  await lab.client.exec('ip', ['route', 'add', 'default', 'dev', interfaceName, 'table', String(table)]);
-  return { address };
-}
-
 // Opens `count` TCP connections at once from one source address; prints how many were accepted.
 const MANY_CONNECTIONS = `
 const net = require('node:net');
@@ -158,7 +134,7 @@ async function restartPortal(lab: TunnelLab, dataDir: string, running: TestPorta
 /** Each client pings, then makes its connections; every one the server saw must be in its block. */
 async function assertTrafficInBlocks(
   lab: TunnelLab,
-  clients: readonly Client[],
+  clients: readonly SourceRoutedClient[],
   mapping: DeterministicNat,
   serverLog: () => string[],
 ): Promise<void> {
@@ -257,7 +233,10 @@ test('with deterministic nat, each client leaves on its own public address and p
 
   const serverLog = await startInternetServer(lab);
 
-  const clients = [await connectClient(lab, 'alice', 101), await connectClient(lab, 'bob', 102)];
+  const clients = [
+    await connectSourceRoutedClient(lab, 'alice', 101),
+    await connectSourceRoutedClient(lab, 'bob', 102),
+  ];
   assert.deepEqual(
     clients.map(({ address }) => address),
     ['198.19.44.2', '198.19.44.3'],
@@ -327,7 +306,7 @@ test('a client that used its whole port block gets no further connection, and th
   });
   t.after(lab.close);
   const serverLog = await startInternetServer(lab, true);
-  const client = await connectClient(lab, 'carol', 101);
+  const client = await connectSourceRoutedClient(lab, 'carol', 101);
   const ping = await lab.client.run('ping', [
     '-c',
     '1',
