@@ -9,7 +9,7 @@ const layers = [
   ['net'],
   ['wireguard', 'keys', 'apple', 'openvpn', 'config'],
   ['protocol'],
-  ['storage', 'node-client', 'mdm-client'],
+  ['storage', 'node-client', 'mdm-client', 'eduvpn'],
   ['core'],
   ['listeners', 'http', 'metrics'],
 ];
