@@ -16,7 +16,7 @@ import { openRevocationCount } from '../storage/revocations.js';
 import { countDevices } from '../storage/devices.js';
 import { countOutboxRecords } from '../storage/radius-outbox.js';
 import type { AccountingCounts } from '../core/accounting/index.js';
-import { poolCapacity } from '../wireguard/address-pool.js';
+import { type PoolUse, wireGuardPoolUse } from '../core/nodes/index.js';
 import type { buildServer } from '../http/server.js';
 import type { SyslogCollector } from '../core/syslog/index.js';
 import { CRL_REFUSAL_REASONS, type MdmInventorySchedule, type RevocationListRefresher } from '../core/devices/index.js';
@@ -143,36 +143,34 @@ export class PortalMetrics {
         this.set(oldestRequestedAt === null ? 0 : Math.max(0, (now() - Date.parse(oldestRequestedAt)) / 1000));
       },
     });
-    const poolSize = new Gauge({
-      name: 'vpn_portal_address_pool_size',
-      help: 'WireGuard client address pairs a profile can hand out on a node',
-      labelNames: ['profile', 'node'] as const,
-      registers,
-    });
-    for (const profile of config.profiles) {
-      for (const node of profile.nodes) {
-        if (node.wireGuard === null) continue;
-        poolSize.set(
-          { profile: profile.profileId, node: String(node.nodeNumber) },
-          poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix),
-        );
-      }
-    }
-    new Gauge({
-      name: 'vpn_portal_address_pool_used',
-      help: 'WireGuard client address pairs in use, by profile and node (compare with vpn_portal_address_pool_size)',
-      labelNames: ['profile', 'node'] as const,
-      registers,
-      async collect() {
-        this.reset();
-        for (const profile of config.profiles) {
-          for (const node of profile.nodes)
-            if (node.wireGuard !== null) this.set({ profile: profile.profileId, node: String(node.nodeNumber) }, 0);
-        }
-        for (const row of await countPeersByProfileAndNode(ctx.db))
-          this.set({ profile: row.profileId, node: String(row.nodeNumber) }, row.count);
+    // Both gauges read the pools the console's Nodes page reads (core/nodes wireGuardPoolUse):
+    // one rule for which pools exist and how full they are. A pool that is no longer configured
+    // has no size to compare with, so it has no row either.
+    const pools: { readonly name: string; readonly help: string; readonly value: (pool: PoolUse) => number }[] = [
+      {
+        name: 'vpn_portal_address_pool_size',
+        help: 'WireGuard client address pairs a profile can hand out on a node',
+        value: (pool) => pool.size,
       },
-    });
+      {
+        name: 'vpn_portal_address_pool_used',
+        help: 'WireGuard client address pairs in use, by profile and node (compare with vpn_portal_address_pool_size)',
+        value: (pool) => pool.used,
+      },
+    ];
+    for (const { name, help, value } of pools) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['profile', 'node'] as const,
+        registers,
+        async collect() {
+          this.reset();
+          for (const pool of await wireGuardPoolUse(ctx))
+            this.set({ profile: pool.profileId, node: String(pool.nodeNumber) }, value(pool));
+        },
+      });
+    }
     new Gauge({
       name: 'vpn_portal_devices',
       help: 'Registered devices, by platform, state (registered, active, retired) and identity (token, certificate)',
