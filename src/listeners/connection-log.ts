@@ -29,6 +29,8 @@ export function writeConnectionLog(events: PortalEvents, options: { readonly kee
         bytesIn: event.bytesIn,
         bytesOut: event.bytesOut,
         forgetOriginatingIp: !options.keepOriginatingIp,
+        // The session its start recorded: its row closes, not another open one of the same certificate.
+        ...(event.session === null ? {} : { ipFour: event.session.ipFour }),
       });
     }
   });

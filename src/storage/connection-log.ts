@@ -52,7 +52,9 @@ export async function openConnection(db: Db, connection: OpenedConnection): Prom
 
 /**
  * Closes the open entries of a connection on a node (normally one). The configuration may be
- * gone already: the log is looked up by connection id only, as the reference does.
+ * gone already: the log is looked up by connection id only, as the reference does. With the
+ * session's client address, only that session closes: an OpenVPN client that reconnected
+ * before its old session's end was reported has two open rows, and the new one stays open.
  */
 export async function closeConnection(
   db: Db,
@@ -64,9 +66,11 @@ export async function closeConnection(
     bytesOut: number;
     /** Blank the client's own address: it is not to be kept past the session. */
     forgetOriginatingIp?: boolean;
+    /** The session's IPv4 client address, when known: only the rows of that session close. */
+    ipFour?: string;
   },
 ): Promise<number> {
-  const result = await db
+  let update = db
     .updateTable('connection_log')
     .set({
       disconnected_at: formatAtom(closed.disconnectedAt),
@@ -76,8 +80,9 @@ export async function closeConnection(
     })
     .where('connection_id', '=', closed.connectionId)
     .where('node_number', '=', closed.nodeNumber)
-    .where('disconnected_at', 'is', null)
-    .executeTakeFirst();
+    .where('disconnected_at', 'is', null);
+  if (closed.ipFour !== undefined) update = update.where('ip_four', '=', canonicalAddressOrSame(closed.ipFour));
+  const result = await update.executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
@@ -180,20 +185,28 @@ export async function openWireGuardSessionsOf(db: Db, keys: readonly string[]): 
   return rows.map(toOpenSession);
 }
 
-/** The open session of one connection on a node (OpenVPN: its Common Name), if any. */
+/**
+ * The open session of one connection on a node (OpenVPN: its Common Name), if any; with a
+ * client address, the one of that address when there is one, else the latest.
+ */
 export async function openSessionOf(
   db: Db,
   connectionId: string,
   nodeNumber: NodeNumber,
+  ipFour?: string,
 ): Promise<OpenSession | undefined> {
-  const row = await db
+  let query = db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
     .where('connection_id', '=', connectionId)
     .where('node_number', '=', nodeNumber)
-    .where('disconnected_at', 'is', null)
-    .orderBy('connected_at', 'desc')
-    .executeTakeFirst();
+    .where('disconnected_at', 'is', null);
+  if (ipFour !== undefined) {
+    const canonical = canonicalAddressOrSame(ipFour);
+    // Rows of that address first (the CASE sorts them ahead), then the latest.
+    query = query.orderBy(sql`CASE WHEN ip_four = ${canonical} THEN 0 ELSE 1 END`);
+  }
+  const row = await query.orderBy('connected_at', 'desc').executeTakeFirst();
   return row === undefined ? undefined : toOpenSession(row);
 }
 

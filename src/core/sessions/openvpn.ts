@@ -98,11 +98,13 @@ export interface OpenVpnDisconnect {
   readonly commonName: string;
   readonly bytesIn: number;
   readonly bytesOut: number;
+  /** The client's tunnel address, when the node says it: tells two open sessions of one certificate apart. */
+  readonly ipFour?: string;
 }
 
 /** Announces the end of a session; the configuration itself may be gone already. */
 export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
-  const session = await openSessionOf(ctx.db, disconnect.commonName, disconnect.nodeNumber);
+  const session = await openSessionOf(ctx.db, disconnect.commonName, disconnect.nodeNumber, disconnect.ipFour);
   const ended: PortalEvent = {
     type: 'session.ended',
     at: ctx.clock.now(),

@@ -19,6 +19,7 @@ export async function disconnectHandler(
     commonName: form.common_name,
     bytesIn: Number(form.bytes_in),
     bytesOut: Number(form.bytes_out),
+    ...(form.ip_four === undefined ? {} : { ipFour: form.ip_four }),
   });
   await reply.type('text/plain').send('OK');
 }

@@ -305,6 +305,58 @@ test('the Node API lets a client in only for a live configuration of that profil
   assert.equal(await connect(), '200 ERR', 'an expired configuration');
 });
 
+test('an OpenVPN client that reconnects before its old session ends keeps its new session open when the old one closes', async (t) => {
+  const portal = await startPortal(t);
+  const nodeSecret = portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? '';
+  const nodeApi = (call: string, form: Record<string, string>) =>
+    portal
+      .request(`${portal.nodeApiUrl}/${call}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${nodeSecret}`, 'x-node-number': '0' },
+        body: new URLSearchParams(form),
+      })
+      .then((response) => `${response.status} ${response.text}`);
+  await portal.post('/create', { user_id: 'gina', profile_id: 'staff' }, { accept: OPENVPN });
+  const [configuration] = await configurationsOf(portal, 'gina');
+  assert.ok(configuration !== undefined, 'a configuration exists');
+  const session = (ipFour: string) => ({
+    profile_id: 'staff',
+    common_name: configuration.connection_id,
+    ip_four: ipFour,
+    ip_six: 'fd60::1000',
+  });
+
+  // The laptop changed networks: OpenVPN connects it again, with a new tunnel address, before
+  // the server has timed out the old connection.
+  assert.equal(await nodeApi('connect', { ...session('10.60.0.2'), originating_ip: '192.0.2.7' }), '200 OK');
+  assert.equal(await nodeApi('connect', { ...session('10.60.0.3'), originating_ip: '198.51.100.9' }), '200 OK');
+  assert.equal(await nodeApi('disconnect', { ...session('10.60.0.2'), bytes_in: '11', bytes_out: '12' }), '200 OK');
+
+  // Both started within the same second: sorted by address, not by time.
+  const byAddress = <T extends { readonly ipFour: string }>(entries: T[]) =>
+    [...entries].sort((a, b) => a.ipFour.localeCompare(b.ipFour));
+  const history = byAddress(await connectionHistory(portal.portal.ctx.db, configuration.connection_id));
+  assert.deepEqual(
+    history.map((entry) => [entry.ipFour, entry.bytesIn, entry.disconnectedAt !== null]),
+    [
+      ['10.60.0.2', 11, true],
+      ['10.60.0.3', null, false],
+    ],
+    'the old session closed with its bytes; the new one is still open',
+  );
+
+  assert.equal(await nodeApi('disconnect', { ...session('10.60.0.3'), bytes_in: '21', bytes_out: '22' }), '200 OK');
+  const after = byAddress(await connectionHistory(portal.portal.ctx.db, configuration.connection_id));
+  assert.deepEqual(
+    after.map((entry) => [entry.ipFour, entry.bytesIn]),
+    [
+      ['10.60.0.2', 11],
+      ['10.60.0.3', 21],
+    ],
+    'each session has its own byte counts',
+  );
+});
+
 test('the Node API hands a node one OpenVPN server file per port of each of its OpenVPN profiles', async (t) => {
   const portal = await startPortal(t);
   const nodeSecret = portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? '';
