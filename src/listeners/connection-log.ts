@@ -21,7 +21,9 @@ export function writeConnectionLog(events: PortalEvents, options: { readonly kee
         originatingIp: event.originatingIp,
         connectedAt: event.at,
       });
-    } else if (event.type === 'session.ended') {
+    } else if (event.type === 'session.ended' && event.session !== null) {
+      // Without its start's record there is no open row of this session to close (another
+      // open session of the same certificate is not this one).
       await closeConnection(db, {
         connectionId: event.connectionId,
         nodeNumber: event.nodeNumber,
@@ -30,7 +32,7 @@ export function writeConnectionLog(events: PortalEvents, options: { readonly kee
         bytesOut: event.bytesOut,
         forgetOriginatingIp: !options.keepOriginatingIp,
         // The session its start recorded: its row closes, not another open one of the same certificate.
-        ...(event.session === null ? {} : { ipFour: event.session.ipFour }),
+        ipFour: event.session.ipFour,
       });
     }
   });

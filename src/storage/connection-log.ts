@@ -186,8 +186,8 @@ export async function openWireGuardSessionsOf(db: Db, keys: readonly string[]): 
 }
 
 /**
- * The open session of one connection on a node (OpenVPN: its Common Name), if any; with a
- * client address, the one of that address when there is one, else the latest.
+ * The open session of one connection on a node (OpenVPN: its Common Name), if any, the latest
+ * when there are several; with a client address, only a session of that address.
  */
 export async function openSessionOf(
   db: Db,
@@ -201,13 +201,27 @@ export async function openSessionOf(
     .where('connection_id', '=', connectionId)
     .where('node_number', '=', nodeNumber)
     .where('disconnected_at', 'is', null);
-  if (ipFour !== undefined) {
-    const canonical = canonicalAddressOrSame(ipFour);
-    // Rows of that address first (the CASE sorts them ahead), then the latest.
-    query = query.orderBy(sql`CASE WHEN ip_four = ${canonical} THEN 0 ELSE 1 END`);
-  }
+  if (ipFour !== undefined) query = query.where('ip_four', '=', canonicalAddressOrSame(ipFour));
   const row = await query.orderBy('connected_at', 'desc').executeTakeFirst();
   return row === undefined ? undefined : toOpenSession(row);
+}
+
+/** The open OpenVPN sessions of a node that started before `before` (ATOM), oldest first. */
+export async function openOpenVpnSessionsBefore(
+  db: Db,
+  nodeNumber: NodeNumber,
+  before: string,
+): Promise<OpenSession[]> {
+  const rows = await db
+    .selectFrom('connection_log')
+    .select(OPEN_SESSION_COLUMNS)
+    .where('vpn_proto', '=', 'openvpn')
+    .where('node_number', '=', nodeNumber)
+    .where('disconnected_at', 'is', null)
+    .where('connected_at', '<', before)
+    .orderBy('connected_at')
+    .execute();
+  return rows.map(toOpenSession);
 }
 
 /** Open sessions and the distinct users behind them, per profile (for live statistics). */

@@ -36,6 +36,8 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     file: string;
   }
   let laptop: Device | null = null;
+  /** Moves the portal's clock on, so a reconcile pass judges sessions as older than they are. */
+  let clockOffsetMs = 0;
   let phone: Device | null = null;
 
   const assertSuccess = (response: { status: number; text: string }): void => {
@@ -101,6 +103,7 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     const secretFile = join(secretFolder, 'radius.secret');
     await writeFile(secretFile, radius.secret, { mode: 0o600 });
     lab = await startTunnelLab({
+      clock: { now: () => new Date(Date.now() + clockOffsetMs) },
       portalConfig: {
         reconcileInterval: 'PT3S',
         accounting: { radius: { servers: [{ address: `${radius.host}:${radius.port}`, secretFile }] } },
@@ -172,6 +175,15 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
         session.disconnected_at,
       ]),
       [['openvpn', 'alice', lab.clientAddress, addresses[0], null]],
+    );
+    // Two minutes on, a reconcile pass finds the session in the node's list of clients: a
+    // session is ended as lost only when the node no longer lists it.
+    clockOffsetMs = 2 * 60_000;
+    await portal.reconcile();
+    const later = (await portal.admin.connectionLog({ connection_id: laptop.commonName })).connection_log;
+    assert.deepEqual(
+      later.map((session) => session.disconnected_at),
+      [null],
     );
   });
 

@@ -47,7 +47,12 @@ import { peerIpNet, removalsOf, type PeerRemoval, releaseAddresses } from '../no
 import { pendingRevocationsOnNode } from '../../storage/revocation-nodes.js';
 import { confirmRemovals, revocationIdPerUser, revokeOnNodes } from '../revocations/index.js';
 import { formatAtom } from '../../shared/time.js';
-import { recordLiveStats, endSessionsOfRemovedPeers, observeWireGuardSessions } from '../sessions/index.js';
+import {
+  endSessionsOfRemovedPeers,
+  endUnlistedOpenVpnSessions,
+  observeWireGuardSessions,
+  recordLiveStats,
+} from '../sessions/index.js';
 import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
 
 /** A pass keeps as many instructions in flight to a node as the connections allow. */
@@ -351,9 +356,11 @@ async function mayEmpty(ctx: PortalContext, nodeNumber: NodeNumber, peersOnNode:
 /** Disconnects the node's OpenVPN clients that have no valid configuration; answers how many, and who is still connected. */
 async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<OpenVpnPass> {
   const nodeNumber = daemon.nodeNumber;
-  const listedAt = formatAtom(ctx.clock.now());
+  const listedAtTime = ctx.clock.now();
+  const listedAt = formatAtom(listedAtTime);
   const clients = await ctx.nodes.attempt(daemon, 'connection_list', (node) => node.openVpnConnectionList());
   if (clients === undefined) return { disconnected: 0, stillConnected: null, listedAt };
+  await endUnlistedOpenVpnSessions(ctx, nodeNumber, clients, listedAtTime);
   if (clients.length === 0) return { disconnected: 0, stillConnected: new Set(), listedAt };
   const names = [...new Set(clients.map((client) => client.commonName))];
   const valid = new Set<string>();

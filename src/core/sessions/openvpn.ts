@@ -4,12 +4,13 @@
 // session events (the connection log is one of their listeners).
 import { findProfile } from '../../config/portal-config.js';
 import { findCertificate } from '../../storage/certificates.js';
-import { openSessionOf } from '../../storage/connection-log.js';
+import { openOpenVpnSessionsBefore, openSessionOf, type OpenSession } from '../../storage/connection-log.js';
 import { findUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { ListenerRefusal, type PortalEvent } from '../events.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
+import { canonicalAddressOrSame } from '../../net/cidr.js';
 
 export interface OpenVpnConnect {
   readonly nodeNumber: NodeNumber;
@@ -131,4 +132,56 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
     { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
     'OpenVPN client disconnected',
   );
+}
+
+/**
+ * A session is judged by a node's list only once it is this old: a client the portal has just
+ * let in may not be in the node's list yet while its connect finishes.
+ */
+const LIST_SETTLE_MS = 60_000;
+
+/**
+ * Ends, as lost, the open OpenVPN sessions of a node that its client list (read at `listedAt`)
+ * no longer shows: their disconnect was never reported (a node or agent that crashed, a
+ * report that failed twice). Without this they would stay open for ever: online in the
+ * listings, attributed their address, never stopped in RADIUS. Their counters went with them.
+ */
+export async function endUnlistedOpenVpnSessions(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  listed: readonly { readonly commonName: string; readonly ipFour: string }[],
+  listedAt: Date,
+): Promise<number> {
+  const settled = formatAtom(new Date(listedAt.getTime() - LIST_SETTLE_MS));
+  const onNode = new Set(listed.map((client) => sessionKey(client.commonName, canonicalAddressOrSame(client.ipFour))));
+  const lost = (await openOpenVpnSessionsBefore(ctx.db, nodeNumber, settled)).filter(
+    (session) => !onNode.has(sessionKey(session.connectionId, session.ipFour)),
+  );
+  if (lost.length === 0) return 0;
+  const events = lost.map((session) => lostSession(session, listedAt));
+  await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
+  ctx.logger.info(
+    { nodeNumber, sessions: lost.length },
+    `ended ${lost.length} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,
+  );
+  return lost.length;
+}
+
+function sessionKey(commonName: string, ipFour: string): string {
+  return `${commonName} ${ipFour}`;
+}
+
+function lostSession(session: OpenSession, at: Date): PortalEvent {
+  const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp } = session;
+  return {
+    type: 'session.ended',
+    at,
+    connectionId,
+    vpnProto: 'openvpn',
+    nodeNumber,
+    bytesIn: 0,
+    bytesOut: 0,
+    cause: 'lost',
+    session: { userId, profileId, ipFour, ipSix, originatingIp },
+  };
 }
