@@ -37,6 +37,7 @@ import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
 import { droppedDnsServerWarnings } from './config/dns-servers.js';
 import { forwardedCertificateWarning } from './config/forwarded-certificate.js';
+import { plainHttpSourceWarnings } from './config/plain-http-sources.js';
 import { describeDatabase } from './config/database-location.js';
 import { openDatabase, type Db } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
@@ -272,6 +273,7 @@ async function startServers(
   for (const warning of droppedDnsServerWarnings(config.profiles)) logger.warn(warning);
   const forwardingWarning = forwardedCertificateWarning(config);
   if (forwardingWarning !== null) logger.warn(forwardingWarning);
+  for (const warning of plainHttpSourceWarnings(config)) logger.warn(warning);
   const enrollTls = await startEnrollTls(ctx, certificateCheck);
   if (enrollTls !== null) teardown.defer('certificate enrollment', () => enrollTls.close());
   return { url, metricsUrl, enrollTlsUrl: enrollTls?.url ?? null };
