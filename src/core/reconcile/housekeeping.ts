@@ -2,17 +2,15 @@
 // day (under the reconcile lock, so one portal instance does it): every finished day since the
 // last run becomes a row of daily statistics per profile; the kinds of personal record of the
 // retention registry lose what is older than each one's retention (src/core/retention/: session
-// history, the client's own addresses, audit entries, finished revocation receipts, ended legal
-// holds; a legal hold's kept; one audit row with the counts); live statistics older than a week,
-// finished webhook deliveries older than `webhooks.deliveryLogRetention`,
-// authorizations that expired before today and enrollment tokens that ended (expired or
+// history, the client's own addresses, finished webhook deliveries, audit entries, finished
+// revocation receipts, ended legal holds; a legal hold's kept; one audit row with the counts);
+// live statistics older than a week, authorizations that expired before today and enrollment tokens that ended (expired or
 // revoked) more than a month ago are deleted. Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
 // run is kept in the database, so a restart does not repeat it.
 //
 // Answers kept for retries (Idempotency-Key) hold private keys: they are deleted by every full
 // pass once their 24 hours are over, not once a day.
-import { subtractDuration } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import { CHANGE_MARKER_SECONDS, pruneChangeMarkers } from '../../storage/change-markers.js';
 import { deleteExpiredAuthorizations } from '../../storage/authorizations.js';
@@ -20,7 +18,6 @@ import { deleteEnrollmentTokensEndedBefore } from '../../storage/enrollment-toke
 import { pruneIdempotencyRecords } from '../../storage/idempotency.js';
 import { LISTING_JOURNAL_SECONDS, pruneListingChanges } from '../../storage/listing-changes.js';
 import { readState, writeState } from '../../storage/portal-state.js';
-import { pruneDeliveries } from '../../storage/webhook-deliveries.js';
 import { pruneLiveStats } from '../../storage/statistics.js';
 import type { PortalContext } from '../context.js';
 import { deleteExpiredConfigurations } from './pass.js';
@@ -81,10 +78,6 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   // Personal records, each kind by its own retention, a legal hold's kept; one audit row says what went.
   const retention = await applyRetention(ctx);
-  const webhookDeliveriesDeleted = await pruneDeliveries(
-    ctx.db,
-    formatAtom(subtractDuration(now, ctx.config.webhooks.deliveryLogRetention)),
-  );
   const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(
     ctx.db,
     formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)),
@@ -99,7 +92,7 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
     auditEntriesDeleted: retention.kinds['audit_log']?.removed ?? 0,
     revocationsDeleted: retention.kinds['revocations']?.removed ?? 0,
     retention,
-    webhookDeliveriesDeleted,
+    webhookDeliveriesDeleted: retention.kinds['webhook_deliveries']?.removed ?? 0,
     enrollmentTokensDeleted,
   };
   ctx.logger.info(result, 'housekeeping done');

@@ -13,6 +13,7 @@ import { pruneEndedLegalHolds, type RetentionCount } from '../../storage/legal-h
 import { pruneNatMappings } from '../../storage/nat-mappings.js';
 import { pruneRadiusOutbox } from '../../storage/radius-outbox.js';
 import { pruneRevocations } from '../../storage/revocations.js';
+import { pruneDeliveries } from '../../storage/webhook-deliveries.js';
 
 export interface RetentionKind {
   /** The kind's name in the housekeeping's audit row and log line (`connection_log`). */
@@ -55,6 +56,14 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     option: 'accounting.radius.maxAge',
     retention: (config) => config.accounting.radius.maxAge,
     prune: async (db, before) => ({ removed: await pruneRadiusOutbox(db, before), held: 0 }),
+  },
+  {
+    // Copies sent to subscribers, as the outbox above: the payloads name users and addresses,
+    // so they go with their own retention; a hold keeps the history they were made from.
+    kind: 'webhook_deliveries',
+    option: 'webhooks.deliveryLogRetention',
+    retention: (config) => config.webhooks.deliveryLogRetention,
+    prune: async (db, before) => ({ removed: await pruneDeliveries(db, before), held: 0 }),
   },
   {
     kind: 'audit_log',
