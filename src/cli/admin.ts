@@ -6,6 +6,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminApiClient, AdminApiError } from '../admin-client/admin-api-client.js';
 import { ConfigError } from '../config/load.js';
+import { ATTRIBUTION_COMMANDS, LEGAL_HOLD_COMMANDS } from './admin/accountability.js';
 import { ADMIN_KEY_COMMANDS } from './admin/admin-keys.js';
 import { type AdminCommand, type AdminFlags, type Output, UsageError } from './admin/command.js';
 import { CONFIGURATION_COMMANDS, CONNECTION_DELETE_COMMANDS } from './admin/configurations.js';
@@ -38,11 +39,13 @@ const COMMANDS: Readonly<Record<string, AdminCommand>> = {
   ...CONNECTION_DELETE_COMMANDS,
   ...REVOCATION_COMMANDS,
   ...LOG_COMMANDS,
+  ...ATTRIBUTION_COMMANDS,
   'webhook create': webhookCreate,
   ...ADMIN_KEY_COMMANDS,
   ...otherWebhookCommands,
   ...DEVICE_COMMANDS,
   ...WEBHOOK_DELIVERY_COMMANDS,
+  ...LEGAL_HOLD_COMMANDS,
 };
 
 /** Every flag a command may take: its long option name (for suggestions) and its usage. */
@@ -82,6 +85,8 @@ const FLAGS: Readonly<Record<keyof AdminFlags, { readonly option: string; readon
   deviceId: { option: 'device-id', usage: '--device-id ID' },
   serial: { option: 'serial', usage: '--serial SERIAL' },
   mdmId: { option: 'mdm-id', usage: '--mdm-id ID' },
+  port: { option: 'port', usage: '--port PORT' },
+  reason: { option: 'reason', usage: '--reason TEXT' },
 };
 
 /** The options every admin command takes. */
@@ -169,12 +174,15 @@ const ADMIN_OPTIONS = {
   'device-id': { type: 'string' },
   serial: { type: 'string' },
   'mdm-id': { type: 'string' },
+  port: { type: 'string' },
+  reason: { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** `webhook SUBCOMMAND …` (and `device …`, `admin-key …`) is one command of two words; the others are one. */
 function commandOf(positionals: readonly string[]): [string | undefined, string[]] {
   const [first, ...rest] = positionals;
-  return (first === 'webhook' || first === 'device' || first === 'admin-key') && rest[0] !== undefined
+  return (first === 'webhook' || first === 'device' || first === 'admin-key' || first === 'legal-hold') &&
+    rest[0] !== undefined
     ? [`${first} ${rest[0]}`, rest.slice(1)]
     : [first, rest];
 }
@@ -259,6 +267,8 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
       deviceId: values['device-id'],
       serial: values.serial,
       mdmId: values['mdm-id'],
+      port: values.port,
+      reason: values.reason,
     };
     for (const key of Object.keys(FLAGS) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;

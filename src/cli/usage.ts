@@ -68,10 +68,14 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   history [--user USER] [--profile ID] [--open|--closed] [--since TIME] [--until TIME]
           [--limit N] [--cursor CURSOR]
                                           the connection history, newest first (an extension)
-  who-had IP [--at TIME] [--limit N] [--cursor CURSOR]
+  who-had IP [--at TIME] [--reason TEXT] [--limit N] [--cursor CURSOR]
                                           who had a tunnel or client address at that moment:
                                           user, profile, configuration, node, connected and
                                           disconnected (an extension)
+  attribution IP --at TIME [--port PORT] [--reason TEXT]
+                                          who held an address at a moment; with --port the
+                                          public address and port of an abuse report, through
+                                          the node's NAT then (the reason goes to the audit log)
   stats [--profile ID] [--since DAY] [--until DAY]
                                           daily usage per profile (an extension)
   audit [--user USER] [--key-name NAME] [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
@@ -100,6 +104,10 @@ export const ADMIN_USAGE = `usage: vpn-portal admin COMMAND [ARGUMENTS] [--url U
   device show DEVICE_ID | device retire DEVICE_ID
                                           a device with its configurations; retiring it ends
                                           every configuration of it, for good
+  legal-hold create (--user USER | --device-id ID) --reason TEXT --until TIME
+                                          keep the user's records past their retention
+  legal-hold list | legal-hold release HOLD_ID
+                                          (legal holds need a key of scope admin)
 The portal: --url, else VPN_PORTAL_URL, else the listen address of the portal's configuration
 (--config FILE, or the embedded default). The key: --key-file, else VPN_PORTAL_KEY_FILE, else
 DATA/keys/admin-api.key of that configuration.

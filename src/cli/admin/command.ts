@@ -59,6 +59,10 @@ export interface AdminFlags {
   readonly deviceId: string | undefined;
   readonly serial: string | undefined;
   readonly mdmId: string | undefined;
+  /** A source port: attribution. */
+  readonly port: string | undefined;
+  /** Why a person is looked up (attribution, who-had) or records are held (legal-hold create). */
+  readonly reason: string | undefined;
 }
 
 export interface AdminCommand {

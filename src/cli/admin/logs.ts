@@ -58,12 +58,13 @@ export const LOG_COMMANDS: Readonly<Record<string, AdminCommand>> = {
     summary:
       'who had a tunnel address (IPv4 or IPv6), or came from a client address, at a moment: user, profile, configuration, node, connected and disconnected (an extension; without --at every session of the address)',
     args: ['IP'],
-    flags: ['at', 'limit', 'cursor'],
+    flags: ['at', 'reason', 'limit', 'cursor'],
     run: async ({ client, args, flags, json, out }) => {
       const ip = args[0] ?? '';
       const page = await client.connectionLog({
         ip,
         ...(flags.at === undefined ? {} : { at: flags.at }),
+        ...(flags.reason === undefined ? {} : { reason: flags.reason }),
         ...(flags.limit === undefined ? {} : { limit: flags.limit }),
         ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
       });
