@@ -1,7 +1,13 @@
-// The admin console's one script (src/http/console/): draws the dashboard's 30-day chart with
-// Chart.js from the page's JSON data island. Everything else works without it.
+// The admin console's one script (src/http/console/): names the browser's time zone in the
+// search forms (times typed without an offset are read in it) and draws the dashboard's 30-day
+// chart with Chart.js from the page's JSON data island. Everything else works without it.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (zone) {
+    for (const field of document.querySelectorAll('input[data-browser-zone]')) field.value = zone;
+    for (const name of document.querySelectorAll('[data-browser-zone-name]')) name.textContent = zone;
+  }
   const data = document.getElementById('usage-data');
   const canvas = document.getElementById('usage-chart');
   if (data === null || canvas === null || typeof Chart === 'undefined') return;

@@ -30,11 +30,15 @@ export interface ConsoleTab {
   readonly problems: string[];
 }
 
-/** A fresh browser context (no cookies), on a phone-sized or desktop window. */
-export async function openTab(browser: Browser, options: { readonly phone?: boolean } = {}): Promise<ConsoleTab> {
-  const context = await browser.newContext(
-    options.phone === true ? { viewport: { width: 390, height: 844 } } : { viewport: { width: 1280, height: 900 } },
-  );
+/** A fresh browser context (no cookies), on a phone-sized or desktop window, in a time zone (default the host's). */
+export async function openTab(
+  browser: Browser,
+  options: { readonly phone?: boolean; readonly timezoneId?: string } = {},
+): Promise<ConsoleTab> {
+  const context = await browser.newContext({
+    viewport: options.phone === true ? { width: 390, height: 844 } : { width: 1280, height: 900 },
+    ...(options.timezoneId === undefined ? {} : { timezoneId: options.timezoneId }),
+  });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));

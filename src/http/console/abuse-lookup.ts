@@ -6,7 +6,8 @@ import type { AttributionAnswer } from '../../protocol/admin-api.js';
 import { attributionRoute } from '../admin-api/routes/attribution/attribution.js';
 import { ConsoleRefusal, readAnswer } from './calls.js';
 import { html, type Html } from './html.js';
-import { problem, table } from './layout.js';
+import { problem, table, timeHint, zoneField } from './layout.js';
+import { knownZone, readConsoleTime } from './local-time.js';
 import type { ConsoleRequest, PageResult } from './console-request.js';
 
 const FIELDS = ['ip', 'port', 'at', 'reason'] as const;
@@ -18,10 +19,16 @@ export async function abuseLookup(r: ConsoleRequest): Promise<PageResult> {
     const value = query[name]?.trim();
     if (value !== undefined && value !== '') asked[name] = value;
   }
+  const zone = knownZone(query['tz']);
+  // The moment as typed stays in the form; the call gets it in UTC (src/http/console/local-time.ts).
+  const moment = asked['at'] === undefined ? null : readConsoleTime(asked['at'], zone);
   let result = html``;
   if (asked['ip'] !== undefined) {
     try {
-      const answer = await readAnswer(ctx, frame.caller, request, attributionRoute, asked);
+      const answer = await readAnswer(ctx, frame.caller, request, attributionRoute, {
+        ...asked,
+        ...(moment === null ? {} : { at: moment.value }),
+      });
       result = answerSection(frame.base, answer);
     } catch (error) {
       if (!(error instanceof ConsoleRefusal)) throw error;
@@ -36,9 +43,13 @@ export async function abuseLookup(r: ConsoleRequest): Promise<PageResult> {
 <form method="get" action="${frame.base}abuse" class="stack" role="search">
 ${field('ip', 'Public address', '192.0.2.10', html` required`)}
 ${field('port', 'Port', '53211', html` inputmode="numeric"`)}
-${field('at', 'Time (ISO 8601 with offset)', '2026-01-31T14:03:07Z', html` required`)}
+${field('at', 'Time', '2026-01-31 14:03:07', html` required`)}${zoneField(zone)}
 ${field('reason', 'Reason (kept in the audit log)', 'CSIRT ticket #1234', html` maxlength="200"`)}
-<button type="submit">Look up</button></form>${result}`,
+<button type="submit">Look up</button></form>${timeHint(zone)}${
+      moment?.readIn === null || moment === null
+        ? ''
+        : html`<p class="notice" role="status">Looked up in UTC: ${asked['at'] ?? ''} (${moment.readIn}) = ${moment.value}.</p>`
+    }${result}`,
   };
 }
 

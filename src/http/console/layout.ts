@@ -98,3 +98,13 @@ export function table(caption: string, headings: readonly string[], rows: readon
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<div class="scroll"><table><caption>${caption}</caption><thead><tr>${headings.map((heading) => html`<th scope="col">${heading}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>`;
 }
+
+/** The browser's time zone, filled in by the console's script; typed times without an offset are read in it. */
+export function zoneField(zone: string): Html {
+  return html`<input type="hidden" name="tz" value="${zone}" data-browser-zone>`;
+}
+
+/** How to type a time, naming the zone it is read in (the script shows the browser's). */
+export function timeHint(zone: string): Html {
+  return html`<p class="hint">Times: <kbd>YYYY-MM-DD HH:MM</kbd> in your time zone (<span data-browser-zone-name>${zone}</span>), or ISO 8601 with an offset (<kbd>…Z</kbd> for UTC).</p>`;
+}

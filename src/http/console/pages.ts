@@ -19,10 +19,11 @@ import { usersRoute } from '../admin-api/routes/listings/users.js';
 import { webhookDeliveriesRoute, webhooksRoute } from '../admin-api/routes/webhooks/webhooks.js';
 import { ConsoleRefusal, readAnswer } from './calls.js';
 import { html, jsonIsland, type Html } from './html.js';
-import { doneNote, may, problem, table } from './layout.js';
+import { doneNote, may, problem, table, timeHint, zoneField } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 import { lastReconcile } from './reconcile-times.js';
 import { abuseLookup } from './abuse-lookup.js';
+import { knownZone, readConsoleTime } from './local-time.js';
 
 /** Users per page of the users list. */
 const USERS_PAGE = 50;
@@ -177,7 +178,7 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   return {
     title: 'Users',
     body: html`${doneNote(query['done'], query['user_id'] ?? '')}<form method="get" action="${base}users" class="filters" role="search">
-<label for="prefix">User id starts with</label> <input id="prefix" name="prefix" value="${prefix}">
+<span class="field"><label for="prefix">User id starts with</label><input id="prefix" name="prefix" value="${prefix}"></span>
 <label><input type="checkbox" name="disabled" value="yes"${onlyDisabled ? html` checked` : ''}> only disabled</label>
 <button type="submit">Search</button></form>${body}`,
   };
@@ -317,10 +318,21 @@ async function connections(r: ConsoleRequest): Promise<PageResult> {
 async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
   const { base } = frame;
-  const filters: Record<string, string> = {};
+  const zone = knownZone(query['tz']);
+  const typed: Record<string, string> = {};
   for (const name of ['ip', 'at', 'user_id', 'profile_id', 'since', 'until', 'reason', 'cursor']) {
     const value = query[name];
-    if (value !== undefined && value !== '') filters[name] = value;
+    if (value !== undefined && value !== '') typed[name] = value;
+  }
+  // What the search sends: the typed times in UTC (src/http/console/local-time.ts).
+  const filters: Record<string, string> = { ...typed };
+  const conversions: Html[] = [];
+  for (const [name, label] of TIME_FIELDS) {
+    const text = typed[name];
+    if (text === undefined) continue;
+    const time = readConsoleTime(text, zone);
+    filters[name] = time.value;
+    if (time.readIn !== null) conversions.push(html`${label} ${text} (${time.readIn}) = ${time.value}`);
   }
   const body = await section(async () => {
     const log = await readAnswer(ctx, frame.caller, request, connectionLogRoute, {
@@ -330,24 +342,35 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
     return html`${logTable(base, log.connection_log)}${log.next_cursor === null ? '' : html`<p>${link(base, 'log', { ...filters, cursor: log.next_cursor }, 'Next page')}</p>`}`;
   });
   const field = (name: string, label: string, hint: string) =>
-    html`<label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${filters[name] ?? ''}" placeholder="${hint}">`;
+    html`<span class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${typed[name] ?? ''}" placeholder="${hint}"></span>`;
+  const converted =
+    conversions.length === 0
+      ? html``
+      : html`<p class="notice" role="status">Searched in UTC: ${conversions.map((line, index) => html`${index === 0 ? '' : '; '}${line}`)}.</p>`;
   return {
     title: 'Connection log',
-    body: html`<form method="get" action="${base}log" class="filters" role="search">${field('ip', 'Address (tunnel or client)', '10.10.3.7')}${field(
+    body: html`<form method="get" action="${base}log" class="filters" role="search">${zoneField(zone)}${field('ip', 'Address (tunnel or client)', '10.10.3.7')}${field(
       'at',
       'Open at',
-      '2026-01-31T14:02:00Z',
+      '2026-01-31 14:02',
     )}${field('user_id', 'User', '')}${field('profile_id', 'Profile', '')}${field(
       'since',
       'Open at or after',
-      '2026-01-31T14:00:00Z',
-    )}${field('until', 'Started before', '2026-01-31T15:00:00Z')}${field(
+      '2026-01-31 14:00',
+    )}${field('until', 'Started before', '2026-01-31 15:00')}${field(
       'reason',
       'Reason of an address search (audit log)',
       'CSIRT ticket #1234',
-    )}<button type="submit">Search</button></form>${body}`,
+    )}<button type="submit">Search</button></form>${timeHint(zone)}${converted}${body}`,
   };
 }
+
+/** The connection log's time fields, and how the conversion note names them. */
+const TIME_FIELDS = [
+  ['at', 'open at'],
+  ['since', 'open at or after'],
+  ['until', 'started before'],
+] as const;
 
 async function audit(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
@@ -370,7 +393,7 @@ async function audit(r: ConsoleRequest): Promise<PageResult> {
   });
   return {
     title: 'Audit log',
-    body: html`<form method="get" action="${frame.base}audit" class="filters" role="search"><label for="a-key">Key</label><input id="a-key" name="key" value="${filters['key'] ?? ''}"><label for="a-user">User</label><input id="a-user" name="user_id" value="${filters['user_id'] ?? ''}"><button type="submit">Search</button></form>${body}`,
+    body: html`<form method="get" action="${frame.base}audit" class="filters" role="search"><span class="field"><label for="a-key">Key</label><input id="a-key" name="key" value="${filters['key'] ?? ''}"></span><span class="field"><label for="a-user">User</label><input id="a-user" name="user_id" value="${filters['user_id'] ?? ''}"></span><button type="submit">Search</button></form>${body}`,
   };
 }
 

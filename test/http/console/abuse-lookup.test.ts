@@ -28,7 +28,7 @@ async function lookUp(page: Page, fields: { ip: string; port: string; at: string
   await page.getByRole('link', { name: 'Abuse lookup', exact: true }).click();
   await page.getByLabel('Public address').fill(fields.ip);
   await page.getByLabel('Port').fill(fields.port);
-  await page.getByLabel('Time (ISO 8601 with offset)').fill(fields.at);
+  await page.getByLabel('Time', { exact: true }).fill(fields.at);
   await page.getByLabel('Reason (kept in the audit log)').fill(fields.reason);
   await page.getByRole('button', { name: 'Look up' }).click();
   await page.waitForLoadState('load');

@@ -450,6 +450,78 @@ test('an administrator searches the connection log by a tunnel address and a mom
   assert.deepEqual(problems, []);
 });
 
+test('an administrator in Amsterdam types a time as her clock shows it, and the page says which UTC moment it searched; on a phone each label stays with its field', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  // bob held 10.44.0.9 from 06:00 to 07:00 UTC on 28 November, that is 07:00 to 08:00 in Amsterdam.
+  await openConnection(portal.portal.ctx.db, {
+    userId: asUserId('bob'),
+    profileId: asProfileId('employees'),
+    vpnProto: 'wireguard',
+    connectionId: 'b9',
+    nodeNumber: asNodeNumber(0),
+    ipFour: '10.44.0.9',
+    ipSix: 'fd44::9',
+    originatingIp: null,
+    connectedAt: new Date('2026-11-28T06:00:00Z'),
+  });
+  await closeConnection(portal.portal.ctx.db, {
+    connectionId: 'b9',
+    nodeNumber: asNodeNumber(0),
+    disconnectedAt: new Date('2026-11-28T07:00:00Z'),
+    bytesIn: 1,
+    bytesOut: 1,
+  });
+  const key = await makeAdminKey(portal, 'cert-desk', { scope: 'read' });
+  const { context, page, problems } = await openTab(browser, { timezoneId: 'Europe/Amsterdam' });
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+  await page.getByRole('link', { name: 'Connection log', exact: true }).click();
+  // The console's script names the browser's zone once the page has loaded.
+  await page.waitForFunction("document.querySelector('[data-browser-zone-name]')?.textContent === 'Europe/Amsterdam'");
+  assert.match(
+    (await page.locator('main .hint').first().textContent()) ?? '',
+    /in your time zone \(Europe\/Amsterdam\)/,
+    'the page names the zone a typed time is read in',
+  );
+  await page.getByLabel('Address (tunnel or client)').fill('10.44.0.9');
+  await page.getByLabel('Open at', { exact: true }).fill('2026-11-28 07:30');
+  await page.getByRole('button', { name: 'Search' }).click();
+  assert.deepEqual(await page.locator('main table tbody tr td:first-child').allTextContents(), ['bob']);
+  assert.equal(
+    await page.getByRole('status').textContent(),
+    'Searched in UTC: open at 2026-11-28 07:30 (Europe/Amsterdam) = 2026-11-28T06:30:00Z.',
+  );
+  assert.equal(
+    await page.getByLabel('Open at', { exact: true }).inputValue(),
+    '2026-11-28 07:30',
+    'the field keeps what was typed',
+  );
+  // 08:30 in Amsterdam is 07:30 UTC: bob was gone.
+  await page.getByLabel('Open at', { exact: true }).fill('2026-11-28 08:30');
+  await page.getByRole('button', { name: 'Search' }).click();
+  assert.match((await page.locator('main').textContent()) ?? '', /No sessions\./);
+  assert.deepEqual(problems, []);
+
+  const phone = await openTab(browser, { phone: true, timezoneId: 'Europe/Amsterdam' });
+  t.after(() => phone.context.close());
+  await signIn(phone.page, portal, key);
+  await phone.page.goto(`${consoleUrl(portal)}log`);
+  for (const label of ['Address (tunnel or client)', 'Open at', 'User', 'Started before']) {
+    const labelBox = await phone.page.locator('form.filters label', { hasText: label }).first().boundingBox();
+    const fieldBox = await phone.page.getByLabel(label, { exact: true }).boundingBox();
+    assert.ok(labelBox !== null && fieldBox !== null, label);
+    const gap = fieldBox.y - (labelBox.y + labelBox.height);
+    assert.ok(
+      gap >= 0 && gap < 12 && Math.abs(fieldBox.x - labelBox.x) < 2,
+      `"${label}" sits right above its field (gap ${gap}px)`,
+    );
+  }
+  const overflow = Number(await phone.page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
+  assert.ok(overflow <= 0, `the connection log fits a phone's width (overflows by ${overflow}px)`);
+  await screenshot(phone.page, 'connection-log-phone');
+});
+
 test('an administrator makes an admin key, sees it once, and revokes it; each after a confirmation and audited', async (t) => {
   const portal = await portalWithUsers();
   t.after(portal.close);

@@ -1,0 +1,35 @@
+// A time typed as a wall clock shows it, in the administrator's zone, becomes the right UTC moment.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { knownZone, readConsoleTime } from '../../../src/http/console/local-time.js';
+
+test('a wall-clock time is read in the browser’s zone, also across a daylight saving change, and one with an offset as it is', () => {
+  assert.deepEqual(readConsoleTime('2026-11-28 07:30', 'Europe/Amsterdam'), {
+    value: '2026-11-28T06:30:00Z',
+    readIn: 'Europe/Amsterdam',
+  });
+  assert.equal(readConsoleTime('2026-07-01T07:30:15', 'Europe/Amsterdam').value, '2026-07-01T05:30:15Z', 'summer time');
+  assert.equal(
+    readConsoleTime('2026-03-29 03:30', 'Europe/Amsterdam').value,
+    '2026-03-29T01:30:00Z',
+    'just after the change',
+  );
+  assert.equal(readConsoleTime('2026-11-28 07:30', 'America/New_York').value, '2026-11-28T12:30:00Z');
+  assert.equal(readConsoleTime(' 2026-11-28 07:30 ', 'UTC').value, '2026-11-28T07:30:00Z');
+  assert.deepEqual(readConsoleTime('2026-11-28T07:30:00+01:00', 'America/New_York'), {
+    value: '2026-11-28T07:30:00+01:00',
+    readIn: null,
+  });
+  assert.deepEqual(
+    readConsoleTime('yesterday', 'UTC'),
+    { value: 'yesterday', readIn: null },
+    'left to the API to refuse',
+  );
+});
+
+test('a zone the runtime does not know, or none, is UTC', () => {
+  assert.equal(knownZone('Europe/Amsterdam'), 'Europe/Amsterdam');
+  assert.equal(knownZone('Mars/Olympus_Mons'), 'UTC');
+  assert.equal(knownZone(undefined), 'UTC');
+  assert.equal(knownZone(''), 'UTC');
+});
