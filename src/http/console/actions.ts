@@ -126,6 +126,18 @@ const ACTIONS: Readonly<Record<string, Action>> = {
     },
     after: ({ user_id = '' }) => userPage(user_id, 'configuration-deleted'),
   }),
+  // The Online page's button. A WireGuard or OpenVPN client connects again by itself, so a
+  // session ends for good only with what it uses: this deletes the configuration.
+  disconnect: action({
+    route: deleteConnectionRoute,
+    fields: ['user_id', 'connection_id'],
+    async describe(request, { user_id = '', connection_id = '' }) {
+      const { configurations } = await reachOf(request, user_id);
+      const configuration = configurations.find((entry) => entry.connection_id === connection_id);
+      return `Disconnect ${user_id}'s ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`}: its configuration is deleted and cut from its node, because a VPN client reconnects by itself. The device needs a new configuration to connect again; to cut ${user_id} off for a while instead, disable the user.`;
+    },
+    after: () => `connections?${new URLSearchParams({ done: 'disconnected' }).toString()}`,
+  }),
   create: action({
     route: createRoute,
     fields: ['user_id', 'profile_id', 'display_name', 'expires_in'],

@@ -82,6 +82,7 @@ const DONE_NOTES = {
   enabled: (userId: string) => `${userId} was enabled.`,
   deleted: (userId: string) => `${userId} was deleted.`,
   'configuration-deleted': () => 'The configuration was deleted.',
+  disconnected: () => 'Disconnected: the configuration was deleted and cut from its node.',
 } as const;
 export type DoneNote = keyof typeof DONE_NOTES;
 

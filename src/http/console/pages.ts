@@ -145,6 +145,12 @@ async function usageChart({ ctx, frame, request }: ConsoleRequest): Promise<Html
         html`<tr><td>${day.date}</td><td>${profile}</td><td>${day.unique_user_count}</td><td>${day.max_connection_count}</td></tr>`,
     ),
   );
+  // The first daily run also counts the day before the portal ran, as zero: nothing to draw.
+  const anyUse = Object.values(stats.stats).some((days) =>
+    days.some((day) => day.unique_user_count > 0 || day.max_connection_count > 0),
+  );
+  if (!anyUse)
+    return html`<p class="empty">No data yet: no use recorded in the last 30 days. A day is counted once it is over (UTC).</p>`;
   return html`${jsonIsland('usage-data', stats.stats)}<div class="chart"><canvas id="usage-chart" role="img" aria-label="Daily unique users and peak sessions per profile, last 30 days"></canvas></div>
 <details><summary>The figures as a table</summary>${table('Daily use, last 30 days', ['Day', 'Profile', 'Unique users', 'Peak sessions'], rows, 'No statistics yet: a day is counted once it is over.')}</details>`;
 }
@@ -296,23 +302,28 @@ function logTable(base: string, entries: readonly ConnectionLogEntry[]): Html {
 }
 
 async function connections(r: ConsoleRequest): Promise<PageResult> {
-  const { ctx, frame, request } = r;
+  const { ctx, frame, request, query } = r;
+  const { base } = frame;
   const body = await section(async () => {
     const list = await readAnswer(ctx, frame.caller, request, connectionListRoute);
+    const disconnect = (userId: string, connectionId: string) =>
+      may(frame, 'write')
+        ? link(base, 'confirm', { action: 'disconnect', user_id: userId, connection_id: connectionId }, 'Disconnect…')
+        : '';
     return html`${Object.entries(list.connection_list).map(
       ([profile, entries]) =>
         html`<section><h2>${profile}</h2>${table(
           `Online in ${profile}`,
-          ['User', 'Name', 'Protocol', 'Addresses', 'Connection id'],
+          ['User', 'Name', 'Protocol', 'Addresses', 'Connection id', ''],
           entries.map(
             (entry) =>
-              html`<tr><td>${userLink(frame.base, entry.user_id)}</td><td>${entry.display_name}</td><td>${entry.vpn_proto}</td><td>${entry.ip_list.join(' ')}</td><td class="id">${entry.connection_id}</td></tr>`,
+              html`<tr><td>${userLink(base, entry.user_id)}</td><td>${entry.display_name}</td><td>${entry.vpn_proto}</td><td>${entry.ip_list.join(' ')}</td><td class="id">${entry.connection_id}</td><td>${disconnect(entry.user_id, entry.connection_id)}</td></tr>`,
           ),
           'Nobody online.',
         )}</section>`,
     )}`;
   });
-  return { title: 'Online now', body };
+  return { title: 'Online now', body: html`${doneNote(query['done'], '')}${body}` };
 }
 
 async function connectionLog(r: ConsoleRequest): Promise<PageResult> {

@@ -8,6 +8,7 @@ import type { Browser } from 'playwright-core';
 import { revokeAdminKey } from '../../../src/core/access/index.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
+import { saveDailyStats } from '../../../src/storage/statistics.js';
 import { auditLog, bearer, makeAdminKey } from '../../support/admin-keys.js';
 import { consoleUrl, launchBrowser, openTab, readQrCode, screenshot, signIn } from '../../support/console-browser.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -69,6 +70,17 @@ test('an administrator signs in with an admin key, walks the pages and finds a u
     /3 of 253/,
     'three WireGuard addresses of the pool are used',
   );
+  assert.match(
+    (await page.locator('section[aria-labelledby="usage"]').textContent()) ?? '',
+    /No data yet: no use recorded in the last 30 days/,
+    'on day one the chart says why it is empty instead of drawing an empty axis',
+  );
+  assert.equal(await page.locator('canvas#usage-chart').count(), 0);
+  const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+  await saveDailyStats(portal.portal.ctx.db, [
+    { date: yesterday, profileId: 'employees', maxConnectionCount: 2, uniqueUserCount: 3 },
+  ]);
+  await page.reload();
   await page.waitForFunction("document.querySelector('canvas#usage-chart')?.getAttribute('width') !== null");
   await screenshot(page, 'dashboard');
 

@@ -31,6 +31,15 @@ test('an administrator finds a connected user, disables her, and sees her connec
   assert.match((await page.locator('main').textContent()) ?? '', /alice/, 'alice is online');
   assert.match((await page.locator('main h2').first().textContent()) ?? '', new RegExp(LAB_PROFILE));
   await screenshot(page, 'online-alice');
+  await page.getByRole('link', { name: 'Disconnect…' }).click();
+  assert.match(
+    (await page.locator('#what').textContent()) ?? '',
+    new RegExp(
+      `^Disconnect alice's "Laptop" \\(${LAB_PROFILE}\\): its configuration is deleted and cut from its node, because a VPN client reconnects by itself\\.`,
+    ),
+    'the button says that disconnecting deletes the configuration, and offers disabling instead',
+  );
+  await page.goBack();
 
   await page.getByRole('link', { name: 'Users', exact: true }).click();
   await page.getByLabel('User id starts with').fill('ali');
