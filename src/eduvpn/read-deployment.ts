@@ -1,0 +1,264 @@
+// Opens an eduVPN 3.x deployment for the import: its database (SQLite, opened read-only, or
+// PostgreSQL in read-only transactions), checked to be a schema this reader knows before
+// anything else is read, and its key files (src/eduvpn/key-files.ts). Records come in pages in
+// a stable order, each page one indexed query (keyset paging), so a table of 100,000 rows is
+// read in linear time and never held in memory whole.
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresAdapter, PostgresDialect, type RawBuilder, type SqlBool, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { describeDatabase, parseDatabaseLocation } from '../config/database-location.js';
+import type { DatabaseLocation } from '../config/portal-config.js';
+import { messageOf } from '../shared/error-message.js';
+import {
+  type EduVpnDeployment,
+  type EduVpnKeys,
+  type EduVpnLeftBehind,
+  type EduVpnLocation,
+  type EduVpnRecordKind,
+  type EduVpnSchemaVersion,
+  KNOWN_EDUVPN_SCHEMA_VERSIONS,
+} from './deployment.js';
+import type { EduVpnDatabase } from './eduvpn-schema.js';
+import { type EduVpnRecordOf, type EduVpnRecordTable, parseEduVpnRow } from './eduvpn-rows.js';
+import { readEduVpnKeys, requireReadableFile } from './key-files.js';
+import { EduVpnReadError } from './read-error.js';
+
+/** Rows per page unless the caller asks for another size. */
+export const EDUVPN_PAGE_SIZE = 5000;
+
+export interface EduVpnReadOptions {
+  /** Rows per page (default 5,000). */
+  readonly pageSize?: number;
+}
+
+type EduVpnDb = Kysely<EduVpnDatabase>;
+/**
+ * The same database seen as tables of unchecked rows, for the paging queries that serve every
+ * table alike: their rows go through the zod parsers of src/eduvpn/eduvpn-rows.ts anyway.
+ */
+type UncheckedDb = Kysely<Record<string, Record<string, unknown>>>;
+
+/** The table each kind of record comes from. */
+const TABLE_OF_KIND = {
+  users: 'users',
+  authorizations: 'oauth_authorizations',
+  wireGuardPeers: 'wg_peers',
+  certificates: 'certificates',
+  connectionLog: 'connection_log',
+  dailyStatistics: 'aggregate_stats',
+} as const satisfies Record<EduVpnRecordKind, EduVpnRecordTable>;
+
+/** The unique column each keyed table is paged along; the others are paged by row position. */
+const KEY_OF_TABLE = {
+  users: 'user_id',
+  oauth_authorizations: 'auth_key',
+  wg_peers: 'public_key',
+  certificates: 'common_name',
+} as const;
+type KeyedTable = keyof typeof KEY_OF_TABLE;
+type KeylessTable = Exclude<EduVpnRecordTable, KeyedTable>;
+
+/**
+ * Opens the deployment at `location`: the database first (refused unless its `version` is one
+ * of KNOWN_EDUVPN_SCHEMA_VERSIONS), then every key file. Throws EduVpnReadError, with nothing
+ * left open, when any of it cannot be read as eduVPN writes it.
+ */
+export async function readEduVpnDeployment(
+  location: EduVpnLocation,
+  options: EduVpnReadOptions = {},
+): Promise<EduVpnDeployment> {
+  const databaseLocation = parseLocation(location.database);
+  const databaseDescription = describeDatabase(databaseLocation);
+  const db = await openEduVpnDatabase(databaseLocation, databaseDescription);
+  try {
+    const schemaVersion = await readSchemaVersion(db, databaseDescription);
+    const keys = await readEduVpnKeys(location);
+    const description = `${databaseDescription} (keys in ${location.configDir} and ${location.dataDir})`;
+    return new OpenedDeployment(db, description, schemaVersion, keys, options.pageSize ?? EDUVPN_PAGE_SIZE);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+}
+
+function parseLocation(database: string): DatabaseLocation {
+  try {
+    return parseDatabaseLocation(database, process.cwd());
+  } catch (error) {
+    throw new EduVpnReadError(`the eduVPN database ${messageOf(error)}`);
+  }
+}
+
+/** SQLite read-only (the file must exist); PostgreSQL with every transaction read-only. */
+async function openEduVpnDatabase(location: DatabaseLocation, description: string): Promise<EduVpnDb> {
+  if (location.dialect === 'sqlite') {
+    await requireReadableFile(location.path, 'database');
+    let sqlite: SqliteDatabase.Database;
+    try {
+      sqlite = new SqliteDatabase(location.path, { readonly: true, fileMustExist: true });
+    } catch (error) {
+      throw new EduVpnReadError(`cannot open ${description}: ${messageOf(error)}`);
+    }
+    return new Kysely<EduVpnDatabase>({ dialect: new SqliteDialect({ database: sqlite }) });
+  }
+  const pool = new pg.Pool({
+    connectionString: location.url,
+    max: 2,
+    options: '-c default_transaction_read_only=on',
+  });
+  pool.on('error', () => {}); // an idle connection the server closed: the next query says so
+  return new Kysely<EduVpnDatabase>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** The schema version, refused unless it is one this reader knows; duplicate rows of one version are fine. */
+async function readSchemaVersion(db: EduVpnDb, description: string): Promise<EduVpnSchemaVersion> {
+  const known = KNOWN_EDUVPN_SCHEMA_VERSIONS.join(', ');
+  let rows: { current_version: string }[];
+  try {
+    rows = await db.selectFrom('version').select('current_version').distinct().execute();
+  } catch (error) {
+    if (/no such table|relation "version" does not exist/.test(messageOf(error)))
+      throw new EduVpnReadError(
+        `${description} has no table "version": not an eduVPN 3.x database (this reader knows schema versions ${known})`,
+      );
+    throw new EduVpnReadError(`cannot read ${description}: ${messageOf(error)}`);
+  }
+  const versions = [...new Set(rows.map((row) => String(row.current_version).trim()))];
+  const [version] = versions;
+  if (version === undefined)
+    throw new EduVpnReadError(`${description}: table "version" is empty (this reader knows schema versions ${known})`);
+  if (versions.length > 1)
+    throw new EduVpnReadError(
+      `${description}: table "version" names several versions (${versions.join(', ')}); a half-finished migration? This reader knows ${known}`,
+    );
+  if (!isKnownVersion(version))
+    throw new EduVpnReadError(
+      `${description} has eduVPN schema version ${version}, which this reader does not know (it knows ${known}); ask for an update of vpn-portal, or move from an eduVPN version with a known schema`,
+    );
+  return version;
+}
+
+function isKnownVersion(version: string): version is EduVpnSchemaVersion {
+  return (KNOWN_EDUVPN_SCHEMA_VERSIONS as readonly string[]).includes(version);
+}
+
+class OpenedDeployment implements EduVpnDeployment {
+  constructor(
+    private readonly db: EduVpnDb,
+    readonly description: string,
+    readonly schemaVersion: EduVpnSchemaVersion,
+    readonly keys: EduVpnKeys,
+    private readonly pageSize: number,
+  ) {}
+
+  private get unchecked(): UncheckedDb {
+    return this.db as unknown as UncheckedDb;
+  }
+
+  async count(kind: EduVpnRecordKind): Promise<number> {
+    return this.countRows(TABLE_OF_KIND[kind]);
+  }
+
+  users(): AsyncIterable<readonly EduVpnRecordOf<'users'>[]> {
+    return this.keyedPages('users');
+  }
+
+  authorizations(): AsyncIterable<readonly EduVpnRecordOf<'oauth_authorizations'>[]> {
+    return this.keyedPages('oauth_authorizations');
+  }
+
+  wireGuardPeers(): AsyncIterable<readonly EduVpnRecordOf<'wg_peers'>[]> {
+    return this.keyedPages('wg_peers');
+  }
+
+  certificates(): AsyncIterable<readonly EduVpnRecordOf<'certificates'>[]> {
+    return this.keyedPages('certificates');
+  }
+
+  connectionLog(): AsyncIterable<readonly EduVpnRecordOf<'connection_log'>[]> {
+    return this.positionPages('connection_log');
+  }
+
+  dailyStatistics(): AsyncIterable<readonly EduVpnRecordOf<'aggregate_stats'>[]> {
+    return this.positionPages('aggregate_stats');
+  }
+
+  async leftBehind(): Promise<EduVpnLeftBehind> {
+    // Schema 2022022201 has no guest counts.
+    const guestUserCounts =
+      this.schemaVersion === '2022022201'
+        ? 0
+        : await this.countRows('aggregate_stats', sql<SqlBool>`unique_guest_user_count <> 0`);
+    return {
+      localUsers: await this.countRows('local_users'),
+      refreshTokens: await this.countRows('oauth_refresh_token_log'),
+      liveStatistics: await this.countRows('live_stats'),
+      guestUserCounts,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  private async countRows(table: keyof EduVpnDatabase, where?: RawBuilder<SqlBool>): Promise<number> {
+    const query = this.db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number | string>().as('rows'))
+      .$if(where !== undefined, (builder) => builder.where(where ?? sql<SqlBool>`true`));
+    const row = await query.executeTakeFirstOrThrow();
+    return Number(row.rows);
+  }
+
+  /** Pages along the table's unique key: each page is the next `pageSize` keys after the last one seen. */
+  private async *keyedPages<Table extends KeyedTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
+    const key = KEY_OF_TABLE[table];
+    let after: string | null = null;
+    for (;;) {
+      const rows: Record<string, unknown>[] = await this.unchecked
+        .selectFrom(table)
+        .selectAll()
+        .$if(after !== null, (builder) => builder.where(sql.ref(key), '>', after))
+        .orderBy(sql.ref(key))
+        .limit(this.pageSize)
+        .execute();
+      if (rows.length === 0) return;
+      yield rows.map((row) => parseEduVpnRow(table, `${key} "${String(row[key])}"`, row));
+      const last: unknown = rows.at(-1)?.[key];
+      if (rows.length < this.pageSize || typeof last !== 'string') return;
+      after = last;
+    }
+  }
+
+  /**
+   * Pages along the row's position, for the tables without a key: SQLite's rowid, and
+   * PostgreSQL's ctid, which a `ctid > '(page,item)'` condition reads as a TID range scan
+   * (PostgreSQL 14 and later), so each page costs its own rows only. A position changes only
+   * when a row is updated, and the move is done with the old portal stopped. A server-side
+   * cursor would also do, but would hold one transaction open across the whole import.
+   */
+  private async *positionPages<Table extends KeylessTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
+    const postgres = this.db.getExecutor().adapter instanceof PostgresAdapter;
+    const position = postgres ? sql<string>`ctid::text` : sql<string>`rowid`;
+    const name = postgres ? 'ctid' : 'rowid';
+    let after: string | null = null;
+    for (;;) {
+      const condition = postgres
+        ? sql<SqlBool>`ctid > ${after}::tid`
+        : sql<SqlBool>`rowid > ${after === null ? null : Number(after)}`;
+      const rows: Record<string, unknown>[] = await this.unchecked
+        .selectFrom(table)
+        .selectAll()
+        .select(position.as('row_position'))
+        .$if(after !== null, (builder) => builder.where(condition))
+        .orderBy(sql.raw(name))
+        .limit(this.pageSize)
+        .execute();
+      if (rows.length === 0) return;
+      yield rows.map((row) => parseEduVpnRow(table, `at ${name} ${String(row['row_position'])}`, row));
+      const last: unknown = rows.at(-1)?.['row_position'];
+      if (rows.length < this.pageSize || last === undefined) return;
+      after = String(last);
+    }
+  }
+}
