@@ -201,12 +201,21 @@ class OpenedDeployment implements EduVpnDeployment {
     await this.db.destroy();
   }
 
+  /** A query on `table`; a failure (a table missing, a lost connection) becomes an error naming it. */
+  private async reading<T>(table: string, query: () => Promise<T>): Promise<T> {
+    try {
+      return await query();
+    } catch (error) {
+      throw new EduVpnReadError(`cannot read table ${table} of ${this.description}: ${messageOf(error)}`);
+    }
+  }
+
   private async countRows(table: keyof EduVpnDatabase, where?: RawBuilder<SqlBool>): Promise<number> {
     const query = this.db
       .selectFrom(table)
       .select((eb) => eb.fn.countAll<number | string>().as('rows'))
       .$if(where !== undefined, (builder) => builder.where(where ?? sql<SqlBool>`true`));
-    const row = await query.executeTakeFirstOrThrow();
+    const row = await this.reading(table, () => query.executeTakeFirstOrThrow());
     return Number(row.rows);
   }
 
@@ -215,13 +224,13 @@ class OpenedDeployment implements EduVpnDeployment {
     const key = KEY_OF_TABLE[table];
     let after: string | null = null;
     for (;;) {
-      const rows: Record<string, unknown>[] = await this.unchecked
+      const query = this.unchecked
         .selectFrom(table)
         .selectAll()
         .$if(after !== null, (builder) => builder.where(sql.ref(key), '>', after))
         .orderBy(sql.ref(key))
-        .limit(this.pageSize)
-        .execute();
+        .limit(this.pageSize);
+      const rows: Record<string, unknown>[] = await this.reading(table, () => query.execute());
       if (rows.length === 0) return;
       yield rows.map((row) => parseEduVpnRow(table, `${key} "${String(row[key])}"`, row));
       const last: unknown = rows.at(-1)?.[key];
@@ -246,14 +255,14 @@ class OpenedDeployment implements EduVpnDeployment {
       const condition = postgres
         ? sql<SqlBool>`ctid > ${after}::tid`
         : sql<SqlBool>`rowid > ${after === null ? null : Number(after)}`;
-      const rows: Record<string, unknown>[] = await this.unchecked
+      const query = this.unchecked
         .selectFrom(table)
         .selectAll()
         .select(position.as('row_position'))
         .$if(after !== null, (builder) => builder.where(condition))
         .orderBy(sql.raw(name))
-        .limit(this.pageSize)
-        .execute();
+        .limit(this.pageSize);
+      const rows: Record<string, unknown>[] = await this.reading(table, () => query.execute());
       if (rows.length === 0) return;
       yield rows.map((row) => parseEduVpnRow(table, `at ${name} ${String(row['row_position'])}`, row));
       const last: unknown = rows.at(-1)?.['row_position'];

@@ -347,3 +347,26 @@ test('missing optional key files are simply absent', async (t) => {
   assert.equal(keys.wireGuardPrivateKeys.size, 0);
   assert.equal(keys.wireGuardPublicKeys.size, 2);
 });
+
+test('a database that is not there, or not a database location, is refused before any key is read', async (t) => {
+  const deployment = await written(t);
+  const missing = path.join(deployment.location.dataDir, 'gone.sqlite');
+  await assert.rejects(
+    readEduVpnDeployment({ ...deployment.location, database: `sqlite:${missing}` }),
+    new EduVpnReadError(`the eduVPN database ${missing} does not exist`),
+  );
+  await assert.rejects(
+    readEduVpnDeployment({ ...deployment.location, database: 'mysql://vpn:secret@db/vpn' }),
+    (error: unknown) =>
+      error instanceof EduVpnReadError &&
+      /must be sqlite:PATH/.test(error.message) &&
+      !error.message.includes('secret'),
+  );
+});
+
+test('a table missing from a known schema is an error naming the table', async (t) => {
+  const deployment = await written(t);
+  await runOnEduVpnDatabase(deployment.location.database, 'DROP TABLE live_stats');
+  const reader = await opened(t, deployment);
+  await assert.rejects(reader.leftBehind(), /^EduVpnReadError: cannot read table live_stats of /);
+});
