@@ -3,7 +3,7 @@
 // is left behind, the keys; and each way a deployment can be wrong refused with a message that
 // names it.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -369,4 +369,40 @@ test('a table missing from a known schema is an error naming the table', async (
   await runOnEduVpnDatabase(deployment.location.database, 'DROP TABLE live_stats');
   const reader = await opened(t, deployment);
   await assert.rejects(reader.leftBehind(), /^EduVpnReadError: cannot read table live_stats of /);
+});
+
+/** Opens every folder and file under `dir` to all users (the test hides one file again). */
+async function openToEveryone(dir: string): Promise<void> {
+  await chmod(dir, 0o755);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) await openToEveryone(file);
+    else await chmod(file, 0o644);
+  }
+}
+
+test('a key file the reading user may not read is refused, naming it and saying whom to run as', async (t) => {
+  const deployment = await written(t);
+  const root = path.resolve(deployment.location.configDir, '../..');
+  await openToEveryone(root);
+  // The temporary folder's parents are world-searchable already (/tmp).
+  const adminKey = path.join(deployment.location.configDir, 'keys/admin-api.key');
+  await chmod(adminKey, 0o600);
+  // As root every file is readable: the reading runs as "nobody" for the time of the call
+  // (the saved user id stays root, so the test takes root back).
+  const nobody = 65534;
+  process.seteuid?.(nobody);
+  let error: unknown = null;
+  try {
+    await readEduVpnDeployment(deployment.location).then((reader) => reader.close());
+  } catch (thrown) {
+    error = thrown;
+  } finally {
+    process.seteuid?.(0);
+  }
+  assert.ok(error instanceof EduVpnReadError, String(error));
+  assert.equal(
+    error.message,
+    `cannot read ${adminKey}: permission denied; run the import as root, or as a member of the web server's group (www-data on Debian, apache on Fedora and EL)`,
+  );
 });
