@@ -101,6 +101,10 @@ test('the reader reads back every kind of record the fixture wrote, with counts 
   const reader = await opened(t, deployment);
   assert.equal(reader.schemaVersion, '2023011801');
   assert.match(reader.description, /sqlite:|postgres/);
+  if (!deployment.location.database.startsWith('sqlite:')) {
+    const password = new URL(deployment.location.database).password;
+    assert.ok(password === '' || !reader.description.includes(`:${password}@`), 'the description shows no password');
+  }
 
   const users = (await pages(reader.users())).flat();
   assert.deepEqual(
