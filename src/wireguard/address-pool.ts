@@ -5,7 +5,17 @@
 // the network address and offset 1 the node's own interface address (the gateway),
 // and the last IPv4 address is the broadcast address, hence 2^(32 − p4) − 3 clients.
 
-import { addressAt, addressBits, formatIpAddress, type IpPrefix, parseIpPrefix, prefixSize } from '../net/ip-prefix.js';
+import {
+  addressAt,
+  addressBits,
+  formatIpAddress,
+  ipAddressFamily,
+  type IpPrefix,
+  parseIpAddress,
+  parseIpPrefix,
+  prefixContainsAddress,
+  prefixSize,
+} from '../net/ip-prefix.js';
 
 /** Addresses before the first client: the network address and the gateway. */
 export const FIRST_CLIENT_OFFSET = 2;
@@ -31,6 +41,27 @@ export function clientAddressesAt(rangeFour: string, rangeSix: string, index: nu
     ipFour: formatIpAddress(addressAt(four, offset)),
     ipSix: formatIpAddress(addressAt(six, offset)),
   };
+}
+
+/**
+ * Where an address pair issued elsewhere (an eduVPN server, which pairs them the same way) sits
+ * in the pool: its index, or why the pool cannot hold it — an address outside the ranges (or
+ * the network, gateway or broadcast address), or an IPv6 address that is not the partner of the
+ * IPv4 one.
+ */
+export function poolIndexOf(
+  rangeFour: string,
+  rangeSix: string,
+  addresses: PairedAddresses,
+): { readonly index: number } | { readonly problem: 'outside' | 'unpaired' } {
+  const { four, six, capacity } = checkedPool(rangeFour, rangeSix);
+  if (ipAddressFamily(addresses.ipFour) !== 4 || ipAddressFamily(addresses.ipSix) !== 6) return { problem: 'outside' };
+  const ipFour = parseIpAddress(addresses.ipFour);
+  const ipSix = parseIpAddress(addresses.ipSix);
+  if (!prefixContainsAddress(four, ipFour) || !prefixContainsAddress(six, ipSix)) return { problem: 'outside' };
+  const index = Number(ipFour.value - four.network) - FIRST_CLIENT_OFFSET;
+  if (index < 0 || index >= capacity) return { problem: 'outside' };
+  return ipSix.value - six.network === BigInt(FIRST_CLIENT_OFFSET + index) ? { index } : { problem: 'unpaired' };
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { clientAddressesAt, gatewayAddresses, poolCapacity } from '../../src/wireguard/address-pool.js';
+import { clientAddressesAt, gatewayAddresses, poolCapacity, poolIndexOf } from '../../src/wireguard/address-pool.js';
 
 describe('client addresses come in IPv4/IPv6 pairs', () => {
   test('the first client gets network + 2 in both families', () => {
@@ -60,6 +60,35 @@ describe('the gateway is network + 1', () => {
     assert.deepEqual(gatewayAddresses('10.42.42.77/24', 'fd42:0:0:1::99/64'), {
       ipFour: '10.42.42.1',
       ipSix: 'fd42:0:0:1::1',
+    });
+  });
+});
+
+describe('an address pair issued elsewhere finds its place in the pool', () => {
+  test('a pair at network + 2 + k in both families is index k', () => {
+    assert.deepEqual(poolIndexOf('10.0.0.0/16', 'fd00:1::/64', { ipFour: '10.0.1.46', ipSix: 'fd00:1::12e' }), {
+      index: 300,
+    });
+    assert.deepEqual(poolIndexOf('10.44.44.0/29', 'fd44::/64', { ipFour: '10.44.44.2', ipSix: 'fd44::2' }), {
+      index: 0,
+    });
+  });
+
+  test('an address outside the ranges, or the network, gateway or broadcast address, has no place', () => {
+    for (const ipFour of ['10.44.45.2', '10.44.44.0', '10.44.44.1', '10.44.44.7']) {
+      assert.deepEqual(poolIndexOf('10.44.44.0/29', 'fd44::/64', { ipFour, ipSix: 'fd44::2' }), { problem: 'outside' });
+    }
+    assert.deepEqual(poolIndexOf('10.44.44.0/29', 'fd44::/64', { ipFour: '10.44.44.2', ipSix: 'fd45::2' }), {
+      problem: 'outside',
+    });
+    assert.deepEqual(poolIndexOf('10.44.44.0/29', 'fd44::/64', { ipFour: 'not an address', ipSix: 'fd44::2' }), {
+      problem: 'outside',
+    });
+  });
+
+  test('an IPv6 address that is not the partner of the IPv4 one cannot be held by the pool', () => {
+    assert.deepEqual(poolIndexOf('10.44.44.0/29', 'fd44::/64', { ipFour: '10.44.44.3', ipSix: 'fd44::2' }), {
+      problem: 'unpaired',
     });
   });
 });
