@@ -11,6 +11,29 @@ import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '..
 
 export type CreatedOrKept = { readonly path: string; readonly created: boolean };
 
+/** A key file compared with content brought from elsewhere (an eduVPN server): absent, the same, or another key. */
+export type KeyFileState = 'missing' | 'same' | 'differs';
+
+/** A key file that exists with other content than the one to adopt: it is never overwritten. */
+export class KeyFileDiffers extends Error {
+  override readonly name = 'KeyFileDiffers';
+  constructor(readonly path: string) {
+    super(`${path} exists and holds another key: it is kept, not overwritten`);
+  }
+}
+
+/** The state of `file` against `content`, both trimmed, compared in constant time. */
+export function keyFileState(file: string, content: string): KeyFileState {
+  let existing: string;
+  try {
+    existing = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+    throw error;
+  }
+  return constantTimeEquals(existing.trim(), content.trim()) ? 'same' : 'differs';
+}
+
 /** Key files are re-read at most this often, so a new or replaced key takes effect within a second. */
 const REREAD_AFTER_MS = 1_000;
 
@@ -87,6 +110,21 @@ export class KeyStore {
     return this.createIfMissing(this.wireGuardKeyPath(nodeNumber), () => generateWireGuardKeyPair().privateKey);
   }
 
+  /** Writes the Admin API secret brought from elsewhere, unless the same one is there; throws KeyFileDiffers for another. */
+  adoptAdminApiKey(content: string): CreatedOrKept {
+    return this.adoptIfMissing(this.adminApiKeyPath, content);
+  }
+
+  adoptNodeKey(nodeNumber: NodeNumber, content: string): CreatedOrKept {
+    return this.adoptIfMissing(this.nodeKeyPath(nodeNumber), content);
+  }
+
+  /** A node's WireGuard private key as the node had it (the portal hands it to its agent). */
+  adoptWireGuardKey(nodeNumber: NodeNumber, privateKey: WireGuardKey): CreatedOrKept {
+    if (!isWireGuardKey(privateKey)) throw new Error(`node ${nodeNumber}: not a WireGuard private key`);
+    return this.adoptIfMissing(this.wireGuardKeyPath(nodeNumber), privateKey);
+  }
+
   /** True when `presented` equals the Admin API secret; false when it differs or the API is disabled. */
   adminApiKeyMatches(presented: string): boolean {
     const secret = this.read(this.adminApiKeyPath);
@@ -147,6 +185,13 @@ export class KeyStore {
     }
     this.fileCache.set(file, { content, readAt: now });
     return content;
+  }
+
+  /** As createIfMissing with given content: an existing file with the same key is kept, another one refused. */
+  private adoptIfMissing(file: string, content: string): CreatedOrKept {
+    const result = this.createIfMissing(file, () => content.trim());
+    if (!result.created && keyFileState(file, content) !== 'same') throw new KeyFileDiffers(file);
+    return result;
   }
 
   private createIfMissing(file: string, make: () => string): CreatedOrKept {

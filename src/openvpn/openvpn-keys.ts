@@ -28,6 +28,7 @@ import {
   summarizeCertificate,
 } from './certificate-authority.js';
 import { generateTlsCryptKey, isTlsCryptKey } from './tls-crypt.js';
+import { KeyFileDiffers, keyFileState, type KeyFileState } from '../keys/key-store.js';
 
 /** Files are re-checked at most this often, so a replaced CA or key takes effect within a second. */
 const RECHECK_AFTER_MS = 1_000;
@@ -85,6 +86,67 @@ export class OpenVpnKeys {
     }
     this.#cachedCa = null;
     return { ...result, created: true };
+  }
+
+  /** The CA files against a CA brought from elsewhere (an eduVPN server): absent, the same, or another CA. */
+  caState(certificatePem: string, privateKeyPem: string): KeyFileState {
+    if (!this.#caFilesPresent()) return 'missing';
+    const certificate = keyFileState(this.caCertificatePath, certificatePem);
+    const key = keyFileState(this.caKeyPath, privateKeyPem);
+    return certificate === 'same' && key === 'same' ? 'same' : 'differs';
+  }
+
+  /**
+   * Takes over a CA brought from elsewhere, so the client certificates it issued stay valid: both
+   * files appear together, as with createCa. The same CA already here is kept; another one is
+   * never replaced (KeyFileDiffers).
+   */
+  async adoptCa(
+    certificatePem: string,
+    privateKeyPem: string,
+  ): Promise<{ readonly path: string; readonly created: boolean }> {
+    const result = { path: this.caCertificatePath };
+    const state = this.caState(certificatePem, privateKeyPem);
+    if (state === 'same') return { ...result, created: false };
+    if (state === 'differs') throw new KeyFileDiffers(this.caCertificatePath);
+    // Unusable files stop here, before anything is written.
+    await CertificateAuthority.load(certificatePem, privateKeyPem);
+    ensurePrivateDir(this.keyDir);
+    const staging = mkdtempSync(path.join(this.keyDir, '.ca-'));
+    try {
+      writeFileSync(path.join(staging, 'ca.key'), privateKeyPem, { mode: 0o600, flag: 'wx' });
+      writeFileSync(path.join(staging, 'ca.crt'), certificatePem, { mode: 0o600, flag: 'wx' });
+      try {
+        renameSync(staging, this.#caDir);
+      } catch (error) {
+        if (!isErrorCode(error, 'ENOTEMPTY', 'EEXIST')) throw error;
+        if (this.caState(certificatePem, privateKeyPem) === 'same') return { ...result, created: false };
+        throw new KeyFileDiffers(this.caCertificatePath);
+      }
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
+    this.#cachedCa = null;
+    return { ...result, created: true };
+  }
+
+  tlsCryptKeyState(profileId: string, content: string): KeyFileState {
+    return keyFileState(this.tlsCryptKeyPath(profileId), content);
+  }
+
+  /** Takes over a profile's tls-crypt key brought from elsewhere; the same key is kept, another one never replaced. */
+  adoptTlsCryptKey(profileId: string, content: string): { readonly path: string; readonly created: boolean } {
+    const file = this.tlsCryptKeyPath(profileId);
+    if (!isTlsCryptKey(content))
+      throw new Error(`the tls-crypt key of profile ${profileId} is not an OpenVPN static key`);
+    const state = keyFileState(file, content);
+    if (state === 'same') return { path: file, created: false };
+    if (state === 'differs') throw new KeyFileDiffers(file);
+    // Another process may have made the file meanwhile: theirs stays, and is compared.
+    createOnce(file, content);
+    if (keyFileState(file, content) !== 'same') throw new KeyFileDiffers(file);
+    this.#tlsCryptCache.delete(file);
+    return { path: file, created: true };
   }
 
   /** The CA, or null when it has not been made yet. Throws when its files are unusable. */

@@ -1,0 +1,54 @@
+// Key files brought from another server (an eduVPN one): written as private files when missing,
+// kept when the same key is there, and never overwritten by another key.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { KeyFileDiffers, KeyStore, keyFileState } from '../../src/keys/key-store.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+
+const scratch = mkdtempSync(path.join(tmpdir(), 'key-store-test-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+function freshStore(): KeyStore {
+  return new KeyStore(path.join(mkdtempSync(path.join(scratch, 'data-')), 'keys'));
+}
+
+test('a secret brought from elsewhere is written as a private file in a private folder', () => {
+  const keys = freshStore();
+  const secret = 'ab'.repeat(32);
+  assert.deepEqual(keys.adoptAdminApiKey(`${secret}\n`), { path: keys.adminApiKeyPath, created: true });
+  assert.equal(readFileSync(keys.adminApiKeyPath, 'utf8'), secret);
+  assert.equal(statSync(keys.adminApiKeyPath).mode & 0o777, 0o600);
+  assert.equal(statSync(keys.keyDir).mode & 0o777, 0o700);
+  assert.equal(keys.adminApiKeyMatches(secret), true);
+});
+
+test('the same key already there is kept, and another key there is never overwritten', () => {
+  const keys = freshStore();
+  const node = asNodeNumber(2);
+  const secret = 'cd'.repeat(32);
+  keys.adoptNodeKey(node, secret);
+  assert.deepEqual(keys.adoptNodeKey(node, `${secret}\n`), { path: keys.nodeKeyPath(node), created: false });
+  assert.throws(() => keys.adoptNodeKey(node, 'ef'.repeat(32)), KeyFileDiffers);
+  assert.equal(readFileSync(keys.nodeKeyPath(node), 'utf8'), secret);
+});
+
+test("a node's WireGuard private key is taken over, so its public key stays the one issued files name", () => {
+  const keys = freshStore();
+  const node = asNodeNumber(0);
+  const pair = generateWireGuardKeyPair();
+  keys.adoptWireGuardKey(node, pair.privateKey);
+  assert.equal(keys.wireGuardPublicKey(node), pair.publicKey);
+  assert.throws(() => keys.adoptWireGuardKey(node, generateWireGuardKeyPair().privateKey), KeyFileDiffers);
+});
+
+test('a key file is compared with content as missing, the same (whitespace aside) or different', () => {
+  const file = path.join(scratch, 'compared.key');
+  assert.equal(keyFileState(file, 'abc'), 'missing');
+  writeFileSync(file, 'abc\n');
+  assert.equal(keyFileState(file, 'abc'), 'same');
+  assert.equal(keyFileState(file, 'abd'), 'differs');
+});

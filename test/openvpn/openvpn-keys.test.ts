@@ -1,0 +1,61 @@
+// The OpenVPN CA and tls-crypt keys brought from another server (an eduVPN one): taken over so
+// that the client files it issued keep working, never replacing a CA or key that is already here.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { KeyFileDiffers } from '../../src/keys/key-store.js';
+import { CertificateAuthority } from '../../src/openvpn/certificate-authority.js';
+import { OpenVpnKeys } from '../../src/openvpn/openvpn-keys.js';
+import { generateTlsCryptKey } from '../../src/openvpn/tls-crypt.js';
+
+const scratch = mkdtempSync(path.join(tmpdir(), 'openvpn-keys-test-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const NOW = new Date();
+const LATER = new Date(NOW.getTime() + 365 * 86_400_000);
+
+function freshKeys(): OpenVpnKeys {
+  return new OpenVpnKeys(path.join(mkdtempSync(path.join(scratch, 'data-')), 'keys'));
+}
+
+test('a CA brought from elsewhere becomes the CA, as private files, and signs from then on', async () => {
+  const keys = freshKeys();
+  const brought = await CertificateAuthority.create({ now: NOW, notAfter: LATER });
+  assert.equal(keys.caState(brought.certificatePem, brought.privateKeyPem), 'missing');
+  assert.deepEqual(await keys.adoptCa(brought.certificatePem, brought.privateKeyPem), {
+    path: keys.caCertificatePath,
+    created: true,
+  });
+  assert.equal(statSync(keys.caKeyPath).mode & 0o777, 0o600);
+  assert.equal(statSync(path.dirname(keys.caKeyPath)).mode & 0o777, 0o700);
+  assert.equal((await keys.ca())?.certificatePem, brought.certificatePem);
+  assert.equal(keys.caState(brought.certificatePem, brought.privateKeyPem), 'same');
+  assert.deepEqual(await keys.adoptCa(brought.certificatePem, brought.privateKeyPem), {
+    path: keys.caCertificatePath,
+    created: false,
+  });
+});
+
+test('a CA already here that is another one is never replaced', async () => {
+  const keys = freshKeys();
+  await keys.createCa(NOW, LATER);
+  const own = readFileSync(keys.caKeyPath, 'utf8');
+  const brought = await CertificateAuthority.create({ now: NOW, notAfter: LATER });
+  assert.equal(keys.caState(brought.certificatePem, brought.privateKeyPem), 'differs');
+  await assert.rejects(keys.adoptCa(brought.certificatePem, brought.privateKeyPem), KeyFileDiffers);
+  assert.equal(readFileSync(keys.caKeyPath, 'utf8'), own);
+});
+
+test("a profile's tls-crypt key brought from elsewhere is the one its servers use", () => {
+  const keys = freshKeys();
+  const brought = generateTlsCryptKey();
+  assert.equal(keys.tlsCryptKeyState('employees', brought), 'missing');
+  assert.equal(keys.adoptTlsCryptKey('employees', brought).created, true);
+  assert.equal(keys.tlsCryptKey('employees'), brought.trimEnd());
+  assert.equal(keys.adoptTlsCryptKey('employees', brought).created, false);
+  assert.equal(keys.tlsCryptKeyState('employees', generateTlsCryptKey()), 'differs');
+  assert.throws(() => keys.adoptTlsCryptKey('employees', generateTlsCryptKey()), KeyFileDiffers);
+  assert.equal(keys.tlsCryptKey('employees'), brought.trimEnd());
+});
