@@ -1,10 +1,11 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
 import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
-import type { Selectable } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import type { Db } from './database.js';
-import type { CertificatesTable } from './schema.js';
+import type { CertificatesTable, Database } from './schema.js';
 
 export interface OpenVpnCertificate {
   readonly commonName: ConnectionId;
@@ -174,4 +175,50 @@ export async function countCertificatesByProfileAndNode(
     .groupBy(['profile_id', 'node_number'])
     .execute();
   return rows.map((row) => ({ profileId: row.profile_id, nodeNumber: row.node_number, count: Number(row.count) }));
+}
+
+/** Rows of one multi-row insert or look-up: well inside both databases' limits on parameters. */
+const IMPORT_ROWS = 500;
+
+/** The stored configurations among these common names. */
+export async function certificatesWithNames(db: Db, commonNames: readonly string[]): Promise<OpenVpnCertificate[]> {
+  const found: OpenVpnCertificate[] = [];
+  for (const names of sizeLimitedGroups(commonNames, () => 1, IMPORT_ROWS)) {
+    const rows = await db.selectFrom('certificates').selectAll().where('common_name', 'in', names).execute();
+    found.push(...rows.map(toCertificate));
+  }
+  return found;
+}
+
+/**
+ * Inserts configurations brought from another server (the eduVPN import), many per statement;
+ * one whose common name is stored already is skipped. Answers how many it inserted.
+ */
+export async function insertImportedCertificates(
+  trx: Transaction<Database>,
+  certificates: readonly OpenVpnCertificate[],
+): Promise<number> {
+  let inserted = 0;
+  for (const group of sizeLimitedGroups(certificates, () => 1, IMPORT_ROWS)) {
+    const result = await trx
+      .insertInto('certificates')
+      .values(
+        group.map((certificate) => ({
+          common_name: certificate.commonName,
+          user_id: certificate.userId,
+          profile_id: certificate.profileId,
+          node_number: certificate.nodeNumber,
+          display_name: certificate.displayName,
+          created_at: certificate.createdAt,
+          expires_at: certificate.expiresAt,
+          auth_key: certificate.authKey,
+          public_key: certificate.publicKey,
+          expiry_warned: certificate.expiryWarned ? 1 : 0,
+        })),
+      )
+      .onConflict((conflict) => conflict.column('common_name').doNothing())
+      .executeTakeFirst();
+    inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return inserted;
 }

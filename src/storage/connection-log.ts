@@ -4,6 +4,7 @@ import { canonicalAddressOrSame } from '../net/cidr.js';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 
@@ -411,4 +412,66 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
     bytesIn: row.bytes_in === null ? null : Number(row.bytes_in),
     bytesOut: row.bytes_out === null ? null : Number(row.bytes_out),
   }));
+}
+
+/** A history row brought from another server (the eduVPN import), with its times as it kept them. */
+export interface ImportedConnection {
+  /** Derived from the row itself, so that a second import finds it. */
+  readonly logId: string;
+  readonly userId: UserId;
+  readonly profileId: ProfileId;
+  readonly vpnProto: VpnProto;
+  readonly connectionId: string;
+  readonly nodeNumber: NodeNumber;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly connectedAt: string;
+  readonly disconnectedAt: string | null;
+  readonly bytesIn: number | null;
+  readonly bytesOut: number | null;
+}
+
+/** Rows of one multi-row insert or look-up: well inside both databases' limits on parameters. */
+const IMPORT_ROWS = 500;
+
+/** The log ids among these that are stored. */
+export async function storedLogIds(db: Db, logIds: readonly string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const ids of sizeLimitedGroups(logIds, () => 1, IMPORT_ROWS)) {
+    const rows = await db.selectFrom('connection_log').select('log_id').where('log_id', 'in', ids).execute();
+    for (const row of rows) found.add(row.log_id);
+  }
+  return found;
+}
+
+/** Inserts history rows that are missing, many per statement; answers how many it inserted. */
+export async function insertImportedConnections(db: Db, connections: readonly ImportedConnection[]): Promise<number> {
+  let inserted = 0;
+  for (const group of sizeLimitedGroups(connections, () => 1, IMPORT_ROWS)) {
+    const result = await db
+      .insertInto('connection_log')
+      .values(
+        group.map((connection) => ({
+          log_id: connection.logId,
+          user_id: connection.userId,
+          profile_id: connection.profileId,
+          vpn_proto: connection.vpnProto,
+          connection_id: connection.connectionId,
+          node_number: connection.nodeNumber,
+          // Canonical text, so a search by address finds it (0015).
+          ip_four: canonicalAddressOrSame(connection.ipFour),
+          ip_six: canonicalAddressOrSame(connection.ipSix),
+          originating_ip: null,
+          connected_at: connection.connectedAt,
+          disconnected_at: connection.disconnectedAt,
+          bytes_in: connection.bytesIn,
+          bytes_out: connection.bytesOut,
+        })),
+      )
+      // Also an open WireGuard row where one is open already (its partial unique index).
+      .onConflict((conflict) => conflict.doNothing())
+      .executeTakeFirst();
+    inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return inserted;
 }

@@ -4,6 +4,7 @@
 // free candidate (reference §6.2) would, without reading the peers.
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { NodeNumber, ProfileId } from '../shared/ids.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database } from './schema.js';
@@ -156,4 +157,72 @@ export async function hasAllocatedOnNode(
     .where('next_index', '>', 0)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** Rows of one multi-row statement: well inside both databases' limits on parameters. */
+const ADOPT_ROWS = 1000;
+
+/**
+ * Marks indexes as taken by configurations brought from another server (the eduVPN import), so
+ * the pool goes on after them: `next_index` becomes the highest taken index + 1, and every index
+ * below it that nothing holds is a given-back one, taken lowest first by the next create. Call
+ * in the transaction that inserts those configurations.
+ */
+export async function adoptPoolIndexes(
+  trx: Transaction<Database>,
+  key: PoolKey,
+  indexes: readonly number[],
+): Promise<void> {
+  if (indexes.length === 0) return;
+  await ensurePoolRow(trx, key);
+  let read = trx
+    .selectFrom('ip_pools')
+    .select('next_index')
+    .where('profile_id', '=', key.profileId)
+    .where('node_number', '=', key.nodeNumber)
+    .where('range_four', '=', key.rangeFour)
+    .where('range_six', '=', key.rangeSix);
+  if (isPostgres(trx)) read = read.forUpdate();
+  const before = (await read.executeTakeFirstOrThrow()).next_index;
+  const taken = new Set(indexes);
+  const next = Math.max(before, indexes.reduce((highest, index) => Math.max(highest, index), -1) + 1);
+  const poolRows = (slice: readonly number[]) =>
+    slice.map((index) => ({
+      profile_id: key.profileId,
+      node_number: key.nodeNumber,
+      range_four: key.rangeFour,
+      range_six: key.rangeSix,
+      pool_index: index,
+    }));
+  for (const slice of sizeLimitedGroups(
+    indexes.filter((index) => index < before),
+    () => 1,
+    ADOPT_ROWS,
+  )) {
+    await trx
+      .deleteFrom('ip_pool_free')
+      .where('profile_id', '=', key.profileId)
+      .where('node_number', '=', key.nodeNumber)
+      .where('range_four', '=', key.rangeFour)
+      .where('range_six', '=', key.rangeSix)
+      .where('pool_index', 'in', slice)
+      .execute();
+  }
+  const holes: number[] = [];
+  for (let index = before; index < next; index++) if (!taken.has(index)) holes.push(index);
+  for (const slice of sizeLimitedGroups(holes, () => 1, ADOPT_ROWS)) {
+    await trx
+      .insertInto('ip_pool_free')
+      .values(poolRows(slice))
+      .onConflict((conflict) => conflict.doNothing())
+      .execute();
+  }
+  await trx
+    .updateTable('ip_pools')
+    .set({ next_index: next })
+    .where('profile_id', '=', key.profileId)
+    .where('node_number', '=', key.nodeNumber)
+    .where('range_four', '=', key.rangeFour)
+    .where('range_six', '=', key.rangeSix)
+    .execute();
 }

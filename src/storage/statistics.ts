@@ -1,5 +1,6 @@
 // Queries on `live_stats` (connections online per profile, every full pass) and
 // `aggregate_stats` (one row per day and profile), as the reference keeps them.
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
 
 export async function insertLiveStats(
@@ -94,4 +95,53 @@ export async function dailyStats(
 export async function pruneLiveStats(db: Db, before: string): Promise<number> {
   const result = await db.deleteFrom('live_stats').where('date_time', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/** Rows of one multi-row insert or look-up: well inside both databases' limits on parameters. */
+const IMPORT_ROWS = 500;
+
+/** The stored daily rows of these (date, profile) pairs. */
+export async function dailyStatsOf(
+  db: Db,
+  keys: readonly { readonly date: string; readonly profileId: string }[],
+): Promise<DailyStats[]> {
+  const found: DailyStats[] = [];
+  for (const group of sizeLimitedGroups(keys, () => 1, IMPORT_ROWS)) {
+    const rows = await db
+      .selectFrom('aggregate_stats')
+      .selectAll()
+      .where((eb) =>
+        eb.or(group.map((key) => eb.and([eb('date', '=', key.date), eb('profile_id', '=', key.profileId)]))),
+      )
+      .execute();
+    for (const row of rows)
+      found.push({
+        date: row.date,
+        profileId: row.profile_id,
+        maxConnectionCount: row.max_connection_count,
+        uniqueUserCount: row.unique_user_count,
+      });
+  }
+  return found;
+}
+
+/** Inserts daily rows brought from another server (the eduVPN import) where none is stored; answers how many. */
+export async function insertDailyStatsIfMissing(db: Db, rows: readonly DailyStats[]): Promise<number> {
+  let inserted = 0;
+  for (const group of sizeLimitedGroups(rows, () => 1, IMPORT_ROWS)) {
+    const result = await db
+      .insertInto('aggregate_stats')
+      .values(
+        group.map((row) => ({
+          date: row.date,
+          profile_id: row.profileId,
+          max_connection_count: row.maxConnectionCount,
+          unique_user_count: row.uniqueUserCount,
+        })),
+      )
+      .onConflict((conflict) => conflict.columns(['date', 'profile_id']).doNothing())
+      .executeTakeFirst();
+    inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return inserted;
 }

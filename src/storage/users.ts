@@ -1,6 +1,7 @@
 // Queries on the `users` table.
 import { sql, type Transaction } from 'kysely';
 import type { ProfileId, UserId } from '../shared/ids.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database } from './schema.js';
@@ -199,4 +200,51 @@ export async function configurationProfilesOfUser(db: Db, userId: UserId): Promi
     .union(db.selectFrom('certificates').select('profile_id').where('user_id', '=', userId))
     .execute();
   return [...new Set(rows.map((row) => row.profile_id as ProfileId))];
+}
+
+/** A user brought from another server (the eduVPN import), with its own times and state. */
+export interface ImportedUser {
+  readonly userId: UserId;
+  readonly createdAt: string;
+  readonly lastSeen: string;
+  readonly permissionList: string;
+  readonly authData: string | null;
+  readonly isDisabled: boolean;
+}
+
+/** Rows of one multi-row insert: well inside both databases' limits on parameters. */
+const IMPORT_ROWS = 500;
+
+/** The users among these ids that exist, with their state. */
+export async function usersWithIds(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, UserState>> {
+  const found = new Map<UserId, UserState>();
+  for (const ids of sizeLimitedGroups(userIds, () => 1, IMPORT_ROWS)) {
+    const rows = await db.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', 'in', ids).execute();
+    for (const row of rows)
+      found.set(row.user_id as UserId, { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 });
+  }
+  return found;
+}
+
+/** Inserts the users that are missing, many per statement; answers how many it inserted. */
+export async function insertImportedUsers(trx: Transaction<Database>, users: readonly ImportedUser[]): Promise<number> {
+  let inserted = 0;
+  for (const group of sizeLimitedGroups(users, () => 1, IMPORT_ROWS)) {
+    const result = await trx
+      .insertInto('users')
+      .values(
+        group.map((user) => ({
+          user_id: user.userId,
+          created_at: user.createdAt,
+          last_seen: user.lastSeen,
+          permission_list: user.permissionList,
+          auth_data: user.authData,
+          is_disabled: user.isDisabled ? 1 : 0,
+        })),
+      )
+      .onConflict((conflict) => conflict.column('user_id').doNothing())
+      .executeTakeFirst();
+    inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return inserted;
 }

@@ -1,6 +1,7 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import { nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
@@ -394,4 +395,106 @@ export async function countPeersByProfileAndNode(
     .groupBy(['profile_id', 'node_number'])
     .execute();
   return rows.map((row) => ({ profileId: row.profile_id, nodeNumber: row.node_number, count: Number(row.count) }));
+}
+
+/** Rows of one multi-row insert or look-up: well inside both databases' limits on parameters. */
+const IMPORT_ROWS = 500;
+
+/** The stored configurations holding any of these IPv4 or IPv6 addresses. */
+export async function peersAtAddresses(
+  db: Db,
+  addresses: readonly { readonly ipFour: string; readonly ipSix: string }[],
+): Promise<WireGuardPeer[]> {
+  const found: WireGuardPeer[] = [];
+  for (const group of sizeLimitedGroups(addresses, () => 1, IMPORT_ROWS)) {
+    const rows = await db
+      .selectFrom('wg_peers')
+      .selectAll()
+      .where((eb) =>
+        eb.or([
+          eb(
+            'ip_four',
+            'in',
+            group.map((pair) => pair.ipFour),
+          ),
+          eb(
+            'ip_six',
+            'in',
+            group.map((pair) => pair.ipSix),
+          ),
+        ]),
+      )
+      .execute();
+    found.push(...rows.map(toPeer));
+  }
+  return found;
+}
+
+/**
+ * Inserts configurations brought from another server (the eduVPN import), many per statement,
+ * each with a new revision, and journals them for the listings as a create does (on SQLite the
+ * insert trigger does; on PostgreSQL the statement itself). One that collides with a stored
+ * one is skipped. Answers the keys it inserted.
+ */
+export async function insertImportedPeers(
+  trx: Transaction<Database>,
+  peers: readonly NewPeer[],
+): Promise<WireGuardKey[]> {
+  const inserted: WireGuardKey[] = [];
+  for (const group of sizeLimitedGroups(peers, () => 1, IMPORT_ROWS)) {
+    const keys = isPostgres(trx) ? await insertGroupOnPostgres(trx, group) : await insertGroupOnSqlite(trx, group);
+    inserted.push(...keys);
+  }
+  return inserted;
+}
+
+async function insertGroupOnSqlite(trx: Transaction<Database>, group: readonly NewPeer[]): Promise<WireGuardKey[]> {
+  // One writer at a time: one number for the statement, as a create's.
+  const revision = await nextRevision(trx);
+  const rows = await trx
+    .insertInto('wg_peers')
+    .values(group.map((peer) => ({ ...peerColumns(peer), revision })))
+    .onConflict((conflict) => conflict.doNothing())
+    .returning('public_key')
+    .execute();
+  return rows.map((row) => row.public_key as WireGuardKey);
+}
+
+async function insertGroupOnPostgres(trx: Transaction<Database>, group: readonly NewPeer[]): Promise<WireGuardKey[]> {
+  const values = group.map((peer) => {
+    const row = peerColumns(peer);
+    return sql`(${row.public_key}, ${row.user_id}, ${row.profile_id}, ${row.node_number}, ${row.display_name},
+      ${row.ip_four}, ${row.ip_six}, ${row.pool_index}, ${row.created_at}, ${row.expires_at}, ${row.auth_key},
+      ${row.expiry_warned}, nextval('change_revision'), ${row.device_id})`;
+  });
+  const { rows } = await sql<{ public_key: string }>`
+    WITH peer AS (
+      INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index,
+        created_at, expires_at, auth_key, expiry_warned, revision, device_id)
+      VALUES ${sql.join(values)}
+      ON CONFLICT DO NOTHING
+      RETURNING profile_id, created_at, public_key
+    ), journal AS (
+      INSERT INTO listing_changes (profile_id, created_at, public_key) SELECT profile_id, created_at, public_key FROM peer
+    )
+    SELECT public_key FROM peer`.execute(trx);
+  return rows.map((row) => row.public_key as WireGuardKey);
+}
+
+function peerColumns(peer: NewPeer) {
+  return {
+    public_key: peer.publicKey,
+    user_id: peer.userId,
+    profile_id: peer.profileId,
+    node_number: peer.nodeNumber,
+    display_name: peer.displayName,
+    ip_four: peer.ipFour,
+    ip_six: peer.ipSix,
+    pool_index: peer.poolIndex,
+    created_at: peer.createdAt,
+    expires_at: peer.expiresAt,
+    auth_key: peer.authKey,
+    expiry_warned: peer.expiryWarned ? 1 : 0,
+    device_id: peer.deviceId,
+  };
 }

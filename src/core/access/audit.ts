@@ -20,7 +20,7 @@ export const MAX_AUDIT_PAGE = 1000;
  * round trips to a COMMIT, so a flood from many clients and instances does not queue on it.
  */
 export async function recordAdminCall(
-  ctx: PortalContext,
+  ctx: Pick<PortalContext, 'db' | 'events' | 'clock'>,
   call: AdminCall,
   status: number,
   detail: string | null,

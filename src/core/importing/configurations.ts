@@ -1,0 +1,229 @@
+// The eduVPN configurations, page by page, against this portal: each WireGuard peer and OpenVPN
+// certificate is brought, found here already (the same key, user, profile, node and addresses),
+// left because it expired, or a conflict naming it — its profile, node or protocol is not here,
+// its addresses are not in this portal's pool for that profile and node, or its key, common name
+// or addresses belong to another configuration here.
+import type { EduVpnCertificate, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
+import { findProfile, type PortalConfig, type ProfileNode } from '../../config/portal-config.js';
+import type { ConnectionId, NodeNumber, UserId, VpnProto } from '../../shared/ids.js';
+import type { Db } from '../../storage/database.js';
+import { certificatesWithNames, type OpenVpnCertificate } from '../../storage/certificates.js';
+import type { PoolKey } from '../../storage/ip-pools.js';
+import { peersAtAddresses, peersWithKeys, type NewPeer } from '../../storage/wg-peers.js';
+import { clientAddressesAt, poolIndexOf } from '../../wireguard/address-pool.js';
+import type { ImportConflict } from './plan-types.js';
+
+/** What the configurations tell about the other kinds, gathered while they are checked. */
+export interface ImportFacts {
+  /** ATOM: configurations expiring by then are not brought. */
+  readonly now: string;
+  /** ATOM: a configuration expiring by then needs no `configuration.expiring` any more. */
+  readonly warningHorizon: string;
+  /** Each user's earliest configuration (expired ones too): when the user was made. */
+  readonly earliestConfiguration: Map<UserId, string>;
+  /** Authorizations an unexpired configuration names: brought even when expired themselves. */
+  readonly namedAuthorizations: Set<string>;
+  /** The node of each configuration (expired ones too), for the connection log. */
+  readonly nodeOfConnection: Map<string, NodeNumber>;
+}
+
+/** One page checked: what to bring, how many are here or expired, and the conflicts. */
+export interface PageOutcome<Row> {
+  readonly bring: Row[];
+  alreadyHere: number;
+  expired: number;
+  readonly conflicts: ImportConflict[];
+}
+
+export function emptyOutcome<Row>(): PageOutcome<Row> {
+  return { bring: [], alreadyHere: 0, expired: 0, conflicts: [] };
+}
+
+/** A WireGuard configuration to insert, with its place in this portal's pool. */
+export type PeerToBring = NewPeer & { readonly pool: PoolKey };
+
+/** Notes what a configuration tells the other kinds (called for every one, expired too). */
+export function noteConfiguration(
+  facts: ImportFacts,
+  record: { userId: UserId; createdAt: string; expiresAt: string; authKey: string | null; nodeNumber: NodeNumber },
+  connectionId: string,
+): void {
+  const earliest = facts.earliestConfiguration.get(record.userId);
+  if (earliest === undefined || record.createdAt < earliest)
+    facts.earliestConfiguration.set(record.userId, record.createdAt);
+  if (record.authKey !== null && record.expiresAt > facts.now) facts.namedAuthorizations.add(record.authKey);
+  facts.nodeOfConnection.set(connectionId, record.nodeNumber);
+}
+
+/** Where a configuration goes here, or why it cannot. */
+function destination(
+  config: PortalConfig,
+  record: { profileId: string; nodeNumber: NodeNumber },
+  proto: VpnProto,
+): { readonly node: ProfileNode } | { readonly reason: string } {
+  const profile = findProfile(config, record.profileId);
+  if (profile === undefined) {
+    const known = config.profiles.map((candidate) => candidate.profileId).join(', ');
+    return { reason: `profile ${record.profileId} is not configured here (profiles here: ${known})` };
+  }
+  const node = profile.nodes.find((candidate) => candidate.nodeNumber === record.nodeNumber);
+  if (node === undefined) {
+    const nodes = profile.nodes.map((candidate) => candidate.nodeNumber).join(', ');
+    return { reason: `node ${record.nodeNumber} is not one of profile ${record.profileId}'s nodes here (${nodes})` };
+  }
+  const offered = proto === 'wireguard' ? node.wireGuard !== null : node.openVpn !== null;
+  if (!offered) {
+    const name = proto === 'wireguard' ? 'WireGuard' : 'OpenVPN';
+    return { reason: `profile ${record.profileId} offers no ${name} on node ${record.nodeNumber} here` };
+  }
+  return { node };
+}
+
+/** Checks a page of WireGuard peers. */
+export async function checkPeers(
+  config: PortalConfig,
+  db: Db,
+  page: readonly EduVpnWireGuardPeer[],
+  facts: ImportFacts,
+): Promise<PageOutcome<PeerToBring>> {
+  const outcome = emptyOutcome<PeerToBring>();
+  const candidates: PeerToBring[] = [];
+  for (const peer of page) {
+    if (peer.expiresAt <= facts.now) {
+      outcome.expired++;
+      continue;
+    }
+    const placed = placePeer(config, peer, facts);
+    if ('reason' in placed)
+      outcome.conflicts.push({ kind: 'wireGuardPeers', record: peer.publicKey, reason: placed.reason });
+    else candidates.push(placed);
+  }
+  const byKey = new Map(
+    (
+      await peersWithKeys(
+        db,
+        candidates.map((peer) => peer.publicKey),
+      )
+    ).map((peer) => [peer.publicKey as string, peer]),
+  );
+  const atAddresses = await peersAtAddresses(db, candidates);
+  const byAddress = new Map(atAddresses.flatMap((peer) => [[peer.ipFour, peer] as const, [peer.ipSix, peer] as const]));
+  for (const peer of candidates) {
+    const here = byKey.get(peer.publicKey);
+    const record = peer.publicKey;
+    if (here !== undefined) {
+      const same =
+        here.userId === peer.userId &&
+        here.profileId === peer.profileId &&
+        here.nodeNumber === peer.nodeNumber &&
+        here.ipFour === peer.ipFour &&
+        here.ipSix === peer.ipSix;
+      if (same) outcome.alreadyHere++;
+      else
+        outcome.conflicts.push({
+          kind: 'wireGuardPeers',
+          record,
+          reason: `the public key is used here by another configuration (user ${here.userId}, profile ${here.profileId}, node ${here.nodeNumber}, ${here.ipFour}, ${here.ipSix})`,
+        });
+      continue;
+    }
+    const holder = byAddress.get(peer.ipFour) ?? byAddress.get(peer.ipSix);
+    if (holder !== undefined)
+      outcome.conflicts.push({
+        kind: 'wireGuardPeers',
+        record,
+        reason: `its addresses ${peer.ipFour}, ${peer.ipSix} are used here by configuration ${holder.publicKey} (user ${holder.userId})`,
+      });
+    else outcome.bring.push(peer);
+  }
+  return outcome;
+}
+
+/** The peer at its place in this portal's pool (its addresses in this portal's text), or why it has none. */
+function placePeer(
+  config: PortalConfig,
+  peer: EduVpnWireGuardPeer,
+  facts: ImportFacts,
+): PeerToBring | { reason: string } {
+  const target = destination(config, peer, 'wireguard');
+  if ('reason' in target) return target;
+  const range = target.node.wireGuard;
+  if (range === null) return { reason: 'no WireGuard here' };
+  const place = poolIndexOf(range.rangeFour, range.rangeSix, peer);
+  if ('problem' in place) {
+    const where = `profile ${peer.profileId} on node ${peer.nodeNumber} (${range.rangeFour}, ${range.rangeSix})`;
+    return {
+      reason:
+        place.problem === 'outside'
+          ? `its addresses ${peer.ipFour}, ${peer.ipSix} are outside this portal's pool for ${where}`
+          : `its addresses ${peer.ipFour}, ${peer.ipSix} are not a pair of this portal's pool for ${where}: IPv4 network + 2 + i must go with IPv6 network + 2 + i`,
+    };
+  }
+  return {
+    publicKey: peer.publicKey,
+    userId: peer.userId,
+    profileId: peer.profileId,
+    nodeNumber: peer.nodeNumber,
+    displayName: peer.displayName,
+    ...clientAddressesAt(range.rangeFour, range.rangeSix, place.index),
+    poolIndex: place.index,
+    createdAt: peer.createdAt,
+    expiresAt: peer.expiresAt,
+    authKey: peer.authKey,
+    expiryWarned: peer.expiresAt <= facts.warningHorizon,
+    deviceId: null,
+    pool: { profileId: peer.profileId, nodeNumber: peer.nodeNumber, ...range },
+  };
+}
+
+/** Checks a page of OpenVPN certificates. */
+export async function checkCertificates(
+  config: PortalConfig,
+  db: Db,
+  page: readonly EduVpnCertificate[],
+  facts: ImportFacts,
+): Promise<PageOutcome<OpenVpnCertificate>> {
+  const outcome = emptyOutcome<OpenVpnCertificate>();
+  const candidates: OpenVpnCertificate[] = [];
+  for (const certificate of page) {
+    if (certificate.expiresAt <= facts.now) {
+      outcome.expired++;
+      continue;
+    }
+    const target = destination(config, certificate, 'openvpn');
+    if ('reason' in target)
+      outcome.conflicts.push({ kind: 'certificates', record: certificate.commonName, reason: target.reason });
+    else
+      candidates.push({
+        ...certificate,
+        commonName: certificate.commonName as ConnectionId,
+        publicKey: null,
+        expiryWarned: certificate.expiresAt <= facts.warningHorizon,
+      });
+  }
+  const here = new Map(
+    (
+      await certificatesWithNames(
+        db,
+        candidates.map((candidate) => candidate.commonName),
+      )
+    ).map((row) => [row.commonName as string, row]),
+  );
+  for (const certificate of candidates) {
+    const stored = here.get(certificate.commonName);
+    if (stored === undefined) outcome.bring.push(certificate);
+    else if (
+      stored.userId === certificate.userId &&
+      stored.profileId === certificate.profileId &&
+      stored.nodeNumber === certificate.nodeNumber
+    )
+      outcome.alreadyHere++;
+    else
+      outcome.conflicts.push({
+        kind: 'certificates',
+        record: certificate.commonName,
+        reason: `the common name is used here by another configuration (user ${stored.userId}, profile ${stored.profileId}, node ${stored.nodeNumber})`,
+      });
+  }
+  return outcome;
+}

@@ -1,0 +1,172 @@
+// The eduVPN server's secrets the import takes over, so that everything issued or set up with
+// them keeps working: the Admin API secret (scripts), the node secrets (the nodes' agents), each
+// node's WireGuard private key (its public key is in every WireGuard file), the OpenVPN CA (it
+// signed every client certificate) and each profile's tls-crypt key (in every OpenVPN file).
+// A file here that holds another key is never replaced: it is a conflict, told with what here
+// already depends on it.
+import type { EduVpnKeys } from '../../eduvpn/deployment.js';
+import { keyFileState, type CreatedOrKept } from '../../keys/key-store.js';
+import { CertificateAuthority } from '../../openvpn/certificate-authority.js';
+import { messageOf } from '../../shared/error-message.js';
+import type { NodeNumber, WireGuardKey } from '../../shared/ids.js';
+import { countCertificatesByProfileAndNode } from '../../storage/certificates.js';
+import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
+import { isWireGuardKey, wireGuardPublicKey } from '../../wireguard/keys.js';
+import type { ConflictList, ImportContext, PlannedKeyFile } from './plan-types.js';
+
+/** A key file to bring, and how to write it. */
+export interface KeyAdoption extends PlannedKeyFile {
+  adopt(): Promise<CreatedOrKept>;
+}
+
+/** What here depends on a key, per key: how many configurations, for the conflict's message. */
+interface Dependents {
+  readonly peersOnNode: (node: NodeNumber) => number;
+  readonly certificates: (profileId?: string) => number;
+}
+
+/** Every key file the deployment brings, compared with this portal's; a different one is a conflict. */
+export async function planKeyFiles(
+  ctx: ImportContext,
+  keys: EduVpnKeys,
+  conflicts: ConflictList,
+): Promise<KeyAdoption[]> {
+  const dependents = await countDependents(ctx);
+  const planned: KeyAdoption[] = [];
+  const add = (adoption: KeyAdoption, dependentsText: string): void => {
+    planned.push(adoption);
+    if (adoption.state === 'differs')
+      conflicts.add({
+        kind: 'keys',
+        record: adoption.path,
+        reason: `${adoption.name} here is another key than eduVPN's; it is never replaced (${dependentsText}); move it away if nothing needs it`,
+      });
+  };
+  const store = ctx.keys;
+  if (keys.adminApiKey !== null) {
+    const content = keys.adminApiKey;
+    add(
+      secretFile('Admin API secret', store.adminApiKeyPath, content, () => store.adoptAdminApiKey(content)),
+      'scripts may use it',
+    );
+  }
+  for (const [node, content] of keys.nodeKeys)
+    add(
+      secretFile(`node ${node} secret`, store.nodeKeyPath(node), content, () => store.adoptNodeKey(node, content)),
+      `the agent of node ${node} may use it`,
+    );
+  for (const adoption of planWireGuardKeys(ctx, keys, conflicts))
+    add(adoption, `${dependents.peersOnNode(adoption.node)} WireGuard configurations here use it`);
+  if (keys.openVpnCa !== null) {
+    const adoption = await planCa(ctx, keys.openVpnCa, conflicts);
+    if (adoption !== null) add(adoption, `${dependents.certificates()} OpenVPN configurations here were issued by it`);
+  }
+  for (const [profileId, content] of keys.tlsCryptKeys) {
+    const openVpnKeys = ctx.openVpnKeys;
+    add(
+      {
+        name: `tls-crypt key of profile ${profileId}`,
+        path: openVpnKeys.tlsCryptKeyPath(profileId),
+        state: openVpnKeys.tlsCryptKeyState(profileId, content),
+        adopt: async () => openVpnKeys.adoptTlsCryptKey(profileId, content),
+      },
+      `${dependents.certificates(profileId)} OpenVPN configurations of ${profileId} here use it`,
+    );
+  }
+  return planned;
+}
+
+/** Writes the key files that are missing here (the plan had no conflict). */
+export async function adoptKeyFiles(planned: readonly KeyAdoption[]): Promise<number> {
+  let written = 0;
+  for (const adoption of planned) if (adoption.state === 'missing' && (await adoption.adopt()).created) written++;
+  return written;
+}
+
+function secretFile(name: string, path: string, content: string, adopt: () => CreatedOrKept): KeyAdoption {
+  return { name, path, state: keyFileState(path, content), adopt: async () => adopt() };
+}
+
+/**
+ * Each node's WireGuard private key, checked against the public key eduVPN's files name. A node
+ * whose files name a key but whose private key was not given is a conflict unless the portal
+ * already has that very key.
+ */
+function planWireGuardKeys(
+  ctx: ImportContext,
+  keys: EduVpnKeys,
+  conflicts: ConflictList,
+): (KeyAdoption & { readonly node: NodeNumber })[] {
+  const planned: (KeyAdoption & { readonly node: NodeNumber })[] = [];
+  const store = ctx.keys;
+  for (const [node, privateKey] of keys.wireGuardPrivateKeys) {
+    const path = store.wireGuardKeyPath(node);
+    const named = keys.wireGuardPublicKeys.get(node);
+    if (!isWireGuardKey(privateKey)) {
+      conflicts.add({ kind: 'keys', record: path, reason: `node ${node}: the WireGuard private key given is not one` });
+      continue;
+    }
+    const publicKey = wireGuardPublicKey(privateKey);
+    if (named !== undefined && named !== publicKey) {
+      conflicts.add({
+        kind: 'keys',
+        record: path,
+        reason: `node ${node}: the WireGuard private key given belongs to public key ${publicKey}, but eduVPN's files name ${named}`,
+      });
+      continue;
+    }
+    const adopt = async () => store.adoptWireGuardKey(node, privateKey as WireGuardKey);
+    planned.push({
+      name: `node ${node} WireGuard private key`,
+      path,
+      state: keyFileState(path, privateKey),
+      adopt,
+      node,
+    });
+  }
+  for (const [node, named] of keys.wireGuardPublicKeys) {
+    if (keys.wireGuardPrivateKeys.has(node) || store.wireGuardPublicKey(node) === named) continue;
+    conflicts.add({
+      kind: 'keys',
+      record: store.wireGuardKeyPath(node),
+      reason: `node ${node}: eduVPN's WireGuard files name public key ${named}, and its private key was not given (copy it from the node: /etc/vpn-server-node/keys/wireguard.key)`,
+    });
+  }
+  return planned;
+}
+
+async function planCa(
+  ctx: ImportContext,
+  ca: NonNullable<EduVpnKeys['openVpnCa']>,
+  conflicts: ConflictList,
+): Promise<KeyAdoption | null> {
+  const openVpnKeys = ctx.openVpnKeys;
+  try {
+    await CertificateAuthority.load(ca.certificatePem, ca.privateKeyPem);
+  } catch (error) {
+    conflicts.add({
+      kind: 'keys',
+      record: openVpnKeys.caCertificatePath,
+      reason: `eduVPN's OpenVPN CA cannot be used: ${messageOf(error)}`,
+    });
+    return null;
+  }
+  return {
+    name: 'OpenVPN CA',
+    path: openVpnKeys.caCertificatePath,
+    state: openVpnKeys.caState(ca.certificatePem, ca.privateKeyPem),
+    adopt: () => openVpnKeys.adoptCa(ca.certificatePem, ca.privateKeyPem),
+  };
+}
+
+async function countDependents(ctx: ImportContext): Promise<Dependents> {
+  const peers = await countPeersByProfileAndNode(ctx.db);
+  const certificates = await countCertificatesByProfileAndNode(ctx.db);
+  return {
+    peersOnNode: (node) => peers.filter((row) => row.nodeNumber === node).reduce((sum, row) => sum + row.count, 0),
+    certificates: (profileId) =>
+      certificates
+        .filter((row) => profileId === undefined || row.profileId === profileId)
+        .reduce((sum, row) => sum + row.count, 0),
+  };
+}

@@ -1,0 +1,150 @@
+// The eduVPN records other than configurations, page by page, against this portal: users (the
+// same id is the same user, unless the disabled flag differs), OAuth authorizations (those a
+// configuration names, or not expired), the connection log (each row with a log id derived from
+// the row, so a second run finds it) and the daily statistics.
+import { createHash } from 'node:crypto';
+import type {
+  EduVpnAuthorization,
+  EduVpnConnectionLogEntry,
+  EduVpnDailyStatistics,
+  EduVpnUser,
+} from '../../eduvpn/deployment.js';
+import { asNodeNumber } from '../../shared/ids.js';
+import { authorizationsWithKeys, type Authorization } from '../../storage/authorizations.js';
+import { storedLogIds, type ImportedConnection } from '../../storage/connection-log.js';
+import type { Db } from '../../storage/database.js';
+import { dailyStatsOf, type DailyStats } from '../../storage/statistics.js';
+import { usersWithIds, type ImportedUser } from '../../storage/users.js';
+import { emptyOutcome, type ImportFacts, type PageOutcome } from './configurations.js';
+
+/** The node of a history row whose configuration eduVPN no longer has: its first (default) node. */
+const UNKNOWN_NODE = asNodeNumber(0);
+
+export async function checkUsers(
+  db: Db,
+  page: readonly EduVpnUser[],
+  facts: ImportFacts,
+): Promise<PageOutcome<ImportedUser>> {
+  const outcome = emptyOutcome<ImportedUser>();
+  const here = await usersWithIds(
+    db,
+    page.map((user) => user.userId),
+  );
+  for (const user of page) {
+    const stored = here.get(user.userId);
+    if (stored === undefined)
+      outcome.bring.push({
+        userId: user.userId,
+        createdAt: facts.earliestConfiguration.get(user.userId) ?? user.lastSeen,
+        lastSeen: user.lastSeen,
+        permissionList: user.permissionList,
+        authData: user.authData,
+        isDisabled: user.isDisabled,
+      });
+    else if (stored.isDisabled === user.isDisabled) outcome.alreadyHere++;
+    else
+      outcome.conflicts.push({
+        kind: 'users',
+        record: user.userId,
+        reason: `the user is ${stored.isDisabled ? 'disabled' : 'enabled'} here and ${user.isDisabled ? 'disabled' : 'enabled'} in eduVPN`,
+      });
+  }
+  return outcome;
+}
+
+export async function checkAuthorizations(
+  db: Db,
+  page: readonly EduVpnAuthorization[],
+  facts: ImportFacts,
+): Promise<PageOutcome<Authorization>> {
+  const outcome = emptyOutcome<Authorization>();
+  const wanted = page.filter((authorization) => {
+    const keep = authorization.expiresAt > facts.now || facts.namedAuthorizations.has(authorization.authKey);
+    if (!keep) outcome.expired++;
+    return keep;
+  });
+  const here = new Map(
+    (
+      await authorizationsWithKeys(
+        db,
+        wanted.map((authorization) => authorization.authKey),
+      )
+    ).map((stored) => [stored.authKey, stored]),
+  );
+  for (const authorization of wanted) {
+    const stored = here.get(authorization.authKey);
+    if (stored === undefined) outcome.bring.push(authorization);
+    else if (
+      stored.userId === authorization.userId &&
+      stored.clientId === authorization.clientId &&
+      stored.authorizedAt === authorization.authorizedAt
+    )
+      outcome.alreadyHere++;
+    else
+      outcome.conflicts.push({
+        kind: 'authorizations',
+        record: authorization.authKey,
+        reason: `the authorization key is used here by another authorization (user ${stored.userId}, client ${stored.clientId})`,
+      });
+  }
+  return outcome;
+}
+
+/**
+ * The log id of an eduVPN history row: a name-based UUID (version 8) of what identifies the
+ * session, so the same row gets the same id on every run.
+ */
+export function importedLogId(entry: EduVpnConnectionLogEntry): string {
+  const digest = createHash('sha256')
+    .update(
+      JSON.stringify(['eduvpn', entry.vpnProto, entry.connectionId, entry.connectedAt, entry.userId, entry.profileId]),
+    )
+    .digest();
+  digest[6] = 0x80 | ((digest[6] ?? 0) & 0x0f);
+  digest[8] = 0x80 | ((digest[8] ?? 0) & 0x3f);
+  const hex = digest.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export async function checkConnectionLog(
+  db: Db,
+  page: readonly EduVpnConnectionLogEntry[],
+  facts: ImportFacts,
+): Promise<PageOutcome<ImportedConnection>> {
+  const outcome = emptyOutcome<ImportedConnection>();
+  const rows = page.map((entry) => ({
+    ...entry,
+    logId: importedLogId(entry),
+    nodeNumber: facts.nodeOfConnection.get(entry.connectionId) ?? UNKNOWN_NODE,
+  }));
+  const here = await storedLogIds(
+    db,
+    rows.map((row) => row.logId),
+  );
+  for (const row of rows) {
+    if (here.has(row.logId)) outcome.alreadyHere++;
+    else outcome.bring.push(row);
+  }
+  return outcome;
+}
+
+export async function checkDailyStatistics(
+  db: Db,
+  page: readonly EduVpnDailyStatistics[],
+): Promise<PageOutcome<DailyStats>> {
+  const outcome = emptyOutcome<DailyStats>();
+  const here = new Map((await dailyStatsOf(db, page)).map((row) => [`${row.date} ${row.profileId}`, row]));
+  for (const day of page) {
+    const stored = here.get(`${day.date} ${day.profileId}`);
+    if (stored === undefined) outcome.bring.push(day);
+    else if (stored.maxConnectionCount === day.maxConnectionCount && stored.uniqueUserCount === day.uniqueUserCount)
+      outcome.alreadyHere++;
+    else
+      outcome.conflicts.push({
+        kind: 'dailyStatistics',
+        record: `${day.date} ${day.profileId}`,
+        reason: `this portal has other figures for that day (${stored.maxConnectionCount} connections, ${stored.uniqueUserCount} users)`,
+      });
+  }
+  return outcome;
+}

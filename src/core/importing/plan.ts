@@ -1,0 +1,78 @@
+// The dry run of the eduVPN import: reads the whole deployment and compares it with this
+// portal, writing nothing. The import itself runs the same checks first and goes on only when
+// they found no conflict.
+import { EDUVPN_RECORD_KINDS, type EduVpnDeployment, type EduVpnRecordKind } from '../../eduvpn/deployment.js';
+import { addDuration } from '../../shared/iso-duration.js';
+import { formatAtom } from '../../shared/time.js';
+import type { ImportFacts } from './configurations.js';
+import { planKeyFiles, type KeyAdoption } from './key-files.js';
+import {
+  ConflictList,
+  emptyCounts,
+  type ImportContext,
+  type ImportPlan,
+  type ImportProgress,
+  type KindCounts,
+} from './plan-types.js';
+import { CHECK_ORDER, KIND_STEPS } from './steps.js';
+
+/** A plan with what the import needs to carry it out. */
+export interface PreparedImport {
+  readonly plan: ImportPlan;
+  readonly facts: ImportFacts;
+  readonly keyAdoptions: readonly KeyAdoption[];
+}
+
+/** What importing `deployment` would do; changes nothing. */
+export async function planEduVpnImport(
+  ctx: ImportContext,
+  deployment: EduVpnDeployment,
+  progress: ImportProgress = () => {},
+): Promise<ImportPlan> {
+  return (await prepareEduVpnImport(ctx, deployment, progress)).plan;
+}
+
+export async function prepareEduVpnImport(
+  ctx: ImportContext,
+  deployment: EduVpnDeployment,
+  progress: ImportProgress,
+): Promise<PreparedImport> {
+  const now = ctx.clock.now();
+  const facts: ImportFacts = {
+    now: formatAtom(now),
+    warningHorizon: formatAtom(addDuration(now, ctx.config.expiryWarning)),
+    earliestConfiguration: new Map(),
+    namedAuthorizations: new Set(),
+    nodeOfConnection: new Map(),
+  };
+  const conflicts = new ConflictList();
+  const keyAdoptions = await planKeyFiles(ctx, deployment.keys, conflicts);
+  const counts = Object.fromEntries(EDUVPN_RECORD_KINDS.map((kind) => [kind, emptyCounts()])) as Record<
+    EduVpnRecordKind,
+    KindCounts
+  >;
+  for (const kind of CHECK_ORDER) {
+    const total = await deployment.count(kind);
+    const tally = counts[kind];
+    let done = 0;
+    await KIND_STEPS[kind].walk(ctx.config, ctx.db, deployment, facts, async (outcome) => {
+      tally.toBring += outcome.bring.length;
+      tally.alreadyHere += outcome.alreadyHere;
+      tally.expired += outcome.expired;
+      tally.conflicting += outcome.conflicts.length;
+      for (const conflict of outcome.conflicts) conflicts.add(conflict);
+      done += outcome.bring.length + outcome.alreadyHere + outcome.expired + outcome.conflicts.length;
+      progress({ phase: 'checking', kind, done, total });
+    });
+  }
+  const plan: ImportPlan = {
+    source: deployment.description,
+    schemaVersion: deployment.schemaVersion,
+    counts,
+    keyFiles: keyAdoptions.map(({ name, path, state }) => ({ name, path, state })),
+    conflicts: conflicts.listed,
+    conflictCount: conflicts.count,
+    leftBehind: await deployment.leftBehind(),
+  };
+  return { plan, facts, keyAdoptions };
+}

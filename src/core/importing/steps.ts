@@ -1,0 +1,146 @@
+// One step per kind of eduVPN record: where its pages come from, how a page is checked against
+// this portal, and how what it brings is written. The plan walks every step to count and find
+// conflicts; the import walks them again, each in its own transaction, and writes.
+import type { Transaction } from 'kysely';
+import type { EduVpnDeployment, EduVpnRecordKind } from '../../eduvpn/deployment.js';
+import type { PortalConfig } from '../../config/portal-config.js';
+import { insertAuthorizations } from '../../storage/authorizations.js';
+import { insertImportedCertificates } from '../../storage/certificates.js';
+import { insertImportedConnections } from '../../storage/connection-log.js';
+import type { Db } from '../../storage/database.js';
+import { adoptPoolIndexes, type PoolKey } from '../../storage/ip-pools.js';
+import type { Database } from '../../storage/schema.js';
+import { insertDailyStatsIfMissing } from '../../storage/statistics.js';
+import { insertImportedUsers } from '../../storage/users.js';
+import { insertImportedPeers } from '../../storage/wg-peers.js';
+import {
+  checkCertificates,
+  checkPeers,
+  noteConfiguration,
+  type ImportFacts,
+  type PageOutcome,
+  type PeerToBring,
+} from './configurations.js';
+import { checkAuthorizations, checkConnectionLog, checkDailyStatistics, checkUsers } from './other-records.js';
+
+/** Writes one page's records; answers how many went in. */
+export type PageWrite = (trx: Transaction<Database>) => Promise<number>;
+
+/** One kind, its record types hidden: walked page by page, each outcome with the write that would bring it. */
+export interface KindStep {
+  readonly kind: EduVpnRecordKind;
+  /** Whether what it brings shows in the users or connections listings (their counter must move). */
+  readonly listed: boolean;
+  walk(
+    config: PortalConfig,
+    db: Db,
+    deployment: EduVpnDeployment,
+    facts: ImportFacts,
+    each: (outcome: PageOutcome<unknown>, write: PageWrite) => Promise<void>,
+  ): Promise<void>;
+}
+
+function kindStep<Record, Row>(definition: {
+  readonly kind: EduVpnRecordKind;
+  readonly listed: boolean;
+  readonly pages: (deployment: EduVpnDeployment) => AsyncIterable<readonly Record[]>;
+  readonly note?: (facts: ImportFacts, page: readonly Record[]) => void;
+  readonly check: (
+    config: PortalConfig,
+    db: Db,
+    page: readonly Record[],
+    facts: ImportFacts,
+  ) => Promise<PageOutcome<Row>>;
+  readonly insert: (trx: Transaction<Database>, rows: readonly Row[]) => Promise<number>;
+}): KindStep {
+  return {
+    kind: definition.kind,
+    listed: definition.listed,
+    async walk(config, db, deployment, facts, each) {
+      for await (const page of definition.pages(deployment)) {
+        definition.note?.(facts, page);
+        const outcome = await definition.check(config, db, page, facts);
+        await each(outcome, (trx) =>
+          outcome.bring.length === 0 ? Promise.resolve(0) : definition.insert(trx, outcome.bring),
+        );
+      }
+    },
+  };
+}
+
+/** Inserts WireGuard peers and marks their indexes taken in their pools. */
+async function insertPeers(trx: Transaction<Database>, peers: readonly PeerToBring[]): Promise<number> {
+  const inserted = new Set<string>(await insertImportedPeers(trx, peers));
+  const pools = new Map<string, { readonly pool: PoolKey; readonly indexes: number[] }>();
+  for (const peer of peers) {
+    if (!inserted.has(peer.publicKey)) continue;
+    const name = JSON.stringify([peer.pool.profileId, peer.pool.nodeNumber, peer.pool.rangeFour, peer.pool.rangeSix]);
+    const entry = pools.get(name) ?? { pool: peer.pool, indexes: [] };
+    pools.set(name, entry);
+    entry.indexes.push(peer.poolIndex);
+  }
+  for (const { pool, indexes } of pools.values()) await adoptPoolIndexes(trx, pool, indexes);
+  return inserted.size;
+}
+
+/** Every kind, by name. */
+export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
+  users: kindStep({
+    kind: 'users',
+    listed: true,
+    pages: (deployment) => deployment.users(),
+    check: (_config, db, page, facts) => checkUsers(db, page, facts),
+    insert: insertImportedUsers,
+  }),
+  authorizations: kindStep({
+    kind: 'authorizations',
+    listed: true,
+    pages: (deployment) => deployment.authorizations(),
+    check: (_config, db, page, facts) => checkAuthorizations(db, page, facts),
+    insert: insertAuthorizations,
+  }),
+  wireGuardPeers: kindStep({
+    kind: 'wireGuardPeers',
+    listed: true,
+    pages: (deployment) => deployment.wireGuardPeers(),
+    note: (facts, page) => {
+      for (const peer of page) noteConfiguration(facts, peer, peer.publicKey);
+    },
+    check: checkPeers,
+    insert: insertPeers,
+  }),
+  certificates: kindStep({
+    kind: 'certificates',
+    listed: true,
+    pages: (deployment) => deployment.certificates(),
+    note: (facts, page) => {
+      for (const certificate of page) noteConfiguration(facts, certificate, certificate.commonName);
+    },
+    check: checkCertificates,
+    insert: insertImportedCertificates,
+  }),
+  connectionLog: kindStep({
+    kind: 'connectionLog',
+    listed: false,
+    pages: (deployment) => deployment.connectionLog(),
+    check: (_config, db, page, facts) => checkConnectionLog(db, page, facts),
+    insert: insertImportedConnections,
+  }),
+  dailyStatistics: kindStep({
+    kind: 'dailyStatistics',
+    listed: false,
+    pages: (deployment) => deployment.dailyStatistics(),
+    check: (_config, db, page) => checkDailyStatistics(db, page),
+    insert: insertDailyStatsIfMissing,
+  }),
+};
+
+/** The order the plan checks in: the configurations first, which tell the users' and authorizations' facts. */
+export const CHECK_ORDER: readonly EduVpnRecordKind[] = [
+  'wireGuardPeers',
+  'certificates',
+  'users',
+  'authorizations',
+  'connectionLog',
+  'dailyStatistics',
+];
