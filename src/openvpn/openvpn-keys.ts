@@ -114,8 +114,9 @@ export class OpenVpnKeys {
     ensurePrivateDir(this.keyDir);
     const staging = mkdtempSync(path.join(this.keyDir, '.ca-'));
     try {
-      writeFileSync(path.join(staging, 'ca.key'), privateKeyPem, { mode: 0o600, flag: 'wx' });
-      writeFileSync(path.join(staging, 'ca.crt'), certificatePem, { mode: 0o600, flag: 'wx' });
+      // PEM files end with a newline, whatever the reader left of it.
+      writeFileSync(path.join(staging, 'ca.key'), `${privateKeyPem.trim()}\n`, { mode: 0o600, flag: 'wx' });
+      writeFileSync(path.join(staging, 'ca.crt'), `${certificatePem.trim()}\n`, { mode: 0o600, flag: 'wx' });
       try {
         renameSync(staging, this.#caDir);
       } catch (error) {

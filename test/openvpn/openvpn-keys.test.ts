@@ -30,7 +30,7 @@ test('a CA brought from elsewhere becomes the CA, as private files, and signs fr
   });
   assert.equal(statSync(keys.caKeyPath).mode & 0o777, 0o600);
   assert.equal(statSync(path.dirname(keys.caKeyPath)).mode & 0o777, 0o700);
-  assert.equal((await keys.ca())?.certificatePem, brought.certificatePem);
+  assert.equal((await keys.ca())?.certificatePem.trim(), brought.certificatePem.trim());
   assert.equal(keys.caState(brought.certificatePem, brought.privateKeyPem), 'same');
   assert.deepEqual(await keys.adoptCa(brought.certificatePem, brought.privateKeyPem), {
     path: keys.caCertificatePath,
