@@ -13,6 +13,7 @@ import {
   ADMIN_KEY_USAGE,
   ADMIN_USAGE,
   DB_USAGE,
+  IMPORT_USAGE,
   MDM_USAGE,
   NODE_RESET_USAGE,
   NODE_USAGE,
@@ -29,6 +30,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   db: DB_USAGE,
   'admin-key': ADMIN_KEY_USAGE,
   mdm: MDM_USAGE,
+  import: IMPORT_USAGE,
   admin: ADMIN_USAGE,
 };
 
@@ -67,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
   }
   // `db`, `admin-key` and `mdm` have subcommands and options of their own.
   if (command === 'db' || command === 'admin-key' || command === 'mdm') return runWithSubcommands(command, rest, usage);
+  if (command === 'import') return runImport(rest, usage);
   return runWithOptions(command, rest, usage);
 }
 
@@ -93,6 +96,21 @@ async function runWithSubcommands(command: 'db' | 'admin-key' | 'mdm', args: str
       (line) => console.log(line),
       (line) => console.error(line),
     );
+  } catch (error) {
+    if (error instanceof OptionError || isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
+    throw error;
+  }
+}
+
+/** `import`: its subcommands parse their own options; progress goes to stderr, as a bar on a terminal. */
+async function runImport(args: string[], usage: string): Promise<number> {
+  const { runImportCommand } = await import('./import.js');
+  try {
+    return await runImportCommand(args, {
+      print: (line) => console.log(line),
+      printError: (line) => console.error(line),
+      progress: { write: (text) => process.stderr.write(text), isTerminal: process.stderr.isTTY === true },
+    });
   } catch (error) {
     if (error instanceof OptionError || isParseArgsError(error)) throw new UsageError((error as Error).message, usage);
     throw error;

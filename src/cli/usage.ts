@@ -18,6 +18,15 @@ export const MDM_USAGE = `usage: vpn-portal mdm sync --dry-run [--json] [--confi
   sync: reads the MDM inventory (mdmInventory) and prints which devices a pass would retire; changes nothing
   confirm-crl: the revocation lists held because they would retire more than crlMaxRetire at once;
   with SHA256: lets that list retire its devices (at the portal's next refresh)`;
+export const IMPORT_USAGE = `usage: vpn-portal import eduvpn [--config FILE] [--eduvpn-config DIR] [--eduvpn-data DIR]
+                                [--eduvpn-database DATABASE] [--node-wireguard-key N=FILE]... [--dry-run]
+  eduvpn: bring an eduVPN 3.x server's users, configurations, history and keys into this portal,
+  so that the files it issued keep working; --dry-run: print the plan only
+  --eduvpn-config DIR: its configuration folder (default /etc/vpn-user-portal)
+  --eduvpn-data DIR: its data folder (default /var/lib/vpn-user-portal)
+  --eduvpn-database: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME (default sqlite:DIR/db.sqlite of --eduvpn-data)
+  --node-wireguard-key N=FILE: node N's /etc/vpn-server-node/keys/wireguard.key, copied from the node
+  exit code 1: conflicts (listed; nothing written), 2: a usage error or an unreadable deployment`;
 export const ADMIN_KEY_USAGE = `usage: vpn-portal admin-key create --name NAME [--scope read|write|admin] [--profile ID]... [--expires-in DURATION]
                                 [--allow CIDR]... [--config FILE]
        vpn-portal admin-key list [--json] [--config FILE]
@@ -126,5 +135,6 @@ export const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAN
   admin-key create|list|rotate|revoke …              admin keys with scopes (vpn-portal admin-key --help)
   mdm sync --dry-run [--config FILE]                 what the MDM inventory sync would retire now
   mdm confirm-crl [SHA256] [--config FILE]           held revocation lists; confirm one
+  import eduvpn [--dry-run] …                        bring an eduVPN server into this portal (vpn-portal import --help)
   admin COMMAND …                                    call the Admin API (vpn-portal admin --help)
   --version                                          print the version`;

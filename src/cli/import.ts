@@ -1,0 +1,201 @@
+// `vpn-portal import eduvpn`: brings an eduVPN 3.x server (its database, its key files and each
+// node's WireGuard key) into this portal, so that the files it issued keep working; with
+// --dry-run only the plan. Prints the plan (counts per kind, conflicts, what is left behind,
+// the schema version found) and the progress of a large database: a bar on a terminal, a line
+// every few seconds otherwise. Exit code 0 when done or nothing to do, 1 on conflicts.
+import path from 'node:path';
+import { pino } from 'pino';
+import { ConfigError } from '../config/load.js';
+import { PortalEvents } from '../core/events.js';
+import {
+  importEduVpn,
+  planEduVpnImport,
+  type ImportContext,
+  type ImportPlan,
+  type ImportProgress,
+} from '../core/importing/index.js';
+import { EDUVPN_RECORD_KINDS, type EduVpnLocation, type EduVpnRecordKind } from '../eduvpn/deployment.js';
+import { readEduVpnDeployment } from '../eduvpn/read-deployment.js';
+import { EduVpnReadError } from '../eduvpn/read-error.js';
+import { KeyStore } from '../keys/key-store.js';
+import { writeAuditLog } from '../listeners/audit-log.js';
+import { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
+import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
+import { systemClock } from '../shared/time.js';
+import { openDatabase } from '../storage/database.js';
+import { loadExistingPortalConfig } from './existing-portal.js';
+import { describeUnknownCommand, parseOptions } from './options.js';
+import { formatTable } from './table.js';
+import { IMPORT_USAGE } from './usage.js';
+
+/** The eduVPN packages' folders (Debian and Fedora alike). */
+const DEFAULT_EDUVPN_CONFIG = '/etc/vpn-user-portal';
+const DEFAULT_EDUVPN_DATA = '/var/lib/vpn-user-portal';
+/** Without a terminal, a progress line at most this often. */
+const PROGRESS_LINE_MS = 5_000;
+
+const KIND_NAMES: Readonly<Record<EduVpnRecordKind, string>> = {
+  users: 'users',
+  authorizations: 'OAuth authorizations',
+  wireGuardPeers: 'WireGuard configurations',
+  certificates: 'OpenVPN configurations',
+  connectionLog: 'connection log entries',
+  dailyStatistics: 'daily statistics',
+};
+
+export interface ImportOutput {
+  readonly print: (line: string) => void;
+  readonly printError: (line: string) => void;
+  /** Where progress goes (stderr), and whether it is a terminal. */
+  readonly progress: { readonly write: (text: string) => void; readonly isTerminal: boolean };
+}
+
+/** Runs an `import` subcommand; returns the exit code. */
+export async function runImportCommand(args: readonly string[], output: ImportOutput): Promise<number> {
+  const [subcommand, ...rest] = args;
+  if (subcommand !== 'eduvpn')
+    throw new ConfigError(`${describeUnknownCommand('import', subcommand ?? '', ['eduvpn'])}\n${IMPORT_USAGE}`);
+  const { values } = parseOptions({
+    args: [...rest],
+    options: {
+      config: { type: 'string' },
+      'eduvpn-config': { type: 'string' },
+      'eduvpn-data': { type: 'string' },
+      'eduvpn-database': { type: 'string' },
+      'node-wireguard-key': { type: 'string', multiple: true },
+      'dry-run': { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const dataDir = path.resolve(values['eduvpn-data'] ?? DEFAULT_EDUVPN_DATA);
+  const location: EduVpnLocation = {
+    configDir: path.resolve(values['eduvpn-config'] ?? DEFAULT_EDUVPN_CONFIG),
+    dataDir,
+    database: values['eduvpn-database'] ?? `sqlite:${path.join(dataDir, 'db.sqlite')}`,
+    nodeWireGuardKeyFiles: parseNodeKeyFiles(values['node-wireguard-key'] ?? []),
+  };
+  const config = loadExistingPortalConfig(values.config);
+  let deployment: Awaited<ReturnType<typeof readEduVpnDeployment>>;
+  try {
+    deployment = await readEduVpnDeployment(location);
+  } catch (error) {
+    if (error instanceof EduVpnReadError) throw new ConfigError(`import eduvpn: ${error.message}`);
+    throw error;
+  }
+  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  try {
+    const events = new PortalEvents(pino({ name: 'vpn-portal-import', level: 'warn' }, pino.destination(2)));
+    writeAuditLog(events);
+    const ctx: ImportContext = {
+      config,
+      db,
+      keys: new KeyStore(config.keyDir),
+      openVpnKeys: new OpenVpnKeys(config.keyDir),
+      events,
+      clock: systemClock,
+    };
+    const progress = progressReporter(output.progress);
+    if (values['dry-run'] === true) {
+      const plan = await planEduVpnImport(ctx, deployment, progress.report);
+      progress.end();
+      printPlan(plan, output.print);
+      return plan.conflictCount > 0 ? 1 : 0;
+    }
+    const outcome = await importEduVpn(ctx, deployment, progress.report);
+    progress.end();
+    printPlan(outcome.plan, output.print);
+    if (outcome.applied === null) {
+      output.printError(`import refused: ${outcome.plan.conflictCount} conflicts (listed above); nothing was written`);
+      return 1;
+    }
+    const written = Object.values(outcome.applied.inserted).reduce((sum, count) => sum + count, 0);
+    if (written + outcome.applied.keyFiles === 0) output.print('nothing to do: everything is here already');
+    else
+      output.print(
+        `imported: ${outcome.applied.keyFiles} key files, ${EDUVPN_RECORD_KINDS.map((kind) => `${outcome.applied?.inserted[kind] ?? 0} ${KIND_NAMES[kind]}`).join(', ')}`,
+      );
+    return 0;
+  } finally {
+    await deployment.close();
+    await db.destroy();
+  }
+}
+
+/** `N=FILE`, each node once. */
+function parseNodeKeyFiles(values: readonly string[]): Map<NodeNumber, string> {
+  const files = new Map<NodeNumber, string>();
+  for (const value of values) {
+    const match = /^(0|[1-9]\d*)=(.+)$/.exec(value);
+    if (match === null || match[1] === undefined || match[2] === undefined)
+      throw new ConfigError(
+        `--node-wireguard-key needs N=FILE (a node number, then the node's wireguard.key), not "${value}"\n${IMPORT_USAGE}`,
+      );
+    const node = asNodeNumber(Number(match[1]));
+    if (files.has(node)) throw new ConfigError(`--node-wireguard-key names node ${node} twice`);
+    files.set(node, path.resolve(match[2]));
+  }
+  return files;
+}
+
+function printPlan(plan: ImportPlan, print: (line: string) => void): void {
+  print(`eduVPN deployment: ${plan.source}, schema version ${plan.schemaVersion}`);
+  print(
+    formatTable(
+      ['records', 'to bring', 'already here', 'conflicting', 'expired (left)'],
+      EDUVPN_RECORD_KINDS.map((kind) => {
+        const counts = plan.counts[kind];
+        return [
+          KIND_NAMES[kind],
+          String(counts.toBring),
+          String(counts.alreadyHere),
+          String(counts.conflicting),
+          String(counts.expired),
+        ];
+      }),
+    ),
+  );
+  if (plan.keyFiles.length > 0)
+    print(
+      formatTable(
+        ['key file', 'path', 'state'],
+        plan.keyFiles.map((file) => [
+          file.name,
+          file.path,
+          file.state === 'missing' ? 'to bring' : file.state === 'same' ? 'already here' : 'conflicting',
+        ]),
+      ),
+    );
+  const left = plan.leftBehind;
+  print(
+    `left behind: ${left.localUsers} local passwords, ${left.refreshTokens} app refresh tokens, ${left.liveStatistics} live statistics rows, ${left.guestUserCounts} daily guest user counts`,
+  );
+  if (plan.conflictCount === 0) return;
+  print(`${plan.conflictCount} conflicts:`);
+  for (const conflict of plan.conflicts)
+    print(`  ${KIND_NAMES[conflict.kind as EduVpnRecordKind] ?? 'key files'} ${conflict.record}: ${conflict.reason}`);
+  if (plan.conflictCount > plan.conflicts.length)
+    print(`  … and ${plan.conflictCount - plan.conflicts.length} more (fix these and run the dry run again)`);
+}
+
+/** A bar redrawn in place on a terminal; elsewhere a line every few seconds and at each kind's end. */
+function progressReporter(target: ImportOutput['progress']): { report: ImportProgress; end: () => void } {
+  let lastLine = 0;
+  let drawn = false;
+  const report: ImportProgress = ({ phase, kind, done, total }) => {
+    const text = `${phase} ${KIND_NAMES[kind]}: ${done} of ${total}`;
+    if (target.isTerminal) {
+      const width = 30;
+      const filled = total === 0 ? width : Math.min(width, Math.round((done / total) * width));
+      target.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${text}\u001b[K`);
+      drawn = true;
+      return;
+    }
+    const now = Date.now();
+    if (now - lastLine >= PROGRESS_LINE_MS || done >= total) {
+      lastLine = now;
+      target.write(`${text}\n`);
+    }
+  };
+  return { report, end: () => (drawn ? target.write('\n') : undefined) };
+}

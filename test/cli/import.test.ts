@@ -1,0 +1,181 @@
+// `vpn-portal import eduvpn` as an administrator runs it, against an eduVPN deployment the
+// fixture writes as eduVPN lays it out (SQLite, and PostgreSQL on the PostgreSQL pass, for
+// eduVPN's database and the portal's): the dry run prints the plan and changes nothing, the
+// import brings everything, a second run has nothing to do, and a portal started on the result
+// knows eduVPN's users under eduVPN's Admin API secret. A portal with keys of its own refuses
+// with the conflicts; mistakes on the command line are usage errors.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import {
+  eduVpnDatabaseOfPass,
+  writeEduVpnDeployment,
+  type WrittenEduVpnDeployment,
+} from '../support/eduvpn-deployment.js';
+import { runCli } from '../support/portal-process.js';
+import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
+import { defaultTestConfig, startTestPortal, UNREACHABLE_NODE } from '../support/test-portal.js';
+
+type TestContext = { after: (fn: () => Promise<void> | void) => void };
+
+const PROFILE_LIST = [
+  {
+    profileId: 'office',
+    displayName: 'Office',
+    hostName: ['vpn0.example.org', 'vpn1.example.org'],
+    onNode: [0, 1],
+    nodeUrl: [UNREACHABLE_NODE, UNREACHABLE_NODE],
+    wRangeFour: ['10.60.0.0/24', '10.61.0.0/24'],
+    wRangeSix: ['fd60::/64', 'fd61::/64'],
+    oRangeFour: ['10.70.0.0/24', '10.71.0.0/24'],
+    oRangeSix: ['fd70::/64', 'fd71::/64'],
+  },
+];
+
+/** An eduVPN deployment, a data folder and portal.json for the portal (its database on this pass). */
+async function setUp(
+  t: TestContext,
+): Promise<{ deployment: WrittenEduVpnDeployment; dataDir: string; configFile: string; database: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'vpn-portal-import-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const deployment = await writeEduVpnDeployment(path.join(dir, 'eduvpn'), {
+    ...(await eduVpnDatabaseOfPass(t)),
+    profiles: [
+      {
+        profileId: 'office',
+        nodes: [
+          {
+            nodeNumber: 0,
+            hostName: 'vpn0.example.org',
+            wRangeFour: '10.60.0.0/24',
+            wRangeSix: 'fd60::/64',
+            oRangeFour: '10.70.0.0/24',
+            oRangeSix: 'fd70::/64',
+          },
+          { nodeNumber: 1, hostName: 'vpn1.example.org', wRangeFour: '10.61.0.0/24', wRangeSix: 'fd61::/64' },
+        ],
+      },
+    ],
+    users: [
+      {
+        userId: 'alice',
+        configurations: [
+          { protocol: 'wireguard', profileId: 'office' },
+          { protocol: 'openvpn', profileId: 'office' },
+        ],
+      },
+      {
+        userId: 'bob',
+        disabled: true,
+        configurations: [{ protocol: 'wireguard', profileId: 'office', nodeNumber: 1 }],
+      },
+      { userId: 'carol', localPassword: true },
+    ],
+  });
+  const dataDir = path.join(dir, 'portal');
+  const server = process.env['TEST_DATABASE_URL'];
+  let database = `sqlite:${path.join(dataDir, 'portal.sqlite')}`;
+  if (server !== undefined && server !== '') {
+    const created = await createTestDatabase(server);
+    t.after(() => dropTestDatabase(server, created.name));
+    database = created.url;
+  }
+  const configFile = path.join(dir, 'portal.json');
+  writeFileSync(configFile, JSON.stringify({ ...defaultTestConfig, dataDir, database, ProfileList: PROFILE_LIST }));
+  return { deployment, dataDir, configFile, database };
+}
+
+function importArgs(deployment: WrittenEduVpnDeployment, configFile: string, ...more: string[]): string[] {
+  const { location } = deployment;
+  return [
+    'import',
+    'eduvpn',
+    '--config',
+    configFile,
+    '--eduvpn-config',
+    location.configDir,
+    '--eduvpn-data',
+    location.dataDir,
+    '--eduvpn-database',
+    location.database,
+    ...[...location.nodeWireGuardKeyFiles].flatMap(([node, file]) => ['--node-wireguard-key', `${node}=${file}`]),
+    ...more,
+  ];
+}
+
+test('the dry run prints the plan, the import brings it all, and a second run has nothing to do', async (t) => {
+  const { deployment, dataDir, configFile, database } = await setUp(t);
+
+  const dry = await runCli(importArgs(deployment, configFile, '--dry-run'));
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.match(dry.stdout, /schema version 2023011801/);
+  assert.match(dry.stdout, /WireGuard configurations\s+2\s+0\s+0\s+0/);
+  assert.match(dry.stdout, /left behind: 1 local passwords/);
+  assert.equal(existsSync(path.join(dataDir, 'keys', 'admin-api.key')), false, 'the dry run wrote no key');
+
+  const run = await runCli(importArgs(deployment, configFile));
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(
+    run.stdout,
+    /imported: \d+ key files, 3 users, 0 OAuth authorizations, 2 WireGuard configurations, 1 OpenVPN configurations/,
+  );
+  const secretFile = path.join(dataDir, 'keys', 'admin-api.key');
+  assert.equal(readFileSync(secretFile, 'utf8'), deployment.adminApiKey);
+  assert.equal(statSync(secretFile).mode & 0o777, 0o600);
+  assert.equal(
+    readFileSync(path.join(dataDir, 'keys', 'ca', 'ca.crt'), 'utf8').trim(),
+    deployment.caCertificatePem.trim(),
+  );
+
+  const again = await runCli(importArgs(deployment, configFile));
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /nothing to do: everything is here already/);
+
+  // The portal starts on the result and answers eduVPN's secret with eduVPN's users.
+  const portal = await startTestPortal({ dataDir, database, config: { ProfileList: PROFILE_LIST } });
+  t.after(() => portal.close());
+  assert.equal(portal.secret, deployment.adminApiKey);
+  assert.deepEqual((await portal.admin.users()).sort(), ['alice', 'bob', 'carol']);
+  assert.deepEqual(await portal.admin.disabledUsers(), ['bob']);
+  const aliceFiles = await portal.admin.userConfigurationList('alice');
+  assert.deepEqual(
+    aliceFiles.map((entry) => entry.connection_id).sort(),
+    deployment.configurations
+      .filter((configuration) => configuration.userId === 'alice')
+      .map((configuration) => configuration.connectionId)
+      .sort(),
+  );
+});
+
+test('a portal whose own keys differ refuses the import, lists the conflicts and writes nothing', async (t) => {
+  const { deployment, dataDir, configFile, database } = await setUp(t);
+  // generate-secrets made a CA, node secrets and WireGuard keys of this portal's own.
+  const portal = await startTestPortal({ dataDir, database, config: { ProfileList: PROFILE_LIST } });
+  t.after(() => portal.close());
+  const run = await runCli(importArgs(deployment, configFile));
+  assert.equal(run.code, 1, run.stdout);
+  assert.match(run.stdout, /conflicts:/);
+  assert.match(run.stdout, /OpenVPN CA here is another key than eduVPN's/);
+  assert.match(run.stderr, /import refused: \d+ conflicts/);
+  assert.deepEqual(await portal.admin.users(), []);
+});
+
+test('a mistake on the command line is a usage error', async (t) => {
+  const { deployment, configFile } = await setUp(t);
+  const unknown = await runCli(importArgs(deployment, configFile, '--everything'));
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /usage: vpn-portal import eduvpn/);
+  const badKey = await runCli(importArgs(deployment, configFile, '--node-wireguard-key', 'zero=/tmp/x'));
+  assert.equal(badKey.code, 2);
+  assert.match(badKey.stderr, /--node-wireguard-key needs N=FILE/);
+  const subcommand = await runCli(['import', 'openvpn', '--config', configFile]);
+  assert.equal(subcommand.code, 2);
+  const missing = await runCli(
+    importArgs(deployment, configFile, '--eduvpn-database', `sqlite:${path.join(tmpdir(), 'no-such-eduvpn.sqlite')}`),
+  );
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /import eduvpn: /);
+});
