@@ -1,0 +1,196 @@
+// Each conflict the eduVPN import finds, against a real portal and database (both databases in
+// the suite), named with its record: a key, address pair or common name used here by another
+// configuration, a place this portal's pools cannot hold, a profile, node or protocol that is
+// not here, a user whose disabled flag differs, key files that differ or do not fit. While there
+// is one, the import writes nothing.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import {
+  importEduVpn,
+  planEduVpnImport,
+  type ImportConflict,
+  type ImportContext,
+} from '../../../src/core/importing/index.js';
+import { CertificateAuthority } from '../../../src/openvpn/certificate-authority.js';
+import { asNodeNumber, asProfileId, asWireGuardKey } from '../../../src/shared/ids.js';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import {
+  eduVpnCertificate,
+  eduVpnPeer,
+  eduVpnUser,
+  emptyRecords,
+  inMemoryDeployment,
+  NO_KEYS,
+} from '../../support/in-memory-eduvpn.js';
+import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
+
+let portal: TestPortal;
+let ctx: ImportContext;
+const here = {
+  peer: eduVpnPeer('alice', 0),
+  certificate: eduVpnCertificate('alice'),
+};
+
+before(async () => {
+  portal = await startTestPortal({
+    config: {
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          oRangeFour: '10.45.0.0/24',
+          oRangeSix: 'fd45::/64',
+          nodeUrl: UNREACHABLE_NODE,
+        },
+        {
+          profileId: 'guests',
+          displayName: 'Guests',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.46.0.0/24',
+          wRangeSix: 'fd46::/64',
+          nodeUrl: UNREACHABLE_NODE,
+        },
+      ],
+    },
+  });
+  ctx = portal.portal.ctx;
+  // What is here already: alice with a WireGuard and an OpenVPN configuration.
+  const records = emptyRecords();
+  records.users = [eduVpnUser('alice')];
+  records.wireGuardPeers = [here.peer];
+  records.certificates = [here.certificate];
+  assert.notEqual((await importEduVpn(ctx, inMemoryDeployment(records))).applied, null);
+});
+after(() => portal.close());
+
+/** The conflict about `record`, asserted to be there once. */
+function conflictAbout(conflicts: readonly ImportConflict[], record: string): ImportConflict {
+  const found = conflicts.filter((conflict) => conflict.record === record);
+  assert.equal(found.length, 1, `one conflict about ${record}: ${JSON.stringify(conflicts, null, 2)}`);
+  return found[0] as ImportConflict;
+}
+
+test('every configuration that cannot be brought is a conflict naming it and saying why', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('alice', { isDisabled: true }), eduVpnUser('zed')];
+  const sameKey = eduVpnPeer('zed', 10, { publicKey: here.peer.publicKey });
+  const sameAddresses = eduVpnPeer('zed', 0);
+  const noProfile = eduVpnPeer('zed', 11, { profileId: asProfileId('nope') });
+  const noNode = eduVpnPeer('zed', 12, { nodeNumber: asNodeNumber(3) });
+  const outside = eduVpnPeer('zed', 13, { ipFour: '10.99.0.5' });
+  const unpaired = eduVpnPeer('zed', 14, { ipSix: 'fd44::99' });
+  records.wireGuardPeers = [sameKey, sameAddresses, noProfile, noNode, outside, unpaired];
+  const sameName = eduVpnCertificate('zed', { commonName: here.certificate.commonName });
+  const noOpenVpn = eduVpnCertificate('zed', { profileId: asProfileId('guests') });
+  records.certificates = [sameName, noOpenVpn];
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  const { conflicts } = plan;
+  assert.equal(plan.conflictCount, 9);
+  assert.match(conflictAbout(conflicts, 'alice').reason, /disabled in eduVPN/);
+  assert.match(
+    conflictAbout(conflicts, sameKey.publicKey).reason,
+    /public key is used here by another configuration \(user alice/,
+  );
+  assert.match(
+    conflictAbout(conflicts, sameAddresses.publicKey).reason,
+    new RegExp(
+      `addresses 10\\.44\\.0\\.2, fd44::2 are used here by configuration ${here.peer.publicKey.replace(/[+/]/g, '\\$&')}`,
+    ),
+  );
+  assert.match(
+    conflictAbout(conflicts, noProfile.publicKey).reason,
+    /profile nope is not configured here \(profiles here: employees, guests\)/,
+  );
+  assert.match(
+    conflictAbout(conflicts, noNode.publicKey).reason,
+    /node 3 is not one of profile employees's nodes here/,
+  );
+  assert.match(
+    conflictAbout(conflicts, outside.publicKey).reason,
+    /outside this portal's pool for profile employees on node 0/,
+  );
+  assert.match(conflictAbout(conflicts, unpaired.publicKey).reason, /not a pair of this portal's pool/);
+  assert.match(
+    conflictAbout(conflicts, sameName.commonName).reason,
+    /common name is used here by another configuration/,
+  );
+  assert.match(
+    conflictAbout(conflicts, noOpenVpn.commonName).reason,
+    /profile guests offers no OpenVPN on node 0 here/,
+  );
+  assert.deepEqual(plan.counts.wireGuardPeers, { toBring: 0, alreadyHere: 0, conflicting: 6, expired: 0 });
+
+  const refused = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.equal(refused.applied, null);
+  assert.deepEqual((await portal.admin.users()).sort(), ['alice'], 'nothing was written');
+  assert.deepEqual(await portal.admin.disabledUsers(), []);
+});
+
+test('key files here that hold other keys, and node keys that do not fit the issued files, are conflicts', async () => {
+  const otherCa = await CertificateAuthority.create({ now: new Date(), notAfter: new Date(Date.now() + 86_400_000) });
+  const named = generateWireGuardKeyPair();
+  const node5 = generateWireGuardKeyPair();
+  const keys = {
+    ...NO_KEYS,
+    adminApiKey: 'ff'.repeat(32),
+    openVpnCa: { certificatePem: otherCa.certificatePem, privateKeyPem: otherCa.privateKeyPem },
+    // Node 0's files name one key, and another private key was given for it.
+    wireGuardPrivateKeys: new Map([[asNodeNumber(0), asWireGuardKey(generateWireGuardKeyPair().privateKey)]]),
+    // Node 5's files name a key whose private half was not given.
+    wireGuardPublicKeys: new Map([
+      [asNodeNumber(0), asWireGuardKey(named.publicKey)],
+      [asNodeNumber(5), asWireGuardKey(node5.publicKey)],
+    ]),
+  };
+  const secretBefore = readFileSync(ctx.keys.adminApiKeyPath, 'utf8');
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(emptyRecords(), { keys }));
+  const { conflicts } = plan;
+  assert.equal(plan.conflictCount, 4);
+  assert.match(
+    conflictAbout(conflicts, ctx.keys.adminApiKeyPath).reason,
+    /Admin API secret here is another key than eduVPN's/,
+  );
+  assert.match(
+    conflictAbout(conflicts, ctx.openVpnKeys.caCertificatePath).reason,
+    /OpenVPN CA here is another key than eduVPN's; it is never replaced \(1 OpenVPN configurations here were issued by it\)/,
+  );
+  assert.match(conflictAbout(conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(0))).reason, /but eduVPN's files name/);
+  assert.match(
+    conflictAbout(conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(5))).reason,
+    /its private key was not given/,
+  );
+  assert.equal((await importEduVpn(ctx, inMemoryDeployment(emptyRecords(), { keys }))).applied, null);
+  assert.equal(readFileSync(ctx.keys.adminApiKeyPath, 'utf8'), secretBefore, 'the secret here was not replaced');
+});
+
+test('key files that are missing here are brought, and the same ones already here are no conflict', async () => {
+  const node2 = generateWireGuardKeyPair();
+  const tlsCrypt = ctx.openVpnKeys.tlsCryptKey('employees');
+  const keys = {
+    ...NO_KEYS,
+    adminApiKey: readFileSync(ctx.keys.adminApiKeyPath, 'utf8'),
+    nodeKeys: new Map([[asNodeNumber(2), 'ab'.repeat(32)]]),
+    wireGuardPrivateKeys: new Map([[asNodeNumber(2), asWireGuardKey(node2.privateKey)]]),
+    wireGuardPublicKeys: new Map([[asNodeNumber(2), asWireGuardKey(node2.publicKey)]]),
+    tlsCryptKeys: new Map([[asProfileId('employees'), tlsCrypt]]),
+  };
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(emptyRecords(), { keys }));
+  assert.equal(outcome.plan.conflictCount, 0);
+  assert.deepEqual(
+    outcome.plan.keyFiles.map((file) => [file.name, file.state]),
+    [
+      ['Admin API secret', 'same'],
+      ['node 2 secret', 'missing'],
+      ['node 2 WireGuard private key', 'missing'],
+      ['tls-crypt key of profile employees', 'same'],
+    ],
+  );
+  assert.equal(outcome.applied?.keyFiles, 2);
+  assert.equal(ctx.keys.nodeSecret(asNodeNumber(2)), 'ab'.repeat(32));
+  assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(2)), node2.publicKey);
+});
