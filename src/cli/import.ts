@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { ConfigError } from '../config/load.js';
 import { PortalEvents } from '../core/events.js';
 import {
+  ImportConflictWhileWriting,
   importEduVpn,
   planEduVpnImport,
   type ImportContext,
@@ -102,7 +103,16 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
       printPlan(plan, output.print);
       return plan.conflictCount > 0 ? 1 : 0;
     }
-    const outcome = await importEduVpn(ctx, deployment, progress.report);
+    let outcome: Awaited<ReturnType<typeof importEduVpn>>;
+    try {
+      outcome = await importEduVpn(ctx, deployment, progress.report);
+    } catch (error) {
+      progress.end();
+      // The kinds before it are in; a new run goes on from there.
+      if (!(error instanceof ImportConflictWhileWriting)) throw error;
+      output.printError(`import stopped: ${error.message}`);
+      return 1;
+    }
     progress.end();
     printPlan(outcome.plan, output.print);
     if (outcome.applied === null) {
