@@ -101,6 +101,15 @@ export const defaultTestConfig: PortalConfigFile = {
   ],
 };
 
+/** The configuration a test portal runs on, as a `portal.json` for a command to read. */
+export function testPortalConfigFile(
+  config: Partial<PortalConfigFile> | undefined,
+  dataDir: string,
+  database: string,
+): PortalConfigFile {
+  return { ...defaultTestConfig, ...config, dataDir, database };
+}
+
 export async function startTestPortal(options: TestPortalOptions = {}): Promise<TestPortal> {
   const ownDataDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'vpn-portal-test-'));
@@ -109,10 +118,7 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   let config: PortalConfig;
   let portal: RunningPortal;
   try {
-    config = resolvePortalConfig(
-      { ...defaultTestConfig, ...options.config, dataDir, database: database.value },
-      'test configuration',
-    );
+    config = resolvePortalConfig(testPortalConfigFile(options.config, dataDir, database.value), 'test configuration');
     await generateSecrets(config, { adminApi: options.adminApi ?? true, node: undefined }, () => {});
     portal = await startPortal(config, {
       logger: options.logger ?? pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),

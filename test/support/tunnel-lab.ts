@@ -54,6 +54,14 @@ export interface TunnelLabOptions {
   readonly logger?: Logger;
   /** A data directory the test owns (test-portal.ts), to restart the portal on a changed configuration. */
   readonly dataDir?: string;
+  /** The portal's `database` option (test-portal.ts): a database the test made and fills before the portal starts. */
+  readonly database?: string;
+  /**
+   * Runs once the lab's addresses are known, before the portal starts, with the portal's
+   * configuration (without `dataDir` and `database`): to prepare the portal's data directory and
+   * database as an administrator would before the first start.
+   */
+  readonly beforePortal?: (portalConfig: Partial<PortalConfigFile>, addresses: LabAddresses) => Promise<void>;
   /**
    * A second node (number 1) in namespace "node2", reachable from the portal only (no client
    * link): the profile then runs on both, node 1 with 198.19.46.0/24 and fd00:46::/64.
@@ -214,11 +222,13 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       ProfileList: [profile],
       ...(typeof options.portalConfig === 'function' ? options.portalConfig(addresses) : options.portalConfig),
     };
+    await options.beforePortal?.(portalConfig, addresses);
     portal = await startTestPortal({
       config: portalConfig,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.logger === undefined ? {} : { logger: options.logger }),
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.database === undefined ? {} : { database: options.database }),
     });
     for (let index = 0; index < (options.extraPortals ?? 0); index++) {
       extraPortals.push(
