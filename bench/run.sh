@@ -5,7 +5,8 @@
 # BENCH_DATABASES="sqlite" skips PostgreSQL; BENCH_ONLY=search runs the searches alone,
 # BENCH_ONLY=relay the ProxyGuard relay under a flood of slow clients alone (bench/relay-flood.ts),
 # BENCH_ONLY=hung the Admin API while a node hangs alone (bench/hung-node.ts),
-# BENCH_ONLY=nat deterministic NAT for a /16 loaded into nftables alone (bench/deterministic-nat.ts).
+# BENCH_ONLY=nat deterministic NAT for a /16 loaded into nftables alone (bench/deterministic-nat.ts),
+# BENCH_ONLY=eduvpn the import of 100,000 eduVPN configurations alone (bench/eduvpn-import.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=test/support/throwaway-postgres.sh
@@ -22,6 +23,13 @@ if [[ "${BENCH_ONLY:-}" == nat ]]; then
   node --import tsx bench/deterministic-nat.ts
   exit 0
 fi
+if [[ "${BENCH_ONLY:-}" == eduvpn ]]; then
+  if [[ " ${BENCH_DATABASES:-sqlite postgres} " == *" postgres "* ]]; then
+    start_throwaway_postgres
+  fi
+  node --import tsx bench/eduvpn-import.ts
+  exit 0
+fi
 npm run --silent build
 if [[ " ${BENCH_DATABASES:-sqlite postgres} " == *" postgres "* ]]; then
   start_throwaway_postgres
@@ -34,4 +42,5 @@ if [[ "${BENCH_ONLY:-}" != search ]]; then
   node --import tsx bench/relay-flood.ts
   node --import tsx bench/hung-node.ts
   node --import tsx bench/deterministic-nat.ts
+  node --import tsx bench/eduvpn-import.ts
 fi
