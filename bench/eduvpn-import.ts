@@ -3,8 +3,9 @@
 // (WireGuard and OpenVPN alike, four per user, a connection log entry each, every 50th user
 // disabled) written by the tests' fixture (test/support/eduvpn-deployment.ts), then the real
 // command, `vpn-portal import eduvpn`, into a fresh portal on SQLite, and on PostgreSQL when the
-// bench has a server (TEST_POSTGRES_URL, as bench/run.sh provides). Prints the time of each kind
-// of record, as the command reports its progress, and of the whole run.
+// bench has a server (TEST_POSTGRES_URL, as bench/run.sh provides): the dry run, the import (the
+// time of each kind of record, as the command reports its progress, and of the whole run) and a
+// second run, which must find nothing to do.
 // Run by bench/run.sh (BENCH_ONLY=eduvpn runs it alone), or `node --import tsx bench/eduvpn-import.ts`.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -172,24 +173,37 @@ async function importInto(
     location.database,
     ...[...location.nodeWireGuardKeyFiles].flatMap(([node, file]) => ['--node-wireguard-key', `${node}=${file}`]),
   ];
-  const loadBefore = load();
-  const run = await runCommand(args, path.join(folder, `usage-${label}`));
   const output = (lines: readonly TimedLine[]): string => lines.map((line) => line.text).join('\n');
-  if (run.code !== 0)
-    throw new Error(`import into ${label} exited with ${run.code}:\n${output(run.stdout)}\n${output(run.stderr)}`);
-  const configurations = USERS * CONFIGURATIONS_PER_USER;
-  console.log(`import eduvpn into ${label}: ${configurations.toLocaleString('en')} configurations`);
-  const summary = run.stdout.find((line) => line.text.startsWith('imported: '));
+  /** One run of the command with `extra` arguments; fails the bench unless it exits with 0. */
+  const checked = async (step: string, extra: readonly string[]): Promise<CommandRun> => {
+    const run = await runCommand([...args, ...extra], path.join(folder, `usage-${label}-${step}`));
+    if (run.code !== 0)
+      throw new Error(`${step} into ${label} exited with ${run.code}:\n${output(run.stdout)}\n${output(run.stderr)}`);
+    return run;
+  };
+  const cpu = (run: CommandRun): string =>
+    run.usage === null
+      ? ''
+      : `, ${run.usage.cpuSeconds.toFixed(2)} s of CPU, peak RSS ${run.usage.peakMegabytes.toFixed(0)} MB`;
+  const line = (what: string, text: string): void => console.log(`  ${what.padEnd(42)} ${text}`);
+
+  const loadBefore = load();
+  console.log(`import eduvpn into ${label}: ${(USERS * CONFIGURATIONS_PER_USER).toLocaleString('en')} configurations`);
+  const dryRun = await checked('dry-run', ['--dry-run']);
+  line('the dry run (start-up and the plan)', `${dryRun.seconds.toFixed(2)} s${cpu(dryRun)}`);
+  const run = await checked('import', []);
+  const summary = run.stdout.find((each) => each.text.startsWith('imported: '));
   if (summary === undefined) throw new Error(`import into ${label} printed no summary:\n${output(run.stdout)}`);
   console.log(`  ${summary.text}`);
-  for (const [step, seconds] of stepSeconds(run)) console.log(`  ${step.padEnd(42)} ${seconds.toFixed(2)} s`);
-  console.log(
-    `  ${'the whole command (start-up included)'.padEnd(42)} ${run.seconds.toFixed(2)} s (target < ${TARGET_SECONDS} s)   load before: ${loadBefore}, after: ${load()}`,
+  for (const [step, seconds] of stepSeconds(run)) line(step, `${seconds.toFixed(2)} s`);
+  line(
+    'the import (start-up included)',
+    `${run.seconds.toFixed(2)} s (target < ${TARGET_SECONDS} s)${cpu(run)}; load before: ${loadBefore}, after: ${load()}`,
   );
-  if (run.usage !== null)
-    console.log(
-      `  ${"the command's CPU time; peak RSS".padEnd(42)} ${run.usage.cpuSeconds.toFixed(2)} s; ${run.usage.peakMegabytes.toFixed(0)} MB`,
-    );
+  const again = await checked('again', []);
+  if (!again.stdout.some((each) => each.text.startsWith('nothing to do')))
+    throw new Error(`a second import into ${label} found something to do:\n${output(again.stdout)}`);
+  line('a second run (nothing to do)', `${again.seconds.toFixed(2)} s${cpu(again)}`);
 }
 
 async function main(): Promise<void> {
