@@ -11,6 +11,7 @@ import { loadAppleSigning } from './apple-signing.js';
 import { ConfigError } from './config-error.js';
 import { resolveDatabase, resolveDatabaseRetryFor, resolveDatabaseTimeout } from './database-options.js';
 import { embeddedDefaultConfig } from './defaults.js';
+import { describeEduVpnOption, type EduVpnSection, eduVpnOptionFate } from './eduvpn-options.js';
 import { resolveEnrollment } from './enrollment.js';
 import { checkAllowLists, resolveBaseUrl, resolveListen, resolveMetrics } from './listen.js';
 import { resolveMdmInventory } from './mdm-inventory.js';
@@ -118,8 +119,34 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
 
 function describeIssues(source: string, error: z.ZodError): string {
   return error.issues
-    .map((issue) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${issue.message}`)
+    .flatMap((issue) =>
+      describeIssue(issue).map((message) => `${source}: ${formatPath(issue.path) || '(top level)'}: ${message}`),
+    )
     .join('\n');
+}
+
+/** An eduVPN option is named with where it went, one a line; other unknown keys keep zod's message. */
+function describeIssue(issue: z.core.$ZodIssue): string[] {
+  const section = issue.code === 'unrecognized_keys' ? eduVpnSectionAt(issue.path) : null;
+  if (issue.code !== 'unrecognized_keys' || section === null) return [issue.message];
+  const messages: string[] = [];
+  const others: string[] = [];
+  for (const key of issue.keys) {
+    const fate = eduVpnOptionFate(section, key);
+    if (fate === null) others.push(key);
+    else messages.push(describeEduVpnOption(key, fate));
+  }
+  if (others.length > 0)
+    messages.unshift(`Unrecognized key${others.length > 1 ? 's' : ''}: ${others.map((key) => `"${key}"`).join(', ')}`);
+  return messages;
+}
+
+/** The config.php section a path of portal.json corresponds to, if eduVPN has one there. */
+function eduVpnSectionAt(path: readonly PropertyKey[]): EduVpnSection | null {
+  if (path.length === 0) return 'top';
+  if (path.length === 2 && path[0] === 'ProfileList' && typeof path[1] === 'number') return 'ProfileList';
+  if (path.length === 1 && (path[0] === 'WireGuard' || path[0] === 'Log')) return path[0];
+  return null;
 }
 
 function formatPath(segments: readonly PropertyKey[]): string {

@@ -99,6 +99,47 @@ test('an unknown option is an error naming the file and the option, at the top l
   );
 });
 
+test('an eduVPN option is named with where it went, at the top level and in the WireGuard and Log sections', () => {
+  assert.equal(
+    problemsOf({
+      ...withProfiles(employees),
+      Db: { dbDsn: 'sqlite:/var/lib/vpn-user-portal/db.sqlite' },
+      authModule: 'DbAuthModule',
+      LdapAuthModule: { ldapUri: 'ldaps://ldap.example.org' },
+    }),
+    [
+      'portal.json: (top level): "Db": an eduVPN option; here it is "database" (sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE; MariaDB/MySQL is not supported)',
+      'portal.json: (top level): "authModule": an eduVPN option not used here: the user portal\'s login (this portal has no user portal)',
+      'portal.json: (top level): "LdapAuthModule": an eduVPN option not used here: the user portal\'s login (this portal has no user portal)',
+    ].join('\n'),
+  );
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), WireGuard: { allowExpiryExtension: true }, Log: { authData: true } }),
+    [
+      'portal.json: Log: "authData": an eduVPN option not used here: no user signs in here, so there is no authentication data to log',
+      'portal.json: WireGuard: "allowExpiryExtension": an eduVPN option not used here: the user portal\'s own renewal; administrators renew with the Admin API\'s extend',
+    ].join('\n'),
+  );
+});
+
+test("an unknown key beside an eduVPN option keeps the plain message, and the same name elsewhere is not taken for eduVPN's", () => {
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), sesionExpiry: 'P1D', styleName: 'eduVPN' }),
+    [
+      'portal.json: (top level): Unrecognized key: "sesionExpiry"',
+      'portal.json: (top level): "styleName": an eduVPN option not used here: the user portal\'s pages (this portal has no user portal)',
+    ].join('\n'),
+  );
+  assert.equal(
+    problemsOf(withProfiles({ ...employees, Db: 'x' } as ProfileFile)),
+    'portal.json: ProfileList[0]: Unrecognized key: "Db"',
+  );
+  assert.equal(
+    problemsOf({ ...withProfiles(employees), adminApi: { vpnCaPath: '/usr/bin/vpn-ca' } }),
+    'portal.json: adminApi: Unrecognized key: "vpnCaPath"',
+  );
+});
+
 test('a value that is not a CIDR prefix is an error naming the option', () => {
   assert.equal(
     problemsOf(withProfiles({ ...employees, wRangeFour: '10.44.0.0/33' })),
