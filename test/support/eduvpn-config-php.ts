@@ -59,7 +59,7 @@ return [
             'profileId' => 'guests',
             'displayName' => 'Guests',
             'hostName' => 'vpn-b.example.org',
-            'nodeUrl' => ['http://10.0.0.11:41194', 'http://10.0.0.12:41194'],
+            'nodeUrl' => 'http://10.0.0.12:41194',
             'onNode' => 1,
             'defaultGateway' => false,
             'routeList' => ['192.168.0.0/16'],

@@ -1,0 +1,219 @@
+// The mapping from an eduVPN config.php to portal.json and node.json: what is kept loads in this
+// portal and in the node agent as eduVPN meant it, what moved is renamed, and everything else is
+// a note saying where it went.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { parseNodeAgentConfig } from '../../src/agent/config.js';
+import { loadPortalConfig } from '../../src/config/load.js';
+import { evaluateConfigPhp } from '../../src/eduvpn/config-php.js';
+import { ConversionError } from '../../src/eduvpn/conversion-error.js';
+import { convertNodeConfig, nodeConfigWithoutFile } from '../../src/eduvpn/node-options.js';
+import { databaseFromPdo } from '../../src/eduvpn/pdo-dsn.js';
+import { convertPortalConfig } from '../../src/eduvpn/portal-options.js';
+import { NODE_CONFIG_PHP, PORTAL_CONFIG_PHP } from '../support/eduvpn-config-php.js';
+
+function writtenPortalJson(t: { after: (fn: () => void) => void }, document: unknown): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-converted-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'portal.json');
+  writeFileSync(file, JSON.stringify(document, null, 2));
+  return file;
+}
+
+test('an eduVPN-shaped config.php becomes a portal.json that loads, with both profiles on their nodes', (t) => {
+  const converted = convertPortalConfig(evaluateConfigPhp(PORTAL_CONFIG_PHP, 'config.php'));
+  const config = loadPortalConfig(writtenPortalJson(t, converted.document));
+  assert.deepEqual(
+    config.profiles.map((profile) => [
+      profile.profileId,
+      profile.nodes.map((node) => [node.nodeNumber, node.hostName]),
+    ]),
+    [
+      [
+        'employees',
+        [
+          [0, 'vpn-a.example.org'],
+          [1, 'vpn-b.example.org'],
+        ],
+      ],
+      ['guests', [[1, 'vpn-b.example.org']]],
+    ],
+  );
+  const [employees, guests] = config.profiles;
+  assert.deepEqual(
+    employees?.nodes.map((node) => [node.nodeUrl, node.wireGuard?.rangeFour, node.openVpn?.rangeSix]),
+    [
+      ['http://10.0.0.11:41194', '10.43.0.0/24', 'fd42::/64'],
+      ['http://10.0.0.12:41194', '10.43.1.0/24', 'fd42:1::/64'],
+    ],
+  );
+  assert.equal(guests?.defaultGateway, false);
+  assert.equal(guests?.preferredProto, 'wireguard');
+  assert.deepEqual(config.supportedSessionExpiry, ['P90D', 'P1D', 'P7D']);
+  assert.equal(config.caExpiry.text, 'P10Y');
+  assert.equal(config.wireGuard.mtu, 1392);
+  assert.deepEqual(config.connectionLogLines, { enabled: true, originatingIp: false });
+  assert.deepEqual(config.database, {
+    dialect: 'postgres',
+    url: 'postgres://vpn:s3cret%2Fp%40ss@db.example.org:5433/vpn_portal',
+  });
+  assert.deepEqual(converted.nodeNumbers, [0, 1]);
+});
+
+test('the notes name what was kept, what was renamed, what is not used and what to set', () => {
+  const { notes } = convertPortalConfig(evaluateConfigPhp(PORTAL_CONFIG_PHP, 'config.php'));
+  assert.equal(
+    notes[0],
+    'kept as they are: sessionExpiry, supportedSessionExpiry, caExpiry, connectScriptPath, WireGuard.listenPort, WireGuard.setMtu, Log.syslogConnectionEvents, Log.originatingIp, ProfileList (2 profiles)',
+  );
+  const expected = [
+    '"vpnCaPath": an eduVPN option not used here: the OpenVPN CA is built in (generate-secrets makes it; the import brings the old one)',
+    '"authModule": an eduVPN option not used here: the user portal\'s login (this portal has no user portal)',
+    '"adminUserIdList": an eduVPN option not used here: the user portal\'s admin pages; administrators here use admin keys (vpn-portal admin-key) or the console\'s sign-in (adminConsole)',
+    '"Api": an eduVPN option not used here: the eduVPN apps\' API (OAuth, /api/v3), which this portal does not serve',
+    '"WireGuard.allowExpiryExtension": an eduVPN option not used here: the user portal\'s own renewal; administrators renew with the Admin API\'s extend',
+    '"Log.authData": an eduVPN option not used here: no user signs in here, so there is no authentication data to log',
+    '"Db": an eduVPN option; here it is "database" (postgres://vpn:***@db.example.org:5433/vpn_portal): the same server and account, a database of its own (vpn_portal), since this portal\'s tables share names with eduVPN\'s; create it (createdb -O vpn vpn_portal). eduVPN\'s database (postgres://vpn:***@db.example.org:5433/vpn) is what vpn-portal import eduvpn --database reads',
+  ];
+  for (const note of expected) assert.ok(notes.includes(note), `missing note: ${note}\nnotes:\n${notes.join('\n')}`);
+  for (const option of [
+    'maxActiveConfigurations',
+    'styleName',
+    'enabledLanguages',
+    'sessionModule',
+    'accessPermissionList',
+  ])
+    assert.ok(
+      notes.some((note) => note.startsWith(`"${option}": an eduVPN option not used here: `)),
+      `no note for ${option}`,
+    );
+  assert.ok(notes.some((note) => note.startsWith('baseUrl: to set: ')));
+  assert.ok(!notes.join('\n').includes('s3cret'), 'a note shows the database password');
+});
+
+test('an option neither eduVPN nor this portal knows is left out with a note, never silently', () => {
+  const converted = convertPortalConfig({
+    sesionExpiry: 'P1D',
+    ProfileList: [
+      {
+        profileId: 'a',
+        displayName: 'A',
+        hostName: 'h',
+        wRangeFour: '10.1.0.0/24',
+        wRangeSix: 'fd01::/64',
+        colour: 'red',
+      },
+    ],
+  });
+  assert.deepEqual(converted.document, {
+    ProfileList: [
+      { profileId: 'a', displayName: 'A', hostName: 'h', wRangeFour: '10.1.0.0/24', wRangeSix: 'fd01::/64' },
+    ],
+  });
+  assert.ok(
+    converted.notes.includes(
+      '"sesionExpiry": not an eduVPN 3.x option this converter knows, nor one of this portal: left out',
+    ),
+  );
+  assert.ok(
+    converted.notes.includes(
+      '"ProfileList[0].colour": not an eduVPN 3.x option this converter knows, nor one of this portal: left out',
+    ),
+  );
+});
+
+test("PDO DSNs become this portal's database locations; SQLite and MariaDB leave the default", () => {
+  assert.deepEqual(databaseFromPdo({ dbDsn: 'sqlite:///var/lib/vpn-user-portal/db.sqlite' }), {
+    kind: 'sqlite',
+    eduVpnPath: '/var/lib/vpn-user-portal/db.sqlite',
+  });
+  assert.deepEqual(databaseFromPdo({ dbDsn: 'sqlite:/srv/db.sqlite' }), {
+    kind: 'sqlite',
+    eduVpnPath: '/srv/db.sqlite',
+  });
+  assert.deepEqual(databaseFromPdo({ dbDsn: 'mysql:host=localhost;dbname=vpn' }), {
+    kind: 'unsupported',
+    driver: 'mysql',
+  });
+  const socket = databaseFromPdo({ dbDsn: 'pgsql:dbname=vpn', dbUser: 'vpn' });
+  assert.equal(
+    socket.kind === 'postgres' && socket.portalUrl,
+    'postgres://vpn@/vpn_portal?host=%2Fvar%2Frun%2Fpostgresql',
+  );
+  const inDsn = databaseFromPdo({ dbDsn: 'pgsql:host=::1;port=5432;dbname=vpn;user=u;password=pw;sslmode=require' });
+  assert.equal(inDsn.kind === 'postgres' && inDsn.portalUrl, 'postgres://u:pw@[::1]:5432/vpn_portal?sslmode=require');
+  assert.throws(() => databaseFromPdo({ dbDsn: 'pgsql:host=db;dbname=vpn;options=-c' }), ConversionError);
+  assert.throws(() => databaseFromPdo({ dbDsn: 'pgsql:host=db' }), /names no dbname/);
+  assert.throws(() => databaseFromPdo({ dbDsn: 'oci:dbname=x' }), /"oci" is not one eduVPN uses/);
+  const sqlite = convertPortalConfig({
+    Db: { dbDsn: 'sqlite:///var/lib/vpn-user-portal/db.sqlite' },
+    ProfileList: [
+      { profileId: 'a', displayName: 'A', hostName: 'h', wRangeFour: '10.1.0.0/24', wRangeSix: 'fd01::/64' },
+    ],
+  });
+  assert.equal(sqlite.document.database, undefined);
+  assert.ok(sqlite.notes.some((note) => note.includes("eduVPN's SQLite file (/var/lib/vpn-user-portal/db.sqlite)")));
+});
+
+test('a config.php that is not a portal configuration is refused naming the option', () => {
+  assert.throws(
+    () => convertPortalConfig(['a']),
+    /^Error: \(top level\): must be an array of named options \(a list found\)$/,
+  );
+  assert.throws(() => convertPortalConfig({ sessionExpiry: 'P1D' }), /ProfileList: missing; .*profiles\/\*\.json/);
+  assert.throws(() => convertPortalConfig({ ProfileList: 'x' }), /ProfileList: must be a list of profiles/);
+  assert.throws(
+    () => convertPortalConfig({ WireGuard: 5, ProfileList: [] }),
+    /WireGuard: must be an array of named options/,
+  );
+});
+
+test('a node config.php becomes a node.json the agent accepts, its options renamed and its key file kept', (t) => {
+  const portal = convertPortalConfig(evaluateConfigPhp(PORTAL_CONFIG_PHP, 'config.php')).document;
+  const converted = convertNodeConfig(evaluateConfigPhp(NODE_CONFIG_PHP, 'node/config.php'), 'node/config.php', portal);
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'vpn-portal-node-json-')), 'node.1.json');
+  t.after(() => rmSync(path.dirname(file), { recursive: true, force: true }));
+  const config = parseNodeAgentConfig(converted.document, file);
+  assert.equal(config.apiUrl.href, 'https://portal.example.org/vpn-user-portal/node-api.php');
+  assert.equal(config.nodeNumber, 1);
+  assert.equal(config.nodeKeyFile, '/etc/vpn-server-node/keys/node.key');
+  assert.deepEqual(config.profileIdList, ['employees', 'guests']);
+  assert.equal(config.openVpn.preferAes, 'yes');
+  assert.equal(config.openVpn.user, 'nobody');
+  assert.equal(config.openVpn.group, 'nogroup');
+  assert.deepEqual(config.listen, { host: '10.0.0.12', port: 41194 });
+  assert.ok(
+    converted.notes.includes('"preferAes": here it is "OpenVPN.preferAes" ("yes"; absent: "auto", as vpn-server-node)'),
+  );
+  assert.ok(converted.notes.includes('"vpnUser": here it is "OpenVPN.user"'));
+});
+
+test('without a node config.php, node.N.json holds what the portal tells and names the rest', () => {
+  const portal = convertPortalConfig(evaluateConfigPhp(PORTAL_CONFIG_PHP, 'config.php')).document;
+  const converted = nodeConfigWithoutFile(0, portal);
+  const config = parseNodeAgentConfig(converted.document, '/etc/vpn-portal/node.0.json');
+  assert.equal(config.nodeNumber, 0);
+  assert.deepEqual(config.listen, { host: '10.0.0.11', port: 41194 });
+  assert.ok(converted.notes.some((note) => note.startsWith('apiUrl: to set: ')));
+  const named = nodeConfigWithoutFile(0, { ProfileList: [{ nodeUrl: 'http://node0.example.org:41194' }] });
+  assert.deepEqual(named.document.listen, { port: 41194 });
+  assert.ok(
+    named.notes.includes(
+      "listen.host: to set: the address node0.example.org (this node's nodeUrl, http://node0.example.org:41194) has on this node",
+    ),
+  );
+});
+
+test('a node config.php with a wrong value is refused naming it', () => {
+  assert.throws(
+    () => convertNodeConfig({ nodeNumber: 'one' }, 'node.php', {}),
+    /^Error: node\.php: nodeNumber: must be a node number/,
+  );
+  assert.throws(
+    () => convertNodeConfig({ preferAes: 'yes' }, 'node.php', {}),
+    /node\.php: preferAes: must be true or false/,
+  );
+});
