@@ -79,7 +79,7 @@ export function nodeConfigWithoutFile(nodeNumber: number, portal: JsonObject): C
 function nodeNotes(): string[] {
   return [
     `nodeKeyFile: the node's own ${EDUVPN_NODE_KEY_FILE} (a copy of the portal's node.N.key); the agent's user must read it`,
-    `the node's WireGuard key stays in ${EDUVPN_WIREGUARD_KEY_FILE}, so issued files keep working: see moving-from-eduvpn.md`,
+    `the node's WireGuard private key (${EDUVPN_WIREGUARD_KEY_FILE}) must come along, or files issued by eduVPN stop working: vpn-portal import eduvpn brings it (moving-from-eduvpn.md)`,
   ];
 }
 
