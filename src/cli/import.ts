@@ -53,30 +53,8 @@ export interface ImportOutput {
 
 /** Runs an `import` subcommand; returns the exit code. */
 export async function runImportCommand(args: readonly string[], output: ImportOutput): Promise<number> {
-  const [subcommand, ...rest] = args;
-  if (subcommand !== 'eduvpn')
-    throw new ConfigError(`${describeUnknownCommand('import', subcommand ?? '', ['eduvpn'])}\n${IMPORT_USAGE}`);
-  const { values } = parseOptions({
-    args: [...rest],
-    options: {
-      config: { type: 'string' },
-      'eduvpn-config': { type: 'string' },
-      'eduvpn-data': { type: 'string' },
-      'eduvpn-database': { type: 'string' },
-      'node-wireguard-key': { type: 'string', multiple: true },
-      'dry-run': { type: 'boolean' },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-  const dataDir = path.resolve(values['eduvpn-data'] ?? DEFAULT_EDUVPN_DATA);
-  const location: EduVpnLocation = {
-    configDir: path.resolve(values['eduvpn-config'] ?? DEFAULT_EDUVPN_CONFIG),
-    dataDir,
-    database: values['eduvpn-database'] ?? `sqlite:${path.join(dataDir, 'db.sqlite')}`,
-    nodeWireGuardKeyFiles: parseNodeKeyFiles(values['node-wireguard-key'] ?? []),
-  };
-  const config = loadExistingPortalConfig(values.config);
+  const { location, configFile, dryRun } = readImportOptions(args);
+  const config = loadExistingPortalConfig(configFile);
   let deployment: Awaited<ReturnType<typeof readEduVpnDeployment>>;
   try {
     deployment = await readEduVpnDeployment(location);
@@ -97,7 +75,7 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
       clock: systemClock,
     };
     const progress = progressReporter(output.progress);
-    if (values['dry-run'] === true) {
+    if (dryRun) {
       const plan = await planEduVpnImport(ctx, deployment, progress.report);
       progress.end();
       printPlan(plan, output.print);
@@ -130,6 +108,43 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
     await deployment.close();
     await db.destroy();
   }
+}
+
+/** `import eduvpn`'s command line: where the deployment is, this portal's configuration file, and whether only to plan. */
+function readImportOptions(args: readonly string[]): {
+  readonly location: EduVpnLocation;
+  readonly configFile: string | undefined;
+  readonly dryRun: boolean;
+} {
+  const [subcommand, ...rest] = args;
+  if (subcommand !== 'eduvpn')
+    throw new ConfigError(
+      `${describeUnknownCommand('import', subcommand ?? '', ['eduvpn', 'eduvpn-config'])}\n${IMPORT_USAGE}`,
+    );
+  const { values } = parseOptions({
+    args: [...rest],
+    options: {
+      config: { type: 'string' },
+      'eduvpn-config': { type: 'string' },
+      'eduvpn-data': { type: 'string' },
+      'eduvpn-database': { type: 'string' },
+      'node-wireguard-key': { type: 'string', multiple: true },
+      'dry-run': { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const dataDir = path.resolve(values['eduvpn-data'] ?? DEFAULT_EDUVPN_DATA);
+  return {
+    location: {
+      configDir: path.resolve(values['eduvpn-config'] ?? DEFAULT_EDUVPN_CONFIG),
+      dataDir,
+      database: values['eduvpn-database'] ?? `sqlite:${path.join(dataDir, 'db.sqlite')}`,
+      nodeWireGuardKeyFiles: parseNodeKeyFiles(values['node-wireguard-key'] ?? []),
+    },
+    configFile: values.config,
+    dryRun: values['dry-run'] === true,
+  };
 }
 
 /** `N=FILE`, each node once. */

@@ -102,10 +102,21 @@ async function runWithSubcommands(command: 'db' | 'admin-key' | 'mdm', args: str
   }
 }
 
-/** `import`: its subcommands parse their own options; progress goes to stderr, as a bar on a terminal. */
+/**
+ * `import eduvpn` (the data, with progress on stderr, as a bar on a terminal) and `import
+ * eduvpn-config` (the configuration files): each parses its own options.
+ */
 async function runImport(args: string[], usage: string): Promise<number> {
-  const { runImportCommand } = await import('./import.js');
   try {
+    if (args[0] === 'eduvpn-config') {
+      const { runImportEduVpnConfig } = await import('./import-eduvpn-config.js');
+      return await runImportEduVpnConfig(
+        args.slice(1),
+        (line) => console.log(line),
+        (line) => console.error(line),
+      );
+    }
+    const { runImportCommand } = await import('./import.js');
     return await runImportCommand(args, {
       print: (line) => console.log(line),
       printError: (line) => console.error(line),

@@ -26,7 +26,12 @@ export const IMPORT_USAGE = `usage: vpn-portal import eduvpn [--config FILE] [--
   --eduvpn-data DIR: its data folder (default /var/lib/vpn-user-portal)
   --eduvpn-database: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME (default sqlite:DIR/db.sqlite of --eduvpn-data)
   --node-wireguard-key N=FILE: node N's /etc/vpn-server-node/keys/wireguard.key, copied from the node
-  exit code 1: conflicts (listed; nothing written), 2: a usage error or an unreadable deployment`;
+  exit code 1: conflicts (listed; nothing written), 2: a usage error or an unreadable deployment
+       vpn-portal import eduvpn-config FILE [--node-config FILE]... [--output-dir DIR] [--force]
+  eduvpn-config: turns an eduVPN config.php (or the JSON php -r makes of it) into portal.json and
+  one node.N.json per node in DIR (default: the current folder), each with the node's config.php
+  when given; prints where every option went; replaces an existing file only with --force
+  Exit codes: 0 written, 1 the input cannot be converted (nothing written), 2 usage mistake`;
 export const ADMIN_KEY_USAGE = `usage: vpn-portal admin-key create --name NAME [--scope read|write|admin] [--profile ID]... [--expires-in DURATION]
                                 [--allow CIDR]... [--config FILE]
        vpn-portal admin-key list [--json] [--config FILE]
@@ -136,5 +141,6 @@ export const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAN
   mdm sync --dry-run [--config FILE]                 what the MDM inventory sync would retire now
   mdm confirm-crl [SHA256] [--config FILE]           held revocation lists; confirm one
   import eduvpn [--dry-run] …                        bring an eduVPN server into this portal (vpn-portal import --help)
+  import eduvpn-config FILE [--node-config FILE]...  portal.json and node.N.json from eduVPN's config.php
   admin COMMAND …                                    call the Admin API (vpn-portal admin --help)
   --version                                          print the version`;
