@@ -49,6 +49,7 @@ import { removalsOf, releaseAddresses } from '../nodes/index.js';
 import {
   assertDeviceWithinReach,
   assertProfileAllowed,
+  noSuchProfile,
   reachableProfiles,
   visibleToCall,
   withinReach,
@@ -119,7 +120,7 @@ export function deviceWireFields(device: DeviceRef) {
 export async function registerDevice(ctx: PortalContext, registration: DeviceRegistration): Promise<StoredDevice> {
   assertProfileAllowed(ctx, registration.profileId);
   if (!ctx.config.profiles.some((profile) => profile.profileId === registration.profileId))
-    throw new PortalError('no-such-profile', 'no such "profile_id"');
+    throw noSuchProfile(ctx, registration.profileId);
   if (registration.serial === undefined && registration.mdmId === undefined) {
     throw new PortalError(
       'invalid-parameter',

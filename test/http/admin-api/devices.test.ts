@@ -116,7 +116,7 @@ test('bad registrations answer 400, 404 or 409 with a clear reason and change no
     ],
     [{}, 400, /needs "serial" or "mdm_id"/],
     [{ serial: 'has space' }, 400, /invalid value for "serial"/],
-    [{ profile_id: 'nope', serial: 'X' }, 404, /no such "profile_id"/],
+    [{ profile_id: 'nope', serial: 'X' }, 404, /^no such "profile_id": "nope"; known profiles: employees(, |$)/],
     [{ user_id: 'bob', serial: 'SER-1' }, 409, /already registered to another user's device/],
     [
       { serial: 'SER-1', platform: 'macos' },
