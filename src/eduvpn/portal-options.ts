@@ -135,11 +135,11 @@ function convertDatabase(db: JsonObject, document: JsonObject, notes: string[]):
   if (converted.kind === 'postgres') {
     document.database = converted.portalUrl;
     notes.push(
-      `${describeEduVpnOption('Db', { kind: 'renamed', to: 'database', how: converted.portalDescription })}: the same server and account, a database of its own (${converted.portalDatabase}), since this portal's tables share names with eduVPN's; create it (createdb -O ${converted.user || 'USER'} ${converted.portalDatabase}). eduVPN's database (${converted.eduVpnDescription}) is what vpn-portal import eduvpn --database reads`,
+      `${describeEduVpnOption('Db', { kind: 'renamed', to: 'database', how: converted.portalDescription })}: the same server and account, a database of its own (${converted.portalDatabase}), since this portal's tables share names with eduVPN's; create it (createdb -O ${converted.user || 'USER'} ${converted.portalDatabase}). eduVPN's database (${converted.eduVpnDescription}) is what vpn-portal import eduvpn reads (--eduvpn-database)`,
     );
   } else if (converted.kind === 'sqlite') {
     notes.push(
-      `${describeEduVpnOption('Db', { kind: 'renamed', to: 'database', how: 'left at its default, sqlite:DATA/db.sqlite' })}: eduVPN's SQLite file (${converted.eduVpnPath}) is what vpn-portal import eduvpn reads; this portal keeps its own`,
+      `${describeEduVpnOption('Db', { kind: 'renamed', to: 'database', how: 'left at its default, sqlite:DATA/db.sqlite' })}: eduVPN's SQLite file (${converted.eduVpnPath}) is what vpn-portal import eduvpn reads (--eduvpn-database); this portal keeps its own`,
     );
   } else {
     notes.push(

@@ -76,7 +76,7 @@ test('the notes name what was kept, what was renamed, what is not used and what 
     '"Api": an eduVPN option not used here: the eduVPN apps\' API (OAuth, /api/v3), which this portal does not serve',
     '"WireGuard.allowExpiryExtension": an eduVPN option not used here: the user portal\'s own renewal; administrators renew with the Admin API\'s extend',
     '"Log.authData": an eduVPN option not used here: no user signs in here, so there is no authentication data to log',
-    '"Db": an eduVPN option; here it is "database" (postgres://vpn:***@db.example.org:5433/vpn_portal): the same server and account, a database of its own (vpn_portal), since this portal\'s tables share names with eduVPN\'s; create it (createdb -O vpn vpn_portal). eduVPN\'s database (postgres://vpn:***@db.example.org:5433/vpn) is what vpn-portal import eduvpn --database reads',
+    '"Db": an eduVPN option; here it is "database" (postgres://vpn:***@db.example.org:5433/vpn_portal): the same server and account, a database of its own (vpn_portal), since this portal\'s tables share names with eduVPN\'s; create it (createdb -O vpn vpn_portal). eduVPN\'s database (postgres://vpn:***@db.example.org:5433/vpn) is what vpn-portal import eduvpn reads (--eduvpn-database)',
   ];
   for (const note of expected) assert.ok(notes.includes(note), `missing note: ${note}\nnotes:\n${notes.join('\n')}`);
   for (const option of [
