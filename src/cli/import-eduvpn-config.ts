@@ -64,10 +64,10 @@ async function convertFiles(portalFile: string, nodeFiles: readonly string[]): P
   for (const [index, nodeFile] of nodeFiles.entries()) {
     const node = refusingOnError(nodeFile, () => {
       const config = readConfigPhp(nodeTexts[index] as string, nodeFile);
-      const nodeNumber = nodeNumberOf(config, nodeFile);
+      const nodeNumber = nodeNumberOf(config);
       if (nodes.has(nodeNumber))
         throw new ConversionError(`nodeNumber ${nodeNumber}: another --node-config is for the same node`);
-      const converted = convertNodeConfig(config, nodeFile, portal.document);
+      const converted = convertNodeConfig(config, portal.document);
       const unused = portal.nodeNumbers.includes(nodeNumber)
         ? []
         : [`no profile in ${portalFile} runs on node ${nodeNumber}`];

@@ -13,17 +13,17 @@ const EDUVPN_WIREGUARD_KEY_FILE = '/etc/vpn-server-node/keys/wireguard.key';
 type JsonObject = { [key: string]: unknown };
 
 /** The node number a node config.php names (0 when it names none, as vpn-server-node). */
-export function nodeNumberOf(config: PhpValue, source: string): number {
-  const nodeNumber = objectOf(config, source).nodeNumber ?? 0;
+export function nodeNumberOf(config: PhpValue): number {
+  const nodeNumber = objectOf(config).nodeNumber ?? 0;
   if (typeof nodeNumber !== 'number' || !Number.isInteger(nodeNumber) || nodeNumber < 0)
-    throw new ConversionError(`${source}: nodeNumber: must be a node number (0, 1, …)`);
+    throw new ConversionError('nodeNumber: must be a node number (0, 1, …)');
   return nodeNumber;
 }
 
 /** A node config.php (`apiUrl`, `nodeNumber`, `profileIdList`, `preferAes`, `vpnUser`, `vpnGroup`) as node.json. */
-export function convertNodeConfig(config: PhpValue, source: string, portal: JsonObject): ConvertedFile {
-  const options = objectOf(config, source);
-  const nodeNumber = nodeNumberOf(config, source);
+export function convertNodeConfig(config: PhpValue, portal: JsonObject): ConvertedFile {
+  const options = objectOf(config);
+  const nodeNumber = nodeNumberOf(config);
   const listen = listenOf(portal, nodeNumber);
   const document: JsonObject = { nodeNumber, nodeKeyFile: EDUVPN_NODE_KEY_FILE, ...listen.document };
   const openVpn: JsonObject = {};
@@ -38,7 +38,7 @@ export function convertNodeConfig(config: PhpValue, source: string, portal: Json
         notes.push(`${name}: kept as it is`);
         break;
       case 'preferAes':
-        if (typeof value !== 'boolean') throw new ConversionError(`${source}: preferAes: must be true or false`);
+        if (typeof value !== 'boolean') throw new ConversionError('preferAes: must be true or false');
         openVpn.preferAes = value ? 'yes' : 'no';
         notes.push(
           `"preferAes": here it is "OpenVPN.preferAes" ("${openVpn.preferAes}"; absent: "auto", as vpn-server-node)`,
@@ -130,9 +130,9 @@ function listOf(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [value];
 }
 
-function objectOf(config: PhpValue, source: string): JsonObject {
+function objectOf(config: PhpValue): JsonObject {
   if (Array.isArray(config) && config.length === 0) return {};
   if (typeof config !== 'object' || config === null || Array.isArray(config))
-    throw new ConversionError(`${source}: must return an array of named options`);
+    throw new ConversionError('(top level): must be an array of named options');
   return config as JsonObject;
 }

@@ -106,7 +106,7 @@ test('the JSON made by php -r is converted alike, into the current folder by def
 });
 
 test('input that cannot be converted exits 1 with the reason and its line, and writes nothing', async (t) => {
-  const { dir, out } = eduVpnFiles(t);
+  const { dir, portal, node, out } = eduVpnFiles(t);
   const constant = path.join(dir, 'radius.php');
   writeFileSync(
     constant,
@@ -136,6 +136,21 @@ test('input that cannot be converted exits 1 with the reason and its line, and w
     notLoading.stderr,
     /^nothing written: the converted files would not load as they are; .*\n.*portal\.json: ProfileList/,
   );
+  assert.equal(existsSync(out), false);
+
+  const twice = await runCli([
+    'import',
+    'eduvpn-config',
+    portal,
+    '--node-config',
+    node,
+    '--node-config',
+    node,
+    '--output-dir',
+    out,
+  ]);
+  assert.equal(twice.code, 1);
+  assert.equal(twice.stderr, `${node}: nodeNumber 1: another --node-config is for the same node\n`);
   assert.equal(existsSync(out), false);
 
   const missing = await runCli(['import', 'eduvpn-config', path.join(dir, 'nope.php')]);

@@ -173,7 +173,7 @@ test('a config.php that is not a portal configuration is refused naming the opti
 
 test('a node config.php becomes a node.json the agent accepts, its options renamed and its key file kept', (t) => {
   const portal = convertPortalConfig(evaluateConfigPhp(PORTAL_CONFIG_PHP, 'config.php')).document;
-  const converted = convertNodeConfig(evaluateConfigPhp(NODE_CONFIG_PHP, 'node/config.php'), 'node/config.php', portal);
+  const converted = convertNodeConfig(evaluateConfigPhp(NODE_CONFIG_PHP, 'node/config.php'), portal);
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'vpn-portal-node-json-')), 'node.1.json');
   t.after(() => rmSync(path.dirname(file), { recursive: true, force: true }));
   const config = parseNodeAgentConfig(converted.document, file);
@@ -208,12 +208,6 @@ test('without a node config.php, node.N.json holds what the portal tells and nam
 });
 
 test('a node config.php with a wrong value is refused naming it', () => {
-  assert.throws(
-    () => convertNodeConfig({ nodeNumber: 'one' }, 'node.php', {}),
-    /^Error: node\.php: nodeNumber: must be a node number/,
-  );
-  assert.throws(
-    () => convertNodeConfig({ preferAes: 'yes' }, 'node.php', {}),
-    /node\.php: preferAes: must be true or false/,
-  );
+  assert.throws(() => convertNodeConfig({ nodeNumber: 'one' }, {}), /^Error: nodeNumber: must be a node number/);
+  assert.throws(() => convertNodeConfig({ preferAes: 'yes' }, {}), /^Error: preferAes: must be true or false/);
 });
