@@ -21,6 +21,7 @@ import {
   type EnrollmentTokenParams,
   type ExtendParams,
   type RegisterDeviceParams,
+  type SuspendDeviceParams,
   type RevocationsQuery,
   type StatsQuery,
   type UsersPage,
@@ -252,6 +253,31 @@ export class AdminApiClient {
     );
     const { device } = this.#parsed(response, call, await this.#okText(response));
     return { device, revocationId: response.headers.get(REVOCATION_HEADER) };
+  }
+
+  /**
+   * Extension: suspends a device (its configurations leave every node until it is resumed), with
+   * the id of the revocation receipt (for a device suspended already: its suspension's; null when
+   * it had no configuration).
+   */
+  async suspendDevice(
+    params: SuspendDeviceParams,
+    options: PostOptions = {},
+  ): Promise<{ readonly device: AnswerOf<'suspendDevice'>['device']; readonly revocationId: string | null }> {
+    const call = ADMIN_API_CALLS.suspendDevice;
+    const response = await this.#send(
+      'POST',
+      call.path,
+      new URLSearchParams(definedOnly(params)),
+      idempotencyHeader(options),
+    );
+    const { device } = this.#parsed(response, call, await this.#okText(response));
+    return { device, revocationId: response.headers.get(REVOCATION_HEADER) };
+  }
+
+  /** Extension: ends a device's suspension; its unexpired configurations go back on their nodes. */
+  async resumeDevice(deviceId: string, options: PostOptions = {}): Promise<AnswerOf<'resumeDevice'>['device']> {
+    return (await this.#postJson(ADMIN_API_CALLS.resumeDevice, { device_id: deviceId }, options)).device;
   }
 
   /** Extension: one page of the connection history (pass `next_cursor` back as `cursor`). */

@@ -138,6 +138,28 @@ export type PortalEvent =
     })
   /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices/devices.ts). */
   | (EventBase & { readonly type: 'device.registered' | 'device.retired'; readonly device: DeviceRef })
+  /**
+   * A device's configurations left the nodes and stay off them until it is resumed
+   * (src/core/devices/suspension.ts); `revocationId` names their receipt, null when it had none.
+   */
+  | (EventBase & {
+      readonly type: 'device.suspended';
+      readonly device: DeviceRef;
+      readonly reason: string;
+      /** Who suspended it: an admin key's name, `mdm`, `(portal)`, … */
+      readonly by: string;
+      readonly revocationId: RevocationId | null;
+      readonly configurations: readonly ConfigurationRef[];
+    })
+  /** A suspension ended: its configurations may be on their nodes again; `supersedes` names its receipt still open. */
+  | (EventBase & {
+      readonly type: 'device.resumed';
+      readonly device: DeviceRef;
+      /** The reason of the suspension that ended. */
+      readonly reason: string;
+      readonly by: string;
+      readonly supersedes: RevocationId | null;
+    })
   | (EventBase & {
       readonly type: 'device.enrolled';
       readonly device: DeviceRef;

@@ -1,6 +1,7 @@
-// Metrics fed by the events seam (src/core/events.ts): sessions that started and ended, and
-// reconcile passes (their duration, the corrections they made, the last one that reached each
+// Metrics fed by the events seam (src/core/events.ts): sessions that started and ended, devices
+// suspended, and reconcile passes (their duration, the corrections they made, the last one that reached each
 // node). After-commit: a metric follows only what really happened.
+import { suspensionReasonLabel } from '../core/devices/index.js';
 import type { PortalEvents } from '../core/events.js';
 import type { PortalMetrics } from '../metrics/portal-metrics.js';
 
@@ -24,6 +25,10 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
         metrics.reconcileCorrections.inc({ node, kind: 'disconnected' }, event.disconnected);
         metrics.lastReconcileSuccess.set({ node }, event.at.getTime() / 1000);
         metrics.lastSuccessMs.set(event.nodeNumber, event.at.getTime());
+        break;
+      }
+      case 'device.suspended': {
+        metrics.deviceSuspensions.inc({ reason: suspensionReasonLabel(event.reason) });
         break;
       }
       // Counted at scrape time from the database (src/metrics/portal-metrics.ts), or not counted at all.
@@ -57,6 +62,7 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
       case 'device.enrolled':
       case 'device.replaced':
       case 'device.retired':
+      case 'device.resumed':
         break;
       default:
         // A new event type fails the type check here until it is counted or listed above.

@@ -1,13 +1,13 @@
 // Writes revocation receipts (src/core/revocations/receipts.ts) in the transaction of the change that
-// revokes: from the events it announced (user.disabled with its configurations, or
-// configuration.deleted/expired, each naming its receipt), once per change, so a receipt exists
-// exactly when the revocation committed. An enable_user supersedes the user's receipts still
-// waiting for a node. Use cases only pick the receipt's id (they answer it in a header).
+// revokes: from the events it announced (user.disabled or device.suspended with its
+// configurations, or configuration.deleted/expired, each naming its receipt), once per change, so
+// a receipt exists exactly when the revocation committed. An enable_user supersedes the user's
+// receipts still waiting for a node, a resumed device its suspension's. Use cases only pick the receipt's id (they answer it in a header).
 import type { ConfigurationRef, PortalEvent, PortalEvents } from '../core/events.js';
 import { formatAtom } from '../shared/time.js';
 import type { RevocationId, UserId } from '../shared/ids.js';
 import type { ClosingWrite } from '../storage/closing-writes.js';
-import { supersedeRevocationsOfUser, type RevocationReason } from '../storage/revocations.js';
+import { supersedeRevocation, supersedeRevocationsOfUser, type RevocationReason } from '../storage/revocations.js';
 
 interface ReceiptDraft {
   readonly userId: UserId;
@@ -19,6 +19,8 @@ interface ReceiptDraft {
 export function writeRevocationReceipts(events: PortalEvents): void {
   events.inTransaction(async (event, db) => {
     if (event.type === 'user.enabled') await supersedeRevocationsOfUser(db, event.userId, formatAtom(event.at));
+    if (event.type === 'device.resumed' && event.supersedes !== null)
+      await supersedeRevocation(db, event.supersedes, formatAtom(event.at));
   });
   // A closing listener: it sees every event of the change at once (destroy announces each
   // configuration, then the user), so one receipt holds them all.
@@ -50,6 +52,12 @@ function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptD
     switch (event.type) {
       case 'user.disabled':
         draft(event.revocationId, event.userId, event.at, 'disable_user').configurations.push(...event.configurations);
+        break;
+      case 'device.suspended':
+        if (event.revocationId !== null)
+          draft(event.revocationId, event.device.userId, event.at, 'suspend_device').configurations.push(
+            ...event.configurations,
+          );
         break;
       case 'user.destroyed':
         draft(event.revocationId, event.userId, event.at, 'destroy').reason = 'destroy';

@@ -1,6 +1,7 @@
 // The portal's Prometheus metrics (prom-client): what an operator alerts on. Admin and Node
 // API requests by call and status, configurations and WireGuard address pool use per profile
-// and node (the pool is the first thing that runs out), devices by platform, state and identity, whether each node answers and how long
+// and node (the pool is the first thing that runs out), devices by platform, state and identity
+// (suspended ones also by reason, and suspensions counted by reason), whether each node answers and how long
 // since its last successful reconcile, reconcile durations and corrections, sessions online.
 // Counts that live in the database are read when Prometheus scrapes, so every portal instance
 // reports the same; what only events tell (sessions, reconcile passes) is fed by
@@ -13,13 +14,18 @@ import { migrationStatus, type Db } from '../storage/database.js';
 import { messageOf } from '../shared/error-message.js';
 import { countPeersByProfileAndNode } from '../storage/wg-peers.js';
 import { openRevocationCount } from '../storage/revocations.js';
-import { countDevices } from '../storage/devices.js';
+import { countDevices, countSuspendedDevices } from '../storage/devices.js';
 import { countOutboxRecords } from '../storage/radius-outbox.js';
 import type { AccountingCounts } from '../core/accounting/index.js';
 import { type PoolUse, wireGuardPoolUse } from '../core/nodes/index.js';
 import type { buildServer } from '../http/server.js';
 import type { SyslogCollector } from '../core/syslog/index.js';
-import { CRL_REFUSAL_REASONS, type MdmInventorySchedule, type RevocationListRefresher } from '../core/devices/index.js';
+import {
+  CRL_REFUSAL_REASONS,
+  suspensionReasonLabel,
+  type MdmInventorySchedule,
+  type RevocationListRefresher,
+} from '../core/devices/index.js';
 
 export class PortalMetrics {
   readonly registry = new Registry();
@@ -59,6 +65,13 @@ export class PortalMetrics {
     name: 'vpn_portal_node_last_reconcile_success_timestamp_seconds',
     help: 'Unix time of the last reconcile pass that reached the node',
     labelNames: ['node'] as const,
+    registers: [this.registry],
+  });
+  /** Fed by src/listeners/event-metrics.ts; the reason label is bounded (suspensionReasonLabel). */
+  readonly deviceSuspensions = new Counter({
+    name: 'vpn_portal_device_suspensions_total',
+    help: 'Devices suspended, by reason (administrator, noncompliant, stale, jamf-group; any other text: other)',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly #sessions = new Map<string, number>();
@@ -182,6 +195,7 @@ export class PortalMetrics {
           this.set({ platform: row.platform, state: row.state, identity: row.identity }, row.count);
       },
     });
+    suspendedDevicesGauge(ctx.db, registers);
   }
 
   sessionStarted(nodeNumber: number, vpnProto: string): void {
@@ -422,4 +436,23 @@ export async function databaseNotReady(db: Db): Promise<string | null> {
   } catch (error) {
     return `database unavailable: ${messageOf(error)}`;
   }
+}
+
+/** Suspended devices by reason, read from the database when Prometheus scrapes. */
+function suspendedDevicesGauge(db: Db, registers: Registry[]): void {
+  new Gauge({
+    name: 'vpn_portal_suspended_devices',
+    help: 'Devices suspended now, by reason (administrator, noncompliant, stale, jamf-group; any other text: other)',
+    labelNames: ['reason'] as const,
+    registers,
+    async collect() {
+      this.reset();
+      const byLabel = new Map<string, number>();
+      for (const row of await countSuspendedDevices(db)) {
+        const label = suspensionReasonLabel(row.reason);
+        byLabel.set(label, (byLabel.get(label) ?? 0) + row.count);
+      }
+      for (const [reason, count] of byLabel) this.set({ reason }, count);
+    },
+  });
 }

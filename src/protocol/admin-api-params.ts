@@ -166,7 +166,13 @@ export const param = {
     .string()
     .refine(lengthBetween(1, 255))
     .refine((value) => /^[\x21-\x7e]+$/.test(value)),
-  deviceState: z.enum(['registered', 'active', 'retired']),
+  deviceState: z.enum(['registered', 'active', 'suspended', 'retired']),
+  /** Why a device is suspended (free text, the MDM's own reasons too): 1–200 characters, no control characters. */
+  suspensionReason: z
+    .string()
+    .refine(lengthBetween(1, 200))
+    .refine((value) => !/\p{Cc}/u.test(value))
+    .register(paramNotes, { reason: 'a reason of 1 to 200 characters, no control characters' }),
   deviceIdentity: z.enum(['token', 'certificate']),
   /** An IPv4 or IPv6 address, any text form (the use case makes it canonical); no zone, no prefix. */
   ipAddress: z

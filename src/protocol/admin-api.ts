@@ -399,7 +399,7 @@ const devicesParams = z.object({
   user_id: optional(param.userId, "only this user's devices"),
   profile_id: optional(param.profileId, 'only devices of this profile'),
   platform: optional(param.platform, `only this platform: ${PLATFORM_LIST}`),
-  state: optional(param.deviceState, '`registered`, `active` or `retired`'),
+  state: optional(param.deviceState, '`registered`, `active`, `suspended` or `retired`'),
   identity: optional(param.deviceIdentity, '`token` or `certificate`'),
   serial: optional(param.deviceIdentifier, 'only the devices with this serial number'),
   mdm_id: optional(param.deviceIdentifier, 'only the devices with this MDM id'),
@@ -412,6 +412,16 @@ const devicesParams = z.object({
 });
 const deviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
 const retireDeviceParams = z.object({ device_id: required(param.deviceId, 'the device') });
+const suspendDeviceParams = z.object({
+  device_id: required(param.deviceId, 'the device (registered or active; a suspended one is answered as it is)'),
+  reason: optional(
+    param.suspensionReason,
+    'why, 1–200 characters (default `administrator`); the metrics count `administrator`, `noncompliant`, `stale` and `jamf-group` by name, any other as `other`',
+  ),
+});
+const resumeDeviceParams = z.object({
+  device_id: required(param.deviceId, 'the device (a device not suspended is answered as it is)'),
+});
 const adminKeysParams = z.object({});
 const createAdminKeyParams = z.object({
   name: required(
@@ -444,6 +454,7 @@ export type CreateParams = SentParams<typeof createParams>;
 export type ExtendParams = SentParams<typeof extendParams>;
 export type EnrollmentTokenParams = SentParams<typeof enrollmentTokenParams>;
 export type RegisterDeviceParams = SentParams<typeof registerDeviceParams>;
+export type SuspendDeviceParams = SentParams<typeof suspendDeviceParams>;
 export type CreateWebhookParams = SentParams<typeof createWebhookParams>;
 export type AuditLogQuery = SentParams<typeof auditLogParams>;
 export type ConnectionLogQuery = SentParams<typeof connectionLogParams>;
@@ -611,12 +622,12 @@ export const revocationSchema = z.object({
   revocation_id: z.string(),
   user_id: z.string(),
   reason: z
-    .enum(['disable_user', 'destroy', 'delete_connection', 'retire_device', 'replaced', 'expiry'])
+    .enum(['disable_user', 'destroy', 'delete_connection', 'retire_device', 'suspend_device', 'replaced', 'expiry'])
     .describe("what revoked the configurations (replaced: a device's new configuration in the same profile)"),
   state: z
     .enum(['pending', 'overdue', 'applied', 'superseded'])
     .describe(
-      'applied: every node confirmed; overdue: a node is pending past revocationDeadline; superseded: enable_user came first',
+      'applied: every node confirmed; overdue: a node is pending past revocationDeadline; superseded: enable_user (resume_device for a suspension) came first',
     ),
   requested_at: z.string(),
   overdue_at: z.string().nullable(),
@@ -674,8 +685,18 @@ export const deviceSchema = z.object({
     .nullable()
     .describe('with identity `certificate`: the certificate it is bound to'),
   state: z
-    .enum(['registered', 'active', 'retired'])
-    .describe('`registered` until its first configuration, then `active`; `retired` for good'),
+    .enum(['registered', 'active', 'suspended', 'retired'])
+    .describe(
+      '`registered` until its first configuration, then `active`; `suspended` (its configurations off every node) until resumed; `retired` for good',
+    ),
+  suspension: z
+    .object({
+      reason: z.string(),
+      since: z.string().describe('ISO 8601'),
+      by: z.string().describe('the admin key name, `mdm`, `(portal)`, …'),
+    })
+    .nullable()
+    .describe('while `suspended`: why, since when, by whom; else null'),
   created_at: z.string(),
   retired_at: z.string().nullable(),
   last_seen_at: z.string().nullable().describe('when a session of one of its configurations last started'),
@@ -925,6 +946,20 @@ export const ADMIN_API_CALLS = {
     path: '/retire_device',
     scope: 'write',
     params: retireDeviceParams,
+    answer: deviceAnswer,
+  },
+  suspendDevice: {
+    method: 'POST',
+    path: '/suspend_device',
+    scope: 'write',
+    params: suspendDeviceParams,
+    answer: deviceAnswer,
+  },
+  resumeDevice: {
+    method: 'POST',
+    path: '/resume_device',
+    scope: 'write',
+    params: resumeDeviceParams,
     answer: deviceAnswer,
   },
   adminKeys: { method: 'GET', path: '/admin_keys', scope: 'admin', params: adminKeysParams, answer: adminKeysAnswer },

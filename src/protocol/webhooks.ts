@@ -28,6 +28,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'device.enrolled',
   'device.replaced',
   'device.retired',
+  'device.suspended',
+  'device.resumed',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -145,6 +147,20 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
     replaced: z
       .array(z.object(configuration))
       .describe('the configurations of the same profile it replaced (each also sent as configuration.deleted)'),
+  }),
+  envelope('device.suspended', {
+    ...device,
+    reason: z.string().describe('why (`administrator` unless the call said otherwise; `noncompliant`, … from the MDM)'),
+    by: z.string().describe('who: the admin key name, `mdm`, `(portal)`, …'),
+    revocation_id: z
+      .string()
+      .nullable()
+      .describe('the receipt of its configurations leaving the nodes; null when it had none'),
+  }),
+  envelope('device.resumed', {
+    ...device,
+    reason: z.string().describe('the reason of the suspension that ended'),
+    by: z.string().describe('who resumed it'),
   }),
   envelope(WEBHOOK_TEST_EVENT, { webhook_id: z.string() }),
 ]);

@@ -45,6 +45,18 @@ export async function findCertificate(db: Db, commonName: string): Promise<OpenV
   return row === undefined ? undefined : toCertificate(row);
 }
 
+/** The OpenVPN configurations issued to a device. */
+export async function certificatesOfDevice(db: Db, deviceId: DeviceId): Promise<OpenVpnCertificate[]> {
+  const rows = await db
+    .selectFrom('certificates')
+    .selectAll()
+    .where('device_id', '=', deviceId)
+    .orderBy('expires_at', 'desc')
+    .orderBy('common_name')
+    .execute();
+  return rows.map(toCertificate);
+}
+
 export async function certificatesOfUser(db: Db, userId: UserId): Promise<OpenVpnCertificate[]> {
   const rows = await db
     .selectFrom('certificates')
@@ -109,7 +121,7 @@ export async function bindCertificateToDevice(db: Db, commonName: string, device
   await db.updateTable('certificates').set({ device_id: deviceId }).where('common_name', '=', commonName).execute();
 }
 
-/** Configurations whose clients may be connected: user enabled, not expired; optionally only these names. */
+/** Configurations whose clients may be connected: user enabled, device not suspended, not expired; optionally only these names. */
 export async function activeCertificates(
   db: Db,
   filter: { now: string; nodeNumber?: NodeNumber; commonNames?: readonly string[] },
@@ -119,6 +131,16 @@ export async function activeCertificates(
     .innerJoin('users', 'users.user_id', 'certificates.user_id')
     .selectAll('certificates')
     .where('users.is_disabled', '=', 0)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('devices')
+            .select('devices.device_id')
+            .whereRef('devices.device_id', '=', 'certificates.device_id')
+            .where('devices.state', '=', 'suspended'),
+        ),
+      ),
+    )
     .where('certificates.expires_at', '>', filter.now);
   if (filter.nodeNumber !== undefined) query = query.where('certificates.node_number', '=', filter.nodeNumber);
   if (filter.commonNames !== undefined) {

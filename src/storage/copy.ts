@@ -40,6 +40,8 @@ export const COPIED_TABLES: readonly {
   { table: 'revocations', key: ['revocation_id'] },
   { table: 'revocation_nodes', key: ['revocation_id', 'node_number', 'connection_id'] },
   { table: 'devices', key: ['device_id'] },
+  // Each device's changes of state (registered, enrolled, suspended, resumed, retired).
+  { table: 'device_history', key: ['history_id'] },
   // Sign-ins to the console: a copy keeps the administrators signed in.
   { table: 'console_sessions', key: ['session_hash'] },
   // The CAs revocation lists are verified with, and which held lists an administrator confirmed.

@@ -59,6 +59,7 @@ import { changeMarkersSchema } from './migrations/0022-change-markers.js';
 import { radiusAccountingSchema } from './migrations/0023-radius-accounting.js';
 import { legalHoldsSchema } from './migrations/0024-legal-holds.js';
 import { natMappingsSchema } from './migrations/0025-nat-mappings.js';
+import { deviceSuspensionSchema } from './migrations/0026-device-suspension.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -100,6 +101,7 @@ const migrations: Record<string, Migration> = {
   '0023-radius-accounting': radiusAccountingSchema,
   '0024-legal-holds': legalHoldsSchema,
   '0025-nat-mappings': natMappingsSchema,
+  '0026-device-suspension': deviceSuspensionSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

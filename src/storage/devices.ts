@@ -7,7 +7,8 @@ import type { Platform } from '../shared/platforms.js';
 import type { Db } from './database.js';
 import type { DevicesTable } from './schema.js';
 
-export type DeviceState = 'registered' | 'active' | 'retired';
+export const DEVICE_STATES = ['registered', 'active', 'suspended', 'retired'] as const;
+export type DeviceState = (typeof DEVICE_STATES)[number];
 export type DeviceIdentity = 'token' | 'certificate';
 
 /** The certificate a device proved itself with (mutual-TLS enrollment). */
@@ -32,6 +33,15 @@ export interface StoredDevice {
   readonly createdAt: string;
   readonly retiredAt: string | null;
   readonly lastSeenAt: string | null;
+  /** Set while the state is `suspended`. */
+  readonly suspension: DeviceSuspension | null;
+}
+
+/** Why a device is suspended, since when (ATOM) and by whom (an admin key's name, `mdm`, `(portal)`, …). */
+export interface DeviceSuspension {
+  readonly reason: string;
+  readonly since: string;
+  readonly by: string;
 }
 
 /** One configuration of a device, as its record lists it. */
@@ -78,6 +88,9 @@ export async function insertDevice(db: Db, device: StoredDevice): Promise<void> 
       created_at: device.createdAt,
       retired_at: device.retiredAt,
       last_seen_at: device.lastSeenAt,
+      suspended_reason: device.suspension?.reason ?? null,
+      suspended_at: device.suspension?.since ?? null,
+      suspended_by: device.suspension?.by ?? null,
     })
     .execute();
 }
@@ -141,11 +154,49 @@ export async function bindDeviceCertificate(db: Db, deviceId: DeviceId, certific
     .execute();
 }
 
-/** Retires a device that is not retired yet; false when it already was. */
+/** Suspends a device that is registered or active; false when it was not. */
+export async function suspendStoredDevice(db: Db, deviceId: DeviceId, suspension: DeviceSuspension): Promise<boolean> {
+  const result = await db
+    .updateTable('devices')
+    .set({
+      state: 'suspended',
+      suspended_reason: suspension.reason,
+      suspended_at: suspension.since,
+      suspended_by: suspension.by,
+    })
+    .where('device_id', '=', deviceId)
+    .where('state', 'in', ['registered', 'active'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Ends a device's suspension, back to the state it interrupted; false when it was not suspended. */
+export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'registered' | 'active'): Promise<boolean> {
+  const result = await db
+    .updateTable('devices')
+    .set({ state, suspended_reason: null, suspended_at: null, suspended_by: null })
+    .where('device_id', '=', deviceId)
+    .where('state', '=', 'suspended')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Suspended devices by reason (metrics). */
+export async function countSuspendedDevices(db: Db): Promise<{ reason: string; count: number }[]> {
+  const rows = await db
+    .selectFrom('devices')
+    .select(['suspended_reason', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('state', '=', 'suspended')
+    .groupBy('suspended_reason')
+    .execute();
+  return rows.map((row) => ({ reason: row.suspended_reason ?? '', count: Number(row.count) }));
+}
+
+/** Retires a device that is not retired yet (a suspension ends with it); false when it already was. */
 export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string): Promise<boolean> {
   const result = await db
     .updateTable('devices')
-    .set({ state: 'retired', retired_at: at })
+    .set({ state: 'retired', retired_at: at, suspended_reason: null, suspended_at: null, suspended_by: null })
     .where('device_id', '=', deviceId)
     .where('state', '<>', 'retired')
     .executeTakeFirst();
@@ -352,6 +403,10 @@ function toDevice(row: Selectable<DevicesTable>): StoredDevice {
     createdAt: row.created_at,
     retiredAt: row.retired_at,
     lastSeenAt: row.last_seen_at,
+    suspension:
+      row.state === 'suspended'
+        ? { reason: row.suspended_reason ?? '', since: row.suspended_at ?? '', by: row.suspended_by ?? '' }
+        : null,
   };
 }
 

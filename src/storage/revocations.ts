@@ -17,6 +17,7 @@ export type RevocationReason =
   | 'destroy'
   | 'delete_connection'
   | 'retire_device'
+  | 'suspend_device'
   | 'replaced'
   | 'expiry';
 
@@ -170,6 +171,18 @@ export async function supersedeRevocationsOfUser(db: Db, userId: UserId, at: str
     .where('state', 'in', OPEN_REVOCATION_STATES)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** A device's suspension receipt still open when the device is resumed: superseded; false when it was not open. */
+export async function supersedeRevocation(db: Db, revocationId: string, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('revocations')
+    .set({ state: 'superseded', superseded_at: at })
+    .where('revocation_id', '=', revocationId)
+    .where('reason', '=', 'suspend_device')
+    .where('state', 'in', OPEN_REVOCATION_STATES)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }
 
 /** How many receipts are open (pending or overdue), and when the oldest was asked for. */

@@ -265,11 +265,30 @@ export interface DevicesTable {
   certificate_issuer: string | null;
   certificate_serial: string | null;
   certificate_not_after: string | null;
-  /** `registered`, `active` or `retired`. */
+  /** `registered`, `active`, `suspended` or `retired`. */
   state: string;
   created_at: string;
   retired_at: string | null;
   last_seen_at: string | null;
+  /** While suspended: why, since when and by whom; null otherwise. */
+  suspended_reason: string | null;
+  suspended_at: string | null;
+  suspended_by: string | null;
+}
+
+/** One change of a device's state (src/storage/device-history.ts). */
+export interface DeviceHistoryTable {
+  history_id: string;
+  device_id: string;
+  at: string;
+  /** `registered`, `enrolled`, `suspended`, `resumed` or `retired`. */
+  change: string;
+  state_before: string | null;
+  state_after: string;
+  reason: string | null;
+  /** The admin key name, `(portal)`, `mdm`, …; null when not recorded (before the history was kept). */
+  changed_by: string | null;
+  revocation_id: string | null;
 }
 
 /** A revocation receipt (src/core/revocations/receipts.ts). */
@@ -415,6 +434,7 @@ export interface Database {
   revocations: RevocationsTable;
   revocation_nodes: RevocationNodesTable;
   devices: DevicesTable;
+  device_history: DeviceHistoryTable;
   console_sessions: ConsoleSessionsTable;
   certificate_authorities: CertificateAuthoritiesTable;
   revocation_list_holds: RevocationListHoldsTable;

@@ -82,6 +82,20 @@ export async function stampPeersOfUser(trx: Transaction<Database>, userId: UserI
   return rows.map(toPeer).sort(byExpiryThenKey);
 }
 
+/**
+ * Gives every configuration of a device a new revision (suspend, resume) and returns them.
+ * Call after the device's row is locked by the same transaction.
+ */
+export async function stampPeersOfDevice(trx: Transaction<Database>, deviceId: DeviceId): Promise<WireGuardPeer[]> {
+  const rows = await trx
+    .updateTable('wg_peers')
+    .set({ revision: await revisionValue(trx) })
+    .where('device_id', '=', deviceId)
+    .returningAll()
+    .execute();
+  return rows.map(toPeer).sort(byExpiryThenKey);
+}
+
 /** Gives every configuration on a node a new revision (after the counter was moved past the node's). */
 export async function stampPeersOfNode(trx: Transaction<Database>, nodeNumber: NodeNumber): Promise<number> {
   const result = await trx
@@ -161,16 +175,31 @@ export async function deletePeersOfDevice(db: Db, deviceId: DeviceId, profileId?
   return (await query.returningAll().execute()).map(toPeer);
 }
 
-/** The rows of configurations that should be on the nodes: user enabled, not expired at `now`. */
+/**
+ * The rows of configurations that should be on the nodes: user enabled, device (if any) not
+ * suspended, not expired at `now`. Every path that puts a peer on a node reads through this
+ * (reconcile, peer_list, a node's restart), so a disabled user's or a suspended device's
+ * configuration is never put back by any of them.
+ */
 function activeRows(db: Db, now: string) {
   return db
     .selectFrom('wg_peers')
     .innerJoin('users', 'users.user_id', 'wg_peers.user_id')
     .where('users.is_disabled', '=', 0)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('devices')
+            .select('devices.device_id')
+            .whereRef('devices.device_id', '=', 'wg_peers.device_id')
+            .where('devices.state', '=', 'suspended'),
+        ),
+      ),
+    )
     .where('wg_peers.expires_at', '>', now);
 }
 
-/** Configurations that should be on the nodes: user enabled and not expired. */
+/** Configurations that should be on the nodes: user enabled, device not suspended, not expired. */
 export async function activePeers(
   db: Db,
   filter: { now: string; nodeNumber?: NodeNumber; publicKeys?: readonly string[] },
@@ -306,6 +335,7 @@ export async function activeListingPage(
       WHERE profile_id = ${range.profileId} AND (created_at, public_key) > (${after.createdAt}, ${after.publicKey}) ${through}
         AND expires_at > ${range.now}
         AND NOT EXISTS (SELECT 1 FROM users WHERE users.user_id = wg_peers.user_id AND users.is_disabled = 1)
+        AND NOT EXISTS (SELECT 1 FROM devices WHERE devices.device_id = wg_peers.device_id AND devices.state = 'suspended')
       ORDER BY created_at, public_key LIMIT ${range.pageSize})
     SELECT (SELECT ${list} FROM page) AS list, (SELECT ${users} FROM page) AS users, (SELECT count(*) FROM page) AS count,
            (SELECT min(expires_at) FROM page) AS changes_at, last.created_at AS last_created, last.public_key AS last_key

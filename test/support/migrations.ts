@@ -24,4 +24,5 @@ export const EXPECTED_MIGRATIONS = [
   '0023-radius-accounting',
   '0024-legal-holds',
   '0025-nat-mappings',
+  '0026-device-suspension',
 ] as const;

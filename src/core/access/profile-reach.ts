@@ -102,11 +102,16 @@ export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: 
 }
 
 /**
- * Refuses (403) retiring a device outside the key's profiles, or one that has configurations or
- * enrollment tokens not revoked yet (which retiring would take away or revoke) outside them,
- * naming what lies outside. Retiring is final and whole: it does all of it or nothing.
+ * Refuses (403) retiring (suspending, resuming) a device outside the key's profiles, or one that
+ * has configurations or enrollment tokens not revoked yet (which it would take away or revoke)
+ * outside them, naming what lies outside. Each is whole: it does all of it or nothing.
  */
-export async function assertDeviceWithinReach(ctx: PortalContext, db: Db, device: StoredDevice): Promise<void> {
+export async function assertDeviceWithinReach(
+  ctx: PortalContext,
+  db: Db,
+  device: StoredDevice,
+  verb: 'retire' | 'suspend' | 'resume' = 'retire',
+): Promise<void> {
   assertProfileAllowed(ctx, device.profileId);
   const limit = profileLimit(ctx.call);
   if (limit === null || ctx.call === undefined) return;
@@ -118,7 +123,7 @@ export async function assertDeviceWithinReach(ctx: PortalContext, db: Db, device
   if (held !== null) {
     throw new PortalError(
       'not-allowed',
-      `${describeKey(ctx.call)} may not retire device "${device.deviceId}": it has ${held}, outside its profiles (${[...limit].join(', ')})`,
+      `${describeKey(ctx.call)} may not ${verb} device "${device.deviceId}": it has ${held}, outside its profiles (${[...limit].join(', ')})`,
     );
   }
 }

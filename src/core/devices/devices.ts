@@ -29,12 +29,14 @@ import {
   type DeviceFilter,
   type StoredDevice,
 } from '../../storage/devices.js';
+import { insertDeviceHistory } from '../../storage/device-history.js';
 import { revokeEnrollmentTokensOfDevice } from '../../storage/enrollment-tokens.js';
 import { isWriteConflict } from '../../storage/errors.js';
 import { nextRevision, type Revision } from '../../storage/revisions.js';
 import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
 import { deletePeersOfDevice, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { callerName } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import {
@@ -82,6 +84,11 @@ export interface DeviceRegistration {
 export interface DeviceRecord {
   readonly device: StoredDevice;
   readonly configurations: readonly DeviceConfiguration[];
+}
+
+/** Who makes a change, as a device's history says it: the caller's audit name; null when there is no call. */
+export function changedBy(ctx: PortalContext): string | null {
+  return ctx.call === undefined ? null : callerName(ctx.call.caller);
 }
 
 /** A new device id: `dev_`, 12 hex digits of milliseconds, 12 random: ids sort by registration time. */
@@ -148,9 +155,20 @@ export async function registerDevice(ctx: PortalContext, registration: DeviceReg
           createdAt: formatAtom(now),
           retiredAt: null,
           lastSeenAt: null,
+          suspension: null,
         };
         if (user.created) await announce({ type: 'user.created', at: now, userId: registration.userId });
         await insertDevice(trx, device);
+        await insertDeviceHistory(trx, {
+          deviceId: device.deviceId,
+          at: device.createdAt,
+          change: 'registered',
+          stateBefore: null,
+          stateAfter: 'registered',
+          reason: null,
+          by: changedBy(ctx),
+          revocationId: null,
+        });
         await announce({ type: 'device.registered', at: now, device: deviceRef(device) });
         return device;
       });
@@ -304,6 +322,12 @@ export async function takeDeviceSlot(
   if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
   if (device.state === 'retired')
     throw new PortalError('conflict', `device ${deviceId} is retired: register it again for a new configuration`);
+  if (device.state === 'suspended') {
+    throw new PortalError(
+      'conflict',
+      `device ${deviceId} is suspended (${device.suspension?.reason ?? ''}): resume it before it gets a new configuration`,
+    );
+  }
   const peers = await deletePeersOfDevice(trx, deviceId, profileId);
   for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
   const certificates = await deleteCertificatesOfDevice(trx, deviceId, profileId);
@@ -312,9 +336,18 @@ export async function takeDeviceSlot(
   return { peers, certificates, revision: peers.length > 0 ? await nextRevision(trx) : null, revocationId };
 }
 
+/** Who enrolled a device and how, for its history. */
+export interface Enrollment {
+  /** The caller's audit name; `(device)` when the device enrolled itself (a token, its certificate). */
+  readonly by: string;
+  /** `token …`, `certificate …` or null for a create. */
+  readonly reason: string | null;
+}
+
 /**
  * After the new configuration was announced (an OpenVPN one inserted; a WireGuard one is inserted
- * last, with its device): it names the device, which is active now; announced as enrolled (and replaced).
+ * last, with its device): it names the device, which is active now; announced as enrolled (and
+ * replaced), and kept in the device's history.
  */
 export async function bindDevice(
   trx: Transaction<Database>,
@@ -323,15 +356,27 @@ export async function bindDevice(
   configuration: ConfigurationRef,
   replaced: ReplacedConfigurations,
   at: Date,
+  enrollment: Enrollment,
   certificate?: DeviceCertificate,
 ): Promise<void> {
   if (certificate !== undefined) await bindDeviceCertificate(trx, deviceId, certificate);
   // A WireGuard configuration is inserted with its device, as its create's last write
   // (src/core/issuing/wireguard.ts): there is no row to name it in yet.
   if (configuration.vpnProto === 'openvpn') await bindCertificateToDevice(trx, configuration.connectionId, deviceId);
+  const before = await findDevice(trx, deviceId);
   await markDeviceActive(trx, deviceId);
   const device = await findDevice(trx, deviceId);
   if (device === undefined) return;
+  await insertDeviceHistory(trx, {
+    deviceId,
+    at: formatAtom(at),
+    change: 'enrolled',
+    stateBefore: before?.state ?? null,
+    stateAfter: device.state,
+    reason: enrollment.reason,
+    by: enrollment.by,
+    revocationId: replaced.peers.length + replaced.certificates.length > 0 ? replaced.revocationId : null,
+  });
   const ref = deviceRef(device);
   await announce({ type: 'device.enrolled', at, device: ref, configuration });
   const gone = [...replaced.peers.map(wireGuardConfiguration), ...replaced.certificates.map(openVpnConfiguration)];
@@ -354,6 +399,8 @@ export async function removeReplaced(ctx: PortalContext, replaced: ReplacedConfi
 export async function retireDevice(
   ctx: PortalContext,
   deviceId: DeviceId,
+  /** Why, for the device's history: the portal's own retirements say it (a revoked certificate, …). */
+  retirement: { readonly reason: string | null } = { reason: null },
 ): Promise<{ readonly device: DeviceRecord; readonly revocationId: RevocationId | null }> {
   const revocationId = newRevocationId(ctx);
   const retired = await ctx.events.change(ctx.db, async (trx, announce) => {
@@ -369,6 +416,16 @@ export async function retireDevice(
     const at = ctx.clock.now();
     await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
     await retireStoredDevice(trx, deviceId, formatAtom(at));
+    await insertDeviceHistory(trx, {
+      deviceId,
+      at: formatAtom(at),
+      change: 'retired',
+      stateBefore: device.state,
+      stateAfter: 'retired',
+      reason: retirement.reason,
+      by: changedBy(ctx),
+      revocationId: peers.length + certificates.length > 0 ? revocationId : null,
+    });
     await announce(...configurationsDeleted(peers, certificates, at, revocationId), {
       type: 'device.retired',
       at,

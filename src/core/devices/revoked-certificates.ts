@@ -66,7 +66,9 @@ export async function retireOnItsOwn(
 ): Promise<RetiredDevice | null> {
   const call = portalCall('retire_device', { device_id: deviceId, reason });
   try {
-    const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, deviceId);
+    const { revocationId } = await retireDevice({ ...ctx, call, events: ctx.events.forCall(call) }, deviceId, {
+      reason,
+    });
     ctx.logger.warn({ deviceId, reason, revocationId }, 'device retired by the portal');
     return { deviceId, revocationId };
   } catch (error) {

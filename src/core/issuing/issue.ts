@@ -13,7 +13,14 @@ import type { ClosingWrite } from '../../storage/closing-writes.js';
 import type { DeviceId, ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
 import type { Platform } from '../../shared/platforms.js';
 import type { DeviceCertificate } from '../../storage/devices.js';
-import { bindDevice, removeReplaced, takeDeviceSlot, type DeviceReference } from '../devices/index.js';
+import {
+  bindDevice,
+  changedBy,
+  removeReplaced,
+  takeDeviceSlot,
+  type DeviceReference,
+  type Enrollment,
+} from '../devices/index.js';
 import { formatAtom } from '../../shared/time.js';
 import type { ConfigurationFile } from './configuration-file.js';
 import type { DeviceKeys } from './device-keys.js';
@@ -159,6 +166,7 @@ export async function storeConfiguration<T>(
               configuration,
               replaced,
               issue.now,
+              enrollmentOf(ctx, issue.request),
               issue.request.deviceCertificate,
             );
           return { finish, replaced };
@@ -173,4 +181,15 @@ export async function storeConfiguration<T>(
       if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
     }
   }
+}
+
+/** How a device got this configuration, for its history: a call's, or its own with a token or its certificate. */
+function enrollmentOf(ctx: PortalContext, request: Issue['request']): Enrollment {
+  const reason =
+    request.deviceCertificate !== undefined
+      ? `certificate ${request.deviceCertificate.serialNumber}`
+      : request.enrollmentTokenId !== undefined
+        ? `token ${request.enrollmentTokenId}`
+        : null;
+  return { by: changedBy(ctx) ?? '(device)', reason };
 }

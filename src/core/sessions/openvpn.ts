@@ -1,10 +1,11 @@
 // What a node asks when an OpenVPN client connects or disconnects (reference §1.2, §8.5):
-// a connect is allowed only for a known, unexpired configuration of an enabled user, made
-// for this profile on this node. Allowed connects and their disconnects are announced as
+// a connect is allowed only for a known, unexpired configuration of an enabled user (and of a
+// device not suspended), made for this profile on this node. Allowed connects and their disconnects are announced as
 // session events (the connection log is one of their listeners).
 import { findProfile } from '../../config/portal-config.js';
 import { findCertificate } from '../../storage/certificates.js';
 import { openOpenVpnSessionsBefore, openSessionOf, type OpenSession } from '../../storage/connection-log.js';
+import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { ListenerRefusal, type PortalEvent } from '../events.js';
@@ -58,6 +59,9 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   }
   const user = await findUser(ctx.db, certificate.userId);
   if (user === undefined || user.isDisabled) return { allowed: false, reason: 'user disabled' };
+  const deviceId = await deviceIdOfConfiguration(ctx.db, 'openvpn', certificate.commonName);
+  const device = deviceId === null ? undefined : await findDevice(ctx.db, deviceId);
+  if (device?.state === 'suspended') return { allowed: false, reason: 'device suspended' };
   if (connect.reauth) return { allowed: true };
   const started: PortalEvent = {
     type: 'session.started',

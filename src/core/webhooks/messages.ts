@@ -115,6 +115,18 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
           replaced: event.replaced.map(configurationData),
         },
       };
+    case 'device.suspended':
+      return {
+        type: event.type,
+        data: {
+          ...deviceWireFields(event.device),
+          reason: event.reason,
+          by: event.by,
+          revocation_id: event.revocationId,
+        },
+      };
+    case 'device.resumed':
+      return { type: event.type, data: { ...deviceWireFields(event.device), reason: event.reason, by: event.by } };
     default:
       // A new event type fails the type check here until it is sent or listed above.
       event satisfies never;

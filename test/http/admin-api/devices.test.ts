@@ -86,6 +86,7 @@ test('a device is registered with its own stable id, shown with its configuratio
       identity: 'token',
       certificate: null,
       state: 'registered',
+      suspension: null,
       created_at: '',
       retired_at: null,
       last_seen_at: null,

@@ -93,6 +93,8 @@ const NAMES = {
   devices: ADMIN_API_CALLS.devices,
   device: ADMIN_API_CALLS.device,
   retire_device: ADMIN_API_CALLS.retireDevice,
+  suspend_device: ADMIN_API_CALLS.suspendDevice,
+  resume_device: ADMIN_API_CALLS.resumeDevice,
   admin_keys: ADMIN_API_CALLS.adminKeys,
   create_admin_key: ADMIN_API_CALLS.createAdminKey,
   revoke_admin_key: ADMIN_API_CALLS.revokeAdminKey,
@@ -600,6 +602,31 @@ const CALLS: readonly Call[] = [
     },
   },
   {
+    name: 'suspend_device',
+    noUser: true,
+    perProfile: true,
+    prepare: prepareDevice,
+    send: (portal, subject, key) =>
+      portal.post('/suspend_device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.device(deviceOfSubject.get(subject.userId) ?? '')).state, 'suspended');
+    },
+  },
+  {
+    name: 'resume_device',
+    noUser: true,
+    perProfile: true,
+    async prepare(portal, subject) {
+      await prepareDevice(portal, subject);
+      await portal.admin.suspendDevice({ device_id: deviceOfSubject.get(subject.userId) ?? '' });
+    },
+    send: (portal, subject, key) =>
+      portal.post('/resume_device', { device_id: deviceOfSubject.get(subject.userId) ?? '' }, bearer(key)),
+    async verify(portal, subject) {
+      assert.equal((await portal.admin.device(deviceOfSubject.get(subject.userId) ?? '')).state, 'registered');
+    },
+  },
+  {
     name: 'admin_keys',
     noUser: true,
     prepare: async (portal, subject) =>
@@ -720,7 +747,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // Every cell in a minute of its own: refusals of one key and reason within a minute are
   // coalesced into one audit row, and each refusal here must be seen as a row of its own.
   const clock = new ManualClock();
-  // 342 cells each make a subject with its configuration: more than a /24 of employees holds.
+  // 360 cells each make a subject with its configuration: more than a /24 of employees holds.
   const [employees, ...others] = twoProfiles.ProfileList ?? [];
   const ProfileList = employees === undefined ? [] : [{ ...employees, wRangeFour: '10.44.0.0/22' }, ...others];
   const portal = await startTestPortal({
@@ -740,8 +767,8 @@ test('every call × every scope × every profile limit is allowed or refused as 
   }
   assert.equal(
     CALLS.length,
-    38,
-    'the eleven calls, connection_log, attribution, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the four device calls, the three admin key calls and the three legal hold calls',
+    40,
+    'the eleven calls, connection_log, attribution, stats, profiles, audit_log, extend, the six webhook calls, the three enrollment token calls, the two revocation calls, the six device calls, the three admin key calls and the three legal hold calls',
   );
 
   let cells = 0;
@@ -809,7 +836,7 @@ test('every call × every scope × every profile limit is allowed or refused as 
       }
     }
   }
-  assert.equal(cells, 342);
+  assert.equal(cells, 360);
   // read: the 11 POSTs, audit_log and the 6 webhook calls, ×3 limits; write: destroy,
   // delete_user_authorizations, audit_log and the webhook calls, ×3; admin: audit_log and the
   // webhook calls for the 2 limited keys; a guests-limited key on the subject's employees
@@ -820,8 +847,9 @@ test('every call × every scope × every profile limit is allowed or refused as 
   // ×3, and a guests-limited admin key making or revoking a key for employees; every scope's
   // guests key asking for the subject's configurations (a user it cannot see); the three legal
   // hold calls for read and write, ×3, and for the 2 limited admin keys; every scope's guests key
-  // looking up who held the subject's address (a session it cannot see: 404).
-  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3 + 24 + 3, 'the refusals the table predicts');
+  // looking up who held the subject's address (a session it cannot see: 404); suspend_device and
+  // resume_device for read ×3 and for the guests-limited write and admin keys.
+  assert.equal(refused, 54 + 27 + 14 + 9 + 11 + 6 + 3 + 18 + 2 + 3 + 24 + 3 + 10, 'the refusals the table predicts');
 });
 
 test('a key limited to one profile acts only on that profile: a user with configurations in two profiles is out of its reach as a whole', async (t) => {
@@ -1194,6 +1222,8 @@ test('the OpenAPI document names the scope of every call, the Idempotency-Key he
       'devices',
       'device',
       'retire_device',
+      'suspend_device',
+      'resume_device',
     ],
     admin: Object.keys(NAMES),
   });

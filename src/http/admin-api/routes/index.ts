@@ -9,7 +9,14 @@ import { createRoute } from './issuing/create.js';
 import { deleteConnectionRoute } from './users/delete-connection.js';
 import { deleteUserAuthorizationsRoute } from './users/delete-user-authorizations.js';
 import { destroyRoute } from './users/destroy.js';
-import { deviceRoute, devicesRoute, registerDeviceRoute, retireDeviceRoute } from './devices/devices.js';
+import {
+  deviceRoute,
+  devicesRoute,
+  registerDeviceRoute,
+  resumeDeviceRoute,
+  retireDeviceRoute,
+  suspendDeviceRoute,
+} from './devices/devices.js';
 import { disableUserRoute } from './users/disable-user.js';
 import { disabledUsersRoute } from './listings/disabled-users.js';
 import { enableUserRoute } from './users/enable-user.js';
@@ -66,6 +73,8 @@ export const adminRoutes: readonly AdminRoute[] = [
   devicesRoute,
   deviceRoute,
   retireDeviceRoute,
+  suspendDeviceRoute,
+  resumeDeviceRoute,
   adminKeysRoute,
   createAdminKeyRoute,
   revokeAdminKeyRoute,

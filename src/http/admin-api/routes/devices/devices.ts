@@ -1,12 +1,16 @@
 // The device calls (extensions, for managed devices): POST /register_device, GET /devices, GET /device,
-// POST /retire_device (src/core/devices/devices.ts), and the parameters by which `create` and
-// `enrollment_token` name the device a configuration is for.
+// POST /retire_device (src/core/devices/devices.ts), POST /suspend_device and /resume_device
+// (src/core/devices/suspension.ts), and the parameters by which `create` and `enrollment_token`
+// name the device a configuration is for.
 import {
+  changedBy,
   deviceWireFields,
   getDevice,
   listDevices,
   registerDevice,
+  resumeDevice,
   retireDevice,
+  suspendDevice,
   type DeviceRecord,
   type DeviceReference,
 } from '../../../../core/devices/index.js';
@@ -113,6 +117,40 @@ export const retireDeviceRoute = defineRoute({
   },
 });
 
+export const suspendDeviceRoute = defineRoute({
+  ...ADMIN_API_CALLS.suspendDevice,
+  summary:
+    'Suspend a device: its configurations are kept but leave every node (peers removed, OpenVPN clients disconnected and refused) until it is resumed',
+  since: 'extension',
+  source: 'post',
+  answerDoc:
+    "The device, suspended (a device suspended already is answered as it is, unchanged); when it has configurations, the `VPN-Portal-Revocation` header names the receipt of their leaving the nodes (the suspension's own when it was suspended already)",
+  async handle(ctx, params) {
+    const { device, revocationId } = await suspendDevice(ctx, {
+      deviceId: params.device_id,
+      ...(params.reason === undefined ? {} : { reason: params.reason }),
+      by: changedBy(ctx) ?? '(unknown)',
+    });
+    const json = { device: deviceJson(device) };
+    return revocationId === null
+      ? { status: 200, json }
+      : { status: 200, json, headers: { [REVOCATION_HEADER]: revocationId } };
+  },
+});
+
+export const resumeDeviceRoute = defineRoute({
+  ...ADMIN_API_CALLS.resumeDevice,
+  summary:
+    'Resume a suspended device: its unexpired configurations go back on their nodes (not while its user is disabled)',
+  since: 'extension',
+  source: 'post',
+  answerDoc: 'The device, resumed (a device not suspended is answered as it is, unchanged)',
+  async handle(ctx, params) {
+    const { device } = await resumeDevice(ctx, { deviceId: params.device_id, by: changedBy(ctx) ?? '(unknown)' });
+    return { status: 200, json: { device: deviceJson(device) } };
+  },
+});
+
 function deviceJson({ device, configurations }: DeviceRecord): DeviceInfo {
   return {
     ...deviceWireFields(device),
@@ -127,6 +165,10 @@ function deviceJson({ device, configurations }: DeviceRecord): DeviceInfo {
             not_after: device.certificate.notAfter,
           },
     state: device.state,
+    suspension:
+      device.suspension === null
+        ? null
+        : { reason: device.suspension.reason, since: device.suspension.since, by: device.suspension.by },
     created_at: device.createdAt,
     retired_at: device.retiredAt,
     last_seen_at: device.lastSeenAt,
