@@ -831,3 +831,49 @@ test('device register, list, show and retire work from the command line, as tabl
   assert.equal(conflict.code, 1);
   assert.match(conflict.stderr, /^vpn-portal admin: 409 "serial" is already registered to another user's device/);
 });
+
+test('device suspend and resume work from the command line: the receipt, the reason, and the device back', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const device = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'linux',
+    serial: 'SUS-1',
+  });
+  const id = device.device_id;
+  assert.equal(
+    (await portal.post('/create', { user_id: 'alice', profile_id: 'employees', device_id: id })).status,
+    200,
+  );
+  // The test portal's nodes never answer: the receipt stays pending.
+  const suspended = await admin(portal, ['device', 'suspend', id, '--reason', 'lost on a train']);
+  assert.equal(suspended.code, 0, suspended.stderr);
+  assert.match(
+    suspended.stdout,
+    new RegExp(
+      `^suspended device ${id} \\(lost on a train\\) since \\S+: pending: node 0 did not confirm the removal yet \\(revocation \\S+\\)$`,
+      'm',
+    ),
+  );
+  const shown = await admin(portal, ['device', 'show', id]);
+  assert.match(shown.stdout, /^state +suspended$/m);
+  assert.match(shown.stdout, /^suspended +lost on a train, since \S+, by secret$/m);
+  const again = JSON.parse((await admin(portal, ['device', 'suspend', id, '--json'])).stdout) as {
+    device: { suspension: { reason: string } };
+    revocation: { reason: string };
+  };
+  assert.equal(again.device.suspension.reason, 'lost on a train', 'suspended already: unchanged');
+  assert.equal(again.revocation.reason, 'suspend_device');
+
+  const resumed = await admin(portal, ['device', 'resume', id]);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.equal(resumed.stdout.trim(), `device ${id} is active`);
+  const badReason = await admin(portal, ['device', 'suspend', id, '--reason', '']);
+  assert.equal(badReason.code, 1);
+  assert.match(badReason.stderr, /^vpn-portal admin: 400 .*reason/);
+  const notTaken = await admin(portal, ['device', 'resume', id, '--reason', 'x']);
+  assert.equal(notTaken.code, 2);
+  assert.match(notTaken.stderr, /admin device resume does not take --reason/);
+  assert.equal((await portal.admin.device(id)).state, 'active');
+});

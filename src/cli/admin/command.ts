@@ -61,7 +61,7 @@ export interface AdminFlags {
   readonly mdmId: string | undefined;
   /** A source port: attribution. */
   readonly port: string | undefined;
-  /** Why a person is looked up (attribution, who-had) or records are held (legal-hold create). */
+  /** Why a person is looked up (attribution, who-had), records are held (legal-hold create) or a device is suspended (device suspend). */
   readonly reason: string | undefined;
 }
 

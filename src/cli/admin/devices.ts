@@ -1,4 +1,5 @@
-// `vpn-portal admin device …`: registering, listing, showing and retiring managed devices.
+// `vpn-portal admin device …`: registering, listing, showing, suspending, resuming and retiring
+// managed devices.
 import type { DeviceInfo } from '../../protocol/admin-api.js';
 import { param } from '../../protocol/admin-api-params.js';
 import { isPlatform, type Platform, PLATFORMS } from '../../shared/platforms.js';
@@ -107,6 +108,38 @@ export const DEVICE_COMMANDS: Readonly<Record<string, AdminCommand>> = {
       );
     },
   },
+  'device suspend': {
+    summary:
+      'suspend a device: its configurations leave the nodes until it is resumed (--reason, default administrator); prints what the revocation receipt says (--wait: until decided; an extension)',
+    args: ['DEVICE_ID'],
+    flags: ['reason', 'wait'],
+    run: async ({ client, args, flags, json, out }) => {
+      const { device, revocationId } = await client.suspendDevice({
+        device_id: args[0] ?? '',
+        ...(flags.reason === undefined ? {} : { reason: flags.reason }),
+      });
+      const suspension = device.suspension;
+      await reportRevocation(
+        client,
+        revocationId,
+        flags.wait,
+        json,
+        out,
+        `suspended device ${device.device_id} (${suspension?.reason ?? ''}) since ${suspension?.since ?? ''}`,
+        { device },
+      );
+    },
+  },
+  'device resume': {
+    summary: 'resume a suspended device: its unexpired configurations go back on their nodes (an extension)',
+    args: ['DEVICE_ID'],
+    flags: [],
+    run: async ({ client, args, json, out }) => {
+      const device = await client.resumeDevice(args[0] ?? '');
+      if (json) out.print(JSON.stringify({ device }));
+      else out.print(`device ${device.device_id} is ${device.state}`);
+    },
+  },
 };
 
 /** A platform flag or argument, checked against the list the portal takes. */
@@ -128,6 +161,14 @@ function printDevice(device: DeviceInfo, out: Output): void {
         ['mdm_id', device.mdm_id ?? ''],
         ['identity', device.identity],
         ['state', device.state],
+        ...(device.suspension === null
+          ? []
+          : [
+              [
+                'suspended',
+                `${device.suspension.reason}, since ${device.suspension.since}, by ${device.suspension.by}`,
+              ],
+            ]),
         ['created', device.created_at],
         ['retired', device.retired_at ?? ''],
         ['last_seen', device.last_seen_at ?? ''],
