@@ -120,7 +120,10 @@ export class MdmCa {
     return this.#read('issuing.pem');
   }
 
-  /** A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's tenant extension as given. */
+  /**
+   * A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's
+   * tenant extension as given, valid `days` (default 10; an MDM's renewal is a new one).
+   */
   device(
     file: string,
     subject: {
@@ -130,6 +133,7 @@ export class MdmCa {
       readonly email?: string;
       readonly intuneTenantDer?: string;
     },
+    days = 10,
   ): DeviceCertificateFiles {
     const extensions = [
       'basicConstraints=CA:FALSE',
@@ -145,6 +149,7 @@ export class MdmCa {
       file,
       `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`,
       extensions,
+      days,
     );
   }
 
@@ -175,8 +180,8 @@ export class MdmCa {
     };
   }
 
-  /** A new P-256 key and a certificate for it from the issuing CA, valid 10 days. */
-  #issue(file: string, subject: string, extensions: readonly string[]): DeviceCertificateFiles {
+  /** A new P-256 key and a certificate for it from the issuing CA, valid `days`. */
+  #issue(file: string, subject: string, extensions: readonly string[], days = 10): DeviceCertificateFiles {
     writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
     this.#openssl([
       'req',
@@ -204,7 +209,7 @@ export class MdmCa {
       'issuing.key',
       '-CAcreateserial',
       '-days',
-      '10',
+      String(days),
       '-extfile',
       `${file}.ext`,
       '-out',
