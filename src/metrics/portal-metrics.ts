@@ -186,7 +186,7 @@ export class PortalMetrics {
     }
     new Gauge({
       name: 'vpn_portal_devices',
-      help: 'Registered devices, by platform, state (registered, active, retired) and identity (token, certificate)',
+      help: 'Registered devices, by platform, state (registered, active, suspended, retired) and identity (token, certificate)',
       labelNames: ['platform', 'state', 'identity'] as const,
       registers,
       async collect() {
