@@ -84,6 +84,16 @@ async function onNodes(portal: TestPortal): Promise<string[]> {
   return [...peers.map((peer) => peer.publicKey), ...certificates.map((certificate) => certificate.commonName)].sort();
 }
 
+/** The WireGuard configurations `connection_list?show_all=on` lists (the in-memory listing). */
+async function listed(portal: TestPortal): Promise<string[]> {
+  const listing = await portal.admin.connectionList(true);
+  return Object.values(listing)
+    .flat()
+    .filter((connection) => connection.vpn_proto === 'wireguard')
+    .map((connection) => connection.connection_id)
+    .sort();
+}
+
 /** The node's question when the OpenVPN client connects. */
 async function connect(portal: TestPortal, commonName: string): Promise<string> {
   const answer = await portal.request(`${portal.nodeApiUrl}/connect`, {
@@ -149,6 +159,8 @@ describe('suspending and resuming a device', () => {
         .find((id) => id !== wg && id !== ovpn) ?? '';
     assert.deepEqual(await onNodes(portal), [wg, ovpn, other].sort());
     assert.equal(await connect(portal, ovpn), 'OK');
+    // The listing is built (and kept in memory) before the suspension: it must follow it.
+    assert.deepEqual(await listed(portal), [wg, other].sort());
 
     const suspended = await suspendDevice(ctx, { deviceId, by: 'desk' });
     assert.equal(suspended.changed, true);
@@ -169,14 +181,7 @@ describe('suspending and resuming a device', () => {
       reauth: false,
     });
     assert.deepEqual(decision, { allowed: false, reason: 'device suspended' });
-    const listing = await portal.admin.connectionList(true);
-    assert.deepEqual(
-      Object.values(listing)
-        .flat()
-        .map((connection) => connection.connection_id),
-      [other],
-      'the connection listing leaves them out too',
-    );
+    assert.deepEqual(await listed(portal), [other], 'the connection listing leaves them out too');
 
     const resumed = await resumeDevice(ctx, { deviceId, by: 'desk' });
     assert.equal(resumed.outcome, 'resumed');
@@ -184,6 +189,7 @@ describe('suspending and resuming a device', () => {
     assert.equal(resumed.device.device.suspension, null);
     assert.deepEqual(await onNodes(portal), [wg, ovpn, other].sort());
     assert.equal(await connect(portal, ovpn), 'OK');
+    assert.deepEqual(await listed(portal), [wg, other].sort());
   });
 
   test('every change is in the history with its states, reason, author and receipt, oldest first', async (t) => {
@@ -237,8 +243,12 @@ describe('suspending and resuming a device', () => {
     const deviceId = await registered(portal, 'S-4');
     await portal.admin.retireDevice(deviceId);
     const history = await deviceHistory(ctx.db, deviceId);
-    for (const work of [suspendDevice(ctx, { deviceId, by: 'desk' }), resumeDevice(ctx, { deviceId, by: 'desk' })]) {
-      const error = await refusal(work);
+    // One after the other: each call is made only when the one before was refused.
+    for (const work of [
+      () => suspendDevice(ctx, { deviceId, by: 'desk' }),
+      () => resumeDevice(ctx, { deviceId, by: 'desk' }),
+    ]) {
+      const error = await refusal(work());
       assert.equal(error.code, 'conflict');
       assert.match(error.message, /is retired: a retired device can be neither suspended nor resumed/);
     }
@@ -266,10 +276,10 @@ describe('suspending and resuming a device', () => {
     const guests = await registered(portal, 'S-7', 'guests');
     const limited = limitedTo(ctx, ['guests']);
     for (const work of [
-      suspendDevice(limited, { deviceId: employees, by: 'guests-desk' }),
-      resumeDevice(limited, { deviceId: employees, by: 'guests-desk' }),
+      () => suspendDevice(limited, { deviceId: employees, by: 'guests-desk' }),
+      () => resumeDevice(limited, { deviceId: employees, by: 'guests-desk' }),
     ]) {
-      const error = await refusal(work);
+      const error = await refusal(work());
       assert.equal(error.code, 'not-allowed');
       assert.match(error.message, /may not use profile "employees"/);
     }
