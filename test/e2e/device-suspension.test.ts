@@ -1,8 +1,8 @@
 // A suspended device on a real node (the agent with wireguard-go in a namespace, wg-quick in
 // another): its tunnel works, suspending takes its peer off the node within seconds with the
-// receipt applied, neither a reconcile pass nor a restart of the agent (which gets every other
-// peer back from the portal) brings it back, and resuming puts it back so the same file's
-// tunnel works again.
+// receipt applied, neither a reconcile pass, a restart of the agent (which gets every other
+// peer back from the portal) nor enabling its user again brings it back, and resuming puts it
+// back so the same file's tunnel works again.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -87,6 +87,14 @@ describe("a suspended device's peer leaves the node and stays off until it is re
     );
     assert.equal((await lab.peersOnNode()).has(deviceKey), false, 'after the agent restarted');
     assert.equal(await lab.ping(2), false, 'still no traffic');
+  });
+
+  test("enabling the device's user again does not bring the peer back either", async () => {
+    await lab.portal.admin.disableUser('alice');
+    await lab.portal.admin.enableUser('alice');
+    assert.equal((await lab.peersOnNode()).has(deviceKey), false);
+    await lab.portal.reconcile();
+    assert.equal((await lab.peersOnNode()).has(deviceKey), false, 'nor the reconcile pass after it');
   });
 
   test('resuming puts the peer back and the same tunnel works again', async () => {

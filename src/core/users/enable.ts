@@ -1,7 +1,8 @@
-// POST /enable_user: the user's unexpired WireGuard configurations go back onto their nodes;
-// OpenVPN clients may connect again (the node asks the portal on every connect).
+// POST /enable_user: the user's unexpired WireGuard configurations go back onto their nodes
+// (not those of a suspended device); OpenVPN clients may connect again (the node asks the
+// portal on every connect).
 import { setUserDisabled } from '../../storage/users.js';
-import { stampPeersOfUser } from '../../storage/wg-peers.js';
+import { activePeers, stampPeersOfUser } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import { existingUser } from './existing-user.js';
 import { assertUserWithinReach } from '../access/index.js';
@@ -16,7 +17,14 @@ export async function enableUser(ctx: PortalContext, userId: UserId): Promise<vo
     await setUserDisabled(trx, userId, false);
     await assertUserWithinReach(ctx, trx, userId);
     await announce({ type: 'user.enabled', at: ctx.clock.now(), userId });
-    return (await stampPeersOfUser(trx, userId)).filter((peer) => peer.expiresAt > now);
+    const stamped = await stampPeersOfUser(trx, userId);
+    // Those the nodes should have now, by the rule every reconcile pass follows (unexpired, device not suspended).
+    const wanted = new Set(
+      (await activePeers(trx, { now, publicKeys: stamped.map((peer) => peer.publicKey) })).map(
+        (peer) => peer.publicKey,
+      ),
+    );
+    return stamped.filter((peer) => wanted.has(peer.publicKey));
   });
   ctx.logger.info({ userId, configurations: peers.length }, 'user enabled');
   await addPeersToNodes(ctx, peers, 'enable_user');
