@@ -20,7 +20,7 @@ import {
 import { PortalEvents } from '../core/events.js';
 import { KeyStore } from '../keys/key-store.js';
 import { writeAuditLog } from '../listeners/audit-log.js';
-import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
+import { KEY_SCOPES, type KeyScope } from '../protocol/admin-api.js';
 import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
 import { openDatabase, type Db } from '../storage/database.js';
@@ -231,9 +231,9 @@ async function listKeys({ values, ctx, print }: AdminKeyCommand): Promise<number
   return 0;
 }
 
-function scopeOf(text: string): AdminScope {
-  const scope = ADMIN_SCOPES.find((candidate) => candidate === text);
-  if (scope === undefined) throw new ConfigError(`--scope: "${text}" is not one of ${ADMIN_SCOPES.join(', ')}`);
+function scopeOf(text: string): KeyScope {
+  const scope = KEY_SCOPES.find((candidate) => candidate === text);
+  if (scope === undefined) throw new ConfigError(`--scope: "${text}" is not one of ${KEY_SCOPES.join(', ')}`);
   return scope;
 }
 

@@ -3,7 +3,7 @@
 // with `events` bound to the call). Use cases read the key's profile limit from it; the events
 // seam stamps every change made for the call with it, so the audit listener learns who changed
 // what in the change's own transaction (see src/core/events.ts).
-import type { AdminScope } from '../protocol/admin-api.js';
+import type { AdminScope, KeyScope } from '../protocol/admin-api.js';
 import type { ProfileId } from '../shared/ids.js';
 
 /** The name the audit log gives the specification's secret (the bootstrap key with every right). */
@@ -26,7 +26,7 @@ export const PORTAL_KEY_NAME = '(portal)';
  * it revokes only keys that hold no more (src/core/access/admin-key-calls.ts).
  */
 export interface HeldRights {
-  readonly scope: AdminScope;
+  readonly scope: KeyScope;
   /** The profiles it is limited to; null: every profile. */
   readonly profiles: readonly ProfileId[] | null;
   /** The addresses it may be used from, besides adminApi.allowList; null: wherever that allows. */
@@ -107,7 +107,7 @@ export function callerKey(caller: AdminCaller): CallerKey | null {
 }
 
 /** The caller's scope; null: no valid credential. */
-export function callerScope(caller: AdminCaller): AdminScope | null {
+export function callerScope(caller: AdminCaller): KeyScope | null {
   return heldRights(caller)?.scope ?? null;
 }
 

@@ -147,15 +147,28 @@ export const profilesAnswer = z.object({ profiles: z.array(profileSchema) });
 export const errorAnswer = z.object({ error: z.string() });
 
 /**
- * What an admin key may do, each scope including the one before: `read` the five listings,
- * `write` also create, disable/enable and delete_connection, `admin` everything (destroy,
- * delete_user_authorizations, the audit log). The specification's secret has `admin`.
+ * What an admin key may do on the Admin API, each scope including the one before: `read` the
+ * five listings, `write` also create, disable/enable and delete_connection, `admin` everything
+ * (destroy, delete_user_authorizations, the audit log). The specification's secret has `admin`.
  */
 export const ADMIN_SCOPES = ['read', 'write', 'admin'] as const;
 export type AdminScope = (typeof ADMIN_SCOPES)[number];
 
-/** True when a key of scope `held` may make a call that needs `needed`. */
-export function scopeAllows(held: AdminScope, needed: AdminScope): boolean {
+/**
+ * Every scope a key can have: the Admin API's ladder, and `scim`, apart from it: a key for a
+ * directory's provisioning client ({baseUrl}scim/v2/), which may call SCIM and nothing else.
+ */
+export const KEY_SCOPES = [...ADMIN_SCOPES, 'scim'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/**
+ * True when a key of scope `held` may make a call that needs `needed`, or hold no less than a
+ * key of scope `needed` (who may make or revoke which key). `scim` allows only itself; `admin`,
+ * which may disable, enable and destroy users through the Admin API, holds no less than `scim`.
+ */
+export function scopeAllows(held: KeyScope, needed: KeyScope): boolean {
+  if (held === 'scim') return needed === 'scim';
+  if (needed === 'scim') return held === 'admin';
   return ADMIN_SCOPES.indexOf(held) >= ADMIN_SCOPES.indexOf(needed);
 }
 
@@ -428,7 +441,10 @@ const createAdminKeyParams = z.object({
     param.keyName,
     'the key name: 1–64 of A-Z a-z 0-9 . _ - (starting with a letter or digit), not `secret`, not in use',
   ),
-  scope: optional(z.enum(ADMIN_SCOPES), '`read`, `write` or `admin` (default `read`)'),
+  scope: optional(
+    z.enum(KEY_SCOPES),
+    '`read`, `write` or `admin` (default `read`), or `scim`: SCIM provisioning only (docs/scim.md)',
+  ),
   profiles: optional(param.commaList, 'comma-separated profile ids the key is limited to; default every profile'),
   expires_in: optional(
     param.isoDuration,
@@ -723,7 +739,7 @@ export type DevicesPage = z.infer<typeof devicesAnswer>;
 export const adminKeyInfoSchema = z.object({
   key_id: z.string().describe("the key's id (the characters after `vpa_` that name its row); not a secret"),
   name: z.string(),
-  scope: z.enum(ADMIN_SCOPES),
+  scope: z.enum(KEY_SCOPES),
   profiles: z.array(z.string()).nullable().describe('the profiles it is limited to; null: every profile'),
   allow_list: z
     .array(z.string())

@@ -1,7 +1,7 @@
 // Queries on `admin_keys`: the named, scoped, expiring credentials of the Admin API. Only a
 // keyed hash of each key is stored (src/keys/admin-key-token.ts).
 import { z } from 'zod';
-import { ADMIN_SCOPES, type AdminScope } from '../protocol/admin-api.js';
+import { KEY_SCOPES, type KeyScope } from '../protocol/admin-api.js';
 import { asProfileId, type ProfileId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { AdminKeysTable } from './schema.js';
@@ -9,7 +9,7 @@ import type { AdminKeysTable } from './schema.js';
 export interface StoredAdminKey {
   readonly keyId: string;
   readonly name: string;
-  readonly scope: AdminScope;
+  readonly scope: KeyScope;
   /** null: every profile. */
   readonly profiles: readonly ProfileId[] | null;
   /** null: only `adminApi.allowList` applies. */
@@ -27,7 +27,7 @@ export interface StoredAdminKey {
 }
 
 const stringList = z.array(z.string());
-const scopeSchema = z.enum(ADMIN_SCOPES);
+const scopeSchema = z.enum(KEY_SCOPES);
 
 export async function insertAdminKey(db: Db, key: StoredAdminKey): Promise<void> {
   await db

@@ -2,7 +2,7 @@
 // their audit log: keys are
 // made with the same use case the `admin-key` command runs, on the portal's own database.
 import { createAdminKey, type AdminKeySpec } from '../../src/core/access/admin-keys.js';
-import type { AdminScope } from '../../src/protocol/admin-api.js';
+import type { KeyScope } from '../../src/protocol/admin-api.js';
 import { asProfileId } from '../../src/shared/ids.js';
 import type { Clock } from '../../src/shared/time.js';
 import { auditRecords, type AuditRecord } from '../../src/storage/audit-log.js';
@@ -35,7 +35,7 @@ export const twoProfiles: Partial<PortalConfigFile> = {
 };
 
 export interface KeyOptions {
-  readonly scope?: AdminScope;
+  readonly scope?: KeyScope;
   readonly profiles?: readonly string[] | null;
   readonly expiresIn?: string | null;
   readonly allowList?: readonly string[] | null;

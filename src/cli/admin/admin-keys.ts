@@ -1,5 +1,5 @@
 // `vpn-portal admin admin-key …`: listing, creating and revoking admin keys through the Admin API.
-import { ADMIN_SCOPES, type AdminScope } from '../../protocol/admin-api.js';
+import { KEY_SCOPES, type KeyScope } from '../../protocol/admin-api.js';
 import { formatTable } from '../table.js';
 import { type AdminCommand, UsageError } from './command.js';
 
@@ -67,9 +67,9 @@ export const ADMIN_KEY_COMMANDS: Readonly<Record<string, AdminCommand>> = {
   },
 };
 
-/** A `--scope` flag, checked against the admin scopes. */
-function scopeOf(value: string): AdminScope {
-  const scope = ADMIN_SCOPES.find((candidate) => candidate === value);
-  if (scope === undefined) throw new UsageError(`--scope: "${value}" is not one of ${ADMIN_SCOPES.join(', ')}`);
+/** A `--scope` flag, checked against the key scopes. */
+function scopeOf(value: string): KeyScope {
+  const scope = KEY_SCOPES.find((candidate) => candidate === value);
+  if (scope === undefined) throw new UsageError(`--scope: "${value}" is not one of ${KEY_SCOPES.join(', ')}`);
   return scope;
 }

@@ -9,7 +9,7 @@ import type { Kysely } from 'kysely';
 import type { KeyStore } from '../../keys/key-store.js';
 import { hashAdminKey, newAdminKeyToken, parseAdminKeyToken } from '../../keys/admin-key-token.js';
 import { isIpPrefix } from '../../net/ip-prefix.js';
-import type { AdminScope } from '../../protocol/admin-api.js';
+import type { KeyScope } from '../../protocol/admin-api.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import type { ProfileId } from '../../shared/ids.js';
 import {
@@ -72,7 +72,7 @@ export class AdminKeyError extends Error {
 
 export interface AdminKeySpec {
   readonly name: string;
-  readonly scope: AdminScope;
+  readonly scope: KeyScope;
   /** null: every profile. */
   readonly profiles: readonly ProfileId[] | null;
   /** ISO 8601 duration; null: never expires. */
@@ -275,6 +275,10 @@ export function checkAdminKeySpec(spec: AdminKeySpec, knownProfiles: readonly st
   }
   if (spec.profiles !== null && spec.profiles.length === 0)
     throw invalid('profiles', '--profile: name at least one profile');
+  // A directory speaks for whole users (disable, enable, destroy): a limit to profiles would
+  // refuse those for every user who also holds another profile's configurations.
+  if (spec.scope === 'scim' && spec.profiles !== null)
+    throw invalid('profiles', '--profile: a scim key acts on whole users and cannot be limited to profiles');
   if (spec.expiresIn !== null) {
     const lifetime = parseIsoDuration(spec.expiresIn);
     if (lifetime === null)

@@ -91,6 +91,13 @@ export async function signIn(
       const reason = `source address ${sourceAddress} is not allowed for key "${key.name}"`;
       return refuse(reason, key.name, `${capitalised(reason)}.`);
     }
+    // A SCIM key is for a directory's provisioning client: the console would offer it nothing.
+    if (key.scope === 'scim')
+      return refuse(
+        `key "${key.name}" has scope "scim"`,
+        key.name,
+        'A key of scope "scim" is for SCIM provisioning only.',
+      );
     signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name };
     caller = keySessionCaller(key, sourceAddress);
   } else {

@@ -2,7 +2,7 @@
 // signed-in key, so a page shows exactly what the key may see (its profiles only, for a key
 // limited to some). A read the key may not make says which limit, in place of its section.
 // Lists page through the API (users by prefix, the connection log by address and moment).
-import { ADMIN_SCOPES, type AuditLogPage, type ConnectionLogEntry } from '../../protocol/admin-api.js';
+import { KEY_SCOPES, type AuditLogPage, type ConnectionLogEntry } from '../../protocol/admin-api.js';
 import type { PortalContext } from '../../core/context.js';
 import { wireGuardPoolUse } from '../../core/nodes/index.js';
 import { adminKeysRoute } from '../admin-api/routes/access/admin-keys.js';
@@ -489,7 +489,7 @@ async function adminKeys(r: ConsoleRequest): Promise<PageResult> {
       'No admin keys.',
     );
   });
-  const scopes = ADMIN_SCOPES.map((scope) => html`<option value="${scope}">${scope}</option>`);
+  const scopes = KEY_SCOPES.map((scope) => html`<option value="${scope}">${scope}</option>`);
   return {
     title: 'Admin keys',
     body: html`${body}<section aria-labelledby="new-key"><h2 id="new-key">New admin key</h2>

@@ -240,3 +240,23 @@ test('a caller without a valid credential makes and revokes nothing', async (t) 
   await refused(revokeAdminKeyForCaller(ctx, 'guests-desk'), 'key "old-key" holds no right to admin keys');
   assert.deepEqual(await liveNames(portal), ['desk', 'employees-forever', 'guests-desk', 'root']);
 });
+
+test('a scim key is made by a key of scope admin, never limited to profiles, and makes no key itself', async (t) => {
+  const portal = await stand(t);
+  await makeAdminKey(portal, 'writer', { scope: 'write' });
+  const root = as(portal, await keyCaller(portal, 'root'));
+  const made = await createAdminKeyForCaller(root, spec('entra', { scope: 'scim' }));
+  assert.deepEqual([made.key.scope, made.key.profiles], ['scim', null]);
+  await assert.rejects(createAdminKeyForCaller(root, spec('entra-employees', { scope: 'scim', profiles: employees })), {
+    message: 'invalid value for "profiles": a scim key acts on whole users and cannot be limited to profiles',
+  });
+  await refused(
+    createAdminKeyForCaller(as(portal, await keyCaller(portal, 'writer')), spec('okta', { scope: 'scim' })),
+    'key "writer" may not make key "okta": scope "scim" is more than its own scope "write"',
+  );
+  await refused(
+    createAdminKeyForCaller(as(portal, await keyCaller(portal, 'entra')), spec('reader', { scope: 'read' })),
+    'key "entra" may not make key "reader": scope "read" is more than its own scope "scim"',
+  );
+  assert.deepEqual(await liveNames(portal), ['desk', 'employees-forever', 'entra', 'guests-desk', 'root', 'writer']);
+});
