@@ -76,7 +76,7 @@ forbidden.push(
 );
 
 /** The HTTP surfaces of src/http, one folder each; what they share is src/http/plumbing/. */
-const surfaces = ['admin-api', 'node-api', 'console', 'enrollment'];
+const surfaces = ['admin-api', 'node-api', 'console', 'enrollment', 'scim'];
 /** The few files one surface may take from another, each with why. */
 const surfaceExceptions = {
   // The console runs the Admin API's own calls in process (console/calls.ts binds a route

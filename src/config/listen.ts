@@ -41,6 +41,7 @@ export function checkAllowLists(raw: ParsedPortalConfig, report: Report): void {
     ['nodeApi.allowList', raw.nodeApi.allowList],
     ['webhooks.allowPrivateTargets', raw.webhooks.allowPrivateTargets],
     ['enrollment.allowList', raw.enrollment.allowList],
+    ['scim.allowList', raw.scim.allowList],
     ['enrollment.clientCertificate.trustedProxyList', raw.enrollment.clientCertificate?.trustedProxyList ?? []],
   ];
   for (const [option, entries] of lists) {

@@ -15,6 +15,7 @@ import { describeEduVpnOption, type EduVpnSection, eduVpnOptionFate } from './ed
 import { resolveEnrollment } from './enrollment.js';
 import { checkAllowLists, resolveBaseUrl, resolveListen, resolveMetrics } from './listen.js';
 import { resolveMdmInventory } from './mdm-inventory.js';
+import { resolveScim } from './scim.js';
 import { mustParseDuration, type Report, type WarnOfSecretFile } from './option-checks.js';
 import type { PortalConfig } from './portal-config.js';
 import { resolveProfileList } from './profile-list.js';
@@ -90,6 +91,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     adminConsole: resolveAdminConsole(raw.adminConsole, baseUrl, baseDir, profileIds, report),
     nodeApi: raw.nodeApi,
     webhooks: resolveWebhooks(raw.webhooks, report),
+    scim: resolveScim(raw.scim, profileIds, report),
     accounting: {
       radius: resolveRadiusAccounting(raw.accounting.radius, baseDir, report),
       syslog: resolveSyslog(raw.accounting.syslog, raw.Log.originatingIp, baseDir, report),

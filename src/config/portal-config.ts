@@ -249,6 +249,12 @@ export interface PortalConfig {
   };
   readonly nodeApi: { readonly allowList: readonly string[] };
   readonly webhooks: WebhookSettings;
+  /** `scim`: who may call {baseUrl}scim/v2/, and which SCIM groups grant which profiles. */
+  readonly scim: {
+    readonly allowList: readonly string[];
+    /** Group displayName → the profiles its members may hold; empty: groups grant and take nothing. */
+    readonly groupProfiles: ReadonlyMap<string, readonly ProfileId[]>;
+  };
   /** Where sessions are reported (RADIUS accounting). */
   readonly accounting: {
     readonly radius: RadiusAccountingSettings;

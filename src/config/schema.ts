@@ -1,7 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
 // options (baseUrl, listen, dataDir, database, databaseTimeout, databaseRetryFor, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
-// webhooks, accounting, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline, lookups) are ours. Every option's meaning is
+// scim, webhooks, accounting, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline, lookups) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
 import { z } from 'zod';
@@ -476,6 +476,23 @@ export const portalConfigSchema = z.strictObject({
         .meta({
           description: '`HOST:PORT` (IPv6 in brackets) of `/metrics`, `/healthz` and `/readyz`; `null`: not served.',
           see: 'operations.md#metrics-and-health',
+        }),
+    })
+    .prefault({}),
+  scim: z
+    .strictObject({
+      allowList: z.array(cidr).default(['0.0.0.0/0', '::/0']).meta({
+        description:
+          "Source addresses (CIDR) that may call SCIM at `{baseUrl}scim/v2/` (a directory's provisioning client: Entra ID, Okta); others get 403 before their body is read. A `scim` key's own allow-list applies as well.",
+        see: 'scim.md',
+      }),
+      groupProfiles: z
+        .record(z.string().min(1).max(255), z.array(z.string().min(1)).min(1))
+        .default({})
+        .meta({
+          description:
+            "SCIM group displayName → the profile ids its members may hold. A user the directory provisioned who is in no group granting a profile named here loses that profile's configurations (a revocation receipt each); profiles named by no group are untouched. `{}`: groups grant nothing and take nothing.",
+          see: 'scim.md#groups-and-profiles',
         }),
     })
     .prefault({}),

@@ -233,6 +233,20 @@ export type PortalEvent =
       readonly userId: UserId;
       readonly deviceId: DeviceId | null;
     })
+  /**
+   * The directory changed what it provisioned through SCIM (src/core/directory/): a SCIM user
+   * (the link to a portal user, its attributes) or a group (its name, its members). What that
+   * did to the user itself (created, disabled, destroyed, configurations deleted) is announced
+   * by its own events.
+   */
+  | (EventBase & {
+      readonly type: 'scim.changed';
+      readonly resource: 'User' | 'Group';
+      readonly action: 'created' | 'replaced' | 'deleted';
+      readonly scimId: string;
+      /** The portal user of a SCIM user. */
+      readonly userId?: UserId;
+    })
   /** A webhook subscription was added, deleted or given a new secret (recorded so the audit log has the call). */
   | (EventBase & {
       readonly type: 'webhook.created' | 'webhook.deleted' | 'webhook.secret_rotated';

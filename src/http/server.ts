@@ -1,6 +1,7 @@
 // The portal's HTTP server: its surfaces — the Admin API under {base}/admin/api/v1 with its
 // OpenAPI document (admin-api/surface.ts), the Node API under {base}/node-api.php for node agents
-// (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enrollment/) —
+// (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enrollment/),
+// {base}/scim/v2 where a directory provisions users and groups (scim/) —
 // each a plugin with its own guard (plumbing/surface.ts), the admin console under {base}/admin/ (a plugin
 // that guards its own pages, console/), and what they share: the JSON error shape, 404 and 405.
 // Timeouts and limits per address are every listener's (plumbing/listener-budgets.ts).
@@ -13,6 +14,7 @@ import type { CertificateCheck } from './enrollment/certificate-check.js';
 import { enrollSurface } from './enrollment/enroll.js';
 import { handleError, sendError } from './plumbing/error-reply.js';
 import { nodeApiSurface } from './node-api/surface.js';
+import { scimSurface } from './scim/surface.js';
 import { BODY_LIMIT_BYTES, budgetedListener } from './plumbing/listener-budgets.js';
 import { decodePath, type HttpSurface } from './plumbing/surface.js';
 import { adminConsole, consoleNotFound } from './console/plugin.js';
@@ -23,6 +25,7 @@ export function buildServer(ctx: PortalContext, certificateCheck: CertificateChe
     adminApiSurface(ctx),
     nodeApiSurface(ctx),
     enrollSurface(ctx, certificateCheck),
+    scimSurface(ctx),
   ];
   const surfaceOf = (request: FastifyRequest): HttpSurface | undefined =>
     surfaces.find((surface) => surface.owns(request));

@@ -56,6 +56,7 @@ export function recordMetrics(events: PortalEvents, metrics: PortalMetrics): voi
       case 'admin_key.revoked':
       case 'legal_hold.created':
       case 'legal_hold.released':
+      case 'scim.changed':
       case 'revocation.applied':
       case 'revocation.overdue':
       case 'device.registered':

@@ -12,6 +12,7 @@ const LISTING_NEUTRAL: ReadonlySet<PortalEvent['type']> = new Set([
   'admin_key.revoked',
   'legal_hold.created',
   'legal_hold.released',
+  'scim.changed',
   'session.started',
   'session.ended',
   'node.down',

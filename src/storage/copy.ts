@@ -54,6 +54,10 @@ export const COPIED_TABLES: readonly {
   { table: 'radius_outbox', key: ['record_id'] },
   // Which NAT mapping each node had when: abuse reports about past moments are read through it.
   { table: 'nat_mappings', key: ['node_number', 'applied_at'] },
+  // What the directory provisioned through SCIM: its users (links to users), groups and members.
+  { table: 'scim_users', key: ['scim_id'] },
+  { table: 'scim_groups', key: ['scim_id'] },
+  { table: 'scim_group_members', key: ['group_id', 'member_id'] },
 ];
 
 /**

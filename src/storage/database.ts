@@ -60,6 +60,7 @@ import { radiusAccountingSchema } from './migrations/0023-radius-accounting.js';
 import { legalHoldsSchema } from './migrations/0024-legal-holds.js';
 import { natMappingsSchema } from './migrations/0025-nat-mappings.js';
 import { deviceSuspensionSchema } from './migrations/0026-device-suspension.js';
+import { scimSchema } from './migrations/0027-scim.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -102,6 +103,7 @@ const migrations: Record<string, Migration> = {
   '0024-legal-holds': legalHoldsSchema,
   '0025-nat-mappings': natMappingsSchema,
   '0026-device-suspension': deviceSuspensionSchema,
+  '0027-scim': scimSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

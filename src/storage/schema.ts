@@ -410,6 +410,32 @@ export interface NatMappingsTable {
   recorded_at: string;
 }
 
+/** The directory's view of a portal user (migration 0027, src/storage/scim-users.ts). */
+export interface ScimUsersTable {
+  scim_id: string;
+  user_id: string;
+  external_id: string | null;
+  /** The resource as the directory last sent it (JSON), without id, meta and active. */
+  attributes: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A directory group (migration 0027, src/storage/scim-groups.ts). */
+export interface ScimGroupsTable {
+  scim_id: string;
+  display_name: string;
+  external_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A SCIM user in a directory group (migration 0027, src/storage/scim-groups.ts). */
+export interface ScimGroupMembersTable {
+  group_id: string;
+  member_id: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -442,4 +468,7 @@ export interface Database {
   legal_holds: LegalHoldsTable;
   radius_sessions: RadiusSessionsTable;
   radius_outbox: RadiusOutboxTable;
+  scim_users: ScimUsersTable;
+  scim_groups: ScimGroupsTable;
+  scim_group_members: ScimGroupMembersTable;
 }

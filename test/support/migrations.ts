@@ -25,4 +25,5 @@ export const EXPECTED_MIGRATIONS = [
   '0024-legal-holds',
   '0025-nat-mappings',
   '0026-device-suspension',
+  '0027-scim',
 ] as const;

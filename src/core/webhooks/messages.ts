@@ -96,6 +96,7 @@ export function webhookMessageOf(event: PortalEvent): WebhookMessage | null {
     case 'admin_key.revoked':
     case 'legal_hold.created':
     case 'legal_hold.released':
+    case 'scim.changed':
     case 'reconcile.finished':
       return null;
     case 'device.registered':

@@ -1,0 +1,368 @@
+// SCIM 2.0 (RFC 7643 resources, RFC 7644 protocol) as the portal's SCIM service provider speaks
+// it: the User and Group resources read from a directory's requests (through scimmy's schemas,
+// which also apply PATCH operations and parse filters), written back, and the messages around
+// them (list, error). Pure: no database, no HTTP; src/http/scim/ serves it, src/core/directory/
+// maps it to users and profiles. Provisioning clients are lenient about what they send: Entra ID
+// writes booleans as "True"/"False", operations as "Replace", and values without a path;
+// those are read as the RFC would have them before scimmy sees them.
+import SCIMMY from 'scimmy';
+
+export const SCIM_CONTENT_TYPE = 'application/scim+json';
+export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+export const SCIM_LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+export const SCIM_GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+
+/** The most resources one list answer holds; a client asking for more gets this many (RFC 7644 §3.4.2.4). */
+export const SCIM_MAX_PAGE = 200;
+
+/** RFC 7644 §3.12's detail error keywords the portal answers with. */
+export type ScimType =
+  | 'invalidFilter'
+  | 'uniqueness'
+  | 'mutability'
+  | 'invalidSyntax'
+  | 'invalidValue'
+  | 'noTarget'
+  | 'tooMany';
+
+/** A request the portal refuses, with its HTTP status and SCIM detail keyword. */
+export class ScimProblem extends Error {
+  override readonly name = 'ScimProblem';
+
+  constructor(
+    readonly status: number,
+    readonly scimType: ScimType | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** RFC 7644 §3.12: the body of every error answer (`status` is a string). */
+export function scimErrorBody(status: number, scimType: ScimType | null, detail: string): Record<string, unknown> {
+  return {
+    schemas: [SCIM_ERROR_SCHEMA],
+    status: String(status),
+    ...(scimType === null ? {} : { scimType }),
+    detail,
+  };
+}
+
+/** A User as a request gives it: the portal's user id, the directory's id, the state, and what else it said. */
+export interface ScimUserInput {
+  readonly userName: string;
+  readonly externalId: string | null;
+  readonly active: boolean;
+  /** The other attributes of the core User schema the request held (name, emails, …), as scimmy read them. */
+  readonly attributes: Readonly<Record<string, unknown>>;
+}
+
+/** A Group as a request gives it: its name, the directory's id, and its members' SCIM ids. */
+export interface ScimGroupInput {
+  readonly displayName: string;
+  readonly externalId: string | null;
+  readonly memberIds: readonly string[];
+}
+
+/** A stored user as a response shows it. */
+export interface ScimUserView extends ScimUserInput {
+  readonly id: string;
+  readonly created: string;
+  readonly lastModified: string;
+}
+
+/** A stored group as a response shows it. */
+export interface ScimGroupView {
+  readonly id: string;
+  readonly displayName: string;
+  readonly externalId: string | null;
+  readonly members: readonly { readonly value: string; readonly display: string }[];
+  readonly created: string;
+  readonly lastModified: string;
+}
+
+/** Attributes of type boolean in the User and Group schemas: Entra ID sends them as strings. */
+const BOOLEAN_ATTRIBUTES = new Set(['active', 'primary']);
+/** What the portal owns or never keeps; the rest of a User is kept as sent. */
+const NOT_KEPT = new Set(['schemas', 'id', 'meta', 'userName', 'externalId', 'active', 'password', 'groups']);
+
+/** A User resource of a POST or PUT. */
+export function readUser(body: unknown): ScimUserInput {
+  const resource = coerced(() => new SCIMMY.Schemas.User(withBooleans(objectBody(body)), 'in'));
+  return userInputOf(resource);
+}
+
+/** A Group resource of a POST or PUT. */
+export function readGroup(body: unknown): ScimGroupInput {
+  const resource = coerced(() => new SCIMMY.Schemas.Group(withBooleans(objectBody(body)), 'in'));
+  return groupInputOf(resource);
+}
+
+/** The user after a PatchOp request (RFC 7644 §3.5.2) on `current`. */
+export async function patchUser(current: ScimUserView, body: unknown, location: string): Promise<ScimUserInput> {
+  const patch = patchOf(body);
+  const resource = new SCIMMY.Schemas.User(userResource(current, location), 'out');
+  return userInputOf(await applied(patch, resource));
+}
+
+/** The group after a PatchOp request on `current`. */
+export async function patchGroup(current: ScimGroupView, body: unknown, location: string): Promise<ScimGroupInput> {
+  const patch = patchOf(body);
+  const resource = new SCIMMY.Schemas.Group(groupResource(current, location), 'out');
+  return groupInputOf(await applied(patch, resource));
+}
+
+export function userResource(user: ScimUserView, location: string): Record<string, unknown> {
+  return {
+    ...user.attributes,
+    schemas: [SCIM_USER_SCHEMA],
+    id: user.id,
+    ...(user.externalId === null ? {} : { externalId: user.externalId }),
+    userName: user.userName,
+    active: user.active,
+    meta: { resourceType: 'User', created: user.created, lastModified: user.lastModified, location },
+  };
+}
+
+export function groupResource(group: ScimGroupView, location: string): Record<string, unknown> {
+  return {
+    schemas: [SCIM_GROUP_SCHEMA],
+    id: group.id,
+    ...(group.externalId === null ? {} : { externalId: group.externalId }),
+    displayName: group.displayName,
+    members: group.members.map((member) => ({ ...member, type: 'User' })),
+    meta: { resourceType: 'Group', created: group.created, lastModified: group.lastModified, location },
+  };
+}
+
+/** RFC 7644 §3.4.2: a page of resources; `startIndex` counts from 1. */
+export function listResponse(
+  resources: readonly Record<string, unknown>[],
+  totalResults: number,
+  startIndex: number,
+): Record<string, unknown> {
+  return {
+    schemas: [SCIM_LIST_SCHEMA],
+    totalResults,
+    startIndex,
+    itemsPerPage: resources.length,
+    Resources: resources,
+  };
+}
+
+/** What a list request may ask (RFC 7644 §3.4.2): the page, and the one equality filter the portal answers. */
+export interface ScimListQuery {
+  readonly startIndex: number;
+  readonly count: number;
+  /** `attribute eq "value"`; null: every resource. */
+  readonly filter: { readonly attribute: string; readonly value: string } | null;
+}
+
+/**
+ * Reads `filter`, `startIndex` and `count`. The filters provisioning clients send to find a
+ * resource are equality on one attribute (`userName eq "…"`, `externalId eq "…"`,
+ * `displayName eq "…"`); `filterable` names those the portal answers (attribute names are
+ * matched without regard to case, as the RFC says), any other filter is a 400 invalidFilter.
+ */
+export function readListQuery(query: unknown, filterable: readonly string[]): ScimListQuery {
+  const values = (typeof query === 'object' && query !== null ? query : {}) as Record<string, unknown>;
+  const startIndex = positiveInteger(values['startIndex'], 'startIndex', 1);
+  const count = Math.min(positiveInteger(values['count'], 'count', SCIM_MAX_PAGE, 0), SCIM_MAX_PAGE);
+  const filterText = values['filter'];
+  if (filterText === undefined) return { startIndex, count, filter: null };
+  if (typeof filterText !== 'string') throw new ScimProblem(400, 'invalidFilter', 'filter: give it once');
+  let parsed: SCIMMY.Types.Filter;
+  try {
+    parsed = new SCIMMY.Types.Filter(filterText);
+  } catch (error) {
+    throw new ScimProblem(400, 'invalidFilter', `filter: ${messageOf(error)}`);
+  }
+  const [expression, ...more] = parsed as unknown as Record<string, unknown>[];
+  const entries = Object.entries(expression ?? {});
+  const [name, comparison] = entries[0] ?? [];
+  const attribute = filterable.find((candidate) => candidate.toLowerCase() === name?.toLowerCase());
+  if (
+    more.length > 0 ||
+    entries.length !== 1 ||
+    attribute === undefined ||
+    !Array.isArray(comparison) ||
+    comparison[0] !== 'eq' ||
+    typeof comparison[1] !== 'string'
+  )
+    throw new ScimProblem(
+      400,
+      'invalidFilter',
+      `filter: only ${filterable.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
+    );
+  return { startIndex, count, filter: { attribute, value: comparison[1] } };
+}
+
+/** The ServiceProviderConfig resource (RFC 7643 §5): what the portal supports. */
+export function serviceProviderConfig(location: string): Record<string, unknown> {
+  return {
+    ...new SCIMMY.Schemas.ServiceProviderConfig(
+      {
+        patch: { supported: true },
+        bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
+        filter: { supported: true, maxResults: SCIM_MAX_PAGE },
+        changePassword: { supported: false },
+        sort: { supported: false },
+        etag: { supported: false },
+        authenticationSchemes: [
+          {
+            type: 'oauthbearertoken',
+            name: 'Admin key',
+            description: 'An admin key of scope scim, as a Bearer token (vpn-portal admin-key create --scope scim).',
+            specUri: 'https://www.rfc-editor.org/rfc/rfc6750',
+            primary: true,
+          },
+        ],
+      },
+      location,
+    ),
+  };
+}
+
+/** The resource types the portal serves (RFC 7643 §6), below `base` (`…/scim/v2`). */
+export function resourceTypes(base: string): Record<string, unknown>[] {
+  return [SCIMMY.Resources.User, SCIMMY.Resources.Group].map((resource) => ({
+    ...new SCIMMY.Schemas.ResourceType(resource.describe(), `${base}/ResourceTypes`),
+  }));
+}
+
+/** The schemas of those resource types (RFC 7643 §7). */
+export function schemaDefinitions(base: string): Record<string, unknown>[] {
+  return [SCIMMY.Schemas.User, SCIMMY.Schemas.Group].map(
+    (schema) => schema.definition.describe(`${base}/Schemas`) as Record<string, unknown>,
+  );
+}
+
+function userInputOf(resource: SCIMMY.Schemas.User): ScimUserInput {
+  const data = { ...(JSON.parse(JSON.stringify(resource)) as Record<string, unknown>) };
+  const userName = data['userName'];
+  if (typeof userName !== 'string' || userName.length === 0 || userName.length > 255 || userName.includes('\0'))
+    throw new ScimProblem(400, 'invalidValue', 'userName: 1–255 characters, the user id on this portal');
+  const externalId = data['externalId'];
+  const active = data['active'];
+  const attributes = Object.fromEntries(Object.entries(data).filter(([name]) => !NOT_KEPT.has(name)));
+  return {
+    userName,
+    externalId: typeof externalId === 'string' ? externalId : null,
+    // A user the request does not say is inactive is active (RFC 7643 leaves it to the provider).
+    active: active !== false,
+    attributes,
+  };
+}
+
+function groupInputOf(resource: SCIMMY.Schemas.Group): ScimGroupInput {
+  const data = JSON.parse(JSON.stringify(resource)) as Record<string, unknown>;
+  const displayName = data['displayName'];
+  if (typeof displayName !== 'string' || displayName.length === 0 || displayName.length > 255)
+    throw new ScimProblem(400, 'invalidValue', 'displayName: 1–255 characters');
+  const externalId = data['externalId'];
+  const members = Array.isArray(data['members']) ? (data['members'] as unknown[]) : [];
+  const memberIds = members.map((member) => {
+    const value = typeof member === 'object' && member !== null ? (member as { value?: unknown }).value : undefined;
+    if (typeof value !== 'string' || value === '')
+      throw new ScimProblem(400, 'invalidValue', 'members: each member needs the value of a User id');
+    return value;
+  });
+  return { displayName, externalId: typeof externalId === 'string' ? externalId : null, memberIds };
+}
+
+function patchOf(body: unknown): SCIMMY.Messages.PatchOp {
+  const request = objectBody(body);
+  const operations = request['Operations'];
+  if (!Array.isArray(operations) || operations.length === 0)
+    throw new ScimProblem(400, 'invalidValue', 'PatchOp: Operations must be a list of at least one operation');
+  const normalised = operations.map((operation: unknown) => operationOf(operation));
+  return coerced(
+    () =>
+      new SCIMMY.Messages.PatchOp({
+        ...request,
+        Operations: normalised,
+      } as ConstructorParameters<typeof SCIMMY.Messages.PatchOp>[0]),
+  );
+}
+
+/** One operation with its boolean values as booleans, whether under a path or inside a value object. */
+function operationOf(operation: unknown): unknown {
+  if (typeof operation !== 'object' || operation === null) return operation;
+  const { path, value, ...rest } = operation as { path?: unknown; value?: unknown };
+  const lastName = typeof path === 'string' ? (path.split('.').pop() ?? '').toLowerCase() : null;
+  const booleanValue = lastName !== null && BOOLEAN_ATTRIBUTES.has(lastName) ? booleanOf(value) : value;
+  return { ...rest, ...(path === undefined ? {} : { path }), value: withBooleans(booleanValue) };
+}
+
+async function applied<S extends SCIMMY.Types.Schema>(patch: SCIMMY.Messages.PatchOp, resource: S): Promise<S> {
+  try {
+    return await patch.apply(resource, async (instance) => instance);
+  } catch (error) {
+    throw problemOf(error);
+  }
+}
+
+/** Runs a scimmy constructor; what it refuses is a 400 with its message. */
+function coerced<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    throw problemOf(error);
+  }
+}
+
+function problemOf(error: unknown): ScimProblem {
+  if (error instanceof ScimProblem) return error;
+  if (error instanceof SCIMMY.Types.Error) {
+    const known = error as unknown as { status: number; scimType?: string };
+    const scimType = (['invalidFilter', 'invalidSyntax', 'invalidValue', 'noTarget', 'mutability'] as const).find(
+      (type) => type === known.scimType,
+    );
+    return new ScimProblem(
+      known.status >= 400 && known.status < 500 ? known.status : 400,
+      scimType ?? null,
+      error.message,
+    );
+  }
+  if (error instanceof TypeError || error instanceof SyntaxError)
+    return new ScimProblem(400, 'invalidValue', error.message);
+  throw error;
+}
+
+/** "True", "false" (any case) as booleans; anything else as it is. */
+function booleanOf(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const lower = value.toLowerCase();
+  return lower === 'true' ? true : lower === 'false' ? false : value;
+}
+
+/** The value with every boolean attribute (`active`, `primary`) given as a string made a boolean, at any depth. */
+function withBooleans(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withBooleans);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([name, inner]) => [
+      name,
+      BOOLEAN_ATTRIBUTES.has(name.toLowerCase()) ? booleanOf(inner) : withBooleans(inner),
+    ]),
+  );
+}
+
+function objectBody(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ScimProblem(400, 'invalidSyntax', 'the request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+function positiveInteger(value: unknown, name: string, fallback: number, least = 1): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !/^\d{1,9}$/.test(value))
+    throw new ScimProblem(400, 'invalidValue', `${name}: a whole number`);
+  // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0.
+  return Math.max(Number(value), least);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

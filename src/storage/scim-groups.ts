@@ -1,0 +1,128 @@
+// Queries on `scim_groups` and `scim_group_members` (migration 0027): the directory's groups,
+// named by their displayName (what `scim.groupProfiles` maps to profiles), and their members,
+// each a SCIM user.
+import type { UserId } from '../shared/ids.js';
+import type { Db } from './database.js';
+
+export interface StoredScimGroup {
+  readonly scimId: string;
+  readonly displayName: string;
+  readonly externalId: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** A member as a group lists it: the SCIM user's id and its portal user id (SCIM's `display`). */
+export interface ScimGroupMember {
+  readonly scimId: string;
+  readonly userId: UserId;
+}
+
+export async function insertScimGroup(db: Db, group: StoredScimGroup): Promise<void> {
+  await db
+    .insertInto('scim_groups')
+    .values({
+      scim_id: group.scimId,
+      display_name: group.displayName,
+      external_id: group.externalId,
+      created_at: group.createdAt,
+      updated_at: group.updatedAt,
+    })
+    .execute();
+}
+
+export async function updateScimGroup(
+  db: Db,
+  scimId: string,
+  change: Pick<StoredScimGroup, 'displayName' | 'externalId' | 'updatedAt'>,
+): Promise<void> {
+  await db
+    .updateTable('scim_groups')
+    .set({ display_name: change.displayName, external_id: change.externalId, updated_at: change.updatedAt })
+    .where('scim_id', '=', scimId)
+    .execute();
+}
+
+/** Deletes the group; its memberships go with it. */
+export async function deleteScimGroup(db: Db, scimId: string): Promise<void> {
+  await db.deleteFrom('scim_group_members').where('group_id', '=', scimId).execute();
+  await db.deleteFrom('scim_groups').where('scim_id', '=', scimId).execute();
+}
+
+export async function findScimGroup(db: Db, scimId: string): Promise<StoredScimGroup | undefined> {
+  const row = await db.selectFrom('scim_groups').selectAll().where('scim_id', '=', scimId).executeTakeFirst();
+  return row === undefined ? undefined : toGroup(row);
+}
+
+export async function findScimGroupNamed(db: Db, displayName: string): Promise<StoredScimGroup | undefined> {
+  const row = await db.selectFrom('scim_groups').selectAll().where('display_name', '=', displayName).executeTakeFirst();
+  return row === undefined ? undefined : toGroup(row);
+}
+
+/** A page of groups (`offset` from 0) in displayName order, all of them or the one of that name; and how many in all. */
+export async function scimGroupsPage(
+  db: Db,
+  displayName: string | undefined,
+  offset: number,
+  limit: number,
+): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
+  let query = db.selectFrom('scim_groups');
+  if (displayName !== undefined) query = query.where('display_name', '=', displayName);
+  const counted = await query.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
+  const rows = limit === 0 ? [] : await query.selectAll().orderBy('display_name').limit(limit).offset(offset).execute();
+  return { groups: rows.map(toGroup), total: Number(counted.total) };
+}
+
+/** The members of a group, in user id order. */
+export async function membersOfScimGroup(db: Db, groupId: string): Promise<ScimGroupMember[]> {
+  const rows = await db
+    .selectFrom('scim_group_members')
+    .innerJoin('scim_users', 'scim_users.scim_id', 'scim_group_members.member_id')
+    .select(['scim_users.scim_id', 'scim_users.user_id'])
+    .where('scim_group_members.group_id', '=', groupId)
+    .orderBy('scim_users.user_id')
+    .execute();
+  return rows.map((row) => ({ scimId: row.scim_id, userId: row.user_id as UserId }));
+}
+
+/** Makes `memberIds` (SCIM user ids) the group's members, exactly. */
+export async function setScimGroupMembers(db: Db, groupId: string, memberIds: readonly string[]): Promise<void> {
+  await db.deleteFrom('scim_group_members').where('group_id', '=', groupId).execute();
+  if (memberIds.length === 0) return;
+  await db
+    .insertInto('scim_group_members')
+    .values([...new Set(memberIds)].map((memberId) => ({ group_id: groupId, member_id: memberId })))
+    .execute();
+}
+
+/** The displayNames of the groups a SCIM user is in. */
+export async function groupNamesOfScimUser(db: Db, memberId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('scim_group_members')
+    .innerJoin('scim_groups', 'scim_groups.scim_id', 'scim_group_members.group_id')
+    .select('scim_groups.display_name')
+    .where('scim_group_members.member_id', '=', memberId)
+    .execute();
+  return rows.map((row) => row.display_name);
+}
+
+/** Removes a SCIM user from every group. */
+export async function removeScimUserFromGroups(db: Db, memberId: string): Promise<void> {
+  await db.deleteFrom('scim_group_members').where('member_id', '=', memberId).execute();
+}
+
+function toGroup(row: {
+  scim_id: string;
+  display_name: string;
+  external_id: string | null;
+  created_at: string;
+  updated_at: string;
+}): StoredScimGroup {
+  return {
+    scimId: row.scim_id,
+    displayName: row.display_name,
+    externalId: row.external_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

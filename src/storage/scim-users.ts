@@ -1,0 +1,126 @@
+// Queries on `scim_users` (migration 0027): the directory's view of a portal user — its SCIM id,
+// the directory's externalId and the attributes the directory sent — read with the user's
+// state (`active` is the user's, not a copy that could disagree with disable_user).
+import { z } from 'zod';
+import type { UserId } from '../shared/ids.js';
+import type { Db } from './database.js';
+
+export interface StoredScimUser {
+  readonly scimId: string;
+  readonly userId: UserId;
+  readonly externalId: string | null;
+  /** The resource as the directory last sent it, without id, meta and active. */
+  readonly attributes: Readonly<Record<string, unknown>>;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** A SCIM user with its portal user's state. */
+export interface ScimUserWithState extends StoredScimUser {
+  readonly isDisabled: boolean;
+}
+
+/** One page of SCIM users, in user id order, and how many match in all. */
+export interface ScimUsersPage {
+  readonly users: readonly ScimUserWithState[];
+  readonly total: number;
+}
+
+const attributesSchema = z.record(z.string(), z.unknown());
+
+export async function insertScimUser(db: Db, user: StoredScimUser): Promise<void> {
+  await db
+    .insertInto('scim_users')
+    .values({
+      scim_id: user.scimId,
+      user_id: user.userId,
+      external_id: user.externalId,
+      attributes: JSON.stringify(user.attributes),
+      created_at: user.createdAt,
+      updated_at: user.updatedAt,
+    })
+    .execute();
+}
+
+export async function updateScimUser(
+  db: Db,
+  scimId: string,
+  change: Pick<StoredScimUser, 'externalId' | 'attributes' | 'updatedAt'>,
+): Promise<void> {
+  await db
+    .updateTable('scim_users')
+    .set({
+      external_id: change.externalId,
+      attributes: JSON.stringify(change.attributes),
+      updated_at: change.updatedAt,
+    })
+    .where('scim_id', '=', scimId)
+    .execute();
+}
+
+export async function deleteScimUser(db: Db, scimId: string): Promise<void> {
+  await db.deleteFrom('scim_users').where('scim_id', '=', scimId).execute();
+}
+
+function withState(db: Db) {
+  return db
+    .selectFrom('scim_users')
+    .innerJoin('users', 'users.user_id', 'scim_users.user_id')
+    .selectAll('scim_users')
+    .select('users.is_disabled');
+}
+
+export async function findScimUser(db: Db, scimId: string): Promise<ScimUserWithState | undefined> {
+  const row = await withState(db).where('scim_users.scim_id', '=', scimId).executeTakeFirst();
+  return row === undefined ? undefined : toScimUser(row);
+}
+
+export async function findScimUserOfUser(db: Db, userId: UserId): Promise<ScimUserWithState | undefined> {
+  const row = await withState(db).where('scim_users.user_id', '=', userId).executeTakeFirst();
+  return row === undefined ? undefined : toScimUser(row);
+}
+
+/** The SCIM ids of `scimIds` that name a SCIM user. */
+export async function knownScimUserIds(db: Db, scimIds: readonly string[]): Promise<Set<string>> {
+  if (scimIds.length === 0) return new Set();
+  const rows = await db.selectFrom('scim_users').select('scim_id').where('scim_id', 'in', scimIds).execute();
+  return new Set(rows.map((row) => row.scim_id));
+}
+
+/** A page of SCIM users (`offset` from 0), all of them or those whose user id or externalId is exactly the one given. */
+export async function scimUsersPage(
+  db: Db,
+  match: { readonly userId?: UserId; readonly externalId?: string },
+  offset: number,
+  limit: number,
+): Promise<ScimUsersPage> {
+  let query = withState(db);
+  if (match.userId !== undefined) query = query.where('scim_users.user_id', '=', match.userId);
+  if (match.externalId !== undefined) query = query.where('scim_users.external_id', '=', match.externalId);
+  const counted = await query
+    .clearSelect()
+    .select((eb) => eb.fn.countAll<number | string>().as('total'))
+    .executeTakeFirstOrThrow();
+  const rows = limit === 0 ? [] : await query.orderBy('scim_users.user_id').limit(limit).offset(offset).execute();
+  return { users: rows.map(toScimUser), total: Number(counted.total) };
+}
+
+function toScimUser(row: {
+  scim_id: string;
+  user_id: string;
+  external_id: string | null;
+  attributes: string;
+  created_at: string;
+  updated_at: string;
+  is_disabled: number;
+}): ScimUserWithState {
+  return {
+    scimId: row.scim_id,
+    userId: row.user_id as UserId,
+    externalId: row.external_id,
+    attributes: attributesSchema.parse(JSON.parse(row.attributes)),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    isDisabled: row.is_disabled !== 0,
+  };
+}
