@@ -50,3 +50,10 @@ export function scimClient(portal: TestPortal, key: string | null): ScimClient {
 export function patchOp(...operations: unknown[]): Record<string, unknown> {
   return { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: operations };
 }
+
+/** The `Resources` of a list answer; fails the test when the answer has none. */
+export function resourcesOf<T>(answer: ScimAnswer): T[] {
+  const resources = answer.body?.['Resources'];
+  if (!Array.isArray(resources)) throw new Error(`not a list answer: ${JSON.stringify(answer.body)}`);
+  return resources as T[];
+}

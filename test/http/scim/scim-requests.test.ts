@@ -1,0 +1,227 @@
+// The SCIM surface's rules apart from a provisioning sequence: who may call it (only an admin
+// key of scope scim, from an allowed address; refusals audited), every refusal in SCIM's error
+// format with its status and scimType and changing nothing, paging by startIndex and count,
+// and the discovery resources a client reads first.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { auditLog, bearer, makeAdminKey, portalState } from '../../support/admin-keys.js';
+import { patchOp, resourcesOf, scimClient, type ScimAnswer } from '../../support/scim-client.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+function assertScimError(answer: ScimAnswer, status: number, scimType: string | null, detail: string | RegExp): void {
+  assert.equal(answer.status, status, JSON.stringify(answer.body));
+  assert.equal(answer.contentType, 'application/scim+json; charset=utf-8');
+  assert.deepEqual(answer.body?.['schemas'], [ERROR_SCHEMA]);
+  assert.equal(answer.body?.['status'], String(status));
+  assert.equal(answer.body?.['scimType'], scimType ?? undefined);
+  if (typeof detail === 'string') assert.equal(answer.body?.['detail'], detail);
+  else assert.match(String(answer.body?.['detail']), detail);
+}
+
+async function scimState(portal: TestPortal): Promise<unknown> {
+  const db = portal.portal.ctx.db;
+  return {
+    portal: await portalState(portal),
+    scimUsers: await db.selectFrom('scim_users').selectAll().orderBy('scim_id').execute(),
+    scimGroups: await db.selectFrom('scim_groups').selectAll().orderBy('scim_id').execute(),
+    members: await db.selectFrom('scim_group_members').selectAll().orderBy('group_id').orderBy('member_id').execute(),
+  };
+}
+
+test('only an admin key of scope scim, from an address both allow-lists allow, may call SCIM; a scim key calls nothing else', async (t) => {
+  const portal = await startTestPortal({ config: { scim: { allowList: ['127.0.0.0/8'] } } });
+  t.after(() => portal.close());
+  const scimKey = await makeAdminKey(portal, 'entra', { scope: 'scim' });
+  const elsewhere = await makeAdminKey(portal, 'entra-elsewhere', { scope: 'scim', allowList: ['192.0.2.0/24'] });
+  const others = {
+    read: await makeAdminKey(portal, 'key-read', { scope: 'read' }),
+    write: await makeAdminKey(portal, 'key-write', { scope: 'write' }),
+    admin: await makeAdminKey(portal, 'key-admin', { scope: 'admin' }),
+  };
+  const before = await scimState(portal);
+
+  const nobody = await scimClient(portal, null).send('GET', 'Users');
+  assertScimError(nobody, 401, null, 'authentication required: an admin key of scope scim');
+  assert.equal(nobody.headers.get('www-authenticate'), 'Bearer realm="SCIM"');
+  assertScimError(await scimClient(portal, portal.secret).send('GET', 'Users'), 401, null, /admin key of scope scim/);
+  for (const [scope, key] of Object.entries(others)) {
+    const refused = await scimClient(portal, key).send('POST', 'Users', { userName: 'mallory' });
+    assertScimError(refused, 403, null, `key "key-${scope}" has scope "${scope}"; SCIM needs a key of scope "scim"`);
+  }
+  assertScimError(
+    await scimClient(portal, elsewhere).send('GET', 'Users'),
+    403,
+    null,
+    'source address 127.0.0.1 is not allowed for key "entra-elsewhere"',
+  );
+  assert.deepEqual(await scimState(portal), before, 'no refused request changed anything');
+
+  // The scim key on the Admin API: refused there, whatever the call.
+  const onAdminApi = await portal.get('/users', {}, bearer(scimKey));
+  assert.equal(onAdminApi.status, 403);
+  assert.match(onAdminApi.text, /key \\"entra\\" has scope \\"scim\\"; users needs scope \\"read\\"/);
+  // …and it makes no key with the Admin API either, nor can a key of scope scim be limited to profiles.
+  const limited = await portal.post('/create_admin_key', {
+    name: 'entra-employees',
+    scope: 'scim',
+    profiles: 'employees',
+  });
+  assert.equal(limited.status, 400);
+  assert.match(limited.text, /a scim key acts on whole users and cannot be limited to profiles/);
+
+  assert.equal((await scimClient(portal, scimKey).send('GET', 'Users')).status, 200);
+  const refusals = (await auditLog(portal))
+    .filter((record) => record.call.startsWith('scim '))
+    .map((record) => [record.keyName, record.call, record.status]);
+  assert.deepEqual(refusals.reverse(), [
+    [null, 'scim GET /Users', 401],
+    [null, 'scim GET /Users', 401],
+    ['key-read', 'scim POST /Users', 403],
+    ['key-write', 'scim POST /Users', 403],
+    ['key-admin', 'scim POST /Users', 403],
+    ['entra-elsewhere', 'scim GET /Users', 403],
+  ]);
+});
+
+test('a source address outside scim.allowList is refused before its key is looked at', async (t) => {
+  const portal = await startTestPortal({ config: { scim: { allowList: ['192.0.2.0/24'] } } });
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  assertScimError(await scim.send('GET', 'ServiceProviderConfig'), 403, null, 'source address not allowed');
+});
+
+test('bad requests are answered in SCIM error format with their scimType and change nothing', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const erin = await scim.send('POST', 'Users', { userName: 'erin', externalId: 'e-1' });
+  const erinId = String(erin.body?.['id']);
+  const group = await scim.send('POST', 'Groups', { displayName: 'Staff', members: [{ value: erinId }] });
+  const groupId = String(group.body?.['id']);
+  const before = await scimState(portal);
+
+  assertScimError(await scim.send('POST', 'Users', { name: { givenName: 'No' } }), 400, 'invalidValue', /userName/);
+  assertScimError(
+    await scim.send('POST', 'Users', '{"userName": '),
+    400,
+    'invalidSyntax',
+    'the request body is not JSON',
+  );
+  assertScimError(await scim.send('POST', 'Users', { userName: 'x', active: 'maybe' }), 400, 'invalidValue', /active/);
+  assertScimError(
+    await scim.send('POST', 'Users', { userName: 'erin' }),
+    409,
+    'uniqueness',
+    'a User with userName "erin" exists already',
+  );
+  assertScimError(
+    await scim.send('PUT', `Users/${erinId}`, { userName: 'erin2' }),
+    400,
+    'mutability',
+    'userName is the user id on this portal ("erin") and cannot change; delete the user and create it again',
+  );
+  assertScimError(
+    await scim.send('PATCH', `Users/${erinId}`, patchOp({ op: 'move', path: 'active', value: false })),
+    400,
+    'invalidSyntax',
+    /Invalid operation 'move'/,
+  );
+  assertScimError(
+    await scim.send('PATCH', `Users/${erinId}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'] }),
+    400,
+    'invalidValue',
+    'PatchOp: Operations must be a list of at least one operation',
+  );
+  assertScimError(await scim.send('GET', 'Users/no-such-id'), 404, null, 'no User with id "no-such-id"');
+  assertScimError(await scim.send('DELETE', 'Groups/no-such-id'), 404, null, 'no Group with id "no-such-id"');
+  assertScimError(
+    await scim.send('GET', `Users?filter=${encodeURIComponent('userName sw "e"')}`),
+    400,
+    'invalidFilter',
+    'filter: only userName eq "…" or externalId eq "…" is supported',
+  );
+  assertScimError(await scim.send('GET', 'Users?filter=userName%20eq'), 400, 'invalidFilter', /^filter: /);
+  assertScimError(await scim.send('GET', 'Users?count=many'), 400, 'invalidValue', 'count: a whole number');
+  assertScimError(
+    await scim.send('POST', 'Groups', { displayName: 'Staff' }),
+    409,
+    'uniqueness',
+    'a Group with displayName "Staff" exists already',
+  );
+  assertScimError(
+    await scim.send('PATCH', `Groups/${groupId}`, patchOp({ op: 'add', path: 'members', value: [{ value: 'ghost' }] })),
+    400,
+    'invalidValue',
+    'members: no User with id "ghost"',
+  );
+  assertScimError(
+    await scim.send('POST', 'Users', { userName: 'frank' }, { 'content-type': 'text/plain' }),
+    415,
+    null,
+    'unsupported Content-Type, send application/scim+json',
+  );
+  assertScimError(await scim.send('GET', 'Bulk'), 404, null, /is not a SCIM endpoint of this portal/);
+  assert.deepEqual(await scimState(portal), before);
+});
+
+test('lists are paged by startIndex (from 1) and count, in userName order, with the total', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'okta', { scope: 'scim' }));
+  for (const name of ['uma', 'ivan', 'olga', 'ada', 'eve']) {
+    assert.equal((await scim.send('POST', 'Users', { userName: name, externalId: `x-${name}` })).status, 201);
+  }
+  const page = async (query: string): Promise<[unknown, unknown, unknown, string[]]> => {
+    const answer = await scim.send('GET', `Users?${query}`);
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const resources = resourcesOf<{ userName: string }>(answer);
+    return [
+      answer.body?.['totalResults'],
+      answer.body?.['startIndex'],
+      answer.body?.['itemsPerPage'],
+      resources.map((user) => user.userName),
+    ];
+  };
+  assert.deepEqual(await page('startIndex=1&count=2'), [5, 1, 2, ['ada', 'eve']]);
+  assert.deepEqual(await page('startIndex=3&count=2'), [5, 3, 2, ['ivan', 'olga']]);
+  assert.deepEqual(await page('startIndex=5&count=2'), [5, 5, 1, ['uma']]);
+  assert.deepEqual(await page('startIndex=9'), [5, 9, 0, []]);
+  assert.deepEqual(await page('count=0'), [5, 1, 0, []]);
+  assert.deepEqual(await page(`filter=${encodeURIComponent('externalId eq "x-olga"')}`), [1, 1, 1, ['olga']]);
+  assert.deepEqual(await page(`filter=${encodeURIComponent('USERNAME EQ "eve"')}`), [1, 1, 1, ['eve']]);
+});
+
+test('the discovery resources describe what the portal serves', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const config = await scim.send('GET', 'ServiceProviderConfig');
+  assert.equal(config.status, 200);
+  assert.deepEqual(
+    [config.body?.['patch'], config.body?.['bulk'], config.body?.['filter'], config.body?.['etag']],
+    [
+      { supported: true },
+      { supported: false, maxOperations: 0, maxPayloadSize: 0 },
+      { supported: true, maxResults: 200 },
+      { supported: false },
+    ],
+  );
+  const types = await scim.send('GET', 'ResourceTypes');
+  assert.deepEqual(
+    resourcesOf<{ id: string; endpoint: string }>(types).map((type) => [type.id, type.endpoint]),
+    [
+      ['User', '/Users'],
+      ['Group', '/Groups'],
+    ],
+  );
+  const schemas = await scim.send('GET', 'Schemas');
+  assert.deepEqual(
+    resourcesOf<{ id: string }>(schemas).map((schema) => schema.id),
+    ['urn:ietf:params:scim:schemas:core:2.0:User', 'urn:ietf:params:scim:schemas:core:2.0:Group'],
+  );
+  const user = await scim.send('GET', 'Schemas/urn:ietf:params:scim:schemas:core:2.0:User');
+  assert.equal(user.body?.['name'], 'User');
+  assert.equal((await scim.send('GET', 'ResourceTypes/Device')).status, 404);
+});
