@@ -297,7 +297,9 @@ function operationOf(operation: unknown): unknown {
 
 async function applied<S extends SCIMMY.Types.Schema>(patch: SCIMMY.Messages.PatchOp, resource: S): Promise<S> {
   try {
-    return await patch.apply(resource, async (instance) => instance);
+    // scimmy answers nothing for a patch that changed nothing (Entra sends `active: "True"` to an active user).
+    const result = (await patch.apply(resource, async (instance) => instance)) as S | undefined;
+    return result ?? resource;
   } catch (error) {
     throw problemOf(error);
   }

@@ -89,6 +89,9 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
   assert.equal(enabled.status, 200, JSON.stringify(enabled.body));
   assert.equal(enabled.body?.['active'], true);
   assert.deepEqual(enabled.receipts, []);
+  // Entra repeats what is already so: nothing to do, and no error.
+  const again = await scim.send('PATCH', `Users/${userId}`, patchOp({ op: 'Replace', path: 'active', value: 'True' }));
+  assert.deepEqual([again.status, again.body?.['active'], again.receipts], [200, true, []]);
   assert.deepEqual([await portal.admin.users(), await portal.admin.disabledUsers()], [[userName], []]);
 
   // Out of the group that granted `guests`: that profile's configuration goes, `employees` (in no mapping) stays.
@@ -129,6 +132,7 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
     ['scim POST /Users', userName, 201],
     ['scim POST /Groups', null, 201],
     ['scim PATCH /Groups', null, 200],
+    ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],

@@ -1,0 +1,102 @@
+// The SCIM wire module on its own: what Entra ID and Okta write is read as RFC 7643/7644 has it
+// (operations in capitals, booleans as strings, values without a path, member removal by
+// filter), what the portal owns or must not keep is not kept, and a filter other than one
+// equality is refused with invalidFilter.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  patchGroup,
+  patchUser,
+  readListQuery,
+  readUser,
+  ScimProblem,
+  type ScimGroupView,
+  type ScimUserView,
+} from '../../src/protocol/scim.js';
+
+const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+const alice: ScimUserView = {
+  id: 'u-1',
+  userName: 'alice',
+  externalId: 'a-1',
+  active: true,
+  attributes: { displayName: 'Alice', emails: [{ value: 'alice@example.org', primary: true }] },
+  created: '2026-03-02T09:00:00+00:00',
+  lastModified: '2026-03-02T09:00:00+00:00',
+};
+
+test("Entra ID's PATCH forms disable and enable: capital ops, string booleans, with and without a path", async () => {
+  const forms: [unknown, boolean][] = [
+    [{ op: 'Replace', path: 'active', value: 'False' }, false],
+    [{ op: 'Replace', value: { active: 'false' } }, false],
+    [{ op: 'replace', value: { active: false } }, false],
+    [{ op: 'Replace', path: 'active', value: 'True' }, true],
+  ];
+  for (const [operation, active] of forms) {
+    const patched = await patchUser(alice, { schemas: [PATCH], Operations: [operation] }, 'https://x/Users/u-1');
+    assert.equal(patched.active, active, JSON.stringify(operation));
+    assert.equal(patched.userName, 'alice');
+    assert.deepEqual(patched.attributes, alice.attributes);
+  }
+});
+
+test('a user as created keeps its attributes but never id, meta, active, groups or a password', () => {
+  const read = readUser({
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    id: 'chosen-by-client',
+    userName: 'bob',
+    active: 'False',
+    password: 'hunter2',
+    groups: [{ value: 'g' }],
+    meta: { resourceType: 'User' },
+    name: { givenName: 'Bob' },
+    emails: [{ value: 'bob@example.org', primary: 'True' }],
+  });
+  assert.deepEqual(read, {
+    userName: 'bob',
+    externalId: null,
+    active: false,
+    attributes: { name: { givenName: 'Bob' }, emails: [{ value: 'bob@example.org', primary: true }] },
+  });
+  assert.throws(() => readUser({ userName: '' }), ScimProblem);
+  assert.throws(() => readUser([]), { message: 'the request body must be a JSON object' });
+});
+
+test('group members are added, removed by filter and replaced', async () => {
+  const group: ScimGroupView = {
+    id: 'g-1',
+    displayName: 'Staff',
+    externalId: null,
+    members: [
+      { value: 'u-1', display: 'alice' },
+      { value: 'u-2', display: 'bob' },
+    ],
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const patched = async (...operations: unknown[]) =>
+    (await patchGroup(group, { schemas: [PATCH], Operations: operations }, 'https://x/Groups/g-1')).memberIds;
+  assert.deepEqual(await patched({ op: 'Remove', path: 'members[value eq "u-1"]' }), ['u-2']);
+  assert.deepEqual(await patched({ op: 'Add', path: 'members', value: [{ value: 'u-3' }] }), ['u-1', 'u-2', 'u-3']);
+  assert.deepEqual(await patched({ op: 'Replace', path: 'members', value: [{ value: 'u-9' }] }), ['u-9']);
+  assert.deepEqual(await patched({ op: 'Remove', path: 'members' }), []);
+});
+
+test('a list query takes one equality filter on a named attribute, and pages from 1 with at most 200', () => {
+  assert.deepEqual(readListQuery({ filter: 'userName eq "alice"' }, ['userName']), {
+    startIndex: 1,
+    count: 200,
+    filter: { attribute: 'userName', value: 'alice' },
+  });
+  assert.deepEqual(readListQuery({ startIndex: '0', count: '5000' }, ['userName']), {
+    startIndex: 1,
+    count: 200,
+    filter: null,
+  });
+  for (const filter of ['userName eq "a" and active eq true', 'displayName eq "x"', 'userName co "a"', 'userName eq 1'])
+    assert.throws(
+      () => readListQuery({ filter }, ['userName']),
+      (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
+      filter,
+    );
+});
