@@ -122,7 +122,11 @@ test('admin-key create refuses a taken name, an unknown profile, a bad duration,
       ['--name', 'x', '--expires-in', 'PT99999999999999999999S'],
       /--expires-in: "PT99999999999999999999S" is longer than P100Y/,
     ],
-    [['--name', 'x', '--scope', 'root'], /--scope: "root" is not one of read, write, admin/],
+    [['--name', 'x', '--scope', 'root'], /--scope: "root" is not one of read, write, admin, scim/],
+    [
+      ['--name', 'x', '--scope', 'scim', '--profile', 'employees'],
+      /a scim key acts on whole users and cannot be limited to profiles/,
+    ],
     [['--name', 'x', '--allow', '10.0.0.0/33'], /--allow: "10\.0\.0\.0\/33" is not an IP prefix/],
     [['--name', 'secret'], /"secret" names the specification's secret/],
     [['--name', 'x y'], /--name: "x y" must be 1–64 of/],
@@ -138,6 +142,17 @@ test('admin-key create refuses a taken name, an unknown profile, a bad duration,
     1,
     'only the first key was stored',
   );
+});
+
+test('admin-key create --scope scim makes a key the SCIM endpoint takes and the Admin API refuses', async (t) => {
+  const { portal, cli } = await setUp(t);
+  const made = await cli('admin-key', 'create', '--name', 'entra', '--scope', 'scim');
+  assert.equal(made.code, 0, made.stderr);
+  const key = lastLine(made.stdout);
+  assert.match(key, ADMIN_KEY_PATTERN);
+  const scim = await fetch(`${portal.portal.url}/vpn-user-portal/scim/v2/Users`, { headers: bearer(key) });
+  assert.equal(scim.status, 200, await scim.text());
+  assert.equal((await portal.get('/users', {}, bearer(key))).status, 403);
 });
 
 test('admin-key rotate refuses a grace period or a lifetime longer than P100Y, and changes nothing', async (t) => {

@@ -1,0 +1,125 @@
+// The mapping of directory groups to profiles (`scim.groupProfiles`) on a real database: a
+// provisioned user keeps a mapped profile's configurations while any group of theirs grants it,
+// loses them (a receipt each) when the last such group lets them go — by removal, rename or
+// deletion — and profiles no group names are left alone; as are users the directory never
+// provisioned, and a user destroyed through the Admin API takes its SCIM link with it.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import type { AdminCall } from '../../../src/core/admin-call.js';
+import type { PortalContext } from '../../../src/core/context.js';
+import {
+  createDirectoryGroup,
+  createDirectoryUser,
+  deleteDirectoryGroup,
+  directoryGroup,
+  replaceDirectoryGroup,
+} from '../../../src/core/directory/index.js';
+import { UNREACHABLE_NODE, startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+const MAPPING = { Guests: ['guests'], Visitors: ['guests'], Contractors: ['contractors'] };
+
+async function stand(t: TestContext): Promise<{ portal: TestPortal; ctx: PortalContext }> {
+  const profile = (profileId: string, range: number) => ({
+    profileId,
+    displayName: profileId,
+    hostName: 'vpn.example.org',
+    wRangeFour: `10.${range}.0.0/24`,
+    wRangeSix: `fd${range}::/64`,
+    nodeUrl: UNREACHABLE_NODE,
+  });
+  const portal = await startTestPortal({
+    config: {
+      ProfileList: [profile('employees', 44), profile('guests', 45), profile('contractors', 46)],
+      scim: { groupProfiles: MAPPING },
+    },
+  });
+  t.after(() => portal.close());
+  const base = portal.portal.ctx;
+  const call: AdminCall = {
+    caller: { kind: 'command-line', sourceAddress: 'local' },
+    name: 'scim test',
+    parameters: {},
+    successStatus: 200,
+  };
+  return { portal, ctx: { ...base, call, events: base.events.forCall(call) } };
+}
+
+async function profilesOf(portal: TestPortal, userId: string): Promise<string[]> {
+  return (await portal.admin.userConfigurationList(userId)).map((configuration) => configuration.profile_id).sort();
+}
+
+async function provision(ctx: PortalContext, portal: TestPortal, userName: string): Promise<string> {
+  const { user } = await createDirectoryUser(ctx, { userName, externalId: null, active: true, attributes: {} });
+  for (const profileId of ['employees', 'guests', 'contractors'])
+    await portal.admin.create({ user_id: userName, profile_id: profileId });
+  return user.id;
+}
+
+test('a user keeps a mapped profile while any group grants it, and loses it with a receipt when the last one lets go', async (t) => {
+  const { portal, ctx } = await stand(t);
+  const alice = await provision(ctx, portal, 'alice');
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [alice] });
+  const visitors = await createDirectoryGroup(ctx, { displayName: 'Visitors', externalId: null, memberIds: [alice] });
+  const contractors = await createDirectoryGroup(ctx, {
+    displayName: 'Contractors',
+    externalId: null,
+    memberIds: [alice],
+  });
+
+  const outOfGuests = await replaceDirectoryGroup(ctx, guests.id, {
+    displayName: 'Guests',
+    externalId: null,
+    memberIds: [],
+  });
+  assert.deepEqual(outOfGuests.revocationIds, [], 'Visitors still grants guests');
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['contractors', 'employees', 'guests']);
+
+  const outOfVisitors = await replaceDirectoryGroup(ctx, visitors.id, {
+    displayName: 'Visitors',
+    externalId: null,
+    memberIds: [],
+  });
+  assert.equal(outOfVisitors.revocationIds.length, 1);
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['contractors', 'employees']);
+  const receipts = await portal.admin.revocations();
+  assert.deepEqual(
+    receipts
+      .filter((receipt) => outOfVisitors.revocationIds.some((id) => id === receipt.revocation_id))
+      .map((receipt) => receipt.reason),
+    ['delete_connection'],
+  );
+
+  // Renamed to a name that grants nothing: its members lose what it granted.
+  const renamed = await replaceDirectoryGroup(ctx, contractors.id, {
+    displayName: 'Former contractors',
+    externalId: null,
+    memberIds: [alice],
+  });
+  assert.equal(renamed.revocationIds.length, 1);
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees'], 'employees is in no mapping: untouched');
+});
+
+test('after a group is deleted its members keep only what their other groups grant; a user the directory never provisioned is left alone', async (t) => {
+  const { portal, ctx } = await stand(t);
+  const bob = await provision(ctx, portal, 'bob');
+  const carol = await provision(ctx, portal, 'carol');
+  await portal.admin.create({ user_id: 'dave', profile_id: 'guests' });
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [bob, carol] });
+  await createDirectoryGroup(ctx, { displayName: 'Visitors', externalId: null, memberIds: [carol] });
+
+  // In no group now, bob keeps nothing of the mapped profiles; carol keeps what Visitors grants.
+  const receipts = await deleteDirectoryGroup(ctx, guests.id);
+  assert.equal(receipts.length, 3, "bob's guests and contractors configurations, carol's contractors one");
+  assert.deepEqual(await profilesOf(portal, 'bob'), ['employees']);
+  assert.deepEqual(await profilesOf(portal, 'carol'), ['employees', 'guests']);
+  assert.deepEqual(await profilesOf(portal, 'dave'), ['guests']);
+});
+
+test('a user destroyed through the Admin API leaves its groups with its SCIM link', async (t) => {
+  const { portal, ctx } = await stand(t);
+  const erin = await provision(ctx, portal, 'erin');
+  const group = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [erin] });
+  await portal.admin.destroy('erin');
+  assert.deepEqual((await directoryGroup(ctx, group.id)).members, []);
+  assert.deepEqual(await portal.portal.ctx.db.selectFrom('scim_users').selectAll().execute(), []);
+});
