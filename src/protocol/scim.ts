@@ -13,6 +13,14 @@ export const SCIM_LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListRespo
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const SCIM_GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 
+export const SCIM_ENTERPRISE_USER_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+// Entra ID's and Okta's default mappings send the enterprise extension (department,
+// employeeNumber, manager): the User schema takes it, so a PATCH of one of its attributes is
+// kept like any other attribute instead of failing the whole request. Extending again is harmless.
+// (scimmy's typings name a schema instance; its code and documentation take the class.)
+SCIMMY.Schemas.User.extend(SCIMMY.Schemas.EnterpriseUser as unknown as SCIMMY.Types.Schema);
+
 /** The most resources one list answer holds; a client asking for more gets this many (RFC 7644 §3.4.2.4). */
 export const SCIM_MAX_PAGE = 200;
 
@@ -101,7 +109,7 @@ export function readGroup(body: unknown): ScimGroupInput {
 
 /** The user after a PatchOp request (RFC 7644 §3.5.2) on `current`. */
 export async function patchUser(current: ScimUserView, body: unknown, location: string): Promise<ScimUserInput> {
-  const patch = patchOf(body);
+  const patch = patchOf(body, (operation) => addingMissingEntry(operation, current.attributes));
   const resource = new SCIMMY.Schemas.User(userResource(current, location), 'out');
   return userInputOf(await applied(patch, resource));
 }
@@ -116,7 +124,10 @@ export async function patchGroup(current: ScimGroupView, body: unknown, location
 export function userResource(user: ScimUserView, location: string): Record<string, unknown> {
   return {
     ...user.attributes,
-    schemas: [SCIM_USER_SCHEMA],
+    schemas: [
+      SCIM_USER_SCHEMA,
+      ...(Object.hasOwn(user.attributes, SCIM_ENTERPRISE_USER_SCHEMA) ? [SCIM_ENTERPRISE_USER_SCHEMA] : []),
+    ],
     id: user.id,
     ...(user.externalId === null ? {} : { externalId: user.externalId }),
     userName: user.userName,
@@ -233,7 +244,7 @@ export function resourceTypes(base: string): Record<string, unknown>[] {
 
 /** The schemas of those resource types (RFC 7643 §7). */
 export function schemaDefinitions(base: string): Record<string, unknown>[] {
-  return [SCIMMY.Schemas.User, SCIMMY.Schemas.Group].map(
+  return [SCIMMY.Schemas.User, SCIMMY.Schemas.Group, SCIMMY.Schemas.EnterpriseUser].map(
     (schema) => schema.definition.describe(`${base}/Schemas`) as Record<string, unknown>,
   );
 }
@@ -271,12 +282,15 @@ function groupInputOf(resource: SCIMMY.Schemas.Group): ScimGroupInput {
   return { displayName, externalId: typeof externalId === 'string' ? externalId : null, memberIds };
 }
 
-function patchOf(body: unknown): SCIMMY.Messages.PatchOp {
+function patchOf(
+  body: unknown,
+  adjust: (operation: unknown) => unknown = (operation) => operation,
+): SCIMMY.Messages.PatchOp {
   const request = objectBody(body);
   const operations = request['Operations'];
   if (!Array.isArray(operations) || operations.length === 0)
     throw new ScimProblem(400, 'invalidValue', 'PatchOp: Operations must be a list of at least one operation');
-  const normalised = operations.map((operation: unknown) => operationOf(operation));
+  const normalised = operations.map((operation: unknown) => adjust(operationOf(operation)));
   return coerced(
     () =>
       new SCIMMY.Messages.PatchOp({
@@ -330,6 +344,32 @@ function problemOf(error: unknown): ScimProblem {
   if (error instanceof TypeError || error instanceof SyntaxError)
     return new ScimProblem(400, 'invalidValue', error.message);
   throw error;
+}
+
+/** `emails[type eq "work"].value`: a sub-attribute of the entry of one type of a multi-valued attribute. */
+const TYPED_ENTRY_PATH = /^(\w+)\[type eq "([^"]*)"\]\.(\w+)$/i;
+
+/**
+ * Entra ID sets a typed entry (`emails[type eq "work"].value`) by add or replace also when the
+ * user has no entry of that type yet; RFC 7644 would answer noTarget, which would fail the
+ * whole request. Such an operation adds the entry instead.
+ */
+function addingMissingEntry(operation: unknown, attributes: Readonly<Record<string, unknown>>): unknown {
+  if (typeof operation !== 'object' || operation === null) return operation;
+  const { op, path, value } = operation as { op?: unknown; path?: unknown; value?: unknown };
+  if (typeof op !== 'string' || !['add', 'replace'].includes(op.toLowerCase()) || typeof path !== 'string')
+    return operation;
+  const match = TYPED_ENTRY_PATH.exec(path);
+  if (match === null) return operation;
+  const [, attribute = '', type = '', subAttribute = ''] = match;
+  const entries =
+    attributes[Object.keys(attributes).find((name) => name.toLowerCase() === attribute.toLowerCase()) ?? ''];
+  const present =
+    Array.isArray(entries) &&
+    entries.some(
+      (entry: unknown) => typeof entry === 'object' && entry !== null && (entry as { type?: unknown }).type === type,
+    );
+  return present ? operation : { op: 'add', path: attribute, value: [{ type, [subAttribute]: value }] };
 }
 
 /** "True", "false" (any case) as booleans; anything else as it is. */

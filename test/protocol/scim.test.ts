@@ -100,3 +100,29 @@ test('a list query takes one equality filter on a named attribute, and pages fro
       filter,
     );
 });
+
+test("Entra ID's enterprise attributes are kept, and a typed entry the user lacks is added rather than refused", async () => {
+  const enterprise = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+  const bare: ScimUserView = { ...alice, attributes: {} };
+  const patched = await patchUser(
+    bare,
+    {
+      schemas: [PATCH],
+      Operations: [
+        { op: 'Add', path: 'emails[type eq "work"].value', value: 'alice@example.org' },
+        { op: 'Add', path: `${enterprise}:department`, value: 'Research' },
+      ],
+    },
+    'https://x/Users/u-1',
+  );
+  assert.deepEqual(patched.attributes, {
+    emails: [{ type: 'work', value: 'alice@example.org' }],
+    [enterprise]: { department: 'Research' },
+  });
+  const replaced = await patchUser(
+    { ...bare, attributes: patched.attributes },
+    { schemas: [PATCH], Operations: [{ op: 'Replace', path: 'emails[type eq "work"].value', value: 'a@example.org' }] },
+    'https://x/Users/u-1',
+  );
+  assert.deepEqual(replaced.attributes['emails'], [{ type: 'work', value: 'a@example.org' }]);
+});

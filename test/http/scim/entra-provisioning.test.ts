@@ -48,6 +48,8 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
   assert.equal(created.body?.['userName'], userName);
   assert.equal(created.body?.['active'], true);
   assert.deepEqual(created.body?.['name'], { formatted: 'Alice Liddell', familyName: 'Liddell', givenName: 'Alice' });
+  assert.deepEqual(created.body?.[ENTERPRISE], { department: 'Research' });
+  assert.deepEqual(created.body?.['schemas'], ['urn:ietf:params:scim:schemas:core:2.0:User', ENTERPRISE]);
   assert.deepEqual(await portal.admin.users(), [userName], 'the user exists in the portal as one made by create');
 
   const group = await scim.send('POST', 'Groups', {
@@ -65,6 +67,19 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
   );
   assert.equal(added.status, 200, JSON.stringify(added.body));
   assert.deepEqual(added.body?.['members'], [{ value: userId, display: userName, type: 'User' }]);
+
+  // Attribute updates as Entra sends them: a typed entry and an enterprise attribute.
+  const updated = await scim.send(
+    'PATCH',
+    `Users/${userId}`,
+    patchOp(
+      { op: 'Add', path: 'phoneNumbers[type eq "mobile"].value', value: '+31 6 1234 5678' },
+      { op: 'Replace', path: `${ENTERPRISE}:department`, value: 'Physics' },
+    ),
+  );
+  assert.equal(updated.status, 200, JSON.stringify(updated.body));
+  assert.deepEqual(updated.body?.['phoneNumbers'], [{ type: 'mobile', value: '+31 6 1234 5678' }]);
+  assert.deepEqual(updated.body?.[ENTERPRISE], { department: 'Physics' });
 
   await portal.admin.create({ user_id: userName, profile_id: 'guests' });
   await portal.admin.create({ user_id: userName, profile_id: 'employees' });
@@ -132,6 +147,7 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
     ['scim POST /Users', userName, 201],
     ['scim POST /Groups', null, 201],
     ['scim PATCH /Groups', null, 200],
+    ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],

@@ -219,8 +219,15 @@ test('the discovery resources describe what the portal serves', async (t) => {
   const schemas = await scim.send('GET', 'Schemas');
   assert.deepEqual(
     resourcesOf<{ id: string }>(schemas).map((schema) => schema.id),
-    ['urn:ietf:params:scim:schemas:core:2.0:User', 'urn:ietf:params:scim:schemas:core:2.0:Group'],
+    [
+      'urn:ietf:params:scim:schemas:core:2.0:User',
+      'urn:ietf:params:scim:schemas:core:2.0:Group',
+      'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User',
+    ],
   );
+  assert.deepEqual(resourcesOf<{ schemaExtensions?: unknown }>(types)[0]?.schemaExtensions, [
+    { schema: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User', required: false },
+  ]);
   const user = await scim.send('GET', 'Schemas/urn:ietf:params:scim:schemas:core:2.0:User');
   assert.equal(user.body?.['name'], 'User');
   assert.equal((await scim.send('GET', 'ResourceTypes/Device')).status, 404);
