@@ -118,3 +118,20 @@ test('a session signed in with the secret ends when the secret changes', async (
     reason: 'The Admin API secret changed; sign in again.',
   });
 });
+
+test('a key of scope scim does not sign in to the console, and the refusal is audited', async (t) => {
+  const portal = await startTestPortal({ clock: new ManualClock() });
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const key = await makeAdminKey(portal, 'entra', { scope: 'scim' });
+  assert.deepEqual(await signIn(ctx, key, '127.0.0.1', times), {
+    ok: false,
+    reason: 'A key of scope "scim" is for SCIM provisioning only.',
+  });
+  assert.deepEqual(await ctx.db.selectFrom('console_sessions').selectAll().execute(), []);
+  const refusal = await ctx.db
+    .selectFrom('audit_log')
+    .select(['key_name', 'status', 'detail'])
+    .executeTakeFirstOrThrow();
+  assert.deepEqual(refusal, { key_name: 'entra', status: 403, detail: 'key "entra" has scope "scim"' });
+});
