@@ -79,7 +79,12 @@ export async function sendWebhook(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<SendResult> {
-  const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+  // Not AbortSignal.any([signal, AbortSignal.timeout(ms)]): Node may collect the timeout signal
+  // inside the composite before it fires (nodejs/node#57736), and a receiver that never answers
+  // then holds the delivery until the lease ends. The timer holds this controller strongly.
+  const timedOut = new AbortController();
+  const timer = setTimeout(() => timedOut.abort(), timeoutMs);
+  const deadline = AbortSignal.any([signal, timedOut.signal]);
   const why = (error: unknown): string =>
     signal.aborted
       ? 'the portal stopped'
@@ -88,12 +93,14 @@ export async function sendWebhook(
         : error instanceof Error
           ? error.message
           : String(error);
-  const target = await resolveTarget(request.url, guard, deadline, why);
-  if (target.kind !== 'allowed') return target;
   try {
+    const target = await resolveTarget(request.url, guard, deadline, why);
+    if (target.kind !== 'allowed') return target;
     return await post(request, target.pinned, deadline);
   } catch (error) {
     return { kind: 'failed', reason: why(error) };
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -4,7 +4,12 @@
 // an allow-listed prefix lets exactly its addresses through. A huge answer is read for its first
 // bytes only.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { sendWebhook, TargetGuard } from '../../../src/core/webhooks/sender.js';
 import { startEndlessBody } from '../../support/endless-body.js';
 
@@ -96,4 +101,29 @@ test('a receiver answering 200 MiB is read for its first bytes only: the portal 
   assert.equal(result.kind === 'answered' ? result.excerpt.length : 0, 256);
   const sent = await receiver.closed();
   assert.ok(sent < 16 * 1024 * 1024, `the receiver wrote ${sent} bytes before the portal hung up`);
+});
+
+test('a receiver that never answers is given up on after the timeout, even when the garbage collector runs meanwhile', async (t) => {
+  // A server that takes the request and never answers.
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const { port } = server.address() as AddressInfo;
+  const guard = new TargetGuard({ allowPrivateTargets: ['127.0.0.0/8'] }, '198.51.100.7');
+  setFlagsFromString('--expose-gc');
+  const collect = runInNewContext('gc') as () => void;
+  const collecting = setInterval(collect, 20);
+  t.after(() => clearInterval(collecting));
+  const sent = sendWebhook(
+    { url: new URL(`http://127.0.0.1:${port}/hook`), headers: { 'content-type': 'application/json' }, body: '{}' },
+    guard,
+    300,
+    new AbortController().signal,
+  );
+  const stuck = sleep(10_000).then(() => 'still waiting after 10 s' as const);
+  const result = await Promise.race([sent, stuck]);
+  assert.deepEqual(result, { kind: 'failed', reason: 'no answer within 0.3 s' });
 });
