@@ -22,22 +22,24 @@ export interface OpenVpnCertificate {
   readonly expiryWarned: boolean;
 }
 
+/** The row of a configuration, as both an issue and the eduVPN import write it. */
+function certificateRow(certificate: OpenVpnCertificate) {
+  return {
+    common_name: certificate.commonName,
+    user_id: certificate.userId,
+    profile_id: certificate.profileId,
+    node_number: certificate.nodeNumber,
+    display_name: certificate.displayName,
+    created_at: certificate.createdAt,
+    expires_at: certificate.expiresAt,
+    auth_key: certificate.authKey,
+    public_key: certificate.publicKey,
+    expiry_warned: certificate.expiryWarned ? 1 : 0,
+  };
+}
+
 export async function insertCertificate(db: Db, certificate: OpenVpnCertificate): Promise<void> {
-  await db
-    .insertInto('certificates')
-    .values({
-      common_name: certificate.commonName,
-      user_id: certificate.userId,
-      profile_id: certificate.profileId,
-      node_number: certificate.nodeNumber,
-      display_name: certificate.displayName,
-      created_at: certificate.createdAt,
-      expires_at: certificate.expiresAt,
-      auth_key: certificate.authKey,
-      public_key: certificate.publicKey,
-      expiry_warned: certificate.expiryWarned ? 1 : 0,
-    })
-    .execute();
+  await db.insertInto('certificates').values(certificateRow(certificate)).execute();
 }
 
 export async function findCertificate(db: Db, commonName: string): Promise<OpenVpnCertificate | undefined> {
@@ -224,20 +226,7 @@ export async function insertImportedCertificates(
   for (const group of sizeLimitedGroups(certificates, () => 1, IMPORT_ROWS)) {
     const result = await trx
       .insertInto('certificates')
-      .values(
-        group.map((certificate) => ({
-          common_name: certificate.commonName,
-          user_id: certificate.userId,
-          profile_id: certificate.profileId,
-          node_number: certificate.nodeNumber,
-          display_name: certificate.displayName,
-          created_at: certificate.createdAt,
-          expires_at: certificate.expiresAt,
-          auth_key: certificate.authKey,
-          public_key: certificate.publicKey,
-          expiry_warned: certificate.expiryWarned ? 1 : 0,
-        })),
-      )
+      .values(group.map(certificateRow))
       .onConflict((conflict) => conflict.column('common_name').doNothing())
       .executeTakeFirst();
     inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
