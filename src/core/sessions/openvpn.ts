@@ -4,7 +4,7 @@
 // session events (the connection log is one of their listeners).
 import { findProfile } from '../../config/portal-config.js';
 import { findCertificate } from '../../storage/certificates.js';
-import { openOpenVpnSessionsBefore, openSessionOf, type OpenSession } from '../../storage/connection-log.js';
+import { openOpenVpnSessionsBefore, openSessionOf } from '../../storage/connection-log.js';
 import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
@@ -12,6 +12,7 @@ import { ListenerRefusal, type PortalEvent } from '../events.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { canonicalAddressOrSame } from '../../net/cidr.js';
+import { sessionEnded } from './session-ended.js';
 
 export interface OpenVpnConnect {
   readonly nodeNumber: NodeNumber;
@@ -162,7 +163,7 @@ export async function endUnlistedOpenVpnSessions(
     (session) => !onNode.has(sessionKey(session.connectionId, session.ipFour)),
   );
   if (lost.length === 0) return 0;
-  const events = lost.map((session) => lostSession(session, listedAt));
+  const events = lost.map((session) => sessionEnded('openvpn', session, listedAt, 0, 0, 'lost'));
   await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
   ctx.logger.info(
     { nodeNumber, sessions: lost.length },
@@ -173,19 +174,4 @@ export async function endUnlistedOpenVpnSessions(
 
 function sessionKey(commonName: string, ipFour: string): string {
   return `${commonName} ${ipFour}`;
-}
-
-function lostSession(session: OpenSession, at: Date): PortalEvent {
-  const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp } = session;
-  return {
-    type: 'session.ended',
-    at,
-    connectionId,
-    vpnProto: 'openvpn',
-    nodeNumber,
-    bytesIn: 0,
-    bytesOut: 0,
-    cause: 'lost',
-    session: { userId, profileId, ipFour, ipSix, originatingIp },
-  };
 }

@@ -10,11 +10,12 @@
 import type { DaemonPeer, RemovedPeer } from '../../node-client/daemon-client.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { isOnline, ONLINE_THRESHOLD_MS } from '../../shared/online.js';
-import { openWireGuardSessions, openWireGuardSessionsOf, type OpenSession } from '../../storage/connection-log.js';
+import { openWireGuardSessions, openWireGuardSessionsOf } from '../../storage/connection-log.js';
 import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { noteSessionCounters } from '../accounting/index.js';
 import type { PortalContext } from '../context.js';
-import { wireGuardConfiguration, type PortalEvent, type SessionEndCause } from '../events.js';
+import { wireGuardConfiguration, type PortalEvent } from '../events.js';
+import { sessionEnded } from './session-ended.js';
 
 /** Keys per database read. */
 const CHUNK = 500;
@@ -34,11 +35,11 @@ export async function observeWireGuardSessions(
     const peer = onNode.get(session.connectionId);
     if (peer === undefined) {
       // Gone without the portal removing it (a node that lost its peers): the counters went with it.
-      events.push(ended(session, now, 0, 0, 'lost'));
+      events.push(sessionEnded('wireguard', session, now, 0, 0, 'lost'));
     } else if (!isOnline(peer.lastHandshakeTime, now)) {
       const lastSeen =
         peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS);
-      events.push(ended(session, lastSeen, peer.bytesIn, peer.bytesOut, 'idle'));
+      events.push(sessionEnded('wireguard', session, lastSeen, peer.bytesIn, peer.bytesOut, 'idle'));
     }
   }
 
@@ -56,7 +57,8 @@ export async function observeWireGuardSessions(
     // A peer the database does not know is the reconcile's to remove, not a session.
     if (configuration === undefined || configuration.nodeNumber !== nodeNumber) continue;
     const roaming = open.get(peer.publicKey);
-    if (roaming !== undefined) events.push(ended(roaming, now, peer.bytesIn, peer.bytesOut, 'roamed'));
+    if (roaming !== undefined)
+      events.push(sessionEnded('wireguard', roaming, now, peer.bytesIn, peer.bytesOut, 'roamed'));
     const origin = originatingAddress(peer.endpoint);
     events.push({
       type: 'session.started',
@@ -91,26 +93,13 @@ export async function endSessionsOfRemovedPeers(
     for (const session of await openWireGuardSessionsOf(ctx.db, keys)) {
       const peer = byKey.get(`${session.nodeNumber}:${session.connectionId}`);
       if (peer === undefined) continue;
-      events.push(ended(session, now, peer.answer?.bytesIn ?? 0, peer.answer?.bytesOut ?? 0, 'removed'));
+      events.push(
+        sessionEnded('wireguard', session, now, peer.answer?.bytesIn ?? 0, peer.answer?.bytesOut ?? 0, 'removed'),
+      );
     }
   }
   // Called after a call's change was recorded: the sessions it ended are the portal's own record.
   if (events.length > 0) await ctx.events.unbound().change(ctx.db, async (_trx, announce) => announce(...events));
-}
-
-function ended(session: OpenSession, at: Date, bytesIn: number, bytesOut: number, cause: SessionEndCause): PortalEvent {
-  const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp } = session;
-  return {
-    type: 'session.ended',
-    at,
-    connectionId,
-    vpnProto: 'wireguard',
-    nodeNumber,
-    bytesIn,
-    bytesOut,
-    cause,
-    session: { userId, profileId, ipFour, ipSix, originatingIp },
-  };
 }
 
 /** The device moved: its packets now come from another address. */
