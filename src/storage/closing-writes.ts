@@ -20,8 +20,8 @@ export type ClosingWrite =
     }
   /** The audit row of the Admin API call that made the change (src/listeners/audit-log.ts). */
   | { readonly kind: 'audit-record'; readonly record: NewAuditRecord }
-  /** Moves the listing counter forward (src/listeners/listing-generation.ts). */
-  | { readonly kind: 'listing-generation' }
+  /** Moves the listing counter forward, by one unless `by` says (src/listeners/listing-generation.ts). */
+  | { readonly kind: 'listing-generation'; readonly by?: number }
   /** The change's marker, read back when its COMMIT's outcome is unknown (src/storage/change-markers.ts). */
   | { readonly kind: 'change-marker'; readonly markerId: string };
 
@@ -39,9 +39,19 @@ const CLOSING_PLACE: { readonly [K in ClosingWrite['kind']]: number } = {
   'change-marker': 3,
 };
 
-/** The writes in the order they run (a stable sort: writes of one kind keep the order they were asked in). */
+/**
+ * The writes in the order they run (a stable sort: writes of one kind keep the order they were
+ * asked in). Moves of the listing counter become one move by their sum: two upserts of one
+ * shard row in one statement are an error on PostgreSQL, and each picks its shard at random.
+ */
 export function inClosingOrder(writes: readonly ClosingWrite[]): ClosingWrite[] {
-  return [...writes].sort((a, b) => CLOSING_PLACE[a.kind] - CLOSING_PLACE[b.kind]);
+  const moves = writes.filter((write) => write.kind === 'listing-generation');
+  const by = moves.reduce((sum, move) => sum + (move.by ?? 1), 0);
+  const merged: ClosingWrite[] =
+    moves.length <= 1
+      ? [...writes]
+      : [...writes.filter((write) => write.kind !== 'listing-generation'), { kind: 'listing-generation', by }];
+  return merged.sort((a, b) => CLOSING_PLACE[a.kind] - CLOSING_PLACE[b.kind]);
 }
 
 /** Runs a change's closing writes one by one, in closing order. */
@@ -82,7 +92,7 @@ function singleRowStatement(write: Exclude<ClosingWrite, { kind: 'revocation-rec
     case 'audit-record':
       return auditRecordInsert(write.record);
     case 'listing-generation':
-      return listingGenerationBump();
+      return listingGenerationBump(write.by ?? 1);
     case 'change-marker':
       return changeMarkerInsert(write.markerId);
     default:

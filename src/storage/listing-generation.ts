@@ -9,14 +9,14 @@ import type { Db } from './database.js';
 export type ListingGeneration = string & { readonly __listingGeneration: true };
 
 /**
- * The statement that moves the counter forward by one, on a random shard: a change's closing
- * write (src/storage/closing-writes.ts). An upsert, so a
- * shard row that is missing (a hand-edited database) is made rather than the change going unnoticed.
+ * The statement that moves the counter forward (by one, or `by`), on a random shard: a change's
+ * closing write (src/storage/closing-writes.ts). An upsert, so a shard row that is missing (a
+ * hand-edited database) is made rather than the change going unnoticed.
  */
-export function listingGenerationBump(): RawBuilder<unknown> {
+export function listingGenerationBump(by = 1): RawBuilder<unknown> {
   const shard = Math.floor(Math.random() * LISTING_GENERATION_SHARDS);
-  return sql`INSERT INTO listing_generation (shard, generation) VALUES (${shard}, 1)
-    ON CONFLICT (shard) DO UPDATE SET generation = listing_generation.generation + 1`;
+  return sql`INSERT INTO listing_generation (shard, generation) VALUES (${shard}, ${by})
+    ON CONFLICT (shard) DO UPDATE SET generation = listing_generation.generation + ${by}`;
 }
 
 export async function readListingGeneration(db: Db): Promise<ListingGeneration> {

@@ -52,6 +52,14 @@ test('closing writes are put in closing order whatever order they were asked for
   ]);
 });
 
+test('several moves of the listing counter become one move by their sum, so one statement never upserts a shard row twice', () => {
+  assert.deepEqual(inClosingOrder([listing, marker, listing, { kind: 'listing-generation', by: 3 }]), [
+    { kind: 'listing-generation', by: 5 },
+    marker,
+  ]);
+  assert.deepEqual(inClosingOrder([marker, listing]), [listing, marker], 'one move stays as it was asked');
+});
+
 test('running the closing writes one by one writes each of them in the transaction', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
