@@ -489,8 +489,9 @@ test('an administrator in Amsterdam types a time as her clock shows it, and the 
   t.after(() => context.close());
   await signIn(page, portal, key);
   await page.getByRole('link', { name: 'Connection log', exact: true }).click();
-  // The console's script names the browser's zone once the page has loaded.
-  await page.waitForFunction("document.querySelector('[data-browser-zone-name]')?.textContent === 'Europe/Amsterdam'");
+  // The console's script names the browser's zone once the page has loaded (a locator waits
+  // without evaluating a string, which the console's Content-Security-Policy forbids).
+  await page.locator('[data-browser-zone-name]', { hasText: 'Europe/Amsterdam' }).first().waitFor();
   assert.match(
     (await page.locator('main .hint').first().textContent()) ?? '',
     /in your time zone \(Europe\/Amsterdam\)/,
