@@ -20,23 +20,51 @@ export interface OpenedConnection {
   readonly connectedAt: Date;
 }
 
-export async function openConnection(db: Db, connection: OpenedConnection): Promise<void> {
-  let insert = db.insertInto('connection_log').values({
-    log_id: timeOrderedId(),
-    user_id: connection.userId,
-    profile_id: connection.profileId,
-    vpn_proto: connection.vpnProto,
-    connection_id: connection.connectionId,
-    node_number: connection.nodeNumber,
+/** A history row as stored, from a session opened here or one brought by the eduVPN import. */
+function historyRow(row: {
+  readonly logId: string;
+  readonly userId: string;
+  readonly profileId: string;
+  readonly vpnProto: string;
+  readonly connectionId: string;
+  readonly nodeNumber: number;
+  readonly ipFour: string;
+  readonly ipSix: string;
+  readonly originatingIp: string | null;
+  readonly connectedAt: string;
+  readonly disconnectedAt: string | null;
+  readonly bytesIn: number | null;
+  readonly bytesOut: number | null;
+}) {
+  return {
+    log_id: row.logId,
+    user_id: row.userId,
+    profile_id: row.profileId,
+    vpn_proto: row.vpnProto,
+    connection_id: row.connectionId,
+    node_number: row.nodeNumber,
     // Canonical text, so a search by address finds it however the node wrote it (0015).
-    ip_four: canonicalAddressOrSame(connection.ipFour),
-    ip_six: canonicalAddressOrSame(connection.ipSix),
-    originating_ip: connection.originatingIp === null ? null : canonicalAddressOrSame(connection.originatingIp),
-    connected_at: formatAtom(connection.connectedAt),
-    disconnected_at: null,
-    bytes_in: null,
-    bytes_out: null,
-  });
+    ip_four: canonicalAddressOrSame(row.ipFour),
+    ip_six: canonicalAddressOrSame(row.ipSix),
+    originating_ip: row.originatingIp === null ? null : canonicalAddressOrSame(row.originatingIp),
+    connected_at: row.connectedAt,
+    disconnected_at: row.disconnectedAt,
+    bytes_in: row.bytesIn,
+    bytes_out: row.bytesOut,
+  };
+}
+
+export async function openConnection(db: Db, connection: OpenedConnection): Promise<void> {
+  let insert = db.insertInto('connection_log').values(
+    historyRow({
+      ...connection,
+      logId: timeOrderedId(),
+      connectedAt: formatAtom(connection.connectedAt),
+      disconnectedAt: null,
+      bytesIn: null,
+      bytesOut: null,
+    }),
+  );
   // A WireGuard session has at most one open row per node (a partial unique index): a second
   // instance that saw the same handshake adds nothing.
   if (connection.vpnProto === 'wireguard') {
@@ -450,24 +478,7 @@ export async function insertImportedConnections(db: Db, connections: readonly Im
   for (const group of sizeLimitedGroups(connections, () => 1, IMPORT_ROWS)) {
     const result = await db
       .insertInto('connection_log')
-      .values(
-        group.map((connection) => ({
-          log_id: connection.logId,
-          user_id: connection.userId,
-          profile_id: connection.profileId,
-          vpn_proto: connection.vpnProto,
-          connection_id: connection.connectionId,
-          node_number: connection.nodeNumber,
-          // Canonical text, so a search by address finds it (0015).
-          ip_four: canonicalAddressOrSame(connection.ipFour),
-          ip_six: canonicalAddressOrSame(connection.ipSix),
-          originating_ip: null,
-          connected_at: connection.connectedAt,
-          disconnected_at: connection.disconnectedAt,
-          bytes_in: connection.bytesIn,
-          bytes_out: connection.bytesOut,
-        })),
-      )
+      .values(group.map((connection) => historyRow({ ...connection, originatingIp: null })))
       // Also an open WireGuard row where one is open already (its partial unique index).
       .onConflict((conflict) => conflict.doNothing())
       .executeTakeFirst();
