@@ -361,7 +361,9 @@ class RetryingPostgresDriver extends PostgresDriver {
   }
 
   override async releaseConnection(connection: PooledConnection): Promise<void> {
-    await super.releaseConnection(connection instanceof RetryingConnection ? connection.current : connection);
+    if (!(connection instanceof RetryingConnection)) return super.releaseConnection(connection);
+    // None when its broken connection went back and no fresh one came: nothing to release twice.
+    if (connection.current !== null) await super.releaseConnection(connection.current);
   }
 
   override async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
@@ -403,27 +405,35 @@ class RetryingConnection implements DatabaseConnection {
   inTransaction = false;
 
   constructor(
-    public current: PooledConnection,
+    public current: PooledConnection | null,
     private readonly driver: RetryingPostgresDriver,
   ) {}
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const started = Date.now();
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+      const connection = this.inUse();
       try {
-        return await this.current.executeQuery<R>(compiledQuery);
+        return await connection.executeQuery<R>(compiledQuery);
       } catch (error) {
         const rereadable = !this.inTransaction && compiledQuery.query.kind === 'SelectQueryNode';
         if (!rereadable || !isConnectionLost(error) || Date.now() - started + pause > this.driver.retryWindowMs)
           throw error;
         await sleep(pause);
-        this.current = await this.driver.replace(this.current);
+        // Given back before a fresh one is asked for: should none come, it is not given back twice.
+        this.current = null;
+        this.current = await this.driver.replace(connection);
       }
     }
   }
 
   streamQuery<R>(compiledQuery: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
-    return this.current.streamQuery<R>(compiledQuery, chunkSize);
+    return this.inUse().streamQuery<R>(compiledQuery, chunkSize);
+  }
+
+  private inUse(): PooledConnection {
+    if (this.current === null) throw new Error('the connection was lost and no fresh one could be had');
+    return this.current;
   }
 }
 

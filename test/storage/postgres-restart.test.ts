@@ -12,7 +12,7 @@ import type { WireGuardKey } from '../../src/shared/ids.js';
 import { connectDatabase } from '../../src/storage/database.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { capturedLog } from '../support/captured-log.js';
-import { createTestDatabase } from '../support/postgres.js';
+import { createTestDatabase, dropTestDatabase, onServer, postgresServerUrl } from '../support/postgres.js';
 import { startPrivatePostgres } from '../support/private-postgres.js';
 import { startPostgresCutter } from '../support/tcp-proxies.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
@@ -157,3 +157,32 @@ for (const mode of ['after-forwarding', 'instead-of-forwarding'] as const) {
     );
   });
 }
+
+test('a read whose connection broke while the database takes no new connection fails with the reason the server gives, and its pooled connection is given back once', async (t) => {
+  const server = postgresServerUrl();
+  const { name, url } = await createTestDatabase(server);
+  t.after(() => dropTestDatabase(server, name));
+  // One pooled connection: one that was never given back would keep every later call waiting.
+  const db = connectDatabase({ dialect: 'postgres', url }, { poolSize: 1, retryForMs: 5_000, timeoutMs: 3_000 });
+  t.after(() => db.destroy());
+  const sessionOfRead = async () =>
+    onServer(server, async (client) => {
+      const found = await client.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE '%pg_sleep%'",
+        [name],
+      );
+      return found.rows[0]?.pid;
+    });
+
+  const read = db.selectNoFrom(sql<string>`pg_sleep(3)::text`.as('slept')).execute();
+  let pid = await sessionOfRead();
+  for (; pid === undefined; pid = await sessionOfRead()) await sleep(20);
+  // The database turns connections away, then the read's session is ended under it.
+  await onServer(server, (client) => client.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`));
+  await onServer(server, (client) => client.query('SELECT pg_terminate_backend($1)', [pid]));
+  await assert.rejects(read, /not currently accepting connections/);
+
+  await onServer(server, (client) => client.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
+  const answer = await db.selectNoFrom(sql<number>`1`.as('one')).executeTakeFirstOrThrow();
+  assert.equal(answer.one, 1, 'the one pooled connection is free again');
+});
