@@ -50,11 +50,17 @@ test('two portal instances on one PostgreSQL deliver every event to each of four
 
   // Changes on both instances, several at once.
   const USERS = 40;
-  await Promise.all(
+  const creates = await Promise.allSettled(
     Array.from({ length: USERS }, (_, index) =>
       admins[index % 2]?.create({ user_id: `user${index}`, profile_id: 'employees' }),
     ),
   );
+  // A refused create names what the instances logged about it (a 503 says only "try again").
+  const refused = creates.flatMap((outcome) => (outcome.status === 'rejected' ? [String(outcome.reason)] : []));
+  const warnings = instances.flatMap((instance) =>
+    instance.lines.filter((line) => (line.level ?? 0) >= 40).map((line) => JSON.stringify(line).slice(0, 600)),
+  );
+  assert.deepEqual(refused, [], `every create answers; the instances warned:\n${warnings.join('\n')}`);
   for (const receiver of receivers) await receiver.waitForCount(2 * USERS, 'every event', 60_000);
   await sleep(2_000);
 
