@@ -30,6 +30,9 @@ test('two portal instances on one PostgreSQL deliver every event to each of four
     dataDir: path.join(directory, 'data'),
     database: url,
     webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+    // Forty creates of one pool queue on its row for their last statement and commit: on a
+    // loaded two-core machine the last of them may wait longer than the default 5 s.
+    databaseTimeout: 'PT30S',
   };
   writeFileSync(configFile, JSON.stringify(config));
   await generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
