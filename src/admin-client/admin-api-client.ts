@@ -234,6 +234,11 @@ export class AdminApiClient {
     return (await this.#getJson(ADMIN_API_CALLS.device, { device_id: deviceId })).device;
   }
 
+  /** Extension: one device with its configurations and every change of its state, oldest first. */
+  deviceWithHistory(deviceId: string): Promise<AnswerOf<'device'>> {
+    return this.#getJson(ADMIN_API_CALLS.device, { device_id: deviceId });
+  }
+
   /** Extension: retires a device; every configuration of it leaves the database and the nodes. */
   async retireDevice(deviceId: string, options: PostOptions = {}): Promise<AnswerOf<'retireDevice'>['device']> {
     return (await this.retireDeviceWithReceipt(deviceId, options)).device;

@@ -729,6 +729,34 @@ export const deviceSchema = z.object({
 });
 export type DeviceInfo = z.infer<typeof deviceSchema>;
 export const deviceAnswer = z.object({ device: deviceSchema });
+/** One change of a device's state (extension), as GET /device lists them. */
+export const deviceHistoryEntrySchema = z.object({
+  at: z.string().describe('ISO 8601'),
+  change: z
+    .enum(['registered', 'enrolled', 'suspended', 'resumed', 'retired'])
+    .describe('`enrolled`: a configuration was issued to it'),
+  state_before: deviceSchema.shape.state
+    .nullable()
+    .describe('null for a registration, and for changes from before the history was kept'),
+  state_after: deviceSchema.shape.state,
+  reason: z
+    .string()
+    .nullable()
+    .describe("the change's reason (a suspension's, `token …` or `certificate …` of an enrollment)"),
+  by: z
+    .string()
+    .nullable()
+    .describe('who made it: the admin key name, `mdm`, `(portal)`, `(device)`, …; null when not recorded'),
+  revocation_id: z
+    .string()
+    .nullable()
+    .describe('the revocation receipt of the configurations it took off the nodes, if any'),
+});
+export type DeviceHistoryEntryInfo = z.infer<typeof deviceHistoryEntrySchema>;
+export const deviceWithHistoryAnswer = z.object({
+  device: deviceSchema,
+  history: z.array(deviceHistoryEntrySchema).describe("every change of the device's state, oldest first"),
+});
 export const devicesAnswer = z.object({
   devices: z.array(deviceSchema).describe('newest first'),
   next_cursor: z.string().nullable().describe('pass as `cursor` for the next (older) page; null on the last page'),
@@ -956,7 +984,7 @@ export const ADMIN_API_CALLS = {
     answer: deviceAnswer,
   },
   devices: { method: 'GET', path: '/devices', scope: 'read', params: devicesParams, answer: devicesAnswer },
-  device: { method: 'GET', path: '/device', scope: 'read', params: deviceParams, answer: deviceAnswer },
+  device: { method: 'GET', path: '/device', scope: 'read', params: deviceParams, answer: deviceWithHistoryAnswer },
   retireDevice: {
     method: 'POST',
     path: '/retire_device',

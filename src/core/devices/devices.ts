@@ -29,7 +29,7 @@ import {
   type DeviceFilter,
   type StoredDevice,
 } from '../../storage/devices.js';
-import { insertDeviceHistory } from '../../storage/device-history.js';
+import { deviceHistory, insertDeviceHistory, type DeviceHistoryEntry } from '../../storage/device-history.js';
 import { revokeEnrollmentTokensOfDevice } from '../../storage/enrollment-tokens.js';
 import { isWriteConflict } from '../../storage/errors.js';
 import { nextRevision, type Revision } from '../../storage/revisions.js';
@@ -59,6 +59,7 @@ import {
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 export type { DeviceConfiguration, StoredDevice } from '../../storage/devices.js';
+export type { DeviceHistoryEntry } from '../../storage/device-history.js';
 
 /** Devices per page of GET /devices unless `limit` says otherwise. */
 export const DEFAULT_DEVICE_PAGE = 100;
@@ -228,6 +229,15 @@ export async function getDevice(ctx: PortalContext, deviceId: DeviceId): Promise
   if (device === undefined) throw new PortalError('no-such-device', 'no device with this "device_id"');
   assertProfileAllowed(ctx, device.profileId);
   return { device, configurations: visibleToCall(ctx, await configurationsOfDevice(ctx.db, deviceId)) };
+}
+
+/** A device the caller may see, with its configurations (of the caller's profiles) and its history, oldest first. */
+export async function getDeviceWithHistory(
+  ctx: PortalContext,
+  deviceId: DeviceId,
+): Promise<DeviceRecord & { readonly history: readonly DeviceHistoryEntry[] }> {
+  const record = await getDevice(ctx, deviceId);
+  return { ...record, history: await deviceHistory(ctx.db, deviceId) };
 }
 
 export interface DevicePage {

@@ -1,7 +1,7 @@
 // POST /suspend_device and /resume_device over HTTP: the answers (the device with its
 // suspension, the receipt's header), the listing by state, bad input answered 400/404/409 with a
 // clear reason and no change, a key limited to other profiles refused, the audit rows, the
-// webhooks `device.suspended` / `device.resumed` and the metrics by reason.
+// webhooks `device.suspended` / `device.resumed`, the metrics by reason, and the history GET /device answers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
@@ -95,6 +95,43 @@ test('suspend_device answers the device suspended with its receipt; again it ans
   const afterResume = await deviceState(portal);
   assert.equal((await portal.post('/resume_device', { device_id: device.device_id })).status, 200);
   assert.equal(await deviceState(portal), afterResume, 'resuming a device not suspended changes nothing');
+});
+
+test('GET /device answers the history of the device: registered, enrolled, suspended, resumed and retired, each with its reason, author and receipt', async (t) => {
+  const portal = await startPortal(t);
+  const device = await deviceWithConfiguration(portal, 'H-9');
+  const key = await makeAdminKey(portal, 'night-desk', { scope: 'write', profiles: ['employees'] });
+  const suspended = await portal.post('/suspend_device', { device_id: device.device_id, reason: 'lost' }, bearer(key));
+  assert.equal(suspended.status, 200, suspended.text);
+  assert.equal((await portal.post('/resume_device', { device_id: device.device_id })).status, 200);
+  const retired = await portal.post('/retire_device', { device_id: device.device_id });
+  assert.equal(retired.status, 200, retired.text);
+
+  const answer = await portal.admin.deviceWithHistory(device.device_id);
+  assert.equal(answer.device.state, 'retired');
+  assert.deepEqual(
+    answer.history.map((entry) => [entry.change, entry.state_before, entry.state_after, entry.by]),
+    [
+      ['registered', null, 'registered', 'secret'],
+      ['enrolled', 'registered', 'active', 'secret'],
+      ['suspended', 'active', 'suspended', 'night-desk'],
+      ['resumed', 'suspended', 'active', 'secret'],
+      ['retired', 'active', 'retired', 'secret'],
+    ],
+  );
+  const suspension = answer.history[2];
+  assert.equal(suspension?.reason, 'lost');
+  assert.equal(suspension?.revocation_id, suspended.headers.get('vpn-portal-revocation'));
+  assert.equal(answer.history[4]?.revocation_id, retired.headers.get('vpn-portal-revocation'));
+  assert.ok(
+    answer.history.every((entry, index) => index === 0 || (answer.history[index - 1]?.at ?? '') <= entry.at),
+    'oldest first',
+  );
+
+  const guests = await makeAdminKey(portal, 'guests-viewer', { scope: 'read', profiles: ['guests'] });
+  const refused = await portal.get('/device', { device_id: device.device_id }, bearer(guests));
+  assert.equal(refused.status, 403, 'a key limited to other profiles sees neither the device nor its history');
+  assert.doesNotMatch(refused.text, /lost/);
 });
 
 test('bad input answers 400, 404 or 409 with a clear reason and changes nothing', async (t) => {

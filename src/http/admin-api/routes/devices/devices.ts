@@ -5,16 +5,22 @@
 import {
   changedBy,
   deviceWireFields,
-  getDevice,
+  getDeviceWithHistory,
   listDevices,
   registerDevice,
   resumeDevice,
   retireDevice,
   suspendDevice,
+  type DeviceHistoryEntry,
   type DeviceRecord,
   type DeviceReference,
 } from '../../../../core/devices/index.js';
-import { ADMIN_API_CALLS, REVOCATION_HEADER, type DeviceInfo } from '../../../../protocol/admin-api.js';
+import {
+  ADMIN_API_CALLS,
+  REVOCATION_HEADER,
+  type DeviceHistoryEntryInfo,
+  type DeviceInfo,
+} from '../../../../protocol/admin-api.js';
 import type { Platform } from '../../../../shared/platforms.js';
 import type { DeviceId } from '../../../../shared/ids.js';
 import { defineRoute } from '../../admin-route.js';
@@ -91,12 +97,13 @@ export const devicesRoute = defineRoute({
 
 export const deviceRoute = defineRoute({
   ...ADMIN_API_CALLS.device,
-  summary: 'One registered device with its configurations',
+  summary: 'One registered device with its configurations and the history of its state',
   since: 'extension',
   source: 'query',
-  answerDoc: 'The device',
+  answerDoc: "The device, and every change of its state, oldest first, with the change's reason and author",
   async handle(ctx, params) {
-    return { status: 200, json: { device: deviceJson(await getDevice(ctx, params.device_id)) } };
+    const { history, ...record } = await getDeviceWithHistory(ctx, params.device_id);
+    return { status: 200, json: { device: deviceJson(record), history: history.map(historyJson) } };
   },
 });
 
@@ -178,5 +185,17 @@ function deviceJson({ device, configurations }: DeviceRecord): DeviceInfo {
       vpn_proto: configuration.vpnProto,
       expires_at: configuration.expiresAt,
     })),
+  };
+}
+
+function historyJson(entry: DeviceHistoryEntry): DeviceHistoryEntryInfo {
+  return {
+    at: entry.at,
+    change: entry.change,
+    state_before: entry.stateBefore,
+    state_after: entry.stateAfter,
+    reason: entry.reason,
+    by: entry.by,
+    revocation_id: entry.revocationId,
   };
 }
