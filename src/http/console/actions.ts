@@ -5,13 +5,19 @@
 // configuration carries are in that one answer only (never cached, never stored).
 import { callerKey } from '../../core/admin-call.js';
 import QRCode from 'qrcode';
-import type { ConnectionInfo, ConnectionLogEntry, UserConfiguration } from '../../protocol/admin-api.js';
+import type { ConnectionInfo, ConnectionLogEntry, DeviceInfo, UserConfiguration } from '../../protocol/admin-api.js';
 import type { AdminRoute, RouteAnswer } from '../admin-api/admin-route.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
 import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from '../admin-api/routes/access/admin-keys.js';
 import { connectionListRoute } from '../admin-api/routes/listings/connection-list.js';
 import { connectionLogRoute } from '../admin-api/routes/sessions/connection-log.js';
 import { createRoute } from '../admin-api/routes/issuing/create.js';
+import {
+  deviceRoute,
+  resumeDeviceRoute,
+  retireDeviceRoute,
+  suspendDeviceRoute,
+} from '../admin-api/routes/devices/devices.js';
 import { deleteConnectionRoute } from '../admin-api/routes/users/delete-connection.js';
 import { destroyRoute } from '../admin-api/routes/users/destroy.js';
 import { disableUserRoute } from '../admin-api/routes/users/disable-user.js';
@@ -83,6 +89,49 @@ function userPage(userId: string, done: DoneNote): string {
   return `user?${new URLSearchParams({ user_id: userId, done }).toString()}`;
 }
 
+function devicePage(deviceId: string, done?: DoneNote): string {
+  return `device?${new URLSearchParams({ device_id: deviceId, ...(done === undefined ? {} : { done }) }).toString()}`;
+}
+
+/** A device as its confirmation names it: its id and the identifier its MDM knows it by. */
+function deviceName(device: DeviceInfo): string {
+  const known =
+    device.serial === null
+      ? device.mdm_id === null
+        ? ''
+        : ` (MDM id ${device.mdm_id})`
+      : ` (serial ${device.serial})`;
+  return `device ${device.device_id}${known} of ${device.user_id}`;
+}
+
+/** A device's configurations (those the caller sees), which of them are connected now, and their open sessions in the log. */
+async function deviceReachOf(
+  request: ConsoleRequest,
+  deviceId: string,
+): Promise<{ device: DeviceInfo; online: ConnectionInfo[]; open: ConnectionLogEntry[]; profiles: string }> {
+  const { ctx, frame } = request;
+  const { device } = await readAnswer(ctx, frame.caller, request.request, deviceRoute, { device_id: deviceId });
+  const ids = new Set(device.configurations.map((configuration) => configuration.connection_id));
+  const open: ConnectionLogEntry[] = [];
+  let online: ConnectionInfo[] = [];
+  if (ids.size > 0) {
+    const live = await readAnswer(ctx, frame.caller, request.request, connectionListRoute);
+    online = Object.values(live.connection_list).flatMap((entries) =>
+      entries.filter((entry) => ids.has(entry.connection_id)),
+    );
+    for (const connectionId of ids) {
+      const log = await readAnswer(ctx, frame.caller, request.request, connectionLogRoute, {
+        connection_id: connectionId,
+        open: 'yes',
+        limit: '1000',
+      });
+      open.push(...log.connection_log);
+    }
+  }
+  const profiles = [...new Set(device.configurations.map((configuration) => configuration.profile_id))];
+  return { device, online, open, profiles: profiles.length === 0 ? '' : ` (${profiles.join(', ')})` };
+}
+
 const ACTIONS: Readonly<Record<string, Action>> = {
   disable_user: action({
     route: disableUserRoute,
@@ -137,6 +186,35 @@ const ACTIONS: Readonly<Record<string, Action>> = {
       return `Disconnect ${user_id}'s ${configuration === undefined ? connection_id : `"${configuration.display_name}" (${configuration.profile_id})`}: its configuration is deleted and cut from its node, because a VPN client reconnects by itself. The device needs a new configuration to connect again; to cut ${user_id} off for a while instead, disable the user.`;
     },
     after: () => `connections?${new URLSearchParams({ done: 'disconnected' }).toString()}`,
+  }),
+  suspend_device: action({
+    route: suspendDeviceRoute,
+    fields: ['device_id', 'reason'],
+    async describe(request, { device_id = '', reason = 'administrator' }) {
+      const { device, online, open, profiles } = await deviceReachOf(request, device_id);
+      if (device.state === 'suspended')
+        return `Suspend ${deviceName(device)}: it is suspended already (${device.suspension?.reason ?? ''}); nothing changes.`;
+      return `Suspend ${deviceName(device)} (reason: ${reason}): ${plural(device.configurations.length, 'configuration', 'configurations')}${profiles} will be cut from the nodes and ${sessionsText(online, open)}. They are kept: the device connects again once resumed.`;
+    },
+    after: ({ device_id = '' }) => devicePage(device_id, 'device-suspended'),
+  }),
+  resume_device: action({
+    route: resumeDeviceRoute,
+    fields: ['device_id'],
+    async describe(request, { device_id = '' }) {
+      const { device, profiles } = await deviceReachOf(request, device_id);
+      return `Resume ${deviceName(device)}${device.suspension === null ? '' : `, suspended since ${device.suspension.since} (${device.suspension.reason}, by ${device.suspension.by})`}: ${plural(device.configurations.length, 'configuration', 'configurations')}${profiles} ${device.configurations.length === 1 ? 'goes back on its node' : 'go back on their nodes'} (not one that expired meanwhile, and none while ${device.user_id} is disabled).`;
+    },
+    after: ({ device_id = '' }) => devicePage(device_id, 'device-resumed'),
+  }),
+  retire_device: action({
+    route: retireDeviceRoute,
+    fields: ['device_id'],
+    async describe(request, { device_id = '' }) {
+      const { device, online, open, profiles } = await deviceReachOf(request, device_id);
+      return `Retire ${deviceName(device)} for good: ${plural(device.configurations.length, 'configuration', 'configurations')}${profiles} will be deleted and cut from the nodes, its enrollment tokens revoked, and ${sessionsText(online, open)}. This cannot be undone; its serial and MDM id may be registered again, as a new device.`;
+    },
+    after: ({ device_id = '' }) => devicePage(device_id, 'device-retired'),
   }),
   create: action({
     route: createRoute,
@@ -281,6 +359,7 @@ const confirmPage: ConsolePage = async (request) => {
 /** Where Cancel leads: the page the change was started from. */
 function cancelPath(name: string, values: Readonly<Record<string, string>>): string {
   if (name.endsWith('_admin_key')) return 'keys';
+  if (values['device_id'] !== undefined) return devicePage(values['device_id']);
   return values['user_id'] === undefined
     ? ''
     : `user?${new URLSearchParams({ user_id: values['user_id'] }).toString()}`;

@@ -14,6 +14,7 @@ export interface PageFrame {
 const SECTIONS: readonly { readonly path: string; readonly label: string; readonly scope: AdminScope }[] = [
   { path: '', label: 'Dashboard', scope: 'read' },
   { path: 'users', label: 'Users', scope: 'read' },
+  { path: 'devices', label: 'Devices', scope: 'read' },
   { path: 'connections', label: 'Online', scope: 'read' },
   { path: 'log', label: 'Connection log', scope: 'read' },
   { path: 'abuse', label: 'Abuse lookup', scope: 'read' },
@@ -83,12 +84,16 @@ const DONE_NOTES = {
   deleted: (userId: string) => `${userId} was deleted.`,
   'configuration-deleted': () => 'The configuration was deleted.',
   disconnected: () => 'Disconnected: the configuration was deleted and cut from its node.',
+  'device-suspended': (deviceId: string) => `${deviceId} was suspended: its configurations are off the nodes.`,
+  'device-resumed': (deviceId: string) => `${deviceId} was resumed.`,
+  'device-retired': (deviceId: string) => `${deviceId} was retired.`,
 } as const;
 export type DoneNote = keyof typeof DONE_NOTES;
 
-export function doneNote(done: string | undefined, userId: string): Html {
+/** The note of `done` about its subject (a user id, or a device id for a device's change). */
+export function doneNote(done: string | undefined, subject: string): Html {
   if (done === undefined || !Object.hasOwn(DONE_NOTES, done)) return html``;
-  return notice(DONE_NOTES[done as DoneNote](userId));
+  return notice(DONE_NOTES[done as DoneNote](subject));
 }
 
 export function notice(message: string): Html {

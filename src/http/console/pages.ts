@@ -30,7 +30,7 @@ const USERS_PAGE = 50;
 const DAY_MS = 86_400_000;
 
 /** A section whose read was refused shows why, and the rest of the page stands. */
-async function section(build: () => Promise<Html>): Promise<Html> {
+export async function section(build: () => Promise<Html>): Promise<Html> {
   try {
     return await build();
   } catch (error) {
@@ -39,11 +39,11 @@ async function section(build: () => Promise<Html>): Promise<Html> {
   }
 }
 
-function userLink(base: string, userId: string): Html {
+export function userLink(base: string, userId: string): Html {
   return html`<a href="${base}user?${new URLSearchParams({ user_id: userId }).toString()}">${userId}</a>`;
 }
 
-function link(base: string, page: string, query: Record<string, string>, label: string): Html {
+export function link(base: string, page: string, query: Record<string, string>, label: string): Html {
   return html`<a href="${base}${page}?${new URLSearchParams(query).toString()}">${label}</a>`;
 }
 
@@ -238,7 +238,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
       ['Device', 'Platform', 'Profile', 'State', 'Identity'],
       page.devices.map(
         (device) =>
-          html`<tr><td class="id">${device.device_id}</td><td>${device.platform}</td><td>${device.profile_id}</td><td>${device.state}</td><td>${device.identity}</td></tr>`,
+          html`<tr><td class="id">${link(base, 'device', { device_id: device.device_id }, device.device_id)}</td><td>${device.platform}</td><td>${device.profile_id}</td><td>${device.state}</td><td>${device.identity}</td></tr>`,
       ),
       'No devices.',
     );
@@ -289,7 +289,7 @@ async function issueForms(r: ConsoleRequest, userId: string): Promise<Html> {
   });
 }
 
-function logTable(base: string, entries: readonly ConnectionLogEntry[]): Html {
+export function logTable(base: string, entries: readonly ConnectionLogEntry[]): Html {
   return table(
     'Sessions',
     ['User', 'Profile', 'Node', 'Addresses', 'Client address', 'Connected', 'Disconnected'],

@@ -28,6 +28,7 @@ import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';
 import { html } from './html.js';
 import { page, problem } from './layout.js';
 import { pageHandlers } from './pages.js';
+import { devicePages } from './device-pages.js';
 import type { ConsolePage, ConsoleRequest } from './console-request.js';
 import { trackReconciles } from './reconcile-times.js';
 
@@ -232,7 +233,7 @@ function registerPages(app: FastifyInstance, setup: ConsoleSetup): void {
     if ('redirect' in result) return reply.redirect(`${base}${result.redirect}`, 303);
     return sendPage(reply, result.status ?? 200, page(request.frame, result.title, result.body, base));
   };
-  for (const [name, handler] of Object.entries({ ...pageHandlers, ...actionPages })) {
+  for (const [name, handler] of Object.entries({ ...pageHandlers, ...devicePages, ...actionPages })) {
     app.get(`${base}${name}`, async (request, reply) => answer(reply, consoleRequest(request), handler));
   }
   for (const [name, handler] of Object.entries(actionHandlers)) {

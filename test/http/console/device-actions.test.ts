@@ -1,0 +1,177 @@
+// The console's device changes refused over plain HTTP, as a forged or mistaken form would be
+// sent: a read-only session, a session limited to another profile, a form without the session's
+// CSRF token or from another site, an unknown or malformed device. Each answers its status with
+// the reason on the page, and the device, its history and its configurations stay as they were.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+interface Session {
+  readonly cookie: string;
+  readonly csrf: string;
+}
+
+function consoleUrl(portal: TestPortal): string {
+  return `${portal.portal.url}/vpn-user-portal/admin/`;
+}
+
+/** Signs in with the sign-in form as a browser would, and reads the session's CSRF token from a page. */
+async function signIn(portal: TestPortal, credential: string): Promise<Session> {
+  const answer = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams({ credential }).toString(),
+  });
+  assert.equal(answer.status, 303, await answer.text());
+  const cookie = (answer.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const page = await fetch(`${consoleUrl(portal)}devices`, { headers: { cookie } });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
+  assert.ok(csrf !== undefined, 'every page carries the session’s CSRF token');
+  return { cookie, csrf };
+}
+
+async function post(
+  portal: TestPortal,
+  session: Session,
+  form: Record<string, string>,
+  site = 'same-origin',
+): Promise<{ status: number; text: string }> {
+  const answer = await fetch(`${consoleUrl(portal)}do`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: {
+      cookie: session.cookie,
+      'content-type': 'application/x-www-form-urlencoded',
+      'sec-fetch-site': site,
+    },
+    body: new URLSearchParams(form).toString(),
+  });
+  return { status: answer.status, text: await answer.text() };
+}
+
+async function get(portal: TestPortal, session: Session, path: string): Promise<{ status: number; text: string }> {
+  const answer = await fetch(`${consoleUrl(portal)}${path}`, { headers: { cookie: session.cookie } });
+  return { status: answer.status, text: await answer.text() };
+}
+
+/** What a device change can touch. */
+async function devicesState(portal: TestPortal): Promise<string> {
+  const db = portal.portal.ctx.db;
+  return JSON.stringify({
+    devices: await db.selectFrom('devices').selectAll().orderBy('device_id').execute(),
+    history: await db.selectFrom('device_history').selectAll().orderBy('history_id').execute(),
+    peers: await db.selectFrom('wg_peers').selectAll().orderBy('public_key').execute(),
+    receipts: await db.selectFrom('revocations').selectAll().orderBy('revocation_id').execute(),
+  });
+}
+
+async function portalWithDevice(t: { after: (fn: () => Promise<void>) => void }) {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(portal.close);
+  const device = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: 'PF3X9',
+  });
+  const created = await portal.post(
+    '/create',
+    { user_id: 'alice', profile_id: 'employees', device_id: device.device_id },
+    { accept: 'application/x-wireguard-profile' },
+  );
+  assert.equal(created.status, 200, created.text);
+  return { portal, deviceId: device.device_id };
+}
+
+test('a read-only session may not suspend, resume or retire a device: 403 naming the scope, audited, nothing changed', async (t) => {
+  const { portal, deviceId } = await portalWithDevice(t);
+  const viewer = await signIn(portal, await makeAdminKey(portal, 'viewer', { scope: 'read' }));
+  const page = await get(portal, viewer, `device?device_id=${deviceId}`);
+  assert.equal(page.status, 200);
+  assert.doesNotMatch(page.text, /Suspend…|Resume…|Retire…/, 'no change is offered');
+  const before = await devicesState(portal);
+  for (const action of ['suspend_device', 'resume_device', 'retire_device']) {
+    const refused = await post(portal, viewer, { action, device_id: deviceId, csrf: viewer.csrf });
+    assert.equal(refused.status, 403, action);
+    assert.match(
+      refused.text,
+      new RegExp(`key &#34;viewer&#34; has scope &#34;read&#34;; ${action} needs scope &#34;write&#34;`),
+    );
+    const [newest] = await auditLog(portal, 1);
+    assert.deepEqual([newest?.keyName, newest?.call, newest?.status], ['viewer', action, 403], `${action} audited`);
+  }
+  assert.equal(await devicesState(portal), before);
+});
+
+test('a form without the session’s CSRF token, or sent from another site, is refused before anything is done', async (t) => {
+  const { portal, deviceId } = await portalWithDevice(t);
+  const admin = await signIn(portal, portal.secret);
+  const before = await devicesState(portal);
+  const withoutToken = await post(portal, admin, { action: 'retire_device', device_id: deviceId });
+  assert.equal(withoutToken.status, 403);
+  assert.match(withoutToken.text, /CSRF token missing or wrong/);
+  const wrongToken = await post(portal, admin, { action: 'retire_device', device_id: deviceId, csrf: 'x'.repeat(43) });
+  assert.equal(wrongToken.status, 403);
+  const crossSite = await post(
+    portal,
+    admin,
+    { action: 'retire_device', device_id: deviceId, csrf: admin.csrf },
+    'cross-site',
+  );
+  assert.equal(crossSite.status, 403);
+  assert.match(crossSite.text, /cross-site request refused/);
+  assert.equal(await devicesState(portal), before);
+  const done = await post(portal, admin, { action: 'suspend_device', device_id: deviceId, csrf: admin.csrf });
+  assert.equal(done.status, 303, 'the same form with its token is made');
+  assert.equal((await portal.admin.device(deviceId)).state, 'suspended');
+});
+
+test('a session limited to another profile neither sees nor changes the device: 403 naming the profile, nothing changed', async (t) => {
+  const { portal, deviceId } = await portalWithDevice(t);
+  const guests = await signIn(
+    portal,
+    await makeAdminKey(portal, 'guest-desk', { scope: 'write', profiles: ['guests'] }),
+  );
+  const list = await get(portal, guests, 'devices?serial=PF3X9');
+  assert.equal(list.status, 200);
+  assert.doesNotMatch(list.text, new RegExp(deviceId), 'not listed');
+  assert.match(list.text, /No devices match\./);
+  const limit = /key &#34;guest-desk&#34; may not use profile &#34;employees&#34; \(it is limited to: guests\)/;
+  for (const path of [`device?device_id=${deviceId}`, `confirm?action=suspend_device&device_id=${deviceId}`]) {
+    const page = await get(portal, guests, path);
+    assert.equal(page.status, 403, path);
+    assert.match(page.text, limit, path);
+    assert.doesNotMatch(page.text, /PF3X9/, `${path}: nothing of the device is shown`);
+  }
+  const before = await devicesState(portal);
+  for (const action of ['suspend_device', 'retire_device']) {
+    const refused = await post(portal, guests, { action, device_id: deviceId, csrf: guests.csrf });
+    assert.equal(refused.status, 403, action);
+    assert.match(refused.text, limit, action);
+  }
+  assert.equal(await devicesState(portal), before);
+});
+
+test('an unknown or malformed device, or a bad search, answers its status with the reason and changes nothing', async (t) => {
+  const { portal } = await portalWithDevice(t);
+  const admin = await signIn(portal, portal.secret);
+  const before = await devicesState(portal);
+  const unknown = await get(portal, admin, 'device?device_id=dev_000000000000000000000000');
+  assert.equal(unknown.status, 404);
+  assert.match(unknown.text, /Not possible \(404\):.*no device with this &#34;device_id&#34;/);
+  const malformed = await get(portal, admin, 'device?device_id=%3Cscript%3E');
+  assert.equal(malformed.status, 400);
+  assert.doesNotMatch(malformed.text, /<script>/, 'the id is shown as text');
+  const retire = await post(portal, admin, {
+    action: 'retire_device',
+    device_id: 'dev_000000000000000000000000',
+    csrf: admin.csrf,
+  });
+  assert.equal(retire.status, 404);
+  const badState = await get(portal, admin, 'devices?state=lost');
+  assert.equal(badState.status, 200, 'the page stands; its list says why');
+  assert.match(badState.text, /Not possible \(400\):.*state/);
+  assert.equal(await devicesState(portal), before);
+});
