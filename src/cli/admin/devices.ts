@@ -1,6 +1,6 @@
 // `vpn-portal admin device …`: registering, listing, showing, suspending, resuming and retiring
 // managed devices.
-import type { DeviceInfo } from '../../protocol/admin-api.js';
+import type { DeviceHistoryEntryInfo, DeviceInfo } from '../../protocol/admin-api.js';
 import { param } from '../../protocol/admin-api-params.js';
 import { isPlatform, type Platform, PLATFORMS } from '../../shared/platforms.js';
 import { formatTable } from '../table.js';
@@ -81,13 +81,13 @@ export const DEVICE_COMMANDS: Readonly<Record<string, AdminCommand>> = {
     },
   },
   'device show': {
-    summary: 'one device: its identity, state and configurations (an extension)',
+    summary: 'one device: its identity, state, configurations and the history of its state (an extension)',
     args: ['DEVICE_ID'],
     flags: [],
     run: async ({ client, args, json, out }) => {
-      const device = await client.device(args[0] ?? '');
-      if (json) out.print(JSON.stringify({ device }));
-      else printDevice(device, out);
+      const answer = await client.deviceWithHistory(args[0] ?? '');
+      if (json) out.print(JSON.stringify(answer));
+      else printDevice(answer.device, out, answer.history);
     },
   },
   'device retire': {
@@ -148,7 +148,7 @@ function platformOf(value: string, what: string): Platform {
   return value;
 }
 
-function printDevice(device: DeviceInfo, out: Output): void {
+function printDevice(device: DeviceInfo, out: Output, history: readonly DeviceHistoryEntryInfo[] = []): void {
   out.print(
     formatTable(
       ['FIELD', 'VALUE'],
@@ -176,7 +176,14 @@ function printDevice(device: DeviceInfo, out: Output): void {
           'configuration',
           `${configuration.profile_id} ${configuration.vpn_proto} ${configuration.connection_id} until ${configuration.expires_at}`,
         ]),
+        ...history.map((entry) => ['history', historyLine(entry)]),
       ],
     ),
   );
+}
+
+/** "2026-11-29T10:00:00+00:00 suspended active → suspended (lost) by helpdesk": one change of the device's state. */
+function historyLine(entry: DeviceHistoryEntryInfo): string {
+  const states = entry.state_before === null ? entry.state_after : `${entry.state_before} → ${entry.state_after}`;
+  return `${entry.at} ${entry.change} ${states}${entry.reason === null ? '' : ` (${entry.reason})`} by ${entry.by ?? 'not recorded'}`;
 }
