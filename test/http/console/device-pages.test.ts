@@ -214,7 +214,9 @@ test('a read-only session sees devices but no button; a session limited to anoth
   t.after(() => context.close());
   await signIn(page, portal, viewer);
   assert.equal((await search(page, { 'Serial number': 'C02XK1' })).length, 1);
-  await page.getByRole('link', { name: laptop }).click();
+  await page.goto(`${consoleUrl(portal)}user?user_id=alice`);
+  // The user's page lists the device and leads to its page.
+  await page.locator('section[aria-labelledby="devices"]').getByRole('link', { name: laptop }).click();
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Device C02XK1');
   assert.match(await text(page, 'section[aria-labelledby="history"]'), /enrolled/);
   assert.equal(await page.getByRole('link', { name: /Suspend|Resume|Retire/ }).count(), 0, 'no change is offered');
