@@ -61,6 +61,7 @@ import { legalHoldsSchema } from './migrations/0024-legal-holds.js';
 import { natMappingsSchema } from './migrations/0025-nat-mappings.js';
 import { deviceSuspensionSchema } from './migrations/0026-device-suspension.js';
 import { scimSchema } from './migrations/0027-scim.js';
+import { deviceSearchIndexes } from './migrations/0030-device-search.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -104,6 +105,7 @@ const migrations: Record<string, Migration> = {
   '0025-nat-mappings': natMappingsSchema,
   '0026-device-suspension': deviceSuspensionSchema,
   '0027-scim': scimSchema,
+  '0030-device-search': deviceSearchIndexes,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

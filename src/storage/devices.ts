@@ -295,6 +295,11 @@ export async function deviceIdOfConfiguration(
 /** Devices matching the filter, newest first (by id), at most `limit`. */
 export async function listStoredDevices(db: Db, filter: DeviceFilter): Promise<StoredDevice[]> {
   if (filter.profiles !== undefined && filter.profiles !== null && filter.profiles.length === 0) return [];
+  return (await devicesQuery(db, filter).execute()).map(toDevice);
+}
+
+/** The search of listStoredDevices, as a query (its plan is tested: each filter has an index). */
+export function devicesQuery(db: Db, filter: DeviceFilter) {
   let query = db.selectFrom('devices').selectAll().orderBy('device_id', 'desc').limit(filter.limit);
   if (filter.profiles !== undefined && filter.profiles !== null)
     query = query.where('profile_id', 'in', filter.profiles);
@@ -315,7 +320,7 @@ export async function listStoredDevices(db: Db, filter: DeviceFilter): Promise<S
       ]),
     );
   }
-  return (await query.execute()).map(toDevice);
+  return query;
 }
 
 /** The device's configurations, both kinds, by profile. */

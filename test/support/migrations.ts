@@ -26,4 +26,5 @@ export const EXPECTED_MIGRATIONS = [
   '0025-nat-mappings',
   '0026-device-suspension',
   '0027-scim',
+  '0030-device-search',
 ] as const;

@@ -1,0 +1,57 @@
+// The device searches (the Admin API's `devices`, the console's Devices page) read an index for
+// each filter, newest first, on both databases: asked of the database's own planner with the
+// very query the search runs. PostgreSQL is told to avoid sequential scans where it can, as it
+// would on a large table; a search with no index to use still scans, and fails here.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { CompiledQuery, sql } from 'kysely';
+import { asDeviceId, asUserId } from '../../src/shared/ids.js';
+import type { Db } from '../../src/storage/database.js';
+import { devicesQuery, type DeviceFilter } from '../../src/storage/devices.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+let portal: TestPortal;
+let db: Db;
+
+before(async () => {
+  portal = await startTestPortal();
+  db = portal.portal.ctx.db;
+});
+after(() => portal.close());
+
+/** The plan of the search, one line per step. */
+async function planOf(filter: Omit<DeviceFilter, 'limit'>): Promise<string> {
+  const compiled = devicesQuery(db, { ...filter, limit: 50 }).compile();
+  if (portal.portal.ctx.config.database.dialect === 'sqlite') {
+    const plan = await db.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
+    );
+    return plan.rows.map((row) => row.detail).join('\n');
+  }
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL enable_seqscan = off`.execute(trx);
+    const plan = await trx.executeQuery<{ 'QUERY PLAN': string }>(
+      CompiledQuery.raw(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]),
+    );
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  });
+}
+
+for (const [what, filter, index] of [
+  ['a serial', { serial: 'C02XK1' }, 'devices_by_serial'],
+  ['an MDM id', { mdmId: '7f3c-intune' }, 'devices_by_mdm_id'],
+  ['a state', { state: 'suspended' }, 'devices_by_state'],
+  ['a platform', { platform: 'macos' }, 'devices_by_platform'],
+  ['a user', { userId: asUserId('alice') }, 'devices_user_id'],
+] as const) {
+  test(`a device search by ${what} reads its index, not every device`, async () => {
+    const plan = await planOf(filter);
+    assert.match(plan, new RegExp(index), plan);
+    assert.doesNotMatch(plan, /\bSCAN devices\b(?! USING)|Seq Scan on devices/, plan);
+  });
+}
+
+test('the next page of a search by state starts in the index at the cursor', async () => {
+  const plan = await planOf({ state: 'active', before: asDeviceId('dev_01JDZ0000000000000000000') });
+  assert.match(plan, /devices_by_state/, plan);
+});
