@@ -2,21 +2,45 @@
 // reads it: an app token by OAuth 2.0 client credentials (scope `<graph>/.default`), then
 // `deviceManagement/managedDevices?$select=id,serialNumber`, following `@odata.nextLink` page by
 // page. A next link is followed only on Graph's own origin, so the token never goes elsewhere.
+// With compliance asked for, the same pages also select `complianceState`,
+// `complianceGracePeriodExpirationDateTime` and `lastSyncDateTime` (the same permission).
 import { z } from 'zod';
 import type { MdmInventorySource } from '../config/portal-config.js';
 import { clientCredentialsToken, MdmInventoryError, requestJson } from './http.js';
-import type { MdmInventory } from './model.js';
+import type { MdmComplianceState, MdmInventory, MdmReadOptions } from './model.js';
 
 /** More pages than this is a loop, not an inventory (Graph pages hold up to 1,000 devices). */
 const MAX_PAGES = 10_000;
 
+/** Graph's DateTimeOffset (ISO 8601, up to seven fractional digits). */
+const GRAPH_DATE_TIME = z
+  .string()
+  .refine(
+    (text) => /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(text) && !Number.isNaN(Date.parse(text)),
+    'a date and time (ISO 8601)',
+  );
+
 const MANAGED_DEVICES_PAGE = z.object({
-  value: z.array(z.object({ id: z.string().min(1), serialNumber: z.string().nullish() })),
+  value: z.array(
+    z.object({
+      id: z.string().min(1),
+      serialNumber: z.string().nullish(),
+      complianceState: z.string().nullish(),
+      complianceGracePeriodExpirationDateTime: GRAPH_DATE_TIME.nullish(),
+      lastSyncDateTime: GRAPH_DATE_TIME.nullish(),
+    }),
+  ),
   '@odata.nextLink': z.string().optional(),
 });
 
+type ManagedDevice = z.infer<typeof MANAGED_DEVICES_PAGE>['value'][number];
+
+const BASIC_SELECT = 'id,serialNumber';
+const COMPLIANCE_SELECT = `${BASIC_SELECT},complianceState,complianceGracePeriodExpirationDateTime,lastSyncDateTime`;
+
 export async function readIntuneInventory(
   source: Extract<MdmInventorySource, { provider: 'intune' }>,
+  options: MdmReadOptions,
 ): Promise<MdmInventory> {
   const graph = new URL(`${source.graphUrl}/`);
   const token = await clientCredentialsToken(source.tokenUrl, {
@@ -25,8 +49,13 @@ export async function readIntuneInventory(
     scope: `${graph.origin}/.default`,
   });
   const headers = { authorization: `Bearer ${token}`, accept: 'application/json', ConsistencyLevel: 'eventual' };
-  const inventory: MdmInventory = { serials: new Set(), ids: new Set() };
-  let next: string | undefined = new URL('deviceManagement/managedDevices?$select=id,serialNumber', graph).href;
+  const inventory = {
+    serials: new Set<string>(),
+    ids: new Set<string>(),
+    compliance: [] as MdmInventory['compliance'][number][],
+  };
+  const select = options.compliance ? COMPLIANCE_SELECT : BASIC_SELECT;
+  let next: string | undefined = new URL(`deviceManagement/managedDevices?$select=${select}`, graph).href;
   for (let pages = 0; next !== undefined; pages++) {
     if (pages >= MAX_PAGES) throw new MdmInventoryError(`Graph gave more than ${MAX_PAGES} pages`);
     if (new URL(next).origin !== graph.origin)
@@ -34,10 +63,38 @@ export async function readIntuneInventory(
     const page: z.infer<typeof MANAGED_DEVICES_PAGE> = await requestJson(next, { headers }, MANAGED_DEVICES_PAGE);
     for (const device of page.value) {
       inventory.ids.add(device.id);
-      if (device.serialNumber !== undefined && device.serialNumber !== null && device.serialNumber !== '')
-        inventory.serials.add(device.serialNumber);
+      const serial = device.serialNumber === undefined || device.serialNumber === '' ? null : device.serialNumber;
+      if (serial !== null) inventory.serials.add(serial);
+      if (options.compliance)
+        inventory.compliance.push({
+          serial,
+          id: device.id,
+          state: complianceStateOf(device),
+          lastCheckIn: meaningfulDate(device.lastSyncDateTime),
+        });
     }
     next = page['@odata.nextLink'];
   }
   return inventory;
+}
+
+/** Intune's `complianceState` as a verdict; a value Graph may add later is `undetermined`. */
+function complianceStateOf(device: ManagedDevice): MdmComplianceState {
+  switch (device.complianceState) {
+    case 'compliant':
+      return { kind: 'compliant' };
+    case 'noncompliant':
+      return { kind: 'noncompliant' };
+    case 'inGracePeriod':
+      return { kind: 'in-grace-period', until: meaningfulDate(device.complianceGracePeriodExpirationDateTime) };
+    default:
+      return { kind: 'undetermined', reported: device.complianceState ?? '(none)' };
+  }
+}
+
+/** Graph writes `0001-01-01T00:00:00Z` for a date it does not have: that (and anything before 1970) is none. */
+function meaningfulDate(text: string | null | undefined): Date | null {
+  if (text === undefined || text === null) return null;
+  const at = Date.parse(text);
+  return at > 0 ? new Date(at) : null;
 }

@@ -37,7 +37,7 @@ export async function readJamfInventory(
     client_secret: source.clientSecret.reveal(),
   });
   const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
-  const inventory: MdmInventory = { serials: new Set(), ids: new Set() };
+  const inventory: MdmInventory = { serials: new Set(), ids: new Set(), compliance: [] };
   const add = (udid: string | null | undefined, serial: string | null | undefined) => {
     if (udid !== undefined && udid !== null && udid !== '') inventory.ids.add(udid);
     if (serial !== undefined && serial !== null && serial !== '') inventory.serials.add(serial);

@@ -43,6 +43,7 @@ describe('the MDM inventory clients', () => {
   beforeEach(() => {
     mdm.devices = [...DEVICES];
     mdm.down = false;
+    mdm.jsonAnswer = undefined;
     mdm.requests.length = 0;
   });
 
@@ -93,6 +94,96 @@ describe('the MDM inventory clients', () => {
       headers: { Authorization: new Secret('Bearer stand-in-access-token') },
     });
     assert.deepEqual([...inventory.serials].sort(), DEVICES.map((device) => device.serial).sort());
+  });
+
+  test("Intune with compliance: every page selects Graph's compliance properties, and each device's state, grace period and check-in are read", async () => {
+    const compliance = [
+      { complianceState: 'compliant', lastSync: '2026-11-28T07:30:00.1234567Z' },
+      { complianceState: 'noncompliant' },
+      { complianceState: 'inGracePeriod', gracePeriodEnds: '2026-12-01T00:00:00Z' },
+      { complianceState: 'inGracePeriod', lastSync: '0001-01-01T00:00:00Z' },
+      { complianceState: 'configManager' },
+    ];
+    mdm.devices = DEVICES.map((device, index) => ({ ...device, ...compliance[index] }));
+    const inventory = await readMdmInventory(intune, { compliance: true });
+    const pages = mdm.requests.slice(1);
+    assert.equal(pages.length, 3);
+    for (const page of pages)
+      assert.match(
+        page.url,
+        /\$select=id,serialNumber,complianceState,complianceGracePeriodExpirationDateTime,lastSyncDateTime/,
+      );
+    const bySerial = new Map(inventory.compliance.map((record) => [record.serial, record]));
+    assert.equal(inventory.compliance.length, 5);
+    assert.deepEqual(bySerial.get('C02AAA1')?.state, { kind: 'compliant' });
+    assert.equal(bySerial.get('C02AAA1')?.lastCheckIn?.toISOString(), '2026-11-28T07:30:00.123Z');
+    assert.equal(bySerial.get('C02AAA1')?.id, DEVICES[0]?.id);
+    assert.deepEqual(bySerial.get('C02AAA2')?.state, { kind: 'noncompliant' });
+    assert.deepEqual(bySerial.get('C02AAA3')?.state, {
+      kind: 'in-grace-period',
+      until: new Date('2026-12-01T00:00:00Z'),
+    });
+    assert.deepEqual(
+      bySerial.get('DMPBBB4')?.state,
+      { kind: 'in-grace-period', until: null },
+      "Graph's 0001-01-01 is no date",
+    );
+    assert.equal(bySerial.get('DMPBBB4')?.lastCheckIn, null);
+    assert.deepEqual(bySerial.get('DMPBBB5')?.state, { kind: 'undetermined', reported: 'configManager' });
+  });
+
+  test('Intune without compliance selects only id and serialNumber, and reports no compliance', async () => {
+    const inventory = await readMdmInventory(intune);
+    assert.deepEqual(inventory.compliance, []);
+    for (const page of mdm.requests.slice(1)) assert.match(page.url, /\$select=id,serialNumber(&|$)/);
+  });
+
+  test('JSON: strings and objects side by side; "compliant" is read, an object without it is presence only', async () => {
+    mdm.jsonAnswer = [
+      'C02AAA1',
+      { serial: 'C02AAA2', compliant: false },
+      { serial: 'C02AAA3', id: 'mdm-3', compliant: true },
+      { id: 'mdm-4' },
+    ];
+    const source: MdmInventorySource = {
+      provider: 'json',
+      url: `${mdm.url}/inventory.json`,
+      headers: { Authorization: new Secret('Bearer stand-in-access-token') },
+    };
+    const inventory = await readMdmInventory(source, { compliance: true });
+    assert.deepEqual([...inventory.serials].sort(), ['C02AAA1', 'C02AAA2', 'C02AAA3']);
+    assert.deepEqual([...inventory.ids].sort(), ['C02AAA1', 'mdm-3', 'mdm-4']);
+    assert.deepEqual(inventory.compliance, [
+      { serial: 'C02AAA2', id: null, state: { kind: 'noncompliant' }, lastCheckIn: null },
+      { serial: 'C02AAA3', id: 'mdm-3', state: { kind: 'compliant' }, lastCheckIn: null },
+    ]);
+    assert.deepEqual((await readMdmInventory(source)).compliance, [], 'not asked for: none read');
+  });
+
+  test('JSON: a malformed entry makes the inventory unreadable, with a message naming the entry', async () => {
+    const source: MdmInventorySource = {
+      provider: 'json',
+      url: `${mdm.url}/inventory.json`,
+      headers: { Authorization: new Secret('Bearer stand-in-access-token') },
+    };
+    const cases: [unknown, RegExp][] = [
+      [
+        { serial: 'C02AAA2', compliant: 'no' },
+        /entry 1 \(\{"serial":"C02AAA2","compliant":"no"\}\) is not a device: .*boolean.* at "compliant"/,
+      ],
+      [{ serial: 'C02AAA2', Compliant: false }, /entry 1 .*Compliant/],
+      [{ compliant: false }, /entry 1 .*needs "serial" or "id"/],
+      [42, /entry 1 \(42\) is not a device: a string, or an object/],
+      ['', /entry 1 \(""\) is not a device: an empty string names no device/],
+    ];
+    for (const [entry, message] of cases) {
+      mdm.jsonAnswer = ['C02AAA1', entry, 'C02AAA3'];
+      await assert.rejects(readMdmInventory(source, { compliance: true }), (error) => {
+        assert.ok(error instanceof MdmInventoryError);
+        assert.match(error.message, message);
+        return true;
+      });
+    }
   });
 
   test('a service that is down, a wrong secret, an unexpected shape or a next link elsewhere is an error, not an empty inventory', async () => {

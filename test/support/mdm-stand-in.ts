@@ -1,9 +1,11 @@
 // A local stand-in for the MDMs' APIs, since Microsoft Graph and Jamf Pro cannot be reached from
 // the tests: it serves their documented request and answer shapes — Microsoft's OAuth 2.0 client
-// credentials token endpoint and Graph's `deviceManagement/managedDevices` with `$select` and
-// `@odata.nextLink` paging; Jamf Pro's `/api/oauth/token`, `/api/v1/computers-inventory` and
-// `/api/v2/mobile-devices` with `page`/`page-size` and `totalCount` — and a plain JSON list. Pages
-// are small (2 devices) so that every client must page. A test edits `devices`, or sets `down`.
+// credentials token endpoint and Graph's `deviceManagement/managedDevices` with `$select`,
+// `@odata.nextLink` paging and the compliance properties (`complianceState`,
+// `complianceGracePeriodExpirationDateTime`, `lastSyncDateTime`); Jamf Pro's `/api/oauth/token`,
+// `/api/v1/computers-inventory` and `/api/v2/mobile-devices` with `page`/`page-size` and
+// `totalCount` — and a plain JSON list (serials, or objects with `compliant`). Pages are small
+// (2 devices) so that every client must page. A test edits `devices`, or sets `down`.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 
@@ -15,7 +17,26 @@ export interface StandInDevice {
   readonly serial: string;
   /** For Jamf: a computer or a mobile device. */
   readonly kind?: 'computer' | 'mobile';
+  /** Intune's `complianceState` (default `compliant`). */
+  readonly complianceState?: string;
+  /** Intune's `complianceGracePeriodExpirationDateTime` (default Graph's "none", `0001-01-01T00:00:00Z`). */
+  readonly gracePeriodEnds?: string;
+  /** Intune's `lastSyncDateTime` (default: the stand-in's start). */
+  readonly lastSync?: string;
+  /** The JSON list's `compliant`: absent, the entry is the serial alone; present, an object. */
+  readonly compliant?: boolean;
 }
+
+/** The managedDevice properties the stand-in knows (Graph answers 400 to an unknown one in `$select`). */
+const MANAGED_DEVICE_PROPERTIES = [
+  'id',
+  'serialNumber',
+  'complianceState',
+  'complianceGracePeriodExpirationDateTime',
+  'lastSyncDateTime',
+] as const;
+/** Graph's value for a DateTimeOffset it does not have. */
+const GRAPH_NO_DATE = '0001-01-01T00:00:00Z';
 
 export const STAND_IN_TENANT = '11111111-2222-3333-4444-555555555555';
 export const STAND_IN_CLIENT_ID = 'portal-client';
@@ -27,6 +48,9 @@ export class MdmStandIn {
   devices: StandInDevice[] = [];
   /** Every request answers 503. */
   down = false;
+  /** When set, the JSON list answers this instead of the devices. */
+  jsonAnswer: unknown = undefined;
+  readonly #startedAt = new Date().toISOString();
   /** What each request asked: method, path with query, and the form or headers that matter. */
   readonly requests: {
     method: string;
@@ -139,25 +163,49 @@ export class MdmStandIn {
         wifiMacAddress: null,
       }));
     }
-    if (url.pathname === '/inventory.json') return { status: 200, json: this.devices.map((device) => device.serial) };
+    if (url.pathname === '/inventory.json') {
+      if (this.jsonAnswer !== undefined) return { status: 200, json: this.jsonAnswer };
+      return {
+        status: 200,
+        json: this.devices.map((device) =>
+          device.compliant === undefined
+            ? device.serial
+            : { serial: device.serial, id: device.id, compliant: device.compliant },
+        ),
+      };
+    }
     return { status: 404, json: { error: 'not found' } };
   }
 
-  /** Graph's paging: `$skiptoken` in an absolute `@odata.nextLink`, absent on the last page. */
+  /** Graph's paging: `$skiptoken` in an absolute `@odata.nextLink`, absent on the last page; only the `$select`ed properties. */
   #graphPage(url: URL): { status: number; json: unknown } {
-    if (url.searchParams.get('$select') !== 'id,serialNumber')
-      return { status: 400, json: { error: { code: 'BadRequest' } } };
+    const select = url.searchParams.get('$select') ?? '';
+    const properties = select.split(',');
+    if (!properties.every((name) => (MANAGED_DEVICE_PROPERTIES as readonly string[]).includes(name)))
+      return {
+        status: 400,
+        json: { error: { code: 'BadRequest', message: `Could not find a property in ${select}` } },
+      };
     const skip = Number(url.searchParams.get('$skiptoken') ?? '0');
     const page = this.devices.slice(skip, skip + PAGE_SIZE);
     const next =
       skip + PAGE_SIZE < this.devices.length
-        ? `${this.url}/v1.0/deviceManagement/managedDevices?$select=id,serialNumber&$skiptoken=${skip + PAGE_SIZE}`
+        ? `${this.url}/v1.0/deviceManagement/managedDevices?$select=${select}&$skiptoken=${skip + PAGE_SIZE}`
         : undefined;
     return {
       status: 200,
       json: {
-        '@odata.context': `${this.url}/v1.0/$metadata#deviceManagement/managedDevices(id,serialNumber)`,
-        value: page.map((device) => ({ id: device.id, serialNumber: device.serial })),
+        '@odata.context': `${this.url}/v1.0/$metadata#deviceManagement/managedDevices(${select})`,
+        value: page.map((device) => {
+          const record: Record<string, string> = {
+            id: device.id,
+            serialNumber: device.serial,
+            complianceState: device.complianceState ?? 'compliant',
+            complianceGracePeriodExpirationDateTime: device.gracePeriodEnds ?? GRAPH_NO_DATE,
+            lastSyncDateTime: device.lastSync ?? this.#startedAt,
+          };
+          return Object.fromEntries(properties.map((name) => [name, record[name]]));
+        }),
         ...(next === undefined ? {} : { '@odata.nextLink': next }),
       },
     };
