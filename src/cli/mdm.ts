@@ -1,12 +1,13 @@
 // `vpn-portal mdm sync --dry-run`: what a pass of the MDM inventory sync (mdmInventory) would do
-// now — read the inventory, compare the live devices — printed, and nothing changed. The pass
+// now — read the inventory, compare the live devices, and with compliance which it would suspend
+// and resume — printed, and nothing changed. The pass
 // that retires runs in the portal every mdmInventory.interval, where the nodes are reached.
 // `vpn-portal mdm confirm-crl [SHA256]`: the revocation lists held because they would retire more
 // than enrollment.clientCertificate.crlMaxRetire at once, or the administrator's confirmation
 // that one may retire its devices (stored in the database: every portal instance sees it, and
 // retires them at its next refresh).
 import { ConfigError } from '../config/load.js';
-import { compareWithMdmInventory, type InventoryPass } from '../core/devices/index.js';
+import { compareWithMdmInventory, type CompliancePass, type InventoryPass } from '../core/devices/index.js';
 import { systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
 import { confirmRevocationList, revocationListHolds } from '../storage/revocation-list-trust.js';
@@ -60,9 +61,15 @@ export async function runMdmCommand(
   print(
     `${inventory.source.provider} inventory: ${pass.inventorySize} devices; ${pass.compared} live devices compared by ${inventory.matches}`,
   );
+  printRetirements(pass, print);
+  if (pass.compliance !== null) printCompliance(pass.compliance, pass.outcome === 'too-many', print);
+  return 0;
+}
+
+function printRetirements(pass: Extract<InventoryPass, { gone: unknown }>, print: (line: string) => void): void {
   if (pass.gone.length === 0) {
     print('a pass would retire nothing: every device compared is in the inventory');
-    return 0;
+    return;
   }
   print(
     pass.outcome === 'too-many'
@@ -71,7 +78,42 @@ export async function runMdmCommand(
   );
   const rows = pass.gone.map((device) => [device.deviceId, device.userId, device.serial ?? '-', device.mdmId ?? '-']);
   print(formatTable(['device_id', 'user_id', 'serial', 'mdm_id'], rows));
-  return 0;
+}
+
+/** The suspensions and resumes of compliance (none at all while too many are gone: the pass does nothing then). */
+function printCompliance(plan: CompliancePass, nothingDone: boolean, print: (line: string) => void): void {
+  const table = (changes: CompliancePass['suspend']) =>
+    formatTable(
+      ['device_id', 'user_id', 'serial', 'mdm_id', 'reason', 'mdm says'],
+      changes.map((change) => [
+        change.deviceId,
+        change.userId,
+        change.serial ?? '-',
+        change.mdmId ?? '-',
+        change.reason,
+        change.why,
+      ]),
+    );
+  if (plan.suspend.length === 0) print('a pass would suspend nothing for compliance');
+  else {
+    print(
+      nothingDone
+        ? `a pass would suspend nothing: ${plan.suspend.length} devices are out of compliance, but too many are gone`
+        : plan.held
+          ? `a pass would suspend nothing: ${plan.suspend.length} devices are out of compliance, more than mdmInventory.compliance.maxSuspendPerPass allows (${plan.suspendLimit})`
+          : `a pass would suspend ${plan.suspend.length} (at most ${plan.suspendLimit} a pass):`,
+    );
+    print(table(plan.suspend));
+  }
+  if (plan.resume.length === 0) print('a pass would resume nothing');
+  else {
+    print(
+      nothingDone
+        ? `a pass would resume nothing: ${plan.resume.length} devices are compliant again, but too many are gone`
+        : `a pass would resume ${plan.resume.length}, compliant again:`,
+    );
+    print(table(plan.resume));
+  }
 }
 
 /** Without a SHA-256: the held lists; with one: confirms that list. */

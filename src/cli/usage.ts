@@ -15,7 +15,8 @@ export const DB_USAGE = `usage: vpn-portal db migrate|status [--config FILE]
   copy: copy every table into an empty database (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
 export const MDM_USAGE = `usage: vpn-portal mdm sync --dry-run [--json] [--config FILE]
        vpn-portal mdm confirm-crl [SHA256] [--json] [--config FILE]
-  sync: reads the MDM inventory (mdmInventory) and prints which devices a pass would retire; changes nothing
+  sync: reads the MDM inventory (mdmInventory) and prints which devices a pass would retire (and with
+  compliance, suspend and resume); changes nothing
   confirm-crl: the revocation lists held because they would retire more than crlMaxRetire at once;
   with SHA256: lets that list retire its devices (at the portal's next refresh)`;
 export const IMPORT_USAGE = `usage: vpn-portal import eduvpn [--config FILE] [--eduvpn-config DIR] [--eduvpn-data DIR]

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { messageOf } from '../shared/error-message.js';
 import { Secret } from '../shared/secret.js';
 import { boundedMilliseconds, parseRetireLimit, type Report, type WarnOfSecretFile } from './option-checks.js';
-import type { MdmInventoryConfig, MdmInventorySource } from './portal-config.js';
+import type { MdmComplianceConfig, MdmInventoryConfig, MdmInventorySource } from './portal-config.js';
 import type { ParsedPortalConfig } from './schema.js';
 
 /** The MDM is asked at least daily, and not more than once a second. */
@@ -82,5 +82,48 @@ export function resolveMdmInventory(
     matches: inventory.matches ?? raw.enrollment.clientCertificate?.deviceId.matches ?? 'serial',
     intervalMs: boundedMilliseconds(inventory.interval, 'mdmInventory.interval', MDM_INTERVAL_BOUNDS, report),
     maxRetirePerPass: parseRetireLimit(inventory.maxRetirePerPass, 'mdmInventory.maxRetirePerPass', report),
+    compliance: resolveCompliance(inventory, report),
+  };
+}
+
+/** A device is stale after a day at the least, and ten years at the most. */
+const STALE_AFTER_BOUNDS = { minMs: 86_400_000, maxMs: 3650 * 86_400_000, text: 'between P1D and P3650D' } as const;
+
+/**
+ * `mdmInventory.compliance`: only for the providers whose inventory carries it (Intune, a JSON
+ * list; Jamf Pro's inventory has no compliance), and each option only where it can act: a JSON
+ * list says neither an undetermined state nor a check-in time.
+ */
+function resolveCompliance(
+  inventory: NonNullable<ParsedPortalConfig['mdmInventory']>,
+  report: Report,
+): MdmComplianceConfig | null {
+  const compliance = inventory.compliance;
+  if (compliance === null) return null;
+  if (inventory.provider === 'jamf')
+    report(
+      'mdmInventory.compliance',
+      'is read from provider "intune" or "json"; Jamf Pro\'s inventory carries no compliance',
+    );
+  if (inventory.provider === 'json') {
+    if (compliance.undetermined !== 'keep')
+      report(
+        'mdmInventory.compliance.undetermined',
+        'is for provider "intune": a JSON entry\'s "compliant" is true or false',
+      );
+    if (compliance.staleAfter !== null)
+      report('mdmInventory.compliance.staleAfter', 'is for provider "intune": a JSON list has no check-in times');
+  }
+  return {
+    undetermined: compliance.undetermined,
+    staleAfterMs:
+      compliance.staleAfter === null
+        ? null
+        : boundedMilliseconds(compliance.staleAfter, 'mdmInventory.compliance.staleAfter', STALE_AFTER_BOUNDS, report),
+    maxSuspendPerPass: parseRetireLimit(
+      compliance.maxSuspendPerPass,
+      'mdmInventory.compliance.maxSuspendPerPass',
+      report,
+    ),
   };
 }

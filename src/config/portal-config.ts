@@ -157,6 +157,17 @@ export interface MdmInventoryConfig {
   readonly matches: 'serial' | 'mdm_id';
   readonly intervalMs: number;
   readonly maxRetirePerPass: RetireLimit;
+  /** `compliance`: devices follow the MDM's compliance; null: not done. */
+  readonly compliance: MdmComplianceConfig | null;
+}
+
+/** `mdmInventory.compliance`. */
+export interface MdmComplianceConfig {
+  /** What an undetermined compliance state (Intune's `unknown`, `conflict`, `error`, …) gets. */
+  readonly undetermined: 'keep' | 'suspend';
+  /** A device whose last check-in is older than this is suspended as `stale`; null: never. */
+  readonly staleAfterMs: number | null;
+  readonly maxSuspendPerPass: RetireLimit;
 }
 
 /** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */

@@ -632,6 +632,34 @@ export const portalConfigSchema = z.strictObject({
         .describe(
           'A pass that would retire more devices than this (a count, or a percentage of the live devices; at least 1) retires none.',
         ),
+      compliance: z
+        .strictObject({
+          undetermined: z
+            .enum(['keep', 'suspend'])
+            .default('keep')
+            .describe(
+              '`intune`: what a device whose `complianceState` is `unknown`, `conflict`, `error` or any other value (or `inGracePeriod` without an end) gets: `keep` leaves it as it is, `suspend` suspends it as `noncompliant`.',
+            ),
+          staleAfter: isoDuration
+            .nullable()
+            .default(null)
+            .describe(
+              '`intune`: a device whose last check-in (`lastSyncDateTime`) is older than this (e.g. `P30D`) is suspended as `stale`; `null`: not done.',
+            ),
+          maxSuspendPerPass: z
+            .union([z.int().min(1), z.string().regex(/^\d{1,3}(\.\d+)?%$/, 'a count, or a percentage such as "5%"')])
+            .default('5%')
+            .describe(
+              'A pass that would suspend more devices than this (a count, or a percentage of the live devices; at least 1) suspends none.',
+            ),
+        })
+        .nullable()
+        .default(null)
+        .meta({
+          description:
+            "`intune`, `json`: devices follow the MDM's compliance — a noncompliant device is suspended, and resumed once compliant; `null`: not done.",
+          see: 'mdm.md#compliance',
+        }),
     })
     .nullable()
     .default(null)

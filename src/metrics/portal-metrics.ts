@@ -23,6 +23,7 @@ import type { SyslogCollector } from '../core/syslog/index.js';
 import {
   CRL_REFUSAL_REASONS,
   suspensionReasonLabel,
+  INVENTORY_REFUSALS,
   type MdmInventorySchedule,
   type RevocationListRefresher,
 } from '../core/devices/index.js';
@@ -391,12 +392,12 @@ export class PortalMetrics {
     });
     new Gauge({
       name: 'vpn_portal_mdm_inventory_refusing',
-      help: '1 while the last pass retired nothing because the inventory could not be read (reason unreadable) or would retire more than maxRetirePerPass (reason too-many)',
+      help: '1 while the last pass retired nothing because the inventory could not be read (reason unreadable) or would retire more than maxRetirePerPass (reason too-many), or suspended nothing because it would suspend more than compliance.maxSuspendPerPass (reason too-many-suspensions)',
       labelNames: ['reason'] as const,
       registers,
       collect() {
         const refusing = state().refusing;
-        for (const reason of ['unreadable', 'too-many'] as const) this.set({ reason }, refusing === reason ? 1 : 0);
+        for (const reason of INVENTORY_REFUSALS) this.set({ reason }, refusing === reason ? 1 : 0);
       },
     });
     new Gauge({

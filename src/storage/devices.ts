@@ -242,13 +242,23 @@ export async function liveDevicesOfUser(db: Db, userId: UserId): Promise<StoredD
   return rows.map(toDevice);
 }
 
-/** The MDM identifiers of every live device, for comparing them with the MDM's inventory. */
+/** The MDM identifiers of every live device, with its state, for comparing them with the MDM's inventory. */
 export async function liveDeviceIdentifiers(
   db: Db,
-): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt'>[]> {
+): Promise<Pick<StoredDevice, 'deviceId' | 'userId' | 'serial' | 'mdmId' | 'createdAt' | 'state' | 'suspension'>[]> {
   const rows = await db
     .selectFrom('devices')
-    .select(['device_id', 'user_id', 'serial', 'mdm_id', 'created_at'])
+    .select([
+      'device_id',
+      'user_id',
+      'serial',
+      'mdm_id',
+      'created_at',
+      'state',
+      'suspended_reason',
+      'suspended_at',
+      'suspended_by',
+    ])
     .where('state', '<>', 'retired')
     .orderBy('device_id')
     .execute();
@@ -258,6 +268,11 @@ export async function liveDeviceIdentifiers(
     serial: row.serial,
     mdmId: row.mdm_id,
     createdAt: row.created_at,
+    state: row.state as DeviceState,
+    suspension:
+      row.state === 'suspended'
+        ? { reason: row.suspended_reason ?? '', since: row.suspended_at ?? '', by: row.suspended_by ?? '' }
+        : null,
   }));
 }
 

@@ -773,4 +773,33 @@ test('mdmInventory: its secret file is read at start from the configuration file
   assert.deepEqual(loadPortalConfig(file).secretFileWarnings, []);
   chmodSync(path.join(dir, 'intune-secret'), 0o644);
   assert.match(loadPortalConfig(file).secretFileWarnings.join('\n'), /^mdmInventory\.clientSecretFile: .*chmod 600/);
+  assert.equal(loaded.compliance, null, 'compliance is off unless configured');
+});
+
+test('mdmInventory.compliance: its defaults, and an option refused where the provider cannot act on it', () => {
+  const json = { provider: 'json', url: 'https://mdm.example/x' };
+  const config = resolvePortalConfig(
+    { ...withProfiles(employees), mdmInventory: { ...json, compliance: {} } },
+    'portal.json',
+  ).mdmInventory;
+  assert.deepEqual(config?.compliance, {
+    undetermined: 'keep',
+    staleAfterMs: null,
+    maxSuspendPerPass: { kind: 'percent', percent: 5 },
+  });
+  const refusals: [unknown, RegExp][] = [
+    [
+      { provider: 'jamf', url: 'https://x.jamfcloud.com', clientId: 'c', clientSecretFile: 's', compliance: {} },
+      /mdmInventory\.compliance: is read from provider "intune" or "json"/,
+    ],
+    [
+      { ...json, compliance: { undetermined: 'suspend' } },
+      /mdmInventory\.compliance\.undetermined: is for provider "intune"/,
+    ],
+    [{ ...json, compliance: { staleAfter: 'P30D' } }, /mdmInventory\.compliance\.staleAfter: is for provider "intune"/],
+    [{ ...json, compliance: { maxSuspendPerPass: '0%' } }, /mdmInventory\.compliance\.maxSuspendPerPass: "0%"/],
+    [{ ...json, compliance: { undetermined: 'retire' } }, /mdmInventory\.compliance\.undetermined/],
+  ];
+  for (const [mdmInventory, message] of refusals)
+    assert.match(problemsOf({ ...withProfiles(employees), mdmInventory }), message);
 });

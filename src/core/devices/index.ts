@@ -3,4 +3,5 @@ export * from './devices.js';
 export * from './suspension.js';
 export * from './revoked-certificates.js';
 export * from './mdm-inventory.js';
+export * from './compliance.js';
 export * from './revocation-lists.js';

@@ -1,17 +1,24 @@
 // Devices that leave the MDM are retired, from the MDM's own inventory, as
 // eduVPN's Intune research does with a cron script, built in: each pass reads the inventory,
 // compares the live devices with it (by serial or mdm_id) and retires those gone — the same
-// path as retire_device, under the audit key name `(portal)`. Fail-safe: an inventory that
-// cannot be read, or that would retire more than `maxRetirePerPass`, retires nothing (an MDM
-// outage or a half-empty answer must never wipe the fleet); the refusal is logged once and
-// shown in the metrics. `vpn-portal mdm sync --dry-run` runs a pass that only reports.
+// path as retire_device, under the audit key name `(portal)`. With `compliance`, the same pass
+// suspends the devices the MDM finds out of compliance and resumes those it finds compliant
+// again (src/core/devices/compliance.ts), as suspend_device and resume_device under `(portal)`.
+// Fail-safe: an inventory that cannot be read, or that would retire more than
+// `maxRetirePerPass`, changes nothing (an MDM outage or a half-empty answer must never wipe the
+// fleet); one that would suspend more than `compliance.maxSuspendPerPass` suspends none (a
+// policy changed in a hurry must not cut off the fleet). Each refusal is logged once and shown
+// in the metrics. `vpn-portal mdm sync --dry-run` runs a pass that only reports.
 import type { MdmInventoryConfig, RetireLimit } from '../../config/portal-config.js';
-import { readMdmInventory, type MdmInventory } from '../../mdm-client/inventory.js';
+import { readMdmInventory, type MdmInventory, type MdmReadOptions } from '../../mdm-client/inventory.js';
 import { messageOf } from '../../shared/error-message.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
 import { liveDeviceIdentifiers } from '../../storage/devices.js';
+import { PORTAL_KEY_NAME, portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
+import { COMPLIANCE_REASONS, complianceChanges, type ComplianceChange } from './compliance.js';
 import { retireOnItsOwn, type RetiredDevice } from './revoked-certificates.js';
+import { resumeDevice, suspendDevice } from './suspension.js';
 
 /** A device the inventory no longer holds. */
 export interface GoneDevice {
@@ -37,8 +44,24 @@ export type InventoryPass = {
       /** The most this pass may retire. */
       readonly limit: number;
       readonly retired: readonly RetiredDevice[];
+      /** What compliance changes (with `compliance`; null without). */
+      readonly compliance: CompliancePass | null;
     }
 );
+
+/** What one pass found of compliance, and did. */
+export interface CompliancePass {
+  /** The devices the pass suspends (a dry run or a held pass: would suspend). */
+  readonly suspend: readonly ComplianceChange[];
+  /** The devices the pass resumes (would resume). */
+  readonly resume: readonly ComplianceChange[];
+  /** The most this pass may suspend. */
+  readonly suspendLimit: number;
+  /** More to suspend than the limit: none is suspended (the resumes still happen). */
+  readonly held: boolean;
+  readonly suspended: readonly DeviceId[];
+  readonly resumed: readonly DeviceId[];
+}
 
 /** Margin for registration times (stored to the second): a device registered while the inventory was read is not compared yet. */
 const REGISTRATION_MARGIN_MS = 1000;
@@ -55,12 +78,12 @@ export function retireLimit(limit: RetireLimit, liveDevices: number): number {
 export async function compareWithMdmInventory(
   ctx: Pick<PortalContext, 'db' | 'clock'>,
   config: MdmInventoryConfig,
-  read: () => Promise<MdmInventory> = () => readMdmInventory(config.source),
+  read: (options: MdmReadOptions) => Promise<MdmInventory> = (options) => readMdmInventory(config.source, options),
 ): Promise<InventoryPass> {
   const startedAt = ctx.clock.now();
   let inventory: MdmInventory;
   try {
-    inventory = await read();
+    inventory = await read({ compliance: config.compliance !== null });
   } catch (error) {
     return { at: startedAt, dryRun: true, outcome: 'unreadable', reason: messageOf(error) };
   }
@@ -76,10 +99,41 @@ export async function compareWithMdmInventory(
     .filter((device) => !known.has(identifier(device) ?? ''))
     .map(({ deviceId, userId, serial, mdmId }) => ({ deviceId, userId, serial, mdmId }));
   const limit = retireLimit(config.maxRetirePerPass, live.length);
-  const found = { at: startedAt, dryRun: true, inventorySize: known.size, compared: compared.length, gone, limit };
-  return gone.length > limit
-    ? { ...found, outcome: 'too-many', retired: [] }
-    : { ...found, outcome: 'dry-run', retired: [] };
+  const goneIds = new Set(gone.map((device) => device.deviceId));
+  const stay = compared.filter((device) => !goneIds.has(device.deviceId));
+  const found = {
+    at: startedAt,
+    dryRun: true,
+    inventorySize: known.size,
+    compared: compared.length,
+    gone,
+    limit,
+    retired: [],
+    compliance: compliancePlan(config, stay, inventory, live.length, startedAt),
+  };
+  return gone.length > limit ? { ...found, outcome: 'too-many' } : { ...found, outcome: 'dry-run' };
+}
+
+/** What compliance would change among the devices the inventory holds; null without `compliance`. */
+function compliancePlan(
+  config: MdmInventoryConfig,
+  devices: Parameters<typeof complianceChanges>[0],
+  inventory: MdmInventory,
+  liveDevices: number,
+  now: Date,
+): CompliancePass | null {
+  if (config.compliance === null) return null;
+  const changes = complianceChanges(devices, inventory.compliance, config.matches, config.compliance, now);
+  const suspend = changes.filter((change) => change.action === 'suspend');
+  const suspendLimit = retireLimit(config.compliance.maxSuspendPerPass, liveDevices);
+  return {
+    suspend,
+    resume: changes.filter((change) => change.action === 'resume'),
+    suspendLimit,
+    held: suspend.length > suspendLimit,
+    suspended: [],
+    resumed: [],
+  };
 }
 
 /** One pass: read, compare, and (within the limit) retire the devices gone. */
@@ -96,7 +150,61 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
     );
     if (done !== null) retired.push(done);
   }
-  return { ...found, dryRun: false, outcome: 'retired', retired };
+  const compliance = found.compliance === null ? null : await applyCompliance(ctx, found.compliance);
+  return { ...found, dryRun: false, outcome: 'retired', retired, compliance };
+}
+
+/** Suspends (unless held) and resumes as planned, each as the portal's own call; a failure is logged and tried again at the next pass. */
+async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promise<CompliancePass> {
+  const suspended: DeviceId[] = [];
+  const resumed: DeviceId[] = [];
+  for (const change of plan.held ? [] : plan.suspend) {
+    const call = portalCall('suspend_device', { device_id: change.deviceId, reason: change.reason });
+    try {
+      const outcome = await suspendDevice(
+        { ...ctx, call, events: ctx.events.forCall(call) },
+        { deviceId: change.deviceId, reason: change.reason, by: PORTAL_KEY_NAME },
+      );
+      if (outcome.changed) suspended.push(change.deviceId);
+      ctx.logger.warn(
+        { deviceId: change.deviceId, reason: change.reason, mdm: change.why },
+        'device suspended for compliance',
+      );
+    } catch (error) {
+      ctx.logger.error(
+        { err: error, deviceId: change.deviceId },
+        'a device could not be suspended; tried again at the next pass',
+      );
+    }
+  }
+  for (const change of plan.resume) {
+    const call = portalCall('resume_device', { device_id: change.deviceId });
+    try {
+      const outcome = await resumeDevice(
+        { ...ctx, call, events: ctx.events.forCall(call) },
+        { deviceId: change.deviceId, by: PORTAL_KEY_NAME, onlyIfReason: COMPLIANCE_REASONS, onlyIfBy: PORTAL_KEY_NAME },
+      );
+      if (outcome.outcome === 'resumed') resumed.push(change.deviceId);
+      ctx.logger.info({ deviceId: change.deviceId, ended: change.reason }, 'device compliant again, resumed');
+    } catch (error) {
+      ctx.logger.error(
+        { err: error, deviceId: change.deviceId },
+        'a device could not be resumed; tried again at the next pass',
+      );
+    }
+  }
+  return { ...plan, suspended, resumed };
+}
+
+/** Why the last pass held back: nothing done (unreadable, too-many), or no suspension (too-many-suspensions). */
+export type InventoryRefusal = 'unreadable' | 'too-many' | 'too-many-suspensions';
+
+export const INVENTORY_REFUSALS: readonly InventoryRefusal[] = ['unreadable', 'too-many', 'too-many-suspensions'];
+
+/** The refusal a pass shows; null when it did all it found. */
+export function refusalOf(pass: InventoryPass): InventoryRefusal | null {
+  if (pass.outcome === 'unreadable' || pass.outcome === 'too-many') return pass.outcome;
+  return pass.compliance?.held === true ? 'too-many-suspensions' : null;
 }
 
 /** The inventory pass every `interval`, one at a time; what the metrics show of it. */
@@ -105,8 +213,8 @@ export class MdmInventorySchedule {
   readonly #config: MdmInventoryConfig;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<InventoryPass> | null = null;
-  /** The refusal being reported (logged once until a pass succeeds). */
-  #refusing: 'unreadable' | 'too-many' | null = null;
+  /** The refusal being reported (logged once until a pass does all it found). */
+  #refusing: InventoryRefusal | null = null;
   #lastPass: InventoryPass | null = null;
   #lastSuccess: Date | null = null;
   #retiredTotal = 0;
@@ -139,7 +247,7 @@ export class MdmInventorySchedule {
   get state(): {
     readonly lastPass: InventoryPass | null;
     readonly lastSuccess: Date | null;
-    readonly refusing: 'unreadable' | 'too-many' | null;
+    readonly refusing: InventoryRefusal | null;
     readonly retiredTotal: number;
   } {
     return {
@@ -160,27 +268,35 @@ export class MdmInventorySchedule {
       }),
     );
     this.#lastPass = pass;
-    if (pass.outcome === 'unreadable' || pass.outcome === 'too-many') {
-      if (this.#refusing !== pass.outcome) {
-        if (pass.outcome === 'unreadable')
-          this.#ctx.logger.error(
-            { reason: pass.reason },
-            'the MDM inventory cannot be read; no device is retired until it can',
-          );
-        else {
-          this.#ctx.logger.error(
-            { gone: pass.gone.length, limit: pass.limit, inventorySize: pass.inventorySize },
-            'the MDM inventory would retire more devices than mdmInventory.maxRetirePerPass allows; none is retired',
-          );
-        }
-      }
-      this.#refusing = pass.outcome;
-      return pass;
+    const refusal = refusalOf(pass);
+    if (refusal !== null && refusal !== this.#refusing) this.#logRefusal(pass);
+    if (refusal === null && this.#refusing !== null) this.#ctx.logger.info('the MDM inventory is compared again');
+    this.#refusing = refusal;
+    if (pass.outcome === 'retired') {
+      this.#lastSuccess = pass.at;
+      this.#retiredTotal += pass.retired.length;
     }
-    if (this.#refusing !== null) this.#ctx.logger.info('the MDM inventory is compared again');
-    this.#refusing = null;
-    this.#lastSuccess = pass.at;
-    this.#retiredTotal += pass.retired.length;
     return pass;
+  }
+
+  #logRefusal(pass: InventoryPass): void {
+    if (pass.outcome === 'unreadable') {
+      this.#ctx.logger.error(
+        { reason: pass.reason },
+        'the MDM inventory cannot be read; no device is retired until it can',
+      );
+      return;
+    }
+    if (pass.outcome === 'too-many') {
+      this.#ctx.logger.error(
+        { gone: pass.gone.length, limit: pass.limit, inventorySize: pass.inventorySize },
+        'the MDM inventory would retire more devices than mdmInventory.maxRetirePerPass allows; none is retired',
+      );
+      return;
+    }
+    this.#ctx.logger.error(
+      { noncompliant: pass.compliance?.suspend.length ?? 0, limit: pass.compliance?.suspendLimit ?? 0 },
+      'the MDM inventory would suspend more devices than mdmInventory.compliance.maxSuspendPerPass allows; none is suspended',
+    );
   }
 }

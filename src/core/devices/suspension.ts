@@ -4,7 +4,7 @@
 // (reconcile, peer_list, a node's restart, the OpenVPN connect check) leaves a suspended device's
 // out, because it reads the device's state from the database. Resuming puts the unexpired ones
 // back (not while the user is disabled). The MDM's compliance checks call these with their own
-// reasons and resume only what they suspended (`onlyIfReason`).
+// reasons and resume only what they suspended (`onlyIfReason`, `onlyIfBy`).
 import type { DeviceId, RevocationId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { certificatesOfDevice, type OpenVpnCertificate } from '../../storage/certificates.js';
@@ -45,6 +45,8 @@ export interface ResumeRequest {
   readonly by: string;
   /** Resume only a suspension for this reason (one of these): a device suspended otherwise stays suspended. */
   readonly onlyIfReason?: string | readonly string[];
+  /** Resume only a suspension made by this author (the portal's own, never an administrator's by hand). */
+  readonly onlyIfBy?: string;
 }
 
 export interface SuspendOutcome {
@@ -57,7 +59,7 @@ export interface SuspendOutcome {
 
 export interface ResumeOutcome {
   readonly device: DeviceRecord;
-  /** `not-suspended` and `other-reason` changed nothing. */
+  /** `not-suspended` and `other-reason` (another reason, or another author than `onlyIfBy`) changed nothing. */
   readonly outcome: 'resumed' | 'not-suspended' | 'other-reason';
 }
 
@@ -157,6 +159,8 @@ export async function resumeDevice(ctx: PortalContext, request: ResumeRequest): 
       return { outcome: 'not-suspended' as const, peers: [] };
     const reason = device.suspension.reason;
     if (reasons !== null && !reasons.includes(reason)) return { outcome: 'other-reason' as const, peers: [] };
+    if (request.onlyIfBy !== undefined && device.suspension.by !== request.onlyIfBy)
+      return { outcome: 'other-reason' as const, peers: [] };
     const at = ctx.clock.now();
     const suspension = await lastSuspension(trx, device.deviceId);
     const back = suspension?.stateBefore === 'registered' ? 'registered' : 'active';

@@ -1,0 +1,139 @@
+// Devices follow the MDM's compliance (`mdmInventory.compliance`): from what the inventory pass
+// read, which devices to suspend (as `noncompliant` or `stale`) and which to resume. A device the
+// MDM finds noncompliant, whose grace period ended, or that has not checked in for `staleAfter`
+// is suspended; one it finds compliant again is resumed, but only from a suspension the portal
+// made for compliance, never from one an administrator made by hand. Everything else is kept as
+// it is, so a pass repeated with the same answer changes nothing. Pure: the pass applies it.
+import type { MdmComplianceConfig } from '../../config/portal-config.js';
+import type { MdmDeviceCompliance } from '../../mdm-client/inventory.js';
+import type { DeviceId, UserId } from '../../shared/ids.js';
+import type { DeviceState, DeviceSuspension } from '../../storage/devices.js';
+import { PORTAL_KEY_NAME } from '../admin-call.js';
+
+/** The reasons of the suspensions compliance makes, and the only ones it ends. */
+export const COMPLIANCE_REASONS = ['noncompliant', 'stale'] as const;
+export type ComplianceReason = (typeof COMPLIANCE_REASONS)[number];
+
+/** What the MDM's record says of one device. */
+export type ComplianceVerdict =
+  | { readonly action: 'suspend'; readonly reason: ComplianceReason; readonly why: string }
+  | { readonly action: 'resume' | 'keep'; readonly why: string };
+
+/** A device compliance suspends or resumes. */
+export interface ComplianceChange {
+  readonly deviceId: DeviceId;
+  readonly userId: UserId;
+  readonly serial: string | null;
+  readonly mdmId: string | null;
+  readonly action: 'suspend' | 'resume';
+  /** The suspension's reason: the new one, or the one a resume ends. */
+  readonly reason: ComplianceReason;
+  /** What the MDM reported, for the log and the dry run. */
+  readonly why: string;
+}
+
+/** A live device as the pass compares it. */
+export interface ComparedDevice {
+  readonly deviceId: DeviceId;
+  readonly userId: UserId;
+  readonly serial: string | null;
+  readonly mdmId: string | null;
+  readonly state: DeviceState;
+  readonly suspension: DeviceSuspension | null;
+}
+
+/** One device's verdict from its record (none: the MDM said nothing of its compliance, so it is kept). */
+export function judgeCompliance(
+  record: MdmDeviceCompliance | undefined,
+  rules: MdmComplianceConfig,
+  now: Date,
+): ComplianceVerdict {
+  if (record === undefined) return { action: 'keep', why: 'no compliance reported' };
+  const checkIn = record.lastCheckIn;
+  if (rules.staleAfterMs !== null && checkIn !== null && now.getTime() - checkIn.getTime() > rules.staleAfterMs)
+    return { action: 'suspend', reason: 'stale', why: `last check-in ${checkIn.toISOString()}` };
+  const state = record.state;
+  switch (state.kind) {
+    case 'compliant':
+      return { action: 'resume', why: 'compliant' };
+    case 'noncompliant':
+      return { action: 'suspend', reason: 'noncompliant', why: 'noncompliant' };
+    case 'in-grace-period':
+      if (state.until === null) return undetermined(rules, 'in grace period without an end');
+      return state.until.getTime() > now.getTime()
+        ? { action: 'keep', why: `in grace period until ${state.until.toISOString()}` }
+        : { action: 'suspend', reason: 'noncompliant', why: `grace period ended ${state.until.toISOString()}` };
+    case 'undetermined':
+      return undetermined(rules, state.reported);
+  }
+}
+
+function undetermined(rules: MdmComplianceConfig, reported: string): ComplianceVerdict {
+  return rules.undetermined === 'suspend'
+    ? { action: 'suspend', reason: 'noncompliant', why: reported }
+    : { action: 'keep', why: reported };
+}
+
+/**
+ * What compliance changes among these devices (all in the inventory): a suspension only of a
+ * device not suspended yet, a resume only of one the portal suspended for compliance.
+ */
+export function complianceChanges(
+  devices: readonly ComparedDevice[],
+  records: readonly MdmDeviceCompliance[],
+  matches: 'serial' | 'mdm_id',
+  rules: MdmComplianceConfig,
+  now: Date,
+): ComplianceChange[] {
+  const byIdentifier = recordsByIdentifier(records, matches);
+  const changes: ComplianceChange[] = [];
+  for (const device of devices) {
+    const identifier = matches === 'mdm_id' ? device.mdmId : device.serial;
+    if (identifier === null) continue;
+    const verdict = judgeCompliance(byIdentifier.get(identifier), rules, now);
+    const { deviceId, userId, serial, mdmId } = device;
+    if (verdict.action === 'suspend' && device.state !== 'suspended')
+      changes.push({ deviceId, userId, serial, mdmId, action: 'suspend', reason: verdict.reason, why: verdict.why });
+    const suspension = device.suspension;
+    if (verdict.action === 'resume' && device.state === 'suspended' && suspension !== null) {
+      const reason = COMPLIANCE_REASONS.find((candidate) => candidate === suspension.reason);
+      if (reason !== undefined && suspension.by === PORTAL_KEY_NAME)
+        changes.push({ deviceId, userId, serial, mdmId, action: 'resume', reason, why: verdict.why });
+    }
+  }
+  return changes;
+}
+
+/** How strict a state is, for two records of one device that checked in at the same time. */
+const STRICTNESS: Record<MdmDeviceCompliance['state']['kind'], number> = {
+  noncompliant: 0,
+  'in-grace-period': 1,
+  undetermined: 2,
+  compliant: 3,
+};
+
+/**
+ * One record per identifier. An MDM may hold two for a device (Intune keeps the old record of a
+ * device enrolled again for a while): the one that checked in last counts, and of two equally
+ * recent (or undated) ones the stricter.
+ */
+function recordsByIdentifier(
+  records: readonly MdmDeviceCompliance[],
+  matches: 'serial' | 'mdm_id',
+): Map<string, MdmDeviceCompliance> {
+  const chosen = new Map<string, MdmDeviceCompliance>();
+  for (const record of records) {
+    const identifier = matches === 'mdm_id' ? record.id : record.serial;
+    if (identifier === null) continue;
+    const other = chosen.get(identifier);
+    if (other === undefined || prefers(record, other)) chosen.set(identifier, record);
+  }
+  return chosen;
+}
+
+function prefers(record: MdmDeviceCompliance, other: MdmDeviceCompliance): boolean {
+  const at = record.lastCheckIn?.getTime() ?? -Infinity;
+  const otherAt = other.lastCheckIn?.getTime() ?? -Infinity;
+  if (at !== otherAt) return at > otherAt;
+  return STRICTNESS[record.state.kind] < STRICTNESS[other.state.kind];
+}
