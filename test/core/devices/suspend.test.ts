@@ -3,7 +3,8 @@
 // history with its reason and author, both are idempotent, a key limited to profiles reaches only
 // its devices, a suspended device's configurations are out of everything that puts configurations
 // on nodes (the reconcile's wanted peers, the OpenVPN clients, the listing, the connect check) and
-// back after a resume, and a resume for a reason resumes only a suspension for that reason.
+// back after a resume, and a resume for a reason (or an author) resumes only a suspension for
+// that reason (by that author).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { PortalError } from '../../../src/core/errors.js';
@@ -304,6 +305,20 @@ describe('suspending and resuming a device', () => {
     const resumed = await resumeDevice(ctx, { deviceId: byMdm, by: 'mdm', onlyIfReason: 'noncompliant' });
     assert.equal(resumed.outcome, 'resumed');
     assert.equal(resumed.device.device.state, 'registered');
+  });
+
+  test('a resume for an author resumes only a suspension that author made, whatever its reason', async (t) => {
+    const portal = await startPortal(t);
+    const ctx = portal.portal.ctx;
+    const byHand = await registered(portal, 'S-12');
+    const byPortal = await registered(portal, 'S-13');
+    await suspendDevice(ctx, { deviceId: byHand, reason: 'noncompliant', by: 'desk' });
+    await suspendDevice(ctx, { deviceId: byPortal, reason: 'noncompliant', by: '(portal)' });
+    const request = { by: '(portal)', onlyIfReason: ['noncompliant', 'stale'], onlyIfBy: '(portal)' };
+    const kept = await resumeDevice(ctx, { deviceId: byHand, ...request });
+    assert.equal(kept.outcome, 'other-reason');
+    assert.equal(kept.device.device.state, 'suspended', 'suspended by hand with the same reason: stays');
+    assert.equal((await resumeDevice(ctx, { deviceId: byPortal, ...request })).outcome, 'resumed');
   });
 
   test('a resume leaves expired configurations, and those of a user disabled meanwhile, off the nodes', async (t) => {
