@@ -1,7 +1,8 @@
 // `vpn-portal mdm sync --dry-run` against a local stand-in of Jamf Pro's API (the real one cannot
 // be reached from the tests): it prints which devices a pass would retire and changes nothing;
 // it says so when the inventory cannot be read or would retire too many; without --dry-run it
-// refuses (the portal does the pass that retires). `vpn-portal mdm confirm-crl` with nothing held
+// refuses (the portal does the pass that retires); with compliance it lists what a pass would
+// suspend and resume. `vpn-portal mdm confirm-crl` with nothing held
 // says so, and refuses a SHA-256 that names no held list.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -112,5 +113,72 @@ describe('vpn-portal mdm sync --dry-run', () => {
     assert.equal(malformed.code, 2);
     assert.match(malformed.stderr, /"not-a-digest" is not a SHA-256/);
     assert.equal((await portal.portal.ctx.db.selectFrom('revocation_list_holds').selectAll().execute()).length, 0);
+  });
+});
+
+describe('vpn-portal mdm sync --dry-run with compliance', () => {
+  let mdm: MdmStandIn;
+  let portal: TestPortal;
+  let dataDir: string;
+  let configFile: string;
+
+  before(async () => {
+    mdm = await MdmStandIn.start();
+    dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-mdm-compliance-'));
+    portal = await startTestPortal({ dataDir });
+    configFile = path.join(dataDir, 'portal.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        ...defaultTestConfig,
+        dataDir,
+        database: portal.database,
+        mdmInventory: { ...mdm.jsonConfig(), compliance: { maxSuspendPerPass: 1 } },
+      }),
+    );
+    for (const serial of ['JSN-1', 'JSN-2', 'JSN-3'])
+      await portal.admin.registerDevice({ user_id: 'bob', profile_id: 'employees', platform: 'linux', serial });
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+  });
+
+  after(async () => {
+    await portal?.close();
+    await mdm?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const sync = (...args: string[]) => runCli(['mdm', 'sync', '--dry-run', ...args, '--config', configFile]);
+  const snapshot = async () => JSON.stringify((await portal.admin.devices()).devices);
+
+  test('it prints the devices a pass would suspend, with what the MDM said, and changes nothing', async () => {
+    const before = await snapshot();
+    mdm.jsonAnswer = ['JSN-1', { serial: 'JSN-2', compliant: false }, { serial: 'JSN-3', compliant: true }];
+    const result = await sync();
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /a pass would retire nothing/);
+    assert.match(result.stdout, /a pass would suspend 1 \(at most 1 a pass\):/);
+    assert.match(result.stdout, /^dev_\w+ +bob +JSN-2 +- +noncompliant +noncompliant$/m);
+    assert.match(result.stdout, /^a pass would resume nothing$/m);
+    const json = JSON.parse((await sync('--json')).stdout) as { compliance: { suspend: { serial: string }[] } };
+    assert.deepEqual(
+      json.compliance.suspend.map((change) => change.serial),
+      ['JSN-2'],
+    );
+    assert.equal(await snapshot(), before);
+  });
+
+  test('more than maxSuspendPerPass: it says a pass would suspend nothing, and lists them', async () => {
+    mdm.jsonAnswer = [
+      { serial: 'JSN-1', compliant: false },
+      { serial: 'JSN-2', compliant: false },
+      { serial: 'JSN-3', compliant: true },
+    ];
+    const result = await sync();
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stdout,
+      /a pass would suspend nothing: 2 devices are out of compliance, more than mdmInventory\.compliance\.maxSuspendPerPass allows \(1\)/,
+    );
+    assert.match(result.stdout, /JSN-1/);
   });
 });
