@@ -136,7 +136,7 @@ function compliancePlan(
   };
 }
 
-/** One pass: read, compare, and (within the limit) retire the devices gone. */
+/** One pass: read, compare, and (within the limits) retire the devices gone, then suspend and resume for compliance. */
 export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInventoryConfig): Promise<InventoryPass> {
   const found = await compareWithMdmInventory(ctx, config);
   if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
@@ -165,11 +165,13 @@ async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promis
         { ...ctx, call, events: ctx.events.forCall(call) },
         { deviceId: change.deviceId, reason: change.reason, by: PORTAL_KEY_NAME },
       );
-      if (outcome.changed) suspended.push(change.deviceId);
-      ctx.logger.warn(
-        { deviceId: change.deviceId, reason: change.reason, mdm: change.why },
-        'device suspended for compliance',
-      );
+      if (outcome.changed) {
+        suspended.push(change.deviceId);
+        ctx.logger.warn(
+          { deviceId: change.deviceId, reason: change.reason, mdm: change.why },
+          'device suspended for compliance',
+        );
+      }
     } catch (error) {
       ctx.logger.error(
         { err: error, deviceId: change.deviceId },
@@ -184,8 +186,10 @@ async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promis
         { ...ctx, call, events: ctx.events.forCall(call) },
         { deviceId: change.deviceId, by: PORTAL_KEY_NAME, onlyIfReason: COMPLIANCE_REASONS, onlyIfBy: PORTAL_KEY_NAME },
       );
-      if (outcome.outcome === 'resumed') resumed.push(change.deviceId);
-      ctx.logger.info({ deviceId: change.deviceId, ended: change.reason }, 'device compliant again, resumed');
+      if (outcome.outcome === 'resumed') {
+        resumed.push(change.deviceId);
+        ctx.logger.info({ deviceId: change.deviceId, ended: change.reason }, 'device compliant again, resumed');
+      }
     } catch (error) {
       ctx.logger.error(
         { err: error, deviceId: change.deviceId },
@@ -295,7 +299,7 @@ export class MdmInventorySchedule {
       return;
     }
     this.#ctx.logger.error(
-      { noncompliant: pass.compliance?.suspend.length ?? 0, limit: pass.compliance?.suspendLimit ?? 0 },
+      { suspend: pass.compliance?.suspend.length ?? 0, limit: pass.compliance?.suspendLimit ?? 0 },
       'the MDM inventory would suspend more devices than mdmInventory.compliance.maxSuspendPerPass allows; none is suspended',
     );
   }

@@ -4,8 +4,8 @@
 // resumed when compliant again, never resumed from a suspension made by hand; a grace period keeps
 // the device until its end by the portal's clock (moved forward by the test); undetermined states
 // are kept by default; a device that stopped checking in is suspended as stale; a pass that would
-// suspend more than maxSuspendPerPass suspends none and says so in the metrics; a malformed JSON
-// entry changes nothing.
+// suspend more than maxSuspendPerPass suspends none and says so once in the log and in the
+// metrics; a malformed JSON entry changes nothing.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import type { MdmDeviceCompliance } from '../../../src/mdm-client/inventory.js';
 import { asDeviceId, asUserId, type DeviceId } from '../../../src/shared/ids.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { deviceHistory } from '../../../src/storage/device-history.js';
+import { capturedLog } from '../../support/captured-log.js';
 import { MdmStandIn, STAND_IN_CLIENT_SECRET, type StandInDevice } from '../../support/mdm-stand-in.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -107,6 +108,7 @@ describe("devices follow Intune's compliance", () => {
   let portal: TestPortal;
   let directory: string;
   const clock = shiftedClock();
+  const log = capturedLog();
   const ids = new Map<string, DeviceId>();
   const SERIALS = ['CMP-1', 'CMP-2', 'CMP-3', 'CMP-4', 'CMP-5', 'CMP-6', 'CMP-7', 'CMP-8'];
 
@@ -131,6 +133,7 @@ describe("devices follow Intune's compliance", () => {
     // Passes only when a test runs one: P1D, the longest interval.
     portal = await startTestPortal({
       clock,
+      logger: log.logger,
       config: {
         mdmInventory: {
           ...mdm.intuneConfig(secretFile),
@@ -259,6 +262,12 @@ describe("devices follow Intune's compliance", () => {
     assert.deepEqual(held.compliance?.suspended, []);
     for (const serial of ['CMP-5', 'CMP-6', 'CMP-7']) assert.equal((await device(serial)).state, 'registered', serial);
     assert.match(await metrics(), /^vpn_portal_mdm_inventory_refusing\{reason="too-many-suspensions"\} 1$/m);
+    const again = await pass();
+    assert.ok(again.outcome === 'retired');
+    assert.equal(again.compliance?.held, true, 'held again at the next pass');
+    const refusals = log.lines().filter((line) => /would suspend more devices/.test(line.msg ?? ''));
+    assert.equal(refusals.length, 1, 'logged once while it lasts');
+    assert.equal(refusals[0]?.['suspend'], 3);
     const config = portal.portal.ctx.config.mdmInventory;
     assert.ok(config !== null);
     const dryRun = await compareWithMdmInventory(portal.portal.ctx, config);
