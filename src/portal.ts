@@ -26,7 +26,7 @@ import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
 import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
-import { MdmInventorySchedule } from './core/devices/index.js';
+import { JamfPushCounts, MdmInventorySchedule } from './core/devices/index.js';
 import { recordNodeNat } from './core/nodes/index.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
@@ -246,7 +246,9 @@ async function startServers(
   teardown: Teardown,
 ): Promise<RunningServers> {
   const { config, db, logger } = ctx;
-  const app = buildServer(ctx, certificateCheck);
+  const jamfPushCounts = new JamfPushCounts();
+  if (config.mdmPush.jamf !== null) metrics.observeJamfPush(jamfPushCounts);
+  const app = buildServer(ctx, certificateCheck, jamfPushCounts);
   // Closed also when listening fails: Fastify may hold a socket by then.
   teardown.defer('HTTP server', () => app.close());
   metrics.instrument(app, {

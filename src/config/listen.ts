@@ -42,6 +42,7 @@ export function checkAllowLists(raw: ParsedPortalConfig, report: Report): void {
     ['webhooks.allowPrivateTargets', raw.webhooks.allowPrivateTargets],
     ['enrollment.allowList', raw.enrollment.allowList],
     ['scim.allowList', raw.scim.allowList],
+    ['mdmPush.jamf.allowList', raw.mdmPush.jamf?.allowList ?? []],
     ['enrollment.clientCertificate.trustedProxyList', raw.enrollment.clientCertificate?.trustedProxyList ?? []],
   ];
   for (const [option, entries] of lists) {

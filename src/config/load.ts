@@ -15,6 +15,7 @@ import { describeEduVpnOption, type EduVpnSection, eduVpnOptionFate } from './ed
 import { resolveEnrollment } from './enrollment.js';
 import { checkAllowLists, resolveBaseUrl, resolveListen, resolveMetrics } from './listen.js';
 import { resolveMdmInventory } from './mdm-inventory.js';
+import { resolveJamfPush } from './mdm-push.js';
 import { resolveScim } from './scim.js';
 import { mustParseDuration, type Report, type WarnOfSecretFile } from './option-checks.js';
 import type { PortalConfig } from './portal-config.js';
@@ -99,6 +100,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),
+    mdmPush: { jamf: resolveJamfPush(raw.mdmPush.jamf, baseDir, report) },
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     originatingIpRetention: mustParseDuration(raw.originatingIpRetention),
     connectScript: resolveConnectScript(raw, baseDir, report),

@@ -170,6 +170,17 @@ export interface MdmComplianceConfig {
   readonly maxSuspendPerPass: RetireLimit;
 }
 
+/** `mdmPush.jamf`: Jamf Pro's webhooks at {baseUrl}mdm/jamf, their secrets read at start. */
+export interface JamfPushConfig {
+  /** Smart groups whose members may use the VPN, by Jamf id and by name. */
+  readonly allowedGroupIds: ReadonlySet<number>;
+  readonly allowedGroupNames: ReadonlySet<string>;
+  readonly basicAuth: { readonly username: string; readonly password: Secret } | null;
+  /** `name` in lower case, as Node gives request headers. */
+  readonly headerAuth: { readonly name: string; readonly value: Secret } | null;
+  readonly allowList: readonly string[];
+}
+
 /** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
 export type CrlSource =
   | { readonly kind: 'file'; readonly location: string; readonly initial: Buffer }
@@ -288,6 +299,8 @@ export interface PortalConfig {
   readonly reconcileIntervalMs: number;
   /** `mdmInventory`: devices gone from the MDM's inventory are retired; null: not done. */
   readonly mdmInventory: MdmInventoryConfig | null;
+  /** `mdmPush`: MDMs that push their changes; `jamf` null: Jamf Pro's webhooks are not served. */
+  readonly mdmPush: { readonly jamf: JamfPushConfig | null };
   /** `connectionLogRetention`: closed history older than this is deleted by housekeeping. */
   readonly connectionLogRetention: IsoDuration;
   /** `originatingIpRetention`: the client's own address is blanked in history rows older than this. */

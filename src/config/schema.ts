@@ -668,6 +668,59 @@ export const portalConfigSchema = z.strictObject({
         "Devices that leave the MDM are retired, by comparing the registered devices with the MDM's inventory; `null`: not done.",
       see: 'mdm.md#inventory-sync',
     }),
+  mdmPush: z
+    .strictObject({
+      jamf: z
+        .strictObject({
+          allowedGroups: z
+            .array(z.union([z.int().min(1), z.string().min(1).max(255)]))
+            .min(1)
+            .meta({
+              description:
+                'The smart groups whose members may use the VPN: a Jamf group id (a number) or its name (a string). A device leaving one is suspended (reason `jamf-group`), one joining it is resumed (only from that suspension).',
+              see: 'mdm.md#jamf-pro-push',
+            }),
+          basicAuth: z
+            .strictObject({
+              username: z.string().min(1).max(255).describe('The user name the webhook sends.'),
+              passwordFile: z
+                .string()
+                .min(1)
+                .describe(
+                  "The file holding the webhook's password (mode 0600: a file others may read refuses the start), relative to the configuration file's folder.",
+                ),
+            })
+            .optional()
+            .describe("The webhook's Basic authentication, as Jamf Pro sends it."),
+          headerAuth: z
+            .strictObject({
+              name: z
+                .string()
+                .regex(/^[A-Za-z0-9-]+$/, 'a header name: letters, digits and dashes')
+                .describe('The header Jamf Pro sends (e.g. `X-Jamf-Secret`).'),
+              valueFile: z
+                .string()
+                .min(1)
+                .describe(
+                  "The file holding the header's value (mode 0600: a file others may read refuses the start), relative to the configuration file's folder.",
+                ),
+            })
+            .optional()
+            .describe("The webhook's header authentication, as Jamf Pro sends it."),
+          allowList: z
+            .array(cidr)
+            .default(['0.0.0.0/0', '::/0'])
+            .describe('Source addresses (CIDR) that may deliver events; others get 403 before their body is read.'),
+        })
+        .nullable()
+        .default(null)
+        .meta({
+          description:
+            "Jamf Pro's webhooks at `{baseUrl}mdm/jamf`: smart group membership suspends and resumes devices within seconds; `null`: not served. One of `basicAuth` and `headerAuth` is required.",
+          see: 'mdm.md#jamf-pro-push',
+        }),
+    })
+    .prefault({}),
   reconcileInterval: isoDuration.default('PT1M').meta({
     description:
       "How often every node's peers are made equal to the database (at least 1 s); each such full pass also observes WireGuard sessions and notes live statistics.",

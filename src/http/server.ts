@@ -1,7 +1,8 @@
 // The portal's HTTP server: its surfaces — the Admin API under {base}/admin/api/v1 with its
 // OpenAPI document (admin-api/surface.ts), the Node API under {base}/node-api.php for node agents
 // (node-api/surface.ts), {base}/enroll where devices redeem enrollment tokens (enrollment/),
-// {base}/scim/v2 where a directory provisions users and groups (scim/) —
+// {base}/scim/v2 where a directory provisions users and groups (scim/), {base}/mdm/jamf where
+// Jamf Pro delivers its webhooks (mdm-push/) —
 // each a plugin with its own guard (plumbing/surface.ts), the admin console under {base}/admin/ (a plugin
 // that guards its own pages, console/), and what they share: the JSON error shape, 404 and 405.
 // Timeouts and limits per address are every listener's (plumbing/listener-budgets.ts).
@@ -15,17 +16,26 @@ import { enrollSurface } from './enrollment/enroll.js';
 import { handleError, sendError } from './plumbing/error-reply.js';
 import { nodeApiSurface } from './node-api/surface.js';
 import { scimSurface } from './scim/surface.js';
+import { jamfPushSurface } from './mdm-push/surface.js';
+import { JamfPushCounts } from '../core/devices/index.js';
 import { BODY_LIMIT_BYTES, budgetedListener } from './plumbing/listener-budgets.js';
 import { decodePath, type HttpSurface } from './plumbing/surface.js';
 import { adminConsole, consoleNotFound } from './console/plugin.js';
 
-export function buildServer(ctx: PortalContext, certificateCheck: CertificateCheck | null = null) {
+/** `jamfPushCounts`: what the Jamf Pro receiver counts, for the metrics. */
+export function buildServer(
+  ctx: PortalContext,
+  certificateCheck: CertificateCheck | null = null,
+  jamfPushCounts: JamfPushCounts = new JamfPushCounts(),
+) {
+  const jamfPush = ctx.config.mdmPush.jamf;
   const surfaces: readonly HttpSurface[] = [
     // One line each; a request belongs to the first that owns it, and passes its guard first.
     adminApiSurface(ctx),
     nodeApiSurface(ctx),
     enrollSurface(ctx, certificateCheck),
     scimSurface(ctx),
+    ...(jamfPush === null ? [] : [jamfPushSurface(ctx, jamfPush, jamfPushCounts)]),
   ];
   const surfaceOf = (request: FastifyRequest): HttpSurface | undefined =>
     surfaces.find((surface) => surface.owns(request));

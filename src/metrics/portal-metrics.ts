@@ -22,6 +22,7 @@ import type { buildServer } from '../http/server.js';
 import type { SyslogCollector } from '../core/syslog/index.js';
 import {
   CRL_REFUSAL_REASONS,
+  type JamfPushCounts,
   suspensionReasonLabel,
   INVENTORY_REFUSALS,
   type MdmInventorySchedule,
@@ -317,6 +318,30 @@ export class PortalMetrics {
       async collect() {
         this.reset();
         for (const [server, value] of await countOutboxRecords(db)) this.set({ server }, value);
+      },
+    });
+  }
+
+  /** The Jamf Pro webhook receiver (mdmPush.jamf): events by type, and devices it could not match. */
+  observeJamfPush(counts: JamfPushCounts): void {
+    const registers = [this.registry];
+    new Counter({
+      name: 'vpn_portal_jamf_events_total',
+      help: 'Jamf Pro webhook events received, by event (types the portal does not act on as other), since this instance started',
+      labelNames: ['event'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [event, value] of counts.events) this.inc({ event }, value);
+      },
+    });
+    new Counter({
+      name: 'vpn_portal_jamf_unknown_devices_total',
+      help: 'Devices named by a Jamf Pro event that the portal does not know (or could not match: named by Jamf id only), since this instance started',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(counts.unknownDevices);
       },
     });
   }

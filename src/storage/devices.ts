@@ -181,6 +181,28 @@ export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'reg
   return Number(result.numUpdatedRows) === 1;
 }
 
+/**
+ * Gives a live device the serial or mdm_id it lacks; false when it has one already, is retired,
+ * or another live device holds the value (they are unique among live devices).
+ */
+export async function fillDeviceIdentifier(
+  db: Db,
+  deviceId: DeviceId,
+  column: 'serial' | 'mdm_id',
+  value: string,
+): Promise<boolean> {
+  const holder = await findLiveDevice(db, column, value);
+  if (holder !== undefined) return false;
+  const result = await db
+    .updateTable('devices')
+    .set(column === 'serial' ? { serial: value } : { mdm_id: value })
+    .where('device_id', '=', deviceId)
+    .where(column, 'is', null)
+    .where('state', '<>', 'retired')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** Suspended devices by reason (metrics). */
 export async function countSuspendedDevices(db: Db): Promise<{ reason: string; count: number }[]> {
   const rows = await db

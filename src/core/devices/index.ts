@@ -5,3 +5,4 @@ export * from './revoked-certificates.js';
 export * from './mdm-inventory.js';
 export * from './compliance.js';
 export * from './revocation-lists.js';
+export * from './jamf-push.js';

@@ -1,0 +1,148 @@
+// What Jamf Pro's webhooks do to devices: a device that leaves an allowed smart group
+// (`mdmPush.jamf.allowedGroups`) is suspended with reason `jamf-group`, one that joins it is
+// resumed, but only from that suspension (an administrator's or a compliance suspension stays);
+// `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered with
+// only its serial or only its UDID gets the other). A device is found by its UDID (the portal's
+// `mdm_id`), else its serial. Repeated deliveries change nothing (suspending a suspended device
+// and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
+// and counted, never an error: Jamf would only send it again. The changes are the portal's own
+// (audit key `(portal)`, by `jamf`), as those of the inventory sync.
+import type { JamfPushConfig } from '../../config/portal-config.js';
+import type { JamfDevice, JamfEvent } from '../../protocol/jamf-webhook.js';
+import { fillDeviceIdentifier, findLiveDevice, type StoredDevice } from '../../storage/devices.js';
+import { portalCall } from '../admin-call.js';
+import type { PortalContext } from '../context.js';
+import { resumeDevice, suspendDevice } from './suspension.js';
+
+/** The reason of a suspension for leaving an allowed Jamf smart group. */
+export const JAMF_GROUP_REASON = 'jamf-group';
+/** Who suspends and resumes, in the device's history. */
+const JAMF_AUTHOR = 'jamf';
+
+/** What the receiver counted since the portal started (the metrics read it). */
+export class JamfPushCounts {
+  /** Events received, by `webhookEvent` (ones the portal does not act on as `other`). */
+  readonly events = new Map<string, number>();
+  /** Devices named by an event that the portal does not know (or that Jamf named only by its id). */
+  unknownDevices = 0;
+
+  countEvent(event: JamfEvent): void {
+    const label = event.kind === 'other' ? 'other' : event.webhookEvent;
+    this.events.set(label, (this.events.get(label) ?? 0) + 1);
+  }
+}
+
+/** What one event did. */
+export interface JamfPushOutcome {
+  /** `ignored`: an event of another group, or of a type the portal does not act on. */
+  readonly handled: 'applied' | 'ignored';
+  readonly suspended: number;
+  readonly resumed: number;
+  readonly refreshed: number;
+  /** Devices found that the event left as they were (already so, or suspended for another reason). */
+  readonly unchanged: number;
+  readonly unknown: number;
+}
+
+export async function applyJamfEvent(
+  ctx: PortalContext,
+  config: JamfPushConfig,
+  event: JamfEvent,
+  counts: JamfPushCounts,
+): Promise<JamfPushOutcome> {
+  counts.countEvent(event);
+  const outcome = { handled: 'applied' as const, suspended: 0, resumed: 0, refreshed: 0, unchanged: 0, unknown: 0 };
+  if (event.kind === 'other') {
+    ctx.logger.debug({ webhookEvent: event.webhookEvent }, 'Jamf Pro event of a type the portal ignores');
+    return { ...outcome, handled: 'ignored' };
+  }
+  const found = async (device: JamfDevice): Promise<StoredDevice | undefined> => {
+    const stored = await findByIdentifiers(ctx, device);
+    if (stored === undefined) {
+      counts.unknownDevices += 1;
+      ctx.logger.info(
+        { webhookEvent: event.webhookEvent, jamfId: device.jamfId, udid: device.udid, serial: device.serial },
+        device.udid === null && device.serial === null
+          ? 'Jamf Pro named a device by its Jamf id only; the portal cannot match it (see mdm.md#jamf-pro-push)'
+          : 'Jamf Pro named a device the portal does not know',
+      );
+    }
+    return stored;
+  };
+  if (event.kind === 'inventory') {
+    const device = await found(event.device);
+    if (device === undefined) return { ...outcome, unknown: 1 };
+    const refreshed = await refreshIdentifiers(ctx, device, event.device);
+    return { ...outcome, refreshed: refreshed ? 1 : 0, unchanged: refreshed ? 0 : 1 };
+  }
+  if (!config.allowedGroupIds.has(event.groupId) && !config.allowedGroupNames.has(event.groupName)) {
+    ctx.logger.debug(
+      { webhookEvent: event.webhookEvent, groupId: event.groupId, groupName: event.groupName },
+      'Jamf Pro smart group change of a group not in mdmPush.jamf.allowedGroups; ignored',
+    );
+    return { ...outcome, handled: 'ignored' };
+  }
+  const tally = { ...outcome };
+  for (const named of event.removed) {
+    const device = await found(named);
+    if (device === undefined) tally.unknown += 1;
+    else if (await suspendForGroup(ctx, device, event.groupName)) tally.suspended += 1;
+    else tally.unchanged += 1;
+  }
+  for (const named of event.added) {
+    const device = await found(named);
+    if (device === undefined) tally.unknown += 1;
+    else if (await resumeForGroup(ctx, device, event.groupName)) tally.resumed += 1;
+    else tally.unchanged += 1;
+  }
+  return tally;
+}
+
+/** The live device with the UDID as its mdm_id, else with the serial. */
+async function findByIdentifiers(ctx: PortalContext, device: JamfDevice): Promise<StoredDevice | undefined> {
+  const byUdid = device.udid === null ? undefined : await findLiveDevice(ctx.db, 'mdm_id', device.udid);
+  if (byUdid !== undefined || device.serial === null) return byUdid;
+  return findLiveDevice(ctx.db, 'serial', device.serial);
+}
+
+async function suspendForGroup(ctx: PortalContext, device: StoredDevice, group: string): Promise<boolean> {
+  if (device.state === 'suspended') return false;
+  const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
+  const done = await suspendDevice(
+    { ...ctx, call, events: ctx.events.forCall(call) },
+    { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR },
+  );
+  if (done.changed)
+    ctx.logger.info({ deviceId: device.deviceId, group }, 'device left an allowed Jamf Pro smart group');
+  return done.changed;
+}
+
+async function resumeForGroup(ctx: PortalContext, device: StoredDevice, group: string): Promise<boolean> {
+  if (device.state !== 'suspended') return false;
+  const call = portalCall('resume_device', { device_id: device.deviceId });
+  const done = await resumeDevice(
+    { ...ctx, call, events: ctx.events.forCall(call) },
+    { deviceId: device.deviceId, by: JAMF_AUTHOR, onlyIfReason: JAMF_GROUP_REASON },
+  );
+  if (done.outcome === 'other-reason')
+    ctx.logger.info(
+      { deviceId: device.deviceId, group, reason: device.suspension?.reason },
+      'device joined an allowed Jamf Pro smart group but stays suspended for another reason',
+    );
+  return done.outcome === 'resumed';
+}
+
+/** Fills in the UDID (mdm_id) or serial the device lacks; true when one was written. */
+async function refreshIdentifiers(ctx: PortalContext, device: StoredDevice, named: JamfDevice): Promise<boolean> {
+  let written = false;
+  if (device.mdmId === null && named.udid !== null)
+    written = (await fillDeviceIdentifier(ctx.db, device.deviceId, 'mdm_id', named.udid)) || written;
+  if (device.serial === null && named.serial !== null)
+    written = (await fillDeviceIdentifier(ctx.db, device.deviceId, 'serial', named.serial)) || written;
+  if (written)
+    ctx.logger.info(
+      { deviceId: device.deviceId, udid: named.udid, serial: named.serial },
+      "device's identifiers completed from Jamf Pro's inventory",
+    );
+  return written;
+}

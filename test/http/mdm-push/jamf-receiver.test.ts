@@ -1,0 +1,297 @@
+// The Jamf Pro webhook receiver at {baseUrl}mdm/jamf with Jamf-shaped deliveries: a missing or
+// wrong credential is 401 (audited, nothing changed) and an address outside the allow-list 403;
+// leaving the allowed smart group suspends (reason `jamf-group`), joining it resumes only that
+// suspension, and a repeated delivery changes nothing; another group's change, devices the
+// portal does not know and event types it does not act on are answered 200 and counted; a body
+// it cannot read is a 400 (415 for XML); `ComputerInventoryCompleted` completes a device's
+// identifiers.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test, type TestContext } from 'node:test';
+import type { DeviceInfo } from '../../../src/protocol/admin-api.js';
+import { auditLog, portalState } from '../../support/admin-keys.js';
+import {
+  ALLOWED_GROUP,
+  BASIC_AUTH,
+  deliver,
+  groupChange,
+  inventoryCompleted,
+  JAMF_HEADER,
+  JAMF_HEADER_VALUE,
+  JAMF_USER,
+  jamfPushOption,
+  secretsFolder,
+} from '../../support/jamf-webhooks.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+const MOBILE_GROUP = { id: 31, name: 'VPN allowed phones' } as const;
+
+async function jamfPortal(
+  t: TestContext,
+  jamf: { readonly allowList?: string[] } = {},
+): Promise<{ portal: TestPortal; receiver: string }> {
+  const folder = secretsFolder();
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
+  const option = { ...jamfPushOption(folder, [ALLOWED_GROUP.id, MOBILE_GROUP.name]), ...jamf };
+  const portal = await startTestPortal({ config: { mdmPush: { jamf: option } } });
+  t.after(() => portal.close());
+  return { portal, receiver: `${portal.portal.url}/vpn-user-portal/mdm/jamf` };
+}
+
+function register(portal: TestPortal, identifiers: { serial?: string; mdm_id?: string }): Promise<DeviceInfo> {
+  return portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers });
+}
+
+async function metricsText(portal: TestPortal): Promise<string> {
+  return (await fetch(portal.portal.metricsUrl ?? '')).text();
+}
+
+async function historyOf(portal: TestPortal, deviceId: string): Promise<string[]> {
+  const rows = await portal.portal.ctx.db
+    .selectFrom('device_history')
+    .select(['change', 'reason', 'changed_by'])
+    .where('device_id', '=', deviceId)
+    .orderBy('at')
+    .orderBy('history_id')
+    .execute();
+  return rows.map((row) => `${row.change} ${row.reason ?? '-'} ${row.changed_by ?? '-'}`);
+}
+
+test('a delivery without the configured credential is refused with 401, audited, and changes nothing', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const device = await register(portal, { serial: 'C02AUTH0001', mdm_id: 'UDID-AUTH-1' });
+  const removal = groupChange('computer', ALLOWED_GROUP, {
+    removed: [{ jssID: 5, udid: 'UDID-AUTH-1', serialNumber: 'C02AUTH0001' }],
+  });
+  const before = await portalState(portal);
+  const basic = (user: string, password: string) => ({
+    authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
+  });
+  const refused: Record<string, string>[] = [
+    {},
+    basic(JAMF_USER, 'wrong password'),
+    basic('someone-else', 'correct horse battery staple'),
+    { authorization: 'Bearer whatever' },
+    { [JAMF_HEADER]: 'not-the-value' },
+  ];
+  for (const headers of refused) {
+    const answer = await deliver(receiver, removal, headers);
+    assert.equal(answer.status, 401, JSON.stringify(headers));
+    assert.deepEqual(answer.body, { error: 'authentication required: the credential configured in Jamf Pro' });
+  }
+  assert.deepEqual(await portalState(portal), before, 'no refused delivery changed anything');
+  assert.equal((await portal.admin.device(device.device_id)).state, 'registered');
+  // Refusals of one source and reason within a minute are one row, counted (the audit log's rule).
+  const refusals = (await auditLog(portal)).filter((record) => record.call === 'jamf webhook');
+  assert.ok(refusals.every((record) => record.status === 401 && record.keyName === null));
+  assert.deepEqual(refusals.map((record) => record.detail).sort(), [
+    'no credential',
+    'wrong Basic credentials',
+    'wrong x-jamf-secret header',
+  ]);
+
+  // The header Jamf sends with header authentication is accepted as well as Basic.
+  const accepted = await deliver(receiver, removal, { [JAMF_HEADER]: JAMF_HEADER_VALUE });
+  assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
+  assert.equal((await portal.admin.device(device.device_id)).state, 'suspended');
+});
+
+test('a delivery from an address outside mdmPush.jamf.allowList is refused with 403', async (t) => {
+  const { portal, receiver } = await jamfPortal(t, { allowList: ['192.0.2.0/24'] });
+  const device = await register(portal, { mdm_id: 'UDID-ELSEWHERE' });
+  const answer = await deliver(
+    receiver,
+    groupChange('mobile', MOBILE_GROUP, { removed: [{ jssID: 1, udid: 'UDID-ELSEWHERE' }] }),
+  );
+  assert.equal(answer.status, 403);
+  assert.deepEqual(answer.body, { error: 'source address not allowed' });
+  assert.equal((await portal.admin.device(device.device_id)).state, 'registered');
+});
+
+test('leaving the allowed group suspends, joining it resumes only that suspension, and a repeated delivery changes nothing', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const phone = await register(portal, { serial: 'F2LPHONE01', mdm_id: 'UDID-PHONE-1' });
+  const bySerial = await register(portal, { serial: 'F2LPHONE02' });
+  const byAdministrator = await register(portal, { mdm_id: 'UDID-PHONE-3' });
+  const outsider = await register(portal, { mdm_id: 'UDID-PHONE-4' });
+  await portal.admin.suspendDevice({ device_id: byAdministrator.device_id, reason: 'lost' });
+  const members = [
+    { jssID: 1, udid: 'UDID-PHONE-1', serialNumber: 'F2LPHONE01' },
+    { jssID: 2, serialNumber: 'F2LPHONE02' },
+    { jssID: 3, udid: 'UDID-PHONE-3' },
+  ];
+
+  const left = groupChange('mobile', MOBILE_GROUP, { removed: members });
+  const first = await deliver(receiver, left);
+  assert.equal(first.status, 200);
+  assert.deepEqual(first.body, {
+    event: 'SmartGroupMobileDeviceMembershipChange',
+    handled: 'applied',
+    suspended: 2,
+    resumed: 0,
+    refreshed: 0,
+    unchanged: 1,
+    unknown: 0,
+  });
+  for (const device of [phone, bySerial]) {
+    const now = await portal.admin.device(device.device_id);
+    assert.equal(now.state, 'suspended');
+    assert.equal(now.suspension?.reason, 'jamf-group');
+    assert.equal(now.suspension?.by, 'jamf');
+  }
+  assert.equal((await portal.admin.device(byAdministrator.device_id)).suspension?.reason, 'lost');
+
+  const again = await deliver(receiver, left);
+  assert.equal(again.status, 200);
+  assert.equal(again.body['suspended'], 0);
+  assert.equal(again.body['unchanged'], 3);
+  assert.deepEqual(await historyOf(portal, phone.device_id), ['registered - secret', 'suspended jamf-group jamf']);
+
+  // Another group's change is none of the portal's business.
+  const otherGroup = await deliver(
+    receiver,
+    groupChange('mobile', { id: 99, name: 'Lab iPads' }, { removed: [{ jssID: 4, udid: 'UDID-PHONE-4' }] }),
+  );
+  assert.equal(otherGroup.status, 200);
+  assert.equal(otherGroup.body['handled'], 'ignored');
+  assert.equal((await portal.admin.device(outsider.device_id)).state, 'registered');
+
+  const joined = groupChange('mobile', MOBILE_GROUP, { added: members });
+  const back = await deliver(receiver, joined);
+  assert.equal(back.status, 200);
+  assert.equal(back.body['resumed'], 2);
+  assert.equal(back.body['unchanged'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
+  assert.equal((await portal.admin.device(bySerial.device_id)).state, 'registered');
+  const stillSuspended = await portal.admin.device(byAdministrator.device_id);
+  assert.equal(stillSuspended.state, 'suspended', "joining the group does not end an administrator's suspension");
+  assert.equal(stillSuspended.suspension?.reason, 'lost');
+  const backAgain = await deliver(receiver, joined);
+  assert.equal(backAgain.body['resumed'], 0);
+  assert.deepEqual(await historyOf(portal, phone.device_id), [
+    'registered - secret',
+    'suspended jamf-group jamf',
+    'resumed jamf-group jamf',
+  ]);
+
+  // A computer group named by id works alike.
+  const mac = await register(portal, { serial: 'C02MAC0001', mdm_id: 'UDID-MAC-1' });
+  const macLeft = await deliver(
+    receiver,
+    groupChange('computer', ALLOWED_GROUP, { removed: [{ jssID: 8, udid: 'UDID-MAC-1', serialNumber: 'C02MAC0001' }] }),
+  );
+  assert.equal(macLeft.body['suspended'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).suspension?.reason, 'jamf-group');
+  const calls = (await auditLog(portal)).filter((record) => record.call === 'suspend_device').map((r) => r.keyName);
+  assert.ok(calls.includes('(portal)'), "the webhook's suspensions are audited as the portal's own");
+});
+
+test('unknown devices and event types are answered 200, logged and counted; a body the portal cannot read is refused', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const device = await register(portal, { serial: 'C02KNOWN01', mdm_id: 'UDID-KNOWN-1' });
+  const before = await portalState(portal);
+
+  const unknown = await deliver(
+    receiver,
+    groupChange('mobile', MOBILE_GROUP, { removed: [{ jssID: 40, udid: 'UDID-NOBODY', serialNumber: 'NOBODY' }] }),
+  );
+  assert.equal(unknown.status, 200);
+  assert.equal(unknown.body['unknown'], 1);
+  // Jamf's computer sample names the devices by their Jamf id alone: nothing to match them by.
+  const idsOnly = {
+    event: {
+      computer: true,
+      groupAddedDevices: [],
+      groupAddedDevicesIds: [],
+      groupRemovedDevices: [],
+      groupRemovedDevicesIds: [41, 42],
+      jssid: ALLOWED_GROUP.id,
+      name: ALLOWED_GROUP.name,
+      smartGroup: true,
+    },
+    webhook: {
+      eventTimestamp: 1_764_400_000_000,
+      id: 7,
+      name: 'VPN portal',
+      webhookEvent: 'SmartGroupComputerMembershipChange',
+    },
+  };
+  const byIds = await deliver(receiver, idsOnly);
+  assert.equal(byIds.status, 200);
+  assert.equal(byIds.body['unknown'], 2);
+
+  const checkIn = await deliver(receiver, {
+    event: { computer: { udid: 'UDID-KNOWN-1', serialNumber: 'C02KNOWN01' }, trigger: 'CHECKIN', username: 'alice' },
+    webhook: { eventTimestamp: 1_764_400_000_000, id: 8, name: 'check-in', webhookEvent: 'ComputerCheckIn' },
+  });
+  assert.equal(checkIn.status, 200);
+  assert.equal(checkIn.body['handled'], 'ignored');
+
+  const unreadable: [string, unknown, Record<string, string>, number, RegExp][] = [
+    ['not JSON', '{"webhook":', { 'content-type': 'application/json' }, 400, /^the body is not JSON$/],
+    ['no webhook', { event: {} }, { 'content-type': 'application/json' }, 400, /needs "webhook.webhookEvent"/],
+    [
+      'a group change without its group',
+      { event: { groupRemovedDevicesIds: [1] }, webhook: { webhookEvent: 'SmartGroupComputerMembershipChange' } },
+      { 'content-type': 'application/json' },
+      400,
+      /^SmartGroupComputerMembershipChange: "jssid"/,
+    ],
+    [
+      'XML',
+      '<JSSEvent><webhook><webhookEvent>ComputerCheckIn</webhookEvent></webhook></JSSEvent>',
+      { 'content-type': 'text/xml' },
+      415,
+      /set the webhook's content type to JSON/,
+    ],
+  ];
+  for (const [what, body, headers, status, message] of unreadable) {
+    const answer = await deliver(receiver, body, { ...BASIC_AUTH, ...headers });
+    assert.equal(answer.status, status, what);
+    assert.match(String(answer.body['error']), message, what);
+  }
+  assert.deepEqual(await portalState(portal), before, 'nothing changed');
+  assert.equal((await portal.admin.device(device.device_id)).state, 'registered');
+
+  const metrics = await metricsText(portal);
+  assert.match(metrics, /^vpn_portal_jamf_unknown_devices_total 3$/m);
+  assert.match(metrics, /^vpn_portal_jamf_events_total\{event="SmartGroupMobileDeviceMembershipChange"\} 1$/m);
+  assert.match(metrics, /^vpn_portal_jamf_events_total\{event="SmartGroupComputerMembershipChange"\} 1$/m);
+  assert.match(metrics, /^vpn_portal_jamf_events_total\{event="other"\} 1$/m);
+});
+
+test('ComputerInventoryCompleted gives a device registered with one identifier the other, and only once', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const bySerial = await register(portal, { serial: 'C02INV0001' });
+  const taken = await register(portal, { mdm_id: 'UDID-INV-TAKEN' });
+  const withBoth = await register(portal, { serial: 'C02INV0003', mdm_id: 'UDID-INV-3' });
+
+  const refreshed = await deliver(
+    receiver,
+    inventoryCompleted({ jssID: 1, serialNumber: 'C02INV0001', udid: 'UDID-INV-1' }),
+  );
+  assert.equal(refreshed.status, 200);
+  assert.equal(refreshed.body['refreshed'], 1);
+  assert.equal((await portal.admin.device(bySerial.device_id)).mdm_id, 'UDID-INV-1');
+  const repeated = await deliver(
+    receiver,
+    inventoryCompleted({ jssID: 1, serialNumber: 'C02INV0001', udid: 'UDID-INV-1' }),
+  );
+  assert.equal(repeated.body['refreshed'], 0);
+  assert.equal(repeated.body['unchanged'], 1);
+
+  // Found by its UDID, it gets its serial.
+  await deliver(receiver, inventoryCompleted({ jssID: 2, serialNumber: 'C02INV0002', udid: 'UDID-INV-TAKEN' }));
+  assert.equal((await portal.admin.device(taken.device_id)).serial, 'C02INV0002');
+  // A device that has both keeps them, whatever the event says.
+  const conflicting = await deliver(
+    receiver,
+    inventoryCompleted({ jssID: 3, serialNumber: 'OTHER', udid: 'UDID-INV-3' }),
+  );
+  assert.equal(conflicting.body['unchanged'], 1);
+  assert.equal((await portal.admin.device(withBoth.device_id)).serial, 'C02INV0003');
+
+  const nobody = await deliver(receiver, inventoryCompleted({ jssID: 9, serialNumber: 'NOBODY', udid: 'UDID-NOBODY' }));
+  assert.equal(nobody.status, 200);
+  assert.equal(nobody.body['unknown'], 1);
+});
