@@ -3,7 +3,8 @@
 // (`/api/v1/computers-inventory?section=HARDWARE`) and the mobile devices (`/api/v2/mobile-devices`),
 // each paged with `page` and `page-size` until `totalCount` records were read. A device's serial
 // is its hardware serial number; its id (for `mdm_id`) is its UDID, unique across both kinds
-// (Jamf's numeric ids are not: a computer and a phone may both be 1).
+// (Jamf's numeric ids are not: a computer and a phone may both be 1). The same lists give the
+// UDID and serial of the devices a webhook names by their Jamf ids alone (jamfDevicesById).
 import { z } from 'zod';
 import type { MdmInventorySource } from '../config/portal-config.js';
 import { clientCredentialsToken, MdmInventoryError, requestJson } from './http.js';
@@ -29,26 +30,68 @@ const MOBILE_DEVICES_PAGE = z.object({
   results: z.array(z.object({ id: z.string(), udid: z.string().nullish(), serialNumber: z.string().nullish() })),
 });
 
-export async function readJamfInventory(
-  source: Extract<MdmInventorySource, { provider: 'jamf' }>,
-): Promise<MdmInventory> {
+type JamfSource = Extract<MdmInventorySource, { provider: 'jamf' }>;
+
+/** A device's identifiers in Jamf Pro's inventory. */
+export interface JamfIdentifiers {
+  readonly udid: string | null;
+  readonly serial: string | null;
+}
+
+const COMPUTERS_LIST = '/api/v1/computers-inventory?section=HARDWARE&sort=id%3Aasc';
+const MOBILE_DEVICES_LIST = '/api/v2/mobile-devices?sort=id%3Aasc';
+
+async function requestHeaders(source: JamfSource): Promise<Record<string, string>> {
   const token = await clientCredentialsToken(`${source.url}/api/oauth/token`, {
     client_id: source.clientId,
     client_secret: source.clientSecret.reveal(),
   });
-  const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  return { authorization: `Bearer ${token}`, accept: 'application/json' };
+}
+
+/**
+ * The UDID and serial of the computers (or mobile devices) with these Jamf ids, read from the
+ * inventory's pages (Jamf's ids are per kind); an id Jamf no longer has is absent. Throws
+ * MdmInventoryError when Jamf Pro cannot be read.
+ */
+export async function jamfDevicesById(
+  source: JamfSource,
+  kind: 'computer' | 'mobile',
+  ids: readonly number[],
+): Promise<Map<number, JamfIdentifiers>> {
+  const wanted = new Set(ids.map(String));
+  const found = new Map<number, JamfIdentifiers>();
+  if (wanted.size === 0) return found;
+  const headers = await requestHeaders(source);
+  const keep = (id: string, udid: string | null | undefined, serial: string | null | undefined) => {
+    if (wanted.has(id)) found.set(Number(id), { udid: nonEmpty(udid), serial: nonEmpty(serial) });
+  };
+  if (kind === 'computer')
+    await readPages(`${source.url}${COMPUTERS_LIST}`, headers, COMPUTERS_PAGE, (record) =>
+      keep(record.id, record.udid, record.hardware?.serialNumber),
+    );
+  else
+    await readPages(`${source.url}${MOBILE_DEVICES_LIST}`, headers, MOBILE_DEVICES_PAGE, (record) =>
+      keep(record.id, record.udid, record.serialNumber),
+    );
+  return found;
+}
+
+function nonEmpty(text: string | null | undefined): string | null {
+  return text === undefined || text === null || text === '' ? null : text;
+}
+
+export async function readJamfInventory(source: JamfSource): Promise<MdmInventory> {
+  const headers = await requestHeaders(source);
   const inventory: MdmInventory = { serials: new Set(), ids: new Set(), compliance: [] };
   const add = (udid: string | null | undefined, serial: string | null | undefined) => {
     if (udid !== undefined && udid !== null && udid !== '') inventory.ids.add(udid);
     if (serial !== undefined && serial !== null && serial !== '') inventory.serials.add(serial);
   };
-  await readPages(
-    `${source.url}/api/v1/computers-inventory?section=HARDWARE&sort=id%3Aasc`,
-    headers,
-    COMPUTERS_PAGE,
-    (record) => add(record.udid, record.hardware?.serialNumber),
+  await readPages(`${source.url}${COMPUTERS_LIST}`, headers, COMPUTERS_PAGE, (record) =>
+    add(record.udid, record.hardware?.serialNumber),
   );
-  await readPages(`${source.url}/api/v2/mobile-devices?sort=id%3Aasc`, headers, MOBILE_DEVICES_PAGE, (record) =>
+  await readPages(`${source.url}${MOBILE_DEVICES_LIST}`, headers, MOBILE_DEVICES_PAGE, (record) =>
     add(record.udid, record.serialNumber),
   );
   return inventory;

@@ -84,6 +84,29 @@ export function groupChange(
   };
 }
 
+/** A smart group membership change naming the devices by their Jamf ids alone, as Jamf's computer sample does. */
+export function groupChangeByIds(
+  kind: 'computer' | 'mobile',
+  group: { readonly id: number; readonly name: string },
+  change: { readonly added?: readonly number[]; readonly removed?: readonly number[] },
+): unknown {
+  return {
+    event: {
+      computer: kind === 'computer',
+      groupAddedDevices: [],
+      groupAddedDevicesIds: change.added ?? [],
+      groupRemovedDevices: [],
+      groupRemovedDevicesIds: change.removed ?? [],
+      jssid: group.id,
+      name: group.name,
+      smartGroup: true,
+    },
+    webhook: webhook(
+      kind === 'computer' ? 'SmartGroupComputerMembershipChange' : 'SmartGroupMobileDeviceMembershipChange',
+    ),
+  };
+}
+
 /** `ComputerInventoryCompleted` for a computer. */
 export function inventoryCompleted(device: JamfDeviceFields): unknown {
   return {

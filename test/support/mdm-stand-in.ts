@@ -25,6 +25,8 @@ export interface StandInDevice {
   readonly lastSync?: string;
   /** The JSON list's `compliant`: absent, the entry is the serial alone; present, an object. */
   readonly compliant?: boolean;
+  /** For Jamf: its Jamf Pro id (numbered per kind, as webhooks name it); default: the first 8 characters of `id`. */
+  readonly jamfId?: string;
 }
 
 /** The managedDevice properties the stand-in knows (Graph answers 400 to an unknown one in `$select`). */
@@ -148,7 +150,7 @@ export class MdmStandIn {
     if (url.pathname === '/v1.0/deviceManagement/managedDevices') return this.#graphPage(url);
     if (url.pathname === '/jamf/api/v1/computers-inventory') {
       return this.#jamfPage(url, 'computer', (device) => ({
-        id: device.id.slice(0, 8),
+        id: device.jamfId ?? device.id.slice(0, 8),
         udid: device.id,
         general: { name: device.serial },
         hardware: { serialNumber: device.serial },
@@ -156,7 +158,7 @@ export class MdmStandIn {
     }
     if (url.pathname === '/jamf/api/v2/mobile-devices') {
       return this.#jamfPage(url, 'mobile', (device) => ({
-        id: device.id.slice(0, 8),
+        id: device.jamfId ?? device.id.slice(0, 8),
         name: device.serial,
         serialNumber: device.serial,
         udid: device.id,

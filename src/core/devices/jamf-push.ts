@@ -3,15 +3,20 @@
 // resumed, but only from that suspension (an administrator's or a compliance suspension stays);
 // `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered with
 // only its serial or only its UDID gets the other). A device is found by its UDID (the portal's
-// `mdm_id`), else its serial. Repeated deliveries change nothing (suspending a suspended device
+// `mdm_id`), else its serial; one the event names by its Jamf id alone (as computer group events
+// may) is looked up in Jamf Pro's inventory with the API client of `mdmInventory` when that is
+// Jamf Pro's, before anything changes (Jamf Pro unreachable: 503, nothing changed). Repeated deliveries change nothing (suspending a suspended device
 // and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
 // and counted, never an error: Jamf would only send it again. The changes are the portal's own
 // (audit key `(portal)`, by `jamf`), as those of the inventory sync.
 import type { JamfPushConfig } from '../../config/portal-config.js';
+import { jamfDevicesById } from '../../mdm-client/jamf.js';
 import type { JamfDevice, JamfEvent } from '../../protocol/jamf-webhook.js';
+import { messageOf } from '../../shared/error-message.js';
 import { fillDeviceIdentifier, findLiveDevice, type StoredDevice } from '../../storage/devices.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
+import { PortalError } from '../errors.js';
 import { resumeDevice, suspendDevice } from './suspension.js';
 
 /** The reason of a suspension for leaving an allowed Jamf smart group. */
@@ -82,20 +87,52 @@ export async function applyJamfEvent(
     );
     return { ...outcome, handled: 'ignored' };
   }
+  const { removed, added } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
   const tally = { ...outcome };
-  for (const named of event.removed) {
+  for (const named of removed) {
     const device = await found(named);
     if (device === undefined) tally.unknown += 1;
     else if (await suspendForGroup(ctx, device, event.groupName)) tally.suspended += 1;
     else tally.unchanged += 1;
   }
-  for (const named of event.added) {
+  for (const named of added) {
     const device = await found(named);
     if (device === undefined) tally.unknown += 1;
     else if (await resumeForGroup(ctx, device, event.groupName)) tally.resumed += 1;
     else tally.unchanged += 1;
   }
   return tally;
+}
+
+/**
+ * The devices named by their Jamf id alone, with the UDID and serial Jamf Pro's inventory gives
+ * them, when `mdmInventory` is Jamf Pro's (else they stay as named, and are not found). Throws
+ * `unavailable` when Jamf Pro cannot be read, before anything changed.
+ */
+async function withJamfIdentifiers(
+  ctx: PortalContext,
+  kind: 'computer' | 'mobile',
+  removed: readonly JamfDevice[],
+  added: readonly JamfDevice[],
+): Promise<{ removed: readonly JamfDevice[]; added: readonly JamfDevice[] }> {
+  const idOnly = (device: JamfDevice) => device.jamfId !== null && device.udid === null && device.serial === null;
+  const ids = [...removed, ...added].filter(idOnly).map((device) => device.jamfId ?? 0);
+  const source = ctx.config.mdmInventory?.source;
+  if (ids.length === 0 || source?.provider !== 'jamf') return { removed, added };
+  let found: Awaited<ReturnType<typeof jamfDevicesById>>;
+  try {
+    found = await jamfDevicesById(source, kind, ids);
+  } catch (error) {
+    throw new PortalError(
+      'unavailable',
+      `could not look up in Jamf Pro the devices the event names by Jamf id only (nothing changed): ${messageOf(error)}`,
+    );
+  }
+  const complete = (device: JamfDevice): JamfDevice => {
+    const identifiers = idOnly(device) ? found.get(device.jamfId ?? 0) : undefined;
+    return identifiers === undefined ? device : { jamfId: device.jamfId, ...identifiers };
+  };
+  return { removed: removed.map(complete), added: added.map(complete) };
 }
 
 /** The live device with the UDID as its mdm_id, else with the serial. */

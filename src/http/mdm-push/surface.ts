@@ -6,7 +6,7 @@
 // Pro's webhook content type `JSON`), at most 1 MiB: a smart group change names every device
 // that joined or left. Events are acted on by src/core/devices/jamf-push.ts; every well-formed
 // event is answered 200, unknown devices and event types included, so that Jamf Pro does not
-// send it again.
+// send it again (503 only when devices named by Jamf id could not be looked up in Jamf Pro).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { JamfPushConfig } from '../../config/portal-config.js';
 import { recordAdminCall } from '../../core/access/index.js';

@@ -3,10 +3,12 @@
 // leaving the allowed smart group suspends (reason `jamf-group`), joining it resumes only that
 // suspension, and a repeated delivery changes nothing; another group's change, devices the
 // portal does not know and event types it does not act on are answered 200 and counted; a body
-// it cannot read is a 400 (415 for XML); `ComputerInventoryCompleted` completes a device's
-// identifiers.
+// it cannot read is a 400 (415 for XML); devices named by Jamf id alone are looked up in Jamf
+// Pro's inventory (a stand-in) when `mdmInventory` is Jamf Pro's; `ComputerInventoryCompleted`
+// completes a device's identifiers.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { DeviceInfo } from '../../../src/protocol/admin-api.js';
 import { auditLog, portalState } from '../../support/admin-keys.js';
@@ -15,6 +17,7 @@ import {
   BASIC_AUTH,
   deliver,
   groupChange,
+  groupChangeByIds,
   inventoryCompleted,
   JAMF_HEADER,
   JAMF_HEADER_VALUE,
@@ -22,6 +25,7 @@ import {
   jamfPushOption,
   secretsFolder,
 } from '../../support/jamf-webhooks.js';
+import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../../support/mdm-stand-in.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const MOBILE_GROUP = { id: 31, name: 'VPN allowed phones' } as const;
@@ -29,11 +33,15 @@ const MOBILE_GROUP = { id: 31, name: 'VPN allowed phones' } as const;
 async function jamfPortal(
   t: TestContext,
   jamf: { readonly allowList?: string[] } = {},
+  inventory: MdmStandIn | null = null,
 ): Promise<{ portal: TestPortal; receiver: string }> {
   const folder = secretsFolder();
   t.after(() => rmSync(folder, { recursive: true, force: true }));
   const option = { ...jamfPushOption(folder, [ALLOWED_GROUP.id, MOBILE_GROUP.name]), ...jamf };
-  const portal = await startTestPortal({ config: { mdmPush: { jamf: option } } });
+  const clientSecretFile = path.join(folder, 'client-secret');
+  writeFileSync(clientSecretFile, STAND_IN_CLIENT_SECRET, { mode: 0o600 });
+  const mdmInventory = inventory === null ? null : { ...inventory.jamfConfig(clientSecretFile), interval: 'P1D' };
+  const portal = await startTestPortal({ config: { mdmPush: { jamf: option }, mdmInventory } });
   t.after(() => portal.close());
   return { portal, receiver: `${portal.portal.url}/vpn-user-portal/mdm/jamf` };
 }
@@ -198,24 +206,8 @@ test('unknown devices and event types are answered 200, logged and counted; a bo
   assert.equal(unknown.status, 200);
   assert.equal(unknown.body['unknown'], 1);
   // Jamf's computer sample names the devices by their Jamf id alone: nothing to match them by.
-  const idsOnly = {
-    event: {
-      computer: true,
-      groupAddedDevices: [],
-      groupAddedDevicesIds: [],
-      groupRemovedDevices: [],
-      groupRemovedDevicesIds: [41, 42],
-      jssid: ALLOWED_GROUP.id,
-      name: ALLOWED_GROUP.name,
-      smartGroup: true,
-    },
-    webhook: {
-      eventTimestamp: 1_764_400_000_000,
-      id: 7,
-      name: 'VPN portal',
-      webhookEvent: 'SmartGroupComputerMembershipChange',
-    },
-  };
+  // Without mdmInventory of Jamf Pro there is nothing to look the ids up in.
+  const idsOnly = groupChangeByIds('computer', ALLOWED_GROUP, { removed: [41, 42] });
   const byIds = await deliver(receiver, idsOnly);
   assert.equal(byIds.status, 200);
   assert.equal(byIds.body['unknown'], 2);
@@ -294,4 +286,53 @@ test('ComputerInventoryCompleted gives a device registered with one identifier t
   const nobody = await deliver(receiver, inventoryCompleted({ jssID: 9, serialNumber: 'NOBODY', udid: 'UDID-NOBODY' }));
   assert.equal(nobody.status, 200);
   assert.equal(nobody.body['unknown'], 1);
+});
+
+test("devices named by their Jamf id alone are looked up in Jamf Pro's inventory, per kind, before anything changes", async (t) => {
+  const jamf = await MdmStandIn.start();
+  t.after(() => jamf.close());
+  jamf.devices = [
+    { id: 'UDID-MAC-41', serial: 'C02ID0041', kind: 'computer', jamfId: '41' },
+    { id: 'UDID-MAC-42', serial: 'C02ID0042', kind: 'computer', jamfId: '42' },
+    { id: 'UDID-MAC-43', serial: 'C02ID0043', kind: 'computer', jamfId: '43' },
+    { id: 'UDID-PHONE-41', serial: 'F2LID0041', kind: 'mobile', jamfId: '41' },
+  ];
+  const { portal, receiver } = await jamfPortal(t, {}, jamf);
+  const mac = await register(portal, { mdm_id: 'UDID-MAC-41' });
+  const otherMac = await register(portal, { serial: 'C02ID0043' });
+  const phone = await register(portal, { serial: 'F2LID0041' });
+
+  // Jamf id 41 is a computer here: the phone with the same id stays; 99 is no device of Jamf's.
+  const left = await deliver(receiver, groupChangeByIds('computer', ALLOWED_GROUP, { removed: [41, 43, 99] }));
+  assert.equal(left.status, 200, JSON.stringify(left.body));
+  assert.equal(left.body['suspended'], 2);
+  assert.equal(left.body['unknown'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).suspension?.reason, 'jamf-group');
+  assert.equal((await portal.admin.device(otherMac.device_id)).state, 'suspended');
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
+  assert.ok(
+    jamf.requests.some((request) => request.url.startsWith('/jamf/api/v1/computers-inventory?section=HARDWARE')),
+    'the computers were read',
+  );
+  const phoneLeft = await deliver(receiver, groupChangeByIds('mobile', MOBILE_GROUP, { removed: [41] }));
+  assert.equal(phoneLeft.body['suspended'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).suspension?.reason, 'jamf-group');
+
+  // Jamf Pro unreachable: 503 and nothing changed, not a device taken for unknown.
+  jamf.down = true;
+  const before = await portalState(portal);
+  const unreachable = await deliver(receiver, groupChangeByIds('computer', ALLOWED_GROUP, { added: [41, 43] }));
+  assert.equal(unreachable.status, 503);
+  assert.match(
+    String(unreachable.body['error']),
+    /^could not look up in Jamf Pro the devices the event names by Jamf id only \(nothing changed\): /,
+  );
+  assert.deepEqual(await portalState(portal), before);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended');
+
+  jamf.down = false;
+  const joined = await deliver(receiver, groupChangeByIds('computer', ALLOWED_GROUP, { added: [41, 43] }));
+  assert.equal(joined.status, 200);
+  assert.equal(joined.body['resumed'], 2);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'registered');
 });
