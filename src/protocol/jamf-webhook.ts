@@ -39,11 +39,13 @@ export type JamfEvent =
   | { readonly kind: 'other'; readonly webhookEvent: string };
 
 /** A body that is not a Jamf Pro webhook, or an event the portal acts on that lacks what it needs. */
-export class JamfWebhookError extends Error {}
+export class JamfWebhookError extends Error {
+  override readonly name = 'JamfWebhookError';
+}
 
 const ENVELOPE = z.object({
   webhook: z.object({ webhookEvent: z.string().min(1).max(200) }),
-  event: z.unknown(),
+  event: z.unknown().refine((event) => event !== undefined),
 });
 
 const jamfIds = z.array(z.int().min(0)).nullish();
