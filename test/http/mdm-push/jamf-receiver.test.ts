@@ -3,7 +3,7 @@
 // leaving the allowed smart group suspends (reason `jamf-group`), joining it resumes only that
 // suspension, and a repeated delivery changes nothing; another group's change, devices the
 // portal does not know and event types it does not act on are answered 200 and counted; a body
-// it cannot read is a 400 (415 for XML); devices named by Jamf id alone are looked up in Jamf
+// it cannot read is a 400 (415 for XML, 413 past 1 MiB); devices named by Jamf id alone are looked up in Jamf
 // Pro's inventory (a stand-in) when `mdmInventory` is Jamf Pro's; `ComputerInventoryCompleted`
 // completes a device's identifiers.
 import assert from 'node:assert/strict';
@@ -237,6 +237,9 @@ test('unknown devices and event types are answered 200, logged and counted; a bo
       /set the webhook's content type to JSON/,
     ],
   ];
+  // A body past 1 MiB is refused before it is read whole.
+  const huge = JSON.stringify({ event: { padding: 'x'.repeat(1024 * 1024) }, webhook: { webhookEvent: 'JSSStartup' } });
+  unreadable.push(['past 1 MiB', huge, { 'content-type': 'application/json' }, 413, /^request body too large$/]);
   for (const [what, body, headers, status, message] of unreadable) {
     const answer = await deliver(receiver, body, { ...BASIC_AUTH, ...headers });
     assert.equal(answer.status, status, what);
