@@ -135,7 +135,7 @@ export interface EduVpnLocation {
   readonly configDir: string;
   /** The portal's data folder (default /var/lib/vpn-user-portal): keys/tls-crypt-*.key, keys/wireguard.N.public.key. */
   readonly dataDir: string;
-  /** `sqlite:PATH` or `postgres://…`; default sqlite:<dataDir>/db.sqlite. */
+  /** `sqlite:PATH`, `postgres://…` or `mysql://…` (MariaDB/MySQL); default sqlite:<dataDir>/db.sqlite. */
   readonly database: string;
   /** Each node's wireguard.key file (from /etc/vpn-server-node/keys/ on the node), by node number. */
   readonly nodeWireGuardKeyFiles: ReadonlyMap<NodeNumber, string>;

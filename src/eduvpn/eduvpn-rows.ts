@@ -1,8 +1,9 @@
 // Every row of an eduVPN database is checked here, at the edge, before the import sees it:
 // each value as eduVPN writes and validates it (ATOM timestamps, 44-character Base64 keys and
-// common names, bare addresses, profile ids, 0/1 or true/false, BIGINTs that PostgreSQL hands
-// over as strings). A row that does not parse is an error naming its table, key and field: a
-// record silently skipped would be a configuration that stops working after the move.
+// common names, bare addresses, profile ids, 0/1 or true/false, BIGINTs that PostgreSQL and
+// MariaDB/MySQL hand over as strings). A row that does not parse is an error naming its table,
+// key and field: a record silently skipped would be a configuration that stops working after
+// the move.
 import { z } from 'zod';
 import { ipAddressFamily } from '../net/ip-prefix.js';
 import {
@@ -55,7 +56,7 @@ function isCalendarDay(text: string): boolean {
   return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(text);
 }
 
-/** A BIGINT: a number from SQLite, a decimal string from PostgreSQL. */
+/** A BIGINT: a number from SQLite, a decimal string from PostgreSQL and MariaDB/MySQL. */
 const count = z
   .union([z.number(), z.bigint(), z.string().regex(/^-?\d+$/, 'not an integer')])
   .transform((value, context) => {
@@ -69,7 +70,10 @@ const count = z
 
 const nodeNumber = count.transform((value): NodeNumber => asNodeNumber(value));
 
-/** BOOLEAN: SQLite's 0/1, PostgreSQL's true/false (and the text forms a hand edit may leave). */
+/**
+ * BOOLEAN: SQLite's 0/1, MariaDB/MySQL's TINYINT(1) 0/1, PostgreSQL's true/false (and the text
+ * forms a hand edit may leave).
+ */
 const flag = z.union([
   z.literal(0).transform(() => false),
   z.literal(1).transform(() => true),

@@ -1,12 +1,13 @@
 // eduVPN 3.x's own tables (schema 2023011801, and 2022022201 which lacks
 // aggregate_stats.unique_guest_user_count), typed for Kysely as the drivers hand them over:
 // SQLite gives booleans as 0/1 and BIGINT as numbers, PostgreSQL gives real booleans and BIGINT
-// as strings. Every row is checked by src/eduvpn/eduvpn-rows.ts before it is used; this portal's
-// own schema (src/storage/schema.ts) has nothing to do with these.
+// as strings, MariaDB/MySQL gives BOOLEAN (TINYINT(1)) as 0/1 and BIGINT as strings. Every row
+// is checked by src/eduvpn/eduvpn-rows.ts before it is used; this portal's own schema
+// (src/storage/schema.ts) has nothing to do with these.
 
-/** A BIGINT column as either driver returns it. */
+/** A BIGINT column as any of the drivers returns it. */
 type BigIntColumn = number | string | bigint;
-/** A BOOLEAN column as either driver returns it. */
+/** A BOOLEAN column as any of the drivers returns it. */
 type BooleanColumn = number | boolean | string;
 
 export interface EduVpnVersionTable {

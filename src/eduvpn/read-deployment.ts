@@ -1,10 +1,22 @@
 // Opens an eduVPN 3.x deployment for the import: its database (SQLite, opened read-only, or
-// PostgreSQL in read-only transactions), checked to be a schema this reader knows before
-// anything else is read, and its key files (src/eduvpn/key-files.ts). Records come in pages in
-// a stable order, each page one indexed query (keyset paging), so a table of 100,000 rows is
-// read in linear time and never held in memory whole.
+// PostgreSQL or MariaDB/MySQL in read-only transactions), checked to be a schema this reader
+// knows before anything else is read, and its key files (src/eduvpn/key-files.ts). Records come
+// in pages in a stable order, each page one indexed query (keyset paging), so a table of 100,000
+// rows is read in linear time and never held in memory whole.
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresAdapter, PostgresDialect, type RawBuilder, type SqlBool, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  MysqlAdapter,
+  MysqlDialect,
+  PostgresAdapter,
+  PostgresDialect,
+  type RawBuilder,
+  type SqlBool,
+  SqliteDialect,
+  sql,
+} from 'kysely';
+import { createPool } from 'mysql2';
 import pg from 'pg';
 import { describeDatabase, parseDatabaseLocation } from '../config/database-location.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
@@ -21,10 +33,19 @@ import {
 import type { EduVpnDatabase } from './eduvpn-schema.js';
 import { type EduVpnRecordOf, type EduVpnRecordTable, parseEduVpnRow } from './eduvpn-rows.js';
 import { readEduVpnKeys, requireReadableFile } from './key-files.js';
+import { describeMysqlLocation, isMysqlUrl, type MysqlLocation, parseMysqlUrl } from './mysql-location.js';
 import { EduVpnReadError } from './read-error.js';
 
 /** Rows per page unless the caller asks for another size. */
 export const EDUVPN_PAGE_SIZE = 5000;
+/**
+ * How long a MariaDB/MySQL server waits for the reader to take the next rows of a streamed
+ * table (net_write_timeout, 60 s by default) while the import writes the page before.
+ */
+const MYSQL_WRITE_TIMEOUT_S = 3600;
+
+/** Where the eduVPN database is: one this portal could keep its own in, or MariaDB/MySQL. */
+type EduVpnDatabaseLocation = DatabaseLocation | MysqlLocation;
 
 export interface EduVpnReadOptions {
   /** Rows per page (default 5,000). */
@@ -68,7 +89,8 @@ export async function readEduVpnDeployment(
   options: EduVpnReadOptions = {},
 ): Promise<EduVpnDeployment> {
   const databaseLocation = parseLocation(location.database);
-  const databaseDescription = describeDatabase(databaseLocation);
+  const databaseDescription =
+    databaseLocation.dialect === 'mysql' ? describeMysqlLocation(databaseLocation) : describeDatabase(databaseLocation);
   const db = await openEduVpnDatabase(databaseLocation, databaseDescription);
   try {
     const schemaVersion = await readSchemaVersion(db, databaseDescription);
@@ -81,16 +103,22 @@ export async function readEduVpnDeployment(
   }
 }
 
-function parseLocation(database: string): DatabaseLocation {
+function parseLocation(database: string): EduVpnDatabaseLocation {
+  if (!/^(sqlite:|postgres(ql)?:\/\/|mysql:\/\/|mariadb:\/\/)/.test(database))
+    throw new EduVpnReadError(
+      'the eduVPN database must be sqlite:PATH, postgres://USER:PASSWORD@HOST:PORT/DATABASE or mysql://USER:PASSWORD@HOST:PORT/DATABASE',
+    );
   try {
+    if (isMysqlUrl(database)) return parseMysqlUrl(database);
     return parseDatabaseLocation(database, process.cwd());
   } catch (error) {
     throw new EduVpnReadError(`the eduVPN database ${messageOf(error)}`);
   }
 }
 
-/** SQLite read-only (the file must exist); PostgreSQL with every transaction read-only. */
-async function openEduVpnDatabase(location: DatabaseLocation, description: string): Promise<EduVpnDb> {
+/** SQLite read-only (the file must exist); PostgreSQL and MariaDB/MySQL with every transaction read-only. */
+async function openEduVpnDatabase(location: EduVpnDatabaseLocation, description: string): Promise<EduVpnDb> {
+  if (location.dialect === 'mysql') return openMysql(location);
   if (location.dialect === 'sqlite') {
     await requireReadableFile(location.path, 'database');
     let sqlite: SqliteDatabase.Database;
@@ -110,6 +138,34 @@ async function openEduVpnDatabase(location: DatabaseLocation, description: strin
   return new Kysely<EduVpnDatabase>({ dialect: new PostgresDialect({ pool }) });
 }
 
+/**
+ * BIGINTs come as decimal strings (as from PostgreSQL), never as rounded numbers; the session is
+ * read-only, and waits for a slow reader of a streamed table (see positionPages).
+ */
+function openMysql(location: MysqlLocation): EduVpnDb {
+  const pool = createPool({
+    host: location.host,
+    port: location.port,
+    socketPath: location.socketPath,
+    user: location.user,
+    password: location.password,
+    database: location.database,
+    charset: location.charset,
+    connectionLimit: 2,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+  });
+  return new Kysely<EduVpnDatabase>({
+    dialect: new MysqlDialect({
+      pool,
+      onCreateConnection: async (connection) => {
+        await connection.executeQuery(CompiledQuery.raw('SET SESSION TRANSACTION READ ONLY'));
+        await connection.executeQuery(CompiledQuery.raw(`SET SESSION net_write_timeout = ${MYSQL_WRITE_TIMEOUT_S}`));
+      },
+    }),
+  });
+}
+
 /** The schema version, refused unless it is one this reader knows; duplicate rows of one version are fine. */
 async function readSchemaVersion(db: EduVpnDb, description: string): Promise<EduVpnSchemaVersion> {
   const known = KNOWN_EDUVPN_SCHEMA_VERSIONS.join(', ');
@@ -117,7 +173,7 @@ async function readSchemaVersion(db: EduVpnDb, description: string): Promise<Edu
   try {
     rows = await db.selectFrom('version').select('current_version').distinct().execute();
   } catch (error) {
-    if (/no such table|relation "version" does not exist/.test(messageOf(error)))
+    if (/no such table|relation "version" does not exist|Table '[^']*\.version' doesn't exist/.test(messageOf(error)))
       throw new EduVpnReadError(
         `${description} has no table "version": not an eduVPN 3.x database (this reader knows schema versions ${known})`,
       );
@@ -219,7 +275,12 @@ class OpenedDeployment implements EduVpnDeployment {
     return Number(row.rows);
   }
 
-  /** Pages along the table's unique key: each page is the next `pageSize` keys after the last one seen. */
+  /**
+   * Pages along the table's unique key: each page is the next `pageSize` keys after the last one
+   * seen. The `>` and the ORDER BY compare under the same collation, the column's, whose equal
+   * values the unique key already keeps out; so a MariaDB/MySQL column that compares without
+   * regard to case pages as exactly as a binary one, in its own order.
+   */
   private async *keyedPages<Table extends KeyedTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
     const key = KEY_OF_TABLE[table];
     let after: string | null = null;
@@ -245,8 +306,14 @@ class OpenedDeployment implements EduVpnDeployment {
    * (PostgreSQL 14 and later), so each page costs its own rows only. A position changes only
    * when a row is updated, and the move is done with the old portal stopped. A server-side
    * cursor would also do, but would hold one transaction open across the whole import.
+   * MariaDB/MySQL shows no row position, so there the table is read by one streamed query
+   * (streamedPages).
    */
   private async *positionPages<Table extends KeylessTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
+    if (this.db.getExecutor().adapter instanceof MysqlAdapter) {
+      yield* this.streamedPages(table);
+      return;
+    }
     const postgres = this.db.getExecutor().adapter instanceof PostgresAdapter;
     const position = postgres ? sql<string>`ctid::text` : sql<string>`rowid`;
     const name = postgres ? 'ctid' : 'rowid';
@@ -269,5 +336,29 @@ class OpenedDeployment implements EduVpnDeployment {
       if (rows.length < this.pageSize || last === undefined) return;
       after = String(last);
     }
+  }
+
+  /**
+   * The whole table in one query whose rows the driver takes from the socket only as the pages
+   * are used (InnoDB hands them over in the order of its hidden row id, the order they were
+   * written); rows are named by their place in that order.
+   */
+  private async *streamedPages<Table extends KeylessTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
+    const rows = this.unchecked.selectFrom(table).selectAll().stream();
+    let page: EduVpnRecordOf<Table>[] = [];
+    let position = 0;
+    try {
+      for await (const row of rows) {
+        position += 1;
+        page.push(parseEduVpnRow(table, `number ${position}`, row));
+        if (page.length < this.pageSize) continue;
+        yield page;
+        page = [];
+      }
+    } catch (error) {
+      if (error instanceof EduVpnReadError) throw error;
+      throw new EduVpnReadError(`cannot read table ${table} of ${this.description}: ${messageOf(error)}`);
+    }
+    if (page.length > 0) yield page;
   }
 }

@@ -360,10 +360,10 @@ test('a database that is not there, or not a database location, is refused befor
     new EduVpnReadError(`the eduVPN database ${missing} does not exist`),
   );
   await assert.rejects(
-    readEduVpnDeployment({ ...deployment.location, database: 'mysql://vpn:secret@db/vpn' }),
+    readEduVpnDeployment({ ...deployment.location, database: 'mongodb://vpn:secret@db/vpn' }),
     (error: unknown) =>
       error instanceof EduVpnReadError &&
-      /must be sqlite:PATH/.test(error.message) &&
+      /must be sqlite:PATH, postgres:\/\/.* or mysql:\/\//.test(error.message) &&
       !error.message.includes('secret'),
   );
 });

@@ -1,9 +1,11 @@
 // An eduVPN 3.x database as eduVPN's own schema files lay it out (schema 2023011801, or the
 // 2022022201 of eduVPN 3.0–3.2, whose aggregate_stats has no unique_guest_user_count and
-// whose connection_log has no index), in a SQLite file or an empty PostgreSQL database, filled
-// with bulk inserts in one transaction. Written from the columns the facts describe, not from
-// eduVPN's files, and independent of the reader it tests.
+// whose connection_log has no index), in a SQLite file or an empty PostgreSQL or MariaDB
+// database, filled with bulk inserts in one transaction. The same DDL on every engine, as
+// eduVPN runs it (MariaDB makes BOOLEAN a TINYINT(1)). Written from the columns the facts
+// describe, not from eduVPN's files, and independent of the reader it tests.
 import SqliteDatabase from 'better-sqlite3';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 
 export type EduVpnTestSchemaVersion = '2022022201' | '2023011801';
@@ -133,7 +135,9 @@ export type EduVpnTableRows = ReadonlyMap<string, readonly EduVpnRow[]>;
 
 export type EduVpnDatabaseTarget =
   | { readonly dialect: 'sqlite'; readonly path: string }
-  | { readonly dialect: 'postgres'; readonly url: string };
+  | { readonly dialect: 'postgres'; readonly url: string }
+  /** mysql://USER:PASSWORD@HOST:PORT/DATABASE */
+  | { readonly dialect: 'mysql'; readonly url: string };
 
 /** Creates the schema and inserts `rows` (with `versionRows` in `version`) in one transaction. */
 export async function writeEduVpnDatabase(
@@ -149,6 +153,7 @@ export async function writeEduVpnDatabase(
     versionRows.map((current_version) => ({ current_version })),
   );
   if (target.dialect === 'sqlite') writeSqlite(target.path, version, tables, allRows);
+  else if (target.dialect === 'mysql') await writeMysql(target.url, version, tables, allRows);
   else await writePostgres(target.url, version, tables, allRows);
 }
 
@@ -219,8 +224,52 @@ async function writePostgres(
   }
 }
 
-/** Runs one statement on a written eduVPN database (`sqlite:PATH` or a PostgreSQL URL): a test's hand edit. */
+/** Rows per INSERT on MariaDB: one statement well below its max_allowed_packet. */
+const MYSQL_ROWS_PER_INSERT = 2000;
+
+async function writeMysql(
+  url: string,
+  version: EduVpnTestSchemaVersion,
+  tables: string[],
+  rows: EduVpnTableRows,
+): Promise<void> {
+  const connection = await mysql.createConnection({ uri: url });
+  try {
+    // DDL commits by itself in MariaDB: the schema first, then the rows in one transaction.
+    for (const statement of eduVpnSchemaStatements(version)) await connection.query(statement);
+    await connection.beginTransaction();
+    for (const table of tables) {
+      const tableRows = rows.get(table) ?? [];
+      const first = tableRows[0];
+      if (first === undefined) continue;
+      const columns = Object.keys(first);
+      for (let start = 0; start < tableRows.length; start += MYSQL_ROWS_PER_INSERT) {
+        const chunk = tableRows.slice(start, start + MYSQL_ROWS_PER_INSERT);
+        await connection.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ?`, [
+          chunk.map((row) => columns.map((column) => row[column] ?? null)),
+        ]);
+      }
+    }
+    await connection.commit();
+  } catch (error) {
+    await connection.rollback().catch(() => undefined);
+    throw error;
+  } finally {
+    await connection.end();
+  }
+}
+
+/** Runs one statement on a written eduVPN database (`sqlite:PATH`, a PostgreSQL or a mysql:// URL): a test's hand edit. */
 export async function runOnEduVpnDatabase(database: string, statement: string): Promise<void> {
+  if (database.startsWith('mysql://')) {
+    const connection = await mysql.createConnection({ uri: database });
+    try {
+      await connection.query(statement);
+    } finally {
+      await connection.end();
+    }
+    return;
+  }
   if (database.startsWith('sqlite:')) {
     const sqlite = new SqliteDatabase(database.slice('sqlite:'.length));
     try {

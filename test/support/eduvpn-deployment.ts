@@ -1,8 +1,8 @@
 // The one way tests get an eduVPN 3.x deployment: `writeEduVpnDeployment(dir, spec)` lays it out
 // as eduVPN's packages do — dir/etc/vpn-user-portal/keys/…, dir/var/lib/vpn-user-portal/{db.sqlite,
 // keys/…} and per node dir/node-N/etc/vpn-server-node/keys/{node.key,wireguard.key} — or puts
-// the database into a PostgreSQL database it is given. Keys come from openssl, openvpn and wg
-// (test/support/eduvpn-keys.ts), client files as eduVPN 3.4.1 writes them
+// the database into a PostgreSQL or MariaDB database it is given. Keys come from openssl,
+// openvpn and wg (test/support/eduvpn-keys.ts), client files as eduVPN 3.4.1 writes them
 // (test/support/eduvpn-client-files.ts): nothing of this portal's code makes any of it. A spec
 // reads as the deployment it describes; `generated` adds many users and configurations fast, for
 // benchmarks and paging.
@@ -17,7 +17,12 @@ import {
   eduVpnWireGuardFile,
   type EduVpnFileProfile,
 } from './eduvpn-client-files.js';
-import { type EduVpnRow, type EduVpnTestSchemaVersion, writeEduVpnDatabase } from './eduvpn-database.js';
+import {
+  type EduVpnDatabaseTarget,
+  type EduVpnRow,
+  type EduVpnTestSchemaVersion,
+  writeEduVpnDatabase,
+} from './eduvpn-database.js';
 import { createTestDatabase, dropTestDatabase } from './postgres.js';
 import { EduVpnTestCa, hexSecret, tlsCryptKey, type WireGuardKeys, wireGuardKeys } from './eduvpn-keys.js';
 
@@ -86,6 +91,8 @@ export interface EduVpnDeploymentSpec {
   readonly versionRows?: readonly string[];
   /** A PostgreSQL database (empty) to write eduVPN's tables into; default: SQLite in the data folder. */
   readonly postgresUrl?: string;
+  /** A MariaDB database (empty, mysql://…) to write eduVPN's tables into instead. */
+  readonly mysqlUrl?: string;
   readonly portalUrl?: string;
   readonly wireGuardListenPort?: number;
   readonly profiles: readonly EduVpnProfileSpec[];
@@ -172,7 +179,7 @@ interface Writing {
   readonly configurations: EduVpnIssuedConfiguration[];
 }
 
-/** Writes the deployment `spec` describes under `dir` (and into `spec.postgresUrl` when given). */
+/** Writes the deployment `spec` describes under `dir` (and into `spec.postgresUrl` or `spec.mysqlUrl` when given). */
 export async function writeEduVpnDeployment(dir: string, spec: EduVpnDeploymentSpec): Promise<WrittenEduVpnDeployment> {
   const configDir = path.join(dir, 'etc/vpn-user-portal');
   const dataDir = path.join(dir, 'var/lib/vpn-user-portal');
@@ -203,10 +210,12 @@ export async function writeEduVpnDeployment(dir: string, spec: EduVpnDeploymentS
   addStatistics(writing);
 
   const schemaVersion = spec.schemaVersion ?? '2023011801';
-  const database =
-    spec.postgresUrl === undefined
-      ? ({ dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') } as const)
-      : ({ dialect: 'postgres', url: spec.postgresUrl } as const);
+  const database: EduVpnDatabaseTarget =
+    spec.mysqlUrl !== undefined
+      ? { dialect: 'mysql', url: spec.mysqlUrl }
+      : spec.postgresUrl !== undefined
+        ? { dialect: 'postgres', url: spec.postgresUrl }
+        : { dialect: 'sqlite', path: path.join(dataDir, 'db.sqlite') };
   await writeEduVpnDatabase(database, schemaVersion, writing.rows, spec.versionRows);
   return {
     location: {
