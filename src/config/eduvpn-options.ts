@@ -22,7 +22,7 @@ const TOP_LEVEL: Readonly<Record<string, EduVpnOptionFate>> = {
   Db: {
     kind: 'renamed',
     to: 'database',
-    how: 'sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE; MariaDB/MySQL is not supported',
+    how: 'sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE; not MariaDB/MySQL, which only vpn-portal import eduvpn reads',
   },
   vpnCaPath: {
     kind: 'unused',

@@ -1,8 +1,10 @@
 // eduVPN's `Db` section names its database as PHP's PDO does (`sqlite:/path`,
-// `pgsql:host=…;port=…;dbname=…`, with `dbUser`/`dbPass` beside it); this portal names one as
-// `sqlite:PATH` or a `postgres://` URL. The password only ever appears in the URL written to
-// portal.json, never in a message.
+// `pgsql:host=…;port=…;dbname=…`, `mysql:host=…;port=…;dbname=…;unix_socket=…;charset=…`, with
+// `dbUser`/`dbPass` beside it); this portal names one as `sqlite:PATH` or a `postgres://` URL,
+// and the import reads a MariaDB/MySQL one from a `mysql://` URL. The password only ever appears
+// in the URL written to portal.json, never in a message.
 import { ConversionError } from './conversion-error.js';
+import { DEFAULT_MYSQL_SOCKET, describeMysqlLocation, type MysqlLocation } from './mysql-location.js';
 
 export type ConvertedDatabase =
   | {
@@ -16,10 +18,13 @@ export type ConvertedDatabase =
       readonly user: string;
     }
   | { readonly kind: 'sqlite'; readonly eduVpnPath: string }
-  | { readonly kind: 'unsupported'; readonly driver: string };
+  /** MariaDB/MySQL: read by the import only; this portal keeps its own database elsewhere. */
+  | { readonly kind: 'mysql'; readonly eduVpn: MysqlLocation; readonly eduVpnDescription: string };
 
 /** The parameters of a pgsql DSN that have a place in a PostgreSQL URL. */
 const PGSQL_PARAMETERS = new Set(['host', 'port', 'dbname', 'user', 'password', 'sslmode']);
+/** PDO's MySQL DSN parameters. */
+const MYSQL_PARAMETERS = new Set(['host', 'port', 'dbname', 'unix_socket', 'charset']);
 
 export function databaseFromPdo(db: { readonly [key: string]: unknown }): ConvertedDatabase {
   const dsn = db.dbDsn;
@@ -32,24 +37,54 @@ export function databaseFromPdo(db: { readonly [key: string]: unknown }): Conver
     if (rest === '' || rest === ':memory:') throw new ConversionError('Db.dbDsn: an SQLite DSN names no file');
     return { kind: 'sqlite', eduVpnPath: rest.startsWith('/') ? rest.replace(/^\/+/, '/') : rest };
   }
-  if (driver === 'mysql') return { kind: 'unsupported', driver };
+  if (driver === 'mysql') return mysqlFromPdo(readDsnParameters(rest, 'mysql', MYSQL_PARAMETERS), db);
   if (driver !== 'pgsql')
     throw new ConversionError(`Db.dbDsn: the PDO driver "${driver}" is not one eduVPN uses (sqlite, pgsql, mysql)`);
-  return postgresFromPdo(readPgsqlParameters(rest), db);
+  return postgresFromPdo(readDsnParameters(rest, 'pgsql', PGSQL_PARAMETERS), db);
 }
 
-function readPgsqlParameters(text: string): Map<string, string> {
+/** `name=value` pairs; pgsql separates them by `;` or spaces, mysql by `;`. */
+function readDsnParameters(text: string, driver: 'pgsql' | 'mysql', known: ReadonlySet<string>): Map<string, string> {
   const parameters = new Map<string, string>();
-  for (const part of text.split(/[;\s]+/).filter((entry) => entry !== '')) {
+  const separator = driver === 'pgsql' ? /[;\s]+/ : /;/;
+  for (const part of text.split(separator).filter((entry) => entry.trim() !== '')) {
     const equals = part.indexOf('=');
-    const name = part.slice(0, equals);
-    if (equals <= 0 || !PGSQL_PARAMETERS.has(name))
+    const name = part.slice(0, equals).trim();
+    if (equals <= 0 || !known.has(name))
       throw new ConversionError(
-        `Db.dbDsn: "${equals <= 0 ? part : name}" is not a pgsql DSN parameter this portal takes (${[...PGSQL_PARAMETERS].join(', ')})`,
+        `Db.dbDsn: "${equals <= 0 ? part : name}" is not a ${driver} DSN parameter this portal takes (${[...known].join(', ')})`,
       );
-    parameters.set(name, part.slice(equals + 1));
+    parameters.set(name, part.slice(equals + 1).trim());
   }
   return parameters;
+}
+
+/**
+ * As PDO connects: over `unix_socket` when given, else over the default socket for host
+ * `localhost` (or no host), else over TCP to host and port.
+ */
+function mysqlFromPdo(parameters: Map<string, string>, db: { readonly [key: string]: unknown }): ConvertedDatabase {
+  const database = parameters.get('dbname');
+  if (database === undefined || database === '') throw new ConversionError('Db.dbDsn: the mysql DSN names no dbname');
+  const port = parameters.get('port');
+  if (port !== undefined && !/^\d{1,5}$/.test(port))
+    throw new ConversionError(`Db.dbDsn: port "${port}" is not a port`);
+  const host = parameters.get('host') ?? 'localhost';
+  const socket = parameters.get('unix_socket');
+  if (socket !== undefined && !socket.startsWith('/'))
+    throw new ConversionError(`Db.dbDsn: unix_socket "${socket}" is not an absolute path`);
+  const overSocket = socket !== undefined || host === 'localhost';
+  const eduVpn: MysqlLocation = {
+    dialect: 'mysql',
+    user: stringOption(db.dbUser, 'Db.dbUser') ?? '',
+    password: stringOption(db.dbPass, 'Db.dbPass') ?? '',
+    host,
+    port: overSocket || port === undefined ? undefined : Number(port),
+    socketPath: overSocket ? (socket ?? DEFAULT_MYSQL_SOCKET) : undefined,
+    database,
+    charset: parameters.get('charset'),
+  };
+  return { kind: 'mysql', eduVpn, eduVpnDescription: describeMysqlLocation(eduVpn) };
 }
 
 function postgresFromPdo(parameters: Map<string, string>, db: { readonly [key: string]: unknown }): ConvertedDatabase {

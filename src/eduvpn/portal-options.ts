@@ -143,7 +143,7 @@ function convertDatabase(db: JsonObject, document: JsonObject, notes: string[]):
     );
   } else {
     notes.push(
-      `${describeEduVpnOption('Db', { kind: 'renamed', to: 'database', how: 'left at its default, sqlite:DATA/db.sqlite' })}: MariaDB/MySQL (${converted.driver}:) is not supported by this portal; set database to a PostgreSQL URL for several portal instances`,
+      `${describeEduVpnOption('Db', { kind: 'renamed', to: 'database', how: 'left at its default, sqlite:DATA/db.sqlite' })}: this portal keeps its own database in SQLite or PostgreSQL, not in MariaDB/MySQL (set database to a PostgreSQL URL for several portal instances); eduVPN's MariaDB/MySQL database (${converted.eduVpnDescription}) is what vpn-portal import eduvpn reads (--eduvpn-database, with the password of Db.dbPass)`,
     );
   }
 }

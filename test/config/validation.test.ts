@@ -108,7 +108,7 @@ test('an eduVPN option is named with where it went, at the top level and in the 
       LdapAuthModule: { ldapUri: 'ldaps://ldap.example.org' },
     }),
     [
-      'portal.json: (top level): "Db": an eduVPN option; here it is "database" (sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE; MariaDB/MySQL is not supported)',
+      'portal.json: (top level): "Db": an eduVPN option; here it is "database" (sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE; not MariaDB/MySQL, which only vpn-portal import eduvpn reads)',
       'portal.json: (top level): "authModule": an eduVPN option not used here: the user portal\'s login (this portal has no user portal)',
       'portal.json: (top level): "LdapAuthModule": an eduVPN option not used here: the user portal\'s login (this portal has no user portal)',
     ].join('\n'),

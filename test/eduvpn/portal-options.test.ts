@@ -11,6 +11,7 @@ import { loadPortalConfig } from '../../src/config/load.js';
 import { evaluateConfigPhp } from '../../src/eduvpn/config-php.js';
 import { ConversionError } from '../../src/eduvpn/conversion-error.js';
 import { convertNodeConfig, nodeConfigWithoutFile } from '../../src/eduvpn/node-options.js';
+import { formatMysqlUrl, parseMysqlUrl } from '../../src/eduvpn/mysql-location.js';
 import { databaseFromPdo } from '../../src/eduvpn/pdo-dsn.js';
 import { convertPortalConfig } from '../../src/eduvpn/portal-options.js';
 import { NODE_CONFIG_PHP, PORTAL_CONFIG_PHP } from '../support/eduvpn-config-php.js';
@@ -134,10 +135,6 @@ test("PDO DSNs become this portal's database locations; SQLite and MariaDB leave
     kind: 'sqlite',
     eduVpnPath: '/srv/db.sqlite',
   });
-  assert.deepEqual(databaseFromPdo({ dbDsn: 'mysql:host=localhost;dbname=vpn' }), {
-    kind: 'unsupported',
-    driver: 'mysql',
-  });
   const socket = databaseFromPdo({ dbDsn: 'pgsql:dbname=vpn', dbUser: 'vpn' });
   assert.equal(
     socket.kind === 'postgres' && socket.portalUrl,
@@ -156,6 +153,63 @@ test("PDO DSNs become this portal's database locations; SQLite and MariaDB leave
   });
   assert.equal(sqlite.document.database, undefined);
   assert.ok(sqlite.notes.some((note) => note.includes("eduVPN's SQLite file (/var/lib/vpn-user-portal/db.sqlite)")));
+});
+
+test('a mysql DSN becomes the URL the import reads, connecting as PDO does, the password only from Db.dbPass', () => {
+  const urlOf = (db: Record<string, string>): string => {
+    const converted = databaseFromPdo(db);
+    assert.equal(converted.kind, 'mysql');
+    return converted.kind === 'mysql' ? formatMysqlUrl(converted.eduVpn) : '';
+  };
+  // localhost (or no host) is PDO's default socket; a unix_socket wins over host and port.
+  assert.equal(
+    urlOf({ dbDsn: 'mysql:host=localhost;dbname=vpn', dbUser: 'vpn', dbPass: 'p@ss:w/rd' }),
+    'mysql://vpn:p%40ss%3Aw%2Frd@localhost/vpn?socket=/run/mysqld/mysqld.sock',
+  );
+  assert.equal(
+    urlOf({ dbDsn: 'mysql:dbname=vpn', dbUser: 'vpn' }),
+    'mysql://vpn@localhost/vpn?socket=/run/mysqld/mysqld.sock',
+  );
+  assert.equal(
+    urlOf({
+      dbDsn: 'mysql:host=db.example.org;port=3307;dbname=vpn;unix_socket=/srv/my.sock;charset=utf8mb4',
+      dbUser: 'u',
+    }),
+    'mysql://u@db.example.org/vpn?socket=/srv/my.sock&charset=utf8mb4',
+  );
+  assert.equal(
+    urlOf({ dbDsn: 'mysql:host=192.0.2.7; port=3307 ;dbname=vpn', dbUser: 'u', dbPass: 'pw' }),
+    'mysql://u:pw@192.0.2.7:3307/vpn',
+  );
+  // What the import parses back is what the DSN said.
+  const converted = databaseFromPdo({
+    dbDsn: 'mysql:host=::1;port=3306;dbname=eduvpn',
+    dbUser: 'vpn',
+    dbPass: 's3cret;=',
+  });
+  assert.ok(converted.kind === 'mysql');
+  assert.deepEqual(parseMysqlUrl(formatMysqlUrl(converted.eduVpn)), converted.eduVpn);
+  assert.equal(converted.eduVpnDescription, 'mysql://vpn:***@[::1]:3306/eduvpn');
+  assert.throws(
+    () => databaseFromPdo({ dbDsn: 'mysql:host=db;dbname=vpn;sslmode=on' }),
+    /"sslmode" is not a mysql DSN parameter/,
+  );
+  assert.throws(() => databaseFromPdo({ dbDsn: 'mysql:host=db' }), /the mysql DSN names no dbname/);
+  assert.throws(() => databaseFromPdo({ dbDsn: 'mysql:dbname=vpn;unix_socket=mysqld.sock' }), /not an absolute path/);
+  assert.throws(() => databaseFromPdo({ dbDsn: 'mysql:dbname=vpn', dbPass: 5 }), /Db\.dbPass: must be a string/);
+  const mysql = convertPortalConfig({
+    Db: { dbDsn: 'mysql:host=localhost;dbname=vpn', dbUser: 'vpn', dbPass: 'hunter2' },
+    ProfileList: [
+      { profileId: 'a', displayName: 'A', hostName: 'h', wRangeFour: '10.1.0.0/24', wRangeSix: 'fd01::/64' },
+    ],
+  });
+  assert.equal(mysql.document.database, undefined, "this portal's own database stays at its default");
+  const note = mysql.notes.find((each) => each.startsWith('"Db"'));
+  assert.ok(
+    note?.includes("eduVPN's MariaDB/MySQL database (mysql://vpn:***@localhost/vpn?socket=/run/mysqld/mysqld.sock)"),
+    note,
+  );
+  assert.ok(!mysql.notes.join('\n').includes('hunter2'));
 });
 
 test('a config.php that is not a portal configuration is refused naming the option', () => {
