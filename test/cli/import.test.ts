@@ -1,8 +1,8 @@
 // `vpn-portal import eduvpn` as an administrator runs it, against an eduVPN deployment the
 // fixture writes as eduVPN lays it out (SQLite, and PostgreSQL on the PostgreSQL pass, for
-// eduVPN's database and the portal's): the dry run prints the plan and changes nothing, the
-// import brings everything, a second run has nothing to do, and a portal started on the result
-// knows eduVPN's users under eduVPN's Admin API secret. A portal with keys of its own refuses
+// eduVPN's database and the portal's; and eduVPN's database in MariaDB): the dry run prints the
+// plan and changes nothing, the import brings everything, a second run has nothing to do, and a
+// portal started on the result knows eduVPN's users under eduVPN's Admin API secret. A portal with keys of its own refuses
 // with the conflicts; mistakes on the command line are usage errors.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ import {
 } from '../support/eduvpn-deployment.js';
 import { runCli } from '../support/portal-process.js';
 import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
+import { startPrivateMariadb } from '../support/private-mariadb.js';
 import { defaultTestConfig, startTestPortal, UNREACHABLE_NODE } from '../support/test-portal.js';
 
 type TestContext = { after: (fn: () => Promise<void> | void) => void };
@@ -35,14 +36,18 @@ const PROFILE_LIST = [
   },
 ];
 
-/** An eduVPN deployment, a data folder and portal.json for the portal (its database on this pass). */
+/**
+ * An eduVPN deployment (its database on this pass, or in MariaDB at `mysqlUrl`), a data folder
+ * and portal.json for the portal (its database on this pass).
+ */
 async function setUp(
   t: TestContext,
+  eduVpnDatabase?: { readonly mysqlUrl: string },
 ): Promise<{ deployment: WrittenEduVpnDeployment; dataDir: string; configFile: string; database: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'vpn-portal-import-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const deployment = await writeEduVpnDeployment(path.join(dir, 'eduvpn'), {
-    ...(await eduVpnDatabaseOfPass(t)),
+    ...(eduVpnDatabase ?? (await eduVpnDatabaseOfPass(t))),
     profiles: [
       {
         profileId: 'office',
@@ -106,9 +111,12 @@ function importArgs(deployment: WrittenEduVpnDeployment, configFile: string, ...
   ];
 }
 
-test('the dry run prints the plan, the import brings it all, and a second run has nothing to do', async (t) => {
-  const { deployment, dataDir, configFile, database } = await setUp(t);
-
+/** The dry run, the import and a second run, then a portal on the result. */
+async function importsEverything(
+  t: TestContext,
+  setUpDone: Awaited<ReturnType<typeof setUp>>,
+): Promise<{ readonly dryRun: string }> {
+  const { deployment, dataDir, configFile, database } = setUpDone;
   const dry = await runCli(importArgs(deployment, configFile, '--dry-run'));
   assert.equal(dry.code, 0, dry.stderr);
   assert.match(dry.stdout, /schema version 2023011801/);
@@ -148,6 +156,21 @@ test('the dry run prints the plan, the import brings it all, and a second run ha
       .map((configuration) => configuration.connectionId)
       .sort(),
   );
+  return { dryRun: dry.stdout };
+}
+
+test('the dry run prints the plan, the import brings it all, and a second run has nothing to do', async (t) => {
+  await importsEverything(t, await setUp(t));
+});
+
+test('an eduVPN database in MariaDB is imported the same way, named by a mysql:// URL', async (t) => {
+  const mariadb = await startPrivateMariadb();
+  t.after(() => mariadb.stop());
+  const { url } = await mariadb.createDatabase();
+  const { dryRun } = await importsEverything(t, await setUp(t, { mysqlUrl: url }));
+  const password = decodeURIComponent(new URL(url).password);
+  assert.match(dryRun, /eduVPN deployment: mysql:\/\/vpn_[0-9a-f]+:\*\*\*@127\.0\.0\.1:\d+\/eduvpn_[0-9a-f]+ /);
+  assert.ok(!dryRun.includes(password), 'the plan shows no password');
 });
 
 test('a portal whose own keys differ refuses the import, lists the conflicts and writes nothing', async (t) => {
