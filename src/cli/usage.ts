@@ -25,7 +25,8 @@ export const IMPORT_USAGE = `usage: vpn-portal import eduvpn [--config FILE] [--
   so that the files it issued keep working; --dry-run: print the plan only
   --eduvpn-config DIR: its configuration folder (default /etc/vpn-user-portal)
   --eduvpn-data DIR: its data folder (default /var/lib/vpn-user-portal)
-  --eduvpn-database: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME (default sqlite:DIR/db.sqlite of --eduvpn-data)
+  --eduvpn-database: sqlite:PATH, postgres://USER:PASSWORD@HOST:PORT/NAME or (MariaDB/MySQL)
+    mysql://USER:PASSWORD@HOST:PORT/NAME[?socket=PATH] (default sqlite:DIR/db.sqlite of --eduvpn-data)
   --node-wireguard-key N=FILE: node N's /etc/vpn-server-node/keys/wireguard.key, copied from the node
   exit code 1: conflicts (listed; nothing written), 2: a usage error or an unreadable deployment
        vpn-portal import eduvpn-config FILE [--node-config FILE]... [--output-dir DIR] [--force]
