@@ -1,13 +1,15 @@
 // The eduVPN fixture itself, where it could be wrong: the certificates verify against the CA
 // and carry eduVPN's subject and expiry, the node keys pair up, the files are laid out and
 // written as eduVPN writes them, the addresses are allocated as eduVPN allocates them, and the
-// schema has eduVPN's columns (SQLite, and PostgreSQL on the PostgreSQL pass).
+// schema has eduVPN's columns (SQLite, and PostgreSQL on the PostgreSQL pass; MariaDB with
+// eduVPN's types as MariaDB makes them).
 import assert from 'node:assert/strict';
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import SqliteDatabase from 'better-sqlite3';
+import mysql from 'mysql2/promise';
 import {
   eduVpnDatabaseOfPass,
   type EduVpnDeploymentSpec,
@@ -16,6 +18,7 @@ import {
 } from './eduvpn-deployment.js';
 import { hostExec } from './netns.js';
 import { onServer } from './postgres.js';
+import { startPrivateMariadb } from './private-mariadb.js';
 
 type TestContext = { after: (fn: () => Promise<void> | void) => void };
 
@@ -299,6 +302,45 @@ test("the database has eduVPN's tables and columns, and 2022022201 lacks the gue
   const oldColumns = await columnsOf(old.location.database);
   assert.deepEqual(oldColumns['aggregate_stats'], ['date', 'profile_id', 'max_connection_count', 'unique_user_count']);
   assert.deepEqual(oldColumns['wg_peers'], EDUVPN_COLUMNS['wg_peers']);
+});
+
+test("in MariaDB the database has eduVPN's tables and columns, BOOLEAN as TINYINT(1) and BIGINT as BIGINT", async (t) => {
+  const mariadb = await startPrivateMariadb();
+  t.after(() => mariadb.stop());
+  const { name, url } = await mariadb.createDatabase();
+  const users = SPEC.users.map((user) => (user.userId === 'emil' ? { ...user, disabled: true } : user));
+  await written(t, { ...SPEC, users, mysqlUrl: url });
+  const connection = await mysql.createConnection({ uri: url });
+  try {
+    const [rows] = await connection.query<mysql.RowDataPacket[]>(
+      'SELECT table_name AS t, column_name AS c, column_type AS type FROM information_schema.columns WHERE table_schema = ? ORDER BY table_name, ordinal_position',
+      [name],
+    );
+    const tables: Record<string, string[]> = {};
+    const types = new Map<string, string>();
+    for (const row of rows) {
+      const table = String(row['t']);
+      const column = String(row['c']);
+      tables[table] = [...(tables[table] ?? []), column];
+      types.set(`${table}.${column}`, String(row['type']));
+    }
+    assert.deepEqual(tables, EDUVPN_COLUMNS);
+    assert.equal(types.get('users.is_disabled'), 'tinyint(1)');
+    assert.match(types.get('wg_peers.node_number') ?? '', /^bigint/);
+    assert.equal(types.get('wg_peers.public_key'), 'varchar(255)');
+    const [flags] = await connection.query<mysql.RowDataPacket[]>(
+      'SELECT user_id, is_disabled FROM users ORDER BY user_id',
+    );
+    assert.deepEqual(
+      flags.map((row) => [row['user_id'], row['is_disabled']]),
+      [
+        ['dora', 0],
+        ['emil', 1],
+      ],
+    );
+  } finally {
+    await connection.end();
+  }
 });
 
 test('the generated form writes users times configurations, with disabled users and distinct addresses', async (t) => {
