@@ -5,7 +5,8 @@
 // command, `vpn-portal import eduvpn`, into a fresh portal on SQLite, and on PostgreSQL when the
 // bench has a server (TEST_POSTGRES_URL, as bench/run.sh provides): the dry run, the import (the
 // time of each kind of record, as the command reports its progress, and of the whole run) and a
-// second run, which must find nothing to do.
+// second run, which must find nothing to do. Then the same from an eduVPN database kept in
+// MariaDB (a private server, when mariadb-server is installed) into a portal on SQLite.
 // Run by bench/run.sh (BENCH_ONLY=eduvpn runs it alone), or `node --import tsx bench/eduvpn-import.ts`.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +16,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { writeEduVpnDeployment, type WrittenEduVpnDeployment } from '../test/support/eduvpn-deployment.js';
 import { vpnPortalCommand } from '../test/support/logged-process.js';
+import { startPrivateMariadb } from '../test/support/private-mariadb.js';
 import { testPortalConfigFile, UNREACHABLE_NODE } from '../test/support/test-portal.js';
 import { createPostgresDatabase } from './postgres-database.js';
 
@@ -110,9 +112,14 @@ function stepSeconds(run: CommandRun): [string, number][] {
   return ends.map(([step, at], index) => [step, at - (index === 0 ? 0 : (ends[index - 1]?.[1] ?? 0))]);
 }
 
-async function writeDeployment(folder: string): Promise<{ deployment: WrittenEduVpnDeployment; seconds: number }> {
+/** The deployment under `folder`/eduvpn, its database in SQLite there or in MariaDB at `mysqlUrl`. */
+async function writeDeployment(
+  folder: string,
+  mysqlUrl?: string,
+): Promise<{ deployment: WrittenEduVpnDeployment; seconds: number }> {
   const started = performance.now();
   const deployment = await writeEduVpnDeployment(path.join(folder, 'eduvpn'), {
+    ...(mysqlUrl === undefined ? {} : { mysqlUrl }),
     profiles: [
       {
         profileId: PROFILE,
@@ -221,18 +228,38 @@ async function main(): Promise<void> {
     );
     await importInto('sqlite', `sqlite:${path.join(folder, 'portal.sqlite')}`, folder, deployment);
     const server = process.env['TEST_POSTGRES_URL'];
-    if (server === undefined || server === '') {
-      console.log('PostgreSQL: no server (TEST_POSTGRES_URL), skipped');
-      return;
+    if (server === undefined || server === '') console.log('PostgreSQL: no server (TEST_POSTGRES_URL), skipped');
+    else {
+      const postgres = await createPostgresDatabase();
+      try {
+        await importInto('postgres', postgres.url, folder, deployment);
+      } finally {
+        await postgres.drop();
+      }
     }
-    const postgres = await createPostgresDatabase();
-    try {
-      await importInto('postgres', postgres.url, folder, deployment);
-    } finally {
-      await postgres.drop();
-    }
+    await fromMariadb(folder);
   } finally {
     await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** The same deployment kept in MariaDB, imported into a portal on SQLite. */
+async function fromMariadb(folder: string): Promise<void> {
+  let mariadb: Awaited<ReturnType<typeof startPrivateMariadb>>;
+  try {
+    mariadb = await startPrivateMariadb();
+  } catch (error) {
+    console.log(`MariaDB: ${(error as Error).message.split('\n')[0]}, skipped`);
+    return;
+  }
+  try {
+    const { url } = await mariadb.createDatabase();
+    const { deployment, seconds } = await writeDeployment(path.join(folder, 'mariadb'), url);
+    console.log(`eduVPN deployment written into MariaDB in ${seconds.toFixed(1)} s`);
+    const portal = `sqlite:${path.join(folder, 'portal-from-mariadb.sqlite')}`;
+    await importInto('sqlite-from-mariadb', portal, path.join(folder, 'mariadb'), deployment);
+  } finally {
+    await mariadb.stop();
   }
 }
 
