@@ -14,6 +14,7 @@ import {
   parseIsoDuration,
   type IsoDuration,
 } from '../shared/iso-duration.js';
+import { DEVICE_STATES } from '../shared/device-states.js';
 import { PLATFORMS } from '../shared/platforms.js';
 import { formatAtom } from '../shared/time.js';
 import {
@@ -166,7 +167,7 @@ export const param = {
     .string()
     .refine(lengthBetween(1, 255))
     .refine((value) => /^[\x21-\x7e]+$/.test(value)),
-  deviceState: z.enum(['registered', 'active', 'suspended', 'retired']),
+  deviceState: z.enum(DEVICE_STATES),
   /** Why a device is suspended (free text, the MDM's own reasons too): 1–200 characters, no control characters. */
   suspensionReason: z
     .string()

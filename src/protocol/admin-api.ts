@@ -2,6 +2,7 @@
 // routes, their OpenAPI document, the typed client (src/admin-client/) and the CLI: each call's
 // method and path, the parameters it takes (one zod schema per call), and the JSON it answers.
 import { z } from 'zod';
+import { DEVICE_STATES } from '../shared/device-states.js';
 import { describePlatforms, PLATFORMS } from '../shared/platforms.js';
 import { optional, param, required, type ParamsSchema, type SentParams } from './admin-api-params.js';
 import { platformSchema } from './platforms.js';
@@ -701,7 +702,7 @@ export const deviceSchema = z.object({
     .nullable()
     .describe('with identity `certificate`: the certificate it is bound to'),
   state: z
-    .enum(['registered', 'active', 'suspended', 'retired'])
+    .enum(DEVICE_STATES)
     .describe(
       '`registered` until its first configuration, then `active`; `suspended` (its configurations off every node) until resumed; `retired` for good',
     ),

@@ -3,12 +3,12 @@
 // and mdm_id are unique among devices that are not retired (partial unique indexes).
 import { sql, type Selectable } from 'kysely';
 import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type UserId } from '../shared/ids.js';
+import type { DeviceState } from '../shared/device-states.js';
 import type { Platform } from '../shared/platforms.js';
 import type { Db } from './database.js';
 import type { DevicesTable } from './schema.js';
 
-export const DEVICE_STATES = ['registered', 'active', 'suspended', 'retired'] as const;
-export type DeviceState = (typeof DEVICE_STATES)[number];
+export type { DeviceState } from '../shared/device-states.js';
 export type DeviceIdentity = 'token' | 'certificate';
 
 /** The certificate a device proved itself with (mutual-TLS enrollment). */

@@ -4,6 +4,7 @@
 // suspend, resume and retire buttons that lead to a confirmation. Every read goes through the
 // Admin API's calls as the signed-in key, so a key limited to profiles sees only their devices.
 import type { ConnectionLogEntry, DeviceHistoryEntryInfo, DeviceInfo } from '../../protocol/admin-api.js';
+import { DEVICE_STATES } from '../../shared/device-states.js';
 import { PLATFORMS } from '../../shared/platforms.js';
 import { deviceRoute, devicesRoute } from '../admin-api/routes/devices/devices.js';
 import { connectionLogRoute } from '../admin-api/routes/sessions/connection-log.js';
@@ -18,7 +19,6 @@ const DEVICES_PAGE = 50;
 /** Sessions shown on a device's page, newest first. */
 const DEVICE_SESSIONS = 20;
 
-const DEVICE_STATES = ['registered', 'active', 'suspended', 'retired'] as const;
 /** The search fields of the devices list, each a filter of GET /devices. */
 const SEARCH_FIELDS = ['serial', 'mdm_id', 'user_id', 'state', 'platform'] as const;
 
