@@ -1,14 +1,12 @@
 // `accounting.radius`: the accounting servers with their shared secrets, read while the
 // configuration loads (a missing, empty or loosely protected secret refuses the start naming the
 // option), and the interim interval and the age at which an unacknowledged record is dropped.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { durationMilliseconds } from '../shared/iso-duration.js';
-import { Secret } from '../shared/secret.js';
 import { boundedMilliseconds, mustParseDuration, parseListenAddress, type Report } from './option-checks.js';
 import type { RadiusAccountingSettings, RadiusServer } from './portal-config.js';
 import type { ParsedPortalConfig } from './schema.js';
-import { looseSecretFile } from './secret-files.js';
+import { readSecretFile } from './secret-files.js';
 
 const OPTION = 'accounting.radius';
 /** RFC 2869 §5.16: an interim interval below 60 s floods the server; above a day says nothing. */
@@ -31,7 +29,7 @@ export function resolveRadiusAccounting(
       address: server.address,
       host,
       port,
-      secret: readSharedSecret(
+      secret: readSecretFile(
         path.resolve(baseDir, server.secretFile),
         server.secretFile,
         `${option}.secretFile`,
@@ -50,21 +48,4 @@ export function resolveRadiusAccounting(
   if (maxAgeMs > 0 && durationMilliseconds(mustParseDuration(raw.maxAge)) < interimIntervalMs)
     report(`${OPTION}.maxAge`, `"${raw.maxAge}" is shorter than interimInterval "${raw.interimInterval}"`);
   return { servers, interimIntervalMs, maxAge: mustParseDuration(raw.maxAge), maxAgeText: raw.maxAge };
-}
-
-/** The shared secret, never quoted; only the portal's user may read its file (secret-files.ts). */
-function readSharedSecret(file: string, given: string, option: string, report: Report): Secret {
-  try {
-    const loose = looseSecretFile(file);
-    if (loose !== null) {
-      report(option, `${given} ${loose}`);
-      return new Secret('');
-    }
-    const secret = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
-    if (secret === '') report(option, `${given} is empty`);
-    return new Secret(secret);
-  } catch (error) {
-    report(option, `cannot read ${given} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
-    return new Secret('');
-  }
 }
