@@ -440,6 +440,9 @@ test('entries older than auditLogRetention are pruned by the daily housekeeping,
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const clock = new ManualClock('2026-01-10T12:00:00Z');
   const portal = await startTestPortal({ dataDir, clock, config: { auditLogRetention: 'P1M' } });
+  // The start-up pass runs its daily housekeeping now, not after the clock moved (on a slow
+  // machine it would prune first, and the call below would find nothing left to prune).
+  await portal.reconcile();
   for (const userId of ['old', 'older'])
     assert.equal((await portal.post('/create', { user_id: userId, profile_id: 'employees' })).status, 200);
   clock.advance(20 * DAY);
