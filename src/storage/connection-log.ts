@@ -21,21 +21,7 @@ export interface OpenedConnection {
 }
 
 /** A history row as stored, from a session opened here or one brought by the eduVPN import. */
-function historyRow(row: {
-  readonly logId: string;
-  readonly userId: string;
-  readonly profileId: string;
-  readonly vpnProto: string;
-  readonly connectionId: string;
-  readonly nodeNumber: number;
-  readonly ipFour: string;
-  readonly ipSix: string;
-  readonly originatingIp: string | null;
-  readonly connectedAt: string;
-  readonly disconnectedAt: string | null;
-  readonly bytesIn: number | null;
-  readonly bytesOut: number | null;
-}) {
+function historyRow(row: ConnectionLogRow) {
   return {
     log_id: row.logId,
     user_id: row.userId,
