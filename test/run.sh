@@ -70,7 +70,12 @@ fi
 for database in "${databases[@]}"; do
   case "$database" in
     sqlite) ;;
-    postgres) start_throwaway_postgres ;;
+    postgres)
+      start_throwaway_postgres
+      # Test portals get copies of one database the migrations filled (migrated-databases.ts).
+      TEST_POSTGRES_TEMPLATE=$(node --import tsx test/support/migrated-databases.ts create "$TEST_POSTGRES_URL")
+      export TEST_POSTGRES_TEMPLATE
+      ;;
     *) echo "test/run.sh: TEST_DATABASES takes sqlite and/or postgres, not \"$database\"" >&2; exit 2 ;;
   esac
 done
@@ -94,7 +99,13 @@ stop_passes() {
   local pid
   for pid in "${pass_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 }
-trap 'stop_passes; stop_throwaway_postgres; rm -rf "$pass_logs" "$cli_build"' EXIT
+# The template on a server of the caller's (TEST_POSTGRES_URL) is dropped; a throw-away server goes whole.
+drop_template() {
+  if [ -n "${TEST_POSTGRES_TEMPLATE:-}" ] && [ -z "$throwaway_postgres_dir" ]; then
+    node --import tsx test/support/migrated-databases.ts drop "$TEST_POSTGRES_URL" "$TEST_POSTGRES_TEMPLATE" || true
+  fi
+}
+trap 'stop_passes; drop_template; stop_throwaway_postgres; rm -rf "$pass_logs" "$cli_build"' EXIT
 trap 'stop_passes; stop_throwaway_postgres; exit 130' INT
 trap 'stop_passes; stop_throwaway_postgres; exit 143' TERM
 

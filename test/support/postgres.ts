@@ -27,10 +27,17 @@ export function databaseUrl(serverUrl: string, name: string): string {
   return url.href;
 }
 
-/** Creates an empty database with a random name `vpt_…` and returns its name and URL. */
-export async function createTestDatabase(serverUrl: string): Promise<{ readonly name: string; readonly url: string }> {
+/**
+ * Creates a database with a random name `vpt_…` and returns its name and URL: empty, or a copy
+ * of `template` (a template database on the same server: see migrated-databases.ts).
+ */
+export async function createTestDatabase(
+  serverUrl: string,
+  template?: string,
+): Promise<{ readonly name: string; readonly url: string }> {
   const name = `vpt_${randomBytes(8).toString('hex')}`;
-  await onServer(serverUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+  const copy = template === undefined ? '' : ` TEMPLATE ${template}`;
+  await onServer(serverUrl, (client) => client.query(`CREATE DATABASE ${name}${copy}`));
   return { name, url: databaseUrl(serverUrl, name) };
 }
 

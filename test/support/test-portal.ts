@@ -3,7 +3,7 @@
 // typed client get is checked against its call's answer schema (strict-answers.ts). The
 // database is an SQLite file in a temporary directory, or, when TEST_DATABASE_URL names a
 // PostgreSQL server (the PostgreSQL pass of test/run.sh), a fresh database `vpt_<random>` on
-// that server, dropped on close.
+// that server, dropped on close; either comes with the schema in place (migrated-databases.ts).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { AdminApiClient } from '../../src/admin-client/admin-api-client.js';
 import { KeyStore } from '../../src/keys/key-store.js';
 import { startPortal, type RunningPortal } from '../../src/portal.js';
 import { generateSecrets } from '../../src/cli/generate-secrets.js';
+import { copyMigratedSqlite, postgresTemplate } from './migrated-databases.js';
 import { createTestDatabase, databaseUrl, dropAtExit, dropTestDatabase } from './postgres.js';
 import { checkAnswer, checkingFetch } from './strict-answers.js';
 
@@ -196,18 +197,20 @@ async function testDatabase(
   const keep = async (): Promise<void> => {};
   const server = process.env['TEST_DATABASE_URL'];
   if (requested === 'sqlite' || (requested === undefined && (server === undefined || server === ''))) {
-    return { value: `sqlite:${path.join(dataDir, 'db.sqlite')}`, dispose: keep };
+    const file = path.join(dataDir, 'db.sqlite');
+    if (requested === undefined && !existsSync(file)) await copyMigratedSqlite(file);
+    return { value: `sqlite:${file}`, dispose: keep };
   }
   if (requested !== undefined) return { value: requested, dispose: keep };
   if (server === undefined) throw new Error('unreachable');
   if (ownDataDir) {
-    const { name, url } = await createTestDatabase(server);
+    const { name, url } = await createTestDatabase(server, postgresTemplate());
     return { value: url, dispose: () => dropTestDatabase(server, name) };
   }
   // The test's own data directory: its database lives as long as the test process.
   const nameFile = path.join(dataDir, 'test-database-name');
   if (existsSync(nameFile)) return { value: databaseUrl(server, readFileSync(nameFile, 'utf8').trim()), dispose: keep };
-  const { name, url } = await createTestDatabase(server);
+  const { name, url } = await createTestDatabase(server, postgresTemplate());
   writeFileSync(nameFile, `${name}\n`);
   dropAtExit(server, name);
   return { value: url, dispose: keep };
