@@ -18,6 +18,8 @@
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
+#   TEST_CPU_REPORT=FILE                          per test file: wall time and CPU time (its own and its
+#                                                 processes'), written to FILE; the costliest printed at the end
 #   TEST_QUICK=1                                  the edit-test loop (`npm run test:quick`): SQLite only,
 #                                                 no coverage, without the tests that start VPN nodes, namespaces,
 #                                                 commands or a browser (test/e2e, test/agent, test/cli,
@@ -62,9 +64,16 @@ if [ "$coverage" = 1 ]; then
   rm -rf coverage
   mkdir -p coverage/tmp
   export NODE_V8_COVERAGE="$PWD/coverage/tmp"
-  scope=(--import ./test/support/coverage-scope.ts)
+  preloads=(--import ./test/support/coverage-scope.ts)
 else
-  scope=()
+  preloads=()
+fi
+# TEST_CPU_REPORT=FILE: which files cost the run most (test/support/cpu-report.mjs), printed at the end.
+if [ -n "${TEST_CPU_REPORT:-}" ]; then
+  : >"$TEST_CPU_REPORT"
+  TEST_CPU_REPORT=$(realpath "$TEST_CPU_REPORT")
+  export TEST_CPU_REPORT
+  preloads+=(--import ./test/support/cpu-report.mjs)
 fi
 
 for database in "${databases[@]}"; do
@@ -134,7 +143,7 @@ run_pass() {
   else
     unset TEST_DATABASE_URL
   fi
-  exec node --import ./test/support/compiled-typescript.mjs "${scope[@]}" --test --test-concurrency=2 --test-reporter=spec "$@"
+  exec node --import ./test/support/compiled-typescript.mjs "${preloads[@]}" --test --test-concurrency=2 --test-reporter=spec "$@"
 }
 
 for database in "${databases[@]}"; do
@@ -197,5 +206,9 @@ for database in "${databases[@]}"; do
     sed -n '/^✖ failing tests:/,$p' "$log"
   fi
 done
+if [ -n "${TEST_CPU_REPORT:-}" ]; then
+  echo "=== where the time went ($TEST_CPU_REPORT)"
+  node test/support/cpu-report.mjs "$TEST_CPU_REPORT"
+fi
 printf '=== %s\n' "${summary[@]}"
 exit "$status"
