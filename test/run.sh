@@ -15,6 +15,7 @@
 #   TEST_PASSES=serial / TEST_PASSES=together     both passes one after the other / side by side
 #                                                 (default: side by side, but serial under CI=true, where a
 #                                                 timing flake of a loaded machine would cost a whole run)
+#   TEST_CONCURRENCY=N                            test files at a time in each pass (default 2)
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
@@ -90,11 +91,13 @@ for database in "${databases[@]}"; do
 done
 
 # The passes run side by side (TEST_PASSES=serial, and by default under CI=true: one after the
-# other), each with two test files at a time: much of a test's time is spent waiting (for a node, a handshake, a timeout),
-# not computing, so four files keep two cores busy. Each pass's lines are marked with its
+# other), each with several test files at a time (TEST_CONCURRENCY, default 2): much of a test's
+# time is spent waiting (for a node, a handshake, a timeout), not computing, so four files keep
+# two cores busy. Each pass's lines are marked with its
 # database. Every file takes free ports, fresh temporary folders, and names of its own for
 # namespaces, interfaces and PostgreSQL databases (test/support/), so files never meet.
 if [ "${CI:-}" = true ]; then passes="${TEST_PASSES:-serial}"; else passes="${TEST_PASSES:-together}"; fi
+concurrency="${TEST_CONCURRENCY:-2}"
 summary=()
 status=0
 # Each pass's output is kept too, so that the failures of every pass can end the log (a CI view
@@ -143,7 +146,7 @@ run_pass() {
   else
     unset TEST_DATABASE_URL
   fi
-  exec node --import ./test/support/compiled-typescript.mjs "${preloads[@]}" --test --test-concurrency=2 --test-reporter=spec "$@"
+  exec node --import ./test/support/compiled-typescript.mjs "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "$@"
 }
 
 for database in "${databases[@]}"; do
