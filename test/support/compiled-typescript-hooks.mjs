@@ -28,8 +28,9 @@ export async function resolve(specifier, context, nextResolve) {
 export async function load(url, context, nextLoad) {
   if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context);
   const file = fileURLToPath(url);
-  const compiled = path.join(folder, path.relative(root, file)).replace(/\.ts$/, '.js');
-  if (!existsSync(compiled)) {
+  const relative = path.relative(root, file);
+  const compiled = path.join(folder, relative).replace(/\.ts$/, '.js');
+  if (relative.startsWith('..') || !existsSync(compiled)) {
     const source = readFileSync(file, 'utf8');
     const options = {
       loader: 'ts',
