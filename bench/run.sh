@@ -6,7 +6,9 @@
 # BENCH_ONLY=relay the ProxyGuard relay under a flood of slow clients alone (bench/relay-flood.ts),
 # BENCH_ONLY=hung the Admin API while a node hangs alone (bench/hung-node.ts),
 # BENCH_ONLY=nat deterministic NAT for a /16 loaded into nftables alone (bench/deterministic-nat.ts),
-# BENCH_ONLY=eduvpn the import of 100,000 eduVPN configurations alone (bench/eduvpn-import.ts).
+# BENCH_ONLY=eduvpn the import of 100,000 eduVPN configurations alone (bench/eduvpn-import.ts),
+# BENCH_ONLY=million a million configurations on PostgreSQL alone (bench/million.ts; not part of the
+# whole run: it loads the machine for some twenty minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=test/support/throwaway-postgres.sh
@@ -31,6 +33,11 @@ if [[ "${BENCH_ONLY:-}" == eduvpn ]]; then
   exit 0
 fi
 npm run --silent build
+if [[ "${BENCH_ONLY:-}" == million ]]; then
+  start_throwaway_postgres
+  node --import tsx bench/million.ts
+  exit 0
+fi
 if [[ " ${BENCH_DATABASES:-sqlite postgres} " == *" postgres "* ]]; then
   start_throwaway_postgres
 fi
