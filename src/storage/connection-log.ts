@@ -369,13 +369,31 @@ export interface ConnectionLogRow {
 
 /** One page of the history, newest first (by start, then id). */
 export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Promise<ConnectionLogRow[]> {
+  if (filter.profiles !== undefined && filter.profiles.length === 0) return [];
+  const rows = await connectionLogQuery(db, filter).execute();
+  return rows.map((row) => ({
+    logId: row.log_id,
+    userId: row.user_id,
+    profileId: row.profile_id,
+    vpnProto: row.vpn_proto,
+    connectionId: row.connection_id,
+    nodeNumber: row.node_number,
+    ipFour: row.ip_four,
+    ipSix: row.ip_six,
+    originatingIp: row.originating_ip,
+    connectedAt: row.connected_at,
+    disconnectedAt: row.disconnected_at,
+    bytesIn: row.bytes_in === null ? null : Number(row.bytes_in),
+    bytesOut: row.bytes_out === null ? null : Number(row.bytes_out),
+  }));
+}
+
+/** The statement of a page of the history (with `profiles`, a non-empty list): what connectionLogPage runs. */
+export function connectionLogQuery(db: Db, filter: ConnectionLogFilter) {
   let query = db.selectFrom('connection_log').selectAll();
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
   if (filter.profileId !== undefined) query = query.where('profile_id', '=', filter.profileId);
-  if (filter.profiles !== undefined) {
-    if (filter.profiles.length === 0) return [];
-    query = query.where('profile_id', 'in', filter.profiles);
-  }
+  if (filter.profiles !== undefined) query = query.where('profile_id', 'in', filter.profiles);
   if (filter.connectionId !== undefined) query = query.where('connection_id', '=', filter.connectionId);
   if (filter.until !== undefined) query = query.where('connected_at', '<', filter.until);
   const since = filter.since;
@@ -403,29 +421,17 @@ export async function connectionLogPage(db: Db, filter: ConnectionLogFilter): Pr
   }
   const after = filter.after;
   if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('connected_at', '<', after.connectedAt),
-        eb.and([eb('connected_at', '=', after.connectedAt), eb('log_id', '<', after.logId)]),
-      ]),
-    );
+    // The bound alone first, so the page starts in the (start, id) index at the cursor.
+    query = query
+      .where('connected_at', '<=', after.connectedAt)
+      .where((eb) =>
+        eb.or([
+          eb('connected_at', '<', after.connectedAt),
+          eb.and([eb('connected_at', '=', after.connectedAt), eb('log_id', '<', after.logId)]),
+        ]),
+      );
   }
-  const rows = await query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').limit(filter.limit).execute();
-  return rows.map((row) => ({
-    logId: row.log_id,
-    userId: row.user_id,
-    profileId: row.profile_id,
-    vpnProto: row.vpn_proto,
-    connectionId: row.connection_id,
-    nodeNumber: row.node_number,
-    ipFour: row.ip_four,
-    ipSix: row.ip_six,
-    originatingIp: row.originating_ip,
-    connectedAt: row.connected_at,
-    disconnectedAt: row.disconnected_at,
-    bytesIn: row.bytes_in === null ? null : Number(row.bytes_in),
-    bytesOut: row.bytes_out === null ? null : Number(row.bytes_out),
-  }));
+  return query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').limit(filter.limit);
 }
 
 /** A history row brought from another server (the eduVPN import), with its times as it kept them. */

@@ -62,6 +62,7 @@ import { natMappingsSchema } from './migrations/0025-nat-mappings.js';
 import { deviceSuspensionSchema } from './migrations/0026-device-suspension.js';
 import { scimSchema } from './migrations/0027-scim.js';
 import { deviceSearchIndexes } from './migrations/0030-device-search.js';
+import { connectionLogPagingIndexes } from './migrations/0031-connection-log-paging.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -106,6 +107,7 @@ const migrations: Record<string, Migration> = {
   '0026-device-suspension': deviceSuspensionSchema,
   '0027-scim': scimSchema,
   '0030-device-search': deviceSearchIndexes,
+  '0031-connection-log-paging': connectionLogPagingIndexes,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -27,4 +27,5 @@ export const EXPECTED_MIGRATIONS = [
   '0026-device-suspension',
   '0027-scim',
   '0030-device-search',
+  '0031-connection-log-paging',
 ] as const;

@@ -1,0 +1,69 @@
+// Pages of the connection log (the Admin API's `connection_log`, newest first) read an index on
+// both databases, asked of the database's own planner with the very query the page runs: a
+// user's history reads (user, start, id), and the next page of any listing starts in the index
+// at its cursor rather than walking every newer session first. PostgreSQL is told to avoid
+// sequential scans where it can, as it would on a history of millions of rows.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { CompiledQuery, sql } from 'kysely';
+import { asUserId } from '../../src/shared/ids.js';
+import { connectionLogQuery, type ConnectionLogFilter } from '../../src/storage/connection-log.js';
+import type { Db } from '../../src/storage/database.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+let portal: TestPortal;
+let db: Db;
+
+before(async () => {
+  portal = await startTestPortal();
+  db = portal.portal.ctx.db;
+});
+after(() => portal.close());
+
+const cursor = { connectedAt: '2026-03-01T12:00:00+00:00', logId: '0195514c-0000-7000-8000-000000000000' };
+
+/** The plan of the page, one line per step. */
+async function planOf(filter: Omit<ConnectionLogFilter, 'limit'>): Promise<string> {
+  const compiled = connectionLogQuery(db, { ...filter, limit: 101 }).compile();
+  if (portal.portal.ctx.config.database.dialect === 'sqlite') {
+    const plan = await db.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
+    );
+    return plan.rows.map((row) => row.detail).join('\n');
+  }
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL enable_seqscan = off`.execute(trx);
+    const plan = await trx.executeQuery<{ 'QUERY PLAN': string }>(
+      CompiledQuery.raw(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]),
+    );
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  });
+}
+
+const fullScan = /\bSCAN connection_log\b(?! USING)|Seq Scan on connection_log/;
+
+test("a user's history reads the user's index, not every session", async () => {
+  const plan = await planOf({ userId: asUserId('alice@example.org') });
+  assert.match(plan, /connection_log_user_id/, plan);
+  assert.doesNotMatch(plan, fullScan, plan);
+  assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+});
+
+test("the next page of a user's history starts in that index at the cursor", async () => {
+  const plan = await planOf({ userId: asUserId('alice@example.org'), after: cursor });
+  assert.match(
+    plan,
+    /connection_log_user_id \(user_id=\? AND connected_at<\?\)|connection_log_user_id[\s\S]*Index Cond: .*user_id.*connected_at\)::text <= /,
+    plan,
+  );
+});
+
+test('the next page of the whole history starts in the (start, id) index at the cursor', async () => {
+  const plan = await planOf({ after: cursor });
+  assert.match(
+    plan,
+    /connection_log_started \(connected_at<\?\)|connection_log_started[\s\S]*Index Cond: \(\(connected_at\)::text <= /,
+    plan,
+  );
+  assert.doesNotMatch(plan, fullScan, plan);
+});
