@@ -10,6 +10,8 @@ import pg from 'pg';
 export const SEQ_SCAN_ROWS = 5000;
 
 export interface SeqScan {
+  /** When the server logged the plan (ms since the epoch). */
+  readonly at: number;
   readonly table: string;
   readonly rows: number;
   readonly statement: string;
@@ -100,7 +102,10 @@ export async function checkPlans(url: string, fromOffset: number): Promise<PlanC
         const rows = sizes.get(table) ?? 0;
         if (rows <= SEQ_SCAN_ROWS) continue;
         const statement = plan['Query Text'].replace(/\s+/g, ' ').trim();
-        seqScans.set(`${table} ${statement}`, { table, rows, statement });
+        const stamp = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d+) UTC/.exec(entry);
+        const at = stamp === null ? Number.NaN : Date.parse(`${stamp[1]}T${stamp[2]}Z`);
+        if (!seqScans.has(`${table} ${statement}`))
+          seqScans.set(`${table} ${statement}`, { at, table, rows, statement });
       }
     }
     return { plans, seqScans: [...seqScans.values()] };

@@ -132,12 +132,17 @@ export async function reconciledNodes(metricsPort: number): Promise<Map<string, 
   return durations;
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutS: number): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutS: number,
+  everyMs = 100,
+): Promise<T> {
   const deadline = performance.now() + timeoutS * 1000;
   while (performance.now() < deadline) {
     const value = await check();
     if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
   throw new Error(`${what}: not within ${timeoutS} s`);
 }
