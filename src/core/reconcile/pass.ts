@@ -55,6 +55,12 @@ import {
 } from '../sessions/index.js';
 import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
 
+/**
+ * Nodes a full pass reconciles at once. Each holds its node's peer list and the database's
+ * peers of that node in memory (some 20 MB at 20,000 peers), and the portal's heap is capped
+ * (192 MB): fifty nodes of 20,000 peers at once ran it out of memory.
+ */
+export const PARALLEL_NODE_PASSES = 4;
 /** A pass keeps as many instructions in flight to a node as the connections allow. */
 export const PARALLEL_CHANGES_PER_NODE = MAX_CONNECTIONS_PER_NODE;
 /** Keys per database read: below every dialect's parameter limit, and short enough that an add is never sent long after its state was read. */
@@ -80,8 +86,14 @@ export interface NodeReconcileResult {
  */
 export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
   await deleteExpiredConfigurations(ctx);
-  const results = await Promise.all(
-    ctx.nodes.all().map((daemon) => reconcileNode(ctx, daemon, { observeSessions: true })),
+  const nodes = ctx.nodes.all();
+  const results: NodeReconcileResult[] = [];
+  await forEachLimited(
+    nodes.map((daemon, position) => ({ daemon, position })),
+    PARALLEL_NODE_PASSES,
+    async ({ daemon, position }) => {
+      results[position] = await reconcileNode(ctx, daemon, { observeSessions: true });
+    },
   );
   await recordLiveStats(ctx);
   return results;
