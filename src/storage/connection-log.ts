@@ -285,15 +285,19 @@ export async function blankOriginatingAddresses(
   heldUsers: readonly string[] = [],
 ): Promise<RetentionCount> {
   const held = heldUsers.length === 0 ? 0 : await countClosedBefore(db, before, heldUsers, true);
-  let query = db
+  const result = await blankingQuery(db, before, heldUsers).executeTakeFirst();
+  return { removed: Number(result.numUpdatedRows), held };
+}
+
+/** The statement of blankOriginatingAddresses: it reads the partial index of 0031, rows that still have an address. */
+export function blankingQuery(db: Db, before: string, heldUsers: readonly string[]) {
+  const query = db
     .updateTable('connection_log')
     .set({ originating_ip: null })
     .where('originating_ip', 'is not', null)
     .where('disconnected_at', 'is not', null)
     .where('disconnected_at', '<', before);
-  if (heldUsers.length > 0) query = query.where('user_id', 'not in', heldUsers);
-  const result = await query.executeTakeFirst();
-  return { removed: Number(result.numUpdatedRows), held };
+  return heldUsers.length > 0 ? query.where('user_id', 'not in', heldUsers) : query;
 }
 
 /** Closed rows of these users that ended before `before` (with an address only, when `withAddress`). */

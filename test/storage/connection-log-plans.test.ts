@@ -2,12 +2,13 @@
 // both databases, asked of the database's own planner with the very query the page runs: a
 // user's history reads (user, start, id), and the next page of any listing starts in the index
 // at its cursor rather than walking every newer session first. PostgreSQL is told to avoid
-// sequential scans where it can, as it would on a history of millions of rows.
+// sequential scans where it can, as it would on a history of millions of rows. So does the daily
+// housekeeping's blanking of the client's own address.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
 import { asUserId } from '../../src/shared/ids.js';
-import { connectionLogQuery, type ConnectionLogFilter } from '../../src/storage/connection-log.js';
+import { blankingQuery, connectionLogQuery, type ConnectionLogFilter } from '../../src/storage/connection-log.js';
 import type { Db } from '../../src/storage/database.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -23,8 +24,11 @@ after(() => portal.close());
 const cursor = { connectedAt: '2026-03-01T12:00:00+00:00', logId: '0195514c-0000-7000-8000-000000000000' };
 
 /** The plan of the page, one line per step. */
-async function planOf(filter: Omit<ConnectionLogFilter, 'limit'>): Promise<string> {
-  const compiled = connectionLogQuery(db, { ...filter, limit: 101 }).compile();
+function planOf(filter: Omit<ConnectionLogFilter, 'limit'>): Promise<string> {
+  return planOfCompiled(connectionLogQuery(db, { ...filter, limit: 101 }).compile());
+}
+
+async function planOfCompiled(compiled: CompiledQuery): Promise<string> {
   if (portal.portal.ctx.config.database.dialect === 'sqlite') {
     const plan = await db.executeQuery<{ detail: string }>(
       CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
@@ -65,5 +69,11 @@ test('the next page of the whole history starts in the (start, id) index at the 
     /connection_log_started \(connected_at<\?\)|connection_log_started[\s\S]*Index Cond: \(\(connected_at\)::text <= /,
     plan,
   );
+  assert.doesNotMatch(plan, fullScan, plan);
+});
+
+test("the housekeeping's blanking of client addresses reads only the rows that still have one", async () => {
+  const plan = await planOfCompiled(blankingQuery(db, cursor.connectedAt, []).compile());
+  assert.match(plan, /connection_log_with_address/, plan);
   assert.doesNotMatch(plan, fullScan, plan);
 });
