@@ -397,7 +397,8 @@ async function main(): Promise<void> {
     if (housekeeping === undefined) throw new Error('the housekeeping did not run');
     report(
       `daily housekeeping over ${set.historyRows} history rows (second instance, after its pass)`,
-      `${housekeeping.seconds} s`,
+      // The pass's end is seen once a second: a shorter housekeeping may end before it is seen.
+      housekeeping.seconds < 1 ? 'under 1 s' : `${housekeeping.seconds} s`,
       { text: `≤ ${TARGETS.housekeepingSeconds} s`, met: housekeeping.seconds <= TARGETS.housekeepingSeconds },
     );
     report(
