@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigError } from '../config/load.js';
+import { readSecretFile } from '../config/secret-files.js';
 import { PortalEvents } from '../core/events.js';
 import {
   ImportConflictWhileWriting,
@@ -128,6 +129,7 @@ function readImportOptions(args: readonly string[]): {
       'eduvpn-config': { type: 'string' },
       'eduvpn-data': { type: 'string' },
       'eduvpn-database': { type: 'string' },
+      'eduvpn-database-password-file': { type: 'string' },
       'node-wireguard-key': { type: 'string', multiple: true },
       'dry-run': { type: 'boolean' },
     },
@@ -139,12 +141,35 @@ function readImportOptions(args: readonly string[]): {
     location: {
       configDir: path.resolve(values['eduvpn-config'] ?? DEFAULT_EDUVPN_CONFIG),
       dataDir,
-      database: values['eduvpn-database'] ?? `sqlite:${path.join(dataDir, 'db.sqlite')}`,
+      database: withPasswordFrom(
+        values['eduvpn-database'] ?? `sqlite:${path.join(dataDir, 'db.sqlite')}`,
+        values['eduvpn-database-password-file'],
+      ),
       nodeWireGuardKeyFiles: parseNodeKeyFiles(values['node-wireguard-key'] ?? []),
     },
     configFile: values.config,
     dryRun: values['dry-run'] === true,
   };
+}
+
+/**
+ * The eduVPN database's URL with the password of `passwordFile` in it: a password in the URL
+ * itself is on the command line, where every local user reads it with ps.
+ */
+function withPasswordFrom(database: string, passwordFile: string | undefined): string {
+  if (passwordFile === undefined) return database;
+  const option = '--eduvpn-database-password-file';
+  if (!/^(postgres|postgresql|mysql|mariadb):\/\//.test(database))
+    throw new ConfigError(`${option} goes with a postgres:// or mysql:// --eduvpn-database\n${IMPORT_USAGE}`);
+  const url = new URL(database);
+  if (url.password !== '')
+    throw new ConfigError(`${option}: the --eduvpn-database URL has a password already; leave it out of the URL`);
+  if (url.username === '') throw new ConfigError(`${option}: the --eduvpn-database URL names no user`);
+  const problems: string[] = [];
+  const password = readSecretFile(passwordFile, passwordFile, option, (_, message) => problems.push(message));
+  if (problems.length > 0) throw new ConfigError(`${option}: ${problems.join('; ')}`);
+  url.password = encodeURIComponent(password.reveal());
+  return url.href;
 }
 
 /** `N=FILE`, each node once. */

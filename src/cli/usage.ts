@@ -20,13 +20,16 @@ export const MDM_USAGE = `usage: vpn-portal mdm sync --dry-run [--json] [--confi
   confirm-crl: the revocation lists held because they would retire more than crlMaxRetire at once;
   with SHA256: lets that list retire its devices (at the portal's next refresh)`;
 export const IMPORT_USAGE = `usage: vpn-portal import eduvpn [--config FILE] [--eduvpn-config DIR] [--eduvpn-data DIR]
-                                [--eduvpn-database DATABASE] [--node-wireguard-key N=FILE]... [--dry-run]
+                                [--eduvpn-database DATABASE [--eduvpn-database-password-file FILE]]
+                                [--node-wireguard-key N=FILE]... [--dry-run]
   eduvpn: bring an eduVPN 3.x server's users, configurations, history and keys into this portal,
   so that the files it issued keep working; --dry-run: print the plan only
   --eduvpn-config DIR: its configuration folder (default /etc/vpn-user-portal)
   --eduvpn-data DIR: its data folder (default /var/lib/vpn-user-portal)
   --eduvpn-database: sqlite:PATH, postgres://USER:PASSWORD@HOST:PORT/NAME or (MariaDB/MySQL)
     mysql://USER:PASSWORD@HOST:PORT/NAME[?socket=PATH] (default sqlite:DIR/db.sqlite of --eduvpn-data)
+  --eduvpn-database-password-file FILE: the password of that URL, from a file only its owner may
+    read, instead of in the URL (where any local user sees it with ps)
   --node-wireguard-key N=FILE: node N's /etc/vpn-server-node/keys/wireguard.key, copied from the node
   exit code 1: conflicts (listed; nothing written), 2: a usage error or an unreadable deployment
        vpn-portal import eduvpn-config FILE [--node-config FILE]... [--output-dir DIR] [--force]

@@ -5,7 +5,7 @@
 // portal started on the result knows eduVPN's users under eduVPN's Admin API secret. A portal with keys of its own refuses
 // with the conflicts; mistakes on the command line are usage errors.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -173,6 +173,32 @@ test('an eduVPN database in MariaDB is imported the same way, named by a mysql:/
   assert.ok(!dryRun.includes(password), 'the plan shows no password');
 });
 
+test('the eduVPN database password can come from a file only its owner reads, not the command line', async (t) => {
+  const mariadb = await startPrivateMariadb();
+  t.after(() => mariadb.stop());
+  const { url } = await mariadb.createDatabase();
+  const { deployment, configFile } = await setUp(t, { mysqlUrl: url });
+  const withoutPassword = new URL(url);
+  const password = decodeURIComponent(withoutPassword.password);
+  withoutPassword.password = '';
+  const passwordFile = path.join(path.dirname(configFile), 'eduvpn-database-password');
+  writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+  const args = (...more: string[]) =>
+    importArgs(deployment, configFile, '--eduvpn-database', withoutPassword.href, '--dry-run', ...more);
+
+  const fromFile = await runCli(args('--eduvpn-database-password-file', passwordFile));
+  assert.equal(fromFile.code, 0, fromFile.stderr);
+  assert.match(fromFile.stdout, /eduVPN deployment: mysql:\/\/vpn_[0-9a-f]+:\*\*\*@/);
+
+  const noPassword = await runCli(args());
+  assert.equal(noPassword.code, 2, 'without the file the server refuses the user');
+  chmodSync(passwordFile, 0o644);
+  const loose = await runCli(args('--eduvpn-database-password-file', passwordFile));
+  assert.equal(loose.code, 2);
+  assert.match(loose.stderr, /--eduvpn-database-password-file: .* is readable by others \(mode 0644\); chmod 600 it/);
+  for (const run of [fromFile, noPassword, loose]) assert.ok(!`${run.stdout}${run.stderr}`.includes(password));
+});
+
 test('a portal whose own keys differ refuses the import, lists the conflicts and writes nothing', async (t) => {
   const { deployment, dataDir, configFile, database } = await setUp(t);
   // generate-secrets made a CA, node secrets and WireGuard keys of this portal's own.
@@ -201,4 +227,16 @@ test('a mistake on the command line is a usage error', async (t) => {
   );
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /import eduvpn: /);
+  const passwordForSqlite = await runCli(
+    importArgs(
+      deployment,
+      configFile,
+      '--eduvpn-database',
+      `sqlite:${path.join(tmpdir(), 'no-such-eduvpn.sqlite')}`,
+      '--eduvpn-database-password-file',
+      configFile,
+    ),
+  );
+  assert.equal(passwordForSqlite.code, 2);
+  assert.match(passwordForSqlite.stderr, /--eduvpn-database-password-file goes with a postgres:\/\/ or mysql:\/\//);
 });
