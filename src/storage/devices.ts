@@ -6,6 +6,7 @@ import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type 
 import type { DeviceState } from '../shared/device-states.js';
 import type { Platform } from '../shared/platforms.js';
 import type { Db } from './database.js';
+import { isUniqueViolation } from './errors.js';
 import type { DevicesTable } from './schema.js';
 
 export type { DeviceState } from '../shared/device-states.js';
@@ -183,7 +184,8 @@ export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'reg
 
 /**
  * Gives a live device the serial or mdm_id it lacks; false when it has one already, is retired,
- * or another live device holds the value (they are unique among live devices).
+ * or another live device holds the value (they are unique among live devices). Not for a
+ * transaction: on PostgreSQL the write another device won ends the transaction it is in.
  */
 export async function fillDeviceIdentifier(
   db: Db,
@@ -193,14 +195,21 @@ export async function fillDeviceIdentifier(
 ): Promise<boolean> {
   const holder = await findLiveDevice(db, column, value);
   if (holder !== undefined) return false;
-  const result = await db
-    .updateTable('devices')
-    .set(column === 'serial' ? { serial: value } : { mdm_id: value })
-    .where('device_id', '=', deviceId)
-    .where(column, 'is', null)
-    .where('state', '<>', 'retired')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  try {
+    const result = await db
+      .updateTable('devices')
+      .set(column === 'serial' ? { serial: value } : { mdm_id: value })
+      .where('device_id', '=', deviceId)
+      .where(column, 'is', null)
+      .where('state', '<>', 'retired')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  } catch (error) {
+    // Another device took the value between the look and the write (two deliveries at once):
+    // the unique index of live devices refused this one, as the look would have.
+    if (isUniqueViolation(error)) return false;
+    throw error;
+  }
 }
 
 /** Suspended devices by reason (metrics). */
