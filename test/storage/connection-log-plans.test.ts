@@ -6,10 +6,10 @@
 // housekeeping's blanking of the client's own address.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { CompiledQuery, sql } from 'kysely';
 import { asUserId } from '../../src/shared/ids.js';
 import { blankingQuery, connectionLogQuery, type ConnectionLogFilter } from '../../src/storage/connection-log.js';
 import type { Db } from '../../src/storage/database.js';
+import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 let portal: TestPortal;
@@ -25,23 +25,7 @@ const cursor = { connectedAt: '2026-03-01T12:00:00+00:00', logId: '0195514c-0000
 
 /** The plan of the page, one line per step. */
 function planOf(filter: Omit<ConnectionLogFilter, 'limit'>): Promise<string> {
-  return planOfCompiled(connectionLogQuery(db, { ...filter, limit: 101 }).compile());
-}
-
-async function planOfCompiled(compiled: CompiledQuery): Promise<string> {
-  if (portal.portal.ctx.config.database.dialect === 'sqlite') {
-    const plan = await db.executeQuery<{ detail: string }>(
-      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
-    );
-    return plan.rows.map((row) => row.detail).join('\n');
-  }
-  return db.transaction().execute(async (trx) => {
-    await sql`SET LOCAL enable_seqscan = off`.execute(trx);
-    const plan = await trx.executeQuery<{ 'QUERY PLAN': string }>(
-      CompiledQuery.raw(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]),
-    );
-    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
-  });
+  return queryPlan(db, connectionLogQuery(db, { ...filter, limit: 101 }).compile());
 }
 
 const fullScan = /\bSCAN connection_log\b(?! USING)|Seq Scan on connection_log/;
@@ -73,7 +57,7 @@ test('the next page of the whole history starts in the (start, id) index at the 
 });
 
 test("the housekeeping's blanking of client addresses reads only the rows that still have one", async () => {
-  const plan = await planOfCompiled(blankingQuery(db, cursor.connectedAt, []).compile());
+  const plan = await queryPlan(db, blankingQuery(db, cursor.connectedAt, []).compile());
   assert.match(plan, /connection_log_with_address/, plan);
   assert.doesNotMatch(plan, fullScan, plan);
 });

@@ -4,10 +4,10 @@
 // would on a large table; a search with no index to use still scans, and fails here.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { CompiledQuery, sql } from 'kysely';
 import { asDeviceId, asUserId } from '../../src/shared/ids.js';
 import type { Db } from '../../src/storage/database.js';
 import { devicesQuery, type DeviceFilter } from '../../src/storage/devices.js';
+import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 let portal: TestPortal;
@@ -20,21 +20,8 @@ before(async () => {
 after(() => portal.close());
 
 /** The plan of the search, one line per step. */
-async function planOf(filter: Omit<DeviceFilter, 'limit'>): Promise<string> {
-  const compiled = devicesQuery(db, { ...filter, limit: 50 }).compile();
-  if (portal.portal.ctx.config.database.dialect === 'sqlite') {
-    const plan = await db.executeQuery<{ detail: string }>(
-      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
-    );
-    return plan.rows.map((row) => row.detail).join('\n');
-  }
-  return db.transaction().execute(async (trx) => {
-    await sql`SET LOCAL enable_seqscan = off`.execute(trx);
-    const plan = await trx.executeQuery<{ 'QUERY PLAN': string }>(
-      CompiledQuery.raw(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]),
-    );
-    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
-  });
+function planOf(filter: Omit<DeviceFilter, 'limit'>): Promise<string> {
+  return queryPlan(db, devicesQuery(db, { ...filter, limit: 50 }).compile());
 }
 
 for (const [what, filter, index] of [
