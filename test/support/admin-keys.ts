@@ -61,6 +61,12 @@ export async function makeAdminKey(portal: TestPortal, name: string, options: Ke
 
 export const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
 
+/**
+ * A key or token mistyped in its last character, so its checksum no longer matches: always
+ * another character than the one there (a fixed replacement is the same one time in 64).
+ */
+export const mistyped = (token: string): string => `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+
 /** A clock the test moves forward. */
 export class ManualClock implements Clock {
   #now: number;

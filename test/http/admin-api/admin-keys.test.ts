@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { rotateAdminKey, revokeAdminKey } from '../../../src/core/access/admin-keys.js';
 import { findAdminKey } from '../../../src/storage/admin-keys.js';
-import { auditLog, bearer, makeAdminKey, ManualClock, portalState } from '../../support/admin-keys.js';
+import { auditLog, bearer, makeAdminKey, ManualClock, mistyped, portalState } from '../../support/admin-keys.js';
 import { errorBody, rawRequest } from '../../support/raw-http.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
@@ -35,8 +35,7 @@ test('expired, revoked, rotated-out, mistyped and unknown keys get the same 401 
   clock.advance(61 * MINUTE);
 
   // The last character of a valid key changed: the checksum no longer matches.
-  const last = rotation.token.at(-1) === 'A' ? 'B' : 'A';
-  const mistyped = `${rotation.token.slice(0, -1)}${last}`;
+  const misspelt = mistyped(rotation.token);
   // A well-formed key of another portal (another pepper, another database).
   const otherPortal = await startTestPortal();
   t.after(() => otherPortal.close());
@@ -47,7 +46,7 @@ test('expired, revoked, rotated-out, mistyped and unknown keys get the same 401 
     expired: expiring,
     revoked,
     'rotated out': rotating,
-    mistyped,
+    mistyped: misspelt,
     foreign,
     'a prefix only': 'vpa_',
   };

@@ -12,7 +12,7 @@ import { ENROLLMENT_TOKEN_PATTERN } from '../../../src/keys/enrollment-token.js'
 import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.js';
 import { DEVICE_PRIVATE_KEY_PLACEHOLDER } from '../../../src/wireguard/client-config.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
-import { auditLog, bearer, makeAdminKey, ManualClock, portalState } from '../../support/admin-keys.js';
+import { auditLog, bearer, makeAdminKey, ManualClock, mistyped, portalState } from '../../support/admin-keys.js';
 import { bit255Twin, BOTH_PROTOCOLS_PROFILE, databaseText, opensslCsr } from '../../support/device-keys.js';
 import { errorBody } from '../../support/raw-http.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../../support/test-portal.js';
@@ -274,7 +274,7 @@ test('a redemption without a device key, with a key in use or its bit-255 twin, 
     ],
     [{ public_key: devicePublicKey() }, WIREGUARD, 400, /^missing post parameter "enrollment_token"$/],
     [
-      { enrollment_token: `${made.enrollment_token.slice(0, -1)}x`, public_key: devicePublicKey() },
+      { enrollment_token: mistyped(made.enrollment_token), public_key: devicePublicKey() },
       WIREGUARD,
       400,
       /wrong form or checksum/,

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createLogger } from '../../../src/portal.js';
 import { revokeAdminKey } from '../../../src/core/access/admin-keys.js';
-import { bearer, makeAdminKey } from '../../support/admin-keys.js';
+import { bearer, makeAdminKey, mistyped } from '../../support/admin-keys.js';
 import { parseWireGuardFile } from '../../support/wireguard-file.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
@@ -40,7 +40,7 @@ test('at trace level the log holds no Admin API secret, admin key, client privat
   // An admin key, used right, mistyped and after revocation, and a create kept for retries.
   const adminKey = await makeAdminKey(portal, 'mdm', { scope: 'write' });
   await portal.get('/users', {}, bearer(adminKey));
-  await portal.get('/users', {}, bearer(`${adminKey.slice(0, -1)}x`));
+  await portal.get('/users', {}, bearer(mistyped(adminKey)));
   const kept = await portal.post(
     '/create',
     { user_id: 'carol', profile_id: 'employees' },
