@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
+import { round } from './process-figures.js';
 
 export interface Ceiling {
   /** Microseconds per key pair. */
@@ -53,8 +54,4 @@ export function measureCeiling(): Ceiling {
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
-}
-
-function round(value: number): number {
-  return Math.round(value * 10) / 10;
 }

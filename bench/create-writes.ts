@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { openDatabase } from '../src/storage/database.js';
+import { round } from './process-figures.js';
 
 export interface CreateWrites {
   /** Microseconds of a create's statements with a commit of its own. */
@@ -124,8 +125,4 @@ function run(file: string, prefix: string, perCommit: number): { totalUs: number
   const totalUs = Number(process.hrtime.bigint() - started) / 1000 / CREATES;
   db.close();
   return { totalUs, commitUs: Number(commitNs) / 1000 / CREATES };
-}
-
-function round(value: number): number {
-  return Math.round(value * 10) / 10;
 }

@@ -38,9 +38,7 @@ import { checkPlans, startExplaining, stopExplaining, type PlanCheck } from './m
 import {
   call,
   forSeconds,
-  peakRssMb,
   reconciledNodes,
-  round,
   runCreates,
   timeCalls,
   waitFor,
@@ -49,6 +47,7 @@ import {
   type Latencies,
 } from './million/measure.js';
 import { createPostgresDatabase } from './postgres-database.js';
+import { peakRssMb, round, stopProcess } from './process-figures.js';
 
 const SCALE = Number(process.env['BENCH_MILLION_SCALE'] ?? 1);
 const PORT = 18_300;
@@ -133,13 +132,6 @@ function startPortal(configPath: string, logName: string): { portal: ChildProces
   return { portal, log };
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
-}
-
 async function apiOf(port: number, auth: Record<string, string>, connections: number): Promise<Api> {
   const api = { pool: new Pool(`http://127.0.0.1:${port}`, { connections, pipelining: 1 }), auth };
   await waitFor(
@@ -217,8 +209,8 @@ async function measureEmpty(auth: Record<string, string>): Promise<Creates> {
     await api.pool.close();
     return creates;
   } finally {
-    await stop(portal);
-    await stop(nodes);
+    await stopProcess(portal);
+    await stopProcess(nodes);
     await target.drop();
   }
 }
@@ -425,7 +417,7 @@ async function main(): Promise<void> {
     });
   } finally {
     for (const api of pools) await api.pool.close();
-    for (const child of children.reverse()) await stop(child);
+    for (const child of children.reverse()) await stopProcess(child);
     await target.drop();
     rmSync(work, { recursive: true, force: true });
   }

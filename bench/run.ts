@@ -15,7 +15,7 @@
 // (bench/agent.ts, needs root and wireguard-go). The portal runs as its own process
 // (`vpn-portal serve`, built into dist/). BENCH_DATABASES="sqlite" (or "postgres") measures one
 // database only; BENCH_AGENT=0 skips the agent, BENCH_PORTAL=0 everything before it.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -32,6 +32,7 @@ import { benchAgent, type AgentFigures } from './agent.js';
 import { measureCeiling, type Ceiling } from './ceiling.js';
 import { measureCreateWrites, type CreateWrites } from './create-writes.js';
 import { createPostgresDatabase } from './postgres-database.js';
+import { cpuTimeUs, peakRssMb, round, stopProcess } from './process-figures.js';
 
 const CONCURRENCY = 16;
 const CREATE_SECONDS = Number(process.env['BENCH_CREATE_SECONDS'] ?? 20);
@@ -45,7 +46,6 @@ const NODE_PORT = 18_081;
 const FLOOR_PORT = 18_082;
 const OTHER_PORT = 18_083;
 const SEED_BATCH = 1000;
-const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 /** The performance targets each figure is printed next to. */
 const TARGETS = {
@@ -216,7 +216,7 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
         ? await seedPostgres(target.url, TARGET_CONFIGURATIONS)
         : seedSqlite(work, TARGET_CONFIGURATIONS);
     const createAt100kConfigurations = await measureCreates(client, pid, 10, 'late', auth);
-    const peakRssAfterCreatesMb = peakRss(pid);
+    const peakRssAfterCreatesMb = peakRssMb(pid);
     const connectionListShowAll = await measureListing(client, client, '/connection_list?show_all=on', auth, 'listing');
     const connectedUsersShowAll = await measureListing(
       client,
@@ -229,7 +229,7 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
       database === 'postgres' ? await measureFromOtherInstance(configPath, client, auth) : undefined;
     const users = await measureListing(client, client, '/users', auth, 'users');
     const fullBuildMs = await measureFullBuild(target.url, path.join(work, 'data'));
-    const peakRssMb = peakRss(pid);
+    const peakRssAtEndMb = peakRssMb(pid);
     return {
       createEmptyDatabase,
       configurationsInDatabase,
@@ -239,13 +239,13 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
       ...(connectionListOtherInstance === undefined ? {} : { connectionListOtherInstance }),
       users,
       fullBuildMs,
-      peakRssMb,
+      peakRssMb: peakRssAtEndMb,
       peakRssAfterCreatesMb,
     };
   } finally {
     await client.close();
-    await stop(portal);
-    await stop(node);
+    await stopProcess(portal);
+    await stopProcess(node);
     await target.drop();
     rmSync(work, { recursive: true, force: true });
   }
@@ -271,16 +271,9 @@ async function measureFloor(): Promise<CreateFigures> {
     return await measureCreates(client, server.pid ?? 0, 10, 'floor', {});
   } finally {
     await client.close();
-    await stop(server);
-    await stop(node);
+    await stopProcess(server);
+    await stopProcess(node);
   }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
 }
 
 interface Answer {
@@ -326,13 +319,6 @@ async function waitForPortal(client: Pool, auth: Record<string, string>): Promis
 }
 
 /** The CPU time (user + system) a process used so far, in µs. */
-function cpuTimeUs(pid: number): number {
-  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1e6;
-}
-
 async function measureCreates(
   client: Pool,
   pid: number,
@@ -400,7 +386,7 @@ async function measureFromOtherInstance(
     return await measureListing(client, otherClient, '/connection_list?show_all=on', auth, 'other');
   } finally {
     await otherClient.close();
-    await stop(other);
+    await stopProcess(other);
   }
 }
 
@@ -525,12 +511,6 @@ function fakeKey(index: number): string {
   return bytes.toString('base64');
 }
 
-function peakRss(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = /VmHWM:\s+(\d+) kB/.exec(status);
-  return match === null ? Number.NaN : Math.round(Number(match[1]) / 1024);
-}
-
 function summarise(latencies: number[], seconds: number, errors: number): Figures {
   const sorted = [...latencies].sort((a, b) => a - b);
   const at = (fraction: number) =>
@@ -542,10 +522,6 @@ function summarise(latencies: number[], seconds: number, errors: number): Figure
     p99: at(0.99),
     errors,
   };
-}
-
-function round(value: number): number {
-  return Math.round(value * 10) / 10;
 }
 
 function verdict(met: boolean): string {

@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import { Pool } from 'undici';
 import { connectDatabase, migrateToLatest } from '../src/storage/database.js';
 import { createPostgresDatabase } from './postgres-database.js';
+import { round } from './process-figures.js';
 
 /** BENCH_SEARCH_SCALE=0.01: a quick run at a hundredth of the size (to try the bench, not to measure). */
 const SCALE = Number(process.env['BENCH_SEARCH_SCALE'] ?? 1);
@@ -281,10 +282,6 @@ function seededRandom(seed: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-function round(value: number): number {
-  return Math.round(value * 10) / 10;
 }
 
 await main();

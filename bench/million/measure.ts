@@ -1,11 +1,9 @@
 // What bench/million.ts measures with: Admin API calls timed one at a time or by workers,
 // the portal's CPU time and peak RSS from /proc, and its reconcile figures from /metrics.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { Pool } from 'undici';
+import { cpuTimeUs, round } from '../process-figures.js';
 
 export const API_PATH = '/vpn-user-portal/admin/api/v1';
-const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 export interface Latencies {
   readonly count: number;
@@ -101,19 +99,6 @@ export const forSeconds = (seconds: number): (() => boolean) => {
   return () => performance.now() >= deadline;
 };
 
-/** The CPU time (user + system) a process used so far, in µs. */
-export function cpuTimeUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1e6;
-}
-
-/** The process's peak resident set (VmHWM) in MB. */
-export function peakRssMb(pid: number): number {
-  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match === null ? Number.NaN : Math.round(Number(match[1]) / 1024);
-}
-
 /** Per node: the summed duration of its reconcile passes (s), for the nodes a pass reached. */
 export async function reconciledNodes(metricsPort: number): Promise<Map<string, number>> {
   const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
@@ -145,8 +130,4 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
   throw new Error(`${what}: not within ${timeoutS} s`);
-}
-
-export function round(value: number): number {
-  return Math.round(value * 10) / 10;
 }
