@@ -6,7 +6,7 @@
 // `(command line)`, source `local`, the options given; never the key), written by the audit
 // listener in the change's transaction like an Admin API call's row.
 import { pino } from 'pino';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { commandLineCall } from '../core/admin-call.js';
 import {
   AdminKeyError,

@@ -5,7 +5,7 @@
 // line, checks it against the command's arguments and flags, and runs it.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminApiClient, AdminApiError } from '../admin-client/admin-api-client.js';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { ATTRIBUTION_COMMANDS, LEGAL_HOLD_COMMANDS } from './admin/accountability.js';
 import { ADMIN_KEY_COMMANDS } from './admin/admin-keys.js';
 import { type AdminCommand, type AdminFlags, type Output, UsageError } from './admin/command.js';
@@ -231,57 +231,67 @@ export async function runAdminCommand(argv: readonly string[], env: NodeJS.Proce
         name,
       );
     }
-    const flags: AdminFlags = {
-      all: values.all === true,
-      format: values.format,
-      displayName: values['display-name'],
-      expiresIn: values['expires-in'],
-      preferTcp: values['prefer-tcp'] === true,
-      output: values.output,
-      force: values.force === true,
-      qr: values.qr === true,
-      user: values.user,
-      profile: values.profile,
-      since: values.since,
-      at: values.at,
-      until: values.until,
-      limit: values.limit,
-      cursor: values.cursor,
-      open: values.open === true,
-      closed: values.closed === true,
-      keyName: values['key-name'],
-      scope: values.scope,
-      allow: values.allow,
-      publicKey: values['public-key'],
-      csr: values.csr,
-      description: values.description,
-      overlap: values.overlap,
-      webhook: values.webhook,
-      eventType: values['event-type'],
-      state: values.state,
-      uses: values.uses,
-      validFor: values['valid-for'],
-      wait: values.wait === true,
-      platform: values.platform,
-      onDemand: values['on-demand'],
-      deviceId: values['device-id'],
-      serial: values.serial,
-      mdmId: values['mdm-id'],
-      port: values.port,
-      reason: values.reason,
-    };
+    const flags = adminFlags(values);
     for (const key of Object.keys(FLAGS) as (keyof AdminFlags)[]) {
       const given = flags[key] !== undefined && flags[key] !== false;
       if (given && !command.flags.includes(key))
         throw new UsageError(`admin ${name} does not take ${FLAGS[key].usage.split(' ')[0] ?? ''}`, name);
     }
-    const target = resolveAdminTarget({ url: values.url, keyFile: values['key-file'], config: values.config, env });
+    const target = await resolveAdminTarget({
+      url: values.url,
+      keyFile: values['key-file'],
+      config: values.config,
+      env,
+    });
     const client = new AdminApiClient({ baseUrl: target.baseUrl, key: target.key });
     await command.run({ client, args, flags, json, out });
     return ADMIN_EXIT.ok;
   } catch (error) {
     return reportFailure(error, json, out);
   }
+}
+
+/** The flags of the command line, by the names the commands use. */
+function adminFlags(values: ReturnType<typeof parseAdminArgs>['values']): AdminFlags {
+  return {
+    all: values.all === true,
+    format: values.format,
+    displayName: values['display-name'],
+    expiresIn: values['expires-in'],
+    preferTcp: values['prefer-tcp'] === true,
+    output: values.output,
+    force: values.force === true,
+    qr: values.qr === true,
+    user: values.user,
+    profile: values.profile,
+    since: values.since,
+    at: values.at,
+    until: values.until,
+    limit: values.limit,
+    cursor: values.cursor,
+    open: values.open === true,
+    closed: values.closed === true,
+    keyName: values['key-name'],
+    scope: values.scope,
+    allow: values.allow,
+    publicKey: values['public-key'],
+    csr: values.csr,
+    description: values.description,
+    overlap: values.overlap,
+    webhook: values.webhook,
+    eventType: values['event-type'],
+    state: values.state,
+    uses: values.uses,
+    validFor: values['valid-for'],
+    wait: values.wait === true,
+    platform: values.platform,
+    onDemand: values['on-demand'],
+    deviceId: values['device-id'],
+    serial: values.serial,
+    mdmId: values['mdm-id'],
+    port: values.port,
+    reason: values.reason,
+  };
 }
 
 function reportFailure(error: unknown, json: boolean, out: Output): number {

@@ -2,7 +2,7 @@
 // them at start), and the move from one database to another (SQLite → PostgreSQL).
 // Database URLs are printed with their password masked.
 import { existsSync } from 'node:fs';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { DatabaseLocationError, describeDatabase, parseDatabaseLocation } from '../config/database-location.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { CopyRefused, copyDatabase } from '../storage/copy.js';

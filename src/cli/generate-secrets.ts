@@ -3,7 +3,7 @@
 // OpenVPN CA (Ed25519, valid for `caExpiry`), and with --admin-api the Admin API secret, the
 // pepper of admin keys' hashes and the key that encrypts answers kept for retries —
 // and never overwrites one that exists.
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import type { PortalConfig } from '../config/portal-config.js';
 import { asNodeNumber } from '../shared/ids.js';
 import { addDuration } from '../shared/iso-duration.js';

@@ -5,7 +5,7 @@
 // every few seconds otherwise. Exit code 0 when done or nothing to do, 1 on conflicts.
 import path from 'node:path';
 import { pino } from 'pino';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { readSecretFile } from '../config/secret-files.js';
 import { PortalEvents } from '../core/events.js';
 import {

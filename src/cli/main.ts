@@ -5,7 +5,7 @@
 // Each command's module is loaded only when it runs, so `node` and `admin` never load the
 // database drivers (a node host installs without them).
 import type { ParseArgsConfig } from 'node:util';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { readAgentVersion } from '../agent/version.js';
 import { describeUnknownCommand, isParseArgsError, OptionError, parseOptions } from './options.js';
 import { describeStartFailure } from './start-failure.js';

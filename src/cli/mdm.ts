@@ -6,7 +6,7 @@
 // than enrollment.clientCertificate.crlMaxRetire at once, or the administrator's confirmation
 // that one may retire its devices (stored in the database: every portal instance sees it, and
 // retires them at its next refresh).
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { compareWithMdmInventory, type CompliancePass, type InventoryPass } from '../core/devices/index.js';
 import { systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';

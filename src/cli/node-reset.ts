@@ -3,7 +3,7 @@
 // that has never held a WireGuard configuration for it (a fresh or wrong database would cut
 // every tunnel); this records that the administrator means it. Stored in the database, so
 // every portal instance sees it.
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { formatAtom } from '../shared/time.js';
 import { asNodeNumber } from '../shared/ids.js';
 import { openDatabase } from '../storage/database.js';

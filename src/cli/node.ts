@@ -3,7 +3,7 @@
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { startNodeAgent } from '../agent/agent.js';
 import { readAgentVersion } from '../agent/version.js';
 import { loadNodeAgentConfig, NodeAgentConfigError } from '../agent/config.js';

@@ -3,7 +3,6 @@
 import { X509Certificate } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import QRCode from 'qrcode';
 import type { CreatedConfiguration } from '../../admin-client/admin-api-client.js';
 import { CONFIGURATION_MEDIA_TYPES, type CreateParams } from '../../protocol/admin-api.js';
 import { describePlatforms, isPlatform } from '../../shared/platforms.js';
@@ -236,6 +235,8 @@ async function runCreate({ client, args, flags, json, out }: Invocation): Promis
   }
   if (flags.qr) {
     // The code holds the lines only: the file's final newline would only make it denser.
+    // Loaded only here: the QR code library is most of what a command would otherwise load.
+    const { default: QRCode } = await import('qrcode');
     out.print(await QRCode.toString(created.body.replace(/\n$/, ''), { type: 'terminal', small: true }));
     return;
   }
