@@ -54,6 +54,9 @@ start_throwaway_postgres() {
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin postgres
   fi
   throwaway_postgres_dir=$(mktemp -d /tmp/vpn-portal-postgres.XXXXXX)
+  # Whose server this is, for someone who finds several on one machine: the script's process
+  # and its command line (the server goes when that process exits).
+  printf 'pid %s: %s\n' "$$" "$(tr '\0' ' ' </proc/$$/cmdline)" >"$throwaway_postgres_dir/owner"
   trap stop_throwaway_postgres EXIT
   trap 'stop_throwaway_postgres; exit 130' INT
   trap 'stop_throwaway_postgres; exit 143' TERM
