@@ -18,7 +18,8 @@ const daemon = new HttpNodeDaemon({
   timeoutMs: 10_000,
 });
 const file = `[Interface]\nPrivateKey = ${'A'.repeat(43)}=\nAddress = 10.64.0.2/14,fd64::2/64\n\n[Peer]\nPublicKey = ${'B'.repeat(43)}=\nAllowedIPs = 0.0.0.0/0,::/0\nEndpoint = vpn.example.org:51820`;
-const key = asWireGuardKey(`${'C'.repeat(43)}=`);
+// A canonical key: the node refuses one whose last character carries bits beyond the 32 bytes.
+const key = asWireGuardKey(`${'C'.repeat(42)}A=`);
 
 const app = Fastify({ logger: false, exposeHeadRoutes: false, bodyLimit: 65_536 });
 app.removeAllContentTypeParsers();

@@ -3,9 +3,10 @@
 // the same run (bench/ceiling.ts), because absolute figures on shared machines vary ±15 %.
 // For each database (SQLite, then PostgreSQL):
 //  1. create at concurrency 16 for 20 s against an empty database (after 3 s of creates not
-//     measured, to warm the process up), every configuration pushed
-//     to a vpn-daemon-compatible node on loopback (bench/stand-in-node.ts): creates per
-//     second, latency, and the portal's CPU per create (from /proc, so the push is included);
+//     measured, to warm the process up), then at concurrency 8 for 10 s, every configuration
+//     pushed to a vpn-daemon-compatible node on loopback (bench/stand-in-node.ts): creates per
+//     second, latency, and the portal's CPU per create (from /proc, so the push is included),
+//     next to the floor at the same concurrency (floorOfCreateUs);
 //  2. the database is filled to 100,000 users and configurations;
 //  3. create again for 10 s: the CPU per create must not grow with the pool;
 //  4. connection_list?show_all=on and users at 100,000: unchanged (from the listing cache) and
@@ -34,7 +35,10 @@ import { measureCreateWrites, type CreateWrites } from './create-writes.js';
 import { createPostgresDatabase } from './postgres-database.js';
 import { cpuTimeUs, peakRssMb, round, stopProcess } from './process-figures.js';
 
+/** The concurrency of most figures; creates are measured at both. */
 const CONCURRENCY = 16;
+const CREATE_CONCURRENCIES = [8, 16] as const;
+type CreateConcurrency = (typeof CREATE_CONCURRENCIES)[number];
 const CREATE_SECONDS = Number(process.env['BENCH_CREATE_SECONDS'] ?? 20);
 const WARM_UP_SECONDS = 3;
 const TARGET_CONFIGURATIONS = 100_000;
@@ -52,6 +56,8 @@ const TARGETS = {
   cpuPerCreateUs: 400,
   /** SQLite's own target for the portal's CPU per create, the node push included. */
   sqliteCpuPerCreateUs: 500,
+  /** SQLite: the portal's CPU per create at most this many times the floor (floorOfCreateUs). */
+  sqliteTimesFloor: 2,
   createsPerSecond: 2000,
   createP99Ms: 20,
   postgresCreatesPerSecond: 1000,
@@ -82,6 +88,8 @@ interface CreateFigures extends Figures {
 
 interface DatabaseResults {
   createEmptyDatabase: CreateFigures;
+  /** The same at concurrency 8, right after. */
+  createEmptyDatabaseAt8: CreateFigures;
   configurationsInDatabase: number;
   createAt100kConfigurations: CreateFigures;
   connectionListShowAll: { unchanged: Figures; afterChange: Figures };
@@ -105,8 +113,8 @@ const databases = (process.env['BENCH_DATABASES'] ?? 'sqlite postgres').split(/\
 const results: {
   machine: Record<string, unknown>;
   ceiling: Ceiling;
-  /** The same load on a server that only reads the form, pushes to the node and answers (bench/floor-server.ts). */
-  floor?: CreateFigures;
+  /** The same load on a server that only reads the form, pushes to the node and answers (bench/floor-server.ts), per concurrency. */
+  floor?: Record<CreateConcurrency, CreateFigures>;
   /** A create's statements run on SQLite alone (bench/create-writes.ts). */
   createWrites?: CreateWrites;
   agent?: Partial<Record<DatabaseKind, AgentFigures | { notMeasured: string }>>;
@@ -211,6 +219,7 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
     // cost several times a steady create, and would be counted against the first figure only.
     await measureCreates(client, pid, WARM_UP_SECONDS, 'warm', auth);
     const createEmptyDatabase = await measureCreates(client, pid, CREATE_SECONDS, 'u', auth);
+    const createEmptyDatabaseAt8 = await measureCreates(client, pid, 10, 'e', auth, 8);
     const configurationsInDatabase =
       database === 'postgres'
         ? await seedPostgres(target.url, TARGET_CONFIGURATIONS)
@@ -232,6 +241,7 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
     const peakRssAtEndMb = peakRssMb(pid);
     return {
       createEmptyDatabase,
+      createEmptyDatabaseAt8,
       configurationsInDatabase,
       createAt100kConfigurations,
       connectionListShowAll,
@@ -251,8 +261,8 @@ async function bench(database: DatabaseKind): Promise<DatabaseResults> {
   }
 }
 
-/** Creates as the portal gets them, on bench/floor-server.ts: what the HTTP server and the push alone cost. */
-async function measureFloor(): Promise<CreateFigures> {
+/** Creates as the portal gets them, on bench/floor-server.ts: what the HTTP server and the push alone cost, per concurrency. */
+async function measureFloor(): Promise<Record<CreateConcurrency, CreateFigures>> {
   const tsx = ['--import', 'tsx'];
   const node = spawn(process.execPath, [...tsx, path.join(root, 'bench', 'stand-in-node.ts'), String(NODE_PORT)], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -268,7 +278,10 @@ async function measureFloor(): Promise<CreateFigures> {
   try {
     await Promise.all([once(node.stdout, 'data'), once(server.stdout, 'data')]);
     await measureCreates(client, server.pid ?? 0, WARM_UP_SECONDS, 'warm', {});
-    return await measureCreates(client, server.pid ?? 0, 10, 'floor', {});
+    return {
+      16: await measureCreates(client, server.pid ?? 0, 10, 'floor', {}),
+      8: await measureCreates(client, server.pid ?? 0, 10, 'floor', {}, 8),
+    };
   } finally {
     await client.close();
     await stopProcess(server);
@@ -325,6 +338,7 @@ async function measureCreates(
   seconds: number,
   prefix: string,
   auth: Record<string, string>,
+  concurrency: number = CONCURRENCY,
 ): Promise<CreateFigures> {
   const latencies: number[] = [];
   let errors = 0;
@@ -345,7 +359,7 @@ async function measureCreates(
   };
   const cpuBefore = cpuTimeUs(pid);
   const started = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  await Promise.all(Array.from({ length: concurrency }, worker));
   const elapsed = (performance.now() - started) / 1000;
   const cpuPerCreateUs = round((cpuTimeUs(pid) - cpuBefore) / Math.max(1, latencies.length));
   return { ...summarise(latencies, elapsed, errors), cpuPerCreateUs };
@@ -539,9 +553,11 @@ function printReport(all: typeof results): void {
   console.log(
     `ceiling of a create, in one process: key pair ${ceiling.keyPairUs} µs + SQLite insert ${ceiling.insertUs} µs = ${ceiling.createUs} µs (${Math.round(1e6 / ceiling.createUs)}/s per core)`,
   );
-  if (all.floor !== undefined) {
+  for (const concurrency of CREATE_CONCURRENCIES) {
+    const stack = all.floor?.[concurrency];
+    if (stack === undefined) continue;
     console.log(
-      `floor of a create on this stack (HTTP request, form, node push, answer; nothing else): ${all.floor.cpuPerCreateUs} µs of CPU per request, ${all.floor.perSecond}/s, p99 ${all.floor.p99} ms`,
+      `floor of a create at concurrency ${concurrency}: the ceiling ${ceiling.createUs} µs + this stack's HTTP request, form, node push and answer (nothing else) ${stack.cpuPerCreateUs} µs of CPU per request (${stack.perSecond}/s, p99 ${stack.p99} ms, ${stack.errors} errors) = ${floorOfCreateUs(all, concurrency)} µs`,
     );
   }
   if (all.createWrites !== undefined) {
@@ -551,19 +567,20 @@ function printReport(all: typeof results): void {
     );
   }
   console.log(
-    '\n| database | measurement | requests | per second | p50 ms | p99 ms | errors | portal CPU µs/create | × ceiling |',
+    '\n| database | measurement | requests | per second | p50 ms | p99 ms | errors | portal CPU µs/create | × floor |',
   );
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const database of databases) {
     const figures = all[database];
     if (figures === undefined) continue;
-    const creates: [string, CreateFigures][] = [
-      ['create with node push (empty)', figures.createEmptyDatabase],
-      ['create with node push (100k)', figures.createAt100kConfigurations],
+    const creates: [string, CreateFigures, CreateConcurrency][] = [
+      ['create with node push (empty)', figures.createEmptyDatabase, 16],
+      ['create with node push (empty, concurrency 8)', figures.createEmptyDatabaseAt8, 8],
+      ['create with node push (100k)', figures.createAt100kConfigurations, 16],
     ];
-    for (const [name, row] of creates) {
+    for (const [name, row, concurrency] of creates) {
       console.log(
-        `| ${database} | ${name} | ${row.count} | ${row.perSecond} | ${row.p50} | ${row.p99} | ${row.errors} | ${row.cpuPerCreateUs} | ${round(row.cpuPerCreateUs / ceiling.createUs)} |`,
+        `| ${database} | ${name} | ${row.count} | ${row.perSecond} | ${row.p50} | ${row.p99} | ${row.errors} | ${row.cpuPerCreateUs} | ${timesFloor(all, row, concurrency)} |`,
       );
     }
     const listings: [string, Figures][] = [
@@ -598,10 +615,20 @@ function printReport(all: typeof results): void {
     console.log(
       `- ${database}: portal CPU per create ${empty.cpuPerCreateUs} µs ≤ ${TARGETS.cpuPerCreateUs}: ${verdict(empty.cpuPerCreateUs <= TARGETS.cpuPerCreateUs)}`,
     );
-    if (database === 'sqlite')
+    if (database === 'sqlite') {
       console.log(
         `- sqlite: portal CPU per create ${empty.cpuPerCreateUs} µs ≤ ${TARGETS.sqliteCpuPerCreateUs}: ${verdict(empty.cpuPerCreateUs <= TARGETS.sqliteCpuPerCreateUs)}`,
       );
+      for (const [concurrency, row] of [
+        [8, figures.createEmptyDatabaseAt8],
+        [16, empty],
+      ] as const) {
+        const times = timesFloor(all, row, concurrency);
+        console.log(
+          `- sqlite: at concurrency ${concurrency}, ${row.perSecond} creates/s, portal CPU per create ${row.cpuPerCreateUs} µs = ${times} × the floor ≤ ${TARGETS.sqliteTimesFloor}: ${verdict(times <= TARGETS.sqliteTimesFloor)}`,
+        );
+      }
+    }
     console.log(`- ${database}: creates per second ${empty.perSecond} ≥ ${rate}: ${verdict(empty.perSecond >= rate)}`);
     console.log(
       `- ${database}: create p99 ${empty.p99} ms ≤ ${TARGETS.createP99Ms}: ${verdict(empty.p99 <= TARGETS.createP99Ms)}`,
@@ -660,4 +687,18 @@ function printReport(all: typeof results): void {
       `- revocation (${database}): every peer of those users off the node ${revocation.offNodeSeconds} s after the last answer ≤ ${TARGETS.revocationOffNodeSeconds}: ${verdict(revocation.offNodeSeconds <= TARGETS.revocationOffNodeSeconds)}`,
     );
   }
+}
+
+/**
+ * The least CPU a create can cost at this concurrency: an X25519 key pair and the one insert
+ * (the ceiling, in one process) plus a request of the same size on an empty Fastify server that
+ * pushes to the node (bench/floor-server.ts). NaN when the floor was not measured.
+ */
+function floorOfCreateUs(all: typeof results, concurrency: CreateConcurrency): number {
+  return round(all.ceiling.createUs + (all.floor?.[concurrency].cpuPerCreateUs ?? Number.NaN));
+}
+
+/** A create's portal CPU as a multiple of the floor at its concurrency. */
+function timesFloor(all: typeof results, row: CreateFigures, concurrency: CreateConcurrency): number {
+  return round(row.cpuPerCreateUs / floorOfCreateUs(all, concurrency));
 }
