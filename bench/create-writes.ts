@@ -41,6 +41,7 @@ function run(file: string, prefix: string, perCommit: number): { totalUs: number
   const db = new SqliteDatabase(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  db.pragma('temp_store = MEMORY');
   db.pragma('foreign_keys = ON');
   const statement = (text: string) => db.prepare(text);
   const begin = statement('BEGIN IMMEDIATE');

@@ -118,6 +118,31 @@ test('a transaction that fails in a group takes only its own changes with it', a
   assert.deepEqual(committed(), [1, 3]);
 });
 
+test('a grouped transaction that changed more pages than SQLite keeps in memory by default still rolls back alone', async (t) => {
+  const { db, committed } = await lab(t);
+  // Its savepoint journal stays in memory (temp_store MEMORY) instead of a file past 64 KiB.
+  const [setting] = (await sql<{ temp_store: number }>`PRAGMA temp_store`.execute(db)).rows;
+  assert.equal(setting?.temp_store, 2);
+  const first = heldOpen(db, 1);
+  await nextTurn();
+  const large = db.transaction().execute(async (trx) => {
+    // About 256 KiB over many pages, then a failure: every page goes back to what it was.
+    for (let id = 100; id < 164; id++)
+      await sql`INSERT INTO notes (id, body) VALUES (${id}, ${Buffer.alloc(4096, id)})`.execute(trx);
+    await sql`UPDATE notes SET body = ${Buffer.alloc(8, 0)} WHERE id = 1`.execute(trx);
+    throw new Error('too much');
+  });
+  const third = db.transaction().execute((trx) => insert(trx, 3));
+  await nextTurn();
+  first.open();
+  await assert.rejects(large, /too much/);
+  await Promise.all([first.done, third]);
+  assert.deepEqual(committed(), [1, 3]);
+  const [kept] = (await sql<{ body: string }>`SELECT CAST(body AS TEXT) AS body FROM notes WHERE id = 1`.execute(db))
+    .rows;
+  assert.equal(kept?.body, 'x');
+});
+
 test('a query outside a transaction commits a waiting group first: it never reads what is not durable', async (t) => {
   const { db, committed } = await lab(t);
   const first = heldOpen(db, 1);
