@@ -15,7 +15,8 @@
 // Then the agent at wireguard-go's cap and a bulk revocation through it, per database
 // (bench/agent.ts, needs root and wireguard-go). The portal runs as its own process
 // (`vpn-portal serve`, built into dist/). BENCH_DATABASES="sqlite" (or "postgres") measures one
-// database only; BENCH_AGENT=0 skips the agent, BENCH_PORTAL=0 everything before it.
+// database only; BENCH_AGENT=0 skips the agent, BENCH_PORTAL=0 everything before it;
+// BENCH_PORT_BASE moves its four loopback ports (18080–18083).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -45,10 +46,11 @@ const TARGET_CONFIGURATIONS = 100_000;
 const LIST_SAMPLES = 20;
 const RANGE_FOUR = '10.64.0.0/14';
 const RANGE_SIX = 'fd64::/64';
-const PORT = 18_080;
-const NODE_PORT = 18_081;
-const FLOOR_PORT = 18_082;
-const OTHER_PORT = 18_083;
+/** The first of the four ports the run listens on (BENCH_PORT_BASE: runs side by side on one machine must differ). */
+const PORT = Number(process.env['BENCH_PORT_BASE'] ?? 18_080);
+const NODE_PORT = PORT + 1;
+const FLOOR_PORT = PORT + 2;
+const OTHER_PORT = PORT + 3;
 const SEED_BATCH = 1000;
 
 /** The performance targets each figure is printed next to. */
