@@ -2,14 +2,22 @@
 // all its other writes and locks (src/core/events.ts). Listeners describe them as data; storage
 // alone holds their statements and the order they run in, whatever order they were asked for in.
 // A plain change runs them one by one (runClosingWrites); a create makes them the end of its final
-// statement, after it took its address pool's row (src/storage/new-peer.ts).
+// statement, after it took its address pool's row (src/storage/new-peer.ts). The webhook outbox is
+// one of them so that its rows, which need the subscriptions, cost a create no statement of its own.
 import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { isPostgres } from './database.js';
 import { auditRecordInsert, type NewAuditRecord } from './audit-log.js';
 import { changeMarkerInsert } from './change-markers.js';
 import { listingGenerationBump } from './listing-generation.js';
 import { insertRevocationNodes, type RevocationNodeRow } from './revocation-nodes.js';
 import { insertRevocation, type StoredRevocation } from './revocations.js';
 import type { Database } from './schema.js';
+import {
+  insertOutboxDeliveries,
+  OUTBOX_EVENTS_PER_STATEMENT,
+  outboxInsert,
+  type OutboxEvent,
+} from './webhook-deliveries.js';
 
 export type ClosingWrite =
   /** A revocation receipt and its configurations on their nodes (src/listeners/revocation-receipts.ts). */
@@ -17,6 +25,16 @@ export type ClosingWrite =
       readonly kind: 'revocation-receipt';
       readonly revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>;
       readonly nodes: readonly Omit<RevocationNodeRow, 'appliedAt'>[];
+    }
+  /**
+   * The webhook outbox's deliveries of the change's events, to every subscription that asked for
+   * them (src/listeners/webhook-outbox.ts); `written` is told how many were written, when the
+   * statement ran (possibly in an attempt that then rolls back).
+   */
+  | {
+      readonly kind: 'webhook-deliveries';
+      readonly events: readonly OutboxEvent[];
+      readonly written: (deliveries: number) => void;
     }
   /** The audit row of the Admin API call that made the change (src/listeners/audit-log.ts). */
   | { readonly kind: 'audit-record'; readonly record: NewAuditRecord }
@@ -28,12 +46,13 @@ export type ClosingWrite =
 /**
  * Where each kind runs among a change's closing writes. The listing counter's shard lock must be
  * the last lock a change takes: whoever holds a shard then holds every other lock it needs, so
- * two changes never wait for each other. A receipt and an audit row are new rows no other change
- * waits on; the marker says the change reached its end. A new kind fails the type check here
+ * two changes never wait for each other. A receipt, the outbox's deliveries and an audit row are
+ * new rows no other change waits on; the marker says the change reached its end. A new kind fails the type check here
  * until it has its place.
  */
 const CLOSING_PLACE: { readonly [K in ClosingWrite['kind']]: number } = {
   'revocation-receipt': 0,
+  'webhook-deliveries': 1,
   'audit-record': 1,
   'listing-generation': 2,
   'change-marker': 3,
@@ -58,23 +77,36 @@ export function inClosingOrder(writes: readonly ClosingWrite[]): ClosingWrite[] 
 export async function runClosingWrites(trx: Transaction<Database>, writes: readonly ClosingWrite[]): Promise<void> {
   for (const write of inClosingOrder(writes)) {
     if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
+    else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
     else await singleRowStatement(write).execute(trx);
   }
 }
 
+/** A closing write as a clause of a create's final statement. */
+export interface ClosingClause {
+  readonly statement: RawBuilder<unknown>;
+  /** Set when the statement returns rows whose number its asker wants (the outbox's deliveries). */
+  readonly written?: (rows: number) => void;
+}
+
 /**
  * For a statement that ends with the change's closing writes (a create's final one): runs a
- * receipt now, on its own (it may be many rows, and holds no lock another change waits on), and
- * answers the others' statements, in closing order, for the caller to place as WITH clauses.
+ * receipt now, on its own (it may be many rows, and holds no lock another change waits on), as
+ * the outbox's deliveries when they need more than one statement, and answers the others'
+ * statements, in closing order, for the caller to place as WITH clauses.
  */
 export async function closingClauses(
   trx: Transaction<Database>,
   writes: readonly ClosingWrite[],
-): Promise<RawBuilder<unknown>[]> {
-  const clauses: RawBuilder<unknown>[] = [];
+): Promise<ClosingClause[]> {
+  const clauses: ClosingClause[] = [];
   for (const write of inClosingOrder(writes)) {
     if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
-    else clauses.push(singleRowStatement(write));
+    else if (write.kind === 'webhook-deliveries') {
+      if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT)
+        write.written(await insertOutboxDeliveries(trx, write.events));
+      else clauses.push({ statement: outboxInsert(write.events, isPostgres(trx)), written: write.written });
+    } else clauses.push({ statement: singleRowStatement(write) });
   }
   return clauses;
 }
@@ -87,7 +119,9 @@ async function insertReceipt(
   await insertRevocationNodes(trx, write.nodes);
 }
 
-function singleRowStatement(write: Exclude<ClosingWrite, { kind: 'revocation-receipt' }>): RawBuilder<unknown> {
+function singleRowStatement(
+  write: Exclude<ClosingWrite, { kind: 'revocation-receipt' | 'webhook-deliveries' }>,
+): RawBuilder<unknown> {
   switch (write.kind) {
     case 'audit-record':
       return auditRecordInsert(write.record);

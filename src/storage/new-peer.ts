@@ -3,11 +3,11 @@
 // index until its commit, so that statement comes last and does all that is left: on
 // PostgreSQL one statement takes the index, inserts the configuration with the addresses of
 // that index (computed by the server, checked here), journals it for the listings (migration
-// 0020) and ends with the change's closing writes (src/storage/closing-writes.ts: the audit
-// row, the listing counter); the row is held for that statement and the commit only. SQLite, one writer at a time and no round trips, runs the
+// 0020) and ends with the change's closing writes (src/storage/closing-writes.ts: the webhook
+// outbox's deliveries, the audit row, the listing counter); the row is held for that statement and the commit only. SQLite, one writer at a time and no round trips, runs the
 // same steps one by one.
-import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
-import { closingClauses, runClosingWrites, type ClosingWrite } from './closing-writes.js';
+import { sql, type Selectable, type Transaction } from 'kysely';
+import { closingClauses, runClosingWrites, type ClosingClause, type ClosingWrite } from './closing-writes.js';
 import type { DeviceId } from '../shared/ids.js';
 import { clientAddressesAt, FIRST_CLIENT_OFFSET, poolCapacity } from '../wireguard/address-pool.js';
 import { isPostgres } from './database.js';
@@ -42,11 +42,11 @@ export async function insertPeerAtFreeAddress(
     return { peer: stored };
   }
   let row = await takeAndInsert(trx, pool, peer, await closingClauses(trx, closingWrites));
-  if (row === undefined) {
+  if (row.taken_index === null) {
     // The pool's row is missing (its first allocation) or the pool is full.
     await ensurePoolRow(trx, pool);
     row = await takeAndInsert(trx, pool, peer, []);
-    if (row === undefined) return null;
+    if (row.taken_index === null) return null;
   }
   if (row.public_key === null) return { peer: null };
   const stored = toPeer(row as Selectable<WireGuardPeersTable>);
@@ -63,7 +63,7 @@ export async function insertPeerAtFreeAddress(
   return { peer: fixed === undefined ? null : toPeer(fixed) };
 }
 
-type TakenRow = { readonly taken_index: number } & {
+type TakenRow = { readonly taken_index: number | null } & {
   readonly [K in keyof Selectable<WireGuardPeersTable>]: Selectable<WireGuardPeersTable>[K] | null;
 };
 
@@ -71,17 +71,24 @@ type TakenRow = { readonly taken_index: number } & {
  * One statement: the index (ip_pools' row lock), the configuration at its addresses, its journal
  * row, then the closing writes. PostgreSQL runs a data-modifying WITH query the main query does
  * not read after the main query, so the closing writes (the listing counter's lock, a change's
- * last) come after the pool's lock. undefined: no index was taken.
+ * last) come after the pool's lock. The one the main query does read, the outbox's deliveries
+ * (to count them), takes no lock another change waits on (new rows under fresh event ids).
+ * Always one row, with a null index when none was taken; the closing writes ran either way.
  */
 async function takeAndInsert(
   trx: Transaction<Database>,
   pool: PoolKey,
   peer: UnplacedPeer,
-  closingClauses: readonly RawBuilder<unknown>[],
-): Promise<TakenRow | undefined> {
+  closingClauses: readonly ClosingClause[],
+): Promise<TakenRow & { readonly [written: `written_${number}`]: number }> {
   const capacity = poolCapacity(pool.rangeFour, pool.rangeSix);
-  const closing = closingClauses.map((write, index) => sql`, ${sql.id(`closing_${index}`)} AS (${write})`);
-  const { rows } = await sql<TakenRow>`
+  const closing = closingClauses.map((clause, index) => sql`, ${sql.id(`closing_${index}`)} AS (${clause.statement})`);
+  const counted = closingClauses.flatMap((clause, index) =>
+    clause.written === undefined
+      ? []
+      : [sql`, (SELECT count(*) FROM ${sql.id(`closing_${index}`)})::integer AS ${sql.id(`written_${index}`)}`],
+  );
+  const { rows } = await sql<TakenRow & { readonly [written: `written_${number}`]: number }>`
     WITH ${takingOnPostgres(pool, capacity)}, peer AS (
       INSERT INTO wg_peers (public_key, user_id, profile_id, node_number, display_name, ip_four, ip_six, pool_index,
         created_at, expires_at, auth_key, expiry_warned, revision, device_id)
@@ -97,6 +104,10 @@ async function takeAndInsert(
     ), journal AS (
       INSERT INTO listing_changes (profile_id, created_at, public_key) SELECT profile_id, created_at, public_key FROM peer
     )${sql.join(closing, sql``)}
-    SELECT taken.pool_index AS taken_index, peer.* FROM taken LEFT JOIN peer ON true`.execute(trx);
-  return rows[0];
+    SELECT taken.pool_index AS taken_index, peer.*${sql.join(counted, sql``)}
+    FROM (VALUES (1)) AS one (n) LEFT JOIN taken ON true LEFT JOIN peer ON true`.execute(trx);
+  const [row] = rows;
+  if (row === undefined) throw new Error('the create statement answered no row');
+  for (const [index, clause] of closingClauses.entries()) clause.written?.(row[`written_${index}`] ?? 0);
+  return row;
 }

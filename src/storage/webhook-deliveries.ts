@@ -2,8 +2,9 @@
 // written in the transaction of the change it reports (src/listeners/webhook-outbox.ts), claimed
 // under a lease by one portal instance per attempt (a conditional update: exactly one instance
 // wins it, on SQLite and on PostgreSQL), and stays as the log entry once delivered or given up.
-import { sql, type ExpressionBuilder } from 'kysely';
-import type { Db } from './database.js';
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
+import { EVERY_EVENT_TYPE } from '../protocol/webhooks.js';
+import { isPostgres, type Db } from './database.js';
 import type { Database, WebhookDeliveriesTable } from './schema.js';
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'cancelled';
@@ -52,6 +53,65 @@ export async function insertDeliveries(db: Db, deliveries: readonly NewDelivery[
       })),
     )
     .execute();
+}
+
+/**
+ * An event for the outbox, before anyone knows who subscribed to it: the statement that writes it
+ * reads the subscriptions itself, so a change spends no round trip of its own on them.
+ */
+export interface OutboxEvent {
+  /** A UUIDv7 made when the event was written (timeOrderedId): its time and counter begin each delivery's id. */
+  readonly idSource: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly payload: string;
+  readonly createdAt: string;
+}
+
+/** Events written by one statement: a large change (a destroy of many configurations) takes several. */
+export const OUTBOX_EVENTS_PER_STATEMENT = 500;
+
+/**
+ * One pending delivery of each event to every subscription whose event types name it (or `*`),
+ * as one statement that reads the subscriptions as it inserts: a subscription committed before
+ * the statement starts is seen. Each delivery's id is a UUIDv7 with the time and counter of the
+ * event's `idSource` and a random part of the server's (one event can go to several
+ * subscriptions), so the log keeps the order the events were written in. Returns a row per
+ * delivery. At most OUTBOX_EVENTS_PER_STATEMENT events.
+ */
+export function outboxInsert(events: readonly OutboxEvent[], postgres: boolean): RawBuilder<{ delivery_id: string }> {
+  const rows = events.map(
+    (event) =>
+      sql`(${event.idSource.slice(0, UUID_TIME_AND_COUNTER)}, ${event.eventId}, ${event.eventType}, ${event.payload}, ${event.createdAt})`,
+  );
+  // The random part of a UUID (its variant nibble 8–b, then 15 hex digits and a dash): 17 characters.
+  const randomPart = postgres
+    ? sql`right(gen_random_uuid()::text, 17)`
+    : sql`substr('89ab', (random() & 3) + 1, 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6)))`;
+  const wanted = postgres
+    ? sql`webhooks.event_types::jsonb ?| array[${EVERY_EVENT_TYPE}::text, event.event_type]`
+    : sql`EXISTS (SELECT 1 FROM json_each(webhooks.event_types) AS asked WHERE asked.value IN (${EVERY_EVENT_TYPE}, event.event_type))`;
+  return sql<{ delivery_id: string }>`
+    WITH event (id_start, event_id, event_type, payload, created_at) AS (VALUES ${sql.join(rows)})
+    INSERT INTO webhook_deliveries (delivery_id, webhook_id, event_id, event_type, payload, created_at, state, attempts,
+      next_attempt_at)
+    SELECT event.id_start || ${randomPart}, webhooks.webhook_id, event.event_id, event.event_type, event.payload,
+      event.created_at, 'pending', 0, event.created_at
+    FROM event JOIN webhooks ON ${wanted}
+    RETURNING delivery_id`;
+}
+
+/** "xxxxxxxx-xxxx-7xxx-": a UUIDv7's milliseconds, version and counter. */
+const UUID_TIME_AND_COUNTER = 19;
+
+/** Writes the outbox's deliveries of `events` (outboxInsert), in as many statements as they need; answers how many. */
+export async function insertOutboxDeliveries(db: Db, events: readonly OutboxEvent[]): Promise<number> {
+  let written = 0;
+  for (let start = 0; start < events.length; start += OUTBOX_EVENTS_PER_STATEMENT) {
+    const chunk = events.slice(start, start + OUTBOX_EVENTS_PER_STATEMENT);
+    written += (await outboxInsert(chunk, isPostgres(db)).execute(db)).rows.length;
+  }
+  return written;
 }
 
 /**

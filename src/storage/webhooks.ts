@@ -2,7 +2,6 @@
 // src/core/webhooks/secrets.ts opens them, to sign.
 import { z } from 'zod';
 import type { Db } from './database.js';
-import { preparedQuery } from './prepared-query.js';
 import type { WebhooksTable } from './schema.js';
 
 export interface StoredWebhook {
@@ -46,21 +45,6 @@ export async function listWebhooks(db: Db): Promise<StoredWebhook[]> {
     toWebhook,
   );
 }
-
-/** The subscriptions and the event types each wants (what the outbox listener reads for every event). */
-export async function webhookInterests(
-  db: Db,
-): Promise<{ readonly webhookId: string; readonly eventTypes: readonly string[] }[]> {
-  const { rows } = await selectInterests(db, {});
-  return rows.map((row) => ({
-    webhookId: row.webhook_id,
-    eventTypes: eventTypesSchema.parse(JSON.parse(row.event_types)),
-  }));
-}
-
-const selectInterests = preparedQuery((db) =>
-  db.selectFrom('webhooks').select(['webhook_id', 'event_types']).orderBy('webhook_id'),
-);
 
 /** True when a subscription was deleted. */
 export async function deleteWebhook(db: Db, webhookId: string): Promise<boolean> {
