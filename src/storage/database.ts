@@ -63,6 +63,7 @@ import { deviceSuspensionSchema } from './migrations/0026-device-suspension.js';
 import { scimSchema } from './migrations/0027-scim.js';
 import { deviceSearchIndexes } from './migrations/0030-device-search.js';
 import { connectionLogPagingIndexes } from './migrations/0031-connection-log-paging.js';
+import { wantedPeersIndexes } from './migrations/0032-wanted-peers.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -108,6 +109,7 @@ const migrations: Record<string, Migration> = {
   '0027-scim': scimSchema,
   '0030-device-search': deviceSearchIndexes,
   '0031-connection-log-paging': connectionLogPagingIndexes,
+  '0032-wanted-peers': wantedPeersIndexes,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

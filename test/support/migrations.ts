@@ -28,4 +28,5 @@ export const EXPECTED_MIGRATIONS = [
   '0027-scim',
   '0030-device-search',
   '0031-connection-log-paging',
+  '0032-wanted-peers',
 ] as const;

@@ -1,0 +1,43 @@
+// What every reconcile pass reads for each node, and what each /metrics scrape counts, read an
+// index on both databases: asked of the database's own planner with the very statements the
+// portal sends. A node's wanted peers are its own configurations (the node's index) less those of
+// disabled users and suspended devices, never a read of every configuration or every user; the
+// count of configurations per pool reads the node's index alone, never the rows. PostgreSQL is
+// told to avoid sequential scans where it can, as it would at a million configurations.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import type { Db } from '../../src/storage/database.js';
+import { peerCountsQuery, wantedOnNodeQuery } from '../../src/storage/wg-peers.js';
+import { queryPlan } from '../support/query-plans.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+let portal: TestPortal;
+let db: Db;
+
+before(async () => {
+  portal = await startTestPortal();
+  db = portal.portal.ctx.db;
+});
+after(() => portal.close());
+
+/** A whole table read: SQLite's SCAN without an index, or by an index it walks end to end; PostgreSQL's Seq Scan. */
+const wholeTable = (table: string, allowedIndex?: string): RegExp =>
+  new RegExp(`\\bSCAN ${table}\\b(?! USING (?:COVERING )?INDEX ${allowedIndex ?? '-'}\\b)|Seq Scan on ${table}\\b`);
+
+test("a node's wanted peers are read by the node's index, with no read of every user or device", async () => {
+  const plan = await queryPlan(
+    db,
+    wantedOnNodeQuery(db, { now: '2026-03-01T12:00:00+00:00', nodeNumber: asNodeNumber(7) }).compile(),
+  );
+  assert.match(plan, /wg_peers_node/, plan);
+  assert.doesNotMatch(plan, wholeTable('wg_peers'), plan);
+  assert.doesNotMatch(plan, wholeTable('users', 'users_disabled'), plan);
+  assert.doesNotMatch(plan, wholeTable('devices', 'devices_suspended'), plan);
+});
+
+test('the count of configurations per pool reads the index by node and profile alone', async () => {
+  const plan = await queryPlan(db, peerCountsQuery(db).compile());
+  assert.match(plan, /SCAN wg_peers USING COVERING INDEX wg_peers_node|Index Only Scan using wg_peers_node/, plan);
+  assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+});
