@@ -17,7 +17,8 @@ import { openRevocationCount } from '../storage/revocations.js';
 import { countDevices, countSuspendedDevices } from '../storage/devices.js';
 import { countOutboxRecords } from '../storage/radius-outbox.js';
 import type { AccountingCounts } from '../core/accounting/index.js';
-import { type PoolUse, wireGuardPoolUse } from '../core/nodes/index.js';
+import { type PoolUse, poolUseOf } from '../core/nodes/index.js';
+import { sharedWhileRunning } from '../shared/shared-while-running.js';
 import type { buildServer } from '../http/server.js';
 import type { SyslogCollector } from '../core/syslog/index.js';
 import {
@@ -84,6 +85,9 @@ export class PortalMetrics {
     const { config } = ctx;
     const registers = [this.registry];
     const now = (): number => ctx.clock.now().getTime();
+    // The configurations gauge and both pool gauges show one count per scrape (they are
+    // collected at once): at a million configurations it is the scrape's largest read.
+    const peersInPools = sharedWhileRunning(() => countPeersByProfileAndNode(ctx.db));
     collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'vpn_portal_node_up',
@@ -131,10 +135,7 @@ export class PortalMetrics {
               this.set({ profile: profile.profileId, node: String(node.nodeNumber), vpn_proto: 'openvpn' }, 0);
           }
         }
-        const [peers, certificates] = await Promise.all([
-          countPeersByProfileAndNode(ctx.db),
-          countCertificatesByProfileAndNode(ctx.db),
-        ]);
+        const [peers, certificates] = await Promise.all([peersInPools(), countCertificatesByProfileAndNode(ctx.db)]);
         for (const row of peers)
           this.set({ profile: row.profileId, node: String(row.nodeNumber), vpn_proto: 'wireguard' }, row.count);
         for (const row of certificates)
@@ -158,7 +159,7 @@ export class PortalMetrics {
         this.set(oldestRequestedAt === null ? 0 : Math.max(0, (now() - Date.parse(oldestRequestedAt)) / 1000));
       },
     });
-    // Both gauges read the pools the console's Nodes page reads (core/nodes wireGuardPoolUse):
+    // Both gauges read the pools the console's Nodes page reads (core/nodes poolUseOf):
     // one rule for which pools exist and how full they are. A pool that is no longer configured
     // has no size to compare with, so it has no row either.
     const pools: { readonly name: string; readonly help: string; readonly value: (pool: PoolUse) => number }[] = [
@@ -181,7 +182,7 @@ export class PortalMetrics {
         registers,
         async collect() {
           this.reset();
-          for (const pool of await wireGuardPoolUse(ctx))
+          for (const pool of poolUseOf(config, await peersInPools()))
             this.set({ profile: pool.profileId, node: String(pool.nodeNumber) }, value(pool));
         },
       });

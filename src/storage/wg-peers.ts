@@ -433,10 +433,15 @@ function byExpiryThenKey(a: WireGuardPeer, b: WireGuardPeer): number {
   return a.publicKey < b.publicKey ? -1 : a.publicKey > b.publicKey ? 1 : 0;
 }
 
+/** How many WireGuard configurations one profile has on one node. */
+export interface PeersInPool {
+  readonly profileId: string;
+  readonly nodeNumber: number;
+  readonly count: number;
+}
+
 /** WireGuard configurations per profile and node: each holds one address pair of that pool (metrics). */
-export async function countPeersByProfileAndNode(
-  db: Db,
-): Promise<{ profileId: string; nodeNumber: number; count: number }[]> {
+export async function countPeersByProfileAndNode(db: Db): Promise<PeersInPool[]> {
   const rows = await peerCountsQuery(db).execute();
   return rows.map((row) => ({ profileId: row.profile_id, nodeNumber: row.node_number, count: Number(row.count) }));
 }

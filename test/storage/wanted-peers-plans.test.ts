@@ -2,12 +2,14 @@
 // index on both databases: asked of the database's own planner with the very statements the
 // portal sends. A node's wanted peers are its own configurations (the node's index) less those of
 // disabled users and suspended devices, never a read of every configuration or every user; the
-// count of configurations per pool reads the node's index alone, never the rows. PostgreSQL is
-// told to avoid sequential scans where it can, as it would at a million configurations.
+// counts of configurations per profile and node (WireGuard's and OpenVPN's) read an index alone,
+// never the rows. PostgreSQL is told to avoid sequential scans where it can, as it would at a
+// million configurations.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import type { Db } from '../../src/storage/database.js';
+import { certificateCountsQuery } from '../../src/storage/certificates.js';
 import { peerCountsQuery, wantedOnNodeQuery } from '../../src/storage/wg-peers.js';
 import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -36,8 +38,17 @@ test("a node's wanted peers are read by the node's index, with no read of every 
   assert.doesNotMatch(plan, wholeTable('devices', 'devices_suspended'), plan);
 });
 
-test('the count of configurations per pool reads the index by node and profile alone', async () => {
-  const plan = await queryPlan(db, peerCountsQuery(db).compile());
-  assert.match(plan, /SCAN wg_peers USING COVERING INDEX wg_peers_node|Index Only Scan using wg_peers_node/, plan);
-  assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
-});
+for (const [what, query, table] of [
+  ['WireGuard', peerCountsQuery, 'wg_peers'],
+  ['OpenVPN', certificateCountsQuery, 'certificates'],
+] as const) {
+  test(`the count of ${what} configurations per profile and node reads the index by node and profile alone`, async () => {
+    const plan = await queryPlan(db, query(db).compile());
+    assert.match(
+      plan,
+      new RegExp(`SCAN ${table} USING COVERING INDEX ${table}_node|Index Only Scan using ${table}_node`),
+      plan,
+    );
+    assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+  });
+}

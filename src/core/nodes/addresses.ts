@@ -6,7 +6,7 @@ import { releasePoolIndex, type PoolKey } from '../../storage/ip-pools.js';
 import { insertPeerAtFreeAddress, type UnplacedPeer } from '../../storage/new-peer.js';
 import type { ClosingWrite } from '../../storage/closing-writes.js';
 import type { Database } from '../../storage/schema.js';
-import { countPeersByProfileAndNode, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { countPeersByProfileAndNode, type PeersInPool, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../../wireguard/address-pool.js';
 import type { NodeNumber, ProfileId } from '../../shared/ids.js';
 import type { PortalContext } from '../context.js';
@@ -69,12 +69,17 @@ export interface PoolUse {
 
 /** Every WireGuard pool of the configured profiles, in the configuration's order, with its use. */
 export async function wireGuardPoolUse(ctx: PortalContext): Promise<PoolUse[]> {
-  const used = await countPeersByProfileAndNode(ctx.db);
-  return ctx.config.profiles.flatMap((profile) =>
+  return poolUseOf(ctx.config, await countPeersByProfileAndNode(ctx.db));
+}
+
+/** The same, from counts of configurations per pool already read (countPeersByProfileAndNode). */
+export function poolUseOf(config: PortalConfig, counts: readonly PeersInPool[]): PoolUse[] {
+  const poolName = (profileId: string, nodeNumber: number): string => JSON.stringify([profileId, nodeNumber]);
+  const used = new Map(counts.map((row) => [poolName(row.profileId, row.nodeNumber), row.count]));
+  return config.profiles.flatMap((profile) =>
     profile.nodes.flatMap((node) => {
       if (node.wireGuard === null) return [];
-      const count =
-        used.find((row) => row.profileId === profile.profileId && row.nodeNumber === node.nodeNumber)?.count ?? 0;
+      const count = used.get(poolName(profile.profileId, node.nodeNumber)) ?? 0;
       const size = poolCapacity(node.wireGuard.rangeFour, node.wireGuard.rangeSix);
       return [{ profileId: profile.profileId, nodeNumber: node.nodeNumber, used: count, size }];
     }),
