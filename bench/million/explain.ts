@@ -1,7 +1,8 @@
 // The million-configuration benchmark's plan check: while it is on, PostgreSQL's auto_explain
 // writes the plan of every statement the portal sends (with the portal's own parameters) to
 // the server's log; afterwards every plan is read back and each sequential scan of a table
-// larger than SEQ_SCAN_ROWS rows is reported, with the statement that made it.
+// larger than SEQ_SCAN_ROWS rows is reported, with the statement that made it, and the
+// durations of a few statements the bench names (a node's wanted peers, the /metrics counts).
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -20,6 +21,24 @@ export interface SeqScan {
 export interface PlanCheck {
   readonly plans: number;
   readonly seqScans: readonly SeqScan[];
+  /** Each named statement's durations as the server logged them (ms), by name. */
+  readonly durations: ReadonlyMap<string, readonly number[]>;
+}
+
+/**
+ * Statements the bench times and always holds to the check, whoever sent them and when: each
+ * node's wanted peers, read by every reconcile pass (src/storage/wg-peers.ts peersWantedOnNode),
+ * and the count of configurations per pool that /metrics reports.
+ */
+export const NAMED_STATEMENTS: Readonly<Record<string, RegExp>> = {
+  "a node's wanted peers": /"wg_peers"\."ip_six" from "wg_peers" .*"wg_peers"\."node_number" = \$\d+/is,
+  'configurations per pool (/metrics)':
+    /from "wg_peers" group by "(?:profile_id", "node_number|node_number", "profile_id)"/is,
+};
+
+/** The name of the statement `text` is, among NAMED_STATEMENTS; undefined: none. */
+export function statementName(text: string): string | undefined {
+  return Object.entries(NAMED_STATEMENTS).find(([, pattern]) => pattern.test(text))?.[0];
 }
 
 /** The server's log: bench/run.sh's throw-away server writes it beside its socket. */
@@ -92,12 +111,20 @@ export async function checkPlans(url: string, fromOffset: number): Promise<PlanC
       ).rows.map((row) => [row.relname, Number(row.rows)]),
     );
     const seqScans = new Map<string, SeqScan>();
+    const durations = new Map<string, number[]>();
     let plans = 0;
     for (const entry of entries) {
       const at = entry.indexOf('plan:');
-      if (!entry.includes('duration:') || at < 0) continue;
+      const duration = /duration: ([\d.]+) ms/.exec(entry);
+      if (duration === null || at < 0) continue;
       const plan = JSON.parse(entry.slice(at + 'plan:'.length)) as { 'Query Text': string; Plan: PlanNode };
       plans++;
+      const name = statementName(plan['Query Text']);
+      if (name !== undefined) {
+        const times = durations.get(name) ?? [];
+        times.push(Number(duration[1]));
+        durations.set(name, times);
+      }
       for (const table of seqScannedTables(plan.Plan)) {
         const rows = sizes.get(table) ?? 0;
         if (rows <= SEQ_SCAN_ROWS) continue;
@@ -108,7 +135,7 @@ export async function checkPlans(url: string, fromOffset: number): Promise<PlanC
           seqScans.set(`${table} ${statement}`, { at, table, rows, statement });
       }
     }
-    return { plans, seqScans: [...seqScans.values()] };
+    return { plans, seqScans: [...seqScans.values()], durations };
   } finally {
     await client.end();
   }
