@@ -13,6 +13,8 @@
 //  5. bulk revocation: 10,000 disable_user calls at concurrency 16 through the Admin API, from a
 //     process of their own: the calls' latency, and seconds from the last answer until every
 //     peer of those users is off the interface.
+// BENCH_AGENT_ONLY=revocation runs the adds (the interface must be full) and the revocation only,
+// skipping 2–4; BENCH_DISABLE_CALLS=N sends N disable_user calls instead of 10,000.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -38,6 +40,15 @@ export interface AgentFigures {
   readonly peers: number;
   readonly addSeconds: number;
   readonly writesDuringAdd: number;
+  /** Steps 2–4; null when skipped (BENCH_AGENT_ONLY=revocation). */
+  readonly passAndRestart: PassAndRestartFigures | null;
+  readonly revocation: RevocationFigures;
+  /** `uptime`'s load averages when the run began and ended. */
+  readonly loadBefore: string;
+  readonly loadAfter: string;
+}
+
+export interface PassAndRestartFigures {
   readonly noOpReconcileSeconds: number;
   readonly writesDuringReconcile: number;
   /** The agent process's CPU time (user + system) during the full pass, and its `wg` processes'. */
@@ -47,10 +58,6 @@ export interface AgentFigures {
   readonly agentPeakRssMb: number;
   /** From the restarted agent's start until every peer is on the interface again. */
   readonly restartSeconds: number;
-  readonly revocation: RevocationFigures;
-  /** `uptime`'s load averages when the run began and ended. */
-  readonly loadBefore: string;
-  readonly loadAfter: string;
 }
 
 export interface RevocationFigures {
@@ -60,13 +67,17 @@ export interface RevocationFigures {
   readonly p99Ms: number;
   readonly maxMs: number;
   readonly callsSeconds: number;
+  /** CPU time (user + system) per call of the portal (the benchmark's own process) and of the agent, while the calls ran. */
+  readonly portalCpuPerCallUs: number;
+  readonly agentCpuPerCallUs: number;
   /** From the last answer until no peer of those users is on the interface (0: gone before it). */
   readonly offNodeSeconds: number;
 }
 
 /** A /16's clients: 65,536 addresses less the network, the node's own and the broadcast address. */
 const PEERS = 65_533;
-const DISABLED_USERS = 10_000;
+const DISABLED_USERS = Number(process.env['BENCH_DISABLE_CALLS'] ?? 10_000);
+const REVOCATION_ONLY = process.env['BENCH_AGENT_ONLY'] === 'revocation';
 const DISABLE_CONCURRENCY = 16;
 /** As many in flight as the portal's reconcile pass keeps. */
 const IN_FLIGHT = PARALLEL_CHANGES_PER_NODE;
@@ -146,38 +157,26 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     const writesDuringAdd = writesBeforeReconcile - writesBeforeAdd;
     progress(`${PEERS} adds in ${round(addSeconds)} s, ${writesDuringAdd} writes`);
 
-    // 2. A full pass with nothing to change; it observes the node's sessions on the way.
-    const cpuBefore = processCpu(agent.pid);
-    const reconcileStarted = performance.now();
-    await portal.portal.reconcileNow();
-    const noOpReconcileSeconds = (performance.now() - reconcileStarted) / 1000;
-    const cpuAfter = processCpu(agent.pid);
-    const writesDuringReconcile = (await peerWrites(agent)) - writesBeforeReconcile;
-    progress(
-      `full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`,
-    );
-
-    // 3. The agent's memory with every peer on the interface.
-    const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryOf(agent.pid);
-    progress(`agent RSS ${agentRssMb} MB (peak ${agentPeakRssMb} MB)`);
-
-    // 4. Stopped (the interface goes with it) and started again.
-    await agent.stop();
-    const restartStarted = performance.now();
-    agent = await startAgentProcess(agentInput);
-    // Watched through the agent's own count (/i/node, no read of the interface): a look at the
-    // interface is a listing of every peer that wireguard-go writes out under its configuration
-    // lock, and looking often would hold up the very writes measured. Checked on the interface once.
     const daemonUrl = `http://127.0.0.1:${port}`;
     const nodeSecret = keys.nodeSecret(nodeNumber) ?? '';
-    while ((await agentPeerCount(daemonUrl, nodeSecret)) < PEERS) await sleep(100);
-    const restartSeconds = (performance.now() - restartStarted) / 1000;
-    const restored = await peersOnInterface(node, interfaceName);
-    if (peers.some((peer) => !restored.has(peer.publicKey)))
-      throw new Error(`${PEERS - restored.size} peers missing on the interface after the restart`);
-    progress(`restarted, every peer back in ${round(restartSeconds)} s`);
+    let passAndRestart: PassAndRestartFigures | null = null;
+    if (!REVOCATION_ONLY) {
+      const measured = await measurePassAndRestart({
+        portal,
+        agent,
+        agentInput,
+        node,
+        interfaceName,
+        daemonUrl,
+        nodeSecret,
+        peers,
+        writesBeforeReconcile,
+      });
+      agent = measured.agent;
+      passAndRestart = measured.figures;
+    }
 
-    // 5. Bulk revocation: the first 10,000 users disabled, one call each.
+    // 5. Bulk revocation: the first 10,000 users (BENCH_DISABLE_CALLS) disabled, one call each.
     const disabledKeys = peers.slice(0, DISABLED_USERS).map((peer) => peer.publicKey as string);
     const disableInput: DisableSenderInput = {
       adminBase: portal.adminBase,
@@ -185,7 +184,11 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       concurrency: DISABLE_CONCURRENCY,
       userIds: peers.slice(0, DISABLED_USERS).map((peer) => peer.userId),
     };
+    const portalCpuBefore = process.cpuUsage();
+    const agentCpuBefore = processCpu(agent.pid).own;
     const calls = JSON.parse(await runBenchProcess('disable-sender.ts', disableInput)) as DisableSenderOutput;
+    const portalCpu = process.cpuUsage(portalCpuBefore);
+    const agentCpuSeconds = processCpu(agent.pid).own - agentCpuBefore;
     // The agent's count first (as above), then the interface itself, until none of those keys is there.
     while ((await agentPeerCount(daemonUrl, nodeSecret)) > PEERS - DISABLED_USERS) {
       if (Date.now() - calls.lastAnswerAtMs > 60_000) break;
@@ -207,20 +210,19 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       p99Ms: calls.p99Ms,
       maxMs: calls.maxMs,
       callsSeconds: round(calls.seconds),
+      portalCpuPerCallUs: Math.round((portalCpu.user + portalCpu.system) / calls.calls),
+      agentCpuPerCallUs: Math.round((agentCpuSeconds * 1e6) / calls.calls),
       offNodeSeconds: round(offNodeSeconds),
     };
+    progress(
+      `${revocation.calls} disable_user in ${revocation.callsSeconds} s, p50 ${revocation.p50Ms} / p99 ${revocation.p99Ms} / max ${revocation.maxMs} ms, CPU per call: portal ${revocation.portalCpuPerCallUs} µs, agent ${revocation.agentCpuPerCallUs} µs; off the node ${revocation.offNodeSeconds} s after the last answer`,
+    );
     return {
       database,
       peers: PEERS,
       addSeconds: round(addSeconds),
       writesDuringAdd,
-      noOpReconcileSeconds: round(noOpReconcileSeconds),
-      writesDuringReconcile,
-      fullPassAgentCpuSeconds: round(cpuAfter.own - cpuBefore.own),
-      fullPassWgCpuSeconds: round(cpuAfter.children - cpuBefore.children),
-      agentRssMb,
-      agentPeakRssMb,
-      restartSeconds: round(restartSeconds),
+      passAndRestart,
       revocation,
       loadBefore,
       loadAfter: loadAverage(),
@@ -232,6 +234,62 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     if (previousDatabaseUrl === undefined) delete process.env['TEST_DATABASE_URL'];
     else process.env['TEST_DATABASE_URL'] = previousDatabaseUrl;
   }
+}
+
+/** Steps 2–4: a full pass with nothing to change, the agent's memory, the agent restarted (answers the new one). */
+async function measurePassAndRestart(setting: {
+  readonly portal: TestPortal;
+  readonly agent: AgentProcess;
+  readonly agentInput: AgentProcessInput;
+  readonly node: Namespace;
+  readonly interfaceName: string;
+  readonly daemonUrl: string;
+  readonly nodeSecret: string;
+  readonly peers: readonly SeededPeer[];
+  readonly writesBeforeReconcile: number;
+}): Promise<{ agent: AgentProcess; figures: PassAndRestartFigures }> {
+  const { portal, agentInput, node, interfaceName, daemonUrl, nodeSecret, peers, writesBeforeReconcile } = setting;
+  let agent = setting.agent;
+  // 2. A full pass with nothing to change; it observes the node's sessions on the way.
+  const cpuBefore = processCpu(agent.pid);
+  const reconcileStarted = performance.now();
+  await portal.portal.reconcileNow();
+  const noOpReconcileSeconds = (performance.now() - reconcileStarted) / 1000;
+  const cpuAfter = processCpu(agent.pid);
+  const writesDuringReconcile = (await peerWrites(agent)) - writesBeforeReconcile;
+  progress(
+    `full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`,
+  );
+
+  // 3. The agent's memory with every peer on the interface.
+  const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryOf(agent.pid);
+  progress(`agent RSS ${agentRssMb} MB (peak ${agentPeakRssMb} MB)`);
+
+  // 4. Stopped (the interface goes with it) and started again.
+  await agent.stop();
+  const restartStarted = performance.now();
+  agent = await startAgentProcess(agentInput);
+  // Watched through the agent's own count (/i/node, no read of the interface): a look at the
+  // interface is a listing of every peer that wireguard-go writes out under its configuration
+  // lock, and looking often would hold up the very writes measured. Checked on the interface once.
+  while ((await agentPeerCount(daemonUrl, nodeSecret)) < PEERS) await sleep(100);
+  const restartSeconds = (performance.now() - restartStarted) / 1000;
+  const restored = await peersOnInterface(node, interfaceName);
+  if (peers.some((peer) => !restored.has(peer.publicKey)))
+    throw new Error(`${PEERS - restored.size} peers missing on the interface after the restart`);
+  progress(`restarted, every peer back in ${round(restartSeconds)} s`);
+  return {
+    agent,
+    figures: {
+      noOpReconcileSeconds: round(noOpReconcileSeconds),
+      writesDuringReconcile,
+      fullPassAgentCpuSeconds: round(cpuAfter.own - cpuBefore.own),
+      fullPassWgCpuSeconds: round(cpuAfter.children - cpuBefore.children),
+      agentRssMb,
+      agentPeakRssMb,
+      restartSeconds: round(restartSeconds),
+    },
+  };
 }
 
 interface AgentProcess {
