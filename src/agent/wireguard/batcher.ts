@@ -54,6 +54,8 @@ export class PeerBatcher {
   #running: Promise<void> | null = null;
   /** How long the last batch's write to the interface took (reading the peers not counted). */
   #lastWriteMs = 0;
+  /** When the last batch was settled (performance.now()); minus infinity before the first. */
+  #lastSettledAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(options: PeerBatcherOptions) {
     this.#interfaceName = options.interfaceName;
@@ -73,6 +75,11 @@ export class PeerBatcher {
   async remove(publicKey: WireGuardKey): Promise<WgPeer | null> {
     const result = await this.#submit({ kind: 'remove', publicKey });
     return result.kind === 'removed' ? result.peer : null;
+  }
+
+  /** The last moment the batcher had work (performance.now()): now while a request waits or a batch is written. */
+  get busyAtMs(): number {
+    return this.#running !== null || this.#queue.length > 0 ? performance.now() : this.#lastSettledAtMs;
   }
 
   /** Waits until every request submitted so far has been applied (used at shut-down). */
@@ -134,6 +141,7 @@ export class PeerBatcher {
     this.#queue = [];
     this.#running = this.#apply(batch).finally(() => {
       this.#running = null;
+      this.#lastSettledAtMs = performance.now();
       if (this.#queue.length === 0) return;
       // A write that took longer than a quiet moment makes the interface the slow step: what
       // arrived meanwhile goes at once, while the answered callers send their next requests

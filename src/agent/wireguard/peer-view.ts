@@ -23,15 +23,15 @@ export interface PeerViewOptions {
  */
 const REUSE_FACTOR = 10;
 /** …but a read that took this long (thousands of peers) is reused up to MAX_REUSE_MS… */
-const EXPENSIVE_READ_MS = 100;
+export const EXPENSIVE_READ_MS = 100;
 /**
  * …and never longer than this: the byte counters a removal answers are at most this old. Longer
- * than the service's own look at its peers every 10 s, so at the cap removals never wait for a
- * read: wireguard-go holds its configuration lock while it writes a listing out (seconds on a
- * busy machine), and every write waits for it. Reading ahead of time instead (tried) kept the
- * removals of a bulk revocation waiting too.
+ * than the service waits between its own looks at its peers (at most 30 s, service.ts), so at
+ * the cap removals never wait for a read: wireguard-go holds its configuration lock while it
+ * writes a listing out (seconds on a busy machine), and every write waits for it. Reading ahead
+ * of time instead (tried) kept the removals of a bulk revocation waiting too.
  */
-const MAX_REUSE_MS = 15_000;
+const MAX_REUSE_MS = 40_000;
 
 export class PeerView {
   readonly #interfaceName: string;
@@ -51,6 +51,11 @@ export class PeerView {
     this.#interfaceName = options.interfaceName;
     this.#wg = options.wg;
     this.#nowMs = options.nowMs ?? (() => performance.now());
+  }
+
+  /** How long the last full read took, in milliseconds (0 before the first). */
+  get lastReadDurationMs(): number {
+    return this.#readDurationMs;
   }
 
   /** How many peers the interface holds, as far as the view knows; null before the first read. */

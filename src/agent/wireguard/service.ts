@@ -14,7 +14,7 @@ import { PeerBatcher } from './batcher.js';
 import type { WgPeer } from './dump.js';
 import { EndpointMemory } from './endpoint-memory.js';
 import { WireGuardInterface } from './interface.js';
-import { PeerView } from './peer-view.js';
+import { EXPENSIVE_READ_MS, PeerView } from './peer-view.js';
 import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
 import { PeerRevisions } from './revisions.js';
 import { WgTool } from './wg-tool.js';
@@ -32,8 +32,32 @@ export interface WireGuardServiceOptions {
   readonly originOf: (endpoint: string) => string | null;
 }
 
-/** How often the service looks at its peers' endpoints by itself. */
+/** How often the service looks at its peers' endpoints by itself… */
 const ENDPOINT_OBSERVE_INTERVAL_MS = 10_000;
+/**
+ * …but when a look is expensive (thousands of peers: wireguard-go holds its configuration lock
+ * while it writes the listing out, and every peer change waits for it), it waits for a moment
+ * without peer changes, so a bulk revocation or a reconcile burst is not held up by it…
+ */
+const ENDPOINT_OBSERVE_QUIET_MS = 1_000;
+/** …for at most this long since the last look (the memory keeps handshakes of the last 3 minutes). */
+const ENDPOINT_OBSERVE_LATEST_MS = 30_000;
+/** How often the service checks whether a look is due. */
+const ENDPOINT_OBSERVE_CHECK_MS = 1_000;
+
+/** Whether the service's own look at its peers' endpoints is due (times in milliseconds, monotonic). */
+export function endpointLookDue(at: {
+  readonly nowMs: number;
+  readonly lastLookMs: number;
+  readonly lastReadDurationMs: number;
+  /** The last moment a peer change waited or was written. */
+  readonly lastPeerChangeMs: number;
+}): boolean {
+  const sinceLook = at.nowMs - at.lastLookMs;
+  if (sinceLook < ENDPOINT_OBSERVE_INTERVAL_MS) return false;
+  if (at.lastReadDurationMs < EXPENSIVE_READ_MS) return true;
+  return at.nowMs - at.lastPeerChangeMs >= ENDPOINT_OBSERVE_QUIET_MS || sinceLook >= ENDPOINT_OBSERVE_LATEST_MS;
+}
 
 interface ActiveWireGuard {
   readonly wireGuardInterface: WireGuardInterface;
@@ -52,6 +76,8 @@ export class WireGuardService implements WireGuardPeers {
   #warnedAboutDropped = false;
   /** Keeps the endpoint memory current even when nobody lists the peers. */
   #observeTimer: NodeJS.Timeout | null = null;
+  /** When the peers were last listed, by anyone (performance.now()). */
+  #lastLookMs = performance.now();
 
   private constructor(options: WireGuardServiceOptions) {
     this.#options = options;
@@ -102,6 +128,7 @@ export class WireGuardService implements WireGuardPeers {
 
   async list(): Promise<readonly WgPeer[]> {
     if (this.#active === null) return [];
+    this.#lastLookMs = performance.now();
     const { peers: listed } = await this.#active.peers.read();
     this.#endpoints.observe(listed, this.#options.clock.now());
     // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
@@ -179,13 +206,19 @@ export class WireGuardService implements WireGuardPeers {
       },
     });
     if (wireGuardInterface.origin !== 'existing') this.#endpoints.interfaceEmptied();
-    this.#observeTimer = setInterval(() => void this.list().catch(() => undefined), ENDPOINT_OBSERVE_INTERVAL_MS);
     const peers = new PeerView({ interfaceName: wireGuardInterface.name, wg: this.#wg });
-    return {
-      wireGuardInterface,
-      peers,
-      batcher: new PeerBatcher({ interfaceName: wireGuardInterface.name, peers, writer: this.#writer, logger }),
-    };
+    const batcher = new PeerBatcher({ interfaceName: wireGuardInterface.name, peers, writer: this.#writer, logger });
+    this.#lastLookMs = performance.now();
+    this.#observeTimer = setInterval(() => {
+      const due = endpointLookDue({
+        nowMs: performance.now(),
+        lastLookMs: this.#lastLookMs,
+        lastReadDurationMs: peers.lastReadDurationMs,
+        lastPeerChangeMs: batcher.busyAtMs,
+      });
+      if (due) void this.list().catch(() => undefined);
+    }, ENDPOINT_OBSERVE_CHECK_MS);
+    return { wireGuardInterface, peers, batcher };
   }
 
   #require(): ActiveWireGuard {

@@ -136,3 +136,21 @@ test('a batch is written at once when as many requests wait as a batch may take'
     [4, 1],
   );
 });
+
+test('the batcher counts as busy while a request waits or a batch is written, and from then on since the batch was settled', async () => {
+  const { batcher, writes, finishWrite } = heldBatcher({ quietMs: 5, maxWaitMs: 5 });
+  assert.equal(batcher.busyAtMs, Number.NEGATIVE_INFINITY, 'never busy before the first request');
+  const adding = batcher.add(newPeerKey(), ['198.19.0.2/32']);
+  const waiting = performance.now();
+  assert.ok(batcher.busyAtMs >= waiting, 'busy while the request waits');
+  while (writes.length === 0) await sleep(2);
+  const writing = performance.now();
+  assert.ok(batcher.busyAtMs >= writing, 'busy while the batch is written');
+  finishWrite();
+  await adding;
+  await nextTurn();
+  const settled = batcher.busyAtMs;
+  assert.ok(settled >= writing && settled <= performance.now(), 'the moment the batch was settled');
+  await sleep(10);
+  assert.equal(batcher.busyAtMs, settled, 'idle: the moment stays where it was');
+});
