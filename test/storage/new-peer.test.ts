@@ -8,9 +8,9 @@ import { asNodeNumber, asProfileId, asUserId, asWireGuardKey } from '../../src/s
 import { timeOrderedId } from '../../src/shared/time-ordered-id.js';
 import type { ClosingWrite } from '../../src/storage/closing-writes.js';
 import { insertPeerAtFreeAddress } from '../../src/storage/new-peer.js';
-import { insertWebhook } from '../../src/storage/webhooks.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { startTestPortal } from '../support/test-portal.js';
+import { subscribe } from '../support/webhook-subscriptions.js';
 
 const AT = '2026-11-29T12:00:00+00:00';
 const POOL = {
@@ -29,16 +29,7 @@ test('a create writes the deliveries of its events with its configuration and te
     ['created', ['configuration.created']],
     ['disabled', ['user.disabled']],
   ] as const) {
-    await insertWebhook(db, {
-      webhookId,
-      url: 'https://hooks.example.org/',
-      eventTypes,
-      description: null,
-      secret: 'sealed',
-      previousSecret: null,
-      previousSecretUntil: null,
-      createdAt: AT,
-    });
+    await subscribe(db, webhookId, eventTypes, AT);
   }
   await db.insertInto('users').values({ user_id: 'alice', created_at: AT, last_seen: AT, auth_data: null }).execute();
 

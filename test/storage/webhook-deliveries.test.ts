@@ -10,9 +10,8 @@ import {
   OUTBOX_EVENTS_PER_STATEMENT,
   type OutboxEvent,
 } from '../../src/storage/webhook-deliveries.js';
-import { insertWebhook } from '../../src/storage/webhooks.js';
-import type { Db } from '../../src/storage/database.js';
 import { startTestPortal } from '../support/test-portal.js';
+import { subscribe } from '../support/webhook-subscriptions.js';
 
 const AT = '2026-11-29T12:00:00+00:00';
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -20,19 +19,6 @@ const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 function outboxEvent(eventType: string): OutboxEvent {
   const eventId = timeOrderedId();
   return { idSource: timeOrderedId(), eventId, eventType, payload: JSON.stringify({ id: eventId }), createdAt: AT };
-}
-
-async function subscribe(db: Db, webhookId: string, eventTypes: readonly string[]): Promise<void> {
-  await insertWebhook(db, {
-    webhookId,
-    url: 'https://hooks.example.org/',
-    eventTypes,
-    description: null,
-    secret: 'sealed',
-    previousSecret: null,
-    previousSecretUntil: null,
-    createdAt: AT,
-  });
 }
 
 test('each event goes to every subscription that asked for its type or for every type, pending, under time-ordered ids of its own', async (t) => {
