@@ -27,7 +27,9 @@ function planOf(filter: Omit<DeviceFilter, 'limit'>): Promise<string> {
 for (const [what, filter, index] of [
   ['a serial', { serial: 'C02XK1' }, 'devices_by_serial'],
   ['an MDM id', { mdmId: '7f3c-intune' }, 'devices_by_mdm_id'],
-  ['a state', { state: 'suspended' }, 'devices_by_state'],
+  // Suspended devices have a partial index of their own too (the reconcile pass reads it), which
+  // holds just the rows this search wants, newest first: a planner may take either.
+  ['a state', { state: 'suspended' }, 'devices_by_state|devices_suspended'],
   ['a platform', { platform: 'macos' }, 'devices_by_platform'],
   ['a user', { userId: asUserId('alice') }, 'devices_user_id'],
 ] as const) {
