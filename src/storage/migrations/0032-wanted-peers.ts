@@ -3,9 +3,9 @@
 // lets it read the node's own configurations; (node, profile) also holds all that the count of
 // configurations per pool (/metrics) reads, so that count reads the index alone, and one index
 // serves both (each index costs every create a B-tree update); the same index on certificates
-// does it for OpenVPN's count. Two partial indexes hold the few
-// rows that take a configuration off its node — disabled users, suspended devices — so checking
-// a node's configurations against them reads those rows only, not every user or device.
+// does it for OpenVPN's count. Two partial indexes hold the few rows that take a configuration
+// off its node — disabled users, suspended devices — so checking a node's configurations
+// against them reads those rows only, not every user or device.
 import { sql, type Kysely, type Migration } from 'kysely';
 
 export const wantedPeersIndexes: Migration = {
