@@ -31,6 +31,7 @@ import { generateWireGuardKeyPair } from '../src/wireguard/keys.js';
 import type { AgentProcessInput, AgentProcessReady } from './agent-process.js';
 import type { SenderInput } from './agent-sender.js';
 import type { DisableSenderInput, DisableSenderOutput } from './disable-sender.js';
+import { memoryMb, processCpuSeconds } from './process-figures.js';
 import { freePort } from '../test/support/free-port.js';
 import { NetnsLab, type Namespace } from '../test/support/netns.js';
 import { startTestPortal, type TestPortal } from '../test/support/test-portal.js';
@@ -84,7 +85,6 @@ const IN_FLIGHT = PARALLEL_CHANGES_PER_NODE;
 const RANGE_FOUR = '10.96.0.0/16';
 const RANGE_SIX = 'fd96::/64';
 const SEED_ROWS_PER_STATEMENT = 500;
-const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<AgentFigures | { notMeasured: string }> {
   if (process.getuid?.() !== 0) return { notMeasured: 'needs root (network namespaces, wireguard-go)' };
@@ -185,10 +185,10 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       userIds: peers.slice(0, DISABLED_USERS).map((peer) => peer.userId),
     };
     const portalCpuBefore = process.cpuUsage();
-    const agentCpuBefore = processCpu(agent.pid).own;
+    const agentCpuBefore = processCpuSeconds(agent.pid).own;
     const calls = JSON.parse(await runBenchProcess('disable-sender.ts', disableInput)) as DisableSenderOutput;
     const portalCpu = process.cpuUsage(portalCpuBefore);
-    const agentCpuSeconds = processCpu(agent.pid).own - agentCpuBefore;
+    const agentCpuSeconds = processCpuSeconds(agent.pid).own - agentCpuBefore;
     // The agent's count first (as above), then the interface itself, until none of those keys is there.
     while ((await agentPeerCount(daemonUrl, nodeSecret)) > PEERS - DISABLED_USERS) {
       if (Date.now() - calls.lastAnswerAtMs > 60_000) break;
@@ -251,18 +251,18 @@ async function measurePassAndRestart(setting: {
   const { portal, agentInput, node, interfaceName, daemonUrl, nodeSecret, peers, writesBeforeReconcile } = setting;
   let agent = setting.agent;
   // 2. A full pass with nothing to change; it observes the node's sessions on the way.
-  const cpuBefore = processCpu(agent.pid);
+  const cpuBefore = processCpuSeconds(agent.pid);
   const reconcileStarted = performance.now();
   await portal.portal.reconcileNow();
   const noOpReconcileSeconds = (performance.now() - reconcileStarted) / 1000;
-  const cpuAfter = processCpu(agent.pid);
+  const cpuAfter = processCpuSeconds(agent.pid);
   const writesDuringReconcile = (await peerWrites(agent)) - writesBeforeReconcile;
   progress(
     `full pass ${round(noOpReconcileSeconds)} s, ${writesDuringReconcile} writes, agent CPU ${round(cpuAfter.own - cpuBefore.own)} s`,
   );
 
   // 3. The agent's memory with every peer on the interface.
-  const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryOf(agent.pid);
+  const { rssMb: agentRssMb, peakMb: agentPeakRssMb } = memoryMb(agent.pid);
   progress(`agent RSS ${agentRssMb} MB (peak ${agentPeakRssMb} MB)`);
 
   // 4. Stopped (the interface goes with it) and started again.
@@ -365,24 +365,6 @@ async function peerWrites(agent: AgentProcess): Promise<number> {
     .split('\n')
     .filter((line) => line.startsWith('vpn_node_wireguard_peer_writes_total{'))
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-}
-
-/** CPU seconds (user + system) of a process, and of its children it has waited for (its `wg` processes). */
-function processCpu(pid: number): { own: number; children: number } {
-  // Fields after the command name (which may hold spaces): utime is field 14, stime 15, cutime 16, cstime 17.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  const ticks = (index: number): number => fields[index] ?? Number.NaN;
-  return { own: (ticks(11) + ticks(12)) / TICKS_PER_SECOND, children: (ticks(13) + ticks(14)) / TICKS_PER_SECOND };
-}
-
-function memoryOf(pid: number): { rssMb: number; peakMb: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
-  return { rssMb: Math.round(kb('VmRSS') / 1024), peakMb: Math.round(kb('VmHWM') / 1024) };
 }
 
 function loadAverage(): string {
