@@ -27,7 +27,7 @@
 #                                                 the console's browser tests, the slow-client floods)
 #
 # Coverage: every test process of both passes writes V8 coverage into coverage/tmp (not the
-# processes the tests start: test/support/coverage-scope.ts); after the last pass c8 merges it into one report of
+# processes the tests start: test/support/coverage-scope.mjs); after the last pass c8 merges it into one report of
 # src/ (coverage/index.html, a summary printed), and the floors CONTRIBUTING.md gives src/core/
 # and src/storage/ are checked when the whole suite ran on both databases.
 set -euo pipefail
@@ -65,7 +65,7 @@ if [ "$coverage" = 1 ]; then
   rm -rf coverage
   mkdir -p coverage/tmp
   export NODE_V8_COVERAGE="$PWD/coverage/tmp"
-  preloads=(--import ./test/support/coverage-scope.ts)
+  preloads=(--import ./test/support/coverage-scope.mjs)
 else
   preloads=()
 fi
@@ -130,13 +130,10 @@ trap 'stop_passes; stop_throwaway_postgres; exit 143' TERM
 node_modules/.bin/esbuild $(find src -name '*.ts') --outbase=src --outdir="$cli_build" --format=esm \
   --platform=node --target=node20 --log-level=warning
 export TEST_CLI_BUILD="$PWD/$cli_build/cli/main.js"
-# The test processes themselves load the same sources, and the tests and tools, from one more
-# build of this run, with source maps for coverage (test/support/compiled-typescript.mjs), made
-# as tsx makes them (so the coverage figures stay those of a file run on its own through tsx).
-node_modules/.bin/esbuild $(find src test tools bench -name '*.ts') --outbase=. --outdir="$compiled" \
-  --format=esm --platform=node --target="node$(node -p process.versions.node)" --sourcemap \
-  --minify-whitespace --keep-names --log-level=warning
-export TEST_COMPILED_TYPESCRIPT="$PWD/$compiled"
+# The test processes themselves run JavaScript of one more build of this run, of src/, test/,
+# tools/ and bench/, with source maps for stack traces and coverage
+# (test/support/build-test-modules.mjs): no TypeScript loader in each test process.
+node test/support/build-test-modules.mjs "$compiled"
 
 # Runs in a subshell of its own: becomes the test runner, so that its pid is the runner's.
 run_pass() {
@@ -147,7 +144,9 @@ run_pass() {
   else
     unset TEST_DATABASE_URL
   fi
-  exec node --import ./test/support/compiled-typescript.mjs "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "$@"
+  local file compiled_files=()
+  for file in "$@"; do compiled_files+=("$compiled/$(realpath --relative-to="$PWD" "${file%.ts}").js"); done
+  exec node --enable-source-maps "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "${compiled_files[@]}"
 }
 
 for database in "${databases[@]}"; do

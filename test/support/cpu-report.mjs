@@ -15,7 +15,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
 } else {
   const report = process.env.TEST_CPU_REPORT;
   const started = Date.now();
-  const testFile = process.argv[1];
+  // test/run.sh runs each test file's JavaScript from its build (.test-build-PID-ts/test/….test.js):
+  // the report names the .ts file.
+  const testFile = process.argv[1]?.replace(/\/\.test-build-\d+-ts\//, '/').replace(/\.test\.js$/, '.test.ts');
   if (report !== undefined && report !== '' && testFile?.endsWith('.test.ts')) {
     process.on('exit', () => {
       // /proc/self/stat after the command name: utime, stime, cutime, cstime are fields 12–15.
