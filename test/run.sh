@@ -144,9 +144,10 @@ run_pass() {
   else
     unset TEST_DATABASE_URL
   fi
-  local file compiled_files=()
-  for file in "$@"; do compiled_files+=("$compiled/$(realpath --relative-to="$PWD" "${file%.ts}").js"); done
-  exec node --enable-source-maps "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "${compiled_files[@]}"
+  # Test files of one area share a process, a dozen at most (test/support/group-test-files.mjs).
+  local entries
+  mapfile -t entries < <(node test/support/group-test-files.mjs "$compiled" "$@")
+  exec node --enable-source-maps "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "${entries[@]}"
 }
 
 for database in "${databases[@]}"; do

@@ -5,6 +5,7 @@
 // time to its parent's once it is reaped). A PostgreSQL server's time is its own, not counted.
 //   node test/support/cpu-report.mjs FILE      prints the files that cost most, CPU first
 import { appendFileSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** /proc counts in USER_HZ, 100 a second on Linux. */
@@ -15,9 +16,16 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
 } else {
   const report = process.env.TEST_CPU_REPORT;
   const started = Date.now();
-  // test/run.sh runs each test file's JavaScript from its build (.test-build-PID-ts/test/….test.js):
-  // the report names the .ts file.
-  const testFile = process.argv[1]?.replace(/\/\.test-build-\d+-ts\//, '/').replace(/\.test\.js$/, '.test.ts');
+  // test/run.sh runs each test file's JavaScript from its build (.test-build-PID-ts/test/….test.js),
+  // several files of an area in one process (.group-N.test.js): the report names the .ts files.
+  const entry = process.argv[1] ?? '';
+  const shared = path.basename(entry).startsWith('.group-')
+    ? [...readFileSync(entry, 'utf8').matchAll(/import '\.\/(.*)\.test\.js'/g)].map((match) => match[1]).join(', ')
+    : '';
+  const testFile =
+    shared === ''
+      ? entry.replace(/\/\.test-build-\d+-ts\//, '/').replace(/\.test\.js$/, '.test.ts')
+      : `${path.dirname(entry.replace(/\/\.test-build-\d+-ts\//, '/'))}/{${shared}}.test.ts`;
   if (report !== undefined && report !== '' && testFile?.endsWith('.test.ts')) {
     process.on('exit', () => {
       // /proc/self/stat after the command name: utime, stime, cutime, cstime are fields 12–15.
