@@ -2,9 +2,10 @@
 // most: a test process pays for loading and warming up the code it tests once, not once per
 // file. Measured on the 29 in-process files of test/http/admin-api/ with coverage on: 133 s of
 // CPU and 189 s of wall time file by file, 47 s and 44 s together.
-//   node test/support/group-test-files.mjs BUILD FILE…   prints the files to hand to node --test
+//   node test/support/group-test-files.mjs BUILD PASS FILE…   prints the files to hand to node --test
 // BUILD is the run's compiled build (build-test-modules.mjs). Each group is a file there,
-// BUILD/test/AREA/.group-N.test.js, importing its test files; a file that runs alone is its own
+// BUILD/test/AREA/.group-PASS-N.test.js, importing its test files (PASS keeps the groups of
+// two passes that run side by side apart); a file that runs alone is its own
 // compiled file. Files that run alone, first: those that start VPN nodes, network namespaces,
 // commands or a browser, hold thousands of sockets, or run several portals on one PostgreSQL
 // database. They take long, so they start first, and what they do to a process (its children,
@@ -15,9 +16,9 @@ import path from 'node:path';
 /** At most this many test files share a process: a group should not outlast the longest file. */
 const GROUP_SIZE = 12;
 
-const [build, ...files] = process.argv.slice(2);
-if (build === undefined || build === '') {
-  console.error('usage: node test/support/group-test-files.mjs BUILD FILE…');
+const [build, pass, ...files] = process.argv.slice(2);
+if (build === undefined || build === '' || pass === undefined || pass === '') {
+  console.error('usage: node test/support/group-test-files.mjs BUILD PASS FILE…');
   process.exit(2);
 }
 
@@ -54,10 +55,11 @@ function addGroup(area, members) {
     groups.push(compiled(members[0]));
     return;
   }
-  const entry = path.join(build, area, `.group-${groups.length + 1}.test.js`);
+  const entry = path.join(build, area, `.group-${pass}-${groups.length + 1}.test.js`);
   mkdirSync(path.dirname(entry), { recursive: true });
   const imports = members.map((file) => `import './${path.relative(path.dirname(entry), compiled(file))}';\n`);
-  writeFileSync(entry, imports.join(''));
+  // 'wx': a group file of another pass or run is never overwritten.
+  writeFileSync(entry, imports.join(''), { flag: 'wx' });
   groups.push(entry);
 }
 /** The files of areas that have one only: together, in groups of their own. */
