@@ -15,7 +15,7 @@
 #   TEST_PASSES=serial / TEST_PASSES=together     both passes one after the other / side by side
 #                                                 (default: side by side, but serial under CI=true, where a
 #                                                 timing flake of a loaded machine would cost a whole run)
-#   TEST_CONCURRENCY=N                            test files at a time in each pass (default: 2 side by side, 3 for a pass alone)
+#   TEST_CONCURRENCY=N                            test processes at a time in each pass (default: 3)
 #   TEST_POSTGRES_URL=postgres://…/postgres      use that server instead of starting one
 #   bash test/run.sh test/docs/links.test.ts …   these files only
 #   TEST_COVERAGE=0 / TEST_COVERAGE=1            coverage off / on (default: on for the whole suite only)
@@ -91,14 +91,13 @@ for database in "${databases[@]}"; do
 done
 
 # The passes run side by side (TEST_PASSES=serial, and by default under CI=true: one after the
-# other), with several test files at a time (TEST_CONCURRENCY): two per pass side by side, three
-# in a pass that runs alone. Much of a test's time is spent waiting (for a node, a handshake, a
-# refresh), not computing: measured, the test processes of a pass with three files at a time
-# keep about one core of two busy. Each pass's lines are marked with its
-# database. Every file takes free ports, fresh temporary folders, and names of its own for
-# namespaces, interfaces and PostgreSQL databases (test/support/), so files never meet.
+# other), each with three test processes at a time (TEST_CONCURRENCY). Much of a test's time is
+# spent waiting (for a node, a handshake, a refresh), not computing: measured, a pass alone with
+# three processes at a time kept one and a half cores of two busy. Each pass's lines are marked
+# with its database. Every file takes free ports, fresh temporary folders, and names of its own
+# for namespaces, interfaces and PostgreSQL databases (test/support/), so files never meet.
 if [ "${CI:-}" = true ]; then passes="${TEST_PASSES:-serial}"; else passes="${TEST_PASSES:-together}"; fi
-if [ "$passes" = serial ] || [ "${#databases[@]}" -eq 1 ]; then concurrency="${TEST_CONCURRENCY:-3}"; else concurrency="${TEST_CONCURRENCY:-2}"; fi
+concurrency="${TEST_CONCURRENCY:-3}"
 summary=()
 status=0
 # Each pass's output is kept too, so that the failures of every pass can end the log (a CI view
@@ -146,7 +145,7 @@ run_pass() {
   fi
   # Test files of one area share a process, a dozen at most (test/support/group-test-files.mjs).
   local entries
-  mapfile -t entries < <(node test/support/group-test-files.mjs "$compiled" "$@")
+  mapfile -t entries < <(node test/support/group-test-files.mjs "$compiled" "$database" "$@")
   exec node --enable-source-maps "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "${entries[@]}"
 }
 
