@@ -83,6 +83,10 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
     const known = FRAMEWORK_ERRORS[code];
     if (known !== undefined) return sendError(reply, known.status, known.message);
   }
+  // A client error Fastify met while reading the request, before any storage error: a client
+  // that hangs up halfway through its body is ECONNRESET too, and no database outage.
+  const status = (error as FastifyError).statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) return sendError(reply, status, error.message);
   // "Try again later", not a 500: the request was fine, the database cannot serve it now.
   const outage = storageOutage(error);
   if (outage !== null) {
@@ -91,8 +95,6 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
     request.log.error({ err: error, code }, messages.log);
     return sendError(reply, 503, messages.reply);
   }
-  const status = (error as FastifyError).statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) return sendError(reply, status, error.message);
   request.log.error({ err: error }, 'request failed');
   return sendError(reply, 500, 'internal error; the portal log has the details');
 }

@@ -3,8 +3,12 @@
 // errors like every other error, and junk sent behind a valid request on the same connection
 // never hides that request's answer: whatever the client is told matches what was stored.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
 import { errorBody, socketExchange, type SocketExchange, type WireResponse } from '../../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { parseWireGuardFile } from '../../support/wireguard-file.js';
@@ -86,6 +90,38 @@ test('a create followed by junk on the same connection is answered before the ju
   }
   const users = { users: await portal.admin.users() };
   assert.equal(users.users.length, 20, 'every create that was answered 200 made its user');
+});
+
+test('a client that hangs up halfway through its body is no database outage: nothing is logged as a failure and nothing is stored', async (t) => {
+  const logged: { level: number; msg: string }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged.push(JSON.parse(chunk.toString('utf8')) as { level: number; msg: string });
+      done();
+    },
+  });
+  const portal = await startTestPortal({ logger: pino({ level: 'info' }, sink) });
+  t.after(() => portal.close());
+  const target = targetOf(portal);
+
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const body = `user_id=gone-${attempt}&profile_id=employees`;
+    const socket = connect(target);
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.write(
+      `POST ${pathOf(portal, '/create')} HTTP/1.1\r\nHost: portal\r\nAuthorization: Bearer ${portal.secret}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length + 100}\r\n\r\n${body}`,
+    );
+    // The portal is reading the body when the client goes.
+    await sleep(100);
+    socket.resetAndDestroy();
+  }
+  await sleep(500);
+
+  const failures = logged.filter((line) => line.level >= 50);
+  assert.deepEqual(failures, [], 'a client going away is not logged as the portal failing');
+  assert.equal(await configurationCount(portal, 'gone-0'), 0);
 });
 
 test('an HTTP/1.1 request without Host answers 400 JSON; HTTP/1.0 needs none', async (t) => {
