@@ -144,8 +144,10 @@ run_pass() {
     unset TEST_DATABASE_URL
   fi
   # Test files of one area share a process, a dozen at most (test/support/group-test-files.mjs).
-  local entries
-  mapfile -t entries < <(node test/support/group-test-files.mjs "$compiled" "$database" "$@")
+  # node --test with no file at all would look for tests everywhere: a grouping that failed stops here.
+  local grouped entries
+  grouped=$(node test/support/group-test-files.mjs "$compiled" "$database" "$@") || exit 2
+  mapfile -t entries <<<"$grouped"
   exec node --enable-source-maps "${preloads[@]}" --test --test-concurrency="$concurrency" --test-reporter=spec "${entries[@]}"
 }
 
