@@ -17,7 +17,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const report = process.env.TEST_CPU_REPORT;
   const started = Date.now();
   // test/run.sh runs each test file's JavaScript from its build (.test-build-PID-ts/test/….test.js),
-  // several files of an area in one process (.group-N.test.js): the report names the .ts files.
+  // several files of an area in one process (.group-PASS-N.test.js): the report names the .ts files.
   const entry = process.argv[1] ?? '';
   const shared = path.basename(entry).startsWith('.group-')
     ? [...readFileSync(entry, 'utf8').matchAll(/import '\.\/(.*)\.test\.js'/g)].map((match) => match[1]).join(', ')
