@@ -17,13 +17,11 @@ if (outdir === undefined || outdir === '') {
   process.exit(2);
 }
 
-/** Every .ts file under the folders the tests load code from. */
+/** Every .ts file under a folder the tests load code from. */
 function typeScriptFiles(folder) {
-  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
-    const file = path.join(folder, entry.name);
-    if (entry.isDirectory()) return typeScriptFiles(file);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [file] : [];
-  });
+  return readdirSync(folder, { recursive: true })
+    .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
+    .map((name) => path.join(folder, name));
 }
 
 rmSync(outdir, { recursive: true, force: true });

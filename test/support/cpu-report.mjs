@@ -22,10 +22,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const shared = path.basename(entry).startsWith('.group-')
     ? [...readFileSync(entry, 'utf8').matchAll(/import '\.\/(.*)\.test\.js'/g)].map((match) => match[1]).join(', ')
     : '';
+  const source = entry.replace(/\/\.test-build-\d+-ts\//, '/');
   const testFile =
-    shared === ''
-      ? entry.replace(/\/\.test-build-\d+-ts\//, '/').replace(/\.test\.js$/, '.test.ts')
-      : `${path.dirname(entry.replace(/\/\.test-build-\d+-ts\//, '/'))}/{${shared}}.test.ts`;
+    shared === '' ? source.replace(/\.test\.js$/, '.test.ts') : `${path.dirname(source)}/{${shared}}.test.ts`;
   if (report !== undefined && report !== '' && testFile?.endsWith('.test.ts')) {
     process.on('exit', () => {
       // /proc/self/stat after the command name: utime, stime, cutime, cstime are fields 12–15.
