@@ -2,7 +2,9 @@
 // for scripts, the portal found through flags, the environment or the portal's configuration,
 // a public key with `+` and `/` deleted without any quoting, a WireGuard file as a terminal QR
 // code, keyless files for devices that keep their keys and their renewal (extend), enrollment
-// tokens made, listed and revoked, and exit codes a script can rely on.
+// tokens made, listed and revoked, and exit codes a script can rely on. Most commands run the
+// command's code in this process; those about the process itself (its exit codes, the portal's
+// configuration file, --help) start `vpn-portal` as a process.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { test } from 'node:test';
 import { X509Certificate } from 'node:crypto';
 import QRCode from 'qrcode';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
+import { runAdminInProcess } from '../support/admin-command.js';
 import { runCli } from '../support/portal-process.js';
 import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -23,8 +26,9 @@ function adminEnv(portal: TestPortal): NodeJS.ProcessEnv {
   };
 }
 
+/** A command as an administrator types it; run in this process (test/support/admin-command.ts). */
 function admin(portal: TestPortal, args: readonly string[]) {
-  return runCli(['admin', ...args], { env: adminEnv(portal) });
+  return runAdminInProcess(args, adminEnv(portal));
 }
 
 function tempDir(t: { after: (fn: () => void) => void }): string {

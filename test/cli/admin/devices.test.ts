@@ -2,15 +2,13 @@
 // and in the JSON answer, each change with its reason and who made it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runCli } from '../../support/portal-process.js';
+import { runAdminInProcess } from '../../support/admin-command.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 function admin(portal: TestPortal, args: readonly string[]) {
-  return runCli(['admin', ...args], {
-    env: {
-      VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
-      VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
-    },
+  return runAdminInProcess(args, {
+    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
+    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
   });
 }
 
