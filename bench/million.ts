@@ -8,7 +8,8 @@
 //  3. every paged listing (first page and a deep one), the address lookups (connection_log?ip=&at=,
 //     attribution) and users?prefix=;
 //  4. the daily housekeeping over the history, run by a second instance's start-up pass while the
-//     first takes creates at a modest rate (their p99 meanwhile);
+//     first takes creates at a modest rate: their p99 while the housekeeping ran (its own log
+//     lines say when), and over the second instance's whole start;
 //  5. the portal's peak RSS;
 //  6. the plan of every statement of 3 and 4, as the portal sends it (auto_explain,
 //     bench/million/explain.ts): a sequential scan of a table of more than a few thousand rows
@@ -166,8 +167,8 @@ async function passOverAllNodes(metricsPort: number, timeoutS: number): Promise<
   );
 }
 
-/** The time (ms since the epoch) of the portal's `housekeeping done` line, once written. */
-function housekeepingDoneAt(log: string): number | undefined {
+/** The time (ms since the epoch) of the portal's first log line with this message, once written. */
+function loggedAt(log: string, message: string): number | undefined {
   let text: string;
   try {
     text = readFileSync(log, 'utf8');
@@ -175,7 +176,7 @@ function housekeepingDoneAt(log: string): number | undefined {
     return undefined;
   }
   for (const line of text.split('\n')) {
-    if (!line.includes('"housekeeping done"')) continue;
+    if (!line.includes(`"${message}"`)) continue;
     return (JSON.parse(line) as { time: number }).time;
   }
   return undefined;
@@ -384,30 +385,46 @@ async function main(): Promise<void> {
     });
     const other = startPortal(writeConfig('second', target.url, OTHER_PORT, OTHER_METRICS_PORT), 'second');
     children.push(other.portal);
-    let housekeeping: { seconds: number; passEndedMs: number } | undefined;
+    let housekeeping: { startedMs: number; doneMs: number; passEndedMs: number } | undefined;
     try {
       await passOverAllNodes(OTHER_METRICS_PORT, 1800);
       const passEndedMs = Date.now();
-      const doneMs = await waitFor('the housekeeping', async () => housekeepingDoneAt(other.log), 1800);
-      housekeeping = { seconds: round((doneMs - passEndedMs) / 1000), passEndedMs };
+      const doneMs = await waitFor('the housekeeping', async () => loggedAt(other.log, 'housekeeping done'), 1800);
+      const startedMs = loggedAt(other.log, 'housekeeping started') ?? passEndedMs;
+      housekeeping = { startedMs, doneMs, passEndedMs };
+      // A second more of creates after it: those that were under way when it ended are measured whole.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
     } finally {
       housekeepingOver = true;
     }
     const during = await creating;
     if (housekeeping === undefined) throw new Error('the housekeeping did not run');
+    const seconds = round((housekeeping.doneMs - housekeeping.startedMs) / 1000);
     report(
-      `daily housekeeping over ${set.historyRows} history rows (second instance, after its pass)`,
-      // The pass's end is seen once a second: a shorter housekeeping may end before it is seen.
-      housekeeping.seconds < 1 ? 'under 1 s' : `${housekeeping.seconds} s`,
-      { text: `≤ ${TARGETS.housekeepingSeconds} s`, met: housekeeping.seconds <= TARGETS.housekeepingSeconds },
+      `daily housekeeping over ${set.historyRows} history rows (second instance, after its pass; from its log)`,
+      `${seconds} s`,
+      { text: `≤ ${TARGETS.housekeepingSeconds} s`, met: seconds <= TARGETS.housekeepingSeconds },
+    );
+    // The creates the housekeeping could have held up: under way at some moment of its run.
+    const { startedMs, doneMs } = housekeeping;
+    const overlapping = during.timeline.filter(
+      (create) => create.sentAtMs <= doneMs && create.sentAtMs + create.ms >= startedMs,
+    );
+    const held = summarise(
+      overlapping.map((create) => create.ms),
+      overlapping.filter((create) => !create.ok).length,
     );
     report(
-      'creates on the first instance meanwhile (4 workers, 100 ms apart)',
-      `${during.count} creates, ${during.perSecond}/s, p50 ${during.p50} ms, p99 ${during.p99} ms, ${during.errors} errors`,
+      'creates on the first instance during the housekeeping (4 workers, 100 ms apart)',
+      `${held.count} creates, p50 ${held.p50} ms, p99 ${held.p99} ms, max ${held.max} ms, ${held.errors} errors`,
       {
         text: `p99 ≤ ${TARGETS.createDuringHousekeepingP99Ms} ms`,
-        met: during.p99 <= TARGETS.createDuringHousekeepingP99Ms && during.errors === 0,
+        met: held.count > 0 && held.p99 <= TARGETS.createDuringHousekeepingP99Ms && held.errors === 0,
       },
+    );
+    report(
+      "… and during the second instance's whole start (its full pass over the fifty nodes, then the housekeeping)",
+      `${during.count} creates, ${during.perSecond}/s, p50 ${during.p50} ms, p99 ${during.p99} ms, ${during.errors} errors`,
     );
     // The listings and lookups once more, through the second instance: their plans too.
     const otherApi = await apiOf(OTHER_PORT, auth, 1);

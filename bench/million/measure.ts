@@ -59,6 +59,8 @@ export interface Creates extends Latencies {
   readonly perSecond: number;
   /** The portal process's CPU time (user + system) per create, in µs: the node push included. */
   readonly cpuPerCreateUs: number;
+  /** Each create: when it was sent (ms since the epoch, as the portal's log lines say time) and how long it took. */
+  readonly timeline: readonly { readonly sentAtMs: number; readonly ms: number; readonly ok: boolean }[];
 }
 
 /**
@@ -71,14 +73,17 @@ export async function runCreates(
   options: { workers: number; stop: () => boolean; prefix: string; everyMs?: number },
 ): Promise<Creates> {
   const latencies: number[] = [];
+  const timeline: { sentAtMs: number; ms: number; ok: boolean }[] = [];
   let errors = 0;
   let sequence = 0;
   const worker = async (): Promise<void> => {
     while (!options.stop()) {
       const index = sequence++;
       const profile = `p${String(index % 50).padStart(2, '0')}`;
+      const sentAtMs = Date.now();
       const answer = await call(api, 'POST', '/create', { user_id: `${options.prefix}${index}`, profile_id: profile });
       latencies.push(answer.ms);
+      timeline.push({ sentAtMs, ms: answer.ms, ok: answer.status === 200 });
       if (answer.status !== 200) errors++;
       if (options.everyMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.everyMs));
     }
@@ -91,6 +96,7 @@ export async function runCreates(
     ...summarise(latencies, errors),
     perSecond: round(latencies.length / seconds),
     cpuPerCreateUs: round((cpuTimeUs(pid) - cpuBefore) / Math.max(1, latencies.length)),
+    timeline,
   };
 }
 

@@ -63,6 +63,8 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const today = formatAtom(now).slice(0, 10);
   const lastRun = await readState(ctx.db, LAST_RUN_KEY);
   if (lastRun !== null && lastRun >= today) return null;
+  // Once a day: with "housekeeping done" it shows how long the day's run took.
+  ctx.logger.info({ day: today, lastRun }, 'housekeeping started');
 
   await deleteExpiredConfigurations(ctx);
   const aggregatedDays: string[] = [];
