@@ -13,22 +13,15 @@ import { test } from 'node:test';
 import { X509Certificate } from 'node:crypto';
 import QRCode from 'qrcode';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
-import { runAdminInProcess } from '../support/admin-command.js';
+import { adminCommandEnv, runAdminInProcess } from '../support/admin-command.js';
 import { runCli } from '../support/portal-process.js';
 import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 
-function adminEnv(portal: TestPortal): NodeJS.ProcessEnv {
-  return {
-    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
-    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
-  };
-}
-
 /** A command as an administrator types it; run in this process (test/support/admin-command.ts). */
 function admin(portal: TestPortal, args: readonly string[]) {
-  return runAdminInProcess(args, adminEnv(portal));
+  return runAdminInProcess(args, adminCommandEnv(portal));
 }
 
 function tempDir(t: { after: (fn: () => void) => void }): string {
@@ -236,12 +229,12 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   const dir = tempDir(t);
   writeFileSync(path.join(dir, 'wrong.key'), `${'0'.repeat(64)}\n`);
   const wrongKey = await runCli(['admin', 'users'], {
-    env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') },
+    env: { ...adminCommandEnv(portal), VPN_PORTAL_KEY_FILE: path.join(dir, 'wrong.key') },
   });
   assert.equal(wrongKey.code, 1);
   assert.equal(wrongKey.stderr, 'vpn-portal admin: 401 authentication required\n');
   const notAKey = await runCli(['admin', 'users'], {
-    env: { ...adminEnv(portal), VPN_PORTAL_KEY_FILE: path.join(portal.dataDir, 'keys', 'ca', 'ca.crt') },
+    env: { ...adminCommandEnv(portal), VPN_PORTAL_KEY_FILE: path.join(portal.dataDir, 'keys', 'ca', 'ca.crt') },
   });
   assert.equal(notAKey.code, 2);
   assert.match(notAKey.stderr, /ca\.crt does not hold an Admin API key/);
@@ -254,7 +247,7 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   assert.equal((await admin(portal, ['frobnicate'])).code, 2);
 
   const unreachable = await runCli(['admin', 'users'], {
-    env: { ...adminEnv(portal), VPN_PORTAL_URL: 'http://127.0.0.1:2/vpn-user-portal/' },
+    env: { ...adminCommandEnv(portal), VPN_PORTAL_URL: 'http://127.0.0.1:2/vpn-user-portal/' },
   });
   assert.equal(unreachable.code, 3);
   assert.match(unreachable.stderr, /^vpn-portal admin: cannot reach the portal: .*ECONNREFUSED/);

@@ -5,6 +5,15 @@
 // configuration file, --help) start one with runCli (portal-process.ts).
 import { runAdminCommand } from '../../src/cli/admin.js';
 import type { CliResult } from './portal-process.js';
+import type { TestPortal } from './test-portal.js';
+
+/** The environment that points `vpn-portal admin` at a test portal, with its key file. */
+export function adminCommandEnv(portal: TestPortal): NodeJS.ProcessEnv {
+  return {
+    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
+    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
+  };
+}
 
 /** Runs `vpn-portal admin ARGS` with the test's environment and `env` on top, as runCli would. */
 export async function runAdminInProcess(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {

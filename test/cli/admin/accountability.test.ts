@@ -2,15 +2,12 @@
 // records from the command line, the reason kept in the audit log.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runAdminInProcess } from '../../support/admin-command.js';
+import { adminCommandEnv, runAdminInProcess } from '../../support/admin-command.js';
 import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 function admin(portal: TestPortal, args: readonly string[]) {
-  return runAdminInProcess(args, {
-    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
-    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
-  });
+  return runAdminInProcess(args, adminCommandEnv(portal));
 }
 
 test('attribution names who held a tunnel address, with the reason in the audit log, and refuses a lookup without a reason', async (t) => {

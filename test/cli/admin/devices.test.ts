@@ -2,14 +2,11 @@
 // and in the JSON answer, each change with its reason and who made it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runAdminInProcess } from '../../support/admin-command.js';
+import { adminCommandEnv, runAdminInProcess } from '../../support/admin-command.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 function admin(portal: TestPortal, args: readonly string[]) {
-  return runAdminInProcess(args, {
-    VPN_PORTAL_URL: `${portal.portal.url}/vpn-user-portal/`,
-    VPN_PORTAL_KEY_FILE: portal.portal.ctx.keys.adminApiKeyPath,
-  });
+  return runAdminInProcess(args, adminCommandEnv(portal));
 }
 
 test('device show prints the history of the device, oldest first, with reasons and authors; --json answers it too', async (t) => {

@@ -5,10 +5,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pino } from 'pino';
+import { capturedLog } from '../../support/captured-log.js';
 import { errorBody, socketExchange, type SocketExchange, type WireResponse } from '../../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { parseWireGuardFile } from '../../support/wireguard-file.js';
@@ -93,14 +92,8 @@ test('a create followed by junk on the same connection is answered before the ju
 });
 
 test('a client that hangs up halfway through its body is no database outage: nothing is logged as a failure and nothing is stored', async (t) => {
-  const logged: { level: number; msg: string }[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      logged.push(JSON.parse(chunk.toString('utf8')) as { level: number; msg: string });
-      done();
-    },
-  });
-  const portal = await startTestPortal({ logger: pino({ level: 'info' }, sink) });
+  const log = capturedLog('info');
+  const portal = await startTestPortal({ logger: log.logger });
   t.after(() => portal.close());
   const target = targetOf(portal);
 
@@ -119,7 +112,7 @@ test('a client that hangs up halfway through its body is no database outage: not
   }
   await sleep(500);
 
-  const failures = logged.filter((line) => line.level >= 50);
+  const failures = log.lines().filter((line) => line.level >= 50);
   assert.deepEqual(failures, [], 'a client going away is not logged as the portal failing');
   assert.equal(await configurationCount(portal, 'gone-0'), 0);
 });
