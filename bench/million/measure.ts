@@ -72,9 +72,7 @@ export async function runCreates(
   pid: number,
   options: { workers: number; stop: () => boolean; prefix: string; everyMs?: number },
 ): Promise<Creates> {
-  const latencies: number[] = [];
   const timeline: { sentAtMs: number; ms: number; ok: boolean }[] = [];
-  let errors = 0;
   let sequence = 0;
   const worker = async (): Promise<void> => {
     while (!options.stop()) {
@@ -82,9 +80,7 @@ export async function runCreates(
       const profile = `p${String(index % 50).padStart(2, '0')}`;
       const sentAtMs = Date.now();
       const answer = await call(api, 'POST', '/create', { user_id: `${options.prefix}${index}`, profile_id: profile });
-      latencies.push(answer.ms);
       timeline.push({ sentAtMs, ms: answer.ms, ok: answer.status === 200 });
-      if (answer.status !== 200) errors++;
       if (options.everyMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.everyMs));
     }
   };
@@ -93,9 +89,12 @@ export async function runCreates(
   await Promise.all(Array.from({ length: options.workers }, worker));
   const seconds = (performance.now() - started) / 1000;
   return {
-    ...summarise(latencies, errors),
-    perSecond: round(latencies.length / seconds),
-    cpuPerCreateUs: round((cpuTimeUs(pid) - cpuBefore) / Math.max(1, latencies.length)),
+    ...summarise(
+      timeline.map((create) => create.ms),
+      timeline.filter((create) => !create.ok).length,
+    ),
+    perSecond: round(timeline.length / seconds),
+    cpuPerCreateUs: round((cpuTimeUs(pid) - cpuBefore) / Math.max(1, timeline.length)),
     timeline,
   };
 }
