@@ -125,6 +125,7 @@ async function buildContext(
     timeoutMs: config.databaseTimeoutMs,
     retryForMs: config.databaseRetryForMs,
     poolSize: config.databasePoolSize,
+    preparedStatements: config.databasePreparedStatements,
     limitStatements: true,
   });
   teardown.defer('database', () => db.destroy());

@@ -87,6 +87,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     databaseTimeoutMs: resolveDatabaseTimeout(raw.databaseTimeout, report),
     databaseRetryForMs: resolveDatabaseRetryFor(raw.databaseRetryFor, report),
     databasePoolSize: raw.databasePoolSize,
+    databasePreparedStatements: raw.databasePreparedStatements,
     metrics: resolveMetrics(raw.metrics, report),
     adminApi: raw.adminApi,
     adminConsole: resolveAdminConsole(raw.adminConsole, baseUrl, baseDir, profileIds, report),

@@ -258,6 +258,8 @@ export interface PortalConfig {
   readonly databaseRetryForMs: number;
   /** `databasePoolSize`: PostgreSQL connections this instance keeps (1–100; SQLite has one). */
   readonly databasePoolSize: number;
+  /** `databasePreparedStatements`: PostgreSQL statements run again and again are prepared on each connection. */
+  readonly databasePreparedStatements: boolean;
   /** `metrics.listen`: where /metrics, /healthz and /readyz are served; null: not served. */
   readonly metrics: { readonly host: string; readonly port: number } | null;
   readonly adminApi: { readonly allowList: readonly string[]; readonly trustedProxyList: readonly string[] };

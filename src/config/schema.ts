@@ -1,6 +1,7 @@
 // The portal's configuration file: one JSON document. Option names follow the eduVPN
 // server (reference §2) so an eduVPN administrator recognises them; the portal's own
-// options (baseUrl, listen, dataDir, database, databaseTimeout, databaseRetryFor, databasePoolSize, adminApi, adminConsole, nodeApi, enrollment,
+// options (baseUrl, listen, dataDir, database, databaseTimeout, databaseRetryFor, databasePoolSize,
+// databasePreparedStatements, adminApi, adminConsole, nodeApi, enrollment,
 // scim, webhooks, accounting, apple, reconcileInterval, logLevel, auditLogRetention, revocationDeadline, lookups) are ours. Every option's meaning is
 // written here, once: docs/configuration.md is generated from these descriptions (npm run docs).
 // Unknown keys are rejected so a typo never goes unnoticed.
@@ -800,6 +801,11 @@ export const portalConfigSchema = z.strictObject({
     .describe(
       "PostgreSQL connections each portal instance keeps; a burst larger than this waits for a free connection (up to `databaseTimeout`). PostgreSQL's `max_connections` (default 100) must hold every instance's pool plus the `db` commands'. SQLite ignores it.",
     ),
+  databasePreparedStatements: z.boolean().default(true).meta({
+    description:
+      'PostgreSQL: the statements each portal instance runs again and again are prepared once on each connection (at most 200 a connection), so the server does not parse and plan them for every call; a create then costs the server half the CPU. Turn it off behind a connection pooler that does not keep prepared statements (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`). SQLite ignores it.',
+    see: 'postgresql.md#prepared-statements',
+  }),
   auditLogRetention: isoDuration.default('P1Y').meta({
     description:
       'Audit log entries (and finished revocation receipts, and ended legal holds) older than this are deleted by the daily housekeeping, except those about a user under a legal hold.',

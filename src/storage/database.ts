@@ -36,6 +36,7 @@ import type { DatabaseLocation } from '../config/portal-config.js';
 import { describeDatabase } from '../config/database-location.js';
 import { CommitOutcomeUnknown, ConnectionLost, DatabaseUnreachable, isConnectionLost } from './errors.js';
 import { ensurePrivateFile } from './private-files.js';
+import { isStalePreparedStatement, StatementNames } from './statement-names.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
@@ -140,6 +141,12 @@ export interface OpenDatabaseOptions {
    * `transactionRetryWindow` tells the events seam, which runs transactions again.
    */
   readonly retryForMs?: number;
+  /**
+   * PostgreSQL: whether statements run again and again are prepared on each connection
+   * (src/storage/statement-names.ts; the portal's `databasePreparedStatements`). Default off:
+   * migrations and `db copy` run each statement once.
+   */
+  readonly preparedStatements?: boolean;
 }
 
 /** How long each PostgreSQL database made good lost connections (see `transactionRetryWindow`). */
@@ -158,7 +165,7 @@ export function transactionRetryWindow(db: Db): number {
 export async function openDatabase(location: DatabaseLocation, options: OpenDatabaseOptions = {}): Promise<Db> {
   // Migrations run on a connection without the statement limit: building an index on a large
   // table may take longer than a call may wait.
-  const migrating = connectDatabase(location, { ...options, limitStatements: false });
+  const migrating = connectDatabase(location, { ...options, limitStatements: false, preparedStatements: false });
   try {
     await migrateToLatest(migrating);
   } catch (error) {
@@ -204,7 +211,10 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
     pool.on('error', () => {}); // the same error, already reported by the client's listener
     const retryForMs = options.retryForMs ?? DEFAULT_RETRY_FOR_MS;
     const db = new Kysely<Database>({
-      dialect: new RetryingPostgresDialect({ pool: new ClosingPool(pool, retryForMs) }, retryForMs),
+      dialect: new RetryingPostgresDialect(
+        { pool: new ClosingPool(pool, retryForMs, options.preparedStatements === true ? new StatementNames() : null) },
+        retryForMs,
+      ),
     });
     retryWindows.set(db, retryForMs);
     return db;
@@ -262,6 +272,8 @@ class ClosingPool implements PostgresPool {
   constructor(
     private readonly pool: pg.Pool,
     private readonly retryForMs: number,
+    /** null: every statement is sent unnamed. */
+    private readonly names: StatementNames | null,
   ) {}
 
   /** A server that refuses connections while it restarts (or drops them at once) is asked again for up to `retryForMs`. */
@@ -269,7 +281,7 @@ class ClosingPool implements PostgresPool {
     const started = Date.now();
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
       try {
-        return new ClosingClient(await this.pool.connect());
+        return new ClosingClient(await this.pool.connect(), this.names);
       } catch (error) {
         const failure = withCode(error);
         if (!isConnectionLost(failure) || Date.now() - started + pause > this.retryForMs) throw failure;
@@ -286,7 +298,10 @@ class ClosingPool implements PostgresPool {
 class ClosingClient implements PostgresPoolClient {
   private failure: Error | null = null;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly names: StatementNames | null,
+  ) {}
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
   query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
@@ -306,14 +321,26 @@ class ClosingClient implements PostgresPoolClient {
   private async run<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
     // Not sent: the transaction cannot commit, whatever it was asked.
     if (this.failure !== null) throw this.failure;
+    // Statements without values (BEGIN, COMMIT) are cheap to parse and go by the simple protocol.
+    const name = parameters.length === 0 ? undefined : this.names?.nameFor(sql);
     try {
-      const result = await this.client.query(sql, [...parameters]);
+      const result =
+        name === undefined
+          ? await this.client.query(sql, [...parameters])
+          : await this.client.query({ name, text: sql, values: [...parameters] });
       return {
         command: result.command as PostgresQueryResult<R>['command'],
         rowCount: result.rowCount ?? 0,
         rows: result.rows as R[],
       };
     } catch (error) {
+      // A statement this connection prepared is stale (a migration changed its table) or gone:
+      // the connection is closed, with every statement it prepared, and the call goes on as
+      // after a lost connection (a read is asked again, a change run again on a fresh one).
+      if (name !== undefined && error instanceof pg.DatabaseError && isStalePreparedStatement(error)) {
+        this.failure = new ConnectionLost(error);
+        throw this.failure;
+      }
       // The server answered with an error (a constraint, a lock timeout): the connection is fine,
       // unless the error is the server ending the session (57P01 on a restart).
       if (error instanceof pg.DatabaseError && !isConnectionLost(error)) throw error;

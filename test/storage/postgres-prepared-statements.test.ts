@@ -1,0 +1,84 @@
+// PostgreSQL statements the portal runs again and again are prepared once on each connection
+// (src/storage/statement-names.ts), unless `databasePreparedStatements` is false; and a prepared
+// statement made stale by another instance's migration costs no call.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { sql } from 'kysely';
+import { parseDatabaseLocation } from '../../src/config/database-location.js';
+import type { UserId } from '../../src/shared/ids.js';
+import { connectDatabase } from '../../src/storage/database.js';
+import { findUser } from '../../src/storage/users.js';
+import { capturedLog } from '../support/captured-log.js';
+import { onServer } from '../support/postgres.js';
+import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+
+/** The portal's pool in the tests below: the default size. */
+const POOL_SIZE = 10;
+
+/** Three reads of one statement on one connection, then what that connection has prepared. */
+async function preparedAfterThreeReads(database: string, preparedStatements: boolean): Promise<string[]> {
+  const db = connectDatabase(parseDatabaseLocation(database, '/'), { preparedStatements });
+  try {
+    return await db.connection().execute(async (connection) => {
+      for (const userId of ['ann', 'bob', 'cid']) await findUser(connection, userId as UserId);
+      const { rows } = await sql<{ name: string; statement: string }>`
+        SELECT name, statement FROM pg_prepared_statements ORDER BY name`.execute(connection);
+      return rows.map(({ name, statement }) => `${name}: ${statement}`);
+    });
+  } finally {
+    await db.destroy();
+  }
+}
+
+test('a statement run a second time is prepared on its connection under a name of the portal', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const prepared = await preparedAfterThreeReads(portal.database, true);
+  assert.equal(prepared.length, 1, JSON.stringify(prepared));
+  assert.match(prepared[0] ?? '', /^vpn_portal_1: select "user_id", "is_disabled" from "users" where "user_id" = \$1$/);
+  assert.deepEqual(await preparedAfterThreeReads(portal.database, false), []);
+});
+
+async function createFor(portal: TestPortal, userId: string): Promise<void> {
+  const answer = await portal.post('/create', { user_id: userId, profile_id: 'employees' });
+  assert.equal(answer.status, 200, answer.text);
+}
+
+/** As many creates at once as the pool has connections: every connection of the pool runs one. */
+async function burstOfCreates(portal: TestPortal): Promise<void> {
+  await Promise.all(Array.from({ length: POOL_SIZE }, (_, index) => createFor(portal, index % 2 ? 'bob' : 'ann')));
+}
+
+const RAN_AGAIN = "a change's connection was lost before its COMMIT; it runs again";
+
+/** Creates on the portal's connections, another instance's migration, creates again: what the portal logged. */
+async function createsAroundAMigration(portal: TestPortal, log: ReturnType<typeof capturedLog>): Promise<string[]> {
+  await burstOfCreates(portal);
+  await burstOfCreates(portal);
+  // What a newer instance's migration does to the table a create returns whole.
+  await onServer(portal.database, (client) => client.query('ALTER TABLE wg_peers ADD COLUMN added_later text'));
+  await burstOfCreates(portal);
+  const listed = (await portal.admin.connectionList(true))['employees'] ?? [];
+  assert.equal(listed.length, 3 * POOL_SIZE, 'every create answered and stored once');
+  return log.lines().flatMap((line) => (typeof line.msg === 'string' ? [line.msg] : []));
+}
+
+test("another instance's migration under a prepared create costs no call: it runs again on a fresh connection", async (t) => {
+  const log = capturedLog('warn');
+  const portal = await startTestPortal({ config: { databasePoolSize: POOL_SIZE }, logger: log.logger });
+  t.after(() => portal.close());
+  const logged = await createsAroundAMigration(portal, log);
+  // It was the stale statement that was met, and the change that ran again.
+  assert.ok(logged.includes(RAN_AGAIN), JSON.stringify(logged));
+});
+
+test('with databasePreparedStatements false the portal prepares nothing: a migration meets no stale statement', async (t) => {
+  const log = capturedLog('warn');
+  const portal = await startTestPortal({
+    config: { databasePoolSize: POOL_SIZE, databasePreparedStatements: false },
+    logger: log.logger,
+  });
+  t.after(() => portal.close());
+  const logged = await createsAroundAMigration(portal, log);
+  assert.ok(!logged.includes(RAN_AGAIN), JSON.stringify(logged));
+});
