@@ -256,7 +256,7 @@ export interface PortalConfig {
   readonly databaseTimeoutMs: number;
   /** `databaseRetryFor`: how long a lost PostgreSQL connection is made good (0 to 1 min; SQLite ignores it). */
   readonly databaseRetryForMs: number;
-  /** `databasePoolSize`: PostgreSQL connections this instance keeps (1–100; SQLite has one). */
+  /** `databasePoolSize`: PostgreSQL connections this instance keeps (2–100; SQLite has one). */
   readonly databasePoolSize: number;
   /** `databasePreparedStatements`: PostgreSQL statements run again and again are prepared on each connection. */
   readonly databasePreparedStatements: boolean;

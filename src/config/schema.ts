@@ -795,11 +795,11 @@ export const portalConfigSchema = z.strictObject({
   }),
   databasePoolSize: z
     .int()
-    .min(1)
+    .min(2)
     .max(100)
     .default(10)
     .describe(
-      "PostgreSQL connections each portal instance keeps; a burst larger than this waits for a free connection (up to `databaseTimeout`). PostgreSQL's `max_connections` (default 100) must hold every instance's pool plus the `db` commands'. SQLite ignores it.",
+      "PostgreSQL connections each portal instance keeps (at least 2: the reconcile pass holds one for its lock while it reads and writes on another); a burst larger than this waits for a free connection (up to `databaseTimeout`). PostgreSQL's `max_connections` (default 100) must hold every instance's pool plus the `db` commands'. SQLite ignores it.",
     ),
   databasePreparedStatements: z.boolean().default(true).meta({
     description:
