@@ -88,4 +88,14 @@ test('the first pass of a new day aggregates yesterday, prunes old history, and 
   await portal.reconcile();
   const runs = logged.filter((line) => line['msg'] === 'housekeeping done').map((line) => line['day']);
   assert.deepEqual(runs, [DAY_ONE, '2026-03-11'], 'once at start on day one, once on day two');
+  // Each run says when it starts, with the day it ran before, so its length can be read off the log.
+  const steps = logged
+    .filter((line) => line['msg'] === 'housekeeping started' || line['msg'] === 'housekeeping done')
+    .map((line) => [line['msg'], line['day'], line['lastRun']]);
+  assert.deepEqual(steps, [
+    ['housekeeping started', DAY_ONE, null],
+    ['housekeeping done', DAY_ONE, undefined],
+    ['housekeeping started', '2026-03-11', DAY_ONE],
+    ['housekeeping done', '2026-03-11', undefined],
+  ]);
 });
