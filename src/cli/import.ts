@@ -3,6 +3,9 @@
 // --dry-run only the plan. Prints the plan (counts per kind, conflicts, what is left behind,
 // the schema version found) and the progress of a large database: a bar on a terminal, a line
 // every few seconds otherwise. Exit code 0 when done or nothing to do, 1 on conflicts.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigError } from '../config/config-error.js';
@@ -24,7 +27,8 @@ import { writeAuditLog } from '../listeners/audit-log.js';
 import { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
 import { systemClock } from '../shared/time.js';
-import { openDatabase } from '../storage/database.js';
+import { connectDatabase, migrationStatus, openDatabase, type Db } from '../storage/database.js';
+import { describeDatabase } from '../config/database-location.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
 import { describeUnknownCommand, parseOptions } from './options.js';
 import { formatTable } from './table.js';
@@ -63,7 +67,8 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
     if (error instanceof EduVpnReadError) throw new ConfigError(`import eduvpn: ${error.message}`);
     throw error;
   }
-  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  const planned = dryRun ? await databaseForDryRun(config) : null;
+  const db = planned?.db ?? (await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs }));
   try {
     const events = new PortalEvents(pino({ name: 'vpn-portal-import', level: 'warn' }, pino.destination(2)));
     writeAuditLog(events);
@@ -108,6 +113,46 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
   } finally {
     await deployment.close();
     await db.destroy();
+    await planned?.removeScratch();
+  }
+}
+
+/**
+ * The database a dry run plans against, changing nothing: the portal's own when its schema is
+ * this version's; when the portal has no database yet (no file, or no table in it), an empty one
+ * made for the run in a temporary folder and removed after, which is what the import would start
+ * from. A schema of an older version is refused: the import (or the portal) would update it first.
+ */
+async function databaseForDryRun(
+  config: ReturnType<typeof loadExistingPortalConfig>,
+): Promise<{ readonly db: Db; readonly removeScratch: () => Promise<void> }> {
+  const location = config.database;
+  const options = { timeoutMs: config.databaseTimeoutMs };
+  const missing = location.dialect === 'sqlite' && !existsSync(location.path);
+  if (!missing) {
+    const db = connectDatabase(location, options);
+    const migrations = await migrationStatus(db).catch(async (error: unknown) => {
+      await db.destroy();
+      throw error;
+    });
+    const pending = migrations.filter((migration) => migration.appliedAt === null).length;
+    if (pending === 0) return { db, removeScratch: async () => {} };
+    await db.destroy();
+    if (pending < migrations.length)
+      throw new ConfigError(
+        `import eduvpn --dry-run: the database ${describeDatabase(location)} has ${pending} of this version's schema changes still to apply; the dry run changes nothing: start the portal once (or import without --dry-run), then plan again`,
+      );
+  }
+  const scratch = await mkdtemp(path.join(tmpdir(), 'vpn-portal-dry-run-'));
+  const removeScratch = () => rm(scratch, { recursive: true, force: true });
+  try {
+    return {
+      db: await openDatabase({ dialect: 'sqlite', path: path.join(scratch, 'empty.sqlite') }, options),
+      removeScratch,
+    };
+  } catch (error) {
+    await removeScratch();
+    throw error;
   }
 }
 

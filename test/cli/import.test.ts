@@ -17,6 +17,8 @@ import {
 } from '../support/eduvpn-deployment.js';
 import { runCli } from '../support/portal-process.js';
 import { createTestDatabase, dropTestDatabase } from '../support/postgres.js';
+import { parseDatabaseLocation } from '../../src/config/database-location.js';
+import { connectDatabase, migrateUpTo, migrationStatus } from '../../src/storage/database.js';
 import { startPrivateMariadb } from '../support/private-mariadb.js';
 import { defaultTestConfig, startTestPortal, UNREACHABLE_NODE } from '../support/test-portal.js';
 
@@ -111,6 +113,18 @@ function importArgs(deployment: WrittenEduVpnDeployment, configFile: string, ...
   ];
 }
 
+/** The portal's tables in `database` (none when the file or database is not there). */
+async function portalTables(database: string): Promise<string[]> {
+  const location = parseDatabaseLocation(database, '/');
+  if (location.dialect === 'sqlite' && !existsSync(location.path)) return [];
+  const db = connectDatabase(location);
+  try {
+    return (await migrationStatus(db)).filter((migration) => migration.appliedAt !== null).map(({ name }) => name);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** The dry run, the import and a second run, then a portal on the result. */
 async function importsEverything(
   t: TestContext,
@@ -123,6 +137,7 @@ async function importsEverything(
   assert.match(dry.stdout, /WireGuard configurations\s+2\s+0\s+0\s+0/);
   assert.match(dry.stdout, /left behind: 1 local passwords/);
   assert.equal(existsSync(path.join(dataDir, 'keys', 'admin-api.key')), false, 'the dry run wrote no key');
+  assert.deepEqual(await portalTables(database), [], 'nor the database, not even its schema');
 
   const run = await runCli(importArgs(deployment, configFile));
   assert.equal(run.code, 0, run.stderr);
@@ -161,6 +176,26 @@ async function importsEverything(
 
 test('the dry run prints the plan, the import brings it all, and a second run has nothing to do', async (t) => {
   await importsEverything(t, await setUp(t));
+});
+
+test('a dry run refuses a portal database of an older version, and leaves it at that version', async (t) => {
+  const { deployment, configFile, database } = await setUp(t);
+  const older = connectDatabase(parseDatabaseLocation(database, '/'));
+  try {
+    await migrateUpTo(older, '0020-listing-changes');
+  } finally {
+    await older.destroy();
+  }
+  const applied = await portalTables(database);
+  assert.equal(applied.at(-1), '0020-listing-changes');
+
+  const dry = await runCli(importArgs(deployment, configFile, '--dry-run'));
+  assert.equal(dry.code, 2, dry.stderr);
+  assert.match(
+    dry.stderr,
+    /the database .* has \d+ of this version's schema changes still to apply; the dry run changes nothing/,
+  );
+  assert.deepEqual(await portalTables(database), applied);
 });
 
 test('an eduVPN database in MariaDB is imported the same way, named by a mysql:// URL', async (t) => {
