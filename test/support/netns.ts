@@ -1,13 +1,16 @@
 // Network namespaces for tests that need real interfaces: a NetnsLab hands out namespaces,
-// veth pairs, test subnets of 198.18.0.0/16, unique interface names and processes inside the
-// namespaces, and removes all of it again — in `cleanup()`, and as a last resort when the test
-// process exits or is told to stop. Names carry a random run id so parallel runs never meet;
-// interface names stay within 15 characters and are unique across namespaces, because
-// wireguard-go's control sockets (/var/run/wireguard/NAME.sock) are shared by all of them.
+// veth pairs, test subnets of 198.18.0.0/16 (reserved across processes), unique interface
+// names and processes inside the namespaces, and removes all of it again — in `cleanup()`, and
+// as a last resort when the test process exits or is told to stop. Names carry a random run id
+// so parallel runs never meet; interface names stay within 15 characters and are unique across
+// namespaces, because wireguard-go's control sockets (/var/run/wireguard/NAME.sock) are shared
+// by all of them.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { once } from 'node:events';
-import { rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCommandRunner, type CommandResult, type CommandRunner } from '../../src/agent/process/command-runner.js';
 
@@ -142,11 +145,15 @@ export class NetnsLab {
     return namespace;
   }
 
-  /** A /30 of 198.18.0.0/16 not handed out before in this lab (random, so parallel labs rarely meet). */
+  /**
+   * A /30 of 198.18.0.0/16 that no other lab on this machine holds. Random, and reserved
+   * across processes with a file (SUBNET_RESERVATIONS): two test files that routed the same
+   * /30 on the host sent one lab's packets into the other's namespace, and its calls timed out.
+   */
   subnet(): TestSubnet {
     for (;;) {
       const index = randomInt(0, 2 ** 14);
-      if (this.#subnets.has(index)) continue;
+      if (this.#subnets.has(index) || !reserveSubnet(index)) continue;
       this.#subnets.add(index);
       const base = 198 * 2 ** 24 + 18 * 2 ** 16 + index * 4;
       return { first: ipv4(base + 1), second: ipv4(base + 2), prefixLength: 30 };
@@ -220,6 +227,38 @@ export class NetnsLab {
     for (const name of this.#hostInterfaces) spawnSync('ip', ['link', 'del', 'dev', name], { stdio: 'ignore' });
     // A killed wireguard-go leaves its socket behind; only names of this lab are touched.
     for (const name of this.#interfaceNames) rmSync(`${WIREGUARD_SOCKET_DIR}/${name}.sock`, { force: true });
+    for (const index of this.#subnets) rmSync(path.join(SUBNET_RESERVATIONS, String(index)), { force: true });
+  }
+}
+
+/** One file per /30 a lab holds, named by its index, holding the process id of its holder. */
+const SUBNET_RESERVATIONS = path.join(tmpdir(), 'vpn-portal-test-subnets');
+
+/** Reserves /30 number `index` for this process; false when a living process holds it. */
+function reserveSubnet(index: number): boolean {
+  mkdirSync(SUBNET_RESERVATIONS, { recursive: true, mode: 0o700 });
+  const file = path.join(SUBNET_RESERVATIONS, String(index));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    // A holder killed before its cleanup left its files behind: its subnets are free again.
+    const holder = Number(readFileSync(file, 'utf8'));
+    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) return false;
+    rmSync(file, { force: true });
+  }
+  return false;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
