@@ -4,8 +4,13 @@
 // named, and the portal's own CPU fell by a fifth (bench/README.md, 30 November). A statement
 // text seen again gets a name, so each connection parses it once and the server may keep a
 // generic plan for it (it does when that plan is estimated no dearer than planning anew).
-// Names are bounded: a portal that builds many texts (a list of values spelled into the text)
-// holds at most MOST_NAMES prepared statements on each connection.
+// Names are bounded: a portal that builds many texts holds at most MOST_NAMES prepared
+// statements on each connection. A statement with a long list of values (`in ($3, $4, …)`, more
+// than LONGEST_NAMED_LIST) is never named: a generic plan for it went wrong. The wanted peers
+// among a page of a thousand keys, after a node's restart, took 570 ms a page instead of a few,
+// and the node's peers came back in 59 s instead of 6 (bench/README.md). Short lists (a user's
+// few configurations in a disable) keep their names: without them a bulk revocation was 15 %
+// slower.
 
 /** A text run this many times gets a name. */
 const NAMED_AFTER = 2;
@@ -13,15 +18,20 @@ const NAMED_AFTER = 2;
 export const MOST_NAMES = 200;
 /** Texts counted at most before the counts start over, so that texts seen once do not pile up. */
 const MOST_COUNTED = 2_000;
+/** Lists of values longer than this keep a statement unnamed. */
+export const LONGEST_NAMED_LIST = 16;
+/** A list of values in the text, as the query builder writes `where … in (…)`. */
+const VALUE_LIST = /\bin \((\$\d+(?:, \$\d+)*)\)/gi;
 
 /** The names of one pool's statements, shared by its connections (each prepares a name the first time it runs it). */
 export class StatementNames {
   readonly #names = new Map<string, string>();
   #counts = new Map<string, number>();
 
-  /** The name to run `sql` under, or undefined: it is sent unnamed (seen once only, or no names left). */
+  /** The name to run `sql` under, or undefined: it is sent unnamed (seen once only, a list of values, or no names left). */
   nameFor(sql: string): string | undefined {
     const named = this.#names.get(sql);
+    if (named === undefined && longestValueList(sql) > LONGEST_NAMED_LIST) return undefined;
     if (named !== undefined || this.#names.size >= MOST_NAMES) return named;
     const count = (this.#counts.get(sql) ?? 0) + 1;
     if (count < NAMED_AFTER) {
@@ -34,6 +44,12 @@ export class StatementNames {
     this.#names.set(sql, name);
     return name;
   }
+}
+
+function longestValueList(sql: string): number {
+  let longest = 0;
+  for (const [, list = ''] of sql.matchAll(VALUE_LIST)) longest = Math.max(longest, list.split(',').length);
+  return longest;
 }
 
 /**

@@ -2,7 +2,12 @@
 // name for the same text, and no more names than a connection should hold.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isStalePreparedStatement, MOST_NAMES, StatementNames } from '../../src/storage/statement-names.js';
+import {
+  isStalePreparedStatement,
+  LONGEST_NAMED_LIST,
+  MOST_NAMES,
+  StatementNames,
+} from '../../src/storage/statement-names.js';
 
 test('a statement is sent unnamed the first time, then always under the one name it got', () => {
   const names = new StatementNames();
@@ -14,6 +19,23 @@ test('a statement is sent unnamed the first time, then always under the one name
   assert.equal(createName, 'vpn_portal_1');
   assert.equal(names.nameFor(read), 'vpn_portal_2');
   assert.equal(names.nameFor(create), createName);
+});
+
+/** A query for the peers among `count` keys, as the query builder writes it. */
+function peersAmong(count: number): string {
+  const list = Array.from({ length: count }, (_, index) => `$${index + 2}`).join(', ');
+  return `select * from "wg_peers" where "node_number" = $1 and "public_key" in (${list})`;
+}
+
+test('a statement with a long list of values is never named; one with a short list is', () => {
+  const names = new StatementNames();
+  const long = peersAmong(LONGEST_NAMED_LIST + 1);
+  for (let run = 0; run < 5; run++) assert.equal(names.nameFor(long), undefined);
+  const short = peersAmong(LONGEST_NAMED_LIST);
+  assert.equal(names.nameFor(short), undefined);
+  assert.equal(names.nameFor(short), 'vpn_portal_1');
+  assert.equal(names.nameFor(peersAmong(1)), undefined);
+  assert.equal(names.nameFor(peersAmong(1)), 'vpn_portal_2');
 });
 
 test('no more than MOST_NAMES texts get a name; the others go on unnamed', () => {
