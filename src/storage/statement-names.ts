@@ -28,7 +28,7 @@ export class StatementNames {
   readonly #names = new Map<string, string>();
   #counts = new Map<string, number>();
 
-  /** The name to run `sql` under, or undefined: it is sent unnamed (seen once only, a list of values, or no names left). */
+  /** The name to run `sql` under, or undefined: it is sent unnamed (seen once only, a long list of values, or no names left). */
   nameFor(sql: string): string | undefined {
     const named = this.#names.get(sql);
     if (named === undefined && longestValueList(sql) > LONGEST_NAMED_LIST) return undefined;
