@@ -31,8 +31,8 @@ export class StatementNames {
   /** The name to run `sql` under, or undefined: it is sent unnamed (seen once only, a long list of values, or no names left). */
   nameFor(sql: string): string | undefined {
     const named = this.#names.get(sql);
-    if (named === undefined && longestValueList(sql) > LONGEST_NAMED_LIST) return undefined;
     if (named !== undefined || this.#names.size >= MOST_NAMES) return named;
+    if (longestValueList(sql) > LONGEST_NAMED_LIST) return undefined;
     const count = (this.#counts.get(sql) ?? 0) + 1;
     if (count < NAMED_AFTER) {
       if (this.#counts.size >= MOST_COUNTED) this.#counts = new Map();
