@@ -29,6 +29,7 @@ import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
 import { systemClock } from '../shared/time.js';
 import { connectDatabase, migrationStatus, openDatabase, type Db } from '../storage/database.js';
 import { describeDatabase } from '../config/database-location.js';
+import type { PortalConfig } from '../config/portal-config.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
 import { describeUnknownCommand, parseOptions } from './options.js';
 import { formatTable } from './table.js';
@@ -124,7 +125,7 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
  * from. A schema of an older version is refused: the import (or the portal) would update it first.
  */
 async function databaseForDryRun(
-  config: ReturnType<typeof loadExistingPortalConfig>,
+  config: PortalConfig,
 ): Promise<{ readonly db: Db; readonly removeScratch: () => Promise<void> }> {
   const location = config.database;
   const options = { timeoutMs: config.databaseTimeoutMs };

@@ -113,8 +113,8 @@ function importArgs(deployment: WrittenEduVpnDeployment, configFile: string, ...
   ];
 }
 
-/** The portal's tables in `database` (none when the file or database is not there). */
-async function portalTables(database: string): Promise<string[]> {
+/** The portal's migrations applied to `database` (none when the file or database is not there). */
+async function appliedMigrations(database: string): Promise<string[]> {
   const location = parseDatabaseLocation(database, '/');
   if (location.dialect === 'sqlite' && !existsSync(location.path)) return [];
   const db = connectDatabase(location);
@@ -137,7 +137,7 @@ async function importsEverything(
   assert.match(dry.stdout, /WireGuard configurations\s+2\s+0\s+0\s+0/);
   assert.match(dry.stdout, /left behind: 1 local passwords/);
   assert.equal(existsSync(path.join(dataDir, 'keys', 'admin-api.key')), false, 'the dry run wrote no key');
-  assert.deepEqual(await portalTables(database), [], 'nor the database, not even its schema');
+  assert.deepEqual(await appliedMigrations(database), [], 'nor the database, not even its schema');
 
   const run = await runCli(importArgs(deployment, configFile));
   assert.equal(run.code, 0, run.stderr);
@@ -186,7 +186,7 @@ test('a dry run refuses a portal database of an older version, and leaves it at 
   } finally {
     await older.destroy();
   }
-  const applied = await portalTables(database);
+  const applied = await appliedMigrations(database);
   assert.equal(applied.at(-1), '0020-listing-changes');
 
   const dry = await runCli(importArgs(deployment, configFile, '--dry-run'));
@@ -195,7 +195,7 @@ test('a dry run refuses a portal database of an older version, and leaves it at 
     dry.stderr,
     /the database .* has \d+ of this version's schema changes still to apply; the dry run changes nothing/,
   );
-  assert.deepEqual(await portalTables(database), applied);
+  assert.deepEqual(await appliedMigrations(database), applied);
 });
 
 test('an eduVPN database in MariaDB is imported the same way, named by a mysql:// URL', async (t) => {
