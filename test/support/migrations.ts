@@ -29,4 +29,5 @@ export const EXPECTED_MIGRATIONS = [
   '0030-device-search',
   '0031-connection-log-paging',
   '0032-wanted-peers',
+  '0033-statement-give-up',
 ] as const;
