@@ -44,6 +44,7 @@ import { changeCommitted, newChangeMarkerId } from '../storage/change-markers.js
 import { runClosingWrites, type ClosingWrite } from '../storage/closing-writes.js';
 import { transactionRetryWindow, type Db } from '../storage/database.js';
 import { CommitOutcomeUnknown, isConnectionLost } from '../storage/errors.js';
+import { StatementNeeded, withoutStatements } from '../storage/no-statements.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { NatMapping } from '../storage/nat-mappings.js';
 import type { Database } from '../storage/schema.js';
@@ -379,16 +380,41 @@ export class PortalEvents {
    */
   async change<T, R>(db: Db, work: ChangeWork<T>, lastStep: LastStep<T, R>): Promise<R>;
   async change<T, R>(db: Db, work: ChangeWork<T>, lastStep?: LastStep<T, R>): Promise<T | R> {
+    return this.withRetries(db, (marker, attempt) => this.attempt(db, work, lastStep, marker, attempt));
+  }
+
+  /**
+   * A change made in one statement, which PostgreSQL runs as its own transaction (a create in
+   * one round trip): `events` are what it announces should it succeed. The listeners are told of
+   * them as in `change`, the in-transaction ones with a transaction that runs no statement
+   * (src/storage/no-statements.ts), and `statement` gets the closing writes to make part of it.
+   * null, with nothing written and nothing published: the statement gave up (its case was not
+   * the one it was built for), or a listener needs a statement of its own; the caller then
+   * makes the change with `change`. A lost connection is made good as for `change`; when the
+   * statement's answer was lost with it but the change committed, `committedAnswer` reads the
+   * answer back.
+   */
+  async changeInOneStatement<R>(db: Db, events: readonly PortalEvent[], statement: OneStatement<R>): Promise<R | null> {
+    return this.withRetries<R | null>(db, (marker, attempt) =>
+      this.attemptInOneStatement(events, statement, marker, attempt),
+    );
+  }
+
+  /** Runs a change's attempts until one commits, again after a lost connection within `databaseRetryFor`. */
+  private async withRetries<R>(
+    db: Db,
+    runAttempt: (marker: string | null, attempt: ChangeAttempt<R>) => Promise<R>,
+  ): Promise<R> {
     const retryForMs = transactionRetryWindow(db);
     // The window opens at the first lost connection, not at the call: a change that waited for
     // a connection behind a backlog still gets its full `databaseRetryFor`.
     let lostAt: number | null = null;
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
       const marker = retryForMs > 0 ? newChangeMarkerId() : null;
-      const attempt = new ChangeAttempt<T | R>();
+      const attempt = new ChangeAttempt<R>();
       try {
-        const result = await this.attempt(db, work, lastStep, marker, attempt);
-        return this.committed(attempt.announced, result);
+        const result = await runAttempt(marker, attempt);
+        return attempt.gaveUp ? result : this.committed(attempt.announced, result);
       } catch (error) {
         lostAt ??= Date.now();
         const since = lostAt;
@@ -397,10 +423,13 @@ export class PortalEvents {
           const committed = await this.readBack(db, marker, since, retryForMs, error);
           this.#logger.warn(
             { err: error.cause },
-            `a change's connection broke after its COMMIT was sent; read back: it ${committed ? 'committed' : 'did not commit'}`,
+            `a change's connection broke after its COMMIT (or its one statement) was sent; read back: it ${committed ? 'committed' : 'did not commit'}`,
           );
-          if (committed && attempt.outcome !== undefined)
-            return this.committed(attempt.announced, attempt.outcome.value);
+          if (committed) {
+            const outcome = attempt.outcome ?? (await attempt.committedAnswer?.());
+            if (outcome !== undefined) return this.committed(attempt.announced, outcome.value);
+            throw error;
+          }
           if (!withinWindow()) throw error;
         } else if (marker === null || !isConnectionLost(error) || !withinWindow()) {
           throw error;
@@ -412,6 +441,44 @@ export class PortalEvents {
     }
   }
 
+  /** One try of a change in one statement (changeInOneStatement). */
+  private async attemptInOneStatement<R>(
+    events: readonly PortalEvent[],
+    statement: OneStatement<R>,
+    marker: string | null,
+    attempt: ChangeAttempt<R | null>,
+  ): Promise<R | null> {
+    const { announced } = attempt;
+    try {
+      await withoutStatements(async (trx) => {
+        await this.record(trx, ...events);
+        announced.push(...events);
+        const call = this.callEventOf(announced);
+        if (call !== null) {
+          await this.record(trx, call);
+          announced.push(call);
+        }
+      });
+    } catch (error) {
+      if (!(error instanceof StatementNeeded)) throw error;
+      attempt.gaveUp = true;
+      return null;
+    }
+    const writes = this.closingWritesOf(announced, marker);
+    attempt.committedAnswer = async () => ({ value: await statement.committedAnswer() });
+    let result: R | null;
+    try {
+      result = await statement.run(writes);
+    } catch (error) {
+      // Sent, perhaps run and committed: only the marker tells.
+      if (isConnectionLost(error)) throw new CommitOutcomeUnknown(error as Error);
+      throw error;
+    }
+    if (result === null) attempt.gaveUp = true;
+    else attempt.outcome = { value: result };
+    return result;
+  }
+
   /** One run of a change's transaction; what it announced and answered are kept in `attempt` before COMMIT. */
   private async attempt<T, R>(
     db: Db,
@@ -421,29 +488,17 @@ export class PortalEvents {
     attempt: ChangeAttempt<T | R>,
   ): Promise<T | R> {
     const { announced } = attempt;
-    const call = this.#call;
     return db.transaction().execute(async (trx) => {
       const value = await work(trx, async (...events) => {
         await this.record(trx, ...events);
         announced.push(...events);
       });
-      const last = announced[announced.length - 1];
-      if (call !== null && last !== undefined && !announced.some((event) => event.type === 'admin.call')) {
-        const event: PortalEvent = {
-          type: 'admin.call',
-          at: last.at,
-          call,
-          status: call.successStatus,
-          detail: null,
-          connectionIds: connectionIdsOf(announced),
-          ...userOf(announced),
-        };
-        await this.record(trx, event);
-        announced.push(event);
+      const callEvent = this.callEventOf(announced);
+      if (callEvent !== null) {
+        await this.record(trx, callEvent);
+        announced.push(callEvent);
       }
-      const writes: ClosingWrite[] =
-        announced.length === 0 ? [] : this.#listeners.closing.flatMap((listener) => listener(announced));
-      if (marker !== null) writes.push({ kind: 'change-marker', markerId: marker });
+      const writes = this.closingWritesOf(announced, marker);
       let result: T | R;
       if (lastStep !== undefined) result = await lastStep(trx, value, writes);
       else {
@@ -453,6 +508,30 @@ export class PortalEvents {
       attempt.outcome = { value: result };
       return result;
     });
+  }
+
+  /** The `admin.call` event a change announcing `announced` ends with; null: none (the portal's own seam, nothing announced, or announced already). */
+  private callEventOf(announced: readonly PortalEvent[]): PortalEvent | null {
+    const call = this.#call;
+    const last = announced[announced.length - 1];
+    if (call === null || last === undefined || announced.some((event) => event.type === 'admin.call')) return null;
+    return {
+      type: 'admin.call',
+      at: last.at,
+      call,
+      status: call.successStatus,
+      detail: null,
+      connectionIds: connectionIdsOf(announced),
+      ...userOf(announced),
+    };
+  }
+
+  /** What the closing listeners answer for a change that announced `announced`, and its marker. */
+  private closingWritesOf(announced: readonly PortalEvent[], marker: string | null): ClosingWrite[] {
+    const writes: ClosingWrite[] =
+      announced.length === 0 ? [] : this.#listeners.closing.flatMap((listener) => listener(announced));
+    if (marker !== null) writes.push({ kind: 'change-marker', markerId: marker });
+    return writes;
   }
 
   /**
@@ -509,6 +588,18 @@ const LONGEST_RETRY_PAUSE_MS = 500;
 class ChangeAttempt<V> {
   readonly announced: PortalEvent[] = [];
   outcome: { readonly value: V } | undefined = undefined;
+  /** A change in one statement: its answer, read back once it is known to have committed. */
+  committedAnswer: (() => Promise<{ readonly value: V }>) | undefined = undefined;
+  /** A change in one statement that gave up: it wrote nothing, and nothing is published. */
+  gaveUp = false;
+}
+
+/** A change made in one statement (PortalEvents.changeInOneStatement). */
+export interface OneStatement<R> {
+  /** Runs the statement, with the change's closing writes in it; null: it gave up and wrote nothing. */
+  readonly run: (closingWrites: readonly ClosingWrite[]) => Promise<R | null>;
+  /** The answer of a statement that committed but whose answer was lost with its connection. */
+  readonly committedAnswer: () => Promise<R>;
 }
 
 function sleep(ms: number): Promise<void> {
