@@ -22,6 +22,7 @@ import { moveListingGeneration } from './listeners/listing-generation.js';
 import { writeRevocationReceipts } from './listeners/revocation-receipts.js';
 import { RevocationDeadlines } from './core/revocations/index.js';
 import { ListingCache } from './core/listings/index.js';
+import { RecentUsers } from './core/issuing/index.js';
 import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
 import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
@@ -156,6 +157,7 @@ async function buildContext(
     nodes,
     events,
     listings: new ListingCache(),
+    recentUsers: new RecentUsers(),
     clock,
     logger,
     random: options.random ?? Math.random,

@@ -6,6 +6,7 @@ import type { OpenVpnKeys } from '../openvpn/openvpn-keys.js';
 import type { Db } from '../storage/database.js';
 import type { PortalEvents } from './events.js';
 import type { ListingCache } from './listings/cache.js';
+import type { RecentUsers } from './issuing/recent-users.js';
 import type { NodeFleet } from '../node-client/fleet.js';
 import type { Clock } from '../shared/time.js';
 import type { AdminCall } from './admin-call.js';
@@ -21,6 +22,8 @@ export interface PortalContext {
   readonly events: PortalEvents;
   /** Large listings kept while nothing they show changed (shared by every call of this instance). */
   readonly listings: ListingCache;
+  /** The users this instance lately stored configurations for: a create's guess (src/core/issuing/recent-users.ts). */
+  readonly recentUsers: RecentUsers;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */

@@ -111,6 +111,23 @@ export async function closingClauses(
   return clauses;
 }
 
+/**
+ * The closing writes as clauses of a statement that is its own transaction (a create in one
+ * statement): null when one cannot be a clause (a receipt, the outbox's deliveries of more
+ * events than one statement takes), and the change must be made in a transaction.
+ */
+export function closingClausesOnly(writes: readonly ClosingWrite[], postgres: boolean): ClosingClause[] | null {
+  const clauses: ClosingClause[] = [];
+  for (const write of inClosingOrder(writes)) {
+    if (write.kind === 'revocation-receipt') return null;
+    if (write.kind === 'webhook-deliveries') {
+      if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT) return null;
+      clauses.push({ statement: outboxInsert(write.events, postgres), written: write.written });
+    } else clauses.push({ statement: singleRowStatement(write) });
+  }
+  return clauses;
+}
+
 async function insertReceipt(
   trx: Transaction<Database>,
   write: Extract<ClosingWrite, { kind: 'revocation-receipt' }>,

@@ -72,12 +72,17 @@ async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity
 /**
  * The common table expressions of taking an index on PostgreSQL, ending with `taken` (at most one
  * row, its `pool_index`): for a statement that goes on to use the index (src/storage/new-peer.ts).
+ * `onlyIf`: no index is taken unless it holds (read before the pool's row is locked).
  */
-export function takingOnPostgres(key: PoolKey, capacity: number): RawBuilder<unknown> {
+export function takingOnPostgres(
+  key: PoolKey,
+  capacity: number,
+  onlyIf: RawBuilder<boolean> = sql`true`,
+): RawBuilder<unknown> {
   return sql`reused AS (
       DELETE FROM ip_pool_free
       WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
-        AND pool_index = (
+        AND ${onlyIf} AND pool_index = (
           SELECT pool_index FROM ip_pool_free
           WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
           ORDER BY pool_index LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -85,7 +90,7 @@ export function takingOnPostgres(key: PoolKey, capacity: number): RawBuilder<unk
     ), advanced AS (
       UPDATE ip_pools SET next_index = next_index + 1
       WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
-        AND next_index < ${capacity} AND NOT EXISTS (SELECT 1 FROM reused)
+        AND ${onlyIf} AND next_index < ${capacity} AND NOT EXISTS (SELECT 1 FROM reused)
       RETURNING next_index - 1 AS pool_index
     ), taken AS (SELECT pool_index FROM reused UNION ALL SELECT pool_index FROM advanced)`;
 }

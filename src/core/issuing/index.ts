@@ -2,3 +2,4 @@
 export * from './create.js';
 export * from './extend.js';
 export * from './protocol-selection.js';
+export * from './recent-users.js';

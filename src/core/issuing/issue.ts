@@ -6,9 +6,11 @@ import type { Profile } from '../../config/portal-config.js';
 import { isWriteConflict } from '../../storage/errors.js';
 import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
+import { isPostgres } from '../../storage/database.js';
+import type { GaveUp, UserOfCreate } from '../../storage/new-peer.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import type { ConfigurationRef } from '../events.js';
+import type { ConfigurationRef, PortalEvent } from '../events.js';
 import type { ClosingWrite } from '../../storage/closing-writes.js';
 import type { DeviceId, ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
 import type { Platform } from '../../shared/platforms.js';
@@ -173,6 +175,7 @@ export async function storeConfiguration<T>(
         },
         async (trx, { finish, replaced }, closingWrites) => ({ stored: await finish(trx, closingWrites), replaced }),
       );
+      ctx.recentUsers.remember(issue.request.userId);
       // The replaced configuration leaves its node before the caller adds the new one.
       if (replaced !== null) await removeReplaced(ctx, replaced);
       return stored;
@@ -181,6 +184,77 @@ export async function storeConfiguration<T>(
       if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
     }
   }
+}
+
+/** Tries of a create in one statement: a wrong guess of the user, then the other, then once more should a racing create or destroy have changed it between. */
+const ONE_STATEMENT_TRIES = 3;
+
+/** A create in one statement (storeInOneStatement): runs it for a new or a known user, with the closing writes. */
+export interface CreateStatement<T> {
+  readonly run: (
+    user: UserOfCreate,
+    closingWrites: readonly ClosingWrite[],
+  ) => Promise<{ readonly stored: T } | { readonly gaveUp: GaveUp }>;
+  /** What the create stored, read back when it committed but its answer was lost with the connection. */
+  readonly committedAnswer: () => Promise<T>;
+}
+
+/**
+ * A plain create (no device, no enrollment, no answer kept for a retry) on PostgreSQL: the user
+ * and the configuration in one statement, which the server runs as its own transaction — one
+ * round trip instead of four (src/storage/new-peer.ts). The statement is built for a known user
+ * and, when it finds none, for a new one (announcing `user.created`), or the other way round;
+ * null: the create is made the usual way (storeConfiguration), because the statement gave up
+ * (a disabled user, no address to be had at once), or it cannot be one statement here.
+ */
+export async function storeInOneStatement<T>(
+  ctx: PortalContext,
+  issue: Issue,
+  configuration: ConfigurationRef,
+  statement: CreateStatement<T>,
+): Promise<T | null> {
+  const { request } = issue;
+  const plain =
+    request.consume === undefined &&
+    request.keepAnswer === undefined &&
+    request.enrollmentTokenId === undefined &&
+    request.device === undefined &&
+    issue.deviceId === null;
+  if (!plain || !isPostgres(ctx.db)) return null;
+  const user: UserOfCreate = { userId: request.userId, isNew: false, now: formatAtom(issue.now) };
+  const created: PortalEvent = {
+    type: 'configuration.created',
+    at: issue.now,
+    configuration,
+    expiresAt: issue.expiresAt,
+  };
+  for (let attempt = 1, isNew = !ctx.recentUsers.has(request.userId); attempt <= ONE_STATEMENT_TRIES; attempt++) {
+    const events: PortalEvent[] = isNew
+      ? [{ type: 'user.created', at: issue.now, userId: request.userId }, created]
+      : [created];
+    let gaveUp: GaveUp | null = null;
+    const stored = await ctx.events.changeInOneStatement(ctx.db, events, {
+      run: async (closingWrites) => {
+        const answer = await statement.run({ ...user, isNew }, closingWrites);
+        if ('gaveUp' in answer) {
+          gaveUp = answer.gaveUp;
+          return null;
+        }
+        return answer;
+      },
+      committedAnswer: async () => ({ stored: await statement.committedAnswer() }),
+    });
+    if (stored !== null) {
+      ctx.recentUsers.remember(request.userId);
+      return stored.stored;
+    }
+    if (gaveUp === 'user-missing') {
+      ctx.recentUsers.forget(request.userId);
+      isNew = true;
+    } else if (gaveUp === 'user-exists') isNew = false;
+    else return null;
+  }
+  return null;
 }
 
 /** How a device got this configuration, for its history: a call's, or its own with a token or its certificate. */

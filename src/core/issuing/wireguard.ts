@@ -4,7 +4,8 @@
 import type { ProfileNode } from '../../config/portal-config.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../storage/schema.js';
-import type { WireGuardPeer } from '../../storage/wg-peers.js';
+import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
+import type { UnplacedPeer } from '../../storage/new-peer.js';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { generateWireGuardKeyPair } from '../../wireguard/keys.js';
 import { renderWireGuardFile, type ConfigurationFile, type WireGuardFileFormat } from './configuration-file.js';
@@ -12,8 +13,8 @@ import type { PortalContext } from '../context.js';
 import { assertPublicKeyUnused } from './device-keys.js';
 import type { ConfigurationRef } from '../events.js';
 import type { ClosingWrite } from '../../storage/closing-writes.js';
-import { keepAnswer, storeConfiguration, type Issue } from './issue.js';
-import { nodeOrder, addPeersToNodes, insertAtFreeAddress } from '../nodes/index.js';
+import { keepAnswer, storeConfiguration, storeInOneStatement, type Issue } from './issue.js';
+import { nodeOrder, addPeersToNodes, insertAtFreeAddress, insertInOneStatement } from '../nodes/index.js';
 import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
 import { formatAtom } from '../../shared/time.js';
 
@@ -97,36 +98,44 @@ async function storePeer(
   format: WireGuardFileFormat,
   render: (peer: WireGuardPeer) => Promise<ConfigurationFile>,
 ): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
+  const configuration: ConfigurationRef = {
+    userId: issue.request.userId,
+    profileId: issue.profile.profileId,
+    connectionId: publicKey,
+    vpnProto: 'wireguard',
+    nodeNumber: node.nodeNumber,
+  };
+  const unplaced: UnplacedPeer = {
+    publicKey,
+    userId: issue.request.userId,
+    profileId: issue.profile.profileId,
+    nodeNumber: node.nodeNumber,
+    displayName: issue.request.displayName,
+    createdAt: formatAtom(issue.now),
+    expiresAt: formatAtom(issue.expiresAt),
+    authKey: null,
+    expiryWarned: issue.expiryWarned,
+    deviceId: issue.deviceId,
+  };
+  // A key the device brought must be checked unused first: that is a transaction's work.
+  if (!devicePublicKey) {
+    const peer = await storeInOneStatement(ctx, issue, configuration, {
+      run: (user, closingWrites) => insertInOneStatement(ctx.db, node, unplaced, user, closingWrites),
+      committedAnswer: async () => {
+        const [stored] = await peersWithKeys(ctx.db, [publicKey]);
+        if (stored === undefined) throw new Error('a create that committed stored no configuration');
+        return stored;
+      },
+    });
+    if (peer !== null) return { peer, file: await render(peer) };
+  }
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
       if (devicePublicKey) await assertPublicKeyUnused(ctx, trx, publicKey);
-      const configuration: ConfigurationRef = {
-        userId: issue.request.userId,
-        profileId: issue.profile.profileId,
-        connectionId: publicKey,
-        vpnProto: 'wireguard',
-        nodeNumber: node.nodeNumber,
-      };
       // The address is taken last, after every listener's write (src/core/events.ts, last step):
       // the pool's row is then held for the final statement and the commit only.
       const finish = async (last: Transaction<Database>, closingWrites: readonly ClosingWrite[]) => {
-        const peer = await insertAtFreeAddress(
-          last,
-          node,
-          {
-            publicKey,
-            userId: issue.request.userId,
-            profileId: issue.profile.profileId,
-            nodeNumber: node.nodeNumber,
-            displayName: issue.request.displayName,
-            createdAt: formatAtom(issue.now),
-            expiresAt: formatAtom(issue.expiresAt),
-            authKey: null,
-            expiryWarned: issue.expiryWarned,
-            deviceId: issue.deviceId,
-          },
-          closingWrites,
-        );
+        const peer = await insertAtFreeAddress(last, node, unplaced, closingWrites);
         if (peer === null) throw new PoolFull();
         const file = await render(peer);
         await keepAnswer(last, issue, format, file);

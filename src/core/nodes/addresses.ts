@@ -3,8 +3,15 @@
 import type { Transaction } from 'kysely';
 import { type PortalConfig, type ProfileNode, findProfile } from '../../config/portal-config.js';
 import { releasePoolIndex, type PoolKey } from '../../storage/ip-pools.js';
-import { insertPeerAtFreeAddress, type UnplacedPeer } from '../../storage/new-peer.js';
-import type { ClosingWrite } from '../../storage/closing-writes.js';
+import {
+  insertPeerAtFreeAddress,
+  insertPeerInOneStatement,
+  type GaveUp,
+  type UnplacedPeer,
+  type UserOfCreate,
+} from '../../storage/new-peer.js';
+import { closingClausesOnly, type ClosingWrite } from '../../storage/closing-writes.js';
+import type { Db } from '../../storage/database.js';
 import type { Database } from '../../storage/schema.js';
 import { countPeersByProfileAndNode, type PeersInPool, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolCapacity } from '../../wireguard/address-pool.js';
@@ -32,6 +39,24 @@ export async function insertAtFreeAddress(
     if (taken === null) return null;
     if (taken.peer !== null) return taken.peer;
   }
+}
+
+/**
+ * PostgreSQL: the user and a configuration on `node` stored in one statement with the change's
+ * closing writes (src/storage/new-peer.ts), or given up with nothing written; also given up
+ * when a closing write cannot be part of one statement.
+ */
+export async function insertInOneStatement(
+  db: Db,
+  node: ProfileNode,
+  peer: UnplacedPeer,
+  user: UserOfCreate,
+  closingWrites: readonly ClosingWrite[],
+): Promise<{ readonly stored: WireGuardPeer } | { readonly gaveUp: GaveUp }> {
+  const clauses = closingClausesOnly(closingWrites, true);
+  if (node.wireGuard === null || clauses === null) return { gaveUp: 'not-simple' };
+  const answer = await insertPeerInOneStatement(db, poolKey(peer.profileId, node), peer, user, clauses);
+  return 'gaveUp' in answer ? answer : { stored: answer.peer };
 }
 
 /** Returns a deleted peer's addresses to its pool, if they still belong to the configured range. */
