@@ -1,16 +1,17 @@
 // A change's closing writes: what a change writes once, at the very end of its transaction, after
 // all its other writes and locks (src/core/events.ts). Listeners describe them as data; storage
 // alone holds their statements and the order they run in, whatever order they were asked for in.
-// A plain change runs them one by one (runClosingWrites); a create makes them the end of its final
-// statement, after it took its address pool's row (src/storage/new-peer.ts). The webhook outbox is
-// one of them so that its rows, which need the subscriptions, cost a create no statement of its own.
+// On PostgreSQL a change runs them as one statement, one round trip (runClosingWrites); a create
+// makes them the end of its final statement, after it took its address pool's row
+// (src/storage/new-peer.ts). SQLite, with no round trips, runs them one by one. The webhook outbox
+// is one of them so that its rows, which need the subscriptions, cost a change no statement of its own.
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { isPostgres } from './database.js';
 import { auditRecordInsert, type NewAuditRecord } from './audit-log.js';
 import { changeMarkerInsert } from './change-markers.js';
 import { listingGenerationBump } from './listing-generation.js';
-import { insertRevocationNodes, type RevocationNodeRow } from './revocation-nodes.js';
-import { insertRevocation, type StoredRevocation } from './revocations.js';
+import { insertRevocationNodes, revocationNodesInsert, type RevocationNodeRow } from './revocation-nodes.js';
+import { insertRevocation, revocationInsert, type StoredRevocation } from './revocations.js';
 import type { Database } from './schema.js';
 import {
   insertOutboxDeliveries,
@@ -73,8 +74,21 @@ export function inClosingOrder(writes: readonly ClosingWrite[]): ClosingWrite[] 
   return merged.sort((a, b) => CLOSING_PLACE[a.kind] - CLOSING_PLACE[b.kind]);
 }
 
-/** Runs a change's closing writes one by one, in closing order. */
+/**
+ * Runs a change's closing writes, in closing order: on PostgreSQL as one statement (one round
+ * trip, each write a WITH clause; a write too large for it runs on its own first), on SQLite
+ * one by one (no round trips there).
+ */
 export async function runClosingWrites(trx: Transaction<Database>, writes: readonly ClosingWrite[]): Promise<void> {
+  if (isPostgres(trx)) {
+    const closing = closingStatementParts(await closingClauses(trx, writes));
+    if (closing.clauses.length === 0) return;
+    const { rows } = await sql<Record<string, number>>`WITH ${closing.ctes} SELECT 1 AS one${closing.counts}`.execute(
+      trx,
+    );
+    closing.tell(rows[0] ?? {});
+    return;
+  }
   for (const write of inClosingOrder(writes)) {
     if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
     else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
@@ -82,18 +96,46 @@ export async function runClosingWrites(trx: Transaction<Database>, writes: reado
   }
 }
 
-/** A closing write as a clause of a create's final statement. */
+/** A closing write as a clause of a statement (a create's final one, or the closing writes' own). */
 export interface ClosingClause {
   readonly statement: RawBuilder<unknown>;
   /** Set when the statement returns rows whose number its asker wants (the outbox's deliveries). */
   readonly written?: (rows: number) => void;
 }
 
+/** Closing clauses placed in a statement: its WITH clauses, its answer's count columns, and who to tell them. */
+export interface ClosingStatementParts {
+  readonly clauses: readonly ClosingClause[];
+  /** `closing_0 AS (…), closing_1 AS (…)`, to follow `WITH` or a comma. */
+  readonly ctes: RawBuilder<unknown>;
+  /** `, (SELECT count(*) FROM closing_N)::integer AS written_N` for each clause that counts. */
+  readonly counts: RawBuilder<unknown>;
+  /** Tells each counting clause its count from the statement's answer row. */
+  readonly tell: (row: Readonly<Record<string, unknown>>) => void;
+}
+
+export function closingStatementParts(clauses: readonly ClosingClause[]): ClosingStatementParts {
+  const ctes = clauses.map((clause, index) => sql`${sql.id(`closing_${index}`)} AS (${clause.statement})`);
+  const counts = clauses.flatMap((clause, index) =>
+    clause.written === undefined
+      ? []
+      : [sql`, (SELECT count(*) FROM ${sql.id(`closing_${index}`)})::integer AS ${sql.id(`written_${index}`)}`],
+  );
+  return {
+    clauses,
+    ctes: sql.join(ctes),
+    counts: sql.join(counts, sql``),
+    tell: (row) => {
+      for (const [index, clause] of clauses.entries()) clause.written?.(Number(row[`written_${index}`] ?? 0));
+    },
+  };
+}
+
 /**
- * For a statement that ends with the change's closing writes (a create's final one): runs a
- * receipt now, on its own (it may be many rows, and holds no lock another change waits on), as
- * the outbox's deliveries when they need more than one statement, and answers the others'
- * statements, in closing order, for the caller to place as WITH clauses.
+ * For a statement that ends with the change's closing writes: runs now, on its own, a write too
+ * large for one statement (a receipt of many configurations, the outbox's deliveries of many
+ * events), and answers the others' statements, in closing order, for the caller to place as
+ * WITH clauses.
  */
 export async function closingClauses(
   trx: Transaction<Database>,
@@ -101,31 +143,48 @@ export async function closingClauses(
 ): Promise<ClosingClause[]> {
   const clauses: ClosingClause[] = [];
   for (const write of inClosingOrder(writes)) {
-    if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
-    else if (write.kind === 'webhook-deliveries') {
-      if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT)
-        write.written(await insertOutboxDeliveries(trx, write.events));
-      else clauses.push({ statement: outboxInsert(write.events, isPostgres(trx)), written: write.written });
-    } else clauses.push({ statement: singleRowStatement(write) });
+    const asClauses = clausesOf(write, isPostgres(trx));
+    if (asClauses !== null) clauses.push(...asClauses);
+    else if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
+    else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
   }
   return clauses;
 }
 
 /**
  * The closing writes as clauses of a statement that is its own transaction (a create in one
- * statement): null when one cannot be a clause (a receipt, the outbox's deliveries of more
- * events than one statement takes), and the change must be made in a transaction.
+ * statement): null when one is too large for a statement, and the change must be made in a
+ * transaction.
  */
 export function closingClausesOnly(writes: readonly ClosingWrite[], postgres: boolean): ClosingClause[] | null {
   const clauses: ClosingClause[] = [];
   for (const write of inClosingOrder(writes)) {
-    if (write.kind === 'revocation-receipt') return null;
-    if (write.kind === 'webhook-deliveries') {
-      if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT) return null;
-      clauses.push({ statement: outboxInsert(write.events, postgres), written: write.written });
-    } else clauses.push({ statement: singleRowStatement(write) });
+    const asClauses = clausesOf(write, postgres);
+    if (asClauses === null) return null;
+    clauses.push(...asClauses);
   }
   return clauses;
+}
+
+/** A receipt's configurations one statement takes; a larger receipt runs on its own. */
+const RECEIPT_ROWS_PER_STATEMENT = 100;
+
+/** A write as clauses of a statement; null: too large for one. */
+function clausesOf(write: ClosingWrite, postgres: boolean): ClosingClause[] | null {
+  switch (write.kind) {
+    case 'revocation-receipt':
+      if (write.nodes.length > RECEIPT_ROWS_PER_STATEMENT) return null;
+      // Its rows' foreign key to the receipt is checked at the statement's end, when both are in.
+      return [
+        { statement: revocationInsert(write.revocation) },
+        ...(write.nodes.length === 0 ? [] : [{ statement: revocationNodesInsert(write.nodes) }]),
+      ];
+    case 'webhook-deliveries':
+      if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT) return null;
+      return [{ statement: outboxInsert(write.events, postgres), written: write.written }];
+    default:
+      return [{ statement: singleRowStatement(write) }];
+  }
 }
 
 async function insertReceipt(

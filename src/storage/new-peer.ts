@@ -7,7 +7,13 @@
 // outbox's deliveries, the audit row, the listing counter); the row is held for that statement and the commit only. SQLite, one writer at a time and no round trips, runs the
 // same steps one by one.
 import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
-import { closingClauses, runClosingWrites, type ClosingClause, type ClosingWrite } from './closing-writes.js';
+import {
+  closingClauses,
+  closingStatementParts,
+  runClosingWrites,
+  type ClosingClause,
+  type ClosingWrite,
+} from './closing-writes.js';
 import type { DeviceId, UserId } from '../shared/ids.js';
 import { clientAddressesAt, FIRST_CLIENT_OFFSET, poolCapacity } from '../wireguard/address-pool.js';
 import { isPostgres, type Db } from './database.js';
@@ -174,12 +180,7 @@ async function takeAndInsert(
   framing: Framing = IN_A_TRANSACTION,
 ): Promise<AnswerRow> {
   const capacity = poolCapacity(pool.rangeFour, pool.rangeSix);
-  const closing = closingClauses.map((clause, index) => sql`, ${sql.id(`closing_${index}`)} AS (${clause.statement})`);
-  const counted = closingClauses.flatMap((clause, index) =>
-    clause.written === undefined
-      ? []
-      : [sql`, (SELECT count(*) FROM ${sql.id(`closing_${index}`)})::integer AS ${sql.id(`written_${index}`)}`],
-  );
+  const closing = closingStatementParts(closingClauses);
   const before = framing.before === null ? sql`` : sql`${framing.before}, `;
   const verdict = framing.verdict === null ? sql`` : sql`, ${framing.verdict} AS verdict`;
   const { rows } = await sql<AnswerRow>`
@@ -197,11 +198,11 @@ async function takeAndInsert(
       RETURNING *
     ), journal AS (
       INSERT INTO listing_changes (profile_id, created_at, public_key) SELECT profile_id, created_at, public_key FROM peer
-    )${sql.join(closing, sql``)}
-    SELECT taken.pool_index AS taken_index, peer.*${sql.join(counted, sql``)}${verdict}
+    )${closing.clauses.length === 0 ? sql`` : sql`, ${closing.ctes}`}
+    SELECT taken.pool_index AS taken_index, peer.*${closing.counts}${verdict}
     FROM (VALUES (1)) AS one (n) LEFT JOIN taken ON true LEFT JOIN peer ON true`.execute(db);
   const [row] = rows;
   if (row === undefined) throw new Error('the create statement answered no row');
-  for (const [index, clause] of closingClauses.entries()) clause.written?.(row[`written_${index}`] ?? 0);
+  closing.tell(row);
   return row;
 }

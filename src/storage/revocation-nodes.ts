@@ -11,6 +11,7 @@ import {
   type ProfileId,
   type VpnProto,
 } from '../shared/ids.js';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from './database.js';
 import { OPEN_REVOCATION_STATES } from './revocations.js';
 
@@ -32,6 +33,18 @@ export interface ConfirmedRemoval {
 
 /** Rows per INSERT: six columns, far below both dialects' parameter limits. */
 const INSERT_ROWS = 500;
+
+/** A receipt's rows as one statement (at most INSERT_ROWS), for a change's closing writes in one statement. */
+export function revocationNodesInsert(rows: readonly Omit<RevocationNodeRow, 'appliedAt'>[]): RawBuilder<unknown> {
+  if (rows.length === 0 || rows.length > INSERT_ROWS)
+    throw new Error(`a receipt's rows in one statement: 1 to ${INSERT_ROWS}`);
+  const values = rows.map(
+    (row) =>
+      sql`(${row.revocationId}, ${row.nodeNumber}, ${row.connectionId}, ${row.vpnProto}, ${row.profileId}, NULL)`,
+  );
+  return sql`INSERT INTO revocation_nodes (revocation_id, node_number, connection_id, vpn_proto, profile_id, applied_at)
+    VALUES ${sql.join(values)}`;
+}
 
 export async function insertRevocationNodes(
   db: Db,

@@ -4,7 +4,7 @@
 import { asUserId, type UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
-import type { Updateable } from 'kysely';
+import { sql, type RawBuilder, type Updateable } from 'kysely';
 import type { RevocationsTable } from './schema.js';
 
 export const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
@@ -49,6 +49,14 @@ export async function insertRevocation(
       superseded_at: null,
     })
     .execute();
+}
+
+/** The receipt's row as a statement, for a change's closing writes in one statement (src/storage/closing-writes.ts). */
+export function revocationInsert(
+  revocation: Pick<StoredRevocation, 'revocationId' | 'userId' | 'reason' | 'requestedAt'>,
+): RawBuilder<unknown> {
+  return sql`INSERT INTO revocations (revocation_id, user_id, reason, state, requested_at, overdue_at, applied_at, superseded_at)
+    VALUES (${revocation.revocationId}, ${revocation.userId}, ${revocation.reason}, 'pending', ${revocation.requestedAt}, NULL, NULL, NULL)`;
 }
 
 export async function findRevocation(db: Db, revocationId: string): Promise<StoredRevocation | undefined> {

@@ -1,27 +1,29 @@
 // A change's closing writes run in storage's fixed order, whatever order they were asked for in:
 // the receipt and the audit row, then the listing counter (whose lock must be a change's last),
-// then the marker; and each of them is written, one by one or as part of a create's last statement.
+// then the marker; and each of them is written: on PostgreSQL in one statement (a receipt too
+// large for it on its own first), on SQLite one by one.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { inClosingOrder, runClosingWrites, type ClosingWrite } from '../../src/storage/closing-writes.js';
 import { readListingGeneration } from '../../src/storage/listing-generation.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../src/shared/ids.js';
+import { isPostgres } from '../../src/storage/database.js';
+import { statementsSentBy } from '../support/pg-statements.js';
 import { startTestPortal } from '../support/test-portal.js';
 
 const AT = '2026-11-25T12:00:00+00:00';
 
+const receiptNode = {
+  revocationId: 'receipt-1',
+  nodeNumber: asNodeNumber(0),
+  connectionId: 'key-1',
+  vpnProto: 'wireguard',
+  profileId: asProfileId('employees'),
+} as const;
 const receipt: ClosingWrite = {
   kind: 'revocation-receipt',
   revocation: { revocationId: 'receipt-1', userId: asUserId('alice'), reason: 'delete_connection', requestedAt: AT },
-  nodes: [
-    {
-      revocationId: 'receipt-1',
-      nodeNumber: asNodeNumber(0),
-      connectionId: 'key-1',
-      vpnProto: 'wireguard',
-      profileId: asProfileId('employees'),
-    },
-  ],
+  nodes: [receiptNode],
 };
 const auditRecord = (auditId: string): ClosingWrite => ({
   kind: 'audit-record',
@@ -60,12 +62,15 @@ test('several moves of the listing counter become one move by their sum, so one 
   assert.deepEqual(inClosingOrder([marker, listing]), [listing, marker], 'one move stays as it was asked');
 });
 
-test('running the closing writes one by one writes each of them in the transaction', async (t) => {
+test('the closing writes are written in the change’s transaction, on PostgreSQL in one statement', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
   const { db } = portal.portal.ctx;
   const before = Number(await readListingGeneration(db));
-  await db.transaction().execute((trx) => runClosingWrites(trx, [marker, listing, auditRecord('a1'), receipt]));
+  const { statements } = await statementsSentBy(() =>
+    db.transaction().execute((trx) => runClosingWrites(trx, [marker, listing, auditRecord('a1'), receipt])),
+  );
+  if (isPostgres(db)) assert.equal(statements.filter(isNotBeginOrCommit).length, 1, statements.join('\n'));
   assert.equal(Number(await readListingGeneration(db)), before + 1);
   const revocations = await db.selectFrom('revocations').select(['revocation_id', 'reason']).execute();
   assert.deepEqual(revocations, [{ revocation_id: 'receipt-1', reason: 'delete_connection' }]);
@@ -76,3 +81,24 @@ test('running the closing writes one by one writes each of them in the transacti
   const markers = await db.selectFrom('change_markers').select('marker_id').execute();
   assert.deepEqual(markers, [{ marker_id: 'marker-1' }]);
 });
+
+test('a receipt of more configurations than one statement takes is written on its own first, whole', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const { db } = portal.portal.ctx;
+  const many = Array.from({ length: 250 }, (_, index) => ({ ...receiptNode, connectionId: `key-${index}` }));
+  const large: ClosingWrite = { ...receipt, kind: 'revocation-receipt', nodes: many };
+  const { statements } = await statementsSentBy(() =>
+    db.transaction().execute((trx) => runClosingWrites(trx, [marker, large, auditRecord('a1')])),
+  );
+  // The receipt's row and its rows (one INSERT), then the rest as one statement.
+  if (isPostgres(db)) assert.equal(statements.filter(isNotBeginOrCommit).length, 3, statements.join('\n'));
+  const nodes = await db.selectFrom('revocation_nodes').select('connection_id').execute();
+  assert.equal(nodes.length, 250);
+  assert.equal((await db.selectFrom('change_markers').select('marker_id').execute()).length, 1);
+  assert.equal((await db.selectFrom('audit_log').select('audit_id').execute()).length, 1);
+});
+
+function isNotBeginOrCommit(statement: string): boolean {
+  return !/^(begin|commit)$/i.test(statement.trim());
+}
