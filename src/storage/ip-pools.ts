@@ -59,8 +59,9 @@ export async function ensurePoolRow(trx: Transaction<Database>, key: PoolKey): P
 
 /**
  * PostgreSQL: the given-back index or the next new one in one statement (one round trip of the
- * create's few): the DELETE takes the lowest given-back row it can lock, and the UPDATE advances
- * the pool only when it took none. undefined: neither (the pool's row is missing, or it is full).
+ * create's few): the DELETE takes the lowest given-back row it can lock, the UPDATE advances
+ * the pool only when it took none, and a pool without its row yet gets it with index 0.
+ * undefined: none (the pool is full, or another transaction is making its row).
  */
 async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity: number): Promise<number | undefined> {
   const { rows } = await sql<{ pool_index: number }>`
@@ -72,7 +73,11 @@ async function takeOnPostgres(trx: Transaction<Database>, key: PoolKey, capacity
 /**
  * The common table expressions of taking an index on PostgreSQL, ending with `taken` (at most one
  * row, its `pool_index`): for a statement that goes on to use the index (src/storage/new-peer.ts).
- * `onlyIf`: no index is taken unless it holds (read before the pool's row is locked).
+ * A pool's first index makes its row (`opened`): the UPDATE before it sees no row, and the
+ * INSERT meets the row there was, or the one this statement just updated, and does nothing.
+ * No row when another transaction is making the pool's row at that moment: the caller then
+ * makes sure of it (ensurePoolRow) and tries again. `onlyIf`: no index is taken unless it holds
+ * (read before the pool's row is locked).
  */
 export function takingOnPostgres(
   key: PoolKey,
@@ -92,7 +97,14 @@ export function takingOnPostgres(
       WHERE profile_id = ${key.profileId} AND node_number = ${key.nodeNumber} AND range_four = ${key.rangeFour} AND range_six = ${key.rangeSix}
         AND ${onlyIf} AND next_index < ${capacity} AND NOT EXISTS (SELECT 1 FROM reused)
       RETURNING next_index - 1 AS pool_index
-    ), taken AS (SELECT pool_index FROM reused UNION ALL SELECT pool_index FROM advanced)`;
+    ), opened AS (
+      INSERT INTO ip_pools (profile_id, node_number, range_four, range_six, next_index)
+      SELECT ${key.profileId}, ${key.nodeNumber}, ${key.rangeFour}, ${key.rangeSix}, 1 WHERE ${onlyIf} AND ${capacity} > 0
+      ON CONFLICT (profile_id, node_number, range_four, range_six) DO NOTHING
+      RETURNING 0 AS pool_index
+    ), taken AS (
+      SELECT pool_index FROM reused UNION ALL SELECT pool_index FROM advanced UNION ALL SELECT pool_index FROM opened
+    )`;
 }
 
 /** SQLite: deletes the lowest given-back index and returns it (no row: none was given back). */

@@ -17,6 +17,7 @@ import {
 import type { DeviceId, UserId } from '../shared/ids.js';
 import { clientAddressesAt, FIRST_CLIENT_OFFSET, poolCapacity } from '../wireguard/address-pool.js';
 import { isPostgres, type Db } from './database.js';
+import { isWriteConflict } from './errors.js';
 import { ensurePoolRow, takePoolIndex, takingOnPostgres, type PoolKey } from './ip-pools.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
 import { insertPeer, toPeer, type NewPeer, type WireGuardPeer } from './wg-peers.js';
@@ -72,9 +73,10 @@ export interface UserOfCreate {
  * round trip): the user made or share-locked (so a disable or destroy of it waits), the index,
  * the configuration, its journal row and the closing writes. Built for the common case, it gives
  * up, writing nothing, when the case is otherwise: the user is not as `user` says, the user is
- * disabled, or no address was had (the pool's first allocation, a full pool, an address held by
- * a configuration from before a range change): `gaveUp` says which, and the caller tries the
- * other case of the user, or makes the create in a transaction (insertPeerAtFreeAddress).
+ * disabled, no address was had (a full pool, a pool's row being made by another transaction, an
+ * address held by a configuration from before a range change), or it lost a race (a deadlock):
+ * `gaveUp` says which, and the caller tries the other case of the user, or makes the create in
+ * a transaction (insertPeerAtFreeAddress), which answers the rest as before.
  */
 export async function insertPeerInOneStatement(
   db: Db,
@@ -89,6 +91,8 @@ export async function insertPeerInOneStatement(
     if (stored === null) throw new Error('the create statement stored no configuration and did not give up');
     return { peer: stored };
   } catch (error) {
+    // A deadlock or a unique key taken meanwhile undid the statement too; a transaction retries it.
+    if (isWriteConflict(error)) return { gaveUp: 'not-simple' };
     const gaveUp = gaveUpFor(error);
     if (gaveUp === null) throw error;
     return { gaveUp };

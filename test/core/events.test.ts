@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalEvent } from '../../src/core/events.js';
+import { isPostgres } from '../../src/storage/database.js';
 import { readListingGeneration } from '../../src/storage/listing-generation.js';
 import { startTestPortal } from '../support/test-portal.js';
 
@@ -133,9 +134,12 @@ test('a closing write runs once per change, in its transaction: a create runs it
   assert.equal(Number(await readListingGeneration(db)), before + 2, "the refused create's moves rolled back with it");
   assert.equal((await portal.post('/destroy', { user_id: 'alice' })).status, 204);
   assert.equal(Number(await readListingGeneration(db)), before + 4);
+  // On PostgreSQL bob's create is tried as one statement first, which gives up at the full pool
+  // having written nothing, and is then made (and refused) in a transaction: each try is told.
+  const bobsTries = isPostgres(db) ? 2 : 1;
   assert.deepEqual(told, [
     'user.created,configuration.created,admin.call',
-    'user.created,configuration.created,admin.call',
+    ...Array.from({ length: bobsTries }, () => 'user.created,configuration.created,admin.call'),
     'configuration.deleted,user.destroyed,admin.call',
   ]);
   const users = await db.selectFrom('users').select('user_id').execute();
