@@ -43,7 +43,7 @@ import type { Transaction } from 'kysely';
 import { changeCommitted, newChangeMarkerId } from '../storage/change-markers.js';
 import { runClosingWrites, type ClosingWrite } from '../storage/closing-writes.js';
 import { transactionRetryWindow, type Db } from '../storage/database.js';
-import { CommitOutcomeUnknown, isConnectionLost } from '../storage/errors.js';
+import { CommitOutcomeUnknown, isConnectionLost, mayHaveCommitted } from '../storage/errors.js';
 import { StatementNeeded, withoutStatements } from '../storage/no-statements.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { NatMapping } from '../storage/nat-mappings.js';
@@ -347,6 +347,9 @@ export class PortalEvents {
    * event it announced: it answers the writes to make after every other write and lock of the
    * change (the audit row, a revocation receipt, the listing counter), which storage runs in its
    * own fixed order (src/storage/closing-writes.ts). Not told of events recorded outside a change.
+   * Told again when a change runs again (a lost connection), or when a change tried in one
+   * statement gave up and is made in a transaction: what it answered for a try that did not
+   * commit is never written.
    */
   closing(listener: ClosingListener): void {
     this.#listeners.closing.push(listener);
@@ -470,8 +473,8 @@ export class PortalEvents {
     try {
       result = await statement.run(writes);
     } catch (error) {
-      // Sent, perhaps run and committed: only the marker tells.
-      if (isConnectionLost(error)) throw new CommitOutcomeUnknown(error as Error);
+      // Sent and not answered: perhaps run and committed, which only the marker tells.
+      if (mayHaveCommitted(error)) throw new CommitOutcomeUnknown(error as Error);
       throw error;
     }
     if (result === null) attempt.gaveUp = true;

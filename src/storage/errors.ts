@@ -80,6 +80,22 @@ export function isConnectionLost(error: unknown): boolean {
 const CONNECTION_LOST = /^(ECONNRESET|ECONNREFUSED|EPIPE|CONNECTION_LOST|57P0[123]|08\d\d\d)$/;
 
 /**
+ * Whether a statement that failed so may still have run, and committed: its connection broke
+ * with no answer from the server. One the server answered with an error (a stale prepared
+ * statement, a shutdown notice: a SQLSTATE, on the error or its cause) did not commit.
+ */
+export function mayHaveCommitted(error: unknown): boolean {
+  if (!isConnectionLost(error)) return false;
+  const cause = (error as { cause?: unknown }).cause;
+  return !hasSqlState(error) && !hasSqlState(cause);
+}
+
+function hasSqlState(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/**
  * Why a storage failure means "try again later" rather than "the request was wrong", or null
  * when it is not such a failure: the disk is full, the database cannot be written, or the
  * database is busy, unreachable or shutting down.

@@ -117,45 +117,57 @@ test('PostgreSQL restarted twice under two portal instances and a stream of call
   assert.equal(auditCount.get('disable_user'), disabled.size);
 });
 
-for (const mode of ['after-forwarding', 'instead-of-forwarding'] as const) {
-  const outcome = mode === 'after-forwarding' ? 'the server committed' : 'the server never got it';
-  test(`PostgreSQL: a create whose connection is cut right at COMMIT (${outcome}) is resolved by reading back its marker and answers its configuration once`, async (t) => {
-    const cleanup: (() => unknown)[] = [];
-    t.after(async () => {
-      for (const step of cleanup.reverse()) await step();
+// A create with an Idempotency-Key is made in a transaction (its answer is kept with it); a
+// plain one is one statement, its own transaction (src/core/issuing/issue.ts). Unnamed
+// statements, so that the statement's text is on the wire each time for the cutter to find.
+for (const made of ['in a transaction', 'in one statement'] as const) {
+  for (const mode of ['after-forwarding', 'instead-of-forwarding'] as const) {
+    const outcome = mode === 'after-forwarding' ? 'the server committed' : 'the server never got it';
+    const where = made === 'in a transaction' ? 'right at COMMIT' : 'right at its one statement';
+    test(`PostgreSQL: a create made ${made} whose connection is cut ${where} (${outcome}) is resolved by reading back its marker and answers its configuration once`, async (t) => {
+      const cleanup: (() => unknown)[] = [];
+      t.after(async () => {
+        for (const step of cleanup.reverse()) await step();
+      });
+      const server = await startPrivatePostgres();
+      cleanup.push(() => server.stop());
+      const { url } = await createTestDatabase(server.url);
+      const cutter = await startPostgresCutter(url);
+      cleanup.push(() => cutter.close());
+      const log = capturedLog('info');
+      const portal = await startTestPortal({
+        database: cutter.url,
+        logger: log.logger,
+        config: { databasePreparedStatements: false },
+      });
+      cleanup.push(() => portal.close());
+      assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'employees' })).status, 200);
+
+      const cut =
+        made === 'in a transaction'
+          ? cutter.cutNextCommit('INSERT INTO wg_peers', mode)
+          : cutter.cutNextStatement('INSERT INTO wg_peers', mode);
+      const headers: Record<string, string> = made === 'in a transaction' ? { 'idempotency-key': 'bob-phone' } : {};
+      const response = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' }, headers);
+      await cut;
+      assert.equal(response.status, 200, response.text);
+      const key = publicKeyOf(response);
+
+      const db = connectDatabase({ dialect: 'postgres', url });
+      cleanup.push(() => db.destroy());
+      const bobs = await db.selectFrom('wg_peers').select('public_key').where('user_id', '=', 'bob').execute();
+      assert.equal(bobs.length, 2, 'the first create and this one, once');
+      assert.ok(bobs.some((peer) => peer.public_key === key));
+      const audited = await db.selectFrom('audit_log').select('call').where('user_id', '=', 'bob').execute();
+      assert.equal(audited.length, 2);
+      const resolved = log.lines().filter((line) => /read back/.test(line.msg ?? ''));
+      assert.equal(resolved.length, 1, log.text());
+      assert.match(
+        resolved[0]?.msg ?? '',
+        mode === 'after-forwarding' ? /read back: it committed/ : /read back: it did not commit/,
+      );
     });
-    const server = await startPrivatePostgres();
-    cleanup.push(() => server.stop());
-    const { url } = await createTestDatabase(server.url);
-    const cutter = await startPostgresCutter(url);
-    cleanup.push(() => cutter.close());
-    const log = capturedLog('info');
-    const portal = await startTestPortal({ database: cutter.url, logger: log.logger });
-    cleanup.push(() => portal.close());
-    assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
-
-    const cut = cutter.cutNextCommit('INSERT INTO wg_peers', mode);
-    const response = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
-    await cut;
-    assert.equal(response.status, 200, response.text);
-    const key = publicKeyOf(response);
-
-    const db = connectDatabase({ dialect: 'postgres', url });
-    cleanup.push(() => db.destroy());
-    const bobs = await db.selectFrom('wg_peers').select('public_key').where('user_id', '=', 'bob').execute();
-    assert.deepEqual(
-      bobs.map((peer) => peer.public_key),
-      [key],
-    );
-    const audited = await db.selectFrom('audit_log').select('call').where('user_id', '=', 'bob').execute();
-    assert.equal(audited.length, 1);
-    const resolved = log.lines().filter((line) => /COMMIT/.test(line.msg ?? ''));
-    assert.equal(resolved.length, 1, log.text());
-    assert.match(
-      resolved[0]?.msg ?? '',
-      mode === 'after-forwarding' ? /read back: it committed/ : /read back: it did not commit/,
-    );
-  });
+  }
 }
 
 test('a read whose connection broke while the database takes no new connection fails with the reason the server gives, and its pooled connection is given back once', async (t) => {

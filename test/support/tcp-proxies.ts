@@ -1,6 +1,6 @@
 // TCP proxies on 127.0.0.1 for failures that only the network between two processes can
 // cause at the exact moment a test needs: a PostgreSQL connection cut right at a transaction's
-// COMMIT (before or after the server got it), and a node's answer held back while the test
+// COMMIT or at a statement that is its own transaction (before or after the server got it), and a node's answer held back while the test
 // does something else (restarts the database). Everything else passes through unchanged.
 import net from 'node:net';
 
@@ -14,11 +14,20 @@ export interface PostgresCutter {
    * drops the connection with the COMMIT unsent (the server rolls back). Resolves once cut.
    */
   cutNextCommit(marker: string, mode: 'after-forwarding' | 'instead-of-forwarding'): Promise<void>;
+  /**
+   * Cuts the next statement containing `marker` that is its own transaction (sent by the
+   * extended protocol, its text in the Parse message: an unnamed statement): `after-forwarding`
+   * hands it and its Sync to the server (which runs and commits it) and drops the portal's
+   * side, `instead-of-forwarding` drops the connection with it unsent. Resolves once cut.
+   */
+  cutNextStatement(marker: string, mode: 'after-forwarding' | 'instead-of-forwarding'): Promise<void>;
   close(): Promise<void>;
 }
 
 interface CutRequest {
   readonly marker: Buffer;
+  /** At the COMMIT after a statement with the marker, or at the statement itself (its Sync). */
+  readonly at: 'commit' | 'statement';
   readonly mode: 'after-forwarding' | 'instead-of-forwarding';
   readonly done: () => void;
 }
@@ -67,7 +76,24 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
         const type = startup ? null : String.fromCharCode(message[0] ?? 0);
         startup = false;
         const cut = pending;
-        if (cut !== null && type === 'Q' && message.subarray(5).equals(COMMIT) && marked) {
+        if (cut?.at === 'statement' && type === 'P' && message.includes(cut.marker)) {
+          if (cut.mode === 'instead-of-forwarding') {
+            pending = null;
+            closeBoth();
+            cut.done();
+            return;
+          }
+          marked = true;
+        }
+        if (cut?.at === 'statement' && type === 'S' && marked) {
+          pending = null;
+          upstream.write(message);
+          client.destroy();
+          setTimeout(() => upstream.destroy(), 2000).unref();
+          cut.done();
+          return;
+        }
+        if (cut?.at === 'commit' && type === 'Q' && message.subarray(5).equals(COMMIT) && marked) {
           pending = null;
           if (cut.mode === 'after-forwarding') {
             upstream.write(message);
@@ -80,7 +106,7 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
           cut.done();
           return;
         }
-        if (cut !== null && message.includes(cut.marker)) marked = true;
+        if (cut?.at === 'commit' && message.includes(cut.marker)) marked = true;
         if (type === 'Q' && (message.subarray(5).equals(COMMIT) || message.includes(Buffer.from('rollback'))))
           marked = false;
         upstream.write(message);
@@ -95,7 +121,11 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
     url: url.href,
     cutNextCommit: (marker, mode) =>
       new Promise<void>((resolve) => {
-        pending = { marker: Buffer.from(marker), mode, done: resolve };
+        pending = { marker: Buffer.from(marker), at: 'commit', mode, done: resolve };
+      }),
+    cutNextStatement: (marker, mode) =>
+      new Promise<void>((resolve) => {
+        pending = { marker: Buffer.from(marker), at: 'statement', mode, done: resolve };
       }),
     async close() {
       for (const socket of sockets) socket.destroy();
