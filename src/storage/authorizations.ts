@@ -21,8 +21,13 @@ const IMPORT_ROWS = 500;
 
 /** Returns how many were deleted. */
 export async function deleteAuthorizationsOfUser(db: Db, userId: UserId): Promise<number> {
-  const result = await db.deleteFrom('oauth_authorizations').where('user_id', '=', userId).executeTakeFirst();
+  const result = await authorizationsOfUserDeletion(db, userId).executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/** The statement deleteAuthorizationsOfUser runs, for a statement of several (src/storage/user-access.ts). */
+export function authorizationsOfUserDeletion(db: Db, userId: UserId) {
+  return db.deleteFrom('oauth_authorizations').where('user_id', '=', userId);
 }
 
 /** Deletes authorizations that expired before `before` (ATOM); returns how many. */

@@ -70,6 +70,11 @@ export async function certificatesOfUser(db: Db, userId: UserId): Promise<OpenVp
   return rows.map(toCertificate);
 }
 
+/** Certificates from rows read elsewhere (src/storage/user-access.ts), in the order they come. */
+export function certificatesOf(rows: readonly Selectable<CertificatesTable>[]): OpenVpnCertificate[] {
+  return rows.map(toCertificate);
+}
+
 export async function findCertificateOfUser(
   db: Db,
   userId: UserId,

@@ -103,15 +103,19 @@ export async function unrevokedEnrollmentTokenProfilesOfDevice(db: Db, deviceId:
 
 /** Revokes every token of a user that could still be used (disable_user). */
 export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: string): Promise<number> {
-  const result = await db
+  const result = await enrollmentTokensOfUserRevocation(db, userId, at).executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** The statement revokeEnrollmentTokensOfUser runs, for a statement of several (src/storage/user-access.ts). */
+export function enrollmentTokensOfUserRevocation(db: Db, userId: UserId, at: string) {
+  return db
     .updateTable('enrollment_tokens')
     .set({ revoked_at: at })
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .where('uses_left', '>', 0)
-    .where('expires_at', '>', at)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+    .where('expires_at', '>', at);
 }
 
 /** Revokes every token made for a device that could still be used (retire_device). */

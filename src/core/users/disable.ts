@@ -3,11 +3,8 @@
 // are disconnected (and their reconnects refused by /connect); enable_user brings them back
 // without re-provisioning the devices. OAuth authorizations end too, as in the reference, and
 // so do the user's enrollment tokens (for good: enabling the user does not revive them).
-import { deleteAuthorizationsOfUser } from '../../storage/authorizations.js';
-import { certificatesOfUser } from '../../storage/certificates.js';
-import { revokeEnrollmentTokensOfUser } from '../../storage/enrollment-tokens.js';
+import { endAccessOfUser } from '../../storage/user-access.js';
 import { setUserDisabled } from '../../storage/users.js';
-import { stampPeersOfUser } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import { existingUser } from './existing-user.js';
 import { assertUserWithinReach } from '../access/index.js';
@@ -27,12 +24,10 @@ export async function disableUser(ctx: PortalContext, userId: UserId): Promise<R
     // newer than any instruction sent for them before.
     await setUserDisabled(trx, userId, true);
     await assertUserWithinReach(ctx, trx, userId);
-    await deleteAuthorizationsOfUser(trx, userId);
     const at = ctx.clock.now();
-    // A revocation is final: enable_user does not bring the user's enrollment tokens back.
-    await revokeEnrollmentTokensOfUser(trx, userId, formatAtom(at));
-    const peers = await stampPeersOfUser(trx, userId);
-    const certificates = await certificatesOfUser(trx, userId);
+    // Authorizations end, and enrollment tokens for good: a revocation is final, so enable_user
+    // does not bring them back.
+    const { peers, certificates } = await endAccessOfUser(trx, userId, formatAtom(at));
     const configurations = [...peers.map(wireGuardConfiguration), ...certificates.map(openVpnConfiguration)];
     await announce({ type: 'user.disabled', at, userId, revocationId, configurations });
     return { peers, certificates };
