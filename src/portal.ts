@@ -23,6 +23,7 @@ import { writeRevocationReceipts } from './listeners/revocation-receipts.js';
 import { RevocationDeadlines } from './core/revocations/index.js';
 import { ListingCache } from './core/listings/index.js';
 import { RecentUsers } from './core/issuing/index.js';
+import { GroupedConfirmations } from './core/revocations/index.js';
 import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
 import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
@@ -158,6 +159,7 @@ async function buildContext(
     events,
     listings: new ListingCache(),
     recentUsers: new RecentUsers(),
+    receiptConfirmations: new GroupedConfirmations(),
     clock,
     logger,
     random: options.random ?? Math.random,

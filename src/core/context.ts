@@ -7,6 +7,7 @@ import type { Db } from '../storage/database.js';
 import type { PortalEvents } from './events.js';
 import type { ListingCache } from './listings/cache.js';
 import type { RecentUsers } from './issuing/recent-users.js';
+import type { GroupedConfirmations } from './revocations/grouped-confirmations.js';
 import type { NodeFleet } from '../node-client/fleet.js';
 import type { Clock } from '../shared/time.js';
 import type { AdminCall } from './admin-call.js';
@@ -24,6 +25,8 @@ export interface PortalContext {
   readonly listings: ListingCache;
   /** The users this instance lately stored configurations for: a create's guess (src/core/issuing/recent-users.ts). */
   readonly recentUsers: RecentUsers;
+  /** What the nodes confirmed gone, written for concurrent calls together (src/core/revocations/grouped-confirmations.ts). */
+  readonly receiptConfirmations: GroupedConfirmations;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */

@@ -107,15 +107,36 @@ export async function revocationsReadyToApply(db: Db, revocationIds?: readonly s
   return (await query.execute()).map((row) => row.revocation_id);
 }
 
-/** Claims pending/overdue → applied, only while no configuration of it is pending; false when another instance (or nothing) did it. */
-export function markRevocationApplied(db: Db, revocationId: string, at: string): Promise<boolean> {
-  return claimMove(
-    db,
-    revocationId,
-    OPEN_REVOCATION_STATES,
-    { state: 'applied', applied_at: at },
-    { nothingPending: true },
-  );
+/**
+ * Claims pending/overdue → applied for each of `revocationIds` no configuration of which is
+ * pending any more, in one statement; answers those it moved (not those another instance, or
+ * nothing, moved).
+ */
+export async function markRevocationsApplied(
+  db: Db,
+  revocationIds: readonly string[],
+  at: string,
+): Promise<StoredRevocation[]> {
+  if (revocationIds.length === 0) return [];
+  const rows = await db
+    .updateTable('revocations as r')
+    .set({ state: 'applied', applied_at: at })
+    .where('r.revocation_id', 'in', revocationIds)
+    .where('r.state', 'in', OPEN_REVOCATION_STATES)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('revocation_nodes as n')
+            .select('n.node_number')
+            .whereRef('n.revocation_id', '=', 'r.revocation_id')
+            .where('n.applied_at', 'is', null),
+        ),
+      ),
+    )
+    .returningAll()
+    .execute();
+  const order = new Map(revocationIds.map((id, index) => [id, index]));
+  return rows.map(toRevocation).sort((a, b) => (order.get(a.revocationId) ?? 0) - (order.get(b.revocationId) ?? 0));
 }
 
 /** Receipts still pending that were asked for before `before` (their deadline passed). */
@@ -132,36 +153,14 @@ export async function pendingRevocationsRequestedBefore(db: Db, before: string, 
 }
 
 /** Claims pending → overdue; false when another instance did it first or the receipt moved on. */
-export function markRevocationOverdue(db: Db, revocationId: string, at: string): Promise<boolean> {
-  return claimMove(db, revocationId, ['pending'], { state: 'overdue', overdue_at: at }, { nothingPending: false });
-}
-
-/** One conditional update: of several portal instances exactly one moves the receipt and announces it. */
-async function claimMove(
-  db: Db,
-  revocationId: string,
-  from: readonly RevocationState[],
-  to: Updateable<RevocationsTable>,
-  options: { readonly nothingPending: boolean },
-): Promise<boolean> {
-  let update = db
+export async function markRevocationOverdue(db: Db, revocationId: string, at: string): Promise<boolean> {
+  // One conditional update: of several portal instances exactly one moves the receipt and announces it.
+  const result = await db
     .updateTable('revocations')
-    .set(to)
+    .set({ state: 'overdue', overdue_at: at })
     .where('revocation_id', '=', revocationId)
-    .where('state', 'in', from);
-  if (options.nothingPending) {
-    update = update.where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('revocation_nodes')
-            .select('node_number')
-            .where('revocation_id', '=', revocationId)
-            .where('applied_at', 'is', null),
-        ),
-      ),
-    );
-  }
-  const result = await update.executeTakeFirst();
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 

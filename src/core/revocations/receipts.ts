@@ -20,7 +20,7 @@ import {
 import {
   findRevocation,
   listRevocations,
-  markRevocationApplied,
+  markRevocationsApplied,
   markRevocationOverdue,
   pendingRevocationsRequestedBefore,
   revocationsReadyToApply,
@@ -87,13 +87,18 @@ export async function revokeOnNodes(
     removePeersFromNodes(ctx, removals, why),
     disconnectOpenVpnClients(ctx, certificates, why),
   ]);
-  const confirming = confirmRemovals(ctx, revocationIds, [
-    ...removed.map((removal) => ({ nodeNumber: removal.nodeNumber, connectionId: removal.publicKey })),
-    ...disconnected.map((certificate) => ({
-      nodeNumber: certificate.nodeNumber,
-      connectionId: certificate.commonName,
-    })),
-  ]);
+  if (revocationIds.length === 0) return;
+  const confirming = ctx.receiptConfirmations.confirm(
+    revocationIds,
+    [
+      ...removed.map((removal) => ({ nodeNumber: removal.nodeNumber, connectionId: removal.publicKey })),
+      ...disconnected.map((certificate) => ({
+        nodeNumber: certificate.nodeNumber,
+        connectionId: certificate.commonName,
+      })),
+    ],
+    (ids, confirmed) => confirmRemovals(ctx, ids, confirmed),
+  );
   // The revocation itself committed: a database that fails now leaves the receipt pending (the
   // next reconcile pass confirms it), it does not fail the call.
   await confirming.catch((error: unknown) =>
@@ -115,10 +120,9 @@ export async function confirmRemovals(
   await ctx.events.unbound().change(ctx.db, async (trx, announce) => {
     const at = ctx.clock.now();
     await confirmRevocationNodes(trx, revocationIds, confirmed, formatAtom(at));
-    for (const revocationId of await revocationsReadyToApply(trx, revocationIds)) {
-      if (await markRevocationApplied(trx, revocationId, formatAtom(at))) {
-        await announce({ type: 'revocation.applied', at, revocation: await noticeOf(trx, revocationId) });
-      }
+    const applied = await markRevocationsApplied(trx, revocationIds, formatAtom(at));
+    for (const receipt of await receiptsOf(trx, applied)) {
+      await announce({ type: 'revocation.applied', at, revocation: noticeOf(receipt) });
     }
   });
 }
@@ -142,7 +146,7 @@ export async function checkRevocationDeadlines(ctx: PortalContext): Promise<numb
       let claimed = 0;
       for (const revocationId of due) {
         if (!(await markRevocationOverdue(trx, revocationId, formatAtom(at)))) continue;
-        const notice = await noticeOf(trx, revocationId);
+        const notice = await readNotice(trx, revocationId);
         await announce({ type: 'revocation.overdue', at, revocation: notice });
         ctx.logger.warn(
           {
@@ -248,11 +252,14 @@ function nodesOf(rows: readonly RevocationNodeRow[]): ReceiptNode[] {
     });
 }
 
-async function noticeOf(db: Db, revocationId: string): Promise<RevocationNotice> {
+async function readNotice(db: Db, revocationId: string): Promise<RevocationNotice> {
   const stored = await findRevocation(db, revocationId);
-  if (stored === undefined) throw new Error(`revocation ${revocationId} vanished inside its own transaction`);
-  const [receipt] = await receiptsOf(db, [stored]);
+  const [receipt] = stored === undefined ? [] : await receiptsOf(db, [stored]);
   if (receipt === undefined) throw new Error(`revocation ${revocationId} vanished inside its own transaction`);
+  return noticeOf(receipt);
+}
+
+function noticeOf(receipt: RevocationReceipt): RevocationNotice {
   return {
     revocationId: receipt.revocationId,
     userId: receipt.userId,
