@@ -1,11 +1,13 @@
-// Whether a change committed when the connection broke after its COMMIT was sent (a restart, a
-// failover, a proxy that dropped it): every change on PostgreSQL inserts one row with a fresh
-// id as a write of its own transaction (a closing write: on a create it is part of the last
-// statement, no round trip of its own), and that row is read back afterwards. The read back is
-// an insert of the same id in a transaction that is rolled back: it conflicts with the row if
-// the change committed, and goes in if it did not; and should the change's session still be
-// committing on the server (a connection cut by the network, not by the server), the insert
-// waits on the unique index until that session ended. So the answer is never a guess.
+// Whether a change committed when its connection broke after its COMMIT, or its one statement,
+// was sent (a restart, a failover, a proxy that dropped it): every change on PostgreSQL inserts
+// one row with a fresh id as a write of its own transaction (a closing write: on a create it is
+// part of the one statement, no round trip of its own), and that row is read back afterwards.
+// The read back inserts the same id and keeps it (a tombstone): it conflicts with the row if the
+// change committed; if it goes in, the change can never commit, since its own insert of the id
+// would now fail. Should the change's session still be running on the server (a connection cut
+// by the network, not by the server), the insert waits on the unique index until that session
+// ended; should the change's one statement still be on its way to the server, it arrives to
+// find the tombstone and fails. So the answer is never a guess.
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from './database.js';
@@ -23,22 +25,14 @@ export function changeMarkerInsert(markerId: string): RawBuilder<unknown> {
   return sql`INSERT INTO change_markers (marker_id, created_at) VALUES (${markerId}, ${Date.now()})`;
 }
 
-/** True when the change that wrote `markerId` committed, false when it did not (and never will). */
+/** True when the change that wrote `markerId` committed, false when it did not (and now never will). */
 export async function changeCommitted(db: Db, markerId: string): Promise<boolean> {
-  const trx = await db.startTransaction().execute();
-  try {
-    const { numInsertedOrUpdatedRows } = await trx
-      .insertInto('change_markers')
-      .values({ marker_id: markerId, created_at: Date.now() })
-      .onConflict((conflict) => conflict.column('marker_id').doNothing())
-      .executeTakeFirst();
-    return numInsertedOrUpdatedRows === 0n;
-  } finally {
-    await trx
-      .rollback()
-      .execute()
-      .catch(() => undefined);
-  }
+  const { numInsertedOrUpdatedRows } = await db
+    .insertInto('change_markers')
+    .values({ marker_id: markerId, created_at: Date.now() })
+    .onConflict((conflict) => conflict.column('marker_id').doNothing())
+    .executeTakeFirst();
+  return numInsertedOrUpdatedRows === 0n;
 }
 
 /** Deletes markers older than `seconds`; answers how many. */

@@ -17,8 +17,9 @@ export interface PostgresCutter {
   /**
    * Cuts the next statement containing `marker` that is its own transaction (sent by the
    * extended protocol, its text in the Parse message: an unnamed statement): `after-forwarding`
-   * hands it and its Sync to the server (which runs and commits it) and drops the portal's
-   * side, `instead-of-forwarding` drops the connection with it unsent. Resolves once cut.
+   * hands it and its Sync to the server, holds back the answer and drops the portal's side once
+   * the server is ready again (it committed), `instead-of-forwarding` drops the connection with
+   * it unsent. Resolves once cut.
    */
   cutNextStatement(marker: string, mode: 'after-forwarding' | 'instead-of-forwarding'): Promise<void>;
   close(): Promise<void>;
@@ -33,6 +34,8 @@ interface CutRequest {
 }
 
 const COMMIT = Buffer.from('commit\0');
+/** The server's ReadyForQuery message ('Z', length 5), ahead of its transaction status byte. */
+const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
 
 /** Tracks a client and its upstream connection in `sockets` while they live; an error on either ends both. Returns what ends both. */
 function joinPair(client: net.Socket, upstream: net.Socket, sockets: Set<net.Socket>): () => void {
@@ -57,7 +60,17 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port), target.hostname);
     const closeBoth = joinPair(client, upstream, sockets);
+    // A statement cut after forwarding: the server's answer is held back, and the portal's side
+    // dropped once the server said it is ready again (its ReadyForQuery: the statement committed).
+    let answerHeld = false;
     upstream.on('data', (chunk: Buffer) => {
+      if (answerHeld) {
+        if (chunk.includes(READY_FOR_QUERY)) {
+          client.destroy();
+          setTimeout(() => upstream.destroy(), 2000).unref();
+        }
+        return;
+      }
       if (!client.destroyed) client.write(chunk);
     });
     upstream.on('end', () => client.end());
@@ -87,9 +100,8 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
         }
         if (cut?.at === 'statement' && type === 'S' && marked) {
           pending = null;
+          answerHeld = true;
           upstream.write(message);
-          client.destroy();
-          setTimeout(() => upstream.destroy(), 2000).unref();
           cut.done();
           return;
         }
