@@ -4,8 +4,8 @@
 import { asUserId, type UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
-import { sql, type RawBuilder, type Updateable } from 'kysely';
-import type { RevocationsTable } from './schema.js';
+import { sql, type ExpressionBuilder, type RawBuilder, type Updateable } from 'kysely';
+import type { Database, RevocationsTable } from './schema.js';
 
 export const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
 export type RevocationState = (typeof REVOCATION_STATES)[number];
@@ -86,6 +86,18 @@ export async function listRevocations(
   return rows.map(toRevocation);
 }
 
+/** No configuration of the receipt `r` is still pending on a node. */
+function nothingPending({ not, exists, selectFrom }: ExpressionBuilder<Database & { r: RevocationsTable }, 'r'>) {
+  return not(
+    exists(
+      selectFrom('revocation_nodes as n')
+        .select('n.node_number')
+        .whereRef('n.revocation_id', '=', 'r.revocation_id')
+        .where('n.applied_at', 'is', null),
+    ),
+  );
+}
+
 /** Pending or overdue receipts none of whose configurations is still pending on a node: ready to be applied. */
 export async function revocationsReadyToApply(db: Db, revocationIds?: readonly string[]): Promise<string[]> {
   if (revocationIds !== undefined && revocationIds.length === 0) return [];
@@ -93,16 +105,7 @@ export async function revocationsReadyToApply(db: Db, revocationIds?: readonly s
     .selectFrom('revocations as r')
     .select('r.revocation_id')
     .where('r.state', 'in', OPEN_REVOCATION_STATES)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('revocation_nodes as n')
-            .select('n.node_number')
-            .whereRef('n.revocation_id', '=', 'r.revocation_id')
-            .where('n.applied_at', 'is', null),
-        ),
-      ),
-    );
+    .where(nothingPending);
   if (revocationIds !== undefined) query = query.where('r.revocation_id', 'in', revocationIds);
   return (await query.execute()).map((row) => row.revocation_id);
 }
@@ -123,16 +126,7 @@ export async function markRevocationsApplied(
     .set({ state: 'applied', applied_at: at })
     .where('r.revocation_id', 'in', revocationIds)
     .where('r.state', 'in', OPEN_REVOCATION_STATES)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('revocation_nodes as n')
-            .select('n.node_number')
-            .whereRef('n.revocation_id', '=', 'r.revocation_id')
-            .where('n.applied_at', 'is', null),
-        ),
-      ),
-    )
+    .where(nothingPending)
     .returningAll()
     .execute();
   const order = new Map(revocationIds.map((id, index) => [id, index]));
