@@ -82,17 +82,17 @@ const CONNECTION_LOST = /^(ECONNRESET|ECONNREFUSED|EPIPE|CONNECTION_LOST|57P0[12
 /**
  * Whether a statement that failed so may still have run, and committed: its connection broke
  * with no answer from the server. One the server answered with an error (a stale prepared
- * statement, a shutdown notice: a SQLSTATE, on the error or its cause) did not commit.
+ * statement, a shutdown notice: an error message of the server's, with its severity, on the
+ * error or its cause) did not commit.
  */
 export function mayHaveCommitted(error: unknown): boolean {
   if (!isConnectionLost(error)) return false;
-  const cause = (error as { cause?: unknown }).cause;
-  return !hasSqlState(error) && !hasSqlState(cause);
+  return !answeredByServer(error) && !answeredByServer((error as { cause?: unknown }).cause);
 }
 
-function hasSqlState(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+/** An error message the server sent (pg's DatabaseError carries its severity: ERROR, FATAL…). */
+function answeredByServer(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && typeof (error as { severity?: unknown }).severity === 'string';
 }
 
 /**
