@@ -456,11 +456,7 @@ export class PortalEvents {
       await withoutStatements(async (trx) => {
         await this.record(trx, ...events);
         announced.push(...events);
-        const call = this.callEventOf(announced);
-        if (call !== null) {
-          await this.record(trx, call);
-          announced.push(call);
-        }
+        await this.endWithCall(trx, announced);
       });
     } catch (error) {
       if (!(error instanceof StatementNeeded)) throw error;
@@ -496,11 +492,7 @@ export class PortalEvents {
         await this.record(trx, ...events);
         announced.push(...events);
       });
-      const callEvent = this.callEventOf(announced);
-      if (callEvent !== null) {
-        await this.record(trx, callEvent);
-        announced.push(callEvent);
-      }
+      await this.endWithCall(trx, announced);
       const writes = this.closingWritesOf(announced, marker);
       let result: T | R;
       if (lastStep !== undefined) result = await lastStep(trx, value, writes);
@@ -513,12 +505,15 @@ export class PortalEvents {
     });
   }
 
-  /** The `admin.call` event a change announcing `announced` ends with; null: none (the portal's own seam, nothing announced, or announced already). */
-  private callEventOf(announced: readonly PortalEvent[]): PortalEvent | null {
+  /**
+   * Records the `admin.call` event a change that announced `announced` ends with, and adds it:
+   * none on the portal's own seam, for a change that announced nothing, or one that has it already.
+   */
+  private async endWithCall(trx: Transaction<Database>, announced: PortalEvent[]): Promise<void> {
     const call = this.#call;
     const last = announced[announced.length - 1];
-    if (call === null || last === undefined || announced.some((event) => event.type === 'admin.call')) return null;
-    return {
+    if (call === null || last === undefined || announced.some((event) => event.type === 'admin.call')) return;
+    const event: PortalEvent = {
       type: 'admin.call',
       at: last.at,
       call,
@@ -527,6 +522,8 @@ export class PortalEvents {
       connectionIds: connectionIdsOf(announced),
       ...userOf(announced),
     };
+    await this.record(trx, event);
+    announced.push(event);
   }
 
   /** What the closing listeners answer for a change that announced `announced`, and its marker. */
