@@ -67,7 +67,7 @@ export async function certificatesOfUser(db: Db, userId: UserId): Promise<OpenVp
     .orderBy('expires_at', 'desc')
     .orderBy('common_name')
     .execute();
-  return rows.map(toCertificate);
+  return certificatesOf(rows);
 }
 
 /** Certificates from rows read elsewhere (src/storage/user-access.ts), in the order they come. */

@@ -9,6 +9,7 @@ import type { UserId } from '../shared/ids.js';
 import { authorizationsOfUserDeletion, deleteAuthorizationsOfUser } from './authorizations.js';
 import { certificatesOf, certificatesOfUser, type OpenVpnCertificate } from './certificates.js';
 import { isPostgres } from './database.js';
+import { revisionValue } from './revisions.js';
 import { enrollmentTokensOfUserRevocation, revokeEnrollmentTokensOfUser } from './enrollment-tokens.js';
 import type { CertificatesTable, Database, WireGuardPeersTable } from './schema.js';
 import { peersOfUserStamping, stampPeersOfUser, userPeersOf, type WireGuardPeer } from './wg-peers.js';
@@ -35,7 +36,7 @@ export async function endAccessOfUser(
   }>`
     WITH ended AS (${authorizationsOfUserDeletion(trx, userId)}),
       revoked AS (${enrollmentTokensOfUserRevocation(trx, userId, at)}),
-      stamped AS (${peersOfUserStamping(trx, userId, sql`nextval('change_revision')`)})
+      stamped AS (${peersOfUserStamping(trx, userId, await revisionValue(trx))})
     SELECT
       (SELECT coalesce(json_agg(stamped), '[]'::json) FROM stamped) AS peers,
       (SELECT coalesce(json_agg(c ORDER BY c.expires_at DESC, c.common_name), '[]'::json)
