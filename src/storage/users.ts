@@ -93,12 +93,14 @@ async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Pr
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 
-export async function setUserDisabled(db: Db, userId: UserId, disabled: boolean): Promise<void> {
-  await db
+/** False when there is no such user. */
+export async function setUserDisabled(db: Db, userId: UserId, disabled: boolean): Promise<boolean> {
+  const { numUpdatedRows } = await db
     .updateTable('users')
     .set({ is_disabled: disabled ? 1 : 0 })
     .where('user_id', '=', userId)
-    .execute();
+    .executeTakeFirst();
+  return numUpdatedRows > 0n;
 }
 
 export async function deleteUser(db: Db, userId: UserId): Promise<void> {

@@ -4,9 +4,8 @@
 // without re-provisioning the devices. OAuth authorizations end too, as in the reference, and
 // so do the user's enrollment tokens (for good: enabling the user does not revive them).
 import { endAccessOfUser } from '../../storage/user-access.js';
-import { setUserDisabled } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
-import { existingUser } from './existing-user.js';
+import { setExistingUserDisabled } from './existing-user.js';
 import { assertUserWithinReach } from '../access/index.js';
 import type { RevocationId, UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
@@ -16,13 +15,12 @@ import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 /** Answers the id of the revocation receipt that follows the configurations leaving their nodes. */
 export async function disableUser(ctx: PortalContext, userId: UserId): Promise<RevocationId> {
-  await existingUser(ctx, userId);
   const revocationId = newRevocationId(ctx);
   const { peers, certificates } = await ctx.events.change(ctx.db, async (trx, announce) => {
     // The update locks the user's row first: a create for this user waits for it (or this for
     // the create), so the peers read below are all there are, and their new revisions are
     // newer than any instruction sent for them before.
-    await setUserDisabled(trx, userId, true);
+    await setExistingUserDisabled(ctx, trx, userId, true);
     await assertUserWithinReach(ctx, trx, userId);
     const at = ctx.clock.now();
     // Authorizations end, and enrollment tokens for good: a revocation is final, so enable_user

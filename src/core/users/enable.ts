@@ -1,20 +1,18 @@
 // POST /enable_user: the user's unexpired WireGuard configurations go back onto their nodes
 // (not those of a suspended device); OpenVPN clients may connect again (the node asks the
 // portal on every connect).
-import { setUserDisabled } from '../../storage/users.js';
 import { activePeers, stampPeersOfUser } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
-import { existingUser } from './existing-user.js';
+import { setExistingUserDisabled } from './existing-user.js';
 import { assertUserWithinReach } from '../access/index.js';
 import type { UserId } from '../../shared/ids.js';
 import { addPeersToNodes } from '../nodes/index.js';
 import { formatAtom } from '../../shared/time.js';
 
 export async function enableUser(ctx: PortalContext, userId: UserId): Promise<void> {
-  await existingUser(ctx, userId);
   const now = formatAtom(ctx.clock.now());
   const peers = await ctx.events.change(ctx.db, async (trx, announce) => {
-    await setUserDisabled(trx, userId, false);
+    await setExistingUserDisabled(ctx, trx, userId, false);
     await assertUserWithinReach(ctx, trx, userId);
     await announce({ type: 'user.enabled', at: ctx.clock.now(), userId });
     const stamped = await stampPeersOfUser(trx, userId);

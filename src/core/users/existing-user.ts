@@ -1,6 +1,8 @@
 // The calls on an existing user answer the reference's 400 for an unknown one, and for a user a
 // key limited to some profiles may not know of.
-import { findUser, type UserState } from '../../storage/users.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../../storage/schema.js';
+import { findUser, setUserDisabled, type UserState } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { UserId } from '../../shared/ids.js';
@@ -9,7 +11,24 @@ import { userInSight } from '../access/index.js';
 /** The user, or the reference's 400 `user does not exist`. */
 export async function existingUser(ctx: PortalContext, userId: UserId): Promise<UserState> {
   const user = await findUser(ctx.db, userId);
-  if (user === undefined || !(await userInSight(ctx, ctx.db, userId)))
-    throw new PortalError('no-such-user', 'user does not exist');
+  if (user === undefined || !(await userInSight(ctx, ctx.db, userId))) throw noSuchUser();
   return user;
+}
+
+/**
+ * Sets an existing user's `disabled` flag, which locks its row until the transaction ends, or
+ * answers the same 400 (and the transaction writes nothing). The update is also the check, so a
+ * disable or enable reads no row before its transaction: one round trip fewer.
+ */
+export async function setExistingUserDisabled(
+  ctx: PortalContext,
+  trx: Transaction<Database>,
+  userId: UserId,
+  disabled: boolean,
+): Promise<void> {
+  if (!(await setUserDisabled(trx, userId, disabled)) || !(await userInSight(ctx, trx, userId))) throw noSuchUser();
+}
+
+function noSuchUser(): PortalError {
+  return new PortalError('no-such-user', 'user does not exist');
 }
