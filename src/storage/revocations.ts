@@ -4,7 +4,7 @@
 import { asUserId, type UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
-import { sql, type ExpressionBuilder, type RawBuilder, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
 import type { Database, RevocationsTable } from './schema.js';
 
 export const REVOCATION_STATES = ['pending', 'overdue', 'applied', 'superseded'] as const;
