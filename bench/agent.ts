@@ -19,7 +19,6 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { PARALLEL_CHANGES_PER_NODE } from '../src/core/reconcile/pass.js';
@@ -62,6 +61,8 @@ export interface PassAndRestartFigures {
 }
 
 export interface RevocationFigures {
+  /** disable_user calls of the warm-up before the measured ones (their peers are gone from the node too). */
+  readonly warmUpCalls: number;
   readonly calls: number;
   readonly errors: number;
   readonly p50Ms: number;
@@ -80,6 +81,8 @@ const PEERS = 65_533;
 const DISABLED_USERS = Number(process.env['BENCH_DISABLE_CALLS'] ?? 10_000);
 const REVOCATION_ONLY = process.env['BENCH_AGENT_ONLY'] === 'revocation';
 const DISABLE_CONCURRENCY = 16;
+/** The creates' warm-up, for the same reason. */
+const DISABLE_WARM_UP_SECONDS = 3;
 /** As many in flight as the portal's reconcile pass keeps. */
 const IN_FLIGHT = PARALLEL_CHANGES_PER_NODE;
 const RANGE_FOUR = '10.96.0.0/16';
@@ -176,21 +179,34 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       passAndRestart = measured.figures;
     }
 
-    // 5. Bulk revocation: the first 10,000 users (BENCH_DISABLE_CALLS) disabled, one call each.
+    // 5. Bulk revocation: the first 10,000 users (BENCH_DISABLE_CALLS) disabled, one call each,
+    // after a warm-up on users from the other end (as the creates', so a cold process's first
+    // seconds do not count); the clocks start when the sender says it is warm.
     const disabledKeys = peers.slice(0, DISABLED_USERS).map((peer) => peer.publicKey as string);
     const disableInput: DisableSenderInput = {
       adminBase: portal.adminBase,
       secret: portal.secret,
       concurrency: DISABLE_CONCURRENCY,
+      warmUpUserIds: peers
+        .slice(DISABLED_USERS)
+        .reverse()
+        .map((peer) => peer.userId),
+      warmUpSeconds: DISABLE_WARM_UP_SECONDS,
       userIds: peers.slice(0, DISABLED_USERS).map((peer) => peer.userId),
     };
-    const portalCpuBefore = process.cpuUsage();
-    const agentCpuBefore = processCpuSeconds(agent.pid).own;
-    const calls = JSON.parse(await runBenchProcess('disable-sender.ts', disableInput)) as DisableSenderOutput;
+    let portalCpuBefore = process.cpuUsage();
+    let agentCpuBefore = processCpuSeconds(agent.pid).own;
+    const agentPid = agent.pid;
+    const senderOutput = await runBenchProcess('disable-sender.ts', disableInput, (line) => {
+      if (!line.startsWith('warmed ')) return; // the sender's line between warm-up and measured calls
+      portalCpuBefore = process.cpuUsage();
+      agentCpuBefore = processCpuSeconds(agentPid).own;
+    });
+    const calls = JSON.parse(senderOutput.trim().split('\n').at(-1) ?? '') as DisableSenderOutput;
     const portalCpu = process.cpuUsage(portalCpuBefore);
     const agentCpuSeconds = processCpuSeconds(agent.pid).own - agentCpuBefore;
     // The agent's count first (as above), then the interface itself, until none of those keys is there.
-    while ((await agentPeerCount(daemonUrl, nodeSecret)) > PEERS - DISABLED_USERS) {
+    while ((await agentPeerCount(daemonUrl, nodeSecret)) > PEERS - DISABLED_USERS - calls.warmUpCalls) {
       if (Date.now() - calls.lastAnswerAtMs > 60_000) break;
       await sleep(50);
     }
@@ -204,6 +220,7 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
     }
     const offNodeSeconds = Math.max(0, (Date.now() - calls.lastAnswerAtMs) / 1000);
     const revocation: RevocationFigures = {
+      warmUpCalls: calls.warmUpCalls,
       calls: calls.calls,
       errors: calls.errors,
       p50Ms: calls.p50Ms,
@@ -215,7 +232,7 @@ export async function benchAgent(database: 'sqlite' | 'postgres'): Promise<Agent
       offNodeSeconds: round(offNodeSeconds),
     };
     progress(
-      `${revocation.calls} disable_user in ${revocation.callsSeconds} s, p50 ${revocation.p50Ms} / p99 ${revocation.p99Ms} / max ${revocation.maxMs} ms, CPU per call: portal ${revocation.portalCpuPerCallUs} µs, agent ${revocation.agentCpuPerCallUs} µs; off the node ${revocation.offNodeSeconds} s after the last answer`,
+      `${revocation.warmUpCalls} disable_user to warm up, then ${revocation.calls} disable_user in ${revocation.callsSeconds} s, p50 ${revocation.p50Ms} / p99 ${revocation.p99Ms} / max ${revocation.maxMs} ms, CPU per call: portal ${revocation.portalCpuPerCallUs} µs, agent ${revocation.agentCpuPerCallUs} µs; off the node ${revocation.offNodeSeconds} s after the last answer`,
     );
     return {
       database,
@@ -329,16 +346,21 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** Runs one of the benchmark's helper processes with `input` on stdin; answers what it printed. */
-async function runBenchProcess(script: string, input: unknown): Promise<string> {
+/** Runs one of the benchmark's helper processes with `input` on stdin; answers what it printed, telling `onLine` each line as it comes. */
+async function runBenchProcess(script: string, input: unknown, onLine?: (line: string) => void): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${script}`, import.meta.url))], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   child.stdin.end(JSON.stringify(input));
-  const output = text(child.stdout);
-  const [code] = (await once(child, 'exit')) as [number | null];
+  const lines: string[] = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(line);
+    onLine?.(line);
+  });
+  // 'close', not 'exit': every line has been read by then.
+  const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0) throw new Error(`${script} exited with ${String(code)}`);
-  return output;
+  return lines.join('\n');
 }
 
 /** The public keys on the interface (`wg show IF peers`, the lightest listing). */
