@@ -14,6 +14,7 @@ import type { Clock } from '../../src/shared/time.js';
 import { NetnsLab, wireGuardPeers, type Namespace } from './netns.js';
 import { NodeAgentProcess } from './node-agent-process.js';
 import { startTestPortal, type TestPortal } from './test-portal.js';
+import { until } from './until.js';
 
 export const LAB_PROFILE = 'employees';
 /** The node's tunnel address in the lab's default WireGuard range. */
@@ -292,11 +293,23 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       };
     }
 
+    // The portal started before its nodes and may hold one for down until its probe (every
+    // second) sees it answer; a create meanwhile skips that node, to be reconciled later. A test
+    // that creates at once should find its peer on the node: the lab is ready when every
+    // started node is up for the portal too.
+    const startedNodes = [
+      ...(options.startAgent !== false ? [asNodeNumber(0)] : []),
+      ...(secondNode !== null ? [asNodeNumber(1)] : []),
+    ];
+    const firstPortal = portal;
+    await until('the portal sees every started node answer', async () =>
+      startedNodes.every((nodeNumber) => !firstPortal.portal.ctx.nodes.isDown(nodeNumber)),
+    );
+
     const requireClient = (): Namespace => {
       if (client === null) throw new Error('this lab has no client namespace');
       return client;
     };
-    const firstPortal = portal;
     return {
       lab,
       directory,
