@@ -12,8 +12,7 @@ import { REVOCATION_HEADER } from '../../src/protocol/admin-api.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { startPortalWithNode } from '../support/portal-with-node.js';
-import { createTestDatabase } from '../support/postgres.js';
-import { startPrivatePostgres } from '../support/private-postgres.js';
+import { privateDatabaseFor } from '../support/private-postgres.js';
 import { startHoldingProxy } from '../support/tcp-proxies.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
 
@@ -49,15 +48,9 @@ const OUTAGES: readonly Outage[] = [
 
 for (const { call, downForMs, databaseRetryFor, title } of OUTAGES) {
   test(`${title} answers 2xx with its receipt, and the receipt turns applied without going overdue`, async (t) => {
-    const cleanup: (() => unknown)[] = [];
-    t.after(async () => {
-      for (const step of cleanup.reverse()) await step();
-    });
-    const server = await startPrivatePostgres();
-    cleanup.push(() => server.stop());
-    const { url } = await createTestDatabase(server.url);
+    const { server, url, atEnd } = await privateDatabaseFor(t);
     const proxy = await startHoldingProxy();
-    cleanup.push(() => proxy.close());
+    atEnd(() => proxy.close());
     const lab = await startPortalWithNode({
       database: url,
       config: (nodeUrl) => {
@@ -78,7 +71,7 @@ for (const { call, downForMs, databaseRetryFor, title } of OUTAGES) {
         };
       },
     });
-    cleanup.push(() => lab.close());
+    atEnd(() => lab.close());
     await lab.portal.reconcile();
     const created = await lab.portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
     assert.equal(created.status, 200, created.text);

@@ -8,8 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTestDatabase } from '../support/postgres.js';
-import { startPrivatePostgres } from '../support/private-postgres.js';
+import { privateDatabaseFor } from '../support/private-postgres.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 
@@ -50,19 +49,13 @@ async function timed(name: string, call: () => Promise<ApiResponse>): Promise<Ti
 
 test('PostgreSQL: while the server is stopped (SIGSTOP) every call answers 503 within databaseTimeout, and calls work again by themselves once it runs', async (t) => {
   // Undone last first, whatever failed: the server thawed before the portal closes its pool.
-  const cleanup: (() => unknown)[] = [];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
-  const server = await startPrivatePostgres();
-  cleanup.push(() => server.stop());
-  const { url } = await createTestDatabase(server.url);
+  const { server, url, atEnd } = await privateDatabaseFor(t);
   const portal = await startTestPortal({ database: url, config: { databaseTimeout: 'PT2S' } });
-  cleanup.push(() => portal.close());
+  atEnd(() => portal.close());
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
 
   server.freeze();
-  cleanup.push(() => server.thaw());
+  atEnd(() => server.thaw());
   // The server runs again after STOPPED_FOR_MS whatever the calls do, so a call that hangs
   // fails the test instead of hanging it.
   const thawed = sleep(STOPPED_FOR_MS).then(() => server.thaw());

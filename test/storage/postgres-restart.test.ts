@@ -13,7 +13,7 @@ import { connectDatabase } from '../../src/storage/database.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { capturedLog } from '../support/captured-log.js';
 import { createTestDatabase, dropTestDatabase, onServer, postgresServerUrl } from '../support/postgres.js';
-import { startPrivatePostgres } from '../support/private-postgres.js';
+import { privateDatabaseFor } from '../support/private-postgres.js';
 import { startPostgresCutter } from '../support/tcp-proxies.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
@@ -28,17 +28,11 @@ function publicKeyOf(response: ApiResponse): string {
 }
 
 test('PostgreSQL restarted twice under two portal instances and a stream of calls: no call fails, nothing is made twice, nothing is lost', async (t) => {
-  const cleanup: (() => unknown)[] = [];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
-  const server = await startPrivatePostgres();
-  cleanup.push(() => server.stop());
-  const { url } = await createTestDatabase(server.url);
+  const { server, url, atEnd } = await privateDatabaseFor(t);
   const first = await startTestPortal({ database: url });
-  cleanup.push(() => first.close());
+  atEnd(() => first.close());
   const second = await startTestPortal({ database: url });
-  cleanup.push(() => second.close());
+  atEnd(() => second.close());
   const portals: readonly TestPortal[] = [first, second];
 
   const created = new Map<string, string>(); // user → public key
@@ -89,7 +83,7 @@ test('PostgreSQL restarted twice under two portal instances and a stream of call
   assert.ok(created.size > 50, `only ${created.size} creates in ${STREAM_MS} ms`);
 
   const db = connectDatabase({ dialect: 'postgres', url });
-  cleanup.push(() => db.destroy());
+  atEnd(() => db.destroy());
   const peers = await db.selectFrom('wg_peers').select(['user_id', 'public_key']).execute();
   const users = await db.selectFrom('users').select(['user_id', 'is_disabled']).execute();
   // Each create made its user and its configuration exactly once; each delete took it away.
@@ -125,22 +119,16 @@ for (const made of ['in a transaction', 'in one statement'] as const) {
     const outcome = mode === 'after-forwarding' ? 'the server committed' : 'the server never got it';
     const where = made === 'in a transaction' ? 'right at COMMIT' : 'right at its one statement';
     test(`PostgreSQL: a create made ${made} whose connection is cut ${where} (${outcome}) is resolved by reading back its marker and answers its configuration once`, async (t) => {
-      const cleanup: (() => unknown)[] = [];
-      t.after(async () => {
-        for (const step of cleanup.reverse()) await step();
-      });
-      const server = await startPrivatePostgres();
-      cleanup.push(() => server.stop());
-      const { url } = await createTestDatabase(server.url);
+      const { url, atEnd } = await privateDatabaseFor(t);
       const cutter = await startPostgresCutter(url);
-      cleanup.push(() => cutter.close());
+      atEnd(() => cutter.close());
       const log = capturedLog('info');
       const portal = await startTestPortal({
         database: cutter.url,
         logger: log.logger,
         config: { databasePreparedStatements: false },
       });
-      cleanup.push(() => portal.close());
+      atEnd(() => portal.close());
       assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'employees' })).status, 200);
 
       const cut =
@@ -154,7 +142,7 @@ for (const made of ['in a transaction', 'in one statement'] as const) {
       const key = publicKeyOf(response);
 
       const db = connectDatabase({ dialect: 'postgres', url });
-      cleanup.push(() => db.destroy());
+      atEnd(() => db.destroy());
       const bobs = await db.selectFrom('wg_peers').select('public_key').where('user_id', '=', 'bob').execute();
       assert.equal(bobs.length, 2, 'the first create and this one, once');
       assert.ok(bobs.some((peer) => peer.public_key === key));

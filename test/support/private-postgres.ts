@@ -10,7 +10,9 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { TestContext } from 'node:test';
 import { freePort } from './free-port.js';
+import { createTestDatabase } from './postgres.js';
 
 export interface PrivatePostgres {
   /** postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres */
@@ -31,6 +33,27 @@ export interface PrivatePostgres {
   startUp(): Promise<void>;
   /** Thaws, stops the server and deletes its folder; again: nothing. */
   stop(): void;
+}
+
+/** What privateDatabaseFor gives a test. */
+export interface PrivateDatabase {
+  readonly server: PrivatePostgres;
+  /** An empty test database on the server. */
+  readonly url: string;
+  /** Adds an undo step: when the test ends, whatever failed, they run last first, the server's stop last of all. */
+  readonly atEnd: (step: () => unknown) => void;
+}
+
+/** A server of the test's own with one test database on it, undone when the test ends. */
+export async function privateDatabaseFor(t: TestContext): Promise<PrivateDatabase> {
+  const steps: (() => unknown)[] = [];
+  t.after(async () => {
+    for (const step of steps.reverse()) await step();
+  });
+  const server = await startPrivatePostgres();
+  steps.push(() => server.stop());
+  const { url } = await createTestDatabase(server.url);
+  return { server, url, atEnd: (step) => steps.push(step) };
 }
 
 const running = new Set<PrivatePostgres>();
