@@ -16,18 +16,6 @@ const RAW_KEY_BYTES = 32;
 // DER header of an X25519 public key (OID 1.3.101.110) whose last 32 bytes are the raw key.
 const SPKI_X25519_HEADER = Buffer.from('302a300506032b656e032100', 'hex');
 
-/**
- * The X25519 base point (u = 9): a private key's public key is the Diffie-Hellman of the key
- * with it. Computing it so is about twice as fast as `generateKeyPairSync('x25519')` with its
- * DER exports, and far faster than importing the private key as DER (OpenSSL 3's decoder
- * lookup): measured in `npm run bench`, which keeps the fastest way honest.
- */
-const BASE_POINT: KeyObject = createPublicKey({
-  key: Buffer.concat([SPKI_X25519_HEADER, Buffer.from([9]), Buffer.alloc(RAW_KEY_BYTES - 1)]),
-  format: 'der',
-  type: 'spki',
-});
-
 // Regex R1 of reference §3, made strict on purpose. Upstream's PHP pattern uses a
 // bracket expression written like an alternation ("[A|E|...]"), which also admits
 // "|" as the 43rd character, and its "$" also matches before one trailing newline.
@@ -115,10 +103,22 @@ export function wireGuardPublicKey(privateKey: WireGuardKey): WireGuardKey {
 }
 
 function publicKeyOfRaw(raw: Buffer): WireGuardKey {
-  // A JWK import (the public part is not needed to import): cheap, unlike a DER import.
+  // Imported as a JWK (the public part is not needed to import), OpenSSL computes the public
+  // key, and a JWK export hands it over: about 27 µs here. The import and then a Diffie-Hellman
+  // with the base point took twice that; a DER import takes twelve times. Not a key made by
+  // generateKeyPairSync and exported: Node 20 then deadlocks now and then (the export holds the
+  // key's lock while it allocates; a garbage collection then finalizes the key's generation job,
+  // which takes that lock too).
   const privateKey = createPrivateKey({
     key: { kty: 'OKP', crv: 'X25519', d: raw.toString('base64url'), x: '' },
     format: 'jwk',
   });
-  return asWireGuardKey(diffieHellman({ privateKey, publicKey: BASE_POINT }).toString('base64'));
+  return asWireGuardKey(jwkBytes(privateKey.export({ format: 'jwk' }).x).toString('base64'));
+}
+
+/** The 32 bytes of an X25519 JWK's `x` (Base64url, unpadded). */
+function jwkBytes(value: string | undefined): Buffer {
+  const raw = Buffer.from(value ?? '', 'base64url');
+  if (raw.length !== RAW_KEY_BYTES) throw new Error('OpenSSL exported an X25519 key that is not 32 bytes');
+  return raw;
 }

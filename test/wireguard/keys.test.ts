@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, diffieHellman } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 
 import { asWireGuardKey } from '../../src/shared/ids.js';
@@ -12,6 +13,7 @@ import {
   wireGuardPublicKey,
 } from '../../src/wireguard/keys.js';
 import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
+import { TSX } from '../support/logged-process.js';
 
 const WG = '/usr/bin/wg';
 
@@ -39,6 +41,21 @@ describe('WireGuard public keys agree with the real wg tool', () => {
       assert.equal(publicKey, wg(['pubkey'], privateKey));
       assert.equal(wireGuardPublicKey(privateKey), publicKey);
     }
+  });
+
+  test('makes a hundred thousand key pairs in a row without ever stopping', () => {
+    // In a process of its own, which a deadlock cannot take the test runner down with: exporting
+    // a key that generateKeyPairSync made deadlocks Node 20 within a few tens of thousands of keys.
+    const keys = fileURLToPath(new URL('../../src/wireguard/keys.ts', import.meta.url));
+    const script = `import { generateWireGuardKeyPair } from ${JSON.stringify(keys)};
+      for (let made = 0; made < 100000; made++) generateWireGuardKeyPair();
+      console.log('made');`;
+    const result = spawnSync(process.execPath, ['--import', TSX, '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(result.signal, null, 'the process had to be stopped: it hung');
+    assert.equal(result.stdout.trim(), 'made', result.stderr);
   });
 
   test('matches the X25519 test vector of RFC 7748 §6.1', () => {
