@@ -168,6 +168,26 @@ function formatIPv6Groups(groups: readonly number[]): string {
  * client ranges that way. Throws an Error naming the offending text otherwise.
  */
 export function parseIpPrefix(text: string): IpPrefix {
+  const known = parsedPrefixes.get(text);
+  if (known !== undefined) return known;
+  // Frozen: one object is handed to every caller of the same text.
+  const prefix = Object.freeze(parseNewPrefix(text));
+  // Full (a caller that parsed many networks once): starts afresh, so the configuration's few
+  // texts, parsed again at the next create, are held again at once.
+  if (parsedPrefixes.size >= MOST_PARSED_PREFIXES) parsedPrefixes.clear();
+  parsedPrefixes.set(text, prefix);
+  return prefix;
+}
+
+/**
+ * Prefixes already parsed, by their text: every create parses its profile's ranges, routes and
+ * gateway again, and IPv6 parsing was most of a file's rendering. The texts come from the
+ * configuration, a handful; the bound keeps other callers from growing the map without end.
+ */
+const parsedPrefixes = new Map<string, IpPrefix>();
+const MOST_PARSED_PREFIXES = 1024;
+
+function parseNewPrefix(text: string): IpPrefix {
   const slash = text.indexOf('/');
   if (slash === -1) {
     throw new Error(`invalid IP prefix "${text}": expected "<address>/<prefix length>"`);

@@ -68,6 +68,16 @@ describe('parsing a CIDR prefix', () => {
       assert.equal(isIpPrefix(text), false, text);
     }
   });
+
+  test('hands every caller of the same text the same prefix, which nobody can change', () => {
+    const first = parseIpPrefix('fd42::1234/64');
+    const again = parseIpPrefix('fd42::1234/64');
+    assert.equal(again, first);
+    assert.throws(() => {
+      (first as { length: number }).length = 1;
+    }, TypeError);
+    assert.equal(canonical('fd42::1234/64'), 'fd42::/64');
+  });
 });
 
 describe('formatting IPv6 the RFC 5952 way', () => {
