@@ -17,6 +17,12 @@ describe('the RADIUS accounting outbox listener', () => {
   let portal: TestPortal;
   let folder: string;
 
+  /**
+   * Minutes ago on the real clock, in whole seconds as the portal stores times: the worker drops
+   * a record older than accounting.radius.maxAge (a day), so a fixed date would have the records
+   * gone once that day passed.
+   */
+  const minutesAgo = (minutes: number): Date => new Date(Math.floor(Date.now() / 1000 - minutes * 60) * 1000);
   const openVpnStart = (connectionId: string, at: Date): PortalEvent => ({
     type: 'session.started',
     at,
@@ -60,7 +66,7 @@ describe('the RADIUS accounting outbox listener', () => {
 
   test('an OpenVPN connect and disconnect queue a Start and a Stop of one session', async () => {
     const { ctx } = portal.portal;
-    const at = new Date('2026-11-29T10:00:00Z');
+    const at = minutesAgo(10);
     await ctx.events.record(ctx.db, openVpnStart('cn-erin', at));
     const end: PortalEvent = {
       type: 'session.ended',
@@ -109,7 +115,7 @@ describe('the RADIUS accounting outbox listener', () => {
 
   test("a reconnect before the first connection's end is reported: each disconnect ends the oldest session", async () => {
     const { ctx } = portal.portal;
-    const first = new Date('2026-11-29T11:00:00Z');
+    const first = minutesAgo(10);
     const end = (at: Date): PortalEvent => ({
       type: 'session.ended',
       at,
