@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { timeOrderedId } from '../../src/shared/time-ordered-id.js';
+import { formatAtom } from '../../src/shared/time.js';
 import {
   insertOutboxDeliveries,
   OUTBOX_EVENTS_PER_STATEMENT,
@@ -13,7 +14,9 @@ import {
 import { startTestPortal } from '../support/test-portal.js';
 import { subscribe } from '../support/webhook-subscriptions.js';
 
-const AT = '2026-11-29T12:00:00+00:00';
+// An hour from now: the deliveries are not due yet, so the test portal's delivery worker, which
+// looks for due ones on its own, leaves them as they were written while the test reads them.
+const AT = formatAtom(new Date(Date.now() + 3_600_000));
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 function outboxEvent(eventType: string): OutboxEvent {
