@@ -11,6 +11,7 @@ import { capturedLog, type CapturedLog } from '../support/captured-log.js';
 import { errorBody } from '../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { mountTmpfs } from '../support/tmpfs.js';
+import { undoStepsFor } from '../support/undo-steps.js';
 
 /** Every call that writes, each refused: a new user, a new configuration, disable, destroy. */
 const WRITES = [
@@ -84,14 +85,12 @@ test('SQLite only: on a full disk create, disable and destroy answer 503 "databa
 test('SQLite only: a database file the portal cannot write makes create, disable and destroy answer 503 "database read-only"', async (t) => {
   const disk = mountTmpfs(16 * 1024 * 1024);
   // Undone last first, whatever failed: portals closed, the file unlocked, the disk unmounted.
-  const cleanup: (() => unknown)[] = [() => disk.unmount()];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const atEnd = undoStepsFor(t);
+  atEnd(() => disk.unmount());
   const dataDir = path.join(disk.dir, 'data');
   const databaseFile = path.join(dataDir, 'db.sqlite');
   const before = await startTestPortal({ database: 'sqlite', dataDir });
-  cleanup.push(() => before.close());
+  atEnd(() => before.close());
   assert.equal((await before.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
   await before.close();
 
@@ -99,10 +98,10 @@ test('SQLite only: a database file the portal cannot write makes create, disable
   // the portal's user. SQLite opens it read-only; reads work, writes fail.
   execFileSync('chattr', ['+i', databaseFile]);
   const unlock = () => execFileSync('chattr', ['-i', databaseFile]);
-  cleanup.push(unlock);
+  atEnd(unlock);
   const log = capturedLog();
   const readOnly = await startTestPortal({ database: 'sqlite', dataDir, logger: log.logger });
-  cleanup.push(() => readOnly.close());
+  atEnd(() => readOnly.close());
   await assertAliceUntouched(readOnly);
   await assertWritesRefused(readOnly, 'database read-only, try again later');
   await assertAliceUntouched(readOnly);
@@ -111,6 +110,6 @@ test('SQLite only: a database file the portal cannot write makes create, disable
 
   unlock();
   const after = await startTestPortal({ database: 'sqlite', dataDir });
-  cleanup.push(() => after.close());
+  atEnd(() => after.close());
   await assertWritesWork(after);
 });

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import type { TestContext } from 'node:test';
 import { freePort } from './free-port.js';
 import { createTestDatabase } from './postgres.js';
+import { undoStepsFor, type AtEnd } from './undo-steps.js';
 
 export interface PrivatePostgres {
   /** postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres */
@@ -40,20 +41,17 @@ export interface PrivateDatabase {
   readonly server: PrivatePostgres;
   /** An empty test database on the server. */
   readonly url: string;
-  /** Adds an undo step: when the test ends, whatever failed, they run last first, the server's stop last of all. */
-  readonly atEnd: (step: () => unknown) => void;
+  /** Adds an undo step (undoStepsFor): the server's stop runs last of all. */
+  readonly atEnd: AtEnd;
 }
 
 /** A server of the test's own with one test database on it, undone when the test ends. */
 export async function privateDatabaseFor(t: TestContext): Promise<PrivateDatabase> {
-  const steps: (() => unknown)[] = [];
-  t.after(async () => {
-    for (const step of steps.reverse()) await step();
-  });
+  const atEnd = undoStepsFor(t);
   const server = await startPrivatePostgres();
-  steps.push(() => server.stop());
+  atEnd(() => server.stop());
   const { url } = await createTestDatabase(server.url);
-  return { server, url, atEnd: (step) => steps.push(step) };
+  return { server, url, atEnd };
 }
 
 const running = new Set<PrivatePostgres>();
