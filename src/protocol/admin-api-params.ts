@@ -233,8 +233,20 @@ export interface ParamField {
   readonly note: ParamNote | undefined;
 }
 
+/** Each call's fields, worked out once: zod's registry lookups cost a request some microseconds. */
+const fieldsOfSchema = new WeakMap<ParamsSchema, readonly ParamField[]>();
+
 /** The parameters of a call, in their order. */
-export function paramFields(schema: ParamsSchema): ParamField[] {
+export function paramFields(schema: ParamsSchema): readonly ParamField[] {
+  let fields = fieldsOfSchema.get(schema);
+  if (fields === undefined) {
+    fields = Object.freeze(fieldsOf(schema));
+    fieldsOfSchema.set(schema, fields);
+  }
+  return fields;
+}
+
+function fieldsOf(schema: ParamsSchema): ParamField[] {
   return Object.entries(schema.shape).map(([name, field]) => {
     const inner = (field instanceof z.ZodOptional ? field.unwrap() : field) as z.ZodType<unknown, string>;
     return {
