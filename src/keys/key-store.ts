@@ -3,7 +3,7 @@
 // encrypts answers kept for retries (Idempotency-Key) and the key that seals webhook signing secrets. Files are 0600 in a 0700 directory, are created only when
 // missing (never overwritten), and their contents are never logged.
 import { createHash, randomBytes } from 'node:crypto';
-import { constantTimeEquals } from '../shared/constant-time.js';
+import { constantTimeEquals, constantTimeMatcher } from '../shared/constant-time.js';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
@@ -40,6 +40,11 @@ const REREAD_AFTER_MS = 1_000;
 export class KeyStore {
   private readonly publicKeyCache = new Map<string, WireGuardKey>();
   private readonly fileCache = new Map<string, { readonly content: string | null; readonly readAt: number }>();
+  /** Per key file, its secret's matcher (the secret hashed once), made again when the file's secret changes. */
+  private readonly matchers = new Map<
+    string,
+    { readonly secret: string; readonly matches: (presented: string) => boolean }
+  >();
 
   constructor(readonly keyDir: string) {}
 
@@ -127,8 +132,7 @@ export class KeyStore {
 
   /** True when `presented` equals the Admin API secret; false when it differs or the API is disabled. */
   adminApiKeyMatches(presented: string): boolean {
-    const secret = this.read(this.adminApiKeyPath);
-    return secret !== null && constantTimeEquals(presented, secret);
+    return this.secretMatches(this.adminApiKeyPath, presented);
   }
 
   /** SHA-256 of the Admin API secret (hex), null when the API is disabled: tells a console session whether the secret it signed in with still holds. */
@@ -142,8 +146,7 @@ export class KeyStore {
   }
 
   nodeKeyMatches(nodeNumber: NodeNumber, presented: string): boolean {
-    const secret = this.nodeSecret(nodeNumber);
-    return secret !== null && constantTimeEquals(presented, secret);
+    return this.secretMatches(this.nodeKeyPath(nodeNumber), presented);
   }
 
   nodeSecret(nodeNumber: NodeNumber): string | null {
@@ -164,6 +167,18 @@ export class KeyStore {
       this.publicKeyCache.set(privateKey, publicKey);
     }
     return publicKey;
+  }
+
+  /** Whether `presented` is the secret in `file`, compared in constant time; false without one. */
+  private secretMatches(file: string, presented: string): boolean {
+    const secret = this.read(file);
+    if (secret === null) return false;
+    let matcher = this.matchers.get(file);
+    if (matcher?.secret !== secret) {
+      matcher = { secret, matches: constantTimeMatcher(secret) };
+      this.matchers.set(file, matcher);
+    }
+    return matcher.matches(presented);
   }
 
   /** 32 bytes written as 64 hex characters; null when absent or not such a file. */

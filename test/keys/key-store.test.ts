@@ -1,5 +1,6 @@
 // Key files brought from another server (an eduVPN one): written as private files when missing,
-// kept when the same key is there, and never overwritten by another key.
+// kept when the same key is there, and never overwritten by another key. A secret replaced in its
+// file by hand holds from the next reading of the file on, and the old one no longer does.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,26 @@ test('a secret brought from elsewhere is written as a private file in a private 
   assert.equal(statSync(keys.adminApiKeyPath).mode & 0o777, 0o600);
   assert.equal(statSync(keys.keyDir).mode & 0o777, 0o700);
   assert.equal(keys.adminApiKeyMatches(secret), true);
+});
+
+test('a secret replaced in its file holds once the file is read again, and the old one no longer does', (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: Date.parse('2026-11-30T12:00:00Z') });
+  const keys = freshStore();
+  const [old, replacement] = ['ab'.repeat(32), 'cd'.repeat(32)];
+  keys.adoptAdminApiKey(old);
+  keys.adoptNodeKey(asNodeNumber(0), old);
+  assert.equal(keys.adminApiKeyMatches(old), true);
+  assert.equal(keys.nodeKeyMatches(asNodeNumber(0), old), true);
+  assert.equal(keys.adminApiKeyMatches(replacement), false);
+
+  writeFileSync(keys.adminApiKeyPath, `${replacement}\n`);
+  writeFileSync(keys.nodeKeyPath(asNodeNumber(0)), replacement);
+  t.mock.timers.tick(1_000);
+  assert.equal(keys.adminApiKeyMatches(replacement), true);
+  assert.equal(keys.adminApiKeyMatches(old), false);
+  assert.equal(keys.nodeKeyMatches(asNodeNumber(0), replacement), true);
+  assert.equal(keys.nodeKeyMatches(asNodeNumber(0), old), false);
+  assert.equal(keys.nodeKeyMatches(asNodeNumber(1), replacement), false, 'a node without a key file matches nothing');
 });
 
 test('the same key already there is kept, and another key there is never overwritten', () => {
