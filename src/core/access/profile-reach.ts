@@ -19,7 +19,7 @@ import {
 } from '../../storage/enrollment-tokens.js';
 import { configurationProfilesOfUser } from '../../storage/users.js';
 import type { ProfileId, UserId } from '../../shared/ids.js';
-import { describeKey, profileLimit } from '../admin-call.js';
+import { describeKey, profileLimit, type AdminCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 
@@ -79,9 +79,32 @@ export function assertProfileAllowed(ctx: PortalContext, profileId: string): voi
 export async function assertUserWithinReach(ctx: PortalContext, db: Db, userId: UserId): Promise<void> {
   const limit = profileLimit(ctx.call);
   if (limit === null || ctx.call === undefined) return;
-  const key = describeKey(ctx.call);
-  const allowed = [...limit].join(', ');
+  await refuseUserOutside(ctx.call, limit, db, userId, await configurationProfilesOfUser(db, userId));
+}
+
+/**
+ * userInSight, then assertUserWithinReach, on one reading of the user's configuration profiles:
+ * false when the call may not know the user; a refusal (403) when something of the user lies
+ * outside the key's profiles; true otherwise.
+ */
+export async function userInSightAndWithinReach(ctx: PortalContext, db: Db, userId: UserId): Promise<boolean> {
+  const limit = profileLimit(ctx.call);
+  if (limit === null || ctx.call === undefined) return true;
   const configurationProfiles = await configurationProfilesOfUser(db, userId);
+  if (!configurationProfiles.some((profileId) => limit.has(profileId))) return false;
+  await refuseUserOutside(ctx.call, limit, db, userId, configurationProfiles);
+  return true;
+}
+
+async function refuseUserOutside(
+  call: AdminCall,
+  limit: ReadonlySet<ProfileId>,
+  db: Db,
+  userId: UserId,
+  configurationProfiles: readonly ProfileId[],
+): Promise<void> {
+  const key = describeKey(call);
+  const allowed = [...limit].join(', ');
   if (configurationProfiles.length === 0) {
     throw new PortalError(
       'not-allowed',

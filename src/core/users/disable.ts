@@ -6,7 +6,6 @@
 import { endAccessOfUser } from '../../storage/user-access.js';
 import type { PortalContext } from '../context.js';
 import { setExistingUserDisabled } from './existing-user.js';
-import { assertUserWithinReach } from '../access/index.js';
 import type { RevocationId, UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { openVpnConfiguration, wireGuardConfiguration } from '../events.js';
@@ -21,7 +20,6 @@ export async function disableUser(ctx: PortalContext, userId: UserId): Promise<R
     // the create), so the peers read below are all there are, and their new revisions are
     // newer than any instruction sent for them before.
     await setExistingUserDisabled(ctx, trx, userId, true);
-    await assertUserWithinReach(ctx, trx, userId);
     const at = ctx.clock.now();
     // Authorizations end, and enrollment tokens for good: a revocation is final, so enable_user
     // does not bring them back.

@@ -4,7 +4,6 @@
 import { activePeers, stampPeersOfUser } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import { setExistingUserDisabled } from './existing-user.js';
-import { assertUserWithinReach } from '../access/index.js';
 import type { UserId } from '../../shared/ids.js';
 import { addPeersToNodes } from '../nodes/index.js';
 import { formatAtom } from '../../shared/time.js';
@@ -13,7 +12,6 @@ export async function enableUser(ctx: PortalContext, userId: UserId): Promise<vo
   const now = formatAtom(ctx.clock.now());
   const peers = await ctx.events.change(ctx.db, async (trx, announce) => {
     await setExistingUserDisabled(ctx, trx, userId, false);
-    await assertUserWithinReach(ctx, trx, userId);
     await announce({ type: 'user.enabled', at: ctx.clock.now(), userId });
     const stamped = await stampPeersOfUser(trx, userId);
     // Those the nodes should have now, by the rule every reconcile pass follows (unexpired, device not suspended).

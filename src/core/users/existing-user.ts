@@ -1,12 +1,12 @@
 // The calls on an existing user answer the reference's 400 for an unknown one, and for a user a
-// key limited to some profiles may not know of.
+// key limited to some profiles may not know of (and its 403 for a user it may not change whole).
 import type { Transaction } from 'kysely';
 import type { Database } from '../../storage/schema.js';
 import { findUser, setUserDisabled, type UserState } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { UserId } from '../../shared/ids.js';
-import { userInSight } from '../access/index.js';
+import { userInSight, userInSightAndWithinReach } from '../access/index.js';
 
 /** The user, or the reference's 400 `user does not exist`. */
 export async function existingUser(ctx: PortalContext, userId: UserId): Promise<UserState> {
@@ -18,7 +18,8 @@ export async function existingUser(ctx: PortalContext, userId: UserId): Promise<
 /**
  * Sets an existing user's `disabled` flag, which locks its row until the transaction ends, or
  * answers the same 400 (and the transaction writes nothing). The update is also the check, so a
- * disable or enable reads no row before its transaction: one round trip fewer.
+ * disable or enable reads no row before its transaction: one round trip fewer. For a key limited
+ * to some profiles, a user with anything outside them is refused (403, assertUserWithinReach).
  */
 export async function setExistingUserDisabled(
   ctx: PortalContext,
@@ -26,7 +27,8 @@ export async function setExistingUserDisabled(
   userId: UserId,
   disabled: boolean,
 ): Promise<void> {
-  if (!(await setUserDisabled(trx, userId, disabled)) || !(await userInSight(ctx, trx, userId))) throw noSuchUser();
+  const found = await setUserDisabled(trx, userId, disabled);
+  if (!found || !(await userInSightAndWithinReach(ctx, trx, userId))) throw noSuchUser();
 }
 
 function noSuchUser(): PortalError {
