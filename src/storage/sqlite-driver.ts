@@ -38,7 +38,11 @@ import {
 
 /** Transactions one commit may hold: bounds how long the first of them waits for its answer. */
 const MAX_GROUP = 32;
-/** Queries built with IN (...) lists vary in length; the statement cache stays bounded. */
+/**
+ * Queries built with IN (...) lists vary in length, so the statement cache is bounded: when full,
+ * it starts over, and the statements in use are kept again from their next run on. (Kept full,
+ * it would prepare on every run each statement first used after it filled, for good.)
+ */
 const MAX_CACHED_STATEMENTS = 1000;
 
 /** What the holder of the connection is in. */
@@ -216,7 +220,8 @@ export class GroupCommitSqliteDriver implements Driver {
     let statement = this.#statements.get(sql);
     if (statement === undefined) {
       statement = this.#sqlite.prepare(sql);
-      if (this.#statements.size < MAX_CACHED_STATEMENTS) this.#statements.set(sql, statement);
+      if (this.#statements.size >= MAX_CACHED_STATEMENTS) this.#statements.clear();
+      this.#statements.set(sql, statement);
     }
     return statement;
   }

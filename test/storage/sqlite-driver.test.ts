@@ -2,7 +2,8 @@
 // others wait for the connection, are committed together, and nothing about one shows before
 // that commit: not to another connection, not to its caller. A transaction that fails takes only its own changes with it; a
 // commit that fails (a full disk) fails every transaction it held and keeps none of them. A
-// second connection to the same file plays the other reader. SQLite only, on both passes.
+// second connection to the same file plays the other reader. The statement cache stays bounded
+// and keeps what is in use. SQLite only, on both passes.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,8 +11,9 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setImmediate as nextTurn, setTimeout as delay } from 'node:timers/promises';
 import SqliteDatabase from 'better-sqlite3';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { connectDatabase, type Db } from '../../src/storage/database.js';
+import { GroupCommitSqliteDriver } from '../../src/storage/sqlite-driver.js';
 import { mountTmpfs } from '../support/tmpfs.js';
 
 interface Lab {
@@ -186,4 +188,27 @@ test('a commit that fails on a full disk fails every transaction it held and kee
   disk.free();
   await db.transaction().execute((trx) => insert(trx, 5));
   assert.deepEqual(committed(), [1, 5]);
+});
+
+test('a statement first run after the statement cache filled is prepared once, not on every run', async (t) => {
+  const sqlite = new SqliteDatabase(':memory:');
+  t.after(() => sqlite.close());
+  const prepared: string[] = [];
+  const prepare = sqlite.prepare.bind(sqlite);
+  sqlite.prepare = ((text: string) => {
+    prepared.push(text);
+    return prepare(text);
+  }) as typeof sqlite.prepare;
+  const driver = new GroupCommitSqliteDriver(sqlite);
+  const connection = await driver.acquireConnection();
+  const run = (text: string) => connection.executeQuery(CompiledQuery.raw(text, []));
+
+  // A thousand and more different texts, as IN (...) lists of every length make over months.
+  for (let length = 1; length <= 1_100; length++) {
+    await run(`SELECT 1 WHERE 1 IN (${Array.from({ length }, () => '1').join(', ')})`);
+  }
+  const hot = 'SELECT 2 AS two';
+  for (let times = 0; times < 100; times++) assert.deepEqual((await run(hot)).rows, [{ two: 2 }]);
+  assert.equal(prepared.filter((text) => text === hot).length, 1);
+  await driver.releaseConnection();
 });
