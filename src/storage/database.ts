@@ -297,6 +297,9 @@ class ClosingPool implements PostgresPool {
   }
 }
 
+/** Per connection, the generation of the first name it prepared (generations only grow: the oldest it holds). */
+const oldestGenerationPrepared = new WeakMap<pg.PoolClient, number>();
+
 class ClosingClient implements PostgresPoolClient {
   private failure: Error | null = null;
 
@@ -317,7 +320,14 @@ class ClosingClient implements PostgresPoolClient {
   }
 
   release(): void {
-    this.client.release(this.failure ?? undefined);
+    // pg closes a connection released with `true`, and with it every statement it prepared.
+    this.client.release(this.failure ?? (this.holdsDroppedNames() || undefined));
+  }
+
+  /** Whether this connection prepared names of a generation the pool's names have left behind. */
+  private holdsDroppedNames(): boolean {
+    const oldest = oldestGenerationPrepared.get(this.client);
+    return oldest !== undefined && this.names !== null && oldest < this.names.generation;
   }
 
   private async run<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
@@ -325,6 +335,9 @@ class ClosingClient implements PostgresPoolClient {
     if (this.failure !== null) throw this.failure;
     // Statements without values (BEGIN, COMMIT) are cheap to parse and go by the simple protocol.
     const name = parameters.length === 0 ? undefined : this.names?.nameFor(sql);
+    if (name !== undefined && this.names !== null && !oldestGenerationPrepared.has(this.client)) {
+      oldestGenerationPrepared.set(this.client, this.names.generation);
+    }
     try {
       const result =
         name === undefined

@@ -1,15 +1,17 @@
 // PostgreSQL statements the portal runs again and again are prepared once on each connection
 // (src/storage/statement-names.ts), unless `databasePreparedStatements` is false; and a prepared
-// statement made stale by another instance's migration costs no call.
+// statement made stale by another instance's migration costs no call; when the names start over,
+// the connections that prepared the old ones are closed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { parseDatabaseLocation } from '../../src/config/database-location.js';
 import type { UserId } from '../../src/shared/ids.js';
 import { connectDatabase } from '../../src/storage/database.js';
+import { GENERATION_AT_LEAST_MS, MOST_NAMES } from '../../src/storage/statement-names.js';
 import { findUser } from '../../src/storage/users.js';
 import { capturedLog } from '../support/captured-log.js';
-import { onServer } from '../support/postgres.js';
+import { migrationTestLocation, onServer } from '../support/postgres.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
 /** The portal's pool in the tests below: the default size. */
@@ -81,4 +83,44 @@ test('with databasePreparedStatements false the portal prepares nothing: a migra
   t.after(() => portal.close());
   const logged = await createsAroundAMigration(portal, log);
   assert.ok(!logged.includes(RAN_AGAIN), JSON.stringify(logged));
+});
+
+test('when every name is given and a new text comes back later, the connection holding the old names is closed and the texts named anew', async (t) => {
+  const location = await migrationTestLocation(t, 'names');
+  // The clock stands still from before the names are made, and moves only when told below.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  // One connection, so that each statement below runs on the same one while it lasts.
+  const db = connectDatabase(location, { preparedStatements: true, poolSize: 1 });
+  t.after(() => db.destroy());
+  const numbered = (text: number) => sql<{ n: number }>`SELECT ${text}::int AS n, ${sql.raw(String(text))} AS text`;
+  const backend = async () => (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]?.pid;
+  const prepared = async () =>
+    (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements ORDER BY name`.execute(db)).rows.map(
+      ({ name }) => name,
+    );
+
+  const first = await backend();
+  for (let text = 0; text < MOST_NAMES; text++) {
+    await numbered(text).execute(db);
+    await numbered(text).execute(db);
+  }
+  assert.equal((await prepared()).length, MOST_NAMES);
+  // A new text, before the time of a new generation: unnamed, and the connection stays.
+  t.mock.timers.tick(GENERATION_AT_LEAST_MS - 1);
+  for (let run = 0; run < 3; run++) await numbered(MOST_NAMES).execute(db);
+  assert.equal(await backend(), first);
+  assert.equal((await prepared()).length, MOST_NAMES);
+
+  // Later, it is named in a new generation; the connection it ran on held the old names: closed.
+  t.mock.timers.tick(1);
+  await numbered(MOST_NAMES).execute(db);
+  const second = await backend();
+  assert.notEqual(second, first);
+  assert.deepEqual(await prepared(), []);
+  await numbered(MOST_NAMES).execute(db);
+  await numbered(0).execute(db);
+  await numbered(0).execute(db);
+  assert.deepEqual(await prepared(), [`vpn_portal_${MOST_NAMES + 1}`, `vpn_portal_${MOST_NAMES + 2}`]);
+  // Named in the current generation only: this connection stays.
+  assert.equal(await backend(), second);
 });

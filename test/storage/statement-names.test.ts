@@ -1,8 +1,10 @@
 // Which statements get a name to be prepared under: a text seen a second time, always the same
-// name for the same text, and no more names than a connection should hold.
+// name for the same text, no more names than a connection should hold, and a new generation of
+// names when a new text comes back after they were all given.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  GENERATION_AT_LEAST_MS,
   isStalePreparedStatement,
   LONGEST_NAMED_LIST,
   MOST_NAMES,
@@ -38,18 +40,54 @@ test('a statement with a long list of values is never named; one with a short li
   assert.equal(names.nameFor(peersAmong(1)), 'vpn_portal_2');
 });
 
-test('no more than MOST_NAMES texts get a name; the others go on unnamed', () => {
-  const names = new StatementNames();
-  for (let index = 0; index < MOST_NAMES + 50; index++) {
-    const text = `SELECT $1 + ${index}`;
-    names.nameFor(text);
-    names.nameFor(text);
+/** Names whose clock is `clock.now`, every name given: `SELECT $1 + 0` … `SELECT $1 + ${MOST_NAMES - 1}`, each run twice. */
+function allNamesGiven(clock: { now: number }): StatementNames {
+  const names = new StatementNames(() => clock.now);
+  for (let index = 0; index < MOST_NAMES; index++) {
+    names.nameFor(`SELECT $1 + ${index}`);
+    names.nameFor(`SELECT $1 + ${index}`);
   }
+  return names;
+}
+
+test('no more than MOST_NAMES texts get a name; the others go on unnamed for a while', () => {
+  const clock = { now: 0 };
+  const names = allNamesGiven(clock);
+  clock.now += GENERATION_AT_LEAST_MS - 1;
   assert.equal(names.nameFor('SELECT $1 + 0'), 'vpn_portal_1');
   assert.equal(names.nameFor(`SELECT $1 + ${MOST_NAMES - 1}`), `vpn_portal_${MOST_NAMES}`);
-  assert.equal(names.nameFor(`SELECT $1 + ${MOST_NAMES}`), undefined);
+  for (let run = 0; run < 3; run++) assert.equal(names.nameFor('SELECT $1 + 1000'), undefined);
+  assert.equal(names.generation, 1);
+});
+
+test('a new text coming back after the names were all given starts a generation of new names', () => {
+  const clock = { now: 0 };
+  const names = allNamesGiven(clock);
   assert.equal(names.nameFor('SELECT $1 + 1000'), undefined);
-  assert.equal(names.nameFor('SELECT $1 + 1000'), undefined);
+  clock.now += GENERATION_AT_LEAST_MS;
+  assert.equal(names.nameFor('SELECT $1 + 1000'), `vpn_portal_${MOST_NAMES + 1}`);
+  assert.equal(names.generation, 2);
+  // The texts of the first generation are named again when they come back, never under an old name.
+  assert.equal(names.nameFor('SELECT $1 + 0'), undefined);
+  assert.equal(names.nameFor('SELECT $1 + 0'), `vpn_portal_${MOST_NAMES + 2}`);
+  assert.equal(names.nameFor('SELECT $1 + 1000'), `vpn_portal_${MOST_NAMES + 1}`);
+});
+
+test('a third generation waits as long after the second as the second after the start', () => {
+  const clock = { now: 0 };
+  const names = allNamesGiven(clock);
+  clock.now += GENERATION_AT_LEAST_MS;
+  for (let index = 0; index < MOST_NAMES; index++) {
+    names.nameFor(`SELECT $1 - ${index}`);
+    names.nameFor(`SELECT $1 - ${index}`);
+  }
+  assert.equal(names.generation, 2);
+  clock.now += GENERATION_AT_LEAST_MS - 1;
+  names.nameFor('SELECT $1 * 2');
+  assert.equal(names.nameFor('SELECT $1 * 2'), undefined);
+  clock.now += 1;
+  assert.equal(names.nameFor('SELECT $1 * 2'), `vpn_portal_${2 * MOST_NAMES + 1}`);
+  assert.equal(names.generation, 3);
 });
 
 test('only a stale or vanished prepared statement counts as stale, not any unsupported feature', () => {
