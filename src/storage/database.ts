@@ -66,6 +66,7 @@ import { deviceSearchIndexes } from './migrations/0030-device-search.js';
 import { connectionLogPagingIndexes } from './migrations/0031-connection-log-paging.js';
 import { wantedPeersIndexes } from './migrations/0032-wanted-peers.js';
 import { statementGiveUpFunction } from './migrations/0033-statement-give-up.js';
+import { changeMarkerTombstones } from './migrations/0034-change-marker-tombstones.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -113,6 +114,7 @@ const migrations: Record<string, Migration> = {
   '0031-connection-log-paging': connectionLogPagingIndexes,
   '0032-wanted-peers': wantedPeersIndexes,
   '0033-statement-give-up': statementGiveUpFunction,
+  '0034-change-marker-tombstones': changeMarkerTombstones,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -356,6 +356,8 @@ export interface ChangeMarkersTable {
   marker_id: string;
   /** Milliseconds since 1970, for pruning. */
   created_at: number;
+  /** 1: left by a read back, which found no marker (the change did not commit); 0: the change's own marker. */
+  tombstone: Generated<number>;
 }
 
 /** A legal hold on a user's (or a device's) records (migration 0024, src/storage/legal-holds.ts). */

@@ -5,7 +5,7 @@
 // server is one of this test's own (test/support/private-postgres.ts), restarted under two
 // portal instances while calls stream in.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { WireGuardKey } from '../../src/shared/ids.js';
@@ -111,25 +111,34 @@ test('PostgreSQL restarted twice under two portal instances and a stream of call
   assert.equal(auditCount.get('disable_user'), disabled.size);
 });
 
+/**
+ * A portal on a private server of the test's own, through a cutter, with bob's first
+ * configuration made. Unnamed statements, so that each statement's text is on the wire each
+ * time for the cutter to find.
+ */
+async function portalBehindCutter(t: TestContext) {
+  const { url, atEnd } = await privateDatabaseFor(t);
+  const cutter = await startPostgresCutter(url);
+  atEnd(() => cutter.close());
+  const log = capturedLog('info');
+  const portal = await startTestPortal({
+    database: cutter.url,
+    logger: log.logger,
+    config: { databasePreparedStatements: false },
+  });
+  atEnd(() => portal.close());
+  assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'employees' })).status, 200);
+  return { url, atEnd, cutter, log, portal };
+}
+
 // A create with an Idempotency-Key is made in a transaction (its answer is kept with it); a
-// plain one is one statement, its own transaction (src/core/issuing/issue.ts). Unnamed
-// statements, so that the statement's text is on the wire each time for the cutter to find.
+// plain one is one statement, its own transaction (src/core/issuing/issue.ts).
 for (const made of ['in a transaction', 'in one statement'] as const) {
   for (const mode of ['after-forwarding', 'instead-of-forwarding'] as const) {
     const outcome = mode === 'after-forwarding' ? 'the server committed' : 'the server never got it';
     const where = made === 'in a transaction' ? 'right at COMMIT' : 'right at its one statement';
     test(`PostgreSQL: a create made ${made} whose connection is cut ${where} (${outcome}) is resolved by reading back its marker and answers its configuration once`, async (t) => {
-      const { url, atEnd } = await privateDatabaseFor(t);
-      const cutter = await startPostgresCutter(url);
-      atEnd(() => cutter.close());
-      const log = capturedLog('info');
-      const portal = await startTestPortal({
-        database: cutter.url,
-        logger: log.logger,
-        config: { databasePreparedStatements: false },
-      });
-      atEnd(() => portal.close());
-      assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'employees' })).status, 200);
+      const { url, atEnd, cutter, log, portal } = await portalBehindCutter(t);
 
       const cut =
         made === 'in a transaction'
@@ -185,4 +194,33 @@ test('a read whose connection broke while the database takes no new connection f
   await onServer(server, (client) => client.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
   const answer = await db.selectNoFrom(sql<number>`1`.as('one')).executeTakeFirstOrThrow();
   assert.equal(answer.one, 1, 'the one pooled connection is free again');
+});
+
+test('PostgreSQL: a disable_user whose COMMIT never reached the server, and whose read back lost its own answer, is not taken for committed: it runs again and the user is disabled', async (t) => {
+  const { url, atEnd, cutter, log, portal } = await portalBehindCutter(t);
+
+  const commitCut = cutter.cutNextCommit('set "is_disabled"', 'instead-of-forwarding');
+  const disabling = portal.post('/disable_user', { user_id: 'bob' });
+  await commitCut;
+  // The read back's insert reaches the server and leaves its tombstone; its answer is lost, so
+  // it asks again and meets the row it left itself.
+  const readBackCut = cutter.cutNextStatement('on conflict ("marker_id")', 'after-forwarding');
+  await readBackCut;
+  const response = await disabling;
+  assert.ok(response.status < 300, `${response.status} ${response.text}`);
+
+  const db = connectDatabase({ dialect: 'postgres', url });
+  atEnd(() => db.destroy());
+  const bob = await db.selectFrom('users').select('is_disabled').where('user_id', '=', 'bob').executeTakeFirst();
+  assert.equal(Number(bob?.is_disabled), 1, 'the answer said disabled: so is the database');
+  const audited = await db
+    .selectFrom('audit_log')
+    .select('call')
+    .where('call', '=', 'disable_user')
+    .where('status', '<', 300)
+    .execute();
+  assert.equal(audited.length, 1, 'the disable committed once');
+  const resolved = log.lines().filter((line) => /read back/.test(line.msg ?? ''));
+  assert.equal(resolved.length, 1, log.text());
+  assert.match(resolved[0]?.msg ?? '', /read back: it did not commit/);
 });

@@ -30,4 +30,5 @@ export const EXPECTED_MIGRATIONS = [
   '0031-connection-log-paging',
   '0032-wanted-peers',
   '0033-statement-give-up',
+  '0034-change-marker-tombstones',
 ] as const;
