@@ -12,6 +12,7 @@ import {
   type VpnProto,
 } from '../shared/ids.js';
 import { sql, type RawBuilder } from 'kysely';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
 import { OPEN_REVOCATION_STATES } from './revocations.js';
 
@@ -87,27 +88,67 @@ export async function revocationNodeRows(db: Db, revocationIds: readonly string[
   }));
 }
 
-/** Marks the removals as confirmed on the given receipts' rows still pending; answers how many rows it marked. */
+/**
+ * What one call's nodes confirmed gone, for that call's receipts: a removal counts for these
+ * receipts only. (Another call's receipt may hold a row for the same configuration on the same
+ * node, made after the configuration came back, that this removal says nothing about.)
+ */
+export interface ReceiptConfirmation {
+  readonly revocationIds: readonly string[];
+  readonly confirmed: readonly ConfirmedRemoval[];
+}
+
+/** Parameters per UPDATE at most: far below both dialects' limits. */
+const CONFIRMATION_PARAMETERS = 1000;
+
+/** One term of a confirming UPDATE: these receipts' rows for these configurations on one node. */
+interface ConfirmationTerm {
+  readonly revocationIds: readonly string[];
+  readonly connectionIds: readonly string[];
+}
+
+/**
+ * Marks each confirmation's removals as confirmed on its own receipts' rows still pending, in
+ * one statement per node for many confirmations; answers how many rows it marked.
+ */
 export async function confirmRevocationNodes(
   db: Db,
-  revocationIds: readonly string[],
-  confirmed: readonly ConfirmedRemoval[],
+  confirmations: readonly ReceiptConfirmation[],
   at: string,
 ): Promise<number> {
-  if (revocationIds.length === 0 || confirmed.length === 0) return 0;
-  const byNode = new Map<NodeNumber, string[]>();
-  for (const { nodeNumber, connectionId } of confirmed)
-    byNode.set(nodeNumber, [...(byNode.get(nodeNumber) ?? []), connectionId]);
+  const byNode = new Map<NodeNumber, ConfirmationTerm[]>();
+  for (const { revocationIds, confirmed } of confirmations) {
+    if (revocationIds.length === 0) continue;
+    const ofThisCall = new Map<NodeNumber, string[]>();
+    for (const { nodeNumber, connectionId } of confirmed)
+      ofThisCall.set(nodeNumber, [...(ofThisCall.get(nodeNumber) ?? []), connectionId]);
+    for (const [nodeNumber, connectionIds] of ofThisCall) {
+      // A long list (a reconcile pass confirms every pending receipt of a node at once) in parts.
+      for (let start = 0; start < connectionIds.length; start += INSERT_ROWS) {
+        const term = { revocationIds, connectionIds: connectionIds.slice(start, start + INSERT_ROWS) };
+        byNode.set(nodeNumber, [...(byNode.get(nodeNumber) ?? []), term]);
+      }
+    }
+  }
   let marked = 0;
-  for (const [nodeNumber, connectionIds] of byNode) {
-    for (let start = 0; start < connectionIds.length; start += INSERT_ROWS) {
+  for (const [nodeNumber, terms] of byNode) {
+    const termSize = (term: ConfirmationTerm) => term.revocationIds.length + term.connectionIds.length;
+    for (const statement of sizeLimitedGroups(terms, termSize, CONFIRMATION_PARAMETERS)) {
+      // The node and the pending test stay outside the terms: SQLite then reads the node's
+      // pending rows (few, and the same plan as for one term of a reconcile pass's long lists)
+      // instead of probing the primary key for every pair of a term's two lists.
       const result = await db
         .updateTable('revocation_nodes')
         .set({ applied_at: at })
-        .where('revocation_id', 'in', revocationIds)
         .where('node_number', '=', nodeNumber)
-        .where('connection_id', 'in', connectionIds.slice(start, start + INSERT_ROWS))
         .where('applied_at', 'is', null)
+        .where((eb) =>
+          eb.or(
+            statement.map((term) =>
+              eb.and([eb('revocation_id', 'in', term.revocationIds), eb('connection_id', 'in', term.connectionIds)]),
+            ),
+          ),
+        )
         .executeTakeFirst();
       marked += Number(result.numUpdatedRows);
     }

@@ -295,11 +295,13 @@ async function confirmPendingRevocations(
         row.requestedAt < openVpn.listedAt &&
         !openVpn.stillConnected.has(row.connectionId),
   );
-  await confirmRemovals(
-    ctx,
-    [...new Set(pending.map((row) => asRevocationId(row.revocationId)))],
-    confirmed.map((row) => ({ nodeNumber, connectionId: row.connectionId })),
-  );
+  // What is gone from the node now is gone for every receipt still waiting for it there.
+  await confirmRemovals(ctx, [
+    {
+      revocationIds: [...new Set(pending.map((row) => asRevocationId(row.revocationId)))],
+      confirmed: confirmed.map((row) => ({ nodeNumber, connectionId: row.connectionId })),
+    },
+  ]);
 }
 
 /** What the OpenVPN part of a pass saw: the clients still connected after it (null: the list could not be read). */

@@ -1,19 +1,16 @@
 // What the nodes confirmed gone, written for many calls in one change (a group commit): under a
 // bulk revocation every disable_user ends with a small change of its own, whose round trips cost
 // more than its rows. While one group is written, the confirmations that come meanwhile wait and
-// are written together after it; an idle portal writes a call's at once.
+// are written together after it; an idle portal writes a call's at once. Each call's
+// confirmations stay its own: a removal one call's node confirmed marks that call's receipts only.
 import type { RevocationId } from '../../shared/ids.js';
-import type { ConfirmedRemoval } from '../../storage/revocation-nodes.js';
+import type { ConfirmedRemoval, ReceiptConfirmation } from '../../storage/revocation-nodes.js';
 
-/** Writes the confirmations of some receipts (confirmRemovals). */
-export type ConfirmationWrite = (
-  revocationIds: readonly RevocationId[],
-  confirmed: readonly ConfirmedRemoval[],
-) => Promise<void>;
+/** Writes the confirmations of some calls, each for its own receipts (confirmRemovals). */
+export type ConfirmationWrite = (confirmations: readonly ReceiptConfirmation[]) => Promise<void>;
 
-interface Waiting {
+interface Waiting extends ReceiptConfirmation {
   readonly revocationIds: readonly RevocationId[];
-  readonly confirmed: readonly ConfirmedRemoval[];
   readonly write: ConfirmationWrite;
   readonly settle: (error?: unknown) => void;
 }
@@ -49,10 +46,7 @@ export class GroupedConfirmations {
         const [first] = group;
         if (first === undefined) break;
         try {
-          await first.write(
-            [...new Set(group.flatMap((waiting) => waiting.revocationIds))],
-            group.flatMap((waiting) => waiting.confirmed),
-          );
+          await first.write(group.map(({ revocationIds, confirmed }) => ({ revocationIds, confirmed })));
           for (const waiting of group) waiting.settle();
         } catch (error) {
           for (const waiting of group) waiting.settle(error ?? new Error('confirmations not written'));

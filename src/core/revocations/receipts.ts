@@ -14,7 +14,7 @@ import type { OpenVpnCertificate } from '../../storage/certificates.js';
 import {
   confirmRevocationNodes,
   revocationNodeRows,
-  type ConfirmedRemoval,
+  type ReceiptConfirmation,
   type RevocationNodeRow,
 } from '../../storage/revocation-nodes.js';
 import {
@@ -97,7 +97,7 @@ export async function revokeOnNodes(
         connectionId: certificate.commonName,
       })),
     ],
-    (ids, confirmed) => confirmRemovals(ctx, ids, confirmed),
+    (confirmations) => confirmRemovals(ctx, confirmations),
   );
   // The revocation itself committed: a database that fails now leaves the receipt pending (the
   // next reconcile pass confirms it), it does not fail the call.
@@ -109,17 +109,20 @@ export async function revokeOnNodes(
   );
 }
 
-/** Marks what the nodes confirmed gone, then applies (and announces) the receipts no node is pending for any more. */
+/**
+ * Marks what the nodes confirmed gone, each on its own receipts, then applies (and announces) the
+ * receipts no node is pending for any more.
+ */
 export async function confirmRemovals(
   ctx: PortalContext,
-  revocationIds: readonly RevocationId[],
-  confirmed: readonly ConfirmedRemoval[],
+  confirmations: readonly ReceiptConfirmation[],
 ): Promise<void> {
+  const revocationIds = [...new Set(confirmations.flatMap((confirmation) => confirmation.revocationIds))];
   if (revocationIds.length === 0) return;
   // The portal's own seam: what follows from a call already recorded with it is no second call.
   await ctx.events.unbound().change(ctx.db, async (trx, announce) => {
     const at = ctx.clock.now();
-    await confirmRevocationNodes(trx, revocationIds, confirmed, formatAtom(at));
+    await confirmRevocationNodes(trx, confirmations, formatAtom(at));
     const applied = await markRevocationsApplied(trx, revocationIds, formatAtom(at));
     for (const receipt of await receiptsOf(trx, applied)) {
       await announce({ type: 'revocation.applied', at, revocation: noticeOf(receipt) });
@@ -134,7 +137,7 @@ export async function confirmRemovals(
  */
 export async function checkRevocationDeadlines(ctx: PortalContext): Promise<number> {
   const ready = await revocationsReadyToApply(ctx.db);
-  if (ready.length > 0) await confirmRemovals(ctx, ready.map(asRevocationId), []);
+  if (ready.length > 0) await confirmRemovals(ctx, [{ revocationIds: ready.map(asRevocationId), confirmed: [] }]);
   const deadline = formatAtom(new Date(ctx.clock.now().getTime() - ctx.config.revocationDeadlineMs));
   let overdue = 0;
   for (;;) {
