@@ -183,6 +183,15 @@ export class GroupCommitSqliteDriver implements Driver {
 
   async destroy(): Promise<void> {
     try {
+      // A transaction still running (a caller that did not wait for its own before closing) is
+      // rolled back, never committed half-done with the group; its next statement fails.
+      if (this.#holder === 'grouped-transaction' && this.#sqlite.inTransaction) {
+        this.#run('rollback to grouped_transaction');
+        this.#run('release grouped_transaction');
+      } else if (this.#holder === 'read-only-transaction' && this.#sqlite.inTransaction) {
+        this.#run('rollback');
+      }
+      this.#holder = 'no-transaction';
       this.#commitOpenGroup();
     } finally {
       this.#sqlite.close();

@@ -2,8 +2,8 @@
 // others wait for the connection, are committed together, and nothing about one shows before
 // that commit: not to another connection, not to its caller. A transaction that fails takes only its own changes with it; a
 // commit that fails (a full disk) fails every transaction it held and keeps none of them. A
-// second connection to the same file plays the other reader. The statement cache stays bounded
-// and keeps what is in use. SQLite only, on both passes.
+// second connection to the same file plays the other reader. Closing the database commits what
+// finished and never what still runs. The statement cache stays bounded and keeps what is in use. SQLite only, on both passes.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -143,6 +143,18 @@ test('a grouped transaction that changed more pages than SQLite keeps in memory 
   const [kept] = (await sql<{ body: string }>`SELECT CAST(body AS TEXT) AS body FROM notes WHERE id = 1`.execute(db))
     .rows;
   assert.equal(kept?.body, 'x');
+});
+
+test('a transaction still running when the database is closed is rolled back, not committed half-done; the group before it commits', async (t) => {
+  const { db, committed } = await lab(t);
+  const finished = db.transaction().execute((trx) => insert(trx, 1));
+  const running = heldOpen(db, 2);
+  await delay(20);
+  await db.destroy();
+  await finished;
+  running.open();
+  await assert.rejects(running.done);
+  assert.deepEqual(committed(), [1]);
 });
 
 test('a query outside a transaction commits a waiting group first: it never reads what is not durable', async (t) => {
