@@ -120,13 +120,14 @@ export async function confirmRevocationNodes(
   for (const { revocationIds, confirmed } of confirmations) {
     if (revocationIds.length === 0) continue;
     const ofThisCall = new Map<NodeNumber, string[]>();
-    for (const { nodeNumber, connectionId } of confirmed)
-      ofThisCall.set(nodeNumber, [...(ofThisCall.get(nodeNumber) ?? []), connectionId]);
+    for (const { nodeNumber, connectionId } of confirmed) listIn(ofThisCall, nodeNumber).push(connectionId);
     for (const [nodeNumber, connectionIds] of ofThisCall) {
       // A long list (a reconcile pass confirms every pending receipt of a node at once) in parts.
       for (let start = 0; start < connectionIds.length; start += INSERT_ROWS) {
-        const term = { revocationIds, connectionIds: connectionIds.slice(start, start + INSERT_ROWS) };
-        byNode.set(nodeNumber, [...(byNode.get(nodeNumber) ?? []), term]);
+        listIn(byNode, nodeNumber).push({
+          revocationIds,
+          connectionIds: connectionIds.slice(start, start + INSERT_ROWS),
+        });
       }
     }
   }
@@ -154,6 +155,16 @@ export async function confirmRevocationNodes(
     }
   }
   return marked;
+}
+
+/** The list `map` holds under `key`, made empty first if it has none (appended to in place). */
+function listIn<K, V>(map: Map<K, V[]>, key: K): V[] {
+  let list = map.get(key);
+  if (list === undefined) {
+    list = [];
+    map.set(key, list);
+  }
+  return list;
 }
 
 /** The configurations of open receipts that a node has not confirmed gone yet, with when their receipt was asked for. */
