@@ -8,7 +8,8 @@
 // for the end of its turn only. What a caller sees does not change:
 //  - nobody's transaction resolves before the commit that made its change durable, and a
 //    failed commit fails every transaction it held;
-//  - a transaction that fails rolls back its own savepoint only;
+//  - a transaction that fails rolls back its own savepoint only, and fails only after the
+//    commit of those folded in before it (what it read), with that commit's error if it failed;
 //  - a query outside a transaction and a read-only transaction first commit an open group,
 //    so nothing is ever read that is not durable.
 // The connection is held while a transaction waits for its approval listeners (a connect
@@ -173,12 +174,19 @@ export class GroupCommitSqliteDriver implements Driver {
     }
     this.#run('rollback to grouped_transaction');
     this.#run('release grouped_transaction');
-    if (!this.#commitDue && this.#group !== null && this.#group.length > 0) {
-      this.#scheduleCommit();
+    const group = this.#group;
+    if (group === null || group.length === 0) {
+      this.#commitQuietly();
       return;
     }
-    // The transactions folded in before get the commit's outcome; this one keeps its own error.
-    this.#commitQuietly();
+    // What it read may have been written by the transactions folded in before it: its failure
+    // (a refusal over a user just disabled, say) answers only once their commit made that
+    // durable, and gives way to the commit's error if it did not.
+    const durable = new Promise<void>((resolve, reject) => group.push({ resolve, reject }));
+    durable.catch(() => {});
+    this.#durable = durable;
+    if (this.#commitDue || group.length >= MAX_GROUP) this.#commitQuietly();
+    else this.#scheduleCommit();
   }
 
   async destroy(): Promise<void> {

@@ -1,7 +1,8 @@
 // Group commit on SQLite: transactions that finish in one turn of the event loop, or while
 // others wait for the connection, are committed together, and nothing about one shows before
 // that commit: not to another connection, not to its caller. A transaction that fails takes only its own changes with it; a
-// commit that fails (a full disk) fails every transaction it held and keeps none of them. A
+// commit that fails (a full disk) fails every transaction it held and keeps none of them, and
+// a transaction that failed over what they wrote fails with it. A
 // second connection to the same file plays the other reader. Closing the database commits what
 // finished and never what still runs. The statement cache stays bounded and keeps what is in use. SQLite only, on both passes.
 import assert from 'node:assert/strict';
@@ -200,6 +201,32 @@ test('a commit that fails on a full disk fails every transaction it held and kee
   disk.free();
   await db.transaction().execute((trx) => insert(trx, 5));
   assert.deepEqual(committed(), [1, 5]);
+});
+
+test('a transaction refused over what the group before it wrote fails with the commit that could not keep it', async (t) => {
+  const disk = mountTmpfs(8 * 1024 * 1024);
+  t.after(() => disk.unmount());
+  const { db, committed } = await lab(t, disk.dir);
+  const first = heldOpen(db, 1);
+  await nextTurn();
+  const refusing = db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ id: number }>`SELECT id FROM notes WHERE id = 1`.execute(trx);
+    disk.fill();
+    // Refused because of note 1, which the first transaction wrote and has not committed.
+    if (rows.length > 0) throw new Error('refused: note 1 is there');
+  });
+  await nextTurn();
+  first.open();
+  await assert.rejects(first.done, { code: 'SQLITE_FULL' });
+  // Note 1 was never kept: the refusal would have been over state that does not exist.
+  await assert.rejects(refusing, { code: 'SQLITE_FULL' });
+  assert.deepEqual(committed(), []);
+
+  disk.free();
+  const alone = db.transaction().execute(async () => {
+    throw new Error('refused alone');
+  });
+  await assert.rejects(alone, /refused alone/);
 });
 
 test('a statement first run after the statement cache filled is prepared once, not on every run', async (t) => {
