@@ -8,6 +8,7 @@ import type { Platform } from '../shared/platforms.js';
 import type { Db } from './database.js';
 import { isUniqueViolation } from './errors.js';
 import type { DevicesTable } from './schema.js';
+import { listIn } from '../shared/list-in.js';
 
 export type { DeviceState } from '../shared/device-states.js';
 export type DeviceIdentity = 'token' | 'certificate';
@@ -397,14 +398,12 @@ export async function configurationsOfDevices(
     for (const row of rows) {
       if (row.device_id === null) continue;
       const deviceId = asDeviceId(row.device_id);
-      const list = byDevice.get(deviceId) ?? [];
-      list.push({
+      listIn(byDevice, deviceId).push({
         connectionId: row.connection_id,
         profileId: asProfileId(row.profile_id),
         vpnProto,
         expiresAt: row.expires_at,
       });
-      byDevice.set(deviceId, list);
     }
   };
   add(peers, 'wireguard');

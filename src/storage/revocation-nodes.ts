@@ -15,6 +15,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
 import { OPEN_REVOCATION_STATES } from './revocations.js';
+import { listIn } from '../shared/list-in.js';
 
 export interface RevocationNodeRow {
   readonly revocationId: string;
@@ -155,16 +156,6 @@ export async function confirmRevocationNodes(
     }
   }
   return marked;
-}
-
-/** The list `map` holds under `key`, made empty first if it has none (appended to in place). */
-function listIn<K, V>(map: Map<K, V[]>, key: K): V[] {
-  let list = map.get(key);
-  if (list === undefined) {
-    list = [];
-    map.set(key, list);
-  }
-  return list;
 }
 
 /** The configurations of open receipts that a node has not confirmed gone yet, with when their receipt was asked for. */

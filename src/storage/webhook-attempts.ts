@@ -3,6 +3,7 @@
 // its lease — shows as `interrupted` rather than not at all.
 import type { Db } from './database.js';
 import type { WebhookAttemptsTable } from './schema.js';
+import { listIn } from '../shared/list-in.js';
 
 export type AttemptOutcome = 'sending' | 'delivered' | 'failed' | 'refused' | 'interrupted';
 
@@ -69,9 +70,7 @@ export async function attemptsOf(db: Db, deliveryIds: readonly string[]): Promis
     .orderBy('attempt')
     .execute();
   for (const row of rows) {
-    const list = byDelivery.get(row.delivery_id) ?? [];
-    list.push(toAttempt(row));
-    byDelivery.set(row.delivery_id, list);
+    listIn(byDelivery, row.delivery_id).push(toAttempt(row));
   }
   return byDelivery;
 }

@@ -19,6 +19,7 @@ import { isOnline } from '../../shared/online.js';
 import { formatAtom } from '../../shared/time.js';
 import { appendToJsonArray, jsonPartsText, type JsonParts } from '../../shared/json-parts.js';
 import type { ActiveListing } from './pages.js';
+import { listIn } from '../../shared/list-in.js';
 
 /** The JSON text of an array, in parts (see src/shared/json-parts.ts). */
 export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
@@ -151,8 +152,7 @@ async function connectedOpenVpnClients(
       })) {
         const client = addressesOf.get(certificate.commonName);
         if (client === undefined) continue;
-        const list = byProfile.get(certificate.profileId) ?? [];
-        list.push({
+        listIn(byProfile, certificate.profileId).push({
           user_id: certificate.userId,
           connection_id: certificate.commonName,
           display_name: certificate.displayName,
@@ -160,7 +160,6 @@ async function connectedOpenVpnClients(
           vpn_proto: 'openvpn',
           auth_key: certificate.authKey,
         });
-        byProfile.set(certificate.profileId, list);
       }
     }
   }

@@ -34,6 +34,7 @@ import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { RevocationNotice } from '../events.js';
 import { removePeersFromNodes, type PeerRemoval, disconnectOpenVpnClients } from '../nodes/index.js';
+import { listIn } from '../../shared/list-in.js';
 
 /** Receipts moved to overdue per pass. */
 const OVERDUE_BATCH = 100;
@@ -219,7 +220,7 @@ async function receiptsOf(db: Db, stored: readonly StoredRevocation[]): Promise<
     stored.map((revocation) => revocation.revocationId),
   );
   const rowsOf = new Map<string, RevocationNodeRow[]>();
-  for (const row of rows) rowsOf.set(row.revocationId, [...(rowsOf.get(row.revocationId) ?? []), row]);
+  for (const row of rows) listIn(rowsOf, row.revocationId).push(row);
   return stored.map((revocation) => {
     const own = rowsOf.get(revocation.revocationId) ?? [];
     return {
@@ -235,7 +236,7 @@ async function receiptsOf(db: Db, stored: readonly StoredRevocation[]): Promise<
 /** A node is applied once every configuration of the receipt on it is; then at the last one's time. */
 function nodesOf(rows: readonly RevocationNodeRow[]): ReceiptNode[] {
   const byNode = new Map<NodeNumber, RevocationNodeRow[]>();
-  for (const row of rows) byNode.set(row.nodeNumber, [...(byNode.get(row.nodeNumber) ?? []), row]);
+  for (const row of rows) listIn(byNode, row.nodeNumber).push(row);
   return [...byNode]
     .sort(([a], [b]) => a - b)
     .map(([nodeNumber, own]) => {
