@@ -149,6 +149,7 @@ async function buildContext(
   });
   const nodes = new NodeFleet(new Map<NodeNumber, NodeDaemon>(daemons), clock, logger.child({ component: 'nodes' }));
   const events = new PortalEvents(logger);
+  teardown.defer('changes read back behind their calls', () => events.settled());
   announceNodeStates(nodes, events, db, clock, logger);
   return {
     config,
@@ -311,6 +312,8 @@ function startBackgroundWork(
   }
   const reconciler = new ReconcileScheduler(ctx);
   reconciler.start(config.reconcileIntervalMs);
+  // A change answered as failed that committed after all: the nodes follow it now, not at the next pass.
+  ctx.events.lateCommit(() => void reconciler.runAll());
   teardown.defer('reconcile', () => {
     reconciler.stop();
     return reconciler.idle();

@@ -34,7 +34,11 @@
 // connection): its transaction is a function, run again on a fresh connection when the
 // connection was lost before COMMIT was sent, for up to `databaseRetryFor`. When it broke after
 // COMMIT was sent, the change's marker is read back (src/storage/change-markers.ts): committed,
-// and the change is done; not, and it is run again. So the work of a change, and the
+// and the change is done; not, and it is run again. When its COMMIT got no answer within
+// `databaseTimeout` (the server alive but slow, or a network that holds the answer), the call
+// answers 503 at once, as every call does after that wait, and the marker is read back behind
+// it: a change that committed after all is published then, and the `lateCommit` listeners are
+// told (the reconcile pass, so the nodes follow it within seconds). So the work of a change, and the
 // in-transaction and closing listeners, must only touch the transaction (no node pushes, no
 // other side effects); the events are published once, for the attempt that committed.
 import type { Logger } from 'pino';
@@ -293,29 +297,36 @@ interface SharedListeners {
   readonly inTransaction: TransactionListener[];
   readonly closing: ClosingListener[];
   readonly afterCommit: CommitListener[];
+  readonly lateCommit: (() => void)[];
+}
+
+/** What every view of the seam shares: its listeners, and the read backs still running behind answered calls. */
+interface Shared {
+  readonly listeners: SharedListeners;
+  readonly settling: Set<Promise<void>>;
 }
 
 export class PortalEvents {
+  readonly #shared: Shared;
   readonly #listeners: SharedListeners;
   readonly #logger: Logger;
   /** The Admin API call this view records changes for (forCall); null on the portal's own seam. */
   readonly #call: AdminCall | null;
   #changesRecorded = 0;
 
-  constructor(logger: Logger, bound?: { readonly listeners: SharedListeners; readonly call: AdminCall | null }) {
+  constructor(logger: Logger, bound?: { readonly shared: Shared; readonly call: AdminCall | null }) {
     this.#logger = logger;
-    this.#listeners = bound?.listeners ?? {
-      approval: [],
-      inTransaction: [],
-      closing: [],
-      afterCommit: [],
+    this.#shared = bound?.shared ?? {
+      listeners: { approval: [], inTransaction: [], closing: [], afterCommit: [], lateCommit: [] },
+      settling: new Set(),
     };
+    this.#listeners = this.#shared.listeners;
     this.#call = bound?.call ?? null;
   }
 
   /** The same seam (same listeners), with every change recorded as made by `call`. */
   forCall(call: AdminCall): PortalEvents {
-    return new PortalEvents(this.#logger, { listeners: this.#listeners, call });
+    return new PortalEvents(this.#logger, { shared: this.#shared, call });
   }
 
   /**
@@ -324,7 +335,7 @@ export class PortalEvents {
    * as a second call.
    */
   unbound(): PortalEvents {
-    return this.#call === null ? this : new PortalEvents(this.#logger, { listeners: this.#listeners, call: null });
+    return this.#call === null ? this : new PortalEvents(this.#logger, { shared: this.#shared, call: null });
   }
 
   /** How many changes committed through this view with an `admin.call` event (0 on the portal's own seam). */
@@ -358,6 +369,20 @@ export class PortalEvents {
   /** A listener told once the change is durable. */
   afterCommit(listener: CommitListener): void {
     this.#listeners.afterCommit.push(listener);
+  }
+
+  /**
+   * A listener told when a change answered as failed (its COMMIT got no answer in time) turns
+   * out to have committed, after its events were published: what the call would have done after
+   * its commit (a push to the nodes) was never done.
+   */
+  lateCommit(listener: () => void): void {
+    this.#listeners.lateCommit.push(listener);
+  }
+
+  /** Resolves once the read backs running behind answered calls have ended (before the database closes). */
+  async settled(): Promise<void> {
+    while (this.#shared.settling.size > 0) await Promise.allSettled([...this.#shared.settling]);
   }
 
   /**
@@ -422,6 +447,11 @@ export class PortalEvents {
         lostAt ??= Date.now();
         const since = lostAt;
         const withinWindow = () => Date.now() - since + pause <= retryForMs;
+        if (error instanceof CommitOutcomeUnknown && !isConnectionLost(error.cause) && marker !== null) {
+          // No answer in time: the call is not kept waiting a second time.
+          this.settleBehindCall(db, marker, attempt.announced, error);
+          throw error;
+        }
         if (error instanceof CommitOutcomeUnknown && isConnectionLost(error.cause) && marker !== null) {
           const committed = await this.readBack(db, marker, since, retryForMs, error);
           this.#logger.warn(
@@ -560,6 +590,34 @@ export class PortalEvents {
         await sleep(pause);
       }
     }
+  }
+
+  /**
+   * Reads back, behind a call already answered as failed, whether its change committed; if it
+   * did, publishes its events and tells the `lateCommit` listeners.
+   */
+  private settleBehindCall(
+    db: Db,
+    markerId: string,
+    announced: readonly PortalEvent[],
+    failure: CommitOutcomeUnknown,
+  ): void {
+    const settling = this.readBack(db, markerId, Date.now(), transactionRetryWindow(db), failure)
+      .then(
+        (committed) => {
+          this.#logger.warn(
+            { err: failure.cause, markerId },
+            `a change's COMMIT (or its one statement) got no answer in time and its call was answered as failed; read back: it ${committed ? 'committed' : 'did not commit, and never will'}`,
+          );
+          if (!committed) return;
+          this.committed(announced, undefined);
+          for (const listener of this.#listeners.lateCommit) listener();
+        },
+        // readBack logged why it could not tell.
+        () => {},
+      )
+      .finally(() => this.#shared.settling.delete(settling));
+    this.#shared.settling.add(settling);
   }
 
   private committed<V>(announced: readonly PortalEvent[], result: V): V {

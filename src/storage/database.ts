@@ -34,7 +34,13 @@ import pg from 'pg';
 import { GroupCommitSqliteDriver } from './sqlite-driver.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { describeDatabase } from '../config/database-location.js';
-import { CommitOutcomeUnknown, ConnectionLost, DatabaseUnreachable, isConnectionLost } from './errors.js';
+import {
+  CommitOutcomeUnknown,
+  ConnectionLost,
+  DatabaseUnreachable,
+  isConnectionLost,
+  NoAnswerInTime,
+} from './errors.js';
 import { ensurePrivateFile } from './private-files.js';
 import { isStalePreparedStatement, StatementNames } from './statement-names.js';
 import { initialSchema } from './migrations/0001-initial.js';
@@ -372,7 +378,8 @@ class ClosingClient implements PostgresPoolClient {
 
 /**
  * The error itself when it has a code (ECONNREFUSED, a SQLSTATE); `ConnectionLost` around pg's
- * "the connection broke" errors, which carry none; else `DatabaseUnreachable` around it.
+ * "the connection broke" errors, which carry none, `NoAnswerInTime` around its `query_timeout`;
+ * else `DatabaseUnreachable` around it.
  */
 function withCode(error: unknown): Error {
   if (error instanceof Error && typeof (error as { code?: unknown }).code === 'string') return error;
@@ -380,6 +387,7 @@ function withCode(error: unknown): Error {
   // pg's words for a socket that closed under a query, or a query sent on a client that broke.
   if (/Connection terminated unexpectedly|connection error and is not queryable/i.test(cause.message))
     return new ConnectionLost(cause);
+  if (/^Query read timeout$/.test(cause.message)) return new NoAnswerInTime(cause);
   return new DatabaseUnreachable(cause);
 }
 

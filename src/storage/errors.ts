@@ -26,12 +26,21 @@ export function isWriteConflict(error: unknown): boolean {
  * timeout, or the connection broke. The driver's own error (which carries no code) is the cause.
  */
 export class DatabaseUnreachable extends Error {
-  override readonly name = 'DatabaseUnreachable';
+  override readonly name: string = 'DatabaseUnreachable';
   readonly code = 'DATABASE_UNREACHABLE';
 
   constructor(cause: Error) {
     super(`database unreachable: ${cause.message}`, { cause });
   }
+}
+
+/**
+ * A statement sent to PostgreSQL got no answer within the database timeout (pg's `query_timeout`):
+ * the server is stopped, unreachable or stuck, or a commit waits on a slow disk or standby. The
+ * connection is closed; what the statement did on the server is unknown.
+ */
+export class NoAnswerInTime extends DatabaseUnreachable {
+  override readonly name = 'NoAnswerInTime';
 }
 
 /**
@@ -49,16 +58,16 @@ export class ConnectionLost extends Error {
 }
 
 /**
- * The connection broke after a transaction's COMMIT was sent and before its answer came: the
- * transaction may have committed or not. Only reading back what it wrote tells
- * (src/storage/change-markers.ts). The cause is the connection's failure.
+ * No answer came to a transaction's COMMIT (or to a change's one statement): the connection broke
+ * or the answer did not come in time. The transaction may have committed or not; only reading
+ * back what it wrote tells (src/storage/change-markers.ts). The cause is the connection's failure.
  */
 export class CommitOutcomeUnknown extends Error {
   override readonly name = 'CommitOutcomeUnknown';
   readonly code = 'COMMIT_OUTCOME_UNKNOWN';
 
   constructor(cause: Error) {
-    super(`the connection broke after COMMIT was sent: ${cause.message}`, { cause });
+    super(`no answer to COMMIT: ${cause.message}`, { cause });
   }
 }
 
@@ -80,12 +89,13 @@ export function isConnectionLost(error: unknown): boolean {
 const CONNECTION_LOST = /^(ECONNRESET|ECONNREFUSED|EPIPE|CONNECTION_LOST|57P0[123]|08\d\d\d)$/;
 
 /**
- * Whether a statement that failed so may still have run, and committed: its connection broke
- * with no answer from the server. One the server answered with an error (a stale prepared
- * statement, a shutdown notice: an error message of the server's, with its severity, on the
- * error or its cause) did not commit.
+ * Whether a statement that failed so may still have run, and committed: its connection broke,
+ * or its answer did not come in time, with no answer from the server. One the server answered
+ * with an error (a stale prepared statement, a shutdown notice: an error message of the
+ * server's, with its severity, on the error or its cause) did not commit.
  */
 export function mayHaveCommitted(error: unknown): boolean {
+  if (error instanceof NoAnswerInTime) return true;
   if (!isConnectionLost(error)) return false;
   return !answeredByServer(error) && !answeredByServer((error as { cause?: unknown }).cause);
 }

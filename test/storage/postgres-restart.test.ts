@@ -1,7 +1,8 @@
 // A PostgreSQL restart, a failover behind a proxy or a dropped connection costs no failed call:
 // a transaction whose connection was lost before its COMMIT is run again on a fresh connection,
 // a read is asked again, and a COMMIT whose answer was lost is resolved by reading back the
-// change's marker — never by guessing, so nothing is made twice and nothing is lost. The
+// change's marker — never by guessing, so nothing is made twice and nothing is lost; one whose
+// answer did not come in time is answered 503 and read back behind the call. The
 // server is one of this test's own (test/support/private-postgres.ts), restarted under two
 // portal instances while calls stream in.
 import assert from 'node:assert/strict';
@@ -116,7 +117,7 @@ test('PostgreSQL restarted twice under two portal instances and a stream of call
  * configuration made. Unnamed statements, so that each statement's text is on the wire each
  * time for the cutter to find.
  */
-async function portalBehindCutter(t: TestContext) {
+async function portalBehindCutter(t: TestContext, databaseTimeout = 'PT5S') {
   const { url, atEnd } = await privateDatabaseFor(t);
   const cutter = await startPostgresCutter(url);
   atEnd(() => cutter.close());
@@ -124,7 +125,7 @@ async function portalBehindCutter(t: TestContext) {
   const portal = await startTestPortal({
     database: cutter.url,
     logger: log.logger,
-    config: { databasePreparedStatements: false },
+    config: { databasePreparedStatements: false, databaseTimeout },
   });
   atEnd(() => portal.close());
   assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'employees' })).status, 200);
@@ -223,4 +224,34 @@ test('PostgreSQL: a disable_user whose COMMIT never reached the server, and whos
   const resolved = log.lines().filter((line) => /read back/.test(line.msg ?? ''));
   assert.equal(resolved.length, 1, log.text());
   assert.match(resolved[0]?.msg ?? '', /read back: it did not commit/);
+});
+
+test('PostgreSQL: a create in one statement whose answer does not come in time answers 503 within databaseTimeout; read back behind the call, the configuration it made is announced', async (t) => {
+  const { url, atEnd, cutter, log, portal } = await portalBehindCutter(t, 'PT2S');
+  const announced: string[] = [];
+  portal.portal.ctx.events.afterCommit((event) => {
+    if (event.type === 'configuration.created') announced.push(event.configuration.userId);
+  });
+
+  const cut = cutter.cutNextStatement('INSERT INTO wg_peers', 'answer-withheld');
+  const startedAt = performance.now();
+  const response = await portal.post('/create', { user_id: 'bob', profile_id: 'employees' });
+  await cut;
+  assert.equal(response.status, 503, response.text);
+  assert.ok(performance.now() - startedAt < 4000, 'answered within databaseTimeout and a margin');
+
+  for (;;) {
+    const resolved = log.lines().find((line) => /read back: it/.test(line.msg ?? ''));
+    if (resolved !== undefined) {
+      assert.match(resolved.msg ?? '', /read back: it committed/);
+      break;
+    }
+    assert.ok(performance.now() - startedAt < 15_000, `nothing read back:\n${log.text()}`);
+    await sleep(100);
+  }
+  const db = connectDatabase({ dialect: 'postgres', url });
+  atEnd(() => db.destroy());
+  const bobs = await db.selectFrom('wg_peers').select('public_key').where('user_id', '=', 'bob').execute();
+  assert.equal(bobs.length, 2, 'the first create and this one, which the server made');
+  assert.deepEqual(announced, ['bob'], 'announced once, behind the call');
 });

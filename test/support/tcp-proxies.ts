@@ -1,6 +1,7 @@
 // TCP proxies on 127.0.0.1 for failures that only the network between two processes can
 // cause at the exact moment a test needs: a PostgreSQL connection cut right at a transaction's
-// COMMIT or at a statement that is its own transaction (before or after the server got it), and a node's answer held back while the test
+// COMMIT or at a statement that is its own transaction (before or after the server got it), a
+// COMMIT or its answer withheld with the connection left open, and a node's answer held back while the test
 // does something else (restarts the database). Everything else passes through unchanged.
 import net from 'node:net';
 
@@ -12,24 +13,34 @@ export interface PostgresCutter {
    * `marker`: `after-forwarding` hands the COMMIT to the server and then drops the portal's
    * side at once (the server commits; the portal never hears it), `instead-of-forwarding`
    * drops the connection with the COMMIT unsent (the server rolls back). Resolves once cut.
+   * Or the connection stays open, silent, until the portal gives up on it and closes it (then
+   * the proxy closes the server's side): `answer-withheld` hands the COMMIT to the server and
+   * never passes its answer on (the server commits), `withheld` never sends the COMMIT (the
+   * server rolls back once the connection closes).
    */
-  cutNextCommit(marker: string, mode: 'after-forwarding' | 'instead-of-forwarding'): Promise<void>;
+  cutNextCommit(marker: string, mode: CommitCut): Promise<void>;
   /**
    * Cuts the next statement containing `marker` that is its own transaction (sent by the
    * extended protocol, its text in the Parse message: an unnamed statement): `after-forwarding`
    * hands it and its Sync to the server, holds back the answer and drops the portal's side once
    * the server is ready again (it committed), `instead-of-forwarding` drops the connection with
-   * it unsent. Resolves once cut.
+   * it unsent, `answer-withheld` hands it to the server and leaves the connection open and
+   * silent until the portal closes it. Resolves once cut.
    */
-  cutNextStatement(marker: string, mode: 'after-forwarding' | 'instead-of-forwarding'): Promise<void>;
+  cutNextStatement(
+    marker: string,
+    mode: 'after-forwarding' | 'instead-of-forwarding' | 'answer-withheld',
+  ): Promise<void>;
   close(): Promise<void>;
 }
+
+export type CommitCut = 'after-forwarding' | 'instead-of-forwarding' | 'answer-withheld' | 'withheld';
 
 interface CutRequest {
   readonly marker: Buffer;
   /** At the COMMIT after a statement with the marker, or at the statement itself (its Sync). */
   readonly at: 'commit' | 'statement';
-  readonly mode: 'after-forwarding' | 'instead-of-forwarding';
+  readonly mode: CommitCut;
   readonly done: () => void;
 }
 
@@ -63,7 +74,13 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
     // A statement cut after forwarding: the server's answer is held back, and the portal's side
     // dropped once the server said it is ready again (its ReadyForQuery: the statement committed).
     let answerHeld = false;
+    // A COMMIT or its answer withheld: nothing passes either way until the portal closes its side.
+    let silent = false;
+    client.on('close', () => {
+      if (silent) upstream.end();
+    });
     upstream.on('data', (chunk: Buffer) => {
+      if (silent) return;
       if (answerHeld) {
         if (chunk.includes(READY_FOR_QUERY)) {
           client.destroy();
@@ -78,6 +95,7 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
     let startup = true;
     let marked = false;
     client.on('data', (chunk: Buffer) => {
+      if (silent) return;
       buffered = Buffer.concat([buffered, chunk]);
       for (;;) {
         const headerLength = startup ? 0 : 1;
@@ -100,14 +118,18 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
         }
         if (cut?.at === 'statement' && type === 'S' && marked) {
           pending = null;
-          answerHeld = true;
+          if (cut.mode === 'answer-withheld') silent = true;
+          else answerHeld = true;
           upstream.write(message);
           cut.done();
           return;
         }
         if (cut?.at === 'commit' && type === 'Q' && message.subarray(5).equals(COMMIT) && marked) {
           pending = null;
-          if (cut.mode === 'after-forwarding') {
+          if (cut.mode === 'answer-withheld' || cut.mode === 'withheld') {
+            silent = true;
+            if (cut.mode === 'answer-withheld') upstream.write(message);
+          } else if (cut.mode === 'after-forwarding') {
             upstream.write(message);
             // The server keeps the session until it reads the end: it commits, answers nobody.
             client.destroy();

@@ -57,6 +57,7 @@ export class ReconcileScheduler {
   }
 
   runAll(): Promise<void> {
+    if (this.stopped) return this.running;
     return this.enqueue(async () => {
       const result = await runExclusively(this.ctx.db, 'reconcile', async () => {
         await reconcileAll(this.ctx);
