@@ -49,7 +49,9 @@ export function grantFromClaims(claims: Readonly<Record<string, unknown>>, rules
   if (rules.profiles === null) return { ok: true, grant: { subject, scope, profiles: null } };
   const values = claimStrings(claims, rules.profiles.claim);
   const mapped = rules.profiles.values;
-  const profiles = [...new Set(mapped === null ? values : values.flatMap((value) => mapped[value] ?? []))].sort();
+  // Own keys only: a value named like an object's inherited property (constructor) maps to nothing.
+  const profilesOf = (value: string) => (mapped !== null && Object.hasOwn(mapped, value) ? (mapped[value] ?? []) : []);
+  const profiles = [...new Set(mapped === null ? values : values.flatMap(profilesOf))].sort();
   if (profiles.length === 0)
     return { ok: false, subject, reason: `no value of claim "${rules.profiles.claim}" grants a profile` };
   return { ok: true, grant: { subject, scope, profiles: profiles.map(asProfileId) } };

@@ -75,4 +75,14 @@ test('a profiles claim limits the session: its values are profile ids, or mapped
     subject: 'n',
     reason: 'no value of claim "groups" grants a profile',
   });
+  // Values named like an object's inherited properties are not keys of the mapping.
+  assert.deepEqual(grantFromClaims({ sub: 'p', roles: 'operator', groups: ['constructor', '__proto__'] }, mapped), {
+    ok: false,
+    subject: 'p',
+    reason: 'no value of claim "groups" grants a profile',
+  });
+  assert.deepEqual(grantFromClaims({ sub: 'q', roles: 'operator', groups: ['toString', 'students'] }, mapped), {
+    ok: true,
+    grant: { subject: 'q', scope: 'write', profiles: ['students'] },
+  });
 });
