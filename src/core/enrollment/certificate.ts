@@ -27,9 +27,9 @@ export interface CertificateEnrollment {
 
 /**
  * `registerAs`: an unregistered device id registers a device for the user the certificate names
- * (its first subjectAltName e-mail address), in the configured profile unless the request names
- * one, with the request's platform or the configured one. Undefined without `registerAs`; 403
- * when the certificate names no user.
+ * (its first subjectAltName e-mail address), in the configured profile (409 when the request
+ * names another), with the request's platform or the configured one. Undefined without
+ * `registerAs`; 403 when the certificate names no user.
  */
 async function selfRegister(
   ctx: PortalContext,
@@ -44,12 +44,18 @@ async function selfRegister(
       'not-allowed',
       'the client certificate names no user (no subjectAltName e-mail address) to register the device for',
     );
+  // The profile decides what the tunnel reaches: the administrator's to choose, not the device's.
+  if (enrollment.profileId !== undefined && enrollment.profileId !== registerAs.profileId)
+    throw new PortalError(
+      'conflict',
+      `a device that registers itself is registered for profile "${registerAs.profileId}", not "${enrollment.profileId}"`,
+    );
   const platform = enrollment.platform ?? registerAs.platform;
   if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
   const { deviceId } = enrollment.certificate;
   return registerDevice(ctx, {
     userId: asUserId(email),
-    profileId: enrollment.profileId ?? registerAs.profileId,
+    profileId: registerAs.profileId,
     platform,
     serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
     mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,

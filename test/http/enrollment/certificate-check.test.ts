@@ -1,9 +1,11 @@
 // Certificate self-registration (registerAs): a device with a certificate of the test MDM's CA
 // (made at run time with openssl) whose device id no live device has registers itself, for the
-// user its certificate's e-mail address names; without a name or a platform it is refused.
+// user its certificate’s e-mail address names, in the configured profile; without a name or a
+// platform it is refused, and so is a request that names another profile.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { twoProfiles } from '../../support/admin-keys.js';
 import { MdmCa, enrollOverTls } from '../../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -14,7 +16,10 @@ describe('registerAs: a device registers itself with its certificate', () => {
   before(async () => {
     ca = MdmCa.make();
     portal = await startTestPortal({
-      config: { enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }) },
+      config: {
+        ...twoProfiles,
+        enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }),
+      },
     });
   });
 
@@ -68,5 +73,33 @@ describe('registerAs: a device registers itself with its certificate', () => {
     });
     assert.equal(noPlatform.status, 400, noPlatform.text);
     assert.equal(JSON.stringify(await portal.admin.devices()), before);
+  });
+
+  test('the device does not choose its profile: naming another one is refused and registers nothing', async () => {
+    const before = JSON.stringify(await portal.admin.devices());
+    const laptop = ca.device('self-chooser', {
+      cn: 'chooser',
+      uri: 'urn:mdm:serial:SELF-4',
+      email: 'hugo@example.org',
+    });
+    const elsewhere = await enrollOverTls(enrollUrl(), ca, laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+      profile_id: 'guests',
+    });
+    assert.equal(elsewhere.status, 409, elsewhere.text);
+    assert.equal(
+      (JSON.parse(elsewhere.text) as { error: string }).error,
+      'a device that registers itself is registered for profile "employees", not "guests"',
+    );
+    assert.equal(JSON.stringify(await portal.admin.devices()), before);
+    const configured = await enrollOverTls(enrollUrl(), ca, laptop, {
+      public_key: generateWireGuardKeyPair().publicKey,
+      platform: 'linux',
+      profile_id: 'employees',
+    });
+    assert.equal(configured.status, 200, configured.text);
+    const [device] = (await portal.admin.devices({ serial: 'SELF-4' })).devices;
+    assert.equal(device?.profile_id, 'employees');
   });
 });
