@@ -39,10 +39,20 @@ export function callerKeyOf(key: StoredAdminKey): CallerKey {
   };
 }
 
-/** Every admin key, as `admin_keys` lists it: never a secret nor its hash. */
+/**
+ * Every admin key, as `admin_keys` lists it: never a secret nor its hash. When and from where a
+ * key was last used only for keys within the caller's limits (those it could revoke): a key's
+ * rights are no secret, an administrator's address and hours are.
+ */
 export async function adminKeyListing(ctx: PortalContext): Promise<AdminKeyInfo[]> {
   const now = formatAtom(ctx.clock.now());
-  return (await listAdminKeys(ctx)).map((key) => adminKeyInfo(key, now));
+  const limits = await callerLimits(ctx);
+  return (await listAdminKeys(ctx)).map((key) => {
+    const info = adminKeyInfo(key, now);
+    const expiresAt = key.expiresAt === null ? null : new Date(key.expiresAt);
+    if (beyondLimits(limits, key, 'revoke', expiresAt) === null) return info;
+    return { ...info, last_used_at: null, last_used_address: null };
+  });
 }
 
 /** One key's public face; `now` (ATOM) decides whether it has expired. */
@@ -146,34 +156,43 @@ function assertWithinLimits(
   action: 'make' | 'revoke',
   expiresAt: Date | null,
 ): void {
-  const refuse = (why: string) =>
-    new PortalError('not-allowed', `${limits.who} may not ${action} key "${rights.name}": ${why}`);
+  const why = beyondLimits(limits, rights, action, expiresAt);
+  if (why !== null)
+    throw new PortalError('not-allowed', `${limits.who} may not ${action} key "${rights.name}": ${why}`);
+}
+
+/** Why a key with `rights` would hold more than its caller, or null when it would not. */
+function beyondLimits(
+  limits: CallerLimits,
+  rights: Pick<AdminKeySpec, 'scope' | 'profiles' | 'allowList'>,
+  action: 'make' | 'revoke',
+  expiresAt: Date | null,
+): string | null {
   if (!scopeAllows(limits.scope, rights.scope))
-    throw refuse(`scope "${rights.scope}" is more than its own scope "${limits.scope}"`);
+    return `scope "${rights.scope}" is more than its own scope "${limits.scope}"`;
   if (limits.profiles !== null) {
     const own = limits.profiles.join(', ');
-    if (rights.profiles === null) throw refuse(`every profile is more than its own profiles (${own})`);
+    if (rights.profiles === null) return `every profile is more than its own profiles (${own})`;
     const outside = rights.profiles.filter((profileId) => !limits.profiles?.includes(profileId));
-    if (outside.length > 0) throw refuse(`profiles ${outside.join(', ')} are outside its own (${own})`);
+    if (outside.length > 0) return `profiles ${outside.join(', ')} are outside its own (${own})`;
   }
   if (limits.allowList !== null) {
     const own = limits.allowList.join(', ');
     if (rights.allowList === null)
-      throw refuse(`use from anywhere in adminApi.allowList is wider than its own allow-list (${own})`);
+      return `use from anywhere in adminApi.allowList is wider than its own allow-list (${own})`;
     const ownPrefixes = limits.allowList.filter(isIpPrefix).map(parseIpPrefix);
     const wider = rights.allowList.filter(
       (entry) => !ownPrefixes.some((prefix) => prefixContains(prefix, parseIpPrefix(entry))),
     );
-    if (wider.length > 0) throw refuse(`allow-list ${wider.join(', ')} is wider than its own (${own})`);
+    if (wider.length > 0) return `allow-list ${wider.join(', ')} is wider than its own (${own})`;
   }
   if (limits.expiresAt !== null && (expiresAt === null || expiresAt.getTime() > Date.parse(limits.expiresAt))) {
     const own = `the calling key, which expires at ${limits.expiresAt}`;
-    throw refuse(
-      action === 'make'
-        ? `it would outlive ${own} (give a shorter expires_in)`
-        : `${expiresAt === null ? 'it never expires' : `it expires at ${formatAtom(expiresAt)}`}, after ${own}`,
-    );
+    return action === 'make'
+      ? `it would outlive ${own} (give a shorter expires_in)`
+      : `${expiresAt === null ? 'it never expires' : `it expires at ${formatAtom(expiresAt)}`}, after ${own}`;
   }
+  return null;
 }
 
 /** The command's error as the Admin API answers it: the parameter's name instead of the flag. */

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditLog, bearer, makeAdminKey, ManualClock, portalState, twoProfiles } from '../../support/admin-keys.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
 
 interface Listed {
   name: string;
@@ -248,6 +249,43 @@ test('revoke_admin_key revokes a name at once; a key revokes only keys within it
       ['limited', 'narrow'],
     ],
   );
+});
+
+test('a key limited to some profiles lists every key, but when and from where a key was last used only for keys it could revoke', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const broad = await makeAdminKey(portal, 'broad', { scope: 'admin' });
+  const limited = await makeAdminKey(portal, 'limited', { scope: 'admin', profiles: ['employees'] });
+  const narrow = await makeAdminKey(portal, 'narrow', { scope: 'read', profiles: ['employees'] });
+  for (const key of [broad, narrow]) assert.equal((await portal.get('/users', {}, bearer(key))).status, 200);
+
+  type Used = { name: string; last_used_at: string | null; last_used_address: string | null };
+  const used = async (key?: string) =>
+    new Map(
+      ((await listed(portal, key)) as unknown as Used[]).map((row) => [
+        row.name,
+        [row.last_used_at !== null, row.last_used_address],
+      ]),
+    );
+  // "Last used" is written behind the call that used the key.
+  await until('the uses of narrow and broad recorded', async () => {
+    const seen = await used(broad);
+    return seen.get('narrow')?.[0] === true && seen.get('broad')?.[0] === true;
+  });
+  assert.deepEqual(
+    await used(broad),
+    new Map([
+      ['narrow', [true, '127.0.0.1']],
+      ['limited', [false, null]],
+      ['broad', [true, '127.0.0.1']],
+    ]),
+  );
+  // The limited key sees the broad key's rights, not its administrator's address or hours.
+  await until('the limited key’s own use recorded', async () => (await used(limited)).get('limited')?.[0] === true);
+  const seenByLimited = await used(limited);
+  assert.deepEqual(seenByLimited.get('broad'), [false, null]);
+  assert.deepEqual(seenByLimited.get('narrow'), [true, '127.0.0.1']);
+  assert.deepEqual(seenByLimited.get('limited'), [true, '127.0.0.1'], 'its own use, as it is within its limits');
 });
 
 test('create_admin_key with an Idempotency-Key makes one key; the retry gets the same answer and a read or write key gets none', async (t) => {
