@@ -37,6 +37,18 @@ export class WireGuardUnavailableError extends Error {
   }
 }
 
+/**
+ * Thrown by OpenVpnConnections.disconnect when a running OpenVPN server could not be told to end
+ * a connection (answered with 503: the portal keeps the revocation pending and reconciles the
+ * node; the agent ends the connection as soon as it reaches the server again).
+ */
+export class OpenVpnUnreachableError extends Error {
+  constructor(servers: readonly string[]) {
+    super(`the OpenVPN server(s) ${servers.join(', ')} could not be told to end the connection right now`);
+    this.name = 'OpenVpnUnreachableError';
+  }
+}
+
 /** A connected OpenVPN client as `/o/connection_list` lists it. */
 export interface OpenVpnConnection {
   readonly commonName: string;
@@ -49,7 +61,10 @@ export interface OpenVpnConnection {
 export interface OpenVpnConnections {
   /** Every connected client of every OpenVPN process. */
   list(): Promise<readonly OpenVpnConnection[]>;
-  /** Ends every connection with this common name on every process (none: nothing happens). */
+  /**
+   * Ends every connection with this common name on every process (none: nothing happens);
+   * OpenVpnUnreachableError when a running process could not be told.
+   */
   disconnect(commonName: string): Promise<void>;
 }
 
@@ -120,7 +135,8 @@ function requireBearer(app: FormServer, nodeKey: Secret): void {
 /** Errors and unknown calls as `{"error": …}`: 503 without WireGuard, internal errors logged and not shown. */
 function answerErrorsAsJson(app: FormServer): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof WireGuardUnavailableError) return reply.code(503).send({ error: error.message });
+    if (error instanceof WireGuardUnavailableError || error instanceof OpenVpnUnreachableError)
+      return reply.code(503).send({ error: error.message });
     const status = error.statusCode ?? 500;
     if (status >= 500) {
       request.log.error({ err: error, url: request.url }, 'request failed');

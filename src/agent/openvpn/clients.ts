@@ -3,7 +3,10 @@
 // certificate's OU (it must name the process's own profile) and then by the portal's /connect;
 // a connection's end (>CLIENT:DISCONNECT, or the process going away) is reported to the
 // portal's /disconnect. Only cid and kid numbers and fixed text are ever written back to
-// OpenVPN: nothing a client sent ends up in a management command.
+// OpenVPN: nothing a client sent ends up in a management command. A disconnect (the portal's
+// disconnect_client) answers once the connections of its common name are ended: one being
+// admitted is refused, or ended right after its admission; one the management connection could
+// not reach fails the disconnect, and is ended as soon as that connection is back.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { allocateAddresses, canonicalIp, poolLayoutFromEnv, pushDirectives } from './address-pool.js';
@@ -74,6 +77,13 @@ export class OpenVpnClients {
   #generation = 0;
   #establishedSeq = 0;
   readonly #tasks = new Set<Promise<void>>();
+  /**
+   * The admissions under way, by cid: each ends when its client is refused, admitted or gone,
+   * with the management connection's failure when client-auth may or may not have reached OpenVPN.
+   */
+  readonly #admissions = new Map<number, Promise<ManagementUnavailableError | null>>();
+  /** Common names a disconnect could not end (no management connection): ended when it is back. */
+  readonly #endWhenReachable = new Set<string>();
 
   constructor(options: OpenVpnClientsOptions) {
     this.#options = options;
@@ -119,6 +129,7 @@ export class OpenVpnClients {
     const listed = parseStatusClients(await this.#options.management.query('status 3'));
     if (generation !== this.#generation) return;
     const listedCids = new Set(listed.map((client) => client.cid));
+    await this.#endDisconnected(listed);
     for (const client of listed) {
       if (this.#records.has(client.cid)) continue;
       // It passed an authorisation nobody heard the end of: it is the portal's connection.
@@ -144,29 +155,62 @@ export class OpenVpnClients {
   /** The process is gone: every connection it had has ended (byte counts unknown: 0). */
   processEnded(): void {
     this.#generation += 1;
+    // Its connections are over; whoever comes back asks the portal again.
+    this.#endWhenReachable.clear();
     const records = [...this.#records.values()];
     this.#records.clear();
     for (const record of records) if (record.reportable) this.#reportEnd(record, 0, 0);
   }
 
-  /** Ends every connection with this common name (`client-kill`); returns how many were ended. */
+  /**
+   * Ends every connection with this common name (`client-kill`); returns how many were ended.
+   * One being admitted is refused, or ended once admitted: the answer waits for that. Throws
+   * ManagementUnavailableError when a connection could not be ended for want of a management
+   * connection (it is ended as soon as there is one again).
+   */
   async disconnect(commonName: string): Promise<number> {
     let killed = 0;
     for (const record of [...this.#records.values()]) {
       if (record.commonName !== commonName) continue;
       if (record.state === 'authorizing') {
         record.revoked = true;
-        continue;
+        // Refused if the portal's answer is still awaited; else admitted, and ended below.
+        const unsure = (await this.#admissions.get(record.cid)) ?? null;
+        if (unsure !== null) {
+          // Perhaps admitted, out of reach: ended once the management connection is back.
+          this.#endWhenReachable.add(commonName);
+          throw unsure;
+        }
+        if (this.#records.get(record.cid) !== record) continue;
       }
-      try {
-        await this.#options.management.command(`client-kill ${record.cid}`);
-        killed += 1;
-      } catch (error) {
-        // Already gone: its DISCONNECT is on the way.
-        if (!(error instanceof ManagementCommandError)) throw error;
-      }
+      if (await this.#kill(record.cid, commonName)) killed += 1;
     }
     return killed;
+  }
+
+  /** `client-kill`: false when the client was gone already; a missing management connection is remembered, then thrown. */
+  async #kill(cid: number, commonName: string): Promise<boolean> {
+    try {
+      await this.#options.management.command(`client-kill ${cid}`);
+      return true;
+    } catch (error) {
+      // Already gone: its DISCONNECT is on the way.
+      if (error instanceof ManagementCommandError) return false;
+      if (error instanceof ManagementUnavailableError) this.#endWhenReachable.add(commonName);
+      throw error;
+    }
+  }
+
+  /** After the management connection came back: ends the listed connections of the common names a disconnect missed. */
+  async #endDisconnected(listed: readonly { readonly cid: number; readonly commonName: string }[]): Promise<void> {
+    if (this.#endWhenReachable.size === 0) return;
+    const missed = new Set(this.#endWhenReachable);
+    for (const client of listed) if (missed.has(client.commonName)) await this.#kill(client.cid, client.commonName);
+    for (const commonName of missed) this.#endWhenReachable.delete(commonName);
+    this.#options.logger.info(
+      { server: this.#options.server, commonNames: missed.size },
+      'ended the OpenVPN clients a disconnect could not reach while the management connection was away',
+    );
   }
 
   /** Waits for authorisations and reports under way (stop() calls this last). */
@@ -212,13 +256,34 @@ export class OpenVpnClients {
       establishedSeq: 0,
     };
     this.#records.set(cid, record);
+    const admission = this.#admit(record, env, kid, layout, addresses);
+    this.#admissions.set(cid, admission);
+    try {
+      await admission;
+    } finally {
+      if (this.#admissions.get(cid) === admission) this.#admissions.delete(cid);
+    }
+  }
 
+  /**
+   * Asks the portal about a client being admitted, then refuses or admits it; answers the
+   * management connection's failure when client-auth was sent but may not have arrived.
+   */
+  async #admit(
+    record: ClientRecord,
+    env: ReadonlyMap<string, string>,
+    kid: number,
+    layout: NonNullable<ReturnType<typeof poolLayoutFromEnv>>,
+    addresses: NonNullable<ReturnType<typeof allocateAddresses>>,
+  ): Promise<ManagementUnavailableError | null> {
+    const { cid, commonName } = record;
+    const { logger, server } = this.#options;
     const generation = this.#generation;
     const verdict = await this.#ask(commonName, originatingIp(env), addresses.ipFour, addresses.ipSix);
     if (generation !== this.#generation) {
       // The process ended meanwhile: this cid is void, but an allowed connection was opened at the portal.
       if (verdict.allowed) this.#reportEnd(record, 0, 0);
-      return;
+      return null;
     }
     if (verdict.allowed) record.reportable = true;
     if (!verdict.allowed || record.gone || record.revoked) {
@@ -230,7 +295,7 @@ export class OpenVpnClients {
           verdict.allowed ? DENY_REASON.revoked : verdict.portalAnswered ? DENY_REASON.portal : DENY_REASON.unreachable,
         );
       this.#logRefusal(verdict, record);
-      return;
+      return null;
     }
     try {
       await this.#options.management.commandWithBlock(`client-auth ${cid} ${kid}`, pushDirectives(layout, addresses));
@@ -241,18 +306,19 @@ export class OpenVpnClients {
         { server, commonName, cid, reason: messageOf(error) },
         'could not admit the OpenVPN client the portal allowed',
       );
-      return;
+      return error instanceof ManagementUnavailableError ? error : null;
     }
     if (record.gone) {
       // Its DISCONNECT overtook the answer to client-auth.
       this.#forget(record);
-      return;
+      return null;
     }
     if (record.state === 'authorizing') record.state = 'authorized';
     logger.info(
       { server, commonName, cid, ipFour: addresses.ipFour, ipSix: addresses.ipSix },
       'OpenVPN client allowed',
     );
+    return null;
   }
 
   async #reauthenticate(notification: ClientNotification): Promise<void> {

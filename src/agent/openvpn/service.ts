@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { CommandRunner } from '../process/command-runner.js';
 import type { OpenVpnSettings } from '../config.js';
-import type { OpenVpnConnection, OpenVpnConnections } from '../daemon-api/server.js';
+import { OpenVpnUnreachableError, type OpenVpnConnection, type OpenVpnConnections } from '../daemon-api/server.js';
 import type { OpenVpnPortal } from './clients.js';
 import { ManagementUnavailableError } from './management.js';
 import { OpenVpnServer } from './server.js';
@@ -93,9 +93,12 @@ export class OpenVpnService implements OpenVpnConnections {
   }
 
   async disconnect(commonName: string): Promise<void> {
-    // No process: nothing can be connected. Answering success keeps the portal from taking
-    // the node for unreachable while its OpenVPN processes are still starting.
+    // A process that is not running, or starting, has no connection to end: success (the
+    // portal need not take the node for unreachable meanwhile). One that runs and whose
+    // management connection is away for a moment may hold one: not a success, or the portal's
+    // receipt would say the connection ended while it runs. Its server ends it on reconnecting.
     let ended = 0;
+    const unreached: string[] = [];
     for (const server of this.#servers.values()) {
       try {
         ended += await server.disconnect(commonName);
@@ -103,10 +106,12 @@ export class OpenVpnService implements OpenVpnConnections {
         if (!(error instanceof ManagementUnavailableError)) throw error;
         this.#options.logger.warn(
           { server: server.file.name, reason: error.message },
-          'cannot disconnect a client from an OpenVPN server',
+          'cannot disconnect a client from an OpenVPN server now; it is disconnected once the management connection is back',
         );
+        unreached.push(server.file.name);
       }
     }
+    if (unreached.length > 0) throw new OpenVpnUnreachableError(unreached);
     this.#options.logger.info({ commonName, ended }, 'the portal disconnected an OpenVPN client');
   }
 

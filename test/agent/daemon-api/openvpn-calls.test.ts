@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import {
   buildDaemonServer,
+  OpenVpnUnreachableError,
   type OpenVpnConnections,
   type WireGuardPeers,
 } from '../../../src/agent/daemon-api/server.js';
@@ -56,5 +57,22 @@ describe("the vpn-daemon's OpenVPN calls", () => {
 
     const unauthenticated = await app.inject({ method: 'GET', url: '/o/connection_list' });
     assert.equal(unauthenticated.statusCode, 401);
+  });
+
+  test('a disconnect_client a running server could not be told of is a 503, not a success', async () => {
+    const app = build({
+      list: async () => [],
+      disconnect: async () => {
+        throw new OpenVpnUnreachableError(['employees-0.conf']);
+      },
+    });
+    const answer = await app.inject({
+      method: 'POST',
+      url: '/o/disconnect_client',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `common_name=${encodeURIComponent(CN_ALICE)}`,
+    });
+    assert.equal(answer.statusCode, 503);
+    assert.match(answer.json<{ error: string }>().error, /employees-0\.conf could not be told/);
   });
 });

@@ -4,7 +4,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { OpenVpnClients, type ManagementCommands, type OpenVpnPortal } from '../../../src/agent/openvpn/clients.js';
-import { ManagementCommandError, type ClientNotification } from '../../../src/agent/openvpn/management.js';
+import {
+  ManagementCommandError,
+  ManagementUnavailableError,
+  type ClientNotification,
+} from '../../../src/agent/openvpn/management.js';
 import type { ConnectRequest, ConnectVerdict, DisconnectReport } from '../../../src/agent/portal-client.js';
 
 const CN_ALICE = 'Im7TCdhaKqLm/Cc9UTxGhVcZ4VDXAhPbt3praxEbbsg=';
@@ -34,11 +38,29 @@ class ScriptedManagement implements ManagementCommands {
     'HEADER\tCLIENT_LIST\tCommon Name\tReal Address\tVirtual Address\tVirtual IPv6 Address\tBytes Received\tBytes Sent\tConnected Since\tConnected Since (time_t)\tUsername\tClient ID\tPeer ID\tData Channel Cipher',
   ];
   failing: RegExp | null = null;
+  /** No management connection: every command fails as ManagementConnection's do then. */
+  away = false;
+  /** Commands whose answer waits until `release()`. */
+  holding: RegExp | null = null;
+  readonly #held: { resolve(): void; reject(error: Error): void }[] = [];
 
   async command(line: string): Promise<string> {
+    if (this.away) throw new ManagementUnavailableError('/run/openvpn/employees-0.sock');
     this.sent.push(line);
+    if (this.holding?.test(line)) await new Promise<void>((resolve, reject) => this.#held.push({ resolve, reject }));
     if (this.failing?.test(line)) throw new ManagementCommandError(line.split(' ')[0] ?? '', 'client not found');
     return 'done';
+  }
+
+  release(): void {
+    for (const held of this.#held.splice(0)) held.resolve();
+  }
+
+  /** The connection breaks under the held commands, and stays away. */
+  breakUnderHeld(): void {
+    this.away = true;
+    for (const held of this.#held.splice(0))
+      held.reject(new ManagementUnavailableError('/run/openvpn/employees-0.sock'));
   }
 
   async commandWithBlock(line: string, block: readonly string[]): Promise<string> {
@@ -249,6 +271,77 @@ describe('deciding about the clients of one OpenVPN server', () => {
     assert.equal(await clients.disconnect(CN_ALICE), 2);
     assert.deepEqual(management.sent, ['client-kill 0', 'client-kill 1']);
     assert.equal(await clients.disconnect(CN_BOB), 0);
+  });
+
+  test('a client named by disconnect while its admission is on its way to OpenVPN is ended right after it, and the disconnect answers only then', async () => {
+    const { management, portal, clients, notify } = setUp();
+    management.holding = /^client-auth/;
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    // The portal allowed it a moment before the revocation; client-auth is on its way.
+    portal.answer(ALLOW);
+    await turn();
+    assert.match(management.sent.at(-1) ?? '', /^client-auth 0 1/);
+    let answered = false;
+    const disconnecting = clients.disconnect(CN_ALICE).then((ended) => {
+      answered = true;
+      return ended;
+    });
+    await turn();
+    assert.equal(answered, false, 'no answer while the client may still be admitted');
+    management.release();
+    assert.equal(await disconnecting, 1);
+    assert.equal(management.sent.at(-1), 'client-kill 0', 'admitted, then ended at once');
+    await clients.settle();
+  });
+
+  test('a disconnect that finds no management connection fails, and the client is ended as soon as the connection is back', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 5, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    management.away = true;
+    await assert.rejects(clients.disconnect(CN_ALICE), ManagementUnavailableError);
+
+    // Back: OpenVPN still has Alice (cid 5) and Bob (cid 6); only Alice was disconnected.
+    management.away = false;
+    management.sent.length = 0;
+    management.status = [
+      ...management.status,
+      `CLIENT_LIST\t${CN_ALICE}\t198.18.250.2:1\t10.77.0.2\tfd77::2\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t5\t1\tAES-256-GCM`,
+      `CLIENT_LIST\t${CN_BOB}\t198.18.250.3:1\t10.77.0.3\tfd77::3\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t6\t1\tAES-256-GCM`,
+    ];
+    await clients.resync();
+    assert.deepEqual(management.sent, ['status 3', 'client-kill 5']);
+    // Done once: the next reconnect ends nobody.
+    management.sent.length = 0;
+    await clients.resync();
+    assert.deepEqual(management.sent, ['status 3']);
+    await clients.settle();
+  });
+
+  test('a disconnect while client-auth was lost with the management connection fails, and the client is ended once it is back', async () => {
+    const { management, portal, clients, notify } = setUp();
+    management.holding = /^client-auth/;
+    notify('CONNECT', 8, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await turn();
+    const disconnecting = clients.disconnect(CN_ALICE);
+    // The connection breaks under client-auth: whether OpenVPN admitted Alice is unknown.
+    management.holding = null;
+    management.breakUnderHeld();
+    await assert.rejects(disconnecting, ManagementUnavailableError);
+    management.away = false;
+    management.sent.length = 0;
+    management.status = [
+      ...management.status,
+      `CLIENT_LIST\t${CN_ALICE}\t198.18.250.2:1\t10.77.0.2\tfd77::2\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t8\t1\tAES-256-GCM`,
+    ];
+    await clients.resync();
+    assert.deepEqual(management.sent, ['status 3', 'client-kill 8']);
+    await clients.settle();
   });
 
   test('a renegotiation the portal refuses ends the session', async () => {
