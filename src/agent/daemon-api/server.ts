@@ -38,13 +38,13 @@ export class WireGuardUnavailableError extends Error {
 }
 
 /**
- * Thrown by OpenVpnConnections.disconnect when a running OpenVPN server could not be told to end
- * a connection (answered with 503: the portal keeps the revocation pending and reconciles the
- * node; the agent ends the connection as soon as it reaches the server again).
+ * Thrown by OpenVpnConnections when a running OpenVPN server that may have clients cannot be
+ * reached for a moment (answered with 503). The portal keeps a revocation pending and reconciles
+ * the node; a disconnect is carried out as soon as the agent reaches the server again.
  */
 export class OpenVpnUnreachableError extends Error {
-  constructor(servers: readonly string[]) {
-    super(`the OpenVPN server(s) ${servers.join(', ')} could not be told to end the connection right now`);
+  constructor(servers: readonly string[], what: 'end the connection' | 'list its connections') {
+    super(`the agent could not reach the OpenVPN server(s) ${servers.join(', ')} to ${what} right now`);
     this.name = 'OpenVpnUnreachableError';
   }
 }
@@ -59,7 +59,7 @@ export interface OpenVpnConnection {
 
 /** The node's OpenVPN clients as the daemon protocol needs them. */
 export interface OpenVpnConnections {
-  /** Every connected client of every OpenVPN process. */
+  /** Every connected client of every OpenVPN process; OpenVpnUnreachableError when one cannot say. */
   list(): Promise<readonly OpenVpnConnection[]>;
   /**
    * Ends every connection with this common name on every process (none: nothing happens);

@@ -16,7 +16,7 @@ import {
   quoteArgument,
   type ClientNotification,
 } from './management.js';
-import { parseStatusClients } from './status.js';
+import { parseStatusClients, type OpenVpnStatusClient } from './status.js';
 import type { ConnectVerdict, PortalClient } from '../portal-client.js';
 import { messageOf } from '../../shared/error-message.js';
 
@@ -211,6 +211,20 @@ export class OpenVpnClients {
       { server: this.#options.server, commonNames: missed.size },
       'ended the OpenVPN clients a disconnect could not reach while the management connection was away',
     );
+  }
+
+  /**
+   * The connected clients by OpenVPN's own `status`. With no management connection: nobody when
+   * nobody was admitted either (a process starting), else the failure: "nobody" would let the
+   * portal take a revoked connection for ended while it runs.
+   */
+  async connections(): Promise<OpenVpnStatusClient[]> {
+    try {
+      return parseStatusClients(await this.#options.management.query('status 3'));
+    } catch (error) {
+      if (error instanceof ManagementUnavailableError && this.#records.size === 0) return [];
+      throw error;
+    }
   }
 
   /** Waits for authorisations and reports under way (stop() calls this last). */

@@ -6,7 +6,7 @@ import type { CommandRunner } from '../process/command-runner.js';
 import { OpenVpnClients, type OpenVpnPortal } from './clients.js';
 import { ManagementConnection } from './management.js';
 import { OpenVpnProcess } from './process.js';
-import { parseStatusClients, type OpenVpnStatusClient } from './status.js';
+import type { OpenVpnStatusClient } from './status.js';
 import type { OpenVpnServerFile } from '../node-assignment.js';
 
 export interface OpenVpnServerOptions {
@@ -99,9 +99,9 @@ export class OpenVpnServer {
     await rm(this.#options.socketPath, { force: true });
   }
 
-  /** The connected clients by OpenVPN's own `status`. */
-  async connections(): Promise<OpenVpnStatusClient[]> {
-    return parseStatusClients(await this.#management.query('status 3'));
+  /** The connected clients by OpenVPN's own `status` (OpenVpnClients.connections). */
+  connections(): Promise<OpenVpnStatusClient[]> {
+    return this.#clients.connections();
   }
 
   /** Ends the connections of this common name; how many were ended. */

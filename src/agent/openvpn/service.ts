@@ -69,22 +69,28 @@ export class OpenVpnService implements OpenVpnConnections {
     return this.#inSerial(() => this.#apply(files));
   }
 
+  /**
+   * Every connected client; OpenVpnUnreachableError when a server that may have clients cannot
+   * say (a partial list would tell the portal that a revoked connection ended while it runs).
+   */
   async list(): Promise<readonly OpenVpnConnection[]> {
     const servers = [...this.#servers.values()];
+    const unreached: string[] = [];
     const perServer = await Promise.all(
       servers.map(async (server) => {
         try {
           return await server.connections();
         } catch (error) {
-          // A server being restarted has no clients; the others are still listed.
           this.#options.logger.warn(
             { server: server.file.name, reason: messageOf(error) },
             'cannot list the clients of an OpenVPN server',
           );
+          unreached.push(server.file.name);
           return [];
         }
       }),
     );
+    if (unreached.length > 0) throw new OpenVpnUnreachableError(unreached, 'list its connections');
     return perServer
       .flat()
       .flatMap((client) =>
@@ -111,7 +117,7 @@ export class OpenVpnService implements OpenVpnConnections {
         unreached.push(server.file.name);
       }
     }
-    if (unreached.length > 0) throw new OpenVpnUnreachableError(unreached);
+    if (unreached.length > 0) throw new OpenVpnUnreachableError(unreached, 'end the connection');
     this.#options.logger.info({ commonName, ended }, 'the portal disconnected an OpenVPN client');
   }
 

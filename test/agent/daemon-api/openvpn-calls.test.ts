@@ -63,7 +63,7 @@ describe("the vpn-daemon's OpenVPN calls", () => {
     const app = build({
       list: async () => [],
       disconnect: async () => {
-        throw new OpenVpnUnreachableError(['employees-0.conf']);
+        throw new OpenVpnUnreachableError(['employees-0.conf'], 'end the connection');
       },
     });
     const answer = await app.inject({
@@ -73,6 +73,6 @@ describe("the vpn-daemon's OpenVPN calls", () => {
       payload: `common_name=${encodeURIComponent(CN_ALICE)}`,
     });
     assert.equal(answer.statusCode, 503);
-    assert.match(answer.json<{ error: string }>().error, /employees-0\.conf could not be told/);
+    assert.match(answer.json<{ error: string }>().error, /OpenVPN server\(s\) employees-0\.conf to end the connection/);
   });
 });

@@ -68,6 +68,7 @@ class ScriptedManagement implements ManagementCommands {
   }
 
   async query(line: string): Promise<string[]> {
+    if (this.away) throw new ManagementUnavailableError('/run/openvpn/employees-0.sock');
     this.sent.push(line);
     return this.status;
   }
@@ -342,6 +343,19 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await clients.resync();
     assert.deepEqual(management.sent, ['status 3', 'client-kill 8']);
     await clients.settle();
+  });
+
+  test('with no management connection, a server that admitted clients cannot say who is connected; one that admitted nobody has nobody', async () => {
+    const { management, portal, clients, notify } = setUp();
+    management.away = true;
+    assert.deepEqual(await clients.connections(), [], 'a process starting: nobody can be connected');
+    management.away = false;
+    notify('CONNECT', 2, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    management.away = true;
+    await assert.rejects(clients.connections(), ManagementUnavailableError, 'not "nobody": Alice may be connected');
   });
 
   test('a renegotiation the portal refuses ends the session', async () => {
