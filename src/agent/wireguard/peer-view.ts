@@ -4,7 +4,8 @@
 // /i/node every two seconds while restoring 65,533 peers had wireguard-go killed for 20 GB).
 // So reads are shared: whoever asks while one runs gets the next one, started after the call,
 // and none run side by side. Between reads the view follows the changes the agent writes, so a
-// peer count or a removal's answer does not need a read of its own.
+// peer count or a removal's answer does not need a read of its own. A write that failed leaves
+// the interface unknown: the view is dropped, and a read that was under way then is not kept.
 import type { WireGuardKey } from '../../shared/ids.js';
 import { peerAfterSet } from './batch-plan.js';
 import type { WgDump, WgPeer } from './dump.js';
@@ -37,7 +38,7 @@ export class PeerView {
   readonly #interfaceName: string;
   readonly #wg: Pick<WgTool, 'dump'>;
   readonly #nowMs: () => number;
-  /** The peers as last read, with the changes written since; null before the first read, or after a failed write. */
+  /** The peers as last read, with the changes written since; null before the first read, and after forget() until a read begun after it. */
   #peers: Map<WireGuardKey, WgPeer> | null = null;
   #readStartedMs = Number.NEGATIVE_INFINITY;
   #readDurationMs = 0;
@@ -46,6 +47,12 @@ export class PeerView {
   #next: Promise<WgDump> | null = null;
   /** Changes written while a read ran: it may not show them, so they are laid over its result. */
   #writtenDuringRead: PeerChange[] | null = null;
+  /**
+   * How often forget() was called. A read that began before a forget() may predate what the
+   * failed write did (an add wireguard-go applied but did not confirm): it answers its callers
+   * but does not become the view.
+   */
+  #timesForgotten = 0;
 
   constructor(options: PeerViewOptions) {
     this.#interfaceName = options.interfaceName;
@@ -58,7 +65,7 @@ export class PeerView {
     return this.#readDurationMs;
   }
 
-  /** How many peers the interface holds, as far as the view knows; null before the first read. */
+  /** How many peers the interface holds, as far as the view knows; null while the view is empty (see #peers). */
   get count(): number | null {
     return this.#peers?.size ?? null;
   }
@@ -83,8 +90,12 @@ export class PeerView {
     const age = this.#nowMs() - this.#readStartedMs;
     const reusable = this.#readDurationMs >= EXPENSIVE_READ_MS ? MAX_REUSE_MS : REUSE_FACTOR * this.#readDurationMs;
     if (this.#peers !== null && age <= reusable) return this.#peers;
-    await this.read();
-    return this.#peers ?? new Map();
+    // A read not kept (a write failed while it ran) is not an answer: an empty or older map
+    // would have a removal of a peer the interface holds left unwritten.
+    for (;;) {
+      await this.read();
+      if (this.#peers !== null) return this.#peers;
+    }
   }
 
   /** Changes the agent wrote to the interface. */
@@ -93,22 +104,28 @@ export class PeerView {
     if (this.#peers !== null) apply(this.#peers, changes);
   }
 
-  /** A write failed halfway: what the interface holds is unknown until the next read. */
+  /**
+   * What the interface holds is unknown until the next read that starts from now (a write
+   * failed, perhaps after wireguard-go applied it; or wireguard-go restarted).
+   */
   forget(): void {
+    this.#timesForgotten++;
     this.#peers = null;
     this.#readStartedMs = Number.NEGATIVE_INFINITY;
   }
 
   #start(): Promise<WgDump> {
     const started = this.#nowMs();
+    const timesForgottenAtStart = this.#timesForgotten;
     this.#writtenDuringRead = [];
     const reading = this.#wg.dump(this.#interfaceName).then(
       (dump) => {
+        this.#readDurationMs = this.#nowMs() - started;
+        if (this.#timesForgotten !== timesForgottenAtStart) return dump;
         const peers = new Map(dump.peers.map((peer) => [peer.publicKey, peer] as const));
         apply(peers, this.#writtenDuringRead ?? []);
         this.#peers = peers;
         this.#readStartedMs = started;
-        this.#readDurationMs = this.#nowMs() - started;
         return dump;
       },
       (error: unknown) => {

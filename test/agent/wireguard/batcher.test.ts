@@ -1,11 +1,14 @@
 // When the peer batcher writes: a burst is gathered until a quiet moment, and what arrives while
-// a slow batch is being written goes together right after that write. The interface is a stand-in
-// here (a write the test holds open); the real writes are in peers.test.ts and peer-writer.test.ts.
+// a slow batch is being written goes together right after that write; and what a failed write
+// leaves for the next removal. The interface is a stand-in here (a write the test holds open or
+// fails, a read it holds); the real writes are in peers.test.ts and peer-writer.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { PeerBatcher } from '../../../src/agent/wireguard/batcher.js';
+import type { WgDump } from '../../../src/agent/wireguard/dump.js';
+import { PeerView } from '../../../src/agent/wireguard/peer-view.js';
 import type { PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
 import type { WireGuardKey } from '../../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -153,4 +156,74 @@ test('the batcher counts as busy while a request waits or a batch is written, an
   assert.ok(settled >= writing && settled <= performance.now(), 'the moment the batch was settled');
   await sleep(10);
   assert.equal(batcher.busyAtMs, settled, 'idle: the moment stays where it was');
+});
+
+test('a read that began before a failed write does not stand in for the interface: a removal after it is written', async () => {
+  let nowMs = 0;
+  const onInterface = new Set<WireGuardKey>();
+  const heldReads: (() => void)[] = [];
+  let holdReads = true;
+  const view = new PeerView({
+    interfaceName: 'wg0',
+    nowMs: () => nowMs,
+    wg: {
+      // wireguard-go builds a listing when the read begins.
+      dump: () => {
+        const dump: WgDump = {
+          interface: { privateKey: null, publicKey: null, listenPort: 0 },
+          peers: [...onInterface].map((publicKey) => ({
+            publicKey,
+            allowedIps: ['198.19.0.2/32'],
+            endpoint: null,
+            latestHandshake: null,
+            bytesReceived: 0,
+            bytesSent: 0,
+          })),
+        };
+        if (!holdReads) return Promise.resolve(dump);
+        return new Promise<WgDump>((resolve) => heldReads.push(() => resolve(dump)));
+      },
+    },
+  });
+  const writes: PeerChange[][] = [];
+  let answerNextWrite = true;
+  const batcher = new PeerBatcher({
+    interfaceName: 'wg0',
+    logger: pino({ level: 'silent' }),
+    peers: view,
+    writer: {
+      apply: async (_interfaceName, changes) => {
+        writes.push([...changes]);
+        for (const change of changes) {
+          if (change.kind === 'set') onInterface.add(change.publicKey);
+          else onInterface.delete(change.publicKey);
+        }
+        if (!answerNextWrite) {
+          answerNextWrite = true;
+          throw new Error('wireguard-go did not answer within 10 s');
+        }
+        return { method: 'uapi', writes: 1 };
+      },
+    },
+  });
+  const revoked = newPeerKey();
+
+  // The agent's own look at its peers' endpoints begins: a full interface, a slow read.
+  const look = view.read();
+  // An add reaches wireguard-go, which applies it, but its answer does not come in time.
+  answerNextWrite = false;
+  await assert.rejects(batcher.add(revoked, ['198.19.0.2/32']), /did not answer/);
+  // The look ends; it began before the add and does not show it (a view reused for up to 40 s).
+  assert.equal(heldReads.length, 1);
+  holdReads = false;
+  nowMs += 800;
+  heldReads.shift()?.();
+  assert.deepEqual((await look).peers, [], 'the look still gets its answer');
+
+  // A second later the user is disabled.
+  nowMs += 1_000;
+  const removed = await batcher.remove(revoked);
+  assert.equal(removed?.publicKey, revoked, 'the removal is answered from a read begun after the failed add');
+  assert.deepEqual(writes.at(-1), [{ kind: 'remove', publicKey: revoked }]);
+  assert.equal(onInterface.has(revoked), false);
 });

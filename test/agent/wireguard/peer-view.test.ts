@@ -1,6 +1,7 @@
 // The agent's view of its interface's peers: reads are shared and never run side by side, and
-// between reads the view follows the changes the agent writes. The interface is a stand-in here
-// (reads the test lets finish one by one); the real interface is in peers.test.ts.
+// between reads the view follows the changes the agent writes; after a failed write, only a read
+// begun after it becomes the view again. The interface is a stand-in here (reads the test lets
+// finish one by one); the real interface is in peers.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -151,4 +152,20 @@ test('after a failed write the view is read again before it answers anything', a
   await finishRead(10);
   await again;
   assert.equal(view.count, 0);
+});
+
+test("a read that began before a failed write is not kept: a removal's answer waits for a read begun after the write", async () => {
+  const { view, reads, finishRead, setPeers } = heldView();
+  const [alice, bob] = [newPeerKey(), newPeerKey()];
+  setPeers([peer(alice)]);
+  const answer = view.recent();
+  // A write adds bob while that read runs: wireguard-go applies it, but its answer comes too late.
+  setPeers([peer(alice), peer(bob)]);
+  view.forget();
+  await finishRead(800);
+  assert.equal(view.count, null, 'the read that began before the failed write is not the view');
+  assert.equal(reads.length, 1, 'the interface is read again');
+  await finishRead(10);
+  assert.deepEqual(new Set((await answer).keys()), new Set([alice, bob]));
+  assert.equal(view.count, 2);
 });
