@@ -56,17 +56,23 @@ export async function deviceHistory(db: Db, deviceId: DeviceId): Promise<DeviceH
   return rows.map(toEntry);
 }
 
-/** The device's latest suspension (what a resume returns it from); undefined when it was never suspended. */
-export async function lastSuspension(db: Db, deviceId: DeviceId): Promise<DeviceHistoryEntry | undefined> {
-  const row = await db
+/**
+ * The device's latest suspension, its receipt's; `interrupting`: the one that ended a registered
+ * or active state (what a resume returns it to), not an administrator's taking it over.
+ * Undefined when it was never suspended.
+ */
+export async function lastSuspension(
+  db: Db,
+  deviceId: DeviceId,
+  which: 'any' | 'interrupting' = 'any',
+): Promise<DeviceHistoryEntry | undefined> {
+  let query = db
     .selectFrom('device_history')
     .selectAll()
     .where('device_id', '=', deviceId)
-    .where('change', '=', 'suspended')
-    .orderBy('at', 'desc')
-    .orderBy('history_id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+    .where('change', '=', 'suspended');
+  if (which === 'interrupting') query = query.where('state_before', '<>', 'suspended');
+  const row = await query.orderBy('at', 'desc').orderBy('history_id', 'desc').limit(1).executeTakeFirst();
   return row === undefined ? undefined : toEntry(row);
 }
 

@@ -172,6 +172,21 @@ export async function suspendStoredDevice(db: Db, deviceId: DeviceId, suspension
   return Number(result.numUpdatedRows) === 1;
 }
 
+/** A suspended device's suspension made another author's, for another reason (its time stays); false when not suspended. */
+export async function takeOverSuspension(
+  db: Db,
+  deviceId: DeviceId,
+  suspension: Pick<DeviceSuspension, 'reason' | 'by'>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('devices')
+    .set({ suspended_reason: suspension.reason, suspended_by: suspension.by })
+    .where('device_id', '=', deviceId)
+    .where('state', '=', 'suspended')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** Ends a device's suspension, back to the state it interrupted; false when it was not suspended. */
 export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'registered' | 'active'): Promise<boolean> {
   const result = await db

@@ -9,7 +9,13 @@ import type { DeviceId, RevocationId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { certificatesOfDevice, type OpenVpnCertificate } from '../../storage/certificates.js';
 import { insertDeviceHistory, lastSuspension } from '../../storage/device-history.js';
-import { lockDevice, resumeStoredDevice, suspendStoredDevice, type StoredDevice } from '../../storage/devices.js';
+import {
+  lockDevice,
+  resumeStoredDevice,
+  suspendStoredDevice,
+  takeOverSuspension,
+  type StoredDevice,
+} from '../../storage/devices.js';
 import type { Db } from '../../storage/database.js';
 import { findUser } from '../../storage/users.js';
 import { stampPeersOfDevice, type WireGuardPeer } from '../../storage/wg-peers.js';
@@ -38,6 +44,12 @@ export interface SuspendRequest {
   readonly reason?: string;
   /** Who suspends: an admin key's name, `mdm`, `(portal)`, … */
   readonly by: string;
+  /**
+   * An administrator's own call (the Admin API, the console, the command line): a device that
+   * another author suspended (the MDM's checks, Jamf Pro) becomes suspended by this one, with
+   * this reason, so that a resume limited to the earlier author or reason no longer ends it.
+   */
+  readonly byHand?: boolean;
 }
 
 export interface ResumeRequest {
@@ -76,10 +88,10 @@ export async function suspendDevice(ctx: PortalContext, request: SuspendRequest)
     const device = await changeableDevice(ctx, trx, request.deviceId, 'suspend');
     if (device.state === 'suspended') {
       // The same suspension asked for again: its receipt, so that a retry can follow it.
-      return {
-        changed: false as const,
-        revocationId: (await lastSuspension(trx, device.deviceId))?.revocationId ?? null,
-      };
+      const revocationId = (await lastSuspension(trx, device.deviceId))?.revocationId ?? null;
+      if (request.byHand === true && device.suspension !== null && device.suspension.by !== request.by)
+        await takeOver(trx, device, reason, request.by, revocationId, ctx.clock.now());
+      return { changed: false as const, revocationId };
     }
     const at = ctx.clock.now();
     // New revisions, after the device's row was locked: newer than anything sent for them before.
@@ -111,6 +123,28 @@ export async function suspendDevice(ctx: PortalContext, request: SuspendRequest)
   });
   if (done.changed) await takeOffNodes(ctx, request, reason, done);
   return { device: await getDevice(ctx, request.deviceId), changed: done.changed, revocationId: done.revocationId };
+}
+
+/** An administrator takes over a suspension another author made: nothing leaves the nodes again. */
+async function takeOver(
+  trx: Db,
+  device: StoredDevice,
+  reason: string,
+  by: string,
+  revocationId: RevocationId | null,
+  at: Date,
+): Promise<void> {
+  await takeOverSuspension(trx, device.deviceId, { reason, by });
+  await insertDeviceHistory(trx, {
+    deviceId: device.deviceId,
+    at: formatAtom(at),
+    change: 'suspended',
+    stateBefore: 'suspended',
+    stateAfter: 'suspended',
+    reason,
+    by,
+    revocationId,
+  });
 }
 
 async function takeOffNodes(
@@ -163,7 +197,8 @@ export async function resumeDevice(ctx: PortalContext, request: ResumeRequest): 
       return { outcome: 'other-reason' as const, peers: [] };
     const at = ctx.clock.now();
     const suspension = await lastSuspension(trx, device.deviceId);
-    const back = suspension?.stateBefore === 'registered' ? 'registered' : 'active';
+    const interrupted = await lastSuspension(trx, device.deviceId, 'interrupting');
+    const back = interrupted?.stateBefore === 'registered' ? 'registered' : 'active';
     await resumeStoredDevice(trx, device.deviceId, back);
     await insertDeviceHistory(trx, {
       deviceId: device.deviceId,

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import type { DeviceInfo } from '../../../src/protocol/admin-api.js';
+import { resumeDevice, suspendDevice } from '../../../src/core/devices/index.js';
+import { asDeviceId } from '../../../src/shared/ids.js';
 import { auditLog, bearer, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
 import { errorBody } from '../../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -95,6 +97,40 @@ test('suspend_device answers the device suspended with its receipt; again it ans
   const afterResume = await deviceState(portal);
   assert.equal((await portal.post('/resume_device', { device_id: device.device_id })).status, 200);
   assert.equal(await deviceState(portal), afterResume, 'resuming a device not suspended changes nothing');
+});
+
+test('an administrator suspending a device the portal’s own checks suspended takes the suspension over: the checks no longer resume it', async (t) => {
+  const portal = await startPortal(t);
+  const ctx = portal.portal.ctx;
+  const device = await deviceWithConfiguration(portal, 'H-8');
+  const deviceId = asDeviceId(device.device_id);
+  const byChecks = await suspendDevice(ctx, { deviceId, reason: 'noncompliant', by: '(portal)' });
+
+  // The administrator also wants it off, for a reason of their own.
+  const suspended = await portal.post('/suspend_device', { device_id: device.device_id, reason: 'stolen' });
+  assert.equal(suspended.status, 200, suspended.text);
+  assert.equal(suspended.headers.get('vpn-portal-revocation'), byChecks.revocationId, 'the suspension’s own receipt');
+  const taken = (suspended.json() as { device: DeviceInfo }).device;
+  assert.deepEqual([taken.state, taken.suspension?.reason, taken.suspension?.by], ['suspended', 'stolen', 'secret']);
+
+  // The device is compliant again: the checks resume only what they suspended.
+  const checks = { by: '(portal)', onlyIfReason: ['noncompliant', 'stale'], onlyIfBy: '(portal)' };
+  const kept = await resumeDevice(ctx, { deviceId, ...checks });
+  assert.equal(kept.outcome, 'other-reason');
+  assert.equal(kept.device.device.state, 'suspended', 'stays suspended: the administrator’s now');
+  const history = (await portal.get('/device', { device_id: device.device_id })).json() as {
+    history: { change: string; state_before: string | null; reason: string | null; by: string }[];
+  };
+  assert.deepEqual(
+    history.history.slice(-2).map((entry) => [entry.change, entry.state_before, entry.reason, entry.by]),
+    [
+      ['suspended', 'active', 'noncompliant', '(portal)'],
+      ['suspended', 'suspended', 'stolen', 'secret'],
+    ],
+  );
+  // Resumed by hand: back to the state the first suspension interrupted.
+  const resumed = await portal.post('/resume_device', { device_id: device.device_id });
+  assert.equal((resumed.json() as { device: DeviceInfo }).device.state, 'active');
 });
 
 test('GET /device answers the history of the device: registered, enrolled, suspended, resumed and retired, each with its reason, author and receipt', async (t) => {

@@ -137,6 +137,7 @@ export const suspendDeviceRoute = defineRoute({
       deviceId: params.device_id,
       ...(params.reason === undefined ? {} : { reason: params.reason }),
       by: changedBy(ctx) ?? '(unknown)',
+      byHand: true,
     });
     const json = { device: deviceJson(device) };
     return revocationId === null
