@@ -265,6 +265,16 @@ export function wantedOnNodeQuery(db: Db, filter: { now: string; nodeNumber: Nod
     .where('wg_peers.node_number', '=', filter.nodeNumber);
 }
 
+/** Which of `keys` are wanted on the node now (enabled user, device not suspended, unexpired). */
+export async function keysWantedOnNode(
+  db: Db,
+  filter: { now: string; nodeNumber: NodeNumber; keys: readonly WireGuardKey[] },
+): Promise<Set<WireGuardKey>> {
+  if (filter.keys.length === 0) return new Set();
+  const rows = await wantedOnNodeQuery(db, filter).where('wg_peers.public_key', 'in', filter.keys).execute();
+  return new Set(rows.map((row) => row.public_key as WireGuardKey));
+}
+
 /** A place in a profile's listing, which is ordered by (created_at, public_key). */
 export interface ListingPosition {
   readonly createdAt: string;

@@ -18,6 +18,8 @@ export interface PortalWithNode {
   readonly portal: TestPortal;
   readonly agent: RunningNodeAgent;
   readonly node: Namespace;
+  /** The agent's WireGuard interface in `node`. */
+  readonly interfaceName: string;
   /** Public key → allowed IPs of every peer on the node's interface, as `wg show` reports them. */
   peersOnNode(): Promise<Map<string, string[]>>;
   /** Stops the agent (its interface and peers go with it), as a node outage. */
@@ -90,6 +92,7 @@ export async function startPortalWithNode(options: {
         return agent;
       },
       node,
+      interfaceName,
       async stopAgent() {
         await agent?.stop();
         agent = undefined;

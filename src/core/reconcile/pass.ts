@@ -27,6 +27,7 @@ import {
   deletePeer,
   expiredPeers,
   peersWantedOnNode,
+  keysWantedOnNode,
   peersWithKeys,
   stampPeersOfNode,
   type PeerWantedOnNode,
@@ -315,7 +316,9 @@ interface OpenVpnPass {
 /**
  * The removals for keys the node holds but should not, each with a revision at least as new
  * as the change that made it unwanted: the row's own revision (disabled, expired, or no longer
- * served there), or, for a key the database no longer knows, the newest revision there is.
+ * served there), or, for a key the database no longer knows, the newest revision there is. A
+ * key wanted again by now (an enable_user or a resume since the pass read what it wants) is
+ * left alone: its row's revision is the enable's, and a removal at it would undo the enable.
  */
 async function removalsFor(
   ctx: PortalContext,
@@ -324,12 +327,28 @@ async function removalsFor(
 ): Promise<PeerRemoval[]> {
   if (keys.length === 0) return [];
   const known = new Map<string, WireGuardPeer>();
+  const wantedAgain = new Set<WireGuardKey>();
   for (let start = 0; start < keys.length; start += CHUNK) {
-    for (const peer of await peersWithKeys(ctx.db, keys.slice(start, start + CHUNK))) known.set(peer.publicKey, peer);
+    const chunk = keys.slice(start, start + CHUNK);
+    const rows = await peersWithKeys(ctx.db, chunk);
+    for (const peer of rows) known.set(peer.publicKey, peer);
+    // Read after the rows and their revisions: an enable committed before this read is seen
+    // here; one after it is newer than the revision read, and the node keeps its add. Wanted as
+    // the pass wants a peer: served on this node, by a canonical key (a twin is never wanted).
+    const wanted = await keysWantedOnNode(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, keys: chunk });
+    for (const peer of rows)
+      if (
+        wanted.has(peer.publicKey) &&
+        isServedOn(ctx, peer.profileId, nodeNumber, 'wireGuard') &&
+        isCanonicalWireGuardKey(peer.publicKey)
+      )
+        wantedAgain.add(peer.publicKey);
   }
   // Read after the rows: at least the revision of any deletion that made a key unknown.
   const latest = await latestRevision(ctx.db);
-  return keys.map((publicKey) => ({ publicKey, nodeNumber, revision: known.get(publicKey)?.revision ?? latest }));
+  return keys
+    .filter((publicKey) => !wantedAgain.has(publicKey))
+    .map((publicKey) => ({ publicKey, nodeNumber, revision: known.get(publicKey)?.revision ?? latest }));
 }
 
 /**
