@@ -58,6 +58,8 @@ export const COPIED_TABLES: readonly {
   { table: 'scim_users', key: ['scim_id'] },
   { table: 'scim_groups', key: ['scim_id'] },
   { table: 'scim_group_members', key: ['group_id', 'member_id'] },
+  // What the eduVPN import brought: a later import leaves what of it was removed here.
+  { table: 'imported_records', key: ['kind', 'record_id'] },
 ];
 
 /**

@@ -73,6 +73,7 @@ import { connectionLogPagingIndexes } from './migrations/0031-connection-log-pag
 import { wantedPeersIndexes } from './migrations/0032-wanted-peers.js';
 import { statementGiveUpFunction } from './migrations/0033-statement-give-up.js';
 import { changeMarkerTombstones } from './migrations/0034-change-marker-tombstones.js';
+import { importedRecordsSchema } from './migrations/0035-imported-records.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -121,6 +122,7 @@ const migrations: Record<string, Migration> = {
   '0032-wanted-peers': wantedPeersIndexes,
   '0033-statement-give-up': statementGiveUpFunction,
   '0034-change-marker-tombstones': changeMarkerTombstones,
+  '0035-imported-records': importedRecordsSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -438,6 +438,17 @@ export interface ScimGroupMembersTable {
   member_id: string;
 }
 
+/** A user or configuration the eduVPN import brought (migration 0035, src/storage/imported-records.ts). */
+export interface ImportedRecordsTable {
+  /** user, wireguard or openvpn. */
+  kind: string;
+  /** The user id, WireGuard public key or OpenVPN common name. */
+  record_id: string;
+  imported_at: string;
+  /** A configuration's expiry in eduVPN (ATOM); null for a user. */
+  expires_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -473,4 +484,5 @@ export interface Database {
   scim_users: ScimUsersTable;
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
+  imported_records: ImportedRecordsTable;
 }

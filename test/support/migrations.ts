@@ -31,4 +31,5 @@ export const EXPECTED_MIGRATIONS = [
   '0032-wanted-peers',
   '0033-statement-give-up',
   '0034-change-marker-tombstones',
+  '0035-imported-records',
 ] as const;

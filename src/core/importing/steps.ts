@@ -1,6 +1,8 @@
 // One step per kind of eduVPN record: where its pages come from, how a page is checked against
-// this portal, and how what it brings is written. The plan walks every step to count and find
-// conflicts; the import walks them again, each in its own transaction, and writes.
+// this portal, and how what it brings is written (users and configurations also noted in
+// `imported_records`, so that a later run leaves them once they were removed here). The plan
+// walks every step to count and find conflicts; the import walks them again, each in its own
+// transaction, and writes.
 import type { Transaction } from 'kysely';
 import type { EduVpnDeployment, EduVpnRecordKind } from '../../eduvpn/deployment.js';
 import type { PortalConfig } from '../../config/portal-config.js';
@@ -8,6 +10,7 @@ import { insertAuthorizations } from '../../storage/authorizations.js';
 import { insertImportedCertificates } from '../../storage/certificates.js';
 import { insertImportedConnections } from '../../storage/connection-log.js';
 import type { Db } from '../../storage/database.js';
+import { noteImportedRecords, type ImportedRecord } from '../../storage/imported-records.js';
 import { adoptPoolIndexes, type PoolKey } from '../../storage/ip-pools.js';
 import type { Database } from '../../storage/schema.js';
 import { insertDailyStatsIfMissing } from '../../storage/statistics.js';
@@ -52,7 +55,10 @@ function kindStep<Record, Row>(definition: {
     facts: ImportFacts,
   ) => Promise<PageOutcome<Row>>;
   readonly insert: (trx: Transaction<Database>, rows: readonly Row[]) => Promise<number>;
+  /** What of a brought row `imported_records` keeps: users and configurations only. */
+  readonly remembered?: (row: Row) => Omit<ImportedRecord, 'importedAt'>;
 }): KindStep {
+  const { remembered } = definition;
   return {
     kind: definition.kind,
     listed: definition.listed,
@@ -60,9 +66,16 @@ function kindStep<Record, Row>(definition: {
       for await (const page of definition.pages(deployment)) {
         definition.note?.(facts, page);
         const outcome = await definition.check(config, db, page, facts);
-        await each(outcome, (trx) =>
-          outcome.bring.length === 0 ? Promise.resolve(0) : definition.insert(trx, outcome.bring),
-        );
+        await each(outcome, async (trx) => {
+          if (outcome.bring.length === 0) return 0;
+          const inserted = await definition.insert(trx, outcome.bring);
+          if (remembered !== undefined)
+            await noteImportedRecords(
+              trx,
+              outcome.bring.map((row) => ({ ...remembered(row), importedAt: facts.now })),
+            );
+          return inserted;
+        });
       }
     },
   };
@@ -91,6 +104,7 @@ export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
     pages: (deployment) => deployment.users(),
     check: (_config, db, page, facts) => checkUsers(db, page, facts),
     insert: insertImportedUsers,
+    remembered: (user) => ({ kind: 'user', recordId: user.userId, expiresAt: null }),
   }),
   authorizations: kindStep({
     kind: 'authorizations',
@@ -108,6 +122,7 @@ export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
     },
     check: checkPeers,
     insert: insertPeers,
+    remembered: (peer) => ({ kind: 'wireguard', recordId: peer.publicKey, expiresAt: peer.expiresAt }),
   }),
   certificates: kindStep({
     kind: 'certificates',
@@ -118,6 +133,11 @@ export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
     },
     check: checkCertificates,
     insert: insertImportedCertificates,
+    remembered: (certificate) => ({
+      kind: 'openvpn',
+      recordId: certificate.commonName,
+      expiresAt: certificate.expiresAt,
+    }),
   }),
   connectionLog: kindStep({
     kind: 'connectionLog',

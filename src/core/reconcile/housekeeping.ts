@@ -5,7 +5,8 @@
 // history, the client's own addresses, finished webhook deliveries, audit entries, finished
 // revocation receipts, ended legal holds; a legal hold's kept; one audit row with the counts);
 // live statistics older than a week, authorizations that expired before today and enrollment tokens that ended (expired or
-// revoked) more than a month ago are deleted. Expired
+// revoked) more than a month ago are deleted, and so are the eduVPN import's notes it no longer
+// needs (src/storage/imported-records.ts: after the receipts, whose pruning ends a user's). Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
 // run is kept in the database, so a restart does not repeat it.
 //
@@ -16,6 +17,7 @@ import { CHANGE_MARKER_SECONDS, pruneChangeMarkers } from '../../storage/change-
 import { deleteExpiredAuthorizations } from '../../storage/authorizations.js';
 import { deleteEnrollmentTokensEndedBefore } from '../../storage/enrollment-tokens.js';
 import { pruneIdempotencyRecords } from '../../storage/idempotency.js';
+import { pruneImportedRecords } from '../../storage/imported-records.js';
 import { LISTING_JOURNAL_SECONDS, pruneListingChanges } from '../../storage/listing-changes.js';
 import { readState, writeState } from '../../storage/portal-state.js';
 import { pruneLiveStats } from '../../storage/statistics.js';
@@ -42,6 +44,8 @@ export interface HousekeepingResult {
   readonly revocationsDeleted: number;
   readonly webhookDeliveriesDeleted: number;
   readonly enrollmentTokensDeleted: number;
+  /** The eduVPN import's notes of configurations that expired and of destroyed users whose receipt went. */
+  readonly importedRecordsDeleted: number;
   /** Every kind of the retention registry: what went and what a legal hold kept. */
   readonly retention: RetentionReport;
 }
@@ -80,6 +84,7 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   // Personal records, each kind by its own retention, a legal hold's kept; one audit row says what went.
   const retention = await applyRetention(ctx);
+  const importedRecordsDeleted = await pruneImportedRecords(ctx.db, formatAtom(now));
   const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(
     ctx.db,
     formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)),
@@ -96,6 +101,7 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
     retention,
     webhookDeliveriesDeleted: retention.kinds['webhook_deliveries']?.removed ?? 0,
     enrollmentTokensDeleted,
+    importedRecordsDeleted,
   };
   ctx.logger.info(result, 'housekeeping done');
   return result;
