@@ -1,8 +1,9 @@
 // `vpn-portal import eduvpn`: brings an eduVPN 3.x server (its database, its key files and each
 // node's WireGuard key) into this portal, so that the files it issued keep working; with
 // --dry-run only the plan. Prints the plan (counts per kind, conflicts, what is left behind,
-// the schema version found) and the progress of a large database: a bar on a terminal, a line
-// every few seconds otherwise. Exit code 0 when done or nothing to do, 1 on conflicts.
+// what it leaves because it was removed here after an earlier import, the schema version found)
+// and the progress of a large database: a bar on a terminal, a line every few seconds otherwise.
+// Exit code 0 when done or nothing to do, 1 on conflicts.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -105,7 +106,12 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
       return 1;
     }
     const written = Object.values(outcome.applied.inserted).reduce((sum, count) => sum + count, 0);
-    if (written + outcome.applied.keyFiles === 0) output.print('nothing to do: everything is here already');
+    if (written + outcome.applied.keyFiles === 0)
+      output.print(
+        outcome.plan.removedHereCount === 0
+          ? 'nothing to do: everything is here already'
+          : `nothing to do: everything is here already or was removed here (${outcome.plan.removedHereCount} left, listed above)`,
+      );
     else
       output.print(
         `imported: ${outcome.applied.keyFiles} key files, ${EDUVPN_RECORD_KINDS.map((kind) => `${outcome.applied?.inserted[kind] ?? 0} ${KIND_NAMES[kind]}`).join(', ')}`,
@@ -266,12 +272,25 @@ function printPlan(plan: ImportPlan, print: (line: string) => void): void {
   print(
     `left behind: ${left.localUsers} local passwords, ${left.refreshTokens} app refresh tokens, ${left.liveStatistics} live statistics rows, ${left.guestUserCounts} daily guest user counts`,
   );
+  printRemovedHere(plan, print);
   if (plan.conflictCount === 0) return;
   print(`${plan.conflictCount} conflicts:`);
   for (const conflict of plan.conflicts)
     print(`  ${KIND_NAMES[conflict.kind as EduVpnRecordKind] ?? 'key files'} ${conflict.record}: ${conflict.reason}`);
   if (plan.conflictCount > plan.conflicts.length)
     print(`  … and ${plan.conflictCount - plan.conflicts.length} more (fix these and run the dry run again)`);
+}
+
+/** What an earlier import brought and was removed here since: left, each named, since a revocation is final. */
+function printRemovedHere(plan: ImportPlan, print: (line: string) => void): void {
+  if (plan.removedHereCount === 0) return;
+  const perKind = EDUVPN_RECORD_KINDS.filter((kind) => plan.counts[kind].removedHere > 0).map(
+    (kind) => `${plan.counts[kind].removedHere} ${KIND_NAMES[kind]}`,
+  );
+  print(`left because removed here after an earlier import (a revocation is final): ${perKind.join(', ')}`);
+  for (const removed of plan.removedHere) print(`  ${KIND_NAMES[removed.kind]} ${removed.record}: ${removed.reason}`);
+  if (plan.removedHereCount > plan.removedHere.length)
+    print(`  … and ${plan.removedHereCount - plan.removedHere.length} more`);
 }
 
 /** A bar redrawn in place on a terminal; elsewhere a line every few seconds and at each kind's end. */

@@ -1,6 +1,7 @@
 // The eduVPN import: refused while the plan has a conflict; otherwise the key files first, then
 // one transaction per kind of record in EDUVPN_RECORD_KINDS order (users before the
-// configurations that belong to them). Every write skips what is here already, so a second run
+// configurations that belong to them), each noting what it brought. Every write skips what is
+// here already and what an earlier run brought that was removed here since, so a second run
 // changes nothing. No event per record (100,000 configurations are not 100,000 webhooks): the
 // listings' counter moves once per transaction, and one audit row, by the command line, says
 // what was brought.
@@ -75,7 +76,7 @@ async function importKind(
             `${conflict.record}: ${conflict.reason} (it changed since the check: run the import again)`,
           );
         inserted += await write(trx);
-        done += outcome.bring.length + outcome.alreadyHere + outcome.expired;
+        done += outcome.bring.length + outcome.alreadyHere + outcome.expired + outcome.removedHere.length;
         progress({ phase: 'importing', kind, done, total });
       });
       return inserted;

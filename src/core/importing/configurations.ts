@@ -1,8 +1,9 @@
 // The eduVPN configurations, page by page, against this portal: each WireGuard peer and OpenVPN
 // certificate is brought, found here already (the same key, user, profile, node and addresses),
-// left because it expired, or a conflict naming it — its profile, node or protocol is not here,
-// its addresses are not in this portal's pool for that profile and node, or its key, common name
-// or addresses belong to another configuration here.
+// left because it expired, left because an earlier import brought it and it was revoked here
+// since (or its user destroyed), or a conflict naming it — its profile, node or protocol is not
+// here, its addresses are not in this portal's pool for that profile and node, or its key, common
+// name or addresses belong to another configuration here.
 import type { EduVpnCertificate, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
 import { findProfile, type PortalConfig, type ProfileNode } from '../../config/portal-config.js';
 import type { ConnectionId, NodeNumber, UserId, VpnProto } from '../../shared/ids.js';
@@ -11,7 +12,8 @@ import { certificatesWithNames, type OpenVpnCertificate } from '../../storage/ce
 import type { PoolKey } from '../../storage/ip-pools.js';
 import { peersAtAddresses, peersWithKeys, type NewPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolIndexOf } from '../../wireguard/address-pool.js';
-import type { ImportConflict } from './plan-types.js';
+import type { ImportConflict, RemovedHere } from './plan-types.js';
+import { configurationsRemovedHere } from './removed-here.js';
 
 /** What the configurations tell about the other kinds, gathered while they are checked. */
 export interface ImportFacts {
@@ -27,16 +29,17 @@ export interface ImportFacts {
   readonly nodeOfConnection: Map<string, NodeNumber>;
 }
 
-/** One page checked: what to bring, how many are here or expired, and the conflicts. */
+/** One page checked: what to bring, how many are here or expired, what was removed here, and the conflicts. */
 export interface PageOutcome<Row> {
   readonly bring: Row[];
   alreadyHere: number;
   expired: number;
+  readonly removedHere: RemovedHere[];
   readonly conflicts: ImportConflict[];
 }
 
 export function emptyOutcome<Row>(): PageOutcome<Row> {
-  return { bring: [], alreadyHere: 0, expired: 0, conflicts: [] };
+  return { bring: [], alreadyHere: 0, expired: 0, removedHere: [], conflicts: [] };
 }
 
 /** A WireGuard configuration to insert, with its place in this portal's pool. */
@@ -87,10 +90,19 @@ export async function checkPeers(
   facts: ImportFacts,
 ): Promise<PageOutcome<PeerToBring>> {
   const outcome = emptyOutcome<PeerToBring>();
+  const unexpired = page.filter((peer) => peer.expiresAt > facts.now);
+  outcome.expired = page.length - unexpired.length;
+  const removed = await configurationsRemovedHere(
+    db,
+    'wireguard',
+    unexpired.map((peer) => ({ connectionId: peer.publicKey, userId: peer.userId })),
+  );
   const candidates: PeerToBring[] = [];
-  for (const peer of page) {
-    if (peer.expiresAt <= facts.now) {
-      outcome.expired++;
+  for (const peer of unexpired) {
+    // Left before any other check: its profile or its address may be another's here by now.
+    const reason = removed.get(peer.publicKey);
+    if (reason !== undefined) {
+      outcome.removedHere.push({ kind: 'wireGuardPeers', record: peer.publicKey, reason });
       continue;
     }
     const placed = placePeer(config, peer, facts);
@@ -184,10 +196,18 @@ export async function checkCertificates(
   facts: ImportFacts,
 ): Promise<PageOutcome<OpenVpnCertificate>> {
   const outcome = emptyOutcome<OpenVpnCertificate>();
+  const unexpired = page.filter((certificate) => certificate.expiresAt > facts.now);
+  outcome.expired = page.length - unexpired.length;
+  const removed = await configurationsRemovedHere(
+    db,
+    'openvpn',
+    unexpired.map((certificate) => ({ connectionId: certificate.commonName, userId: certificate.userId })),
+  );
   const candidates: OpenVpnCertificate[] = [];
-  for (const certificate of page) {
-    if (certificate.expiresAt <= facts.now) {
-      outcome.expired++;
+  for (const certificate of unexpired) {
+    const reason = removed.get(certificate.commonName);
+    if (reason !== undefined) {
+      outcome.removedHere.push({ kind: 'certificates', record: certificate.commonName, reason });
       continue;
     }
     const target = destination(config, certificate, 'openvpn');

@@ -1,6 +1,7 @@
 // The eduVPN records other than configurations, page by page, against this portal: users (the
-// same id is the same user, unless the disabled flag differs), OAuth authorizations (those a
-// configuration names, or not expired), the connection log (each row with a log id derived from
+// same id is the same user, unless the disabled flag differs; one an earlier import brought and
+// destroyed here since is left), OAuth authorizations (those a configuration names, or not
+// expired; a destroyed user's are left), the connection log (each row with a log id derived from
 // the row, so a second run finds it) and the daily statistics.
 import { createHash } from 'node:crypto';
 import type {
@@ -16,6 +17,7 @@ import type { Db } from '../../storage/database.js';
 import { dailyStatsOf, type DailyStats } from '../../storage/statistics.js';
 import { usersWithIds, type ImportedUser } from '../../storage/users.js';
 import { emptyOutcome, type ImportFacts, type PageOutcome } from './configurations.js';
+import { destroyedHere, ofUserDestroyedHere, usersDestroyedHere } from './removed-here.js';
 
 /** The node of a history row whose configuration eduVPN no longer has: its first (default) node. */
 const UNKNOWN_NODE = asNodeNumber(0);
@@ -30,9 +32,16 @@ export async function checkUsers(
     db,
     page.map((user) => user.userId),
   );
+  const destroyed = await usersDestroyedHere(
+    db,
+    page.filter((user) => !here.has(user.userId)).map((user) => user.userId),
+  );
   for (const user of page) {
     const stored = here.get(user.userId);
-    if (stored === undefined)
+    const destroyedImportedAt = destroyed.get(user.userId);
+    if (destroyedImportedAt !== undefined)
+      outcome.removedHere.push({ kind: 'users', record: user.userId, reason: destroyedHere(destroyedImportedAt) });
+    else if (stored === undefined)
       outcome.bring.push({
         userId: user.userId,
         createdAt: facts.earliestConfiguration.get(user.userId) ?? user.lastSeen,
@@ -63,6 +72,10 @@ export async function checkAuthorizations(
     if (!keep) outcome.expired++;
     return keep;
   });
+  const destroyed = await usersDestroyedHere(
+    db,
+    wanted.map((authorization) => authorization.userId),
+  );
   const here = new Map(
     (
       await authorizationsWithKeys(
@@ -73,7 +86,14 @@ export async function checkAuthorizations(
   );
   for (const authorization of wanted) {
     const stored = here.get(authorization.authKey);
-    if (stored === undefined) outcome.bring.push(authorization);
+    const destroyedImportedAt = destroyed.get(authorization.userId);
+    if (destroyedImportedAt !== undefined)
+      outcome.removedHere.push({
+        kind: 'authorizations',
+        record: authorization.authKey,
+        reason: ofUserDestroyedHere(authorization.userId, destroyedImportedAt),
+      });
+    else if (stored === undefined) outcome.bring.push(authorization);
     else if (
       stored.userId === authorization.userId &&
       stored.clientId === authorization.clientId &&

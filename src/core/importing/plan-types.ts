@@ -1,6 +1,7 @@
 // What the eduVPN import found, before it writes anything: per kind of record how many it
-// would bring, how many are here already, how many conflict and how many it leaves because they
-// expired; the key files; every conflict, naming its record; what it cannot bring at all.
+// would bring, how many are here already, how many conflict, how many it leaves because they
+// expired and how many because they were removed here after an earlier import; the key files;
+// every conflict and every record removed here, naming it; what it cannot bring at all.
 import type { EduVpnLeftBehind, EduVpnRecordKind, EduVpnSchemaVersion } from '../../eduvpn/deployment.js';
 import type { KeyFileState } from '../../keys/key-store.js';
 import type { PortalContext } from '../context.js';
@@ -16,6 +17,11 @@ export interface KindCounts {
   conflicting: number;
   /** Expired configurations, and expired authorizations no configuration names: not brought. */
   expired: number;
+  /**
+   * Brought by an earlier import and removed here since (a configuration revoked, a user
+   * destroyed with its configurations and authorizations): not brought back, a revocation is final.
+   */
+  removedHere: number;
 }
 
 /** Kinds of what the import checks: the records, and the key files. */
@@ -29,6 +35,14 @@ export interface ImportConflict {
   readonly reason: string;
 }
 
+/** A record the import leaves because it was removed here after an earlier import, and how. */
+export interface RemovedHere {
+  readonly kind: EduVpnRecordKind;
+  /** A user id, a public key, a common name or an authorization key. */
+  readonly record: string;
+  readonly reason: string;
+}
+
 /** A key file the import brings, and how it compares with the file here. */
 export interface PlannedKeyFile {
   /** What it is, for messages: `Admin API secret`, `node 1 WireGuard private key`, … */
@@ -37,7 +51,7 @@ export interface PlannedKeyFile {
   readonly state: KeyFileState;
 }
 
-/** Conflicts kept in full; beyond this many only their number (a wrong database conflicts everywhere). */
+/** Conflicts (and records removed here) kept in full; beyond this many only their number (a wrong database conflicts everywhere). */
 export const LISTED_CONFLICTS = 10_000;
 
 export interface ImportPlan {
@@ -50,6 +64,10 @@ export interface ImportPlan {
   readonly conflicts: readonly ImportConflict[];
   /** Every conflict, also those not listed. */
   readonly conflictCount: number;
+  /** The first LISTED_CONFLICTS records left because they were removed here, in the order found. */
+  readonly removedHere: readonly RemovedHere[];
+  /** Every record removed here, also those not listed. */
+  readonly removedHereCount: number;
   readonly leftBehind: EduVpnLeftBehind;
 }
 
@@ -61,17 +79,20 @@ export type ImportProgress = (step: {
   readonly total: number;
 }) => void;
 
-/** Collects conflicts: the first LISTED_CONFLICTS in full, the others counted. */
-export class ConflictList {
-  readonly listed: ImportConflict[] = [];
+/** Collects records to name: the first LISTED_CONFLICTS in full, the others counted. */
+export class ListedRecords<Item> {
+  readonly listed: Item[] = [];
   count = 0;
 
-  add(conflict: ImportConflict): void {
+  add(item: Item): void {
     this.count++;
-    if (this.listed.length < LISTED_CONFLICTS) this.listed.push(conflict);
+    if (this.listed.length < LISTED_CONFLICTS) this.listed.push(item);
   }
 }
 
+/** The conflicts found. */
+export class ConflictList extends ListedRecords<ImportConflict> {}
+
 export function emptyCounts(): KindCounts {
-  return { toBring: 0, alreadyHere: 0, conflicting: 0, expired: 0 };
+  return { toBring: 0, alreadyHere: 0, conflicting: 0, expired: 0, removedHere: 0 };
 }

@@ -9,10 +9,12 @@ import { planKeyFiles, type KeyAdoption } from './key-files.js';
 import {
   ConflictList,
   emptyCounts,
+  ListedRecords,
   type ImportContext,
   type ImportPlan,
   type ImportProgress,
   type KindCounts,
+  type RemovedHere,
 } from './plan-types.js';
 import { CHECK_ORDER, KIND_STEPS } from './steps.js';
 
@@ -46,6 +48,7 @@ export async function prepareEduVpnImport(
     nodeOfConnection: new Map(),
   };
   const conflicts = new ConflictList();
+  const removedHere = new ListedRecords<RemovedHere>();
   const keyAdoptions = await planKeyFiles(ctx, deployment.keys, conflicts);
   const counts = Object.fromEntries(EDUVPN_RECORD_KINDS.map((kind) => [kind, emptyCounts()])) as Record<
     EduVpnRecordKind,
@@ -60,8 +63,15 @@ export async function prepareEduVpnImport(
       tally.alreadyHere += outcome.alreadyHere;
       tally.expired += outcome.expired;
       tally.conflicting += outcome.conflicts.length;
+      tally.removedHere += outcome.removedHere.length;
       for (const conflict of outcome.conflicts) conflicts.add(conflict);
-      done += outcome.bring.length + outcome.alreadyHere + outcome.expired + outcome.conflicts.length;
+      for (const removed of outcome.removedHere) removedHere.add(removed);
+      done +=
+        outcome.bring.length +
+        outcome.alreadyHere +
+        outcome.expired +
+        outcome.removedHere.length +
+        outcome.conflicts.length;
       progress({ phase: 'checking', kind, done, total });
     });
   }
@@ -72,6 +82,8 @@ export async function prepareEduVpnImport(
     keyFiles: keyAdoptions.map(({ name, path, state }) => ({ name, path, state })),
     conflicts: conflicts.listed,
     conflictCount: conflicts.count,
+    removedHere: removedHere.listed,
+    removedHereCount: removedHere.count,
     leftBehind: await deployment.leftBehind(),
   };
   return { plan, facts, keyAdoptions };

@@ -123,7 +123,13 @@ test('every configuration that cannot be brought is a conflict naming it and say
     conflictAbout(conflicts, noOpenVpn.commonName).reason,
     /profile guests offers no OpenVPN on node 0 here/,
   );
-  assert.deepEqual(plan.counts.wireGuardPeers, { toBring: 0, alreadyHere: 0, conflicting: 6, expired: 0 });
+  assert.deepEqual(plan.counts.wireGuardPeers, {
+    toBring: 0,
+    alreadyHere: 0,
+    conflicting: 6,
+    expired: 0,
+    removedHere: 0,
+  });
 
   const refused = await importEduVpn(ctx, inMemoryDeployment(records));
   assert.equal(refused.applied, null);

@@ -112,12 +112,12 @@ test('the dry run counts what the import would bring, what is left because it ex
   assert.equal(plan.schemaVersion, '2023011801');
   assert.equal(plan.conflictCount, 0);
   assert.deepEqual(plan.counts, {
-    users: { toBring: 3, alreadyHere: 0, conflicting: 0, expired: 0 },
-    authorizations: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 1 },
-    wireGuardPeers: { toBring: 2, alreadyHere: 0, conflicting: 0, expired: 1 },
-    certificates: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 0 },
-    connectionLog: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 0 },
-    dailyStatistics: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 0 },
+    users: { toBring: 3, alreadyHere: 0, conflicting: 0, expired: 0, removedHere: 0 },
+    authorizations: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 1, removedHere: 0 },
+    wireGuardPeers: { toBring: 2, alreadyHere: 0, conflicting: 0, expired: 1, removedHere: 0 },
+    certificates: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 0, removedHere: 0 },
+    connectionLog: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 0, removedHere: 0 },
+    dailyStatistics: { toBring: 1, alreadyHere: 0, conflicting: 0, expired: 0, removedHere: 0 },
   });
   assert.deepEqual(await portal.admin.users(), []);
 });

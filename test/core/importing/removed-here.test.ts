@@ -1,0 +1,231 @@
+// The eduVPN import run again after something it brought was revoked here (both databases in the
+// suite): the eduVPN server still holds it, and bringing it again would put a revoked
+// configuration back on its node. A WireGuard or OpenVPN configuration deleted here, a user
+// destroyed here (with its configurations and authorizations, also those eduVPN issued later),
+// and a configuration whose revocation receipt was pruned since are left, counted and named in
+// the plan; the rest is imported, and a run again still changes nothing. How long the import's
+// notes are kept: test/storage/imported-records.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import {
+  importEduVpn,
+  planEduVpnImport,
+  type ImportContext,
+  type ImportPlan,
+} from '../../../src/core/importing/index.js';
+import type { EduVpnRecordKind } from '../../../src/eduvpn/deployment.js';
+import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { formatAtom } from '../../../src/shared/time.js';
+import { authorizationsWithKeys } from '../../../src/storage/authorizations.js';
+import { certificatesWithNames } from '../../../src/storage/certificates.js';
+import { usersWithIds } from '../../../src/storage/users.js';
+import { peersWantedOnNode, peersWithKeys } from '../../../src/storage/wg-peers.js';
+import { auditLog } from '../../support/admin-keys.js';
+import {
+  eduVpnCertificate,
+  eduVpnPeer,
+  eduVpnUser,
+  emptyRecords,
+  inMemoryDeployment,
+  type EduVpnRecords,
+} from '../../support/in-memory-eduvpn.js';
+import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
+
+let portal: TestPortal;
+let ctx: ImportContext;
+
+before(async () => {
+  portal = await startTestPortal({
+    config: {
+      ProfileList: [
+        {
+          profileId: 'employees',
+          displayName: 'Employees',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.44.0.0/24',
+          wRangeSix: 'fd44::/64',
+          oRangeFour: '10.45.0.0/24',
+          oRangeSix: 'fd45::/64',
+          nodeUrl: UNREACHABLE_NODE,
+        },
+        {
+          profileId: 'contractors',
+          displayName: 'Contractors',
+          hostName: 'vpn.example.org',
+          wRangeFour: '10.48.0.0/24',
+          wRangeSix: 'fd48::/64',
+          nodeUrl: UNREACHABLE_NODE,
+        },
+      ],
+    },
+  });
+  ctx = portal.portal.ctx;
+  // The start-up pass's daily housekeeping runs now, not between the imports of a test.
+  await portal.reconcile();
+});
+after(() => portal.close());
+
+/** The WireGuard public keys node 0 should hold now: what the next reconcile pass puts there. */
+async function wantedOnNode(): Promise<string[]> {
+  const wanted = await peersWantedOnNode(ctx.db, { now: formatAtom(new Date()), nodeNumber: asNodeNumber(0) });
+  return wanted.map((peer) => peer.publicKey);
+}
+
+/** Imports `records` and asserts it brought something and met no conflict. */
+async function firstImport(records: EduVpnRecords): Promise<void> {
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.ok(Object.values(outcome.applied?.inserted ?? {}).some((count) => count > 0));
+}
+
+/** Imports `records` again: the run succeeds, brings nothing, and answers its plan. */
+async function importAgainBringingNothing(records: EduVpnRecords): Promise<ImportPlan> {
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, [], 'nothing removed here is a conflict');
+  assert.deepEqual(Object.values(outcome.applied?.inserted ?? {}), [0, 0, 0, 0, 0, 0], 'nothing is brought back');
+  return outcome.plan;
+}
+
+/** Per kind, how many the plan leaves because they were removed here (kinds with none left out). */
+function removedHereCounts(plan: ImportPlan): Partial<Record<EduVpnRecordKind, number>> {
+  return Object.fromEntries(
+    Object.entries(plan.counts)
+      .filter(([, counts]) => counts.removedHere > 0)
+      .map(([kind, counts]) => [kind, counts.removedHere]),
+  );
+}
+
+test('a WireGuard configuration deleted here after an import is not brought back by importing again, and the report says so', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('alice')];
+  records.wireGuardPeers = [eduVpnPeer('alice', 0), eduVpnPeer('alice', 1)];
+  const [deleted, kept] = records.wireGuardPeers.map((peer) => peer.publicKey);
+  assert.ok(deleted !== undefined && kept !== undefined);
+  await firstImport(records);
+  assert.notEqual(await portal.admin.deleteConnection('alice', deleted), null, 'a receipt');
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [deleted]), [], 'the deleted configuration is not back');
+  assert.ok(!(await wantedOnNode()).includes(deleted), 'no reconcile pass puts it on the node');
+  assert.ok((await wantedOnNode()).includes(kept));
+
+  assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 1 });
+  assert.equal(plan.counts.wireGuardPeers.alreadyHere, 1);
+  assert.equal(plan.removedHereCount, 1);
+  assert.equal(plan.removedHere[0]?.record, deleted);
+  assert.match(plan.removedHere[0]?.reason ?? '', /^brought by an import at .+ and revoked here since/);
+
+  const again = await importAgainBringingNothing(records);
+  assert.deepEqual(removedHereCounts(again), { wireGuardPeers: 1 }, 'a run again still changes nothing');
+});
+
+test('a WireGuard configuration deleted here whose address went to a new configuration since is left, not a conflict that stops the import', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('frank')];
+  records.wireGuardPeers = [
+    eduVpnPeer('frank', 0, { profileId: asProfileId('contractors'), ipFour: '10.48.0.2', ipSix: 'fd48::2' }),
+  ];
+  const deleted = records.wireGuardPeers[0]?.publicKey ?? '';
+  await firstImport(records);
+  assert.notEqual(await portal.admin.deleteConnection('frank', deleted), null, 'a receipt');
+  // The address it gave back goes to the next create: eduVPN's row now names another's address.
+  const created = await portal.admin.create(
+    { user_id: 'dave', profile_id: 'contractors' },
+    'application/x-wireguard-profile',
+  );
+  assert.match(created.body, /Address = 10\.48\.0\.2\//);
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [deleted]), []);
+  assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 1 });
+});
+
+test('a user destroyed here after an import is not brought back by importing again, nor its configurations and authorizations, not even those eduVPN issued later', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('bob')];
+  records.wireGuardPeers = [eduVpnPeer('bob', 2, { authKey: 'bob-app' })];
+  records.certificates = [eduVpnCertificate('bob')];
+  records.authorizations = [
+    {
+      authKey: 'bob-app',
+      userId: asUserId('bob'),
+      clientId: 'org.eduvpn.app.linux',
+      scope: 'config',
+      authorizedAt: '2026-10-01T08:00:00+00:00',
+      expiresAt: '2030-01-01T00:00:00+00:00',
+    },
+  ];
+  await firstImport(records);
+  const importRows = (await auditLog(portal)).filter((row) => row.call === 'import eduvpn').length;
+  assert.notEqual(await portal.admin.destroy('bob'), null, 'a receipt');
+  // eduVPN still runs meanwhile (the move is tried again later) and issues bob another one.
+  records.wireGuardPeers.push(eduVpnPeer('bob', 3));
+  const keys: string[] = records.wireGuardPeers.map((peer) => peer.publicKey);
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.equal((await usersWithIds(ctx.db, [asUserId('bob')])).size, 0, 'bob is not back');
+  assert.deepEqual(await peersWithKeys(ctx.db, keys), []);
+  assert.ok(!(await wantedOnNode()).some((key) => keys.includes(key)));
+  assert.deepEqual(await certificatesWithNames(ctx.db, [records.certificates[0]?.commonName ?? '']), []);
+  assert.deepEqual(await authorizationsWithKeys(ctx.db, ['bob-app']), []);
+  assert.ok(!(await portal.admin.users()).includes('bob'));
+
+  assert.deepEqual(removedHereCounts(plan), { users: 1, authorizations: 1, wireGuardPeers: 2, certificates: 1 });
+  const reasons = new Map(plan.removedHere.map((removed) => [removed.record, removed.reason]));
+  assert.match(reasons.get('bob') ?? '', /^brought by an import at .+ and destroyed here since$/);
+  assert.match(
+    reasons.get(keys[1] ?? '') ?? '',
+    /^its user bob was brought by an import at .+ and destroyed here since$/,
+  );
+  assert.match(reasons.get('bob-app') ?? '', /^its user bob was brought/);
+  assert.equal(
+    (await auditLog(portal)).filter((row) => row.call === 'import eduvpn').length,
+    importRows,
+    'a run that brought nothing writes no audit row',
+  );
+});
+
+test('an OpenVPN configuration deleted here after an import is not brought back by importing again', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('carol')];
+  records.certificates = [eduVpnCertificate('carol'), eduVpnCertificate('carol')];
+  const [deleted, kept] = records.certificates.map((certificate) => certificate.commonName);
+  assert.ok(deleted !== undefined && kept !== undefined);
+  await firstImport(records);
+  assert.notEqual(await portal.admin.deleteConnection('carol', deleted), null, 'a receipt');
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  // The certificate row is what a node's connect is checked against: without it the client is refused.
+  assert.deepEqual(
+    (await certificatesWithNames(ctx.db, [deleted, kept])).map((certificate) => certificate.commonName),
+    [kept],
+  );
+  assert.deepEqual(removedHereCounts(plan), { certificates: 1 });
+  assert.equal(plan.removedHere[0]?.record, deleted);
+});
+
+test('a configuration revoked here stays out of a later import after its receipt was pruned and the daily housekeeping ran', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('erin')];
+  records.wireGuardPeers = [eduVpnPeer('erin', 4)];
+  const key = records.wireGuardPeers[0]?.publicKey ?? '';
+  await firstImport(records);
+  const receipt = await portal.admin.deleteConnection('erin', key);
+  assert.ok(receipt !== null);
+  // As the housekeeping does to a finished receipt after auditLogRetention.
+  await ctx.db.deleteFrom('revocation_nodes').where('revocation_id', '=', receipt).execute();
+  await ctx.db.deleteFrom('revocations').where('revocation_id', '=', receipt).execute();
+  // And the day's housekeeping runs again, with whatever it prunes.
+  await ctx.db.deleteFrom('portal_state').where('key', '=', 'housekeeping.day').execute();
+  await portal.reconcile();
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [key]), []);
+  assert.ok(!(await wantedOnNode()).includes(key));
+  assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 1 });
+});
