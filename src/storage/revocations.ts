@@ -1,7 +1,7 @@
 // Queries on `revocations`: one row per revocation receipt (src/core/revocations/receipts.ts). Its
 // state moves only by conditional updates (pending → overdue, pending or overdue → applied or
 // superseded), so of several portal instances exactly one wins each move and announces it.
-import { asUserId, type UserId } from '../shared/ids.js';
+import { asUserId, type ProfileId, type UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
@@ -68,17 +68,44 @@ export async function findRevocation(db: Db, revocationId: string): Promise<Stor
   return row === undefined ? undefined : toRevocation(row);
 }
 
-/** Receipts newest first (ids are time-ordered), from before `beforeId` when given. */
+/**
+ * Receipts newest first (ids are time-ordered), from before `beforeId` when given; with
+ * `withinProfiles`, only those that took configurations away and all of them in these profiles
+ * (what a key limited to them may see), chosen by the database, not page by page here.
+ */
 export async function listRevocations(
   db: Db,
   filter: {
     readonly states?: readonly RevocationState[];
     readonly userId?: UserId;
     readonly beforeId?: string;
+    readonly withinProfiles?: readonly ProfileId[];
     readonly limit: number;
   },
 ): Promise<StoredRevocation[]> {
   let query = db.selectFrom('revocations').selectAll();
+  const profiles = filter.withinProfiles;
+  if (profiles !== undefined) {
+    if (profiles.length === 0) return [];
+    // Both probe revocation_nodes by its primary key, which begins with the receipt's id.
+    query = query.where(({ and, exists, not, selectFrom }) =>
+      and([
+        exists(
+          selectFrom('revocation_nodes as own')
+            .select('own.node_number')
+            .whereRef('own.revocation_id', '=', 'revocations.revocation_id'),
+        ),
+        not(
+          exists(
+            selectFrom('revocation_nodes as beyond')
+              .select('beyond.node_number')
+              .whereRef('beyond.revocation_id', '=', 'revocations.revocation_id')
+              .where('beyond.profile_id', 'not in', profiles),
+          ),
+        ),
+      ]),
+    );
+  }
   if (filter.states !== undefined) query = query.where('state', 'in', filter.states);
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
   if (filter.beforeId !== undefined) query = query.where('revocation_id', '<', filter.beforeId);

@@ -191,10 +191,14 @@ export async function listReceipts(
 ): Promise<RevocationReceipt[]> {
   const found: RevocationReceipt[] = [];
   let beforeId: string | undefined;
+  // A limited key's receipts are chosen by the database: a key that may see few of many
+  // receipts does not have them all read and judged here, page after page.
+  const reachable = reachableProfiles(ctx);
   while (found.length < filter.limit) {
     const page = await listRevocations(ctx.db, {
       ...filter,
       ...(beforeId === undefined ? {} : { beforeId }),
+      ...(reachable === null ? {} : { withinProfiles: reachable }),
       limit: LIST_PAGE,
     });
     for (const receipt of await receiptsOf(ctx.db, page))
