@@ -23,6 +23,7 @@ import {
   inMemoryDeployment,
   NO_KEYS,
 } from '../../support/in-memory-eduvpn.js';
+import { employeesWithOpenVpn } from '../../support/import-portal.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
 
 let portal: TestPortal;
@@ -36,16 +37,7 @@ before(async () => {
   portal = await startTestPortal({
     config: {
       ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.44.0.0/24',
-          wRangeSix: 'fd44::/64',
-          oRangeFour: '10.45.0.0/24',
-          oRangeSix: 'fd45::/64',
-          nodeUrl: UNREACHABLE_NODE,
-        },
+        employeesWithOpenVpn,
         {
           profileId: 'guests',
           displayName: 'Guests',

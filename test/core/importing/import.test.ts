@@ -20,7 +20,8 @@ import {
   inMemoryDeployment,
   type EduVpnRecords,
 } from '../../support/in-memory-eduvpn.js';
-import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
+import { startImportPortal } from '../../support/import-portal.js';
+import type { TestPortal } from '../../support/test-portal.js';
 
 const PAST = '2026-01-01T00:00:00+00:00';
 
@@ -84,26 +85,8 @@ let portal: TestPortal;
 let ctx: ImportContext;
 
 before(async () => {
-  portal = await startTestPortal({
-    config: {
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.44.0.0/24',
-          wRangeSix: 'fd44::/64',
-          oRangeFour: '10.45.0.0/24',
-          oRangeSix: 'fd45::/64',
-          nodeUrl: UNREACHABLE_NODE,
-        },
-      ],
-    },
-  });
+  portal = await startImportPortal();
   ctx = portal.portal.ctx;
-  // The start-up pass's daily housekeeping deletes expired authorizations: it runs now, not
-  // between the two imports of a test (it would take the expired one a configuration names).
-  await portal.reconcile();
 });
 after(() => portal.close());
 

@@ -29,39 +29,24 @@ import {
   inMemoryDeployment,
   type EduVpnRecords,
 } from '../../support/in-memory-eduvpn.js';
-import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
+import { startImportPortal } from '../../support/import-portal.js';
+import { UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
 
 let portal: TestPortal;
 let ctx: ImportContext;
 
 before(async () => {
-  portal = await startTestPortal({
-    config: {
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.44.0.0/24',
-          wRangeSix: 'fd44::/64',
-          oRangeFour: '10.45.0.0/24',
-          oRangeSix: 'fd45::/64',
-          nodeUrl: UNREACHABLE_NODE,
-        },
-        {
-          profileId: 'contractors',
-          displayName: 'Contractors',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.48.0.0/24',
-          wRangeSix: 'fd48::/64',
-          nodeUrl: UNREACHABLE_NODE,
-        },
-      ],
+  portal = await startImportPortal([
+    {
+      profileId: 'contractors',
+      displayName: 'Contractors',
+      hostName: 'vpn.example.org',
+      wRangeFour: '10.48.0.0/24',
+      wRangeSix: 'fd48::/64',
+      nodeUrl: UNREACHABLE_NODE,
     },
-  });
+  ]);
   ctx = portal.portal.ctx;
-  // The start-up pass's daily housekeeping runs now, not between the imports of a test.
-  await portal.reconcile();
 });
 after(() => portal.close());
 
