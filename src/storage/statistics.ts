@@ -54,26 +54,6 @@ export interface DailyStats {
   readonly uniqueUserCount: number;
 }
 
-/** Writes (or rewrites) the day's row of each profile. */
-export async function saveDailyStats(db: Db, rows: readonly DailyStats[]): Promise<void> {
-  for (const row of rows) {
-    await db
-      .insertInto('aggregate_stats')
-      .values({
-        date: row.date,
-        profile_id: row.profileId,
-        max_connection_count: row.maxConnectionCount,
-        unique_user_count: row.uniqueUserCount,
-      })
-      .onConflict((conflict) =>
-        conflict
-          .columns(['date', 'profile_id'])
-          .doUpdateSet({ max_connection_count: row.maxConnectionCount, unique_user_count: row.uniqueUserCount }),
-      )
-      .execute();
-  }
-}
-
 /** Daily rows between two dates (YYYY-MM-DD, both included), oldest first. */
 export async function dailyStats(
   db: Db,
@@ -125,8 +105,16 @@ export async function dailyStatsOf(
   return found;
 }
 
-/** Inserts daily rows brought from another server (the eduVPN import) where none is stored; answers how many. */
-export async function insertDailyStatsIfMissing(db: Db, rows: readonly DailyStats[]): Promise<number> {
+/**
+ * Inserts daily rows where none is stored (the housekeeping's, and those the eduVPN import
+ * brings); with `replacingEmpty`, also over a stored row that counted nobody (a day this portal
+ * ran before the move with no use). Answers how many were written.
+ */
+export async function insertDailyStatsIfMissing(
+  db: Db,
+  rows: readonly DailyStats[],
+  replacingEmpty = false,
+): Promise<number> {
   let inserted = 0;
   for (const group of sizeLimitedGroups(rows, () => 1, IMPORT_ROWS)) {
     const result = await db
@@ -139,7 +127,18 @@ export async function insertDailyStatsIfMissing(db: Db, rows: readonly DailyStat
           unique_user_count: row.uniqueUserCount,
         })),
       )
-      .onConflict((conflict) => conflict.columns(['date', 'profile_id']).doNothing())
+      .onConflict((conflict) =>
+        replacingEmpty
+          ? conflict
+              .columns(['date', 'profile_id'])
+              .doUpdateSet((eb) => ({
+                max_connection_count: eb.ref('excluded.max_connection_count'),
+                unique_user_count: eb.ref('excluded.unique_user_count'),
+              }))
+              .where('aggregate_stats.max_connection_count', '=', 0)
+              .where('aggregate_stats.unique_user_count', '=', 0)
+          : conflict.columns(['date', 'profile_id']).doNothing(),
+      )
       .executeTakeFirst();
     inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
   }

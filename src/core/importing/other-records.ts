@@ -159,6 +159,8 @@ export async function checkDailyStatistics(
     if (stored === undefined) outcome.bring.push(day);
     else if (stored.maxConnectionCount === day.maxConnectionCount && stored.uniqueUserCount === day.uniqueUserCount)
       outcome.alreadyHere++;
+    // This portal ran that day before the move and counted nobody: eduVPN's figures are the day's.
+    else if (stored.maxConnectionCount === 0 && stored.uniqueUserCount === 0) outcome.bring.push(day);
     else
       outcome.conflicts.push({
         kind: 'dailyStatistics',

@@ -7,7 +7,7 @@ import {
   dailyStats,
   insertLiveStats,
   maxLiveConnections,
-  saveDailyStats,
+  insertDailyStatsIfMissing,
   uniqueUsersBetween,
   type DailyStats,
 } from '../../storage/statistics.js';
@@ -27,7 +27,11 @@ export async function recordLiveStats(ctx: PortalContext): Promise<void> {
   );
 }
 
-/** Writes the daily row of every profile for `date` (YYYY-MM-DD, UTC). */
+/**
+ * Writes the daily row of every profile for `date` (YYYY-MM-DD, UTC), where it has none: one
+ * there already came from the eduVPN import (eduVPN's own figures of the days before the move,
+ * which this portal's live statistics cannot tell) or from this day's earlier run, and stays.
+ */
 export async function aggregateDay(ctx: PortalContext, date: string): Promise<DailyStats[]> {
   const from = `${date}T00:00:00+00:00`;
   const to = `${nextDay(date)}T00:00:00+00:00`;
@@ -41,7 +45,7 @@ export async function aggregateDay(ctx: PortalContext, date: string): Promise<Da
     maxConnectionCount: maxima.get(profile.profileId) ?? 0,
     uniqueUserCount: users.get(profile.profileId) ?? 0,
   }));
-  await saveDailyStats(ctx.db, rows);
+  await insertDailyStatsIfMissing(ctx.db, rows);
   return rows;
 }
 

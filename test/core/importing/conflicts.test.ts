@@ -1,8 +1,8 @@
 // Each conflict the eduVPN import finds, against a real portal and database (both databases in
 // the suite), named with its record: a key, address pair or common name used here by another
 // configuration, a place this portal's pools cannot hold, a profile, node or protocol that is
-// not here, a user whose disabled flag differs, key files that differ or do not fit. While there
-// is one, the import writes nothing.
+// not here, a user whose disabled flag differs, key files that differ or do not fit, a day's
+// statistics this portal counted otherwise. While there is one, the import writes nothing.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -14,6 +14,7 @@ import {
 } from '../../../src/core/importing/index.js';
 import { CertificateAuthority } from '../../../src/openvpn/certificate-authority.js';
 import { asNodeNumber, asProfileId, asWireGuardKey } from '../../../src/shared/ids.js';
+import { dailyStats, insertDailyStatsIfMissing } from '../../../src/storage/statistics.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import {
   eduVpnCertificate,
@@ -191,4 +192,44 @@ test('key files that are missing here are brought, and the same ones already her
   assert.equal(outcome.applied?.keyFiles, 2);
   assert.equal(ctx.keys.nodeSecret(asNodeNumber(2)), 'ab'.repeat(32));
   assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(2)), node2.publicKey);
+});
+
+test('a day this portal ran before the move and counted nobody on takes eduVPN’s figures; a day it counted use on with others is a conflict', async () => {
+  const employees = asProfileId('employees');
+  await insertDailyStatsIfMissing(ctx.db, [
+    { date: '2026-10-01', profileId: employees, maxConnectionCount: 0, uniqueUserCount: 0 },
+    { date: '2026-10-02', profileId: employees, maxConnectionCount: 5, uniqueUserCount: 2 },
+  ]);
+  const records = emptyRecords();
+  records.dailyStatistics = [
+    { date: '2026-10-01', profileId: employees, maxConnectionCount: 40, uniqueUserCount: 25 },
+    { date: '2026-10-02', profileId: employees, maxConnectionCount: 6, uniqueUserCount: 3 },
+  ];
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  assert.deepEqual(plan.counts.dailyStatistics, {
+    toBring: 1,
+    alreadyHere: 0,
+    conflicting: 1,
+    expired: 0,
+    removedHere: 0,
+  });
+  assert.deepEqual(
+    plan.conflicts.map((conflict) => conflict.record),
+    ['2026-10-02 employees'],
+  );
+
+  records.dailyStatistics = records.dailyStatistics.slice(0, 1);
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.equal(outcome.applied?.inserted.dailyStatistics, 1);
+  assert.deepEqual(
+    (await dailyStats(ctx.db, { since: '2026-10-01', until: '2026-10-02' })).map((row) => [
+      row.date,
+      row.maxConnectionCount,
+      row.uniqueUserCount,
+    ]),
+    [
+      ['2026-10-01', 40, 25],
+      ['2026-10-02', 5, 2],
+    ],
+  );
 });

@@ -8,7 +8,7 @@ import type { Browser } from 'playwright-core';
 import { revokeAdminKey } from '../../../src/core/access/index.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
-import { saveDailyStats } from '../../../src/storage/statistics.js';
+import { insertDailyStatsIfMissing } from '../../../src/storage/statistics.js';
 import { auditLog, bearer, makeAdminKey } from '../../support/admin-keys.js';
 import { consoleUrl, launchBrowser, openTab, readQrCode, screenshot, signIn } from '../../support/console-browser.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -76,9 +76,10 @@ test('an administrator signs in with an admin key, walks the pages and finds a u
     'on day one the chart says why it is empty instead of drawing an empty axis',
   );
   assert.equal(await page.locator('canvas#usage-chart').count(), 0);
-  const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-  await saveDailyStats(portal.portal.ctx.db, [
-    { date: yesterday, profileId: 'employees', maxConnectionCount: 2, uniqueUserCount: 3 },
+  // Two days ago: the start-up housekeeping wrote yesterday's row (nobody) already.
+  const dayBeforeYesterday = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+  await insertDailyStatsIfMissing(portal.portal.ctx.db, [
+    { date: dayBeforeYesterday, profileId: 'employees', maxConnectionCount: 2, uniqueUserCount: 3 },
   ]);
   await page.reload();
   // Chart.js has drawn once the canvas has its width (a locator: the policy forbids evaluated text).
