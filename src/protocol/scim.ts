@@ -6,6 +6,7 @@
 // writes booleans as "True"/"False", operations as "Replace", and values without a path;
 // those are read as the RFC would have them before scimmy sees them.
 import SCIMMY from 'scimmy';
+import { applyMemberOperations, MemberPatchError, type MemberPatch } from './scim-members.js';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
@@ -23,6 +24,9 @@ SCIMMY.Schemas.User.extend(SCIMMY.Schemas.EnterpriseUser as unknown as SCIMMY.Ty
 
 /** The most resources one list answer holds; a client asking for more gets this many (RFC 7644 §3.4.2.4). */
 export const SCIM_MAX_PAGE = 200;
+
+/** Operations one PATCH may hold: directories send a few per change (Entra ID, Okta: one per attribute or member batch). */
+export const MAX_PATCH_OPERATIONS = 100;
 
 /** RFC 7644 §3.12's detail error keywords the portal answers with. */
 export type ScimType =
@@ -114,11 +118,22 @@ export async function patchUser(current: ScimUserView, body: unknown, location: 
   return userInputOf(await applied(patch, resource));
 }
 
-/** The group after a PatchOp request on `current`. */
+/**
+ * The group after a PatchOp request on `current`. Its operations on members are applied here, by
+ * member id (src/protocol/scim-members.ts); scimmy applies the rest to the group without members.
+ */
 export async function patchGroup(current: ScimGroupView, body: unknown, location: string): Promise<ScimGroupInput> {
-  const patch = patchOf(body);
-  const resource = new SCIMMY.Schemas.Group(groupResource(current, location), 'out');
-  return groupInputOf(await applied(patch, resource));
+  const request = objectBody(body);
+  let members: MemberPatch;
+  try {
+    members = applyMemberOperations(current.members, operationsOf(request).map(operationOf));
+  } catch (error) {
+    if (error instanceof MemberPatchError) throw new ScimProblem(400, 'invalidValue', error.message);
+    throw error;
+  }
+  let resource = new SCIMMY.Schemas.Group(groupResource({ ...current, members: [] }, location), 'out');
+  if (members.rest.length > 0) resource = await applied(patchOfOperations(request, members.rest), resource);
+  return { ...groupInputOf(resource), memberIds: members.members.map((member) => member.value) };
 }
 
 export function userResource(user: ScimUserView, location: string): Record<string, unknown> {
@@ -287,15 +302,35 @@ function patchOf(
   adjust: (operation: unknown) => unknown = (operation) => operation,
 ): SCIMMY.Messages.PatchOp {
   const request = objectBody(body);
+  return patchOfOperations(
+    request,
+    operationsOf(request).map((operation) => adjust(operationOf(operation))),
+  );
+}
+
+/**
+ * The operations of a PatchOp request: at least one, and at most MAX_PATCH_OPERATIONS (scimmy
+ * applies each to the whole resource, and a request's operations run without a pause).
+ */
+function operationsOf(request: Record<string, unknown>): unknown[] {
   const operations = request['Operations'];
   if (!Array.isArray(operations) || operations.length === 0)
     throw new ScimProblem(400, 'invalidValue', 'PatchOp: Operations must be a list of at least one operation');
-  const normalised = operations.map((operation: unknown) => adjust(operationOf(operation)));
+  if (operations.length > MAX_PATCH_OPERATIONS)
+    throw new ScimProblem(
+      400,
+      'tooMany',
+      `PatchOp: at most ${MAX_PATCH_OPERATIONS} operations in one request (${operations.length} sent); send them in several`,
+    );
+  return operations;
+}
+
+function patchOfOperations(request: Record<string, unknown>, operations: readonly unknown[]): SCIMMY.Messages.PatchOp {
   return coerced(
     () =>
       new SCIMMY.Messages.PatchOp({
         ...request,
-        Operations: normalised,
+        Operations: operations,
       } as ConstructorParameters<typeof SCIMMY.Messages.PatchOp>[0]),
   );
 }

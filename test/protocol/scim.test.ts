@@ -1,7 +1,7 @@
 // The SCIM wire module on its own: what Entra ID and Okta write is read as RFC 7643/7644 has it
 // (operations in capitals, booleans as strings, values without a path, member removal by
-// filter), what the portal owns or must not keep is not kept, and a filter other than one
-// equality is refused with invalidFilter.
+// filter), what the portal owns or must not keep is not kept, a filter other than one
+// equality is refused with invalidFilter, and a PATCH is bounded: members by id, 100 operations.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
@@ -80,6 +80,52 @@ test('group members are added, removed by filter and replaced', async () => {
   assert.deepEqual(await patched({ op: 'Add', path: 'members', value: [{ value: 'u-3' }] }), ['u-1', 'u-2', 'u-3']);
   assert.deepEqual(await patched({ op: 'Replace', path: 'members', value: [{ value: 'u-9' }] }), ['u-9']);
   assert.deepEqual(await patched({ op: 'Remove', path: 'members' }), []);
+});
+
+test('a large group loses and gains members by id in one PATCH, with a display name changed beside them, and a member without an id is refused', async () => {
+  const group: ScimGroupView = {
+    id: 'g-2',
+    displayName: 'All staff',
+    externalId: null,
+    members: Array.from({ length: 5000 }, (_, index) => ({ value: `u-${index}`, display: `user ${index}` })),
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const removals = Array.from({ length: 80 }, (_, index) => ({ op: 'remove', path: `members[value eq "u-${index}"]` }));
+  const patched = await patchGroup(
+    group,
+    {
+      schemas: [PATCH],
+      Operations: [
+        ...removals,
+        // Entra ID's form: no path, a partial resource with members and another attribute.
+        { op: 'Add', value: { members: [{ value: 'u-new' }], displayName: 'Everyone' } },
+        { op: 'Remove', path: 'members', value: [{ value: 'u-4999' }] },
+      ],
+    },
+    'https://x/Groups/g-2',
+  );
+  assert.equal(patched.displayName, 'Everyone');
+  assert.equal(patched.memberIds.length, 5000 - 80 - 1 + 1);
+  assert.deepEqual(patched.memberIds.slice(0, 2), ['u-80', 'u-81']);
+  assert.equal(patched.memberIds.at(-1), 'u-new');
+  assert.ok(!patched.memberIds.includes('u-4999'));
+  await assert.rejects(
+    patchGroup(
+      group,
+      { schemas: [PATCH], Operations: [{ op: 'add', path: 'members', value: [{ display: 'x' }] }] },
+      'x',
+    ),
+    (error: unknown) => error instanceof ScimProblem && error.status === 400 && /each member needs/.test(error.message),
+  );
+});
+
+test('a PATCH of more than 100 operations is refused with tooMany, before any is applied', async () => {
+  const operations = Array.from({ length: 101 }, () => ({ op: 'replace', path: 'displayName', value: 'A' }));
+  await assert.rejects(
+    patchUser(alice, { schemas: [PATCH], Operations: operations }, 'https://x/Users/u-1'),
+    (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'tooMany',
+  );
 });
 
 test('a list query takes one equality filter on a named attribute, and pages from 1 with at most 200', () => {
