@@ -65,7 +65,8 @@ export function scimErrorBody(status: number, scimType: ScimType | null, detail:
 export interface ScimUserInput {
   readonly userName: string;
   readonly externalId: string | null;
-  readonly active: boolean;
+  /** null: the request does not say (no `active`, or null, or removed by a PATCH): nothing changes. */
+  readonly active: boolean | null;
   /** The other attributes of the core User schema the request held (name, emails, …), as scimmy read them. */
   readonly attributes: Readonly<Record<string, unknown>>;
 }
@@ -275,8 +276,9 @@ function userInputOf(resource: SCIMMY.Schemas.User): ScimUserInput {
   return {
     userName,
     externalId: typeof externalId === 'string' ? externalId : null,
-    // A user the request does not say is inactive is active (RFC 7643 leaves it to the provider).
-    active: active !== false,
+    // Only a boolean says something: a missing or null `active` (a PUT without it, a PATCH that
+    // removed it) leaves the user as it is, rather than enabling one an administrator disabled.
+    active: typeof active === 'boolean' ? active : null,
     attributes,
   };
 }

@@ -74,6 +74,7 @@ import { wantedPeersIndexes } from './migrations/0032-wanted-peers.js';
 import { statementGiveUpFunction } from './migrations/0033-statement-give-up.js';
 import { changeMarkerTombstones } from './migrations/0034-change-marker-tombstones.js';
 import { importedRecordsSchema } from './migrations/0035-imported-records.js';
+import { userDisabledBy } from './migrations/0036-user-disabled-by.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -123,6 +124,7 @@ const migrations: Record<string, Migration> = {
   '0033-statement-give-up': statementGiveUpFunction,
   '0034-change-marker-tombstones': changeMarkerTombstones,
   '0035-imported-records': importedRecordsSchema,
+  '0036-user-disabled-by': userDisabledBy,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -10,6 +10,8 @@ export interface UsersTable {
   permission_list: Generated<string>;
   auth_data: string | null;
   is_disabled: Generated<number>;
+  /** Who disabled the user (an admin key's name, `(scim)`, …); null while enabled, and for users disabled before migration 0036. */
+  disabled_by: string | null;
 }
 
 export interface OAuthAuthorizationsTable {

@@ -93,12 +93,29 @@ async function findUserForCreate(trx: Transaction<Database>, userId: UserId): Pr
   return row === undefined ? undefined : { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 };
 }
 
-/** False when there is no such user. */
-export async function setUserDisabled(db: Db, userId: UserId, disabled: boolean): Promise<boolean> {
+/** False when there is no such user. `by`: who disables (kept until the user is enabled again). */
+export async function setUserDisabled(
+  db: Db,
+  userId: UserId,
+  disabled: boolean,
+  by: string | null = null,
+): Promise<boolean> {
   const { numUpdatedRows } = await db
     .updateTable('users')
-    .set({ is_disabled: disabled ? 1 : 0 })
+    .set({ is_disabled: disabled ? 1 : 0, disabled_by: disabled ? by : null })
     .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return numUpdatedRows > 0n;
+}
+
+/** Enables the user only when `by` disabled it (and nobody since); false otherwise, nothing changed. */
+export async function enableUserDisabledBy(db: Db, userId: UserId, by: string): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('users')
+    .set({ is_disabled: 0, disabled_by: null })
+    .where('user_id', '=', userId)
+    .where('is_disabled', '=', 1)
+    .where('disabled_by', '=', by)
     .executeTakeFirst();
   return numUpdatedRows > 0n;
 }

@@ -32,4 +32,5 @@ export const EXPECTED_MIGRATIONS = [
   '0033-statement-give-up',
   '0034-change-marker-tombstones',
   '0035-imported-records',
+  '0036-user-disabled-by',
 ] as const;

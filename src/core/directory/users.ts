@@ -1,6 +1,7 @@
 // SCIM Users as portal users: `userName` is the portal's user id. Creating one makes the user as
 // create would (or links the user already here), `active: false` disables it and `active: true`
-// enables it (disable_user and enable_user, with their receipts), deleting it destroys the user.
+// enables it again if the directory disabled it (disable_user and enable_user, with their
+// receipts), deleting it destroys the user.
 // What else the directory sent (name, emails, …) is kept to be read back, and changes nothing.
 import { randomUUID } from 'node:crypto';
 import { ScimProblem, type ScimUserInput, type ScimUserView } from '../../protocol/scim.js';
@@ -107,10 +108,28 @@ export async function deleteDirectoryUser(ctx: PortalContext, scimId: string): P
   return destroyUser(ctx, current.userId);
 }
 
-/** Disables or enables the user when the directory says otherwise than the portal. */
-async function followActive(ctx: PortalContext, user: ScimUserWithState, active: boolean): Promise<RevocationId[]> {
-  if (!active && !user.isDisabled) return [await disableUser(ctx, user.userId)];
-  if (active && user.isDisabled) await enableUser(ctx, user.userId);
+/** Who the portal records as having disabled a user the directory called inactive. */
+export const DIRECTORY_DISABLER = '(directory)';
+
+/**
+ * Disables or enables the user when the directory says otherwise than the portal. It enables
+ * only a user it disabled itself: one an administrator disabled (during an incident, while the
+ * directory still calls the person active) stays disabled until an administrator enables it.
+ */
+async function followActive(
+  ctx: PortalContext,
+  user: ScimUserWithState,
+  active: boolean | null,
+): Promise<RevocationId[]> {
+  if (active === false && !user.isDisabled) return [await disableUser(ctx, user.userId, { by: DIRECTORY_DISABLER })];
+  if (active === true && user.isDisabled) {
+    const enabled = await enableUser(ctx, user.userId, { onlyIfDisabledBy: DIRECTORY_DISABLER });
+    if (!enabled)
+      ctx.logger.info(
+        { userId: user.userId },
+        'the directory calls the user active, but it was not the directory that disabled it: it stays disabled',
+      );
+  }
   return [];
 }
 

@@ -13,13 +13,17 @@ import { removalsOf } from '../nodes/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 
 /** Answers the id of the revocation receipt that follows the configurations leaving their nodes. */
-export async function disableUser(ctx: PortalContext, userId: UserId): Promise<RevocationId> {
+export async function disableUser(
+  ctx: PortalContext,
+  userId: UserId,
+  options: { readonly by?: string } = {},
+): Promise<RevocationId> {
   const revocationId = newRevocationId(ctx);
   const { peers, certificates } = await ctx.events.change(ctx.db, async (trx, announce) => {
     // The update locks the user's row first: a create for this user waits for it (or this for
     // the create), so the peers read below are all there are, and their new revisions are
     // newer than any instruction sent for them before.
-    await setExistingUserDisabled(ctx, trx, userId, true);
+    await setExistingUserDisabled(ctx, trx, userId, true, options.by);
     const at = ctx.clock.now();
     // Authorizations end, and enrollment tokens for good: a revocation is final, so enable_user
     // does not bring them back.

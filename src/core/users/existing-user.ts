@@ -7,6 +7,7 @@ import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { UserId } from '../../shared/ids.js';
 import { userInSight, userInSightAndWithinReach } from '../access/index.js';
+import { callerName } from '../admin-call.js';
 
 /** The user, or the reference's 400 `user does not exist`. */
 export async function existingUser(ctx: PortalContext, userId: UserId): Promise<UserState> {
@@ -26,8 +27,11 @@ export async function setExistingUserDisabled(
   trx: Transaction<Database>,
   userId: UserId,
   disabled: boolean,
+  /** Who disables, when not the call's caller (the directory, whose key is the caller too). */
+  by?: string,
 ): Promise<void> {
-  const found = await setUserDisabled(trx, userId, disabled);
+  const caller = ctx.call === undefined ? '(portal)' : (callerName(ctx.call.caller) ?? '(unknown)');
+  const found = await setUserDisabled(trx, userId, disabled, disabled ? (by ?? caller) : null);
   if (!found || !(await userInSightAndWithinReach(ctx, trx, userId))) throw noSuchUser();
 }
 
