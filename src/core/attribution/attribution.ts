@@ -3,7 +3,8 @@
 // src/core/nodes/nat-history.ts) to one client address, and the connection log names the session
 // that held it at that moment. A tunnel address or a client's own address is looked up as
 // `connection_log?ip=&at=` does. A node that masquerades then cannot be read backwards: the
-// answer says so (409) instead of guessing. Only the sessions of the key's profiles are found.
+// answer says so (409) instead of guessing, and so does an address two nodes' mappings claimed at
+// once (one of them is wrong, and the portal cannot tell which). Only the sessions of the key's profiles are found.
 import { DeterministicNat, FIRST_NAT_PORT } from '../../net/deterministic-nat.js';
 import { canonicalAddress } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
@@ -78,18 +79,34 @@ async function throughNat(
       `port ${query.port} of ${publicAddress} is outside every client's block at ${query.at} (node ${nodes}; blocks start at port ${FIRST_NAT_PORT})`,
     );
   }
-  for (const translation of translations) {
-    const entries = await sessionsHolding(ctx, {
-      ip: translation.client_ip,
-      at: query.at,
-      nodeNumber: translation.node_number as NodeNumber,
-    });
-    if (entries.length > 0) return { at: query.at, translation, sessions: await withDevices(ctx, entries) };
-  }
-  const [first] = translations as [Translation];
+  // Two nodes' mappings with the address then: one of them is misconfigured or lies about it,
+  // and the portal cannot tell which. Naming either's user would be a confident guess.
+  if (translations.length > 1) throw sharedAddress(publicAddress, query, translations);
+  const [translation] = translations as [Translation];
+  const entries = await sessionsHolding(ctx, {
+    ip: translation.client_ip,
+    at: query.at,
+    nodeNumber: translation.node_number as NodeNumber,
+  });
+  if (entries.length > 0) return { at: query.at, translation, sessions: await withDevices(ctx, entries) };
   throw new PortalError(
     'no-such-session',
-    `no session held ${first.client_ip} on node ${first.node_number} at ${query.at} (the client of port ${query.port} of ${publicAddress})`,
+    `no session held ${translation.client_ip} on node ${translation.node_number} at ${query.at} (the client of port ${query.port} of ${publicAddress})`,
+  );
+}
+
+/** 409 naming every candidate: each node and the client address the port translates to there. */
+function sharedAddress(
+  publicAddress: string,
+  query: AttributionQuery & { readonly port: number },
+  translations: readonly Translation[],
+): PortalError {
+  const candidates = translations.map((t) => `node ${t.node_number}: ${t.client_ip}`).join('; ');
+  return new PortalError(
+    'conflict',
+    `more than one node had a NAT mapping with ${publicAddress} at ${query.at}, so port ${query.port} cannot be ` +
+      `traced to one client (${candidates}): check which node really uses the address, then ask by that ` +
+      'client address (without "port")',
   );
 }
 

@@ -106,7 +106,7 @@ async function recordMapping(portal: TestPortal, appliedAt: string, mapping: Nat
   const recorded = await db
     .transaction()
     .execute((trx) => recordNatMapping(trx, { nodeNumber: NODE, appliedAt, mapping }, appliedAt));
-  assert.equal(recorded, true, `the mapping of ${appliedAt} is recorded`);
+  assert.notEqual(recorded, null, `the mapping of ${appliedAt} is recorded`);
 }
 
 async function startWithHistory(config = twoProfiles): Promise<TestPortal> {
@@ -268,6 +268,46 @@ test('a node that masqueraded then answers 409 naming it, while older moments st
     await whoHad(portal, { ip: '10.44.0.7', at: '2026-03-01T21:00:00Z' }),
     ['bob'],
     'the tunnel address still answers',
+  );
+});
+
+test('when two nodes’ mappings claim the same public address at once, attribution names no one and answers 409 with every candidate', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  // Node 1 says it translates its own clients behind node 0's addresses too (misconfigured, or lying).
+  const claimed: NatSettings = { ...MORNING, ranges: ['10.46.0.0/24'] };
+  await portal.portal.ctx.db.transaction().execute((trx) =>
+    recordNatMapping(
+      trx,
+      {
+        nodeNumber: asNodeNumber(1),
+        appliedAt: '2026-03-01T00:00:00+00:00',
+        mapping: { mode: 'deterministic', settings: claimed },
+      },
+      '2026-03-01T00:00:00+00:00',
+    ),
+  );
+  await openConnection(portal.portal.ctx.db, {
+    userId: asUserId('erin'),
+    profileId: asProfileId('employees'),
+    vpnProto: 'wireguard',
+    connectionId: 'e1',
+    nodeNumber: asNodeNumber(1),
+    ipFour: '10.46.0.7',
+    ipSix: 'fd44::e',
+    originatingIp: '198.51.100.5',
+    connectedAt: new Date('2026-03-01T08:00:00Z'),
+  });
+
+  const { response } = await attribute(portal, { ...portOf(MORNING, '10.44.0.7'), at: '2026-03-01T09:00:00Z' });
+  assert.equal(response.status, 409, `neither alice (node 0) nor erin (node 1) is named: ${response.text}`);
+  const { error } = response.json() as { error: string };
+  assert.match(error, /more than one node had a NAT mapping with 192\.0\.2\.1[01] at/);
+  assert.match(error, /node 0: 10\.44\.0\.7; node 1: 10\.46\.0\.7/, 'every candidate, for the desk to check');
+  assert.deepEqual(
+    await whoHad(portal, { ip: '10.44.0.7', at: '2026-03-01T09:00:00Z' }),
+    ['alice'],
+    'each candidate’s client address still answers',
   );
 });
 
