@@ -88,8 +88,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
     const accounting = startRadiusAccounting(ctx, metrics, teardown);
     // What the nodes report about their NAT goes into the mapping history, which attribution reads.
-    ctx.nodes.onNatReport(async (nodeNumber, nat) => {
-      await recordNodeNat(ctx, nodeNumber, nat);
+    ctx.nodes.onNatReport(async (nodeNumber, nat, firstContact) => {
+      await recordNodeNat(ctx, nodeNumber, nat, firstContact);
     });
     const certificateCheck = CertificateCheck.fromConfig(ctx);
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);

@@ -47,9 +47,12 @@ export class NodeFleet {
   private readonly requests = new Map<NodeNumber, Map<string, number>>();
   private reconcileListener: (nodeNumber: NodeNumber, reason: ReconcileReason) => void = () => {};
   private stateListener: (change: NodeStateChange) => void = () => {};
-  private natListener: (nodeNumber: NodeNumber, nat: NatMode | null) => Promise<void> = async () => {};
+  private natListener: (nodeNumber: NodeNumber, nat: NatMode | null, firstContact: Date) => Promise<void> =
+    async () => {};
   /** The NAT each node last reported, as handed to the NAT listener (JSON text): told again only when it changes. */
   private readonly natSeen = new Map<NodeNumber, string>();
+  /** When this portal first heard a node's `/i/node` answer: no NAT it reports can be vouched for before. */
+  private readonly firstContact = new Map<NodeNumber, Date>();
   private watchTimer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -91,18 +94,19 @@ export class NodeFleet {
   /**
    * Called when a node reports a NAT other than the one it reported before (and at its first
    * answer): the portal records the node's mapping history. A listener that fails is called
-   * again at the node's next answer.
+   * again at the node's next answer. `firstContact`: when this portal first heard the node answer.
    */
-  onNatReport(listener: (nodeNumber: NodeNumber, nat: NatMode | null) => Promise<void>): void {
+  onNatReport(listener: (nodeNumber: NodeNumber, nat: NatMode | null, firstContact: Date) => Promise<void>): void {
     this.natListener = listener;
   }
 
   /** What a node answered to `/i/node` about its NAT (the watch and the reconcile pass both read it). */
   async noticeNat(nodeNumber: NodeNumber, nat: NatMode | null): Promise<void> {
     const text = JSON.stringify(nat);
+    if (!this.firstContact.has(nodeNumber)) this.firstContact.set(nodeNumber, this.clock.now());
     if (this.natSeen.get(nodeNumber) === text) return;
     try {
-      await this.natListener(nodeNumber, nat);
+      await this.natListener(nodeNumber, nat, this.firstContact.get(nodeNumber) ?? this.clock.now());
       this.natSeen.set(nodeNumber, text);
     } catch (error) {
       this.logger.warn({ nodeNumber, err: error }, `the NAT node ${nodeNumber} reports could not be recorded`);

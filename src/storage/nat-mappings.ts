@@ -4,6 +4,7 @@
 import type { ExpressionBuilder } from 'kysely';
 import type { NatSettings } from '../net/deterministic-nat.js';
 import type { NodeNumber } from '../shared/ids.js';
+import { formatAtom } from '../shared/time.js';
 import type { Db } from './database.js';
 import { lockForTransaction } from './exclusive.js';
 import type { Database } from './schema.js';
@@ -27,23 +28,37 @@ export function sameNatMapping(a: NatMapping, b: NatMapping): boolean {
 }
 
 /**
- * Records `entry` unless the node's last recorded mapping is the same; true when it was added.
- * Run in a transaction: on PostgreSQL it first takes the node's transaction lock, so two portal
- * instances that read the same change record it once (the key (node, applied_at) settles it too
- * when both read the node's own date); SQLite's write transactions run one at a time anyway.
+ * Records `entry` unless the node's last recorded mapping is the same; the entry as recorded
+ * (its moment clamped, below) when it was added, else null. Run in a transaction: on PostgreSQL
+ * it first takes the node's transaction lock, so two portal instances that read the same change
+ * record it once (the key (node, applied_at) settles it too when both read the same date);
+ * SQLite's write transactions run one at a time anyway.
+ *
+ * The node's clock says when it applied the mapping, within limits the portal sets: not after
+ * `recordedAt` (a date in the future would refuse every real change until then), and not before
+ * the node's last recorded change (that change stays the earlier one: the moment becomes the
+ * second after it) nor, for a first mapping, before `notBefore` (when the portal first heard from
+ * the node: a backdated report would rewrite the past).
  */
-export async function recordNatMapping(db: Db, entry: RecordedNatMapping, recordedAt: string): Promise<boolean> {
+export async function recordNatMapping(
+  db: Db,
+  entry: RecordedNatMapping,
+  recordedAt: string,
+  notBefore?: string,
+): Promise<RecordedNatMapping | null> {
   await lockForTransaction(db, `nat-mapping:${entry.nodeNumber}`);
   const last = await lastNatMapping(db, entry.nodeNumber);
-  if (last === undefined ? entry.mapping.mode === 'none' : sameNatMapping(last.mapping, entry.mapping)) return false;
-  // A node's clock gone back before its last change would rewrite history: that change stays the later one.
-  if (last !== undefined && entry.appliedAt <= last.appliedAt) return false;
+  if (last === undefined ? entry.mapping.mode === 'none' : sameNatMapping(last.mapping, entry.mapping)) return null;
+  const lowest = last === undefined ? notBefore : formatAtom(new Date(Date.parse(last.appliedAt) + 1000));
+  const latest = entry.appliedAt > recordedAt ? recordedAt : entry.appliedAt;
+  const appliedAt = lowest !== undefined && latest < lowest ? lowest : latest;
+  const recorded = { ...entry, appliedAt };
   const settings = entry.mapping.mode === 'deterministic' ? entry.mapping.settings : null;
   const result = await db
     .insertInto('nat_mappings')
     .values({
       node_number: entry.nodeNumber,
-      applied_at: entry.appliedAt,
+      applied_at: appliedAt,
       mode: entry.mapping.mode,
       ranges: settings === null ? null : JSON.stringify(settings.ranges),
       public_addresses: settings === null ? null : JSON.stringify(settings.publicAddresses),
@@ -52,7 +67,7 @@ export async function recordNatMapping(db: Db, entry: RecordedNatMapping, record
     })
     .onConflict((conflict) => conflict.columns(['node_number', 'applied_at']).doNothing())
     .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 ? recorded : null;
 }
 
 /** The node's last recorded mapping, if any. */

@@ -11,7 +11,7 @@ import { recordNodeNat } from '../../../src/core/nodes/index.js';
 import type { NatMode } from '../../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { natMappingHistory, pruneNatMappings } from '../../../src/storage/nat-mappings.js';
-import { employeesProfile } from '../../support/admin-keys.js';
+import { employeesProfile, ManualClock, twoProfiles } from '../../support/admin-keys.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
@@ -88,9 +88,11 @@ test('two portal instances reading a node’s /i/node record each change of its 
     ProfileList: [{ ...employeesProfile, nodeUrl: node.url }],
     webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
   };
-  const first = await startTestPortal({ config });
+  // The portal first hears the node at 07:00; the changes it reports come after, by 13:00.
+  const clock = new ManualClock('2026-03-01T07:00:00Z');
+  const first = await startTestPortal({ config, clock });
   t.after(() => first.close());
-  const second = await startTestPortal({ config, database: first.database });
+  const second = await startTestPortal({ config, database: first.database, clock });
   t.after(() => second.close());
   const subscribed = await first.post('/create_webhook', { url: receiver.url, event_types: 'node.nat_changed' });
   assert.equal(subscribed.status, 200, subscribed.text);
@@ -101,6 +103,7 @@ test('two portal instances reading a node’s /i/node record each change of its 
 
   await bothRead();
   assert.deepEqual(await history(first), [], 'a node that never reported NAT has no history');
+  clock.advance(6 * 3600_000);
 
   node.nat = { mode: 'masquerade', applied_at: '2026-03-01T08:00:00.250Z' };
   await bothRead();
@@ -158,8 +161,93 @@ test('a deterministic NAT whose settings do not compute is not recorded, and a n
     '16 million clients on one address',
   );
   assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T10:00:00Z', 250)), true);
-  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T09:00:00Z', 200)), false);
-  assert.deepEqual(await history(portal), [['2026-03-01T10:00:00+00:00', 'deterministic', 250]]);
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T09:00:00Z', 200)), true);
+  assert.deepEqual(
+    await history(portal),
+    [
+      ['2026-03-01T10:00:00+00:00', 'deterministic', 250],
+      ['2026-03-01T10:00:01+00:00', 'deterministic', 200],
+    ],
+    'the change is recorded, from the second after the last one: the mapping of 10:00 stays in force from then',
+  );
+});
+
+test('a node reporting a deterministic NAT for ranges that are not its configured client ranges is not recorded', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  // Node 0's client ranges are 10.44.0.0/24 (employees) and 10.45.0.0/24 (guests).
+  assert.equal(
+    await recordNodeNat(ctx, NODE, { ...deterministic('2026-03-01T10:00:00Z', 250), ranges: ['10.46.0.0/24'] }),
+    false,
+    'another node’s range',
+  );
+  assert.equal(
+    await recordNodeNat(ctx, NODE, { ...deterministic('2026-03-01T10:00:00Z', 100), ranges: ['10.44.0.0/23'] }),
+    false,
+    'a range wider than any of its own',
+  );
+  assert.equal(
+    await recordNodeNat(ctx, asNodeNumber(1), deterministic('2026-03-01T10:00:00Z', 250)),
+    false,
+    'a node the configuration gives no clients',
+  );
+  assert.deepEqual(await history(portal), []);
+  assert.equal(
+    await recordNodeNat(ctx, NODE, {
+      ...deterministic('2026-03-01T10:00:00Z', 100),
+      ranges: ['10.44.0.0/24', '10.45.0.0/25'],
+    }),
+    true,
+    'its own ranges, or parts of them (as OpenVPN processes split theirs), are recorded',
+  );
+});
+
+test('a node’s date of a change is kept between its last recorded change (or the portal’s first contact) and the portal’s now', async (t) => {
+  const clock = new ManualClock('2026-03-01T12:00:00Z');
+  const portal = await startTestPortal({ clock });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const firstContact = new Date('2026-03-01T11:00:00Z');
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2000-01-01T00:00:00Z', 250), firstContact), true);
+  assert.deepEqual(
+    await history(portal),
+    [['2026-03-01T11:00:00+00:00', 'deterministic', 250]],
+    'a first report dated before the portal ever heard the node does not rewrite the past',
+  );
+
+  clock.advance(3600_000);
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2099-01-01T00:00:00Z', 200), firstContact), true);
+  assert.deepEqual(
+    (await history(portal)).at(-1),
+    ['2026-03-01T13:00:00+00:00', 'deterministic', 200],
+    'a future date is now',
+  );
+
+  clock.advance(60_000);
+  assert.equal(
+    await recordNodeNat(ctx, NODE, { mode: 'masquerade', applied_at: '2026-03-01T13:01:00Z' }, firstContact),
+    true,
+    'the next real change is not refused until 2099',
+  );
+  assert.equal(
+    await recordNodeNat(ctx, NODE, { mode: 'masquerade', applied_at: '2026-03-01T13:01:00Z' }, firstContact),
+    false,
+  );
+  assert.equal(
+    await recordNodeNat(ctx, NODE, deterministic('2026-03-01T12:30:00Z', 250), firstContact),
+    true,
+    'a date before the last change',
+  );
+  clock.advance(60_000);
+  assert.equal(await recordNodeNat(ctx, NODE, null, firstContact), true);
+  assert.deepEqual(await history(portal), [
+    ['2026-03-01T11:00:00+00:00', 'deterministic', 250],
+    ['2026-03-01T13:00:00+00:00', 'deterministic', 200],
+    ['2026-03-01T13:01:00+00:00', 'masquerade', null],
+    ['2026-03-01T13:01:01+00:00', 'deterministic', 250],
+    ['2026-03-01T13:02:00+00:00', 'none', null],
+  ]);
 });
 
 test('the retention of the history keeps the mapping in force at its limit, and everything while a legal hold is in force', async (t) => {
