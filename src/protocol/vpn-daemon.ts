@@ -65,21 +65,30 @@ export const nodeInfoSchema = z.object({
 });
 export type NodeInfo = z.infer<typeof nodeInfoSchema>;
 
+/** The longest `endpoint` a node may report for a peer. */
+export const MAX_ENDPOINT_LENGTH = 64;
+
 /** A peer in `peer_list` and in the `remove_peer` answer. */
 export const daemonPeerSchema = z.object({
   public_key: z.string(),
   ip_net: z.array(z.string()),
   /** Omitted when the peer never completed a handshake (ours, vpn-daemon ≥ 3.5.5); older daemons send null. */
   last_handshake_time: z.string().nullable().optional(),
-  bytes_in: z.number(),
-  bytes_out: z.number(),
-  /** Ours: where the peer's packets come from (`IP:port`; for WireGuard over TCP the client as the relay saw it); null before any. */
-  endpoint: z.string().nullable().optional(),
+  /** Counters go into the connection log: whole, non-negative, and exact in a double. */
+  bytes_in: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  bytes_out: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  /**
+   * Ours: where the peer's packets come from (`IP:port`; for WireGuard over TCP the client as the
+   * relay saw it); null before any. `[IPv6]:port` takes at most 47 characters.
+   */
+  endpoint: z.string().max(MAX_ENDPOINT_LENGTH).nullable().optional(),
 });
 export type PeerListEntry = z.infer<typeof daemonPeerSchema>;
 
 /** `GET /w/peer_list?show_all=yes|no`. */
 export const peerListSchema = z.object({ peer_list: z.array(daemonPeerSchema) });
+/** `peer_list` with its entries not yet checked: a client checks them one at a time (daemonPeerSchema). */
+export const peerListOutlineSchema = z.object({ peer_list: z.array(z.unknown()) });
 
 /** A client in `GET /o/connection_list`; `ip_six` is null (or empty, from eduVPN's daemon) without an IPv6 pool. */
 export const openVpnConnectionSchema = z.object({
