@@ -3,7 +3,9 @@
 // disconnect. It speaks to our own node agent and to
 // an existing eduVPN vpn-daemon alike. Requests carry `Authorization: Bearer <node key>`
 // when the portal has a key file for that node. Timeouts are short: a node that does not
-// answer must never hold up an Admin API call for long.
+// answer must never hold up an Admin API call for long, and neither must one that answers
+// slowly without end: every call has a deadline for the whole of it, and a cap on its answer
+// sized for what that call may legitimately carry.
 //
 // Every create pushes one `add_peer`, so the push is on the hot path: one undici connection
 // pool per node keeps connections open between calls (no TCP handshake, no `fetch` machinery
@@ -17,7 +19,7 @@ import {
   formatAddPeersEntry,
   nodeInfoSchema,
   type NatMode,
-  peerListSchema,
+  peerListOutlineSchema,
   VPN_DAEMON_PATHS,
 } from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
@@ -132,20 +134,63 @@ export interface HttpNodeDaemonOptions {
   readonly url: string;
   /** Reads the node secret; null sends no Authorization header (e.g. a vpn-daemon behind mutual TLS). */
   readonly secret: () => string | null;
-  /** For connecting, for the answer's headers, and between chunks of its body, each. */
+  /**
+   * For connecting, for the answer's headers, and between chunks of its body, each; a whole call
+   * gets a small multiple of it (callDeadlineMs).
+   */
   readonly timeoutMs: number;
   /** Connections the pool may open to the node (default MAX_CONNECTIONS_PER_NODE). */
   readonly connections?: number;
-  /** An answer longer than this is cut off there and fails the call (default MAX_ANSWER_BYTES). */
+  /** An answer longer than this is cut off there and fails the call (default: the call's own cap, answerCapBytes). */
   readonly maxAnswerBytes?: number;
 }
 
 /**
- * The largest answer read from a node: a peer list of 100,000 peers is about 20 MiB; a node that
- * answers more (broken, or not a node) costs the portal this much at most, not the whole answer
- * (the portal's heap is capped at 192 MB).
+ * The answer caps. The portal's heap is capped at 192 MB, and an answer costs about its size as
+ * bytes, again as a string, and more as parsed objects: a node that answers more than its call
+ * may carry (broken, or not a node) costs the portal the cap at most, and only that call fails.
  */
-const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+/** add_peer, add_peers, remove_peer, disconnect_client: nothing, an error text, or one peer. */
+export const SMALL_ANSWER_BYTES = 64 * 1024;
+/**
+ * `/i/node`: a few numbers, and with deterministic NAT its settings, which may list 65,536
+ * public addresses (18 bytes each, quoted) and 10,000 ranges (at most 46 bytes each): 1.6 MB.
+ */
+export const NODE_INFO_ANSWER_BYTES = 2 * 1024 * 1024;
+/** The most peers one WireGuard interface holds with wireguard-go; a kernel node may hold more. */
+const LISTED_ENTRIES = 65_536;
+/**
+ * A generous size of one listed peer or OpenVPN client: our agent's longest peer entry (key,
+ * an IPv4 and an IPv6 network, handshake time, two 16-digit counters, a 64-character endpoint)
+ * is under 400 bytes, a typical one about 200.
+ */
+const LISTED_ENTRY_BYTES = 512;
+/** peer_list and connection_list: 32 MiB, a full wireguard-go interface at the longest entries, about 160,000 typical ones. */
+export const LIST_ANSWER_BYTES = LISTED_ENTRIES * LISTED_ENTRY_BYTES;
+/** The slowest link a listing is allowed for: its deadline grows by one second per MiB of its cap. */
+const SLOWEST_LISTING_BYTES_PER_SECOND = 1024 * 1024;
+
+/** What one call to a node may read, and how long it may take in all. */
+type CallKind = 'small' | 'nodeInfo' | 'listing';
+
+/** The answer cap of a call of this kind. */
+export function answerCapBytes(kind: CallKind): number {
+  if (kind === 'listing') return LIST_ANSWER_BYTES;
+  return kind === 'nodeInfo' ? NODE_INFO_ANSWER_BYTES : SMALL_ANSWER_BYTES;
+}
+
+/**
+ * The deadline of a whole call (connecting, sending, the headers and the whole body): twice the
+ * node timeout, as connecting and the headers may each take one; a listing also gets the time
+ * its cap takes at the slowest link allowed (38 s at a 3 s timeout). A node that trickles its
+ * answer (each chunk within the timeout, never the end) so fails at the deadline like a node
+ * that does not answer.
+ */
+export function callDeadlineMs(kind: CallKind, timeoutMs: number): number {
+  const base = 2 * timeoutMs;
+  if (kind !== 'listing') return base;
+  return base + Math.ceil((LIST_ANSWER_BYTES / SLOWEST_LISTING_BYTES_PER_SECOND) * 1000);
+}
 
 /** A response whose body has been read. */
 interface DaemonResponse {
@@ -184,7 +229,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     // Older vpn-daemons send fewer fields; only what is there counts.
     const info = this.parse(
       nodeInfoSchema.partial(),
-      await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo),
+      await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo, 'nodeInfo'),
       VPN_DAEMON_PATHS.nodeInfo,
     );
     return {
@@ -199,12 +244,15 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async peerList(showAll: boolean): Promise<DaemonPeer[]> {
     const path = `${VPN_DAEMON_PATHS.peerList}?show_all=${showAll ? 'yes' : 'no'}`;
-    const { peer_list: peers } = this.parse(
-      peerListSchema,
-      await this.requestJson('GET', path),
+    const { peer_list: entries } = this.parse(
+      peerListOutlineSchema,
+      await this.requestJson('GET', path, 'listing'),
       VPN_DAEMON_PATHS.peerList,
     );
-    return peers.map((peer) => {
+    // Each entry is checked and converted on its own, so that a long list is not held as a
+    // checked copy as well as parsed and converted (the heap is small; see LIST_ANSWER_BYTES).
+    return entries.map((entry, index) => {
+      const peer = this.parse(daemonPeerSchema, entry, VPN_DAEMON_PATHS.peerList, `peer_list.${index}.`);
       const handshake = peer.last_handshake_time == null ? null : new Date(peer.last_handshake_time);
       return {
         publicKey: peer.public_key as WireGuardKey,
@@ -223,13 +271,13 @@ export class HttpNodeDaemon implements NodeDaemon {
     for (const net of ipNet) form.append('ip_net', net);
     // An extra field: eduVPN's vpn-daemon ignores it, our agent orders instructions by it.
     form.append('revision', String(revision));
-    await this.request('POST', VPN_DAEMON_PATHS.addPeer, form);
+    await this.request('POST', VPN_DAEMON_PATHS.addPeer, 'small', form);
   }
 
   async addPeers(peers: readonly PeerToAdd[]): Promise<void> {
     const form = new URLSearchParams();
     for (const peer of peers) form.append('peer', formatAddPeersEntry(peer));
-    await this.request('POST', VPN_DAEMON_PATHS.addPeers, form);
+    await this.request('POST', VPN_DAEMON_PATHS.addPeers, 'small', form);
   }
 
   async removePeer(publicKey: WireGuardKey, revision: number): Promise<RemovedPeer | null> {
@@ -237,6 +285,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     const response = await this.request(
       'POST',
       path,
+      'small',
       new URLSearchParams({ public_key: publicKey, revision: String(revision) }),
     );
     // 204: the peer was not there; 200: the peer as it was, with its byte counters.
@@ -253,7 +302,11 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async openVpnConnectionList(): Promise<DaemonOpenVpnClient[]> {
     const path = VPN_DAEMON_PATHS.connectionList;
-    const { connection_list: clients } = this.parse(connectionListSchema, await this.requestJson('GET', path), path);
+    const { connection_list: clients } = this.parse(
+      connectionListSchema,
+      await this.requestJson('GET', path, 'listing'),
+      path,
+    );
     return clients.map((client) => ({
       commonName: client.common_name,
       ipFour: client.ip_four,
@@ -262,22 +315,27 @@ export class HttpNodeDaemon implements NodeDaemon {
   }
 
   async disconnectClient(commonName: string): Promise<void> {
-    await this.request('POST', VPN_DAEMON_PATHS.disconnectClient, new URLSearchParams({ common_name: commonName }));
+    await this.request(
+      'POST',
+      VPN_DAEMON_PATHS.disconnectClient,
+      'small',
+      new URLSearchParams({ common_name: commonName }),
+    );
   }
 
   /** Fields it does not know are ignored (eduVPN's daemon may add some); missing or mistyped ones are an error. */
-  private parse<T>(schema: z.ZodType<T>, body: unknown, path: string): T {
+  private parse<T>(schema: z.ZodType<T>, body: unknown, path: string, where = ''): T {
     const parsed = schema.safeParse(body);
     if (parsed.success) return parsed.data;
     const [issue] = parsed.error.issues;
     throw new NodeDaemonError(
-      `${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`})`,
+      `${this.url}${path}: unexpected answer (${issue === undefined ? 'invalid' : `${where}${issue.path.join('.')}: ${issue.message}`})`,
       true,
     );
   }
 
-  private async requestJson(method: 'GET' | 'POST', path: string): Promise<unknown> {
-    const response = await this.request(method, path);
+  private async requestJson(method: 'GET' | 'POST', path: string, kind: CallKind): Promise<unknown> {
+    const response = await this.request(method, path, kind);
     try {
       return JSON.parse(response.text);
     } catch {
@@ -285,28 +343,44 @@ export class HttpNodeDaemon implements NodeDaemon {
     }
   }
 
-  private async request(method: 'GET' | 'POST', path: string, form?: URLSearchParams): Promise<DaemonResponse> {
+  private async request(
+    method: 'GET' | 'POST',
+    path: string,
+    kind: CallKind,
+    form?: URLSearchParams,
+  ): Promise<DaemonResponse> {
     const headers: Record<string, string> = {};
     const secret = this.options.secret();
     if (secret !== null) headers['authorization'] = `Bearer ${secret}`;
     if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
     let status: number;
     let text: string;
+    const deadlineMs = callDeadlineMs(kind, this.options.timeoutMs);
+    // Aborts the request, or the reading of its body, wherever it is when the deadline passes.
+    const deadline = AbortSignal.timeout(deadlineMs);
     try {
       const response: Dispatcher.ResponseData = await this.#pool.request({
         method,
         path: `${this.#basePath}${path}`,
         headers,
+        signal: deadline,
         ...(form === undefined ? {} : { body: form.toString() }),
       });
       status = response.statusCode;
-      const limit = this.options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+      const limit = this.options.maxAnswerBytes ?? answerCapBytes(kind);
       text = (await readBodyWithin(response.body, limit, `node ${this.nodeNumber} (${this.url}${path})`)).toString(
         'utf8',
       );
     } catch (error) {
       // The node did answer, far too much.
       if (error instanceof AnswerTooLargeError) throw new NodeDaemonError(error.message, true);
+      // Not answered in full in time: the node counts as not answering, as after a timeout.
+      if (deadline.aborted) {
+        throw new NodeDaemonError(
+          `node ${this.nodeNumber} (${this.url}) unreachable: no complete answer to ${path} within ${deadlineMs} ms`,
+          false,
+        );
+      }
       throw new NodeDaemonError(
         `node ${this.nodeNumber} (${this.url}) unreachable: ${(error as Error).message}`,
         false,

@@ -257,3 +257,90 @@ test('an answer larger than the cap fails the call naming the limit, after readi
   const sent = await node.closed();
   assert.ok(sent < 20 * 1024 * 1024, `the node wrote ${sent} bytes before the portal hung up`);
 });
+
+test('a node that answers 200 and then trickles its answer a byte at a time, without end, fails the call at its deadline as a node that does not answer', {
+  timeout: 15_000,
+}, async (t) => {
+  const standIn = await startStandIn(t, (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    // A byte every 200 ms: each one well within the 500 ms between chunks, the end never.
+    const trickle = setInterval(() => response.write(' '), 200);
+    response.on('close', () => clearInterval(trickle));
+  });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(6),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 500,
+  });
+  t.after(() => daemon.close());
+  // A call's deadline: twice the node timeout.
+  const deadlineMs = 1_000;
+  const started = Date.now();
+  await assert.rejects(daemon.addPeer(generateWireGuardKeyPair().publicKey, ['10.0.0.2/32'], 1), (error: unknown) => {
+    assert.ok(error instanceof NodeDaemonError);
+    assert.equal(error.answered, false);
+    assert.match(
+      error.message,
+      /^node 6 \(http:\/\/127\.0\.0\.1:\d+\) unreachable: no complete answer to \/w\/add_peer within 1000 ms$/,
+    );
+    return true;
+  });
+  const waited = Date.now() - started;
+  assert.ok(waited >= deadlineMs - 100 && waited < deadlineMs + 2_000, `gave up after ${waited} ms`);
+});
+
+test('an /i/node answer far over its cap fails the call saying so, after reading about the cap, and the process carries on', async (t) => {
+  const node = await startEndlessBody(200 * 1024 * 1024);
+  t.after(() => node.close());
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(7),
+    url: node.url,
+    secret: () => null,
+    timeoutMs: 10_000,
+  });
+  t.after(() => daemon.close());
+  await assert.rejects(daemon.nodeInfo(), (error: unknown) => {
+    assert.ok(error instanceof NodeDaemonError);
+    assert.equal(error.answered, true);
+    assert.match(
+      error.message,
+      /^node 7 \(http:\/\/127\.0\.0\.1:\d+\/i\/node\) answered more than 2097152 bytes \(2 MiB, the limit\); reading stopped$/,
+    );
+    return true;
+  });
+  const sent = await node.closed();
+  assert.ok(sent < 8 * 1024 * 1024, `the node wrote ${sent} bytes before the portal hung up`);
+});
+
+test('a peer list with a negative or fractional counter, or an endpoint longer than an address and port, is an answer the protocol does not allow', async (t) => {
+  const key = generateWireGuardKeyPair().publicKey;
+  const valid = { public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0, endpoint: '[fd00::2]:51820' };
+  const cases: Record<string, unknown>[] = [
+    { ...valid, bytes_in: -1 },
+    { ...valid, bytes_out: 1.5 },
+    { ...valid, bytes_in: 2 ** 60 },
+    { ...valid, endpoint: 'x'.repeat(65) },
+  ];
+  let listed: Record<string, unknown> = valid;
+  const standIn = await startStandIn(t, (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ peer_list: [valid, listed] }));
+  });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(8),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
+  t.after(() => daemon.close());
+  assert.equal((await daemon.peerList(true)).length, 2);
+  for (const entry of cases) {
+    listed = entry;
+    await assert.rejects(daemon.peerList(true), (error: unknown) => {
+      assert.ok(error instanceof NodeDaemonError);
+      assert.equal(error.answered, true);
+      assert.match(error.message, /\/w\/peer_list: unexpected answer \(peer_list\.1\.(bytes_in|bytes_out|endpoint): /);
+      return true;
+    });
+  }
+});
