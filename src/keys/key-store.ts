@@ -34,7 +34,7 @@ export function keyFileState(file: string, content: string): KeyFileState {
   return constantTimeEquals(existing.trim(), content.trim()) ? 'same' : 'differs';
 }
 
-/** Key files are re-read at most this often, so a new or replaced key takes effect within a second. */
+/** Key files are re-read at most this often, so a replaced key takes effect within a second (a new one at once). */
 const REREAD_AFTER_MS = 1_000;
 
 export class KeyStore {
@@ -169,6 +169,11 @@ export class KeyStore {
     return publicKey;
   }
 
+  /** Key files whose content is held for re-reading: only files that exist, so at most the key files on disk. */
+  get cachedFileCount(): number {
+    return this.fileCache.size;
+  }
+
   /** Whether `presented` is the secret in `file`, compared in constant time; false without one. */
   private secretMatches(file: string, presented: string): boolean {
     const secret = this.read(file);
@@ -187,7 +192,11 @@ export class KeyStore {
     return text !== null && /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : null;
   }
 
-  /** File content with surrounding whitespace (such as a trailing newline) removed; null when absent or empty. */
+  /**
+   * File content with surrounding whitespace (such as a trailing newline) removed; null when absent or empty.
+   * An absent or empty file is not cached: callers may name any file (a node number from a
+   * request), and remembering each would grow the cache without limit.
+   */
   private read(file: string): string | null {
     const now = Date.now();
     const cached = this.fileCache.get(file);
@@ -198,7 +207,10 @@ export class KeyStore {
     } catch {
       content = null;
     }
-    this.fileCache.set(file, { content, readAt: now });
+    if (content === null) {
+      this.fileCache.delete(file);
+      this.matchers.delete(file);
+    } else this.fileCache.set(file, { content, readAt: now });
     return content;
   }
 

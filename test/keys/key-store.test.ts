@@ -73,3 +73,18 @@ test('a key file is compared with content as missing, the same (whitespace aside
   assert.equal(keyFileState(file, 'abc'), 'same');
   assert.equal(keyFileState(file, 'abd'), 'differs');
 });
+
+test('asking for the secrets of many nodes without key files keeps nothing for them', () => {
+  const store = freshStore();
+  store.createNodeKey(asNodeNumber(0));
+  assert.equal(store.nodeKeyMatches(asNodeNumber(0), 'guess'), false);
+  const before = store.cachedFileCount;
+  for (let nodeNumber = 1; nodeNumber <= 1_000; nodeNumber++) {
+    assert.equal(store.nodeKeyMatches(asNodeNumber(nodeNumber), 'guess'), false);
+  }
+  assert.equal(store.cachedFileCount, before, 'a missing key file leaves no cache entry');
+  // A key file made later holds at once: a missing one was not remembered as missing.
+  const created = store.createNodeKey(asNodeNumber(7));
+  const secret = readFileSync(created.path, 'utf8');
+  assert.equal(store.nodeKeyMatches(asNodeNumber(7), secret), true);
+});
