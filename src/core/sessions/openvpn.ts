@@ -108,9 +108,20 @@ export interface OpenVpnDisconnect {
   readonly ipFour?: string;
 }
 
-/** Announces the end of a session; the configuration itself may be gone already. */
+/**
+ * Announces the end of an open session of this node; the configuration itself may be gone
+ * already. Without one (never connected here, already ended as lost, another node's
+ * certificate) nothing is announced: no webhook, connect script, syslog line or RADIUS stop.
+ */
 export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
   const session = await openSessionOf(ctx.db, disconnect.commonName, disconnect.nodeNumber, disconnect.ipFour);
+  if (session === undefined) {
+    ctx.logger.info(
+      { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
+      'OpenVPN disconnect of no open session on this node: nothing to end',
+    );
+    return;
+  }
   const ended: PortalEvent = {
     type: 'session.ended',
     at: ctx.clock.now(),
@@ -120,16 +131,13 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
     bytesIn: disconnect.bytesIn,
     bytesOut: disconnect.bytesOut,
     cause: 'disconnected',
-    session:
-      session === undefined
-        ? null
-        : {
-            userId: session.userId,
-            profileId: session.profileId,
-            ipFour: session.ipFour,
-            ipSix: session.ipSix,
-            originatingIp: session.originatingIp,
-          },
+    session: {
+      userId: session.userId,
+      profileId: session.profileId,
+      ipFour: session.ipFour,
+      ipSix: session.ipSix,
+      originatingIp: session.originatingIp,
+    },
   };
   await ctx.events.record(ctx.db, ended);
   ctx.events.publish(ended);

@@ -1,10 +1,18 @@
 // OpenVPN sessions whose end the node never reported: a reconcile pass ends them by the
-// node's own client list, so nobody stays online (and attributed an address) for ever.
+// node's own client list, so nobody stays online (and attributed an address) for ever. And a
+// disconnect of no open session ends nothing and announces nothing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { PortalEvent } from '../../../src/core/events.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
-import { reportOpenVpnConnect, reportOpenVpnDisconnect } from '../../support/openvpn-sessions.js';
+import {
+  openVpnConfiguration,
+  openVpnEmployees,
+  reportOpenVpnConnect,
+  reportOpenVpnDisconnect,
+} from '../../support/openvpn-sessions.js';
 import { startPortalWithNode } from '../../support/portal-with-node.js';
+import { startTestPortal } from '../../support/test-portal.js';
 
 test('a reconcile pass ends the OpenVPN sessions the node no longer lists, once they are a minute old, and only those', async (t) => {
   let now = new Date();
@@ -57,4 +65,39 @@ test('a reconcile pass ends the OpenVPN sessions the node no longer lists, once 
     ['10.61.0.2', true],
     ['10.61.0.3', false],
   ]);
+});
+
+test('a disconnect of no open session on this node answers OK and announces no session end', async (t) => {
+  const portal = await startTestPortal({ config: openVpnEmployees });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const ended: PortalEvent[] = [];
+  ctx.events.inTransaction(async (event) => {
+    if (event.type === 'session.ended') ended.push(event);
+  });
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.ended') ended.push(event);
+  });
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  const commonName = await openVpnConfiguration(portal, 'ines');
+
+  // Never connected: the node's report is answered, and nothing ends.
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
+  await settle();
+  assert.deepEqual(ended, [], 'no session.ended for a configuration that never connected');
+
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
+  await settle();
+  assert.equal(ended.length, 2, 'the real session ends once: recorded and published');
+
+  // The same report again: the session is closed already.
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
+  await settle();
+  assert.equal(ended.length, 2, 'a repeated disconnect announces nothing');
+  assert.deepEqual(
+    (await connectionHistory(ctx.db, commonName)).map((entry) => [entry.ipFour, entry.bytesIn]),
+    [['10.60.0.2', 10]],
+    'one session, closed by the first disconnect',
+  );
 });
