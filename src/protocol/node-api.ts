@@ -2,7 +2,7 @@
 // asks whether an OpenVPN client may connect, and reports that one disconnected. Described
 // once for both ends: paths, the form bodies the agent sends, and what the portal answers.
 // Every call carries `X-Node-Number` and the node secret as a Bearer token.
-import { isIP } from 'node:net';
+import { isIP, isIPv4, isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { parseCidr } from '../net/cidr.js';
 import { isWireGuardKey } from '../wireguard/keys.js';
@@ -21,7 +21,14 @@ const ipAddress = z.string().refine((value) => isIP(value) !== 0, 'must be an IP
 const yesNo = z.enum(['yes', 'no']);
 /** A certificate Common Name made by the portal: Base64 of 32 bytes. */
 const commonName = z.string().refine(isWireGuardKey, 'must be Base64 of 32 bytes');
-const byteCount = z.string().regex(/^\d{1,19}$/, 'must be a byte count');
+/** A client's tunnel addresses: plain addresses of their family, without a zone. */
+const ipFourAddress = z.string().refine(isIPv4, 'must be an IPv4 address');
+const ipSixAddress = z.string().refine((value) => isIPv6(value) && !value.includes('%'), 'must be an IPv6 address');
+/** A non-negative safe integer in decimal: what both databases store exactly. */
+const byteCount = z
+  .string()
+  .regex(/^\d{1,16}$/, 'must be a byte count')
+  .refine((value) => Number.isSafeInteger(Number(value)), 'must be at most 2^53 - 1');
 
 // ---- server_config ----
 
@@ -109,9 +116,10 @@ export const connectForm = z.object({
   common_name: commonName,
   /** The client's public address; left out when OpenVPN did not tell. */
   originating_ip: ipAddress.optional(),
-  ip_four: ipAddress,
+  /** The client's tunnel addresses, within the profile's OpenVPN ranges on this node. */
+  ip_four: ipFourAddress,
   /** Left out when the process has no IPv6 pool. */
-  ip_six: ipAddress.optional(),
+  ip_six: ipSixAddress.optional(),
   /** `yes` at a TLS renegotiation of a connected client: decided again, but no new connection. */
   reauth: yesNo.optional(),
 });
@@ -125,8 +133,9 @@ export const disconnectForm = z.object({
   /** Bytes the server sent to the client. */
   bytes_out: byteCount,
   profile_id: profileId.optional(),
-  ip_four: ipAddress.optional(),
-  ip_six: ipAddress.optional(),
+  /** As at connect; within the ranges of `profile_id` on this node when it is given. */
+  ip_four: ipFourAddress.optional(),
+  ip_six: ipSixAddress.optional(),
 });
 export type DisconnectForm = z.input<typeof disconnectForm>;
 

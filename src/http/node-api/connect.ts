@@ -7,10 +7,16 @@ import { CONNECT_ALLOWED, CONNECT_REFUSED, connectForm } from '../../protocol/no
 import { asProfileId } from '../../shared/ids.js';
 import { readForm } from '../plumbing/params.js';
 import { authenticatedNode } from './node-auth.js';
+import { checkTunnelAddresses } from './tunnel-addresses.js';
 
 export async function connectHandler(ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const nodeNumber = authenticatedNode(ctx, request);
   const form = readForm(connectForm, request.body);
+  checkTunnelAddresses(ctx.config, nodeNumber, {
+    profileId: form.profile_id,
+    ipFour: form.ip_four,
+    ipSix: form.ip_six,
+  });
   const decision = await authorizeOpenVpnConnect(ctx, {
     nodeNumber,
     profileId: asProfileId(form.profile_id),

@@ -6,6 +6,7 @@ import { recordOpenVpnDisconnect } from '../../core/sessions/index.js';
 import { disconnectForm } from '../../protocol/node-api.js';
 import { readForm } from '../plumbing/params.js';
 import { authenticatedNode } from './node-auth.js';
+import { checkTunnelAddresses } from './tunnel-addresses.js';
 
 export async function disconnectHandler(
   ctx: PortalContext,
@@ -14,6 +15,12 @@ export async function disconnectHandler(
 ): Promise<void> {
   const nodeNumber = authenticatedNode(ctx, request);
   const form = readForm(disconnectForm, request.body);
+  if (form.profile_id !== undefined)
+    checkTunnelAddresses(ctx.config, nodeNumber, {
+      profileId: form.profile_id,
+      ipFour: form.ip_four,
+      ipSix: form.ip_six,
+    });
   await recordOpenVpnDisconnect(ctx, {
     nodeNumber,
     commonName: form.common_name,

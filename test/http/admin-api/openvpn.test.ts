@@ -268,7 +268,11 @@ test('the Node API lets a client in only for a live configuration of that profil
 
   assert.equal(await connect(), '200 OK');
   assert.equal(await disconnect('1234'), '200 OK');
-  assert.equal(await connect({ profile_id: 'both' }), '200 ERR', 'another profile');
+  assert.equal(
+    await connect({ profile_id: 'both', ip_four: '10.61.0.2', ip_six: 'fd61::1000' }),
+    '200 ERR',
+    'another profile (addresses of its own range, as its process hands out)',
+  );
   assert.equal(
     await connect({ common_name: Buffer.alloc(32, 7).toString('base64') }),
     '200 ERR',

@@ -1,0 +1,48 @@
+// Node API /disconnect: byte counts are non-negative safe integers, stored exactly by SQLite and
+// PostgreSQL alike; another count is refused with 400 and leaves the session open as it was.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { asNodeNumber } from '../../../src/shared/ids.js';
+import { connectionHistory } from '../../../src/storage/connection-log.js';
+import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../../support/openvpn-sessions.js';
+import { startTestPortal } from '../../support/test-portal.js';
+
+test('byte counts beyond 2^53 - 1 or not decimal are refused with 400, and the session stays open', async (t) => {
+  const portal = await startTestPortal({ config: openVpnEmployees });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'jon');
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  const disconnect = (bytesIn: string, bytesOut = '1') =>
+    portal
+      .request(`${portal.nodeApiUrl}/disconnect`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+          'x-node-number': '0',
+        },
+        body: new URLSearchParams({
+          profile_id: 'employees',
+          common_name: commonName,
+          ip_four: '10.60.0.2',
+          bytes_in: bytesIn,
+          bytes_out: bytesOut,
+        }),
+      })
+      .then((answer) => `${answer.status} ${answer.text}`);
+  const history = async () =>
+    (await connectionHistory(ctx.db, commonName)).map((entry) => [
+      entry.bytesIn,
+      entry.bytesOut,
+      entry.disconnectedAt !== null,
+    ]);
+
+  for (const bytes of ['9999999999999999999', '9007199254740992', '-1', '1.5', '1e3', '']) {
+    assert.equal(await disconnect(bytes), '400 {"error":"invalid value for \\"bytes_in\\""}', bytes);
+  }
+  assert.equal(await disconnect('1', '9223372036854775807'), '400 {"error":"invalid value for \\"bytes_out\\""}');
+  assert.deepEqual(await history(), [[null, null, false]], 'nothing was written: the session is still open');
+
+  assert.equal(await disconnect('9007199254740991', '0'), '200 OK', 'the largest safe integer');
+  assert.deepEqual(await history(), [[9007199254740991, 0, true]]);
+});
