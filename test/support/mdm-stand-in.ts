@@ -5,7 +5,8 @@
 // `complianceGracePeriodExpirationDateTime`, `lastSyncDateTime`); Jamf Pro's `/api/oauth/token`,
 // `/api/v1/computers-inventory` and `/api/v2/mobile-devices` with `page`/`page-size` and
 // `totalCount` — and a plain JSON list (serials, or objects with `compliant`). Pages are small
-// (2 devices) so that every client must page. A test edits `devices`, or sets `down`.
+// (2 devices) so that every client must page. A test edits `devices`, or sets `down`, or makes
+// the paging misbehave (a change between Jamf pages, a Graph next link back to a page read).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 
@@ -25,7 +26,7 @@ export interface StandInDevice {
   readonly lastSync?: string;
   /** The JSON list's `compliant`: absent, the entry is the serial alone; present, an object. */
   readonly compliant?: boolean;
-  /** For Jamf: its Jamf Pro id (numbered per kind, as webhooks name it); default: the first 8 characters of `id`. */
+  /** For Jamf: its Jamf Pro id (numbered per kind, as webhooks name it); default: `id`, unique as Jamf's ids are within a kind. */
   readonly jamfId?: string;
 }
 
@@ -52,6 +53,14 @@ export class MdmStandIn {
   down = false;
   /** When set, the JSON list answers this instead of the devices. */
   jsonAnswer: unknown = undefined;
+  /** Runs after each Jamf page is answered: a test changes `devices` there, as Jamf Pro changes between two pages. */
+  afterJamfPage: ((kind: 'computer' | 'mobile', page: number) => void) | undefined = undefined;
+  /** Jamf answers page 0 whatever page is asked (a server or proxy that drops `page`). */
+  jamfIgnoresPage = false;
+  /** Added to Jamf's `totalCount`: a count of records the list does not give. */
+  jamfTotalCountOffset = 0;
+  /** Graph's page at `$skiptoken` `from` links to `$skiptoken` `to` (a page already read) instead of the next one. */
+  graphLinksBack: { readonly from: number; readonly to: number } | undefined = undefined;
   readonly #startedAt = new Date().toISOString();
   /** What each request asked: method, path with query, and the form or headers that matter. */
   readonly requests: {
@@ -150,7 +159,7 @@ export class MdmStandIn {
     if (url.pathname === '/v1.0/deviceManagement/managedDevices') return this.#graphPage(url);
     if (url.pathname === '/jamf/api/v1/computers-inventory') {
       return this.#jamfPage(url, 'computer', (device) => ({
-        id: device.jamfId ?? device.id.slice(0, 8),
+        id: device.jamfId ?? device.id,
         udid: device.id,
         general: { name: device.serial },
         hardware: { serialNumber: device.serial },
@@ -158,7 +167,7 @@ export class MdmStandIn {
     }
     if (url.pathname === '/jamf/api/v2/mobile-devices') {
       return this.#jamfPage(url, 'mobile', (device) => ({
-        id: device.jamfId ?? device.id.slice(0, 8),
+        id: device.jamfId ?? device.id,
         name: device.serial,
         serialNumber: device.serial,
         udid: device.id,
@@ -191,9 +200,11 @@ export class MdmStandIn {
     const skip = Number(url.searchParams.get('$skiptoken') ?? '0');
     const page = this.devices.slice(skip, skip + PAGE_SIZE);
     const next =
-      skip + PAGE_SIZE < this.devices.length
-        ? `${this.url}/v1.0/deviceManagement/managedDevices?$select=${select}&$skiptoken=${skip + PAGE_SIZE}`
-        : undefined;
+      this.graphLinksBack?.from === skip
+        ? `${this.url}/v1.0/deviceManagement/managedDevices?$select=${select}&$skiptoken=${this.graphLinksBack.to}`
+        : skip + PAGE_SIZE < this.devices.length
+          ? `${this.url}/v1.0/deviceManagement/managedDevices?$select=${select}&$skiptoken=${skip + PAGE_SIZE}`
+          : undefined;
     return {
       status: 200,
       json: {
@@ -219,13 +230,16 @@ export class MdmStandIn {
     kind: 'computer' | 'mobile',
     record: (device: StandInDevice) => unknown,
   ): { status: number; json: unknown } {
-    const page = Number(url.searchParams.get('page') ?? '0');
+    const asked = Number(url.searchParams.get('page') ?? '0');
+    const page = this.jamfIgnoresPage ? 0 : asked;
     const size = Math.min(PAGE_SIZE, Number(url.searchParams.get('page-size') ?? '100'));
     const all = this.devices.filter((device) => (device.kind ?? 'computer') === kind);
-    return {
-      status: 200,
-      json: { totalCount: all.length, results: all.slice(page * size, (page + 1) * size).map(record) },
+    const json = {
+      totalCount: all.length + this.jamfTotalCountOffset,
+      results: all.slice(page * size, (page + 1) * size).map(record),
     };
+    this.afterJamfPage?.(kind, asked);
+    return { status: 200, json };
   }
 }
 
