@@ -1,7 +1,8 @@
 // Jamf Pro's inventory through the Jamf Pro API: a bearer token by API client credentials
 // (`POST /api/oauth/token`, Jamf Pro 10.49 and later), then the computers
 // (`/api/v1/computers-inventory?section=HARDWARE`) and the mobile devices (`/api/v2/mobile-devices`),
-// each paged with `page` and `page-size` until `totalCount` records were read. A device's serial
+// each paged with `page` and `page-size` until `totalCount` records were read, and believed only
+// when the pages agree with each other (readPages). A device's serial
 // is its hardware serial number; its id (for `mdm_id`) is its UDID, unique across both kinds
 // (Jamf's numeric ids are not: a computer and a phone may both be 1). The same lists give the
 // UDID and serial of the devices a webhook names by their Jamf ids alone (jamfDevicesById).
@@ -97,19 +98,49 @@ export async function readJamfInventory(source: JamfSource): Promise<MdmInventor
   return inventory;
 }
 
-/** Every page of a Jamf Pro API list, until `totalCount` records were read (or a page is empty). */
-async function readPages<R>(
+/**
+ * Every page of a Jamf Pro API list, read by offset (`page`, `page-size`). Offsets shift when Jamf
+ * Pro gains or loses a record between two pages, so one record could go unseen while the (new)
+ * `totalCount` is still met; an unseen device would be retired. The list is therefore believed
+ * only when it is consistent: the same `totalCount` on every page, every page before the last
+ * as long as the first, no record twice, and as many records as `totalCount`. Anything else
+ * throws MdmInventoryError (the pass retires nothing and the next one reads again).
+ */
+async function readPages<R extends { id: string }>(
   base: string,
   headers: Record<string, string>,
   schema: z.ZodType<{ totalCount: number; results: R[] }>,
   each: (record: R) => void,
 ): Promise<void> {
-  let read = 0;
+  const seen = new Set<string>();
+  let total: number | undefined;
+  let size: number | undefined;
+  const where = base.slice(0, base.indexOf('?'));
   for (let page = 0; ; page++) {
     if (page >= MAX_PAGES) throw new MdmInventoryError(`Jamf Pro gave more than ${MAX_PAGES} pages`);
     const answer = await requestJson(`${base}&page=${page}&page-size=${PAGE_SIZE}`, { headers }, schema);
-    for (const record of answer.results) each(record);
-    read += answer.results.length;
-    if (answer.results.length === 0 || read >= answer.totalCount) return;
+    total ??= answer.totalCount;
+    if (answer.totalCount !== total)
+      throw new MdmInventoryError(
+        `${where}: totalCount changed from ${total} to ${answer.totalCount} while the pages were read`,
+      );
+    if (answer.results.length === 0 && seen.size < total)
+      throw new MdmInventoryError(`${where}: page ${page} is empty after ${seen.size} of ${total} records`);
+    // The server's page size (at most the one asked for) is the first page's length.
+    size ??= answer.results.length;
+    if (answer.results.length > size)
+      throw new MdmInventoryError(`${where}: page ${page} holds ${answer.results.length} records, more than page 0`);
+    for (const record of answer.results) {
+      if (seen.has(record.id))
+        throw new MdmInventoryError(`${where}: record ${record.id} appears twice (page ${page})`);
+      seen.add(record.id);
+      each(record);
+    }
+    if (seen.size > total) throw new MdmInventoryError(`${where}: more records than its totalCount of ${total}`);
+    if (seen.size === total) return;
+    if (answer.results.length < size)
+      throw new MdmInventoryError(
+        `${where}: page ${page} is short (${answer.results.length} records) after ${seen.size} of ${total}`,
+      );
   }
 }

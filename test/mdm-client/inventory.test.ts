@@ -44,6 +44,9 @@ describe('the MDM inventory clients', () => {
     mdm.devices = [...DEVICES];
     mdm.down = false;
     mdm.jsonAnswer = undefined;
+    mdm.afterJamfPage = undefined;
+    mdm.jamfIgnoresPage = false;
+    mdm.jamfTotalCountOffset = 0;
     mdm.requests.length = 0;
   });
 
@@ -219,6 +222,45 @@ describe('the MDM inventory clients', () => {
       } as MdmInventorySource),
       /another origin/,
     );
+  });
+
+  test('Jamf Pro: a computer deleted between two pages makes the inventory unreadable, not one without the computer the offsets skipped', async () => {
+    const computers = ['1', '2', '3', '4', '5'].map((n) => ({
+      id: `cccccccc-0000-0000-0000-00000000000${n}`,
+      serial: `C02CCC${n}`,
+      kind: 'computer' as const,
+    }));
+    mdm.devices = computers;
+    // Computer 1 leaves Jamf once page 0 is read: page 1 now starts at computer 4, and computer 3,
+    // still managed, is on no page read, while the new totalCount (4) is met.
+    mdm.afterJamfPage = (kind, page) => {
+      if (kind === 'computer' && page === 0) mdm.devices = computers.slice(1);
+    };
+    await assert.rejects(readMdmInventory(jamf), (error) => {
+      assert.ok(error instanceof MdmInventoryError);
+      assert.match(error.message, /totalCount changed from 5 to 4/);
+      return true;
+    });
+  });
+
+  test('Jamf Pro: an empty page before totalCount, a short one, or a server that answers page 0 to every page makes the inventory unreadable', async () => {
+    const computers = ['1', '2', '3', '4'].map((n) => ({
+      id: `cccccccc-0000-0000-0000-00000000000${n}`,
+      serial: `C02CCC${n}`,
+      kind: 'computer' as const,
+    }));
+    mdm.devices = computers;
+    // Jamf counts five computers but lists four: the third page is empty.
+    mdm.jamfTotalCountOffset = 1;
+    await assert.rejects(readMdmInventory(jamf), /page 2 is empty after 4 of 5 records/);
+    // Three listed, four counted: the second page is short.
+    mdm.devices = computers.slice(0, 3);
+    await assert.rejects(readMdmInventory(jamf), /page 1 is short \(1 records\) after 3 of 4/);
+    // Page 0 again and again: its computers twice, the others never.
+    mdm.devices = computers.slice(0, 3);
+    mdm.jamfTotalCountOffset = 0;
+    mdm.jamfIgnoresPage = true;
+    await assert.rejects(readMdmInventory(jamf), /appears twice \(page 1\)/);
   });
 
   test('an answer larger than 32 MiB, chunked with no Content-Length, is refused after reading about 32 MiB, not all of it', async () => {

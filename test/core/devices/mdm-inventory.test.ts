@@ -1,16 +1,18 @@
 // Devices that leave the MDM are retired from its inventory, against a local
 // stand-in of Microsoft Graph (the real one cannot be reached from the tests): a device removed
 // from the inventory is retired within one interval, as a change of `(portal)` in the audit log;
-// an inventory that suddenly lost half the devices, or cannot be read, retires nothing, and the
-// metrics say why; a dry run reports what a pass would do and changes nothing.
+// an inventory that suddenly lost half the devices, or cannot be read (a Jamf Pro list that changed
+// between its pages among them), retires nothing, and the metrics say why; a dry run reports what a
+// pass would do and changes nothing.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { compareWithMdmInventory } from '../../../src/core/devices/index.js';
+import { compareWithMdmInventory, syncWithMdmInventory } from '../../../src/core/devices/index.js';
+import { Secret } from '../../../src/shared/secret.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
-import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../../support/mdm-stand-in.js';
+import { MdmStandIn, STAND_IN_CLIENT_ID, STAND_IN_CLIENT_SECRET } from '../../support/mdm-stand-in.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
 
@@ -131,5 +133,34 @@ describe("devices are retired when they leave the MDM's inventory", () => {
       async () => sample(await metrics(), 'vpn_portal_mdm_inventory_refusing{reason="unreadable"}') === 0,
       5000,
     );
+  });
+  test('a Jamf Pro computer deleted between two pages makes the pass unreadable: the computer the offsets skipped is not retired', async () => {
+    const config = portal.portal.ctx.config.mdmInventory;
+    assert.ok(config !== null);
+    const jamf = await MdmStandIn.start();
+    try {
+      // The live devices as Jamf computers, two a page: MDM-1 and MDM-3, MDM-4 and MDM-5, MDM-6.
+      const computers = DEVICES.filter((device) => device.serial !== 'MDM-2');
+      jamf.devices = computers;
+      // MDM-1 leaves Jamf once page 0 is read: page 1 then holds MDM-5 and MDM-6, and MDM-4 is on no page read.
+      jamf.afterJamfPage = (kind, page) => {
+        if (kind === 'computer' && page === 0) jamf.devices = computers.slice(1);
+      };
+      const before = await snapshot();
+      const pass = await syncWithMdmInventory(portal.portal.ctx, {
+        ...config,
+        source: {
+          provider: 'jamf',
+          url: `${jamf.url}/jamf`,
+          clientId: STAND_IN_CLIENT_ID,
+          clientSecret: new Secret(STAND_IN_CLIENT_SECRET),
+        },
+      });
+      assert.equal(pass.outcome, 'unreadable');
+      assert.equal(await state('MDM-4'), 'registered');
+      assert.equal(await snapshot(), before);
+    } finally {
+      await jamf.close();
+    }
   });
 });
