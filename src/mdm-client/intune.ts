@@ -1,7 +1,9 @@
 // Microsoft Intune's inventory through Microsoft Graph, as eduVPN's Intune provisioning research
 // reads it: an app token by OAuth 2.0 client credentials (scope `<graph>/.default`), then
 // `deviceManagement/managedDevices?$select=id,serialNumber`, following `@odata.nextLink` page by
-// page. A next link is followed only on Graph's own origin, so the token never goes elsewhere.
+// page. A next link is followed only on Graph's own origin, so the token never goes elsewhere,
+// and only once: one already followed is a loop, and the inventory is unreadable. A device listed
+// on two pages is counted once; more than MAX_DEVICES records is unreadable too.
 // With compliance asked for, the same pages also select `complianceState`,
 // `complianceGracePeriodExpirationDateTime` and `lastSyncDateTime` (the same permission).
 import { z } from 'zod';
@@ -11,6 +13,11 @@ import type { MdmComplianceState, MdmInventory, MdmReadOptions } from './model.j
 
 /** More pages than this is a loop, not an inventory (Graph pages hold up to 1,000 devices). */
 const MAX_PAGES = 10_000;
+/**
+ * More device records than this (duplicates included) is a loop or a runaway answer, not a
+ * fleet: far above any tenant's managed devices, and it bounds what one pass reads and holds.
+ */
+const MAX_DEVICES = 1_000_000;
 
 /** Graph's DateTimeOffset (ISO 8601, up to seven fractional digits). */
 const GRAPH_DATE_TIME = z
@@ -56,12 +63,23 @@ export async function readIntuneInventory(
   };
   const select = options.compliance ? COMPLIANCE_SELECT : BASIC_SELECT;
   let next: string | undefined = new URL(`deviceManagement/managedDevices?$select=${select}`, graph).href;
+  // A next link already followed is a loop: the pages would repeat until MAX_PAGES.
+  const followed = new Set<string>();
+  let read = 0;
   for (let pages = 0; next !== undefined; pages++) {
     if (pages >= MAX_PAGES) throw new MdmInventoryError(`Graph gave more than ${MAX_PAGES} pages`);
-    if (new URL(next).origin !== graph.origin)
-      throw new MdmInventoryError(`Graph's @odata.nextLink leads to another origin (${new URL(next).origin})`);
-    const page: z.infer<typeof MANAGED_DEVICES_PAGE> = await requestJson(next, { headers }, MANAGED_DEVICES_PAGE);
+    const url = new URL(next);
+    if (url.origin !== graph.origin)
+      throw new MdmInventoryError(`Graph's @odata.nextLink leads to another origin (${url.origin})`);
+    if (followed.has(url.href))
+      throw new MdmInventoryError(`Graph's @odata.nextLink leads back to a page already read (page ${pages + 1})`);
+    followed.add(url.href);
+    const page: z.infer<typeof MANAGED_DEVICES_PAGE> = await requestJson(url.href, { headers }, MANAGED_DEVICES_PAGE);
+    read += page.value.length;
+    if (read > MAX_DEVICES) throw new MdmInventoryError(`Graph gave more than ${MAX_DEVICES} devices`);
     for (const device of page.value) {
+      // A device listed again (on a later page) is the same device: counted once.
+      if (inventory.ids.has(device.id)) continue;
       inventory.ids.add(device.id);
       const serial = device.serialNumber === undefined || device.serialNumber === '' ? null : device.serialNumber;
       if (serial !== null) inventory.serials.add(serial);

@@ -47,6 +47,7 @@ describe('the MDM inventory clients', () => {
     mdm.afterJamfPage = undefined;
     mdm.jamfIgnoresPage = false;
     mdm.jamfTotalCountOffset = 0;
+    mdm.graphLinksBack = undefined;
     mdm.requests.length = 0;
   });
 
@@ -261,6 +262,32 @@ describe('the MDM inventory clients', () => {
     mdm.jamfTotalCountOffset = 0;
     mdm.jamfIgnoresPage = true;
     await assert.rejects(readMdmInventory(jamf), /appears twice \(page 1\)/);
+  });
+
+  test('Intune: a next link back to a page already read is unreadable, found within a few pages rather than after thousands', {
+    timeout: 5000,
+  }, async () => {
+    // Pages at $skiptoken 0, 2 and 4; the one at 2 links back to 0, whose next link is 2 again.
+    mdm.graphLinksBack = { from: 2, to: 0 };
+    await assert.rejects(readMdmInventory(intune, { compliance: true }), (error) => {
+      assert.ok(error instanceof MdmInventoryError);
+      assert.match(error.message, /leads back to a page already read/);
+      return true;
+    });
+    const pages = mdm.requests.filter((request) => request.url.startsWith('/v1.0/deviceManagement/managedDevices'));
+    assert.ok(pages.length <= 4, `${pages.length} pages read`);
+  });
+
+  test('Intune: a device listed on two pages is one device, with one compliance record', async () => {
+    const [first, second, third] = DEVICES;
+    assert.ok(first !== undefined && second !== undefined && third !== undefined);
+    mdm.devices = [first, second, { ...first, complianceState: 'noncompliant' }, third];
+    const inventory = await readMdmInventory(intune, { compliance: true });
+    assert.deepEqual([...inventory.ids].sort(), [first.id, second.id, third.id].sort());
+    assert.deepEqual(
+      inventory.compliance.map((record) => record.id),
+      [first.id, second.id, third.id],
+    );
   });
 
   test('an answer larger than 32 MiB, chunked with no Content-Length, is refused after reading about 32 MiB, not all of it', async () => {
