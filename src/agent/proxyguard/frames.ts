@@ -32,10 +32,14 @@ export function encodeFrame(datagram: Uint8Array): Buffer {
 /**
  * Splits a TCP byte stream back into datagrams, however the stream was cut into chunks.
  * The first bad length prefix ends the stream for good: after it, nothing can be trusted.
+ * Chunks of an unfinished frame are only collected and joined once the frame is whole, so a
+ * frame that arrives a byte at a time costs linear work, not a copy of everything so far per byte.
  */
 export class FrameDecoder {
   readonly #maxDatagramBytes: number;
-  #pending: Buffer = Buffer.alloc(0);
+  /** Bytes received but not yet a whole frame, as they arrived. */
+  #chunks: Buffer[] = [];
+  #pendingLength = 0;
   #error: string | null = null;
 
   constructor(maxDatagramBytes: number = MAX_DATAGRAM_BYTES) {
@@ -44,12 +48,18 @@ export class FrameDecoder {
 
   /** Bytes received but not yet a whole frame (at most one frame's worth). */
   get pendingBytes(): number {
-    return this.#pending.length;
+    return this.#pendingLength;
   }
 
   push(chunk: Buffer): DecodeResult {
     if (this.#error !== null) return { datagrams: [], error: this.#error };
-    const buffer = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    if (chunk.length > 0) {
+      this.#chunks.push(chunk);
+      this.#pendingLength += chunk.length;
+    }
+    if (!this.#hasWholeFrameOrBadPrefix()) return { datagrams: [], error: null };
+    const [first] = this.#chunks;
+    const buffer = this.#chunks.length === 1 && first !== undefined ? first : Buffer.concat(this.#chunks);
     const datagrams: Buffer[] = [];
     let offset = 0;
     while (buffer.length - offset >= LENGTH_PREFIX_BYTES) {
@@ -64,13 +74,32 @@ export class FrameDecoder {
       offset = start + length;
     }
     // Copied, so a large chunk is not kept alive by a few trailing bytes.
-    this.#pending = offset === buffer.length ? Buffer.alloc(0) : Buffer.from(buffer.subarray(offset));
+    this.#chunks = offset === buffer.length ? [] : [Buffer.from(buffer.subarray(offset))];
+    this.#pendingLength = buffer.length - offset;
     return { datagrams, error: null };
+  }
+
+  /** True once the first pending frame is complete, or its length prefix is already an error. */
+  #hasWholeFrameOrBadPrefix(): boolean {
+    if (this.#pendingLength < LENGTH_PREFIX_BYTES) return false;
+    const length = (this.#byteAt(0) << 8) | this.#byteAt(1);
+    return length === 0 || length > this.#maxDatagramBytes || this.#pendingLength >= LENGTH_PREFIX_BYTES + length;
+  }
+
+  /** A byte of the pending bytes; only ever the first two, so at most two chunks are looked at. */
+  #byteAt(index: number): number {
+    let rest = index;
+    for (const chunk of this.#chunks) {
+      if (rest < chunk.length) return chunk.readUInt8(rest);
+      rest -= chunk.length;
+    }
+    throw new RangeError(`byte ${index} of ${this.#pendingLength} pending bytes`);
   }
 
   #fail(datagrams: readonly Buffer[], error: string): DecodeResult {
     this.#error = error;
-    this.#pending = Buffer.alloc(0);
+    this.#chunks = [];
+    this.#pendingLength = 0;
     return { datagrams, error };
   }
 }

@@ -1,6 +1,6 @@
 // The pure parts of the ProxyGuard relay: UoTLV/1 framing and the verdict on an HTTP request.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, mock, test } from 'node:test';
 import { encodeFrame, FrameDecoder, MAX_DATAGRAM_BYTES } from '../../../src/agent/proxyguard/frames.js';
 import { judgeRelayRequest, type RelayRequest } from '../../../src/agent/proxyguard/handshake.js';
 
@@ -50,6 +50,30 @@ describe('UoTLV/1 frames', () => {
     const oversized = new FrameDecoder();
     assert.match(oversized.push(Buffer.from([0xff, 0xe4])).error ?? '', /65508 bytes exceeds the 65507-byte limit/);
     assert.equal(oversized.pendingBytes, 0, 'nothing of it is buffered');
+  });
+
+  test('a largest frame arriving a byte at a time is decoded with each byte joined once, not copied again with every later byte', () => {
+    const frame = encodeFrame(Buffer.alloc(MAX_DATAGRAM_BYTES, 0x5a));
+    const decoder = new FrameDecoder();
+    let bytesCopied = 0;
+    // Joining pending chunks is where bytes get copied; count what that copies while the frame arrives.
+    const originalConcat = Buffer.concat;
+    const concat = mock.method(Buffer, 'concat', (list: readonly Uint8Array[], totalLength?: number): Buffer => {
+      const joined = originalConcat.call(Buffer, list, totalLength);
+      bytesCopied += joined.length;
+      return joined;
+    });
+    const datagrams: Buffer[] = [];
+    for (let index = 0; index < frame.length; index++) {
+      const result = decoder.push(frame.subarray(index, index + 1));
+      assert.equal(result.error, null);
+      datagrams.push(...result.datagrams);
+    }
+    concat.mock.restore();
+    assert.equal(datagrams.length, 1, 'one datagram, once its last byte is in');
+    assert.ok(datagrams[0]?.equals(Buffer.alloc(MAX_DATAGRAM_BYTES, 0x5a)), 'the datagram is intact');
+    assert.equal(decoder.pendingBytes, 0);
+    assert.ok(bytesCopied <= frame.length, `${bytesCopied} bytes copied for a ${frame.length}-byte frame`);
   });
 
   test('a smaller limit can be set', () => {
