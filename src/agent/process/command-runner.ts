@@ -11,6 +11,11 @@ export interface CommandResult {
 export interface RunOptions {
   /** Written to the command's standard input, then closed (how private keys reach `wg`). */
   readonly stdin?: string;
+  /**
+   * A command still running after this long is killed (SIGKILL) and fails: a tool stuck on a
+   * hung peer (wireguard-go alive but not answering) must not hold its caller forever.
+   */
+  readonly timeoutMs?: number;
 }
 
 export interface SpawnOptions {
@@ -70,14 +75,30 @@ export function createCommandRunner(options: { prefix?: readonly string[] } = {}
         const child = spawn(file, argv, { stdio: ['pipe', 'pipe', 'pipe'] });
         const stdout: Buffer[] = [];
         const stderr: Buffer[] = [];
+        let timedOut = false;
+        const timer =
+          runOptions.timeoutMs === undefined
+            ? null
+            : setTimeout(() => {
+                timedOut = true;
+                child.kill('SIGKILL');
+                // A child of the tool may still hold the pipes open; the answer must not wait for it.
+                child.stdout.destroy();
+                child.stderr.destroy();
+              }, runOptions.timeoutMs);
         child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
         child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-        child.on('error', reject);
+        child.on('error', (error) => {
+          if (timer !== null) clearTimeout(timer);
+          reject(error);
+        });
         child.on('close', (code, signal) => {
+          if (timer !== null) clearTimeout(timer);
+          const output = Buffer.concat(stderr).toString('utf8');
           resolvePromise({
-            exitCode: code ?? (signal === null ? 1 : 128),
+            exitCode: timedOut ? 128 : (code ?? (signal === null ? 1 : 128)),
             stdout: Buffer.concat(stdout).toString('utf8'),
-            stderr: Buffer.concat(stderr).toString('utf8'),
+            stderr: timedOut ? `${output}killed: still running after ${runOptions.timeoutMs} ms\n` : output,
           });
         });
         // A tool that exits without reading stdin makes the pipe fail with EPIPE; its exit code tells.

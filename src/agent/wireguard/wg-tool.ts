@@ -21,6 +21,14 @@ export type PeerChange =
 // Linux allows 2 MiB of arguments plus environment by default; staying far below leaves room
 // for a large environment and keeps each `wg` call short.
 const DEFAULT_MAX_ARGUMENT_BYTES = 64 * 1024;
+/**
+ * A `wg` call that changes the interface gets as long as a control-socket write (peer-writer.ts):
+ * the same operation, sent another way. A full read gets longer: most of a second of CPU at
+ * wireguard-go's cap, and it may first wait for wireguard-go's lock behind a write of 10 s.
+ * Past that, wireguard-go is taken for hung: the call is killed and fails.
+ */
+export const WG_WRITE_TIMEOUT_MS = 10_000;
+export const WG_READ_TIMEOUT_MS = 30_000;
 
 /** The `wg` command line tool, for one interface at a time. */
 export class WgTool {
@@ -33,13 +41,17 @@ export class WgTool {
   }
 
   async dump(interfaceName: string): Promise<WgDump> {
-    const result = await runChecked(this.#runner, 'wg', ['show', interfaceName, 'dump']);
+    const result = await runChecked(this.#runner, 'wg', ['show', interfaceName, 'dump'], {
+      timeoutMs: WG_READ_TIMEOUT_MS,
+    });
     return parseWgDump(result.stdout);
   }
 
   /** True when `wg` can talk to the interface (kernel netlink or a userspace socket). */
   async isReachable(interfaceName: string): Promise<boolean> {
-    const result = await this.#runner.run('wg', ['show', interfaceName, 'listen-port']);
+    const result = await this.#runner.run('wg', ['show', interfaceName, 'listen-port'], {
+      timeoutMs: WG_WRITE_TIMEOUT_MS,
+    });
     return result.exitCode === 0;
   }
 
@@ -52,21 +64,21 @@ export class WgTool {
     try {
       const keyFile = join(directory, 'private.key');
       await writeFile(keyFile, `${privateKey.reveal()}\n`, { mode: 0o600, flag: 'wx' });
-      await runChecked(this.#runner, 'wg', [
-        'set',
-        interfaceName,
-        'private-key',
-        keyFile,
-        'listen-port',
-        String(listenPort),
-      ]);
+      await runChecked(
+        this.#runner,
+        'wg',
+        ['set', interfaceName, 'private-key', keyFile, 'listen-port', String(listenPort)],
+        { timeoutMs: WG_WRITE_TIMEOUT_MS },
+      );
     } finally {
       await rm(directory, { recursive: true, force: true });
     }
   }
 
   async setListenPort(interfaceName: string, listenPort: number): Promise<void> {
-    await runChecked(this.#runner, 'wg', ['set', interfaceName, 'listen-port', String(listenPort)]);
+    await runChecked(this.#runner, 'wg', ['set', interfaceName, 'listen-port', String(listenPort)], {
+      timeoutMs: WG_WRITE_TIMEOUT_MS,
+    });
   }
 
   /**
@@ -77,7 +89,7 @@ export class WgTool {
   async applyPeerChanges(interfaceName: string, changes: readonly PeerChange[]): Promise<number> {
     const chunks = this.#chunk(interfaceName, changes.map(peerArguments));
     for (const chunk of chunks) {
-      await runChecked(this.#runner, 'wg', ['set', interfaceName, ...chunk]);
+      await runChecked(this.#runner, 'wg', ['set', interfaceName, ...chunk], { timeoutMs: WG_WRITE_TIMEOUT_MS });
     }
     return chunks.length;
   }
