@@ -45,7 +45,7 @@ export interface ProxyGuardSettings {
   readonly listen: { readonly host: string; readonly port: number };
   /** Concurrent tunnels; one more is answered 503. */
   readonly maxTunnels: number;
-  /** A tunnel without a byte in either direction for this long is closed. */
+  /** A tunnel without both a byte from its client and a datagram from WireGuard for this long is closed. */
   readonly idleTimeoutMs: number;
   /** Connections still sending their upgrade request, on top of the tunnels; one more takes the oldest one's place. */
   readonly maxPendingRequests: number;
@@ -180,7 +180,7 @@ export const nodeAgentConfigSchema = z.strictObject({
         .max(86_400)
         .default(600)
         .describe(
-          "A tunnel without a byte in either direction for this long is closed (above WireGuard's 25 s keep-alive and 120 s rekey, so only a gone device hits it).",
+          "A tunnel without both a byte from its client and a datagram from WireGuard for this long is closed (above WireGuard's 25 s keep-alive and 120 s rekey, so only a gone device hits it).",
         ),
       // Small: real clients send their request at once and leave their slot within milliseconds.
       maxPendingRequests: z

@@ -14,7 +14,8 @@ import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshak
 import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
 import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
 
-export interface ProxyGuardRelayOptions extends Partial<Pick<TunnelLimits, 'maxBufferedBytes' | 'stallTimeoutMs'>> {
+export interface ProxyGuardRelayOptions
+  extends Partial<Pick<TunnelLimits, 'maxBufferedBytes' | 'stallTimeoutMs' | 'answerTimeoutMs'>> {
   readonly listen: { readonly host: string; readonly port: number };
   /** Where each tunnel's datagrams go: asked per tunnel, so a changed WireGuard port applies to new ones. */
   readonly target: () => UdpTarget;
@@ -32,6 +33,8 @@ export interface ProxyGuardRelayOptions extends Partial<Pick<TunnelLimits, 'maxB
 /** About 700 full-size WireGuard packets: a reader that slow is congested, not gone. */
 const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024;
 const DEFAULT_STALL_TIMEOUT_MS = 10_000;
+/** A real client's first handshake is answered within a round trip; retries come every 5 s. */
+export const DEFAULT_ANSWER_TIMEOUT_MS = 15_000;
 export const DEFAULT_MAX_PENDING_REQUESTS = 64;
 /** A real client sends its few hundred bytes at once; a slow-loris sender is cut off. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
@@ -68,6 +71,7 @@ export class ProxyGuardRelay {
       idleTimeoutMs: options.idleTimeoutMs,
       maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
       stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+      answerTimeoutMs: options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS,
     };
   }
 

@@ -12,8 +12,17 @@ export interface UdpTarget {
 }
 
 export interface TunnelLimits {
-  /** No byte in either direction for this long: the device is gone. */
+  /**
+   * Not both a byte from the client and a datagram from WireGuard within this long: the device
+   * is gone. Bytes from the client alone do not count: junk that WireGuard drops unanswered
+   * would otherwise hold a tunnel for good.
+   */
   readonly idleTimeoutMs: number;
+  /**
+   * No datagram from WireGuard within this long after the upgrade: not a WireGuard client (a
+   * real one gets its handshake answered within a round trip), so the tunnel is ended.
+   */
+  readonly answerTimeoutMs: number;
   /** Frames waiting for a slow reader beyond this are dropped (as a congested UDP path drops). */
   readonly maxBufferedBytes: number;
   /** A reader that has not caught up for this long, while frames are being dropped, is cut off. */
@@ -26,6 +35,8 @@ export type TunnelEndReason =
   /** A length prefix of 0, or larger than a UDP datagram can be. */
   | 'protocol-error'
   | 'idle'
+  /** WireGuard never sent anything back within answerTimeoutMs of the upgrade. */
+  | 'unanswered'
   | 'stalled'
   | 'socket-error'
   | 'relay-closing';
@@ -64,6 +75,12 @@ export class ProxyGuardTunnel {
   #stallTimer: NodeJS.Timeout | null = null;
   #droppedToClient = 0;
   #droppedToWireGuard = 0;
+  #idleTimer: NodeJS.Timeout | null = null;
+  /** Monotonic milliseconds; the upgrade counts as a byte from the client. */
+  #lastFromClientMs = 0;
+  /** Null until WireGuard has sent its first datagram. */
+  #lastFromWireGuardMs: number | null = null;
+  #startedMs = 0;
 
   /** Takes over a socket that has just been switched to UoTLV/1 and a connected UDP socket. */
   constructor(options: {
@@ -85,8 +102,9 @@ export class ProxyGuardTunnel {
     const socket = this.#socket;
     socket.setNoDelay(true); // frames are small and latency matters more than packing them
     socket.setKeepAlive(true, TCP_KEEPALIVE_DELAY_MS);
-    socket.setTimeout(this.#limits.idleTimeoutMs);
-    socket.on('timeout', () => this.end('idle'));
+    this.#startedMs = performance.now();
+    this.#lastFromClientMs = this.#startedMs;
+    this.#scheduleIdleCheck();
     socket.on('data', (chunk: Buffer) => this.#fromClient(chunk));
     // The HTTP server allows half-open sockets: a client that is done writing is done.
     socket.on('end', () => this.end('client-closed'));
@@ -109,6 +127,7 @@ export class ProxyGuardTunnel {
     if (this.#ended) return;
     this.#ended = true;
     this.#clearStall();
+    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
     this.#udp.close();
     if (reason === 'client-closed') {
       // Let what is already queued reach the client, then close; never wait for it forever.
@@ -126,6 +145,7 @@ export class ProxyGuardTunnel {
 
   #fromClient(chunk: Buffer): void {
     if (this.#ended) return;
+    this.#lastFromClientMs = performance.now();
     const decoded = this.#decoder.push(chunk);
     for (const datagram of decoded.datagrams) {
       if (this.#udp.getSendQueueCount() > MAX_UDP_SEND_QUEUE) {
@@ -145,6 +165,7 @@ export class ProxyGuardTunnel {
   #fromWireGuard(datagram: Buffer): void {
     // WireGuard never sends an empty datagram, and an empty frame would be a protocol error.
     if (this.#ended || datagram.length === 0) return;
+    this.#lastFromWireGuardMs = performance.now();
     if (this.#isBacklogged()) {
       this.#droppedToClient += 1;
       this.#stallTimer ??= setTimeout(() => {
@@ -156,6 +177,36 @@ export class ProxyGuardTunnel {
     // The client has caught up below the bound: it is slow at worst, not stalled.
     this.#clearStall();
     this.#socket.write(encodeFrame(datagram));
+  }
+
+  /**
+   * When the tunnel ends unless traffic comes: answerTimeoutMs after the upgrade while WireGuard
+   * has sent nothing, then idleTimeoutMs after the older of the last byte from the client and the
+   * last datagram from WireGuard. One timer, moved on when it fires, not on every frame.
+   */
+  #deadline(): { atMs: number; reason: 'idle' | 'unanswered' } {
+    const idle = {
+      atMs: Math.min(this.#lastFromClientMs, this.#lastFromWireGuardMs ?? this.#startedMs) + this.#limits.idleTimeoutMs,
+      reason: 'idle',
+    } as const;
+    if (this.#lastFromWireGuardMs !== null) return idle;
+    const unanswered = { atMs: this.#startedMs + this.#limits.answerTimeoutMs, reason: 'unanswered' } as const;
+    return unanswered.atMs <= idle.atMs ? unanswered : idle;
+  }
+
+  #scheduleIdleCheck(): void {
+    const deadline = this.#deadline();
+    const waitMs = deadline.atMs - performance.now();
+    if (waitMs <= 0) {
+      if (deadline.reason === 'unanswered')
+        this.#logger.info('ProxyGuard tunnel closed: WireGuard never answered (not a WireGuard client)');
+      this.end(deadline.reason);
+      return;
+    }
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      if (!this.#ended) this.#scheduleIdleCheck();
+    }, Math.ceil(waitMs));
   }
 
   #isBacklogged(): boolean {

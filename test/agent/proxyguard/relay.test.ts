@@ -339,6 +339,53 @@ describe('peers that go away or stop reading', () => {
   });
 });
 
+describe('tunnels that WireGuard does not answer', () => {
+  /** WireGuard's part for junk: it drops a datagram it cannot authenticate, here the byte 0x42, without a word. */
+  async function startTargetDroppingJunk(t: TestContext): Promise<number> {
+    const udp: UdpSocket = createSocket('udp4');
+    udp.on('message', (datagram, from) => {
+      if (!datagram.equals(JUNK)) udp.send(datagram, from.port, from.address);
+    });
+    await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
+    t.after(() => udp.close());
+    return udp.address().port;
+  }
+  const JUNK = Buffer.from([0x42]);
+
+  /** Sends a junk frame every 50 ms until the test ends. */
+  function sendJunk(t: TestContext, tunnel: UotlvTunnel): void {
+    const timer = setInterval(() => tunnel.socket.write(uotlvFrame(JUNK)), 50);
+    t.after(() => clearInterval(timer));
+  }
+
+  test('a tunnel whose frames WireGuard never answers is closed after answerTimeoutMs, however much its client sends, and its place is free again', async (t) => {
+    const relay = await startRelay(t, await startTargetDroppingJunk(t), { maxTunnels: 2, answerTimeoutMs: 500 });
+    const answered = await tunnelTo(t, relay);
+    await assertEchoes(answered, 'handshake', 'WireGuard answers the real client');
+    const junk = await tunnelTo(t, relay);
+    sendJunk(t, junk);
+    await within(junk.closed, 'the relay closes the junk-only tunnel', 5_000);
+
+    await sleep(600);
+    await assertEchoes(answered, 'still here', 'the answered tunnel stays open past answerTimeoutMs');
+    const next = await tunnelTo(t, relay);
+    await assertEchoes(next, 'next', 'the junk tunnel no longer holds a place');
+  });
+
+  test('after a real exchange, frames WireGuard drops do not keep a tunnel past the idle timeout; traffic both ways does', async (t) => {
+    const relay = await startRelay(t, await startTargetDroppingJunk(t), { idleTimeoutMs: 500 });
+    const junk = await tunnelTo(t, relay);
+    await assertEchoes(junk, 'handshake', 'the first exchange is answered');
+    sendJunk(t, junk);
+    const talking = await tunnelTo(t, relay);
+    const started = Date.now();
+    // Keep-alives answered both ways, for longer than the idle timeout.
+    while (Date.now() - started < 1_200) await assertEchoes(talking, 'keepalive', 'an answered tunnel is never idle');
+    await within(junk.closed, 'the relay has closed the tunnel that only sends junk', 1_000);
+    assert.equal(relay.tunnelCount, 1, 'only the talking tunnel is left');
+  });
+});
+
 describe('many tunnels', () => {
   test('200 concurrent tunnels each relay their own datagrams and get only their own replies', async (t) => {
     const target = await startEchoTarget(t);
