@@ -12,19 +12,7 @@ import {
 } from '../../../src/agent/process/command-runner.js';
 import { WG_READ_TIMEOUT_MS, WG_WRITE_TIMEOUT_MS, WgTool } from '../../../src/agent/wireguard/wg-tool.js';
 import type { WireGuardKey } from '../../../src/shared/ids.js';
-
-/** Rejects instead of hanging the test when the command is not over by then. */
-async function within<T>(promise: Promise<T>, what: string, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not within ${timeoutMs} ms: ${what}`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+import { within } from '../../support/until.js';
 
 describe('running a system tool', () => {
   test('a command still running at its deadline is killed and fails, instead of hanging its caller', async () => {

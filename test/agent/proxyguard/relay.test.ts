@@ -14,6 +14,7 @@ import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../../../src/agent
 import { ProxyGuardService } from '../../../src/agent/proxyguard/service.js';
 import { startSlowClients, timedInParallel } from '../../support/slow-clients.js';
 import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from '../../support/uotlv-client.js';
+import { within } from '../../support/until.js';
 
 const HOST_NAME = 'vpn1.example.org';
 /** The biggest UDP payload over IPv4, the largest frame the relay can deliver. */
@@ -79,19 +80,6 @@ async function tunnelTo(
 async function assertEchoes(tunnel: UotlvTunnel, payload: string, why: string): Promise<void> {
   tunnel.send(Buffer.from(payload));
   assert.equal((await tunnel.next(5_000)).toString(), payload, why);
-}
-
-/** Fails instead of hanging when something the test waits for never happens. */
-async function within<T>(promise: Promise<T>, what: string, timeoutMs = 5_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not within ${timeoutMs} ms: ${what}`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function waitUntil(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
