@@ -42,6 +42,37 @@ export function emptyOutcome<Row>(): PageOutcome<Row> {
   return { bring: [], alreadyHere: 0, expired: 0, removedHere: [], conflicts: [] };
 }
 
+/**
+ * A page's configurations left to check: the expired ones counted, those an earlier import
+ * brought and were removed here since noted. Left before any other check: their profile or
+ * address may be another's here by now.
+ */
+async function leftToCheck<C extends { readonly expiresAt: string; readonly userId: UserId }>(
+  db: Db,
+  page: readonly C[],
+  facts: ImportFacts,
+  outcome: Pick<PageOutcome<unknown>, 'expired' | 'removedHere'>,
+  configurations: {
+    readonly proto: 'wireguard' | 'openvpn';
+    readonly kind: 'wireGuardPeers' | 'certificates';
+    readonly idOf: (configuration: C) => string;
+  },
+): Promise<C[]> {
+  const { proto, kind, idOf } = configurations;
+  const unexpired = page.filter((configuration) => configuration.expiresAt > facts.now);
+  outcome.expired = page.length - unexpired.length;
+  const removed = await configurationsRemovedHere(
+    db,
+    proto,
+    unexpired.map((configuration) => ({ connectionId: idOf(configuration), userId: configuration.userId })),
+  );
+  return unexpired.filter((configuration) => {
+    const reason = removed.get(idOf(configuration));
+    if (reason !== undefined) outcome.removedHere.push({ kind, record: idOf(configuration), reason });
+    return reason === undefined;
+  });
+}
+
 /** A WireGuard configuration to insert, with its place in this portal's pool. */
 export type PeerToBring = NewPeer & { readonly pool: PoolKey };
 
@@ -90,21 +121,13 @@ export async function checkPeers(
   facts: ImportFacts,
 ): Promise<PageOutcome<PeerToBring>> {
   const outcome = emptyOutcome<PeerToBring>();
-  const unexpired = page.filter((peer) => peer.expiresAt > facts.now);
-  outcome.expired = page.length - unexpired.length;
-  const removed = await configurationsRemovedHere(
-    db,
-    'wireguard',
-    unexpired.map((peer) => ({ connectionId: peer.publicKey, userId: peer.userId })),
-  );
+  const toCheck = await leftToCheck(db, page, facts, outcome, {
+    proto: 'wireguard',
+    kind: 'wireGuardPeers',
+    idOf: (peer) => peer.publicKey,
+  });
   const candidates: PeerToBring[] = [];
-  for (const peer of unexpired) {
-    // Left before any other check: its profile or its address may be another's here by now.
-    const reason = removed.get(peer.publicKey);
-    if (reason !== undefined) {
-      outcome.removedHere.push({ kind: 'wireGuardPeers', record: peer.publicKey, reason });
-      continue;
-    }
+  for (const peer of toCheck) {
     const placed = placePeer(config, peer, facts);
     if ('reason' in placed)
       outcome.conflicts.push({ kind: 'wireGuardPeers', record: peer.publicKey, reason: placed.reason });
@@ -196,20 +219,13 @@ export async function checkCertificates(
   facts: ImportFacts,
 ): Promise<PageOutcome<OpenVpnCertificate>> {
   const outcome = emptyOutcome<OpenVpnCertificate>();
-  const unexpired = page.filter((certificate) => certificate.expiresAt > facts.now);
-  outcome.expired = page.length - unexpired.length;
-  const removed = await configurationsRemovedHere(
-    db,
-    'openvpn',
-    unexpired.map((certificate) => ({ connectionId: certificate.commonName, userId: certificate.userId })),
-  );
+  const toCheck = await leftToCheck(db, page, facts, outcome, {
+    proto: 'openvpn',
+    kind: 'certificates',
+    idOf: (certificate) => certificate.commonName,
+  });
   const candidates: OpenVpnCertificate[] = [];
-  for (const certificate of unexpired) {
-    const reason = removed.get(certificate.commonName);
-    if (reason !== undefined) {
-      outcome.removedHere.push({ kind: 'certificates', record: certificate.commonName, reason });
-      continue;
-    }
+  for (const certificate of toCheck) {
     const target = destination(config, certificate, 'openvpn');
     if ('reason' in target)
       outcome.conflicts.push({ kind: 'certificates', record: certificate.commonName, reason: target.reason });
