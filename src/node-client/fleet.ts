@@ -103,10 +103,14 @@ export class NodeFleet {
   /** What a node answered to `/i/node` about its NAT (the watch and the reconcile pass both read it). */
   async noticeNat(nodeNumber: NodeNumber, nat: NatMode | null): Promise<void> {
     const text = JSON.stringify(nat);
-    if (!this.firstContact.has(nodeNumber)) this.firstContact.set(nodeNumber, this.clock.now());
+    let firstContact = this.firstContact.get(nodeNumber);
+    if (firstContact === undefined) {
+      firstContact = this.clock.now();
+      this.firstContact.set(nodeNumber, firstContact);
+    }
     if (this.natSeen.get(nodeNumber) === text) return;
     try {
-      await this.natListener(nodeNumber, nat, this.firstContact.get(nodeNumber) ?? this.clock.now());
+      await this.natListener(nodeNumber, nat, firstContact);
       this.natSeen.set(nodeNumber, text);
     } catch (error) {
       this.logger.warn({ nodeNumber, err: error }, `the NAT node ${nodeNumber} reports could not be recorded`);
