@@ -75,6 +75,7 @@ import { statementGiveUpFunction } from './migrations/0033-statement-give-up.js'
 import { changeMarkerTombstones } from './migrations/0034-change-marker-tombstones.js';
 import { importedRecordsSchema } from './migrations/0035-imported-records.js';
 import { userDisabledBy } from './migrations/0036-user-disabled-by.js';
+import { importedAuthorizations } from './migrations/0037-imported-authorizations.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -125,6 +126,7 @@ const migrations: Record<string, Migration> = {
   '0034-change-marker-tombstones': changeMarkerTombstones,
   '0035-imported-records': importedRecordsSchema,
   '0036-user-disabled-by': userDisabledBy,
+  '0037-imported-authorizations': importedAuthorizations,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,24 +1,30 @@
-// Queries on `imported_records` (migration 0035): each user, WireGuard peer and OpenVPN
-// certificate the eduVPN import brought. A later run reads it to leave what was removed here since
-// (a configuration deleted, expired, retired or replaced; a user destroyed): a revocation is final,
-// an import included. The daily housekeeping prunes a configuration's row once its eduVPN expiry
-// has passed (eduVPN's copy is expired too, and the import leaves it) and a user's once the user
-// is gone here and the receipt of its destroy was pruned (`auditLogRetention`, or a legal hold's
-// end): as long as that proof of the destroy is kept, so is the note that keeps the user out.
+// Queries on `imported_records` (migration 0035): each user, WireGuard peer, OpenVPN certificate
+// and OAuth authorization the eduVPN import brought. A later run reads it to leave what was
+// removed here since (a configuration deleted, expired, retired or replaced; a user destroyed; an
+// authorization deleted): a revocation is final, an import included. The daily housekeeping
+// prunes a configuration's or authorization's row once its eduVPN expiry has passed (eduVPN's
+// copy is expired too, and the import leaves it; an authorization's counts the configurations
+// naming it) and a user's once the user is gone here and the receipt of its destroy was pruned
+// (`auditLogRetention`, or a legal hold's end): as long as that proof of the destroy is kept, so
+// is the note that keeps the user out.
 import type { ExpressionBuilder } from 'kysely';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
 import type { Database } from './schema.js';
 
-/** What was brought: a user, or a configuration of either protocol. */
-export type ImportedRecordKind = 'user' | 'wireguard' | 'openvpn';
+/** What was brought: a user, a configuration of either protocol, or an OAuth authorization. */
+export type ImportedRecordKind = 'user' | 'wireguard' | 'openvpn' | 'authorization';
 
 export interface ImportedRecord {
   readonly kind: ImportedRecordKind;
-  /** The user id, WireGuard public key or OpenVPN common name. */
+  /** The user id, WireGuard public key, OpenVPN common name or authorization key. */
   readonly recordId: string;
   readonly importedAt: string;
-  /** A configuration's expiry in eduVPN (ATOM); null for a user. */
+  /**
+   * A configuration's expiry in eduVPN (ATOM); an authorization's, or the latest of the
+   * configurations naming it when later (eduVPN brings an expired one a configuration names);
+   * null for a user.
+   */
   readonly expiresAt: string | null;
 }
 
@@ -43,7 +49,7 @@ export async function noteImportedRecords(db: Db, records: readonly ImportedReco
   }
 }
 
-/** Whether the record a row of `imported_records` names is here: its user, peer or certificate row. */
+/** Whether the record a row of `imported_records` names is here: its user, peer, certificate or authorization row. */
 function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'imported_records'>) {
   switch (kind) {
     case 'user':
@@ -63,6 +69,13 @@ function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'impor
           .selectFrom('certificates')
           .select('certificates.common_name')
           .whereRef('certificates.common_name', '=', 'imported_records.record_id'),
+      );
+    case 'authorization':
+      return eb.exists(
+        eb
+          .selectFrom('oauth_authorizations')
+          .select('oauth_authorizations.auth_key')
+          .whereRef('oauth_authorizations.auth_key', '=', 'imported_records.record_id'),
       );
   }
 }
@@ -90,14 +103,33 @@ export async function importedRecordsGone(
   return gone;
 }
 
+/** Of `recordIds` of `kind`, those an earlier import noted (here or not), each with when it was brought. */
+export async function importedRecordsNoted(
+  db: Db,
+  kind: ImportedRecordKind,
+  recordIds: readonly string[],
+): Promise<Map<string, string>> {
+  const noted = new Map<string, string>();
+  for (const ids of sizeLimitedGroups([...new Set(recordIds)], () => 1, NOTE_ROWS)) {
+    const rows = await db
+      .selectFrom('imported_records')
+      .select(['record_id', 'imported_at'])
+      .where('kind', '=', kind)
+      .where('record_id', 'in', ids)
+      .execute();
+    for (const row of rows) noted.set(row.record_id, row.imported_at);
+  }
+  return noted;
+}
+
 /**
- * The daily pruning: configurations whose eduVPN expiry is past `now`, and users gone here whom
- * no destroy receipt names any more. Answers how many rows went.
+ * The daily pruning: configurations and authorizations whose eduVPN expiry is past `now`, and
+ * users gone here whom no destroy receipt names any more. Answers how many rows went.
  */
 export async function pruneImportedRecords(db: Db, now: string): Promise<number> {
   const configurations = await db
     .deleteFrom('imported_records')
-    .where('kind', 'in', ['wireguard', 'openvpn'])
+    .where('kind', 'in', ['wireguard', 'openvpn', 'authorization'])
     .where('expires_at', '<=', now)
     .executeTakeFirst();
   const users = await db

@@ -442,12 +442,12 @@ export interface ScimGroupMembersTable {
 
 /** A user or configuration the eduVPN import brought (migration 0035, src/storage/imported-records.ts). */
 export interface ImportedRecordsTable {
-  /** user, wireguard or openvpn. */
+  /** user, wireguard, openvpn or authorization (0037). */
   kind: string;
-  /** The user id, WireGuard public key or OpenVPN common name. */
+  /** The user id, WireGuard public key, OpenVPN common name or authorization key. */
   record_id: string;
   imported_at: string;
-  /** A configuration's expiry in eduVPN (ATOM); null for a user. */
+  /** A configuration's or authorization's expiry in eduVPN (ATOM); null for a user. */
   expires_at: string | null;
 }
 

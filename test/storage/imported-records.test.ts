@@ -1,6 +1,6 @@
 // The eduVPN import's notes of what it brought are kept only while a later import could still
-// bring back something removed here: a configuration's until its eduVPN expiry (then eduVPN's
-// copy is expired too), a user's while it is here or its destroy receipt is kept.
+// bring back something removed here: a configuration's or authorization's until its eduVPN expiry
+// (then eduVPN's copy is expired too), a user's while it is here or its destroy receipt is kept.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { asUserId } from '../../src/shared/ids.js';
@@ -11,7 +11,7 @@ import { startTestPortal } from '../support/test-portal.js';
 
 const IMPORTED_AT = '2026-11-30T12:00:00+00:00';
 
-test('a configuration note goes once its eduVPN expiry passed, a destroyed userâ€™s once its destroy receipt is gone, a user here stays', async (t) => {
+test('a configuration or authorization note goes once its eduVPN expiry passed, a destroyed userâ€™s once its destroy receipt is gone, a user here stays', async (t) => {
   const portal = await startTestPortal();
   t.after(portal.close);
   const { db } = portal.portal.ctx;
@@ -36,6 +36,8 @@ test('a configuration note goes once its eduVPN expiry passed, a destroyed userâ
   await noteImportedRecords(db, [
     { kind: 'wireguard', recordId: 'key-2027', importedAt: IMPORTED_AT, expiresAt: '2027-01-01T00:00:00+00:00' },
     { kind: 'openvpn', recordId: 'name-2031', importedAt: IMPORTED_AT, expiresAt: '2031-01-01T00:00:00+00:00' },
+    { kind: 'authorization', recordId: 'app-2027', importedAt: IMPORTED_AT, expiresAt: '2027-06-01T00:00:00+00:00' },
+    { kind: 'authorization', recordId: 'app-2030', importedAt: IMPORTED_AT, expiresAt: '2030-01-01T00:00:00+00:00' },
     { kind: 'user', recordId: 'here', importedAt: IMPORTED_AT, expiresAt: null },
     { kind: 'user', recordId: 'gone', importedAt: IMPORTED_AT, expiresAt: null },
     { kind: 'user', recordId: 'receipt-pruned', importedAt: IMPORTED_AT, expiresAt: null },
@@ -50,10 +52,16 @@ test('a configuration note goes once its eduVPN expiry passed, a destroyed userâ
     'a user brought and not here is gone; one here or never brought is not',
   );
 
-  assert.equal(await pruneImportedRecords(db, '2028-01-01T00:00:00+00:00'), 2);
-  assert.deepEqual(await noted(), ['gone', 'here', 'name-2031']);
+  assert.deepEqual(
+    [...(await importedRecordsGone(db, 'authorization', ['app-2027', 'never-imported']))],
+    [['app-2027', IMPORTED_AT]],
+    'an authorization brought and not here is gone',
+  );
+
+  assert.equal(await pruneImportedRecords(db, '2028-01-01T00:00:00+00:00'), 3);
+  assert.deepEqual(await noted(), ['app-2030', 'gone', 'here', 'name-2031']);
 
   await db.deleteFrom('revocations').where('revocation_id', '=', 'destroy-of-gone').execute();
   assert.equal(await pruneImportedRecords(db, '2028-01-01T00:00:00+00:00'), 1);
-  assert.deepEqual(await noted(), ['here', 'name-2031']);
+  assert.deepEqual(await noted(), ['app-2030', 'here', 'name-2031']);
 });

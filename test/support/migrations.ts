@@ -33,4 +33,5 @@ export const EXPECTED_MIGRATIONS = [
   '0034-change-marker-tombstones',
   '0035-imported-records',
   '0036-user-disabled-by',
+  '0037-imported-authorizations',
 ] as const;

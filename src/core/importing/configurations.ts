@@ -23,8 +23,13 @@ export interface ImportFacts {
   readonly warningHorizon: string;
   /** Each user's earliest configuration (expired ones too): when the user was made. */
   readonly earliestConfiguration: Map<UserId, string>;
-  /** Authorizations an unexpired configuration names: brought even when expired themselves. */
-  readonly namedAuthorizations: Set<string>;
+  /**
+   * Authorizations an unexpired configuration names (brought even when expired themselves), each
+   * with the latest expiry of those configurations: until then a later run could bring it again.
+   */
+  readonly namedAuthorizations: Map<string, string>;
+  /** Users found disabled here (by the users' check, before the authorizations'): theirs are left. */
+  readonly usersDisabledHere: Set<UserId>;
   /** The node of each configuration (expired ones too), for the connection log. */
   readonly nodeOfConnection: Map<string, NodeNumber>;
 }
@@ -85,7 +90,11 @@ export function noteConfiguration(
   const earliest = facts.earliestConfiguration.get(record.userId);
   if (earliest === undefined || record.createdAt < earliest)
     facts.earliestConfiguration.set(record.userId, record.createdAt);
-  if (record.authKey !== null && record.expiresAt > facts.now) facts.namedAuthorizations.add(record.authKey);
+  if (record.authKey !== null && record.expiresAt > facts.now) {
+    const named = facts.namedAuthorizations.get(record.authKey);
+    if (named === undefined || record.expiresAt > named)
+      facts.namedAuthorizations.set(record.authKey, record.expiresAt);
+  }
   facts.nodeOfConnection.set(connectionId, record.nodeNumber);
 }
 

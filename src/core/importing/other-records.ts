@@ -1,8 +1,10 @@
 // The eduVPN records other than configurations, page by page, against this portal: users (the
 // same id is the same user, unless the disabled flag differs; one an earlier import brought and
-// destroyed here since is left), OAuth authorizations (those a configuration names, or not
-// expired; a destroyed user's are left), the connection log (each row with a log id derived from
-// the row, so a second run finds it) and the daily statistics.
+// destroyed here since is left, and so is one it brought that is disabled here while eduVPN has
+// it enabled: it stays disabled), OAuth authorizations (those a configuration names, or not
+// expired; one an earlier import brought and deleted here since is left, and so are a destroyed
+// or disabled user's), the connection log (each row with a log id derived from the row, so a
+// second run finds it) and the daily statistics.
 import { createHash } from 'node:crypto';
 import type {
   EduVpnAuthorization,
@@ -17,11 +19,21 @@ import type { Db } from '../../storage/database.js';
 import { dailyStatsOf, type DailyStats } from '../../storage/statistics.js';
 import { usersWithIds, type ImportedUser } from '../../storage/users.js';
 import { emptyOutcome, type ImportFacts, type PageOutcome } from './configurations.js';
-import { destroyedHere, ofUserDestroyedHere, usersDestroyedHere } from './removed-here.js';
+import {
+  authorizationsRemovedHere,
+  destroyedHere,
+  disabledHere,
+  usersBroughtBefore,
+  usersDestroyedHere,
+} from './removed-here.js';
 
 /** The node of a history row whose configuration eduVPN no longer has: its first (default) node. */
 const UNKNOWN_NODE = asNodeNumber(0);
 
+/**
+ * Checks a page of users; notes in `facts` those disabled here, whose authorizations the
+ * authorizations' check (after this one, in the plan and in the import) leaves.
+ */
 export async function checkUsers(
   db: Db,
   page: readonly EduVpnUser[],
@@ -36,11 +48,19 @@ export async function checkUsers(
     db,
     page.filter((user) => !here.has(user.userId)).map((user) => user.userId),
   );
+  const disabledHereOnly = await usersBroughtBefore(
+    db,
+    page.filter((user) => !user.isDisabled && here.get(user.userId)?.isDisabled === true).map((user) => user.userId),
+  );
   for (const user of page) {
     const stored = here.get(user.userId);
+    if (stored?.isDisabled === true) facts.usersDisabledHere.add(user.userId);
     const destroyedImportedAt = destroyed.get(user.userId);
+    const disabledImportedAt = disabledHereOnly.get(user.userId);
     if (destroyedImportedAt !== undefined)
       outcome.removedHere.push({ kind: 'users', record: user.userId, reason: destroyedHere(destroyedImportedAt) });
+    else if (disabledImportedAt !== undefined)
+      outcome.removedHere.push({ kind: 'users', record: user.userId, reason: disabledHere(disabledImportedAt) });
     else if (stored === undefined)
       outcome.bring.push({
         userId: user.userId,
@@ -72,10 +92,6 @@ export async function checkAuthorizations(
     if (!keep) outcome.expired++;
     return keep;
   });
-  const destroyed = await usersDestroyedHere(
-    db,
-    wanted.map((authorization) => authorization.userId),
-  );
   const here = new Map(
     (
       await authorizationsWithKeys(
@@ -84,15 +100,16 @@ export async function checkAuthorizations(
       )
     ).map((stored) => [stored.authKey, stored]),
   );
+  const removed = await authorizationsRemovedHere(
+    db,
+    wanted.filter((authorization) => !here.has(authorization.authKey)),
+    facts.usersDisabledHere,
+  );
   for (const authorization of wanted) {
     const stored = here.get(authorization.authKey);
-    const destroyedImportedAt = destroyed.get(authorization.userId);
-    if (destroyedImportedAt !== undefined)
-      outcome.removedHere.push({
-        kind: 'authorizations',
-        record: authorization.authKey,
-        reason: ofUserDestroyedHere(authorization.userId, destroyedImportedAt),
-      });
+    const reason = removed.get(authorization.authKey);
+    if (reason !== undefined)
+      outcome.removedHere.push({ kind: 'authorizations', record: authorization.authKey, reason });
     else if (stored === undefined) outcome.bring.push(authorization);
     else if (
       stored.userId === authorization.userId &&
@@ -108,6 +125,12 @@ export async function checkAuthorizations(
       });
   }
   return outcome;
+}
+
+/** The expiry an authorization's note keeps: its own, or the latest of the unexpired configurations naming it. */
+export function authorizationNoteExpiry(authorization: Authorization, facts: ImportFacts): string {
+  const named = facts.namedAuthorizations.get(authorization.authKey);
+  return named !== undefined && named > authorization.expiresAt ? named : authorization.expiresAt;
 }
 
 /**

@@ -44,7 +44,8 @@ export async function prepareEduVpnImport(
     now: formatAtom(now),
     warningHorizon: formatAtom(addDuration(now, ctx.config.expiryWarning)),
     earliestConfiguration: new Map(),
-    namedAuthorizations: new Set(),
+    namedAuthorizations: new Map(),
+    usersDisabledHere: new Set(),
     nodeOfConnection: new Map(),
   };
   const conflicts = new ConflictList();

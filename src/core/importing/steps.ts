@@ -1,6 +1,6 @@
 // One step per kind of eduVPN record: where its pages come from, how a page is checked against
-// this portal, and how what it brings is written (users and configurations also noted in
-// `imported_records`, so that a later run leaves them once they were removed here). The plan
+// this portal, and how what it brings is written (users, configurations and authorizations also
+// noted in `imported_records`, so that a later run leaves them once they were removed here). The plan
 // walks every step to count and find conflicts; the import walks them again, each in its own
 // transaction, and writes.
 import type { Transaction } from 'kysely';
@@ -24,7 +24,13 @@ import {
   type PageOutcome,
   type PeerToBring,
 } from './configurations.js';
-import { checkAuthorizations, checkConnectionLog, checkDailyStatistics, checkUsers } from './other-records.js';
+import {
+  authorizationNoteExpiry,
+  checkAuthorizations,
+  checkConnectionLog,
+  checkDailyStatistics,
+  checkUsers,
+} from './other-records.js';
 
 /** Writes one page's records; answers how many went in. */
 export type PageWrite = (trx: Transaction<Database>) => Promise<number>;
@@ -55,8 +61,8 @@ function kindStep<Record, Row>(definition: {
     facts: ImportFacts,
   ) => Promise<PageOutcome<Row>>;
   readonly insert: (trx: Transaction<Database>, rows: readonly Row[]) => Promise<number>;
-  /** What of a brought row `imported_records` keeps: users and configurations only. */
-  readonly remembered?: (row: Row) => Omit<ImportedRecord, 'importedAt'>;
+  /** What of a brought row `imported_records` keeps: users, configurations and authorizations only. */
+  readonly remembered?: (row: Row, facts: ImportFacts) => Omit<ImportedRecord, 'importedAt'>;
 }): KindStep {
   const { remembered } = definition;
   return {
@@ -72,7 +78,7 @@ function kindStep<Record, Row>(definition: {
           if (remembered !== undefined)
             await noteImportedRecords(
               trx,
-              outcome.bring.map((row) => ({ ...remembered(row), importedAt: facts.now })),
+              outcome.bring.map((row) => ({ ...remembered(row, facts), importedAt: facts.now })),
             );
           return inserted;
         });
@@ -112,6 +118,11 @@ export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
     pages: (deployment) => deployment.authorizations(),
     check: (_config, db, page, facts) => checkAuthorizations(db, page, facts),
     insert: insertAuthorizations,
+    remembered: (authorization, facts) => ({
+      kind: 'authorization',
+      recordId: authorization.authKey,
+      expiresAt: authorizationNoteExpiry(authorization, facts),
+    }),
   }),
   wireGuardPeers: kindStep({
     kind: 'wireGuardPeers',

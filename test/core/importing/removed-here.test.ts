@@ -2,9 +2,10 @@
 // suite): the eduVPN server still holds it, and bringing it again would put a revoked
 // configuration back on its node. A WireGuard or OpenVPN configuration deleted here, a user
 // destroyed here (with its configurations and authorizations, also those eduVPN issued later),
-// and a configuration whose revocation receipt was pruned since are left, counted and named in
-// the plan; the rest is imported, and a run again still changes nothing. How long the import's
-// notes are kept: test/storage/imported-records.test.ts.
+// an authorization deleted here, a user disabled here (it stays disabled, and gets no
+// authorization), and a configuration whose revocation receipt was pruned since are left,
+// counted and named in the plan; the rest is imported, and a run again still changes nothing.
+// How long the import's notes are kept: test/storage/imported-records.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
@@ -13,7 +14,7 @@ import {
   type ImportContext,
   type ImportPlan,
 } from '../../../src/core/importing/index.js';
-import type { EduVpnRecordKind } from '../../../src/eduvpn/deployment.js';
+import type { EduVpnAuthorization, EduVpnRecordKind } from '../../../src/eduvpn/deployment.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { authorizationsWithKeys } from '../../../src/storage/authorizations.js';
@@ -69,6 +70,23 @@ async function importAgainBringingNothing(records: EduVpnRecords): Promise<Impor
   assert.deepEqual(outcome.plan.conflicts, [], 'nothing removed here is a conflict');
   assert.deepEqual(Object.values(outcome.applied?.inserted ?? {}), [0, 0, 0, 0, 0, 0], 'nothing is brought back');
   return outcome.plan;
+}
+
+/** An app's authorization of `userId`, valid for years. */
+function appAuthorization(authKey: string, userId: string): EduVpnAuthorization {
+  return {
+    authKey,
+    userId: asUserId(userId),
+    clientId: 'org.eduvpn.app.linux',
+    scope: 'config',
+    authorizedAt: '2026-10-01T08:00:00+00:00',
+    expiresAt: '2030-01-01T00:00:00+00:00',
+  };
+}
+
+/** The keys of the authorizations here, of those asked about, sorted. */
+async function authorizationsHere(authKeys: readonly string[]): Promise<string[]> {
+  return (await authorizationsWithKeys(ctx.db, authKeys)).map((authorization) => authorization.authKey).sort();
 }
 
 /** Per kind, how many the plan leaves because they were removed here (kinds with none left out). */
@@ -213,4 +231,57 @@ test('a configuration revoked here stays out of a later import after its receipt
   assert.deepEqual(await peersWithKeys(ctx.db, [key]), []);
   assert.ok(!(await wantedOnNode()).includes(key));
   assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 1 });
+});
+
+test('an authorization deleted here after an import is not brought back by importing again, and the report says so', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('gina')];
+  records.wireGuardPeers = [eduVpnPeer('gina', 6, { authKey: 'gina-app' })];
+  records.authorizations = [appAuthorization('gina-app', 'gina'), appAuthorization('gina-phone', 'gina')];
+  await firstImport(records);
+  assert.deepEqual(await authorizationsHere(['gina-app', 'gina-phone']), ['gina-app', 'gina-phone']);
+  await portal.admin.deleteUserAuthorizations('gina');
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await authorizationsHere(['gina-app', 'gina-phone']), [], 'neither is back');
+  assert.deepEqual(removedHereCounts(plan), { authorizations: 2 });
+  assert.equal(
+    plan.counts.wireGuardPeers.alreadyHere,
+    1,
+    'its configuration stays, as delete_user_authorizations leaves it',
+  );
+  for (const removed of plan.removedHere)
+    assert.match(removed.reason, /^brought by an import at .+ and deleted here since/);
+
+  const again = await importAgainBringingNothing(records);
+  assert.deepEqual(removedHereCounts(again), { authorizations: 2 }, 'a run again still changes nothing');
+});
+
+test('a user disabled here after an import stays disabled when importing again, without a conflict, and gets no authorization back or new', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('hank')];
+  records.authorizations = [appAuthorization('hank-app', 'hank')];
+  await firstImport(records);
+  assert.notEqual(await portal.admin.disableUser('hank'), null, 'a receipt');
+  assert.deepEqual(await authorizationsHere(['hank-app']), [], 'disabling ended its authorization');
+  // eduVPN, where hank is still enabled, authorizes another of hank's apps meanwhile.
+  records.authorizations.push(appAuthorization('hank-laptop', 'hank'));
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.ok((await portal.admin.disabledUsers()).includes('hank'), 'hank stays disabled');
+  assert.deepEqual(await authorizationsHere(['hank-app', 'hank-laptop']), []);
+
+  assert.deepEqual(removedHereCounts(plan), { users: 1, authorizations: 2 });
+  const reasons = new Map(plan.removedHere.map((removed) => [removed.record, removed.reason]));
+  assert.match(
+    reasons.get('hank') ?? '',
+    /^brought by an import at .+ and disabled here \(eduVPN has it enabled\): it stays disabled$/,
+  );
+  assert.match(reasons.get('hank-app') ?? '', /^brought by an import at .+ and deleted here since/);
+  assert.equal(reasons.get('hank-laptop'), 'its user hank is disabled here, which ended its authorizations');
+
+  const again = await importAgainBringingNothing(records);
+  assert.deepEqual(removedHereCounts(again), { users: 1, authorizations: 2 }, 'a run again still changes nothing');
 });
