@@ -32,6 +32,13 @@ export interface ImportFacts {
   readonly usersDisabledHere: Set<UserId>;
   /** The node of each configuration (expired ones too), for the connection log. */
   readonly nodeOfConnection: Map<string, NodeNumber>;
+  /**
+   * ATOM: a history row that ended before this is not brought (the retention here,
+   * `connectionLogRetention`, would delete it again), unless its user is in `heldUsers`.
+   */
+  readonly historySince: string;
+  /** Users under a legal hold now: the retention keeps their history, so the import brings all of it. */
+  readonly heldUsers: ReadonlySet<string>;
 }
 
 /** One page checked: what to bring, how many are here or expired, what was removed here, and the conflicts. */

@@ -4,7 +4,8 @@
 // it enabled: it stays disabled), OAuth authorizations (those a configuration names, or not
 // expired; one an earlier import brought and deleted here since is left, and so are a destroyed
 // or disabled user's), the connection log (each row with a log id derived from the row, so a
-// second run finds it) and the daily statistics.
+// second run finds it; one that ended before `connectionLogRetention` is left, as the retention
+// here deleted it or would, unless a legal hold keeps its user's history) and the daily statistics.
 import { createHash } from 'node:crypto';
 import type {
   EduVpnAuthorization,
@@ -166,9 +167,20 @@ export async function checkConnectionLog(
   );
   for (const row of rows) {
     if (here.has(row.logId)) outcome.alreadyHere++;
+    else if (pastRetention(row, facts)) outcome.expired++;
     else outcome.bring.push(row);
   }
   return outcome;
+}
+
+/**
+ * Whether a history row ended before the retention here: the housekeeping deleted it (or would),
+ * so it is not brought back, unless a legal hold keeps its user's history.
+ */
+function pastRetention(entry: EduVpnConnectionLogEntry, facts: ImportFacts): boolean {
+  return (
+    entry.disconnectedAt !== null && entry.disconnectedAt < facts.historySince && !facts.heldUsers.has(entry.userId)
+  );
 }
 
 export async function checkDailyStatistics(

@@ -15,7 +15,10 @@ export interface KindCounts {
   /** Here already, the same record (a second run finds everything here). */
   alreadyHere: number;
   conflicting: number;
-  /** Expired configurations, and expired authorizations no configuration names: not brought. */
+  /**
+   * Expired configurations, expired authorizations no configuration names, and history rows
+   * that ended before `connectionLogRetention` (of users under no legal hold): not brought.
+   */
   expired: number;
   /**
    * Brought by an earlier import and removed here since (a configuration revoked, a user

@@ -2,8 +2,9 @@
 // portal, writing nothing. The import itself runs the same checks first and goes on only when
 // they found no conflict.
 import { EDUVPN_RECORD_KINDS, type EduVpnDeployment, type EduVpnRecordKind } from '../../eduvpn/deployment.js';
-import { addDuration } from '../../shared/iso-duration.js';
+import { addDuration, subtractDuration } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
+import { heldUserIds } from '../../storage/legal-holds.js';
 import type { ImportFacts } from './configurations.js';
 import { planKeyFiles, type KeyAdoption } from './key-files.js';
 import {
@@ -46,6 +47,8 @@ export async function prepareEduVpnImport(
     earliestConfiguration: new Map(),
     namedAuthorizations: new Map(),
     usersDisabledHere: new Set(),
+    historySince: formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)),
+    heldUsers: new Set(await heldUserIds(ctx.db, formatAtom(now))),
     nodeOfConnection: new Map(),
   };
   const conflicts = new ConflictList();

@@ -69,8 +69,9 @@ function deploymentRecords(): EduVpnRecords {
       connectionId: firstPeer.publicKey,
       ipFour: firstPeer.ipFour,
       ipSix: firstPeer.ipSix,
-      connectedAt: '2026-11-01T08:00:00+00:00',
-      disconnectedAt: '2026-11-01T09:00:00+00:00',
+      // Within the retention here (connectionLogRetention, P1M): older history is left.
+      connectedAt: formatAtom(new Date(Date.now() - 2 * 3600_000)),
+      disconnectedAt: formatAtom(new Date(Date.now() - 3600_000)),
       bytesIn: 100,
       bytesOut: 200,
     },

@@ -3,7 +3,8 @@
 // configuration back on its node. A WireGuard or OpenVPN configuration deleted here, a user
 // destroyed here (with its configurations and authorizations, also those eduVPN issued later),
 // an authorization deleted here, a user disabled here (it stays disabled, and gets no
-// authorization), and a configuration whose revocation receipt was pruned since are left,
+// authorization), history past the retention here (unless a legal hold keeps it) and a
+// configuration whose revocation receipt was pruned since are left,
 // counted and named in the plan; the rest is imported, and a run again still changes nothing.
 // How long the import's notes are kept: test/storage/imported-records.test.ts.
 import assert from 'node:assert/strict';
@@ -14,7 +15,11 @@ import {
   type ImportContext,
   type ImportPlan,
 } from '../../../src/core/importing/index.js';
-import type { EduVpnAuthorization, EduVpnRecordKind } from '../../../src/eduvpn/deployment.js';
+import type {
+  EduVpnAuthorization,
+  EduVpnConnectionLogEntry,
+  EduVpnRecordKind,
+} from '../../../src/eduvpn/deployment.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { authorizationsWithKeys } from '../../../src/storage/authorizations.js';
@@ -284,4 +289,50 @@ test('a user disabled here after an import stays disabled when importing again, 
 
   const again = await importAgainBringingNothing(records);
   assert.deepEqual(removedHereCounts(again), { users: 1, authorizations: 2 }, 'a run again still changes nothing');
+});
+
+/** A WireGuard session of `userId` that ended `daysAgo` days ago, after an hour. */
+function sessionEnded(userId: string, daysAgo: number): EduVpnConnectionLogEntry {
+  const end = Date.now() - daysAgo * 86_400_000;
+  return {
+    userId: asUserId(userId),
+    profileId: asProfileId('employees'),
+    vpnProto: 'wireguard',
+    connectionId: `${userId}-${daysAgo}`,
+    ipFour: '10.44.0.99',
+    ipSix: 'fd44::99',
+    connectedAt: formatAtom(new Date(end - 3600_000)),
+    disconnectedAt: formatAtom(new Date(end)),
+    bytesIn: 1,
+    bytesOut: 2,
+  };
+}
+
+test('history that ended before the retention here is not brought, as the housekeeping deleted it or would, unless a legal hold keeps its user’s history', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('ivy'), eduVpnUser('jack')];
+  await firstImport(records);
+  const hold = await portal.admin.createLegalHold({
+    user_id: 'jack',
+    reason: 'case 2026-17',
+    until: formatAtom(new Date(Date.now() + 30 * 86_400_000)),
+  });
+  // connectionLogRetention is P1M.
+  records.connectionLog = [sessionEnded('ivy', 60), sessionEnded('ivy', 1), sessionEnded('jack', 60)];
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  assert.deepEqual([plan.counts.connectionLog.toBring, plan.counts.connectionLog.expired], [2, 1]);
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.equal(outcome.applied?.inserted.connectionLog, 2);
+  const log = await ctx.db
+    .selectFrom('connection_log')
+    .select('connection_id')
+    .where('user_id', 'in', ['ivy', 'jack'])
+    .orderBy('connection_id')
+    .execute();
+  assert.deepEqual(
+    log.map((row) => row.connection_id),
+    ['ivy-1', 'jack-60'],
+  );
+  await portal.admin.releaseLegalHold(hold.hold_id);
 });
