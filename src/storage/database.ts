@@ -76,6 +76,7 @@ import { changeMarkerTombstones } from './migrations/0034-change-marker-tombston
 import { importedRecordsSchema } from './migrations/0035-imported-records.js';
 import { userDisabledBy } from './migrations/0036-user-disabled-by.js';
 import { importedAuthorizations } from './migrations/0037-imported-authorizations.js';
+import { natDatesSettled } from './migrations/0038-nat-dates-settled.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -127,6 +128,7 @@ const migrations: Record<string, Migration> = {
   '0035-imported-records': importedRecordsSchema,
   '0036-user-disabled-by': userDisabledBy,
   '0037-imported-authorizations': importedAuthorizations,
+  '0038-nat-dates-settled': natDatesSettled,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

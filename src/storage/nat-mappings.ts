@@ -7,6 +7,7 @@ import type { NodeNumber } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import type { Db } from './database.js';
 import { lockForTransaction } from './exclusive.js';
+import { settledNatDates } from './nat-dates.js';
 import type { Database } from './schema.js';
 
 /** How a node translates its clients' IPv4 traffic. */
@@ -38,7 +39,10 @@ export function sameNatMapping(a: NatMapping, b: NatMapping): boolean {
  * `recordedAt` (a date in the future would refuse every real change until then), and not before
  * the node's last recorded change (that change stays the earlier one: the moment becomes the
  * second after it) nor, for a first mapping, before `notBefore` (when the portal first heard from
- * the node: a backdated report would rewrite the past).
+ * the node: a backdated report would rewrite the past). A recorded change dated after
+ * `recordedAt` (the portal's clock went back since, or a row from before these limits) is moved
+ * back first (settleNatMappingDates): left there, it would push this change into the future too,
+ * and until then every look-up would read the mapping before both.
  */
 export async function recordNatMapping(
   db: Db,
@@ -47,8 +51,13 @@ export async function recordNatMapping(
   notBefore?: string,
 ): Promise<RecordedNatMapping | null> {
   await lockForTransaction(db, `nat-mapping:${entry.nodeNumber}`);
-  const last = await lastNatMapping(db, entry.nodeNumber);
-  if (last === undefined ? entry.mapping.mode === 'none' : sameNatMapping(last.mapping, entry.mapping)) return null;
+  const found = await lastNatMapping(db, entry.nodeNumber);
+  if (found === undefined ? entry.mapping.mode === 'none' : sameNatMapping(found.mapping, entry.mapping)) return null;
+  let last = found;
+  if (found !== undefined && found.appliedAt > recordedAt) {
+    await settleNatMappingDates(db, entry.nodeNumber, recordedAt);
+    last = await lastNatMapping(db, entry.nodeNumber);
+  }
   const lowest = last === undefined ? notBefore : formatAtom(new Date(Date.parse(last.appliedAt) + 1000));
   const latest = entry.appliedAt > recordedAt ? recordedAt : entry.appliedAt;
   const appliedAt = lowest !== undefined && latest < lowest ? lowest : latest;
@@ -68,6 +77,37 @@ export async function recordNatMapping(
     .onConflict((conflict) => conflict.columns(['node_number', 'applied_at']).doNothing())
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 ? recorded : null;
+}
+
+/**
+ * Moves the node's changes dated after `now` back to dates it can vouch for (settledNatDates);
+ * answers how many moved. Run under the node's lock, in a transaction.
+ */
+export async function settleNatMappingDates(db: Db, nodeNumber: NodeNumber, now: string): Promise<number> {
+  const rows = await db
+    .selectFrom('nat_mappings')
+    .select(['applied_at', 'recorded_at'])
+    .where('node_number', '=', nodeNumber)
+    .orderBy('applied_at')
+    .execute();
+  const settled = settledNatDates(
+    rows.map((row) => ({ appliedAt: row.applied_at, recordedAt: row.recorded_at })),
+    now,
+  );
+  let moved = 0;
+  // Oldest first: each date only moves back, and stays after the one before, so no two rows meet.
+  for (const [index, row] of rows.entries()) {
+    const appliedAt = settled[index];
+    if (appliedAt === undefined || appliedAt === row.applied_at) continue;
+    await db
+      .updateTable('nat_mappings')
+      .set({ applied_at: appliedAt })
+      .where('node_number', '=', nodeNumber)
+      .where('applied_at', '=', row.applied_at)
+      .execute();
+    moved++;
+  }
+  return moved;
 }
 
 /** The node's last recorded mapping, if any. */

@@ -34,4 +34,5 @@ export const EXPECTED_MIGRATIONS = [
   '0035-imported-records',
   '0036-user-disabled-by',
   '0037-imported-authorizations',
+  '0038-nat-dates-settled',
 ] as const;

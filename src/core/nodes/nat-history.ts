@@ -29,7 +29,7 @@ export async function recordNodeNat(
   const now = ctx.clock.now();
   // `none` has no date of the node's: the portal's clock says when it noticed.
   const reportedDate = nat === null ? now : new Date(nat.applied_at);
-  const applied = Number.isNaN(reportedDate.getTime()) ? now : reportedDate;
+  const applied = vouchable(reportedDate, now);
   const reported = formatAtom(applied);
   const notBefore = firstContact === undefined ? undefined : formatAtom(firstContact);
   const recorded = await ctx.events.change(ctx.db, async (trx, announce) => {
@@ -46,17 +46,30 @@ export async function recordNodeNat(
     return entry;
   });
   if (recorded === null) return false;
-  if (recorded.appliedAt !== reported)
+  if (recorded.appliedAt !== reported || applied !== reportedDate) {
+    const said = nat?.applied_at ?? reported;
     ctx.logger.warn(
-      { nodeNumber, reported, recorded: recorded.appliedAt },
-      `node ${nodeNumber} says it applied its NAT at ${reported}, outside what the portal can vouch for: recorded from ${recorded.appliedAt}`,
+      { nodeNumber, reported: said, recorded: recorded.appliedAt },
+      `node ${nodeNumber} says it applied its NAT at ${said}, outside what the portal can vouch for: recorded from ${recorded.appliedAt}`,
     );
+  }
   ctx.logger.info(
     { nodeNumber, mode: mapping.mode },
     `node ${nodeNumber} NAT is ${mapping.mode} from ${recorded.appliedAt}`,
   );
   if (mapping.mode === 'deterministic') await warnOfSharedAddresses(ctx, nodeNumber, mapping.settings, formatAtom(now));
   return true;
+}
+
+/**
+ * The node's date, as far as the portal's clock can take it: no date (unparsable) or one after
+ * `now` is `now`, one before 1970 is 1970 (the storage moves it up to the node's last change or
+ * first contact). Dates are stored as text that sorts as time only between years 0 and 9999.
+ */
+function vouchable(reported: Date, now: Date): Date {
+  const time = reported.getTime();
+  if (Number.isNaN(time) || time > now.getTime()) return now;
+  return time < 0 ? new Date(0) : reported;
 }
 
 /** The IPv4 client ranges the configuration gives the node (every profile on it, WireGuard and OpenVPN). */

@@ -2,7 +2,9 @@
 // answers it here (the agent's own report of its NAT is another part of the work, tested with
 // the agent), read by two real portal instances on one database, through the portal's node
 // client, its watch and its reconcile pass. Each change is recorded once, from the node's own
-// date, and announced once (`node.nat_changed`, here to a webhook receiver).
+// date, and announced once (`node.nat_changed`, here to a webhook receiver). A date the portal
+// cannot vouch for (far in the future, or recorded while its own clock ran ahead) never hides a
+// newer mapping from attribution.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +12,10 @@ import { test } from 'node:test';
 import { recordNodeNat } from '../../../src/core/nodes/index.js';
 import type { NatMode } from '../../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
-import { natMappingHistory, pruneNatMappings } from '../../../src/storage/nat-mappings.js';
+import { DeterministicNat } from '../../../src/net/deterministic-nat.js';
+import { asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { openConnection } from '../../../src/storage/connection-log.js';
+import { natMappingHistory, natMappingsInForce, pruneNatMappings } from '../../../src/storage/nat-mappings.js';
 import { employeesProfile, ManualClock, twoProfiles } from '../../support/admin-keys.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
@@ -270,5 +275,77 @@ test('the retention of the history keeps the mapping in force at its limit, and 
     (await history(portal)).map(([appliedAt]) => appliedAt),
     ['2026-02-01T00:00:00+00:00', '2026-03-01T00:00:00+00:00'],
     'the mapping in force on 02-15 stays: sessions of that day are still kept',
+  );
+});
+
+test('a mapping a node dates past year 9999 is recorded from now, and attribution after the next change reads the newer mapping', async (t) => {
+  const clock = new ManualClock('2026-03-01T12:00:00Z');
+  const portal = await startTestPortal({ clock });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  await openConnection(ctx.db, {
+    userId: asUserId('alice'),
+    profileId: asProfileId('employees'),
+    vpnProto: 'wireguard',
+    connectionId: 'alice-key',
+    nodeNumber: NODE,
+    ipFour: '10.44.0.7',
+    ipSix: 'fd44::7',
+    originatingIp: '198.51.100.1',
+    connectedAt: new Date('2026-03-01T11:00:00Z'),
+  });
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('+275760-09-13T00:00:00Z', 250)), true);
+  clock.advance(3600_000);
+  const newer = deterministic('2026-03-01T12:30:00Z', 100);
+  assert.equal(await recordNodeNat(ctx, NODE, newer), true, 'the next change is recorded');
+  assert.deepEqual(await history(portal), [
+    ['2026-03-01T12:00:00+00:00', 'deterministic', 250],
+    ['2026-03-01T12:30:00+00:00', 'deterministic', 100],
+  ]);
+
+  const nat = new DeterministicNat({
+    ranges: newer.ranges,
+    publicAddresses: newer.public_addresses,
+    portsPerClient: newer.ports_per_client,
+  });
+  const port = nat.blockOf('10.44.0.7')?.firstPort ?? 0;
+  const answer = await portal.admin.attribution({
+    ip: '192.0.2.10',
+    port,
+    at: '2026-03-01T12:45:00+00:00',
+    reason: 'abuse report 17',
+  });
+  assert.equal(answer.translation?.mapping_applied_at, '2026-03-01T12:30:00+00:00');
+  assert.equal(answer.translation?.client_ip, '10.44.0.7');
+  assert.deepEqual(
+    answer.sessions.map((session) => session.user_id),
+    ['alice'],
+  );
+});
+
+test('changes recorded while the portal’s clock ran ahead are moved back when the next change comes, so it is in force from then', async (t) => {
+  const clock = new ManualClock('2027-01-01T00:00:00Z');
+  const portal = await startTestPortal({ clock });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2027-01-01T00:00:00Z', 250)), true);
+  assert.equal(await recordNodeNat(ctx, NODE, { mode: 'masquerade', applied_at: '2027-01-01T00:00:00Z' }), true);
+  // The clock is put right: ten months back.
+  clock.advance(Date.parse('2026-03-01T13:00:00Z') - Date.parse('2027-01-01T00:00:00Z'));
+  assert.equal(await recordNodeNat(ctx, NODE, deterministic('2026-03-01T12:30:00Z', 100)), true);
+  assert.deepEqual(
+    await history(portal),
+    [
+      ['2026-03-01T13:00:00+00:00', 'deterministic', 250],
+      ['2026-03-01T13:00:01+00:00', 'masquerade', null],
+      ['2026-03-01T13:00:02+00:00', 'deterministic', 100],
+    ],
+    'the order stays; no date is months ahead',
+  );
+  const inForce = await natMappingsInForce(ctx.db, '2026-03-01T13:30:00+00:00');
+  assert.deepEqual(
+    inForce.map((entry) => [entry.appliedAt, entry.mapping.mode]),
+    [['2026-03-01T13:00:02+00:00', 'deterministic']],
+    'the newest change is the one in force, not one dated next January',
   );
 });
