@@ -18,7 +18,7 @@ import { loadPortalConfig } from '../../src/config/load.js';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import type { WireGuardKey } from '../../src/shared/ids.js';
 import { connectDatabase, openDatabase, type Db } from '../../src/storage/database.js';
-import { runExclusively } from '../../src/storage/exclusive.js';
+import { ExclusiveLocks } from '../../src/storage/exclusive.js';
 import { wireGuardPublicKey } from '../../src/wireguard/keys.js';
 import { startPortalWithNode } from '../support/portal-with-node.js';
 import { PortalProcess } from '../support/portal-process.js';
@@ -336,7 +336,7 @@ test('two reconcilers started together on one PostgreSQL: only one acts, the oth
   assert.equal((await lab.peersOnNode()).size, 300, 'and changes nothing');
 });
 
-test('the reconcile lock: taken by one instance, skipped by another, released when the holder finishes or its connection dies', async (t) => {
+test('the reconcile locks: taken by one instance, skipped by another, all of an instance on one connection, released when the holder finishes or its connection dies', async (t) => {
   const databaseUrl = await freshDatabase(t);
   const one = await openDatabase({ dialect: 'postgres', url: databaseUrl });
   const two = connectDatabase({ dialect: 'postgres', url: databaseUrl });
@@ -344,50 +344,63 @@ test('the reconcile lock: taken by one instance, skipped by another, released wh
     await one.destroy();
     await two.destroy();
   });
+  const locksOne = new ExclusiveLocks(one);
+  const locksTwo = new ExclusiveLocks(two);
+  // pg_locks is the whole server's: other tests' portals run on other databases of it.
+  const lockHolders = async () =>
+    (
+      await sql<{ pid: number }>`
+        SELECT pid FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(
+        two,
+      )
+    ).rows.map((row) => row.pid);
 
   let release = (): void => {};
   const holding = new Promise<void>((resolve) => (release = resolve));
   let started = false;
-  const firstPass = runExclusively(one, 'reconcile', async () => {
+  const firstPass = locksOne.run('reconcile', async () => {
     started = true;
     await holding;
     return 'first';
   });
   while (!started) await sleep(5);
-  assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'second'), { ran: false });
-  assert.deepEqual(await runExclusively(two, 'something else', async () => 'other work'), {
+  assert.deepEqual(await locksTwo.run('reconcile', async () => 'second'), { ran: false });
+  assert.deepEqual(await locksTwo.run('something else', async () => 'other work'), {
     ran: true,
     value: 'other work',
   });
+  // A node's lock beside the pass's: the same connection holds both.
+  const both = await locksOne.run('reconcile-node:0', lockHolders);
+  assert.ok(both.ran);
+  assert.equal(both.value.length, 2, 'two advisory locks are held');
+  assert.equal(new Set(both.value).size, 1, 'on one connection');
   release();
   assert.deepEqual(await firstPass, { ran: true, value: 'first' });
-  assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'second'), { ran: true, value: 'second' });
+  assert.deepEqual(await lockHolders(), [], 'each lock is released when its work ends');
+  assert.deepEqual(await locksTwo.run('reconcile', async () => 'second'), { ran: true, value: 'second' });
 
   // An instance that dies mid-pass: its connection closes and the server releases the lock.
   let holder = 0;
   let finish = (): void => {};
-  const crashed = runExclusively(one, 'reconcile', async () => {
+  const crashed = locksOne.run('reconcile', async () => {
     holder = (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(one)).rows[0]?.pid ?? 0;
     await new Promise<void>((resolve) => (finish = resolve));
     return 'finished after losing its connection';
   });
   while (holder === 0) await sleep(5);
-  // pg_locks is the whole server's: other tests' portals run on other databases of it.
-  const lockHolders = await sql<{ pid: number }>`
-    SELECT pid FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(
-    two,
-  );
-  assert.equal(lockHolders.rows.length, 1, 'one advisory lock is held');
-  assert.notEqual(
-    lockHolders.rows[0]?.pid,
-    holder,
-    'on the connection reserved for the pass, not on the one the pass queries with',
-  );
-  await onServer(databaseUrl, (client) => client.query('SELECT pg_terminate_backend($1)', [lockHolders.rows[0]?.pid]));
-  assert.deepEqual(await runExclusively(two, 'reconcile', async () => 'after the crash'), {
+  const [reserved, ...others] = await lockHolders();
+  assert.deepEqual(others, [], 'one advisory lock is held');
+  assert.notEqual(reserved, holder, 'on the connection reserved for the pass, not on the one the pass queries with');
+  await onServer(databaseUrl, (client) => client.query('SELECT pg_terminate_backend($1)', [reserved]));
+  assert.deepEqual(await locksTwo.run('reconcile', async () => 'after the crash'), {
     ran: true,
     value: 'after the crash',
+  });
+  // The same instance's next lock is taken on a fresh connection, while the pass still runs.
+  assert.deepEqual(await locksOne.run('reconcile-node:0', async () => 'on a fresh connection'), {
+    ran: true,
+    value: 'on a fresh connection',
   });
   // The instance whose connection died is not brought down by it: its pass ends normally.
   finish();

@@ -10,7 +10,7 @@
 // revisions make it safe for two instances to push to one node at once.
 import { earliestCertificateExpiry } from '../../storage/certificates.js';
 import { storageOutage } from '../../storage/errors.js';
-import { runExclusively } from '../../storage/exclusive.js';
+import { ExclusiveLocks } from '../../storage/exclusive.js';
 import { earliestPeerExpiry } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
@@ -30,10 +30,13 @@ export class ReconcileScheduler {
   private running: Promise<void> = Promise.resolve();
   private readonly pendingNodes = new Set<NodeNumber>();
   private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private readonly locks: ExclusiveLocks;
   private stopped = false;
   private intervalMs = 0;
 
-  constructor(private readonly ctx: PortalContext) {}
+  constructor(private readonly ctx: PortalContext) {
+    this.locks = new ExclusiveLocks(ctx.db);
+  }
 
   start(intervalMs: number): void {
     this.intervalMs = intervalMs;
@@ -59,7 +62,7 @@ export class ReconcileScheduler {
   runAll(): Promise<void> {
     if (this.stopped) return this.running;
     return this.enqueue(async () => {
-      const result = await runExclusively(this.ctx.db, 'reconcile', async () => {
+      const result = await this.locks.run('reconcile', async () => {
         await reconcileAll(this.ctx);
         await runHousekeeping(this.ctx);
       });
@@ -78,7 +81,7 @@ export class ReconcileScheduler {
     this.ctx.logger.debug({ nodeNumber, reason }, `reconcile of node ${nodeNumber} queued: it ${reason}`);
     void this.enqueue(async () => {
       this.pendingNodes.delete(nodeNumber);
-      const result = await runExclusively(this.ctx.db, 'reconcile', () => reconcileNode(this.ctx, daemon));
+      const result = await this.locks.run('reconcile', () => reconcileNode(this.ctx, daemon));
       if (result.ran) return;
       this.ctx.logger.debug(
         { nodeNumber },
