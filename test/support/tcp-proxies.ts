@@ -1,8 +1,9 @@
 // TCP proxies on 127.0.0.1 for failures that only the network between two processes can
 // cause at the exact moment a test needs: a PostgreSQL connection cut right at a transaction's
 // COMMIT or at a statement that is its own transaction (before or after the server got it), a
-// COMMIT or its answer withheld with the connection left open, and a node's answer held back while the test
-// does something else (restarts the database). Everything else passes through unchanged.
+// COMMIT or its answer withheld with the connection left open, a node's answer held back while the test
+// does something else (restarts the database), and a node cut off and back again while its
+// interface keeps its peers. Everything else passes through unchanged.
 import net from 'node:net';
 
 export interface PostgresCutter {
@@ -226,6 +227,54 @@ export async function startHoldingProxy(): Promise<HoldingProxy> {
       const pendingReleases = releases;
       releases = [];
       for (const release of pendingReleases) release();
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface CuttableProxy {
+  /** http://127.0.0.1:PORT of the proxy. */
+  readonly url: string;
+  /** Where it forwards to: 127.0.0.1:`port` (set before the first connection). */
+  forwardTo(port: number): void;
+  /** Closes every connection, and each new one as it opens: the node behind it cannot be reached. */
+  cut(): void;
+  /** Passes connections on again. */
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/** A proxy to 127.0.0.1 (at the port `forwardTo` sets) that the test cuts and restores, as a node's network. */
+export async function startCuttableProxy(): Promise<CuttableProxy> {
+  let port = 0;
+  let cut = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect(port, '127.0.0.1');
+    joinPair(client, upstream, sockets);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    forwardTo(target) {
+      port = target;
+    },
+    cut() {
+      cut = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      cut = false;
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -1,5 +1,7 @@
-// The reference's daily housekeeping (§11.3), run by the first full reconcile pass of each UTC
-// day (under the reconcile lock, so one portal instance does it): every finished day since the
+// The reference's daily housekeeping (§11.3), run after the first full reconcile pass of each UTC
+// day, apart from the passes (under a lock of its own, so one portal instance does it; beyond the
+// expired configurations it deletes as the sweep does, it changes nothing the nodes must hold, so
+// no pass waits for it): every finished day since the
 // last run becomes a row of daily statistics per profile; the kinds of personal record of the
 // retention registry lose what is older than each one's retention (src/core/retention/: session
 // history, the client's own addresses, finished webhook deliveries, audit entries, finished

@@ -57,9 +57,10 @@ import {
 import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
 
 /**
- * Nodes a full pass reconciles at once. Each holds its node's peer list and the database's
- * peers of that node in memory (some 20 MB at 20,000 peers), and the portal's heap is capped
- * (192 MB): fifty nodes of 20,000 peers at once ran it out of memory.
+ * Nodes reconciled at once, by a full pass and the passes for single nodes together. Each holds
+ * its node's peer list and the database's peers of that node in memory (some 20 MB at 20,000
+ * peers), and the portal's heap is capped (192 MB): fifty nodes of 20,000 peers at once ran it
+ * out of memory.
  */
 export const PARALLEL_NODE_PASSES = 4;
 /** A pass keeps as many instructions in flight to a node as the connections allow. */
@@ -82,22 +83,36 @@ export interface NodeReconcileResult {
 }
 
 /**
- * The full pass, run by one portal instance at a time: expired configurations, then every node,
- * whose WireGuard sessions are observed on the way, then the live statistics.
+ * Runs one node's part of a full pass when its turn comes, or answers undefined when the node is
+ * left out (another portal instance is reconciling it right now). The scheduler's turns share
+ * their places with the passes for single nodes (src/core/reconcile/node-slots.ts).
  */
-export async function reconcileAll(ctx: PortalContext): Promise<NodeReconcileResult[]> {
+export type NodeTurn = (
+  daemon: NodeDaemon,
+  work: () => Promise<NodeReconcileResult>,
+) => Promise<NodeReconcileResult | undefined>;
+
+/**
+ * The full pass, run by one portal instance at a time: expired configurations, then every node,
+ * whose WireGuard sessions are observed on the way, then the live statistics. Answers the nodes
+ * it reconciled.
+ */
+export async function reconcileAll(
+  ctx: PortalContext,
+  turn: NodeTurn = (_daemon, work) => work(),
+): Promise<NodeReconcileResult[]> {
   await deleteExpiredConfigurations(ctx);
   const nodes = ctx.nodes.all();
-  const results: NodeReconcileResult[] = [];
+  const results: (NodeReconcileResult | undefined)[] = [];
   await forEachLimited(
     nodes.map((daemon, position) => ({ daemon, position })),
     PARALLEL_NODE_PASSES,
     async ({ daemon, position }) => {
-      results[position] = await reconcileNode(ctx, daemon, { observeSessions: true });
+      results[position] = await turn(daemon, () => reconcileNode(ctx, daemon, { observeSessions: true }));
     },
   );
   await recordLiveStats(ctx);
-  return results;
+  return results.filter((result): result is NodeReconcileResult => result !== undefined);
 }
 
 export interface NodePassOptions {

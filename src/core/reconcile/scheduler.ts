@@ -1,35 +1,64 @@
-// When reconcile work runs, one piece at a time per portal instance: a full pass at start and
-// every `reconcileInterval`; a pass for one node as soon as the fleet says it answers again or
-// lost its peers; and the expiry sweep at the moment the next configuration expires, so an
-// expired configuration leaves its node within seconds rather than at the next full pass (the
-// same sweep announces `configuration.expiring` when a warning falls due).
-// With several portal instances on one PostgreSQL database only one runs a full pass at any
-// moment (an advisory lock; the other skips it). A node pass takes the same lock but waits its
-// turn (it tries again each second), so a node that comes back is refilled by one instance,
-// not by all of them, and still by someone. Sweeps are not locked: they are short, and
-// revisions make it safe for two instances to push to one node at once.
+// When reconcile work runs, per portal instance: a full pass at start and every
+// `reconcileInterval`; a pass for one node as soon as the fleet says it answers again, lost its
+// peers or refused a change; the housekeeping after a full pass; and the expiry sweep at the
+// moment the next configuration expires, so an expired configuration leaves its node within
+// seconds rather than at the next full pass (the same sweep announces `configuration.expiring`
+// when a warning falls due).
+//
+// Full passes and sweeps run one at a time. A pass for one node does not queue behind them: it
+// takes a place beside the full pass (src/core/reconcile/node-slots.ts: a few nodes at once for
+// the heap, one pass per node, a node pass before the full pass's next node), so a revocation a
+// node missed while it was away reaches it within seconds of its answering again, however long
+// the full pass or the housekeeping takes. The housekeeping runs in a lane of its own: it touches
+// nothing the nodes must hold (history, statistics, finished receipts, kept answers; expired
+// configurations it deletes as the sweep does, which is safe beside any pass).
+//
+// What keeps a revoked peer off its node is not this order but revisions (src/storage/revisions.ts):
+// every add carries the revision of the state it was read from, and the node ignores one older
+// than a removal it applied, so no pass, wherever it runs, puts a revoked peer back.
+//
+// With several portal instances on one PostgreSQL database (advisory locks,
+// src/storage/exclusive.ts): one instance at a time runs a full pass (the others skip theirs),
+// and one at a time the housekeeping; the work on one node, a full pass's or a node pass's, is
+// done by one instance at a time, so a node that comes back is refilled by one instance, not by
+// all of them at once. A node pass that finds its node taken tries again each second; a full
+// pass leaves that node to the instance at work on it. Sweeps are not locked: they are short,
+// and revisions make it safe for two instances to push to one node at once.
 import { earliestCertificateExpiry } from '../../storage/certificates.js';
 import { storageOutage } from '../../storage/errors.js';
-import { ExclusiveLocks } from '../../storage/exclusive.js';
+import { ExclusiveLocks, type ExclusiveResult } from '../../storage/exclusive.js';
 import { earliestPeerExpiry } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
+import type { NodeDaemon } from '../../node-client/daemon-client.js';
 import type { ReconcileReason } from '../../node-client/fleet.js';
 import { announceExpiringConfigurations, nextExpiryWarningAt } from '../expiry/index.js';
 import { runHousekeeping } from './housekeeping.js';
-import { deleteExpiredConfigurations, reconcileAll, reconcileNode } from './pass.js';
+import { NodeSlots, type NodeWorkKind } from './node-slots.js';
+import { deleteExpiredConfigurations, PARALLEL_NODE_PASSES, reconcileAll, reconcileNode } from './pass.js';
 
 /** The sweep never runs more often than this, whatever the clock says. */
 const MIN_SWEEP_DELAY_MS = 1_000;
-/** How soon a node pass tries again when another instance holds the reconcile lock. */
+/** How soon a node pass tries again when another instance is reconciling that node. */
 const NODE_PASS_RETRY_MS = 1_000;
+
+/** The lock of one node's reconcile work, whoever does it. */
+function nodeLock(nodeNumber: NodeNumber): string {
+  return `reconcile-node:${nodeNumber}`;
+}
 
 export class ReconcileScheduler {
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** Full passes and sweeps, one after the other. */
   private running: Promise<void> = Promise.resolve();
+  /** The housekeeping under way, if any. */
+  private housekeeping: Promise<void> | null = null;
+  /** Node passes under way or waiting for their place. */
+  private readonly nodePasses = new Set<Promise<void>>();
   private readonly pendingNodes = new Set<NodeNumber>();
   private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private readonly slots = new NodeSlots(PARALLEL_NODE_PASSES);
   private readonly locks: ExclusiveLocks;
   private stopped = false;
   private intervalMs = 0;
@@ -54,46 +83,94 @@ export class ReconcileScheduler {
     this.retryTimers.clear();
   }
 
-  /** Resolves once the work queued so far has run. */
-  idle(): Promise<void> {
-    return this.running;
+  /** Resolves once the work under way or queued (passes, housekeeping, sweeps) has run. */
+  async idle(): Promise<void> {
+    for (;;) {
+      const running = this.running;
+      await Promise.all([running, this.housekeeping, ...this.nodePasses]);
+      if (running === this.running && this.housekeeping === null && this.nodePasses.size === 0) return;
+    }
   }
 
-  runAll(): Promise<void> {
-    if (this.stopped) return this.running;
-    return this.enqueue(async () => {
-      const result = await this.locks.run('reconcile', async () => {
-        await reconcileAll(this.ctx);
-        await runHousekeeping(this.ctx);
+  /** A full pass, then the housekeeping; resolves once they, and the node passes they set off, are done. */
+  async runAll(): Promise<void> {
+    if (!this.stopped)
+      await this.enqueue(async () => {
+        const result = await this.locks.run('reconcile', () =>
+          reconcileAll(this.ctx, async (daemon, work) => {
+            const turn = await this.onNode(daemon, 'full pass', work);
+            if (!turn.ran)
+              this.ctx.logger.debug(
+                { nodeNumber: daemon.nodeNumber },
+                `reconcile pass leaves node ${daemon.nodeNumber} alone: another portal instance is reconciling it`,
+              );
+            return turn.ran ? turn.value : undefined;
+          }),
+        );
+        if (result.ran) this.startHousekeeping();
+        else this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
+        // Not under the lock: each warning is claimed by one instance (src/core/expiry/warnings.ts).
+        await announceExpiringConfigurations(this.ctx);
       });
-      if (!result.ran) this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
-      // Not under the lock: each warning is claimed by one instance (src/core/expiry/warnings.ts).
-      await announceExpiringConfigurations(this.ctx);
-    });
+    await this.idle();
   }
 
-  /** Queues a pass for one node; several requests for the same node before it runs make one pass. */
+  /** Starts a pass for one node; several requests for the same node before it starts make one pass. */
   requestNode(nodeNumber: NodeNumber, reason: ReconcileReason): void {
     if (this.stopped || this.pendingNodes.has(nodeNumber)) return;
     const daemon = this.ctx.nodes.daemon(nodeNumber);
     if (daemon === undefined) return;
     this.pendingNodes.add(nodeNumber);
     this.ctx.logger.debug({ nodeNumber, reason }, `reconcile of node ${nodeNumber} queued: it ${reason}`);
-    void this.enqueue(async () => {
+    const pass = this.nodePass(daemon, reason).finally(() => this.nodePasses.delete(pass));
+    this.nodePasses.add(pass);
+  }
+
+  private async nodePass(daemon: NodeDaemon, reason: ReconcileReason): Promise<void> {
+    const nodeNumber = daemon.nodeNumber;
+    let ran = true;
+    try {
+      const turn = await this.slots.run(nodeNumber, 'node pass', async (): Promise<ExclusiveResult<unknown>> => {
+        // From here on a new request for the node makes a pass of its own, after this one.
+        this.pendingNodes.delete(nodeNumber);
+        if (this.stopped) return { ran: true, value: null };
+        return this.locks.run(nodeLock(nodeNumber), () => reconcileNode(this.ctx, daemon));
+      });
+      ran = turn.ran;
+    } catch (error) {
       this.pendingNodes.delete(nodeNumber);
-      const result = await this.locks.run('reconcile', () => reconcileNode(this.ctx, daemon));
-      if (result.ran) return;
-      this.ctx.logger.debug(
-        { nodeNumber },
-        `reconcile of node ${nodeNumber} waits: another portal instance is reconciling`,
-      );
-      const retry = setTimeout(() => {
-        this.retryTimers.delete(retry);
-        this.requestNode(nodeNumber, reason);
-      }, NODE_PASS_RETRY_MS);
-      retry.unref();
-      this.retryTimers.add(retry);
-    });
+      this.reportFailure('reconcile pass', error);
+    }
+    if (ran || this.stopped) return;
+    this.ctx.logger.debug(
+      { nodeNumber },
+      `reconcile of node ${nodeNumber} waits: another portal instance is reconciling it`,
+    );
+    const retry = setTimeout(() => {
+      this.retryTimers.delete(retry);
+      this.requestNode(nodeNumber, reason);
+    }, NODE_PASS_RETRY_MS);
+    retry.unref();
+    this.retryTimers.add(retry);
+  }
+
+  /** Runs one node's work in its place (src/core/reconcile/node-slots.ts), under the node's lock. */
+  private onNode<T>(daemon: NodeDaemon, kind: NodeWorkKind, work: () => Promise<T>): Promise<ExclusiveResult<T>> {
+    return this.slots.run(daemon.nodeNumber, kind, () => this.locks.run(nodeLock(daemon.nodeNumber), work));
+  }
+
+  /** The housekeeping, unless it is under way already; nothing waits for it but `idle()`. */
+  private startHousekeeping(): void {
+    if (this.housekeeping !== null || this.stopped) return;
+    this.housekeeping = this.locks
+      .run('housekeeping', () => runHousekeeping(this.ctx))
+      .then((result) => {
+        if (!result.ran) this.ctx.logger.debug('housekeeping skipped: another portal instance is running it');
+      })
+      .catch((error: unknown) => this.reportFailure('housekeeping', error))
+      .finally(() => {
+        this.housekeeping = null;
+      });
   }
 
   private enqueue(work: () => Promise<void>): Promise<void> {
@@ -102,15 +179,19 @@ export class ReconcileScheduler {
         if (this.stopped) return;
         await work();
       })
-      .catch((error: unknown) => {
-        // A database that is full, read-only or away is already reported by every call it
-        // refuses; the pass is tried again at the next interval.
-        const outage = storageOutage(error);
-        if (outage === null) this.ctx.logger.error({ err: error }, 'reconcile pass failed');
-        else this.ctx.logger.warn({ err: error, outage }, `reconcile pass failed: database ${outage}`);
-      })
+      .catch((error: unknown) => this.reportFailure('reconcile pass', error))
       .finally(() => this.scheduleSweep());
     return this.running;
+  }
+
+  /**
+   * A database that is full, read-only or away is already reported by every call it refuses;
+   * the work is tried again at the next interval (a node pass: at the next full pass).
+   */
+  private reportFailure(what: 'reconcile pass' | 'housekeeping', error: unknown): void {
+    const outage = storageOutage(error);
+    if (outage === null) this.ctx.logger.error({ err: error }, `${what} failed`);
+    else this.ctx.logger.warn({ err: error, outage }, `${what} failed: database ${outage}`);
   }
 
   /** Sets the sweep timer to the next expiry, at the latest one interval from now. */
