@@ -18,6 +18,7 @@ import { constantTimeMatcher } from '../../shared/constant-time.js';
 import { AddressAllowList } from '../plumbing/address-allow-list.js';
 import { sendError } from '../plumbing/error-reply.js';
 import { HttpError } from '../plumbing/http-error.js';
+import { addJsonBodyParser } from '../plumbing/json-body.js';
 import { requestsUnder, type HttpSurface } from '../plumbing/surface.js';
 
 /** The path below baseUrl. */
@@ -56,17 +57,9 @@ export function jamfPushSurface(ctx: PortalContext, config: JamfPushConfig, coun
         await refuse(401, failure, 'authentication required: the credential configured in Jamf Pro');
     },
     async plugin(app) {
-      app.addContentTypeParser(
-        'application/json',
-        { parseAs: 'string', bodyLimit: JAMF_BODY_LIMIT_BYTES },
-        (_request, body, done) => {
-          try {
-            done(null, JSON.parse(String(body)) as unknown);
-          } catch {
-            done(new HttpError(400, 'the body is not JSON'), undefined);
-          }
-        },
-      );
+      addJsonBodyParser(app, ['application/json'], (message) => new HttpError(400, message), {
+        bodyLimit: JAMF_BODY_LIMIT_BYTES,
+      });
       // Anything else (Jamf Pro's XML content type) is refused with what to change.
       app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: JAMF_BODY_LIMIT_BYTES }, (_request, _body, done) =>
         done(

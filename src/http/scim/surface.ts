@@ -14,6 +14,7 @@ import {
   ScimProblem,
   serviceProviderConfig,
 } from '../../protocol/scim.js';
+import { addJsonBodyParser } from '../plumbing/json-body.js';
 import { requestsUnder, type HttpSurface } from '../plumbing/surface.js';
 import { groupRoutes } from './groups.js';
 import { idOf } from './scim-call.js';
@@ -32,16 +33,10 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
     owns: requestsUnder(prefix),
     guard: scimGuard(ctx, callers, prefix),
     async plugin(app) {
-      app.addContentTypeParser(
+      addJsonBodyParser(
+        app,
         [SCIM_CONTENT_TYPE, 'application/json'],
-        { parseAs: 'string' },
-        (_request, body, done) => {
-          try {
-            done(null, JSON.parse(String(body)) as unknown);
-          } catch {
-            done(new ScimProblem(400, 'invalidSyntax', 'the request body is not JSON'), undefined);
-          }
-        },
+        (message) => new ScimProblem(400, 'invalidSyntax', message),
       );
       app.setErrorHandler(handleScimError);
       discoveryRoutes(app, base);

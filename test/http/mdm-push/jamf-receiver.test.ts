@@ -223,7 +223,7 @@ test('unknown devices and event types are answered 200, logged and counted; a bo
   assert.equal(checkIn.body['handled'], 'ignored');
 
   const unreadable: [string, unknown, Record<string, string>, number, RegExp][] = [
-    ['not JSON', '{"webhook":', { 'content-type': 'application/json' }, 400, /^the body is not JSON$/],
+    ['not JSON', '{"webhook":', { 'content-type': 'application/json' }, 400, /^the request body is not JSON$/],
     ['no webhook', { event: {} }, { 'content-type': 'application/json' }, 400, /needs "webhook.webhookEvent"/],
     [
       'a group change without its group',
