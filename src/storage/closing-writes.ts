@@ -9,6 +9,7 @@ import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { isPostgres } from './database.js';
 import { auditRecordInsert, type NewAuditRecord } from './audit-log.js';
 import { changeMarkerInsert } from './change-markers.js';
+import { KEPT_ANSWERS_PER_STATEMENT, keptAnswersRevocation, revokeKeptAnswers } from './idempotency.js';
 import { listingGenerationBump } from './listing-generation.js';
 import { insertRevocationNodes, revocationNodesInsert, type RevocationNodeRow } from './revocation-nodes.js';
 import { insertRevocation, revocationInsert, type StoredRevocation } from './revocations.js';
@@ -37,6 +38,11 @@ export type ClosingWrite =
       readonly events: readonly OutboxEvent[];
       readonly written: (deliveries: number) => void;
     }
+  /**
+   * Drops the kept `create` answers (Idempotency-Key) of the configurations the change revoked,
+   * so their private keys are not kept any longer (src/listeners/kept-answers.ts).
+   */
+  | { readonly kind: 'kept-answers-revoked'; readonly connectionIds: readonly string[] }
   /** The audit row of the Admin API call that made the change (src/listeners/audit-log.ts). */
   | { readonly kind: 'audit-record'; readonly record: NewAuditRecord }
   /** Moves the listing counter forward, by one unless `by` says (src/listeners/listing-generation.ts). */
@@ -48,11 +54,13 @@ export type ClosingWrite =
  * Where each kind runs among a change's closing writes. The listing counter's shard lock must be
  * the last lock a change takes: whoever holds a shard then holds every other lock it needs, so
  * two changes never wait for each other. A receipt, the outbox's deliveries and an audit row are
- * new rows no other change waits on; the marker says the change reached its end. A new kind fails the type check here
+ * new rows no other change waits on; the kept answers dropped are rows of configurations the
+ * change itself revoked, whose rows it holds already; the marker says the change reached its end. A new kind fails the type check here
  * until it has its place.
  */
 const CLOSING_PLACE: { readonly [K in ClosingWrite['kind']]: number } = {
   'revocation-receipt': 0,
+  'kept-answers-revoked': 0,
   'webhook-deliveries': 1,
   'audit-record': 1,
   'listing-generation': 2,
@@ -89,11 +97,15 @@ export async function runClosingWrites(trx: Transaction<Database>, writes: reado
     closing.tell(rows[0] ?? {});
     return;
   }
-  for (const write of inClosingOrder(writes)) {
-    if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
-    else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
-    else await singleRowStatement(write).execute(trx);
-  }
+  for (const write of inClosingOrder(writes)) await runOnItsOwn(trx, write);
+}
+
+/** A closing write as statements of its own, as many as it needs. */
+async function runOnItsOwn(trx: Transaction<Database>, write: ClosingWrite): Promise<void> {
+  if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
+  else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
+  else if (write.kind === 'kept-answers-revoked') await revokeKeptAnswers(trx, write.connectionIds);
+  else await singleRowStatement(write).execute(trx);
 }
 
 /** A closing write as a clause of a statement (a create's final one, or the closing writes' own). */
@@ -145,8 +157,7 @@ export async function closingClauses(
   for (const write of inClosingOrder(writes)) {
     const asClauses = clausesOf(write, isPostgres(trx));
     if (asClauses !== null) clauses.push(...asClauses);
-    else if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
-    else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
+    else await runOnItsOwn(trx, write);
   }
   return clauses;
 }
@@ -182,6 +193,10 @@ function clausesOf(write: ClosingWrite, postgres: boolean): ClosingClause[] | nu
     case 'webhook-deliveries':
       if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT) return null;
       return [{ statement: outboxInsert(write.events, postgres), written: write.written }];
+    case 'kept-answers-revoked':
+      if (write.connectionIds.length === 0) return [];
+      if (write.connectionIds.length > KEPT_ANSWERS_PER_STATEMENT) return null;
+      return [{ statement: keptAnswersRevocation(write.connectionIds) }];
     default:
       return [{ statement: singleRowStatement(write) }];
   }
@@ -196,7 +211,7 @@ async function insertReceipt(
 }
 
 function singleRowStatement(
-  write: Exclude<ClosingWrite, { kind: 'revocation-receipt' | 'webhook-deliveries' }>,
+  write: Exclude<ClosingWrite, { kind: 'revocation-receipt' | 'webhook-deliveries' | 'kept-answers-revoked' }>,
 ): RawBuilder<unknown> {
   switch (write.kind) {
     case 'audit-record':

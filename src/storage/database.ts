@@ -77,6 +77,7 @@ import { importedRecordsSchema } from './migrations/0035-imported-records.js';
 import { userDisabledBy } from './migrations/0036-user-disabled-by.js';
 import { importedAuthorizations } from './migrations/0037-imported-authorizations.js';
 import { natDatesSettled } from './migrations/0038-nat-dates-settled.js';
+import { keptAnswerConfiguration } from './migrations/0039-kept-answer-configuration.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -129,6 +130,7 @@ const migrations: Record<string, Migration> = {
   '0036-user-disabled-by': userDisabledBy,
   '0037-imported-authorizations': importedAuthorizations,
   '0038-nat-dates-settled': natDatesSettled,
+  '0039-kept-answer-configuration': keptAnswerConfiguration,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

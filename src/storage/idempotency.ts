@@ -1,7 +1,9 @@
 // Queries on `idempotency_records`: a POST sent with an Idempotency-Key reserves the key (one
 // row per admin key lineage and Idempotency-Key: the primary key makes concurrent requests
-// agree on one owner), and its answer is kept, sealed, for 24 hours.
-import type { ExpressionBuilder } from 'kysely';
+// agree on one owner), and its answer is kept, sealed, for 24 hours, or until the configuration
+// a `create` answer handed out is revoked: then the answer is dropped and the record stays, so
+// that a retry with the key is refused instead of creating another configuration.
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
 import type { Db } from './database.js';
 import type { Database, IdempotencyRecordsTable } from './schema.js';
 
@@ -11,12 +13,15 @@ export interface IdempotencyRecord {
   readonly call: string;
   readonly fingerprint: string;
   readonly owner: string;
-  readonly state: 'pending' | 'done';
+  /** `revoked`: the configuration a `create` answer handed out was revoked, and its answer dropped. */
+  readonly state: 'pending' | 'done' | 'revoked';
   readonly status: number | null;
-  /** Sealed (src/keys/answer-cipher.ts). */
+  /** Sealed (src/keys/answer-cipher.ts); null while pending and once revoked. */
   readonly answer: string | null;
   readonly createdAt: string;
   readonly expiresAt: string;
+  /** The configuration a kept `create` answer handed out (public key or Common Name); null for the other calls. */
+  readonly connectionId: string | null;
 }
 
 export async function findIdempotencyRecord(
@@ -36,7 +41,7 @@ export async function findIdempotencyRecord(
 /** Reserves the key for a request; false when another request holds it already. */
 export async function reserveIdempotencyKey(
   db: Db,
-  record: Omit<IdempotencyRecord, 'state' | 'status' | 'answer'>,
+  record: Omit<IdempotencyRecord, 'state' | 'status' | 'answer' | 'connectionId'>,
 ): Promise<boolean> {
   const result = await db
     .insertInto('idempotency_records')
@@ -51,6 +56,7 @@ export async function reserveIdempotencyKey(
       answer: null,
       created_at: record.createdAt,
       expires_at: record.expiresAt,
+      connection_id: null,
     })
     .onConflict((conflict) => conflict.columns(['key_lineage', 'idempotency_key']).doNothing())
     .executeTakeFirst();
@@ -75,18 +81,54 @@ function heldBy(owned: OwnedIdempotencyKey) {
     });
 }
 
-/** Stores the answer of the request that reserved the key; false when it no longer holds it. */
+/**
+ * Stores the answer of the request that reserved the key, with the configuration it handed out
+ * (a `create`'s); false when the request no longer holds the key.
+ */
 export async function completeIdempotencyRecord(
   db: Db,
   owned: OwnedIdempotencyKey,
-  answer: { readonly status: number; readonly sealed: string },
+  answer: { readonly status: number; readonly sealed: string; readonly connectionId?: string },
 ): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_records')
-    .set({ state: 'done', status: answer.status, answer: answer.sealed })
+    .set({ state: 'done', status: answer.status, answer: answer.sealed, connection_id: answer.connectionId ?? null })
     .where(heldBy(owned))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
+}
+
+/** Configurations one statement names when their kept answers are dropped; more run in several. */
+export const KEPT_ANSWERS_PER_STATEMENT = 500;
+
+/**
+ * The statement that drops the kept answers of these configurations (1 to
+ * KEPT_ANSWERS_PER_STATEMENT of them), leaving their records `revoked`: a change's closing write
+ * (src/storage/closing-writes.ts, src/listeners/kept-answers.ts).
+ */
+export function keptAnswersRevocation(connectionIds: readonly string[]): RawBuilder<unknown> {
+  if (connectionIds.length === 0 || connectionIds.length > KEPT_ANSWERS_PER_STATEMENT)
+    throw new Error(`kept answers dropped in one statement: 1 to ${KEPT_ANSWERS_PER_STATEMENT}`);
+  return sql`UPDATE idempotency_records SET state = 'revoked', answer = NULL
+    WHERE state = 'done' AND connection_id IN (${sql.join(connectionIds)})`;
+}
+
+/** Drops the kept answers of these configurations, any number of them, a statement per KEPT_ANSWERS_PER_STATEMENT. */
+export async function revokeKeptAnswers(db: Db, connectionIds: readonly string[]): Promise<void> {
+  for (let start = 0; start < connectionIds.length; start += KEPT_ANSWERS_PER_STATEMENT)
+    await keptAnswersRevocation(connectionIds.slice(start, start + KEPT_ANSWERS_PER_STATEMENT)).execute(db);
+}
+
+/** Drops this kept answer (a retry found its configuration revoked before the revocation did). */
+export async function revokeKeptAnswer(db: Db, record: IdempotencyRecord): Promise<void> {
+  await db
+    .updateTable('idempotency_records')
+    .set({ state: 'revoked', answer: null })
+    .where('key_lineage', '=', record.keyLineage)
+    .where('idempotency_key', '=', record.idempotencyKey)
+    .where('owner', '=', record.owner)
+    .where('state', '=', 'done')
+    .execute();
 }
 
 /** Gives up a reservation that is still pending (the request failed, or its owner vanished). */
@@ -118,10 +160,11 @@ function toRecord(row: IdempotencyRecordsTable): IdempotencyRecord {
     call: row.call,
     fingerprint: row.fingerprint,
     owner: row.owner,
-    state: row.state === 'done' ? 'done' : 'pending',
+    state: row.state === 'done' || row.state === 'revoked' ? row.state : 'pending',
     status: row.status,
     answer: row.answer,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
+    connectionId: row.connection_id,
   };
 }

@@ -185,11 +185,14 @@ export interface IdempotencyRecordsTable {
   call: string;
   fingerprint: string;
   owner: string;
+  /** `pending` while its request runs, `done` with its answer, `revoked` once the configuration it created was (answer dropped). */
   state: string;
   status: number | null;
   answer: string | null;
   created_at: string;
   expires_at: string;
+  /** The configuration a kept `create` answer handed out (public key or Common Name); null for other calls, and before migration 0039. */
+  connection_id: string | null;
 }
 
 /** A webhook subscription; its secrets are sealed (src/keys/answer-cipher.ts). */

@@ -1,7 +1,7 @@
 // A change's closing writes run in storage's fixed order, whatever order they were asked for in:
 // the receipt and the audit row, then the listing counter (whose lock must be a change's last),
-// then the marker; and each of them is written: on PostgreSQL in one statement (a receipt too
-// large for it on its own first), on SQLite one by one.
+// then the marker; and each of them is written: on PostgreSQL in one statement (a receipt, or a
+// drop of kept answers, too large for it on its own first), on SQLite one by one.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { inClosingOrder, runClosingWrites, type ClosingWrite } from '../../src/storage/closing-writes.js';
@@ -97,6 +97,62 @@ test('a receipt of more configurations than one statement takes is written on it
   assert.equal(nodes.length, 250);
   assert.equal((await db.selectFrom('change_markers').select('marker_id').execute()).length, 1);
   assert.equal((await db.selectFrom('audit_log').select('audit_id').execute()).length, 1);
+});
+
+test('kept answers of revoked configurations are dropped with the other closing writes, also more than one statement names', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const { db } = portal.portal.ctx;
+  const record = (index: number) => ({
+    key_lineage: 'secret',
+    idempotency_key: `key-${index}`,
+    call: 'create',
+    fingerprint: 'f'.repeat(64),
+    owner: 'o'.repeat(24),
+    state: 'done',
+    status: 200,
+    answer: 'sealed',
+    created_at: AT,
+    // Far ahead: the portal's housekeeping would prune it meanwhile otherwise.
+    expires_at: '2099-01-01T00:00:00+00:00',
+    connection_id: `configuration-${index}`,
+  });
+  const rows = Array.from({ length: 1_210 }, (_, index) => record(index));
+  for (let start = 0; start < rows.length; start += 100)
+    await db
+      .insertInto('idempotency_records')
+      .values(rows.slice(start, start + 100))
+      .execute();
+  const revoked = (count: number): ClosingWrite => ({
+    kind: 'kept-answers-revoked',
+    connectionIds: Array.from({ length: count }, (_, index) => `configuration-${index}`),
+  });
+  const states = async () =>
+    Object.entries(
+      (await db.selectFrom('idempotency_records').select(['state', 'answer']).execute()).reduce<Record<string, number>>(
+        (counts, row) => {
+          const name = `${row.state}${row.answer === null ? '' : ' with answer'}`;
+          counts[name] = (counts[name] ?? 0) + 1;
+          return counts;
+        },
+        {},
+      ),
+    ).sort();
+
+  const few = await statementsSentBy(() =>
+    db.transaction().execute((trx) => runClosingWrites(trx, [marker, revoked(3)])),
+  );
+  if (isPostgres(db)) assert.equal(few.statements.filter(isNotBeginOrCommit).length, 1, few.statements.join('\n'));
+  assert.deepEqual(await states(), [
+    ['done with answer', 1_207],
+    ['revoked', 3],
+  ]);
+  // 1,200 names: three statements of their own (500, 500, 200), then the marker.
+  await db.transaction().execute((trx) => runClosingWrites(trx, [revoked(1_200), { ...marker, markerId: 'marker-2' }]));
+  assert.deepEqual(await states(), [
+    ['done with answer', 10],
+    ['revoked', 1_200],
+  ]);
 });
 
 function isNotBeginOrCommit(statement: string): boolean {

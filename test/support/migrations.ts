@@ -35,4 +35,5 @@ export const EXPECTED_MIGRATIONS = [
   '0036-user-disabled-by',
   '0037-imported-authorizations',
   '0038-nat-dates-settled',
+  '0039-kept-answer-configuration',
 ] as const;
