@@ -20,6 +20,7 @@ import { writeRadiusAccounting } from './listeners/radius-accounting.js';
 import { RadiusAccountingWorker } from './core/accounting/index.js';
 import { moveListingGeneration } from './listeners/listing-generation.js';
 import { writeRevocationReceipts } from './listeners/revocation-receipts.js';
+import { dropRevokedKeptAnswers } from './listeners/kept-answers.js';
 import { RevocationDeadlines } from './core/revocations/index.js';
 import { ListingCache } from './core/listings/index.js';
 import { RecentUsers } from './core/issuing/index.js';
@@ -181,6 +182,7 @@ function wireListeners(
   writeConnectionLog(events, { keepOriginatingIp: config.connectionLogLines.originatingIp });
   writeAuditLog(events);
   writeRevocationReceipts(events);
+  dropRevokedKeptAnswers(events);
   stampDeviceLastSeen(events);
   moveListingGeneration(events);
   if (config.connectScript !== null)

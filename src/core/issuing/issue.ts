@@ -61,8 +61,14 @@ export interface CreateConfigurationRequest {
    * Called inside the transaction that stores the configuration, with the answer `create` is
    * about to give: a request sent with an Idempotency-Key keeps its answer with the change, so
    * a configuration is never stored without the answer a retry will get (nor the other way round).
+   * `connectionId` names the configuration the answer hands out, so the answer can be dropped
+   * once that is revoked.
    */
-  readonly keepAnswer?: (trx: Transaction<Database>, answer: IssuedConfiguration) => Promise<void>;
+  readonly keepAnswer?: (
+    trx: Transaction<Database>,
+    answer: IssuedConfiguration,
+    connectionId: string,
+  ) => Promise<void>;
   /**
    * Called inside the transaction that stores the configuration, once the user is known to be
    * enabled and before anything is written: an enrollment takes its token's use here, so the
@@ -93,21 +99,26 @@ export interface Issue {
   readonly platform: Platform | undefined;
 }
 
-/** Hands the answer in `format` to the request's keepAnswer, inside the storing transaction. */
+/** Hands the answer in `format`, for the configuration `connectionId`, to the request's keepAnswer, inside the storing transaction. */
 export async function keepAnswer(
   trx: Transaction<Database>,
   issue: Issue,
   format: ConfigFormat,
   file: ConfigurationFile,
+  connectionId: string,
 ): Promise<void> {
   if (issue.request.keepAnswer === undefined) return;
-  await issue.request.keepAnswer(trx, {
-    format,
-    contentType: MIME_TYPES[format],
-    body: file.body,
-    downloadFileName: file.downloadFileName,
-    expiresAt: issue.expiresAt,
-  });
+  await issue.request.keepAnswer(
+    trx,
+    {
+      format,
+      contentType: MIME_TYPES[format],
+      body: file.body,
+      downloadFileName: file.downloadFileName,
+      expiresAt: issue.expiresAt,
+    },
+    connectionId,
+  );
 }
 
 /** Attempts at a write that lost a race (another portal instance, a busy database). */

@@ -65,7 +65,7 @@ export async function issueOpenVpn(ctx: PortalContext, issue: Issue): Promise<Co
       expiryWarned: issue.expiryWarned,
     };
     await insertCertificate(trx, certificate);
-    await keepAnswer(trx, issue, 'openvpn', file);
+    await keepAnswer(trx, issue, 'openvpn', file, commonName);
     return {
       configuration: openVpnConfiguration(certificate),
       finish: (last, writes) => runClosingWrites(last, writes),

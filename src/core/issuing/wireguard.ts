@@ -138,7 +138,7 @@ async function storePeer(
         const peer = await insertAtFreeAddress(last, node, unplaced, closingWrites);
         if (peer === null) throw new PoolFull();
         const file = await render(peer);
-        await keepAnswer(last, issue, format, file);
+        await keepAnswer(last, issue, format, file, publicKey);
         return { peer, file };
       };
       return { configuration, finish };

@@ -10,10 +10,18 @@
 // the portal dies in between: a reservation still pending then means nothing was stored, and
 // after STALE_AFTER_MS it is taken over. Answers are sealed with AES-256-GCM under
 // DATA/keys/idempotency.key (they hold private keys) and deleted once expired.
+//
+// A kept `create` answer names its configuration. Once that is revoked (deleted, expired, its
+// user disabled or destroyed) the answer is never given again: a retry gets 410 and creates
+// nothing. The revoking change drops the answer itself (src/listeners/kept-answers.ts), and a
+// retry reads the configuration's state before it answers, for what no change announced yet (an
+// expiry not swept). 410, not 409: 409 here means "still being processed, try again later",
+// which a client may retry; this key will never be answered with a file again.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
 import type { PortalContext } from '../../core/context.js';
+import { revocationOfConfiguration } from '../../core/issuing/index.js';
 import { AnswerCipher } from '../../keys/answer-cipher.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
@@ -23,6 +31,8 @@ import {
   findIdempotencyRecord,
   releaseIdempotencyKey,
   reserveIdempotencyKey,
+  revokeKeptAnswer,
+  type IdempotencyRecord,
 } from '../../storage/idempotency.js';
 import type { Database } from '../../storage/schema.js';
 import type { RouteResponse } from '../plumbing/route-response.js';
@@ -61,8 +71,11 @@ export interface IdempotentRequest {
   readonly fingerprint: string;
 }
 
-/** Kept inside the change's transaction: the answer the call is about to give. */
-export type KeepAnswer = (trx: Transaction<Database>, response: RouteResponse) => Promise<void>;
+/**
+ * Kept inside the change's transaction: the answer the call is about to give, and for `create`
+ * the configuration it hands out (its answer is not given again once that is revoked).
+ */
+export type KeepAnswer = (trx: Transaction<Database>, response: RouteResponse, connectionId?: string) => Promise<void>;
 
 export interface IdempotentOutcome {
   readonly response: RouteResponse;
@@ -137,6 +150,12 @@ export class IdempotentCalls {
           `${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" was used for another request (other call or parameters) within 24 hours`,
         );
       }
+      if (existing.state === 'revoked' || (await this.#configurationRevoked(existing))) {
+        throw new HttpError(
+          410,
+          `the configuration ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" created has been revoked (deleted, expired, or its user disabled); its answer is not given again: send a new ${IDEMPOTENCY_KEY_HEADER} for a new configuration`,
+        );
+      }
       if (existing.state === 'done' && existing.answer !== null) {
         const opened = cipher.open(existing.answer, context);
         if (opened === null) {
@@ -166,6 +185,22 @@ export class IdempotentCalls {
     }
   }
 
+  /**
+   * True when the record's answer handed out a configuration that is revoked now; its answer is
+   * then dropped at once, whatever dropped it or not yet.
+   */
+  async #configurationRevoked(record: IdempotencyRecord): Promise<boolean> {
+    if (record.state !== 'done' || record.connectionId === null) return false;
+    const revoked = await revocationOfConfiguration(this.ctx, record.connectionId);
+    if (revoked === null) return false;
+    await revokeKeptAnswer(this.ctx.db, record);
+    this.ctx.logger.info(
+      { idempotencyKey: record.idempotencyKey, connectionId: record.connectionId, revoked },
+      'a kept create answer was dropped at a retry: its configuration is revoked',
+    );
+    return true;
+  }
+
   async #execute(
     request: IdempotentRequest,
     owner: string,
@@ -174,10 +209,11 @@ export class IdempotentCalls {
     execute: (keep: KeepAnswer) => Promise<RouteResponse>,
   ): Promise<RouteResponse> {
     const owned = { keyLineage: request.keyLineage, idempotencyKey: request.idempotencyKey, owner };
-    const keep: KeepAnswer = async (trx, response) => {
+    const keep: KeepAnswer = async (trx, response, connectionId) => {
       const sealed = cipher.seal(storable(response), context);
       // Fails the change when the reservation was taken over meanwhile: then another request runs it.
-      if (!(await completeIdempotencyRecord(trx, owned, { status: response.status, sealed }))) {
+      const answer = { status: response.status, sealed, ...(connectionId === undefined ? {} : { connectionId }) };
+      if (!(await completeIdempotencyRecord(trx, owned, answer))) {
         throw new Error(`the reservation of ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" was lost`);
       }
     };

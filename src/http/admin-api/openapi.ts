@@ -88,6 +88,9 @@ function responsesOf(route: AdminRoute): Record<string, unknown> {
       ? {
           '404': jsonResponse('No such profile'),
           '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
+          '410': jsonResponse(
+            'The configuration this Idempotency-Key created has been revoked (deleted, expired, or its user disabled): its answer is not given again, and nothing is created',
+          ),
         }
       : {}),
   };

@@ -1,13 +1,17 @@
 // Safe retries for provisioning systems: a POST with an Idempotency-Key runs once per admin
 // key lineage and key; a retry with the same parameters within 24 hours gets the first answer (the
 // same file, never a new key pair), also from 50 requests at once and after a restart; other
-// parameters are 422; the kept answer is sealed at rest and gone after 24 hours.
+// parameters are 422; the kept answer is sealed at rest and gone after 24 hours, or as soon as the
+// configuration it handed out is revoked (deleted, expired, its user disabled or destroyed): a
+// retry then gets 410 and creates nothing.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { revokeAdminKey, rotateAdminKey } from '../../../src/core/access/admin-keys.js';
+import { asWireGuardKey } from '../../../src/shared/ids.js';
+import { wireGuardPublicKey } from '../../../src/wireguard/keys.js';
 import {
   auditLog,
   bearer,
@@ -258,4 +262,124 @@ test('a kept answer belongs to the key that made it and its rotations, never to 
   assert.equal(bySecret.status, 200);
   assert.notEqual(bySecret.text, before.text);
   assert.equal(await configurationCount(portal), 4);
+});
+
+const openVpnProfile = {
+  profileId: 'staff',
+  displayName: 'Staff',
+  hostName: 'vpn.example.org',
+  oRangeFour: '10.60.0.0/24',
+  oRangeSix: 'fd60::/64',
+  nodeUrl: UNREACHABLE_NODE,
+};
+const REVOKED =
+  /^the configuration Idempotency-Key "[^"]+" created has been revoked \(deleted, expired, or its user disabled\); its answer is not given again: send a new Idempotency-Key for a new configuration$/;
+
+/** The kept answers as stored: state and whether an answer is still there, by Idempotency-Key. */
+async function keptAnswers(portal: TestPortal): Promise<Record<string, string>> {
+  const rows = await portal.portal.ctx.db
+    .selectFrom('idempotency_records')
+    .select(['idempotency_key', 'state', 'answer'])
+    .orderBy('idempotency_key')
+    .execute();
+  return Object.fromEntries(
+    rows.map((row) => [row.idempotency_key, `${row.state}${row.answer === null ? '' : ' with answer'}`]),
+  );
+}
+
+function assertRevokedAnswer(response: ApiResponse, what: string): void {
+  assert.equal(response.status, 410, `${what}: ${response.text}`);
+  assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8', what);
+  assert.match(errorBody(response.text), REVOKED, what);
+}
+
+test('a retry after the configuration its key created was deleted or its user destroyed is a 410, creates nothing, and its answer is dropped', async (t) => {
+  const portal = await startTestPortal({ config: { ProfileList: [employeesProfile, openVpnProfile] } });
+  t.after(() => portal.close());
+  const openVpn = { accept: 'application/x-openvpn-profile' };
+  const bob = { user_id: 'bob', profile_id: 'staff' };
+  const created = {
+    wg: await portal.post('/create', alice, withKey('alice-wg')),
+    ovpn: await portal.post('/create', bob, withKey('bob-ovpn', openVpn)),
+    kept: await portal.post('/create', alice, withKey('alice-kept')),
+  };
+  for (const [name, answer] of Object.entries(created)) assert.equal(answer.status, 200, `${name}: ${answer.text}`);
+
+  // delete_connection of alice's first configuration: its answer is dropped in that change, the other stays.
+  const deleted = wireGuardPublicKey(asWireGuardKey(/^PrivateKey = (.+)$/m.exec(created.wg.text)?.[1] ?? ''));
+  assert.equal((await portal.post('/delete_connection', { user_id: 'alice', connection_id: deleted })).status, 204);
+  assert.deepEqual(await keptAnswers(portal), {
+    'alice-kept': 'done with answer',
+    'alice-wg': 'revoked',
+    'bob-ovpn': 'done with answer',
+  });
+  assertRevokedAnswer(await portal.post('/create', alice, withKey('alice-wg')), 'WireGuard, deleted');
+  assert.equal((await portal.post('/create', alice, withKey('alice-kept'))).text, created.kept.text, 'the other stays');
+
+  // destroy of bob: the OpenVPN file (certificate and client key) is not given again either.
+  assert.equal((await portal.post('/destroy', bob)).status, 204);
+  assertRevokedAnswer(await portal.post('/create', bob, withKey('bob-ovpn', openVpn)), 'OpenVPN, user destroyed');
+  assertRevokedAnswer(await portal.post('/create', bob, withKey('bob-ovpn', openVpn)), 'and again');
+  assert.deepEqual(await portal.admin.users(), ['alice'], 'bob was not made again');
+  assert.equal(await configurationCount(portal), 1, "only alice's kept configuration");
+  assert.equal((await keptAnswers(portal))['bob-ovpn'], 'revoked');
+  // Other parameters with the key are still another request (422), not a way around the refusal.
+  assert.equal((await portal.post('/create', { ...alice, display_name: 'x' }, withKey('alice-wg'))).status, 422);
+  const refusals = (await auditLog(portal)).filter((row) => row.status === 410);
+  assert.equal(refusals.length, 3, 'each refused retry is in the audit log');
+  assert.match(refusals[0]?.detail ?? '', REVOKED);
+});
+
+test('a retry after disable_user is a 410, and stays one after enable_user brings the configuration back', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const first = await portal.post('/create', alice, withKey('alice-phone'));
+  assert.equal(first.status, 200, first.text);
+  assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
+  assert.deepEqual(await keptAnswers(portal), { 'alice-phone': 'revoked' }, 'dropped by the disable itself');
+  assertRevokedAnswer(await portal.post('/create', alice, withKey('alice-phone')), 'disabled');
+  assert.equal((await portal.post('/enable_user', { user_id: 'alice' })).status, 204);
+  assertRevokedAnswer(await portal.post('/create', alice, withKey('alice-phone')), 'enabled again');
+  assert.equal(await configurationCount(portal), 1, 'nothing created; the first configuration is back');
+  const fresh = await portal.post('/create', alice, withKey('alice-phone-2'));
+  assert.equal(fresh.status, 200, 'a new key makes a new configuration');
+  assert.equal(await configurationCount(portal), 2);
+});
+
+test('a retry after the configuration expired is a 410 before the reconcile pass deletes it, and after', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ clock });
+  t.after(() => portal.close());
+  const short = { ...alice, expires_in: 'PT12H' };
+  const first = await portal.post('/create', short, withKey('short-lived'));
+  const second = await portal.post('/create', short, withKey('swept'));
+  assert.equal(first.status, 200, first.text);
+  assert.equal(second.status, 200, second.text);
+  clock.advance(11 * HOUR);
+  assert.equal((await portal.post('/create', short, withKey('short-lived'))).text, first.text, 'before it expires');
+  clock.advance(2 * HOUR);
+  // Nothing is written when a configuration expires: the retry reads its expiry, and drops the answer.
+  assertRevokedAnswer(await portal.post('/create', short, withKey('short-lived')), 'expired, not swept');
+  assert.deepEqual(await keptAnswers(portal), { 'short-lived': 'revoked', swept: 'done with answer' });
+  await portal.portal.reconcileNow();
+  assert.deepEqual(
+    await keptAnswers(portal),
+    { 'short-lived': 'revoked', swept: 'revoked' },
+    'dropped by the pass that deleted it',
+  );
+  assertRevokedAnswer(await portal.post('/create', short, withKey('swept')), 'expired and swept');
+  assert.equal(await configurationCount(portal), 0, 'nothing created');
+});
+
+test('a configuration deleted where no change announced it (by hand in the database) is refused as well', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const first = await portal.post('/create', alice, withKey('by-hand'));
+  assert.equal(first.status, 200, first.text);
+  const { db } = portal.portal.ctx;
+  await db.deleteFrom('wg_peers').execute();
+  assert.deepEqual(await keptAnswers(portal), { 'by-hand': 'done with answer' }, 'no listener heard of it');
+  assertRevokedAnswer(await portal.post('/create', alice, withKey('by-hand')), 'read from the configuration');
+  assert.deepEqual(await keptAnswers(portal), { 'by-hand': 'revoked' }, 'and dropped then');
+  assert.equal(await db.selectFrom('wg_peers').select('public_key').executeTakeFirst(), undefined, 'nothing created');
 });

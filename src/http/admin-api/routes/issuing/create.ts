@@ -29,7 +29,9 @@ export const createRoute = defineRoute({
       // With an Idempotency-Key, the answer is kept in the transaction that stores the configuration.
       ...(keepAnswer === undefined
         ? {}
-        : { keepAnswer: (trx, answer) => keepAnswer(trx, configurationAnswer(answer)) }),
+        : {
+            keepAnswer: (trx, answer, connectionId) => keepAnswer(trx, configurationAnswer(answer), connectionId),
+          }),
     });
     return configurationAnswer(issued);
   },
