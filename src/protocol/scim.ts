@@ -199,30 +199,50 @@ export function readListQuery(query: unknown, filterable: readonly string[]): Sc
   const filterText = values['filter'];
   if (filterText === undefined) return { startIndex, count, filter: null };
   if (typeof filterText !== 'string') throw new ScimProblem(400, 'invalidFilter', 'filter: give it once');
-  let parsed: SCIMMY.Types.Filter;
+  return { startIndex, count, filter: equalityFilter(filterText, filterable) };
+}
+
+/** `attribute op value`, each part as written; the value is the rest, up to trailing spaces. */
+const FILTER_PARTS = /^\s*(\S+)\s+(\S+)\s+(.*?)\s*$/s;
+
+/**
+ * `attribute eq "value"` on one of `filterable`. The value is a JSON string (RFC 7644 §3.4.2.2),
+ * its escapes (`\"`, `\\`, `\u00e9`, …) read as JSON reads them; a string that is not
+ * well-formed is a 400 invalidFilter, as is any other filter.
+ */
+function equalityFilter(text: string, filterable: readonly string[]): { attribute: string; value: string } {
+  const unsupported = new ScimProblem(
+    400,
+    'invalidFilter',
+    `filter: only ${filterable.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
+  );
+  const [, name = '', operator = '', valueText = ''] = FILTER_PARTS.exec(text) ?? [];
+  const attribute = filterable.find((candidate) => candidate.toLowerCase() === name.toLowerCase());
+  if (attribute === undefined || operator.toLowerCase() !== 'eq' || !valueText.startsWith('"')) throw unsupported;
+  const end = closingQuote(valueText);
+  if (end !== -1 && valueText.slice(end + 1).trim() !== '') throw unsupported;
+  let value: unknown;
   try {
-    parsed = new SCIMMY.Types.Filter(filterText);
-  } catch (error) {
-    throw new ScimProblem(400, 'invalidFilter', `filter: ${messageOf(error)}`);
+    value = end === -1 ? undefined : JSON.parse(valueText.slice(0, end + 1));
+  } catch {
+    // Not well-formed: an unknown escape (`\q`), a short `\u`, a control character.
   }
-  const [expression, ...more] = parsed as unknown as Record<string, unknown>[];
-  const entries = Object.entries(expression ?? {});
-  const [name, comparison] = entries[0] ?? [];
-  const attribute = filterable.find((candidate) => candidate.toLowerCase() === name?.toLowerCase());
-  if (
-    more.length > 0 ||
-    entries.length !== 1 ||
-    attribute === undefined ||
-    !Array.isArray(comparison) ||
-    comparison[0] !== 'eq' ||
-    typeof comparison[1] !== 'string'
-  )
+  if (typeof value !== 'string')
     throw new ScimProblem(
       400,
       'invalidFilter',
-      `filter: only ${filterable.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
+      `filter: ${valueText} is not a well-formed string (a JSON string: write " as \\" and \\ as \\\\)`,
     );
-  return { startIndex, count, filter: { attribute, value: comparison[1] } };
+  return { attribute, value };
+}
+
+/** Where the string that opens `text` ends (a `"` no backslash escapes); -1 if it never does. */
+function closingQuote(text: string): number {
+  for (let index = 1; index < text.length; index += 1) {
+    if (text[index] === '\\') index += 1;
+    else if (text[index] === '"') return index;
+  }
+  return -1;
 }
 
 /** The ServiceProviderConfig resource (RFC 7643 §5): what the portal supports. */
@@ -440,8 +460,4 @@ function positiveInteger(value: unknown, name: string, fallback: number, least =
     throw new ScimProblem(400, 'invalidValue', `${name}: a whole number`);
   // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0.
   return Math.max(Number(value), least);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -172,3 +172,17 @@ test("Entra ID's enterprise attributes are kept, and a typed entry the user lack
   );
   assert.deepEqual(replaced.attributes['emails'], [{ type: 'work', value: 'a@example.org' }]);
 });
+
+test("a filter's value is a JSON string: its escapes are decoded, and one that is not well-formed is invalidFilter", () => {
+  const filteredValue = (filter: string) => readListQuery({ filter }, ['userName']).filter?.value;
+  assert.equal(filteredValue('userName eq "o\\"brien"'), 'o"brien');
+  assert.equal(filteredValue('userName eq "dom\\\\alice"'), 'dom\\alice');
+  assert.equal(filteredValue('userName eq "caf\\u00e9 \\/ \\t"'), 'café / \t');
+  assert.equal(filteredValue('  username  EQ  "a b"  '), 'a b');
+  for (const filter of ['userName eq "a\\qb"', 'userName eq "a\\"', 'userName eq "\\u00e"', 'userName eq "a"b"'])
+    assert.throws(
+      () => readListQuery({ filter }, ['userName']),
+      (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidFilter',
+      filter,
+    );
+});

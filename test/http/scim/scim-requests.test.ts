@@ -193,6 +193,25 @@ test('lists are paged by startIndex (from 1) and count, in userName order, with 
   assert.deepEqual(await page(`filter=${encodeURIComponent('USERNAME EQ "eve"')}`), [1, 1, 1, ['eve']]);
 });
 
+test("a filter's value is read as a JSON string: escaped quotes and backslashes find what they name, a malformed escape is invalidFilter", async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'okta', { scope: 'scim' }));
+  const externalId = 'CN="Doe, J",OU=Staff\\Leiden';
+  const created = await scim.send('POST', 'Users', { userName: 'jdoe', externalId });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const filtered = (filter: string) => scim.send('GET', `Users?filter=${encodeURIComponent(filter)}`);
+
+  const found = await filtered('externalId eq "CN=\\"Doe, J\\",OU=Staff\\\\Leiden"');
+  assert.deepEqual(
+    resourcesOf<{ userName: string; externalId: string }>(found).map((user) => [user.userName, user.externalId]),
+    [['jdoe', externalId]],
+  );
+  assert.equal((await filtered('userName eq "jd\\u006fe"')).body?.['totalResults'], 1);
+  assert.equal((await filtered('externalId eq "CN=\\"Doe, J\\",OU=Staff\\Leiden"')).status, 400);
+  assertScimError(await filtered('userName eq "jdoe\\"'), 400, 'invalidFilter', /is not a well-formed string/);
+});
+
 test('the discovery resources describe what the portal serves', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
