@@ -78,11 +78,16 @@ function unquoted(text: string): string {
   }
 }
 
+/** A member object; its keys in any case (RFC 7643 §2.1). */
 function memberOf(entry: unknown): ScimMember {
-  const value = typeof entry === 'object' && entry !== null ? (entry as { value?: unknown }).value : undefined;
+  const named = (name: string): unknown =>
+    typeof entry === 'object' && entry !== null
+      ? Object.entries(entry).find(([key]) => key.toLowerCase() === name)?.[1]
+      : undefined;
+  const value = named('value');
   if (typeof value !== 'string' || value === '')
     throw new MemberPatchError('members: each member needs the value of a User id');
-  const display = (entry as { display?: unknown }).display;
+  const display = named('display');
   return typeof display === 'string' ? { value, display } : { value };
 }
 

@@ -7,6 +7,7 @@
 // those are read as the RFC would have them before scimmy sees them.
 import SCIMMY from 'scimmy';
 import { applyMemberOperations, MemberPatchError, type MemberPatch } from './scim-members.js';
+import { canonicalOperation } from './scim-paths.js';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
@@ -35,6 +36,7 @@ export type ScimType =
   | 'mutability'
   | 'invalidSyntax'
   | 'invalidValue'
+  | 'invalidPath'
   | 'noTarget'
   | 'tooMany';
 
@@ -114,7 +116,11 @@ export function readGroup(body: unknown): ScimGroupInput {
 
 /** The user after a PatchOp request (RFC 7644 §3.5.2) on `current`. */
 export async function patchUser(current: ScimUserView, body: unknown, location: string): Promise<ScimUserInput> {
-  const patch = patchOf(body, (operation) => addingMissingEntry(operation, current.attributes));
+  const request = objectBody(body);
+  const operations = operationsOf(request).map((operation) =>
+    addingMissingEntry(operationOf(operation, SCIMMY.Schemas.User.definition), current.attributes),
+  );
+  const patch = patchOfOperations(request, operations);
   const resource = new SCIMMY.Schemas.User(userResource(current, location), 'out');
   return userInputOf(await applied(patch, resource));
 }
@@ -127,7 +133,10 @@ export async function patchGroup(current: ScimGroupView, body: unknown, location
   const request = objectBody(body);
   let members: MemberPatch;
   try {
-    members = applyMemberOperations(current.members, operationsOf(request).map(operationOf));
+    const operations = operationsOf(request).map((operation) =>
+      operationOf(operation, SCIMMY.Schemas.Group.definition),
+    );
+    members = applyMemberOperations(current.members, operations);
   } catch (error) {
     if (error instanceof MemberPatchError) throw new ScimProblem(400, 'invalidValue', error.message);
     throw error;
@@ -319,17 +328,6 @@ function groupInputOf(resource: SCIMMY.Schemas.Group): ScimGroupInput {
   return { displayName, externalId: typeof externalId === 'string' ? externalId : null, memberIds };
 }
 
-function patchOf(
-  body: unknown,
-  adjust: (operation: unknown) => unknown = (operation) => operation,
-): SCIMMY.Messages.PatchOp {
-  const request = objectBody(body);
-  return patchOfOperations(
-    request,
-    operationsOf(request).map((operation) => adjust(operationOf(operation))),
-  );
-}
-
 /**
  * The operations of a PatchOp request: at least one, and at most MAX_PATCH_OPERATIONS (scimmy
  * applies each to the whole resource, and a request's operations run without a pause).
@@ -357,10 +355,14 @@ function patchOfOperations(request: Record<string, unknown>, operations: readonl
   );
 }
 
-/** One operation with its boolean values as booleans, whether under a path or inside a value object. */
-function operationOf(operation: unknown): unknown {
-  if (typeof operation !== 'object' || operation === null) return operation;
-  const { path, value, ...rest } = operation as { path?: unknown; value?: unknown };
+/**
+ * One operation with its attribute names as the schema spells them (any case, URN-qualified:
+ * scim-paths.ts) and its boolean values as booleans, whether under a path or inside a value object.
+ */
+function operationOf(operation: unknown, definition: SCIMMY.Types.SchemaDefinition): unknown {
+  const canonical = canonicalOperation(operation, definition);
+  if (typeof canonical !== 'object' || canonical === null) return canonical;
+  const { path, value, ...rest } = canonical as { path?: unknown; value?: unknown };
   const lastName = typeof path === 'string' ? (path.split('.').pop() ?? '').toLowerCase() : null;
   const booleanValue = lastName !== null && BOOLEAN_ATTRIBUTES.has(lastName) ? booleanOf(value) : value;
   return { ...rest, ...(path === undefined ? {} : { path }), value: withBooleans(booleanValue) };
@@ -389,9 +391,9 @@ function problemOf(error: unknown): ScimProblem {
   if (error instanceof ScimProblem) return error;
   if (error instanceof SCIMMY.Types.Error) {
     const known = error as unknown as { status: number; scimType?: string };
-    const scimType = (['invalidFilter', 'invalidSyntax', 'invalidValue', 'noTarget', 'mutability'] as const).find(
-      (type) => type === known.scimType,
-    );
+    const scimType = (
+      ['invalidFilter', 'invalidSyntax', 'invalidValue', 'invalidPath', 'noTarget', 'mutability'] as const
+    ).find((type) => type === known.scimType);
     return new ScimProblem(
       known.status >= 400 && known.status < 500 ? known.status : 400,
       scimType ?? null,

@@ -173,6 +173,69 @@ test("Entra ID's enterprise attributes are kept, and a typed entry the user lack
   assert.deepEqual(replaced.attributes['emails'], [{ type: 'work', value: 'a@example.org' }]);
 });
 
+test('PATCH attribute names are read without regard to case, also URN-qualified core names and the keys of a value without a path', async () => {
+  const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
+  const patchedUser = (operation: unknown) =>
+    patchUser(alice, { schemas: [PATCH], Operations: [operation] }, 'https://x/Users/u-1');
+  const disabling: unknown[] = [
+    { op: 'replace', path: 'Active', value: false },
+    { op: 'Replace', path: 'ACTIVE', value: 'False' },
+    { op: 'Replace', path: `${user}:active`, value: 'False' },
+    { op: 'replace', value: { Active: false } },
+    { op: 'replace', value: { [`${user}:active`]: 'false' } },
+  ];
+  for (const operation of disabling)
+    assert.equal((await patchedUser(operation)).active, false, JSON.stringify(operation));
+  assert.equal((await patchedUser({ op: 'replace', path: 'USERNAME', value: 'alice' })).userName, 'alice');
+  assert.deepEqual(
+    (await patchedUser({ op: 'add', path: `${user}:Name.GivenName`, value: 'Alice' })).attributes['name'],
+    { givenName: 'Alice' },
+  );
+  assert.deepEqual(
+    (await patchedUser({ op: 'replace', value: { DisplayName: 'A.', NAME: { FamilyName: 'Smith' } } })).attributes,
+    { ...alice.attributes, displayName: 'A.', name: { familyName: 'Smith' } },
+  );
+  for (const operation of [
+    { op: 'replace', path: 'nickName2', value: 'x' },
+    { op: 'replace', value: { nickName2: 'x' } },
+    { op: 'replace', path: 'urn:example:unknown:User:active', value: false },
+  ])
+    await assert.rejects(
+      patchedUser(operation),
+      (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidPath',
+      JSON.stringify(operation),
+    );
+
+  const group: ScimGroupView = {
+    id: 'g-1',
+    displayName: 'Staff',
+    externalId: null,
+    members: [{ value: 'u-1', display: 'alice' }],
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const groupUrn = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+  const patchedGroup = (...operations: unknown[]) =>
+    patchGroup(group, { schemas: [PATCH], Operations: operations }, 'https://x/Groups/g-1');
+  assert.deepEqual((await patchedGroup({ op: 'Add', path: 'Members', value: [{ Value: 'u-2' }] })).memberIds, [
+    'u-1',
+    'u-2',
+  ]);
+  assert.deepEqual(
+    (await patchedGroup({ op: 'Add', path: `${groupUrn}:members`, value: [{ value: 'u-2' }] })).memberIds,
+    ['u-1', 'u-2'],
+  );
+  assert.deepEqual((await patchedGroup({ op: 'Remove', path: `${groupUrn}:members[value eq "u-1"]` })).memberIds, []);
+  assert.deepEqual(
+    await patchedGroup({
+      op: 'Replace',
+      value: { [`${groupUrn}:displayName`]: 'Everyone', MEMBERS: [{ value: 'u-3' }] },
+    }),
+    { displayName: 'Everyone', externalId: null, memberIds: ['u-3'] },
+  );
+  assert.equal((await patchedGroup({ op: 'replace', path: 'DISPLAYNAME', value: 'All' })).displayName, 'All');
+});
+
 test("a filter's value is a JSON string: its escapes are decoded, and one that is not well-formed is invalidFilter", () => {
   const filteredValue = (filter: string) => readListQuery({ filter }, ['userName']).filter?.value;
   assert.equal(filteredValue('userName eq "o\\"brien"'), 'o"brien');

@@ -158,3 +158,49 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
     ['scim DELETE /Users', userName, 204],
   ]);
 });
+
+test('URN-qualified paths and attribute names in any case disable, enable and move members; an unknown attribute is invalidPath and changes nothing', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
+  const group = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+  const created = await scim.send('POST', 'Users', { userName: 'carol@example.org', active: true });
+  const userId = String(created.body?.['id']);
+  const path = `Users/${userId}`;
+
+  const disabled = await scim.send('PATCH', path, patchOp({ op: 'Replace', path: `${user}:active`, value: 'False' }));
+  assert.deepEqual([disabled.status, disabled.body?.['active'], disabled.receipts.length], [200, false, 1]);
+  const enabled = await scim.send('PATCH', path, patchOp({ op: 'Replace', value: { Active: 'True' } }));
+  assert.deepEqual([enabled.status, enabled.body?.['active']], [200, true]);
+  const renamed = await scim.send(
+    'PATCH',
+    path,
+    patchOp({ op: 'Replace', value: { [`${user}:displayName`]: 'Carol', 'Name.GivenName': 'Carol' } }),
+  );
+  assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+  assert.deepEqual([renamed.body?.['displayName'], renamed.body?.['name']], ['Carol', { givenName: 'Carol' }]);
+
+  const staff = await scim.send('POST', 'Groups', { displayName: 'Staff' });
+  const groupPath = `Groups/${String(staff.body?.['id'])}`;
+  const joined = await scim.send(
+    'PATCH',
+    groupPath,
+    patchOp({ op: 'Add', path: `${group}:members`, value: [{ Value: userId }] }),
+  );
+  assert.deepEqual(joined.body?.['members'], [{ value: userId, display: 'carol@example.org', type: 'User' }]);
+  const left = await scim.send('PATCH', groupPath, patchOp({ op: 'Remove', path: `Members[Value eq "${userId}"]` }));
+  assert.deepEqual(left.body?.['members'], []);
+
+  const before = await scim.send('GET', path);
+  for (const operation of [
+    { op: 'Replace', path: 'favouriteColour', value: 'blue' },
+    { op: 'Replace', value: { active: 'False', favouriteColour: 'blue' } },
+  ]) {
+    const refused = await scim.send('PATCH', path, patchOp(operation));
+    assert.deepEqual([refused.status, refused.body?.['scimType']], [400, 'invalidPath'], JSON.stringify(refused.body));
+    assert.match(String(refused.body?.['detail']), /favouriteColour/);
+  }
+  assert.deepEqual((await scim.send('GET', path)).body, before.body);
+  assert.deepEqual(await portal.admin.disabledUsers(), []);
+});

@@ -1,0 +1,116 @@
+// A PATCH's attribute names in the schema's own spelling before scimmy applies it. RFC 7643 §2.1
+// makes attribute names case-insensitive and RFC 7644 §3.10 lets a client qualify them with
+// their schema's URN (Entra ID sends `urn:ietf:params:scim:schemas:core:2.0:User:active`).
+// scimmy finds an attribute without regard to case but then writes the value under the name as
+// sent, so `Active`, `USERNAME` or a URN-qualified core name failed with invalidPath. Paths and
+// the keys of values (also of a value without a path) are rewritten here; a name the schema
+// does not declare is left as sent, for scimmy to refuse with invalidPath.
+import SCIMMY from 'scimmy';
+
+type Definition = SCIMMY.Types.SchemaDefinition;
+type Attribute = SCIMMY.Types.Attribute;
+/** What a path names: an attribute, a schema extension (its URN alone), or nothing the schema declares. */
+type Target = Attribute | Definition | undefined;
+
+/** RFC 7644 §3.10 without the URN: `name`, `name.sub`, `name[filter]` or `name[filter].sub`. */
+const ATTRIBUTE_PATH = /^([A-Za-z][\w$-]*)(\[.*\])?(?:\.([A-Za-z][\w$-]*))?$/s;
+
+/**
+ * The operation's path, and the keys of its value, as `definition` spells them. An operation
+ * that is not an object is left for scimmy to refuse.
+ */
+export function canonicalOperation(operation: unknown, definition: Definition): unknown {
+  if (!isRecord(operation)) return operation;
+  const { path, value } = operation;
+  if (typeof path !== 'string')
+    return 'value' in operation ? { ...operation, value: canonicalValue(value, definition) } : operation;
+  const target = resolved(path, definition);
+  return {
+    ...operation,
+    path: target.path,
+    ...('value' in operation ? { value: canonicalValue(value, target.target) } : {}),
+  };
+}
+
+/** The path with its schema URN and attribute names as `definition` spells them (the core URN left out), and what it names. */
+function resolved(path: string, definition: Definition): { readonly path: string; readonly target: Target } {
+  const scope = scopeOf(path, definition);
+  if (scope === null) return { path, target: undefined };
+  if (scope.rest === '') return { path: scope.prefix === '' ? path : scope.prefix, target: scope.schema };
+  const match = ATTRIBUTE_PATH.exec(scope.rest);
+  const attribute = match === null ? undefined : named(attributesOf(scope.schema), match[1] ?? '');
+  if (match === null || attribute === undefined) return { path, target: undefined };
+  const [, , filter = '', subName] = match;
+  if (subName === undefined) return { path: `${scope.prefix}${attribute.name}${filter}`, target: attribute };
+  const sub = named(attribute.subAttributes ?? [], subName);
+  if (sub === undefined) return { path, target: undefined };
+  return { path: `${scope.prefix}${attribute.name}${filter}.${sub.name}`, target: sub };
+}
+
+/**
+ * Which schema a path is in: the core one (its URN, if given, dropped: scimmy takes the bare
+ * name) or an extension (its URN kept, as scimmy needs it); null for a URN the definition
+ * does not know.
+ */
+function scopeOf(
+  path: string,
+  definition: Definition,
+): { readonly prefix: string; readonly rest: string; readonly schema: Definition } | null {
+  const lower = path.toLowerCase();
+  if (!lower.startsWith('urn:')) return { prefix: '', rest: path, schema: definition };
+  for (const extension of extensionsOf(definition)) {
+    const id = extension.id.toLowerCase();
+    if (lower === id) return { prefix: extension.id, rest: '', schema: extension };
+    if (lower.startsWith(`${id}:`))
+      return { prefix: `${extension.id}:`, rest: path.slice(id.length + 1), schema: extension };
+  }
+  const id = definition.id.toLowerCase();
+  if (lower === id) return { prefix: '', rest: '', schema: definition };
+  if (lower.startsWith(`${id}:`)) return { prefix: '', rest: path.slice(id.length + 1), schema: definition };
+  return null;
+}
+
+/** A value with its keys as the attribute (or schema) it is for spells them, at any depth. */
+function canonicalValue(value: unknown, target: Target): unknown {
+  if (Array.isArray(value)) return value.map((entry) => canonicalValue(entry, target));
+  if (!isRecord(value) || target === undefined) return value;
+  if (target instanceof SCIMMY.Types.SchemaDefinition) {
+    // A partial resource (a value without a path) or an extension's part: each key is a path.
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => {
+        const at = resolved(key, target);
+        return [at.path, canonicalValue(inner, at.target)];
+      }),
+    );
+  }
+  if (String(target.type) !== 'complex') return value;
+  const subAttributes = target.subAttributes ?? [];
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => {
+      const sub = named(subAttributes, key);
+      return sub === undefined ? [key, inner] : [sub.name, canonicalValue(inner, sub)];
+    }),
+  );
+}
+
+function named(attributes: readonly Attribute[], name: string): Attribute | undefined {
+  const lower = name.toLowerCase();
+  return attributes.find((attribute) => attribute.name.toLowerCase() === lower);
+}
+
+/** The attributes a definition declares (its extensions are listed among them by scimmy, apart). */
+function attributesOf(definition: Definition): Attribute[] {
+  return (definition.attributes as readonly unknown[]).filter(
+    (attribute): attribute is Attribute => attribute instanceof SCIMMY.Types.Attribute,
+  );
+}
+
+function extensionsOf(definition: Definition): Definition[] {
+  return (definition.attributes as readonly unknown[]).filter(
+    (attribute): attribute is Definition => attribute instanceof SCIMMY.Types.SchemaDefinition,
+  );
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
