@@ -2,7 +2,9 @@
 // named by their displayName (what `scim.groupProfiles` maps to profiles), and their members,
 // each a SCIM user.
 import type { UserId } from '../shared/ids.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
+import { SCIM_IDS_PER_STATEMENT } from './scim-users.js';
 
 export interface StoredScimGroup {
   readonly scimId: string;
@@ -85,14 +87,31 @@ export async function membersOfScimGroup(db: Db, groupId: string): Promise<ScimG
   return rows.map((row) => ({ scimId: row.scim_id, userId: row.user_id as UserId }));
 }
 
-/** Makes `memberIds` (SCIM user ids) the group's members, exactly. */
+/**
+ * Makes `memberIds` (SCIM user ids) the group's members, exactly: those it lost are deleted and
+ * those it gained inserted, SCIM_IDS_PER_STATEMENT at a time, so a PATCH that adds one member to
+ * a group of 50,000 writes one row.
+ */
 export async function setScimGroupMembers(db: Db, groupId: string, memberIds: readonly string[]): Promise<void> {
-  await db.deleteFrom('scim_group_members').where('group_id', '=', groupId).execute();
-  if (memberIds.length === 0) return;
-  await db
-    .insertInto('scim_group_members')
-    .values([...new Set(memberIds)].map((memberId) => ({ group_id: groupId, member_id: memberId })))
-    .execute();
+  const wanted = new Set(memberIds);
+  if (wanted.size === 0) {
+    await db.deleteFrom('scim_group_members').where('group_id', '=', groupId).execute();
+    return;
+  }
+  const stored = new Set(
+    (await db.selectFrom('scim_group_members').select('member_id').where('group_id', '=', groupId).execute()).map(
+      (row) => row.member_id,
+    ),
+  );
+  const gone = [...stored].filter((memberId) => !wanted.has(memberId));
+  const added = [...wanted].filter((memberId) => !stored.has(memberId));
+  for (const ids of sizeLimitedGroups(gone, () => 1, SCIM_IDS_PER_STATEMENT))
+    await db.deleteFrom('scim_group_members').where('group_id', '=', groupId).where('member_id', 'in', ids).execute();
+  for (const ids of sizeLimitedGroups(added, () => 1, SCIM_IDS_PER_STATEMENT))
+    await db
+      .insertInto('scim_group_members')
+      .values(ids.map((memberId) => ({ group_id: groupId, member_id: memberId })))
+      .execute();
 }
 
 /** The displayNames of the groups a SCIM user is in. */

@@ -3,6 +3,7 @@
 // state (`active` is the user's, not a copy that could disagree with disable_user).
 import { z } from 'zod';
 import type { UserId } from '../shared/ids.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
 
 export interface StoredScimUser {
@@ -80,11 +81,20 @@ export async function findScimUserOfUser(db: Db, userId: UserId): Promise<ScimUs
   return row === undefined ? undefined : toScimUser(row);
 }
 
+/**
+ * Ids in one `in (…)` list or rows in one INSERT: a group's 50,000 members at once were more
+ * bound values than SQLite (32,766) or PostgreSQL (65,535) takes in one statement.
+ */
+export const SCIM_IDS_PER_STATEMENT = 1000;
+
 /** The SCIM ids of `scimIds` that name a SCIM user. */
 export async function knownScimUserIds(db: Db, scimIds: readonly string[]): Promise<Set<string>> {
-  if (scimIds.length === 0) return new Set();
-  const rows = await db.selectFrom('scim_users').select('scim_id').where('scim_id', 'in', scimIds).execute();
-  return new Set(rows.map((row) => row.scim_id));
+  const known = new Set<string>();
+  for (const ids of sizeLimitedGroups(scimIds, () => 1, SCIM_IDS_PER_STATEMENT)) {
+    const rows = await db.selectFrom('scim_users').select('scim_id').where('scim_id', 'in', ids).execute();
+    for (const row of rows) known.add(row.scim_id);
+  }
+  return known;
 }
 
 /** A page of SCIM users (`offset` from 0), all of them or those whose user id or externalId is exactly the one given. */

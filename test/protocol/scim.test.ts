@@ -1,12 +1,15 @@
 // The SCIM wire module on its own: what Entra ID and Okta write is read as RFC 7643/7644 has it
 // (operations in capitals, booleans as strings, values without a path, member removal by
-// filter), what the portal owns or must not keep is not kept, a filter other than one
-// equality is refused with invalidFilter, and a PATCH is bounded: members by id, 100 operations.
+// filter, attribute names in any case or URN-qualified), what the portal owns or must not keep
+// is not kept, a filter other than one equality is refused with invalidFilter and its value
+// read as a JSON string, and a PATCH is bounded: members by id, 100 operations, 100,000 members.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  MAX_GROUP_MEMBERS,
   patchGroup,
   patchUser,
+  readGroup,
   readListQuery,
   readUser,
   ScimProblem,
@@ -247,5 +250,23 @@ test("a filter's value is a JSON string: its escapes are decoded, and one that i
       () => readListQuery({ filter }, ['userName']),
       (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidFilter',
       filter,
+    );
+});
+
+test('a group is read with its members by id, each once and in any case, and holds at most 100,000', () => {
+  assert.deepEqual(
+    readGroup({
+      DisplayName: 'Staff',
+      Members: [{ Value: 'u-1', Display: 'alice' }, { value: 'u-2' }, { value: 'u-1' }],
+    }),
+    { displayName: 'Staff', externalId: null, memberIds: ['u-1', 'u-2'] },
+  );
+  assert.deepEqual(readGroup({ displayName: 'Nobody' }).memberIds, []);
+  const many = (count: number) => Array.from({ length: count }, (_, index) => ({ value: `u-${index}` }));
+  assert.equal(readGroup({ displayName: 'All', members: many(MAX_GROUP_MEMBERS) }).memberIds.length, 100_000);
+  for (const members of [many(MAX_GROUP_MEMBERS + 1), [{ display: 'x' }], { value: 'u-1' }])
+    assert.throws(
+      () => readGroup({ displayName: 'All', members }),
+      (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidValue',
     );
 });

@@ -23,6 +23,9 @@ import { knownScimUserIds } from '../../storage/scim-users.js';
 import type { PortalContext } from '../context.js';
 import { applyGroupProfiles } from './group-profiles.js';
 
+/** Unknown members an answer names at most. */
+const NAMED_UNKNOWN_MEMBERS = 10;
+
 /** A group after a change, and the receipts of the configurations its members lost. */
 export interface DirectoryGroupChange {
   readonly group: ScimGroupView;
@@ -79,8 +82,13 @@ export async function replaceDirectoryGroup(
       const current = await existingGroup({ db: trx }, scimId);
       const named = await findScimGroupNamed(trx, input.displayName);
       if (named !== undefined && named.scimId !== scimId) throw taken(input.displayName);
-      await assertMembersKnown(trx, input.memberIds);
       const before = await membersOfScimGroup(trx, scimId);
+      // Its members now are SCIM users (a foreign key): only those it gains are looked up.
+      const held = new Set(before.map((member) => member.scimId));
+      await assertMembersKnown(
+        trx,
+        input.memberIds.filter((memberId) => !held.has(memberId)),
+      );
       await updateScimGroup(trx, scimId, {
         displayName: input.displayName,
         externalId: input.externalId,
@@ -121,8 +129,11 @@ async function existingGroup(ctx: { readonly db: Db }, scimId: string): Promise<
 async function assertMembersKnown(db: Db, memberIds: readonly string[]): Promise<void> {
   const known = await knownScimUserIds(db, memberIds);
   const unknown = memberIds.filter((memberId) => !known.has(memberId));
-  if (unknown.length > 0)
-    throw new ScimProblem(400, 'invalidValue', `members: no User with id ${unknown.map((id) => `"${id}"`).join(', ')}`);
+  if (unknown.length === 0) return;
+  // A few named are enough to find the mistake; a group of thousands of them would make a huge answer.
+  const named = unknown.slice(0, NAMED_UNKNOWN_MEMBERS).map((id) => `"${id}"`);
+  const more = unknown.length > named.length ? ` and ${unknown.length - named.length} more` : '';
+  throw new ScimProblem(400, 'invalidValue', `members: no User with id ${named.join(', ')}${more}`);
 }
 
 /** Two requests naming one group at once: the unique index decides. */

@@ -2,7 +2,8 @@
 // client (Entra ID, Okta): the discovery resources (ServiceProviderConfig, ResourceTypes,
 // Schemas), /Users and /Groups. Its own guard (scim-guard.ts: `scim.allowList`, an admin key of
 // scope scim), its own body parser (application/scim+json, and application/json as clients also
-// send) and its own error format (scim-reply.ts), also for paths and methods it does not serve.
+// send; up to SCIM_BODY_LIMIT_BYTES) and its own error format (scim-reply.ts), also for paths
+// and methods it does not serve.
 import type { FastifyInstance } from 'fastify';
 import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
@@ -22,6 +23,13 @@ import { scimGuard } from './scim-guard.js';
 import { handleScimError, sendScim, sendScimError } from './scim-reply.js';
 import { userRoutes } from './users.js';
 
+/**
+ * The largest request body: a group of 50,000 members is 2.5–10 MB (an id each, a display name,
+ * a `$ref`), far above the listener's 64 KiB. Read only once the guard accepted the key; a
+ * larger body is refused with 413 before it is read.
+ */
+export const SCIM_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+
 export function scimSurface(ctx: PortalContext): HttpSurface {
   const base = new URL(
     'scim/v2/',
@@ -37,6 +45,7 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
         app,
         [SCIM_CONTENT_TYPE, 'application/json'],
         (message) => new ScimProblem(400, 'invalidSyntax', message),
+        { bodyLimit: SCIM_BODY_LIMIT_BYTES },
       );
       app.setErrorHandler(handleScimError);
       discoveryRoutes(app, base);
