@@ -78,6 +78,7 @@ import { userDisabledBy } from './migrations/0036-user-disabled-by.js';
 import { importedAuthorizations } from './migrations/0037-imported-authorizations.js';
 import { natDatesSettled } from './migrations/0038-nat-dates-settled.js';
 import { keptAnswerConfiguration } from './migrations/0039-kept-answer-configuration.js';
+import { scimProfileChecks } from './migrations/0040-scim-profile-checks.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -131,6 +132,7 @@ const migrations: Record<string, Migration> = {
   '0037-imported-authorizations': importedAuthorizations,
   '0038-nat-dates-settled': natDatesSettled,
   '0039-kept-answer-configuration': keptAnswerConfiguration,
+  '0040-scim-profile-checks': scimProfileChecks,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

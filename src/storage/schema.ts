@@ -426,6 +426,13 @@ export interface ScimUsersTable {
   attributes: string;
   created_at: string;
   updated_at: string;
+  /**
+   * The group change whose check of the user's profiles is still to run (migration 0040,
+   * src/core/directory/group-profiles.ts); null: none.
+   */
+  profile_check: string | null;
+  /** When that change noted it (ATOM); null: nothing noted. */
+  profile_check_at: string | null;
 }
 
 /** A directory group (migration 0027, src/storage/scim-groups.ts). */

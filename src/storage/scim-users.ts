@@ -97,6 +97,52 @@ export async function knownScimUserIds(db: Db, scimIds: readonly string[]): Prom
   return known;
 }
 
+/** A check of a user's profiles still to run, and the group change that asked for it. */
+export interface PendingProfileCheck {
+  readonly userId: UserId;
+  readonly check: string;
+}
+
+/** Notes (in a group change's transaction, made `at`) that these SCIM users' profiles are to be checked for the change `check`. */
+export async function noteProfileChecks(db: Db, scimIds: readonly string[], check: string, at: string): Promise<void> {
+  for (const ids of sizeLimitedGroups(scimIds, () => 1, SCIM_IDS_PER_STATEMENT))
+    await db
+      .updateTable('scim_users')
+      .set({ profile_check: check, profile_check_at: at })
+      .where('scim_id', 'in', ids)
+      .execute();
+}
+
+/** The check is done: unless a later change asked for another meanwhile, nothing is pending for the user. */
+export async function clearProfileCheck(db: Db, userId: UserId, check: string): Promise<void> {
+  await db
+    .updateTable('scim_users')
+    .set({ profile_check: null, profile_check_at: null })
+    .where('user_id', '=', userId)
+    .where('profile_check', '=', check)
+    .execute();
+}
+
+/** Up to `limit` checks noted at `notedBy` (ATOM) or earlier, in user id order after `afterUserId`. */
+export async function pendingProfileChecks(
+  db: Db,
+  notedBy: string,
+  afterUserId: UserId | null,
+  limit: number,
+): Promise<PendingProfileCheck[]> {
+  let query = db
+    .selectFrom('scim_users')
+    .select(['user_id', 'profile_check'])
+    .where('profile_check_at', '<=', notedBy)
+    .orderBy('user_id')
+    .limit(limit);
+  if (afterUserId !== null) query = query.where('user_id', '>', afterUserId);
+  const rows = await query.execute();
+  return rows.flatMap((row) =>
+    row.profile_check === null ? [] : [{ userId: row.user_id as UserId, check: row.profile_check }],
+  );
+}
+
 /** A page of SCIM users (`offset` from 0), all of them or those whose user id or externalId is exactly the one given. */
 export async function scimUsersPage(
   db: Db,

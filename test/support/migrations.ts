@@ -36,4 +36,5 @@ export const EXPECTED_MIGRATIONS = [
   '0037-imported-authorizations',
   '0038-nat-dates-settled',
   '0039-kept-answer-configuration',
+  '0040-scim-profile-checks',
 ] as const;

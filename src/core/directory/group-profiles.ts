@@ -1,47 +1,140 @@
 // `scim.groupProfiles`: a directory group grants its members the profiles it names. A user the
 // directory provisioned who is in no group granting one of those profiles loses that profile's
-// configurations, each as delete_connection deletes it (a revocation receipt each). Profiles no
-// group names are the portal's own business and are left alone, and so are users the directory
-// did not provision. Run after a group change committed, for the members it touched.
+// configurations, each as delete_connection deletes it (a receipt each). Profiles no group names
+// are the portal's own business and are left alone, and so are users the directory did not
+// provision.
+//
+// A group change notes, in its own transaction, each member it touched (`scim_users.profile_check`:
+// a fresh id for the change, and when); their profiles are checked right after the commit, one
+// user at a time, each note cleared once its user is done. Notes that a portal stopped or failing
+// in between left behind are checked by the first full reconcile pass once they are five minutes
+// old, so no user keeps for good a configuration their groups no longer grant. A check reads the
+// user's groups as they are when it runs and only ever takes configurations away: run late, or
+// twice, it can never give back what was taken (a revocation is final), nor go by memberships a
+// later change replaced.
+import { randomUUID } from 'node:crypto';
 import { asConnectionId, type ProfileId, type RevocationId, type UserId } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
 import { certificatesOfUser } from '../../storage/certificates.js';
-import { groupNamesOfScimUser } from '../../storage/scim-groups.js';
-import { findScimUserOfUser } from '../../storage/scim-users.js';
+import type { Db } from '../../storage/database.js';
+import { storageOutage } from '../../storage/errors.js';
+import { groupNamesOfScimUser, type ScimGroupMember } from '../../storage/scim-groups.js';
+import {
+  clearProfileCheck,
+  findScimUserOfUser,
+  noteProfileChecks,
+  pendingProfileChecks,
+} from '../../storage/scim-users.js';
 import { peersOfUser } from '../../storage/wg-peers.js';
+import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
 
-/** The receipts of the configurations taken from `userIds` because no group of theirs grants their profile. */
-export async function applyGroupProfiles(ctx: PortalContext, userIds: Iterable<UserId>): Promise<RevocationId[]> {
-  const mapping = ctx.config.scim.groupProfiles;
-  if (mapping.size === 0) return [];
-  const mapped = new Set([...mapping.values()].flat());
+/** The audit log's call for the checks a reconcile pass runs. */
+export const GROUP_PROFILES_CALL = 'scim_group_profiles';
+/** Pending checks read at a time by the reconcile pass. */
+const PENDING_PAGE = 500;
+/**
+ * How old a note must be for the reconcile pass to take it: younger ones are being checked by
+ * the request that made them (the receipts go in its answer), a group of thousands for minutes.
+ */
+export const PENDING_CHECK_GRACE_MS = 5 * 60_000;
+
+/**
+ * In a group change's transaction: notes that the profiles of `members` are to be checked.
+ * Answers the change's id for applyGroupProfiles; null when no check is needed.
+ */
+export async function noteGroupProfileChecks(
+  ctx: PortalContext,
+  trx: Db,
+  members: readonly ScimGroupMember[],
+): Promise<string | null> {
+  if (ctx.config.scim.groupProfiles.size === 0 || members.length === 0) return null;
+  const check = randomUUID();
+  await noteProfileChecks(
+    trx,
+    members.map((member) => member.scimId),
+    check,
+    formatAtom(ctx.clock.now()),
+  );
+  return check;
+}
+
+/** After the change `check` committed: checks its users; answers the receipts of what they lost. */
+export async function applyGroupProfiles(
+  ctx: PortalContext,
+  userIds: Iterable<UserId>,
+  check: string | null,
+): Promise<RevocationId[]> {
+  if (check === null) return [];
   const receipts: RevocationId[] = [];
   for (const userId of new Set(userIds)) {
-    // Destroyed meanwhile (by the directory or an administrator): nothing left to take.
-    const scimUser = await findScimUserOfUser(ctx.db, userId);
-    if (scimUser === undefined) continue;
-    const granted = new Set(
-      (await groupNamesOfScimUser(ctx.db, scimUser.scimId)).flatMap((name) => mapping.get(name) ?? []),
-    );
-    const lost = (profileId: ProfileId): boolean => mapped.has(profileId) && !granted.has(profileId);
-    const connectionIds = [
-      ...(await peersOfUser(ctx.db, userId)).filter((peer) => lost(peer.profileId)).map((peer) => peer.publicKey),
-      ...(await certificatesOfUser(ctx.db, userId))
-        .filter((certificate) => lost(certificate.profileId))
-        .map((certificate) => certificate.commonName),
-    ];
-    const userCtx = callForUser(ctx, userId);
-    for (const connectionId of connectionIds) {
-      const receipt = await deleteConnection(userCtx, userId, asConnectionId(connectionId));
-      if (receipt !== null) receipts.push(receipt);
-    }
-    if (connectionIds.length > 0)
-      ctx.logger.info(
-        { userId, configurations: connectionIds.length },
-        'configurations of profiles no SCIM group of the user grants deleted',
-      );
+    receipts.push(...(await checkProfiles(ctx, userId)));
+    await clearProfileCheck(ctx.db, userId, check);
   }
+  return receipts;
+}
+
+/**
+ * The reconcile pass's part: runs every check noted PENDING_CHECK_GRACE_MS ago or earlier and
+ * still there (a portal stopped or failing after a group change), as the portal's own call. A user whose check fails is logged and left noted for
+ * the next pass; a database that is away ends the pass. Answers how many checks ran.
+ */
+export async function applyPendingGroupProfiles(ctx: PortalContext): Promise<number> {
+  const call = portalCall(GROUP_PROFILES_CALL, {});
+  const portalCtx: PortalContext = { ...ctx, call, events: ctx.events.forCall(call) };
+  const notedBy = formatAtom(new Date(ctx.clock.now().getTime() - PENDING_CHECK_GRACE_MS));
+  let after: UserId | null = null;
+  let done = 0;
+  for (;;) {
+    const page = await pendingProfileChecks(ctx.db, notedBy, after, PENDING_PAGE);
+    if (page.length === 0) return done;
+    for (const { userId, check } of page) {
+      after = userId;
+      try {
+        await checkProfiles(portalCtx, userId);
+        await clearProfileCheck(ctx.db, userId, check);
+        done += 1;
+      } catch (error) {
+        if (storageOutage(error) !== null) throw error;
+        ctx.logger.error(
+          { err: error, userId },
+          'could not check the profiles of a directory user; the next reconcile pass tries again',
+        );
+      }
+    }
+  }
+}
+
+/** Takes from one user the configurations of mapped profiles no group of theirs grants now; answers their receipts. */
+async function checkProfiles(ctx: PortalContext, userId: UserId): Promise<RevocationId[]> {
+  const mapping = ctx.config.scim.groupProfiles;
+  if (mapping.size === 0) return [];
+  // Destroyed meanwhile (by the directory or an administrator): nothing left to take.
+  const scimUser = await findScimUserOfUser(ctx.db, userId);
+  if (scimUser === undefined) return [];
+  const mapped = new Set([...mapping.values()].flat());
+  const granted = new Set(
+    (await groupNamesOfScimUser(ctx.db, scimUser.scimId)).flatMap((name) => mapping.get(name) ?? []),
+  );
+  const lost = (profileId: ProfileId): boolean => mapped.has(profileId) && !granted.has(profileId);
+  const connectionIds = [
+    ...(await peersOfUser(ctx.db, userId)).filter((peer) => lost(peer.profileId)).map((peer) => peer.publicKey),
+    ...(await certificatesOfUser(ctx.db, userId))
+      .filter((certificate) => lost(certificate.profileId))
+      .map((certificate) => certificate.commonName),
+  ];
+  const userCtx = callForUser(ctx, userId);
+  const receipts: RevocationId[] = [];
+  for (const connectionId of connectionIds) {
+    const receipt = await deleteConnection(userCtx, userId, asConnectionId(connectionId));
+    if (receipt !== null) receipts.push(receipt);
+  }
+  if (connectionIds.length > 0)
+    ctx.logger.info(
+      { userId, configurations: connectionIds.length },
+      'configurations of profiles no SCIM group of the user grants deleted',
+    );
   return receipts;
 }

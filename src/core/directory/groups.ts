@@ -1,10 +1,11 @@
 // SCIM Groups: the directory's groups and their members (SCIM users). A group grants nothing by
 // itself; `scim.groupProfiles` says which profiles its members may hold, and after a change that
 // took members out (or renamed or deleted the group) the members it touched lose what no group
-// of theirs grants any more (group-profiles.ts).
+// of theirs grants any more (group-profiles.ts: noted in the change's transaction, so a check
+// that does not run after it is run by the reconcile pass).
 import { randomUUID } from 'node:crypto';
 import { ScimProblem, type ScimGroupInput, type ScimGroupView } from '../../protocol/scim.js';
-import type { RevocationId, UserId } from '../../shared/ids.js';
+import type { RevocationId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
 import { isUniqueViolation } from '../../storage/errors.js';
@@ -21,7 +22,7 @@ import {
 } from '../../storage/scim-groups.js';
 import { knownScimUserIds } from '../../storage/scim-users.js';
 import type { PortalContext } from '../context.js';
-import { applyGroupProfiles } from './group-profiles.js';
+import { applyGroupProfiles, noteGroupProfileChecks } from './group-profiles.js';
 
 /** Unknown members an answer names at most. */
 const NAMED_UNKNOWN_MEMBERS = 10;
@@ -95,29 +96,30 @@ export async function replaceDirectoryGroup(
         updatedAt: formatAtom(at),
       });
       await setScimGroupMembers(trx, scimId, input.memberIds);
-      await announce({ type: 'scim.changed', at, resource: 'Group', action: 'replaced', scimId });
       // A renamed group may grant other profiles: then every member is touched, else those who left.
       const kept = new Set(input.memberIds);
-      return before
-        .filter((member) => current.displayName !== input.displayName || !kept.has(member.scimId))
-        .map((member) => member.userId);
+      const members = before.filter((member) => current.displayName !== input.displayName || !kept.has(member.scimId));
+      const check = await noteGroupProfileChecks(ctx, trx, members);
+      await announce({ type: 'scim.changed', at, resource: 'Group', action: 'replaced', scimId });
+      return { userIds: members.map((member) => member.userId), check };
     }),
   );
-  const revocationIds = await applyGroupProfiles(ctx, touched);
+  const revocationIds = await applyGroupProfiles(ctx, touched.userIds, touched.check);
   return { group: await viewOf(ctx.db, await existingGroup(ctx, scimId)), revocationIds };
 }
 
 /** Deletes the group; its members lose what no other group of theirs grants. */
 export async function deleteDirectoryGroup(ctx: PortalContext, scimId: string): Promise<RevocationId[]> {
   const at = ctx.clock.now();
-  const members: UserId[] = await ctx.events.change(ctx.db, async (trx, announce) => {
+  const touched = await ctx.events.change(ctx.db, async (trx, announce) => {
     await existingGroup({ db: trx }, scimId);
     const before = await membersOfScimGroup(trx, scimId);
+    const check = await noteGroupProfileChecks(ctx, trx, before);
     await deleteScimGroup(trx, scimId);
     await announce({ type: 'scim.changed', at, resource: 'Group', action: 'deleted', scimId });
-    return before.map((member) => member.userId);
+    return { userIds: before.map((member) => member.userId), check };
   });
-  return applyGroupProfiles(ctx, members);
+  return applyGroupProfiles(ctx, touched.userIds, touched.check);
 }
 
 async function existingGroup(ctx: { readonly db: Db }, scimId: string): Promise<StoredScimGroup> {

@@ -1,9 +1,10 @@
 // When reconcile work runs, per portal instance: a full pass at start and every
 // `reconcileInterval`; a pass for one node as soon as the fleet says it answers again, lost its
-// peers or refused a change; the housekeeping after a full pass; and the expiry sweep at the
-// moment the next configuration expires, so an expired configuration leaves its node within
-// seconds rather than at the next full pass (the same sweep announces `configuration.expiring`
-// when a warning falls due).
+// peers or refused a change; the housekeeping after a full pass, and the profile checks
+// directory group changes left undone (after a full pass, under its lock); and the expiry sweep
+// at the moment the next configuration expires, so an expired configuration leaves its node
+// within seconds rather than at the next full pass (the same sweep announces
+// `configuration.expiring` when a warning falls due).
 //
 // Full passes and sweeps run one at a time. A pass for one node does not queue behind them: it
 // takes a place beside the full pass (src/core/reconcile/node-slots.ts: a few nodes at once for
@@ -32,6 +33,7 @@ import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { NodeDaemon } from '../../node-client/daemon-client.js';
 import type { ReconcileReason } from '../../node-client/fleet.js';
+import { applyPendingGroupProfiles } from '../directory/index.js';
 import { announceExpiringConfigurations, nextExpiryWarningAt } from '../expiry/index.js';
 import { runHousekeeping } from './housekeeping.js';
 import { NodeSlots, type NodeWorkKind } from './node-slots.js';
@@ -96,8 +98,8 @@ export class ReconcileScheduler {
   async runAll(): Promise<void> {
     if (!this.stopped)
       await this.enqueue(async () => {
-        const result = await this.locks.run('reconcile', () =>
-          reconcileAll(this.ctx, async (daemon, work) => {
+        const result = await this.locks.run('reconcile', async () => {
+          await reconcileAll(this.ctx, async (daemon, work) => {
             const turn = await this.onNode(daemon, 'full pass', work);
             if (!turn.ran)
               this.ctx.logger.debug(
@@ -105,8 +107,10 @@ export class ReconcileScheduler {
                 `reconcile pass leaves node ${daemon.nodeNumber} alone: another portal instance is reconciling it`,
               );
             return turn.ran ? turn.value : undefined;
-          }),
-        );
+          });
+          // The profile checks a directory group change left undone (src/core/directory/group-profiles.ts).
+          await applyPendingGroupProfiles(this.ctx);
+        });
         if (result.ran) this.startHousekeeping();
         else this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
         // Not under the lock: each warning is claimed by one instance (src/core/expiry/warnings.ts).

@@ -2,7 +2,8 @@
 // provisioned user keeps a mapped profile's configurations while any group of theirs grants it,
 // loses them (a receipt each) when the last such group lets them go — by removal, rename or
 // deletion — and profiles no group names are left alone; as are users the directory never
-// provisioned, and a user destroyed through the Admin API takes its SCIM link with it.
+// provisioned, and a user destroyed through the Admin API takes its SCIM link with it. A check
+// that fails midway is finished by the reconcile pass, by the groups of then, and only ever takes.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { AdminCall } from '../../../src/core/admin-call.js';
@@ -12,13 +13,19 @@ import {
   createDirectoryUser,
   deleteDirectoryGroup,
   directoryGroup,
+  GROUP_PROFILES_CALL,
+  PENDING_CHECK_GRACE_MS,
   replaceDirectoryGroup,
 } from '../../../src/core/directory/index.js';
+import { asUserId } from '../../../src/shared/ids.js';
+import { clearProfileCheck, noteProfileChecks, pendingProfileChecks } from '../../../src/storage/scim-users.js';
+import { formatAtom } from '../../../src/shared/time.js';
+import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { UNREACHABLE_NODE, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const MAPPING = { Guests: ['guests'], Visitors: ['guests'], Contractors: ['contractors'] };
 
-async function stand(t: TestContext): Promise<{ portal: TestPortal; ctx: PortalContext }> {
+async function stand(t: TestContext, clock?: ManualClock): Promise<{ portal: TestPortal; ctx: PortalContext }> {
   const profile = (profileId: string, range: number) => ({
     profileId,
     displayName: profileId,
@@ -32,6 +39,7 @@ async function stand(t: TestContext): Promise<{ portal: TestPortal; ctx: PortalC
       ProfileList: [profile('employees', 44), profile('guests', 45), profile('contractors', 46)],
       scim: { groupProfiles: MAPPING },
     },
+    ...(clock === undefined ? {} : { clock }),
   });
   t.after(() => portal.close());
   const base = portal.portal.ctx;
@@ -122,4 +130,88 @@ test('a user destroyed through the Admin API leaves its groups with its SCIM lin
   await portal.admin.destroy('erin');
   assert.deepEqual((await directoryGroup(ctx, group.id)).members, []);
   assert.deepEqual(await portal.portal.ctx.db.selectFrom('scim_users').selectAll().execute(), []);
+});
+
+test('a check that fails midway stays noted and a reconcile pass finishes it once the note is five minutes old, by the groups of then', async (t) => {
+  const clock = new ManualClock();
+  const { portal, ctx } = await stand(t, clock);
+  const ids: string[] = [];
+  for (const userName of ['alice', 'bob', 'carol', 'dave']) ids.push(await provision(ctx, portal, userName));
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: ids });
+  // The write of bob's first deletion fails, as a database refusing it would: a real step of
+  // the change, through the events seam's approval.
+  let refusing = true;
+  portal.portal.ctx.events.approval(async (event) => {
+    if (refusing && event.type === 'configuration.deleted' && event.configuration.userId === 'bob')
+      throw new Error('the database refused the write');
+  });
+  const pending = async () =>
+    (
+      await portal.portal.ctx.db
+        .selectFrom('scim_users')
+        .select('user_id')
+        .where('profile_check', 'is not', null)
+        .orderBy('user_id')
+        .execute()
+    ).map((row) => row.user_id);
+  const byPass = async () =>
+    (await auditLog(portal))
+      .filter((record) => record.call === GROUP_PROFILES_CALL)
+      .map((record) => [record.keyName, record.userId, record.connectionIds.length])
+      .sort();
+
+  await assert.rejects(deleteDirectoryGroup(ctx, guests.id), /the database refused the write/);
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees'], 'checked before the failure');
+  for (const userName of ['bob', 'carol', 'dave'])
+    assert.deepEqual(await profilesOf(portal, userName), ['contractors', 'employees', 'guests'], userName);
+  assert.deepEqual(await pending(), ['bob', 'carol', 'dave']);
+
+  // Carol is in a group granting guests again: the pass goes by that, not by the failed change.
+  await createDirectoryGroup(ctx, { displayName: 'Visitors', externalId: null, memberIds: [ids[2] ?? ''] });
+  refusing = false;
+  // Younger notes may be a request's own checks, still running: the pass leaves them.
+  await portal.reconcile();
+  assert.deepEqual(await pending(), ['bob', 'carol', 'dave']);
+  clock.advance(PENDING_CHECK_GRACE_MS);
+  await portal.reconcile();
+  assert.deepEqual(await profilesOf(portal, 'bob'), ['employees']);
+  assert.deepEqual(await profilesOf(portal, 'carol'), ['employees', 'guests']);
+  assert.deepEqual(await profilesOf(portal, 'dave'), ['employees']);
+  assert.deepEqual(await pending(), []);
+  const expected = [
+    ['(portal)', 'bob', 1],
+    ['(portal)', 'bob', 1],
+    ['(portal)', 'carol', 1],
+    ['(portal)', 'dave', 1],
+    ['(portal)', 'dave', 1],
+  ];
+  assert.deepEqual(await byPass(), expected);
+  await portal.reconcile();
+  assert.deepEqual(await byPass(), expected, 'done once');
+});
+
+test('a check run again gives back nothing and takes nothing more, and the end of an older check leaves a later change its note', async (t) => {
+  const clock = new ManualClock();
+  const { portal, ctx } = await stand(t, clock);
+  const erin = await provision(ctx, portal, 'erin');
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [erin] });
+  const taken = await replaceDirectoryGroup(ctx, guests.id, { displayName: 'Guests', externalId: null, memberIds: [] });
+  assert.equal(taken.revocationIds.length, 2);
+  assert.deepEqual(await profilesOf(portal, 'erin'), ['employees']);
+  const receipts = (await portal.admin.revocations()).length;
+
+  // The same check noted again (its change's commit read back late, say) and run by the pass.
+  const db = portal.portal.ctx.db;
+  await noteProfileChecks(db, [erin], 'change-1', formatAtom(clock.now()));
+  clock.advance(PENDING_CHECK_GRACE_MS);
+  await portal.reconcile();
+  assert.deepEqual(await profilesOf(portal, 'erin'), ['employees']);
+  assert.equal((await portal.admin.revocations()).length, receipts, 'no receipt: nothing was there to take');
+  assert.deepEqual(await pendingProfileChecks(db, '9999', null, 10), []);
+
+  // A later change noted the user while an older check was running: that check's end keeps the later note.
+  await noteProfileChecks(db, [erin], 'change-2', formatAtom(clock.now()));
+  await noteProfileChecks(db, [erin], 'change-3', formatAtom(clock.now()));
+  await clearProfileCheck(db, asUserId('erin'), 'change-2');
+  assert.deepEqual(await pendingProfileChecks(db, '9999', null, 10), [{ userId: 'erin', check: 'change-3' }]);
 });
