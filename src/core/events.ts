@@ -108,9 +108,17 @@ export type PortalEvent =
       readonly userId: UserId;
       readonly revocationId: RevocationId;
       readonly configurations: readonly ConfigurationRef[];
+      /** The enrollment tokens its disabling revoked (for good). */
+      readonly enrollmentTokenIds: readonly string[];
     })
   /** Announced after the `configuration.deleted` of each of its configurations, under the same receipt. */
-  | (EventBase & { readonly type: 'user.destroyed'; readonly userId: UserId; readonly revocationId: RevocationId })
+  | (EventBase & {
+      readonly type: 'user.destroyed';
+      readonly userId: UserId;
+      readonly revocationId: RevocationId;
+      /** The enrollment tokens deleted with it. */
+      readonly enrollmentTokenIds: readonly string[];
+    })
   /** A configuration was made for a user the portal did not know yet. */
   | (EventBase & { readonly type: 'user.created'; readonly userId: UserId })
   | (EventBase & { readonly type: 'authorizations.deleted'; readonly userId: UserId; readonly count: number })
@@ -142,7 +150,12 @@ export type PortalEvent =
       readonly profileId: ProfileId;
     })
   /** A device was registered, got a configuration, had one replaced, or was retired (src/core/devices/devices.ts). */
-  | (EventBase & { readonly type: 'device.registered' | 'device.retired'; readonly device: DeviceRef })
+  | (EventBase & {
+      readonly type: 'device.registered' | 'device.retired';
+      readonly device: DeviceRef;
+      /** device.retired by retire_device: the enrollment tokens made for it that it revoked. */
+      readonly enrollmentTokenIds?: readonly string[];
+    })
   /**
    * A device's configurations left the nodes and stay off them until it is resumed
    * (src/core/devices/suspension.ts); `revocationId` names their receipt, null when it had none.

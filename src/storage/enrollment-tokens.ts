@@ -101,10 +101,10 @@ export async function unrevokedEnrollmentTokenProfilesOfDevice(db: Db, deviceId:
   return rows.map((row) => asProfileId(row.profile_id));
 }
 
-/** Revokes every token of a user that could still be used (disable_user). */
-export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: string): Promise<number> {
-  const result = await enrollmentTokensOfUserRevocation(db, userId, at).executeTakeFirst();
-  return Number(result.numUpdatedRows);
+/** Revokes every token of a user that could still be used (disable_user); answers their ids. */
+export async function revokeEnrollmentTokensOfUser(db: Db, userId: UserId, at: string): Promise<string[]> {
+  const rows = await enrollmentTokensOfUserRevocation(db, userId, at).execute();
+  return rows.map((row) => row.token_id);
 }
 
 /** The statement revokeEnrollmentTokensOfUser runs, for a statement of several (src/storage/user-access.ts). */
@@ -115,18 +115,26 @@ export function enrollmentTokensOfUserRevocation(db: Db, userId: UserId, at: str
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .where('uses_left', '>', 0)
-    .where('expires_at', '>', at);
+    .where('expires_at', '>', at)
+    .returning('token_id');
 }
 
-/** Revokes every token made for a device that could still be used (retire_device). */
-export async function revokeEnrollmentTokensOfDevice(db: Db, deviceId: DeviceId, at: string): Promise<number> {
-  const result = await db
+/** The ids of every token of a user (destroy, which deletes them with the user). */
+export async function enrollmentTokenIdsOfUser(db: Db, userId: UserId): Promise<string[]> {
+  const rows = await db.selectFrom('enrollment_tokens').select('token_id').where('user_id', '=', userId).execute();
+  return rows.map((row) => row.token_id);
+}
+
+/** Revokes every token made for a device that could still be used (retire_device); answers their ids. */
+export async function revokeEnrollmentTokensOfDevice(db: Db, deviceId: DeviceId, at: string): Promise<string[]> {
+  const rows = await db
     .updateTable('enrollment_tokens')
     .set({ revoked_at: at })
     .where('device_id', '=', deviceId)
     .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+    .returning('token_id')
+    .execute();
+  return rows.map((row) => row.token_id);
 }
 
 /** Deletes tokens that ended (expired, or revoked) before `before` (housekeeping). */

@@ -1,5 +1,5 @@
 // What disable_user takes from a user once its row is locked: its OAuth authorizations end, its
-// enrollment tokens are revoked, its configurations get a new revision (their removal's), and
+// enrollment tokens are revoked (their ids answered), its configurations get a new revision (their removal's), and
 // its certificates are read. On PostgreSQL in one statement (one round trip instead of four),
 // on SQLite one by one. Never in the statement that locks the user: PostgreSQL reads what a
 // statement began with, and a create that committed while the lock was awaited must be among
@@ -17,6 +17,8 @@ import { peersOfUserStamping, stampPeersOfUser, userPeersOf, type WireGuardPeer 
 export interface UserAccessEnded {
   readonly peers: WireGuardPeer[];
   readonly certificates: OpenVpnCertificate[];
+  /** The enrollment tokens revoked. */
+  readonly enrollmentTokenIds: string[];
 }
 
 /** Call after the user's row is locked by the same transaction, in a statement of its own. */
@@ -27,12 +29,17 @@ export async function endAccessOfUser(
 ): Promise<UserAccessEnded> {
   if (!isPostgres(trx)) {
     await deleteAuthorizationsOfUser(trx, userId);
-    await revokeEnrollmentTokensOfUser(trx, userId, at);
-    return { peers: await stampPeersOfUser(trx, userId), certificates: await certificatesOfUser(trx, userId) };
+    const enrollmentTokenIds = await revokeEnrollmentTokensOfUser(trx, userId, at);
+    return {
+      peers: await stampPeersOfUser(trx, userId),
+      certificates: await certificatesOfUser(trx, userId),
+      enrollmentTokenIds,
+    };
   }
   const { rows } = await sql<{
     peers: Selectable<WireGuardPeersTable>[];
     certificates: Selectable<CertificatesTable>[];
+    tokens: string[];
   }>`
     WITH ended AS (${authorizationsOfUserDeletion(trx, userId)}),
       revoked AS (${enrollmentTokensOfUserRevocation(trx, userId, at)}),
@@ -40,8 +47,13 @@ export async function endAccessOfUser(
     SELECT
       (SELECT coalesce(json_agg(stamped), '[]'::json) FROM stamped) AS peers,
       (SELECT coalesce(json_agg(c ORDER BY c.expires_at DESC, c.common_name), '[]'::json)
-        FROM certificates c WHERE c.user_id = ${userId}) AS certificates`.execute(trx);
+        FROM certificates c WHERE c.user_id = ${userId}) AS certificates,
+      (SELECT coalesce(json_agg(token_id), '[]'::json) FROM revoked) AS tokens`.execute(trx);
   const [row] = rows;
   if (row === undefined) throw new Error('the statement ending a user’s access answered no row');
-  return { peers: userPeersOf(row.peers), certificates: certificatesOf(row.certificates) };
+  return {
+    peers: userPeersOf(row.peers),
+    certificates: certificatesOf(row.certificates),
+    enrollmentTokenIds: row.tokens,
+  };
 }

@@ -424,7 +424,7 @@ export async function retireDevice(
     const certificates = await deleteCertificatesOfDevice(trx, deviceId);
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const at = ctx.clock.now();
-    await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
+    const enrollmentTokenIds = await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
     await retireStoredDevice(trx, deviceId, formatAtom(at));
     await insertDeviceHistory(trx, {
       deviceId,
@@ -440,6 +440,7 @@ export async function retireDevice(
       type: 'device.retired',
       at,
       device: deviceRef(device),
+      enrollmentTokenIds,
     });
     return { peers, certificates, revision: await nextRevision(trx) };
   });

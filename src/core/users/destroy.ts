@@ -4,6 +4,7 @@
 // disconnected.
 import { deleteCertificatesOfUser } from '../../storage/certificates.js';
 import { liveDevicesOfUser } from '../../storage/devices.js';
+import { enrollmentTokenIdsOfUser } from '../../storage/enrollment-tokens.js';
 import { deleteUser, lockUser } from '../../storage/users.js';
 import { nextRevision } from '../../storage/revisions.js';
 import { deletePeersOfUser } from '../../storage/wg-peers.js';
@@ -29,6 +30,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
     const certificates = await deleteCertificatesOfUser(trx, userId);
     const devices = await liveDevicesOfUser(trx, userId);
+    const enrollmentTokenIds = await enrollmentTokenIdsOfUser(trx, userId);
     await deleteUser(trx, userId); // cascades to oauth_authorizations, devices and their enrollment tokens
     const at = ctx.clock.now();
     await announce(
@@ -40,7 +42,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
           device: { deviceId, userId, profileId, platform, serial, mdmId },
         }),
       ),
-      { type: 'user.destroyed', at, userId, revocationId },
+      { type: 'user.destroyed', at, userId, revocationId, enrollmentTokenIds },
     );
     return { peers, certificates, revision: await nextRevision(trx) };
   });

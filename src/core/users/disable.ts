@@ -27,9 +27,9 @@ export async function disableUser(
     const at = ctx.clock.now();
     // Authorizations end, and enrollment tokens for good: a revocation is final, so enable_user
     // does not bring them back.
-    const { peers, certificates } = await endAccessOfUser(trx, userId, formatAtom(at));
+    const { peers, certificates, enrollmentTokenIds } = await endAccessOfUser(trx, userId, formatAtom(at));
     const configurations = [...peers.map(wireGuardConfiguration), ...certificates.map(openVpnConfiguration)];
-    await announce({ type: 'user.disabled', at, userId, revocationId, configurations });
+    await announce({ type: 'user.disabled', at, userId, revocationId, configurations, enrollmentTokenIds });
     return { peers, certificates };
   });
   ctx.logger.info({ userId, configurations: peers.length + certificates.length, revocationId }, 'user disabled');
