@@ -4,7 +4,8 @@
 // portal is stopped. A new key is printed once, alone on the last line of output, and never
 // again: only its keyed hash is stored. Create, rotate and revoke are in the audit log (key name
 // `(command line)`, source `local`, the options given; never the key), written by the audit
-// listener in the change's transaction like an Admin API call's row.
+// listener in the change's transaction like an Admin API call's row; rotate and revoke drop the
+// kept answers of `create_admin_key` that handed out the keys they end, in the same transaction.
 import { pino } from 'pino';
 import { ConfigError } from '../config/config-error.js';
 import { commandLineCall } from '../core/admin-call.js';
@@ -20,6 +21,7 @@ import {
 import { PortalEvents } from '../core/events.js';
 import { KeyStore } from '../keys/key-store.js';
 import { writeAuditLog } from '../listeners/audit-log.js';
+import { dropRevokedKeptAnswers } from '../listeners/kept-answers.js';
 import { KEY_SCOPES, type KeyScope } from '../protocol/admin-api.js';
 import { asProfileId } from '../shared/ids.js';
 import { formatAtom, systemClock } from '../shared/time.js';
@@ -102,9 +104,11 @@ interface AdminKeyCommand extends ReturnType<typeof parseAdminKeyArgs> {
 
 /** The context the key functions work in, and how a change is recorded in the audit log. */
 function adminKeyContext(db: Db, keyDir: string, subcommand: string): { ctx: AdminKeyContext; recorded: Recorded } {
-  // Only the audit listener: a key touches no listing, no webhook, no node.
+  // The audit listener, and the kept answers' (a key's secret kept for a retry goes with the key):
+  // a key touches no listing, no webhook, no node.
   const events = new PortalEvents(pino({ name: 'vpn-portal-admin-key', level: 'warn' }, pino.destination(2)));
   writeAuditLog(events);
+  dropRevokedKeptAnswers(events);
   const ctx: AdminKeyContext = { db, keys: new KeyStore(keyDir), clock: systemClock, events };
   const recorded: Recorded = (parameters) => {
     const given = Object.entries(parameters).filter((entry): entry is [string, string] => entry[1] !== undefined);

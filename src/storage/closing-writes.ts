@@ -9,7 +9,13 @@ import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { isPostgres } from './database.js';
 import { auditRecordInsert, type NewAuditRecord } from './audit-log.js';
 import { changeMarkerInsert } from './change-markers.js';
-import { KEPT_ANSWERS_PER_STATEMENT, keptAnswersRevocation, revokeKeptAnswers } from './idempotency.js';
+import {
+  dropKeptAnswers,
+  KEPT_ANSWERS_PER_STATEMENT,
+  keptAnswersDrop,
+  namedBy,
+  type EndedHandOuts,
+} from './idempotency.js';
 import { listingGenerationBump } from './listing-generation.js';
 import { insertRevocationNodes, revocationNodesInsert, type RevocationNodeRow } from './revocation-nodes.js';
 import { insertRevocation, revocationInsert, type StoredRevocation } from './revocations.js';
@@ -39,10 +45,11 @@ export type ClosingWrite =
       readonly written: (deliveries: number) => void;
     }
   /**
-   * Drops the kept `create` answers (Idempotency-Key) of the configurations the change revoked,
-   * so their private keys are not kept any longer (src/listeners/kept-answers.ts).
+   * Drops the kept answers (Idempotency-Key) that handed out what the change revoked or replaced
+   * (configurations, admin keys, webhook secrets, enrollment tokens), so their private keys and
+   * secrets are not kept any longer (src/listeners/kept-answers.ts).
    */
-  | { readonly kind: 'kept-answers-revoked'; readonly connectionIds: readonly string[] }
+  | { readonly kind: 'kept-answers-dropped'; readonly ended: EndedHandOuts }
   /** The audit row of the Admin API call that made the change (src/listeners/audit-log.ts). */
   | { readonly kind: 'audit-record'; readonly record: NewAuditRecord }
   /** Moves the listing counter forward, by one unless `by` says (src/listeners/listing-generation.ts). */
@@ -54,13 +61,13 @@ export type ClosingWrite =
  * Where each kind runs among a change's closing writes. The listing counter's shard lock must be
  * the last lock a change takes: whoever holds a shard then holds every other lock it needs, so
  * two changes never wait for each other. A receipt, the outbox's deliveries and an audit row are
- * new rows no other change waits on; the kept answers dropped are rows of configurations the
- * change itself revoked, whose rows it holds already; the marker says the change reached its end. A new kind fails the type check here
+ * new rows no other change waits on; the kept answers dropped are those of what the change itself
+ * revoked or replaced, whose rows it holds already; the marker says the change reached its end. A new kind fails the type check here
  * until it has its place.
  */
 const CLOSING_PLACE: { readonly [K in ClosingWrite['kind']]: number } = {
   'revocation-receipt': 0,
-  'kept-answers-revoked': 0,
+  'kept-answers-dropped': 0,
   'webhook-deliveries': 1,
   'audit-record': 1,
   'listing-generation': 2,
@@ -104,7 +111,7 @@ export async function runClosingWrites(trx: Transaction<Database>, writes: reado
 async function runOnItsOwn(trx: Transaction<Database>, write: ClosingWrite): Promise<void> {
   if (write.kind === 'revocation-receipt') await insertReceipt(trx, write);
   else if (write.kind === 'webhook-deliveries') write.written(await insertOutboxDeliveries(trx, write.events));
-  else if (write.kind === 'kept-answers-revoked') await revokeKeptAnswers(trx, write.connectionIds);
+  else if (write.kind === 'kept-answers-dropped') await dropKeptAnswers(trx, write.ended);
   else await singleRowStatement(write).execute(trx);
 }
 
@@ -193,10 +200,12 @@ function clausesOf(write: ClosingWrite, postgres: boolean): ClosingClause[] | nu
     case 'webhook-deliveries':
       if (write.events.length > OUTBOX_EVENTS_PER_STATEMENT) return null;
       return [{ statement: outboxInsert(write.events, postgres), written: write.written }];
-    case 'kept-answers-revoked':
-      if (write.connectionIds.length === 0) return [];
-      if (write.connectionIds.length > KEPT_ANSWERS_PER_STATEMENT) return null;
-      return [{ statement: keptAnswersRevocation(write.connectionIds) }];
+    case 'kept-answers-dropped': {
+      const names = namedBy(write.ended).length;
+      if (names === 0) return [];
+      if (names > KEPT_ANSWERS_PER_STATEMENT) return null;
+      return [{ statement: keptAnswersDrop(write.ended) }];
+    }
     default:
       return [{ statement: singleRowStatement(write) }];
   }
@@ -211,7 +220,7 @@ async function insertReceipt(
 }
 
 function singleRowStatement(
-  write: Exclude<ClosingWrite, { kind: 'revocation-receipt' | 'webhook-deliveries' | 'kept-answers-revoked' }>,
+  write: Exclude<ClosingWrite, { kind: 'revocation-receipt' | 'webhook-deliveries' | 'kept-answers-dropped' }>,
 ): RawBuilder<unknown> {
   switch (write.kind) {
     case 'audit-record':

@@ -185,14 +185,23 @@ export interface IdempotencyRecordsTable {
   call: string;
   fingerprint: string;
   owner: string;
-  /** `pending` while its request runs, `done` with its answer, `revoked` once the configuration it created was (answer dropped). */
+  /**
+   * `pending` while its request runs, `done` with its answer; once what the answer handed out was
+   * revoked `revoked`, or replaced `replaced` (its answer dropped either way).
+   */
   state: string;
   status: number | null;
   answer: string | null;
   created_at: string;
   expires_at: string;
-  /** The configuration a kept `create` answer handed out (public key or Common Name); null for other calls, and before migration 0039. */
-  connection_id: string | null;
+  /**
+   * What the kept answer hands out that can be taken back (src/storage/idempotency.ts,
+   * HandedOutKind): `configuration`, `admin-key`, `webhook-secret`, `enrollment-token`; null for
+   * the other calls' answers, and before migrations 0039 and 0041.
+   */
+  handed_out_kind: string | null;
+  /** Its id: public key or Common Name, admin key id, webhook id, enrollment token id. */
+  handed_out_id: string | null;
 }
 
 /** A webhook subscription; its secrets are sealed (src/keys/answer-cipher.ts). */

@@ -1,8 +1,9 @@
 // `vpn-portal admin-key create|list|rotate|revoke` and `vpn-portal admin audit`, run as an
 // administrator runs them (a process of their own) next to a running portal on the same
 // database and data directory: the key is shown once and stored only as a keyed hash, takes
-// effect on the portal at once, create, rotate and revoke are audit rows of their own, and the
-// audit log is read through the Admin API.
+// effect on the portal at once, create, rotate and revoke are audit rows of their own (and drop
+// the kept answers that handed out the keys they end), and the audit log is read through the
+// Admin API.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -226,6 +227,27 @@ test('admin-key rotate gives a new key at once and keeps the old one for the gra
   assert.match(again.stderr, /there is no key named "monitor" that is not revoked already/);
   const list = await cli('admin-key', 'list');
   assert.equal(list.stdout.match(/ revoked \d{4}-/g)?.length, 3, 'list shows the revoked keys as revoked');
+});
+
+test('admin-key rotate and revoke drop the kept create_admin_key answers of the keys they end, so a retry never gets their secret', async (t) => {
+  const { portal, cli } = await setUp(t);
+  const make = (name: string) =>
+    portal.post('/create_admin_key', { name, scope: 'read' }, { 'idempotency-key': `make-${name}` });
+  const states = async () =>
+    Object.fromEntries(
+      (
+        await portal.portal.ctx.db
+          .selectFrom('idempotency_records')
+          .select(['idempotency_key', 'state'])
+          .orderBy('idempotency_key')
+          .execute()
+      ).map((row) => [row.idempotency_key, row.state]),
+    );
+  for (const name of ['rotated', 'revoked', 'kept']) assert.equal((await make(name)).status, 200, name);
+  assert.equal((await cli('admin-key', 'rotate', 'rotated', '--grace', 'PT1H')).code, 0);
+  assert.equal((await cli('admin-key', 'revoke', 'revoked')).code, 0);
+  assert.deepEqual(await states(), { 'make-kept': 'done', 'make-revoked': 'revoked', 'make-rotated': 'replaced' });
+  for (const name of ['rotated', 'revoked']) assert.equal((await make(name)).status, 410, name);
 });
 
 test('vpn-portal admin audit reads the audit log through the Admin API with the secret, or with an admin key from a key file', async (t) => {

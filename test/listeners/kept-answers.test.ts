@@ -1,8 +1,10 @@
-// The kept `create` answers (Idempotency-Key) of revoked configurations are dropped by the
-// revoking change itself, in its transaction: a destroy (WireGuard and OpenVPN alike), a retired
-// device, a device's configuration replaced by a new create; the private key is not in the
-// database a moment after the revocation committed, before any retry. A suspended device's
-// configuration comes back when it is resumed, so its answer stays; other keys' answers stay.
+// The kept answers (Idempotency-Key) of what a change revokes or replaces are dropped by that
+// change itself, in its transaction: a destroy (WireGuard and OpenVPN alike), a retired device, a
+// device's configuration replaced by a new create; the enrollment tokens disable_user, destroy
+// and retire_device end; an admin key revoked, a webhook deleted or its secret rotated. The
+// private key or secret is not in the database a moment after the change committed, before any
+// retry. A suspended device's configuration comes back when it is resumed, so its answer stays;
+// other keys' answers stay.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { employeesProfile } from '../support/admin-keys.js';
@@ -21,13 +23,13 @@ const staff = {
 async function keptAnswers(portal: TestPortal): Promise<Record<string, string>> {
   const rows = await portal.portal.ctx.db
     .selectFrom('idempotency_records')
-    .select(['idempotency_key', 'state', 'answer', 'connection_id'])
+    .select(['idempotency_key', 'state', 'answer', 'handed_out_kind'])
     .orderBy('idempotency_key')
     .execute();
   return Object.fromEntries(
     rows.map((row) => [
       row.idempotency_key,
-      `${row.state}${row.answer === null ? '' : ' with answer'}${row.connection_id === null ? ', no configuration' : ''}`,
+      `${row.state}${row.answer === null ? '' : ' with answer'}${row.handed_out_kind === null ? ', no configuration' : ''}`,
     ]),
   );
 }
@@ -93,4 +95,63 @@ test('retiring a device, or replacing its configuration, drops the kept answer; 
   assert.equal((await keptAnswers(portal))['laptop-1'], 'revoked');
   const retry = await create(portal, forDevice(phone.device_id), 'phone-1', wireGuard);
   assert.equal(retry.status, 410, retry.text);
+});
+
+test('disable_user, destroy and retire_device drop the kept answers of the enrollment tokens they revoke or delete, and no others', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const laptop = await portal.admin.registerDevice({
+    user_id: 'dave',
+    profile_id: 'employees',
+    platform: 'linux',
+    serial: 'LAPTOP-2',
+  });
+  for (const [userId, key, more] of [
+    ['alice', 'alice-token', {}],
+    ['bob', 'bob-token', {}],
+    ['carol', 'carol-token', {}],
+    ['dave', 'dave-laptop', { device_id: laptop.device_id }],
+    ['dave', 'dave-other', {}],
+  ] as const) {
+    const made = await portal.post(
+      '/enrollment_token',
+      { user_id: userId, profile_id: 'employees', ...more },
+      { 'idempotency-key': key },
+    );
+    assert.equal(made.status, 200, `${key}: ${made.text}`);
+  }
+  assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
+  assert.equal((await portal.post('/destroy', { user_id: 'bob' })).status, 204);
+  await portal.admin.retireDevice(laptop.device_id);
+  assert.deepEqual(await keptAnswers(portal), {
+    'alice-token': 'revoked',
+    'bob-token': 'revoked',
+    'carol-token': 'done with answer',
+    'dave-laptop': 'revoked',
+    'dave-other': 'done with answer',
+  });
+});
+
+test('revoking an admin key, deleting a webhook or rotating its secret drops the kept answers that handed them out', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const post = async (path: string, form: Record<string, string>, key?: string) => {
+    const answer = await portal.post(path, form, key === undefined ? {} : { 'idempotency-key': key });
+    assert.ok(answer.status < 300, `${path}: ${answer.text}`);
+    return answer;
+  };
+  await post('/create_admin_key', { name: 'ops', scope: 'read' }, 'ops');
+  await post('/create_admin_key', { name: 'ci', scope: 'read' }, 'ci');
+  const hook = { url: 'https://192.0.2.1/hooks', event_types: '*' };
+  const first = (await post('/create_webhook', hook, 'hook-1')).json() as { webhook: { webhook_id: string } };
+  const second = (await post('/create_webhook', hook, 'hook-2')).json() as { webhook: { webhook_id: string } };
+  await post('/revoke_admin_key', { name: 'ops' });
+  await post('/delete_webhook', { webhook_id: first.webhook.webhook_id });
+  await post('/rotate_webhook_secret', { webhook_id: second.webhook.webhook_id });
+  assert.deepEqual(await keptAnswers(portal), {
+    ci: 'done with answer',
+    'hook-1': 'revoked',
+    'hook-2': 'replaced',
+    ops: 'revoked',
+  });
 });

@@ -115,7 +115,8 @@ test('kept answers of revoked configurations are dropped with the other closing 
     created_at: AT,
     // Far ahead: the portal's housekeeping would prune it meanwhile otherwise.
     expires_at: '2099-01-01T00:00:00+00:00',
-    connection_id: `configuration-${index}`,
+    handed_out_kind: 'configuration',
+    handed_out_id: `configuration-${index}`,
   });
   const rows = Array.from({ length: 1_210 }, (_, index) => record(index));
   for (let start = 0; start < rows.length; start += 100)
@@ -124,8 +125,12 @@ test('kept answers of revoked configurations are dropped with the other closing 
       .values(rows.slice(start, start + 100))
       .execute();
   const revoked = (count: number): ClosingWrite => ({
-    kind: 'kept-answers-revoked',
-    connectionIds: Array.from({ length: count }, (_, index) => `configuration-${index}`),
+    kind: 'kept-answers-dropped',
+    ended: {
+      kind: 'configuration',
+      end: 'revoked',
+      ids: Array.from({ length: count }, (_, index) => `configuration-${index}`),
+    },
   });
   const states = async () =>
     Object.entries(

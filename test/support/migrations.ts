@@ -37,4 +37,5 @@ export const EXPECTED_MIGRATIONS = [
   '0038-nat-dates-settled',
   '0039-kept-answer-configuration',
   '0040-scim-profile-checks',
+  '0041-kept-answer-hand-outs',
 ] as const;

@@ -31,6 +31,7 @@ import {
   type StoredAdminKey,
 } from '../../storage/admin-keys.js';
 import { isUniqueViolation } from '../../storage/errors.js';
+import type { HandOutEnd } from '../../storage/idempotency.js';
 import type { Database } from '../../storage/schema.js';
 import { SECRET_KEY_NAME } from '../admin-call.js';
 import type { PortalEvents } from '../events.js';
@@ -189,6 +190,18 @@ export async function revokeAdminKey(ctx: AdminKeyContext, name: string): Promis
     await announce({ type: 'admin_key.revoked', at: now, keyName: name });
     return count;
   });
+}
+
+/**
+ * Whether the key a kept `create_admin_key` answer (Idempotency-Key) made may be handed out
+ * again: `revoked` once it is revoked, has expired or is gone, `replaced` once it was rotated
+ * (its secret then ends with the grace period); null while it is its name's current key.
+ */
+export async function endOfMadeAdminKey(ctx: AdminKeyContext, keyId: string): Promise<HandOutEnd | null> {
+  const key = await findAdminKey(ctx.db, keyId);
+  if (key === undefined || key.revokedAt !== null) return 'revoked';
+  if (key.replacedBy !== null) return 'replaced';
+  return key.expiresAt !== null && Date.parse(key.expiresAt) <= ctx.clock.now().getTime() ? 'revoked' : null;
 }
 
 export function listAdminKeys(ctx: AdminKeyContext): Promise<StoredAdminKey[]> {

@@ -12,6 +12,7 @@ import type { ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
 import { addDuration, durationMilliseconds, parseIsoDuration } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
+import type { HandOutEnd } from '../../storage/idempotency.js';
 import { enrollmentTokenInfoSchema, type EnrollmentTokenInfo } from '../../protocol/admin-api.js';
 import {
   enrollmentTokenRow,
@@ -155,6 +156,16 @@ export function tokenState(token: StoredEnrollmentToken, now: Date): 'usable' | 
   if (token.usesLeft <= 0) return 'used-up';
   if (Date.parse(token.expiresAt) <= now.getTime()) return 'expired';
   return 'usable';
+}
+
+/**
+ * Whether the token a kept `enrollment_token` answer (Idempotency-Key) made may be handed out
+ * again: `revoked` once it can no longer be redeemed (revoked, used up, expired, or gone with its
+ * user); null while it can.
+ */
+export async function endOfMadeEnrollmentToken(ctx: PortalContext, tokenId: string): Promise<HandOutEnd | null> {
+  const token = await findEnrollmentToken(ctx.db, tokenId);
+  return token === undefined || tokenState(token, ctx.clock.now()) !== 'usable' ? 'revoked' : null;
 }
 
 /**

@@ -1,8 +1,11 @@
 // Webhook signing secrets at rest: sealed with DATA/keys/webhooks.key (AES-256-GCM, the row's
 // subscription id authenticated with it), so a copy of the database alone cannot forge a
-// delivery. Opened only to sign; shown once, when made.
+// delivery. Opened only to sign, and to tell whether a kept answer's secret is still the
+// current one; shown once, when made.
 import { AnswerCipher } from '../../keys/answer-cipher.js';
-import type { StoredWebhook } from '../../storage/webhooks.js';
+import { constantTimeEquals } from '../../shared/constant-time.js';
+import type { HandOutEnd } from '../../storage/idempotency.js';
+import { findWebhook, type StoredWebhook } from '../../storage/webhooks.js';
 import type { PortalContext } from '../context.js';
 
 export function sealWebhookSecret(ctx: PortalContext, webhookId: string, secret: string): string {
@@ -26,6 +29,23 @@ export function signingSecrets(ctx: PortalContext, webhook: StoredWebhook, now: 
     secrets.push(open(webhook.previousSecret));
   }
   return secrets;
+}
+
+/**
+ * Whether the secret a kept `create_webhook` or `rotate_webhook_secret` answer (Idempotency-Key)
+ * handed out may be handed out again: `revoked` once its subscription is deleted, `replaced`
+ * once a rotation gave it a new one (the old one signs only while its overlap lasts); null while
+ * it is the subscription's current secret.
+ */
+export async function endOfWebhookSecret(
+  ctx: PortalContext,
+  webhookId: string,
+  secret: string,
+): Promise<HandOutEnd | null> {
+  const webhook = await findWebhook(ctx.db, webhookId);
+  if (webhook === undefined) return 'revoked';
+  const current = webhookCipher(ctx).open(webhook.secret, sealContext(webhookId));
+  return current !== null && constantTimeEquals(secret, current) ? null : 'replaced';
 }
 
 function sealContext(webhookId: string): string {

@@ -23,8 +23,10 @@ import {
   scopeAllows,
   successStatusOf,
   type AdminScope,
+  type AnswerBody,
   type CallAnswer,
 } from '../../protocol/admin-api.js';
+import type { HandedOut, HandedOutKind } from '../../storage/idempotency.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
 import { auditedParameters, sentParameters, type AdminRequests } from './admin-requests.js';
 import { HttpError } from '../plumbing/http-error.js';
@@ -69,10 +71,24 @@ export interface AdminRoute<S extends ParamsSchema = ParamsSchema, A extends Cal
   readonly lookupOfPeople?: (parameters: Readonly<Record<string, string>>) => boolean;
   /** What the call answers when it succeeds, from ADMIN_API_CALLS: its schema, or no body, or a file. */
   readonly answer: A;
+  /**
+   * What the call's answer hands out that can be taken back: kept for a retry (Idempotency-Key),
+   * the answer is dropped once that is revoked or replaced, and a retry answers 410
+   * (src/http/admin-api/hand-outs.ts).
+   */
+  readonly handsOut?: HandOut<A>;
   /** What the answer holds, for the OpenAPI document. */
   readonly answerDoc: string;
   // Method syntax on purpose: a list of routes with different parameter shapes must fit one type.
   handle(ctx: PortalContext, params: z.output<S>, request: FastifyRequest, call: RouteCall): Promise<RouteAnswer<A>>;
+}
+
+/** What a call's answer hands out that can be taken back (AdminRoute.handsOut). */
+export interface HandOut<A extends CallAnswer> {
+  readonly kind: HandedOutKind;
+  /** Its id in the answer; absent when the use case names it as it keeps the answer in its change (create). */
+  // Method syntax on purpose, as `handle`: a list of routes with different answers must fit one type.
+  idIn?(answer: AnswerBody<A>): string;
 }
 
 export function defineRoute<S extends ParamsSchema, A extends CallAnswer>(route: AdminRoute<S, A>): AdminRoute<S, A> {
@@ -114,6 +130,7 @@ export async function runRoute<S extends ParamsSchema, A extends CallAnswer>(
         idempotencyKey,
         call: call.name,
         fingerprint: fingerprintOf(call.name, parameters, varying),
+        ...handedOutBy(route),
       },
       (keepAnswer) => route.handle(callCtx, params, request, { keepAnswer }),
     );
@@ -145,6 +162,23 @@ export async function runRoute<S extends ParamsSchema, A extends CallAnswer>(
   } else {
     await reply.code(200).headers(response.headers).send(response.body);
   }
+}
+
+/** How the idempotent run reads what the route's answer hands out, when the answer names it. */
+function handedOutBy<A extends CallAnswer>(
+  route: AdminRoute<ParamsSchema, A>,
+): { readonly handedOutBy?: (response: RouteResponse) => HandedOut } {
+  const handsOut = route.handsOut;
+  if (handsOut?.idIn === undefined) return {};
+  return {
+    handedOutBy: (response) => {
+      if (!('json' in response)) throw new Error(`${route.path} answered no JSON value to name what it hands out`);
+      // The handler's own answer, of the type its call's schema says (RouteAnswer<A>).
+      const id = handsOut.idIn?.(response.json as AnswerBody<A>);
+      if (id === undefined) throw new Error(`${route.path} names nothing it hands out`);
+      return { kind: handsOut.kind, id };
+    },
+  };
 }
 
 /** A call bound to its caller: the context a use case gets (the call, the events view) and its parameters. */

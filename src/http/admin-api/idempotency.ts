@@ -11,17 +11,19 @@
 // after STALE_AFTER_MS it is taken over. Answers are sealed with AES-256-GCM under
 // DATA/keys/idempotency.key (they hold private keys) and deleted once expired.
 //
-// A kept `create` answer names its configuration. Once that is revoked (deleted, expired, its
-// user disabled or destroyed) the answer is never given again: a retry gets 410 and creates
-// nothing. The revoking change drops the answer itself (src/listeners/kept-answers.ts), and a
-// retry reads the configuration's state before it answers, for what no change announced yet (an
-// expiry not swept). 410, not 409: 409 here means "still being processed, try again later",
-// which a client may retry; this key will never be answered with a file again.
+// A kept answer names what it handed out that can be taken back (src/http/admin-api/hand-outs.ts):
+// a configuration, an admin key, a webhook's signing secret, an enrollment token. Once that is
+// revoked or replaced the answer is never given again: a retry gets 410 and makes nothing. The
+// change that ended it drops the answer itself (src/listeners/kept-answers.ts), and a retry
+// reads its state before it answers, for what no change announced (an expiry not swept). The
+// calls that keep their answer after their change (all but create) read it once more right after
+// keeping it, so a change that ended it in between does not leave the answer behind. 410, not
+// 409: 409 here means "still being processed, try again later", which a client may retry; this
+// key will never be answered again.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
 import type { PortalContext } from '../../core/context.js';
-import { revocationOfConfiguration } from '../../core/issuing/index.js';
 import { AnswerCipher } from '../../keys/answer-cipher.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
@@ -29,14 +31,18 @@ import {
   completeIdempotencyRecord,
   deleteExpiredIdempotencyRecord,
   findIdempotencyRecord,
+  dropKeptAnswer,
   releaseIdempotencyKey,
   reserveIdempotencyKey,
-  revokeKeptAnswer,
+  type HandedOut,
+  type HandOutEnd,
   type IdempotencyRecord,
+  type OwnedIdempotencyKey,
 } from '../../storage/idempotency.js';
 import type { Database } from '../../storage/schema.js';
 import type { RouteResponse } from '../plumbing/route-response.js';
 import { HttpError } from '../plumbing/http-error.js';
+import { endOfHandOut, handOutGone } from './hand-outs.js';
 
 /** How long an answer is given again. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -69,13 +75,19 @@ export interface IdempotentRequest {
   readonly call: string;
   /** What must be equal for a retry: the call, its parameters and the headers its answer depends on. */
   readonly fingerprint: string;
+  /**
+   * What an answer kept after its change hands out that can be taken back (an admin key, a
+   * webhook secret, an enrollment token); absent when it hands out nothing of the kind, or names
+   * it as it keeps the answer in its change (create).
+   */
+  readonly handedOutBy?: (response: RouteResponse) => HandedOut;
 }
 
 /**
- * Kept inside the change's transaction: the answer the call is about to give, and for `create`
- * the configuration it hands out (its answer is not given again once that is revoked).
+ * Kept inside the change's transaction: the answer the call is about to give, and what it hands
+ * out (`create`: the configuration), whose end drops the answer.
  */
-export type KeepAnswer = (trx: Transaction<Database>, response: RouteResponse, connectionId?: string) => Promise<void>;
+export type KeepAnswer = (trx: Transaction<Database>, response: RouteResponse, handedOut?: HandedOut) => Promise<void>;
 
 export interface IdempotentOutcome {
   readonly response: RouteResponse;
@@ -150,25 +162,8 @@ export class IdempotentCalls {
           `${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" was used for another request (other call or parameters) within 24 hours`,
         );
       }
-      if (existing.state === 'revoked' || (await this.#configurationRevoked(existing))) {
-        throw new HttpError(
-          410,
-          `the configuration ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" created has been revoked (deleted, expired, or its user disabled); its answer is not given again: send a new ${IDEMPOTENCY_KEY_HEADER} for a new configuration`,
-        );
-      }
-      if (existing.state === 'done' && existing.answer !== null) {
-        const opened = cipher.open(existing.answer, context);
-        if (opened === null) {
-          this.ctx.logger.error(
-            { idempotencyKey: request.idempotencyKey },
-            `a kept answer cannot be opened: it was sealed under another ${this.ctx.keys.answerKeyPath} (every portal instance needs the same file)`,
-          );
-          throw new HttpError(
-            409,
-            `the answer to ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" cannot be given again; the portal log says why`,
-          );
-        }
-        return { response: storedAnswer.parse(JSON.parse(opened)), replayed: true };
+      if (existing.state !== 'pending') {
+        return { response: await this.#keptAnswer(request, existing, cipher, context), replayed: true };
       }
       if (nowDate.getTime() - Date.parse(existing.createdAt) > STALE_AFTER_MS) {
         // Its request never finished (its portal died); it stored nothing, or it would be done.
@@ -186,19 +181,50 @@ export class IdempotentCalls {
   }
 
   /**
-   * True when the record's answer handed out a configuration that is revoked now; its answer is
-   * then dropped at once, whatever dropped it or not yet.
+   * The answer a finished request kept, or the 410 when what it handed out has ended since: read
+   * where that lives, and the answer dropped then (whatever dropped it or not yet).
    */
-  async #configurationRevoked(record: IdempotencyRecord): Promise<boolean> {
-    if (record.state !== 'done' || record.connectionId === null) return false;
-    const revoked = await revocationOfConfiguration(this.ctx, record.connectionId);
-    if (revoked === null) return false;
-    await revokeKeptAnswer(this.ctx.db, record);
+  async #keptAnswer(
+    request: IdempotentRequest,
+    existing: IdempotencyRecord,
+    cipher: AnswerCipher,
+    context: string,
+  ): Promise<RouteResponse> {
+    if (existing.state === 'revoked' || existing.state === 'replaced')
+      throw handOutGone(existing.handedOut?.kind ?? 'configuration', existing.state, request.idempotencyKey);
+    const opened = existing.answer === null ? null : cipher.open(existing.answer, context);
+    if (opened === null) {
+      this.ctx.logger.error(
+        { idempotencyKey: request.idempotencyKey },
+        `a kept answer cannot be opened: it was sealed under another ${this.ctx.keys.answerKeyPath} (every portal instance needs the same file)`,
+      );
+      throw new HttpError(
+        409,
+        `the answer to ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" cannot be given again; the portal log says why`,
+      );
+    }
+    const response: RouteResponse = storedAnswer.parse(JSON.parse(opened));
+    if (existing.handedOut !== null) {
+      const end = await this.#dropIfEnded(existing, existing.handedOut, response);
+      if (end !== null) throw handOutGone(existing.handedOut.kind, end, request.idempotencyKey);
+    }
+    return response;
+  }
+
+  /** Reads whether what a kept answer handed out has ended, and drops the answer when it has. */
+  async #dropIfEnded(
+    owned: OwnedIdempotencyKey,
+    handedOut: HandedOut,
+    response: RouteResponse,
+  ): Promise<HandOutEnd | null> {
+    const end = await endOfHandOut(this.ctx, handedOut, response);
+    if (end === null) return null;
+    await dropKeptAnswer(this.ctx.db, owned, end);
     this.ctx.logger.info(
-      { idempotencyKey: record.idempotencyKey, connectionId: record.connectionId, revoked },
-      'a kept create answer was dropped at a retry: its configuration is revoked',
+      { idempotencyKey: owned.idempotencyKey, handedOut: handedOut.kind, id: handedOut.id, end },
+      'a kept answer was dropped: what it handed out has ended',
     );
-    return true;
+    return end;
   }
 
   async #execute(
@@ -209,10 +235,10 @@ export class IdempotentCalls {
     execute: (keep: KeepAnswer) => Promise<RouteResponse>,
   ): Promise<RouteResponse> {
     const owned = { keyLineage: request.keyLineage, idempotencyKey: request.idempotencyKey, owner };
-    const keep: KeepAnswer = async (trx, response, connectionId) => {
+    const keep: KeepAnswer = async (trx, response, handedOut) => {
       const sealed = cipher.seal(storable(response), context);
       // Fails the change when the reservation was taken over meanwhile: then another request runs it.
-      const answer = { status: response.status, sealed, ...(connectionId === undefined ? {} : { connectionId }) };
+      const answer = { status: response.status, sealed, handedOut: handedOut ?? null };
       if (!(await completeIdempotencyRecord(trx, owned, answer))) {
         throw new Error(`the reservation of ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" was lost`);
       }
@@ -233,10 +259,14 @@ export class IdempotentCalls {
     }
     // Calls that did not keep their answer in their transaction (all but create): kept now.
     // A no-op when it was kept already (the record is no longer pending).
-    await completeIdempotencyRecord(this.ctx.db, owned, {
+    const handedOut = request.handedOutBy?.(response) ?? null;
+    const kept = await completeIdempotencyRecord(this.ctx.db, owned, {
       status: response.status,
       sealed: cipher.seal(storable(response), context),
+      handedOut,
     });
+    // A change that ended what it handed out since this one committed found no answer to drop.
+    if (kept && handedOut !== null) await this.#dropIfEnded(owned, handedOut, response);
     return response;
   }
 

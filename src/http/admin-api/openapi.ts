@@ -12,6 +12,7 @@ import {
   successStatusOf,
 } from '../../protocol/admin-api.js';
 import type { AdminRoute } from './admin-route.js';
+import { handOutGoneDoc } from './hand-outs.js';
 import { paramFields, type ParamField } from '../../protocol/admin-api-params.js';
 
 export function buildOpenApiDocument(routes: readonly AdminRoute[], serverUrl: string): Record<string, unknown> {
@@ -88,11 +89,9 @@ function responsesOf(route: AdminRoute): Record<string, unknown> {
       ? {
           '404': jsonResponse('No such profile'),
           '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
-          '410': jsonResponse(
-            'The configuration this Idempotency-Key created has been revoked (deleted, expired, or its user disabled): its answer is not given again, and nothing is created',
-          ),
         }
       : {}),
+    ...(route.handsOut === undefined ? {} : { '410': jsonResponse(handOutGoneDoc(route.handsOut.kind)) }),
   };
 }
 

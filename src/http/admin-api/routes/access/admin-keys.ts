@@ -30,6 +30,8 @@ export const createAdminKeyRoute = defineRoute({
   since: 'extension',
   source: 'post',
   answerDoc: 'The key and its secret, shown this once',
+  // A retry gets the secret again only while the key is its name's current one.
+  handsOut: { kind: 'admin-key', idIn: (answer) => answer.admin_key.key_id },
   async handle(ctx, params) {
     const { key, token } = await createAdminKeyForCaller(ctx, {
       name: params.name,

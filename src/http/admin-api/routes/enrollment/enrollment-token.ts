@@ -16,6 +16,8 @@ export const enrollmentTokenRoute = defineRoute({
   since: 'extension',
   source: 'post',
   answerDoc: 'The token (shown once), its end and its uses',
+  // A retry gets the token again only while it can be redeemed.
+  handsOut: { kind: 'enrollment-token', idIn: (answer) => answer.token_id },
   async handle(ctx, params) {
     const { stored, token } = await createEnrollmentToken(ctx, {
       userId: params.user_id,

@@ -12,6 +12,8 @@ export const createRoute = defineRoute({
   source: 'post',
   // Another Accept is another file: a retry with the same Idempotency-Key must send the same.
   varyHeaders: ['accept'],
+  // Named by the use case as it keeps the answer, in the change that stores the configuration.
+  handsOut: { kind: 'configuration' },
   answerDoc:
     'The configuration file, in the format chosen by the Accept header; the Apple profile comes with `Content-Disposition: attachment`',
   async handle(ctx, params, request, { keepAnswer }) {
@@ -30,7 +32,8 @@ export const createRoute = defineRoute({
       ...(keepAnswer === undefined
         ? {}
         : {
-            keepAnswer: (trx, answer, connectionId) => keepAnswer(trx, configurationAnswer(answer), connectionId),
+            keepAnswer: (trx, answer, connectionId) =>
+              keepAnswer(trx, configurationAnswer(answer), { kind: 'configuration', id: connectionId }),
           }),
     });
     return configurationAnswer(issued);

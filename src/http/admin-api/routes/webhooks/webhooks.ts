@@ -35,6 +35,8 @@ export const createWebhookRoute = defineRoute({
   source: 'post',
   needsEveryProfile: true,
   answerDoc: 'The subscription and its secret',
+  // A retry gets the secret again only while it is the subscription's current one.
+  handsOut: { kind: 'webhook-secret', idIn: (answer) => answer.webhook.webhook_id },
   async handle(ctx, { url, event_types, description }) {
     return {
       status: 200,
@@ -63,6 +65,7 @@ export const rotateWebhookSecretRoute = defineRoute({
   source: 'post',
   needsEveryProfile: true,
   answerDoc: 'The new secret, shown this once',
+  handsOut: { kind: 'webhook-secret', idIn: (answer) => answer.webhook_id },
   async handle(ctx, { webhook_id, overlap }) {
     return { status: 200, json: await rotateWebhookSecret(ctx, webhook_id, overlap ?? DEFAULT_OVERLAP) };
   },
