@@ -6,7 +6,9 @@
 // within seconds rather than at the next full pass (the same sweep announces
 // `configuration.expiring` when a warning falls due).
 //
-// Full passes and sweeps run one at a time. A pass for one node does not queue behind them: it
+// Full passes run one at a time. The expiry sweep has a lane of its own (one sweep at a time), so
+// an expired configuration leaves its nodes within seconds even while a full pass takes a minute
+// at a million configurations. A pass for one node does not queue behind either: it
 // takes a place beside the full pass (src/core/reconcile/node-slots.ts: a few nodes at once for
 // the heap, one pass per node, a node pass before the full pass's next node), so a revocation a
 // node missed while it was away reaches it within seconds of its answering again, however long
@@ -52,8 +54,10 @@ function nodeLock(nodeNumber: NodeNumber): string {
 export class ReconcileScheduler {
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
-  /** Full passes and sweeps, one after the other. */
+  /** Full passes, one after the other. */
   private running: Promise<void> = Promise.resolve();
+  /** The expiry sweep under way, if any. */
+  private sweeping: Promise<void> | null = null;
   /** The housekeeping under way, if any. */
   private housekeeping: Promise<void> | null = null;
   /** Node passes under way or waiting for their place. */
@@ -72,6 +76,7 @@ export class ReconcileScheduler {
   start(intervalMs: number): void {
     this.intervalMs = intervalMs;
     this.ctx.nodes.onReconcileNeeded((nodeNumber, reason) => this.requestNode(nodeNumber, reason));
+    this.scheduleSweep();
     void this.runAll();
     this.timer = setInterval(() => void this.runAll(), intervalMs);
     this.timer.unref();
@@ -89,8 +94,14 @@ export class ReconcileScheduler {
   async idle(): Promise<void> {
     for (;;) {
       const running = this.running;
-      await Promise.all([running, this.housekeeping, ...this.nodePasses]);
-      if (running === this.running && this.housekeeping === null && this.nodePasses.size === 0) return;
+      await Promise.all([running, this.housekeeping, this.sweeping, ...this.nodePasses]);
+      if (
+        running === this.running &&
+        this.housekeeping === null &&
+        this.sweeping === null &&
+        this.nodePasses.size === 0
+      )
+        return;
     }
   }
 
@@ -190,9 +201,10 @@ export class ReconcileScheduler {
 
   /**
    * A database that is full, read-only or away is already reported by every call it refuses;
-   * the work is tried again at the next interval (a node pass: at the next full pass).
+   * the work is tried again at the next interval (a node pass: at the next full pass; a sweep: a
+   * second later, as what expired is still there).
    */
-  private reportFailure(what: 'reconcile pass' | 'housekeeping', error: unknown): void {
+  private reportFailure(what: 'reconcile pass' | 'housekeeping' | 'expiry sweep', error: unknown): void {
     const outage = storageOutage(error);
     if (outage === null) this.ctx.logger.error({ err: error }, `${what} failed`);
     else this.ctx.logger.warn({ err: error, outage }, `${what} failed: database ${outage}`);
@@ -205,12 +217,7 @@ export class ReconcileScheduler {
       .then((delayMs) => {
         if (this.stopped) return;
         clearTimeout(this.sweepTimer);
-        this.sweepTimer = setTimeout(() => {
-          void this.enqueue(async () => {
-            await deleteExpiredConfigurations(this.ctx);
-            await announceExpiringConfigurations(this.ctx);
-          });
-        }, delayMs);
+        this.sweepTimer = setTimeout(() => this.sweep(), delayMs);
         this.sweepTimer.unref();
       })
       .catch((error: unknown) => {
@@ -218,6 +225,25 @@ export class ReconcileScheduler {
           { err: error },
           'cannot read the next expiry; the next reconcile pass deletes expired configurations',
         );
+      });
+  }
+
+  /**
+   * Deletes what expired and announces the warnings due, beside whatever else runs: a full pass
+   * may have read an expiring peer as wanted, but its add carries the revision read then, older
+   * than the sweep's removal, so the node keeps it off (src/storage/revisions.ts). A sweep
+   * still under way when the timer fires is left to finish; it sets the timer again when done.
+   */
+  private sweep(): void {
+    if (this.stopped || this.sweeping !== null) return;
+    this.sweeping = (async () => {
+      await deleteExpiredConfigurations(this.ctx);
+      await announceExpiringConfigurations(this.ctx);
+    })()
+      .catch((error: unknown) => this.reportFailure('expiry sweep', error))
+      .finally(() => {
+        this.sweeping = null;
+        this.scheduleSweep();
       });
   }
 

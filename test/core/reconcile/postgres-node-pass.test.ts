@@ -8,18 +8,11 @@
 // scheduler is the same code on both).
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import type {
-  KyselyPlugin,
-  OperationNode,
-  PluginTransformQueryArgs,
-  PluginTransformResultArgs,
-  QueryResult,
-  UnknownRow,
-} from 'kysely';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { ReconcileScheduler } from '../../../src/core/reconcile/index.js';
 import { asNodeNumber, type WireGuardKey } from '../../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../../src/wireguard/keys.js';
+import { HoldStatement } from '../../support/hold-statement.js';
 import { startPortalWithNode, type PortalWithNode } from '../../support/portal-with-node.js';
 import { shiftedClock, type ShiftedClock } from '../../support/shifted-clock.js';
 import { startCuttableProxy, type CuttableProxy } from '../../support/tcp-proxies.js';
@@ -39,40 +32,6 @@ const employees: PortalConfigFile['ProfileList'][number] = {
   wRangeSix: 'fd48::/64',
   defaultGateway: false,
 };
-
-/** Holds the first statement `matches` picks, once it has run, until `release()`. */
-class HoldStatement implements KyselyPlugin {
-  readonly #picked = new Set<unknown>();
-  #held = false;
-  #reached: () => void = () => {};
-  readonly reached = new Promise<void>((resolve) => {
-    this.#reached = resolve;
-  });
-  #release: () => void = () => {};
-  readonly #released = new Promise<void>((resolve) => {
-    this.#release = resolve;
-  });
-
-  constructor(private readonly matches: (node: OperationNode, text: string) => boolean) {}
-
-  transformQuery(args: PluginTransformQueryArgs) {
-    if (this.matches(args.node, JSON.stringify(args.node))) this.#picked.add(args.queryId);
-    return args.node;
-  }
-
-  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    if (this.#picked.has(args.queryId) && !this.#held) {
-      this.#held = true;
-      this.#reached();
-      await this.#released;
-    }
-    return args.result;
-  }
-
-  release(): void {
-    this.#release();
-  }
-}
 
 interface MissedRevocation {
   readonly lab: PortalWithNode;
