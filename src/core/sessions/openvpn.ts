@@ -12,6 +12,7 @@ import { ListenerRefusal, type PortalEvent } from '../events.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { canonicalAddressOrSame } from '../../net/cidr.js';
+import { announceSessions } from './announce-sessions.js';
 import { sessionEnded } from './session-ended.js';
 
 export interface OpenVpnConnect {
@@ -172,7 +173,7 @@ export async function endUnlistedOpenVpnSessions(
   );
   if (lost.length === 0) return 0;
   const events = lost.map((session) => sessionEnded('openvpn', session, listedAt, 0, 0, 'lost'));
-  await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
+  await announceSessions(ctx.events, ctx.db, events);
   ctx.logger.info(
     { nodeNumber, sessions: lost.length },
     `ended ${lost.length} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,

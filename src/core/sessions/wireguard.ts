@@ -15,6 +15,7 @@ import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { noteSessionCounters } from '../accounting/index.js';
 import type { PortalContext } from '../context.js';
 import { wireGuardConfiguration, type PortalEvent } from '../events.js';
+import { announceSessions } from './announce-sessions.js';
 import { sessionEnded } from './session-ended.js';
 
 /** Keys per database read. */
@@ -70,7 +71,7 @@ export async function observeWireGuardSessions(
       originatingIp: origin,
     });
   }
-  if (events.length > 0) await ctx.events.change(ctx.db, async (_trx, announce) => announce(...events));
+  await announceSessions(ctx.events, ctx.db, events);
   // The sessions still open keep the counters for their RADIUS Interim-Updates (nothing without RADIUS).
   const counters = new Map(online.map((peer) => [peer.publicKey as string, peer]));
   await noteSessionCounters(ctx.db, ctx.config, nodeNumber, counters);
@@ -99,7 +100,7 @@ export async function endSessionsOfRemovedPeers(
     }
   }
   // Called after a call's change was recorded: the sessions it ended are the portal's own record.
-  if (events.length > 0) await ctx.events.unbound().change(ctx.db, async (_trx, announce) => announce(...events));
+  await announceSessions(ctx.events.unbound(), ctx.db, events);
 }
 
 /** The device moved: its packets now come from another address. */
