@@ -110,6 +110,20 @@ export class PortalMetrics {
           for (const [request, count] of sent) this.inc({ node: String(nodeNumber), request }, count);
       },
     });
+    new Gauge({
+      name: 'vpn_portal_node_listing_over_limit',
+      help: '1 while the node answers a listing (peer_list, connection_list) with more than the portal reads: such a node is not reconciled',
+      labelNames: ['node', 'listing'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const nodeNumber of config.nodes.keys()) {
+          this.set({ node: String(nodeNumber), listing: 'peer_list' }, 0);
+          for (const over of ctx.nodes.listingsOverLimit(nodeNumber))
+            this.set({ node: String(nodeNumber), listing: over.what }, 1);
+        }
+      },
+    });
     const lastSuccessMs = this.lastSuccessMs;
     new Gauge({
       name: 'vpn_portal_node_seconds_since_last_reconcile',

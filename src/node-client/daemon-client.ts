@@ -72,6 +72,8 @@ export interface DaemonNodeInfo {
   readonly addPeersMax: number | null;
   /** Our agent's NAT and since when; null when the node does not report one (no NAT, or eduVPN's daemon). */
   readonly nat: NatMode | null;
+  /** Peers on the node's WireGuard interface (`w_peer_count`); null from a daemon that does not report it. */
+  readonly peerCount: number | null;
 }
 
 /** One peer of an `addPeers` call. */
@@ -85,6 +87,8 @@ export interface PeerToAdd {
 export interface NodeDaemon {
   readonly nodeNumber: NodeNumber;
   readonly url: string;
+  /** Bytes of the node's last answered listings (peer_list and connection_list together); null before the first. */
+  readonly lastListingBytes: number | null;
   nodeInfo(): Promise<DaemonNodeInfo>;
   peerList(showAll: boolean): Promise<DaemonPeer[]>;
   /** `revision` orders instructions for one key: our agent ignores one older than the last it applied. */
@@ -103,7 +107,7 @@ export interface NodeDaemon {
 }
 
 export class NodeDaemonError extends Error {
-  override readonly name = 'NodeDaemonError';
+  override readonly name: string = 'NodeDaemonError';
   /**
    * Whether the node answered, with an error status or an answer the protocol does not allow,
    * rather than not at all: a node that answers is up, however wrong the answer.
@@ -113,6 +117,22 @@ export class NodeDaemonError extends Error {
     readonly answered: boolean,
   ) {
     super(message);
+  }
+}
+
+/**
+ * A listing (peer_list, connection_list) longer than the portal reads: the node answers, but it
+ * cannot be reconciled, and the revocations waiting on it are never confirmed, until it holds
+ * fewer peers (docs/nodes.md, capacity).
+ */
+export class ListingTooLargeError extends NodeDaemonError {
+  override readonly name = 'ListingTooLargeError';
+
+  constructor(
+    message: string,
+    readonly limitBytes: number,
+  ) {
+    super(message, true);
   }
 }
 
@@ -204,6 +224,8 @@ export class HttpNodeDaemon implements NodeDaemon {
   readonly #pool: Pool;
   /** The path prefix of `url` (a vpn-daemon may sit below one behind a proxy), without a trailing slash. */
   readonly #basePath: string;
+  /** Bytes of the last answer to each listing, by its path. */
+  readonly #listingBytes = new Map<string, number>();
 
   constructor(private readonly options: HttpNodeDaemonOptions) {
     this.nodeNumber = options.nodeNumber;
@@ -225,6 +247,13 @@ export class HttpNodeDaemon implements NodeDaemon {
     return this.#pool.close();
   }
 
+  get lastListingBytes(): number | null {
+    if (this.#listingBytes.size === 0) return null;
+    let sum = 0;
+    for (const bytes of this.#listingBytes.values()) sum += bytes;
+    return sum;
+  }
+
   async nodeInfo(): Promise<DaemonNodeInfo> {
     // Older vpn-daemons send fewer fields; only what is there counts.
     const info = this.parse(
@@ -239,6 +268,7 @@ export class HttpNodeDaemon implements NodeDaemon {
       maxRevision: info.max_revision ?? null,
       addPeersMax: info.add_peers_max ?? null,
       nat: info.nat ?? null,
+      peerCount: info.w_peer_count ?? null,
     };
   }
 
@@ -368,12 +398,15 @@ export class HttpNodeDaemon implements NodeDaemon {
       });
       status = response.statusCode;
       const limit = this.options.maxAnswerBytes ?? answerCapBytes(kind);
-      text = (await readBodyWithin(response.body, limit, `node ${this.nodeNumber} (${this.url}${path})`)).toString(
-        'utf8',
-      );
+      const body = await readBodyWithin(response.body, limit, `node ${this.nodeNumber} (${this.url}${path})`);
+      if (kind === 'listing') this.#listingBytes.set(path.split('?')[0] ?? path, body.byteLength);
+      text = body.toString('utf8');
     } catch (error) {
       // The node did answer, far too much.
-      if (error instanceof AnswerTooLargeError) throw new NodeDaemonError(error.message, true);
+      if (error instanceof AnswerTooLargeError)
+        throw kind === 'listing'
+          ? new ListingTooLargeError(error.message, error.limitBytes)
+          : new NodeDaemonError(error.message, true);
       // Not answered in full in time: the node counts as not answering, as after a timeout.
       if (deadline.aborted) {
         throw new NodeDaemonError(

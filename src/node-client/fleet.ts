@@ -10,12 +10,14 @@ import type { Logger } from 'pino';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Clock } from '../shared/time.js';
 import type { NatMode } from '../protocol/vpn-daemon.js';
-import { NodeDaemonError, type DaemonNodeInfo, type NodeDaemon } from './daemon-client.js';
+import { ListingTooLargeError, NodeDaemonError, type DaemonNodeInfo, type NodeDaemon } from './daemon-client.js';
 
 /** How often a node that failed is asked again. */
 const PROBE_INTERVAL_MS = 1_000;
 /** How often a node that answers is asked whether it lost its peers. */
 const WATCH_INTERVAL_MS = 2_000;
+/** A listing still over the limit is logged at error again after this long (in between: debug). */
+const OVER_LIMIT_REPEAT_MS = 10 * 60_000;
 
 /** Why a node needs a reconcile pass now. */
 export type ReconcileReason = 'answers again' | 'lost its peers' | 'refused a change';
@@ -34,6 +36,15 @@ interface NodeState {
   readonly waiting: Set<(reason: Error) => void>;
   /** The last answer to each question a listing asks (`what`), for while the node does not answer. */
   readonly lastAnswers: Map<string, unknown>;
+  /** The listings (`what`) whose last answer was longer than the portal reads, and when that was last logged. */
+  readonly overLimit: Map<string, { readonly limitBytes: number; readonly since: Date; loggedAt: number }>;
+}
+
+/** A listing the node answered with more than the portal reads (ListingTooLargeError), since when. */
+export interface ListingOverLimit {
+  readonly what: string;
+  readonly limitBytes: number;
+  readonly since: Date;
 }
 
 /** What a node answered a listing's question; `stale`: it did not answer now, this is its last known answer (undefined: none). */
@@ -69,6 +80,7 @@ export class NodeFleet {
         probing: false,
         waiting: new Set(),
         lastAnswers: new Map(),
+        overLimit: new Map(),
       });
     }
   }
@@ -136,6 +148,20 @@ export class NodeFleet {
   /** Whether the node said it is in maintenance when last asked (`maintenance_mode` of `/i/node`). */
   isInMaintenance(nodeNumber: NodeNumber): boolean {
     return this.states.get(nodeNumber)?.lastInfo?.maintenanceMode ?? false;
+  }
+
+  /** Peers on the node's WireGuard interface, as it said when last asked (null: not yet, or it does not say). */
+  reportedPeerCount(nodeNumber: NodeNumber): number | null {
+    return this.states.get(nodeNumber)?.lastInfo?.peerCount ?? null;
+  }
+
+  /**
+   * The node's listings whose last answer was longer than the portal reads: while its peer list
+   * is one of them the node is not reconciled (docs/nodes.md, capacity).
+   */
+  listingsOverLimit(nodeNumber: NodeNumber): ListingOverLimit[] {
+    const overLimit = this.states.get(nodeNumber)?.overLimit ?? new Map();
+    return [...overLimit].map(([what, { limitBytes, since }]) => ({ what, limitBytes, since }));
   }
 
   /** Requests sent so far to each node, by what they asked (`add_peer`, `probe`, `glance`, …). */
@@ -233,8 +259,14 @@ export class NodeFleet {
     try {
       const result = await action(daemon);
       this.markUp(daemon.nodeNumber);
+      this.states.get(daemon.nodeNumber)?.overLimit.delete(what);
       return result;
     } catch (error) {
+      if (error instanceof ListingTooLargeError) {
+        this.markUp(daemon.nodeNumber);
+        this.listingOverLimit(daemon.nodeNumber, what, error);
+        return undefined;
+      }
       if (error instanceof NodeDaemonError && error.answered) {
         this.markUp(daemon.nodeNumber);
         this.logger.warn(
@@ -246,6 +278,27 @@ export class NodeFleet {
       this.markDown(daemon.nodeNumber, what, error);
       return undefined;
     }
+  }
+
+  /**
+   * A listing longer than the portal reads: said at error level (again every ten minutes while it
+   * lasts), in the metrics and on the console, since the node is left as it is until it lists less.
+   */
+  private listingOverLimit(nodeNumber: NodeNumber, what: string, error: ListingTooLargeError): void {
+    const state = this.states.get(nodeNumber);
+    const now = this.clock.now();
+    const known = state?.overLimit.get(what);
+    if (known !== undefined && now.getTime() - known.loggedAt < OVER_LIMIT_REPEAT_MS) {
+      this.logger.debug({ nodeNumber }, `${what} on node ${nodeNumber} failed: ${error.message}`);
+      return;
+    }
+    state?.overLimit.set(what, { limitBytes: error.limitBytes, since: known?.since ?? now, loggedAt: now.getTime() });
+    this.logger.error(
+      { nodeNumber, listing: what, limitBytes: error.limitBytes },
+      `${what} on node ${nodeNumber} failed: ${error.message}. The node holds more than the portal can list ` +
+        `(some 150,000 typical WireGuard peers): it is not reconciled, and revocations waiting on it are not ` +
+        `confirmed, until it holds fewer (docs/nodes.md, capacity)`,
+    );
   }
 
   /** An Admin API call's request: it stops waiting as soon as the node is marked down, by whichever call failed first. */

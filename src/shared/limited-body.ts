@@ -83,7 +83,7 @@ export function fetchWithin(
   };
 }
 
-function describeBytes(bytes: number): string {
+export function describeBytes(bytes: number): string {
   return bytes >= 1024 * 1024
     ? `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MiB`
     : `${Math.round(bytes / 1024)} KiB`;

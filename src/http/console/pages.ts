@@ -21,6 +21,7 @@ import { ConsoleRefusal, readAnswer } from './calls.js';
 import { html, jsonIsland, type Html } from './html.js';
 import { doneNote, may, problem, table, timeHint, zoneField } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
+import { describeBytes } from '../../shared/limited-body.js';
 import { lastReconcile } from './reconcile-times.js';
 import { abuseLookup } from './abuse-lookup.js';
 import { knownZone, readConsoleTime } from './local-time.js';
@@ -85,7 +86,14 @@ function nodesSection(ctx: PortalContext): Html {
     .map(
       (node) =>
         html`<p class="problem" role="alert">Node ${node.nodeNumber} is down: changes for it wait until it answers again (the database holds them); the console works on.</p>`,
-    )}</section>`;
+    )}${nodes.flatMap((node) =>
+    ctx.nodes
+      .listingsOverLimit(node.nodeNumber)
+      .map(
+        (over) =>
+          html`<p class="problem" role="alert">Node ${node.nodeNumber} answers ${over.what} with more than the portal reads (${describeBytes(over.limitBytes)}), since ${over.since.toISOString()}: it is not reconciled, and revocations waiting on it are not confirmed, until it holds fewer.</p>`,
+      ),
+  )}</section>`;
 }
 
 /** WireGuard addresses in use per profile and node, of the profiles the caller sees. */
