@@ -573,3 +573,13 @@ function peerColumns(peer: NewPeer) {
     device_id: peer.deviceId,
   };
 }
+
+/** WireGuard configurations on one node (what its listing is expected to hold): counted from the index by (node, profile). */
+export async function countPeersOnNode(db: Db, nodeNumber: NodeNumber): Promise<number> {
+  const row = await db
+    .selectFrom('wg_peers')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('node_number', '=', nodeNumber)
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}

@@ -1,9 +1,12 @@
 // The places for reconcile work on single nodes, shared by the full pass (which goes over every
 // node) and the passes for one node (it answers again, lost its peers, refused a change): only a
-// few nodes at once, since each holds its node's peer list in the portal's capped heap; never
-// two passes on one node at once; and a pass for one node before the full pass's next node, so
-// a revocation a node missed while it was away waits for no more than one node's work to end,
-// never for a whole pass (nor for the housekeeping, which takes no place at all).
+// few nodes at once, and only as many as their peer lists fit in the portal's capped heap
+// together (each work comes with its weight, the bytes its node's listing is expected to take;
+// the weights admitted at once stay within a budget, except that one work is always admitted,
+// whatever its weight); never two passes on one node at once; and a pass for one node before the
+// full pass's next node, so a revocation a node missed while it was away waits for no more than
+// one node's work to end, never for a whole pass (nor for the housekeeping, which takes no place
+// at all).
 import type { NodeNumber } from '../../shared/ids.js';
 
 /** Who asks for a place: a pass for one node goes before the full pass's next node. */
@@ -12,25 +15,35 @@ export type NodeWorkKind = 'node pass' | 'full pass';
 interface Waiting {
   readonly nodeNumber: NodeNumber;
   readonly kind: NodeWorkKind;
+  readonly weight: number;
   readonly enter: () => void;
 }
 
 export class NodeSlots {
-  readonly #busyNodes = new Set<NodeNumber>();
+  readonly #busyNodes = new Map<NodeNumber, number>();
+  #weight = 0;
   /** In the order they asked; the first node pass whose node is free goes first, then the first such full-pass node. */
   readonly #waiting: Waiting[] = [];
 
-  constructor(private readonly places: number) {}
+  /**
+   * `places`: nodes at once at most; `budget`: the most weight at once (Infinity: no limit but
+   * the places).
+   */
+  constructor(
+    private readonly places: number,
+    private readonly budget = Number.POSITIVE_INFINITY,
+  ) {}
 
-  /** Runs `work` once a place is free and no other work holds this node. */
-  async run<T>(nodeNumber: NodeNumber, kind: NodeWorkKind, work: () => Promise<T>): Promise<T> {
+  /** Runs `work` once a place and its weight are free and no other work holds this node. */
+  async run<T>(nodeNumber: NodeNumber, kind: NodeWorkKind, work: () => Promise<T>, weight = 0): Promise<T> {
     await new Promise<void>((enter) => {
-      this.#waiting.push({ nodeNumber, kind, enter });
+      this.#waiting.push({ nodeNumber, kind, weight, enter });
       this.#admit();
     });
     try {
       return await work();
     } finally {
+      this.#weight -= this.#busyNodes.get(nodeNumber) ?? 0;
       this.#busyNodes.delete(nodeNumber);
       this.#admit();
     }
@@ -41,16 +54,29 @@ export class NodeSlots {
     return this.#busyNodes.size;
   }
 
+  /** The weight of the work under way. */
+  get weight(): number {
+    return this.#weight;
+  }
+
+  /**
+   * Admits in order: the first waiting work whose node is free (node passes first) enters when
+   * its weight fits beside the work under way, or when nothing is under way. One that does not
+   * fit waits for weight to be given back, and keeps its turn: lighter work behind it does not
+   * pass it, so a heavy node is not put off for as long as light ones keep coming.
+   */
   #admit(): void {
     while (this.#busyNodes.size < this.places) {
       const free = (kind: NodeWorkKind) =>
         this.#waiting.findIndex((entry) => entry.kind === kind && !this.#busyNodes.has(entry.nodeNumber));
       const nodePass = free('node pass');
       const index = nodePass === -1 ? free('full pass') : nodePass;
-      if (index === -1) return;
-      const [next] = this.#waiting.splice(index, 1);
+      const next = this.#waiting[index];
       if (next === undefined) return;
-      this.#busyNodes.add(next.nodeNumber);
+      if (this.#busyNodes.size > 0 && this.#weight + next.weight > this.budget) return;
+      this.#waiting.splice(index, 1);
+      this.#busyNodes.set(next.nodeNumber, next.weight);
+      this.#weight += next.weight;
       next.enter();
     }
   }

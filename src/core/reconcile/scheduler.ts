@@ -39,7 +39,14 @@ import { applyPendingGroupProfiles } from '../directory/index.js';
 import { announceExpiringConfigurations, nextExpiryWarningAt } from '../expiry/index.js';
 import { runHousekeeping } from './housekeeping.js';
 import { NodeSlots, type NodeWorkKind } from './node-slots.js';
-import { deleteExpiredConfigurations, PARALLEL_NODE_PASSES, reconcileAll, reconcileNode } from './pass.js';
+import {
+  deleteExpiredConfigurations,
+  expectedListingBytes,
+  listingBudgetBytes,
+  PARALLEL_NODE_PASSES,
+  reconcileAll,
+  reconcileNode,
+} from './pass.js';
 
 /** The sweep never runs more often than this, whatever the clock says. */
 const MIN_SWEEP_DELAY_MS = 1_000;
@@ -64,7 +71,7 @@ export class ReconcileScheduler {
   private readonly nodePasses = new Set<Promise<void>>();
   private readonly pendingNodes = new Set<NodeNumber>();
   private readonly retryTimers = new Set<NodeJS.Timeout>();
-  private readonly slots = new NodeSlots(PARALLEL_NODE_PASSES);
+  private readonly slots = new NodeSlots(PARALLEL_NODE_PASSES, listingBudgetBytes());
   private readonly locks: ExclusiveLocks;
   private stopped = false;
   private intervalMs = 0;
@@ -145,12 +152,18 @@ export class ReconcileScheduler {
     const nodeNumber = daemon.nodeNumber;
     let ran = true;
     try {
-      const turn = await this.slots.run(nodeNumber, 'node pass', async (): Promise<ExclusiveResult<unknown>> => {
-        // From here on a new request for the node makes a pass of its own, after this one.
-        this.pendingNodes.delete(nodeNumber);
-        if (this.stopped) return { ran: true, value: null };
-        return this.locks.run(nodeLock(nodeNumber), () => reconcileNode(this.ctx, daemon));
-      });
+      const weight = await expectedListingBytes(this.ctx, daemon);
+      const turn = await this.slots.run(
+        nodeNumber,
+        'node pass',
+        async (): Promise<ExclusiveResult<unknown>> => {
+          // From here on a new request for the node makes a pass of its own, after this one.
+          this.pendingNodes.delete(nodeNumber);
+          if (this.stopped) return { ran: true, value: null };
+          return this.locks.run(nodeLock(nodeNumber), () => reconcileNode(this.ctx, daemon));
+        },
+        weight,
+      );
       ran = turn.ran;
     } catch (error) {
       this.pendingNodes.delete(nodeNumber);
@@ -169,9 +182,13 @@ export class ReconcileScheduler {
     this.retryTimers.add(retry);
   }
 
-  /** Runs one node's work in its place (src/core/reconcile/node-slots.ts), under the node's lock. */
-  private onNode<T>(daemon: NodeDaemon, kind: NodeWorkKind, work: () => Promise<T>): Promise<ExclusiveResult<T>> {
-    return this.slots.run(daemon.nodeNumber, kind, () => this.locks.run(nodeLock(daemon.nodeNumber), work));
+  /**
+   * Runs one node's work in its place (src/core/reconcile/node-slots.ts), weighed by what its
+   * listings are expected to take, under the node's lock.
+   */
+  private async onNode<T>(daemon: NodeDaemon, kind: NodeWorkKind, work: () => Promise<T>): Promise<ExclusiveResult<T>> {
+    const weight = await expectedListingBytes(this.ctx, daemon);
+    return this.slots.run(daemon.nodeNumber, kind, () => this.locks.run(nodeLock(daemon.nodeNumber), work), weight);
   }
 
   /** The housekeeping, unless it is under way already; nothing waits for it but `idle()`. */

@@ -81,3 +81,45 @@ test('work that fails gives its place back', async () => {
   assert.equal(await slots.run(asNodeNumber(0), 'full pass', async () => 'next'), 'next');
   assert.equal(slots.busy, 0);
 });
+
+test('nodes whose listings together exceed the budget wait for weight to be given back, and one is always let in, whatever its weight', async () => {
+  const slots = new NodeSlots(4, 100);
+  const started: string[] = [];
+  const heavy = heldWork(started, 'full 0 (150)');
+  const heavyRun = slots.run(asNodeNumber(0), 'full pass', heavy.work, 150);
+  const light = [1, 2].map((node) => ({ node, ...heldWork(started, `full ${node} (40)`) }));
+  const lightRuns = light.map(({ node, work }) => slots.run(asNodeNumber(node), 'full pass', work, 40));
+  await settle();
+  assert.deepEqual(started, ['full 0 (150)'], 'over the budget alone, it runs alone');
+  assert.equal(slots.weight, 150);
+  heavy.finish();
+  await heavyRun;
+  await settle();
+  assert.deepEqual(started.slice(1), ['full 1 (40)', 'full 2 (40)'], 'two fit beside each other');
+  assert.equal(slots.weight, 80);
+  for (const { finish } of light) finish();
+  await Promise.all(lightRuns);
+  assert.equal(slots.weight, 0);
+  assert.equal(slots.busy, 0);
+});
+
+test('a heavy node pass keeps its turn: the full pass’s lighter nodes do not pass it while it waits for weight', async () => {
+  const slots = new NodeSlots(4, 100);
+  const started: string[] = [];
+  const first = heldWork(started, 'full 0 (60)');
+  const firstRun = slots.run(asNodeNumber(0), 'full pass', first.work, 60);
+  await settle();
+  const nodePass = heldWork(started, 'node 5 (60)');
+  const nodeRun = slots.run(asNodeNumber(5), 'node pass', nodePass.work, 60);
+  const next = heldWork(started, 'full 1 (10)');
+  const nextRun = slots.run(asNodeNumber(1), 'full pass', next.work, 10);
+  await settle();
+  assert.deepEqual(started, ['full 0 (60)'], 'the light node behind the waiting node pass waits too');
+  first.finish();
+  await firstRun;
+  await settle();
+  assert.deepEqual(started.slice(1), ['node 5 (60)', 'full 1 (10)']);
+  nodePass.finish();
+  next.finish();
+  await Promise.all([nodeRun, nextRun]);
+});
