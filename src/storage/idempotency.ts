@@ -35,8 +35,12 @@ export interface IdempotencyRecord {
   readonly call: string;
   readonly fingerprint: string;
   readonly owner: string;
-  /** `revoked` or `replaced`: what the answer handed out was (HandOutEnd), and the answer dropped. */
-  readonly state: 'pending' | 'done' | HandOutEnd;
+  /**
+   * `revoked` or `replaced`: what the answer handed out was (HandOutEnd), and the answer dropped.
+   * `not-kept`: an answer that held a secret, kept before it named what it handed out, dropped on
+   * upgrade (migration 0043).
+   */
+  readonly state: 'pending' | 'done' | HandOutEnd | 'not-kept';
   readonly status: number | null;
   /** Sealed (src/keys/answer-cipher.ts); null while pending and once dropped. */
   readonly answer: string | null;
@@ -219,6 +223,8 @@ export async function pruneIdempotencyRecords(db: Db, now: string): Promise<numb
   return Number(result.numDeletedRows);
 }
 
+const KEPT_STATES = ['done', 'revoked', 'replaced', 'not-kept'] as const;
+
 function toRecord(row: IdempotencyRecordsTable): IdempotencyRecord {
   return {
     keyLineage: row.key_lineage,
@@ -226,7 +232,7 @@ function toRecord(row: IdempotencyRecordsTable): IdempotencyRecord {
     call: row.call,
     fingerprint: row.fingerprint,
     owner: row.owner,
-    state: row.state === 'done' || row.state === 'revoked' || row.state === 'replaced' ? row.state : 'pending',
+    state: KEPT_STATES.find((state) => state === row.state) ?? 'pending',
     status: row.status,
     answer: row.answer,
     createdAt: row.created_at,

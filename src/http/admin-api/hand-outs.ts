@@ -98,6 +98,17 @@ export function handOutGone(handedOut: HandedOutKind, end: HandOutEnd, idempoten
   );
 }
 
+/**
+ * The 410 a retry gets when its kept answer held a secret but was kept before answers named what
+ * they handed out: dropped on upgrade (migration 0043), as nothing tells whether that was revoked.
+ */
+export function answerNotKept(idempotencyKey: string): HttpError {
+  return new HttpError(
+    410,
+    `the answer to ${IDEMPOTENCY_KEY_HEADER} "${idempotencyKey}" was kept by an earlier portal version and not kept across the upgrade (it held a secret that may have been revoked since); it is not given again: what the first request made stands unless revoked, send a new ${IDEMPOTENCY_KEY_HEADER} to make another`,
+  );
+}
+
 /** The 410 of a call whose answer hands out `kind`, for the OpenAPI document. */
 export function handOutGoneDoc(kind: HandedOutKind): string {
   return WORDS[kind].doc;

@@ -19,7 +19,8 @@
 // calls that keep their answer after their change (all but create) read it once more right after
 // keeping it, so a change that ended it in between does not leave the answer behind. 410, not
 // 409: 409 here means "still being processed, try again later", which a client may retry; this
-// key will never be answered again.
+// key will never be answered again. Answers holding a secret kept before they named what they
+// handed out were dropped on upgrade (migration 0043): 410 too.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
@@ -42,7 +43,7 @@ import {
 import type { Database } from '../../storage/schema.js';
 import type { RouteResponse } from '../plumbing/route-response.js';
 import { HttpError } from '../plumbing/http-error.js';
-import { endOfHandOut, handOutGone } from './hand-outs.js';
+import { answerNotKept, endOfHandOut, handOutGone } from './hand-outs.js';
 
 /** How long an answer is given again. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -192,6 +193,7 @@ export class IdempotentCalls {
   ): Promise<RouteResponse> {
     if (existing.state === 'revoked' || existing.state === 'replaced')
       throw handOutGone(existing.handedOut?.kind ?? 'configuration', existing.state, request.idempotencyKey);
+    if (existing.state === 'not-kept') throw answerNotKept(request.idempotencyKey);
     const opened = existing.answer === null ? null : cipher.open(existing.answer, context);
     if (opened === null) {
       this.ctx.logger.error(

@@ -7,11 +7,13 @@
 // or when it came between a call's change and the keeping of its answer.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Kysely } from 'kysely';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { rotateAdminKey } from '../../../src/core/access/admin-keys.js';
 import { SECRET_KEY_LINEAGE } from '../../../src/core/admin-call.js';
 import { createWebhookSubscription, deleteWebhookSubscription } from '../../../src/core/webhooks/index.js';
 import { IdempotentCalls } from '../../../src/http/admin-api/idempotency.js';
+import { unlinkedKeptAnswers } from '../../../src/storage/migrations/0043-unlinked-kept-answers.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../../support/device-keys.js';
 import { errorBody } from '../../support/raw-http.js';
@@ -260,4 +262,22 @@ test('an answer kept after its change is dropped at once when another change end
   );
   assert.equal(outcome.replayed, false);
   assert.deepEqual(await keptAnswers(portal), { raced: 'webhook-secret revoked' }, 'kept, read again, dropped');
+});
+
+test('an answer holding a secret kept before it named what it handed out is dropped on upgrade: a retry is a 410 saying so, and makes nothing', async (t) => {
+  const portal = await startPortal(t);
+  const { db } = portal.portal.ctx;
+  const made = await portal.post('/create_admin_key', { name: 'mdm', scope: 'write' }, withKey('mdm-key'));
+  assert.equal(made.status, 200, made.text);
+  // As an earlier version kept it (no link), then the upgrade's migration 0043.
+  await db.updateTable('idempotency_records').set({ handed_out_kind: null, handed_out_id: null }).execute();
+  await unlinkedKeptAnswers.up(db as unknown as Kysely<unknown>);
+  assert.deepEqual(await keptAnswers(portal), { 'mdm-key': 'nothing not-kept' }, 'the sealed secret is gone');
+  const retry = await portal.post('/create_admin_key', { name: 'mdm', scope: 'write' }, withKey('mdm-key'));
+  assertGone(
+    retry,
+    /^the answer to Idempotency-Key "mdm-key" was kept by an earlier portal version and not kept across the upgrade \(it held a secret that may have been revoked since\); it is not given again: /,
+    'not kept across the upgrade',
+  );
+  assert.equal(await rowCount(portal, 'admin_keys'), 1, 'no key made by the retry');
 });
