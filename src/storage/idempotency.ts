@@ -5,7 +5,7 @@
 // replaced: then the answer is dropped and the record stays, so that a retry with the key is
 // refused instead of making another one.
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
-import type { Db } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import type { Database, IdempotencyRecordsTable } from './schema.js';
 
 /** What kept answers hand out that can be taken back (`handed_out_kind`). */
@@ -186,6 +186,38 @@ export async function dropKeptAnswers(db: Db, ended: EndedHandOuts): Promise<voi
     await keptAnswersDrop(ended.kind === 'admin-key' ? { ...ended, keyNames: part } : { ...ended, ids: part }).execute(
       db,
     );
+  }
+}
+
+/**
+ * Waits until no change under way holds the row of what `handedOut` names: a change that revokes
+ * or replaces it writes that row before its closing write (src/storage/closing-writes.ts), so
+ * once this returns every such change has either committed, and a read now sees its end, or not
+ * yet run its closing write, which will see an answer kept before this call. On PostgreSQL a
+ * lock taken and let go at once (a change's closing write may see an answer still pending, as
+ * it is kept after its own change commits, and its COMMIT come after the request's read); SQLite
+ * runs one change at a time, so no closing write runs while another change is under way.
+ */
+export async function awaitChangesOf(db: Db, handedOut: HandedOut): Promise<void> {
+  if (!isPostgres(db)) return;
+  switch (handedOut.kind) {
+    case 'configuration':
+      // Kept inside the transaction that makes it (create): a change that ends it sees it done.
+      return;
+    case 'admin-key':
+      await db.selectFrom('admin_keys').select('key_id').where('key_id', '=', handedOut.id).forShare().execute();
+      return;
+    case 'webhook-secret':
+      await db.selectFrom('webhooks').select('webhook_id').where('webhook_id', '=', handedOut.id).forShare().execute();
+      return;
+    case 'enrollment-token':
+      await db
+        .selectFrom('enrollment_tokens')
+        .select('token_id')
+        .where('token_id', '=', handedOut.id)
+        .forShare()
+        .execute();
+      return;
   }
 }
 

@@ -17,10 +17,11 @@
 // change that ended it drops the answer itself (src/listeners/kept-answers.ts), and a retry
 // reads its state before it answers, for what no change announced (an expiry not swept). The
 // calls that keep their answer after their change (all but create) read it once more right after
-// keeping it, so a change that ended it in between does not leave the answer behind. 410, not
-// 409: 409 here means "still being processed, try again later", which a client may retry; this
-// key will never be answered again. Answers holding a secret kept before they named what they
-// handed out were dropped on upgrade (migration 0043): 410 too.
+// keeping it, once no change under way holds what it handed out (awaitChangesOf), so a change
+// that ended it in between, whose closing write found the answer still pending, does not leave
+// the answer behind. 410, not 409: 409 here means "still being processed, try again later",
+// which a client may retry; this key will never be answered again. Answers holding a secret kept
+// before they named what they handed out were dropped on upgrade (migration 0043): 410 too.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
@@ -39,6 +40,7 @@ import {
   type HandOutEnd,
   type IdempotencyRecord,
   type OwnedIdempotencyKey,
+  awaitChangesOf,
 } from '../../storage/idempotency.js';
 import type { Database } from '../../storage/schema.js';
 import type { RouteResponse } from '../plumbing/route-response.js';
@@ -267,8 +269,12 @@ export class IdempotentCalls {
       sealed: cipher.seal(storable(response), context),
       handedOut,
     });
-    // A change that ended what it handed out since this one committed found no answer to drop.
-    if (kept && handedOut !== null) await this.#dropIfEnded(owned, handedOut, response);
+    // A change that ended what it handed out since this one committed found no answer to drop:
+    // read once it has committed (it may have run its closing write and not yet committed).
+    if (kept && handedOut !== null) {
+      await awaitChangesOf(this.ctx.db, handedOut);
+      await this.#dropIfEnded(owned, handedOut, response);
+    }
     return response;
   }
 
