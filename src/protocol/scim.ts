@@ -93,20 +93,66 @@ export interface ScimUserView extends ScimUserInput {
   readonly lastModified: string;
 }
 
+/** A member as a Group resource shows it: the SCIM user's id and its portal user id. */
+export interface ScimGroupMemberView {
+  readonly value: string;
+  readonly display: string;
+}
+
 /** A stored group as a response shows it. */
 export interface ScimGroupView {
   readonly id: string;
   readonly displayName: string;
   readonly externalId: string | null;
-  readonly members: readonly { readonly value: string; readonly display: string }[];
+  /** null: left out of the answer (not asked for, or past a list answer's MAX_LISTED_MEMBERS). */
+  readonly members: readonly ScimGroupMemberView[] | null;
   readonly created: string;
   readonly lastModified: string;
 }
+
+/**
+ * Members one list answer (`GET /Groups`) holds at most, of all its groups together: a page of
+ * 200 groups of 100,000 members each would be 20 million. Groups are filled in page order; one
+ * whose members do not fit any more is listed without `members` (RFC 7644 §3.4.2 lets a server
+ * leave attributes out), to be read by `GET /Groups/{id}`, as Entra ID and Okta do anyway.
+ */
+export const MAX_LISTED_MEMBERS = 10_000;
+
+/** Which attributes of a Group an answer holds (RFC 7644 §3.4.2.5, §3.9); `id`, `schemas` and `meta` always. */
+export interface GroupAttributeSelection {
+  readonly displayName: boolean;
+  readonly externalId: boolean;
+  readonly members: boolean;
+}
+
+const EVERY_GROUP_ATTRIBUTE: GroupAttributeSelection = { displayName: true, externalId: true, members: true };
 
 /** Attributes of type boolean in the User and Group schemas: Entra ID sends them as strings. */
 const BOOLEAN_ATTRIBUTES = new Set(['active', 'primary']);
 /** What the portal owns or never keeps; the rest of a User is kept as sent. */
 const NOT_KEPT = new Set(['schemas', 'id', 'meta', 'userName', 'externalId', 'active', 'password', 'groups']);
+
+/**
+ * Refuses a request body with a NUL character (`\u0000`) in any string or key: PostgreSQL
+ * stores no NUL in text (the request failed with a 500), and no directory means one. Walked
+ * without recursion; the body parser bounded its size.
+ */
+export function assertNoNul(body: unknown): void {
+  const pending: unknown[] = [body];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') {
+      if (value.includes('\0'))
+        throw new ScimProblem(400, 'invalidValue', 'the request holds a NUL character (\\u0000) in a value');
+    } else if (Array.isArray(value)) for (const entry of value as unknown[]) pending.push(entry);
+    else if (typeof value === 'object' && value !== null)
+      for (const [key, inner] of Object.entries(value)) {
+        if (key.includes('\0'))
+          throw new ScimProblem(400, 'invalidValue', 'the request holds a NUL character (\\u0000) in a name');
+        pending.push(inner);
+      }
+  }
+}
 
 /** A User resource of a POST or PUT. */
 export function readUser(body: unknown): ScimUserInput {
@@ -153,7 +199,7 @@ export async function patchGroup(current: ScimGroupView, body: unknown, location
     const operations = operationsOf(request).map((operation) =>
       operationOf(operation, SCIMMY.Schemas.Group.definition),
     );
-    members = applyMemberOperations(current.members, operations);
+    members = applyMemberOperations(current.members ?? [], operations);
   } catch (error) {
     if (error instanceof MemberPatchError) throw new ScimProblem(400, 'invalidValue', error.message);
     throw error;
@@ -181,15 +227,83 @@ export function userResource(user: ScimUserView, location: string): Record<strin
   };
 }
 
-export function groupResource(group: ScimGroupView, location: string): Record<string, unknown> {
+export function groupResource(
+  group: ScimGroupView,
+  location: string,
+  selection: GroupAttributeSelection = EVERY_GROUP_ATTRIBUTE,
+): Record<string, unknown> {
   return {
     schemas: [SCIM_GROUP_SCHEMA],
     id: group.id,
-    ...(group.externalId === null ? {} : { externalId: group.externalId }),
-    displayName: group.displayName,
-    members: group.members.map((member) => ({ ...member, type: 'User' })),
+    ...(group.externalId === null || !selection.externalId ? {} : { externalId: group.externalId }),
+    ...(selection.displayName ? { displayName: group.displayName } : {}),
+    ...(group.members === null || !selection.members
+      ? {}
+      : { members: group.members.map((member) => ({ ...member, type: 'User' })) }),
     meta: { resourceType: 'Group', created: group.created, lastModified: group.lastModified, location },
   };
+}
+
+/** Members written to one piece of groupResourceText. */
+const MEMBERS_PER_PIECE = 1000;
+
+/**
+ * The Group resource as JSON text, in pieces: its members MEMBERS_PER_PIECE at a time, so a
+ * group of 100,000 is sent without its resource built as objects and text whole beside them.
+ */
+export function* groupResourceText(
+  group: ScimGroupView,
+  location: string,
+  selection: GroupAttributeSelection = EVERY_GROUP_ATTRIBUTE,
+): Generator<string> {
+  const outline = JSON.stringify(groupResource({ ...group, members: null }, location, selection));
+  const members = selection.members ? group.members : null;
+  if (members === null) {
+    yield outline;
+    return;
+  }
+  // `meta` is the last key; its strings escape every quote, so this is the key itself.
+  const metaAt = outline.lastIndexOf(',"meta":');
+  yield `${outline.slice(0, metaAt)},"members":[`;
+  for (let start = 0; start < members.length; start += MEMBERS_PER_PIECE) {
+    const piece = members
+      .slice(start, start + MEMBERS_PER_PIECE)
+      .map(
+        (member) =>
+          `{"value":${JSON.stringify(member.value)},"display":${JSON.stringify(member.display)},"type":"User"}`,
+      )
+      .join(',');
+    yield start === 0 ? piece : `,${piece}`;
+  }
+  yield `]${outline.slice(metaAt)}`;
+}
+
+/**
+ * `attributes` or `excludedAttributes` (RFC 7644 §3.4.2.5: comma-separated, case-insensitive,
+ * URN-qualified or not, a sub-attribute naming its attribute) as the Group attributes an answer
+ * holds; names the Group schema does not have are ignored, as are `id`, `schemas` and `meta`.
+ */
+export function readGroupAttributes(query: unknown): GroupAttributeSelection {
+  const values = (typeof query === 'object' && query !== null ? query : {}) as Record<string, unknown>;
+  const names = (parameter: string): Set<string> | null => {
+    const text = values[parameter];
+    if (text === undefined) return null;
+    if (typeof text !== 'string') throw new ScimProblem(400, 'invalidValue', `${parameter}: give it once`);
+    const prefix = `${SCIM_GROUP_SCHEMA.toLowerCase()}:`;
+    return new Set(
+      text.split(',').map((name) => {
+        const lower = name.trim().toLowerCase();
+        return (lower.startsWith(prefix) ? lower.slice(prefix.length) : lower).split('.')[0] ?? '';
+      }),
+    );
+  };
+  const only = names('attributes');
+  const excluded = names('excludedAttributes');
+  if (only !== null && excluded !== null)
+    throw new ScimProblem(400, 'invalidValue', 'give attributes or excludedAttributes, not both');
+  const wanted = (name: string): boolean =>
+    only !== null ? only.has(name.toLowerCase()) : !(excluded?.has(name.toLowerCase()) ?? false);
+  return { displayName: wanted('displayName'), externalId: wanted('externalId'), members: wanted('members') };
 }
 
 /** RFC 7644 §3.4.2: a page of resources; `startIndex` counts from 1. */
@@ -231,8 +345,20 @@ export function readListQuery(query: unknown, filterable: readonly string[]): Sc
   return { startIndex, count, filter: equalityFilter(filterText, filterable) };
 }
 
-/** `attribute op value`, each part as written; the value is the rest, up to trailing spaces. */
-const FILTER_PARTS = /^\s*(\S+)\s+(\S+)\s+(.*?)\s*$/s;
+/**
+ * `attribute op value`, each part as written; the value is the rest, up to trailing spaces.
+ * Read by hand in one pass: a regular expression of the same (`^\s*(\S+)\s+(\S+)\s+(.*?)\s*$`)
+ * took time quadratic in the spaces of a value (16,000 of them: 200 ms).
+ */
+function filterParts(text: string): [name: string, operator: string, value: string] | null {
+  const trimmed = text.trim();
+  const firstSpace = trimmed.search(/\s/);
+  if (firstSpace === -1) return null;
+  const afterName = trimmed.slice(firstSpace).trimStart();
+  const secondSpace = afterName.search(/\s/);
+  if (secondSpace === -1) return null;
+  return [trimmed.slice(0, firstSpace), afterName.slice(0, secondSpace), afterName.slice(secondSpace).trimStart()];
+}
 
 /**
  * `attribute eq "value"` on one of `filterable`. The value is a JSON string (RFC 7644 §3.4.2.2),
@@ -245,7 +371,7 @@ function equalityFilter(text: string, filterable: readonly string[]): { attribut
     'invalidFilter',
     `filter: only ${filterable.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
   );
-  const [, name = '', operator = '', valueText = ''] = FILTER_PARTS.exec(text) ?? [];
+  const [name = '', operator = '', valueText = ''] = filterParts(text) ?? [];
   const attribute = filterable.find((candidate) => candidate.toLowerCase() === name.toLowerCase());
   if (attribute === undefined || operator.toLowerCase() !== 'eq' || !valueText.startsWith('"')) throw unsupported;
   const end = closingQuote(valueText);
@@ -262,6 +388,8 @@ function equalityFilter(text: string, filterable: readonly string[]): { attribut
       'invalidFilter',
       `filter: ${valueText} is not a well-formed string (a JSON string: write " as \\" and \\ as \\\\)`,
     );
+  if (value.includes('\0'))
+    throw new ScimProblem(400, 'invalidFilter', 'filter: the value holds a NUL character (\\u0000)');
   return { attribute, value };
 }
 

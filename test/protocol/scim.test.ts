@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  assertNoNul,
+  readGroupAttributes,
   MAX_GROUP_MEMBERS,
   patchGroup,
   patchUser,
@@ -268,5 +270,55 @@ test('a group is read with its members by id, each once and in any case, and hol
     assert.throws(
       () => readGroup({ displayName: 'All', members }),
       (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidValue',
+    );
+});
+
+test('a filter is read in time linear in its length: 16,000 or a million spaces in a value are refused at once', () => {
+  for (const spaces of [16_000, 1_000_000]) {
+    const started = performance.now();
+    assert.throws(
+      () => readListQuery({ filter: `userName eq "${' '.repeat(spaces)}x` }, ['userName']),
+      (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
+    );
+    assert.throws(() => readListQuery({ filter: `userName ${' '.repeat(spaces)}` }, ['userName']), ScimProblem);
+    const ms = performance.now() - started;
+    assert.ok(ms < 100, `${spaces} spaces took ${Math.round(ms)} ms`);
+  }
+  assert.deepEqual(readListQuery({ filter: ' \tuserName \n eq\t "a b"  ' }, ['userName']).filter, {
+    attribute: 'userName',
+    value: 'a b',
+  });
+  assert.throws(
+    () => readListQuery({ filter: 'userName eq "a\\u0000b"' }, ['userName']),
+    (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
+  );
+});
+
+test('attributes and excludedAttributes name Group attributes in any case, URN-qualified or by a sub-attribute', () => {
+  const all = { displayName: true, externalId: true, members: true };
+  assert.deepEqual(readGroupAttributes({}), all);
+  assert.deepEqual(readGroupAttributes({ excludedAttributes: 'members' }), { ...all, members: false });
+  assert.deepEqual(
+    readGroupAttributes({ excludedAttributes: 'urn:ietf:params:scim:schemas:core:2.0:Group:Members.value' }),
+    {
+      ...all,
+      members: false,
+    },
+  );
+  assert.deepEqual(readGroupAttributes({ attributes: 'DisplayName, id' }), {
+    displayName: true,
+    externalId: false,
+    members: false,
+  });
+  assert.throws(() => readGroupAttributes({ attributes: 'members', excludedAttributes: 'members' }), ScimProblem);
+});
+
+test('a NUL character anywhere in a body, value or name, is refused; one escaped as text is not', () => {
+  assert.doesNotThrow(() => assertNoNul({ displayName: 'a\\u0000b', members: [{ value: 'x' }] }));
+  for (const body of [{ displayName: 'a\u0000' }, { members: [{ value: '\u0000' }] }, { ['a\u0000']: 1 }, ['\u0000']])
+    assert.throws(
+      () => assertNoNul(body),
+      (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidValue',
+      JSON.stringify(body),
     );
 });
