@@ -3,7 +3,7 @@
 // each a SCIM user.
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
-import type { Db } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import { SCIM_IDS_PER_STATEMENT } from './scim-users.js';
 
 export interface StoredScimGroup {
@@ -56,6 +56,18 @@ export async function findScimGroup(db: Db, scimId: string): Promise<StoredScimG
   return row === undefined ? undefined : toGroup(row);
 }
 
+/**
+ * In a change's transaction: the group, its row locked until the transaction ends on
+ * PostgreSQL, so a second change of it waits for this one and then reads what it left (SQLite
+ * runs one writing transaction at a time: nothing to lock there).
+ */
+export async function lockScimGroup(trx: Db, scimId: string): Promise<StoredScimGroup | undefined> {
+  let query = trx.selectFrom('scim_groups').selectAll().where('scim_id', '=', scimId);
+  if (isPostgres(trx)) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  return row === undefined ? undefined : toGroup(row);
+}
+
 export async function findScimGroupNamed(db: Db, displayName: string): Promise<StoredScimGroup | undefined> {
   const row = await db.selectFrom('scim_groups').selectAll().where('display_name', '=', displayName).executeTakeFirst();
   return row === undefined ? undefined : toGroup(row);
@@ -85,6 +97,35 @@ export async function membersOfScimGroup(db: Db, groupId: string): Promise<ScimG
     .orderBy('scim_users.user_id')
     .execute();
   return rows.map((row) => ({ scimId: row.scim_id, userId: row.user_id as UserId }));
+}
+
+/**
+ * The members of a group as a Group resource shows them (`value`: the SCIM id, `display`: the
+ * user id), in user id order; the rows themselves, so 100,000 members are one array of them.
+ */
+export async function memberViewsOfScimGroup(
+  db: Db,
+  groupId: string,
+): Promise<{ readonly value: string; readonly display: string }[]> {
+  return db
+    .selectFrom('scim_group_members')
+    .innerJoin('scim_users', 'scim_users.scim_id', 'scim_group_members.member_id')
+    .select(['scim_users.scim_id as value', 'scim_users.user_id as display'])
+    .where('scim_group_members.group_id', '=', groupId)
+    .orderBy('scim_users.user_id')
+    .execute();
+}
+
+/** How many members each of `groupIds` has (a group without any is not in the map). */
+export async function memberCountsOfScimGroups(db: Db, groupIds: readonly string[]): Promise<Map<string, number>> {
+  if (groupIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('scim_group_members')
+    .select(['group_id', (eb) => eb.fn.countAll<number | string>().as('members')])
+    .where('group_id', 'in', groupIds)
+    .groupBy('group_id')
+    .execute();
+  return new Map(rows.map((row) => [row.group_id, Number(row.members)]));
 }
 
 /**

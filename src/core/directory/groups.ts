@@ -4,7 +4,7 @@
 // of theirs grants any more (group-profiles.ts: noted in the change's transaction, so a check
 // that does not run after it is run by the reconcile pass).
 import { randomUUID } from 'node:crypto';
-import { ScimProblem, type ScimGroupInput, type ScimGroupView } from '../../protocol/scim.js';
+import { MAX_LISTED_MEMBERS, ScimProblem, type ScimGroupInput, type ScimGroupView } from '../../protocol/scim.js';
 import type { RevocationId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
@@ -14,7 +14,10 @@ import {
   findScimGroup,
   findScimGroupNamed,
   insertScimGroup,
+  lockScimGroup,
+  memberCountsOfScimGroups,
   membersOfScimGroup,
+  memberViewsOfScimGroup,
   scimGroupsPage,
   setScimGroupMembers,
   updateScimGroup,
@@ -33,86 +36,148 @@ export interface DirectoryGroupChange {
   readonly revocationIds: readonly RevocationId[];
 }
 
-export async function directoryGroup(ctx: PortalContext, scimId: string): Promise<ScimGroupView> {
-  return viewOf(ctx.db, await existingGroup(ctx, scimId));
+/** What an answer about groups holds: `members: false` leaves them out (`excludedAttributes=members`). */
+export interface GroupReading {
+  readonly members: boolean;
 }
 
-/** A page of groups (`startIndex` from 1), all or the one named `displayName`. */
+const WITH_MEMBERS: GroupReading = { members: true };
+
+export async function directoryGroup(
+  ctx: PortalContext,
+  scimId: string,
+  reading: GroupReading = WITH_MEMBERS,
+): Promise<ScimGroupView> {
+  return viewOf(ctx.db, await existingGroup(ctx, scimId), reading);
+}
+
+/**
+ * A page of groups (`startIndex` from 1), all or the one named `displayName`; with their
+ * members while the page's stay within MAX_LISTED_MEMBERS, a group past that without them.
+ */
 export async function directoryGroups(
   ctx: PortalContext,
   displayName: string | null,
   startIndex: number,
   count: number,
+  reading: GroupReading = WITH_MEMBERS,
 ): Promise<{ readonly groups: ScimGroupView[]; readonly total: number }> {
   const page = await scimGroupsPage(ctx.db, displayName ?? undefined, startIndex - 1, count);
+  const counts = reading.members
+    ? await memberCountsOfScimGroups(
+        ctx.db,
+        page.groups.map((group) => group.scimId),
+      )
+    : new Map<string, number>();
+  let budget = MAX_LISTED_MEMBERS;
   const groups: ScimGroupView[] = [];
-  for (const group of page.groups) groups.push(await viewOf(ctx.db, group));
+  for (const group of page.groups) {
+    const members = counts.get(group.scimId) ?? 0;
+    const fits = reading.members && members <= budget;
+    if (fits) budget -= members;
+    groups.push(await viewOf(ctx.db, group, { members: fits }));
+  }
   return { groups, total: page.total };
 }
 
 export async function createDirectoryGroup(ctx: PortalContext, input: ScimGroupInput): Promise<ScimGroupView> {
   const at = ctx.clock.now();
   const scimId = randomUUID();
-  await guardedByName(input.displayName, () =>
-    ctx.events.change(ctx.db, async (trx, announce) => {
-      if ((await findScimGroupNamed(trx, input.displayName)) !== undefined) throw taken(input.displayName);
-      await assertMembersKnown(trx, input.memberIds);
-      await insertScimGroup(trx, {
-        scimId,
-        displayName: input.displayName,
-        externalId: input.externalId,
-        createdAt: formatAtom(at),
-        updatedAt: formatAtom(at),
-      });
-      await setScimGroupMembers(trx, scimId, input.memberIds);
-      await announce({ type: 'scim.changed', at, resource: 'Group', action: 'created', scimId });
-    }),
+  await guardedByName(
+    () => input.displayName,
+    () =>
+      ctx.events.change(ctx.db, async (trx, announce) => {
+        if ((await findScimGroupNamed(trx, input.displayName)) !== undefined) throw taken(input.displayName);
+        await assertMembersKnown(trx, input.memberIds);
+        await insertScimGroup(trx, {
+          scimId,
+          displayName: input.displayName,
+          externalId: input.externalId,
+          createdAt: formatAtom(at),
+          updatedAt: formatAtom(at),
+        });
+        await setScimGroupMembers(trx, scimId, input.memberIds);
+        await announce({ type: 'scim.changed', at, resource: 'Group', action: 'created', scimId });
+      }),
   );
-  return viewOf(ctx.db, await existingGroup(ctx, scimId));
+  return viewOf(ctx.db, await existingGroup(ctx, scimId), WITH_MEMBERS);
 }
 
-/** PUT (and PATCH, once applied): the group's new name and members. */
-export async function replaceDirectoryGroup(
+/** PUT: the group's new name and members. */
+export function replaceDirectoryGroup(
   ctx: PortalContext,
   scimId: string,
   input: ScimGroupInput,
 ): Promise<DirectoryGroupChange> {
+  return changeDirectoryGroup(ctx, scimId, async () => input);
+}
+
+/**
+ * PATCH: `change` is applied, in the transaction, to the group as stored, its row locked
+ * first: two PATCHes at once each apply to what the other left (one that removes a member and
+ * one that adds another both hold, never the second putting back the member the first took out).
+ */
+export function patchDirectoryGroup(
+  ctx: PortalContext,
+  scimId: string,
+  change: (current: ScimGroupView) => Promise<ScimGroupInput>,
+): Promise<DirectoryGroupChange> {
+  return changeDirectoryGroup(ctx, scimId, change);
+}
+
+async function changeDirectoryGroup(
+  ctx: PortalContext,
+  scimId: string,
+  inputOf: (current: ScimGroupView) => Promise<ScimGroupInput>,
+): Promise<DirectoryGroupChange> {
   const at = ctx.clock.now();
-  const touched = await guardedByName(input.displayName, () =>
-    ctx.events.change(ctx.db, async (trx, announce) => {
-      const current = await existingGroup({ db: trx }, scimId);
-      const named = await findScimGroupNamed(trx, input.displayName);
-      if (named !== undefined && named.scimId !== scimId) throw taken(input.displayName);
-      const before = await membersOfScimGroup(trx, scimId);
-      // Its members now are SCIM users (a foreign key): only those it gains are looked up.
-      const held = new Set(before.map((member) => member.scimId));
-      await assertMembersKnown(
-        trx,
-        input.memberIds.filter((memberId) => !held.has(memberId)),
-      );
-      await updateScimGroup(trx, scimId, {
-        displayName: input.displayName,
-        externalId: input.externalId,
-        updatedAt: formatAtom(at),
-      });
-      await setScimGroupMembers(trx, scimId, input.memberIds);
-      // A renamed group may grant other profiles: then every member is touched, else those who left.
-      const kept = new Set(input.memberIds);
-      const members = before.filter((member) => current.displayName !== input.displayName || !kept.has(member.scimId));
-      const check = await noteGroupProfileChecks(ctx, trx, members);
-      await announce({ type: 'scim.changed', at, resource: 'Group', action: 'replaced', scimId });
-      return { userIds: members.map((member) => member.userId), check };
-    }),
+  let displayName = '';
+  const touched = await guardedByName(
+    () => displayName,
+    () =>
+      ctx.events.change(ctx.db, async (trx, announce) => {
+        const current = await lockScimGroup(trx, scimId);
+        if (current === undefined) throw new ScimProblem(404, null, `no Group with id "${scimId}"`);
+        const before = await membersOfScimGroup(trx, scimId);
+        const input = await inputOf({
+          ...viewWithout(current),
+          members: before.map((member) => ({ value: member.scimId, display: member.userId })),
+        });
+        displayName = input.displayName;
+        const named = await findScimGroupNamed(trx, input.displayName);
+        if (named !== undefined && named.scimId !== scimId) throw taken(input.displayName);
+        // Its members now are SCIM users (a foreign key): only those it gains are looked up.
+        const held = new Set(before.map((member) => member.scimId));
+        await assertMembersKnown(
+          trx,
+          input.memberIds.filter((memberId) => !held.has(memberId)),
+        );
+        await updateScimGroup(trx, scimId, {
+          displayName: input.displayName,
+          externalId: input.externalId,
+          updatedAt: formatAtom(at),
+        });
+        await setScimGroupMembers(trx, scimId, input.memberIds);
+        // A renamed group may grant other profiles: then every member is touched, else those who left.
+        const kept = new Set(input.memberIds);
+        const members = before.filter(
+          (member) => current.displayName !== input.displayName || !kept.has(member.scimId),
+        );
+        const check = await noteGroupProfileChecks(ctx, trx, members);
+        await announce({ type: 'scim.changed', at, resource: 'Group', action: 'replaced', scimId });
+        return { userIds: members.map((member) => member.userId), check };
+      }),
   );
   const revocationIds = await applyGroupProfiles(ctx, touched.userIds, touched.check);
-  return { group: await viewOf(ctx.db, await existingGroup(ctx, scimId)), revocationIds };
+  return { group: await viewOf(ctx.db, await existingGroup(ctx, scimId), WITH_MEMBERS), revocationIds };
 }
 
 /** Deletes the group; its members lose what no other group of theirs grants. */
 export async function deleteDirectoryGroup(ctx: PortalContext, scimId: string): Promise<RevocationId[]> {
   const at = ctx.clock.now();
   const touched = await ctx.events.change(ctx.db, async (trx, announce) => {
-    await existingGroup({ db: trx }, scimId);
+    if ((await lockScimGroup(trx, scimId)) === undefined)
+      throw new ScimProblem(404, null, `no Group with id "${scimId}"`);
     const before = await membersOfScimGroup(trx, scimId);
     const check = await noteGroupProfileChecks(ctx, trx, before);
     await deleteScimGroup(trx, scimId);
@@ -139,11 +204,11 @@ async function assertMembersKnown(db: Db, memberIds: readonly string[]): Promise
 }
 
 /** Two requests naming one group at once: the unique index decides. */
-async function guardedByName<T>(displayName: string, work: () => Promise<T>): Promise<T> {
+async function guardedByName<T>(displayName: () => string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (isUniqueViolation(error)) throw taken(displayName);
+    if (isUniqueViolation(error)) throw taken(displayName());
     throw error;
   }
 }
@@ -152,13 +217,19 @@ function taken(displayName: string): ScimProblem {
   return new ScimProblem(409, 'uniqueness', `a Group with displayName "${displayName}" exists already`);
 }
 
-async function viewOf(db: Db, group: StoredScimGroup): Promise<ScimGroupView> {
-  const members = await membersOfScimGroup(db, group.scimId);
+async function viewOf(db: Db, group: StoredScimGroup, reading: GroupReading): Promise<ScimGroupView> {
+  return {
+    ...viewWithout(group),
+    members: reading.members ? await memberViewsOfScimGroup(db, group.scimId) : null,
+  };
+}
+
+function viewWithout(group: StoredScimGroup): ScimGroupView {
   return {
     id: group.scimId,
     displayName: group.displayName,
     externalId: group.externalId,
-    members: members.map((member) => ({ value: member.scimId, display: member.userId })),
+    members: null,
     created: group.createdAt,
     lastModified: group.updatedAt,
   };

@@ -1,69 +1,108 @@
 // The SCIM `/Groups` endpoint: create, read, list (`filter=displayName eq "…"`, paged), replace,
 // patch (members added, removed — also Entra ID's `members[value eq "…"]` — or replaced) and
 // delete, on the directory feature; a change that took members out answers the receipts of
-// the configurations they lost (`scim.groupProfiles`).
-import type { FastifyInstance } from 'fastify';
+// the configurations they lost (`scim.groupProfiles`). Every answer takes `attributes` or
+// `excludedAttributes` (`excludedAttributes=members` reads a group without its members); a list
+// answer holds at most MAX_LISTED_MEMBERS members, and a large group is sent in pieces.
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import {
   createDirectoryGroup,
   deleteDirectoryGroup,
   directoryGroup,
   directoryGroups,
+  patchDirectoryGroup,
   replaceDirectoryGroup,
 } from '../../core/directory/index.js';
-import { groupResource, listResponse, patchGroup, readGroup, readListQuery } from '../../protocol/scim.js';
+import {
+  groupResource,
+  groupResourceText,
+  listResponse,
+  patchGroup,
+  readGroup,
+  readGroupAttributes,
+  readListQuery,
+  SCIM_CONTENT_TYPE,
+  type GroupAttributeSelection,
+  type ScimGroupView,
+} from '../../protocol/scim.js';
 import { idOf, receiptHeaders, scimCallContext } from './scim-call.js';
 import type { ScimCallers } from './scim-guard.js';
 import { sendScim } from './scim-reply.js';
+
+/** Members up to which a group's answer is sent as one piece of text. */
+const MEMBERS_IN_ONE_PIECE = 1000;
 
 export function groupRoutes(app: FastifyInstance, ctx: PortalContext, callers: ScimCallers, base: URL): void {
   const location = (id: string): string => `${base.href}Groups/${id}`;
   const callCtx = (request: Parameters<typeof idOf>[0], parameters: Record<string, string>) =>
     scimCallContext(ctx, callers.get(request), request, 'Groups', parameters);
   const path = `${base.pathname}Groups`;
+  const send = (
+    reply: FastifyReply,
+    status: number,
+    group: ScimGroupView,
+    selection: GroupAttributeSelection,
+    headers: Record<string, string> = {},
+  ) => sendGroup(reply, status, group, location(group.id), selection, headers);
 
   app.get(path, async (request, reply) => {
     const query = readListQuery(request.query, ['displayName']);
-    const page = await directoryGroups(ctx, query.filter?.value ?? null, query.startIndex, query.count);
-    const resources = page.groups.map((group) => groupResource(group, location(group.id)));
+    const selection = readGroupAttributes(request.query);
+    const page = await directoryGroups(ctx, query.filter?.value ?? null, query.startIndex, query.count, selection);
+    const resources = page.groups.map((group) => groupResource(group, location(group.id), selection));
     return sendScim(reply, 200, listResponse(resources, page.total, query.startIndex));
   });
   app.post(path, async (request, reply) => {
+    const selection = readGroupAttributes(request.query);
     const input = readGroup(request.body);
     const group = await createDirectoryGroup(callCtx(request, { group: input.displayName }), input);
-    return sendScim(reply, 201, groupResource(group, location(group.id)), { location: location(group.id) });
+    return send(reply, 201, group, selection, { location: location(group.id) });
   });
   app.get(`${path}/:id`, async (request, reply) => {
-    const group = await directoryGroup(ctx, idOf(request));
-    return sendScim(reply, 200, groupResource(group, location(group.id)));
+    const selection = readGroupAttributes(request.query);
+    return send(reply, 200, await directoryGroup(ctx, idOf(request), selection), selection);
   });
   app.put(`${path}/:id`, async (request, reply) => {
-    const current = await directoryGroup(ctx, idOf(request));
+    const selection = readGroupAttributes(request.query);
+    const current = await directoryGroup(ctx, idOf(request), { members: false });
     const input = readGroup(request.body);
     const change = await replaceDirectoryGroup(callCtx(request, parametersOf(current)), current.id, input);
-    return sendScim(
-      reply,
-      200,
-      groupResource(change.group, location(current.id)),
-      receiptHeaders(change.revocationIds),
-    );
+    return send(reply, 200, change.group, selection, receiptHeaders(change.revocationIds));
   });
   app.patch(`${path}/:id`, async (request, reply) => {
-    const current = await directoryGroup(ctx, idOf(request));
-    const input = await patchGroup(current, request.body, location(current.id));
-    const change = await replaceDirectoryGroup(callCtx(request, parametersOf(current)), current.id, input);
-    return sendScim(
-      reply,
-      200,
-      groupResource(change.group, location(current.id)),
-      receiptHeaders(change.revocationIds),
+    const selection = readGroupAttributes(request.query);
+    const current = await directoryGroup(ctx, idOf(request), { members: false });
+    // Applied in the change's transaction to the group as stored then, not to `current`.
+    const change = await patchDirectoryGroup(callCtx(request, parametersOf(current)), current.id, (stored) =>
+      patchGroup(stored, request.body, location(current.id)),
     );
+    return send(reply, 200, change.group, selection, receiptHeaders(change.revocationIds));
   });
   app.delete(`${path}/:id`, async (request, reply) => {
-    const current = await directoryGroup(ctx, idOf(request));
+    const current = await directoryGroup(ctx, idOf(request), { members: false });
     const revocationIds = await deleteDirectoryGroup(callCtx(request, parametersOf(current)), current.id);
     return reply.code(204).headers(receiptHeaders(revocationIds)).send();
   });
+}
+
+/** One Group resource: as one text, or for a large group in pieces (groupResourceText). */
+function sendGroup(
+  reply: FastifyReply,
+  status: number,
+  group: ScimGroupView,
+  location: string,
+  selection: GroupAttributeSelection,
+  headers: Record<string, string>,
+): FastifyReply {
+  const pieces = groupResourceText(group, location, selection);
+  const large = selection.members && (group.members?.length ?? 0) > MEMBERS_IN_ONE_PIECE;
+  return reply
+    .code(status)
+    .headers(headers)
+    .type(large ? `${SCIM_CONTENT_TYPE}; charset=utf-8` : SCIM_CONTENT_TYPE)
+    .send(large ? Readable.from(pieces) : [...pieces].join(''));
 }
 
 function parametersOf(group: { readonly id: string; readonly displayName: string }): Record<string, string> {
