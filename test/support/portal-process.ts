@@ -45,6 +45,8 @@ export class PortalProcess extends LoggedProcess {
       readonly cwd?: string;
       /** Run inside this network namespace: its own loopback, so fixed ports meet nothing else. */
       readonly netns?: string;
+      /** Node's options for the process (NODE_OPTIONS), e.g. the heap cap `--max-old-space-size=192` the CLI's shebang sets. */
+      readonly nodeOptions?: string;
     } = {},
   ) {
     // null: the embedded default configuration, as the quick start runs it.
@@ -59,6 +61,14 @@ export class PortalProcess extends LoggedProcess {
       spawn(command[0] ?? '', command.slice(1), {
         stdio: ['ignore', 'pipe', 'pipe'],
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+        ...(options.nodeOptions === undefined
+          ? {}
+          : {
+              env: {
+                ...process.env,
+                NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} ${options.nodeOptions}`.trim(),
+              },
+            }),
         ...(options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid }),
       }),
     );

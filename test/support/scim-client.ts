@@ -1,5 +1,6 @@
 // A SCIM client for the tests of the portal's SCIM service provider: requests as a directory's
 // provisioning client sends them (Bearer key, application/scim+json), answers read as JSON.
+import { randomUUID } from 'node:crypto';
 import { REVOCATION_HEADER } from '../../src/protocol/admin-api.js';
 import type { TestPortal } from './test-portal.js';
 
@@ -56,4 +57,61 @@ export function resourcesOf<T>(answer: ScimAnswer): T[] {
   const resources = answer.body?.['Resources'];
   if (!Array.isArray(resources)) throw new Error(`not a list answer: ${JSON.stringify(answer.body)}`);
   return resources as T[];
+}
+
+const SEEDED_AT = '2026-03-02T09:00:00+00:00';
+
+/** Provisioned SCIM users (`member-0`, `member-1`, …) written straight to the database (50,000 requests would take minutes); their SCIM ids. */
+export async function seedScimUsers(portal: TestPortal, count: number): Promise<string[]> {
+  const db = portal.portal.ctx.db;
+  const ids = Array.from({ length: count }, () => randomUUID());
+  for (let start = 0; start < count; start += 500) {
+    const chunk = ids.slice(start, start + 500).map((scimId, index) => ({ scimId, userId: `member-${start + index}` }));
+    await db
+      .insertInto('users')
+      .values(
+        chunk.map(({ userId }) => ({ user_id: userId, created_at: SEEDED_AT, last_seen: SEEDED_AT, auth_data: null })),
+      )
+      .execute();
+    await db
+      .insertInto('scim_users')
+      .values(
+        chunk.map(({ scimId, userId }) => ({
+          scim_id: scimId,
+          user_id: userId,
+          external_id: null,
+          attributes: '{}',
+          created_at: SEEDED_AT,
+          updated_at: SEEDED_AT,
+        })),
+      )
+      .execute();
+  }
+  return ids;
+}
+
+/** A group of these members written straight to the database; its SCIM id. */
+export async function seedScimGroup(
+  portal: TestPortal,
+  displayName: string,
+  memberIds: readonly string[],
+): Promise<string> {
+  const db = portal.portal.ctx.db;
+  const scimId = randomUUID();
+  await db
+    .insertInto('scim_groups')
+    .values({
+      scim_id: scimId,
+      display_name: displayName,
+      external_id: null,
+      created_at: SEEDED_AT,
+      updated_at: SEEDED_AT,
+    })
+    .execute();
+  for (let start = 0; start < memberIds.length; start += 500)
+    await db
+      .insertInto('scim_group_members')
+      .values(memberIds.slice(start, start + 500).map((memberId) => ({ group_id: scimId, member_id: memberId })))
+      .execute();
+  return scimId;
 }

@@ -1,20 +1,39 @@
 // JSON request bodies, for the surfaces that take them (SCIM, Jamf Pro's webhooks): parsed only
 // when they nest at most MAX_JSON_DEPTH arrays and objects. Every walk over a parsed body (the
 // surfaces' own, zod's, the SCIM library's) recurses once per level, so a body of `[[[[…` or
-// `{"a":{"a":…` within the size limit ran them out of stack: a 500 instead of a 400. The depth
-// is counted here without recursion, before the text is parsed, and a deeper body is refused
-// with the surface's own error shape.
+// `{"a":{"a":…` within the size limit ran them out of stack: a 500 instead of a 400; and a
+// body of millions of tiny values (`[{},{},…]`) made JSON.parse exhaust the heap. The depth
+// and the number of values are counted here without recursion, before the text is parsed,
+// and a body over either bound is refused with the surface's own error shape.
 import type { FastifyInstance } from 'fastify';
 
 /** Far more than any body a surface takes (a SCIM PatchOp nests some six levels, a Jamf Pro webhook four). */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * Values a body may hold, counted as the arrays and objects it opens plus the commas between
+ * entries (each entry of a list or member of an object after its first follows one). The
+ * largest body a surface takes is a SCIM group of 100,000 members (MAX_GROUP_MEMBERS), each an
+ * object of a few keys (`value`, `display`, `type`, maybe `$ref`): some five each. JSON.parse
+ * of 16 MiB of `[{},{},…]` (5.6 million objects) took more than the portal's 192 MB heap.
+ */
+export const MAX_JSON_VALUES = 600_000;
+
 export const NOT_JSON = 'the request body is not JSON';
 export const TOO_DEEP = `the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
+export const TOO_MANY_VALUES = `the request body holds more than ${MAX_JSON_VALUES.toLocaleString('en')} values (arrays, objects and entries)`;
 
-/** True when `text` opens more than `limit` arrays and objects inside one another (brackets in strings do not count). */
-export function nestsDeeperThan(text: string, limit: number): boolean {
+/** What makes a body too costly to parse: too deep, too many values; null: neither. */
+export type JsonShapeProblem = 'too-deep' | 'too-many-values' | null;
+
+/**
+ * Scans `text` once, without recursion or parsing: more than `maxDepth` arrays and objects
+ * inside one another, or more than `maxValues` values (arrays, objects and commas outside
+ * strings)? Brackets and commas inside strings do not count.
+ */
+export function jsonShapeProblem(text: string, maxDepth: number, maxValues: number): JsonShapeProblem {
   let depth = 0;
+  let values = 0;
   let inString = false;
   for (let index = 0; index < text.length; index++) {
     const code = text.charCodeAt(index);
@@ -25,15 +44,24 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
     } else if (code === 0x22) inString = true;
     else if (code === 0x5b || code === 0x7b) {
       depth++;
-      if (depth > limit) return true;
+      if (depth > maxDepth) return 'too-deep';
+      if (++values > maxValues) return 'too-many-values';
     } else if (code === 0x5d || code === 0x7d) depth--;
+    else if (code === 0x2c && ++values > maxValues) return 'too-many-values';
   }
-  return false;
+  return null;
 }
 
-/** The body's value; throws `refuse(message)` when it is not JSON or nests too deep. */
+/** True when `text` opens more than `limit` arrays and objects inside one another (brackets in strings do not count). */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  return jsonShapeProblem(text, limit, Number.POSITIVE_INFINITY) === 'too-deep';
+}
+
+/** The body's value; throws `refuse(message)` when it is not JSON, nests too deep or holds too many values. */
 export function readJsonBody(text: string, refuse: (message: string) => Error): unknown {
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw refuse(TOO_DEEP);
+  const problem = jsonShapeProblem(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
+  if (problem === 'too-deep') throw refuse(TOO_DEEP);
+  if (problem === 'too-many-values') throw refuse(TOO_MANY_VALUES);
   try {
     return JSON.parse(text) as unknown;
   } catch {

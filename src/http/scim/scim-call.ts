@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AdminCall, AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import { REVOCATION_HEADER } from '../../protocol/admin-api.js';
+import { ScimProblem } from '../../protocol/scim.js';
 import { HttpError } from '../plumbing/http-error.js';
 
 export function scimCallContext(
@@ -34,5 +35,7 @@ export function receiptHeaders(revocationIds: readonly string[]): Record<string,
 export function idOf(request: FastifyRequest): string {
   const { id } = request.params as { id?: unknown };
   if (typeof id !== 'string') throw new HttpError(404, 'no such resource');
+  // No id holds a NUL, and PostgreSQL would refuse to compare with one (a 500).
+  if (id.includes('\0')) throw new ScimProblem(404, null, 'no such resource');
   return id;
 }

@@ -6,7 +6,15 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
-import { MAX_JSON_DEPTH, nestsDeeperThan, readJsonBody, TOO_DEEP } from '../../../src/http/plumbing/json-body.js';
+import {
+  jsonShapeProblem,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  nestsDeeperThan,
+  readJsonBody,
+  TOO_DEEP,
+  TOO_MANY_VALUES,
+} from '../../../src/http/plumbing/json-body.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { makeAdminKey } from '../../support/admin-keys.js';
 import { BASIC_AUTH, jamfPushOption, secretsFolder } from '../../support/jamf-webhooks.js';
@@ -37,6 +45,24 @@ test('the depth is counted without parsing: brackets inside strings, escaped quo
   assert.deepEqual(readJsonBody(`{"a":${deepArrays(63)}}`, refuse), { a: JSON.parse(deepArrays(63)) as unknown });
   assert.throws(() => readJsonBody(deepObjects(65), refuse), { message: TOO_DEEP });
   assert.throws(() => readJsonBody('{"a":', refuse), { message: 'the request body is not JSON' });
+});
+
+test("the values are counted without parsing: arrays, objects and commas outside strings; a group of 100,000 members in Okta's form is within the bound", () => {
+  const list = (count: number, entry: string) => `[${Array.from({ length: count }, () => entry).join(',')}]`;
+  // n entries: the list, n commas less one, and each entry's own arrays and objects.
+  assert.equal(jsonShapeProblem(list(MAX_JSON_VALUES / 2, '{}'), 64, MAX_JSON_VALUES), null);
+  assert.equal(jsonShapeProblem(list(MAX_JSON_VALUES / 2 + 1, '{}'), 64, MAX_JSON_VALUES), 'too-many-values');
+  assert.equal(jsonShapeProblem(list(MAX_JSON_VALUES + 1, '1'), 64, MAX_JSON_VALUES), 'too-many-values');
+  assert.equal(jsonShapeProblem(`["${',{['.repeat(MAX_JSON_VALUES)}"]`, 64, MAX_JSON_VALUES), null, 'in a string');
+  const members = Array.from({ length: 100_000 }, (_, index) => ({
+    value: `6f1c2a5e-0000-4000-8000-${String(index).padStart(12, '0')}`,
+    display: `member-${index}@example.org`,
+    type: 'User',
+    $ref: `https://vpn.example.org/vpn-user-portal/scim/v2/Users/${index}`,
+  }));
+  assert.equal(jsonShapeProblem(JSON.stringify({ displayName: 'All staff', members }), 64, MAX_JSON_VALUES), null);
+  const refuse = (message: string) => new Error(message);
+  assert.throws(() => readJsonBody(list(MAX_JSON_VALUES, '[]'), refuse), { message: TOO_MANY_VALUES });
 });
 
 /** A SCIM error answer: status, the Error schema, scimType invalidSyntax and the depth named. */
