@@ -80,7 +80,7 @@ import { natDatesSettled } from './migrations/0038-nat-dates-settled.js';
 import { keptAnswerConfiguration } from './migrations/0039-kept-answer-configuration.js';
 import { scimProfileChecks } from './migrations/0040-scim-profile-checks.js';
 import { keptAnswerHandOuts } from './migrations/0041-kept-answer-hand-outs.js';
-import { unlinkedKeptAnswers } from './migrations/0043-unlinked-kept-answers.js';
+import { unlinkedKeptAnswers } from './migrations/0042-unlinked-kept-answers.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -136,7 +136,7 @@ const migrations: Record<string, Migration> = {
   '0039-kept-answer-configuration': keptAnswerConfiguration,
   '0040-scim-profile-checks': scimProfileChecks,
   '0041-kept-answer-hand-outs': keptAnswerHandOuts,
-  '0043-unlinked-kept-answers': unlinkedKeptAnswers,
+  '0042-unlinked-kept-answers': unlinkedKeptAnswers,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -38,7 +38,7 @@ export interface IdempotencyRecord {
   /**
    * `revoked` or `replaced`: what the answer handed out was (HandOutEnd), and the answer dropped.
    * `not-kept`: an answer that held a secret, kept before it named what it handed out, dropped on
-   * upgrade (migration 0043).
+   * upgrade (migration 0042).
    */
   readonly state: 'pending' | 'done' | HandOutEnd | 'not-kept';
   readonly status: number | null;

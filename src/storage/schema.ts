@@ -188,7 +188,7 @@ export interface IdempotencyRecordsTable {
   /**
    * `pending` while its request runs, `done` with its answer; once what the answer handed out was
    * revoked `revoked`, or replaced `replaced` (its answer dropped either way); `not-kept` when an
-   * answer holding a secret, kept before it named what it handed out, was dropped on upgrade (0043).
+   * answer holding a secret, kept before it named what it handed out, was dropped on upgrade (0042).
    */
   state: string;
   status: number | null;
@@ -198,7 +198,7 @@ export interface IdempotencyRecordsTable {
   /**
    * What the kept answer hands out that can be taken back (src/storage/idempotency.ts,
    * HandedOutKind): `configuration`, `admin-key`, `webhook-secret`, `enrollment-token`; null for
-   * the other calls' answers, and before migrations 0039 and 0041 (0043 dropped those answers of
+   * the other calls' answers, and before migrations 0039 and 0041 (0042 dropped those answers of
    * the calls above: `not-kept`).
    */
   handed_out_kind: string | null;

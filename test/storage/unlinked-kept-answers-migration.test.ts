@@ -1,4 +1,4 @@
-// Migration 0043 on answers kept before 0039 and 0041 linked them to what they handed out: those
+// Migration 0042 on answers kept before 0039 and 0041 linked them to what they handed out: those
 // of the calls that hand out a secret are dropped (`not-kept`, no answer), the rest stay as they
 // were. Runs on SQLite and, in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { connectDatabase, migrateToLatest, migrateUpTo } from '../../src/storage
 import { findIdempotencyRecord } from '../../src/storage/idempotency.js';
 import { migrationTestLocation } from '../support/postgres.js';
 
-test('0043 drops the unlinked kept answers of the calls that hand out a secret, and leaves the others', async (t) => {
+test('0042 drops the unlinked kept answers of the calls that hand out a secret, and leaves the others', async (t) => {
   const db = connectDatabase(await migrationTestLocation(t, 'unlinked'));
   t.after(() => db.destroy());
   await migrateUpTo(db, '0041-kept-answer-hand-outs');
@@ -40,7 +40,7 @@ test('0043 drops the unlinked kept answers of the calls that hand out a secret, 
     ])
     .execute();
 
-  assert.ok((await migrateToLatest(db)).includes('0043-unlinked-kept-answers'));
+  assert.ok((await migrateToLatest(db)).includes('0042-unlinked-kept-answers'));
   const read = async (key: string) => {
     const found = await findIdempotencyRecord(db, 'secret', key);
     return found === undefined ? undefined : `${found.state}${found.answer === null ? '' : ' with answer'}`;

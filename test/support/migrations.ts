@@ -38,5 +38,5 @@ export const EXPECTED_MIGRATIONS = [
   '0039-kept-answer-configuration',
   '0040-scim-profile-checks',
   '0041-kept-answer-hand-outs',
-  '0043-unlinked-kept-answers',
+  '0042-unlinked-kept-answers',
 ] as const;

@@ -100,7 +100,7 @@ export function handOutGone(handedOut: HandedOutKind, end: HandOutEnd, idempoten
 
 /**
  * The 410 a retry gets when its kept answer held a secret but was kept before answers named what
- * they handed out: dropped on upgrade (migration 0043), as nothing tells whether that was revoked.
+ * they handed out: dropped on upgrade (migration 0042), as nothing tells whether that was revoked.
  */
 export function answerNotKept(idempotencyKey: string): HttpError {
   return new HttpError(

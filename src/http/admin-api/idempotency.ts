@@ -21,7 +21,7 @@
 // that ended it in between, whose closing write found the answer still pending, does not leave
 // the answer behind. 410, not 409: 409 here means "still being processed, try again later",
 // which a client may retry; this key will never be answered again. Answers holding a secret kept
-// before they named what they handed out were dropped on upgrade (migration 0043): 410 too.
+// before they named what they handed out were dropped on upgrade (migration 0042): 410 too.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';

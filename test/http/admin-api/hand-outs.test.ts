@@ -13,7 +13,7 @@ import { rotateAdminKey } from '../../../src/core/access/admin-keys.js';
 import { SECRET_KEY_LINEAGE } from '../../../src/core/admin-call.js';
 import { createWebhookSubscription, deleteWebhookSubscription } from '../../../src/core/webhooks/index.js';
 import { IdempotentCalls } from '../../../src/http/admin-api/idempotency.js';
-import { unlinkedKeptAnswers } from '../../../src/storage/migrations/0043-unlinked-kept-answers.js';
+import { unlinkedKeptAnswers } from '../../../src/storage/migrations/0042-unlinked-kept-answers.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../../support/device-keys.js';
 import { errorBody } from '../../support/raw-http.js';
@@ -269,7 +269,7 @@ test('an answer holding a secret kept before it named what it handed out is drop
   const { db } = portal.portal.ctx;
   const made = await portal.post('/create_admin_key', { name: 'mdm', scope: 'write' }, withKey('mdm-key'));
   assert.equal(made.status, 200, made.text);
-  // As an earlier version kept it (no link), then the upgrade's migration 0043.
+  // As an earlier version kept it (no link), then the upgrade's migration 0042.
   await db.updateTable('idempotency_records').set({ handed_out_kind: null, handed_out_id: null }).execute();
   await unlinkedKeptAnswers.up(db as unknown as Kysely<unknown>);
   assert.deepEqual(await keptAnswers(portal), { 'mdm-key': 'nothing not-kept' }, 'the sealed secret is gone');
