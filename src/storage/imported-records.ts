@@ -84,42 +84,41 @@ function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'impor
  * Of `recordIds` of `kind`, those an earlier import brought that are not here any more (removed
  * here since), each with when it was brought.
  */
-export async function importedRecordsGone(
+export function importedRecordsGone(
   db: Db,
   kind: ImportedRecordKind,
   recordIds: readonly string[],
 ): Promise<Map<string, string>> {
-  const gone = new Map<string, string>();
-  for (const ids of sizeLimitedGroups([...new Set(recordIds)], () => 1, NOTE_ROWS)) {
-    const rows = await db
-      .selectFrom('imported_records')
-      .select(['record_id', 'imported_at'])
-      .where('kind', '=', kind)
-      .where('record_id', 'in', ids)
-      .where((eb) => eb.not(isHere(kind, eb)))
-      .execute();
-    for (const row of rows) gone.set(row.record_id, row.imported_at);
-  }
-  return gone;
+  return importedAt(db, kind, recordIds, 'gone only');
 }
 
 /** Of `recordIds` of `kind`, those an earlier import noted (here or not), each with when it was brought. */
-export async function importedRecordsNoted(
+export function importedRecordsNoted(
   db: Db,
   kind: ImportedRecordKind,
   recordIds: readonly string[],
 ): Promise<Map<string, string>> {
-  const noted = new Map<string, string>();
+  return importedAt(db, kind, recordIds, 'here or gone');
+}
+
+async function importedAt(
+  db: Db,
+  kind: ImportedRecordKind,
+  recordIds: readonly string[],
+  which: 'gone only' | 'here or gone',
+): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
   for (const ids of sizeLimitedGroups([...new Set(recordIds)], () => 1, NOTE_ROWS)) {
     const rows = await db
       .selectFrom('imported_records')
       .select(['record_id', 'imported_at'])
       .where('kind', '=', kind)
       .where('record_id', 'in', ids)
+      .$if(which === 'gone only', (query) => query.where((eb) => eb.not(isHere(kind, eb))))
       .execute();
-    for (const row of rows) noted.set(row.record_id, row.imported_at);
+    for (const row of rows) found.set(row.record_id, row.imported_at);
   }
-  return noted;
+  return found;
 }
 
 /**
