@@ -9,17 +9,11 @@
 // code on both).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type {
-  KyselyPlugin,
-  PluginTransformQueryArgs,
-  PluginTransformResultArgs,
-  QueryResult,
-  UnknownRow,
-} from 'kysely';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { reconcileNode } from '../../../src/core/reconcile/pass.js';
 import { asNodeNumber, type WireGuardKey } from '../../../src/shared/ids.js';
 import { wireGuardPublicKey } from '../../../src/wireguard/keys.js';
+import { HoldStatement } from '../../support/hold-statement.js';
 import { startPortalWithNode } from '../../support/portal-with-node.js';
 import { parseWireGuardFile } from '../../support/wireguard-file.js';
 
@@ -31,41 +25,6 @@ const employees: PortalConfigFile['ProfileList'][number] = {
   wRangeSix: 'fd47::/64',
   defaultGateway: false,
 };
-
-/** Holds the first result of a query on the node's wanted peers until `release()`. */
-class HoldAfterWantedRead implements KyselyPlugin {
-  readonly #wanted = new Set<unknown>();
-  #held = false;
-  #reached: () => void = () => {};
-  readonly reached = new Promise<void>((resolve) => {
-    this.#reached = resolve;
-  });
-  #release: () => void = () => {};
-  readonly #released = new Promise<void>((resolve) => {
-    this.#release = resolve;
-  });
-
-  transformQuery(args: PluginTransformQueryArgs) {
-    // The wanted peers of a node: a select on wg_peers by node_number.
-    const text = JSON.stringify(args.node);
-    if (args.node.kind === 'SelectQueryNode' && text.includes('"node_number"') && text.includes('"ip_four"'))
-      this.#wanted.add(args.queryId);
-    return args.node;
-  }
-
-  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    if (this.#wanted.has(args.queryId) && !this.#held) {
-      this.#held = true;
-      this.#reached();
-      await this.#released;
-    }
-    return args.result;
-  }
-
-  release(): void {
-    this.#release();
-  }
-}
 
 test('a user enabled while a pass is under way keeps the tunnel: the pass does not remove a peer wanted again by then', async (t) => {
   const lab = await startPortalWithNode({
@@ -87,7 +46,10 @@ test('a user enabled while a pass is under way keeps the tunnel: the pass does n
   await lab.node.exec('wg', ['set', lab.interfaceName, 'peer', key, 'allowed-ips', address]);
   assert.ok((await lab.peersOnNode()).has(key));
 
-  const hold = new HoldAfterWantedRead();
+  // The wanted peers of a node: a select on wg_peers by node_number.
+  const hold = new HoldStatement(
+    (node, text) => node.kind === 'SelectQueryNode' && text.includes('"node_number"') && text.includes('"ip_four"'),
+  );
   const ctx = portal.portal.ctx;
   const daemon = ctx.nodes.daemon(asNodeNumber(0));
   assert.ok(daemon !== undefined);
