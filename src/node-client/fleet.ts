@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Clock } from '../shared/time.js';
 import type { NatMode } from '../protocol/vpn-daemon.js';
+import { ListingBudget, listingBudgetBytes } from './listing-budget.js';
 import { ListingTooLargeError, NodeDaemonError, type DaemonNodeInfo, type NodeDaemon } from './daemon-client.js';
 
 /** How often a node that failed is asked again. */
@@ -72,6 +73,8 @@ export class NodeFleet {
     private readonly daemons: ReadonlyMap<NodeNumber, NodeDaemon>,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** The heap the nodes' listings may take at once, by reconcile passes and Admin API listings together. */
+    readonly listingBudget = new ListingBudget(listingBudgetBytes()),
   ) {
     for (const nodeNumber of daemons.keys()) {
       this.states.set(nodeNumber, {

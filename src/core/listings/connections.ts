@@ -8,8 +8,12 @@
 // answer is used (none: its connections are left out), and the answer names it among its stale
 // nodes (the route sends them in a header). Results are JSON text per profile: the on-case can
 // hold 100,000 entries, which the database serialises far faster than JavaScript objects would.
+// A WireGuard node's peer list takes its weight from the heap budget the reconcile passes share
+// (src/node-client/listing-budget.ts: six full wireguard-go nodes listed at once need some 330 MB
+// of a 192 MB heap), and only its online peers' keys and handshakes are kept, now and as the
+// node's last known answer.
 import type { ConnectionInfo } from '../../protocol/admin-api.js';
-import type { NodeNumber, ProfileId } from '../../shared/ids.js';
+import type { NodeNumber, ProfileId, WireGuardKey } from '../../shared/ids.js';
 import { activeCertificates } from '../../storage/certificates.js';
 import { activePeers, type WireGuardPeer } from '../../storage/wg-peers.js';
 import type { NodeAnswer } from '../../node-client/fleet.js';
@@ -20,6 +24,8 @@ import { formatAtom } from '../../shared/time.js';
 import { appendToJsonArray, jsonPartsText, type JsonParts } from '../../shared/json-parts.js';
 import type { ActiveListing } from './pages.js';
 import { listIn } from '../../shared/list-in.js';
+import type { DaemonPeer } from '../../node-client/daemon-client.js';
+import { expectedListingBytes } from '../reconcile/index.js';
 
 /** The JSON text of an array, in parts (see src/shared/json-parts.ts). */
 export type JsonArrayParts = JsonParts & { readonly __json: 'array' };
@@ -137,6 +143,7 @@ async function connectedOpenVpnClients(
         'OpenVPN',
         stale,
         await ctx.nodes.current(nodeNumber, 'connection_list', (daemon) => daemon.openVpnConnectionList()),
+        [],
       ),
     })),
   );
@@ -180,15 +187,14 @@ export function nodesRunning(ctx: PortalContext, protocol: 'wireGuard' | 'openVp
 async function onlinePeers(ctx: PortalContext, now: Date, stale: Set<NodeNumber>): Promise<WireGuardPeer[]> {
   const reports = await Promise.all(
     nodesRunning(ctx, 'wireGuard').map(async (nodeNumber) => {
-      const list = answerOrLastKnown(
-        ctx,
-        nodeNumber,
-        'WireGuard',
-        stale,
-        await ctx.nodes.current(nodeNumber, 'peer_list', (daemon) => daemon.peerList(false)),
+      const daemon = ctx.nodes.daemon(nodeNumber);
+      const weight = daemon === undefined ? 0 : await expectedListingBytes(ctx, daemon);
+      const reply = await ctx.nodes.listingBudget.run(weight, () =>
+        ctx.nodes.current(nodeNumber, 'peer_list', async (node) => handshakesOf(await node.peerList(false), now)),
       );
-      // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
-      const online = list.filter((peer) => isOnline(peer.lastHandshakeTime, now)).map((peer) => peer.publicKey);
+      const handshakes = answerOrLastKnown(ctx, nodeNumber, 'WireGuard', stale, reply, NO_HANDSHAKES);
+      // Again at this call's time: the last known answer may be older.
+      const online = handshakes.keys.filter((_, index) => isOnline(new Date(handshakes.times[index] ?? 0), now));
       return { nodeNumber, online };
     }),
   );
@@ -203,6 +209,29 @@ async function onlinePeers(ctx: PortalContext, now: Date, stale: Set<NodeNumber>
 }
 
 /**
+ * What a listing keeps of a node's peer list, fresh and as the node's last known answer: the keys
+ * of the peers online when it answered (a handshake time does not move back, so the others are
+ * offline later too) and their handshake times. Some 5 MB for 65,536 online peers, where the
+ * converted list held 29 MB.
+ */
+interface OnlineHandshakes {
+  readonly keys: readonly WireGuardKey[];
+  /** Milliseconds since the epoch, in the order of `keys`. */
+  readonly times: Float64Array;
+}
+
+const NO_HANDSHAKES: OnlineHandshakes = { keys: [], times: new Float64Array(0) };
+
+function handshakesOf(peers: readonly DaemonPeer[], now: Date): OnlineHandshakes {
+  // Filter here too: the threshold is ours, whatever the node's own idea of "recent".
+  const online = peers.filter((peer) => isOnline(peer.lastHandshakeTime, now));
+  return {
+    keys: online.map((peer) => peer.publicKey),
+    times: Float64Array.from(online, (peer) => peer.lastHandshakeTime?.getTime() ?? 0),
+  };
+}
+
+/**
  * The node's answer now, or else its last known one (nothing when it never answered), noting
  * the node as stale. Said at debug level only: a node held for down was logged when it went down.
  */
@@ -211,8 +240,9 @@ function answerOrLastKnown<T>(
   nodeNumber: NodeNumber,
   protocol: string,
   stale: Set<NodeNumber>,
-  reply: NodeAnswer<readonly T[]>,
-): readonly T[] {
+  reply: NodeAnswer<T>,
+  none: T,
+): T {
   if (!reply.stale) return reply.answer;
   stale.add(nodeNumber);
   ctx.logger.debug(
@@ -221,5 +251,5 @@ function answerOrLastKnown<T>(
       ? `listing: node ${nodeNumber} does not answer and never did; its ${protocol} connections are missing from this answer`
       : `listing: node ${nodeNumber} does not answer; its ${protocol} connections are as it last answered`,
   );
-  return reply.answer ?? [];
+  return reply.answer ?? none;
 }

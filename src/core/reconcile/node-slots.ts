@@ -6,8 +6,10 @@
 // whatever its weight); never two passes on one node at once; and a pass for one node before the
 // full pass's next node, so a revocation a node missed while it was away waits for no more than
 // one node's work to end, never for a whole pass (nor for the housekeeping, which takes no place
-// at all).
+// at all). The budget may be shared with other readers of node listings (the Admin API's
+// connection listings: src/node-client/listing-budget.ts).
 import type { NodeNumber } from '../../shared/ids.js';
+import { ListingBudget } from '../../node-client/listing-budget.js';
 
 /** Who asks for a place: a pass for one node goes before the full pass's next node. */
 export type NodeWorkKind = 'node pass' | 'full pass';
@@ -21,18 +23,22 @@ interface Waiting {
 
 export class NodeSlots {
   readonly #busyNodes = new Map<NodeNumber, number>();
-  #weight = 0;
   /** In the order they asked; the first node pass whose node is free goes first, then the first such full-pass node. */
   readonly #waiting: Waiting[] = [];
 
+  readonly #budget: ListingBudget;
+
   /**
    * `places`: nodes at once at most; `budget`: the most weight at once (Infinity: no limit but
-   * the places).
+   * the places), or a budget shared with other work.
    */
   constructor(
     private readonly places: number,
-    private readonly budget = Number.POSITIVE_INFINITY,
-  ) {}
+    budget: number | ListingBudget = Number.POSITIVE_INFINITY,
+  ) {
+    this.#budget = budget instanceof ListingBudget ? budget : new ListingBudget(budget);
+    this.#budget.onGiven(() => this.#admit());
+  }
 
   /** Runs `work` once a place and its weight are free and no other work holds this node. */
   async run<T>(nodeNumber: NodeNumber, kind: NodeWorkKind, work: () => Promise<T>, weight = 0): Promise<T> {
@@ -43,8 +49,9 @@ export class NodeSlots {
     try {
       return await work();
     } finally {
-      this.#weight -= this.#busyNodes.get(nodeNumber) ?? 0;
+      const weight = this.#busyNodes.get(nodeNumber) ?? 0;
       this.#busyNodes.delete(nodeNumber);
+      this.#budget.give(weight);
       this.#admit();
     }
   }
@@ -54,14 +61,15 @@ export class NodeSlots {
     return this.#busyNodes.size;
   }
 
-  /** The weight of the work under way. */
+  /** The weight of the work under way (with a shared budget: of all its holders). */
   get weight(): number {
-    return this.#weight;
+    return this.#budget.held;
   }
 
   /**
    * Admits in order: the first waiting work whose node is free (node passes first) enters when
-   * its weight fits beside the work under way, or when nothing is under way. One that does not
+   * its weight fits beside the work under way, or when nothing is under way (with a shared
+   * budget: beside every holder's, and after the budget's own waiting work). One that does not
    * fit waits for weight to be given back, and keeps its turn: lighter work behind it does not
    * pass it, so a heavy node is not put off for as long as light ones keep coming.
    */
@@ -73,10 +81,9 @@ export class NodeSlots {
       const index = nodePass === -1 ? free('full pass') : nodePass;
       const next = this.#waiting[index];
       if (next === undefined) return;
-      if (this.#busyNodes.size > 0 && this.#weight + next.weight > this.budget) return;
+      if (!this.#budget.tryTake(next.weight)) return;
       this.#waiting.splice(index, 1);
       this.#busyNodes.set(next.nodeNumber, next.weight);
-      this.#weight += next.weight;
       next.enter();
     }
   }

@@ -7,7 +7,6 @@
 // Races with revocations are settled by revisions (src/storage/revisions.ts): every add this
 // pass sends carries the revision it read, so a disable, delete or destroy that commits while
 // the pass runs always wins on the node, whichever arrives there first.
-import { getHeapStatistics } from 'node:v8';
 import {
   MAX_CONNECTIONS_PER_NODE,
   type DaemonPeer,
@@ -62,29 +61,11 @@ import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
  * Nodes reconciled at once at most, by a full pass and the passes for single nodes together.
  * Each holds its node's peer list and the database's peers of that node in memory (some 20 MB at
  * 20,000 peers), and the portal's heap is capped (192 MB): fifty nodes of 20,000 peers at once
- * ran it out of memory. Fewer run at once when their listings are large (listingBudgetBytes).
+ * ran it out of memory. Fewer run at once when their listings are large (src/node-client/listing-budget.ts).
  */
 export const PARALLEL_NODE_PASSES = 4;
-/**
- * Heap a node's pass takes at its peak per byte of the node's listing: the answer as text, parsed,
- * checked and converted (measured: 64 MB for 65,536 typical peers, 15 MB of JSON; 135 MB for
- * 32 MiB of the shortest entries: about 4.2 either way), and the database's peers of the node
- * beside it.
- */
-const HEAP_PER_LISTED_BYTE = 6;
-/** The share of the heap the node passes may take together; the rest is the portal's own (requests, caches, the Admin API's listings). */
-const NODE_PASSES_HEAP_SHARE = 0.5;
 /** A listed peer, as the estimate from the database counts it: our agent's typical entry is some 230 bytes. */
 const LISTED_PEER_BYTES = 256;
-
-/**
- * The listing bytes the node passes may hold at once: at the 192 MB cap about 21 MB, so one
- * full wireguard-go node (65,536 peers) at a time, or four nodes of 20,000 peers. One pass is
- * always let in, whatever its node's weight (src/core/reconcile/node-slots.ts).
- */
-export function listingBudgetBytes(heapLimitBytes = getHeapStatistics().heap_size_limit): number {
-  return Math.floor((heapLimitBytes * NODE_PASSES_HEAP_SHARE) / HEAP_PER_LISTED_BYTE);
-}
 
 /**
  * What the node's listings are expected to take, its weight among the node passes: the most of

@@ -42,7 +42,6 @@ import { NodeSlots, type NodeWorkKind } from './node-slots.js';
 import {
   deleteExpiredConfigurations,
   expectedListingBytes,
-  listingBudgetBytes,
   PARALLEL_NODE_PASSES,
   reconcileAll,
   reconcileNode,
@@ -71,13 +70,15 @@ export class ReconcileScheduler {
   private readonly nodePasses = new Set<Promise<void>>();
   private readonly pendingNodes = new Set<NodeNumber>();
   private readonly retryTimers = new Set<NodeJS.Timeout>();
-  private readonly slots = new NodeSlots(PARALLEL_NODE_PASSES, listingBudgetBytes());
+  /** Weighed against the budget the Admin API's listings of the nodes take from too. */
+  private readonly slots: NodeSlots;
   private readonly locks: ExclusiveLocks;
   private stopped = false;
   private intervalMs = 0;
 
   constructor(private readonly ctx: PortalContext) {
     this.locks = new ExclusiveLocks(ctx.db);
+    this.slots = new NodeSlots(PARALLEL_NODE_PASSES, ctx.nodes.listingBudget);
   }
 
   start(intervalMs: number): void {
