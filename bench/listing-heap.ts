@@ -7,11 +7,15 @@
 // portal lived, the heap's peak before a collection (its most in use), the peak RSS and the
 // passes' times; a portal that died prints its last words. BENCH_LISTING_NODES=N sets the nodes
 // (default 6); BENCH_LISTING_CLI names another build to run than dist/cli/main.js (a branch's own);
-// BENCH_LISTING_LOG=FILE keeps the portal's output there.
+// BENCH_LISTING_LOG=FILE keeps the portal's output there; BENCH_LISTING_DEADLINE_S sets how long
+// the passes may take (150 s; longer on a loaded machine). Once the first node was reconciled, and
+// until the next pass reached every node (or the deadline), BENCH_LISTING_CALLS (default 4) `connection_list` and as
+// many `connected_users` calls (show_all=off: every node's peer list is read) are sent at once, a
+// round after another (0: none, the passes alone).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { advanceRevisionTo, toRevision } from '../src/storage/revisions.js';
@@ -21,14 +25,16 @@ import type { ListingHeapPeers } from './listing-heap-nodes.js';
 import { peakRssMb, round, stopProcess } from './process-figures.js';
 
 const NODES = Number(process.env['BENCH_LISTING_NODES'] ?? 6);
+const CALLS = Number(process.env['BENCH_LISTING_CALLS'] ?? 4);
 /** A /16's clients, as many as wireguard-go holds. */
 const PEERS = 65_533;
 const INTERVAL_S = 30;
 const FIRST_NODE_PORT = 47_300;
 const PORTAL_PORT = 47_290;
 const METRICS_PORT = 47_291;
+const API = `http://127.0.0.1:${PORTAL_PORT}/vpn-user-portal/admin/api/v1`;
 /** The start-up pass and the next, with room for a slow machine. */
-const DEADLINE_MS = (3 * INTERVAL_S + 60) * 1000;
+const DEADLINE_MS = Number(process.env['BENCH_LISTING_DEADLINE_S'] ?? 3 * INTERVAL_S + 60) * 1000;
 const ROWS_PER_STATEMENT = 500;
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -113,6 +119,54 @@ function heapPeakMb(log: string): number {
   return peak;
 }
 
+/** Rounds of `connection_list` and `connected_users` calls, CALLS of each at once, until stopped. */
+class AdminCalls {
+  #running: Promise<void> | null = null;
+  #stopped = false;
+  readonly #latencies: number[] = [];
+  #failed = 0;
+
+  constructor(private readonly secret: string) {}
+
+  /** Starts the rounds, once. */
+  start(): void {
+    if (CALLS > 0 && this.#running === null) this.#running = this.#rounds();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#running;
+  }
+
+  summary(): string {
+    if (CALLS === 0) return 'no Admin API calls';
+    const sorted = [...this.#latencies].sort((a, b) => a - b);
+    const at = (share: number) =>
+      round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))] ?? 0) / 1000);
+    return `${this.#latencies.length} connection_list/connected_users calls answered (${CALLS} of each at once), ${this.#failed} failed; p50 ${at(0.5)} s, max ${at(1)} s`;
+  }
+
+  async #rounds(): Promise<void> {
+    while (!this.#stopped) {
+      const one = async (call: string) => {
+        const sent = Date.now();
+        try {
+          const response = await fetch(`${API}/${call}?show_all=off`, {
+            headers: { authorization: `Bearer ${this.secret}` },
+          });
+          await response.arrayBuffer();
+          if (response.status === 200) this.#latencies.push(Date.now() - sent);
+          else this.#failed++;
+        } catch {
+          this.#failed++;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      };
+      await Promise.all(Array.from({ length: CALLS }, () => [one('connection_list'), one('connected_users')]).flat());
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(path.join(tmpdir(), 'vpn-portal-listing-heap-'));
   const configPath = path.join(work, 'config.json');
@@ -138,9 +192,10 @@ async function main(): Promise<void> {
       })),
     }),
   );
-  execFileSync(process.execPath, [cli, 'generate-secrets', '--config', configPath], {
+  execFileSync(process.execPath, [cli, 'generate-secrets', '--admin-api', '--config', configPath], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  const secret = readFileSync(path.join(work, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
   const peers = await seed(database);
   const peersFile = path.join(work, 'peers.json');
   writeFileSync(peersFile, JSON.stringify(peers));
@@ -171,6 +226,7 @@ async function main(): Promise<void> {
   let peakRss = 0;
   let firstPassS: number | null = null;
   let secondPassS: number | null = null;
+  const calls = new AdminCalls(secret);
   try {
     while (Date.now() - started < DEADLINE_MS && portal.exitCode === null && portal.signalCode === null) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -180,6 +236,7 @@ async function main(): Promise<void> {
         // It just exited.
       }
       const passes = await lastPasses();
+      if (passes.size > 0) calls.start();
       if (passes.size < NODES) continue;
       const oldest = Math.min(...passes.values()) * 1000;
       firstPassS ??= (Date.now() - started) / 1000;
@@ -188,6 +245,7 @@ async function main(): Promise<void> {
         break;
       }
     }
+    await calls.stop();
     const lived = portal.exitCode === null && portal.signalCode === null;
     writeFileSync(process.env['BENCH_LISTING_LOG'] ?? logFile, log);
     // Its fatal error, or its last errors (pino's level 50).
@@ -200,6 +258,7 @@ async function main(): Promise<void> {
         `listings: ${NODES} stand-in nodes of ${PEERS} peers (${round(Buffer.byteLength(JSON.stringify(peers[0])) / 1048576)} MiB of keys and addresses per node), portal ${path.relative(root, cli)} at --max-old-space-size=192 (load ${load})`,
         `  portal ${lived ? 'lived' : `DIED (exit ${portal.exitCode ?? portal.signalCode})`}; heap peak before a collection ${round(heapPeakMb(log))} MB; peak RSS ${peakRss} MB`,
         `  every node reconciled at start after ${firstPassS ?? 'never'} s; by the next pass after ${secondPassS ?? 'never'} s`,
+        `  meanwhile ${calls.summary()}`,
         ...lastWords.map((line) => `  portal: ${line.slice(0, 200)}`),
       ].join('\n'),
     );

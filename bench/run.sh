@@ -7,7 +7,8 @@
 # BENCH_ONLY=hung the Admin API while a node hangs alone (bench/hung-node.ts),
 # BENCH_ONLY=nat deterministic NAT for a /16 loaded into nftables alone (bench/deterministic-nat.ts),
 # BENCH_ONLY=eduvpn the import of 100,000 eduVPN configurations alone (bench/eduvpn-import.ts),
-# BENCH_ONLY=listings the portal's heap while it reconciles six full wireguard-go nodes (bench/listing-heap.ts),
+# BENCH_ONLY=listings the portal's heap while it reconciles six full wireguard-go nodes and answers
+# connection_list and connected_users beside (bench/listing-heap.ts),
 # BENCH_ONLY=million a million configurations on PostgreSQL alone (bench/million.ts; not part of the
 # whole run: it loads the machine for some twenty minutes).
 set -euo pipefail
