@@ -175,6 +175,31 @@ export interface OpenDatabaseOptions {
   readonly preparedStatements?: boolean;
 }
 
+/**
+ * Each PostgreSQL database's pool, for the connections held apart for session state
+ * (`reserveConnection`): by its adapter, which the handles `withPlugin` and `connection()` make share.
+ */
+const closingPools = new WeakMap<object, ClosingPool>();
+
+/**
+ * A PostgreSQL connection of the pool held apart for state that lives as long as its session
+ * (advisory locks), raw SQL only: never asked again on another connection.
+ */
+export interface ReservedConnection {
+  query<R>(text: string, values: readonly unknown[]): Promise<R[]>;
+  /** Calls `listener` once when the connection ends or breaks before it is given back (the server dropped its session state). */
+  onLost(listener: (error: Error) => void): void;
+  /** Gives it back to the pool; `destroy`: closes it instead, ending its session and all it holds. */
+  release(destroy: boolean): void;
+}
+
+/** Takes a connection of `db`'s pool (PostgreSQL) until `release()`. */
+export async function reserveConnection(db: Db): Promise<ReservedConnection> {
+  const pool = closingPools.get(db.getExecutor().adapter);
+  if (pool === undefined) throw new Error('only a PostgreSQL database has connections to reserve');
+  return (await pool.connect()).reserve();
+}
+
 /** How long each PostgreSQL database made good lost connections (see `transactionRetryWindow`). */
 const retryWindows = new WeakMap<object, number>();
 
@@ -236,13 +261,14 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
     pool.on('connect', (client) => client.on('error', report));
     pool.on('error', () => {}); // the same error, already reported by the client's listener
     const retryForMs = options.retryForMs ?? DEFAULT_RETRY_FOR_MS;
-    const db = new Kysely<Database>({
-      dialect: new RetryingPostgresDialect(
-        { pool: new ClosingPool(pool, retryForMs, options.preparedStatements === true ? new StatementNames() : null) },
-        retryForMs,
-      ),
-    });
+    const closingPool = new ClosingPool(
+      pool,
+      retryForMs,
+      options.preparedStatements === true ? new StatementNames() : null,
+    );
+    const db = new Kysely<Database>({ dialect: new RetryingPostgresDialect({ pool: closingPool }, retryForMs) });
     retryWindows.set(db, retryForMs);
+    closingPools.set(db.getExecutor().adapter, closingPool);
     return db;
   }
   // User ids, public keys and addresses: the files are the portal user's alone (0600). SQLite
@@ -303,7 +329,7 @@ class ClosingPool implements PostgresPool {
   ) {}
 
   /** A server that refuses connections while it restarts (or drops them at once) is asked again for up to `retryForMs`. */
-  async connect(): Promise<PostgresPoolClient> {
+  async connect(): Promise<ClosingClient> {
     const started = Date.now();
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
       try {
@@ -346,6 +372,37 @@ class ClosingClient implements PostgresPoolClient {
   release(): void {
     // pg closes a connection released with `true`, and with it every statement it prepared.
     this.client.release(this.failure ?? (this.holdsDroppedNames() || undefined));
+  }
+
+  /** This connection as a `ReservedConnection`: its end or failure is told, and it may be closed instead of given back. */
+  reserve(): ReservedConnection {
+    let released = false;
+    const unwatch: (() => void)[] = [];
+    return {
+      query: async <R>(text: string, values: readonly unknown[]) => (await this.run<R>(text, values)).rows,
+      onLost: (listener) => {
+        let told = false;
+        const tell = (error: Error): void => {
+          if (released || told) return;
+          told = true;
+          listener(error);
+        };
+        const ended = (): void => tell(new ConnectionLost(new Error('Connection terminated unexpectedly')));
+        this.client.on('error', tell);
+        this.client.on('end', ended);
+        unwatch.push(() => {
+          this.client.off('error', tell);
+          this.client.off('end', ended);
+        });
+      },
+      release: (destroy) => {
+        if (released) return;
+        released = true;
+        for (const stop of unwatch) stop();
+        if (destroy) this.failure ??= new ConnectionLost(new Error('closed: its session state is unknown'));
+        this.release();
+      },
+    };
   }
 
   /** Whether this connection prepared names of a generation the pool's names have left behind. */

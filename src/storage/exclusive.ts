@@ -4,24 +4,67 @@
 // behind it. An instance holds all of its locks on one connection, reserved while it holds any:
 // a full pass and the passes for single nodes running beside it cost the pool one connection
 // between them, not one each. If the instance dies, its connection closes and the server
-// releases its locks. SQLite serves one portal host, which keeps its own work apart. A write
+// releases its locks; if its host vanishes without closing it (a power cut, a network gone), the
+// server notices within a minute by the keepalives this connection asks for (LockKeepalive),
+// not after the system's two hours. A connection that ends under a run (a server restart, a
+// session ended) has lost its locks: the run is told (HeldLock), and stops at its next step
+// rather than go on beside the instance that takes the lock next. SQLite serves one portal
+// host, which keeps its own work apart. A write
 // that must not run in two instances at once takes a transaction lock under the same namespace
 // instead.
 import { sql } from 'kysely';
-import { isPostgres, type Db } from './database.js';
+import { isPostgres, reserveConnection, type Db, type ReservedConnection } from './database.js';
 
 /** First key of every advisory lock the portal takes ("vpnp"), so other applications' locks do not collide. */
 const LOCK_NAMESPACE = 0x76706e70;
 
 export type ExclusiveResult<T> = { readonly ran: true; readonly value: T } | { readonly ran: false };
 
+/**
+ * How soon the server gives up on a lock connection whose peer went silent (PostgreSQL's
+ * tcp_keepalives_* and tcp_user_timeout for that session): first probe after `idleSeconds`
+ * without traffic, then one every `intervalSeconds`, gone after `count` unanswered; data it
+ * sent unacknowledged for as long ends it too. Loopback and TCP only (a Unix socket has no peer
+ * to lose).
+ */
+export interface LockKeepalive {
+  readonly idleSeconds: number;
+  readonly intervalSeconds: number;
+  readonly count: number;
+}
+
+/** About 40 s: a dead instance holds its locks that long, and a live one is never taken for dead. */
+export const DEFAULT_LOCK_KEEPALIVE: LockKeepalive = { idleSeconds: 20, intervalSeconds: 5, count: 4 };
+
+/** A run's lock was lost (its connection ended): another instance may hold it now. */
+export class LockLost extends Error {
+  override readonly name = 'LockLost';
+
+  constructor(readonly lockName: string) {
+    super(`the lock "${lockName}" was lost with its database connection; the work under it stops`);
+  }
+}
+
+/** What a run knows of its lock while it works. */
+export interface HeldLock {
+  /** True once the lock's connection ended: another instance may be doing the same work. */
+  readonly lost: boolean;
+  /** Throws LockLost once the lock is lost: called before each step that must not run twice. */
+  check(): void;
+}
+
 /** The connection an instance's locks are held on, and how many runs use it now. */
 interface LockSession {
   users: number;
-  readonly connection: Promise<Db>;
-  /** Gives the connection back to the pool (which closes it if it broke). */
-  readonly close: () => void;
+  readonly connection: Promise<ReservedConnection>;
+  /** Its connection ended or broke: every lock on it is gone. */
+  lost: boolean;
+  /** A lock on it could not be released: it is closed, not given back, once its runs are done. */
+  closeOnLeave: boolean;
 }
+
+/** On SQLite: one host, no lock to lose. */
+const NEVER_LOST: HeldLock = { lost: false, check: () => {} };
 
 /**
  * One portal instance's exclusive work. Locks are not counted within an instance (PostgreSQL
@@ -31,21 +74,35 @@ interface LockSession {
 export class ExclusiveLocks {
   #session: LockSession | null = null;
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly keepalive: LockKeepalive = DEFAULT_LOCK_KEEPALIVE,
+  ) {}
 
   /** Runs `work` unless another portal instance is running work under the same `name` right now. */
-  async run<T>(name: string, work: () => Promise<T>): Promise<ExclusiveResult<T>> {
-    if (!isPostgres(this.db)) return { ran: true, value: await work() };
+  async run<T>(name: string, work: (held: HeldLock) => Promise<T>): Promise<ExclusiveResult<T>> {
+    if (!isPostgres(this.db)) return { ran: true, value: await work(NEVER_LOST) };
     const { session, connection, locked } = await this.#take(name);
     try {
       if (!locked) return { ran: false };
+      const held: HeldLock = {
+        get lost() {
+          return session.lost;
+        },
+        check: () => {
+          if (session.lost) throw new LockLost(name);
+        },
+      };
       try {
-        return { ran: true, value: await work() };
+        return { ran: true, value: await work(held) };
       } finally {
-        // A broken connection has lost the lock already; there is nothing left to release.
-        await sql`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${name}))`
-          .execute(connection)
-          .catch(() => this.#discard(session));
+        // A lost connection has lost the lock already; there is nothing left to release. One the
+        // server refused to release (a statement timeout) is closed, which releases it.
+        if (!session.lost)
+          await connection.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_NAMESPACE, name]).catch(() => {
+            session.closeOnLeave = true;
+            this.#discard(session);
+          });
       }
     } finally {
       this.#leave(session);
@@ -54,10 +111,10 @@ export class ExclusiveLocks {
 
   /**
    * Tries the lock on the instance's connection. One that broke since it was reserved (the
-   * server restarted, or ended it) has lost its locks: the runs under way on it go on, and this
-   * one tries once more on a fresh connection.
+   * server restarted, or ended it) has lost its locks: the runs under way on it are told, and
+   * this one tries once more on a fresh connection.
    */
-  async #take(name: string): Promise<{ session: LockSession; connection: Db; locked: boolean }> {
+  async #take(name: string): Promise<{ session: LockSession; connection: ReservedConnection; locked: boolean }> {
     for (let retried = false; ; retried = true) {
       const fresh = this.#session === null;
       const session = this.#join();
@@ -65,6 +122,7 @@ export class ExclusiveLocks {
         const connection = await session.connection;
         return { session, connection, locked: await tryLock(connection, name) };
       } catch (error) {
+        session.lost = true;
         this.#discard(session);
         this.#leave(session);
         if (fresh || retried) throw error;
@@ -78,7 +136,8 @@ export class ExclusiveLocks {
   }
 
   #join(): LockSession {
-    const session = this.#session ?? openSession(this.db);
+    const current = this.#session;
+    const session = current !== null && !current.lost ? current : openSession(this.db, this.keepalive);
     this.#session = session;
     session.users++;
     return session;
@@ -87,34 +146,51 @@ export class ExclusiveLocks {
   #leave(session: LockSession): void {
     session.users--;
     if (session.users > 0) return;
-    session.close();
     this.#discard(session);
+    void session.connection.then(
+      (connection) => connection.release(session.lost || session.closeOnLeave),
+      () => undefined,
+    );
   }
 }
 
-/** Reserves a connection of the pool until `close()`. */
-function openSession(db: Db): LockSession {
-  let close = (): void => {};
-  const closed = new Promise<void>((resolve) => {
-    close = resolve;
-  });
-  const connection = new Promise<Db>((resolve, reject) => {
-    db.connection()
-      .execute(async (reserved) => {
-        resolve(reserved);
-        await closed;
-      })
-      .catch(reject);
-  });
+/** Reserves a connection of the pool, asking the server to notice soon when its peer goes silent. */
+function openSession(db: Db, keepalive: LockKeepalive): LockSession {
+  const session: LockSession = {
+    users: 0,
+    lost: false,
+    closeOnLeave: false,
+    connection: (async () => {
+      const connection = await reserveConnection(db);
+      connection.onLost(() => {
+        session.lost = true;
+      });
+      try {
+        const userTimeoutMs = (keepalive.idleSeconds + keepalive.intervalSeconds * keepalive.count) * 1000;
+        await connection.query(
+          `SELECT set_config('tcp_keepalives_idle', $1, false), set_config('tcp_keepalives_interval', $2, false),
+                  set_config('tcp_keepalives_count', $3, false), set_config('tcp_user_timeout', $4, false)`,
+          [keepalive.idleSeconds, keepalive.intervalSeconds, keepalive.count, userTimeoutMs].map((value) =>
+            String(Math.round(value)),
+          ),
+        );
+      } catch (error) {
+        connection.release(true);
+        throw error;
+      }
+      return connection;
+    })(),
+  };
   // Each run awaits it, and reports its failure; this keeps a failure no run awaits from being unhandled.
-  connection.catch(() => undefined);
-  return { users: 0, connection, close };
+  session.connection.catch(() => undefined);
+  return session;
 }
 
-async function tryLock(connection: Db, name: string): Promise<boolean> {
-  const { rows } = await sql<{
-    locked: boolean;
-  }>`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${name})) AS locked`.execute(connection);
+async function tryLock(connection: ReservedConnection, name: string): Promise<boolean> {
+  const rows = await connection.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [
+    LOCK_NAMESPACE,
+    name,
+  ]);
   return rows[0]?.locked === true;
 }
 
