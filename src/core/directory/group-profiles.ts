@@ -40,6 +40,11 @@ const PENDING_PAGE = 500;
  * the request that made them (the receipts go in its answer), a group of thousands for minutes.
  */
 export const PENDING_CHECK_GRACE_MS = 5 * 60_000;
+/**
+ * Checks one run takes at most (the rest wait for the next run, after the next full pass): a
+ * backlog of a million notes does not hold the checks' lock for an hour.
+ */
+export const PENDING_CHECKS_PER_RUN = 5_000;
 
 /**
  * In a group change's transaction: notes that the profiles of `members` are to be checked.
@@ -77,21 +82,31 @@ export async function applyGroupProfiles(
 }
 
 /**
- * The reconcile pass's part: runs every check noted PENDING_CHECK_GRACE_MS ago or earlier and
- * still there (a portal stopped or failing after a group change), as the portal's own call. A user whose check fails is logged and left noted for
- * the next pass; a database that is away ends the pass. Answers how many checks ran.
+ * Run after each full reconcile pass (under a lock of its own, one portal instance at a time):
+ * runs the checks noted PENDING_CHECK_GRACE_MS ago or earlier and still there (a portal stopped
+ * or failing after a group change), as the portal's own call, at most `limit` users a run (the
+ * rest at the next run). A user whose check fails is logged and left noted for the next run; a
+ * database that is away ends the run, and so does `checkpoint` throwing (the lock was lost, the
+ * portal stops), called before each user. Answers how many checks ran.
  */
-export async function applyPendingGroupProfiles(ctx: PortalContext): Promise<number> {
+export async function applyPendingGroupProfiles(
+  ctx: PortalContext,
+  options: { readonly limit?: number; readonly checkpoint?: () => void } = {},
+): Promise<number> {
+  const limit = options.limit ?? PENDING_CHECKS_PER_RUN;
   const call = portalCall(GROUP_PROFILES_CALL, {});
   const portalCtx: PortalContext = { ...ctx, call, events: ctx.events.forCall(call) };
   const notedBy = formatAtom(new Date(ctx.clock.now().getTime() - PENDING_CHECK_GRACE_MS));
   let after: UserId | null = null;
   let done = 0;
-  for (;;) {
-    const page = await pendingProfileChecks(ctx.db, notedBy, after, PENDING_PAGE);
+  let taken = 0;
+  while (taken < limit) {
+    const page = await pendingProfileChecks(ctx.db, notedBy, after, Math.min(PENDING_PAGE, limit - taken));
     if (page.length === 0) return done;
     for (const { userId, check } of page) {
+      options.checkpoint?.();
       after = userId;
+      taken += 1;
       try {
         await checkProfiles(portalCtx, userId);
         await clearProfileCheck(ctx.db, userId, check);
@@ -105,6 +120,7 @@ export async function applyPendingGroupProfiles(ctx: PortalContext): Promise<num
       }
     }
   }
+  return done;
 }
 
 /** Takes from one user the configurations of mapped profiles no group of theirs grants now; answers their receipts. */

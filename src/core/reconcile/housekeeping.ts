@@ -52,19 +52,29 @@ export interface HousekeepingResult {
   readonly retention: RetentionReport;
 }
 
-/** What every full pass tidies: expired answers kept for retries, the listing journal; and, once a day, the rest. */
+/**
+ * What every full pass tidies: expired answers kept for retries, the listing journal; and, once a
+ * day, the rest. `checkpoint` runs between the steps: it throws to stop there (the lock was lost).
+ */
 export async function runHousekeeping(
   ctx: PortalContext,
+  checkpoint: () => void = () => {},
 ): Promise<{ readonly keptAnswersDeleted: number; readonly daily: HousekeepingResult | null }> {
   const keptAnswersDeleted = await pruneIdempotencyRecords(ctx.db, formatAtom(ctx.clock.now()));
+  checkpoint();
   // The listing journal grows with every change; a reader is never more than half of it behind.
   await pruneListingChanges(ctx.db, LISTING_JOURNAL_SECONDS);
+  checkpoint();
   await pruneChangeMarkers(ctx.db, CHANGE_MARKER_SECONDS);
-  return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx) };
+  checkpoint();
+  return { keptAnswersDeleted, daily: await runHousekeepingIfDue(ctx, checkpoint) };
 }
 
-/** Runs housekeeping unless it already ran today (UTC, by the portal's clock). */
-export async function runHousekeepingIfDue(ctx: PortalContext): Promise<HousekeepingResult | null> {
+/** Runs housekeeping unless it already ran today (UTC, by the portal's clock); `checkpoint` between the steps. */
+export async function runHousekeepingIfDue(
+  ctx: PortalContext,
+  checkpoint: () => void = () => {},
+): Promise<HousekeepingResult | null> {
   const now = ctx.clock.now();
   const today = formatAtom(now).slice(0, 10);
   const lastRun = await readState(ctx.db, LAST_RUN_KEY);
@@ -78,19 +88,24 @@ export async function runHousekeepingIfDue(ctx: PortalContext): Promise<Housekee
   const earliest = dayBefore(today, MAX_CATCH_UP_DAYS);
   if (day < earliest) day = earliest;
   for (; day < today; day = nextDay(day)) {
+    checkpoint();
     await aggregateDay(ctx, day);
     aggregatedDays.push(day);
   }
+  checkpoint();
   const startOfToday = `${today}T00:00:00+00:00`;
   const liveStatsDeleted = await pruneLiveStats(ctx.db, `${dayBefore(today, LIVE_STATS_DAYS)}T00:00:00+00:00`);
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
+  checkpoint();
   // Personal records, each kind by its own retention, a legal hold's kept; one audit row says what went.
   const retention = await applyRetention(ctx);
+  checkpoint();
   const importedRecordsDeleted = await pruneImportedRecords(ctx.db, formatAtom(now));
   const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(
     ctx.db,
     formatAtom(new Date(now.getTime() - ENDED_TOKEN_DAYS * 86_400_000)),
   );
+  checkpoint();
   await writeState(ctx.db, LAST_RUN_KEY, today);
   const result = {
     day: today,

@@ -109,11 +109,13 @@ export type NodeTurn = (
 /**
  * The full pass, run by one portal instance at a time: expired configurations, then every node,
  * whose WireGuard sessions are observed on the way, then the live statistics. Answers the nodes
- * it reconciled.
+ * it reconciled. `checkpoint` runs before each node's turn and before the statistics: it throws
+ * to end the pass there (its lock was lost, the portal stops); the nodes under way finish first.
  */
 export async function reconcileAll(
   ctx: PortalContext,
   turn: NodeTurn = (_daemon, work) => work(),
+  checkpoint: () => void = () => {},
 ): Promise<NodeReconcileResult[]> {
   await deleteExpiredConfigurations(ctx);
   const nodes = ctx.nodes.all();
@@ -122,9 +124,15 @@ export async function reconcileAll(
     nodes.map((daemon, position) => ({ daemon, position })),
     PARALLEL_NODE_PASSES,
     async ({ daemon, position }) => {
-      results[position] = await turn(daemon, () => reconcileNode(ctx, daemon, { observeSessions: true }));
+      checkpoint();
+      results[position] = await turn(daemon, () => {
+        // Checked again once the node's place came: the wait for it may have been long.
+        checkpoint();
+        return reconcileNode(ctx, daemon, { observeSessions: true });
+      });
     },
   );
+  checkpoint();
   await recordLiveStats(ctx);
   return results.filter((result): result is NodeReconcileResult => result !== undefined);
 }

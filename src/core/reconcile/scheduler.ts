@@ -1,7 +1,8 @@
 // When reconcile work runs, per portal instance: a full pass at start and every
 // `reconcileInterval`; a pass for one node as soon as the fleet says it answers again, lost its
-// peers or refused a change; the housekeeping after a full pass, and the profile checks
-// directory group changes left undone (after a full pass, under its lock); and the expiry sweep
+// peers or refused a change; the housekeeping after a full pass; the profile checks directory
+// group changes left undone, after every full pass (run or failed), a bounded share a run, in a
+// lane and under a lock of their own; and the expiry sweep
 // at the moment the next configuration expires, so an expired configuration leaves its node
 // within seconds rather than at the next full pass (the same sweep announces
 // `configuration.expiring` when a warning falls due).
@@ -22,14 +23,24 @@
 //
 // With several portal instances on one PostgreSQL database (advisory locks,
 // src/storage/exclusive.ts): one instance at a time runs a full pass (the others skip theirs),
-// and one at a time the housekeeping; the work on one node, a full pass's or a node pass's, is
+// and one at a time the housekeeping and the profile checks; the work on one node, a full pass's or a node pass's, is
 // done by one instance at a time, so a node that comes back is refilled by one instance, not by
 // all of them at once. A node pass that finds its node taken tries again each second; a full
 // pass leaves that node to the instance at work on it. Sweeps are not locked: they are short,
-// and revisions make it safe for two instances to push to one node at once.
+// and revisions make it safe for two instances to push to one node at once. A lock lost with its
+// connection (a server restart) stops the work under it at its next step, before the next node,
+// between the housekeeping's steps, before the next user's profile check (LockLost, logged at
+// warn): another instance may hold the lock by then. A portal that stops ends a full pass the
+// same way, at its next node.
 import { earliestCertificateExpiry } from '../../storage/certificates.js';
 import { storageOutage } from '../../storage/errors.js';
-import { ExclusiveLocks, type ExclusiveResult } from '../../storage/exclusive.js';
+import {
+  ExclusiveLocks,
+  LockLost,
+  type ExclusiveResult,
+  type HeldLock,
+  type LockKeepalive,
+} from '../../storage/exclusive.js';
 import { earliestPeerExpiry } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
@@ -57,6 +68,14 @@ function nodeLock(nodeNumber: NodeNumber): string {
   return `reconcile-node:${nodeNumber}`;
 }
 
+/** Work ended at its next step because the portal stops. */
+class Stopping extends Error {
+  override readonly name = 'Stopping';
+}
+
+/** The work the scheduler reports on when it fails. */
+type ScheduledWork = 'reconcile pass' | 'housekeeping' | 'directory profile checks' | 'expiry sweep';
+
 export class ReconcileScheduler {
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -66,6 +85,8 @@ export class ReconcileScheduler {
   private sweeping: Promise<void> | null = null;
   /** The housekeeping under way, if any. */
   private housekeeping: Promise<void> | null = null;
+  /** The pending directory profile checks under way, if any. */
+  private profileChecks: Promise<void> | null = null;
   /** Node passes under way or waiting for their place. */
   private readonly nodePasses = new Set<Promise<void>>();
   private readonly pendingNodes = new Set<NodeNumber>();
@@ -76,8 +97,12 @@ export class ReconcileScheduler {
   private stopped = false;
   private intervalMs = 0;
 
-  constructor(private readonly ctx: PortalContext) {
-    this.locks = new ExclusiveLocks(ctx.db);
+  /** `lockKeepalive`: how soon PostgreSQL lets go of the locks of an instance whose host vanished (tests shorten it). */
+  constructor(
+    private readonly ctx: PortalContext,
+    lockKeepalive?: LockKeepalive,
+  ) {
+    this.locks = new ExclusiveLocks(ctx.db, lockKeepalive);
     this.slots = new NodeSlots(PARALLEL_NODE_PASSES, ctx.nodes.listingBudget);
   }
 
@@ -102,10 +127,11 @@ export class ReconcileScheduler {
   async idle(): Promise<void> {
     for (;;) {
       const running = this.running;
-      await Promise.all([running, this.housekeeping, this.sweeping, ...this.nodePasses]);
+      await Promise.all([running, this.housekeeping, this.profileChecks, this.sweeping, ...this.nodePasses]);
       if (
         running === this.running &&
         this.housekeeping === null &&
+        this.profileChecks === null &&
         this.sweeping === null &&
         this.nodePasses.size === 0
       )
@@ -113,25 +139,35 @@ export class ReconcileScheduler {
     }
   }
 
-  /** A full pass, then the housekeeping; resolves once they, and the node passes they set off, are done. */
+  /**
+   * A full pass, then the housekeeping and the pending profile checks; resolves once they, and
+   * the node passes they set off, are done.
+   */
   async runAll(): Promise<void> {
     if (!this.stopped)
       await this.enqueue(async () => {
-        const result = await this.locks.run('reconcile', async () => {
-          await reconcileAll(this.ctx, async (daemon, work) => {
-            const turn = await this.onNode(daemon, 'full pass', work);
-            if (!turn.ran)
-              this.ctx.logger.debug(
-                { nodeNumber: daemon.nodeNumber },
-                `reconcile pass leaves node ${daemon.nodeNumber} alone: another portal instance is reconciling it`,
-              );
-            return turn.ran ? turn.value : undefined;
-          });
-          // The profile checks a directory group change left undone (src/core/directory/group-profiles.ts).
-          await applyPendingGroupProfiles(this.ctx);
-        });
-        if (result.ran) this.startHousekeeping();
-        else this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
+        try {
+          const result = await this.locks.run('reconcile', (held) =>
+            reconcileAll(
+              this.ctx,
+              async (daemon, work) => {
+                const turn = await this.onNode(daemon, 'full pass', work);
+                if (!turn.ran)
+                  this.ctx.logger.debug(
+                    { nodeNumber: daemon.nodeNumber },
+                    `reconcile pass leaves node ${daemon.nodeNumber} alone: another portal instance is reconciling it`,
+                  );
+                return turn.ran ? turn.value : undefined;
+              },
+              () => this.checkpoint(held),
+            ),
+          );
+          if (result.ran) this.startHousekeeping();
+          else this.ctx.logger.info('reconcile pass skipped: another portal instance is running one');
+        } finally {
+          // Whether the pass ran, was skipped or failed: a failing node or a busy lock does not hold them back.
+          this.startProfileChecks();
+        }
         // Not under the lock: each warning is claimed by one instance (src/core/expiry/warnings.ts).
         await announceExpiringConfigurations(this.ctx);
       });
@@ -161,7 +197,10 @@ export class ReconcileScheduler {
           // From here on a new request for the node makes a pass of its own, after this one.
           this.pendingNodes.delete(nodeNumber);
           if (this.stopped) return { ran: true, value: null };
-          return this.locks.run(nodeLock(nodeNumber), () => reconcileNode(this.ctx, daemon));
+          return this.locks.run(nodeLock(nodeNumber), (held) => {
+            held.check();
+            return reconcileNode(this.ctx, daemon);
+          });
         },
         weight,
       );
@@ -169,6 +208,8 @@ export class ReconcileScheduler {
     } catch (error) {
       this.pendingNodes.delete(nodeNumber);
       this.reportFailure('reconcile pass', error);
+      // Its lock went with its connection: tried again, on a fresh one.
+      if (error instanceof LockLost) ran = false;
     }
     if (ran || this.stopped) return;
     this.ctx.logger.debug(
@@ -189,20 +230,50 @@ export class ReconcileScheduler {
    */
   private async onNode<T>(daemon: NodeDaemon, kind: NodeWorkKind, work: () => Promise<T>): Promise<ExclusiveResult<T>> {
     const weight = await expectedListingBytes(this.ctx, daemon);
-    return this.slots.run(daemon.nodeNumber, kind, () => this.locks.run(nodeLock(daemon.nodeNumber), work), weight);
+    return this.slots.run(
+      daemon.nodeNumber,
+      kind,
+      () => this.locks.run(nodeLock(daemon.nodeNumber), () => work()),
+      weight,
+    );
+  }
+
+  /** Between the steps of locked work: ends it when the portal stops or its lock was lost. */
+  private checkpoint(held: HeldLock): void {
+    if (this.stopped) throw new Stopping('the portal stops');
+    held.check();
   }
 
   /** The housekeeping, unless it is under way already; nothing waits for it but `idle()`. */
   private startHousekeeping(): void {
     if (this.housekeeping !== null || this.stopped) return;
     this.housekeeping = this.locks
-      .run('housekeeping', () => runHousekeeping(this.ctx))
+      .run('housekeeping', (held) => runHousekeeping(this.ctx, () => held.check()))
       .then((result) => {
         if (!result.ran) this.ctx.logger.debug('housekeeping skipped: another portal instance is running it');
       })
       .catch((error: unknown) => this.reportFailure('housekeeping', error))
       .finally(() => {
         this.housekeeping = null;
+      });
+  }
+
+  /**
+   * The profile checks directory group changes left undone (src/core/directory/group-profiles.ts),
+   * unless under way already; under a lock of their own, so a large backlog holds back no full pass.
+   */
+  private startProfileChecks(): void {
+    if (this.profileChecks !== null || this.stopped) return;
+    this.profileChecks = this.locks
+      .run('directory-profile-checks', (held) =>
+        applyPendingGroupProfiles(this.ctx, { checkpoint: () => this.checkpoint(held) }),
+      )
+      .then((result) => {
+        if (!result.ran) this.ctx.logger.debug('profile checks skipped: another portal instance is running them');
+      })
+      .catch((error: unknown) => this.reportFailure('directory profile checks', error))
+      .finally(() => {
+        this.profileChecks = null;
       });
   }
 
@@ -222,7 +293,15 @@ export class ReconcileScheduler {
    * the work is tried again at the next interval (a node pass: at the next full pass; a sweep: a
    * second later, as what expired is still there).
    */
-  private reportFailure(what: 'reconcile pass' | 'housekeeping' | 'expiry sweep', error: unknown): void {
+  private reportFailure(what: ScheduledWork, error: unknown): void {
+    if (error instanceof Stopping) {
+      this.ctx.logger.info(`${what} ended early: the portal stops`);
+      return;
+    }
+    if (error instanceof LockLost) {
+      this.ctx.logger.warn({ err: error }, `${what} stopped: its lock was lost with its database connection`);
+      return;
+    }
     const outage = storageOutage(error);
     if (outage === null) this.ctx.logger.error({ err: error }, `${what} failed`);
     else this.ctx.logger.warn({ err: error, outage }, `${what} failed: database ${outage}`);
