@@ -4,7 +4,7 @@
 // while the test ends the lock connection's session. PostgreSQL only (advisory locks).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type OperationNode } from 'kysely';
 import { pino } from 'pino';
 import { ReconcileScheduler } from '../../../src/core/reconcile/index.js';
 import { ExclusiveLocks } from '../../../src/storage/exclusive.js';
@@ -12,10 +12,17 @@ import { HoldStatement } from '../../support/hold-statement.js';
 import { startTestPortal } from '../../support/test-portal.js';
 import { until, within } from '../../support/until.js';
 
+/** The pass's first statement, under its lock: the expired configurations it reads before the nodes. */
+const expiredConfigurationsRead = (node: OperationNode, text: string): boolean =>
+  node.kind === 'SelectQueryNode' &&
+  text.includes('"wg_peers"') &&
+  text.includes('"LimitNode"') &&
+  text.includes('"expires_at"');
+
 test('a full pass whose lock was lost with its connection stops before its nodes and its statistics', async (t) => {
   const warnings: string[] = [];
   const logger = pino(
-    { level: 'warn' },
+    { level: 'debug' },
     { write: (line: string) => warnings.push(String((JSON.parse(line) as Record<string, unknown>)['msg'])) },
   );
   const portal = await startTestPortal({ config: { reconcileInterval: 'PT1H' } });
@@ -25,8 +32,7 @@ test('a full pass whose lock was lost with its connection stops before its nodes
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
   const ctx = portal.portal.ctx;
-  // Held at its first statement: the expired configurations it reads before the nodes.
-  const hold = new HoldStatement((node, text) => node.kind === 'SelectQueryNode' && text.includes('"wg_peers"'));
+  const hold = new HoldStatement(expiredConfigurationsRead);
   // A node's turn begins by weighing the node: its peers counted.
   const nodeTurn = new HoldStatement(
     (node, text) => node.kind === 'SelectQueryNode' && text.includes('"node_number"') && text.includes('"count"'),
@@ -55,7 +61,8 @@ test('a full pass whose lock was lost with its connection stops before its nodes
         ctx.db,
       )
     ).rows.map((row) => row.pid);
-  // The portal's own first pass and its housekeeping are done: the locks held from now on are the pass's.
+  // The portal's own passes and their housekeeping are done: the locks held from now on are the pass's.
+  await portal.portal.reconcileNow();
   await until('the portal’s own reconcile work is done', async () => (await holders()).length === 0);
   const pass = scheduler.runAll();
   await within(hold.reached, 'the full pass reached the held statement', 15_000);
@@ -99,4 +106,34 @@ test('a full pass whose lock was lost with its connection stops before its nodes
   );
   otherFinish();
   assert.deepEqual(await otherPass, { ran: true, value: undefined });
+});
+
+test('a portal that stops ends its full pass before the next node, and idle() does not wait for the rest', async (t) => {
+  const portal = await startTestPortal({ config: { reconcileInterval: 'PT1H' } });
+  const ctx = portal.portal.ctx;
+  const hold = new HoldStatement(expiredConfigurationsRead);
+  const nodeTurn = new HoldStatement(
+    (node, text) => node.kind === 'SelectQueryNode' && text.includes('"node_number"') && text.includes('"count"'),
+    { armed: false },
+  );
+  const scheduler = new ReconcileScheduler({ ...ctx, db: ctx.db.withPlugin(hold).withPlugin(nodeTurn) });
+  t.after(async () => {
+    hold.release();
+    nodeTurn.release();
+    await scheduler.idle();
+    await portal.close();
+  });
+  await portal.portal.reconcileNow();
+  const pass = scheduler.runAll();
+  await within(hold.reached, 'the full pass reached the held statement', 15_000);
+  scheduler.stop();
+  nodeTurn.arm();
+  hold.release();
+  await within(pass, 'the stopped pass ended', 15_000);
+  await within(scheduler.idle(), 'idle() after the stop', 5_000);
+  assert.equal(
+    await Promise.race([nodeTurn.reached.then(() => true), Promise.resolve(false)]),
+    false,
+    'no node’s turn began after the stop',
+  );
 });
