@@ -14,6 +14,7 @@
 // instead.
 import { sql } from 'kysely';
 import { isPostgres, reserveConnection, type Db, type ReservedConnection } from './database.js';
+import { isConnectionLost } from './errors.js';
 
 /** First key of every advisory lock the portal takes ("vpnp"), so other applications' locks do not collide. */
 const LOCK_NAMESPACE = 0x76706e70;
@@ -74,9 +75,11 @@ const NEVER_LOST: HeldLock = { lost: false, check: () => {} };
 export class ExclusiveLocks {
   #session: LockSession | null = null;
 
+  /** `onKeepaliveRefused`: told when the server refuses the keepalive settings (the locks work without them). */
   constructor(
     private readonly db: Db,
     private readonly keepalive: LockKeepalive = DEFAULT_LOCK_KEEPALIVE,
+    private readonly onKeepaliveRefused: (error: unknown) => void = () => {},
   ) {}
 
   /** Runs `work` unless another portal instance is running work under the same `name` right now. */
@@ -137,7 +140,8 @@ export class ExclusiveLocks {
 
   #join(): LockSession {
     const current = this.#session;
-    const session = current !== null && !current.lost ? current : openSession(this.db, this.keepalive);
+    const session =
+      current !== null && !current.lost ? current : openSession(this.db, this.keepalive, this.onKeepaliveRefused);
     this.#session = session;
     session.users++;
     return session;
@@ -155,7 +159,7 @@ export class ExclusiveLocks {
 }
 
 /** Reserves a connection of the pool, asking the server to notice soon when its peer goes silent. */
-function openSession(db: Db, keepalive: LockKeepalive): LockSession {
+function openSession(db: Db, keepalive: LockKeepalive, onKeepaliveRefused: (error: unknown) => void): LockSession {
   const session: LockSession = {
     users: 0,
     lost: false,
@@ -175,8 +179,14 @@ function openSession(db: Db, keepalive: LockKeepalive): LockSession {
           ),
         );
       } catch (error) {
-        connection.release(true);
-        throw error;
+        if (isConnectionLost(error)) {
+          connection.release(true);
+          throw error;
+        }
+        // A server before PostgreSQL 12 (no tcp_user_timeout) or a pooler that refuses the
+        // settings: the locks still work, freed after a vanished host only by the system's
+        // keepalive, as before these settings.
+        onKeepaliveRefused(error);
       }
       return connection;
     })(),

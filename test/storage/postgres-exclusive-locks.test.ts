@@ -75,3 +75,26 @@ test('the locks of an instance whose host went silent are taken by another insta
     await held.catch(() => undefined);
   }
 });
+
+test('a server that refuses the keepalive settings still gives the locks, and the refusal is told', async (t) => {
+  const server = postgresServerUrl();
+  const { name, url } = await createTestDatabase(server);
+  t.after(() => dropTestDatabase(server, name));
+  const db = connectDatabase({ dialect: 'postgres', url });
+  t.after(() => db.destroy());
+  const refusals: unknown[] = [];
+  // A negative count is refused by every PostgreSQL, as tcp_user_timeout is by one before 12.
+  const locks = new ExclusiveLocks(db, { idleSeconds: 20, intervalSeconds: 5, count: -1 }, (error) =>
+    refusals.push(error),
+  );
+
+  assert.deepEqual(await locks.run('reconcile', async () => 'ran'), { ran: true, value: 'ran' });
+  assert.equal(refusals.length, 1);
+  assert.match(String(refusals[0]), /tcp_keepalives_count/);
+  const other = new ExclusiveLocks(db);
+  assert.deepEqual(
+    await locks.run('reconcile', () => other.run('reconcile', async () => 'twice')),
+    { ran: true, value: { ran: false } },
+    'the lock is held while its run lasts',
+  );
+});

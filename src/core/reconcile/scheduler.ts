@@ -102,7 +102,12 @@ export class ReconcileScheduler {
     private readonly ctx: PortalContext,
     lockKeepalive?: LockKeepalive,
   ) {
-    this.locks = new ExclusiveLocks(ctx.db, lockKeepalive);
+    this.locks = new ExclusiveLocks(ctx.db, lockKeepalive, (error) =>
+      ctx.logger.warn(
+        { err: error },
+        'the database refused the lock connection keepalive settings: the locks of a portal host that vanishes are freed only by the system TCP keepalive (hours)',
+      ),
+    );
     this.slots = new NodeSlots(PARALLEL_NODE_PASSES, ctx.nodes.listingBudget);
   }
 
