@@ -60,6 +60,12 @@ export function addLargeBodyGate(app: FastifyInstance, options: LargeBodyGateOpt
       void reply.header('retry-after', String(options.retryAfterSeconds));
       throw options.busy();
     }
+    // A client gone while it waited (or while the guard before this hook ran) closed its
+    // connection already: no close event is left to come, so the slot goes back now.
+    if (request.raw.socket.destroyed || reply.raw.destroyed) {
+      slot.release();
+      throw options.busy();
+    }
     releaseWhenDone(reply, () => slot.release());
     return payload;
   });
