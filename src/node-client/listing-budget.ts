@@ -25,20 +25,35 @@ export function listingBudgetBytes(heapLimitBytes = getHeapStatistics().heap_siz
 
 interface Waiting {
   readonly weight: number;
+  readonly ticket: number;
   readonly enter: () => void;
 }
 
+/** A taker that orders its own queue (NodeSlots) and shares the budget's order by ticket. */
+export interface OrderedTaker {
+  /** The ticket of its work that would take weight next, or Infinity when none could run now. */
+  readonly nextTicket: () => number;
+  /** Called when weight is given back or the order moves: it may try to take now. */
+  readonly admit: () => void;
+}
+
+/** Tickets for work that goes before every listing: a pass for one node, which carries revocations. */
+export const FIRST_TICKET = 0;
+
 /**
  * Weight held at once stays within `limit`, except that one holder is always let in when there is
- * none. `run` waits in order of asking, and the first waiting keeps its turn (lighter work does
- * not pass it); a taker that orders its own queue (NodeSlots) takes weight with `tryTake` only
- * when nobody waits here, and is told by `onGiven` when weight comes back.
+ * none. Everything waits in one order, by ticket: `run` (a listing) takes one as it asks, and a
+ * taker that orders its own queue (NodeSlots) gives each of its works one, or FIRST_TICKET for a
+ * pass for one node (revocations a node missed must not wait for listings, however many come).
+ * The first in that order keeps its turn: lighter work behind it does not pass it, so a heavy node
+ * is not put off for as long as light ones keep coming, nor a pass for as long as listings do.
  */
 export class ListingBudget {
   #held = 0;
   #holders = 0;
+  #tickets = FIRST_TICKET;
   readonly #waiting: Waiting[] = [];
-  readonly #listeners = new Set<() => void>();
+  readonly #takers = new Set<OrderedTaker>();
 
   constructor(readonly limit: number) {}
 
@@ -47,9 +62,16 @@ export class ListingBudget {
     return this.#held;
   }
 
-  /** Takes `weight` now if it fits beside what is held (or nothing is held) and no `run` waits. */
-  tryTake(weight: number): boolean {
-    if (this.#waiting.length > 0 || !this.#fits(weight)) return false;
+  /** A place in the order, after every one given before. */
+  ticket(): number {
+    this.#tickets += 1;
+    return this.#tickets;
+  }
+
+  /** Takes `weight` now if it fits beside what is held (or nothing is held) and no listing holding an earlier ticket waits. */
+  tryTake(weight: number, ticket: number): boolean {
+    const first = this.#waiting[0];
+    if ((first !== undefined && first.ticket < ticket) || !this.#fits(weight)) return false;
     this.#take(weight);
     return true;
   }
@@ -61,15 +83,16 @@ export class ListingBudget {
     this.#wake();
   }
 
-  /** Called whenever weight is given back (after the waiting `run`s had their turn). */
-  onGiven(listener: () => void): void {
-    this.#listeners.add(listener);
+  /** Shares the budget's order with a taker that orders its own queue. */
+  shareWith(taker: OrderedTaker): void {
+    this.#takers.add(taker);
   }
 
-  /** Runs `work` once its weight fits, holding the weight until it ends. */
+  /** Runs `work` once its weight fits and its turn has come, holding the weight until it ends. */
   async run<T>(weight: number, work: () => Promise<T>): Promise<T> {
+    const ticket = this.ticket();
     await new Promise<void>((enter) => {
-      this.#waiting.push({ weight, enter });
+      this.#waiting.push({ weight, ticket, enter });
       this.#wake();
     });
     try {
@@ -89,11 +112,17 @@ export class ListingBudget {
   }
 
   #wake(): void {
-    for (let next = this.#waiting[0]; next !== undefined && this.#fits(next.weight); next = this.#waiting[0]) {
+    for (let next = this.#waiting[0]; next !== undefined; next = this.#waiting[0]) {
+      if (!this.#fits(next.weight) || this.#takerBefore(next.ticket)) break;
       this.#waiting.shift();
       this.#take(next.weight);
       next.enter();
     }
-    if (this.#waiting.length === 0) for (const listener of this.#listeners) listener();
+    for (const taker of this.#takers) taker.admit();
+  }
+
+  #takerBefore(ticket: number): boolean {
+    for (const taker of this.#takers) if (taker.nextTicket() < ticket) return true;
+    return false;
   }
 }

@@ -98,3 +98,46 @@ test('a waiting listing keeps its turn: passes that would fit beside the work un
   light.finish();
   await Promise.all([listingRun, lightRun]);
 });
+
+test('a pass for one node goes before listings that keep coming, and a full pass’s node takes its turn among them', async () => {
+  const budget = new ListingBudget(20);
+  const slots = new NodeSlots(4, budget);
+  const started: string[] = [];
+  // Two pollers whose listings overlap: one always waits while the other runs.
+  const first = heldWork(started, 'listing 1');
+  const firstRun = budget.run(15, first.work);
+  const second = heldWork(started, 'listing 2');
+  const secondRun = budget.run(15, second.work);
+  const nodePass = heldWork(started, 'node pass');
+  const nodePassRun = slots.run(asNodeNumber(1), 'node pass', nodePass.work, 10);
+  const fullPass = heldWork(started, 'full pass');
+  const fullPassRun = slots.run(asNodeNumber(2), 'full pass', fullPass.work, 10);
+  const third = heldWork(started, 'listing 3');
+  const thirdRun = budget.run(15, third.work);
+  await settle();
+  assert.deepEqual(started, ['listing 1']);
+
+  first.finish();
+  await firstRun;
+  await settle();
+  assert.deepEqual(started, ['listing 1', 'node pass'], 'the node pass before the listing that asked before it');
+  nodePass.finish();
+  await nodePassRun;
+  await settle();
+  assert.deepEqual(started, ['listing 1', 'node pass', 'listing 2'], 'the full pass asked after listing 2');
+  second.finish();
+  await secondRun;
+  await settle();
+  assert.deepEqual(
+    started,
+    ['listing 1', 'node pass', 'listing 2', 'full pass'],
+    'the full pass asked before listing 3: its turn comes first',
+  );
+  fullPass.finish();
+  await fullPassRun;
+  await settle();
+  assert.deepEqual(started, ['listing 1', 'node pass', 'listing 2', 'full pass', 'listing 3']);
+  third.finish();
+  await thirdRun;
+  assert.equal(budget.held, 0);
+});

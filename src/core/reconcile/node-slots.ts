@@ -9,7 +9,7 @@
 // at all). The budget may be shared with other readers of node listings (the Admin API's
 // connection listings: src/node-client/listing-budget.ts).
 import type { NodeNumber } from '../../shared/ids.js';
-import { ListingBudget } from '../../node-client/listing-budget.js';
+import { FIRST_TICKET, ListingBudget } from '../../node-client/listing-budget.js';
 
 /** Who asks for a place: a pass for one node goes before the full pass's next node. */
 export type NodeWorkKind = 'node pass' | 'full pass';
@@ -18,6 +18,8 @@ interface Waiting {
   readonly nodeNumber: NodeNumber;
   readonly kind: NodeWorkKind;
   readonly weight: number;
+  /** Its place in the budget's order: FIRST_TICKET for a node pass, before every listing. */
+  readonly ticket: number;
   readonly enter: () => void;
 }
 
@@ -37,13 +39,17 @@ export class NodeSlots {
     budget: number | ListingBudget = Number.POSITIVE_INFINITY,
   ) {
     this.#budget = budget instanceof ListingBudget ? budget : new ListingBudget(budget);
-    this.#budget.onGiven(() => this.#admit());
+    this.#budget.shareWith({
+      nextTicket: () => this.#next()?.ticket ?? Number.POSITIVE_INFINITY,
+      admit: () => this.#admit(),
+    });
   }
 
   /** Runs `work` once a place and its weight are free and no other work holds this node. */
   async run<T>(nodeNumber: NodeNumber, kind: NodeWorkKind, work: () => Promise<T>, weight = 0): Promise<T> {
     await new Promise<void>((enter) => {
-      this.#waiting.push({ nodeNumber, kind, weight, enter });
+      const ticket = kind === 'node pass' ? FIRST_TICKET : this.#budget.ticket();
+      this.#waiting.push({ nodeNumber, kind, weight, ticket, enter });
       this.#admit();
     });
     try {
@@ -69,22 +75,25 @@ export class NodeSlots {
   /**
    * Admits in order: the first waiting work whose node is free (node passes first) enters when
    * its weight fits beside the work under way, or when nothing is under way (with a shared
-   * budget: beside every holder's, and after the budget's own waiting work). One that does not
+   * budget: beside every holder's, and after the listings that asked before it; a node pass goes
+   * before every listing, src/node-client/listing-budget.ts). One that does not
    * fit waits for weight to be given back, and keeps its turn: lighter work behind it does not
    * pass it, so a heavy node is not put off for as long as light ones keep coming.
    */
   #admit(): void {
-    while (this.#busyNodes.size < this.places) {
-      const free = (kind: NodeWorkKind) =>
-        this.#waiting.findIndex((entry) => entry.kind === kind && !this.#busyNodes.has(entry.nodeNumber));
-      const nodePass = free('node pass');
-      const index = nodePass === -1 ? free('full pass') : nodePass;
-      const next = this.#waiting[index];
-      if (next === undefined) return;
-      if (!this.#budget.tryTake(next.weight)) return;
-      this.#waiting.splice(index, 1);
+    for (let next = this.#next(); next !== undefined; next = this.#next()) {
+      if (!this.#budget.tryTake(next.weight, next.ticket)) return;
+      this.#waiting.splice(this.#waiting.indexOf(next), 1);
       this.#busyNodes.set(next.nodeNumber, next.weight);
       next.enter();
     }
+  }
+
+  /** The work that would enter next (a node pass first), if a place is free for it. */
+  #next(): Waiting | undefined {
+    if (this.#busyNodes.size >= this.places) return undefined;
+    const free = (kind: NodeWorkKind) =>
+      this.#waiting.find((entry) => entry.kind === kind && !this.#busyNodes.has(entry.nodeNumber));
+    return free('node pass') ?? free('full pass');
   }
 }
