@@ -142,6 +142,12 @@ export interface NodePassOptions {
   readonly observeSessions?: boolean;
 }
 
+/**
+ * One node's pass. A node that stops answering under it (held for down after one timeout) is
+ * sent nothing more by this pass: each change would wait out its own timeout while the pass
+ * holds the node's place and weight, which other nodes' passes and the listings wait for. Its
+ * recovery pass, when it answers again, does the rest; nothing unconfirmed is confirmed.
+ */
 export async function reconcileNode(
   ctx: PortalContext,
   daemon: NodeDaemon,
@@ -199,6 +205,7 @@ async function reconcileNodeOnce(
     );
     const gone: { publicKey: string; nodeNumber: NodeNumber; answer: RemovedPeer | null }[] = [];
     await forEachLimited(removals, PARALLEL_CHANGES_PER_NODE, async (removal) => {
+      if (ctx.nodes.isDown(nodeNumber)) return;
       const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({
         answer: await node.removePeer(removal.publicKey, removal.revision),
       }));
@@ -276,6 +283,7 @@ async function addMissing(
         await readNextChunk();
         continue;
       }
+      if (ctx.nodes.isDown(nodeNumber)) return;
       if (ready.length < PARALLEL_CHANGES_PER_NODE && nextChunk < missing.length) void readNextChunk();
       if ((await send(peers)) === true) added += peers.length;
     }
@@ -318,6 +326,7 @@ async function confirmPendingRevocations(
     await removalsFor(ctx, nodeNumber, [...unconfirmed]),
     PARALLEL_CHANGES_PER_NODE,
     async (removal) => {
+      if (ctx.nodes.isDown(nodeNumber)) return;
       const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) =>
         node.removePeer(removal.publicKey, removal.revision).then(() => true),
       );
