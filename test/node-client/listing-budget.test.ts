@@ -5,23 +5,7 @@ import { test } from 'node:test';
 import { ListingBudget, listingBudgetBytes } from '../../src/node-client/listing-budget.js';
 import { NodeSlots } from '../../src/core/reconcile/node-slots.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
-
-/** Work that runs until the test ends it, noting when it started. */
-function heldWork(started: string[], name: string) {
-  let finish = (): void => {};
-  const done = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  return {
-    work: async () => {
-      started.push(name);
-      await done;
-    },
-    finish,
-  };
-}
-
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+import { heldWork, settle } from '../support/held-work.js';
 
 test('at the 192 MB cap the budget holds one full wireguard-go node’s listing, not two', () => {
   const budget = listingBudgetBytes(251.7 * 1024 * 1024);

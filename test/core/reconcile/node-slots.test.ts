@@ -5,23 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { NodeSlots } from '../../../src/core/reconcile/node-slots.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
-
-/** Work that runs until the test ends it, noting when it started. */
-function heldWork(started: string[], name: string) {
-  let finish = (): void => {};
-  const done = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  return {
-    work: async () => {
-      started.push(name);
-      await done;
-    },
-    finish,
-  };
-}
-
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+import { heldWork, settle } from '../../support/held-work.js';
 
 test('no more nodes at once than the places, and a node pass takes the next free place before the full pass’s next node', async () => {
   const slots = new NodeSlots(2);
