@@ -4,14 +4,12 @@
 // than as one more warning, and says it no more once the node lists less. The node is a local
 // HTTP server that answers `/i/node` as a node does and `peer_list` with 33 MiB of peers.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
 import { LIST_ANSWER_BYTES } from '../../../src/node-client/daemon-client.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { capturedLog } from '../../support/captured-log.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { answerJson, startPortalOnStandIn, startStandInNode } from '../../support/stand-in-node.js';
 
 const NODE = asNodeNumber(0);
 /** One of the shortest entries a node may list (about 90 bytes). */
@@ -35,44 +33,14 @@ function writeLongList(response: ServerResponse): void {
 
 test('a node whose peer list is over the limit is said to be so at error level, in the metrics and on its state, until it lists less', async (t) => {
   let tooLong = true;
-  const server = createServer((request, response) => {
-    request.resume();
-    const path = new URL(request.url ?? '/', 'http://node').pathname;
-    if (path === '/i/node')
-      return void response
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({ rel_load_average: [0], load_average: [0], cpu_count: 1, node_uptime: 1, w_peer_count: 0 }),
-        );
-    if (path === '/w/peer_list') {
-      if (tooLong) return writeLongList(response);
-      return void response.writeHead(200, { 'content-type': 'application/json' }).end('{"peer_list":[]}');
-    }
-    response.writeHead(404).end('{"error":"not found"}');
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
+  const nodeUrl = await startStandInNode(t, (path, response) => {
+    if (path !== '/w/peer_list') return false;
+    if (tooLong) writeLongList(response);
+    else answerJson(response, { peer_list: [] });
+    return true;
   });
   const log = capturedLog();
-  const portal = await startTestPortal({
-    logger: log.logger,
-    config: {
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.46.0.0/24',
-          wRangeSix: 'fd46::/64',
-          nodeUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        },
-      ],
-    },
-  });
-  t.after(() => portal.close());
+  const portal = await startPortalOnStandIn(t, nodeUrl, { logger: log.logger });
   const metric = async (): Promise<string | undefined> =>
     /^vpn_portal_node_listing_over_limit\{node="0",listing="peer_list"\} (\d+)$/m.exec(
       await (await fetch(portal.portal.metricsUrl ?? '')).text(),

@@ -4,15 +4,12 @@
 // node is a local HTTP server that answers `/i/node` and lists more peers than the pass may
 // send at once, all unwanted, and never answers a removal.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { PARALLEL_CHANGES_PER_NODE } from '../../../src/core/reconcile/pass.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { confirmNodeReset } from '../../../src/storage/node-resets.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { answerJson, startPortalOnStandIn, startStandInNode } from '../../support/stand-in-node.js';
 
 const NODE = asNodeNumber(0);
 const UNWANTED = PARALLEL_CHANGES_PER_NODE + 40;
@@ -25,47 +22,17 @@ test('a node that stops answering under a pass is sent no more removals by it, o
     bytes_in: 0,
     bytes_out: 0,
   }));
-  const server = createServer((request, response) => {
-    request.resume();
-    const path = new URL(request.url ?? '/', 'http://node').pathname;
+  const nodeUrl = await startStandInNode(t, (path, response) => {
     // Hung whole from its first removal on, as a stopped agent is: the probe does not see it back.
     if (removalsAsked > 0 || path === '/w/remove_peer') {
       if (path === '/w/remove_peer') removalsAsked += 1;
-      return;
+      return true;
     }
-    if (path === '/i/node')
-      return void response
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({ rel_load_average: [0], load_average: [0], cpu_count: 1, node_uptime: 1, w_peer_count: 0 }),
-        );
-    if (path === '/w/peer_list')
-      return void response
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ peer_list: peers }));
-    response.writeHead(404).end('{"error":"not found"}');
+    if (path !== '/w/peer_list') return false;
+    answerJson(response, { peer_list: peers });
+    return true;
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const portal = await startTestPortal({
-    config: {
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.46.0.0/24',
-          wRangeSix: 'fd46::/64',
-          nodeUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        },
-      ],
-    },
-  });
-  t.after(() => portal.close());
+  const portal = await startPortalOnStandIn(t, nodeUrl);
   // An administrator confirmed the node may be emptied (`vpn-portal node-reset 0`).
   await confirmNodeReset(portal.portal.ctx.db, NODE, formatAtom(new Date()));
 
