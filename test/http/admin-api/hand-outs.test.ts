@@ -10,12 +10,12 @@ import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { rotateAdminKey } from '../../../src/core/access/admin-keys.js';
-import { SECRET_KEY_LINEAGE } from '../../../src/core/admin-call.js';
-import { createWebhookSubscription, deleteWebhookSubscription } from '../../../src/core/webhooks/index.js';
+import { deleteWebhookSubscription } from '../../../src/core/webhooks/index.js';
 import { IdempotentCalls } from '../../../src/http/admin-api/idempotency.js';
 import { unlinkedKeptAnswers } from '../../../src/storage/migrations/0042-unlinked-kept-answers.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../../support/device-keys.js';
+import { createWebhookRaced } from '../../support/raced-webhook.js';
 import { errorBody } from '../../support/raw-http.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../../support/test-portal.js';
 
@@ -239,27 +239,10 @@ test('extend drops the kept create answer of an OpenVPN configuration (its certi
 test('an answer kept after its change is dropped at once when another change ended what it handed out in between', async (t) => {
   const portal = await startPortal(t);
   const { ctx } = portal.portal;
-  let webhookId = '';
-  const outcome = await new IdempotentCalls(ctx).run(
-    {
-      keyLineage: SECRET_KEY_LINEAGE,
-      idempotencyKey: 'raced',
-      call: 'create_webhook',
-      fingerprint: 'f'.repeat(64),
-      handedOutBy: () => ({ kind: 'webhook-secret', id: webhookId }),
-    },
-    async () => {
-      const made = await createWebhookSubscription(ctx, {
-        url: new URL('https://192.0.2.1/hooks'),
-        eventTypes: ['user.created'],
-        description: null,
-      });
-      webhookId = made.webhook.webhook_id;
-      // Its closing write finds no answer to drop: this request keeps its answer only after.
-      await deleteWebhookSubscription(ctx, webhookId);
-      return { status: 200, json: made };
-    },
-  );
+  const outcome = await createWebhookRaced(new IdempotentCalls(ctx), ctx, async (webhookId) => {
+    // Its closing write finds no answer to drop: this request keeps its answer only after.
+    await deleteWebhookSubscription(ctx, webhookId);
+  });
   assert.equal(outcome.replayed, false);
   assert.deepEqual(await keptAnswers(portal), { raced: 'webhook-secret revoked' }, 'kept, read again, dropped');
 });

@@ -13,9 +13,9 @@ import type {
   QueryResult,
   UnknownRow,
 } from 'kysely';
-import { SECRET_KEY_LINEAGE } from '../../../src/core/admin-call.js';
-import { createWebhookSubscription, deleteWebhookSubscription } from '../../../src/core/webhooks/index.js';
+import { deleteWebhookSubscription } from '../../../src/core/webhooks/index.js';
 import { IdempotentCalls } from '../../../src/http/admin-api/idempotency.js';
+import { createWebhookRaced } from '../../support/raced-webhook.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
 /** A promise with its resolve, to signal a point reached. */
@@ -75,26 +75,13 @@ test('a webhook deleted between create_webhook’s change and the keeping of its
   const hold = new HoldBeforeCommit();
   const lock = new SeeLock();
   let deletion: Promise<unknown> = Promise.resolve();
-  let webhookId = '';
-  const request = new IdempotentCalls({ ...ctx, db: ctx.db.withPlugin(lock) }).run(
-    {
-      keyLineage: SECRET_KEY_LINEAGE,
-      idempotencyKey: 'raced',
-      call: 'create_webhook',
-      fingerprint: 'f'.repeat(64),
-      handedOutBy: () => ({ kind: 'webhook-secret', id: webhookId }),
-    },
-    async () => {
-      const made = await createWebhookSubscription(ctx, {
-        url: new URL('https://192.0.2.1/hooks'),
-        eventTypes: ['user.created'],
-        description: null,
-      });
-      webhookId = made.webhook.webhook_id;
+  const request = createWebhookRaced(
+    new IdempotentCalls({ ...ctx, db: ctx.db.withPlugin(lock) }),
+    ctx,
+    async (webhookId) => {
       // The deletion's closing write finds the answer still pending; its COMMIT is held.
       deletion = deleteWebhookSubscription({ ...ctx, db: ctx.db.withPlugin(hold) }, webhookId);
       await hold.reached;
-      return { status: 200, json: made };
     },
   );
   // The request keeps its answer and reads the webhook again; it may finish first only if it
