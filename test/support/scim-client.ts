@@ -115,3 +115,13 @@ export async function seedScimGroup(
       .execute();
   return scimId;
 }
+
+/** The member ids of a group as stored, sorted: what a change really wrote, whatever it answered. */
+export async function storedMembers(portal: TestPortal, groupId: string): Promise<string[]> {
+  const rows = await portal.portal.ctx.db
+    .selectFrom('scim_group_members')
+    .select('member_id')
+    .where('group_id', '=', groupId)
+    .execute();
+  return rows.map((row) => row.member_id).sort();
+}

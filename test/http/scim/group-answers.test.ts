@@ -10,19 +10,17 @@ import { test } from 'node:test';
 import { MAX_LISTED_MEMBERS } from '../../../src/protocol/scim.js';
 import { SCIM_RETRY_AFTER_SECONDS } from '../../../src/http/scim/surface.js';
 import { makeAdminKey } from '../../support/admin-keys.js';
-import { patchOp, resourcesOf, scimClient, seedScimGroup, seedScimUsers } from '../../support/scim-client.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import {
+  patchOp,
+  resourcesOf,
+  scimClient,
+  seedScimGroup,
+  seedScimUsers,
+  storedMembers,
+} from '../../support/scim-client.js';
+import { startTestPortal } from '../../support/test-portal.js';
 
 const config = { scim: { allowList: ['127.0.0.0/8'] } };
-
-async function storedMembers(portal: TestPortal, groupId: string): Promise<string[]> {
-  const rows = await portal.portal.ctx.db
-    .selectFrom('scim_group_members')
-    .select('member_id')
-    .where('group_id', '=', groupId)
-    .execute();
-  return rows.map((row) => row.member_id).sort();
-}
 
 test('attributes and excludedAttributes choose what a group answer holds; a list answer holds members up to its bound, a group past it listed without them', async (t) => {
   const portal = await startTestPortal({ config });

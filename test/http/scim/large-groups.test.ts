@@ -6,19 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { makeAdminKey } from '../../support/admin-keys.js';
-import { patchOp, scimClient, seedScimUsers } from '../../support/scim-client.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { patchOp, scimClient, seedScimUsers, storedMembers } from '../../support/scim-client.js';
+import { startTestPortal } from '../../support/test-portal.js';
 
 const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
-
-async function storedMembers(portal: TestPortal, groupId: string): Promise<string[]> {
-  const rows = await portal.portal.ctx.db
-    .selectFrom('scim_group_members')
-    .select('member_id')
-    .where('group_id', '=', groupId)
-    .execute();
-  return rows.map((row) => row.member_id).sort();
-}
 
 function memberValues(body: Record<string, unknown> | null): string[] {
   return ((body?.['members'] ?? []) as { value: string }[]).map((member) => member.value);
