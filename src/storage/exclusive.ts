@@ -75,12 +75,17 @@ const NEVER_LOST: HeldLock = { lost: false, check: () => {} };
 export class ExclusiveLocks {
   #session: LockSession | null = null;
 
-  /** `onKeepaliveRefused`: told when the server refuses the keepalive settings (the locks work without them). */
+  /** The settings each new lock connection asks for; null once the server refused them (not asked again). */
+  #keepalive: LockKeepalive | null;
+
+  /** `onKeepaliveRefused`: told once, when the server refuses the keepalive settings (the locks work without them). */
   constructor(
     private readonly db: Db,
-    private readonly keepalive: LockKeepalive = DEFAULT_LOCK_KEEPALIVE,
+    keepalive: LockKeepalive = DEFAULT_LOCK_KEEPALIVE,
     private readonly onKeepaliveRefused: (error: unknown) => void = () => {},
-  ) {}
+  ) {
+    this.#keepalive = keepalive;
+  }
 
   /** Runs `work` unless another portal instance is running work under the same `name` right now. */
   async run<T>(name: string, work: (held: HeldLock) => Promise<T>): Promise<ExclusiveResult<T>> {
@@ -141,7 +146,13 @@ export class ExclusiveLocks {
   #join(): LockSession {
     const current = this.#session;
     const session =
-      current !== null && !current.lost ? current : openSession(this.db, this.keepalive, this.onKeepaliveRefused);
+      current !== null && !current.lost
+        ? current
+        : openSession(this.db, this.#keepalive, (error) => {
+            if (this.#keepalive === null) return;
+            this.#keepalive = null;
+            this.onKeepaliveRefused(error);
+          });
     this.#session = session;
     session.users++;
     return session;
@@ -159,7 +170,11 @@ export class ExclusiveLocks {
 }
 
 /** Reserves a connection of the pool, asking the server to notice soon when its peer goes silent. */
-function openSession(db: Db, keepalive: LockKeepalive, onKeepaliveRefused: (error: unknown) => void): LockSession {
+function openSession(
+  db: Db,
+  keepalive: LockKeepalive | null,
+  onKeepaliveRefused: (error: unknown) => void,
+): LockSession {
   const session: LockSession = {
     users: 0,
     lost: false,
@@ -169,6 +184,7 @@ function openSession(db: Db, keepalive: LockKeepalive, onKeepaliveRefused: (erro
       connection.onLost(() => {
         session.lost = true;
       });
+      if (keepalive === null) return connection;
       try {
         const userTimeoutMs = (keepalive.idleSeconds + keepalive.intervalSeconds * keepalive.count) * 1000;
         await connection.query(
