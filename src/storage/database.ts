@@ -378,8 +378,16 @@ class ClosingClient implements PostgresPoolClient {
   reserve(): ReservedConnection {
     let released = false;
     const unwatch: (() => void)[] = [];
+    // Its holders send statements whenever they need to (an instance's lock runs start and end
+    // independently); the driver would queue one sent while another runs, but is to refuse it in
+    // its next major version: they are sent one after the other here.
+    let previous: Promise<unknown> = Promise.resolve();
     return {
-      query: async <R>(text: string, values: readonly unknown[]) => (await this.run<R>(text, values)).rows,
+      query: <R>(text: string, values: readonly unknown[]): Promise<R[]> => {
+        const rows = previous.then(async () => (await this.run<R>(text, values)).rows);
+        previous = rows.catch(() => undefined);
+        return rows;
+      },
       onLost: (listener) => {
         let told = false;
         const tell = (error: Error): void => {
