@@ -111,5 +111,5 @@ export function answerNotKept(idempotencyKey: string): HttpError {
 
 /** The 410 of a call whose answer hands out `kind`, for the OpenAPI document. */
 export function handOutGoneDoc(kind: HandedOutKind): string {
-  return WORDS[kind].doc;
+  return `${WORDS[kind].doc}. Also when its answer was kept by an earlier portal version and not kept across the upgrade (it held a secret); what the first request made stands unless revoked`;
 }

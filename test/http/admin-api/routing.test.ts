@@ -405,6 +405,9 @@ test('openapi.json is an OpenAPI 3.1 document listing the eleven calls and the e
   );
   assert.ok(create.responses['200']?.content?.['application/x-wireguard-profile'] !== undefined);
   assert.ok(create.responses['404'] !== undefined && create.responses['406'] !== undefined);
+  // A retry's 410 names both reasons: what the answer handed out ended, or the answer was not
+  // kept across an upgrade.
+  assert.match(create.responses['410']?.description ?? '', /revoked.*earlier portal version/s);
   for (const extension of EXTENSIONS) {
     const operation = document.paths[extension.path]?.[extension.method.toLowerCase()] as OpenApiOperation & {
       'x-extension'?: boolean;
@@ -426,5 +429,5 @@ interface OpenApiOperation {
   requestBody?: {
     content: Record<string, { schema: { properties: Record<string, { enum?: string[] }>; required: string[] } }>;
   };
-  responses: Record<string, { content?: Record<string, unknown> } | undefined>;
+  responses: Record<string, { description?: string; content?: Record<string, unknown> } | undefined>;
 }
