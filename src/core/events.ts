@@ -403,6 +403,10 @@ export class PortalEvents {
    * the in-transaction listeners run now, and a failure fails the change.
    */
   async record(db: Db, ...events: readonly PortalEvent[]): Promise<void> {
+    await this.recordAll(db, events);
+  }
+
+  private async recordAll(db: Db, events: readonly PortalEvent[]): Promise<void> {
     for (const event of events) for (const listener of this.#listeners.approval) await listener(event);
     for (const event of events) for (const listener of this.#listeners.inTransaction) await listener(event, db);
   }
@@ -497,8 +501,8 @@ export class PortalEvents {
     const { announced } = attempt;
     try {
       await withoutStatements(async (trx) => {
-        await this.record(trx, ...events);
-        announced.push(...events);
+        await this.recordAll(trx, events);
+        appendEvents(announced, events);
         await this.endWithCall(trx, announced);
       });
     } catch (error) {
@@ -531,9 +535,10 @@ export class PortalEvents {
   ): Promise<T | R> {
     const { announced } = attempt;
     return db.transaction().execute(async (trx) => {
-      const value = await work(trx, async (...events) => {
-        await this.record(trx, ...events);
-        announced.push(...events);
+      const value = await work(trx, async (...given) => {
+        const events = eventsOf(given);
+        await this.recordAll(trx, events);
+        appendEvents(announced, events);
       });
       await this.endWithCall(trx, announced);
       const writes = this.closingWritesOf(announced, marker);
@@ -635,12 +640,16 @@ export class PortalEvents {
 
   private committed<V>(announced: readonly PortalEvent[], result: V): V {
     if (announced.some((event) => event.type === 'admin.call')) this.#changesRecorded++;
-    this.publish(...announced);
+    this.publishAll(announced);
     return result;
   }
 
   /** Called by a use case once the change committed (events without a transaction come only here). */
   publish(...events: readonly PortalEvent[]): void {
+    this.publishAll(events);
+  }
+
+  private publishAll(events: readonly PortalEvent[]): void {
     for (const event of events) {
       for (const listener of this.#listeners.afterCommit) {
         void Promise.resolve()
@@ -677,7 +686,33 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-type ChangeWork<T> = (trx: Transaction<Database>, announce: (...events: PortalEvent[]) => Promise<void>) => Promise<T>;
+/**
+ * How a change announces its events: one by one, or as lists. A revocation of a user with more
+ * configurations than a call takes arguments (about 125,000) passes its events as a list: they
+ * are never spread into a call.
+ */
+export type Announce = (...events: readonly (PortalEvent | readonly PortalEvent[])[]) => Promise<void>;
+
+type ChangeWork<T> = (trx: Transaction<Database>, announce: Announce) => Promise<T>;
+
+/** The events given to `announce`, in order, lists opened. */
+function eventsOf(given: readonly (PortalEvent | readonly PortalEvent[])[]): PortalEvent[] {
+  const events: PortalEvent[] = [];
+  for (const item of given) {
+    if (isEventList(item)) for (const event of item) events.push(event);
+    else events.push(item);
+  }
+  return events;
+}
+
+function isEventList(item: PortalEvent | readonly PortalEvent[]): item is readonly PortalEvent[] {
+  return Array.isArray(item);
+}
+
+/** Appends without spreading (see `Announce`). */
+function appendEvents(announced: PortalEvent[], events: readonly PortalEvent[]): void {
+  for (const event of events) announced.push(event);
+}
 
 /** The one user a change's device events are about (retire_device names only the device), for its audit row. */
 function userOf(events: readonly PortalEvent[]): { userId?: UserId } {

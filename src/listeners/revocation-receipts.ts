@@ -51,12 +51,16 @@ function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptD
   for (const event of announced) {
     switch (event.type) {
       case 'user.disabled':
-        draft(event.revocationId, event.userId, event.at, 'disable_user').configurations.push(...event.configurations);
+        appendAll(
+          draft(event.revocationId, event.userId, event.at, 'disable_user').configurations,
+          event.configurations,
+        );
         break;
       case 'device.suspended':
         if (event.revocationId !== null)
-          draft(event.revocationId, event.device.userId, event.at, 'suspend_device').configurations.push(
-            ...event.configurations,
+          appendAll(
+            draft(event.revocationId, event.device.userId, event.at, 'suspend_device').configurations,
+            event.configurations,
           );
         break;
       case 'user.destroyed':
@@ -84,4 +88,9 @@ function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptD
   if (deviceReason !== null)
     for (const found of drafts.values()) if (found.reason === 'delete_connection') found.reason = deviceReason;
   return drafts;
+}
+
+/** Appends without spreading: a user's configurations may be more than a call takes arguments. */
+function appendAll<T>(list: T[], items: readonly T[]): void {
+  for (const item of items) list.push(item);
 }

@@ -100,7 +100,8 @@ export class PeerView {
 
   /** Changes the agent wrote to the interface. */
   applied(changes: readonly PeerChange[]): void {
-    this.#writtenDuringRead?.push(...changes);
+    // Not spread: a kernel interface's batch may be more than a call takes arguments.
+    if (this.#writtenDuringRead !== null) for (const change of changes) this.#writtenDuringRead.push(change);
     if (this.#peers !== null) apply(this.#peers, changes);
   }
 

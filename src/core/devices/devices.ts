@@ -45,7 +45,7 @@ import {
   wireGuardConfiguration,
   type ConfigurationRef,
   type DeviceRef,
-  type PortalEvent,
+  type Announce,
 } from '../events.js';
 import { removalsOf, releaseAddresses } from '../nodes/index.js';
 import {
@@ -323,7 +323,7 @@ export interface ReplacedConfigurations {
 export async function takeDeviceSlot(
   ctx: PortalContext,
   trx: Transaction<Database>,
-  announce: (...events: PortalEvent[]) => Promise<void>,
+  announce: Announce,
   deviceId: DeviceId,
   profileId: ProfileId,
   at: Date,
@@ -342,7 +342,7 @@ export async function takeDeviceSlot(
   for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
   const certificates = await deleteCertificatesOfDevice(trx, deviceId, profileId);
   const revocationId = newRevocationId(ctx);
-  await announce(...configurationsDeleted(peers, certificates, at, revocationId));
+  await announce(configurationsDeleted(peers, certificates, at, revocationId));
   return { peers, certificates, revision: peers.length > 0 ? await nextRevision(trx) : null, revocationId };
 }
 
@@ -361,7 +361,7 @@ export interface Enrollment {
  */
 export async function bindDevice(
   trx: Transaction<Database>,
-  announce: (...events: PortalEvent[]) => Promise<void>,
+  announce: Announce,
   deviceId: DeviceId,
   configuration: ConfigurationRef,
   replaced: ReplacedConfigurations,
@@ -436,7 +436,7 @@ export async function retireDevice(
       by: changedBy(ctx),
       revocationId: peers.length + certificates.length > 0 ? revocationId : null,
     });
-    await announce(...configurationsDeleted(peers, certificates, at, revocationId), {
+    await announce(configurationsDeleted(peers, certificates, at, revocationId), {
       type: 'device.retired',
       at,
       device: deviceRef(device),

@@ -34,8 +34,8 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     await deleteUser(trx, userId); // cascades to oauth_authorizations, devices and their enrollment tokens
     const at = ctx.clock.now();
     await announce(
-      ...configurationsDeleted(peers, certificates, at, revocationId),
-      ...devices.map(
+      configurationsDeleted(peers, certificates, at, revocationId),
+      devices.map(
         ({ deviceId, profileId, platform, serial, mdmId }): PortalEvent => ({
           type: 'device.retired',
           at,
