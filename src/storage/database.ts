@@ -187,7 +187,13 @@ const closingPools = new WeakMap<object, ClosingPool>();
  */
 export interface ReservedConnection {
   query<R>(text: string, values: readonly unknown[]): Promise<R[]>;
-  /** Calls `listener` once when the connection ends or breaks before it is given back (the server dropped its session state). */
+  /**
+   * Calls `listener` once when the connection ends or breaks before it is given back (the server
+   * dropped its session state), or a statement on it leaves it unusable (it broke under the
+   * statement, or no answer came in time: the server may have ended the session meanwhile). Told
+   * before that statement's failure is thrown. A statement the server refused with an error (the
+   * connection is fine) is not a loss.
+   */
   onLost(listener: (error: Error) => void): void;
   /** Gives it back to the pool; `destroy`: closes it instead, ending its session and all it holds. */
   release(destroy: boolean): void;
@@ -378,13 +384,24 @@ class ClosingClient implements PostgresPoolClient {
   reserve(): ReservedConnection {
     let released = false;
     const unwatch: (() => void)[] = [];
+    const tellers: ((error: Error) => void)[] = [];
     // Its holders send statements whenever they need to (an instance's lock runs start and end
     // independently); the driver would queue one sent while another runs, but is to refuse it in
     // its next major version: they are sent one after the other here.
     let previous: Promise<unknown> = Promise.resolve();
+    const run = async <R>(text: string, values: readonly unknown[]): Promise<R[]> => {
+      try {
+        return (await this.run<R>(text, values)).rows;
+      } catch (error) {
+        // The statement left the connection unusable (run() never sends on it again): as lost as a closed socket.
+        const failure = this.failure;
+        if (failure !== null) for (const tell of tellers) tell(failure);
+        throw error;
+      }
+    };
     return {
       query: <R>(text: string, values: readonly unknown[]): Promise<R[]> => {
-        const rows = previous.then(async () => (await this.run<R>(text, values)).rows);
+        const rows = previous.then(() => run<R>(text, values));
         previous = rows.catch(() => undefined);
         return rows;
       },
@@ -396,6 +413,7 @@ class ClosingClient implements PostgresPoolClient {
           listener(error);
         };
         const ended = (): void => tell(new ConnectionLost(new Error('Connection terminated unexpectedly')));
+        tellers.push(tell);
         this.client.on('error', tell);
         this.client.on('end', ended);
         unwatch.push(() => {

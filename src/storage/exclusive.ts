@@ -8,8 +8,10 @@
 // server notices within a minute by the keepalives this connection asks for (LockKeepalive),
 // not after the system's two hours. A connection that ends under a run (a server restart, a
 // session ended) has lost its locks: the run is told (HeldLock), and stops at its next step
-// rather than go on beside the instance that takes the lock next. SQLite serves one portal
-// host, which keeps its own work apart. A write
+// rather than go on beside the instance that takes the lock next; so has one whose statement got
+// no answer in time (the server may have ended its session meanwhile). A statement the server
+// refused with an error (a try that failed) fails its own run only: the connection, and every
+// lock held on it, is fine. SQLite serves one portal host, which keeps its own work apart. A write
 // that must not run in two instances at once takes a transaction lock under the same namespace
 // instead.
 import { sql } from 'kysely';
@@ -120,22 +122,41 @@ export class ExclusiveLocks {
   /**
    * Tries the lock on the instance's connection. One that broke since it was reserved (the
    * server restarted, or ended it) has lost its locks: the runs under way on it are told, and
-   * this one tries once more on a fresh connection.
+   * this one tries once more on a fresh connection. A try the server refused with an error (the
+   * connection is fine) fails this run alone: the locks held on the connection are still held.
    */
   async #take(name: string): Promise<{ session: LockSession; connection: ReservedConnection; locked: boolean }> {
     for (let retried = false; ; retried = true) {
       const fresh = this.#session === null;
       const session = this.#join();
+      let connection: ReservedConnection;
       try {
-        const connection = await session.connection;
+        connection = await session.connection;
+      } catch (error) {
+        // No connection, so no lock on it: a session opened beside this run's may work.
+        session.lost = true;
+        this.#forget(session);
+        if (fresh || retried) throw error;
+        continue;
+      }
+      try {
         return { session, connection, locked: await tryLock(connection, name) };
       } catch (error) {
-        session.lost = true;
-        this.#discard(session);
-        this.#leave(session);
+        // A connection the try found broken told its loss (onLost) before this failure came.
+        if (!session.lost) {
+          this.#leave(session);
+          throw error;
+        }
+        this.#forget(session);
         if (fresh || retried) throw error;
       }
     }
+  }
+
+  /** This run's use of a lost session ends; later runs take a fresh connection. */
+  #forget(session: LockSession): void {
+    this.#discard(session);
+    this.#leave(session);
   }
 
   /** Later runs take a fresh connection; this one goes back to the pool once its runs are done. */
@@ -181,7 +202,9 @@ function openSession(
     closeOnLeave: false,
     connection: (async () => {
       const connection = await reserveConnection(db);
+      let broken = false;
       connection.onLost(() => {
+        broken = true;
         session.lost = true;
       });
       if (keepalive === null) return connection;
@@ -195,7 +218,8 @@ function openSession(
           ),
         );
       } catch (error) {
-        if (isConnectionLost(error)) {
+        // The connection broke under the settings (or gave no answer in time): no refusal of them.
+        if (isConnectionLost(error) || broken) {
           connection.release(true);
           throw error;
         }
