@@ -54,7 +54,8 @@ export interface HousekeepingResult {
 
 /**
  * What every full pass tidies: expired answers kept for retries, the listing journal; and, once a
- * day, the rest. `checkpoint` runs between the steps: it throws to stop there (the lock was lost).
+ * day, the rest. `checkpoint` runs between the steps (and the retention's kinds): it throws to
+ * stop there (the portal stops, or the lock was lost).
  */
 export async function runHousekeeping(
   ctx: PortalContext,
@@ -98,7 +99,7 @@ export async function runHousekeepingIfDue(
   const expiredOauthGrantsDeleted = await deleteExpiredAuthorizations(ctx.db, startOfToday);
   checkpoint();
   // Personal records, each kind by its own retention, a legal hold's kept; one audit row says what went.
-  const retention = await applyRetention(ctx);
+  const retention = await applyRetention(ctx, checkpoint);
   checkpoint();
   const importedRecordsDeleted = await pruneImportedRecords(ctx.db, formatAtom(now));
   const enrollmentTokensDeleted = await deleteEnrollmentTokensEndedBefore(

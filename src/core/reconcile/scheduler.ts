@@ -30,8 +30,8 @@
 // and revisions make it safe for two instances to push to one node at once. A lock lost with its
 // connection (a server restart) stops the work under it at its next step, before the next node,
 // between the housekeeping's steps, before the next user's profile check (LockLost, logged at
-// warn): another instance may hold the lock by then. A portal that stops ends a full pass the
-// same way, at its next node.
+// warn): another instance may hold the lock by then. A portal that stops ends a full pass, the
+// housekeeping and the profile checks the same way, at their next step.
 import { earliestCertificateExpiry } from '../../storage/certificates.js';
 import { storageOutage } from '../../storage/errors.js';
 import {
@@ -253,7 +253,7 @@ export class ReconcileScheduler {
   private startHousekeeping(): void {
     if (this.housekeeping !== null || this.stopped) return;
     this.housekeeping = this.locks
-      .run('housekeeping', (held) => runHousekeeping(this.ctx, () => held.check()))
+      .run('housekeeping', (held) => runHousekeeping(this.ctx, () => this.checkpoint(held)))
       .then((result) => {
         if (!result.ran) this.ctx.logger.debug('housekeeping skipped: another portal instance is running it');
       })

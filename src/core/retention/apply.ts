@@ -20,11 +20,22 @@ export interface RetentionReport {
   readonly heldUsers: number;
 }
 
-export async function applyRetention(ctx: PortalContext): Promise<RetentionReport> {
+/**
+ * `checkpoint` runs between the kinds: it throws to stop there (the portal stops, the lock was
+ * lost), and the audit row still says what the kinds done so far removed before it is thrown on.
+ */
+export async function applyRetention(ctx: PortalContext, checkpoint: () => void = () => {}): Promise<RetentionReport> {
   const now = ctx.clock.now();
   const held = await heldUserIds(ctx.db, formatAtom(now));
   const kinds: Record<string, RetentionCount> = {};
+  let stopped: { readonly by: unknown } | null = null;
   for (const entry of RETENTION_KINDS) {
+    try {
+      checkpoint();
+    } catch (error) {
+      stopped = { by: error };
+      break;
+    }
     const before = formatAtom(subtractDuration(now, entry.retention(ctx.config)));
     kinds[entry.kind] = await entry.prune(ctx.db, before, held);
   }
@@ -32,6 +43,7 @@ export async function applyRetention(ctx: PortalContext): Promise<RetentionRepor
   const counts = Object.values(kinds);
   if (counts.some((count) => count.removed > 0 || count.held > 0))
     await recordAdminCall(ctx, portalCall(HOUSEKEEPING_CALL, auditParameters(report)), 200, null);
+  if (stopped !== null) throw stopped.by;
   return report;
 }
 
