@@ -9,7 +9,9 @@
 // not after the system's two hours. A connection that ends under a run (a server restart, a
 // session ended) has lost its locks: the run is told (HeldLock), and stops at its next step
 // rather than go on beside the instance that takes the lock next; so has one whose statement got
-// no answer in time (the server may have ended its session meanwhile). A statement the server
+// no answer in time (the server may have ended its session meanwhile), and the instance asks
+// that cheap question itself at the keepalive interval while it holds locks, so a silence (a
+// network partition, healed or not) is noticed though no run sends anything. A statement the server
 // refused with an error (a try that failed) fails its own run only: the connection, and every
 // lock held on it, is fine. SQLite serves one portal host, which keeps its own work apart. A write
 // that must not run in two instances at once takes a transaction lock under the same namespace
@@ -64,6 +66,12 @@ interface LockSession {
   lost: boolean;
   /** A lock on it could not be released: it is closed, not given back, once its runs are done. */
   closeOnLeave: boolean;
+  /** Its last run left: no more checks, and the connection goes back (or is closed). */
+  ended: boolean;
+  /** The next check of its connection, while its runs last. */
+  nextCheck: NodeJS.Timeout | null;
+  /** The check under way: the connection goes back only once it has settled. Never rejects. */
+  checking: Promise<void> | null;
 }
 
 /** On SQLite: one host, no lock to lose. */
@@ -80,6 +88,9 @@ export class ExclusiveLocks {
   /** The settings each new lock connection asks for; null once the server refused them (not asked again). */
   #keepalive: LockKeepalive | null;
 
+  /** How often a lock connection in use is checked, and how long its answer may take (see `watch`). */
+  readonly #checks: { readonly everyMs: number; readonly timeoutMs: number };
+
   /** `onKeepaliveRefused`: told once, when the server refuses the keepalive settings (the locks work without them). */
   constructor(
     private readonly db: Db,
@@ -87,6 +98,10 @@ export class ExclusiveLocks {
     private readonly onKeepaliveRefused: (error: unknown) => void = () => {},
   ) {
     this.#keepalive = keepalive;
+    // At the keepalive interval, answered within the probes' time: a silent connection is taken
+    // for lost (everyMs + timeoutMs, 25 s by default) before the server lets its locks go (40 s).
+    const everyMs = Math.max(1, keepalive.intervalSeconds) * 1000;
+    this.#checks = { everyMs, timeoutMs: everyMs * Math.max(1, keepalive.count) };
   }
 
   /** Runs `work` unless another portal instance is running work under the same `name` right now. */
@@ -166,14 +181,19 @@ export class ExclusiveLocks {
 
   #join(): LockSession {
     const current = this.#session;
-    const session =
-      current !== null && !current.lost
-        ? current
-        : openSession(this.db, this.#keepalive, (error) => {
-            if (this.#keepalive === null) return;
-            this.#keepalive = null;
-            this.onKeepaliveRefused(error);
-          });
+    let session = current;
+    if (session === null || session.lost) {
+      session = openSession(this.db, this.#keepalive, (error) => {
+        if (this.#keepalive === null) return;
+        this.#keepalive = null;
+        this.onKeepaliveRefused(error);
+      });
+      const opened = session;
+      void session.connection.then(
+        (connection) => watch(opened, connection, this.#checks.everyMs, this.#checks.timeoutMs),
+        () => undefined,
+      );
+    }
     this.#session = session;
     session.users++;
     return session;
@@ -183,8 +203,10 @@ export class ExclusiveLocks {
     session.users--;
     if (session.users > 0) return;
     this.#discard(session);
-    void session.connection.then(
-      (connection) => connection.release(session.lost || session.closeOnLeave),
+    session.ended = true;
+    if (session.nextCheck !== null) clearTimeout(session.nextCheck);
+    void Promise.all([session.connection, session.checking]).then(
+      ([connection]) => connection.release(session.lost || session.closeOnLeave),
       () => undefined,
     );
   }
@@ -200,6 +222,9 @@ function openSession(
     users: 0,
     lost: false,
     closeOnLeave: false,
+    ended: false,
+    nextCheck: null,
+    checking: null,
     connection: (async () => {
       const connection = await reserveConnection(db);
       let broken = false;
@@ -234,6 +259,46 @@ function openSession(
   // Each run awaits it, and reports its failure; this keeps a failure no run awaits from being unhandled.
   session.connection.catch(() => undefined);
   return session;
+}
+
+/**
+ * While the session's runs last: every `everyMs` a statement on its connection, which must be
+ * answered within `timeoutMs`, else its locks are taken for lost. Without it, a connection that
+ * went silent under a run that sends nothing on it (a network partition: the server ends the
+ * session after its keepalives, and another instance takes the locks) would be noticed only when
+ * the socket says so, which after a partition that healed is never. A connection that broke
+ * under the check tells so itself (onLost); one the server answered with an error is alive.
+ */
+function watch(session: LockSession, connection: ReservedConnection, everyMs: number, timeoutMs: number): void {
+  if (session.ended || session.lost) return;
+  session.nextCheck = setTimeout(() => {
+    session.nextCheck = null;
+    if (session.ended || session.lost) return;
+    session.checking = answersWithin(connection, timeoutMs).then((answered) => {
+      session.checking = null;
+      if (!answered) session.lost = true;
+      watch(session, connection, everyMs, timeoutMs);
+    });
+  }, everyMs);
+  session.nextCheck.unref();
+}
+
+/** Whether a cheap statement on `connection` settles within `timeoutMs` (answered, or failed and told). */
+async function answersWithin(connection: ReservedConnection, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+    timer.unref();
+  });
+  const settled = connection.query('SELECT 1', []).then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function tryLock(connection: ReservedConnection, name: string): Promise<boolean> {
