@@ -8,10 +8,11 @@
 // a fresh id for the change, and when); their profiles are checked right after the commit, one
 // user at a time, each note cleared once its user is done. Notes that a portal stopped or failing
 // in between left behind are checked by the first full reconcile pass once they are five minutes
-// old, so no user keeps for good a configuration their groups no longer grant. A check reads the
-// user's groups as they are when it runs and only ever takes configurations away: run late, or
-// twice, it can never give back what was taken (a revocation is final), nor go by memberships a
-// later change replaced.
+// old, so no user keeps for good a configuration their groups no longer grant; a check that
+// fails so does not fail the change's call, which is saved. A check reads the user's groups as
+// they are when it runs and only ever takes configurations away: run late, or twice, it can
+// never give back what was taken (a revocation is final), nor go by memberships a later change
+// replaced.
 import { randomUUID } from 'node:crypto';
 import { asConnectionId, type ProfileId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
@@ -66,7 +67,13 @@ export async function noteGroupProfileChecks(
   return check;
 }
 
-/** After the change `check` committed: checks its users; answers the receipts of what they lost. */
+/**
+ * After the change `check` committed: checks its users; answers the receipts of what they lost.
+ * The change is saved whatever happens here: a check that fails (a statement refused, the
+ * database away) is logged, and it and the users after it keep their notes for the pending
+ * checks' run (applyPendingGroupProfiles), so the call that made the change still succeeds
+ * rather than making its client send again a change already made.
+ */
 export async function applyGroupProfiles(
   ctx: PortalContext,
   userIds: Iterable<UserId>,
@@ -74,9 +81,18 @@ export async function applyGroupProfiles(
 ): Promise<RevocationId[]> {
   if (check === null) return [];
   const receipts: RevocationId[] = [];
-  for (const userId of new Set(userIds)) {
-    receipts.push(...(await checkProfiles(ctx, userId)));
-    await clearProfileCheck(ctx.db, userId, check);
+  const users = [...new Set(userIds)];
+  for (const [index, userId] of users.entries()) {
+    try {
+      await checkProfiles(ctx, userId, receipts);
+      await clearProfileCheck(ctx.db, userId, check);
+    } catch (error) {
+      ctx.logger.error(
+        { err: error, userId, unchecked: users.length - index },
+        'a directory group change is saved, but the profiles of its members could not all be checked; the reconcile pass checks the rest',
+      );
+      break;
+    }
   }
   return receipts;
 }
@@ -108,7 +124,7 @@ export async function applyPendingGroupProfiles(
       after = userId;
       taken += 1;
       try {
-        await checkProfiles(portalCtx, userId);
+        await checkProfiles(portalCtx, userId, []);
         await clearProfileCheck(ctx.db, userId, check);
         done += 1;
       } catch (error) {
@@ -123,13 +139,16 @@ export async function applyPendingGroupProfiles(
   return done;
 }
 
-/** Takes from one user the configurations of mapped profiles no group of theirs grants now; answers their receipts. */
-async function checkProfiles(ctx: PortalContext, userId: UserId): Promise<RevocationId[]> {
+/**
+ * Takes from one user the configurations of mapped profiles no group of theirs grants now; adds
+ * their receipts to `receipts` one by one, so those of a check that fails midway are there too.
+ */
+async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: RevocationId[]): Promise<void> {
   const mapping = ctx.config.scim.groupProfiles;
-  if (mapping.size === 0) return [];
+  if (mapping.size === 0) return;
   // Destroyed meanwhile (by the directory or an administrator): nothing left to take.
   const scimUser = await findScimUserOfUser(ctx.db, userId);
-  if (scimUser === undefined) return [];
+  if (scimUser === undefined) return;
   const mapped = new Set([...mapping.values()].flat());
   const granted = new Set(
     (await groupNamesOfScimUser(ctx.db, scimUser.scimId)).flatMap((name) => mapping.get(name) ?? []),
@@ -142,7 +161,6 @@ async function checkProfiles(ctx: PortalContext, userId: UserId): Promise<Revoca
       .map((certificate) => certificate.commonName),
   ];
   const userCtx = callForUser(ctx, userId);
-  const receipts: RevocationId[] = [];
   for (const connectionId of connectionIds) {
     const receipt = await deleteConnection(userCtx, userId, asConnectionId(connectionId));
     if (receipt !== null) receipts.push(receipt);
@@ -152,5 +170,4 @@ async function checkProfiles(ctx: PortalContext, userId: UserId): Promise<Revoca
       { userId, configurations: connectionIds.length },
       'configurations of profiles no SCIM group of the user grants deleted',
     );
-  return receipts;
 }
