@@ -179,7 +179,7 @@ export function readGroup(body: unknown): ScimGroupInput {
 
 /** The user after a PatchOp request (RFC 7644 §3.5.2) on `current`. */
 export async function patchUser(current: ScimUserView, body: unknown, location: string): Promise<ScimUserInput> {
-  const request = objectBody(body);
+  const request = patchRequest(body);
   const operations = operationsOf(request).map((operation) =>
     addingMissingEntry(operationOf(operation, SCIMMY.Schemas.User.definition), current.attributes),
   );
@@ -193,7 +193,7 @@ export async function patchUser(current: ScimUserView, body: unknown, location: 
  * member id (src/protocol/scim-members.ts); scimmy applies the rest to the group without members.
  */
 export async function patchGroup(current: ScimGroupView, body: unknown, location: string): Promise<ScimGroupInput> {
-  const request = objectBody(body);
+  const request = patchRequest(body);
   let members: MemberPatch;
   try {
     const operations = operationsOf(request).map((operation) =>
@@ -484,6 +484,43 @@ function withoutMembers(body: Record<string, unknown>): { members: unknown; [nam
 }
 
 /**
+ * A PatchOp request with its attribute names as RFC 7644 §3.5.2 spells them: `schemas` and
+ * `Operations`, and each operation's `op`, `path` and `value`, sent in any case (names are
+ * case-insensitive, RFC 7643 §2.1; scimmy reads only these spellings).
+ */
+function patchRequest(body: unknown): Record<string, unknown> {
+  const request = withNamesAsSpelled(objectBody(body), PATCH_REQUEST_NAMES, 'PatchOp');
+  const operations = request['Operations'];
+  if (!Array.isArray(operations)) return request;
+  return {
+    ...request,
+    Operations: operations.map((operation: unknown) =>
+      isObject(operation) ? withNamesAsSpelled(operation, PATCH_OPERATION_NAMES, 'PatchOp operation') : operation,
+    ),
+  };
+}
+
+const PATCH_REQUEST_NAMES = ['schemas', 'Operations'] as const;
+const PATCH_OPERATION_NAMES = ['op', 'path', 'value'] as const;
+
+/** `object` with each key that is one of `names` in another case renamed so; one named twice is a 400. */
+function withNamesAsSpelled(
+  object: Record<string, unknown>,
+  names: readonly string[],
+  what: string,
+): Record<string, unknown> {
+  const spelled = new Map(names.map((name) => [name.toLowerCase(), name] as const));
+  const renamed: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(object)) {
+    const name = spelled.get(key.toLowerCase()) ?? key;
+    if (Object.hasOwn(renamed, name))
+      throw new ScimProblem(400, 'invalidSyntax', `${what}: "${name}" is given twice (names are case-insensitive)`);
+    renamed[name] = value;
+  }
+  return renamed;
+}
+
+/**
  * The operations of a PatchOp request: at least one, and at most MAX_PATCH_OPERATIONS (scimmy
  * applies each to the whole resource, and a request's operations run without a pause).
  */
@@ -606,9 +643,12 @@ function withBooleans(value: unknown): unknown {
 }
 
 function objectBody(body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ScimProblem(400, 'invalidSyntax', 'the request body must be a JSON object');
-  return body as Record<string, unknown>;
+  if (!isObject(body)) throw new ScimProblem(400, 'invalidSyntax', 'the request body must be a JSON object');
+  return body;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function positiveInteger(value: unknown, name: string, fallback: number, least = 1): number {

@@ -1,8 +1,9 @@
 // The SCIM wire module on its own: what Entra ID and Okta write is read as RFC 7643/7644 has it
 // (operations in capitals, booleans as strings, values without a path, member removal by
-// filter, attribute names in any case or URN-qualified), what the portal owns or must not keep
-// is not kept, a filter other than one equality is refused with invalidFilter and its value
-// read as a JSON string, and a PATCH is bounded: members by id, 100 operations, 100,000 members.
+// filter, attribute names in any case or URN-qualified, the PatchOp message's own names in any
+// case), what the portal owns or must not keep is not kept, a filter other than one equality is
+// refused with invalidFilter and its value read as a JSON string, and a PATCH is bounded:
+// members by id, 100 operations, 100,000 members.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
@@ -239,6 +240,45 @@ test('PATCH attribute names are read without regard to case, also URN-qualified 
     { displayName: 'Everyone', externalId: null, memberIds: ['u-3'] },
   );
   assert.equal((await patchedGroup({ op: 'replace', path: 'DISPLAYNAME', value: 'All' })).displayName, 'All');
+});
+
+test("a PatchOp message's own names are read in any case: schemas, Operations, and each operation's op, path and value", async () => {
+  const disabled = await patchUser(
+    alice,
+    { SCHEMAS: [PATCH], operations: [{ OP: 'Replace', Path: 'active', VALUE: 'False' }] },
+    'https://x/Users/u-1',
+  );
+  assert.equal(disabled.active, false);
+  const group: ScimGroupView = {
+    id: 'g-1',
+    displayName: 'Staff',
+    externalId: null,
+    members: [{ value: 'u-1', display: 'alice' }],
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const patched = await patchGroup(
+    group,
+    {
+      Schemas: [PATCH],
+      OPERATIONS: [
+        { Op: 'add', PATH: 'members', Value: [{ value: 'u-2' }] },
+        { oP: 'replace', pAtH: 'displayName', vALUE: 'All staff' },
+      ],
+    },
+    'https://x/Groups/g-1',
+  );
+  assert.deepEqual(patched, { displayName: 'All staff', externalId: null, memberIds: ['u-1', 'u-2'] });
+  // One name sent twice, in two spellings, is not guessed between.
+  for (const body of [
+    { schemas: [PATCH], Operations: [{ op: 'remove', path: 'members' }], operations: [] },
+    { schemas: [PATCH], Operations: [{ op: 'remove', path: 'members', Path: 'displayName' }] },
+  ])
+    await assert.rejects(
+      patchGroup(group, body, 'https://x/Groups/g-1'),
+      (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidSyntax',
+      JSON.stringify(body),
+    );
 });
 
 test("a filter's value is a JSON string: its escapes are decoded, and one that is not well-formed is invalidFilter", () => {

@@ -159,7 +159,7 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
   ]);
 });
 
-test('URN-qualified paths and attribute names in any case disable, enable and move members; an unknown attribute is invalidPath and changes nothing', async (t) => {
+test("URN-qualified paths and attribute names in any case, also the PatchOp message's own, disable, enable and move members; an unknown attribute is invalidPath and changes nothing", async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
@@ -191,6 +191,12 @@ test('URN-qualified paths and attribute names in any case disable, enable and mo
   assert.deepEqual(joined.body?.['members'], [{ value: userId, display: 'carol@example.org', type: 'User' }]);
   const left = await scim.send('PATCH', groupPath, patchOp({ op: 'Remove', path: `Members[Value eq "${userId}"]` }));
   assert.deepEqual(left.body?.['members'], []);
+  const again = await scim.send('PATCH', groupPath, {
+    SCHEMAS: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+    operations: [{ OP: 'Add', Path: 'members', VALUE: [{ value: userId }] }],
+  });
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assert.deepEqual(again.body?.['members'], [{ value: userId, display: 'carol@example.org', type: 'User' }]);
 
   const before = await scim.send('GET', path);
   for (const operation of [
