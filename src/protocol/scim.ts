@@ -330,12 +330,32 @@ export interface ScimListQuery {
 }
 
 /**
+ * What the list of one resource type may be filtered on: equality on `attributes` of its core
+ * schema, each named bare or qualified by that schema's URN (RFC 7644 §3.10:
+ * `urn:ietf:params:scim:schemas:core:2.0:User:userName`). The extensions' URNs are known too,
+ * though none of their attributes is filterable: a filter on one is refused as any other
+ * attribute would be, and one qualified by a URN of no schema of the resource says so.
+ */
+export interface ScimFilterable {
+  readonly schemas: readonly [core: string, ...extensions: string[]];
+  readonly attributes: readonly string[];
+}
+
+export const USER_FILTERABLE: ScimFilterable = {
+  schemas: [SCIM_USER_SCHEMA, SCIM_ENTERPRISE_USER_SCHEMA],
+  attributes: ['userName', 'externalId'],
+};
+
+export const GROUP_FILTERABLE: ScimFilterable = { schemas: [SCIM_GROUP_SCHEMA], attributes: ['displayName'] };
+
+/**
  * Reads `filter`, `startIndex` and `count`. The filters provisioning clients send to find a
  * resource are equality on one attribute (`userName eq "…"`, `externalId eq "…"`,
  * `displayName eq "…"`); `filterable` names those the portal answers (attribute names are
- * matched without regard to case, as the RFC says), any other filter is a 400 invalidFilter.
+ * matched without regard to case, as the RFC says, bare or URN-qualified), any other filter is
+ * a 400 invalidFilter.
  */
-export function readListQuery(query: unknown, filterable: readonly string[]): ScimListQuery {
+export function readListQuery(query: unknown, filterable: ScimFilterable): ScimListQuery {
   const values = (typeof query === 'object' && query !== null ? query : {}) as Record<string, unknown>;
   const startIndex = positiveInteger(values['startIndex'], 'startIndex', 1);
   const count = Math.min(positiveInteger(values['count'], 'count', SCIM_MAX_PAGE, 0), SCIM_MAX_PAGE);
@@ -365,14 +385,14 @@ function filterParts(text: string): [name: string, operator: string, value: stri
  * its escapes (`\"`, `\\`, `\u00e9`, …) read as JSON reads them; a string that is not
  * well-formed is a 400 invalidFilter, as is any other filter.
  */
-function equalityFilter(text: string, filterable: readonly string[]): { attribute: string; value: string } {
+function equalityFilter(text: string, filterable: ScimFilterable): { attribute: string; value: string } {
   const unsupported = new ScimProblem(
     400,
     'invalidFilter',
-    `filter: only ${filterable.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
+    `filter: only ${filterable.attributes.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
   );
   const [name = '', operator = '', valueText = ''] = filterParts(text) ?? [];
-  const attribute = filterable.find((candidate) => candidate.toLowerCase() === name.toLowerCase());
+  const attribute = filterableAttribute(name, filterable);
   if (attribute === undefined || operator.toLowerCase() !== 'eq' || !valueText.startsWith('"')) throw unsupported;
   const end = closingQuote(valueText);
   if (end !== -1 && valueText.slice(end + 1).trim() !== '') throw unsupported;
@@ -391,6 +411,27 @@ function equalityFilter(text: string, filterable: readonly string[]): { attribut
   if (value.includes('\0'))
     throw new ScimProblem(400, 'invalidFilter', 'filter: the value holds a NUL character (\\u0000)');
   return { attribute, value };
+}
+
+/**
+ * The attribute of `filterable` that a filter's attribute name is, bare or qualified by the core
+ * schema's URN, in any case; undefined for any other (an extension's too). A URN of no schema of
+ * the resource is refused as such.
+ */
+function filterableAttribute(name: string, filterable: ScimFilterable): string | undefined {
+  let bare = name.toLowerCase();
+  if (bare.startsWith('urn:')) {
+    const schema = filterable.schemas.find((urn) => bare.startsWith(`${urn.toLowerCase()}:`));
+    if (schema === undefined)
+      throw new ScimProblem(
+        400,
+        'invalidFilter',
+        `filter: the attribute's URN is of no schema of this resource (${filterable.schemas.join(', ')})`,
+      );
+    if (schema !== filterable.schemas[0]) return undefined;
+    bare = bare.slice(schema.length + 1);
+  }
+  return filterable.attributes.find((attribute) => attribute.toLowerCase() === bare);
 }
 
 /** Where the string that opens `text` ends (a `"` no backslash escapes); -1 if it never does. */

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   assertNoNul,
+  GROUP_FILTERABLE,
   readGroupAttributes,
   MAX_GROUP_MEMBERS,
   patchGroup,
@@ -16,6 +17,7 @@ import {
   readListQuery,
   readUser,
   ScimProblem,
+  USER_FILTERABLE,
   type ScimGroupView,
   type ScimUserView,
 } from '../../src/protocol/scim.js';
@@ -135,19 +137,19 @@ test('a PATCH of more than 100 operations is refused with tooMany, before any is
 });
 
 test('a list query takes one equality filter on a named attribute, and pages from 1 with at most 200', () => {
-  assert.deepEqual(readListQuery({ filter: 'userName eq "alice"' }, ['userName']), {
+  assert.deepEqual(readListQuery({ filter: 'userName eq "alice"' }, USER_FILTERABLE), {
     startIndex: 1,
     count: 200,
     filter: { attribute: 'userName', value: 'alice' },
   });
-  assert.deepEqual(readListQuery({ startIndex: '0', count: '5000' }, ['userName']), {
+  assert.deepEqual(readListQuery({ startIndex: '0', count: '5000' }, USER_FILTERABLE), {
     startIndex: 1,
     count: 200,
     filter: null,
   });
   for (const filter of ['userName eq "a" and active eq true', 'displayName eq "x"', 'userName co "a"', 'userName eq 1'])
     assert.throws(
-      () => readListQuery({ filter }, ['userName']),
+      () => readListQuery({ filter }, USER_FILTERABLE),
       (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
       filter,
     );
@@ -281,15 +283,43 @@ test("a PatchOp message's own names are read in any case: schemas, Operations, a
     );
 });
 
+test("a filter's attribute is named bare or qualified by its resource's core schema URN, in any case; an extension's or an unknown URN is invalidFilter", () => {
+  const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
+  const attributeOf = (filter: string, filterable = USER_FILTERABLE) =>
+    readListQuery({ filter }, filterable).filter?.attribute;
+  assert.equal(attributeOf(`${user}:userName eq "alice"`), 'userName');
+  assert.equal(attributeOf(`${user.toUpperCase()}:ExternalId eq "a-1"`), 'externalId');
+  assert.equal(
+    attributeOf('urn:ietf:params:scim:schemas:core:2.0:Group:DISPLAYNAME eq "Staff"', GROUP_FILTERABLE),
+    'displayName',
+  );
+  for (const [filter, filterable, detail] of [
+    ['urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber eq "7"', USER_FILTERABLE, /only/],
+    [`${user}:displayName eq "x"`, USER_FILTERABLE, /only/],
+    [`${user}:userName eq "alice"`, GROUP_FILTERABLE, /no schema of this resource/],
+    ['urn:example:unknown:User:userName eq "alice"', USER_FILTERABLE, /no schema of this resource/],
+    [`${user}userName eq "alice"`, USER_FILTERABLE, /no schema of this resource/],
+  ] as const)
+    assert.throws(
+      () => readListQuery({ filter }, filterable),
+      (error: unknown) =>
+        error instanceof ScimProblem &&
+        error.status === 400 &&
+        error.scimType === 'invalidFilter' &&
+        detail.test(error.message),
+      filter,
+    );
+});
+
 test("a filter's value is a JSON string: its escapes are decoded, and one that is not well-formed is invalidFilter", () => {
-  const filteredValue = (filter: string) => readListQuery({ filter }, ['userName']).filter?.value;
+  const filteredValue = (filter: string) => readListQuery({ filter }, USER_FILTERABLE).filter?.value;
   assert.equal(filteredValue('userName eq "o\\"brien"'), 'o"brien');
   assert.equal(filteredValue('userName eq "dom\\\\alice"'), 'dom\\alice');
   assert.equal(filteredValue('userName eq "caf\\u00e9 \\/ \\t"'), 'café / \t');
   assert.equal(filteredValue('  username  EQ  "a b"  '), 'a b');
   for (const filter of ['userName eq "a\\qb"', 'userName eq "a\\"', 'userName eq "\\u00e"', 'userName eq "a"b"'])
     assert.throws(
-      () => readListQuery({ filter }, ['userName']),
+      () => readListQuery({ filter }, USER_FILTERABLE),
       (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'invalidFilter',
       filter,
     );
@@ -317,19 +347,19 @@ test('a filter is read in time linear in its length: 16,000 or a million spaces 
   for (const spaces of [16_000, 1_000_000]) {
     const started = performance.now();
     assert.throws(
-      () => readListQuery({ filter: `userName eq "${' '.repeat(spaces)}x` }, ['userName']),
+      () => readListQuery({ filter: `userName eq "${' '.repeat(spaces)}x` }, USER_FILTERABLE),
       (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
     );
-    assert.throws(() => readListQuery({ filter: `userName ${' '.repeat(spaces)}` }, ['userName']), ScimProblem);
+    assert.throws(() => readListQuery({ filter: `userName ${' '.repeat(spaces)}` }, USER_FILTERABLE), ScimProblem);
     const ms = performance.now() - started;
     assert.ok(ms < 100, `${spaces} spaces took ${Math.round(ms)} ms`);
   }
-  assert.deepEqual(readListQuery({ filter: ' \tuserName \n eq\t "a b"  ' }, ['userName']).filter, {
+  assert.deepEqual(readListQuery({ filter: ' \tuserName \n eq\t "a b"  ' }, USER_FILTERABLE).filter, {
     attribute: 'userName',
     value: 'a b',
   });
   assert.throws(
-    () => readListQuery({ filter: 'userName eq "a\\u0000b"' }, ['userName']),
+    () => readListQuery({ filter: 'userName eq "a\\u0000b"' }, USER_FILTERABLE),
     (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
   );
 });

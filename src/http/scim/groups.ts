@@ -16,6 +16,7 @@ import {
   replaceDirectoryGroup,
 } from '../../core/directory/index.js';
 import {
+  GROUP_FILTERABLE,
   groupResource,
   groupResourceText,
   listResponse,
@@ -48,7 +49,7 @@ export function groupRoutes(app: FastifyInstance, ctx: PortalContext, callers: S
   ) => sendGroup(reply, status, group, location(group.id), selection, headers);
 
   app.get(path, async (request, reply) => {
-    const query = readListQuery(request.query, ['displayName']);
+    const query = readListQuery(request.query, GROUP_FILTERABLE);
     const selection = readGroupAttributes(request.query);
     const page = await directoryGroups(ctx, query.filter?.value ?? null, query.startIndex, query.count, selection);
     const resources = page.groups.map((group) => groupResource(group, location(group.id), selection));

@@ -11,7 +11,14 @@ import {
   replaceDirectoryUser,
   type DirectoryUserChange,
 } from '../../core/directory/index.js';
-import { listResponse, patchUser, readListQuery, readUser, userResource } from '../../protocol/scim.js';
+import {
+  listResponse,
+  patchUser,
+  readListQuery,
+  readUser,
+  USER_FILTERABLE,
+  userResource,
+} from '../../protocol/scim.js';
 import { idOf, receiptHeaders, scimCallContext } from './scim-call.js';
 import type { ScimCallers } from './scim-guard.js';
 import { sendScim } from './scim-reply.js';
@@ -24,7 +31,7 @@ export function userRoutes(app: FastifyInstance, ctx: PortalContext, callers: Sc
   const path = `${base.pathname}Users`;
 
   app.get(path, async (request, reply) => {
-    const query = readListQuery(request.query, ['userName', 'externalId']);
+    const query = readListQuery(request.query, USER_FILTERABLE);
     const filter =
       query.filter === null
         ? null

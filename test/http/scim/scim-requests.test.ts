@@ -212,6 +212,48 @@ test("a filter's value is read as a JSON string: escaped quotes and backslashes 
   assertScimError(await filtered('userName eq "jdoe\\"'), 400, 'invalidFilter', /is not a well-formed string/);
 });
 
+test("a filter's attribute may be qualified by the URN of its resource's core schema, in any case; an extension's attribute or a URN of no schema of the resource is invalidFilter", async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  await scim.send('POST', 'Users', { userName: 'kim', externalId: 'k-1' });
+  await scim.send('POST', 'Groups', { displayName: 'Staff' });
+  const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
+  const group = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+  const found = async (resource: string, filter: string): Promise<unknown[]> => {
+    const answer = await scim.send('GET', `${resource}?filter=${encodeURIComponent(filter)}`);
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    return resourcesOf<Record<string, unknown>>(answer).map(
+      (resource) => resource['userName'] ?? resource['displayName'],
+    );
+  };
+  assert.deepEqual(await found('Users', `${user}:userName eq "kim"`), ['kim']);
+  assert.deepEqual(await found('Users', `${user.toUpperCase()}:EXTERNALID eq "k-1"`), ['kim']);
+  assert.deepEqual(await found('Users', `${user}:userName eq "nobody"`), []);
+  assert.deepEqual(await found('Groups', `${group}:displayName eq "Staff"`), ['Staff']);
+
+  const refused = (resource: string, filter: string) =>
+    scim.send('GET', `${resource}?filter=${encodeURIComponent(filter)}`);
+  assertScimError(
+    await refused('Users', 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber eq "7"'),
+    400,
+    'invalidFilter',
+    'filter: only userName eq "…" or externalId eq "…" is supported',
+  );
+  for (const [resource, filter] of [
+    ['Users', 'urn:example:params:scim:schemas:core:2.0:User:userName eq "kim"'],
+    ['Users', `${group}:displayName eq "Staff"`],
+    ['Groups', `${user}:userName eq "kim"`],
+    ['Users', `${user} eq "kim"`],
+  ] as const)
+    assertScimError(
+      await refused(resource, filter),
+      400,
+      'invalidFilter',
+      /^filter: the attribute's URN is of no schema of this resource \(/,
+    );
+});
+
 test('the discovery resources describe what the portal serves', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
