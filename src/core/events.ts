@@ -40,14 +40,22 @@
 // it: a change that committed after all is published then, and the `lateCommit` listeners are
 // told (the reconcile pass, so the nodes follow it within seconds). So the work of a change, and the
 // in-transaction and closing listeners, must only touch the transaction (no node pushes, no
-// other side effects); the events are published once, for the attempt that committed.
+// other side effects); the events are published once, for the attempt that committed. A change
+// PostgreSQL rolled back to end a deadlock or a serialization failure with another transaction
+// (40P01, 40001: a SCIM group PATCH and a user's destroy locking the same rows in opposite
+// order) is run again the same way, up to four times.
 import type { Logger } from 'pino';
 import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { Transaction } from 'kysely';
 import { changeCommitted, newChangeMarkerId } from '../storage/change-markers.js';
 import { runClosingWrites, type ClosingWrite } from '../storage/closing-writes.js';
 import { transactionRetryWindow, type Db } from '../storage/database.js';
-import { CommitOutcomeUnknown, isConnectionLost, mayHaveCommitted } from '../storage/errors.js';
+import {
+  CommitOutcomeUnknown,
+  isConnectionLost,
+  isRolledBackForConflict,
+  mayHaveCommitted,
+} from '../storage/errors.js';
 import { StatementNeeded, withoutStatements } from '../storage/no-statements.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { NatMapping } from '../storage/nat-mappings.js';
@@ -445,7 +453,11 @@ export class PortalEvents {
     );
   }
 
-  /** Runs a change's attempts until one commits, again after a lost connection within `databaseRetryFor`. */
+  /**
+   * Runs a change's attempts until one commits: again after a lost connection within
+   * `databaseRetryFor`, and again after the database rolled it back to end a conflict with
+   * another transaction (a deadlock, a serialization failure), up to CONFLICT_RERUNS times.
+   */
   private async withRetries<R>(
     db: Db,
     runAttempt: (marker: string | null, attempt: ChangeAttempt<R>) => Promise<R>,
@@ -454,6 +466,7 @@ export class PortalEvents {
     // The window opens at the first lost connection, not at the call: a change that waited for
     // a connection behind a backlog still gets its full `databaseRetryFor`.
     let lostAt: number | null = null;
+    let conflicts = 0;
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
       const marker = retryForMs > 0 ? newChangeMarkerId() : null;
       const attempt = new ChangeAttempt<R>();
@@ -461,6 +474,16 @@ export class PortalEvents {
         const result = await runAttempt(marker, attempt);
         return attempt.gaveUp ? result : this.committed(attempt.announced, result);
       } catch (error) {
+        if (isRolledBackForConflict(error) && conflicts < CONFLICT_RERUNS) {
+          conflicts += 1;
+          this.#logger.warn(
+            { err: error, rerun: conflicts },
+            'the database rolled a change back to end a conflict with another transaction; it runs again',
+          );
+          // Apart, so that two changes that met once do not meet again at the same moment.
+          await sleep(Math.random() * FIRST_RETRY_PAUSE_MS * conflicts);
+          continue;
+        }
         lostAt ??= Date.now();
         const since = lostAt;
         const withinWindow = () => Date.now() - since + pause <= retryForMs;
@@ -663,6 +686,11 @@ export class PortalEvents {
 /** The first pause before a change runs again; doubled up to the next. */
 const FIRST_RETRY_PAUSE_MS = 50;
 const LONGEST_RETRY_PAUSE_MS = 500;
+/**
+ * Times a change the database rolled back for a conflict with another transaction runs again
+ * (five tries in all, as a create's own retries): the other one has usually committed by then.
+ */
+const CONFLICT_RERUNS = 4;
 
 /** What one run of a change announced, and what it answered if it got as far as its COMMIT. */
 class ChangeAttempt<V> {

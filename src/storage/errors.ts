@@ -15,10 +15,22 @@ export function isUniqueViolation(error: unknown): boolean {
  * deadlock, or a serialization failure.
  */
 export function isWriteConflict(error: unknown): boolean {
-  if (isUniqueViolation(error)) return true;
+  if (isUniqueViolation(error) || isRolledBackForConflict(error)) return true;
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503' || code === '40P01' || code === '40001';
+  return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
+}
+
+/**
+ * PostgreSQL rolled the transaction back to end a conflict with another one: 40P01
+ * deadlock_detected (two transactions each waiting for a row the other locked: one is chosen
+ * and undone) or 40001 serialization_failure. Nothing of it was kept, and whatever it was meant
+ * to do succeeds when it is run again whole, once the other transaction is done.
+ */
+export function isRolledBackForConflict(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
 }
 
 /**
