@@ -281,13 +281,13 @@ function printPlan(plan: ImportPlan, print: (line: string) => void): void {
     print(`  … and ${plan.conflictCount - plan.conflicts.length} more (fix these and run the dry run again)`);
 }
 
-/** What an earlier import brought and was removed here since: left, each named, since a revocation is final. */
+/** What was revoked here (after an earlier import brought it, or a user destroyed here): left, each named, since a revocation is final. */
 function printRemovedHere(plan: ImportPlan, print: (line: string) => void): void {
   if (plan.removedHereCount === 0) return;
   const perKind = EDUVPN_RECORD_KINDS.filter((kind) => plan.counts[kind].removedHere > 0).map(
     (kind) => `${plan.counts[kind].removedHere} ${KIND_NAMES[kind]}`,
   );
-  print(`left because removed here after an earlier import (a revocation is final): ${perKind.join(', ')}`);
+  print(`left because revoked here (a revocation is final): ${perKind.join(', ')}`);
   for (const removed of plan.removedHere) print(`  ${KIND_NAMES[removed.kind]} ${removed.record}: ${removed.reason}`);
   if (plan.removedHereCount > plan.removedHere.length)
     print(`  … and ${plan.removedHereCount - plan.removedHere.length} more`);

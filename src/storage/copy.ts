@@ -60,6 +60,8 @@ export const COPIED_TABLES: readonly {
   { table: 'scim_group_members', key: ['group_id', 'member_id'] },
   // What the eduVPN import brought: a later import leaves what of it was removed here.
   { table: 'imported_records', key: ['kind', 'record_id'] },
+  // Who was destroyed here, by a digest of the id: the import never brings them back.
+  { table: 'destroyed_users', key: ['user_digest'] },
 ];
 
 /**

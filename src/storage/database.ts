@@ -81,6 +81,7 @@ import { keptAnswerConfiguration } from './migrations/0039-kept-answer-configura
 import { scimProfileChecks } from './migrations/0040-scim-profile-checks.js';
 import { keptAnswerHandOuts } from './migrations/0041-kept-answer-hand-outs.js';
 import { unlinkedKeptAnswers } from './migrations/0042-unlinked-kept-answers.js';
+import { destroyedUsersSchema } from './migrations/0043-destroyed-users.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -137,6 +138,7 @@ const migrations: Record<string, Migration> = {
   '0040-scim-profile-checks': scimProfileChecks,
   '0041-kept-answer-hand-outs': keptAnswerHandOuts,
   '0042-unlinked-kept-answers': unlinkedKeptAnswers,
+  '0043-destroyed-users': destroyedUsersSchema,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -6,7 +6,8 @@
 // copy is expired too, and the import leaves it; an authorization's counts the configurations
 // naming it) and a user's once the user is gone here and the receipt of its destroy was pruned
 // (`auditLogRetention`, or a legal hold's end): as long as that proof of the destroy is kept, so
-// is the note that keeps the user out.
+// is the note naming the user; after that `destroyed_users` (src/storage/destroyed-users.ts)
+// keeps the user out, by a digest of its id.
 import type { ExpressionBuilder } from 'kysely';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';

@@ -472,6 +472,13 @@ export interface ImportedRecordsTable {
   expires_at: string | null;
 }
 
+/** A user destroyed here, by a digest of its id (migration 0043, src/storage/destroyed-users.ts). */
+export interface DestroyedUsersTable {
+  user_digest: string;
+  /** When it was last destroyed (ATOM). */
+  destroyed_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   oauth_authorizations: OAuthAuthorizationsTable;
@@ -508,4 +515,5 @@ export interface Database {
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
   imported_records: ImportedRecordsTable;
+  destroyed_users: DestroyedUsersTable;
 }

@@ -3,7 +3,7 @@
 // eduVPN's database and the portal's; and eduVPN's database in MariaDB): the dry run prints the
 // plan and changes nothing, the import brings everything, a second run has nothing to do, and a
 // portal started on the result knows eduVPN's users under eduVPN's Admin API secret; a user
-// destroyed there stays out of a run again, which says so. A portal with keys of its own refuses
+// destroyed there stays out of a run again, which says so, also once its destroy receipt went. A portal with keys of its own refuses
 // with the conflicts; mistakes on the command line are usage errors.
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -181,7 +181,7 @@ test('the dry run prints the plan, the import brings it all, and a second run ha
   await importsEverything(t, await setUp(t));
 });
 
-test('after a destroy here, a run again names the user and its configurations as removed here and brings none of them back', async (t) => {
+test('after a destroy here, a run again names the user and its configurations as removed here and brings none of them back, also once the receipt of the destroy was pruned', async (t) => {
   // Without daily statistics: the portal's start-up housekeeping aggregates yesterday itself, and
   // its figures for that day would differ from eduVPN's, a conflict that is not this test's.
   const { deployment, dataDir, configFile, database } = await setUp(t, undefined, 0);
@@ -195,12 +195,27 @@ test('after a destroy here, a run again names the user and its configurations as
   assert.equal(dry.code, 0, `${dry.stdout}${dry.stderr}`);
   assert.match(
     dry.stdout,
-    /^left because removed here after an earlier import \(a revocation is final\): 1 users, 1 WireGuard configurations, 1 OpenVPN configurations$/m,
+    /^left because revoked here \(a revocation is final\): 1 users, 1 WireGuard configurations, 1 OpenVPN configurations$/m,
   );
   assert.match(dry.stdout, /^ {2}users alice: brought by an import at \S+ and destroyed here since$/m);
   const again = await runCli(importArgs(deployment, configFile));
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /nothing to do: everything is here already or was removed here \(3 left, listed above\)/);
+  assert.deepEqual((await portal.admin.users()).sort(), ['bob', 'carol']);
+
+  // A year on (auditLogRetention) the receipt goes, and with the next housekeeping the import's
+  // note naming alice: the destroy still holds.
+  const { db } = portal.portal.ctx;
+  const receipts = await db.selectFrom('revocations').select('revocation_id').where('user_id', '=', 'alice').execute();
+  const receiptIds = receipts.map((receipt) => receipt.revocation_id);
+  await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', receiptIds).execute();
+  await db.deleteFrom('revocations').where('revocation_id', 'in', receiptIds).execute();
+  await db.deleteFrom('portal_state').where('key', '=', 'housekeeping.day').execute();
+  await portal.reconcile();
+  const later = await runCli(importArgs(deployment, configFile));
+  assert.equal(later.code, 0, later.stderr);
+  assert.match(later.stdout, /^ {2}users alice: destroyed here at \S+$/m);
+  assert.match(later.stdout, /nothing to do: everything is here already or was removed here \(3 left, listed above\)/);
   assert.deepEqual((await portal.admin.users()).sort(), ['bob', 'carol']);
 });
 

@@ -154,7 +154,7 @@ test('db copy from SQLite to PostgreSQL: every table, counts checked, and the po
   assert.equal(again.code, 1, `a second copy is refused: ${again.stdout}${again.stderr}`);
   assert.match(
     again.stderr,
-    /the target database is not empty \(users: 4 rows, oauth_authorizations: 1 rows, wg_peers: 6 rows, ip_pools: 2 rows, ip_pool_free: 1 rows, admin_keys: 1 rows, audit_log: 11 rows, revocations: 3 rows, revocation_nodes: 3 rows\)/,
+    /the target database is not empty \(users: 4 rows, oauth_authorizations: 1 rows, wg_peers: 6 rows, ip_pools: 2 rows, ip_pool_free: 1 rows, admin_keys: 1 rows, audit_log: 11 rows, revocations: 3 rows, revocation_nodes: 3 rows, destroyed_users: 1 rows\)/,
   );
 
   // The same keys (data directory), the database now on PostgreSQL.

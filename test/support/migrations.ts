@@ -39,4 +39,5 @@ export const EXPECTED_MIGRATIONS = [
   '0040-scim-profile-checks',
   '0041-kept-answer-hand-outs',
   '0042-unlinked-kept-answers',
+  '0043-destroyed-users',
 ] as const;

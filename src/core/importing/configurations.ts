@@ -1,7 +1,7 @@
 // The eduVPN configurations, page by page, against this portal: each WireGuard peer and OpenVPN
 // certificate is brought, found here already (the same key, user, profile, node and addresses),
 // left because it expired, left because an earlier import brought it and it was revoked here
-// since (or its user destroyed), or a conflict naming it — its profile, node or protocol is not
+// since (or its user was destroyed here), or a conflict naming it — its profile, node or protocol is not
 // here, its addresses are not in this portal's pool for that profile and node, or its key, common
 // name or addresses belong to another configuration here.
 import type { EduVpnCertificate, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
@@ -59,7 +59,9 @@ export function emptyOutcome<Row>(): PageOutcome<Row> {
  * brought and were removed here since noted. Left before any other check: their profile or
  * address may be another's here by now.
  */
-async function leftToCheck<C extends { readonly expiresAt: string; readonly userId: UserId }>(
+async function leftToCheck<
+  C extends { readonly createdAt: string; readonly expiresAt: string; readonly userId: UserId },
+>(
   db: Db,
   page: readonly C[],
   facts: ImportFacts,
@@ -76,7 +78,11 @@ async function leftToCheck<C extends { readonly expiresAt: string; readonly user
   const removed = await configurationsRemovedHere(
     db,
     proto,
-    unexpired.map((configuration) => ({ connectionId: idOf(configuration), userId: configuration.userId })),
+    unexpired.map((configuration) => ({
+      connectionId: idOf(configuration),
+      userId: configuration.userId,
+      createdAt: configuration.createdAt,
+    })),
   );
   return unexpired.filter((configuration) => {
     const reason = removed.get(idOf(configuration));

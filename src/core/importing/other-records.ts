@@ -1,9 +1,9 @@
 // The eduVPN records other than configurations, page by page, against this portal: users (the
-// same id is the same user, unless the disabled flag differs; one an earlier import brought and
-// destroyed here since is left, and so is one it brought that is disabled here while eduVPN has
-// it enabled: it stays disabled), OAuth authorizations (those a configuration names, or not
-// expired; one an earlier import brought and deleted here since is left, and so are a destroyed
-// or disabled user's), the connection log (each row with a log id derived from the row, so a
+// same id is the same user, unless the disabled flag differs; one destroyed here is left, brought
+// by an earlier import or made here, and so is one an import brought that is disabled here while
+// eduVPN has it enabled: it stays disabled), OAuth authorizations (those a configuration names,
+// or not expired; one an earlier import brought and deleted here since is left, and so are a
+// destroyed or disabled user's), the connection log (each row with a log id derived from the row, so a
 // second run finds it; one that ended before `connectionLogRetention` is left, as the retention
 // here deleted it or would, unless a legal hold keeps its user's history) and the daily statistics.
 import { createHash } from 'node:crypto';
@@ -22,8 +22,8 @@ import { usersWithIds, type ImportedUser } from '../../storage/users.js';
 import { emptyOutcome, type ImportFacts, type PageOutcome } from './configurations.js';
 import {
   authorizationsRemovedHere,
-  destroyedHere,
   disabledHere,
+  userDestroyedHere,
   usersBroughtBefore,
   usersDestroyedHere,
 } from './removed-here.js';
@@ -56,10 +56,10 @@ export async function checkUsers(
   for (const user of page) {
     const stored = here.get(user.userId);
     if (stored?.isDisabled === true) facts.usersDisabledHere.add(user.userId);
-    const destroyedImportedAt = destroyed.get(user.userId);
+    const destroyedHere = destroyed.get(user.userId);
     const disabledImportedAt = disabledHereOnly.get(user.userId);
-    if (destroyedImportedAt !== undefined)
-      outcome.removedHere.push({ kind: 'users', record: user.userId, reason: destroyedHere(destroyedImportedAt) });
+    if (destroyedHere !== undefined)
+      outcome.removedHere.push({ kind: 'users', record: user.userId, reason: userDestroyedHere(destroyedHere) });
     else if (disabledImportedAt !== undefined)
       outcome.removedHere.push({ kind: 'users', record: user.userId, reason: disabledHere(disabledImportedAt) });
     else if (stored === undefined)

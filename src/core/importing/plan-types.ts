@@ -1,7 +1,8 @@
 // What the eduVPN import found, before it writes anything: per kind of record how many it
 // would bring, how many are here already, how many conflict, how many it leaves because they
-// expired and how many because they were removed here after an earlier import; the key files;
-// every conflict and every record removed here, naming it; what it cannot bring at all.
+// expired and how many because they were revoked here (removed after an earlier import, or of a
+// user destroyed or disabled here); the key files; every conflict and every record removed here,
+// naming it; what it cannot bring at all.
 import type { EduVpnLeftBehind, EduVpnRecordKind, EduVpnSchemaVersion } from '../../eduvpn/deployment.js';
 import type { KeyFileState } from '../../keys/key-store.js';
 import type { PortalContext } from '../context.js';
@@ -21,8 +22,9 @@ export interface KindCounts {
    */
   expired: number;
   /**
-   * Brought by an earlier import and removed here since (a configuration revoked, a user
-   * destroyed with its configurations and authorizations): not brought back, a revocation is final.
+   * Brought by an earlier import and removed here since (a configuration revoked, an
+   * authorization deleted), or of a user destroyed here (brought or made here; with its
+   * configurations and authorizations) or disabled here: not brought, a revocation is final.
    */
   removedHere: number;
 }
@@ -38,7 +40,7 @@ export interface ImportConflict {
   readonly reason: string;
 }
 
-/** A record the import leaves because it was removed here after an earlier import, and how. */
+/** A record the import leaves because it was revoked here (removed after an earlier import, or its user destroyed or disabled here), and how. */
 export interface RemovedHere {
   readonly kind: EduVpnRecordKind;
   /** A user id, a public key, a common name or an authorization key. */

@@ -1,27 +1,60 @@
-// What an earlier import brought and was removed here since, so that a later run leaves it: a
-// configuration deleted, expired, retired or replaced here, an authorization deleted here (by
-// delete_user_authorizations, disable_user or the housekeeping once expired), a user destroyed
-// here (and with it its configurations and authorizations, also those eduVPN issued after that
-// import), a user disabled here (it stays disabled, and gets no authorization from eduVPN). The
-// eduVPN server still holds them; bringing them again would put a revoked configuration back on
-// its node, or a deleted authorization back on its user.
+// What this portal took away that eduVPN still holds, so that an import leaves it: a
+// configuration an earlier import brought and was deleted, expired, retired or replaced here
+// since; an authorization it brought and was deleted here since (by delete_user_authorizations,
+// disable_user or the housekeeping once expired); a user destroyed here (whether an import
+// brought it or it was made here, kept for good by a digest of its id: src/storage/destroyed-users.ts),
+// and with it all its configurations and authorizations, also those eduVPN issued it later, or,
+// when it was made again here since, those eduVPN issued it before the destroy; a user disabled
+// here (it stays disabled, and gets no authorization from eduVPN). Bringing them again would put
+// a revoked configuration back on its node, or a deleted authorization back on its user.
 import type { UserId } from '../../shared/ids.js';
 import type { Db } from '../../storage/database.js';
+import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
 import { importedRecordsGone, importedRecordsNoted } from '../../storage/imported-records.js';
+import { usersWithIds } from '../../storage/users.js';
 
 /** Why a configuration brought earlier and gone here is left. */
 function revokedHere(importedAt: string): string {
   return `brought by an import at ${importedAt} and revoked here since (deleted, expired, or its device retired or replaced)`;
 }
 
-/** Why a user brought earlier and gone here is left. */
-export function destroyedHere(importedAt: string): string {
-  return `brought by an import at ${importedAt} and destroyed here since`;
+/** What this portal knows of a user's destroy here. */
+export type DestroyedHere =
+  /** Not here: brought by an import at `importedAt` (the note of that still kept), destroyed since. */
+  | { readonly how: 'brought'; readonly importedAt: string }
+  /** Not here: destroyed at `destroyedAt` (made here, or the note of its import pruned since). */
+  | { readonly how: 'destroyed'; readonly destroyedAt: string }
+  /** Here: made again since its destroy at `destroyedAt`. */
+  | { readonly how: 'made again'; readonly destroyedAt: string };
+
+/** Why a user destroyed here (and not made again since) is left. */
+export function userDestroyedHere(destroyed: DestroyedHere): string {
+  return destroyed.how === 'brought'
+    ? `brought by an import at ${destroyed.importedAt} and destroyed here since`
+    : `destroyed here at ${destroyed.destroyedAt}`;
 }
 
-/** Why a record of a user destroyed here is left. */
-export function ofUserDestroyedHere(userId: UserId, importedAt: string): string {
-  return `its user ${userId} was brought by an import at ${importedAt} and destroyed here since`;
+/**
+ * Why a configuration or authorization of `userId`, which eduVPN issued at `issuedAt`, is left
+ * for its user's destroy here: all of a user not here, and of one made again since its destroy
+ * those issued before it. Undefined: not left for that.
+ */
+function ofUserDestroyedHere(
+  userId: UserId,
+  destroyed: DestroyedHere | undefined,
+  issuedAt: string,
+): string | undefined {
+  if (destroyed === undefined) return undefined;
+  switch (destroyed.how) {
+    case 'brought':
+      return `its user ${userId} was brought by an import at ${destroyed.importedAt} and destroyed here since`;
+    case 'destroyed':
+      return `its user ${userId} was destroyed here at ${destroyed.destroyedAt}`;
+    case 'made again':
+      return issuedAt <= destroyed.destroyedAt
+        ? `issued before its user ${userId} was destroyed here at ${destroyed.destroyedAt}`
+        : undefined;
+  }
 }
 
 /** Why a user brought earlier, disabled here and enabled in eduVPN is left: the import never enables anyone. */
@@ -34,19 +67,32 @@ export async function usersBroughtBefore(db: Db, userIds: readonly UserId[]): Pr
   return importedRecordsNoted(db, 'user', userIds);
 }
 
-/** Of `userIds`, those an earlier import brought that were destroyed here since, each with when it was brought. */
-export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Promise<Map<string, string>> {
-  return importedRecordsGone(db, 'user', userIds);
+/**
+ * Of `userIds`, those destroyed here: noted as brought by an earlier import and not here, or
+ * named by `destroyed_users` (here again or not).
+ */
+export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, DestroyedHere>> {
+  const brought = await importedRecordsGone(db, 'user', userIds);
+  const destroyed = await destroyedUsersAmong(db, userIds);
+  const here = await usersWithIds(
+    db,
+    [...destroyed.keys()].filter((userId) => !brought.has(userId)),
+  );
+  const found = new Map<UserId, DestroyedHere>();
+  for (const [userId, importedAt] of brought) found.set(userId as UserId, { how: 'brought', importedAt });
+  for (const [userId, destroyedAt] of destroyed)
+    if (!brought.has(userId)) found.set(userId, { how: here.has(userId) ? 'made again' : 'destroyed', destroyedAt });
+  return found;
 }
 
 /**
  * Of `configurations`, those to leave, each with why: brought by an earlier import and gone
- * here since, or of a user destroyed here since.
+ * here since, or of a user destroyed here.
  */
 export async function configurationsRemovedHere(
   db: Db,
   proto: 'wireguard' | 'openvpn',
-  configurations: readonly { readonly connectionId: string; readonly userId: UserId }[],
+  configurations: readonly { readonly connectionId: string; readonly userId: UserId; readonly createdAt: string }[],
 ): Promise<Map<string, string>> {
   const gone = await importedRecordsGone(
     db,
@@ -60,21 +106,21 @@ export async function configurationsRemovedHere(
   );
   const reasons = new Map<string, string>();
   for (const [connectionId, importedAt] of gone) reasons.set(connectionId, revokedHere(importedAt));
-  for (const { connectionId, userId } of others) {
-    const userImportedAt = users.get(userId);
-    if (userImportedAt !== undefined) reasons.set(connectionId, ofUserDestroyedHere(userId, userImportedAt));
+  for (const { connectionId, userId, createdAt } of others) {
+    const reason = ofUserDestroyedHere(userId, users.get(userId), createdAt);
+    if (reason !== undefined) reasons.set(connectionId, reason);
   }
   return reasons;
 }
 
 /**
  * Of `authorizations` (none of them here), those to leave, each with why: of a user destroyed
- * here since an earlier import brought it, brought by an earlier import and deleted here since,
- * or of a user disabled here (disabling ended its authorizations, for good).
+ * here, brought by an earlier import and deleted here since, or of a user disabled here
+ * (disabling ended its authorizations, for good).
  */
 export async function authorizationsRemovedHere(
   db: Db,
-  authorizations: readonly { readonly authKey: string; readonly userId: UserId }[],
+  authorizations: readonly { readonly authKey: string; readonly userId: UserId; readonly authorizedAt: string }[],
   usersDisabledHere: ReadonlySet<UserId>,
 ): Promise<Map<string, string>> {
   const users = await usersDestroyedHere(
@@ -87,10 +133,10 @@ export async function authorizationsRemovedHere(
     authorizations.map((authorization) => authorization.authKey),
   );
   const reasons = new Map<string, string>();
-  for (const { authKey, userId } of authorizations) {
-    const userImportedAt = users.get(userId);
+  for (const { authKey, userId, authorizedAt } of authorizations) {
+    const ofDestroyed = ofUserDestroyedHere(userId, users.get(userId), authorizedAt);
     const importedAt = gone.get(authKey);
-    if (userImportedAt !== undefined) reasons.set(authKey, ofUserDestroyedHere(userId, userImportedAt));
+    if (ofDestroyed !== undefined) reasons.set(authKey, ofDestroyed);
     else if (importedAt !== undefined)
       reasons.set(
         authKey,

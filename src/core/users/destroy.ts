@@ -1,13 +1,15 @@
 // POST /destroy: the user, all of its configurations, authorizations and devices are deleted
 // (database first, in one transaction; each live device announced as retired, so a webhook
-// receiver following devices learns it), then the peers leave the nodes and OpenVPN clients are
-// disconnected.
+// receiver following devices learns it; the user's id kept as a digest, so that the eduVPN import
+// never brings it back), then the peers leave the nodes and OpenVPN clients are disconnected.
 import { deleteCertificatesOfUser } from '../../storage/certificates.js';
+import { noteDestroyedUser } from '../../storage/destroyed-users.js';
 import { liveDevicesOfUser } from '../../storage/devices.js';
 import { enrollmentTokenIdsOfUser } from '../../storage/enrollment-tokens.js';
 import { deleteUser, lockUser } from '../../storage/users.js';
 import { nextRevision } from '../../storage/revisions.js';
 import { deletePeersOfUser } from '../../storage/wg-peers.js';
+import { formatAtom } from '../../shared/time.js';
 import type { PortalContext } from '../context.js';
 import { configurationsDeleted, type PortalEvent } from '../events.js';
 import { existingUser } from './existing-user.js';
@@ -33,6 +35,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     const enrollmentTokenIds = await enrollmentTokenIdsOfUser(trx, userId);
     await deleteUser(trx, userId); // cascades to oauth_authorizations, devices and their enrollment tokens
     const at = ctx.clock.now();
+    await noteDestroyedUser(trx, userId, formatAtom(at));
     await announce(
       configurationsDeleted(peers, certificates, at, revocationId),
       devices.map(

@@ -1,12 +1,13 @@
-// The eduVPN import run again after something it brought was revoked here (both databases in the
-// suite): the eduVPN server still holds it, and bringing it again would put a revoked
-// configuration back on its node. A WireGuard or OpenVPN configuration deleted here, a user
-// destroyed here (with its configurations and authorizations, also those eduVPN issued later),
-// an authorization deleted here, a user disabled here (it stays disabled, and gets no
-// authorization), history past the retention here (unless a legal hold keeps it) and a
-// configuration whose revocation receipt was pruned since are left,
-// counted and named in the plan; the rest is imported, and a run again still changes nothing.
-// How long the import's notes are kept: test/storage/imported-records.test.ts.
+// The eduVPN import run after something was revoked here (both databases in the suite): the
+// eduVPN server still holds it, and bringing it again would put a revoked configuration back on
+// its node. A WireGuard or OpenVPN configuration deleted here, a user destroyed here (with its
+// configurations and authorizations, also those eduVPN issued later; for good, also once the
+// receipt of the destroy was pruned, and also a user made here rather than brought; one made
+// again since gets only what eduVPN issued after the destroy), an authorization deleted here, a
+// user disabled here (it stays disabled, and gets no authorization), history past the retention
+// here (unless a legal hold keeps it) and a configuration whose revocation receipt was pruned
+// since are left, counted and named in the plan; the rest is imported, and a run again still
+// changes nothing. How long the import's notes are kept: test/storage/imported-records.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
@@ -92,6 +93,18 @@ function appAuthorization(authKey: string, userId: string): EduVpnAuthorization 
 /** The keys of the authorizations here, of those asked about, sorted. */
 async function authorizationsHere(authKeys: readonly string[]): Promise<string[]> {
   return (await authorizationsWithKeys(ctx.db, authKeys)).map((authorization) => authorization.authKey).sort();
+}
+
+/**
+ * What the housekeeping does to a finished receipt after auditLogRetention (a year by default),
+ * and the day's housekeeping run again with whatever else it prunes then.
+ */
+async function receiptPrunedAndHousekeepingRun(receipt: string | null): Promise<void> {
+  assert.ok(receipt !== null, 'a receipt');
+  await ctx.db.deleteFrom('revocation_nodes').where('revocation_id', '=', receipt).execute();
+  await ctx.db.deleteFrom('revocations').where('revocation_id', '=', receipt).execute();
+  await ctx.db.deleteFrom('portal_state').where('key', '=', 'housekeeping.day').execute();
+  await portal.reconcile();
 }
 
 /** Per kind, how many the plan leaves because they were removed here (kinds with none left out). */
@@ -222,14 +235,7 @@ test('a configuration revoked here stays out of a later import after its receipt
   records.wireGuardPeers = [eduVpnPeer('erin', 4)];
   const key = records.wireGuardPeers[0]?.publicKey ?? '';
   await firstImport(records);
-  const receipt = await portal.admin.deleteConnection('erin', key);
-  assert.ok(receipt !== null);
-  // As the housekeeping does to a finished receipt after auditLogRetention.
-  await ctx.db.deleteFrom('revocation_nodes').where('revocation_id', '=', receipt).execute();
-  await ctx.db.deleteFrom('revocations').where('revocation_id', '=', receipt).execute();
-  // And the day's housekeeping runs again, with whatever it prunes.
-  await ctx.db.deleteFrom('portal_state').where('key', '=', 'housekeeping.day').execute();
-  await portal.reconcile();
+  await receiptPrunedAndHousekeepingRun(await portal.admin.deleteConnection('erin', key));
 
   const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
   await importAgainBringingNothing(records);
@@ -335,4 +341,109 @@ test('history that ended before the retention here is not brought, as the housek
     ['ivy-1', 'jack-60'],
   );
   await portal.admin.releaseLegalHold(hold.hold_id);
+});
+
+/** Why the plan left each record it left, by the record's name. */
+function reasonsOf(plan: ImportPlan): Map<string, string> {
+  return new Map(plan.removedHere.map((removed) => [removed.record, removed.reason]));
+}
+
+test('a user destroyed here stays out of every later import, also once its receipt and the note of its import were pruned, and so does what eduVPN issued it since', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('kim')];
+  records.wireGuardPeers = [eduVpnPeer('kim', 100)];
+  await firstImport(records);
+  // A year on (auditLogRetention) the receipt of the destroy goes, and with it the note naming kim.
+  await receiptPrunedAndHousekeepingRun(await portal.admin.destroy('kim'));
+  const kimNoted = await ctx.db.selectFrom('imported_records').select('record_id').where('record_id', '=', 'kim');
+  assert.deepEqual(await kimNoted.execute(), [], 'no row names kim any more');
+  // eduVPN, where kim is still an enabled user, issued kim another configuration meanwhile.
+  records.wireGuardPeers.push(eduVpnPeer('kim', 101));
+  const keys: string[] = records.wireGuardPeers.map((peer) => peer.publicKey);
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.equal((await usersWithIds(ctx.db, [asUserId('kim')])).size, 0, 'kim is not back');
+  assert.deepEqual(await peersWithKeys(ctx.db, keys), []);
+  assert.deepEqual(removedHereCounts(plan), { users: 1, wireGuardPeers: 2 });
+  const reasons = reasonsOf(plan);
+  assert.match(reasons.get('kim') ?? '', /^destroyed here at \S+$/);
+  assert.match(reasons.get(keys[1] ?? '') ?? '', /^its user kim was destroyed here at \S+$/);
+});
+
+test('a user made here before the import with the id of one in eduVPN, then destroyed here, is not brought back by importing again, nor anything eduVPN holds of it', async () => {
+  await portal.admin.create({ user_id: 'lena', profile_id: 'employees' }, 'application/x-wireguard-profile');
+  const records = emptyRecords();
+  records.users = [eduVpnUser('lena')];
+  records.wireGuardPeers = [eduVpnPeer('lena', 102, { authKey: 'lena-app' })];
+  records.authorizations = [appAuthorization('lena-app', 'lena')];
+  const first = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.equal(first.plan.counts.users.alreadyHere, 1, 'the same id is the same user: here already, not brought');
+  assert.equal(first.applied?.inserted.wireGuardPeers, 1, 'her eduVPN configuration came with the import');
+  assert.notEqual(await portal.admin.destroy('lena'), null, 'a receipt');
+  records.wireGuardPeers.push(eduVpnPeer('lena', 103));
+  const keys: string[] = records.wireGuardPeers.map((peer) => peer.publicKey);
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.equal((await usersWithIds(ctx.db, [asUserId('lena')])).size, 0, 'lena is not back');
+  assert.deepEqual(await peersWithKeys(ctx.db, keys), []);
+  assert.deepEqual(await authorizationsHere(['lena-app']), []);
+  assert.deepEqual(removedHereCounts(plan), { users: 1, authorizations: 1, wireGuardPeers: 2 });
+  const reasons = reasonsOf(plan);
+  assert.match(reasons.get('lena') ?? '', /^destroyed here at \S+$/);
+  assert.match(reasons.get(keys[1] ?? '') ?? '', /^its user lena was destroyed here at \S+$/);
+});
+
+test('a user made and destroyed here before eduVPN was ever imported is not brought by the import, nor its configurations and authorizations there', async () => {
+  await portal.admin.create({ user_id: 'mona', profile_id: 'employees' }, 'application/x-wireguard-profile');
+  assert.notEqual(await portal.admin.destroy('mona'), null, 'a receipt');
+  const records = emptyRecords();
+  records.users = [eduVpnUser('mona')];
+  records.wireGuardPeers = [eduVpnPeer('mona', 104, { authKey: 'mona-app' })];
+  records.certificates = [eduVpnCertificate('mona')];
+  records.authorizations = [appAuthorization('mona-app', 'mona')];
+
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.deepEqual(Object.values(outcome.applied?.inserted ?? {}), [0, 0, 0, 0, 0, 0], 'nothing of mona comes');
+  assert.ok(!(await portal.admin.users()).includes('mona'));
+  assert.deepEqual(removedHereCounts(outcome.plan), {
+    users: 1,
+    authorizations: 1,
+    wireGuardPeers: 1,
+    certificates: 1,
+  });
+  const reasons = reasonsOf(outcome.plan);
+  assert.match(reasons.get('mona') ?? '', /^destroyed here at \S+$/);
+  assert.match(reasons.get('mona-app') ?? '', /^its user mona was destroyed here at \S+$/);
+});
+
+test('a user made again here after its destroy gets from an import what eduVPN issued it after the destroy, nothing from before', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('nora')];
+  records.wireGuardPeers = [eduVpnPeer('nora', 105)];
+  await firstImport(records);
+  // eduVPN issued nora one configuration just before the destroy here, and one after it.
+  const justBefore = formatAtom(new Date(Date.now() - 2000));
+  assert.notEqual(await portal.admin.destroy('nora'), null, 'a receipt');
+  const justAfter = formatAtom(new Date(Date.now() + 2000));
+  const before = eduVpnPeer('nora', 106, { createdAt: justBefore });
+  const after = eduVpnPeer('nora', 107, { createdAt: justAfter });
+  records.wireGuardPeers.push(before, after);
+  // The administrator gives nora access again.
+  await portal.admin.create({ user_id: 'nora', profile_id: 'employees' }, 'application/x-wireguard-profile');
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.equal(outcome.applied?.inserted.wireGuardPeers, 1);
+  assert.deepEqual(
+    (await peersWithKeys(ctx.db, [records.wireGuardPeers[0]?.publicKey ?? '', before.publicKey, after.publicKey])).map(
+      (peer) => peer.publicKey,
+    ),
+    [after.publicKey],
+  );
+  assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 2 });
+  assert.match(reasonsOf(plan).get(before.publicKey) ?? '', /^issued before its user nora was destroyed here at \S+$/);
 });
