@@ -82,6 +82,7 @@ import { scimProfileChecks } from './migrations/0040-scim-profile-checks.js';
 import { keptAnswerHandOuts } from './migrations/0041-kept-answer-hand-outs.js';
 import { unlinkedKeptAnswers } from './migrations/0042-unlinked-kept-answers.js';
 import { destroyedUsersSchema } from './migrations/0043-destroyed-users.js';
+import { withheldImports } from './migrations/0044-withheld-imports.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -139,6 +140,7 @@ const migrations: Record<string, Migration> = {
   '0041-kept-answer-hand-outs': keptAnswerHandOuts,
   '0042-unlinked-kept-answers': unlinkedKeptAnswers,
   '0043-destroyed-users': destroyedUsersSchema,
+  '0044-withheld-imports': withheldImports,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

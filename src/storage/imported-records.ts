@@ -1,6 +1,7 @@
 // Queries on `imported_records` (migration 0035): each user, WireGuard peer, OpenVPN certificate
-// and OAuth authorization the eduVPN import brought. A later run reads it to leave what was
-// removed here since (a configuration deleted, expired, retired or replaced; a user destroyed; an
+// and OAuth authorization the eduVPN import brought, and each configuration it left because its
+// user was disabled here (`withheld`, migration 0044). A later run reads it to leave what was
+// removed here since, and what it left so (a configuration deleted, expired, retired or replaced; a user destroyed; an
 // authorization deleted): a revocation is final, an import included. The daily housekeeping
 // prunes a configuration's or authorization's row once its eduVPN expiry has passed (eduVPN's
 // copy is expired too, and the import leaves it; an authorization's counts the configurations
@@ -27,6 +28,14 @@ export interface ImportedRecord {
    * null for a user.
    */
   readonly expiresAt: string | null;
+  /** Left rather than brought: a configuration of a user disabled here while eduVPN had it enabled. */
+  readonly withheld?: true;
+}
+
+/** What a note tells of a record not here: when it was noted, and whether it was left (never brought) then. */
+export interface ImportedNote {
+  readonly importedAt: string;
+  readonly withheld: boolean;
 }
 
 /** Rows per statement: four columns, far below both dialects' parameter limits. */
@@ -43,6 +52,8 @@ export async function noteImportedRecords(db: Db, records: readonly ImportedReco
           record_id: record.recordId,
           imported_at: record.importedAt,
           expires_at: record.expiresAt,
+          // Only when set: the column's default says brought (and a schema before 0044 has none).
+          ...(record.withheld === true ? { withheld: 1 } : {}),
         })),
       )
       .onConflict((conflict) => conflict.columns(['kind', 'record_id']).doNothing())
@@ -82,42 +93,45 @@ function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'impor
 }
 
 /**
- * Of `recordIds` of `kind`, those an earlier import brought that are not here any more (removed
- * here since), each with when it was brought.
+ * Of `recordIds` of `kind`, those an earlier import noted that are not here (removed here since,
+ * or left by it), each with its note.
  */
-export function importedRecordsGone(
+export async function importedRecordsGone(
   db: Db,
   kind: ImportedRecordKind,
   recordIds: readonly string[],
-): Promise<Map<string, string>> {
-  return importedAt(db, kind, recordIds, 'gone only');
+): Promise<Map<string, ImportedNote>> {
+  const found = new Map<string, ImportedNote>();
+  for (const row of await notesOf(db, kind, recordIds, 'gone only'))
+    found.set(row.record_id, { importedAt: row.imported_at, withheld: row.withheld !== 0 });
+  return found;
 }
 
 /** Of `recordIds` of `kind`, those an earlier import noted (here or not), each with when it was brought. */
-export function importedRecordsNoted(
+export async function importedRecordsNoted(
   db: Db,
   kind: ImportedRecordKind,
   recordIds: readonly string[],
 ): Promise<Map<string, string>> {
-  return importedAt(db, kind, recordIds, 'here or gone');
+  return new Map((await notesOf(db, kind, recordIds, 'here or gone')).map((row) => [row.record_id, row.imported_at]));
 }
 
-async function importedAt(
+async function notesOf(
   db: Db,
   kind: ImportedRecordKind,
   recordIds: readonly string[],
   which: 'gone only' | 'here or gone',
-): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
+): Promise<{ record_id: string; imported_at: string; withheld: number }[]> {
+  const found: { record_id: string; imported_at: string; withheld: number }[] = [];
   for (const ids of sizeLimitedGroups([...new Set(recordIds)], () => 1, NOTE_ROWS)) {
     const rows = await db
       .selectFrom('imported_records')
-      .select(['record_id', 'imported_at'])
+      .select(['record_id', 'imported_at', 'withheld'])
       .where('kind', '=', kind)
       .where('record_id', 'in', ids)
       .$if(which === 'gone only', (query) => query.where((eb) => eb.not(isHere(kind, eb))))
       .execute();
-    for (const row of rows) found.set(row.record_id, row.imported_at);
+    found.push(...rows);
   }
   return found;
 }

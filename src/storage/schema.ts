@@ -461,7 +461,7 @@ export interface ScimGroupMembersTable {
   member_id: string;
 }
 
-/** A user or configuration the eduVPN import brought (migration 0035, src/storage/imported-records.ts). */
+/** A user or configuration the eduVPN import brought, or left for good (migration 0035, src/storage/imported-records.ts). */
 export interface ImportedRecordsTable {
   /** user, wireguard, openvpn or authorization (0037). */
   kind: string;
@@ -470,6 +470,11 @@ export interface ImportedRecordsTable {
   imported_at: string;
   /** A configuration's or authorization's expiry in eduVPN (ATOM); null for a user. */
   expires_at: string | null;
+  /**
+   * 1: a configuration not brought but left, its user disabled here then while eduVPN had it
+   * enabled (migration 0044), so that no later run brings it either; 0: brought.
+   */
+  withheld: Generated<number>;
 }
 
 /** A user destroyed here, by a digest of its id (migration 0043, src/storage/destroyed-users.ts). */

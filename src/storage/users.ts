@@ -245,6 +245,12 @@ export async function usersWithIds(db: Db, userIds: readonly UserId[]): Promise<
   return found;
 }
 
+/** Every user disabled here (the eduVPN import reads them once, before it walks eduVPN's records). */
+export async function disabledUserIds(db: Db): Promise<UserId[]> {
+  const rows = await db.selectFrom('users').select('user_id').where('is_disabled', '=', 1).execute();
+  return rows.map((row) => row.user_id as UserId);
+}
+
 /** Inserts the users that are missing, many per statement; answers how many it inserted. */
 export async function insertImportedUsers(trx: Transaction<Database>, users: readonly ImportedUser[]): Promise<number> {
   let inserted = 0;

@@ -48,13 +48,13 @@ test('a configuration or authorization note goes once its eduVPN expiry passed, 
     );
   assert.deepEqual(
     [...(await importedRecordsGone(db, 'user', ['here', 'gone', 'never-imported']))],
-    [['gone', IMPORTED_AT]],
+    [['gone', { importedAt: IMPORTED_AT, withheld: false }]],
     'a user brought and not here is gone; one here or never brought is not',
   );
 
   assert.deepEqual(
     [...(await importedRecordsGone(db, 'authorization', ['app-2027', 'never-imported']))],
-    [['app-2027', IMPORTED_AT]],
+    [['app-2027', { importedAt: IMPORTED_AT, withheld: false }]],
     'an authorization brought and not here is gone',
   );
 

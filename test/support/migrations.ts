@@ -40,4 +40,5 @@ export const EXPECTED_MIGRATIONS = [
   '0041-kept-answer-hand-outs',
   '0042-unlinked-kept-answers',
   '0043-destroyed-users',
+  '0044-withheld-imports',
 ] as const;

@@ -61,8 +61,7 @@ async function importKind(
   progress: ImportProgress,
 ): Promise<number> {
   const step = KIND_STEPS[kind];
-  const counts = prepared.plan.counts[kind];
-  if (counts.toBring === 0) return 0;
+  if (prepared.plan.counts[kind].toBring === 0 && prepared.withheld[kind] === 0) return 0;
   const total = await deployment.count(kind);
   return ctx.events.change(
     ctx.db,

@@ -12,6 +12,7 @@ import { certificatesWithNames, type OpenVpnCertificate } from '../../storage/ce
 import type { PoolKey } from '../../storage/ip-pools.js';
 import { peersAtAddresses, peersWithKeys, type NewPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolIndexOf } from '../../wireguard/address-pool.js';
+import type { ImportedRecord } from '../../storage/imported-records.js';
 import type { ImportConflict, RemovedHere } from './plan-types.js';
 import { configurationsRemovedHere } from './removed-here.js';
 
@@ -30,6 +31,11 @@ export interface ImportFacts {
   readonly namedAuthorizations: Map<string, string>;
   /** Users found disabled here (by the users' check, before the authorizations'): theirs are left. */
   readonly usersDisabledHere: Set<UserId>;
+  /**
+   * Users disabled here that eduVPN has enabled, read before the walk: their configurations not
+   * here are left, and noted so that they stay out once the user is enabled again.
+   */
+  readonly usersDisabledOnlyHere: ReadonlySet<UserId>;
   /** The node of each configuration (expired ones too), for the connection log. */
   readonly nodeOfConnection: Map<string, NodeNumber>;
   /**
@@ -41,23 +47,27 @@ export interface ImportFacts {
   readonly heldUsers: ReadonlySet<string>;
 }
 
-/** One page checked: what to bring, how many are here or expired, what was removed here, and the conflicts. */
+/**
+ * One page checked: what to bring, how many are here or expired, what was removed here (and of
+ * that what the import notes as left, so that it stays out), and the conflicts.
+ */
 export interface PageOutcome<Row> {
   readonly bring: Row[];
   alreadyHere: number;
   expired: number;
   readonly removedHere: RemovedHere[];
+  readonly withheld: Omit<ImportedRecord, 'importedAt'>[];
   readonly conflicts: ImportConflict[];
 }
 
 export function emptyOutcome<Row>(): PageOutcome<Row> {
-  return { bring: [], alreadyHere: 0, expired: 0, removedHere: [], conflicts: [] };
+  return { bring: [], alreadyHere: 0, expired: 0, removedHere: [], withheld: [], conflicts: [] };
 }
 
 /**
- * A page's configurations left to check: the expired ones counted, those an earlier import
- * brought and were removed here since noted. Left before any other check: their profile or
- * address may be another's here by now.
+ * A page's configurations left to check: the expired ones counted, those removed here (or of a
+ * user disabled here) named, and of these those to note as left. Left before any other check:
+ * their profile or address may be another's here by now.
  */
 async function leftToCheck<
   C extends { readonly createdAt: string; readonly expiresAt: string; readonly userId: UserId },
@@ -65,7 +75,7 @@ async function leftToCheck<
   db: Db,
   page: readonly C[],
   facts: ImportFacts,
-  outcome: Pick<PageOutcome<unknown>, 'expired' | 'removedHere'>,
+  outcome: Pick<PageOutcome<unknown>, 'expired' | 'removedHere' | 'withheld'>,
   configurations: {
     readonly proto: 'wireguard' | 'openvpn';
     readonly kind: 'wireGuardPeers' | 'certificates';
@@ -83,11 +93,20 @@ async function leftToCheck<
       userId: configuration.userId,
       createdAt: configuration.createdAt,
     })),
+    facts.usersDisabledOnlyHere,
   );
   return unexpired.filter((configuration) => {
-    const reason = removed.get(idOf(configuration));
-    if (reason !== undefined) outcome.removedHere.push({ kind, record: idOf(configuration), reason });
-    return reason === undefined;
+    const removal = removed.get(idOf(configuration));
+    if (removal === undefined) return true;
+    outcome.removedHere.push({ kind, record: idOf(configuration), reason: removal.reason });
+    if (removal.withheld)
+      outcome.withheld.push({
+        kind: proto,
+        recordId: idOf(configuration),
+        expiresAt: configuration.expiresAt,
+        withheld: true,
+      });
+    return false;
   });
 }
 

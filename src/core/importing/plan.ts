@@ -17,6 +17,7 @@ import {
   type KindCounts,
   type RemovedHere,
 } from './plan-types.js';
+import { usersDisabledOnlyHere } from './removed-here.js';
 import { CHECK_ORDER, KIND_STEPS } from './steps.js';
 
 /** A plan with what the import needs to carry it out. */
@@ -24,6 +25,8 @@ export interface PreparedImport {
   readonly plan: ImportPlan;
   readonly facts: ImportFacts;
   readonly keyAdoptions: readonly KeyAdoption[];
+  /** Per kind, how many records the import notes as left without bringing them (of users disabled here). */
+  readonly withheld: Readonly<Record<EduVpnRecordKind, number>>;
 }
 
 /** What importing `deployment` would do; changes nothing. */
@@ -47,6 +50,7 @@ export async function prepareEduVpnImport(
     earliestConfiguration: new Map(),
     namedAuthorizations: new Map(),
     usersDisabledHere: new Set(),
+    usersDisabledOnlyHere: await usersDisabledOnlyHere(ctx.db, deployment),
     historySince: formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)),
     heldUsers: new Set(await heldUserIds(ctx.db, formatAtom(now))),
     nodeOfConnection: new Map(),
@@ -58,6 +62,7 @@ export async function prepareEduVpnImport(
     EduVpnRecordKind,
     KindCounts
   >;
+  const withheld = Object.fromEntries(EDUVPN_RECORD_KINDS.map((kind) => [kind, 0])) as Record<EduVpnRecordKind, number>;
   for (const kind of CHECK_ORDER) {
     const total = await deployment.count(kind);
     const tally = counts[kind];
@@ -68,6 +73,7 @@ export async function prepareEduVpnImport(
       tally.expired += outcome.expired;
       tally.conflicting += outcome.conflicts.length;
       tally.removedHere += outcome.removedHere.length;
+      withheld[kind] += outcome.withheld.length;
       for (const conflict of outcome.conflicts) conflicts.add(conflict);
       for (const removed of outcome.removedHere) removedHere.add(removed);
       done +=
@@ -90,5 +96,5 @@ export async function prepareEduVpnImport(
     removedHereCount: removedHere.count,
     leftBehind: await deployment.leftBehind(),
   };
-  return { plan, facts, keyAdoptions };
+  return { plan, facts, keyAdoptions, withheld };
 }

@@ -5,17 +5,30 @@
 // brought it or it was made here, kept for good by a digest of its id: src/storage/destroyed-users.ts),
 // and with it all its configurations and authorizations, also those eduVPN issued it later, or,
 // when it was made again here since, those eduVPN issued it before the destroy; a user disabled
-// here (it stays disabled, and gets no authorization from eduVPN). Bringing them again would put
-// a revoked configuration back on its node, or a deleted authorization back on its user.
+// here (it stays disabled, and gets no authorization from eduVPN, and, while eduVPN has it
+// enabled, no configuration either: the import notes those it leaves, so that they stay out once
+// the user is enabled again). Bringing them would put a revoked configuration back on its node,
+// or a deleted authorization back on its user.
+import type { EduVpnDeployment } from '../../eduvpn/deployment.js';
 import type { UserId } from '../../shared/ids.js';
+import { certificatesWithNames } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
 import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
-import { importedRecordsGone, importedRecordsNoted } from '../../storage/imported-records.js';
-import { usersWithIds } from '../../storage/users.js';
+import { importedRecordsGone, importedRecordsNoted, type ImportedNote } from '../../storage/imported-records.js';
+import { disabledUserIds, usersWithIds } from '../../storage/users.js';
+import { peersWithKeys } from '../../storage/wg-peers.js';
 
-/** Why a configuration brought earlier and gone here is left. */
-function revokedHere(importedAt: string): string {
-  return `brought by an import at ${importedAt} and revoked here since (deleted, expired, or its device retired or replaced)`;
+/** Why a configuration an earlier import noted and is not here is left. */
+function revokedHere(note: ImportedNote): string {
+  return note.withheld
+    ? `left by an import at ${note.importedAt} while its user was disabled here: it stays left`
+    : `brought by an import at ${note.importedAt} and revoked here since (deleted, expired, or its device retired or replaced)`;
+}
+
+/** A record the import leaves, why, and whether it notes it as left (so that it stays out). */
+export interface Removal {
+  readonly reason: string;
+  readonly withheld: boolean;
 }
 
 /** What this portal knows of a user's destroy here. */
@@ -62,6 +75,20 @@ export function disabledHere(importedAt: string): string {
   return `brought by an import at ${importedAt} and disabled here (eduVPN has it enabled): it stays disabled`;
 }
 
+/**
+ * The users disabled here that eduVPN has enabled: their access was taken away here, so the
+ * import brings them no configuration eduVPN holds that is not here. Read before the walk, as the
+ * configurations are checked before the users.
+ */
+export async function usersDisabledOnlyHere(db: Db, deployment: EduVpnDeployment): Promise<Set<UserId>> {
+  const disabledHere = new Set(await disabledUserIds(db));
+  const found = new Set<UserId>();
+  if (disabledHere.size === 0) return found;
+  for await (const page of deployment.users())
+    for (const user of page) if (!user.isDisabled && disabledHere.has(user.userId)) found.add(user.userId);
+  return found;
+}
+
 /** Of `userIds` (users disabled here), those an earlier import brought, each with when it was brought. */
 export async function usersBroughtBefore(db: Db, userIds: readonly UserId[]): Promise<Map<string, string>> {
   return importedRecordsNoted(db, 'user', userIds);
@@ -79,21 +106,23 @@ export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Pr
     [...destroyed.keys()].filter((userId) => !brought.has(userId)),
   );
   const found = new Map<UserId, DestroyedHere>();
-  for (const [userId, importedAt] of brought) found.set(userId as UserId, { how: 'brought', importedAt });
+  for (const [userId, { importedAt }] of brought) found.set(userId as UserId, { how: 'brought', importedAt });
   for (const [userId, destroyedAt] of destroyed)
     if (!brought.has(userId)) found.set(userId, { how: here.has(userId) ? 'made again' : 'destroyed', destroyedAt });
   return found;
 }
 
 /**
- * Of `configurations`, those to leave, each with why: brought by an earlier import and gone
- * here since, or of a user destroyed here.
+ * Of `configurations`, those to leave, each with why: noted by an earlier import and not here
+ * (brought and revoked here since, or left then), of a user destroyed here, or of a user in
+ * `usersDisabledOnlyHere` (noted as left).
  */
 export async function configurationsRemovedHere(
   db: Db,
   proto: 'wireguard' | 'openvpn',
   configurations: readonly { readonly connectionId: string; readonly userId: UserId; readonly createdAt: string }[],
-): Promise<Map<string, string>> {
+  usersDisabledOnlyHere: ReadonlySet<UserId>,
+): Promise<Map<string, Removal>> {
   const gone = await importedRecordsGone(
     db,
     proto,
@@ -104,13 +133,38 @@ export async function configurationsRemovedHere(
     db,
     others.map((configuration) => configuration.userId),
   );
-  const reasons = new Map<string, string>();
-  for (const [connectionId, importedAt] of gone) reasons.set(connectionId, revokedHere(importedAt));
+  const here = await configurationsHere(
+    db,
+    proto,
+    others.filter((configuration) => usersDisabledOnlyHere.has(configuration.userId)),
+  );
+  const removals = new Map<string, Removal>();
+  for (const [connectionId, note] of gone) removals.set(connectionId, { reason: revokedHere(note), withheld: false });
   for (const { connectionId, userId, createdAt } of others) {
     const reason = ofUserDestroyedHere(userId, users.get(userId), createdAt);
-    if (reason !== undefined) reasons.set(connectionId, reason);
+    if (reason !== undefined) removals.set(connectionId, { reason, withheld: false });
+    else if (usersDisabledOnlyHere.has(userId) && !here.has(connectionId))
+      removals.set(connectionId, {
+        reason: `its user ${userId} is disabled here (eduVPN has it enabled): the import brings it no configuration, also once enabled again`,
+        withheld: true,
+      });
   }
-  return reasons;
+  return removals;
+}
+
+/** Of `configurations`, those here (by public key or common name). */
+async function configurationsHere(
+  db: Db,
+  proto: 'wireguard' | 'openvpn',
+  configurations: readonly { readonly connectionId: string }[],
+): Promise<Set<string>> {
+  const ids = configurations.map((configuration) => configuration.connectionId);
+  if (ids.length === 0) return new Set();
+  const found =
+    proto === 'wireguard'
+      ? (await peersWithKeys(db, ids)).map((peer) => peer.publicKey as string)
+      : (await certificatesWithNames(db, ids)).map((certificate) => certificate.commonName as string);
+  return new Set(found);
 }
 
 /**
@@ -135,12 +189,12 @@ export async function authorizationsRemovedHere(
   const reasons = new Map<string, string>();
   for (const { authKey, userId, authorizedAt } of authorizations) {
     const ofDestroyed = ofUserDestroyedHere(userId, users.get(userId), authorizedAt);
-    const importedAt = gone.get(authKey);
+    const note = gone.get(authKey);
     if (ofDestroyed !== undefined) reasons.set(authKey, ofDestroyed);
-    else if (importedAt !== undefined)
+    else if (note !== undefined)
       reasons.set(
         authKey,
-        `brought by an import at ${importedAt} and deleted here since (delete_user_authorizations, disable_user, or expired)`,
+        `brought by an import at ${note.importedAt} and deleted here since (delete_user_authorizations, disable_user, or expired)`,
       );
     else if (usersDisabledHere.has(userId))
       reasons.set(authKey, `its user ${userId} is disabled here, which ended its authorizations`);

@@ -1,8 +1,9 @@
 // One step per kind of eduVPN record: where its pages come from, how a page is checked against
 // this portal, and how what it brings is written (users, configurations and authorizations also
-// noted in `imported_records`, so that a later run leaves them once they were removed here). The plan
-// walks every step to count and find conflicts; the import walks them again, each in its own
-// transaction, and writes.
+// noted in `imported_records`, so that a later run leaves them once they were removed here; so
+// are the configurations it leaves because their user is disabled here, so that they stay out).
+// The plan walks every step to count and find conflicts; the import walks them again, each in
+// its own transaction, and writes.
 import type { Transaction } from 'kysely';
 import type { EduVpnDeployment, EduVpnRecordKind } from '../../eduvpn/deployment.js';
 import type { PortalConfig } from '../../config/portal-config.js';
@@ -73,13 +74,10 @@ function kindStep<Record, Row>(definition: {
         definition.note?.(facts, page);
         const outcome = await definition.check(config, db, page, facts);
         await each(outcome, async (trx) => {
-          if (outcome.bring.length === 0) return 0;
-          const inserted = await definition.insert(trx, outcome.bring);
-          if (remembered !== undefined)
-            await noteImportedRecords(
-              trx,
-              outcome.bring.map((row) => ({ ...remembered(row, facts), importedAt: facts.now })),
-            );
+          const inserted = outcome.bring.length === 0 ? 0 : await definition.insert(trx, outcome.bring);
+          const brought = remembered === undefined ? [] : outcome.bring.map((row) => remembered(row, facts));
+          const notes = [...brought, ...outcome.withheld].map((note) => ({ ...note, importedAt: facts.now }));
+          if (notes.length > 0) await noteImportedRecords(trx, notes);
           return inserted;
         });
       }

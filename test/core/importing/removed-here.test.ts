@@ -4,7 +4,8 @@
 // configurations and authorizations, also those eduVPN issued later; for good, also once the
 // receipt of the destroy was pruned, and also a user made here rather than brought; one made
 // again since gets only what eduVPN issued after the destroy), an authorization deleted here, a
-// user disabled here (it stays disabled, and gets no authorization), history past the retention
+// user disabled here (it stays disabled, and gets no authorization, and, while eduVPN has it
+// enabled, no configuration not here, also once enabled again), history past the retention
 // here (unless a legal hold keeps it) and a configuration whose revocation receipt was pruned
 // since are left, counted and named in the plan; the rest is imported, and a run again still
 // changes nothing. How long the import's notes are kept: test/storage/imported-records.test.ts.
@@ -446,4 +447,56 @@ test('a user made again here after its destroy gets from an import what eduVPN i
   );
   assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 2 });
   assert.match(reasonsOf(plan).get(before.publicKey) ?? '', /^issued before its user nora was destroyed here at \S+$/);
+});
+
+test('a configuration eduVPN issued to a user disabled here is not brought, and stays out after the user is enabled again', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('oscar')];
+  records.wireGuardPeers = [eduVpnPeer('oscar', 108)];
+  await firstImport(records);
+  const [brought] = records.wireGuardPeers.map((peer) => peer.publicKey);
+  assert.notEqual(await portal.admin.disableUser('oscar'), null, 'a receipt');
+  // eduVPN, where oscar is still enabled, issues oscar a WireGuard and an OpenVPN configuration meanwhile.
+  const issued = eduVpnPeer('oscar', 109);
+  const certificate = eduVpnCertificate('oscar');
+  records.wireGuardPeers.push(issued);
+  records.certificates.push(certificate);
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
+  assert.deepEqual(await certificatesWithNames(ctx.db, [certificate.commonName]), []);
+  assert.deepEqual(removedHereCounts(plan), { users: 1, wireGuardPeers: 1, certificates: 1 });
+  assert.equal(
+    reasonsOf(plan).get(issued.publicKey),
+    'its user oscar is disabled here (eduVPN has it enabled): the import brings it no configuration, also once enabled again',
+  );
+
+  // Enabling oscar puts back what oscar had here, and only that.
+  await portal.admin.enableUser('oscar');
+  assert.ok((await wantedOnNode()).includes(brought ?? ''));
+  assert.ok(!(await wantedOnNode()).includes(issued.publicKey));
+  const again = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), [], 'not brought after the enable either');
+  assert.deepEqual(removedHereCounts(again), { wireGuardPeers: 1, certificates: 1 });
+  assert.match(
+    reasonsOf(again).get(certificate.commonName) ?? '',
+    /^left by an import at \S+ while its user was disabled here: it stays left$/,
+  );
+});
+
+test('a user eduVPN has disabled too gets its configurations from a run again, as one that stopped before them continues', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('pia', { isDisabled: true })];
+  // The first run brought the users and stopped before the configurations.
+  await firstImport(records);
+  assert.ok((await portal.admin.disabledUsers()).includes('pia'));
+  records.wireGuardPeers = [eduVpnPeer('pia', 110)];
+
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.equal(outcome.applied?.inserted.wireGuardPeers, 1, 'brought, to stay off the nodes while pia is disabled');
+  assert.deepEqual(removedHereCounts(outcome.plan), {});
+  assert.ok(!(await wantedOnNode()).includes(records.wireGuardPeers[0]?.publicKey ?? ''));
 });
