@@ -147,20 +147,31 @@ const advancePoolRow = preparedQuery((db, value: Slot<PoolKey & { capacity: numb
     .returning('next_index'),
 );
 
-/** Gives an index back so the next allocation reuses it. */
-export async function releasePoolIndex(trx: Transaction<Database>, key: PoolKey, index: number): Promise<void> {
-  await trx
-    .insertInto('ip_pool_free')
-    .values({
-      profile_id: key.profileId,
-      node_number: key.nodeNumber,
-      range_four: key.rangeFour,
-      range_six: key.rangeSix,
-      pool_index: index,
-    })
-    .onConflict((conflict) => conflict.doNothing())
-    .execute();
+/** Gives indexes back so the next allocations reuse them (the lowest first). */
+export async function releasePoolIndexes(
+  trx: Transaction<Database>,
+  key: PoolKey,
+  indexes: readonly number[],
+): Promise<void> {
+  for (const group of sizeLimitedGroups(indexes, () => 1, RELEASED_PER_STATEMENT)) {
+    await trx
+      .insertInto('ip_pool_free')
+      .values(
+        group.map((index) => ({
+          profile_id: key.profileId,
+          node_number: key.nodeNumber,
+          range_four: key.rangeFour,
+          range_six: key.rangeSix,
+          pool_index: index,
+        })),
+      )
+      .onConflict((conflict) => conflict.doNothing())
+      .execute();
+  }
 }
+
+/** Indexes given back per statement: five parameters each, far below both dialects' limits. */
+const RELEASED_PER_STATEMENT = 500;
 
 /** Whether any WireGuard address was ever handed out on the node (deleted configurations count). */
 export async function hasAllocatedOnNode(

@@ -339,7 +339,7 @@ export async function takeDeviceSlot(
     );
   }
   const peers = await deletePeersOfDevice(trx, deviceId, profileId);
-  for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+  await releaseAddresses(trx, ctx.config, peers);
   const certificates = await deleteCertificatesOfDevice(trx, deviceId, profileId);
   const revocationId = newRevocationId(ctx);
   await announce(configurationsDeleted(peers, certificates, at, revocationId));
@@ -422,7 +422,7 @@ export async function retireDevice(
     if (device.state === 'retired') return undefined;
     const peers = await deletePeersOfDevice(trx, deviceId);
     const certificates = await deleteCertificatesOfDevice(trx, deviceId);
-    for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+    await releaseAddresses(trx, ctx.config, peers);
     const at = ctx.clock.now();
     const enrollmentTokenIds = await revokeEnrollmentTokensOfDevice(trx, deviceId, formatAtom(at));
     await retireStoredDevice(trx, deviceId, formatAtom(at));

@@ -500,7 +500,7 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
           if ((await peersWithKeys(trx, [peer.publicKey])).length > 0) kept.push(peer);
           continue;
         }
-        await releaseAddresses(trx, ctx.config, peer);
+        await releaseAddresses(trx, ctx.config, [peer]);
         const revocationId = receiptOf(peer.userId);
         receipts.add(revocationId);
         await announce({

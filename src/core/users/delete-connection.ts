@@ -28,7 +28,7 @@ export async function deleteConnection(
     // back, but the peer must still leave the node.
     const ours = await deletePeer(trx, peer.publicKey);
     if (ours) {
-      await releaseAddresses(trx, ctx.config, peer);
+      await releaseAddresses(trx, ctx.config, [peer]);
       await announce({
         type: 'configuration.deleted',
         at: ctx.clock.now(),

@@ -29,7 +29,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     await lockUser(trx, userId);
     await assertUserWithinReach(ctx, trx, userId);
     const peers = await deletePeersOfUser(trx, userId);
-    for (const peer of peers) await releaseAddresses(trx, ctx.config, peer);
+    await releaseAddresses(trx, ctx.config, peers);
     const certificates = await deleteCertificatesOfUser(trx, userId);
     const devices = await liveDevicesOfUser(trx, userId);
     const enrollmentTokenIds = await enrollmentTokenIdsOfUser(trx, userId);
