@@ -77,9 +77,26 @@ export async function stampPeersOfUser(trx: Transaction<Database>, userId: UserI
   return userPeersOf(rows);
 }
 
-/** The statement stampPeersOfUser runs, for a statement of several (src/storage/user-access.ts). */
-export function peersOfUserStamping(db: Db, userId: UserId, revision: RawBuilder<unknown> | Revision) {
-  return db.updateTable('wg_peers').set({ revision }).where('user_id', '=', userId).returningAll();
+/**
+ * The statement stampPeersOfUser runs, for a statement of several (src/storage/user-access.ts);
+ * with `page`, only the next `limit` configurations by key after `after` (a user with 150,000 of
+ * them is stamped in statements that each end well within a call's statement limit).
+ */
+export function peersOfUserStamping(
+  db: Db,
+  userId: UserId,
+  revision: RawBuilder<unknown> | Revision,
+  page?: { readonly after: WireGuardKey | null; readonly limit: number },
+) {
+  const stamping = db.updateTable('wg_peers').set({ revision }).where('user_id', '=', userId);
+  if (page === undefined) return stamping.returningAll();
+  return stamping
+    .where('public_key', 'in', (eb) => {
+      let keys = eb.selectFrom('wg_peers').select('public_key').where('user_id', '=', userId);
+      if (page.after !== null) keys = keys.where('public_key', '>', page.after);
+      return keys.orderBy('public_key').limit(page.limit);
+    })
+    .returningAll();
 }
 
 /** A user's configurations as stampPeersOfUser answers them, from rows read elsewhere. */
@@ -166,9 +183,28 @@ export async function peersDueForExpiryWarning(
 
 /** Deletes every configuration of a user and returns exactly the ones this call deleted. */
 export async function deletePeersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
-  const rows = await db.deleteFrom('wg_peers').where('user_id', '=', userId).returningAll().execute();
-  return rows.map(toPeer);
+  const deleted: WireGuardPeer[] = [];
+  // By key, DELETED_PER_STATEMENT at a time: a user with 150,000 configurations in one statement
+  // took longer than a call waits for one (databaseTimeout) on a busy PostgreSQL.
+  for (;;) {
+    const rows = await db
+      .deleteFrom('wg_peers')
+      .where('public_key', 'in', (eb) =>
+        eb
+          .selectFrom('wg_peers')
+          .select('public_key')
+          .where('user_id', '=', userId)
+          .orderBy('public_key')
+          .limit(DELETED_PER_STATEMENT),
+      )
+      .returningAll()
+      .execute();
+    for (const row of rows) deleted.push(toPeer(row));
+    if (rows.length < DELETED_PER_STATEMENT) return deleted;
+  }
 }
+
+const DELETED_PER_STATEMENT = 5_000;
 
 /**
  * Deletes the configurations issued to a device (in one profile, or all) and returns exactly

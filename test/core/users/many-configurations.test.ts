@@ -3,6 +3,7 @@
 // still revoke every one. Runs on SQLite and, in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { latestRevision } from '../../../src/storage/revisions.js';
 import { clientAddressesAt } from '../../../src/wireguard/address-pool.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -26,6 +27,8 @@ async function storeConfigurations(portal: TestPortal, userId: string): Promise<
     .insertInto('users')
     .values({ user_id: userId, created_at: NOW, last_seen: NOW, auth_data: null, is_disabled: 0 })
     .execute();
+  // As the last change before would have stored them.
+  const stored = await latestRevision(db);
   for (let start = 0; start < CONFIGURATIONS; start += 2_000) {
     const indexes = Array.from({ length: Math.min(2_000, CONFIGURATIONS - start) }, (_, offset) => start + offset);
     await db
@@ -46,7 +49,7 @@ async function storeConfigurations(portal: TestPortal, userId: string): Promise<
             expires_at: LATER,
             auth_key: null,
             expiry_warned: 0,
-            revision: 1,
+            revision: stored,
           };
         }),
       )
@@ -86,10 +89,20 @@ async function peersOf(portal: TestPortal, userId: string): Promise<number> {
 test('a user holding 150,000 configurations is disabled: the user is refused and every configuration leaves the listing', async (t) => {
   const portal = await startPortal(t);
   await storeConfigurations(portal, 'kiosk');
+  const before = await latestRevision(portal.portal.ctx.db);
 
   await portal.admin.disableUser('kiosk');
 
   assert.deepEqual(await portal.admin.disabledUsers(), ['kiosk']);
+  // Every one got its removal's revision, newer than the one it was stored with.
+  const unstamped = await portal.portal.ctx.db
+    .selectFrom('wg_peers')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('user_id', '=', 'kiosk')
+    .where('revision', '<=', before)
+    .executeTakeFirstOrThrow();
+  assert.equal(Number(unstamped.count), 0);
+  assert.equal(await peersOf(portal, 'kiosk'), CONFIGURATIONS, 'disabled, not deleted');
   const listed = await portal.get('/connection_list', { profile_id: 'employees' });
   assert.equal(listed.status, 200);
   assert.deepEqual(listed.json(), { connection_list: { employees: [] } });
