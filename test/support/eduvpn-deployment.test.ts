@@ -10,6 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import SqliteDatabase from 'better-sqlite3';
 import mysql from 'mysql2/promise';
+import { formatAtom } from '../../src/shared/time.js';
 import {
   eduVpnDatabaseOfPass,
   type EduVpnDeploymentSpec,
@@ -21,6 +22,20 @@ import { onServer } from './postgres.js';
 import { startPrivateMariadb } from './private-mariadb.js';
 
 type TestContext = { after: (fn: () => Promise<void> | void) => void };
+
+/**
+ * The OpenVPN configuration's expiry: a year ahead of the real clock, in whole seconds as a
+ * certificate holds them (openssl verify checks the certificate at the time it runs).
+ */
+const OPENVPN_EXPIRES = new Date(Math.floor(Date.now() / 1000 + 365 * 86_400) * 1000);
+const OPENVPN_EXPIRES_ATOM = formatAtom(OPENVPN_EXPIRES);
+
+/** A date as `openssl x509 -enddate` prints it: `Mar  1 10:20:30 2027 GMT`. */
+function opensslDate(date: Date): string {
+  const month = date.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' });
+  const day = String(date.getUTCDate()).padStart(2, ' ');
+  return `${month} ${day} ${date.toISOString().slice(11, 19)} ${date.getUTCFullYear()} GMT`;
+}
 
 const SPEC: EduVpnDeploymentSpec = {
   profiles: [
@@ -55,7 +70,7 @@ const SPEC: EduVpnDeploymentSpec = {
         { protocol: 'wireguard', profileId: 'staff' },
         { protocol: 'wireguard', profileId: 'staff', nodeNumber: 2 },
         { protocol: 'wireguard', profileId: 'guest' },
-        { protocol: 'openvpn', profileId: 'staff', expiresAt: new Date('2027-03-01T10:20:30Z') },
+        { protocol: 'openvpn', profileId: 'staff', expiresAt: OPENVPN_EXPIRES },
       ],
     },
     { userId: 'emil', configurations: [{ protocol: 'wireguard', profileId: 'staff' }] },
@@ -99,10 +114,10 @@ test('client certificates verify against the CA and carry the profile as OU, the
   // openssl quotes a name holding "+" or "/".
   assert.ok(subject.stdout.includes('subject=OU = staff, CN = '), subject.stdout);
   assert.ok(subject.stdout.includes(openVpn.connectionId), subject.stdout);
-  assert.match(subject.stdout, /notAfter=Mar {2}1 10:20:30 2027 GMT/);
+  assert.ok(subject.stdout.includes(`notAfter=${opensslDate(OPENVPN_EXPIRES)}\n`), subject.stdout);
   assert.match(subject.stdout, /TLS Web Client Authentication/);
   assert.match(subject.stdout, /critical\s+CA:FALSE/);
-  assert.equal(openVpn.expiresAt, '2027-03-01T10:20:30+00:00');
+  assert.equal(openVpn.expiresAt, OPENVPN_EXPIRES_ATOM);
   const ca = await hostExec('openssl', [
     'x509',
     '-in',
@@ -198,7 +213,7 @@ test('the OpenVPN file has eduVPN 3.4.1 directives, the inline keys and one norm
   assert.deepEqual(lines.slice(0, 13), [
     '# Portal: https://vpn.example.org/vpn-user-portal/',
     '# Profile: Staff (staff)',
-    '# Expires: 2027-03-01T10:20:30+00:00',
+    `# Expires: ${OPENVPN_EXPIRES_ATOM}`,
     '',
     'dev tun',
     'client',
