@@ -100,7 +100,7 @@ export function eduVpnPeer(
     ipFour: `10.44.0.${2 + index}`,
     ipSix: `fd44::${(2 + index).toString(16)}`,
     createdAt: '2026-10-01T08:00:00+00:00',
-    expiresAt: '2030-01-01T00:00:00+00:00',
+    expiresAt: '2099-01-01T00:00:00+00:00',
     authKey: null,
     ...fields,
   };
@@ -114,7 +114,7 @@ export function eduVpnCertificate(userId: string, fields: Partial<EduVpnCertific
     nodeNumber: asNodeNumber(0),
     displayName: 'Admin API',
     createdAt: '2026-10-02T08:00:00+00:00',
-    expiresAt: '2030-01-01T00:00:00+00:00',
+    expiresAt: '2099-01-01T00:00:00+00:00',
     authKey: null,
     ...fields,
   };

@@ -87,7 +87,7 @@ function appAuthorization(authKey: string, userId: string): EduVpnAuthorization 
     clientId: 'org.eduvpn.app.linux',
     scope: 'config',
     authorizedAt: '2026-10-01T08:00:00+00:00',
-    expiresAt: '2030-01-01T00:00:00+00:00',
+    expiresAt: '2099-01-01T00:00:00+00:00',
   };
 }
 
@@ -176,7 +176,7 @@ test('a user destroyed here after an import is not brought back by importing aga
       clientId: 'org.eduvpn.app.linux',
       scope: 'config',
       authorizedAt: '2026-10-01T08:00:00+00:00',
-      expiresAt: '2030-01-01T00:00:00+00:00',
+      expiresAt: '2099-01-01T00:00:00+00:00',
     },
   ];
   await firstImport(records);
