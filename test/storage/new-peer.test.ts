@@ -58,7 +58,8 @@ test('a create writes the deliveries of its events with its configuration and te
           nodeNumber: POOL.nodeNumber,
           displayName: `create ${create}`,
           createdAt: AT,
-          expiresAt: '2027-11-29T12:00:00+00:00',
+          // Far ahead: an expired configuration is swept away.
+          expiresAt: '2099-11-29T12:00:00+00:00',
           authKey: null,
           expiryWarned: false,
           deviceId: null,
