@@ -108,9 +108,28 @@ export async function certificatesDueForExpiryWarning(
 
 /** Deletes every OpenVPN configuration of a user and returns exactly the ones this call deleted. */
 export async function deleteCertificatesOfUser(db: Db, userId: UserId): Promise<OpenVpnCertificate[]> {
-  const rows = await db.deleteFrom('certificates').where('user_id', '=', userId).returningAll().execute();
-  return rows.map(toCertificate);
+  const deleted: OpenVpnCertificate[] = [];
+  // As deletePeersOfUser: by name, a few thousand per statement, until one finds none.
+  for (;;) {
+    const rows = await db
+      .deleteFrom('certificates')
+      .where('common_name', 'in', (eb) =>
+        eb
+          .selectFrom('certificates')
+          .select('common_name')
+          .where('user_id', '=', userId)
+          .orderBy('common_name')
+          .limit(DELETED_PER_STATEMENT),
+      )
+      .returningAll()
+      .execute();
+    if (rows.length === 0) return deleted;
+    for (const row of rows) deleted.push(toCertificate(row));
+  }
 }
+
+/** Rows a revocation deletes per statement (as deletePeersOfUser's). */
+const DELETED_PER_STATEMENT = 5_000;
 
 /** As deletePeersOfDevice. */
 export async function deleteCertificatesOfDevice(

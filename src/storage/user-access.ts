@@ -53,15 +53,16 @@ export async function endAccessOfUser(
   const [row] = rows;
   if (row === undefined) throw new Error('the statement ending a user’s access answered no row');
   const stamped = row.peers;
-  // More than one statement's share: the rest in statements of their own, by key.
-  for (let last = stamped; last.length === STAMPED_PER_STATEMENT; ) {
-    let after = '';
-    for (const peer of last) if (peer.public_key > after) after = peer.public_key;
-    last = await peersOfUserStamping(trx, userId, await revisionValue(trx), {
+  // The rest in statements of their own, by key, until one finds none: a page may come back
+  // short without being the last (a configuration the expiry sweep deleted meanwhile is skipped).
+  let after = '';
+  for (let page = stamped; page.length > 0; ) {
+    for (const peer of page) if (peer.public_key > after) after = peer.public_key;
+    page = await peersOfUserStamping(trx, userId, await revisionValue(trx), {
       after: asWireGuardKey(after),
       limit: STAMPED_PER_STATEMENT,
     }).execute();
-    for (const peer of last) stamped.push(peer);
+    for (const peer of page) stamped.push(peer);
   }
   return {
     peers: userPeersOf(stamped),

@@ -185,7 +185,10 @@ export async function peersDueForExpiryWarning(
 export async function deletePeersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
   const deleted: WireGuardPeer[] = [];
   // By key, DELETED_PER_STATEMENT at a time: a user with 150,000 configurations in one statement
-  // took longer than a call waits for one (databaseTimeout) on a busy PostgreSQL.
+  // took longer than a call waits for one (databaseTimeout) on a busy PostgreSQL. Until a
+  // statement finds none: one may come back short without being the last (a configuration the
+  // expiry sweep deleted meanwhile is skipped), and what is left would go with the user's row
+  // (a cascade) without leaving its nodes or giving its address back.
   for (;;) {
     const rows = await db
       .deleteFrom('wg_peers')
@@ -199,11 +202,12 @@ export async function deletePeersOfUser(db: Db, userId: UserId): Promise<WireGua
       )
       .returningAll()
       .execute();
+    if (rows.length === 0) return deleted;
     for (const row of rows) deleted.push(toPeer(row));
-    if (rows.length < DELETED_PER_STATEMENT) return deleted;
   }
 }
 
+/** Rows a revocation deletes per statement (see deletePeersOfUser). */
 const DELETED_PER_STATEMENT = 5_000;
 
 /**
