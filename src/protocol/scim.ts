@@ -556,7 +556,9 @@ function withNamesAsSpelled(
     const name = spelled.get(key.toLowerCase()) ?? key;
     if (Object.hasOwn(renamed, name))
       throw new ScimProblem(400, 'invalidSyntax', `${what}: "${name}" is given twice (names are case-insensitive)`);
-    renamed[name] = value;
+    // Defined, not assigned: a `__proto__` key (JSON.parse keeps it as a key) stays a key, and
+    // never becomes the object's prototype, whose names would then be read as the request's.
+    Object.defineProperty(renamed, name, { value, enumerable: true, writable: true, configurable: true });
   }
   return renamed;
 }

@@ -128,6 +128,16 @@ test('a large group loses and gains members by id in one PATCH, with a display n
   );
 });
 
+test('a PATCH whose Operations hide under a "__proto__" key is refused: that key is no way to the request\'s names', async () => {
+  const body: unknown = JSON.parse(
+    `{"schemas": ["${PATCH}"], "__proto__": {"Operations": [{"op": "replace", "path": "displayName", "value": "Mallory"}]}}`,
+  );
+  await assert.rejects(
+    patchUser(alice, body, 'https://x/Users/u-1'),
+    (error: unknown) => error instanceof ScimProblem && error.status === 400 && /Operations/.test(error.message),
+  );
+});
+
 test('a PATCH of more than 100 operations is refused with tooMany, before any is applied', async () => {
   const operations = Array.from({ length: 101 }, () => ({ op: 'replace', path: 'displayName', value: 'A' }));
   await assert.rejects(
