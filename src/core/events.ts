@@ -467,7 +467,9 @@ export class PortalEvents {
     // a connection behind a backlog still gets its full `databaseRetryFor`.
     let lostAt: number | null = null;
     let conflicts = 0;
-    for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+    // Doubled after each lost connection only: a conflict's rerun has a short pause of its own.
+    let pause = FIRST_RETRY_PAUSE_MS;
+    for (;;) {
       const marker = retryForMs > 0 ? newChangeMarkerId() : null;
       const attempt = new ChangeAttempt<R>();
       try {
@@ -510,6 +512,7 @@ export class PortalEvents {
           this.#logger.warn({ err: error }, `a change's connection was lost before its COMMIT; it runs again`);
         }
         await sleep(pause);
+        pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS);
       }
     }
   }

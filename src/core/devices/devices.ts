@@ -31,7 +31,7 @@ import {
 } from '../../storage/devices.js';
 import { deviceHistory, insertDeviceHistory, type DeviceHistoryEntry } from '../../storage/device-history.js';
 import { revokeEnrollmentTokensOfDevice } from '../../storage/enrollment-tokens.js';
-import { isWriteConflict } from '../../storage/errors.js';
+import { isRolledBackForConflict, isWriteConflict } from '../../storage/errors.js';
 import { nextRevision, type Revision } from '../../storage/revisions.js';
 import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
@@ -175,7 +175,8 @@ export async function registerDevice(ctx: PortalContext, registration: DeviceReg
       });
     } catch (error) {
       // Another registration took the serial or mdm_id meanwhile: the next attempt says whose.
-      if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+      // A deadlock's rollback was run again by the events seam already.
+      if (!isWriteConflict(error) || isRolledBackForConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
     }
   }
 }

@@ -3,7 +3,7 @@
 // instance), and the event that announces it.
 import type { Transaction } from 'kysely';
 import type { Profile } from '../../config/portal-config.js';
-import { isWriteConflict } from '../../storage/errors.js';
+import { isRolledBackForConflict, isWriteConflict } from '../../storage/errors.js';
 import type { Database } from '../../storage/schema.js';
 import { ensureUser } from '../../storage/users.js';
 import { isPostgres } from '../../storage/database.js';
@@ -192,7 +192,8 @@ export async function storeConfiguration<T>(
       return stored;
     } catch (error) {
       // The transaction rolled back: simply try again.
-      if (!isWriteConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+      // A deadlock's rollback was run again by the events seam already.
+      if (!isWriteConflict(error) || isRolledBackForConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
     }
   }
 }
