@@ -5,6 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
@@ -149,10 +150,15 @@ export async function auditRecords(db: Db, filter: AuditFilter): Promise<AuditRe
 }
 
 /**
- * Deletes the entries older than `at` (ATOM), except those about `heldUsers` (legal holds); says
- * how many it deleted and how many it kept for a hold.
+ * Deletes the entries older than `at` (ATOM), except those about `heldUsers` (legal holds), in
+ * batches (src/storage/batches.ts); says how many it deleted and how many it kept for a hold.
  */
-export async function pruneAuditLog(db: Db, at: string, heldUsers: readonly string[] = []): Promise<RetentionCount> {
+export async function pruneAuditLog(
+  db: Db,
+  at: string,
+  heldUsers: readonly string[] = [],
+  stopping: Stopping = neverStopping,
+): Promise<RetentionCount> {
   let held = 0;
   if (heldUsers.length > 0) {
     const row = await db
@@ -163,12 +169,15 @@ export async function pruneAuditLog(db: Db, at: string, heldUsers: readonly stri
       .executeTakeFirstOrThrow();
     held = Number(row.count);
   }
-  let query = db.deleteFrom('audit_log').where('at', '<', at);
+  let old = db.selectFrom('audit_log').select('audit_id').where('at', '<', at);
   // NOT IN is unknown for a row about no user: those go too.
   if (heldUsers.length > 0)
-    query = query.where((eb) => eb.or([eb('user_id', 'is', null), eb('user_id', 'not in', heldUsers)]));
-  const result = await query.executeTakeFirst();
-  return { removed: Number(result.numDeletedRows), held };
+    old = old.where((eb) => eb.or([eb('user_id', 'is', null), eb('user_id', 'not in', heldUsers)]));
+  const removed = await inBatches(async (limit) => {
+    const result = await db.deleteFrom('audit_log').where('audit_id', 'in', old.limit(limit)).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
+  return { removed, held };
 }
 
 /** Whether any entry is about this user. */

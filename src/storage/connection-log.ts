@@ -5,6 +5,7 @@ import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 
@@ -257,44 +258,60 @@ export async function openSessionCounts(db: Db): Promise<Map<string, { connectio
 }
 
 /**
- * Deletes closed rows that ended before `before`, except the rows of `heldUsers` (legal holds);
- * says how many it deleted and how many it kept for a hold.
+ * Deletes closed rows that ended before `before`, except the rows of `heldUsers` (legal holds),
+ * in batches (src/storage/batches.ts); says how many it deleted and how many it kept for a hold.
  */
 export async function pruneConnectionLog(
   db: Db,
   before: string,
   heldUsers: readonly string[] = [],
+  stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
   const held = heldUsers.length === 0 ? 0 : await countClosedBefore(db, before, heldUsers, false);
-  let query = db
-    .deleteFrom('connection_log')
-    .where('disconnected_at', 'is not', null)
-    .where('disconnected_at', '<', before);
-  if (heldUsers.length > 0) query = query.where('user_id', 'not in', heldUsers);
-  const result = await query.executeTakeFirst();
-  return { removed: Number(result.numDeletedRows), held };
+  const removed = await inBatches(async (limit) => {
+    const result = await pruningQuery(db, before, heldUsers, limit).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
+  return { removed, held };
+}
+
+/** One batch of pruneConnectionLog: at most `limit` rows, found by the index on the end, deleted by key. */
+export function pruningQuery(db: Db, before: string, heldUsers: readonly string[], limit: number) {
+  const batch = closedBefore(db, before, heldUsers).select('log_id').limit(limit);
+  return db.deleteFrom('connection_log').where('log_id', 'in', batch);
 }
 
 /**
  * Blanks the client's own address of closed rows that ended before `before` (the rows stay
- * until `connectionLogRetention`), except the rows of `heldUsers`; says how many of each.
+ * until `connectionLogRetention`), except the rows of `heldUsers`, in batches; says how many of each.
  */
 export async function blankOriginatingAddresses(
   db: Db,
   before: string,
   heldUsers: readonly string[] = [],
+  stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
   const held = heldUsers.length === 0 ? 0 : await countClosedBefore(db, before, heldUsers, true);
-  const result = await blankingQuery(db, before, heldUsers).executeTakeFirst();
-  return { removed: Number(result.numUpdatedRows), held };
+  const removed = await inBatches(async (limit) => {
+    const result = await blankingQuery(db, before, heldUsers, limit).executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }, stopping);
+  return { removed, held };
 }
 
-/** The statement of blankOriginatingAddresses: it reads the partial index of 0031, rows that still have an address. */
-export function blankingQuery(db: Db, before: string, heldUsers: readonly string[]) {
-  const query = db
-    .updateTable('connection_log')
-    .set({ originating_ip: null })
+/** One batch of blankOriginatingAddresses: it reads the partial index of 0031, rows that still have an address. */
+export function blankingQuery(db: Db, before: string, heldUsers: readonly string[], limit: number) {
+  const batch = closedBefore(db, before, heldUsers)
     .where('originating_ip', 'is not', null)
+    .select('log_id')
+    .limit(limit);
+  return db.updateTable('connection_log').set({ originating_ip: null }).where('log_id', 'in', batch);
+}
+
+/** Closed rows that ended before `before`, except those of `heldUsers`. */
+function closedBefore(db: Db, before: string, heldUsers: readonly string[]) {
+  const query = db
+    .selectFrom('connection_log')
     .where('disconnected_at', 'is not', null)
     .where('disconnected_at', '<', before);
   return heldUsers.length > 0 ? query.where('user_id', 'not in', heldUsers) : query;

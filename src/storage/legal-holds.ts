@@ -1,5 +1,6 @@
 // Queries on `legal_holds` (migration 0024): a hold keeps one user's records (a device's hold,
 // its user's) past their retention until it is released or its `until` passes.
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { LegalHoldsTable } from './schema.js';
 
@@ -69,18 +70,25 @@ export async function heldUserIds(db: Db, at: string): Promise<string[]> {
   return rows.map((row) => row.user_id);
 }
 
-/** Deletes holds that ended (released, or past their `until`) before `before`; returns how many. */
-export async function pruneEndedLegalHolds(db: Db, before: string): Promise<number> {
-  const result = await db
-    .deleteFrom('legal_holds')
+/** Deletes holds that ended (released, or past their `until`) before `before`, in batches; returns how many. */
+export async function pruneEndedLegalHolds(
+  db: Db,
+  before: string,
+  stopping: Stopping = neverStopping,
+): Promise<number> {
+  const ended = db
+    .selectFrom('legal_holds')
+    .select('hold_id')
     .where((eb) =>
       eb.or([
         eb.and([eb('released_at', 'is not', null), eb('released_at', '<', before)]),
         eb.and([eb('released_at', 'is', null), eb('until', '<', before)]),
       ]),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+    );
+  return inBatches(async (limit) => {
+    const result = await db.deleteFrom('legal_holds').where('hold_id', 'in', ended.limit(limit)).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
 }
 
 function toHold(row: LegalHoldsTable): StoredLegalHold {

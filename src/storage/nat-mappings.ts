@@ -5,6 +5,7 @@ import type { ExpressionBuilder } from 'kysely';
 import type { NatSettings } from '../net/deterministic-nat.js';
 import type { NodeNumber } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import { lockForTransaction } from './exclusive.js';
 import { settledNatDates } from './nat-dates.js';
@@ -202,6 +203,7 @@ export async function pruneNatMappings(
   db: Db,
   before: string,
   heldUsers: readonly string[],
+  stopping: Stopping = neverStopping,
 ): Promise<{ readonly removed: number; readonly held: number }> {
   const replaced = (eb: ExpressionBuilder<Database, 'nat_mappings'>) =>
     eb.exists(
@@ -220,6 +222,24 @@ export async function pruneNatMappings(
       .executeTakeFirst();
     return { removed: 0, held: Number(row?.count ?? 0) };
   }
-  const result = await db.deleteFrom('nat_mappings').where(replaced).executeTakeFirst();
-  return { removed: Number(result.numDeletedRows), held: 0 };
+  // In batches (src/storage/batches.ts), each by the rows' key (node, applied_at).
+  const removed = await inBatches(async (limit) => {
+    const result = await db
+      .deleteFrom('nat_mappings')
+      .where((eb) =>
+        eb(
+          eb.refTuple('node_number', 'applied_at'),
+          'in',
+          eb
+            .selectFrom('nat_mappings')
+            .select(['node_number', 'applied_at'])
+            .where(replaced)
+            .limit(limit)
+            .$asTuple('node_number', 'applied_at'),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
+  return { removed, held: 0 };
 }

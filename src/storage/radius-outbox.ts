@@ -4,6 +4,7 @@
 // instance (a conditional update: exactly one instance wins it, on SQLite and on PostgreSQL),
 // and deleted when the server answered or when it is dropped as too old.
 import { sql, type ExpressionBuilder } from 'kysely';
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { Database, RadiusOutboxTable } from './schema.js';
 
@@ -152,7 +153,11 @@ function toRecord(row: RadiusOutboxTable): OutboxRecord {
  * housekeeping's share, for records nobody sends any more (accounting.radius or a server taken
  * out of the configuration); the worker drops those of its own servers itself, with an audit row.
  */
-export async function pruneRadiusOutbox(db: Db, before: string): Promise<number> {
-  const result = await db.deleteFrom('radius_outbox').where('event_at', '<', before).executeTakeFirst();
-  return Number(result.numDeletedRows);
+export async function pruneRadiusOutbox(db: Db, before: string, stopping: Stopping = neverStopping): Promise<number> {
+  const old = db.selectFrom('radius_outbox').select('record_id').where('event_at', '<', before);
+  // In batches (src/storage/batches.ts): a backlog in one statement could outrun its time limit.
+  return inBatches(async (limit) => {
+    const result = await db.deleteFrom('radius_outbox').where('record_id', 'in', old.limit(limit)).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
 }

@@ -2,6 +2,7 @@
 // state moves only by conditional updates (pending → overdue, pending or overdue → applied or
 // superseded), so of several portal instances exactly one wins each move and announces it.
 import { asUserId, type ProfileId, type UserId } from '../shared/ids.js';
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
@@ -227,12 +228,14 @@ export async function openRevocationCount(
 
 /**
  * Deletes finished receipts (applied, superseded) asked for before `before`, with their node
- * rows (housekeeping, by `auditLogRetention`). Open ones stay: they still say a node may hold a peer.
+ * rows (housekeeping, by `auditLogRetention`), in batches (src/storage/batches.ts). Open ones
+ * stay: they still say a node may hold a peer.
  */
 export async function pruneRevocations(
   db: Db,
   before: string,
   heldUsers: readonly string[] = [],
+  stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
   let old = db
     .selectFrom('revocations')
@@ -251,9 +254,15 @@ export async function pruneRevocations(
     held = Number(row.count);
     old = old.where('user_id', 'not in', heldUsers);
   }
-  await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', old).execute();
-  const result = await db.deleteFrom('revocations').where('revocation_id', 'in', old).executeTakeFirst();
-  return { removed: Number(result.numDeletedRows), held };
+  const removed = await inBatches(async (limit) => {
+    // The batch's keys are read once, so both statements name the same receipts.
+    const ids = (await old.limit(limit).execute()).map((row) => row.revocation_id);
+    if (ids.length === 0) return 0;
+    await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', ids).execute();
+    const result = await db.deleteFrom('revocations').where('revocation_id', 'in', ids).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
+  return { removed, held };
 }
 
 function toRevocation(row: RevocationsTable): StoredRevocation {

@@ -4,6 +4,7 @@
 // wins it, on SQLite and on PostgreSQL), and stays as the log entry once delivered or given up.
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
 import { EVERY_EVENT_TYPE } from '../protocol/webhooks.js';
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import { isPostgres, type Db } from './database.js';
 import type { Database, WebhookDeliveriesTable } from './schema.js';
 
@@ -251,24 +252,21 @@ export async function deliveryPage(db: Db, filter: DeliveryFilter): Promise<Stor
   return (await query.execute()).map(toDelivery);
 }
 
-/** Deletes finished deliveries (and their attempts) made before `before`; returns how many. */
-export async function pruneDeliveries(db: Db, before: string): Promise<number> {
-  await db
-    .deleteFrom('webhook_attempts')
-    .where('delivery_id', 'in', (inner) =>
-      inner
-        .selectFrom('webhook_deliveries')
-        .select('delivery_id')
-        .where('state', '!=', 'pending')
-        .where('created_at', '<', before),
-    )
-    .execute();
-  const result = await db
-    .deleteFrom('webhook_deliveries')
+/** Deletes finished deliveries (and their attempts) made before `before`, in batches; returns how many. */
+export async function pruneDeliveries(db: Db, before: string, stopping: Stopping = neverStopping): Promise<number> {
+  const finished = db
+    .selectFrom('webhook_deliveries')
+    .select('delivery_id')
     .where('state', '!=', 'pending')
-    .where('created_at', '<', before)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+    .where('created_at', '<', before);
+  return inBatches(async (limit) => {
+    // The batch's keys are read once, so both statements name the same deliveries.
+    const ids = (await finished.limit(limit).execute()).map((row) => row.delivery_id);
+    if (ids.length === 0) return 0;
+    await db.deleteFrom('webhook_attempts').where('delivery_id', 'in', ids).execute();
+    const result = await db.deleteFrom('webhook_deliveries').where('delivery_id', 'in', ids).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
 }
 
 function toDelivery(row: WebhookDeliveriesTable): StoredDelivery {

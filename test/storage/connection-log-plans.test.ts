@@ -2,12 +2,17 @@
 // both databases, asked of the database's own planner with the very query the page runs: a
 // user's history reads (user, start, id), and the next page of any listing starts in the index
 // at its cursor rather than walking every newer session first. PostgreSQL is told to avoid
-// sequential scans where it can, as it would on a history of millions of rows. So does the daily
-// housekeeping's blanking of the client's own address.
+// sequential scans where it can, as it would on a history of millions of rows. So do the daily
+// housekeeping's batches: the blanking of the client's own address and the deletion of old history.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { asUserId } from '../../src/shared/ids.js';
-import { blankingQuery, connectionLogQuery, type ConnectionLogFilter } from '../../src/storage/connection-log.js';
+import {
+  blankingQuery,
+  connectionLogQuery,
+  pruningQuery,
+  type ConnectionLogFilter,
+} from '../../src/storage/connection-log.js';
 import type { Db } from '../../src/storage/database.js';
 import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -56,8 +61,18 @@ test('the next page of the whole history starts in the (start, id) index at the 
   assert.doesNotMatch(plan, fullScan, plan);
 });
 
-test("the housekeeping's blanking of client addresses reads only the rows that still have one", async () => {
-  const plan = await queryPlan(db, blankingQuery(db, cursor.connectedAt, []).compile());
-  assert.match(plan, /connection_log_with_address/, plan);
-  assert.doesNotMatch(plan, fullScan, plan);
+test("a batch of the housekeeping's blanking of client addresses reads only the rows that still have one", async () => {
+  for (const held of [[], ['alice@example.org']]) {
+    const plan = await queryPlan(db, blankingQuery(db, cursor.connectedAt, held, 10_000).compile());
+    assert.match(plan, /connection_log_with_address/, plan);
+    assert.doesNotMatch(plan, fullScan, plan);
+  }
+});
+
+test("a batch of the housekeeping's deletion of old history finds it by its end and deletes it by key", async () => {
+  for (const held of [[], ['alice@example.org']]) {
+    const plan = await queryPlan(db, pruningQuery(db, cursor.connectedAt, held, 10_000).compile());
+    assert.match(plan, /connection_log_disconnected_at/, plan);
+    assert.doesNotMatch(plan, fullScan, plan);
+  }
 });
