@@ -54,8 +54,8 @@ export interface HousekeepingResult {
 
 /**
  * What every full pass tidies: expired answers kept for retries, the listing journal; and, once a
- * day, the rest. `checkpoint` runs between the steps (and the retention's kinds): it throws to
- * stop there (the portal stops, or the lock was lost).
+ * day, the rest. `checkpoint` runs between the steps (and the retention's kinds and their
+ * batches): it throws to stop there (the portal stops, or the lock was lost).
  */
 export async function runHousekeeping(
   ctx: PortalContext,

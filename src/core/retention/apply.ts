@@ -23,12 +23,22 @@ export interface RetentionReport {
 /**
  * `checkpoint` runs between the kinds: it throws to stop there (the portal stops, the lock was
  * lost), and the audit row still says what the kinds done so far removed before it is thrown on.
+ * It is asked between a kind's batches too: a kind under way then ends at its batch, counted.
  */
 export async function applyRetention(ctx: PortalContext, checkpoint: () => void = () => {}): Promise<RetentionReport> {
   const now = ctx.clock.now();
   const held = await heldUserIds(ctx.db, formatAtom(now));
   const kinds: Record<string, RetentionCount> = {};
   let stopped: { readonly by: unknown } | null = null;
+  // Between batches: stop there if the checkpoint would throw; the next checkpoint throws it.
+  const stopping = (): boolean => {
+    try {
+      checkpoint();
+      return false;
+    } catch {
+      return true;
+    }
+  };
   for (const entry of RETENTION_KINDS) {
     try {
       checkpoint();
@@ -37,7 +47,7 @@ export async function applyRetention(ctx: PortalContext, checkpoint: () => void 
       break;
     }
     const before = formatAtom(subtractDuration(now, entry.retention(ctx.config)));
-    kinds[entry.kind] = await entry.prune(ctx.db, before, held);
+    kinds[entry.kind] = await entry.prune(ctx.db, before, held, stopping);
   }
   const report = { kinds, heldUsers: held.length };
   const counts = Object.values(kinds);

@@ -3,11 +3,14 @@
 // skips the records of users under a legal hold, and writes one audit row with the counts per
 // kind (src/core/retention/apply.ts). A new kind of record joins with one entry here: its name
 // (as the audit row and the log say it), its option, and a storage function that removes what
-// ended before a time except the held users' records, saying how many of each.
+// ended before a time except the held users' records, saying how many of each. Each removes in
+// batches (src/storage/batches.ts), so a backlog never outruns the database's time limit, and
+// asks `stopping` between two.
 import type { PortalConfig } from '../../config/portal-config.js';
 import type { IsoDuration } from '../../shared/iso-duration.js';
 import { pruneAuditLog } from '../../storage/audit-log.js';
 import { blankOriginatingAddresses, pruneConnectionLog } from '../../storage/connection-log.js';
+import type { Stopping } from '../../storage/batches.js';
 import type { Db } from '../../storage/database.js';
 import { pruneEndedLegalHolds, type RetentionCount } from '../../storage/legal-holds.js';
 import { pruneNatMappings } from '../../storage/nat-mappings.js';
@@ -23,9 +26,10 @@ export interface RetentionKind {
   readonly retention: (config: PortalConfig) => IsoDuration;
   /**
    * Removes the records that ended before `before` (ATOM), except those of `heldUsers` (users
-   * under a legal hold; a kind whose records name no user ignores them and says 0 held).
+   * under a legal hold; a kind whose records name no user ignores them and says 0 held). When
+   * `stopping` says so between two batches it ends there, saying what went so far.
    */
-  readonly prune: (db: Db, before: string, heldUsers: readonly string[]) => Promise<RetentionCount>;
+  readonly prune: (db: Db, before: string, heldUsers: readonly string[], stopping: Stopping) => Promise<RetentionCount>;
 }
 
 /** Run in this order: the history's rows go before their addresses are blanked, so no row counts twice. */
@@ -55,7 +59,7 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     kind: 'accounting_outbox',
     option: 'accounting.radius.maxAge',
     retention: (config) => config.accounting.radius.maxAge,
-    prune: async (db, before) => ({ removed: await pruneRadiusOutbox(db, before), held: 0 }),
+    prune: async (db, before, _held, stopping) => ({ removed: await pruneRadiusOutbox(db, before, stopping), held: 0 }),
   },
   {
     // Copies sent to subscribers, as the outbox above: the payloads name users and addresses,
@@ -63,7 +67,7 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     kind: 'webhook_deliveries',
     option: 'webhooks.deliveryLogRetention',
     retention: (config) => config.webhooks.deliveryLogRetention,
-    prune: async (db, before) => ({ removed: await pruneDeliveries(db, before), held: 0 }),
+    prune: async (db, before, _held, stopping) => ({ removed: await pruneDeliveries(db, before, stopping), held: 0 }),
   },
   {
     kind: 'audit_log',
@@ -83,6 +87,9 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     kind: 'legal_holds',
     option: 'auditLogRetention',
     retention: (config) => config.auditLogRetention,
-    prune: async (db, before) => ({ removed: await pruneEndedLegalHolds(db, before), held: 0 }),
+    prune: async (db, before, _held, stopping) => ({
+      removed: await pruneEndedLegalHolds(db, before, stopping),
+      held: 0,
+    }),
   },
 ];
