@@ -245,6 +245,16 @@ export async function usersWithIds(db: Db, userIds: readonly UserId[]): Promise<
   return found;
 }
 
+/** Of `userIds`, those here, each with when it was made here (its `created_at`). */
+export async function usersCreatedAt(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, string>> {
+  const found = new Map<UserId, string>();
+  for (const ids of sizeLimitedGroups(userIds, () => 1, IMPORT_ROWS)) {
+    const rows = await db.selectFrom('users').select(['user_id', 'created_at']).where('user_id', 'in', ids).execute();
+    for (const row of rows) found.set(row.user_id as UserId, row.created_at);
+  }
+  return found;
+}
+
 /** Every user disabled here (the eduVPN import reads them once, before it walks eduVPN's records). */
 export async function disabledUserIds(db: Db): Promise<UserId[]> {
   const rows = await db.selectFrom('users').select('user_id').where('is_disabled', '=', 1).execute();

@@ -4,7 +4,7 @@
 // disable_user or the housekeeping once expired); a user destroyed here (whether an import
 // brought it or it was made here, kept for good by a digest of its id: src/storage/destroyed-users.ts),
 // and with it all its configurations and authorizations, also those eduVPN issued it later, or,
-// when it was made again here since, those eduVPN issued it before the destroy; a user disabled
+// when it was made again here since, those eduVPN issued it before it was made again; a user disabled
 // here (it stays disabled, and gets no authorization from eduVPN, and, while eduVPN has it
 // enabled, no configuration either: the import notes those it leaves, so that they stay out once
 // the user is enabled again). Bringing them would put a revoked configuration back on its node,
@@ -15,7 +15,7 @@ import { certificatesWithNames } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
 import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
 import { importedRecordsGone, importedRecordsNoted, type ImportedNote } from '../../storage/imported-records.js';
-import { disabledUserIds, usersWithIds } from '../../storage/users.js';
+import { disabledUserIds, usersCreatedAt } from '../../storage/users.js';
 import { peersWithKeys } from '../../storage/wg-peers.js';
 
 /** Why a configuration an earlier import noted and is not here is left. */
@@ -37,8 +37,8 @@ export type DestroyedHere =
   | { readonly how: 'brought'; readonly importedAt: string }
   /** Not here: destroyed at `destroyedAt` (made here, or the note of its import pruned since). */
   | { readonly how: 'destroyed'; readonly destroyedAt: string }
-  /** Here: made again since its destroy at `destroyedAt`. */
-  | { readonly how: 'made again'; readonly destroyedAt: string };
+  /** Here: made again (its `created_at` here: `madeAt`) since its destroy at `destroyedAt`. */
+  | { readonly how: 'made again'; readonly destroyedAt: string; readonly madeAt: string };
 
 /** Why a user destroyed here (and not made again since) is left. */
 export function userDestroyedHere(destroyed: DestroyedHere): string {
@@ -50,7 +50,7 @@ export function userDestroyedHere(destroyed: DestroyedHere): string {
 /**
  * Why a configuration or authorization of `userId`, which eduVPN issued at `issuedAt`, is left
  * for its user's destroy here: all of a user not here, and of one made again since its destroy
- * those issued before it. Undefined: not left for that.
+ * those issued before it was made again. Undefined: not left for that.
  */
 function ofUserDestroyedHere(
   userId: UserId,
@@ -63,10 +63,13 @@ function ofUserDestroyedHere(
       return `its user ${userId} was brought by an import at ${destroyed.importedAt} and destroyed here since`;
     case 'destroyed':
       return `its user ${userId} was destroyed here at ${destroyed.destroyedAt}`;
-    case 'made again':
-      return issuedAt <= destroyed.destroyedAt
-        ? `issued before its user ${userId} was destroyed here at ${destroyed.destroyedAt}`
+    case 'made again': {
+      // What eduVPN issued between the destroy and the making again was not this user's either.
+      const { destroyedAt, madeAt } = destroyed;
+      return issuedAt <= destroyedAt || issuedAt <= madeAt
+        ? `issued before its user ${userId} was made again here (destroyed here at ${destroyedAt}, made again at ${madeAt})`
         : undefined;
+    }
   }
 }
 
@@ -101,14 +104,20 @@ export async function usersBroughtBefore(db: Db, userIds: readonly UserId[]): Pr
 export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, DestroyedHere>> {
   const brought = await importedRecordsGone(db, 'user', userIds);
   const destroyed = await destroyedUsersAmong(db, userIds);
-  const here = await usersWithIds(
+  const madeAt = await usersCreatedAt(
     db,
     [...destroyed.keys()].filter((userId) => !brought.has(userId)),
   );
   const found = new Map<UserId, DestroyedHere>();
   for (const [userId, { importedAt }] of brought) found.set(userId as UserId, { how: 'brought', importedAt });
-  for (const [userId, destroyedAt] of destroyed)
-    if (!brought.has(userId)) found.set(userId, { how: here.has(userId) ? 'made again' : 'destroyed', destroyedAt });
+  for (const [userId, destroyedAt] of destroyed) {
+    if (brought.has(userId)) continue;
+    const made = madeAt.get(userId);
+    found.set(
+      userId,
+      made === undefined ? { how: 'destroyed', destroyedAt } : { how: 'made again', destroyedAt, madeAt: made },
+    );
+  }
   return found;
 }
 

@@ -446,7 +446,41 @@ test('a user made again here after its destroy gets from an import what eduVPN i
     [after.publicKey],
   );
   assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 2 });
-  assert.match(reasonsOf(plan).get(before.publicKey) ?? '', /^issued before its user nora was destroyed here at \S+$/);
+  assert.match(
+    reasonsOf(plan).get(before.publicKey) ?? '',
+    /^issued before its user nora was made again here \(destroyed here at \S+, made again at \S+\)$/,
+  );
+});
+
+test('a user made again here some time after its destroy gets from an import nothing eduVPN issued it before it was made again, also between the destroy and then', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('ruth')];
+  records.wireGuardPeers = [eduVpnPeer('ruth', 111)];
+  await firstImport(records);
+  assert.notEqual(await portal.admin.destroy('ruth'), null, 'a receipt');
+  await portal.admin.create({ user_id: 'ruth', profile_id: 'employees' }, 'application/x-wireguard-profile');
+  // As if the administrator made ruth again two hours after the destroy: eduVPN issued ruth one
+  // configuration an hour after the destroy (to whoever had the account then), one three hours after.
+  const hour = 3600 * 1000;
+  const madeAgain = formatAtom(new Date(Date.now() + 2 * hour));
+  await ctx.db.updateTable('users').set({ created_at: madeAgain }).where('user_id', '=', 'ruth').execute();
+  const between = eduVpnPeer('ruth', 112, { createdAt: formatAtom(new Date(Date.now() + hour)) });
+  const after = eduVpnPeer('ruth', 113, { createdAt: formatAtom(new Date(Date.now() + 3 * hour)) });
+  records.wireGuardPeers.push(between, after);
+
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.equal(outcome.applied?.inserted.wireGuardPeers, 1);
+  assert.deepEqual(
+    await peersWithKeys(ctx.db, [between.publicKey]),
+    [],
+    'issued between the destroy and the making again',
+  );
+  assert.equal((await peersWithKeys(ctx.db, [after.publicKey])).length, 1);
+  assert.match(
+    reasonsOf(outcome.plan).get(between.publicKey) ?? '',
+    /^issued before its user ruth was made again here \(destroyed here at \S+, made again at \S+\)$/,
+  );
 });
 
 test('a configuration eduVPN issued to a user disabled here is not brought, and stays out after the user is enabled again', async () => {
