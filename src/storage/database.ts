@@ -83,6 +83,7 @@ import { keptAnswerHandOuts } from './migrations/0041-kept-answer-hand-outs.js';
 import { unlinkedKeptAnswers } from './migrations/0042-unlinked-kept-answers.js';
 import { destroyedUsersSchema } from './migrations/0043-destroyed-users.js';
 import { withheldImports } from './migrations/0044-withheld-imports.js';
+import { usersDisabledByImport } from './migrations/0045-users-disabled-by-import.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -141,6 +142,7 @@ const migrations: Record<string, Migration> = {
   '0042-unlinked-kept-answers': unlinkedKeptAnswers,
   '0043-destroyed-users': destroyedUsersSchema,
   '0044-withheld-imports': withheldImports,
+  '0045-users-disabled-by-import': usersDisabledByImport,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -10,7 +10,10 @@ export interface UsersTable {
   permission_list: Generated<string>;
   auth_data: string | null;
   is_disabled: Generated<number>;
-  /** Who disabled the user (an admin key's name, `(scim)`, …); null while enabled, and for users disabled before migration 0036. */
+  /**
+   * Who disabled the user (an admin key's name, `(scim)`, `(eduvpn import)` for one the import brought
+   * disabled, …); null while enabled, and for users disabled before migration 0036 (0045 for the import's).
+   */
   disabled_by: string | null;
 }
 

@@ -255,10 +255,40 @@ export async function usersCreatedAt(db: Db, userIds: readonly UserId[]): Promis
   return found;
 }
 
-/** Every user disabled here (the eduVPN import reads them once, before it walks eduVPN's records). */
-export async function disabledUserIds(db: Db): Promise<UserId[]> {
-  const rows = await db.selectFrom('users').select('user_id').where('is_disabled', '=', 1).execute();
-  return rows.map((row) => row.user_id as UserId);
+/**
+ * `disabled_by` of a user the eduVPN import brought disabled (eduVPN had it disabled) and nobody
+ * here disabled since: a disable here (an administrator's, the directory's) sets its own name.
+ */
+export const DISABLED_BY_IMPORT = '(eduvpn import)';
+
+/** Whether a user row is disabled here, by anyone but the eduVPN import. */
+function disabledHere(row: { readonly is_disabled: number; readonly disabled_by: string | null }): boolean {
+  return row.is_disabled !== 0 && row.disabled_by !== DISABLED_BY_IMPORT;
+}
+
+/** Every user disabled here, but those only the eduVPN import disabled (read once before it walks eduVPN's records). */
+export async function usersDisabledHereIds(db: Db): Promise<UserId[]> {
+  const rows = await db
+    .selectFrom('users')
+    .select(['user_id', 'is_disabled', 'disabled_by'])
+    .where('is_disabled', '=', 1)
+    .execute();
+  return rows.filter(disabledHere).map((row) => row.user_id as UserId);
+}
+
+/**
+ * Of `userIds`, those disabled here, but those only the eduVPN import disabled. On PostgreSQL it
+ * share-locks the rows of all of `userIds` until the transaction ends: a disable of one of them
+ * meanwhile waits for it.
+ */
+export async function usersDisabledHereAmong(db: Db, userIds: readonly UserId[]): Promise<Set<UserId>> {
+  const found = new Set<UserId>();
+  for (const ids of sizeLimitedGroups([...new Set(userIds)], () => 1, IMPORT_ROWS)) {
+    const query = db.selectFrom('users').select(['user_id', 'is_disabled', 'disabled_by']).where('user_id', 'in', ids);
+    const rows = await (isPostgres(db) ? query.forShare() : query).execute();
+    for (const row of rows) if (disabledHere(row)) found.add(row.user_id as UserId);
+  }
+  return found;
 }
 
 /** Inserts the users that are missing, many per statement; answers how many it inserted. */
@@ -275,6 +305,7 @@ export async function insertImportedUsers(trx: Transaction<Database>, users: rea
           permission_list: user.permissionList,
           auth_data: user.authData,
           is_disabled: user.isDisabled ? 1 : 0,
+          disabled_by: user.isDisabled ? DISABLED_BY_IMPORT : null,
         })),
       )
       .onConflict((conflict) => conflict.column('user_id').doNothing())

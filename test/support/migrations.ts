@@ -41,4 +41,5 @@ export const EXPECTED_MIGRATIONS = [
   '0042-unlinked-kept-answers',
   '0043-destroyed-users',
   '0044-withheld-imports',
+  '0045-users-disabled-by-import',
 ] as const;

@@ -32,10 +32,11 @@ export interface ImportFacts {
   /** Users found disabled here (by the users' check, before the authorizations'): theirs are left. */
   readonly usersDisabledHere: Set<UserId>;
   /**
-   * Users disabled here that eduVPN has enabled, read before the walk: their configurations not
-   * here are left, and noted so that they stay out once the user is enabled again.
+   * Users disabled here (but those only the import disabled), read before the walk: their
+   * configurations not here are left, and noted so that they stay out once the user is enabled
+   * again; so are those of a user each page finds disabled here (in the import's transaction).
    */
-  readonly usersDisabledOnlyHere: ReadonlySet<UserId>;
+  readonly usersDisabledHereAtStart: ReadonlySet<UserId>;
   /** The node of each configuration (expired ones too), for the connection log. */
   readonly nodeOfConnection: Map<string, NodeNumber>;
   /**
@@ -93,7 +94,7 @@ async function leftToCheck<
       userId: configuration.userId,
       createdAt: configuration.createdAt,
     })),
-    facts.usersDisabledOnlyHere,
+    facts.usersDisabledHereAtStart,
   );
   return unexpired.filter((configuration) => {
     const removal = removed.get(idOf(configuration));

@@ -17,7 +17,7 @@ import {
   type KindCounts,
   type RemovedHere,
 } from './plan-types.js';
-import { usersDisabledOnlyHere } from './removed-here.js';
+import { usersDisabledHereAtStart } from './removed-here.js';
 import { CHECK_ORDER, KIND_STEPS } from './steps.js';
 
 /** A plan with what the import needs to carry it out. */
@@ -50,7 +50,7 @@ export async function prepareEduVpnImport(
     earliestConfiguration: new Map(),
     namedAuthorizations: new Map(),
     usersDisabledHere: new Set(),
-    usersDisabledOnlyHere: await usersDisabledOnlyHere(ctx.db, deployment),
+    usersDisabledHereAtStart: await usersDisabledHereAtStart(ctx.db),
     historySince: formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)),
     heldUsers: new Set(await heldUserIds(ctx.db, formatAtom(now))),
     nodeOfConnection: new Map(),

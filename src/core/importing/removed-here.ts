@@ -5,17 +5,16 @@
 // brought it or it was made here, kept for good by a digest of its id: src/storage/destroyed-users.ts),
 // and with it all its configurations and authorizations, also those eduVPN issued it later, or,
 // when it was made again here since, those eduVPN issued it before it was made again; a user disabled
-// here (it stays disabled, and gets no authorization from eduVPN, and, while eduVPN has it
-// enabled, no configuration either: the import notes those it leaves, so that they stay out once
-// the user is enabled again). Bringing them would put a revoked configuration back on its node,
-// or a deleted authorization back on its user.
-import type { EduVpnDeployment } from '../../eduvpn/deployment.js';
+// here (it stays disabled, and gets no authorization from eduVPN, and no configuration that is not
+// here either, unless only the import disabled it: the import notes those it leaves, so that they
+// stay out once the user is enabled again). Bringing them would put a revoked configuration back
+// on its node, or a deleted authorization back on its user.
 import type { UserId } from '../../shared/ids.js';
 import { certificatesWithNames } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
 import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
 import { importedRecordsGone, importedRecordsNoted, type ImportedNote } from '../../storage/imported-records.js';
-import { disabledUserIds, usersCreatedAt } from '../../storage/users.js';
+import { usersCreatedAt, usersDisabledHereAmong, usersDisabledHereIds } from '../../storage/users.js';
 import { peersWithKeys } from '../../storage/wg-peers.js';
 
 /** Why a configuration an earlier import noted and is not here is left. */
@@ -79,17 +78,11 @@ export function disabledHere(importedAt: string): string {
 }
 
 /**
- * The users disabled here that eduVPN has enabled: their access was taken away here, so the
- * import brings them no configuration eduVPN holds that is not here. Read before the walk, as the
- * configurations are checked before the users.
+ * The users disabled here when the import begins, but those only the import disabled (it brought
+ * them disabled, as eduVPN had them, and nobody here disabled them since).
  */
-export async function usersDisabledOnlyHere(db: Db, deployment: EduVpnDeployment): Promise<Set<UserId>> {
-  const disabledHere = new Set(await disabledUserIds(db));
-  const found = new Set<UserId>();
-  if (disabledHere.size === 0) return found;
-  for await (const page of deployment.users())
-    for (const user of page) if (!user.isDisabled && disabledHere.has(user.userId)) found.add(user.userId);
-  return found;
+export async function usersDisabledHereAtStart(db: Db): Promise<Set<UserId>> {
+  return new Set(await usersDisabledHereIds(db));
 }
 
 /** Of `userIds` (users disabled here), those an earlier import brought, each with when it was brought. */
@@ -123,14 +116,18 @@ export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Pr
 
 /**
  * Of `configurations`, those to leave, each with why: noted by an earlier import and not here
- * (brought and revoked here since, or left then), of a user destroyed here, or of a user in
- * `usersDisabledOnlyHere` (noted as left).
+ * (brought and revoked here since, or left then), of a user destroyed here, or, when not here, of
+ * a user disabled here (noted as left): one in `disabledAtStart`, or disabled here as `db` (the
+ * configurations' transaction, when importing) reads it, which share-locks those users on
+ * PostgreSQL, so that a disable meanwhile waits for the transaction (and finds them here). The
+ * users only the import disabled are neither: their configurations are brought (off the nodes),
+ * so that a run that stopped after the users continues.
  */
 export async function configurationsRemovedHere(
   db: Db,
   proto: 'wireguard' | 'openvpn',
   configurations: readonly { readonly connectionId: string; readonly userId: UserId; readonly createdAt: string }[],
-  usersDisabledOnlyHere: ReadonlySet<UserId>,
+  disabledAtStart: ReadonlySet<UserId>,
 ): Promise<Map<string, Removal>> {
   const gone = await importedRecordsGone(
     db,
@@ -142,19 +139,23 @@ export async function configurationsRemovedHere(
     db,
     others.map((configuration) => configuration.userId),
   );
-  const here = await configurationsHere(
+  const here = await configurationsHere(db, proto, others);
+  // Only the users of configurations not here: those the import may bring, locked (PostgreSQL).
+  const disabledNow = await usersDisabledHereAmong(
     db,
-    proto,
-    others.filter((configuration) => usersDisabledOnlyHere.has(configuration.userId)),
+    others
+      .filter((configuration) => !here.has(configuration.connectionId))
+      .map((configuration) => configuration.userId),
   );
+  const disabled = (userId: UserId): boolean => disabledAtStart.has(userId) || disabledNow.has(userId);
   const removals = new Map<string, Removal>();
   for (const [connectionId, note] of gone) removals.set(connectionId, { reason: revokedHere(note), withheld: false });
   for (const { connectionId, userId, createdAt } of others) {
     const reason = ofUserDestroyedHere(userId, users.get(userId), createdAt);
     if (reason !== undefined) removals.set(connectionId, { reason, withheld: false });
-    else if (usersDisabledOnlyHere.has(userId) && !here.has(connectionId))
+    else if (disabled(userId) && !here.has(connectionId))
       removals.set(connectionId, {
-        reason: `its user ${userId} is disabled here (eduVPN has it enabled): the import brings it no configuration, also once enabled again`,
+        reason: `its user ${userId} is disabled here: the import brings it no configuration, also once enabled again`,
         withheld: true,
       });
   }

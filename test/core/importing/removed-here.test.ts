@@ -4,8 +4,8 @@
 // configurations and authorizations, also those eduVPN issued later; for good, also once the
 // receipt of the destroy was pruned, and also a user made here rather than brought; one made
 // again since gets only what eduVPN issued after the destroy), an authorization deleted here, a
-// user disabled here (it stays disabled, and gets no authorization, and, while eduVPN has it
-// enabled, no configuration not here, also once enabled again), history past the retention
+// user disabled here (it stays disabled, and gets no authorization, and no configuration not
+// here, also once enabled again, unless only the import disabled it), history past the retention
 // here (unless a legal hold keeps it) and a configuration whose revocation receipt was pruned
 // since are left, counted and named in the plan; the rest is imported, and a run again still
 // changes nothing. How long the import's notes are kept: test/storage/imported-records.test.ts.
@@ -503,7 +503,7 @@ test('a configuration eduVPN issued to a user disabled here is not brought, and 
   assert.deepEqual(removedHereCounts(plan), { users: 1, wireGuardPeers: 1, certificates: 1 });
   assert.equal(
     reasonsOf(plan).get(issued.publicKey),
-    'its user oscar is disabled here (eduVPN has it enabled): the import brings it no configuration, also once enabled again',
+    'its user oscar is disabled here: the import brings it no configuration, also once enabled again',
   );
 
   // Enabling oscar puts back what oscar had here, and only that.
@@ -533,4 +533,78 @@ test('a user eduVPN has disabled too gets its configurations from a run again, a
   assert.equal(outcome.applied?.inserted.wireGuardPeers, 1, 'brought, to stay off the nodes while pia is disabled');
   assert.deepEqual(removedHereCounts(outcome.plan), {});
   assert.ok(!(await wantedOnNode()).includes(records.wireGuardPeers[0]?.publicKey ?? ''));
+});
+
+test('a configuration eduVPN issued to a user disabled here stays out also once eduVPN disabled the user too, and after the user is enabled here', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('sam')];
+  records.wireGuardPeers = [eduVpnPeer('sam', 114)];
+  await firstImport(records);
+  assert.notEqual(await portal.admin.disableUser('sam'), null, 'a receipt');
+  // eduVPN, where sam is still enabled, issues sam a configuration, and later disables sam too.
+  const issued = eduVpnPeer('sam', 115);
+  records.wireGuardPeers.push(issued);
+  records.users = [eduVpnUser('sam', { isDisabled: true })];
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
+  assert.equal(
+    reasonsOf(plan).get(issued.publicKey),
+    'its user sam is disabled here: the import brings it no configuration, also once enabled again',
+  );
+  await portal.admin.enableUser('sam');
+  assert.ok(!(await wantedOnNode()).includes(issued.publicKey));
+  records.users = [eduVpnUser('sam')];
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), [], 'not brought after the enable either');
+});
+
+test('a user disabled here while an import runs, after it began and before its configurations, gets none of eduVPN’s configurations not here', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('tom')];
+  records.wireGuardPeers = [eduVpnPeer('tom', 116)];
+  await firstImport(records);
+  const issued = eduVpnPeer('tom', 117);
+  records.wireGuardPeers.push(issued);
+  // The administrator disables tom while the import checks its last kind, before it writes.
+  const deployment = inMemoryDeployment(records);
+  let disabled = false;
+  const racing = {
+    ...deployment,
+    async *dailyStatistics() {
+      if (!disabled) {
+        disabled = true;
+        assert.notEqual(await portal.admin.disableUser('tom'), null, 'a receipt');
+      }
+      yield* deployment.dailyStatistics();
+    },
+  };
+
+  const outcome = await importEduVpn(ctx, racing);
+  assert.ok(disabled);
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.equal(outcome.applied?.inserted.wireGuardPeers, 0);
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
+  await portal.admin.enableUser('tom');
+  const again = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  assert.match(
+    reasonsOf(again).get(issued.publicKey) ?? '',
+    /^left by an import at \S+ while its user was disabled here: it stays left$/,
+  );
+});
+
+test('a user the import brought disabled, and disabled here by an administrator since, gets no configuration eduVPN issued it', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('una', { isDisabled: true })];
+  await firstImport(records);
+  // An administrator disables una here too (during an incident, say): the disable is this portal's now.
+  assert.notEqual(await portal.admin.disableUser('una'), null, 'a receipt');
+  const issued = eduVpnPeer('una', 118);
+  records.wireGuardPeers = [issued];
+
+  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  await importAgainBringingNothing(records);
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
+  assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 1 });
 });
