@@ -2,6 +2,7 @@
 // state moves only by conditional updates (pending → overdue, pending or overdue → applied or
 // superseded), so of several portal instances exactly one wins each move and announces it.
 import { asUserId, type ProfileId, type UserId } from '../shared/ids.js';
+import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
@@ -276,4 +277,23 @@ function toRevocation(row: RevocationsTable): StoredRevocation {
     appliedAt: row.applied_at,
     supersededAt: row.superseded_at,
   };
+}
+
+/** Ids per statement: far below both dialects' parameter limits. */
+const LOOKUP_IDS = 500;
+
+/** Of `userIds`, those a destroy receipt names, each with the time of its latest. */
+export async function latestDestroyReceipts(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, string>> {
+  const found = new Map<UserId, string>();
+  for (const ids of sizeLimitedGroups([...new Set(userIds)], () => 1, LOOKUP_IDS)) {
+    const rows = await db
+      .selectFrom('revocations')
+      .select(['user_id', (eb) => eb.fn.max('requested_at').as('destroyed_at')])
+      .where('reason', '=', 'destroy')
+      .where('user_id', 'in', ids)
+      .groupBy('user_id')
+      .execute();
+    for (const row of rows) found.set(asUserId(row.user_id), row.destroyed_at);
+  }
+  return found;
 }

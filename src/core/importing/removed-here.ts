@@ -15,6 +15,7 @@ import type { Db } from '../../storage/database.js';
 import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
 import { importedRecordsGone, importedRecordsNoted, type ImportedNote } from '../../storage/imported-records.js';
 import { usersCreatedAt, usersDisabledHereAmong, usersDisabledHereIds } from '../../storage/users.js';
+import { latestDestroyReceipts } from '../../storage/revocations.js';
 import { peersWithKeys } from '../../storage/wg-peers.js';
 
 /** Why a configuration an earlier import noted and is not here is left. */
@@ -92,11 +93,17 @@ export async function usersBroughtBefore(db: Db, userIds: readonly UserId[]): Pr
 
 /**
  * Of `userIds`, those destroyed here: noted as brought by an earlier import and not here, or
- * named by `destroyed_users` (here again or not).
+ * named by `destroyed_users` or by a destroy receipt (here again or not). The receipts: an
+ * instance on a version before `destroyed_users` (migration 0043), still running during a rolling
+ * upgrade, destroys with a receipt only, kept for `auditLogRetention`.
  */
 export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, DestroyedHere>> {
   const brought = await importedRecordsGone(db, 'user', userIds);
   const destroyed = await destroyedUsersAmong(db, userIds);
+  for (const [userId, at] of await latestDestroyReceipts(db, userIds)) {
+    const known = destroyed.get(userId);
+    if (known === undefined || at > known) destroyed.set(userId, at);
+  }
   const madeAt = await usersCreatedAt(
     db,
     [...destroyed.keys()].filter((userId) => !brought.has(userId)),

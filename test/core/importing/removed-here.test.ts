@@ -24,6 +24,7 @@ import type {
 } from '../../../src/eduvpn/deployment.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { formatAtom } from '../../../src/shared/time.js';
+import { destroyedUserDigest } from '../../../src/storage/destroyed-user-digest.js';
 import { authorizationsWithKeys } from '../../../src/storage/authorizations.js';
 import { certificatesWithNames } from '../../../src/storage/certificates.js';
 import { usersWithIds } from '../../../src/storage/users.js';
@@ -607,4 +608,23 @@ test('a user the import brought disabled, and disabled here by an administrator 
   await importAgainBringingNothing(records);
   assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
   assert.deepEqual(removedHereCounts(plan), { wireGuardPeers: 1 });
+});
+
+test('a user destroyed here by an instance still on a version before destroyed_users (a rolling upgrade) is not brought by the import, nor what eduVPN holds of it', async () => {
+  await portal.admin.create({ user_id: 'vera', profile_id: 'employees' }, 'application/x-wireguard-profile');
+  assert.notEqual(await portal.admin.destroy('vera'), null, 'a receipt');
+  // The earlier version's destroy: the receipt, and no row in destroyed_users.
+  await ctx.db
+    .deleteFrom('destroyed_users')
+    .where('user_digest', '=', destroyedUserDigest(asUserId('vera')))
+    .execute();
+  const records = emptyRecords();
+  records.users = [eduVpnUser('vera')];
+  records.wireGuardPeers = [eduVpnPeer('vera', 119)];
+
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.deepEqual(Object.values(outcome.applied?.inserted ?? {}), [0, 0, 0, 0, 0, 0], 'nothing of vera comes');
+  assert.deepEqual(removedHereCounts(outcome.plan), { users: 1, wireGuardPeers: 1 });
+  assert.match(reasonsOf(outcome.plan).get('vera') ?? '', /^destroyed here at \S+$/);
 });
