@@ -490,6 +490,8 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
     const receiptOf = revocationIdPerUser(ctx);
     const receipts = new Set<RevocationId>();
     const removals = await ctx.events.change(ctx.db, async (trx, announce) => {
+      // A change may run again (a lost connection, a deadlock): only the receipts of the run that commits.
+      receipts.clear();
       const at = ctx.clock.now();
       const kept: typeof batch = [];
       for (const peer of batch) {
@@ -524,6 +526,7 @@ export async function deleteExpiredConfigurations(ctx: PortalContext): Promise<n
     const receiptOf = revocationIdPerUser(ctx);
     const receipts = new Set<RevocationId>();
     const ended = await ctx.events.change(ctx.db, async (trx, announce) => {
+      receipts.clear();
       const at = ctx.clock.now();
       const kept: typeof batch = [];
       for (const certificate of batch) {
