@@ -113,6 +113,17 @@ export async function noteProfileChecks(db: Db, scimIds: readonly string[], chec
       .execute();
 }
 
+/** Dates the users' notes of `check` `at` (ATOM): a check that stopped is due for the pending checks at once. */
+export async function dateProfileChecks(db: Db, userIds: readonly UserId[], check: string, at: string): Promise<void> {
+  for (const ids of sizeLimitedGroups(userIds, () => 1, SCIM_IDS_PER_STATEMENT))
+    await db
+      .updateTable('scim_users')
+      .set({ profile_check_at: at })
+      .where('user_id', 'in', ids)
+      .where('profile_check', '=', check)
+      .execute();
+}
+
 /** The check is done: unless a later change asked for another meanwhile, nothing is pending for the user. */
 export async function clearProfileCheck(db: Db, userId: UserId, check: string): Promise<void> {
   await db

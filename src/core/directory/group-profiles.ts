@@ -22,6 +22,7 @@ import { storageOutage } from '../../storage/errors.js';
 import { groupNamesOfScimUser, type ScimGroupMember } from '../../storage/scim-groups.js';
 import {
   clearProfileCheck,
+  dateProfileChecks,
   findScimUserOfUser,
   noteProfileChecks,
   pendingProfileChecks,
@@ -70,8 +71,8 @@ export async function noteGroupProfileChecks(
 /**
  * After the change `check` committed: checks its users; answers the receipts of what they lost.
  * The change is saved whatever happens here: a check that fails (a statement refused, the
- * database away) is logged, and it and the users after it keep their notes for the pending
- * checks' run (applyPendingGroupProfiles), so the call that made the change still succeeds
+ * database away) is logged, and it and the users after it keep their notes, due at once, for the
+ * pending checks' run after the next full pass (applyPendingGroupProfiles), so the call that made the change still succeeds
  * rather than making its client send again a change already made.
  */
 export async function applyGroupProfiles(
@@ -90,6 +91,12 @@ export async function applyGroupProfiles(
       ctx.logger.error(
         { err: error, userId, unchecked: users.length - index },
         'a directory group change is saved, but the profiles of its members could not all be checked; the reconcile pass checks the rest',
+      );
+      // No check of this change runs for them any more: the next pass may take them at once
+      // rather than after the grace that keeps it off a request's checks under way.
+      const due = formatAtom(new Date(ctx.clock.now().getTime() - PENDING_CHECK_GRACE_MS));
+      await dateProfileChecks(ctx.db, users.slice(index), check, due).catch((dating: unknown) =>
+        ctx.logger.warn({ err: dating }, 'the unchecked members stay noted for the pass after the grace'),
       );
       break;
     }
