@@ -27,7 +27,7 @@ export interface RetentionReport {
  */
 export async function applyRetention(ctx: PortalContext, checkpoint: () => void = () => {}): Promise<RetentionReport> {
   const now = ctx.clock.now();
-  const held = await heldUserIds(ctx.db, formatAtom(now));
+  const heldUsers = new Set<string>();
   const kinds: Record<string, RetentionCount> = {};
   let stopped: { readonly by: unknown } | null = null;
   // Between batches: stop there if the checkpoint would throw; the next checkpoint throws it.
@@ -47,9 +47,13 @@ export async function applyRetention(ctx: PortalContext, checkpoint: () => void 
       break;
     }
     const before = formatAtom(subtractDuration(now, entry.retention(ctx.config)));
+    // Read again for each kind: over a backlog the kinds take minutes, and a hold placed
+    // meanwhile keeps what the kinds after it would delete.
+    const held = await heldUserIds(ctx.db, formatAtom(ctx.clock.now()));
+    for (const userId of held) heldUsers.add(userId);
     kinds[entry.kind] = await entry.prune(ctx.db, before, held, stopping);
   }
-  const report = { kinds, heldUsers: held.length };
+  const report = { kinds, heldUsers: heldUsers.size };
   const counts = Object.values(kinds);
   if (counts.some((count) => count.removed > 0 || count.held > 0))
     await recordAdminCall(ctx, portalCall(HOUSEKEEPING_CALL, auditParameters(report)), 200, null);
