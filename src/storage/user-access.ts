@@ -6,14 +6,21 @@
 // statement began with, and a create that committed while the lock was awaited must be among
 // the configurations stamped (its tunnel must leave the nodes too).
 import { sql, type Selectable, type Transaction } from 'kysely';
-import { asWireGuardKey, type UserId } from '../shared/ids.js';
+import type { UserId } from '../shared/ids.js';
 import { authorizationsOfUserDeletion, deleteAuthorizationsOfUser } from './authorizations.js';
 import { certificatesOf, certificatesOfUser, type OpenVpnCertificate } from './certificates.js';
 import { isPostgres } from './database.js';
-import { revisionValue } from './revisions.js';
 import { enrollmentTokensOfUserRevocation, revokeEnrollmentTokensOfUser } from './enrollment-tokens.js';
-import type { CertificatesTable, Database, WireGuardPeersTable } from './schema.js';
-import { peersOfUserStamping, stampPeersOfUser, userPeersOf, type WireGuardPeer } from './wg-peers.js';
+import type { CertificatesTable, Database } from './schema.js';
+import {
+  nextPageAfter,
+  pageOfUser,
+  remainingPagesOfUser,
+  stampPeersOfUser,
+  userPeersOf,
+  type PageOfUserAnswer,
+  type WireGuardPeer,
+} from './wg-peers.js';
 
 export interface UserAccessEnded {
   readonly peers: WireGuardPeer[];
@@ -37,42 +44,30 @@ export async function endAccessOfUser(
       enrollmentTokenIds,
     };
   }
-  const { rows } = await sql<{
-    peers: Selectable<WireGuardPeersTable>[];
-    certificates: Selectable<CertificatesTable>[];
-    tokens: string[];
-  }>`
+  const page = pageOfUser(userId, null, 'stamp');
+  const { rows } = await sql<
+    PageOfUserAnswer & {
+      certificates: Selectable<CertificatesTable>[];
+      tokens: string[];
+    }
+  >`
     WITH ended AS (${authorizationsOfUserDeletion(trx, userId)}),
       revoked AS (${enrollmentTokensOfUserRevocation(trx, userId, at)}),
-      stamped AS (${peersOfUserStamping(trx, userId, await revisionValue(trx), { after: null, limit: STAMPED_PER_STATEMENT })})
+      ${page.clauses}
     SELECT
-      (SELECT coalesce(json_agg(stamped), '[]'::json) FROM stamped) AS peers,
+      ${page.counts},
       (SELECT coalesce(json_agg(c ORDER BY c.expires_at DESC, c.common_name), '[]'::json)
         FROM certificates c WHERE c.user_id = ${userId}) AS certificates,
       (SELECT coalesce(json_agg(token_id), '[]'::json) FROM revoked) AS tokens`.execute(trx);
   const [row] = rows;
   if (row === undefined) throw new Error('the statement ending a user’s access answered no row');
-  const stamped = row.peers;
-  // The rest in statements of their own, by key, until one finds none: a page may come back
-  // short without being the last (a configuration the expiry sweep deleted meanwhile is skipped).
-  let after = '';
-  for (let page = stamped; page.length > 0; ) {
-    for (const peer of page) if (peer.public_key > after) after = peer.public_key;
-    page = await peersOfUserStamping(trx, userId, await revisionValue(trx), {
-      after: asWireGuardKey(after),
-      limit: STAMPED_PER_STATEMENT,
-    }).execute();
-    for (const peer of page) stamped.push(peer);
-  }
+  // A user with more configurations than a page: the rest in statements of their own.
+  const after = nextPageAfter(row);
+  const stamped =
+    after === null ? row.peers : [...row.peers, ...(await remainingPagesOfUser(trx, userId, after, 'stamp'))];
   return {
     peers: userPeersOf(stamped),
     certificates: certificatesOf(row.certificates),
     enrollmentTokenIds: row.tokens,
   };
 }
-
-/**
- * Configurations stamped per statement on PostgreSQL: 150,000 in one statement took longer than
- * a call waits for one (databaseTimeout, 5 s) on a busy machine; 5,000 take a fraction of it.
- */
-const STAMPED_PER_STATEMENT = 5_000;
