@@ -277,15 +277,32 @@ export async function usersDisabledHereIds(db: Db): Promise<UserId[]> {
 }
 
 /**
- * Of `userIds`, those disabled here, but those only the eduVPN import disabled. On PostgreSQL it
- * share-locks the rows of all of `userIds` until the transaction ends: a disable of one of them
- * meanwhile waits for it.
+ * Of `userIds`, those disabled here, but those only the eduVPN import disabled. Locks nothing: the
+ * import reads this while it walks eduVPN's records (minutes, in one transaction), and a lock
+ * held that long would keep a disable waiting past `databaseTimeout`; it checks again, locked,
+ * just before it commits (`lockUsersDisabledHereAmong`).
  */
 export async function usersDisabledHereAmong(db: Db, userIds: readonly UserId[]): Promise<Set<UserId>> {
+  return disabledHereAmong(db, userIds, false);
+}
+
+/**
+ * `usersDisabledHereAmong` read in the import's transaction as its last step: on PostgreSQL it
+ * share-locks the rows of all of `userIds` until the commit, which follows at once, so that a
+ * disable of one of them meanwhile waits for the commit (and then finds what the import brought).
+ */
+export async function lockUsersDisabledHereAmong(
+  trx: Transaction<Database>,
+  userIds: readonly UserId[],
+): Promise<Set<UserId>> {
+  return disabledHereAmong(trx, userIds, true);
+}
+
+async function disabledHereAmong(db: Db, userIds: readonly UserId[], lock: boolean): Promise<Set<UserId>> {
   const found = new Set<UserId>();
   for (const ids of sizeLimitedGroups([...new Set(userIds)], () => 1, IMPORT_ROWS)) {
     const query = db.selectFrom('users').select(['user_id', 'is_disabled', 'disabled_by']).where('user_id', 'in', ids);
-    const rows = await (isPostgres(db) ? query.forShare() : query).execute();
+    const rows = await (lock && isPostgres(db) ? query.forShare() : query).execute();
     for (const row of rows) if (disabledHere(row)) found.add(row.user_id as UserId);
   }
   return found;

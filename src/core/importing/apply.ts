@@ -6,7 +6,11 @@
 // listings' counter moves once per transaction, and one audit row, by the command line, says
 // what was brought.
 import { EDUVPN_RECORD_KINDS, type EduVpnDeployment, type EduVpnRecordKind } from '../../eduvpn/deployment.js';
+import type { Transaction } from 'kysely';
+import type { UserId } from '../../shared/ids.js';
 import { runClosingWrites } from '../../storage/closing-writes.js';
+import type { Database } from '../../storage/schema.js';
+import { lockUsersDisabledHereAmong } from '../../storage/users.js';
 import { recordAdminCall } from '../access/index.js';
 import { commandLineCall } from '../admin-call.js';
 import { adoptKeyFiles } from './key-files.js';
@@ -68,20 +72,23 @@ async function importKind(
     async (trx) => {
       let inserted = 0;
       let done = 0;
-      await step.walk(ctx.config, trx, deployment, prepared.facts, async (outcome, write) => {
+      const users = new Set<UserId>();
+      await step.walk(ctx.config, trx, deployment, prepared.facts, async (outcome, write, broughtTo) => {
         const [conflict] = outcome.conflicts;
         if (conflict !== undefined)
           throw new ImportConflictWhileWriting(
             `${conflict.record}: ${conflict.reason} (it changed since the check: run the import again)`,
           );
         inserted += await write(trx);
+        for (const userId of broughtTo) users.add(userId);
         done += outcome.bring.length + outcome.alreadyHere + outcome.expired + outcome.removedHere.length;
         progress({ phase: 'importing', kind, done, total });
       });
-      return inserted;
+      return { inserted, users };
     },
     // As a create: the listings' counter moves once, as the transaction's last lock.
-    async (trx, inserted, closingWrites) => {
+    async (trx, { inserted, users }, closingWrites) => {
+      await noneDisabledMeanwhile(trx, kind, users);
       await runClosingWrites(
         trx,
         step.listed && inserted > 0 ? [...closingWrites, { kind: 'listing-generation' }] : closingWrites,
@@ -89,6 +96,26 @@ async function importKind(
       return inserted;
     },
   );
+}
+
+/**
+ * Fails the kind when a user of a configuration it brings was disabled here while it ran (after
+ * the check of that page read it unlocked): nothing of the kind is written, and the next run
+ * withholds that user's. The users' rows are share-locked (PostgreSQL) from here to the commit
+ * only, so that a disable waits for the commit (and revokes what the import brought), but never
+ * for the whole walk.
+ */
+async function noneDisabledMeanwhile(
+  trx: Transaction<Database>,
+  kind: EduVpnRecordKind,
+  users: ReadonlySet<UserId>,
+): Promise<void> {
+  if (users.size === 0) return;
+  const [disabled] = await lockUsersDisabledHereAmong(trx, [...users]);
+  if (disabled !== undefined)
+    throw new ImportConflictWhileWriting(
+      `${kind}: user ${disabled} was disabled here while the import ran (run the import again: it brings that user no configuration)`,
+    );
 }
 
 /** The audit row's parameters: where from, and how many of each kind (and key files) were brought. */

@@ -124,11 +124,11 @@ export async function usersDestroyedHere(db: Db, userIds: readonly UserId[]): Pr
 /**
  * Of `configurations`, those to leave, each with why: noted by an earlier import and not here
  * (brought and revoked here since, or left then), of a user destroyed here, or, when not here, of
- * a user disabled here (noted as left): one in `disabledAtStart`, or disabled here as `db` (the
- * configurations' transaction, when importing) reads it, which share-locks those users on
- * PostgreSQL, so that a disable meanwhile waits for the transaction (and finds them here). The
- * users only the import disabled are neither: their configurations are brought (off the nodes),
- * so that a run that stopped after the users continues.
+ * a user disabled here (noted as left): one in `disabledAtStart`, or disabled here as `db` reads
+ * it, without a lock (the import checks the users of what it brings again, locked, just before
+ * it commits: src/core/importing/apply.ts). The users only the import disabled are neither:
+ * their configurations are brought (off the nodes), so that a run that stopped after the users
+ * continues.
  */
 export async function configurationsRemovedHere(
   db: Db,
@@ -147,7 +147,7 @@ export async function configurationsRemovedHere(
     others.map((configuration) => configuration.userId),
   );
   const here = await configurationsHere(db, proto, others);
-  // Only the users of configurations not here: those the import may bring, locked (PostgreSQL).
+  // Only the users of configurations not here: those the import may bring.
   const disabledNow = await usersDisabledHereAmong(
     db,
     others

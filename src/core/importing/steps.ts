@@ -7,6 +7,7 @@
 import type { Transaction } from 'kysely';
 import type { EduVpnDeployment, EduVpnRecordKind } from '../../eduvpn/deployment.js';
 import type { PortalConfig } from '../../config/portal-config.js';
+import type { UserId } from '../../shared/ids.js';
 import { insertAuthorizations } from '../../storage/authorizations.js';
 import { insertImportedCertificates } from '../../storage/certificates.js';
 import { insertImportedConnections } from '../../storage/connection-log.js';
@@ -46,7 +47,7 @@ export interface KindStep {
     db: Db,
     deployment: EduVpnDeployment,
     facts: ImportFacts,
-    each: (outcome: PageOutcome<unknown>, write: PageWrite) => Promise<void>,
+    each: (outcome: PageOutcome<unknown>, write: PageWrite, users: readonly UserId[]) => Promise<void>,
   ): Promise<void>;
 }
 
@@ -64,8 +65,10 @@ function kindStep<Record, Row>(definition: {
   readonly insert: (trx: Transaction<Database>, rows: readonly Row[]) => Promise<number>;
   /** What of a brought row `imported_records` keeps: users, configurations and authorizations only. */
   readonly remembered?: (row: Row, facts: ImportFacts) => Omit<ImportedRecord, 'importedAt'>;
+  /** The user a brought row is issued to (configurations): the import checks it is not disabled here as it commits. */
+  readonly userOf?: (row: Row) => UserId;
 }): KindStep {
-  const { remembered } = definition;
+  const { remembered, userOf } = definition;
   return {
     kind: definition.kind,
     listed: definition.listed,
@@ -73,13 +76,17 @@ function kindStep<Record, Row>(definition: {
       for await (const page of definition.pages(deployment)) {
         definition.note?.(facts, page);
         const outcome = await definition.check(config, db, page, facts);
-        await each(outcome, async (trx) => {
-          const inserted = outcome.bring.length === 0 ? 0 : await definition.insert(trx, outcome.bring);
-          const brought = remembered === undefined ? [] : outcome.bring.map((row) => remembered(row, facts));
-          const notes = [...brought, ...outcome.withheld].map((note) => ({ ...note, importedAt: facts.now }));
-          if (notes.length > 0) await noteImportedRecords(trx, notes);
-          return inserted;
-        });
+        await each(
+          outcome,
+          async (trx) => {
+            const inserted = outcome.bring.length === 0 ? 0 : await definition.insert(trx, outcome.bring);
+            const brought = remembered === undefined ? [] : outcome.bring.map((row) => remembered(row, facts));
+            const notes = [...brought, ...outcome.withheld].map((note) => ({ ...note, importedAt: facts.now }));
+            if (notes.length > 0) await noteImportedRecords(trx, notes);
+            return inserted;
+          },
+          userOf === undefined ? [] : outcome.bring.map(userOf),
+        );
       }
     },
   };
@@ -132,6 +139,7 @@ export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
     check: checkPeers,
     insert: insertPeers,
     remembered: (peer) => ({ kind: 'wireguard', recordId: peer.publicKey, expiresAt: peer.expiresAt }),
+    userOf: (peer) => peer.userId,
   }),
   certificates: kindStep({
     kind: 'certificates',
@@ -147,6 +155,7 @@ export const KIND_STEPS: Readonly<Record<EduVpnRecordKind, KindStep>> = {
       recordId: certificate.commonName,
       expiresAt: certificate.expiresAt,
     }),
+    userOf: (certificate) => certificate.userId,
   }),
   connectionLog: kindStep({
     kind: 'connectionLog',
