@@ -261,6 +261,22 @@ export async function usersCreatedAt(db: Db, userIds: readonly UserId[]): Promis
  */
 export const DISABLED_BY_IMPORT = '(eduvpn import)';
 
+/**
+ * Makes `by` the disabler of `userId` when only the eduVPN import disabled it (as eduVPN had it):
+ * a disable here that finds it disabled already takes it over, so that the import no longer
+ * counts it as its own (and brings it nothing more). Answers whether it did.
+ */
+export async function takeOverImportDisable(db: Db, userId: UserId, by: string): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('users')
+    .set({ disabled_by: by })
+    .where('user_id', '=', userId)
+    .where('is_disabled', '=', 1)
+    .where('disabled_by', '=', DISABLED_BY_IMPORT)
+    .executeTakeFirstOrThrow();
+  return numUpdatedRows > 0n;
+}
+
 /** Whether a user row is disabled here, by anyone but the eduVPN import. */
 function disabledHere(row: { readonly is_disabled: number; readonly disabled_by: string | null }): boolean {
   return row.is_disabled !== 0 && row.disabled_by !== DISABLED_BY_IMPORT;

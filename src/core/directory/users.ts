@@ -16,7 +16,7 @@ import {
   updateScimUser,
   type ScimUserWithState,
 } from '../../storage/scim-users.js';
-import { ensureUser } from '../../storage/users.js';
+import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { destroyUser, disableUser, enableUser } from '../users/index.js';
 
@@ -115,6 +115,7 @@ export const DIRECTORY_DISABLER = '(directory)';
  * Disables or enables the user when the directory says otherwise than the portal. It enables
  * only a user it disabled itself: one an administrator disabled (during an incident, while the
  * directory still calls the person active) stays disabled until an administrator enables it.
+ * One only the eduVPN import disabled, the directory calling it inactive, it takes over.
  */
 async function followActive(
   ctx: PortalContext,
@@ -122,6 +123,13 @@ async function followActive(
   active: boolean | null,
 ): Promise<RevocationId[]> {
   if (active === false && !user.isDisabled) return [await disableUser(ctx, user.userId, { by: DIRECTORY_DISABLER })];
+  // Disabled only by the eduVPN import (as eduVPN had it): the directory's disable now, which the
+  // import leaves alone, so that it brings the user nothing eduVPN issued it.
+  if (active === false && (await takeOverImportDisable(ctx.db, user.userId, DIRECTORY_DISABLER)))
+    ctx.logger.info(
+      { userId: user.userId },
+      'the directory calls the user inactive: its disable is the directory’s now',
+    );
   if (active === true && user.isDisabled) {
     const enabled = await enableUser(ctx, user.userId, { onlyIfDisabledBy: DIRECTORY_DISABLER });
     if (!enabled)

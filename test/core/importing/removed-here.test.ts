@@ -29,7 +29,7 @@ import { authorizationsWithKeys } from '../../../src/storage/authorizations.js';
 import { certificatesWithNames } from '../../../src/storage/certificates.js';
 import { usersWithIds } from '../../../src/storage/users.js';
 import { peersWantedOnNode, peersWithKeys } from '../../../src/storage/wg-peers.js';
-import { auditLog } from '../../support/admin-keys.js';
+import { auditLog, makeAdminKey } from '../../support/admin-keys.js';
 import {
   eduVpnCertificate,
   eduVpnPeer,
@@ -39,6 +39,7 @@ import {
   type EduVpnRecords,
 } from '../../support/in-memory-eduvpn.js';
 import { startImportPortal } from '../../support/import-portal.js';
+import { scimClient } from '../../support/scim-client.js';
 import { UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
 
 let portal: TestPortal;
@@ -627,4 +628,29 @@ test('a user destroyed here by an instance still on a version before destroyed_u
   assert.deepEqual(Object.values(outcome.applied?.inserted ?? {}), [0, 0, 0, 0, 0, 0], 'nothing of vera comes');
   assert.deepEqual(removedHereCounts(outcome.plan), { users: 1, wireGuardPeers: 1 });
   assert.match(reasonsOf(outcome.plan).get('vera') ?? '', /^destroyed here at \S+$/);
+});
+
+test('a user the import brought disabled and the directory then calls inactive gets no configuration eduVPN issued it, also once enabled here', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('wes', { isDisabled: true })];
+  await firstImport(records);
+  // The directory links wes, inactive: the disable is the directory's now, not the import's.
+  const scim = scimClient(portal, await makeAdminKey(portal, 'okta-wes', { scope: 'scim' }));
+  const linked = await scim.send('POST', 'Users', {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName: 'wes',
+    active: false,
+  });
+  assert.equal(linked.status, 201, JSON.stringify(linked.body));
+  const issued = eduVpnPeer('wes', 119);
+  records.wireGuardPeers = [issued];
+
+  const plan = await importAgainBringingNothing(records);
+  assert.equal(
+    reasonsOf(plan).get(issued.publicKey),
+    'its user wes is disabled here: the import brings it no configuration, also once enabled again',
+  );
+  await portal.admin.enableUser('wes');
+  assert.ok(!(await wantedOnNode()).includes(issued.publicKey));
+  assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
 });
