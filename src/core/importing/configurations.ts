@@ -29,7 +29,10 @@ export interface ImportFacts {
    * with the latest expiry of those configurations: until then a later run could bring it again.
    */
   readonly namedAuthorizations: Map<string, string>;
-  /** Users found disabled here (by the users' check, before the authorizations'): theirs are left. */
+  /**
+   * Users found disabled here, but those only the import disabled (by the users' check, before
+   * the authorizations'): theirs are left.
+   */
   readonly usersDisabledHere: Set<UserId>;
   /**
    * Users disabled here (but those only the import disabled), read before the walk: their

@@ -654,3 +654,17 @@ test('a user the import brought disabled and the directory then calls inactive g
   assert.ok(!(await wantedOnNode()).includes(issued.publicKey));
   assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
 });
+
+test('a user eduVPN has disabled too gets its authorizations from a run again, as one that stopped before them continues', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('xena', { isDisabled: true })];
+  // The first run brought the users and stopped before the authorizations.
+  await firstImport(records);
+  records.authorizations = [appAuthorization('xena-app', 'xena')];
+
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.deepEqual(outcome.plan.conflicts, []);
+  assert.equal(outcome.applied?.inserted.authorizations, 1, 'brought, as a run that does not stop brings it');
+  assert.deepEqual(removedHereCounts(outcome.plan), {});
+  assert.deepEqual(await authorizationsHere(['xena-app']), ['xena-app']);
+});
