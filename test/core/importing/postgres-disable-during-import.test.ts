@@ -1,10 +1,12 @@
 // A disable while the eduVPN import's configurations step runs (PostgreSQL: SQLite has one
 // writer): the step takes minutes for 100,000 configurations in one transaction, and a disable
 // must not wait for it past databaseTimeout; what the step would bring the user then is not
-// brought, by that run or the next.
+// brought, by that run or the next. The dry run, which writes nothing, locks nothing either.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { importEduVpn, planEduVpnImport, type ImportContext } from '../../../src/core/importing/index.js';
+import { asUserId } from '../../../src/shared/ids.js';
+import { lockUser } from '../../../src/storage/users.js';
 import { peersWithKeys } from '../../../src/storage/wg-peers.js';
 import { HoldStatement } from '../../support/hold-statement.js';
 import { eduVpnPeer, eduVpnUser, emptyRecords, inMemoryDeployment } from '../../support/in-memory-eduvpn.js';
@@ -55,4 +57,35 @@ test('a user disabled while the import writes its configurations is disabled at 
   assert.equal(plan.counts.wireGuardPeers.toBring, 0);
   assert.equal(plan.counts.wireGuardPeers.removedHere, 1);
   assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
+});
+
+test('the dry run locks no user: it answers while a destroy holds the row of a user it would bring configurations to', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('yan')];
+  await importEduVpn(ctx, inMemoryDeployment(records));
+  records.wireGuardPeers = [eduVpnPeer('yan', 141)];
+  let release = (): void => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let locked = (): void => {};
+  const isLocked = new Promise<void>((resolve) => {
+    locked = resolve;
+  });
+  const destroying = ctx.db.transaction().execute(async (trx) => {
+    await lockUser(trx, asUserId('yan'));
+    locked();
+    await released;
+  });
+  await isLocked;
+  try {
+    const began = Date.now();
+    const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+    const took = Date.now() - began;
+    assert.equal(plan.counts.wireGuardPeers.toBring, 1);
+    assert.ok(took < ctx.config.databaseTimeoutMs / 2, `the dry run answered in ${took} ms`);
+  } finally {
+    release();
+    await destroying;
+  }
 });
