@@ -52,17 +52,7 @@ test('the locks of an instance whose host went silent are taken by another insta
   assert.deepEqual(await aliveLocks.run('reconcile', async () => 'too early'), { ran: false });
 
   // From now on nothing passes between the lock connection and the server, either way.
-  const serverPort = Number(new URL(url).port);
-  const table = `vpnp_lock_test_${process.pid}`;
-  execFileSync('nft', ['-f', '-'], {
-    input: `table inet ${table} {
-      chain out {
-        type filter hook output priority 0; policy accept;
-        tcp sport ${serverPort} tcp dport ${clientPort} drop
-        tcp sport ${clientPort} tcp dport ${serverPort} drop
-      }
-    }\n`,
-  });
+  const heal = cutOff(url, clientPort);
   try {
     const cut = Date.now();
     for (;;) {
@@ -73,7 +63,7 @@ test('the locks of an instance whose host went silent are taken by another insta
     }
     t.diagnostic(`taken over ${Date.now() - cut} ms after the holder went silent`);
   } finally {
-    execFileSync('nft', ['delete', 'table', 'inet', table]);
+    heal();
     finish();
     await held.catch(() => undefined);
   }
