@@ -1,11 +1,12 @@
 // Queries on `certificates`: one row per OpenVPN configuration, keyed by the client
 // certificate's Common Name (the configuration's connection_id).
 import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId } from '../shared/ids.js';
-import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import { isPostgres, type Db } from './database.js';
 import type { CertificatesTable, Database } from './schema.js';
+import { CERTIFICATE_ROWS, remainingPagesOfUser } from './user-pages.js';
 
 export interface OpenVpnCertificate {
   readonly commonName: ConnectionId;
@@ -112,40 +113,11 @@ export async function deleteCertificatesOfUser(db: Db, userId: UserId): Promise<
     return (await db.deleteFrom('certificates').where('user_id', '=', userId).returningAll().execute()).map(
       toCertificate,
     );
-  // On PostgreSQL by pages of names, as a user's WireGuard configurations (wg-peers.ts, pageOfUser).
-  const deleted: OpenVpnCertificate[] = [];
-  let after: string | null = null;
-  do {
-    const afterName: RawBuilder<unknown> = after === null ? sql`` : sql` AND common_name > ${after}`;
-    const { rows } = await sql<{
-      deleted: Selectable<CertificatesTable>[];
-      picked: number;
-      last_picked: string | null;
-    }>`
-      WITH picked AS (SELECT common_name FROM certificates WHERE user_id = ${userId}${afterName}
-          ORDER BY common_name LIMIT ${DELETED_PER_STATEMENT}),
-        gone AS (DELETE FROM certificates WHERE common_name IN (SELECT common_name FROM picked) RETURNING *)
-      SELECT (SELECT coalesce(json_agg(gone), '[]'::json) FROM gone) AS deleted,
-        (SELECT count(*) FROM picked)::integer AS picked, (SELECT max(common_name) FROM picked) AS last_picked`.execute(
-      db,
-    );
-    const answer: CertificatesPage | undefined = rows[0];
-    if (answer === undefined) throw new Error('a page of a user’s certificates answered no row');
-    for (const row of certificatesOf(answer.deleted)) deleted.push(row);
-    after = answer.picked < DELETED_PER_STATEMENT ? null : answer.last_picked;
-  } while (after !== null);
-  return deleted;
+  // On PostgreSQL by pages of names (src/storage/user-pages.ts).
+  return certificatesOf(
+    await remainingPagesOfUser<Selectable<CertificatesTable>>(db, CERTIFICATE_ROWS, userId, null, 'delete'),
+  );
 }
-
-/** What a page of deleteCertificatesOfUser's statement answers. */
-interface CertificatesPage {
-  readonly deleted: Selectable<CertificatesTable>[];
-  readonly picked: number;
-  readonly last_picked: string | null;
-}
-
-/** Rows a revocation deletes per statement (as deletePeersOfUser's). */
-const DELETED_PER_STATEMENT = 5_000;
 
 /** As deletePeersOfDevice. */
 export async function deleteCertificatesOfDevice(

@@ -11,16 +11,9 @@ import { authorizationsOfUserDeletion, deleteAuthorizationsOfUser } from './auth
 import { certificatesOf, certificatesOfUser, type OpenVpnCertificate } from './certificates.js';
 import { isPostgres } from './database.js';
 import { enrollmentTokensOfUserRevocation, revokeEnrollmentTokensOfUser } from './enrollment-tokens.js';
-import type { CertificatesTable, Database } from './schema.js';
-import {
-  nextPageAfter,
-  pageOfUser,
-  remainingPagesOfUser,
-  stampPeersOfUser,
-  userPeersOf,
-  type PageOfUserAnswer,
-  type WireGuardPeer,
-} from './wg-peers.js';
+import type { CertificatesTable, Database, WireGuardPeersTable } from './schema.js';
+import { nextPageAfter, pageOfUser, PEER_ROWS, remainingPagesOfUser, type PageOfUserAnswer } from './user-pages.js';
+import { stampPeersOfUser, userPeersOf, type WireGuardPeer } from './wg-peers.js';
 
 export interface UserAccessEnded {
   readonly peers: WireGuardPeer[];
@@ -44,9 +37,9 @@ export async function endAccessOfUser(
       enrollmentTokenIds,
     };
   }
-  const page = pageOfUser(userId, null, 'stamp');
+  const page = pageOfUser(PEER_ROWS, userId, null, 'stamp');
   const { rows } = await sql<
-    PageOfUserAnswer & {
+    PageOfUserAnswer<Selectable<WireGuardPeersTable>> & {
       certificates: Selectable<CertificatesTable>[];
       tokens: string[];
     }
@@ -64,7 +57,12 @@ export async function endAccessOfUser(
   // A user with more configurations than a page: the rest in statements of their own.
   const after = nextPageAfter(row);
   const stamped =
-    after === null ? row.peers : [...row.peers, ...(await remainingPagesOfUser(trx, userId, after, 'stamp'))];
+    after === null
+      ? row.paged
+      : [
+          ...row.paged,
+          ...(await remainingPagesOfUser<Selectable<WireGuardPeersTable>>(trx, PEER_ROWS, userId, after, 'stamp')),
+        ];
   return {
     peers: userPeersOf(stamped),
     certificates: certificatesOf(row.certificates),

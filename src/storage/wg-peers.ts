@@ -1,20 +1,13 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
 import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
-import {
-  asWireGuardKey,
-  type ConnectionId,
-  type DeviceId,
-  type NodeNumber,
-  type ProfileId,
-  type UserId,
-  type WireGuardKey,
-} from '../shared/ids.js';
+import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
 import { nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
+import { PEER_ROWS, remainingPagesOfUser } from './user-pages.js';
 
 export interface WireGuardPeer {
   readonly publicKey: WireGuardKey;
@@ -88,67 +81,6 @@ export async function stampPeersOfUser(trx: Transaction<Database>, userId: UserI
 /** The statement stampPeersOfUser runs, for a statement of several (src/storage/user-access.ts). */
 export function peersOfUserStamping(db: Db, userId: UserId, revision: RawBuilder<unknown> | Revision) {
   return db.updateTable('wg_peers').set({ revision }).where('user_id', '=', userId).returningAll();
-}
-
-/**
- * Revocations of a user on PostgreSQL go by pages of their configurations' keys, PAGE_OF_USER
- * at a time: one statement for 150,000 ran past `databaseTimeout` on a busy server. A page is
- * the WITH clauses `picked` (the keys, after `after`) and `paged` (`change` done to them); its
- * statement answers how many keys it picked and the last, and only a page that picked
- * PAGE_OF_USER keys may have one after it. (A statement skips a row another transaction deleted
- * while it waited, so what `paged` returns may be fewer than it picked: not a sign of the end.)
- */
-export function pageOfUser(
-  userId: UserId,
-  after: WireGuardKey | null,
-  change: 'stamp' | 'delete',
-): { readonly clauses: RawBuilder<unknown>; readonly counts: RawBuilder<unknown> } {
-  const afterKey = after === null ? sql`` : sql` AND public_key > ${after}`;
-  const paged =
-    change === 'stamp'
-      ? sql`UPDATE wg_peers SET revision = nextval('change_revision') WHERE public_key IN (SELECT public_key FROM picked) RETURNING *`
-      : sql`DELETE FROM wg_peers WHERE public_key IN (SELECT public_key FROM picked) RETURNING *`;
-  return {
-    clauses: sql`picked AS (SELECT public_key FROM wg_peers WHERE user_id = ${userId}${afterKey} ORDER BY public_key LIMIT ${PAGE_OF_USER}),
-      paged AS (${paged})`,
-    counts: sql`(SELECT coalesce(json_agg(paged), '[]'::json) FROM paged) AS peers,
-      (SELECT count(*) FROM picked)::integer AS picked, (SELECT max(public_key) FROM picked) AS last_picked`,
-  };
-}
-
-/** What a page's statement answers (pageOfUser). */
-export interface PageOfUserAnswer {
-  readonly peers: Selectable<WireGuardPeersTable>[];
-  readonly picked: number;
-  readonly last_picked: string | null;
-}
-
-/** The key after which the next page starts, or null when this page was the last. */
-export function nextPageAfter(answer: PageOfUserAnswer): WireGuardKey | null {
-  return answer.picked < PAGE_OF_USER || answer.last_picked === null ? null : asWireGuardKey(answer.last_picked);
-}
-
-/** Configurations a revocation's statement on PostgreSQL takes at most (pageOfUser). */
-const PAGE_OF_USER = 5_000;
-
-/** Runs pages of `change` from the key after `after` (null: from the first) on, and answers the rows they returned. */
-export async function remainingPagesOfUser(
-  db: Db,
-  userId: UserId,
-  after: WireGuardKey | null,
-  change: 'stamp' | 'delete',
-): Promise<Selectable<WireGuardPeersTable>[]> {
-  const rows: Selectable<WireGuardPeersTable>[] = [];
-  let next = after;
-  do {
-    const page = pageOfUser(userId, next, change);
-    const { rows: answers } = await sql<PageOfUserAnswer>`WITH ${page.clauses} SELECT ${page.counts}`.execute(db);
-    const answer = answers[0];
-    if (answer === undefined) throw new Error('a page of a user’s configurations answered no row');
-    for (const row of answer.peers) rows.push(row);
-    next = nextPageAfter(answer);
-  } while (next !== null);
-  return rows;
 }
 
 /** A user's configurations as stampPeersOfUser answers them, from rows read elsewhere. */
@@ -235,9 +167,9 @@ export async function peersDueForExpiryWarning(
 
 /** Deletes every configuration of a user and returns exactly the ones this call deleted. */
 export async function deletePeersOfUser(db: Db, userId: UserId): Promise<WireGuardPeer[]> {
-  // On PostgreSQL by pages (pageOfUser); SQLite has no limit on a statement's time.
+  // On PostgreSQL by pages (src/storage/user-pages.ts); SQLite has no limit on a statement's time.
   const rows = isPostgres(db)
-    ? await remainingPagesOfUser(db, userId, null, 'delete')
+    ? await remainingPagesOfUser<Selectable<WireGuardPeersTable>>(db, PEER_ROWS, userId, null, 'delete')
     : await db.deleteFrom('wg_peers').where('user_id', '=', userId).returningAll().execute();
   return rows.map(toPeer);
 }
