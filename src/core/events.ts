@@ -61,6 +61,7 @@ import type { StoredDevice } from '../storage/devices.js';
 import type { NatMapping } from '../storage/nat-mappings.js';
 import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
+import { appendAll } from '../shared/append-all.js';
 import type { DeviceId, NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
 import type { AdminCall } from './admin-call.js';
 
@@ -528,7 +529,7 @@ export class PortalEvents {
     try {
       await withoutStatements(async (trx) => {
         await this.recordAll(trx, events);
-        appendEvents(announced, events);
+        appendAll(announced, events);
         await this.endWithCall(trx, announced);
       });
     } catch (error) {
@@ -564,7 +565,7 @@ export class PortalEvents {
       const value = await work(trx, async (...given) => {
         const events = eventsOf(given);
         await this.recordAll(trx, events);
-        appendEvents(announced, events);
+        appendAll(announced, events);
       });
       await this.endWithCall(trx, announced);
       const writes = this.closingWritesOf(announced, marker);
@@ -730,7 +731,7 @@ type ChangeWork<T> = (trx: Transaction<Database>, announce: Announce) => Promise
 function eventsOf(given: readonly (PortalEvent | readonly PortalEvent[])[]): PortalEvent[] {
   const events: PortalEvent[] = [];
   for (const item of given) {
-    if (isEventList(item)) for (const event of item) events.push(event);
+    if (isEventList(item)) appendAll(events, item);
     else events.push(item);
   }
   return events;
@@ -738,11 +739,6 @@ function eventsOf(given: readonly (PortalEvent | readonly PortalEvent[])[]): Por
 
 function isEventList(item: PortalEvent | readonly PortalEvent[]): item is readonly PortalEvent[] {
   return Array.isArray(item);
-}
-
-/** Appends without spreading (see `Announce`). */
-function appendEvents(announced: PortalEvent[], events: readonly PortalEvent[]): void {
-  for (const event of events) announced.push(event);
 }
 
 /** The one user a change's device events are about (retire_device names only the device), for its audit row. */

@@ -4,6 +4,7 @@
 // a receipt exists exactly when the revocation committed. An enable_user supersedes the user's
 // receipts still waiting for a node, a resumed device its suspension's. Use cases only pick the receipt's id (they answer it in a header).
 import type { ConfigurationRef, PortalEvent, PortalEvents } from '../core/events.js';
+import { appendAll } from '../shared/append-all.js';
 import { formatAtom } from '../shared/time.js';
 import type { RevocationId, UserId } from '../shared/ids.js';
 import type { ClosingWrite } from '../storage/closing-writes.js';
@@ -88,9 +89,4 @@ function draftsOf(announced: readonly PortalEvent[]): Map<RevocationId, ReceiptD
   if (deviceReason !== null)
     for (const found of drafts.values()) if (found.reason === 'delete_connection') found.reason = deviceReason;
   return drafts;
-}
-
-/** Appends without spreading: a user's configurations may be more than a call takes arguments. */
-function appendAll<T>(list: T[], items: readonly T[]): void {
-  for (const item of items) list.push(item);
 }

@@ -2,6 +2,7 @@
 // 150,000 of them ran past `databaseTimeout` on a busy server. One machinery for both tables
 // (WireGuard peers by public key, OpenVPN certificates by common name).
 import { sql, type RawBuilder } from 'kysely';
+import { appendAll } from '../shared/append-all.js';
 import type { UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
 
@@ -71,7 +72,7 @@ export async function remainingPagesOfUser<Row>(
     const { rows: answers } = await sql<PageOfUserAnswer<Row>>`WITH ${page.clauses} SELECT ${page.counts}`.execute(db);
     const answer = answers[0];
     if (answer === undefined) throw new Error(`a page of a user’s ${rows.table} answered no row`);
-    for (const row of answer.paged) changed.push(row);
+    appendAll(changed, answer.paged);
     next = nextPageAfter(answer);
   } while (next !== null);
   return changed;

@@ -6,6 +6,7 @@
 // and none run side by side. Between reads the view follows the changes the agent writes, so a
 // peer count or a removal's answer does not need a read of its own. A write that failed leaves
 // the interface unknown: the view is dropped, and a read that was under way then is not kept.
+import { appendAll } from '../../shared/append-all.js';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { peerAfterSet } from './batch-plan.js';
 import type { WgDump, WgPeer } from './dump.js';
@@ -100,8 +101,8 @@ export class PeerView {
 
   /** Changes the agent wrote to the interface. */
   applied(changes: readonly PeerChange[]): void {
-    // Not spread: a kernel interface's batch may be more than a call takes arguments.
-    if (this.#writtenDuringRead !== null) for (const change of changes) this.#writtenDuringRead.push(change);
+    // A kernel interface's batch may be more than a call takes arguments.
+    if (this.#writtenDuringRead !== null) appendAll(this.#writtenDuringRead, changes);
     if (this.#peers !== null) apply(this.#peers, changes);
   }
 
