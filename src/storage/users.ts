@@ -235,12 +235,23 @@ export interface ImportedUser {
 const IMPORT_ROWS = 500;
 
 /** The users among these ids that exist, with their state. */
-export async function usersWithIds(db: Db, userIds: readonly UserId[]): Promise<Map<UserId, UserState>> {
-  const found = new Map<UserId, UserState>();
+export async function usersWithIds(
+  db: Db,
+  userIds: readonly UserId[],
+): Promise<Map<UserId, UserState & { readonly disabledHere: boolean }>> {
+  const found = new Map<UserId, UserState & { readonly disabledHere: boolean }>();
   for (const ids of sizeLimitedGroups(userIds, () => 1, IMPORT_ROWS)) {
-    const rows = await db.selectFrom('users').select(['user_id', 'is_disabled']).where('user_id', 'in', ids).execute();
+    const rows = await db
+      .selectFrom('users')
+      .select(['user_id', 'is_disabled', 'disabled_by'])
+      .where('user_id', 'in', ids)
+      .execute();
     for (const row of rows)
-      found.set(row.user_id as UserId, { userId: row.user_id as UserId, isDisabled: row.is_disabled !== 0 });
+      found.set(row.user_id as UserId, {
+        userId: row.user_id as UserId,
+        isDisabled: row.is_disabled !== 0,
+        disabledHere: disabledHere(row),
+      });
   }
   return found;
 }

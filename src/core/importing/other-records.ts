@@ -18,7 +18,7 @@ import { authorizationsWithKeys, type Authorization } from '../../storage/author
 import { storedLogIds, type ImportedConnection } from '../../storage/connection-log.js';
 import type { Db } from '../../storage/database.js';
 import { dailyStatsOf, type DailyStats } from '../../storage/statistics.js';
-import { usersDisabledHereAmong, usersWithIds, type ImportedUser } from '../../storage/users.js';
+import { usersWithIds, type ImportedUser } from '../../storage/users.js';
 import { emptyOutcome, type ImportFacts, type PageOutcome } from './configurations.js';
 import {
   authorizationsRemovedHere,
@@ -53,15 +53,11 @@ export async function checkUsers(
     db,
     page.filter((user) => !user.isDisabled && here.get(user.userId)?.isDisabled === true).map((user) => user.userId),
   );
-  // Disabled here by anyone but the import (as for the configurations): a user the import brought
-  // disabled keeps its authorizations, so that a run that stopped after the users continues.
-  const disabledNow = await usersDisabledHereAmong(
-    db,
-    page.filter((user) => here.get(user.userId)?.isDisabled === true).map((user) => user.userId),
-  );
-  for (const userId of disabledNow) facts.usersDisabledHere.add(userId);
   for (const user of page) {
     const stored = here.get(user.userId);
+    // Disabled here by anyone but the import (as for the configurations): a user the import brought
+    // disabled keeps its authorizations, so that a run that stopped after the users continues.
+    if (stored?.disabledHere === true) facts.usersDisabledHere.add(user.userId);
     const destroyedHere = destroyed.get(user.userId);
     const disabledImportedAt = disabledHereOnly.get(user.userId);
     if (destroyedHere !== undefined)
