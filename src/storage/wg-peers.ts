@@ -1,5 +1,5 @@
 // Queries on `wg_peers`: one row per WireGuard configuration.
-import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import { sql, type Selectable, type Transaction } from 'kysely';
 import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId, WireGuardKey } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
@@ -74,13 +74,13 @@ const insertPeerRow = preparedQuery((db, value: Slot<PeerRow>) =>
  * Call after the user's row is locked by the same transaction.
  */
 export async function stampPeersOfUser(trx: Transaction<Database>, userId: UserId): Promise<WireGuardPeer[]> {
-  const rows = await peersOfUserStamping(trx, userId, await revisionValue(trx)).execute();
+  const rows = await trx
+    .updateTable('wg_peers')
+    .set({ revision: await revisionValue(trx) })
+    .where('user_id', '=', userId)
+    .returningAll()
+    .execute();
   return userPeersOf(rows);
-}
-
-/** The statement stampPeersOfUser runs, for a statement of several (src/storage/user-access.ts). */
-export function peersOfUserStamping(db: Db, userId: UserId, revision: RawBuilder<unknown> | Revision) {
-  return db.updateTable('wg_peers').set({ revision }).where('user_id', '=', userId).returningAll();
 }
 
 /** A user's configurations as stampPeersOfUser answers them, from rows read elsewhere. */
