@@ -108,6 +108,17 @@ export async function setUserDisabled(
   return numUpdatedRows > 0n;
 }
 
+/** Disables the user only when it is enabled (a disable already there keeps its author); false otherwise, nothing changed. */
+export async function disableEnabledUser(db: Db, userId: UserId, by: string): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('users')
+    .set({ is_disabled: 1, disabled_by: by })
+    .where('user_id', '=', userId)
+    .where('is_disabled', '=', 0)
+    .executeTakeFirst();
+  return numUpdatedRows > 0n;
+}
+
 /** Enables the user only when `by` disabled it (and nobody since); false otherwise, nothing changed. */
 export async function enableUserDisabledBy(db: Db, userId: UserId, by: string): Promise<boolean> {
   const { numUpdatedRows } = await db

@@ -4,6 +4,7 @@
 // receipts), deleting it destroys the user.
 // What else the directory sent (name, emails, …) is kept to be read back, and changes nothing.
 import { randomUUID } from 'node:crypto';
+import type { Transaction } from 'kysely';
 import { ScimProblem, type ScimUserInput, type ScimUserView } from '../../protocol/scim.js';
 import { asUserId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
@@ -16,9 +17,19 @@ import {
   updateScimUser,
   type ScimUserWithState,
 } from '../../storage/scim-users.js';
+import type { Database } from '../../storage/schema.js';
 import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
-import { destroyUser, disableUser, enableUser } from '../users/index.js';
+import type { Announce } from '../events.js';
+import { newRevocationId } from '../revocations/index.js';
+import {
+  destroyUser,
+  disableExistingUserIfEnabled,
+  enableUser,
+  endAccessOfDisabledUser,
+  revokeAccessOfDisabledUser,
+  type EndedAccess,
+} from '../users/index.js';
 
 /** A SCIM user after a change, and the receipts of what the change took from the nodes. */
 export interface DirectoryUserChange {
@@ -52,8 +63,10 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
   const userId = asUserId(input.userName);
   const at = ctx.clock.now();
   const scimId = randomUUID();
+  const revocationId = newRevocationId(ctx);
+  let ended: EndedAccess | null;
   try {
-    await ctx.events.change(ctx.db, async (trx, announce) => {
+    ended = await ctx.events.change(ctx.db, async (trx, announce) => {
       if ((await findScimUserOfUser(trx, userId)) !== undefined) throw taken(userId);
       const user = await ensureUser(trx, userId, formatAtom(at));
       await insertScimUser(trx, {
@@ -66,13 +79,15 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
       });
       if (user.created) await announce({ type: 'user.created', at, userId });
       await announce({ type: 'scim.changed', at, resource: 'User', action: 'created', scimId, userId });
+      return input.active === false ? await inactiveInDirectory(ctx, trx, announce, userId, revocationId) : null;
     });
   } catch (error) {
     // Two requests for one user at once: the unique index decides.
     if (isUniqueViolation(error)) throw taken(userId);
     throw error;
   }
-  const revocationIds = await followActive(ctx, await existingScimUser(ctx, scimId), input.active);
+  const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, ended);
+  if (input.active === true) await activeInDirectory(ctx, await existingScimUser(ctx, scimId));
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 
@@ -90,15 +105,18 @@ export async function replaceDirectoryUser(
       `userName is the user id on this portal ("${current.userId}") and cannot change; delete the user and create it again`,
     );
   const at = ctx.clock.now();
-  await ctx.events.change(ctx.db, async (trx, announce) => {
+  const revocationId = newRevocationId(ctx);
+  const ended = await ctx.events.change(ctx.db, async (trx, announce) => {
     await updateScimUser(trx, scimId, {
       externalId: input.externalId,
       attributes: input.attributes,
       updatedAt: formatAtom(at),
     });
     await announce({ type: 'scim.changed', at, resource: 'User', action: 'replaced', scimId, userId: current.userId });
+    return input.active === false ? await inactiveInDirectory(ctx, trx, announce, current.userId, revocationId) : null;
   });
-  const revocationIds = await followActive(ctx, current, input.active);
+  const revocationIds = await revokeWhatEnded(ctx, current.userId, revocationId, ended);
+  if (input.active === true) await activeInDirectory(ctx, current);
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 
@@ -112,33 +130,52 @@ export async function deleteDirectoryUser(ctx: PortalContext, scimId: string): P
 export const DIRECTORY_DISABLER = '(directory)';
 
 /**
- * Disables or enables the user when the directory says otherwise than the portal. It enables
- * only a user it disabled itself: one an administrator disabled (during an incident, while the
- * directory still calls the person active) stays disabled until an administrator enables it.
- * One only the eduVPN import disabled, the directory calling it inactive, it takes over.
+ * The directory calls the user inactive: disabled in the transaction that saves what the
+ * directory sent, so the change is saved only with its disable (a failed disable saves nothing,
+ * and the directory's retry finds the user as it was). A user disabled already keeps who
+ * disabled it: an administrator's disable stays theirs, to be lifted only by an administrator.
+ * One only the eduVPN import disabled, it takes over, so that the import, which leaves the
+ * directory's disables alone, brings the user nothing eduVPN issued it.
  */
-async function followActive(
+async function inactiveInDirectory(
   ctx: PortalContext,
-  user: ScimUserWithState,
-  active: boolean | null,
+  trx: Transaction<Database>,
+  announce: Announce,
+  userId: UserId,
+  revocationId: RevocationId,
+): Promise<EndedAccess | null> {
+  if (await disableExistingUserIfEnabled(ctx, trx, userId, DIRECTORY_DISABLER))
+    return endAccessOfDisabledUser(ctx, trx, announce, userId, revocationId);
+  if (await takeOverImportDisable(trx, userId, DIRECTORY_DISABLER))
+    ctx.logger.info({ userId }, 'the directory calls the user inactive: its disable is the directory’s now');
+  return null;
+}
+
+/** After the commit: what the directory's disable took leaves the nodes, under its receipt. */
+async function revokeWhatEnded(
+  ctx: PortalContext,
+  userId: UserId,
+  revocationId: RevocationId,
+  ended: EndedAccess | null,
 ): Promise<RevocationId[]> {
-  if (active === false && !user.isDisabled) return [await disableUser(ctx, user.userId, { by: DIRECTORY_DISABLER })];
-  // Disabled only by the eduVPN import (as eduVPN had it): the directory's disable now, which the
-  // import leaves alone, so that it brings the user nothing eduVPN issued it.
-  if (active === false && (await takeOverImportDisable(ctx.db, user.userId, DIRECTORY_DISABLER)))
+  if (ended === null) return [];
+  await revokeAccessOfDisabledUser(ctx, userId, revocationId, ended);
+  return [revocationId];
+}
+
+/**
+ * The directory calls the user active: enabled again only if the directory disabled it itself.
+ * One an administrator disabled (during an incident, while the directory still calls the person
+ * active) stays disabled until an administrator enables it.
+ */
+async function activeInDirectory(ctx: PortalContext, user: ScimUserWithState): Promise<void> {
+  if (!user.isDisabled) return;
+  const enabled = await enableUser(ctx, user.userId, { onlyIfDisabledBy: DIRECTORY_DISABLER });
+  if (!enabled)
     ctx.logger.info(
       { userId: user.userId },
-      'the directory calls the user inactive: its disable is the directory’s now',
+      'the directory calls the user active, but it was not the directory that disabled it: it stays disabled',
     );
-  if (active === true && user.isDisabled) {
-    const enabled = await enableUser(ctx, user.userId, { onlyIfDisabledBy: DIRECTORY_DISABLER });
-    if (!enabled)
-      ctx.logger.info(
-        { userId: user.userId },
-        'the directory calls the user active, but it was not the directory that disabled it: it stays disabled',
-      );
-  }
-  return [];
 }
 
 async function existingScimUser(ctx: PortalContext, scimId: string): Promise<ScimUserWithState> {

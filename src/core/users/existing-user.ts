@@ -2,7 +2,7 @@
 // key limited to some profiles may not know of (and its 403 for a user it may not change whole).
 import type { Transaction } from 'kysely';
 import type { Database } from '../../storage/schema.js';
-import { findUser, setUserDisabled, type UserState } from '../../storage/users.js';
+import { disableEnabledUser, findUser, setUserDisabled, type UserState } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { UserId } from '../../shared/ids.js';
@@ -33,6 +33,23 @@ export async function setExistingUserDisabled(
   const caller = ctx.call === undefined ? '(portal)' : (callerName(ctx.call.caller) ?? '(unknown)');
   const found = await setUserDisabled(trx, userId, disabled, disabled ? (by ?? caller) : null);
   if (!found || !(await userInSightAndWithinReach(ctx, trx, userId))) throw noSuchUser();
+}
+
+/**
+ * Disables an existing user only when it is enabled, under its row's lock: false when it is
+ * disabled already, by anyone (who disabled it stays recorded, and with it who may enable it
+ * again); the same 400 and 403 as setExistingUserDisabled.
+ */
+export async function disableExistingUserIfEnabled(
+  ctx: PortalContext,
+  trx: Transaction<Database>,
+  userId: UserId,
+  by: string,
+): Promise<boolean> {
+  const disabledNow = await disableEnabledUser(trx, userId, by);
+  if (!disabledNow && (await findUser(trx, userId)) === undefined) throw noSuchUser();
+  if (!(await userInSightAndWithinReach(ctx, trx, userId))) throw noSuchUser();
+  return disabledNow;
 }
 
 function noSuchUser(): PortalError {
