@@ -3,7 +3,8 @@
 // http(s) URLs such as a CA's distribution point, read every crlRefresh. Retiring is final, and
 // anyone on the path to an http distribution point can answer in its place, so a list is believed
 // only when the CA it names signed it — a trust anchor, or an intermediate CA under one, seen in
-// an enrolled chain or configured (an unknown CA's list is refused) — and it is current (thisUpdate not
+// an enrolled chain or configured (an unknown CA's list is refused), and the CA of the list in
+// force from the same place (another CA's genuine list would unrevoke this one's) — and it is current (thisUpdate not
 // ahead of the clock by more than a little skew, nextUpdate not past, not older than the list in
 // force). A list that cannot be read or is refused keeps the last good one, is logged, counted in
 // the metrics and (refused) in the audit log. Like the MDM inventory sync's fail-safe, a list that
@@ -57,6 +58,7 @@ export interface RevocationListState {
 export const CRL_REFUSAL_REASONS = [
   'unreadable',
   'unknown-issuer',
+  'other-issuer',
   'bad-signature',
   'not-yet-valid',
   'expired',
@@ -234,6 +236,13 @@ export class RevocationListRefresher {
     for (const authority of authorities)
       if (authority.subject === crl.issuer && (await this.#verifier.leadsToAnchor(authority, authorities)))
         candidates.push(authority);
+    // A list keeps to the CA of the list in force: another known CA's genuine list (all of whose
+    // certificates it would leave unrevoked) must not take the place of this one's.
+    if (inForce !== null && inForce.crl.issuer !== crl.issuer)
+      throw new CrlRefused(
+        'other-issuer',
+        `it names "${crl.issuer}", but the list in force from here is of "${inForce.crl.issuer}" (restart the portal if the CA changed its name)`,
+      );
     if (candidates.length === 0)
       throw new CrlRefused(
         'unknown-issuer',

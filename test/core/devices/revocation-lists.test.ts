@@ -5,8 +5,9 @@
 // new one stays; a list that cannot be fetched keeps the last good one, is flagged in the
 // metrics and retires nothing. A list is believed only when the CA it names (a trust anchor, or
 // an intermediate seen in an enrolled chain) signed it and it is current: a forged, expired or
-// early list retires nobody, keeps the last good one, and is in the metrics and the audit log;
-// a genuine list that would retire too many at once waits for `vpn-portal mdm confirm-crl`.
+// early list retires nobody, keeps the last good one, and is in the metrics and the audit log, and
+// so does another known CA's genuine list served in place of the list in force; a genuine list
+// that would retire too many at once waits for `vpn-portal mdm confirm-crl`.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -335,5 +336,71 @@ describe('a configured intermediate CA verifies its lists before any device enro
     }
     assert.match(text, /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} 0$/m);
     assert.ok(text.includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 0`));
+  });
+});
+
+describe('a revocation list keeps to the CA of the list in force', () => {
+  let alpha: MdmCa;
+  let beta: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal;
+  let served: string;
+  let revoked: DeviceCertificateFiles;
+
+  before(async () => {
+    alpha = MdmCa.make('Alpha MDM');
+    beta = MdmCa.make('Beta MDM');
+    revoked = alpha.device('eve-laptop', { cn: 'eve-laptop', uri: 'urn:mdm:serial:SWAP-1' });
+    served = alpha.revoke(revoked.certificate);
+    crls = await CrlServer.start(() => served);
+    portal = await startTestPortal({
+      config: {
+        enrollment: alpha.mutualTlsEnrollment({
+          trustAnchors: [alpha.rootFile, beta.rootFile],
+          intermediates: [alpha.issuingFile, beta.issuingFile],
+          crl: [crls.url],
+          crlRefresh: 'PT1S',
+        }),
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    alpha?.remove();
+    beta?.remove();
+  });
+
+  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+  const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+
+  test("another known CA's current list served in its place is refused: a certificate the first CA revoked stays refused", async () => {
+    await portal.admin.registerDevice({ user_id: 'eve', profile_id: 'employees', platform: 'linux', serial: 'SWAP-1' });
+    await until(
+      "Alpha's list read",
+      async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
+      5000,
+    );
+    const enroll = () =>
+      enrollOverTls(enrollUrl(), alpha, revoked, { public_key: generateWireGuardKeyPair().publicKey });
+    const refusedBefore = await enroll();
+    assert.equal(refusedBefore.status, 403, refusedBefore.text);
+    assert.match(refusedBefore.text, /revoked/);
+
+    // Someone on the path to Alpha's distribution point answers with Beta's genuine, current list.
+    served = beta.writeCrl();
+    await new Promise((resolve) => setTimeout(resolve, 3 * REFRESH_MS));
+    const again = await enroll();
+    assert.equal(again.status, 403, again.text);
+    assert.match(again.text, /revoked/);
+    const text = await metrics();
+    assert.ok(text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`), "Alpha's list stays in force");
+    assert.match(text, /^vpn_portal_crl_refused_total\{reason="other-issuer"\} [1-9]/m);
+    const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (row) => row.call === 'crl_refused' && row.parameters['reason'] === 'other-issuer',
+    );
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]?.parameters['issuer'], 'CN=Beta MDM Issuing CA');
   });
 });
