@@ -173,12 +173,17 @@ export class ClientCertificateVerifier {
     return undefined;
   }
 
-  /** On a revocation list of its issuer that the issuer signed. */
+  /**
+   * On a revocation list of its issuer that the issuer signed. Serials are compared normalised, as
+   * the refresher compares them (not by the library's findRevoked, which misses a serial of zero
+   * or a negative one, both of which some CAs issue).
+   */
   async #revoked(leaf: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+    const serial = normalSerial(leaf.serialNumber);
     for (const crl of this.#crls) {
       if (crl === null || crl.issuer !== issuer.subject) continue;
       if (!(await crl.verify({ publicKey: issuer.publicKey }, crypto))) continue;
-      if (crl.findRevoked(leaf) !== null) return true;
+      if (serialsOf(crl).has(serial)) return true;
     }
     return false;
   }
@@ -278,7 +283,19 @@ export function caCertificateFromDer(der: Buffer): CaCertificate {
 
 /** What one revocation list revokes, its serial numbers normalised. */
 export function revokedSerialsOf(crl: x509.X509Crl): RevokedSerials {
-  return { issuer: crl.issuer, serialNumbers: new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber))) };
+  return { issuer: crl.issuer, serialNumbers: serialsOf(crl) };
+}
+
+/** Each list's normalised serial numbers, made once per list: an enrollment looks one up, not through them all. */
+const serialSets = new WeakMap<x509.X509Crl, ReadonlySet<string>>();
+
+function serialsOf(crl: x509.X509Crl): ReadonlySet<string> {
+  let serials = serialSets.get(crl);
+  if (serials === undefined) {
+    serials = new Set(crl.entries.map((entry) => normalSerial(entry.serialNumber)));
+    serialSets.set(crl, serials);
+  }
+  return serials;
 }
 
 /** Whether one of these certificates (the CA the list names) signed the list. */

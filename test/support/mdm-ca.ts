@@ -121,8 +121,9 @@ export class MdmCa {
   }
 
   /**
-   * A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI and Intune's
-   * tenant extension as given, valid `days` (default 10; an MDM's renewal is a new one).
+   * A device certificate from the issuing CA: `CN`, subject `serialNumber`, SAN URI, Intune's
+   * tenant extension and the certificate's serial as given, valid `days` (default 10; an MDM's
+   * renewal is a new one).
    */
   device(
     file: string,
@@ -132,6 +133,8 @@ export class MdmCa {
       readonly uri?: string;
       readonly email?: string;
       readonly intuneTenantDer?: string;
+      /** The certificate's own serial number as `openssl x509 -set_serial` takes it (`0`, `-0x8A11`); random by default. */
+      readonly certificateSerial?: string;
     },
     days = 10,
   ): DeviceCertificateFiles {
@@ -150,6 +153,7 @@ export class MdmCa {
       `/CN=${subject.cn}${subject.serialNumber === undefined ? '' : `/serialNumber=${subject.serialNumber}`}`,
       extensions,
       days,
+      subject.certificateSerial,
     );
   }
 
@@ -181,7 +185,13 @@ export class MdmCa {
   }
 
   /** A new P-256 key and a certificate for it from the issuing CA, valid `days`. */
-  #issue(file: string, subject: string, extensions: readonly string[], days = 10): DeviceCertificateFiles {
+  #issue(
+    file: string,
+    subject: string,
+    extensions: readonly string[],
+    days = 10,
+    serial?: string,
+  ): DeviceCertificateFiles {
     writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
     this.#openssl([
       'req',
@@ -207,7 +217,7 @@ export class MdmCa {
       'issuing.pem',
       '-CAkey',
       'issuing.key',
-      '-CAcreateserial',
+      ...(serial === undefined ? ['-CAcreateserial'] : ['-set_serial', serial]),
       '-days',
       String(days),
       '-extfile',

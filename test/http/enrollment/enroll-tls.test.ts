@@ -3,8 +3,9 @@
 // its certificate and its own key and no token, is bound to the certificate and its
 // configuration ends no later than it; enrolling again replaces; another device's certificate
 // never reaches this device's configuration; no certificate, an untrusted one, an unregistered
-// device id and a revoked certificate get 403 with the reason, an audit row, and change nothing. The
-// revocation lists are in the metrics, and one that cannot be read keeps the last good one.
+// device id and a revoked certificate (also one of a zero or negative serial) get 403 with the
+// reason, an audit row, and change nothing. The revocation lists are in the metrics, and one that
+// cannot be read keeps the last good one.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { errorBody } from '../../support/raw-http.js';
-import { MdmCa, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
+import { MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
 import { PortalProcess } from '../../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { generateSecrets } from '../../../src/cli/generate-secrets.js';
@@ -282,4 +283,47 @@ test('a portal serving certificate enrollment starts without a Fastify deprecati
   assert.equal(await portal.stop(), 0);
   const output = portal.output.join('');
   assert.doesNotMatch(output, /FSTDEP\d+|DeprecationWarning/, output);
+});
+
+describe('a revoked certificate whose serial number is zero or negative is refused', () => {
+  let ca: MdmCa;
+  let portal: TestPortal;
+  let zero: DeviceCertificateFiles;
+  let negative: DeviceCertificateFiles;
+
+  before(async () => {
+    ca = MdmCa.make('Lax MDM');
+    // RFC 5280 §4.1.2.2: a CA should not issue such serials, and a relying party must still handle them.
+    zero = ca.device('zero', { cn: 'zero', uri: 'urn:mdm:serial:ODD-0', certificateSerial: '0' });
+    negative = ca.device('negative', { cn: 'negative', uri: 'urn:mdm:serial:ODD-1', certificateSerial: '-0x8A11' });
+    ca.revoke(zero.certificate);
+    const crlFile = ca.revoke(negative.certificate);
+    portal = await startTestPortal({
+      config: { enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crlFile] }) },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    ca?.remove();
+  });
+
+  test('each is found on its issuer’s list, and no configuration is made', async () => {
+    const url = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    for (const [serial, certificate] of [
+      ['ODD-0', zero],
+      ['ODD-1', negative],
+    ] as const) {
+      const device = await portal.admin.registerDevice({
+        user_id: 'olga',
+        profile_id: 'employees',
+        platform: 'linux',
+        serial,
+      });
+      const answer = await enrollOverTls(url, ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
+      assert.equal(answer.status, 403, `${serial}: ${answer.text}`);
+      assert.match(errorBody(answer.text), /is revoked/);
+      assert.deepEqual((await portal.admin.device(device.device_id)).configurations, []);
+    }
+  });
 });
