@@ -316,6 +316,10 @@ function startBackgroundWork(
   reconciler.start(config.reconcileIntervalMs);
   // A change answered as failed that committed after all: the nodes follow it now, not at the next pass.
   ctx.events.lateCommit(() => void reconciler.runAll());
+  // A configuration that expires before every other one known moves the expiry sweep forward.
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'configuration.created') reconciler.noticeExpiry(event.expiresAt);
+  });
   teardown.defer('reconcile', () => {
     reconciler.stop();
     return reconciler.idle();

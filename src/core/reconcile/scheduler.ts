@@ -3,9 +3,10 @@
 // peers or refused a change; the housekeeping after a full pass; the profile checks directory
 // group changes left undone, after every full pass (run or failed), a bounded share a run, in a
 // lane and under a lock of their own; and the expiry sweep
-// at the moment the next configuration expires, so an expired configuration leaves its node
-// within seconds rather than at the next full pass (the same sweep announces
-// `configuration.expiring` when a warning falls due).
+// at the moment the next configuration expires (a create of this instance whose configuration
+// expires sooner moves it forward), so an expired configuration leaves its node within seconds
+// rather than at the next full pass (the same sweep announces `configuration.expiring` when a
+// warning falls due).
 //
 // Full passes run one at a time. The expiry sweep has a lane of its own (one sweep at a time), so
 // an expired configuration leaves its nodes within seconds even while a full pass takes a minute
@@ -79,6 +80,8 @@ type ScheduledWork = 'reconcile pass' | 'housekeeping' | 'directory profile chec
 export class ReconcileScheduler {
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** When the pending sweep timer fires (performance.now()); null when none is pending. */
+  private sweepDueMs: number | null = null;
   /** Full passes, one after the other. */
   private running: Promise<void> = Promise.resolve();
   /** The expiry sweep under way, if any. */
@@ -124,6 +127,7 @@ export class ReconcileScheduler {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.sweepTimer);
+    this.sweepDueMs = null;
     for (const retry of this.retryTimers) clearTimeout(retry);
     this.retryTimers.clear();
   }
@@ -312,15 +316,24 @@ export class ReconcileScheduler {
     else this.ctx.logger.warn({ err: error, outage }, `${what} failed: database ${outage}`);
   }
 
+  /**
+   * A configuration was just stored (by this instance) to expire at `expiresAt`: the sweep is
+   * moved forward when that comes before the one set, which was set for the earliest expiry
+   * known then. Each instance does so for its own creates; sweeps are not locked.
+   */
+  noticeExpiry(expiresAt: Date): void {
+    if (this.stopped || this.intervalMs === 0) return;
+    const untilExpiry = expiresAt.getTime() - this.ctx.clock.now().getTime();
+    this.setSweepTimer(Math.min(this.intervalMs, Math.max(MIN_SWEEP_DELAY_MS, untilExpiry)));
+  }
+
   /** Sets the sweep timer to the next expiry, at the latest one interval from now. */
   private scheduleSweep(): void {
     if (this.stopped) return;
     void this.nextExpiryDelay()
       .then((delayMs) => {
         if (this.stopped) return;
-        clearTimeout(this.sweepTimer);
-        this.sweepTimer = setTimeout(() => this.sweep(), delayMs);
-        this.sweepTimer.unref();
+        this.setSweepTimer(delayMs);
       })
       .catch((error: unknown) => {
         this.ctx.logger.warn(
@@ -347,6 +360,22 @@ export class ReconcileScheduler {
         this.sweeping = null;
         this.scheduleSweep();
       });
+  }
+
+  /**
+   * Sets the sweep timer, unless one pending fires sooner: the expiries read for this one may
+   * predate a create noticed meanwhile, and a sweep that comes early only finds nothing due.
+   */
+  private setSweepTimer(delayMs: number): void {
+    const dueMs = performance.now() + delayMs;
+    if (this.sweepDueMs !== null && this.sweepDueMs <= dueMs) return;
+    clearTimeout(this.sweepTimer);
+    this.sweepDueMs = dueMs;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepDueMs = null;
+      this.sweep();
+    }, delayMs);
+    this.sweepTimer.unref();
   }
 
   /** Until the next expiry or `configuration.expiring` warning, whichever comes first. */
