@@ -84,6 +84,11 @@ export class OpenVpnClients {
   readonly #admissions = new Map<number, Promise<ManagementUnavailableError | null>>();
   /** Common names a disconnect could not end (no management connection): ended when it is back. */
   readonly #endWhenReachable = new Set<string>();
+  /**
+   * Clients (cid → common name) whose client-auth was lost with the management connection: perhaps
+   * admitted, so still to be ended by a disconnect and counted as connected, until `status` says.
+   */
+  readonly #unsure = new Map<number, string>();
 
   constructor(options: OpenVpnClientsOptions) {
     this.#options = options;
@@ -126,8 +131,11 @@ export class OpenVpnClients {
   async resync(): Promise<void> {
     const seqAtQuery = this.#establishedSeq;
     const generation = this.#generation;
+    const unsureAtQuery = [...this.#unsure.keys()];
     const listed = parseStatusClients(await this.#options.management.query('status 3'));
     if (generation !== this.#generation) return;
+    // Listed, they become records below; unlisted, they were not admitted or are gone.
+    for (const cid of unsureAtQuery) this.#unsure.delete(cid);
     const listedCids = new Set(listed.map((client) => client.cid));
     await this.#endDisconnected(listed);
     for (const client of listed) {
@@ -157,6 +165,7 @@ export class OpenVpnClients {
     this.#generation += 1;
     // Its connections are over; whoever comes back asks the portal again.
     this.#endWhenReachable.clear();
+    this.#unsure.clear();
     const records = [...this.#records.values()];
     this.#records.clear();
     for (const record of records) if (record.reportable) this.#reportEnd(record, 0, 0);
@@ -184,6 +193,12 @@ export class OpenVpnClients {
         if (this.#records.get(record.cid) !== record) continue;
       }
       if (await this.#kill(record.cid, commonName)) killed += 1;
+    }
+    // Perhaps admitted while the management connection broke: ended by its cid.
+    for (const [cid, name] of [...this.#unsure]) {
+      if (name !== commonName) continue;
+      if (await this.#kill(cid, commonName)) killed += 1;
+      this.#unsure.delete(cid);
     }
     return killed;
   }
@@ -222,7 +237,7 @@ export class OpenVpnClients {
     try {
       return parseStatusClients(await this.#options.management.query('status 3'));
     } catch (error) {
-      if (error instanceof ManagementUnavailableError && this.#records.size === 0) return [];
+      if (error instanceof ManagementUnavailableError && this.#records.size === 0 && this.#unsure.size === 0) return [];
       throw error;
     }
   }
@@ -316,6 +331,8 @@ export class OpenVpnClients {
     } catch (error) {
       // The client left meanwhile, or the management connection broke: the portal hears the end.
       if (this.#records.get(cid) === record && record.state === 'authorizing') this.#forget(record);
+      // Broken: OpenVPN may have admitted it all the same (the next `status` tells).
+      if (error instanceof ManagementUnavailableError && !record.gone) this.#unsure.set(cid, commonName);
       logger.warn(
         { server, commonName, cid, reason: messageOf(error) },
         'could not admit the OpenVPN client the portal allowed',

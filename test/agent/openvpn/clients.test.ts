@@ -345,6 +345,31 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await clients.settle();
   });
 
+  test('a disconnect after client-auth was lost with the management connection fails, and the client is ended once it is back', async () => {
+    const { management, portal, clients, notify } = setUp();
+    management.holding = /^client-auth/;
+    notify('CONNECT', 8, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await turn();
+    // The connection breaks under client-auth, and the admission ends: whether OpenVPN admitted
+    // Alice is unknown, so neither a disconnect nor the list may take her for gone.
+    management.holding = null;
+    management.breakUnderHeld();
+    await turn();
+    await assert.rejects(clients.disconnect(CN_ALICE), ManagementUnavailableError);
+    await assert.rejects(clients.connections(), ManagementUnavailableError, 'not "nobody": Alice may be connected');
+    management.away = false;
+    management.sent.length = 0;
+    management.status = [
+      ...management.status,
+      `CLIENT_LIST\t${CN_ALICE}\t198.18.250.2:1\t10.77.0.2\tfd77::2\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t8\t1\tAES-256-GCM`,
+    ];
+    await clients.resync();
+    assert.deepEqual(management.sent, ['status 3', 'client-kill 8']);
+    await clients.settle();
+  });
+
   test('with no management connection, a server that admitted clients cannot say who is connected; one that admitted nobody has nobody', async () => {
     const { management, portal, clients, notify } = setUp();
     management.away = true;
