@@ -21,7 +21,7 @@ const WATCH_INTERVAL_MS = 2_000;
 const OVER_LIMIT_REPEAT_MS = 10 * 60_000;
 
 /** Why a node needs a reconcile pass now. */
-export type ReconcileReason = 'answers again' | 'lost its peers' | 'refused a change';
+export type ReconcileReason = 'answers again' | 'lost its peers' | 'refused a change' | 'has a revocation pending';
 
 export type NodeStateChange =
   | { readonly nodeNumber: NodeNumber; readonly up: true }

@@ -6,7 +6,9 @@
 // at the moment the next configuration expires (a create of this instance whose configuration
 // expires sooner moves it forward), so an expired configuration leaves its node within seconds
 // rather than at the next full pass (the same sweep announces `configuration.expiring` when a
-// warning falls due).
+// warning falls due); and a pass for a node that has not confirmed a revocation receipt made
+// seconds ago, whoever made it (its own instance's push failed and that instance is gone or cut
+// off from the node), so the revocation reaches the node then rather than at the next full pass.
 //
 // Full passes run one at a time. The expiry sweep has a lane of its own (one sweep at a time), so
 // an expired configuration leaves its nodes within seconds even while a full pass takes a minute
@@ -43,6 +45,8 @@ import {
   type LockKeepalive,
 } from '../../storage/exclusive.js';
 import { earliestPeerExpiry } from '../../storage/wg-peers.js';
+import { hasRevocationPendingBefore } from '../../storage/revocation-nodes.js';
+import { formatAtom } from '../../shared/time.js';
 import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { NodeDaemon } from '../../node-client/daemon-client.js';
@@ -63,6 +67,14 @@ import {
 const MIN_SWEEP_DELAY_MS = 1_000;
 /** How soon a node pass tries again when another instance is reconciling that node. */
 const NODE_PASS_RETRY_MS = 1_000;
+/**
+ * A receipt still pending this long after its call was not confirmed by the push of the instance
+ * that made it (that instance is gone, lost its path to the node, or is still pushing a very
+ * large revocation): a node pass takes it to the node, whichever instance runs it.
+ */
+const STALE_REVOCATION_MS = 10_000;
+/** How often each instance looks for such receipts. */
+const STALE_CHECK_MS = 2_000;
 
 /** The lock of one node's reconcile work, whoever does it. */
 function nodeLock(nodeNumber: NodeNumber): string {
@@ -75,11 +87,25 @@ class Stopping extends Error {
 }
 
 /** The work the scheduler reports on when it fails. */
-type ScheduledWork = 'reconcile pass' | 'housekeeping' | 'directory profile checks' | 'expiry sweep';
+type ScheduledWork =
+  | 'reconcile pass'
+  | 'housekeeping'
+  | 'directory profile checks'
+  | 'expiry sweep'
+  | 'pending revocations check';
 
 export class ReconcileScheduler {
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private staleTimer: NodeJS.Timeout | undefined;
+  /** The look for stale receipts under way, if any. */
+  private staleCheck: Promise<void> | null = null;
+  /**
+   * Nodes asked for a pass for a stale receipt: when one may be asked again (performance.now())
+   * and the wait after that, doubled each time up to the interval, so a receipt a pass cannot
+   * confirm (a node that refuses to be emptied) costs few passes.
+   */
+  private readonly staleNodes = new Map<NodeNumber, { readonly nextMs: number; readonly waitMs: number }>();
   /** When the pending sweep timer fires (performance.now()); null when none is pending. */
   private sweepDueMs: number | null = null;
   /** Full passes, one after the other. */
@@ -118,6 +144,8 @@ export class ReconcileScheduler {
     this.intervalMs = intervalMs;
     this.ctx.nodes.onReconcileNeeded((nodeNumber, reason) => this.requestNode(nodeNumber, reason));
     this.scheduleSweep();
+    this.staleTimer = setInterval(() => this.checkStaleRevocations(), STALE_CHECK_MS);
+    this.staleTimer.unref();
     void this.runAll();
     this.timer = setInterval(() => void this.runAll(), intervalMs);
     this.timer.unref();
@@ -127,6 +155,7 @@ export class ReconcileScheduler {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.sweepTimer);
+    clearInterval(this.staleTimer);
     this.sweepDueMs = null;
     for (const retry of this.retryTimers) clearTimeout(retry);
     this.retryTimers.clear();
@@ -136,12 +165,20 @@ export class ReconcileScheduler {
   async idle(): Promise<void> {
     for (;;) {
       const running = this.running;
-      await Promise.all([running, this.housekeeping, this.profileChecks, this.sweeping, ...this.nodePasses]);
+      await Promise.all([
+        running,
+        this.housekeeping,
+        this.profileChecks,
+        this.sweeping,
+        this.staleCheck,
+        ...this.nodePasses,
+      ]);
       if (
         running === this.running &&
         this.housekeeping === null &&
         this.profileChecks === null &&
         this.sweeping === null &&
+        this.staleCheck === null &&
         this.nodePasses.size === 0
       )
         return;
@@ -325,6 +362,34 @@ export class ReconcileScheduler {
     if (this.stopped || this.intervalMs === 0) return;
     const untilExpiry = expiresAt.getTime() - this.ctx.clock.now().getTime();
     this.setSweepTimer(Math.min(this.intervalMs, Math.max(MIN_SWEEP_DELAY_MS, untilExpiry)));
+  }
+
+  /**
+   * Asks for a pass of every node that answers and has not confirmed a receipt that is stale
+   * (STALE_REVOCATION_MS): without it, such a tunnel ran on until the next full pass. A node held
+   * for down is left to the pass it gets when it answers again.
+   */
+  private checkStaleRevocations(): void {
+    if (this.stopped || this.staleCheck !== null) return;
+    this.staleCheck = (async () => {
+      const before = formatAtom(new Date(this.ctx.clock.now().getTime() - STALE_REVOCATION_MS));
+      for (const { nodeNumber } of this.ctx.nodes.all()) {
+        if (this.stopped || this.ctx.nodes.isDown(nodeNumber)) continue;
+        const asked = this.staleNodes.get(nodeNumber);
+        if (asked !== undefined && performance.now() < asked.nextMs) continue;
+        if (!(await hasRevocationPendingBefore(this.ctx.db, nodeNumber, before))) {
+          this.staleNodes.delete(nodeNumber);
+          continue;
+        }
+        const waitMs = asked === undefined ? STALE_REVOCATION_MS : Math.min(this.intervalMs, asked.waitMs * 2);
+        this.staleNodes.set(nodeNumber, { nextMs: performance.now() + waitMs, waitMs });
+        this.requestNode(nodeNumber, 'has a revocation pending');
+      }
+    })()
+      .catch((error: unknown) => this.reportFailure('pending revocations check', error))
+      .finally(() => {
+        this.staleCheck = null;
+      });
   }
 
   /** Sets the sweep timer to the next expiry, at the latest one interval from now. */
