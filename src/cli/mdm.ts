@@ -67,17 +67,36 @@ export async function runMdmCommand(
 }
 
 function printRetirements(pass: Extract<InventoryPass, { gone: unknown }>, print: (line: string) => void): void {
-  if (pass.gone.length === 0) {
+  const table = (devices: typeof pass.gone) =>
+    formatTable(
+      ['device_id', 'user_id', 'serial', 'mdm_id', 'first missed'],
+      devices.map((device) => [
+        device.deviceId,
+        device.userId,
+        device.serial ?? '-',
+        device.mdmId ?? '-',
+        device.firstMissedAt,
+      ]),
+    );
+  if (pass.gone.length === 0 && pass.missed.length === 0) {
     print('a pass would retire nothing: every device compared is in the inventory');
     return;
   }
-  print(
-    pass.outcome === 'too-many'
-      ? `a pass would retire nothing: ${pass.gone.length} devices are gone, more than mdmInventory.maxRetirePerPass allows (${pass.limit})`
-      : `a pass would retire ${pass.gone.length} (at most ${pass.limit} a pass):`,
-  );
-  const rows = pass.gone.map((device) => [device.deviceId, device.userId, device.serial ?? '-', device.mdmId ?? '-']);
-  print(formatTable(['device_id', 'user_id', 'serial', 'mdm_id'], rows));
+  if (pass.gone.length === 0) print('a pass would retire nothing now');
+  else {
+    print(
+      pass.outcome === 'too-many'
+        ? `a pass would retire nothing: ${pass.gone.length} devices are gone, more than mdmInventory.maxRetirePerPass allows (${pass.limit})`
+        : `a pass would retire ${pass.gone.length}, missed by the pass before too (at most ${pass.limit} a pass):`,
+    );
+    print(table(pass.gone));
+  }
+  if (pass.missed.length > 0) {
+    print(
+      `${pass.missed.length} missed for the first time: a pass notes them, and the pass after retires those it misses again:`,
+    );
+    print(table(pass.missed));
+  }
 }
 
 /** The suspensions and resumes of compliance (none at all while too many are gone: the pass does nothing then). */

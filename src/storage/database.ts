@@ -84,6 +84,7 @@ import { unlinkedKeptAnswers } from './migrations/0042-unlinked-kept-answers.js'
 import { destroyedUsersSchema } from './migrations/0043-destroyed-users.js';
 import { withheldImports } from './migrations/0044-withheld-imports.js';
 import { usersDisabledByImport } from './migrations/0045-users-disabled-by-import.js';
+import { mdmInventoryMisses } from './migrations/0046-mdm-inventory-misses.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -143,6 +144,7 @@ const migrations: Record<string, Migration> = {
   '0043-destroyed-users': destroyedUsersSchema,
   '0044-withheld-imports': withheldImports,
   '0045-users-disabled-by-import': usersDisabledByImport,
+  '0046-mdm-inventory-misses': mdmInventoryMisses,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -481,6 +481,13 @@ export interface ImportedRecordsTable {
 }
 
 /** A user destroyed here, by a digest of its id (migration 0043, src/storage/destroyed-users.ts). */
+/** A live device the last readable MDM inventory pass did not find (migration 0046). */
+export interface MdmInventoryMissesTable {
+  device_id: string;
+  /** When a pass first missed it (ATOM): the pass after that retires it if it is still missing. */
+  first_missed_at: string;
+}
+
 export interface DestroyedUsersTable {
   user_digest: string;
   /** When it was last destroyed (ATOM). */
@@ -524,4 +531,5 @@ export interface Database {
   scim_group_members: ScimGroupMembersTable;
   imported_records: ImportedRecordsTable;
   destroyed_users: DestroyedUsersTable;
+  mdm_inventory_misses: MdmInventoryMissesTable;
 }

@@ -1,5 +1,6 @@
 // `vpn-portal mdm sync --dry-run` against a local stand-in of Jamf Pro's API (the real one cannot
-// be reached from the tests): it prints which devices a pass would retire and changes nothing;
+// be reached from the tests): it prints which devices a pass would retire (missed by the pass
+// before too) and which it would note as missed for the first time, and changes nothing;
 // it says so when the inventory cannot be read or would retire too many; without --dry-run it
 // refuses (the portal does the pass that retires); with compliance it lists what a pass would
 // suspend and resume. `vpn-portal mdm confirm-crl` with nothing held
@@ -9,6 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { asDeviceId } from '../../src/shared/ids.js';
+import { replaceInventoryMisses } from '../../src/storage/mdm-inventory-misses.js';
 import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../support/mdm-stand-in.js';
 import { runCli } from '../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -62,18 +65,40 @@ describe('vpn-portal mdm sync --dry-run', () => {
   const sync = (...args: string[]) => runCli(['mdm', 'sync', ...args, '--config', configFile]);
   const snapshot = async () => JSON.stringify((await portal.admin.devices()).devices);
 
-  test('it prints the device a pass would retire, and changes nothing', async () => {
+  /** What the portal's own last pass noted: these devices missed from the inventory. */
+  const missedByTheLastPass = async (...serials: string[]) => {
+    const devices = (await portal.admin.devices()).devices.filter((device) => serials.includes(device.serial ?? ''));
+    await replaceInventoryMisses(
+      portal.portal.ctx.db,
+      devices.map((device) => ({ deviceId: asDeviceId(device.device_id), firstMissedAt: '2026-11-30T10:00:00+00:00' })),
+    );
+  };
+
+  test('it prints a device missed for the first time, which the pass after retires if it misses it too, and changes nothing', async () => {
     const before = await snapshot();
     mdm.devices = DEVICES.filter((device) => device.serial !== 'JMF-2');
     const result = await sync('--dry-run');
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^jamf inventory: 3 devices; 4 live devices compared by serial$/m);
-    assert.match(result.stdout, /a pass would retire 1 \(at most 1 a pass\):/);
-    assert.match(result.stdout, /^dev_\w+ +alice +JMF-2 +-$/m);
+    assert.match(result.stdout, /^a pass would retire nothing now$/m);
+    assert.match(result.stdout, /^1 missed for the first time: a pass notes them, and the pass after retires those/m);
+    assert.match(result.stdout, /^dev_\w+ +alice +JMF-2 +- +\S+$/m);
+    assert.equal(await snapshot(), before);
+  });
+
+  test('it prints the device a pass would retire, missed by the pass before too, and changes nothing', async () => {
+    await missedByTheLastPass('JMF-2');
+    const before = await snapshot();
+    mdm.devices = DEVICES.filter((device) => device.serial !== 'JMF-2');
+    const result = await sync('--dry-run');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /a pass would retire 1, missed by the pass before too \(at most 1 a pass\):/);
+    assert.match(result.stdout, /^dev_\w+ +alice +JMF-2 +- +2026-11-30T10:00:00\+00:00$/m);
     assert.equal(await snapshot(), before);
   });
 
   test('too many gone: it says a pass would retire nothing', async () => {
+    await missedByTheLastPass('JMF-3', 'JMF-4');
     mdm.devices = DEVICES.slice(0, 2);
     const result = await sync('--dry-run');
     assert.equal(result.code, 0, result.stderr);

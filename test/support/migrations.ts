@@ -42,4 +42,5 @@ export const EXPECTED_MIGRATIONS = [
   '0043-destroyed-users',
   '0044-withheld-imports',
   '0045-users-disabled-by-import',
+  '0046-mdm-inventory-misses',
 ] as const;

@@ -1,7 +1,10 @@
 // Devices that leave the MDM are retired, from the MDM's own inventory, as
 // eduVPN's Intune research does with a cron script, built in: each pass reads the inventory,
 // compares the live devices with it (by serial or mdm_id) and retires those gone — the same
-// path as retire_device, under the audit key name `(portal)`. With `compliance`, the same pass
+// path as retire_device, under the audit key name `(portal)`. Gone means missed by two readable
+// passes in a row: one reading can skip a device that is there (Jamf's offsets shift when a device
+// is deleted and another added between two pages, and the count still adds up), and a retirement
+// is final; the first miss is noted (src/storage/mdm-inventory-misses.ts). With `compliance`, the same pass
 // suspends the devices the MDM finds out of compliance and resumes those it finds compliant
 // again (src/core/devices/compliance.ts), as suspend_device and resume_device under `(portal)`.
 // Fail-safe: an inventory that cannot be read, or that would retire more than
@@ -14,6 +17,8 @@ import { readMdmInventory, type MdmInventory, type MdmReadOptions } from '../../
 import { messageOf } from '../../shared/error-message.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
 import { liveDeviceIdentifiers } from '../../storage/devices.js';
+import { inventoryMisses, replaceInventoryMisses } from '../../storage/mdm-inventory-misses.js';
+import { formatAtom } from '../../shared/time.js';
 import { PORTAL_KEY_NAME, portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { COMPLIANCE_REASONS, complianceChanges, type ComplianceChange } from './compliance.js';
@@ -26,6 +31,8 @@ export interface GoneDevice {
   readonly userId: UserId;
   readonly serial: string | null;
   readonly mdmId: string | null;
+  /** When a pass first missed it (ATOM). */
+  readonly firstMissedAt: string;
 }
 
 /** What one pass found and did. */
@@ -40,7 +47,10 @@ export type InventoryPass = {
       readonly inventorySize: number;
       /** Live devices compared (those with the identifier compared, registered before the inventory was read). */
       readonly compared: number;
+      /** Missed by this pass and the one before: retired by this one (within the limit). */
       readonly gone: readonly GoneDevice[];
+      /** Missed by this pass for the first time: retired by the next if it misses them too. */
+      readonly missed: readonly GoneDevice[];
       /** The most this pass may retire. */
       readonly limit: number;
       readonly retired: readonly RetiredDevice[];
@@ -95,18 +105,28 @@ export async function compareWithMdmInventory(
     (device) =>
       identifier(device) !== null && Date.parse(device.createdAt) + REGISTRATION_MARGIN_MS <= startedAt.getTime(),
   );
-  const gone = compared
+  const missedBefore = await inventoryMisses(ctx.db);
+  const missing = compared
     .filter((device) => !known.has(identifier(device) ?? ''))
-    .map(({ deviceId, userId, serial, mdmId }) => ({ deviceId, userId, serial, mdmId }));
+    .map(({ deviceId, userId, serial, mdmId }) => ({
+      deviceId,
+      userId,
+      serial,
+      mdmId,
+      firstMissedAt: missedBefore.get(deviceId) ?? formatAtom(startedAt),
+    }));
+  const gone = missing.filter((device) => missedBefore.has(device.deviceId));
+  const missed = missing.filter((device) => !missedBefore.has(device.deviceId));
   const limit = retireLimit(config.maxRetirePerPass, live.length);
-  const goneIds = new Set(gone.map((device) => device.deviceId));
-  const stay = compared.filter((device) => !goneIds.has(device.deviceId));
+  const missingIds = new Set(missing.map((device) => device.deviceId));
+  const stay = compared.filter((device) => !missingIds.has(device.deviceId));
   const found = {
     at: startedAt,
     dryRun: true,
     inventorySize: known.size,
     compared: compared.length,
     gone,
+    missed,
     limit,
     retired: [],
     compliance: compliancePlan(config, stay, inventory, live.length, startedAt),
@@ -139,6 +159,9 @@ function compliancePlan(
 /** One pass: read, compare, and (within the limits) retire the devices gone, then suspend and resume for compliance. */
 export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInventoryConfig): Promise<InventoryPass> {
   const found = await compareWithMdmInventory(ctx, config);
+  if (found.outcome === 'unreadable') return { ...found, dryRun: false };
+  // Noted also when too many are gone: those still missing next time count as gone then.
+  await replaceInventoryMisses(ctx.db, [...found.gone, ...found.missed]);
   if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
   const retired: RetiredDevice[] = [];
   for (const device of found.gone) {
