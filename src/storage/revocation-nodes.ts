@@ -158,27 +158,21 @@ export async function confirmRevocationNodes(
   return marked;
 }
 
-/** Whether the node has not confirmed a configuration of an open receipt asked for before `before` (ATOM). */
-export async function hasRevocationPendingBefore(db: Db, nodeNumber: NodeNumber, before: string): Promise<boolean> {
-  // Along the open receipts (few), then each one's rows on the node by the primary key; not along
-  // the node's pending rows, which also hold those of superseded receipts, for good.
-  const row = await db
+/** The nodes that have not confirmed a configuration of an open receipt asked for before `before` (ATOM). */
+export async function nodesWithRevocationPendingBefore(db: Db, before: string): Promise<Set<NodeNumber>> {
+  // Along the open receipts (few), then each one's rows by the primary key; not along the nodes'
+  // pending rows, which also hold those of superseded receipts, for good. One statement for all
+  // nodes: every instance asks every two seconds.
+  const rows = await db
     .selectFrom('revocations as r')
-    .select('r.revocation_id')
+    .innerJoin('revocation_nodes as n', 'n.revocation_id', 'r.revocation_id')
+    .select('n.node_number')
+    .distinct()
     .where('r.state', 'in', OPEN_REVOCATION_STATES)
     .where('r.requested_at', '<', before)
-    .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('revocation_nodes as n')
-          .select('n.revocation_id')
-          .whereRef('n.revocation_id', '=', 'r.revocation_id')
-          .where('n.node_number', '=', nodeNumber)
-          .where('n.applied_at', 'is', null),
-      ),
-    )
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .where('n.applied_at', 'is', null)
+    .execute();
+  return new Set(rows.map((row) => asNodeNumber(row.node_number)));
 }
 
 /** The configurations of open receipts that a node has not confirmed gone yet, with when their receipt was asked for. */

@@ -45,7 +45,7 @@ import {
   type LockKeepalive,
 } from '../../storage/exclusive.js';
 import { earliestPeerExpiry } from '../../storage/wg-peers.js';
-import { hasRevocationPendingBefore } from '../../storage/revocation-nodes.js';
+import { nodesWithRevocationPendingBefore } from '../../storage/revocation-nodes.js';
 import { formatAtom } from '../../shared/time.js';
 import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
@@ -373,14 +373,12 @@ export class ReconcileScheduler {
     if (this.stopped || this.staleCheck !== null) return;
     this.staleCheck = (async () => {
       const before = formatAtom(new Date(this.ctx.clock.now().getTime() - STALE_REVOCATION_MS));
+      const pending = await nodesWithRevocationPendingBefore(this.ctx.db, before);
+      for (const nodeNumber of this.staleNodes.keys()) if (!pending.has(nodeNumber)) this.staleNodes.delete(nodeNumber);
       for (const { nodeNumber } of this.ctx.nodes.all()) {
-        if (this.stopped || this.ctx.nodes.isDown(nodeNumber)) continue;
+        if (this.stopped || !pending.has(nodeNumber) || this.ctx.nodes.isDown(nodeNumber)) continue;
         const asked = this.staleNodes.get(nodeNumber);
         if (asked !== undefined && performance.now() < asked.nextMs) continue;
-        if (!(await hasRevocationPendingBefore(this.ctx.db, nodeNumber, before))) {
-          this.staleNodes.delete(nodeNumber);
-          continue;
-        }
         const waitMs = asked === undefined ? STALE_REVOCATION_MS : Math.min(this.intervalMs, asked.waitMs * 2);
         this.staleNodes.set(nodeNumber, { nextMs: performance.now() + waitMs, waitMs });
         this.requestNode(nodeNumber, 'has a revocation pending');
