@@ -64,6 +64,15 @@ const lengthBetween = (min: number, max: number) => (value: string) => {
 };
 
 /**
+ * A day that exists, `YYYY-MM-DD`: the refinement runs also when the form is wrong, and
+ * `2026-13-01` or `yesterday` is no date, whose toISOString would throw (a 500, not a 400).
+ */
+const isCalendarDay = (value: string) => {
+  const day = new Date(`${value}T00:00:00Z`);
+  return Number.isFinite(day.getTime()) && day.toISOString().startsWith(value);
+};
+
+/**
  * No NUL character: PostgreSQL cannot store one in text, so it is refused the same way
  * whichever database the portal runs on.
  */
@@ -118,7 +127,7 @@ export const param = {
   date: z
     .string()
     .regex(/^\d{4}-\d\d-\d\d$/)
-    .refine((value) => new Date(`${value}T00:00:00Z`).toISOString().startsWith(value))
+    .refine(isCalendarDay)
     .register(paramNotes, { expectedForm: 'a date such as 2026-03-01' }),
   /** A page size: 1 to 1,000. */
   pageSize: oneToThousand,
