@@ -696,7 +696,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function positiveInteger(value: unknown, name: string, fallback: number, least = 1): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^\d{1,9}$/.test(value))
+  if (typeof value !== 'string' || !/^-?\d{1,9}$/.test(value))
     throw new ScimProblem(400, 'invalidValue', `${name}: a whole number`);
   // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0.
   return Math.max(Number(value), least);

@@ -157,6 +157,11 @@ test('a list query takes one equality filter on a named attribute, and pages fro
     count: 200,
     filter: null,
   });
+  assert.deepEqual(readListQuery({ startIndex: '-5', count: '-1' }, USER_FILTERABLE), {
+    startIndex: 1,
+    count: 0,
+    filter: null,
+  });
   for (const filter of ['userName eq "a" and active eq true', 'displayName eq "x"', 'userName co "a"', 'userName eq 1'])
     assert.throws(
       () => readListQuery({ filter }, USER_FILTERABLE),

@@ -166,7 +166,7 @@ test('bad requests are answered in SCIM error format with their scimType and cha
   assert.deepEqual(await scimState(portal), before);
 });
 
-test('lists are paged by startIndex (from 1) and count, in userName order, with the total', async (t) => {
+test('lists are paged by startIndex (from 1) and count, in userName order, with the total; a startIndex below 1 is 1, a negative count 0', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const scim = scimClient(portal, await makeAdminKey(portal, 'okta', { scope: 'scim' }));
@@ -189,6 +189,9 @@ test('lists are paged by startIndex (from 1) and count, in userName order, with 
   assert.deepEqual(await page('startIndex=5&count=2'), [5, 5, 1, ['uma']]);
   assert.deepEqual(await page('startIndex=9'), [5, 9, 0, []]);
   assert.deepEqual(await page('count=0'), [5, 1, 0, []]);
+  // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0.
+  assert.deepEqual(await page('startIndex=-3&count=2'), [5, 1, 2, ['ada', 'eve']]);
+  assert.deepEqual(await page('count=-1'), [5, 1, 0, []]);
   assert.deepEqual(await page(`filter=${encodeURIComponent('externalId eq "x-olga"')}`), [1, 1, 1, ['olga']]);
   assert.deepEqual(await page(`filter=${encodeURIComponent('USERNAME EQ "eve"')}`), [1, 1, 1, ['eve']]);
 });
