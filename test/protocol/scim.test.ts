@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  assertNoNul,
+  assertStorableText,
   GROUP_FILTERABLE,
   readGroupAttributes,
   MAX_GROUP_MEMBERS,
@@ -399,11 +399,24 @@ test('attributes and excludedAttributes name Group attributes in any case, URN-q
 });
 
 test('a NUL character anywhere in a body, value or name, is refused; one escaped as text is not', () => {
-  assert.doesNotThrow(() => assertNoNul({ displayName: 'a\\u0000b', members: [{ value: 'x' }] }));
+  assert.doesNotThrow(() => assertStorableText({ displayName: 'a\\u0000b', members: [{ value: 'x' }] }));
   for (const body of [{ displayName: 'a\u0000' }, { members: [{ value: '\u0000' }] }, { ['a\u0000']: 1 }, ['\u0000']])
     assert.throws(
-      () => assertNoNul(body),
+      () => assertStorableText(body),
       (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidValue',
+      JSON.stringify(body),
+    );
+  assert.doesNotThrow(() => assertStorableText({ displayName: '🙂 \uD83D\uDE42', members: [{ value: 'x' }] }));
+  for (const body of [
+    { userName: 'a\uD800' },
+    { userName: '\uDC00b' },
+    { members: [{ value: '\uDE42\uD83D' }] },
+    { ['\uD800']: 1 },
+  ])
+    assert.throws(
+      () => assertStorableText(body),
+      (error: unknown) =>
+        error instanceof ScimProblem && error.scimType === 'invalidValue' && /lone surrogate/.test(error.message),
       JSON.stringify(body),
     );
 });

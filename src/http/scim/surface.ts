@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import {
-  assertNoNul,
+  assertStorableText,
   listResponse,
   resourceTypes,
   SCIM_CONTENT_TYPE,
@@ -62,9 +62,9 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
         retryAfterSeconds: SCIM_RETRY_AFTER_SECONDS,
         busy: () => new ScimProblem(503, null, 'another large request is being processed; try again shortly'),
       });
-      // PostgreSQL stores no NUL in text: a body with one anywhere is refused before it is read.
+      // Text no database stores as sent (a NUL, a lone surrogate): a body with it anywhere is refused before it is read.
       app.addHook('preValidation', async (request) => {
-        if (request.body !== undefined) assertNoNul(request.body);
+        if (request.body !== undefined) assertStorableText(request.body);
       });
       app.setErrorHandler(handleScimError);
       discoveryRoutes(app, base);

@@ -133,6 +133,34 @@ test('a NUL character in a filter value, a body or a resource id is refused with
   ]);
 });
 
+test('a lone surrogate in a body is refused with 400 and changes nothing, rather than stored as another user id on each database', async (t) => {
+  const portal = await startTestPortal({ config });
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const [member = ''] = await seedScimUsers(portal, 1);
+  const group = await scim.send('POST', 'Groups', { displayName: 'Staff', members: [{ value: member }] });
+  const groupId = String(group.body?.['id']);
+  const before = await portal.portal.ctx.db.selectFrom('scim_groups').selectAll().execute();
+
+  // JSON.stringify writes a lone surrogate as the escape `\ud800`, as a directory's client might.
+  for (const [method, target, body] of [
+    ['POST', 'Users', { userName: 'erin\uD800' }],
+    ['POST', 'Users', { userName: 'erin', externalId: '\uDC00' }],
+    ['POST', 'Groups', { displayName: 'Sta\uD83Dff' }],
+    ['PATCH', `Groups/${groupId}`, patchOp({ op: 'replace', path: 'displayName', value: '\uDE42' })],
+  ] as const) {
+    const answer = await scim.send(method, target, body);
+    assert.equal(answer.status, 400, `${method} ${JSON.stringify(body)}: ${JSON.stringify(answer.body)}`);
+    assert.equal(answer.body?.['scimType'], 'invalidValue');
+    assert.match(String(answer.body?.['detail']), /lone surrogate/);
+  }
+  assert.deepEqual(await portal.portal.ctx.db.selectFrom('scim_groups').selectAll().execute(), before);
+  assert.deepEqual(await portal.portal.ctx.db.selectFrom('scim_users').select('user_id').execute(), [
+    { user_id: 'member-0' },
+  ]);
+  assert.deepEqual((await portal.get('/users')).json(), { users: ['member-0'] });
+});
+
 test('large bodies take turns: one waiting too long for a large body still arriving gets 503 with Retry-After, a small one is answered meanwhile', async (t) => {
   const portal = await startTestPortal({ config });
   t.after(() => portal.close());
