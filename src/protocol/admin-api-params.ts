@@ -50,6 +50,18 @@ const BOUNDED_DURATION_REFUSAL = {
   params: { [SHOWN_TO_CLIENT]: true },
 };
 
+/**
+ * The longest duration text taken where it is kept as written (an admin key's lifetime, a
+ * column of 64 characters): `PT000…0060S` passes every other check, and PostgreSQL refused it
+ * (a 500) where SQLite kept it.
+ */
+const MAX_DURATION_CHARS = 64;
+const DURATION_TEXT_REFUSAL = {
+  message: `a duration of at most ${MAX_DURATION_CHARS} characters`,
+  params: { [SHOWN_TO_CLIENT]: true },
+  abort: true,
+};
+
 /** A count of 1 to 1,000, in digits. */
 const oneToThousand = z
   .string()
@@ -93,6 +105,7 @@ export const param = {
   isoDuration: z
     .string()
     .refine(isIsoDuration, { abort: true })
+    .refine((text) => text.length <= MAX_DURATION_CHARS, DURATION_TEXT_REFUSAL)
     .refine(boundedDuration, BOUNDED_DURATION_REFUSAL)
     .register(paramNotes, { expectedForm: ISO_DURATION_FORM }),
   /** The `expires_in` of create, extend and enrollment_token: a duration the configuration allows. */

@@ -46,6 +46,27 @@ test('every call that takes a duration answers 400 to one longer than P100Y, and
   );
 });
 
+test('a duration written in more than 64 characters is a 400 on every database, not a 500 where PostgreSQL cannot keep it', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
+  t.after(() => portal.close());
+  // A minute and a day, each a valid ISO 8601 duration, with leading zeros.
+  for (const duration of [`PT${'0'.repeat(100)}60S`, `P${'0'.repeat(100)}1D`]) {
+    // A webhook's overlap is kept as the end it gives, not as written.
+    for (const call of calls.filter((one) => one.parameter !== 'overlap')) {
+      const what = `${call.path} ${call.parameter}=${duration}`;
+      refusedAs400(await portal.post(call.path, { ...call.others, [call.parameter]: duration }), what);
+    }
+    assert.equal(
+      refusedAs400(await portal.post('/create_admin_key', { name: 'zeros', expires_in: duration }), duration),
+      'invalid value for "expires_in": a duration of at most 64 characters',
+    );
+  }
+  assert.deepEqual((await portal.get('/admin_keys')).json(), { admin_keys: [] }, 'no key was made');
+  assert.deepEqual((await portal.get('/users')).json(), { users: [] }, 'no user was made');
+  const minute = await portal.post('/create_admin_key', { name: 'minute', expires_in: 'PT0060S' });
+  assert.equal(minute.status, 200, minute.text);
+});
+
 test('create_admin_key says the bound: a lifetime of at most P100Y', async (t) => {
   const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
   t.after(() => portal.close());
