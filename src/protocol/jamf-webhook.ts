@@ -7,6 +7,7 @@
 // at the top of `event`). Any other event is named and left alone. Pure: src/http/mdm-push/
 // receives it, src/core/devices/jamf-push.ts acts on it.
 import { z } from 'zod';
+import { unstorableTextIn } from '../shared/storable-text.js';
 
 export const JAMF_GROUP_EVENTS = [
   'SmartGroupComputerMembershipChange',
@@ -67,6 +68,9 @@ export function parseJamfWebhook(body: unknown): JamfEvent {
   const envelope = ENVELOPE.safeParse(body);
   if (!envelope.success)
     throw new JamfWebhookError('not a Jamf Pro webhook: the body needs "webhook.webhookEvent" and "event"');
+  // Its identifiers are looked up: PostgreSQL refuses a NUL even as a query's parameter.
+  const unstorable = unstorableTextIn(body);
+  if (unstorable !== null) throw new JamfWebhookError(`the body holds ${unstorable}`);
   const { webhookEvent } = envelope.data.webhook;
   const event = envelope.data.event;
   if (isOneOf(JAMF_GROUP_EVENTS, webhookEvent)) {

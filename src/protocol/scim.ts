@@ -8,6 +8,7 @@
 import SCIMMY from 'scimmy';
 import { applyMemberOperations, MemberPatchError, readMembers, type MemberPatch } from './scim-members.js';
 import { canonicalOperation } from './scim-paths.js';
+import { unstorableTextIn } from '../shared/storable-text.js';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
@@ -132,38 +133,13 @@ const BOOLEAN_ATTRIBUTES = new Set(['active', 'primary']);
 /** What the portal owns or never keeps; the rest of a User is kept as sent. */
 const NOT_KEPT = new Set(['schemas', 'id', 'meta', 'userName', 'externalId', 'active', 'password', 'groups']);
 
-/** Half of a UTF-16 surrogate pair without its other half: JSON's `"\ud800"` is no Unicode text. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
- * Refuses a request body with a string or key no database stores as it is: a NUL character
- * (`\u0000`: PostgreSQL stores none in text, the request failed with a 500) or a lone surrogate
- * (`\ud800`: stored as U+FFFD on PostgreSQL and as three on SQLite, a user id other than the
- * one sent). No directory means either. Walked without recursion; the body parser bounded its size.
+ * Refuses a request body with a string or key no database stores as it is (a NUL character, a
+ * lone surrogate: src/shared/storable-text.ts). No directory means either.
  */
 export function assertStorableText(body: unknown): void {
-  const pending: unknown[] = [body];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    if (typeof value === 'string') refuseUnstorable(value, 'value');
-    else if (Array.isArray(value)) for (const entry of value as unknown[]) pending.push(entry);
-    else if (typeof value === 'object' && value !== null)
-      for (const [key, inner] of Object.entries(value)) {
-        refuseUnstorable(key, 'name');
-        pending.push(inner);
-      }
-  }
-}
-
-function refuseUnstorable(text: string, what: 'value' | 'name'): void {
-  if (text.includes('\0'))
-    throw new ScimProblem(400, 'invalidValue', `the request holds a NUL character (\\u0000) in a ${what}`);
-  if (LONE_SURROGATE.test(text))
-    throw new ScimProblem(
-      400,
-      'invalidValue',
-      `the request holds a lone surrogate (\\ud800–\\udfff without its pair) in a ${what}: not Unicode text`,
-    );
+  const problem = unstorableTextIn(body);
+  if (problem !== null) throw new ScimProblem(400, 'invalidValue', `the request holds ${problem}`);
 }
 
 /** A User resource of a POST or PUT. */

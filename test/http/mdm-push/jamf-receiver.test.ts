@@ -3,7 +3,7 @@
 // leaving the allowed smart group suspends (reason `jamf-group`), joining it resumes only that
 // suspension, and a repeated delivery changes nothing; another group's change, devices the
 // portal does not know and event types it does not act on are answered 200 and counted; a body
-// it cannot read is a 400 (415 for XML, 413 past 1 MiB); devices named by Jamf id alone are looked up in Jamf
+// it cannot read is a 400 (415 for XML, 413 past 1 MiB; a NUL or a lone surrogate anywhere a 400 on both databases); devices named by Jamf id alone are looked up in Jamf
 // Pro's inventory (a stand-in) when `mdmInventory` is Jamf Pro's; `ComputerInventoryCompleted`
 // completes a device's identifiers.
 import assert from 'node:assert/strict';
@@ -240,6 +240,27 @@ test('unknown devices and event types are answered 200, logged and counted; a bo
       /set the webhook's content type to JSON/,
     ],
   ];
+  // Identifiers no database stores as sent: a NUL (PostgreSQL refuses it even to look it up), a lone surrogate.
+  for (const [what, device] of [
+    ['a NUL in a serial number', { jssID: 43, udid: 'UDID-KNOWN-1', serialNumber: 'C02\u0000KNOWN01' }],
+    ['a NUL in a UDID', { jssID: 43, udid: 'UDID-\u0000KNOWN-1' }],
+    ['a lone surrogate in a UDID', { jssID: 43, udid: 'UDID-\uD800' }],
+  ] as const) {
+    unreadable.push([
+      `${what}, in a group change`,
+      groupChange('mobile', MOBILE_GROUP, { removed: [device] }),
+      { 'content-type': 'application/json' },
+      400,
+      /^the body holds a (NUL character|lone surrogate)/,
+    ]);
+    unreadable.push([
+      `${what}, in an inventory`,
+      inventoryCompleted(device),
+      { 'content-type': 'application/json' },
+      400,
+      /^the body holds a (NUL character|lone surrogate)/,
+    ]);
+  }
   // A body past 1 MiB is refused before it is read whole.
   const huge = JSON.stringify({ event: { padding: 'x'.repeat(1024 * 1024) }, webhook: { webhookEvent: 'JSSStartup' } });
   unreadable.push(['past 1 MiB', huge, { 'content-type': 'application/json' }, 413, /^request body too large$/]);
