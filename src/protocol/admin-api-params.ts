@@ -85,6 +85,16 @@ const isCalendarDay = (value: string) => {
 };
 
 /**
+ * A time of a day that exists whose UTC time has a four-digit year: ATOM writes no other, and
+ * the database compares times as text (`+010000-…`, past 9999 by an offset, sorted before every
+ * time); `2026-02-30` is no day, where Date.parse reads 2 March.
+ */
+const isAtomTime = (text: string) => {
+  const time = Date.parse(text);
+  return Number.isFinite(time) && isCalendarDay(text.slice(0, 10)) && /^\d{4}-/.test(new Date(time).toISOString());
+};
+
+/**
  * No NUL character: PostgreSQL cannot store one in text, so it is refused the same way
  * whichever database the portal runs on.
  */
@@ -129,7 +139,7 @@ export const param = {
   timestamp: z
     .string()
     .regex(/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d))?$/)
-    .refine((text) => Number.isFinite(Date.parse(text)))
+    .refine(isAtomTime)
     .transform((text) => formatAtom(new Date(text)))
     .register(paramNotes, { expectedForm: 'an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z' }),
   /** An admin key's name, or `secret`. */

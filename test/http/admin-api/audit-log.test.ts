@@ -423,6 +423,21 @@ test('GET /audit_log filters by time, key and user and pages with a cursor, newe
     errorBody((await portal.get('/audit_log', { until: '2026-13-01' })).text),
     `invalid value for "until": "2026-13-01" ${timeForm}`,
   );
+  // A time past the year 9999 or before 0000 (an offset can take it there) has no ATOM form:
+  // written as `+010000-…` it sorted before every entry, and `since` found them all. A day that
+  // does not exist was read as one of the next month.
+  for (const since of [
+    '9999-12-31T23:59:59-23:59',
+    '0000-01-01T00:00:00+00:01',
+    '2026-02-30',
+    '2026-02-29T12:00:00Z',
+  ]) {
+    assert.equal(
+      errorBody((await portal.get('/audit_log', { since })).text),
+      `invalid value for "since": ${JSON.stringify(since)} ${timeForm}`,
+    );
+  }
+  assert.equal((await portal.get('/audit_log', { since: '9999-12-31T23:59:59Z', until: '0000-01-01' })).status, 200);
   for (const [query, name] of [
     [{ limit: '0' }, 'limit'],
     [{ limit: '1001' }, 'limit'],
