@@ -474,7 +474,7 @@ export function schemaDefinitions(base: string): Record<string, unknown>[] {
 function userInputOf(resource: SCIMMY.Schemas.User): ScimUserInput {
   const data = { ...(JSON.parse(JSON.stringify(resource)) as Record<string, unknown>) };
   const userName = data['userName'];
-  if (typeof userName !== 'string' || userName.length === 0 || userName.length > 255 || userName.includes('\0'))
+  if (typeof userName !== 'string' || !isOneTo255Characters(userName) || userName.includes('\0'))
     throw new ScimProblem(400, 'invalidValue', 'userName: 1–255 characters, the user id on this portal');
   const externalId = data['externalId'];
   const active = data['active'];
@@ -489,11 +489,20 @@ function userInputOf(resource: SCIMMY.Schemas.User): ScimUserInput {
   };
 }
 
+/**
+ * 1 to 255 characters, counted as the Admin API counts a user id and as PostgreSQL a column of
+ * 255: by code point (`🙂` is one character, two UTF-16 units).
+ */
+function isOneTo255Characters(text: string): boolean {
+  const length = [...text].length;
+  return length >= 1 && length <= 255;
+}
+
 /** The group scimmy read, with the members read apart; no more than MAX_GROUP_MEMBERS of them. */
 function groupInputOf(resource: SCIMMY.Schemas.Group, memberIds: readonly string[]): ScimGroupInput {
   const data = JSON.parse(JSON.stringify(resource)) as Record<string, unknown>;
   const displayName = data['displayName'];
-  if (typeof displayName !== 'string' || displayName.length === 0 || displayName.length > 255)
+  if (typeof displayName !== 'string' || !isOneTo255Characters(displayName))
     throw new ScimProblem(400, 'invalidValue', 'displayName: 1–255 characters');
   if (memberIds.length > MAX_GROUP_MEMBERS)
     throw new ScimProblem(

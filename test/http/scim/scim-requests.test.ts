@@ -166,6 +166,34 @@ test('bad requests are answered in SCIM error format with their scimType and cha
   assert.deepEqual(await scimState(portal), before);
 });
 
+test('a userName or displayName of 255 characters is taken, each character counted once as the Admin API counts them', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  // 🙂 is one character, two UTF-16 units: 255 of them are 510 units.
+  const smiles = '🙂'.repeat(255);
+  const user = await scim.send('POST', 'Users', { userName: smiles });
+  assert.equal(user.status, 201, JSON.stringify(user.body));
+  assert.equal(user.body?.['userName'], smiles);
+  assert.deepEqual((await portal.get('/users')).json(), { users: [smiles] });
+  const group = await scim.send('POST', 'Groups', { displayName: smiles });
+  assert.equal(group.status, 201, JSON.stringify(group.body));
+  assert.equal(group.body?.['displayName'], smiles);
+
+  assertScimError(
+    await scim.send('POST', 'Users', { userName: `${smiles}🙂` }),
+    400,
+    'invalidValue',
+    'userName: 1–255 characters, the user id on this portal',
+  );
+  assertScimError(
+    await scim.send('POST', 'Groups', { displayName: `${smiles}🙂` }),
+    400,
+    'invalidValue',
+    'displayName: 1–255 characters',
+  );
+});
+
 test('lists are paged by startIndex (from 1) and count, in userName order, with the total; a startIndex below 1 is 1, a negative count 0', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
