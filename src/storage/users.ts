@@ -138,11 +138,13 @@ export async function deleteUser(db: Db, userId: UserId): Promise<void> {
 /**
  * Locks the user's row until the transaction ends, so no other portal instance adds a
  * configuration for this user meanwhile (its insert waits, then finds the user gone and
- * retries). SQLite runs one writer at a time: nothing to lock there.
+ * retries). SQLite runs one writer at a time: nothing to lock there. Answers whether the user
+ * is there, as the transaction sees it once it holds the lock.
  */
-export async function lockUser(trx: Transaction<Database>, userId: UserId): Promise<void> {
-  if (!isPostgres(trx)) return;
-  await trx.selectFrom('users').select('user_id').where('user_id', '=', userId).forUpdate().execute();
+export async function lockUser(trx: Transaction<Database>, userId: UserId): Promise<boolean> {
+  const query = trx.selectFrom('users').select('user_id').where('user_id', '=', userId);
+  const rows = await (isPostgres(trx) ? query.forUpdate() : query).execute();
+  return rows.length > 0;
 }
 
 /**

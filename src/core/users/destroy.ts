@@ -6,13 +6,13 @@ import { deleteCertificatesOfUser } from '../../storage/certificates.js';
 import { noteDestroyedUser } from '../../storage/destroyed-users.js';
 import { liveDevicesOfUser } from '../../storage/devices.js';
 import { enrollmentTokenIdsOfUser } from '../../storage/enrollment-tokens.js';
-import { deleteUser, lockUser } from '../../storage/users.js';
+import { deleteUser } from '../../storage/users.js';
 import { nextRevision } from '../../storage/revisions.js';
 import { deletePeersOfUser } from '../../storage/wg-peers.js';
 import { formatAtom } from '../../shared/time.js';
 import type { PortalContext } from '../context.js';
 import { configurationsDeleted, type PortalEvent } from '../events.js';
-import { existingUser } from './existing-user.js';
+import { existingUser, lockExistingUser } from './existing-user.js';
 import { assertUserWithinReach } from '../access/index.js';
 import type { RevocationId, UserId } from '../../shared/ids.js';
 import { removalsOf, releaseAddresses } from '../nodes/index.js';
@@ -26,7 +26,7 @@ export async function destroyUser(ctx: PortalContext, userId: UserId): Promise<R
     // With several portal instances on one database: the lock keeps a concurrent create from
     // adding a configuration now, and the addresses given back are exactly those of the
     // configurations this transaction deleted (not those another instance deleted first).
-    await lockUser(trx, userId);
+    await lockExistingUser(trx, userId);
     await assertUserWithinReach(ctx, trx, userId);
     const peers = await deletePeersOfUser(trx, userId);
     await releaseAddresses(trx, ctx.config, peers);

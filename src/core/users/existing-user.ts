@@ -2,7 +2,7 @@
 // key limited to some profiles may not know of (and its 403 for a user it may not change whole).
 import type { Transaction } from 'kysely';
 import type { Database } from '../../storage/schema.js';
-import { disableEnabledUser, findUser, setUserDisabled, type UserState } from '../../storage/users.js';
+import { disableEnabledUser, findUser, lockUser, setUserDisabled, type UserState } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { UserId } from '../../shared/ids.js';
@@ -14,6 +14,15 @@ export async function existingUser(ctx: PortalContext, userId: UserId): Promise<
   const user = await findUser(ctx.db, userId);
   if (user === undefined || !(await userInSight(ctx, ctx.db, userId))) throw noSuchUser();
   return user;
+}
+
+/**
+ * Locks an existing user's row for the transaction (lockUser), or answers the same 400: a
+ * request that found the user before its transaction (existingUser) may meet it destroyed by
+ * another that ran meanwhile, and must not then announce a second destroy.
+ */
+export async function lockExistingUser(trx: Transaction<Database>, userId: UserId): Promise<void> {
+  if (!(await lockUser(trx, userId))) throw noSuchUser();
 }
 
 /**
