@@ -75,8 +75,11 @@ export async function releaseLegalHold(ctx: PortalContext, holdId: string): Prom
     const hold = await findLegalHold(trx, holdId);
     if (hold === undefined) throw new PortalError('no-such-legal-hold', `no legal hold has the id ${holdId}`);
     if (!(await releaseStoredLegalHold(trx, holdId, at))) {
-      const ended = hold.releasedAt !== null ? `was released at ${hold.releasedAt}` : `expired at ${hold.until}`;
-      throw new PortalError('conflict', `legal hold ${holdId} ${ended}`);
+      // Read again: a release that committed while this one waited for the row (PostgreSQL) is
+      // seen only by a statement after it; the hold read above would call it expired.
+      const ended = (await findLegalHold(trx, holdId)) ?? hold;
+      const why = ended.releasedAt !== null ? `was released at ${ended.releasedAt}` : `expired at ${ended.until}`;
+      throw new PortalError('conflict', `legal hold ${holdId} ${why}`);
     }
     await announce({
       type: 'legal_hold.released',
