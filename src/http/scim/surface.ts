@@ -50,6 +50,8 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
     owns: requestsUnder(prefix),
     guard: scimGuard(ctx, callers, prefix),
     async plugin(app) {
+      // The server's form parser is not for SCIM: a form is a 415 as any other type but JSON.
+      app.removeContentTypeParser('application/x-www-form-urlencoded');
       addJsonBodyParser(
         app,
         [SCIM_CONTENT_TYPE, 'application/json'],

@@ -162,6 +162,13 @@ test('bad requests are answered in SCIM error format with their scimType and cha
     null,
     'unsupported Content-Type, send application/scim+json',
   );
+  // A form, which the other surfaces take, is no SCIM body either.
+  assertScimError(
+    await scim.send('POST', 'Users', 'userName=frank', { 'content-type': 'application/x-www-form-urlencoded' }),
+    415,
+    null,
+    'unsupported Content-Type, send application/scim+json',
+  );
   assertScimError(await scim.send('GET', 'Bulk'), 404, null, /is not a SCIM endpoint of this portal/);
   assert.deepEqual(await scimState(portal), before);
 });
