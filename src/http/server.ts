@@ -47,10 +47,13 @@ export function buildServer(
       // X-Forwarded-For is believed only when the direct peer is a configured trusted proxy.
       trustProxy: (address: string) => trustedProxies.allows(address),
       exposeHeadRoutes: false,
-      // A URL the router cannot decode (`%zz`) still gets its surface's guard and the JSON error format.
+      // A URL the router cannot decode (`%zz`) still gets its surface's guard and error format.
       frameworkErrors: async (error, request, reply) => {
-        await surfaceOf(request)?.guard(request, reply);
-        if (!reply.sent) await sendError(reply, 400, `invalid URL: ${error.message}`);
+        const surface = surfaceOf(request);
+        await surface?.guard(request, reply);
+        if (reply.sent) return;
+        const message = `invalid URL: ${error.message}`;
+        await (surface?.refuse === undefined ? sendError(reply, 400, message) : surface.refuse(reply, 400, message));
       },
     },
   );

@@ -11,6 +11,11 @@ export interface HttpSurface {
    * cannot decode. A guard that answers ends the request there.
    */
   guard(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /**
+   * How the surface answers a request its routes never saw (a URL the router cannot decode), in
+   * the error format its clients read; default: the portal's JSON `{"error": "…"}`.
+   */
+  refuse?(reply: FastifyReply, status: number, message: string): FastifyReply;
   /** Runs as an answer of the surface leaves (the Admin API records refusals in its audit log). */
   beforeAnswer?(request: FastifyRequest, status: number, payload: unknown): Promise<void>;
   /** Its routes. */

@@ -49,6 +49,7 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
   return {
     owns: requestsUnder(prefix),
     guard: scimGuard(ctx, callers, prefix),
+    refuse: (reply, status, message) => sendScimError(reply, status, null, message),
     async plugin(app) {
       // The server's form parser is not for SCIM: a form is a 415 as any other type but JSON.
       app.removeContentTypeParser('application/x-www-form-urlencoded');

@@ -170,6 +170,9 @@ test('bad requests are answered in SCIM error format with their scimType and cha
     'unsupported Content-Type, send application/scim+json',
   );
   assertScimError(await scim.send('GET', 'Bulk'), 404, null, /is not a SCIM endpoint of this portal/);
+  // A path the router cannot decode is refused before routing, in SCIM's format too.
+  assertScimError(await scim.send('GET', 'Users/%E0%A4%A'), 400, null, /^invalid URL: /);
+  assertScimError(await scim.send('DELETE', 'Users/%ED%A0%80'), 400, null, /^invalid URL: /);
   assert.deepEqual(await scimState(portal), before);
 });
 
