@@ -14,6 +14,7 @@ import { adminApiSurface } from './admin-api/surface.js';
 import type { CertificateCheck } from './enrollment/certificate-check.js';
 import { enrollSurface } from './enrollment/enroll.js';
 import { handleError, sendError } from './plumbing/error-reply.js';
+import { parseFormText } from './plumbing/form-text.js';
 import { nodeApiSurface } from './node-api/surface.js';
 import { scimSurface } from './scim/surface.js';
 import { jamfPushSurface } from './mdm-push/surface.js';
@@ -58,7 +59,7 @@ export function buildServer(
     },
   );
   app.removeAllContentTypeParsers();
-  void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
+  void app.register(formbody, { bodyLimit: BODY_LIMIT_BYTES, parser: parseFormText });
   app.setErrorHandler(handleError);
 
   // The guards run here, not in their plugins: a plugin's hooks see only its routes, and a

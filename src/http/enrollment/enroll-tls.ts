@@ -7,6 +7,7 @@
 // endpoint apply, and the same timeouts and connection cap as the main listener (src/http/plumbing/listener-budgets.ts).
 import type { TLSSocket, PeerCertificate, DetailedPeerCertificate } from 'node:tls';
 import formbody from '@fastify/formbody';
+import { parseFormText } from '../plumbing/form-text.js';
 import type { PortalContext } from '../../core/context.js';
 import { ENROLL_PATH } from '../../protocol/admin-api.js';
 import { AddressAllowList } from '../plumbing/address-allow-list.js';
@@ -37,7 +38,7 @@ export async function startEnrollTls(
     uncapped: new AddressAllowList([]),
     tls: { cert: tls.certificatePem, key: tls.keyPem, requestCert: true, rejectUnauthorized: false },
   });
-  await app.register(formbody);
+  await app.register(formbody, { parser: parseFormText });
   app.setErrorHandler(handleError);
   const enroll = enrollEndpoint(ctx);
   app.addHook('onRequest', (request, reply) => enroll.guard(request, reply));

@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import type { ListenSettings } from '../../config/portal-config.js';
 import type { AddressAllowList } from './address-allow-list.js';
 import { ConnectionsPerAddress } from './connections-per-address.js';
+import { parseFormText } from './form-text.js';
 import { ProtocolErrorAnswers } from './protocol-errors.js';
 import { RunningRequests } from './running-requests.js';
 
@@ -74,6 +75,8 @@ export function budgetedListener(
     // One line per request at info is noise and cost: one line at debug instead.
     logController: new DebugRequestLog(),
     bodyLimit: BODY_LIMIT_BYTES,
+    // A query string's value that is no UTF-8 text is refused, not kept as sent (form-text.ts).
+    routerOptions: { querystringParser: parseFormText },
     // Bytes that are not valid HTTP (bad Content-Length, junk behind a request, ...) get the JSON error shape.
     clientErrorHandler: protocolErrors.onClientError,
     // The server is made here, http or https alike, so that both get the same options.

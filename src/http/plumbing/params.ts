@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import type { PortalConfig } from '../../config/portal-config.js';
 import { paramFields, SHOWN_TO_CLIENT, type ParamField, type ParamsSchema } from '../../protocol/admin-api-params.js';
+import { UndecodableValue } from './form-text.js';
 import { HttpError } from './http-error.js';
 
 export type ParamSource = 'query' | 'post';
@@ -37,6 +38,8 @@ export function readParams<S extends ParamsSchema>(
       result[name] = undefined;
       continue;
     }
+    // Percent-encoded bytes that are no UTF-8 (form-text.ts): the reference's answer to text that is not UTF-8.
+    if (raw instanceof UndecodableValue) throw new HttpError(400, `invalid value for "${name}"`);
     if (typeof raw !== 'string') throw new HttpError(400, `value of ${sourceName} "${name}" MUST be string`);
     const parsed = spec.schema.safeParse(raw);
     if (!parsed.success) throw new HttpError(400, invalidValue(name, raw, spec, config, parsed.error));

@@ -46,3 +46,39 @@ test('stats answers a day that does not exist with the form it expects', async (
   }
   assert.equal((await portal.get('/stats', { since: '2026-02-28', until: '2026-03-01' })).status, 200);
 });
+
+test('a value whose percent-encoding is no UTF-8 is answered invalid value, as the reference answers text that is not UTF-8, and makes nothing', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const form = { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${portal.secret}` };
+
+  // `j%F6rg`: jörg in Latin-1; `%ED%A0%80`: half a surrogate pair. Both were kept as sent, as a user id.
+  for (const userId of ['j%F6rg', '%ED%A0%80']) {
+    const created = await portal.request('/create', {
+      method: 'POST',
+      body: `user_id=${userId}&profile_id=employees`,
+      headers: form,
+    });
+    assert.equal(created.status, 400, created.text);
+    assert.equal(errorBody(created.text), 'invalid value for "user_id"');
+    const listed = await portal.request(`/user_configuration_list?user_id=${userId}`, { headers: form });
+    assert.equal(listed.status, 400, listed.text);
+    assert.equal(errorBody(listed.text), 'invalid value for "user_id"');
+  }
+  const named = await portal.request('/create', {
+    method: 'POST',
+    body: 'user_id=alice&profile_id=employees&display_name=Caf%E9',
+    headers: form,
+  });
+  assert.equal(errorBody(named.text), 'invalid value for "display_name"');
+  assert.deepEqual((await portal.get('/users')).json(), { users: [] }, 'no user was made');
+
+  // UTF-8 and a `%` written as `%25` are text as before.
+  const jorg = await portal.request('/create', {
+    method: 'POST',
+    body: 'user_id=j%C3%B6rg+%25F6&profile_id=employees',
+    headers: form,
+  });
+  assert.equal(jorg.status, 200, jorg.text);
+  assert.deepEqual((await portal.get('/users')).json(), { users: ['jörg %F6'] });
+});
