@@ -17,7 +17,11 @@ export const NODE_NUMBER_HEADER = 'X-Node-Number';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 const profileId = z.string().regex(PROFILE_ID, 'must match ^[a-zA-Z0-9-.]+$');
-const ipAddress = z.string().refine((value) => isIP(value) !== 0, 'must be an IP address');
+/**
+ * An IPv4 or IPv6 address without a zone (`fe80::1%eth0`), as PHP's FILTER_VALIDATE_IP takes it:
+ * Node's isIP takes a zone of any length, which PostgreSQL's column of 64 characters refused (a 500).
+ */
+const ipAddress = z.string().refine((value) => isIP(value) !== 0 && !value.includes('%'), 'must be an IP address');
 const yesNo = z.enum(['yes', 'no']);
 /** A certificate Common Name made by the portal: Base64 of 32 bytes. */
 const commonName = z.string().refine(isWireGuardKey, 'must be Base64 of 32 bytes');
