@@ -276,7 +276,7 @@ export function readGroupAttributes(query: unknown): GroupAttributeSelection {
   const names = (parameter: string): Set<string> | null => {
     const text = values[parameter];
     if (text === undefined) return null;
-    if (typeof text !== 'string') throw new ScimProblem(400, 'invalidValue', `${parameter}: give it once`);
+    if (typeof text !== 'string') throw new ScimProblem(400, 'invalidValue', `${parameter}: ${notOneText(text)}`);
     const prefix = `${SCIM_GROUP_SCHEMA.toLowerCase()}:`;
     return new Set(
       text.split(',').map((name) => {
@@ -349,7 +349,7 @@ export function readListQuery(query: unknown, filterable: ScimFilterable): ScimL
   const count = Math.min(positiveInteger(values['count'], 'count', SCIM_MAX_PAGE, 0), SCIM_MAX_PAGE);
   const filterText = values['filter'];
   if (filterText === undefined) return { startIndex, count, filter: null };
-  if (typeof filterText !== 'string') throw new ScimProblem(400, 'invalidFilter', 'filter: give it once');
+  if (typeof filterText !== 'string') throw new ScimProblem(400, 'invalidFilter', `filter: ${notOneText(filterText)}`);
   return { startIndex, count, filter: equalityFilter(filterText, filterable) };
 }
 
@@ -689,6 +689,11 @@ function objectBody(body: unknown): Record<string, unknown> {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Why a query parameter is no one text: given more than once, or percent-encoded bytes that are no UTF-8. */
+function notOneText(value: unknown): string {
+  return Array.isArray(value) ? 'give it once' : 'not UTF-8 text';
 }
 
 function positiveInteger(value: unknown, name: string, fallback: number, least = 1): number {

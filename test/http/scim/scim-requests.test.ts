@@ -170,6 +170,19 @@ test('bad requests are answered in SCIM error format with their scimType and cha
     'unsupported Content-Type, send application/scim+json',
   );
   assertScimError(await scim.send('GET', 'Bulk'), 404, null, /is not a SCIM endpoint of this portal/);
+  // A filter given twice, or whose percent-encoding is no UTF-8, says which.
+  assertScimError(
+    await scim.send('GET', 'Users?filter=userName%20eq%20%22a%22&filter=userName%20eq%20%22b%22'),
+    400,
+    'invalidFilter',
+    'filter: give it once',
+  );
+  assertScimError(
+    await scim.send('GET', 'Users?filter=userName%20eq%20%22j%F6rg%22'),
+    400,
+    'invalidFilter',
+    'filter: not UTF-8 text',
+  );
   // A path the router cannot decode is refused before routing, in SCIM's format too.
   assertScimError(await scim.send('GET', 'Users/%E0%A4%A'), 400, null, /^invalid URL: /);
   assertScimError(await scim.send('DELETE', 'Users/%ED%A0%80'), 400, null, /^invalid URL: /);
