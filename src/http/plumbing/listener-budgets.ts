@@ -5,6 +5,7 @@
 // 64 KiB body limit, JSON answers for what Node would answer itself, and a close that answers
 // what has arrived and then drops the slow senders.
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { constants as cryptoConstants } from 'node:crypto';
 import { createServer as createHttpsServer } from 'node:https';
 import Fastify, {
   LogController,
@@ -85,7 +86,18 @@ export function budgetedListener(
         tls === undefined
           ? createHttpServer(serverOptions, handler)
           : // A TLS handshake that does not finish within requestTimeout is dropped (Node's default waits 120 s).
-            createHttpsServer({ ...serverOptions, ...tls, handshakeTimeout: listen.requestTimeoutMs }, handler);
+            createHttpsServer(
+              {
+                ...serverOptions,
+                ...tls,
+                handshakeTimeout: listen.requestTimeoutMs,
+                // A resumed session brings the client's certificate but not the intermediates it
+                // sent, so its chain could not be followed: a client asked for a certificate
+                // does a full handshake each time (no session tickets; Node keeps no session cache).
+                ...(tls.requestCert ? { secureOptions: cryptoConstants.SSL_OP_NO_TICKET } : {}),
+              },
+              handler,
+            );
       // Node's defaults: no request timeout, 5 s keep-alive.
       server.requestTimeout = listen.requestTimeoutMs;
       server.keepAliveTimeout = listen.keepAliveTimeoutMs;

@@ -74,6 +74,8 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     device: DeviceCertificateFiles | null,
     form: Record<string, string>,
     issuing: MdmCa = ca,
+    /** A TLS session to offer on a connection of its own; `onSession` is given the ones the server issues. */
+    resume?: { readonly session?: Buffer; readonly onSession?: (session: Buffer) => void },
   ): Promise<Answer> {
     const url = new URL(`${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`);
     const body = new URLSearchParams(form).toString();
@@ -82,6 +84,7 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
         url,
         {
           method: 'POST',
+          ...(resume === undefined ? {} : { agent: false, ...(resume.session ? { session: resume.session } : {}) }),
           ca: [ca.rootPem, ca.issuingPem],
           ...(device === null
             ? {}
@@ -96,6 +99,10 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
         },
       );
       sent.on('error', reject);
+      if (resume?.onSession !== undefined) {
+        const onSession = resume.onSession;
+        sent.on('socket', (socket) => socket.on('session', onSession));
+      }
       sent.end(body);
     });
   }
@@ -146,6 +153,21 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     assert.equal(answer.status, 200, answer.text);
     assert.deepEqual((await devices()).find((candidate) => candidate.serial === 'SER-1')?.configurations, before);
     assert.equal((await devices()).find((candidate) => candidate.serial === 'SER-2')?.configurations.length, 1);
+  });
+
+  // A resumed TLS session carries the leaf but not the intermediates the device sent: the chain
+  // would end at the issuing CA. Seen under load, where the keep-alive connection of an earlier
+  // enrollment had been closed and the client resumed its session on a new one.
+  test('a device whose client resumes its TLS session on a new connection is still known by its chain', async () => {
+    let session: Buffer | undefined;
+    const first = await enroll(laptop, { public_key: generateWireGuardKeyPair().publicKey }, ca, {
+      onSession: (issued) => (session ??= issued),
+    });
+    assert.equal(first.status, 200, first.text);
+    // TLS 1.3 sends its session ticket before the answer: the client has it once the answer is read.
+    assert.ok(session !== undefined, 'the server issued a session');
+    const resumed = await enroll(laptop, { public_key: generateWireGuardKeyPair().publicKey }, ca, { session });
+    assert.equal(resumed.status, 200, resumed.text);
   });
 
   test('no certificate, an untrusted one, an unregistered id, another platform or profile, and no key are refused and change nothing', async () => {
