@@ -322,6 +322,10 @@ export function enrollOverTls(
 /** Serves the CA's revocation list file over http at `{url}`, as a CA's distribution point does; `failing` makes it answer 500. */
 export class CrlServer {
   failing = false;
+  /** Requests received so far. */
+  requests = 0;
+  /** Awaited before a request is answered, with its ordinal (0 for the first): a test holds a read with it. */
+  gate: ((ordinal: number) => Promise<void>) | null = null;
   readonly #server: Server;
   readonly url: string;
 
@@ -332,8 +336,14 @@ export class CrlServer {
 
   static async start(file: () => string): Promise<CrlServer> {
     let self: CrlServer | undefined;
-    const server = createServer((_request, response) => {
-      if (self?.failing === true) {
+    const server = createServer(async (_request, response) => {
+      if (self === undefined) {
+        response.writeHead(503).end('starting');
+        return;
+      }
+      const ordinal = self.requests++;
+      await self.gate?.(ordinal);
+      if (self.failing) {
         response.writeHead(500).end('down');
         return;
       }

@@ -18,7 +18,7 @@ import { auditRecords } from '../../../src/storage/audit-log.js';
 import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
 import { runCli } from '../../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
-import { until } from '../../support/until.js';
+import { until, within } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
 
@@ -64,6 +64,11 @@ describe('a device whose certificate is revoked is retired', () => {
   }
 
   const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+  /** Waits until the portal has read the list twice more: one whole refresh ran after the call. */
+  const twoMoreReads = async () => {
+    const target = crls.requests + 2;
+    await until('two more reads of the list', async () => crls.requests >= target, 30_000);
+  };
   const sample = (text: string, name: string) =>
     Number(
       new RegExp(`^${name}\\{file="${crls.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\} (\\S+)$`, 'm').exec(
@@ -75,13 +80,29 @@ describe('a device whose certificate is revoked is retired', () => {
     const { deviceId, certificate } = await enrolled('alice', 'CRL-1', 'alice-laptop');
     const bystander = await enrolled('bob', 'CRL-2', 'bob-laptop');
     ca.revoke(certificate.certificate);
-    const revokedAt = Date.now();
-    await until(
-      'the device retired',
-      async () => (await portal.admin.device(deviceId)).state === 'retired',
-      3 * REFRESH_MS + 2000,
-    );
-    assert.ok(Date.now() - revokedAt <= 2 * REFRESH_MS + 2000, 'within about one refresh (and the fetch)');
+    // Every read from here on gets the list that revokes it. "Within one refresh" is counted in
+    // reads, not in seconds (a loaded machine stretches those): the next read after the first
+    // one is held until the test has seen the device retired by then.
+    const first = crls.requests;
+    let release = () => {};
+    const secondRead = new Promise<void>((arrived) => {
+      crls.gate = async (ordinal) => {
+        if (ordinal !== first + 1) return;
+        arrived();
+        await new Promise<void>((resolve) => (release = resolve));
+      };
+    });
+    try {
+      await within(secondRead, 'a second read of the list after the revocation', 60_000);
+      assert.equal(
+        (await portal.admin.device(deviceId)).state,
+        'retired',
+        'retired by the first read of the list that revokes it',
+      );
+    } finally {
+      crls.gate = null;
+      release();
+    }
     const device = await portal.admin.device(deviceId);
     assert.deepEqual(device.configurations, []);
     assert.equal(
@@ -112,9 +133,9 @@ describe('a device whose certificate is revoked is retired', () => {
     await until(
       'the list with the old certificate read',
       async () => sample(await metrics(), 'vpn_portal_crl_entries') === 2,
-      5000,
+      30_000,
     );
-    await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
+    await twoMoreReads();
     assert.equal((await portal.admin.device(deviceId)).state, 'active');
   });
 
@@ -122,13 +143,17 @@ describe('a device whose certificate is revoked is retired', () => {
     const { deviceId } = await enrolled('dave', 'CRL-4', 'dave-laptop');
     const before = await portal.admin.devices();
     crls.failing = true;
-    await until('the failure flagged', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 1, 5000);
-    await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
+    await until(
+      'the failure flagged',
+      async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 1,
+      30_000,
+    );
+    await twoMoreReads();
     assert.equal(sample(await metrics(), 'vpn_portal_crl_entries'), 2, 'the last good list stays in use');
     assert.deepEqual(await portal.admin.devices(), before);
     assert.equal((await portal.admin.device(deviceId)).state, 'active');
     crls.failing = false;
-    await until('read again', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 0, 5000);
+    await until('read again', async () => sample(await metrics(), 'vpn_portal_crl_read_failing') === 0, 30_000);
   });
 });
 
@@ -196,7 +221,7 @@ describe('a revocation list is believed only when the CA it names signed it and 
   async function serveRefused(file: string, reason: string): Promise<void> {
     const before = await refused(reason);
     served = file;
-    await until(`the list refused (${reason})`, async () => (await refused(reason)) > before, 5000);
+    await until(`the list refused (${reason})`, async () => (await refused(reason)) > before, 30_000);
     await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
   }
 
@@ -209,14 +234,14 @@ describe('a revocation list is believed only when the CA it names signed it and 
     await until(
       'the list refused while no chain of its CA was seen',
       async () => (await refused('unknown-issuer')) >= 1,
-      5000,
+      30_000,
     );
     assert.equal((await refusals('unknown-issuer')).length, 1);
     const { deviceId, certificate } = await enrolled('amy', 'TRUST-1');
     await until(
       'the genuine list read',
       async () => ofList(await metrics(), 'vpn_portal_crl_read_failing') === 0,
-      5000,
+      30_000,
     );
     const device = await portal.admin.device(deviceId);
     const age = ofList(await metrics(), 'vpn_portal_crl_age_seconds');
@@ -270,7 +295,7 @@ describe('a revocation list is believed only when the CA it names signed it and 
     assert.equal(live.length, 3);
     await enrolled('dora', 'TRUST-4');
     served = ca.writeCrl({ file: 'both.crl' });
-    await until('the list held', async () => ofList(await metrics(), 'vpn_portal_crl_held') === 1, 5000);
+    await until('the list held', async () => ofList(await metrics(), 'vpn_portal_crl_held') === 1, 30_000);
     await new Promise((resolve) => setTimeout(resolve, 2 * REFRESH_MS));
     const states = async () =>
       Object.fromEntries((await portal.admin.devices()).devices.map((device) => [device.serial, device.state]));
@@ -291,7 +316,7 @@ describe('a revocation list is believed only when the CA it names signed it and 
     assert.match(listed.stdout, new RegExp(`^${sha256} +CN=Trusted MDM Issuing CA +2 `, 'm'));
     const confirmed = await runCli(['mdm', 'confirm-crl', sha256, '--config', configFile]);
     assert.equal(confirmed.code, 0, confirmed.stderr);
-    await until('both retired', async () => (await states())['TRUST-3'] === 'retired', 5000);
+    await until('both retired', async () => (await states())['TRUST-3'] === 'retired', 30_000);
     assert.deepEqual(await states(), {
       'TRUST-1': 'active',
       'TRUST-2': 'retired',
@@ -327,7 +352,7 @@ describe('a configured intermediate CA verifies its lists before any device enro
 
   test('the issuing CA’s list is believed at the first refresh', async () => {
     const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
-    const end = Date.now() + 5000;
+    const end = Date.now() + 30_000;
     let text = await metrics();
     while (!text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`)) {
       if (Date.now() > end) assert.fail(`the list not believed:\n${text}`);
@@ -380,7 +405,7 @@ describe('a revocation list keeps to the CA of the list in force', () => {
     await until(
       "Alpha's list read",
       async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
-      5000,
+      30_000,
     );
     const enroll = () =>
       enrollOverTls(enrollUrl(), alpha, revoked, { public_key: generateWireGuardKeyPair().publicKey });
