@@ -23,6 +23,12 @@ export function vpnPortalCommand(): string[] {
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
+/**
+ * How long a started process may take to serve: a guard against a hang, not a speed target. A
+ * portal or agent that starts in seconds took over 30 s on a loaded CI machine (2 cores, load 13).
+ */
+export const START_TIMEOUT_MS = 120_000;
+
 export class LoggedProcess {
   readonly child: ChildProcess;
   readonly lines: LogLine[] = [];

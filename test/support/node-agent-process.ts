@@ -1,6 +1,6 @@
 // Runs `vpn-portal node --config FILE` the way an administrator does, inside a network
 // namespace, and reads its pino log lines as they arrive.
-import { LoggedProcess, vpnPortalCommand, type LogLine } from './logged-process.js';
+import { LoggedProcess, START_TIMEOUT_MS, vpnPortalCommand, type LogLine } from './logged-process.js';
 import type { Namespace } from './netns.js';
 
 export type { LogLine } from './logged-process.js';
@@ -15,6 +15,10 @@ export class NodeAgentProcess extends LoggedProcess {
 
   /** Resolves once the agent serves the vpn-daemon protocol. */
   ready(): Promise<LogLine> {
-    return this.waitFor((line) => line.msg === 'serving the vpn-daemon protocol', 'serving the vpn-daemon protocol');
+    return this.waitFor(
+      (line) => line.msg === 'serving the vpn-daemon protocol',
+      'serving the vpn-daemon protocol',
+      START_TIMEOUT_MS,
+    );
   }
 }

@@ -1,7 +1,7 @@
 // Runs `vpn-portal …` as an administrator does, as a process of its own: `serve` (reading its
 // pino log lines as they arrive) and one-shot commands such as `db copy`.
 import { execFile, spawn } from 'node:child_process';
-import { LoggedProcess, vpnPortalCommand } from './logged-process.js';
+import { LoggedProcess, START_TIMEOUT_MS, vpnPortalCommand } from './logged-process.js';
 
 export type { LogLine } from './logged-process.js';
 
@@ -75,7 +75,7 @@ export class PortalProcess extends LoggedProcess {
   }
 
   /** Resolves with the portal's base URL (`http://127.0.0.1:PORT`) once it serves. */
-  async ready(timeoutMs = 30_000): Promise<string> {
+  async ready(timeoutMs = START_TIMEOUT_MS): Promise<string> {
     const line = await this.waitFor(
       (entry) => typeof entry.msg === 'string' && entry.msg.startsWith('admin API at '),
       'admin API at',

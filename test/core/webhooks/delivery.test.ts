@@ -290,7 +290,7 @@ test('a portal killed with SIGKILL mid-delivery delivers every event after a res
   await receiver.waitFor(
     (received) => new Set(received.map((webhook) => webhook.payload.id)).size === 14,
     'all 14 events',
-    40_000,
+    120_000,
   );
   await nothingMore(receiver, receiver.received.length, 'no more after every event arrived');
 

@@ -37,7 +37,7 @@ test('under a 192 MB heap, bodies of millions of tiny values are refused with 40
   writeFileSync(configFile, JSON.stringify(testPortalConfigFile(config, portal.dataDir, portal.database)));
   const capped = new PortalProcess(configFile, { nodeOptions: '--max-old-space-size=192' });
   t.after(() => capped.stop());
-  const base = `${await capped.ready(60_000)}/vpn-user-portal/scim/v2/`;
+  const base = `${await capped.ready()}/vpn-user-portal/scim/v2/`;
   const send = async (method: string, target: string, body?: string) => {
     const response = await fetch(`${base}${target}`, {
       method,
