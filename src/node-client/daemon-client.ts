@@ -166,6 +166,24 @@ export interface HttpNodeDaemonOptions {
 }
 
 /**
+ * How far a node's clock may differ from the portal host's before its handshake times, which the
+ * node writes by its own clock, are moved onto the host's: the Date header has whole seconds,
+ * and the answer takes a moment to arrive.
+ */
+export const NODE_CLOCK_TOLERANCE_MS = 5_000;
+
+/**
+ * How far the node's clock is behind the portal's (negative: ahead), by the Date header of an
+ * answer that arrived at `receivedAt`; 0 within NODE_CLOCK_TOLERANCE_MS or without a valid header.
+ */
+export function nodeClockLagMs(dateHeader: string | undefined, receivedAt: Date): number {
+  const nodeTime = dateHeader === undefined ? Number.NaN : Date.parse(dateHeader);
+  if (!Number.isFinite(nodeTime)) return 0;
+  const lag = receivedAt.getTime() - nodeTime;
+  return Math.abs(lag) > NODE_CLOCK_TOLERANCE_MS ? lag : 0;
+}
+
+/**
  * The answer caps. The portal's heap is capped at 192 MB, and an answer costs about its size as
  * bytes, again as a string, and more as parsed objects: a node that answers more than its call
  * may carry (broken, or not a node) costs the portal the cap at most, and only that call fails.
@@ -216,6 +234,8 @@ export function callDeadlineMs(kind: CallKind, timeoutMs: number): number {
 interface DaemonResponse {
   readonly status: number;
   readonly text: string;
+  /** How far the node's clock is behind the portal host's (nodeClockLagMs). */
+  readonly nodeClockLagMs: number;
 }
 
 export class HttpNodeDaemon implements NodeDaemon {
@@ -274,16 +294,20 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async peerList(showAll: boolean): Promise<DaemonPeer[]> {
     const path = `${VPN_DAEMON_PATHS.peerList}?show_all=${showAll ? 'yes' : 'no'}`;
+    const response = await this.request('GET', path, 'listing');
     const { peer_list: entries } = this.parse(
       peerListOutlineSchema,
-      await this.requestJson('GET', path, 'listing'),
+      this.json(response, path),
       VPN_DAEMON_PATHS.peerList,
     );
+    // A handshake the node dated by a clock minutes behind would look minutes old: never online,
+    // so no session, no RADIUS Start, and an abuse report of that moment names nobody.
+    const lag = response.nodeClockLagMs;
     // Each entry is checked and converted on its own, so that a long list is not held as a
     // checked copy as well as parsed and converted (the heap is small; see LIST_ANSWER_BYTES).
     return entries.map((entry, index) => {
       const peer = this.parse(daemonPeerSchema, entry, VPN_DAEMON_PATHS.peerList, `peer_list.${index}.`);
-      const handshake = peer.last_handshake_time == null ? null : new Date(peer.last_handshake_time);
+      const handshake = peer.last_handshake_time == null ? null : new Date(Date.parse(peer.last_handshake_time) + lag);
       return {
         publicKey: peer.public_key as WireGuardKey,
         canonicalKey: isCanonicalWireGuardKey(peer.public_key),
@@ -365,7 +389,10 @@ export class HttpNodeDaemon implements NodeDaemon {
   }
 
   private async requestJson(method: 'GET' | 'POST', path: string, kind: CallKind): Promise<unknown> {
-    const response = await this.request(method, path, kind);
+    return this.json(await this.request(method, path, kind), path);
+  }
+
+  private json(response: DaemonResponse, path: string): unknown {
     try {
       return JSON.parse(response.text);
     } catch {
@@ -385,6 +412,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
     let status: number;
     let text: string;
+    let lag: number;
     const deadlineMs = callDeadlineMs(kind, this.options.timeoutMs);
     // Aborts the request, or the reading of its body, wherever it is when the deadline passes.
     const deadline = AbortSignal.timeout(deadlineMs);
@@ -397,6 +425,10 @@ export class HttpNodeDaemon implements NodeDaemon {
         ...(form === undefined ? {} : { body: form.toString() }),
       });
       status = response.statusCode;
+      // Taken as the headers arrive: the node wrote its Date then, however long the body takes.
+      // The host's real time, not the portal's Clock seam: a test that moves the portal's time
+      // on to age a real node's handshakes is not a node whose clock is off.
+      lag = nodeClockLagMs(headerText(response.headers['date']), new Date());
       const limit = this.options.maxAnswerBytes ?? answerCapBytes(kind);
       const body = await readBodyWithin(response.body, limit, `node ${this.nodeNumber} (${this.url}${path})`);
       if (kind === 'listing') this.#listingBytes.set(path.split('?')[0] ?? path, body.byteLength);
@@ -426,6 +458,10 @@ export class HttpNodeDaemon implements NodeDaemon {
         true,
       );
     }
-    return { status, text };
+    return { status, text, nodeClockLagMs: lag };
   }
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

@@ -10,6 +10,8 @@ import { test, type TestContext } from 'node:test';
 import { HttpNodeDaemon, NodeDaemonError } from '../../src/node-client/daemon-client.js';
 import { parseAddPeersForm } from '../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
+import { isOnline } from '../../src/shared/online.js';
+import { formatAtom } from '../../src/shared/time.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { ABOVE_FIELD_PRIME_KEY, bit255Twin } from '../support/device-keys.js';
 import { startEndlessBody } from '../support/endless-body.js';
@@ -343,4 +345,55 @@ test('a peer list with a negative or fractional counter, or an endpoint longer t
       return true;
     });
   }
+});
+
+test("a node whose clock is 10 minutes behind has its handshakes dated by the portal's clock, so they count as recent", async (t) => {
+  const key = generateWireGuardKeyPair().publicKey;
+  const behindMs = 10 * 60_000;
+  // A node with its clock off cannot be made on one host: this stand-in answers as one would,
+  // its Date header and its handshake written by a clock 10 minutes behind.
+  const standIn = await startStandIn(t, (_request, response) => {
+    const nodeNow = Date.now() - behindMs;
+    const handshake = formatAtom(new Date(nodeNow - 30_000));
+    const peerList = [
+      { public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0, last_handshake_time: handshake },
+    ];
+    response
+      .writeHead(200, { 'content-type': 'application/json', date: new Date(nodeNow).toUTCString() })
+      .end(JSON.stringify({ peer_list: peerList }));
+  });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
+  t.after(() => daemon.close());
+  const [peer] = await daemon.peerList(true);
+  const age = Date.now() - (peer?.lastHandshakeTime?.getTime() ?? 0);
+  // 30 s old, give or take the whole seconds of the header and the handshake.
+  assert.ok(age >= 28_000 && age <= 33_000, `the handshake is ${age} ms old by the portal's clock`);
+  assert.ok(isOnline(peer?.lastHandshakeTime ?? null, new Date()), 'online: a session opens');
+});
+
+test("a node whose clock is within a few seconds of the portal's has its handshakes taken as it wrote them", async (t) => {
+  const key = generateWireGuardKeyPair().publicKey;
+  const handshake = '2026-03-01T14:03:07+00:00';
+  const standIn = await startStandIn(t, (_request, response) => {
+    const peerList = [
+      { public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0, last_handshake_time: handshake },
+    ];
+    response
+      .writeHead(200, { 'content-type': 'application/json', date: new Date(Date.now() - 2_000).toUTCString() })
+      .end(JSON.stringify({ peer_list: peerList }));
+  });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
+  t.after(() => daemon.close());
+  const [peer] = await daemon.peerList(true);
+  assert.equal(peer?.lastHandshakeTime?.toISOString(), '2026-03-01T14:03:07.000Z');
 });
