@@ -66,6 +66,16 @@ export function canonicalAddress(address: string): string {
 }
 
 /**
+ * An IPv4 address written IPv4-mapped (`::ffff:192.0.2.7`, as a dual-stack socket writes an IPv4
+ * peer and a server's log then shows it) as its IPv4 address; any other text unchanged.
+ */
+export function unmappedIpv4(text: string): string {
+  if (ipAddressFamily(text) !== 6) return text;
+  const { value } = parseIpAddress(text);
+  return value >> 32n === 0xffffn ? formatIpAddress({ family: 4, value: value & 0xffff_ffffn }) : text;
+}
+
+/**
  * The canonical text of an IP address (`fd00:0::1` → `fd00::1`), or the text unchanged when it
  * is no address (an empty `ip_six`): how the connection log stores and compares addresses.
  */

@@ -6,7 +6,7 @@
 // answer says so (409) instead of guessing, and so does an address two nodes' mappings claimed at
 // once (one of them is wrong, and the portal cannot tell which). Only the sessions of the key's profiles are found.
 import { DeterministicNat, FIRST_NAT_PORT } from '../../net/deterministic-nat.js';
-import { canonicalAddress } from '../../net/cidr.js';
+import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { AttributionAnswer, ConnectionLogEntry } from '../../protocol/admin-api.js';
 import type { NodeNumber } from '../../shared/ids.js';
@@ -28,8 +28,10 @@ export interface AttributionQuery {
 /** More sessions than this behind one client address (a shared NAT in front of the clients) are not listed. */
 const MAX_SESSIONS = 100;
 
-export async function attribute(ctx: PortalContext, query: AttributionQuery): Promise<AttributionAnswer> {
-  if (ctx.config.lookups.requireReason.attribution) requireReason(query.reason);
+export async function attribute(ctx: PortalContext, asked: AttributionQuery): Promise<AttributionAnswer> {
+  if (ctx.config.lookups.requireReason.attribution) requireReason(asked.reason);
+  // A report from a dual-stack server's log writes the node's IPv4 address IPv4-mapped.
+  const query = { ...asked, ip: unmappedIpv4(asked.ip) };
   if (query.port === undefined) {
     const entries = await sessionsHolding(ctx, { ip: query.ip, at: query.at });
     if (entries.length === 0) throw await noSessionHeld(ctx, query.ip, query.at);

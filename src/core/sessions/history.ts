@@ -1,7 +1,7 @@
 // GET /connection_log (an extension): who was connected when, from where, with how much
 // traffic, for OpenVPN and WireGuard alike, newest first, a page at a time. The cursor names
 // the last row of a page (its start and id), so pages stay stable while new sessions arrive.
-import { canonicalAddress } from '../../net/cidr.js';
+import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { ConnectionLogEntry } from '../../protocol/admin-api.js';
 import { connectionLogPage, type ConnectionLogFilter } from '../../storage/connection-log.js';
@@ -76,13 +76,14 @@ export function requireReason(reason: string | undefined): void {
     );
 }
 
-/** The address as the log stores it (canonical text), and its family. */
-function searchedAddress(text: string): { address: string; family: 4 | 6 } {
+/** The address as the log stores it (canonical text, an IPv4-mapped one as IPv4), and its family. */
+function searchedAddress(given: string): { address: string; family: 4 | 6 } {
+  const text = unmappedIpv4(given);
   const family = ipAddressFamily(text);
   if (family === null)
     throw new PortalError(
       'invalid-parameter',
-      `invalid value for "ip": ${JSON.stringify(text.slice(0, 64))} is not an IPv4 or IPv6 address`,
+      `invalid value for "ip": ${JSON.stringify(given.slice(0, 64))} is not an IPv4 or IPv6 address`,
     );
   return { address: canonicalAddress(text), family };
 }

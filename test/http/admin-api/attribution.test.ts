@@ -326,6 +326,29 @@ test('without a port, a tunnel address (IPv4 or IPv6) or the client’s own addr
   }
 });
 
+test('an IPv4 address written IPv4-mapped (::ffff:192.0.2.10), as a dual-stack server logs it, answers as the IPv4 address does', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  const { ip, port } = portOf(MORNING, '10.44.0.7', 17);
+  const through = await attribute(portal, { ip: `::ffff:${ip}`, port, at: '2026-03-01T09:00:00Z' });
+  assert.equal(through.response.status, 200, through.response.text);
+  assert.equal(through.answer.translation?.client_ip, '10.44.0.7');
+  assert.deepEqual(
+    through.answer.sessions.map((session) => session.user_id),
+    ['alice'],
+  );
+  for (const mapped of ['::ffff:10.44.0.7', '::FFFF:a2c:7', '::ffff:198.51.100.1']) {
+    assert.deepEqual(await whoHad(portal, { ip: mapped, at: '2026-03-01T09:00:00Z' }), ['alice'], mapped);
+    const page = await portal.get('/connection_log', { ip: mapped, at: '2026-03-01T09:00:00Z' });
+    assert.equal(page.status, 200, page.text);
+    assert.deepEqual(
+      (page.json() as { connection_log: { user_id: string }[] }).connection_log.map((entry) => entry.user_id),
+      ['alice'],
+      `connection_log?ip=${mapped}`,
+    );
+  }
+});
+
 test('a key limited to some profiles finds only their users: another profile’s session is as absent as none', async (t) => {
   const portal = await startWithHistory();
   t.after(() => portal.close());
