@@ -1,7 +1,7 @@
 // Queries on `radius_sessions`: the sessions being accounted for over RADIUS. A row is written with
 // the session's Start (in the transaction of `session.started`), moved on by every Interim-Update
 // (a conditional update: of several portal instances exactly one queues it) and deleted when the
-// Stop is queued (in the transaction of `session.ended`, the oldest open session of the configuration first).
+// Stop is queued (in the transaction of `session.ended`: the oldest open session of the configuration and its address first).
 // The row's record is the Start, with the latest byte counters a pass observed once there are some
 // (WireGuard): the Interim-Updates repeat it.
 import type { Db } from './database.js';
@@ -34,29 +34,33 @@ export async function insertRadiusSession(db: Db, session: RadiusSession): Promi
 /**
  * The oldest open session of a configuration on a node, deleted: its Stop is the caller's to
  * queue. Oldest first because an OpenVPN client that reconnects (to the node's TCP process, say)
- * is connected again before the node reports the end of its first connection.
+ * is connected again before the node reports the end of its first connection; with `prefer`, the
+ * oldest it picks (the session of the tunnel address that ended), when there is one.
  */
 export async function takeOldestRadiusSession(
   db: Db,
   connectionId: string,
   nodeNumber: number,
+  prefer: (session: RadiusSession) => boolean = () => true,
 ): Promise<RadiusSession | undefined> {
-  const oldest = await db
-    .selectFrom('radius_sessions')
-    .selectAll()
-    .where('connection_id', '=', connectionId)
-    .where('node_number', '=', nodeNumber)
-    .orderBy('started_at')
-    .orderBy('acct_session_id')
-    .limit(1)
-    .executeTakeFirst();
+  const open = (
+    await db
+      .selectFrom('radius_sessions')
+      .selectAll()
+      .where('connection_id', '=', connectionId)
+      .where('node_number', '=', nodeNumber)
+      .orderBy('started_at')
+      .orderBy('acct_session_id')
+      .execute()
+  ).map(toSession);
+  const oldest = open.find(prefer) ?? open[0];
   if (oldest === undefined) return undefined;
   const deleted = await db
     .deleteFrom('radius_sessions')
-    .where('acct_session_id', '=', oldest.acct_session_id)
+    .where('acct_session_id', '=', oldest.acctSessionId)
     .executeTakeFirst();
   // Another instance's change ended it first (PostgreSQL, read committed): its Stop is queued there.
-  return Number(deleted.numDeletedRows) > 0 ? toSession(oldest) : undefined;
+  return Number(deleted.numDeletedRows) > 0 ? oldest : undefined;
 }
 
 /** The open sessions on a node, to note their counters. */

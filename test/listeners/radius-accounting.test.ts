@@ -1,7 +1,8 @@
 // The RADIUS accounting listener writes a session's records into the outbox with the session
 // change itself: an OpenVPN connect and disconnect (recorded outside a change) give a Start and a
 // Stop of one Acct-Session-Id; a change that rolls back leaves nothing; a reconnect reported
-// before the first connection's end keeps both sessions, and each disconnect ends the oldest.
+// before the first connection's end keeps both sessions, and each disconnect ends the oldest of
+// the tunnel address it names.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PortalEvent } from '../../src/core/events.js';
@@ -23,7 +24,7 @@ describe('the RADIUS accounting outbox listener', () => {
    * gone once that day passed.
    */
   const minutesAgo = (minutes: number): Date => new Date(Math.floor(Date.now() / 1000 - minutes * 60) * 1000);
-  const openVpnStart = (connectionId: string, at: Date): PortalEvent => ({
+  const openVpnStart = (connectionId: string, at: Date, ipFour = '10.45.0.3'): PortalEvent => ({
     type: 'session.started',
     at,
     configuration: {
@@ -33,7 +34,7 @@ describe('the RADIUS accounting outbox listener', () => {
       vpnProto: 'openvpn',
       nodeNumber: asNodeNumber(0),
     },
-    ipFour: '10.45.0.3',
+    ipFour,
     ipSix: 'fd45::3',
     originatingIp: '2001:db8:77::5',
   });
@@ -142,5 +143,35 @@ describe('the RADIUS accounting outbox listener', () => {
     const last = (await queued('cn-twice')).at(-1);
     assert.equal(last?.sessionId, again?.sessionId, 'then the second');
     assert.equal(last?.sessionTime, 70);
+  });
+
+  test('a reconnect on another tunnel address that ends first stops its own session, not the older one still open', async () => {
+    const { ctx } = portal.portal;
+    const first = minutesAgo(10);
+    const ended = (at: Date, ipFour: string): PortalEvent => ({
+      type: 'session.ended',
+      at,
+      connectionId: 'cn-tcp',
+      vpnProto: 'openvpn',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 1,
+      bytesOut: 1,
+      cause: 'disconnected',
+      session: { userId: 'erin', profileId: 'employees', ipFour, ipSix: 'fd45::3', originatingIp: null },
+    });
+    // The UDP process's connection (10.45.0.3) is not over yet when the client comes back over
+    // TCP (10.45.128.3) and leaves again; the UDP process reports its end only later.
+    await ctx.events.record(ctx.db, openVpnStart('cn-tcp', first, '10.45.0.3'));
+    await ctx.events.record(ctx.db, openVpnStart('cn-tcp', new Date(first.getTime() + 60_000), '10.45.128.3'));
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 90_000), '10.45.128.3'));
+    const [udp, tcp, stop] = await queued('cn-tcp');
+    assert.equal(stop?.statusType, 'Stop');
+    assert.equal(stop?.sessionId, tcp?.sessionId, 'the TCP session ended');
+    assert.equal(stop?.framedIpAddress, '10.45.128.3');
+    assert.equal(stop?.sessionTime, 30);
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 150_000), '10.45.0.3'));
+    const last = (await queued('cn-tcp')).at(-1);
+    assert.equal(last?.sessionId, udp?.sessionId, 'then the UDP one');
+    assert.equal(last?.sessionTime, 150);
   });
 });

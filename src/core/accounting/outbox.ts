@@ -3,6 +3,7 @@
 // of a change that happened is sent even when the portal is killed right after, and a change that
 // rolled back is never reported.
 import type { PortalConfig } from '../../config/portal-config.js';
+import { canonicalAddressOrSame } from '../../net/cidr.js';
 import type { AccountingRecord } from '../../protocol/radius.js';
 import { timeOrderedId } from '../../shared/time-ordered-id.js';
 import { formatAtom } from '../../shared/time.js';
@@ -59,8 +60,10 @@ export async function accountSessionStart(
 }
 
 /**
- * A session closed: the Stop of the configuration's oldest open session on the node, and its row
- * goes (an OpenVPN reconnect may start before the node reports the first connection's end).
+ * A session closed: the Stop of the configuration's oldest open session on the node of the
+ * tunnel address that ended (`ipFour`, when known; else the oldest), and its row goes. An OpenVPN
+ * client may reconnect before the node reports the first connection's end, and its new
+ * connection may end first: its Stop names its own session, not the older one still open.
  * Nothing when the portal did not account for its start.
  */
 export async function accountSessionEnd(
@@ -69,8 +72,13 @@ export async function accountSessionEnd(
   connectionId: string,
   nodeNumber: NodeNumber,
   end: { readonly at: Date; readonly bytesIn: number; readonly bytesOut: number; readonly cause: SessionEndCause },
+  ipFour?: string,
 ): Promise<void> {
-  const session = await takeOldestRadiusSession(db, connectionId, nodeNumber);
+  const ended = ipFour === undefined ? null : canonicalAddressOrSame(ipFour);
+  const session = await takeOldestRadiusSession(db, connectionId, nodeNumber, (open) => {
+    const framed = parseRecord(open.startRecord).framedIpAddress;
+    return ended === null || (framed !== null && canonicalAddressOrSame(framed) === ended);
+  });
   if (session === undefined) return;
   const record = stopRecord(parseRecord(session.startRecord), new Date(session.startedAt), end);
   await queueRecord(db, config, record, connectionId, end.at);
