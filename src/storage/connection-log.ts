@@ -240,6 +240,27 @@ export async function openOpenVpnSessionsBefore(
   return rows.map(toOpenSession);
 }
 
+/**
+ * At most `limit` open sessions on nodes other than `nodeNumbers`: nodes taken out of the
+ * configuration, which no pass reads any more. With their protocol.
+ */
+export async function openSessionsOffNodes(
+  db: Db,
+  nodeNumbers: readonly NodeNumber[],
+  limit: number,
+): Promise<(OpenSession & { readonly vpnProto: VpnProto })[]> {
+  let query = db
+    .selectFrom('connection_log')
+    .select([...OPEN_SESSION_COLUMNS, 'vpn_proto'])
+    .where('disconnected_at', 'is', null);
+  if (nodeNumbers.length > 0) query = query.where('node_number', 'not in', nodeNumbers);
+  const rows = await query.orderBy('connected_at').orderBy('log_id').limit(limit).execute();
+  return rows.map((row) => ({
+    ...toOpenSession(row),
+    vpnProto: row.vpn_proto === 'openvpn' ? 'openvpn' : 'wireguard',
+  }));
+}
+
 /** Open sessions and the distinct users behind them, per profile (for live statistics). */
 export async function openSessionCounts(db: Db): Promise<Map<string, { connections: number; users: number }>> {
   const rows = await db

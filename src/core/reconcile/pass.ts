@@ -50,6 +50,7 @@ import { pendingRevocationsOnNode } from '../../storage/revocation-nodes.js';
 import { confirmRemovals, revocationIdPerUser, revokeOnNodes } from '../revocations/index.js';
 import { formatAtom } from '../../shared/time.js';
 import {
+  endSessionsOfRemovedNodes,
   endSessionsOfRemovedPeers,
   endUnlistedOpenVpnSessions,
   observeWireGuardSessions,
@@ -108,9 +109,10 @@ export type NodeTurn = (
 
 /**
  * The full pass, run by one portal instance at a time: expired configurations, then every node,
- * whose WireGuard sessions are observed on the way, then the live statistics. Answers the nodes
- * it reconciled. `checkpoint` runs before each node's turn and before the statistics: it throws
- * to end the pass there (its lock was lost, the portal stops); the nodes under way finish first.
+ * whose WireGuard sessions are observed on the way, then the end of the sessions of nodes no
+ * longer configured, then the live statistics. Answers the nodes it reconciled. `checkpoint`
+ * runs before each node's turn and before the statistics: it throws to end the pass there (its
+ * lock was lost, the portal stops); the nodes under way finish first.
  */
 export async function reconcileAll(
   ctx: PortalContext,
@@ -133,6 +135,7 @@ export async function reconcileAll(
     },
   );
   checkpoint();
+  await endSessionsOfRemovedNodes(ctx);
   await recordLiveStats(ctx);
   return results.filter((result): result is NodeReconcileResult => result !== undefined);
 }
