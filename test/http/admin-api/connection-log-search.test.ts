@@ -235,6 +235,15 @@ test('an address or a moment that is not one is a 400 naming the parameter, and 
       { ip: '10.44.0.7', at: 'yesterday 14:02' },
       'invalid value for "at": "yesterday 14:02" is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z',
     ],
+    // A day that does not exist (a typo in a report) is not read as another: 30 February is not 2 March.
+    [
+      { ip: '10.44.0.7', at: '2026-02-30T09:00:00Z' },
+      'invalid value for "at": "2026-02-30T09:00:00Z" is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z',
+    ],
+    [
+      { ip: '10.44.0.7', at: '2026-04-31' },
+      'invalid value for "at": "2026-04-31" is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z',
+    ],
   ];
   for (const [query, message] of refusals) {
     const response = await portal.get('/connection_log', query);
