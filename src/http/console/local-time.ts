@@ -39,6 +39,12 @@ export function readConsoleTime(text: string, zone: string): ConsoleTime {
     number,
   ];
   const wall = Date.UTC(year, month - 1, day, hour, minute, second);
+  // Date.UTC rolls a field over (30 February is 2 March, 24:30 the next day): such a time is no
+  // time on any clock, and goes to the Admin API as typed, to be refused.
+  const read = new Date(wall);
+  const fields = [read.getUTCFullYear(), read.getUTCMonth() + 1, read.getUTCDate(), read.getUTCHours()];
+  if (fields.join() !== [year, month, day, hour].join() || minute > 59 || second > 59)
+    return { value: trimmed, readIn: null };
   // The zone's offset at the moment that wall time names: guess with the offset at the wall time
   // read as UTC, then correct once with the offset at the guess (enough across a DST change).
   let moment = wall - offsetMs(wall, zone);

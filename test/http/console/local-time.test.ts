@@ -27,6 +27,11 @@ test('a wall-clock time is read in the browser’s zone, also across a daylight 
   );
 });
 
+test('a wall-clock time no clock shows (30 February, 24:30, minute 75) is left to the API to refuse, not read as another', () => {
+  for (const typed of ['2026-02-30 14:00', '2026-03-01 24:30', '2026-03-01 10:75', '2026-03-01 10:15:60'])
+    assert.deepEqual(readConsoleTime(typed, 'Europe/Amsterdam'), { value: typed, readIn: null }, typed);
+});
+
 test('a zone the runtime does not know, or none, is UTC', () => {
   assert.equal(knownZone('Europe/Amsterdam'), 'Europe/Amsterdam');
   assert.equal(knownZone('Mars/Olympus_Mons'), 'UTC');
