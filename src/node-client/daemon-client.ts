@@ -276,9 +276,10 @@ export class HttpNodeDaemon implements NodeDaemon {
 
   async nodeInfo(): Promise<DaemonNodeInfo> {
     // Older vpn-daemons send fewer fields; only what is there counts.
+    const response = await this.request('GET', VPN_DAEMON_PATHS.nodeInfo, 'nodeInfo');
     const info = this.parse(
       nodeInfoSchema.partial(),
-      await this.requestJson('GET', VPN_DAEMON_PATHS.nodeInfo, 'nodeInfo'),
+      this.json(response, VPN_DAEMON_PATHS.nodeInfo),
       VPN_DAEMON_PATHS.nodeInfo,
     );
     return {
@@ -287,7 +288,9 @@ export class HttpNodeDaemon implements NodeDaemon {
       instanceId: info.instance_id ?? null,
       maxRevision: info.max_revision ?? null,
       addPeersMax: info.add_peers_max ?? null,
-      nat: info.nat ?? null,
+      // Dated by the node's clock: one behind would date a mapping change early, and a report
+      // of the minutes before it would be read through the new mapping (another client).
+      nat: info.nat == null ? null : { ...info.nat, applied_at: shifted(info.nat.applied_at, response.nodeClockLagMs) },
       peerCount: info.w_peer_count ?? null,
     };
   }
@@ -460,6 +463,12 @@ export class HttpNodeDaemon implements NodeDaemon {
     }
     return { status, text, nodeClockLagMs: lag };
   }
+}
+
+/** A time the node wrote (ISO 8601) moved by `lagMs` onto the portal host's clock; text that is no time as it is. */
+function shifted(text: string, lagMs: number): string {
+  const time = Date.parse(text);
+  return lagMs === 0 || !Number.isFinite(time) ? text : new Date(time + lagMs).toISOString();
 }
 
 function headerText(value: string | string[] | undefined): string | undefined {

@@ -397,3 +397,25 @@ test("a node whose clock is within a few seconds of the portal's has its handsha
   const [peer] = await daemon.peerList(true);
   assert.equal(peer?.lastHandshakeTime?.toISOString(), '2026-03-01T14:03:07.000Z');
 });
+
+test("a node whose clock is 10 minutes behind has the moment it applied its NAT dated by the portal's clock", async (t) => {
+  const behindMs = 10 * 60_000;
+  const standIn = await startStandIn(t, (_request, response) => {
+    const nodeNow = Date.now() - behindMs;
+    const nat = { mode: 'masquerade', applied_at: new Date(nodeNow - 60_000).toISOString() };
+    response
+      .writeHead(200, { 'content-type': 'application/json', date: new Date(nodeNow).toUTCString() })
+      .end(JSON.stringify({ nat }));
+  });
+  const daemon = new HttpNodeDaemon({
+    nodeNumber: asNodeNumber(0),
+    url: standIn.url,
+    secret: () => null,
+    timeoutMs: 3_000,
+  });
+  t.after(() => daemon.close());
+  const { nat } = await daemon.nodeInfo();
+  const age = Date.now() - Date.parse(nat?.applied_at ?? '');
+  // A minute ago, give or take the whole seconds of the header: not eleven.
+  assert.ok(age >= 58_000 && age <= 63_000, `applied ${age} ms ago by the portal's clock`);
+});
