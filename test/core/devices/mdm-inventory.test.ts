@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
 import { compareWithMdmInventory, syncWithMdmInventory } from '../../../src/core/devices/index.js';
 import { Secret } from '../../../src/shared/secret.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
@@ -136,9 +137,22 @@ describe("devices are retired when they leave the MDM's inventory", () => {
       5000,
     );
   });
-  test('a Jamf Pro computer deleted between two pages makes the pass unreadable: the computer the offsets skipped is not retired', async () => {
+  /** The portal's inventory settings, reading this Jamf Pro stand-in. */
+  const readingJamf = (jamf: MdmStandIn): MdmInventoryConfig => {
     const config = portal.portal.ctx.config.mdmInventory;
     assert.ok(config !== null);
+    return {
+      ...config,
+      source: {
+        provider: 'jamf',
+        url: `${jamf.url}/jamf`,
+        clientId: STAND_IN_CLIENT_ID,
+        clientSecret: new Secret(STAND_IN_CLIENT_SECRET),
+      },
+    };
+  };
+
+  test('a Jamf Pro computer deleted between two pages makes the pass unreadable: the computer the offsets skipped is not retired', async () => {
     const jamf = await MdmStandIn.start();
     try {
       // The live devices as Jamf computers, two a page: MDM-1 and MDM-3, MDM-4 and MDM-5, MDM-6.
@@ -149,15 +163,7 @@ describe("devices are retired when they leave the MDM's inventory", () => {
         if (kind === 'computer' && page === 0) jamf.devices = computers.slice(1);
       };
       const before = await snapshot();
-      const pass = await syncWithMdmInventory(portal.portal.ctx, {
-        ...config,
-        source: {
-          provider: 'jamf',
-          url: `${jamf.url}/jamf`,
-          clientId: STAND_IN_CLIENT_ID,
-          clientSecret: new Secret(STAND_IN_CLIENT_SECRET),
-        },
-      });
+      const pass = await syncWithMdmInventory(portal.portal.ctx, readingJamf(jamf));
       assert.equal(pass.outcome, 'unreadable');
       assert.equal(await state('MDM-4'), 'registered');
       assert.equal(await snapshot(), before);
@@ -166,8 +172,6 @@ describe("devices are retired when they leave the MDM's inventory", () => {
     }
   });
   test('a Jamf Pro computer deleted and another added between two pages, so the count adds up: the computer the offsets skipped is missed once and never retired, the deleted one is retired by the next pass', async () => {
-    const config = portal.portal.ctx.config.mdmInventory;
-    assert.ok(config !== null);
     const jamf = await MdmStandIn.start();
     try {
       const computers = DEVICES.filter((device) => device.serial !== 'MDM-2');
@@ -178,15 +182,7 @@ describe("devices are retired when they leave the MDM's inventory", () => {
       jamf.afterJamfPage = (kind, page) => {
         if (kind === 'computer' && page === 0) jamf.devices = [...computers.slice(1), joined];
       };
-      const jamfConfig = {
-        ...config,
-        source: {
-          provider: 'jamf' as const,
-          url: `${jamf.url}/jamf`,
-          clientId: STAND_IN_CLIENT_ID,
-          clientSecret: new Secret(STAND_IN_CLIENT_SECRET),
-        },
-      };
+      const jamfConfig = readingJamf(jamf);
       // The portal's own passes read the Intune stand-in; hold them still while this one reads Jamf.
       mdm.down = true;
       await new Promise((resolve) => setTimeout(resolve, 1500));
