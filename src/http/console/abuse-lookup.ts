@@ -25,6 +25,8 @@ export async function abuseLookup(r: ConsoleRequest): Promise<PageResult> {
   let result = html``;
   if (asked['ip'] !== undefined) {
     try {
+      // A time the zone's clocks show twice or never: no look-up until the offset says which.
+      if (moment?.refusal !== undefined) throw new ConsoleRefusal(400, moment.refusal);
       const answer = await readAnswer(ctx, frame.caller, request, attributionRoute, {
         ...asked,
         ...(moment === null ? {} : { at: moment.value }),

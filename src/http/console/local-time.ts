@@ -2,7 +2,9 @@
 // their own time zone, as a clock on the wall shows it, not ISO 8601 in UTC. The console's
 // script names the browser's zone in a hidden `tz` field; the server turns a time without an
 // offset into UTC in that zone (UTC without the script) and the page shows the conversion, so
-// nobody searches the wrong hour unknowingly. A time with an offset or `Z` is taken as it is.
+// nobody searches the wrong hour unknowingly. A time with an offset or `Z` is taken as it is. A
+// wall time the zone's clocks show twice (the hour a daylight saving time ends) or never (the hour
+// they skip) names no single moment: it is refused, asking for the offset, not read as a guess.
 
 /** A time as typed, and what the search used. */
 export interface ConsoleTime {
@@ -10,6 +12,8 @@ export interface ConsoleTime {
   readonly value: string;
   /** Set when the text had no offset: the zone it was read in, for the page to show. */
   readonly readIn: string | null;
+  /** Why the page cannot search it (a wall time shown twice or never in the zone); null when it can. */
+  readonly refusal?: string;
 }
 
 const WALL_CLOCK = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?$/;
@@ -45,11 +49,39 @@ export function readConsoleTime(text: string, zone: string): ConsoleTime {
   const fields = [read.getUTCFullYear(), read.getUTCMonth() + 1, read.getUTCDate(), read.getUTCHours()];
   if (fields.join() !== [year, month, day, hour].join() || minute > 59 || second > 59)
     return { value: trimmed, readIn: null };
-  // The zone's offset at the moment that wall time names: guess with the offset at the wall time
-  // read as UTC, then correct once with the offset at the guess (enough across a DST change).
-  let moment = wall - offsetMs(wall, zone);
-  moment = wall - offsetMs(moment, zone);
-  return { value: new Date(moment).toISOString().replace(/\.000Z$/, 'Z'), readIn: zone };
+  const moments = momentsShowing(wall, zone);
+  const [moment] = moments;
+  if (moments.length === 1 && moment !== undefined)
+    return { value: new Date(moment).toISOString().replace(/\.000Z$/, 'Z'), readIn: zone };
+  const example = `${trimmed.replace(' ', 'T')}${moments.length === 0 ? offsetText(offsetMs(wall, zone)) : offsetText(offsetMs(moments[1] ?? wall, zone))}`;
+  const refusal =
+    moments.length === 0
+      ? `${trimmed} does not happen in ${zone}: the clocks skip it; type the time with its offset, as ${example}`
+      : `${trimmed} happens twice in ${zone} (at ${moments.map((at) => offsetText(offsetMs(at, zone))).join(' and at ')}): type the time with its offset, as ${example}`;
+  return { value: trimmed, readIn: null, refusal };
+}
+
+/**
+ * The moments at which `zone`'s clocks show the wall time `wall` (read as UTC): one, none in the
+ * hour they skip, two in the hour they repeat. Tried with the zone's offsets a day either side.
+ */
+function momentsShowing(wall: number, zone: string): number[] {
+  const offsets = new Set([offsetMs(wall - DAY_MS, zone), offsetMs(wall, zone), offsetMs(wall + DAY_MS, zone)]);
+  const moments = new Set<number>();
+  for (const offset of offsets) {
+    const moment = wall - offset;
+    if (moment + offsetMs(moment, zone) === wall) moments.add(moment);
+  }
+  return [...moments].sort((a, b) => a - b);
+}
+
+const DAY_MS = 86_400_000;
+
+/** An offset as ISO 8601 writes it: `+02:00`. */
+function offsetText(offset: number): string {
+  const minutes = Math.abs(offset) / 60_000;
+  const pad = (value: number) => String(value).padStart(2, '0');
+  return `${offset < 0 ? '-' : '+'}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
 }
 
 /** How far `zone`'s wall clock is ahead of UTC at `instant`. */

@@ -346,14 +346,18 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
   // What the search sends: the typed times in UTC (src/http/console/local-time.ts).
   const filters: Record<string, string> = { ...typed };
   const conversions: Html[] = [];
+  let refusal: string | undefined;
   for (const [name, label] of TIME_FIELDS) {
     const text = typed[name];
     if (text === undefined) continue;
     const time = readConsoleTime(text, zone);
     filters[name] = time.value;
+    refusal ??= time.refusal;
     if (time.readIn !== null) conversions.push(html`${label} ${text} (${time.readIn}) = ${time.value}`);
   }
   const body = await section(async () => {
+    // A time the zone's clocks show twice or never: no search until the offset says which.
+    if (refusal !== undefined) throw new ConsoleRefusal(400, refusal);
     const log = await readAnswer(ctx, frame.caller, request, connectionLogRoute, {
       ...filters,
       limit: '100',

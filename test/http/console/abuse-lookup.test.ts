@@ -108,3 +108,34 @@ test('an abuse desk types a report’s address, port, time and reason and sees t
   await screenshot(page, 'abuse-lookup-no-reason');
   assert.deepEqual(problems, []);
 });
+
+test('a time the abuse desk’s zone shows twice is refused, asking for its offset, and nothing is looked up', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'abuse-desk', { scope: 'read' });
+  const { context, page, problems } = await openTab(browser, { timezoneId: 'Europe/Amsterdam' });
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+
+  // 02:30 on 25 October happens twice in Amsterdam: summer time ends at 03:00, clocks go back to 02:00.
+  await lookUp(page, { ip: '192.0.2.10', port: '2000', at: '2026-10-25 02:30', reason: 'CERT ticket 4713' });
+  assert.match(
+    (await page.getByRole('alert').textContent()) ?? '',
+    /Not possible \(400\): 2026-10-25 02:30 happens twice in Europe\/Amsterdam \(at \+02:00 and at \+01:00\): type the time with its offset/,
+  );
+  assert.equal(await page.getByLabel('Time', { exact: true }).inputValue(), '2026-10-25 02:30', 'the form keeps it');
+  assert.deepEqual(
+    (await auditLog(portal)).filter((row) => row.call === 'attribution'),
+    [],
+    'no look-up was made',
+  );
+
+  await lookUp(page, { ip: '192.0.2.10', port: '2000', at: '2026-10-25T02:30+01:00', reason: 'CERT ticket 4713' });
+  const [row] = await auditLog(portal, 1);
+  assert.deepEqual(
+    [row?.call, row?.parameters['at']],
+    ['attribution', '2026-10-25T02:30+01:00'],
+    'with its offset, it is',
+  );
+  assert.deepEqual(problems, []);
+});

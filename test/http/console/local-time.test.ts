@@ -32,6 +32,32 @@ test('a wall-clock time no clock shows (30 February, 24:30, minute 75) is left t
     assert.deepEqual(readConsoleTime(typed, 'Europe/Amsterdam'), { value: typed, readIn: null }, typed);
 });
 
+test('a wall-clock time the zone shows twice, or never, across a daylight saving change is refused, asking for the offset, not guessed', () => {
+  const doubled = readConsoleTime('2026-10-25 02:30', 'Europe/Amsterdam');
+  assert.equal(doubled.readIn, null);
+  assert.equal(
+    doubled.refusal,
+    '2026-10-25 02:30 happens twice in Europe/Amsterdam (at +02:00 and at +01:00): type the time with its offset, as 2026-10-25T02:30+01:00',
+  );
+  assert.match(
+    readConsoleTime('2026-11-01 01:30', 'America/New_York').refusal ?? '',
+    /happens twice in America\/New_York \(at -04:00 and at -05:00\)/,
+  );
+  assert.match(
+    readConsoleTime('2026-03-29 02:30', 'Europe/Amsterdam').refusal ?? '',
+    /^2026-03-29 02:30 does not happen in Europe\/Amsterdam: the clocks skip it; type the time with its offset/,
+  );
+  // Lord Howe Island moves its clocks by half an hour.
+  assert.match(readConsoleTime('2026-10-04 02:15', 'Australia/Lord_Howe').refusal ?? '', /does not happen/);
+  assert.equal(readConsoleTime('2026-10-04 02:45', 'Australia/Lord_Howe').refusal, undefined);
+  // Either side of the doubled hour, one moment each.
+  assert.deepEqual(readConsoleTime('2026-10-25 01:59', 'Europe/Amsterdam'), {
+    value: '2026-10-24T23:59:00Z',
+    readIn: 'Europe/Amsterdam',
+  });
+  assert.equal(readConsoleTime('2026-10-25 03:00', 'Europe/Amsterdam').value, '2026-10-25T02:00:00Z');
+});
+
 test('a zone the runtime does not know, or none, is UTC', () => {
   assert.equal(knownZone('Europe/Amsterdam'), 'Europe/Amsterdam');
   assert.equal(knownZone('Mars/Olympus_Mons'), 'UTC');
