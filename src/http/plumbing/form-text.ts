@@ -33,10 +33,13 @@ export function parseFormText(text: string): Record<string, FormValue | FormValu
 }
 
 /**
- * The text a form's part stands for (`+` a space), or null when its percent-encoded bytes are no
- * UTF-8. A `%` without two hex digits is itself, as PHP and URLSearchParams read it.
+ * The text a form's part stands for (`+` a space), or null when its bytes, raw or percent-encoded,
+ * are no UTF-8. A `%` without two hex digits is itself, as PHP and URLSearchParams read it.
  */
 function decoded(part: string): string | null {
+  // A form body reaches the parser decoded as UTF-8 already, its bytes that are not (a raw 0xF6,
+  // Latin-1 ö) made U+FFFD; a client that means U+FFFD sends it percent-encoded.
+  if (part.includes('\uFFFD')) return null;
   const spaced = part.includes('+') ? part.replaceAll('+', ' ') : part;
   if (!spaced.includes('%')) return spaced;
   try {

@@ -71,6 +71,14 @@ test('a value whose percent-encoding is no UTF-8 is answered invalid value, as t
     headers: form,
   });
   assert.equal(errorBody(named.text), 'invalid value for "display_name"');
+  // The same in raw bytes, not percent-encoded: 0xF6 is no UTF-8.
+  const raw = await portal.request('/create', {
+    method: 'POST',
+    body: Buffer.concat([Buffer.from('user_id=j'), Buffer.from([0xf6]), Buffer.from('rg&profile_id=employees')]),
+    headers: form,
+  });
+  assert.equal(raw.status, 400, raw.text);
+  assert.equal(errorBody(raw.text), 'invalid value for "user_id"');
   assert.deepEqual((await portal.get('/users')).json(), { users: [] }, 'no user was made');
 
   // UTF-8 and a `%` written as `%25` are text as before.

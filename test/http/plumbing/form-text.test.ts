@@ -14,6 +14,9 @@ test('a form is read as UTF-8 text; a value that is not is marked undecodable, a
   assert.deepEqual(values['half'], new UndecodableValue('%ED%A0%80'));
   assert.equal(values['bad'], '%ZZ', 'a % without two hex digits is itself');
   assert.equal(values['%FF'], 'x');
+  // A raw byte that is no UTF-8 arrives as U+FFFD (the body was decoded before); sent percent-encoded, U+FFFD is text.
+  assert.deepEqual(parseFormText('user_id=j\uFFFDrg')['user_id'], new UndecodableValue('j\uFFFDrg'));
+  assert.equal(parseFormText('v=%EF%BF%BD')['v'], '\uFFFD');
   const proto = parseFormText('__proto__=x&constructor=y');
   assert.equal(proto['__proto__'], 'x');
   assert.equal(proto['constructor'], 'y');
