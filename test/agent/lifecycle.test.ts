@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
@@ -17,6 +16,7 @@ import { NetnsLab, type Namespace } from '../support/netns.js';
 import { NodeAgentProcess } from '../support/node-agent-process.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { parseWireGuardFile } from '../support/wireguard-file.js';
+import { until } from '../support/until.js';
 
 const NODE = asNodeNumber(2);
 
@@ -162,10 +162,11 @@ describe('running the node agent as a service', () => {
   test('an interface that already exists is used as it is and left in place at shut-down', async () => {
     const existing = lab.interfaceName('wge');
     node.spawn('wireguard-go', ['-f', existing], { env: { WG_PROCESS_FOREGROUND: '1' } });
-    for (let tries = 0; (await node.run('wg', ['show', existing])).exitCode !== 0; tries += 1) {
-      if (tries > 100) throw new Error('the prepared interface did not come up');
-      await sleep(50);
-    }
+    await until(
+      'the prepared interface comes up',
+      async () => (await node.run('wg', ['show', existing])).exitCode === 0,
+      60_000,
+    );
     const configFile = join(directory, 'existing.json');
     await writeFile(
       configFile,

@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { asNodeNumber } from '../../../src/shared/ids.js';
@@ -15,6 +14,7 @@ import { readNodeKey } from '../../../src/agent/node-key.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { NetnsLab, type Namespace } from '../../support/netns.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
 
 interface ListedPeer {
   public_key: string;
@@ -98,10 +98,11 @@ describe('a WireGuard client connected through the node', () => {
     // The device: a userspace WireGuard interface set up with the standard tools.
     clientInterface = lab.interfaceName('wgc');
     client.spawn('wireguard-go', ['-f', clientInterface], { env: { WG_PROCESS_FOREGROUND: '1' } });
-    for (let tries = 0; (await client.run('wg', ['show', clientInterface])).exitCode !== 0; tries += 1) {
-      if (tries > 100) throw new Error('the client interface did not come up');
-      await sleep(50);
-    }
+    await until(
+      'the client interface comes up',
+      async () => (await client.run('wg', ['show', clientInterface])).exitCode === 0,
+      60_000,
+    );
     const keyFile = join(directory, 'client.key');
     await writeFile(keyFile, clientKeys.privateKey, { mode: 0o600 });
     await client.exec('wg', [

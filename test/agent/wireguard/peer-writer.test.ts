@@ -8,7 +8,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandRunner } from '../../../src/agent/process/command-runner.js';
 import { PeerWriter, type PeerWriteMethod } from '../../../src/agent/wireguard/peer-writer.js';
 import { WgTool, type PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
@@ -27,10 +26,12 @@ async function startWireGuardGo(node: Namespace, interfaceName: string): Promise
   const child = node.spawn('wireguard-go', ['-f', interfaceName], {
     env: { WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' },
   });
-  for (let tries = 0; (await node.run('wg', ['show', interfaceName])).exitCode !== 0; tries += 1) {
-    if (tries > 100) throw new Error(`wireguard-go did not bring up ${interfaceName}`);
-    await sleep(50);
-  }
+  // A guard against a hang, not a speed target: on a loaded machine wireguard-go takes seconds.
+  await until(
+    `wireguard-go brings up ${interfaceName}`,
+    async () => (await node.run('wg', ['show', interfaceName])).exitCode === 0,
+    60_000,
+  );
   return child;
 }
 
