@@ -62,6 +62,8 @@ export const COPIED_TABLES: readonly {
   { table: 'imported_records', key: ['kind', 'record_id'] },
   // Who was destroyed here, by a digest of the id: the import never brings them back.
   { table: 'destroyed_users', key: ['user_digest'] },
+  // The devices the last inventory pass missed: the next pass retires those it misses again.
+  { table: 'mdm_inventory_misses', key: ['device_id'] },
 ];
 
 /**
