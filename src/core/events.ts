@@ -49,6 +49,7 @@ import type { OpenVpnCertificate } from '../storage/certificates.js';
 import type { Transaction } from 'kysely';
 import { changeCommitted, newChangeMarkerId } from '../storage/change-markers.js';
 import { runClosingWrites, type ClosingWrite } from '../storage/closing-writes.js';
+import { allowIdleForRows } from '../storage/idle-room.js';
 import { transactionRetryWindow, type Db } from '../storage/database.js';
 import {
   CommitOutcomeUnknown,
@@ -564,6 +565,8 @@ export class PortalEvents {
     return db.transaction().execute(async (trx) => {
       const value = await work(trx, async (...given) => {
         const events = eventsOf(given);
+        // Every listener's work on many events, and the closing writes', comes between statements.
+        await allowIdleForRows(trx, announced.length + events.length);
         await this.recordAll(trx, events);
         appendAll(announced, events);
       });

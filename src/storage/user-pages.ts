@@ -5,6 +5,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { appendAll } from '../shared/append-all.js';
 import type { UserId } from '../shared/ids.js';
 import type { Db } from './database.js';
+import { allowIdleForRows } from './idle-room.js';
 
 /** A table of a user's configurations, and the key its pages go by. */
 export type UserRows =
@@ -57,7 +58,10 @@ export function nextPageAfter(answer: PageOfUserAnswer<unknown>): string | null 
   return answer.picked < PAGE_OF_USER ? null : answer.last_picked;
 }
 
-/** Runs pages of `change` from the key after `after` (null: from the first) on, and answers the rows they returned. */
+/**
+ * Runs pages of `change` from the key after `after` (null: from the first) on, and answers the
+ * rows they returned; in a transaction, with room for the caller's work on them (idle-room.ts).
+ */
 export async function remainingPagesOfUser<Row>(
   db: Db,
   rows: UserRows,
@@ -75,5 +79,7 @@ export async function remainingPagesOfUser<Row>(
     appendAll(changed, answer.paged);
     next = nextPageAfter(answer);
   } while (next !== null);
+  // The caller's work on so many rows (releasing addresses, announcing them) comes next.
+  await allowIdleForRows(db, changed.length);
   return changed;
 }
