@@ -154,8 +154,12 @@ export class NetnsLab {
     for (;;) {
       const index = randomInt(0, 2 ** 14);
       if (this.#subnets.has(index) || !reserveSubnet(index)) continue;
+      if (hostHoldsSubnet(index)) {
+        rmSync(path.join(SUBNET_RESERVATIONS, String(index)), { force: true });
+        continue;
+      }
       this.#subnets.add(index);
-      const base = 198 * 2 ** 24 + 18 * 2 ** 16 + index * 4;
+      const base = subnetBase(index);
       return { first: ipv4(base + 1), second: ipv4(base + 2), prefixLength: 30 };
     }
   }
@@ -229,6 +233,24 @@ export class NetnsLab {
     for (const name of this.#interfaceNames) rmSync(`${WIREGUARD_SOCKET_DIR}/${name}.sock`, { force: true });
     for (const index of this.#subnets) rmSync(path.join(SUBNET_RESERVATIONS, String(index)), { force: true });
   }
+}
+
+/** The first address of /30 number `index` of 198.18.0.0/16, as a number. */
+function subnetBase(index: number): number {
+  return 198 * 2 ** 24 + 18 * 2 ** 16 + index * 4;
+}
+
+/**
+ * Whether an interface of the host holds an address of /30 number `index`: a lab whose process
+ * was killed (SIGKILL, no cleanup) leaves its namespaces and veths behind, and its reservation
+ * reads as free. A second route to the same /30 on the host sent the next lab's answers into the
+ * dead lab's namespace: its agent never reached the portal.
+ */
+export function hostHoldsSubnet(index: number): boolean {
+  const prefix = `${ipv4(subnetBase(index))}/30`;
+  const shown = spawnSync('ip', ['-o', '-4', 'address', 'show', 'to', prefix], { encoding: 'utf8' });
+  if (shown.status !== 0) throw new Error(`ip address show to ${prefix} failed: ${shown.stderr}`);
+  return shown.stdout.trim() !== '';
 }
 
 /** One file per /30 a lab holds, named by its index, holding the process id of its holder. */

@@ -4,6 +4,7 @@
 // a veth link to the node (a namespace cannot reach the host's loopback), the agent on the
 // node end; the device reaches the node over a second link. Everything is removed at close().
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -254,10 +255,15 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
         ...options.agentConfig?.(addresses),
       }),
     );
+    const portalPort = new URL(portal.nodeApiUrl).port;
     const startAgent = async (): Promise<NodeAgentProcess> => {
       const started = new NodeAgentProcess(node, agentConfigFile);
       agent = started;
-      await started.ready();
+      await withPathReport(started.ready(), node, {
+        portal: hostLink.first,
+        node: hostLink.second,
+        port: portalPort,
+      });
       return started;
     };
     if (options.startAgent !== false) await startAgent();
@@ -267,7 +273,6 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
     if (second !== null) {
       const secondInterface = lab.interfaceName('wgm');
       const secondConfigFile = join(directory, 'node2.json');
-      const portalPort = new URL(portal.nodeApiUrl).port;
       await writeFile(
         secondConfigFile,
         JSON.stringify({
@@ -281,7 +286,11 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       );
       secondAgent = new NodeAgentProcess(second.namespace, secondConfigFile);
       secondAgentToStop = secondAgent;
-      await secondAgent.ready();
+      await withPathReport(secondAgent.ready(), second.namespace, {
+        portal: second.link.first,
+        node: second.link.second,
+        port: portalPort,
+      });
       const started = secondAgent;
       const namespace = second.namespace;
       secondNode = {
@@ -393,5 +402,45 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
   } catch (error) {
     await close();
     throw error;
+  }
+}
+
+/**
+ * `ready`, or its failure with what the host and the node's namespace say of the path between
+ * the agent and the portal: an agent that never reached the portal (seen once on a loaded CI
+ * machine) otherwise leaves only its own timeouts to go by.
+ */
+async function withPathReport<T>(
+  ready: Promise<T>,
+  node: Namespace,
+  path: { readonly portal: string; readonly node: string; readonly port: string },
+): Promise<T> {
+  try {
+    return await ready;
+  } catch (error) {
+    const host = (args: string[]): string => {
+      const shown = spawnSync(args[0] ?? '', args.slice(1), { encoding: 'utf8' });
+      return `$ ${args.join(' ')}\n${shown.stdout}${shown.stderr}`;
+    };
+    const inNode = async (args: string[]): Promise<string> => {
+      const shown = await node.run(args[0] ?? '', args.slice(1));
+      return `$ (node) ${args.join(' ')}\n${shown.stdout}${shown.stderr}`;
+    };
+    let fromHost: string;
+    try {
+      const answer = await fetch(`http://${path.portal}:${path.port}/`, { signal: AbortSignal.timeout(5_000) });
+      fromHost = `the portal answered the host with ${answer.status}`;
+    } catch (reason) {
+      fromHost = `the portal did not answer the host: ${String(reason)} (${String((reason as Error).cause)})`;
+    }
+    const report = [
+      fromHost,
+      host(['ip', '-o', '-4', 'address', 'show', 'to', `${path.portal}/30`]),
+      host(['ip', 'route', 'get', path.node]),
+      host(['ss', '-tnH', 'state', 'all', `( sport = :${path.port} or dport = :${path.port} )`]),
+      await inNode(['ip', '-o', '-4', 'address']),
+      await inNode(['ip', 'route', 'get', path.portal]),
+    ];
+    throw new Error(`${(error as Error).message}\nthe path to the portal:\n${report.join('\n')}`, { cause: error });
   }
 }
