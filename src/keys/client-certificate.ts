@@ -117,9 +117,16 @@ export class ClientCertificateVerifier {
       if (certificate.notAfter.getTime() < now.getTime())
         return refuse(`certificate "${certificate.subject}" expired at ${certificate.notAfter.toISOString()}`);
     }
-    const issuer = chain[1];
-    if (issuer !== undefined && (await this.#revoked(leaf, issuer)))
-      return refuse(`the client certificate (serial ${leaf.serialNumber}) is revoked`);
+    // Each link on its issuer's lists: a CA whose own issuer revoked it vouches for nothing.
+    for (let index = 0; index + 1 < chain.length; index++) {
+      const [certificate, issuer] = [chain[index], chain[index + 1]];
+      if (certificate === undefined || issuer === undefined || !(await this.#revoked(certificate, issuer))) continue;
+      return refuse(
+        index === 0
+          ? `the client certificate (serial ${leaf.serialNumber}) is revoked`
+          : `CA certificate "${certificate.subject}" (serial ${certificate.serialNumber}) of the client certificate's chain is revoked`,
+      );
+    }
     if (this.intuneTenantId !== null) {
       const tenant = intuneTenantOf(leaf);
       if (tenant === null)
@@ -178,8 +185,8 @@ export class ClientCertificateVerifier {
    * the refresher compares them (not by the library's findRevoked, which misses a serial of zero
    * or a negative one, both of which some CAs issue).
    */
-  async #revoked(leaf: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
-    const serial = normalSerial(leaf.serialNumber);
+  async #revoked(certificate: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+    const serial = normalSerial(certificate.serialNumber);
     for (const crl of this.#crls) {
       if (crl === null || crl.issuer !== issuer.subject) continue;
       if (!(await crl.verify({ publicKey: issuer.publicKey }, crypto))) continue;

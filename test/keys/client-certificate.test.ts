@@ -1,7 +1,7 @@
 // The check of a device's MDM certificate, against a test CA made at run time with openssl: a
 // chain to the trust anchor passes and yields the device id by each rule; an untrusted issuer,
-// a certificate outside its validity, a revoked one and one without the identity field are
-// refused, each with its reason.
+// a certificate outside its validity, a revoked one (or one under a revoked CA) and one without
+// the identity field are refused, each with its reason.
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -103,6 +103,29 @@ describe('a device certificate is checked against the trust anchors and revocati
     const forged = readFileText(other.writeCrl());
     assert.equal((await verifier(undefined, [forged]).verify([laptop.certificatePem, ca.issuingPem], now)).ok, true);
   });
+});
+
+test('a device certificate under an issuing CA that the root’s revocation list revokes is refused, naming that CA', async () => {
+  const ca = MdmCa.make('Compromised');
+  try {
+    const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:L1' });
+    const rule: DeviceIdRule = { from: 'san-uri', prefix: 'urn:mdm:serial:' };
+    const now = new Date();
+    const presented = [laptop.certificatePem, ca.issuingPem];
+    assert.equal((await new ClientCertificateVerifier([ca.rootPem], [], rule).verify(presented, now)).ok, true);
+
+    const rootList = readFileText(ca.revokeIssuingCa());
+    const verdict = await new ClientCertificateVerifier([ca.rootPem], [rootList], rule).verify(presented, now);
+    assert.equal(
+      verdict.ok ? 'accepted' : verdict.reason,
+      `CA certificate "CN=Compromised Issuing CA" (serial ${serialOf(ca.issuingPem)}) of the client certificate's chain is revoked`,
+    );
+    // The same list with the issuing CA as the trust anchor: nothing above it to revoke it.
+    const anchoredBelow = new ClientCertificateVerifier([ca.issuingPem], [rootList], rule);
+    assert.equal((await anchoredBelow.verify([laptop.certificatePem], now)).ok, true);
+  } finally {
+    ca.remove();
+  }
 });
 
 test('with intuneTenantId the certificate must carry Intune’s tenant extension with that tenant, read in Microsoft’s byte order', async () => {

@@ -2,7 +2,7 @@
 // issuing CA under it, device certificates with a subjectAltName URI, a subject serialNumber
 // and a CN, and a revocation list made by `openssl ca -revoke` / `-gencrl`.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -246,6 +246,32 @@ export class MdmCa {
   revoke(certificate: string, times: CrlTimes = {}): string {
     this.#openssl(['ca', '-config', 'ca.cnf', '-revoke', certificate]);
     return this.writeCrl(times);
+  }
+
+  /** Revokes the issuing CA itself and writes the root's revocation list (`root.crl`); its path. */
+  revokeIssuingCa(): string {
+    if (!existsSync(path.join(this.directory, 'root.cnf'))) {
+      writeFileSync(path.join(this.directory, 'root-index.txt'), '');
+      writeFileSync(path.join(this.directory, 'root-crlnumber'), '01\n');
+      writeFileSync(
+        path.join(this.directory, 'root.cnf'),
+        [
+          '[ca]',
+          'default_ca = root',
+          '[root]',
+          `database = ${path.join(this.directory, 'root-index.txt')}`,
+          `crlnumber = ${path.join(this.directory, 'root-crlnumber')}`,
+          `certificate = ${path.join(this.directory, 'root.pem')}`,
+          `private_key = ${path.join(this.directory, 'root.key')}`,
+          'default_md = sha256',
+          'default_crl_days = 1',
+          '',
+        ].join('\n'),
+      );
+    }
+    this.#openssl(['ca', '-config', 'root.cnf', '-revoke', 'issuing.pem']);
+    this.#openssl(['ca', '-config', 'root.cnf', '-gencrl', '-out', 'root.crl']);
+    return path.join(this.directory, 'root.crl');
   }
 
   /**
