@@ -93,6 +93,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       await recordNodeNat(ctx, nodeNumber, nat, firstContact);
     });
     const certificateCheck = CertificateCheck.fromConfig(ctx);
+    // Before the enrollment listener answers anyone.
+    await certificateCheck?.revocationLists.restore();
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);
     for (const warning of config.secretFileWarnings) logger.warn(warning);
     if (!ctx.keys.adminApiEnabled())

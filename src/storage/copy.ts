@@ -47,6 +47,7 @@ export const COPIED_TABLES: readonly {
   // The CAs revocation lists are verified with, and which held lists an administrator confirmed.
   { table: 'certificate_authorities', key: ['fingerprint'] },
   { table: 'revocation_list_holds', key: ['sha256'] },
+  { table: 'revocation_list_sources', key: ['location'] },
   // Legal holds: what the housekeeping must keep past its retention.
   { table: 'legal_holds', key: ['hold_id'] },
   // Sessions being accounted for, and the Accounting-Requests not yet acknowledged.

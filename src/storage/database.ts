@@ -85,6 +85,7 @@ import { destroyedUsersSchema } from './migrations/0043-destroyed-users.js';
 import { withheldImports } from './migrations/0044-withheld-imports.js';
 import { usersDisabledByImport } from './migrations/0045-users-disabled-by-import.js';
 import { mdmInventoryMisses } from './migrations/0046-mdm-inventory-misses.js';
+import { revocationListSources } from './migrations/0047-revocation-list-sources.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -145,6 +146,7 @@ const migrations: Record<string, Migration> = {
   '0044-withheld-imports': withheldImports,
   '0045-users-disabled-by-import': usersDisabledByImport,
   '0046-mdm-inventory-misses': mdmInventoryMisses,
+  '0047-revocation-list-sources': revocationListSources,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

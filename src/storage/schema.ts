@@ -482,6 +482,17 @@ export interface ImportedRecordsTable {
 
 /** A user destroyed here, by a digest of its id (migration 0043, src/storage/destroyed-users.ts). */
 /** A live device the last readable MDM inventory pass did not find (migration 0046). */
+export interface RevocationListSourcesTable {
+  /** The source as configured: a file's path or a URL. */
+  location: string;
+  /** The CA the lists believed from it name (their issuer). */
+  issuer: string;
+  /** The newest thisUpdate believed from it (ISO 8601): an older list is refused. */
+  this_update: string;
+  /** That list, DER in base64: in force again after a restart, before the source is read. */
+  list: string;
+}
+
 export interface MdmInventoryMissesTable {
   device_id: string;
   /** When a pass first missed it (ATOM): the pass after that retires it if it is still missing. */
@@ -532,4 +543,5 @@ export interface Database {
   imported_records: ImportedRecordsTable;
   destroyed_users: DestroyedUsersTable;
   mdm_inventory_misses: MdmInventoryMissesTable;
+  revocation_list_sources: RevocationListSourcesTable;
 }

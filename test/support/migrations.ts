@@ -43,4 +43,5 @@ export const EXPECTED_MIGRATIONS = [
   '0044-withheld-imports',
   '0045-users-disabled-by-import',
   '0046-mdm-inventory-misses',
+  '0047-revocation-list-sources',
 ] as const;

@@ -34,6 +34,11 @@ import {
   isRevocationListConfirmed,
   rememberCertificateAuthorities,
 } from '../../storage/revocation-list-trust.js';
+import {
+  pinRevocationListSource,
+  revocationListSourcePins,
+  type RevocationListSourcePin,
+} from '../../storage/revocation-list-sources.js';
 import { recordAdminCall } from '../access/index.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
@@ -122,6 +127,38 @@ export class RevocationListRefresher {
     this.#held = config.crlSources.map(() => null);
   }
 
+  /**
+   * Puts in force again, for each URL source, the newest list believed from it before (by this
+   * portal before a restart, or by another instance): a revoked certificate stays refused from
+   * the first request on, whatever the distribution point answers. A file is read at start.
+   */
+  async restore(): Promise<void> {
+    let pins: Map<string, RevocationListSourcePin>;
+    try {
+      pins = await revocationListSourcePins(this.#ctx.db);
+    } catch (error) {
+      this.#ctx.logger.error({ err: error }, 'the revocation lists believed before cannot be read');
+      return;
+    }
+    this.#config.crlSources.forEach((source, index) => {
+      const pin = pins.get(source.location);
+      if (source.kind !== 'url' || pin === undefined || this.#inForce[index] !== null) return;
+      let crl: RevocationList;
+      try {
+        crl = readCrl(pin.list);
+      } catch (error) {
+        this.#ctx.logger.error(
+          { err: error, crl: source.location },
+          'a revocation list believed before cannot be read',
+        );
+        return;
+      }
+      const sha256 = createHash('sha256').update(pin.list).digest('hex');
+      this.#verifier.replaceCrl(index, crl);
+      this.#inForce[index] = { crl, sha256, revoked: revokedSerialsOf(crl) };
+    });
+  }
+
   /** Reads the lists now (a URL's first fetch, and devices revoked while the portal was down), then every crlRefresh. */
   start(): void {
     if (this.#config.crlSources.length === 0) return;
@@ -190,6 +227,18 @@ export class RevocationListRefresher {
         'the intermediate CAs seen in enrolled chains cannot be read; only trust anchors and configured intermediates sign lists now',
       );
     }
+    // What was believed from each source before (by this instance or another, before a restart):
+    // unknown, no list can be held to it, so none is read now.
+    let pins: Map<string, RevocationListSourcePin>;
+    try {
+      pins = await revocationListSourcePins(this.#ctx.db);
+    } catch (error) {
+      this.#ctx.logger.error(
+        { err: error },
+        'what the revocation list sources gave before cannot be read; the lists in force stay until the next refresh',
+      );
+      return;
+    }
     await Promise.all(
       this.#config.crlSources.map(async (source, index) => {
         let crl: RevocationList | null = null;
@@ -202,11 +251,12 @@ export class RevocationListRefresher {
             throw new CrlRefused('unreadable', `not a PEM or DER revocation list (${messageOf(error)})`);
           }
           sha256 = createHash('sha256').update(Buffer.from(crl.rawData)).digest('hex');
-          await this.#check(crl, this.#inForce[index] ?? null, authorities, now);
+          await this.#check(crl, this.#inForce[index] ?? null, pins.get(source.location) ?? null, authorities, now);
         } catch (error) {
           await this.#refuse(source, index, error, crl, sha256);
           return;
         }
+        await this.#pin(source.location, pins.get(source.location) ?? null, crl);
         this.#verifier.replaceCrl(index, crl);
         this.#inForce[index] = { crl, sha256, revoked: revokedSerialsOf(crl) };
         if (this.#errors[index] !== null)
@@ -225,10 +275,30 @@ export class RevocationListRefresher {
     }
   }
 
-  /** Throws CrlRefused unless the CA the list names signed it and it is current. */
+  /** Notes a believed list's CA and thisUpdate for its source, unless that is noted already. */
+  async #pin(location: string, pin: RevocationListSourcePin | null, crl: RevocationList): Promise<void> {
+    if (pin !== null && pin.issuer === crl.issuer && pin.thisUpdate.getTime() >= crl.thisUpdate.getTime()) return;
+    try {
+      await pinRevocationListSource(this.#ctx.db, location, {
+        issuer: crl.issuer,
+        thisUpdate: crl.thisUpdate,
+        list: Buffer.from(crl.rawData),
+      });
+    } catch (error) {
+      // This instance holds the source to it still; the note is tried again at the next refresh.
+      this.#ctx.logger.error({ err: error, crl: location }, 'a believed revocation list cannot be noted');
+    }
+  }
+
+  /**
+   * Throws CrlRefused unless the CA the list names signed it, it is current, and it keeps to what
+   * was believed from its source before: the same CA, and no older (the list in force, or what
+   * `pin` says was believed before this instance started).
+   */
   async #check(
     crl: RevocationList,
     inForce: ListInForce | null,
+    pin: RevocationListSourcePin | null,
     authorities: readonly CaCertificate[],
     now: Date,
   ): Promise<void> {
@@ -238,10 +308,11 @@ export class RevocationListRefresher {
         candidates.push(authority);
     // A list keeps to the CA of the list in force: another known CA's genuine list (all of whose
     // certificates it would leave unrevoked) must not take the place of this one's.
-    if (inForce !== null && inForce.crl.issuer !== crl.issuer)
+    const sourceIssuer = inForce?.crl.issuer ?? pin?.issuer ?? null;
+    if (sourceIssuer !== null && sourceIssuer !== crl.issuer)
       throw new CrlRefused(
         'other-issuer',
-        `it names "${crl.issuer}", but the list in force from here is of "${inForce.crl.issuer}" (restart the portal if the CA changed its name)`,
+        `it names "${crl.issuer}", but the lists believed from here are of "${sourceIssuer}" (if this source really serves another CA now: vpn-portal mdm forget-crl LOCATION)`,
       );
     if (candidates.length === 0)
       throw new CrlRefused(
@@ -254,10 +325,15 @@ export class RevocationListRefresher {
       throw new CrlRefused('not-yet-valid', `its thisUpdate ${crl.thisUpdate.toISOString()} is in the future`);
     if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime())
       throw new CrlRefused('expired', `its nextUpdate ${crl.nextUpdate.toISOString()} has passed`);
-    if (inForce !== null && inForce.crl.issuer === crl.issuer && crl.thisUpdate < inForce.crl.thisUpdate)
+    if (inForce !== null && crl.thisUpdate < inForce.crl.thisUpdate)
       throw new CrlRefused(
         'older',
         `its thisUpdate ${crl.thisUpdate.toISOString()} is older than the list in force (${inForce.crl.thisUpdate.toISOString()})`,
+      );
+    if (pin !== null && crl.thisUpdate < pin.thisUpdate)
+      throw new CrlRefused(
+        'older',
+        `its thisUpdate ${crl.thisUpdate.toISOString()} is older than a list believed from here before (${pin.thisUpdate.toISOString()})`,
       );
   }
 

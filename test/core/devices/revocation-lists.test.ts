@@ -7,7 +7,9 @@
 // an intermediate seen in an enrolled chain) signed it and it is current: a forged, expired or
 // early list retires nobody, keeps the last good one, and is in the metrics and the audit log, and
 // so does another known CA's genuine list served in place of the list in force; a genuine list
-// that would retire too many at once waits for `vpn-portal mdm confirm-crl`.
+// that would retire too many at once waits for `vpn-portal mdm confirm-crl`. What was believed
+// from a source holds across a restart: its list is in force at once, and an older list or
+// another CA's served after the restart is refused.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +19,12 @@ import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
 import { runCli } from '../../support/portal-process.js';
-import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import {
+  defaultTestConfig,
+  startTestPortal,
+  testPortalConfigFile,
+  type TestPortal,
+} from '../../support/test-portal.js';
 import { until, within } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
@@ -427,5 +434,88 @@ describe('a revocation list keeps to the CA of the list in force', () => {
     );
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.parameters['issuer'], 'CN=Beta MDM Issuing CA');
+  });
+});
+
+describe('what was believed from a revocation list source holds across a restart', () => {
+  let alpha: MdmCa;
+  let beta: MdmCa;
+  let crls: CrlServer;
+  let served: string;
+  let dataDir: string;
+  let revoked: DeviceCertificateFiles;
+  let olderList: string;
+  const portals: TestPortal[] = [];
+
+  before(async () => {
+    alpha = MdmCa.make('Alpha MDM');
+    beta = MdmCa.make('Beta MDM');
+    // A genuine list of an hour ago, still current: from before the revocation below.
+    olderList = alpha.writeCrl({ file: 'before.crl', thisUpdate: new Date(Date.now() - 3_600_000) });
+    revoked = alpha.device('eve-laptop', { cn: 'eve-laptop', uri: 'urn:mdm:serial:KEPT-1' });
+    served = alpha.revoke(revoked.certificate);
+    crls = await CrlServer.start(() => served);
+    dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-crl-kept-'));
+  });
+
+  after(async () => {
+    for (const portal of portals) await portal.close();
+    await crls?.close();
+    alpha?.remove();
+    beta?.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const config = () => ({
+    enrollment: alpha.mutualTlsEnrollment({
+      trustAnchors: [alpha.rootFile, beta.rootFile],
+      intermediates: [alpha.issuingFile, beta.issuingFile],
+      crl: [crls.url],
+      crlRefresh: 'PT1S',
+    }),
+  });
+  const start = async (): Promise<TestPortal> => {
+    // The same data folder: the same database each time.
+    const portal = await startTestPortal({ dataDir, config: config() });
+    portals.push(portal);
+    return portal;
+  };
+  const enroll = (portal: TestPortal) =>
+    enrollOverTls(`${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`, alpha, revoked, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
+  const refusedFor = async (portal: TestPortal, reason: string) =>
+    Number(
+      new RegExp(`^vpn_portal_crl_refused_total\\{reason="${reason}"\\} (\\S+)$`, 'm').exec(
+        await (await fetch(portal.portal.metricsUrl ?? '')).text(),
+      )?.[1] ?? 0,
+    );
+
+  test('after a restart the revoked certificate is refused at once, though the distribution point is down, then serves an older list, then another CA’s', async () => {
+    const first = await start();
+    await first.admin.registerDevice({ user_id: 'eve', profile_id: 'employees', platform: 'linux', serial: 'KEPT-1' });
+    await until('the list read', async () => (await enroll(first)).status === 403, 30_000);
+    await first.close();
+
+    // Whoever answers for the distribution point now: first nothing at all.
+    crls.failing = true;
+    const second = await start();
+    const atOnce = await enroll(second);
+    assert.equal(atOnce.status, 403, atOnce.text);
+    assert.match(atOnce.text, /revoked/);
+
+    // Then the CA's own list of an hour ago, genuine and current, from before the revocation.
+    served = olderList;
+    crls.failing = false;
+    await until('the older list refused', async () => (await refusedFor(second, 'older')) > 0, 30_000);
+    const afterOlder = await enroll(second);
+    assert.equal(afterOlder.status, 403, afterOlder.text);
+
+    // Then another known CA's genuine, current list.
+    served = beta.writeCrl();
+    await until('the other CA’s list refused', async () => (await refusedFor(second, 'other-issuer')) > 0, 30_000);
+    const afterOther = await enroll(second);
+    assert.equal(afterOther.status, 403, afterOther.text);
+    await second.close();
   });
 });
