@@ -6,11 +6,15 @@
 // than enrollment.clientCertificate.crlMaxRetire at once, or the administrator's confirmation
 // that one may retire its devices (stored in the database: every portal instance sees it, and
 // retires them at its next refresh).
+// `vpn-portal mdm forget-crl LOCATION`: forgets which CA a revocation list source's lists name
+// and how new the last one was, for a source that really serves another CA's lists now.
+import path from 'node:path';
 import { ConfigError } from '../config/config-error.js';
 import { compareWithMdmInventory, type CompliancePass, type InventoryPass } from '../core/devices/index.js';
 import { systemClock } from '../shared/time.js';
 import { openDatabase } from '../storage/database.js';
 import { confirmRevocationList, revocationListHolds } from '../storage/revocation-list-trust.js';
+import { forgetRevocationListSource } from '../storage/revocation-list-sources.js';
 import { formatAtom } from '../shared/time.js';
 import { loadExistingPortalConfig } from './existing-portal.js';
 import { describeUnknownCommand, parseOptions } from './options.js';
@@ -28,11 +32,14 @@ export async function runMdmCommand(
     args: [...rest],
     options: { config: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
     strict: true,
-    allowPositionals: subcommand === 'confirm-crl',
+    allowPositionals: subcommand === 'confirm-crl' || subcommand === 'forget-crl',
   });
   if (subcommand === 'confirm-crl') return confirmCrl(positionals, values.config, values.json === true, print);
+  if (subcommand === 'forget-crl') return forgetCrl(positionals, values.config, print);
   if (subcommand !== 'sync')
-    throw new ConfigError(`${describeUnknownCommand('mdm', subcommand ?? '', ['sync', 'confirm-crl'])}\n${MDM_USAGE}`);
+    throw new ConfigError(
+      `${describeUnknownCommand('mdm', subcommand ?? '', ['sync', 'confirm-crl', 'forget-crl'])}\n${MDM_USAGE}`,
+    );
   if (values['dry-run'] !== true) {
     throw new ConfigError(
       `mdm sync needs --dry-run: the portal itself retires the devices gone, every mdmInventory.interval\n${MDM_USAGE}`,
@@ -171,5 +178,37 @@ async function confirmCrl(
     await db.destroy();
   }
   print(`revocation list ${sha256} confirmed: the portal retires its devices at the next refresh`);
+  return 0;
+}
+
+/** Forgets what was believed from one revocation list source, named as `crl` names it. */
+async function forgetCrl(
+  positionals: readonly string[],
+  configPath: string | undefined,
+  print: (line: string) => void,
+): Promise<number> {
+  const [location, ...more] = positionals;
+  if (location === undefined || more.length > 0)
+    throw new ConfigError(`mdm forget-crl takes one revocation list source (a URL or file of crl)\n${MDM_USAGE}`);
+  const config = loadExistingPortalConfig(configPath);
+  const sources = config.enrollment.clientCertificate?.crlSources.map((source) => source.location) ?? [];
+  // A file is named as configured or as resolved; the portal keeps it resolved.
+  const known = sources.find((source) => source === location || source === path.resolve(location));
+  if (known === undefined)
+    throw new ConfigError(
+      `mdm forget-crl: "${location}" is not a source of enrollment.clientCertificate.crl (${sources.length === 0 ? 'it has none' : sources.join(', ')})`,
+    );
+  const db = await openDatabase(config.database, { timeoutMs: config.databaseTimeoutMs });
+  let forgotten: boolean;
+  try {
+    forgotten = await forgetRevocationListSource(db, known);
+  } finally {
+    await db.destroy();
+  }
+  print(
+    forgotten
+      ? `${known}: forgotten; a portal that starts now believes the first good list it reads from there, of whichever known CA`
+      : `${known}: nothing was believed from there yet`,
+  );
   return 0;
 }

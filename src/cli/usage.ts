@@ -15,10 +15,13 @@ export const DB_USAGE = `usage: vpn-portal db migrate|status [--config FILE]
   copy: copy every table into an empty database (DATABASE: sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/NAME)`;
 export const MDM_USAGE = `usage: vpn-portal mdm sync --dry-run [--json] [--config FILE]
        vpn-portal mdm confirm-crl [SHA256] [--json] [--config FILE]
+       vpn-portal mdm forget-crl LOCATION [--config FILE]
   sync: reads the MDM inventory (mdmInventory) and prints which devices a pass would retire (and with
   compliance, suspend and resume); changes nothing
   confirm-crl: the revocation lists held because they would retire more than crlMaxRetire at once;
-  with SHA256: lets that list retire its devices (at the portal's next refresh)`;
+  with SHA256: lets that list retire its devices (at the portal's next refresh)
+  forget-crl: forgets which CA the lists of this source (a URL or file of crl) name and how new the
+  last was, for a source that serves another CA's lists now (restart the portal after it)`;
 export const IMPORT_USAGE = `usage: vpn-portal import eduvpn [--config FILE] [--eduvpn-config DIR] [--eduvpn-data DIR]
                                 [--eduvpn-database DATABASE [--eduvpn-database-password-file FILE]]
                                 [--node-wireguard-key N=FILE]... [--dry-run]
@@ -145,6 +148,7 @@ export const USAGE = `usage: vpn-portal COMMAND [OPTIONS]     (vpn-portal COMMAN
   admin-key create|list|rotate|revoke …              admin keys with scopes (vpn-portal admin-key --help)
   mdm sync --dry-run [--config FILE]                 what the MDM inventory sync would retire now
   mdm confirm-crl [SHA256] [--config FILE]           held revocation lists; confirm one
+  mdm forget-crl LOCATION [--config FILE]            a revocation list source that serves another CA now
   import eduvpn [--dry-run] …                        bring an eduVPN server into this portal (vpn-portal import --help)
   import eduvpn-config FILE [--node-config FILE]...  portal.json and node.N.json from eduVPN's config.php
   admin COMMAND …                                    call the Admin API (vpn-portal admin --help)

@@ -518,4 +518,21 @@ describe('what was believed from a revocation list source holds across a restart
     assert.equal(afterOther.status, 403, afterOther.text);
     await second.close();
   });
+
+  test('vpn-portal mdm forget-crl lets a source serve another CA’s lists from the next start on; a location that is no source is refused', async () => {
+    const configFile = path.join(dataDir, 'portal.json');
+    const database = portals[0]?.database ?? '';
+    writeFileSync(configFile, JSON.stringify(testPortalConfigFile(config(), dataDir, database)));
+    const unknown = await runCli(['mdm', 'forget-crl', 'http://elsewhere.example/ca.crl', '--config', configFile]);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /is not a source of enrollment\.clientCertificate\.crl \(http:\/\/127\.0\.0\.1:/);
+
+    const forgotten = await runCli(['mdm', 'forget-crl', crls.url, '--config', configFile]);
+    assert.equal(forgotten.code, 0, forgotten.stderr);
+    assert.match(forgotten.stdout, /forgotten/);
+    // Beta's list is still served: after the restart it is believed, Alpha's revocation with it gone.
+    const third = await start();
+    await until('Beta’s list in force', async () => (await enroll(third)).status === 200, 30_000);
+    assert.equal(await refusedFor(third, 'other-issuer'), 0);
+  });
 });
