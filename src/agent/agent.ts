@@ -1,6 +1,6 @@
 // The node agent's start-up and wiring: fetch the server configuration from the portal, set up
 // WireGuard, OpenVPN and ProxyGuard from it, serve the vpn-daemon protocol, refresh periodically.
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../shared/time.js';
 import { resolvePreferAes } from './openvpn/aes-support.js';
@@ -204,8 +204,13 @@ async function applyFirstConfigAndServe(
   let server: DaemonServer | null = null;
   let metricsServer: RunningMetricsServer | null = null;
   try {
-    await services.apply(await firstServerConfig(portal, deps, preferAes, signal));
-    signal?.throwIfAborted();
+    const release = await holdAddress(config.listen);
+    try {
+      await services.apply(await firstServerConfig(portal, deps, preferAes, signal));
+      signal?.throwIfAborted();
+    } finally {
+      await release();
+    }
     server = daemonServerOf(deps, clock, services, state);
     await server.listen({ host: config.listen.host, port: config.listen.port, backlog: LISTEN_BACKLOG });
     signal?.throwIfAborted();
@@ -222,6 +227,26 @@ async function applyFirstConfigAndServe(
     await services.close();
     throw error;
   }
+}
+
+/**
+ * Holds the daemon's address and port until the first configuration is applied, closing each
+ * connection at once, as if nothing listened: the request to the portal before it takes a local
+ * port the kernel picks, and when it picked this one the listen after it failed (EADDRINUSE, and
+ * the agent exited). Answers what lets the address go, just before the daemon listens on it.
+ */
+async function holdAddress(listen: { readonly host: string; readonly port: number }): Promise<() => Promise<void>> {
+  // Port 0 is any port: there is nothing to hold.
+  if (listen.port === 0) return async () => {};
+  const holder = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    holder.once('error', reject);
+    holder.listen({ host: listen.host, port: listen.port, backlog: LISTEN_BACKLOG }, () => {
+      holder.off('error', reject);
+      resolve();
+    });
+  });
+  return () => new Promise<void>((resolve) => holder.close(() => resolve()));
 }
 
 /** The vpn-daemon protocol over the services, describing the node as `state` says. */
