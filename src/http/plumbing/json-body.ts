@@ -4,7 +4,8 @@
 // `{"a":{"a":…` within the size limit ran them out of stack: a 500 instead of a 400; and a
 // body of millions of tiny values (`[{},{},…]`) made JSON.parse exhaust the heap. The depth
 // and the number of values are counted here without recursion, before the text is parsed,
-// and a body over either bound is refused with the surface's own error shape.
+// and a body over either bound is refused with the surface's own error shape, as is one that
+// names a member twice in one object.
 import type { FastifyInstance } from 'fastify';
 
 /** Far more than any body a surface takes (a SCIM PatchOp nests some six levels, a Jamf Pro webhook four). */
@@ -57,16 +58,64 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   return jsonShapeProblem(text, limit, Number.POSITIVE_INFINITY) === 'too-deep';
 }
 
-/** The body's value; throws `refuse(message)` when it is not JSON, nests too deep or holds too many values. */
+/**
+ * The first name one object of `text` holds twice (decoded: `"a"` and `"\u0061"` are one name);
+ * null when no object does. For a parsed body: JSON.parse keeps the last of the two, while a
+ * proxy, a log or an identity provider's own check may read the first, so `{"active": true,
+ * "active": false}` meant one thing to them and another to the portal (RFC 8259 leaves it open;
+ * I-JSON, RFC 7493, forbids it). The nesting is bounded by jsonShapeProblem before.
+ */
+export function duplicateName(text: string): string | null {
+  /** Per open array or object, innermost last: an object's names so far; null for an array. */
+  const open: (Set<string> | null)[] = [];
+  let nameNext = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code === 0x22) {
+      const start = index;
+      for (index++; index < text.length; index++) {
+        const inside = text.charCodeAt(index);
+        if (inside === 0x5c) index++;
+        else if (inside === 0x22) break;
+      }
+      const names = open[open.length - 1];
+      if (!nameNext || names == null) continue;
+      const quoted = text.slice(start, index + 1);
+      const name = quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
+      if (names.has(name)) return name;
+      names.add(name);
+      nameNext = false;
+    } else if (code === 0x7b) {
+      open.push(new Set());
+      nameNext = true;
+    } else if (code === 0x5b) {
+      open.push(null);
+      nameNext = false;
+    } else if (code === 0x7d || code === 0x5d) {
+      open.pop();
+      nameNext = false;
+    } else if (code === 0x2c) nameNext = open[open.length - 1] != null;
+  }
+  return null;
+}
+
+/**
+ * The body's value; throws `refuse(message)` when it is not JSON, nests too deep, holds too many
+ * values or names a member twice in one object.
+ */
 export function readJsonBody(text: string, refuse: (message: string) => Error): unknown {
   const problem = jsonShapeProblem(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
   if (problem === 'too-deep') throw refuse(TOO_DEEP);
   if (problem === 'too-many-values') throw refuse(TOO_MANY_VALUES);
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch {
     throw refuse(NOT_JSON);
   }
+  const twice = duplicateName(text);
+  if (twice !== null) throw refuse(`the request body names ${JSON.stringify(twice)} twice in one object`);
+  return value;
 }
 
 /**

@@ -3,10 +3,12 @@
 // `{"error"}`), never a 500 from a walk that ran out of stack; the surfaces that take forms (the
 // Admin API, the Node API, enrollment, the console) refuse JSON with 415, and read a key such as
 // `a[b][c]…` as the one flat key it is, never as nested objects. The server answers afterwards.
+// A JSON body that names a member twice in one object is a 400 too, and changes nothing.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import {
+  duplicateName,
   jsonShapeProblem,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
@@ -75,6 +77,46 @@ function assertTooDeepScim(answer: ScimAnswer, what: string): void {
     what,
   );
 }
+
+test('a name twice in one object is found, spelled either way; the same name in two objects, or as a value, is not', () => {
+  assert.equal(duplicateName('{"active":true,"active":false}'), 'active');
+  assert.equal(duplicateName('{"active":true,"\\u0061ctive":false}'), 'active');
+  assert.equal(duplicateName('{"a":{"b":1,"c":[{"d":1},{"d":2,"d":3}]}}'), 'd');
+  assert.equal(duplicateName('{"a\\"b":1,"a\\u0022b":2}'), 'a"b');
+  assert.equal(duplicateName('{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}],"c":"c","d":["d","d"]}'), null);
+  assert.equal(duplicateName('{"a":"{\\"a\\":1,\\"a\\":2}"}'), null, 'inside a string');
+  assert.equal(duplicateName('[1,"a","a"]'), null);
+  const refuse = (message: string) => new Error(message);
+  assert.throws(() => readJsonBody('{"userName":"alice","userName":"mallory"}', refuse), {
+    message: 'the request body names "userName" twice in one object',
+  });
+});
+
+test('SCIM: a body naming a member twice in one object is a 400 in SCIM error format, and changes nothing', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const erin = await scim.send('POST', 'Users', { userName: 'erin' });
+  const erinId = String(erin.body?.['id']);
+  const calls: [string, string, string][] = [
+    ['POST', 'Users', '{"userName":"alice","userName":"mallory"}'],
+    ['PUT', `Users/${erinId}`, '{"userName":"erin","active":true,"active":false}'],
+    [
+      'PATCH',
+      `Users/${erinId}`,
+      '{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":true,"active":false}}]}',
+    ],
+  ];
+  for (const [method, path, body] of calls) {
+    const answer = await scim.send(method, path, body);
+    assert.equal(answer.status, 400, `${method} ${path}: ${JSON.stringify(answer.body)}`);
+    assert.equal(answer.body?.['scimType'], 'invalidSyntax');
+    assert.match(String(answer.body?.['detail']), /^the request body names "(userName|active)" twice in one object$/);
+  }
+  assert.equal((await scim.send('GET', 'Users')).body?.['totalResults'], 1, 'nobody was made');
+  assert.equal((await scim.send('GET', `Users/${erinId}`)).body?.['active'], true, 'erin is as she was');
+  assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] });
+});
 
 test('SCIM: deep bodies on every call that takes one are a 400 in SCIM error format; the service answers after them', async (t) => {
   const portal = await startTestPortal();
