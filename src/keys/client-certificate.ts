@@ -3,7 +3,7 @@
 // valid, every certificate valid at the time, the leaf not on a revocation list of its issuer,
 // and the leaf must carry the configured device id. The portal checks this itself, whether the
 // TLS handshake was its own or a reverse proxy's, so a proxy's lax setting cannot let a device in.
-import { webcrypto } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
@@ -24,6 +24,8 @@ export interface VerifiedClientCertificate {
   /** Hex, as the certificate has it. */
   readonly serialNumber: string;
   readonly notAfter: Date;
+  /** SHA-256 (hex, of the DER) of the CA certificate that issued it, as the chain showed. */
+  readonly issuerFingerprint: string;
   /** The subjectAltName e-mail addresses (rfc822Name), for self-registration (`registerAs`). */
   readonly emails: readonly string[];
 }
@@ -144,6 +146,8 @@ export class ClientCertificateVerifier {
         issuer: leaf.issuer,
         serialNumber: leaf.serialNumber,
         notAfter: leaf.notAfter,
+        // The chain has the leaf's issuer next: an intermediate, or the trust anchor itself.
+        issuerFingerprint: fingerprintOf(chain[1] ?? leaf),
         emails: (leaf.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? [])
           .filter((name) => name.type === 'email')
           .map((name) => name.value),
@@ -317,4 +321,9 @@ export function readCrl(input: string | Buffer): x509.X509Crl {
   return input.subarray(0, 10).toString('latin1').startsWith('-----')
     ? new x509.X509Crl(input.toString('latin1'))
     : new x509.X509Crl(new Uint8Array(input));
+}
+
+/** SHA-256 of a certificate's DER, hex: how the portal names one CA certificate among others of its name. */
+export function fingerprintOf(certificate: x509.X509Certificate): string {
+  return createHash('sha256').update(Buffer.from(certificate.rawData)).digest('hex');
 }

@@ -86,6 +86,7 @@ import { withheldImports } from './migrations/0044-withheld-imports.js';
 import { usersDisabledByImport } from './migrations/0045-users-disabled-by-import.js';
 import { mdmInventoryMisses } from './migrations/0046-mdm-inventory-misses.js';
 import { revocationListSources } from './migrations/0047-revocation-list-sources.js';
+import { deviceCertificateIssuer } from './migrations/0048-device-certificate-issuer.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -147,6 +148,7 @@ const migrations: Record<string, Migration> = {
   '0045-users-disabled-by-import': usersDisabledByImport,
   '0046-mdm-inventory-misses': mdmInventoryMisses,
   '0047-revocation-list-sources': revocationListSources,
+  '0048-device-certificate-issuer': deviceCertificateIssuer,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -19,6 +19,8 @@ export interface DeviceCertificate {
   readonly issuer: string;
   readonly serialNumber: string;
   readonly notAfter: string;
+  /** SHA-256 (hex, of the DER) of the CA certificate that issued it; null when not known (bound before it was kept). */
+  readonly issuerFingerprint: string | null;
 }
 
 export interface StoredDevice {
@@ -86,6 +88,7 @@ export async function insertDevice(db: Db, device: StoredDevice): Promise<void> 
       certificate_issuer: device.certificate?.issuer ?? null,
       certificate_serial: device.certificate?.serialNumber ?? null,
       certificate_not_after: device.certificate?.notAfter ?? null,
+      certificate_issuer_fingerprint: device.certificate?.issuerFingerprint ?? null,
       state: device.state,
       created_at: device.createdAt,
       retired_at: device.retiredAt,
@@ -151,6 +154,7 @@ export async function bindDeviceCertificate(db: Db, deviceId: DeviceId, certific
       certificate_issuer: certificate.issuer,
       certificate_serial: certificate.serialNumber,
       certificate_not_after: certificate.notAfter,
+      certificate_issuer_fingerprint: certificate.issuerFingerprint,
     })
     .where('device_id', '=', deviceId)
     .execute();
@@ -267,6 +271,19 @@ export async function liveDevicesWithCertificates(
     .where('state', '<>', 'retired')
     .where('certificate_issuer', '=', issuer)
     .where('certificate_serial', 'in', serialNumbers)
+    .execute();
+  return rows.map(toDevice);
+}
+
+/** Live devices bound to a certificate that one of these CA certificates (by SHA-256 fingerprint) issued. */
+export async function liveDevicesIssuedBy(db: Db, caFingerprints: readonly string[]): Promise<StoredDevice[]> {
+  if (caFingerprints.length === 0) return [];
+  const rows = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where('identity', '=', 'certificate')
+    .where('state', '<>', 'retired')
+    .where('certificate_issuer_fingerprint', 'in', caFingerprints)
     .execute();
   return rows.map(toDevice);
 }
@@ -454,6 +471,7 @@ function toDevice(row: Selectable<DevicesTable>): StoredDevice {
           issuer: row.certificate_issuer ?? '',
           serialNumber: row.certificate_serial ?? '',
           notAfter: row.certificate_not_after ?? '',
+          issuerFingerprint: row.certificate_issuer_fingerprint,
         };
   return {
     deviceId: asDeviceId(row.device_id),

@@ -284,6 +284,8 @@ export interface DevicesTable {
   certificate_issuer: string | null;
   certificate_serial: string | null;
   certificate_not_after: string | null;
+  /** SHA-256 (hex) of the CA certificate that issued it, as enrolled; null before migration 0048. */
+  certificate_issuer_fingerprint: string | null;
   /** `registered`, `active`, `suspended` or `retired`. */
   state: string;
   created_at: string;

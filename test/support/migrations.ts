@@ -44,4 +44,5 @@ export const EXPECTED_MIGRATIONS = [
   '0045-users-disabled-by-import',
   '0046-mdm-inventory-misses',
   '0047-revocation-list-sources',
+  '0048-device-certificate-issuer',
 ] as const;

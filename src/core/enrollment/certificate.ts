@@ -105,6 +105,7 @@ export async function enrollByCertificate(
       issuer: certificate.issuer,
       serialNumber: certificate.serialNumber,
       notAfter: formatAtom(certificate.notAfter),
+      issuerFingerprint: certificate.issuerFingerprint,
     },
   });
 }
