@@ -315,6 +315,28 @@ export async function crlSignedBy(crl: x509.X509Crl, candidates: readonly x509.X
   return false;
 }
 
+/**
+ * The fingerprints of the CA certificates among `cas` that this list revokes: each named by the
+ * list's issuer, with a serial the list holds, and signed by a key among `signers` that signed
+ * the list too (a CA of the same name under another key is not the one revoked).
+ */
+export async function casRevokedBy(
+  crl: x509.X509Crl,
+  cas: readonly x509.X509Certificate[],
+  signers: readonly x509.X509Certificate[],
+): Promise<string[]> {
+  const serials = serialsOf(crl);
+  const revoked = new Set<string>();
+  for (const ca of cas) {
+    if (ca.issuer !== crl.issuer || !serials.has(normalSerial(ca.serialNumber))) continue;
+    for (const signer of signers) {
+      if (signer.subject !== crl.issuer || !(await crl.verify({ publicKey: signer.publicKey }, crypto))) continue;
+      if (await ca.verify({ publicKey: signer.publicKey, signatureOnly: true }, crypto)) revoked.add(fingerprintOf(ca));
+    }
+  }
+  return [...revoked];
+}
+
 /** A revocation list, PEM or DER; throws when it is neither. */
 export function readCrl(input: string | Buffer): x509.X509Crl {
   if (typeof input === 'string') return new x509.X509Crl(input);

@@ -250,6 +250,13 @@ export class MdmCa {
 
   /** Revokes the issuing CA itself and writes the root's revocation list (`root.crl`); its path. */
   revokeIssuingCa(): string {
+    this.writeRootCrl();
+    this.#openssl(['ca', '-config', 'root.cnf', '-revoke', 'issuing.pem']);
+    return this.writeRootCrl();
+  }
+
+  /** The root's revocation list as it stands (`root.crl`, PEM), made now; its path. */
+  writeRootCrl(): string {
     if (!existsSync(path.join(this.directory, 'root.cnf'))) {
       writeFileSync(path.join(this.directory, 'root-index.txt'), '');
       writeFileSync(path.join(this.directory, 'root-crlnumber'), '01\n');
@@ -269,7 +276,6 @@ export class MdmCa {
         ].join('\n'),
       );
     }
-    this.#openssl(['ca', '-config', 'root.cnf', '-revoke', 'issuing.pem']);
     this.#openssl(['ca', '-config', 'root.cnf', '-gencrl', '-out', 'root.crl']);
     return path.join(this.directory, 'root.crl');
   }

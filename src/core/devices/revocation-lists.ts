@@ -16,6 +16,7 @@ import { readFile } from 'node:fs/promises';
 import type { ClientCertificateConfig, CrlSource } from '../../config/portal-config.js';
 import {
   caCertificateFromDer,
+  casRevokedBy,
   crlSignedBy,
   readCrl,
   revokedSerialsOf,
@@ -27,7 +28,7 @@ import {
 import { messageOf } from '../../shared/error-message.js';
 import { readResponseWithin } from '../../shared/limited-body.js';
 import { formatAtom } from '../../shared/time.js';
-import { liveDeviceIdentifiers } from '../../storage/devices.js';
+import { liveDeviceIdentifiers, liveDevicesIssuedBy, type StoredDevice } from '../../storage/devices.js';
 import {
   allCertificateAuthorities,
   holdRevocationList,
@@ -266,7 +267,7 @@ export class RevocationListRefresher {
       }),
     );
     try {
-      await this.#retire();
+      await this.#retire(authorities);
     } catch (error) {
       this.#ctx.logger.error(
         { err: error },
@@ -372,12 +373,19 @@ export class RevocationListRefresher {
   }
 
   /** Retires the devices each list in force revokes; a list that would retire too many at once waits for confirmation. */
-  async #retire(): Promise<void> {
+  async #retire(authorities: readonly CaCertificate[]): Promise<void> {
     const lists = this.#inForce.flatMap((list, index) => (list === null ? [] : [{ list, index }]));
     if (lists.length === 0) return;
     const limit = retireLimit(this.#config.crlMaxRetire, (await liveDeviceIdentifiers(this.#ctx.db)).length);
     for (const { list, index } of lists) {
-      const devices = await devicesOfRevokedCertificates(this.#ctx, list.revoked);
+      // The devices whose own certificate it revokes, and those whose certificate a CA it revokes issued.
+      const signers = [...this.#verifier.anchorsNamed(list.crl.issuer), ...authorities];
+      const revokedCas = new Set(await casRevokedBy(list.crl, authorities, signers));
+      const byId = new Map<string, StoredDevice>();
+      for (const device of await devicesOfRevokedCertificates(this.#ctx, list.revoked))
+        byId.set(device.deviceId, device);
+      for (const device of await liveDevicesIssuedBy(this.#ctx.db, [...revokedCas])) byId.set(device.deviceId, device);
+      const devices = [...byId.values()];
       if (devices.length > limit && !(await isRevocationListConfirmed(this.#ctx.db, list.sha256))) {
         await this.#hold(index, list, devices.length, limit);
         continue;
@@ -388,7 +396,7 @@ export class RevocationListRefresher {
           'a held certificate revocation list is confirmed',
         );
       this.#held[index] = null;
-      await retireDevicesOfRevokedCertificates(this.#ctx, devices);
+      await retireDevicesOfRevokedCertificates(this.#ctx, devices, revokedCas);
     }
   }
 

@@ -36,19 +36,23 @@ export async function devicesOfRevokedCertificates(
   return [...devices.values()];
 }
 
-/** Retires these devices, each bound to a revoked certificate; what it retired. */
+/**
+ * Retires these devices, each bound to a revoked certificate, or to one a revoked CA issued
+ * (`revokedCas`: its fingerprints); what it retired.
+ */
 export async function retireDevicesOfRevokedCertificates(
   ctx: PortalContext,
   devices: readonly StoredDevice[],
+  revokedCas: ReadonlySet<string> = new Set(),
 ): Promise<RetiredDevice[]> {
   const retired: RetiredDevice[] = [];
   for (const device of devices) {
-    const done = await retireOnItsOwn(
-      ctx,
-      device.deviceId,
-      `certificate ${device.certificate?.serialNumber ?? ''} revoked`,
-      'at the next refresh',
-    );
+    const issuer = device.certificate?.issuerFingerprint ?? null;
+    const reason =
+      issuer !== null && revokedCas.has(issuer)
+        ? `the CA that issued certificate ${device.certificate?.serialNumber ?? ''} revoked`
+        : `certificate ${device.certificate?.serialNumber ?? ''} revoked`;
+    const done = await retireOnItsOwn(ctx, device.deviceId, reason, 'at the next refresh');
     if (done !== null) retired.push(done);
   }
   return retired;

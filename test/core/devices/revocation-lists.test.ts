@@ -536,3 +536,67 @@ describe('what was believed from a revocation list source holds across a restart
     assert.equal(await refusedFor(third, 'other-issuer'), 0);
   });
 });
+
+describe('a device whose certificate a revoked CA issued is retired', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let served: string;
+  let portal: TestPortal;
+
+  before(async () => {
+    ca = MdmCa.make('Compromised MDM');
+    served = ca.writeRootCrl();
+    crls = await CrlServer.start(() => served);
+    portal = await startTestPortal({
+      config: {
+        enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S', crlMaxRetire: 10 }),
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('when the root’s list revokes the issuing CA, the device it vouched for is retired, the reason naming the CA', async () => {
+    const device = await portal.admin.registerDevice({
+      user_id: 'carol',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'CA-1',
+    });
+    const bystander = await portal.admin.registerDevice({
+      user_id: 'dave',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'CA-2',
+    });
+    const certificate = ca.device('carol-laptop', { cn: 'carol-laptop', uri: 'urn:mdm:serial:CA-1' });
+    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const answer = await enrollOverTls(enrollUrl, ca, certificate, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal((await portal.admin.device(device.device_id)).state, 'active');
+
+    served = ca.revokeIssuingCa();
+    await until(
+      'the device retired',
+      async () => (await portal.admin.device(device.device_id)).state === 'retired',
+      30_000,
+    );
+    assert.deepEqual((await portal.admin.device(device.device_id)).configurations, []);
+    assert.equal(
+      (await portal.admin.device(bystander.device_id)).state,
+      'registered',
+      'a device without a certificate stays',
+    );
+    const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (row) => row.call === 'retire_device',
+    );
+    assert.equal(rows.length, 1);
+    assert.match(rows[0]?.parameters['reason'] ?? '', /^the CA that issued certificate [0-9a-f]+ revoked$/i);
+  });
+});
