@@ -1,7 +1,7 @@
 // Checking a device's MDM certificate, for enrollment over mutual TLS: the chain
 // the device presented must lead to one of the configured trust anchors with every signature
-// valid, every certificate valid at the time, the leaf not on a revocation list of its issuer,
-// and the leaf must carry the configured device id. The portal checks this itself, whether the
+// valid, every certificate valid at the time, none on a revocation list of its own issuer (a
+// revoked intermediate CA vouches for nothing), and the leaf must carry the configured device id. The portal checks this itself, whether the
 // TLS handshake was its own or a reverse proxy's, so a proxy's lax setting cannot let a device in.
 import { createHash, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
