@@ -264,11 +264,7 @@ export async function liveDevicesWithCertificates(
   serialNumbers: readonly string[],
 ): Promise<StoredDevice[]> {
   if (serialNumbers.length === 0) return [];
-  const rows = await db
-    .selectFrom('devices')
-    .selectAll()
-    .where('identity', '=', 'certificate')
-    .where('state', '<>', 'retired')
+  const rows = await liveCertificateDevices(db)
     .where('certificate_issuer', '=', issuer)
     .where('certificate_serial', 'in', serialNumbers)
     .execute();
@@ -278,14 +274,13 @@ export async function liveDevicesWithCertificates(
 /** Live devices bound to a certificate that one of these CA certificates (by SHA-256 fingerprint) issued. */
 export async function liveDevicesIssuedBy(db: Db, caFingerprints: readonly string[]): Promise<StoredDevice[]> {
   if (caFingerprints.length === 0) return [];
-  const rows = await db
-    .selectFrom('devices')
-    .selectAll()
-    .where('identity', '=', 'certificate')
-    .where('state', '<>', 'retired')
-    .where('certificate_issuer_fingerprint', 'in', caFingerprints)
-    .execute();
+  const rows = await liveCertificateDevices(db).where('certificate_issuer_fingerprint', 'in', caFingerprints).execute();
   return rows.map(toDevice);
+}
+
+/** Devices bound to a certificate and not retired: what a revocation list may retire. */
+function liveCertificateDevices(db: Db) {
+  return db.selectFrom('devices').selectAll().where('identity', '=', 'certificate').where('state', '<>', 'retired');
 }
 
 /** The profiles of a user's devices, retired ones too (their rows stay until the user is destroyed). */

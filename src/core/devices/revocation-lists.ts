@@ -18,6 +18,7 @@ import {
   caCertificateFromDer,
   casRevokedBy,
   crlSignedBy,
+  fingerprintOf,
   readCrl,
   revokedSerialsOf,
   type CaCertificate,
@@ -154,10 +155,14 @@ export class RevocationListRefresher {
         );
         return;
       }
-      const sha256 = createHash('sha256').update(pin.list).digest('hex');
-      this.#verifier.replaceCrl(index, crl);
-      this.#inForce[index] = { crl, sha256, revoked: revokedSerialsOf(crl) };
+      this.#putInForce(index, crl, createHash('sha256').update(pin.list).digest('hex'));
     });
+  }
+
+  /** Makes `crl` the list in force of source `index`, for enrollment and for retirement. */
+  #putInForce(index: number, crl: RevocationList, sha256: string): void {
+    this.#verifier.replaceCrl(index, crl);
+    this.#inForce[index] = { crl, sha256, revoked: revokedSerialsOf(crl) };
   }
 
   /** Reads the lists now (a URL's first fetch, and devices revoked while the portal was down), then every crlRefresh. */
@@ -258,8 +263,7 @@ export class RevocationListRefresher {
           return;
         }
         await this.#pin(source.location, pins.get(source.location) ?? null, crl);
-        this.#verifier.replaceCrl(index, crl);
-        this.#inForce[index] = { crl, sha256, revoked: revokedSerialsOf(crl) };
+        this.#putInForce(index, crl, sha256);
         if (this.#errors[index] !== null)
           this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
         this.#errors[index] = null;
@@ -443,10 +447,7 @@ export class RevocationListRefresher {
 export async function rememberIntermediateCas(ctx: PortalContext, cas: readonly CaCertificate[]): Promise<void> {
   await rememberCertificateAuthorities(
     ctx.db,
-    cas.map((ca) => {
-      const der = Buffer.from(ca.rawData);
-      return { fingerprint: createHash('sha256').update(der).digest('hex'), subject: ca.subject, der };
-    }),
+    cas.map((ca) => ({ fingerprint: fingerprintOf(ca), subject: ca.subject, der: Buffer.from(ca.rawData) })),
     formatAtom(ctx.clock.now()),
   );
 }
