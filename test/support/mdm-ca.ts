@@ -351,6 +351,25 @@ export function enrollOverTls(
   });
 }
 
+/**
+ * enrollOverTls once the portal has read its revocation lists: the 503 a certificate gets while a
+ * distribution point's first list is awaited is tried again, for up to 30 s.
+ */
+export async function enrollOnceListsRead(
+  url: string,
+  ca: MdmCa,
+  device: DeviceCertificateFiles | null,
+  form: Record<string, string>,
+  issuing: MdmCa = ca,
+): Promise<TlsAnswer> {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const answer = await enrollOverTls(url, ca, device, form, issuing);
+    if (answer.status !== 503 || !/has not been read yet/.test(answer.text) || Date.now() > end) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** Serves the CA's revocation list file over http at `{url}`, as a CA's distribution point does; `failing` makes it answer 500. */
 export class CrlServer {
   failing = false;

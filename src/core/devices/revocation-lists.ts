@@ -9,8 +9,9 @@
 // force). A list that cannot be read or is refused keeps the last good one, is logged, counted in
 // the metrics and (refused) in the audit log. Like the MDM inventory sync's fail-safe, a list that
 // would retire more than crlMaxRetire of the live devices at once retires none until an
-// administrator confirms it (`vpn-portal mdm confirm-crl`). A device concern, not an HTTP one:
-// the enrollment listeners only read the lists this puts in the verifier they share.
+// administrator confirms it (`vpn-portal mdm confirm-crl`). Until a URL source's first list is
+// read, certificate enrollment waits (503): nothing enrolls unchecked. A device concern, not an
+// HTTP one: the enrollment listeners only read the lists this puts in the verifier they share.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ClientCertificateConfig, CrlSource } from '../../config/portal-config.js';
@@ -109,6 +110,8 @@ export class RevocationListRefresher {
   readonly #reported: (string | null)[];
   /** Per list: the SHA-256 of the list in force while it is held. */
   readonly #held: (string | null)[];
+  /** Per list: why its last reading failed or was refused ('unreadable' when it could not be read); null when believed or not tried yet. */
+  readonly #lastRefusal: (CrlRefusalReason | null)[];
   readonly #refused = new Map<CrlRefusalReason, number>();
   #refreshing: Promise<void> | null = null;
 
@@ -127,6 +130,7 @@ export class RevocationListRefresher {
     this.#errors = config.crlSources.map(() => null);
     this.#reported = config.crlSources.map(() => null);
     this.#held = config.crlSources.map(() => null);
+    this.#lastRefusal = config.crlSources.map(() => null);
   }
 
   /**
@@ -204,6 +208,20 @@ export class RevocationListRefresher {
     });
   }
 
+  /**
+   * The URL sources nothing is in force from yet (not read since the start, nor believed before
+   * it): a certificate they may revoke waits. Not one whose list names a CA not known yet: that
+   * CA becomes known only by a first enrollment of its chain, so waiting would never end (its
+   * list is lent to enrollment meanwhile, see #lendToEnrollment).
+   */
+  awaitingFirstList(): string[] {
+    return this.#config.crlSources.flatMap((source, index) =>
+      source.kind === 'url' && this.#inForce[index] === null && this.#lastRefusal[index] !== 'unknown-issuer'
+        ? [source.location]
+        : [],
+    );
+  }
+
   /** Lists refused since the portal started, by reason. */
   refusals(): ReadonlyMap<CrlRefusalReason, number> {
     return this.#refused;
@@ -259,6 +277,8 @@ export class RevocationListRefresher {
           sha256 = createHash('sha256').update(Buffer.from(crl.rawData)).digest('hex');
           await this.#check(crl, this.#inForce[index] ?? null, pins.get(source.location) ?? null, authorities, now);
         } catch (error) {
+          if (crl !== null && error instanceof CrlRefused && error.reason === 'unknown-issuer')
+            this.#lendToEnrollment(index, crl, now);
           await this.#refuse(source, index, error, crl, sha256);
           return;
         }
@@ -268,6 +288,7 @@ export class RevocationListRefresher {
           this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
         this.#errors[index] = null;
         this.#reported[index] = null;
+        this.#lastRefusal[index] = null;
       }),
     );
     try {
@@ -278,6 +299,19 @@ export class RevocationListRefresher {
         'devices with revoked certificates could not be looked up; tried again at the next refresh',
       );
     }
+  }
+
+  /**
+   * A current list of a CA not known yet, from a source nothing is in force from, still checks the
+   * chains presented at enrollment: the verifier uses a list only when a chain's own issuer (which
+   * leads to a trust anchor) signed it. It retires nothing; the first chain enrolled makes its CA
+   * known, and the next refresh believes the list.
+   */
+  #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
+    if (this.#inForce[index] !== null) return;
+    if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS) return;
+    if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime()) return;
+    this.#verifier.replaceCrl(index, crl);
   }
 
   /** Notes a believed list's CA and thisUpdate for its source, unless that is noted already. */
@@ -351,6 +385,7 @@ export class RevocationListRefresher {
     sha256: string,
   ): Promise<void> {
     const reason: CrlRefusalReason = error instanceof CrlRefused ? error.reason : 'unreadable';
+    this.#lastRefusal[index] = reason;
     const detail = messageOf(error);
     this.#refused.set(reason, (this.#refused.get(reason) ?? 0) + 1);
     this.#errors[index] = detail;

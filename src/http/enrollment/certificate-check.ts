@@ -5,7 +5,8 @@
 // believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader`
 // SUCCESS, see src/http/enrollment/enroll.ts). Either way the portal checks the chain itself.
 // A revocation list file is parsed at start (one that cannot be parsed refuses the start); the
-// lists are kept fresh by src/core/devices/revocation-lists.ts. A refused enrollment is in the
+// lists are kept fresh by src/core/devices/revocation-lists.ts, and until a URL's list was read
+// once (or believed before a restart) certificates wait (503). A refused enrollment is in the
 // audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../../config/portal-config.js';
@@ -62,6 +63,9 @@ export class CertificateCheck {
   }
 }
 
+/** What a 503 for revocation lists not read yet says in Retry-After: about one refresh of a slow distribution point. */
+const LISTS_NOT_READ_RETRY_SECONDS = 5;
+
 /**
  * A refused certificate enrollment is in the audit log (call `enroll`, no key), as refused Admin
  * API calls are: who tried, from where, and why.
@@ -95,6 +99,15 @@ export async function enrollWithCertificate(
     request.log.warn({ ip: request.ip, reason: verdict.reason }, 'certificate enrollment refused');
     await auditRefusal(ctx, request.ip, {}, 403, verdict.reason);
     await sendError(reply, 403, verdict.reason);
+    return;
+  }
+  // A revoked certificate would pass a source with nothing in force yet: nothing enrolls unchecked.
+  const notRead = check.revocationLists.awaitingFirstList();
+  if (notRead.length > 0) {
+    const reason = `the revocation list ${notRead.join(', ')} has not been read yet; try again shortly`;
+    request.log.warn({ ip: request.ip, crl: notRead }, 'certificate enrollment waits for a revocation list');
+    await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
+    await sendError(reply, 503, reason, { 'retry-after': String(LISTS_NOT_READ_RETRY_SECONDS) });
     return;
   }
   try {

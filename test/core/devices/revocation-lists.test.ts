@@ -17,7 +17,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
-import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
+import {
+  CrlServer,
+  MdmCa,
+  enrollOnceListsRead,
+  enrollOverTls,
+  type DeviceCertificateFiles,
+} from '../../support/mdm-ca.js';
 import { runCli } from '../../support/portal-process.js';
 import {
   defaultTestConfig,
@@ -63,7 +69,7 @@ describe('a device whose certificate is revoked is retired', () => {
       serial,
     });
     const certificate = ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}` });
-    const answer = await enrollOverTls(enrollUrl(), ca, certificate, {
+    const answer = await enrollOnceListsRead(enrollUrl(), ca, certificate, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
     assert.equal(answer.status, 200, answer.text);
@@ -217,7 +223,7 @@ describe('a revocation list is believed only when the CA it names signed it and 
       serial,
     });
     const certificate = ca.device(`${user}-laptop`, { cn: `${user}-laptop`, uri: `urn:mdm:serial:${serial}` });
-    const answer = await enrollOverTls(enrollUrl(), ca, certificate, {
+    const answer = await enrollOnceListsRead(enrollUrl(), ca, certificate, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
     assert.equal(answer.status, 200, answer.text);
@@ -368,6 +374,131 @@ describe('a configured intermediate CA verifies its lists before any device enro
     }
     assert.match(text, /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} 0$/m);
     assert.ok(text.includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 0`));
+  });
+});
+
+describe('a certificate waits while the first list of its distribution point is awaited', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal;
+  let certificate: DeviceCertificateFiles;
+  let releaseFirstRead: () => void = () => undefined;
+
+  before(async () => {
+    ca = MdmCa.make('Awaited MDM');
+    certificate = ca.device('frank-laptop', { cn: 'frank-laptop', uri: 'urn:mdm:serial:WAIT-1' });
+    const crlFile = ca.revoke(certificate.certificate);
+    crls = await CrlServer.start(() => crlFile);
+    // The distribution point holds its first answer until the test lets it go.
+    const firstRead = new Promise<void>((resolve) => {
+      releaseFirstRead = resolve;
+    });
+    crls.gate = (ordinal) => (ordinal === 0 ? firstRead : Promise.resolve());
+    portal = await startTestPortal({
+      config: {
+        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1S' }),
+      },
+    });
+  });
+
+  after(async () => {
+    releaseFirstRead();
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('a revoked certificate presented before the list was read gets 503 and enrolls nothing; once read, it is refused as revoked', async () => {
+    const device = await portal.admin.registerDevice({
+      user_id: 'frank',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'WAIT-1',
+    });
+    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const enroll = () =>
+      enrollOverTls(enrollUrl, ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
+    await until('the portal asked for the list', async () => crls.requests > 0);
+
+    const waiting = await enroll();
+    assert.equal(waiting.status, 503, waiting.text);
+    assert.equal(waiting.headers['retry-after'], '5');
+    assert.ok(waiting.text.includes(`the revocation list ${crls.url} has not been read yet`), waiting.text);
+    const held = await portal.admin.device(device.device_id);
+    assert.equal(held.state, 'registered');
+    assert.deepEqual(held.configurations, []);
+    const refusals = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (row) => row.call === 'enroll' && row.status === 503,
+    );
+    assert.equal(refusals.length, 1);
+    assert.equal(refusals[0]?.parameters['device_id'], 'WAIT-1');
+
+    releaseFirstRead();
+    const refused = await enrollOnceListsRead(enrollUrl, ca, certificate, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /revoked/);
+    assert.equal((await portal.admin.device(device.device_id)).state, 'registered');
+  });
+});
+
+describe('before its CA is known, a list still checks the chains presented at enrollment', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal;
+  let revoked: DeviceCertificateFiles;
+
+  before(async () => {
+    // No intermediates configured and no device enrolled yet: the issuing CA is not known.
+    ca = MdmCa.make('Unknown MDM');
+    revoked = ca.device('grace-laptop', { cn: 'grace-laptop', uri: 'urn:mdm:serial:FIRST-1' });
+    const crlFile = ca.revoke(revoked.certificate);
+    crls = await CrlServer.start(() => crlFile);
+    portal = await startTestPortal({
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('the first certificate presented, revoked on that list, is refused; another of the CA enrolls and makes the CA known', async () => {
+    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    await portal.admin.registerDevice({
+      user_id: 'grace',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'FIRST-1',
+    });
+    await portal.admin.registerDevice({
+      user_id: 'heidi',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'FIRST-2',
+    });
+    const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+    await until(
+      'the list refused as of an unknown CA',
+      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metrics()),
+      30_000,
+    );
+
+    const first = await enrollOverTls(enrollUrl, ca, revoked, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(first.status, 403, first.text);
+    assert.match(first.text, /revoked/);
+
+    const good = ca.device('heidi-laptop', { cn: 'heidi-laptop', uri: 'urn:mdm:serial:FIRST-2' });
+    const enrolled = await enrollOverTls(enrollUrl, ca, good, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(enrolled.status, 200, enrolled.text);
+    await until(
+      'the list believed',
+      async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
+      30_000,
+    );
   });
 });
 
@@ -575,7 +706,7 @@ describe('a device whose certificate a revoked CA issued is retired', () => {
     });
     const certificate = ca.device('carol-laptop', { cn: 'carol-laptop', uri: 'urn:mdm:serial:CA-1' });
     const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
-    const answer = await enrollOverTls(enrollUrl, ca, certificate, {
+    const answer = await enrollOnceListsRead(enrollUrl, ca, certificate, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
     assert.equal(answer.status, 200, answer.text);
