@@ -67,7 +67,8 @@ fi
 wg genkey >"$work/private.key"
 wg pubkey <"$work/private.key" | tr -d '\n' >"$work/public.key"
 
-# 429 (too many requests from this address) and network failures are tried again after the
+# 429 (too many requests from this address), 503 (the portal cannot answer for a moment: its
+# database, or a revocation list not read yet) and network failures are tried again after the
 # wait the portal names; every other answer is final (410: the token is expired, used up or
 # revoked; ask for a new one; 403: the certificate was refused, for the reason printed).
 attempt=1
@@ -78,7 +79,7 @@ while :; do
     --data-urlencode "public_key@$work/public.key" \
     "$@" "$url") || status=000
   [ "$status" = 200 ] && break
-  if [ "$status" != 429 ] && [ "$status" != 000 ]; then
+  if [ "$status" != 429 ] && [ "$status" != 503 ] && [ "$status" != 000 ]; then
     fail "the portal refused the enrollment ($status): $(cat "$work/answer")"
   fi
   [ "$attempt" -lt "$ATTEMPTS" ] || fail "gave up after $ATTEMPTS attempts (last: ${status#000})"

@@ -9,11 +9,15 @@
 // so does another known CA's genuine list served in place of the list in force; a genuine list
 // that would retire too many at once waits for `vpn-portal mdm confirm-crl`. What was believed
 // from a source holds across a restart: its list is in force at once, and an older list or
-// another CA's served after the restart is refused.
+// another CA's served after the restart is refused. Before a distribution point's first list is
+// read a certificate waits (503, and the example enroll script tries again); a list of a CA not
+// known yet still checks the chains presented.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
@@ -34,6 +38,8 @@ import {
 import { until, within } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
+const ENROLL_SCRIPT = new URL('../../../examples/enroll-wireguard.sh', import.meta.url).pathname;
+const run = promisify(execFile);
 
 describe('a device whose certificate is revoked is retired', () => {
   let ca: MdmCa;
@@ -408,12 +414,18 @@ describe('a certificate waits while the first list of its distribution point is 
     ca?.remove();
   });
 
-  test('a revoked certificate presented before the list was read gets 503 and enrolls nothing; once read, it is refused as revoked', async () => {
+  test('a revoked certificate presented before the list was read gets 503 and enrolls nothing; the enroll script waits; once read, the revoked one is refused and the other enrolled', async () => {
     const device = await portal.admin.registerDevice({
       user_id: 'frank',
       profile_id: 'employees',
       platform: 'linux',
       serial: 'WAIT-1',
+    });
+    const other = await portal.admin.registerDevice({
+      user_id: 'ivan',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'WAIT-2',
     });
     const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
     const enroll = () =>
@@ -433,7 +445,31 @@ describe('a certificate waits while the first list of its distribution point is 
     assert.equal(refusals.length, 1);
     assert.equal(refusals[0]?.parameters['device_id'], 'WAIT-1');
 
+    // The example enroll script, run by the MDM for another device meanwhile, is told to wait too.
+    const good = ca.device('ivan-laptop', { cn: 'ivan-laptop', uri: 'urn:mdm:serial:WAIT-2' });
+    const chain = path.join(ca.directory, 'ivan-chain.pem');
+    writeFileSync(chain, `${good.certificatePem}${ca.issuingPem}`);
+    const serverCa = path.join(ca.directory, 'server-ca.pem');
+    writeFileSync(serverCa, `${ca.rootPem}${ca.issuingPem}`);
+    const script = run('sh', [ENROLL_SCRIPT, enrollUrl, path.join(ca.directory, 'wg-ivan.conf')], {
+      env: {
+        ...process.env,
+        VPN_ENROLL_CERT: chain,
+        VPN_ENROLL_KEY: good.key,
+        VPN_ENROLL_CA: serverCa,
+        VPN_ENROLL_NO_UP: '1',
+      },
+    });
+    await until('the script told to wait', async () =>
+      (await auditRecords(portal.portal.ctx.db, { limit: 100 })).some(
+        (row) => row.call === 'enroll' && row.status === 503 && row.parameters['device_id'] === 'WAIT-2',
+      ),
+    );
+
     releaseFirstRead();
+    const { stdout } = await within(script, 'the enroll script', 30_000);
+    assert.match(stdout, /enrolled; configuration written to /);
+    assert.equal((await portal.admin.device(other.device_id)).configurations.length, 1);
     const refused = await enrollOnceListsRead(enrollUrl, ca, certificate, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
