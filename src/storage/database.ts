@@ -87,6 +87,7 @@ import { usersDisabledByImport } from './migrations/0045-users-disabled-by-impor
 import { mdmInventoryMisses } from './migrations/0046-mdm-inventory-misses.js';
 import { revocationListSources } from './migrations/0047-revocation-list-sources.js';
 import { deviceCertificateIssuer } from './migrations/0048-device-certificate-issuer.js';
+import { radiusOutboxEventAt } from './migrations/0049-radius-outbox-event-at.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -149,6 +150,7 @@ const migrations: Record<string, Migration> = {
   '0046-mdm-inventory-misses': mdmInventoryMisses,
   '0047-revocation-list-sources': revocationListSources,
   '0048-device-certificate-issuer': deviceCertificateIssuer,
+  '0049-radius-outbox-event-at': radiusOutboxEventAt,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

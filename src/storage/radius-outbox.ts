@@ -154,10 +154,15 @@ function toRecord(row: RadiusOutboxTable): OutboxRecord {
  * out of the configuration); the worker drops those of its own servers itself, with an audit row.
  */
 export async function pruneRadiusOutbox(db: Db, before: string, stopping: Stopping = neverStopping): Promise<number> {
-  const old = db.selectFrom('radius_outbox').select('record_id').where('event_at', '<', before);
   // In batches (src/storage/batches.ts): a backlog in one statement could outrun its time limit.
   return inBatches(async (limit) => {
-    const result = await db.deleteFrom('radius_outbox').where('record_id', 'in', old.limit(limit)).executeTakeFirst();
+    const result = await radiusOutboxPruningQuery(db, before, limit).executeTakeFirst();
     return Number(result.numDeletedRows);
   }, stopping);
+}
+
+/** One batch of pruneRadiusOutbox: up to `limit` records of events before `before`, found by the event_at index. */
+export function radiusOutboxPruningQuery(db: Db, before: string, limit: number) {
+  const old = db.selectFrom('radius_outbox').select('record_id').where('event_at', '<', before).limit(limit);
+  return db.deleteFrom('radius_outbox').where('record_id', 'in', old);
 }

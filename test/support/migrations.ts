@@ -45,4 +45,5 @@ export const EXPECTED_MIGRATIONS = [
   '0046-mdm-inventory-misses',
   '0047-revocation-list-sources',
   '0048-device-certificate-issuer',
+  '0049-radius-outbox-event-at',
 ] as const;
