@@ -5,6 +5,7 @@ import type { PortalConfig } from './config/portal-config.js';
 import type { PortalContext } from './core/context.js';
 import type { NodeNumber } from './shared/ids.js';
 import { PortalEvents, type PortalEvent } from './core/events.js';
+import { DATABASE_CLOCK_SAMPLE_MS, DatabaseClock } from './core/database-clock.js';
 import { NodeFleet } from './node-client/fleet.js';
 import { runConnectScript } from './listeners/connect-script.js';
 import { writeConnectionLog } from './listeners/connection-log.js';
@@ -42,7 +43,7 @@ import { droppedDnsServerWarnings } from './config/dns-servers.js';
 import { forwardedCertificateWarning } from './config/forwarded-certificate.js';
 import { plainHttpSourceWarnings } from './config/plain-http-sources.js';
 import { describeDatabase } from './config/database-location.js';
-import { openDatabase, type Db } from './storage/database.js';
+import { isPostgres, openDatabase, type Db } from './storage/database.js';
 import { ensurePrivateDirectory } from './storage/private-files.js';
 import { LISTEN_BACKLOG } from './shared/listen-backlog.js';
 
@@ -120,7 +121,6 @@ async function buildContext(
   logger: Logger,
   teardown: Teardown,
 ): Promise<PortalContext> {
-  const clock = options.clock ?? systemClock;
   // Keys and the SQLite database live here: the portal's user alone may look inside.
   ensurePrivateDirectory(config.dataDir);
   const keys = new KeyStore(config.keyDir);
@@ -135,6 +135,7 @@ async function buildContext(
   });
   teardown.defer('database', () => db.destroy());
   logger.info(`database ${describeDatabase(config.database)}`);
+  const clock = options.clock ?? (await clockOf(db, logger, teardown));
   const daemons = [...config.nodes.values()].map(
     (node) =>
       [
@@ -168,6 +169,20 @@ async function buildContext(
     logger,
     random: options.random ?? Math.random,
   };
+}
+
+/**
+ * The system clock; on PostgreSQL held to the server's time (src/core/database-clock.ts), so no
+ * instance whose clock is behind the others' counts an expired configuration as valid.
+ */
+async function clockOf(db: Db, logger: Logger, teardown: Teardown): Promise<Clock> {
+  if (!isPostgres(db)) return systemClock;
+  const clock = new DatabaseClock(systemClock, db, logger.child({ component: 'clock' }));
+  await clock.sample();
+  const timer = setInterval(() => void clock.sample(), DATABASE_CLOCK_SAMPLE_MS);
+  timer.unref();
+  teardown.defer('clock sampling', () => clearInterval(timer));
+  return clock;
 }
 
 /**
