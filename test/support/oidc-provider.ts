@@ -3,7 +3,7 @@
 // claims the tests choose. Its own login and consent pages (the package's development
 // interactions: any password) are driven by a browser or by `signInAtProvider` below, an HTTP
 // client that fills the provider's forms as a person would.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 
@@ -11,6 +11,11 @@ export interface TestOidcProvider {
   readonly issuer: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /**
+   * While set, the token endpoint's ID tokens reach the client with one character of their
+   * signature changed: what a forger without the provider's key can give.
+   */
+  forgeIdTokens: boolean;
   close(): Promise<void>;
 }
 
@@ -48,17 +53,37 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
   });
   // The development interactions warn once on the console; these tests mean to use them.
   provider.on('server_error', (_ctx, error) => console.error('oidc-provider:', error));
-  server.on('request', provider.callback());
-  return {
+  const handle = provider.callback();
+  const self: TestOidcProvider = {
     issuer,
     clientId,
     clientSecret,
+    forgeIdTokens: false,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (self.forgeIdTokens && request.url?.startsWith('/token')) {
+      // The same length, so the Content-Length the provider set still holds.
+      const end = response.end.bind(response) as (chunk: unknown) => ServerResponse;
+      response.end = ((chunk: unknown) =>
+        end(
+          typeof chunk === 'string' || Buffer.isBuffer(chunk)
+            ? chunk
+                .toString()
+                .replace(
+                  /("id_token":"[^".]+\.[^".]+\.)(.)/,
+                  (_whole, head: string, first: string) => `${head}${first === 'A' ? 'B' : 'A'}`,
+                )
+            : chunk,
+        )) as typeof response.end;
+    }
+    void handle(request, response);
+  });
+  return self;
 }
 
 /**

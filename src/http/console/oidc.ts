@@ -67,8 +67,13 @@ export class ConsoleOidc {
         timeout: PROVIDER_TIMEOUT_SECONDS,
         // The configuration keeps it for every later request (keys, token, userinfo).
         [client.customFetch]: providerFetch,
+        // The ID token's signature, checked against the provider's published keys: the library
+        // checks only its claims by default, trusting the TLS of the token endpoint.
         // http:// issuers pass the configuration check only on a loopback address (tests).
-        ...(issuer.protocol === 'http:' ? { execute: [client.allowInsecureRequests] } : {}),
+        execute: [
+          client.enableNonRepudiationChecks,
+          ...(issuer.protocol === 'http:' ? [client.allowInsecureRequests] : []),
+        ],
       });
       this.#configuration = attempt;
       attempt.catch(() => {

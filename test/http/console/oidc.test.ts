@@ -1,7 +1,8 @@
 // The console's OpenID Connect flow against a real provider (oidc-provider in this process):
 // the authorization URL carries PKCE, state and nonce; a code comes back and is exchanged; the
 // claims grant a scope and profiles, or the account is refused with one line; a callback that
-// does not belong to the browser's own flow, or a provider that cannot be reached, is refused.
+// does not belong to the browser's own flow, an ID token whose signature does not verify, or a
+// provider that cannot be reached, is refused.
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -162,6 +163,19 @@ test("a callback is refused without the browser's own flow: no cookie, another f
     subject: null,
     reason: 'The sign-in took too long or was started in another browser; start it again.',
   });
+});
+
+test('an ID token whose signature the provider’s published keys do not verify is refused; the genuine one signs in', async (t) => {
+  const { oidc, provider } = await setUp(t);
+  provider.forgeIdTokens = true;
+  const forged = (await signInAs(oidc, 'alice')).finish;
+  assert.ok(!forged.ok);
+  assert.equal(forged.subject, null);
+  assert.match(forged.reason, /^Test SSO sign-in failed: .*signature/i);
+
+  provider.forgeIdTokens = false;
+  const genuine = (await signInAs(oidc, 'alice')).finish;
+  assert.ok(genuine.ok, genuine.ok ? '' : genuine.reason);
 });
 
 test('a provider that answers with an error (access denied) is refused with its own words', async (t) => {
