@@ -32,6 +32,20 @@ export const SCIM_MAX_PAGE = 200;
  * is read whole for every request about it, in a portal whose heap is 192 MB.
  */
 export const MAX_GROUP_MEMBERS = 100_000;
+/**
+ * What the portal keeps of one user besides its name (its attributes, as JSON), at most: a
+ * directory's user with its enterprise extension is a few KiB. Without a bound one user could
+ * hold megabytes, and a page of 200 of them fill the portal's heap.
+ */
+export const MAX_USER_ATTRIBUTES_BYTES = 64 * 1024;
+/** An externalId longer than this is no directory's id. */
+export const MAX_EXTERNAL_ID_CHARACTERS = 1_024;
+/**
+ * A PatchOp path longer than this is refused before its filter is parsed: the parser's time grows
+ * faster than the filter (seconds for a megabyte), and no directory sends more than a few dozen
+ * characters.
+ */
+export const MAX_PATCH_PATH_CHARACTERS = 1_024;
 
 /** Operations one PATCH may hold: directories send a few per change (Entra ID, Okta: one per attribute or member batch). */
 export const MAX_PATCH_OPERATIONS = 100;
@@ -143,9 +157,9 @@ export function assertStorableText(body: unknown): void {
 }
 
 /** A User resource of a POST or PUT. */
-export function readUser(body: unknown): ScimUserInput {
+export function readUser(body: unknown, current: ScimUserView | null = null): ScimUserInput {
   const resource = coerced(() => new SCIMMY.Schemas.User(withBooleans(objectBody(body)), 'in'));
-  return userInputOf(resource);
+  return userInputOf(resource, current);
 }
 
 /**
@@ -173,7 +187,7 @@ export async function patchUser(current: ScimUserView, body: unknown, location: 
   );
   const patch = patchOfOperations(request, operations);
   const resource = new SCIMMY.Schemas.User(userResource(current, location), 'out');
-  return userInputOf(await applied(patch, resource));
+  return userInputOf(await applied(patch, resource), current);
 }
 
 /**
@@ -471,17 +485,30 @@ export function schemaDefinitions(base: string): Record<string, unknown>[] {
   );
 }
 
-function userInputOf(resource: SCIMMY.Schemas.User): ScimUserInput {
+/**
+ * What the portal keeps of a user resource. Its attributes may not grow beyond
+ * MAX_USER_ATTRIBUTES_BYTES; a user kept larger before that bound may still be changed (its
+ * `active` above all) as long as it does not grow.
+ */
+function userInputOf(resource: SCIMMY.Schemas.User, current: ScimUserView | null): ScimUserInput {
   const data = { ...(JSON.parse(JSON.stringify(resource)) as Record<string, unknown>) };
   const userName = data['userName'];
   if (typeof userName !== 'string' || !isOneTo255Characters(userName) || userName.includes('\0'))
     throw new ScimProblem(400, 'invalidValue', 'userName: 1–255 characters, the user id on this portal');
-  const externalId = data['externalId'];
+  const externalId = externalIdOf(data);
   const active = data['active'];
   const attributes = Object.fromEntries(Object.entries(data).filter(([name]) => !NOT_KEPT.has(name)));
+  const bytes = Buffer.byteLength(JSON.stringify(attributes));
+  const keptBytes = current === null ? 0 : Buffer.byteLength(JSON.stringify(current.attributes));
+  if (bytes > MAX_USER_ATTRIBUTES_BYTES && bytes > keptBytes)
+    throw new ScimProblem(
+      400,
+      'invalidValue',
+      `the user's attributes take ${bytes.toLocaleString('en')} bytes; the portal keeps at most ${MAX_USER_ATTRIBUTES_BYTES.toLocaleString('en')}`,
+    );
   return {
     userName,
-    externalId: typeof externalId === 'string' ? externalId : null,
+    externalId,
     // Only a boolean says something: a missing or null `active` (a PUT without it, a PATCH that
     // removed it) leaves the user as it is, rather than enabling one an administrator disabled.
     active: typeof active === 'boolean' ? active : null,
@@ -510,8 +537,16 @@ function groupInputOf(resource: SCIMMY.Schemas.Group, memberIds: readonly string
       'invalidValue',
       `members: a group holds at most ${MAX_GROUP_MEMBERS.toLocaleString('en')} members (this one would hold ${memberIds.length.toLocaleString('en')})`,
     );
+  return { displayName, externalId: externalIdOf(data), memberIds };
+}
+
+/** The resource's externalId when it is a string, of at most MAX_EXTERNAL_ID_CHARACTERS. */
+function externalIdOf(data: Record<string, unknown>): string | null {
   const externalId = data['externalId'];
-  return { displayName, externalId: typeof externalId === 'string' ? externalId : null, memberIds };
+  if (typeof externalId !== 'string') return null;
+  if ([...externalId].length > MAX_EXTERNAL_ID_CHARACTERS)
+    throw new ScimProblem(400, 'invalidValue', `externalId: at most ${MAX_EXTERNAL_ID_CHARACTERS} characters`);
+  return externalId;
 }
 
 /** The body without its `members` (any case), and those members apart. */
@@ -595,6 +630,12 @@ function operationOf(operation: unknown, definition: SCIMMY.Types.SchemaDefiniti
   const canonical = canonicalOperation(operation, definition);
   if (typeof canonical !== 'object' || canonical === null) return canonical;
   const { path, value, ...rest } = canonical as { path?: unknown; value?: unknown };
+  if (typeof path === 'string' && path.length > MAX_PATCH_PATH_CHARACTERS)
+    throw new ScimProblem(
+      400,
+      'invalidPath',
+      `path: at most ${MAX_PATCH_PATH_CHARACTERS.toLocaleString('en')} characters (this one has ${path.length.toLocaleString('en')})`,
+    );
   const lastName = typeof path === 'string' ? (path.split('.').pop() ?? '').toLowerCase() : null;
   const booleanValue = lastName !== null && BOOLEAN_ATTRIBUTES.has(lastName) ? booleanOf(value) : value;
   return { ...rest, ...(path === undefined ? {} : { path }), value: withBooleans(booleanValue) };

@@ -23,6 +23,9 @@ import { idOf, receiptHeaders, scimCallContext } from './scim-call.js';
 import type { ScimCallers } from './scim-guard.js';
 import { sendScim } from './scim-reply.js';
 
+/** The largest body of a User: twice what the portal keeps of one (MAX_USER_ATTRIBUTES_BYTES). */
+export const SCIM_USER_BODY_LIMIT_BYTES = 128 * 1024;
+
 export function userRoutes(app: FastifyInstance, ctx: PortalContext, callers: ScimCallers, base: URL): void {
   const location = (id: string): string => `${base.href}Users/${id}`;
   const callCtx = (request: Parameters<typeof idOf>[0], parameters: Record<string, string>) =>
@@ -43,7 +46,7 @@ export function userRoutes(app: FastifyInstance, ctx: PortalContext, callers: Sc
     const resources = page.users.map((user) => userResource(user, location(user.id)));
     return sendScim(reply, 200, listResponse(resources, page.total, query.startIndex));
   });
-  app.post(path, async (request, reply) => {
+  app.post(path, { bodyLimit: SCIM_USER_BODY_LIMIT_BYTES }, async (request, reply) => {
     const input = readUser(request.body);
     const change = await createDirectoryUser(callCtx(request, { user_id: input.userName }), input);
     return sendScim(reply, 201, answer(change), {
@@ -55,13 +58,13 @@ export function userRoutes(app: FastifyInstance, ctx: PortalContext, callers: Sc
     const user = await directoryUser(ctx, idOf(request));
     return sendScim(reply, 200, userResource(user, location(user.id)));
   });
-  app.put(`${path}/:id`, async (request, reply) => {
+  app.put(`${path}/:id`, { bodyLimit: SCIM_USER_BODY_LIMIT_BYTES }, async (request, reply) => {
     const current = await directoryUser(ctx, idOf(request));
-    const input = readUser(request.body);
+    const input = readUser(request.body, current);
     const change = await replaceDirectoryUser(callCtx(request, parametersOf(current)), current.id, input);
     return sendScim(reply, 200, answer(change), receiptHeaders(change.revocationIds));
   });
-  app.patch(`${path}/:id`, async (request, reply) => {
+  app.patch(`${path}/:id`, { bodyLimit: SCIM_USER_BODY_LIMIT_BYTES }, async (request, reply) => {
     const current = await directoryUser(ctx, idOf(request));
     const input = await patchUser(current, request.body, location(current.id));
     const change = await replaceDirectoryUser(callCtx(request, parametersOf(current)), current.id, input);

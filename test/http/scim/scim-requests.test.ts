@@ -189,6 +189,62 @@ test('bad requests are answered in SCIM error format with their scimType and cha
   assert.deepEqual(await scimState(portal), before);
 });
 
+test('what no directory sends is refused at once and changes nothing: a user of more than 64 KiB, a User body over 128 KiB, a PATCH path of a long filter, a long externalId', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const created = await scim.send('POST', 'Users', { userName: 'alice', active: true });
+  const id = String(created.body?.['id']);
+  const group = await scim.send('POST', 'Groups', { displayName: 'Staff' });
+  const groupId = String(group.body?.['id']);
+  const before = await scimState(portal);
+
+  const large = 'x'.repeat(70 * 1024);
+  assertScimError(
+    await scim.send('POST', 'Users', { userName: 'mallory', displayName: large }),
+    400,
+    'invalidValue',
+    /^the user's attributes take 71,\d{3} bytes; the portal keeps at most 65,536$/,
+  );
+  assertScimError(
+    await scim.send('PATCH', `Users/${id}`, patchOp({ op: 'replace', path: 'displayName', value: large })),
+    400,
+    'invalidValue',
+    /the portal keeps at most 65,536$/,
+  );
+  const tooLarge = await scim.send('PUT', `Users/${id}`, { userName: 'alice', displayName: 'y'.repeat(129 * 1024) });
+  assert.equal(tooLarge.status, 413);
+  // The filter parser's time grows faster than a filter (16,000 clauses: a second); refused by
+  // its length, a path of 4,000 (within a User's body) takes none.
+  const clauses = Array.from({ length: 4_000 }, (_, index) => `value eq "${index}"`).join(' or ');
+  for (const [path, target] of [
+    [`emails[${clauses}].value`, `Users/${id}`],
+    [`members[${clauses}]`, `Groups/${groupId}`],
+  ] as const) {
+    const started = Date.now();
+    const refused = await scim.send('PATCH', target, patchOp({ op: 'remove', path }));
+    assertScimError(refused, 400, 'invalidPath', /^path: at most 1,024 characters \(this one has [\d,]+\)$/);
+    assert.ok(Date.now() - started < 2_000, `refused after ${Date.now() - started} ms`);
+  }
+  assertScimError(
+    await scim.send('POST', 'Groups', { displayName: 'Board', externalId: 'z'.repeat(1_025) }),
+    400,
+    'invalidValue',
+    'externalId: at most 1024 characters',
+  );
+  assert.deepEqual(await scimState(portal), before);
+
+  // A user kept larger before these bounds may still be changed, its deactivation above all.
+  await portal.portal.ctx.db
+    .updateTable('scim_users')
+    .set({ attributes: JSON.stringify({ displayName: large }) })
+    .where('scim_id', '=', id)
+    .execute();
+  const deactivated = await scim.send('PATCH', `Users/${id}`, patchOp({ op: 'replace', path: 'active', value: false }));
+  assert.equal(deactivated.status, 200, JSON.stringify(deactivated.body));
+  assert.equal(deactivated.body?.['active'], false);
+});
+
 test('a userName or displayName of 255 characters is taken, each character counted once as the Admin API counts them', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
