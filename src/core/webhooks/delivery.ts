@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { WEBHOOK_HEADERS } from '../../protocol/webhooks.js';
 import { addDuration } from '../../shared/iso-duration.js';
+import { messageOf } from '../../shared/error-message.js';
 import { formatAtom } from '../../shared/time.js';
 import { finishAttempt, startAttempt, type AttemptOutcome } from '../../storage/webhook-attempts.js';
 import {
@@ -97,11 +98,33 @@ export async function attemptDelivery(
     return report('refused', null, 0, 'the subscription was deleted');
   }
   await startAttempt(ctx.db, delivery.deliveryId, attempt, startedAt);
+  /** Records the attempt's outcome and the delivery's next state together. */
+  const finish = async (done: AttemptReport): Promise<AttemptReport> => {
+    const now = ctx.clock.now();
+    await ctx.db.transaction().execute(async (trx) => {
+      await finishAttempt(trx, delivery.deliveryId, attempt, {
+        outcome: done.outcome,
+        status: done.status,
+        durationMs: done.durationMs,
+        detail: done.detail,
+      });
+      await finishDelivery(trx, delivery.deliveryId, leaseToken, nextState(ctx, delivery, done, now, options.retry));
+    });
+    return done;
+  };
+  let secrets: string[];
+  try {
+    secrets = signingSecrets(ctx, webhook, startedAt);
+  } catch (error) {
+    // Nothing is sent unsigned. A failed attempt like any other, tried again until retryFor,
+    // rather than one never finished whose lease runs out again and again.
+    return finish(report('failed', null, 0, messageOf(error)));
+  }
   const timestamp = Math.floor(started.getTime() / 1000);
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'vpn-portal-webhooks',
-    [WEBHOOK_HEADERS.signature]: webhookSignature(signingSecrets(ctx, webhook, startedAt), timestamp, delivery.payload),
+    [WEBHOOK_HEADERS.signature]: webhookSignature(secrets, timestamp, delivery.payload),
     [WEBHOOK_HEADERS.eventId]: delivery.eventId,
     [WEBHOOK_HEADERS.eventType]: delivery.eventType,
     [WEBHOOK_HEADERS.attempt]: String(attempt),
@@ -114,7 +137,7 @@ export async function attemptDelivery(
     options.signal,
   );
   const durationMs = Math.round(performance.now() - clockStart);
-  const done =
+  return finish(
     result.kind === 'answered'
       ? report(
           result.status >= 200 && result.status < 300 ? 'delivered' : 'failed',
@@ -122,18 +145,8 @@ export async function attemptDelivery(
           durationMs,
           result.excerpt === '' ? null : result.excerpt,
         )
-      : report(options.signal.aborted ? 'interrupted' : result.kind, null, durationMs, result.reason);
-  const now = ctx.clock.now();
-  await ctx.db.transaction().execute(async (trx) => {
-    await finishAttempt(trx, delivery.deliveryId, attempt, {
-      outcome: done.outcome,
-      status: done.status,
-      durationMs,
-      detail: done.detail,
-    });
-    await finishDelivery(trx, delivery.deliveryId, leaseToken, nextState(ctx, delivery, done, now, options.retry));
-  });
-  return done;
+      : report(options.signal.aborted ? 'interrupted' : result.kind, null, durationMs, result.reason),
+  );
 }
 
 function nextState(

@@ -186,7 +186,15 @@ async function readExcerpt(response: IncomingMessage): Promise<string> {
     if (length >= EXCERPT_BYTES) break;
   }
   response.destroy();
-  return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+  // Control characters (a NUL above all, which PostgreSQL refuses in text) become U+FFFD: a
+  // binary answer is kept as readable text, and its attempt is recorded like any other.
+  return (
+    Buffer.concat(chunks)
+      .subarray(0, EXCERPT_BYTES)
+      .toString('utf8')
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is replaced
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '\ufffd')
+  );
 }
 
 function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {

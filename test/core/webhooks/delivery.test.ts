@@ -1,18 +1,23 @@
 // Delivering webhooks when receivers misbehave and portals die: a receiver that answers 500 or
 // not at all is tried again with growing waits, with the same id and body, until it takes the
 // event or retryFor is over; during a secret rotation every delivery carries both signatures;
-// a target the address guard refuses gets nothing; and a portal killed with SIGKILL while a
-// delivery is in flight delivers, once restarted, every event — the one in flight again, none
-// that the receiver had acknowledged.
+// a target the address guard refuses gets nothing; a binary answer is recorded as text; a
+// subscription whose secret cannot be opened is sent nothing and tried again later; and a
+// portal killed with SIGKILL while a delivery is in flight delivers, once restarted, every
+// event — the one in flight again, none that the receiver had acknowledged.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminApiClient } from '../../../src/admin-client/admin-api-client.js';
 import { generateSecrets } from '../../../src/cli/generate-secrets.js';
+import { AnswerCipher } from '../../../src/keys/answer-cipher.js';
 import { loadPortalConfig } from '../../../src/config/load.js';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { WEBHOOK_HEADERS } from '../../../src/protocol/webhooks.js';
@@ -237,6 +242,69 @@ test('a subscription whose receiver the address guard no longer allows gets noth
     [['refused', null, '127.0.0.1 is a loopback (127.0.0.0/8) address; allow it with webhooks.allowPrivateTargets']],
   );
   await nothingMore(receiver, 0, 'nothing reached the receiver');
+});
+
+test('a receiver answering 2xx with a binary body has its attempt recorded, its control characters shown as U+FFFD, and is not sent the event again', async (t) => {
+  let requests = 0;
+  const receiver = createServer((request, response) => {
+    requests++;
+    request.resume();
+    response.writeHead(200, { 'content-type': 'application/octet-stream' });
+    response.end(Buffer.concat([Buffer.from([0x00, 0x01, 0x1f]), Buffer.from('ok\tthanks\n')]));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+  const portal = await startTestPortal({ config: allowLoopback });
+  t.after(() => portal.close());
+  const { port } = receiver.address() as AddressInfo;
+  await portal.admin.createWebhook({ url: `http://127.0.0.1:${port}/hook`, event_types: 'user.created' });
+  await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
+
+  let delivery = await onlyDelivery(portal);
+  for (let waited = 0; delivery.state !== 'delivered' && waited < 100; waited++) {
+    await sleep(100);
+    delivery = await onlyDelivery(portal);
+  }
+  assert.equal(delivery.state, 'delivered', JSON.stringify(delivery));
+  assert.deepEqual(
+    delivery.attempts.map((attempt) => [attempt.outcome, attempt.status, attempt.detail]),
+    [['delivered', 200, '\ufffd\ufffd\ufffdok\tthanks\n']],
+  );
+  await sleep(1_500);
+  assert.equal(requests, 1, 'sent once');
+});
+
+test('a subscription whose secret this portal cannot open is sent nothing unsigned: the attempt fails, naming the key file, and is tried again later, not at once', async (t) => {
+  const receiver = await WebhookReceiver.start();
+  t.after(() => receiver.close());
+  const portal = await startTestPortal({ config: allowLoopback });
+  t.after(() => portal.close());
+  const { webhook } = await portal.admin.createWebhook({
+    url: receiver.url,
+    event_types: 'user.created',
+  });
+  // Sealed with another instance's webhooks.key.
+  const foreign = new AnswerCipher(randomBytes(32)).seal('another secret', `webhook:${webhook.webhook_id}`);
+  await portal.portal.ctx.db.updateTable('webhooks').set({ secret: foreign }).execute();
+  await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
+
+  await attemptsRecorded(portal, 1);
+  const delivery = await onlyDelivery(portal);
+  assert.equal(delivery.state, 'pending');
+  assert.deepEqual(
+    delivery.attempts.map((attempt) => [attempt.outcome, attempt.status]),
+    [['failed', null]],
+  );
+  assert.match(
+    delivery.attempts[0]?.detail ?? '',
+    /cannot be opened: every portal instance needs the same .*webhooks\.key$/,
+  );
+  assert.ok(
+    Date.parse(delivery.next_attempt_at ?? '') - Date.now() > 20_000,
+    `tried again at ${delivery.next_attempt_at}, after the first wait`,
+  );
+  await nothingMore(receiver, 0, 'nothing unsigned reached the receiver');
+  assert.equal((await onlyDelivery(portal)).attempts.length, 1, 'not attempted again at once');
 });
 
 test('a portal killed with SIGKILL mid-delivery delivers every event after a restart: the one in flight again, none the receiver acknowledged', async (t) => {
