@@ -375,6 +375,8 @@ export class CrlServer {
   failing = false;
   /** Requests received so far. */
   requests = 0;
+  /** While set, every request is answered with a redirect (302) to this URL. */
+  redirectTo: string | null = null;
   /** Awaited before a request is answered, with its ordinal (0 for the first): a test holds a read with it. */
   gate: ((ordinal: number) => Promise<void>) | null = null;
   readonly #server: Server;
@@ -396,6 +398,10 @@ export class CrlServer {
       await self.gate?.(ordinal);
       if (self.failing) {
         response.writeHead(500).end('down');
+        return;
+      }
+      if (self.redirectTo !== null) {
+        response.writeHead(302, { location: self.redirectTo }).end();
         return;
       }
       response.writeHead(200, { 'content-type': 'application/pkix-crl' }).end(readFileSync(file()));

@@ -487,9 +487,21 @@ export async function rememberIntermediateCas(ctx: PortalContext, cas: readonly 
   );
 }
 
-/** A revocation list from an http(s) URL: 200 within 30 s, at most MAX_CRL_BYTES (reading stops there). */
+/**
+ * A revocation list from an http(s) URL: 200 within 30 s, at most MAX_CRL_BYTES (reading stops
+ * there). A redirect is not followed: whoever answers for a plain-http distribution point could
+ * otherwise send the portal's requests anywhere, inside the network too; the administrator
+ * configures the URL it names.
+ */
 async function fetchCrl(url: string): Promise<Buffer> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(30_000), redirect: 'follow' });
+  const response = await fetch(url, { signal: AbortSignal.timeout(30_000), redirect: 'manual' });
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    const location = response.headers.get('location');
+    throw new Error(
+      `${url} answered ${response.status}, a redirect${location === null ? '' : ` to ${location}`}, which is not followed; configure the URL of the list itself in crl`,
+    );
+  }
   if (!response.ok) {
     await response.body?.cancel();
     throw new Error(`${url} answered ${response.status}`);

@@ -35,6 +35,7 @@ import {
   testPortalConfigFile,
   type TestPortal,
 } from '../../support/test-portal.js';
+import { capturedLog } from '../../support/captured-log.js';
 import { until, within } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
@@ -765,5 +766,50 @@ describe('a device whose certificate a revoked CA issued is retired', () => {
     );
     assert.equal(rows.length, 1);
     assert.match(rows[0]?.parameters['reason'] ?? '', /^the CA that issued certificate [0-9a-f]+ revoked$/i);
+  });
+});
+
+describe('a distribution point that redirects is not followed', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let elsewhere: CrlServer;
+  let portal: TestPortal;
+  const log = capturedLog('error');
+
+  before(async () => {
+    ca = MdmCa.make('Redirected MDM');
+    const crlFile = ca.writeCrl();
+    // Where whoever answers for the plain-http distribution point sends the portal: anywhere.
+    elsewhere = await CrlServer.start(() => crlFile);
+    crls = await CrlServer.start(() => crlFile);
+    crls.redirectTo = elsewhere.url;
+    portal = await startTestPortal({
+      logger: log.logger,
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    await elsewhere?.close();
+    ca?.remove();
+  });
+
+  test('its target is never asked; the reading fails, naming the redirect and what to configure', async () => {
+    await until(
+      'the failed reading flagged',
+      async () =>
+        (await (await fetch(portal.portal.metricsUrl ?? '')).text()).includes(
+          `vpn_portal_crl_read_failing{file="${crls.url}"} 1`,
+        ),
+      30_000,
+    );
+    await until('two readings', async () => crls.requests >= 2, 30_000);
+    assert.equal(elsewhere.requests, 0);
+    assert.ok(
+      log.text().includes(`answered 302, a redirect to ${elsewhere.url}, which is not followed; configure the URL`),
+      log.text(),
+    );
   });
 });
