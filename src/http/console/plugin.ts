@@ -20,6 +20,8 @@ import {
   type ConsoleSession,
   type ConsoleSessionTimes,
 } from '../../core/console/index.js';
+import { recordAdminCall } from '../../core/access/index.js';
+import { unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import { AddressAllowList } from '../plumbing/address-allow-list.js';
 import { ConsoleOidc } from './oidc.js';
@@ -105,23 +107,50 @@ function consoleSetup(ctx: PortalContext): ConsoleSetup {
   };
 }
 
+/** The call name the audit log gives a request the console's guard refused. */
+export const CONSOLE_REQUEST_CALL = 'console/request';
+
 /** The guard: the source address, then the session cookie, then for a change its origin and CSRF token. */
 function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
   const { ctx, base, allowList, times, sessions, openPaths, signInButton } = setup;
-  const refuse = (reply: FastifyReply, why: string) =>
-    sendPage(reply, 403, page(null, 'Not allowed', problem(403, why), base));
+  // Every refusal is in the audit log, as the Admin API's are: who (the session's caller when
+  // there is one), from where, which page, and why.
+  const refuse = async (request: FastifyRequest, reply: FastifyReply, caller: AdminCaller, why: string) => {
+    const parameters = { method: request.method, path: request.url.split('?')[0] ?? '' };
+    await recordAdminCall(ctx, { caller, name: CONSOLE_REQUEST_CALL, parameters, successStatus: 200 }, 403, why).catch(
+      (error: unknown) => request.log.error({ err: error }, 'could not record a console refusal in the audit log'),
+    );
+    await sendPage(reply, 403, page(null, 'Not allowed', problem(403, why), base));
+  };
   app.addHook('onRequest', async (request, reply) => {
     setConsoleHeaders(reply);
+    const nobody = unauthenticatedCaller(request.ip);
     if (!allowList.allows(request.ip)) {
       request.log.warn({ ip: request.ip }, 'admin console request from an address outside adminApi.allowList');
-      await refuse(reply, 'Your address may not use the admin console (adminApi.allowList).');
+      await refuse(request, reply, nobody, 'Your address may not use the admin console (adminApi.allowList).');
       return;
     }
     const route = request.routeOptions.url ?? '';
     if (route.startsWith(`${base}assets/`) || route === `${base}sign-in` || openPaths.has(route)) return;
     // A change must come from a console page: the browser says so (Sec-Fetch-Site, Origin).
     if (request.method === 'POST' && !sameOrigin(request)) {
-      await refuse(reply, 'A change must be made from a page of the console (cross-site request refused).');
+      await refuse(
+        request,
+        reply,
+        nobody,
+        'A change must be made from a page of the console (cross-site request refused).',
+      );
+      return;
+    }
+    // Another site may link to a page (a navigation), but not embed or fetch one: a page of a
+    // sibling domain would otherwise make the browser look people up in an administrator's name.
+    if (request.method === 'GET' && embeddedFromElsewhere(request)) {
+      await refuse(
+        request,
+        reply,
+        nobody,
+        'A page of the console may be opened from another site, not embedded or fetched by one.',
+      );
       return;
     }
     const token = request.cookies[COOKIE_NAME];
@@ -146,7 +175,9 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
     const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
     if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken))
       await refuse(
+        request,
         reply,
+        session.caller,
         'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.',
       );
   });
@@ -277,6 +308,17 @@ function sameOrigin(request: FastifyRequest): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A request another site's page made without the person navigating (an image, a script, a
+ * fetch): the browser says so in Sec-Fetch-Site and Sec-Fetch-Mode. Clients that send neither
+ * (curl, scripts with a session) are not browsers a page can steer.
+ */
+function embeddedFromElsewhere(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site !== 'same-site' && site !== 'cross-site') return false;
+  return request.headers['sec-fetch-mode'] !== 'navigate';
 }
 
 /** The sign-in form, and the single sign-on button when `adminConsole.oidc` is set. */

@@ -1,10 +1,12 @@
 // The console's device changes refused over plain HTTP, as a forged or mistaken form would be
 // sent: a read-only session, a session limited to another profile, a form without the session's
 // CSRF token or from another site, an unknown or malformed device. Each answers its status with
-// the reason on the page, and the device, its history and its configurations stay as they were.
+// the reason on the page, and the device, its history and its configurations stay as they were;
+// the guard's refusals are audited. A page another page embeds or fetches is refused too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
+import { rawRequest } from '../../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 interface Session {
@@ -123,9 +125,62 @@ test('a form without the session’s CSRF token, or sent from another site, is r
   assert.equal(crossSite.status, 403);
   assert.match(crossSite.text, /cross-site request refused/);
   assert.equal(await devicesState(portal), before);
+  // Each refusal is in the audit log: the forms of the session under its caller (the second one
+  // counted into the first one's row), the cross-site one under nobody.
+  const refusals = (await auditLog(portal, 10)).filter((row) => row.call === 'console/request');
+  assert.deepEqual(
+    refusals.map((row) => [row.keyName, row.parameters['method'], row.parameters['path'], row.detail, row.repeated]),
+    [
+      [
+        null,
+        'POST',
+        '/vpn-user-portal/admin/do',
+        'A change must be made from a page of the console (cross-site request refused).',
+        0,
+      ],
+      [
+        'secret',
+        'POST',
+        '/vpn-user-portal/admin/do',
+        'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.',
+        1,
+      ],
+    ],
+  );
+  assert.ok(refusals.every((row) => row.status === 403));
   const done = await post(portal, admin, { action: 'suspend_device', device_id: deviceId, csrf: admin.csrf });
   assert.equal(done.status, 303, 'the same form with its token is made');
   assert.equal((await portal.admin.device(deviceId)).state, 'suspended');
+});
+
+test('a page another page of the same site embeds or fetches is refused and audited; following a link to it opens it', async (t) => {
+  const { portal } = await portalWithDevice(t);
+  const admin = await signIn(portal, portal.secret);
+  const lookup = `abuse?ip=${encodeURIComponent('192.0.2.7')}&at=${encodeURIComponent('2026-11-28T10:00:00Z')}&reason=ticket-1`;
+  // As the browser sends them (fetch would put its own Sec-Fetch-Mode in).
+  const asked = (site: string, mode: string) =>
+    rawRequest(`${consoleUrl(portal)}${lookup}`, {
+      headers: { cookie: admin.cookie, 'sec-fetch-site': site, 'sec-fetch-mode': mode },
+    });
+  for (const [site, mode] of [
+    ['same-site', 'no-cors'],
+    ['cross-site', 'cors'],
+  ] as const) {
+    const embedded = await asked(site, mode);
+    assert.equal(embedded.status, 403, `${site} ${mode}`);
+    assert.match(embedded.text, /not embedded or fetched by one/);
+  }
+  const lookups = (await auditLog(portal, 20)).filter((row) => row.parameters['reason'] === 'ticket-1');
+  assert.deepEqual(lookups, [], 'no look-up was made in the administrator’s name');
+  const refused = (await auditLog(portal, 20)).filter((row) => row.call === 'console/request');
+  assert.deepEqual(
+    refused.map((row) => [row.status, row.parameters['path'], row.repeated]),
+    [[403, '/vpn-user-portal/admin/abuse', 1]],
+    'both refusals, the second counted into the first one’s row',
+  );
+
+  const followed = await asked('same-site', 'navigate');
+  assert.equal(followed.status, 200);
 });
 
 test('a session limited to another profile neither sees nor changes the device: 403 naming the profile, nothing changed', async (t) => {
