@@ -39,8 +39,9 @@ export function writeAuditLog(events: PortalEvents): void {
   });
 }
 
+/** The answers a flood of requests gives: counted into one row per minute, source and reason. */
 function isRefusal(status: number): boolean {
-  return status === 401 || status === 403;
+  return status === 401 || status === 403 || status === 429 || status === 503;
 }
 
 function auditRecord(event: Extract<PortalEvent, { type: 'admin.call' }>): NewAuditRecord {

@@ -9,9 +9,10 @@
 // force). A list that cannot be read or is refused keeps the last good one, is logged, counted in
 // the metrics and (refused) in the audit log. Like the MDM inventory sync's fail-safe, a list that
 // would retire more than crlMaxRetire of the live devices at once retires none until an
-// administrator confirms it (`vpn-portal mdm confirm-crl`). Until a URL source's first list is
-// read, certificate enrollment waits (503): nothing enrolls unchecked. A device concern, not an
-// HTTP one: the enrollment listeners only read the lists this puts in the verifier they share.
+// administrator confirms it (`vpn-portal mdm confirm-crl`). Until a URL source gives a list that
+// checks certificates (believed, or lent to enrollment), certificate enrollment waits (503) and
+// the source is read every few seconds. A device concern, not an HTTP one: the enrollment
+// listeners only read the lists this puts in the verifier they share.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ClientCertificateConfig, CrlSource } from '../../config/portal-config.js';
@@ -76,6 +77,10 @@ export type CrlRefusalReason = (typeof CRL_REFUSAL_REASONS)[number];
 
 /** A revocation list fetched over http(s) larger than this is refused. */
 const MAX_CRL_BYTES = 20 * 1024 * 1024;
+/** How soon a source that enrollment waits for is read again after a reading that gave nothing. */
+const AWAITED_READ_MS = 5_000;
+/** Refusals whose list is still lent to enrollment while nothing is in force (#lendToEnrollment). */
+const LENDABLE: ReadonlySet<CrlRefusalReason> = new Set(['unknown-issuer', 'bad-signature']);
 /** A list may say it was made this much ahead of the portal's clock (a CA's clock differs a little). */
 const CLOCK_SKEW_MS = 5 * 60_000;
 
@@ -110,10 +115,13 @@ export class RevocationListRefresher {
   readonly #reported: (string | null)[];
   /** Per list: the SHA-256 of the list in force while it is held. */
   readonly #held: (string | null)[];
-  /** Per list: why its last reading failed or was refused ('unreadable' when it could not be read); null when believed or not tried yet. */
-  readonly #lastRefusal: (CrlRefusalReason | null)[];
+  /** Per list: the list lent to enrollment while nothing is in force (see #lendToEnrollment); null when none. */
+  readonly #lent: (RevocationList | null)[];
+  /** While a source waits for its first list: the quick second reading, scheduled once. */
+  #soonAgain: NodeJS.Timeout | undefined;
   readonly #refused = new Map<CrlRefusalReason, number>();
   #refreshing: Promise<void> | null = null;
+  #stopped = false;
 
   constructor(
     ctx: PortalContext,
@@ -130,7 +138,7 @@ export class RevocationListRefresher {
     this.#errors = config.crlSources.map(() => null);
     this.#reported = config.crlSources.map(() => null);
     this.#held = config.crlSources.map(() => null);
-    this.#lastRefusal = config.crlSources.map(() => null);
+    this.#lent = config.crlSources.map(() => null);
   }
 
   /**
@@ -180,6 +188,8 @@ export class RevocationListRefresher {
 
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    clearTimeout(this.#soonAgain);
+    this.#stopped = true;
     await this.#refreshing;
   }
 
@@ -209,16 +219,13 @@ export class RevocationListRefresher {
   }
 
   /**
-   * The URL sources nothing is in force from yet (not read since the start, nor believed before
-   * it): a certificate they may revoke waits. Not one whose list names a CA not known yet: that
-   * CA becomes known only by a first enrollment of its chain, so waiting would never end (its
-   * list is lent to enrollment meanwhile, see #lendToEnrollment).
+   * The URL sources from which nothing checks a certificate yet: no list in force (none read
+   * since the start, none believed before it) and none lent to enrollment. A certificate they
+   * may revoke waits; they are read again every few seconds meanwhile.
    */
   awaitingFirstList(): string[] {
     return this.#config.crlSources.flatMap((source, index) =>
-      source.kind === 'url' && this.#inForce[index] === null && this.#lastRefusal[index] !== 'unknown-issuer'
-        ? [source.location]
-        : [],
+      source.kind === 'url' && this.#inForce[index] === null && this.#lent[index] === null ? [source.location] : [],
     );
   }
 
@@ -235,6 +242,7 @@ export class RevocationListRefresher {
   refresh(): Promise<void> {
     this.#refreshing ??= this.#refresh().finally(() => {
       this.#refreshing = null;
+      this.#readAgainSoonWhileAwaited();
     });
     return this.#refreshing;
   }
@@ -277,7 +285,7 @@ export class RevocationListRefresher {
           sha256 = createHash('sha256').update(Buffer.from(crl.rawData)).digest('hex');
           await this.#check(crl, this.#inForce[index] ?? null, pins.get(source.location) ?? null, authorities, now);
         } catch (error) {
-          if (crl !== null && error instanceof CrlRefused && error.reason === 'unknown-issuer')
+          if (crl !== null && error instanceof CrlRefused && LENDABLE.has(error.reason))
             this.#lendToEnrollment(index, crl, now);
           await this.#refuse(source, index, error, crl, sha256);
           return;
@@ -288,7 +296,7 @@ export class RevocationListRefresher {
           this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
         this.#errors[index] = null;
         this.#reported[index] = null;
-        this.#lastRefusal[index] = null;
+        this.#lent[index] = null;
       }),
     );
     try {
@@ -302,16 +310,34 @@ export class RevocationListRefresher {
   }
 
   /**
-   * A current list of a CA not known yet, from a source nothing is in force from, still checks the
-   * chains presented at enrollment: the verifier uses a list only when a chain's own issuer (which
-   * leads to a trust anchor) signed it. It retires nothing; the first chain enrolled makes its CA
-   * known, and the next refresh believes the list.
+   * A current list that cannot be believed yet, from a source nothing is in force from, still
+   * checks the chains presented at enrollment: the verifier uses a list only when a chain's own
+   * issuer (which leads to a trust anchor) signed it. Its CA not known yet (no chain of it
+   * enrolled) or known under another key (a CA renewed under its name): only a chain of that CA
+   * makes it known, so without the loan enrollment would wait for ever. It retires nothing, and
+   * an older list never replaces a newer one lent (that would undo a revocation).
    */
   #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
     if (this.#inForce[index] !== null) return;
     if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS) return;
     if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime()) return;
+    const lent = this.#lent[index] ?? null;
+    if (lent !== null && lent.issuer === crl.issuer && crl.thisUpdate < lent.thisUpdate) return;
+    this.#lent[index] = crl;
     this.#verifier.replaceCrl(index, crl);
+  }
+
+  /** While a source waits for its first list, it is read again soon, not only at crlRefresh. */
+  #readAgainSoonWhileAwaited(): void {
+    if (this.#stopped || this.#soonAgain !== undefined || this.awaitingFirstList().length === 0) return;
+    this.#soonAgain = setTimeout(
+      () => {
+        this.#soonAgain = undefined;
+        void this.refresh();
+      },
+      Math.min(AWAITED_READ_MS, this.#config.crlRefreshMs),
+    );
+    this.#soonAgain.unref();
   }
 
   /** Notes a believed list's CA and thisUpdate for its source, unless that is noted already. */
@@ -385,7 +411,6 @@ export class RevocationListRefresher {
     sha256: string,
   ): Promise<void> {
     const reason: CrlRefusalReason = error instanceof CrlRefused ? error.reason : 'unreadable';
-    this.#lastRefusal[index] = reason;
     const detail = messageOf(error);
     this.#refused.set(reason, (this.#refused.get(reason) ?? 0) + 1);
     this.#errors[index] = detail;

@@ -5,9 +5,8 @@
 // believed only from `enrollment.clientCertificate.trustedProxyList` with `verifiedHeader`
 // SUCCESS, see src/http/enrollment/enroll.ts). Either way the portal checks the chain itself.
 // A revocation list file is parsed at start (one that cannot be parsed refuses the start); the
-// lists are kept fresh by src/core/devices/revocation-lists.ts, and until a URL's list was read
-// once (or believed before a restart) certificates wait (503). A refused enrollment is in the
-// audit log.
+// lists are kept fresh by src/core/devices/revocation-lists.ts, and until a URL source gives a
+// list that checks certificates, they wait (503). A refused enrollment is in the audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../../config/portal-config.js';
 import { RevocationListRefresher, rememberIntermediateCas } from '../../core/devices/index.js';
@@ -101,7 +100,7 @@ export async function enrollWithCertificate(
     await sendError(reply, 403, verdict.reason);
     return;
   }
-  // A revoked certificate would pass a source with nothing in force yet: nothing enrolls unchecked.
+  // A source from which no list checks certificates yet would let a revoked one pass: it waits.
   const notRead = check.revocationLists.awaitingFirstList();
   if (notRead.length > 0) {
     const reason = `the revocation list ${notRead.join(', ')} has not been read yet; try again shortly`;
