@@ -68,7 +68,7 @@ export function groupRoutes(app: FastifyInstance, ctx: PortalContext, callers: S
   app.put(`${path}/:id`, async (request, reply) => {
     const selection = readGroupAttributes(request.query);
     const current = await directoryGroup(ctx, idOf(request), { members: false });
-    const input = readGroup(request.body);
+    const input = readGroup(request.body, current);
     const change = await replaceDirectoryGroup(callCtx(request, parametersOf(current)), current.id, input);
     return send(reply, 200, change.group, selection, receiptHeaders(change.revocationIds));
   });

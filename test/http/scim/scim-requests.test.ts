@@ -234,10 +234,11 @@ test('what no directory sends is refused at once and changes nothing: a user of 
   );
   assert.deepEqual(await scimState(portal), before);
 
-  // A user kept larger before these bounds may still be changed, its deactivation above all.
+  // A user kept larger before these bounds (its attributes, its externalId) may still be
+  // changed as long as it does not grow: its deactivation above all.
   await portal.portal.ctx.db
     .updateTable('scim_users')
-    .set({ attributes: JSON.stringify({ displayName: large }) })
+    .set({ attributes: JSON.stringify({ displayName: large }), external_id: 'e'.repeat(2_000) })
     .where('scim_id', '=', id)
     .execute();
   const deactivated = await scim.send('PATCH', `Users/${id}`, patchOp({ op: 'replace', path: 'active', value: false }));
