@@ -311,14 +311,14 @@ function sameOrigin(request: FastifyRequest): boolean {
 }
 
 /**
- * A request another site's page made without the person navigating (an image, a script, a
- * fetch): the browser says so in Sec-Fetch-Site and Sec-Fetch-Mode. Clients that send neither
- * (curl, scripts with a session) are not browsers a page can steer.
+ * A request another site's page made other than by the person opening a page (an image, a
+ * script, a fetch, a frame): the browser says so in Sec-Fetch-Site, -Mode and -Dest. Clients
+ * that send none of them (curl, scripts with a session) are not browsers a page can steer.
  */
 function embeddedFromElsewhere(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
   if (site !== 'same-site' && site !== 'cross-site') return false;
-  return request.headers['sec-fetch-mode'] !== 'navigate';
+  return request.headers['sec-fetch-mode'] !== 'navigate' || request.headers['sec-fetch-dest'] !== 'document';
 }
 
 /** The sign-in form, and the single sign-on button when `adminConsole.oidc` is set. */
