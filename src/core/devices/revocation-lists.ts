@@ -315,14 +315,15 @@ export class RevocationListRefresher {
    * issuer (which leads to a trust anchor) signed it. Its CA not known yet (no chain of it
    * enrolled) or known under another key (a CA renewed under its name): only a chain of that CA
    * makes it known, so without the loan enrollment would wait for ever. It retires nothing, and
-   * an older list never replaces a newer one lent (that would undo a revocation).
+   * keeps to the CA of the list lent first and is never older than it (either would undo a
+   * revocation at enrollment).
    */
   #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
     if (this.#inForce[index] !== null) return;
     if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS) return;
     if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime()) return;
     const lent = this.#lent[index] ?? null;
-    if (lent !== null && lent.issuer === crl.issuer && crl.thisUpdate < lent.thisUpdate) return;
+    if (lent !== null && (lent.issuer !== crl.issuer || crl.thisUpdate < lent.thisUpdate)) return;
     this.#lent[index] = crl;
     this.#verifier.replaceCrl(index, crl);
   }
