@@ -556,7 +556,11 @@ function externalIdOf(
   const externalId = data['externalId'];
   if (typeof externalId !== 'string') return null;
   if ([...externalId].length > MAX_EXTERNAL_ID_CHARACTERS && externalId !== current?.externalId)
-    throw new ScimProblem(400, 'invalidValue', `externalId: at most ${MAX_EXTERNAL_ID_CHARACTERS} characters`);
+    throw new ScimProblem(
+      400,
+      'invalidValue',
+      `externalId: at most ${MAX_EXTERNAL_ID_CHARACTERS.toLocaleString('en')} characters`,
+    );
   return externalId;
 }
 
@@ -638,15 +642,16 @@ function patchOfOperations(request: Record<string, unknown>, operations: readonl
  * scim-paths.ts) and its boolean values as booleans, whether under a path or inside a value object.
  */
 function operationOf(operation: unknown, definition: SCIMMY.Types.SchemaDefinition): unknown {
-  const canonical = canonicalOperation(operation, definition);
-  if (typeof canonical !== 'object' || canonical === null) return canonical;
-  const { path, value, ...rest } = canonical as { path?: unknown; value?: unknown };
-  if (typeof path === 'string' && path.length > MAX_PATCH_PATH_CHARACTERS)
+  const sentPath = typeof operation === 'object' && operation !== null ? (operation as { path?: unknown }).path : null;
+  if (typeof sentPath === 'string' && sentPath.length > MAX_PATCH_PATH_CHARACTERS)
     throw new ScimProblem(
       400,
       'invalidPath',
-      `path: at most ${MAX_PATCH_PATH_CHARACTERS.toLocaleString('en')} characters (this one has ${path.length.toLocaleString('en')})`,
+      `path: at most ${MAX_PATCH_PATH_CHARACTERS.toLocaleString('en')} characters (this one has ${sentPath.length.toLocaleString('en')})`,
     );
+  const canonical = canonicalOperation(operation, definition);
+  if (typeof canonical !== 'object' || canonical === null) return canonical;
+  const { path, value, ...rest } = canonical as { path?: unknown; value?: unknown };
   const lastName = typeof path === 'string' ? (path.split('.').pop() ?? '').toLowerCase() : null;
   const booleanValue = lastName !== null && BOOLEAN_ATTRIBUTES.has(lastName) ? booleanOf(value) : value;
   return { ...rest, ...(path === undefined ? {} : { path }), value: withBooleans(booleanValue) };

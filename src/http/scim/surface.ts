@@ -3,8 +3,8 @@
 // Schemas), /Users and /Groups. Its own guard (scim-guard.ts: `scim.allowList`, an admin key of
 // scope scim), its own body parser (application/scim+json, and application/json as clients also
 // send; up to SCIM_BODY_LIMIT_BYTES, a User's up to SCIM_USER_BODY_LIMIT_BYTES (users.ts), one
-// body above SCIM_LARGE_BODY_BYTES at a time) and its
-// own error format (scim-reply.ts), also for paths and methods it does not serve.
+// body above SCIM_LARGE_BODY_BYTES at a time) and its own error format (scim-reply.ts), also for
+// paths and methods it does not serve.
 import type { FastifyInstance } from 'fastify';
 import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';

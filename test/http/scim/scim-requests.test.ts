@@ -230,7 +230,7 @@ test('what no directory sends is refused at once and changes nothing: a user of 
     await scim.send('POST', 'Groups', { displayName: 'Board', externalId: 'z'.repeat(1_025) }),
     400,
     'invalidValue',
-    'externalId: at most 1024 characters',
+    'externalId: at most 1,024 characters',
   );
   assert.deepEqual(await scimState(portal), before);
 
