@@ -44,15 +44,13 @@ export class DatabaseClock implements Clock {
 
   now(): Date {
     const local = this.#local.now();
-    const server = this.#serverNowMs();
-    return server !== null && server - local.getTime() > TOLERANCE_MS ? new Date(server) : local;
+    const behind = this.#behindOf(local);
+    return behind === 0 ? local : new Date(local.getTime() + behind);
   }
 
   /** How far this instance's clock is behind the server's now, when beyond the tolerance (taken into account); else 0. */
   behindMs(): number {
-    const server = this.#serverNowMs();
-    const behind = server === null ? 0 : server - this.#local.now().getTime();
-    return behind > TOLERANCE_MS ? Math.round(behind) : 0;
+    return Math.round(this.#behindOf(this.#local.now()));
   }
 
   /** Reads the server's time; a failed or slow read keeps the last sample. */
@@ -73,8 +71,11 @@ export class DatabaseClock implements Clock {
     this.#tell(server.getTime() - (sentLocal + (midpoint - sent)));
   }
 
-  #serverNowMs(): number | null {
-    return this.#sample === null ? null : this.#sample.serverMs + (this.#monotonicMs() - this.#sample.monotonicMs);
+  /** How far `local` is behind the server's time carried from the last sample, beyond the tolerance; else 0. */
+  #behindOf(local: Date): number {
+    if (this.#sample === null) return 0;
+    const behind = this.#sample.serverMs + (this.#monotonicMs() - this.#sample.monotonicMs) - local.getTime();
+    return behind > TOLERANCE_MS ? behind : 0;
   }
 
   /** Logs the offset when it crosses the tolerance, and again only when it is well within it. */

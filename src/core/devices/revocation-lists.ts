@@ -320,8 +320,7 @@ export class RevocationListRefresher {
    */
   #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
     if (this.#inForce[index] !== null) return;
-    if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS) return;
-    if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime()) return;
+    if (notCurrent(crl, now) !== null) return;
     const lent = this.#lent[index] ?? null;
     if (lent !== null && (lent.issuer !== crl.issuer || crl.thisUpdate < lent.thisUpdate)) return;
     this.#lent[index] = crl;
@@ -387,10 +386,8 @@ export class RevocationListRefresher {
       );
     if (!(await crlSignedBy(crl, candidates)))
       throw new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
-    if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS)
-      throw new CrlRefused('not-yet-valid', `its thisUpdate ${crl.thisUpdate.toISOString()} is in the future`);
-    if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime())
-      throw new CrlRefused('expired', `its nextUpdate ${crl.nextUpdate.toISOString()} has passed`);
+    const stale = notCurrent(crl, now);
+    if (stale !== null) throw stale;
     if (inForce !== null && crl.thisUpdate < inForce.crl.thisUpdate)
       throw new CrlRefused(
         'older',
@@ -499,6 +496,15 @@ export class RevocationListRefresher {
       this.#ctx.logger.error({ err: error, call: call.name }, 'an audit row could not be written');
     }
   }
+}
+
+/** Why `crl` is not current at `now` (made in the future, or past its nextUpdate); null when it is. */
+function notCurrent(crl: RevocationList, now: Date): CrlRefused | null {
+  if (crl.thisUpdate.getTime() > now.getTime() + CLOCK_SKEW_MS)
+    return new CrlRefused('not-yet-valid', `its thisUpdate ${crl.thisUpdate.toISOString()} is in the future`);
+  if (crl.nextUpdate !== undefined && crl.nextUpdate.getTime() < now.getTime())
+    return new CrlRefused('expired', `its nextUpdate ${crl.nextUpdate.toISOString()} has passed`);
+  return null;
 }
 
 /**
