@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
-import { CrlServer, MdmCa, enrollOnceListsRead } from '../support/mdm-ca.js';
+import { CrlServer, MdmCa, enrollOnceListsRead, tlsEnrollUrl } from '../support/mdm-ca.js';
 import { LAB_PROFILE, startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 
 const WG_QUICK_ENV = { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' };
@@ -56,7 +56,7 @@ describe("a revoked device certificate ends the device's tunnel on a real node",
     });
     const certificate = ca.device('erin-laptop', { cn: 'erin-laptop', uri: 'urn:mdm:serial:LAB-CRL-1' });
     const keys = generateWireGuardKeyPair();
-    const url = `${lab.portal.portal.enrollTlsUrl ?? ''}${lab.portal.portal.ctx.config.basePath}/enroll`;
+    const url = tlsEnrollUrl(lab.portal);
     const answer = await enrollOnceListsRead(url, ca, certificate, { public_key: keys.publicKey });
     assert.equal(answer.status, 200, answer.text);
     const interfaceName = lab.lab.interfaceName('wgc');

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { TestPortal } from './test-portal.js';
 
 export interface DeviceCertificateFiles {
   readonly certificate: string;
@@ -319,6 +320,11 @@ export interface TlsAnswer {
   readonly text: string;
 }
 
+/** The portal's {baseUrl}enroll on its mutual-TLS listener. */
+export function tlsEnrollUrl(portal: TestPortal): string {
+  return `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+}
+
 /** POST `url` (the TLS listener's {baseUrl}enroll) presenting this device certificate with `ca`'s issuing CA (or none). */
 export function enrollOverTls(
   url: string,
@@ -355,16 +361,10 @@ export function enrollOverTls(
  * enrollOverTls once the portal has read its revocation lists: the 503 a certificate gets while a
  * distribution point's first list is awaited is tried again, for up to 30 s.
  */
-export async function enrollOnceListsRead(
-  url: string,
-  ca: MdmCa,
-  device: DeviceCertificateFiles | null,
-  form: Record<string, string>,
-  issuing: MdmCa = ca,
-): Promise<TlsAnswer> {
+export async function enrollOnceListsRead(...request: Parameters<typeof enrollOverTls>): Promise<TlsAnswer> {
   const end = Date.now() + 30_000;
   for (;;) {
-    const answer = await enrollOverTls(url, ca, device, form, issuing);
+    const answer = await enrollOverTls(...request);
     if (answer.status !== 503 || !/has not been read yet/.test(answer.text) || Date.now() > end) return answer;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

@@ -27,6 +27,7 @@ import {
   enrollOnceListsRead,
   enrollOverTls,
   type DeviceCertificateFiles,
+  tlsEnrollUrl,
 } from '../../support/mdm-ca.js';
 import { runCli } from '../../support/portal-process.js';
 import {
@@ -39,6 +40,11 @@ import { capturedLog } from '../../support/captured-log.js';
 import { until, within } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
+
+/** The portal's metrics as Prometheus scrapes them. */
+async function metricsOf(portal: TestPortal): Promise<string> {
+  return (await fetch(portal.portal.metricsUrl ?? '')).text();
+}
 const ENROLL_SCRIPT = new URL('../../../examples/enroll-wireguard.sh', import.meta.url).pathname;
 const run = promisify(execFile);
 
@@ -62,7 +68,7 @@ describe('a device whose certificate is revoked is retired', () => {
     ca?.remove();
   });
 
-  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+  const enrollUrl = () => tlsEnrollUrl(portal);
 
   async function enrolled(
     user: string,
@@ -83,7 +89,7 @@ describe('a device whose certificate is revoked is retired', () => {
     return { deviceId: device.device_id, certificate };
   }
 
-  const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+  const metrics = () => metricsOf(portal);
   /** Waits until the portal has read the list twice more: one whole refresh ran after the call. */
   const twoMoreReads = async () => {
     const target = crls.requests + 2;
@@ -214,8 +220,8 @@ describe('a revocation list is believed only when the CA it names signed it and 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
-  const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+  const enrollUrl = () => tlsEnrollUrl(portal);
+  const metrics = () => metricsOf(portal);
   const value = (text: string, name: string, labels: string) =>
     Number(new RegExp(`^${name}\\{${labels.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\} (\\S+)$`, 'm').exec(text)?.[1]);
   const ofList = (text: string, name: string) => value(text, name, `file="${crls.url}"`);
@@ -371,7 +377,7 @@ describe('a configured intermediate CA verifies its lists before any device enro
   });
 
   test('the issuing CA’s list is believed at the first refresh', async () => {
-    const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+    const metrics = () => metricsOf(portal);
     const end = Date.now() + 30_000;
     let text = await metrics();
     while (!text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`)) {
@@ -428,7 +434,7 @@ describe('a certificate waits while the first list of its distribution point is 
       platform: 'linux',
       serial: 'WAIT-2',
     });
-    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const enrollUrl = tlsEnrollUrl(portal);
     const enroll = () =>
       enrollOverTls(enrollUrl, ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
     await until('the portal asked for the list', async () => crls.requests > 0);
@@ -505,7 +511,7 @@ describe('before its CA is known, a list still checks the chains presented at en
   });
 
   test('the first certificate presented, revoked on that list, is refused; another of the CA enrolls and makes the CA known', async () => {
-    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const enrollUrl = tlsEnrollUrl(portal);
     await portal.admin.registerDevice({
       user_id: 'grace',
       profile_id: 'employees',
@@ -518,7 +524,7 @@ describe('before its CA is known, a list still checks the chains presented at en
       platform: 'linux',
       serial: 'FIRST-2',
     });
-    const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+    const metrics = () => metricsOf(portal);
     await until(
       'the list refused as of an unknown CA',
       async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metrics()),
@@ -572,7 +578,7 @@ describe('a distribution point whose first reading fails is read again within se
       platform: 'linux',
       serial: 'SOON-1',
     });
-    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const enrollUrl = tlsEnrollUrl(portal);
     await until('the first reading failed', async () => crls.requests > 0);
     const waiting = await enrollOverTls(enrollUrl, ca, revoked, { public_key: generateWireGuardKeyPair().publicKey });
     assert.equal(waiting.status, 503, waiting.text);
@@ -632,8 +638,8 @@ describe('a CA renewed under its name with a new key', () => {
       platform: 'linux',
       serial: 'RENEW-2',
     });
-    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
-    const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+    const enrollUrl = tlsEnrollUrl(portal);
+    const metrics = () => metricsOf(portal);
     await until(
       'the list refused as signed by another key',
       async () => /^vpn_portal_crl_refused_total\{reason="bad-signature"\} [1-9]/m.test(await metrics()),
@@ -691,8 +697,8 @@ describe('a revocation list keeps to the CA of the list in force', () => {
     beta?.remove();
   });
 
-  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
-  const metrics = async () => (await fetch(portal.portal.metricsUrl ?? '')).text();
+  const enrollUrl = () => tlsEnrollUrl(portal);
+  const metrics = () => metricsOf(portal);
 
   test("another known CA's current list served in its place is refused: a certificate the first CA revoked stays refused", async () => {
     await portal.admin.registerDevice({ user_id: 'eve', profile_id: 'employees', platform: 'linux', serial: 'SWAP-1' });
@@ -768,13 +774,13 @@ describe('what was believed from a revocation list source holds across a restart
     return portal;
   };
   const enroll = (portal: TestPortal) =>
-    enrollOverTls(`${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`, alpha, revoked, {
+    enrollOverTls(tlsEnrollUrl(portal), alpha, revoked, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
   const refusedFor = async (portal: TestPortal, reason: string) =>
     Number(
       new RegExp(`^vpn_portal_crl_refused_total\\{reason="${reason}"\\} (\\S+)$`, 'm').exec(
-        await (await fetch(portal.portal.metricsUrl ?? '')).text(),
+        await metricsOf(portal),
       )?.[1] ?? 0,
     );
 
@@ -861,7 +867,7 @@ describe('a device whose certificate a revoked CA issued is retired', () => {
       serial: 'CA-2',
     });
     const certificate = ca.device('carol-laptop', { cn: 'carol-laptop', uri: 'urn:mdm:serial:CA-1' });
-    const enrollUrl = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const enrollUrl = tlsEnrollUrl(portal);
     const answer = await enrollOnceListsRead(enrollUrl, ca, certificate, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
@@ -918,10 +924,7 @@ describe('a distribution point that redirects is not followed', () => {
   test('its target is never asked; the reading fails, naming the redirect and what to configure', async () => {
     await until(
       'the failed reading flagged',
-      async () =>
-        (await (await fetch(portal.portal.metricsUrl ?? '')).text()).includes(
-          `vpn_portal_crl_read_failing{file="${crls.url}"} 1`,
-        ),
+      async () => (await metricsOf(portal)).includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 1`),
       30_000,
     );
     await until('two readings', async () => crls.requests >= 2, 30_000);

@@ -11,7 +11,7 @@ import { openConnection } from '../../../src/storage/connection-log.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
 import { consoleUrl, launchBrowser, openTab, screenshot, signIn } from '../../support/console-browser.js';
-import { enrollOverTls, MdmCa } from '../../support/mdm-ca.js';
+import { enrollOverTls, MdmCa, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
@@ -57,7 +57,7 @@ async function fleet(t: { after: (fn: () => Promise<void>) => void }): Promise<F
     mdm_id: 'intune-7f3a',
   });
   await portal.admin.registerDevice({ user_id: 'bob', profile_id: 'employees', platform: 'ios', serial: 'F17PHONE' });
-  const url = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+  const url = tlsEnrollUrl(portal);
   const connectionId = generateWireGuardKeyPair().publicKey;
   const enrolled = await enrollOverTls(url, ca, certificate, { public_key: connectionId });
   assert.equal(enrolled.status, 200, enrolled.text);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { twoProfiles } from '../../support/admin-keys.js';
-import { MdmCa, enrollOverTls } from '../../support/mdm-ca.js';
+import { MdmCa, enrollOverTls, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 describe('registerAs: a device registers itself with its certificate', () => {
@@ -28,7 +28,7 @@ describe('registerAs: a device registers itself with its certificate', () => {
     ca?.remove();
   });
 
-  const enrollUrl = () => `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+  const enrollUrl = () => tlsEnrollUrl(portal);
 
   test('an unregistered device id registers a device for the user of the certificate’s e-mail address, bound to it', async () => {
     const laptop = ca.device('self-laptop', {

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { asDeviceId } from '../../../src/shared/ids.js';
 import { deviceHistory } from '../../../src/storage/device-history.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
-import { enrollOverTls, MdmCa } from '../../support/mdm-ca.js';
+import { enrollOverTls, MdmCa, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
 const DAY_MS = 86_400_000;
@@ -28,7 +28,7 @@ test("a device's configuration ends with its certificate, and the renewed certif
     platform: 'macos',
     serial: 'REN-1',
   });
-  const url = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+  const url = tlsEnrollUrl(portal);
 
   const firstKey = generateWireGuardKeyPair().publicKey;
   const enrolled = await enrollOverTls(url, ca, first, { public_key: firstKey });

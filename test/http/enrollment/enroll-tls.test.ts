@@ -17,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { errorBody } from '../../support/raw-http.js';
-import { MdmCa, enrollOverTls, type DeviceCertificateFiles } from '../../support/mdm-ca.js';
+import { MdmCa, enrollOverTls, type DeviceCertificateFiles, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { PortalProcess } from '../../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { generateSecrets } from '../../../src/cli/generate-secrets.js';
@@ -77,7 +77,7 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     /** A TLS session to offer on a connection of its own; `onSession` is given the ones the server issues. */
     resume?: { readonly session?: Buffer; readonly onSession?: (session: Buffer) => void },
   ): Promise<Answer> {
-    const url = new URL(`${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`);
+    const url = new URL(tlsEnrollUrl(portal));
     const body = new URLSearchParams(form).toString();
     return new Promise((resolve, reject) => {
       const sent = request(
@@ -235,19 +235,15 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
     const serverCa = path.join(ca.directory, 'server-ca.pem');
     writeFileSync(serverCa, `${ca.rootPem}${ca.issuingPem}`);
     const config = path.join(ca.directory, 'wg-desktop.conf');
-    const { stdout } = await run(
-      'sh',
-      [SCRIPT, `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`, config],
-      {
-        env: {
-          ...process.env,
-          VPN_ENROLL_CERT: chain,
-          VPN_ENROLL_KEY: desktop.key,
-          VPN_ENROLL_CA: serverCa,
-          VPN_ENROLL_NO_UP: '1',
-        },
+    const { stdout } = await run('sh', [SCRIPT, tlsEnrollUrl(portal), config], {
+      env: {
+        ...process.env,
+        VPN_ENROLL_CERT: chain,
+        VPN_ENROLL_KEY: desktop.key,
+        VPN_ENROLL_CA: serverCa,
+        VPN_ENROLL_NO_UP: '1',
       },
-    );
+    });
     assert.match(stdout, /enrolled; configuration written to /);
     const file = readFileSync(config, 'utf8');
     assert.match(file, /^PrivateKey = [A-Za-z0-9+/]{43}=$/m, 'the device put its own key in');
@@ -331,7 +327,7 @@ describe('a revoked certificate whose serial number is zero or negative is refus
   });
 
   test('each is found on its issuer’s list, and no configuration is made', async () => {
-    const url = `${portal.portal.enrollTlsUrl ?? ''}${portal.portal.ctx.config.basePath}/enroll`;
+    const url = tlsEnrollUrl(portal);
     for (const [serial, certificate] of [
       ['ODD-0', zero],
       ['ODD-1', negative],
