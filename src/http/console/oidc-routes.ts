@@ -11,10 +11,11 @@ import {
 } from '../../core/console/index.js';
 import type { PortalContext } from '../../core/context.js';
 import { OIDC_FLOW_LIFETIME_MS, type ConsoleOidc } from './oidc.js';
+import { clearConsoleCookie, consoleCookie, readConsoleCookie } from './cookies.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 
-/** The flow's sealed secrets between the two requests; sent only to the callback's path. */
+/** The flow's sealed secrets between the two requests; over plain HTTP sent only to the callback's path. */
 const FLOW_COOKIE = 'vpn_portal_console_oidc';
 
 export interface OidcRouteOptions {
@@ -46,11 +47,12 @@ export function registerOidcRoutes(app: FastifyInstance, options: OidcRouteOptio
       return options.signInPage(reply, 503, start.reason);
     }
     // Lax: the provider's redirect back is a top-level navigation from another site.
-    void reply.setCookie(FLOW_COOKIE, start.flow, {
-      path: callbackPath,
+    const flowCookie = consoleCookie(request, FLOW_COOKIE, callbackPath);
+    void reply.setCookie(flowCookie.name, start.flow, {
+      path: flowCookie.path,
       httpOnly: true,
       sameSite: 'lax',
-      secure: request.protocol === 'https',
+      secure: flowCookie.secure,
       maxAge: OIDC_FLOW_LIFETIME_MS / 1000,
     });
     return reply.redirect(start.url.href, 303);
@@ -59,8 +61,9 @@ export function registerOidcRoutes(app: FastifyInstance, options: OidcRouteOptio
   app.get(callbackPath, async (request, reply) => {
     const url = request.raw.url ?? '';
     const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
-    const finish = await oidc.finish(query, request.cookies[FLOW_COOKIE]);
-    void reply.clearCookie(FLOW_COOKIE, { path: callbackPath });
+    const flowCookie = consoleCookie(request, FLOW_COOKIE, callbackPath);
+    const finish = await oidc.finish(query, readConsoleCookie(request, flowCookie));
+    clearConsoleCookie(reply, flowCookie);
     const result = finish.ok
       ? await signInWithOidc(ctx, finish.grant, request.ip, times)
       : await refuseOidcSignIn(ctx, finish.subject, finish.reason, request.ip);

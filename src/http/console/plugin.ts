@@ -33,6 +33,7 @@ import { pageHandlers } from './pages.js';
 import { devicePages } from './device-pages.js';
 import type { ConsolePage, ConsoleRequest } from './console-request.js';
 import { trackReconciles } from './reconcile-times.js';
+import { clearConsoleCookie, consoleCookie, readConsoleCookie } from './cookies.js';
 
 const COOKIE_NAME = 'vpn_portal_console';
 
@@ -153,7 +154,8 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
       );
       return;
     }
-    const token = request.cookies[COOKIE_NAME];
+    const sessionCookie = consoleCookie(request, COOKIE_NAME, base);
+    const token = readConsoleCookie(request, sessionCookie);
     const check = token === undefined ? null : await checkSession(ctx, token, request.ip, times);
     // No 401 here: it would need a WWW-Authenticate challenge, and a cookie has none (RFC 9110 §15.5.2).
     if (check === null) {
@@ -162,7 +164,7 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
     }
     if (!check.valid) {
       // The session ended: the sign-in form, saying why, at the address asked for.
-      void reply.clearCookie(COOKIE_NAME, { path: base });
+      clearConsoleCookie(reply, sessionCookie);
       await sendPage(reply, 200, signInPage(base, check.reason, signInButton));
       return;
     }
@@ -219,11 +221,12 @@ function registerSignIn(app: FastifyInstance, setup: ConsoleSetup): void {
     return reply.redirect(base, 303);
   });
   const setSessionCookie = (request: FastifyRequest, reply: FastifyReply, session: ConsoleSession): void => {
-    void reply.setCookie(COOKIE_NAME, session.token, {
-      path: base,
+    const sessionCookie = consoleCookie(request, COOKIE_NAME, base);
+    void reply.setCookie(sessionCookie.name, session.token, {
+      path: sessionCookie.path,
       httpOnly: true,
       sameSite: 'strict',
-      secure: request.protocol === 'https',
+      secure: sessionCookie.secure,
       expires: session.expiresAt,
     });
   };
@@ -238,9 +241,10 @@ function registerSignIn(app: FastifyInstance, setup: ConsoleSetup): void {
     });
   }
   app.post(`${base}sign-out`, async (request, reply) => {
-    const token = request.cookies[COOKIE_NAME];
+    const sessionCookie = consoleCookie(request, COOKIE_NAME, base);
+    const token = readConsoleCookie(request, sessionCookie);
     if (token !== undefined) await signOut(ctx, token);
-    void reply.clearCookie(COOKIE_NAME, { path: base });
+    clearConsoleCookie(reply, sessionCookie);
     return reply.redirect(`${base}sign-in`, 303);
   });
 }

@@ -367,7 +367,7 @@ test('the console is off with adminConsole.enabled false, and refuses addresses 
   assert.match(await refused.text(), /adminApi\.allowList/);
 });
 
-test('behind a trusted TLS proxy the session cookie is Secure, and the sign-in is audited from the client’s address', async (t) => {
+test('behind a trusted TLS proxy the session cookie is a Secure __Host- cookie that a sibling domain cannot plant, and the sign-in is audited from the client’s address', async (t) => {
   const portal = await startTestPortal({
     config: { adminApi: { allowList: ['203.0.113.0/24'], trustedProxyList: ['127.0.0.1/32'] } },
   });
@@ -380,7 +380,33 @@ test('behind a trusted TLS proxy the session cookie is Secure, and the sign-in i
     redirect: 'manual',
   });
   assert.equal(signedIn.status, 303);
-  assert.match(signedIn.headers.get('set-cookie') ?? '', /; HttpOnly; Secure; SameSite=Strict$/);
+  const setCookie = signedIn.headers.get('set-cookie') ?? '';
+  assert.match(
+    setCookie,
+    /^__Host-vpn_portal_console=[^;]+; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Strict$/,
+  );
+  const token = setCookie.slice(setCookie.indexOf('=') + 1, setCookie.indexOf(';'));
+  const dashboard = (cookie: string) =>
+    fetch(consoleUrl(portal), { headers: { ...forwarded, cookie }, redirect: 'manual' });
+  const signedInPage = await dashboard(`__Host-vpn_portal_console=${token}`);
+  assert.equal(signedInPage.status, 200);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await signedInPage.text())?.[1] ?? '';
+  // A sibling domain can set `vpn_portal_console` for the whole domain; over TLS it is not read.
+  const planted = await dashboard(`vpn_portal_console=${token}`);
+  assert.equal(planted.status, 303, 'a cookie without the prefix is no session over TLS');
+  assert.equal(planted.headers.get('location'), `${new URL(consoleUrl(portal)).pathname}sign-in`);
+  const signedOut = await fetch(`${consoleUrl(portal)}sign-out`, {
+    method: 'POST',
+    body: new URLSearchParams({ csrf }),
+    headers: { ...forwarded, cookie: `__Host-vpn_portal_console=${token}` },
+    redirect: 'manual',
+  });
+  assert.match(
+    signedOut.headers.get('set-cookie') ?? '',
+    /^__Host-vpn_portal_console=; Max-Age=0; Path=\/; Expires=[^;]+; Secure/,
+  );
+  const afterSignOut = await dashboard(`__Host-vpn_portal_console=${token}`);
+  assert.match(await afterSignOut.text(), /Your session has ended; sign in again\./, 'signed out, the session is gone');
   const plain = await fetch(`${consoleUrl(portal)}sign-in`, {
     method: 'POST',
     body: new URLSearchParams({ credential: portal.secret }),

@@ -159,11 +159,20 @@ test('an account whose claims grant no console scope is back at the sign-in page
 async function signInOverHttp(
   stand: Stand,
   login: string,
+  { overTls = false } = {},
 ): Promise<{ status: number; cookie: string | null; text: string }> {
-  const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual' });
+  // Over TLS (a trusted proxy says so) both cookies carry the `__Host-` prefix and its rules.
+  const headers: Record<string, string> = overTls ? { 'x-forwarded-proto': 'https' } : {};
+  const prefix = overTls ? '__Host-' : '';
+  const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual', headers });
   assert.equal(start.status, 303);
-  const flowCookie = start.headers.getSetCookie().find((line) => line.startsWith('vpn_portal_console_oidc='));
-  assert.match(flowCookie ?? '', /; Path=\/vpn-user-portal\/admin\/oidc\/callback; HttpOnly; SameSite=Lax/);
+  const flowCookie = start.headers.getSetCookie().find((line) => line.startsWith(`${prefix}vpn_portal_console_oidc=`));
+  assert.match(
+    flowCookie ?? '',
+    overTls
+      ? /; Path=\/; HttpOnly; Secure; SameSite=Lax/
+      : /; Path=\/vpn-user-portal\/admin\/oidc\/callback; HttpOnly; SameSite=Lax/,
+  );
   const callback = await signInAtProvider(
     new URL(start.headers.get('location') ?? ''),
     login,
@@ -171,9 +180,9 @@ async function signInOverHttp(
   );
   const answer = await fetch(callback, {
     redirect: 'manual',
-    headers: { cookie: (flowCookie ?? '').split(';')[0] ?? '' },
+    headers: { ...headers, cookie: (flowCookie ?? '').split(';')[0] ?? '' },
   });
-  const session = answer.headers.getSetCookie().find((line) => line.startsWith('vpn_portal_console='));
+  const session = answer.headers.getSetCookie().find((line) => line.startsWith(`${prefix}vpn_portal_console=`));
   return {
     status: answer.status,
     cookie: session === undefined ? null : (session.split(';')[0] ?? null),
@@ -190,6 +199,33 @@ test('a profiles mapping limits an OpenID session to the profiles its claim gran
   const dashboard = await fetch(stand.console, { headers: { cookie: signedIn.cookie } });
   assert.equal(dashboard.status, 200);
   assert.match(await dashboard.text(), /<span class="who">oidc:alice · write · employees<\/span>/);
+});
+
+test('behind a trusted TLS proxy the sign-in flow and the session are __Host- cookies, and a flow cookie a sibling domain set is not read', async (t) => {
+  const stand = await startStand(t, {}, { adminApi: { trustedProxyList: ['127.0.0.1/32'] } });
+  const signedIn = await signInOverHttp(stand, 'alice', { overTls: true });
+  assert.equal(signedIn.status, 200, signedIn.text);
+  assert.match(signedIn.cookie ?? '', /^__Host-vpn_portal_console=/);
+  const tls = { 'x-forwarded-proto': 'https' };
+  const dashboard = await fetch(stand.console, { headers: { ...tls, cookie: signedIn.cookie ?? '' } });
+  assert.equal(dashboard.status, 200);
+  assert.match(await dashboard.text(), /<span class="who">oidc:alice · write<\/span>/);
+
+  // The flow cookie without the prefix, as a sibling domain could set it: over TLS the callback does not read it.
+  const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual', headers: tls });
+  const flow =
+    start.headers
+      .getSetCookie()[0]
+      ?.split(';')[0]
+      ?.replace(/^__Host-/, '') ?? '';
+  const callback = await signInAtProvider(
+    new URL(start.headers.get('location') ?? ''),
+    'alice',
+    `${stand.console}oidc/callback`,
+  );
+  const answer = await fetch(callback, { redirect: 'manual', headers: { ...tls, cookie: flow } });
+  assert.equal(answer.status, 403);
+  assert.equal(answer.headers.getSetCookie().filter((line) => /^__Host-vpn_portal_console=[^;]/.test(line)).length, 0);
 });
 
 test('a subject of 255 characters signs in and is audited under its whole name', async (t) => {
