@@ -132,11 +132,36 @@ class DebugRequestLog extends LogController {
     request.log.debug(
       {
         method: request.method,
-        url: request.url,
+        url: withoutSecretValues(request.url),
         statusCode: reply.statusCode,
         responseTimeMs: Math.round(reply.elapsedTime),
       },
       'request answered',
     );
+  }
+}
+
+/** Query parameters whose values are secrets of a sign-in (an OpenID callback's one-time code and state). */
+const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'session_state', 'id_token', 'access_token', 'token']);
+
+/** The request's path and query as logged: the values of sign-in secrets replaced by `***`. */
+function withoutSecretValues(url: string): string {
+  const start = url.indexOf('?');
+  if (start === -1) return url;
+  const query = url
+    .slice(start + 1)
+    .split('&')
+    .map((pair) => {
+      const name = pair.split('=', 1)[0] ?? '';
+      return SECRET_QUERY_PARAMETERS.has(decodedName(name).toLowerCase()) ? `${name}=***` : pair;
+    });
+  return `${url.slice(0, start + 1)}${query.join('&')}`;
+}
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replaceAll('+', ' '));
+  } catch {
+    return name;
   }
 }

@@ -11,8 +11,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { Browser } from 'playwright-core';
+import type { Logger } from 'pino';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
+import { capturedLog } from '../../support/captured-log.js';
 import { launchBrowser, openTab, screenshot } from '../../support/console-browser.js';
 import { freePort } from '../../support/free-port.js';
 import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../../support/oidc-provider.js';
@@ -39,6 +41,7 @@ async function startStand(
   t: TestContext,
   oidc: Partial<NonNullable<NonNullable<PortalConfigFile['adminConsole']>['oidc']>> = {},
   config: Partial<PortalConfigFile> = {},
+  logger?: Logger,
 ): Promise<Stand> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}/vpn-user-portal/`;
@@ -48,6 +51,7 @@ async function startStand(
   writeFileSync(secretFile, provider.clientSecret, { mode: 0o600 });
   chmodSync(secretFile, 0o600);
   const portal = await startTestPortal({
+    ...(logger === undefined ? {} : { logger }),
     config: {
       ...config,
       baseUrl,
@@ -226,6 +230,29 @@ test('behind a trusted TLS proxy the sign-in flow and the session are __Host- co
   const answer = await fetch(callback, { redirect: 'manual', headers: { ...tls, cookie: flow } });
   assert.equal(answer.status, 403);
   assert.equal(answer.headers.getSetCookie().filter((line) => /^__Host-vpn_portal_console=[^;]/.test(line)).length, 0);
+});
+
+test('at trace level the OpenID callback is logged without its one-time code and state', async (t) => {
+  const captured = capturedLog('trace');
+  const stand = await startStand(t, {}, {}, captured.logger);
+  const start = await fetch(`${stand.console}oidc/start`, { redirect: 'manual' });
+  const flow = start.headers.getSetCookie()[0]?.split(';')[0] ?? '';
+  const callback = await signInAtProvider(
+    new URL(start.headers.get('location') ?? ''),
+    'alice',
+    `${stand.console}oidc/callback`,
+  );
+  const answer = await fetch(callback, { redirect: 'manual', headers: { cookie: flow } });
+  assert.equal(answer.status, 200, 'the sign-in worked');
+  const code = callback.searchParams.get('code') ?? '';
+  const state = callback.searchParams.get('state') ?? '';
+  assert.ok(code.length >= 20 && state.length >= 20);
+  const log = captured.text();
+  const logged = /"url":"(\/vpn-user-portal\/admin\/oidc\/callback\?[^"]*)"/.exec(log)?.[1] ?? '';
+  assert.match(logged, /(^|[?&])code=\*\*\*(&|$)/, 'the callback is logged, its code masked');
+  assert.match(logged, /(^|[?&])state=\*\*\*(&|$)/);
+  assert.equal(log.includes(code), false, 'the one-time code is in the log');
+  assert.equal(log.includes(state), false, 'the state is in the log');
 });
 
 test('a subject of 255 characters signs in and is audited under its whole name', async (t) => {
