@@ -2,7 +2,7 @@
 // WireGuard private key per node, the pepper of the admin keys' stored hashes, the key that
 // encrypts answers kept for retries (Idempotency-Key) and the key that seals webhook signing secrets. Files are 0600 in a 0700 directory, are created only when
 // missing (never overwritten), and their contents are never logged.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { constantTimeEquals, constantTimeMatcher } from '../shared/constant-time.js';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -135,10 +135,17 @@ export class KeyStore {
     return this.secretMatches(this.adminApiKeyPath, presented);
   }
 
-  /** SHA-256 of the Admin API secret (hex), null when the API is disabled: tells a console session whether the secret it signed in with still holds. */
+  /**
+   * HMAC-SHA-256 of the Admin API secret under the admin key pepper (hex), null when the API is
+   * disabled or there is no pepper: tells a console session whether the secret it signed in with
+   * still holds. Keyed, so a copy of the database alone tests no guess of a secret an
+   * administrator chose.
+   */
   adminApiSecretDigest(): string | null {
     const secret = this.read(this.adminApiKeyPath);
-    return secret === null ? null : createHash('sha256').update(secret).digest('hex');
+    const pepper = this.adminKeyPepper();
+    if (secret === null || pepper === null) return null;
+    return createHmac('sha256', pepper).update(`console session\n${secret}`).digest('hex');
   }
 
   adminApiEnabled(): boolean {

@@ -88,6 +88,7 @@ import { mdmInventoryMisses } from './migrations/0046-mdm-inventory-misses.js';
 import { revocationListSources } from './migrations/0047-revocation-list-sources.js';
 import { deviceCertificateIssuer } from './migrations/0048-device-certificate-issuer.js';
 import { radiusOutboxEventAt } from './migrations/0049-radius-outbox-event-at.js';
+import { consoleSecretSessionsKeyed } from './migrations/0050-console-secret-sessions-keyed.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -151,6 +152,7 @@ const migrations: Record<string, Migration> = {
   '0047-revocation-list-sources': revocationListSources,
   '0048-device-certificate-issuer': deviceCertificateIssuer,
   '0049-radius-outbox-event-at': radiusOutboxEventAt,
+  '0050-console-secret-sessions-keyed': consoleSecretSessionsKeyed,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -46,4 +46,5 @@ export const EXPECTED_MIGRATIONS = [
   '0047-revocation-list-sources',
   '0048-device-certificate-issuer',
   '0049-radius-outbox-event-at',
+  '0050-console-secret-sessions-keyed',
 ] as const;

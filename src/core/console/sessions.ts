@@ -6,6 +6,8 @@
 // its own check here, and the rest of the console unchanged.
 import { createHash, randomBytes } from 'node:crypto';
 import { ADMIN_KEY_PREFIX } from '../../keys/admin-key-token.js';
+import { constantTimeEquals } from '../../shared/constant-time.js';
+import { messageOf } from '../../shared/error-message.js';
 import { formatAtom } from '../../shared/time.js';
 import {
   deleteConsoleSession,
@@ -101,8 +103,7 @@ export async function signIn(
     signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name };
     caller = keySessionCaller(key, sourceAddress);
   } else {
-    const digest = ctx.keys.adminApiSecretDigest();
-    if (digest === null)
+    if (!ctx.keys.adminApiEnabled())
       return refuse(
         'Admin API secret not set',
         null,
@@ -110,6 +111,23 @@ export async function signIn(
       );
     if (credential === '' || !ctx.keys.adminApiKeyMatches(credential))
       return refuse('wrong secret', null, 'This is neither an admin key nor the Admin API secret.');
+    // The session keeps a keyed digest of the secret (the admin key pepper, made on first use).
+    try {
+      ctx.keys.createAdminKeyPepper();
+    } catch (error) {
+      return refuse(
+        `cannot make ${ctx.keys.adminKeyPepperPath}: ${messageOf(error)}`,
+        null,
+        `The portal cannot keep a session of the Admin API secret: ${ctx.keys.adminKeyPepperPath} cannot be made.`,
+      );
+    }
+    const digest = ctx.keys.adminApiSecretDigest();
+    if (digest === null)
+      return refuse(
+        `no admin key pepper (${ctx.keys.adminKeyPepperPath})`,
+        null,
+        `The portal cannot keep a session of the Admin API secret: ${ctx.keys.adminKeyPepperPath} is not 64 hex characters.`,
+      );
     signIn = { method: 'secret', secretDigest: digest, subject: SECRET_KEY_NAME };
     caller = secretCaller(sourceAddress);
   }
@@ -227,7 +245,12 @@ async function endReason(
       : oidcCaller(signIn, sourceAddress);
   }
   if (signIn.method === 'secret') {
-    return ctx.keys.adminApiSecretDigest() === signIn.secretDigest
+    const digest = ctx.keys.adminApiSecretDigest();
+    if (digest === null)
+      return ctx.keys.adminApiEnabled()
+        ? `This portal instance cannot read ${ctx.keys.adminKeyPepperPath} (every instance needs the same file); sign in again.`
+        : 'The Admin API secret was removed; sign in again.';
+    return constantTimeEquals(digest, signIn.secretDigest)
       ? secretCaller(sourceAddress)
       : 'The Admin API secret changed; sign in again.';
   }

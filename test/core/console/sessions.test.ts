@@ -2,7 +2,8 @@
 // rights, ends when idle too long, at its lifetime however busy, when its key expires or its
 // address leaves the key's allow-list, and when the secret it signed in with changes.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
 import { callerName, callerProfiles, callerScope } from '../../../src/core/admin-call.js';
@@ -116,6 +117,38 @@ test('a session signed in with the secret ends when the secret changes', async (
   assert.deepEqual(await checkSession(ctx, signedIn.session.token, '127.0.0.1', times), {
     valid: false,
     reason: 'The Admin API secret changed; sign in again.',
+  });
+});
+
+test('a session signed in with a secret the administrator chose keeps no digest a copy of the database can test guesses against', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const chosen = 'correct horse battery staple';
+  writeFileSync(ctx.keys.adminApiKeyPath, `${chosen}\n`);
+  await setTimeout(1_100);
+  // A portal whose secret predates admin keys has no pepper file until something needs one.
+  rmSync(ctx.keys.adminKeyPepperPath, { force: true });
+  const signedIn = await signIn(ctx, chosen, '127.0.0.1', times);
+  assert.ok(signedIn.ok);
+  assert.equal(statSync(ctx.keys.adminKeyPepperPath).mode & 0o777, 0o600, 'the pepper is made on first use, private');
+  const rows = await ctx.db.selectFrom('console_sessions').select('secret_digest').execute();
+  assert.equal(rows.length, 1);
+  const stored = rows[0]?.secret_digest ?? '';
+  // Someone with the rows and a word list: no unkeyed digest of the right guess matches.
+  for (const algorithm of ['sha256', 'sha512', 'sha1']) {
+    const guess = createHash(algorithm).update(chosen).digest('hex');
+    assert.notEqual(stored.slice(0, 64), guess.slice(0, 64), `${algorithm} of the secret is stored`);
+  }
+  assert.match(stored, /^[0-9a-f]{64}$/);
+  assert.ok((await checkSession(ctx, signedIn.session.token, '127.0.0.1', times)).valid, 'the session holds');
+
+  // An instance without the pepper (not copied from the first) says so rather than blame the secret.
+  rmSync(ctx.keys.adminKeyPepperPath);
+  await setTimeout(1_100);
+  assert.deepEqual(await checkSession(ctx, signedIn.session.token, '127.0.0.1', times), {
+    valid: false,
+    reason: `This portal instance cannot read ${ctx.keys.adminKeyPepperPath} (every instance needs the same file); sign in again.`,
   });
 });
 
