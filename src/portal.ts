@@ -16,7 +16,7 @@ import { stampDeviceLastSeen } from './listeners/device-last-seen.js';
 import { writeWebhookOutbox } from './listeners/webhook-outbox.js';
 import { sendSessionsToSyslog } from './listeners/syslog-sessions.js';
 import { SyslogCollector } from './core/syslog/index.js';
-import { WebhookDeliveryWorker } from './core/webhooks/index.js';
+import { checkWebhookKeyAtStart, WebhookDeliveryWorker } from './core/webhooks/index.js';
 import { writeRadiusAccounting } from './listeners/radius-accounting.js';
 import { RadiusAccountingWorker } from './core/accounting/index.js';
 import { moveListingGeneration } from './listeners/listing-generation.js';
@@ -84,6 +84,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   const teardown = new Teardown(logger);
   return teardown.starting(async () => {
     const ctx = await buildContext(config, options, logger, teardown);
+    await checkWebhookKeyAtStart(ctx);
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);

@@ -4,8 +4,7 @@
 // database driver.
 export function describeStartFailure(error: unknown): string | null {
   if (!(error instanceof Error)) return null;
-  if (error.name === 'UnsafePermissions' || error.name === 'DatabaseOpenFailed' || error.name === 'MigrationFailed')
-    return error.message;
+  if (START_REFUSALS.has(error.name)) return error.message;
   const { code, syscall, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
   // A node host installs without the optional database drivers (npm ci --omit=optional).
   const driver = /Cannot find package '(better-sqlite3|pg)'/.exec(error.message)?.[1];
@@ -18,6 +17,9 @@ export function describeStartFailure(error: unknown): string | null {
   }
   return null;
 }
+
+/** Errors whose message is the whole story (their class names; no import, as above). */
+const START_REFUSALS = new Set(['UnsafePermissions', 'DatabaseOpenFailed', 'MigrationFailed', 'MissingWebhookKey']);
 
 const LISTEN_PROBLEMS: Readonly<Record<string, string>> = {
   EADDRINUSE: 'the address is already in use by another program',
