@@ -271,10 +271,34 @@ export async function liveDevicesWithCertificates(
   return rows.map(toDevice);
 }
 
-/** Live devices bound to a certificate that one of these CA certificates (by SHA-256 fingerprint) issued. */
-export async function liveDevicesIssuedBy(db: Db, caFingerprints: readonly string[]): Promise<StoredDevice[]> {
-  if (caFingerprints.length === 0) return [];
-  const rows = await liveCertificateDevices(db).where('certificate_issuer_fingerprint', 'in', caFingerprints).execute();
+/** A CA certificate as the devices' rows name it: by SHA-256 fingerprint, and by subject for rows from before 0048. */
+export interface IssuingCa {
+  readonly fingerprint: string;
+  readonly subject: string;
+}
+
+/**
+ * Live devices bound to a certificate that one of these CA certificates issued: by the issuer's
+ * fingerprint, and, for devices bound before the fingerprint was kept (migration 0048), by the
+ * issuer's name, since nothing else tells which CA of that name vouched for them.
+ */
+export async function liveDevicesIssuedBy(db: Db, cas: readonly IssuingCa[]): Promise<StoredDevice[]> {
+  if (cas.length === 0) return [];
+  const rows = await liveCertificateDevices(db)
+    .where((eb) =>
+      eb.or([
+        eb(
+          'certificate_issuer_fingerprint',
+          'in',
+          cas.map((ca) => ca.fingerprint),
+        ),
+        eb.and([
+          eb('certificate_issuer_fingerprint', 'is', null),
+          eb('certificate_issuer', 'in', [...new Set(cas.map((ca) => ca.subject))]),
+        ]),
+      ]),
+    )
+    .execute();
   return rows.map(toDevice);
 }
 

@@ -443,10 +443,13 @@ export class RevocationListRefresher {
       // The devices whose own certificate it revokes, and those whose certificate a CA it revokes issued.
       const signers = [...this.#verifier.anchorsNamed(list.crl.issuer), ...authorities];
       const revokedCas = new Set(await casRevokedBy(list.crl, authorities, signers));
+      const issuingCas = authorities
+        .map((ca) => ({ fingerprint: fingerprintOf(ca), subject: ca.subject }))
+        .filter((ca) => revokedCas.has(ca.fingerprint));
       const byId = new Map<string, StoredDevice>();
       for (const device of await devicesOfRevokedCertificates(this.#ctx, list.revoked))
         byId.set(device.deviceId, device);
-      for (const device of await liveDevicesIssuedBy(this.#ctx.db, [...revokedCas])) byId.set(device.deviceId, device);
+      for (const device of await liveDevicesIssuedBy(this.#ctx.db, issuingCas)) byId.set(device.deviceId, device);
       const devices = [...byId.values()];
       if (devices.length > limit && !(await isRevocationListConfirmed(this.#ctx.db, list.sha256))) {
         await this.#hold(index, list, devices.length, limit);
@@ -458,7 +461,7 @@ export class RevocationListRefresher {
           'a held certificate revocation list is confirmed',
         );
       this.#held[index] = null;
-      await retireDevicesOfRevokedCertificates(this.#ctx, devices, revokedCas);
+      await retireDevicesOfRevokedCertificates(this.#ctx, devices, issuingCas);
     }
   }
 

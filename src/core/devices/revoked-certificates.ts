@@ -5,7 +5,7 @@
 // are believed is src/core/devices/revocation-lists.ts's concern.
 import { normalSerial, type RevokedSerials } from '../../keys/client-certificate.js';
 import type { DeviceId, RevocationId } from '../../shared/ids.js';
-import { liveDevicesWithCertificates, type StoredDevice } from '../../storage/devices.js';
+import { liveDevicesWithCertificates, type IssuingCa, type StoredDevice } from '../../storage/devices.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { retireDevice } from './devices.js';
@@ -43,15 +43,18 @@ export async function devicesOfRevokedCertificates(
 export async function retireDevicesOfRevokedCertificates(
   ctx: PortalContext,
   devices: readonly StoredDevice[],
-  revokedCas: ReadonlySet<string> = new Set(),
+  revokedCas: readonly IssuingCa[] = [],
 ): Promise<RetiredDevice[]> {
   const retired: RetiredDevice[] = [];
   for (const device of devices) {
-    const issuer = device.certificate?.issuerFingerprint ?? null;
-    const reason =
-      issuer !== null && revokedCas.has(issuer)
-        ? `the CA that issued certificate ${device.certificate?.serialNumber ?? ''} revoked`
-        : `certificate ${device.certificate?.serialNumber ?? ''} revoked`;
+    const serial = device.certificate?.serialNumber ?? '';
+    const fingerprint = device.certificate?.issuerFingerprint ?? null;
+    const issuer = device.certificate?.issuer ?? '';
+    const reason = revokedCas.some((ca) => ca.fingerprint === fingerprint)
+      ? `the CA that issued certificate ${serial} revoked`
+      : fingerprint === null && revokedCas.some((ca) => ca.subject === issuer)
+        ? `a CA named "${issuer}", which issued certificate ${serial}, revoked (bound before the portal kept which CA of a name issued a certificate)`
+        : `certificate ${serial} revoked`;
     const done = await retireOnItsOwn(ctx, device.deviceId, reason, 'at the next refresh');
     if (done !== null) retired.push(done);
   }

@@ -866,31 +866,71 @@ describe('a device whose certificate a revoked CA issued is retired', () => {
       platform: 'linux',
       serial: 'CA-2',
     });
-    const certificate = ca.device('carol-laptop', { cn: 'carol-laptop', uri: 'urn:mdm:serial:CA-1' });
     const enrollUrl = tlsEnrollUrl(portal);
-    const answer = await enrollOnceListsRead(enrollUrl, ca, certificate, {
-      public_key: generateWireGuardKeyPair().publicKey,
-    });
-    assert.equal(answer.status, 200, answer.text);
+    const enroll = async (name: string, serial: string): Promise<void> => {
+      const certificate = ca.device(name, { cn: name, uri: `urn:mdm:serial:${serial}` });
+      const answer = await enrollOnceListsRead(enrollUrl, ca, certificate, {
+        public_key: generateWireGuardKeyPair().publicKey,
+      });
+      assert.equal(answer.status, 200, answer.text);
+    };
+    await enroll('carol-laptop', 'CA-1');
     assert.equal((await portal.admin.device(device.device_id)).state, 'active');
+    // Two devices bound before the portal kept which CA certificate issued a device's (migration
+    // 0048): erin's under this CA's name, frank's (as its row says) under another CA's.
+    const erin = await portal.admin.registerDevice({
+      user_id: 'erin',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'CA-3',
+    });
+    const frank = await portal.admin.registerDevice({
+      user_id: 'frank',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'CA-4',
+    });
+    await enroll('erin-laptop', 'CA-3');
+    await enroll('frank-laptop', 'CA-4');
+    const db = portal.portal.ctx.db;
+    await db
+      .updateTable('devices')
+      .set({ certificate_issuer_fingerprint: null })
+      .where('device_id', 'in', [erin.device_id, frank.device_id])
+      .execute();
+    await db
+      .updateTable('devices')
+      .set({ certificate_issuer: 'CN=Another MDM' })
+      .where('device_id', '=', frank.device_id)
+      .execute();
 
     served = ca.revokeIssuingCa();
     await until(
-      'the device retired',
-      async () => (await portal.admin.device(device.device_id)).state === 'retired',
+      'the devices retired',
+      async () =>
+        (await portal.admin.device(device.device_id)).state === 'retired' &&
+        (await portal.admin.device(erin.device_id)).state === 'retired',
       30_000,
     );
     assert.deepEqual((await portal.admin.device(device.device_id)).configurations, []);
+    assert.deepEqual((await portal.admin.device(erin.device_id)).configurations, []);
     assert.equal(
       (await portal.admin.device(bystander.device_id)).state,
       'registered',
       'a device without a certificate stays',
     );
-    const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
-      (row) => row.call === 'retire_device',
+    assert.equal((await portal.admin.device(frank.device_id)).state, 'active', 'a device of another CA stays');
+    const reasons = (await auditRecords(db, { limit: 100 }))
+      .filter((row) => row.call === 'retire_device')
+      .map((row) => [row.parameters['device_id'], row.parameters['reason'] ?? ''])
+      .sort();
+    assert.equal(reasons.length, 2, JSON.stringify(reasons));
+    const reasonOf = (deviceId: string) => reasons.find(([id]) => id === deviceId)?.[1] ?? '';
+    assert.match(reasonOf(device.device_id), /^the CA that issued certificate [0-9a-f]+ revoked$/i);
+    assert.match(
+      reasonOf(erin.device_id),
+      /^a CA named "CN=Compromised MDM[^"]*", which issued certificate [0-9a-f]+, revoked \(bound before the portal kept which CA of a name issued a certificate\)$/i,
     );
-    assert.equal(rows.length, 1);
-    assert.match(rows[0]?.parameters['reason'] ?? '', /^the CA that issued certificate [0-9a-f]+ revoked$/i);
   });
 });
 
