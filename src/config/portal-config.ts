@@ -276,6 +276,8 @@ export interface PortalConfig {
   /** `scim`: who may call {baseUrl}scim/v2/, and which SCIM groups grant which profiles. */
   readonly scim: {
     readonly allowList: readonly string[];
+    /** Whether a POST for a user made otherwise links it to the directory (default); false: refused (409). */
+    readonly linkExistingUsers: boolean;
     /** Group displayName → the profiles its members may hold; empty: groups grant and take nothing. */
     readonly groupProfiles: ReadonlyMap<string, readonly ProfileId[]>;
   };

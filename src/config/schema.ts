@@ -487,6 +487,11 @@ export const portalConfigSchema = z.strictObject({
           "Source addresses (CIDR) that may call SCIM at `{baseUrl}scim/v2/` (a directory's provisioning client: Entra ID, Okta); others get 403 before their body is read. A `scim` key's own allow-list applies as well.",
         see: 'scim.md',
       }),
+      linkExistingUsers: z.boolean().default(true).meta({
+        description:
+          "Whether a SCIM `POST /Users` whose userName is a user made otherwise (by `create`, enrollment, a device registration, the eduVPN import) links that user to the directory, which may then disable and delete it as it does the users it made. `false` narrows a `scim` key to the users the directory made: such a POST is refused (409) and the user stays the administrators' alone, also when the person leaves.",
+        see: 'scim.md#users-already-on-the-portal',
+      }),
       groupProfiles: z
         .record(z.string().min(1).max(255), z.array(z.string().min(1)).min(1))
         .default({})

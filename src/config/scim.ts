@@ -22,6 +22,7 @@ export function resolveScim(
   }
   return {
     allowList: raw.allowList,
+    linkExistingUsers: raw.linkExistingUsers,
     groupProfiles: new Map(
       Object.entries(raw.groupProfiles).map(([group, profiles]) => [group, profiles.map(asProfileId)]),
     ),

@@ -58,7 +58,7 @@ export async function directoryUsers(
   return { users: page.users.map(viewOf), total: page.total };
 }
 
-/** Provisions a user: the portal user is made, or the one already here is linked. */
+/** Provisions a user: the portal user is made, or the one already here is linked (unless `scim.linkExistingUsers` is false). */
 export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInput): Promise<DirectoryUserChange> {
   const userId = asUserId(input.userName);
   const at = ctx.clock.now();
@@ -69,6 +69,16 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
     ended = await ctx.events.change(ctx.db, async (trx, announce) => {
       if ((await findScimUserOfUser(trx, userId)) !== undefined) throw taken(userId);
       const user = await ensureUser(trx, userId, formatAtom(at));
+      // Linking hands the directory a user made otherwise (disable, destroy), unless narrowed.
+      if (!user.created && !ctx.config.scim.linkExistingUsers) {
+        // A POST for the same new user that committed while this one waited is a repeat, not a stranger.
+        if ((await findScimUserOfUser(trx, userId)) !== undefined) throw taken(userId);
+        ctx.logger.warn(
+          { userId },
+          'SCIM: a POST for a user made otherwise is refused (scim.linkExistingUsers is false); the directory cannot disable or delete it',
+        );
+        throw notLinked(userId);
+      }
       await insertScimUser(trx, {
         scimId,
         userId,
@@ -182,6 +192,14 @@ async function existingScimUser(ctx: PortalContext, scimId: string): Promise<Sci
   const user = await findScimUser(ctx.db, scimId);
   if (user === undefined) throw new ScimProblem(404, null, `no User with id "${scimId}"`);
   return user;
+}
+
+function notLinked(userId: UserId): ScimProblem {
+  return new ScimProblem(
+    409,
+    'uniqueness',
+    `a user "${userId}" exists on this portal, made otherwise than by the directory; it is not handed to the directory while scim.linkExistingUsers is false`,
+  );
 }
 
 function taken(userId: UserId): ScimProblem {

@@ -111,6 +111,28 @@ test('an Okta provisioning cycle finds, creates, replaces, deactivates and react
   assert.deepEqual(await portal.admin.users(), ['bob@example.org', 'carol@example.org'], 'a group leaves its users be');
 });
 
+test('with scim.linkExistingUsers false a user made otherwise is not handed to the directory: the POST is refused and changes nothing', async (t) => {
+  const portal = await startTestPortal({ config: { scim: { linkExistingUsers: false } } });
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'okta', { scope: 'scim' }));
+  await portal.admin.create({ user_id: 'dave@example.org', profile_id: 'employees' });
+
+  const refused = await scim.send('POST', 'Users', oktaUser('dave@example.org', 'Dave', false));
+  assert.equal(refused.status, 409);
+  assert.deepEqual(refused.body, {
+    schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'],
+    status: '409',
+    scimType: 'uniqueness',
+    detail:
+      'a user "dave@example.org" exists on this portal, made otherwise than by the directory; it is not handed to the directory while scim.linkExistingUsers is false',
+  });
+  assert.deepEqual(await portal.admin.disabledUsers(), [], 'not disabled');
+  assert.equal((await portal.admin.userConfigurationList('dave@example.org')).length, 1);
+  const found = await scim.send('GET', `Users?filter=${encodeURIComponent('userName eq "dave@example.org"')}`);
+  assert.equal(found.body?.['totalResults'], 0, 'the directory holds no handle on the user');
+  assert.deepEqual(await portal.admin.users(), ['dave@example.org']);
+});
+
 test('a user already in the portal is linked by its userName, keeps its configurations, and is disabled when created inactive', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
