@@ -28,7 +28,7 @@ import { userConfigurationListRoute } from '../admin-api/routes/users/user-confi
 import { ENROLL_PATH, type CallAnswer } from '../../protocol/admin-api.js';
 import { ConsoleRefusal, answerValue, callRoute, readAnswer } from './calls.js';
 import { html, type Html } from './html.js';
-import { csrfField, problem, type DoneNote } from './layout.js';
+import { csrfField, problem, sealedDoneAddress, type DoneNote } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 
 interface Action<A extends CallAnswer = CallAnswer> {
@@ -376,7 +376,7 @@ const doAction: ConsolePage = async (request) => {
       headers: { accept: '*/*' },
     });
     if (action.result !== undefined) return await action.result(request, values, answer);
-    return { redirect: action.after?.(values) ?? '' };
+    return { redirect: sealedDoneAddress(request.frame, action.after?.(values) ?? '') };
   } catch (error) {
     if (error instanceof ConsoleRefusal)
       return { title: 'Not done', body: problem(error.status, error.message), status: error.status };

@@ -93,7 +93,7 @@ async function device(r: ConsoleRequest): Promise<PageResult> {
   const sessions = await section(async () => logTable(frame.base, await sessionsOf(r, shown)));
   return {
     title: `Device ${shown.serial ?? shown.mdm_id ?? shown.device_id}`,
-    body: html`${doneNote(query['done'], shown.device_id)}<p>State: <strong id="device-state">${stateText(shown)}</strong></p>${actions(r, shown)}
+    body: html`${doneNote(r.frame, query, shown.device_id)}<p>State: <strong id="device-state">${stateText(shown)}</strong></p>${actions(r, shown)}
 <section aria-labelledby="identity"><h2 id="identity">Identity</h2>${identity(r, shown)}</section>
 <section aria-labelledby="history"><h2 id="history">History</h2>${historyTable(answer.history)}</section>
 <section aria-labelledby="configurations"><h2 id="configurations">Configurations</h2>${table(

@@ -1,7 +1,9 @@
 // The frame of every console page: one heading per page, a navigation landmark, the signed-in
 // key and its scope, a form to sign out; styles and the one script come from the portal itself.
+import { createHmac } from 'node:crypto';
 import { callerName, callerProfiles, callerScope, type AdminCaller } from '../../core/admin-call.js';
 import { scopeAllows, type AdminScope } from '../../protocol/admin-api.js';
+import { constantTimeEquals } from '../../shared/constant-time.js';
 import { html, type Html } from './html.js';
 
 export interface PageFrame {
@@ -90,10 +92,34 @@ const DONE_NOTES = {
 } as const;
 export type DoneNote = keyof typeof DONE_NOTES;
 
-/** The note of `done` about its subject (a user id, or a device id for a device's change). */
-export function doneNote(done: string | undefined, subject: string): Html {
+/**
+ * The note of `done` about its subject (a user id, or a device id for a device's change), shown
+ * only when the address carries the seal the change's own redirect gave it: a link from
+ * elsewhere (`users?done=deleted&user_id=alice`) cannot make the console say what did not happen.
+ */
+export function doneNote(frame: PageFrame, query: Readonly<Record<string, string | undefined>>, subject: string): Html {
+  const done = query['done'];
   if (done === undefined || !Object.hasOwn(DONE_NOTES, done)) return html``;
+  if (!constantTimeEquals(query['note'] ?? '', noteSeal(frame, done, subject))) return html``;
   return notice(DONE_NOTES[done as DoneNote](subject));
+}
+
+/** The address a change leads to, with the seal of its note (keyed by the session's CSRF token). */
+export function sealedDoneAddress(frame: PageFrame, address: string): string {
+  const start = address.indexOf('?');
+  if (start === -1) return address;
+  const query = new URLSearchParams(address.slice(start + 1));
+  const done = query.get('done');
+  if (done === null) return address;
+  query.set('note', noteSeal(frame, done, query.get('user_id') ?? query.get('device_id') ?? ''));
+  return `${address.slice(0, start)}?${query.toString()}`;
+}
+
+function noteSeal(frame: PageFrame, done: string, subject: string): string {
+  return createHmac('sha256', frame.csrfToken)
+    .update(`done note\n${done}\n${subject}`)
+    .digest('base64url')
+    .slice(0, 22);
 }
 
 export function notice(message: string): Html {

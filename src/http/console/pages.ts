@@ -191,7 +191,7 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   });
   return {
     title: 'Users',
-    body: html`${doneNote(query['done'], query['user_id'] ?? '')}<form method="get" action="${base}users" class="filters" role="search">
+    body: html`${doneNote(r.frame, query, query['user_id'] ?? '')}<form method="get" action="${base}users" class="filters" role="search">
 <span class="field"><label for="prefix">User id starts with</label><input id="prefix" name="prefix" value="${prefix}"></span>
 <label><input type="checkbox" name="disabled" value="yes"${onlyDisabled ? html` checked` : ''}> only disabled</label>
 <button type="submit">Search</button></form>${body}`,
@@ -261,7 +261,7 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const issue = may(frame, 'write') ? await issueForms(r, userId) : html``;
   return {
     title: `User ${userId}`,
-    body: html`${doneNote(query['done'], userId)}${disabled}
+    body: html`${doneNote(r.frame, query, userId)}${disabled}
 <section aria-labelledby="configurations"><h2 id="configurations">Configurations</h2>${configurations}</section>
 <section aria-labelledby="devices"><h2 id="devices">Devices</h2>${devices}</section>
 <section aria-labelledby="sessions"><h2 id="sessions">Latest sessions</h2>${sessions}<p>${link(base, 'log', { user_id: userId }, 'All of this user’s sessions')}</p></section>
@@ -331,7 +331,7 @@ async function connections(r: ConsoleRequest): Promise<PageResult> {
         )}</section>`,
     )}`;
   });
-  return { title: 'Online now', body: html`${doneNote(query['done'], '')}${body}` };
+  return { title: 'Online now', body: html`${doneNote(r.frame, query, '')}${body}` };
 }
 
 async function connectionLog(r: ConsoleRequest): Promise<PageResult> {

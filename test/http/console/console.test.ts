@@ -233,6 +233,31 @@ test('a read-only key sees no change buttons, and a forged change is refused by 
   assert.equal(refusal?.keyName, 'viewer');
 });
 
+test('a link from elsewhere cannot make the console report a change that did not happen; the change’s own redirect can', async (t) => {
+  const portal = await portalWithUsers();
+  t.after(portal.close);
+  const key = await makeAdminKey(portal, 'helpdesk', { scope: 'write' });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, key);
+
+  // A ticket links the administrator to a page that would say alice's account was removed.
+  await page.goto(`${consoleUrl(portal)}users?done=deleted&user_id=alice`);
+  assert.equal(await page.getByRole('status').count(), 0, 'no note without the change');
+  await page.goto(`${consoleUrl(portal)}user?user_id=bob&done=disabled&note=AAAAAAAAAAAAAAAAAAAAAA`);
+  assert.equal(await page.getByRole('status').count(), 0, 'a made-up seal is no seal');
+  assert.match((await page.locator('main').textContent()) ?? '', /State: enabled/);
+
+  await page.getByRole('link', { name: 'Disable…' }).click();
+  await page.getByRole('button', { name: 'Yes, disable user' }).click();
+  assert.equal(await page.getByRole('status').textContent(), 'bob was disabled.');
+  const sealed = new URL(page.url());
+  // The seal names this very note: moved to another user or change, it says nothing.
+  sealed.searchParams.set('user_id', 'alice');
+  await page.goto(sealed.href);
+  assert.equal(await page.getByRole('status').count(), 0);
+});
+
 test('a key limited to one profile is told which limit stops it', async (t) => {
   const portal = await startTestPortal({
     config: {
