@@ -130,17 +130,18 @@ function dueAndUnheld(now: string) {
 
 /**
  * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
- * subscription that has a delivery under a live lease (one attempt in flight per receiver).
+ * subscription that has a delivery under a live lease (one attempt in flight per receiver), nor
+ * of the subscriptions in `resting` (receivers the caller lets rest).
  */
 export async function dueDeliveries(
   db: Db,
   now: string,
   limit: number,
+  resting: readonly string[] = [],
 ): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
-  const rows = await db
-    .selectFrom('webhook_deliveries')
-    .select(['delivery_id', 'webhook_id'])
-    .where(dueAndUnheld(now))
+  let query = db.selectFrom('webhook_deliveries').select(['delivery_id', 'webhook_id']).where(dueAndUnheld(now));
+  if (resting.length > 0) query = query.where('webhook_id', 'not in', resting);
+  const rows = await query
     .where('webhook_id', 'not in', (inner) =>
       inner
         .selectFrom('webhook_deliveries')

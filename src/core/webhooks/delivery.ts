@@ -1,10 +1,12 @@
 // Works off the webhook outbox: every portal instance runs one worker. A delivery is claimed for
 // one attempt under a lease (a conditional update: of several instances exactly one wins it), its
 // attempt is recorded as started, the body is signed and sent, and the attempt's outcome and the
-// delivery's next state are written together. A receiver gets one attempt at a time, oldest
-// due first (a delivery waiting for its retry does not hold up later events); one that fails is tried again after 30 s, 1 min, 2 min, … (at most
-// an hour apart) until `webhooks.retryFor` after the event, then the delivery is given up
-// (`failed`). An instance killed mid-attempt leaves its lease to run out; then any instance
+// delivery's next state are written together. A receiver gets one attempt at a time, oldest due
+// first (a delivery waiting for its retry does not hold up later events); one that fails is tried
+// again after 30 s, 1 min, 2 min, … (at most an hour apart) until `webhooks.retryFor` after the
+// event, then the delivery is given up (`failed`). A receiver that gives no answer at all rests as
+// long (none of its deliveries is attempted meanwhile), so a black hole does not hold a slot for
+// each new event. An instance killed mid-attempt leaves its lease to run out; then any instance
 // takes the delivery over: at-least-once, and the body's `id` lets receivers drop a repeat.
 import { randomBytes } from 'node:crypto';
 import { WEBHOOK_HEADERS } from '../../protocol/webhooks.js';
@@ -36,6 +38,12 @@ const POLL_MS = 1_000;
 const PARALLEL_RECEIVERS = 8;
 /** Due deliveries read per look at the outbox. */
 const BATCH = 200;
+/**
+ * A receiver that gave no answer rests this long before its next attempt of any delivery, twice
+ * as long after each further one (at most LONGEST_RETRY_MS): a black hole holds a slot for the
+ * whole timeout, and sending it each new event in turn would leave the other receivers waiting.
+ */
+const FIRST_REST_MS = FIRST_RETRY_MS;
 /** A lease outlasts the attempt's deadline by this much: time to record the outcome. */
 const LEASE_MARGIN_MS = 15_000;
 
@@ -174,6 +182,8 @@ export class WebhookDeliveryWorker {
   readonly #ctx: PortalContext;
   /** The attempt in flight per subscription. */
   readonly #inFlight = new Map<string, Promise<void>>();
+  /** Subscriptions whose receiver gave no answer lately: how many times in a row, and until when (epoch ms) it rests. */
+  readonly #resting = new Map<string, { readonly unanswered: number; readonly until: number }>();
   readonly #loop: WakeableLoop;
 
   constructor(ctx: PortalContext) {
@@ -205,7 +215,12 @@ export class WebhookDeliveryWorker {
   async #startDue(signal: AbortSignal): Promise<number> {
     const room = PARALLEL_RECEIVERS - this.#inFlight.size;
     if (room <= 0) return 0;
-    const due = await dueDeliveries(this.#ctx.db, formatAtom(this.#ctx.clock.now()), BATCH);
+    const now = this.#ctx.clock.now();
+    // A rest over for an hour belongs to a receiver since deleted or with nothing to send: forgotten.
+    for (const [webhookId, rest] of this.#resting)
+      if (rest.until < now.getTime() - LONGEST_RETRY_MS) this.#resting.delete(webhookId);
+    const resting = [...this.#resting.keys()].filter((webhookId) => this.#isResting(webhookId, now));
+    const due = await dueDeliveries(this.#ctx.db, formatAtom(now), BATCH, resting);
     const firstPerReceiver = new Map<string, string>();
     for (const delivery of due) {
       if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId))
@@ -215,6 +230,8 @@ export class WebhookDeliveryWorker {
     for (const [webhookId, deliveryId] of firstPerReceiver) {
       if (started >= room || signal.aborted) break;
       const claimedAt = this.#ctx.clock.now();
+      // Asked again: an attempt that ended while the outbox was read may have started a rest.
+      if (this.#inFlight.has(webhookId) || this.#isResting(webhookId, claimedAt)) continue;
       const leaseToken = newLeaseToken();
       const until = formatAtom(new Date(claimedAt.getTime() + leaseMilliseconds(this.#ctx)));
       const claimed = await claimDelivery(this.#ctx.db, deliveryId, formatAtom(claimedAt), {
@@ -233,9 +250,26 @@ export class WebhookDeliveryWorker {
     return started;
   }
 
+  #isResting(webhookId: string, now: Date): boolean {
+    return (this.#resting.get(webhookId)?.until ?? 0) > now.getTime();
+  }
+
+  /** An answer (any status) ends a receiver's rest; none starts or lengthens it. */
+  #noteAnswer(webhookId: string, report: AttemptReport): void {
+    if (report.outcome === 'interrupted' || report.outcome === 'refused') return;
+    if (report.status !== null) {
+      this.#resting.delete(webhookId);
+      return;
+    }
+    const unanswered = (this.#resting.get(webhookId)?.unanswered ?? 0) + 1;
+    const rest = Math.min(FIRST_REST_MS * 2 ** (unanswered - 1), LONGEST_RETRY_MS);
+    this.#resting.set(webhookId, { unanswered, until: this.#ctx.clock.now().getTime() + rest });
+  }
+
   async #send(claimed: StoredDelivery, leaseToken: string, signal: AbortSignal): Promise<void> {
     try {
       const report = await attemptDelivery(this.#ctx, claimed, leaseToken, { retry: true, signal });
+      this.#noteAnswer(claimed.webhookId, report);
       this.#ctx.logger.info(
         {
           delivery: report.deliveryId,

@@ -145,6 +145,50 @@ test('a slow receiver holds up only its own deliveries: another receiver gets th
   await slow.waitForCount(2, 'the next event once it answered');
 });
 
+test('eight receivers that never answer do not keep the others waiting: each gets one attempt, then rests 30 s, then 1 min', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ config: allowLoopback, clock });
+  t.after(() => portal.close());
+  // As many black holes as an instance has slots: each accepts the request and never answers.
+  const blackHoles = await Promise.all(
+    Array.from({ length: 8 }, () => WebhookReceiver.start(() => new Promise<number>(() => {}))),
+  );
+  t.after(() => Promise.all(blackHoles.map((receiver) => receiver.close())));
+  for (const receiver of blackHoles) await portal.admin.createWebhook({ url: receiver.url, event_types: '*' });
+  const healthy = await WebhookReceiver.start();
+  t.after(() => healthy.close());
+  await portal.admin.createWebhook({ url: healthy.url, event_types: '*' });
+
+  const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+  for (const userId of users) await portal.admin.create({ user_id: userId, profile_id: 'employees' });
+  await healthy.waitFor(
+    (received) => received.filter((webhook) => webhook.payload.type === 'user.created').length === users.length,
+    'every user.created at the receiver that answers',
+  );
+  await sleep(2_500);
+  assert.deepEqual(
+    blackHoles.map((receiver) => receiver.received.length),
+    [1, 1, 1, 1, 1, 1, 1, 1],
+    'one attempt each, not one per event',
+  );
+
+  clock.advance(30_000);
+  await Promise.all(blackHoles.map((receiver) => receiver.waitForCount(2, 'the attempt after the rest')));
+  await sleep(2_500);
+  assert.deepEqual(
+    blackHoles.map((receiver) => receiver.received.length),
+    [2, 2, 2, 2, 2, 2, 2, 2],
+    'one attempt each after 30 s, then a rest of a minute',
+  );
+  clock.advance(30_000);
+  await sleep(2_500);
+  assert.deepEqual(
+    blackHoles.map((receiver) => receiver.received.length),
+    [2, 2, 2, 2, 2, 2, 2, 2],
+    'not after 30 s more',
+  );
+});
+
 test('a delivery that keeps failing is given up once retryFor after the event is over, and later events still go', async (t) => {
   const clock = new ManualClock();
   const portal = await startTestPortal({ config: allowLoopback, clock });
