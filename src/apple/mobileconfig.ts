@@ -4,7 +4,6 @@
 // reference §7.2). An MDM pushes it to managed iPhones, iPads and Macs without user action.
 // Built with the plist library, so every string is escaped by the XML writer. Pure: signing
 // (profile-signing.ts) wraps the result when the portal has a signing certificate.
-import { createHash } from 'node:crypto';
 import { build } from 'plist';
 import type { ProfileId, WireGuardKey } from '../shared/ids.js';
 import type { ApplePlatform } from '../shared/platforms.js';
@@ -16,6 +15,7 @@ import {
   type WireGuardClientProfile,
 } from '../wireguard/client-config.js';
 import { nameBasedUuid } from './name-based-uuid.js';
+import { sha256Hex } from '../shared/sha256.js';
 
 /** The profile side: who issues it and the WireGuard settings of the chosen node. */
 export interface AppleProfileSettings {
@@ -151,7 +151,7 @@ function payloadIdentifier(portalHost: string, profileId: ProfileId, seed: strin
   const host = portalHost.replace(/^\[|\]$/g, '');
   const labels = isIpAddress(host) ? [host] : host.split('.').reverse();
   const root = labels.map((label) => label.replace(/[^A-Za-z0-9-]/g, '-')).filter((label) => label !== '');
-  const shortHash = createHash('sha256').update(seed).digest('hex').slice(0, 12);
+  const shortHash = sha256Hex(seed).slice(0, 12);
   return [...root, profileId, shortHash].join('.');
 }
 

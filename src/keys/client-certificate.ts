@@ -3,8 +3,9 @@
 // valid, every certificate valid at the time, none on a revocation list of its own issuer (a
 // revoked intermediate CA vouches for nothing), and the leaf must carry the configured device id. The portal checks this itself, whether the
 // TLS handshake was its own or a reverse proxy's, so a proxy's lax setting cannot let a device in.
-import { createHash, webcrypto } from 'node:crypto';
+import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { sha256Hex } from '../shared/sha256.js';
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
 const crypto = webcrypto;
@@ -347,5 +348,5 @@ export function readCrl(input: string | Buffer): x509.X509Crl {
 
 /** SHA-256 of a certificate's DER, hex: how the portal names one CA certificate among others of its name. */
 export function fingerprintOf(certificate: x509.X509Certificate): string {
-  return createHash('sha256').update(Buffer.from(certificate.rawData)).digest('hex');
+  return sha256Hex(Buffer.from(certificate.rawData));
 }

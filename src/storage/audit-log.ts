@@ -2,7 +2,7 @@
 // per bucket of refusals (the first refusal of a source and a reason in a minute, counting the
 // others). Rows are written by the audit listener only (src/listeners/audit-log.ts), in the
 // transaction of the change they record.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
 import { inBatches, neverStopping, type Stopping } from './batches.js';
@@ -10,6 +10,7 @@ import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { AuditLogTable } from './schema.js';
+import { sha256Hex } from '../shared/sha256.js';
 
 export interface AuditRecord {
   readonly auditId: string;
@@ -93,9 +94,7 @@ export async function insertOrCountRefusal(db: Db, record: NewAuditRecord, bucke
 
 /** The bucket's key: a hash, so a long reason fits the unique index on both databases. */
 function refusalBucketKey(bucket: RefusalBucket): string {
-  return createHash('sha256')
-    .update(JSON.stringify([bucket.minute, bucket.source, bucket.reason]))
-    .digest('hex');
+  return sha256Hex(JSON.stringify([bucket.minute, bucket.source, bucket.reason]));
 }
 
 type AuditRow = Omit<NewAuditRecord, 'parameters' | 'connectionIds'> & {

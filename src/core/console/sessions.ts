@@ -4,7 +4,7 @@
 // the key's row, so a revoked or expired key ends its sessions at once on every instance. The
 // sign-in methods are a union (`ConsoleSignIn`): single sign-on would be one more member, with
 // its own check here, and the rest of the console unchanged.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ADMIN_KEY_PREFIX } from '../../keys/admin-key-token.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import { messageOf } from '../../shared/error-message.js';
@@ -22,6 +22,7 @@ import { findAdminKey, type StoredAdminKey } from '../../storage/admin-keys.js';
 import { OIDC_CALLER_PREFIX, SECRET_KEY_NAME, unauthenticatedCaller, type AdminCaller } from '../admin-call.js';
 import { callerKeyOf, checkAdminKey, recordAdminCall, type OidcGrant } from '../access/index.js';
 import type { PortalContext } from '../context.js';
+import { sha256Hex } from '../../shared/sha256.js';
 
 export type { ConsoleSignIn } from '../../storage/console-sessions.js';
 
@@ -286,7 +287,7 @@ function secretCaller(sourceAddress: string): AdminCaller {
 }
 
 function hashOf(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return sha256Hex(token);
 }
 
 function capitalised(text: string): string {

@@ -13,7 +13,6 @@
 // checks certificates (believed, or lent to enrollment), certificate enrollment waits (503) and
 // the source is read every few seconds. A device concern, not an HTTP one: the enrollment
 // listeners only read the lists this puts in the verifier they share.
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ClientCertificateConfig, CrlSource } from '../../config/portal-config.js';
 import {
@@ -48,6 +47,7 @@ import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { retireLimit } from './mdm-inventory.js';
 import { devicesOfRevokedCertificates, retireDevicesOfRevokedCertificates } from './revoked-certificates.js';
+import { sha256Hex } from '../../shared/sha256.js';
 
 export interface RevocationListState {
   /** The file or URL, as configured (resolved). */
@@ -167,7 +167,7 @@ export class RevocationListRefresher {
         );
         return;
       }
-      this.#putInForce(index, crl, createHash('sha256').update(pin.list).digest('hex'));
+      this.#putInForce(index, crl, sha256Hex(pin.list));
     });
   }
 
@@ -282,7 +282,7 @@ export class RevocationListRefresher {
           } catch (error) {
             throw new CrlRefused('unreadable', `not a PEM or DER revocation list (${messageOf(error)})`);
           }
-          sha256 = createHash('sha256').update(Buffer.from(crl.rawData)).digest('hex');
+          sha256 = sha256Hex(Buffer.from(crl.rawData));
           await this.#check(crl, this.#inForce[index] ?? null, pins.get(source.location) ?? null, authorities, now);
         } catch (error) {
           if (crl !== null && error instanceof CrlRefused && LENDABLE.has(error.reason))

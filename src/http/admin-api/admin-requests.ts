@@ -3,11 +3,11 @@
 // listener records a change with its caller), and a note for the audit log. As an answer
 // leaves, src/http/admin-api/surface.ts reads it to record the calls that changed nothing: refused,
 // failed, replayed, or with nothing to do.
-import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalEvents } from '../../core/events.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../../protocol/admin-api.js';
+import { sha256Hex } from '../../shared/sha256.js';
 
 /** Longer parameter values (a CSR) are recorded by length and digest (user ids are at most 255 characters). */
 const MAX_AUDITED_VALUE = 255;
@@ -57,7 +57,7 @@ export function auditedParameters(
 }
 
 function digestOf(value: string): string {
-  return `[${value.length} characters, SHA-256 ${createHash('sha256').update(value).digest('hex')}]`;
+  return `[${value.length} characters, SHA-256 ${sha256Hex(value)}]`;
 }
 
 /** The parameters as sent, in full, of the names the call takes: what a retry must repeat (Idempotency-Key). */

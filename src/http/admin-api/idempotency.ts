@@ -22,7 +22,7 @@
 // the answer behind. 410, not 409: 409 here means "still being processed, try again later",
 // which a client may retry; this key will never be answered again. Answers holding a secret kept
 // before they named what they handed out were dropped on upgrade (migration 0042): 410 too.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
 import type { PortalContext } from '../../core/context.js';
@@ -46,6 +46,7 @@ import type { Database } from '../../storage/schema.js';
 import type { RouteResponse } from '../plumbing/route-response.js';
 import { HttpError } from '../plumbing/http-error.js';
 import { answerNotKept, endOfHandOut, handOutGone } from './hand-outs.js';
+import { sha256Hex } from '../../shared/sha256.js';
 
 /** How long an answer is given again. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -116,9 +117,7 @@ export function fingerprintOf(
 ): string {
   const sorted = (record: Readonly<Record<string, string>>) =>
     Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256')
-    .update(JSON.stringify([call, sorted(parameters), sorted(headers)]))
-    .digest('hex');
+  return sha256Hex(JSON.stringify([call, sorted(parameters), sorted(headers)]));
 }
 
 export class IdempotentCalls {
