@@ -3,12 +3,14 @@
 // instruction older than the last one applied for the same key comes from a state that has
 // been overtaken — typically an add a reconcile pass read just before an administrator
 // disabled the user — and is ignored, so a revocation can never be undone by a late add.
-// Removed keys are remembered for a while, longer than any instruction can be under way.
+// Removed keys are remembered for a while, longer than any instruction can be under way, and
+// across restarts (removal-file.ts): an add held up in a stalled portal must not find a
+// restarted agent that forgot the removal.
 // Instructions without a revision (an older portal, a script) always apply and reset what is
 // known about their key.
 
 /** How long a removal is remembered; instructions older than this are long timed out. */
-const REMOVAL_MEMORY_MS = 10 * 60_000;
+export const REMOVAL_MEMORY_MS = 10 * 60_000;
 /** Forgotten removals are cleared at most this often. */
 const PRUNE_EVERY_MS = 60_000;
 
@@ -20,8 +22,17 @@ interface KnownKey {
 
 export type PeerInstruction = 'add' | 'remove';
 
+/** A removal still remembered: its key, its revision, and how long ago it was applied. */
+export interface RememberedRemoval {
+  readonly publicKey: string;
+  readonly revision: number;
+  readonly agoMs: number;
+}
+
 export class PeerRevisions {
   readonly #known = new Map<string, KnownKey>();
+  /** How many of #known are removals. */
+  #removalCount = 0;
   readonly #nowMs: () => number;
   #highest = 0;
   #lastPruneMs: number;
@@ -43,24 +54,64 @@ export class PeerRevisions {
   admit(publicKey: string, kind: PeerInstruction, revision: number | null): boolean {
     const now = this.#nowMs();
     this.#prune(now);
+    const known = this.#known.get(publicKey);
     if (revision === null) {
-      this.#known.delete(publicKey);
+      this.#forget(publicKey, known);
       return true;
     }
-    const known = this.#known.get(publicKey);
     // Equal revisions: the later arrival wins (a peer the portal no longer serves on this node
     // is removed under the revision it was added with, and added back under it after a fix).
     if (known !== undefined && revision < known.revision) return false;
-    this.#known.set(publicKey, { revision, removedAtMs: kind === 'remove' ? now : null });
+    this.#forget(publicKey, known);
+    this.#set(publicKey, { revision, removedAtMs: kind === 'remove' ? now : null });
     this.#highest = Math.max(this.#highest, revision);
     return true;
+  }
+
+  /** How many removals are remembered now (without listing them). */
+  get removalCount(): number {
+    return this.#removalCount;
+  }
+
+  /** The removals remembered now (what a restart must not forget). */
+  removals(): RememberedRemoval[] {
+    const now = this.#nowMs();
+    this.#prune(now);
+    const removals: RememberedRemoval[] = [];
+    for (const [publicKey, known] of this.#known) {
+      if (known.removedAtMs !== null && now - known.removedAtMs <= REMOVAL_MEMORY_MS)
+        removals.push({ publicKey, revision: known.revision, agoMs: now - known.removedAtMs });
+    }
+    return removals;
+  }
+
+  /** Takes back what a previous run remembered (before any instruction of this run). */
+  restore(removals: readonly RememberedRemoval[]): void {
+    const now = this.#nowMs();
+    for (const removal of removals) {
+      if (removal.agoMs > REMOVAL_MEMORY_MS) continue;
+      this.#forget(removal.publicKey, this.#known.get(removal.publicKey));
+      this.#set(removal.publicKey, { revision: removal.revision, removedAtMs: now - removal.agoMs });
+      this.#highest = Math.max(this.#highest, removal.revision);
+    }
   }
 
   #prune(now: number): void {
     if (now - this.#lastPruneMs < PRUNE_EVERY_MS) return;
     this.#lastPruneMs = now;
     for (const [key, known] of this.#known) {
-      if (known.removedAtMs !== null && now - known.removedAtMs > REMOVAL_MEMORY_MS) this.#known.delete(key);
+      if (known.removedAtMs !== null && now - known.removedAtMs > REMOVAL_MEMORY_MS) this.#forget(key, known);
     }
+  }
+
+  #set(publicKey: string, known: KnownKey): void {
+    this.#known.set(publicKey, known);
+    if (known.removedAtMs !== null) this.#removalCount++;
+  }
+
+  #forget(publicKey: string, known: KnownKey | undefined): void {
+    if (known === undefined) return;
+    this.#known.delete(publicKey);
+    if (known.removedAtMs !== null) this.#removalCount--;
   }
 }

@@ -43,3 +43,18 @@ test('a removal is remembered for ten minutes, then forgotten', () => {
   assert.equal(revisions.admit('frank', 'add', 1), true);
   assert.equal(revisions.admit('erin', 'add', 2), true, 'forgotten after more than ten minutes since the removal');
 });
+
+test('removals taken back after a restart hold as if never forgotten; those older than ten minutes do not come back', () => {
+  const revisions = new PeerRevisions(() => 0);
+  revisions.restore([
+    { publicKey: 'gina', revision: 30, agoMs: 60_000 },
+    { publicKey: 'hugo', revision: 31, agoMs: 11 * 60_000 },
+  ]);
+  assert.equal(revisions.admit('gina', 'add', 29), false);
+  assert.equal(revisions.admit('hugo', 'add', 29), true);
+  assert.equal(revisions.highest, 30);
+  assert.deepEqual(revisions.removals(), [{ publicKey: 'gina', revision: 30, agoMs: 60_000 }]);
+  assert.equal(revisions.removalCount, 1, 'hugo was added back');
+  assert.equal(revisions.admit('gina', 'add', 32), true);
+  assert.equal(revisions.removalCount, 0);
+});
