@@ -1,7 +1,7 @@
 // The node agent's configuration file (JSON): validated with zod, every mistake named with its
 // key, relative paths taken from the file's folder.
 import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
 import { DEFAULT_PORTS_PER_CLIENT, MAX_PORTS_PER_CLIENT, MIN_PORTS_PER_CLIENT } from '../net/deterministic-nat.js';
@@ -22,6 +22,8 @@ export interface NodeAgentConfig {
     readonly implementation: WireGuardImplementation;
     /** Where recently connected devices' endpoints are kept across restarts (endpoint-memory.ts). */
     readonly endpointFile: string;
+    /** Where the removals of the last ten minutes are kept across restarts (removal-file.ts). */
+    readonly removalFile: string;
   };
   /** The ProxyGuard relay (WireGuard over TCP); it runs only while the portal enables the proxy. */
   readonly proxyGuard: ProxyGuardSettings;
@@ -143,6 +145,11 @@ export const nodeAgentConfigSchema = z.strictObject({
       endpointFile: z.string().min(1).default(DEFAULT_ENDPOINT_FILE).meta({
         description:
           'Where the endpoints of recently online devices are kept across restarts (0600 file, 0700 folder), so a restarted node greets them at once.',
+        see: 'nodes.md#revocation-is-final',
+      }),
+      removalFile: z.string().min(1).optional().meta({
+        description:
+          "Where the peers removed in the last ten minutes are kept, with their revisions, across restarts (0600 file, 0700 folder), so that an add sent before a removal is refused by a restarted agent too. Default: `wireguard-removals.jsonl` in `endpointFile`'s folder.",
         see: 'nodes.md#revocation-is-final',
       }),
     })
@@ -348,7 +355,7 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
     nodeNumber: asNodeNumber(config.nodeNumber),
     nodeKeyFile: resolve(base, config.nodeKeyFile),
     listen: config.listen,
-    wireGuard: { ...config.WireGuard, endpointFile: resolve(base, config.WireGuard.endpointFile) },
+    wireGuard: wireGuardFiles(base, config.WireGuard),
     proxyGuard: {
       listen: config.ProxyGuard.listen,
       maxTunnels: config.ProxyGuard.maxTunnels,
@@ -401,4 +408,21 @@ function valueAt(json: unknown, path: readonly PropertyKey[]): unknown {
     value = (value as Record<PropertyKey, unknown>)[key];
   }
   return value;
+}
+
+/** The WireGuard part with its files resolved against the configuration file's folder. */
+function wireGuardFiles(
+  base: string,
+  wireGuard: z.infer<typeof nodeAgentConfigSchema>['WireGuard'],
+): NodeAgentConfig['wireGuard'] {
+  const endpointFile = resolve(base, wireGuard.endpointFile);
+  return {
+    interfaceName: wireGuard.interfaceName,
+    implementation: wireGuard.implementation,
+    endpointFile,
+    removalFile:
+      wireGuard.removalFile === undefined
+        ? join(dirname(endpointFile), 'wireguard-removals.jsonl')
+        : resolve(base, wireGuard.removalFile),
+  };
 }

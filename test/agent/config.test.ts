@@ -50,6 +50,7 @@ describe('the node configuration file', () => {
       interfaceName: 'wg1',
       implementation: 'wireguard-go',
       endpointFile: join(directory, 'state', 'endpoints.json'),
+      removalFile: join(directory, 'state', 'wireguard-removals.jsonl'),
     });
     assert.deepEqual(config.profileIdList, ['employees']);
   });
@@ -86,6 +87,7 @@ describe('the node configuration file', () => {
       interfaceName: 'wg0',
       implementation: 'auto',
       endpointFile: '/var/lib/vpn-portal-node/wireguard-endpoints.json',
+      removalFile: '/var/lib/vpn-portal-node/wireguard-removals.jsonl',
     });
     assert.deepEqual(config.profileIdList, []);
     assert.equal(config.refreshIntervalMs, 60_000);

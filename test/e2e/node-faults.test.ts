@@ -2,12 +2,16 @@
 // its tunnel. A node frozen for a few seconds (SIGSTOP) makes the portal skip it for a moment;
 // a disable_user right after it thaws must still cut the tunnel within seconds, not at the next
 // periodic pass. A node agent killed together with its wireguard-go and started again comes
-// back with an empty interface; the portal must notice and give its peers back within seconds.
+// back with an empty interface; the portal must notice and give its peers back within seconds,
+// and must not take back a peer it removed before the restart from an add sent before that.
 import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { asNodeNumber } from '../../src/shared/ids.js';
 import { startTunnelLab, type TunnelLab } from '../support/tunnel-lab.js';
 
 /** Pings once every 100 ms until one passes (or fails, with `expect: false`); resolves with the time that took. */
@@ -83,5 +87,49 @@ describe('a node that hangs or restarts, with a device pinging through it', () =
       resumedAfter <= 5_000,
       `the ping passed again ${Math.round(resumedAfter)} ms after the agent served again`,
     );
+  });
+});
+
+describe('a node agent killed between a disable and an add that was sent before it', () => {
+  let lab: TunnelLab;
+
+  before(async () => {
+    lab = await startTunnelLab({ portalConfig: { reconcileInterval: 'PT1H' } });
+  });
+
+  after(async () => {
+    await lab?.close();
+  });
+
+  test('the restarted agent still refuses the late add: the disabled device stays off the node', async () => {
+    const device = await lab.provisionDevice('carol', 'Phone');
+    assert.ok(await lab.ping(10), 'the tunnel passes');
+    const nodeSecret = lab.portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? '';
+    const node = (path: string, init: RequestInit = {}) =>
+      fetch(new URL(path, lab.nodeUrl), { ...init, headers: { authorization: `Bearer ${nodeSecret}` } });
+    // What a portal instance that read carol's configuration just now would send, were it held
+    // up (a stalled process, a slow network) until after what follows.
+    const allowedIps = (await lab.peersOnNode()).get(device.publicKey) ?? [];
+    assert.ok(allowedIps.length > 0);
+    const nodeInfo = (await (await node('/i/node')).json()) as { max_revision: number };
+    const lateAdd = new URLSearchParams({ public_key: device.publicKey, revision: String(nodeInfo.max_revision) });
+    for (const ipNet of allowedIps) lateAdd.append('ip_net', ipNet);
+
+    assert.equal((await lab.portal.post('/disable_user', { user_id: 'carol' })).status, 204);
+    assert.equal((await lab.peersOnNode()).has(device.publicKey), false, 'the disable took the peer off');
+    const removals = join(dirname(lab.endpointFile), 'wireguard-removals.jsonl');
+    assert.equal(statSync(removals).mode & 0o777, 0o600, 'the removal is on disk, private');
+
+    process.kill(lab.wireguardGoPid(), 'SIGKILL');
+    process.kill(lab.agent.child.pid ?? 0, 'SIGKILL');
+    await lab.agent.exitCode();
+    await lab.startAgent();
+
+    const answer = await node('/w/add_peer', { method: 'POST', body: lateAdd });
+    assert.equal(answer.status, 204);
+    assert.equal((await lab.peersOnNode()).has(device.publicKey), false, 'the late add put the peer back');
+    assert.equal(await lab.ping(2), false, 'nothing passes');
+    const after = (await (await node('/i/node')).json()) as { max_revision: number };
+    assert.ok(after.max_revision > nodeInfo.max_revision, 'the restarted agent knows the removal’s revision');
   });
 });

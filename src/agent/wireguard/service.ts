@@ -17,6 +17,7 @@ import { WireGuardInterface } from './interface.js';
 import { EXPENSIVE_READ_MS, PeerView } from './peer-view.js';
 import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
 import { PeerRevisions } from './revisions.js';
+import { RemovalFile } from './removal-file.js';
 import { WgTool } from './wg-tool.js';
 
 export interface WireGuardServiceOptions {
@@ -70,6 +71,7 @@ export class WireGuardService implements WireGuardPeers {
   readonly #wg: WgTool;
   readonly #writer: PeerWriter;
   readonly #revisions = new PeerRevisions();
+  readonly #removals: RemovalFile;
   readonly #endpoints: EndpointMemory;
   /** Set up on the first server configuration that has a WireGuard part. */
   #active: ActiveWireGuard | null = null;
@@ -84,12 +86,21 @@ export class WireGuardService implements WireGuardPeers {
     this.#wg = new WgTool(options.runner);
     this.#writer = new PeerWriter({ wg: this.#wg });
     this.#endpoints = new EndpointMemory(options.settings.endpointFile, options.logger);
+    this.#removals = new RemovalFile(options.settings.removalFile, options.logger, this.#revisions);
   }
 
-  /** A service with no interface yet, remembering the endpoints the previous run kept. */
+  /** A service with no interface yet, remembering the endpoints and the removals the previous run kept. */
   static async create(options: WireGuardServiceOptions): Promise<WireGuardService> {
     const service = new WireGuardService(options);
     await service.#endpoints.load();
+    const removals = await service.#removals.load();
+    service.#revisions.restore(removals);
+    await service.#removals.rewrite();
+    if (removals.length > 0)
+      options.logger.info(
+        { removals: removals.length },
+        'removals of the last ten minutes remembered from before the restart',
+      );
     return service;
   }
 
@@ -161,7 +172,12 @@ export class WireGuardService implements WireGuardPeers {
       return null;
     }
     this.#endpoints.forget(publicKey);
-    return batcher.remove(publicKey);
+    // Answered only once the removal is on disk too: a restart cannot forget what was confirmed.
+    const [removed] = await Promise.all([
+      batcher.remove(publicKey),
+      revision === null ? Promise.resolve() : this.#removals.record(publicKey, revision),
+    ]);
+    return removed;
   }
 
   /** How many peers the interface holds, for `/i/node`, without reading them all when the agent knows (peer-view.ts). */
