@@ -4,7 +4,8 @@
 // group changes left undone, after every full pass (run or failed), a bounded share a run, in a
 // lane and under a lock of their own; and the expiry sweep
 // at the moment the next configuration expires (a create of this instance whose configuration
-// expires sooner moves it forward), so an expired configuration leaves its node within seconds
+// expires sooner moves it forward, and the next expiry is read again every few seconds for what
+// another process wrote), so an expired configuration leaves its node within seconds
 // rather than at the next full pass (the same sweep announces `configuration.expiring` when a
 // warning falls due); and a pass for a node that has not confirmed a revocation receipt made
 // seconds ago, whoever made it (its own instance's push failed and that instance is gone or cut
@@ -65,6 +66,12 @@ import {
 
 /** The sweep never runs more often than this, whatever the clock says. */
 const MIN_SWEEP_DELAY_MS = 1_000;
+/**
+ * How often the next expiry is read again: configurations another process wrote (`vpn-portal
+ * import eduvpn`) tell no instance's scheduler, and must not outlive their expiry by a whole
+ * `reconcileInterval`. Four indexed MIN queries.
+ */
+const EXPIRY_RECHECK_MS = 5_000;
 /** How soon a node pass tries again when another instance is reconciling that node. */
 const NODE_PASS_RETRY_MS = 1_000;
 /**
@@ -108,6 +115,7 @@ export class ReconcileScheduler {
   private readonly staleNodes = new Map<NodeNumber, { readonly nextMs: number; readonly waitMs: number }>();
   /** When the pending sweep timer fires (performance.now()); null when none is pending. */
   private sweepDueMs: number | null = null;
+  private expiryRecheckTimer: NodeJS.Timeout | undefined;
   /** Full passes, one after the other. */
   private running: Promise<void> = Promise.resolve();
   /** The expiry sweep under way, if any. */
@@ -144,6 +152,9 @@ export class ReconcileScheduler {
     this.intervalMs = intervalMs;
     this.ctx.nodes.onReconcileNeeded((nodeNumber, reason) => this.requestNode(nodeNumber, reason));
     this.scheduleSweep();
+    // Quietly: a database that is away is reported by the passes and sweeps, not every 5 s.
+    this.expiryRecheckTimer = setInterval(() => this.scheduleSweep({ quiet: true }), EXPIRY_RECHECK_MS);
+    this.expiryRecheckTimer.unref();
     this.staleTimer = setInterval(() => this.checkStaleRevocations(), STALE_CHECK_MS);
     this.staleTimer.unref();
     void this.runAll();
@@ -155,6 +166,7 @@ export class ReconcileScheduler {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.sweepTimer);
+    clearInterval(this.expiryRecheckTimer);
     clearInterval(this.staleTimer);
     this.sweepDueMs = null;
     for (const retry of this.retryTimers) clearTimeout(retry);
@@ -391,7 +403,7 @@ export class ReconcileScheduler {
   }
 
   /** Sets the sweep timer to the next expiry, at the latest one interval from now. */
-  private scheduleSweep(): void {
+  private scheduleSweep({ quiet = false } = {}): void {
     if (this.stopped) return;
     void this.nextExpiryDelay()
       .then((delayMs) => {
@@ -399,6 +411,7 @@ export class ReconcileScheduler {
         this.setSweepTimer(delayMs);
       })
       .catch((error: unknown) => {
+        if (quiet) return;
         this.ctx.logger.warn(
           { err: error },
           'cannot read the next expiry; the next reconcile pass deletes expired configurations',
