@@ -301,7 +301,7 @@ async function addMissing(
  * configuration counts once the node answered a remove_peer for it, which its revision makes
  * final (a late add from before the revocation is then ignored): the keys this pass removed,
  * and those it did not see, which it asks the node to remove now. An OpenVPN configuration
- * counts when its client is not in the node's connection list read after the receipt was made.
+ * counts when its client is not in the node's connection list asked for after the receipt committed.
  */
 async function confirmPendingRevocations(
   ctx: PortalContext,
@@ -342,7 +342,7 @@ async function confirmPendingRevocations(
       ? pass.removedKeys.has(row.connectionId)
       : openVpn !== null &&
         openVpn.stillConnected !== null &&
-        row.requestedAt < openVpn.listedAt &&
+        openVpn.pendingBeforeListing.has(pendingKey(row)) &&
         !openVpn.stillConnected.has(row.connectionId),
   );
   // What is gone from the node now is gone for every receipt still waiting for it there.
@@ -358,8 +358,17 @@ async function confirmPendingRevocations(
 interface OpenVpnPass {
   readonly disconnected: number;
   readonly stillConnected: ReadonlySet<string> | null;
-  /** When the list was asked for (ATOM, to the second; receipts made strictly before it are judged by it). */
-  readonly listedAt: string;
+  /**
+   * The receipts' configurations pending on the node, as committed before the list was asked
+   * for (pendingKey): only they are judged by it. A receipt's own time does not do: a large
+   * disable commits seconds after it, and a client that connected in between, missing from a
+   * list read then, would have its receipt confirmed while it is connected.
+   */
+  readonly pendingBeforeListing: ReadonlySet<string>;
+}
+
+function pendingKey(row: { readonly revocationId: string; readonly connectionId: string }): string {
+  return `${row.revocationId}\n${row.connectionId}`;
 }
 
 /**
@@ -438,12 +447,14 @@ async function mayEmpty(ctx: PortalContext, nodeNumber: NodeNumber, peersOnNode:
 /** Disconnects the node's OpenVPN clients that have no valid configuration; answers how many, and who is still connected. */
 async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<OpenVpnPass> {
   const nodeNumber = daemon.nodeNumber;
+  const pendingBeforeListing = new Set(
+    (await pendingRevocationsOnNode(ctx.db, nodeNumber)).filter((row) => row.vpnProto === 'openvpn').map(pendingKey),
+  );
   const listedAtTime = ctx.clock.now();
-  const listedAt = formatAtom(listedAtTime);
   const clients = await ctx.nodes.attempt(daemon, 'connection_list', (node) => node.openVpnConnectionList());
-  if (clients === undefined) return { disconnected: 0, stillConnected: null, listedAt };
+  if (clients === undefined) return { disconnected: 0, stillConnected: null, pendingBeforeListing };
   await endUnlistedOpenVpnSessions(ctx, nodeNumber, clients, listedAtTime);
-  if (clients.length === 0) return { disconnected: 0, stillConnected: new Set(), listedAt };
+  if (clients.length === 0) return { disconnected: 0, stillConnected: new Set(), pendingBeforeListing };
   const names = [...new Set(clients.map((client) => client.commonName))];
   const valid = new Set<string>();
   for (let start = 0; start < names.length; start += CHUNK) {
@@ -477,7 +488,7 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
       { nodeNumber, disconnected },
       `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`,
     );
-  return { disconnected, stillConnected, listedAt };
+  return { disconnected, stillConnected, pendingBeforeListing };
 }
 
 /**
