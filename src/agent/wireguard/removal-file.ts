@@ -43,6 +43,7 @@ export class RemovalFile {
   #asked = 0;
   #done = 0;
   #running: Promise<void> | null = null;
+  #writes = 0;
 
   constructor(file: string, logger: Logger, remembered: RememberedRemovals, wallMs: () => number = Date.now) {
     this.#file = file;
@@ -51,14 +52,22 @@ export class RemovalFile {
     this.#wallMs = wallMs;
   }
 
-  /** What the previous run remembered and is still within ten minutes; a missing file is none. */
+  /**
+   * What the previous run remembered and is still within ten minutes; a missing file is none. A
+   * file that cannot be read is logged as an error and taken for none: a node that does not start
+   * would cut every tunnel, where the memory guards against a late add within minutes.
+   */
   async load(): Promise<RememberedRemoval[]> {
     let text: string;
     try {
       text = await readFile(this.#file, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.#logger.error(
+          { file: this.#file, reason: (error as Error).message },
+          'cannot read the removal memory file; the removals of the last ten minutes before this start are not known',
+        );
+      return [];
     }
     const now = this.#wallMs();
     const latest = new Map<string, RememberedRemoval>();
@@ -80,9 +89,18 @@ export class RemovalFile {
     return [...latest.values()].filter((removal) => removal.agoMs <= REMOVAL_MEMORY_MS);
   }
 
-  /** Writes the file anew with the removals remembered now (at start, after load). */
+  /** Writes the file anew with the removals remembered now (at start, after load); a failure is logged. */
   async rewrite(): Promise<void> {
-    await this.#write([], true);
+    try {
+      await this.#write([], true);
+    } catch (error) {
+      this.#writeFailed(error);
+    }
+  }
+
+  /** Writes made so far (appends and rewrites). */
+  get writes(): number {
+    return this.#writes;
   }
 
   /** Puts one removal on disk; resolves once it is there (or the write failed, which is logged). */
@@ -99,13 +117,7 @@ export class RemovalFile {
       this.#pending = [];
       const rewrite = this.#lines + lines.length >= Math.max(REWRITE_FROM_LINES, 2 * this.#remembered.removalCount);
       this.#running = this.#write(lines, rewrite)
-        .catch((error: unknown) => {
-          // The removal stands on the interface; only its memory across a restart is missing.
-          this.#logger.error(
-            { file: this.#file, reason: (error as Error).message },
-            'cannot write the removal memory file; a restart of the agent now forgets the latest removals',
-          );
-        })
+        .catch((error: unknown) => this.#writeFailed(error))
         .finally(() => {
           this.#done = Math.max(this.#done, covers);
           this.#running = null;
@@ -113,8 +125,17 @@ export class RemovalFile {
     }
   }
 
+  /** The removal stands on the interface; only its memory across a restart is missing. */
+  #writeFailed(error: unknown): void {
+    this.#logger.error(
+      { file: this.#file, reason: (error as Error).message },
+      'cannot write the removal memory file; a restart of the agent now forgets the latest removals',
+    );
+  }
+
   /** Appends `lines`, or (`rewrite`) writes aside only what is remembered now and renames. */
   async #write(lines: readonly string[], rewrite: boolean): Promise<void> {
+    this.#writes++;
     await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
     if (rewrite) {
       const now = this.#wallMs();

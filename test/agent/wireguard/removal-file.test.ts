@@ -1,15 +1,14 @@
 // The agent's removals on disk: what one run records, the next reads back (within ten minutes),
 // written before the removal is answered, a bulk of removals in a few writes, a file that grew
-// written anew, a line cut short by a crash skipped, and a write that fails logged, not thrown.
+// written anew, a line cut short by a crash skipped, and a file that fails logged, not thrown.
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { pino } from 'pino';
-import { Writable } from 'node:stream';
 import { RemovalFile } from '../../../src/agent/wireguard/removal-file.js';
 import { PeerRevisions } from '../../../src/agent/wireguard/revisions.js';
+import { capturedLog } from '../../support/captured-log.js';
 
 const MINUTE = 60_000;
 
@@ -19,19 +18,8 @@ function folder(t: TestContext): string {
   return directory;
 }
 
-function capturedLogger(): { logger: pino.Logger; lines: string[] } {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'warn' }, sink), lines };
-}
-
 /** One agent run: its revisions and its removal file, as the WireGuard service wires them. */
-function run(file: string, wallMs: () => number, logger = capturedLogger().logger) {
+function run(file: string, wallMs: () => number, logger = capturedLog('warn').logger) {
   const revisions = new PeerRevisions();
   const removals = new RemovalFile(file, logger, revisions, wallMs);
   return {
@@ -72,6 +60,7 @@ test('removals asked for together go to disk in a few writes, each answered once
   await Promise.all(keys.map((key, index) => agent.remove(key, 100 + index)));
   const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
   assert.equal(lines.length, 500);
+  assert.ok(agent.removals.writes <= 3, `500 removals asked for at once took ${agent.removals.writes} writes`);
   const next = run(file, Date.now);
   const loaded = await next.removals.load();
   assert.equal(loaded.length, 500);
@@ -104,21 +93,26 @@ test('a last line cut short by a crash is skipped, the others read', async (t) =
   const agent = run(file, Date.now);
   await agent.remove('carol', 3);
   appendFileSync(file, '{"publicKey":"dave","revis');
-  const { logger, lines } = capturedLogger();
-  const next = run(file, Date.now, logger);
+  const log = capturedLog('warn');
+  const next = run(file, Date.now, log.logger);
   assert.deepEqual(
     (await next.removals.load()).map((removal) => removal.publicKey),
     ['carol'],
   );
-  assert.match(lines.join(''), /lines of the removal memory file could not be read/);
+  assert.match(log.text(), /lines of the removal memory file could not be read/);
 });
 
-test('a removal whose file cannot be written is still answered, and the failure is logged', async (t) => {
+test('a file that can be neither read nor written is logged, and the agent goes on without it', async (t) => {
   const directory = folder(t);
-  // A regular file where the folder should be: mkdir fails.
+  // A regular file where the folder should be: reading and writing fail.
   writeFileSync(join(directory, 'not-a-folder'), '');
-  const { logger, lines } = capturedLogger();
-  const agent = run(join(directory, 'not-a-folder', 'removals.jsonl'), Date.now, logger);
+  const log = capturedLog('warn');
+  const agent = run(join(directory, 'not-a-folder', 'removals.jsonl'), Date.now, log.logger);
+  assert.deepEqual(await agent.removals.load(), []);
+  await agent.removals.rewrite();
   await agent.remove('erin', 4);
-  assert.match(lines.join(''), /cannot write the removal memory file/);
+  const logged = log.text();
+  assert.match(logged, /cannot read the removal memory file/);
+  assert.match(logged, /cannot write the removal memory file/);
+  assert.equal(agent.revisions.admit('erin', 'add', 3), false, 'the removal holds in memory');
 });
