@@ -37,6 +37,8 @@ export type ClientCertificateVerdict =
       readonly certificate: VerifiedClientCertificate;
       /** The CAs between the leaf and its trust anchor, leaf's issuer first: known CAs whose revocation lists can be verified. */
       readonly intermediates: readonly x509.X509Certificate[];
+      /** Every CA of the chain, the leaf's issuer first and the trust anchor last: the CAs whose lists check it. */
+      readonly authorities: readonly x509.X509Certificate[];
     }
   | { readonly ok: false; readonly reason: string };
 
@@ -154,6 +156,7 @@ export class ClientCertificateVerifier {
           .map((name) => name.value),
       },
       intermediates: chain.slice(1, -1),
+      authorities: chain.slice(1),
     };
   }
 

@@ -1,12 +1,14 @@
 // A test MDM's certificate authority, made at run time with the real `openssl`: a root, an
 // issuing CA under it, device certificates with a subjectAltName URI, a subject serialNumber
 // and a CN, and a revocation list made by `openssl ca -revoke` / `-gencrl`.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import type { TestPortal } from './test-portal.js';
 
 export interface DeviceCertificateFiles {
@@ -368,6 +370,25 @@ export async function enrollOnceListsRead(...request: Parameters<typeof enrollOv
     if (answer.status !== 503 || !/has not been read yet/.test(answer.text) || Date.now() > end) return answer;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Enrolls `device` with a fresh key, once the lists are read when `once` says so, and checks
+ * the answer is the refusal of a revoked certificate (403).
+ */
+export async function assertEnrollmentRefusedAsRevoked(
+  url: string,
+  serverCa: MdmCa,
+  device: DeviceCertificateFiles,
+  once: 'lists-read' | 'now' = 'lists-read',
+): Promise<void> {
+  const form = { public_key: generateWireGuardKeyPair().publicKey };
+  const answer =
+    once === 'now'
+      ? await enrollOverTls(url, serverCa, device, form)
+      : await enrollOnceListsRead(url, serverCa, device, form);
+  assert.equal(answer.status, 403, answer.text);
+  assert.match(answer.text, /revoked/);
 }
 
 /** Serves the CA's revocation list file over http at `{url}`, as a CA's distribution point does; `failing` makes it answer 500. */

@@ -79,6 +79,12 @@ export type CrlRefusalReason = (typeof CRL_REFUSAL_REASONS)[number];
 const MAX_CRL_BYTES = 20 * 1024 * 1024;
 /** How soon a source that enrollment waits for is read again after a reading that gave nothing. */
 const AWAITED_READ_MS = 5_000;
+/**
+ * How soon a source whose reading failed or was refused is read again: then twice as long after
+ * each further one, up to crlRefresh. A distribution point down for a moment must not keep a
+ * new revocation out for a whole crlRefresh more.
+ */
+const FAILED_READ_RETRY_MS = 10_000;
 /** Refusals whose list is still lent to enrollment while nothing is in force (#lendToEnrollment). */
 const LENDABLE: ReadonlySet<CrlRefusalReason> = new Set(['unknown-issuer', 'bad-signature']);
 /** A list may say it was made this much ahead of the portal's clock (a CA's clock differs a little). */
@@ -117,8 +123,10 @@ export class RevocationListRefresher {
   readonly #held: (string | null)[];
   /** Per list: the list lent to enrollment while nothing is in force (see #lendToEnrollment); null when none. */
   readonly #lent: (RevocationList | null)[];
-  /** While a source waits for its first list: the quick second reading, scheduled once. */
+  /** While a source waits for its first list or fails: the reading sooner than crlRefresh, scheduled once. */
   #soonAgain: NodeJS.Timeout | undefined;
+  /** Per list: readings in a row that failed or were refused, how far its next reading backs off. */
+  readonly #failedReadings: number[];
   readonly #refused = new Map<CrlRefusalReason, number>();
   #refreshing: Promise<void> | null = null;
   #stopped = false;
@@ -139,6 +147,7 @@ export class RevocationListRefresher {
     this.#reported = config.crlSources.map(() => null);
     this.#held = config.crlSources.map(() => null);
     this.#lent = config.crlSources.map(() => null);
+    this.#failedReadings = config.crlSources.map(() => 0);
   }
 
   /**
@@ -220,13 +229,43 @@ export class RevocationListRefresher {
 
   /**
    * The URL sources from which nothing checks a certificate yet: no list in force (none read
-   * since the start, none believed before it) and none lent to enrollment. A certificate they
-   * may revoke waits; they are read again every few seconds meanwhile.
+   * since the start, none believed before it) and none lent to enrollment. They are read again
+   * every few seconds.
    */
-  awaitingFirstList(): string[] {
+  #awaitingFirstList(): string[] {
+    return this.#withoutListInForce()
+      .filter((source) => !source.lent)
+      .map((source) => source.location);
+  }
+
+  /** The URL sources with no list in force (none read since the start, none believed before it), and whether one lent a list. */
+  #withoutListInForce(): { readonly location: string; readonly lent: boolean }[] {
     return this.#config.crlSources.flatMap((source, index) =>
-      source.kind === 'url' && this.#inForce[index] === null && this.#lent[index] === null ? [source.location] : [],
+      source.kind === 'url' && this.#inForce[index] === null
+        ? [{ location: source.location, lent: this.#lent[index] !== null }]
+        : [],
     );
+  }
+
+  /**
+   * The URL sources a certificate of the chain of `authorities` (its CAs, the leaf's issuer
+   * first) waits for. One that gave nothing yet is waited for by every certificate, as it may
+   * be any CA's list. One that gave only a list lent to enrollment (of a CA not known yet) is
+   * not waited for by a certificate that a list of its own issuer, in force or lent, checks
+   * already: such a source holds another CA's list, or one made up for the purpose by whoever
+   * answers for its plain-http address, and neither may let a certificate pass unchecked.
+   */
+  async awaitedBy(authorities: readonly CaCertificate[]): Promise<string[]> {
+    const unread = this.#awaitingFirstList();
+    if (unread.length > 0) return unread;
+    const pending = this.#withoutListInForce().map(({ location }) => location);
+    const issuer = authorities[0];
+    if (pending.length === 0 || issuer === undefined) return pending;
+    for (const [index, list] of this.#inForce.entries()) {
+      const crl = list?.crl ?? this.#lent[index] ?? null;
+      if (crl !== null && crl.issuer === issuer.subject && (await crlSignedBy(crl, [issuer]))) return [];
+    }
+    return pending;
   }
 
   /** Lists refused since the portal started, by reason. */
@@ -242,7 +281,7 @@ export class RevocationListRefresher {
   refresh(): Promise<void> {
     this.#refreshing ??= this.#refresh().finally(() => {
       this.#refreshing = null;
-      this.#readAgainSoonWhileAwaited();
+      this.#readAgainSoon();
     });
     return this.#refreshing;
   }
@@ -327,16 +366,30 @@ export class RevocationListRefresher {
     this.#verifier.replaceCrl(index, crl);
   }
 
-  /** While a source waits for its first list, it is read again soon, not only at crlRefresh. */
-  #readAgainSoonWhileAwaited(): void {
-    if (this.#stopped || this.#soonAgain !== undefined || this.awaitingFirstList().length === 0) return;
-    this.#soonAgain = setTimeout(
-      () => {
-        this.#soonAgain = undefined;
-        void this.refresh();
-      },
-      Math.min(AWAITED_READ_MS, this.#config.crlRefreshMs),
-    );
+  /**
+   * A source enrollment waits for is read again within seconds; while one fails or is refused,
+   * the next reading backs off from FAILED_READ_RETRY_MS to crlRefresh. Either is sooner than
+   * the crlRefresh interval alone would read it.
+   */
+  #readAgainSoon(): void {
+    this.#errors.forEach((error, index) => {
+      this.#failedReadings[index] = error === null ? 0 : (this.#failedReadings[index] ?? 0) + 1;
+    });
+    if (this.#stopped || this.#soonAgain !== undefined) return;
+    // The source with the fewest failed readings in a row sets the pace: one refused every time
+    // backs off alone, and another that just failed is still read again within seconds.
+    const failing = this.#failedReadings.filter((count) => count > 0);
+    const delayMs =
+      this.#awaitingFirstList().length > 0
+        ? AWAITED_READ_MS
+        : failing.length > 0
+          ? FAILED_READ_RETRY_MS * 2 ** Math.min(Math.min(...failing) - 1, 20)
+          : null;
+    if (delayMs === null || delayMs >= this.#config.crlRefreshMs) return;
+    this.#soonAgain = setTimeout(() => {
+      this.#soonAgain = undefined;
+      void this.refresh();
+    }, delayMs);
     this.#soonAgain.unref();
   }
 

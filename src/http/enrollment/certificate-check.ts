@@ -6,7 +6,7 @@
 // SUCCESS, see src/http/enrollment/enroll.ts). Either way the portal checks the chain itself.
 // A revocation list file is parsed at start (one that cannot be parsed refuses the start); the
 // lists are kept fresh by src/core/devices/revocation-lists.ts, and until a URL source gives a
-// list that checks certificates, they wait (503). A refused enrollment is in the audit log.
+// list that checks the presented chain, it waits (503). A refused enrollment is in the audit log.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientCertificateConfig } from '../../config/portal-config.js';
 import { RevocationListRefresher, rememberIntermediateCas } from '../../core/devices/index.js';
@@ -100,10 +100,10 @@ export async function enrollWithCertificate(
     await sendError(reply, 403, verdict.reason);
     return;
   }
-  // A source from which no list checks certificates yet would let a revoked one pass: it waits.
-  const notRead = check.revocationLists.awaitingFirstList();
+  // A source from which no list checks this chain yet would let a revoked certificate pass: it waits.
+  const notRead = await check.revocationLists.awaitedBy(verdict.authorities);
   if (notRead.length > 0) {
-    const reason = `the revocation list ${notRead.join(', ')} has not been read yet; try again shortly`;
+    const reason = `the revocation list ${notRead.join(', ')} has not been read yet, or holds no list of this certificate's CA yet; try again shortly`;
     request.log.warn({ ip: request.ip, crl: notRead }, 'certificate enrollment waits for a revocation list');
     await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
     await sendError(reply, 503, reason, { 'retry-after': String(LISTS_NOT_READ_RETRY_SECONDS) });

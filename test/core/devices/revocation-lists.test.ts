@@ -23,6 +23,7 @@ import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import {
   CrlServer,
+  assertEnrollmentRefusedAsRevoked,
   MdmCa,
   enrollOnceListsRead,
   enrollOverTls,
@@ -478,11 +479,7 @@ describe('a certificate waits while the first list of its distribution point is 
     const { stdout } = await within(script, 'the enroll script', 30_000);
     assert.match(stdout, /enrolled; configuration written to /);
     assert.equal((await portal.admin.device(other.device_id)).configurations.length, 1);
-    const refused = await enrollOnceListsRead(enrollUrl, ca, certificate, {
-      public_key: generateWireGuardKeyPair().publicKey,
-    });
-    assert.equal(refused.status, 403, refused.text);
-    assert.match(refused.text, /revoked/);
+    await assertEnrollmentRefusedAsRevoked(enrollUrl, ca, certificate);
     assert.equal((await portal.admin.device(device.device_id)).state, 'registered');
   });
 });
@@ -531,9 +528,7 @@ describe('before its CA is known, a list still checks the chains presented at en
       30_000,
     );
 
-    const first = await enrollOverTls(enrollUrl, ca, revoked, { public_key: generateWireGuardKeyPair().publicKey });
-    assert.equal(first.status, 403, first.text);
-    assert.match(first.text, /revoked/);
+    await assertEnrollmentRefusedAsRevoked(enrollUrl, ca, revoked, 'now');
 
     const good = ca.device('heidi-laptop', { cn: 'heidi-laptop', uri: 'urn:mdm:serial:FIRST-2' });
     const enrolled = await enrollOverTls(enrollUrl, ca, good, { public_key: generateWireGuardKeyPair().publicKey });
@@ -543,6 +538,111 @@ describe('before its CA is known, a list still checks the chains presented at en
       async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
       30_000,
     );
+  });
+});
+
+describe('a list of a made-up CA served at a first start does not end the wait', () => {
+  let ca: MdmCa;
+  let madeUp: MdmCa;
+  let crls: CrlServer;
+  let served: string;
+  let portal: TestPortal;
+  let revoked: DeviceCertificateFiles;
+
+  before(async () => {
+    ca = MdmCa.make('Genuine MDM');
+    // Whoever answers for the plain-http distribution point serves a list of a CA of its own.
+    madeUp = MdmCa.make('Made-up MDM');
+    served = madeUp.writeCrl();
+    revoked = ca.device('ivan-laptop', { cn: 'ivan-laptop', uri: 'urn:mdm:serial:MADE-1' });
+    crls = await CrlServer.start(() => served);
+    portal = await startTestPortal({
+      config: {
+        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1S' }),
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+    madeUp?.remove();
+  });
+
+  test('a certificate of the genuine CA waits (503) while the made-up list is lent, and is refused as revoked once the genuine list is served', async () => {
+    const device = await portal.admin.registerDevice({
+      user_id: 'ivan',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'MADE-1',
+    });
+    const enrollUrl = tlsEnrollUrl(portal);
+    await until(
+      'the made-up list refused as of an unknown CA',
+      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metricsOf(portal)),
+      30_000,
+    );
+    const waiting = await enrollOverTls(enrollUrl, ca, revoked, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(waiting.status, 503, waiting.text);
+    assert.deepEqual((await portal.admin.device(device.device_id)).configurations, []);
+
+    served = ca.revoke(revoked.certificate);
+    await assertEnrollmentRefusedAsRevoked(enrollUrl, ca, revoked);
+  });
+});
+
+describe('two distribution points of CAs not known yet', () => {
+  let alpha: MdmCa;
+  let beta: MdmCa;
+  let alphaLists: CrlServer;
+  let betaLists: CrlServer;
+  let portal: TestPortal;
+
+  before(async () => {
+    // Two MDMs, no intermediates configured, no device enrolled: both lists are lent.
+    alpha = MdmCa.make('Alpha Unknown MDM');
+    beta = MdmCa.make('Beta Unknown MDM');
+    const alphaList = alpha.writeCrl();
+    const betaList = beta.writeCrl();
+    alphaLists = await CrlServer.start(() => alphaList);
+    betaLists = await CrlServer.start(() => betaList);
+    portal = await startTestPortal({
+      config: {
+        enrollment: alpha.mutualTlsEnrollment({
+          trustAnchors: [alpha.rootFile, beta.rootFile],
+          crl: [alphaLists.url, betaLists.url],
+          crlRefresh: 'PT1S',
+        }),
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await alphaLists?.close();
+    await betaLists?.close();
+    alpha?.remove();
+    beta?.remove();
+  });
+
+  test('a certificate of each enrolls, checked by its own CA’s list, without waiting for the other’s', async () => {
+    for (const [ca, serial] of [
+      [alpha, 'TWO-1'],
+      [beta, 'TWO-2'],
+    ] as const) {
+      await portal.admin.registerDevice({ user_id: serial, profile_id: 'employees', platform: 'linux', serial });
+      const certificate = ca.device(serial, { cn: serial, uri: `urn:mdm:serial:${serial}` });
+      // The portal's own TLS certificate is Alpha's; the device's chain is its CA's.
+      const enrolled = await enrollOnceListsRead(
+        tlsEnrollUrl(portal),
+        alpha,
+        certificate,
+        { public_key: generateWireGuardKeyPair().publicKey },
+        ca,
+      );
+      assert.equal(enrolled.status, 200, enrolled.text);
+    }
   });
 });
 
@@ -584,11 +684,69 @@ describe('a distribution point whose first reading fails is read again within se
     assert.equal(waiting.status, 503, waiting.text);
 
     crls.failing = false;
-    const checked = await enrollOnceListsRead(enrollUrl, ca, revoked, {
+    await assertEnrollmentRefusedAsRevoked(enrollUrl, ca, revoked);
+  });
+});
+
+describe('a distribution point that fails while its list is in force is read again within seconds', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let served: string;
+  let dataDir: string;
+  const portals: TestPortal[] = [];
+
+  before(async () => {
+    ca = MdmCa.make('Flaky MDM');
+    served = ca.writeCrl();
+    crls = await CrlServer.start(() => served);
+    dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-crl-flaky-'));
+  });
+
+  after(async () => {
+    for (const portal of portals) await portal.close();
+    await crls?.close();
+    ca?.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const start = async (): Promise<TestPortal> => {
+    const portal = await startTestPortal({
+      dataDir,
+      config: {
+        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1H' }),
+      },
+    });
+    portals.push(portal);
+    return portal;
+  };
+
+  test('though crlRefresh is an hour: the revocation published after the failure retires the device within seconds', async () => {
+    const first = await start();
+    const device = await first.admin.registerDevice({
+      user_id: 'nina',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'FLAKY-1',
+    });
+    const certificate = ca.device('nina-laptop', { cn: 'nina-laptop', uri: 'urn:mdm:serial:FLAKY-1' });
+    const enrolled = await enrollOnceListsRead(tlsEnrollUrl(first), ca, certificate, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
-    assert.equal(checked.status, 403, checked.text);
-    assert.match(checked.text, /revoked/);
+    assert.equal(enrolled.status, 200, enrolled.text);
+    await first.close();
+
+    // The list believed before the restart is in force; the distribution point is down at start.
+    crls.failing = true;
+    const readsBefore = crls.requests;
+    const second = await start();
+    await until('the reading at start failed', async () => crls.requests > readsBefore);
+    served = ca.revoke(certificate.certificate);
+    crls.failing = false;
+    await until(
+      'the device retired by the list published meanwhile',
+      async () => (await second.admin.device(device.device_id)).state === 'retired',
+      60_000,
+    );
   });
 });
 
@@ -645,11 +803,7 @@ describe('a CA renewed under its name with a new key', () => {
       async () => /^vpn_portal_crl_refused_total\{reason="bad-signature"\} [1-9]/m.test(await metrics()),
       30_000,
     );
-    const refused = await enrollOverTls(enrollUrl, renewed, revoked, {
-      public_key: generateWireGuardKeyPair().publicKey,
-    });
-    assert.equal(refused.status, 403, refused.text);
-    assert.match(refused.text, /revoked/);
+    await assertEnrollmentRefusedAsRevoked(enrollUrl, renewed, revoked, 'now');
 
     const good = renewed.device('lee-laptop', { cn: 'lee-laptop', uri: 'urn:mdm:serial:RENEW-2' });
     const enrolled = await enrollOverTls(enrollUrl, renewed, good, {
