@@ -73,16 +73,19 @@ function resolveClientCertificate(
       read(file, `enrollment.clientCertificate.intermediates[${index}]`).toString('utf8'),
     ),
     deviceId: clientCertificate.deviceId,
-    crlSources: clientCertificate.crl.map(
-      (entry, index): CrlSource =>
-        /^https?:\/\//i.test(entry)
-          ? { kind: 'url', location: entry }
-          : {
-              kind: 'file',
-              location: path.resolve(baseDir, entry),
-              initial: read(entry, `enrollment.clientCertificate.crl[${index}]`),
-            },
-    ),
+    crlSources: clientCertificate.crl.map((entry, index): CrlSource => {
+      const list = typeof entry === 'string' ? entry : entry.list;
+      const option = `enrollment.clientCertificate.crl[${index}]`;
+      const issuer = typeof entry === 'string' ? null : read(entry.issuer, `${option}.issuer`).toString('utf8');
+      return /^https?:\/\//i.test(list)
+        ? { kind: 'url', location: list, issuer }
+        : {
+            kind: 'file',
+            location: path.resolve(baseDir, list),
+            initial: read(list, typeof entry === 'string' ? option : `${option}.list`),
+            issuer,
+          };
+    }),
     crlRefreshMs: boundedMilliseconds(
       clientCertificate.crlRefresh,
       'enrollment.clientCertificate.crlRefresh',

@@ -181,10 +181,14 @@ export interface JamfPushConfig {
   readonly allowList: readonly string[];
 }
 
-/** A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s) URL. */
-export type CrlSource =
+/**
+ * A revocation list of `enrollment.clientCertificate.crl`: an absolute file path, or an http(s)
+ * URL; `issuer`: the PEM of the CA whose lists it serves, when the entry names one.
+ */
+export type CrlSource = (
   | { readonly kind: 'file'; readonly location: string; readonly initial: Buffer }
-  | { readonly kind: 'url'; readonly location: string };
+  | { readonly kind: 'url'; readonly location: string }
+) & { readonly issuer: string | null };
 
 /** How a device certificate is checked (`enrollment.clientCertificate`), its files read at start. */
 export interface ClientCertificateConfig {

@@ -397,11 +397,26 @@ export const portalConfigSchema = z.strictObject({
             })
             .describe('How the certificate names the device.'),
           crl: z
-            .array(z.string().min(1))
+            .array(
+              z.union([
+                z.string().min(1),
+                z.strictObject({
+                  list: z.string().min(1).describe('The list: a file or an http(s) URL, as a plain entry.'),
+                  issuer: z
+                    .string()
+                    .min(1)
+                    .describe(
+                      'A PEM file of the CA whose lists this source serves (a trust anchor, or a CA that leads to one): a list of any other CA is refused from it, from the first reading on.',
+                    ),
+                }),
+              ]),
+            )
             .default([])
-            .describe(
-              "Revocation lists (PEM or DER): files, relative to the configuration file's folder, or http(s) URLs; a certificate on its issuer's list is refused, and a device bound to it is retired.",
-            ),
+            .meta({
+              description:
+                "Revocation lists (PEM or DER): files, relative to the configuration file's folder, or http(s) URLs; a certificate on its issuer's list is refused, and a device bound to it is retired. An entry `{list, issuer}` also names the CA whose lists the source serves: for a plain-http URL, so that whoever answers in its place cannot have another CA's list believed from it.",
+              see: 'devices.md#enrollment-with-the-mdm-certificate',
+            }),
           intuneTenantId: z
             .string()
             .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'must be a GUID')

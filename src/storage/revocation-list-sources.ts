@@ -23,15 +23,29 @@ export async function revocationListSourcePins(db: Db): Promise<Map<string, Revo
 
 /**
  * Notes a list believed from `location`, unless a newer one was noted (another portal instance
- * may have believed a newer list meanwhile).
+ * may have believed a newer list meanwhile). `overrulingOtherCas`: the configuration names the
+ * source's CA, so a note of another CA's list is replaced whatever its date.
  */
-export async function pinRevocationListSource(db: Db, location: string, pin: RevocationListSourcePin): Promise<void> {
+export async function pinRevocationListSource(
+  db: Db,
+  location: string,
+  pin: RevocationListSourcePin,
+  overrulingOtherCas = false,
+): Promise<void> {
   const row = { issuer: pin.issuer, this_update: pin.thisUpdate.toISOString(), list: pin.list.toString('base64') };
   await db
     .insertInto('revocation_list_sources')
     .values({ location, ...row })
     .onConflict((conflict) =>
-      conflict.column('location').doUpdateSet(row).where('revocation_list_sources.this_update', '<', row.this_update),
+      conflict
+        .column('location')
+        .doUpdateSet(row)
+        .where((eb) =>
+          eb.or([
+            eb('revocation_list_sources.this_update', '<', row.this_update),
+            ...(overrulingOtherCas ? [eb('revocation_list_sources.issuer', '<>', row.issuer)] : []),
+          ]),
+        ),
     )
     .execute();
 }

@@ -112,6 +112,8 @@ export class RevocationListRefresher {
   readonly #config: ClientCertificateConfig;
   readonly #verifier: ClientCertificateVerifier;
   readonly #intermediates: readonly CaCertificate[];
+  /** Per list: the CA its configuration entry names (`{list, issuer}`), or null. */
+  readonly #namedIssuers: readonly (CaCertificate | null)[];
   #timer: NodeJS.Timeout | undefined;
   /** Per list: the one believed; null until one was. */
   readonly #inForce: (ListInForce | null)[];
@@ -137,9 +139,12 @@ export class RevocationListRefresher {
     verifier: ClientCertificateVerifier,
     /** `enrollment.clientCertificate.intermediates`: CAs known before any device enrolled with their chain. */
     intermediates: readonly CaCertificate[] = [],
+    /** Per source, the CA its entry names (among `intermediates` too), or null. */
+    namedIssuers: readonly (CaCertificate | null)[] = [],
   ) {
     this.#ctx = ctx;
     this.#intermediates = intermediates;
+    this.#namedIssuers = config.crlSources.map((_source, index) => namedIssuers[index] ?? null);
     this.#config = config;
     this.#verifier = verifier;
     this.#inForce = config.crlSources.map(() => null);
@@ -163,9 +168,9 @@ export class RevocationListRefresher {
       this.#ctx.logger.error({ err: error }, 'the revocation lists believed before cannot be read');
       return;
     }
-    this.#config.crlSources.forEach((source, index) => {
+    for (const [index, source] of this.#config.crlSources.entries()) {
       const pin = pins.get(source.location);
-      if (source.kind !== 'url' || pin === undefined || this.#inForce[index] !== null) return;
+      if (source.kind !== 'url' || pin === undefined || this.#inForce[index] !== null) continue;
       let crl: RevocationList;
       try {
         crl = readCrl(pin.list);
@@ -174,10 +179,13 @@ export class RevocationListRefresher {
           { err: error, crl: source.location },
           'a revocation list believed before cannot be read',
         );
-        return;
+        continue;
       }
+      // Believed before the entry named its CA: perhaps another CA's list, served in its place.
+      const named = this.#namedIssuers[index] ?? null;
+      if (named !== null && !(pin.issuer === named.subject && (await crlSignedBy(crl, [named])))) continue;
       this.#putInForce(index, crl, sha256Hex(pin.list));
-    });
+    }
   }
 
   /** Makes `crl` the list in force of source `index`, for enrollment and for retirement. */
@@ -322,14 +330,17 @@ export class RevocationListRefresher {
             throw new CrlRefused('unreadable', `not a PEM or DER revocation list (${messageOf(error)})`);
           }
           sha256 = sha256Hex(Buffer.from(crl.rawData));
-          await this.#check(crl, this.#inForce[index] ?? null, pins.get(source.location) ?? null, authorities, now);
+          const held = { inForce: this.#inForce[index] ?? null, pin: pins.get(source.location) ?? null };
+          await this.#check(crl, held, this.#namedIssuers[index] ?? null, authorities, now);
         } catch (error) {
-          if (crl !== null && error instanceof CrlRefused && LENDABLE.has(error.reason))
-            this.#lendToEnrollment(index, crl, now);
+          // A source that names its CA lends nothing: that CA is known, and no other's list is its.
+          const lendable =
+            error instanceof CrlRefused && LENDABLE.has(error.reason) && this.#namedIssuers[index] === null;
+          if (crl !== null && lendable) this.#lendToEnrollment(index, crl, now);
           await this.#refuse(source, index, error, crl, sha256);
           return;
         }
-        await this.#pin(source.location, pins.get(source.location) ?? null, crl);
+        await this.#pin(source.location, this.#namedIssuers[index] !== null, pins.get(source.location) ?? null, crl);
         this.#putInForce(index, crl, sha256);
         if (this.#errors[index] !== null)
           this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
@@ -394,14 +405,21 @@ export class RevocationListRefresher {
   }
 
   /** Notes a believed list's CA and thisUpdate for its source, unless that is noted already. */
-  async #pin(location: string, pin: RevocationListSourcePin | null, crl: RevocationList): Promise<void> {
+  async #pin(
+    location: string,
+    /** The source's entry names its CA: a note of another CA's list is replaced whatever its date. */
+    named: boolean,
+    pin: RevocationListSourcePin | null,
+    crl: RevocationList,
+  ): Promise<void> {
     if (pin !== null && pin.issuer === crl.issuer && pin.thisUpdate.getTime() >= crl.thisUpdate.getTime()) return;
     try {
-      await pinRevocationListSource(this.#ctx.db, location, {
-        issuer: crl.issuer,
-        thisUpdate: crl.thisUpdate,
-        list: Buffer.from(crl.rawData),
-      });
+      await pinRevocationListSource(
+        this.#ctx.db,
+        location,
+        { issuer: crl.issuer, thisUpdate: crl.thisUpdate, list: Buffer.from(crl.rawData) },
+        named,
+      );
     } catch (error) {
       // This instance holds the source to it still; the note is tried again at the next refresh.
       this.#ctx.logger.error({ err: error, crl: location }, 'a believed revocation list cannot be noted');
@@ -409,24 +427,27 @@ export class RevocationListRefresher {
   }
 
   /**
-   * Throws CrlRefused unless the CA the list names signed it, it is current, and it keeps to what
-   * was believed from its source before: the same CA, and no older (the list in force, or what
-   * `pin` says was believed before this instance started).
+   * Throws CrlRefused unless the CA the list names signed it, it is current, and it keeps to the
+   * CA its entry names (`named`), else to what was believed from its source before: the same CA,
+   * and no older (the list in force, or what the pin says was believed before this instance started).
    */
   async #check(
     crl: RevocationList,
-    inForce: ListInForce | null,
-    pin: RevocationListSourcePin | null,
+    { inForce, pin }: { readonly inForce: ListInForce | null; readonly pin: RevocationListSourcePin | null },
+    named: CaCertificate | null,
     authorities: readonly CaCertificate[],
     now: Date,
   ): Promise<void> {
-    const candidates = [...this.#verifier.anchorsNamed(crl.issuer)];
-    for (const authority of authorities)
-      if (authority.subject === crl.issuer && (await this.#verifier.leadsToAnchor(authority, authorities)))
-        candidates.push(authority);
     // A list keeps to the CA of the list in force: another known CA's genuine list (all of whose
     // certificates it would leave unrevoked) must not take the place of this one's.
-    const sourceIssuer = inForce?.crl.issuer ?? pin?.issuer ?? null;
+    // Its entry may name that CA; then what was believed from it before does not count.
+    if (named !== null && named.subject !== crl.issuer)
+      throw new CrlRefused(
+        'other-issuer',
+        `it names "${crl.issuer}", but the configuration says this source serves the lists of "${named.subject}"`,
+      );
+    const candidates = await this.#signersOf(crl, named, authorities);
+    const sourceIssuer = named === null ? (inForce?.crl.issuer ?? pin?.issuer ?? null) : null;
     if (sourceIssuer !== null && sourceIssuer !== crl.issuer)
       throw new CrlRefused(
         'other-issuer',
@@ -435,7 +456,9 @@ export class RevocationListRefresher {
     if (candidates.length === 0)
       throw new CrlRefused(
         'unknown-issuer',
-        `"${crl.issuer}" is neither a trust anchor nor an intermediate CA seen in an enrolled chain`,
+        named === null
+          ? `"${crl.issuer}" is neither a trust anchor nor an intermediate CA seen in an enrolled chain`
+          : `the CA the configuration names for this source ("${named.subject}") leads to no trust anchor`,
       );
     if (!(await crlSignedBy(crl, candidates)))
       throw new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
@@ -446,11 +469,30 @@ export class RevocationListRefresher {
         'older',
         `its thisUpdate ${crl.thisUpdate.toISOString()} is older than the list in force (${inForce.crl.thisUpdate.toISOString()})`,
       );
-    if (pin !== null && crl.thisUpdate < pin.thisUpdate)
+    // A pin of another CA is one the entry's named CA overrules: no measure of this CA's lists.
+    if (pin !== null && pin.issuer === crl.issuer && crl.thisUpdate < pin.thisUpdate)
       throw new CrlRefused(
         'older',
         `its thisUpdate ${crl.thisUpdate.toISOString()} is older than a list believed from here before (${pin.thisUpdate.toISOString()})`,
       );
+  }
+
+  /**
+   * The CAs whose key may have signed `crl`, each leading to a trust anchor: the one its source's
+   * entry names, by its own key only (another CA of that name, renewed under a new key or an
+   * anchor of the same name, is not it), else every trust anchor and known CA of the name it gives.
+   */
+  async #signersOf(
+    crl: RevocationList,
+    named: CaCertificate | null,
+    authorities: readonly CaCertificate[],
+  ): Promise<CaCertificate[]> {
+    if (named !== null) return (await this.#verifier.leadsToAnchor(named, authorities)) ? [named] : [];
+    const candidates = [...this.#verifier.anchorsNamed(crl.issuer)];
+    for (const authority of authorities)
+      if (authority.subject === crl.issuer && (await this.#verifier.leadsToAnchor(authority, authorities)))
+        candidates.push(authority);
+    return candidates;
   }
 
   /** Keeps the last good list; counts the refusal, and logs (and audits) it once per list and reason. */

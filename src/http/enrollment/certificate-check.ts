@@ -58,7 +58,32 @@ export class CertificateCheck {
     } catch (error) {
       throw new Error(`enrollment.clientCertificate.intermediates: not PEM certificates (${messageOf(error)})`);
     }
-    this.revocationLists = new RevocationListRefresher(ctx, config, this.verifier, intermediates);
+    const sourceIssuers = config.crlSources.map((source, index) => {
+      if (source.issuer === null) return null;
+      const [issuer, ...more] = readSourceIssuer(source.issuer, index);
+      if (issuer === undefined || more.length > 0)
+        throw new Error(
+          `enrollment.clientCertificate.crl[${index}].issuer: the file must hold one certificate, the CA's`,
+        );
+      return issuer;
+    });
+    // A source's CA counts as a configured intermediate: its lists are believed from the first reading.
+    const named = sourceIssuers.filter((issuer) => issuer !== null);
+    this.revocationLists = new RevocationListRefresher(
+      ctx,
+      config,
+      this.verifier,
+      [...intermediates, ...named],
+      sourceIssuers,
+    );
+  }
+}
+
+function readSourceIssuer(pem: string, index: number): CaCertificate[] {
+  try {
+    return readCaCertificates([pem]);
+  } catch (error) {
+    throw new Error(`enrollment.clientCertificate.crl[${index}].issuer: not a PEM certificate (${messageOf(error)})`);
   }
 }
 

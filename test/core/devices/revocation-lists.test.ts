@@ -884,6 +884,114 @@ describe('a revocation list keeps to the CA of the list in force', () => {
   });
 });
 
+// Whoever answers for the plain-http address at the first start serves a genuine list of another
+// CA the portal knows: of another name, or of the very same names under other keys (as a CA
+// renewed under its name is).
+for (const { other, otherName, refusal, device, serial, title } of [
+  {
+    other: 'Beta',
+    otherName: 'Beta MDM',
+    refusal: 'other-issuer',
+    device: 'olga',
+    serial: 'NAMED-1',
+    title:
+      "a source whose entry names its CA is held to it from its first reading: another known CA's genuine list is refused, lent to nobody, and the named CA's own list is believed once served",
+  },
+  {
+    other: 'the namesake',
+    otherName: 'Alpha MDM',
+    refusal: 'bad-signature',
+    device: 'paul',
+    serial: 'NAMED-2',
+    title:
+      'a source whose entry names its CA believes only that CA’s key: the genuine list of a namesake CA is refused as not signed by it, and a certificate of the named CA waits for its own',
+  },
+] as const) {
+  describe(title, () => {
+    let alpha: MdmCa;
+    let otherCa: MdmCa;
+    let crls: CrlServer;
+    let served: string;
+    let portal: TestPortal;
+    let revoked: DeviceCertificateFiles;
+
+    before(async () => {
+      alpha = MdmCa.make('Alpha MDM');
+      otherCa = MdmCa.make(otherName);
+      revoked = alpha.device(`${device}-laptop`, { cn: `${device}-laptop`, uri: `urn:mdm:serial:${serial}` });
+      served = otherCa.writeCrl();
+      crls = await CrlServer.start(() => served);
+      portal = await startTestPortal({
+        config: {
+          enrollment: alpha.mutualTlsEnrollment({
+            trustAnchors: [alpha.rootFile, otherCa.rootFile],
+            intermediates: [otherCa.issuingFile],
+            crl: [{ list: crls.url, issuer: alpha.issuingFile }],
+            crlRefresh: 'PT1S',
+          }),
+        },
+      });
+    });
+
+    after(async () => {
+      await portal?.close();
+      await crls?.close();
+      alpha?.remove();
+      otherCa?.remove();
+    });
+
+    test(`${other}'s list is refused (${refusal}); the revoked certificate waits, then is refused as revoked once Alpha's list is served`, async () => {
+      await portal.admin.registerDevice({ user_id: device, profile_id: 'employees', platform: 'linux', serial });
+      const enrollUrl = tlsEnrollUrl(portal);
+      await until(
+        `${other}'s list refused`,
+        async () =>
+          new RegExp(`^vpn_portal_crl_refused_total\\{reason="${refusal}"\\} [1-9]`, 'm').test(await metricsOf(portal)),
+        30_000,
+      );
+      const waiting = await enrollOverTls(enrollUrl, alpha, revoked, {
+        public_key: generateWireGuardKeyPair().publicKey,
+      });
+      assert.equal(waiting.status, 503, waiting.text);
+      assert.match(waiting.text, /has not been read yet/);
+
+      served = alpha.revoke(revoked.certificate);
+      await assertEnrollmentRefusedAsRevoked(enrollUrl, alpha, revoked);
+      const text = await metricsOf(portal);
+      assert.ok(text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`), "Alpha's list is in force");
+      const [pin] = await portal.portal.ctx.db.selectFrom('revocation_list_sources').select('issuer').execute();
+      assert.equal(pin?.issuer, 'CN=Alpha MDM Issuing CA');
+    });
+  });
+}
+
+test('a crl entry whose issuer file holds no certificate, or two, stops the portal at start, naming the entry', async (t) => {
+  const ca = MdmCa.make('Named MDM');
+  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-crl-issuer-'));
+  t.after(() => {
+    ca.remove();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  const notPem = path.join(directory, 'not-pem.pem');
+  writeFileSync(notPem, 'not a certificate');
+  const two = path.join(directory, 'two.pem');
+  writeFileSync(two, `${ca.rootPem}${ca.issuingPem}`);
+
+  for (const [issuer, expected] of [
+    [notPem, /enrollment\.clientCertificate\.crl\[0\]\.issuer: not a PEM certificate/],
+    [two, /enrollment\.clientCertificate\.crl\[0\]\.issuer: the file must hold one certificate/],
+  ] as const) {
+    await assert.rejects(
+      startTestPortal({
+        config: {
+          enrollment: ca.mutualTlsEnrollment({ crl: [{ list: 'http://127.0.0.1:9/ca.crl', issuer }] }),
+        },
+      }),
+      expected,
+    );
+  }
+});
+
 describe('what was believed from a revocation list source holds across a restart', () => {
   let alpha: MdmCa;
   let beta: MdmCa;
@@ -913,17 +1021,18 @@ describe('what was believed from a revocation list source holds across a restart
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const config = () => ({
+  /** `namingAlpha`: the entry names Alpha's issuing CA as the source's. */
+  const config = (namingAlpha = false) => ({
     enrollment: alpha.mutualTlsEnrollment({
       trustAnchors: [alpha.rootFile, beta.rootFile],
       intermediates: [alpha.issuingFile, beta.issuingFile],
-      crl: [crls.url],
+      crl: [namingAlpha ? { list: crls.url, issuer: alpha.issuingFile } : crls.url],
       crlRefresh: 'PT1S',
     }),
   });
-  const start = async (): Promise<TestPortal> => {
+  const start = async (namingAlpha = false): Promise<TestPortal> => {
     // The same data folder: the same database each time.
-    const portal = await startTestPortal({ dataDir, config: config() });
+    const portal = await startTestPortal({ dataDir, config: config(namingAlpha) });
     portals.push(portal);
     return portal;
   };
@@ -981,6 +1090,24 @@ describe('what was believed from a revocation list source holds across a restart
     const third = await start();
     await until('Beta’s list in force', async () => (await enroll(third)).status === 200, 30_000);
     assert.equal(await refusedFor(third, 'other-issuer'), 0);
+    await third.close();
+  });
+
+  test('an entry that names its CA overrules what was believed from the source before: another CA’s list is not put in force at start, and the named CA’s list replaces its note', async () => {
+    // The start before believed Beta's list from the source; now the entry names Alpha's CA.
+    const named = await start(true);
+    const waiting = await enroll(named);
+    assert.equal(waiting.status, 503, waiting.text);
+    await until('Beta’s list refused', async () => (await refusedFor(named, 'other-issuer')) > 0, 30_000);
+
+    // Alpha's current list (the revocation of eve's certificate in it) is served again.
+    served = alpha.writeCrl({ file: 'named.crl' });
+    await assertEnrollmentRefusedAsRevoked(tlsEnrollUrl(named), alpha, revoked);
+    const pins = await named.portal.ctx.db.selectFrom('revocation_list_sources').select('issuer').execute();
+    assert.deepEqual(
+      pins.map((pin) => pin.issuer),
+      ['CN=Alpha MDM Issuing CA'],
+    );
   });
 });
 
