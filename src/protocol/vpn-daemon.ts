@@ -65,6 +65,8 @@ export const nodeInfoSchema = z.object({
 });
 export type NodeInfo = z.infer<typeof nodeInfoSchema>;
 
+/** The longest time a node may write in a peer's entry (ISO 8601: 25 characters with an offset, more with fractions). */
+const MAX_TIME_LENGTH = 64;
 /** The longest `endpoint` a node may report for a peer. */
 export const MAX_ENDPOINT_LENGTH = 64;
 
@@ -82,6 +84,12 @@ export const daemonPeerSchema = z.object({
    * relay saw it); null before any. `[IPv6]:port` takes at most 47 characters.
    */
   endpoint: z.string().max(MAX_ENDPOINT_LENGTH).nullable().optional(),
+  /**
+   * Ours, in `peer_list`: the first handshake of the peer's current run of handshakes (none 3
+   * minutes apart or more), as the node watched them; omitted without a handshake, and for a
+   * run the node did not see begin.
+   */
+  online_since: z.string().max(MAX_TIME_LENGTH).optional(),
 });
 export type PeerListEntry = z.infer<typeof daemonPeerSchema>;
 

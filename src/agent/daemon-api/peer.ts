@@ -1,9 +1,11 @@
 // How a WireGuard peer is written on the vpn-daemon wire.
 import { formatAtom } from '../../shared/time.js';
 import type { PeerListEntry } from '../../protocol/vpn-daemon.js';
-import type { WgPeer } from '../wireguard/dump.js';
+import type { ListedPeer, WgPeer } from '../wireguard/dump.js';
 
-export function toPeerListEntry(peer: WgPeer): PeerListEntry {
+/** A listed peer also says when its run of handshakes began; a removed one does not. */
+export function toPeerListEntry(peer: WgPeer | ListedPeer): PeerListEntry {
+  const onlineSince = 'onlineSince' in peer ? peer.onlineSince : null;
   return {
     public_key: peer.publicKey,
     ip_net: [...peer.allowedIps],
@@ -12,5 +14,6 @@ export function toPeerListEntry(peer: WgPeer): PeerListEntry {
     bytes_out: peer.bytesSent,
     // Omitted, like the handshake time, for a peer that never sent anything.
     ...(peer.endpoint === null ? {} : { endpoint: peer.endpoint }),
+    ...(onlineSince === null ? {} : { online_since: formatAtom(onlineSince) }),
   };
 }

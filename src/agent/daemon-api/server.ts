@@ -18,11 +18,11 @@ import {
   type NodeInfo,
 } from '../../protocol/vpn-daemon.js';
 import type { Secret } from '../../shared/secret.js';
-import type { WgPeer } from '../wireguard/dump.js';
+import type { ListedPeer, WgPeer } from '../wireguard/dump.js';
 
 /** The node's WireGuard peers as the daemon protocol needs them. */
 export interface WireGuardPeers {
-  list(): Promise<readonly WgPeer[]>;
+  list(): Promise<readonly ListedPeer[]>;
   /** `revision`: see src/agent/wireguard/revisions.ts; an instruction older than the last applied one changes nothing. */
   add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void>;
   /** The peer as it was before removal, or null when it was not there (or the removal was outdated). */

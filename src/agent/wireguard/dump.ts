@@ -23,6 +23,12 @@ export interface WgPeer {
   readonly bytesSent: number;
 }
 
+/** A peer as the agent lists it: with the first handshake of its current run (src/agent/wireguard/online-runs.ts). */
+export interface ListedPeer extends WgPeer {
+  /** Null without a handshake. */
+  readonly onlineSince: Date | null;
+}
+
 export interface WgDump {
   readonly interface: WgInterfaceState;
   readonly peers: readonly WgPeer[];

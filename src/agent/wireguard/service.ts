@@ -11,10 +11,11 @@ import { WireGuardUnavailableError, type WireGuardPeers } from '../daemon-api/se
 import type { CommandRunner } from '../process/command-runner.js';
 import type { WireGuardAssignment } from '../node-assignment.js';
 import { PeerBatcher } from './batcher.js';
-import type { WgPeer } from './dump.js';
+import type { ListedPeer, WgPeer } from './dump.js';
 import { EndpointMemory } from './endpoint-memory.js';
 import { WireGuardInterface } from './interface.js';
 import { EXPENSIVE_READ_MS, PeerView } from './peer-view.js';
+import { OnlineRuns } from './online-runs.js';
 import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
 import { PeerRevisions } from './revisions.js';
 import { RemovalFile } from './removal-file.js';
@@ -73,6 +74,7 @@ export class WireGuardService implements WireGuardPeers {
   readonly #revisions = new PeerRevisions();
   readonly #removals: RemovalFile;
   readonly #endpoints: EndpointMemory;
+  readonly #onlineRuns = new OnlineRuns();
   /** Set up on the first server configuration that has a WireGuard part. */
   #active: ActiveWireGuard | null = null;
   #warnedAboutDropped = false;
@@ -137,15 +139,28 @@ export class WireGuardService implements WireGuardPeers {
     await this.#active.wireGuardInterface.apply(settings);
   }
 
-  async list(): Promise<readonly WgPeer[]> {
+  async list(): Promise<readonly ListedPeer[]> {
+    const listed = await this.#look();
+    return listed.map((peer) => ({
+      publicKey: peer.publicKey,
+      allowedIps: peer.allowedIps,
+      // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
+      endpoint: peer.endpoint === null ? null : (this.#options.originOf(peer.endpoint) ?? peer.endpoint),
+      latestHandshake: peer.latestHandshake,
+      bytesReceived: peer.bytesReceived,
+      bytesSent: peer.bytesSent,
+      onlineSince: this.#onlineRuns.since(peer.publicKey),
+    }));
+  }
+
+  /** Reads the peers, and notes what the endpoint memory and the handshake runs keep of them. */
+  async #look(): Promise<readonly WgPeer[]> {
     if (this.#active === null) return [];
     this.#lastLookMs = performance.now();
-    const { peers: listed } = await this.#active.peers.read();
-    this.#endpoints.observe(listed, this.#options.clock.now());
-    // A WireGuard-over-TCP client shows as the relay's own UDP socket: name the client instead.
-    return listed.map((peer) =>
-      peer.endpoint === null ? peer : { ...peer, endpoint: this.#options.originOf(peer.endpoint) ?? peer.endpoint },
-    );
+    const { peers } = await this.#active.peers.read();
+    this.#endpoints.observe(peers, this.#options.clock.now());
+    this.#onlineRuns.observe(peers, performance.now(), Date.now());
+    return peers;
   }
 
   async add(publicKey: WireGuardKey, allowedIps: readonly string[], revision: number | null): Promise<void> {
@@ -172,6 +187,7 @@ export class WireGuardService implements WireGuardPeers {
       return null;
     }
     this.#endpoints.forget(publicKey);
+    this.#onlineRuns.forget(publicKey);
     // Answered only once the removal is on disk too: a restart cannot forget what was confirmed.
     const [removed] = await Promise.all([
       batcher.remove(publicKey),
@@ -232,7 +248,7 @@ export class WireGuardService implements WireGuardPeers {
         lastReadDurationMs: peers.lastReadDurationMs,
         lastPeerChangeMs: batcher.busyAtMs,
       });
-      if (due) void this.list().catch(() => undefined);
+      if (due) void this.#look().catch(() => undefined);
     }, ENDPOINT_OBSERVE_CHECK_MS);
     return { wireGuardInterface, peers, batcher };
   }

@@ -9,7 +9,7 @@ import { planPeerBatch } from '../../../src/agent/wireguard/batch-plan.js';
 import { PeerBatcher } from '../../../src/agent/wireguard/batcher.js';
 import { Secret } from '../../../src/shared/secret.js';
 import { parseServerConfig, ServerConfigFormatError } from '../../../src/agent/node-assignment.js';
-import { parseWgDump, type WgPeer } from '../../../src/agent/wireguard/dump.js';
+import { parseWgDump, type ListedPeer, type WgPeer } from '../../../src/agent/wireguard/dump.js';
 import type { PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { bit255Twin } from '../../support/device-keys.js';
@@ -181,11 +181,13 @@ describe('the daemon protocol in front of a known set of peers', () => {
     ['180 s ago', secondsAgo(180)],
     ['never', null],
   ];
-  const peers: WgPeer[] = handshakes.map(([, latestHandshake], index) => ({
+  const peers: ListedPeer[] = handshakes.map(([, latestHandshake], index) => ({
     publicKey: asWireGuardKey(generateWireGuardKeyPair().publicKey),
     allowedIps: [`198.19.0.${index + 2}/32`],
     endpoint: null,
     latestHandshake,
+    // The first peer's run of handshakes began ten minutes ago.
+    onlineSince: index === 0 ? secondsAgo(600) : latestHandshake,
     bytesReceived: 100 + index,
     bytesSent: 200 + index,
   }));
@@ -219,6 +221,7 @@ describe('the daemon protocol in front of a known set of peers', () => {
           last_handshake_time: '2026-11-22T09:57:01+00:00',
           bytes_in: 100,
           bytes_out: 200,
+          online_since: '2026-11-22T09:50:00+00:00',
         },
       ],
     });
@@ -228,6 +231,7 @@ describe('the daemon protocol in front of a known set of peers', () => {
     assert.equal(listed.length, 3);
     assert.equal(listed[1]?.['last_handshake_time'], '2026-11-22T09:57:00+00:00');
     assert.equal('last_handshake_time' in (listed[2] ?? {}), false);
+    assert.equal('online_since' in (listed[2] ?? {}), false);
   });
 
   test('the bearer scheme is case-insensitive but the key must match exactly', async () => {
