@@ -38,6 +38,8 @@ export interface DaemonPeer {
   readonly ipNet: readonly string[];
   /** null when the node has seen no handshake from this peer. */
   readonly lastHandshakeTime: Date | null;
+  /** The first handshake of the peer's current run, as our agent watched them; null from eduVPN's daemon. */
+  readonly onlineSince: Date | null;
   readonly bytesIn: number;
   readonly bytesOut: number;
   /** Where the peer's packets come from (our agent only); null when unknown. */
@@ -199,8 +201,8 @@ export const NODE_INFO_ANSWER_BYTES = 2 * 1024 * 1024;
 const LISTED_ENTRIES = 65_536;
 /**
  * A generous size of one listed peer or OpenVPN client: our agent's longest peer entry (key,
- * an IPv4 and an IPv6 network, handshake time, two 16-digit counters, a 64-character endpoint)
- * is under 400 bytes, a typical one about 200.
+ * an IPv4 and an IPv6 network, two times, two 16-digit counters, a 64-character endpoint)
+ * is under 450 bytes, a typical one about 250.
  */
 const LISTED_ENTRY_BYTES = 512;
 /** peer_list and connection_list: 32 MiB, a full wireguard-go interface at the longest entries, about 160,000 typical ones. */
@@ -310,12 +312,15 @@ export class HttpNodeDaemon implements NodeDaemon {
     // checked copy as well as parsed and converted (the heap is small; see LIST_ANSWER_BYTES).
     return entries.map((entry, index) => {
       const peer = this.parse(daemonPeerSchema, entry, VPN_DAEMON_PATHS.peerList, `peer_list.${index}.`);
-      const handshake = peer.last_handshake_time == null ? null : new Date(Date.parse(peer.last_handshake_time) + lag);
+      const handshake = nodeTime(peer.last_handshake_time, lag);
+      const onlineSince = nodeTime(peer.online_since, lag);
       return {
         publicKey: peer.public_key as WireGuardKey,
         canonicalKey: isCanonicalWireGuardKey(peer.public_key),
         ipNet: peer.ip_net,
-        lastHandshakeTime: handshake !== null && !Number.isNaN(handshake.getTime()) ? handshake : null,
+        lastHandshakeTime: handshake,
+        // Never after the latest handshake: a run starts at or before it.
+        onlineSince: onlineSince !== null && handshake !== null && onlineSince <= handshake ? onlineSince : null,
         bytesIn: peer.bytes_in,
         bytesOut: peer.bytes_out,
         endpoint: peer.endpoint ?? null,
@@ -463,6 +468,13 @@ export class HttpNodeDaemon implements NodeDaemon {
     }
     return { status, text, nodeClockLagMs: lag };
   }
+}
+
+/** A time the node wrote moved by `lagMs` onto the portal host's clock; null when absent or no time. */
+function nodeTime(text: string | null | undefined, lagMs: number): Date | null {
+  if (text == null) return null;
+  const time = Date.parse(text);
+  return Number.isFinite(time) ? new Date(time + lagMs) : null;
 }
 
 /** A time the node wrote (ISO 8601) moved by `lagMs` onto the portal host's clock; text that is no time as it is. */

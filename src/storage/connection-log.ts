@@ -144,6 +144,8 @@ export interface OpenSession {
   readonly ipFour: string;
   readonly ipSix: string;
   readonly originatingIp: string | null;
+  /** ATOM. */
+  readonly connectedAt: string;
 }
 
 const OPEN_SESSION_COLUMNS = [
@@ -154,6 +156,7 @@ const OPEN_SESSION_COLUMNS = [
   'ip_four',
   'ip_six',
   'originating_ip',
+  'connected_at',
 ] as const;
 
 function toOpenSession(row: {
@@ -164,6 +167,7 @@ function toOpenSession(row: {
   ip_four: string;
   ip_six: string;
   originating_ip: string | null;
+  connected_at: string;
 }): OpenSession {
   return {
     connectionId: row.connection_id,
@@ -173,6 +177,7 @@ function toOpenSession(row: {
     ipFour: row.ip_four,
     ipSix: row.ip_six,
     originatingIp: row.originating_ip,
+    connectedAt: row.connected_at,
   };
 }
 
@@ -199,6 +204,19 @@ export async function openWireGuardSessionsOf(db: Db, keys: readonly string[]): 
     .where('disconnected_at', 'is', null)
     .execute();
   return rows.map(toOpenSession);
+}
+
+/** When the last ended session of each of these connection ids ended (ATOM), by id; ids without one are left out. */
+export async function lastSessionEnds(db: Db, connectionIds: readonly string[]): Promise<Map<string, string>> {
+  if (connectionIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('connection_log')
+    .select((eb) => ['connection_id', eb.fn.max('disconnected_at').as('ended')])
+    .where('connection_id', 'in', connectionIds)
+    .where('disconnected_at', 'is not', null)
+    .groupBy('connection_id')
+    .execute();
+  return new Map(rows.flatMap((row) => (row.ended === null ? [] : [[row.connection_id, row.ended] as const])));
 }
 
 /**

@@ -4,12 +4,14 @@
 // goes quiet and the session is closed exactly 3 minutes after its last handshake (the portal's
 // clock is pinned for that), with the node's byte counters; a second device's session ends
 // the moment its user is disabled. GET /connection_log lists both; the connect script hears of
-// both ends, and the reference's CONNECT/DISCONNECT lines are in the portal's log.
+// both ends, and the reference's CONNECT/DISCONNECT lines are in the portal's log. A session the
+// portal first sees after a later handshake still starts at its first one, as the agent saw it.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { peerListSchema, VPN_DAEMON_PATHS } from '../../src/protocol/vpn-daemon.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
@@ -180,5 +182,28 @@ describe('WireGuard sessions derived from real handshakes', () => {
       ),
     );
     assert.ok(logged.some((line) => line['msg'] === `DISCONNECT alice (${LAB_PROFILE}:${laptop.publicKey})`));
+  });
+
+  test('a session the portal sees only after a later handshake starts at its first one, which the node agent watched', async () => {
+    const tablet = await lab.provisionDevice('carol', 'Tablet');
+    const pingThrough = () =>
+      lab.client.run('ping', ['-c', '1', '-W', '1', '-w', '10', '-I', tablet.interfaceName, LAB_GATEWAY]);
+    assert.equal((await pingThrough()).exitCode, 0, 'the tunnel passes');
+    const first = await lastHandshakeOnNode(tablet.publicKey);
+
+    // The device shakes hands again within the same run, as it does every 2 minutes while online,
+    // and the portal looks only after that (it was down, or cut off from the node).
+    await sleep(1_100);
+    await lab.client.exec('wg-quick', ['down', tablet.file]);
+    await lab.client.exec('wg-quick', ['up', tablet.file], {
+      env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' },
+    });
+    assert.equal((await pingThrough()).exitCode, 0, 'the tunnel passes again');
+    const latest = await lastHandshakeOnNode(tablet.publicKey);
+    assert.ok(latest > first, `a later handshake: ${latest.toISOString()} after ${first.toISOString()}`);
+
+    await lab.portal.reconcile();
+    const [session] = (await lab.portal.admin.connectionLog({ user_id: 'carol' })).connection_log;
+    assert.equal(session?.connected_at, first.toISOString().replace('.000Z', '+00:00'));
   });
 });

@@ -355,8 +355,16 @@ test("a node whose clock is 10 minutes behind has its handshakes dated by the po
   const standIn = await startStandIn(t, (_request, response) => {
     const nodeNow = Date.now() - behindMs;
     const handshake = formatAtom(new Date(nodeNow - 30_000));
+    const runStart = formatAtom(new Date(nodeNow - 300_000));
     const peerList = [
-      { public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0, last_handshake_time: handshake },
+      {
+        public_key: key,
+        ip_net: ['10.0.0.2/32'],
+        bytes_in: 0,
+        bytes_out: 0,
+        last_handshake_time: handshake,
+        online_since: runStart,
+      },
     ];
     response
       .writeHead(200, { 'content-type': 'application/json', date: new Date(nodeNow).toUTCString() })
@@ -374,14 +382,24 @@ test("a node whose clock is 10 minutes behind has its handshakes dated by the po
   // 30 s old, give or take the whole seconds of the header and the handshake.
   assert.ok(age >= 28_000 && age <= 33_000, `the handshake is ${age} ms old by the portal's clock`);
   assert.ok(isOnline(peer?.lastHandshakeTime ?? null, new Date()), 'online: a session opens');
+  const runAge = Date.now() - (peer?.onlineSince?.getTime() ?? 0);
+  assert.ok(runAge >= 298_000 && runAge <= 303_000, `the run began ${runAge} ms ago by the portal's clock`);
 });
 
 test("a node whose clock is within a few seconds of the portal's has its handshakes taken as it wrote them", async (t) => {
   const key = generateWireGuardKeyPair().publicKey;
   const handshake = '2026-03-01T14:03:07+00:00';
   const standIn = await startStandIn(t, (_request, response) => {
+    // A run said to begin after its latest handshake is no run the portal believes.
     const peerList = [
-      { public_key: key, ip_net: ['10.0.0.2/32'], bytes_in: 0, bytes_out: 0, last_handshake_time: handshake },
+      {
+        public_key: key,
+        ip_net: ['10.0.0.2/32'],
+        bytes_in: 0,
+        bytes_out: 0,
+        last_handshake_time: handshake,
+        online_since: '2026-03-01T14:05:00+00:00',
+      },
     ];
     response
       .writeHead(200, { 'content-type': 'application/json', date: new Date(Date.now() - 2_000).toUTCString() })
@@ -396,6 +414,7 @@ test("a node whose clock is within a few seconds of the portal's has its handsha
   t.after(() => daemon.close());
   const [peer] = await daemon.peerList(true);
   assert.equal(peer?.lastHandshakeTime?.toISOString(), '2026-03-01T14:03:07.000Z');
+  assert.equal(peer?.onlineSince, null);
 });
 
 test("a node whose clock is 10 minutes behind has the moment it applied its NAT dated by the portal's clock", async (t) => {

@@ -1,16 +1,22 @@
 // WireGuard has no connect event, so the reference logs a "connection" at create time, which
 // says nothing about who was online when. The portal derives real sessions from what the nodes
 // report instead: a session opens at the first handshake after 3 minutes of silence (the
-// specification's "online" rule), from the device's endpoint address (for WireGuard over TCP,
-// the client as the relay saw it); it roams (one session ends, the next begins) when the
-// address changes; it ends 3 minutes after the last handshake, or when the peer is removed,
-// with the byte counters; the counters of sessions still open are kept for RADIUS Interim-Updates.
-// Sessions are announced on the events seam; the connection log is one
-// of their listeners. A full reconcile pass observes every node (one instance at a time).
+// specification's "online" rule; our agent says when that was, however late the pass), from the
+// device's endpoint address (for WireGuard over TCP, the client as the relay saw it); it roams
+// (one session ends, the next begins) when the address changes, or when the agent says a new run
+// of handshakes began since; it ends 3 minutes after the last handshake, or when the peer is
+// removed, with the byte counters; the counters of sessions still open are kept for RADIUS
+// Interim-Updates. Sessions are announced on the events seam; the connection log is one of their
+// listeners. A full reconcile pass observes every node (one instance at a time).
 import type { DaemonPeer, RemovedPeer } from '../../node-client/daemon-client.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { isOnline, ONLINE_THRESHOLD_MS } from '../../shared/online.js';
-import { openWireGuardSessions, openWireGuardSessionsOf } from '../../storage/connection-log.js';
+import {
+  lastSessionEnds,
+  openWireGuardSessions,
+  openWireGuardSessionsOf,
+  type OpenSession,
+} from '../../storage/connection-log.js';
 import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
 import { noteSessionCounters } from '../accounting/index.js';
 import type { PortalContext } from '../context.js';
@@ -47,24 +53,40 @@ export async function observeWireGuardSessions(
   const online = peers.filter((peer) => isOnline(peer.lastHandshakeTime, now));
   const starting = online.filter((peer) => {
     const session = open.get(peer.publicKey);
-    return session === undefined || roamed(session.originatingIp, peer);
+    return session === undefined || roamed(session.originatingIp, peer) || newRunSince(session, peer, now) !== null;
   });
   const configurations = await configurationsOf(
     ctx,
     starting.map((peer) => peer.publicKey),
+  );
+  const earliest = await earliestStarts(
+    ctx,
+    starting.filter((peer) => !open.has(peer.publicKey)),
+    configurations,
   );
   for (const peer of starting) {
     const configuration = configurations.get(peer.publicKey);
     // A peer the database does not know is the reconcile's to remove, not a session.
     if (configuration === undefined || configuration.nodeNumber !== nodeNumber) continue;
     const roaming = open.get(peer.publicKey);
+    // A run that began after the open session's: the device went quiet and came back while no
+    // pass looked (from the same place or another). The session before ended by then at the latest.
+    const runStart = roaming === undefined ? null : newRunSince(roaming, peer, now);
     if (roaming !== undefined)
-      events.push(sessionEnded('wireguard', roaming, now, peer.bytesIn, peer.bytesOut, 'roamed'));
+      events.push(
+        sessionEnded(
+          'wireguard',
+          roaming,
+          runStart ?? now,
+          peer.bytesIn,
+          peer.bytesOut,
+          runStart !== null ? 'idle' : 'roamed',
+        ),
+      );
     const origin = originatingAddress(peer.endpoint);
     events.push({
       type: 'session.started',
-      // The first handshake seen; a session is noticed within one pass of it.
-      at: roaming !== undefined ? now : (peer.lastHandshakeTime ?? now),
+      at: roaming !== undefined ? (runStart ?? now) : sessionStart(peer, earliest.get(peer.publicKey), now),
       configuration: wireGuardConfiguration(configuration),
       ipFour: configuration.ipFour,
       ipSix: configuration.ipSix,
@@ -116,6 +138,57 @@ export function originatingAddress(endpoint: string | null): string | null {
   if (bracketed !== null) return bracketed[1] ?? null;
   const colon = endpoint.lastIndexOf(':');
   return colon > 0 ? endpoint.slice(0, colon) : endpoint;
+}
+
+/**
+ * The run's first handshake, as our agent watched it, but not before `earliest`; else the latest
+ * handshake the pass saw (eduVPN's vpn-daemon says nothing of runs).
+ */
+function sessionStart(peer: DaemonPeer, earliest: number | undefined, now: Date): Date {
+  const latest = peer.lastHandshakeTime ?? now;
+  if (peer.onlineSince === null || peer.onlineSince >= latest) return latest;
+  const start = Math.max(peer.onlineSince.getTime(), earliest ?? Number.NEGATIVE_INFINITY);
+  return new Date(Math.min(start, now.getTime()));
+}
+
+/**
+ * When the peer's current run began, if after the open session's own run: a new run begins
+ * only after 3 minutes of silence, so one the agent dates more than that after the session's
+ * start is another (a few seconds of clock shift between two passes never look like it).
+ */
+function newRunSince(session: OpenSession, peer: DaemonPeer, now: Date): Date | null {
+  if (peer.onlineSince === null) return null;
+  if (peer.onlineSince.getTime() <= Date.parse(session.connectedAt) + ONLINE_THRESHOLD_MS) return null;
+  return peer.onlineSince < now ? peer.onlineSince : now;
+}
+
+/**
+ * For peers whose run began before their latest handshake: the earliest moment their new
+ * session may start (epoch ms), the later of the configuration's creation and the end of the
+ * connection's last session. A run the agent kept across a removal and a quick re-add (one
+ * interface write), or across the 3-minute boundary the portal judged a moment earlier, would
+ * otherwise date the session before its configuration existed, or inside the session before it.
+ */
+async function earliestStarts(
+  ctx: PortalContext,
+  peers: readonly DaemonPeer[],
+  configurations: ReadonlyMap<string, WireGuardPeer>,
+): Promise<Map<string, number>> {
+  const keys = peers
+    .filter(
+      (peer) =>
+        peer.onlineSince !== null && peer.lastHandshakeTime !== null && peer.onlineSince < peer.lastHandshakeTime,
+    )
+    .map((peer) => peer.publicKey as string);
+  const earliest = new Map<string, number>();
+  for (const key of keys) {
+    const created = configurations.get(key)?.createdAt;
+    if (created !== undefined) earliest.set(key, Date.parse(created));
+  }
+  for (let start = 0; start < keys.length; start += CHUNK)
+    for (const [key, ended] of await lastSessionEnds(ctx.db, keys.slice(start, start + CHUNK)))
+      earliest.set(key, Math.max(earliest.get(key) ?? Number.NEGATIVE_INFINITY, Date.parse(ended)));
+  return earliest;
 }
 
 async function configurationsOf(ctx: PortalContext, keys: readonly string[]): Promise<Map<string, WireGuardPeer>> {

@@ -1,0 +1,96 @@
+// A WireGuard session starts at the first handshake of the peer's run, as the node agent says
+// (`online_since`), but never before its configuration was made, nor inside the connection's
+// session before it: a run the agent kept across a removal and a quick re-add of the key (one
+// interface write keeps the handshake), or across the 3-minute boundary the portal judged a
+// moment earlier, would otherwise date it there. A run that began after the open session's
+// (the device went quiet and came back while no pass looked) ends that session and starts the
+// next. The node is a stand-in that lists what the test says: a real agent gives such runs only
+// in a race, or after minutes, that a test cannot call up.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PeerListEntry } from '../../../src/protocol/vpn-daemon.js';
+import { formatAtom } from '../../../src/shared/time.js';
+import { ManualClock } from '../../support/admin-keys.js';
+import { answerJson, startPortalOnStandIn, startStandInNode } from '../../support/stand-in-node.js';
+
+/** A stand-in node that lists `listed` and takes every peer change. */
+async function listingNode(t: TestContext): Promise<{ readonly url: string; listed: PeerListEntry[] }> {
+  const node = { url: '', listed: [] as PeerListEntry[] };
+  node.url = await startStandInNode(t, (path, response) => {
+    if (path === '/w/peer_list') answerJson(response, { peer_list: node.listed });
+    else if (path.startsWith('/w/')) response.writeHead(204).end();
+    else return false;
+    return true;
+  });
+  return node;
+}
+
+test('a run the node says began hours ago starts the session no earlier than its configuration, nor inside the session before it', async (t) => {
+  const node = await listingNode(t);
+  const portal = await startPortalOnStandIn(t, node.url);
+  await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
+  const peer = await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().executeTakeFirstOrThrow();
+  const online = (onlineSince: Date): PeerListEntry[] => [
+    {
+      public_key: peer.public_key,
+      ip_net: [`${peer.ip_four}/32`],
+      last_handshake_time: formatAtom(new Date()),
+      online_since: formatAtom(onlineSince),
+      bytes_in: 100,
+      bytes_out: 200,
+    },
+  ];
+  const sessions = async () => (await portal.admin.connectionLog({ user_id: 'alice' })).connection_log.reverse();
+
+  node.listed = online(new Date(Date.now() - 2 * 3_600_000));
+  await portal.reconcile();
+  const [first] = await sessions();
+  assert.equal(first?.connected_at, peer.created_at, 'not two hours before the configuration was made');
+
+  // The session ends with the peer's removal; the key comes back, and its run, the node says, never broke.
+  await sleep(1_100);
+  await portal.admin.disableUser('alice');
+  await sleep(1_100);
+  await portal.admin.enableUser('alice');
+  node.listed = online(new Date(Date.parse(first?.connected_at ?? '')));
+  await portal.reconcile();
+  const [ended, second] = await sessions();
+  assert.notEqual(ended?.disconnected_at, null);
+  assert.equal(second?.connected_at, ended?.disconnected_at, 'not inside the session before it');
+});
+
+test('a run the node says began while no pass looked ends the open session there and starts the next', async (t) => {
+  const node = await listingNode(t);
+  const clock = new ManualClock(formatAtom(new Date()));
+  const portal = await startPortalOnStandIn(t, node.url, { clock });
+  await portal.admin.create({ user_id: 'bob', profile_id: 'employees' });
+  const peer = await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().executeTakeFirstOrThrow();
+  const online = (since: Date): PeerListEntry[] => [
+    {
+      public_key: peer.public_key,
+      ip_net: [`${peer.ip_four}/32`],
+      last_handshake_time: formatAtom(clock.now()),
+      online_since: formatAtom(since),
+      bytes_in: 100,
+      bytes_out: 200,
+    },
+  ];
+  const createdAt = clock.now();
+  node.listed = online(createdAt);
+  await portal.reconcile();
+
+  // Ten minutes on, no pass in between: the device went quiet and came back a minute ago.
+  clock.advance(10 * 60_000);
+  const comeBack = new Date(clock.now().getTime() - 60_000);
+  node.listed = online(comeBack);
+  await portal.reconcile();
+  const sessions = (await portal.admin.connectionLog({ user_id: 'bob' })).connection_log.reverse();
+  assert.deepEqual(
+    sessions.map((session) => [session.connected_at, session.disconnected_at]),
+    [
+      [formatAtom(createdAt), formatAtom(comeBack)],
+      [formatAtom(comeBack), null],
+    ],
+  );
+});
