@@ -89,6 +89,7 @@ import { revocationListSources } from './migrations/0047-revocation-list-sources
 import { deviceCertificateIssuer } from './migrations/0048-device-certificate-issuer.js';
 import { radiusOutboxEventAt } from './migrations/0049-radius-outbox-event-at.js';
 import { consoleSecretSessionsKeyed } from './migrations/0050-console-secret-sessions-keyed.js';
+import { webhookReceiverRests } from './migrations/0051-webhook-receiver-rests.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -153,6 +154,7 @@ const migrations: Record<string, Migration> = {
   '0048-device-certificate-issuer': deviceCertificateIssuer,
   '0049-radius-outbox-event-at': radiusOutboxEventAt,
   '0050-console-secret-sessions-keyed': consoleSecretSessionsKeyed,
+  '0051-webhook-receiver-rests': webhookReceiverRests,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -220,6 +220,10 @@ export interface WebhooksTable {
   previous_secret: string | null;
   previous_secret_until: string | null;
   created_at: string;
+  /** Attempts in a row that got no answer at all (0 once one is answered, whatever its status). */
+  unanswered: Generated<number>;
+  /** The receiver gets no attempt before this (ATOM); null: it does not rest. */
+  rest_until: string | null;
 }
 
 /** One event for one subscription: the outbox row and, once done, its entry in the delivery log. */

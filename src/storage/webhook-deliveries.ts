@@ -116,8 +116,9 @@ export async function insertOutboxDeliveries(db: Db, events: readonly OutboxEven
 }
 
 /**
- * A pending delivery due at `now` whose lease is not live (never taken, or run out): what
- * dueDeliveries lists and claimDelivery takes, one condition so the two cannot disagree.
+ * A pending delivery due at `now` whose lease is not live (never taken, or run out), of a
+ * receiver that does not rest: what dueDeliveries lists and claimDelivery takes, one condition
+ * so the two cannot disagree.
  */
 function dueAndUnheld(now: string) {
   return (where: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
@@ -125,30 +126,26 @@ function dueAndUnheld(now: string) {
       where('state', '=', 'pending'),
       where('next_attempt_at', '<=', now),
       where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]),
+      // Not of a receiver that rests (it gave no answer lately: webhooks.rest_until).
+      where('webhook_id', 'not in', where.selectFrom('webhooks').select('webhook_id').where('rest_until', '>', now)),
     ]);
 }
 
 /**
  * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
  * subscription that has a delivery under a live lease (one attempt in flight per receiver), nor
- * of the subscriptions in `resting` (receivers the caller lets rest).
+ * of one whose receiver rests.
  */
 export async function dueDeliveries(
   db: Db,
   now: string,
   limit: number,
-  resting: readonly string[] = [],
 ): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
-  let query = db.selectFrom('webhook_deliveries').select(['delivery_id', 'webhook_id']).where(dueAndUnheld(now));
-  if (resting.length > 0) query = query.where('webhook_id', 'not in', resting);
-  const rows = await query
-    .where('webhook_id', 'not in', (inner) =>
-      inner
-        .selectFrom('webhook_deliveries')
-        .select('webhook_id')
-        .where('state', '=', 'pending')
-        .where('lease_until', '>', now),
-    )
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(['delivery_id', 'webhook_id'])
+    .where(dueAndUnheld(now))
+    .where('webhook_id', 'not in', heldReceivers(db, now))
     .orderBy('next_attempt_at')
     .orderBy('delivery_id')
     .limit(limit)
@@ -157,9 +154,12 @@ export async function dueDeliveries(
 }
 
 /**
- * Takes the delivery for one attempt when it is still due and unheld: counts the attempt and
- * sets the lease. The condition is checked by the update itself, so of several instances that
- * try at once exactly one gets the row (PostgreSQL re-checks it after waiting for the winner's lock).
+ * Takes the delivery for one attempt when it is still due and unheld, and no other delivery of
+ * its receiver is under a live lease: counts the attempt and sets the lease. The condition is
+ * checked by the update itself, and on PostgreSQL after the subscription's row is locked, so of
+ * several instances that try at once (the same delivery, or two of one receiver) exactly one
+ * gets it: the other's statement runs after the winner committed and sees its lease. SQLite
+ * runs one write at a time.
  */
 export async function claimDelivery(
   db: Db,
@@ -167,14 +167,29 @@ export async function claimDelivery(
   now: string,
   lease: { readonly until: string; readonly token: string },
 ): Promise<StoredDelivery | undefined> {
-  const row = await db
-    .updateTable('webhook_deliveries')
-    .set({ lease_until: lease.until, lease_token: lease.token, attempts: sql<number>`attempts + 1` })
-    .where('delivery_id', '=', deliveryId)
-    .where(dueAndUnheld(now))
-    .returningAll()
-    .executeTakeFirst();
-  return row === undefined ? undefined : toDelivery(row);
+  return db.transaction().execute(async (trx) => {
+    if (isPostgres(trx))
+      await sql`SELECT 1 FROM webhooks JOIN webhook_deliveries USING (webhook_id)
+        WHERE delivery_id = ${deliveryId} FOR UPDATE OF webhooks`.execute(trx);
+    const row = await trx
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: lease.until, lease_token: lease.token, attempts: sql<number>`attempts + 1` })
+      .where('delivery_id', '=', deliveryId)
+      .where(dueAndUnheld(now))
+      .where('webhook_id', 'not in', heldReceivers(trx, now))
+      .returningAll()
+      .executeTakeFirst();
+    return row === undefined ? undefined : toDelivery(row);
+  });
+}
+
+/** The subscriptions with a delivery under a live lease: one attempt in flight per receiver. */
+function heldReceivers(db: Db, now: string) {
+  return db
+    .selectFrom('webhook_deliveries as held')
+    .select('held.webhook_id')
+    .where('held.state', '=', 'pending')
+    .where('held.lease_until', '>', now);
 }
 
 /** What an attempt's end does to its delivery. */

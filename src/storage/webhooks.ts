@@ -1,5 +1,6 @@
 // Queries on `webhooks`: the subscriptions. Secrets are stored sealed; only
 // src/core/webhooks/secrets.ts opens them, to sign.
+import type { Selectable } from 'kysely';
 import { z } from 'zod';
 import type { Db } from './database.js';
 import type { WebhooksTable } from './schema.js';
@@ -72,7 +73,7 @@ export async function replaceWebhookSecret(
 
 const eventTypesSchema = z.array(z.string());
 
-function toWebhook(row: WebhooksTable): StoredWebhook {
+function toWebhook(row: Selectable<WebhooksTable>): StoredWebhook {
   return {
     webhookId: row.webhook_id,
     url: row.url,
@@ -83,4 +84,40 @@ function toWebhook(row: WebhooksTable): StoredWebhook {
     previousSecretUntil: row.previous_secret_until,
     createdAt: row.created_at,
   };
+}
+
+/** The receiver answered (whatever the status): a rest it was on is over. */
+export async function endReceiverRest(db: Db, webhookId: string): Promise<void> {
+  await db
+    .updateTable('webhooks')
+    .set({ unanswered: 0, rest_until: null })
+    .where('webhook_id', '=', webhookId)
+    .where((where) => where.or([where('unanswered', '>', 0), where('rest_until', 'is not', null)]))
+    .execute();
+}
+
+/**
+ * The receiver gave no answer: one more in a row (the first, when its last rest ended before
+ * `forgottenBefore`, ATOM), and it rests until `restUntil` gives for that count. Two instances
+ * noting one at once may count it once; a rest is a courtesy, not a bound.
+ */
+export async function restReceiver(
+  db: Db,
+  webhookId: string,
+  forgottenBefore: string,
+  restUntil: (unanswered: number) => string,
+): Promise<void> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select(['unanswered', 'rest_until'])
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  if (row === undefined) return;
+  const forgotten = row.rest_until === null || row.rest_until < forgottenBefore;
+  const unanswered = forgotten ? 1 : Number(row.unanswered) + 1;
+  await db
+    .updateTable('webhooks')
+    .set({ unanswered, rest_until: restUntil(unanswered) })
+    .where('webhook_id', '=', webhookId)
+    .execute();
 }

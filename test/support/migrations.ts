@@ -47,4 +47,5 @@ export const EXPECTED_MIGRATIONS = [
   '0048-device-certificate-issuer',
   '0049-radius-outbox-event-at',
   '0050-console-secret-sessions-keyed',
+  '0051-webhook-receiver-rests',
 ] as const;

@@ -5,9 +5,10 @@
 // first (a delivery waiting for its retry does not hold up later events); one that fails is tried
 // again after 30 s, 1 min, 2 min, … (at most an hour apart) until `webhooks.retryFor` after the
 // event, then the delivery is given up (`failed`). A receiver that gives no answer at all rests as
-// long (none of its deliveries is attempted meanwhile), so a black hole does not hold a slot for
-// each new event. An instance killed mid-attempt leaves its lease to run out; then any instance
-// takes the delivery over: at-least-once, and the body's `id` lets receivers drop a repeat.
+// long (none of its deliveries is attempted meanwhile, by any instance: the rest is in the
+// database), so a black hole does not hold a slot for each new event. An instance killed
+// mid-attempt leaves its lease to run out; then any instance takes the delivery over:
+// at-least-once, and the body's `id` lets receivers drop a repeat.
 import { randomBytes } from 'node:crypto';
 import { WEBHOOK_HEADERS } from '../../protocol/webhooks.js';
 import { addDuration } from '../../shared/iso-duration.js';
@@ -21,7 +22,8 @@ import {
   type DeliveryOutcome,
   type StoredDelivery,
 } from '../../storage/webhook-deliveries.js';
-import { findWebhook } from '../../storage/webhooks.js';
+import { endReceiverRest, findWebhook, restReceiver } from '../../storage/webhooks.js';
+import type { Db } from '../../storage/database.js';
 import type { PortalContext } from '../context.js';
 import { signingSecrets } from './secrets.js';
 import { sendWebhook, TargetGuard } from './sender.js';
@@ -106,27 +108,16 @@ export async function attemptDelivery(
     return report('refused', null, 0, 'the subscription was deleted');
   }
   await startAttempt(ctx.db, delivery.deliveryId, attempt, startedAt);
-  /** Records the attempt's outcome and the delivery's next state together. */
-  const finish = async (done: AttemptReport): Promise<AttemptReport> => {
-    const now = ctx.clock.now();
-    await ctx.db.transaction().execute(async (trx) => {
-      await finishAttempt(trx, delivery.deliveryId, attempt, {
-        outcome: done.outcome,
-        status: done.status,
-        durationMs: done.durationMs,
-        detail: done.detail,
-      });
-      await finishDelivery(trx, delivery.deliveryId, leaseToken, nextState(ctx, delivery, done, now, options.retry));
-    });
-    return done;
-  };
+  const finish = (done: AttemptReport, sent = true) =>
+    recordAttempt(ctx, delivery, leaseToken, done, { retry: options.retry, sent });
   let secrets: string[];
   try {
     secrets = signingSecrets(ctx, webhook, startedAt);
   } catch (error) {
     // Nothing is sent unsigned. A failed attempt like any other, tried again until retryFor,
     // rather than one never finished whose lease runs out again and again.
-    return finish(report('failed', null, 0, messageOf(error)));
+    // Not the receiver's fault: no rest for it, which would hold up the instances that can sign.
+    return finish(report('failed', null, 0, messageOf(error)), false);
   }
   const timestamp = Math.floor(started.getTime() / 1000);
   const headers = {
@@ -157,6 +148,50 @@ export async function attemptDelivery(
   );
 }
 
+/**
+ * Records the attempt's outcome and the delivery's next state together, and (`sent`: the
+ * receiver was tried) what its answer, or none, does to the receiver's rest.
+ */
+async function recordAttempt(
+  ctx: PortalContext,
+  delivery: StoredDelivery,
+  leaseToken: string,
+  done: AttemptReport,
+  options: { readonly retry: boolean; readonly sent: boolean },
+): Promise<AttemptReport> {
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    // With the lease's end, so that no instance takes the receiver's next delivery in between;
+    // first, as deleting a subscription locks its row before its deliveries' (no deadlock).
+    if (options.sent) await noteAnswer(trx, delivery.webhookId, done, now);
+    await finishAttempt(trx, delivery.deliveryId, done.attempt, {
+      outcome: done.outcome,
+      status: done.status,
+      durationMs: done.durationMs,
+      detail: done.detail,
+    });
+    await finishDelivery(trx, delivery.deliveryId, leaseToken, nextState(ctx, delivery, done, now, options.retry));
+  });
+  return done;
+}
+
+/**
+ * An answer (any status) ends a receiver's rest; none starts or lengthens it. Kept with the
+ * subscription, so every portal instance lets the receiver rest.
+ */
+async function noteAnswer(db: Db, webhookId: string, done: AttemptReport, now: Date): Promise<void> {
+  if (done.outcome === 'interrupted' || done.outcome === 'refused') return;
+  if (done.status !== null) {
+    await endReceiverRest(db, webhookId);
+    return;
+  }
+  // A rest over for an hour belongs to an earlier outage: this silence starts the count anew.
+  await restReceiver(db, webhookId, formatAtom(new Date(now.getTime() - LONGEST_RETRY_MS)), (unanswered) => {
+    const rest = Math.min(FIRST_REST_MS * 2 ** Math.min(unanswered - 1, 20), LONGEST_RETRY_MS);
+    return formatAtom(new Date(now.getTime() + rest));
+  });
+}
+
 function nextState(
   ctx: PortalContext,
   delivery: StoredDelivery,
@@ -182,8 +217,6 @@ export class WebhookDeliveryWorker {
   readonly #ctx: PortalContext;
   /** The attempt in flight per subscription. */
   readonly #inFlight = new Map<string, Promise<void>>();
-  /** Subscriptions whose receiver gave no answer lately: how many times in a row, and until when (epoch ms) it rests. */
-  readonly #resting = new Map<string, { readonly unanswered: number; readonly until: number }>();
   readonly #loop: WakeableLoop;
 
   constructor(ctx: PortalContext) {
@@ -216,11 +249,7 @@ export class WebhookDeliveryWorker {
     const room = PARALLEL_RECEIVERS - this.#inFlight.size;
     if (room <= 0) return 0;
     const now = this.#ctx.clock.now();
-    // A rest over for an hour belongs to a receiver since deleted or with nothing to send: forgotten.
-    for (const [webhookId, rest] of this.#resting)
-      if (rest.until < now.getTime() - LONGEST_RETRY_MS) this.#resting.delete(webhookId);
-    const resting = [...this.#resting.keys()].filter((webhookId) => this.#isResting(webhookId, now));
-    const due = await dueDeliveries(this.#ctx.db, formatAtom(now), BATCH, resting);
+    const due = await dueDeliveries(this.#ctx.db, formatAtom(now), BATCH);
     const firstPerReceiver = new Map<string, string>();
     for (const delivery of due) {
       if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId))
@@ -230,8 +259,8 @@ export class WebhookDeliveryWorker {
     for (const [webhookId, deliveryId] of firstPerReceiver) {
       if (started >= room || signal.aborted) break;
       const claimedAt = this.#ctx.clock.now();
-      // Asked again: an attempt that ended while the outbox was read may have started a rest.
-      if (this.#inFlight.has(webhookId) || this.#isResting(webhookId, claimedAt)) continue;
+      // A rest begun since the outbox was read is in the claim's own condition.
+      if (this.#inFlight.has(webhookId)) continue;
       const leaseToken = newLeaseToken();
       const until = formatAtom(new Date(claimedAt.getTime() + leaseMilliseconds(this.#ctx)));
       const claimed = await claimDelivery(this.#ctx.db, deliveryId, formatAtom(claimedAt), {
@@ -250,26 +279,9 @@ export class WebhookDeliveryWorker {
     return started;
   }
 
-  #isResting(webhookId: string, now: Date): boolean {
-    return (this.#resting.get(webhookId)?.until ?? 0) > now.getTime();
-  }
-
-  /** An answer (any status) ends a receiver's rest; none starts or lengthens it. */
-  #noteAnswer(webhookId: string, report: AttemptReport): void {
-    if (report.outcome === 'interrupted' || report.outcome === 'refused') return;
-    if (report.status !== null) {
-      this.#resting.delete(webhookId);
-      return;
-    }
-    const unanswered = (this.#resting.get(webhookId)?.unanswered ?? 0) + 1;
-    const rest = Math.min(FIRST_REST_MS * 2 ** (unanswered - 1), LONGEST_RETRY_MS);
-    this.#resting.set(webhookId, { unanswered, until: this.#ctx.clock.now().getTime() + rest });
-  }
-
   async #send(claimed: StoredDelivery, leaseToken: string, signal: AbortSignal): Promise<void> {
     try {
       const report = await attemptDelivery(this.#ctx, claimed, leaseToken, { retry: true, signal });
-      this.#noteAnswer(claimed.webhookId, report);
       this.#ctx.logger.info(
         {
           delivery: report.deliveryId,
