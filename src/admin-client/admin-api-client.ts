@@ -42,7 +42,15 @@ export interface AdminApiClientOptions {
   readonly key: string;
   /** Extra headers on every request (tests: `X-Forwarded-For`). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** How long a call may take; default 30 s. */
   readonly timeoutMs?: number;
+  /**
+   * How long `disable_user`, `delete_connection` and `destroy` may take; default 10 minutes (or
+   * `timeoutMs`, when longer): a
+   * user with a hundred thousand configurations or more takes longer than 30 s, and a revocation
+   * given up by its caller goes on all the same (it would look failed while it succeeded).
+   */
+  readonly revocationTimeoutMs?: number;
   /** The fetch to send with; default the global one (tests: one that checks every answer). */
   readonly fetch?: typeof fetch;
 }
@@ -81,6 +89,7 @@ export class AdminApiError extends Error {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_REVOCATION_TIMEOUT_MS = 600_000;
 
 export class AdminApiClient {
   readonly #base: string;
@@ -408,7 +417,14 @@ export class AdminApiClient {
   }
 
   async #postRevoking(path: string, form: Record<string, string>, options: PostOptions): Promise<string | null> {
-    const response = await this.#send('POST', path, new URLSearchParams(form), idempotencyHeader(options));
+    const response = await this.#send(
+      'POST',
+      path,
+      new URLSearchParams(form),
+      idempotencyHeader(options),
+      this.#options.revocationTimeoutMs ??
+        Math.max(DEFAULT_REVOCATION_TIMEOUT_MS, this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+    );
     await this.#okText(response);
     return response.headers.get(REVOCATION_HEADER);
   }
@@ -418,12 +434,13 @@ export class AdminApiClient {
     path: string,
     body?: URLSearchParams,
     headers: Record<string, string> = {},
+    timeoutMs = this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   ): Promise<Response> {
     return (this.#options.fetch ?? fetch)(`${this.#base}${path}`, {
       method,
       headers: { authorization: `Bearer ${this.#options.key}`, ...this.#options.headers, ...headers },
       ...(body === undefined ? {} : { body }),
-      signal: AbortSignal.timeout(this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     });
   }
 
