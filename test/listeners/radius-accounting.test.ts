@@ -52,10 +52,17 @@ describe('the RADIUS accounting outbox listener', () => {
   before(async () => {
     folder = await mkdtemp(join(tmpdir(), 'radius-listener-'));
     await writeFile(join(folder, 'radius.secret'), 'secret', { mode: 0o600 });
-    // Nothing answers on the discard port: records stay in the outbox for the test to read.
+    // Nothing answers on the discard port: records stay in the outbox for the test to read. The
+    // sessions began minutes ago: with the default interval the worker could queue their
+    // Interim-Updates between a test's records, whenever it ran.
     portal = await startTestPortal({
       config: {
-        accounting: { radius: { servers: [{ address: '127.0.0.1:9', secretFile: join(folder, 'radius.secret') }] } },
+        accounting: {
+          radius: {
+            servers: [{ address: '127.0.0.1:9', secretFile: join(folder, 'radius.secret') }],
+            interimInterval: 'P1D',
+          },
+        },
       },
     });
   });
