@@ -810,7 +810,7 @@ export const portalConfigSchema = z.strictObject({
   }),
   databaseRetryFor: isoDuration.default('PT5S').meta({
     description:
-      "PostgreSQL: how long a lost database connection is made good before a call answers 503 (`PT0S`, never, to `PT1M`): a restart, a failover or a dropped connection. A connection the server refuses is asked for again; a change whose connection broke before its COMMIT was sent is run again on a fresh one; a COMMIT whose answer was lost is resolved by reading back the change's marker, never by guessing. SQLite ignores it.",
+      "PostgreSQL: how long an outage (a lost database connection) is made good before a call answers 503 (`PT0S`, never, to `PT1M`): a restart, a failover or a dropped connection; a call rides out up to three outages, each within this. A connection the server refuses is asked for again; a change whose connection broke before its COMMIT was sent is run again on a fresh one; a COMMIT whose answer was lost is resolved by reading back the change's marker, never by guessing. SQLite ignores it.",
     see: 'postgresql.md#restarts-and-failovers',
   }),
   databasePoolSize: z

@@ -58,6 +58,8 @@ import {
   mayHaveCommitted,
 } from '../storage/errors.js';
 import { StatementNeeded, withoutStatements } from '../storage/no-statements.js';
+import { OutageWindow } from '../storage/outage-window.js';
+import { closedForStaleStatement } from '../storage/statement-names.js';
 import type { StoredDevice } from '../storage/devices.js';
 import type { NatMapping } from '../storage/nat-mappings.js';
 import type { Database } from '../storage/schema.js';
@@ -456,18 +458,17 @@ export class PortalEvents {
   }
 
   /**
-   * Runs a change's attempts until one commits: again after a lost connection within
-   * `databaseRetryFor`, and again after the database rolled it back to end a conflict with
-   * another transaction (a deadlock, a serialization failure), up to CONFLICT_RERUNS times.
+   * Runs a change's attempts until one commits: again after a lost connection while the outage
+   * lasts no longer than `databaseRetryFor` (OutageWindow), and again after the database rolled
+   * it back to end a conflict with another transaction (a deadlock, a serialization failure), up
+   * to CONFLICT_RERUNS times.
    */
   private async withRetries<R>(
     db: Db,
     runAttempt: (marker: string | null, attempt: ChangeAttempt<R>) => Promise<R>,
   ): Promise<R> {
     const retryForMs = transactionRetryWindow(db);
-    // The window opens at the first lost connection, not at the call: a change that waited for
-    // a connection behind a backlog still gets its full `databaseRetryFor`.
-    let lostAt: number | null = null;
+    const outage = new OutageWindow(retryForMs);
     let conflicts = 0;
     // Doubled after each lost connection only: a conflict's rerun has a short pause of its own.
     let pause = FIRST_RETRY_PAUSE_MS;
@@ -488,16 +489,20 @@ export class PortalEvents {
           await sleep(Math.random() * FIRST_RETRY_PAUSE_MS * conflicts);
           continue;
         }
-        lostAt ??= Date.now();
-        const since = lostAt;
-        const withinWindow = () => Date.now() - since + pause <= retryForMs;
+        if (marker !== null && closedForStaleStatement(error)) {
+          // Closed for a statement a migration made stale: the server answered, no outage. At once.
+          if (!outage.staleConnection()) throw error;
+          this.#logger.warn({ err: error }, `a change's connection was lost before its COMMIT; it runs again`);
+          continue;
+        }
+        if (outage.lost(attempt.began)) pause = FIRST_RETRY_PAUSE_MS;
         if (error instanceof CommitOutcomeUnknown && !isConnectionLost(error.cause) && marker !== null) {
           // No answer in time: the call is not kept waiting a second time.
           this.settleBehindCall(db, marker, attempt.announced, error);
           throw error;
         }
         if (error instanceof CommitOutcomeUnknown && isConnectionLost(error.cause) && marker !== null) {
-          const committed = await this.readBack(db, marker, since, retryForMs, error);
+          const committed = await this.readBack(db, marker, outage.since, retryForMs, error);
           this.#logger.warn(
             { err: error.cause },
             `a change's connection broke after its COMMIT (or its one statement) was sent; read back: it ${committed ? 'committed' : 'did not commit'}`,
@@ -507,8 +512,10 @@ export class PortalEvents {
             if (outcome !== undefined) return this.committed(attempt.announced, outcome.value);
             throw error;
           }
-          if (!withinWindow()) throw error;
-        } else if (marker === null || !isConnectionLost(error) || !withinWindow()) {
+          // The server answered the read back: the outage is over, and a later loss is another.
+          outage.ended();
+          if (!outage.allowsAnother()) throw error;
+        } else if (marker === null || !isConnectionLost(error) || !outage.allows(pause)) {
           throw error;
         } else {
           this.#logger.warn({ err: error }, `a change's connection was lost before its COMMIT; it runs again`);
@@ -563,6 +570,8 @@ export class PortalEvents {
   ): Promise<T | R> {
     const { announced } = attempt;
     return db.transaction().execute(async (trx) => {
+      // Its BEGIN was answered: the server was there for this attempt.
+      attempt.began = true;
       const value = await work(trx, async (...given) => {
         const events = eventsOf(given);
         // Every listener's work on many events, and the closing writes', comes between statements.
@@ -707,6 +716,8 @@ class ChangeAttempt<V> {
   committedAnswer: (() => Promise<{ readonly value: V }>) | undefined = undefined;
   /** A change in one statement that gave up: it wrote nothing, and nothing is published. */
   gaveUp = false;
+  /** The server answered this attempt's BEGIN: a connection lost after it is a new outage. */
+  began = false;
 }
 
 /** A change made in one statement (PortalEvents.changeInOneStatement). */

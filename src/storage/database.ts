@@ -5,9 +5,10 @@
 // start together apply each migration once. Every wait for the database is bounded (the
 // portal's `databaseTimeout`), and a failed transaction reports why it failed, not why its
 // ROLLBACK did. A PostgreSQL restart or a dropped connection costs no call: for up to
-// `retryForMs` a connection is asked for again while the server refuses it, and a read outside a
-// transaction is asked again on a fresh connection (transactions are run again by the events
-// seam, src/core/events.ts, which can tell what they wrote: src/storage/change-markers.ts).
+// `retryForMs` per outage (src/storage/outage-window.ts) a connection is asked for again while
+// the server refuses it, and a read outside a transaction is asked again on a fresh connection
+// (transactions are run again by the events seam, src/core/events.ts, which can tell what they
+// wrote: src/storage/change-markers.ts).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -42,7 +43,8 @@ import {
   NoAnswerInTime,
 } from './errors.js';
 import { ensurePrivateFile } from './private-files.js';
-import { isStalePreparedStatement, StatementNames } from './statement-names.js';
+import { OutageWindow } from './outage-window.js';
+import { closedForStaleStatement, isStalePreparedStatement, StatementNames } from './statement-names.js';
 import { initialSchema } from './migrations/0001-initial.js';
 import { listingOrder } from './migrations/0002-listing-order.js';
 import { openVpnSchema } from './migrations/0003-openvpn.js';
@@ -224,7 +226,10 @@ export async function reserveConnection(db: Db): Promise<ReservedConnection> {
   return (await pool.connect()).reserve();
 }
 
-/** How long each PostgreSQL database made good lost connections (see `transactionRetryWindow`). */
+/**
+ * How long each PostgreSQL database made good lost connections (see `transactionRetryWindow`),
+ * by its adapter, which the handles `withPlugin` makes share.
+ */
 const retryWindows = new WeakMap<object, number>();
 
 /**
@@ -233,7 +238,7 @@ const retryWindows = new WeakMap<object, number>();
  * connection to lose).
  */
 export function transactionRetryWindow(db: Db): number {
-  return retryWindows.get(db) ?? 0;
+  return retryWindows.get(db.getExecutor().adapter) ?? 0;
 }
 
 /** Connects and applies pending migrations. */
@@ -291,7 +296,7 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
       options.preparedStatements === true ? new StatementNames() : null,
     );
     const db = new Kysely<Database>({ dialect: new RetryingPostgresDialect({ pool: closingPool }, retryForMs) });
-    retryWindows.set(db, retryForMs);
+    retryWindows.set(db.getExecutor().adapter, retryForMs);
     closingPools.set(db.getExecutor().adapter, closingPool);
     return db;
   }
@@ -352,15 +357,21 @@ class ClosingPool implements PostgresPool {
     private readonly names: StatementNames | null,
   ) {}
 
-  /** A server that refuses connections while it restarts (or drops them at once) is asked again for up to `retryForMs`. */
+  /**
+   * A server that refuses connections while it restarts (or drops them at once) is asked again
+   * for up to `retryForMs` from its first refusal: time spent waiting for a pooled connection
+   * behind a backlog does not count.
+   */
   async connect(): Promise<ClosingClient> {
-    const started = Date.now();
+    const outage = new OutageWindow(this.retryForMs);
     for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
       try {
         return new ClosingClient(await this.pool.connect(), this.names);
       } catch (error) {
         const failure = withCode(error);
-        if (!isConnectionLost(failure) || Date.now() - started + pause > this.retryForMs) throw failure;
+        if (!isConnectionLost(failure)) throw failure;
+        outage.lost(false);
+        if (!outage.allows(pause)) throw failure;
         await sleep(pause);
       }
     }
@@ -485,12 +496,24 @@ class ClosingClient implements PostgresPoolClient {
       // unless the error is the server ending the session (57P01 on a restart).
       if (error instanceof pg.DatabaseError && !isConnectionLost(error)) throw error;
       // A COMMIT whose connection broke may have committed: Kysely's ROLLBACK after it fails
-      // with the same error, so the events seam learns that only a read back can tell.
+      // with the same error, so the events seam learns that only a read back can tell. One pg
+      // never sent (the session had ended between two statements) did not: it runs again at once.
       const failure = withCode(error);
-      this.failure = sql === 'commit' ? new CommitOutcomeUnknown(failure) : failure;
+      this.failure = sql === 'commit' && !neverSent(error) ? new CommitOutcomeUnknown(failure) : failure;
       throw this.failure;
     }
   }
+}
+
+/**
+ * pg refuses a statement, before sending anything, on a client whose connection already failed
+ * or was closed: whatever the statement was, the server never saw it.
+ */
+function neverSent(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    /^Client (has encountered a connection error|was closed) and is not queryable$/.test(error.message)
+  );
 }
 
 /**
@@ -590,20 +613,31 @@ class RetryingConnection implements DatabaseConnection {
     private readonly driver: RetryingPostgresDriver,
   ) {}
 
+  /** A read whose connection broke is asked again, each outage for up to `retryForMs` from the loss (OutageWindow). */
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const started = Date.now();
-    for (let pause = FIRST_RETRY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS)) {
+    const outage = new OutageWindow(this.driver.retryWindowMs);
+    let pause = FIRST_RETRY_PAUSE_MS;
+    for (let reconnected = false; ; ) {
       const connection = this.inUse();
       try {
         return await connection.executeQuery<R>(compiledQuery);
       } catch (error) {
         const rereadable = !this.inTransaction && compiledQuery.query.kind === 'SelectQueryNode';
-        if (!rereadable || !isConnectionLost(error) || Date.now() - started + pause > this.driver.retryWindowMs)
-          throw error;
-        await sleep(pause);
+        if (!rereadable || !isConnectionLost(error)) throw error;
+        if (closedForStaleStatement(error)) {
+          // Closed for a statement a migration made stale: the server answered, no outage. At once.
+          if (!outage.staleConnection()) throw error;
+        } else {
+          // Lost again on a connection had after the last loss: a new outage.
+          if (outage.lost(reconnected)) pause = FIRST_RETRY_PAUSE_MS;
+          if (!outage.allows(pause)) throw error;
+          await sleep(pause);
+          pause = Math.min(pause * 2, LONGEST_RETRY_PAUSE_MS);
+        }
         // Given back before a fresh one is asked for: should none come, it is not given back twice.
         this.current = null;
         this.current = await this.driver.replace(connection);
+        reconnected = true;
       }
     }
   }

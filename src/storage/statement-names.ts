@@ -16,6 +16,7 @@
 // and the node's peers came back in 59 s instead of 6 (bench/README.md). Short lists (a user's
 // few configurations in a disable) keep their names: without them a bulk revocation was 15 %
 // slower.
+import { ConnectionLost } from './errors.js';
 
 /** A text run this many times gets a name. */
 const NAMED_AFTER = 2;
@@ -82,6 +83,14 @@ function longestValueList(sql: string): number {
   let longest = 0;
   for (const [, list = ''] of sql.matchAll(VALUE_LIST)) longest = Math.max(longest, list.split(',').length);
   return longest;
+}
+
+/**
+ * A connection closed because a statement it prepared was stale (ClosingClient): the server
+ * answered, so this is no outage (OutageWindow.staleConnection) and the call goes on at once.
+ */
+export function closedForStaleStatement(error: unknown): boolean {
+  return error instanceof ConnectionLost && error.cause instanceof Error && isStalePreparedStatement(error.cause);
 }
 
 /**

@@ -124,3 +124,48 @@ test('when every name is given and a new text comes back later, the connection h
   // Named in the current generation only: this connection stays.
   assert.equal(await backend(), second);
 });
+
+test("after another instance's migration every pooled connection holds a stale statement: a read and a change made one at a time each get past them all", async (t) => {
+  const portal = await startTestPortal({ config: { databasePoolSize: POOL_SIZE } });
+  t.after(() => portal.close());
+  // A larger pool of the test's own for the read: twenty stale connections in a row.
+  const readPoolSize = 2 * POOL_SIZE;
+  const db = connectDatabase(parseDatabaseLocation(portal.database, '/'), {
+    preparedStatements: true,
+    poolSize: readPoolSize,
+  });
+  t.after(() => db.destroy());
+  const read = () => db.selectFrom('wg_peers').selectAll().where('user_id', '=', 'ann').execute();
+  const keyed = (key: string) =>
+    portal.post('/create', { user_id: 'ann', profile_id: 'employees' }, { 'idempotency-key': key });
+  // Every connection of the read's pool prepares the read; the portal's, the create made in a transaction.
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(Array.from({ length: readPoolSize }, read));
+    const made = await Promise.all(Array.from({ length: POOL_SIZE }, (_, index) => keyed(`warm-${round}-${index}`)));
+    assert.deepEqual(new Set(made.map((answer) => answer.status)), new Set([200]));
+  }
+
+  await onServer(portal.database, (client) => client.query('ALTER TABLE wg_peers ADD COLUMN added_later text'));
+  // One at a time: each may be handed the stale connections one after the other.
+  assert.equal((await read()).length, 3 * POOL_SIZE, 'the read answered');
+  const made = await keyed('after');
+  assert.equal(made.status, 200, made.text);
+});
+
+test('with databaseRetryFor PT0S a read that meets a stale statement fails with it: nothing is tried again', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const db = connectDatabase(parseDatabaseLocation(portal.database, '/'), {
+    preparedStatements: true,
+    poolSize: 1,
+    retryForMs: 0,
+  });
+  t.after(() => db.destroy());
+  // With a value, or it would never be named.
+  const read = () => db.selectFrom('wg_peers').selectAll().where('user_id', '=', 'ann').execute();
+  for (let round = 0; round < 3; round++) await read();
+
+  await onServer(portal.database, (client) => client.query('ALTER TABLE wg_peers ADD COLUMN added_later text'));
+  await assert.rejects(read(), /cached plan must not change result type/);
+  assert.deepEqual(await read(), [], 'the next read, on a fresh connection, answers');
+});
