@@ -26,6 +26,7 @@ import { RevocationDeadlines } from './core/revocations/index.js';
 import { ListingCache } from './core/listings/index.js';
 import { RecentUsers } from './core/issuing/index.js';
 import { GroupedConfirmations } from './core/revocations/index.js';
+import { UnlistedSessions } from './core/sessions/index.js';
 import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
 import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
@@ -166,6 +167,7 @@ async function buildContext(
     listings: new ListingCache(),
     recentUsers: new RecentUsers(),
     receiptConfirmations: new GroupedConfirmations(),
+    unlistedSessions: new UnlistedSessions(),
     clock,
     logger,
     random: options.random ?? Math.random,

@@ -8,6 +8,7 @@ import type { PortalEvents } from './events.js';
 import type { ListingCache } from './listings/cache.js';
 import type { RecentUsers } from './issuing/recent-users.js';
 import type { GroupedConfirmations } from './revocations/grouped-confirmations.js';
+import type { UnlistedSessions } from './sessions/unlisted-sessions.js';
 import type { NodeFleet } from '../node-client/fleet.js';
 import type { Clock } from '../shared/time.js';
 import type { AdminCall } from './admin-call.js';
@@ -27,6 +28,8 @@ export interface PortalContext {
   readonly recentUsers: RecentUsers;
   /** What the nodes confirmed gone, written for concurrent calls together (src/core/revocations/grouped-confirmations.ts). */
   readonly receiptConfirmations: GroupedConfirmations;
+  /** When this instance first found each open OpenVPN session missing from its node's list (src/core/sessions/unlisted-sessions.ts). */
+  readonly unlistedSessions: UnlistedSessions;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Source of randomness for shuffling nodes; injectable so tests can pin the order. */

@@ -182,8 +182,7 @@ describe('a managed device reaches the node through an OpenVPN tunnel made by th
     try {
       await portal.reconcile();
     } finally {
-      // Back to the real clock: with the session looking old, a pass that lists the node between a
-      // later disconnect and its report would end the session as lost, not as disconnected.
+      // Back to the real clock, by which the rest of the test dates its sessions.
       clockOffsetMs = 0;
     }
     const later = (await portal.admin.connectionLog({ connection_id: laptop.commonName })).connection_log;

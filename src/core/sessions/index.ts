@@ -3,4 +3,5 @@ export * from './history.js';
 export * from './openvpn.js';
 export * from './removed-nodes.js';
 export * from './statistics.js';
+export * from './unlisted-sessions.js';
 export * from './wireguard.js';

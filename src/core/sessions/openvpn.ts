@@ -4,7 +4,7 @@
 // session events (the connection log is one of their listeners).
 import { findProfile } from '../../config/portal-config.js';
 import { findCertificate } from '../../storage/certificates.js';
-import { openOpenVpnSessionsBefore, openSessionOf } from '../../storage/connection-log.js';
+import { openOpenVpnSessionsBefore, openSessionOf, type OpenSession } from '../../storage/connection-log.js';
 import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
@@ -155,10 +155,19 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
 const LIST_SETTLE_MS = 60_000;
 
 /**
+ * A session missing from a node's list is ended as lost only when a listing this long after
+ * the first that missed it misses it still: the node's disconnect report of a client the
+ * portal has just disconnected (disable, delete, expiry) may be a moment behind its list, and
+ * it brings the session's counters and its true cause.
+ */
+export const DISCONNECT_REPORT_GRACE_MS = 30_000;
+
+/**
  * Ends, as lost, the open OpenVPN sessions of a node that its client list (read at `listedAt`)
- * no longer shows: their disconnect was never reported (a node or agent that crashed, a
- * report that failed twice). Without this they would stay open for ever: online in the
- * listings, attributed their address, never stopped in RADIUS. Their counters went with them.
+ * no longer shows, and has not shown for DISCONNECT_REPORT_GRACE_MS: their disconnect was
+ * never reported (a node or agent that crashed, a report that failed twice). Without this they
+ * would stay open for ever: online in the listings, attributed their address, never stopped in
+ * RADIUS. Each ends when the first listing missed it; its counters went with it.
  */
 export async function endUnlistedOpenVpnSessions(
   ctx: PortalContext,
@@ -168,17 +177,30 @@ export async function endUnlistedOpenVpnSessions(
 ): Promise<number> {
   const settled = formatAtom(new Date(listedAt.getTime() - LIST_SETTLE_MS));
   const onNode = new Set(listed.map((client) => sessionKey(client.commonName, canonicalAddressOrSame(client.ipFour))));
-  const lost = (await openOpenVpnSessionsBefore(ctx.db, nodeNumber, settled)).filter(
+  const missed = (await openOpenVpnSessionsBefore(ctx.db, nodeNumber, settled)).filter(
     (session) => !onNode.has(sessionKey(session.connectionId, session.ipFour)),
   );
-  if (lost.length === 0) return 0;
-  const events = lost.map((session) => sessionEnded('openvpn', session, listedAt, 0, 0, 'lost'));
+  // Remembered by the session's own start too: a client that comes back on the same address is
+  // a new session, with its own wait.
+  const rememberedAs = (session: OpenSession) =>
+    `${sessionKey(session.connectionId, session.ipFour)} ${session.connectedAt}`;
+  const due = ctx.unlistedSessions.missedFor(
+    nodeNumber,
+    missed.map(rememberedAs),
+    listedAt,
+    DISCONNECT_REPORT_GRACE_MS,
+  );
+  const events = missed.flatMap((session) => {
+    const since = due.get(rememberedAs(session));
+    return since === undefined ? [] : [sessionEnded('openvpn', session, since, 0, 0, 'lost')];
+  });
+  if (events.length === 0) return 0;
   await announceSessions(ctx.events, ctx.db, events);
   ctx.logger.info(
-    { nodeNumber, sessions: lost.length },
-    `ended ${lost.length} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,
+    { nodeNumber, sessions: events.length },
+    `ended ${events.length} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,
   );
-  return lost.length;
+  return events.length;
 }
 
 function sessionKey(commonName: string, ipFour: string): string {

@@ -2,8 +2,11 @@
 // node's own client list, so nobody stays online (and attributed an address) for ever. And a
 // disconnect of no open session ends nothing and announces nothing.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
+import { DISCONNECT_REPORT_GRACE_MS, endUnlistedOpenVpnSessions } from '../../../src/core/sessions/index.js';
+import { asNodeNumber } from '../../../src/shared/ids.js';
+import { formatAtom } from '../../../src/shared/time.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
 import {
   openVpnConfiguration,
@@ -14,10 +17,11 @@ import {
 import { startPortalWithNode } from '../../support/portal-with-node.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
-test('a reconcile pass ends the OpenVPN sessions the node no longer lists, once they are a minute old, and only those', async (t) => {
-  let now = new Date();
+/** A portal with one OpenVPN profile on a stand-in node that lists no client, on a clock the test moves. */
+async function portalWithEmptyNode(t: TestContext) {
+  const clock = { now: new Date() };
   const lab = await startPortalWithNode({
-    clock: { now: () => now },
+    clock: { now: () => clock.now },
     config: (nodeUrl) => ({
       ProfileList: [
         {
@@ -37,34 +41,108 @@ test('a reconcile pass ends the OpenVPN sessions the node no longer lists, once 
   const [configuration] = await portal.admin.userConfigurationList('hana');
   const commonName = configuration?.connection_id ?? '';
   const history = async () =>
-    (await connectionHistory(portal.portal.ctx.db, commonName))
-      .map((entry) => [entry.ipFour, entry.disconnectedAt !== null] as const)
-      .sort(([a], [b]) => a.localeCompare(b));
+    (await connectionHistory(portal.portal.ctx.db, commonName)).sort((a, b) => a.ipFour.localeCompare(b.ipFour));
+  const later = (ms: number) => {
+    clock.now = new Date(clock.now.getTime() + ms);
+  };
+  return { portal, commonName, history, later, clock };
+}
+
+test('a reconcile pass ends the OpenVPN sessions the node no longer lists, once they are a minute old and missed for 30 s, and only those', async (t) => {
+  const { portal, commonName, history, later, clock } = await portalWithEmptyNode(t);
+  const ended = async () => (await history()).map((entry) => [entry.ipFour, entry.disconnectedAt !== null] as const);
 
   // The node reported a connect, then crashed: its OpenVPN lists no client, and no disconnect came.
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.61.0.2' });
   await portal.reconcile();
-  assert.deepEqual(await history(), [['10.61.0.2', false]], 'a session younger than a minute is not judged yet');
+  assert.deepEqual(await ended(), [['10.61.0.2', false]], 'a session younger than a minute is not judged yet');
 
-  now = new Date(now.getTime() + 2 * 60_000);
+  later(2 * 60_000);
+  const firstMissed = clock.now;
   // Meanwhile the same certificate connected again, from another address, a moment ago.
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '198.51.100.4', ip_four: '10.61.0.3' });
   await portal.reconcile();
   assert.deepEqual(
-    await history(),
+    await ended(),
+    [
+      ['10.61.0.2', false],
+      ['10.61.0.3', false],
+    ],
+    'missed once: its disconnect report may be on its way',
+  );
+
+  later(DISCONNECT_REPORT_GRACE_MS);
+  await portal.reconcile();
+  const [lost] = await history();
+  assert.deepEqual(
+    await ended(),
     [
       ['10.61.0.2', true],
       ['10.61.0.3', false],
     ],
-    'the unlisted session of two minutes ago ended as lost; the new one is not judged yet',
+    'the session missed for 30 s ended as lost; the new one is not judged yet',
   );
+  assert.equal(lost?.disconnectedAt, formatAtom(firstMissed), "it ended when the node's list first missed it");
 
   // The lost session's disconnect arrives after all: it closes nothing else.
   await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.61.0.2' });
-  assert.deepEqual(await history(), [
+  assert.deepEqual(await ended(), [
     ['10.61.0.2', true],
     ['10.61.0.3', false],
   ]);
+});
+
+test('a client back on the address of a session ended as lost is a new session, with a wait of its own', async (t) => {
+  const clock = { now: new Date() };
+  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => clock.now } });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'ivo');
+  const node = asNodeNumber(0);
+  // The node is listed by the test alone (the configured one answers nobody): it lists no client.
+  const passAfter = (ms: number) => {
+    clock.now = new Date(clock.now.getTime() + ms);
+    return endUnlistedOpenVpnSessions(ctx, node, [], clock.now);
+  };
+
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  assert.equal(await passAfter(2 * 60_000), 0, 'first missed');
+  assert.equal(await passAfter(DISCONNECT_REPORT_GRACE_MS), 1, 'missed 30 s later: lost');
+
+  // ivo is back on the same address; the next listing, minutes later, misses him again.
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  assert.equal(await passAfter(5 * 60_000), 0, "his new session's first miss, not the old one's");
+  assert.equal(await passAfter(DISCONNECT_REPORT_GRACE_MS), 1);
+  assert.deepEqual(
+    (await connectionHistory(ctx.db, commonName)).map((entry) => entry.disconnectedAt !== null),
+    [true, true],
+  );
+});
+
+test('a session the portal has just disconnected, missing from a listing before its disconnect report arrives, is ended by that report with its counters, not as lost', async (t) => {
+  const { portal, commonName, history, later } = await portalWithEmptyNode(t);
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.61.0.2' });
+  later(10 * 60_000);
+
+  // hana is disabled; her client is gone from the node's list, and a pass lists the node
+  // before the node's disconnect report comes.
+  await portal.admin.disableUser('hana');
+  await portal.reconcile();
+  assert.equal((await history())[0]?.disconnectedAt, null, 'not ended as lost at the first listing that misses it');
+
+  later(5_000);
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.61.0.2' });
+  const [session] = await history();
+  assert.notEqual(session?.disconnectedAt ?? null, null);
+  assert.deepEqual(
+    [session?.bytesIn, session?.bytesOut],
+    [10, 20],
+    "the report's counters, not a lost session's zeros",
+  );
+
+  later(DISCONNECT_REPORT_GRACE_MS);
+  await portal.reconcile();
+  assert.deepEqual(await history(), [session], 'a later pass changes nothing of it');
 });
 
 test('a disconnect of no open session on this node answers OK and announces no session end', async (t) => {
