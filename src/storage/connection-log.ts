@@ -183,14 +183,22 @@ function toOpenSession(row: {
 
 /** The open WireGuard sessions of a node, by public key. */
 export async function openWireGuardSessions(db: Db, nodeNumber: NodeNumber): Promise<Map<string, OpenSession>> {
-  const rows = await db
+  const rows = await openWireGuardSessionsQuery(db, nodeNumber).execute();
+  return new Map(rows.map((row) => [row.connection_id, toOpenSession(row)]));
+}
+
+/**
+ * The open WireGuard sessions of a node, by their own index (connection_log_open_wireguard_node):
+ * its conditions are written into the statement as they are in the index, where the planner sees
+ * that they match.
+ */
+export function openWireGuardSessionsQuery(db: Db, nodeNumber: NodeNumber) {
+  return db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
-    .where('vpn_proto', '=', 'wireguard')
-    .where('node_number', '=', nodeNumber)
+    .where('vpn_proto', '=', sql.lit('wireguard'))
     .where('disconnected_at', 'is', null)
-    .execute();
-  return new Map(rows.map((row) => [row.connection_id, toOpenSession(row)]));
+    .where('node_number', '=', nodeNumber);
 }
 
 /** Which of these WireGuard keys have an open session on their node. */
@@ -246,16 +254,27 @@ export async function openOpenVpnSessionsBefore(
   nodeNumber: NodeNumber,
   before: string,
 ): Promise<OpenSession[]> {
-  const rows = await db
+  return (await openOpenVpnSessionsQuery(db, nodeNumber, before).execute()).map(toOpenSession);
+}
+
+/** Whether the node has an open OpenVPN session. */
+export async function hasOpenOpenVpnSession(db: Db, nodeNumber: NodeNumber): Promise<boolean> {
+  return (await openOpenVpnSessionsQuery(db, nodeNumber).limit(1).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * The open OpenVPN sessions of a node (that started before `before`), oldest first, by their own
+ * index (connection_log_open_openvpn), as openWireGuardSessionsQuery reads the WireGuard ones.
+ */
+export function openOpenVpnSessionsQuery(db: Db, nodeNumber: NodeNumber, before?: string) {
+  let query = db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
-    .where('vpn_proto', '=', 'openvpn')
-    .where('node_number', '=', nodeNumber)
+    .where('vpn_proto', '=', sql.lit('openvpn'))
     .where('disconnected_at', 'is', null)
-    .where('connected_at', '<', before)
-    .orderBy('connected_at')
-    .execute();
-  return rows.map(toOpenSession);
+    .where('node_number', '=', nodeNumber);
+  if (before !== undefined) query = query.where('connected_at', '<', before);
+  return query.orderBy('connected_at');
 }
 
 /**

@@ -92,6 +92,7 @@ import { deviceCertificateIssuer } from './migrations/0048-device-certificate-is
 import { radiusOutboxEventAt } from './migrations/0049-radius-outbox-event-at.js';
 import { consoleSecretSessionsKeyed } from './migrations/0050-console-secret-sessions-keyed.js';
 import { webhookReceiverRests } from './migrations/0051-webhook-receiver-rests.js';
+import { openSessionsByNode } from './migrations/0052-open-sessions-by-node.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -157,6 +158,7 @@ const migrations: Record<string, Migration> = {
   '0049-radius-outbox-event-at': radiusOutboxEventAt,
   '0050-console-secret-sessions-keyed': consoleSecretSessionsKeyed,
   '0051-webhook-receiver-rests': webhookReceiverRests,
+  '0052-open-sessions-by-node': openSessionsByNode,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -4,12 +4,15 @@
 // at its cursor rather than walking every newer session first. PostgreSQL is told to avoid
 // sequential scans where it can, as it would on a history of millions of rows. So do the daily
 // housekeeping's batches: the blanking of the client's own address and the deletion of old history.
+// And what every reconcile pass asks of each node: its open WireGuard and OpenVPN sessions.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { asUserId } from '../../src/shared/ids.js';
+import { asNodeNumber, asUserId } from '../../src/shared/ids.js';
 import {
   blankingQuery,
   connectionLogQuery,
+  openOpenVpnSessionsQuery,
+  openWireGuardSessionsQuery,
   pruningQuery,
   type ConnectionLogFilter,
 } from '../../src/storage/connection-log.js';
@@ -34,6 +37,21 @@ function planOf(filter: Omit<ConnectionLogFilter, 'limit'>): Promise<string> {
 }
 
 const fullScan = /\bSCAN connection_log\b(?! USING)|Seq Scan on connection_log/;
+
+test("a node's open WireGuard sessions, asked for at every pass, read their own index", async () => {
+  const plan = await queryPlan(db, openWireGuardSessionsQuery(db, asNodeNumber(3)).compile());
+  assert.match(plan, /connection_log_open_wireguard_node/, plan);
+  assert.doesNotMatch(plan, fullScan, plan);
+});
+
+test("a node's open OpenVPN sessions, asked for at every pass, read their own index, in their order", async () => {
+  for (const startedBefore of [undefined, '2026-03-01T12:00:00+00:00']) {
+    const plan = await queryPlan(db, openOpenVpnSessionsQuery(db, asNodeNumber(3), startedBefore).compile());
+    assert.match(plan, /connection_log_open_openvpn/, plan);
+    assert.doesNotMatch(plan, fullScan, plan);
+    assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+  }
+});
 
 test("a user's history reads the user's index, not every session", async () => {
   const plan = await planOf({ userId: asUserId('alice@example.org') });

@@ -48,4 +48,5 @@ export const EXPECTED_MIGRATIONS = [
   '0049-radius-outbox-event-at',
   '0050-console-secret-sessions-keyed',
   '0051-webhook-receiver-rests',
+  '0052-open-sessions-by-node',
 ] as const;
