@@ -165,7 +165,15 @@ export async function activeCertificates(
   return rows.map(toCertificate);
 }
 
-/** Expired configurations, oldest first, at most `limit` of them. */
+/** Whether any configuration, of any profile, is on the node (the node's index). */
+export async function hasCertificateOnNode(db: Db, nodeNumber: NodeNumber): Promise<boolean> {
+  return (await certificateOnNodeQuery(db, nodeNumber).executeTakeFirst()) !== undefined;
+}
+
+export function certificateOnNodeQuery(db: Db, nodeNumber: NodeNumber) {
+  return db.selectFrom('certificates').select('node_number').where('node_number', '=', nodeNumber).limit(1);
+}
+
 /** The earliest expiry of any OpenVPN configuration (expired ones included), or null when there is none. */
 export async function earliestCertificateExpiry(db: Db): Promise<string | null> {
   const row = await db
@@ -175,6 +183,7 @@ export async function earliestCertificateExpiry(db: Db): Promise<string | null> 
   return row?.earliest ?? null;
 }
 
+/** Expired configurations, oldest first, at most `limit` of them. */
 export async function expiredCertificates(db: Db, now: string, limit: number): Promise<OpenVpnCertificate[]> {
   const rows = await db
     .selectFrom('certificates')

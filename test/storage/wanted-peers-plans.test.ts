@@ -3,13 +3,13 @@
 // portal sends. A node's wanted peers are its own configurations (the node's index) less those of
 // disabled users and suspended devices, never a read of every configuration or every user; the
 // counts of configurations per profile and node (WireGuard's and OpenVPN's) read an index alone,
-// never the rows. PostgreSQL is told to avoid sequential scans where it can, as it would at a
-// million configurations.
+// never the rows; so does whether a node holds any OpenVPN configuration. PostgreSQL is told to
+// avoid sequential scans where it can, as it would at a million configurations.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import type { Db } from '../../src/storage/database.js';
-import { certificateCountsQuery } from '../../src/storage/certificates.js';
+import { certificateCountsQuery, certificateOnNodeQuery } from '../../src/storage/certificates.js';
 import { peerCountsQuery, wantedOnNodeQuery } from '../../src/storage/wg-peers.js';
 import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -52,3 +52,12 @@ for (const [what, query, table] of [
     assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
   });
 }
+
+test('whether a node holds any OpenVPN configuration, asked at every pass of a node without OpenVPN, reads the index by node', async () => {
+  const plan = await queryPlan(db, certificateOnNodeQuery(db, asNodeNumber(7)).compile());
+  assert.match(
+    plan,
+    /SEARCH certificates USING COVERING INDEX certificates_node|Index Only Scan using certificates_node/,
+    plan,
+  );
+});

@@ -18,7 +18,9 @@ import {
   deleteCertificate,
   expiredCertificates,
   findCertificate,
+  hasCertificateOnNode,
 } from '../../storage/certificates.js';
+import { hasOpenOpenVpnSession } from '../../storage/connection-log.js';
 import { hasAllocatedOnNode } from '../../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../../storage/node-resets.js';
 import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../../storage/revisions.js';
@@ -227,7 +229,7 @@ async function reconcileNodeOnce(
       `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`,
     );
   }
-  const openVpn = runsOpenVpn(ctx, nodeNumber) ? await reconcileOpenVpnClients(ctx, daemon) : null;
+  const openVpn = (await readsOpenVpnClients(ctx, nodeNumber)) ? await reconcileOpenVpnClients(ctx, daemon) : null;
   if (mayRemove) await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, openVpn });
   return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
 }
@@ -576,9 +578,22 @@ function isServedOn(
   return profile?.nodes.some((node) => node.nodeNumber === nodeNumber && node[protocol] !== null) ?? false;
 }
 
-function runsOpenVpn(ctx: PortalContext, nodeNumber: NodeNumber): boolean {
-  return ctx.config.profiles.some((profile) =>
+/**
+ * Whether the pass reads the node's OpenVPN clients: where the configuration runs OpenVPN, and
+ * also where it no longer does but the database still holds OpenVPN there (a configuration, an
+ * open session, a receipt waiting). The OpenVPN process the configuration dropped may still run
+ * with clients connected, which are disconnected; and the node's list is what ends those
+ * sessions and confirms those receipts, which would otherwise stay open for ever.
+ */
+async function readsOpenVpnClients(ctx: PortalContext, nodeNumber: NodeNumber): Promise<boolean> {
+  const runsOpenVpn = ctx.config.profiles.some((profile) =>
     profile.nodes.some((node) => node.nodeNumber === nodeNumber && node.openVpn !== null),
+  );
+  if (runsOpenVpn) return true;
+  return (
+    (await hasCertificateOnNode(ctx.db, nodeNumber)) ||
+    (await hasOpenOpenVpnSession(ctx.db, nodeNumber)) ||
+    (await pendingRevocationsOnNode(ctx.db, nodeNumber)).some((row) => row.vpnProto === 'openvpn')
   );
 }
 
