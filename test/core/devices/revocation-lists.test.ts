@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import type { DeviceInfo } from '../../../src/protocol/admin-api.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import {
@@ -46,64 +47,138 @@ const REFRESH_MS = 1000;
 async function metricsOf(portal: TestPortal): Promise<string> {
   return (await fetch(portal.portal.metricsUrl ?? '')).text();
 }
-const ENROLL_SCRIPT = new URL('../../../examples/enroll-wireguard.sh', import.meta.url).pathname;
-const run = promisify(execFile);
 
-describe('a device whose certificate is revoked is retired', () => {
-  let ca: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal;
+/** The sample `name{labels}` in the metrics `text`; NaN when there is none. */
+function metricValue(text: string, name: string, labels: string): number {
+  return Number(
+    new RegExp(`^${name}\\{${labels.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\} (\\S+)$`, 'm').exec(text)?.[1],
+  );
+}
+
+/** How many lists the portal has refused for `reason` (`unknown-issuer`, `bad-signature`, …). */
+async function refusedLists(portal: TestPortal, reason: string): Promise<number> {
+  return metricValue(await metricsOf(portal), 'vpn_portal_crl_refused_total', `reason="${reason}"`) || 0;
+}
+
+/** Whether the portal has the list read from `crlUrl` in force, with one certificate on it. */
+async function listInForceWithOneEntry(portal: TestPortal, crlUrl: string): Promise<boolean> {
+  return (await metricsOf(portal)).includes(`vpn_portal_crl_entries{file="${crlUrl}"} 1`);
+}
+
+/** Registers `user`'s Linux device by its MDM serial, as the MDM does before the device enrolls. */
+function registerLinuxDevice(portal: TestPortal, user: string, serial: string): Promise<DeviceInfo> {
+  return portal.admin.registerDevice({ user_id: user, profile_id: 'employees', platform: 'linux', serial });
+}
+
+/**
+ * Issues the device of `serial` a certificate of `ca` (its files named `file`) and enrolls with it
+ * once the lists are read; the certificate.
+ */
+async function enrollNewCertificate(
+  portal: TestPortal,
+  ca: MdmCa,
+  file: string,
+  serial: string,
+): Promise<DeviceCertificateFiles> {
+  const certificate = ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}` });
+  const answer = await enrollOnceListsRead(tlsEnrollUrl(portal), ca, certificate, {
+    public_key: generateWireGuardKeyPair().publicKey,
+  });
+  assert.equal(answer.status, 200, answer.text);
+  return certificate;
+}
+
+/** How a describe's distribution point and portal start (see portalReadingList). */
+interface ListSetup {
+  /** The list file the distribution point serves, asked at each read. */
+  readonly list: () => string;
+  /** The portal's `enrollment`, its revocation list read from `crlUrl`. */
+  readonly enrollment: (crlUrl: string) => Record<string, unknown>;
+  /** What the distribution point is made to do before the portal's first read. */
+  readonly beforePortalStarts?: (crls: CrlServer) => void;
+}
+
+/** A portal and the distribution point it reads its revocation list from. */
+interface PortalReadingList {
+  readonly portal: TestPortal;
+  readonly crls: CrlServer;
+}
+
+/**
+ * Before the describe's tests: `setup` makes its CAs with `makeCa`, a distribution point serves
+ * its list and a portal enrolling over mutual TLS reads it. After them: both are closed and the
+ * CAs removed. (The describes whose portal or distribution point starts otherwise start their
+ * own: a data folder, a restart, a held first read, two points.)
+ */
+function portalReadingList(setup: (makeCa: (name?: string) => MdmCa) => ListSetup): PortalReadingList {
+  const cas: MdmCa[] = [];
+  let portal: TestPortal | undefined;
+  let crls: CrlServer | undefined;
 
   before(async () => {
-    ca = MdmCa.make();
-    const crlFile = ca.writeCrl();
-    crls = await CrlServer.start(() => crlFile);
-    portal = await startTestPortal({
-      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    const { list, enrollment, beforePortalStarts } = setup((name) => {
+      const ca = MdmCa.make(name);
+      cas.push(ca);
+      return ca;
     });
+    crls = await CrlServer.start(list);
+    beforePortalStarts?.(crls);
+    portal = await startTestPortal({ config: { enrollment: enrollment(crls.url) } });
   });
 
   after(async () => {
     await portal?.close();
     await crls?.close();
-    ca?.remove();
+    for (const ca of cas) ca.remove();
   });
 
-  const enrollUrl = () => tlsEnrollUrl(portal);
+  return {
+    get portal() {
+      assert.ok(portal, 'the portal is started before the tests');
+      return portal;
+    },
+    get crls() {
+      assert.ok(crls, 'the distribution point is started before the tests');
+      return crls;
+    },
+  };
+}
+
+const ENROLL_SCRIPT = new URL('../../../examples/enroll-wireguard.sh', import.meta.url).pathname;
+const run = promisify(execFile);
+
+describe('a device whose certificate is revoked is retired', () => {
+  let ca: MdmCa;
+  const started = portalReadingList((makeCa) => {
+    ca = makeCa();
+    const crlFile = ca.writeCrl();
+    return {
+      list: () => crlFile,
+      enrollment: (crlUrl) => ca.mutualTlsEnrollment({ crl: [crlUrl], crlRefresh: 'PT1S' }),
+    };
+  });
 
   async function enrolled(
     user: string,
     serial: string,
     file: string,
   ): Promise<{ deviceId: string; certificate: DeviceCertificateFiles }> {
-    const device = await portal.admin.registerDevice({
-      user_id: user,
-      profile_id: 'employees',
-      platform: 'linux',
-      serial,
-    });
-    const certificate = ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}` });
-    const answer = await enrollOnceListsRead(enrollUrl(), ca, certificate, {
-      public_key: generateWireGuardKeyPair().publicKey,
-    });
-    assert.equal(answer.status, 200, answer.text);
+    const device = await registerLinuxDevice(started.portal, user, serial);
+    const certificate = await enrollNewCertificate(started.portal, ca, file, serial);
     return { deviceId: device.device_id, certificate };
   }
 
-  const metrics = () => metricsOf(portal);
+  const metrics = () => metricsOf(started.portal);
   /** Waits until the portal has read the list twice more: one whole refresh ran after the call. */
   const twoMoreReads = async () => {
+    const { crls } = started;
     const target = crls.requests + 2;
     await until('two more reads of the list', async () => crls.requests >= target, 30_000);
   };
-  const sample = (text: string, name: string) =>
-    Number(
-      new RegExp(`^${name}\\{file="${crls.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\} (\\S+)$`, 'm').exec(
-        text,
-      )?.[1],
-    );
+  const sample = (text: string, name: string) => metricValue(text, name, `file="${started.crls.url}"`);
 
   test('the device bound to the revoked certificate is retired within one refresh, with a receipt and an audit row naming its user', async () => {
+    const { portal, crls } = started;
     const { deviceId, certificate } = await enrolled('alice', 'CRL-1', 'alice-laptop');
     const bystander = await enrolled('bob', 'CRL-2', 'bob-laptop');
     ca.revoke(certificate.certificate);
@@ -152,9 +227,12 @@ describe('a device whose certificate is revoked is retired', () => {
   });
 
   test('a certificate the device has since replaced may be revoked: the device stays', async () => {
+    const { portal } = started;
     const { deviceId, certificate } = await enrolled('carol', 'CRL-3', 'carol-old');
     const renewed = ca.device('carol-new', { cn: 'carol-new', uri: 'urn:mdm:serial:CRL-3' });
-    const again = await enrollOverTls(enrollUrl(), ca, renewed, { public_key: generateWireGuardKeyPair().publicKey });
+    const again = await enrollOverTls(tlsEnrollUrl(portal), ca, renewed, {
+      public_key: generateWireGuardKeyPair().publicKey,
+    });
     assert.equal(again.status, 200, again.text);
     ca.revoke(certificate.certificate);
     await until(
@@ -167,6 +245,7 @@ describe('a device whose certificate is revoked is retired', () => {
   });
 
   test('a list that cannot be fetched keeps the last good one, is flagged in the metrics, and retires nothing', async () => {
+    const { portal, crls } = started;
     const { deviceId } = await enrolled('dave', 'CRL-4', 'dave-laptop');
     const before = await portal.admin.devices();
     crls.failing = true;
@@ -221,26 +300,13 @@ describe('a revocation list is believed only when the CA it names signed it and 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const enrollUrl = () => tlsEnrollUrl(portal);
   const metrics = () => metricsOf(portal);
-  const value = (text: string, name: string, labels: string) =>
-    Number(new RegExp(`^${name}\\{${labels.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\} (\\S+)$`, 'm').exec(text)?.[1]);
-  const ofList = (text: string, name: string) => value(text, name, `file="${crls.url}"`);
-  const refused = async (reason: string) =>
-    value(await metrics(), 'vpn_portal_crl_refused_total', `reason="${reason}"`) || 0;
+  const ofList = (text: string, name: string) => metricValue(text, name, `file="${crls.url}"`);
+  const refused = (reason: string) => refusedLists(portal, reason);
 
   async function enrolled(user: string, serial: string): Promise<{ deviceId: string; certificate: string }> {
-    const device = await portal.admin.registerDevice({
-      user_id: user,
-      profile_id: 'employees',
-      platform: 'linux',
-      serial,
-    });
-    const certificate = ca.device(`${user}-laptop`, { cn: `${user}-laptop`, uri: `urn:mdm:serial:${serial}` });
-    const answer = await enrollOnceListsRead(enrollUrl(), ca, certificate, {
-      public_key: generateWireGuardKeyPair().publicKey,
-    });
-    assert.equal(answer.status, 200, answer.text);
+    const device = await registerLinuxDevice(portal, user, serial);
+    const certificate = await enrollNewCertificate(portal, ca, `${user}-laptop`, serial);
     return { deviceId: device.device_id, certificate: certificate.certificate };
   }
 
@@ -355,29 +421,19 @@ describe('a revocation list is believed only when the CA it names signed it and 
 });
 
 describe('a configured intermediate CA verifies its lists before any device enrolled', () => {
-  let ca: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal;
-
-  before(async () => {
-    ca = MdmCa.make('Configured MDM');
+  const started = portalReadingList((makeCa) => {
+    const ca = makeCa('Configured MDM');
     const revoked = ca.device('never-enrolled', { cn: 'never-enrolled', uri: 'urn:mdm:serial:NONE' });
     const crlFile = ca.revoke(revoked.certificate);
-    crls = await CrlServer.start(() => crlFile);
-    portal = await startTestPortal({
-      config: {
-        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1S' }),
-      },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
+    return {
+      list: () => crlFile,
+      enrollment: (crlUrl) =>
+        ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crlUrl], crlRefresh: 'PT1S' }),
+    };
   });
 
   test('the issuing CA’s list is believed at the first refresh', async () => {
+    const { portal, crls } = started;
     const metrics = () => metricsOf(portal);
     const end = Date.now() + 30_000;
     let text = await metrics();
@@ -423,18 +479,8 @@ describe('a certificate waits while the first list of its distribution point is 
   });
 
   test('a revoked certificate presented before the list was read gets 503 and enrolls nothing; the enroll script waits; once read, the revoked one is refused and the other enrolled', async () => {
-    const device = await portal.admin.registerDevice({
-      user_id: 'frank',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'WAIT-1',
-    });
-    const other = await portal.admin.registerDevice({
-      user_id: 'ivan',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'WAIT-2',
-    });
+    const device = await registerLinuxDevice(portal, 'frank', 'WAIT-1');
+    const other = await registerLinuxDevice(portal, 'ivan', 'WAIT-2');
     const enrollUrl = tlsEnrollUrl(portal);
     const enroll = () =>
       enrollOverTls(enrollUrl, ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
@@ -486,45 +532,26 @@ describe('a certificate waits while the first list of its distribution point is 
 
 describe('before its CA is known, a list still checks the chains presented at enrollment', () => {
   let ca: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal;
   let revoked: DeviceCertificateFiles;
-
-  before(async () => {
+  const started = portalReadingList((makeCa) => {
     // No intermediates configured and no device enrolled yet: the issuing CA is not known.
-    ca = MdmCa.make('Unknown MDM');
+    ca = makeCa('Unknown MDM');
     revoked = ca.device('grace-laptop', { cn: 'grace-laptop', uri: 'urn:mdm:serial:FIRST-1' });
     const crlFile = ca.revoke(revoked.certificate);
-    crls = await CrlServer.start(() => crlFile);
-    portal = await startTestPortal({
-      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
+    return {
+      list: () => crlFile,
+      enrollment: (crlUrl) => ca.mutualTlsEnrollment({ crl: [crlUrl], crlRefresh: 'PT1S' }),
+    };
   });
 
   test('the first certificate presented, revoked on that list, is refused; another of the CA enrolls and makes the CA known', async () => {
+    const { portal, crls } = started;
     const enrollUrl = tlsEnrollUrl(portal);
-    await portal.admin.registerDevice({
-      user_id: 'grace',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'FIRST-1',
-    });
-    await portal.admin.registerDevice({
-      user_id: 'heidi',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'FIRST-2',
-    });
-    const metrics = () => metricsOf(portal);
+    await registerLinuxDevice(portal, 'grace', 'FIRST-1');
+    await registerLinuxDevice(portal, 'heidi', 'FIRST-2');
     await until(
       'the list refused as of an unknown CA',
-      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metrics()),
+      async () => (await refusedLists(portal, 'unknown-issuer')) >= 1,
       30_000,
     );
 
@@ -533,54 +560,34 @@ describe('before its CA is known, a list still checks the chains presented at en
     const good = ca.device('heidi-laptop', { cn: 'heidi-laptop', uri: 'urn:mdm:serial:FIRST-2' });
     const enrolled = await enrollOverTls(enrollUrl, ca, good, { public_key: generateWireGuardKeyPair().publicKey });
     assert.equal(enrolled.status, 200, enrolled.text);
-    await until(
-      'the list believed',
-      async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
-      30_000,
-    );
+    await until('the list believed', () => listInForceWithOneEntry(portal, crls.url), 30_000);
   });
 });
 
 describe('a list of a made-up CA served at a first start does not end the wait', () => {
   let ca: MdmCa;
-  let madeUp: MdmCa;
-  let crls: CrlServer;
   let served: string;
-  let portal: TestPortal;
   let revoked: DeviceCertificateFiles;
-
-  before(async () => {
-    ca = MdmCa.make('Genuine MDM');
+  const started = portalReadingList((makeCa) => {
+    ca = makeCa('Genuine MDM');
     // Whoever answers for the plain-http distribution point serves a list of a CA of its own.
-    madeUp = MdmCa.make('Made-up MDM');
+    const madeUp = makeCa('Made-up MDM');
     served = madeUp.writeCrl();
     revoked = ca.device('ivan-laptop', { cn: 'ivan-laptop', uri: 'urn:mdm:serial:MADE-1' });
-    crls = await CrlServer.start(() => served);
-    portal = await startTestPortal({
-      config: {
-        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1S' }),
-      },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
-    madeUp?.remove();
+    return {
+      list: () => served,
+      enrollment: (crlUrl) =>
+        ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crlUrl], crlRefresh: 'PT1S' }),
+    };
   });
 
   test('a certificate of the genuine CA waits (503) while the made-up list is lent, and is refused as revoked once the genuine list is served', async () => {
-    const device = await portal.admin.registerDevice({
-      user_id: 'ivan',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'MADE-1',
-    });
+    const { portal } = started;
+    const device = await registerLinuxDevice(portal, 'ivan', 'MADE-1');
     const enrollUrl = tlsEnrollUrl(portal);
     await until(
       'the made-up list refused as of an unknown CA',
-      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metricsOf(portal)),
+      async () => (await refusedLists(portal, 'unknown-issuer')) >= 1,
       30_000,
     );
     const waiting = await enrollOverTls(enrollUrl, ca, revoked, { public_key: generateWireGuardKeyPair().publicKey });
@@ -631,7 +638,7 @@ describe('two distribution points of CAs not known yet', () => {
       [alpha, 'TWO-1'],
       [beta, 'TWO-2'],
     ] as const) {
-      await portal.admin.registerDevice({ user_id: serial, profile_id: 'employees', platform: 'linux', serial });
+      await registerLinuxDevice(portal, serial, serial);
       const certificate = ca.device(serial, { cn: serial, uri: `urn:mdm:serial:${serial}` });
       // The portal's own TLS certificate is Alpha's; the device's chain is its CA's.
       const enrolled = await enrollOnceListsRead(
@@ -648,36 +655,24 @@ describe('two distribution points of CAs not known yet', () => {
 
 describe('a distribution point whose first reading fails is read again within seconds', () => {
   let ca: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal;
   let revoked: DeviceCertificateFiles;
-
-  before(async () => {
-    ca = MdmCa.make('Slow MDM');
+  const started = portalReadingList((makeCa) => {
+    ca = makeCa('Slow MDM');
     revoked = ca.device('judy-laptop', { cn: 'judy-laptop', uri: 'urn:mdm:serial:SOON-1' });
     const crlFile = ca.revoke(revoked.certificate);
-    crls = await CrlServer.start(() => crlFile);
-    crls.failing = true;
-    portal = await startTestPortal({
-      config: {
-        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT1H' }),
+    return {
+      list: () => crlFile,
+      beforePortalStarts: (crls) => {
+        crls.failing = true;
       },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
+      enrollment: (crlUrl) =>
+        ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crlUrl], crlRefresh: 'PT1H' }),
+    };
   });
 
   test('though crlRefresh is an hour: enrollment waits while it fails, and checks the certificate once it answers', async () => {
-    await portal.admin.registerDevice({
-      user_id: 'judy',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'SOON-1',
-    });
+    const { portal, crls } = started;
+    await registerLinuxDevice(portal, 'judy', 'SOON-1');
     const enrollUrl = tlsEnrollUrl(portal);
     await until('the first reading failed', async () => crls.requests > 0);
     const waiting = await enrollOverTls(enrollUrl, ca, revoked, { public_key: generateWireGuardKeyPair().publicKey });
@@ -722,17 +717,8 @@ describe('a distribution point that fails while its list is in force is read aga
 
   test('though crlRefresh is an hour: the revocation published after the failure retires the device within seconds', async () => {
     const first = await start();
-    const device = await first.admin.registerDevice({
-      user_id: 'nina',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'FLAKY-1',
-    });
-    const certificate = ca.device('nina-laptop', { cn: 'nina-laptop', uri: 'urn:mdm:serial:FLAKY-1' });
-    const enrolled = await enrollOnceListsRead(tlsEnrollUrl(first), ca, certificate, {
-      public_key: generateWireGuardKeyPair().publicKey,
-    });
-    assert.equal(enrolled.status, 200, enrolled.text);
+    const device = await registerLinuxDevice(first, 'nina', 'FLAKY-1');
+    const certificate = await enrollNewCertificate(first, ca, 'nina-laptop', 'FLAKY-1');
     await first.close();
 
     // The list believed before the restart is in force; the distribution point is down at start.
@@ -751,56 +737,34 @@ describe('a distribution point that fails while its list is in force is read aga
 });
 
 describe('a CA renewed under its name with a new key', () => {
-  let previous: MdmCa;
   let renewed: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal;
   let revoked: DeviceCertificateFiles;
-
-  before(async () => {
+  const started = portalReadingList((makeCa) => {
     // The old CA is configured; the renewed one has its very names and keys of its own.
-    previous = MdmCa.make('Renewed MDM');
-    renewed = MdmCa.make('Renewed MDM');
+    const previous = makeCa('Renewed MDM');
+    renewed = makeCa('Renewed MDM');
     revoked = renewed.device('kim-laptop', { cn: 'kim-laptop', uri: 'urn:mdm:serial:RENEW-1' });
     const crlFile = renewed.revoke(revoked.certificate);
-    crls = await CrlServer.start(() => crlFile);
-    portal = await startTestPortal({
-      config: {
-        enrollment: renewed.mutualTlsEnrollment({
+    return {
+      list: () => crlFile,
+      enrollment: (crlUrl) =>
+        renewed.mutualTlsEnrollment({
           trustAnchors: [previous.rootFile, renewed.rootFile],
           intermediates: [previous.issuingFile],
-          crl: [crls.url],
+          crl: [crlUrl],
           crlRefresh: 'PT1S',
         }),
-      },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    previous?.remove();
-    renewed?.remove();
+    };
   });
 
   test('its list, signed by a key the portal does not know yet for that name, still checks its chains: the revoked certificate is refused, another enrolls and makes the CA known', async () => {
-    await portal.admin.registerDevice({
-      user_id: 'kim',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'RENEW-1',
-    });
-    await portal.admin.registerDevice({
-      user_id: 'lee',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'RENEW-2',
-    });
+    const { portal, crls } = started;
+    await registerLinuxDevice(portal, 'kim', 'RENEW-1');
+    await registerLinuxDevice(portal, 'lee', 'RENEW-2');
     const enrollUrl = tlsEnrollUrl(portal);
-    const metrics = () => metricsOf(portal);
     await until(
       'the list refused as signed by another key',
-      async () => /^vpn_portal_crl_refused_total\{reason="bad-signature"\} [1-9]/m.test(await metrics()),
+      async () => (await refusedLists(portal, 'bad-signature')) >= 1,
       30_000,
     );
     await assertEnrollmentRefusedAsRevoked(enrollUrl, renewed, revoked, 'now');
@@ -810,59 +774,38 @@ describe('a CA renewed under its name with a new key', () => {
       public_key: generateWireGuardKeyPair().publicKey,
     });
     assert.equal(enrolled.status, 200, enrolled.text);
-    await until(
-      'the list believed',
-      async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
-      30_000,
-    );
+    await until('the list believed', () => listInForceWithOneEntry(portal, crls.url), 30_000);
   });
 });
 
 describe('a revocation list keeps to the CA of the list in force', () => {
   let alpha: MdmCa;
   let beta: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal;
   let served: string;
   let revoked: DeviceCertificateFiles;
-
-  before(async () => {
-    alpha = MdmCa.make('Alpha MDM');
-    beta = MdmCa.make('Beta MDM');
+  const started = portalReadingList((makeCa) => {
+    alpha = makeCa('Alpha MDM');
+    beta = makeCa('Beta MDM');
     revoked = alpha.device('eve-laptop', { cn: 'eve-laptop', uri: 'urn:mdm:serial:SWAP-1' });
     served = alpha.revoke(revoked.certificate);
-    crls = await CrlServer.start(() => served);
-    portal = await startTestPortal({
-      config: {
-        enrollment: alpha.mutualTlsEnrollment({
+    return {
+      list: () => served,
+      enrollment: (crlUrl) =>
+        alpha.mutualTlsEnrollment({
           trustAnchors: [alpha.rootFile, beta.rootFile],
           intermediates: [alpha.issuingFile, beta.issuingFile],
-          crl: [crls.url],
+          crl: [crlUrl],
           crlRefresh: 'PT1S',
         }),
-      },
-    });
+    };
   });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    alpha?.remove();
-    beta?.remove();
-  });
-
-  const enrollUrl = () => tlsEnrollUrl(portal);
-  const metrics = () => metricsOf(portal);
 
   test("another known CA's current list served in its place is refused: a certificate the first CA revoked stays refused", async () => {
-    await portal.admin.registerDevice({ user_id: 'eve', profile_id: 'employees', platform: 'linux', serial: 'SWAP-1' });
-    await until(
-      "Alpha's list read",
-      async () => (await metrics()).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
-      30_000,
-    );
+    const { portal, crls } = started;
+    await registerLinuxDevice(portal, 'eve', 'SWAP-1');
+    await until("Alpha's list read", () => listInForceWithOneEntry(portal, crls.url), 30_000);
     const enroll = () =>
-      enrollOverTls(enrollUrl(), alpha, revoked, { public_key: generateWireGuardKeyPair().publicKey });
+      enrollOverTls(tlsEnrollUrl(portal), alpha, revoked, { public_key: generateWireGuardKeyPair().publicKey });
     const refusedBefore = await enroll();
     assert.equal(refusedBefore.status, 403, refusedBefore.text);
     assert.match(refusedBefore.text, /revoked/);
@@ -873,7 +816,7 @@ describe('a revocation list keeps to the CA of the list in force', () => {
     const again = await enroll();
     assert.equal(again.status, 403, again.text);
     assert.match(again.text, /revoked/);
-    const text = await metrics();
+    const text = await metricsOf(portal);
     assert.ok(text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`), "Alpha's list stays in force");
     assert.match(text, /^vpn_portal_crl_refused_total\{reason="other-issuer"\} [1-9]/m);
     const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
@@ -909,46 +852,30 @@ for (const { other, otherName, refusal, device, serial, title } of [
 ] as const) {
   describe(title, () => {
     let alpha: MdmCa;
-    let otherCa: MdmCa;
-    let crls: CrlServer;
     let served: string;
-    let portal: TestPortal;
     let revoked: DeviceCertificateFiles;
-
-    before(async () => {
-      alpha = MdmCa.make('Alpha MDM');
-      otherCa = MdmCa.make(otherName);
+    const started = portalReadingList((makeCa) => {
+      alpha = makeCa('Alpha MDM');
+      const otherCa = makeCa(otherName);
       revoked = alpha.device(`${device}-laptop`, { cn: `${device}-laptop`, uri: `urn:mdm:serial:${serial}` });
       served = otherCa.writeCrl();
-      crls = await CrlServer.start(() => served);
-      portal = await startTestPortal({
-        config: {
-          enrollment: alpha.mutualTlsEnrollment({
+      return {
+        list: () => served,
+        enrollment: (crlUrl) =>
+          alpha.mutualTlsEnrollment({
             trustAnchors: [alpha.rootFile, otherCa.rootFile],
             intermediates: [otherCa.issuingFile],
-            crl: [{ list: crls.url, issuer: alpha.issuingFile }],
+            crl: [{ list: crlUrl, issuer: alpha.issuingFile }],
             crlRefresh: 'PT1S',
           }),
-        },
-      });
-    });
-
-    after(async () => {
-      await portal?.close();
-      await crls?.close();
-      alpha?.remove();
-      otherCa?.remove();
+      };
     });
 
     test(`${other}'s list is refused (${refusal}); the revoked certificate waits, then is refused as revoked once Alpha's list is served`, async () => {
-      await portal.admin.registerDevice({ user_id: device, profile_id: 'employees', platform: 'linux', serial });
+      const { portal, crls } = started;
+      await registerLinuxDevice(portal, device, serial);
       const enrollUrl = tlsEnrollUrl(portal);
-      await until(
-        `${other}'s list refused`,
-        async () =>
-          new RegExp(`^vpn_portal_crl_refused_total\\{reason="${refusal}"\\} [1-9]`, 'm').test(await metricsOf(portal)),
-        30_000,
-      );
+      await until(`${other}'s list refused`, async () => (await refusedLists(portal, refusal)) >= 1, 30_000);
       const waiting = await enrollOverTls(enrollUrl, alpha, revoked, {
         public_key: generateWireGuardKeyPair().publicKey,
       });
@@ -1040,16 +967,10 @@ describe('what was believed from a revocation list source holds across a restart
     enrollOverTls(tlsEnrollUrl(portal), alpha, revoked, {
       public_key: generateWireGuardKeyPair().publicKey,
     });
-  const refusedFor = async (portal: TestPortal, reason: string) =>
-    Number(
-      new RegExp(`^vpn_portal_crl_refused_total\\{reason="${reason}"\\} (\\S+)$`, 'm').exec(
-        await metricsOf(portal),
-      )?.[1] ?? 0,
-    );
 
   test('after a restart the revoked certificate is refused at once, though the distribution point is down, then serves an older list, then another CA’s', async () => {
     const first = await start();
-    await first.admin.registerDevice({ user_id: 'eve', profile_id: 'employees', platform: 'linux', serial: 'KEPT-1' });
+    await registerLinuxDevice(first, 'eve', 'KEPT-1');
     await until('the list read', async () => (await enroll(first)).status === 403, 30_000);
     await first.close();
 
@@ -1063,13 +984,13 @@ describe('what was believed from a revocation list source holds across a restart
     // Then the CA's own list of an hour ago, genuine and current, from before the revocation.
     served = olderList;
     crls.failing = false;
-    await until('the older list refused', async () => (await refusedFor(second, 'older')) > 0, 30_000);
+    await until('the older list refused', async () => (await refusedLists(second, 'older')) > 0, 30_000);
     const afterOlder = await enroll(second);
     assert.equal(afterOlder.status, 403, afterOlder.text);
 
     // Then another known CA's genuine, current list.
     served = beta.writeCrl();
-    await until('the other CA’s list refused', async () => (await refusedFor(second, 'other-issuer')) > 0, 30_000);
+    await until('the other CA’s list refused', async () => (await refusedLists(second, 'other-issuer')) > 0, 30_000);
     const afterOther = await enroll(second);
     assert.equal(afterOther.status, 403, afterOther.text);
     await second.close();
@@ -1089,7 +1010,7 @@ describe('what was believed from a revocation list source holds across a restart
     // Beta's list is still served: after the restart it is believed, Alpha's revocation with it gone.
     const third = await start();
     await until('Beta’s list in force', async () => (await enroll(third)).status === 200, 30_000);
-    assert.equal(await refusedFor(third, 'other-issuer'), 0);
+    assert.equal(await refusedLists(third, 'other-issuer'), 0);
     await third.close();
   });
 
@@ -1098,7 +1019,7 @@ describe('what was believed from a revocation list source holds across a restart
     const named = await start(true);
     const waiting = await enroll(named);
     assert.equal(waiting.status, 503, waiting.text);
-    await until('Beta’s list refused', async () => (await refusedFor(named, 'other-issuer')) > 0, 30_000);
+    await until('Beta’s list refused', async () => (await refusedLists(named, 'other-issuer')) > 0, 30_000);
 
     // Alpha's current list (the revocation of eve's certificate in it) is served again.
     served = alpha.writeCrl({ file: 'named.crl' });
@@ -1113,66 +1034,28 @@ describe('what was believed from a revocation list source holds across a restart
 
 describe('a device whose certificate a revoked CA issued is retired', () => {
   let ca: MdmCa;
-  let crls: CrlServer;
   let served: string;
-  let portal: TestPortal;
-
-  before(async () => {
-    ca = MdmCa.make('Compromised MDM');
+  const started = portalReadingList((makeCa) => {
+    ca = makeCa('Compromised MDM');
     served = ca.writeRootCrl();
-    crls = await CrlServer.start(() => served);
-    portal = await startTestPortal({
-      config: {
-        enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S', crlMaxRetire: 10 }),
-      },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
+    return {
+      list: () => served,
+      enrollment: (crlUrl) => ca.mutualTlsEnrollment({ crl: [crlUrl], crlRefresh: 'PT1S', crlMaxRetire: 10 }),
+    };
   });
 
   test('when the root’s list revokes the issuing CA, the device it vouched for is retired, the reason naming the CA', async () => {
-    const device = await portal.admin.registerDevice({
-      user_id: 'carol',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'CA-1',
-    });
-    const bystander = await portal.admin.registerDevice({
-      user_id: 'dave',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'CA-2',
-    });
-    const enrollUrl = tlsEnrollUrl(portal);
-    const enroll = async (name: string, serial: string): Promise<void> => {
-      const certificate = ca.device(name, { cn: name, uri: `urn:mdm:serial:${serial}` });
-      const answer = await enrollOnceListsRead(enrollUrl, ca, certificate, {
-        public_key: generateWireGuardKeyPair().publicKey,
-      });
-      assert.equal(answer.status, 200, answer.text);
-    };
-    await enroll('carol-laptop', 'CA-1');
+    const { portal } = started;
+    const device = await registerLinuxDevice(portal, 'carol', 'CA-1');
+    const bystander = await registerLinuxDevice(portal, 'dave', 'CA-2');
+    await enrollNewCertificate(portal, ca, 'carol-laptop', 'CA-1');
     assert.equal((await portal.admin.device(device.device_id)).state, 'active');
     // Two devices bound before the portal kept which CA certificate issued a device's (migration
     // 0048): erin's under this CA's name, frank's (as its row says) under another CA's.
-    const erin = await portal.admin.registerDevice({
-      user_id: 'erin',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'CA-3',
-    });
-    const frank = await portal.admin.registerDevice({
-      user_id: 'frank',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'CA-4',
-    });
-    await enroll('erin-laptop', 'CA-3');
-    await enroll('frank-laptop', 'CA-4');
+    const erin = await registerLinuxDevice(portal, 'erin', 'CA-3');
+    const frank = await registerLinuxDevice(portal, 'frank', 'CA-4');
+    await enrollNewCertificate(portal, ca, 'erin-laptop', 'CA-3');
+    await enrollNewCertificate(portal, ca, 'frank-laptop', 'CA-4');
     const db = portal.portal.ctx.db;
     await db
       .updateTable('devices')
