@@ -2,14 +2,35 @@
 // database still holds of OpenVPN on that node (a configuration, an open session, a receipt
 // waiting) is settled by the node's own client list all the same, not left open for ever.
 import assert from 'node:assert/strict';
+import { text } from 'node:stream/consumers';
 import { test } from 'node:test';
 import { DISCONNECT_REPORT_GRACE_MS } from '../../../src/core/sessions/index.js';
 import { asConnectionId, asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { insertCertificate } from '../../../src/storage/certificates.js';
 import { connectionHistory, openConnection } from '../../../src/storage/connection-log.js';
+import type { Db } from '../../../src/storage/database.js';
 import { ManualClock } from '../../support/admin-keys.js';
 import { startPortalWithNode } from '../../support/portal-with-node.js';
 import { answerJson, startPortalOnStandIn, startStandInNode } from '../../support/stand-in-node.js';
+
+/**
+ * The OpenVPN configuration `userId` got on node 0 when `employees` still ran OpenVPN there, as
+ * the database keeps it: the profile's change leaves the row where it was.
+ */
+function insertCertificateFromBefore(db: Db, userId: string, commonName: string): Promise<void> {
+  return insertCertificate(db, {
+    commonName: asConnectionId(commonName),
+    userId: asUserId(userId),
+    profileId: asProfileId('employees'),
+    nodeNumber: asNodeNumber(0),
+    displayName: 'Laptop',
+    createdAt: '2026-03-01T09:00:00+00:00',
+    expiresAt: '2099-01-01T09:00:00+00:00',
+    authKey: null,
+    publicKey: null,
+    expiryWarned: false,
+  });
+}
 
 test('a node whose profile dropped OpenVPN has its OpenVPN sessions ended and its OpenVPN receipts confirmed by its list', async (t) => {
   const clock = new ManualClock('2026-03-02T09:00:00Z');
@@ -36,18 +57,7 @@ test('a node whose profile dropped OpenVPN has its OpenVPN sessions ended and it
   // OpenVPN on node 0, connected since 08:00: what that configuration left in the database.
   await portal.admin.create({ user_id: 'olga', profile_id: 'employees' });
   const commonName = 'olga-openvpn-from-before';
-  await insertCertificate(db, {
-    commonName: asConnectionId(commonName),
-    userId: asUserId('olga'),
-    profileId: asProfileId('employees'),
-    nodeNumber: asNodeNumber(0),
-    displayName: 'Laptop',
-    createdAt: '2026-03-01T09:00:00+00:00',
-    expiresAt: '2026-09-01T09:00:00+00:00',
-    authKey: null,
-    publicKey: null,
-    expiryWarned: false,
-  });
+  await insertCertificateFromBefore(db, 'olga', commonName);
   await openConnection(db, {
     userId: asUserId('olga'),
     profileId: asProfileId('employees'),
@@ -94,33 +104,17 @@ test("a client still connected to the OpenVPN process the profile dropped (the n
       answerJson(response, {
         connection_list: [{ common_name: 'pavel-openvpn-from-before', ip_four: '10.60.0.3', ip_six: 'fd60::3' }],
       });
-    else if (path === '/o/disconnect_client') {
-      let body = '';
-      response.req.setEncoding('utf8');
-      response.req.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      response.req.on('end', () => {
+    else if (path === '/o/disconnect_client')
+      void text(response.req).then((body) => {
         disconnected.push(new URLSearchParams(body).get('common_name') ?? '');
         answerJson(response, {});
       });
-    } else return false;
+    else return false;
     return true;
   });
   const portal = await startPortalOnStandIn(t, nodeUrl);
   await portal.admin.create({ user_id: 'pavel', profile_id: 'employees' });
-  await insertCertificate(portal.portal.ctx.db, {
-    commonName: asConnectionId('pavel-openvpn-from-before'),
-    userId: asUserId('pavel'),
-    profileId: asProfileId('employees'),
-    nodeNumber: asNodeNumber(0),
-    displayName: 'Laptop',
-    createdAt: '2026-03-01T09:00:00+00:00',
-    expiresAt: '2099-01-01T09:00:00+00:00',
-    authKey: null,
-    publicKey: null,
-    expiryWarned: false,
-  });
+  await insertCertificateFromBefore(portal.portal.ctx.db, 'pavel', 'pavel-openvpn-from-before');
 
   await portal.reconcile();
   assert.ok(disconnected.includes('pavel-openvpn-from-before'), 'the profile no longer runs OpenVPN on this node');
