@@ -46,9 +46,16 @@ export async function latestRevision(db: Db): Promise<Revision> {
 
 /**
  * Moves the counter forward to at least `revision` (db copy: the copy's numbers must go on
- * from the source's, or the nodes would ignore its instructions as older than what they hold).
+ * from the source's, or the nodes would ignore its instructions as older than what they hold),
+ * never back. On PostgreSQL `setval` is no part of the transaction and sets whatever it is
+ * given: two callers that read the counter at once would each set their own number, the lower
+ * one last. `ALTER SEQUENCE` takes the lock that `nextval` and `setval` wait for, until this
+ * transaction ends, so the read and the set below are one step. Take the row locks the caller
+ * needs first: nothing in the transaction should wait once the counter has moved, since a
+ * rollback would not move it back.
  */
 export async function advanceRevisionTo(trx: Transaction<Database>, revision: Revision): Promise<void> {
+  if (isPostgres(trx)) await sql`ALTER SEQUENCE change_revision INCREMENT BY 1`.execute(trx);
   if (revision <= (await latestRevision(trx))) return;
   if (isPostgres(trx)) await sql`SELECT setval('change_revision', ${revision})`.execute(trx);
   else await sql`UPDATE change_revision SET value = ${revision} WHERE id = 1`.execute(trx);

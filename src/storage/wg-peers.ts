@@ -4,7 +4,7 @@ import type { ConnectionId, DeviceId, NodeNumber, ProfileId, UserId, WireGuardKe
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
 import { dueForExpiryWarning, type ExpiryWarningWindow } from './expiry-change.js';
-import { nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
+import { advanceRevisionTo, nextRevision, revisionValue, toRevision, type Revision } from './revisions.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
 import type { Database, WireGuardPeersTable } from './schema.js';
 import { PEER_ROWS, remainingPagesOfUser } from './user-pages.js';
@@ -102,8 +102,22 @@ export async function stampPeersOfDevice(trx: Transaction<Database>, deviceId: D
   return rows.map(toPeer).sort(byExpiryThenKey);
 }
 
-/** Gives every configuration on a node a new revision (after the counter was moved past the node's). */
-export async function stampPeersOfNode(trx: Transaction<Database>, nodeNumber: NodeNumber): Promise<number> {
+/**
+ * Moves the counter past `revision`, the newest a node applied, and gives every configuration
+ * on the node a new number above it; answers how many. The node's rows are locked first, so
+ * that once the counter has moved (no rollback moves it back) nothing is left to wait for and
+ * the new numbers are not lost to a deadlock.
+ */
+export async function catchUpWithNodeRevision(
+  trx: Transaction<Database>,
+  nodeNumber: NodeNumber,
+  revision: Revision,
+): Promise<number> {
+  if (isPostgres(trx))
+    await sql`SELECT count(*) FROM (SELECT 1 FROM wg_peers WHERE node_number = ${nodeNumber} FOR UPDATE) AS locked`.execute(
+      trx,
+    );
+  await advanceRevisionTo(trx, revision);
   const result = await trx
     .updateTable('wg_peers')
     .set({ revision: await revisionValue(trx) })

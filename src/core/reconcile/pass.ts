@@ -23,7 +23,7 @@ import {
 import { hasOpenOpenVpnSession } from '../../storage/connection-log.js';
 import { hasAllocatedOnNode } from '../../storage/ip-pools.js';
 import { isNodeResetConfirmed } from '../../storage/node-resets.js';
-import { advanceRevisionTo, latestRevision, nextRevision, toRevision } from '../../storage/revisions.js';
+import { latestRevision, nextRevision, toRevision } from '../../storage/revisions.js';
 import {
   activePeers,
   countPeersOnNode,
@@ -32,7 +32,7 @@ import {
   peersWantedOnNode,
   keysWantedOnNode,
   peersWithKeys,
-  stampPeersOfNode,
+  catchUpWithNodeRevision,
   type PeerWantedOnNode,
   type WireGuardPeer,
 } from '../../storage/wg-peers.js';
@@ -419,10 +419,9 @@ async function removalsFor(
  */
 async function catchUpWithNode(ctx: PortalContext, nodeNumber: NodeNumber, nodeRevision: number): Promise<void> {
   if (nodeRevision <= (await latestRevision(ctx.db))) return;
-  const stamped = await ctx.db.transaction().execute(async (trx) => {
-    await advanceRevisionTo(trx, toRevision(nodeRevision));
-    return stampPeersOfNode(trx, nodeNumber);
-  });
+  const stamped = await ctx.db
+    .transaction()
+    .execute((trx) => catchUpWithNodeRevision(trx, nodeNumber, toRevision(nodeRevision)));
   ctx.logger.warn(
     { nodeNumber, nodeRevision, stamped },
     `node ${nodeNumber} has applied revision ${nodeRevision}, newer than this database's: it followed another database (a restored backup?); this database's state now takes precedence`,
