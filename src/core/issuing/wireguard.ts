@@ -4,7 +4,7 @@
 import type { ProfileNode } from '../../config/portal-config.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../storage/schema.js';
-import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { activePeers, peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
 import type { UnplacedPeer } from '../../storage/new-peer.js';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { generateWireGuardKeyPair } from '../../wireguard/keys.js';
@@ -81,13 +81,17 @@ export async function issueWireGuard(
       );
     const stored = await storePeer(ctx, issue, node, keyPair.publicKey, devicePublicKey !== null, format, render);
     if (stored === null) continue;
-    await addPeersToNodes(ctx, [stored.peer], 'create');
+    if (stored.wanted) await addPeersToNodes(ctx, [stored.peer], 'create');
     return stored.file;
   }
   return null;
 }
 
-/** Writes the user (when new) and the peer in one transaction; null when the node's pool is full. */
+/**
+ * Writes the user (when new) and the peer in one transaction; null when the node's pool is full.
+ * `wanted`: the peer belongs on its node as stored (false only when read back after a lost
+ * answer and revoked meanwhile).
+ */
 async function storePeer(
   ctx: PortalContext,
   issue: Issue,
@@ -97,7 +101,7 @@ async function storePeer(
   devicePublicKey: boolean,
   format: WireGuardFileFormat,
   render: (peer: WireGuardPeer) => Promise<ConfigurationFile>,
-): Promise<{ readonly peer: WireGuardPeer; readonly file: ConfigurationFile } | null> {
+): Promise<{ readonly peer: WireGuardPeer; readonly wanted: boolean; readonly file: ConfigurationFile } | null> {
   const configuration: ConfigurationRef = {
     userId: issue.request.userId,
     profileId: issue.profile.profileId,
@@ -119,15 +123,14 @@ async function storePeer(
   };
   // A key the device brought must be checked unused first: that is a transaction's work.
   if (!devicePublicKey) {
-    const peer = await storeInOneStatement(ctx, issue, configuration, {
-      run: (user, closingWrites) => insertInOneStatement(ctx.db, node, unplaced, user, closingWrites),
-      committedAnswer: async () => {
-        const [stored] = await peersWithKeys(ctx.db, [publicKey]);
-        if (stored === undefined) throw new Error('a create that committed stored no configuration');
-        return stored;
+    const stored = await storeInOneStatement(ctx, issue, configuration, {
+      run: async (user, closingWrites) => {
+        const answer = await insertInOneStatement(ctx.db, node, unplaced, user, closingWrites);
+        return 'gaveUp' in answer ? answer : { stored: { peer: answer.stored, wanted: true } };
       },
+      committedAnswer: () => readBackCreated(ctx, publicKey),
     });
-    if (peer !== null) return { peer, file: await render(peer) };
+    if (stored !== null) return { ...stored, file: await render(stored.peer) };
   }
   try {
     return await storeConfiguration(ctx, issue, async (trx) => {
@@ -139,7 +142,7 @@ async function storePeer(
         if (peer === null) throw new PoolFull();
         const file = await render(peer);
         await keepAnswer(last, issue, format, file, publicKey);
-        return { peer, file };
+        return { peer, wanted: true, file };
       };
       return { configuration, finish };
     });
@@ -147,4 +150,21 @@ async function storePeer(
     if (error instanceof PoolFull) return null;
     throw error;
   }
+}
+
+/**
+ * A create that committed but whose answer was lost with the connection, read back. A
+ * revocation may have committed since: it stamped the row with its own revision and sent its
+ * removal, and an add at that revision would win the tie on the node. So the node gets the
+ * peer only if it is still wanted, read with its state and revision in one statement.
+ */
+async function readBackCreated(
+  ctx: PortalContext,
+  publicKey: WireGuardKey,
+): Promise<{ readonly peer: WireGuardPeer; readonly wanted: boolean }> {
+  const [wanted] = await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), publicKeys: [publicKey] });
+  if (wanted !== undefined) return { peer: wanted, wanted: true };
+  const [stored] = await peersWithKeys(ctx.db, [publicKey]);
+  if (stored === undefined) throw new Error('a create that committed stored no configuration');
+  return { peer: stored, wanted: false };
 }
