@@ -50,8 +50,14 @@ export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): 
 
 function decodeUserCursor(cursor: string): string {
   const userId = Buffer.from(cursor, 'base64url').toString('utf8');
-  // Ours encode a user id exactly; anything else does not survive the round trip.
-  if (userId === '' || Buffer.from(userId, 'utf8').toString('base64url') !== cursor)
+  // Ours encode a user id exactly; anything else does not survive the round trip, and no user
+  // id holds a NUL (which PostgreSQL refuses in text) or more than 255 characters.
+  if (
+    userId === '' ||
+    userId.length > 255 ||
+    userId.includes('\u0000') ||
+    Buffer.from(userId, 'utf8').toString('base64url') !== cursor
+  )
     throw new PortalError('invalid-parameter', 'invalid value for "cursor"');
   return userId;
 }

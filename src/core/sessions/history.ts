@@ -95,7 +95,10 @@ function encodeCursor(connectedAt: string, logId: string): string {
 function decodeCursor(cursor: string): { connectedAt: string; logId: string } {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+    // Ours hold a time and an id: short, and never a NUL (which PostgreSQL refuses in text).
+    const isPart = (part: unknown): part is string =>
+      typeof part === 'string' && part.length <= 255 && !part.includes('\u0000');
+    if (Array.isArray(value) && value.length === 2 && isPart(value[0]) && isPart(value[1])) {
       return { connectedAt: value[0], logId: value[1] };
     }
   } catch {

@@ -245,6 +245,12 @@ test('an address or a moment that is not one is a 400 naming the parameter, and 
       'invalid value for "at": "2026-04-31" is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z',
     ],
   ];
+  // A cursor holding a NUL, which PostgreSQL refuses to compare, is not one of ours either.
+  for (const parts of [
+    ['\u0000', 'x'],
+    ['2026-03-02T09:00:00+00:00', 'a\u0000'],
+  ])
+    refusals.push([{ cursor: Buffer.from(JSON.stringify(parts)).toString('base64url') }, 'invalid value for "cursor"']);
   for (const [query, message] of refusals) {
     const response = await portal.get('/connection_log', query);
     assert.equal(response.status, 400, JSON.stringify(query));

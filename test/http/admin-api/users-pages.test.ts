@@ -114,6 +114,10 @@ test('a bad prefix, limit or cursor is a 400 naming the parameter, and changes n
     ['/users', { limit: 'ten' }, 'invalid value for "limit"'],
     ['/users', { cursor: 'not a cursor' }, 'invalid value for "cursor"'],
     ['/disabled_users', { cursor: 'AAAA_' }, 'invalid value for "cursor"'],
+    // Cursors of ids no user can have: a NUL (which PostgreSQL refuses to compare), or too long.
+    ['/users', { cursor: 'AA' }, 'invalid value for "cursor"'],
+    ['/disabled_users', { cursor: 'AGE' }, 'invalid value for "cursor"'],
+    ['/users', { cursor: Buffer.from('x'.repeat(256)).toString('base64url') }, 'invalid value for "cursor"'],
   ];
   for (const [path, query, message] of cases) {
     const response = await portal.get(path, query);
