@@ -266,9 +266,9 @@ ${await qrCode(token.enrollment_token)}
   }),
   revoke_enrollment_token: action({
     route: revokeEnrollmentTokenRoute,
-    fields: ['token_id'],
-    async describe(_request, { token_id = '' }) {
-      return `Revoke the enrollment token ${token_id}: it can no longer be redeemed; configurations it made stay.`;
+    fields: ['user_id', 'token_id'],
+    async describe(_request, { user_id = '', token_id = '' }) {
+      return `Revoke the enrollment token ${token_id} of ${user_id}: it can no longer be redeemed; configurations it made stay.`;
     },
     after: () => 'tokens',
   }),

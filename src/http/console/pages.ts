@@ -472,7 +472,12 @@ async function tokens(r: ConsoleRequest): Promise<PageResult> {
         (token) =>
           html`<tr><td class="id">${token.token_id}</td><td>${userLink(frame.base, token.user_id)}</td><td>${token.profile_id}</td><td>${token.state}</td><td>${token.uses_left} of ${token.uses}</td><td>${token.expires_at}</td><td>${token.created_by ?? ''}</td><td>${
             token.state === 'usable' && may(frame, 'write')
-              ? link(frame.base, 'confirm', { action: 'revoke_enrollment_token', token_id: token.token_id }, 'Revoke…')
+              ? link(
+                  frame.base,
+                  'confirm',
+                  { action: 'revoke_enrollment_token', user_id: token.user_id, token_id: token.token_id },
+                  'Revoke…',
+                )
               : ''
           }</td></tr>`,
       ),

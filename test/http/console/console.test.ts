@@ -149,7 +149,7 @@ test('a user id made of HTML shows as text, in the list, on its page and in the 
   assert.deepEqual(problems, []);
 });
 
-test('issuing a configuration shows its file once, as a download and as a QR code that reads back to the file', async (t) => {
+test('issuing a configuration shows its file once, as a download and as a QR code that reads back to the file; a token made for the user is revoked from its list', async (t) => {
   const portal = await portalWithUsers();
   t.after(portal.close);
   const key = await makeAdminKey(portal, 'issuer', { scope: 'write' });
@@ -191,6 +191,20 @@ test('issuing a configuration shows its file once, as a download and as a QR cod
   const token = (await page.locator('#enrollment-token').textContent()) ?? '';
   assert.match(token, /^vpe_/);
   assert.equal(readQrCode(await page.locator('img#qr').screenshot()), token, "the token's QR code holds the token");
+
+  await page.getByRole('link', { name: 'Enrollment tokens', exact: true }).click();
+  await page.getByRole('link', { name: 'Revoke…' }).click();
+  assert.match((await page.locator('#what').textContent()) ?? '', /^Revoke the enrollment token /);
+  await page.getByRole('button', { name: 'Yes, revoke enrollment token' }).click();
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Enrollment tokens');
+  assert.match((await page.locator('main table tbody tr', { hasText: 'bob' }).textContent()) ?? '', /revoked/);
+  const tokens = (await portal.get('/enrollment_tokens', { user_id: 'bob' })).json() as {
+    enrollment_tokens: { state: string }[];
+  };
+  assert.deepEqual(
+    tokens.enrollment_tokens.map((listed) => listed.state),
+    ['revoked'],
+  );
 });
 
 test('a read-only key sees no change buttons, and a forged change is refused by the CSRF check and by its scope', async (t) => {
