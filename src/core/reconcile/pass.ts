@@ -182,7 +182,13 @@ async function reconcileNodeOnce(
   await ctx.nodes.noticeNat(nodeNumber, info.nat);
   if (info.maxRevision !== null) await catchUpWithNode(ctx, nodeNumber, info.maxRevision);
   const actual = await ctx.nodes.attempt(daemon, 'peer_list', (node) => node.peerList(true));
-  if (actual === undefined) return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  if (actual === undefined) {
+    // A node that answers but whose list could not be read (an error answer, a list longer than
+    // the portal reads) still gets the removals its receipts wait for: a removal needs no list.
+    if (!ctx.nodes.isDown(nodeNumber))
+      await confirmPendingRevocations(ctx, daemon, { desiredKeys: new Set(), removedKeys: new Set(), openVpn: null });
+    return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
+  }
   if (options.observeSessions === true) await observeWireGuardSessions(ctx, nodeNumber, actual);
 
   // A configuration stored before keys had to be canonical may hold a non-canonical twin of
