@@ -179,7 +179,11 @@ export function readGroup(body: unknown, current: ScimGroupView | null = null): 
   return groupInputOf(resource, memberIds, current);
 }
 
-/** The user after a PatchOp request (RFC 7644 §3.5.2) on `current`. */
+/**
+ * The user after a PatchOp request (RFC 7644 §3.5.2) on `current`. Its `active` says something
+ * only when an operation named it: a PATCH of the title carries no `active`, so that it never
+ * enables a user the directory disabled meanwhile (nor disables one).
+ */
 export async function patchUser(current: ScimUserView, body: unknown, location: string): Promise<ScimUserInput> {
   const request = patchRequest(body);
   const operations = operationsOf(request).map((operation) =>
@@ -187,7 +191,17 @@ export async function patchUser(current: ScimUserView, body: unknown, location: 
   );
   const patch = patchOfOperations(request, operations);
   const resource = new SCIMMY.Schemas.User(userResource(current, location), 'out');
-  return userInputOf(await applied(patch, resource), current);
+  const input = userInputOf(await applied(patch, resource), current);
+  return operations.some(namesActive) ? input : { ...input, active: null };
+}
+
+/** True for an operation on `active`: by its path, or, without one, by its value's `active`. */
+function namesActive(operation: unknown): boolean {
+  if (typeof operation !== 'object' || operation === null) return false;
+  const { path, value } = operation as { path?: unknown; value?: unknown };
+  if (typeof path === 'string' && path.toLowerCase() !== SCIM_USER_SCHEMA.toLowerCase())
+    return path.toLowerCase() === 'active';
+  return typeof value === 'object' && value !== null && Object.hasOwn(value, 'active');
 }
 
 /**

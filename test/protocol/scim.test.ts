@@ -48,6 +48,26 @@ test("Entra ID's PATCH forms disable and enable: capital ops, string booleans, w
   }
 });
 
+test('a PATCH that names no active carries none, so that it neither enables nor disables the user; one that names it, by path (also URN-qualified) or in a value, does', async () => {
+  const patched = (...operations: unknown[]) =>
+    patchUser(alice, { schemas: [PATCH], Operations: operations }, 'https://x/Users/u-1');
+  const title = await patched({ op: 'replace', path: 'title', value: 'CTO' });
+  assert.equal(title.active, null);
+  assert.equal(title.attributes['title'], 'CTO');
+  assert.equal((await patched({ op: 'replace', value: { displayName: 'Al' } })).active, null);
+  for (const operation of [
+    { op: 'replace', path: 'Active', value: true },
+    { op: 'replace', path: 'urn:ietf:params:scim:schemas:core:2.0:User:active', value: false },
+    { op: 'replace', value: { title: 'CTO', active: false } },
+  ])
+    assert.notEqual((await patched(operation)).active, null, JSON.stringify(operation));
+  assert.equal(
+    (await patched({ op: 'replace', path: 'title', value: 'CTO' }, { op: 'replace', path: 'active', value: false }))
+      .active,
+    false,
+  );
+});
+
 test('a user as created keeps its attributes but never id, meta, active, groups or a password', () => {
   const read = readUser({
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
