@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
-import type { Db } from './database.js';
+import { isPostgres, type Db } from './database.js';
 
 export interface StoredScimUser {
   readonly scimId: string;
@@ -74,6 +74,24 @@ function withState(db: Db) {
 export async function findScimUser(db: Db, scimId: string): Promise<ScimUserWithState | undefined> {
   const row = await withState(db).where('scim_users.scim_id', '=', scimId).executeTakeFirst();
   return row === undefined ? undefined : toScimUser(row);
+}
+
+/**
+ * The SCIM user read in a change's transaction, its row locked first on PostgreSQL (SQLite runs
+ * one writer at a time): a change applied to it is applied to what the last change left.
+ */
+export async function lockScimUser(trx: Db, scimId: string): Promise<ScimUserWithState | undefined> {
+  if (isPostgres(trx)) {
+    const locked = await trx
+      .selectFrom('scim_users')
+      .select('scim_id')
+      .where('scim_id', '=', scimId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (locked === undefined) return undefined;
+  }
+  // Read after the lock, in a statement of its own: it sees what the change before committed.
+  return findScimUser(trx, scimId);
 }
 
 export async function findScimUserOfUser(db: Db, userId: UserId): Promise<ScimUserWithState | undefined> {

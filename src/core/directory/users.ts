@@ -13,6 +13,7 @@ import {
   findScimUser,
   findScimUserOfUser,
   insertScimUser,
+  lockScimUser,
   scimUsersPage,
   updateScimUser,
   type ScimUserWithState,
@@ -101,32 +102,61 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 
-/** PUT (and PATCH, once applied): the directory's new view of the user. */
-export async function replaceDirectoryUser(
+/** PUT: the directory's new view of the user. */
+export function replaceDirectoryUser(
   ctx: PortalContext,
   scimId: string,
   input: ScimUserInput,
 ): Promise<DirectoryUserChange> {
-  const current = await existingScimUser(ctx, scimId);
-  if (input.userName !== current.userId)
-    throw new ScimProblem(
-      400,
-      'mutability',
-      `userName is the user id on this portal ("${current.userId}") and cannot change; delete the user and create it again`,
-    );
+  return changeDirectoryUser(ctx, scimId, async () => input);
+}
+
+/**
+ * PATCH: `change` is applied, in the transaction, to the user as stored, its row locked first:
+ * two PATCHes at once each apply to what the other left (one that changes the title and one that
+ * calls the user inactive both hold, never the second writing back the title, or the `active`,
+ * it read before the first committed).
+ */
+export function patchDirectoryUser(
+  ctx: PortalContext,
+  scimId: string,
+  change: (current: ScimUserView) => Promise<ScimUserInput>,
+): Promise<DirectoryUserChange> {
+  return changeDirectoryUser(ctx, scimId, change);
+}
+
+async function changeDirectoryUser(
+  ctx: PortalContext,
+  scimId: string,
+  inputOf: (current: ScimUserView) => Promise<ScimUserInput>,
+): Promise<DirectoryUserChange> {
   const at = ctx.clock.now();
   const revocationId = newRevocationId(ctx);
-  const ended = await ctx.events.change(ctx.db, async (trx, announce) => {
+  const { userId, active, ended } = await ctx.events.change(ctx.db, async (trx, announce) => {
+    const current = await lockScimUser(trx, scimId);
+    if (current === undefined) throw new ScimProblem(404, null, `no User with id "${scimId}"`);
+    const input = await inputOf(viewOf(current));
+    if (input.userName !== current.userId)
+      throw new ScimProblem(
+        400,
+        'mutability',
+        `userName is the user id on this portal ("${current.userId}") and cannot change; delete the user and create it again`,
+      );
     await updateScimUser(trx, scimId, {
       externalId: input.externalId,
       attributes: input.attributes,
       updatedAt: formatAtom(at),
     });
     await announce({ type: 'scim.changed', at, resource: 'User', action: 'replaced', scimId, userId: current.userId });
-    return input.active === false ? await inactiveInDirectory(ctx, trx, announce, current.userId, revocationId) : null;
+    return {
+      userId: current.userId,
+      active: input.active,
+      ended:
+        input.active === false ? await inactiveInDirectory(ctx, trx, announce, current.userId, revocationId) : null,
+    };
   });
-  const revocationIds = await revokeWhatEnded(ctx, current.userId, revocationId, ended);
-  if (input.active === true) await activeInDirectory(ctx, current);
+  const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, ended);
+  if (active === true) await activeInDirectory(ctx, await existingScimUser(ctx, scimId));
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 

@@ -8,6 +8,7 @@ import {
   deleteDirectoryUser,
   directoryUser,
   directoryUsers,
+  patchDirectoryUser,
   replaceDirectoryUser,
   type DirectoryUserChange,
 } from '../../core/directory/index.js';
@@ -66,8 +67,10 @@ export function userRoutes(app: FastifyInstance, ctx: PortalContext, callers: Sc
   });
   app.patch(`${path}/:id`, { bodyLimit: SCIM_USER_BODY_LIMIT_BYTES }, async (request, reply) => {
     const current = await directoryUser(ctx, idOf(request));
-    const input = await patchUser(current, request.body, location(current.id));
-    const change = await replaceDirectoryUser(callCtx(request, parametersOf(current)), current.id, input);
+    // Applied in the change's transaction to the user as stored then, not to `current`.
+    const change = await patchDirectoryUser(callCtx(request, parametersOf(current)), current.id, (stored) =>
+      patchUser(stored, request.body, location(current.id)),
+    );
     return sendScim(reply, 200, answer(change), receiptHeaders(change.revocationIds));
   });
   app.delete(`${path}/:id`, async (request, reply) => {
