@@ -6,6 +6,8 @@ import { execFile } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { after, before, describe, test } from 'node:test';
 import {
+  ATTRIBUTE,
+  accountingRecordSchema,
   checkAccountingResponse,
   encodeAccountingRequest,
   type AccountingRecord,
@@ -175,4 +177,43 @@ describe('RADIUS accounting requests', () => {
     assert.ok(types.includes(95) && !types.includes(4), 'NAS-IPv6-Address, not NAS-IP-Address');
     assert.ok(!types.includes(8) && !types.includes(168) && !types.includes(31));
   });
+
+  /** The value of the one `type` attribute in `packet`. */
+  const attributeValue = (packet: Buffer, type: number): Buffer => {
+    const found: Buffer[] = [];
+    for (let offset = 20; offset < packet.length; offset += packet.readUInt8(offset + 1))
+      if (packet.readUInt8(offset) === type)
+        found.push(packet.subarray(offset + 2, offset + packet.readUInt8(offset + 1)));
+    assert.equal(found.length, 1, `one attribute ${type}`);
+    return found[0] as Buffer;
+  };
+
+  // 254 octets, one over; 64 four-octet characters (256 octets), cut inside the 64th.
+  const cases = [
+    { label: '254 ASCII characters', userId: 'a'.repeat(254), cut: 'a'.repeat(253) },
+    { label: '64 emoji', userId: '😀'.repeat(64), cut: '😀'.repeat(63) },
+  ];
+  for (const { label, userId, cut } of cases)
+    test(`a user id of ${label} is cut to whole characters within 253 octets, the same for each record`, async () => {
+      const secret = Buffer.from(radius.secret);
+      const sessionId = `long-user-${userId.length}`;
+      // As the outbox keeps it: through the schema and JSON, as the Start and the Stop alike.
+      const start = accountingRecordSchema.parse(
+        JSON.parse(JSON.stringify({ ...RECORD, statusType: 'Start', sessionId, userName: userId })),
+      );
+      const stop = { ...RECORD, sessionId, userName: userId };
+      const names = [start, stop].map((record) => {
+        const request = encodeAccountingRequest(record, { identifier: 3, secret, delaySeconds: 0 });
+        return new TextDecoder('utf-8', { fatal: true }).decode(attributeValue(request.packet, ATTRIBUTE.userName));
+      });
+      assert.deepEqual(names, [cut, cut]);
+      assert.ok(Buffer.byteLength(cut) <= 253 && Buffer.byteLength(cut) > 249, 'as long as 253 octets allow');
+
+      const request = encodeAccountingRequest(start, { identifier: 4, secret, delaySeconds: 0 });
+      const response = await exchange(radius, request, 10_000);
+      assert.ok(response !== null, 'FreeRADIUS answered');
+      assert.deepEqual(checkAccountingResponse(response, request, secret), { kind: 'accepted' });
+      const written = await detailRecord(radius, 'the Start', (entry) => entry['Acct-Session-Id'] === sessionId);
+      assert.equal(written['User-Name'], cut);
+    });
 });
