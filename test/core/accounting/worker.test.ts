@@ -1,8 +1,8 @@
 // RADIUS accounting end to end inside the portal, against a real FreeRADIUS: a session's Start,
-// Interim-Update and Stop reach the server with the session's attributes; while the server is
-// away records wait in the outbox and arrive, with their Acct-Delay-Time, once it is back; two
-// portal instances on one database send each record once; a record unanswered for maxAge is
-// dropped with an audit row and a metric.
+// Interim-Update and Stop reach the server with the session's attributes (a long user id cut to
+// RADIUS's 253 octets); while the server is away records wait in the outbox and arrive, with
+// their Acct-Delay-Time, once it is back; two portal instances on one database send each record
+// once; a record unanswered for maxAge is dropped with an audit row and a metric.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -125,6 +125,23 @@ describe('RADIUS accounting through the outbox', () => {
       'each record once',
     );
     await second.close();
+  });
+
+  test('a user id over 253 octets reaches the server cut at a character boundary, the same in Start and Stop', async () => {
+    // 64 four-octet characters: 256 octets, a user id the Admin API and SCIM take.
+    const userId = '😀'.repeat(64);
+    const cut = '😀'.repeat(63);
+    await announce(portal, started('key-long', userId, clock.now()));
+    const start = await detailRecord(radius, 'the Start of the long user id', (record) => record['User-Name'] === cut);
+    assert.equal(start['Acct-Status-Type'], 'Start');
+    await announce(portal, ended('key-long', clock.now()));
+    const stop = await detailRecord(
+      radius,
+      'the Stop of the long user id',
+      (record) => record['User-Name'] === cut && record['Acct-Status-Type'] === 'Stop',
+    );
+    assert.equal(stop['Acct-Session-Id'], start['Acct-Session-Id']);
+    await until('the outbox to empty', async () => (await outboxSize()) === 0);
   });
 
   test('while the server is away the Stop waits in the outbox and arrives once it is back, with its delay', async () => {
