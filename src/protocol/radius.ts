@@ -60,7 +60,7 @@ const TWO_TO_32 = 2 ** 32;
  * sequence. The same value gives the same cut, so a session's Start, Interim-Update and Stop
  * name the same User-Name.
  */
-export function attributeText(value: string): string {
+function attributeText(value: string): string {
   if (Buffer.byteLength(value, 'utf8') <= MAX_ATTRIBUTE_VALUE) return value;
   let cut = '';
   let octets = 0;
@@ -72,31 +72,28 @@ export function attributeText(value: string): string {
   return cut;
 }
 
-/** A text attribute's value in a record: cut to what the attribute carries (`attributeText`). */
-const textValue = z.string().min(1).transform(attributeText);
-
 /**
  * One accounting record as the outbox keeps it (JSON): everything but what changes with each
  * transmission (Identifier, Request Authenticator, Acct-Delay-Time).
  */
 export const accountingRecordSchema = z.strictObject({
   statusType: z.enum(ACCT_STATUS_TYPES),
-  sessionId: textValue,
-  /** The user id (the Admin API and SCIM take 255 characters, up to 1020 octets): cut by `attributeText`. */
-  userName: textValue,
+  sessionId: z.string().min(1),
+  /** The user id, whole (the Admin API and SCIM take 255 characters, up to 1020 octets): cut when encoded. */
+  userName: z.string().min(1),
   /** The client's IPv4 tunnel address. */
   framedIpAddress: z.string().nullable(),
   /** The client's IPv6 tunnel address (one /128, so Framed-IPv6-Address, not -Prefix). */
   framedIpv6Address: z.string().nullable(),
   /** The client's own public address, as the node saw it. */
-  callingStationId: textValue.nullable(),
-  nasIdentifier: textValue,
+  callingStationId: z.string().nullable(),
+  nasIdentifier: z.string().min(1),
   /** The node's IPv4 or IPv6 address, where the portal knows one. */
   nasIpAddress: z.string().nullable(),
   /** Unix seconds of the event (start, interim, end). */
   eventTimestamp: z.int().nonnegative(),
   /** Class attributes, in order (the profile, then the device where there is one). */
-  classes: z.array(textValue),
+  classes: z.array(z.string().min(1)),
   sessionTime: z.int().nonnegative().optional(),
   terminateCause: z.enum(Object.keys(TERMINATE_CAUSES) as [TerminateCause, ...TerminateCause[]]).optional(),
   inputOctets: z.number().int().nonnegative().optional(),
@@ -201,7 +198,7 @@ function attribute(type: number, value: Buffer): Buffer {
   return Buffer.concat([Buffer.from([type, value.length + 2]), value]);
 }
 
-/** A text attribute, cut by `attributeText`: a record, stored before or made elsewhere, never fails to encode. */
+/** A text attribute, cut by `attributeText`: no record fails to encode for a long user id, profile or host name. */
 function text(type: number, value: string): Buffer {
   return attribute(type, Buffer.from(attributeText(value), 'utf8'));
 }

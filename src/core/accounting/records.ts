@@ -5,12 +5,7 @@
 // and Acct-Delay-Time are the sender's, made anew at every transmission.
 import { findProfile, type PortalConfig, type RadiusServer } from '../../config/portal-config.js';
 import { isIpAddress } from '../../net/ip-prefix.js';
-import {
-  accountingRecordSchema,
-  attributeText,
-  type AccountingRecord,
-  type TerminateCause,
-} from '../../protocol/radius.js';
+import { accountingRecordSchema, type AccountingRecord, type TerminateCause } from '../../protocol/radius.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { SessionEndCause } from '../events.js';
 
@@ -45,19 +40,16 @@ export function startRecord(config: PortalConfig, session: StartedSession): Acco
   return {
     statusType: 'Start',
     sessionId: session.acctSessionId,
-    // A user id of more than 253 octets is cut at a character boundary (RFC 2865's limit): the
-    // Interim-Updates and the Stop copy this record, so each says the same User-Name.
-    userName: attributeText(session.userId),
+    // Whole, as the audit row of a dropped record names the user: the encoder cuts it to 253 octets.
+    userName: session.userId,
     framedIpAddress: addressOrNull(session.ipFour),
     framedIpv6Address: addressOrNull(session.ipSix),
     callingStationId: session.originatingIp === null ? null : addressOrNull(session.originatingIp),
-    nasIdentifier: attributeText(node?.hostName ?? `node-${session.nodeNumber}`),
+    nasIdentifier: node?.hostName ?? `node-${session.nodeNumber}`,
     nasIpAddress: node === undefined ? null : nasAddress(node.hostName, node.nodeUrl),
     eventTimestamp: unixSeconds(session.at),
     // The profile first, exactly: FortiGate's RSSO matches a user group against this value.
-    classes: (session.deviceId === null ? [session.profileId] : [session.profileId, `device=${session.deviceId}`]).map(
-      attributeText,
-    ),
+    classes: session.deviceId === null ? [session.profileId] : [session.profileId, `device=${session.deviceId}`],
   };
 }
 
@@ -102,7 +94,7 @@ export function stopRecord(
 
 /** The record as `server` gets it: its own NAS-Identifier when it has one. */
 export function forServer(record: AccountingRecord, server: RadiusServer): AccountingRecord {
-  return server.nasIdentifier === null ? record : { ...record, nasIdentifier: attributeText(server.nasIdentifier) };
+  return server.nasIdentifier === null ? record : { ...record, nasIdentifier: server.nasIdentifier };
 }
 
 /** A record read back from the outbox or a session row. */

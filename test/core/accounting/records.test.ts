@@ -42,6 +42,13 @@ test('a device follows the profile as a second Class, and a missing address is l
   assert.equal(record.callingStationId, null);
 });
 
+test('a user id over 253 octets stays whole in the records, as the audit row of a dropped one names the user; only what is sent is cut', () => {
+  const userId = '😀'.repeat(64);
+  const start = startRecord(configWith('vpn.example.org', 'http://10.0.0.8:41194'), { ...session, userId });
+  const stop = stopRecord(start, session.at, { at: session.at, bytesIn: 1, bytesOut: 2, cause: 'idle' });
+  assert.deepEqual([start.userName, stop.userName], [userId, userId]);
+});
+
 test('interim and stop repeat the start with the time since, and the stop says why and how much', () => {
   const start = startRecord(configWith('vpn.example.org', 'http://10.0.0.8:41194'), session);
   const interim = interimRecord(start, session.at, new Date(session.at.getTime() + 600_000));
