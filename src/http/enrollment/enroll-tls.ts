@@ -12,7 +12,8 @@ import type { PortalContext } from '../../core/context.js';
 import { ENROLL_PATH } from '../../protocol/admin-api.js';
 import { AddressAllowList } from '../plumbing/address-allow-list.js';
 import { enrollEndpoint } from './enroll.js';
-import { handleError } from '../plumbing/error-reply.js';
+import { handleError, sendError } from '../plumbing/error-reply.js';
+import { decodePath } from '../plumbing/surface.js';
 import { enrollWithCertificate, type CertificateCheck } from './certificate-check.js';
 import { budgetedListener } from '../plumbing/listener-budgets.js';
 
@@ -42,8 +43,15 @@ export async function startEnrollTls(
   app.setErrorHandler(handleError);
   const enroll = enrollEndpoint(ctx);
   app.addHook('onRequest', (request, reply) => enroll.guard(request, reply));
-  app.post(`${ctx.config.basePath}/${ENROLL_PATH}`, async (request, reply) => {
+  const enrollPath = `${ctx.config.basePath}/${ENROLL_PATH}`;
+  app.post(enrollPath, async (request, reply) => {
     await enrollWithCertificate(ctx, check, presentedChain(request.raw.socket as TLSSocket), request, reply);
+  });
+  // Any other path or method gets the portal's JSON error, as on the main listener.
+  app.setNotFoundHandler((request, reply) => {
+    const path = decodePath(request.url.split('?')[0] ?? '');
+    if (path === enrollPath) return sendError(reply, 405, `method "${request.method}" not allowed`, { allow: 'POST' });
+    return sendError(reply, 404, `"${path}" not found`);
   });
   await app.listen({ host: tls.host, port: tls.port });
   const bound = app.server.address();

@@ -5,7 +5,7 @@
 // never reaches this device's configuration; no certificate, an untrusted one, an unregistered
 // device id and a revoked certificate (also one of a zero or negative serial) get 403 with the
 // reason, an audit row, and change nothing. The revocation lists are in the metrics, and one that
-// cannot be read keeps the last good one.
+// cannot be read keeps the last good one. Any other path or method gets the portal's JSON error.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -145,6 +145,40 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
       1,
       're-enrolling replaces',
     );
+  });
+
+  test('another path or method on the listener gets the JSON error the main listener would give, and no configuration', async () => {
+    const before = await state();
+    const url = new URL(tlsEnrollUrl(portal));
+    const ask = (method: string, pathname: string): Promise<Answer> =>
+      new Promise((resolve, reject) => {
+        const sent = request(
+          new URL(pathname, url),
+          {
+            method,
+            ca: [ca.rootPem, ca.issuingPem],
+            cert: `${laptop.certificatePem}${ca.issuingPem}`,
+            key: readFileSync(laptop.key),
+          },
+          (response) => {
+            let text = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (text += chunk));
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }));
+          },
+        );
+        sent.on('error', reject);
+        sent.end();
+      });
+    const nowhere = `${portal.portal.ctx.config.basePath}/nowhere`;
+    const elsewhere = await ask('GET', nowhere);
+    assert.equal(elsewhere.status, 404, elsewhere.text);
+    assert.equal(errorBody(elsewhere.text), `"${nowhere}" not found`);
+    const got = await ask('GET', url.pathname);
+    assert.equal(got.status, 405, got.text);
+    assert.equal(errorBody(got.text), 'method "GET" not allowed');
+    assert.equal(got.headers['allow'], 'POST');
+    assert.equal(await state(), before);
   });
 
   test("another device's certificate only ever reaches that device", async () => {
