@@ -19,6 +19,7 @@ import {
   type ScimUserWithState,
 } from '../../storage/scim-users.js';
 import type { Database } from '../../storage/schema.js';
+import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import type { Announce } from '../events.js';
@@ -26,7 +27,8 @@ import { newRevocationId } from '../revocations/index.js';
 import {
   destroyUser,
   disableExistingUserIfEnabled,
-  enableUser,
+  enableUserInTransaction,
+  pushPeersOfEnabledUser,
   endAccessOfDisabledUser,
   revokeAccessOfDisabledUser,
   type EndedAccess,
@@ -65,9 +67,9 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
   const at = ctx.clock.now();
   const scimId = randomUUID();
   const revocationId = newRevocationId(ctx);
-  let ended: EndedAccess | null;
+  let done: { readonly ended: EndedAccess | null; readonly enabled: WireGuardPeer[] | null };
   try {
-    ended = await ctx.events.change(ctx.db, async (trx, announce) => {
+    done = await ctx.events.change(ctx.db, async (trx, announce) => {
       if ((await findScimUserOfUser(trx, userId)) !== undefined) throw taken(userId);
       const user = await ensureUser(trx, userId, formatAtom(at));
       // Linking hands the directory a user made otherwise (disable, destroy), unless narrowed.
@@ -90,15 +92,18 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
       });
       if (user.created) await announce({ type: 'user.created', at, userId });
       await announce({ type: 'scim.changed', at, resource: 'User', action: 'created', scimId, userId });
-      return input.active === false ? await inactiveInDirectory(ctx, trx, announce, userId, revocationId) : null;
+      return {
+        ended: input.active === false ? await inactiveInDirectory(ctx, trx, announce, userId, revocationId) : null,
+        enabled: input.active === true ? await activeInDirectory(ctx, trx, announce, user) : null,
+      };
     });
   } catch (error) {
     // Two requests for one user at once: the unique index decides.
     if (isUniqueViolation(error)) throw taken(userId);
     throw error;
   }
-  const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, ended);
-  if (input.active === true) await activeInDirectory(ctx, await existingScimUser(ctx, scimId));
+  const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, done.ended);
+  if (done.enabled !== null) await pushPeersOfEnabledUser(ctx, userId, done.enabled);
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 
@@ -132,7 +137,7 @@ async function changeDirectoryUser(
 ): Promise<DirectoryUserChange> {
   const at = ctx.clock.now();
   const revocationId = newRevocationId(ctx);
-  const { userId, active, ended } = await ctx.events.change(ctx.db, async (trx, announce) => {
+  const { userId, ended, enabled } = await ctx.events.change(ctx.db, async (trx, announce) => {
     const current = await lockScimUser(trx, scimId);
     if (current === undefined) throw new ScimProblem(404, null, `no User with id "${scimId}"`);
     const input = await inputOf(viewOf(current));
@@ -150,13 +155,13 @@ async function changeDirectoryUser(
     await announce({ type: 'scim.changed', at, resource: 'User', action: 'replaced', scimId, userId: current.userId });
     return {
       userId: current.userId,
-      active: input.active,
       ended:
         input.active === false ? await inactiveInDirectory(ctx, trx, announce, current.userId, revocationId) : null,
+      enabled: input.active === true ? await activeInDirectory(ctx, trx, announce, current) : null,
     };
   });
   const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, ended);
-  if (active === true) await activeInDirectory(ctx, await existingScimUser(ctx, scimId));
+  if (enabled !== null) await pushPeersOfEnabledUser(ctx, userId, enabled);
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 
@@ -204,18 +209,28 @@ async function revokeWhatEnded(
 }
 
 /**
- * The directory calls the user active: enabled again only if the directory disabled it itself.
- * One an administrator disabled (during an incident, while the directory still calls the person
- * active) stays disabled until an administrator enables it.
+ * The directory calls the user active: enabled again only if the directory disabled it itself,
+ * in the transaction that holds the directory's row (a PATCH calling the user inactive that
+ * commits after it finds the user enabled, and disables it). One an administrator disabled
+ * (during an incident, while the directory still calls the person active) stays disabled until
+ * an administrator enables it. Answers the peers to push once it commits, or null.
  */
-async function activeInDirectory(ctx: PortalContext, user: ScimUserWithState): Promise<void> {
-  if (!user.isDisabled) return;
-  const enabled = await enableUser(ctx, user.userId, { onlyIfDisabledBy: DIRECTORY_DISABLER });
-  if (!enabled)
+async function activeInDirectory(
+  ctx: PortalContext,
+  trx: Transaction<Database>,
+  announce: Announce,
+  user: { readonly userId: UserId; readonly isDisabled: boolean },
+): Promise<WireGuardPeer[] | null> {
+  if (!user.isDisabled) return null;
+  const peers = await enableUserInTransaction(ctx, trx, announce, user.userId, {
+    onlyIfDisabledBy: DIRECTORY_DISABLER,
+  });
+  if (peers === null)
     ctx.logger.info(
       { userId: user.userId },
       'the directory calls the user active, but it was not the directory that disabled it: it stays disabled',
     );
+  return peers;
 }
 
 async function existingScimUser(ctx: PortalContext, scimId: string): Promise<ScimUserWithState> {

@@ -148,8 +148,7 @@ test('an Entra ID provisioning cycle makes, disables, enables, narrows and destr
     ['scim POST /Groups', null, 201],
     ['scim PATCH /Groups', null, 200],
     ['scim PATCH /Users', userName, 200],
-    // The disable is saved with the attributes, in one change; the enable after them, in another.
-    ['scim PATCH /Users', userName, 200],
+    // The disable and the enable are each saved with the attributes, in one change: one row per call.
     ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],
     ['scim PATCH /Users', userName, 200],
