@@ -27,6 +27,7 @@ import {
   type RevocationList,
   type RevokedSerials,
 } from '../../keys/client-certificate.js';
+import { whyNotWholeList } from '../../keys/crl-scope.js';
 import { messageOf } from '../../shared/error-message.js';
 import { readResponseWithin } from '../../shared/limited-body.js';
 import { formatAtom } from '../../shared/time.js';
@@ -72,6 +73,7 @@ export const CRL_REFUSAL_REASONS = [
   'not-yet-valid',
   'expired',
   'older',
+  'not-whole',
 ] as const;
 export type CrlRefusalReason = (typeof CRL_REFUSAL_REASONS)[number];
 
@@ -462,6 +464,8 @@ export class RevocationListRefresher {
       );
     if (!(await crlSignedBy(crl, candidates)))
       throw new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
+    const partial = whyNotWholeList(crl);
+    if (partial !== null) throw new CrlRefused('not-whole', `${partial}; only a CA's whole list is believed`);
     const stale = notCurrent(crl, now);
     if (stale !== null) throw stale;
     if (inForce !== null && crl.thisUpdate < inForce.crl.thisUpdate)
