@@ -124,6 +124,15 @@ type ForwardedCertificate =
 /** The longest part of the proxy's verdict repeated in a refusal. */
 const MAX_VERDICT_CHARS = 200;
 
+/** How many times the request carries the header `name`, as sent (before Node joins repeats). */
+function timesSent(request: FastifyRequest, name: string): number {
+  const wanted = name.toLowerCase();
+  const raw = request.raw.rawHeaders;
+  let count = 0;
+  for (let index = 0; index < raw.length; index += 2) if (raw[index]?.toLowerCase() === wanted) count++;
+  return count;
+}
+
 /** Looks at the TCP peer itself (never X-Forwarded-For): only a listed proxy may forward a certificate. */
 function forwardedCertificate(
   request: FastifyRequest,
@@ -141,8 +150,10 @@ function forwardedCertificate(
       verdict: said === null ? `no ${config.verifiedHeader}` : `${config.verifiedHeader}: ${said}`,
     };
   }
-  // Several certificate headers: not what a proxy that replaces the header sends.
-  if (typeof value !== 'string') return { kind: 'unverified', verdict: `more than one ${config.header}` };
+  // Several certificate headers (Node joins them with ", " into one string): not what a proxy
+  // that replaces the header sends, and nothing says which one it verified.
+  if (typeof value !== 'string' || timesSent(request, config.header) > 1)
+    return { kind: 'unverified', verdict: `more than one ${config.header}` };
   try {
     return { kind: 'verified', pem: decodeURIComponent(value) };
   } catch {
