@@ -5,7 +5,7 @@
 // check. Without an answer the record is sent again after 2 s, 4 s, 8 s, … (at most a minute
 // apart), each time with the same Acct-Session-Id, a new Identifier and the Acct-Delay-Time since
 // its event, until `accounting.radius.maxAge` after the event: then it is dropped, with an audit
-// row. An instance killed mid-transmission leaves its lease to run out; then any instance sends
+// row (never before its first transmission). An instance killed mid-transmission leaves its lease to run out; then any instance sends
 // the record again: at least once, as RADIUS accounting expects (servers de-duplicate by
 // Acct-Session-Id, Acct-Status-Type and Event-Timestamp).
 import { randomBytes } from 'node:crypto';
@@ -144,7 +144,10 @@ export class RadiusAccountingWorker {
       const giveUpAt = addDuration(eventAt, settings.maxAge);
       if (server === undefined)
         return await this.#drop(claimed, token, 'the server is no longer in accounting.radius.servers');
-      if (clock.now() > giveUpAt) return await this.#drop(claimed, token, this.#tooOld(claimed));
+      // Sent at least once: a record queued after maxAge (a session the portal saw only after an
+      // outage longer than that) is dropped only when its one transmission goes unanswered.
+      if (clock.now() > giveUpAt && claimed.attempts > 1)
+        return await this.#drop(claimed, token, this.#tooOld(claimed));
       const record = parseRecord(claimed.record);
       const delaySeconds = (clock.now().getTime() - eventAt.getTime()) / 1000;
       const outcome = await transmitAccountingRequest(server, record, delaySeconds, ANSWER_TIMEOUT_MS, signal);

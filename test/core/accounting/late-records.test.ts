@@ -1,0 +1,74 @@
+// A record whose event is already older than accounting.radius.maxAge when it is queued is still
+// sent: after a portal outage longer than maxAge, a WireGuard session is dated by its first
+// handshake and a stop by the last handshake and 3 minutes, both from the time the portal did
+// not run. Dropped before a first transmission, the firewall never heard of a session that the
+// server, up all along, would have taken.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { PortalEvent } from '../../../src/core/events.js';
+import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { startFreeRadius } from '../../support/freeradius.js';
+import { shiftedClock } from '../../support/shifted-clock.js';
+import { startTestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
+
+test('a session that began while the portal was down (longer than maxAge) still reaches a server that answers', async (t) => {
+  const radius = await startFreeRadius();
+  t.after(() => radius.close());
+  const folder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
+  t.after(() => rm(folder, { recursive: true, force: true }));
+  const secretFile = join(folder, 'radius.secret');
+  await writeFile(secretFile, `${radius.secret}\n`, { mode: 0o600 });
+  const clock = shiftedClock();
+  const portal = await startTestPortal({
+    config: {
+      accounting: {
+        radius: { servers: [{ address: `${radius.host}:${radius.port}`, secretFile }], maxAge: 'PT1H' },
+      },
+    },
+    clock,
+  });
+  t.after(() => portal.close());
+  const { ctx } = portal.portal;
+
+  // The device has been online for two hours, through the portal's outage; the first pass after
+  // it dates the session by its first handshake, as the docs say.
+  const began = new Date(clock.now().getTime() - 2 * 3_600_000);
+  const started: PortalEvent = {
+    type: 'session.started',
+    at: began,
+    configuration: {
+      userId: asUserId('alice'),
+      profileId: asProfileId('employees'),
+      connectionId: 'key-alice',
+      vpnProto: 'wireguard',
+      nodeNumber: asNodeNumber(0),
+    },
+    ipFour: '10.44.0.7',
+    ipSix: 'fd44::7',
+    originatingIp: '203.0.113.9',
+  };
+  await ctx.events.change(ctx.db, async (_trx, record) => record(started));
+  const droppedRows = async () =>
+    (await portal.admin.auditLog({ user_id: 'alice' })).audit_log
+      .filter((row) => row.call === 'radius_accounting_dropped')
+      .map((row) => row.detail);
+  const starts = async () =>
+    (await radius.records()).filter(
+      (record) => record['User-Name'] === 'alice' && record['Acct-Status-Type'] === 'Start',
+    );
+  await until(
+    'the Start to reach the server, or to be dropped',
+    async () => (await starts()).length > 0 || (await droppedRows()).length > 0,
+    30_000,
+  );
+  const dropped = await droppedRows();
+  assert.deepEqual(dropped, [], 'nothing is dropped while the server answers');
+  const [start] = await starts();
+  // Sent with the time it waited: the firewall knows the session began two hours ago.
+  const delay = Number(start?.['Acct-Delay-Time']);
+  assert.ok(delay >= 7200 && delay < 7300, `Acct-Delay-Time ${delay}`);
+});
