@@ -19,6 +19,15 @@ export const VPN_DAEMON_PATHS = {
   disconnectClient: '/o/disconnect_client',
 } as const;
 
+/**
+ * Ours: how long our agent remembers a removal, so that an add read before it (an older
+ * revision) arriving later is ignored. The portal never sends an add whose state it read more
+ * than MAX_ADD_READ_AGE_MS before (a portal frozen, a VM paused): by then the agent may have
+ * forgotten the removal that overtook it.
+ */
+export const REMOVAL_MEMORY_MS = 10 * 60_000;
+export const MAX_ADD_READ_AGE_MS = REMOVAL_MEMORY_MS / 2;
+
 // ---- Answers ----
 
 /**

@@ -22,9 +22,13 @@ function refuse(response: ServerResponse, error: string): void {
   response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
 }
 
-export async function startRevisionNode(t: TestContext): Promise<RevisionNode> {
+/** `nowMs`: the node's monotonic clock, which times how long it remembers a removal. */
+export async function startRevisionNode(
+  t: TestContext,
+  options: { readonly nowMs?: () => number } = {},
+): Promise<RevisionNode> {
   const peers = new Map<string, readonly string[]>();
-  const revisions = new PeerRevisions();
+  const revisions = new PeerRevisions(options.nowMs);
   const log: RevisionNode['log'] = [];
   const add = (form: URLSearchParams, response: ServerResponse): void => {
     const parsed = parseAddPeerForm(form);

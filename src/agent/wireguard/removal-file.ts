@@ -11,7 +11,8 @@ import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { REMOVAL_MEMORY_MS, type RememberedRemoval } from './revisions.js';
+import { REMOVAL_MEMORY_MS } from '../../protocol/vpn-daemon.js';
+import type { RememberedRemoval } from './revisions.js';
 
 const lineSchema = z.object({
   publicKey: z.string().min(1).max(64),

@@ -3,14 +3,14 @@
 // instruction older than the last one applied for the same key comes from a state that has
 // been overtaken — typically an add a reconcile pass read just before an administrator
 // disabled the user — and is ignored, so a revocation can never be undone by a late add.
-// Removed keys are remembered for a while, longer than any instruction can be under way, and
-// across restarts (removal-file.ts): an add held up in a stalled portal must not find a
-// restarted agent that forgot the removal.
+// Removed keys are remembered for REMOVAL_MEMORY_MS, longer than any instruction can be under
+// way (the portal sends no add it read more than half of that before), and across restarts
+// (removal-file.ts): an add held up in a stalled portal must not find a restarted agent that
+// forgot the removal.
 // Instructions without a revision (an older portal, a script) always apply and reset what is
 // known about their key.
+import { REMOVAL_MEMORY_MS } from '../../protocol/vpn-daemon.js';
 
-/** How long a removal is remembered; instructions older than this are long timed out. */
-export const REMOVAL_MEMORY_MS = 10 * 60_000;
 /** Forgotten removals are cleared at most this often. */
 const PRUNE_EVERY_MS = 60_000;
 

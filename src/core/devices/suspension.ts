@@ -23,7 +23,7 @@ import { assertDeviceWithinReach } from '../access/index.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import { openVpnConfiguration, wireGuardConfiguration } from '../events.js';
-import { addPeersToNodes, removalsOf } from '../nodes/index.js';
+import { addPeersToNodes, readTimeNow, removalsOf } from '../nodes/index.js';
 import { newRevocationId, revokeOnNodes } from '../revocations/index.js';
 import { deviceRef, getDevice, type DeviceRecord } from './devices.js';
 
@@ -187,6 +187,7 @@ export async function resumeDevice(ctx: PortalContext, request: ResumeRequest): 
       : typeof request.onlyIfReason === 'string'
         ? [request.onlyIfReason]
         : request.onlyIfReason;
+  const readAt = readTimeNow(ctx);
   const done = await ctx.events.change(ctx.db, async (trx, announce) => {
     const device = await changeableDevice(ctx, trx, request.deviceId, 'resume');
     if (device.state !== 'suspended' || device.suspension === null)
@@ -230,7 +231,7 @@ export async function resumeDevice(ctx: PortalContext, request: ResumeRequest): 
       { deviceId: request.deviceId, by: request.by, configurations: done.peers.length },
       'device resumed',
     );
-    await addPeersToNodes(ctx, done.peers, 'resume_device');
+    await addPeersToNodes(ctx, done.peers, 'resume_device', readAt);
   }
   return { device: await getDevice(ctx, request.deviceId), outcome: done.outcome };
 }

@@ -24,6 +24,7 @@ import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import type { Announce } from '../events.js';
 import { newRevocationId } from '../revocations/index.js';
+import { readTimeNow } from '../nodes/index.js';
 import {
   destroyUser,
   disableExistingUserIfEnabled,
@@ -65,6 +66,7 @@ export async function directoryUsers(
 export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInput): Promise<DirectoryUserChange> {
   const userId = asUserId(input.userName);
   const at = ctx.clock.now();
+  const readAt = readTimeNow(ctx);
   const scimId = randomUUID();
   const revocationId = newRevocationId(ctx);
   let done: { readonly ended: EndedAccess | null; readonly enabled: WireGuardPeer[] | null };
@@ -103,7 +105,7 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
     throw error;
   }
   const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, done.ended);
-  if (done.enabled !== null) await pushPeersOfEnabledUser(ctx, userId, done.enabled);
+  if (done.enabled !== null) await pushPeersOfEnabledUser(ctx, userId, done.enabled, readAt);
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 
@@ -136,6 +138,7 @@ async function changeDirectoryUser(
   inputOf: (current: ScimUserView) => Promise<ScimUserInput>,
 ): Promise<DirectoryUserChange> {
   const at = ctx.clock.now();
+  const readAt = readTimeNow(ctx);
   const revocationId = newRevocationId(ctx);
   const { userId, ended, enabled } = await ctx.events.change(ctx.db, async (trx, announce) => {
     const current = await lockScimUser(trx, scimId);
@@ -161,7 +164,7 @@ async function changeDirectoryUser(
     };
   });
   const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, ended);
-  if (enabled !== null) await pushPeersOfEnabledUser(ctx, userId, enabled);
+  if (enabled !== null) await pushPeersOfEnabledUser(ctx, userId, enabled, readAt);
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }
 

@@ -14,7 +14,7 @@ import { assertPublicKeyUnused } from './device-keys.js';
 import type { ConfigurationRef } from '../events.js';
 import type { ClosingWrite } from '../../storage/closing-writes.js';
 import { keepAnswer, storeConfiguration, storeInOneStatement, type Issue } from './issue.js';
-import { nodeOrder, addPeersToNodes, insertAtFreeAddress, insertInOneStatement } from '../nodes/index.js';
+import { nodeOrder, addPeersToNodes, insertAtFreeAddress, insertInOneStatement, readTimeNow } from '../nodes/index.js';
 import { appleOnDemandOf, applePlatformOf } from './apple-profile-options.js';
 import { formatAtom } from '../../shared/time.js';
 
@@ -79,9 +79,10 @@ export async function issueWireGuard(
           deviceId: issue.deviceId,
         },
       );
+    const readAt = readTimeNow(ctx);
     const stored = await storePeer(ctx, issue, node, keyPair.publicKey, devicePublicKey !== null, format, render);
     if (stored === null) continue;
-    if (stored.wanted) await addPeersToNodes(ctx, [stored.peer], 'create');
+    if (stored.wanted) await addPeersToNodes(ctx, [stored.peer], 'create', readAt);
     return stored.file;
   }
   return null;

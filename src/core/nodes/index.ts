@@ -4,5 +4,6 @@ export * from './openvpn-clients.js';
 export * from './openvpn-server-files.js';
 export * from './order.js';
 export * from './peers.js';
+export * from './read-age.js';
 export * from './wireguard-settings.js';
 export * from './nat-history.js';

@@ -9,6 +9,7 @@ import type { Revision } from '../../storage/revisions.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import type { PortalContext } from '../context.js';
 import { pushToNodes } from './push.js';
+import { ageOfRead, youngEnoughToSend, type ReadTime } from './read-age.js';
 import { endSessionsOfRemovedPeers } from '../sessions/index.js';
 import { isCanonicalWireGuardKey } from '../../wireguard/keys.js';
 
@@ -71,15 +72,29 @@ export async function removePeersFromNodes(
   return done.map(({ item }) => item);
 }
 
-export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGuardPeer[], why: string): Promise<void> {
-  const { missed } = await pushToNodes(
+/**
+ * `readAt`: when the state the peers come from was read (src/core/nodes/read-age.ts); a push it
+ * is too old for by the time its turn comes is not sent, and the next reconcile pass sends what
+ * is still wanted.
+ */
+export async function addPeersToNodes(
+  ctx: PortalContext,
+  peers: readonly WireGuardPeer[],
+  why: string,
+  readAt: ReadTime,
+): Promise<void> {
+  const { missed, done } = await pushToNodes(
     ctx,
     // Never a non-canonical key (one stored before the check): reconcile takes it off instead.
     peers.filter((peer) => isCanonicalWireGuardKey(peer.publicKey)),
     'add_peer',
     'skip',
     (peer) => peer.nodeNumber,
-    (daemon, peer) => daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision),
+    async (daemon, peer) => {
+      if (!youngEnoughToSend(ctx, readAt)) return 'too-old' as const;
+      await daemon.addPeer(peer.publicKey, peerIpNet(peer), peer.revision);
+      return 'sent' as const;
+    },
   );
   for (const [nodeNumber, count] of missed) {
     ctx.logger.info(
@@ -87,4 +102,10 @@ export async function addPeersToNodes(ctx: PortalContext, peers: readonly WireGu
       `${why}: node ${nodeNumber} gets ${count} peer(s) as soon as it answers again`,
     );
   }
+  const tooOld = done.filter(({ answer }) => answer === 'too-old').length;
+  if (tooOld > 0)
+    ctx.logger.warn(
+      { peers: tooOld, call: why, readAgoMs: Math.round(ageOfRead(ctx, readAt)) },
+      `${why}: ${tooOld} peer(s) not sent, read too long ago (the portal stood still?); the next reconcile pass sends what is still wanted`,
+    );
 }

@@ -47,7 +47,15 @@ import {
   type WireGuardKey,
 } from '../../shared/ids.js';
 import { forEachLimited } from '../../shared/limited-parallel.js';
-import { peerIpNet, removalsOf, type PeerRemoval, releaseAddresses } from '../nodes/index.js';
+import {
+  peerIpNet,
+  readTimeNow,
+  removalsOf,
+  type PeerRemoval,
+  type ReadTime,
+  releaseAddresses,
+  youngEnoughToSend,
+} from '../nodes/index.js';
 import { pendingRevocationsOnNode } from '../../storage/revocation-nodes.js';
 import { confirmRemovals, revocationIdPerUser, revokeOnNodes } from '../revocations/index.js';
 import { formatAtom } from '../../shared/time.js';
@@ -256,18 +264,28 @@ async function addMissing(
   // Our agent takes many adds per request (add_peers): the same peers in flight, in a few
   // requests of up to PEERS_PER_ADD_REQUEST each; eduVPN's daemon gets one add_peer per peer.
   const perRequest = addPeersMax === null ? 1 : Math.min(addPeersMax, PEERS_PER_ADD_REQUEST);
-  const send = (peers: readonly WireGuardPeer[]): Promise<true | undefined> =>
+  /** Sends the peers still young enough (src/core/nodes/read-age.ts); answers how many went, undefined on a failure. */
+  const send = (peers: readonly ReadPeer[]): Promise<number | undefined> =>
     ctx.nodes.attempt(daemon, addPeersMax === null ? 'add_peer' : 'add_peers', async (node) => {
-      if (addPeersMax === null)
-        for (const peer of peers) await node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision);
-      else
+      let sent = 0;
+      if (addPeersMax === null) {
+        for (const { peer, readAt } of peers) {
+          if (!youngEnoughToSend(ctx, readAt)) continue;
+          await node.addPeer(peer.publicKey, peerIpNet(peer), peer.revision);
+          sent++;
+        }
+        return sent;
+      }
+      const young = peers.filter(({ readAt }) => youngEnoughToSend(ctx, readAt)).map(({ peer }) => peer);
+      if (young.length > 0)
         await node.addPeers(
-          peers.map((peer) => ({ publicKey: peer.publicKey, ipNet: peerIpNet(peer), revision: peer.revision })),
+          young.map((peer) => ({ publicKey: peer.publicKey, ipNet: peerIpNet(peer), revision: peer.revision })),
         );
-      return true as const;
+      return young.length;
     });
   let added = 0;
-  const ready: WireGuardPeer[] = [];
+  let tooOld = 0;
+  const ready: ReadPeer[] = [];
   let nextChunk = 0;
   let reading: Promise<void> | null = null;
   let failure: { readonly error: unknown } | null = null;
@@ -275,7 +293,9 @@ async function addMissing(
     reading ??= (async () => {
       const keys = missing.slice(nextChunk, nextChunk + CHUNK).map((peer) => peer.publicKey);
       nextChunk += CHUNK;
-      ready.push(...(await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, publicKeys: keys })));
+      const readAt = readTimeNow(ctx);
+      const peers = await activePeers(ctx.db, { now: formatAtom(ctx.clock.now()), nodeNumber, publicKeys: keys });
+      ready.push(...peers.map((peer) => ({ peer, readAt })));
     })()
       .catch((error: unknown) => {
         failure ??= { error };
@@ -296,12 +316,26 @@ async function addMissing(
       }
       if (ctx.nodes.isDown(nodeNumber)) return;
       if (ready.length < PARALLEL_CHANGES_PER_NODE && nextChunk < missing.length) void readNextChunk();
-      if ((await send(peers)) === true) added += peers.length;
+      const sent = await send(peers);
+      if (sent === undefined) continue;
+      added += sent;
+      tooOld += peers.length - sent;
     }
   };
   const senders = Math.ceil(PARALLEL_CHANGES_PER_NODE / perRequest);
   await Promise.all(Array.from({ length: Math.min(senders, missing.length) }, sender));
+  if (tooOld > 0)
+    ctx.logger.warn(
+      { nodeNumber, peers: tooOld },
+      `reconcile: ${tooOld} peer(s) for node ${nodeNumber} not sent, read too long ago (the portal stood still?); the next pass sends what is still wanted`,
+    );
   return added;
+}
+
+/** A peer to add, with when the pass read it. */
+interface ReadPeer {
+  readonly peer: WireGuardPeer;
+  readonly readAt: ReadTime;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Announce } from '../events.js';
 import { enableUserDisabledBy } from '../../storage/users.js';
 import { setExistingUserDisabled } from './existing-user.js';
 import type { UserId } from '../../shared/ids.js';
-import { addPeersToNodes } from '../nodes/index.js';
+import { addPeersToNodes, readTimeNow, type ReadTime } from '../nodes/index.js';
 import { formatAtom } from '../../shared/time.js';
 
 export interface EnableOptions {
@@ -22,11 +22,12 @@ export interface EnableOptions {
  * changed, otherwise.
  */
 export async function enableUser(ctx: PortalContext, userId: UserId, options: EnableOptions = {}): Promise<boolean> {
+  const readAt = readTimeNow(ctx);
   const peers = await ctx.events.change(ctx.db, (trx, announce) =>
     enableUserInTransaction(ctx, trx, announce, userId, options),
   );
   if (peers === null) return false;
-  await pushPeersOfEnabledUser(ctx, userId, peers);
+  await pushPeersOfEnabledUser(ctx, userId, peers, readAt);
   return true;
 }
 
@@ -54,12 +55,13 @@ export async function enableUserInTransaction(
   return stamped.filter((peer) => wanted.has(peer.publicKey));
 }
 
-/** After the enable committed: its peers go back onto their nodes. */
+/** After the enable committed: its peers go back onto their nodes (`readAt`: taken before its transaction). */
 export async function pushPeersOfEnabledUser(
   ctx: PortalContext,
   userId: UserId,
   peers: readonly WireGuardPeer[],
+  readAt: ReadTime,
 ): Promise<void> {
   ctx.logger.info({ userId, configurations: peers.length }, 'user enabled');
-  await addPeersToNodes(ctx, peers, 'enable_user');
+  await addPeersToNodes(ctx, peers, 'enable_user', readAt);
 }
