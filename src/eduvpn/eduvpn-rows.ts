@@ -41,7 +41,9 @@ const timestamp = z
   .regex(TIMESTAMP_PATTERN, 'not an ATOM timestamp (YYYY-MM-DDTHH:MM:SS+00:00)')
   .transform((text, context) => {
     const date = new Date(text);
-    if (Number.isNaN(date.getTime())) {
+    // Date reads 30 February as 2 March and hour 24 as the next midnight: such a time was never
+    // written by eduVPN, and reading it as another time would move an expiry.
+    if (Number.isNaN(date.getTime()) || !isCalendarDay(text.slice(0, 10)) || text.slice(11, 13) === '24') {
       context.addIssue({ code: 'custom', message: 'not a valid date and time' });
       return z.NEVER;
     }
