@@ -5,7 +5,8 @@
 // or not expired; one an earlier import brought and deleted here since is left, and so are a
 // destroyed or disabled user's), the connection log (each row with a log id derived from the row, so a
 // second run finds it; one that ended before `connectionLogRetention` is left, as the retention
-// here deleted it or would, unless a legal hold keeps its user's history) and the daily statistics.
+// here deleted it or would, unless a legal hold keeps its user's history; an open WireGuard row is
+// brought closed at the import) and the daily statistics.
 import { createHash } from 'node:crypto';
 import type {
   EduVpnAuthorization,
@@ -160,6 +161,11 @@ export async function checkConnectionLog(
   const outcome = emptyOutcome<ImportedConnection>();
   const rows = page.map((entry) => ({
     ...entry,
+    // eduVPN opens a WireGuard row when it creates the configuration and closes it when it deletes
+    // it: an open one says the configuration held its addresses, not that a device was online.
+    // Closed at the import (without byte counts, eduVPN has none), it is history here, not a
+    // session the first pass would end with a session.ended for every idle device.
+    disconnectedAt: entry.disconnectedAt ?? (entry.vpnProto === 'wireguard' ? facts.now : null),
     logId: importedLogId(entry),
     nodeNumber: facts.nodeOfConnection.get(entry.connectionId) ?? UNKNOWN_NODE,
   }));
