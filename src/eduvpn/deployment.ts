@@ -17,18 +17,28 @@ export interface EduVpnUser {
   readonly isDisabled: boolean;
 }
 
-export interface EduVpnAuthorization {
-  readonly authKey: string;
+/**
+ * A record of a table whose rows belong to a user (foreign key `user_id`): the user is the row
+ * of `users` eduVPN's database matches it to, compared as that database compares (MariaDB and
+ * MySQL without regard to case and trailing spaces: `ALICE` is `alice`'s there).
+ */
+export interface EduVpnUserOwned {
+  /** The matched user's id as `users` has it; `user_id` as written when none matched. */
   readonly userId: UserId;
+  /** False when no user matched `user_id` (a row the foreign key should have kept out). */
+  readonly userFound: boolean;
+}
+
+export interface EduVpnAuthorization extends EduVpnUserOwned {
+  readonly authKey: string;
   readonly clientId: string;
   readonly scope: string;
   readonly authorizedAt: string;
   readonly expiresAt: string;
 }
 
-export interface EduVpnWireGuardPeer {
+export interface EduVpnWireGuardPeer extends EduVpnUserOwned {
   readonly publicKey: WireGuardKey;
-  readonly userId: UserId;
   readonly profileId: ProfileId;
   readonly nodeNumber: NodeNumber;
   readonly displayName: string;
@@ -40,9 +50,8 @@ export interface EduVpnWireGuardPeer {
   readonly authKey: string | null;
 }
 
-export interface EduVpnCertificate {
+export interface EduVpnCertificate extends EduVpnUserOwned {
   readonly commonName: string;
-  readonly userId: UserId;
   readonly profileId: ProfileId;
   readonly nodeNumber: NodeNumber;
   readonly displayName: string;

@@ -124,6 +124,8 @@ const userRow = z
     }),
   );
 
+// Authorizations and configurations are parsed with user_id as written: which user they belong
+// to, the reader asks eduVPN's database (EduVpnUserOwned).
 const authorizationRow = z
   .object({
     auth_key: authKey,
@@ -134,7 +136,7 @@ const authorizationRow = z
     expires_at: timestamp,
   })
   .transform(
-    (row): EduVpnAuthorization => ({
+    (row): Omit<EduVpnAuthorization, 'userFound'> => ({
       authKey: row.auth_key,
       userId: row.user_id,
       clientId: row.client_id,
@@ -158,7 +160,7 @@ const wireGuardPeerRow = z
     auth_key: authKey.nullable(),
   })
   .transform(
-    (row): EduVpnWireGuardPeer => ({
+    (row): Omit<EduVpnWireGuardPeer, 'userFound'> => ({
       publicKey: row.public_key,
       userId: row.user_id,
       profileId: row.profile_id,
@@ -184,7 +186,7 @@ const certificateRow = z
     auth_key: authKey.nullable(),
   })
   .transform(
-    (row): EduVpnCertificate => ({
+    (row): Omit<EduVpnCertificate, 'userFound'> => ({
       commonName: row.common_name,
       userId: row.user_id,
       profileId: row.profile_id,

@@ -21,6 +21,7 @@ import pg from 'pg';
 import { describeDatabase, parseDatabaseLocation } from '../config/database-location.js';
 import type { DatabaseLocation } from '../config/portal-config.js';
 import { messageOf } from '../shared/error-message.js';
+import { asUserId } from '../shared/ids.js';
 import {
   type EduVpnDeployment,
   type EduVpnKeys,
@@ -77,7 +78,13 @@ const KEY_OF_TABLE = {
   certificates: 'common_name',
 } as const;
 type KeyedTable = keyof typeof KEY_OF_TABLE;
+/** The keyed tables whose rows belong to a user (foreign key `user_id`). */
+type UserOwnedTable = Exclude<KeyedTable, 'users'>;
+/** A record of such a table with its user as the database matched it (EduVpnUserOwned). */
+type UserOwnedRecordOf<Table extends UserOwnedTable> = EduVpnRecordOf<Table> & { readonly userFound: boolean };
 type KeylessTable = Exclude<EduVpnRecordTable, KeyedTable>;
+/** The column a joined row names its user's id in. */
+const OWNER_COLUMN = 'owner_user_id';
 
 /**
  * Opens the deployment at `location`: the database first (refused unless its `version` is one
@@ -219,16 +226,16 @@ class OpenedDeployment implements EduVpnDeployment {
     return this.keyedPages('users');
   }
 
-  authorizations(): AsyncIterable<readonly EduVpnRecordOf<'oauth_authorizations'>[]> {
-    return this.keyedPages('oauth_authorizations');
+  authorizations(): AsyncIterable<readonly UserOwnedRecordOf<'oauth_authorizations'>[]> {
+    return this.userOwnedPages('oauth_authorizations');
   }
 
-  wireGuardPeers(): AsyncIterable<readonly EduVpnRecordOf<'wg_peers'>[]> {
-    return this.keyedPages('wg_peers');
+  wireGuardPeers(): AsyncIterable<readonly UserOwnedRecordOf<'wg_peers'>[]> {
+    return this.userOwnedPages('wg_peers');
   }
 
-  certificates(): AsyncIterable<readonly EduVpnRecordOf<'certificates'>[]> {
-    return this.keyedPages('certificates');
+  certificates(): AsyncIterable<readonly UserOwnedRecordOf<'certificates'>[]> {
+    return this.userOwnedPages('certificates');
   }
 
   connectionLog(): AsyncIterable<readonly EduVpnRecordOf<'connection_log'>[]> {
@@ -283,18 +290,48 @@ class OpenedDeployment implements EduVpnDeployment {
    */
   private async *keyedPages<Table extends KeyedTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
     const key = KEY_OF_TABLE[table];
+    for await (const rows of this.keyedRows(table, false))
+      yield rows.map((row) => parseEduVpnRow(table, `${key} "${String(row[key])}"`, row));
+  }
+
+  /**
+   * Pages of a table whose rows belong to a user, each row with the user eduVPN's database
+   * matches it to: joined in that database, so under its own comparison, the one its foreign key
+   * used (MariaDB's columns compare without regard to case and trailing spaces; a unique key
+   * keeps out two users it would match alike).
+   */
+  private async *userOwnedPages<Table extends UserOwnedTable>(table: Table): AsyncIterable<UserOwnedRecordOf<Table>[]> {
+    const key = KEY_OF_TABLE[table];
+    for await (const rows of this.keyedRows(table, true))
+      yield rows.map((row) => {
+        const record = parseEduVpnRow(table, `${key} "${String(row[key])}"`, row);
+        const owner = row[OWNER_COLUMN];
+        return typeof owner === 'string'
+          ? { ...record, userId: asUserId(owner), userFound: true }
+          : { ...record, userFound: false };
+      });
+  }
+
+  /** The rows of a keyed table, page by page; with `withOwner`, each with its user's id (OWNER_COLUMN). */
+  private async *keyedRows(table: KeyedTable, withOwner: boolean): AsyncIterable<Record<string, unknown>[]> {
+    const key = sql.ref(`${table}.${KEY_OF_TABLE[table]}`);
     let after: string | null = null;
     for (;;) {
       const query = this.unchecked
         .selectFrom(table)
-        .selectAll()
-        .$if(after !== null, (builder) => builder.where(sql.ref(key), '>', after))
-        .orderBy(sql.ref(key))
+        .selectAll(table)
+        .$if(withOwner, (builder) =>
+          builder
+            .leftJoin('users as owner', 'owner.user_id', `${table}.user_id`)
+            .select(sql.ref('owner.user_id').as(OWNER_COLUMN)),
+        )
+        .$if(after !== null, (builder) => builder.where(key, '>', after))
+        .orderBy(key)
         .limit(this.pageSize);
       const rows: Record<string, unknown>[] = await this.reading(table, () => query.execute());
       if (rows.length === 0) return;
-      yield rows.map((row) => parseEduVpnRow(table, `${key} "${String(row[key])}"`, row));
-      const last: unknown = rows.at(-1)?.[key];
+      yield rows;
+      const last: unknown = rows.at(-1)?.[KEY_OF_TABLE[table]];
       if (rows.length < this.pageSize || typeof last !== 'string') return;
       after = last;
     }

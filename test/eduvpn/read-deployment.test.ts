@@ -276,6 +276,31 @@ test('a row that does not parse is an error naming its table, key and field', as
   );
 });
 
+test('a configuration or authorization whose user_id matches no user is read as having none, for the import to name it', async (t) => {
+  const deployment = await written(t);
+  const peer = deployment.configurations.find((each) => each.protocol === 'wireguard');
+  assert.ok(peer !== undefined);
+  // Rows eduVPN's foreign keys keep out: written with them off.
+  const keysOff = deployment.location.database.startsWith('sqlite:')
+    ? 'PRAGMA foreign_keys = OFF'
+    : 'SET session_replication_role = replica';
+  await runOnEduVpnDatabase(
+    deployment.location.database,
+    `${keysOff}; UPDATE wg_peers SET user_id = 'nobody' WHERE public_key = '${peer.connectionId}'; UPDATE oauth_authorizations SET user_id = 'nobody' WHERE auth_key = 'auth-bob-1'`,
+  );
+  const reader = await opened(t, deployment);
+  const peers = (await pages(reader.wireGuardPeers())).flat();
+  assert.deepEqual(
+    peers.filter((each) => !each.userFound).map((each) => [each.publicKey, each.userId]),
+    [[peer.connectionId, 'nobody']],
+  );
+  const authorizations = (await pages(reader.authorizations())).flat();
+  assert.deepEqual(
+    authorizations.map((each) => [each.authKey, each.userId, each.userFound]),
+    [['auth-bob-1', 'nobody', false]],
+  );
+});
+
 test('timestamps with Z or another offset are read as UTC with +00:00', async (t) => {
   const deployment = await written(t);
   await runOnEduVpnDatabase(

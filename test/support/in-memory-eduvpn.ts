@@ -94,6 +94,7 @@ export function eduVpnPeer(
   return {
     publicKey: asWireGuardKey(generateWireGuardKeyPair().publicKey),
     userId: asUserId(userId),
+    userFound: true,
     profileId: asProfileId('employees'),
     nodeNumber: asNodeNumber(0),
     displayName: 'Admin API',
@@ -110,6 +111,7 @@ export function eduVpnCertificate(userId: string, fields: Partial<EduVpnCertific
   return {
     commonName: Buffer.from(generateWireGuardKeyPair().publicKey, 'base64').toString('base64'),
     userId: asUserId(userId),
+    userFound: true,
     profileId: asProfileId('employees'),
     nodeNumber: asNodeNumber(0),
     displayName: 'Admin API',

@@ -1,10 +1,11 @@
 // The eduVPN configurations, page by page, against this portal: each WireGuard peer and OpenVPN
 // certificate is brought, found here already (the same key, user, profile, node and addresses),
 // left because it expired, left because an earlier import brought it and it was revoked here
-// since (or its user was destroyed here), or a conflict naming it — its profile, node or protocol is not
-// here, its addresses are not in this portal's pool for that profile and node, or its key, common
-// name or addresses belong to another configuration here.
-import type { EduVpnCertificate, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
+// since (or its user was destroyed here), or a conflict naming it — its user is not in eduVPN's
+// users, its profile, node or protocol is not here, its addresses are not in this portal's pool
+// for that profile and node, or its key, common name or addresses belong to another
+// configuration here.
+import type { EduVpnCertificate, EduVpnUserOwned, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
 import { findProfile, type PortalConfig, type ProfileNode } from '../../config/portal-config.js';
 import type { ConnectionId, NodeNumber, UserId, VpnProto } from '../../shared/ids.js';
 import type { Db } from '../../storage/database.js';
@@ -134,6 +135,15 @@ export function noteConfiguration(
   facts.nodeOfConnection.set(connectionId, record.nodeNumber);
 }
 
+/**
+ * Why a record whose user_id matches no user in eduVPN's database is not brought: it would have
+ * no user here. The reader matched the others to their user as eduVPN's database does (MariaDB:
+ * `ALICE` is `alice`'s), so only a row the foreign key should have refused is left.
+ */
+export function withoutUser(record: EduVpnUserOwned): string {
+  return `its user ${record.userId} is not in eduVPN's table users (delete the row there, or add the user)`;
+}
+
 /** Where a configuration goes here, or why it cannot. */
 function destination(
   config: PortalConfig,
@@ -173,7 +183,7 @@ export async function checkPeers(
   });
   const candidates: PeerToBring[] = [];
   for (const peer of toCheck) {
-    const placed = placePeer(config, peer, facts);
+    const placed = peer.userFound ? placePeer(config, peer, facts) : { reason: withoutUser(peer) };
     if ('reason' in placed)
       outcome.conflicts.push({ kind: 'wireGuardPeers', record: peer.publicKey, reason: placed.reason });
     else candidates.push(placed);
@@ -271,7 +281,9 @@ export async function checkCertificates(
   });
   const candidates: OpenVpnCertificate[] = [];
   for (const certificate of toCheck) {
-    const target = destination(config, certificate, 'openvpn');
+    const target = certificate.userFound
+      ? destination(config, certificate, 'openvpn')
+      : { reason: withoutUser(certificate) };
     if ('reason' in target)
       outcome.conflicts.push({ kind: 'certificates', record: certificate.commonName, reason: target.reason });
     else

@@ -20,7 +20,7 @@ import { storedLogIds, type ImportedConnection } from '../../storage/connection-
 import type { Db } from '../../storage/database.js';
 import { dailyStatsOf, type DailyStats } from '../../storage/statistics.js';
 import { usersWithIds, type ImportedUser } from '../../storage/users.js';
-import { emptyOutcome, type ImportFacts, type PageOutcome } from './configurations.js';
+import { emptyOutcome, type ImportFacts, type PageOutcome, withoutUser } from './configurations.js';
 import {
   authorizationsRemovedHere,
   disabledHere,
@@ -114,6 +114,12 @@ export async function checkAuthorizations(
     const reason = removed.get(authorization.authKey);
     if (reason !== undefined)
       outcome.removedHere.push({ kind: 'authorizations', record: authorization.authKey, reason });
+    else if (!authorization.userFound)
+      outcome.conflicts.push({
+        kind: 'authorizations',
+        record: authorization.authKey,
+        reason: withoutUser(authorization),
+      });
     else if (stored === undefined) outcome.bring.push(authorization);
     else if (
       stored.userId === authorization.userId &&

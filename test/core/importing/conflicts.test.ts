@@ -1,8 +1,9 @@
 // Each conflict the eduVPN import finds, against a real portal and database (both databases in
 // the suite), named with its record: a key, address pair or common name used here by another
 // configuration, a place this portal's pools cannot hold, a profile, node or protocol that is
-// not here, a user whose disabled flag differs, key files that differ or do not fit, a day's
-// statistics this portal counted otherwise. While there is one, the import writes nothing.
+// not here, a configuration or authorization whose user eduVPN does not have, a user whose
+// disabled flag differs, key files that differ or do not fit, a day's statistics this portal
+// counted otherwise. While there is one, the import writes nothing.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -13,7 +14,7 @@ import {
   type ImportContext,
 } from '../../../src/core/importing/index.js';
 import { CertificateAuthority } from '../../../src/openvpn/certificate-authority.js';
-import { asNodeNumber, asProfileId, asWireGuardKey } from '../../../src/shared/ids.js';
+import { asNodeNumber, asProfileId, asUserId, asWireGuardKey } from '../../../src/shared/ids.js';
 import { dailyStats, insertDailyStatsIfMissing } from '../../../src/storage/statistics.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import {
@@ -128,6 +129,33 @@ test('every configuration that cannot be brought is a conflict naming it and say
   assert.equal(refused.applied, null);
   assert.deepEqual((await portal.admin.users()).sort(), ['alice'], 'nothing was written');
   assert.deepEqual(await portal.admin.disabledUsers(), []);
+});
+
+test('a configuration or authorization whose user eduVPN does not have is a conflict, and nothing is written', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('yves')];
+  const peer = eduVpnPeer('nobody', 20, { userFound: false });
+  const certificate = eduVpnCertificate('nobody', { userFound: false });
+  records.wireGuardPeers = [peer, eduVpnPeer('yves', 21)];
+  records.certificates = [certificate];
+  records.authorizations = [
+    {
+      authKey: 'nobody-app',
+      userId: asUserId('nobody'),
+      userFound: false,
+      clientId: 'org.eduvpn.app.linux',
+      scope: 'config',
+      authorizedAt: '2026-10-01T08:00:00+00:00',
+      expiresAt: '2099-01-01T00:00:00+00:00',
+    },
+  ];
+
+  const refused = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.equal(refused.applied, null);
+  assert.equal(refused.plan.conflictCount, 3);
+  for (const record of [peer.publicKey, certificate.commonName, 'nobody-app'])
+    assert.match(conflictAbout(refused.plan.conflicts, record).reason, /user nobody is not in eduVPN's table users/);
+  assert.deepEqual((await portal.admin.users()).sort(), ['alice'], 'nothing was written');
 });
 
 test('key files here that hold other keys, and node keys that do not fit the issued files, are conflicts', async () => {

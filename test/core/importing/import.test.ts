@@ -44,6 +44,7 @@ function deploymentRecords(): EduVpnRecords {
     {
       authKey: 'app-auth',
       userId: asUserId('alice'),
+      userFound: true,
       clientId: 'org.eduvpn.app.linux',
       scope: 'config',
       authorizedAt: PAST,
@@ -53,6 +54,7 @@ function deploymentRecords(): EduVpnRecords {
     {
       authKey: 'old-auth',
       userId: asUserId('bob'),
+      userFound: true,
       clientId: 'org.eduvpn.app.linux',
       scope: 'config',
       authorizedAt: PAST,

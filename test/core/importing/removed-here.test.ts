@@ -86,6 +86,7 @@ function appAuthorization(authKey: string, userId: string): EduVpnAuthorization 
   return {
     authKey,
     userId: asUserId(userId),
+    userFound: true,
     clientId: 'org.eduvpn.app.linux',
     scope: 'config',
     authorizedAt: '2026-10-01T08:00:00+00:00',
@@ -175,6 +176,7 @@ test('a user destroyed here after an import is not brought back by importing aga
     {
       authKey: 'bob-app',
       userId: asUserId('bob'),
+      userFound: true,
       clientId: 'org.eduvpn.app.linux',
       scope: 'config',
       authorizedAt: '2026-10-01T08:00:00+00:00',
