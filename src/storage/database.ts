@@ -93,6 +93,7 @@ import { radiusOutboxEventAt } from './migrations/0049-radius-outbox-event-at.js
 import { consoleSecretSessionsKeyed } from './migrations/0050-console-secret-sessions-keyed.js';
 import { webhookReceiverRests } from './migrations/0051-webhook-receiver-rests.js';
 import { openSessionsByNode } from './migrations/0052-open-sessions-by-node.js';
+import { sessionsByNodeStart } from './migrations/0053-sessions-by-node-start.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -159,6 +160,7 @@ const migrations: Record<string, Migration> = {
   '0050-console-secret-sessions-keyed': consoleSecretSessionsKeyed,
   '0051-webhook-receiver-rests': webhookReceiverRests,
   '0052-open-sessions-by-node': openSessionsByNode,
+  '0053-sessions-by-node-start': sessionsByNodeStart,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

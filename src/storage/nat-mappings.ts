@@ -194,10 +194,14 @@ function toRecorded(row: {
 }
 
 /**
- * Deletes the mappings no moment at or after `before` can need: those a later mapping of the
- * same node replaced at or before it (the one in force at `before` stays). While any user is
- * under a legal hold nothing goes, since the held sessions may need the mapping of their time;
- * `held` then says how many would have gone.
+ * Deletes the mappings nothing kept can need: those a later mapping of the same node replaced at
+ * or before `before` (the one in force at `before` stays), unless a session of that node still in
+ * the history was open at some moment of their time. The housekeeping runs this after the history's
+ * own pruning, so those are the sessions kept: one that began under an old mapping and ended
+ * within the retention (or is still open) keeps that mapping, and a report of any moment of it is
+ * still read through the mapping of that moment. While any user is under a legal hold nothing
+ * goes, since the held sessions may need the mapping of their time; `held` then says how many
+ * would have gone.
  */
 export async function pruneNatMappings(
   db: Db,
@@ -205,41 +209,71 @@ export async function pruneNatMappings(
   heldUsers: readonly string[],
   stopping: Stopping = neverStopping,
 ): Promise<{ readonly removed: number; readonly held: number }> {
-  const replaced = (eb: ExpressionBuilder<Database, 'nat_mappings'>) =>
-    eb.exists(
-      eb
-        .selectFrom('nat_mappings as later')
-        .select('later.node_number')
-        .whereRef('later.node_number', '=', 'nat_mappings.node_number')
-        .whereRef('later.applied_at', '>', 'nat_mappings.applied_at')
-        .where('later.applied_at', '<=', before),
-    );
   if (heldUsers.length > 0) {
     const row = await db
       .selectFrom('nat_mappings')
       .select((eb) => eb.fn.countAll<number | string>().as('count'))
-      .where(replaced)
+      .where(unneededBefore(before))
       .executeTakeFirst();
     return { removed: 0, held: Number(row?.count ?? 0) };
   }
-  // In batches (src/storage/batches.ts), each by the rows' key (node, applied_at).
   const removed = await inBatches(async (limit) => {
-    const result = await db
-      .deleteFrom('nat_mappings')
-      .where((eb) =>
-        eb(
-          eb.refTuple('node_number', 'applied_at'),
-          'in',
-          eb
-            .selectFrom('nat_mappings')
-            .select(['node_number', 'applied_at'])
-            .where(replaced)
-            .limit(limit)
-            .$asTuple('node_number', 'applied_at'),
-        ),
-      )
-      .executeTakeFirst();
+    const result = await natPruningQuery(db, before, limit).executeTakeFirst();
     return Number(result.numDeletedRows);
   }, stopping);
   return { removed, held: 0 };
+}
+
+/**
+ * One batch of pruneNatMappings: at most `limit` rows, deleted by their key (node, applied_at).
+ * Each mapping's successor is read by that key, and the sessions of its time by the history's
+ * index of a node's sessions by start (0053): a table of millions of sessions is never walked.
+ */
+export function natPruningQuery(db: Db, before: string, limit: number) {
+  return db
+    .deleteFrom('nat_mappings')
+    .where((eb) =>
+      eb(
+        eb.refTuple('node_number', 'applied_at'),
+        'in',
+        eb
+          .selectFrom('nat_mappings')
+          .select(['node_number', 'applied_at'])
+          .where(unneededBefore(before))
+          .limit(limit)
+          .$asTuple('node_number', 'applied_at'),
+      ),
+    );
+}
+
+/**
+ * A mapping replaced at or before `before` that no session in the history overlaps: a mapping
+ * is in force from its `applied_at` until the node's next one's, and a session of the node that
+ * began before that end and ended at or after that start (or is still open) was under it.
+ */
+function unneededBefore(before: string) {
+  return (eb: ExpressionBuilder<Database, 'nat_mappings'>) => {
+    const replacedAt = eb
+      .selectFrom('nat_mappings as later')
+      .select((inner) => inner.fn.min('later.applied_at').as('applied_at'))
+      .whereRef('later.node_number', '=', 'nat_mappings.node_number')
+      .whereRef('later.applied_at', '>', 'nat_mappings.applied_at');
+    // One such session, or null: a scalar subquery rather than NOT EXISTS, which PostgreSQL may
+    // turn into a join that reads the whole index; this one is a probe per mapping. The latest to
+    // start first: one that began in the mapping's time is the answer at once.
+    const sessionOfItsTime = eb
+      .selectFrom('connection_log as session')
+      .select('session.node_number')
+      .whereRef('session.node_number', '=', 'nat_mappings.node_number')
+      .where('session.connected_at', '<', replacedAt)
+      .where((inner) =>
+        inner.or([
+          inner('session.disconnected_at', 'is', null),
+          inner('session.disconnected_at', '>=', inner.ref('nat_mappings.applied_at')),
+        ]),
+      )
+      .orderBy('session.connected_at', 'desc')
+      .limit(1);
+    return eb.and([eb(replacedAt, '<=', before), eb(sessionOfItsTime, 'is', null)]);
+  };
 }

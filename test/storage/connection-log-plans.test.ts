@@ -3,7 +3,8 @@
 // user's history reads (user, start, id), and the next page of any listing starts in the index
 // at its cursor rather than walking every newer session first. PostgreSQL is told to avoid
 // sequential scans where it can, as it would on a history of millions of rows. So do the daily
-// housekeeping's batches: the blanking of the client's own address and the deletion of old history.
+// housekeeping's batches: the blanking of the client's own address, the deletion of old history,
+// and that of old NAT mappings, which asks of each whether a session of its node and time is kept.
 // And what every reconcile pass asks of each node: its open WireGuard and OpenVPN sessions.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -17,6 +18,7 @@ import {
   type ConnectionLogFilter,
 } from '../../src/storage/connection-log.js';
 import type { Db } from '../../src/storage/database.js';
+import { natPruningQuery } from '../../src/storage/nat-mappings.js';
 import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -93,4 +95,11 @@ test("a batch of the housekeeping's deletion of old history finds it by its end 
     assert.match(plan, /connection_log_disconnected_at/, plan);
     assert.doesNotMatch(plan, fullScan, plan);
   }
+});
+
+test("a batch of the housekeeping's deletion of old NAT mappings looks for each one's sessions by node and start", async () => {
+  const plan = await queryPlan(db, natPruningQuery(db, cursor.connectedAt, 10_000).compile());
+  assert.match(plan, /connection_log_node_started/, plan);
+  assert.doesNotMatch(plan, fullScan, plan);
+  assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
 });

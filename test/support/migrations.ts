@@ -49,4 +49,5 @@ export const EXPECTED_MIGRATIONS = [
   '0050-console-secret-sessions-keyed',
   '0051-webhook-receiver-rests',
   '0052-open-sessions-by-node',
+  '0053-sessions-by-node-start',
 ] as const;

@@ -32,7 +32,10 @@ export interface RetentionKind {
   readonly prune: (db: Db, before: string, heldUsers: readonly string[], stopping: Stopping) => Promise<RetentionCount>;
 }
 
-/** Run in this order: the history's rows go before their addresses are blanked, so no row counts twice. */
+/**
+ * Run in this order: the history's rows go before their addresses are blanked, so no row counts
+ * twice, and before the NAT mappings, which the sessions still kept keep.
+ */
 export const RETENTION_KINDS: readonly RetentionKind[] = [
   {
     kind: 'connection_log',
