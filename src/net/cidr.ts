@@ -82,3 +82,12 @@ export function unmappedIpv4(text: string): string {
 export function canonicalAddressOrSame(text: string): string {
   return ipAddressFamily(text) === null ? text : canonicalAddress(text);
 }
+
+/**
+ * A client's own address as the portal records and announces it: canonical text, and an IPv4
+ * client written IPv4-mapped (a relay listening on `::`) as its IPv4 address, the one an abuse
+ * report names and a search by address looks for. Any other text unchanged.
+ */
+export function clientAddressOrSame(text: string): string {
+  return canonicalAddressOrSame(unmappedIpv4(text));
+}

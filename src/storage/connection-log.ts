@@ -1,6 +1,6 @@
 // Queries on `connection_log`: the history of connections, as the nodes report them.
 import { sql } from 'kysely';
-import { canonicalAddressOrSame } from '../net/cidr.js';
+import { canonicalAddressOrSame, clientAddressOrSame } from '../net/cidr.js';
 import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
@@ -30,10 +30,11 @@ function historyRow(row: ConnectionLogRow) {
     vpn_proto: row.vpnProto,
     connection_id: row.connectionId,
     node_number: row.nodeNumber,
-    // Canonical text, so a search by address finds it however the node wrote it (0015).
+    // Canonical text, so a search by address finds it however the node wrote it (0015); the
+    // client's own address also unmapped from IPv4-mapped, as a search unmaps the one it asks for.
     ip_four: canonicalAddressOrSame(row.ipFour),
     ip_six: canonicalAddressOrSame(row.ipSix),
-    originating_ip: row.originatingIp === null ? null : canonicalAddressOrSame(row.originatingIp),
+    originating_ip: row.originatingIp === null ? null : clientAddressOrSame(row.originatingIp),
     connected_at: row.connectedAt,
     disconnected_at: row.disconnectedAt,
     bytes_in: row.bytesIn,

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshake.js';
 import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
+import { unmappedIpv4 } from '../../net/cidr.js';
 import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
 
 export interface ProxyGuardRelayOptions
@@ -213,7 +214,9 @@ export class ProxyGuardRelay {
 
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${UOTLV_PROTOCOL}\r\n\r\n`);
     const localPort = udp.address().port;
-    const remote = socket.remoteAddress ?? '';
+    // On a socket listening on `::` an IPv4 client is `::ffff:a.b.c.d`: named as WireGuard
+    // would name it had it come straight over UDP, by its IPv4 address.
+    const remote = unmappedIpv4(socket.remoteAddress ?? '');
     this.#origins.set(localPort, `${remote.includes(':') ? `[${remote}]` : remote}:${socket.remotePort ?? 0}`);
     const tunnel: ProxyGuardTunnel = new ProxyGuardTunnel({
       socket,
@@ -227,7 +230,7 @@ export class ProxyGuardRelay {
       },
     });
     this.#tunnels.add(tunnel);
-    this.#logger.debug({ tunnels: this.tunnelCount, remote: socket.remoteAddress }, 'ProxyGuard tunnel opened');
+    this.#logger.debug({ tunnels: this.tunnelCount, remote }, 'ProxyGuard tunnel opened');
     tunnel.start(head);
   }
 }

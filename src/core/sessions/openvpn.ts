@@ -11,7 +11,7 @@ import type { PortalContext } from '../context.js';
 import { ListenerRefusal, type PortalEvent } from '../events.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { canonicalAddressOrSame } from '../../net/cidr.js';
+import { canonicalAddressOrSame, clientAddressOrSame } from '../../net/cidr.js';
 import { announceSessions } from './announce-sessions.js';
 import { sessionEnded } from './session-ended.js';
 
@@ -77,7 +77,8 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     },
     ipFour: connect.ipFour,
     ipSix: connect.ipSix,
-    originatingIp: connect.originatingIp,
+    // As it is stored: an IPv4 client IPv4-mapped by a dual-stack socket is its IPv4 address.
+    originatingIp: connect.originatingIp === null ? null : clientAddressOrSame(connect.originatingIp),
   };
   try {
     await ctx.events.record(ctx.db, started);

@@ -8,6 +8,7 @@
 // removed, with the byte counters; the counters of sessions still open are kept for RADIUS
 // Interim-Updates. Sessions are announced on the events seam; the connection log is one of their
 // listeners. A full reconcile pass observes every node (one instance at a time).
+import { clientAddressOrSame } from '../../net/cidr.js';
 import type { DaemonPeer, RemovedPeer } from '../../node-client/daemon-client.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { isOnline, ONLINE_THRESHOLD_MS } from '../../shared/online.js';
@@ -131,13 +132,17 @@ function roamed(originatingIp: string | null, peer: DaemonPeer): boolean {
   return origin !== null && originatingIp !== null && origin !== originatingIp;
 }
 
-/** `1.2.3.4:5678` → `1.2.3.4`; `[fd00::1]:51820` → `fd00::1`; null when unknown. */
+/**
+ * `1.2.3.4:5678` → `1.2.3.4`; `[fd00::1]:51820` → `fd00::1`; `[::ffff:1.2.3.4]:5678` → `1.2.3.4`
+ * (as the session is stored, clientAddressOrSame, so a client that did not move is not taken
+ * for one that did); null when unknown.
+ */
 export function originatingAddress(endpoint: string | null): string | null {
   if (endpoint === null) return null;
   const bracketed = /^\[([^\]]+)\]:\d+$/.exec(endpoint);
-  if (bracketed !== null) return bracketed[1] ?? null;
+  if (bracketed !== null) return bracketed[1] === undefined ? null : clientAddressOrSame(bracketed[1]);
   const colon = endpoint.lastIndexOf(':');
-  return colon > 0 ? endpoint.slice(0, colon) : endpoint;
+  return clientAddressOrSame(colon > 0 ? endpoint.slice(0, colon) : endpoint);
 }
 
 /**

@@ -21,11 +21,14 @@ const HOST_NAME = 'vpn1.example.org';
 const LARGEST_DATAGRAM = 65_507;
 
 /** A UDP server in WireGuard's place: echoes every datagram; "FLOOD" makes it send 1000 × 60 KB. */
-async function startEchoTarget(t: TestContext): Promise<{ port: number; received: Buffer[] }> {
+async function startEchoTarget(t: TestContext): Promise<{ port: number; received: Buffer[]; senders: number[] }> {
   const udp: UdpSocket = createSocket('udp4');
   const received: Buffer[] = [];
+  /** The port each datagram came from: a tunnel's endpoint, as WireGuard sees it. */
+  const senders: number[] = [];
   udp.on('message', (datagram, from) => {
     received.push(datagram);
+    senders.push(from.port);
     if (datagram.toString() === 'FLOOD') {
       const big = Buffer.alloc(60_000, 0x46);
       const burst = (left: number): void => {
@@ -42,7 +45,7 @@ async function startEchoTarget(t: TestContext): Promise<{ port: number; received
   // Room for a burst from many tunnels at once (the kernel caps it at net.core.rmem_max).
   udp.setRecvBufferSize(4 * 1024 * 1024);
   t.after(() => udp.close());
-  return { port: udp.address().port, received };
+  return { port: udp.address().port, received, senders };
 }
 
 async function startRelay(
@@ -140,6 +143,15 @@ describe('a tunnel through the relay', () => {
     await tunnel.next();
     tunnel.socket.off('data', rawReader);
     assert.deepEqual([...Buffer.concat(raw).subarray(0, 2)], [0x01, 0x2c], 'the relay writes the length big-endian');
+  });
+
+  test('a client that came over IPv4 to a relay listening on :: is named by its IPv4 address, as WireGuard names a UDP client', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { listen: { host: '::', port: 0 } });
+    const tunnel = await tunnelTo(t, relay);
+    await assertEchoes(tunnel, 'handshake', 'the tunnel works');
+
+    assert.equal(relay.originOf(`127.0.0.1:${target.senders[0]}`), `127.0.0.1:${tunnel.socket.localPort}`);
   });
 
   test('reassembles frames however TCP cuts them, also frames sent along with the request', async (t) => {
