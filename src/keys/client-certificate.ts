@@ -320,6 +320,21 @@ export async function crlSignedBy(crl: x509.X509Crl, candidates: readonly x509.X
 }
 
 /**
+ * Those of `candidates` whose key signed the list, among those of the name it gives: the CA
+ * certificates whose certificates its serial numbers name (the enrollment check holds a list to
+ * a chain's issuer the same way).
+ */
+export async function crlSigners(
+  crl: x509.X509Crl,
+  candidates: readonly x509.X509Certificate[],
+): Promise<x509.X509Certificate[]> {
+  const signers: x509.X509Certificate[] = [];
+  for (const candidate of candidates)
+    if (candidate.subject === crl.issuer && (await crlSignedBy(crl, [candidate]))) signers.push(candidate);
+  return signers;
+}
+
+/**
  * The fingerprints of the CA certificates among `cas` that this list revokes: each named by the
  * list's issuer, with a serial the list holds, and signed by a key among `signers` that signed
  * the list too (a CA of the same name under another key is not the one revoked).

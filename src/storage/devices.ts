@@ -255,18 +255,30 @@ export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string)
 }
 
 /**
- * Live devices bound to a certificate of this issuer whose serial number is one of these (each
- * given in hex as the certificate stores it, or with a leading 00 byte).
+ * Live devices bound to a certificate whose serial number is one of these (each given in hex as
+ * the certificate stores it, or with a leading 00 byte) and that a CA certificate whose key signed
+ * the list issued: by that CA certificate's fingerprint (`signers`), so that a CA of the same
+ * name under another key (one renewed under its name) is not taken for it, and, for devices bound
+ * before the fingerprint was kept (migration 0048), by the issuer's name (`issuer`), since nothing
+ * else tells which CA of that name vouched for them.
  */
 export async function liveDevicesWithCertificates(
   db: Db,
-  issuer: string,
+  { issuer, signers }: { readonly issuer: string; readonly signers: readonly string[] },
   serialNumbers: readonly string[],
 ): Promise<StoredDevice[]> {
   if (serialNumbers.length === 0) return [];
   const rows = await liveCertificateDevices(db)
-    .where('certificate_issuer', '=', issuer)
     .where('certificate_serial', 'in', serialNumbers)
+    .where((eb) => {
+      const unknownCa = eb.and([
+        eb('certificate_issuer_fingerprint', 'is', null),
+        eb('certificate_issuer', '=', issuer),
+      ]);
+      return signers.length === 0
+        ? unknownCa
+        : eb.or([eb('certificate_issuer_fingerprint', 'in', [...signers]), unknownCa]);
+    })
     .execute();
   return rows.map(toDevice);
 }

@@ -19,6 +19,7 @@ import {
   caCertificateFromDer,
   casRevokedBy,
   crlSignedBy,
+  crlSigners,
   fingerprintOf,
   readCrl,
   revokedSerialsOf,
@@ -545,8 +546,10 @@ export class RevocationListRefresher {
       const issuingCas = authorities
         .map((ca) => ({ fingerprint: fingerprintOf(ca), subject: ca.subject }))
         .filter((ca) => revokedCas.has(ca.fingerprint));
+      // A serial is the signing CA's own: the devices whose certificate a CA certificate of that key issued.
+      const listSigners = (await crlSigners(list.crl, signers)).map(fingerprintOf);
       const byId = new Map<string, StoredDevice>();
-      for (const device of await devicesOfRevokedCertificates(this.#ctx, list.revoked))
+      for (const device of await devicesOfRevokedCertificates(this.#ctx, list.revoked, listSigners))
         byId.set(device.deviceId, device);
       for (const device of await liveDevicesIssuedBy(this.#ctx.db, issuingCas)) byId.set(device.deviceId, device);
       const devices = [...byId.values()];

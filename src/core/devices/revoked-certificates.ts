@@ -1,8 +1,10 @@
 // A device whose MDM certificate is revoked has left management: once a
 // revocation list names the certificate the device is bound to now (not an older one it has since
 // replaced), the device is retired — the same path as retire_device, final, with a receipt — as
-// a change the portal made itself, in the audit log under the key name `(portal)`. Which lists
-// are believed is src/core/devices/revocation-lists.ts's concern.
+// a change the portal made itself, in the audit log under the key name `(portal)`. A serial
+// number is the issuing CA's own: a list names only the certificates of the CA whose key signed
+// it, never those of another CA of the same name (one renewed under its name with a new key).
+// Which lists are believed is src/core/devices/revocation-lists.ts's concern.
 import { normalSerial, type RevokedSerials } from '../../keys/client-certificate.js';
 import type { DeviceId, RevocationId } from '../../shared/ids.js';
 import { liveDevicesWithCertificates, type IssuingCa, type StoredDevice } from '../../storage/devices.js';
@@ -18,16 +20,21 @@ export interface RetiredDevice {
   readonly revocationId: RevocationId | null;
 }
 
-/** The live devices bound to a certificate this list revokes (by issuer and serial). */
+/**
+ * The live devices bound to a certificate this list revokes: of one of its serials, issued by one
+ * of `signers` (the fingerprints of the CA certificates whose key signed the list), or, bound
+ * before the portal kept which CA certificate issued a device's, by a CA of the list's name.
+ */
 export async function devicesOfRevokedCertificates(
   ctx: Pick<PortalContext, 'db'>,
   list: RevokedSerials,
+  signers: readonly string[],
 ): Promise<StoredDevice[]> {
   const devices = new Map<DeviceId, StoredDevice>();
   const serials = [...list.serialNumbers];
   for (let start = 0; start < serials.length; start += SERIALS_PER_QUERY) {
     const spellings = serials.slice(start, start + SERIALS_PER_QUERY).flatMap(spellingsOf);
-    for (const device of await liveDevicesWithCertificates(ctx.db, list.issuer, spellings)) {
+    for (const device of await liveDevicesWithCertificates(ctx.db, { issuer: list.issuer, signers }, spellings)) {
       // The stored serial is the certificate's own spelling; compare normalised.
       if (device.certificate !== null && list.serialNumbers.has(normalSerial(device.certificate.serialNumber)))
         devices.set(device.deviceId, device);
