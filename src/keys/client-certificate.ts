@@ -4,6 +4,8 @@
 // revoked intermediate CA vouches for nothing), and the leaf must carry the configured device id. The portal checks this itself, whether the
 // TLS handshake was its own or a reverse proxy's, so a proxy's lax setting cannot let a device in.
 import { webcrypto } from 'node:crypto';
+import { AsnParser } from '@peculiar/asn1-schema';
+import { CertificateList } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { sha256Hex } from '../shared/sha256.js';
 
@@ -356,12 +358,46 @@ export async function casRevokedBy(
   return [...revoked];
 }
 
-/** A revocation list, PEM or DER; throws when it is neither. */
+/**
+ * The most ASN.1 elements a revocation list is read with: some 30,000 entries with a reason code
+ * (eight elements each), 80,000 without (three). The library's own default (asn1js's fromBER:
+ * 10,000) refuses a list of some 3,300 entries. The library takes about 1 KB of memory and 20 to
+ * 30 µs per element, on the event loop, before any signature is checked, so a list's elements, not its octets,
+ * are what it costs: a crafted one holds two for every three octets, and a genuine list of 20 MiB
+ * (the most read from a URL) some three million, which would take gigabytes (docs/devices.md).
+ */
+export const MAX_CRL_ELEMENTS = 250_000;
+
+/** A revocation list, PEM or DER; throws when it is neither, or holds more than MAX_CRL_ELEMENTS. */
 export function readCrl(input: string | Buffer): x509.X509Crl {
-  if (typeof input === 'string') return new x509.X509Crl(input);
-  return input.subarray(0, 10).toString('latin1').startsWith('-----')
-    ? new x509.X509Crl(input.toString('latin1'))
-    : new x509.X509Crl(new Uint8Array(input));
+  return new RevocationListRead(x509.PemData.toArrayBuffer(input));
+}
+
+/**
+ * A revocation list parsed by the library within MAX_CRL_ELEMENTS. Its rawData is the DER it was
+ * read from, not the library's encoding of what it parsed.
+ */
+class RevocationListRead extends x509.X509Crl {
+  readonly #der: ArrayBuffer;
+
+  constructor(der: ArrayBuffer) {
+    super(parseWithin(der));
+    this.#der = der;
+  }
+
+  override get rawData(): ArrayBuffer {
+    return this.#der;
+  }
+}
+
+function parseWithin(der: ArrayBuffer): CertificateList {
+  try {
+    return AsnParser.parse(der, CertificateList, { berOptions: { maxNodes: MAX_CRL_ELEMENTS } });
+  } catch (error) {
+    if (error instanceof Error && /node count/i.test(error.message))
+      throw new Error(`it holds more than ${MAX_CRL_ELEMENTS} ASN.1 elements, the most read`);
+    throw error;
+  }
 }
 
 /** SHA-256 of a certificate's DER, hex: how the portal names one CA certificate among others of its name. */
