@@ -5,8 +5,8 @@
 // must not be ignored (RFC 5280 section 5.2). Any of these served in place of the complete list
 // (a plain-http distribution point answers whatever its path serves) would let every
 // certificate the complete list revokes enroll again.
-import * as asn1js from 'asn1js';
-import * as pkijs from 'pkijs';
+import { AsnParser } from '@peculiar/asn1-schema';
+import { IssuingDistributionPoint } from '@peculiar/asn1-x509';
 import type { RevocationList } from './client-certificate.js';
 
 const DELTA_CRL_INDICATOR = '2.5.29.27';
@@ -39,11 +39,9 @@ export function whyNotWholeList(crl: RevocationList): string | null {
  * end-entity certificates (as many CAs, Active Directory Certificate Services among them, write).
  */
 function scopeOf(der: ArrayBuffer): string | null {
-  const parsed = asn1js.fromBER(der);
-  if (parsed.offset === -1) return 'what its unreadable issuingDistributionPoint says';
-  let point: pkijs.IssuingDistributionPoint;
+  let point: IssuingDistributionPoint;
   try {
-    point = new pkijs.IssuingDistributionPoint({ schema: parsed.result });
+    point = AsnParser.parse(der, IssuingDistributionPoint);
   } catch {
     return 'what its unreadable issuingDistributionPoint says';
   }
