@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { KEY_SCOPES, type KeyScope } from '../protocol/admin-api.js';
 import { asProfileId, type ProfileId } from '../shared/ids.js';
-import type { Db } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import type { AdminKeysTable } from './schema.js';
 
 export interface StoredAdminKey {
@@ -81,11 +81,28 @@ export async function listAdminKeys(db: Db): Promise<StoredAdminKey[]> {
 }
 
 /** Revokes every key of this name not revoked yet (the current one and those in a rotation's grace period). */
-export async function revokeAdminKeys(db: Db, name: string, at: string): Promise<number> {
+/**
+ * The keys of the name not revoked yet, locked until the transaction ends on PostgreSQL (SQLite
+ * runs one writing transaction at a time): what a revocation checks is what it revokes.
+ */
+export async function lockLiveAdminKeysNamed(db: Db, name: string): Promise<StoredAdminKey[]> {
+  const rows = await db
+    .selectFrom('admin_keys')
+    .selectAll()
+    .where('name', '=', name)
+    .where('revoked_at', 'is', null)
+    .$if(isPostgres(db), (query) => query.forUpdate())
+    .execute();
+  return rows.map(toKey);
+}
+
+/** Revokes these keys (by id); a key made since under the same name is not among them. */
+export async function revokeAdminKeys(db: Db, keyIds: readonly string[], at: string): Promise<number> {
+  if (keyIds.length === 0) return 0;
   const result = await db
     .updateTable('admin_keys')
     .set({ revoked_at: at })
-    .where('name', '=', name)
+    .where('key_id', 'in', [...keyIds])
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);

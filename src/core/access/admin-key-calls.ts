@@ -102,15 +102,14 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
 export async function revokeAdminKeyForCaller(ctx: PortalContext, name: string): Promise<number> {
   try {
     const limits = await callerLimits(ctx);
-    const live = (await listAdminKeys(ctx)).filter((key) => key.name === name && key.revokedAt === null);
-    for (const key of live)
+    return await revokeAdminKey(ctx, name, (key) =>
       assertWithinLimits(
         limits,
         { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
         'revoke',
         key.expiresAt === null ? null : new Date(key.expiresAt),
-      );
-    return await revokeAdminKey(ctx, name);
+      ),
+    );
   } catch (error) {
     throw asPortalError(error);
   }

@@ -27,6 +27,7 @@ import {
   listAdminKeys as listStoredKeys,
   markAdminKeyReplaced,
   noteAdminKeyUse,
+  lockLiveAdminKeysNamed,
   revokeAdminKeys,
   type StoredAdminKey,
 } from '../../storage/admin-keys.js';
@@ -181,10 +182,25 @@ export async function rotateAdminKey(
 }
 
 /** Revokes every key of the name (also one in a rotation's grace period); at once, on every instance. */
-export async function revokeAdminKey(ctx: AdminKeyContext, name: string): Promise<number> {
+/**
+ * Revokes every live key of the name; `mayRevoke` throws for a key the caller may not revoke,
+ * checked on the keys as locked in the revocation's own transaction (a key of the name made
+ * meanwhile is neither checked nor revoked).
+ */
+export async function revokeAdminKey(
+  ctx: AdminKeyContext,
+  name: string,
+  mayRevoke: (key: StoredAdminKey) => void = () => {},
+): Promise<number> {
   const now = ctx.clock.now();
   return ctx.events.change(ctx.db, async (trx, announce) => {
-    const count = await revokeAdminKeys(trx, name, formatAtom(now));
+    const live = await lockLiveAdminKeysNamed(trx, name);
+    for (const key of live) mayRevoke(key);
+    const count = await revokeAdminKeys(
+      trx,
+      live.map((key) => key.keyId),
+      formatAtom(now),
+    );
     if (count === 0)
       throw new AdminKeyError(`there is no key named "${name}" that is not revoked already`, { kind: 'no-such-key' });
     await announce({ type: 'admin_key.revoked', at: now, keyName: name });

@@ -1,0 +1,53 @@
+// revoke_admin_key checks a limited caller's rights against the keys of the name it reads, then
+// revokes every key of the name in a later transaction. A key of the name made in between (an
+// administrator re-making "mdm" for every profile) must not be revoked by a caller that could
+// never have revoked it: "a caller may revoke only keys that hold no more than it does".
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { callerKeyOf, createAdminKey, listAdminKeys, revokeAdminKeyForCaller } from '../../../src/core/access/index.js';
+import type { AdminCaller } from '../../../src/core/admin-call.js';
+import type { PortalContext } from '../../../src/core/context.js';
+import type { PortalEvents } from '../../../src/core/events.js';
+import { makeAdminKey, ManualClock, twoProfiles } from '../../support/admin-keys.js';
+import { startTestPortal } from '../../support/test-portal.js';
+
+test('a key limited to a profile does not revoke a key for every profile made between its check and its revocation', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
+  t.after(() => portal.close());
+  await makeAdminKey(portal, 'desk', { scope: 'admin', profiles: ['employees'] });
+  const base = portal.portal.ctx;
+  const row = (await listAdminKeys(base)).find((key) => key.name === 'desk');
+  assert.ok(row !== undefined);
+  const desk: AdminCaller = { kind: 'admin-key', key: callerKeyOf(row), sourceAddress: '127.0.0.1' };
+  const call = { caller: desk, name: 'revoke_admin_key', parameters: { name: 'mdm' }, successStatus: 200 };
+  const view = base.events.forCall(call);
+  // The administrator's create_admin_key (every profile, scope admin) commits just after the
+  // limited key's check read the keys named "mdm" (none then) and before its revocation runs.
+  let raced = false;
+  const events = new Proxy(view, {
+    get(target, property, receiver) {
+      if (property !== 'change') return Reflect.get(target, property, receiver) as unknown;
+      return async (...args: Parameters<PortalEvents['change']>) => {
+        if (!raced) {
+          raced = true;
+          await createAdminKey(
+            base,
+            { name: 'mdm', scope: 'admin', profiles: null, expiresIn: null, allowList: null },
+            ['employees', 'guests'],
+          );
+        }
+        return (target.change as (...a: typeof args) => unknown).apply(target, args);
+      };
+    },
+  });
+  const ctx: PortalContext = { ...base, call, events };
+  await revokeAdminKeyForCaller(ctx, 'mdm').catch(() => undefined);
+  assert.ok(raced, 'the revocation ran its change');
+  const mdm = (await listAdminKeys(base)).filter((key) => key.name === 'mdm');
+  assert.equal(mdm.length, 1);
+  assert.equal(
+    mdm[0]?.revokedAt,
+    null,
+    'key "desk" (limited to employees) revoked key "mdm", which holds every profile',
+  );
+});
