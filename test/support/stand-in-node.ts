@@ -43,15 +43,21 @@ export function answerJson(response: ServerResponse, body: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
-/** A test portal whose one profile is served by the node at `nodeUrl`, closed when the test ends. */
+/**
+ * A test portal whose one profile is served by the node at `nodeUrl`, closed when the test ends;
+ * `options.config` is merged over it (anything but the profile).
+ */
 export async function startPortalOnStandIn(
   t: TestContext,
   nodeUrl: string,
-  options: Omit<TestPortalOptions, 'config'> = {},
+  options: Omit<TestPortalOptions, 'config'> & {
+    readonly config?: Omit<NonNullable<TestPortalOptions['config']>, 'ProfileList'>;
+  } = {},
 ): Promise<TestPortal> {
   const portal = await startTestPortal({
     ...options,
     config: {
+      ...options.config,
       ProfileList: [
         {
           profileId: 'employees',

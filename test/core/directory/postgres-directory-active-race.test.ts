@@ -11,27 +11,13 @@ import { HoldStatement } from '../../support/hold-statement.js';
 import { makeAdminKey } from '../../support/admin-keys.js';
 import { startRevisionNode } from '../../support/revision-node.js';
 import { patchOp, scimClient } from '../../support/scim-client.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { startPortalOnStandIn } from '../../support/stand-in-node.js';
 
 test('a user the directory calls active and then inactive at once ends disabled, its peers off the node', async (t) => {
   const node = await startRevisionNode(t);
-  const portal = await startTestPortal({
-    config: {
-      reconcileInterval: 'PT1H',
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.64.0.0/24',
-          wRangeSix: 'fd64::/64',
-          defaultGateway: false,
-          nodeUrl: node.url,
-        },
-      ],
-    },
+  const portal = await startPortalOnStandIn(t, node.url, {
+    config: { reconcileInterval: 'PT1H' },
   });
-  t.after(() => portal.close());
   await portal.reconcile();
   const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
   const made = await scim.send('POST', 'Users', {

@@ -12,29 +12,15 @@ import { asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { ManualClock } from '../../support/admin-keys.js';
 import { HoldStatement } from '../../support/hold-statement.js';
 import { startRevisionNode } from '../../support/revision-node.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { startPortalOnStandIn } from '../../support/stand-in-node.js';
 
 test('a create held longer than a node remembers a removal answers its file, and its peer comes with the next pass', async (t) => {
   const node = await startRevisionNode(t);
   const clock = new ManualClock(new Date().toISOString());
-  const portal = await startTestPortal({
+  const portal = await startPortalOnStandIn(t, node.url, {
     clock,
-    config: {
-      reconcileInterval: 'PT1H',
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.66.0.0/24',
-          wRangeSix: 'fd66::/64',
-          defaultGateway: false,
-          nodeUrl: node.url,
-        },
-      ],
-    },
+    config: { reconcileInterval: 'PT1H' },
   });
-  t.after(() => portal.close());
   await portal.reconcile();
   const ctx = portal.portal.ctx;
   const call = {

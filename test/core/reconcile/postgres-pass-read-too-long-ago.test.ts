@@ -13,30 +13,16 @@ import { asNodeNumber } from '../../../src/shared/ids.js';
 import { ManualClock } from '../../support/admin-keys.js';
 import { HoldStatement } from '../../support/hold-statement.js';
 import { startRevisionNode } from '../../support/revision-node.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { startPortalOnStandIn } from '../../support/stand-in-node.js';
 
 test('an add a pass read before a disable and sent after the node forgot the removal is not sent', async (t) => {
   let nodeNowMs = 0;
   const node = await startRevisionNode(t, { nowMs: () => nodeNowMs });
   const clock = new ManualClock(new Date().toISOString());
-  const portal = await startTestPortal({
+  const portal = await startPortalOnStandIn(t, node.url, {
     clock,
-    config: {
-      reconcileInterval: 'PT1H',
-      ProfileList: [
-        {
-          profileId: 'employees',
-          displayName: 'Employees',
-          hostName: 'vpn.example.org',
-          wRangeFour: '10.65.0.0/24',
-          wRangeSix: 'fd65::/64',
-          defaultGateway: false,
-          nodeUrl: node.url,
-        },
-      ],
-    },
+    config: { reconcileInterval: 'PT1H' },
   });
-  t.after(() => portal.close());
   await portal.reconcile();
   const ctx = portal.portal.ctx;
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
