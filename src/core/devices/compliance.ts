@@ -28,6 +28,8 @@ export interface ComplianceChange {
   readonly action: 'suspend' | 'resume';
   /** The suspension's reason: the new one, or the one a resume ends. */
   readonly reason: ComplianceReason;
+  /** For a resume: when the suspension it ends was made (that one, not a later one, is ended). */
+  readonly suspendedSince: string | null;
   /** What the MDM reported, for the log and the dry run. */
   readonly why: string;
 }
@@ -93,12 +95,30 @@ export function complianceChanges(
     const verdict = judgeCompliance(byIdentifier.get(identifier), rules, now);
     const { deviceId, userId, serial, mdmId } = device;
     if (verdict.action === 'suspend' && device.state !== 'suspended')
-      changes.push({ deviceId, userId, serial, mdmId, action: 'suspend', reason: verdict.reason, why: verdict.why });
+      changes.push({
+        deviceId,
+        userId,
+        serial,
+        mdmId,
+        action: 'suspend',
+        reason: verdict.reason,
+        suspendedSince: null,
+        why: verdict.why,
+      });
     const suspension = device.suspension;
     if (verdict.action === 'resume' && device.state === 'suspended' && suspension !== null) {
       const reason = COMPLIANCE_REASONS.find((candidate) => candidate === suspension.reason);
       if (reason !== undefined && suspension.by === PORTAL_KEY_NAME)
-        changes.push({ deviceId, userId, serial, mdmId, action: 'resume', reason, why: verdict.why });
+        changes.push({
+          deviceId,
+          userId,
+          serial,
+          mdmId,
+          action: 'resume',
+          reason,
+          suspendedSince: suspension.since,
+          why: verdict.why,
+        });
     }
   }
   return changes;

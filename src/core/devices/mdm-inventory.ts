@@ -91,6 +91,9 @@ export async function compareWithMdmInventory(
   read: (options: MdmReadOptions) => Promise<MdmInventory> = (options) => readMdmInventory(config.source, options),
 ): Promise<InventoryPass> {
   const startedAt = ctx.clock.now();
+  // The suspensions the reading may end: one made while it is under way (another instance's
+  // newer reading) is none of its business.
+  const suspendedBefore = config.compliance === null ? null : suspensionsNow(await liveDeviceIdentifiers(ctx.db));
   let inventory: MdmInventory;
   try {
     inventory = await read({ compliance: config.compliance !== null });
@@ -129,21 +132,36 @@ export async function compareWithMdmInventory(
     missed,
     limit,
     retired: [],
-    compliance: compliancePlan(config, stay, inventory, live.length, startedAt),
+    compliance: compliancePlan(config, stay, inventory, live.length, startedAt, suspendedBefore ?? new Map()),
   };
   return gone.length > limit ? { ...found, outcome: 'too-many' } : { ...found, outcome: 'dry-run' };
 }
 
-/** What compliance would change among the devices the inventory holds; null without `compliance`. */
+/** When each suspended device's suspension was made. */
+function suspensionsNow(
+  devices: readonly { readonly deviceId: DeviceId; readonly suspension: { readonly since: string } | null }[],
+): Map<DeviceId, string> {
+  const since = new Map<DeviceId, string>();
+  for (const device of devices) if (device.suspension !== null) since.set(device.deviceId, device.suspension.since);
+  return since;
+}
+
+/**
+ * What compliance would change among the devices the inventory holds; null without `compliance`.
+ * A resume only of a suspension there was before the reading began (`suspendedBefore`).
+ */
 function compliancePlan(
   config: MdmInventoryConfig,
   devices: Parameters<typeof complianceChanges>[0],
   inventory: MdmInventory,
   liveDevices: number,
   now: Date,
+  suspendedBefore: ReadonlyMap<DeviceId, string>,
 ): CompliancePass | null {
   if (config.compliance === null) return null;
-  const changes = complianceChanges(devices, inventory.compliance, config.matches, config.compliance, now);
+  const changes = complianceChanges(devices, inventory.compliance, config.matches, config.compliance, now).filter(
+    (change) => change.action === 'suspend' || suspendedBefore.get(change.deviceId) === change.suspendedSince,
+  );
   const suspend = changes.filter((change) => change.action === 'suspend');
   const suspendLimit = retireLimit(config.compliance.maxSuspendPerPass, liveDevices);
   return {
@@ -207,7 +225,13 @@ async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promis
     try {
       const outcome = await resumeDevice(
         { ...ctx, call, events: ctx.events.forCall(call) },
-        { deviceId: change.deviceId, by: PORTAL_KEY_NAME, onlyIfReason: COMPLIANCE_REASONS, onlyIfBy: PORTAL_KEY_NAME },
+        {
+          deviceId: change.deviceId,
+          by: PORTAL_KEY_NAME,
+          onlyIfReason: COMPLIANCE_REASONS,
+          onlyIfBy: PORTAL_KEY_NAME,
+          ...(change.suspendedSince === null ? {} : { onlyIfSuspendedSince: change.suspendedSince }),
+        },
       );
       if (outcome.outcome === 'resumed') {
         resumed.push(change.deviceId);

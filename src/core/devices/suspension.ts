@@ -59,6 +59,11 @@ export interface ResumeRequest {
   readonly onlyIfReason?: string | readonly string[];
   /** Resume only a suspension made by this author (the portal's own, never an administrator's by hand). */
   readonly onlyIfBy?: string;
+  /**
+   * Resume only the suspension made at this moment (its `since`): the one the caller saw, not one
+   * made since by someone who knew more (another portal instance's newer reading of the MDM).
+   */
+  readonly onlyIfSuspendedSince?: string;
 }
 
 export interface SuspendOutcome {
@@ -71,7 +76,10 @@ export interface SuspendOutcome {
 
 export interface ResumeOutcome {
   readonly device: DeviceRecord;
-  /** `not-suspended` and `other-reason` (another reason, or another author than `onlyIfBy`) changed nothing. */
+  /**
+   * `not-suspended` and `other-reason` (another reason, another author than `onlyIfBy`, or another
+   * suspension than `onlyIfSuspendedSince`) changed nothing.
+   */
   readonly outcome: 'resumed' | 'not-suspended' | 'other-reason';
 }
 
@@ -195,6 +203,8 @@ export async function resumeDevice(ctx: PortalContext, request: ResumeRequest): 
     const reason = device.suspension.reason;
     if (reasons !== null && !reasons.includes(reason)) return { outcome: 'other-reason' as const, peers: [] };
     if (request.onlyIfBy !== undefined && device.suspension.by !== request.onlyIfBy)
+      return { outcome: 'other-reason' as const, peers: [] };
+    if (request.onlyIfSuspendedSince !== undefined && device.suspension.since !== request.onlyIfSuspendedSince)
       return { outcome: 'other-reason' as const, peers: [] };
     const at = ctx.clock.now();
     const suspension = await lastSuspension(trx, device.deviceId);
