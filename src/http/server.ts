@@ -9,7 +9,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../core/context.js';
-import { AddressAllowList } from './plumbing/address-allow-list.js';
+import { AddressAllowList } from '../net/address-allow-list.js';
 import { adminApiSurface } from './admin-api/surface.js';
 import type { CertificateCheck } from './enrollment/certificate-check.js';
 import { enrollSurface } from './enrollment/enroll.js';

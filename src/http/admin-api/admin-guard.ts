@@ -10,7 +10,7 @@ import { unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.j
 import { callerKeyOf, checkAdminKey, type AdminKeyUse } from '../../core/access/index.js';
 import type { PortalContext } from '../../core/context.js';
 import { ADMIN_KEY_PREFIX } from '../../keys/admin-key-token.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import type { AdminRequests } from './admin-requests.js';
 import { sendError } from '../plumbing/error-reply.js';
 

@@ -8,7 +8,7 @@ import { AdminKeyUse, recordAdminCall, recordLookup } from '../../core/access/in
 import { callerScope } from '../../core/admin-call.js';
 import { successStatusOf } from '../../protocol/admin-api.js';
 import type { PortalContext } from '../../core/context.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { adminGuard } from './admin-guard.js';
 import { AdminRequests, auditedParameters } from './admin-requests.js';
 import { runRoute, usersNamedIn, type AdminRoute, type RouteServices } from './admin-route.js';

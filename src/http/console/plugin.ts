@@ -23,7 +23,7 @@ import {
 import { recordAdminCall } from '../../core/access/index.js';
 import { unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { ConsoleOidc } from './oidc.js';
 import { actionHandlers, actionPages } from './actions.js';
 import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';

@@ -10,7 +10,7 @@ import formbody from '@fastify/formbody';
 import { parseFormText } from '../plumbing/form-text.js';
 import type { PortalContext } from '../../core/context.js';
 import { ENROLL_PATH } from '../../protocol/admin-api.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { enrollEndpoint } from './enroll.js';
 import { handleError, sendError } from '../plumbing/error-reply.js';
 import { decodePath } from '../plumbing/surface.js';

@@ -8,7 +8,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { redeemEnrollmentToken } from '../../core/enrollment/index.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { sendError } from '../plumbing/error-reply.js';
 import { readParams } from '../plumbing/params.js';
 import { ENROLL_PARAMS, ENROLL_PATH } from '../../protocol/admin-api.js';

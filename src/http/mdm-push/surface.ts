@@ -15,7 +15,7 @@ import type { PortalContext } from '../../core/context.js';
 import { applyJamfEvent, type JamfPushCounts } from '../../core/devices/index.js';
 import { JamfWebhookError, parseJamfWebhook, type JamfEvent } from '../../protocol/jamf-webhook.js';
 import { constantTimeMatcher } from '../../shared/constant-time.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { sendError } from '../plumbing/error-reply.js';
 import { HttpError } from '../plumbing/http-error.js';
 import { addJsonBodyParser } from '../plumbing/json-body.js';

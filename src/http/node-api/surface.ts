@@ -3,7 +3,7 @@
 // each call then authenticates the node (node-auth.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { sendError } from '../plumbing/error-reply.js';
 import { requestsUnder, type HttpSurface } from '../plumbing/surface.js';
 import { connectHandler } from './connect.js';

@@ -6,7 +6,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { AddressAllowList } from './address-allow-list.js';
+import type { AddressAllowList } from '../../net/address-allow-list.js';
 
 /** A capped address is named in the log at most this often, however hard it keeps trying. */
 const WARNING_INTERVAL_MS = 60_000;

@@ -16,7 +16,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { ListenSettings } from '../../config/portal-config.js';
-import type { AddressAllowList } from './address-allow-list.js';
+import type { AddressAllowList } from '../../net/address-allow-list.js';
 import { ConnectionsPerAddress } from './connections-per-address.js';
 import { parseFormText } from './form-text.js';
 import { ProtocolErrorAnswers } from './protocol-errors.js';

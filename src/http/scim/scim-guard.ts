@@ -9,7 +9,7 @@ import { AdminKeyUse, callerKeyOf, checkAdminKey, recordAdminCall } from '../../
 import { unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import { ADMIN_KEY_PREFIX } from '../../keys/admin-key-token.js';
-import { AddressAllowList } from '../plumbing/address-allow-list.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { decodePath } from '../plumbing/surface.js';
 import { sendScimError } from './scim-reply.js';
 

@@ -1,11 +1,6 @@
-// Source-address allow-lists (CIDR), for the Admin API and for trusted reverse proxies.
-import {
-  parseIpAddress,
-  parseIpPrefix,
-  prefixContainsAddress,
-  type IpAddress,
-  type IpPrefix,
-} from '../../net/ip-prefix.js';
+// Source-address allow-lists (CIDR): who may call the portal's surfaces, and which reverse
+// proxies the portal and the node agent's ProxyGuard relay believe about the client's address.
+import { parseIpAddress, parseIpPrefix, prefixContainsAddress, type IpAddress, type IpPrefix } from './ip-prefix.js';
 
 export class AddressAllowList {
   private readonly prefixes: readonly IpPrefix[];
