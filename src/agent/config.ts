@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
 import { DEFAULT_PORTS_PER_CLIENT, MAX_PORTS_PER_CLIENT, MIN_PORTS_PER_CLIENT } from '../net/deterministic-nat.js';
+import { isIpPrefix } from '../net/ip-prefix.js';
 import { DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS } from './proxyguard/relay.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'wireguard-go';
@@ -53,6 +54,8 @@ export interface ProxyGuardSettings {
   readonly maxPendingRequests: number;
   /** A connection must have sent its whole upgrade request within this time. */
   readonly requestTimeoutMs: number;
+  /** Reverse proxies (CIDR) whose X-Forwarded-For names a tunnel's client; empty: believed from nobody. */
+  readonly trustedProxyList: readonly string[];
 }
 
 /** `"nat": true` masquerades; an object maps each client to a fixed public address and port block. */
@@ -206,6 +209,14 @@ export const nodeAgentConfigSchema = z.strictObject({
         .max(60)
         .default(DEFAULT_REQUEST_TIMEOUT_MS / 1000)
         .describe('A connection that has not sent its whole upgrade request within this time is closed.'),
+      trustedProxyList: z
+        .array(z.string().refine(isIpPrefix, 'must be an IP prefix such as 127.0.0.1/32').meta({ format: 'ip-prefix' }))
+        .default([])
+        .meta({
+          description:
+            "Reverse proxies (CIDR) in front of the relay whose `X-Forwarded-For` names a tunnel's client (the right-most entry that is not one of them), so sessions, RADIUS and webhooks carry the device's address, not the proxy's; from anyone else the header is ignored. Empty: the TCP peer is the client.",
+          see: 'wireguard-over-tcp.md#behind-a-reverse-proxy',
+        }),
     })
     .prefault({}),
   OpenVPN: z
@@ -362,6 +373,7 @@ export function parseNodeAgentConfig(json: unknown, file: string): NodeAgentConf
       idleTimeoutMs: config.ProxyGuard.idleTimeoutSeconds * 1000,
       maxPendingRequests: config.ProxyGuard.maxPendingRequests,
       requestTimeoutMs: config.ProxyGuard.requestTimeoutSeconds * 1000,
+      trustedProxyList: config.ProxyGuard.trustedProxyList,
     },
     openVpn: {
       configDir: resolve(base, config.OpenVPN.configDir),

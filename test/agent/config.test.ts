@@ -38,6 +38,7 @@ describe('the node configuration file', () => {
         nodeKeyFile: './node-data/node.key',
         listen: { host: '198.18.0.2', port: 41195 },
         WireGuard: { interfaceName: 'wg1', implementation: 'wireguard-go', endpointFile: 'state/endpoints.json' },
+        ProxyGuard: { trustedProxyList: ['10.0.0.5/32', 'fd00::/64'] },
         profileIdList: ['employees'],
       }),
     );
@@ -52,6 +53,7 @@ describe('the node configuration file', () => {
       endpointFile: join(directory, 'state', 'endpoints.json'),
       removalFile: join(directory, 'state', 'wireguard-removals.jsonl'),
     });
+    assert.deepEqual(config.proxyGuard.trustedProxyList, ['10.0.0.5/32', 'fd00::/64']);
     assert.deepEqual(config.profileIdList, ['employees']);
   });
 
@@ -89,6 +91,7 @@ describe('the node configuration file', () => {
       endpointFile: '/var/lib/vpn-portal-node/wireguard-endpoints.json',
       removalFile: '/var/lib/vpn-portal-node/wireguard-removals.jsonl',
     });
+    assert.deepEqual(config.proxyGuard.trustedProxyList, [], "the relay believes nobody's X-Forwarded-For");
     assert.deepEqual(config.profileIdList, []);
     assert.equal(config.refreshIntervalMs, 60_000);
   });
@@ -143,6 +146,10 @@ describe('the node configuration file', () => {
     await expectRefusal(
       await write('noaddr.json', JSON.stringify({ nodeKeyFile: 'k', nat: { publicAddresses: [] } })),
       /"nat\.publicAddresses": Too small/,
+    );
+    await expectRefusal(
+      await write('proxy.json', JSON.stringify({ nodeKeyFile: 'k', ProxyGuard: { trustedProxyList: ['127.0.0.1'] } })),
+      /"ProxyGuard\.trustedProxyList\.0": must be an IP prefix such as 127\.0\.0\.1\/32/,
     );
     await expectRefusal(await write('natword.json', JSON.stringify({ nodeKeyFile: 'k', nat: 'yes' })), /"nat"/);
     await expectRefusal(await write('broken.json', '{"nodeKeyFile": '), /not valid JSON/);

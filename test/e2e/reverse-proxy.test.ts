@@ -4,7 +4,9 @@
 //   host (a namespace); the portal sees that host's address through X-Forwarded-For
 //   (trustedProxyList), and a client cannot claim another address.
 // - WireGuard over TCP through it over TLS 1.3 to the node's ProxyGuard relay, set up on the
-//   device as the Linux steps of docs/wireguard-over-tcp.md say (ListenPort 51821, ProxyEndpoint removed).
+//   device as the Linux steps of docs/wireguard-over-tcp.md say (ListenPort 51821, ProxyEndpoint removed);
+//   the node believes nginx's X-Forwarded-For (ProxyGuard.trustedProxyList), so the session
+//   carries the device's address, not nginx's.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,14 +100,15 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
   }
 });
 
-test('WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the file prepared as docs/wireguard-over-tcp.md says for Linux', async (t) => {
+test("WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the file prepared as docs/wireguard-over-tcp.md says for Linux, and the session is the device's address", async (t) => {
   const directory = tempDir(t);
   const proxyPort = 8443;
   const lab = await startTunnelLab({
     portalConfig: ({ nodeAddressForClient }) => ({
       WireGuard: { enableProxy: true, proxyUrl: `https://${nodeAddressForClient}:${proxyPort}/proxyguard` },
     }),
-    // The relay on the node's loopback (the default), behind nginx on the same host.
+    // The relay on the node's loopback (the default), behind nginx on the same host, which it trusts.
+    agentConfig: () => ({ ProxyGuard: { trustedProxyList: ['127.0.0.1/32'] } }),
   });
   t.after(lab.close);
   await lab.agent.waitFor((line) => line.msg === 'serving ProxyGuard (WireGuard over TCP)', 'serving ProxyGuard');
@@ -161,4 +164,14 @@ test('WireGuard over TCP through nginx over TLS 1.3 reaches the relay, with the 
   assert.ok(await lab.ping(20, LAB_GATEWAY), `ping through nginx and the relay: ${output}`);
   const { stdout } = await lab.node.exec('ss', ['-Htn', 'state', 'established', '( sport = :51821 )']);
   assert.equal(stdout.trim().split('\n').filter(Boolean).length, 1, 'one connection from nginx to the relay');
+
+  // The relay's peer is nginx on 127.0.0.1; the session names the device, as nginx saw it.
+  await lab.portal.reconcile();
+  const publicKey = (await lab.client.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
+  const sessions = (await lab.portal.admin.connectionLog({ connection_id: publicKey })).connection_log;
+  assert.deepEqual(
+    sessions.map((session) => session.originating_ip),
+    [lab.clientAddress],
+    "the device's address from X-Forwarded-For, not nginx's 127.0.0.1",
+  );
 });

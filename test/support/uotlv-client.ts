@@ -42,20 +42,29 @@ export function uotlvFrame(datagram: Uint8Array): Buffer {
   return Buffer.concat([Buffer.from([(length >> 8) & 0xff, length & 0xff]), datagram]);
 }
 
-/** The upgrade request a ProxyGuard client sends for `url`, exactly as bytes on the wire. */
-export function upgradeRequest(url: URL): string {
-  return `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: Upgrade\r\nUpgrade: UoTLV/1\r\n\r\n`;
+/**
+ * The upgrade request a ProxyGuard client sends for `url`, exactly as bytes on the wire;
+ * `headers` (name and value, written as given) as a reverse proxy in front of the relay adds them.
+ */
+export function upgradeRequest(url: URL, headers: readonly (readonly [string, string])[] = []): string {
+  const extra = headers.map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: Upgrade\r\nUpgrade: UoTLV/1\r\n${extra}\r\n`;
 }
 
 /**
  * Opens a tunnel to `proxyEndpoint`, at `connectTo` when given (the relay's real address),
  * else at the URL's own host and port. `https:` speaks TLS 1.3 only (as proxyguard-client),
  * trusting `ca` (PEM). `extra` is written in the same TCP segment as the request, as an eager
- * client may.
+ * client may; `headers` are added to the request, as a proxy adds X-Forwarded-For.
  */
 export async function openUotlvTunnel(
   proxyEndpoint: string,
-  options: { connectTo?: TcpAddress; extra?: Buffer; ca?: string } = {},
+  options: {
+    connectTo?: TcpAddress;
+    extra?: Buffer;
+    ca?: string;
+    headers?: readonly (readonly [string, string])[];
+  } = {},
 ): Promise<UotlvTunnel> {
   const url = new URL(proxyEndpoint);
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
@@ -72,7 +81,7 @@ export async function openUotlvTunnel(
     : connect(address.port, address.host);
   await once(socket, tls ? 'secureConnect' : 'connect');
   socket.setNoDelay(true);
-  socket.write(Buffer.concat([Buffer.from(upgradeRequest(url)), options.extra ?? Buffer.alloc(0)]));
+  socket.write(Buffer.concat([Buffer.from(upgradeRequest(url, options.headers)), options.extra ?? Buffer.alloc(0)]));
 
   const received: Buffer[] = [];
   const waiting: { resolve: (frame: Buffer) => void; reject: (error: Error) => void }[] = [];

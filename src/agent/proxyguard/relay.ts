@@ -3,6 +3,8 @@
 // `Upgrade: UoTLV/1` is answered `101 Switching Protocols`, and the connection becomes a tunnel
 // to the local WireGuard port (tunnel.ts). Anything else gets a plain-text HTTP
 // error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
+// Each tunnel's client is remembered by the address WireGuard sees it as (originOf): the TCP
+// peer, or behind a trusted reverse proxy the client that proxy names (forwarded-for.ts).
 // Connections that are not a tunnel yet have a small budget and a deadline of their own, so
 // slow senders can neither take the tunnels' places nor lock out clients that send at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -10,8 +12,10 @@ import type { Socket as UdpSocket } from 'node:dgram';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { forwardedOrigin, formatOrigin } from './forwarded-for.js';
 import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshake.js';
 import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
+import { AddressAllowList } from '../../net/address-allow-list.js';
 import { unmappedIpv4 } from '../../net/cidr.js';
 import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
 
@@ -28,6 +32,8 @@ export interface ProxyGuardRelayOptions
   readonly maxPendingRequests?: number;
   /** A connection must have sent its whole request within this time. */
   readonly requestTimeoutMs?: number;
+  /** Reverse proxies (CIDR) whose X-Forwarded-For names the client; none when absent. */
+  readonly trustedProxyList?: readonly string[];
   readonly logger: Logger;
 }
 
@@ -41,6 +47,8 @@ export const DEFAULT_MAX_PENDING_REQUESTS = 64;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /** After a refusal, how long the client has to read it before the socket is destroyed. */
 const REFUSAL_LINGER_MS = 2_000;
+/** A trusted proxy's malformed X-Forwarded-For is named in the log at most this often. */
+const MALFORMED_WARNING_INTERVAL_MS = 60_000;
 
 export class ProxyGuardRelay {
   readonly #server: Server;
@@ -52,17 +60,20 @@ export class ProxyGuardRelay {
   readonly #origins = new Map<number, string>();
   /** Connections that are not a tunnel (yet): still sending, or being refused. Oldest first. */
   readonly #pending: PendingConnections;
+  readonly #trustedProxies: AddressAllowList;
   /** Tunnels being set up (UDP socket connecting): they count against the limit already. */
   #opening = 0;
   #hostNames: ReadonlySet<string>;
   #closing: Promise<void> | null = null;
   #warnedFull = false;
+  #warnedMalformedAt = 0;
 
   private constructor(server: Server, options: ProxyGuardRelayOptions) {
     this.#server = server;
     this.#options = options;
     this.#logger = options.logger;
     this.#hostNames = new Set(options.hostNames);
+    this.#trustedProxies = new AddressAllowList(options.trustedProxyList ?? []);
     this.#pending = new PendingConnections(
       options.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
       options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
@@ -126,8 +137,9 @@ export class ProxyGuardRelay {
   }
 
   /**
-   * The client behind an endpoint WireGuard reports (`127.0.0.1:PORT` of a tunnel's UDP socket),
-   * as the relay saw it (`IP:port`, IPv6 in brackets); null for any other endpoint.
+   * The client behind an endpoint WireGuard reports (`127.0.0.1:PORT` of a tunnel's UDP socket):
+   * the TCP peer, or the client a trusted reverse proxy named (port 0) (`IP:port`, IPv6 in
+   * brackets); null for any other endpoint.
    */
   originOf(endpoint: string): string | null {
     const match = /^(?:127\.0\.0\.1|\[::1\]):(\d+)$/.exec(endpoint);
@@ -214,10 +226,8 @@ export class ProxyGuardRelay {
 
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${UOTLV_PROTOCOL}\r\n\r\n`);
     const localPort = udp.address().port;
-    // On a socket listening on `::` an IPv4 client is `::ffff:a.b.c.d`: named as WireGuard
-    // would name it had it come straight over UDP, by its IPv4 address.
-    const remote = unmappedIpv4(socket.remoteAddress ?? '');
-    this.#origins.set(localPort, `${remote.includes(':') ? `[${remote}]` : remote}:${socket.remotePort ?? 0}`);
+    const remote = this.#clientOf(request, socket);
+    this.#origins.set(localPort, remote);
     const tunnel: ProxyGuardTunnel = new ProxyGuardTunnel({
       socket,
       udp,
@@ -232,6 +242,21 @@ export class ProxyGuardRelay {
     this.#tunnels.add(tunnel);
     this.#logger.debug({ tunnels: this.tunnelCount, remote }, 'ProxyGuard tunnel opened');
     tunnel.start(head);
+  }
+
+  /** The tunnel's client as WireGuard would name it had it come straight over UDP (`IP:port`). */
+  #clientOf(request: IncomingMessage, socket: Socket): string {
+    // On a socket listening on `::` an IPv4 peer is `::ffff:a.b.c.d`: named by its IPv4 address.
+    const peer = { address: unmappedIpv4(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
+    const { origin, malformed } = forwardedOrigin(peer, request.headers['x-forwarded-for'], this.#trustedProxies);
+    if (malformed !== null && Date.now() - this.#warnedMalformedAt >= MALFORMED_WARNING_INTERVAL_MS) {
+      this.#warnedMalformedAt = Date.now();
+      this.#logger.warn(
+        { peer: peer.address, entry: malformed },
+        'ProxyGuard: a trusted proxy sent an X-Forwarded-For entry that is no IP address; the tunnel is named by the proxy that passed it on',
+      );
+    }
+    return formatOrigin(origin);
   }
 }
 

@@ -46,6 +46,7 @@ export class ProxyGuardService {
       idleTimeoutMs: this.#settings.idleTimeoutMs,
       maxPendingRequests: this.#settings.maxPendingRequests,
       requestTimeoutMs: this.#settings.requestTimeoutMs,
+      trustedProxyList: this.#settings.trustedProxyList,
       logger: this.#logger,
     });
     const { address, port } = this.#relay.address;

@@ -218,6 +218,62 @@ describe('a tunnel through the relay', () => {
   });
 });
 
+describe('a client behind a reverse proxy', () => {
+  /** The client the relay names for a tunnel that has carried one datagram (its first to WireGuard). */
+  async function originAfterEcho(
+    t: TestContext,
+    relay: ProxyGuardRelay,
+    target: { senders: number[] },
+    headers: readonly (readonly [string, string])[],
+  ): Promise<{ origin: string | null; tunnel: UotlvTunnel }> {
+    const before = target.senders.length;
+    const tunnel = await tunnelTo(t, relay, { headers });
+    await assertEchoes(tunnel, 'handshake', 'the tunnel works');
+    return { origin: relay.originOf(`127.0.0.1:${target.senders[before]}`), tunnel };
+  }
+
+  test('is named by the X-Forwarded-For of a trusted proxy, without a port, as nginx in front of the relay sends it', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { trustedProxyList: ['127.0.0.1/32'] });
+
+    const { origin } = await originAfterEcho(t, relay, target, [['X-Forwarded-For', '198.51.100.7']]);
+    assert.equal(origin, '198.51.100.7:0', "the device's address, not the proxy's 127.0.0.1");
+    const six = await originAfterEcho(t, relay, target, [['X-Forwarded-For', '2001:db8::7']]);
+    assert.equal(six.origin, '[2001:db8::7]:0', 'an IPv6 client in brackets, as WireGuard writes an endpoint');
+    const { origin: direct, tunnel } = await originAfterEcho(t, relay, target, []);
+    assert.equal(direct, `127.0.0.1:${tunnel.socket.localPort}`, 'without the header the peer is the client');
+  });
+
+  test('claiming an address in X-Forwarded-For gets a client that is no trusted proxy nothing', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { trustedProxyList: ['10.0.0.0/8'] });
+
+    const { origin, tunnel } = await originAfterEcho(t, relay, target, [['X-Forwarded-For', '198.51.100.7']]);
+    assert.equal(origin, `127.0.0.1:${tunnel.socket.localPort}`, 'the TCP peer, as without a trusted proxy');
+  });
+
+  test('behind a chain of trusted proxies the client is the right-most address that is no proxy, whatever it sent itself', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { trustedProxyList: ['127.0.0.1/32', '10.0.0.0/8'] });
+
+    // The client sent "192.0.2.66" itself; the outer proxy appended the client, the inner one the outer proxy.
+    const { origin } = await originAfterEcho(t, relay, target, [
+      ['X-Forwarded-For', '192.0.2.66, 203.0.113.9, 10.1.2.3'],
+    ]);
+    assert.equal(origin, '203.0.113.9:0');
+  });
+
+  test("a trusted proxy's X-Forwarded-For that is no address names that proxy, and the tunnel works", async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { trustedProxyList: ['127.0.0.1/32'] });
+
+    for (const header of ['unknown', '198.51.100.7:443', '', ' , ', '198.51.100.7%eth0']) {
+      const { origin, tunnel } = await originAfterEcho(t, relay, target, [['X-Forwarded-For', header]]);
+      assert.equal(origin, `127.0.0.1:${tunnel.socket.localPort}`, `with ${JSON.stringify(header)}`);
+    }
+  });
+});
+
 describe('requests that are not a UoTLV/1 upgrade', () => {
   const upgradeHeaders = 'Host: relay\r\nConnection: Upgrade\r\nUpgrade: UoTLV/1\r\n';
 
@@ -557,6 +613,7 @@ describe("the relay follows the portal's settings", () => {
         idleTimeoutMs: 60_000,
         maxPendingRequests: 64,
         requestTimeoutMs: 5_000,
+        trustedProxyList: ['127.0.0.1/32'],
       },
       pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
     );
@@ -566,12 +623,20 @@ describe("the relay follows the portal's settings", () => {
     assert.equal(service.relay, null, 'no relay while the portal does not enable the proxy');
 
     await service.apply({ hostNames: [HOST_NAME] }, firstTarget.port);
-    const relay = service.relay;
+    // Widened again: the assertion above narrowed it to null, which apply() has changed.
+    const relay = service.relay as ProxyGuardRelay | null;
     assert.ok(relay !== null, 'the relay runs once the portal enables the proxy');
     const endpoint = endpointOf(relay);
     const first = await tunnelTo(t, relay);
     await assertEchoes(first, 'to the first port', 'a tunnel reaches WireGuard');
     assert.deepEqual(firstTarget.received.map(String), ['to the first port']);
+    const proxied = await tunnelTo(t, relay, { headers: [['X-Forwarded-For', '198.51.100.7']] });
+    await assertEchoes(proxied, 'through a proxy', 'a tunnel through a trusted proxy reaches WireGuard');
+    assert.equal(
+      relay.originOf(`127.0.0.1:${firstTarget.senders[1]}`),
+      '198.51.100.7:0',
+      'the relay believes the proxies of ProxyGuard.trustedProxyList',
+    );
 
     // The portal renamed the node and moved WireGuard: same relay, new names, new tunnels go to the new port.
     await service.apply({ hostNames: ['vpn9.example.org'] }, secondTarget.port);
