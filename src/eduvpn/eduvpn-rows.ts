@@ -16,7 +16,7 @@ import {
   type UserId,
   type WireGuardKey,
 } from '../shared/ids.js';
-import { formatAtom } from '../shared/time.js';
+import { formatAtom, isAtomTime, isCalendarDay } from '../shared/time.js';
 import { isWireGuardKey } from '../wireguard/keys.js';
 import type {
   EduVpnAuthorization,
@@ -41,9 +41,10 @@ const timestamp = z
   .regex(TIMESTAMP_PATTERN, 'not an ATOM timestamp (YYYY-MM-DDTHH:MM:SS+00:00)')
   .transform((text, context) => {
     const date = new Date(text);
-    // Date reads 30 February as 2 March and hour 24 as the next midnight: such a time was never
-    // written by eduVPN, and reading it as another time would move an expiry.
-    if (Number.isNaN(date.getTime()) || !isCalendarDay(text.slice(0, 10)) || text.slice(11, 13) === '24') {
+    // Date reads 30 February as 2 March and hour 24 as the next midnight, and a year past 9999
+    // in UTC would sort before every time: such a time was never written by eduVPN, and reading
+    // it as another time would move an expiry.
+    if (!isAtomTime(text) || text.slice(11, 13) === '24') {
       context.addIssue({ code: 'custom', message: 'not a valid date and time' });
       return z.NEVER;
     }
@@ -51,12 +52,6 @@ const timestamp = z
   });
 
 const day = z.string().regex(DATE_PATTERN, 'not a date (YYYY-MM-DD)').refine(isCalendarDay, 'not a valid date');
-
-/** True for a YYYY-MM-DD that names a day of the calendar (not 2027-02-30). */
-function isCalendarDay(text: string): boolean {
-  const date = new Date(`${text}T00:00:00Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(text);
-}
 
 /** A BIGINT: a number from SQLite, a decimal string from PostgreSQL and MariaDB/MySQL. */
 const count = z

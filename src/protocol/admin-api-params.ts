@@ -16,7 +16,7 @@ import {
 } from '../shared/iso-duration.js';
 import { DEVICE_STATES } from '../shared/device-states.js';
 import { PLATFORMS } from '../shared/platforms.js';
-import { formatAtom } from '../shared/time.js';
+import { formatAtom, isAtomTime, isCalendarDay } from '../shared/time.js';
 import {
   isCanonicalWireGuardKey,
   isUsableWireGuardPublicKey,
@@ -73,25 +73,6 @@ const oneToThousand = z
 const lengthBetween = (min: number, max: number) => (value: string) => {
   const length = [...value].length;
   return length >= min && length <= max;
-};
-
-/**
- * A day that exists, `YYYY-MM-DD`: the refinement runs also when the form is wrong, and
- * `2026-13-01` or `yesterday` is no date, whose toISOString would throw (a 500, not a 400).
- */
-const isCalendarDay = (value: string) => {
-  const day = new Date(`${value}T00:00:00Z`);
-  return Number.isFinite(day.getTime()) && day.toISOString().startsWith(value);
-};
-
-/**
- * A time of a day that exists whose UTC time has a four-digit year: ATOM writes no other, and
- * the database compares times as text (`+010000-…`, past 9999 by an offset, sorted before every
- * time); `2026-02-30` is no day, where Date.parse reads 2 March.
- */
-const isAtomTime = (text: string) => {
-  const time = Date.parse(text);
-  return Number.isFinite(time) && isCalendarDay(text.slice(0, 10)) && /^\d{4}-/.test(new Date(time).toISOString());
 };
 
 /**

@@ -23,8 +23,8 @@ function peerRow(expiresAt: string) {
   };
 }
 
-test('an expiry on a day the calendar does not have (30 February, hour 24) is refused, not moved to another day', () => {
-  for (const expiresAt of ['2027-02-30T10:00:00+00:00', '2027-01-01T24:00:00+00:00']) {
+test('an expiry on a day the calendar does not have (30 February, hour 24), or past the year 9999 in UTC, is refused, not moved to another day', () => {
+  for (const expiresAt of ['2027-02-30T10:00:00+00:00', '2027-01-01T24:00:00+00:00', '9999-12-31T23:00:00-05:00']) {
     let read: string;
     try {
       read = parseEduVpnRow('wg_peers', `public_key "${KEY}"`, peerRow(expiresAt)).expiresAt;
