@@ -17,8 +17,11 @@ import type { RememberedRemoval } from './revisions.js';
 const lineSchema = z.object({
   publicKey: z.string().min(1).max(64),
   revision: z.number().int().nonnegative(),
-  /** Wall-clock milliseconds since the epoch when the removal was applied. */
-  removedAt: z.number().int().nonnegative(),
+  /**
+   * Wall-clock milliseconds since the epoch when the removal was applied; written whole, read
+   * also with a fraction (what a file written anew by an earlier version holds).
+   */
+  removedAt: z.number().nonnegative(),
 });
 
 /** What the file keeps: the memory of revisions.ts. */
@@ -40,6 +43,12 @@ export class RemovalFile {
   #pending: string[] = [];
   /** Lines the file holds. */
   #lines = 0;
+  /**
+   * A write failed: the file may end in part of a line (a disk that filled up midway), which an
+   * append would join to the next removal and so lose it at the next start. The next write is a
+   * whole new file instead.
+   */
+  #mayEndMidLine = false;
   /** Writes asked for, and how many of them are on disk. */
   #asked = 0;
   #done = 0;
@@ -116,7 +125,9 @@ export class RemovalFile {
       const covers = this.#asked;
       const lines = this.#pending;
       this.#pending = [];
-      const rewrite = this.#lines + lines.length >= Math.max(REWRITE_FROM_LINES, 2 * this.#remembered.removalCount);
+      const rewrite =
+        this.#mayEndMidLine ||
+        this.#lines + lines.length >= Math.max(REWRITE_FROM_LINES, 2 * this.#remembered.removalCount);
       this.#running = this.#write(lines, rewrite)
         .catch((error: unknown) => this.#writeFailed(error))
         .finally(() => {
@@ -128,6 +139,7 @@ export class RemovalFile {
 
   /** The removal stands on the interface; only its memory across a restart is missing. */
   #writeFailed(error: unknown): void {
+    this.#mayEndMidLine = true;
     this.#logger.error(
       { file: this.#file, reason: (error as Error).message },
       'cannot write the removal memory file; a restart of the agent now forgets the latest removals',
@@ -140,17 +152,21 @@ export class RemovalFile {
     await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
     if (rewrite) {
       const now = this.#wallMs();
-      const kept = this.#remembered
-        .removals()
-        .map((removal) =>
-          JSON.stringify({ publicKey: removal.publicKey, revision: removal.revision, removedAt: now - removal.agoMs }),
-        );
+      const kept = this.#remembered.removals().map((removal) =>
+        JSON.stringify({
+          publicKey: removal.publicKey,
+          revision: removal.revision,
+          // Whole milliseconds: `agoMs` is measured by the monotonic clock, with a fraction.
+          removedAt: Math.floor(now - removal.agoMs),
+        }),
+      );
       const temporary = `${this.#file}.tmp`;
       await writeSynced(temporary, 'w', kept);
       await rename(temporary, this.#file);
       // The rename is the folder's change: synced too, so a power cut cannot undo it.
       await syncFolder(dirname(this.#file));
       this.#lines = kept.length;
+      this.#mayEndMidLine = false;
       return;
     }
     await writeSynced(this.#file, 'a', lines);

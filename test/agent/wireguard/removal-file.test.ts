@@ -1,6 +1,7 @@
 // The agent's removals on disk: what one run records, the next reads back (within ten minutes),
 // written before the removal is answered, a bulk of removals in a few writes, a file that grew
-// written anew, a line cut short by a crash skipped, and a file that fails logged, not thrown.
+// written anew (and read back by the next start), a line cut short by a crash skipped, a file
+// that fails logged, not thrown, and a write a full disk cut short not taking the next with it.
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { test, type TestContext } from 'node:test';
 import { RemovalFile } from '../../../src/agent/wireguard/removal-file.js';
 import { PeerRevisions } from '../../../src/agent/wireguard/revisions.js';
 import { capturedLog } from '../../support/captured-log.js';
+import { mountTmpfs } from '../../support/tmpfs.js';
 
 const MINUTE = 60_000;
 
@@ -88,6 +90,19 @@ test('a file grown to twice the removals remembered is written anew with only th
   );
 });
 
+test('a file written anew at a start is read back by the start after it', async (t) => {
+  const file = join(folder(t), 'removals.jsonl');
+  await run(file, Date.now).remove('alice', 7);
+  // The agent restarts: it reads the removals back and writes the file anew before it answers.
+  const second = run(file, Date.now);
+  second.revisions.restore(await second.removals.load());
+  await second.removals.rewrite();
+  // …and restarts again, within the ten minutes.
+  const third = run(file, Date.now);
+  third.revisions.restore(await third.removals.load());
+  assert.equal(third.revisions.admit('alice', 'add', 5), false, 'the add from before the removal');
+});
+
 test('a last line cut short by a crash is skipped, the others read', async (t) => {
   const file = join(folder(t), 'removals.jsonl');
   const agent = run(file, Date.now);
@@ -115,4 +130,27 @@ test('a file that can be neither read nor written is logged, and the agent goes 
   assert.match(logged, /cannot read the removal memory file/);
   assert.match(logged, /cannot write the removal memory file/);
   assert.equal(agent.revisions.admit('erin', 'add', 3), false, 'the removal holds in memory');
+});
+
+test('a write cut short by a full disk does not take the next removal, written once there is room, with it', async (t) => {
+  const tmpfs = mountTmpfs(1024 * 1024);
+  t.after(() => tmpfs.unmount());
+  const file = join(tmpfs.dir, 'removals.jsonl');
+  const agent = run(file, Date.now);
+  await agent.remove('first-peer', 1);
+  tmpfs.fill();
+  // Removals while the disk is full: answered (logged), until one is cut short at a page's end.
+  let revision = 1;
+  while (readFileSync(file, 'utf8').endsWith('\n')) {
+    assert.ok(revision < 1_000, 'no write was cut short');
+    revision++;
+    await agent.remove(`peer-while-full-${revision}`, revision);
+  }
+  tmpfs.free();
+  // Room again: this removal is appended and synced before it is answered.
+  await agent.remove('mallory', 5_000);
+
+  const next = run(file, Date.now);
+  next.revisions.restore(await next.removals.load());
+  assert.equal(next.revisions.admit('mallory', 'add', 4_999), false, 'a late add after the restart');
 });
