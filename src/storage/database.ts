@@ -94,6 +94,7 @@ import { consoleSecretSessionsKeyed } from './migrations/0050-console-secret-ses
 import { webhookReceiverRests } from './migrations/0051-webhook-receiver-rests.js';
 import { openSessionsByNode } from './migrations/0052-open-sessions-by-node.js';
 import { sessionsByNodeStart } from './migrations/0053-sessions-by-node-start.js';
+import { liveDeviceCertificates } from './migrations/0054-live-device-certificates.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -161,6 +162,7 @@ const migrations: Record<string, Migration> = {
   '0051-webhook-receiver-rests': webhookReceiverRests,
   '0052-open-sessions-by-node': openSessionsByNode,
   '0053-sessions-by-node-start': sessionsByNodeStart,
+  '0054-live-device-certificates': liveDeviceCertificates,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,13 +1,13 @@
 // Queries on `devices`: the managed devices the portal registered (src/core/devices/devices.ts). A
 // device's configurations are the rows of wg_peers and certificates that name it; its serial
 // and mdm_id are unique among devices that are not retired (partial unique indexes).
-import { sql, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type UserId } from '../shared/ids.js';
 import type { DeviceState } from '../shared/device-states.js';
 import type { Platform } from '../shared/platforms.js';
 import type { Db } from './database.js';
 import { isUniqueViolation } from './errors.js';
-import type { DevicesTable } from './schema.js';
+import type { Database, DevicesTable } from './schema.js';
 import { listIn } from '../shared/list-in.js';
 
 export type { DeviceState } from '../shared/device-states.js';
@@ -111,13 +111,16 @@ export async function findLiveDevice(
   by: 'serial' | 'mdm_id',
   value: string,
 ): Promise<StoredDevice | undefined> {
-  const row = await db
-    .selectFrom('devices')
-    .selectAll()
-    .where(by, '=', value)
-    .where('state', '<>', 'retired')
-    .executeTakeFirst();
+  const row = await liveDeviceQuery(db, by, value).executeTakeFirst();
   return row === undefined ? undefined : toDevice(row);
+}
+
+/**
+ * The query of findLiveDevice (its plan is tested: every enrollment and every MDM push asks it,
+ * and it reads the unique index of live devices' serials, or MDM ids).
+ */
+export function liveDeviceQuery(db: Db, by: 'serial' | 'mdm_id', value: string) {
+  return db.selectFrom('devices').selectAll().where(by, '=', value).where('state', '<>', 'retired');
 }
 
 /**
@@ -264,11 +267,23 @@ export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string)
  */
 export async function liveDevicesWithCertificates(
   db: Db,
-  { issuer, signers }: { readonly issuer: string; readonly signers: readonly string[] },
+  issuers: { readonly issuer: string; readonly signers: readonly string[] },
   serialNumbers: readonly string[],
 ): Promise<StoredDevice[]> {
   if (serialNumbers.length === 0) return [];
-  const rows = await liveCertificateDevices(db)
+  return (await liveDevicesWithCertificatesQuery(db, issuers, serialNumbers).execute()).map(toDevice);
+}
+
+/**
+ * The query of liveDevicesWithCertificates (its plan is tested: one refresh of a large list runs
+ * it hundreds of times, and it reads the live certificates' index by serial).
+ */
+export function liveDevicesWithCertificatesQuery(
+  db: Db,
+  { issuer, signers }: { readonly issuer: string; readonly signers: readonly string[] },
+  serialNumbers: readonly string[],
+) {
+  return liveCertificateDevices(db)
     .where('certificate_serial', 'in', serialNumbers)
     .where((eb) => {
       const unknownCa = eb.and([
@@ -278,9 +293,7 @@ export async function liveDevicesWithCertificates(
       return signers.length === 0
         ? unknownCa
         : eb.or([eb('certificate_issuer_fingerprint', 'in', [...signers]), unknownCa]);
-    })
-    .execute();
-  return rows.map(toDevice);
+    });
 }
 
 /** A CA certificate as the devices' rows name it: by SHA-256 fingerprint, and by subject for rows from before 0048. */
@@ -296,27 +309,53 @@ export interface IssuingCa {
  */
 export async function liveDevicesIssuedBy(db: Db, cas: readonly IssuingCa[]): Promise<StoredDevice[]> {
   if (cas.length === 0) return [];
-  const rows = await liveCertificateDevices(db)
+  return (await liveDevicesIssuedByQuery(db, cas).execute()).map(toDevice);
+}
+
+/**
+ * The query of liveDevicesIssuedBy (its plan is tested): each of its two ways of naming the
+ * issuer says on its own that the device is live and bound to a certificate, where SQLite sees
+ * that the partial index of migration 0054 holds the rows of each (of a condition around them
+ * both, it does not), and reads the index twice rather than every device.
+ */
+export function liveDevicesIssuedByQuery(db: Db, cas: readonly IssuingCa[]) {
+  return db
+    .selectFrom('devices')
+    .selectAll()
     .where((eb) =>
       eb.or([
-        eb(
-          'certificate_issuer_fingerprint',
-          'in',
-          cas.map((ca) => ca.fingerprint),
-        ),
         eb.and([
+          ...liveCertificate(eb),
+          eb(
+            'certificate_issuer_fingerprint',
+            'in',
+            cas.map((ca) => ca.fingerprint),
+          ),
+        ]),
+        eb.and([
+          ...liveCertificate(eb),
           eb('certificate_issuer_fingerprint', 'is', null),
           eb('certificate_issuer', 'in', [...new Set(cas.map((ca) => ca.subject))]),
         ]),
       ]),
-    )
-    .execute();
-  return rows.map(toDevice);
+    );
 }
 
 /** Devices bound to a certificate and not retired: what a revocation list may retire. */
 function liveCertificateDevices(db: Db) {
-  return db.selectFrom('devices').selectAll().where('identity', '=', 'certificate').where('state', '<>', 'retired');
+  return db
+    .selectFrom('devices')
+    .selectAll()
+    .where((eb) => eb.and(liveCertificate(eb)));
+}
+
+/**
+ * That a device is bound to a certificate and not retired, written into the statement as
+ * literals, as the partial indexes of migration 0054 have it, where both planners see that they
+ * match.
+ */
+function liveCertificate(eb: ExpressionBuilder<Database, 'devices'>) {
+  return [eb('identity', '=', sql.lit('certificate')), eb('state', '<>', sql.lit('retired'))];
 }
 
 /** The profiles of a user's devices, retired ones too (their rows stay until the user is destroyed). */

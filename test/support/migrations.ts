@@ -50,4 +50,5 @@ export const EXPECTED_MIGRATIONS = [
   '0051-webhook-receiver-rests',
   '0052-open-sessions-by-node',
   '0053-sessions-by-node-start',
+  '0054-live-device-certificates',
 ] as const;
