@@ -134,6 +134,10 @@ export class ClientCertificateVerifier {
           : `CA certificate "${certificate.subject}" (serial ${certificate.serialNumber}) of the client certificate's chain is revoked`,
       );
     }
+    if (!isForClientAuthentication(leaf))
+      return refuse(
+        'the client certificate is not for client authentication (its extendedKeyUsage names neither clientAuth nor anyExtendedKeyUsage)',
+      );
     if (this.intuneTenantId !== null) {
       const tenant = intuneTenantOf(leaf);
       if (tenant === null)
@@ -204,6 +208,22 @@ export class ClientCertificateVerifier {
     }
     return false;
   }
+}
+
+/** Anything but clientAuth in the extended key usage: a certificate for another purpose (a TLS server, code signing). */
+const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
+
+/**
+ * Whether the certificate may prove a TLS client, as TLS libraries read it (OpenSSL's `sslclient`
+ * purpose): one without an extendedKeyUsage may, one with it only when it names clientAuth (or any
+ * usage). A server certificate of the MDM's CA that carries a device id is not a device's.
+ */
+function isForClientAuthentication(certificate: x509.X509Certificate): boolean {
+  const usage = certificate.getExtension(x509.ExtendedKeyUsageExtension);
+  if (usage === null) return true;
+  return usage.usages.some(
+    (purpose) => purpose === x509.ExtendedKeyUsage.clientAuth || purpose === ANY_EXTENDED_KEY_USAGE,
+  );
 }
 
 /**

@@ -1,7 +1,8 @@
 // The check of a device's MDM certificate, against a test CA made at run time with openssl: a
 // chain to the trust anchor passes and yields the device id by each rule; an untrusted issuer,
 // a certificate outside its validity, a revoked one (or one under a revoked CA) and one without
-// the identity field are refused, each with its reason.
+// the identity field, or one for another purpose than client authentication, are refused, each
+// with its reason.
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -103,6 +104,31 @@ describe('a device certificate is checked against the trust anchors and revocati
     const forged = readFileText(other.writeCrl());
     assert.equal((await verifier(undefined, [forged]).verify([laptop.certificatePem, ca.issuingPem], now)).ok, true);
   });
+});
+
+test('a certificate of the MDM’s CA for another purpose (a TLS server, code signing) is refused; one without an extendedKeyUsage, or with any, passes', async (t) => {
+  const ca = MdmCa.make();
+  t.after(() => ca.remove());
+  const verifier = new ClientCertificateVerifier([ca.rootPem], [], { from: 'san-uri', prefix: 'urn:mdm:serial:' });
+  const verdict = async (file: string, extendedKeyUsage: string | null) =>
+    verifier.verify(
+      [ca.device(file, { cn: file, uri: 'urn:mdm:serial:SER-1', extendedKeyUsage }).certificatePem, ca.issuingPem],
+      new Date(),
+    );
+  for (const [file, usage] of [
+    ['server', 'serverAuth'],
+    ['signer', 'codeSigning'],
+  ] as const) {
+    const refused = await verdict(file, usage);
+    assert.equal(refused.ok, false, `${usage} passed`);
+    assert.match(refused.ok ? '' : refused.reason, /not for client authentication/);
+  }
+  for (const [file, usage] of [
+    ['plain', null],
+    ['any', 'anyExtendedKeyUsage'],
+    ['both', 'serverAuth,clientAuth'],
+  ] as const)
+    assert.equal((await verdict(file, usage)).ok, true, `${usage ?? 'no extendedKeyUsage'} was refused`);
 });
 
 test('a device certificate under an issuing CA that the root’s revocation list revokes is refused, naming that CA', async () => {

@@ -138,12 +138,14 @@ export class MdmCa {
       readonly intuneTenantDer?: string;
       /** The certificate's own serial number as `openssl x509 -set_serial` takes it (`0`, `-0x8A11`); random by default. */
       readonly certificateSerial?: string;
+      /** Its extendedKeyUsage as openssl's config writes it; default `clientAuth`, null for none. */
+      readonly extendedKeyUsage?: string | null;
     },
     days = 10,
   ): DeviceCertificateFiles {
     const extensions = [
       'basicConstraints=CA:FALSE',
-      'extendedKeyUsage=clientAuth',
+      ...(subject.extendedKeyUsage === null ? [] : [`extendedKeyUsage=${subject.extendedKeyUsage ?? 'clientAuth'}`]),
       ...(subject.uri === undefined && subject.email === undefined
         ? []
         : [
