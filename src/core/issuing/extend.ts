@@ -72,11 +72,13 @@ export async function extendConfiguration(
     const current = await findUser(trx, userId);
     if (current === undefined) throw new PortalError('no-such-user', 'user does not exist');
     if (current.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+    // Expired by the clock as it is now, not as it was when the call began: one that expired in
+    // between may be off its nodes already, and must stay off.
     const extended = await extendConfigurationRow(
       trx,
       peer === undefined ? 'certificates' : 'wg_peers',
       connectionId,
-      change,
+      { ...change, now: formatAtom(ctx.clock.now()) },
     );
     if (!extended) throw expired();
     await announce({ type: 'configuration.extended', at: now, configuration, expiresAt, previousExpiresAt });
