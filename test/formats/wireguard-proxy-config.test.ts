@@ -79,7 +79,7 @@ describe("the portal's WireGuard-over-TCP options", () => {
 });
 
 describe("the node agent's ProxyGuard section", () => {
-  test('defaults to loopback port 51821, 1000 tunnels, a 10-minute idle timeout, 64 handshakes of at most 5 s', () => {
+  test('defaults to loopback port 51821, 1000 tunnels, a 10-minute idle timeout, 64 handshakes of at most 5 s, no proxy believed', () => {
     const config = parseNodeAgentConfig({ nodeKeyFile: 'node.key' }, '/etc/vpn-portal-node/node.json');
     assert.deepEqual(config.proxyGuard, {
       listen: { host: '127.0.0.1', port: 51821 },
@@ -87,6 +87,7 @@ describe("the node agent's ProxyGuard section", () => {
       idleTimeoutMs: 600_000,
       maxPendingRequests: 64,
       requestTimeoutMs: 5_000,
+      trustedProxyList: [],
     });
   });
 
@@ -100,6 +101,7 @@ describe("the node agent's ProxyGuard section", () => {
           idleTimeoutSeconds: 30,
           maxPendingRequests: 8,
           requestTimeoutSeconds: 2,
+          trustedProxyList: ['10.0.0.2/32'],
         },
       },
       '/etc/vpn-portal-node/node.json',
@@ -110,6 +112,7 @@ describe("the node agent's ProxyGuard section", () => {
       idleTimeoutMs: 30_000,
       maxPendingRequests: 8,
       requestTimeoutMs: 2_000,
+      trustedProxyList: ['10.0.0.2/32'],
     });
   });
 
