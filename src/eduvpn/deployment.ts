@@ -61,7 +61,17 @@ export interface EduVpnCertificate extends EduVpnUserOwned {
 }
 
 export interface EduVpnConnectionLogEntry {
+  /**
+   * The user eduVPN's database matches `user_id` to, as in EduVpnUserOwned (`ALICE`'s history is
+   * `alice`'s on MariaDB); `user_id` as written when none does: eduVPN keeps the history of a
+   * user it deleted (connection_log has no foreign key), and it is history all the same.
+   */
   readonly userId: UserId;
+  /**
+   * `user_id` as written: the row's own, what its log id here is derived from, so that the id
+   * stays when the match changes (the user deleted in eduVPN between two runs of the import).
+   */
+  readonly writtenUserId: UserId;
   readonly profileId: ProfileId;
   readonly vpnProto: 'wireguard' | 'openvpn';
   /** The WireGuard public key or the OpenVPN common name. */

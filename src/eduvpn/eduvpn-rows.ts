@@ -209,6 +209,7 @@ const connectionLogRow = z
   .transform(
     (row): EduVpnConnectionLogEntry => ({
       userId: row.user_id,
+      writtenUserId: row.user_id,
       profileId: row.profile_id,
       vpnProto: row.vpn_proto,
       connectionId: row.connection_id,

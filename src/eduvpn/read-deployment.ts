@@ -85,6 +85,13 @@ type UserOwnedRecordOf<Table extends UserOwnedTable> = EduVpnRecordOf<Table> & {
 type KeylessTable = Exclude<EduVpnRecordTable, KeyedTable>;
 /** The column a joined row names its user's id in. */
 const OWNER_COLUMN = 'owner_user_id';
+/** The column a row of a table without a key names its position in (positionRows). */
+const POSITION_COLUMN = 'row_position';
+/** A row of a table without a key, and where it is, for a message about it. */
+interface PositionedRow {
+  readonly row: Record<string, unknown>;
+  readonly at: string;
+}
 
 /**
  * Opens the deployment at `location`: the database first (refused unless its `version` is one
@@ -238,8 +245,19 @@ class OpenedDeployment implements EduVpnDeployment {
     return this.userOwnedPages('certificates');
   }
 
-  connectionLog(): AsyncIterable<readonly EduVpnRecordOf<'connection_log'>[]> {
-    return this.positionPages('connection_log');
+  /**
+   * The history, each row with the user eduVPN's database matches it to (as userOwnedPages
+   * does): on MariaDB `ALICE`'s sessions are `alice`'s, and must be found as hers here (her
+   * history, a legal hold on her). eduVPN keeps a deleted user's history (connection_log has no
+   * foreign key): a row that matches no user keeps `user_id` as written.
+   */
+  async *connectionLog(): AsyncIterable<readonly EduVpnRecordOf<'connection_log'>[]> {
+    for await (const rows of this.positionRows('connection_log', true))
+      yield rows.map(({ row, at }) => {
+        const entry = parseEduVpnRow('connection_log', at, row);
+        const owner = row[OWNER_COLUMN];
+        return typeof owner === 'string' ? { ...entry, userId: asUserId(owner) } : entry;
+      });
   }
 
   dailyStatistics(): AsyncIterable<readonly EduVpnRecordOf<'aggregate_stats'>[]> {
@@ -337,39 +355,58 @@ class OpenedDeployment implements EduVpnDeployment {
     }
   }
 
-  /**
-   * Pages along the row's position, for the tables without a key: SQLite's rowid, and
-   * PostgreSQL's ctid, which a `ctid > '(page,item)'` condition reads as a TID range scan
-   * (PostgreSQL 14 and later), so each page costs its own rows only. A position changes only
-   * when a row is updated, and the move is done with the old portal stopped. A server-side
-   * cursor would also do, but would hold one transaction open across the whole import.
-   * MariaDB/MySQL shows no row position, so there the table is read by one streamed query
-   * (streamedPages).
-   */
+  /** Pages of a table without a key, in the order of positionRows. */
   private async *positionPages<Table extends KeylessTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
+    for await (const rows of this.positionRows(table, false))
+      yield rows.map(({ row, at }) => parseEduVpnRow(table, at, row));
+  }
+
+  /**
+   * The rows of a table without a key, page by page, along the row's position: SQLite's rowid
+   * (the table's own order), and PostgreSQL's ctid, which a `ctid > '(page,item)'` condition
+   * reads as a TID range scan (PostgreSQL 14 and later); no index gives ctid's order, so each
+   * page is a top-N sort of the rows after the last one seen. A position changes only when a row
+   * is updated, and the move is done with the old portal stopped. A server-side cursor would also do, but would hold one
+   * transaction open across the whole import. MariaDB/MySQL shows no row position, so there the
+   * table is read by one streamed query (streamedRows).
+   *
+   * With `withOwner`, each row also has the id of the user its `user_id` matches (OWNER_COLUMN,
+   * null when none does), joined to the page once it is chosen: the join (one look-up of users'
+   * primary key per row) leaves the paging as it is and costs the page's rows only.
+   */
+  private async *positionRows(table: KeylessTable, withOwner: boolean): AsyncIterable<PositionedRow[]> {
     if (this.db.getExecutor().adapter instanceof MysqlAdapter) {
-      yield* this.streamedPages(table);
+      yield* this.streamedRows(table, withOwner);
       return;
     }
     const postgres = this.db.getExecutor().adapter instanceof PostgresAdapter;
-    const position = postgres ? sql<string>`ctid::text` : sql<string>`rowid`;
+    // The position as the database has it, for the outer query of `withOwner` to order by (a tid
+    // as a tid, not as text); the driver hands a tid over as its text, `(page,item)`.
     const name = postgres ? 'ctid' : 'rowid';
     let after: string | null = null;
     for (;;) {
       const condition = postgres
         ? sql<SqlBool>`ctid > ${after}::tid`
         : sql<SqlBool>`rowid > ${after === null ? null : Number(after)}`;
-      const query = this.unchecked
+      const page = this.unchecked
         .selectFrom(table)
         .selectAll()
-        .select(position.as('row_position'))
+        .select(sql.raw<string>(name).as(POSITION_COLUMN))
         .$if(after !== null, (builder) => builder.where(condition))
         .orderBy(sql.raw(name))
         .limit(this.pageSize);
-      const rows: Record<string, unknown>[] = await this.reading(table, () => query.execute());
+      const query = withOwner
+        ? this.unchecked
+            .selectFrom(page.as('page'))
+            .selectAll('page')
+            .leftJoin('users as owner', 'owner.user_id', 'page.user_id')
+            .select(sql.ref('owner.user_id').as(OWNER_COLUMN))
+            .orderBy(sql.ref(`page.${POSITION_COLUMN}`))
+        : page;
+      const rows = await this.reading<Record<string, unknown>[]>(table, () => query.execute());
       if (rows.length === 0) return;
-      yield rows.map((row) => parseEduVpnRow(table, `at ${name} ${String(row['row_position'])}`, row));
-      const last: unknown = rows.at(-1)?.['row_position'];
+      yield rows.map((row) => ({ row, at: `at ${name} ${String(row[POSITION_COLUMN])}` }));
+      const last: unknown = rows.at(-1)?.[POSITION_COLUMN];
       if (rows.length < this.pageSize || last === undefined) return;
       after = String(last);
     }
@@ -378,22 +415,30 @@ class OpenedDeployment implements EduVpnDeployment {
   /**
    * The whole table in one query whose rows the driver takes from the socket only as the pages
    * are used (InnoDB hands them over in the order of its hidden row id, the order they were
-   * written); rows are named by their place in that order.
+   * written); rows are named by their place in that order. With `withOwner`, each joined to its
+   * user by a look-up of users' primary key, which keeps the table's own order.
    */
-  private async *streamedPages<Table extends KeylessTable>(table: Table): AsyncIterable<EduVpnRecordOf<Table>[]> {
-    const rows = this.unchecked.selectFrom(table).selectAll().stream();
-    let page: EduVpnRecordOf<Table>[] = [];
+  private async *streamedRows(table: KeylessTable, withOwner: boolean): AsyncIterable<PositionedRow[]> {
+    const rows = this.unchecked
+      .selectFrom(table)
+      .selectAll(table)
+      .$if(withOwner, (builder) =>
+        builder
+          .leftJoin('users as owner', 'owner.user_id', `${table}.user_id`)
+          .select(sql.ref('owner.user_id').as(OWNER_COLUMN)),
+      )
+      .stream();
+    let page: PositionedRow[] = [];
     let position = 0;
     try {
       for await (const row of rows) {
         position += 1;
-        page.push(parseEduVpnRow(table, `number ${position}`, row));
+        page.push({ row, at: `number ${position}` });
         if (page.length < this.pageSize) continue;
         yield page;
         page = [];
       }
     } catch (error) {
-      if (error instanceof EduVpnReadError) throw error;
       throw new EduVpnReadError(`cannot read table ${table} of ${this.description}: ${messageOf(error)}`);
     }
     if (page.length > 0) yield page;

@@ -301,6 +301,23 @@ test('a configuration or authorization whose user_id matches no user is read as 
   );
 });
 
+test('history whose user_id matches no user (a user eduVPN deleted) is read with user_id as written', async (t) => {
+  const deployment = await written(t);
+  const [first, second] = deployment.configurations;
+  assert.ok(first !== undefined && second !== undefined);
+  // connection_log has no foreign key: eduVPN keeps the history of a user it deleted.
+  await runOnEduVpnDatabase(
+    deployment.location.database,
+    `UPDATE connection_log SET user_id = 'gone' WHERE connection_id = '${second.connectionId}'`,
+  );
+  const log = (await pages((await opened(t, deployment)).connectionLog())).flat();
+  // An update moves the row on PostgreSQL (its ctid): found by connection, not by place.
+  const named = (connectionId: string) =>
+    log.filter((entry) => entry.connectionId === connectionId).map((entry) => [entry.userId, entry.writtenUserId]);
+  assert.deepEqual(named(first.connectionId), [[first.userId, first.userId]]);
+  assert.deepEqual(named(second.connectionId), [['gone', 'gone']]);
+});
+
 test('timestamps with Z or another offset are read as UTC with +00:00', async (t) => {
   const deployment = await written(t);
   await runOnEduVpnDatabase(

@@ -145,12 +145,20 @@ export function authorizationNoteExpiry(authorization: Authorization, facts: Imp
 
 /**
  * The log id of an eduVPN history row: a name-based UUID (version 8) of what identifies the
- * session, so the same row gets the same id on every run.
+ * session, so the same row gets the same id on every run: its user as the row has it, not the
+ * user eduVPN's database matched it to, which a run after that user was deleted would not find.
  */
 export function importedLogId(entry: EduVpnConnectionLogEntry): string {
   const digest = createHash('sha256')
     .update(
-      JSON.stringify(['eduvpn', entry.vpnProto, entry.connectionId, entry.connectedAt, entry.userId, entry.profileId]),
+      JSON.stringify([
+        'eduvpn',
+        entry.vpnProto,
+        entry.connectionId,
+        entry.connectedAt,
+        entry.writtenUserId,
+        entry.profileId,
+      ]),
     )
     .digest();
   digest[6] = 0x80 | ((digest[6] ?? 0) & 0x0f);

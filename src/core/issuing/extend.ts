@@ -74,12 +74,10 @@ export async function extendConfiguration(
     if (current.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
     // Expired by the clock as it is now, not as it was when the call began: one that expired in
     // between may be off its nodes already, and must stay off.
-    const extended = await extendConfigurationRow(
-      trx,
-      peer === undefined ? 'certificates' : 'wg_peers',
-      connectionId,
-      { ...change, now: formatAtom(ctx.clock.now()) },
-    );
+    const extended = await extendConfigurationRow(trx, peer === undefined ? 'certificates' : 'wg_peers', connectionId, {
+      ...change,
+      now: formatAtom(ctx.clock.now()),
+    });
     if (!extended) throw expired();
     await announce({ type: 'configuration.extended', at: now, configuration, expiresAt, previousExpiresAt });
   });

@@ -66,6 +66,7 @@ function deploymentRecords(): EduVpnRecords {
   records.connectionLog = [
     {
       userId: asUserId('alice'),
+      writtenUserId: asUserId('alice'),
       profileId: firstPeer.profileId,
       vpnProto: 'wireguard',
       connectionId: firstPeer.publicKey,

@@ -34,6 +34,7 @@ test("eduVPN's open WireGuard connection_log row (made at create) does not becom
   records.connectionLog = [
     {
       userId: asUserId('alice'),
+      writtenUserId: asUserId('alice'),
       profileId: peer.profileId,
       vpnProto: 'wireguard',
       connectionId: peer.publicKey,

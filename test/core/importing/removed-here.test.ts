@@ -307,6 +307,7 @@ function sessionEnded(userId: string, daysAgo: number): EduVpnConnectionLogEntry
   const end = Date.now() - daysAgo * 86_400_000;
   return {
     userId: asUserId(userId),
+    writtenUserId: asUserId(userId),
     profileId: asProfileId('employees'),
     vpnProto: 'wireguard',
     connectionId: `${userId}-${daysAgo}`,
@@ -345,6 +346,40 @@ test('history that ended before the retention here is not brought, as the housek
     log.map((row) => row.connection_id),
     ['ivy-1', 'jack-60'],
   );
+  await portal.admin.releaseLegalHold(hold.hold_id);
+});
+
+test('history whose user_id eduVPN matched to a user written otherwise (MariaDB: QUINN is quinn’s) is kept by a hold on that user, and keeps its log id when the match changes', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('quinn')];
+  await firstImport(records);
+  const hold = await portal.admin.createLegalHold({
+    user_id: 'quinn',
+    reason: 'case 2026-19',
+    until: formatAtom(new Date(Date.now() + 30 * 86_400_000)),
+  });
+  // As the reader hands them over: matched to quinn, written QUINN. connectionLogRetention is P1M.
+  const written = [sessionEnded('quinn', 60), sessionEnded('quinn', 1)].map((entry) => ({
+    ...entry,
+    writtenUserId: asUserId('QUINN'),
+  }));
+  records.connectionLog = written;
+  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  assert.equal(outcome.applied?.inserted.connectionLog, 2, 'the hold on quinn keeps her older history');
+  const log = await ctx.db
+    .selectFrom('connection_log')
+    .select(['connection_id', 'user_id'])
+    .where('connection_id', 'in', ['quinn-60', 'quinn-1'])
+    .orderBy('connection_id')
+    .execute();
+  assert.deepEqual(log, [
+    { connection_id: 'quinn-1', user_id: 'quinn' },
+    { connection_id: 'quinn-60', user_id: 'quinn' },
+  ]);
+  // A later run after eduVPN deleted quinn: her history matches no user and comes as written.
+  records.connectionLog = written.map((entry) => ({ ...entry, userId: asUserId('QUINN') }));
+  const again = await importAgainBringingNothing(records);
+  assert.equal(again.counts.connectionLog.alreadyHere, 2, 'the same rows, found by their log ids');
   await portal.admin.releaseLegalHold(hold.hold_id);
 });
 
