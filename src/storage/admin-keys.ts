@@ -56,6 +56,20 @@ export async function findAdminKey(db: Db, keyId: string): Promise<StoredAdminKe
   return row === undefined ? undefined : toKey(row);
 }
 
+/**
+ * The key by id, share-locked until the transaction ends on PostgreSQL (SQLite runs one writing
+ * transaction at a time): a revocation of it waits for the change that read it as live.
+ */
+export async function lockAdminKeyForShare(db: Db, keyId: string): Promise<StoredAdminKey | undefined> {
+  const row = await db
+    .selectFrom('admin_keys')
+    .selectAll()
+    .where('key_id', '=', keyId)
+    .$if(isPostgres(db), (query) => query.forShare())
+    .executeTakeFirst();
+  return row === undefined ? undefined : toKey(row);
+}
+
 /** The key of this name that is neither revoked nor rotated out (expired or not). */
 export async function currentAdminKey(db: Db, name: string): Promise<StoredAdminKey | undefined> {
   const row = await db

@@ -11,7 +11,8 @@ import { addDuration, parseIsoDuration } from '../../shared/iso-duration.js';
 import { isIpPrefix, parseIpPrefix, prefixContains } from '../../net/ip-prefix.js';
 import { scopeAllows, type AdminKeyInfo } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
-import { findAdminKey } from '../../storage/admin-keys.js';
+import { lockAdminKeyForShare } from '../../storage/admin-keys.js';
+import type { Db } from '../../storage/database.js';
 import { callerKey, describeKey, EVERY_RIGHT, heldRights, type CallerKey, type HeldRights } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
@@ -46,7 +47,7 @@ export function callerKeyOf(key: StoredAdminKey): CallerKey {
  */
 export async function adminKeyListing(ctx: PortalContext): Promise<AdminKeyInfo[]> {
   const now = formatAtom(ctx.clock.now());
-  const limits = await callerLimits(ctx);
+  const limits = await callerLimits(ctx, ctx.db);
   return (await listAdminKeys(ctx)).map((key) => {
     const info = adminKeyInfo(key, now);
     const expiresAt = key.expiresAt === null ? null : new Date(key.expiresAt);
@@ -87,9 +88,12 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
   const knownProfiles = ctx.config.profiles.map((profile) => profile.profileId);
   try {
     checkAdminKeySpec(spec, knownProfiles, ctx.clock.now());
-    const limits = await callerLimits(ctx);
-    assertWithinLimits(limits, spec, 'make', newExpiry(ctx, spec.expiresIn));
-    return await createAdminKey(ctx, spec, knownProfiles);
+    // Refused at once when beyond the caller's rights; checked again in the key's transaction,
+    // with the caller's key locked (a revocation of it meanwhile leaves it nothing to make).
+    assertWithinLimits(await callerLimits(ctx, ctx.db), spec, 'make', newExpiry(ctx, spec.expiresIn));
+    return await createAdminKey(ctx, spec, knownProfiles, async (trx) =>
+      assertWithinLimits(await callerLimits(ctx, trx), spec, 'make', newExpiry(ctx, spec.expiresIn)),
+    );
   } catch (error) {
     throw asPortalError(error);
   }
@@ -101,10 +105,9 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
  */
 export async function revokeAdminKeyForCaller(ctx: PortalContext, name: string): Promise<number> {
   try {
-    const limits = await callerLimits(ctx);
-    return await revokeAdminKey(ctx, name, (key) =>
+    return await revokeAdminKey(ctx, name, async (trx, key) =>
       assertWithinLimits(
-        limits,
+        await callerLimits(ctx, trx),
         { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
         'revoke',
         key.expiresAt === null ? null : new Date(key.expiresAt),
@@ -120,7 +123,8 @@ interface CallerLimits extends HeldRights {
   readonly who: string;
 }
 
-async function callerLimits(ctx: PortalContext): Promise<CallerLimits> {
+/** Read on `db`: in a change's transaction, the caller's key is share-locked until it ends. */
+async function callerLimits(ctx: PortalContext, db: Db): Promise<CallerLimits> {
   const call = ctx.call;
   // No call: a use case run on the portal host outside any call, with every right.
   if (call === undefined) return { who: 'the command line', ...EVERY_RIGHT };
@@ -128,7 +132,7 @@ async function callerLimits(ctx: PortalContext): Promise<CallerLimits> {
   const key = callerKey(call.caller);
   if (key !== null) {
     // The key's row as it is now, not as the request began: a key revoked meanwhile holds nothing.
-    const row = await findAdminKey(ctx.db, key.keyId);
+    const row = await lockAdminKeyForShare(db, key.keyId);
     if (row === undefined || row.revokedAt !== null) throw new PortalError('not-allowed', `${who} is gone`);
     return { who, ...callerKeyOf(row) };
   }

@@ -5,7 +5,7 @@
 // A key is shown once; the database holds its HMAC under a pepper from DATA/keys only. Making,
 // rotating and revoking are changes announced on the events seam, so the command that made them
 // is in the audit log (the CLI binds the seam to it, src/cli/admin-key.ts).
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { KeyStore } from '../../keys/key-store.js';
 import { hashAdminKey, newAdminKeyToken, parseAdminKeyToken } from '../../keys/admin-key-token.js';
 import { isIpPrefix } from '../../net/ip-prefix.js';
@@ -90,10 +90,12 @@ export interface MadeAdminKey {
 }
 
 /** Makes a key; `knownProfiles` are the profile ids of the configuration. */
+/** `authorize` runs first in the key's transaction and throws to refuse (the caller's rights as they are then). */
 export async function createAdminKey(
   ctx: AdminKeyContext,
   spec: AdminKeySpec,
   knownProfiles: readonly string[],
+  authorize: (trx: Transaction<Database>) => Promise<void> = async () => {},
 ): Promise<MadeAdminKey> {
   const now = ctx.clock.now();
   checkAdminKeySpec(spec, knownProfiles, now);
@@ -118,6 +120,7 @@ export async function createAdminKey(
   };
   try {
     await ctx.events.change(ctx.db, async (trx, announce) => {
+      await authorize(trx);
       if ((await currentAdminKey(trx, spec.name)) !== undefined) throw nameTaken(spec.name);
       await insertAdminKey(trx, key);
       await announce({ type: 'admin_key.created', at: now, keyName: key.name });
@@ -181,21 +184,21 @@ export async function rotateAdminKey(
   });
 }
 
-/** Revokes every key of the name (also one in a rotation's grace period); at once, on every instance. */
 /**
- * Revokes every live key of the name; `mayRevoke` throws for a key the caller may not revoke,
- * checked on the keys as locked in the revocation's own transaction (a key of the name made
- * meanwhile is neither checked nor revoked).
+ * Revokes every live key of the name (also one in a rotation's grace period); at once, on every
+ * instance. `mayRevoke` throws for a key the caller may not revoke, checked on the keys as
+ * locked in the revocation's own transaction (a key of the name made meanwhile is neither
+ * checked nor revoked).
  */
 export async function revokeAdminKey(
   ctx: AdminKeyContext,
   name: string,
-  mayRevoke: (key: StoredAdminKey) => void = () => {},
+  mayRevoke: (trx: Transaction<Database>, key: StoredAdminKey) => Promise<void> = async () => {},
 ): Promise<number> {
   const now = ctx.clock.now();
   return ctx.events.change(ctx.db, async (trx, announce) => {
     const live = await lockLiveAdminKeysNamed(trx, name);
-    for (const key of live) mayRevoke(key);
+    for (const key of live) await mayRevoke(trx, key);
     const count = await revokeAdminKeys(
       trx,
       live.map((key) => key.keyId),

@@ -1,10 +1,18 @@
-// revoke_admin_key checks a limited caller's rights against the keys of the name it reads, then
-// revokes every key of the name in a later transaction. A key of the name made in between (an
-// administrator re-making "mdm" for every profile) must not be revoked by a caller that could
-// never have revoked it: "a caller may revoke only keys that hold no more than it does".
+// A key's rights are checked in the transaction of what it changes: a key of the name made between
+// a limited caller's check and its revocation (an administrator re-making "mdm" for every
+// profile) must not be revoked by a caller that could never have revoked it ("a caller may
+// revoke only keys that hold no more than it does"), and a caller revoked between its check and
+// the key it makes must not make it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { callerKeyOf, createAdminKey, listAdminKeys, revokeAdminKeyForCaller } from '../../../src/core/access/index.js';
+import {
+  callerKeyOf,
+  createAdminKey,
+  createAdminKeyForCaller,
+  listAdminKeys,
+  revokeAdminKey,
+  revokeAdminKeyForCaller,
+} from '../../../src/core/access/index.js';
 import type { AdminCaller } from '../../../src/core/admin-call.js';
 import type { PortalContext } from '../../../src/core/context.js';
 import type { PortalEvents } from '../../../src/core/events.js';
@@ -49,5 +57,42 @@ test('a key limited to a profile does not revoke a key for every profile made be
     mdm[0]?.revokedAt,
     null,
     'key "desk" (limited to employees) revoked key "mdm", which holds every profile',
+  );
+});
+
+test('a key revoked between its check and the key it makes makes none', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
+  t.after(() => portal.close());
+  await makeAdminKey(portal, 'desk', { scope: 'admin' });
+  const base = portal.portal.ctx;
+  const row = (await listAdminKeys(base)).find((key) => key.name === 'desk');
+  assert.ok(row !== undefined);
+  const desk: AdminCaller = { kind: 'admin-key', key: callerKeyOf(row), sourceAddress: '127.0.0.1' };
+  const call = { caller: desk, name: 'create_admin_key', parameters: { name: 'spare' }, successStatus: 200 };
+  const view = base.events.forCall(call);
+  // An administrator revokes "desk" just after its rights were read, before the key is made.
+  let raced = false;
+  const events = new Proxy(view, {
+    get(target, property, receiver) {
+      if (property !== 'change') return Reflect.get(target, property, receiver) as unknown;
+      return async (...args: Parameters<PortalEvents['change']>) => {
+        if (!raced) {
+          raced = true;
+          await revokeAdminKey(base, 'desk');
+        }
+        return (target.change as (...a: typeof args) => unknown).apply(target, args);
+      };
+    },
+  });
+  const ctx: PortalContext = { ...base, call, events };
+  await assert.rejects(
+    createAdminKeyForCaller(ctx, { name: 'spare', scope: 'admin', profiles: null, expiresIn: null, allowList: null }),
+    /is gone/,
+  );
+  assert.ok(raced, 'the key was made in a change');
+  assert.deepEqual(
+    (await listAdminKeys(base)).filter((key) => key.name === 'spare'),
+    [],
+    'the revoked key "desk" made "spare"',
   );
 });
