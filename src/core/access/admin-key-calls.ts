@@ -11,8 +11,9 @@ import { addDuration, parseIsoDuration } from '../../shared/iso-duration.js';
 import { isIpPrefix, parseIpPrefix, prefixContains } from '../../net/ip-prefix.js';
 import { scopeAllows, type AdminKeyInfo } from '../../protocol/admin-api.js';
 import { formatAtom } from '../../shared/time.js';
-import { lockAdminKeyForShare } from '../../storage/admin-keys.js';
-import type { Db } from '../../storage/database.js';
+import type { Transaction } from 'kysely';
+import { findAdminKey, lockAdminKeyForShare } from '../../storage/admin-keys.js';
+import type { Database } from '../../storage/schema.js';
 import { callerKey, describeKey, EVERY_RIGHT, heldRights, type CallerKey, type HeldRights } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
@@ -47,7 +48,7 @@ export function callerKeyOf(key: StoredAdminKey): CallerKey {
  */
 export async function adminKeyListing(ctx: PortalContext): Promise<AdminKeyInfo[]> {
   const now = formatAtom(ctx.clock.now());
-  const limits = await callerLimits(ctx, ctx.db);
+  const limits = await callerLimits(ctx);
   return (await listAdminKeys(ctx)).map((key) => {
     const info = adminKeyInfo(key, now);
     const expiresAt = key.expiresAt === null ? null : new Date(key.expiresAt);
@@ -88,9 +89,8 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
   const knownProfiles = ctx.config.profiles.map((profile) => profile.profileId);
   try {
     checkAdminKeySpec(spec, knownProfiles, ctx.clock.now());
-    // Refused at once when beyond the caller's rights; checked again in the key's transaction,
-    // with the caller's key locked (a revocation of it meanwhile leaves it nothing to make).
-    assertWithinLimits(await callerLimits(ctx, ctx.db), spec, 'make', newExpiry(ctx, spec.expiresIn));
+    // Checked in the key's transaction, with the caller's key locked (a revocation of it
+    // meanwhile leaves it nothing to make).
     return await createAdminKey(ctx, spec, knownProfiles, async (trx) =>
       assertWithinLimits(await callerLimits(ctx, trx), spec, 'make', newExpiry(ctx, spec.expiresIn)),
     );
@@ -105,14 +105,16 @@ export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKey
  */
 export async function revokeAdminKeyForCaller(ctx: PortalContext, name: string): Promise<number> {
   try {
-    return await revokeAdminKey(ctx, name, async (trx, key) =>
-      assertWithinLimits(
-        await callerLimits(ctx, trx),
-        { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
-        'revoke',
-        key.expiresAt === null ? null : new Date(key.expiresAt),
-      ),
-    );
+    return await revokeAdminKey(ctx, name, async (trx, keys) => {
+      const limits = await callerLimits(ctx, trx);
+      for (const key of keys)
+        assertWithinLimits(
+          limits,
+          { name, scope: key.scope, profiles: key.profiles, allowList: key.allowList },
+          'revoke',
+          key.expiresAt === null ? null : new Date(key.expiresAt),
+        );
+    });
   } catch (error) {
     throw asPortalError(error);
   }
@@ -123,8 +125,8 @@ interface CallerLimits extends HeldRights {
   readonly who: string;
 }
 
-/** Read on `db`: in a change's transaction, the caller's key is share-locked until it ends. */
-async function callerLimits(ctx: PortalContext, db: Db): Promise<CallerLimits> {
+/** In a change's transaction (`trx`), the caller's key is read share-locked until it ends. */
+async function callerLimits(ctx: PortalContext, trx?: Transaction<Database>): Promise<CallerLimits> {
   const call = ctx.call;
   // No call: a use case run on the portal host outside any call, with every right.
   if (call === undefined) return { who: 'the command line', ...EVERY_RIGHT };
@@ -132,7 +134,7 @@ async function callerLimits(ctx: PortalContext, db: Db): Promise<CallerLimits> {
   const key = callerKey(call.caller);
   if (key !== null) {
     // The key's row as it is now, not as the request began: a key revoked meanwhile holds nothing.
-    const row = await lockAdminKeyForShare(db, key.keyId);
+    const row = trx === undefined ? await findAdminKey(ctx.db, key.keyId) : await lockAdminKeyForShare(trx, key.keyId);
     if (row === undefined || row.revokedAt !== null) throw new PortalError('not-allowed', `${who} is gone`);
     return { who, ...callerKeyOf(row) };
   }

@@ -89,8 +89,10 @@ export interface MadeAdminKey {
   readonly token: string;
 }
 
-/** Makes a key; `knownProfiles` are the profile ids of the configuration. */
-/** `authorize` runs first in the key's transaction and throws to refuse (the caller's rights as they are then). */
+/**
+ * Makes a key; `knownProfiles` are the profile ids of the configuration. `authorize` runs first in
+ * the key's transaction and throws to refuse (the caller's rights as they are then).
+ */
 export async function createAdminKey(
   ctx: AdminKeyContext,
   spec: AdminKeySpec,
@@ -186,19 +188,19 @@ export async function rotateAdminKey(
 
 /**
  * Revokes every live key of the name (also one in a rotation's grace period); at once, on every
- * instance. `mayRevoke` throws for a key the caller may not revoke, checked on the keys as
- * locked in the revocation's own transaction (a key of the name made meanwhile is neither
- * checked nor revoked).
+ * instance. `mayRevoke` throws when the caller may not revoke one of the keys, checked on the
+ * keys as locked in the revocation's own transaction (a key of the name made meanwhile is
+ * neither checked nor revoked).
  */
 export async function revokeAdminKey(
   ctx: AdminKeyContext,
   name: string,
-  mayRevoke: (trx: Transaction<Database>, key: StoredAdminKey) => Promise<void> = async () => {},
+  mayRevoke: (trx: Transaction<Database>, keys: readonly StoredAdminKey[]) => Promise<void> = async () => {},
 ): Promise<number> {
   const now = ctx.clock.now();
   return ctx.events.change(ctx.db, async (trx, announce) => {
     const live = await lockLiveAdminKeysNamed(trx, name);
-    for (const key of live) await mayRevoke(trx, key);
+    await mayRevoke(trx, live);
     const count = await revokeAdminKeys(
       trx,
       live.map((key) => key.keyId),
