@@ -149,20 +149,28 @@ function toRecord(row: RadiusOutboxTable): OutboxRecord {
 }
 
 /**
- * Deletes the records of events before `before`, whoever would have sent them: the daily
- * housekeeping's share, for records nobody sends any more (accounting.radius or a server taken
- * out of the configuration); the worker drops those of its own servers itself, with an audit row.
+ * Deletes the records of events before `before` that nobody sends any more: the daily
+ * housekeeping's share, for the records of servers no longer configured (accounting.radius turned
+ * off, a server taken out). The records of `sentServers` are the worker's, however old: it sends
+ * each at least once and drops it with an audit row after maxAge; deleted here, one queued after an
+ * outage longer than maxAge would vanish unsent and without a trace.
  */
-export async function pruneRadiusOutbox(db: Db, before: string, stopping: Stopping = neverStopping): Promise<number> {
+export async function pruneRadiusOutbox(
+  db: Db,
+  before: string,
+  sentServers: readonly string[],
+  stopping: Stopping = neverStopping,
+): Promise<number> {
   // In batches (src/storage/batches.ts): a backlog in one statement could outrun its time limit.
   return inBatches(async (limit) => {
-    const result = await radiusOutboxPruningQuery(db, before, limit).executeTakeFirst();
+    const result = await radiusOutboxPruningQuery(db, before, sentServers, limit).executeTakeFirst();
     return Number(result.numDeletedRows);
   }, stopping);
 }
 
 /** One batch of pruneRadiusOutbox: up to `limit` records of events before `before`, found by the event_at index. */
-export function radiusOutboxPruningQuery(db: Db, before: string, limit: number) {
-  const old = db.selectFrom('radius_outbox').select('record_id').where('event_at', '<', before).limit(limit);
-  return db.deleteFrom('radius_outbox').where('record_id', 'in', old);
+export function radiusOutboxPruningQuery(db: Db, before: string, sentServers: readonly string[], limit: number) {
+  let old = db.selectFrom('radius_outbox').select('record_id').where('event_at', '<', before);
+  if (sentServers.length > 0) old = old.where('server', 'not in', sentServers);
+  return db.deleteFrom('radius_outbox').where('record_id', 'in', old.limit(limit));
 }

@@ -16,7 +16,10 @@ after(() => portal.close());
 
 test("a batch of the housekeeping's deletion of old accounting records finds them by their event's time", async () => {
   const db = portal.portal.ctx.db;
-  const plan = await queryPlan(db, radiusOutboxPruningQuery(db, '2026-03-01T12:00:00+00:00', 10_000).compile());
+  const plan = await queryPlan(
+    db,
+    radiusOutboxPruningQuery(db, '2026-03-01T12:00:00+00:00', ['192.0.2.1:1813'], 10_000).compile(),
+  );
   assert.match(plan, /radius_outbox_event_at/, plan);
   assert.doesNotMatch(plan, /\bSCAN radius_outbox\b(?! USING)|Seq Scan on radius_outbox/, plan);
 });

@@ -51,7 +51,7 @@ export async function applyRetention(ctx: PortalContext, checkpoint: () => void 
     // meanwhile keeps what the kinds after it would delete.
     const held = await heldUserIds(ctx.db, formatAtom(ctx.clock.now()));
     for (const userId of held) heldUsers.add(userId);
-    kinds[entry.kind] = await entry.prune(ctx.db, before, held, stopping);
+    kinds[entry.kind] = await entry.prune(ctx.db, before, held, stopping, ctx.config);
   }
   const report = { kinds, heldUsers: heldUsers.size };
   const counts = Object.values(kinds);

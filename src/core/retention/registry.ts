@@ -27,9 +27,16 @@ export interface RetentionKind {
   /**
    * Removes the records that ended before `before` (ATOM), except those of `heldUsers` (users
    * under a legal hold; a kind whose records name no user ignores them and says 0 held). When
-   * `stopping` says so between two batches it ends there, saying what went so far.
+   * `stopping` says so between two batches it ends there, saying what went so far. `config`
+   * names what a kind leaves to others (the RADIUS servers whose records the worker sends).
    */
-  readonly prune: (db: Db, before: string, heldUsers: readonly string[], stopping: Stopping) => Promise<RetentionCount>;
+  readonly prune: (
+    db: Db,
+    before: string,
+    heldUsers: readonly string[],
+    stopping: Stopping,
+    config: PortalConfig,
+  ) => Promise<RetentionCount>;
 }
 
 /**
@@ -58,11 +65,20 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
   },
   {
     // Copies in flight to the RADIUS servers, not the portal's record of a session (the history
-    // is, and a hold keeps that): past maxAge a record is not sent any more, held or not.
+    // is, and a hold keeps that): past maxAge those nobody sends any more go, held or not; those
+    // of a configured server are the worker's (sent at least once, dropped with an audit row).
     kind: 'accounting_outbox',
     option: 'accounting.radius.maxAge',
     retention: (config) => config.accounting.radius.maxAge,
-    prune: async (db, before, _held, stopping) => ({ removed: await pruneRadiusOutbox(db, before, stopping), held: 0 }),
+    prune: async (db, before, _held, stopping, config) => ({
+      removed: await pruneRadiusOutbox(
+        db,
+        before,
+        config.accounting.radius.servers.map((server) => server.address),
+        stopping,
+      ),
+      held: 0,
+    }),
   },
   {
     // Copies sent to subscribers, as the outbox above: the payloads name users and addresses,
