@@ -95,6 +95,7 @@ import { webhookReceiverRests } from './migrations/0051-webhook-receiver-rests.j
 import { openSessionsByNode } from './migrations/0052-open-sessions-by-node.js';
 import { sessionsByNodeStart } from './migrations/0053-sessions-by-node-start.js';
 import { liveDeviceCertificates } from './migrations/0054-live-device-certificates.js';
+import { unmappedClientAddresses } from './migrations/0055-unmapped-client-addresses.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -163,6 +164,7 @@ const migrations: Record<string, Migration> = {
   '0052-open-sessions-by-node': openSessionsByNode,
   '0053-sessions-by-node-start': sessionsByNodeStart,
   '0054-live-device-certificates': liveDeviceCertificates,
+  '0055-unmapped-client-addresses': unmappedClientAddresses,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -51,4 +51,5 @@ export const EXPECTED_MIGRATIONS = [
   '0052-open-sessions-by-node',
   '0053-sessions-by-node-start',
   '0054-live-device-certificates',
+  '0055-unmapped-client-addresses',
 ] as const;
