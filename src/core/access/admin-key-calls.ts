@@ -19,7 +19,6 @@ import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import {
   AdminKeyError,
-  checkAdminKeySpec,
   createAdminKey,
   listAdminKeys,
   revokeAdminKey,
@@ -88,9 +87,8 @@ function stateOf(key: StoredAdminKey, now: string): AdminKeyInfo['state'] {
 export async function createAdminKeyForCaller(ctx: PortalContext, spec: AdminKeySpec): Promise<MadeAdminKey> {
   const knownProfiles = ctx.config.profiles.map((profile) => profile.profileId);
   try {
-    checkAdminKeySpec(spec, knownProfiles, ctx.clock.now());
-    // Checked in the key's transaction, with the caller's key locked (a revocation of it
-    // meanwhile leaves it nothing to make).
+    // createAdminKey checks the values first; the rights are checked in the key's transaction,
+    // with the caller's key locked (a revocation of it meanwhile leaves it nothing to make).
     return await createAdminKey(ctx, spec, knownProfiles, async (trx) =>
       assertWithinLimits(await callerLimits(ctx, trx), spec, 'make', newExpiry(ctx, spec.expiresIn)),
     );
