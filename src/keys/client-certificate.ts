@@ -1,13 +1,15 @@
 // Checking a device's MDM certificate, for enrollment over mutual TLS: the chain
 // the device presented must lead to one of the configured trust anchors with every signature
-// valid, every certificate valid at the time, none on a revocation list of its own issuer (a
-// revoked intermediate CA vouches for nothing), and the leaf must carry the configured device id. The portal checks this itself, whether the
+// valid, keep RFC 5280's rules for a path (certificate-path.ts), every certificate valid at the
+// time, none on a revocation list of its own issuer (a revoked intermediate CA vouches for
+// nothing), and the leaf must carry the configured device id. The portal checks this itself, whether the
 // TLS handshake was its own or a reverse proxy's, so a proxy's lax setting cannot let a device in.
 import { webcrypto } from 'node:crypto';
 import { AsnParser } from '@peculiar/asn1-schema';
 import { CertificateList } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { sha256Hex } from '../shared/sha256.js';
+import { whyPathInvalid } from './certificate-path.js';
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
 const crypto = webcrypto;
@@ -116,6 +118,8 @@ export class ClientCertificateVerifier {
     const chain = await this.#chainOf(leaf, certificates.slice(1));
     if (chain === null)
       return refuse(`the client certificate (issuer "${leaf.issuer}") does not chain to a trust anchor`);
+    const invalid = whyPathInvalid(chain);
+    if (invalid !== null) return refuse(invalid);
     for (const certificate of chain) {
       if (certificate.notBefore.getTime() > now.getTime())
         return refuse(

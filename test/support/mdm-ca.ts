@@ -1,6 +1,7 @@
 // A test MDM's certificate authority, made at run time with the real `openssl`: a root, an
-// issuing CA under it, device certificates with a subjectAltName URI, a subject serialNumber
-// and a CN, and a revocation list made by `openssl ca -revoke` / `-gencrl`.
+// issuing CA under it (with the extensions a test gives it), CAs under that one, device
+// certificates with a subjectAltName URI, a subject serialNumber and a CN, and a revocation list
+// made by `openssl ca -revoke` / `-gencrl`.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,12 @@ function opensslTime(time: Date): string {
   return `${time.toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
 }
 
+/** An issuing CA's extensions as openssl's config writes them, unless a test gives others. */
+export const CA_EXTENSIONS: readonly string[] = [
+  'basicConstraints=critical,CA:TRUE',
+  'keyUsage=critical,keyCertSign,cRLSign',
+];
+
 export class MdmCa {
   readonly directory: string;
   readonly name: string;
@@ -38,8 +45,8 @@ export class MdmCa {
     this.name = name;
   }
 
-  /** A root and an issuing CA under it, in a fresh folder. */
-  static make(name = 'Test MDM'): MdmCa {
+  /** A root and an issuing CA under it, in a fresh folder; the issuing CA with `issuingExtensions`. */
+  static make(name = 'Test MDM', issuingExtensions: readonly string[] = CA_EXTENSIONS): MdmCa {
     const directory = mkdtempSync(path.join(tmpdir(), 'mdm-ca-'));
     const ca = new MdmCa(directory, name);
     ca.#openssl([
@@ -59,10 +66,7 @@ export class MdmCa {
       '-out',
       'root.pem',
     ]);
-    writeFileSync(
-      path.join(directory, 'ca.ext'),
-      'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n',
-    );
+    writeFileSync(path.join(directory, 'ca.ext'), `${issuingExtensions.join('\n')}\n`);
     ca.#openssl([
       'req',
       '-new',
@@ -140,6 +144,10 @@ export class MdmCa {
       readonly certificateSerial?: string;
       /** Its extendedKeyUsage as openssl's config writes it; default `clientAuth`, null for none. */
       readonly extendedKeyUsage?: string | null;
+      /** More extensions, as openssl's config writes them (`1.3.6.1.4.1.55555.1=critical,ASN1:NULL`). */
+      readonly extensions?: readonly string[];
+      /** The CA that issues it (one of `subordinateCa`); the issuing CA by default. */
+      readonly issuedBy?: DeviceCertificateFiles;
     },
     days = 10,
   ): DeviceCertificateFiles {
@@ -152,6 +160,7 @@ export class MdmCa {
             `subjectAltName=${[subject.uri === undefined ? [] : [`URI:${subject.uri}`], subject.email === undefined ? [] : [`email:${subject.email}`]].flat().join(',')}`,
           ]),
       ...(subject.intuneTenantDer === undefined ? [] : [`1.2.840.113556.5.14=DER:${subject.intuneTenantDer}`]),
+      ...(subject.extensions ?? []),
     ];
     return this.#issue(
       file,
@@ -159,7 +168,16 @@ export class MdmCa {
       extensions,
       days,
       subject.certificateSerial,
+      subject.issuedBy,
     );
+  }
+
+  /**
+   * A CA under the issuing CA (the chain's third level), named `cn` (the issuing CA's own name
+   * makes it self-issued), with `extensions`; it issues device certificates given it as `issuedBy`.
+   */
+  subordinateCa(file: string, cn: string, extensions: readonly string[] = CA_EXTENSIONS): DeviceCertificateFiles {
+    return this.#issue(file, `/CN=${cn}`, extensions);
   }
 
   /** A TLS server certificate for 127.0.0.1 from the issuing CA (the portal's enrollment listener). */
@@ -196,6 +214,7 @@ export class MdmCa {
     extensions: readonly string[],
     days = 10,
     serial?: string,
+    issuer?: DeviceCertificateFiles,
   ): DeviceCertificateFiles {
     writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
     this.#openssl([
@@ -219,9 +238,9 @@ export class MdmCa {
       '-in',
       `${file}.csr`,
       '-CA',
-      'issuing.pem',
+      issuer?.certificate ?? 'issuing.pem',
       '-CAkey',
-      'issuing.key',
+      issuer?.key ?? 'issuing.key',
       ...(serial === undefined ? ['-CAcreateserial'] : ['-set_serial', serial]),
       '-days',
       String(days),
