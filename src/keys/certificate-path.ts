@@ -3,7 +3,7 @@
 // leaf may sign certificates (its keyUsage, when it has one, names keyCertSign), has no more
 // intermediate CAs below it than its pathLenConstraint allows, and carries no nameConstraints
 // (which the portal does not enforce), and no certificate carries a critical extension the
-// portal does not process.
+// portal does not process. Also whether a CA may sign revocation lists (cRLSign).
 import * as x509 from '@peculiar/x509';
 
 /**
@@ -62,6 +62,12 @@ export function whyPathInvalid(chain: readonly x509.X509Certificate[]): string |
 function maySignCertificates(ca: x509.X509Certificate): boolean {
   const usage = ca.getExtension(x509.KeyUsagesExtension);
   return usage === null || (usage.usages & x509.KeyUsageFlags.keyCertSign) !== 0;
+}
+
+/** Whether a CA certificate's key may sign revocation lists: it has no keyUsage, or one with cRLSign (RFC 5280 4.2.1.3). */
+export function maySignRevocationLists(ca: x509.X509Certificate): boolean {
+  const usage = ca.getExtension(x509.KeyUsagesExtension);
+  return usage === null || (usage.usages & x509.KeyUsageFlags.cRLSign) !== 0;
 }
 
 /**

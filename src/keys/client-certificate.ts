@@ -9,7 +9,7 @@ import { AsnParser } from '@peculiar/asn1-schema';
 import { CertificateList } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { sha256Hex } from '../shared/sha256.js';
-import { whyPathInvalid } from './certificate-path.js';
+import { maySignRevocationLists, whyPathInvalid } from './certificate-path.js';
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
 const crypto = webcrypto;
@@ -128,16 +128,8 @@ export class ClientCertificateVerifier {
       if (certificate.notAfter.getTime() < now.getTime())
         return refuse(`certificate "${certificate.subject}" expired at ${certificate.notAfter.toISOString()}`);
     }
-    // Each link on its issuer's lists: a CA whose own issuer revoked it vouches for nothing.
-    for (let index = 0; index + 1 < chain.length; index++) {
-      const [certificate, issuer] = [chain[index], chain[index + 1]];
-      if (certificate === undefined || issuer === undefined || !(await this.#revoked(certificate, issuer))) continue;
-      return refuse(
-        index === 0
-          ? `the client certificate (serial ${leaf.serialNumber}) is revoked`
-          : `CA certificate "${certificate.subject}" (serial ${certificate.serialNumber}) of the client certificate's chain is revoked`,
-      );
-    }
+    const revoked = await this.#whyRevoked(chain);
+    if (revoked !== null) return refuse(revoked);
     if (!isForClientAuthentication(leaf))
       return refuse(
         'the client certificate is not for client authentication (its extendedKeyUsage names neither clientAuth nor anyExtendedKeyUsage)',
@@ -198,19 +190,42 @@ export class ClientCertificateVerifier {
     return undefined;
   }
 
+  /** Why a link of the chain is refused by its issuer's lists; null when none revokes it. */
+  async #whyRevoked(chain: readonly x509.X509Certificate[]): Promise<string | null> {
+    // Each link on its issuer's lists: a CA whose own issuer revoked it vouches for nothing.
+    for (let index = 0; index + 1 < chain.length; index++) {
+      const [certificate, issuer] = [chain[index], chain[index + 1]];
+      if (certificate === undefined || issuer === undefined) continue;
+      const verdict = await this.#listsSay(certificate, issuer);
+      if (verdict === 'not-revoked') continue;
+      if (verdict === 'issuer-may-not-sign-lists')
+        return `the revocation list of "${issuer.subject}" cannot be believed: that CA certificate's keyUsage lacks cRLSign`;
+      return index === 0
+        ? `the client certificate (serial ${certificate.serialNumber}) is revoked`
+        : `CA certificate "${certificate.subject}" (serial ${certificate.serialNumber}) of the client certificate's chain is revoked`;
+    }
+    return null;
+  }
+
   /**
-   * On a revocation list of its issuer that the issuer signed. Serials are compared normalised, as
-   * the refresher compares them (not by the library's findRevoked, which misses a serial of zero
-   * or a negative one, both of which some CAs issue).
+   * Whether a revocation list of its issuer that the issuer signed revokes it. Serials are
+   * compared normalised, as the refresher compares them (not by the library's findRevoked, which
+   * misses a serial of zero or a negative one, both of which some CAs issue). A list signed by an
+   * issuer whose keyUsage does not allow cRLSign cannot be believed, and cannot be ignored either
+   * (the certificate would go unchecked): the chain is refused, as OpenSSL refuses it.
    */
-  async #revoked(certificate: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+  async #listsSay(
+    certificate: x509.X509Certificate,
+    issuer: x509.X509Certificate,
+  ): Promise<'revoked' | 'not-revoked' | 'issuer-may-not-sign-lists'> {
     const serial = normalSerial(certificate.serialNumber);
     for (const crl of this.#crls) {
       if (crl === null || crl.issuer !== issuer.subject) continue;
       if (!(await crl.verify({ publicKey: issuer.publicKey }, crypto))) continue;
-      if (serialsOf(crl).has(serial)) return true;
+      if (!maySignRevocationLists(issuer)) return 'issuer-may-not-sign-lists';
+      if (serialsOf(crl).has(serial)) return 'revoked';
     }
-    return false;
+    return 'not-revoked';
   }
 }
 
@@ -339,16 +354,27 @@ function serialsOf(crl: x509.X509Crl): ReadonlySet<string> {
   return serials;
 }
 
-/** Whether one of these certificates (the CA the list names) signed the list. */
+/**
+ * Whether one of these certificates (the CA the list names) signed the list and may sign lists:
+ * a CA certificate whose keyUsage lacks cRLSign signs none that the portal believes (RFC 5280 4.2.1.3).
+ */
 export async function crlSignedBy(crl: x509.X509Crl, candidates: readonly x509.X509Certificate[]): Promise<boolean> {
+  return crlSignedByKeyOf(crl, candidates.filter(maySignRevocationLists));
+}
+
+/** Whether the key of one of these certificates signed the list, whatever their keyUsage allows. */
+export async function crlSignedByKeyOf(
+  crl: x509.X509Crl,
+  candidates: readonly x509.X509Certificate[],
+): Promise<boolean> {
   for (const candidate of candidates) if (await crl.verify({ publicKey: candidate.publicKey }, crypto)) return true;
   return false;
 }
 
 /**
- * Those of `candidates` whose key signed the list, among those of the name it gives: the CA
- * certificates whose certificates its serial numbers name (the enrollment check holds a list to
- * a chain's issuer the same way).
+ * Those of `candidates` whose key signed the list and that may sign lists (cRLSign), among those
+ * of the name it gives: the CA certificates whose certificates its serial numbers name (the
+ * enrollment check holds a list to a chain's issuer the same way).
  */
 export async function crlSigners(
   crl: x509.X509Crl,
@@ -363,7 +389,8 @@ export async function crlSigners(
 /**
  * The fingerprints of the CA certificates among `cas` that this list revokes: each named by the
  * list's issuer, with a serial the list holds, and signed by a key among `signers` that signed
- * the list too (a CA of the same name under another key is not the one revoked).
+ * the list too, as a CA that may sign lists (a CA of the same name under another key is not the
+ * one revoked).
  */
 export async function casRevokedBy(
   crl: x509.X509Crl,
@@ -375,7 +402,7 @@ export async function casRevokedBy(
   for (const ca of cas) {
     if (ca.issuer !== crl.issuer || !serials.has(normalSerial(ca.serialNumber))) continue;
     for (const signer of signers) {
-      if (signer.subject !== crl.issuer || !(await crl.verify({ publicKey: signer.publicKey }, crypto))) continue;
+      if (signer.subject !== crl.issuer || !(await crlSignedBy(crl, [signer]))) continue;
       if (await ca.verify({ publicKey: signer.publicKey, signatureOnly: true }, crypto)) revoked.add(fingerprintOf(ca));
     }
   }

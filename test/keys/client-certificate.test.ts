@@ -2,12 +2,20 @@
 // chain to the trust anchor passes and yields the device id by each rule; an untrusted issuer,
 // a certificate outside its validity, a revoked one (or one under a revoked CA) and one without
 // the identity field, or one for another purpose than client authentication, are refused, each
-// with its reason.
+// with its reason; so is every certificate of a CA whose list it may not sign (no cRLSign).
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { ClientCertificateVerifier, type DeviceIdRule } from '../../src/keys/client-certificate.js';
+import {
+  ClientCertificateVerifier,
+  crlSignedBy,
+  crlSignedByKeyOf,
+  crlSigners,
+  type DeviceIdRule,
+  readCaCertificates,
+  readCrl,
+} from '../../src/keys/client-certificate.js';
 import { MdmCa, type DeviceCertificateFiles } from '../support/mdm-ca.js';
 
 const DAY_MS = 86_400_000;
@@ -205,3 +213,35 @@ function readFileText(file: string): string {
 function serialOf(pem: string): string {
   return new X509Certificate(pem).serialNumber.toLowerCase();
 }
+
+test('a revocation list of an issuing CA whose keyUsage lacks cRLSign is not believed: its certificates are refused, saying why', async () => {
+  const ca = MdmCa.make('Certificates only', ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign']);
+  try {
+    const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:L1' });
+    const revoked = ca.device('revoked', { cn: 'revoked', uri: 'urn:mdm:serial:L2' });
+    const rule: DeviceIdRule = { from: 'san-uri', prefix: 'urn:mdm:serial:' };
+    const now = new Date();
+    assert.equal(
+      (await new ClientCertificateVerifier([ca.rootPem], [], rule).verify([laptop.certificatePem, ca.issuingPem], now))
+        .ok,
+      true,
+      'without a list it signs certificates',
+    );
+    const list = readFileText(ca.revoke(revoked.certificate));
+    const verifier = new ClientCertificateVerifier([ca.rootPem], [list], rule);
+    for (const device of [laptop, revoked]) {
+      const verdict = await verifier.verify([device.certificatePem, ca.issuingPem], now);
+      assert.equal(
+        verdict.ok ? 'accepted' : verdict.reason,
+        `the revocation list of "CN=Certificates only Issuing CA" cannot be believed: that CA certificate's keyUsage lacks cRLSign`,
+      );
+    }
+    const crl = readCrl(list);
+    const issuing = readCaCertificates([ca.issuingPem]);
+    assert.equal(await crlSignedBy(crl, issuing), false, 'the refresher believes it neither');
+    assert.equal(await crlSignedByKeyOf(crl, issuing), true, 'though its key signed it');
+    assert.deepEqual(await crlSigners(crl, issuing), []);
+  } finally {
+    ca.remove();
+  }
+});

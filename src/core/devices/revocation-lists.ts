@@ -2,8 +2,9 @@
 // certificate neither enrolls nor keeps its device: files, or
 // http(s) URLs such as a CA's distribution point, read every crlRefresh. Retiring is final, and
 // anyone on the path to an http distribution point can answer in its place, so a list is believed
-// only when the CA it names signed it — a trust anchor, or an intermediate CA under one, seen in
-// an enrolled chain or configured (an unknown CA's list is refused), and the CA of the list in
+// only when the CA it names signed it, its certificate allowing it (cRLSign) — a trust anchor, or
+// an intermediate CA under one, seen in an enrolled chain or configured (an unknown CA's list is
+// refused), and the CA of the list in
 // force from the same place (another CA's genuine list would unrevoke this one's) — and it is current (thisUpdate not
 // ahead of the clock by more than a little skew, nextUpdate not past, not older than the list in
 // force). A list that cannot be read or is refused keeps the last good one, is logged, counted in
@@ -19,6 +20,7 @@ import {
   caCertificateFromDer,
   casRevokedBy,
   crlSignedBy,
+  crlSignedByKeyOf,
   crlSigners,
   fingerprintOf,
   readCrl,
@@ -71,6 +73,7 @@ export const CRL_REFUSAL_REASONS = [
   'unknown-issuer',
   'other-issuer',
   'bad-signature',
+  'no-crl-sign',
   'not-yet-valid',
   'expired',
   'older',
@@ -464,7 +467,12 @@ export class RevocationListRefresher {
           : `the CA the configuration names for this source ("${named.subject}") leads to no trust anchor`,
       );
     if (!(await crlSignedBy(crl, candidates)))
-      throw new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
+      throw (await crlSignedByKeyOf(crl, candidates))
+        ? new CrlRefused(
+            'no-crl-sign',
+            `the CA it names ("${crl.issuer}") signed it, but that CA certificate's keyUsage lacks cRLSign: it may not sign revocation lists`,
+          )
+        : new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
     const partial = whyNotWholeList(crl);
     if (partial !== null) throw new CrlRefused('not-whole', `${partial}; only a CA's whole list is believed`);
     const stale = notCurrent(crl, now);
