@@ -1,6 +1,7 @@
 // The rules of RFC 5280's path validation, beyond signatures, validity times and revocation, that
-// a device certificate's chain must keep, as OpenSSL holds a chain to them: every CA above the
-// leaf may sign certificates (its keyUsage, when it has one, names keyCertSign), has no more
+// a device certificate's chain must keep, as OpenSSL holds a chain to them: every certificate
+// above the leaf is a CA's (the trust anchor too) and may sign certificates (its keyUsage, when it
+// has one, names keyCertSign), has no more
 // intermediate CAs below it than its pathLenConstraint allows, and carries no nameConstraints
 // (which the portal does not enforce), and no certificate carries a critical extension the
 // portal does not process. Also whether a CA may sign revocation lists (cRLSign).
@@ -49,6 +50,10 @@ export function whyPathInvalid(chain: readonly x509.X509Certificate[]): string |
     if (critical !== undefined)
       return `${which} has a critical extension the portal does not process (${nameOf(critical.type)})`;
     if (index === 0) continue;
+    // An intermediate is a CA by the chain's construction; a trust anchor that says it is none (a
+    // device's own certificate configured by mistake) vouches for nothing, as OpenSSL holds it.
+    if (certificate.getExtension(x509.BasicConstraintsExtension)?.ca === false)
+      return `${which} is not a CA certificate (its basicConstraints say CA:FALSE)`;
     if (!maySignCertificates(certificate)) return `${which} may not sign certificates (its keyUsage lacks keyCertSign)`;
     const limit = certificate.getExtension(x509.BasicConstraintsExtension)?.pathLength;
     const below = intermediatesBelow(chain, index);

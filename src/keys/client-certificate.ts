@@ -130,10 +130,8 @@ export class ClientCertificateVerifier {
     }
     const revoked = await this.#whyRevoked(chain);
     if (revoked !== null) return refuse(revoked);
-    if (!isForClientAuthentication(leaf))
-      return refuse(
-        'the client certificate is not for client authentication (its extendedKeyUsage names neither clientAuth nor anyExtendedKeyUsage)',
-      );
+    const notForClients = whyNotForClientAuthentication(leaf);
+    if (notForClients !== null) return refuse(notForClients);
     if (this.intuneTenantId !== null) {
       const tenant = intuneTenantOf(leaf);
       if (tenant === null)
@@ -233,16 +231,23 @@ export class ClientCertificateVerifier {
 const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
 
 /**
- * Whether the certificate may prove a TLS client, as TLS libraries read it (OpenSSL's `sslclient`
- * purpose): one without an extendedKeyUsage may, one with it only when it names clientAuth (or any
- * usage). A server certificate of the MDM's CA that carries a device id is not a device's.
+ * Why the certificate may not prove a TLS client, as TLS libraries read it (OpenSSL's `sslclient`
+ * purpose); null when it may. Its extendedKeyUsage, when it has one, names clientAuth (or any
+ * usage); its keyUsage, when it has one, lets its key sign (digitalSignature) or agree on keys
+ * (keyAgreement). A server certificate of the MDM's CA that carries a device id is not a device's.
  */
-function isForClientAuthentication(certificate: x509.X509Certificate): boolean {
+function whyNotForClientAuthentication(certificate: x509.X509Certificate): string | null {
   const usage = certificate.getExtension(x509.ExtendedKeyUsageExtension);
-  if (usage === null) return true;
-  return usage.usages.some(
-    (purpose) => purpose === x509.ExtendedKeyUsage.clientAuth || purpose === ANY_EXTENDED_KEY_USAGE,
-  );
+  if (
+    usage !== null &&
+    !usage.usages.some((purpose) => purpose === x509.ExtendedKeyUsage.clientAuth || purpose === ANY_EXTENDED_KEY_USAGE)
+  )
+    return 'the client certificate is not for client authentication (its extendedKeyUsage names neither clientAuth nor anyExtendedKeyUsage)';
+  const keyUsage = certificate.getExtension(x509.KeyUsagesExtension);
+  const clientKeyUsages = x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement;
+  if (keyUsage !== null && (keyUsage.usages & clientKeyUsages) === 0)
+    return 'the client certificate is not for client authentication (its keyUsage names neither digitalSignature nor keyAgreement)';
+  return null;
 }
 
 /**

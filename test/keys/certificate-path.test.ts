@@ -2,7 +2,8 @@
 // chain to them (with test CAs made at run time with openssl): a CA under a CA whose
 // pathLenConstraint allows none is refused (a self-issued one is not counted), a CA whose
 // keyUsage does not allow signing certificates signs none, and a certificate with a critical
-// extension the portal does not process, or a CA with nameConstraints, is refused, while the
+// extension the portal does not process, or a CA with nameConstraints, is refused, as are a trust
+// anchor that is no CA and a leaf whose keyUsage neither signs nor agrees on keys, while the
 // extensions MDMs write (critical keyUsage, Intune's tenant, non-critical unknown ones) pass.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
@@ -123,4 +124,34 @@ test('a CA of the chain with a critical policyConstraints, or with nameConstrain
     await verdictOf([anchor.issuingPem], [tablet.certificatePem]),
     'trust anchor "CN=Anchor Issuing CA" has a critical extension the portal does not process (1.3.6.1.4.1.55555.2)',
   );
+});
+
+test("a device's own certificate configured as a trust anchor vouches for no certificate its key signs", async (t) => {
+  const ca = caFor(t, 'Mistaken', CA_EXTENSIONS);
+  const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:A1' });
+  // Whoever holds the laptop's key signs a certificate naming another device.
+  const minted = ca.device('minted', { cn: 'minted', uri: 'urn:mdm:serial:A2', issuedBy: laptop });
+  assert.equal(
+    await verdictOf([laptop.certificatePem], [minted.certificatePem]),
+    'trust anchor "CN=laptop" is not a CA certificate (its basicConstraints say CA:FALSE)',
+  );
+});
+
+test('a device certificate whose keyUsage allows only encryption does not prove a device; one that may sign does', async (t) => {
+  const ca = caFor(t, 'Usages', CA_EXTENSIONS);
+  const verdict = async (file: string, keyUsage: string) =>
+    verdictOf(
+      [ca.rootPem],
+      [
+        ca.device(file, { cn: file, uri: `urn:mdm:serial:${file}`, extensions: [`keyUsage=critical,${keyUsage}`] })
+          .certificatePem,
+        ca.issuingPem,
+      ],
+    );
+  assert.equal(
+    await verdict('encrypting', 'keyEncipherment,dataEncipherment'),
+    'the client certificate is not for client authentication (its keyUsage names neither digitalSignature nor keyAgreement)',
+  );
+  assert.equal(await verdict('signing', 'digitalSignature'), 'accepted');
+  assert.equal(await verdict('agreeing', 'keyAgreement'), 'accepted');
 });
