@@ -1,8 +1,11 @@
 // Opens an eduVPN 3.x deployment for the import: its database (SQLite, opened read-only, or
 // PostgreSQL or MariaDB/MySQL in read-only transactions), checked to be a schema this reader
 // knows before anything else is read, and its key files (src/eduvpn/key-files.ts). Records come
-// in pages in a stable order, each page one indexed query (keyset paging), so a table of 100,000
-// rows is read in linear time and never held in memory whole.
+// in pages in a stable order: a keyed table's by keyset paging (one indexed query a page), a
+// keyless table's along the rows' places (SQLite's rowid, PostgreSQL's blocks a range at a time)
+// or by one streamed query (MariaDB/MySQL), so a table of millions of rows is read in linear
+// time (on PostgreSQL 13 and older, a keyless table is scanned once a page) and never held in
+// memory whole.
 import SqliteDatabase from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -12,6 +15,7 @@ import {
   PostgresAdapter,
   PostgresDialect,
   type RawBuilder,
+  type SelectQueryBuilder,
   type SqlBool,
   SqliteDialect,
   sql,
@@ -58,7 +62,10 @@ type EduVpnDb = Kysely<EduVpnDatabase>;
  * The same database seen as tables of unchecked rows, for the paging queries that serve every
  * table alike: their rows go through the zod parsers of src/eduvpn/eduvpn-rows.ts anyway.
  */
-type UncheckedDb = Kysely<Record<string, Record<string, unknown>>>;
+type UncheckedTables = Record<string, Record<string, unknown>>;
+type UncheckedDb = Kysely<UncheckedTables>;
+/** A query of such tables whose rows are unchecked too. */
+type UncheckedQuery = SelectQueryBuilder<UncheckedTables, string, Record<string, unknown>>;
 
 /** The table each kind of record comes from. */
 const TABLE_OF_KIND = {
@@ -91,6 +98,103 @@ const POSITION_COLUMN = 'row_position';
 interface PositionedRow {
   readonly row: Record<string, unknown>;
   readonly at: string;
+}
+
+/** A row's position in a PostgreSQL table: its block and its item in the block (items count from 1). */
+interface Tid {
+  readonly block: number;
+  readonly item: number;
+}
+
+/** The rows a query of blockRangeRows asks for: after the row at `after` (a tid's text) and before block `end`. */
+interface BlockRange {
+  readonly after: string;
+  readonly end: number;
+  /** Rows at most. */
+  readonly limit: number;
+}
+
+/**
+ * Up to `limit` rows of `table` after the row at `after` and before block `end`, in ctid order,
+ * each with its ctid (POSITION_COLUMN) and with `withOwner` its owner (withOwnerJoined). On
+ * PostgreSQL 14 and later the two conditions make a TID range scan, which reads only the blocks
+ * between them; older servers scan the whole table for it.
+ */
+function blockRangeQuery(db: EduVpnDb, table: KeylessTable, range: BlockRange, withOwner: boolean): UncheckedQuery {
+  const unchecked = db as unknown as UncheckedDb;
+  const page = unchecked
+    .selectFrom(table)
+    .selectAll()
+    .select(sql.raw<string>('ctid').as(POSITION_COLUMN))
+    .where(sql<SqlBool>`ctid > ${range.after}::tid AND ctid < ${tidText({ block: range.end, item: 0 })}::tid`)
+    .orderBy(sql.raw('ctid'))
+    .limit(range.limit);
+  return withOwnerJoined(unchecked, page, withOwner);
+}
+
+/**
+ * `page` (rows with their position in POSITION_COLUMN) as it is, or with `withOwner` each row
+ * joined to its owner (ownerJoined), in the page's order: the join runs on the page once it is
+ * chosen, so it costs the page's rows only. The position is ordered as the database has it (a
+ * tid as a tid, not as its text).
+ */
+function withOwnerJoined(db: UncheckedDb, page: UncheckedQuery, withOwner: boolean): UncheckedQuery {
+  if (!withOwner) return page;
+  return db
+    .selectFrom(page.as('page'))
+    .selectAll('page')
+    .$call(ownerJoined('page.user_id'))
+    .orderBy(sql.ref(`page.${POSITION_COLUMN}`));
+}
+
+/**
+ * Adds to a query the id of the user its `userIdColumn` matches (OWNER_COLUMN, null when none
+ * does): a left join of users on its primary key, under the database's own comparison.
+ */
+function ownerJoined(userIdColumn: string): (query: UncheckedQuery) => UncheckedQuery {
+  return (query) =>
+    query.leftJoin('users as owner', 'owner.user_id', userIdColumn).select(sql.ref('owner.user_id').as(OWNER_COLUMN));
+}
+
+/** The tid's text as PostgreSQL writes it, `(block,item)`. */
+function tidText(tid: Tid): string {
+  return `(${tid.block},${tid.item})`;
+}
+
+/** A tid as the driver hands it over (its text). */
+function parseTid(text: unknown): Tid {
+  const match = typeof text === 'string' ? /^\((\d+),(\d+)\)$/.exec(text) : null;
+  if (match === null) throw new EduVpnReadError(`the database answered ${String(text)} for a row's ctid`);
+  return { block: Number(match[1]), item: Number(match[2]) };
+}
+
+/**
+ * How many blocks a query's rows came from, when it read from after `from` up to the row `to`
+ * (its last, the query being full) or to the block `to` (all rows before it): a block taken
+ * only in part (the first after a row, the last up to a row) counts as half.
+ */
+function blocksTaken(from: Tid, to: Tid | number): number {
+  const end = typeof to === 'number' ? to : to.block + 0.5;
+  return Math.max(0.5, end - from.block - (from.item > 0 ? 0.5 : 0));
+}
+
+/**
+ * The rows per block to size the next range by, after a query found `rows` in `blocks` (as
+ * blocksTaken counts them): what it found, with the estimate so far weighed in as one block
+ * more (a query that took part of a block only says little), and at least half the estimate so
+ * far, so the next range is at most twice as long: a dense stretch after a run of empty blocks
+ * is not read far past a page.
+ */
+function nextRowsPerBlock(estimate: number, rows: number, blocks: number): number {
+  return Math.max((rows + estimate) / (blocks + 1), estimate / 2);
+}
+
+/**
+ * The most rows a PostgreSQL block of `blockSize` bytes holds (its MaxHeapTuplesPerPage: a page
+ * header of 24 bytes, then at least 28 bytes a row).
+ */
+function mostRowsPerBlock(blockSize: number): number {
+  return Math.floor((blockSize - 24) / 28);
 }
 
 /**
@@ -338,11 +442,7 @@ class OpenedDeployment implements EduVpnDeployment {
       const query = this.unchecked
         .selectFrom(table)
         .selectAll(table)
-        .$if(withOwner, (builder) =>
-          builder
-            .leftJoin('users as owner', 'owner.user_id', `${table}.user_id`)
-            .select(sql.ref('owner.user_id').as(OWNER_COLUMN)),
-        )
+        .$if(withOwner, ownerJoined(`${table}.user_id`))
         .$if(after !== null, (builder) => builder.where(key, '>', after))
         .orderBy(key)
         .limit(this.pageSize);
@@ -363,53 +463,87 @@ class OpenedDeployment implements EduVpnDeployment {
 
   /**
    * The rows of a table without a key, page by page, along the row's position: SQLite's rowid
-   * (the table's own order), and PostgreSQL's ctid, which a `ctid > '(page,item)'` condition
-   * reads as a TID range scan (PostgreSQL 14 and later); no index gives ctid's order, so each
-   * page is a top-N sort of the rows after the last one seen. A position changes only when a row
-   * is updated, and the move is done with the old portal stopped. A server-side cursor would also do, but would hold one
-   * transaction open across the whole import. MariaDB/MySQL shows no row position, so there the
-   * table is read by one streamed query (streamedRows).
+   * (rowidRows) and PostgreSQL's ctid (blockRangeRows). A position changes only when a row is
+   * updated, and the move is done with the old portal stopped. A server-side cursor would also
+   * do, but would hold one transaction open across the whole import. MariaDB/MySQL shows no row
+   * position, so there the table is read by one streamed query (streamedRows).
    *
    * With `withOwner`, each row also has the id of the user its `user_id` matches (OWNER_COLUMN,
    * null when none does), joined to the page once it is chosen: the join (one look-up of users'
    * primary key per row) leaves the paging as it is and costs the page's rows only.
    */
-  private async *positionRows(table: KeylessTable, withOwner: boolean): AsyncIterable<PositionedRow[]> {
-    if (this.db.getExecutor().adapter instanceof MysqlAdapter) {
-      yield* this.streamedRows(table, withOwner);
-      return;
-    }
-    const postgres = this.db.getExecutor().adapter instanceof PostgresAdapter;
-    // The position as the database has it, for the outer query of `withOwner` to order by (a tid
-    // as a tid, not as text); the driver hands a tid over as its text, `(page,item)`.
-    const name = postgres ? 'ctid' : 'rowid';
-    let after: string | null = null;
+  private positionRows(table: KeylessTable, withOwner: boolean): AsyncIterable<PositionedRow[]> {
+    const adapter = this.db.getExecutor().adapter;
+    if (adapter instanceof MysqlAdapter) return this.streamedRows(table, withOwner);
+    if (adapter instanceof PostgresAdapter) return this.blockRangeRows(table, withOwner);
+    return this.rowidRows(table, withOwner);
+  }
+
+  /** SQLite: each page the next `pageSize` rowids after the last one seen, along the table's own b-tree. */
+  private async *rowidRows(table: KeylessTable, withOwner: boolean): AsyncIterable<PositionedRow[]> {
+    let after: number | null = null;
     for (;;) {
-      const condition = postgres
-        ? sql<SqlBool>`ctid > ${after}::tid`
-        : sql<SqlBool>`rowid > ${after === null ? null : Number(after)}`;
       const page = this.unchecked
         .selectFrom(table)
         .selectAll()
-        .select(sql.raw<string>(name).as(POSITION_COLUMN))
-        .$if(after !== null, (builder) => builder.where(condition))
-        .orderBy(sql.raw(name))
+        .select(sql.raw<number>('rowid').as(POSITION_COLUMN))
+        .$if(after !== null, (builder) => builder.where(sql<SqlBool>`rowid > ${after}`))
+        .orderBy(sql.raw('rowid'))
         .limit(this.pageSize);
-      const query = withOwner
-        ? this.unchecked
-            .selectFrom(page.as('page'))
-            .selectAll('page')
-            .leftJoin('users as owner', 'owner.user_id', 'page.user_id')
-            .select(sql.ref('owner.user_id').as(OWNER_COLUMN))
-            .orderBy(sql.ref(`page.${POSITION_COLUMN}`))
-        : page;
-      const rows = await this.reading<Record<string, unknown>[]>(table, () => query.execute());
+      const rows = await this.reading<Record<string, unknown>[]>(table, () =>
+        withOwnerJoined(this.unchecked, page, withOwner).execute(),
+      );
       if (rows.length === 0) return;
-      yield rows.map((row) => ({ row, at: `at ${name} ${String(row[POSITION_COLUMN])}` }));
+      yield rows.map((row) => ({ row, at: `at rowid ${String(row[POSITION_COLUMN])}` }));
       const last: unknown = rows.at(-1)?.[POSITION_COLUMN];
       if (rows.length < this.pageSize || last === undefined) return;
-      after = String(last);
+      after = Number(last);
     }
+  }
+
+  /**
+   * PostgreSQL: the table read in ranges of blocks, each query the rows of the next few blocks
+   * (blockRangeQuery: a TID range scan of those blocks only, on PostgreSQL 14 and later, and a
+   * sort of their rows), so the whole read costs about one pass over the table. No index gives
+   * ctid's order: a `ctid > last` page would sort every row after the last one seen, for every
+   * page. Each range is sized to hold a page's rows by the rows per block seen so far
+   * (nextRowsPerBlock; at first the most a block can hold), so a run of empty blocks is
+   * crossed in few queries; a range holding more than a page is taken up to a page and
+   * continued after its last row. Rows are handed on in pages of `pageSize` (the last one
+   * fewer), so at most two pages' rows are held. The table's size is read at the start and
+   * again when its last block is passed, and the read ends once a range would start past it.
+   */
+  private async *blockRangeRows(table: KeylessTable, withOwner: boolean): AsyncIterable<PositionedRow[]> {
+    let { blocks, blockSize } = await this.blockCount(table);
+    let rowsPerBlock = mostRowsPerBlock(blockSize);
+    let after: Tid = { block: 0, item: 0 }; // no row is at item 0: the first range starts at block 0
+    const held: PositionedRow[] = [];
+    for (;;) {
+      if (after.block >= blocks) ({ blocks } = await this.blockCount(table));
+      if (after.block >= blocks) break;
+      const end = after.block + Math.min(Math.ceil(this.pageSize / rowsPerBlock), blocks - after.block);
+      const query = blockRangeQuery(this.db, table, { after: tidText(after), end, limit: this.pageSize }, withOwner);
+      const rows = await this.reading<Record<string, unknown>[]>(table, () => query.execute());
+      for (const row of rows) held.push({ row, at: `at ctid ${String(row[POSITION_COLUMN])}` });
+      const last = rows.length === this.pageSize ? parseTid(rows.at(-1)?.[POSITION_COLUMN]) : null;
+      rowsPerBlock = nextRowsPerBlock(rowsPerBlock, rows.length, blocksTaken(after, last ?? end));
+      after = last ?? { block: end, item: 0 };
+      if (held.length >= this.pageSize) yield held.splice(0, this.pageSize);
+    }
+    if (held.length > 0) yield held;
+  }
+
+  /** PostgreSQL: how many blocks `table` has now, and the server's block size. */
+  private async blockCount(table: KeylessTable): Promise<{ blocks: number; blockSize: number }> {
+    const row = await this.reading(table, () =>
+      sql<{ blocks: string; block_size: number }>`SELECT
+          pg_relation_size(${table}::regclass) / current_setting('block_size')::int AS blocks,
+          current_setting('block_size')::int AS block_size`
+        .execute(this.db)
+        .then((result) => result.rows[0]),
+    );
+    if (row === undefined) throw new EduVpnReadError(`cannot read the size of table ${table} of ${this.description}`);
+    return { blocks: Number(row.blocks), blockSize: row.block_size };
   }
 
   /**
@@ -422,11 +556,7 @@ class OpenedDeployment implements EduVpnDeployment {
     const rows = this.unchecked
       .selectFrom(table)
       .selectAll(table)
-      .$if(withOwner, (builder) =>
-        builder
-          .leftJoin('users as owner', 'owner.user_id', `${table}.user_id`)
-          .select(sql.ref('owner.user_id').as(OWNER_COLUMN)),
-      )
+      .$if(withOwner, ownerJoined(`${table}.user_id`))
       .stream();
     let page: PositionedRow[] = [];
     let position = 0;
