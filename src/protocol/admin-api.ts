@@ -711,6 +711,17 @@ export const deviceSchema = z.object({
       reason: z.string(),
       since: z.string().describe('ISO 8601'),
       by: z.string().describe('the admin key name, `mdm`, `(portal)`, …'),
+      other_reasons: z
+        .array(
+          z.object({
+            reason: z.string(),
+            since: z.string().describe('ISO 8601'),
+            by: z.string(),
+          }),
+        )
+        .describe(
+          "the other reasons it stays suspended for (the MDM's compliance, Jamf Pro, a reason an administrator took over), oldest first: the MDM's checks and Jamf Pro end only their own reason, and the device stays suspended while another stands; `resume_device` ends them all",
+        ),
     })
     .nullable()
     .describe('while `suspended`: why, since when, by whom; else null'),

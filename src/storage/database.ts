@@ -96,6 +96,7 @@ import { openSessionsByNode } from './migrations/0052-open-sessions-by-node.js';
 import { sessionsByNodeStart } from './migrations/0053-sessions-by-node-start.js';
 import { liveDeviceCertificates } from './migrations/0054-live-device-certificates.js';
 import { unmappedClientAddresses } from './migrations/0055-unmapped-client-addresses.js';
+import { deviceOtherSuspensions } from './migrations/0056-device-other-suspensions.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -165,6 +166,7 @@ const migrations: Record<string, Migration> = {
   '0053-sessions-by-node-start': sessionsByNodeStart,
   '0054-live-device-certificates': liveDeviceCertificates,
   '0055-unmapped-client-addresses': unmappedClientAddresses,
+  '0056-device-other-suspensions': deviceOtherSuspensions,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -2,6 +2,7 @@
 // device's configurations are the rows of wg_peers and certificates that name it; its serial
 // and mdm_id are unique among devices that are not retired (partial unique indexes).
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import { z } from 'zod';
 import { asDeviceId, asProfileId, asUserId, type DeviceId, type ProfileId, type UserId } from '../shared/ids.js';
 import type { DeviceState } from '../shared/device-states.js';
 import type { Platform } from '../shared/platforms.js';
@@ -38,7 +39,7 @@ export interface StoredDevice {
   readonly retiredAt: string | null;
   readonly lastSeenAt: string | null;
   /** Set while the state is `suspended`. */
-  readonly suspension: DeviceSuspension | null;
+  readonly suspension: StandingSuspension | null;
 }
 
 /** Why a device is suspended, since when (ATOM) and by whom (an admin key's name, `mdm`, `(portal)`, …). */
@@ -47,6 +48,14 @@ export interface DeviceSuspension {
   readonly since: string;
   readonly by: string;
 }
+
+/** A suspended device's suspension as its row shows it, with the others that still stand. */
+export interface StandingSuspension extends DeviceSuspension {
+  /** The other reasons it stays suspended for, each with its own time and author, oldest first. */
+  readonly others: readonly DeviceSuspension[];
+}
+
+const otherSuspensionsSchema = z.array(z.object({ reason: z.string(), since: z.string(), by: z.string() }));
 
 /** One configuration of a device, as its record lists it. */
 export interface DeviceConfiguration {
@@ -96,6 +105,7 @@ export async function insertDevice(db: Db, device: StoredDevice): Promise<void> 
       suspended_reason: device.suspension?.reason ?? null,
       suspended_at: device.suspension?.since ?? null,
       suspended_by: device.suspension?.by ?? null,
+      other_suspensions: otherSuspensionsText(device.suspension?.others ?? []),
     })
     .execute();
 }
@@ -172,6 +182,7 @@ export async function suspendStoredDevice(db: Db, deviceId: DeviceId, suspension
       suspended_reason: suspension.reason,
       suspended_at: suspension.since,
       suspended_by: suspension.by,
+      other_suspensions: null,
     })
     .where('device_id', '=', deviceId)
     .where('state', 'in', ['registered', 'active'])
@@ -179,15 +190,19 @@ export async function suspendStoredDevice(db: Db, deviceId: DeviceId, suspension
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** A suspended device's suspension made another author's, for another reason (its time stays); false when not suspended. */
-export async function takeOverSuspension(
-  db: Db,
-  deviceId: DeviceId,
-  suspension: Pick<DeviceSuspension, 'reason' | 'by'>,
-): Promise<boolean> {
+/**
+ * A suspended device's suspensions as they stand now (one taken over, a reason added or ended,
+ * another shown); the state stays `suspended`. False when it is not suspended.
+ */
+export async function replaceSuspension(db: Db, deviceId: DeviceId, suspension: StandingSuspension): Promise<boolean> {
   const result = await db
     .updateTable('devices')
-    .set({ suspended_reason: suspension.reason, suspended_by: suspension.by })
+    .set({
+      suspended_reason: suspension.reason,
+      suspended_at: suspension.since,
+      suspended_by: suspension.by,
+      other_suspensions: otherSuspensionsText(suspension.others),
+    })
     .where('device_id', '=', deviceId)
     .where('state', '=', 'suspended')
     .executeTakeFirst();
@@ -198,7 +213,7 @@ export async function takeOverSuspension(
 export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'registered' | 'active'): Promise<boolean> {
   const result = await db
     .updateTable('devices')
-    .set({ state, suspended_reason: null, suspended_at: null, suspended_by: null })
+    .set({ state, suspended_reason: null, suspended_at: null, suspended_by: null, other_suspensions: null })
     .where('device_id', '=', deviceId)
     .where('state', '=', 'suspended')
     .executeTakeFirst();
@@ -250,7 +265,14 @@ export async function countSuspendedDevices(db: Db): Promise<{ reason: string; c
 export async function retireStoredDevice(db: Db, deviceId: DeviceId, at: string): Promise<boolean> {
   const result = await db
     .updateTable('devices')
-    .set({ state: 'retired', retired_at: at, suspended_reason: null, suspended_at: null, suspended_by: null })
+    .set({
+      state: 'retired',
+      retired_at: at,
+      suspended_reason: null,
+      suspended_at: null,
+      suspended_by: null,
+      other_suspensions: null,
+    })
     .where('device_id', '=', deviceId)
     .where('state', '<>', 'retired')
     .executeTakeFirst();
@@ -392,6 +414,7 @@ export async function liveDeviceIdentifiers(
       'suspended_reason',
       'suspended_at',
       'suspended_by',
+      'other_suspensions',
     ])
     .where('state', '<>', 'retired')
     .orderBy('device_id')
@@ -403,10 +426,7 @@ export async function liveDeviceIdentifiers(
     mdmId: row.mdm_id,
     createdAt: row.created_at,
     state: row.state as DeviceState,
-    suspension:
-      row.state === 'suspended'
-        ? { reason: row.suspended_reason ?? '', since: row.suspended_at ?? '', by: row.suspended_by ?? '' }
-        : null,
+    suspension: suspensionOf(row),
   }));
 }
 
@@ -556,11 +576,29 @@ function toDevice(row: Selectable<DevicesTable>): StoredDevice {
     createdAt: row.created_at,
     retiredAt: row.retired_at,
     lastSeenAt: row.last_seen_at,
-    suspension:
-      row.state === 'suspended'
-        ? { reason: row.suspended_reason ?? '', since: row.suspended_at ?? '', by: row.suspended_by ?? '' }
-        : null,
+    suspension: suspensionOf(row),
   };
+}
+
+/** The suspension a row holds while its state is `suspended`. */
+function suspensionOf(
+  row: Pick<
+    Selectable<DevicesTable>,
+    'state' | 'suspended_reason' | 'suspended_at' | 'suspended_by' | 'other_suspensions'
+  >,
+): StandingSuspension | null {
+  if (row.state !== 'suspended') return null;
+  return {
+    reason: row.suspended_reason ?? '',
+    since: row.suspended_at ?? '',
+    by: row.suspended_by ?? '',
+    others: row.other_suspensions === null ? [] : otherSuspensionsSchema.parse(JSON.parse(row.other_suspensions)),
+  };
+}
+
+/** The column's text: null when no other suspension stands. */
+function otherSuspensionsText(others: readonly DeviceSuspension[]): string | null {
+  return others.length === 0 ? null : JSON.stringify(others.map(({ reason, since, by }) => ({ reason, since, by })));
 }
 
 /** The devices of these configurations that still exist (WireGuard key or OpenVPN Common Name → device id). */

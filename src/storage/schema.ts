@@ -299,6 +299,11 @@ export interface DevicesTable {
   suspended_reason: string | null;
   suspended_at: string | null;
   suspended_by: string | null;
+  /**
+   * While suspended: the other suspensions that still stand, each for another reason, as a JSON
+   * array of { reason, since, by }, oldest first; null when there are none.
+   */
+  other_suspensions: string | null;
 }
 
 /** One change of a device's state (src/storage/device-history.ts). */

@@ -52,4 +52,5 @@ export const EXPECTED_MIGRATIONS = [
   '0053-sessions-by-node-start',
   '0054-live-device-certificates',
   '0055-unmapped-client-addresses',
+  '0056-device-other-suspensions',
 ] as const;

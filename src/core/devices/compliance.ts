@@ -2,13 +2,16 @@
 // read, which devices to suspend (as `noncompliant` or `stale`) and which to resume. A device the
 // MDM finds noncompliant, whose grace period ended, or that has not checked in for `staleAfter`
 // is suspended; one it finds compliant again is resumed, but only from a suspension the portal
-// made for compliance, never from one an administrator made by hand. Everything else is kept as
-// it is, so a pass repeated with the same answer changes nothing. Pure: the pass applies it.
+// made for compliance, never from one an administrator made by hand. A device suspended already
+// for another reason (Jamf Pro's group, an administrator's) is suspended for compliance too, so
+// that it stays suspended for as long as either reason stands. Everything else is kept as it is,
+// so a pass repeated with the same answer changes nothing. Pure: the pass applies it.
 import type { MdmComplianceConfig } from '../../config/portal-config.js';
 import type { MdmDeviceCompliance } from '../../mdm-client/inventory.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
-import type { DeviceState, DeviceSuspension } from '../../storage/devices.js';
+import type { DeviceState, StandingSuspension } from '../../storage/devices.js';
 import { PORTAL_KEY_NAME } from '../admin-call.js';
+import { standingSuspensions } from './suspension.js';
 
 /** The reasons of the suspensions compliance makes, and the only ones it ends. */
 export const COMPLIANCE_REASONS = ['noncompliant', 'stale'] as const;
@@ -30,6 +33,12 @@ export interface ComplianceChange {
   readonly reason: ComplianceReason;
   /** For a resume: when the suspension it ends was made (that one, not a later one, is ended). */
   readonly suspendedSince: string | null;
+  /**
+   * For a suspension: the device is suspended already for another reason, and this one is
+   * recorded beside it (nothing leaves the nodes, so it does not count against
+   * `maxSuspendPerPass`). False for a resume.
+   */
+  readonly suspendedAlready: boolean;
   /** What the MDM reported, for the log and the dry run. */
   readonly why: string;
 }
@@ -41,7 +50,7 @@ export interface ComparedDevice {
   readonly serial: string | null;
   readonly mdmId: string | null;
   readonly state: DeviceState;
-  readonly suspension: DeviceSuspension | null;
+  readonly suspension: StandingSuspension | null;
 }
 
 /** One device's verdict from its record (none: the MDM said nothing of its compliance, so it is kept). */
@@ -78,7 +87,8 @@ function undetermined(rules: MdmComplianceConfig, reported: string): ComplianceV
 
 /**
  * What compliance changes among these devices (all in the inventory): a suspension only of a
- * device not suspended yet, a resume only of one the portal suspended for compliance.
+ * device not suspended for compliance yet, a resume only of a compliance suspension the portal
+ * made (each that stands, with its own time).
  */
 export function complianceChanges(
   devices: readonly ComparedDevice[],
@@ -94,7 +104,10 @@ export function complianceChanges(
     if (identifier === null) continue;
     const verdict = judgeCompliance(byIdentifier.get(identifier), rules, now);
     const { deviceId, userId, serial, mdmId } = device;
-    if (verdict.action === 'suspend' && device.state !== 'suspended')
+    const forCompliance = standingSuspensions(device.suspension).filter(
+      (suspension) => complianceReason(suspension.reason) !== undefined,
+    );
+    if (verdict.action === 'suspend' && forCompliance.length === 0)
       changes.push({
         deviceId,
         userId,
@@ -103,11 +116,12 @@ export function complianceChanges(
         action: 'suspend',
         reason: verdict.reason,
         suspendedSince: null,
+        suspendedAlready: device.suspension !== null,
         why: verdict.why,
       });
-    const suspension = device.suspension;
-    if (verdict.action === 'resume' && device.state === 'suspended' && suspension !== null) {
-      const reason = COMPLIANCE_REASONS.find((candidate) => candidate === suspension.reason);
+    if (verdict.action !== 'resume') continue;
+    for (const suspension of forCompliance) {
+      const reason = complianceReason(suspension.reason);
       if (reason !== undefined && suspension.by === PORTAL_KEY_NAME)
         changes.push({
           deviceId,
@@ -117,11 +131,16 @@ export function complianceChanges(
           action: 'resume',
           reason,
           suspendedSince: suspension.since,
+          suspendedAlready: false,
           why: verdict.why,
         });
     }
   }
   return changes;
+}
+
+function complianceReason(reason: string): ComplianceReason | undefined {
+  return COMPLIANCE_REASONS.find((candidate) => candidate === reason);
 }
 
 /** How strict a state is, for two records of one device that checked in at the same time. */

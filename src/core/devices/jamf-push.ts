@@ -1,6 +1,7 @@
 // What Jamf Pro's webhooks do to devices: a device that leaves an allowed smart group
-// (`mdmPush.jamf.allowedGroups`) is suspended with reason `jamf-group`, one that joins it is
-// resumed, but only from that suspension (an administrator's or a compliance suspension stays);
+// (`mdmPush.jamf.allowedGroups`) is suspended with reason `jamf-group` (one suspended already for
+// another reason stays suspended for this one too), one that joins it has that reason ended, and
+// is resumed only when no other reason stands (an administrator's or a compliance suspension stays);
 // `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered with
 // only its serial or only its UDID gets the other). A device is found by its UDID (the portal's
 // `mdm_id`), else its serial; one the event names by its Jamf id alone (as computer group events
@@ -44,7 +45,10 @@ export interface JamfPushOutcome {
   readonly suspended: number;
   readonly resumed: number;
   readonly refreshed: number;
-  /** Devices found that the event left as they were (already so, or suspended for another reason). */
+  /**
+   * Devices found whose state the event left as it was: already so, or suspended for another
+   * reason (their `jamf-group` reason recorded or ended beside it).
+   */
   readonly unchanged: number;
   readonly unknown: number;
 }
@@ -143,7 +147,6 @@ async function findByIdentifiers(ctx: PortalContext, device: JamfDevice): Promis
 }
 
 async function suspendForGroup(ctx: PortalContext, device: StoredDevice, group: string): Promise<boolean> {
-  if (device.state === 'suspended') return false;
   const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
   const done = await suspendDevice(
     { ...ctx, call, events: ctx.events.forCall(call) },
@@ -151,6 +154,11 @@ async function suspendForGroup(ctx: PortalContext, device: StoredDevice, group: 
   );
   if (done.changed)
     ctx.logger.info({ deviceId: device.deviceId, group }, 'device left an allowed Jamf Pro smart group');
+  else if (done.reasonAdded)
+    ctx.logger.info(
+      { deviceId: device.deviceId, group, reason: done.device.device.suspension?.reason },
+      'device left an allowed Jamf Pro smart group while suspended for another reason; it stays suspended for both',
+    );
   return done.changed;
 }
 
@@ -161,9 +169,9 @@ async function resumeForGroup(ctx: PortalContext, device: StoredDevice, group: s
     { ...ctx, call, events: ctx.events.forCall(call) },
     { deviceId: device.deviceId, by: JAMF_AUTHOR, onlyIfReason: JAMF_GROUP_REASON },
   );
-  if (done.outcome === 'other-reason')
+  if (done.outcome === 'other-reason' || done.outcome === 'still-suspended')
     ctx.logger.info(
-      { deviceId: device.deviceId, group, reason: device.suspension?.reason },
+      { deviceId: device.deviceId, group, reason: done.device.device.suspension?.reason },
       'device joined an allowed Jamf Pro smart group but stays suspended for another reason',
     );
   return done.outcome === 'resumed';

@@ -21,9 +21,9 @@ import { inventoryMisses, replaceInventoryMisses } from '../../storage/mdm-inven
 import { formatAtom } from '../../shared/time.js';
 import { PORTAL_KEY_NAME, portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
-import { COMPLIANCE_REASONS, complianceChanges, type ComplianceChange } from './compliance.js';
+import { complianceChanges, type ComparedDevice, type ComplianceChange } from './compliance.js';
 import { retireOnItsOwn, type RetiredDevice } from './revoked-certificates.js';
-import { resumeDevice, suspendDevice } from './suspension.js';
+import { resumeDevice, standingSuspensions, suspendDevice } from './suspension.js';
 
 /** A device the inventory no longer holds. */
 export interface GoneDevice {
@@ -67,7 +67,10 @@ export interface CompliancePass {
   readonly resume: readonly ComplianceChange[];
   /** The most this pass may suspend. */
   readonly suspendLimit: number;
-  /** More to suspend than the limit: none is suspended (the resumes still happen). */
+  /**
+   * More to suspend than the limit (not counting devices suspended already for another reason):
+   * none is suspended (the resumes still happen).
+   */
   readonly held: boolean;
   readonly suspended: readonly DeviceId[];
   readonly resumed: readonly DeviceId[];
@@ -137,12 +140,17 @@ export async function compareWithMdmInventory(
   return gone.length > limit ? { ...found, outcome: 'too-many' } : { ...found, outcome: 'dry-run' };
 }
 
-/** When each suspended device's suspension was made. */
+/** When each suspended device's suspensions were made, by reason (each reason that stands). */
 function suspensionsNow(
-  devices: readonly { readonly deviceId: DeviceId; readonly suspension: { readonly since: string } | null }[],
-): Map<DeviceId, string> {
-  const since = new Map<DeviceId, string>();
-  for (const device of devices) if (device.suspension !== null) since.set(device.deviceId, device.suspension.since);
+  devices: readonly Pick<ComparedDevice, 'deviceId' | 'suspension'>[],
+): Map<DeviceId, ReadonlyMap<string, string>> {
+  const since = new Map<DeviceId, ReadonlyMap<string, string>>();
+  for (const { deviceId, suspension } of devices)
+    if (suspension !== null)
+      since.set(
+        deviceId,
+        new Map(standingSuspensions(suspension).map((standing) => [standing.reason, standing.since])),
+      );
   return since;
 }
 
@@ -156,19 +164,22 @@ function compliancePlan(
   inventory: MdmInventory,
   liveDevices: number,
   now: Date,
-  suspendedBefore: ReadonlyMap<DeviceId, string>,
+  suspendedBefore: ReadonlyMap<DeviceId, ReadonlyMap<string, string>>,
 ): CompliancePass | null {
   if (config.compliance === null) return null;
   const changes = complianceChanges(devices, inventory.compliance, config.matches, config.compliance, now).filter(
-    (change) => change.action === 'suspend' || suspendedBefore.get(change.deviceId) === change.suspendedSince,
+    (change) =>
+      change.action === 'suspend' || suspendedBefore.get(change.deviceId)?.get(change.reason) === change.suspendedSince,
   );
   const suspend = changes.filter((change) => change.action === 'suspend');
   const suspendLimit = retireLimit(config.compliance.maxSuspendPerPass, liveDevices);
+  // Only devices whose configurations would leave the nodes count against the limit.
+  const offNodes = suspend.filter((change) => !change.suspendedAlready).length;
   return {
     suspend,
     resume: changes.filter((change) => change.action === 'resume'),
     suspendLimit,
-    held: suspend.length > suspendLimit,
+    held: offNodes > suspendLimit,
     suspended: [],
     resumed: [],
   };
@@ -212,7 +223,11 @@ async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promis
           { deviceId: change.deviceId, reason: change.reason, mdm: change.why },
           'device suspended for compliance',
         );
-      }
+      } else if (outcome.reasonAdded)
+        ctx.logger.warn(
+          { deviceId: change.deviceId, reason: change.reason, mdm: change.why },
+          'device suspended already for another reason; it stays suspended for compliance too',
+        );
     } catch (error) {
       ctx.logger.error(
         { err: error, deviceId: change.deviceId },
@@ -228,7 +243,7 @@ async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promis
         {
           deviceId: change.deviceId,
           by: PORTAL_KEY_NAME,
-          onlyIfReason: COMPLIANCE_REASONS,
+          onlyIfReason: change.reason,
           onlyIfBy: PORTAL_KEY_NAME,
           ...(change.suspendedSince === null ? {} : { onlyIfSuspendedSince: change.suspendedSince }),
         },
@@ -236,7 +251,11 @@ async function applyCompliance(ctx: PortalContext, plan: CompliancePass): Promis
       if (outcome.outcome === 'resumed') {
         resumed.push(change.deviceId);
         ctx.logger.info({ deviceId: change.deviceId, ended: change.reason }, 'device compliant again, resumed');
-      }
+      } else if (outcome.outcome === 'still-suspended')
+        ctx.logger.info(
+          { deviceId: change.deviceId, ended: change.reason, reason: outcome.device.device.suspension?.reason },
+          'device compliant again, but it stays suspended for another reason',
+        );
     } catch (error) {
       ctx.logger.error(
         { err: error, deviceId: change.deviceId },

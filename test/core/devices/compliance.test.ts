@@ -5,7 +5,8 @@
 // the device until its end by the portal's clock (moved forward by the test); undetermined states
 // are kept by default; a device that stopped checking in is suspended as stale; a pass that would
 // suspend more than maxSuspendPerPass suspends none and says so once in the log and in the
-// metrics; a malformed JSON entry changes nothing.
+// metrics (devices suspended already for another reason, which are suspended for compliance too,
+// are not counted); a malformed JSON entry changes nothing.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,7 @@ import {
   compareWithMdmInventory,
   complianceChanges,
   judgeCompliance,
+  suspendDevice,
   type InventoryPass,
 } from '../../../src/core/devices/index.js';
 import type { MdmDeviceCompliance } from '../../../src/mdm-client/inventory.js';
@@ -99,6 +101,46 @@ describe('the verdict on one device', () => {
     assert.deepEqual(
       changes.map((change) => change.action),
       ['suspend'],
+    );
+  });
+});
+
+describe('a device suspended for another reason', () => {
+  const suspendedFor = (reason: string, by: string, since: string) => ({
+    deviceId: asDeviceId('dev_000000000002aaaaaaaaaaaa'),
+    userId: asUserId('alice'),
+    serial: 'S-1',
+    mdmId: null,
+    state: 'suspended' as const,
+    suspension: { reason, since, by, others: [] },
+  });
+
+  test('noncompliant, it is suspended for compliance too, marked as suspended already; a compliance reason standing is not added again', () => {
+    const outsideGroup = suspendedFor('jamf-group', 'jamf', '2026-11-28T10:00:00+00:00');
+    const changes = complianceChanges([outsideGroup], [record({ kind: 'noncompliant' })], 'serial', RULES, NOW);
+    assert.deepEqual(
+      changes.map((change) => [change.action, change.reason, change.suspendedAlready]),
+      [['suspend', 'noncompliant', true]],
+    );
+    const byHand = suspendedFor('noncompliant', 'desk', '2026-11-28T10:00:00+00:00');
+    assert.deepEqual(complianceChanges([byHand], [record({ kind: 'noncompliant' })], 'serial', RULES, NOW), []);
+  });
+
+  test('compliant again, the compliance reason the portal made is resumed with its own time, wherever it stands', () => {
+    const since = '2026-11-28T11:00:00+00:00';
+    const device = {
+      ...suspendedFor('jamf-group', 'jamf', '2026-11-28T10:00:00+00:00'),
+      suspension: {
+        reason: 'jamf-group',
+        since: '2026-11-28T10:00:00+00:00',
+        by: 'jamf',
+        others: [{ reason: 'noncompliant', since, by: '(portal)' }],
+      },
+    };
+    const changes = complianceChanges([device], [record({ kind: 'compliant' })], 'serial', RULES, NOW);
+    assert.deepEqual(
+      changes.map((change) => [change.action, change.reason, change.suspendedSince]),
+      [['resume', 'noncompliant', since]],
     );
   });
 });
@@ -339,6 +381,31 @@ describe("devices follow a JSON inventory's compliant", () => {
     mdm.jsonAnswer = ['JS-1', { serial: 'JS-2' }, { serial: 'JS-3', compliant: true }];
     await pass();
     assert.equal(await state('JS-3'), 'registered');
+  });
+
+  test('devices suspended already for another reason do not count against maxSuspendPerPass: each is suspended for compliance too', async () => {
+    const ctx = portal.portal.ctx;
+    for (const serial of ['JS-1', 'JS-2'])
+      await suspendDevice(ctx, { deviceId: ids.get(serial) ?? asDeviceId(''), reason: 'jamf-group', by: 'jamf' });
+    mdm.jsonAnswer = [
+      { serial: 'JS-1', compliant: false },
+      { serial: 'JS-2', compliant: false },
+      { serial: 'JS-3', compliant: true },
+    ];
+    const done = await pass();
+    assert.ok(done.outcome === 'retired');
+    assert.equal(done.compliance?.held, false, 'nothing would leave the nodes');
+    assert.equal(done.compliance?.suspend.length, 2);
+    for (const serial of ['JS-1', 'JS-2']) {
+      const suspension = (await portal.admin.device(ids.get(serial) ?? '')).suspension;
+      assert.deepEqual(
+        [suspension?.reason, ...(suspension?.other_reasons.map((other) => other.reason) ?? [])],
+        ['jamf-group', 'noncompliant'],
+        serial,
+      );
+    }
+    mdm.jsonAnswer = ['JS-1', { serial: 'JS-2' }, { serial: 'JS-3', compliant: true }];
+    for (const serial of ['JS-1', 'JS-2']) await portal.admin.resumeDevice(ids.get(serial) ?? '');
   });
 
   test('a malformed entry makes the inventory unreadable: nothing is retired or suspended', async () => {

@@ -4,7 +4,8 @@
 // its devices, a suspended device's configurations are out of everything that puts configurations
 // on nodes (the reconcile's wanted peers, the OpenVPN clients, the listing, the connect check) and
 // back after a resume, and a resume for a reason (or an author) resumes only a suspension for
-// that reason (by that author).
+// that reason (by that author); a second author's reason stands beside the first, and the device
+// stays suspended until both have ended (or an administrator resumes it).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { PortalError } from '../../../src/core/errors.js';
@@ -229,10 +230,11 @@ describe('suspending and resuming a device', () => {
     assert.equal(notSuspended.outcome, 'not-suspended');
     const first = await suspendDevice(ctx, { deviceId, by: 'desk' });
     const history = await deviceHistory(ctx.db, deviceId);
-    const again = await suspendDevice(ctx, { deviceId, reason: 'noncompliant', by: 'mdm' });
+    const again = await suspendDevice(ctx, { deviceId, by: 'mdm' });
     assert.equal(again.changed, false);
+    assert.equal(again.reasonAdded, false, 'the reason stands already');
     assert.equal(again.revocationId, first.revocationId);
-    assert.deepEqual(again.device.device.suspension, first.device.device.suspension, 'the first reason stays');
+    assert.deepEqual(again.device.device.suspension, first.device.device.suspension, 'the first author stays');
     assert.deepEqual(await deviceHistory(ctx.db, deviceId), history);
     const receipts = await ctx.db.selectFrom('revocations').select('revocation_id').execute();
     assert.equal(receipts.length, 1, 'one receipt for the one suspension');
@@ -319,6 +321,71 @@ describe('suspending and resuming a device', () => {
     assert.equal(kept.outcome, 'other-reason');
     assert.equal(kept.device.device.state, 'suspended', 'suspended by hand with the same reason: stays');
     assert.equal((await resumeDevice(ctx, { deviceId: byPortal, ...request })).outcome, 'resumed');
+  });
+
+  test("a second author's reason stands beside the first: a resume for one reason keeps the device off the nodes, an administrator's resume ends every reason", async (t) => {
+    const portal = await startPortal(t);
+    const ctx = portal.portal.ctx;
+    const deviceId = await registered(portal, 'S-14');
+    const { wg, ovpn } = await withConfigurations(portal, deviceId);
+    const first = await suspendDevice(ctx, { deviceId, reason: 'noncompliant', by: '(portal)' });
+    const second = await suspendDevice(ctx, { deviceId, reason: 'jamf-group', by: 'jamf' });
+    assert.equal(second.changed, false, 'nothing more leaves the nodes');
+    assert.equal(second.reasonAdded, true);
+    assert.equal(second.revocationId, first.revocationId, "the suspension's receipt");
+    const shown = second.device.device.suspension;
+    assert.deepEqual([shown?.reason, shown?.by], ['noncompliant', '(portal)'], 'the first suspension is shown');
+    assert.deepEqual(
+      shown?.others.map((other) => [other.reason, other.by]),
+      [['jamf-group', 'jamf']],
+    );
+    const receipts = await ctx.db.selectFrom('revocations').select('revocation_id').execute();
+    assert.equal(receipts.length, 1, 'one receipt for the one suspension');
+
+    const ended = await resumeDevice(ctx, { deviceId, by: '(portal)', onlyIfReason: 'noncompliant' });
+    assert.equal(ended.outcome, 'still-suspended');
+    const left = ended.device.device.suspension;
+    assert.deepEqual([left?.reason, left?.by, left?.others], ['jamf-group', 'jamf', []], 'the reason left is shown');
+    assert.equal(left?.since, shown?.others[0]?.since, 'with its own time');
+    assert.deepEqual(await onNodes(portal), [], 'nothing goes back on the nodes');
+
+    await suspendDevice(ctx, { deviceId, reason: 'noncompliant', by: '(portal)' });
+    const byHand = await resumeDevice(ctx, { deviceId, by: 'desk' });
+    assert.equal(byHand.outcome, 'resumed', "an administrator's resume ends both reasons");
+    assert.equal(byHand.device.device.state, 'active');
+    assert.deepEqual(await onNodes(portal), [wg, ovpn].sort());
+    assert.deepEqual(
+      (await deviceHistory(ctx.db, deviceId))
+        .slice(3)
+        .map((entry) => [entry.change, entry.stateBefore, entry.stateAfter, entry.reason, entry.by]),
+      [
+        ['suspended', 'active', 'suspended', 'noncompliant', '(portal)'],
+        ['suspended', 'suspended', 'suspended', 'jamf-group', 'jamf'],
+        ['resumed', 'suspended', 'suspended', 'noncompliant', '(portal)'],
+        ['suspended', 'suspended', 'suspended', 'noncompliant', '(portal)'],
+        ['resumed', 'suspended', 'active', 'jamf-group', 'desk'],
+      ],
+    );
+  });
+
+  test('an administrator who takes over an automatic suspension keeps the device suspended when the automatic reason ends', async (t) => {
+    const portal = await startPortal(t);
+    const ctx = portal.portal.ctx;
+    const deviceId = await registered(portal, 'S-15');
+    await suspendDevice(ctx, { deviceId, reason: 'jamf-group', by: 'jamf' });
+    const taken = await suspendDevice(ctx, { deviceId, reason: 'lost', by: 'desk', byHand: true });
+    assert.equal(taken.reasonAdded, false);
+    const suspension = taken.device.device.suspension;
+    assert.deepEqual([suspension?.reason, suspension?.by], ['lost', 'desk']);
+    assert.deepEqual(
+      suspension?.others.map((other) => [other.reason, other.by]),
+      [['jamf-group', 'jamf']],
+      'the reason it replaced still stands',
+    );
+    const joined = await resumeDevice(ctx, { deviceId, by: 'jamf', onlyIfReason: 'jamf-group' });
+    assert.equal(joined.outcome, 'still-suspended');
+    assert.deepEqual([joined.device.device.suspension?.reason, joined.device.device.suspension?.others], ['lost', []]);
+    assert.equal((await resumeDevice(ctx, { deviceId, by: 'desk' })).outcome, 'resumed');
   });
 
   test('a resume leaves expired configurations, and those of a user disabled meanwhile, off the nodes', async (t) => {

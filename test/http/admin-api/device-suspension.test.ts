@@ -112,25 +112,56 @@ test('an administrator suspending a device the portal’s own checks suspended t
   assert.equal(suspended.headers.get('vpn-portal-revocation'), byChecks.revocationId, 'the suspension’s own receipt');
   const taken = (suspended.json() as { device: DeviceInfo }).device;
   assert.deepEqual([taken.state, taken.suspension?.reason, taken.suspension?.by], ['suspended', 'stolen', 'secret']);
+  assert.deepEqual(
+    taken.suspension?.other_reasons.map((other) => [other.reason, other.by]),
+    [['noncompliant', '(portal)']],
+    'the reason it replaced still stands',
+  );
 
-  // The device is compliant again: the checks resume only what they suspended.
+  // The device is compliant again: the checks end only their own reason.
   const checks = { by: '(portal)', onlyIfReason: ['noncompliant', 'stale'], onlyIfBy: '(portal)' };
   const kept = await resumeDevice(ctx, { deviceId, ...checks });
-  assert.equal(kept.outcome, 'other-reason');
+  assert.equal(kept.outcome, 'still-suspended');
   assert.equal(kept.device.device.state, 'suspended', 'stays suspended: the administrator’s now');
+  assert.deepEqual([kept.device.device.suspension?.reason, kept.device.device.suspension?.others], ['stolen', []]);
   const history = (await portal.get('/device', { device_id: device.device_id })).json() as {
     history: { change: string; state_before: string | null; reason: string | null; by: string }[];
   };
   assert.deepEqual(
-    history.history.slice(-2).map((entry) => [entry.change, entry.state_before, entry.reason, entry.by]),
+    history.history.slice(-3).map((entry) => [entry.change, entry.state_before, entry.reason, entry.by]),
     [
       ['suspended', 'active', 'noncompliant', '(portal)'],
       ['suspended', 'suspended', 'stolen', 'secret'],
+      ['resumed', 'suspended', 'noncompliant', '(portal)'],
     ],
   );
   // Resumed by hand: back to the state the first suspension interrupted.
   const resumed = await portal.post('/resume_device', { device_id: device.device_id });
   assert.equal((resumed.json() as { device: DeviceInfo }).device.state, 'active');
+});
+
+test('the device lists every reason it stands suspended for, and resume_device ends them all at once, an administrator’s override', async (t) => {
+  const portal = await startPortal(t);
+  const ctx = portal.portal.ctx;
+  const device = await deviceWithConfiguration(portal, 'H-10');
+  const deviceId = asDeviceId(device.device_id);
+  await suspendDevice(ctx, { deviceId, reason: 'noncompliant', by: '(portal)' });
+  await suspendDevice(ctx, { deviceId, reason: 'jamf-group', by: 'jamf' });
+  const listed = (await portal.admin.devices({ state: 'suspended' })).devices[0]?.suspension;
+  assert.deepEqual(
+    [listed?.reason, listed?.by, listed?.other_reasons.map((other) => [other.reason, other.by])],
+    ['noncompliant', '(portal)', [['jamf-group', 'jamf']]],
+  );
+
+  const resumed = await portal.post('/resume_device', { device_id: device.device_id });
+  assert.equal(resumed.status, 200, resumed.text);
+  const back = (resumed.json() as { device: DeviceInfo }).device;
+  assert.deepEqual([back.state, back.suspension], ['active', null], 'both reasons ended');
+  const resumes = (await auditLog(portal)).filter((record) => record.call === 'resume_device');
+  assert.equal(resumes.length, 1);
+  // A check that resumes its own reason later finds the device not suspended: nothing changes.
+  const late = await resumeDevice(ctx, { deviceId, by: 'jamf', onlyIfReason: 'jamf-group' });
+  assert.equal(late.outcome, 'not-suspended');
 });
 
 test('GET /device answers the history of the device: registered, enrolled, suspended, resumed and retired, each with its reason, author and receipt', async (t) => {

@@ -149,7 +149,7 @@ export const suspendDeviceRoute = defineRoute({
 export const resumeDeviceRoute = defineRoute({
   ...ADMIN_API_CALLS.resumeDevice,
   summary:
-    'Resume a suspended device: its unexpired configurations go back on their nodes (not while its user is disabled)',
+    "Resume a suspended device: every reason it is suspended for ends (also those of the MDM's checks and Jamf Pro), and its unexpired configurations go back on their nodes (not while its user is disabled)",
   since: 'extension',
   source: 'post',
   answerDoc: 'The device, resumed (a device not suspended is answered as it is, unchanged)',
@@ -176,7 +176,12 @@ function deviceJson({ device, configurations }: DeviceRecord): DeviceInfo {
     suspension:
       device.suspension === null
         ? null
-        : { reason: device.suspension.reason, since: device.suspension.since, by: device.suspension.by },
+        : {
+            reason: device.suspension.reason,
+            since: device.suspension.since,
+            by: device.suspension.by,
+            other_reasons: device.suspension.others.map(({ reason, since, by }) => ({ reason, since, by })),
+          },
     created_at: device.createdAt,
     retired_at: device.retiredAt,
     last_seen_at: device.lastSeenAt,
