@@ -127,7 +127,7 @@ function printCompliance(plan: CompliancePass, nothingDone: boolean, print: (lin
         ? `a pass would suspend nothing: ${plan.suspend.length} devices are out of compliance, but too many are gone`
         : plan.held
           ? `a pass would suspend nothing: ${plan.suspend.length} devices are out of compliance, more than mdmInventory.compliance.maxSuspendPerPass allows (${plan.suspendLimit})`
-          : `a pass would suspend ${plan.suspend.length} (at most ${plan.suspendLimit} a pass):`,
+          : `a pass would suspend ${plan.suspend.length} (at most ${plan.suspendLimit} a pass${alreadyNote(plan)}):`,
     );
     print(table(plan.suspend));
   }
@@ -140,6 +140,14 @@ function printCompliance(plan: CompliancePass, nothingDone: boolean, print: (lin
     );
     print(table(plan.resume));
   }
+}
+
+/** Of the devices to suspend, those suspended already for another reason (not counted against the limit). */
+function alreadyNote(plan: CompliancePass): string {
+  const already = plan.suspend.filter((change) => change.suspendedAlready).length;
+  return already === 0
+    ? ''
+    : `; ${already} of them suspended already for another reason, not counted: they stay suspended for this one too`;
 }
 
 /** Without a SHA-256: the held lists; with one: confirms that list. */

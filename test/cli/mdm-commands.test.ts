@@ -3,7 +3,8 @@
 // before too) and which it would note as missed for the first time, and changes nothing;
 // it says so when the inventory cannot be read or would retire too many; without --dry-run it
 // refuses (the portal does the pass that retires); with compliance it lists what a pass would
-// suspend and resume. `vpn-portal mdm confirm-crl` with nothing held
+// suspend and resume, devices suspended already for another reason not counted against the
+// limit. `vpn-portal mdm confirm-crl` with nothing held
 // says so, and refuses a SHA-256 that names no held list.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -205,5 +206,22 @@ describe('vpn-portal mdm sync --dry-run with compliance', () => {
       /a pass would suspend nothing: 2 devices are out of compliance, more than mdmInventory\.compliance\.maxSuspendPerPass allows \(1\)/,
     );
     assert.match(result.stdout, /JSN-1/);
+  });
+
+  test('a device suspended already for another reason is listed but not counted against maxSuspendPerPass', async () => {
+    const lost = (await portal.admin.devices({ serial: 'JSN-1' })).devices[0]?.device_id ?? '';
+    await portal.admin.suspendDevice({ device_id: lost, reason: 'lost' });
+    mdm.jsonAnswer = [
+      { serial: 'JSN-1', compliant: false },
+      { serial: 'JSN-2', compliant: false },
+      { serial: 'JSN-3', compliant: true },
+    ];
+    const result = await sync();
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stdout,
+      /a pass would suspend 2 \(at most 1 a pass; 1 of them suspended already for another reason, not counted: they stay suspended for this one too\):/,
+    );
+    await portal.admin.resumeDevice(lost);
   });
 });

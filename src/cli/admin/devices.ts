@@ -163,12 +163,10 @@ function printDevice(device: DeviceInfo, out: Output, history: readonly DeviceHi
         ['state', device.state],
         ...(device.suspension === null
           ? []
-          : [
-              [
-                'suspended',
-                `${device.suspension.reason}, since ${device.suspension.since}, by ${device.suspension.by}`,
-              ],
-            ]),
+          : [device.suspension, ...device.suspension.other_reasons].map((suspension, index) => [
+              index === 0 ? 'suspended' : 'also suspended',
+              `${suspension.reason}, since ${suspension.since}, by ${suspension.by}`,
+            ])),
         ['created', device.created_at],
         ['retired', device.retired_at ?? ''],
         ['last_seen', device.last_seen_at ?? ''],

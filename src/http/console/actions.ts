@@ -104,6 +104,18 @@ function deviceName(device: DeviceInfo): string {
   return `device ${device.device_id}${known} of ${device.user_id}`;
 }
 
+/**
+ * ", suspended since … (reason, by …)" for a resume's confirmation, with the other reasons that
+ * stand: the administrator's resume ends them all.
+ */
+function suspensionText(device: DeviceInfo): string {
+  const suspension = device.suspension;
+  if (suspension === null) return '';
+  const shown = `, suspended since ${suspension.since} (${suspension.reason}, by ${suspension.by})`;
+  const others = suspension.other_reasons.map((other) => `${other.reason} (by ${other.by})`);
+  return others.length === 0 ? shown : `${shown} and also for ${others.join(', ')}, which this resume ends too`;
+}
+
 /** A device's configurations (those the caller sees), which of them are connected now, and their open sessions in the log. */
 async function deviceReachOf(
   request: ConsoleRequest,
@@ -203,7 +215,7 @@ const ACTIONS: Readonly<Record<string, Action>> = {
     fields: ['device_id'],
     async describe(request, { device_id = '' }) {
       const { device, profiles } = await deviceReachOf(request, device_id);
-      return `Resume ${deviceName(device)}${device.suspension === null ? '' : `, suspended since ${device.suspension.since} (${device.suspension.reason}, by ${device.suspension.by})`}: ${plural(device.configurations.length, 'configuration', 'configurations')}${profiles} ${device.configurations.length === 1 ? 'goes back on its node' : 'go back on their nodes'} (not one that expired meanwhile, and none while ${device.user_id} is disabled).`;
+      return `Resume ${deviceName(device)}${suspensionText(device)}: ${plural(device.configurations.length, 'configuration', 'configurations')}${profiles} ${device.configurations.length === 1 ? 'goes back on its node' : 'go back on their nodes'} (not one that expired meanwhile, and none while ${device.user_id} is disabled).`;
     },
     after: ({ device_id = '' }) => devicePage(device_id, 'device-resumed'),
   }),

@@ -70,12 +70,12 @@ async function devices(r: ConsoleRequest): Promise<PageResult> {
   };
 }
 
-/** "suspended (lost, since …, by …)": the state, and while suspended why. */
+/** "suspended (lost, since …, by …; also jamf-group, since …, by …)": the state, and while suspended why. */
 function stateText(device: DeviceInfo): string {
   const suspension = device.suspension;
-  return suspension === null
-    ? device.state
-    : `${device.state} (${suspension.reason}, since ${suspension.since}, by ${suspension.by})`;
+  if (suspension === null) return device.state;
+  const also = suspension.other_reasons.map((other) => `; also ${other.reason}, since ${other.since}, by ${other.by}`);
+  return `${device.state} (${suspension.reason}, since ${suspension.since}, by ${suspension.by}${also.join('')})`;
 }
 
 async function device(r: ConsoleRequest): Promise<PageResult> {

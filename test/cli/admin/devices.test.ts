@@ -1,7 +1,10 @@
 // `vpn-portal admin device show`: the device's history from the command line, as table rows
-// and in the JSON answer, each change with its reason and who made it.
+// and in the JSON answer, each change with its reason and who made it; every reason a device
+// stands suspended for.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { suspendDevice } from '../../../src/core/devices/index.js';
+import { asDeviceId } from '../../../src/shared/ids.js';
 import { adminCommandEnv, runAdminInProcess } from '../../support/admin-command.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -40,4 +43,23 @@ test('device show prints the history of the device, oldest first, with reasons a
       ['suspended', 'reported lost'],
     ],
   );
+});
+
+test('device show prints every reason a device stands suspended for', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const device = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'macos',
+    serial: 'HIST-2',
+  });
+  const deviceId = asDeviceId(device.device_id);
+  await suspendDevice(portal.portal.ctx, { deviceId, reason: 'noncompliant', by: '(portal)' });
+  await suspendDevice(portal.portal.ctx, { deviceId, reason: 'jamf-group', by: 'jamf' });
+
+  const shown = await admin(portal, ['device', 'show', device.device_id]);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /^suspended +noncompliant, since \S+, by \(portal\)$/m);
+  assert.match(shown.stdout, /^also suspended +jamf-group, since \S+, by jamf$/m);
 });

@@ -2,9 +2,12 @@
 // sent: a read-only session, a session limited to another profile, a form without the session's
 // CSRF token or from another site, an unknown or malformed device. Each answers its status with
 // the reason on the page, and the device, its history and its configurations stay as they were;
-// the guard's refusals are audited. A page another page embeds or fetches is refused too.
+// the guard's refusals are audited. A page another page embeds or fetches is refused too. A
+// device suspended for two reasons shows both, and the resume's confirmation says it ends both.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { suspendDevice } from '../../../src/core/devices/index.js';
+import { asDeviceId } from '../../../src/shared/ids.js';
 import type { AuditRecord } from '../../../src/storage/audit-log.js';
 import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
 import { rawRequest } from '../../support/raw-http.js';
@@ -225,4 +228,24 @@ test('an unknown or malformed device, or a bad search, answers its status with t
   assert.equal(badState.status, 200, 'the page stands; its list says why');
   assert.match(badState.text, /Not possible \(400\):.*state/);
   assert.equal(await devicesState(portal), before);
+});
+
+test("a device suspended by two checks shows both reasons on its page, and the resume's confirmation says it ends them all", async (t) => {
+  const { portal, deviceId } = await portalWithDevice(t);
+  const ctx = portal.portal.ctx;
+  await suspendDevice(ctx, { deviceId: asDeviceId(deviceId), reason: 'noncompliant', by: '(portal)' });
+  await suspendDevice(ctx, { deviceId: asDeviceId(deviceId), reason: 'jamf-group', by: 'jamf' });
+  const admin = await signIn(portal, portal.secret);
+  const page = await get(portal, admin, `device?device_id=${deviceId}`);
+  assert.equal(page.status, 200);
+  assert.match(
+    page.text,
+    /suspended \(noncompliant, since [^,]+, by \(portal\); also jamf-group, since [^,]+, by jamf\)/,
+  );
+  const confirm = await get(portal, admin, `confirm?action=resume_device&device_id=${deviceId}`);
+  assert.equal(confirm.status, 200);
+  assert.match(
+    confirm.text,
+    /\(noncompliant, by \(portal\)\) and also for jamf-group \(by jamf\), which this resume ends too/,
+  );
 });
