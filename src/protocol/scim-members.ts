@@ -20,18 +20,21 @@ const MEMBERS_PATH = /^members$/i;
 /** `members[value eq "ID"]`, the form Entra ID and Okta remove one member with. */
 const ONE_MEMBER_PATH = /^members\[\s*value\s+eq\s+"((?:[^"\\]|\\.)*)"\s*\]$/i;
 
+/** What applyOne answers for an operation it applied whole (not null: a null operation is scimmy's to refuse). */
+const APPLIED: unique symbol = Symbol('applied');
+
 /** Applies, in order, the operations that add, remove or replace members. */
 export function applyMemberOperations(members: readonly ScimMember[], operations: readonly unknown[]): MemberPatch {
   const byId = new Map(members.map((member) => [member.value, member] as const));
   const rest: unknown[] = [];
   for (const operation of operations) {
     const left = applyOne(byId, operation);
-    if (left !== null) rest.push(left);
+    if (left !== APPLIED) rest.push(left);
   }
   return { members: [...byId.values()], rest };
 }
 
-/** Applies one operation's part about members; answers what is left of it for scimmy, or null. */
+/** Applies one operation's part about members; answers what is left of it for scimmy, or APPLIED. */
 function applyOne(byId: Map<string, ScimMember>, operation: unknown): unknown {
   if (typeof operation !== 'object' || operation === null) return operation;
   const { op, path, value } = operation as { op?: unknown; path?: unknown; value?: unknown };
@@ -41,11 +44,11 @@ function applyOne(byId: Map<string, ScimMember>, operation: unknown): unknown {
     const one = ONE_MEMBER_PATH.exec(path.trim());
     if (one !== null && kind === 'remove') {
       byId.delete(unquoted(one[1] ?? ''));
-      return null;
+      return APPLIED;
     }
     if (!MEMBERS_PATH.test(path.trim())) return operation;
     change(byId, kind, value);
-    return null;
+    return APPLIED;
   }
   // No path: the value is a partial resource, whose `members` (any case) are this part.
   if (kind === 'remove' || typeof value !== 'object' || value === null || Array.isArray(value)) return operation;
@@ -54,7 +57,7 @@ function applyOne(byId: Map<string, ScimMember>, operation: unknown): unknown {
   if (membersEntry === undefined) return operation;
   change(byId, kind, membersEntry[1]);
   const others = entries.filter(([name]) => !MEMBERS_PATH.test(name));
-  return others.length === 0 ? null : { ...(operation as object), value: Object.fromEntries(others) };
+  return others.length === 0 ? APPLIED : { ...(operation as object), value: Object.fromEntries(others) };
 }
 
 function change(byId: Map<string, ScimMember>, kind: 'add' | 'remove' | 'replace', value: unknown): void {

@@ -110,6 +110,28 @@ test('group members are added, removed by filter and replaced', async () => {
   assert.deepEqual(await patched({ op: 'Remove', path: 'members' }), []);
 });
 
+test('a group PATCH with an operation that is no object (null) is refused, as a user PATCH is, and not answered as if applied', async () => {
+  const group: ScimGroupView = {
+    id: 'g-1',
+    displayName: 'Staff',
+    externalId: null,
+    members: [{ value: 'u-1', display: 'alice' }],
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const refused = (error: unknown) => error instanceof ScimProblem && error.status === 400;
+  await assert.rejects(patchUser(alice, { schemas: [PATCH], Operations: [null] }, 'https://x/Users/u-1'), refused);
+  await assert.rejects(patchGroup(group, { schemas: [PATCH], Operations: [null] }, 'https://x/Groups/g-1'), refused);
+  await assert.rejects(
+    patchGroup(
+      group,
+      { schemas: [PATCH], Operations: [{ op: 'remove', path: 'members[value eq "u-1"]' }, null] },
+      'https://x/Groups/g-1',
+    ),
+    refused,
+  );
+});
+
 test('a large group loses and gains members by id in one PATCH, with a display name changed beside them, and a member without an id is refused', async () => {
   const group: ScimGroupView = {
     id: 'g-2',
