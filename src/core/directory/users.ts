@@ -22,6 +22,7 @@ import type { Database } from '../../storage/schema.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
+import { PortalError } from '../errors.js';
 import type { Announce } from '../events.js';
 import { newRevocationId } from '../revocations/index.js';
 import { readTimeNow } from '../nodes/index.js';
@@ -142,7 +143,7 @@ async function changeDirectoryUser(
   const revocationId = newRevocationId(ctx);
   const { userId, ended, enabled } = await ctx.events.change(ctx.db, async (trx, announce) => {
     const current = await lockScimUser(trx, scimId);
-    if (current === undefined) throw new ScimProblem(404, null, `no User with id "${scimId}"`);
+    if (current === undefined) throw noSuchScimUser(scimId);
     const input = await inputOf(viewOf(current));
     if (input.userName !== current.userId)
       throw new ScimProblem(
@@ -171,7 +172,13 @@ async function changeDirectoryUser(
 /** Deprovisions a user: destroyed, as by destroy (its SCIM user and memberships go with it). */
 export async function deleteDirectoryUser(ctx: PortalContext, scimId: string): Promise<RevocationId> {
   const current = await existingScimUser(ctx, scimId);
-  return destroyUser(ctx, current.userId);
+  try {
+    return await destroyUser(ctx, current.userId);
+  } catch (error) {
+    // Destroyed since it was read (a second DELETE at once): gone, as any User the directory asks for.
+    if (error instanceof PortalError && error.code === 'no-such-user') throw noSuchScimUser(scimId);
+    throw error;
+  }
 }
 
 /** Who the portal records as having disabled a user the directory called inactive. */
@@ -238,8 +245,12 @@ async function activeInDirectory(
 
 async function existingScimUser(ctx: PortalContext, scimId: string): Promise<ScimUserWithState> {
   const user = await findScimUser(ctx.db, scimId);
-  if (user === undefined) throw new ScimProblem(404, null, `no User with id "${scimId}"`);
+  if (user === undefined) throw noSuchScimUser(scimId);
   return user;
+}
+
+function noSuchScimUser(scimId: string): ScimProblem {
+  return new ScimProblem(404, null, `no User with id "${scimId}"`);
 }
 
 function notLinked(userId: UserId): ScimProblem {
