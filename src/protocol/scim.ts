@@ -172,7 +172,7 @@ export function readGroup(body: unknown, current: ScimGroupView | null = null): 
   try {
     memberIds = readMembers(members);
   } catch (error) {
-    if (error instanceof MemberPatchError) throw new ScimProblem(400, 'invalidValue', error.message);
+    if (error instanceof MemberPatchError) throw new ScimProblem(400, error.scimType, error.message);
     throw error;
   }
   const resource = coerced(() => new SCIMMY.Schemas.Group(withBooleans(rest), 'in'));
@@ -217,7 +217,7 @@ export async function patchGroup(current: ScimGroupView, body: unknown, location
     );
     members = applyMemberOperations(current.members ?? [], operations);
   } catch (error) {
-    if (error instanceof MemberPatchError) throw new ScimProblem(400, 'invalidValue', error.message);
+    if (error instanceof MemberPatchError) throw new ScimProblem(400, error.scimType, error.message);
     throw error;
   }
   let resource = new SCIMMY.Schemas.Group(groupResource({ ...current, members: [] }, location), 'out');

@@ -110,6 +110,100 @@ test('group members are added, removed by filter and replaced', async () => {
   assert.deepEqual(await patched({ op: 'Remove', path: 'members' }), []);
 });
 
+test('a directory removes members by any filter RFC 7644 allows; a members path the portal does not apply is refused, never answered as applied', async () => {
+  const group: ScimGroupView = {
+    id: 'g-1',
+    displayName: 'Staff',
+    externalId: null,
+    members: [
+      { value: 'u-1', display: 'alice' },
+      { value: 'u-2', display: 'bob' },
+      { value: 'u-3', display: 'Carol@Example.org' },
+    ],
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const left = async (...operations: unknown[]) =>
+    (await patchGroup(group, { schemas: [PATCH], Operations: operations }, 'https://x/Groups/g-1')).memberIds;
+  const removed = (filter: string) => left({ op: 'remove', path: `members[${filter}]` });
+  assert.deepEqual(await removed('value eq "u-1" or value eq "u-2"'), ['u-3']);
+  assert.deepEqual(await removed('display eq "carol@example.org"'), ['u-1', 'u-2'], 'display as userName: any case');
+  assert.deepEqual(await removed('not (display sw "a") and type eq "user"'), ['u-1']);
+  assert.deepEqual(await removed('value eq "u-\\u0032"'), ['u-1', 'u-3'], 'the value is a JSON string');
+  assert.deepEqual(await removed('value eq "u-9"'), ['u-1', 'u-2', 'u-3'], 'nobody selected: nobody to remove');
+  assert.deepEqual(
+    await left(
+      { op: 'add', path: 'members', value: [{ value: 'u-4', display: 'dan' }] },
+      { op: 'remove', path: 'members[display eq "DAN"]' },
+    ),
+    ['u-1', 'u-2', 'u-3'],
+    'a member added earlier in the PATCH is selected too',
+  );
+
+  const refusal = async (operation: unknown, scimType: string, detail: RegExp) =>
+    assert.rejects(left(operation), (error: unknown) => {
+      assert.ok(error instanceof ScimProblem, String(error));
+      assert.deepEqual([error.status, error.scimType], [400, scimType], error.message);
+      assert.match(error.message, detail);
+      return true;
+    });
+  await refusal(
+    { op: 'remove', path: 'members[emails eq "x"]' },
+    'invalidFilter',
+    /a member has no attribute "emails"/,
+  );
+  await refusal(
+    { op: 'remove', path: 'members[value eq "u-1" or (display eq "bob"]' },
+    'invalidFilter',
+    /not a filter this portal can read/,
+  );
+  await refusal({ op: 'remove', path: 'members[value eq]' }, 'invalidFilter', /needs a quoted string/);
+  await refusal({ op: 'remove', path: 'members[value eq 1]' }, 'invalidFilter', /needs a quoted string/);
+  await refusal({ op: 'remove', path: 'members[value eq "\\q"]' }, 'invalidFilter', /not a well-formed string/);
+  await refusal({ op: 'remove', path: 'members[display eq "\\q"]' }, 'invalidFilter', /not a well-formed string/);
+  await refusal({ op: 'remove', path: 'members[value[x eq "y"]]' }, 'invalidFilter', /no attributes of its own/);
+  await refusal({ op: 'remove', path: 'members[value eq "u-1"].display' }, 'invalidPath', /removed whole/);
+  await refusal({ op: 'remove', path: 'members.display' }, 'invalidPath', /removed whole/);
+  for (const op of ['add', 'replace'])
+    await refusal(
+      { op, path: 'members[value eq "u-1"]', value: { value: 'u-5' } },
+      'invalidPath',
+      /does not take a filter/,
+    );
+});
+
+test('the filters of one group PATCH that go over every member are bounded: past 5,000,000 comparisons the PATCH is refused with tooMany', async () => {
+  const group: ScimGroupView = {
+    id: 'g-2',
+    displayName: 'All staff',
+    externalId: null,
+    members: Array.from({ length: 50_000 }, (_, index) => ({ value: `u-${index}`, display: `user ${index}` })),
+    created: '2026-03-02T09:00:00+00:00',
+    lastModified: '2026-03-02T09:00:00+00:00',
+  };
+  const scans = (count: number) =>
+    Array.from({ length: count }, (_, index) => ({ op: 'remove', path: `members[display sw "user ${index} "]` }));
+  const hundred = await patchGroup(group, { schemas: [PATCH], Operations: scans(100) }, 'https://x/Groups/g-2');
+  assert.equal(hundred.memberIds.length, 50_000, 'a hundred scans of 50,000 are within the bound');
+  const lookups = Array.from({ length: 100 }, (_, index) => ({
+    op: 'remove',
+    path: `members[display eq "user ${index}" or value eq "u-${index + 100}"]`,
+  }));
+  const looked = await patchGroup(group, { schemas: [PATCH], Operations: lookups }, 'https://x/Groups/g-2');
+  assert.equal(looked.memberIds.length, 50_000 - 200, 'lookups by display or value cost nothing of it');
+  await assert.rejects(
+    patchGroup(
+      group,
+      {
+        schemas: [PATCH],
+        Operations: [{ op: 'remove', path: 'members[display co "x" or display co "y"]' }, ...scans(99)],
+      },
+      'https://x/Groups/g-2',
+    ),
+    (error: unknown) => error instanceof ScimProblem && error.status === 400 && error.scimType === 'tooMany',
+  );
+});
+
 test('a group PATCH with an operation that is no object (null) is refused, as a user PATCH is, and not answered as if applied', async () => {
   const group: ScimGroupView = {
     id: 'g-1',

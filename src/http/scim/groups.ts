@@ -1,9 +1,9 @@
 // The SCIM `/Groups` endpoint: create, read, list (`filter=displayName eq "…"`, paged), replace,
-// patch (members added, removed — also Entra ID's `members[value eq "…"]` — or replaced) and
-// delete, on the directory feature; a change that took members out answers the receipts of
-// the configurations they lost (`scim.groupProfiles`). Every answer takes `attributes` or
-// `excludedAttributes` (`excludedAttributes=members` reads a group without its members); a list
-// answer holds at most MAX_LISTED_MEMBERS members, and a large group is sent in pieces.
+// patch (members added, removed — also by a filter, such as Entra ID's `members[value eq "…"]` —
+// or replaced) and delete, on the directory feature; a change that took members out answers the
+// receipts of the configurations they lost (`scim.groupProfiles`). Every answer takes `attributes`
+// or `excludedAttributes` (`excludedAttributes=members` reads a group without its members); a
+// list answer holds at most MAX_LISTED_MEMBERS members, and a large group is sent in pieces.
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
