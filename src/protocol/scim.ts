@@ -158,7 +158,9 @@ export function assertStorableText(body: unknown): void {
 
 /** A User resource of a POST or PUT. */
 export function readUser(body: unknown, current: ScimUserView | null = null): ScimUserInput {
-  const resource = coerced(() => new SCIMMY.Schemas.User(withBooleans(objectBody(body)), 'in'));
+  const resource = coerced(
+    () => new SCIMMY.Schemas.User(withBooleans(withEnterpriseManagerObject(objectBody(body))), 'in'),
+  );
   return userInputOf(resource, current);
 }
 
@@ -187,7 +189,7 @@ export function readGroup(body: unknown, current: ScimGroupView | null = null): 
 export async function patchUser(current: ScimUserView, body: unknown, location: string): Promise<ScimUserInput> {
   const request = patchRequest(body);
   const operations = operationsOf(request).map((operation) =>
-    addingMissingEntry(operationOf(operation, SCIMMY.Schemas.User.definition), current.attributes),
+    addingMissingEntry(withManagerObject(operationOf(operation, SCIMMY.Schemas.User.definition)), current.attributes),
   );
   const patch = patchOfOperations(request, operations);
   const resource = new SCIMMY.Schemas.User(userResource(current, location), 'out');
@@ -733,6 +735,55 @@ function addingMissingEntry(operation: unknown, attributes: Readonly<Record<stri
       (entry: unknown) => typeof entry === 'object' && entry !== null && (entry as { type?: unknown }).type === type,
     );
   return present ? operation : { op: 'add', path: attribute, value: [{ type, [subAttribute]: value }] };
+}
+
+const ENTERPRISE_MANAGER_PATH = `${SCIM_ENTERPRISE_USER_SCHEMA}:manager`;
+
+/**
+ * Entra ID sends the enterprise extension's `manager` as the manager's id alone (`"value":
+ * "<id>"`), where RFC 7643 has the complex `{"value": "<id>"}`, which scimmy refuses, and with it
+ * the whole PATCH (a deactivation in it too). The id alone is read as `{"value": id}`: by the path
+ * of `manager` (as canonicalOperation spells it), of the extension, or in a value without a path.
+ */
+function withManagerObject(operation: unknown): unknown {
+  if (!isObject(operation) || !('value' in operation)) return operation;
+  const { path, value } = operation;
+  if (path === ENTERPRISE_MANAGER_PATH)
+    return typeof value === 'string' ? { ...operation, value: { value } } : operation;
+  if (path === SCIM_ENTERPRISE_USER_SCHEMA) return { ...operation, value: managerObjectIn(value) };
+  if (path !== undefined || !isObject(value)) return operation;
+  return {
+    ...operation,
+    value: Object.fromEntries(
+      Object.entries(value).map(([name, inner]) => [
+        name,
+        name === ENTERPRISE_MANAGER_PATH && typeof inner === 'string'
+          ? { value: inner }
+          : name === SCIM_ENTERPRISE_USER_SCHEMA
+            ? managerObjectIn(inner)
+            : inner,
+      ]),
+    ),
+  };
+}
+
+/** A User resource (POST, PUT) whose enterprise extension (its URN in any case) has its manager as an object. */
+function withEnterpriseManagerObject(body: Record<string, unknown>): Record<string, unknown> {
+  const urn = SCIM_ENTERPRISE_USER_SCHEMA.toLowerCase();
+  return Object.fromEntries(
+    Object.entries(body).map(([name, value]) => [name, name.toLowerCase() === urn ? managerObjectIn(value) : value]),
+  );
+}
+
+/** The enterprise extension's part with a `manager` (any case) given as a string made `{"value": …}`. */
+function managerObjectIn(extension: unknown): unknown {
+  if (!isObject(extension)) return extension;
+  return Object.fromEntries(
+    Object.entries(extension).map(([name, value]) => [
+      name,
+      name.toLowerCase() === 'manager' && typeof value === 'string' ? { value } : value,
+    ]),
+  );
 }
 
 /** "True", "false" (any case) as booleans; anything else as it is. */

@@ -332,6 +332,26 @@ test("Entra ID's enterprise attributes are kept, and a typed entry the user lack
   assert.deepEqual(replaced.attributes['emails'], [{ type: 'work', value: 'a@example.org' }]);
 });
 
+test("Entra ID's manager given by its id alone is kept as manager.value, whatever the operation's form, and in a POST", async () => {
+  const enterprise = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+  const bare: ScimUserView = { ...alice, attributes: {} };
+  const managerAfter = async (operation: unknown) =>
+    (await patchUser(bare, { schemas: [PATCH], Operations: [operation] }, 'https://x/Users/u-1')).attributes[
+      enterprise
+    ];
+  for (const operation of [
+    { op: 'Add', path: `${enterprise}:manager`, value: 'm-1' },
+    { op: 'Replace', path: `${enterprise.toUpperCase()}:Manager`, value: 'm-1' },
+    { op: 'Replace', path: enterprise, value: { manager: 'm-1' } },
+    { op: 'Replace', value: { [`${enterprise}:manager`]: 'm-1' } },
+    { op: 'Replace', value: { [enterprise]: { Manager: 'm-1' } } },
+    { op: 'Add', path: `${enterprise}:manager`, value: { value: 'm-1' } },
+  ])
+    assert.deepEqual(await managerAfter(operation), { manager: { value: 'm-1' } }, JSON.stringify(operation));
+  const read = readUser({ userName: 'alice', [enterprise.toLowerCase()]: { manager: 'm-1', department: 'Research' } });
+  assert.deepEqual(read.attributes[enterprise], { manager: { value: 'm-1' }, department: 'Research' });
+});
+
 test('PATCH attribute names are read without regard to case, also URN-qualified core names and the keys of a value without a path', async () => {
   const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
   const patchedUser = (operation: unknown) =>
