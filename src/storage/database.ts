@@ -97,6 +97,7 @@ import { sessionsByNodeStart } from './migrations/0053-sessions-by-node-start.js
 import { liveDeviceCertificates } from './migrations/0054-live-device-certificates.js';
 import { unmappedClientAddresses } from './migrations/0055-unmapped-client-addresses.js';
 import { deviceOtherSuspensions } from './migrations/0056-device-other-suspensions.js';
+import { scimUserNameKeys } from './migrations/0057-scim-user-name-key.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -167,6 +168,7 @@ const migrations: Record<string, Migration> = {
   '0054-live-device-certificates': liveDeviceCertificates,
   '0055-unmapped-client-addresses': unmappedClientAddresses,
   '0056-device-other-suspensions': deviceOtherSuspensions,
+  '0057-scim-user-name-key': scimUserNameKeys,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

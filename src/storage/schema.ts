@@ -458,6 +458,12 @@ export interface ScimUsersTable {
   profile_check: string | null;
   /** When that change noted it (ATOM); null: nothing noted. */
   profile_check_at: string | null;
+  /**
+   * The key its userName is compared by, case-insensitive (migration 0057,
+   * src/storage/scim-user-name-key.ts), unique; null only for a user made before 0057 whose name
+   * differs only in case from an older one's.
+   */
+  user_name_key: string | null;
 }
 
 /** A directory group (migration 0027, src/storage/scim-groups.ts). */

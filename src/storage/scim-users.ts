@@ -1,10 +1,12 @@
 // Queries on `scim_users` (migration 0027): the directory's view of a portal user — its SCIM id,
 // the directory's externalId and the attributes the directory sent — read with the user's
-// state (`active` is the user's, not a copy that could disagree with disable_user).
+// state (`active` is the user's, not a copy that could disagree with disable_user). Its userName
+// (the portal user id) is looked up by a key without regard to case (migration 0057).
 import { z } from 'zod';
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
+import { scimUserNameKey } from './scim-user-name-key.js';
 
 export interface StoredScimUser {
   readonly scimId: string;
@@ -35,6 +37,7 @@ export async function insertScimUser(db: Db, user: StoredScimUser): Promise<void
     .values({
       scim_id: user.scimId,
       user_id: user.userId,
+      user_name_key: scimUserNameKey(user.userId),
       external_id: user.externalId,
       attributes: JSON.stringify(user.attributes),
       created_at: user.createdAt,
@@ -97,6 +100,16 @@ export async function lockScimUser(trx: Db, scimId: string): Promise<ScimUserWit
 export async function findScimUserOfUser(db: Db, userId: UserId): Promise<ScimUserWithState | undefined> {
   const row = await withState(db).where('scim_users.user_id', '=', userId).executeTakeFirst();
   return row === undefined ? undefined : toScimUser(row);
+}
+
+/** The SCIM user whose userName is `userName` in any case (RFC 7643: userName is not case-exact). */
+export async function findScimUserNamed(db: Db, userName: string): Promise<ScimUserWithState | undefined> {
+  const row = await scimUserNamedQuery(db, userName).executeTakeFirst();
+  return row === undefined ? undefined : toScimUser(row);
+}
+
+export function scimUserNamedQuery(db: Db, userName: string) {
+  return withState(db).where('scim_users.user_name_key', '=', scimUserNameKey(userName));
 }
 
 /**
@@ -172,22 +185,34 @@ export async function pendingProfileChecks(
   );
 }
 
-/** A page of SCIM users (`offset` from 0), all of them or those whose user id or externalId is exactly the one given. */
+/** Which SCIM users a list asks for: all, those of a userName (in any case), or of an externalId (exactly). */
+export interface ScimUsersMatch {
+  readonly userName?: string;
+  readonly externalId?: string;
+}
+
+/** A page of SCIM users (`offset` from 0) that `match`. */
 export async function scimUsersPage(
   db: Db,
-  match: { readonly userId?: UserId; readonly externalId?: string },
+  match: ScimUsersMatch,
   offset: number,
   limit: number,
 ): Promise<ScimUsersPage> {
-  let query = withState(db);
-  if (match.userId !== undefined) query = query.where('scim_users.user_id', '=', match.userId);
-  if (match.externalId !== undefined) query = query.where('scim_users.external_id', '=', match.externalId);
+  const query = scimUsersMatchingQuery(db, match);
   const counted = await query
     .clearSelect()
     .select((eb) => eb.fn.countAll<number | string>().as('total'))
     .executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await query.orderBy('scim_users.user_id').limit(limit).offset(offset).execute();
   return { users: rows.map(toScimUser), total: Number(counted.total) };
+}
+
+export function scimUsersMatchingQuery(db: Db, match: ScimUsersMatch) {
+  let query = withState(db);
+  if (match.userName !== undefined)
+    query = query.where('scim_users.user_name_key', '=', scimUserNameKey(match.userName));
+  if (match.externalId !== undefined) query = query.where('scim_users.external_id', '=', match.externalId);
+  return query;
 }
 
 function toScimUser(row: {

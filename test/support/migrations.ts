@@ -53,4 +53,5 @@ export const EXPECTED_MIGRATIONS = [
   '0054-live-device-certificates',
   '0055-unmapped-client-addresses',
   '0056-device-other-suspensions',
+  '0057-scim-user-name-key',
 ] as const;

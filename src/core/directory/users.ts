@@ -11,13 +11,15 @@ import { formatAtom } from '../../shared/time.js';
 import { isUniqueViolation } from '../../storage/errors.js';
 import {
   findScimUser,
-  findScimUserOfUser,
+  findScimUserNamed,
   insertScimUser,
   lockScimUser,
   scimUsersPage,
   updateScimUser,
   type ScimUserWithState,
+  type ScimUsersMatch,
 } from '../../storage/scim-users.js';
+import { scimUserNameKey } from '../../storage/scim-user-name-key.js';
 import type { Database } from '../../storage/schema.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
@@ -46,19 +48,15 @@ export async function directoryUser(ctx: PortalContext, scimId: string): Promise
   return viewOf(await existingScimUser(ctx, scimId));
 }
 
-/** A page of SCIM users (`startIndex` from 1), all or those whose userName or externalId is `value`. */
+/** A page of SCIM users (`startIndex` from 1), all or those whose userName (in any case) or externalId is `value`. */
 export async function directoryUsers(
   ctx: PortalContext,
   filter: { readonly attribute: 'userName' | 'externalId'; readonly value: string } | null,
   startIndex: number,
   count: number,
 ): Promise<{ readonly users: ScimUserView[]; readonly total: number }> {
-  const match =
-    filter === null
-      ? {}
-      : filter.attribute === 'userName'
-        ? { userId: asUserId(filter.value) }
-        : { externalId: filter.value };
+  const match: ScimUsersMatch =
+    filter === null ? {} : filter.attribute === 'userName' ? { userName: filter.value } : { externalId: filter.value };
   const page = await scimUsersPage(ctx.db, match, startIndex - 1, count);
   return { users: page.users.map(viewOf), total: page.total };
 }
@@ -73,12 +71,12 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
   let done: { readonly ended: EndedAccess | null; readonly enabled: WireGuardPeer[] | null };
   try {
     done = await ctx.events.change(ctx.db, async (trx, announce) => {
-      if ((await findScimUserOfUser(trx, userId)) !== undefined) throw taken(userId);
+      await refuseTakenName(trx, userId);
       const user = await ensureUser(trx, userId, formatAtom(at));
       // Linking hands the directory a user made otherwise (disable, destroy), unless narrowed.
       if (!user.created && !ctx.config.scim.linkExistingUsers) {
         // A POST for the same new user that committed while this one waited is a repeat, not a stranger.
-        if ((await findScimUserOfUser(trx, userId)) !== undefined) throw taken(userId);
+        await refuseTakenName(trx, userId);
         ctx.logger.warn(
           { userId },
           'SCIM: a POST for a user made otherwise is refused (scim.linkExistingUsers is false); the directory cannot disable or delete it',
@@ -145,7 +143,8 @@ async function changeDirectoryUser(
     const current = await lockScimUser(trx, scimId);
     if (current === undefined) throw noSuchScimUser(scimId);
     const input = await inputOf(viewOf(current));
-    if (input.userName !== current.userId)
+    // The same name in another case is the same userName (RFC 7643): the user id stays as it is.
+    if (scimUserNameKey(input.userName) !== scimUserNameKey(current.userId))
       throw new ScimProblem(
         400,
         'mutability',
@@ -259,6 +258,12 @@ function notLinked(userId: UserId): ScimProblem {
     'uniqueness',
     `a user "${userId}" exists on this portal, made otherwise than by the directory; it is not handed to the directory while scim.linkExistingUsers is false`,
   );
+}
+
+/** A SCIM user of that userName in any case exists already: the directory's User, not a second one. */
+async function refuseTakenName(trx: Transaction<Database>, userId: UserId): Promise<void> {
+  const existing = await findScimUserNamed(trx, userId);
+  if (existing !== undefined) throw taken(existing.userId);
 }
 
 function taken(userId: UserId): ScimProblem {
