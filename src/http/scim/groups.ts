@@ -28,17 +28,16 @@ import {
   type GroupAttributeSelection,
   type ScimGroupView,
 } from '../../protocol/scim.js';
-import { idOf, receiptHeaders, scimCallContext } from './scim-call.js';
-import type { ScimCallers } from './scim-guard.js';
+import { idOf, receiptHeaders, scimCallContext, type ScimRequests } from './scim-call.js';
 import { sendScim } from './scim-reply.js';
 
 /** Members up to which a group's answer is sent as one piece of text. */
 const MEMBERS_IN_ONE_PIECE = 1000;
 
-export function groupRoutes(app: FastifyInstance, ctx: PortalContext, callers: ScimCallers, base: URL): void {
+export function groupRoutes(app: FastifyInstance, ctx: PortalContext, requests: ScimRequests, base: URL): void {
   const location = (id: string): string => `${base.href}Groups/${id}`;
   const callCtx = (request: Parameters<typeof idOf>[0], parameters: Record<string, string>) =>
-    scimCallContext(ctx, callers.get(request), request, 'Groups', parameters);
+    scimCallContext(ctx, requests, request, 'Groups', parameters);
   const path = `${base.pathname}Groups`;
   const send = (
     reply: FastifyReply,

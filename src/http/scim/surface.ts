@@ -4,9 +4,9 @@
 // scope scim), its own body parser (application/scim+json, and application/json as clients also
 // send; up to SCIM_BODY_LIMIT_BYTES, a User's up to SCIM_USER_BODY_LIMIT_BYTES (users.ts), one
 // body above SCIM_LARGE_BODY_BYTES at a time) and its own error format (scim-reply.ts), also for
-// paths and methods it does not serve.
+// paths and methods it does not serve. A change request that changed nothing is recorded in the
+// audit log as its answer leaves (scim-call.ts).
 import type { FastifyInstance } from 'fastify';
-import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import {
   assertStorableText,
@@ -21,7 +21,7 @@ import { addJsonBodyParser } from '../plumbing/json-body.js';
 import { addLargeBodyGate } from '../plumbing/large-body-gate.js';
 import { requestsUnder, type HttpSurface } from '../plumbing/surface.js';
 import { groupRoutes } from './groups.js';
-import { idOf } from './scim-call.js';
+import { idOf, type ScimRequests, unchangedCallRecorder } from './scim-call.js';
 import { scimGuard } from './scim-guard.js';
 import { handleScimError, sendScim, sendScimError } from './scim-reply.js';
 import { userRoutes } from './users.js';
@@ -46,11 +46,12 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
     ctx.config.baseUrl.href.endsWith('/') ? ctx.config.baseUrl : `${ctx.config.baseUrl.href}/`,
   );
   const prefix = `${ctx.config.basePath}/scim/v2`;
-  const callers = new WeakMap<Parameters<HttpSurface['guard']>[0], AdminCaller>();
+  const requests: ScimRequests = { callers: new WeakMap(), calls: new WeakMap() };
   return {
     owns: requestsUnder(prefix),
-    guard: scimGuard(ctx, callers, prefix),
+    guard: scimGuard(ctx, requests.callers, prefix),
     refuse: (reply, status, message) => sendScimError(reply, status, null, message),
+    beforeAnswer: unchangedCallRecorder(ctx, requests, prefix),
     async plugin(app) {
       // The server's form parser is not for SCIM: a form is a 415 as any other type but JSON.
       app.removeContentTypeParser('application/x-www-form-urlencoded');
@@ -72,8 +73,8 @@ export function scimSurface(ctx: PortalContext): HttpSurface {
       });
       app.setErrorHandler(handleScimError);
       discoveryRoutes(app, base);
-      userRoutes(app, ctx, callers, base);
-      groupRoutes(app, ctx, callers, base);
+      userRoutes(app, ctx, requests, base);
+      groupRoutes(app, ctx, requests, base);
       // Any other path below the prefix: a SCIM 404, not the Admin API's JSON.
       app.all(`${prefix}/*`, (request, reply) =>
         sendScimError(reply, 404, null, `"${request.url.split('?')[0] ?? ''}" is not a SCIM endpoint of this portal`),

@@ -20,17 +20,16 @@ import {
   USER_FILTERABLE,
   userResource,
 } from '../../protocol/scim.js';
-import { idOf, receiptHeaders, scimCallContext } from './scim-call.js';
-import type { ScimCallers } from './scim-guard.js';
+import { idOf, receiptHeaders, scimCallContext, type ScimRequests } from './scim-call.js';
 import { sendScim } from './scim-reply.js';
 
 /** The largest body of a User: twice what the portal keeps of one (MAX_USER_ATTRIBUTES_BYTES). */
 export const SCIM_USER_BODY_LIMIT_BYTES = 128 * 1024;
 
-export function userRoutes(app: FastifyInstance, ctx: PortalContext, callers: ScimCallers, base: URL): void {
+export function userRoutes(app: FastifyInstance, ctx: PortalContext, requests: ScimRequests, base: URL): void {
   const location = (id: string): string => `${base.href}Users/${id}`;
   const callCtx = (request: Parameters<typeof idOf>[0], parameters: Record<string, string>) =>
-    scimCallContext(ctx, callers.get(request), request, 'Users', parameters);
+    scimCallContext(ctx, requests, request, 'Users', parameters);
   const answer = (change: DirectoryUserChange) => userResource(change.user, location(change.user.id));
   const path = `${base.pathname}Users`;
 
