@@ -22,7 +22,7 @@ import {
 import { scimUserNameKey } from '../../storage/scim-user-name-key.js';
 import type { Database } from '../../storage/schema.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
-import { ensureUser, takeOverImportDisable } from '../../storage/users.js';
+import { ensureUser, lockUser, takeOverImportDisable } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import type { Announce } from '../events.js';
@@ -71,6 +71,10 @@ export async function createDirectoryUser(ctx: PortalContext, input: ScimUserInp
   let done: { readonly ended: EndedAccess | null; readonly enabled: WireGuardPeer[] | null };
   try {
     done = await ctx.events.change(ctx.db, async (trx, announce) => {
+      // The user's row, if there is one, locked for update first (PostgreSQL): POSTs that link
+      // it take turns here. Share-locked, as ensureUser alone locks it, each waited for the
+      // first one's SCIM user while that one's disable waited for their share locks: a deadlock.
+      await lockUser(trx, userId);
       await refuseTakenName(trx, userId);
       const user = await ensureUser(trx, userId, formatAtom(at));
       // Linking hands the directory a user made otherwise (disable, destroy), unless narrowed.
