@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.js';
@@ -16,7 +16,7 @@ import { RadiusAccountingWorker } from '../../../src/core/accounting/worker.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { insertOutboxRecords } from '../../../src/storage/radius-outbox.js';
 import { ManualClock } from '../../support/admin-keys.js';
-import { detailRecord, startFreeRadius } from '../../support/freeradius.js';
+import { detailRecord, type FreeRadius, startFreeRadius } from '../../support/freeradius.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
 import { startTestPortal } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
@@ -37,13 +37,19 @@ const sessionStarted = {
   originatingIp: '203.0.113.9',
 } satisfies PortalEvent;
 
-test('a session that began while the portal was down (longer than maxAge) still reaches a server that answers', async (t) => {
+/** A FreeRADIUS of the test's own, and its shared secret in a file as the portal reads it. */
+async function radiusServer(t: TestContext): Promise<{ radius: FreeRadius; secretFile: string }> {
   const radius = await startFreeRadius();
   t.after(() => radius.close());
   const folder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
   t.after(() => rm(folder, { recursive: true, force: true }));
   const secretFile = join(folder, 'radius.secret');
   await writeFile(secretFile, `${radius.secret}\n`, { mode: 0o600 });
+  return { radius, secretFile };
+}
+
+test('a session that began while the portal was down (longer than maxAge) still reaches a server that answers', async (t) => {
+  const { radius, secretFile } = await radiusServer(t);
   const clock = shiftedClock();
   const portal = await startTestPortal({
     config: {
@@ -83,12 +89,7 @@ test('a session that began while the portal was down (longer than maxAge) still 
 });
 
 test("the housekeeping leaves a configured server's records to the worker, however old: a record queued after an outage is sent, one of a server taken out goes", async (t) => {
-  const radius = await startFreeRadius();
-  t.after(() => radius.close());
-  const folder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
-  t.after(() => rm(folder, { recursive: true, force: true }));
-  const secretFile = join(folder, 'radius.secret');
-  await writeFile(secretFile, `${radius.secret}\n`, { mode: 0o600 });
+  const { radius, secretFile } = await radiusServer(t);
   const clock = new ManualClock('2026-01-10T12:00:00Z');
   const server = `${radius.host}:${radius.port}`;
   const portal = await startTestPortal({
