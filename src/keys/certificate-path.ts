@@ -63,16 +63,23 @@ export function whyPathInvalid(chain: readonly x509.X509Certificate[]): string |
   return null;
 }
 
-/** Whether a CA certificate's key may sign certificates: it has no keyUsage, or one with keyCertSign (RFC 5280 4.2.1.3). */
-function maySignCertificates(ca: x509.X509Certificate): boolean {
-  const usage = ca.getExtension(x509.KeyUsagesExtension);
-  return usage === null || (usage.usages & x509.KeyUsageFlags.keyCertSign) !== 0;
+/**
+ * Whether the certificate's key may be used for one of `usages` (KeyUsageFlags, or-ed): it has
+ * no keyUsage, or one that names one of them (RFC 5280 4.2.1.3).
+ */
+export function keyUsageAllows(certificate: x509.X509Certificate, usages: number): boolean {
+  const usage = certificate.getExtension(x509.KeyUsagesExtension);
+  return usage === null || (usage.usages & usages) !== 0;
 }
 
-/** Whether a CA certificate's key may sign revocation lists: it has no keyUsage, or one with cRLSign (RFC 5280 4.2.1.3). */
+/** Whether a CA certificate's key may sign certificates (keyCertSign). */
+function maySignCertificates(ca: x509.X509Certificate): boolean {
+  return keyUsageAllows(ca, x509.KeyUsageFlags.keyCertSign);
+}
+
+/** Whether a CA certificate's key may sign revocation lists (cRLSign). */
 export function maySignRevocationLists(ca: x509.X509Certificate): boolean {
-  const usage = ca.getExtension(x509.KeyUsagesExtension);
-  return usage === null || (usage.usages & x509.KeyUsageFlags.cRLSign) !== 0;
+  return keyUsageAllows(ca, x509.KeyUsageFlags.cRLSign);
 }
 
 /**

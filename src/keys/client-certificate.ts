@@ -9,7 +9,7 @@ import { AsnParser } from '@peculiar/asn1-schema';
 import { CertificateList } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { sha256Hex } from '../shared/sha256.js';
-import { maySignRevocationLists, whyPathInvalid } from './certificate-path.js';
+import { keyUsageAllows, maySignRevocationLists, whyPathInvalid } from './certificate-path.js';
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
 const crypto = webcrypto;
@@ -243,9 +243,7 @@ function whyNotForClientAuthentication(certificate: x509.X509Certificate): strin
     !usage.usages.some((purpose) => purpose === x509.ExtendedKeyUsage.clientAuth || purpose === ANY_EXTENDED_KEY_USAGE)
   )
     return 'the client certificate is not for client authentication (its extendedKeyUsage names neither clientAuth nor anyExtendedKeyUsage)';
-  const keyUsage = certificate.getExtension(x509.KeyUsagesExtension);
-  const clientKeyUsages = x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement;
-  if (keyUsage !== null && (keyUsage.usages & clientKeyUsages) === 0)
+  if (!keyUsageAllows(certificate, x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement))
     return 'the client certificate is not for client authentication (its keyUsage names neither digitalSignature nor keyAgreement)';
   return null;
 }
