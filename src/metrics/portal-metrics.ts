@@ -483,7 +483,7 @@ export async function databaseNotReady(db: Db): Promise<string | null> {
 function suspendedDevicesGauge(db: Db, registers: Registry[]): void {
   new Gauge({
     name: 'vpn_portal_suspended_devices',
-    help: 'Devices suspended now, by reason (administrator, noncompliant, stale, jamf-group; any other text: other)',
+    help: 'Devices suspended now, under each reason they stand suspended for (administrator, noncompliant, stale, jamf-group; any other text: other)',
     labelNames: ['reason'] as const,
     registers,
     async collect() {

@@ -250,15 +250,25 @@ export async function fillDeviceIdentifier(
   }
 }
 
-/** Suspended devices by reason (metrics). */
+/**
+ * Suspended devices by each reason they stand suspended for (metrics): a device suspended as
+ * noncompliant and outside the Jamf Pro group counts under both.
+ */
 export async function countSuspendedDevices(db: Db): Promise<{ reason: string; count: number }[]> {
   const rows = await db
     .selectFrom('devices')
-    .select(['suspended_reason', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .select(['suspended_reason', 'other_suspensions', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('state', '=', 'suspended')
-    .groupBy('suspended_reason')
+    .groupBy(['suspended_reason', 'other_suspensions'])
     .execute();
-  return rows.map((row) => ({ reason: row.suspended_reason ?? '', count: Number(row.count) }));
+  return rows.flatMap((row) => {
+    const others =
+      row.other_suspensions === null ? [] : otherSuspensionsSchema.parse(JSON.parse(row.other_suspensions));
+    return [row.suspended_reason ?? '', ...others.map((other) => other.reason)].map((reason) => ({
+      reason,
+      count: Number(row.count),
+    }));
+  });
 }
 
 /** Retires a device that is not retired yet (a suspension ends with it); false when it already was. */

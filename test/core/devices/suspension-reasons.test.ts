@@ -2,7 +2,8 @@
 // and Jamf Pro's smart group (webhook deliveries), stays off its node until both reasons have
 // ended, in either order: the first author's resume ends only its own reason, the device stays
 // suspended for the other (shown with that one's author and time), and its WireGuard peer comes
-// back on the node (a stand-in that keeps what it is told) only with the last resume.
+// back on the node (a stand-in that keeps what it is told) only with the last resume. The metrics
+// count it under each reason that stands.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import type { TestContext } from 'node:test';
@@ -130,6 +131,9 @@ test('a noncompliant device that leaves the allowed Jamf group stays off its nod
   assert.equal(left['unchanged'], 1, 'suspended already: nothing more leaves the node');
   const bothReasons = await lab.device();
   assert.equal(shownOf(bothReasons), 'noncompliant (portal)', 'the first suspension is shown');
+  const metrics = await (await fetch(lab.portal.portal.metricsUrl ?? '')).text();
+  assert.match(metrics, /^vpn_portal_suspended_devices\{reason="noncompliant"\} 1$/m);
+  assert.match(metrics, /^vpn_portal_suspended_devices\{reason="jamf-group"\} 1$/m, 'counted under both reasons');
 
   const compliant = await lab.compliance(true);
   assert.ok(compliant.outcome === 'retired', compliant.outcome);
