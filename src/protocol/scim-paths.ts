@@ -1,10 +1,14 @@
-// A PATCH's attribute names in the schema's own spelling before scimmy applies it. RFC 7643 §2.1
-// makes attribute names case-insensitive and RFC 7644 §3.10 lets a client qualify them with
-// their schema's URN (Entra ID sends `urn:ietf:params:scim:schemas:core:2.0:User:active`).
-// scimmy finds an attribute without regard to case but then writes the value under the name as
-// sent, so `Active`, `USERNAME` or a URN-qualified core name failed with invalidPath. Paths and
-// the keys of values (also of a value without a path) are rewritten here; a name the schema
-// does not declare is left as sent, for scimmy to refuse with invalidPath.
+// A PATCH's attribute names, and those of a POST's or PUT's resource, in the schema's own spelling
+// before scimmy reads them. RFC 7643 §2.1 makes attribute names case-insensitive and RFC 7644
+// §3.10 lets a client qualify them with their schema's URN (Entra ID sends
+// `urn:ietf:params:scim:schemas:core:2.0:User:active`). scimmy finds an attribute without regard
+// to case but then writes the value under the name as sent, so `Active`, `USERNAME` or a
+// URN-qualified core name failed a PATCH with invalidPath, and a resource's URN-qualified core
+// name was dropped. Paths and the keys of values (also of a value without a path, which is a
+// partial resource) are rewritten here; a name the schema does not declare is left as sent, for
+// scimmy to refuse with invalidPath (or, in a resource, to leave out). One attribute named twice
+// in one object with two values is not guessed between.
+import { isDeepStrictEqual } from 'node:util';
 import SCIMMY from 'scimmy';
 
 type Definition = SCIMMY.Types.SchemaDefinition;
@@ -30,6 +34,34 @@ export function canonicalOperation(operation: unknown, definition: Definition): 
     path: target.path,
     ...('value' in operation ? { value: canonicalValue(value, target.target) } : {}),
   };
+}
+
+/**
+ * One attribute given twice in one object (in two cases, bare and URN-qualified, or by the
+ * extension's qualified name beside the extension's part) with two values: a reader would have to
+ * pick one, and a client whose `active: false` lost would believe the user disabled.
+ */
+export class AttributeGivenTwiceError extends Error {
+  override readonly name = 'AttributeGivenTwiceError';
+
+  constructor(readonly attribute: string) {
+    super(
+      `"${attribute}" is given twice with different values (attribute names are case-insensitive, and may be qualified by their schema's URN)`,
+    );
+  }
+}
+
+/**
+ * A resource of a POST or PUT with its keys as `definition` spells them, read as a PATCH value
+ * without a path is: a URN-qualified core name is the bare one. The values of `keptAsSent`
+ * (canonical names) are not rewritten (a group's members: read apart, by id, in any case).
+ */
+export function canonicalResource(
+  resource: Record<string, unknown>,
+  definition: Definition,
+  keptAsSent: ReadonlySet<string> = new Set(),
+): Record<string, unknown> {
+  return partialResource(resource, definition, keptAsSent);
 }
 
 /** The path with its schema URN and attribute names as `definition` spells them (the core URN left out), and what it names. */
@@ -74,23 +106,51 @@ function scopeOf(
 function canonicalValue(value: unknown, target: Target): unknown {
   if (Array.isArray(value)) return value.map((entry) => canonicalValue(entry, target));
   if (!isRecord(value) || target === undefined) return value;
-  if (target instanceof SCIMMY.Types.SchemaDefinition) {
-    // A partial resource (a value without a path) or an extension's part: each key is a path.
-    return Object.fromEntries(
-      Object.entries(value).map(([key, inner]) => {
-        const at = resolved(key, target);
-        return [at.path, canonicalValue(inner, at.target)];
-      }),
-    );
-  }
+  // A partial resource (a value without a path) or an extension's part: each key is a path.
+  if (target instanceof SCIMMY.Types.SchemaDefinition) return partialResource(value, target, new Set());
   if (String(target.type) !== 'complex') return value;
   const subAttributes = target.subAttributes ?? [];
-  return Object.fromEntries(
+  return eachOnce(
     Object.entries(value).map(([key, inner]) => {
       const sub = named(subAttributes, key);
       return sub === undefined ? [key, inner] : [sub.name, canonicalValue(inner, sub)];
     }),
   );
+}
+
+/** A partial resource of `definition`, each key a path; an extension's attribute also named by its qualified name holds one value. */
+function partialResource(
+  value: Record<string, unknown>,
+  definition: Definition,
+  keptAsSent: ReadonlySet<string>,
+): Record<string, unknown> {
+  const canonical = eachOnce(
+    Object.entries(value).map(([key, inner]) => {
+      const at = resolved(key, definition);
+      return [at.path, keptAsSent.has(at.path) ? inner : canonicalValue(inner, at.target)];
+    }),
+  );
+  for (const extension of extensionsOf(definition)) {
+    const part = canonical[extension.id];
+    if (!isRecord(part)) continue;
+    for (const [name, inner] of Object.entries(part)) {
+      const qualified = `${extension.id}:${name}`;
+      if (Object.hasOwn(canonical, qualified) && !isDeepStrictEqual(canonical[qualified], inner))
+        throw new AttributeGivenTwiceError(qualified);
+    }
+  }
+  return canonical;
+}
+
+/** The entries as an object; a name given twice with two values is refused, with one value taken once. */
+function eachOnce(entries: readonly (readonly [string, unknown])[]): Record<string, unknown> {
+  const values = new Map<string, unknown>();
+  for (const [name, value] of entries) {
+    if (values.has(name) && !isDeepStrictEqual(values.get(name), value)) throw new AttributeGivenTwiceError(name);
+    values.set(name, value);
+  }
+  // fromEntries defines each key: a `__proto__` key stays a key, never the object's prototype.
+  return Object.fromEntries(values);
 }
 
 function named(attributes: readonly Attribute[], name: string): Attribute | undefined {

@@ -420,6 +420,90 @@ test('PATCH attribute names are read without regard to case, also URN-qualified 
   assert.equal((await patchedGroup({ op: 'replace', path: 'DISPLAYNAME', value: 'All' })).displayName, 'All');
 });
 
+test('a POST or PUT names its attributes as a PATCH value does: in any case, a core name also URN-qualified, also in the enterprise extension', () => {
+  const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
+  const enterprise = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+  assert.equal(readUser({ schemas: [user], userName: 'ann', [`${user}:active`]: false }).active, false);
+  assert.deepEqual(
+    readUser({
+      schemas: [user, enterprise],
+      USERNAME: 'ann',
+      [`${user.toUpperCase()}:ExternalID`]: 'a-7',
+      Active: 'False',
+      DisplayName: 'Ann',
+      [`${user}:Name`]: { GivenName: 'Ann' },
+      [`${user}:emails`]: [{ Value: 'ann@example.org', Primary: 'True' }],
+      [enterprise.toUpperCase()]: { Department: 'Research', Manager: 'm-1' },
+      [`${enterprise}:EmployeeNumber`]: '7',
+    }),
+    {
+      userName: 'ann',
+      externalId: 'a-7',
+      active: false,
+      attributes: {
+        displayName: 'Ann',
+        name: { givenName: 'Ann' },
+        emails: [{ value: 'ann@example.org', primary: true }],
+        [enterprise]: { department: 'Research', manager: { value: 'm-1' }, employeeNumber: '7' },
+      },
+    },
+  );
+  assert.deepEqual(readUser({ userName: 'ann', [`${enterprise}:manager`]: 'm-2' }).attributes[enterprise], {
+    manager: { value: 'm-2' },
+  });
+  const group = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+  assert.deepEqual(
+    readGroup({
+      schemas: [group],
+      [`${group}:displayName`]: 'Staff',
+      EXTERNALID: 'g-1',
+      [`${group}:members`]: [{ Value: 'u-1' }],
+    }),
+    { displayName: 'Staff', externalId: 'g-1', memberIds: ['u-1'] },
+  );
+});
+
+test('one attribute a POST, PUT or PATCH value gives twice with two values, in two spellings, is refused with invalidSyntax; with one value it is read once', async () => {
+  const user = 'urn:ietf:params:scim:schemas:core:2.0:User';
+  const enterprise = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+  const group = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+  const givenTwice = (error: unknown) =>
+    error instanceof ScimProblem &&
+    error.status === 400 &&
+    error.scimType === 'invalidSyntax' &&
+    /is given twice with different values/.test(error.message);
+  for (const body of [
+    { userName: 'ann', active: true, [`${user}:active`]: false },
+    { userName: 'ann', [`${user}:active`]: false, ACTIVE: true },
+    { userName: 'ann', USERNAME: 'bob' },
+    { userName: 'ann', displayName: 'Ann', DisplayName: 'Bob' },
+    { userName: 'ann', name: { givenName: 'Ann', GIVENNAME: 'Bob' } },
+    { userName: 'ann', emails: [{ value: 'a@example.org', Value: 'b@example.org' }] },
+    { userName: 'ann', [enterprise]: { department: 'Research', Department: 'Physics' } },
+    { userName: 'ann', [enterprise]: { department: 'Research' }, [`${enterprise}:department`]: 'Physics' },
+  ])
+    assert.throws(() => readUser(body), givenTwice, JSON.stringify(body));
+  for (const body of [
+    { displayName: 'Staff', DISPLAYNAME: 'Guests' },
+    { displayName: 'Staff', members: [{ value: 'u-1' }], [`${group}:members`]: [] },
+  ])
+    assert.throws(() => readGroup(body), givenTwice, JSON.stringify(body));
+  await assert.rejects(
+    patchUser(
+      alice,
+      { schemas: [PATCH], Operations: [{ op: 'replace', value: { active: true, [`${user}:active`]: false } }] },
+      'https://x/Users/u-1',
+    ),
+    givenTwice,
+  );
+
+  assert.equal(readUser({ userName: 'ann', active: false, [`${user}:Active`]: false }).active, false);
+  assert.deepEqual(
+    readGroup({ displayName: 'Staff', DisplayName: 'Staff', members: [{ value: 'u-1' }], Members: [{ value: 'u-1' }] }),
+    { displayName: 'Staff', externalId: null, memberIds: ['u-1'] },
+  );
+});
+
 test("a PatchOp message's own names are read in any case: schemas, Operations, and each operation's op, path and value", async () => {
   const disabled = await patchUser(
     alice,
