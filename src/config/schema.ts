@@ -376,7 +376,7 @@ export const portalConfigSchema = z.strictObject({
             .array(z.string().min(1))
             .default([])
             .describe(
-              "PEM files of intermediate CAs under a trust anchor whose revocation lists are believed (signed by them) before a device enrolled with their chain; relative to the configuration file's folder. The CAs of enrolled chains are known anyway.",
+              "PEM files of intermediate CAs under a trust anchor whose revocation lists are believed (signed by them) before a device enrolled with their chain; relative to the configuration file's folder. The CAs of enrolled chains are known anyway. One whose path to a trust anchor breaks a rule a device certificate's chain must keep is named at start, and its lists are refused.",
             ),
           deviceId: z
             .strictObject({

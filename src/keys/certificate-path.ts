@@ -4,7 +4,9 @@
 // has one, names keyCertSign), has no more
 // intermediate CAs below it than its pathLenConstraint allows, and carries no nameConstraints
 // (which the portal does not enforce), and no certificate carries a critical extension the
-// portal does not process. Also whether a CA may sign revocation lists (cRLSign).
+// portal does not process. The same rules say which CAs may sign the revocation lists the portal
+// believes, and which trust anchors vouch for anything at all. Also whether a CA may sign
+// revocation lists (cRLSign).
 import * as x509 from '@peculiar/x509';
 
 /**
@@ -39,28 +41,57 @@ const EXTENSION_NAMES: ReadonlyMap<string, string> = new Map([
  * these rules; null when it keeps them. The trust anchor is held to them too, as OpenSSL does.
  */
 export function whyPathInvalid(chain: readonly x509.X509Certificate[]): string | null {
-  for (const [index, certificate] of chain.entries()) {
-    const which = describe(chain, index);
+  const [leaf, ...cas] = chain;
+  if (leaf === undefined) return null;
+  const critical = unprocessedCriticalExtension(leaf);
+  if (critical !== null)
+    return `the client certificate has a critical extension the portal does not process (${nameOf(critical)})`;
+  return whyCasBreakRules(cas, " of the client certificate's chain");
+}
+
+/**
+ * Why these CAs (the one that signs the certificates or revocation lists in question first, the
+ * trust anchor last, each signed by the next) may not vouch for what the first one signs; null
+ * when they may. The same rules as a device certificate's chain through them (whyPathInvalid), so
+ * a CA whose lists the portal believes is one whose device certificates it would believe; the
+ * first one must say CA:TRUE unless it is the trust anchor itself (a chain's intermediates do).
+ * A trust anchor alone: whether it vouches for anything at all.
+ */
+export function whyCaPathInvalid(cas: readonly x509.X509Certificate[]): string | null {
+  return whyCasBreakRules(cas, '');
+}
+
+/** The rules of whyCaPathInvalid; `of` follows an intermediate's name in the reason. */
+function whyCasBreakRules(cas: readonly x509.X509Certificate[], of: string): string | null {
+  for (const [index, ca] of cas.entries()) {
+    const anchor = index === cas.length - 1;
+    const which = anchor ? `trust anchor "${ca.subject}"` : `CA certificate "${ca.subject}"${of}`;
     // A CA's name constraints bind every name below it, critical or not (OpenSSL enforces both).
-    if (index > 0 && certificate.extensions.some((extension) => extension.type === NAME_CONSTRAINTS))
+    if (ca.extensions.some((extension) => extension.type === NAME_CONSTRAINTS))
       return `${which} has nameConstraints (${NAME_CONSTRAINTS}), which the portal does not enforce`;
-    const critical = certificate.extensions.find(
-      (extension) => extension.critical && !PROCESSED_EXTENSIONS.has(extension.type),
-    );
-    if (critical !== undefined)
-      return `${which} has a critical extension the portal does not process (${nameOf(critical.type)})`;
-    if (index === 0) continue;
-    // An intermediate is a CA by the chain's construction; a trust anchor that says it is none (a
-    // device's own certificate configured by mistake) vouches for nothing, as OpenSSL holds it.
-    if (certificate.getExtension(x509.BasicConstraintsExtension)?.ca === false)
-      return `${which} is not a CA certificate (its basicConstraints say CA:FALSE)`;
-    if (!maySignCertificates(certificate)) return `${which} may not sign certificates (its keyUsage lacks keyCertSign)`;
-    const limit = certificate.getExtension(x509.BasicConstraintsExtension)?.pathLength;
-    const below = intermediatesBelow(chain, index);
+    const critical = unprocessedCriticalExtension(ca);
+    if (critical !== null) return `${which} has a critical extension the portal does not process (${nameOf(critical)})`;
+    const constraints = ca.getExtension(x509.BasicConstraintsExtension);
+    // A trust anchor that says it is no CA (a device's own certificate configured by mistake)
+    // vouches for nothing, as OpenSSL holds it; one without basicConstraints (a version 1 root)
+    // does. An intermediate must say CA:TRUE (a device chain takes no other).
+    if (anchor ? constraints?.ca === false : constraints?.ca !== true)
+      return `${which} is not a CA certificate (its basicConstraints ${constraints === null ? 'are missing' : 'say CA:FALSE'})`;
+    if (!maySignCertificates(ca)) return `${which} may not sign certificates (its keyUsage lacks keyCertSign)`;
+    const limit = constraints?.pathLength;
+    const below = cas.slice(0, index).filter((lower) => !isSelfIssued(lower)).length;
     if (limit !== undefined && below > limit)
       return `${which} allows ${limit} intermediate CA certificate${limit === 1 ? '' : 's'} below it (pathLenConstraint), but the chain has ${below}`;
   }
   return null;
+}
+
+/** The type of a critical extension the portal does not process; null when there is none. */
+function unprocessedCriticalExtension(certificate: x509.X509Certificate): string | null {
+  return (
+    certificate.extensions.find((extension) => extension.critical && !PROCESSED_EXTENSIONS.has(extension.type))?.type ??
+    null
+  );
 }
 
 /**
@@ -83,18 +114,11 @@ export function maySignRevocationLists(ca: x509.X509Certificate): boolean {
 }
 
 /**
- * The intermediate CAs between the leaf and the CA at `index`, those that are self-issued (a CA's
- * own name over a new key) left out, as RFC 5280 6.1.4 counts them against a pathLenConstraint.
+ * A CA's own name over a new key: not counted against a pathLenConstraint (RFC 5280 6.1.4), as
+ * a key rollover makes one.
  */
-function intermediatesBelow(chain: readonly x509.X509Certificate[], index: number): number {
-  return chain.slice(1, index).filter((ca) => ca.subject !== ca.issuer).length;
-}
-
-function describe(chain: readonly x509.X509Certificate[], index: number): string {
-  const certificate = chain[index];
-  if (index === 0 || certificate === undefined) return 'the client certificate';
-  if (index === chain.length - 1) return `trust anchor "${certificate.subject}"`;
-  return `CA certificate "${certificate.subject}" of the client certificate's chain`;
+function isSelfIssued(ca: x509.X509Certificate): boolean {
+  return ca.subject === ca.issuer;
 }
 
 function nameOf(oid: string): string {

@@ -9,7 +9,7 @@ import { AsnParser } from '@peculiar/asn1-schema';
 import { CertificateList } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { sha256Hex } from '../shared/sha256.js';
-import { keyUsageAllows, maySignRevocationLists, whyPathInvalid } from './certificate-path.js';
+import { keyUsageAllows, maySignRevocationLists, whyCaPathInvalid, whyPathInvalid } from './certificate-path.js';
 
 // Passed explicitly to every @peculiar/x509 call instead of setting its global provider.
 const crypto = webcrypto;
@@ -60,10 +60,23 @@ export function normalSerial(hex: string): string {
   return hex.toLowerCase().replace(/^0+(?=.)/, '');
 }
 
+/**
+ * What the portal makes of a CA certificate as the signer of certificates and revocation lists:
+ * it vouches (it leads to a trust anchor, each link signed by the next, and that path keeps the
+ * rules a device certificate's chain through it must keep), it leads to no trust anchor, or its
+ * path breaks one of those rules (the reason names the certificate and the rule).
+ */
+export type CaStanding =
+  | { readonly standing: 'vouches' }
+  | { readonly standing: 'no-anchor' }
+  | { readonly standing: 'breaks-path-rule'; readonly rule: string };
+
 export class ClientCertificateVerifier {
   readonly #anchors: readonly x509.X509Certificate[];
   /** One slot per configured list; null until it was read once. */
   #crls: (x509.X509Crl | null)[] = [];
+  /** Per slot, a list lent to enrollment besides the one in the slot (see lendCrl); null when none. */
+  #lent: (x509.X509Crl | null)[] = [];
 
   /** Throws when a trust anchor or revocation list is not a PEM (or DER) certificate or CRL. */
   constructor(
@@ -92,12 +105,28 @@ export class ClientCertificateVerifier {
     this.#crls[slot] = crl;
   }
 
-  /** Whether this CA certificate leads to a trust anchor, each link signed by the next (through `intermediates`). */
-  async leadsToAnchor(
-    certificate: x509.X509Certificate,
-    intermediates: readonly x509.X509Certificate[],
-  ): Promise<boolean> {
-    return (await this.#chainOf(certificate, intermediates)) !== null;
+  /**
+   * Lends one list to enrollment besides the one in its slot, or takes the loan back (null): a
+   * list the refresher cannot believe yet still checks a presented chain whose own issuer signed
+   * it, and holding it beside the slot's list (rather than in its place) leaves every revocation
+   * of that one in force.
+   */
+  lendCrl(slot: number, crl: x509.X509Crl | null): void {
+    while (this.#lent.length <= slot) this.#lent.push(null);
+    this.#lent[slot] = crl;
+  }
+
+  /**
+   * Whether this CA certificate vouches for the certificates and lists it signs, by the very
+   * question a device certificate's chain through it answers: a path to a trust anchor through
+   * `intermediates`, each link signed by the next, that keeps RFC 5280's rules (certificate-path.ts).
+   */
+  async standingOf(ca: x509.X509Certificate, intermediates: readonly x509.X509Certificate[]): Promise<CaStanding> {
+    // A trust anchor is a path by itself, as a device's chain ends at the first anchor it reaches.
+    const path = this.#anchors.some((anchor) => anchor.equal(ca)) ? [ca] : await this.#chainOf(ca, intermediates);
+    if (path === null) return { standing: 'no-anchor' };
+    const rule = whyCaPathInvalid(path);
+    return rule === null ? { standing: 'vouches' } : { standing: 'breaks-path-rule', rule };
   }
 
   /** The trust anchors of this subject. */
@@ -217,7 +246,7 @@ export class ClientCertificateVerifier {
     issuer: x509.X509Certificate,
   ): Promise<'revoked' | 'not-revoked' | 'issuer-may-not-sign-lists'> {
     const serial = normalSerial(certificate.serialNumber);
-    for (const crl of this.#crls) {
+    for (const crl of [...this.#crls, ...this.#lent]) {
       if (crl === null || crl.issuer !== issuer.subject) continue;
       if (!(await crl.verify({ publicKey: issuer.publicKey }, crypto))) continue;
       if (!maySignRevocationLists(issuer)) return 'issuer-may-not-sign-lists';

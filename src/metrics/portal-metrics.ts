@@ -284,7 +284,7 @@ export class PortalMetrics {
     });
     new Counter({
       name: 'vpn_portal_crl_refused_total',
-      help: 'Readings of a revocation list not believed since the portal started, by reason: unreadable, unknown-issuer (no known CA of its name), other-issuer (another CA than the list in force from that place), bad-signature, no-crl-sign (its CA certificate may not sign lists), not-yet-valid, expired, older (than the list in force), not-whole (a delta, partition or indirect list)',
+      help: 'Readings of a revocation list not believed since the portal started, by reason: unreadable, unknown-issuer (no known CA of its name), issuer-path-invalid (the path from its CA to a trust anchor breaks a rule a device certificate chain must keep), other-issuer (another CA than the list in force from that place), bad-signature, no-crl-sign (its CA certificate may not sign lists), not-yet-valid, expired, older (than the list in force), not-whole (a delta, partition or indirect list)',
       labelNames: ['reason'] as const,
       registers,
       collect() {

@@ -5,9 +5,14 @@
 // extension the portal does not process, or a CA with nameConstraints, is refused, as are a trust
 // anchor that is no CA and a leaf whose keyUsage neither signs nor agrees on keys, while the
 // extensions MDMs write (critical keyUsage, Intune's tenant, non-critical unknown ones) pass.
+// A CA that signs revocation lists is held to the very rules a device chain through it keeps.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { type ClientCertificateVerdict, ClientCertificateVerifier } from '../../src/keys/client-certificate.js';
+import {
+  type ClientCertificateVerdict,
+  ClientCertificateVerifier,
+  readCaCertificates,
+} from '../../src/keys/client-certificate.js';
 import { CA_EXTENSIONS, MdmCa } from '../support/mdm-ca.js';
 
 const RULE = { from: 'san-uri', prefix: 'urn:mdm:serial:' } as const;
@@ -154,4 +159,64 @@ test('a device certificate whose keyUsage allows only encryption does not prove 
   );
   assert.equal(await verdict('signing', 'digitalSignature'), 'accepted');
   assert.equal(await verdict('agreeing', 'keyAgreement'), 'accepted');
+});
+
+/** What the verifier makes of the CA in `pem` as a signer, through these intermediates, against these trust anchors. */
+async function standingOf(anchors: readonly string[], pem: string, intermediates: readonly string[] = []) {
+  const [ca] = readCaCertificates([pem]);
+  assert.ok(ca);
+  return new ClientCertificateVerifier(anchors, [], RULE).standingOf(ca, readCaCertificates(intermediates));
+}
+
+test('a CA whose device certificates the chain rules refuse vouches for no revocation list either, for the same rule', async (t) => {
+  const pathlen = caFor(t, 'Lists pathlen', [
+    'basicConstraints=critical,CA:TRUE,pathlen:0',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  const department = pathlen.subordinateCa('department', 'Lists Department CA');
+  const laptop = pathlen.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:L1', issuedBy: department });
+  const tooDeep = `CA certificate "CN=Lists pathlen Issuing CA" allows 0 intermediate CA certificates below it (pathLenConstraint), but the chain has 1`;
+  assert.equal(
+    await verdictOf([pathlen.rootPem], [laptop.certificatePem, department.certificatePem, pathlen.issuingPem]),
+    tooDeep.replace('"CN=Lists pathlen Issuing CA"', `"CN=Lists pathlen Issuing CA" of the client certificate's chain`),
+  );
+  assert.deepEqual(await standingOf([pathlen.rootPem], department.certificatePem, [pathlen.issuingPem]), {
+    standing: 'breaks-path-rule',
+    rule: tooDeep,
+  });
+  // The issuing CA itself has no CA below it: it vouches, as a device chain through it passes.
+  assert.deepEqual(await standingOf([pathlen.rootPem], pathlen.issuingPem), { standing: 'vouches' });
+
+  for (const [name, extensions, rule] of [
+    [
+      'Lists cert sign',
+      ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,cRLSign'],
+      'may not sign certificates (its keyUsage lacks keyCertSign)',
+    ],
+    [
+      'Lists critical',
+      [...CA_EXTENSIONS, '1.3.6.1.4.1.55555.3=critical,ASN1:NULL'],
+      'has a critical extension the portal does not process (1.3.6.1.4.1.55555.3)',
+    ],
+    [
+      'Lists names',
+      [...CA_EXTENSIONS, 'nameConstraints=permitted;URI:.example.org'],
+      'has nameConstraints (2.5.29.30), which the portal does not enforce',
+    ],
+    [
+      'Lists not CA',
+      ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,keyCertSign,cRLSign'],
+      'is not a CA certificate (its basicConstraints say CA:FALSE)',
+    ],
+  ] as const) {
+    const ca = caFor(t, name, extensions);
+    assert.deepEqual(await standingOf([ca.rootPem], ca.issuingPem), {
+      standing: 'breaks-path-rule',
+      rule: `CA certificate "CN=${name} Issuing CA" ${rule}`,
+    });
+    const phone = ca.device('phone', { cn: 'phone', uri: 'urn:mdm:serial:L2' });
+    assert.notEqual(await verdictOf([ca.rootPem], [phone.certificatePem, ca.issuingPem]), 'accepted');
+  }
+  const stranger = caFor(t, 'Lists stranger', CA_EXTENSIONS);
+  assert.deepEqual(await standingOf([pathlen.rootPem], stranger.issuingPem), { standing: 'no-anchor' });
 });

@@ -180,6 +180,61 @@ export class MdmCa {
     return this.#issue(file, `/CN=${cn}`, extensions);
   }
 
+  /**
+   * The issuing CA's name and key in another certificate from the root, with `extensions` (the CA
+   * certificate issued again), in `{file}.pem`; its path. Device certificates are still presented
+   * with `issuing.pem`.
+   */
+  reissueIssuingCa(file: string, extensions: readonly string[]): string {
+    writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
+    this.#openssl([
+      'x509',
+      '-req',
+      '-in',
+      'issuing.csr',
+      '-CA',
+      'root.pem',
+      '-CAkey',
+      'root.key',
+      '-CAcreateserial',
+      '-days',
+      '30',
+      '-extfile',
+      `${file}.ext`,
+      '-out',
+      `${file}.pem`,
+    ]);
+    return path.join(this.directory, `${file}.pem`);
+  }
+
+  /**
+   * The revocation list of `ca` (one of `subordinateCa`, its files named `file`), revoking
+   * `revoked`, made now, in `{file}.crl`; its path.
+   */
+  subordinateCrl(ca: DeviceCertificateFiles, file: string, revoked: readonly DeviceCertificateFiles[] = []): string {
+    writeFileSync(path.join(this.directory, `${file}-index.txt`), '');
+    writeFileSync(path.join(this.directory, `${file}-crlnumber`), '01\n');
+    writeFileSync(
+      path.join(this.directory, `${file}.cnf`),
+      [
+        '[ca]',
+        `default_ca = ${file}`,
+        `[${file}]`,
+        `database = ${path.join(this.directory, `${file}-index.txt`)}`,
+        `crlnumber = ${path.join(this.directory, `${file}-crlnumber`)}`,
+        `certificate = ${ca.certificate}`,
+        `private_key = ${ca.key}`,
+        'default_md = sha256',
+        'default_crl_days = 1',
+        '',
+      ].join('\n'),
+    );
+    for (const certificate of revoked)
+      this.#openssl(['ca', '-config', `${file}.cnf`, '-revoke', certificate.certificate]);
+    this.#openssl(['ca', '-config', `${file}.cnf`, '-gencrl', '-out', `${file}.crl`]);
+    return path.join(this.directory, `${file}.crl`);
+  }
+
   /** A TLS server certificate for 127.0.0.1 from the issuing CA (the portal's enrollment listener). */
   server(file: string): DeviceCertificateFiles {
     return this.#issue(file, '/CN=127.0.0.1', [

@@ -71,6 +71,7 @@ export interface RevocationListState {
 export const CRL_REFUSAL_REASONS = [
   'unreadable',
   'unknown-issuer',
+  'issuer-path-invalid',
   'other-issuer',
   'bad-signature',
   'no-crl-sign',
@@ -91,8 +92,8 @@ const AWAITED_READ_MS = 5_000;
  * new revocation out for a whole crlRefresh more.
  */
 const FAILED_READ_RETRY_MS = 10_000;
-/** Refusals whose list is still lent to enrollment while nothing is in force (#lendToEnrollment). */
-const LENDABLE: ReadonlySet<CrlRefusalReason> = new Set(['unknown-issuer', 'bad-signature']);
+/** Refusals whose list is still lent to enrollment (#lendToEnrollment). */
+const LENDABLE: ReadonlySet<CrlRefusalReason> = new Set(['unknown-issuer', 'issuer-path-invalid', 'bad-signature']);
 /** A list may say it was made this much ahead of the portal's clock (a CA's clock differs a little). */
 const CLOCK_SKEW_MS = 5 * 60_000;
 
@@ -129,7 +130,7 @@ export class RevocationListRefresher {
   readonly #reported: (string | null)[];
   /** Per list: the SHA-256 of the list in force while it is held. */
   readonly #held: (string | null)[];
-  /** Per list: the list lent to enrollment while nothing is in force (see #lendToEnrollment); null when none. */
+  /** Per list: the list lent to enrollment (see #lendToEnrollment); null when none. */
   readonly #lent: (RevocationList | null)[];
   /** While a source waits for its first list or fails: the reading sooner than crlRefresh, scheduled once. */
   #soonAgain: NodeJS.Timeout | undefined;
@@ -216,14 +217,24 @@ export class RevocationListRefresher {
     await this.#refreshing;
   }
 
-  /** A configured intermediate that leads to no trust anchor verifies no list: said once, at start. */
+  /**
+   * A configured intermediate that leads to no trust anchor, or whose path to one breaks a rule a
+   * device certificate's chain must keep, verifies no list: said once, at start.
+   */
   async #warnOfStrayIntermediates(): Promise<void> {
-    for (const intermediate of this.#intermediates)
-      if (!(await this.#verifier.leadsToAnchor(intermediate, this.#intermediates)))
+    for (const intermediate of this.#intermediates) {
+      const verdict = await this.#verifier.standingOf(intermediate, this.#intermediates);
+      if (verdict.standing === 'no-anchor')
         this.#ctx.logger.error(
           { subject: intermediate.subject },
           'enrollment.clientCertificate.intermediates: this CA leads to no trust anchor; its revocation lists are refused',
         );
+      if (verdict.standing === 'breaks-path-rule')
+        this.#ctx.logger.error(
+          { subject: intermediate.subject, sha256: fingerprintOf(intermediate), rule: verdict.rule },
+          `enrollment.clientCertificate.intermediates: ${verdict.rule}; this CA vouches for no device certificate, and its revocation lists are refused`,
+        );
+    }
   }
 
   /** Each revocation list as last read, for the metrics. */
@@ -348,11 +359,12 @@ export class RevocationListRefresher {
         }
         await this.#pin(source.location, this.#namedIssuers[index] !== null, pins.get(source.location) ?? null, crl);
         this.#putInForce(index, crl, sha256);
+        this.#lent[index] = null;
+        this.#verifier.lendCrl(index, null);
         if (this.#errors[index] !== null)
           this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
         this.#errors[index] = null;
         this.#reported[index] = null;
-        this.#lent[index] = null;
       }),
     );
     try {
@@ -366,21 +378,25 @@ export class RevocationListRefresher {
   }
 
   /**
-   * A current list that cannot be believed yet, from a source nothing is in force from, still
-   * checks the chains presented at enrollment: the verifier uses a list only when a chain's own
-   * issuer (which leads to a trust anchor) signed it. Its CA not known yet (no chain of it
-   * enrolled) or known under another key (a CA renewed under its name): only a chain of that CA
-   * makes it known, so without the loan enrollment would wait for ever. It retires nothing, and
-   * keeps to the CA of the list lent first and is never older than it (either would undo a
-   * revocation at enrollment).
+   * A current list that cannot be believed yet still checks the chains presented at enrollment:
+   * the verifier uses a list only when a chain's own issuer (whose path to a trust anchor keeps
+   * the rules) signed it. Its CA not known yet (no chain of it enrolled), known under another key
+   * (a CA renewed under its name), or known only by certificates whose path breaks a rule (a CA
+   * certificate issued again with the rules kept, which its devices present): only a chain of
+   * that CA makes it known as it is, so without the loan a source nothing is in force from would
+   * keep enrollment waiting for ever, and one whose list in force is older would let a
+   * certificate that only this list revokes through. It is held beside the list in force, never
+   * in its place, retires nothing, keeps to the CA of the list lent first and is never older than
+   * it or the list in force (either would undo a revocation at enrollment).
    */
   #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
-    if (this.#inForce[index] !== null) return;
     if (notCurrent(crl, now) !== null) return;
+    const inForce = this.#inForce[index]?.crl ?? null;
+    if (inForce !== null && (inForce.issuer !== crl.issuer || crl.thisUpdate < inForce.thisUpdate)) return;
     const lent = this.#lent[index] ?? null;
     if (lent !== null && (lent.issuer !== crl.issuer || crl.thisUpdate < lent.thisUpdate)) return;
     this.#lent[index] = crl;
-    this.#verifier.replaceCrl(index, crl);
+    this.#verifier.lendCrl(index, crl);
   }
 
   /**
@@ -452,27 +468,21 @@ export class RevocationListRefresher {
         'other-issuer',
         `it names "${crl.issuer}", but the configuration says this source serves the lists of "${named.subject}"`,
       );
-    const candidates = await this.#signersOf(crl, named, authorities);
+    const { candidates, refused } = await this.#signersOf(crl, named, authorities);
     const sourceIssuer = named === null ? (inForce?.crl.issuer ?? pin?.issuer ?? null) : null;
     if (sourceIssuer !== null && sourceIssuer !== crl.issuer)
       throw new CrlRefused(
         'other-issuer',
         `it names "${crl.issuer}", but the lists believed from here are of "${sourceIssuer}" (if this source really serves another CA now: vpn-portal mdm forget-crl LOCATION)`,
       );
-    if (candidates.length === 0)
+    if (candidates.length === 0 && refused.length === 0)
       throw new CrlRefused(
         'unknown-issuer',
         named === null
           ? `"${crl.issuer}" is neither a trust anchor nor an intermediate CA seen in an enrolled chain`
           : `the CA the configuration names for this source ("${named.subject}") leads to no trust anchor`,
       );
-    if (!(await crlSignedBy(crl, candidates)))
-      throw (await crlSignedByKeyOf(crl, candidates))
-        ? new CrlRefused(
-            'no-crl-sign',
-            `the CA it names ("${crl.issuer}") signed it, but that CA certificate's keyUsage lacks cRLSign: it may not sign revocation lists`,
-          )
-        : new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
+    if (!(await crlSignedBy(crl, candidates))) throw await whyNotSignedByCandidates(crl, candidates, refused);
     const partial = whyNotWholeList(crl);
     if (partial !== null) throw new CrlRefused('not-whole', `${partial}; only a CA's whole list is believed`);
     const stale = notCurrent(crl, now);
@@ -491,21 +501,29 @@ export class RevocationListRefresher {
   }
 
   /**
-   * The CAs whose key may have signed `crl`, each leading to a trust anchor: the one its source's
-   * entry names, by its own key only (another CA of that name, renewed under a new key or an
-   * anchor of the same name, is not it), else every trust anchor and known CA of the name it gives.
+   * The CAs whose key may have signed `crl`: the one its source's entry names, by its own key only
+   * (another CA of that name, renewed under a new key or an anchor of the same name, is not it),
+   * else every trust anchor and known CA of the name it gives. Those that vouch (a path to a trust
+   * anchor that keeps the rules a device certificate's chain through them must keep) are
+   * candidates; those whose path breaks a rule are refused, with the rule.
    */
   async #signersOf(
     crl: RevocationList,
     named: CaCertificate | null,
     authorities: readonly CaCertificate[],
-  ): Promise<CaCertificate[]> {
-    if (named !== null) return (await this.#verifier.leadsToAnchor(named, authorities)) ? [named] : [];
-    const candidates = [...this.#verifier.anchorsNamed(crl.issuer)];
-    for (const authority of authorities)
-      if (authority.subject === crl.issuer && (await this.#verifier.leadsToAnchor(authority, authorities)))
-        candidates.push(authority);
-    return candidates;
+  ): Promise<{ readonly candidates: CaCertificate[]; readonly refused: RefusedSigner[] }> {
+    const candidates: CaCertificate[] = [];
+    const refused: RefusedSigner[] = [];
+    const known =
+      named === null
+        ? [...this.#verifier.anchorsNamed(crl.issuer), ...authorities.filter((ca) => ca.subject === crl.issuer)]
+        : [named];
+    for (const ca of known) {
+      const verdict = await this.#verifier.standingOf(ca, authorities);
+      if (verdict.standing === 'vouches') candidates.push(ca);
+      if (verdict.standing === 'breaks-path-rule') refused.push({ ca, rule: verdict.rule });
+    }
+    return { candidates, refused };
   }
 
   /** Keeps the last good list; counts the refusal, and logs (and audits) it once per list and reason. */
@@ -609,6 +627,36 @@ export class RevocationListRefresher {
       this.#ctx.logger.error({ err: error, call: call.name }, 'an audit row could not be written');
     }
   }
+}
+
+/** A CA of a list's name whose path to a trust anchor breaks a rule, and the rule. */
+interface RefusedSigner {
+  readonly ca: CaCertificate;
+  readonly rule: string;
+}
+
+/**
+ * Why a list that no candidate signed as a CA that may sign lists is refused: a candidate's key
+ * signed it without its certificate allowing cRLSign, a CA whose path breaks a rule signed it,
+ * or no known key of that name did.
+ */
+async function whyNotSignedByCandidates(
+  crl: RevocationList,
+  candidates: readonly CaCertificate[],
+  refused: readonly RefusedSigner[],
+): Promise<CrlRefused> {
+  if (await crlSignedByKeyOf(crl, candidates))
+    return new CrlRefused(
+      'no-crl-sign',
+      `the CA it names ("${crl.issuer}") signed it, but that CA certificate's keyUsage lacks cRLSign: it may not sign revocation lists`,
+    );
+  for (const { ca, rule } of refused)
+    if (await crlSignedByKeyOf(crl, [ca]))
+      return new CrlRefused(
+        'issuer-path-invalid',
+        `the CA it names signed it, but ${rule}: that CA vouches for no device certificate, so its lists are not believed either`,
+      );
+  return new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
 }
 
 /** Why `crl` is not current at `now` (made in the future, or past its nextUpdate); null when it is. */
