@@ -36,7 +36,7 @@ import { recordNodeNat } from './core/nodes/index.js';
 import { systemClock, type Clock } from './shared/time.js';
 import { buildServer } from './http/server.js';
 import { startEnrollTls } from './http/enrollment/enroll-tls.js';
-import { CertificateCheck } from './http/enrollment/certificate-check.js';
+import { CertificateCheck, reportRefusedTrustAnchors } from './http/enrollment/certificate-check.js';
 import { KeyStore } from './keys/key-store.js';
 import { OpenVpnKeys } from './openvpn/openvpn-keys.js';
 import { HttpNodeDaemon, type NodeDaemon } from './node-client/daemon-client.js';
@@ -96,6 +96,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       await recordNodeNat(ctx, nodeNumber, nat, firstContact);
     });
     const certificateCheck = CertificateCheck.fromConfig(ctx);
+    if (certificateCheck !== null) reportRefusedTrustAnchors(certificateCheck, logger);
     // Before the enrollment listener answers anyone.
     await certificateCheck?.revocationLists.restore();
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);
@@ -323,6 +324,7 @@ function startBackgroundWork(
     lists.start();
     teardown.defer('certificate revocation lists', () => lists.stop());
     metrics.observeRevocationLists(lists, () => clock.now().getTime());
+    metrics.observeTrustAnchors(certificateCheck.trustAnchors);
   }
   let mdmInventory: MdmInventorySchedule | null = null;
   if (config.mdmInventory !== null) {

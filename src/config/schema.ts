@@ -370,7 +370,7 @@ export const portalConfigSchema = z.strictObject({
             .array(z.string().min(1))
             .min(1)
             .describe(
-              "PEM files of the CAs a device certificate must chain to (the MDM's issuing CA or its root), relative to the configuration file's folder.",
+              "PEM files of the CAs a device certificate must chain to (the MDM's issuing CA or its root), relative to the configuration file's folder. One that the path rules refuse whatever is below it (CA:FALSE, nameConstraints, a critical extension the portal does not process, a keyUsage without keyCertSign) vouches for nothing: it is named at start in the log and in vpn_portal_trust_anchor_refused, and the portal starts.",
             ),
           intermediates: z
             .array(z.string().min(1))

@@ -71,6 +71,33 @@ export type CaStanding =
   | { readonly standing: 'no-anchor' }
   | { readonly standing: 'breaks-path-rule'; readonly rule: string };
 
+/** A configured trust anchor, and whether the path rules let it vouch for anything at all. */
+export interface TrustAnchorStanding {
+  /** Which entry of the configured trust anchors (a PEM file, perhaps a bundle) holds it. */
+  readonly entry: number;
+  readonly subject: string;
+  /** SHA-256 of its DER, hex. */
+  readonly sha256: string;
+  /**
+   * The rule it breaks whatever is below it (CA:FALSE, nameConstraints, a critical extension the
+   * portal does not process, a keyUsage without keyCertSign), naming it: it vouches for no
+   * certificate and no revocation list. Null when it keeps them.
+   */
+  readonly refusedBy: string | null;
+}
+
+/** Each certificate of these trust anchor entries (PEM or DER), and whether it vouches; throws as the verifier does on one that cannot be read. */
+export function trustAnchorStandings(anchors: readonly (string | Buffer)[]): TrustAnchorStanding[] {
+  return anchors.flatMap((entry, index) =>
+    readCertificates(entry).map((anchor) => ({
+      entry: index,
+      subject: anchor.subject,
+      sha256: fingerprintOf(anchor),
+      refusedBy: whyCaPathInvalid([anchor]),
+    })),
+  );
+}
+
 export class ClientCertificateVerifier {
   readonly #anchors: readonly x509.X509Certificate[];
   /** One slot per configured list; null until it was read once. */

@@ -21,6 +21,7 @@ import { type PoolUse, poolUseOf } from '../core/nodes/index.js';
 import { sharedWhileRunning } from '../shared/shared-while-running.js';
 import type { buildServer } from '../http/server.js';
 import type { SyslogCollector } from '../core/syslog/index.js';
+import type { TrustAnchorStanding } from '../keys/client-certificate.js';
 import {
   CRL_REFUSAL_REASONS,
   type JamfPushCounts,
@@ -293,6 +294,18 @@ export class PortalMetrics {
         for (const reason of CRL_REFUSAL_REASONS) this.inc({ reason }, refused.get(reason) ?? 0);
       },
     });
+  }
+
+  /** Each configured trust anchor: 1 while the path rules refuse it (it vouches for nothing), else 0. */
+  observeTrustAnchors(anchors: readonly TrustAnchorStanding[]): void {
+    const refused = new Gauge({
+      name: 'vpn_portal_trust_anchor_refused',
+      help: '1 for a trust anchor of enrollment.clientCertificate that the path rules refuse whatever is below it (CA:FALSE, nameConstraints, a critical extension the portal does not process, a keyUsage without keyCertSign): it vouches for no device certificate and no revocation list; else 0. By subject and SHA-256',
+      labelNames: ['subject', 'sha256'] as const,
+      registers: [this.registry],
+    });
+    for (const anchor of anchors)
+      refused.set({ subject: anchor.subject, sha256: anchor.sha256 }, anchor.refusedBy === null ? 0 : 1);
   }
 
   /** RADIUS accounting: what the worker counted, and the outbox's size read from the database at scrape time. */

@@ -5,13 +5,15 @@
 // extension the portal does not process, or a CA with nameConstraints, is refused, as are a trust
 // anchor that is no CA and a leaf whose keyUsage neither signs nor agrees on keys, while the
 // extensions MDMs write (critical keyUsage, Intune's tenant, non-critical unknown ones) pass.
-// A CA that signs revocation lists is held to the very rules a device chain through it keeps.
+// A CA that signs revocation lists is held to the very rules a device chain through it keeps, and
+// a trust anchor that vouches for nothing is told apart before any device presents a chain.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import {
   type ClientCertificateVerdict,
   ClientCertificateVerifier,
   readCaCertificates,
+  trustAnchorStandings,
 } from '../../src/keys/client-certificate.js';
 import { CA_EXTENSIONS, MdmCa } from '../support/mdm-ca.js';
 
@@ -219,4 +221,39 @@ test('a CA whose device certificates the chain rules refuse vouches for no revoc
   }
   const stranger = caFor(t, 'Lists stranger', CA_EXTENSIONS);
   assert.deepEqual(await standingOf([pathlen.rootPem], stranger.issuingPem), { standing: 'no-anchor' });
+});
+
+test('the trust anchors that vouch for nothing are told apart before any device presents a chain, each with its rule', async (t) => {
+  const good = caFor(t, 'Anchors good', CA_EXTENSIONS);
+  const constrained = caFor(t, 'Anchors names', [...CA_EXTENSIONS, 'nameConstraints=permitted;URI:.example.org']);
+  const laptop = good.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:T1' });
+  const limited = caFor(t, 'Anchors pathlen', [
+    'basicConstraints=critical,CA:TRUE,pathlen:0',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  const standings = trustAnchorStandings([
+    good.rootPem,
+    `${constrained.issuingPem}${laptop.certificatePem}`,
+    limited.issuingPem,
+  ]);
+  assert.deepEqual(
+    standings.map(({ entry, subject, refusedBy }) => ({ entry, subject, refusedBy })),
+    [
+      { entry: 0, subject: 'CN=Anchors good Root', refusedBy: null },
+      {
+        entry: 1,
+        subject: 'CN=Anchors names Issuing CA',
+        refusedBy:
+          'trust anchor "CN=Anchors names Issuing CA" has nameConstraints (2.5.29.30), which the portal does not enforce',
+      },
+      {
+        entry: 1,
+        subject: 'CN=laptop',
+        refusedBy: 'trust anchor "CN=laptop" is not a CA certificate (its basicConstraints say CA:FALSE)',
+      },
+      // A pathLenConstraint limits what is below an anchor, not the anchor itself.
+      { entry: 2, subject: 'CN=Anchors pathlen Issuing CA', refusedBy: null },
+    ],
+  );
+  assert.match(standings[1]?.sha256 ?? '', /^[0-9a-f]{64}$/);
 });

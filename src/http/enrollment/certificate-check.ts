@@ -7,12 +7,20 @@
 // A revocation list file is parsed at start (one that cannot be parsed refuses the start); the
 // lists are kept fresh by src/core/devices/revocation-lists.ts, and until a URL source gives a
 // list that checks the presented chain, it waits (503). A refused enrollment is in the audit log.
+// A trust anchor that the path rules refuse whatever is below it is named at start.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { ClientCertificateConfig } from '../../config/portal-config.js';
 import { RevocationListRefresher, rememberIntermediateCas } from '../../core/devices/index.js';
 import { enrollByCertificate } from '../../core/enrollment/index.js';
 import type { PortalContext } from '../../core/context.js';
-import { ClientCertificateVerifier, readCaCertificates, type CaCertificate } from '../../keys/client-certificate.js';
+import {
+  ClientCertificateVerifier,
+  readCaCertificates,
+  trustAnchorStandings,
+  type CaCertificate,
+  type TrustAnchorStanding,
+} from '../../keys/client-certificate.js';
 import { messageOf } from '../../shared/error-message.js';
 import { sendError, statusOfPortalError } from '../plumbing/error-reply.js';
 import { unauthenticatedCaller, type AdminCall } from '../../core/admin-call.js';
@@ -28,6 +36,8 @@ export class CertificateCheck {
   readonly config: ClientCertificateConfig;
   /** Keeps the verifier's revocation lists fresh and retires the devices they revoke. */
   readonly revocationLists: RevocationListRefresher;
+  /** Each configured trust anchor, and the rule that refuses it, if one does (reportRefusedTrustAnchors). */
+  readonly trustAnchors: readonly TrustAnchorStanding[];
 
   /** Null when `enrollment.clientCertificate` is not set; throws, naming the option, when a trust anchor or revocation list cannot be parsed. */
   static fromConfig(ctx: PortalContext): CertificateCheck | null {
@@ -43,6 +53,7 @@ export class CertificateCheck {
         : { from: config.deviceId.from, prefix: config.deviceId.prefix };
     try {
       this.verifier = new ClientCertificateVerifier(config.trustAnchors, [], rule, config.intuneTenantId);
+      this.trustAnchors = trustAnchorStandings(config.trustAnchors);
     } catch (error) {
       throw new Error(`enrollment.clientCertificate.trustAnchors: not PEM certificates (${messageOf(error)})`);
     }
@@ -77,6 +88,21 @@ export class CertificateCheck {
       sourceIssuers,
     );
   }
+}
+
+/**
+ * Logs each configured trust anchor that the path rules refuse, naming it (subject, SHA-256) and
+ * the rule. It vouches for nothing: no device certificate under it enrolls, and no revocation
+ * list it signs is believed. The portal starts anyway, as another anchor may be good; the
+ * metric vpn_portal_trust_anchor_refused says it too.
+ */
+export function reportRefusedTrustAnchors(check: CertificateCheck, logger: Logger): void {
+  for (const { entry, subject, sha256, refusedBy } of check.trustAnchors)
+    if (refusedBy !== null)
+      logger.error(
+        { option: `enrollment.clientCertificate.trustAnchors[${entry}]`, subject, sha256, rule: refusedBy },
+        `enrollment.clientCertificate.trustAnchors[${entry}]: ${refusedBy} (SHA-256 ${sha256}); it vouches for no device certificate and no revocation list until it is replaced`,
+      );
 }
 
 function readSourceIssuer(pem: string, index: number): CaCertificate[] {
