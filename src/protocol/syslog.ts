@@ -93,9 +93,28 @@ function checkSdName(name: string, what: string): void {
   if (!SD_NAME.test(name) || /[= \]"]/.test(name)) throw new RangeError(`${what} "${name}" is not an RFC 5424 SD-NAME`);
 }
 
-/** A PARAM-VALUE: `"`, `\` and `]` must be escaped with a backslash (RFC 5424 §6.3.3); the rest is UTF-8 as it is. */
+/** Control characters (C0, DEL, C1) and the Unicode line and paragraph separators. */
+const LINE_BREAKING = /[\p{Cc}\u2028\u2029]/gu;
+
+/**
+ * A PARAM-VALUE: `"`, `\` and `]` must be escaped with a backslash (RFC 5424 §6.3.3); the rest is
+ * UTF-8 as it is, except control characters and line separators, percent-encoded as the text has
+ * them (`%0A`): a line break in a user id would otherwise begin a forged second record for every
+ * receiver that splits on lines (a UDP input, a log file a SIEM reads line by line).
+ */
 export function escapeParamValue(value: string): string {
-  return value.replace(/["\\\]]/g, (character) => `\\${character}`);
+  return value
+    .replace(/["\\\]]/g, (character) => `\\${character}`)
+    .replace(LINE_BREAKING, (character) => percentEncoded(character));
+}
+
+/** Each UTF-8 byte of `value` as `%XX`. */
+function percentEncoded(value: string): string {
+  return [...Buffer.from(value, 'utf8')].map(percentByte).join('');
+}
+
+function percentByte(byte: number): string {
+  return `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
 }
 
 /**
@@ -236,10 +255,7 @@ function textValue(value: string | null, max: number): string {
   if (value === '-') return '%2D';
   let encoded = '';
   for (const byte of Buffer.from(value, 'utf8')) {
-    const piece =
-      byte > 0x20 && byte < 0x7f && byte !== 0x25
-        ? String.fromCharCode(byte)
-        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    const piece = byte > 0x20 && byte < 0x7f && byte !== 0x25 ? String.fromCharCode(byte) : percentByte(byte);
     if (encoded.length + piece.length > max) break;
     encoded += piece;
   }

@@ -137,6 +137,19 @@ test('a parameter value escapes ", \\ and ] with a backslash and keeps everythin
   assert.ok(message.includes('user_id="x\\"\\]\\\\y"'), message);
 });
 
+test('a user id with a line break cannot forge a second record: the message stays one line, the break percent-encoded', () => {
+  const forged =
+    '<86>1 2026-11-29T04:18:21.000Z portal.example.org vpn-portal 4242 SESSION_START - vpn session start ' +
+    'user=bob@example.org device=- profile=staff node=0 protocol=wireguard ipv4=10.60.0.9 ipv6=- client=- ' +
+    'connection=x public=- ports=-';
+  const mallory = `mallory\n${forged}\r\u0085\u2028\u0000\u001b[2J\u007f`;
+  const message = sessionMessage({ ...alice, userId: mallory }, origin, at);
+  assert.doesNotMatch(message, /[\p{Cc}\u2028\u2029]/u);
+  assert.equal(message.split(/\r\n|[\n\r\u0085\u2028\u2029]/).length, 1);
+  assert.ok(message.includes(`user_id="mallory%0A<86>1 2026-11-29T04:18:21.000Z `), message);
+  assert.ok(message.includes('ports=-%0D%C2%85%E2%80%A8%00%1B[2J%7F" profile_id="staff"'), message);
+});
+
 test('the text is printable ASCII: spaces, %, a lone - and non-ASCII are percent-encoded, absent values are -', () => {
   const text = sessionText({
     ...alice,
