@@ -102,16 +102,25 @@ export async function removeOutboxRecord(db: Db, recordId: string, leaseToken: s
   return Number(result.numDeletedRows) > 0;
 }
 
-/** No answer: the record is due again at `nextAttemptAt`, and the lease ends. */
+/**
+ * No answer: the record is due again at `nextAttemptAt`, and the lease ends. `cutOff`: the portal
+ * stopped the transmission, which then does not count as an attempt.
+ */
 export async function postponeOutboxRecord(
   db: Db,
   recordId: string,
   leaseToken: string,
   nextAttemptAt: string,
+  options: { readonly cutOff?: boolean } = {},
 ): Promise<boolean> {
   const result = await db
     .updateTable('radius_outbox')
-    .set({ next_attempt_at: nextAttemptAt, lease_until: null, lease_token: null })
+    .set({
+      next_attempt_at: nextAttemptAt,
+      lease_until: null,
+      lease_token: null,
+      ...(options.cutOff === true ? { attempts: sql<number>`attempts - 1` } : {}),
+    })
     .where('record_id', '=', recordId)
     .where('lease_token', '=', leaseToken)
     .executeTakeFirst();

@@ -121,10 +121,13 @@ export async function startFreeRadius(
   const start = async (): Promise<void> => {
     const started = spawn('freeradius', ['-f', '-X', '-d', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
+    // Ready when this run says so: `printed` holds the runs before it too.
+    let thisRun = '';
     const ready = new Promise<void>((resolve, reject) => {
       const onData = (chunk: Buffer): void => {
         printed += chunk.toString();
-        if (printed.includes('Ready to process requests')) resolve();
+        thisRun += chunk.toString();
+        if (thisRun.includes('Ready to process requests')) resolve();
       };
       started.stdout?.on('data', onData);
       started.stderr?.on('data', onData);

@@ -176,11 +176,16 @@ export class RadiusAccountingWorker {
     stopping: boolean,
   ): Promise<void> {
     const now = this.#ctx.clock.now();
-    // Stopping is not the server's fault: the next instance (or this one, restarted) sends at once.
-    const next = stopping ? now : nextTransmissionAt(now, claimed.attempts);
+    // Stopping is not the server's fault: the transmission cut off does not count, and the next
+    // instance (or this one, restarted) sends at once. A record past maxAge is not dropped for
+    // it: its transmission still owed is made first.
+    if (stopping) {
+      await postponeOutboxRecord(this.#ctx.db, claimed.recordId, token, formatAtom(now), { cutOff: true });
+      return;
+    }
+    const next = nextTransmissionAt(now, claimed.attempts);
     if (next > giveUpAt) return this.#drop(claimed, token, `${this.#tooOld(claimed)}; last: ${reason}`);
     await postponeOutboxRecord(this.#ctx.db, claimed.recordId, token, formatAtom(next));
-    if (stopping) return;
     count(this.counts.retried, server.address);
     this.#ctx.logger.warn(
       { server: server.address, record: claimed.recordId, attempt: claimed.attempts, reason },

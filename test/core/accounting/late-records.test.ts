@@ -139,3 +139,51 @@ test("the housekeeping leaves a configured server's records to the worker, howev
   const delay = Number(start['Acct-Delay-Time']);
   assert.ok(delay >= 26 * 3600 && delay < 26 * 3600 + 100, `Acct-Delay-Time ${delay}`);
 });
+
+test('a portal stopped during the one transmission of a late record keeps it: it is sent after the restart, not dropped', async (t) => {
+  const { radius, secretFile } = await radiusServer(t);
+  const clock = shiftedClock();
+  const portal = await startTestPortal({
+    config: {
+      accounting: {
+        radius: { servers: [{ address: `${radius.host}:${radius.port}`, secretFile }], maxAge: 'PT1H' },
+      },
+    },
+    clock,
+  });
+  t.after(() => portal.close());
+  const { ctx } = portal.portal;
+  // The server does not answer while the portal sends the first transmission of a Start two
+  // hours old (the first pass after a long outage), and the portal is stopped meanwhile.
+  await radius.stop();
+  await ctx.events.change(ctx.db, async (_trx, record) =>
+    record({ ...sessionStarted, at: new Date(clock.now().getTime() - 2 * 3_600_000) }),
+  );
+  // The Start's attempts (its Interim-Update, also due, waits beside it).
+  const attempts = async () =>
+    (await ctx.db.selectFrom('radius_outbox').select(['attempts', 'record']).execute())
+      .filter((row) => row.record.includes('"statusType":"Start"'))
+      .map((row) => Number(row.attempts));
+  await until('the first transmission to be under way', async () => (await attempts())[0] === 1, 10_000);
+  await portal.portal.radiusAccounting?.stop();
+  const dropped = (await portal.admin.auditLog({ user_id: 'alice' })).audit_log.filter(
+    (row) => row.call === 'radius_accounting_dropped',
+  );
+  assert.deepEqual(
+    dropped.map((row) => row.detail),
+    [],
+    'a transmission the portal cut off is not the one that went unanswered',
+  );
+  assert.deepEqual(await attempts(), [0], 'the Start waits, its one transmission still owed');
+
+  await radius.start();
+  const worker = new RadiusAccountingWorker(ctx);
+  worker.start();
+  t.after(() => worker.stop());
+  await detailRecord(
+    radius,
+    "alice's Start",
+    (entry) => entry['User-Name'] === 'alice' && entry['Acct-Status-Type'] === 'Start',
+    30_000,
+  );
+});
