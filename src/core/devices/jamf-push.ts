@@ -4,7 +4,8 @@
 // is resumed only when no other reason stands (an administrator's or a compliance suspension stays);
 // `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered with
 // only its serial or only its UDID gets the other). A device is found by its UDID (the portal's
-// `mdm_id`), else its serial; one the event names by its Jamf id alone (as computer group events
+// `mdm_id`), else its serial, and resumed only when the other identifier the event names does not
+// differ from the one it is registered with (another Jamf record sharing its serial); one the event names by its Jamf id alone (as computer group events
 // may) is looked up in Jamf Pro's inventory with the API client of `mdmInventory` when that is
 // Jamf Pro's, before anything changes (Jamf Pro unreachable: 503, nothing changed). Repeated deliveries change nothing (suspending a suspended device
 // and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
@@ -102,7 +103,14 @@ export async function applyJamfEvent(
   for (const named of added) {
     const device = await found(named);
     if (device === undefined) tally.unknown += 1;
-    else if (await resumeForGroup(ctx, device, event.groupName)) tally.resumed += 1;
+    else if (contradicts(device, named)) {
+      counts.unknownDevices += 1;
+      tally.unknown += 1;
+      ctx.logger.warn(
+        { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
+        'Jamf Pro named a device that joined an allowed smart group with an identifier that differs from the device found; not resumed',
+      );
+    } else if (await resumeForGroup(ctx, device, event.groupName)) tally.resumed += 1;
     else tally.unchanged += 1;
   }
   return tally;
@@ -137,6 +145,18 @@ async function withJamfIdentifiers(
     return identifiers === undefined ? device : { jamfId: device.jamfId, ...identifiers };
   };
   return { removed: removed.map(complete), added: added.map(complete) };
+}
+
+/**
+ * Whether the event names the device with a UDID or serial other than the one it is registered
+ * with: another Jamf record sharing one identifier (a virtual machine given the serial of a
+ * suspended laptop), not this device. A resume needs every identifier both name to agree; a
+ * suspension takes the device anyway (a revocation errs on the side of the tunnel going).
+ */
+function contradicts(device: StoredDevice, named: JamfDevice): boolean {
+  const differ = (registered: string | null, told: string | null) =>
+    registered !== null && told !== null && registered.toUpperCase() !== told.toUpperCase();
+  return differ(device.mdmId, named.udid) || differ(device.serial, named.serial);
 }
 
 /** The live device with the UDID as its mdm_id, else with the serial. */

@@ -363,3 +363,37 @@ test("devices named by their Jamf id alone are looked up in Jamf Pro's inventory
   assert.equal(joined.body['resumed'], 2);
   assert.equal((await portal.admin.device(mac.device_id)).state, 'registered');
 });
+
+test("a Jamf record that shares a suspended laptop's serial but has its own UDID joins the group without resuming the laptop", async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const laptop = await register(portal, { serial: 'C02SHARED01', mdm_id: 'UDID-LAPTOP-1' });
+  const left = await deliver(
+    receiver,
+    groupChange('computer', ALLOWED_GROUP, {
+      removed: [{ jssID: 4, udid: 'UDID-LAPTOP-1', serialNumber: 'C02SHARED01' }],
+    }),
+  );
+  assert.equal(left.body['suspended'], 1);
+
+  // A virtual machine enrolled with the laptop's serial meets the group's criteria.
+  const impostor = await deliver(
+    receiver,
+    groupChange('computer', ALLOWED_GROUP, { added: [{ jssID: 9, udid: 'UDID-VM-9', serialNumber: 'C02SHARED01' }] }),
+  );
+  assert.equal(impostor.status, 200);
+  assert.equal(impostor.body['resumed'], 0);
+  assert.equal(impostor.body['unknown'], 1);
+  const still = await portal.admin.device(laptop.device_id);
+  assert.equal(still.state, 'suspended', 'another record with the same serial does not bring the laptop back');
+  assert.equal(still.suspension?.reason, 'jamf-group');
+
+  // The laptop itself joining again, its UDID written in another case, resumes it.
+  const back = await deliver(
+    receiver,
+    groupChange('computer', ALLOWED_GROUP, {
+      added: [{ jssID: 4, udid: 'udid-laptop-1', serialNumber: 'C02SHARED01' }],
+    }),
+  );
+  assert.equal(back.body['resumed'], 1);
+  assert.equal((await portal.admin.device(laptop.device_id)).state, 'registered');
+});
