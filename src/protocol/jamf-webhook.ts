@@ -1,5 +1,6 @@
 // Jamf Pro's webhooks as the portal reads them (Jamf's documented JSON payloads: a `webhook`
-// object naming the event in `webhookEvent`, and the `event` itself): smart group membership
+// object naming the event in `webhookEvent` and the time Jamf Pro made it in `eventTimestamp`,
+// and the `event` itself): smart group membership
 // changes of computers and mobile devices (`jssid` and `name` of the group, the Jamf ids of the
 // devices that joined and left it in `groupAddedDevicesIds` / `groupRemovedDevicesIds`, and,
 // where Jamf includes them, the devices themselves in `groupAddedDevices` / `groupRemovedDevices`
@@ -31,6 +32,8 @@ export type JamfEvent =
       readonly groupName: string;
       readonly added: readonly JamfDevice[];
       readonly removed: readonly JamfDevice[];
+      /** When Jamf Pro made the event (`webhook.eventTimestamp`); null when it does not say. */
+      readonly at: Date | null;
     }
   | {
       readonly kind: 'inventory';
@@ -45,7 +48,11 @@ export class JamfWebhookError extends Error {
 }
 
 const ENVELOPE = z.object({
-  webhook: z.object({ webhookEvent: z.string().min(1).max(200) }),
+  webhook: z.object({
+    webhookEvent: z.string().min(1).max(200),
+    // Milliseconds since 1970, by Jamf Pro's clock; at most what a Date holds.
+    eventTimestamp: z.int().min(0).max(8_640_000_000_000_000).nullish(),
+  }),
   event: z.unknown().refine((event) => event !== undefined),
 });
 
@@ -66,12 +73,15 @@ const INVENTORY = z.record(z.string(), z.unknown());
 /** Reads a webhook's JSON body; throws JamfWebhookError with what is wrong. */
 export function parseJamfWebhook(body: unknown): JamfEvent {
   const envelope = ENVELOPE.safeParse(body);
-  if (!envelope.success)
+  if (!envelope.success) {
+    if (envelope.error.issues.some((issue) => issue.path.join('.') === 'webhook.eventTimestamp'))
+      throw new JamfWebhookError('"webhook.eventTimestamp" must be a whole number of milliseconds since 1970');
     throw new JamfWebhookError('not a Jamf Pro webhook: the body needs "webhook.webhookEvent" and "event"');
+  }
   // Its identifiers are looked up: PostgreSQL refuses a NUL even as a query's parameter.
   const unstorable = unstorableTextIn(body);
   if (unstorable !== null) throw new JamfWebhookError(`the body holds ${unstorable}`);
-  const { webhookEvent } = envelope.data.webhook;
+  const { webhookEvent, eventTimestamp } = envelope.data.webhook;
   const event = envelope.data.event;
   if (isOneOf(JAMF_GROUP_EVENTS, webhookEvent)) {
     const change = GROUP_CHANGE.safeParse(event);
@@ -84,6 +94,7 @@ export function parseJamfWebhook(body: unknown): JamfEvent {
       groupName: change.data.name,
       added: devicesOf(change.data.groupAddedDevicesIds ?? [], change.data.groupAddedDevices ?? []),
       removed: devicesOf(change.data.groupRemovedDevicesIds ?? [], change.data.groupRemovedDevices ?? []),
+      at: eventTimestamp === undefined || eventTimestamp === null ? null : new Date(eventTimestamp),
     };
   }
   if (isOneOf(JAMF_INVENTORY_EVENTS, webhookEvent)) {

@@ -98,6 +98,7 @@ import { liveDeviceCertificates } from './migrations/0054-live-device-certificat
 import { unmappedClientAddresses } from './migrations/0055-unmapped-client-addresses.js';
 import { deviceOtherSuspensions } from './migrations/0056-device-other-suspensions.js';
 import { scimUserNameKeys } from './migrations/0057-scim-user-name-key.js';
+import { deviceJamfEventAt } from './migrations/0058-device-jamf-event-at.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -169,6 +170,7 @@ const migrations: Record<string, Migration> = {
   '0055-unmapped-client-addresses': unmappedClientAddresses,
   '0056-device-other-suspensions': deviceOtherSuspensions,
   '0057-scim-user-name-key': scimUserNameKeys,
+  '0058-device-jamf-event-at': deviceJamfEventAt,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -221,6 +221,21 @@ export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'reg
 }
 
 /**
+ * Records that a Jamf Pro group event of this time (ISO 8601 with milliseconds) is applied to the
+ * device; false, and nothing written, when a newer one was applied already. For the transaction
+ * that has the device's row locked, so that the event applied is the one recorded.
+ */
+export async function claimJamfEvent(db: Db, deviceId: DeviceId, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('devices')
+    .set({ jamf_event_at: at })
+    .where('device_id', '=', deviceId)
+    .where((eb) => eb.or([eb('jamf_event_at', 'is', null), eb('jamf_event_at', '<=', at)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/**
  * Gives a live device the serial or mdm_id it lacks; false when it has one already, is retired,
  * or another live device holds the value (they are unique among live devices). Not for a
  * transaction: on PostgreSQL the write another device won ends the transaction it is in.

@@ -304,6 +304,11 @@ export interface DevicesTable {
    * array of { reason, since, by }, oldest first; null when there are none.
    */
   other_suspensions: string | null;
+  /**
+   * Jamf Pro's time (`webhook.eventTimestamp`, ISO 8601 with milliseconds) of the newest smart
+   * group event applied to it; null before the first. An older event changes nothing.
+   */
+  jamf_event_at: string | null;
 }
 
 /** One change of a device's state (src/storage/device-history.ts). */

@@ -38,6 +38,7 @@ test('a smart group change gives each device once, with the UDID and serial its 
       { jamfId: null, udid: null, serial: 'F2L0002' },
     ],
     removed: [{ jamfId: 7, udid: null, serial: null }],
+    at: new Date(1_764_400_000_000),
   });
 });
 
@@ -92,4 +93,18 @@ test('other event types are named and left alone; a body that is no Jamf webhook
       }),
     /"groupRemovedDevicesIds\.0": /,
   );
+  // The time Jamf Pro made the event orders a device's events: one that is no time is refused.
+  assert.throws(
+    () =>
+      parseJamfWebhook({
+        event: { jssid: 12, name: 'VPN allowed' },
+        webhook: { ...webhook('SmartGroupComputerMembershipChange'), eventTimestamp: '2026-12-03' },
+      }),
+    /^JamfWebhookError: "webhook\.eventTimestamp" must be a whole number of milliseconds since 1970$/,
+  );
+  const undated = parseJamfWebhook({
+    event: { jssid: 12, name: 'VPN allowed' },
+    webhook: { webhookEvent: 'SmartGroupComputerMembershipChange' },
+  });
+  assert.equal(undated.kind === 'group-change' ? undated.at : undefined, null);
 });

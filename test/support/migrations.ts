@@ -54,4 +54,5 @@ export const EXPECTED_MIGRATIONS = [
   '0055-unmapped-client-addresses',
   '0056-device-other-suspensions',
   '0057-scim-user-name-key',
+  '0058-device-jamf-event-at',
 ] as const;

@@ -1,13 +1,16 @@
 // What Jamf Pro's webhooks do to devices: a device that leaves an allowed smart group
 // (`mdmPush.jamf.allowedGroups`) is suspended with reason `jamf-group` (one suspended already for
 // another reason stays suspended for this one too), one that joins it has that reason ended, and
-// is resumed only when no other reason stands (an administrator's or a compliance suspension stays);
-// `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered with
-// only its serial or only its UDID gets the other). A device is found by its UDID (the portal's
-// `mdm_id`), else its serial, and resumed only when the other identifier the event names does not
-// differ from the one it is registered with (another Jamf record sharing its serial); one the event names by its Jamf id alone (as computer group events
-// may) is looked up in Jamf Pro's inventory with the API client of `mdmInventory` when that is
-// Jamf Pro's, before anything changes (Jamf Pro unreachable: 503, nothing changed). Repeated deliveries change nothing (suspending a suspended device
+// is resumed only when no other reason stands (an administrator's or a compliance suspension
+// stays); `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered
+// with only its serial or only its UDID gets the other). A device is found by its UDID (the
+// portal's `mdm_id`), else its serial, and resumed only when the other identifier the event names
+// does not differ from the one it is registered with (another Jamf record sharing its serial);
+// one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
+// Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
+// changes (Jamf Pro unreachable: 503, nothing changed). Each device keeps the time (Jamf Pro's
+// `eventTimestamp`) of the newest group event applied to it, and an older one delivered late or
+// again changes nothing for it. Repeated deliveries change nothing (suspending a suspended device
 // and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
 // and counted, never an error: Jamf would only send it again. The changes are the portal's own
 // (audit key `(portal)`, by `jamf`), as those of the inventory sync.
@@ -15,7 +18,8 @@ import type { JamfPushConfig } from '../../config/portal-config.js';
 import { jamfDevicesById } from '../../mdm-client/jamf.js';
 import type { JamfDevice, JamfEvent } from '../../protocol/jamf-webhook.js';
 import { messageOf } from '../../shared/error-message.js';
-import { fillDeviceIdentifier, findLiveDevice, type StoredDevice } from '../../storage/devices.js';
+import type { Db } from '../../storage/database.js';
+import { claimJamfEvent, fillDeviceIdentifier, findLiveDevice, type StoredDevice } from '../../storage/devices.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
@@ -97,7 +101,7 @@ export async function applyJamfEvent(
   for (const named of removed) {
     const device = await found(named);
     if (device === undefined) tally.unknown += 1;
-    else if (await suspendForGroup(ctx, device, event.groupName)) tally.suspended += 1;
+    else if (await suspendForGroup(ctx, device, event.groupName, event.at)) tally.suspended += 1;
     else tally.unchanged += 1;
   }
   for (const named of added) {
@@ -110,7 +114,7 @@ export async function applyJamfEvent(
         { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
         'Jamf Pro named a device that joined an allowed smart group with an identifier that differs from the device found; not resumed',
       );
-    } else if (await resumeForGroup(ctx, device, event.groupName)) tally.resumed += 1;
+    } else if (await resumeForGroup(ctx, device, event.groupName, event.at)) tally.resumed += 1;
     else tally.unchanged += 1;
   }
   return tally;
@@ -166,13 +170,34 @@ async function findByIdentifiers(ctx: PortalContext, device: JamfDevice): Promis
   return findLiveDevice(ctx.db, 'serial', device.serial);
 }
 
-async function suspendForGroup(ctx: PortalContext, device: StoredDevice, group: string): Promise<boolean> {
+/**
+ * The event's order, checked under the device's row lock: an event Jamf Pro made before the
+ * newest one applied to the device changes nothing. None for an event without a time.
+ */
+function newerThanApplied(device: StoredDevice, at: Date | null): { onlyIf?: (trx: Db) => Promise<boolean> } {
+  return at === null ? {} : { onlyIf: (trx) => claimJamfEvent(trx, device.deviceId, at.toISOString()) };
+}
+
+function logOlder(ctx: PortalContext, device: StoredDevice, group: string, at: Date | null): void {
+  ctx.logger.info(
+    { deviceId: device.deviceId, group, eventTimestamp: at?.toISOString() },
+    'Jamf Pro event older than the newest one applied to the device; ignored for it',
+  );
+}
+
+async function suspendForGroup(
+  ctx: PortalContext,
+  device: StoredDevice,
+  group: string,
+  at: Date | null,
+): Promise<boolean> {
   const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
   const done = await suspendDevice(
     { ...ctx, call, events: ctx.events.forCall(call) },
-    { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR },
+    { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR, ...newerThanApplied(device, at) },
   );
-  if (done.changed)
+  if (done.stale) logOlder(ctx, device, group, at);
+  else if (done.changed)
     ctx.logger.info({ deviceId: device.deviceId, group }, 'device left an allowed Jamf Pro smart group');
   else if (done.reasonAdded)
     ctx.logger.info(
@@ -182,14 +207,21 @@ async function suspendForGroup(ctx: PortalContext, device: StoredDevice, group: 
   return done.changed;
 }
 
-async function resumeForGroup(ctx: PortalContext, device: StoredDevice, group: string): Promise<boolean> {
-  if (device.state !== 'suspended') return false;
+async function resumeForGroup(
+  ctx: PortalContext,
+  device: StoredDevice,
+  group: string,
+  at: Date | null,
+): Promise<boolean> {
+  // A dated event is recorded for a device that is not suspended too: an older "left" delivered after it changes nothing.
+  if (device.state !== 'suspended' && at === null) return false;
   const call = portalCall('resume_device', { device_id: device.deviceId });
   const done = await resumeDevice(
     { ...ctx, call, events: ctx.events.forCall(call) },
-    { deviceId: device.deviceId, by: JAMF_AUTHOR, onlyIfReason: JAMF_GROUP_REASON },
+    { deviceId: device.deviceId, by: JAMF_AUTHOR, onlyIfReason: JAMF_GROUP_REASON, ...newerThanApplied(device, at) },
   );
-  if (done.outcome === 'other-reason' || done.outcome === 'still-suspended')
+  if (done.outcome === 'stale') logOlder(ctx, device, group, at);
+  else if (done.outcome === 'other-reason' || done.outcome === 'still-suspended')
     ctx.logger.info(
       { deviceId: device.deviceId, group, reason: done.device.device.suspension?.reason },
       'device joined an allowed Jamf Pro smart group but stays suspended for another reason',

@@ -58,6 +58,11 @@ export interface SuspendRequest {
    * device suspended already for other reasons stays suspended for this one too.
    */
   readonly byHand?: boolean;
+  /**
+   * Checked under the device's row lock before anything changes: false leaves the device as it
+   * is (outcome `stale`). Jamf Pro's order of events: an older one than the device has seen.
+   */
+  readonly onlyIf?: (trx: Db) => Promise<boolean>;
 }
 
 /**
@@ -77,6 +82,8 @@ export interface ResumeRequest {
    * made since by someone who knew more (another portal instance's newer reading of the MDM).
    */
   readonly onlyIfSuspendedSince?: string;
+  /** As SuspendRequest's: checked under the device's row lock first; false changes nothing (`stale`). */
+  readonly onlyIf?: (trx: Db) => Promise<boolean>;
 }
 
 export interface SuspendOutcome {
@@ -87,6 +94,8 @@ export interface SuspendOutcome {
   readonly revocationId: RevocationId | null;
   /** The device was suspended already, and now stands suspended for this reason too (nothing left the nodes). */
   readonly reasonAdded: boolean;
+  /** The request's `onlyIf` said no: nothing changed. */
+  readonly stale: boolean;
 }
 
 export interface ResumeOutcome {
@@ -95,9 +104,9 @@ export interface ResumeOutcome {
    * `still-suspended`: the suspension it may end ended, but another reason still stands, so the
    * device stays suspended (that one now shown) and nothing goes back on the nodes.
    * `not-suspended` and `other-reason` (another reason, another author than `onlyIfBy`, or another
-   * suspension than `onlyIfSuspendedSince`) changed nothing.
+   * suspension than `onlyIfSuspendedSince`) changed nothing, nor did `stale` (`onlyIf` said no).
    */
-  readonly outcome: 'resumed' | 'still-suspended' | 'not-suspended' | 'other-reason';
+  readonly outcome: 'resumed' | 'still-suspended' | 'not-suspended' | 'other-reason' | 'stale';
 }
 
 const CONTROL_CHARACTERS = /\p{Cc}/u;
@@ -114,8 +123,14 @@ export async function suspendDevice(ctx: PortalContext, request: SuspendRequest)
   const revocationId = newRevocationId(ctx);
   const done = await ctx.events.change(ctx.db, async (trx, announce) => {
     const device = await changeableDevice(ctx, trx, request.deviceId, 'suspend');
+    if (request.onlyIf !== undefined && !(await request.onlyIf(trx)))
+      return { changed: false as const, stale: true, reasonAdded: false, revocationId: null };
     if (device.suspension !== null)
-      return { changed: false as const, ...(await suspendAgain(ctx, trx, device, device.suspension, request, reason)) };
+      return {
+        changed: false as const,
+        stale: false,
+        ...(await suspendAgain(ctx, trx, device, device.suspension, request, reason)),
+      };
     const at = ctx.clock.now();
     // New revisions, after the device's row was locked: newer than anything sent for them before.
     const peers = await stampPeersOfDevice(trx, device.deviceId);
@@ -142,7 +157,7 @@ export async function suspendDevice(ctx: PortalContext, request: SuspendRequest)
       revocationId: receipt,
       configurations,
     });
-    return { changed: true as const, reasonAdded: false, revocationId: receipt, peers, certificates };
+    return { changed: true as const, stale: false, reasonAdded: false, revocationId: receipt, peers, certificates };
   });
   if (done.changed) await takeOffNodes(ctx, request, reason, done);
   return {
@@ -150,6 +165,7 @@ export async function suspendDevice(ctx: PortalContext, request: SuspendRequest)
     changed: done.changed,
     revocationId: done.revocationId,
     reasonAdded: done.reasonAdded,
+    stale: done.stale,
   };
 }
 
@@ -251,6 +267,7 @@ export async function resumeDevice(ctx: PortalContext, request: ResumeRequest): 
   const readAt = readTimeNow(ctx);
   const done = await ctx.events.change(ctx.db, async (trx, announce) => {
     const device = await changeableDevice(ctx, trx, request.deviceId, 'resume');
+    if (request.onlyIf !== undefined && !(await request.onlyIf(trx))) return { outcome: 'stale' as const, peers: [] };
     if (device.suspension === null) return { outcome: 'not-suspended' as const, peers: [] };
     const standing = standingSuspensions(device.suspension);
     const ending = standing.filter((suspension) => endedBy(request, suspension));

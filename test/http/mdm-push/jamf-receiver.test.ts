@@ -397,3 +397,36 @@ test("a Jamf record that shares a suspended laptop's serial but has its own UDID
   assert.equal(back.body['resumed'], 1);
   assert.equal((await portal.admin.device(laptop.device_id)).state, 'registered');
 });
+
+test('a "joined the group" delivery older than the "left" one applied changes nothing, and a newer one resumes', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const mac = await register(portal, { serial: 'C02ORDER01', mdm_id: 'UDID-ORDER-1' });
+  const named = { jssID: 6, udid: 'UDID-ORDER-1', serialNumber: 'C02ORDER01' };
+  // Jamf Pro makes "joined" and then "left" within moments, and delivers them the other way round.
+  const joined = groupChange('computer', ALLOWED_GROUP, { added: [named] });
+  const left = groupChange('computer', ALLOWED_GROUP, { removed: [named] });
+
+  assert.equal((await deliver(receiver, left)).body['suspended'], 1);
+  const late = await deliver(receiver, joined);
+  assert.equal(late.status, 200);
+  assert.equal(late.body['resumed'], 0);
+  assert.equal(late.body['unchanged'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended', 'the older event does not resume it');
+  // The same old delivery sent again later is as old.
+  assert.equal((await deliver(receiver, joined)).body['resumed'], 0);
+  assert.equal((await portal.admin.device(mac.device_id)).suspension?.reason, 'jamf-group');
+
+  // The device joins the group again: a newer event resumes it, and the older "left" sent again changes nothing.
+  assert.equal(
+    (await deliver(receiver, groupChange('computer', ALLOWED_GROUP, { added: [named] }))).body['resumed'],
+    1,
+  );
+  const replayed = await deliver(receiver, left);
+  assert.equal(replayed.body['suspended'], 0);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'registered');
+  assert.deepEqual(await historyOf(portal, mac.device_id), [
+    'registered - secret',
+    'suspended jamf-group jamf',
+    'resumed jamf-group jamf',
+  ]);
+});
