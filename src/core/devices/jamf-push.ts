@@ -4,8 +4,9 @@
 // is resumed only when no other reason stands (an administrator's or a compliance suspension
 // stays); `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered
 // with only its serial or only its UDID gets the other). A device is found by its UDID (the
-// portal's `mdm_id`), else its serial, and resumed only when the other identifier the event names
-// does not differ from the one it is registered with (another Jamf record sharing its serial);
+// portal's `mdm_id`), else its serial (each as written, else in upper or lower case), and resumed
+// only when the other identifier the event names does not differ from the one it is registered
+// with (another Jamf record sharing its serial);
 // one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
 // changes (Jamf Pro unreachable: 503, nothing changed). Each device keeps the time (Jamf Pro's
@@ -163,11 +164,26 @@ function contradicts(device: StoredDevice, named: JamfDevice): boolean {
   return differ(device.mdmId, named.udid) || differ(device.serial, named.serial);
 }
 
-/** The live device with the UDID as its mdm_id, else with the serial. */
+/**
+ * The live device with the UDID as its mdm_id, else with the serial; each as written, else in
+ * upper or lower case (a UDID registered as another tool writes it: a device leaving the group
+ * must not stay on for a letter's case).
+ */
 async function findByIdentifiers(ctx: PortalContext, device: JamfDevice): Promise<StoredDevice | undefined> {
-  const byUdid = device.udid === null ? undefined : await findLiveDevice(ctx.db, 'mdm_id', device.udid);
-  if (byUdid !== undefined || device.serial === null) return byUdid;
-  return findLiveDevice(ctx.db, 'serial', device.serial);
+  return (await findInAnyCase(ctx, 'mdm_id', device.udid)) ?? (await findInAnyCase(ctx, 'serial', device.serial));
+}
+
+async function findInAnyCase(
+  ctx: PortalContext,
+  by: 'serial' | 'mdm_id',
+  value: string | null,
+): Promise<StoredDevice | undefined> {
+  if (value === null) return undefined;
+  for (const spelling of new Set([value, value.toUpperCase(), value.toLowerCase()])) {
+    const found = await findLiveDevice(ctx.db, by, spelling);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /**
@@ -213,7 +229,8 @@ async function resumeForGroup(
   group: string,
   at: Date | null,
 ): Promise<boolean> {
-  // A dated event is recorded for a device that is not suspended too: an older "left" delivered after it changes nothing.
+  // A dated event is recorded for a device that is not suspended too: an older "left"
+  // delivered after it changes nothing.
   if (device.state !== 'suspended' && at === null) return false;
   const call = portalCall('resume_device', { device_id: device.deviceId });
   const done = await resumeDevice(

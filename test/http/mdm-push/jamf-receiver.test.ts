@@ -430,3 +430,18 @@ test('a "joined the group" delivery older than the "left" one applied changes no
     'resumed jamf-group jamf',
   ]);
 });
+
+test('a device registered with its UDID in lower case is suspended when Jamf Pro names it in upper case', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const phone = await register(portal, { mdm_id: '5d8a7e1f0c3b2a49e6f7d8c9b0a1e2f3d4c5b6a7' });
+  const named = { jssID: 3, udid: '5D8A7E1F0C3B2A49E6F7D8C9B0A1E2F3D4C5B6A7' };
+
+  const left = await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { removed: [named] }));
+  assert.equal(left.status, 200);
+  assert.equal(left.body['unknown'], 0);
+  assert.equal(left.body['suspended'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).suspension?.reason, 'jamf-group');
+
+  assert.equal((await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { added: [named] }))).body['resumed'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
+});
