@@ -15,7 +15,8 @@ export interface PostgresCutter {
    * side at once (the server commits; the portal never hears it), `instead-of-forwarding`
    * drops the connection with the COMMIT unsent (the server rolls back). Resolves once cut.
    * Or the connection stays open, silent, until the portal gives up on it and closes it (then
-   * the proxy closes the server's side): `answer-withheld` hands the COMMIT to the server and
+   * the proxy closes the server's side), whatever the server does meanwhile (it ends a
+   * transaction left idle for databaseTimeout): `answer-withheld` hands the COMMIT to the server and
    * never passes its answer on (the server commits), `withheld` never sends the COMMIT (the
    * server rolls back once the connection closes).
    */
@@ -49,8 +50,17 @@ const COMMIT = Buffer.from('commit\0');
 /** The server's ReadyForQuery message ('Z', length 5), ahead of its transaction status byte. */
 const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
 
-/** Tracks a client and its upstream connection in `sockets` while they live; an error on either ends both. Returns what ends both. */
-function joinPair(client: net.Socket, upstream: net.Socket, sockets: Set<net.Socket>): () => void {
+/**
+ * Tracks a client and its upstream connection in `sockets` while they live; an error on either
+ * ends both, but one on the upstream side leaves the client open while `keepsClient()` says so.
+ * Returns what ends both.
+ */
+function joinPair(
+  client: net.Socket,
+  upstream: net.Socket,
+  sockets: Set<net.Socket>,
+  keepsClient: () => boolean = () => false,
+): () => void {
   sockets.add(client);
   sockets.add(upstream);
   const closeBoth = () => {
@@ -58,7 +68,7 @@ function joinPair(client: net.Socket, upstream: net.Socket, sockets: Set<net.Soc
     upstream.destroy();
   };
   client.on('error', closeBoth);
-  upstream.on('error', closeBoth);
+  upstream.on('error', () => (keepsClient() ? upstream.destroy() : closeBoth()));
   client.on('close', () => sockets.delete(client));
   upstream.on('close', () => sockets.delete(upstream));
   return closeBoth;
@@ -71,12 +81,17 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
   let pending: CutRequest | null = null;
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port), target.hostname);
-    const closeBoth = joinPair(client, upstream, sockets);
+    // A COMMIT or its answer withheld: nothing passes either way until the portal closes its side,
+    // not even the server's end of the session. The server ends a transaction left idle for
+    // databaseTimeout (idle_in_transaction_session_timeout) from its last answer, a moment before
+    // the portal stops waiting for the COMMIT it sent after that answer: passed on, that end would
+    // tell the portal, whenever it comes first, that the connection broke before the COMMIT
+    // reached the server, and the change would run again, instead of getting no answer in time.
+    let silent = false;
+    const closeBoth = joinPair(client, upstream, sockets, () => silent);
     // A statement cut after forwarding: the server's answer is held back, and the portal's side
     // dropped once the server said it is ready again (its ReadyForQuery: the statement committed).
     let answerHeld = false;
-    // A COMMIT or its answer withheld: nothing passes either way until the portal closes its side.
-    let silent = false;
     client.on('close', () => {
       if (silent) upstream.end();
     });
@@ -91,7 +106,9 @@ export async function startPostgresCutter(targetUrl: string): Promise<PostgresCu
       }
       if (!client.destroyed) client.write(chunk);
     });
-    upstream.on('end', () => client.end());
+    upstream.on('end', () => {
+      if (!silent) client.end();
+    });
     let buffered = Buffer.alloc(0);
     let startup = true;
     let marked = false;
