@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { timeLimit } from './until.js';
 
 /** The CLI's entry point, run with tsx from the sources. */
 export const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
@@ -45,8 +46,8 @@ export class LoggedProcess {
   }
 
   async waitFor(predicate: (line: LogLine) => boolean, what: string, timeoutMs = 20_000): Promise<LogLine> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
+    const limit = timeLimit(timeoutMs);
+    while (!limit.passed()) {
       const found = this.lines.find(predicate);
       if (found !== undefined) return found;
       if (this.child.exitCode !== null) break;

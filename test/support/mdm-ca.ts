@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import type { TestPortal } from './test-portal.js';
+import { timeLimit } from './until.js';
 
 export interface DeviceCertificateFiles {
   readonly certificate: string;
@@ -440,10 +441,10 @@ export function enrollOverTls(
  * distribution point's first list is awaited is tried again, for up to 30 s.
  */
 export async function enrollOnceListsRead(...request: Parameters<typeof enrollOverTls>): Promise<TlsAnswer> {
-  const end = Date.now() + 30_000;
+  const limit = timeLimit(30_000);
   for (;;) {
     const answer = await enrollOverTls(...request);
-    if (answer.status !== 503 || !/has not been read yet/.test(answer.text) || Date.now() > end) return answer;
+    if (answer.status !== 503 || !/has not been read yet/.test(answer.text) || limit.passed()) return answer;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Namespace } from './netns.js';
+import { timeLimit } from './until.js';
 
 export const CONNECTED = /Initialization Sequence Completed/;
 export const AUTH_FAILED = /AUTH_FAILED/;
@@ -39,8 +40,8 @@ export class OpenVpnClient {
 
   /** Waits until the log matches; fails with the log when the client exits first or time runs out. */
   async waitFor(pattern: RegExp, what: string, timeoutMs = 20_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
+    const limit = timeLimit(timeoutMs);
+    while (!limit.passed()) {
       if (pattern.test(this.#output)) return;
       if (!this.running) break;
       await sleep(50);

@@ -12,6 +12,7 @@ import {
   NODE_API_PATHS,
   type ServerConfigAnswer,
 } from '../../src/protocol/node-api.js';
+import { timeLimit } from './until.js';
 
 /** One entry of server_config's "openvpn" list, as the wire protocol says. */
 export type OpenVpnFileJson = NonNullable<ServerConfigAnswer['openvpn']>[number];
@@ -69,11 +70,11 @@ export class PortalStandIn {
 
   /** Waits until `read()` returns something other than undefined. */
   async waitFor<T>(read: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
+    const limit = timeLimit(timeoutMs);
     for (;;) {
       const value = read();
       if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`the portal stand-in did not see ${what} within ${timeoutMs} ms`);
+      if (limit.passed()) throw new Error(`the portal stand-in did not see ${what} within ${timeoutMs} ms`);
       await sleep(50);
     }
   }

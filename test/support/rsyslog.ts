@@ -13,6 +13,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { freePort } from './free-port.js';
+import { timeLimit } from './until.js';
 
 const run = promisify(execFile);
 
@@ -108,11 +109,11 @@ export async function startRsyslog(options: { readonly tls?: boolean } = {}): Pr
     serverName: SERVER_NAME,
     received,
     async waitFor(count, ms = 20_000) {
-      const end = Date.now() + ms;
+      const limit = timeLimit(ms);
       for (;;) {
         const messages = received();
         if (messages.length >= count) return messages;
-        if (Date.now() > end)
+        if (limit.passed())
           throw new Error(`rsyslog received ${messages.length} of ${count} messages within ${ms} ms\n${output}`);
         await sleep(100);
       }

@@ -47,7 +47,7 @@ export function startSlowClients(options: SlowClientOptions): SlowClients {
     socket.on('error', () => {}); // a refused or reset connection shows as 'close'
     socket.on('data', () => {}); // whatever the server answers is read and ignored
     socket.once('connect', () => {
-      open.set(socket, Date.now());
+      open.set(socket, performance.now());
       socket.write(options.opening(index));
     });
     socket.once('close', () => {
@@ -70,7 +70,7 @@ export function startSlowClients(options: SlowClientOptions): SlowClients {
   return {
     started,
     openLongerThan(ms) {
-      const before = Date.now() - ms;
+      const before = performance.now() - ms;
       let count = 0;
       for (const since of open.values()) if (since <= before) count += 1;
       return count;

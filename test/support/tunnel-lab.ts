@@ -15,7 +15,7 @@ import type { Clock } from '../../src/shared/time.js';
 import { NetnsLab, wireGuardPeers, type Namespace } from './netns.js';
 import { NodeAgentProcess } from './node-agent-process.js';
 import { startTestPortal, type TestPortal } from './test-portal.js';
-import { until } from './until.js';
+import { timeLimit, until } from './until.js';
 
 export const LAB_PROFILE = 'employees';
 /** The node's tunnel address in the lab's default WireGuard range. */
@@ -129,6 +129,12 @@ export interface TunnelLab {
   ): Promise<{ interfaceName: string; publicKey: string; file: string }>;
   /** One ping from the client to `target` (default: the node's tunnel address), waiting up to `seconds`. */
   ping(seconds: number, target?: string): Promise<boolean>;
+  /**
+   * Pings the node's tunnel address, one ping of up to 1 s after the other, until one fails or
+   * `ms` went by (a timeLimit: the wall clock may be stepped meanwhile): whether one failed, and
+   * how long after the call.
+   */
+  untilPingFails(ms: number): Promise<{ readonly failed: boolean; readonly afterMs: number }>;
   close(): Promise<void>;
 }
 
@@ -319,6 +325,20 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
       if (client === null) throw new Error('this lab has no client namespace');
       return client;
     };
+    const ping = async (seconds: number, target = LAB_GATEWAY): Promise<boolean> => {
+      const result = await requireClient().run('ping', [
+        '-c',
+        '1',
+        '-i',
+        '0.2',
+        '-W',
+        '1',
+        '-w',
+        String(seconds),
+        target,
+      ]);
+      return result.exitCode === 0;
+    };
     return {
       lab,
       directory,
@@ -383,19 +403,12 @@ export async function startTunnelLab(options: TunnelLabOptions = {}): Promise<Tu
         const publicKey = (await device.exec('wg', ['show', interfaceName, 'public-key'])).stdout.trim();
         return { interfaceName, publicKey, file };
       },
-      async ping(seconds, target = LAB_GATEWAY) {
-        const result = await requireClient().run('ping', [
-          '-c',
-          '1',
-          '-i',
-          '0.2',
-          '-W',
-          '1',
-          '-w',
-          String(seconds),
-          target,
-        ]);
-        return result.exitCode === 0;
+      ping,
+      async untilPingFails(ms) {
+        const limit = timeLimit(ms);
+        let failed = false;
+        while (!failed && !limit.passed()) failed = !(await ping(1));
+        return { failed, afterMs: limit.elapsedMs() };
       },
       close,
     };

@@ -6,6 +6,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { webhookPayloadSchema, type WebhookPayload } from '../../src/protocol/webhooks.js';
+import { timeLimit } from './until.js';
 
 export interface ReceivedWebhook {
   readonly headers: IncomingHttpHeaders;
@@ -90,9 +91,9 @@ export class WebhookReceiver {
     what: string,
     timeoutMs = 20_000,
   ): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const limit = timeLimit(timeoutMs);
     while (!predicate(this.received)) {
-      if (Date.now() > deadline)
+      if (limit.passed())
         throw new Error(`the receiver did not get ${what} within ${timeoutMs} ms; it got: ${this.types().join(', ')}`);
       await sleep(25);
     }
