@@ -100,7 +100,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     // Before the enrollment listener answers anyone.
     await certificateCheck?.revocationLists.restore();
     const servers = await startServers(ctx, metrics, certificateCheck, teardown);
-    for (const warning of config.secretFileWarnings) logger.warn(warning);
+    for (const warning of config.startWarnings) logger.warn(warning);
     if (!ctx.keys.adminApiEnabled())
       logger.warn(
         `admin API disabled until ${ctx.keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,

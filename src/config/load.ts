@@ -65,10 +65,10 @@ export function resolvePortalConfig(document: unknown, source: string, baseDir: 
 /** Composes the sections, in the order their problems are reported. */
 function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, report: Report): PortalConfig {
   const baseUrl = resolveBaseUrl(raw);
-  const secretFileWarnings: string[] = [];
+  const startWarnings: string[] = [];
   const warnOfSecretFile: WarnOfSecretFile = (option, file) => {
     const warning = secretFileWarning(option, file);
-    if (warning !== null) secretFileWarnings.push(warning);
+    if (warning !== null) startWarnings.push(warning);
   };
   const dataDir = path.resolve(baseDir, raw.dataDir);
   const database = resolveDatabase(raw.database, dataDir, baseDir, report);
@@ -101,7 +101,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),
-    mdmPush: { jamf: resolveJamfPush(raw.mdmPush.jamf, baseDir, report) },
+    mdmPush: { jamf: resolveJamfPush(raw.mdmPush.jamf, baseDir, report, (warning) => startWarnings.push(warning)) },
     connectionLogRetention: mustParseDuration(raw.connectionLogRetention),
     originatingIpRetention: mustParseDuration(raw.originatingIpRetention),
     connectScript: resolveConnectScript(raw, baseDir, report),
@@ -116,7 +116,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
     supportedSessionExpiry: [...new Set([raw.sessionExpiry, ...raw.supportedSessionExpiry])],
     wireGuard: resolveWireGuard(raw.WireGuard, report),
     appleSigning: loadAppleSigning(raw.apple, baseDir, new Date(), report, warnOfSecretFile),
-    secretFileWarnings,
+    startWarnings,
     profiles,
     nodes,
   };

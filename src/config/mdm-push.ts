@@ -4,7 +4,7 @@
 // unauthenticated receiver would let anyone suspend devices.
 import path from 'node:path';
 import type { Report } from './option-checks.js';
-import type { JamfPushConfig } from './portal-config.js';
+import type { JamfGroups, JamfPushConfig } from './portal-config.js';
 import type { ParsedPortalConfig } from './schema.js';
 import { readSecretFile } from './secret-files.js';
 
@@ -14,15 +14,21 @@ export function resolveJamfPush(
   raw: ParsedPortalConfig['mdmPush']['jamf'],
   baseDir: string,
   report: Report,
+  warn: (warning: string) => void,
 ): JamfPushConfig | null {
   if (raw === null) return null;
+  const withoutKind = raw.allowedGroups.filter((group) => typeof group !== 'object');
+  if (withoutKind.length > 0)
+    warn(
+      `${OPTION}.allowedGroups: ${withoutKind.map((group) => JSON.stringify(group)).join(', ')} names no kind of device, so it stands for a computer group and a mobile device group of that ${withoutKind.length === 1 ? 'id or name' : 'id or name each'} (Jamf Pro numbers the two kinds apart): joining either resumes a device; write {"kind": "computer" | "mobileDevice", "id": N} or "name"`,
+    );
   if (raw.basicAuth === undefined && raw.headerAuth === undefined)
     report(OPTION, 'needs basicAuth or headerAuth: an unauthenticated receiver would let anyone suspend devices');
-  const names = raw.allowedGroups.filter((group): group is string => typeof group === 'string');
-  const ids = raw.allowedGroups.filter((group): group is number => typeof group === 'number');
   return {
-    allowedGroupIds: new Set(ids),
-    allowedGroupNames: new Set(names),
+    allowedGroups: {
+      computer: groupsOf(raw.allowedGroups, 'computer'),
+      mobile: groupsOf(raw.allowedGroups, 'mobileDevice'),
+    },
     basicAuth:
       raw.basicAuth === undefined
         ? null
@@ -49,4 +55,21 @@ export function resolveJamfPush(
           },
     allowList: raw.allowList,
   };
+}
+
+type AllowedGroup = NonNullable<ParsedPortalConfig['mdmPush']['jamf']>['allowedGroups'][number];
+
+/** The groups of one kind of device: those named with that kind, and those named with none. */
+function groupsOf(allowed: readonly AllowedGroup[], kind: 'computer' | 'mobileDevice'): JamfGroups {
+  const ids = new Set<number>();
+  const names = new Set<string>();
+  for (const group of allowed) {
+    if (typeof group === 'number') ids.add(group);
+    else if (typeof group === 'string') names.add(group);
+    else if (group.kind === kind) {
+      if (group.id !== undefined) ids.add(group.id);
+      if (group.name !== undefined) names.add(group.name);
+    }
+  }
+  return { ids, names };
 }

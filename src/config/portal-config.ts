@@ -171,10 +171,15 @@ export interface MdmComplianceConfig {
 }
 
 /** `mdmPush.jamf`: Jamf Pro's webhooks at {baseUrl}mdm/jamf, their secrets read at start. */
+/** The smart groups of one kind of device (Jamf Pro numbers each kind's groups apart), by Jamf id and by name. */
+export interface JamfGroups {
+  readonly ids: ReadonlySet<number>;
+  readonly names: ReadonlySet<string>;
+}
+
 export interface JamfPushConfig {
-  /** Smart groups whose members may use the VPN, by Jamf id and by name. */
-  readonly allowedGroupIds: ReadonlySet<number>;
-  readonly allowedGroupNames: ReadonlySet<string>;
+  /** Smart groups whose members may use the VPN, per kind of device; an entry that names no kind is in both. */
+  readonly allowedGroups: { readonly computer: JamfGroups; readonly mobile: JamfGroups };
   readonly basicAuth: { readonly username: string; readonly password: Secret } | null;
   /** `name` in lower case, as Node gives request headers. */
   readonly headerAuth: { readonly name: string; readonly value: Secret } | null;
@@ -335,10 +340,11 @@ export interface PortalConfig {
   /** `apple.signing*`: the material that signs Apple profiles, read and checked at load; null: profiles go out unsigned. */
   readonly appleSigning: ProfileSigningMaterial | null;
   /**
-   * Secret files group or others may read (`enrollment.tls.key`, `apple.signingKey`,
-   * `mdmInventory.clientSecretFile`), one line each naming the option: logged at start.
+   * What the configuration allows but an administrator should hear of, one line each naming the
+   * option, logged at start: secret files group or others may read (`enrollment.tls.key`,
+   * `apple.signingKey`, `mdmInventory.clientSecretFile`), Jamf Pro groups named without their kind.
    */
-  readonly secretFileWarnings: readonly string[];
+  readonly startWarnings: readonly string[];
   readonly profiles: readonly Profile[];
   /** Every node any profile is on, by node number. */
   readonly nodes: ReadonlyMap<NodeNumber, VpnNode>;

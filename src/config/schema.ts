@@ -183,6 +183,18 @@ export const wireGuardSchema = z.strictObject({
     }),
 });
 
+/**
+ * One smart group of `mdmPush.jamf.allowedGroups`, named with its kind: Jamf Pro numbers computer
+ * groups and mobile device groups apart, so computer group 12 and mobile device group 12 are two groups.
+ */
+const jamfGroupOfKind = z
+  .strictObject({
+    kind: z.enum(['computer', 'mobileDevice']),
+    id: z.int().min(1).optional(),
+    name: z.string().min(1).max(255).optional(),
+  })
+  .refine((group) => (group.id === undefined) !== (group.name === undefined), 'needs either "id" or "name", not both');
+
 /** One syslog collector of `accounting.syslog.collectors`. */
 const syslogCollectorSchema = z.strictObject({
   transport: z
@@ -694,11 +706,11 @@ export const portalConfigSchema = z.strictObject({
       jamf: z
         .strictObject({
           allowedGroups: z
-            .array(z.union([z.int().min(1), z.string().min(1).max(255)]))
+            .array(z.union([z.int().min(1), z.string().min(1).max(255), jamfGroupOfKind]))
             .min(1)
             .meta({
               description:
-                'The smart groups whose members may use the VPN: a Jamf group id (a number) or its name (a string). A device leaving one is suspended (reason `jamf-group`), one joining it is resumed (only from that suspension).',
+                'The smart groups whose members may use the VPN: `{"kind": "computer" | "mobileDevice", "id": N}` or `{"kind": …, "name": "…"}`; a bare id (a number) or name (a string) stands for a group of either kind. A device leaving one is suspended (reason `jamf-group`), one joining it is resumed (only from that suspension).',
               see: 'mdm.md#jamf-pro-push',
             }),
           basicAuth: z

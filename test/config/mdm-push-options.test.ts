@@ -1,6 +1,7 @@
 // `mdmPush.jamf`: a receiver without a credential is refused at start (anyone could suspend
 // devices), as are secret files others may read, missing or empty ones, and an empty list of
-// allowed groups; a good section is read as group ids and names and secrets that never print.
+// allowed groups; a good section is read as group ids and names per kind of device (a group
+// named without its kind stands for both, with a warning at start) and secrets that never print.
 import assert from 'node:assert/strict';
 import { chmodSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -51,16 +52,55 @@ test('mdmPush.jamf needs a credential, secret files only the portal may read, an
     /mdmPush\.jamf\.allowedGroups/,
   );
 
+  assert.match(
+    problemsOf({
+      ...defaultTestConfig,
+      mdmPush: { jamf: { ...good, allowedGroups: [{ kind: 'computer', id: 12, name: 'VPN allowed' }] } },
+    }),
+    /mdmPush\.jamf\.allowedGroups.*needs either "id" or "name", not both/,
+  );
+
   const config = resolvePortalConfig(
-    { ...defaultTestConfig, mdmPush: { jamf: { ...good, allowedGroups: [12, 'VPN allowed'] } } },
+    {
+      ...defaultTestConfig,
+      mdmPush: {
+        jamf: {
+          ...good,
+          allowedGroups: [
+            { kind: 'computer', id: 12 },
+            { kind: 'mobileDevice', name: 'VPN allowed phones' },
+          ],
+        },
+      },
+    },
     'portal.json',
   );
   const jamf = config.mdmPush.jamf;
   assert.ok(jamf !== null);
-  assert.deepEqual([...jamf.allowedGroupIds], [12]);
-  assert.deepEqual([...jamf.allowedGroupNames], ['VPN allowed']);
+  assert.deepEqual([...jamf.allowedGroups.computer.ids], [12]);
+  assert.deepEqual([...jamf.allowedGroups.computer.names], []);
+  assert.deepEqual([...jamf.allowedGroups.mobile.ids], [], 'mobile device group 12 is another group');
+  assert.deepEqual([...jamf.allowedGroups.mobile.names], ['VPN allowed phones']);
+  assert.deepEqual(config.startWarnings, []);
   assert.equal(jamf.basicAuth?.password.reveal(), JAMF_PASSWORD, 'the final newline is not part of the password');
   assert.equal(jamf.headerAuth?.name, 'x-jamf-secret');
   assert.doesNotMatch(inspect(jamf, { depth: 5 }) + JSON.stringify(jamf), new RegExp(JAMF_PASSWORD));
   assert.equal(resolvePortalConfig(defaultTestConfig, 'portal.json').mdmPush.jamf, null, 'off unless configured');
+});
+
+test('a Jamf group named without its kind stands for a group of either kind, and the portal says so at start', (t) => {
+  const folder = secretsFolder();
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
+  const config = resolvePortalConfig(
+    { ...defaultTestConfig, mdmPush: { jamf: { ...jamfPushOption(folder), allowedGroups: [12, 'VPN allowed'] } } },
+    'portal.json',
+  );
+  const groups = config.mdmPush.jamf?.allowedGroups;
+  assert.deepEqual([...(groups?.computer.ids ?? [])], [12]);
+  assert.deepEqual([...(groups?.mobile.ids ?? [])], [12]);
+  assert.deepEqual([...(groups?.mobile.names ?? [])], ['VPN allowed']);
+  assert.match(
+    config.startWarnings.join('\n'),
+    /^mdmPush\.jamf\.allowedGroups: 12, "VPN allowed" names no kind of device, .* write \{"kind": "computer" \| "mobileDevice"/,
+  );
 });

@@ -54,7 +54,7 @@ test('an enrollment.tls.key, apple.signingKey or MDM client secret that others m
   const secrets = ['tls.key', 'signer.key', 'intune-secret'];
 
   for (const name of secrets) chmodSync(path.join(dir, name), 0o640);
-  const warnings = loadPortalConfig(file).secretFileWarnings;
+  const warnings = loadPortalConfig(file).startWarnings;
   assert.deepEqual(warnings, [
     `enrollment.tls.key: ${path.join(dir, 'tls.key')} is readable by others (mode 0640); chmod 600 it`,
     `mdmInventory.clientSecretFile: ${path.join(dir, 'intune-secret')} is readable by others (mode 0640); chmod 600 it`,
@@ -62,7 +62,7 @@ test('an enrollment.tls.key, apple.signingKey or MDM client secret that others m
   ]);
 
   for (const name of secrets) chmodSync(path.join(dir, name), 0o600);
-  assert.deepEqual(loadPortalConfig(file).secretFileWarnings, []);
+  assert.deepEqual(loadPortalConfig(file).startWarnings, []);
 });
 
 test('the portal logs each secret file warning at start', async (t) => {

@@ -771,9 +771,9 @@ test('mdmInventory: its secret file is read at start from the configuration file
   assert.equal(loaded.intervalMs, 15 * 60_000);
   assert.deepEqual(loaded.maxRetirePerPass, { kind: 'percent', percent: 5 });
   assert.equal(loaded.matches, 'serial');
-  assert.deepEqual(loadPortalConfig(file).secretFileWarnings, []);
+  assert.deepEqual(loadPortalConfig(file).startWarnings, []);
   chmodSync(path.join(dir, 'intune-secret'), 0o644);
-  assert.match(loadPortalConfig(file).secretFileWarnings.join('\n'), /^mdmInventory\.clientSecretFile: .*chmod 600/);
+  assert.match(loadPortalConfig(file).startWarnings.join('\n'), /^mdmInventory\.clientSecretFile: .*chmod 600/);
   assert.equal(loaded.compliance, null, 'compliance is off unless configured');
 });
 

@@ -10,8 +10,10 @@ export const JAMF_USER = 'jamf-webhook';
 export const JAMF_PASSWORD = 'correct horse battery staple';
 export const JAMF_HEADER = 'X-Jamf-Secret';
 export const JAMF_HEADER_VALUE = 'a-long-random-header-value';
-/** The allowed smart group of the tests: id 12, "VPN allowed". */
+/** The allowed smart group of the tests, a computer group: id 12, "VPN allowed". */
 export const ALLOWED_GROUP = { id: 12, name: 'VPN allowed' } as const;
+
+type JamfPushOption = NonNullable<NonNullable<PortalConfigFile['mdmPush']>['jamf']>;
 
 /** A 0700 folder for the secret files; the test removes it. */
 export function secretsFolder(): string {
@@ -21,8 +23,8 @@ export function secretsFolder(): string {
 /** `mdmPush.jamf` with both kinds of authentication, the secrets in files (0600) of `folder`. */
 export function jamfPushOption(
   folder: string,
-  allowedGroups: (number | string)[] = [ALLOWED_GROUP.id],
-): NonNullable<NonNullable<PortalConfigFile['mdmPush']>['jamf']> {
+  allowedGroups: JamfPushOption['allowedGroups'] = [{ kind: 'computer', id: ALLOWED_GROUP.id }],
+): JamfPushOption {
   const passwordFile = path.join(folder, 'password');
   const valueFile = path.join(folder, 'header');
   writeFileSync(passwordFile, `${JAMF_PASSWORD}\n`, { mode: 0o600 });

@@ -90,10 +90,11 @@ export async function applyJamfEvent(
     const refreshed = await refreshIdentifiers(ctx, device, event.device);
     return { ...outcome, refreshed: refreshed ? 1 : 0, unchanged: refreshed ? 0 : 1 };
   }
-  if (!config.allowedGroupIds.has(event.groupId) && !config.allowedGroupNames.has(event.groupName)) {
+  const allowed = config.allowedGroups[event.devices];
+  if (!allowed.ids.has(event.groupId) && !allowed.names.has(event.groupName)) {
     ctx.logger.debug(
-      { webhookEvent: event.webhookEvent, groupId: event.groupId, groupName: event.groupName },
-      'Jamf Pro smart group change of a group not in mdmPush.jamf.allowedGroups; ignored',
+      { webhookEvent: event.webhookEvent, devices: event.devices, groupId: event.groupId, groupName: event.groupName },
+      'Jamf Pro smart group change of a group not in mdmPush.jamf.allowedGroups (for its kind of device); ignored',
     );
     return { ...outcome, handled: 'ignored' };
   }

@@ -38,7 +38,13 @@ async function jamfPortal(
 ): Promise<{ portal: TestPortal; receiver: string }> {
   const folder = secretsFolder();
   t.after(() => rmSync(folder, { recursive: true, force: true }));
-  const option = { ...jamfPushOption(folder, [ALLOWED_GROUP.id, MOBILE_GROUP.name]), ...jamf };
+  const option = {
+    ...jamfPushOption(folder, [
+      { kind: 'computer', id: ALLOWED_GROUP.id },
+      { kind: 'mobileDevice', name: MOBILE_GROUP.name },
+    ]),
+    ...jamf,
+  };
   const clientSecretFile = path.join(folder, 'client-secret');
   writeFileSync(clientSecretFile, STAND_IN_CLIENT_SECRET, { mode: 0o600 });
   const mdmInventory = inventory === null ? null : { ...inventory.jamfConfig(clientSecretFile), interval: 'P1D' };
@@ -443,5 +449,31 @@ test('a device registered with its UDID in lower case is suspended when Jamf Pro
   assert.equal((await portal.admin.device(phone.device_id)).suspension?.reason, 'jamf-group');
 
   assert.equal((await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { added: [named] }))).body['resumed'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
+});
+
+test("a mobile device group that shares the allowed computer group's id neither suspends nor resumes a phone", async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const phone = await register(portal, { serial: 'F2LPHONE12', mdm_id: 'UDID-PHONE-12' });
+  const named = { jssID: 8, udid: 'UDID-PHONE-12', serialNumber: 'F2LPHONE12' };
+  assert.equal(
+    (await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { removed: [named] }))).body['suspended'],
+    1,
+  );
+
+  // Jamf Pro numbers mobile device groups apart from computer groups: its mobile device group 12
+  // ("All iPhones") is not the allowed computer group 12.
+  const namesake = { id: ALLOWED_GROUP.id, name: 'All iPhones' };
+  const joined = await deliver(receiver, groupChange('mobile', namesake, { added: [named] }));
+  assert.equal(joined.status, 200);
+  assert.equal(joined.body['handled'], 'ignored');
+  assert.equal(joined.body['resumed'], 0);
+  const still = await portal.admin.device(phone.device_id);
+  assert.equal(still.state, 'suspended', "joining another kind's group 12 does not bring the phone back");
+  assert.equal(still.suspension?.reason, 'jamf-group');
+
+  assert.equal((await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { added: [named] }))).body['resumed'], 1);
+  const left = await deliver(receiver, groupChange('mobile', namesake, { removed: [named] }));
+  assert.equal(left.body['handled'], 'ignored');
   assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
 });
