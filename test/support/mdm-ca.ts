@@ -83,23 +83,7 @@ export class MdmCa {
       '-out',
       'issuing.csr',
     ]);
-    ca.#openssl([
-      'x509',
-      '-req',
-      '-in',
-      'issuing.csr',
-      '-CA',
-      'root.pem',
-      '-CAkey',
-      'root.key',
-      '-CAcreateserial',
-      '-days',
-      '30',
-      '-extfile',
-      'ca.ext',
-      '-out',
-      'issuing.pem',
-    ]);
+    ca.#signIssuingCsr('ca.ext', 'issuing.pem');
     writeFileSync(path.join(directory, 'index.txt'), '');
     writeFileSync(path.join(directory, 'crlnumber'), '01\n');
     writeFileSync(
@@ -188,6 +172,12 @@ export class MdmCa {
    */
   reissueIssuingCa(file: string, extensions: readonly string[]): string {
     writeFileSync(path.join(this.directory, `${file}.ext`), `${extensions.join('\n')}\n`);
+    this.#signIssuingCsr(`${file}.ext`, `${file}.pem`);
+    return path.join(this.directory, `${file}.pem`);
+  }
+
+  /** The issuing CA's request signed by the root for 30 days, with the extensions of `extFile`, into `outFile`. */
+  #signIssuingCsr(extFile: string, outFile: string): void {
     this.#openssl([
       'x509',
       '-req',
@@ -201,11 +191,10 @@ export class MdmCa {
       '-days',
       '30',
       '-extfile',
-      `${file}.ext`,
+      extFile,
       '-out',
-      `${file}.pem`,
+      outFile,
     ]);
-    return path.join(this.directory, `${file}.pem`);
   }
 
   /**

@@ -48,7 +48,8 @@ async function radiusServer(t: TestContext): Promise<{ radius: FreeRadius; secre
   return { radius, secretFile };
 }
 
-test('a session that began while the portal was down (longer than maxAge) still reaches a server that answers', async (t) => {
+/** A portal sending to the test's FreeRADIUS with a maxAge of one hour, on a clock the story can shift. */
+async function lateRecordsPortal(t: TestContext) {
   const { radius, secretFile } = await radiusServer(t);
   const clock = shiftedClock();
   const portal = await startTestPortal({
@@ -60,7 +61,11 @@ test('a session that began while the portal was down (longer than maxAge) still 
     clock,
   });
   t.after(() => portal.close());
-  const { ctx } = portal.portal;
+  return { radius, clock, portal, ctx: portal.portal.ctx };
+}
+
+test('a session that began while the portal was down (longer than maxAge) still reaches a server that answers', async (t) => {
+  const { radius, clock, portal, ctx } = await lateRecordsPortal(t);
 
   // The device has been online for two hours, through the portal's outage; the first pass after
   // it dates the session by its first handshake, as the docs say.
@@ -141,18 +146,7 @@ test("the housekeeping leaves a configured server's records to the worker, howev
 });
 
 test('a portal stopped during the one transmission of a late record keeps it: it is sent after the restart, not dropped', async (t) => {
-  const { radius, secretFile } = await radiusServer(t);
-  const clock = shiftedClock();
-  const portal = await startTestPortal({
-    config: {
-      accounting: {
-        radius: { servers: [{ address: `${radius.host}:${radius.port}`, secretFile }], maxAge: 'PT1H' },
-      },
-    },
-    clock,
-  });
-  t.after(() => portal.close());
-  const { ctx } = portal.portal;
+  const { radius, clock, portal, ctx } = await lateRecordsPortal(t);
   // The server does not answer while the portal sends the first transmission of a Start two
   // hours old (the first pass after a long outage), and the portal is stopped meanwhile.
   await radius.stop();
