@@ -116,7 +116,7 @@ export const param = {
     .min(1)
     .max(16 * 1024),
   // Parameters of this portal's extensions (connection_log, stats, audit_log).
-  /** An ISO 8601 date (`2026-03-01`, midnight UTC) or date-time with `Z` or an offset; as ATOM (UTC). */
+  /** An ISO 8601 date (`2026-03-01`, midnight UTC) or date-time (hours 00–23) with `Z` or an offset; as ATOM (UTC). */
   timestamp: z
     .string()
     .regex(/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d))?$/)

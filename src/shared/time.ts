@@ -24,11 +24,17 @@ export function isCalendarDay(text: string): boolean {
 /**
  * A time of a day that exists whose UTC time has a four-digit year: ATOM writes no other, and
  * the database compares times as text (`+010000-…`, past 9999 by an offset, sorts before every
- * time).
+ * time). Hour 24, which Date reads as the next midnight, is no time of the day written: a
+ * moment given as `2026-03-01T24:00` would be answered for 2 March.
  */
 export function isAtomTime(text: string): boolean {
   const time = Date.parse(text);
-  return Number.isFinite(time) && isCalendarDay(text.slice(0, 10)) && /^\d{4}-/.test(new Date(time).toISOString());
+  return (
+    Number.isFinite(time) &&
+    isCalendarDay(text.slice(0, 10)) &&
+    text.slice(11, 13) !== '24' &&
+    /^\d{4}-/.test(new Date(time).toISOString())
+  );
 }
 
 /** RFC 7231 IMF-fixdate, as used by the `Expires` header. */

@@ -383,6 +383,8 @@ test('a look-up is audited with its reason and whom it found; one without a reas
     [{ ip: 'fd44::7', port: '2000', at: '2026-03-01T09:00:00Z', reason: 'r' }, /with "port", the public IPv4 address/],
     [{ ip: '192.0.2.10', port: '2000', reason: 'r' }, /missing query parameter "at"/],
     [{ ip: '192.0.2.300', at: '2026-03-01T09:00:00Z', reason: 'r' }, /invalid value for "ip"/],
+    [{ ip: '10.44.0.7', at: '2026-03-01T24:00Z', reason: 'r' }, /invalid value for "at": "2026-03-01T24:00Z" is not/],
+    [{ ip: '10.44.0.7', at: '2026-02-28T24:00:00+01:00', reason: 'r' }, /invalid value for "at"/],
   ];
   for (const [query, message] of refusals) {
     const response = await portal.get('/attribution', query, bearer(reader));
