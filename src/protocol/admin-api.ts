@@ -109,7 +109,7 @@ export const attributionAnswer = z.object({
   sessions: z
     .array(attributedSessionSchema)
     .describe(
-      'the sessions that held the address then, newest first: one through NAT; by a client address, one per session behind it',
+      'the sessions that held the address then, newest first: through NAT, one (two when one user reconnected within the second asked about: the session begun in it and the one ended in it; another user within that second answers 409); by a tunnel address, every session that held it in that second; by a client address, one per session behind it',
     ),
 });
 export type AttributionAnswer = z.infer<typeof attributionAnswer>;

@@ -4,7 +4,9 @@
 // that held it at that moment. A tunnel address or a client's own address is looked up as
 // `connection_log?ip=&at=` does. A node that masquerades then cannot be read backwards: the
 // answer says so (409) instead of guessing, and so does an address two nodes' mappings claimed at
-// once (one of them is wrong, and the portal cannot tell which). Only the sessions of the key's profiles are found.
+// once (one of them is wrong, and the portal cannot tell which), and so does a client address
+// that passed from one user to another within the second asked about (times are kept to the
+// second). Only the sessions of the key's profiles are found.
 import { DeterministicNat, FIRST_NAT_PORT } from '../../net/deterministic-nat.js';
 import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
@@ -90,6 +92,7 @@ async function throughNat(
     at: query.at,
     nodeNumber: translation.node_number as NodeNumber,
   });
+  if (new Set(entries.map((entry) => entry.user_id)).size > 1) throw changedHands(translation, query, entries);
   if (entries.length > 0) return { at: query.at, translation, sessions: await withDevices(ctx, entries) };
   throw new PortalError(
     'no-such-session',
@@ -109,6 +112,34 @@ function sharedAddress(
     `more than one node had a NAT mapping with ${publicAddress} at ${query.at}, so port ${query.port} cannot be ` +
       `traced to one client (${candidates}): check which node really uses the address, then ask by that ` +
       'client address (without "port")',
+  );
+}
+
+/**
+ * 409 naming every candidate session: the client address passed from one user's session to
+ * another's within the second asked about. Times are kept to the second (the connection log
+ * and a report alike), so the session that ended in that second and the one that began in it
+ * both held the address then, and which of them sent the reported packet cannot be known.
+ * Sessions of one user (a reconnect) name that user, and are answered.
+ */
+function changedHands(
+  translation: Translation,
+  query: AttributionQuery & { readonly port: number },
+  entries: readonly ConnectionLogEntry[],
+): PortalError {
+  const candidates = entries
+    .map(
+      (entry) =>
+        `${entry.user_id} (connection ${entry.connection_id}, from ${entry.connected_at}` +
+        `${entry.disconnected_at === null ? ', still open' : ` until ${entry.disconnected_at}`})`,
+    )
+    .join('; ');
+  return new PortalError(
+    'conflict',
+    `the client address ${translation.client_ip} on node ${translation.node_number} passed from one session to ` +
+      `another within ${query.at} (the client of port ${query.port} of ${translation.public_address}), and session ` +
+      `times are kept to the second, so the report cannot be traced to one user (${candidates}): ask about ` +
+      'another moment of the reported activity',
   );
 }
 

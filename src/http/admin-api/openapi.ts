@@ -91,6 +91,16 @@ function responsesOf(route: AdminRoute): Record<string, unknown> {
           '406': jsonResponse('No configuration format in common between the Accept header and the profile'),
         }
       : {}),
+    ...(route.path === '/attribution'
+      ? {
+          '404': jsonResponse(
+            "No session of the key's profiles held the address then, no node used the public address, or the port is outside every client's block",
+          ),
+          '409': jsonResponse(
+            "Not traceable to one user, and no one is named: the node masqueraded, two nodes' mappings had the public address, or the client address passed from one user to another within the second asked about (the error names the candidates)",
+          ),
+        }
+      : {}),
     ...(route.handsOut === undefined ? {} : { '410': jsonResponse(handOutGoneDoc(route.handsOut.kind)) }),
   };
 }

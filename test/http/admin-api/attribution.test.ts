@@ -3,7 +3,8 @@
 // tested in test/core/nodes/nat-history.test.ts), and the sessions as the connection-log listener
 // writes them. An abuse report's public address, port and moment answer the session that held
 // the client address then, through the mapping in force then; a port outside every block, an
-// address nobody held or a node that masqueraded answer why not; every look-up is audited with
+// address nobody held, a node that masqueraded or a second in which the client address passed
+// to another user answer why not; every look-up is audited with
 // its reason, and a key limited to some profiles finds only their users.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -309,6 +310,85 @@ test('when two nodes’ mappings claim the same public address at once, attribut
     ['alice'],
     'each candidate’s client address still answers',
   );
+});
+
+test('when a client address passes from one user to another within one second, that second through NAT names no one and answers 409 with both', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  // Times are kept to the second: grace's session ended in the second heidi's began.
+  await recordSessions(portal, [
+    {
+      user: 'grace',
+      key: 'g1',
+      four: '10.44.0.30',
+      six: 'fd44::1e',
+      from: '198.51.100.7',
+      start: '2026-03-01T14:00:00Z',
+      end: '2026-03-01T15:00:00.200Z',
+    },
+    {
+      user: 'heidi',
+      key: 'h1',
+      four: '10.44.0.30',
+      six: 'fd44::1e',
+      from: '198.51.100.8',
+      start: '2026-03-01T15:00:00.700Z',
+      end: null,
+    },
+  ]);
+  const port = portOf(AFTERNOON, '10.44.0.30', 3);
+
+  const { response } = await attribute(portal, { ...port, at: '2026-03-01T15:00:00Z' });
+  assert.equal(response.status, 409, `neither grace nor heidi is named: ${response.text}`);
+  const { error } = response.json() as { error: string };
+  assert.match(error, /10\.44\.0\.30 on node 0 passed from one session to another within 2026-03-01T15:00:00\+00:00/);
+  assert.match(error, /heidi \(connection h1, from 2026-03-01T15:00:00\+00:00, still open\)/, 'the newer candidate');
+  assert.match(
+    error,
+    /grace \(connection g1, from 2026-03-01T14:00:00\+00:00 until 2026-03-01T15:00:00\+00:00\)/,
+    'the older candidate',
+  );
+  const [row] = await auditLog(portal, 1);
+  assert.deepEqual([row?.call, row?.status, row?.userId], ['attribution', 409, null], 'the audit row names no one');
+
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T14:59:59Z' }), ['grace'], 'the second before');
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T15:00:01Z' }), ['heidi'], 'the second after');
+  assert.deepEqual(
+    await whoHad(portal, { ip: '10.44.0.30', at: '2026-03-01T15:00:00Z' }),
+    ['heidi', 'grace'],
+    'by the tunnel address, every session that held it in that second is listed',
+  );
+});
+
+test('when one user reconnects within one second on the same client address, attribution through NAT names that user with both sessions', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  const reconnect = {
+    user: 'ivan',
+    key: 'i1',
+    four: '10.44.0.31',
+    six: 'fd44::1f',
+    from: '198.51.100.9',
+  };
+  await recordSessions(portal, [
+    { ...reconnect, start: '2026-03-01T14:00:00Z', end: '2026-03-01T15:00:00Z' },
+    { ...reconnect, from: '198.51.100.10', start: '2026-03-01T15:00:00Z', end: null },
+  ]);
+  const { response, answer } = await attribute(portal, {
+    ...portOf(AFTERNOON, '10.44.0.31'),
+    at: '2026-03-01T15:00:00Z',
+  });
+  assert.equal(response.status, 200, response.text);
+  assert.deepEqual(
+    answer.sessions.map((session) => [session.user_id, session.connection_id]),
+    [
+      ['ivan', 'i1'],
+      ['ivan', 'i1'],
+    ],
+    'the session begun in that second first, then the one ended in it',
+  );
+  const [row] = await auditLog(portal, 1);
+  assert.equal(row?.userId, 'ivan', 'the audit row names the one user');
 });
 
 test('without a port, a tunnel address (IPv4 or IPv6) or the client’s own address answers as connection_log does', async (t) => {
