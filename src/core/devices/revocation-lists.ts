@@ -359,8 +359,13 @@ export class RevocationListRefresher {
         }
         await this.#pin(source.location, this.#namedIssuers[index] !== null, pins.get(source.location) ?? null, crl);
         this.#putInForce(index, crl, sha256);
-        this.#lent[index] = null;
-        this.#verifier.lendCrl(index, null);
+        // The loan ends only with a list of its CA at least as new: an older one (a mirror that
+        // has not caught up, an old list served again) lacks revocations the loan has.
+        const lent = this.#lent[index] ?? null;
+        if (lent !== null && lent.issuer === crl.issuer && lent.thisUpdate <= crl.thisUpdate) {
+          this.#lent[index] = null;
+          this.#verifier.lendCrl(index, null);
+        }
         if (this.#errors[index] !== null)
           this.#ctx.logger.info({ crl: source.location }, 'certificate revocation list read again');
         this.#errors[index] = null;
@@ -387,7 +392,8 @@ export class RevocationListRefresher {
    * keep enrollment waiting for ever, and one whose list in force is older would let a
    * certificate that only this list revokes through. It is held beside the list in force, never
    * in its place, retires nothing, keeps to the CA of the list lent first and is never older than
-   * it or the list in force (either would undo a revocation at enrollment).
+   * it or the list in force (either would undo a revocation at enrollment), and it ends only when
+   * a list of its CA at least as new is believed.
    */
   #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
     if (notCurrent(crl, now) !== null) return;

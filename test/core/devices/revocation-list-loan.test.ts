@@ -1,0 +1,77 @@
+// A revocation list lent to enrollment (one the refresher cannot believe yet, because its CA is not
+// known) keeps checking the chains presented until a list at least as new is believed from its
+// source: an older list of the same CA believed meanwhile (a distribution point's mirror that has
+// not caught up, an old list served again) does not take the loan's revocations away.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import {
+  CrlServer,
+  MdmCa,
+  assertEnrollmentRefusedAsRevoked,
+  enrollOverTls,
+  type DeviceCertificateFiles,
+  tlsEnrollUrl,
+} from '../../support/mdm-ca.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
+
+async function metricsOf(portal: TestPortal): Promise<string> {
+  return (await fetch(portal.portal.metricsUrl ?? '')).text();
+}
+
+describe('a list lent to enrollment, then an older list of its CA believed', () => {
+  const HOUR_MS = 3_600_000;
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal | undefined;
+  let served: string;
+  let older: string;
+  let revoked: DeviceCertificateFiles;
+  let kept: DeviceCertificateFiles;
+
+  before(async () => {
+    ca = MdmCa.make('Loaned');
+    revoked = ca.device('revoked', { cn: 'revoked', uri: 'urn:mdm:serial:LOAN-REVOKED' });
+    kept = ca.device('kept', { cn: 'kept', uri: 'urn:mdm:serial:LOAN-KEPT' });
+    // Made an hour ago, before the revocation, and still current: what a mirror behind serves.
+    older = ca.writeCrl({ thisUpdate: new Date(Date.now() - HOUR_MS), file: 'older.crl' });
+    served = ca.revoke(revoked.certificate);
+    crls = await CrlServer.start(() => served);
+    // No intermediate configured: the issuing CA is known only once a chain of it enrolls.
+    portal = await startTestPortal({
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('a certificate only the lent list revokes stays refused after the older list is put in force', async () => {
+    assert.ok(portal);
+    const running = portal;
+    await until(
+      'the newer list refused while its CA is not known, and lent',
+      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metricsOf(running)),
+      30_000,
+    );
+    served = older;
+    for (const serial of ['LOAN-REVOKED', 'LOAN-KEPT'])
+      await running.admin.registerDevice({ user_id: 'lena', profile_id: 'employees', platform: 'linux', serial });
+    const url = tlsEnrollUrl(running);
+    await assertEnrollmentRefusedAsRevoked(url, ca, revoked, 'now');
+    // A chain of the CA enrolls: the CA is known, and the older list is believed.
+    const enrolled = await enrollOverTls(url, ca, kept, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(enrolled.status, 200, enrolled.text);
+    await until(
+      'the older list in force',
+      async () => (await metricsOf(running)).includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 0`),
+      30_000,
+    );
+    assert.ok((await metricsOf(running)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 0`));
+    await assertEnrollmentRefusedAsRevoked(url, ca, revoked, 'now');
+  });
+});
