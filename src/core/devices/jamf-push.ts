@@ -11,7 +11,8 @@
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
 // changes (Jamf Pro unreachable: 503, nothing changed). Each device keeps the time (Jamf Pro's
 // `eventTimestamp`) of the newest group event applied to it, and an older one delivered late or
-// again changes nothing for it. Repeated deliveries change nothing (suspending a suspended device
+// again changes nothing for it; one dated ahead of the portal's clock orders nothing and resumes
+// nothing. Repeated deliveries change nothing (suspending a suspended device
 // and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
 // and counted, never an error: Jamf would only send it again. The changes are the portal's own
 // (audit key `(portal)`, by `jamf`), as those of the inventory sync.
@@ -30,6 +31,11 @@ import { resumeDevice, suspendDevice } from './suspension.js';
 export const JAMF_GROUP_REASON = 'jamf-group';
 /** Who suspends and resumes, in the device's history. */
 const JAMF_AUTHOR = 'jamf';
+/**
+ * How far ahead of the portal's clock Jamf Pro's may be. An event dated further ahead cannot be
+ * put in order: it resumes nothing, and its time orders no later event.
+ */
+const JAMF_CLOCK_SKEW_MS = 5 * 60_000;
 
 /** What the receiver counted since the portal started (the metrics read it). */
 export class JamfPushCounts {
@@ -116,6 +122,12 @@ export async function applyJamfEvent(
         { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
         'Jamf Pro named a device that joined an allowed smart group with an identifier that differs from the device found; not resumed',
       );
+    } else if (event.at !== null && isAhead(ctx, event.at)) {
+      tally.unchanged += 1;
+      ctx.logger.warn(
+        { deviceId: device.deviceId, group: event.groupName, eventTimestamp: event.at.toISOString() },
+        "Jamf Pro dated an event of a device joining an allowed smart group ahead of the portal's clock; not resumed (check both clocks)",
+      );
     } else if (await resumeForGroup(ctx, device, event.groupName, event.at)) tally.resumed += 1;
     else tally.unchanged += 1;
   }
@@ -191,8 +203,19 @@ async function findInAnyCase(
  * The event's order, checked under the device's row lock: an event Jamf Pro made before the
  * newest one applied to the device changes nothing. None for an event without a time.
  */
-function newerThanApplied(device: StoredDevice, at: Date | null): { onlyIf?: (trx: Db) => Promise<boolean> } {
-  return at === null ? {} : { onlyIf: (trx) => claimJamfEvent(trx, device.deviceId, at.toISOString()) };
+function newerThanApplied(
+  ctx: PortalContext,
+  device: StoredDevice,
+  at: Date | null,
+): { onlyIf?: (trx: Db) => Promise<boolean> } {
+  if (at === null) return {};
+  const notAfter = new Date(ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS).toISOString();
+  return { onlyIf: (trx) => claimJamfEvent(trx, device.deviceId, at.toISOString(), notAfter) };
+}
+
+/** Whether Jamf Pro dated the event further ahead of the portal's clock than the clocks may differ. */
+function isAhead(ctx: PortalContext, at: Date): boolean {
+  return at.getTime() > ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS;
 }
 
 function logOlder(ctx: PortalContext, device: StoredDevice, group: string, at: Date | null): void {
@@ -211,7 +234,7 @@ async function suspendForGroup(
   const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
   const done = await suspendDevice(
     { ...ctx, call, events: ctx.events.forCall(call) },
-    { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR, ...newerThanApplied(device, at) },
+    { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR, ...newerThanApplied(ctx, device, at) },
   );
   if (done.stale) logOlder(ctx, device, group, at);
   else if (done.changed)
@@ -236,7 +259,12 @@ async function resumeForGroup(
   const call = portalCall('resume_device', { device_id: device.deviceId });
   const done = await resumeDevice(
     { ...ctx, call, events: ctx.events.forCall(call) },
-    { deviceId: device.deviceId, by: JAMF_AUTHOR, onlyIfReason: JAMF_GROUP_REASON, ...newerThanApplied(device, at) },
+    {
+      deviceId: device.deviceId,
+      by: JAMF_AUTHOR,
+      onlyIfReason: JAMF_GROUP_REASON,
+      ...newerThanApplied(ctx, device, at),
+    },
   );
   if (done.outcome === 'stale') logOlder(ctx, device, group, at);
   else if (done.outcome === 'other-reason' || done.outcome === 'still-suspended')

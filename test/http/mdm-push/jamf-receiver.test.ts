@@ -477,3 +477,49 @@ test("a mobile device group that shares the allowed computer group's id neither 
   assert.equal(left.body['handled'], 'ignored');
   assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
 });
+
+/** `delivery` as Jamf Pro would send it with its clock at `at`. */
+function datedAt(delivery: unknown, at: number): unknown {
+  const body = delivery as { webhook: Record<string, unknown> };
+  return { ...body, webhook: { ...body.webhook, eventTimestamp: at } };
+}
+
+test('a "joined the group" delivery dated ahead of the portal\'s clock resumes nothing, and the "left" deliveries after it still suspend', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const mac = await register(portal, { serial: 'C02AHEAD01', mdm_id: 'UDID-AHEAD-1' });
+  const named = { jssID: 8, udid: 'UDID-AHEAD-1', serialNumber: 'C02AHEAD01' };
+  const aYearAhead = Date.now() + 365 * 86_400_000;
+
+  // Jamf Pro's clock a year ahead (set wrong, then put right): its "joined" must not stand
+  // above every later event of the device.
+  const ahead = await deliver(
+    receiver,
+    datedAt(groupChange('computer', ALLOWED_GROUP, { added: [named] }), aYearAhead),
+  );
+  assert.equal(ahead.status, 200);
+  const left = await deliver(receiver, groupChange('computer', ALLOWED_GROUP, { removed: [named] }));
+  assert.equal(left.body['suspended'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended');
+
+  // Nor does one dated ahead resume a suspended device.
+  const again = await deliver(
+    receiver,
+    datedAt(groupChange('computer', ALLOWED_GROUP, { added: [named] }), aYearAhead),
+  );
+  assert.equal(again.status, 200);
+  assert.equal(again.body['resumed'], 0);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended');
+  // A "left" dated ahead still suspends, and a "joined" made after it by a clock put right resumes.
+  await portal.admin.resumeDevice(mac.device_id);
+  const leftAhead = await deliver(
+    receiver,
+    datedAt(groupChange('computer', ALLOWED_GROUP, { removed: [named] }), aYearAhead),
+  );
+  assert.equal(leftAhead.body['suspended'], 1);
+  const joined = await deliver(
+    receiver,
+    datedAt(groupChange('computer', ALLOWED_GROUP, { added: [named] }), Date.now()),
+  );
+  assert.equal(joined.body['resumed'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'registered');
+});
