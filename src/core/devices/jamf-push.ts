@@ -106,10 +106,13 @@ export async function applyJamfEvent(
   }
   const { removed, added } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
   const tally = { ...outcome };
+  // Dated ahead of the portal's clock: not in order with anything, so a "left" suspends without
+  // being put in order (nor recorded: its time would order nothing), and a "joined" resumes nothing.
+  const ahead = event.at !== null && event.at.getTime() > ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS;
   for (const named of removed) {
     const device = await found(named);
     if (device === undefined) tally.unknown += 1;
-    else if (await suspendForGroup(ctx, device, event.groupName, event.at)) tally.suspended += 1;
+    else if (await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at)) tally.suspended += 1;
     else tally.unchanged += 1;
   }
   for (const named of added) {
@@ -122,10 +125,10 @@ export async function applyJamfEvent(
         { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
         'Jamf Pro named a device that joined an allowed smart group with an identifier that differs from the device found; not resumed',
       );
-    } else if (event.at !== null && isAhead(ctx, event.at)) {
+    } else if (ahead) {
       tally.unchanged += 1;
       ctx.logger.warn(
-        { deviceId: device.deviceId, group: event.groupName, eventTimestamp: event.at.toISOString() },
+        { deviceId: device.deviceId, group: event.groupName, eventTimestamp: event.at?.toISOString() },
         "Jamf Pro dated an event of a device joining an allowed smart group ahead of the portal's clock; not resumed (check both clocks)",
       );
     } else if (await resumeForGroup(ctx, device, event.groupName, event.at)) tally.resumed += 1;
@@ -211,11 +214,6 @@ function newerThanApplied(
   if (at === null) return {};
   const notAfter = new Date(ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS).toISOString();
   return { onlyIf: (trx) => claimJamfEvent(trx, device.deviceId, at.toISOString(), notAfter) };
-}
-
-/** Whether Jamf Pro dated the event further ahead of the portal's clock than the clocks may differ. */
-function isAhead(ctx: PortalContext, at: Date): boolean {
-  return at.getTime() > ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS;
 }
 
 function logOlder(ctx: PortalContext, device: StoredDevice, group: string, at: Date | null): void {

@@ -522,4 +522,26 @@ test('a "joined the group" delivery dated ahead of the portal\'s clock resumes n
   );
   assert.equal(joined.body['resumed'], 1);
   assert.equal((await portal.admin.device(mac.device_id)).state, 'registered');
+  // Dated as late as a timestamp may be (past the year 9999), a "left" still suspends.
+  const leftLast = await deliver(
+    receiver,
+    datedAt(groupChange('computer', ALLOWED_GROUP, { removed: [named] }), 8_640_000_000_000_000),
+  );
+  assert.equal(leftLast.body['suspended'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended');
+});
+
+test("a time ahead of the portal's clock kept for a device before the upgrade orders no later delivery", async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const mac = await register(portal, { serial: 'C02AHEAD02', mdm_id: 'UDID-AHEAD-2' });
+  const named = { jssID: 9, udid: 'UDID-AHEAD-2', serialNumber: 'C02AHEAD02' };
+  // What an earlier version kept of a "joined" Jamf Pro dated a year ahead.
+  await portal.portal.ctx.db
+    .updateTable('devices')
+    .set({ jamf_event_at: new Date(Date.now() + 365 * 86_400_000).toISOString() })
+    .where('device_id', '=', mac.device_id)
+    .execute();
+  const left = await deliver(receiver, groupChange('computer', ALLOWED_GROUP, { removed: [named] }));
+  assert.equal(left.body['suspended'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended');
 });
