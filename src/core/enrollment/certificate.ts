@@ -5,7 +5,8 @@
 // certificate can only ever reach the device it names; an id no live device has is refused (403).
 import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
 import type { Platform } from '../../shared/platforms.js';
-import { asUserId, type ProfileId, type WireGuardKey } from '../../shared/ids.js';
+import { param } from '../../protocol/admin-api-params.js';
+import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { findLiveDevice, type StoredDevice } from '../../storage/devices.js';
 import { registerDevice } from '../devices/index.js';
@@ -29,7 +30,9 @@ export interface CertificateEnrollment {
  * `registerAs`: an unregistered device id registers a device for the user the certificate names
  * (its first subjectAltName e-mail address), in the configured profile (409 when the request
  * names another), with the request's platform or the configured one. Undefined without
- * `registerAs`; 403 when the certificate names no user.
+ * `registerAs`; 403 when the certificate names no user, or one no Admin API call could name
+ * (the rule of `user_id`: 1 to 255 characters, no NUL), as the administrator could then neither
+ * find, disable nor destroy that user.
  */
 async function selfRegister(
   ctx: PortalContext,
@@ -44,6 +47,14 @@ async function selfRegister(
       'not-allowed',
       'the client certificate names no user (no subjectAltName e-mail address) to register the device for',
     );
+  const userId = param.userId.safeParse(email);
+  // The address is not echoed: a NUL in it would be kept in the audit log's detail, which
+  // PostgreSQL cannot store.
+  if (!userId.success)
+    throw new PortalError(
+      'not-allowed',
+      "the client certificate's subjectAltName e-mail address is no user id an Admin API call can name (1 to 255 characters, no NUL); no device is registered for it",
+    );
   // The profile decides what the tunnel reaches: the administrator's to choose, not the device's.
   if (enrollment.profileId !== undefined && enrollment.profileId !== registerAs.profileId)
     throw new PortalError(
@@ -54,7 +65,7 @@ async function selfRegister(
   if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
   const { deviceId } = enrollment.certificate;
   return registerDevice(ctx, {
-    userId: asUserId(email),
+    userId: userId.data,
     profileId: registerAs.profileId,
     platform,
     serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
