@@ -1,7 +1,8 @@
 // A test MDM's certificate authority, made at run time with the real `openssl`: a root, an
 // issuing CA under it (with the extensions a test gives it), CAs under that one, device
 // certificates with a subjectAltName URI, a subject serialNumber and a CN, and a revocation list
-// made by `openssl ca -revoke` / `-gencrl`.
+// made by `openssl ca -revoke` / `-gencrl`; a subjectAltName as raw DER, for names openssl's
+// config cannot write.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -379,6 +380,30 @@ export class MdmCa {
   #openssl(args: readonly string[]): void {
     execFileSync('openssl', args, { cwd: this.directory, stdio: ['ignore', 'pipe', 'pipe'] });
   }
+}
+
+/** A DER element: its tag, its length (short or long form) and `content`. */
+function der(tag: number, content: Buffer): Buffer {
+  const length = content.length;
+  const encoded =
+    length < 0x80
+      ? Buffer.from([length])
+      : length < 0x100
+        ? Buffer.from([0x81, length])
+        : Buffer.from([0x82, length >> 8, length & 0xff]);
+  return Buffer.concat([Buffer.from([tag]), encoded, content]);
+}
+
+/**
+ * A subjectAltName extension as openssl's config writes raw DER, for names its `URI:` and
+ * `email:` cannot write (a NUL): rfc822Name is [1], uniformResourceIdentifier [6], IA5String.
+ */
+export function subjectAltNameDer(names: { readonly email?: string; readonly uri?: string }): string {
+  const items = [
+    ...(names.uri === undefined ? [] : [der(0x86, Buffer.from(names.uri, 'latin1'))]),
+    ...(names.email === undefined ? [] : [der(0x81, Buffer.from(names.email, 'latin1'))]),
+  ];
+  return `subjectAltName=DER:${der(0x30, Buffer.concat(items)).toString('hex')}`;
 }
 
 /** An answer of the portal's mutual-TLS enrollment listener. */

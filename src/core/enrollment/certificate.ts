@@ -2,7 +2,8 @@
 // the certificate (src/keys/client-certificate.ts); here the device id it carries finds the
 // registered device (by serial, or mdm_id as `deviceId.matches` says), which gets its
 // configuration with its own key, bound to that certificate and ending no later than it. A
-// certificate can only ever reach the device it names; an id no live device has is refused (403).
+// certificate can only ever reach the device it names; an id no live device has is refused (403),
+// and so is one no Admin API call could name (it can be no device the administrator registered).
 import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
 import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
@@ -86,6 +87,15 @@ export async function enrollByCertificate(
     );
   }
   const { deviceId } = enrollment.certificate;
+  // The Admin API's rule of `serial` and `mdm_id`: an id that breaks it is no device the
+  // administrator registered, and one registering itself could not be looked up by it (nor, on
+  // PostgreSQL, stored: longer than the column, or with a NUL, which cannot even be looked up).
+  // Not echoed, as the audit log's detail could not hold a NUL.
+  if (!param.deviceIdentifier.safeParse(deviceId).success)
+    throw new PortalError(
+      'not-allowed',
+      `the client certificate's device id is no ${rule.deviceId.matches} an Admin API call can name (1 to 255 printable ASCII characters, no space)`,
+    );
   const device =
     (await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId)) ?? (await selfRegister(ctx, rule, enrollment));
   if (device === undefined)

@@ -7,32 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { twoProfiles } from '../../support/admin-keys.js';
-import { MdmCa, enrollOverTls, tlsEnrollUrl } from '../../support/mdm-ca.js';
+import { MdmCa, enrollOverTls, subjectAltNameDer, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
-
-/** A DER element: its tag, its length (short or long form) and `content`. */
-function der(tag: number, content: Buffer): Buffer {
-  const length = content.length;
-  const encoded =
-    length < 0x80
-      ? Buffer.from([length])
-      : length < 0x100
-        ? Buffer.from([0x81, length])
-        : Buffer.from([0x82, length >> 8, length & 0xff]);
-  return Buffer.concat([Buffer.from([tag]), encoded, content]);
-}
-
-/**
- * A subjectAltName extension as openssl's config writes raw DER, for names its `URI:` and
- * `email:` cannot write (a NUL): rfc822Name is [1], uniformResourceIdentifier [6], IA5String.
- */
-function subjectAltName(names: { readonly email?: string; readonly uri?: string }): string {
-  const items = [
-    ...(names.uri === undefined ? [] : [der(0x86, Buffer.from(names.uri, 'latin1'))]),
-    ...(names.email === undefined ? [] : [der(0x81, Buffer.from(names.email, 'latin1'))]),
-  ];
-  return `subjectAltName=DER:${der(0x30, Buffer.concat(items)).toString('hex')}`;
-}
 
 describe('registerAs: a device registers itself with its certificate', () => {
   let ca: MdmCa;
@@ -138,7 +114,7 @@ describe('registerAs: a device registers itself with its certificate', () => {
     for (const { serial, email } of cases) {
       const laptop = ca.device(`self-${serial}`, {
         cn: serial,
-        extensions: [subjectAltName({ uri: `urn:mdm:serial:${serial}`, email })],
+        extensions: [subjectAltNameDer({ uri: `urn:mdm:serial:${serial}`, email })],
       });
       const refused = await enrollOverTls(enrollUrl(), ca, laptop, {
         public_key: generateWireGuardKeyPair().publicKey,
@@ -148,6 +124,33 @@ describe('registerAs: a device registers itself with its certificate', () => {
       assert.match(
         (JSON.parse(refused.text) as { error: string }).error,
         /e-mail address is no user id an Admin API call can name \(1 to 255 characters, no NUL\)/,
+      );
+    }
+    assert.equal(JSON.stringify(await portal.admin.devices()), devicesBefore);
+    assert.equal(JSON.stringify(await portal.admin.users()), usersBefore);
+  });
+
+  test('a device id no Admin API call could name as a serial (over 255 characters, a space, a NUL) is refused and registers nothing', async () => {
+    const devicesBefore = JSON.stringify(await portal.admin.devices());
+    const usersBefore = JSON.stringify(await portal.admin.users());
+    const cases = [
+      { file: 'long', serial: 'L'.repeat(256) },
+      { file: 'space', serial: 'SELF 5' },
+      { file: 'nul', serial: 'SELF\u00006' },
+    ];
+    for (const { file, serial } of cases) {
+      const laptop = ca.device(`self-id-${file}`, {
+        cn: file,
+        extensions: [subjectAltNameDer({ uri: `urn:mdm:serial:${serial}`, email: 'jo@example.org' })],
+      });
+      const refused = await enrollOverTls(enrollUrl(), ca, laptop, {
+        public_key: generateWireGuardKeyPair().publicKey,
+        platform: 'linux',
+      });
+      assert.equal(refused.status, 403, `${file}: ${refused.text}`);
+      assert.match(
+        (JSON.parse(refused.text) as { error: string }).error,
+        /device id is no serial an Admin API call can name \(1 to 255 printable ASCII characters, no space\)/,
       );
     }
     assert.equal(JSON.stringify(await portal.admin.devices()), devicesBefore);

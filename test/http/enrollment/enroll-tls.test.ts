@@ -3,9 +3,10 @@
 // its certificate and its own key and no token, is bound to the certificate and its
 // configuration ends no later than it; enrolling again replaces; another device's certificate
 // never reaches this device's configuration; no certificate, an untrusted one, an unregistered
-// device id and a revoked certificate (also one of a zero or negative serial) get 403 with the
-// reason, an audit row, and change nothing. The revocation lists are in the metrics, and one that
-// cannot be read keeps the last good one. Any other path or method gets the portal's JSON error.
+// device id, one no Admin API call could name, and a revoked certificate (also one of a zero or
+// negative serial) get 403 with the reason, an audit row, and change nothing. The revocation
+// lists are in the metrics, and one that cannot be read keeps the last good one. Any other path
+// or method gets the portal's JSON error.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,13 @@ import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { errorBody } from '../../support/raw-http.js';
-import { MdmCa, enrollOverTls, type DeviceCertificateFiles, tlsEnrollUrl } from '../../support/mdm-ca.js';
+import {
+  MdmCa,
+  enrollOverTls,
+  subjectAltNameDer,
+  type DeviceCertificateFiles,
+  tlsEnrollUrl,
+} from '../../support/mdm-ca.js';
 import { PortalProcess } from '../../support/portal-process.js';
 import { defaultTestConfig, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 import { generateSecrets } from '../../../src/cli/generate-secrets.js';
@@ -232,6 +239,24 @@ describe('a device enrolls with its MDM certificate over mutual TLS', () => {
       refusals.find((entry) => entry.status === 403 && entry.parameters['device_id'] === 'SER-9')?.detail,
       'no registered device has serial "SER-9" (the certificate\'s device id)',
     );
+  });
+
+  test('a device id no Admin API call could name as a serial (a NUL) is refused on either database, in the audit log, and changes nothing', async () => {
+    const before = await state();
+    const nul = ca.device('nul-id', {
+      cn: 'nul',
+      extensions: [subjectAltNameDer({ uri: 'urn:mdm:serial:SER-1\u0000' })],
+    });
+    const answer = await enroll(nul, { public_key: generateWireGuardKeyPair().publicKey });
+    assert.equal(answer.status, 403, answer.text);
+    const reason =
+      "the client certificate's device id is no serial an Admin API call can name (1 to 255 printable ASCII characters, no space)";
+    assert.equal(errorBody(answer.text), reason);
+    assert.equal(await state(), before);
+    const [refusal] = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
+      (entry) => entry.call === 'enroll' && entry.parameters['device_id'] === 'SER-1\u0000',
+    );
+    assert.deepEqual([refusal?.status, refusal?.detail], [403, reason]);
   });
 
   test('a revoked certificate is refused once the revocation list is read again', async () => {
