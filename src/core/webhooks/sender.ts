@@ -205,7 +205,6 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** `::ffff:192.0.2.1` → `192.0.2.1`. */
 /** The host's interface addresses and the portal's listen address, in canonical form. */
 function ownAddresses(listenHost: string): Set<string> {
   const own = new Set<string>();
