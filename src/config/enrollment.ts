@@ -26,6 +26,7 @@ type ParsedClientCertificate = NonNullable<ParsedEnrollment['clientCertificate']
 export function resolveEnrollment(
   raw: ParsedEnrollment,
   baseDir: string,
+  profileIds: readonly string[],
   report: Report,
   warnOfSecretFile: WarnOfSecretFile,
 ): PortalConfig['enrollment'] {
@@ -54,7 +55,9 @@ export function resolveEnrollment(
             keyPem: read(tls.key, 'enrollment.tls.key', true).toString('utf8'),
           },
     clientCertificate:
-      clientCertificate === null ? null : resolveClientCertificate(clientCertificate, baseDir, read, report),
+      clientCertificate === null
+        ? null
+        : resolveClientCertificate(clientCertificate, baseDir, profileIds, read, report),
   };
 }
 
@@ -62,9 +65,17 @@ export function resolveEnrollment(
 function resolveClientCertificate(
   clientCertificate: ParsedClientCertificate,
   baseDir: string,
+  profileIds: readonly string[],
   read: ReadFile,
   report: Report,
 ): NonNullable<PortalConfig['enrollment']['clientCertificate']> {
+  // Found out at start, not by every device that registers itself (a 404 blaming its request).
+  const registerAs = clientCertificate.registerAs;
+  if (registerAs !== undefined && !profileIds.includes(registerAs.profileId))
+    report(
+      'enrollment.clientCertificate.registerAs.profileId',
+      `there is no profile "${registerAs.profileId}" (profiles: ${profileIds.join(', ')})`,
+    );
   return {
     trustAnchors: clientCertificate.trustAnchors.map((file, index) =>
       read(file, `enrollment.clientCertificate.trustAnchors[${index}]`).toString('utf8'),

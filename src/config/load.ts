@@ -98,7 +98,7 @@ function resolve(raw: ParsedPortalConfig, source: string, baseDir: string, repor
       radius: resolveRadiusAccounting(raw.accounting.radius, baseDir, report),
       syslog: resolveSyslog(raw.accounting.syslog, raw.Log.originatingIp, baseDir, report),
     },
-    enrollment: resolveEnrollment(raw.enrollment, baseDir, report, warnOfSecretFile),
+    enrollment: resolveEnrollment(raw.enrollment, baseDir, profileIds, report, warnOfSecretFile),
     reconcileIntervalMs: Math.max(1000, durationMilliseconds(mustParseDuration(raw.reconcileInterval))),
     mdmInventory: resolveMdmInventory(raw, baseDir, report, warnOfSecretFile),
     mdmPush: { jamf: resolveJamfPush(raw.mdmPush.jamf, baseDir, report, (warning) => startWarnings.push(warning)) },

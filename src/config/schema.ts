@@ -463,7 +463,9 @@ export const portalConfigSchema = z.strictObject({
               profileId: z
                 .string()
                 .min(1)
-                .describe('The profile a self-registered device enrolls in (unless the request names another).'),
+                .describe(
+                  'The profile a self-registered device enrolls in, one of `ProfileList` (else the start is refused); a request naming another is refused (409).',
+                ),
               platform: z
                 .enum(PLATFORMS)
                 .optional()
