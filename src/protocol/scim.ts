@@ -9,6 +9,7 @@ import SCIMMY from 'scimmy';
 import { applyMemberOperations, MemberPatchError, readMembers, type MemberPatch } from './scim-members.js';
 import { filterShape } from './scim-filter-shape.js';
 import { AttributeGivenTwiceError, canonicalOperation, canonicalResource } from './scim-paths.js';
+import { param } from './admin-api-params.js';
 import { unstorableTextIn } from '../shared/storable-text.js';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
@@ -530,7 +531,8 @@ export function schemaDefinitions(base: string): Record<string, unknown>[] {
 function userInputOf(resource: SCIMMY.Schemas.User, current: ScimUserView | null): ScimUserInput {
   const data = { ...(JSON.parse(JSON.stringify(resource)) as Record<string, unknown>) };
   const userName = data['userName'];
-  if (typeof userName !== 'string' || !isOneTo255Characters(userName) || userName.includes('\0'))
+  // The userName is the user id on this portal, so it keeps the Admin API's rule of one.
+  if (typeof userName !== 'string' || !param.userId.safeParse(userName).success)
     throw new ScimProblem(400, 'invalidValue', 'userName: 1–255 characters, the user id on this portal');
   const externalId = externalIdOf(data, current);
   const active = data['active'];
