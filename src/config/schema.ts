@@ -239,7 +239,7 @@ const syslogCollectorSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe(
-      'Send the structured data (every value whole, in UTF-8); `false`: the text alone, for a receiver that parses only the text (a firewall), where no value of the structured data can be taken for a text field.',
+      'Send the structured data (every value whole, in UTF-8; `%`, control characters and line separators percent-encoded); `false`: the text alone, for a receiver that parses only the text (a firewall), where no value of the structured data can be taken for a text field.',
     ),
   clientAddress: z.boolean().optional().meta({
     description:

@@ -6,8 +6,8 @@
 // The text (MSG) is plain ASCII without a BOM, not UTF-8 with one: firewalls' parsers (Palo Alto
 // User-ID, FortiGate) match it with a regular expression and some take the BOM for part of the
 // text, while ASCII reads the same everywhere. A value that is not printable ASCII is
-// percent-encoded there (`j%C3%BCrgen`); the structured data carries every value exactly, in
-// UTF-8, as RFC 5424 has it.
+// percent-encoded there (`j%C3%BCrgen`); the structured data carries every value in UTF-8, as
+// RFC 5424 has it, only `%`, control characters and line separators percent-encoded.
 
 import type { SyslogFacilityName } from '../config/syslog-facilities.js';
 
@@ -93,19 +93,22 @@ function checkSdName(name: string, what: string): void {
   if (!SD_NAME.test(name) || /[= \]"]/.test(name)) throw new RangeError(`${what} "${name}" is not an RFC 5424 SD-NAME`);
 }
 
-/** Control characters (C0, DEL, C1) and the Unicode line and paragraph separators. */
-const LINE_BREAKING = /[\p{Cc}\u2028\u2029]/gu;
+/** What a parameter value percent-encodes: `%` itself, control characters (C0, DEL, C1) and the Unicode line and paragraph separators. */
+const PERCENT_ENCODED_IN_VALUES = /[%\p{Cc}\u2028\u2029]/gu;
 
 /**
  * A PARAM-VALUE: `"`, `\` and `]` must be escaped with a backslash (RFC 5424 §6.3.3); the rest is
  * UTF-8 as it is, except control characters and line separators, percent-encoded as the text has
  * them (`%0A`): a line break in a user id would otherwise begin a forged second record for every
- * receiver that splits on lines (a UDP input, a log file a SIEM reads line by line).
+ * receiver that splits on lines (a UDP input, a log file a SIEM reads line by line). `%` is
+ * encoded too (`%25`), in the same pass, so the encoding is undone exactly: an id `a%0Ab` is
+ * `a%250Ab`, never the `a%0Ab` of an id with a line break. The two steps do not touch each
+ * other's characters, so a receiver undoes the backslashes, then the percent-encoding.
  */
 export function escapeParamValue(value: string): string {
   return value
     .replace(/["\\\]]/g, (character) => `\\${character}`)
-    .replace(LINE_BREAKING, (character) => percentEncoded(character));
+    .replace(PERCENT_ENCODED_IN_VALUES, (character) => percentEncoded(character));
 }
 
 /** Each UTF-8 byte of `value` as `%XX`. */

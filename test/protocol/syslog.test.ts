@@ -150,6 +150,19 @@ test('a user id with a line break cannot forge a second record: the message stay
   assert.ok(message.includes('ports=-%0D%C2%85%E2%80%A8%00%1B[2J%7F" profile_id="staff"'), message);
 });
 
+test('a user id holding %0A and one holding a line break are told apart: % is percent-encoded too, and each decodes back', () => {
+  const userIdOf = (userId: string) =>
+    /user_id="((?:[^"\\]|\\.)*)"/.exec(sessionMessage({ ...alice, userId }, origin, at))?.[1] ?? '';
+  const ids = ['a%0Ab', 'a\nb', 'a%250Ab', 'a%25\n%b', '100%'];
+  const values = ids.map(userIdOf);
+  assert.deepEqual(values, ['a%250Ab', 'a%0Ab', 'a%25250Ab', 'a%2525%0A%25b', '100%25']);
+  assert.equal(new Set(values).size, ids.length, 'every id its own value');
+  // What a receiver does: undo RFC 5424's backslashes, then the percent-encoding.
+  const decoded = values.map((value) => decodeURIComponent(value.replace(/\\(.)/g, '$1')));
+  assert.deepEqual(decoded, ids);
+  assert.equal(escapeParamValue('x%"]\\\u2028y'), 'x%25\\"\\]\\\\%E2%80%A8y');
+});
+
 test('the text is printable ASCII: spaces, %, a lone - and non-ASCII are percent-encoded, absent values are -', () => {
   const text = sessionText({
     ...alice,

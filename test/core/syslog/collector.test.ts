@@ -1,7 +1,8 @@
 // The syslog collector's transports against a real rsyslog (test/support/rsyslog.ts): UDP, TCP
 // with octet counting, and TLS with the collector's CA and its name checked; and, over TCP, a
 // collector that goes away: messages queue, leave once it is back, and what the queue cannot
-// hold is dropped and counted.
+// hold is dropped and counted. And what rsyslog makes of user ids a receiver must tell apart
+// (`%0A` and a line break): values it decodes back to the ids.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
@@ -58,6 +59,21 @@ test('over UDP each message is one datagram that rsyslog parses as RFC 5424 with
   assert.equal(first?.sd['vpnSession@32473']?.['user_id'], 'alice');
   assert.equal(SESSION_TEXT_PATTERN.exec(second?.msg ?? '')?.[2], 'bob');
   assert.equal(udp.state.sent, 2);
+});
+
+test('rsyslog receives a user id holding %0A and one holding a line break as two values, each decoding back to its id', async (t) => {
+  const rsyslog = await startRsyslog();
+  const udp = collector({ ...common, transport: 'udp', port: rsyslog.udpPort });
+  t.after(async () => {
+    await udp.close(0);
+    await rsyslog.close();
+  });
+  const ids = ['a%0Ab', 'a\nb', 'x"]\\%25\u2028y'];
+  for (const [index, id] of ids.entries()) udp.sendSession(record(id), new Date(Date.UTC(2026, 10, 29, 4, 18, index)));
+  const received = await rsyslog.waitFor(ids.length);
+  const values = received.map((message) => message.sd['vpnSession@32473']?.['user_id'] ?? '');
+  assert.deepEqual(values, ['a%250Ab', 'a%0Ab', 'x"]\\%2525%E2%80%A8y'], 'as mmpstrucdata parsed them');
+  assert.deepEqual(values.map(decodeURIComponent), ids);
 });
 
 test('over TCP a collector away queues messages, sends them once it is back, and counts what the queue could not hold', async (t) => {
