@@ -223,7 +223,7 @@ const MAX_TEXT_ADDRESS = 64;
  * ipv6=fd60::2 client=198.51.100.7 connection=KEY public=203.0.113.1 ports=1024-3023` (`public=-
  * ports=-` where the node does no deterministic NAT). Bytes outside printable ASCII, spaces and
  * `%` are percent-encoded (so is a value that is just `-`); a value is cut at 255 encoded bytes
- * (an address at 64), so the line stays under MAX_SESSION_TEXT_BYTES whatever it holds.
+ * (an address at 64) between whole characters, so the line stays under MAX_SESSION_TEXT_BYTES whatever it holds.
  */
 export function sessionText(record: SessionRecord): string {
   const fields: [string, string | null, number][] = [
@@ -253,12 +253,17 @@ export function sessionText(record: SessionRecord): string {
 export const SESSION_TEXT_PATTERN =
   /vpn session (start|stop) user=([^ ]+) device=([^ ]+) profile=([^ ]+) node=([0-9]+) protocol=([^ ]+) ipv4=([^ ]+) ipv6=([^ ]+) client=([^ ]+) connection=([^ ]+) public=([^ ]+) ports=([^ ]+)$/;
 
+/**
+ * A text field's value: encoded, and cut at `max` encoded bytes between whole characters (code
+ * points), never inside one, so a value cut short still decodes (`%C3` alone, half a `ü`, does
+ * not), as RADIUS cuts its text attributes.
+ */
 function textValue(value: string | null, max: number): string {
   if (value === null || value === '') return '-';
   if (value === '-') return '%2D';
   let encoded = '';
-  for (const byte of Buffer.from(value, 'utf8')) {
-    const piece = byte > 0x20 && byte < 0x7f && byte !== 0x25 ? String.fromCharCode(byte) : percentByte(byte);
+  for (const character of value) {
+    const piece = /^[\x21-\x24\x26-\x7e]$/.test(character) ? character : percentEncoded(character);
     if (encoded.length + piece.length > max) break;
     encoded += piece;
   }

@@ -200,6 +200,18 @@ test('however long the values, the text stays within 2,048 bytes and still match
   assert.ok(sessionMessage({ ...alice, userId: long }, origin, at).includes(`user_id="${long}"`), 'the whole value');
 });
 
+test('a value cut to fit the text is cut between characters, never inside one, so it still decodes', () => {
+  // 43 × ü is 258 encoded bytes (%C3%BC each): 42 whole characters fit in 255, half of the 43rd would too.
+  const text = sessionText({ ...alice, userId: 'ü'.repeat(43), deviceId: `${'x'.repeat(249)}\u{1F600}` });
+  const fields = SESSION_TEXT_PATTERN.exec(text);
+  assert.deepEqual(
+    [fields?.[2], fields?.[3]],
+    ['%C3%BC'.repeat(42), 'x'.repeat(249)],
+    'no half of a character at the end',
+  );
+  assert.equal(decodeURIComponent(fields?.[2] ?? ''), 'ü'.repeat(42));
+});
+
 test('header fields that are not printable ASCII of their length are refused, absent ones are the NILVALUE', () => {
   const header = {
     facility: 'user',
