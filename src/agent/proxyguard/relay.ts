@@ -18,6 +18,7 @@ import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from 
 import { AddressAllowList } from '../../net/address-allow-list.js';
 import { unmappedIpv4 } from '../../net/cidr.js';
 import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
+import { AtMostEvery, elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
 export interface ProxyGuardRelayOptions
   extends Partial<Pick<TunnelLimits, 'maxBufferedBytes' | 'stallTimeoutMs' | 'answerTimeoutMs'>> {
@@ -66,7 +67,7 @@ export class ProxyGuardRelay {
   #hostNames: ReadonlySet<string>;
   #closing: Promise<void> | null = null;
   #warnedFull = false;
-  #warnedMalformedAt = 0;
+  readonly #malformedWarnings = new AtMostEvery(MALFORMED_WARNING_INTERVAL_MS);
 
   private constructor(server: Server, options: ProxyGuardRelayOptions) {
     this.#server = server;
@@ -249,8 +250,7 @@ export class ProxyGuardRelay {
     // On a socket listening on `::` an IPv4 peer is `::ffff:a.b.c.d`: named by its IPv4 address.
     const peer = { address: unmappedIpv4(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
     const { origin, malformed } = forwardedOrigin(peer, request.headers['x-forwarded-for'], this.#trustedProxies);
-    if (malformed !== null && Date.now() - this.#warnedMalformedAt >= MALFORMED_WARNING_INTERVAL_MS) {
-      this.#warnedMalformedAt = Date.now();
+    if (malformed !== null && this.#malformedWarnings.allow()) {
       this.#logger.warn(
         { peer: peer.address, entry: malformed },
         'ProxyGuard: a trusted proxy sent an X-Forwarded-For entry that is no IP address; the tunnel is named by the proxy that passed it on',
@@ -270,13 +270,17 @@ const EVICTION_WARNING_INTERVAL_MS = 60_000;
  * real clients, who send their request at once and leave their slot within milliseconds.
  */
 class PendingConnections {
-  /** Each connection and when it arrived; a Map keeps arrival order, oldest first. */
-  readonly #arrived = new Map<Socket, number>();
+  /**
+   * Each connection and when it arrived, on the monotonic clock: a step of the wall clock must
+   * neither cut every connection at once nor keep them for hours. A Map keeps arrival order,
+   * oldest first.
+   */
+  readonly #arrived = new Map<Socket, MonotonicMs>();
   readonly #max: number;
   readonly #timeoutMs: number;
   readonly #logger: Logger;
   readonly #sweep: NodeJS.Timeout;
-  #warnedAt = 0;
+  readonly #evictionWarnings = new AtMostEvery(EVICTION_WARNING_INTERVAL_MS);
 
   constructor(max: number, timeoutMs: number, logger: Logger) {
     this.#max = max;
@@ -300,7 +304,7 @@ class PendingConnections {
         this.#warnEvicting();
       }
     }
-    this.#arrived.set(socket, Date.now());
+    this.#arrived.set(socket, monotonicNow());
     socket.once('close', () => this.#arrived.delete(socket));
   }
 
@@ -314,18 +318,15 @@ class PendingConnections {
   }
 
   #expire(): void {
-    const cutoff = Date.now() - this.#timeoutMs;
     for (const [socket, arrived] of this.#arrived) {
-      if (arrived > cutoff) return;
+      if (elapsedSince(arrived) < this.#timeoutMs) return;
       this.#arrived.delete(socket);
       socket.destroy();
     }
   }
 
   #warnEvicting(): void {
-    const now = Date.now();
-    if (now - this.#warnedAt < EVICTION_WARNING_INTERVAL_MS) return;
-    this.#warnedAt = now;
+    if (!this.#evictionWarnings.allow()) return;
     this.#logger.warn(
       { maxPendingRequests: this.#max },
       "ProxyGuard: every handshake slot is taken (slow or stuck clients); new connections take the oldest ones' slots",

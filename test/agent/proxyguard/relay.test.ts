@@ -14,7 +14,7 @@ import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../../../src/agent
 import { ProxyGuardService } from '../../../src/agent/proxyguard/service.js';
 import { startSlowClients, timedInParallel } from '../../support/slow-clients.js';
 import { openUotlvTunnel, UpgradeRefused, uotlvFrame, type UotlvTunnel } from '../../support/uotlv-client.js';
-import { within } from '../../support/until.js';
+import { timeLimit, within } from '../../support/until.js';
 
 const HOST_NAME = 'vpn1.example.org';
 /** The biggest UDP payload over IPv4, the largest frame the relay can deliver. */
@@ -86,9 +86,9 @@ async function assertEchoes(tunnel: UotlvTunnel, payload: string, why: string): 
 }
 
 async function waitUntil(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const limit = timeLimit(timeoutMs);
   while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`not within ${timeoutMs} ms: ${what}`);
+    if (limit.passed()) assert.fail(`not within ${timeoutMs} ms: ${what}`);
     await sleep(20);
   }
 }
@@ -361,9 +361,9 @@ describe('peers that go away or stop reading', () => {
     const silent = await tunnelTo(t, relay);
     const talking = await tunnelTo(t, relay);
 
-    const started = Date.now();
+    const running = timeLimit(900);
     // The talking tunnel keeps sending, the silent one sends nothing after the upgrade.
-    while (Date.now() - started < 900) await assertEchoes(talking, 'ping', 'an active tunnel is never idle');
+    while (!running.passed()) await assertEchoes(talking, 'ping', 'an active tunnel is never idle');
     await within(silent.closed, 'the silent tunnel is dropped', 1_000);
     assert.equal(relay.tunnelCount, 1, 'only the silent tunnel was dropped');
   });
@@ -385,9 +385,9 @@ describe('peers that go away or stop reading', () => {
 
     stalled.socket.pause(); // reads nothing from now on: TCP buffers fill, then the relay's backlog
     stalled.send(Buffer.from('FLOOD'));
-    const started = Date.now();
+    const limit = timeLimit(15_000);
     while (!stalled.socket.destroyed && relay.tunnelCount > 1) {
-      assert.ok(Date.now() - started < 15_000, 'the stalled tunnel is dropped within 15 s');
+      assert.ok(!limit.passed(), 'the stalled tunnel is dropped within 15 s');
       await assertEchoes(reading, 'meanwhile', 'the reading tunnel keeps working');
     }
     await waitUntil(() => relay.tunnelCount === 1, 'only the reading tunnel is left');
@@ -434,9 +434,9 @@ describe('tunnels that WireGuard does not answer', () => {
     await assertEchoes(junk, 'handshake', 'the first exchange is answered');
     sendJunk(t, junk);
     const talking = await tunnelTo(t, relay);
-    const started = Date.now();
+    const running = timeLimit(1_200);
     // Keep-alives answered both ways, for longer than the idle timeout.
-    while (Date.now() - started < 1_200) await assertEchoes(talking, 'keepalive', 'an answered tunnel is never idle');
+    while (!running.passed()) await assertEchoes(talking, 'keepalive', 'an answered tunnel is never idle');
     await within(junk.closed, 'the relay has closed the tunnel that only sends junk', 1_000);
     assert.equal(relay.tunnelCount, 1, 'only the talking tunnel is left');
   });
@@ -565,12 +565,68 @@ describe('slow clients', () => {
     socket.write(unfinishedRequest);
     const drip = setInterval(() => socket.write('a'), 100);
     t.after(() => clearInterval(drip));
-    const started = Date.now();
+    const limit = timeLimit(1_000);
     await within(once(socket, 'close'), 'the slow connection is closed', 5_000);
-    const after = Date.now() - started;
+    const after = limit.elapsedMs();
     assert.ok(after >= 900, `closed after the 1 s deadline, not after ${after} ms`);
     await sleep(1_200);
     await assertEchoes(tunnel, 'past the deadline', 'the deadline is for requests, not for tunnels');
+  });
+
+  /** Steps the wall clock (Date.now()) by `stepMs` from now until the test ends; the monotonic clock goes on as it was. */
+  function stepWallClock(t: TestContext, stepMs: number): void {
+    const wallNow = Date.now.bind(Date);
+    t.mock.method(Date, 'now', () => wallNow() + stepMs);
+  }
+
+  /** A connection that has sent part of its upgrade request, and the promise of its close. */
+  async function pendingConnection(
+    t: TestContext,
+    relay: ProxyGuardRelay,
+  ): Promise<{ socket: Socket; closed: Promise<unknown[]> }> {
+    const socket = connect(relay.address.port, '127.0.0.1');
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    await once(socket, 'connect');
+    socket.write(unfinishedRequest);
+    await waitUntil(() => relay.handshakeCount === 1, 'the relay holds the connection as pending');
+    return { socket, closed: once(socket, 'close') };
+  }
+
+  test('a connection still sending its request is not cut off when the wall clock is set hours forward', async (t) => {
+    const target = await startEchoTarget(t);
+    // The relay sweeps its pending connections every 200 ms.
+    const relay = await startRelay(t, target.port, { requestTimeoutMs: 2_000 });
+    const { socket } = await pendingConnection(t, relay);
+    stepWallClock(t, 3 * 60 * 60 * 1000);
+
+    await sleep(800);
+    assert.equal(socket.destroyed, false, 'the connection is still open, 800 ms into its 2 s');
+    assert.equal(relay.handshakeCount, 1, 'and the relay still holds it');
+    const answer = new Promise<string>((resolve) => {
+      let head = '';
+      socket.on('data', (chunk: Buffer) => {
+        head += chunk.toString('latin1');
+        if (head.includes('\r\n\r\n')) resolve(head);
+      });
+    });
+    socket.write('slow\r\nUpgrade: UoTLV/1\r\n\r\n');
+    assert.match(
+      await within(answer, 'the answer to the upgrade finished after the step', 5_000),
+      /^HTTP\/1\.1 101 /,
+      'the connection became a tunnel',
+    );
+  });
+
+  test('a connection still sending its request is cut off within requestTimeoutMs when the wall clock is set hours back', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { requestTimeoutMs: 1_000 });
+    const { closed } = await pendingConnection(t, relay);
+    stepWallClock(t, -3 * 60 * 60 * 1000);
+
+    // Node's own request timeout is checked every 30 s only: a close within 3 s is the relay's.
+    await within(closed, 'the relay closes the connection despite the step back', 3_000);
+    assert.equal(relay.handshakeCount, 0, 'its slot is free again');
   });
 
   test("when every handshake slot is taken, a new connection takes the oldest one's slot, so a quick client always gets in", async (t) => {
