@@ -66,6 +66,7 @@ import type { Database } from '../storage/schema.js';
 import type { WireGuardPeer } from '../storage/wg-peers.js';
 import { appendAll } from '../shared/append-all.js';
 import type { DeviceId, NodeNumber, ProfileId, RevocationId, UserId, VpnProto } from '../shared/ids.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 import type { AdminCall } from './admin-call.js';
 
 interface EventBase {
@@ -629,7 +630,7 @@ export class PortalEvents {
   private async readBack(
     db: Db,
     markerId: string,
-    started: number,
+    started: MonotonicMs,
     retryForMs: number,
     failure: CommitOutcomeUnknown,
   ): Promise<boolean> {
@@ -637,7 +638,7 @@ export class PortalEvents {
       try {
         return await changeCommitted(db, markerId);
       } catch (error) {
-        if (!isConnectionLost(error) || Date.now() - started + pause > retryForMs) {
+        if (!isConnectionLost(error) || elapsedSince(started) + pause > retryForMs) {
           this.#logger.error(
             { err: error, markerId },
             "a change's COMMIT could not be read back: whether it committed is unknown",
@@ -659,7 +660,7 @@ export class PortalEvents {
     announced: readonly PortalEvent[],
     failure: CommitOutcomeUnknown,
   ): void {
-    const settling = this.readBack(db, markerId, Date.now(), transactionRetryWindow(db), failure)
+    const settling = this.readBack(db, markerId, monotonicNow(), transactionRetryWindow(db), failure)
       .then(
         (committed) => {
           this.#logger.warn(

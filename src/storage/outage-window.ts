@@ -1,6 +1,9 @@
 // How long a call rides out a lost database connection: each outage gets `databaseRetryFor` of
 // its own, counted from the loss, never from the call's start, shared by the events seam (a
 // change run again) and the PostgreSQL driver (a read asked again, a connection asked for again).
+// Measured on the monotonic clock: a step of the wall clock must neither end a window at once nor
+// keep a call waiting for hours.
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 
 /** Outages a call rides out before it answers 503. */
 const OUTAGES_PER_CALL = 3;
@@ -15,7 +18,7 @@ const STALE_CONNECTIONS_PER_CALL = 100;
  * session it gives cannot keep a call for good.
  */
 export class OutageWindow {
-  #since: number | null = null;
+  #since: MonotonicMs | null = null;
   #outages = 0;
   #staleConnections = 0;
 
@@ -24,7 +27,7 @@ export class OutageWindow {
   /** A connection was lost; true when this opens a new window. */
   lost(serverAnsweredSince: boolean): boolean {
     if (this.#since !== null && !serverAnsweredSince) return false;
-    this.#since = Date.now();
+    this.#since = monotonicNow();
     this.#outages += 1;
     return true;
   }
@@ -46,14 +49,14 @@ export class OutageWindow {
     return this.lengthMs > 0 && this.#staleConnections <= STALE_CONNECTIONS_PER_CALL;
   }
 
-  /** When the current window opened. */
-  get since(): number {
-    return this.#since ?? Date.now();
+  /** When the current window opened (now, when none is open). */
+  get since(): MonotonicMs {
+    return this.#since ?? monotonicNow();
   }
 
   /** Whether the call may try again after a pause of `pauseMs`, still within its window. */
   allows(pauseMs: number): boolean {
-    return this.allowsAnother() && Date.now() - this.since + pauseMs <= this.lengthMs;
+    return this.allowsAnother() && elapsedSince(this.since) + pauseMs <= this.lengthMs;
   }
 
   /** Whether a later loss may still open a window of its own. */
