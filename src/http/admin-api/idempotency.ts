@@ -28,6 +28,7 @@ import { z } from 'zod';
 import type { PortalContext } from '../../core/context.js';
 import { AnswerCipher } from '../../keys/answer-cipher.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../../protocol/admin-api.js';
+import { deadlineIn } from '../../shared/monotonic.js';
 import { formatAtom } from '../../shared/time.js';
 import {
   completeIdempotencyRecord,
@@ -134,7 +135,8 @@ export class IdempotentCalls {
   ): Promise<IdempotentOutcome> {
     const cipher = this.#cipher();
     const context = `${request.keyLineage}\n${request.idempotencyKey}`;
-    const deadline = Date.now() + WAIT_FOR_OWNER_MS;
+    // Measured on the monotonic clock: a step of the wall clock must not end the wait at once.
+    const waitForOwner = deadlineIn(WAIT_FOR_OWNER_MS);
     for (;;) {
       const nowDate = this.ctx.clock.now();
       const now = formatAtom(nowDate);
@@ -172,7 +174,7 @@ export class IdempotentCalls {
         await releaseIdempotencyKey(this.ctx.db, existing);
         continue;
       }
-      if (Date.now() > deadline) {
+      if (waitForOwner.passed()) {
         throw new HttpError(
           409,
           `a request with ${IDEMPOTENCY_KEY_HEADER} "${request.idempotencyKey}" is still being processed; try again later`,

@@ -383,3 +383,34 @@ test('a configuration deleted where no change announced it (by hand in the datab
   assert.deepEqual(await keptAnswers(portal), { 'by-hand': 'revoked' }, 'and dropped then');
   assert.equal(await db.selectFrom('wg_peers').select('public_key').executeTakeFirst(), undefined, 'nothing created');
 });
+
+test("a retry waiting for the request that holds its key is not sent away when the wall clock is set hours forward, and gets that request's answer", async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const first = await portal.post('/create', alice, withKey('held'));
+  assert.equal(first.status, 200, first.text);
+  // The key held by a request still running (its state before the answer was kept).
+  const { db } = portal.portal.ctx;
+  const kept = await db
+    .selectFrom('idempotency_records')
+    .select(['state', 'status', 'answer'])
+    .executeTakeFirstOrThrow();
+  await db.updateTable('idempotency_records').set({ state: 'pending', status: null, answer: null }).execute();
+
+  let answered = false;
+  const retry = portal.post('/create', alice, withKey('held')).finally(() => {
+    answered = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(answered, false, 'the retry waits for the request that holds the key');
+  // While it waits, the wall clock is set 3 hours forward (Date.now(), a test double).
+  const wallNow = Date.now.bind(Date);
+  t.mock.method(Date, 'now', () => wallNow() + 3 * HOUR);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(answered, false, 'the retry still waits after the step, well within its 30 s');
+
+  await db.updateTable('idempotency_records').set(kept).execute();
+  const answer = await retry;
+  assert.equal(answer.status, 200, answer.text);
+  assert.equal(answer.text, first.text, 'the answer of the request that held the key');
+});
