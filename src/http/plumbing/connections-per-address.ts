@@ -7,8 +7,12 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { AddressAllowList } from '../../net/address-allow-list.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
-/** A capped address is named in the log at most this often, however hard it keeps trying. */
+/**
+ * A capped address is named in the log at most this often, however hard it keeps trying (on the
+ * monotonic clock: a step of the wall clock neither repeats nor silences it).
+ */
 const WARNING_INTERVAL_MS = 60_000;
 
 export interface ConnectionsPerAddressOptions {
@@ -21,7 +25,7 @@ export interface ConnectionsPerAddressOptions {
 export class ConnectionsPerAddress {
   readonly #options: ConnectionsPerAddressOptions;
   readonly #open = new Map<string, number>();
-  readonly #lastWarned = new Map<string, number>();
+  readonly #lastWarned = new Map<string, MonotonicMs>();
 
   constructor(options: ConnectionsPerAddressOptions) {
     this.#options = options;
@@ -55,11 +59,11 @@ export class ConnectionsPerAddress {
   }
 
   #warn(address: string): void {
-    const now = Date.now();
-    if (now - (this.#lastWarned.get(address) ?? 0) < WARNING_INTERVAL_MS) return;
+    const last = this.#lastWarned.get(address);
+    if (last !== undefined && elapsedSince(last) < WARNING_INTERVAL_MS) return;
     // Many addresses hitting the cap at once: forget old entries rather than grow without end.
     if (this.#lastWarned.size >= 10_000) this.#lastWarned.clear();
-    this.#lastWarned.set(address, now);
+    this.#lastWarned.set(address, monotonicNow());
     this.#options.logger.warn(
       { remoteAddress: address, maxConnectionsPerAddress: this.#options.maxPerAddress },
       'connection refused: the address has listen.maxConnectionsPerAddress connections open',
