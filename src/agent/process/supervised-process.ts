@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { messageOf } from '../../shared/error-message.js';
+import { deadlineIn, elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 import { terminate } from './terminate.js';
 
 export interface SupervisedProcessOptions {
@@ -28,7 +29,11 @@ export interface SupervisedProcessOptions {
   readonly onRestarted?: () => Promise<void>;
 }
 
-/** A run this long counts as healthy: the next crash restarts quickly again. */
+/**
+ * A run this long counts as healthy: the next crash restarts quickly again. Runs and the wait for
+ * readiness are measured on the monotonic clock: a step of the wall clock must neither make a
+ * crash loop look healthy nor end the wait for a starting child early.
+ */
 const HEALTHY_RUN_MS = 60_000;
 const OUTPUT_LINES_KEPT = 20;
 const READY_POLL_MS = 50;
@@ -89,7 +94,7 @@ export class SupervisedProcess {
     this.#partialLine = '';
     const child = this.#options.spawn();
     this.#child = child;
-    let readyAt: number | null = null;
+    let readyAt: MonotonicMs | null = null;
     let exited = false;
     this.#exitHandled = new Promise<void>((resolve) => {
       const onEnd = (code: number | null, signal: NodeJS.Signals | null): void => {
@@ -100,7 +105,7 @@ export class SupervisedProcess {
           .catch((error: unknown) => logger.error({ ...fields, err: error }, `cleaning up after ${what} failed`))
           .then(() => {
             resolve();
-            if (readyAt !== null) this.#onUnexpectedExit(code, signal, Date.now() - readyAt);
+            if (readyAt !== null) this.#onUnexpectedExit(code, signal, elapsedSince(readyAt));
           });
       };
       child.once('exit', onEnd);
@@ -120,13 +125,13 @@ export class SupervisedProcess {
       await this.#exitHandled;
       throw error;
     }
-    readyAt = Date.now();
+    readyAt = monotonicNow();
   }
 
   async #waitUntilReady(hasExited: () => boolean): Promise<void> {
     const { what } = this.#options;
-    const deadline = Date.now() + this.#options.readyTimeoutMs;
-    while (Date.now() < deadline) {
+    const deadline = deadlineIn(this.#options.readyTimeoutMs);
+    while (!deadline.passed()) {
       if (hasExited()) throw new Error(`${what} exited during start-up: ${this.#outputTail()}`);
       if (this.#stopping) throw new Error('stopped during start-up');
       if (await this.#options.isReady()) return;
