@@ -19,11 +19,16 @@ import {
   type SyslogOrigin,
 } from '../../protocol/syslog.js';
 import { messageOf } from '../../shared/error-message.js';
+import { deadlineIn, elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
 /** The first pause before connecting again, doubled after each failure up to the longest. */
 const FIRST_PAUSE_MS = 500;
 const LONGEST_PAUSE_MS = 30_000;
-/** A connection that lasted this long was no failure: the next pause starts from the first again. */
+/**
+ * A connection that lasted this long was no failure: the next pause starts from the first again.
+ * Durations here are measured on the monotonic clock: a step of the wall clock must neither cut
+ * the flush at a stop nor make a connection that lasted a second count as stable.
+ */
 const STABLE_MS = 10_000;
 /** A TCP or TLS connection not established within this time failed. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -66,7 +71,8 @@ export class SyslogCollector {
   #opening = false;
   #retry: NodeJS.Timeout | null = null;
   #pauseMs = FIRST_PAUSE_MS;
-  #upSince = 0;
+  /** When the current link came up. */
+  #upSince: MonotonicMs = monotonicNow();
   #closed = false;
   /** Set while the collector is known to be away: it is logged once, and once when it is back. */
   #away = false;
@@ -129,8 +135,8 @@ export class SyslogCollector {
     this.#closed = true;
     if (this.#retry !== null) clearTimeout(this.#retry);
     this.#retry = null;
-    const end = Date.now() + flushMs;
-    while (this.#link !== null && this.#queue.length > 0 && Date.now() < end)
+    const flush = deadlineIn(flushMs);
+    while (this.#link !== null && this.#queue.length > 0 && !flush.passed())
       await new Promise((resolve) => setTimeout(resolve, 20));
     const link = this.#link;
     this.#link = null;
@@ -169,7 +175,7 @@ export class SyslogCollector {
       return;
     }
     this.#link = link;
-    this.#upSince = Date.now();
+    this.#upSince = monotonicNow();
     if (this.#away) this.#logger.info(`syslog collector reachable again; sending ${this.#queue.length} queued`);
     this.#away = false;
     this.#pump();
@@ -179,7 +185,7 @@ export class SyslogCollector {
     const wasUp = this.#link !== null;
     this.#link = null;
     this.#opening = false;
-    if (wasUp && Date.now() - this.#upSince >= STABLE_MS) this.#pauseMs = FIRST_PAUSE_MS;
+    if (wasUp && elapsedSince(this.#upSince) >= STABLE_MS) this.#pauseMs = FIRST_PAUSE_MS;
     if (!this.#away && !this.#closed) {
       this.#logger.warn(
         `syslog collector ${wasUp ? 'connection lost' : 'unreachable'}${error === null ? '' : `: ${messageOf(error)}`}; messages queue (up to ${this.#config.queueSize})`,

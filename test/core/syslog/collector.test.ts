@@ -1,9 +1,12 @@
 // The syslog collector's transports against a real rsyslog (test/support/rsyslog.ts): UDP, TCP
 // with octet counting, and TLS with the collector's CA and its name checked; and, over TCP, a
 // collector that goes away: messages queue, leave once it is back, and what the queue cannot
-// hold is dropped and counted. And what rsyslog makes of user ids a receiver must tell apart
-// (`%0A` and a line break): values it decodes back to the ids.
+// hold is dropped and counted. A stop sends what is queued for its flush time, measured on the
+// monotonic clock, whatever a step of the wall clock (a test double) says. And what rsyslog makes
+// of user ids a receiver must tell apart (`%0A` and a line break): values it decodes back to the ids.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import type { SyslogCollectorConfig } from '../../../src/config/portal-config.js';
@@ -150,4 +153,41 @@ test("over TLS the collector's certificate must chain to caFile and carry server
   assert.deepEqual(message?.sd, {}, 'no structured data');
   assert.equal(SESSION_TEXT_PATTERN.exec(message?.msg ?? '')?.[2], 'alice');
   assert.equal(rsyslog.received().length, 1, 'nothing from the collector with the wrong name');
+});
+
+test('a stop sends what is queued for its whole flush time, though the wall clock is set hours forward meanwhile', async (t) => {
+  // A collector that reads nothing until told: the connection's buffers fill and messages queue.
+  const server = createServer({ pauseOnConnect: true });
+  let receivedBytes = 0;
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.close();
+  });
+  const tcp = collector({
+    ...common,
+    transport: 'tcp',
+    framing: 'newline',
+    port: (server.address() as AddressInfo).port,
+    queueSize: 1_000,
+  });
+  const message = 'x'.repeat(64 * 1024);
+  for (let index = 0; index < 500; index++) tcp.send(message);
+  const connection = await accepted;
+  t.after(() => connection.destroy());
+  connection.on('data', (chunk: Buffer) => {
+    receivedBytes += chunk.length;
+  });
+  await until('the connection is up and messages wait behind its full buffers', async () => tcp.state.up);
+  assert.ok(tcp.state.queued > 0, 'messages are queued');
+
+  const closing = tcp.close(10_000);
+  const wallNow = Date.now.bind(Date);
+  t.mock.method(Date, 'now', () => wallNow() + 3 * 60 * 60 * 1000);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  connection.resume();
+  await closing;
+  assert.equal(tcp.state.queued, 0, 'nothing was left in the queue');
+  await until('the collector received every message', async () => receivedBytes >= 500 * (message.length + 1));
 });
