@@ -4,6 +4,7 @@
 // missing (never overwritten), and their contents are never logged.
 import { createHmac, randomBytes } from 'node:crypto';
 import { constantTimeEquals, constantTimeMatcher } from '../shared/constant-time.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
@@ -34,12 +35,15 @@ export function keyFileState(file: string, content: string): KeyFileState {
   return constantTimeEquals(existing.trim(), content.trim()) ? 'same' : 'differs';
 }
 
-/** Key files are re-read at most this often, so a replaced key takes effect within a second (a new one at once). */
+/**
+ * Key files are re-read at most this often, so a replaced key takes effect within a second (a new
+ * one at once). On the monotonic clock: the wall clock set back must not keep a replaced key valid.
+ */
 const REREAD_AFTER_MS = 1_000;
 
 export class KeyStore {
   private readonly publicKeyCache = new Map<string, WireGuardKey>();
-  private readonly fileCache = new Map<string, { readonly content: string | null; readonly readAt: number }>();
+  private readonly fileCache = new Map<string, { readonly content: string | null; readonly readAt: MonotonicMs }>();
   /** Per key file, its secret's matcher (the secret hashed once), made again when the file's secret changes. */
   private readonly matchers = new Map<
     string,
@@ -205,9 +209,9 @@ export class KeyStore {
    * request), and remembering each would grow the cache without limit.
    */
   private read(file: string): string | null {
-    const now = Date.now();
     const cached = this.fileCache.get(file);
-    if (cached !== undefined && now - cached.readAt < REREAD_AFTER_MS) return cached.content;
+    if (cached !== undefined && elapsedSince(cached.readAt) < REREAD_AFTER_MS) return cached.content;
+    const readAt = monotonicNow();
     let content: string | null;
     try {
       content = readFileSync(file, 'utf8').trim() || null;
@@ -217,7 +221,7 @@ export class KeyStore {
     if (content === null) {
       this.fileCache.delete(file);
       this.matchers.delete(file);
-    } else this.fileCache.set(file, { content, readAt: now });
+    } else this.fileCache.set(file, { content, readAt });
     return content;
   }
 

@@ -29,8 +29,12 @@ import {
 } from './certificate-authority.js';
 import { generateTlsCryptKey, isTlsCryptKey } from './tls-crypt.js';
 import { KeyFileDiffers, keyFileState, type KeyFileState } from '../keys/key-store.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 
-/** Files are re-checked at most this often, so a replaced CA or key takes effect within a second. */
+/**
+ * Files are re-checked at most this often, so a replaced CA or key takes effect within a second.
+ * On the monotonic clock: the wall clock set back must not keep a replaced one in use.
+ */
 const RECHECK_AFTER_MS = 1_000;
 /** A stored server certificate this close to its end is replaced. */
 const SERVER_RENEW_BEFORE_MS = 30 * 24 * 60 * 60 * 1000;
@@ -38,7 +42,7 @@ const SERVER_RENEW_BEFORE_MS = 30 * 24 * 60 * 60 * 1000;
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
 interface CachedCa {
-  checkedAt: number;
+  checkedAt: MonotonicMs;
   /** Identity of the two files when they were read (inode, size, mtime). */
   readonly stamp: string;
   readonly ca: Promise<CertificateAuthority | null>;
@@ -49,7 +53,7 @@ export class OpenVpnKeys {
   readonly caKeyPath: string;
   readonly #caDir: string;
   #cachedCa: CachedCa | null = null;
-  readonly #tlsCryptCache = new Map<string, { readonly content: string; readonly readAt: number }>();
+  readonly #tlsCryptCache = new Map<string, { readonly content: string; readonly readAt: MonotonicMs }>();
 
   constructor(readonly keyDir: string) {
     this.#caDir = path.join(keyDir, 'ca');
@@ -152,9 +156,9 @@ export class OpenVpnKeys {
 
   /** The CA, or null when it has not been made yet. Throws when its files are unusable. */
   async ca(): Promise<CertificateAuthority | null> {
-    const now = Date.now();
+    const now = monotonicNow();
     const cached = this.#cachedCa;
-    if (cached !== null && now - cached.checkedAt < RECHECK_AFTER_MS) return cached.ca;
+    if (cached !== null && elapsedSince(cached.checkedAt) < RECHECK_AFTER_MS) return cached.ca;
 
     const stamp = `${await fileStamp(this.caCertificatePath)}|${await fileStamp(this.caKeyPath)}`;
     if (cached !== null && cached.stamp === stamp) {
@@ -178,9 +182,9 @@ export class OpenVpnKeys {
   /** The profile's tls-crypt key (reference §8.2), made on first use. */
   tlsCryptKey(profileId: string): string {
     const file = this.tlsCryptKeyPath(profileId);
-    const now = Date.now();
+    const now = monotonicNow();
     const cached = this.#tlsCryptCache.get(file);
-    if (cached !== undefined && now - cached.readAt < RECHECK_AFTER_MS) return cached.content;
+    if (cached !== undefined && elapsedSince(cached.readAt) < RECHECK_AFTER_MS) return cached.content;
 
     const text = readIfPresent(file) ?? createOnce(file, generateTlsCryptKey());
     if (!isTlsCryptKey(text))

@@ -1,10 +1,12 @@
 // The OpenVPN CA and tls-crypt keys brought from another server (an eduVPN one): taken over so
 // that the client files it issued keep working, never replacing a CA or key that is already here.
+// A key replaced in its file by hand is used from a second later on, whatever the wall clock says.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyFileDiffers } from '../../src/keys/key-store.js';
 import { CertificateAuthority } from '../../src/openvpn/certificate-authority.js';
 import { OpenVpnKeys } from '../../src/openvpn/openvpn-keys.js';
@@ -58,4 +60,17 @@ test("a profile's tls-crypt key brought from elsewhere is the one its servers us
   assert.equal(keys.tlsCryptKeyState('employees', generateTlsCryptKey()), 'differs');
   assert.throws(() => keys.adoptTlsCryptKey('employees', generateTlsCryptKey()), KeyFileDiffers);
   assert.equal(keys.tlsCryptKey('employees'), brought.trimEnd());
+});
+
+test("a profile's tls-crypt key replaced in its file is used a second later, though the wall clock was set hours back", async (t) => {
+  const keys = freshKeys();
+  const [first, replacement] = [generateTlsCryptKey(), generateTlsCryptKey()];
+  keys.adoptTlsCryptKey('employees', first);
+  assert.equal(keys.tlsCryptKey('employees'), first.trimEnd());
+  writeFileSync(keys.tlsCryptKeyPath('employees'), replacement);
+  // The wall clock set 3 hours back (Date.now(), a test double).
+  const wallNow = Date.now.bind(Date);
+  t.mock.method(Date, 'now', () => wallNow() - 3 * 60 * 60 * 1000);
+  await sleep(1_050);
+  assert.equal(keys.tlsCryptKey('employees'), replacement.trimEnd(), 'the replacement, read again');
 });
