@@ -35,6 +35,7 @@ import { loadExistingPortalConfig } from './existing-portal.js';
 import { describeUnknownCommand, parseOptions } from './options.js';
 import { formatTable } from './table.js';
 import { IMPORT_USAGE } from './usage.js';
+import { AtMostEvery } from '../shared/monotonic.js';
 
 /** The eduVPN packages' folders (Debian and Fedora alike). */
 const DEFAULT_EDUVPN_CONFIG = '/etc/vpn-user-portal';
@@ -295,7 +296,8 @@ function printRemovedHere(plan: ImportPlan, print: (line: string) => void): void
 
 /** A bar redrawn in place on a terminal; elsewhere a line every few seconds and at each kind's end. */
 function progressReporter(target: ImportOutput['progress']): { report: ImportProgress; end: () => void } {
-  let lastLine = 0;
+  // On the monotonic clock: the wall clock set back must not silence the progress lines.
+  const lines = new AtMostEvery(PROGRESS_LINE_MS);
   let drawn = false;
   const report: ImportProgress = ({ phase, kind, done, total }) => {
     const text = `${phase} ${KIND_NAMES[kind]}: ${done} of ${total}`;
@@ -306,9 +308,7 @@ function progressReporter(target: ImportOutput['progress']): { report: ImportPro
       drawn = true;
       return;
     }
-    const now = Date.now();
-    if (now - lastLine >= PROGRESS_LINE_MS || done >= total) {
-      lastLine = now;
+    if (lines.allow() || done >= total) {
       target.write(`${text}\n`);
     }
   };

@@ -16,6 +16,7 @@
 // and the node's peers came back in 59 s instead of 6 (bench/README.md). Short lists (a user's
 // few configurations in a disable) keep their names: without them a bulk revocation was 15 %
 // slower.
+import { monotonicNow } from '../shared/monotonic.js';
 import { ConnectionLost } from './errors.js';
 
 /** A text run this many times gets a name. */
@@ -40,7 +41,11 @@ export class StatementNames {
   #generation = 1;
   #generationStarted: number;
 
-  constructor(private readonly now: () => number = () => Date.now()) {
+  /**
+   * `now` is in milliseconds, by default on the monotonic clock: a step of the wall clock must
+   * neither keep the names full for as long as a step back, nor start generations sooner.
+   */
+  constructor(private readonly now: () => number = monotonicNow) {
     this.#generationStarted = now();
   }
 
