@@ -169,8 +169,9 @@ export function octetCounted(message: string): Buffer {
 
 /**
  * RFC 6587 §3.4.2 non-transparent framing: the message and a line feed, for receivers that read
- * one message a line (Palo Alto's User-ID listener). A line break inside a value would end the
- * message early, so it becomes a space.
+ * one message a line (Palo Alto's User-ID listener). Values are percent-encoded before they get
+ * here, so no line break is left to end the message early; one that slipped through would become
+ * a space rather than a forged record.
  */
 export function newlineFramed(message: string): Buffer {
   return Buffer.from(`${message.replace(/[\r\n]/g, ' ')}\n`, 'utf8');
