@@ -178,11 +178,14 @@ export class OpenVpnClients {
    * connection (it is ended as soon as there is one again).
    */
   async disconnect(commonName: string): Promise<number> {
+    const named = [...this.#records.values()].filter((record) => record.commonName === commonName);
+    // Every admission of this name under way is refused (or ended once admitted) before anything
+    // below may throw: a connection the management connection could not reach ends the loop, and
+    // the list taken when it is back cannot show an admission that ends after it.
+    for (const record of named) if (record.state === 'authorizing') record.revoked = true;
     let killed = 0;
-    for (const record of [...this.#records.values()]) {
-      if (record.commonName !== commonName) continue;
+    for (const record of named) {
       if (record.state === 'authorizing') {
-        record.revoked = true;
         // Refused if the portal's answer is still awaited; else admitted, and ended below.
         const unsure = (await this.#admissions.get(record.cid)) ?? null;
         if (unsure !== null) {

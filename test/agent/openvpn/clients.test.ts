@@ -370,6 +370,40 @@ describe('deciding about the clients of one OpenVPN server', () => {
     await clients.settle();
   });
 
+  test('a disconnect that finds no management connection still refuses an admission of that name under way, which the list after the reconnect cannot show', async () => {
+    const { management, portal, clients, notify } = setUp();
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
+    // Alice connects a second time; the portal allows it a moment before the revocation.
+    notify('CONNECT', 1, connectEnv(CN_ALICE), 1);
+    await turn();
+    management.away = true;
+    await assert.rejects(clients.disconnect(CN_ALICE), ManagementUnavailableError);
+
+    // Back: the list is taken before the second admission ends, so it shows only the first.
+    management.away = false;
+    management.sent.length = 0;
+    management.status = [
+      ...management.status,
+      `CLIENT_LIST\t${CN_ALICE}\t198.18.250.2:1\t10.77.0.2\tfd77::2\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t0\t1\tAES-256-GCM`,
+    ];
+    await clients.resync();
+    portal.answer(ALLOW);
+    await clients.settle();
+    assert.deepEqual(management.sent, ['status 3', 'client-kill 0', 'client-deny 1 1 "disconnected by the portal"']);
+  });
+
   test('with no management connection, a server that admitted clients cannot say who is connected; one that admitted nobody has nobody', async () => {
     const { management, portal, clients, notify } = setUp();
     management.away = true;
