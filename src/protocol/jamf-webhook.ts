@@ -8,6 +8,7 @@
 // at the top of `event`). Any other event is named and left alone. Pure: src/http/mdm-push/
 // receives it, src/core/devices/jamf-push.ts acts on it.
 import { z } from 'zod';
+import { param } from './admin-api-params.js';
 import { unstorableTextIn } from '../shared/storable-text.js';
 
 export const JAMF_GROUP_EVENTS = [
@@ -146,10 +147,14 @@ function deviceOf(fields: Record<string, unknown>): JamfDevice {
   return { jamfId, udid, serial };
 }
 
+/**
+ * A UDID or serial as the Admin API's serial and mdm_id take it, else none: one no device can be
+ * registered with names no device, and is never written to one by an inventory event.
+ */
 function textOf(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const text = value.trim();
-  return text === '' || text.length > 255 ? null : text;
+  return param.deviceIdentifier.safeParse(text).success ? text : null;
 }
 
 function idOf(value: unknown): number | null {

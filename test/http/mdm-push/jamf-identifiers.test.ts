@@ -1,0 +1,51 @@
+// What Jamf Pro names a device by (UDID, serial) reaches the database only when a device could be
+// registered with it: one holding a space or over 255 characters names no device, on either
+// database, and the delivery still applies to every device it names well. (A body holding a NUL
+// anywhere is refused whole with 400, before it is read.)
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test } from 'node:test';
+import {
+  ALLOWED_GROUP,
+  deliver,
+  groupChange,
+  inventoryCompleted,
+  jamfPushOption,
+  secretsFolder,
+} from '../../support/jamf-webhooks.js';
+import { startTestPortal } from '../../support/test-portal.js';
+
+test('a UDID or serial no device can hold names no device, and the rest of the delivery still applies', async (t) => {
+  const folder = secretsFolder();
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
+  const portal = await startTestPortal({ config: { mdmPush: { jamf: jamfPushOption(folder) } } });
+  t.after(() => portal.close());
+  const receiver = `${portal.portal.url}/vpn-user-portal/mdm/jamf`;
+  const register = (identifiers: { serial?: string; mdm_id?: string }) =>
+    portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers });
+  const laptop = await register({ serial: 'C02GOOD001', mdm_id: 'UDID-GOOD-1' });
+  const bySerial = await register({ serial: 'C02SERIAL2' });
+
+  // The group loses a record whose identifiers no device could hold, and the laptop.
+  const left = await deliver(
+    receiver,
+    groupChange('computer', ALLOWED_GROUP, {
+      removed: [
+        { jssID: 51, udid: 'UDID WITH SPACE', serialNumber: 'X'.repeat(256) },
+        { jssID: 52, udid: 'UDID-GOOD-1', serialNumber: 'C02GOOD001' },
+      ],
+    }),
+  );
+  assert.equal(left.status, 200, JSON.stringify(left.body));
+  assert.equal(left.body['suspended'], 1);
+  assert.equal(left.body['unknown'], 1);
+  assert.equal((await portal.admin.device(laptop.device_id)).state, 'suspended');
+
+  // An inventory naming the serial-only device with such a UDID gives it nothing.
+  const inventory = await deliver(
+    receiver,
+    inventoryCompleted({ jssID: 53, udid: 'UDID WITH SPACE', serialNumber: 'C02SERIAL2' }),
+  );
+  assert.equal(inventory.status, 200, JSON.stringify(inventory.body));
+  assert.equal((await portal.admin.device(bySerial.device_id)).mdm_id, null);
+});
