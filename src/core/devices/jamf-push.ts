@@ -14,18 +14,25 @@
 // again changes nothing for it; one dated ahead of the portal's clock orders nothing and resumes
 // nothing. Repeated deliveries change nothing (suspending a suspended device
 // and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
-// and counted, never an error: Jamf would only send it again. The changes are the portal's own
+// and counted, never an error: Jamf would only send it again; so is one retired between its
+// look-up and its change, and the event goes on with the others it names. The changes are the portal's own
 // (audit key `(portal)`, by `jamf`), as those of the inventory sync.
 import type { JamfPushConfig } from '../../config/portal-config.js';
 import { jamfDevicesById } from '../../mdm-client/jamf.js';
 import type { JamfDevice, JamfEvent } from '../../protocol/jamf-webhook.js';
 import { messageOf } from '../../shared/error-message.js';
 import type { Db } from '../../storage/database.js';
-import { claimJamfEvent, fillDeviceIdentifier, findLiveDevice, type StoredDevice } from '../../storage/devices.js';
+import {
+  claimJamfEvent,
+  fillDeviceIdentifier,
+  findDevice,
+  findLiveDevice,
+  type StoredDevice,
+} from '../../storage/devices.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import { resumeDevice, suspendDevice } from './suspension.js';
+import { resumeDevice, suspendDevice, type SuspendOutcome } from './suspension.js';
 
 /** The reason of a suspension for leaving an allowed Jamf smart group. */
 export const JAMF_GROUP_REASON = 'jamf-group';
@@ -109,10 +116,22 @@ export async function applyJamfEvent(
   // Dated ahead of the portal's clock: not in order with anything, so a "left" suspends without
   // being put in order (nor recorded: its time would order nothing), and a "joined" resumes nothing.
   const ahead = event.at !== null && event.at.getTime() > ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS;
+  // A device retired (or its user destroyed) since it was found has nothing left to suspend or
+  // resume: it counts as unknown, as it would in a delivery sent again, and the event goes on with
+  // the others it names.
+  const gone = () => {
+    counts.unknownDevices += 1;
+    tally.unknown += 1;
+  };
   for (const named of removed) {
     const device = await found(named);
-    if (device === undefined) tally.unknown += 1;
-    else if (await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at)) tally.suspended += 1;
+    if (device === undefined) {
+      tally.unknown += 1;
+      continue;
+    }
+    const done = await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at);
+    if (done === 'gone') gone();
+    else if (done === 'changed') tally.suspended += 1;
     else tally.unchanged += 1;
   }
   for (const named of added) {
@@ -131,8 +150,12 @@ export async function applyJamfEvent(
         { deviceId: device.deviceId, group: event.groupName, eventTimestamp: event.at?.toISOString() },
         "Jamf Pro dated an event of a device joining an allowed smart group ahead of the portal's clock; not resumed (check both clocks)",
       );
-    } else if (await resumeForGroup(ctx, device, event.groupName, event.at)) tally.resumed += 1;
-    else tally.unchanged += 1;
+    } else {
+      const done = await resumeForGroup(ctx, device, event.groupName, event.at);
+      if (done === 'gone') gone();
+      else if (done === 'changed') tally.resumed += 1;
+      else tally.unchanged += 1;
+    }
   }
   return tally;
 }
@@ -223,17 +246,59 @@ function logOlder(ctx: PortalContext, device: StoredDevice, group: string, at: D
   );
 }
 
-async function suspendForGroup(
+/** What a suspension or resume did to one device: `gone` when it was retired since it was found. */
+type GroupChangeDone = 'changed' | 'unchanged' | 'gone';
+
+/**
+ * Runs a suspension or resume of a device the event found; `gone` when the device was retired,
+ * or its user destroyed, between the look-up and the row lock (the suspension or resume refuses
+ * it): nothing is left to change, and the event must go on with the other devices it names.
+ * Any other failure, or one of a device that is still live, is thrown.
+ */
+async function unlessGone(
+  ctx: PortalContext,
+  device: StoredDevice,
+  group: string,
+  change: () => Promise<GroupChangeDone>,
+): Promise<GroupChangeDone> {
+  try {
+    return await change();
+  } catch (error) {
+    if (!(error instanceof PortalError) || (error.code !== 'conflict' && error.code !== 'no-such-device')) throw error;
+    const now = await findDevice(ctx.db, device.deviceId);
+    if (now !== undefined && now.state !== 'retired') throw error;
+    ctx.logger.info(
+      { deviceId: device.deviceId, group },
+      'device named by a Jamf Pro event was retired before the event reached it; nothing to change for it',
+    );
+    return 'gone';
+  }
+}
+
+function suspendForGroup(
   ctx: PortalContext,
   device: StoredDevice,
   group: string,
   at: Date | null,
-): Promise<boolean> {
-  const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
-  const done = await suspendDevice(
-    { ...ctx, call, events: ctx.events.forCall(call) },
-    { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR, ...newerThanApplied(ctx, device, at) },
-  );
+): Promise<GroupChangeDone> {
+  return unlessGone(ctx, device, group, async () => {
+    const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
+    const done = await suspendDevice(
+      { ...ctx, call, events: ctx.events.forCall(call) },
+      { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR, ...newerThanApplied(ctx, device, at) },
+    );
+    logSuspended(ctx, device, group, at, done);
+    return done.changed ? 'changed' : 'unchanged';
+  });
+}
+
+function logSuspended(
+  ctx: PortalContext,
+  device: StoredDevice,
+  group: string,
+  at: Date | null,
+  done: SuspendOutcome,
+): void {
   if (done.stale) logOlder(ctx, device, group, at);
   else if (done.changed)
     ctx.logger.info({ deviceId: device.deviceId, group }, 'device left an allowed Jamf Pro smart group');
@@ -242,7 +307,6 @@ async function suspendForGroup(
       { deviceId: device.deviceId, group, reason: done.device.device.suspension?.reason },
       'device left an allowed Jamf Pro smart group while suspended for another reason; it stays suspended for both',
     );
-  return done.changed;
 }
 
 async function resumeForGroup(
@@ -250,27 +314,29 @@ async function resumeForGroup(
   device: StoredDevice,
   group: string,
   at: Date | null,
-): Promise<boolean> {
+): Promise<GroupChangeDone> {
   // A dated event is recorded for a device that is not suspended too: an older "left"
   // delivered after it changes nothing.
-  if (device.state !== 'suspended' && at === null) return false;
-  const call = portalCall('resume_device', { device_id: device.deviceId });
-  const done = await resumeDevice(
-    { ...ctx, call, events: ctx.events.forCall(call) },
-    {
-      deviceId: device.deviceId,
-      by: JAMF_AUTHOR,
-      onlyIfReason: JAMF_GROUP_REASON,
-      ...newerThanApplied(ctx, device, at),
-    },
-  );
-  if (done.outcome === 'stale') logOlder(ctx, device, group, at);
-  else if (done.outcome === 'other-reason' || done.outcome === 'still-suspended')
-    ctx.logger.info(
-      { deviceId: device.deviceId, group, reason: done.device.device.suspension?.reason },
-      'device joined an allowed Jamf Pro smart group but stays suspended for another reason',
+  if (device.state !== 'suspended' && at === null) return 'unchanged';
+  return unlessGone(ctx, device, group, async () => {
+    const call = portalCall('resume_device', { device_id: device.deviceId });
+    const done = await resumeDevice(
+      { ...ctx, call, events: ctx.events.forCall(call) },
+      {
+        deviceId: device.deviceId,
+        by: JAMF_AUTHOR,
+        onlyIfReason: JAMF_GROUP_REASON,
+        ...newerThanApplied(ctx, device, at),
+      },
     );
-  return done.outcome === 'resumed';
+    if (done.outcome === 'stale') logOlder(ctx, device, group, at);
+    else if (done.outcome === 'other-reason' || done.outcome === 'still-suspended')
+      ctx.logger.info(
+        { deviceId: device.deviceId, group, reason: done.device.device.suspension?.reason },
+        'device joined an allowed Jamf Pro smart group but stays suspended for another reason',
+      );
+    return done.outcome === 'resumed' ? 'changed' : 'unchanged';
+  });
 }
 
 /** Fills in the UDID (mdm_id) or serial the device lacks; true when one was written. */
