@@ -222,18 +222,32 @@ export async function resumeStoredDevice(db: Db, deviceId: DeviceId, state: 'reg
 
 /**
  * Records that a Jamf Pro group event of this time (ISO 8601 with milliseconds) is applied to the
- * device; false, and nothing written, when a newer one was applied already. A recorded time
- * after `notAfter` (ahead of the portal's clock: Jamf Pro's clock was wrong) orders nothing, or
- * one event so dated would make every later one look older. For the transaction that has the
- * device's row locked, so that the event applied is the one recorded.
+ * device; false, and nothing written, when a newer one was applied already, or, unless
+ * `sameTimeToo`, one of the same time. A suspension claims the time of an event applied already
+ * (a "joined" made in the same millisecond, whose order Jamf Pro's time cannot tell; its own
+ * event sent again after it was partly applied), a resume only a later one: of two changes of
+ * one moment, the suspension stands. A recorded time after `notAfter` (ahead of the portal's
+ * clock: Jamf Pro's clock was wrong) orders nothing, or one event so dated would make every
+ * later one look older. For the transaction that has the device's row locked, so that the event
+ * applied is the one recorded.
  */
-export async function claimJamfEvent(db: Db, deviceId: DeviceId, at: string, notAfter: string): Promise<boolean> {
+export async function claimJamfEvent(
+  db: Db,
+  deviceId: DeviceId,
+  at: string,
+  notAfter: string,
+  sameTimeToo: boolean,
+): Promise<boolean> {
   const result = await db
     .updateTable('devices')
     .set({ jamf_event_at: at })
     .where('device_id', '=', deviceId)
     .where((eb) =>
-      eb.or([eb('jamf_event_at', 'is', null), eb('jamf_event_at', '<=', at), eb('jamf_event_at', '>', notAfter)]),
+      eb.or([
+        eb('jamf_event_at', 'is', null),
+        eb('jamf_event_at', sameTimeToo ? '<=' : '<', at),
+        eb('jamf_event_at', '>', notAfter),
+      ]),
     )
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;

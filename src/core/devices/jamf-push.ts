@@ -11,8 +11,10 @@
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
 // changes (Jamf Pro unreachable: 503, nothing changed). Each device keeps the time (Jamf Pro's
 // `eventTimestamp`) of the newest group event applied to it, and an older one delivered late or
-// again changes nothing for it; one dated ahead of the portal's clock orders nothing and resumes
-// nothing. Repeated deliveries change nothing (suspending a suspended device
+// again changes nothing for it, nor does a "joined" as old as the event applied (of a "left" and
+// a "joined" of one moment, the "left" stands); one dated ahead of the portal's clock orders
+// nothing and resumes nothing. A device the event names among those that left is not resumed by
+// the same event's "joined" entries. Repeated deliveries change nothing (suspending a suspended device
 // and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
 // and counted, never an error: Jamf would only send it again; so is one retired between its
 // look-up and its change, and the event goes on with the others it names. The changes are the portal's own
@@ -123,12 +125,17 @@ export async function applyJamfEvent(
     counts.unknownDevices += 1;
     tally.unknown += 1;
   };
+  // Devices the event names among those that left: none of its "joined" entries resumes them
+  // (another record sharing a serial, an entry naming the device by another identifier), with
+  // or without a time to order them by.
+  const leaving = new Set<string>();
   for (const named of removed) {
     const device = await found(named);
     if (device === undefined) {
       tally.unknown += 1;
       continue;
     }
+    leaving.add(device.deviceId);
     const done = await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at);
     if (done === 'gone') gone();
     else if (done === 'changed') tally.suspended += 1;
@@ -137,7 +144,13 @@ export async function applyJamfEvent(
   for (const named of added) {
     const device = await found(named);
     if (device === undefined) tally.unknown += 1;
-    else if (contradicts(device, named)) {
+    else if (leaving.has(device.deviceId)) {
+      tally.unchanged += 1;
+      ctx.logger.warn(
+        { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
+        'Jamf Pro named a device among those that left an allowed smart group and among those that joined it in one event; it stays suspended',
+      );
+    } else if (contradicts(device, named)) {
       counts.unknownDevices += 1;
       tally.unknown += 1;
       ctx.logger.warn(
@@ -227,16 +240,21 @@ async function findInAnyCase(
 
 /**
  * The event's order, checked under the device's row lock: an event Jamf Pro made before the
- * newest one applied to the device changes nothing. None for an event without a time.
+ * newest one applied to the device changes nothing, nor does a "joined" (`resume`) made at the
+ * same time as one applied (a "left" of the same millisecond stands). None for an event without
+ * a time.
  */
 function newerThanApplied(
   ctx: PortalContext,
   device: StoredDevice,
   at: Date | null,
+  change: 'suspend' | 'resume',
 ): { onlyIf?: (trx: Db) => Promise<boolean> } {
   if (at === null) return {};
   const notAfter = new Date(ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS).toISOString();
-  return { onlyIf: (trx) => claimJamfEvent(trx, device.deviceId, at.toISOString(), notAfter) };
+  return {
+    onlyIf: (trx) => claimJamfEvent(trx, device.deviceId, at.toISOString(), notAfter, change === 'suspend'),
+  };
 }
 
 function logOlder(ctx: PortalContext, device: StoredDevice, group: string, at: Date | null): void {
@@ -285,7 +303,12 @@ function suspendForGroup(
     const call = portalCall('suspend_device', { device_id: device.deviceId, reason: JAMF_GROUP_REASON });
     const done = await suspendDevice(
       { ...ctx, call, events: ctx.events.forCall(call) },
-      { deviceId: device.deviceId, reason: JAMF_GROUP_REASON, by: JAMF_AUTHOR, ...newerThanApplied(ctx, device, at) },
+      {
+        deviceId: device.deviceId,
+        reason: JAMF_GROUP_REASON,
+        by: JAMF_AUTHOR,
+        ...newerThanApplied(ctx, device, at, 'suspend'),
+      },
     );
     logSuspended(ctx, device, group, at, done);
     return done.changed ? 'changed' : 'unchanged';
@@ -326,7 +349,7 @@ async function resumeForGroup(
         deviceId: device.deviceId,
         by: JAMF_AUTHOR,
         onlyIfReason: JAMF_GROUP_REASON,
-        ...newerThanApplied(ctx, device, at),
+        ...newerThanApplied(ctx, device, at, 'resume'),
       },
     );
     if (done.outcome === 'stale') logOlder(ctx, device, group, at);

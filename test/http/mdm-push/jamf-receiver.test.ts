@@ -1,7 +1,8 @@
 // The Jamf Pro webhook receiver at {baseUrl}mdm/jamf with Jamf-shaped deliveries: a missing or
 // wrong credential is 401 (audited, nothing changed) and an address outside the allow-list 403;
 // leaving the allowed smart group suspends (reason `jamf-group`), joining it resumes only that
-// suspension, and a repeated delivery changes nothing; another group's change, devices the
+// suspension, and a repeated delivery changes nothing; of a "left" and a "joined" of one
+// moment, or of one event, the "left" stands; another group's change, devices the
 // portal does not know and event types it does not act on are answered 200 and counted; a body
 // it cannot read is a 400 (415 for XML, 413 past 1 MiB; a NUL or a lone surrogate anywhere a 400 on both databases); devices named by Jamf id alone are looked up in Jamf
 // Pro's inventory (a stand-in) when `mdmInventory` is Jamf Pro's; `ComputerInventoryCompleted`
@@ -545,3 +546,78 @@ test("a time ahead of the portal's clock kept for a device before the upgrade or
   assert.equal(left.body['suspended'], 1);
   assert.equal((await portal.admin.device(mac.device_id)).state, 'suspended');
 });
+
+test('a "left" and a "joined" of one device with the same eventTimestamp leave it suspended, whichever is delivered first', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const mac = await register(portal, { serial: 'C02TIE0001', mdm_id: 'UDID-TIE-1' });
+  const other = await register(portal, { serial: 'C02TIE0002', mdm_id: 'UDID-TIE-2' });
+  const named = { jssID: 21, udid: 'UDID-TIE-1', serialNumber: 'C02TIE0001' };
+  const otherNamed = { jssID: 22, udid: 'UDID-TIE-2', serialNumber: 'C02TIE0002' };
+  // Jamf Pro keeps its times to the millisecond: two changes of one device within one are made
+  // in an order the portal cannot tell, and a device that may have left must not stay on.
+  const at = Date.now() - 60_000;
+
+  assert.equal(
+    (await deliver(receiver, datedAt(groupChange('computer', ALLOWED_GROUP, { removed: [named] }), at))).body[
+      'suspended'
+    ],
+    1,
+  );
+  const joinedAfter = await deliver(receiver, datedAt(groupChange('computer', ALLOWED_GROUP, { added: [named] }), at));
+  assert.equal(joinedAfter.status, 200);
+  assert.equal(joinedAfter.body['resumed'], 0);
+  assert.equal(joinedAfter.body['unchanged'], 1);
+  const still = await portal.admin.device(mac.device_id);
+  assert.equal(still.state, 'suspended', 'a "joined" as old as the "left" applied does not resume the device');
+  assert.equal(still.suspension?.reason, 'jamf-group');
+
+  // The other way round: the "left" delivered after the "joined" of the same time suspends.
+  await deliver(receiver, datedAt(groupChange('computer', ALLOWED_GROUP, { added: [otherNamed] }), at));
+  const leftAfter = await deliver(
+    receiver,
+    datedAt(groupChange('computer', ALLOWED_GROUP, { removed: [otherNamed] }), at),
+  );
+  assert.equal(leftAfter.body['suspended'], 1);
+  assert.equal((await portal.admin.device(other.device_id)).state, 'suspended');
+  // And the "joined" sent again (a retry) does not bring it back either.
+  const retried = await deliver(receiver, datedAt(groupChange('computer', ALLOWED_GROUP, { added: [otherNamed] }), at));
+  assert.equal(retried.body['resumed'], 0);
+  assert.equal((await portal.admin.device(other.device_id)).state, 'suspended');
+
+  // A "joined" made later resumes as ever.
+  const later = await deliver(receiver, datedAt(groupChange('computer', ALLOWED_GROUP, { added: [named] }), at + 1));
+  assert.equal(later.body['resumed'], 1);
+  assert.equal((await portal.admin.device(mac.device_id)).state, 'registered');
+});
+
+test('one event that names a device among those that left and, by another identifier, among those that joined leaves it suspended', async (t) => {
+  const { portal, receiver } = await jamfPortal(t);
+  const dated = await register(portal, { serial: 'F2LBOTH01', mdm_id: 'UDID-BOTH-1' });
+  const undated = await register(portal, { serial: 'F2LBOTH02', mdm_id: 'UDID-BOTH-2' });
+  for (const [device, serial, udid] of [
+    [dated, 'F2LBOTH01', 'UDID-BOTH-1'],
+    [undated, 'F2LBOTH02', 'UDID-BOTH-2'],
+  ] as const) {
+    // The device's own record left; an entry naming only its serial joined (a record that
+    // shares it, or a listing that gives mobile devices by serial).
+    const change = groupChange('mobile', MOBILE_GROUP, {
+      removed: [{ jssID: 1, udid, serialNumber: serial }],
+      added: [{ jssID: 2, serialNumber: serial }],
+    });
+    const body = device === undated ? withoutTimestamp(change) : change;
+    const answer = await deliver(receiver, body);
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal(answer.body['suspended'], 1, serial);
+    assert.equal(answer.body['resumed'], 0, serial);
+    const now = await portal.admin.device(device.device_id);
+    assert.equal(now.state, 'suspended', `${serial}: the event's "joined" does not undo its own "left"`);
+    assert.equal(now.suspension?.reason, 'jamf-group');
+  }
+});
+
+/** `delivery` without `eventTimestamp`, as a Jamf Pro that did not say when would send it. */
+function withoutTimestamp(delivery: unknown): unknown {
+  const body = delivery as { webhook: Record<string, unknown> };
+  const { eventTimestamp: _dropped, ...webhook } = body.webhook;
+  return { ...body, webhook };
+}
