@@ -122,6 +122,23 @@ describe('deciding about the clients of one OpenVPN server', () => {
   };
   const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+  /** Alice's client (cid 0) is allowed by the portal and established at 10.77.0.2, fd77::2. */
+  const aliceEstablished = async ({ portal, clients, notify }: Omit<ReturnType<typeof setUp>, 'management'>) => {
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    portal.answer(ALLOW);
+    await clients.settle();
+    notify(
+      'ESTABLISHED',
+      0,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+        ['ifconfig_pool_remote_ip6', 'fd77::2'],
+      ]),
+    );
+  };
+
   test('an allowed client is admitted with the addresses the portal was told about', async () => {
     const { management, portal, clients, notify } = setUp();
     notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
@@ -225,19 +242,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
 
   test('when the process ends, its connected clients are reported gone and their addresses are free again', async () => {
     const { portal, clients, notify } = setUp();
-    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
-    await turn();
-    portal.answer(ALLOW);
-    await clients.settle();
-    notify(
-      'ESTABLISHED',
-      0,
-      new Map([
-        ['common_name', CN_ALICE],
-        ['ifconfig_pool_remote_ip', '10.77.0.2'],
-        ['ifconfig_pool_remote_ip6', 'fd77::2'],
-      ]),
-    );
+    await aliceEstablished({ portal, clients, notify });
 
     // A CONNECT of the old process is still with the portal when it dies.
     notify('CONNECT', 1, connectEnv(CN_BOB), 1);
@@ -372,19 +377,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
 
   test('a disconnect that finds no management connection still refuses an admission of that name under way, which the list after the reconnect cannot show', async () => {
     const { management, portal, clients, notify } = setUp();
-    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
-    await turn();
-    portal.answer(ALLOW);
-    await clients.settle();
-    notify(
-      'ESTABLISHED',
-      0,
-      new Map([
-        ['common_name', CN_ALICE],
-        ['ifconfig_pool_remote_ip', '10.77.0.2'],
-        ['ifconfig_pool_remote_ip6', 'fd77::2'],
-      ]),
-    );
+    await aliceEstablished({ portal, clients, notify });
     // Alice connects a second time; the portal allows it a moment before the revocation.
     notify('CONNECT', 1, connectEnv(CN_ALICE), 1);
     await turn();
@@ -419,19 +412,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
 
   test('a renegotiation the portal refuses ends the session', async () => {
     const { management, portal, clients, notify } = setUp();
-    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
-    await turn();
-    portal.answer(ALLOW);
-    await clients.settle();
-    notify(
-      'ESTABLISHED',
-      0,
-      new Map([
-        ['common_name', CN_ALICE],
-        ['ifconfig_pool_remote_ip', '10.77.0.2'],
-        ['ifconfig_pool_remote_ip6', 'fd77::2'],
-      ]),
-    );
+    await aliceEstablished({ portal, clients, notify });
     management.sent.length = 0;
 
     const reauth = new Map([
@@ -467,19 +448,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
 
   test('after the management connection came back, status tells who is still there', async () => {
     const { management, portal, clients, notify } = setUp();
-    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
-    await turn();
-    portal.answer(ALLOW);
-    await clients.settle();
-    notify(
-      'ESTABLISHED',
-      0,
-      new Map([
-        ['common_name', CN_ALICE],
-        ['ifconfig_pool_remote_ip', '10.77.0.2'],
-        ['ifconfig_pool_remote_ip6', 'fd77::2'],
-      ]),
-    );
+    await aliceEstablished({ portal, clients, notify });
 
     // Alice left while nobody listened; Bob (cid 7) came in.
     management.status = [
