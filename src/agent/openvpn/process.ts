@@ -9,6 +9,8 @@ export interface OpenVpnProcessOptions {
   readonly name: string;
   readonly binary: string;
   readonly configFile: string;
+  /** Where its pid is noted while it runs (pid-record.ts). */
+  readonly pidFile: string;
   readonly runner: CommandRunner;
   readonly logger: Logger;
   /** True once the management socket accepted the agent's connection. */
@@ -30,7 +32,7 @@ export class OpenVpnProcess {
 
   constructor(options: OpenVpnProcessOptions) {
     this.#options = options;
-    const { name, binary, configFile, runner, logger } = options;
+    const { name, binary, configFile, pidFile, runner, logger } = options;
     this.#supervised = new SupervisedProcess({
       what: 'OpenVPN server',
       fields: { server: name },
@@ -42,6 +44,7 @@ export class OpenVpnProcess {
       restartDelaysMs: options.restartDelaysMs ?? RESTART_DELAYS_MS,
       onOutput: (line) => logger.debug({ server: name, openvpn: line }, 'OpenVPN says'),
       onExit: options.onExit,
+      pidRecord: { file: pidFile, program: 'openvpn' },
       onRestarted: async () => logger.info({ server: name, pid: this.pid }, 'OpenVPN server running'),
     });
   }

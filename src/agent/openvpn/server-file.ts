@@ -24,6 +24,22 @@ export function socketPathOf(managementDir: string, file: Pick<OpenVpnServerFile
   return join(managementDir, file.name.replace(/\.conf$/, '.sock'));
 }
 
+/** `<managementDir>/<profileId>-<n>.pid`: the running process of the file, noted by the agent. */
+export function pidFileOf(managementDir: string, file: Pick<OpenVpnServerFile, 'name'>): string {
+  return join(managementDir, file.name.replace(/\.conf$/, '.pid'));
+}
+
+/** The pid records in the management folder (pidFileOf), whatever file they were for. */
+export async function pidFilesIn(managementDir: string): Promise<string[]> {
+  try {
+    return (await readdir(managementDir))
+      .filter((name) => /^[a-zA-Z0-9-.]+-\d+\.pid$/.test(name))
+      .map((name) => join(managementDir, name));
+  } catch {
+    return [];
+  }
+}
+
 /** Checks the directives the agent depends on; the text itself is never quoted in a message. */
 export function checkServerFile(content: string, socketPath: string): ServerFileCheck {
   const errors: string[] = [];

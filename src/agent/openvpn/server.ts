@@ -14,6 +14,8 @@ export interface OpenVpnServerOptions {
   /** Where the file was written. */
   readonly configFile: string;
   readonly socketPath: string;
+  /** Where the process's pid is noted while it runs (next to its socket). */
+  readonly pidFile: string;
   readonly binary: string;
   readonly runner: CommandRunner;
   readonly portal: OpenVpnPortal;
@@ -67,6 +69,7 @@ export class OpenVpnServer {
       name: server,
       binary: options.binary,
       configFile: options.configFile,
+      pidFile: options.pidFile,
       runner: options.runner,
       logger,
       isReady: () => this.#management.connected,

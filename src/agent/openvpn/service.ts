@@ -11,6 +11,8 @@ import { ManagementUnavailableError } from './management.js';
 import { OpenVpnServer } from './server.js';
 import {
   checkServerFile,
+  pidFileOf,
+  pidFilesIn,
   preparePrivateDirectory,
   removeOtherServerFiles,
   socketPathOf,
@@ -18,6 +20,10 @@ import {
 } from './server-file.js';
 import type { OpenVpnServerFile } from '../node-assignment.js';
 import { messageOf } from '../../shared/error-message.js';
+import { endRecordedProcess } from '../process/pid-record.js';
+
+/** Like stopping a server: OpenVPN with explicit-exit-notify takes 2 s to tell its clients goodbye. */
+const LEFTOVER_GRACE_MS = 6_000;
 
 export interface OpenVpnServiceOptions {
   readonly settings: OpenVpnSettings;
@@ -34,6 +40,8 @@ export class OpenVpnService implements OpenVpnConnections {
   /** Changes run one at a time (a refresh and stop() may overlap). */
   #serial: Promise<unknown> = Promise.resolve();
   #closed = false;
+  /** Whether the processes an earlier agent left running were looked for. */
+  #leftoversEnded = false;
 
   constructor(options: OpenVpnServiceOptions) {
     this.#options = options;
@@ -134,6 +142,13 @@ export class OpenVpnService implements OpenVpnConnections {
   async #apply(files: readonly OpenVpnServerFile[]): Promise<void> {
     if (this.#closed) return;
     const { settings, logger } = this.#options;
+    if (!this.#leftoversEnded) {
+      // An agent killed with SIGKILL leaves its servers running, serving their clients with
+      // nobody to disconnect them: end them all, also those of files the portal no longer sends.
+      for (const pidFile of await pidFilesIn(settings.managementDir))
+        await endRecordedProcess(pidFile, LEFTOVER_GRACE_MS, logger);
+      this.#leftoversEnded = true;
+    }
     if (files.length === 0 && this.#servers.size === 0) return;
 
     const wanted = new Map<string, OpenVpnServerFile>();
@@ -192,6 +207,7 @@ export class OpenVpnService implements OpenVpnConnections {
       file,
       configFile,
       socketPath: socketPathOf(settings.managementDir, file),
+      pidFile: pidFileOf(settings.managementDir, file),
       binary: settings.binary,
       runner,
       portal,

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { messageOf } from '../../shared/error-message.js';
 import { deadlineIn, elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
+import { endRecordedProcess, removePidRecord, writePidRecord } from './pid-record.js';
 import { terminate } from './terminate.js';
 
 export interface SupervisedProcessOptions {
@@ -25,6 +26,11 @@ export interface SupervisedProcessOptions {
   readonly onOutput: (line: string) => void;
   /** After every end of a child that was spawned (crash, failed start, stop), before any restart. */
   readonly onExit?: () => Promise<void>;
+  /**
+   * Where the running child's pid is noted (pid-record.ts), and the name its /proc/PID/comm
+   * shows. Before each start, a process an earlier agent noted there and left running is ended.
+   */
+  readonly pidRecord?: { readonly file: string; readonly program: string };
   /** After a restart following a crash, once the new child is ready. */
   readonly onRestarted?: () => Promise<void>;
 }
@@ -92,6 +98,8 @@ export class SupervisedProcess {
     const { what, fields, logger } = this.#options;
     this.#recentOutput = [];
     this.#partialLine = '';
+    const pidRecord = this.#options.pidRecord;
+    if (pidRecord !== undefined) await endRecordedProcess(pidRecord.file, this.#options.stopGraceMs, logger);
     const child = this.#options.spawn();
     this.#child = child;
     let readyAt: MonotonicMs | null = null;
@@ -101,7 +109,10 @@ export class SupervisedProcess {
         if (exited) return;
         exited = true;
         if (this.#child === child) this.#child = null;
-        void Promise.resolve(this.#options.onExit?.())
+        void Promise.resolve(
+          pidRecord === undefined || child.pid === undefined ? undefined : removePidRecord(pidRecord.file, child.pid),
+        )
+          .then(() => this.#options.onExit?.())
           .catch((error: unknown) => logger.error({ ...fields, err: error }, `cleaning up after ${what} failed`))
           .then(() => {
             resolve();
@@ -118,6 +129,16 @@ export class SupervisedProcess {
       stream?.on('data', (chunk: string) => this.#remember(chunk));
     }
 
+    if (pidRecord !== undefined && child.pid !== undefined) {
+      try {
+        await writePidRecord(pidRecord.file, child.pid, pidRecord.program);
+      } catch (error) {
+        logger.error(
+          { ...fields, reason: messageOf(error), record: pidRecord.file },
+          `cannot note the pid of ${what}; an agent killed with SIGKILL would leave it running`,
+        );
+      }
+    }
     try {
       await this.#waitUntilReady(() => exited);
     } catch (error) {

@@ -5,7 +5,10 @@ import { runChecked, type CommandRunner } from '../process/command-runner.js';
 import type { WireGuardImplementation } from '../config.js';
 import { linkExists, readLinkState } from './link-state.js';
 import type { WireGuardAssignment } from '../node-assignment.js';
-import { WireGuardGoProcess } from './wireguard-go-process.js';
+import { STOP_GRACE_MS as WIREGUARD_GO_GRACE_MS, WireGuardGoProcess } from './wireguard-go-process.js';
+import { endRecordedProcess } from '../process/pid-record.js';
+import { deadlineIn } from '../../shared/monotonic.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { WgTool } from './wg-tool.js';
 
 /** Who provides the interface: found already there (left alone at exit) or created by the agent. */
@@ -14,6 +17,8 @@ export type InterfaceOrigin = 'existing' | 'kernel' | 'wireguard-go';
 export interface OpenInterfaceOptions {
   readonly name: string;
   readonly implementation: WireGuardImplementation;
+  /** Where the pid of the agent's wireguard-go is noted while it runs (pid-record.ts). */
+  readonly pidFile: string;
   readonly runner: CommandRunner;
   readonly wg: WgTool;
   readonly logger: Logger;
@@ -23,6 +28,8 @@ export interface OpenInterfaceOptions {
 
 /** WireGuard's own default, used when the portal sets no MTU. */
 const DEFAULT_MTU = 1420;
+/** The kernel removes the tun device of an ended wireguard-go right after the process is gone. */
+const INTERFACE_GONE_WAIT_MS = 5_000;
 
 /**
  * The node's single WireGuard interface: created when missing (kernel module first when allowed,
@@ -51,7 +58,14 @@ export class WireGuardInterface {
   }
 
   static async open(options: OpenInterfaceOptions): Promise<WireGuardInterface> {
-    const { name, implementation, runner, wg, logger } = options;
+    const { name, implementation, pidFile, runner, wg, logger } = options;
+
+    // The wireguard-go of an agent killed with SIGKILL still serves the interface, and nothing
+    // would supervise it or take it away: end it (it removes its interface) and start afresh.
+    if ((await endRecordedProcess(pidFile, WIREGUARD_GO_GRACE_MS, logger)) !== null) {
+      const deadline = deadlineIn(INTERFACE_GONE_WAIT_MS);
+      while ((await linkExists(runner, name)) && !deadline.passed()) await sleep(50);
+    }
 
     if (await linkExists(runner, name)) {
       if (!(await wg.isReachable(name))) throw new Error(`interface ${name} exists but is not a WireGuard interface`);
@@ -76,6 +90,7 @@ export class WireGuardInterface {
     const wireGuardInterface = new WireGuardInterface(name, 'wireguard-go', options);
     const wireguardGo = new WireGuardGoProcess({
       interfaceName: name,
+      pidFile,
       runner,
       wg,
       logger,

@@ -3,6 +3,7 @@
 // part; add_peer and remove_peer go through the revisions (an outdated instruction changes
 // nothing), the batcher (many calls, few writes) and the endpoint memory (devices greeted again
 // after the interface came up empty).
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { WireGuardKey } from '../../shared/ids.js';
 import type { Clock } from '../../shared/time.js';
@@ -228,6 +229,7 @@ export class WireGuardService implements WireGuardPeers {
     const wireGuardInterface = await WireGuardInterface.open({
       name: settings.interfaceName,
       implementation: settings.implementation,
+      pidFile: wireGuardGoPidFile(settings),
       runner,
       wg: this.#wg,
       logger,
@@ -275,4 +277,11 @@ function checkPeerCapacity(
   throw new Error(
     `the WireGuard ranges of node ${nodeNumber} hold ${total} clients (${profiles}), more than wireguard-go holds (${WIREGUARD_GO_PEER_LIMIT}): use smaller ranges in the portal's profiles, or kernel WireGuard`,
   );
+}
+
+/** `wireguard-go.IFNAME.pid` in the folder of the endpoint memory (0700): the agent's wireguard-go. */
+export function wireGuardGoPidFile(
+  settings: Pick<NodeAgentConfig['wireGuard'], 'endpointFile' | 'interfaceName'>,
+): string {
+  return join(dirname(settings.endpointFile), `wireguard-go.${settings.interfaceName}.pid`);
 }

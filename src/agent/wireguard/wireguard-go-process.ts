@@ -8,6 +8,8 @@ import type { WgTool } from './wg-tool.js';
 
 export interface WireGuardGoProcessOptions {
   readonly interfaceName: string;
+  /** Where its pid is noted while it runs (pid-record.ts). */
+  readonly pidFile: string;
   readonly runner: CommandRunner;
   readonly wg: Pick<WgTool, 'isReachable'>;
   readonly logger: Logger;
@@ -17,7 +19,7 @@ export interface WireGuardGoProcessOptions {
 }
 
 const DEFAULT_READY_TIMEOUT_MS = 10_000;
-const STOP_GRACE_MS = 5_000;
+export const STOP_GRACE_MS = 5_000;
 const RESTART_DELAYS_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 
 export class WireGuardGoProcess {
@@ -43,6 +45,7 @@ export class WireGuardGoProcess {
       restartDelaysMs: RESTART_DELAYS_MS,
       onOutput: (line) => logger.warn({ interface: interfaceName, wireguardGo: line }, 'wireguard-go says'),
       onRestarted: options.onRestarted,
+      pidRecord: { file: options.pidFile, program: 'wireguard-go' },
     });
   }
 
