@@ -64,6 +64,8 @@ test('the nginx example and the systemd units name the addresses and paths of th
     nodeUnit,
     /^ExecStart=\/opt\/vpn-portal\/dist\/cli\/main\.js node --config \/etc\/vpn-portal-node\/node\.json$/m,
   );
+  // systemd ends the agent's openvpn and wireguard-go with it only when it kills the whole group.
+  assert.match(nodeUnit, /^KillMode=control-group$/m);
   const node = parseNodeAgentConfig(readJson('node.json'), '/etc/vpn-portal-node/node.json');
   assert.equal(path.dirname(node.nodeKeyFile), '/etc/vpn-portal-node');
 });
