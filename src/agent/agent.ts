@@ -150,6 +150,8 @@ async function createServices(
   const { config, logger } = deps;
   const restartDelaysMs = deps.openVpnRestartDelaysMs;
   const openVpn = new OpenVpnService({ settings: config.openVpn, runner, portal, logger, restartDelaysMs });
+  // What an agent killed with SIGKILL left running goes first, before the portal is even asked.
+  await openVpn.endLeftovers();
   const proxyGuard = new ProxyGuardService(config.proxyGuard, logger);
   const wireGuard = await WireGuardService.create({
     settings: config.wireGuard,

@@ -40,6 +40,10 @@ async function killAgentOnly(lab: TunnelLab): Promise<void> {
   await agent.exitCode();
 }
 
+/** The new agent's log lines of the processes of an earlier agent it ended. */
+const endedLeftovers = (lab: TunnelLab) =>
+  lab.agent.withMessage('ending a process left running by an earlier node agent that did not stop it');
+
 describe('an OpenVPN client revoked after its node agent was killed and started again loses its tunnel', () => {
   let lab: TunnelLab;
   let laptop: OpenVpnClient | null = null;
@@ -111,6 +115,13 @@ describe('an OpenVPN client revoked after its node agent was killed and started 
       `no OpenVPN server of the killed agent still runs (before: ${before.join(', ')}; now: ${now.join(', ')})`,
     );
     assert.equal(now.length, 2, `the new agent runs its two servers: ${now.join(', ')}`);
+    assert.deepEqual(
+      endedLeftovers(lab)
+        .map((line) => [line['program'], line['pid']])
+        .sort(),
+      before.map((pid) => ['openvpn', pid]),
+      'the new agent logged each server it ended',
+    );
   });
 
   test('disabling the user then ends the tunnel within seconds, and the reconnect is refused', async () => {
@@ -160,6 +171,11 @@ describe('a WireGuard device revoked after its node agent was killed and started
       `the killed agent's wireguard-go is gone (before: ${before.join(', ')}; now: ${now.join(', ')})`,
     );
     assert.deepEqual(now, [lab.wireguardGoPid()], "one wireguard-go, the new agent's");
+    assert.deepEqual(
+      endedLeftovers(lab).map((line) => [line['program'], line['pid']]),
+      before.map((pid) => ['wireguard-go', pid]),
+      'the new agent logged the wireguard-go it ended',
+    );
     await until('the device pings through the new interface', () => lab.ping(1), 30_000);
   });
 

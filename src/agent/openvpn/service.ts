@@ -72,6 +72,22 @@ export class OpenVpnService implements OpenVpnConnections {
     return this.#servers.get(name) ?? null;
   }
 
+  /**
+   * Ends the servers an agent killed with SIGKILL left running, serving their clients with
+   * nobody to disconnect them: all those its pid records name, also of files the portal no
+   * longer sends. Once, before the first server starts.
+   */
+  async endLeftovers(): Promise<void> {
+    if (this.#leftoversEnded) return;
+    const { settings, logger } = this.#options;
+    await Promise.all(
+      (await pidFilesIn(settings.managementDir)).map((pidFile) =>
+        endRecordedProcess(pidFile, LEFTOVER_GRACE_MS, logger),
+      ),
+    );
+    this.#leftoversEnded = true;
+  }
+
   /** Brings the running servers to the portal's list of files. */
   apply(files: readonly OpenVpnServerFile[]): Promise<void> {
     return this.#inSerial(() => this.#apply(files));
@@ -142,13 +158,7 @@ export class OpenVpnService implements OpenVpnConnections {
   async #apply(files: readonly OpenVpnServerFile[]): Promise<void> {
     if (this.#closed) return;
     const { settings, logger } = this.#options;
-    if (!this.#leftoversEnded) {
-      // An agent killed with SIGKILL leaves its servers running, serving their clients with
-      // nobody to disconnect them: end them all, also those of files the portal no longer sends.
-      for (const pidFile of await pidFilesIn(settings.managementDir))
-        await endRecordedProcess(pidFile, LEFTOVER_GRACE_MS, logger);
-      this.#leftoversEnded = true;
-    }
+    await this.endLeftovers();
     if (files.length === 0 && this.#servers.size === 0) return;
 
     const wanted = new Map<string, OpenVpnServerFile>();

@@ -59,13 +59,7 @@ export class WireGuardInterface {
 
   static async open(options: OpenInterfaceOptions): Promise<WireGuardInterface> {
     const { name, implementation, pidFile, runner, wg, logger } = options;
-
-    // The wireguard-go of an agent killed with SIGKILL still serves the interface, and nothing
-    // would supervise it or take it away: end it (it removes its interface) and start afresh.
-    if ((await endRecordedProcess(pidFile, WIREGUARD_GO_GRACE_MS, logger)) !== null) {
-      const deadline = deadlineIn(INTERFACE_GONE_WAIT_MS);
-      while ((await linkExists(runner, name)) && !deadline.passed()) await sleep(50);
-    }
+    await WireGuardInterface.endLeftover(options);
 
     if (await linkExists(runner, name)) {
       if (!(await wg.isReachable(name))) throw new Error(`interface ${name} exists but is not a WireGuard interface`);
@@ -103,6 +97,19 @@ export class WireGuardInterface {
       'created WireGuard interface with wireguard-go',
     );
     return wireGuardInterface;
+  }
+
+  /**
+   * Ends the wireguard-go an agent killed with SIGKILL left serving the interface, which nothing
+   * would supervise or take away (its pid record says which); it removes its interface with it.
+   */
+  static async endLeftover(
+    options: Pick<OpenInterfaceOptions, 'name' | 'pidFile' | 'runner' | 'logger'>,
+  ): Promise<void> {
+    const { name, pidFile, runner, logger } = options;
+    if ((await endRecordedProcess(pidFile, WIREGUARD_GO_GRACE_MS, logger)) === null) return;
+    const deadline = deadlineIn(INTERFACE_GONE_WAIT_MS);
+    while ((await linkExists(runner, name)) && !deadline.passed()) await sleep(50);
   }
 
   /**

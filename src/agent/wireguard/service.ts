@@ -95,6 +95,13 @@ export class WireGuardService implements WireGuardPeers {
   /** A service with no interface yet, remembering the endpoints and the removals the previous run kept. */
   static async create(options: WireGuardServiceOptions): Promise<WireGuardService> {
     const service = new WireGuardService(options);
+    // At start, also when the portal no longer assigns WireGuard to this node.
+    await WireGuardInterface.endLeftover({
+      name: options.settings.interfaceName,
+      pidFile: wireGuardGoPidFile(options.settings),
+      runner: options.runner,
+      logger: options.logger,
+    });
     await service.#endpoints.load();
     const removals = await service.#removals.load();
     service.#revisions.restore(removals);
