@@ -147,7 +147,7 @@ export const nodeAgentConfigSchema = z.strictObject({
         .describe('`auto`: kernel WireGuard when the kernel has it, else wireguard-go.'),
       endpointFile: z.string().min(1).default(DEFAULT_ENDPOINT_FILE).meta({
         description:
-          'Where the endpoints of recently online devices are kept across restarts (0600 file, 0700 folder), so a restarted node greets them at once.',
+          "Where the endpoints of recently online devices are kept across restarts (0600 file, 0700 folder), so a restarted node greets them at once. The agent's wireguard-go is noted beside it (`wireguard-go.<interface>.pid`), so an agent started after one killed with SIGKILL ends it.",
         see: 'nodes.md#revocation-is-final',
       }),
       removalFile: z.string().min(1).optional().meta({
@@ -231,7 +231,7 @@ export const nodeAgentConfigSchema = z.strictObject({
         .min(1)
         .default(DEFAULT_OPENVPN_MANAGEMENT_DIR)
         .describe(
-          "The processes' management sockets; the folder is kept 0700, since whoever reaches a socket could admit clients.",
+          "The processes' management sockets and their pid records (`<name>.pid`, by which an agent started after one killed with SIGKILL ends the servers it left running); the folder is kept 0700, since whoever reaches a socket could admit clients.",
         ),
       user: z
         .string()
