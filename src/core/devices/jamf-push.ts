@@ -86,19 +86,7 @@ export async function applyJamfEvent(
     ctx.logger.debug({ webhookEvent: event.webhookEvent }, 'Jamf Pro event of a type the portal ignores');
     return { ...outcome, handled: 'ignored' };
   }
-  const found = async (device: JamfDevice): Promise<StoredDevice | undefined> => {
-    const stored = await findByIdentifiers(ctx, device);
-    if (stored === undefined) {
-      counts.unknownDevices += 1;
-      ctx.logger.info(
-        { webhookEvent: event.webhookEvent, jamfId: device.jamfId, udid: device.udid, serial: device.serial },
-        device.udid === null && device.serial === null
-          ? 'Jamf Pro named a device by its Jamf id only; the portal cannot match it (see mdm.md#jamf-pro-push)'
-          : 'Jamf Pro named a device the portal does not know',
-      );
-    }
-    return stored;
-  };
+  const found = deviceFinder(ctx, event.webhookEvent, counts);
   if (event.kind === 'inventory') {
     const device = await found(event.device);
     if (device === undefined) return { ...outcome, unknown: 1 };
@@ -113,17 +101,50 @@ export async function applyJamfEvent(
     );
     return { ...outcome, handled: 'ignored' };
   }
+  return applyGroupChange(ctx, event, counts, found);
+}
+
+type GroupChangeEvent = Extract<JamfEvent, { readonly kind: 'group-change' }>;
+
+/** Finds the device Jamf Pro names among the live ones; an unknown one is logged and counted. */
+function deviceFinder(
+  ctx: PortalContext,
+  webhookEvent: string,
+  counts: JamfPushCounts,
+): (device: JamfDevice) => Promise<StoredDevice | undefined> {
+  return async (device) => {
+    const stored = await findByIdentifiers(ctx, device);
+    if (stored === undefined) {
+      counts.unknownDevices += 1;
+      ctx.logger.info(
+        { webhookEvent, jamfId: device.jamfId, udid: device.udid, serial: device.serial },
+        device.udid === null && device.serial === null
+          ? 'Jamf Pro named a device by its Jamf id only; the portal cannot match it (see mdm.md#jamf-pro-push)'
+          : 'Jamf Pro named a device the portal does not know',
+      );
+    }
+    return stored;
+  };
+}
+
+/** An allowed group's change: the devices that left it are suspended, those that joined resumed. */
+async function applyGroupChange(
+  ctx: PortalContext,
+  event: GroupChangeEvent,
+  counts: JamfPushCounts,
+  found: (device: JamfDevice) => Promise<StoredDevice | undefined>,
+): Promise<JamfPushOutcome> {
   const { removed, added } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
-  const tally = { ...outcome };
+  const tally = { handled: 'applied' as const, suspended: 0, resumed: 0, refreshed: 0, unchanged: 0, unknown: 0 };
   // Dated ahead of the portal's clock: not in order with anything, so a "left" suspends without
   // being put in order (nor recorded: its time would order nothing), and a "joined" resumes nothing.
   const ahead = event.at !== null && event.at.getTime() > ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS;
   // A device retired (or its user destroyed) since it was found has nothing left to suspend or
   // resume: it counts as unknown, as it would in a delivery sent again, and the event goes on with
   // the others it names.
-  const gone = () => {
-    counts.unknownDevices += 1;
-    tally.unknown += 1;
+  const count = (done: GroupChangeDone, changed: 'suspended' | 'resumed') => {
+    if (done === 'gone') counts.unknownDevices += 1;
+    tally[done === 'gone' ? 'unknown' : done === 'changed' ? changed : 'unchanged'] += 1;
   };
   // Devices the event names among those that left: none of its "joined" entries resumes them
   // (another record sharing a serial, an entry naming the device by another identifier), with
@@ -136,41 +157,59 @@ export async function applyJamfEvent(
       continue;
     }
     leaving.add(device.deviceId);
-    const done = await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at);
-    if (done === 'gone') gone();
-    else if (done === 'changed') tally.suspended += 1;
-    else tally.unchanged += 1;
+    count(await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at), 'suspended');
   }
   for (const named of added) {
     const device = await found(named);
+    const refused = device === undefined ? null : refusedResume(device, named, leaving, ahead);
     if (device === undefined) tally.unknown += 1;
-    else if (leaving.has(device.deviceId)) {
-      tally.unchanged += 1;
+    else if (refused !== null) {
+      if (refused.unknown) counts.unknownDevices += 1;
+      tally[refused.unknown ? 'unknown' : 'unchanged'] += 1;
       ctx.logger.warn(
-        { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
-        'Jamf Pro named a device among those that left an allowed smart group and among those that joined it in one event; it stays suspended',
+        {
+          deviceId: device.deviceId,
+          udid: named.udid,
+          serial: named.serial,
+          group: event.groupName,
+          eventTimestamp: event.at?.toISOString(),
+        },
+        refused.message,
       );
-    } else if (contradicts(device, named)) {
-      counts.unknownDevices += 1;
-      tally.unknown += 1;
-      ctx.logger.warn(
-        { deviceId: device.deviceId, udid: named.udid, serial: named.serial, group: event.groupName },
-        'Jamf Pro named a device that joined an allowed smart group with an identifier that differs from the device found; not resumed',
-      );
-    } else if (ahead) {
-      tally.unchanged += 1;
-      ctx.logger.warn(
-        { deviceId: device.deviceId, group: event.groupName, eventTimestamp: event.at?.toISOString() },
-        "Jamf Pro dated an event of a device joining an allowed smart group ahead of the portal's clock; not resumed (check both clocks)",
-      );
-    } else {
-      const done = await resumeForGroup(ctx, device, event.groupName, event.at);
-      if (done === 'gone') gone();
-      else if (done === 'changed') tally.resumed += 1;
-      else tally.unchanged += 1;
-    }
+    } else count(await resumeForGroup(ctx, device, event.groupName, event.at), 'resumed');
   }
   return tally;
+}
+
+/**
+ * Why a device the event names among those that joined is not resumed (and whether it counts as
+ * unknown), or null to resume it.
+ */
+function refusedResume(
+  device: StoredDevice,
+  named: JamfDevice,
+  leaving: ReadonlySet<string>,
+  ahead: boolean,
+): { readonly unknown: boolean; readonly message: string } | null {
+  if (leaving.has(device.deviceId))
+    return {
+      unknown: false,
+      message:
+        'Jamf Pro named a device among those that left an allowed smart group and among those that joined it in one event; it stays suspended',
+    };
+  if (contradicts(device, named))
+    return {
+      unknown: true,
+      message:
+        'Jamf Pro named a device that joined an allowed smart group with an identifier that differs from the device found; not resumed',
+    };
+  if (ahead)
+    return {
+      unknown: false,
+      message:
+        "Jamf Pro dated an event of a device joining an allowed smart group ahead of the portal's clock; not resumed (check both clocks)",
+    };
+  return null;
 }
 
 /**
