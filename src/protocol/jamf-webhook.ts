@@ -9,7 +9,7 @@
 // receives it, src/core/devices/jamf-push.ts acts on it.
 import { z } from 'zod';
 import { param } from './admin-api-params.js';
-import { unstorableTextIn } from '../shared/storable-text.js';
+import { unstorable } from '../shared/storable-text.js';
 
 export const JAMF_GROUP_EVENTS = [
   'SmartGroupComputerMembershipChange',
@@ -79,14 +79,17 @@ export function parseJamfWebhook(body: unknown): JamfEvent {
       throw new JamfWebhookError('"webhook.eventTimestamp" must be a whole number of milliseconds since 1970');
     throw new JamfWebhookError('not a Jamf Pro webhook: the body needs "webhook.webhookEvent" and "event"');
   }
-  // Its identifiers are looked up: PostgreSQL refuses a NUL even as a query's parameter.
-  const unstorable = unstorableTextIn(body);
-  if (unstorable !== null) throw new JamfWebhookError(`the body holds ${unstorable}`);
   const { webhookEvent, eventTimestamp } = envelope.data.webhook;
+  // Only what is stored or looked up as sent is held to what a database stores (PostgreSQL
+  // refuses a NUL even as a query's parameter): a device's UDID and serial pass textOf, which
+  // takes none; a device's name or any other field the portal does not read cannot refuse the
+  // delivery, and with it the devices that left the group.
+  refuseUnstorable('"webhook.webhookEvent"', webhookEvent);
   const event = envelope.data.event;
   if (isOneOf(JAMF_GROUP_EVENTS, webhookEvent)) {
     const change = GROUP_CHANGE.safeParse(event);
     if (!change.success) throw new JamfWebhookError(`${webhookEvent}: ${describe(change.error)}`);
+    refuseUnstorable(`${webhookEvent}: "name"`, change.data.name);
     return {
       kind: 'group-change',
       webhookEvent,
@@ -109,6 +112,11 @@ export function parseJamfWebhook(body: unknown): JamfEvent {
     return { kind: 'inventory', webhookEvent, device };
   }
   return { kind: 'other', webhookEvent };
+}
+
+function refuseUnstorable(field: string, text: string): void {
+  const problem = unstorable(text);
+  if (problem !== null) throw new JamfWebhookError(`${field} holds ${problem}`);
 }
 
 function isOneOf<T extends string>(list: readonly T[], value: string): value is T {

@@ -2,7 +2,8 @@
 // (PostgreSQL stores none in text and refuses one even as a query's parameter: a 500 there, where
 // SQLite answered) or a lone surrogate (JSON's `"\ud800"` without its pair: stored as U+FFFD on
 // PostgreSQL and as three on SQLite, text other than the one sent). The surfaces that take JSON
-// (SCIM, Jamf Pro's webhooks) refuse such a body before acting on it.
+// (SCIM) refuse such a body before acting on it; Jamf Pro's webhooks refuse it only in the
+// fields they store.
 
 /** Half of a UTF-16 surrogate pair without its other half. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -30,7 +31,8 @@ export function unstorableTextIn(body: unknown): string | null {
   return null;
 }
 
-function unstorable(text: string): string | null {
+/** What in one text no database stores as sent (`a NUL character (\u0000)`); null: nothing. */
+export function unstorable(text: string): string | null {
   if (text.includes('\0')) return 'a NUL character (\\u0000)';
   if (LONE_SURROGATE.test(text)) return 'a lone surrogate (\\ud800–\\udfff without its pair, not Unicode text)';
   return null;

@@ -4,7 +4,7 @@
 // suspension, and a repeated delivery changes nothing; of a "left" and a "joined" of one
 // moment, or of one event, the "left" stands; another group's change, devices the
 // portal does not know and event types it does not act on are answered 200 and counted; a body
-// it cannot read is a 400 (415 for XML, 413 past 1 MiB; a NUL or a lone surrogate anywhere a 400 on both databases); devices named by Jamf id alone are looked up in Jamf
+// it cannot read is a 400 (415 for XML, 413 past 1 MiB; a NUL or a lone surrogate in the event's or the group's name a 400 on both databases); devices named by Jamf id alone are looked up in Jamf
 // Pro's inventory (a stand-in) when `mdmInventory` is Jamf Pro's; `ComputerInventoryCompleted`
 // completes a device's identifiers.
 import assert from 'node:assert/strict';
@@ -247,25 +247,24 @@ test('unknown devices and event types are answered 200, logged and counted; a bo
       /set the webhook's content type to JSON/,
     ],
   ];
-  // Identifiers no database stores as sent: a NUL (PostgreSQL refuses it even to look it up), a lone surrogate.
-  for (const [what, device] of [
-    ['a NUL in a serial number', { jssID: 43, udid: 'UDID-KNOWN-1', serialNumber: 'C02\u0000KNOWN01' }],
-    ['a NUL in a UDID', { jssID: 43, udid: 'UDID-\u0000KNOWN-1' }],
-    ['a lone surrogate in a UDID', { jssID: 43, udid: 'UDID-\uD800' }],
+  // Text no database stores as sent, where the portal stores it: the event's name, the group's.
+  for (const [what, text] of [
+    ['a NUL', 'Managed\u0000Macs'],
+    ['a lone surrogate', 'Managed \uD800'],
   ] as const) {
     unreadable.push([
-      `${what}, in a group change`,
-      groupChange('mobile', MOBILE_GROUP, { removed: [device] }),
+      `${what} in the group's name`,
+      groupChange('mobile', { id: MOBILE_GROUP.id, name: text }, { removed: [{ jssID: 43, udid: 'UDID-KNOWN-1' }] }),
       { 'content-type': 'application/json' },
       400,
-      /^the body holds a (NUL character|lone surrogate)/,
+      /^SmartGroupMobileDeviceMembershipChange: "name" holds a (NUL character|lone surrogate)/,
     ]);
     unreadable.push([
-      `${what}, in an inventory`,
-      inventoryCompleted(device),
+      `${what} in the event's name`,
+      { event: {}, webhook: { webhookEvent: `JSS${text}` } },
       { 'content-type': 'application/json' },
       400,
-      /^the body holds a (NUL character|lone surrogate)/,
+      /^"webhook.webhookEvent" holds a (NUL character|lone surrogate)/,
     ]);
   }
   // A body past 1 MiB is refused before it is read whole.
