@@ -37,7 +37,7 @@ export interface EnrollEndpoint {
 export function enrollEndpoint(ctx: PortalContext, certificateCheck: CertificateCheck | null = null): EnrollEndpoint {
   const forwardingProxies = new AddressAllowList(certificateCheck?.config.trustedProxyList ?? []);
   const allowList = new AddressAllowList(ctx.config.enrollment.allowList);
-  const limit = new RequestsPerAddress(ctx.config.enrollment.requestsPerMinute, () => ctx.clock.now().getTime());
+  const limit = new RequestsPerAddress(ctx.config.enrollment.requestsPerMinute);
   return {
     async guard(request, reply) {
       if (!allowList.allows(request.ip)) {

@@ -3,33 +3,32 @@
 // shared by all addresses: the counters are dropped together at its end, so memory stays
 // bounded by the addresses seen in one minute. An IPv6 client counts by its /64, as one
 // host may use any address of its /64. Per portal instance: with several instances behind a
-// load balancer each counts on its own (the limit is then per instance).
+// load balancer each counts on its own (the limit is then per instance). The minute is measured
+// on the monotonic clock: on the wall clock, set back an hour, it would last an hour and keep an
+// address that reached the limit refused all that time.
 import { parseIpAddress } from '../../net/ip-prefix.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
 const WINDOW_MS = 60_000;
 const IPV6_HOST_BITS = 64n;
 
 export class RequestsPerAddress {
   readonly #counts = new Map<string, number>();
-  #windowStart = 0;
+  #windowStart: MonotonicMs | null = null;
 
-  constructor(
-    private readonly maxPerMinute: number,
-    private readonly now: () => number,
-  ) {}
+  constructor(private readonly maxPerMinute: number) {}
 
   /** Counts a request; null when it may go on, else the seconds until the address may send again. */
   take(address: string): number | null {
-    const now = this.now();
-    if (now - this.#windowStart >= WINDOW_MS) {
+    if (this.#windowStart === null || elapsedSince(this.#windowStart) >= WINDOW_MS) {
       this.#counts.clear();
-      this.#windowStart = now;
+      this.#windowStart = monotonicNow();
     }
     const key = clientOf(address);
     const count = (this.#counts.get(key) ?? 0) + 1;
     this.#counts.set(key, count);
     if (count <= this.maxPerMinute) return null;
-    return Math.max(1, Math.ceil((this.#windowStart + WINDOW_MS - now) / 1000));
+    return Math.max(1, Math.ceil((WINDOW_MS - elapsedSince(this.#windowStart)) / 1000));
   }
 }
 
