@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Clock } from '../shared/time.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 import type { NatMode } from '../protocol/vpn-daemon.js';
 import { ListingBudget, listingBudgetBytes } from './listing-budget.js';
 import { ListingTooLargeError, NodeDaemonError, type DaemonNodeInfo, type NodeDaemon } from './daemon-client.js';
@@ -38,7 +39,7 @@ interface NodeState {
   /** The last answer to each question a listing asks (`what`), for while the node does not answer. */
   readonly lastAnswers: Map<string, unknown>;
   /** The listings (`what`) whose last answer was longer than the portal reads, and when that was last logged. */
-  readonly overLimit: Map<string, { readonly limitBytes: number; readonly since: Date; loggedAt: number }>;
+  readonly overLimit: Map<string, { readonly limitBytes: number; readonly since: Date; loggedAt: MonotonicMs }>;
 }
 
 /** A listing the node answered with more than the portal reads (ListingTooLargeError), since when. */
@@ -291,11 +292,12 @@ export class NodeFleet {
     const state = this.states.get(nodeNumber);
     const now = this.clock.now();
     const known = state?.overLimit.get(what);
-    if (known !== undefined && now.getTime() - known.loggedAt < OVER_LIMIT_REPEAT_MS) {
+    // Measured on the monotonic clock: a wall clock set back would silence the error for as long.
+    if (known !== undefined && elapsedSince(known.loggedAt) < OVER_LIMIT_REPEAT_MS) {
       this.logger.debug({ nodeNumber }, `${what} on node ${nodeNumber} failed: ${error.message}`);
       return;
     }
-    state?.overLimit.set(what, { limitBytes: error.limitBytes, since: known?.since ?? now, loggedAt: now.getTime() });
+    state?.overLimit.set(what, { limitBytes: error.limitBytes, since: known?.since ?? now, loggedAt: monotonicNow() });
     this.logger.error(
       { nodeNumber, listing: what, limitBytes: error.limitBytes },
       `${what} on node ${nodeNumber} failed: ${error.message}. The node holds more than the portal can list ` +
