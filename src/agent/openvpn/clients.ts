@@ -41,7 +41,12 @@ export interface OpenVpnClientsOptions {
   readonly reportRetryDelayMs?: number;
 }
 
-type ClientState = 'authorizing' | 'authorized' | 'established';
+/**
+ * `listed`: found by `status` without a virtual address, so not connected yet: still being
+ * decided (its CONNECT came while nobody listened, or client-auth was lost with the management
+ * connection) or refused and not yet gone. Not counted as connected, but ended by a disconnect.
+ */
+type ClientState = 'authorizing' | 'authorized' | 'listed' | 'established';
 
 interface ClientRecord {
   readonly cid: number;
@@ -140,23 +145,27 @@ export class OpenVpnClients {
     await this.#endDisconnected(listed);
     for (const client of listed) {
       if (this.#records.has(client.cid)) continue;
-      // It passed an authorisation nobody heard the end of: it is the portal's connection.
+      // With an address it passed an authorisation nobody heard the end of: the portal's
+      // connection. Without one it is not connected (yet): the portal's only if the portal allowed
+      // it here before the management connection broke, or once its ESTABLISHED comes.
+      const connected = client.ipFour !== null || client.ipSix !== null;
       this.#records.set(client.cid, {
         cid: client.cid,
         commonName: client.commonName,
-        state: 'established',
+        state: connected ? 'established' : 'listed',
         ipFour: client.ipFour === null ? null : canonicalIp(client.ipFour),
         ipSix: client.ipSix === null ? null : canonicalIp(client.ipSix),
-        reportable: true,
+        reportable: connected || unsureAtQuery.includes(client.cid),
         gone: false,
         revoked: false,
         establishedSeq: ++this.#establishedSeq,
       });
     }
     for (const record of [...this.#records.values()]) {
-      if (record.state !== 'established' || listedCids.has(record.cid) || record.establishedSeq > seqAtQuery) continue;
+      const afterStatus = record.state === 'established' || record.state === 'listed';
+      if (!afterStatus || listedCids.has(record.cid) || record.establishedSeq > seqAtQuery) continue;
       this.#records.delete(record.cid);
-      this.#reportEnd(record, 0, 0);
+      if (record.reportable) this.#reportEnd(record, 0, 0);
     }
   }
 
@@ -419,6 +428,8 @@ export class OpenVpnClients {
       this.#records.set(cid, record);
     }
     record.state = 'established';
+    // Connected, so admitted by the portal (a record `status` listed before it had an address included).
+    record.reportable = true;
     record.establishedSeq = ++this.#establishedSeq;
     // What OpenVPN really assigned (the addresses pushed in client-auth).
     record.ipFour = canonicalIpOrNull(env.get('ifconfig_pool_remote_ip')) ?? record.ipFour;

@@ -480,4 +480,40 @@ describe('deciding about the clients of one OpenVPN server', () => {
       bytesOut: 6,
     });
   });
+  test('a client status lists without an address is not counted as connected, is still ended by a disconnect, and is the portal’s only once established', async () => {
+    const { management, portal, clients, notify } = setUp();
+    // After a reconnect, OpenVPN lists Bob (cid 7) and Alice (cid 8) before either has an
+    // address: their CONNECTs came while nobody listened, or they were refused and not gone yet.
+    management.status = [
+      ...management.status,
+      `CLIENT_LIST\t${CN_BOB}\t198.18.250.3:1\t\t\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t7\t1\tAES-256-GCM`,
+      `CLIENT_LIST\t${CN_ALICE}\t198.18.250.2:1\t\t\t10\t20\t2026-11-22 05:37:30\t1795325850\tUNDEF\t8\t1\tAES-256-GCM`,
+    ];
+    await clients.resync();
+    assert.equal(clients.establishedCount, 0, 'nobody is connected yet');
+
+    // Bob's user is disabled: whatever becomes of it, that connection is ended.
+    assert.equal(await clients.disconnect(CN_BOB), 1);
+    assert.deepEqual(management.sent, ['status 3', 'client-kill 7']);
+    notify('DISCONNECT', 7, new Map([['bytes_received', '5']]));
+    await clients.settle();
+    assert.equal(portal.reports.length, 0, 'the portal opened no session for it');
+
+    // Alice's connection completes after all (an admission nobody here heard the end of).
+    notify(
+      'ESTABLISHED',
+      8,
+      new Map([
+        ['common_name', CN_ALICE],
+        ['ifconfig_pool_remote_ip', '10.77.0.2'],
+      ]),
+    );
+    assert.equal(clients.establishedCount, 1);
+    notify('DISCONNECT', 8, new Map([['bytes_received', '5']]));
+    await clients.settle();
+    assert.deepEqual(
+      portal.reports.map((report) => [report.commonName, report.ipFour]),
+      [[CN_ALICE, '10.77.0.2']],
+    );
+  });
 });
