@@ -141,7 +141,9 @@ export async function markAdminKeyReplaced(
 
 /**
  * Notes that a key was used, unless that was noted after `notBefore` already: a key used by
- * many requests costs one write per interval, also with several portal instances.
+ * many requests costs one write per interval, also with several portal instances. A use noted
+ * after `at` (the wall clock was set back since) is replaced: else it would stand until the
+ * clock caught up.
  */
 export async function noteAdminKeyUse(
   db: Db,
@@ -154,7 +156,13 @@ export async function noteAdminKeyUse(
     .updateTable('admin_keys')
     .set({ last_used_at: at, last_used_address: address })
     .where('key_id', '=', keyId)
-    .where((where) => where.or([where('last_used_at', 'is', null), where('last_used_at', '<', notBefore)]))
+    .where((where) =>
+      where.or([
+        where('last_used_at', 'is', null),
+        where('last_used_at', '<', notBefore),
+        where('last_used_at', '>', at),
+      ]),
+    )
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }

@@ -36,6 +36,7 @@ import type { HandOutEnd } from '../../storage/idempotency.js';
 import type { Database } from '../../storage/schema.js';
 import { SECRET_KEY_NAME } from '../admin-call.js';
 import type { PortalEvents } from '../events.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
 export type { StoredAdminKey } from '../../storage/admin-keys.js';
 
@@ -266,15 +267,16 @@ export async function checkAdminKey(ctx: AdminKeyContext, token: string): Promis
  * write within the interval, and the conditional update skips it when another instance wrote.
  */
 export class AdminKeyUse {
-  readonly #notedAt = new Map<string, number>();
+  /** When this instance last wrote a key's use, on the monotonic clock (a wall clock set back would skip an hour's writes). */
+  readonly #notedAt = new Map<string, MonotonicMs>();
 
   constructor(private readonly ctx: AdminKeyContext) {}
 
   async note(key: StoredAdminKey, address: string): Promise<void> {
-    const now = this.ctx.clock.now();
     const last = this.#notedAt.get(key.keyId);
-    if (last !== undefined && now.getTime() - last < LAST_USED_INTERVAL_MS) return;
-    this.#notedAt.set(key.keyId, now.getTime());
+    if (last !== undefined && elapsedSince(last) < LAST_USED_INTERVAL_MS) return;
+    this.#notedAt.set(key.keyId, monotonicNow());
+    const now = this.ctx.clock.now();
     await noteAdminKeyUse(
       this.ctx.db,
       key.keyId,

@@ -17,6 +17,7 @@ interface Listed {
   expires_at: string | null;
   revoked_at: string | null;
   state: string;
+  last_used_at?: string | null;
 }
 
 async function listed(portal: TestPortal, key?: string): Promise<Listed[]> {
@@ -286,6 +287,35 @@ test('a key limited to some profiles lists every key, but when and from where a 
   assert.deepEqual(seenByLimited.get('broad'), [false, null]);
   assert.deepEqual(seenByLimited.get('narrow'), [true, '127.0.0.1']);
   assert.deepEqual(seenByLimited.get('limited'), [true, '127.0.0.1'], 'its own use, as it is within its limits');
+});
+
+test('a key used after the wall clock was set back shows that use, not the one dated ahead, and one use a minute is written', async (t) => {
+  const clock = new ManualClock('2026-03-02T09:00:00Z');
+  // The minute between two writes passes on the monotonic clock: real time, plus what the story lets pass.
+  const realNow = performance.now.bind(performance);
+  let passed = 0;
+  t.mock.method(performance, 'now', () => realNow() + passed);
+  const portal = await startTestPortal({ config: twoProfiles, clock });
+  t.after(() => portal.close());
+  const key = await makeAdminKey(portal, 'ops', { scope: 'read' });
+  const lastUsed = async (): Promise<string | null> =>
+    (await listed(portal)).find((row) => row.name === 'ops')?.last_used_at ?? null;
+
+  assert.equal((await portal.get('/users', {}, bearer(key))).status, 200);
+  await until('the first use recorded', async () => (await lastUsed()) === '2026-03-02T09:00:00+00:00');
+
+  // Someone sets the clock back an hour; within the minute the key's use is not written again.
+  clock.advance(-3_600_000);
+  assert.equal((await portal.get('/users', {}, bearer(key))).status, 200);
+  await portal.get('/users', {}, bearer(key));
+  assert.equal(await lastUsed(), '2026-03-02T09:00:00+00:00', 'one write a minute');
+
+  passed += 61_000;
+  assert.equal((await portal.get('/users', {}, bearer(key))).status, 200);
+  await until(
+    'the use after the minute recorded at the clock’s time',
+    async () => (await lastUsed()) === '2026-03-02T08:00:00+00:00',
+  );
 });
 
 test('create_admin_key with an Idempotency-Key makes one key; the retry gets the same answer and a read or write key gets none', async (t) => {
