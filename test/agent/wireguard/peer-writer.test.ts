@@ -26,10 +26,21 @@ async function startWireGuardGo(node: Namespace, interfaceName: string): Promise
   const child = node.spawn('wireguard-go', ['-f', interfaceName], {
     env: { WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' },
   });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
   // A guard against a hang, not a speed target: on a loaded machine wireguard-go takes seconds.
+  // One that ended is said at once, with what it wrote.
   await until(
     `wireguard-go brings up ${interfaceName}`,
-    async () => (await node.run('wg', ['show', interfaceName])).exitCode === 0,
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null)
+        assert.fail(
+          `wireguard-go ended (${child.exitCode ?? child.signalCode}) before ${interfaceName} came up: ${output}`,
+        );
+      return (await node.run('wg', ['show', interfaceName])).exitCode === 0;
+    },
     60_000,
   );
   return child;
