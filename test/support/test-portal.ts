@@ -219,3 +219,8 @@ async function testDatabase(
 function readSecret(keyDir: string): string {
   return readFileSync(new KeyStore(keyDir).adminApiKeyPath, 'utf8').trim();
 }
+
+/** The portal's metrics page, as Prometheus would read it. */
+export async function metricsText(portal: TestPortal): Promise<string> {
+  return (await fetch(portal.portal.metricsUrl ?? '')).text();
+}

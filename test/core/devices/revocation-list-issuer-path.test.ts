@@ -23,12 +23,8 @@ import {
   type DeviceCertificateFiles,
   tlsEnrollUrl,
 } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
-
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
-}
 
 /** The audit log's refusals of revocation lists, by the list's location: the detail of each. */
 async function refusalDetails(portal: TestPortal): Promise<Map<string, string>> {
@@ -114,7 +110,7 @@ describe('revocation lists of CAs whose path breaks a rule a device chain must k
       [...broken.keys()].map((list) => [list, details.get(list)]),
       [...broken].map(([list, rule]) => [list, refusedFor(rule)]),
     );
-    const metrics = await metricsOf(running);
+    const metrics = await metricsText(running);
     for (const list of broken.keys())
       assert.ok(metrics.includes(`vpn_portal_crl_read_failing{file="${list}"} 1`), list);
     assert.ok(metrics.includes(`vpn_portal_crl_entries{file="${goodList}"} 1`), 'the good CA’s list is in force');
@@ -178,7 +174,7 @@ describe('a CA certificate issued again without keyCertSign, after a list of the
     const first = await start(ca.issuingFile);
     await until(
       'the first list in force',
-      async () => (await metricsOf(first)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
+      async () => (await metricsText(first)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
       30_000,
     );
     await first.close();
@@ -191,7 +187,7 @@ describe('a CA certificate issued again without keyCertSign, after a list of the
       refusedFor('CA certificate "CN=Reissued Issuing CA" may not sign certificates (its keyUsage lacks keyCertSign)'),
     );
     assert.ok(
-      (await metricsOf(second)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
+      (await metricsText(second)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`),
       'the list believed before stays in force',
     );
 
@@ -207,7 +203,7 @@ describe('a CA certificate issued again without keyCertSign, after a list of the
     assert.equal(kept.status, 200, kept.text);
     await until(
       'the newer list believed, its CA known by the chain just enrolled',
-      async () => (await metricsOf(second)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 2`),
+      async () => (await metricsText(second)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 2`),
       30_000,
     );
   });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { CrlServer, MdmCa, enrollOverTls, type DeviceCertificateFiles, tlsEnrollUrl } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
 
 /**
@@ -45,10 +45,6 @@ function emptyListWith(ca: MdmCa, name: string, extensions: readonly string[]): 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return path.join(dir, `${name}.crl`);
-}
-
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
 }
 
 for (const { kind, extensions, whole } of [
@@ -123,7 +119,7 @@ for (const { kind, extensions, whole } of [
       const url = crls.url;
       await until(
         'the complete list read',
-        async () => (await metricsOf(portal as TestPortal)).includes(`vpn_portal_crl_entries{file="${url}"} 1`),
+        async () => (await metricsText(portal as TestPortal)).includes(`vpn_portal_crl_entries{file="${url}"} 1`),
         30_000,
       );
       const enroll = () =>
@@ -142,7 +138,7 @@ for (const { kind, extensions, whole } of [
       await new Promise((resolve) => setTimeout(resolve, 500));
 
       const again = await enroll();
-      const refusals = /vpn_portal_crl_refused_total\{reason="not-whole"\} (\d+)/.exec(await metricsOf(portal));
+      const refusals = /vpn_portal_crl_refused_total\{reason="not-whole"\} (\d+)/.exec(await metricsText(portal));
       if (whole) {
         assert.equal(again.status, 200, again.text);
         assert.equal(Number(refusals?.[1] ?? 0), 0, 'no reading was refused as not whole');

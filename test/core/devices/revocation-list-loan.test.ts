@@ -13,12 +13,8 @@ import {
   type DeviceCertificateFiles,
   tlsEnrollUrl,
 } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
-
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
-}
 
 describe('a list lent to enrollment, then an older list of its CA believed', () => {
   const HOUR_MS = 3_600_000;
@@ -55,7 +51,7 @@ describe('a list lent to enrollment, then an older list of its CA believed', () 
     const running = portal;
     await until(
       'the newer list refused while its CA is not known, and lent',
-      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metricsOf(running)),
+      async () => /^vpn_portal_crl_refused_total\{reason="unknown-issuer"\} [1-9]/m.test(await metricsText(running)),
       30_000,
     );
     served = older;
@@ -68,10 +64,10 @@ describe('a list lent to enrollment, then an older list of its CA believed', () 
     assert.equal(enrolled.status, 200, enrolled.text);
     await until(
       'the older list in force',
-      async () => (await metricsOf(running)).includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 0`),
+      async () => (await metricsText(running)).includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 0`),
       30_000,
     );
-    assert.ok((await metricsOf(running)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 0`));
+    assert.ok((await metricsText(running)).includes(`vpn_portal_crl_entries{file="${crls.url}"} 0`));
     await assertEnrollmentRefusedAsRevoked(url, ca, revoked, 'now');
   });
 });

@@ -8,12 +8,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { CrlServer, MdmCa, enrollOnceListsRead, tlsEnrollUrl } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
-
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
-}
 
 describe('a list of one CA and a device of its namesake with the same certificate serial', () => {
   let previous: MdmCa;
@@ -53,7 +49,7 @@ describe('a list of one CA and a device of its namesake with the same certificat
     const url = crls.url;
     await until(
       "the previous CA's list believed",
-      async () => (await metricsOf(portal as TestPortal)).includes(`vpn_portal_crl_entries{file="${url}"} 0`),
+      async () => (await metricsText(portal as TestPortal)).includes(`vpn_portal_crl_entries{file="${url}"} 0`),
       30_000,
     );
     const device = await portal.admin.registerDevice({
@@ -82,7 +78,7 @@ describe('a list of one CA and a device of its namesake with the same certificat
     served = previous.revoke(theirs.certificate);
     await until(
       "the previous CA's new list believed",
-      async () => (await metricsOf(portal as TestPortal)).includes(`vpn_portal_crl_entries{file="${url}"} 1`),
+      async () => (await metricsText(portal as TestPortal)).includes(`vpn_portal_crl_entries{file="${url}"} 1`),
       30_000,
     );
     const reads = crls.requests + 3;

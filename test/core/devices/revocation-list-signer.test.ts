@@ -8,12 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { MdmCa, enrollOverTls, type DeviceCertificateFiles, tlsEnrollUrl } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
-
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
-}
 
 describe('an MDM whose issuing CA may sign certificates but not revocation lists', () => {
   let ca: MdmCa;
@@ -42,7 +38,7 @@ describe('an MDM whose issuing CA may sign certificates but not revocation lists
     const running = portal;
     await until(
       'the list refused',
-      async () => /^vpn_portal_crl_refused_total\{reason="no-crl-sign"\} [1-9]/m.test(await metricsOf(running)),
+      async () => /^vpn_portal_crl_refused_total\{reason="no-crl-sign"\} [1-9]/m.test(await metricsText(running)),
       30_000,
     );
     const refusals = (await auditRecords(running.portal.ctx.db, { limit: 100 })).filter(

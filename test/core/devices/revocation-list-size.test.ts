@@ -16,15 +16,11 @@ import {
   type DeviceCertificateFiles,
   tlsEnrollUrl,
 } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
 
 /** How many other certificates the CA has revoked before: about 180 KB of list. */
 const OTHERS = 5_000;
-
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
-}
 
 describe('a revocation list of some thousands of entries', () => {
   let ca: MdmCa;
@@ -88,7 +84,7 @@ describe('a revocation list of some thousands of entries', () => {
 
     const reads = crls.requests + 4;
     await until('four more reads', async () => (crls as CrlServer).requests >= reads, 30_000);
-    const metrics = await metricsOf(portal);
+    const metrics = await metricsText(portal);
     assert.ok(
       metrics.includes(`vpn_portal_crl_entries{file="${crls.url}"} ${OTHERS + 1}`),
       `the list is not in force:\n${metrics

@@ -37,6 +37,7 @@ import {
   startTestPortal,
   testPortalConfigFile,
   type TestPortal,
+  metricsText,
 } from '../../support/test-portal.js';
 import { capturedLog } from '../../support/captured-log.js';
 import { until, within } from '../../support/until.js';
@@ -44,10 +45,6 @@ import { until, within } from '../../support/until.js';
 const REFRESH_MS = 1000;
 
 /** The portal's metrics as Prometheus scrapes them. */
-async function metricsOf(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
-}
-
 /** The sample `name{labels}` in the metrics `text`; NaN when there is none. */
 function metricValue(text: string, name: string, labels: string): number {
   return Number(
@@ -57,12 +54,12 @@ function metricValue(text: string, name: string, labels: string): number {
 
 /** How many lists the portal has refused for `reason` (`unknown-issuer`, `bad-signature`, …). */
 async function refusedLists(portal: TestPortal, reason: string): Promise<number> {
-  return metricValue(await metricsOf(portal), 'vpn_portal_crl_refused_total', `reason="${reason}"`) || 0;
+  return metricValue(await metricsText(portal), 'vpn_portal_crl_refused_total', `reason="${reason}"`) || 0;
 }
 
 /** Whether the portal has the list read from `crlUrl` in force, with one certificate on it. */
 async function listInForceWithOneEntry(portal: TestPortal, crlUrl: string): Promise<boolean> {
-  return (await metricsOf(portal)).includes(`vpn_portal_crl_entries{file="${crlUrl}"} 1`);
+  return (await metricsText(portal)).includes(`vpn_portal_crl_entries{file="${crlUrl}"} 1`);
 }
 
 /** Registers `user`'s Linux device by its MDM serial, as the MDM does before the device enrolls. */
@@ -168,7 +165,7 @@ describe('a device whose certificate is revoked is retired', () => {
     return { deviceId: device.device_id, certificate };
   }
 
-  const metrics = () => metricsOf(started.portal);
+  const metrics = () => metricsText(started.portal);
   /** Waits until the portal has read the list twice more: one whole refresh ran after the call. */
   const twoMoreReads = async () => {
     const { crls } = started;
@@ -300,7 +297,7 @@ describe('a revocation list is believed only when the CA it names signed it and 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const metrics = () => metricsOf(portal);
+  const metrics = () => metricsText(portal);
   const ofList = (text: string, name: string) => metricValue(text, name, `file="${crls.url}"`);
   const refused = (reason: string) => refusedLists(portal, reason);
 
@@ -434,7 +431,7 @@ describe('a configured intermediate CA verifies its lists before any device enro
 
   test('the issuing CA’s list is believed at the first refresh', async () => {
     const { portal, crls } = started;
-    const metrics = () => metricsOf(portal);
+    const metrics = () => metricsText(portal);
     const end = Date.now() + 30_000;
     let text = await metrics();
     while (!text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`)) {
@@ -816,7 +813,7 @@ describe('a revocation list keeps to the CA of the list in force', () => {
     const again = await enroll();
     assert.equal(again.status, 403, again.text);
     assert.match(again.text, /revoked/);
-    const text = await metricsOf(portal);
+    const text = await metricsText(portal);
     assert.ok(text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`), "Alpha's list stays in force");
     assert.match(text, /^vpn_portal_crl_refused_total\{reason="other-issuer"\} [1-9]/m);
     const rows = (await auditRecords(portal.portal.ctx.db, { limit: 100 })).filter(
@@ -884,7 +881,7 @@ for (const { other, otherName, refusal, device, serial, title } of [
 
       served = alpha.revoke(revoked.certificate);
       await assertEnrollmentRefusedAsRevoked(enrollUrl, alpha, revoked);
-      const text = await metricsOf(portal);
+      const text = await metricsText(portal);
       assert.ok(text.includes(`vpn_portal_crl_entries{file="${crls.url}"} 1`), "Alpha's list is in force");
       const [pin] = await portal.portal.ctx.db.selectFrom('revocation_list_sources').select('issuer').execute();
       assert.equal(pin?.issuer, 'CN=Alpha MDM Issuing CA');
@@ -1128,7 +1125,7 @@ describe('a distribution point that redirects is not followed', () => {
   test('its target is never asked; the reading fails, naming the redirect and what to configure', async () => {
     await until(
       'the failed reading flagged',
-      async () => (await metricsOf(portal)).includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 1`),
+      async () => (await metricsText(portal)).includes(`vpn_portal_crl_read_failing{file="${crls.url}"} 1`),
       30_000,
     );
     await until('two readings', async () => crls.requests >= 2, 30_000);

@@ -28,7 +28,7 @@ import {
   secretsFolder,
 } from '../../support/jamf-webhooks.js';
 import { MdmStandIn, STAND_IN_CLIENT_SECRET } from '../../support/mdm-stand-in.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 
 const MOBILE_GROUP = { id: 31, name: 'VPN allowed phones' } as const;
 
@@ -56,10 +56,6 @@ async function jamfPortal(
 
 function register(portal: TestPortal, identifiers: { serial?: string; mdm_id?: string }): Promise<DeviceInfo> {
   return portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers });
-}
-
-async function metricsText(portal: TestPortal): Promise<string> {
-  return (await fetch(portal.portal.metricsUrl ?? '')).text();
 }
 
 async function historyOf(portal: TestPortal, deviceId: string): Promise<string[]> {
