@@ -339,6 +339,8 @@ export class RevocationListRefresher {
       this.#config.crlSources.map(async (source, index) => {
         let crl: RevocationList | null = null;
         let sha256 = '';
+        /** The CA certificates whose key signed the list believed. */
+        let signers: readonly CaCertificate[] = [];
         try {
           const body = source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location);
           try {
@@ -348,7 +350,7 @@ export class RevocationListRefresher {
           }
           sha256 = sha256Hex(Buffer.from(crl.rawData));
           const held = { inForce: this.#inForce[index] ?? null, pin: pins.get(source.location) ?? null };
-          await this.#check(crl, held, this.#namedIssuers[index] ?? null, authorities, now);
+          signers = await this.#check(crl, held, this.#namedIssuers[index] ?? null, authorities, now);
         } catch (error) {
           // A source that names its CA lends nothing: that CA is known, and no other's list is its.
           const lendable =
@@ -360,9 +362,15 @@ export class RevocationListRefresher {
         await this.#pin(source.location, this.#namedIssuers[index] !== null, pins.get(source.location) ?? null, crl);
         this.#putInForce(index, crl, sha256);
         // The loan ends only with a list of its CA at least as new: an older one (a mirror that
-        // has not caught up, an old list served again) lacks revocations the loan has.
+        // has not caught up, an old list served again) lacks revocations the loan has, and one of
+        // a namesake under another key (a CA renewed under its name) checks none of its chains.
         const lent = this.#lent[index] ?? null;
-        if (lent !== null && lent.issuer === crl.issuer && lent.thisUpdate <= crl.thisUpdate) {
+        if (
+          lent !== null &&
+          lent.issuer === crl.issuer &&
+          lent.thisUpdate <= crl.thisUpdate &&
+          (await crlSignedByKeyOf(lent, signers))
+        ) {
           this.#lent[index] = null;
           this.#verifier.lendCrl(index, null);
         }
@@ -458,6 +466,7 @@ export class RevocationListRefresher {
    * Throws CrlRefused unless the CA the list names signed it, it is current, and it keeps to the
    * CA its entry names (`named`), else to what was believed from its source before: the same CA,
    * and no older (the list in force, or what the pin says was believed before this instance started).
+   * Answers the CA certificates whose key signed it.
    */
   async #check(
     crl: RevocationList,
@@ -465,7 +474,7 @@ export class RevocationListRefresher {
     named: CaCertificate | null,
     authorities: readonly CaCertificate[],
     now: Date,
-  ): Promise<void> {
+  ): Promise<CaCertificate[]> {
     // A list keeps to the CA of the list in force: another known CA's genuine list (all of whose
     // certificates it would leave unrevoked) must not take the place of this one's.
     // Its entry may name that CA; then what was believed from it before does not count.
@@ -504,6 +513,7 @@ export class RevocationListRefresher {
         'older',
         `its thisUpdate ${crl.thisUpdate.toISOString()} is older than a list believed from here before (${pin.thisUpdate.toISOString()})`,
       );
+    return crlSigners(crl, candidates);
   }
 
   /**
