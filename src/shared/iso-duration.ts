@@ -113,6 +113,24 @@ export function subtractDuration(start: Date, duration: IsoDuration): Date {
   return addDuration(start, negated);
 }
 
+/**
+ * `end - duration` as a period of months is reckoned in law, for a retention: years and months
+ * go back to the same day of the month, or to the last day of a shorter month (31 March less
+ * `P1M` is 28 February, not 3 March as subtractDuration's overflow makes it); then days and
+ * times go back as they are. What ended before the result is older than `duration` by any
+ * reading; subtractDuration's overflow would call a record ended on 2 March older than a month
+ * on 31 March.
+ */
+export function subtractDurationClamped(end: Date, duration: IsoDuration): Date {
+  const monthIndex = end.getUTCFullYear() * 12 + end.getUTCMonth() - duration.years * 12 - duration.months;
+  const year = Math.floor(monthIndex / 12);
+  const month = monthIndex - year * 12;
+  const lastDay = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+  const result = new Date(end.getTime());
+  result.setUTCFullYear(year, month, Math.min(end.getUTCDate(), lastDay));
+  return subtractDuration(result, { ...duration, years: 0, months: 0 });
+}
+
 /** Length of a duration in milliseconds when added to `start` (used for intervals such as reconcile). */
 export function durationMilliseconds(duration: IsoDuration, start: Date = new Date(0)): number {
   return addDuration(start, duration).getTime() - start.getTime();

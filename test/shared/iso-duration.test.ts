@@ -9,6 +9,7 @@ import {
   isIsoDuration,
   isWithinMaxDuration,
   parseIsoDuration,
+  subtractDurationClamped,
   type IsoDuration,
 } from '../../src/shared/iso-duration.js';
 
@@ -109,6 +110,21 @@ test('calendar units overflow as PHP: P1M from 31 January lands on 3 March in a 
   assert.equal(after('2024-02-29T12:00:00Z', 'P1Y'), '2025-03-01T12:00:00.000Z');
   // Months carry into years.
   assert.equal(after('2026-11-15T00:00:00Z', 'P3M'), '2027-02-15T00:00:00.000Z');
+});
+
+test('a retention reckons months back to the same day, or the last day of a shorter month, never overflowing into the month it started from', () => {
+  const before = (end: string, text: string) => subtractDurationClamped(new Date(end), parsed(text)).toISOString();
+  assert.equal(before('2026-03-31T12:00:00Z', 'P1M'), '2026-02-28T12:00:00.000Z');
+  assert.equal(before('2024-03-31T12:00:00Z', 'P1M'), '2024-02-29T12:00:00.000Z');
+  assert.equal(before('2026-03-15T12:00:00Z', 'P1M'), '2026-02-15T12:00:00.000Z');
+  assert.equal(before('2026-08-31T00:00:00Z', 'P6M'), '2026-02-28T00:00:00.000Z');
+  assert.equal(before('2026-01-31T00:00:00Z', 'P2M'), '2025-11-30T00:00:00.000Z');
+  assert.equal(before('2025-02-28T08:00:00Z', 'P1Y'), '2024-02-28T08:00:00.000Z');
+  assert.equal(before('2028-02-29T08:00:00Z', 'P1Y'), '2027-02-28T08:00:00.000Z');
+  // Days and times go back after the months, as they are.
+  assert.equal(before('2026-03-31T12:00:00Z', 'P1M1DT2H'), '2026-02-27T10:00:00.000Z');
+  assert.equal(before('2026-03-01T00:00:00Z', 'P30D'), '2026-01-30T00:00:00.000Z');
+  assert.equal(before('2026-01-10T12:00:00Z', 'PT12H'), '2026-01-10T00:00:00.000Z');
 });
 
 test('adding in UTC: hours carry across days, months and years; no daylight saving applies', () => {

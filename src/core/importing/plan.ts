@@ -2,7 +2,7 @@
 // portal, writing nothing. The import itself runs the same checks first and goes on only when
 // they found no conflict.
 import { EDUVPN_RECORD_KINDS, type EduVpnDeployment, type EduVpnRecordKind } from '../../eduvpn/deployment.js';
-import { addDuration, subtractDuration } from '../../shared/iso-duration.js';
+import { addDuration, subtractDurationClamped } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import { heldUserIds } from '../../storage/legal-holds.js';
 import type { ImportFacts } from './configurations.js';
@@ -51,7 +51,8 @@ export async function prepareEduVpnImport(
     namedAuthorizations: new Map(),
     usersDisabledHere: new Set(),
     usersDisabledHereAtStart: await usersDisabledHereAtStart(ctx.db),
-    historySince: formatAtom(subtractDuration(now, ctx.config.connectionLogRetention)),
+    // As the housekeeping reckons the retention: history it would keep is brought.
+    historySince: formatAtom(subtractDurationClamped(now, ctx.config.connectionLogRetention)),
     heldUsers: new Set(await heldUserIds(ctx.db, formatAtom(now))),
     nodeOfConnection: new Map(),
   };

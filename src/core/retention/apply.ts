@@ -2,7 +2,7 @@
 // than its retention, except the records of users under a legal hold in force now; then one
 // audit row (call `housekeeping`, by the portal itself) says how many records of each kind went
 // and how many a hold kept. A pass that removed and kept nothing writes no row.
-import { subtractDuration } from '../../shared/iso-duration.js';
+import { subtractDurationClamped } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import { heldUserIds, type RetentionCount } from '../../storage/legal-holds.js';
 import { recordAdminCall } from '../access/index.js';
@@ -46,7 +46,8 @@ export async function applyRetention(ctx: PortalContext, checkpoint: () => void 
       stopped = { by: error };
       break;
     }
-    const before = formatAtom(subtractDuration(now, entry.retention(ctx.config)));
+    // A month back from a month's end is the last day of a shorter month, never into this one.
+    const before = formatAtom(subtractDurationClamped(now, entry.retention(ctx.config)));
     // Read again for each kind: over a backlog the kinds take minutes, and a hold placed
     // meanwhile keeps what the kinds after it would delete.
     const held = await heldUserIds(ctx.db, formatAtom(ctx.clock.now()));

@@ -220,3 +220,37 @@ test('RADIUS records nobody sends any more (accounting turned off since) go once
     ['r2'],
   );
 });
+
+test("a month's retention at a month's end keeps what ended less than a month ago: on 31 March a session that ended on 2 March stays", async (t) => {
+  const clock = new ManualClock('2026-03-30T12:00:00Z');
+  const portal = await startTestPortal({ clock, config: { connectionLogRetention: 'P1M' } });
+  t.after(() => portal.close());
+  await portal.reconcile(); // the start-up pass (and its housekeeping) is done before the clock moves
+  const db = portal.portal.ctx.db;
+  const nodeNumber = asNodeNumber(0);
+  const ended = async (connectionId: string, at: string) => {
+    await openConnection(db, {
+      userId: asUserId('alice'),
+      profileId: asProfileId('employees'),
+      vpnProto: 'openvpn',
+      connectionId,
+      nodeNumber,
+      ipFour: '10.44.0.9',
+      ipSix: 'fd44::9',
+      originatingIp: null,
+      connectedAt: new Date(Date.parse(at) - 3_600_000),
+    });
+    await closeConnection(db, { connectionId, nodeNumber, disconnectedAt: new Date(at), bytesIn: 1, bytesOut: 2 });
+  };
+  // A month after 27 February is 27 March, past; a month after 2 March is 2 April, to come.
+  await ended('february', '2026-02-27T12:00:00Z');
+  await ended('march', '2026-03-02T12:00:00Z');
+
+  const parameters = await pass(portal, clock, 1); // 31 March, 12:00
+  assert.deepEqual(counts(parameters, 'connection_log'), { connection_log: ['1', '0'] });
+  const { connection_log } = await portal.admin.connectionLog({});
+  assert.deepEqual(
+    connection_log.map((entry) => entry.connection_id),
+    ['march'],
+  );
+});
