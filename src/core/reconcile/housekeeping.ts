@@ -10,7 +10,8 @@
 // revoked) more than a month ago are deleted, and so are the eduVPN import's notes it no longer
 // needs (src/storage/imported-records.ts: after the receipts, whose pruning ends a user's). Expired
 // configurations need no daily run: they are swept the moment they expire. The day of the last
-// run is kept in the database, so a restart does not repeat it.
+// run is kept in the database, so a restart does not repeat it; one more than a day ahead of the
+// clock (the clock ran ahead and was set back) does not hold it back.
 //
 // Answers kept for retries (Idempotency-Key) hold private keys: they are deleted by every full
 // pass once their 24 hours are over, not once a day.
@@ -78,8 +79,17 @@ export async function runHousekeepingIfDue(
 ): Promise<HousekeepingResult | null> {
   const now = ctx.clock.now();
   const today = formatAtom(now).slice(0, 10);
-  const lastRun = await readState(ctx.db, LAST_RUN_KEY);
-  if (lastRun !== null && lastRun >= today) return null;
+  const stored = await readState(ctx.db, LAST_RUN_KEY);
+  // Today's is done; so is tomorrow's, by another instance whose clock is a little ahead past
+  // midnight. A day further ahead was written by a clock that ran ahead and was set back since:
+  // waited for, it would hold back every retention until the clock reached it again.
+  if (stored !== null && stored >= today && stored <= nextDay(today)) return null;
+  const lastRun = stored !== null && stored < today ? stored : null;
+  if (stored !== null && lastRun === null)
+    ctx.logger.warn(
+      { day: today, lastRun: stored },
+      `housekeeping last ran on ${stored}, ahead of today (${today}): the clock was set back; running today's`,
+    );
   // Once a day: with "housekeeping done" it shows how long the day's run took.
   ctx.logger.info({ day: today, lastRun }, 'housekeeping started');
 
