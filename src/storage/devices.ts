@@ -670,3 +670,32 @@ export async function devicesOfConfigurations(
     ),
   );
 }
+
+/**
+ * The end (`notAfter`, ATOM) of the certificate that the device of a configuration is bound to
+ * (identity `certificate`: it enrolled with it), or null when the configuration names no device,
+ * or one that proved itself otherwise.
+ */
+export async function deviceCertificateEndOf(
+  db: Db,
+  table: 'wg_peers' | 'certificates',
+  connectionId: string,
+): Promise<string | null> {
+  const row =
+    table === 'wg_peers'
+      ? await db
+          .selectFrom('wg_peers')
+          .innerJoin('devices', 'devices.device_id', 'wg_peers.device_id')
+          .select('devices.certificate_not_after')
+          .where('wg_peers.public_key', '=', connectionId)
+          .where('devices.identity', '=', 'certificate')
+          .executeTakeFirst()
+      : await db
+          .selectFrom('certificates')
+          .innerJoin('devices', 'devices.device_id', 'certificates.device_id')
+          .select('devices.certificate_not_after')
+          .where('certificates.common_name', '=', connectionId)
+          .where('devices.identity', '=', 'certificate')
+          .executeTakeFirst();
+  return row?.certificate_not_after ?? null;
+}

@@ -1,6 +1,7 @@
 // POST /extend (ours): renews a configuration without a new key, so the device keeps working
 // with what it has. The new expiry is `now + expires_in` by create's rules (sessionExpiry or a
-// supportedSessionExpiry entry, capped by the OpenVPN CA's end). It never moves an expiry
+// supportedSessionExpiry entry, capped by the OpenVPN CA's end and by the end of the certificate
+// a device enrolled with). It never moves an expiry
 // earlier (delete_connection ends a configuration) and never brings back an expired one
 // (revocations are final). An OpenVPN configuration's expiry is also its certificate's, so
 // its certificate is re-issued for the same key, which the portal knows only when the device
@@ -10,6 +11,7 @@ import type { IssuedCertificate } from '../../openvpn/certificate-authority.js';
 import type { ConnectionId, UserId, VpnProto } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { findCertificateOfUser, type OpenVpnCertificate } from '../../storage/certificates.js';
+import { deviceCertificateEndOf } from '../../storage/devices.js';
 import { extendConfigurationRow } from '../../storage/expiry-change.js';
 import { findUser } from '../../storage/users.js';
 import { findPeerOfUser } from '../../storage/wg-peers.js';
@@ -37,9 +39,16 @@ export async function extendConfiguration(
   const user = await existingUser(ctx, userId);
   const now = ctx.clock.now();
   const ca = await ctx.openVpnKeys.ca();
-  const expiresAt = cappedExpiry(configurationExpiry(ctx.config, now, expiresIn), ca?.notAfter ?? null);
   const peer = await findPeerOfUser(ctx.db, userId, connectionId);
   const certificate = peer === undefined ? await findCertificateOfUser(ctx.db, userId, connectionId) : undefined;
+  const table = peer === undefined ? 'certificates' : 'wg_peers';
+  // As create: the CA's end caps it, and so does the end of the certificate its device enrolled
+  // with, which the configuration never outlives (enrolling with the renewed one replaces it).
+  const deviceCertificateEnd = await deviceCertificateEndOf(ctx.db, table, connectionId);
+  const expiresAt = cappedExpiry(
+    cappedExpiry(configurationExpiry(ctx.config, now, expiresIn), ca?.notAfter ?? null),
+    deviceCertificateEnd === null ? null : new Date(deviceCertificateEnd),
+  );
   const found = peer ?? certificate;
   const configuration =
     peer !== undefined
@@ -57,7 +66,7 @@ export async function extendConfiguration(
   if (expiresAt.getTime() < previousExpiresAt.getTime()) {
     throw new PortalError(
       'conflict',
-      `the configuration expires at ${found.expiresAt}, later than "expires_in" would make it (${formatAtom(expiresAt)}); extend never shortens, delete_connection ends a configuration`,
+      `the configuration expires at ${found.expiresAt}, later than ${deviceCertificateEnd === formatAtom(expiresAt) ? 'the end of the certificate its device enrolled with' : '"expires_in" would make it'} (${formatAtom(expiresAt)}); extend never shortens, delete_connection ends a configuration`,
     );
   }
 
@@ -74,7 +83,7 @@ export async function extendConfiguration(
     if (current.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
     // Expired by the clock as it is now, not as it was when the call began: one that expired in
     // between may be off its nodes already, and must stay off.
-    const extended = await extendConfigurationRow(trx, peer === undefined ? 'certificates' : 'wg_peers', connectionId, {
+    const extended = await extendConfigurationRow(trx, table, connectionId, {
       ...change,
       now: formatAtom(ctx.clock.now()),
     });

@@ -1,7 +1,7 @@
 // POST /extend: a configuration's expiry moves by create's rules (sessionExpiry or a
-// supportedSessionExpiry entry from now, capped by the CA's end) without a new key; an OpenVPN
-// configuration made from a CSR gets a new certificate for the same key, one whose key the
-// portal made is refused. Never shorter, never for an expired configuration, never for
+// supportedSessionExpiry entry from now, capped by the CA's end and by the end of the certificate
+// a device enrolled with) without a new key; an OpenVPN configuration made from a CSR gets a new
+// certificate for the same key, one whose key the portal made is refused. Never shorter, never for an expired configuration, never for
 // someone else's; each refusal says why and changes nothing, and the change is in the audit log.
 import assert from 'node:assert/strict';
 import { type KeyObject, X509Certificate } from 'node:crypto';
@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { portalState } from '../../support/admin-keys.js';
+import { enrollOverTls, MdmCa, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../../support/device-keys.js';
 import { errorBody } from '../../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -211,6 +212,31 @@ for (const kind of ['Ed25519', 'P-256'] as const) {
     assert.equal(await expiryOf(portal, 'alice', configuration.connection_id), extended.expires_at);
   });
 }
+
+test("a configuration enrolled with a device's certificate is not extended past that certificate's end", async (t) => {
+  const ca = MdmCa.make();
+  t.after(() => ca.remove());
+  const certificate = ca.device('mac', { cn: 'mac', uri: 'urn:mdm:serial:EXT-1' }, 2);
+  const portal = await startTestPortal({ config: { sessionExpiry: 'P30D', enrollment: ca.mutualTlsEnrollment({}) } });
+  t.after(() => portal.close());
+  const registered = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'macos',
+    serial: 'EXT-1',
+  });
+  const { publicKey } = wgGenkey();
+  const enrolled = await enrollOverTls(tlsEnrollUrl(portal), ca, certificate, { public_key: publicKey });
+  assert.equal(enrolled.status, 200, enrolled.text);
+  const notAfter = (await portal.admin.device(registered.device_id)).certificate?.not_after;
+  assert.ok(notAfter !== undefined);
+  assert.equal(await expiryOf(portal, 'alice', publicKey), notAfter, 'it ends with the certificate, before 30 days');
+
+  // A renewal system answering configuration.expiring: the portal's 30 days would outlive the certificate.
+  const extended = await portal.admin.extend({ user_id: 'alice', connection_id: publicKey });
+  assert.equal(extended.expires_at, notAfter, "the answer says it still ends with the device's certificate");
+  assert.equal(await expiryOf(portal, 'alice', publicKey), notAfter, 'and so does the database');
+});
 
 test('an OpenVPN configuration whose key the portal made cannot be extended: 409 says why and what to do', async (t) => {
   const stand = await start(t);
