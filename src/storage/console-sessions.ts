@@ -10,12 +10,16 @@ import type { ConsoleSessionsTable } from './schema.js';
 export type ConsoleSignIn =
   | { readonly method: 'admin-key'; readonly keyId: string; readonly subject: string }
   | { readonly method: 'secret'; readonly secretDigest: string; readonly subject: string }
-  /** OpenID Connect: `subject` is the provider's `sub`; the rights its claims granted at sign-in. */
+  /**
+   * OpenID Connect: `subject` is the provider's `sub`; the rights its claims granted at sign-in,
+   * and a digest of the `adminConsole.oidc` rules that granted them.
+   */
   | {
       readonly method: 'oidc';
       readonly subject: string;
       readonly scope: AdminScope;
       readonly profiles: readonly ProfileId[] | null;
+      readonly rulesDigest: string;
     };
 
 const oidcScope = z.enum(ADMIN_SCOPES);
@@ -42,6 +46,7 @@ export async function insertConsoleSession(db: Db, session: StoredConsoleSession
       secret_digest: signIn.method === 'secret' ? signIn.secretDigest : null,
       scope: signIn.method === 'oidc' ? signIn.scope : null,
       profiles: signIn.method === 'oidc' && signIn.profiles !== null ? JSON.stringify(signIn.profiles) : null,
+      oidc_rules_digest: signIn.method === 'oidc' ? signIn.rulesDigest : null,
       csrf_token: session.csrfToken,
       created_at: session.createdAt,
       last_seen_at: session.lastSeenAt,
@@ -98,9 +103,9 @@ function signInOf(row: ConsoleSessionsTable): ConsoleSignIn | undefined {
   if (row.method === 'secret' && row.secret_digest !== null)
     return { method: 'secret', secretDigest: row.secret_digest, subject: row.subject };
   const scope = oidcScope.safeParse(row.scope);
-  if (row.method === 'oidc' && scope.success) {
+  if (row.method === 'oidc' && scope.success && row.oidc_rules_digest !== null) {
     const profiles = row.profiles === null ? null : profileList.parse(JSON.parse(row.profiles)).map(asProfileId);
-    return { method: 'oidc', subject: row.subject, scope: scope.data, profiles };
+    return { method: 'oidc', subject: row.subject, scope: scope.data, profiles, rulesDigest: row.oidc_rules_digest };
   }
   return undefined;
 }

@@ -99,6 +99,7 @@ import { unmappedClientAddresses } from './migrations/0055-unmapped-client-addre
 import { deviceOtherSuspensions } from './migrations/0056-device-other-suspensions.js';
 import { scimUserNameKeys } from './migrations/0057-scim-user-name-key.js';
 import { deviceJamfEventAt } from './migrations/0058-device-jamf-event-at.js';
+import { consoleOidcSessionRules } from './migrations/0059-console-oidc-session-rules.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -171,6 +172,7 @@ const migrations: Record<string, Migration> = {
   '0056-device-other-suspensions': deviceOtherSuspensions,
   '0057-scim-user-name-key': scimUserNameKeys,
   '0058-device-jamf-event-at': deviceJamfEventAt,
+  '0059-console-oidc-session-rules': consoleOidcSessionRules,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

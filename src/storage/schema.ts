@@ -358,6 +358,8 @@ export interface ConsoleSessionsTable {
   /** OpenID sessions only: the scope and the profiles (JSON array; null: every profile) their claims granted. */
   scope: string | null;
   profiles: string | null;
+  /** OpenID sessions only: SHA-256 (hex) of the `adminConsole.oidc` rules that granted them (migration 0059). */
+  oidc_rules_digest: string | null;
   csrf_token: string;
   created_at: string;
   last_seen_at: string;

@@ -55,4 +55,5 @@ export const EXPECTED_MIGRATIONS = [
   '0056-device-other-suspensions',
   '0057-scim-user-name-key',
   '0058-device-jamf-event-at',
+  '0059-console-oidc-session-rules',
 ] as const;

@@ -22,6 +22,7 @@ import { findAdminKey, type StoredAdminKey } from '../../storage/admin-keys.js';
 import { OIDC_CALLER_PREFIX, SECRET_KEY_NAME, unauthenticatedCaller, type AdminCaller } from '../admin-call.js';
 import { callerKeyOf, checkAdminKey, recordAdminCall, type OidcGrant } from '../access/index.js';
 import type { PortalContext } from '../context.js';
+import type { ConsoleOidcSettings } from '../../config/console-oidc.js';
 import { sha256Hex } from '../../shared/sha256.js';
 
 export type { ConsoleSignIn } from '../../storage/console-sessions.js';
@@ -146,11 +147,15 @@ export async function signInWithOidc(
   sourceAddress: string,
   times: ConsoleSessionTimes,
 ): Promise<SignInResult> {
+  const settings = ctx.config.adminConsole.oidc;
+  if (settings === null)
+    return refuseOidcSignIn(ctx, grant.subject, 'Single sign-on is turned off on this portal.', sourceAddress);
   const signIn: ConsoleSignIn = {
     method: 'oidc',
     subject: grant.subject,
     scope: grant.scope,
     profiles: grant.profiles,
+    rulesDigest: oidcRulesDigest(settings),
   };
   return openSession(ctx, signIn, oidcCaller(signIn, sourceAddress), times);
 }
@@ -240,10 +245,13 @@ async function endReason(
     return 'Your session ended after a time without use; sign in again.';
   const { signIn } = stored;
   if (signIn.method === 'oidc') {
-    // Turning single sign-on off ends its sessions; the claims are not asked again before the session's end.
-    return ctx.config.adminConsole.oidc === null
-      ? 'Single sign-on is turned off on this portal; sign in again.'
-      : oidcCaller(signIn, sourceAddress);
+    // Turning single sign-on off ends its sessions, and so does a change of the rules that granted
+    // their rights (a scope a mapping gave by mistake, taken back); the claims are not asked again.
+    const settings = ctx.config.adminConsole.oidc;
+    if (settings === null) return 'Single sign-on is turned off on this portal; sign in again.';
+    if (oidcRulesDigest(settings) !== signIn.rulesDigest)
+      return 'Single sign-on grants by other rules (adminConsole.oidc) than when you signed in; sign in again.';
+    return oidcCaller(signIn, sourceAddress);
   }
   if (signIn.method === 'secret') {
     const digest = ctx.keys.adminApiSecretDigest();
@@ -280,6 +288,21 @@ function oidcCaller(signIn: Extract<ConsoleSignIn, { method: 'oidc' }>, sourceAd
     profiles: signIn.profiles,
     sourceAddress,
   };
+}
+
+/**
+ * What an OpenID session's rights rest on: whose accounts (issuer, client) and how their claims
+ * grant a scope and profiles. Not the button's name, the client secret or the scopes asked for.
+ */
+function oidcRulesDigest(settings: ConsoleOidcSettings): string {
+  const { issuer, clientId, scope, profiles } = settings;
+  const rules = [
+    issuer.href,
+    clientId,
+    [scope.claim, scope.read, scope.write, scope.admin],
+    profiles === null ? null : [profiles.claim, profiles.values],
+  ];
+  return sha256Hex(JSON.stringify(rules));
 }
 
 function secretCaller(sourceAddress: string): AdminCaller {

@@ -1,7 +1,8 @@
 // Console sessions signed in through OpenID Connect, on a real database: the session acts as
 // `oidc:<subject>` with the scope and profiles its claims granted (kept on its row, read back on
 // every request), ends by idle time and lifetime like any other, and ends at once when
-// `adminConsole.oidc` is taken out of the configuration. A refusal is an audit row.
+// `adminConsole.oidc` is taken out of the configuration or grants by other rules. A refusal is an
+// audit row.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ConsoleOidcSettings } from '../../../src/config/console-oidc.js';
@@ -62,12 +63,12 @@ test('an OpenID session acts as oidc:<subject> with its granted scope and profil
     sourceAddress: '127.0.0.1',
   });
   assert.equal(callerName(check.session.caller), 'oidc:f3b1c2d4-0000-4000-8000-00000000000a');
-  assert.deepEqual(check.session.signIn, {
-    method: 'oidc',
-    subject: grant.subject,
-    scope: 'read',
-    profiles: ['employees'],
-  });
+  const { signIn } = check.session;
+  assert.ok(signIn.method === 'oidc' && /^[0-9a-f]{64}$/.test(signIn.rulesDigest), 'the rules that granted it');
+  assert.deepEqual(
+    { ...signIn, rulesDigest: null },
+    { method: 'oidc', subject: grant.subject, scope: 'read', profiles: ['employees'], rulesDigest: null },
+  );
   const row = (await auditLog(portal)).find((entry) => entry.call === 'console/sign_in');
   assert.equal(row?.keyName, 'oidc:f3b1c2d4-0000-4000-8000-00000000000a');
   assert.equal(row?.status, 200);
@@ -130,4 +131,49 @@ test('a refused single sign-on is an audit row under oidc:<subject>, or under no
       [null, 403, '10.0.0.8', 'The sign-in took too long or was started in another browser; start it again.'],
     ].sort(),
   );
+});
+
+test('an OpenID session ends once adminConsole.oidc grants by other rules (issuer, client, scope or profiles claim mapping), not when only its name or secret changes', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  // A mapping that granted admin to every member of staff, by mistake.
+  const careless: ConsoleOidcSettings = { ...oidc, scope: { claim: 'roles', read: [], write: [], admin: ['staff'] } };
+  const grant = { subject: 'mallory', scope: 'admin' as const, profiles: null };
+  const signInUnder = async (settings: ConsoleOidcSettings) => {
+    const signedIn = await signInWithOidc(withOidc(portal.portal.ctx, settings), grant, '127.0.0.1', times);
+    assert.ok(signedIn.ok);
+    return signedIn.session.token;
+  };
+  const checkUnder = (settings: ConsoleOidcSettings, token: string) =>
+    checkSession(withOidc(portal.portal.ctx, settings), token, '127.0.0.1', times);
+
+  // The same rules read again (a restart), and a new button name and client secret: the session stays.
+  const token = await signInUnder(careless);
+  const renamed = {
+    ...careless,
+    scope: { ...careless.scope },
+    name: 'Staff SSO',
+    clientSecret: new Secret('rotated'),
+  };
+  assert.equal((await checkUnder(renamed, token)).valid, true);
+
+  // The mistake corrected: the admin scope the old mapping granted is not kept.
+  const corrected: ConsoleOidcSettings = {
+    ...careless,
+    scope: { claim: 'roles', read: [], write: [], admin: ['vpn-admin'] },
+  };
+  assert.deepEqual(await checkUnder(corrected, token), {
+    valid: false,
+    reason: 'Single sign-on grants by other rules (adminConsole.oidc) than when you signed in; sign in again.',
+  });
+  assert.equal((await checkUnder(careless, token)).valid, false, 'an ended session is gone');
+
+  for (const changed of [
+    { ...careless, issuer: new URL('https://other-sso.example.org/realms/staff') },
+    { ...careless, clientId: 'another-client' },
+    { ...careless, profiles: { claim: 'groups', values: null } },
+  ]) {
+    const another = await signInUnder(careless);
+    assert.equal((await checkUnder(changed, another)).valid, false, JSON.stringify(changed));
+  }
 });
