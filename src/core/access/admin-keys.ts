@@ -272,7 +272,7 @@ export class AdminKeyUse {
 
   constructor(private readonly ctx: AdminKeyContext) {}
 
-  async note(key: StoredAdminKey, address: string): Promise<void> {
+  async note(key: Pick<StoredAdminKey, 'keyId'>, address: string): Promise<void> {
     const last = this.#notedAt.get(key.keyId);
     if (last !== undefined && elapsedSince(last) < LAST_USED_INTERVAL_MS) return;
     this.#notedAt.set(key.keyId, monotonicNow());

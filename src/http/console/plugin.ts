@@ -20,8 +20,8 @@ import {
   type ConsoleSession,
   type ConsoleSessionTimes,
 } from '../../core/console/index.js';
-import { recordAdminCall } from '../../core/access/index.js';
-import { unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.js';
+import { AdminKeyUse, recordAdminCall } from '../../core/access/index.js';
+import { callerKey, unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import { AddressAllowList } from '../../net/address-allow-list.js';
 import { ConsoleOidc } from './oidc.js';
@@ -69,6 +69,8 @@ interface ConsoleSetup {
   /** The OpenID Connect paths, open without a session. */
   readonly openPaths: ReadonlySet<string>;
   readonly signInButton: { readonly href: string; readonly label: string } | null;
+  /** Notes the use of the admin key a session signed in with, as the Admin API notes a call's. */
+  readonly keyUse: AdminKeyUse;
 }
 
 export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions): Promise<void> {
@@ -105,6 +107,7 @@ function consoleSetup(ctx: PortalContext): ConsoleSetup {
     oidc,
     openPaths: new Set(oidc === null ? [] : oidcPaths(base)),
     signInButton: oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel },
+    keyUse: new AdminKeyUse(ctx),
   };
 }
 
@@ -113,7 +116,7 @@ export const CONSOLE_REQUEST_CALL = 'console/request';
 
 /** The guard: the source address, then the session cookie, then for a change its origin and CSRF token. */
 function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
-  const { ctx, base, allowList, times, sessions, openPaths, signInButton } = setup;
+  const { ctx, base, allowList, times, sessions, openPaths, signInButton, keyUse } = setup;
   // Every refusal is in the audit log, as the Admin API's are: who (the session's caller when
   // there is one), from where, which page, and why.
   const refuse = async (request: FastifyRequest, reply: FastifyReply, caller: AdminCaller, why: string) => {
@@ -169,6 +172,15 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
       return;
     }
     sessions.set(request, check.session);
+    // A key used in the console is used: its "last used" says so, as for an Admin API call.
+    // Bookkeeping: it never delays or fails the page.
+    const key = callerKey(check.session.caller);
+    if (key !== null)
+      keyUse
+        .note(key, request.ip)
+        .catch((error: unknown) =>
+          request.log.warn({ err: error, key: key.name }, 'could not note the use of an admin key'),
+        );
   });
   // The form is parsed after onRequest: a change must carry the session's CSRF token.
   app.addHook('preHandler', async (request, reply) => {
