@@ -152,6 +152,17 @@ export class KeyStore {
     return createHmac('sha256', pepper).update(`console session\n${secret}`).digest('hex');
   }
 
+  /**
+   * What a console session of the admin key `keyId` keeps of the pepper its key was checked under
+   * (HMAC-SHA-256 of the id under it): the key stops working with another pepper, and so does the
+   * session. Null without a usable pepper.
+   */
+  adminKeySessionDigest(keyId: string): string | null {
+    const pepper = this.adminKeyPepper();
+    if (pepper === null) return null;
+    return createHmac('sha256', pepper).update(`console session of admin key\n${keyId}`).digest('hex');
+  }
+
   adminApiEnabled(): boolean {
     return this.read(this.adminApiKeyPath) !== null;
   }

@@ -8,7 +8,16 @@ import type { ConsoleSessionsTable } from './schema.js';
 
 /** How a console session was signed in; another method (single sign-on) adds its own kind. */
 export type ConsoleSignIn =
-  | { readonly method: 'admin-key'; readonly keyId: string; readonly subject: string }
+  /**
+   * `pepperDigest`: the key's id under the admin key pepper it was checked with (kept in
+   * `secret_digest`); null for a session from before it was kept.
+   */
+  | {
+      readonly method: 'admin-key';
+      readonly keyId: string;
+      readonly subject: string;
+      readonly pepperDigest: string | null;
+    }
   | { readonly method: 'secret'; readonly secretDigest: string; readonly subject: string }
   /**
    * OpenID Connect: `subject` is the provider's `sub`; the rights its claims granted at sign-in,
@@ -43,7 +52,8 @@ export async function insertConsoleSession(db: Db, session: StoredConsoleSession
       method: signIn.method,
       key_id: signIn.method === 'admin-key' ? signIn.keyId : null,
       subject: signIn.subject,
-      secret_digest: signIn.method === 'secret' ? signIn.secretDigest : null,
+      secret_digest:
+        signIn.method === 'secret' ? signIn.secretDigest : signIn.method === 'admin-key' ? signIn.pepperDigest : null,
       scope: signIn.method === 'oidc' ? signIn.scope : null,
       profiles: signIn.method === 'oidc' && signIn.profiles !== null ? JSON.stringify(signIn.profiles) : null,
       oidc_rules_digest: signIn.method === 'oidc' ? signIn.rulesDigest : null,
@@ -99,7 +109,7 @@ function toSession(row: ConsoleSessionsTable): StoredConsoleSession | undefined 
 /** A row of an unknown method, or missing what its method needs, is no session. */
 function signInOf(row: ConsoleSessionsTable): ConsoleSignIn | undefined {
   if (row.method === 'admin-key' && row.key_id !== null)
-    return { method: 'admin-key', keyId: row.key_id, subject: row.subject };
+    return { method: 'admin-key', keyId: row.key_id, subject: row.subject, pepperDigest: row.secret_digest };
   if (row.method === 'secret' && row.secret_digest !== null)
     return { method: 'secret', secretDigest: row.secret_digest, subject: row.subject };
   const scope = oidcScope.safeParse(row.scope);

@@ -354,6 +354,7 @@ export interface ConsoleSessionsTable {
   method: string;
   key_id: string | null;
   subject: string;
+  /** An HMAC under the admin key pepper of what the session signed in with: the secret, or an admin key's id. */
   secret_digest: string | null;
   /** OpenID sessions only: the scope and the profiles (JSON array; null: every profile) their claims granted. */
   scope: string | null;

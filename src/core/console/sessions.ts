@@ -1,7 +1,8 @@
 // Sessions of the admin console: signing in with an admin key or the Admin API
 // secret, or through OpenID Connect single sign-on, and checking a session on every request. A session has exactly the rights of what it
 // signed in with (scope, profile limits, the key's own allow-list), checked afresh each time from
-// the key's row, so a revoked or expired key ends its sessions at once on every instance. The
+// the key's row (and the pepper it is checked under), so a revoked or expired key ends its
+// sessions at once on every instance. The
 // sign-in methods are a union (`ConsoleSignIn`): single sign-on would be one more member, with
 // its own check here, and the rest of the console unchanged.
 import { randomBytes } from 'node:crypto';
@@ -102,7 +103,15 @@ export async function signIn(
         key.name,
         'A key of scope "scim" is for SCIM provisioning only.',
       );
-    signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name };
+    // The key stops working under another pepper; the session keeps what ends it with the key.
+    const pepperDigest = ctx.keys.adminKeySessionDigest(key.keyId);
+    if (pepperDigest === null)
+      return refuse(
+        `no admin key pepper (${ctx.keys.adminKeyPepperPath})`,
+        key.name,
+        `The portal cannot keep a session of this key: ${ctx.keys.adminKeyPepperPath} is not 64 hex characters.`,
+      );
+    signIn = { method: 'admin-key', keyId: key.keyId, subject: key.name, pepperDigest };
     caller = keySessionCaller(key, sourceAddress);
   } else {
     if (!ctx.keys.adminApiEnabled())
@@ -268,6 +277,11 @@ async function endReason(
   if (key.revokedAt !== null) return `Admin key "${key.name}" was revoked at ${key.revokedAt}; your session ended.`;
   if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime())
     return `Admin key "${key.name}" expired at ${key.expiresAt}; your session ended.`;
+  // The Admin API checks a key under the pepper as it is now: another one (or none) refuses it.
+  if (signIn.pepperDigest === null) return 'Your session began before this version of the portal; sign in again.';
+  const pepperDigest = ctx.keys.adminKeySessionDigest(key.keyId);
+  if (pepperDigest === null || !constantTimeEquals(pepperDigest, signIn.pepperDigest))
+    return `Admin key "${key.name}" is not valid under ${ctx.keys.adminKeyPepperPath} as it is now; sign in again.`;
   if (key.allowList !== null && !times.addressAllowed(key.allowList, sourceAddress)) {
     return `Source address ${sourceAddress} is not allowed for key "${key.name}".`;
   }

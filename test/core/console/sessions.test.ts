@@ -1,6 +1,7 @@
 // Console sessions on a real database with a clock the test moves: a session has its key's
 // rights, ends when idle too long, at its lifetime however busy, when its key expires or its
-// address leaves the key's allow-list, and when the secret it signed in with changes.
+// address leaves the key's allow-list, and when the secret it signed in with, or the pepper its key
+// is checked under, changes.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -117,6 +118,25 @@ test('a session signed in with the secret ends when the secret changes', async (
   assert.deepEqual(await checkSession(ctx, signedIn.session.token, '127.0.0.1', times), {
     valid: false,
     reason: 'The Admin API secret changed; sign in again.',
+  });
+});
+
+test('a session signed in with an admin key ends when the admin key pepper changes, as the key stops working', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const key = await makeAdminKey(portal, 'desk', { scope: 'admin' });
+  const signedIn = await signIn(ctx, key, '127.0.0.1', times);
+  assert.ok(signedIn.ok);
+  assert.equal((await checkSession(ctx, signedIn.session.token, '127.0.0.1', times)).valid, true);
+  // A new pepper (every key made with the old one refused, on purpose or by a careless copy of DATA/keys).
+  writeFileSync(ctx.keys.adminKeyPepperPath, `${'5'.repeat(64)}\n`);
+  // The portal reads its key files again at most once a second.
+  await setTimeout(1_100);
+  assert.equal((await portal.get('/users', {}, { authorization: `Bearer ${key}` })).status, 401, 'the key is refused');
+  assert.deepEqual(await checkSession(ctx, signedIn.session.token, '127.0.0.1', times), {
+    valid: false,
+    reason: `Admin key "desk" is not valid under ${ctx.keys.adminKeyPepperPath} as it is now; sign in again.`,
   });
 });
 
