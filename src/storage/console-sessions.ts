@@ -74,13 +74,16 @@ export async function findConsoleSession(db: Db, sessionHash: string): Promise<S
   return row === undefined ? undefined : toSession(row);
 }
 
-/** Notes a request of the session; skipped when another request noted one after `notBefore`. */
+/**
+ * Notes a request of the session; skipped when another request noted one after `notBefore`,
+ * unless that one is dated after `at` (the clock was set back since).
+ */
 export async function touchConsoleSession(db: Db, sessionHash: string, at: string, notBefore: string): Promise<void> {
   await db
     .updateTable('console_sessions')
     .set({ last_seen_at: at })
     .where('session_hash', '=', sessionHash)
-    .where('last_seen_at', '<', notBefore)
+    .where((where) => where.or([where('last_seen_at', '<', notBefore), where('last_seen_at', '>', at)]))
     .execute();
 }
 

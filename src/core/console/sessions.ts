@@ -226,7 +226,10 @@ export async function checkSession(
     await deleteConsoleSession(ctx.db, sessionHash);
     return { valid: false, reason: ended };
   }
-  if (now.getTime() - Date.parse(stored.lastSeenAt) >= TOUCH_INTERVAL_MS) {
+  // Also when last seen later than now (the clock was set back since): else the idle time would
+  // be counted from that later moment, stretched by as far as the clock went back.
+  const sinceSeen = now.getTime() - Date.parse(stored.lastSeenAt);
+  if (sinceSeen >= TOUCH_INTERVAL_MS || sinceSeen < 0) {
     await touchConsoleSession(
       ctx.db,
       sessionHash,

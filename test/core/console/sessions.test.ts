@@ -52,6 +52,26 @@ test('a session acts with its key’s scope and profiles, stays while used, and 
   assert.equal((await checkSession(ctx, token, '127.0.0.1', times)).valid, false, 'an ended session is gone');
 });
 
+test('a session used after the clock was set back ends when idle for the idle time from then, not from the later time it was last seen', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ clock });
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const key = await makeAdminKey(portal, 'desk', { scope: 'read' });
+  const signedIn = await signIn(ctx, key, '127.0.0.1', times);
+  assert.ok(signedIn.ok);
+  const { token } = signedIn.session;
+
+  // The clock ran two hours ahead and is put right; the session is used once, then left.
+  clock.advance(-2 * 60 * MINUTE);
+  assert.equal((await checkSession(ctx, token, '127.0.0.1', times)).valid, true);
+  clock.advance(31 * MINUTE);
+  assert.deepEqual(await checkSession(ctx, token, '127.0.0.1', times), {
+    valid: false,
+    reason: 'Your session ended after a time without use; sign in again.',
+  });
+});
+
 test('a session ends at its lifetime however busy, on sign-out, and when its key expires or its address is not the key’s', async (t) => {
   const clock = new ManualClock();
   const portal = await startTestPortal({ clock });
