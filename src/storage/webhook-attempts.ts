@@ -21,15 +21,7 @@ export interface StoredAttempt {
 
 /** Records an attempt as started; earlier attempts still `sending` (their sender is gone) become `interrupted`. */
 export async function startAttempt(db: Db, deliveryId: string, attempt: number, startedAt: string): Promise<void> {
-  await db
-    .updateTable('webhook_attempts')
-    .set({
-      outcome: 'interrupted',
-      detail: 'the portal instance sending it stopped or lost its lease before an answer was recorded',
-    })
-    .where('delivery_id', '=', deliveryId)
-    .where('outcome', '=', 'sending')
-    .execute();
+  await interruptAttempts(db, [deliveryId]);
   await db
     .insertInto('webhook_attempts')
     .values({
@@ -41,6 +33,20 @@ export async function startAttempt(db: Db, deliveryId: string, attempt: number, 
       duration_ms: null,
       detail: null,
     })
+    .execute();
+}
+
+/** The attempts of these deliveries still `sending` (their sender is gone) become `interrupted`. */
+export async function interruptAttempts(db: Db, deliveryIds: readonly string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await db
+    .updateTable('webhook_attempts')
+    .set({
+      outcome: 'interrupted',
+      detail: 'the portal instance sending it stopped or lost its lease before an answer was recorded',
+    })
+    .where('delivery_id', 'in', deliveryIds)
+    .where('outcome', '=', 'sending')
     .execute();
 }
 

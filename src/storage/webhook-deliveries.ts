@@ -4,6 +4,7 @@
 // wins it, on SQLite and on PostgreSQL), and stays as the log entry once delivered or given up.
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
 import { EVERY_EVENT_TYPE } from '../protocol/webhooks.js';
+import { interruptAttempts } from './webhook-attempts.js';
 import { inBatches, neverStopping, type Stopping } from './batches.js';
 import { isPostgres, type Db } from './database.js';
 import type { Database, WebhookDeliveriesTable } from './schema.js';
@@ -219,6 +220,42 @@ export async function finishDelivery(
     .where('state', '=', 'pending')
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/** Deliveries given up by one statement of giveUpExpiredDeliveries. */
+const GIVE_UP_BATCH = 500;
+
+/**
+ * Gives up (`failed`) the pending deliveries of events made before `createdBefore` (retryFor ago)
+ * that nobody holds, whether or not they were ever attempted: a receiver that rests, or a
+ * backlog behind it, would otherwise keep them pending (the outbox growing while it is away, the
+ * events sent days late once it is back), as only an attempt gave a delivery up. An attempt
+ * left `sending` by an instance that died becomes `interrupted`. Answers how many.
+ */
+export async function giveUpExpiredDeliveries(db: Db, now: string, createdBefore: string): Promise<number> {
+  let given = 0;
+  for (;;) {
+    const expired = db
+      .selectFrom('webhook_deliveries')
+      .select('delivery_id')
+      .where('state', '=', 'pending')
+      .where('created_at', '<', createdBefore)
+      .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]))
+      .limit(GIVE_UP_BATCH);
+    // The conditions again in the update itself: a delivery claimed meanwhile is left to its attempt.
+    const rows = await db
+      .updateTable('webhook_deliveries')
+      .set({ state: 'failed', finished_at: now, lease_until: null, lease_token: null })
+      .where('delivery_id', 'in', expired)
+      .where('state', '=', 'pending')
+      .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<=', now)]))
+      .returning('delivery_id')
+      .execute();
+    const ids = rows.map((row) => row.delivery_id);
+    await interruptAttempts(db, ids);
+    given += ids.length;
+    if (ids.length < GIVE_UP_BATCH) return given;
+  }
 }
 
 /** The deliveries of a deleted subscription that were still to be sent: none of them ever is. */

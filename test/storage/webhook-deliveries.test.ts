@@ -1,16 +1,22 @@
 // The webhook outbox's statement reads the subscriptions as it writes: each event goes to every
 // subscription that asked for its type or for every type, and to no other, under a delivery id
 // of its own that keeps the order the events were written in; a change with more events than
-// one statement takes loses none. On SQLite and, in the PostgreSQL pass, on PostgreSQL.
+// one statement takes loses none; and a delivery whose event is older than retryFor is given up
+// unless an attempt holds it. On SQLite and, in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { timeOrderedId } from '../../src/shared/time-ordered-id.js';
 import { formatAtom } from '../../src/shared/time.js';
+import { startAttempt } from '../../src/storage/webhook-attempts.js';
 import {
+  finishDelivery,
+  giveUpExpiredDeliveries,
+  insertDeliveries,
   insertOutboxDeliveries,
   OUTBOX_EVENTS_PER_STATEMENT,
   type OutboxEvent,
 } from '../../src/storage/webhook-deliveries.js';
+import { ManualClock } from '../support/admin-keys.js';
 import { startTestPortal } from '../support/test-portal.js';
 import { subscribe } from '../support/webhook-subscriptions.js';
 
@@ -93,4 +99,50 @@ test('a change with more events than one statement takes writes them all, in sev
     .execute();
   assert.deepEqual(new Set(rows.map((row) => row.event_id)), new Set(events.map((event) => event.eventId)));
   assert.equal(rows.length, events.length, 'each event once to each subscription');
+});
+
+test('deliveries of events older than retryFor are given up, tried or not, but not one an attempt holds, nor newer or finished ones', async (t) => {
+  // The portal's clock stands before every delivery here: its own worker finds none due.
+  const portal = await startTestPortal({ clock: new ManualClock('2026-03-02T09:00:00Z') });
+  t.after(portal.close);
+  const { db } = portal.portal.ctx;
+  const delivery = (deliveryId: string, createdAt: string, lease?: { until: string; token: string }) => ({
+    deliveryId,
+    webhookId: 'wh_gone',
+    eventId: timeOrderedId(),
+    eventType: 'user.created',
+    payload: '{}',
+    createdAt,
+    ...(lease === undefined ? {} : { lease }),
+  });
+  await insertDeliveries(db, [
+    delivery('old-sending', '2026-03-10T09:00:00+00:00', { until: '2026-03-10T09:00:25+00:00', token: 'dead' }),
+    delivery('old-untried', '2026-03-10T10:00:00+00:00'),
+    delivery('old-held', '2026-03-10T11:00:00+00:00', { until: '2026-03-20T09:00:25+00:00', token: 'live' }),
+    delivery('old-delivered', '2026-03-10T12:00:00+00:00', { until: '2026-03-10T12:00:25+00:00', token: 'done' }),
+    delivery('new', '2026-03-16T09:00:00+00:00'),
+  ]);
+  // An instance died while sending: its attempt stays `sending`, its lease ran out.
+  await startAttempt(db, 'old-sending', 1, '2026-03-10T09:00:00+00:00');
+  await finishDelivery(db, 'old-delivered', 'done', { state: 'delivered', at: '2026-03-10T12:00:01+00:00' });
+
+  assert.equal(await giveUpExpiredDeliveries(db, '2026-03-20T09:00:00+00:00', '2026-03-15T09:00:00+00:00'), 2);
+
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(['delivery_id', 'state', 'finished_at', 'lease_token'])
+    .orderBy('delivery_id')
+    .execute();
+  assert.deepEqual(
+    rows.map((row) => [row.delivery_id, row.state, row.finished_at, row.lease_token]),
+    [
+      ['new', 'pending', null, null],
+      ['old-delivered', 'delivered', '2026-03-10T12:00:01+00:00', null],
+      ['old-held', 'pending', null, 'live'],
+      ['old-sending', 'failed', '2026-03-20T09:00:00+00:00', null],
+      ['old-untried', 'failed', '2026-03-20T09:00:00+00:00', null],
+    ],
+  );
+  const attempts = await db.selectFrom('webhook_attempts').select(['delivery_id', 'outcome']).execute();
+  assert.deepEqual(attempts, [{ delivery_id: 'old-sending', outcome: 'interrupted' }]);
 });

@@ -11,7 +11,7 @@
 // at-least-once, and the body's `id` lets receivers drop a repeat.
 import { randomBytes } from 'node:crypto';
 import { WEBHOOK_HEADERS } from '../../protocol/webhooks.js';
-import { addDuration } from '../../shared/iso-duration.js';
+import { addDuration, subtractDuration } from '../../shared/iso-duration.js';
 import { messageOf } from '../../shared/error-message.js';
 import { formatAtom } from '../../shared/time.js';
 import { finishAttempt, startAttempt, type AttemptOutcome } from '../../storage/webhook-attempts.js';
@@ -19,6 +19,7 @@ import {
   claimDelivery,
   dueDeliveries,
   finishDelivery,
+  giveUpExpiredDeliveries,
   type DeliveryOutcome,
   type StoredDelivery,
 } from '../../storage/webhook-deliveries.js';
@@ -48,6 +49,8 @@ const BATCH = 200;
 const FIRST_REST_MS = FIRST_RETRY_MS;
 /** A lease outlasts the attempt's deadline by this much: time to record the outcome. */
 const LEASE_MARGIN_MS = 15_000;
+/** Deliveries older than retryFor are looked for (and given up) this often, by the portal's clock. */
+const GIVE_UP_EVERY_MS = 60_000;
 
 /** What one attempt did. */
 export interface AttemptReport {
@@ -218,6 +221,8 @@ export class WebhookDeliveryWorker {
   /** The attempt in flight per subscription. */
   readonly #inFlight = new Map<string, Promise<void>>();
   readonly #loop: WakeableLoop;
+  /** When deliveries older than retryFor were last given up (the portal's clock), or null before the first look. */
+  #gaveUpAt: number | null = null;
 
   constructor(ctx: PortalContext) {
     this.#ctx = ctx;
@@ -246,6 +251,7 @@ export class WebhookDeliveryWorker {
 
   /** Claims the oldest due delivery of each receiver with nothing in flight, and starts sending it; how many were started. */
   async #startDue(signal: AbortSignal): Promise<number> {
+    await this.#giveUpExpired();
     const room = PARALLEL_RECEIVERS - this.#inFlight.size;
     if (room <= 0) return 0;
     const now = this.#ctx.clock.now();
@@ -277,6 +283,26 @@ export class WebhookDeliveryWorker {
       this.#inFlight.set(webhookId, attempt);
     }
     return started;
+  }
+
+  /**
+   * Gives up the deliveries whose event is older than retryFor, attempted or not: only an attempt
+   * gave one up, so those of a receiver that rests (one attempt per rest, of its oldest) stayed
+   * pending, piling up while it was away and sent days late once it was back. Once a minute by
+   * the portal's clock (and at once when it was set back).
+   */
+  async #giveUpExpired(): Promise<void> {
+    const now = this.#ctx.clock.now();
+    if (this.#gaveUpAt !== null && now.getTime() >= this.#gaveUpAt && now.getTime() - this.#gaveUpAt < GIVE_UP_EVERY_MS)
+      return;
+    const given = await giveUpExpiredDeliveries(
+      this.#ctx.db,
+      formatAtom(now),
+      formatAtom(subtractDuration(now, this.#ctx.config.webhooks.retryFor)),
+    );
+    this.#gaveUpAt = now.getTime();
+    if (given > 0)
+      this.#ctx.logger.info({ deliveries: given }, 'webhook deliveries older than webhooks.retryFor were given up');
   }
 
   async #send(claimed: StoredDelivery, leaseToken: string, signal: AbortSignal): Promise<void> {

@@ -1,6 +1,7 @@
 // Delivering webhooks when receivers misbehave and portals die: a receiver that answers 500 or
 // not at all is tried again with growing waits, with the same id and body, until it takes the
-// event or retryFor is over; during a secret rotation every delivery carries both signatures;
+// event or retryFor is over (an event that waited that long behind a resting receiver is given
+// up unsent); during a secret rotation every delivery carries both signatures;
 // a target the address guard refuses gets nothing; a binary answer is recorded as text; a
 // subscription whose secret cannot be opened is sent nothing and tried again later; and a
 // portal killed with SIGKILL while a delivery is in flight delivers, once restarted, every
@@ -201,10 +202,13 @@ test('a delivery that keeps failing is given up once retryFor after the event is
   await receiver.waitForCount(1, 'the first attempt');
   await attemptsRecorded(portal, 1);
 
-  // A day and an hour later (retryFor is P1D) the next attempt is the last.
-  clock.advance(25 * 3600_000);
-  await receiver.waitForCount(2, 'the attempt after a day');
+  // 23 hours later (retryFor is P1D) it is tried again; two hours more and it is given up.
+  clock.advance(23 * 3600_000);
+  await receiver.waitForCount(2, 'the attempt within the day');
   await attemptsRecorded(portal, 2);
+  assert.equal((await onlyDelivery(portal)).state, 'pending');
+  clock.advance(2 * 3600_000);
+  await nothingMore(receiver, 2, 'not tried once retryFor is over');
   const delivery = await onlyDelivery(portal);
   assert.equal(delivery.state, 'failed');
   assert.equal(delivery.next_attempt_at, null);
@@ -219,6 +223,44 @@ test('a delivery that keeps failing is given up once retryFor after the event is
   await portal.admin.enableUser('alice');
   await receiver.waitForCount(3, 'the next event');
   assert.equal(receiver.received[2]?.payload.type, 'user.enabled');
+});
+
+test('events older than retryFor are given up without an attempt while their receiver rests: none stays pending, none is sent late', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ config: allowLoopback, clock });
+  t.after(() => portal.close());
+  // A black hole: it takes the request and never answers, so it rests after each attempt.
+  const receiver = await WebhookReceiver.start(() => new Promise<number>(() => {}));
+  t.after(() => receiver.close());
+  await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created' });
+  const users = ['alice', 'bob', 'carol'];
+  for (const userId of users) await portal.admin.create({ user_id: userId, profile_id: 'employees' });
+  await receiver.waitForCount(1, 'the first attempt');
+  const attemptOver = async (): Promise<boolean> =>
+    (await portal.admin.webhookDeliveries()).webhook_deliveries.some((delivery) =>
+      delivery.attempts.some((attempt) => attempt.outcome === 'failed'),
+    );
+  for (let waited = 0; !(await attemptOver()); waited += 50) {
+    if (waited > 10_000) assert.fail('the first attempt was not recorded within 10 s');
+    await sleep(50);
+  }
+
+  // A day and an hour later (retryFor is P1D) the receiver answers again: the events it missed
+  // are over a day old, given up, and not sent now.
+  clock.advance(25 * 3600_000);
+  receiver.answerWith(() => 200);
+  await sleep(2_500);
+  const { webhook_deliveries: deliveries } = await portal.admin.webhookDeliveries();
+  assert.deepEqual(
+    deliveries.map((delivery) => delivery.state),
+    ['failed', 'failed', 'failed'],
+    'every delivery older than retryFor is given up, attempted or not',
+  );
+  assert.equal(receiver.received.length, 1, 'no event older than retryFor is sent');
+
+  await portal.admin.create({ user_id: 'dave', profile_id: 'employees' });
+  await receiver.waitForCount(2, 'the next event');
+  assert.equal(receiver.received[1]?.payload.type, 'user.created');
 });
 
 test('during a secret rotation deliveries carry a signature with each secret; after the overlap only the new one', async (t) => {
