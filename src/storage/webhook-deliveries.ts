@@ -133,20 +133,33 @@ function dueAndUnheld(now: string) {
 }
 
 /**
- * Deliveries due at `now` that nobody holds, oldest due first, at most `limit`; none of a
- * subscription that has a delivery under a live lease (one attempt in flight per receiver), nor
- * of one whose receiver rests.
+ * The oldest due delivery of each receiver (oldest due first, at most `limit` receivers) that
+ * nobody holds; none of a subscription that has a delivery under a live lease (one attempt in
+ * flight per receiver), nor of one whose receiver rests. One per receiver, so that a receiver
+ * with a long backlog does not fill the list and hide the others' deliveries from the worker.
  */
 export async function dueDeliveries(
   db: Db,
   now: string,
   limit: number,
 ): Promise<{ readonly deliveryId: string; readonly webhookId: string }[]> {
-  const rows = await db
+  const ranked = db
     .selectFrom('webhook_deliveries')
-    .select(['delivery_id', 'webhook_id'])
+    .select((select) => [
+      'delivery_id',
+      'webhook_id',
+      'next_attempt_at',
+      select.fn
+        .agg<number>('row_number')
+        .over((over) => over.partitionBy('webhook_id').orderBy('next_attempt_at').orderBy('delivery_id'))
+        .as('receiver_rank'),
+    ])
     .where(dueAndUnheld(now))
-    .where('webhook_id', 'not in', heldReceivers(db, now))
+    .where('webhook_id', 'not in', heldReceivers(db, now));
+  const rows = await db
+    .selectFrom(ranked.as('ranked'))
+    .select(['delivery_id', 'webhook_id'])
+    .where('receiver_rank', '=', 1)
     .orderBy('next_attempt_at')
     .orderBy('delivery_id')
     .limit(limit)

@@ -39,7 +39,7 @@ const LONGEST_RETRY_MS = 3_600_000;
 const POLL_MS = 1_000;
 /** Receivers sent to at once by one instance. */
 const PARALLEL_RECEIVERS = 8;
-/** Due deliveries read per look at the outbox. */
+/** Receivers whose oldest due delivery is read per look at the outbox. */
 const BATCH = 200;
 /**
  * A receiver that gave no answer rests this long before its next attempt of any delivery, twice
@@ -47,6 +47,8 @@ const BATCH = 200;
  * whole timeout, and sending it each new event in turn would leave the other receivers waiting.
  */
 const FIRST_REST_MS = FIRST_RETRY_MS;
+/** Receivers whose last attempt's order an instance keeps, to send to the least recent first. */
+const MAX_REMEMBERED_RECEIVERS = 10_000;
 /** A lease outlasts the attempt's deadline by this much: time to record the outcome. */
 const LEASE_MARGIN_MS = 15_000;
 /** Deliveries older than retryFor are looked for (and given up) this often, by the portal's clock. */
@@ -221,6 +223,9 @@ export class WebhookDeliveryWorker {
   /** The attempt in flight per subscription. */
   readonly #inFlight = new Map<string, Promise<void>>();
   readonly #loop: WakeableLoop;
+  /** The order in which this instance last started an attempt to each receiver: the least recent goes first. */
+  readonly #lastStarted = new Map<string, number>();
+  #starts = 0;
   /** When deliveries older than retryFor were last given up (the portal's clock), or null before the first look. */
   #gaveUpAt: number | null = null;
 
@@ -249,20 +254,26 @@ export class WebhookDeliveryWorker {
     return this.#loop.stop();
   }
 
-  /** Claims the oldest due delivery of each receiver with nothing in flight, and starts sending it; how many were started. */
+  /**
+   * Claims the oldest due delivery of each receiver with nothing in flight, and starts sending it;
+   * how many were started. When there are more such receivers than free slots, those this
+   * instance sent to least recently go first: by age alone, the next event of slow receivers with
+   * a backlog (older than any of a receiver that keeps up) would take every slot freed, and a
+   * receiver that keeps up would wait until they caught up.
+   */
   async #startDue(signal: AbortSignal): Promise<number> {
     await this.#giveUpExpired();
     const room = PARALLEL_RECEIVERS - this.#inFlight.size;
     if (room <= 0) return 0;
     const now = this.#ctx.clock.now();
     const due = await dueDeliveries(this.#ctx.db, formatAtom(now), BATCH);
-    const firstPerReceiver = new Map<string, string>();
-    for (const delivery of due) {
-      if (!this.#inFlight.has(delivery.webhookId) && !firstPerReceiver.has(delivery.webhookId))
-        firstPerReceiver.set(delivery.webhookId, delivery.deliveryId);
-    }
+    const lastStarted = (webhookId: string) => this.#lastStarted.get(webhookId) ?? -1;
+    const firstPerReceiver = due
+      .filter((delivery) => !this.#inFlight.has(delivery.webhookId))
+      // Stable: receivers never sent to, or sent to alike, stay oldest due first.
+      .sort((one, other) => lastStarted(one.webhookId) - lastStarted(other.webhookId));
     let started = 0;
-    for (const [webhookId, deliveryId] of firstPerReceiver) {
+    for (const { webhookId, deliveryId } of firstPerReceiver) {
       if (started >= room || signal.aborted) break;
       const claimedAt = this.#ctx.clock.now();
       // A rest begun since the outbox was read is in the claim's own condition.
@@ -276,6 +287,9 @@ export class WebhookDeliveryWorker {
       // Another instance was quicker: it sends this attempt.
       if (claimed === undefined) continue;
       started++;
+      // Subscriptions deleted long ago would stay here: past a bound the order starts afresh.
+      if (this.#lastStarted.size > MAX_REMEMBERED_RECEIVERS) this.#lastStarted.clear();
+      this.#lastStarted.set(webhookId, this.#starts++);
       const attempt = this.#send(claimed, leaseToken, signal).finally(() => {
         this.#inFlight.delete(webhookId);
         this.wake();

@@ -1,7 +1,8 @@
 // Delivering webhooks when receivers misbehave and portals die: a receiver that answers 500 or
 // not at all is tried again with growing waits, with the same id and body, until it takes the
 // event or retryFor is over (an event that waited that long behind a resting receiver is given
-// up unsent); during a secret rotation every delivery carries both signatures;
+// up unsent); eight slow receivers with a backlog leave the next free slot to a receiver that
+// waited; during a secret rotation every delivery carries both signatures;
 // a target the address guard refuses gets nothing; a binary answer is recorded as text; a
 // subscription whose secret cannot be opened is sent nothing and tried again later; and a
 // portal killed with SIGKILL while a delivery is in flight delivers, once restarted, every
@@ -144,6 +145,37 @@ test('a slow receiver holds up only its own deliveries: another receiver gets th
   assert.equal(slow.received.length, 1, 'the slow receiver gets one attempt at a time');
   (answerSlow as (() => void) | null)?.();
   await slow.waitForCount(2, 'the next event once it answered');
+});
+
+test('eight slow receivers with a backlog do not keep a newer event of another receiver waiting: it gets the next free slot', async (t) => {
+  const portal = await startTestPortal({
+    config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT30S' } },
+  });
+  t.after(() => portal.close());
+  // As many slow receivers as an instance has slots: each holds every request until the test answers it.
+  const held = Array.from({ length: 8 }, () => [] as (() => void)[]);
+  const slow = await Promise.all(
+    held.map((requests) =>
+      WebhookReceiver.start(() => new Promise<number>((resolve) => requests.push(() => resolve(200)))),
+    ),
+  );
+  t.after(() => Promise.all(slow.map((receiver) => receiver.close())));
+  for (const receiver of slow) await portal.admin.createWebhook({ url: receiver.url, event_types: 'user.created' });
+  const other = await WebhookReceiver.start();
+  t.after(() => other.close());
+  await portal.admin.createWebhook({ url: other.url, event_types: 'user.disabled' });
+  // Three events each: the slow receivers hold the first, the other two wait behind it.
+  for (const userId of ['alice', 'bob', 'carol'])
+    await portal.admin.create({ user_id: userId, profile_id: 'employees' });
+  await Promise.all(slow.map((receiver) => receiver.waitForCount(1, 'the first event, held')));
+
+  await portal.admin.disableUser('alice');
+  // One slow receiver answers: the slot it frees goes to the receiver that has waited, not to
+  // that slow receiver's next (older) event.
+  held[0]?.shift()?.();
+  await other.waitForCount(1, 'its event in the first slot freed', 5_000);
+  assert.equal(other.received[0]?.payload.type, 'user.disabled');
+  await slow[0]?.waitForCount(2, 'its next event once a slot is free again');
 });
 
 test('eight receivers that never answer do not keep the others waiting: each gets one attempt, then rests 30 s, then 1 min', async (t) => {
