@@ -2,7 +2,7 @@
 // src/core/webhooks/secrets.ts opens them, to sign.
 import type { Selectable } from 'kysely';
 import { z } from 'zod';
-import type { Db } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import type { WebhooksTable } from './schema.js';
 
 export interface StoredWebhook {
@@ -37,6 +37,21 @@ export async function insertWebhook(db: Db, webhook: StoredWebhook): Promise<voi
 
 export async function findWebhook(db: Db, webhookId: string): Promise<StoredWebhook | undefined> {
   const row = await db.selectFrom('webhooks').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
+  return row === undefined ? undefined : toWebhook(row);
+}
+
+/**
+ * The subscription, locked on PostgreSQL until the transaction ends: a change that replaces its
+ * secret from what it read (a rotation keeps the current one as the previous) must not run
+ * alongside another, whose secret it would then drop unseen. SQLite runs one change at a time.
+ */
+export async function findWebhookForChange(trx: Db, webhookId: string): Promise<StoredWebhook | undefined> {
+  const row = await trx
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('webhook_id', '=', webhookId)
+    .$if(isPostgres(trx), (query) => query.forUpdate())
+    .executeTakeFirst();
   return row === undefined ? undefined : toWebhook(row);
 }
 

@@ -21,6 +21,7 @@ import {
 import {
   deleteWebhook,
   findWebhook,
+  findWebhookForChange,
   insertWebhook,
   listWebhooks,
   replaceWebhookSecret,
@@ -109,7 +110,8 @@ export async function rotateWebhookSecret(
   const secret = newWebhookSecret();
   const previousUntil = formatAtom(addDuration(now, overlap));
   await ctx.events.change(ctx.db, async (trx, announce) => {
-    const webhook = await findWebhook(trx, webhookId);
+    // Locked: of two rotations at once, the later keeps the earlier's secret as the previous one.
+    const webhook = await findWebhookForChange(trx, webhookId);
     if (webhook === undefined) throw noSuchWebhook(webhookId);
     await replaceWebhookSecret(trx, webhookId, {
       secret: sealWebhookSecret(ctx, webhookId, secret),
