@@ -111,6 +111,11 @@ export interface SessionDetails {
   readonly ipFour: string;
   readonly ipSix: string;
   readonly originatingIp: string | null;
+  /**
+   * When it started (ATOM), as its row says: with the address, it tells the session apart from a
+   * newer one of the same configuration on the same address, whose row must stay open.
+   */
+  readonly connectedAt: string;
 }
 
 export type PortalEvent =

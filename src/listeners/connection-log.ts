@@ -31,8 +31,10 @@ export function writeConnectionLog(events: PortalEvents, options: { readonly kee
         bytesIn: event.bytesIn,
         bytesOut: event.bytesOut,
         forgetOriginatingIp: !options.keepOriginatingIp,
-        // The session its start recorded: its row closes, not another open one of the same certificate.
+        // The session its start recorded: its row closes, not another open one of the same
+        // certificate (on another address, or a newer one on the same address).
         ipFour: event.session.ipFour,
+        connectedAt: event.session.connectedAt,
       });
     }
   });

@@ -72,6 +72,8 @@ export async function openConnection(db: Db, connection: OpenedConnection): Prom
  * gone already: the log is looked up by connection id only, as the reference does. With the
  * session's client address, only that session closes: an OpenVPN client that reconnected
  * before its old session's end was reported has two open rows, and the new one stays open.
+ * With its start too, only that one row: the node may have given the address the old session
+ * freed to the client's new connection, whose row stays open.
  */
 export async function closeConnection(
   db: Db,
@@ -85,8 +87,12 @@ export async function closeConnection(
     forgetOriginatingIp?: boolean;
     /** The session's IPv4 client address, when known: only the rows of that session close. */
     ipFour?: string;
+    /** The session's start (ATOM), when known: only its row closes (the first, should two share it). */
+    connectedAt?: string;
   },
 ): Promise<number> {
+  const ipFour = closed.ipFour === undefined ? undefined : canonicalAddressOrSame(closed.ipFour);
+  const { connectedAt } = closed;
   let update = db
     .updateTable('connection_log')
     .set({
@@ -98,7 +104,18 @@ export async function closeConnection(
     .where('connection_id', '=', closed.connectionId)
     .where('node_number', '=', closed.nodeNumber)
     .where('disconnected_at', 'is', null);
-  if (closed.ipFour !== undefined) update = update.where('ip_four', '=', canonicalAddressOrSame(closed.ipFour));
+  if (ipFour !== undefined) update = update.where('ip_four', '=', ipFour);
+  if (connectedAt !== undefined) {
+    let row = db
+      .selectFrom('connection_log')
+      .select('log_id')
+      .where('connection_id', '=', closed.connectionId)
+      .where('node_number', '=', closed.nodeNumber)
+      .where('disconnected_at', 'is', null)
+      .where('connected_at', '=', connectedAt);
+    if (ipFour !== undefined) row = row.where('ip_four', '=', ipFour);
+    update = update.where('log_id', '=', row.orderBy('log_id').limit(1));
+  }
   const result = await update.executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
@@ -230,7 +247,9 @@ export async function lastSessionEnds(db: Db, connectionIds: readonly string[]):
 
 /**
  * The open session of one connection on a node (OpenVPN: its Common Name), if any, the latest
- * when there are several; with a client address, only a session of that address.
+ * when there are several. With a client address, only a session of that address, and the
+ * oldest of them: the node gave the address to a newer one only once the older had ended, so
+ * the end reported is the older's.
  */
 export async function openSessionOf(
   db: Db,
@@ -238,14 +257,20 @@ export async function openSessionOf(
   nodeNumber: NodeNumber,
   ipFour?: string,
 ): Promise<OpenSession | undefined> {
-  let query = db
+  const query = db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
     .where('connection_id', '=', connectionId)
     .where('node_number', '=', nodeNumber)
     .where('disconnected_at', 'is', null);
-  if (ipFour !== undefined) query = query.where('ip_four', '=', canonicalAddressOrSame(ipFour));
-  const row = await query.orderBy('connected_at', 'desc').executeTakeFirst();
+  const row =
+    ipFour === undefined
+      ? await query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').executeTakeFirst()
+      : await query
+          .where('ip_four', '=', canonicalAddressOrSame(ipFour))
+          .orderBy('connected_at')
+          .orderBy('log_id')
+          .executeTakeFirst();
   return row === undefined ? undefined : toOpenSession(row);
 }
 

@@ -9,6 +9,7 @@ import type { PortalEvent } from '../../src/core/events.js';
 import { parseRecord } from '../../src/core/accounting/index.js';
 import type { AccountingRecord } from '../../src/protocol/radius.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../src/shared/ids.js';
+import { formatAtom } from '../../src/shared/time.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -155,7 +156,7 @@ describe('the RADIUS accounting outbox listener', () => {
   test('a reconnect on another tunnel address that ends first stops its own session, not the older one still open', async () => {
     const { ctx } = portal.portal;
     const first = minutesAgo(10);
-    const ended = (at: Date, ipFour: string): PortalEvent => ({
+    const ended = (at: Date, ipFour: string, startedAt: Date): PortalEvent => ({
       type: 'session.ended',
       at,
       connectionId: 'cn-tcp',
@@ -164,19 +165,29 @@ describe('the RADIUS accounting outbox listener', () => {
       bytesIn: 1,
       bytesOut: 1,
       cause: 'disconnected',
-      session: { userId: 'erin', profileId: 'employees', ipFour, ipSix: 'fd45::3', originatingIp: null },
+      session: {
+        userId: 'erin',
+        profileId: 'employees',
+        ipFour,
+        ipSix: 'fd45::3',
+        originatingIp: null,
+        connectedAt: formatAtom(startedAt),
+      },
     });
     // The UDP process's connection (10.45.0.3) is not over yet when the client comes back over
     // TCP (10.45.128.3) and leaves again; the UDP process reports its end only later.
     await ctx.events.record(ctx.db, openVpnStart('cn-tcp', first, '10.45.0.3'));
     await ctx.events.record(ctx.db, openVpnStart('cn-tcp', new Date(first.getTime() + 60_000), '10.45.128.3'));
-    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 90_000), '10.45.128.3'));
+    await ctx.events.record(
+      ctx.db,
+      ended(new Date(first.getTime() + 90_000), '10.45.128.3', new Date(first.getTime() + 60_000)),
+    );
     const [udp, tcp, stop] = await queued('cn-tcp');
     assert.equal(stop?.statusType, 'Stop');
     assert.equal(stop?.sessionId, tcp?.sessionId, 'the TCP session ended');
     assert.equal(stop?.framedIpAddress, '10.45.128.3');
     assert.equal(stop?.sessionTime, 30);
-    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 150_000), '10.45.0.3'));
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 150_000), '10.45.0.3', first));
     const last = (await queued('cn-tcp')).at(-1);
     assert.equal(last?.sessionId, udp?.sessionId, 'then the UDP one');
     assert.equal(last?.sessionTime, 150);

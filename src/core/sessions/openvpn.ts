@@ -139,6 +139,7 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
       ipFour: session.ipFour,
       ipSix: session.ipSix,
       originatingIp: session.originatingIp,
+      connectedAt: session.connectedAt,
     },
   };
   await ctx.events.record(ctx.db, ended);

@@ -11,7 +11,7 @@ export function sessionEnded(
   bytesOut: number,
   cause: SessionEndCause,
 ): PortalEvent {
-  const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp } = session;
+  const { connectionId, nodeNumber, userId, profileId, ipFour, ipSix, originatingIp, connectedAt } = session;
   return {
     type: 'session.ended',
     at,
@@ -21,6 +21,6 @@ export function sessionEnded(
     bytesIn,
     bytesOut,
     cause,
-    session: { userId, profileId, ipFour, ipSix, originatingIp },
+    session: { userId, profileId, ipFour, ipSix, originatingIp, connectedAt },
   };
 }

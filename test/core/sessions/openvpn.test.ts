@@ -1,6 +1,7 @@
 // OpenVPN sessions whose end the node never reported: a reconcile pass ends them by the
 // node's own client list, so nobody stays online (and attributed an address) for ever. And a
-// disconnect of no open session ends nothing and announces nothing.
+// disconnect of no open session ends nothing and announces nothing; one of two sessions open on
+// the same address ends the older, whose end it must be.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
@@ -177,5 +178,45 @@ test('a disconnect of no open session on this node answers OK and announces no s
     (await connectionHistory(ctx.db, commonName)).map((entry) => [entry.ipFour, entry.bytesIn]),
     [['10.60.0.2', 10]],
     'one session, closed by the first disconnect',
+  );
+});
+
+test("a late disconnect report of a client's old connection ends that one, not its newer connection on the same address", async (t) => {
+  let now = new Date();
+  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const ended: PortalEvent[] = [];
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.ended') ended.push(event);
+  });
+  const commonName = await openVpnConfiguration(portal, 'jona');
+  const later = () => {
+    now = new Date(now.getTime() + 5_000);
+  };
+
+  // The client left and came back at once: the node gave the freed address to its new
+  // connection, whose connect reached the portal before the old connection's end (a report
+  // retried after a failure, or taken by another portal instance).
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  later();
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '198.51.100.20', ip_four: '10.60.0.2' });
+  later();
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
+  await new Promise((resolve) => setImmediate(resolve));
+
+  const history = await connectionHistory(ctx.db, commonName);
+  assert.deepEqual(
+    history.map((entry) => [entry.bytesIn, entry.disconnectedAt === null]),
+    [
+      [10, false],
+      [null, true],
+    ],
+    'the old connection closed with the counters; the one still connected stays open',
+  );
+  assert.deepEqual(
+    ended.map((event) => (event.type === 'session.ended' ? event.session?.originatingIp : undefined)),
+    ['192.0.2.10'],
+    'the end announced is the old connection’s',
   );
 });
