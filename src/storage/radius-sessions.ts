@@ -34,14 +34,14 @@ export async function insertRadiusSession(db: Db, session: RadiusSession): Promi
 /**
  * The oldest open session of a configuration on a node, deleted: its Stop is the caller's to
  * queue. Oldest first because an OpenVPN client that reconnects (to the node's TCP process, say)
- * is connected again before the node reports the end of its first connection; with `prefer`, the
- * oldest it picks (the session of the tunnel address that ended), when there is one.
+ * is connected again before the node reports the end of its first connection; with `only`, the
+ * oldest of those it picks (the sessions of the tunnel address that ended), none when none is.
  */
 export async function takeOldestRadiusSession(
   db: Db,
   connectionId: string,
   nodeNumber: number,
-  prefer: (session: RadiusSession) => boolean = () => true,
+  only: (session: RadiusSession) => boolean = () => true,
 ): Promise<RadiusSession | undefined> {
   const open = (
     await db
@@ -53,7 +53,8 @@ export async function takeOldestRadiusSession(
       .orderBy('acct_session_id')
       .execute()
   ).map(toSession);
-  const oldest = open.find(prefer) ?? open[0];
+  // None picked: the session that ended is not accounted for; another one of the configuration is still open.
+  const oldest = open.find(only);
   if (oldest === undefined) return undefined;
   const deleted = await db
     .deleteFrom('radius_sessions')

@@ -192,4 +192,51 @@ describe('the RADIUS accounting outbox listener', () => {
     assert.equal(last?.sessionId, udp?.sessionId, 'then the UDP one');
     assert.equal(last?.sessionTime, 150);
   });
+
+  test('the end of a tunnel address with no session accounted for stops nothing, not another session of the configuration', async () => {
+    const { ctx } = portal.portal;
+    const first = minutesAgo(10);
+    const ended = (at: Date, ipFour: string, startedAt: Date): PortalEvent => ({
+      type: 'session.ended',
+      at,
+      connectionId: 'cn-twice-ended',
+      vpnProto: 'openvpn',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 1,
+      bytesOut: 1,
+      cause: 'lost',
+      session: {
+        userId: 'erin',
+        profileId: 'employees',
+        ipFour,
+        ipSix: 'fd45::3',
+        originatingIp: null,
+        connectedAt: formatAtom(startedAt),
+      },
+    });
+    // The UDP connection's end is announced twice (its late report, and a reconcile pass that
+    // ended it as lost at the same moment) while the client's TCP connection is still open.
+    await ctx.events.record(ctx.db, openVpnStart('cn-twice-ended', first, '10.45.0.3'));
+    const tcpStart = new Date(first.getTime() + 60_000);
+    await ctx.events.record(ctx.db, openVpnStart('cn-twice-ended', tcpStart, '10.45.128.3'));
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 90_000), '10.45.0.3', first));
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 90_000), '10.45.0.3', first));
+    const [udp, tcp, stop, ...more] = await queued('cn-twice-ended');
+    assert.equal(stop?.sessionId, udp?.sessionId, 'the UDP session stopped');
+    assert.deepEqual(
+      more.map((record) => [record.statusType, record.sessionId === tcp?.sessionId]),
+      [],
+      'the TCP session, still connected, is not stopped',
+    );
+    const open = await ctx.db
+      .selectFrom('radius_sessions')
+      .select('acct_session_id')
+      .where('connection_id', '=', 'cn-twice-ended')
+      .execute();
+    assert.deepEqual(
+      open.map((row) => row.acct_session_id),
+      [tcp?.sessionId],
+      'still accounted for',
+    );
+  });
 });

@@ -64,7 +64,8 @@ export async function accountSessionStart(
  * tunnel address that ended (`ipFour`, when known; else the oldest), and its row goes. An OpenVPN
  * client may reconnect before the node reports the first connection's end, and its new
  * connection may end first: its Stop names its own session, not the older one still open.
- * Nothing when the portal did not account for its start.
+ * Nothing when the portal did not account for its start (or stopped it already: an end
+ * announced twice), even when another session of the configuration is open on another address.
  */
 export async function accountSessionEnd(
   db: Db,
