@@ -172,15 +172,7 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
       return;
     }
     sessions.set(request, check.session);
-    // A key used in the console is used: its "last used" says so, as for an Admin API call.
-    // Bookkeeping: it never delays or fails the page.
-    const key = callerKey(check.session.caller);
-    if (key !== null)
-      keyUse
-        .note(key, request.ip)
-        .catch((error: unknown) =>
-          request.log.warn({ err: error, key: key.name }, 'could not note the use of an admin key'),
-        );
+    noteKeyUse(keyUse, check.session, request);
   });
   // The form is parsed after onRequest: a change must carry the session's CSRF token.
   app.addHook('preHandler', async (request, reply) => {
@@ -195,6 +187,20 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
         'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.',
       );
   });
+}
+
+/**
+ * A key used in the console is used: its "last used" says so, as for an Admin API call.
+ * Bookkeeping: it never delays or fails the page.
+ */
+function noteKeyUse(keyUse: AdminKeyUse, session: ActiveConsoleSession, request: FastifyRequest): void {
+  const key = callerKey(session.caller);
+  if (key === null) return;
+  keyUse
+    .note(key, request.ip)
+    .catch((error: unknown) =>
+      request.log.warn({ err: error, key: key.name }, 'could not note the use of an admin key'),
+    );
 }
 
 /** The console's own files and Chart.js, never listed as a folder. */
