@@ -424,6 +424,19 @@ export class PortalEvents {
     await this.recordAll(db, events);
   }
 
+  /**
+   * As `record`, for one event whose caller may be called off while the approval listeners run
+   * (the node asking about an OpenVPN connect stopped waiting for the answer during the connect
+   * script, and refused the client): `calledOff` is read after them, and when it is aborted
+   * nothing is written. Answers whether the event was recorded.
+   */
+  async recordUnlessCalledOff(db: Db, event: PortalEvent, calledOff: AbortSignal): Promise<boolean> {
+    for (const listener of this.#listeners.approval) await listener(event);
+    if (calledOff.aborted) return false;
+    for (const listener of this.#listeners.inTransaction) await listener(event, db);
+    return true;
+  }
+
   private async recordAll(db: Db, events: readonly PortalEvent[]): Promise<void> {
     for (const event of events) for (const listener of this.#listeners.approval) await listener(event);
     for (const event of events) for (const listener of this.#listeners.inTransaction) await listener(event, db);

@@ -25,6 +25,11 @@ export interface OpenVpnConnect {
   readonly ipSix: string;
   /** A renegotiation of a client already connected: decided again, but not a new connection. */
   readonly reauth: boolean;
+  /**
+   * Aborted once the node stopped waiting for the answer (its agent then refused the client):
+   * a connect the connect script held up past that opens no session.
+   */
+  readonly nodeGaveUp: AbortSignal;
 }
 
 export type ConnectDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -81,7 +86,8 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     originatingIp: connect.originatingIp === null ? null : clientAddressOrSame(connect.originatingIp),
   };
   try {
-    await ctx.events.record(ctx.db, started);
+    if (!(await ctx.events.recordUnlessCalledOff(ctx.db, started, connect.nodeGaveUp)))
+      return { allowed: false, reason: 'the node stopped waiting for the answer' };
   } catch (error) {
     if (error instanceof ListenerRefusal) return { allowed: false, reason: error.message };
     throw error;

@@ -17,6 +17,13 @@ export async function connectHandler(ctx: PortalContext, request: FastifyRequest
     ipFour: form.ip_four,
     ipSix: form.ip_six,
   });
+  // The node's agent waits a while for the answer, then refuses the client and closes the
+  // request: a session opened after that would attribute the address to a client never let in.
+  const nodeGaveUp = new AbortController();
+  const closed = () => {
+    if (!reply.raw.writableFinished) nodeGaveUp.abort();
+  };
+  reply.raw.once('close', closed);
   const decision = await authorizeOpenVpnConnect(ctx, {
     nodeNumber,
     profileId: asProfileId(form.profile_id),
@@ -25,6 +32,7 @@ export async function connectHandler(ctx: PortalContext, request: FastifyRequest
     ipFour: form.ip_four,
     ipSix: form.ip_six ?? '',
     reauth: form.reauth === 'yes',
+    nodeGaveUp: nodeGaveUp.signal,
   });
   await reply.type('text/plain').send(decision.allowed ? CONNECT_ALLOWED : CONNECT_REFUSED);
 }

@@ -181,6 +181,7 @@ describe('suspending and resuming a device', () => {
       ipFour: '10.60.0.9',
       ipSix: 'fd60::9',
       reauth: false,
+      nodeGaveUp: new AbortController().signal,
     });
     assert.deepEqual(decision, { allowed: false, reason: 'device suspended' });
     assert.deepEqual(await listed(portal), [other], 'the connection listing leaves them out too');

@@ -1,8 +1,13 @@
 // Node API /connect: the client's originating address is an IP address as the reference takes it
 // (PHP's FILTER_VALIDATE_IP: no zone), refused with 400 otherwise, and nothing written, on
-// either database (PostgreSQL's column refused a long zone that SQLite kept).
+// either database (PostgreSQL's column refused a long zone that SQLite kept). And a connect the
+// node stopped waiting for (its agent refused the client) opens no session.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
+import { pino } from 'pino';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
 import { openVpnConfiguration, openVpnEmployees } from '../../support/openvpn-sessions.js';
@@ -32,4 +37,44 @@ test('an originating address with a zone is refused with 400 and no session is l
     assert.equal(await connect(address), '400 {"error":"invalid value for \\"originating_ip\\""}', address);
   assert.deepEqual(await connectionHistory(ctx.db, commonName), [], 'no session was logged');
   assert.equal(await connect('2001:db8::7'), '200 OK');
+});
+
+test('a connect whose node stopped waiting for the answer during a slow connect script is refused and opens no session', async (t) => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'slow-connect-'));
+  const script = path.join(directory, 'hook.sh');
+  // Slower than the node waits (its agent gives up after 10 s; the test's node after 200 ms).
+  writeFileSync(script, '#!/bin/sh\nsleep 1\n', { mode: 0o755 });
+  const logged: Record<string, unknown>[] = [];
+  const portal = await startTestPortal({
+    logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) }),
+    config: { ...openVpnEmployees, connectScriptPath: script, connectScriptTimeout: 'PT30S' },
+  });
+  t.after(async () => {
+    await portal.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'kim');
+  const connect = (signal?: AbortSignal) =>
+    portal.request(`${portal.nodeApiUrl}/connect`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+      body: new URLSearchParams({ profile_id: 'employees', common_name: commonName, ip_four: '10.60.0.2' }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  const decided = () =>
+    logged.filter((line) => line['msg'] === 'OpenVPN connect refused' || line['msg'] === 'OpenVPN client connected');
+
+  await assert.rejects(connect(AbortSignal.timeout(200)), 'the node gave up waiting');
+  for (let tries = 0; tries < 100 && decided().length === 0; tries++)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(
+    decided().map((line) => [line['msg'], line['reason']]),
+    [['OpenVPN connect refused', 'the node stopped waiting for the answer']],
+  );
+  assert.deepEqual(await connectionHistory(ctx.db, commonName), [], 'no session for a client the node refused');
+
+  // A node that waits for the script lets the client in.
+  assert.equal((await connect()).text, 'OK');
+  assert.equal((await connectionHistory(ctx.db, commonName)).length, 1);
 });
