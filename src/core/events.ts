@@ -325,6 +325,7 @@ export type LastStep<T, R> = (
 
 interface SharedListeners {
   readonly approval: ApprovalListener[];
+  readonly withdrawn: ApprovalListener[];
   readonly inTransaction: TransactionListener[];
   readonly closing: ClosingListener[];
   readonly afterCommit: CommitListener[];
@@ -348,7 +349,7 @@ export class PortalEvents {
   constructor(logger: Logger, bound?: { readonly shared: Shared; readonly call: AdminCall | null }) {
     this.#logger = logger;
     this.#shared = bound?.shared ?? {
-      listeners: { approval: [], inTransaction: [], closing: [], afterCommit: [], lateCommit: [] },
+      listeners: { approval: [], withdrawn: [], inTransaction: [], closing: [], afterCommit: [], lateCommit: [] },
       settling: new Set(),
     };
     this.#listeners = this.#shared.listeners;
@@ -377,6 +378,15 @@ export class PortalEvents {
   /** A listener asked before the change is written; it refuses by throwing ListenerRefusal. */
   approval(listener: ApprovalListener): void {
     this.#listeners.approval.push(listener);
+  }
+
+  /**
+   * A listener told when an event the approval listeners approved is not recorded after all (its
+   * caller was called off, see recordUnlessCalledOff): what an approval listener did for it that
+   * outlives the approval (a connect script's "C") is undone here.
+   */
+  withdrawn(listener: ApprovalListener): void {
+    this.#listeners.withdrawn.push(listener);
   }
 
   /** A listener that writes in the change's own transaction (or on the database, for changes without one). */
@@ -428,11 +438,14 @@ export class PortalEvents {
    * As `record`, for one event whose caller may be called off while the approval listeners run
    * (the node asking about an OpenVPN connect stopped waiting for the answer during the connect
    * script, and refused the client): `calledOff` is read after them, and when it is aborted
-   * nothing is written. Answers whether the event was recorded.
+   * nothing is written and the withdrawn listeners are told. Answers whether the event was recorded.
    */
   async recordUnlessCalledOff(db: Db, event: PortalEvent, calledOff: AbortSignal): Promise<boolean> {
     for (const listener of this.#listeners.approval) await listener(event);
-    if (calledOff.aborted) return false;
+    if (calledOff.aborted) {
+      for (const listener of this.#listeners.withdrawn) await listener(event);
+      return false;
+    }
     for (const listener of this.#listeners.inTransaction) await listener(event, db);
     return true;
   }

@@ -1,7 +1,8 @@
 // The reference's script hook (`connectScriptPath`, reference §9.4): a program run at every
 // connect and disconnect with the session in `VPN_*` environment variables. A connect of an
 // OpenVPN client waits for it, and a non-zero exit (or a script still running after
-// `connectScriptTimeout`, which is then killed) refuses the client. Everything else runs after
+// `connectScriptTimeout`, which is then killed) refuses the client; one the node stopped waiting
+// for is refused too, after its "C", and gets its "D" at once. Everything else runs after
 // the change is durable and never holds up an Admin API call; its failures are logged.
 // WireGuard has no connect to refuse: its sessions start from handshakes
 // (core/sessions/wireguard.ts), so the script hears of them, later, but cannot veto them.
@@ -24,6 +25,14 @@ export function runConnectScript(events: PortalEvents, script: ConnectScript, lo
       'connect script refused the OpenVPN client',
     );
     throw new ListenerRefusal(`connect script: ${outcome.reason}`);
+  });
+  // The script said yes, but the node stopped waiting and refused the client: no session opens,
+  // so none will end; its "D" comes now, with nothing carried, to undo what its "C" set up.
+  events.withdrawn(async (event) => {
+    if (event.type !== 'session.started' || event.configuration.vpnProto !== 'openvpn') return;
+    const outcome = await run(script, withdrawnEnvironmentOf(event));
+    if (!outcome.ok)
+      logger.warn({ script: script.path, event: 'withdrawn connect', reason: outcome.reason }, 'connect script failed');
   });
   events.afterCommit(async (event) => {
     if (event.type === 'session.started' && event.configuration.vpnProto === 'openvpn') return; // already run, above
@@ -87,4 +96,10 @@ function environmentOf(
     VPN_BYTES_OUT: String(event.bytesOut),
     VPN_NODE_NUMBER: String(event.nodeNumber),
   };
+}
+
+/** A "D" for a connect refused after the script's "C": the same session, nothing carried. */
+function withdrawnEnvironmentOf(event: Extract<PortalEvent, { type: 'session.started' }>): Record<string, string> {
+  const { VPN_ORIGINATING_IP: _originatingIp, ...connect } = environmentOf(event);
+  return { ...connect, VPN_EVENT: 'D', VPN_BYTES_IN: '0', VPN_BYTES_OUT: '0' };
 }

@@ -1,9 +1,10 @@
 // Node API /connect: the client's originating address is an IP address as the reference takes it
 // (PHP's FILTER_VALIDATE_IP: no zone), refused with 400 otherwise, and nothing written, on
 // either database (PostgreSQL's column refused a long zone that SQLite kept). And a connect the
-// node stopped waiting for (its agent refused the client) opens no session.
+// node stopped waiting for (its agent refused the client) opens no session, and the connect
+// script that said yes to it hears its "D" at once.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -11,6 +12,7 @@ import { pino } from 'pino';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
 import { openVpnConfiguration, openVpnEmployees } from '../../support/openvpn-sessions.js';
+import { until } from '../../support/until.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
 test('an originating address with a zone is refused with 400 and no session is logged; one without is taken', async (t) => {
@@ -42,8 +44,20 @@ test('an originating address with a zone is refused with 400 and no session is l
 test('a connect whose node stopped waiting for the answer during a slow connect script is refused and opens no session', async (t) => {
   const directory = mkdtempSync(path.join(tmpdir(), 'slow-connect-'));
   const script = path.join(directory, 'hook.sh');
-  // Slower than the node waits (its agent gives up after 10 s; the test's node after 200 ms).
-  writeFileSync(script, '#!/bin/sh\nsleep 1\n', { mode: 0o755 });
+  const heard = path.join(directory, 'heard');
+  // Its "C" is slower than the node waits (its agent gives up after 10 s; the test's node after 200 ms).
+  writeFileSync(
+    script,
+    `#!/bin/sh\necho "$VPN_EVENT $VPN_IP_FOUR \${VPN_BYTES_IN:-}" >> ${heard}\n[ "$VPN_EVENT" = C ] && sleep 1\nexit 0\n`,
+    { mode: 0o755 },
+  );
+  const heardLines = (): string[] =>
+    existsSync(heard)
+      ? readFileSync(heard, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => line.trimEnd())
+      : [];
   const logged: Record<string, unknown>[] = [];
   const portal = await startTestPortal({
     logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) }),
@@ -73,8 +87,12 @@ test('a connect whose node stopped waiting for the answer during a slow connect 
     [['OpenVPN connect refused', 'the node stopped waiting for the answer']],
   );
   assert.deepEqual(await connectionHistory(ctx.db, commonName), [], 'no session for a client the node refused');
+  // The script set up what its "C" sets up: a "D" with nothing carried undoes it.
+  await until('the script heard the connect withdrawn', async () => heardLines().length >= 2);
+  assert.deepEqual(heardLines(), ['C 10.60.0.2', 'D 10.60.0.2 0']);
 
   // A node that waits for the script lets the client in.
   assert.equal((await connect()).text, 'OK');
   assert.equal((await connectionHistory(ctx.db, commonName)).length, 1);
+  assert.deepEqual(heardLines().slice(2), ['C 10.60.0.2'], 'no "D" while the session lasts');
 });
