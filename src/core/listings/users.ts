@@ -51,10 +51,11 @@ export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): 
 function decodeUserCursor(cursor: string): string {
   const userId = Buffer.from(cursor, 'base64url').toString('utf8');
   // Ours encode a user id exactly; anything else does not survive the round trip, and no user
-  // id holds a NUL (which PostgreSQL refuses in text) or more than 255 characters.
+  // id holds a NUL (which PostgreSQL refuses in text) or more than 255 characters (code points,
+  // as user_id counts them: an emoji is one character but two UTF-16 code units).
   if (
     userId === '' ||
-    userId.length > 255 ||
+    [...userId].length > 255 ||
     userId.includes('\u0000') ||
     Buffer.from(userId, 'utf8').toString('base64url') !== cursor
   )

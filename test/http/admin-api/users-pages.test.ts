@@ -89,6 +89,22 @@ test('limit and cursor walk every page once, in order, also combined with prefix
   assert.deepEqual((await portal.admin.usersPage({ cursor: typed.next_cursor ?? '', prefix: 'ann' })).users, ['anne']);
 });
 
+test('a page may end at an id of 255 characters outside the BMP, and its cursor leads on to the next', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  // 255 characters, as user_id allows, but 510 UTF-16 code units and 1,020 bytes.
+  const longest = '😀'.repeat(255);
+  for (const userId of ['ann', longest, '😁']) {
+    const response = await portal.post('/create', { user_id: userId, profile_id: 'employees' });
+    assert.equal(response.status, 200, response.text);
+  }
+  const first = await page(portal, '/users', { limit: '2' });
+  assert.deepEqual(first.users, ['ann', longest]);
+  assert.notEqual(first.next_cursor, null);
+  const second = await page(portal, '/users', { limit: '2', cursor: first.next_cursor ?? '' });
+  assert.deepEqual(second, { users: ['😁'], next_cursor: null });
+});
+
 test('a key limited to a profile pages through the users it may see only', async (t) => {
   const portal = await startTestPortal({ config: twoProfiles });
   t.after(() => portal.close());
