@@ -328,6 +328,24 @@ test('delete_user_authorizations also reads user_id from the query string, where
   assert.equal(errorBody(unknownInQuery.text), 'user does not exist');
 });
 
+test('delete_user_authorizations refuses a user_id array in the form body, as every POST does, even with a user in the query string', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  await provision(portal, 'alice');
+  await authorize(portal, 'alice', 'alice-app');
+
+  for (const url of ['/delete_user_authorizations', '/delete_user_authorizations?user_id=alice']) {
+    const response = await portal.request(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${portal.secret}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'user_id[]=bob',
+    });
+    assert.equal(response.status, 400, url);
+    assert.equal(errorBody(response.text), 'value of post parameter "user_id" MUST be string', url);
+  }
+  assert.deepEqual(await authorizationKeys(portal), ['alice-app']);
+});
+
 test("on the node: disable_user removes the user's peers at once, enable_user puts them back, delete and destroy remove them", async (t) => {
   const profile = defaultTestConfig.ProfileList[0];
   assert.ok(profile !== undefined, 'the default configuration has a profile');

@@ -4,10 +4,18 @@ import { deleteUserAuthorizations } from '../../../../core/users/index.js';
 import { ADMIN_API_CALLS } from '../../../../protocol/admin-api.js';
 import { defineRoute } from '../../admin-route.js';
 
-/** The reference reads `user_id` from the query string of this POST; we accept the form body too. */
+/**
+ * The reference reads `user_id` from the query string of this POST; we accept the form body too.
+ * A body that sends it at all, as an array (`user_id[]=…`) too, is read: refused as on every
+ * other POST, not passed over for the query string's user.
+ */
 function bodyOrQuery(request: FastifyRequest): unknown {
   const body = request.body as Record<string, unknown> | undefined;
-  return body !== undefined && body !== null && Object.hasOwn(body, 'user_id') ? body : request.query;
+  const sent =
+    body !== undefined &&
+    body !== null &&
+    Object.keys(body).some((name) => name === 'user_id' || name.startsWith('user_id['));
+  return sent ? body : request.query;
 }
 
 export const deleteUserAuthorizationsRoute = defineRoute({
