@@ -136,6 +136,94 @@ async function notesOf(
   return found;
 }
 
+/** A configuration an import brought that is still valid here, with its note. */
+export interface ImportedConfigurationHere {
+  readonly kind: 'wireguard' | 'openvpn';
+  readonly recordId: string;
+  readonly importedAt: string;
+  /** Its expiry in eduVPN when it was brought. */
+  readonly expiresAt: string;
+}
+
+/** Notes read per query by importedConfigurationsHere. */
+const CONFIGURATIONS_HERE_PAGE = 5000;
+
+/**
+ * Every configuration an import brought (not left) whose eduVPN expiry is after `now` and that
+ * is here and unexpired, page by page in (kind, record id) order: what a later run expects to
+ * find in eduVPN still.
+ */
+export async function* importedConfigurationsHere(db: Db, now: string): AsyncGenerator<ImportedConfigurationHere[]> {
+  let after: NoteCursor | null = null;
+  for (;;) {
+    const page: ImportedConfigurationHere[] = await configurationsHerePage(db, now, after);
+    if (page.length > 0) yield page;
+    const last = page[page.length - 1];
+    if (last === undefined || page.length < CONFIGURATIONS_HERE_PAGE) return;
+    after = { kind: last.kind, recordId: last.recordId };
+  }
+}
+
+interface NoteCursor {
+  readonly kind: string;
+  readonly recordId: string;
+}
+
+async function configurationsHerePage(
+  db: Db,
+  now: string,
+  after: NoteCursor | null,
+): Promise<ImportedConfigurationHere[]> {
+  const rows = await db
+    .selectFrom('imported_records')
+    .select(['kind', 'record_id', 'imported_at', 'expires_at'])
+    .where('kind', 'in', ['wireguard', 'openvpn'])
+    .where('withheld', '=', 0)
+    .where('expires_at', '>', now)
+    .where((eb) =>
+      eb.or([
+        eb.and([
+          eb('kind', '=', 'wireguard'),
+          eb.exists(
+            eb
+              .selectFrom('wg_peers')
+              .select('wg_peers.public_key')
+              .whereRef('wg_peers.public_key', '=', 'imported_records.record_id')
+              .where('wg_peers.expires_at', '>', now),
+          ),
+        ]),
+        eb.and([
+          eb('kind', '=', 'openvpn'),
+          eb.exists(
+            eb
+              .selectFrom('certificates')
+              .select('certificates.common_name')
+              .whereRef('certificates.common_name', '=', 'imported_records.record_id')
+              .where('certificates.expires_at', '>', now),
+          ),
+        ]),
+      ]),
+    )
+    .$if(after !== null, (query) =>
+      query.where((eb) =>
+        eb.or([
+          eb('kind', '>', after?.kind ?? ''),
+          eb.and([eb('kind', '=', after?.kind ?? ''), eb('record_id', '>', after?.recordId ?? '')]),
+        ]),
+      ),
+    )
+    .orderBy('kind')
+    .orderBy('record_id')
+    .limit(CONFIGURATIONS_HERE_PAGE)
+    .execute();
+  return rows.map((row) => ({
+    kind: row.kind === 'openvpn' ? 'openvpn' : 'wireguard',
+    recordId: row.record_id,
+    importedAt: row.imported_at,
+    expiresAt: row.expires_at ?? '',
+  }));
+}
+
 /**
  * The daily pruning: configurations and authorizations whose eduVPN expiry is past `now`, and
  * users gone here whom no destroy receipt names any more. Answers how many rows went.

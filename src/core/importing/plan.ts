@@ -18,6 +18,7 @@ import {
   type RemovedHere,
 } from './plan-types.js';
 import { usersDisabledHereAtStart } from './removed-here.js';
+import { findRevokedInEduVpn } from './revoked-there.js';
 import { CHECK_ORDER, KIND_STEPS } from './steps.js';
 
 /** A plan with what the import needs to carry it out. */
@@ -86,6 +87,7 @@ export async function prepareEduVpnImport(
       progress({ phase: 'checking', kind, done, total });
     });
   }
+  await findRevokedInEduVpn(ctx.db, facts, conflicts, counts);
   const plan: ImportPlan = {
     source: deployment.description,
     schemaVersion: deployment.schemaVersion,

@@ -24,6 +24,7 @@ import {
   emptyRecords,
   inMemoryDeployment,
   NO_KEYS,
+  type EduVpnRecords,
 } from '../../support/in-memory-eduvpn.js';
 import { employeesWithOpenVpn } from '../../support/import-portal.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
@@ -60,6 +61,22 @@ before(async () => {
   assert.notEqual((await importEduVpn(ctx, inMemoryDeployment(records))).applied, null);
 });
 after(() => portal.close());
+
+/**
+ * eduVPN as it is at a later run: it still has what the first run brought (alice and her two
+ * configurations), and `records` besides.
+ */
+function eduVpnStill(records: EduVpnRecords, options: Parameters<typeof inMemoryDeployment>[1] = {}) {
+  return inMemoryDeployment(
+    {
+      ...records,
+      users: [eduVpnUser('alice'), ...records.users],
+      wireGuardPeers: [here.peer, ...records.wireGuardPeers],
+      certificates: [here.certificate, ...records.certificates],
+    },
+    options,
+  );
+}
 
 /** The conflict about `record`, asserted to be there once. */
 function conflictAbout(conflicts: readonly ImportConflict[], record: string): ImportConflict {
@@ -150,7 +167,7 @@ test('a configuration or authorization whose user eduVPN does not have is a conf
     },
   ];
 
-  const refused = await importEduVpn(ctx, inMemoryDeployment(records));
+  const refused = await importEduVpn(ctx, eduVpnStill(records));
   assert.equal(refused.applied, null);
   assert.equal(refused.plan.conflictCount, 3);
   for (const record of [peer.publicKey, certificate.commonName, 'nobody-app'])
@@ -175,7 +192,7 @@ test('key files here that hold other keys, and node keys that do not fit the iss
     ]),
   };
   const secretBefore = readFileSync(ctx.keys.adminApiKeyPath, 'utf8');
-  const plan = await planEduVpnImport(ctx, inMemoryDeployment(emptyRecords(), { keys }));
+  const plan = await planEduVpnImport(ctx, eduVpnStill(emptyRecords(), { keys }));
   const { conflicts } = plan;
   assert.equal(plan.conflictCount, 4);
   assert.match(
@@ -191,7 +208,7 @@ test('key files here that hold other keys, and node keys that do not fit the iss
     conflictAbout(conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(5))).reason,
     /its private key was not given/,
   );
-  assert.equal((await importEduVpn(ctx, inMemoryDeployment(emptyRecords(), { keys }))).applied, null);
+  assert.equal((await importEduVpn(ctx, eduVpnStill(emptyRecords(), { keys }))).applied, null);
   assert.equal(readFileSync(ctx.keys.adminApiKeyPath, 'utf8'), secretBefore, 'the secret here was not replaced');
 });
 
@@ -206,7 +223,7 @@ test('key files that are missing here are brought, and the same ones already her
     wireGuardPublicKeys: new Map([[asNodeNumber(2), asWireGuardKey(node2.publicKey)]]),
     tlsCryptKeys: new Map([[asProfileId('employees'), tlsCrypt]]),
   };
-  const outcome = await importEduVpn(ctx, inMemoryDeployment(emptyRecords(), { keys }));
+  const outcome = await importEduVpn(ctx, eduVpnStill(emptyRecords(), { keys }));
   assert.equal(outcome.plan.conflictCount, 0);
   assert.deepEqual(
     outcome.plan.keyFiles.map((file) => [file.name, file.state]),
@@ -233,7 +250,7 @@ test('a day this portal ran before the move and counted nobody on takes eduVPNâ€
     { date: '2026-10-01', profileId: employees, maxConnectionCount: 40, uniqueUserCount: 25 },
     { date: '2026-10-02', profileId: employees, maxConnectionCount: 6, uniqueUserCount: 3 },
   ];
-  const plan = await planEduVpnImport(ctx, inMemoryDeployment(records));
+  const plan = await planEduVpnImport(ctx, eduVpnStill(records));
   assert.deepEqual(plan.counts.dailyStatistics, {
     toBring: 1,
     alreadyHere: 0,
@@ -247,7 +264,7 @@ test('a day this portal ran before the move and counted nobody on takes eduVPNâ€
   );
 
   records.dailyStatistics = records.dailyStatistics.slice(0, 1);
-  const outcome = await importEduVpn(ctx, inMemoryDeployment(records));
+  const outcome = await importEduVpn(ctx, eduVpnStill(records));
   assert.equal(outcome.applied?.inserted.dailyStatistics, 1);
   assert.deepEqual(
     (await dailyStats(ctx.db, { since: '2026-10-01', until: '2026-10-02' })).map((row) => [

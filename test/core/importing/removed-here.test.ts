@@ -10,7 +10,7 @@
 // since are left, counted and named in the plan; the rest is imported, and a run again still
 // changes nothing. How long the import's notes are kept: test/storage/imported-records.test.ts.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterEach, beforeEach, test } from 'node:test';
 import {
   importEduVpn,
   planEduVpnImport,
@@ -45,7 +45,9 @@ import { UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js'
 let portal: TestPortal;
 let ctx: ImportContext;
 
-before(async () => {
+// A portal of its own for each story: a run's deployment is all eduVPN has then, and what an
+// earlier story brought and this one's eduVPN does not have would be revoked there.
+beforeEach(async () => {
   portal = await startImportPortal([
     {
       profileId: 'contractors',
@@ -58,7 +60,7 @@ before(async () => {
   ]);
   ctx = portal.portal.ctx;
 });
-after(() => portal.close());
+afterEach(() => portal.close());
 
 /** The WireGuard public keys node 0 should hold now: what the next reconcile pass puts there. */
 async function wantedOnNode(): Promise<string[]> {
