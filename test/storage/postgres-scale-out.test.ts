@@ -67,6 +67,9 @@ test('two portal processes on one PostgreSQL: 500 interleaved creates for overla
     metrics: { listen: '127.0.0.1:0' },
     dataDir: 'data',
     database: databaseUrl,
+    // The story is about what 32 creates at once make, not how fast: on a loaded machine a create
+    // may wait longer than the default five seconds for one of the pool's connections.
+    databaseTimeout: 'PT30S',
     logLevel: 'info',
     reconcileInterval: 'PT1H',
     ProfileList: [
