@@ -22,10 +22,17 @@ function refuse(response: ServerResponse, error: string): void {
   response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
 }
 
-/** `nowMs`: the node's monotonic clock, which times how long it remembers a removal. */
+/**
+ * `nowMs`: the node's monotonic clock, which times how long it remembers a removal.
+ * `beforeRemove`: what a removal waits for once it arrived, before the node looks at it (a
+ * removal held up on its way, for a test to let other instructions overtake it).
+ */
 export async function startRevisionNode(
   t: TestContext,
-  options: { readonly nowMs?: () => number } = {},
+  options: {
+    readonly nowMs?: () => number;
+    readonly beforeRemove?: (publicKey: string) => Promise<void>;
+  } = {},
 ): Promise<RevisionNode> {
   const peers = new Map<string, readonly string[]>();
   const revisions = new PeerRevisions(options.nowMs);
@@ -75,7 +82,11 @@ export async function startRevisionNode(
       });
     else if (path === '/w/add_peer') void text(response.req).then((body) => add(new URLSearchParams(body), response));
     else if (path === '/w/remove_peer')
-      void text(response.req).then((body) => remove(new URLSearchParams(body), response));
+      void text(response.req).then(async (body) => {
+        const form = new URLSearchParams(body);
+        await options.beforeRemove?.(form.get('public_key') ?? '');
+        remove(form, response);
+      });
     else return false;
     return true;
   });

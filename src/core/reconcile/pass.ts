@@ -194,7 +194,12 @@ async function reconcileNodeOnce(
     // A node that answers but whose list could not be read (an error answer, a list longer than
     // the portal reads) still gets the removals its receipts wait for: a removal needs no list.
     if (!ctx.nodes.isDown(nodeNumber))
-      await confirmPendingRevocations(ctx, daemon, { desiredKeys: new Set(), removedKeys: new Set(), openVpn: null });
+      await confirmPendingRevocations(ctx, daemon, {
+        desiredKeys: new Set(),
+        removedKeys: new Set(),
+        pendingBeforeRemovals: new Set(),
+        openVpn: null,
+      });
     return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
   }
   if (options.observeSessions === true) await observeWireGuardSessions(ctx, nodeNumber, actual);
@@ -212,11 +217,14 @@ async function reconcileNodeOnce(
   let removed = 0;
   /** Keys this pass had the node remove (answered): final, by their revision. */
   const removedKeys = new Set<string>();
+  /** The receipts' WireGuard configurations pending on the node before the removals' revisions were read (pendingKey). */
+  let pendingBeforeRemovals: ReadonlySet<string> = new Set();
   let mayRemove = true;
   if (extra.length > 0 && desired.length === 0 && !(await mayEmpty(ctx, nodeNumber, actual.length))) {
     // Leave the node alone; mayEmpty said why, loudly.
     mayRemove = false;
   } else {
+    if (extra.length > 0) pendingBeforeRemovals = await pendingWireGuardRevocations(ctx, nodeNumber);
     const removals = await removalsFor(
       ctx,
       nodeNumber,
@@ -244,7 +252,8 @@ async function reconcileNodeOnce(
     );
   }
   const openVpn = (await readsOpenVpnClients(ctx, nodeNumber)) ? await reconcileOpenVpnClients(ctx, daemon) : null;
-  if (mayRemove) await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, openVpn });
+  if (mayRemove)
+    await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, pendingBeforeRemovals, openVpn });
   return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
 }
 
@@ -340,33 +349,36 @@ interface ReadPeer {
 
 /**
  * Confirms on the open revocation receipts what this pass found gone from the node. A WireGuard
- * configuration counts once the node answered a remove_peer for it, which its revision makes
- * final (a late add from before the revocation is then ignored): the keys this pass removed,
- * and those it did not see, which it asks the node to remove now. An OpenVPN configuration
- * counts when its client is not in the node's connection list asked for after the receipt committed.
+ * configuration counts once the node answered a remove_peer for it at a revision at least as new
+ * as its receipt's, which makes the removal final (a late add from before the revocation is then
+ * ignored): the keys this pass removed, for the receipts committed before it read their
+ * revisions, and the others, which it asks the node to remove now. A removal read before a
+ * receipt says nothing of it: the node ignores one older than an instruction it has (an enable
+ * in between put the peer back), and answers it all the same. An OpenVPN configuration counts
+ * when its client is not in the node's connection list asked for after the receipt committed.
  */
 async function confirmPendingRevocations(
   ctx: PortalContext,
   daemon: NodeDaemon,
   pass: {
     readonly desiredKeys: ReadonlySet<string>;
-    readonly removedKeys: Set<string>;
+    readonly removedKeys: ReadonlySet<string>;
+    readonly pendingBeforeRemovals: ReadonlySet<string>;
     readonly openVpn: OpenVpnPass | null;
   },
 ): Promise<void> {
   const nodeNumber = daemon.nodeNumber;
   const pending = await pendingRevocationsOnNode(ctx.db, nodeNumber);
   if (pending.length === 0) return;
+  const removedForIt = (row: PendingRow) =>
+    pass.removedKeys.has(row.connectionId) && pass.pendingBeforeRemovals.has(pendingKey(row));
   const unconfirmed = new Set(
     pending
-      .filter(
-        (row) =>
-          row.vpnProto === 'wireguard' &&
-          !pass.removedKeys.has(row.connectionId) &&
-          !pass.desiredKeys.has(row.connectionId),
-      )
+      .filter((row) => row.vpnProto === 'wireguard' && !removedForIt(row) && !pass.desiredKeys.has(row.connectionId))
       .map((row) => asWireGuardKey(row.connectionId)),
   );
+  // Their revisions are read after the receipts: each removal is at least as new as its receipt.
+  const removedNow = new Set<string>();
   await forEachLimited(
     await removalsFor(ctx, nodeNumber, [...unconfirmed]),
     PARALLEL_CHANGES_PER_NODE,
@@ -375,13 +387,15 @@ async function confirmPendingRevocations(
       const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) =>
         node.removePeer(removal.publicKey, removal.revision).then(() => true),
       );
-      if (done === true) pass.removedKeys.add(removal.publicKey);
+      if (done === true) removedNow.add(removal.publicKey);
     },
   );
   const openVpn = pass.openVpn;
   const confirmed = pending.filter((row) =>
     row.vpnProto === 'wireguard'
-      ? pass.removedKeys.has(row.connectionId)
+      ? removedNow.has(row.connectionId) ||
+        // Confirmed for every receipt waiting for it below: only when none waits for a newer removal.
+        (removedForIt(row) && !unconfirmed.has(asWireGuardKey(row.connectionId)))
       : openVpn !== null &&
         openVpn.stillConnected !== null &&
         openVpn.pendingBeforeListing.has(pendingKey(row)) &&
@@ -409,8 +423,18 @@ interface OpenVpnPass {
   readonly pendingBeforeListing: ReadonlySet<string>;
 }
 
+/** A configuration pending on a node under one receipt. */
+type PendingRow = Awaited<ReturnType<typeof pendingRevocationsOnNode>>[number];
+
 function pendingKey(row: { readonly revocationId: string; readonly connectionId: string }): string {
   return `${row.revocationId}\n${row.connectionId}`;
+}
+
+/** The receipts' WireGuard configurations pending on the node now (pendingKey). */
+async function pendingWireGuardRevocations(ctx: PortalContext, nodeNumber: NodeNumber): Promise<Set<string>> {
+  return new Set(
+    (await pendingRevocationsOnNode(ctx.db, nodeNumber)).filter((row) => row.vpnProto === 'wireguard').map(pendingKey),
+  );
 }
 
 /**
