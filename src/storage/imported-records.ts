@@ -61,8 +61,11 @@ export async function noteImportedRecords(db: Db, records: readonly ImportedReco
   }
 }
 
-/** Whether the record a row of `imported_records` names is here: its user, peer, certificate or authorization row. */
-function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'imported_records'>) {
+/**
+ * Whether the record a row of `imported_records` names is here: its user, peer, certificate or
+ * authorization row; with `unexpiredAt`, a peer or certificate only if it is valid then.
+ */
+function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'imported_records'>, unexpiredAt?: string) {
   switch (kind) {
     case 'user':
       return eb.exists(
@@ -73,14 +76,16 @@ function isHere(kind: ImportedRecordKind, eb: ExpressionBuilder<Database, 'impor
         eb
           .selectFrom('wg_peers')
           .select('wg_peers.public_key')
-          .whereRef('wg_peers.public_key', '=', 'imported_records.record_id'),
+          .whereRef('wg_peers.public_key', '=', 'imported_records.record_id')
+          .$if(unexpiredAt !== undefined, (query) => query.where('wg_peers.expires_at', '>', unexpiredAt ?? '')),
       );
     case 'openvpn':
       return eb.exists(
         eb
           .selectFrom('certificates')
           .select('certificates.common_name')
-          .whereRef('certificates.common_name', '=', 'imported_records.record_id'),
+          .whereRef('certificates.common_name', '=', 'imported_records.record_id')
+          .$if(unexpiredAt !== undefined, (query) => query.where('certificates.expires_at', '>', unexpiredAt ?? '')),
       );
     case 'authorization':
       return eb.exists(
@@ -182,26 +187,8 @@ async function configurationsHerePage(
     .where('expires_at', '>', now)
     .where((eb) =>
       eb.or([
-        eb.and([
-          eb('kind', '=', 'wireguard'),
-          eb.exists(
-            eb
-              .selectFrom('wg_peers')
-              .select('wg_peers.public_key')
-              .whereRef('wg_peers.public_key', '=', 'imported_records.record_id')
-              .where('wg_peers.expires_at', '>', now),
-          ),
-        ]),
-        eb.and([
-          eb('kind', '=', 'openvpn'),
-          eb.exists(
-            eb
-              .selectFrom('certificates')
-              .select('certificates.common_name')
-              .whereRef('certificates.common_name', '=', 'imported_records.record_id')
-              .where('certificates.expires_at', '>', now),
-          ),
-        ]),
+        eb.and([eb('kind', '=', 'wireguard'), isHere('wireguard', eb, now)]),
+        eb.and([eb('kind', '=', 'openvpn'), isHere('openvpn', eb, now)]),
       ]),
     )
     .$if(after !== null, (query) =>
