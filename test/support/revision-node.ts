@@ -25,13 +25,15 @@ function refuse(response: ServerResponse, error: string): void {
 /**
  * `nowMs`: the node's monotonic clock, which times how long it remembers a removal.
  * `beforeRemove`: what a removal waits for once it arrived, before the node looks at it (a
- * removal held up on its way, for a test to let other instructions overtake it).
+ * removal held up on its way, for a test to let other instructions overtake it); `beforeAdd`
+ * the same for an add.
  */
 export async function startRevisionNode(
   t: TestContext,
   options: {
     readonly nowMs?: () => number;
     readonly beforeRemove?: (publicKey: string) => Promise<void>;
+    readonly beforeAdd?: (publicKey: string) => Promise<void>;
   } = {},
 ): Promise<RevisionNode> {
   const peers = new Map<string, readonly string[]>();
@@ -80,7 +82,12 @@ export async function startRevisionNode(
       answerJson(response, {
         peer_list: [...peers].map(([key, ipNet]) => ({ public_key: key, ip_net: ipNet, bytes_in: 0, bytes_out: 0 })),
       });
-    else if (path === '/w/add_peer') void text(response.req).then((body) => add(new URLSearchParams(body), response));
+    else if (path === '/w/add_peer')
+      void text(response.req).then(async (body) => {
+        const form = new URLSearchParams(body);
+        await options.beforeAdd?.(form.get('public_key') ?? '');
+        add(form, response);
+      });
     else if (path === '/w/remove_peer')
       void text(response.req).then(async (body) => {
         const form = new URLSearchParams(body);

@@ -195,7 +195,6 @@ async function reconcileNodeOnce(
     // the portal reads) still gets the removals its receipts wait for: a removal needs no list.
     if (!ctx.nodes.isDown(nodeNumber))
       await confirmPendingRevocations(ctx, daemon, {
-        desiredKeys: new Set(),
         removedKeys: new Set(),
         pendingBeforeRemovals: new Set(),
         openVpn: null,
@@ -252,8 +251,7 @@ async function reconcileNodeOnce(
     );
   }
   const openVpn = (await readsOpenVpnClients(ctx, nodeNumber)) ? await reconcileOpenVpnClients(ctx, daemon) : null;
-  if (mayRemove)
-    await confirmPendingRevocations(ctx, daemon, { desiredKeys, removedKeys, pendingBeforeRemovals, openVpn });
+  if (mayRemove) await confirmPendingRevocations(ctx, daemon, { removedKeys, pendingBeforeRemovals, openVpn });
   return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
 }
 
@@ -354,14 +352,16 @@ interface ReadPeer {
  * ignored): the keys this pass removed, for the receipts committed before it read their
  * revisions, and the others, which it asks the node to remove now. A removal read before a
  * receipt says nothing of it: the node ignores one older than an instruction it has (an enable
- * in between put the peer back), and answers it all the same. An OpenVPN configuration counts
- * when its client is not in the node's connection list asked for after the receipt committed.
+ * in between put the peer back), and answers it all the same. Keys the pass wanted when it began
+ * are asked for too: a revocation committed after that read may have overtaken the pass's own
+ * add, and removalsFor, reading now, leaves alone only the keys still wanted. An OpenVPN
+ * configuration counts when its client is not in the node's connection list asked for after the
+ * receipt committed.
  */
 async function confirmPendingRevocations(
   ctx: PortalContext,
   daemon: NodeDaemon,
   pass: {
-    readonly desiredKeys: ReadonlySet<string>;
     readonly removedKeys: ReadonlySet<string>;
     readonly pendingBeforeRemovals: ReadonlySet<string>;
     readonly openVpn: OpenVpnPass | null;
@@ -374,7 +374,7 @@ async function confirmPendingRevocations(
     pass.removedKeys.has(row.connectionId) && pass.pendingBeforeRemovals.has(pendingKey(row));
   const unconfirmed = new Set(
     pending
-      .filter((row) => row.vpnProto === 'wireguard' && !removedForIt(row) && !pass.desiredKeys.has(row.connectionId))
+      .filter((row) => row.vpnProto === 'wireguard' && !removedForIt(row))
       .map((row) => asWireGuardKey(row.connectionId)),
   );
   // Their revisions are read after the receipts: each removal is at least as new as its receipt.
