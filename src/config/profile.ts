@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { asNodeNumber, asProfileId } from '../shared/ids.js';
 import { poolCapacity } from '../wireguard/address-pool.js';
 import { checkPrefix, listOf, tryParsePrefix, type Report } from './option-checks.js';
+import { checkDnsServers, checkHostName, checkSearchDomains } from './client-file-values.js';
 import type { Profile, ProfileNode } from './portal-config.js';
 import type { ParsedProfile } from './schema.js';
 
@@ -23,6 +24,8 @@ export function resolveProfile(raw: ParsedProfile, option: string, report: Repor
   for (const [index, route] of raw.routeList.entries()) checkPrefix(route, `${option}.routeList[${index}]`, report);
   for (const [index, route] of raw.excludeRouteList.entries())
     checkPrefix(route, `${option}.excludeRouteList[${index}]`, report);
+  checkDnsServers(raw.dnsServerList, `${option}.dnsServerList`, report);
+  checkSearchDomains(raw.dnsSearchDomainList, `${option}.dnsSearchDomainList`, report);
   const nodes = onNode.map((nodeNumber, position) =>
     resolveProfileNode(raw, nodeNumber, position, protocols, option, report),
   );
@@ -142,10 +145,12 @@ function resolveProfileNode(
       }
     : null;
   if (openVpn !== null) checkOpenVpnRanges(openVpn, protocols.processCount, option, report);
+  const hostName = pick('hostName', raw.hostName);
+  if (hostName !== '') checkHostName(hostName, `${option}.hostName`, report);
   return {
     nodeNumber: asNodeNumber(nodeNumber),
     nodeUrl: pick('nodeUrl', raw.nodeUrl).replace(/\/+$/, ''),
-    hostName: pick('hostName', raw.hostName),
+    hostName,
     wireGuard,
     openVpn,
   };

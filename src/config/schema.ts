@@ -34,7 +34,7 @@ export const profileSchema = z.strictObject({
     .describe("The profile's id, `^[a-zA-Z0-9-.]+$`, unique."),
   displayName: z.string().min(1).describe('Shown to people.'),
   hostName: perNode(z.string().min(1)).describe(
-    "Per node: the client `Endpoint` / OpenVPN `remote` host; the CN of the node's OpenVPN server certificate.",
+    "Per node: the client `Endpoint` / OpenVPN `remote` host, a DNS name (ASCII form) or an IP address without port or brackets; the CN of the node's OpenVPN server certificate.",
   ),
   defaultGateway: z.boolean().default(true).meta({
     description: 'Full tunnel (`0.0.0.0/0,::/0`): the node must forward and masquerade.',
@@ -44,9 +44,9 @@ export const profileSchema = z.strictObject({
     .array(z.string().min(1))
     .default([])
     .describe(
-      "DNS servers, `@GW4@`/`@GW6@` = the node's tunnel address; sent only with `defaultGateway` or search domains (the portal warns at start about a profile whose servers are dropped).",
+      "DNS servers: IP addresses, `@GW4@`/`@GW6@` = the node's tunnel address; sent only with `defaultGateway` or search domains (the portal warns at start about a profile whose servers are dropped).",
     ),
-  dnsSearchDomainList: z.array(z.string().min(1)).default([]).describe('Search domains.'),
+  dnsSearchDomainList: z.array(z.string().min(1)).default([]).describe('Search domains (DNS names).'),
   routeList: z.array(cidr).default([]).describe('Extra prefixes routed through the tunnel.'),
   excludeRouteList: z.array(cidr).default([]).describe('Prefixes carved out of the routed ones.'),
   aclPermissionList: z
