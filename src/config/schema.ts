@@ -275,7 +275,7 @@ export const portalConfigSchema = z.strictObject({
       port: z.int().min(0).max(65535).default(8080).describe('The port of `listen.host`.'),
       maxConnectionsPerAddress: z.int().min(1).max(1_000_000).default(256).meta({
         description:
-          'Open connections one source address may hold; one more is closed at once, unanswered. Direct peers in `adminApi.trustedProxyList` have no cap.',
+          'Open connections one source address (an IPv6 client: its /64) may hold; one more is closed at once, unanswered. Direct peers in `adminApi.trustedProxyList` have no cap.',
         see: 'operations.md#connections-and-slow-clients',
       }),
       requestTimeout: isoDuration

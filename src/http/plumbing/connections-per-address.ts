@@ -2,11 +2,14 @@
 // Node API share it), so one host holding thousands of slow connections cannot use up the
 // process's file descriptors while everyone else's calls fail. Reverse proxies listed as
 // trusted carry many clients on one address and are not capped: they hold their own slow
-// clients and have their own limits.
+// clients and have their own limits. An IPv6 client counts by its /64, as the limit on
+// requests per address does: one host may take any address of its /64, and would otherwise hold
+// the cap's connections from each of them.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { AddressAllowList } from '../../net/address-allow-list.js';
+import { clientNetwork } from '../../net/client-network.js';
 import { elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
 /**
@@ -43,7 +46,7 @@ export class ConnectionsPerAddress {
       return;
     }
     if (this.#options.uncapped.allows(remote)) return;
-    const address = plainAddress(remote);
+    const address = clientNetwork(remote);
     const open = this.#open.get(address) ?? 0;
     if (open >= this.#options.maxPerAddress) {
       this.#warn(address);
@@ -69,9 +72,4 @@ export class ConnectionsPerAddress {
       'connection refused: the address has listen.maxConnectionsPerAddress connections open',
     );
   }
-}
-
-/** `::ffff:192.0.2.1` and `192.0.2.1` are one client. */
-function plainAddress(address: string): string {
-  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? address;
 }
