@@ -437,12 +437,20 @@ export class PortalEvents {
   /**
    * As `record`, for one event whose caller may be called off while the approval listeners run
    * (the node asking about an OpenVPN connect stopped waiting for the answer during the connect
-   * script, and refused the client): `calledOff` is read after them, and when it is aborted
-   * nothing is written and the withdrawn listeners are told. Answers whether the event was recorded.
+   * script, and refused the client): `calledOff` is read after them, then, when one ran,
+   * `stillAllowed` is asked (what the event was decided on may have changed while they ran: a
+   * connect script can take seconds); when it is aborted, or no longer allowed, nothing is written
+   * and the withdrawn listeners are told. Answers whether the event was recorded.
    */
-  async recordUnlessCalledOff(db: Db, event: PortalEvent, calledOff: AbortSignal): Promise<boolean> {
+  async recordUnlessCalledOff(
+    db: Db,
+    event: PortalEvent,
+    calledOff: AbortSignal,
+    stillAllowed: () => Promise<boolean>,
+  ): Promise<boolean> {
     for (const listener of this.#listeners.approval) await listener(event);
-    if (calledOff.aborted) {
+    const allowed = this.#listeners.approval.length === 0 || (await stillAllowed());
+    if (calledOff.aborted || !allowed) {
       for (const listener of this.#listeners.withdrawn) await listener(event);
       return false;
     }

@@ -2,7 +2,8 @@
 // connect and disconnect with the session in `VPN_*` environment variables. A connect of an
 // OpenVPN client waits for it, and a non-zero exit (or a script still running after
 // `connectScriptTimeout`, which is then killed) refuses the client; one the node stopped waiting
-// for is refused too, after its "C", and gets its "D" at once. Everything else runs after
+// for, or whose configuration was revoked while the script ran, is refused too, after its "C",
+// and gets its "D" at once. Everything else runs after
 // the change is durable and never holds up an Admin API call; its failures are logged.
 // WireGuard has no connect to refuse: its sessions start from handshakes
 // (core/sessions/wireguard.ts), so the script hears of them, later, but cannot veto them.

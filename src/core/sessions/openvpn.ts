@@ -3,7 +3,7 @@
 // device not suspended), made for this profile on this node. Allowed connects and their disconnects are announced as
 // session events (the connection log is one of their listeners).
 import { findProfile } from '../../config/portal-config.js';
-import { findCertificate } from '../../storage/certificates.js';
+import { findCertificate, type OpenVpnCertificate } from '../../storage/certificates.js';
 import { openOpenVpnSessionsBefore, openSessionOf, type OpenSession } from '../../storage/connection-log.js';
 import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
@@ -50,8 +50,14 @@ export async function authorizeOpenVpnConnect(ctx: PortalContext, connect: OpenV
   return decision;
 }
 
-async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
-  const now = ctx.clock.now();
+/** The configuration the client connects with, when it may: known, unexpired, of an enabled user and a device not suspended. */
+async function validConfiguration(
+  ctx: PortalContext,
+  connect: OpenVpnConnect,
+  now: Date,
+): Promise<
+  { readonly allowed: true; readonly certificate: OpenVpnCertificate } | Extract<ConnectDecision, { allowed: false }>
+> {
   const certificate = await findCertificate(ctx.db, connect.commonName);
   if (certificate === undefined)
     return { allowed: false, reason: 'no such configuration (deleted, expired or never made)' };
@@ -69,6 +75,14 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
   const deviceId = await deviceIdOfConfiguration(ctx.db, 'openvpn', certificate.commonName);
   const device = deviceId === null ? undefined : await findDevice(ctx.db, deviceId);
   if (device?.state === 'suspended') return { allowed: false, reason: 'device suspended' };
+  return { allowed: true, certificate };
+}
+
+async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<ConnectDecision> {
+  const now = ctx.clock.now();
+  const valid = await validConfiguration(ctx, connect, now);
+  if (!valid.allowed) return valid;
+  const { certificate } = valid;
   if (connect.reauth) return { allowed: true };
   const started: PortalEvent = {
     type: 'session.started',
@@ -85,9 +99,17 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     // As it is stored: an IPv4 client IPv4-mapped by a dual-stack socket is its IPv4 address.
     originatingIp: connect.originatingIp === null ? null : clientAddressOrSame(connect.originatingIp),
   };
+  // Asked again once the connect script said yes: a disable, delete or suspension that committed
+  // while it ran (seconds, perhaps) may have found no node to tell, and the client is not let in.
+  const recheck: { refusal: ConnectDecision | null } = { refusal: null };
+  const stillAllowed = async (): Promise<boolean> => {
+    const again = await validConfiguration(ctx, connect, ctx.clock.now());
+    if (!again.allowed) recheck.refusal = again;
+    return again.allowed;
+  };
   try {
-    if (!(await ctx.events.recordUnlessCalledOff(ctx.db, started, connect.nodeGaveUp)))
-      return { allowed: false, reason: 'the node stopped waiting for the answer' };
+    if (!(await ctx.events.recordUnlessCalledOff(ctx.db, started, connect.nodeGaveUp, stillAllowed)))
+      return recheck.refusal ?? { allowed: false, reason: 'the node stopped waiting for the answer' };
   } catch (error) {
     if (error instanceof ListenerRefusal) return { allowed: false, reason: error.message };
     throw error;

@@ -1,8 +1,9 @@
 // Node API /connect: the client's originating address is an IP address as the reference takes it
 // (PHP's FILTER_VALIDATE_IP: no zone), refused with 400 otherwise, and nothing written, on
 // either database (PostgreSQL's column refused a long zone that SQLite kept). And a connect the
-// node stopped waiting for (its agent refused the client) opens no session, and the connect
-// script that said yes to it hears its "D" at once.
+// node stopped waiting for (its agent refused the client), or whose user was disabled while the
+// connect script ran, opens no session, and the connect script that said yes to it hears its "D"
+// at once.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -95,4 +96,50 @@ test('a connect whose node stopped waiting for the answer during a slow connect 
   assert.equal((await connect()).text, 'OK');
   assert.equal((await connectionHistory(ctx.db, commonName)).length, 1);
   assert.deepEqual(heardLines().slice(2), ['C 10.60.0.2'], 'no "D" while the session lasts');
+});
+
+test('a user disabled while the connect script decides on a connect is refused, opens no session, and the script hears its "D"', async (t) => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'held-connect-'));
+  const script = path.join(directory, 'hook.sh');
+  const heard = path.join(directory, 'heard');
+  const go = path.join(directory, 'go');
+  // Its "C" waits until the test lets it go (at most 20 s), as a script that sets up a firewall may.
+  writeFileSync(
+    script,
+    `#!/bin/sh\necho "$VPN_EVENT $VPN_IP_FOUR \${VPN_BYTES_IN:-}" >> ${heard}\n` +
+      `if [ "$VPN_EVENT" = C ]; then n=0; while [ ! -e ${go} ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done; fi\nexit 0\n`,
+    { mode: 0o755 },
+  );
+  const heardLines = (): string[] =>
+    existsSync(heard)
+      ? readFileSync(heard, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => line.trimEnd())
+      : [];
+  const portal = await startTestPortal({
+    config: { ...openVpnEmployees, connectScriptPath: script, connectScriptTimeout: 'PT30S' },
+  });
+  t.after(async () => {
+    await portal.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'kim');
+
+  // Kim's client connects; while the script is at its "C", kim is disabled. The node cannot be
+  // reached to disconnect her: only the answer to this connect can keep her out.
+  const answer = portal.request(`${portal.nodeApiUrl}/connect`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+    body: new URLSearchParams({ profile_id: 'employees', common_name: commonName, ip_four: '10.60.0.2' }),
+  });
+  await until('the script is at its "C"', async () => heardLines().length >= 1);
+  assert.ok((await portal.admin.disableUser('kim')) !== null, 'the disable has a receipt');
+  writeFileSync(go, '');
+
+  assert.equal((await answer).text, 'ERR', 'kim was disabled before the portal answered');
+  assert.deepEqual(await connectionHistory(ctx.db, commonName), [], 'no session for a client kept out');
+  await until('the script heard the connect withdrawn', async () => heardLines().length >= 2);
+  assert.deepEqual(heardLines(), ['C 10.60.0.2', 'D 10.60.0.2 0']);
 });
