@@ -126,6 +126,27 @@ export async function findLiveDevice(
 }
 
 /**
+ * A retired device named by this serial (or mdm_id) that was bound to this very certificate (its
+ * issuer's name and serial number, as stored); undefined when there is none.
+ */
+export async function findRetiredDeviceBoundTo(
+  db: Db,
+  by: 'serial' | 'mdm_id',
+  value: string,
+  certificate: { readonly issuer: string; readonly serialNumber: string },
+): Promise<StoredDevice | undefined> {
+  const row = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where(by, '=', value)
+    .where('state', '=', 'retired')
+    .where('certificate_issuer', '=', certificate.issuer)
+    .where('certificate_serial', '=', certificate.serialNumber)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toDevice(row);
+}
+
+/**
  * The query of findLiveDevice (its plan is tested: every enrollment and every MDM push asks it,
  * and it reads the unique index of live devices' serials, or MDM ids).
  */

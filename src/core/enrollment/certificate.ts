@@ -9,7 +9,7 @@ import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
 import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { findLiveDevice, type StoredDevice } from '../../storage/devices.js';
+import { findLiveDevice, findRetiredDeviceBoundTo, type StoredDevice } from '../../storage/devices.js';
 import { registerDevice } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
@@ -33,7 +33,7 @@ export interface CertificateEnrollment {
  * names another), with the request's platform or the configured one. Undefined without
  * `registerAs`; 403 when the certificate names no user, or one no Admin API call could name
  * (the rule of `user_id`: 1 to 255 characters, no NUL), as the administrator could then neither
- * find, disable nor destroy that user.
+ * find, disable nor destroy that user, and when it is the certificate of a retired device.
  */
 async function selfRegister(
   ctx: PortalContext,
@@ -42,6 +42,15 @@ async function selfRegister(
 ): Promise<StoredDevice | undefined> {
   const registerAs = rule.registerAs;
   if (registerAs === null) return undefined;
+  // Retiring is final: the certificate a retired device proved itself with does not bring it
+  // back as a new device (an administrator may register it anew, and it then enrolls).
+  const { deviceId, issuer, serialNumber } = enrollment.certificate;
+  const retired = await findRetiredDeviceBoundTo(ctx.db, rule.deviceId.matches, deviceId, { issuer, serialNumber });
+  if (retired !== undefined)
+    throw new PortalError(
+      'not-allowed',
+      `the client certificate is the one retired device ${retired.deviceId} was bound to; a retired device does not register itself again`,
+    );
   const email = enrollment.certificate.emails[0];
   if (email === undefined)
     throw new PortalError(
@@ -64,7 +73,6 @@ async function selfRegister(
     );
   const platform = enrollment.platform ?? registerAs.platform;
   if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
-  const { deviceId } = enrollment.certificate;
   return registerDevice(ctx, {
     userId: userId.data,
     profileId: registerAs.profileId,

@@ -2,7 +2,8 @@
 // (made at run time with openssl) whose device id no live device has registers itself, for the
 // user its certificate’s e-mail address names, in the configured profile; without a name or a
 // platform it is refused, and so is a request that names another profile, or a certificate
-// whose e-mail address or device id no Admin API call could name.
+// whose e-mail address or device id no Admin API call could name. A retired device's own
+// certificate registers no device again: retiring is final.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -155,5 +156,42 @@ describe('registerAs: a device registers itself with its certificate', () => {
     }
     assert.equal(JSON.stringify(await portal.admin.devices()), devicesBefore);
     assert.equal(JSON.stringify(await portal.admin.users()), usersBefore);
+  });
+
+  test('the certificate a retired device was bound to registers no device again; an administrator may register it anew', async () => {
+    const laptop = ca.device('self-retired', {
+      cn: 'self-retired',
+      uri: 'urn:mdm:serial:SELF-RETIRED',
+      email: 'kim@example.org',
+    });
+    const enroll = () =>
+      enrollOverTls(enrollUrl(), ca, laptop, { public_key: generateWireGuardKeyPair().publicKey, platform: 'linux' });
+    const first = await enroll();
+    assert.equal(first.status, 200, first.text);
+    const [registered] = (await portal.admin.devices({ serial: 'SELF-RETIRED' })).devices;
+    await portal.admin.retireDevice(registered?.device_id ?? '');
+
+    const again = await enroll();
+    assert.equal(again.status, 403, again.text);
+    assert.match(
+      (JSON.parse(again.text) as { error: string }).error,
+      /the client certificate is the one retired device dev_[0-9a-f]{24} was bound to/,
+    );
+    const devices = (await portal.admin.devices({ serial: 'SELF-RETIRED' })).devices;
+    assert.deepEqual(
+      devices.map((device) => [device.device_id, device.state]),
+      [[registered?.device_id, 'retired']],
+      'no new device, and no configuration',
+    );
+
+    const anew = await portal.admin.registerDevice({
+      user_id: 'kim@example.org',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'SELF-RETIRED',
+    });
+    const enrolled = await enroll();
+    assert.equal(enrolled.status, 200, enrolled.text);
+    assert.equal((await portal.admin.device(anew.device_id)).state, 'active');
   });
 });
