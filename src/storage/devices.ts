@@ -126,10 +126,11 @@ export async function findLiveDevice(
 }
 
 /**
- * A retired device named by this serial (or mdm_id) that was bound to this very certificate (its
- * issuer's name and serial number, as stored); undefined when there is none.
+ * A retired device named by this serial (or mdm_id) that proved itself with this very
+ * certificate: the one it was bound to last (its issuer's name and serial number, as stored), or
+ * one it enrolled with before (its history's `certificate SERIAL`); undefined when there is none.
  */
-export async function findRetiredDeviceBoundTo(
+export async function findRetiredDeviceOfCertificate(
   db: Db,
   by: 'serial' | 'mdm_id',
   value: string,
@@ -140,8 +141,22 @@ export async function findRetiredDeviceBoundTo(
     .selectAll()
     .where(by, '=', value)
     .where('state', '=', 'retired')
-    .where('certificate_issuer', '=', certificate.issuer)
-    .where('certificate_serial', '=', certificate.serialNumber)
+    .where((eb) =>
+      eb.or([
+        eb.and([
+          eb('certificate_issuer', '=', certificate.issuer),
+          eb('certificate_serial', '=', certificate.serialNumber),
+        ]),
+        eb.exists(
+          eb
+            .selectFrom('device_history')
+            .select('device_history.device_id')
+            .whereRef('device_history.device_id', '=', 'devices.device_id')
+            .where('device_history.change', '=', 'enrolled')
+            .where('device_history.reason', '=', `certificate ${certificate.serialNumber}`),
+        ),
+      ]),
+    )
     .executeTakeFirst();
   return row === undefined ? undefined : toDevice(row);
 }

@@ -9,7 +9,7 @@ import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
 import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { findLiveDevice, findRetiredDeviceBoundTo, type StoredDevice } from '../../storage/devices.js';
+import { findLiveDevice, findRetiredDeviceOfCertificate, type StoredDevice } from '../../storage/devices.js';
 import { registerDevice } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
@@ -42,14 +42,18 @@ async function selfRegister(
 ): Promise<StoredDevice | undefined> {
   const registerAs = rule.registerAs;
   if (registerAs === null) return undefined;
-  // Retiring is final: the certificate a retired device proved itself with does not bring it
-  // back as a new device (an administrator may register it anew, and it then enrolls).
+  // Retiring is final: a certificate a retired device proved itself with (the one it was bound
+  // to, or an earlier one) does not bring it back as a new device (an administrator may
+  // register it anew, and it then enrolls).
   const { deviceId, issuer, serialNumber } = enrollment.certificate;
-  const retired = await findRetiredDeviceBoundTo(ctx.db, rule.deviceId.matches, deviceId, { issuer, serialNumber });
+  const retired = await findRetiredDeviceOfCertificate(ctx.db, rule.deviceId.matches, deviceId, {
+    issuer,
+    serialNumber,
+  });
   if (retired !== undefined)
     throw new PortalError(
       'not-allowed',
-      `the client certificate is the one retired device ${retired.deviceId} was bound to; a retired device does not register itself again`,
+      `the client certificate is one retired device ${retired.deviceId} enrolled with; a retired device does not register itself again`,
     );
   const email = enrollment.certificate.emails[0];
   if (email === undefined)

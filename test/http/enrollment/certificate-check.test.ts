@@ -175,7 +175,7 @@ describe('registerAs: a device registers itself with its certificate', () => {
     assert.equal(again.status, 403, again.text);
     assert.match(
       (JSON.parse(again.text) as { error: string }).error,
-      /the client certificate is the one retired device dev_[0-9a-f]{24} was bound to/,
+      /the client certificate is one retired device dev_[0-9a-f]{24} enrolled with/,
     );
     const devices = (await portal.admin.devices({ serial: 'SELF-RETIRED' })).devices;
     assert.deepEqual(
@@ -193,5 +193,31 @@ describe('registerAs: a device registers itself with its certificate', () => {
     const enrolled = await enroll();
     assert.equal(enrolled.status, 200, enrolled.text);
     assert.equal((await portal.admin.device(anew.device_id)).state, 'active');
+  });
+
+  test('nor does a certificate a retired device enrolled with before its renewed one', async () => {
+    const first = ca.device('self-renewed-first', {
+      cn: 'renewed',
+      uri: 'urn:mdm:serial:SELF-R',
+      email: 'lea@example.org',
+    });
+    const renewed = ca.device('self-renewed', {
+      cn: 'renewed',
+      uri: 'urn:mdm:serial:SELF-R',
+      email: 'lea@example.org',
+    });
+    const enroll = (certificate: typeof first) =>
+      enrollOverTls(enrollUrl(), ca, certificate, {
+        public_key: generateWireGuardKeyPair().publicKey,
+        platform: 'linux',
+      });
+    assert.equal((await enroll(first)).status, 200);
+    assert.equal((await enroll(renewed)).status, 200);
+    const [device] = (await portal.admin.devices({ serial: 'SELF-R' })).devices;
+    await portal.admin.retireDevice(device?.device_id ?? '');
+
+    const earlier = await enroll(first);
+    assert.equal(earlier.status, 403, earlier.text);
+    assert.equal((await portal.admin.devices({ serial: 'SELF-R' })).devices.length, 1, 'no new device');
   });
 });
