@@ -86,6 +86,15 @@ function undetermined(rules: MdmComplianceConfig, reported: string): ComplianceV
 }
 
 /**
+ * A serial or MDM id as compared with the inventory: letter case aside, as MDMs and the tools
+ * administrators copy ids from write them in either (Graph's device ids in small letters, many
+ * tools in capitals; Apple serials in capitals, typed in small letters).
+ */
+export function inventoryIdentifier(identifier: string): string {
+  return identifier.toLowerCase();
+}
+
+/**
  * What compliance changes among these devices (all in the inventory): a suspension only of a
  * device not suspended for compliance yet, a resume only of a compliance suspension the portal
  * made (each that stands, with its own time).
@@ -102,7 +111,7 @@ export function complianceChanges(
   for (const device of devices) {
     const identifier = matches === 'mdm_id' ? device.mdmId : device.serial;
     if (identifier === null) continue;
-    const verdict = judgeCompliance(byIdentifier.get(identifier), rules, now);
+    const verdict = judgeCompliance(byIdentifier.get(inventoryIdentifier(identifier)), rules, now);
     const { deviceId, userId, serial, mdmId } = device;
     const forCompliance = standingSuspensions(device.suspension).filter(
       (suspension) => complianceReason(suspension.reason) !== undefined,
@@ -164,8 +173,9 @@ function recordsByIdentifier(
   for (const record of records) {
     const identifier = matches === 'mdm_id' ? record.id : record.serial;
     if (identifier === null) continue;
-    const other = chosen.get(identifier);
-    if (other === undefined || prefers(record, other)) chosen.set(identifier, record);
+    const key = inventoryIdentifier(identifier);
+    const other = chosen.get(key);
+    if (other === undefined || prefers(record, other)) chosen.set(key, record);
   }
   return chosen;
 }

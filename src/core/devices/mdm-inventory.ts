@@ -21,7 +21,7 @@ import { inventoryMisses, replaceInventoryMisses } from '../../storage/mdm-inven
 import { formatAtom } from '../../shared/time.js';
 import { PORTAL_KEY_NAME, portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
-import { complianceChanges, type ComparedDevice, type ComplianceChange } from './compliance.js';
+import { complianceChanges, type ComparedDevice, type ComplianceChange, inventoryIdentifier } from './compliance.js';
 import { retireOnItsOwn, type RetiredDevice } from './revoked-certificates.js';
 import { resumeDevice, standingSuspensions, suspendDevice } from './suspension.js';
 
@@ -105,7 +105,9 @@ export async function compareWithMdmInventory(
   }
   const identifier = (device: { readonly serial: string | null; readonly mdmId: string | null }) =>
     config.matches === 'mdm_id' ? device.mdmId : device.serial;
-  const known = config.matches === 'mdm_id' ? inventory.ids : inventory.serials;
+  const known = new Set(
+    [...(config.matches === 'mdm_id' ? inventory.ids : inventory.serials)].map(inventoryIdentifier),
+  );
   const live = await liveDeviceIdentifiers(ctx.db);
   const compared = live.filter(
     (device) =>
@@ -113,7 +115,7 @@ export async function compareWithMdmInventory(
   );
   const missedBefore = await inventoryMisses(ctx.db);
   const missing = compared
-    .filter((device) => !known.has(identifier(device) ?? ''))
+    .filter((device) => !known.has(inventoryIdentifier(identifier(device) ?? '')))
     .map(({ deviceId, userId, serial, mdmId }) => ({
       deviceId,
       userId,
