@@ -4,6 +4,7 @@
 // Stop is queued (in the transaction of `session.ended`: the oldest open session of the configuration and its address first).
 // The row's record is the Start, with the latest byte counters a pass observed once there are some
 // (WireGuard): the Interim-Updates repeat it.
+import { inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RadiusSessionsTable } from './schema.js';
 
@@ -100,6 +101,46 @@ export async function claimInterim(db: Db, acctSessionId: string, seen: string, 
     .where('next_interim_at', '=', seen)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Deletes the rows of sessions that ended before `before` (or are no longer in the history),
+ * in batches; says how many. Their Stop was never queued: the session ended while accounting
+ * was turned off, so no listener took the row, and left alone it would keep the user and the
+ * addresses for good (and a portal with accounting on again would send Interim-Updates for
+ * it). A session is its row in the history by configuration, node and start; an open one, or
+ * one that ended at or after `before`, keeps its row (its Stop may be on its way).
+ */
+export async function pruneEndedRadiusSessions(
+  db: Db,
+  before: string,
+  stopping: Stopping = neverStopping,
+): Promise<number> {
+  const ended = db
+    .selectFrom('radius_sessions')
+    .select('acct_session_id')
+    .where('started_at', '<', before)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('connection_log as session')
+            .select('session.log_id')
+            .whereRef('session.connection_id', '=', 'radius_sessions.connection_id')
+            .whereRef('session.node_number', '=', 'radius_sessions.node_number')
+            .whereRef('session.connected_at', '=', 'radius_sessions.started_at')
+            .where((inner) =>
+              inner.or([inner('session.disconnected_at', 'is', null), inner('session.disconnected_at', '>=', before)]),
+            ),
+        ),
+      ),
+    );
+  return inBatches(async (limit) => {
+    const result = await db
+      .deleteFrom('radius_sessions')
+      .where('acct_session_id', 'in', ended.limit(limit))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }, stopping);
 }
 
 function toSession(row: RadiusSessionsTable): RadiusSession {

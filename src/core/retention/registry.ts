@@ -15,6 +15,7 @@ import type { Db } from '../../storage/database.js';
 import { pruneEndedLegalHolds, type RetentionCount } from '../../storage/legal-holds.js';
 import { pruneNatMappings } from '../../storage/nat-mappings.js';
 import { pruneRadiusOutbox } from '../../storage/radius-outbox.js';
+import { pruneEndedRadiusSessions } from '../../storage/radius-sessions.js';
 import { pruneRevocations } from '../../storage/revocations.js';
 import { pruneDeliveries } from '../../storage/webhook-deliveries.js';
 
@@ -67,16 +68,18 @@ export const RETENTION_KINDS: readonly RetentionKind[] = [
     // Copies in flight to the RADIUS servers, not the portal's record of a session (the history
     // is, and a hold keeps that): past maxAge those nobody sends any more go, held or not; those
     // of a configured server are the worker's (sent at least once, dropped with an audit row).
+    // So do the rows of sessions that ended while accounting was off, which no Stop took.
     kind: 'accounting_outbox',
     option: 'accounting.radius.maxAge',
     retention: (config) => config.accounting.radius.maxAge,
     prune: async (db, before, _held, stopping, config) => ({
-      removed: await pruneRadiusOutbox(
-        db,
-        before,
-        config.accounting.radius.servers.map((server) => server.address),
-        stopping,
-      ),
+      removed:
+        (await pruneRadiusOutbox(
+          db,
+          before,
+          config.accounting.radius.servers.map((server) => server.address),
+          stopping,
+        )) + (await pruneEndedRadiusSessions(db, before, stopping)),
       held: 0,
     }),
   },

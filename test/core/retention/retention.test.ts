@@ -9,6 +9,7 @@ import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.j
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
 import { insertOutboxRecords } from '../../../src/storage/radius-outbox.js';
+import { insertRadiusSession } from '../../../src/storage/radius-sessions.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -219,6 +220,55 @@ test('RADIUS records nobody sends any more (accounting turned off since) go once
     left.map((row) => row.record_id),
     ['r2'],
   );
+});
+
+test('a RADIUS session row whose session ended while accounting was off goes once older than accounting.radius.maxAge', async (t) => {
+  const clock = new ManualClock('2026-01-10T12:00:00Z');
+  const portal = await startTestPortal({ clock });
+  t.after(() => portal.close());
+  await portal.reconcile();
+  const db = portal.portal.ctx.db;
+  const nodeNumber = asNodeNumber(0);
+  // Three sessions began while accounting.radius was on, each with its row (its Start was sent);
+  // then accounting was turned off, so no Stop took the rows of those that ended since.
+  const ends: Record<string, string | null> = {
+    ended: '2026-01-10T10:00:00Z',
+    open: null,
+    'ended-lately': '2026-01-11T06:00:00Z',
+  };
+  for (const [connectionId, end] of Object.entries(ends)) {
+    await openConnection(db, {
+      userId: asUserId(`user-${connectionId}`),
+      profileId: asProfileId('employees'),
+      vpnProto: 'openvpn',
+      connectionId,
+      nodeNumber,
+      ipFour: '10.44.0.9',
+      ipSix: 'fd44::9',
+      originatingIp: '198.51.100.7',
+      connectedAt: new Date('2026-01-10T09:00:00Z'),
+    });
+    if (end !== null)
+      await closeConnection(db, { connectionId, nodeNumber, disconnectedAt: new Date(end), bytesIn: 1, bytesOut: 2 });
+    await insertRadiusSession(db, {
+      acctSessionId: `acct-${connectionId}`,
+      connectionId,
+      nodeNumber,
+      startRecord: '{"userName":"someone","callingStationId":"198.51.100.7"}',
+      startedAt: '2026-01-10T09:00:00+00:00',
+      nextInterimAt: '2026-01-10T09:10:00+00:00',
+    });
+  }
+
+  clock.advance(1.5 * DAY); // 01-12 00:00: only "ended" ended more than P1D ago
+  const result = await runHousekeepingIfDue(portal.portal.ctx);
+  const left = await db.selectFrom('radius_sessions').select('connection_id').orderBy('connection_id').execute();
+  assert.deepEqual(
+    left.map((row) => row.connection_id),
+    ['ended-lately', 'open'],
+    'the row of the session that ended is gone; those of the open one and the one that ended within maxAge stay',
+  );
+  assert.deepEqual(result?.retention.kinds['accounting_outbox'], { removed: 1, held: 0 });
 });
 
 test("a month's retention at a month's end keeps what ended less than a month ago: on 31 March a session that ended on 2 March stays", async (t) => {
