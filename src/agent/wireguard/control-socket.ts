@@ -59,13 +59,24 @@ function peerLines(change: PeerChange): string {
 /**
  * Sends one operation on a connection of its own (wireguard-go reads one operation per
  * connection: it buffers past the first) and resolves once the interface answered errno=0.
+ * `onUnanswered` learns of an operation that was sent but not answered within `timeoutMs`: it
+ * fails the caller all the same, but wireguard-go may still apply it whenever it gets to the
+ * connection (a stopped wireguard-go takes the queued connections in no fixed order), so the
+ * connection stays open and the promise handed over settles once wireguard-go answered it or
+ * went away.
  */
-export function sendOperation(path: string, operation: string, timeoutMs: number): Promise<void> {
+export function sendOperation(
+  path: string,
+  operation: string,
+  timeoutMs: number,
+  onUnanswered?: (answeredOrGone: Promise<void>) => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let answer = '';
     let connected = false;
     let settled = false;
     const socket = connect(path);
+    const closed = new Promise<void>((resolveClosed) => socket.once('close', () => resolveClosed()));
     const finish = (error: Error | null): void => {
       if (settled) return;
       settled = true;
@@ -75,10 +86,18 @@ export function sendOperation(path: string, operation: string, timeoutMs: number
       else reject(error);
     };
     // A wireguard-go that hangs (stopped, overloaded) fails the batch instead of holding it forever.
-    const timer = setTimeout(
-      () => finish(new ControlSocketError(`no answer on ${path} within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      const error = new ControlSocketError(`no answer on ${path} within ${timeoutMs} ms`);
+      if (!connected || onUnanswered === undefined) {
+        finish(error);
+        return;
+      }
+      settled = true;
+      // Kept open only to learn when wireguard-go got to it; it does not hold the agent's exit.
+      socket.unref();
+      onUnanswered(closed);
+      reject(error);
+    }, timeoutMs);
     socket.setEncoding('utf8');
     socket.on('connect', () => {
       connected = true;
@@ -87,6 +106,11 @@ export function sendOperation(path: string, operation: string, timeoutMs: number
     socket.on('data', (chunk: string) => {
       answer += chunk;
       if (!answer.endsWith('\n\n') && answer.length < MAX_ANSWER_BYTES) return;
+      // The late answer of an operation the caller was already told failed: it has been applied.
+      if (settled) {
+        socket.destroy();
+        return;
+      }
       const match = ANSWER.exec(answer);
       // Not echoed: whatever answers there, its text is not ours to log (a dump holds the private key).
       if (match === null)

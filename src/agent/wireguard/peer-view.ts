@@ -10,11 +10,17 @@ import { appendAll } from '../../shared/append-all.js';
 import type { WireGuardKey } from '../../shared/ids.js';
 import { peerAfterSet } from './batch-plan.js';
 import type { WgDump, WgPeer } from './dump.js';
+import type { PeerWriter } from './peer-writer.js';
 import type { PeerChange, WgTool } from './wg-tool.js';
 
 export interface PeerViewOptions {
   readonly interfaceName: string;
   readonly wg: Pick<WgTool, 'dump'>;
+  /**
+   * The writer of the interface's peer changes: a read waits for a write wireguard-go left
+   * unanswered (it may apply it after the read, and the read must not miss it).
+   */
+  readonly writes?: Pick<PeerWriter, 'settled' | 'unanswered' | 'unansweredSoFar'>;
   /** Milliseconds, monotonic. */
   readonly nowMs?: () => number;
 }
@@ -38,6 +44,7 @@ const MAX_REUSE_MS = 40_000;
 export class PeerView {
   readonly #interfaceName: string;
   readonly #wg: Pick<WgTool, 'dump'>;
+  readonly #writes: PeerViewOptions['writes'];
   readonly #nowMs: () => number;
   /** The peers as last read, with the changes written since; null before the first read, and after forget() until a read begun after it. */
   #peers: Map<WireGuardKey, WgPeer> | null = null;
@@ -58,6 +65,7 @@ export class PeerView {
   constructor(options: PeerViewOptions) {
     this.#interfaceName = options.interfaceName;
     this.#wg = options.wg;
+    this.#writes = options.writes;
     this.#nowMs = options.nowMs ?? (() => performance.now());
   }
 
@@ -120,9 +128,9 @@ export class PeerView {
     const started = this.#nowMs();
     const timesForgottenAtStart = this.#timesForgotten;
     this.#writtenDuringRead = [];
-    const reading = this.#wg.dump(this.#interfaceName).then(
-      (dump) => {
-        this.#readDurationMs = this.#nowMs() - started;
+    const reading = this.#settledDump().then(
+      ({ dump, durationMs }) => {
+        this.#readDurationMs = durationMs;
         if (this.#timesForgotten !== timesForgottenAtStart) return dump;
         const peers = new Map(dump.peers.map((peer) => [peer.publicKey, peer] as const));
         apply(peers, this.#writtenDuringRead ?? []);
@@ -144,6 +152,21 @@ export class PeerView {
         this.#writtenDuringRead = null;
       });
     return reading;
+  }
+
+  /**
+   * A dump begun once no write is left unanswered, taken again when one was left unanswered while
+   * it ran: wireguard-go may have answered the dump before it applied that write.
+   */
+  #settledDump(): Promise<{ readonly dump: WgDump; readonly durationMs: number }> {
+    const writes = this.#writes;
+    if (writes?.unanswered === true) return writes.settled().then(() => this.#settledDump());
+    const unansweredBefore = writes?.unansweredSoFar ?? 0;
+    const started = this.#nowMs();
+    return this.#wg.dump(this.#interfaceName).then((dump) => {
+      if ((writes?.unansweredSoFar ?? 0) !== unansweredBefore) return this.#settledDump();
+      return { dump, durationMs: this.#nowMs() - started };
+    });
   }
 }
 

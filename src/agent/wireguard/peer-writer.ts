@@ -2,6 +2,7 @@
 // interface has one (no process to start), else with `wg set` (kernel WireGuard).
 import {
   ControlSocketAbsentError,
+  ControlSocketError,
   controlSocketPath,
   sendOperation,
   setOperations,
@@ -40,6 +41,12 @@ export class PeerWriter {
   readonly #maxOperationBytes: number;
   readonly #timeoutMs: number;
   readonly #writes: Record<PeerWriteMethod, number> = { uapi: 0, wg: 0 };
+  /**
+   * Set operations sent but not answered in time, which wireguard-go may still apply: settles
+   * once each was answered (or wireguard-go went away). Null while there are none.
+   */
+  #unanswered: Promise<void> | null = null;
+  #unansweredSoFar = 0;
 
   constructor(options: PeerWriterOptions) {
     this.#wg = options.wg;
@@ -54,11 +61,42 @@ export class PeerWriter {
     return this.#writes;
   }
 
+  /** Whether a set operation is left unanswered now (see settled()). */
+  get unanswered(): boolean {
+    return this.#unanswered !== null;
+  }
+
+  /** How many set operations were ever left unanswered (a read that saw this number change may predate one of them). */
+  get unansweredSoFar(): number {
+    return this.#unansweredSoFar;
+  }
+
+  /**
+   * Resolves once no set operation is left unanswered, so that what is written or read next
+   * comes after it: a removal written, or a read taken, before a late add would be undone by
+   * it. Fails when one is still unanswered after the write timeout (wireguard-go still hangs).
+   */
+  async settled(): Promise<void> {
+    const unanswered = this.#unanswered;
+    if (unanswered === null) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), this.#timeoutMs);
+    });
+    const late = await Promise.race([unanswered.then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (late)
+      throw new ControlSocketError(
+        `an earlier change is still unanswered after ${this.#timeoutMs} ms; nothing more is written or read until it is`,
+      );
+  }
+
   /**
    * Applies the changes, in order; fails when any write fails (earlier operations of the batch
    * may have been applied, as with several `wg set` calls).
    */
   async apply(interfaceName: string, changes: readonly PeerChange[]): Promise<PeerWrites> {
+    await this.settled();
     if (this.#controlSocket) {
       const written = await this.#applyOverControlSocket(interfaceName, changes);
       if (written !== null) return written;
@@ -74,7 +112,7 @@ export class PeerWriter {
     const operations = setOperations(changes, this.#maxOperationBytes);
     for (const [index, operation] of operations.entries()) {
       try {
-        await sendOperation(path, operation, this.#timeoutMs);
+        await sendOperation(path, operation, this.#timeoutMs, (answeredOrGone) => this.#leftUnanswered(answeredOrGone));
       } catch (error) {
         // Only before the first write: a socket that vanishes halfway fails the batch.
         if (index === 0 && error instanceof ControlSocketAbsentError) return null;
@@ -83,5 +121,13 @@ export class PeerWriter {
       this.#writes.uapi++;
     }
     return { method: 'uapi', writes: operations.length };
+  }
+
+  #leftUnanswered(answeredOrGone: Promise<void>): void {
+    this.#unansweredSoFar++;
+    const all: Promise<void> = Promise.all([this.#unanswered, answeredOrGone]).then(() => {
+      if (this.#unanswered === all) this.#unanswered = null;
+    });
+    this.#unanswered = all;
   }
 }

@@ -247,7 +247,7 @@ export class WireGuardService implements WireGuardPeers {
       },
     });
     if (wireGuardInterface.origin !== 'existing') this.#endpoints.interfaceEmptied();
-    const peers = new PeerView({ interfaceName: wireGuardInterface.name, wg: this.#wg });
+    const peers = new PeerView({ interfaceName: wireGuardInterface.name, wg: this.#wg, writes: this.#writer });
     const batcher = new PeerBatcher({ interfaceName: wireGuardInterface.name, peers, writer: this.#writer, logger });
     this.#lastLookMs = performance.now();
     this.#observeTimer = setInterval(() => {

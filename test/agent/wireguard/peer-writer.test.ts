@@ -8,7 +8,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
 import type { CommandRunner } from '../../../src/agent/process/command-runner.js';
+import { PeerBatcher } from '../../../src/agent/wireguard/batcher.js';
+import { PeerView } from '../../../src/agent/wireguard/peer-view.js';
 import { PeerWriter, type PeerWriteMethod } from '../../../src/agent/wireguard/peer-writer.js';
 import { WgTool, type PeerChange } from '../../../src/agent/wireguard/wg-tool.js';
 import { parseWgDump, type WgPeer } from '../../../src/agent/wireguard/dump.js';
@@ -44,6 +48,16 @@ async function startWireGuardGo(node: Namespace, interfaceName: string): Promise
     60_000,
   );
   return child;
+}
+
+/** Stops wireguard-go with SIGSTOP and waits until the kernel shows every thread of it stopped (kill() may return before). */
+async function stopWireGuardGo(pid: number): Promise<void> {
+  process.kill(pid, 'SIGSTOP');
+  const everyThreadStopped = async () =>
+    readdirSync(`/proc/${pid}/task`).every((task) =>
+      /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')),
+    );
+  await until('every thread of wireguard-go stopped', everyThreadStopped, 10_000);
 }
 
 describe('writing peer changes to a wireguard-go interface', () => {
@@ -180,14 +194,8 @@ describe('writing peer changes to a wireguard-go interface', () => {
     const child = await startWireGuardGo(node, stalled);
     const pid = child.pid;
     assert.ok(pid !== undefined);
-    process.kill(pid, 'SIGSTOP');
     t.after(() => process.kill(pid, 'SIGCONT'));
-    // kill() may return before every thread has stopped: write only once the kernel shows each stopped.
-    const everyThreadStopped = async () =>
-      readdirSync(`/proc/${pid}/task`).every((task) =>
-        /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')),
-      );
-    await until('every thread of wireguard-go stopped', everyThreadStopped, 10_000);
+    await stopWireGuardGo(pid);
     const started = performance.now();
     await assert.rejects(
       writer('uapi', { timeoutMs: 300 }).apply(stalled, [
@@ -196,6 +204,42 @@ describe('writing peer changes to a wireguard-go interface', () => {
       /no answer on .* within 300 ms/,
     );
     assert.ok(performance.now() - started < 5_000, 'the write did not wait for wireguard-go');
+  });
+
+  test('an add wireguard-go left unanswered is waited for: a removal after it is answered only once the peer is gone for good', async (t) => {
+    const stalled = lab.interfaceName('wgl');
+    const child = await startWireGuardGo(node, stalled);
+    const pid = child.pid;
+    assert.ok(pid !== undefined);
+    t.after(() => process.kill(pid, 'SIGCONT'));
+    // Wired as the agent's WireGuard service wires them, with a short write timeout.
+    const peerWriter = writer('uapi', { timeoutMs: 1_000 });
+    const peers = new PeerView({ interfaceName: stalled, wg: new WgTool(countingRunner), writes: peerWriter });
+    const batcher = new PeerBatcher({
+      interfaceName: stalled,
+      peers,
+      writer: peerWriter,
+      logger: pino({ level: 'silent' }),
+    });
+    // A stopped wireguard-go takes the connections that waited meanwhile in no fixed order once it
+    // goes on: a removal's read of the interface may be served before the add it gave up on. So
+    // a few rounds: before the fix, one of them found the revoked peer back on the interface.
+    for (let round = 1; round <= 4; round++) {
+      const frank = newPeerKey();
+      await stopWireGuardGo(pid);
+      await assert.rejects(batcher.add(frank, [`198.19.45.${round}/32`]), /no answer on .* within 1000 ms/);
+      const removal = batcher.remove(frank);
+      await sleep(150);
+      process.kill(pid, 'SIGCONT');
+      await removal;
+      // Whatever wireguard-go still had waiting has had time to land.
+      await sleep(300);
+      assert.equal(
+        (await peersOnInterface(stalled)).has(frank),
+        false,
+        `round ${round}: the peer whose removal was answered is not on the interface`,
+      );
+    }
   });
 
   test('an interface whose wireguard-go was killed fails the write, both ways', async () => {
