@@ -18,6 +18,7 @@ import {
   PostgresAdapter,
   PostgresDialect,
   PostgresDriver,
+  SqliteAdapter,
   SqliteDialect,
   type CompiledQuery,
   type DatabaseConnection,
@@ -353,6 +354,22 @@ class EmbeddedSqliteDialect extends SqliteDialect {
 
   override createDriver(): Driver {
     return new GroupCommitSqliteDriver(this.sqlite);
+  }
+
+  override createAdapter(): SqliteAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
+}
+
+/**
+ * SQLite changes its schema inside a transaction as PostgreSQL does, but Kysely's adapter says it
+ * cannot, so its migrator would run each statement on its own: a migration that failed half-way
+ * (a full disk, a process killed during an upgrade) kept its first statements, and every later
+ * start failed on them ("duplicate column name"). Pending migrations run in one transaction.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
   }
 }
 
