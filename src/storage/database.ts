@@ -43,7 +43,7 @@ import {
   isConnectionLost,
   NoAnswerInTime,
 } from './errors.js';
-import { ensurePrivateFile } from './private-files.js';
+import { createPrivateFile, ensurePrivateFile } from './private-files.js';
 import { OutageWindow } from './outage-window.js';
 import { closedForStaleStatement, isStalePreparedStatement, StatementNames } from './statement-names.js';
 import { initialSchema } from './migrations/0001-initial.js';
@@ -317,18 +317,26 @@ export function connectDatabase(location: DatabaseLocation, options: OpenDatabas
     closingPools.set(db.getExecutor().adapter, closingPool);
     return db;
   }
-  // User ids, public keys and addresses: the files are the portal user's alone (0600). SQLite
-  // gives the -wal and -shm files it creates the mode of the database file. An existing folder
-  // is left as it is: it may be shared (the portal makes its dataDir 0700 itself).
+  // User ids, public keys and addresses: the files are the portal user's alone (0600), a new
+  // database from the start, an existing one (and its -wal and -shm, which SQLite gives the mode
+  // of the database file) once SQLite has read it. An existing folder is left as it is: it may
+  // be shared (the portal makes its dataDir 0700 itself).
   mkdirSync(path.dirname(location.path), { recursive: true, mode: 0o700 });
-  ensurePrivateFile(location.path, { create: true });
-  for (const companion of [`${location.path}-wal`, `${location.path}-shm`, `${location.path}-journal`]) {
-    ensurePrivateFile(companion, { create: false });
-  }
+  createPrivateFile(location.path);
   const sqlite = new SqliteDatabase(location.path);
-  // Waiting for another process's write lock blocks this process: better-sqlite3 is synchronous.
-  sqlite.pragma(`busy_timeout = ${Math.round(timeoutMs)}`);
-  sqlite.pragma('journal_mode = WAL');
+  try {
+    // Waiting for another process's write lock blocks this process: better-sqlite3 is synchronous.
+    sqlite.pragma(`busy_timeout = ${Math.round(timeoutMs)}`);
+    // Reads the file: one that is no SQLite database (a configuration file named by mistake) is
+    // refused here, before its mode is changed, so the owner's other users can still read it.
+    sqlite.pragma('journal_mode = WAL');
+    for (const file of [location.path, `${location.path}-wal`, `${location.path}-shm`, `${location.path}-journal`]) {
+      ensurePrivateFile(file, { create: false });
+    }
+  } catch (error) {
+    sqlite.close();
+    throw error;
+  }
   // NORMAL is durable across application crashes in WAL mode; only a power loss can drop the last commits.
   sqlite.pragma('synchronous = NORMAL');
   // Each transaction of a group commit runs in a savepoint, whose journal holds every page it

@@ -31,15 +31,18 @@ export function ensurePrivateDirectory(dir: string): void {
 
 /** Makes `file` 0600; a missing file is created empty with 0600 when `create`, else left missing. */
 export function ensurePrivateFile(file: string, { create }: { readonly create: boolean }): void {
-  if (create) {
-    try {
-      // 'wx' never truncates: an existing file (also one made meanwhile by another process) is kept.
-      closeSync(openSync(file, 'wx', PRIVATE_FILE));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-  }
+  if (create) createPrivateFile(file);
   tighten(file, PRIVATE_FILE, 'file', 'chmod 600');
+}
+
+/** Creates `file` empty with 0600 when it is missing; an existing file is left as it is. */
+export function createPrivateFile(file: string): void {
+  try {
+    // 'wx' never truncates: an existing file (also one made meanwhile by another process) is kept.
+    closeSync(openSync(file, 'wx', PRIVATE_FILE));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 function tighten(target: string, mode: number, kind: 'folder' | 'file', command: string): void {

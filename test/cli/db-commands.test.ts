@@ -2,7 +2,7 @@
 // database of this test pass (SQLite, or PostgreSQL with TEST_DATABASE_URL); and what both
 // databases have in common: the same answers to the same calls.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -199,5 +199,30 @@ test('db copy from a database no portal ever used is an error, not an empty copy
   assert.equal(
     copy.stderr.trim(),
     `db copy --from: sqlite:${empty} holds no portal data (it was never used by a portal)`,
+  );
+});
+
+test('db copy from a file that is no database says so and leaves the file as it was, mode included', async (t) => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'vpn-portal-db-copy-not-a-database-'));
+  t.after(() => rmSync(directory, { recursive: true, force: true }));
+  // The administrator meant the database and named the portal's configuration file, which the
+  // portal's user reads through its group.
+  const configFile = path.join(directory, 'portal.json');
+  writeFileSync(configFile, JSON.stringify(defaultTestConfig));
+  chmodSync(configFile, 0o640);
+  const copy = await runCli([
+    'db',
+    'copy',
+    '--from',
+    `sqlite:${configFile}`,
+    '--to',
+    `sqlite:${path.join(directory, 'copy.sqlite')}`,
+  ]);
+  assert.equal(copy.code, 1, `${copy.stdout}${copy.stderr}`);
+  assert.equal(copy.stderr.trim(), 'db copy: file is not a database (SQLITE_NOTADB)');
+  assert.equal(
+    (statSync(configFile).mode & 0o777).toString(8),
+    '640',
+    'the file keeps its mode: the portal can still read its configuration',
   );
 });
