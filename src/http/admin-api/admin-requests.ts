@@ -36,8 +36,10 @@ export class AdminRequests {
 /**
  * The parameters of a call as the audit log shows them: the names the call takes, with the
  * values as sent (text only; one longer than 255 characters, such as a CSR, as its length and
- * SHA-256), and the Idempotency-Key. The Admin API takes no secret as a parameter; a file or a
- * private key is never among them.
+ * SHA-256, and so is one with a NUL character, which PostgreSQL cannot store in text: its row
+ * would be lost there, and kept on SQLite it would stop a `db copy` to PostgreSQL), and the
+ * Idempotency-Key. The Admin API takes no secret as a parameter; a file or a private key is
+ * never among them.
  */
 export function auditedParameters(
   names: readonly string[],
@@ -47,7 +49,7 @@ export function auditedParameters(
   const parameters = Object.fromEntries(
     Object.entries(sentParameters(names, input)).map(([name, value]) => [
       name,
-      value.length <= MAX_AUDITED_VALUE ? value : digestOf(value),
+      value.length <= MAX_AUDITED_VALUE && !value.includes('\u0000') ? value : digestOf(value),
     ]),
   );
   const idempotencyKey = request.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];

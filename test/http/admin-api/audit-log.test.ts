@@ -5,6 +5,7 @@
 // Refusals are coalesced: one row per source (an IPv6 client by its /64), reason and minute,
 // counting the others in `repeated`.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -162,6 +163,24 @@ test('refusals, failures and calls that change nothing are recorded with their s
       ['secret', '127.0.0.1', 'create', 404, 'alice', [], 'no such "profile_id": "nope"; known profiles: employees'],
       ['secret', '127.0.0.1', 'delete_connection', 204, 'alice', [], null],
     ],
+  );
+});
+
+test('a refused call whose user_id holds a NUL character is recorded on both databases, the value by its length and digest', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  // PostgreSQL cannot store U+0000 in text: recorded as sent, the row was lost there, and on
+  // SQLite it was kept and stopped a later db copy to PostgreSQL.
+  const refused = await portal.post('/create', { user_id: 'a\u0000b', profile_id: 'employees' });
+  assert.equal(refused.status, 400);
+  assert.equal(errorBody(refused.text), 'invalid value for "user_id"');
+
+  const [row] = await auditLog(portal);
+  const shown = `[3 characters, SHA-256 ${createHash('sha256').update('a\u0000b').digest('hex')}]`;
+  assert.deepEqual(
+    [row?.call, row?.status, row?.userId, row?.parameters],
+    ['create', 400, shown, { user_id: shown, profile_id: 'employees' }],
+    'the refusal is in the audit log, without the NUL character',
   );
 });
 
