@@ -3,7 +3,17 @@
 // database that does not answer, a port in use, a node secret for a node that is not configured.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -148,6 +158,27 @@ test('generate-secrets --node for a node no profile runs on is an error and crea
   const configured = await runCli(['generate-secrets', '--node', '0', '--config', file]);
   assert.equal(configured.code, 0, configured.stderr);
   assert.ok(existsSync(path.join(dir, 'data', 'keys', 'node.0.key')));
+});
+
+test('generate-secrets run as another user than the owner of the key folder says so in one line, not with a stack trace', async (t) => {
+  // The administrator forgot "sudo -u vpn-portal": the keys belong to the portal's user (root here).
+  const { file, dir } = configFile(t, { dataDir: 'data' });
+  chmodSync(dir, 0o755);
+  chmodSync(file, 0o644);
+  const keyDir = path.join(dir, 'data', 'keys');
+  mkdirSync(keyDir, { recursive: true, mode: 0o700 });
+  chmodSync(path.join(dir, 'data'), 0o755);
+  const nobody = {
+    uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })),
+    gid: Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' })),
+  };
+  const result = await runCli(['generate-secrets', '--config', file], { user: nobody });
+  assert.equal(result.code, 1, result.stderr);
+  assert.equal(
+    result.stderr,
+    `cannot chmod ${keyDir}: operation not permitted (EPERM); run vpn-portal as the user that owns it (the portal's user)\n`,
+  );
+  assert.deepEqual(readdirSync(keyDir), [], 'no key was made');
 });
 
 test('admin-key, node-reset and db migrate|status without --config refuse when ./data holds no database, and create nothing', async (t) => {

@@ -16,15 +16,24 @@ function inNamespace(command: readonly string[], netns: string | undefined): str
   return netns === undefined ? [...command] : ['ip', 'netns', 'exec', netns, ...command];
 }
 
-/** Runs one `vpn-portal` command to its end; `netns`: inside that network namespace. */
+/**
+ * Runs one `vpn-portal` command to its end; `netns`: inside that network namespace; `user`: as
+ * that user (uid and gid) instead of the test's.
+ */
 export function runCli(
   args: readonly string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; netns?: string } = {},
+  options: {
+    cwd?: string;
+    env?: NodeJS.ProcessEnv;
+    netns?: string;
+    user?: { readonly uid: number; readonly gid: number };
+  } = {},
 ): Promise<CliResult> {
   const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
   const [command = '', ...commandArgs] = inNamespace([...vpnPortalCommand(), ...args], options.netns);
   return new Promise((resolve) => {
-    execFile(command, commandArgs, { cwd: options.cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {
+    const user = options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid };
+    execFile(command, commandArgs, { cwd: options.cwd, env, timeout: 120_000, ...user }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
       resolve({ code, stdout, stderr });
     });
