@@ -1,7 +1,7 @@
 // What stops `serve` or `node` at start, or another command, and is the operator's to fix, said
 // in one line instead of a stack trace: a database that cannot be reached or refuses the login,
-// an address already in use, a folder open to other users, a file of another user. Recognised by name and code, so this module loads no
-// database driver.
+// an address already in use, a folder open to other users, a file of another user. Recognised
+// by name and code, so this module loads no database driver.
 export function describeStartFailure(error: unknown): string | null {
   if (!(error instanceof Error)) return null;
   if (START_REFUSALS.has(error.name)) return error.message;

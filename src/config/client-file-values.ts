@@ -4,7 +4,7 @@
 // comma, a `#` or a line break there would be misread by every client, or add lines of its own
 // (a `PostUp` command, an OpenVPN directive); a DNS server written as a name is silently taken
 // for a search domain by wg-quick and the WireGuard apps. So they are checked at start.
-import { isIP } from 'node:net';
+import { isIpAddress } from '../net/ip-prefix.js';
 import type { Report } from './option-checks.js';
 
 /** One label of a DNS name: letters, digits, hyphens (and underscores, seen in real names), not at the ends a hyphen. */
@@ -18,7 +18,7 @@ export function isDnsName(text: string): boolean {
 
 /** `hostName`: the address clients connect to, an IP address (IPv6 without brackets) or a DNS name. */
 export function checkHostName(text: string, option: string, report: Report): void {
-  if (isIP(text) !== 0 || isDnsName(text)) return;
+  if (isIpAddress(text) || isDnsName(text)) return;
   report(
     option,
     `${JSON.stringify(text)} is not a host name or an IP address (no port, scheme, brackets or spaces; an international name in its ASCII form, xn--…)`,
@@ -29,7 +29,7 @@ export function checkHostName(text: string, option: string, report: Report): voi
 export function checkDnsServers(servers: readonly string[], option: string, report: Report): void {
   for (const [index, server] of servers.entries()) {
     const address = server.replaceAll('@GW4@', '10.0.0.1').replaceAll('@GW6@', 'fd00::1');
-    if (isIP(address) !== 0) continue;
+    if (isIpAddress(address)) continue;
     report(
       `${option}[${index}]`,
       `${JSON.stringify(server)} is not an IP address, @GW4@ or @GW6@ (clients would take a name for a search domain)`,
