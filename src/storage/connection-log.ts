@@ -5,7 +5,7 @@ import type { NodeNumber, ProfileId, UserId, VpnProto } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
-import { inBatches, neverStopping, type Stopping } from './batches.js';
+import { countInBatches, inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 
@@ -401,22 +401,73 @@ function closedBefore(db: Db, before: string, heldUsers: readonly string[]) {
   return heldUsers.length > 0 ? query.where('user_id', 'not in', heldUsers) : query;
 }
 
-/** Closed rows of these users that ended before `before` (with an address only, when `withAddress`). */
+/**
+ * Closed rows of these users that ended before `before` (with an address only, when
+ * `withAddress`): what a legal hold keeps, counted a page of each user's history at a time.
+ */
 async function countClosedBefore(
   db: Db,
   before: string,
   users: readonly string[],
   withAddress: boolean,
 ): Promise<number> {
+  let total = 0;
+  for (const user of users) {
+    total += await countInBatches<HistoryKey>(async (after, limit) => {
+      const rows = await heldCountingQuery(db, { before, user, withAddress, after, limit }).execute();
+      return rows.map((row) => ({
+        key: { connectedAt: row.connected_at, logId: row.log_id },
+        counts: Number(row.counts) === 1,
+      }));
+    });
+  }
+  return total;
+}
+
+/** A session's place in a user's history: its start, then its id. */
+export interface HistoryKey {
+  readonly connectedAt: string;
+  readonly logId: string;
+}
+
+/**
+ * One page of countClosedBefore: the next `limit` sessions of one user after `after`, read from
+ * the index on (user, start, id) at that point, each saying whether it is closed, ended before
+ * `before` and (when `withAddress`) still has the client's address.
+ */
+export function heldCountingQuery(
+  db: Db,
+  page: {
+    readonly before: string;
+    readonly user: string;
+    readonly withAddress: boolean;
+    readonly after: HistoryKey | undefined;
+    readonly limit: number;
+  },
+) {
+  // NULL < before is not true: an open session does not count.
+  const counted = page.withAddress
+    ? sql<number>`CASE WHEN disconnected_at < ${page.before} AND originating_ip IS NOT NULL THEN 1 ELSE 0 END`
+    : sql<number>`CASE WHEN disconnected_at < ${page.before} THEN 1 ELSE 0 END`;
   let query = db
     .selectFrom('connection_log')
-    .select((eb) => eb.fn.countAll<number | string>().as('count'))
-    .where('disconnected_at', 'is not', null)
-    .where('disconnected_at', '<', before)
-    .where('user_id', 'in', users);
-  if (withAddress) query = query.where('originating_ip', 'is not', null);
-  const row = await query.executeTakeFirstOrThrow();
-  return Number(row.count);
+    .select(['connected_at', 'log_id', counted.as('counts')])
+    .where('user_id', '=', page.user)
+    .orderBy('connected_at')
+    .orderBy('log_id')
+    .limit(page.limit);
+  const after = page.after;
+  if (after !== undefined) {
+    query = query
+      .where('connected_at', '>=', after.connectedAt)
+      .where((eb) =>
+        eb.or([
+          eb('connected_at', '>', after.connectedAt),
+          eb.and([eb('connected_at', '=', after.connectedAt), eb('log_id', '>', after.logId)]),
+        ]),
+      );
+  }
+  return query;
 }
 
 /** Whether any history names this user (a destroyed user's records outlive the account). */

@@ -4,7 +4,8 @@
 // at its cursor rather than walking every newer session first. PostgreSQL is told to avoid
 // sequential scans where it can, as it would on a history of millions of rows. So do the daily
 // housekeeping's batches: the blanking of the client's own address, the deletion of old history,
-// and that of old NAT mappings, which asks of each whether a session of its node and time is kept.
+// and that of old NAT mappings, which asks of each whether a session of its node and time is kept;
+// and the pages that count what a legal hold keeps, a held user's history and audit entries.
 // And what every reconcile pass asks of each node: its open WireGuard and OpenVPN sessions.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -12,12 +13,14 @@ import { asNodeNumber, asUserId } from '../../src/shared/ids.js';
 import {
   blankingQuery,
   connectionLogQuery,
+  heldCountingQuery,
   openOpenVpnSessionsQuery,
   openWireGuardSessionsQuery,
   pruningQuery,
   type ConnectionLogFilter,
 } from '../../src/storage/connection-log.js';
 import type { Db } from '../../src/storage/database.js';
+import { heldAuditCountingQuery } from '../../src/storage/audit-log.js';
 import { natPruningQuery } from '../../src/storage/nat-mappings.js';
 import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -102,4 +105,30 @@ test("a batch of the housekeeping's deletion of old NAT mappings looks for each 
   assert.match(plan, /connection_log_node_started/, plan);
   assert.doesNotMatch(plan, fullScan, plan);
   assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+});
+
+test("a page of the count of a held user's kept history starts in the user's index at its cursor, in its order", async () => {
+  for (const after of [undefined, cursor]) {
+    const page = { before: cursor.connectedAt, user: 'alice@example.org', withAddress: true, after, limit: 1_000 };
+    const plan = await queryPlan(db, heldCountingQuery(db, page).compile());
+    assert.match(plan, /connection_log_user_id/, plan);
+    assert.doesNotMatch(plan, fullScan, plan);
+    assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+    if (after !== undefined)
+      assert.match(
+        plan,
+        /connection_log_user_id \(user_id=\? AND connected_at>\?\)|connection_log_user_id[\s\S]*Index Cond: .*user_id.*connected_at\)::text >= /,
+        plan,
+      );
+  }
+});
+
+test("a page of the count of a held user's kept audit entries reads the user's index from its cursor, in its order", async () => {
+  for (const after of [undefined, '0195514c00000000aaaaaaaa']) {
+    const page = { at: cursor.connectedAt, user: 'alice@example.org', after, limit: 1_000 };
+    const plan = await queryPlan(db, heldAuditCountingQuery(db, page).compile());
+    assert.match(plan, /audit_log_user_id/, plan);
+    assert.doesNotMatch(plan, /\bSCAN audit_log\b(?! USING)|Seq Scan on audit_log/, plan);
+    assert.doesNotMatch(plan, /TEMP B-TREE|Sort/, plan);
+  }
 });

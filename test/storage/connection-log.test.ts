@@ -85,3 +85,59 @@ test('a prune stopped between two batches says what went, and the next one does 
   });
   assert.deepEqual(await left(db), { sessions: 0, addressed: 0 });
 });
+
+test('a held user’s history longer than a page is counted exactly, sessions of one moment, open and newer ones included', async (t) => {
+  const portal = await portalOfJanuary();
+  t.after(portal.close);
+  const db = portal.portal.ctx.db;
+  // `held`: 2,500 sessions that all began at one moment, so pages meet within a tie of starts;
+  // of each ten, one is still open, one ended after the cut, one has no client address left.
+  // `also-held`: 1,200 sessions one second apart. `other`: 300, under no hold.
+  const rows = [
+    ...Array.from({ length: 2_500 }, (_, i) => ({
+      user: 'held',
+      started: '2026-01-10T09:00:00+00:00',
+      ended: i % 10 === 0 ? null : i % 10 === 1 ? '2026-02-05T10:00:00+00:00' : '2026-01-10T10:00:00+00:00',
+      address: i % 10 === 2 ? null : '192.0.2.1',
+    })),
+    ...Array.from({ length: 1_200 }, (_, i) => ({
+      user: 'also-held',
+      started: `2026-01-10T09:${String(Math.floor(i / 60)).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}+00:00`,
+      ended: '2026-01-10T10:00:00+00:00',
+      address: '192.0.2.2',
+    })),
+    ...Array.from({ length: 300 }, () => ({
+      user: 'other',
+      started: '2026-01-10T09:00:00+00:00',
+      ended: '2026-01-10T10:00:00+00:00',
+      address: '192.0.2.3',
+    })),
+  ].map((row, i) => ({
+    log_id: `log-${String((i * 7919) % 4_000).padStart(6, '0')}`, // ids not in the order of writing
+    user_id: row.user,
+    profile_id: 'employees',
+    vpn_proto: 'openvpn',
+    connection_id: `c${i}`,
+    node_number: 0,
+    ip_four: '10.44.0.9',
+    ip_six: 'fd44::9',
+    originating_ip: row.address,
+    connected_at: row.started,
+    disconnected_at: row.ended,
+    bytes_in: 1,
+    bytes_out: 2,
+  }));
+  for (let first = 0; first < rows.length; first += 500)
+    await db
+      .insertInto('connection_log')
+      .values(rows.slice(first, first + 500))
+      .execute();
+  const cut = '2026-02-01T00:00:00+00:00';
+
+  assert.deepEqual(await blankOriginatingAddresses(db, cut, ['held', 'also-held']), {
+    removed: 300,
+    held: 1_750 + 1_200,
+  });
+  assert.deepEqual(await pruneConnectionLog(db, cut, ['held', 'also-held']), { removed: 300, held: 2_000 + 1_200 });
+  assert.deepEqual(await left(db), { sessions: 3_700, addressed: 2_250 + 1_200 });
+});
