@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
-import { inBatches, neverStopping, type Stopping } from './batches.js';
+import { countInBatches, inBatches, neverStopping, type Stopping } from './batches.js';
 import type { Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 import { preparedQuery, type Slot } from './prepared-query.js';
@@ -159,15 +159,7 @@ export async function pruneAuditLog(
   stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
   let held = 0;
-  if (heldUsers.length > 0) {
-    const row = await db
-      .selectFrom('audit_log')
-      .select((eb) => eb.fn.countAll<number | string>().as('count'))
-      .where('at', '<', at)
-      .where('user_id', 'in', heldUsers)
-      .executeTakeFirstOrThrow();
-    held = Number(row.count);
-  }
+  for (const user of heldUsers) held += await countHeldEntries(db, at, user);
   let old = db.selectFrom('audit_log').select('audit_id').where('at', '<', at);
   // NOT IN is unknown for a row about no user: those go too.
   if (heldUsers.length > 0)
@@ -177,6 +169,32 @@ export async function pruneAuditLog(
     return Number(result.numDeletedRows);
   }, stopping);
   return { removed, held };
+}
+
+/** Entries about `user` older than `at`: what a hold keeps, a page of the user's entries at a time. */
+function countHeldEntries(db: Db, at: string, user: string): Promise<number> {
+  return countInBatches<string>(async (after, limit) => {
+    const rows = await heldAuditCountingQuery(db, { at, user, after, limit }).execute();
+    return rows.map((row) => ({ key: row.audit_id, counts: Number(row.counts) === 1 }));
+  });
+}
+
+/**
+ * One page of countHeldEntries: the next `limit` entries about one user after the entry `after`,
+ * read from the index on (user, id) at that point, each saying whether it is older than `at`.
+ */
+export function heldAuditCountingQuery(
+  db: Db,
+  page: { readonly at: string; readonly user: string; readonly after: string | undefined; readonly limit: number },
+) {
+  let query = db
+    .selectFrom('audit_log')
+    .select(['audit_id', sql<number>`CASE WHEN at < ${page.at} THEN 1 ELSE 0 END`.as('counts')])
+    .where('user_id', '=', page.user)
+    .orderBy('audit_id')
+    .limit(page.limit);
+  if (page.after !== undefined) query = query.where('audit_id', '>', page.after);
+  return query;
 }
 
 /** Whether any entry is about this user. */
