@@ -197,7 +197,7 @@ async function reconcileNodeOnce(
       await confirmPendingRevocations(ctx, daemon, {
         removedKeys: new Set(),
         pendingBeforeRemovals: new Set(),
-        openVpn: null,
+        readsOpenVpn: await readsOpenVpnClients(ctx, nodeNumber),
       });
     return { nodeNumber, reachable: false, added: 0, removed: 0, disconnected: 0 };
   }
@@ -250,9 +250,10 @@ async function reconcileNodeOnce(
       `reconcile: node ${nodeNumber} had ${removed} peer(s) too many and missed ${added}`,
     );
   }
-  const openVpn = (await readsOpenVpnClients(ctx, nodeNumber)) ? await reconcileOpenVpnClients(ctx, daemon) : null;
-  if (mayRemove) await confirmPendingRevocations(ctx, daemon, { removedKeys, pendingBeforeRemovals, openVpn });
-  return { nodeNumber, reachable: true, added, removed, disconnected: openVpn?.disconnected ?? 0 };
+  const readsOpenVpn = await readsOpenVpnClients(ctx, nodeNumber);
+  const disconnected = readsOpenVpn ? await reconcileOpenVpnClients(ctx, daemon) : 0;
+  if (mayRemove) await confirmPendingRevocations(ctx, daemon, { removedKeys, pendingBeforeRemovals, readsOpenVpn });
+  return { nodeNumber, reachable: true, added, removed, disconnected };
 }
 
 /**
@@ -355,8 +356,8 @@ interface ReadPeer {
  * in between put the peer back), and answers it all the same. Keys the pass wanted when it began
  * are asked for too: a revocation committed after that read may have overtaken the pass's own
  * add, and removalsFor, reading now, leaves alone only the keys still wanted. An OpenVPN
- * configuration counts when its client is not in the node's connection list asked for after the
- * receipt committed.
+ * configuration counts once the node answered a disconnect_client of it sent after the receipt
+ * committed (disconnectPendingOpenVpnClients).
  */
 async function confirmPendingRevocations(
   ctx: PortalContext,
@@ -364,7 +365,8 @@ async function confirmPendingRevocations(
   pass: {
     readonly removedKeys: ReadonlySet<string>;
     readonly pendingBeforeRemovals: ReadonlySet<string>;
-    readonly openVpn: OpenVpnPass | null;
+    /** Whether the pass reads this node's OpenVPN clients (readsOpenVpnClients). */
+    readonly readsOpenVpn: boolean;
   },
 ): Promise<void> {
   const nodeNumber = daemon.nodeNumber;
@@ -390,16 +392,15 @@ async function confirmPendingRevocations(
       if (done === true) removedNow.add(removal.publicKey);
     },
   );
-  const openVpn = pass.openVpn;
+  const disconnectedNow = pass.readsOpenVpn
+    ? await disconnectPendingOpenVpnClients(ctx, daemon, pending)
+    : new Set<string>();
   const confirmed = pending.filter((row) =>
     row.vpnProto === 'wireguard'
       ? removedNow.has(row.connectionId) ||
         // Confirmed for every receipt waiting for it below: only when none waits for a newer removal.
         (removedForIt(row) && !unconfirmed.has(asWireGuardKey(row.connectionId)))
-      : openVpn !== null &&
-        openVpn.stillConnected !== null &&
-        openVpn.pendingBeforeListing.has(pendingKey(row)) &&
-        !openVpn.stillConnected.has(row.connectionId),
+      : disconnectedNow.has(row.connectionId),
   );
   // What is gone from the node now is gone for every receipt still waiting for it there.
   await confirmRemovals(ctx, [
@@ -408,19 +409,6 @@ async function confirmPendingRevocations(
       confirmed: confirmed.map((row) => ({ nodeNumber, connectionId: row.connectionId })),
     },
   ]);
-}
-
-/** What the OpenVPN part of a pass saw: the clients still connected after it (null: the list could not be read). */
-interface OpenVpnPass {
-  readonly disconnected: number;
-  readonly stillConnected: ReadonlySet<string> | null;
-  /**
-   * The receipts' configurations pending on the node, as committed before the list was asked
-   * for (pendingKey): only they are judged by it. A receipt's own time does not do: a large
-   * disable commits seconds after it, and a client that connected in between, missing from a
-   * list read then, would have its receipt confirmed while it is connected.
-   */
-  readonly pendingBeforeListing: ReadonlySet<string>;
 }
 
 /** A configuration pending on a node under one receipt. */
@@ -509,17 +497,14 @@ async function mayEmpty(ctx: PortalContext, nodeNumber: NodeNumber, peersOnNode:
   return false;
 }
 
-/** Disconnects the node's OpenVPN clients that have no valid configuration; answers how many, and who is still connected. */
-async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<OpenVpnPass> {
+/** Disconnects the node's OpenVPN clients that have no valid configuration; answers how many. */
+async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): Promise<number> {
   const nodeNumber = daemon.nodeNumber;
-  const pendingBeforeListing = new Set(
-    (await pendingRevocationsOnNode(ctx.db, nodeNumber)).filter((row) => row.vpnProto === 'openvpn').map(pendingKey),
-  );
   const listedAtTime = ctx.clock.now();
   const clients = await ctx.nodes.attempt(daemon, 'connection_list', (node) => node.openVpnConnectionList());
-  if (clients === undefined) return { disconnected: 0, stillConnected: null, pendingBeforeListing };
+  if (clients === undefined) return 0;
   await endUnlistedOpenVpnSessions(ctx, nodeNumber, clients, listedAtTime);
-  if (clients.length === 0) return { disconnected: 0, stillConnected: new Set(), pendingBeforeListing };
+  if (clients.length === 0) return 0;
   const names = [...new Set(clients.map((client) => client.commonName))];
   const valid = new Set<string>();
   for (let start = 0; start < names.length; start += CHUNK) {
@@ -533,7 +518,6 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
     }
   }
   let disconnected = 0;
-  const stillConnected = new Set(names);
   await forEachLimited(
     names.filter((name) => !valid.has(name)),
     PARALLEL_CHANGES_PER_NODE,
@@ -544,7 +528,6 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
         )) === true
       ) {
         disconnected++;
-        stillConnected.delete(commonName);
       }
     },
   );
@@ -553,7 +536,33 @@ async function reconcileOpenVpnClients(ctx: PortalContext, daemon: NodeDaemon): 
       { nodeNumber, disconnected },
       `reconcile: disconnected ${disconnected} OpenVPN client(s) without a valid configuration from node ${nodeNumber}`,
     );
-  return { disconnected, stillConnected, pendingBeforeListing };
+  return disconnected;
+}
+
+/**
+ * Disconnects the clients of the receipts' OpenVPN configurations pending on the node, each read
+ * before its disconnect is sent; answers the common names the node answered for. Such an answer
+ * is what confirms them, not a client missing from the node's list: a client being admitted is
+ * in no list yet (its address not given, its connection not established), and one admitted a
+ * moment before the receipt committed would connect after the list was read. The node's
+ * disconnect ends the connections of that name, those being admitted too.
+ */
+async function disconnectPendingOpenVpnClients(
+  ctx: PortalContext,
+  daemon: NodeDaemon,
+  pending: readonly PendingRow[],
+): Promise<Set<string>> {
+  const nodeNumber = daemon.nodeNumber;
+  const disconnected = new Set<string>();
+  const names = [...new Set(pending.filter((row) => row.vpnProto === 'openvpn').map((row) => row.connectionId))];
+  await forEachLimited(names, PARALLEL_CHANGES_PER_NODE, async (commonName) => {
+    if (ctx.nodes.isDown(nodeNumber)) return;
+    const done = await ctx.nodes.attempt(daemon, 'disconnect_client', (node) =>
+      node.disconnectClient(commonName).then(() => true),
+    );
+    if (done === true) disconnected.add(commonName);
+  });
+  return disconnected;
 }
 
 /**
