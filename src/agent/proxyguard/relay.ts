@@ -4,7 +4,8 @@
 // to the local WireGuard port (tunnel.ts). Anything else gets a plain-text HTTP
 // error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
 // Each tunnel's client is remembered by the address WireGuard sees it as (originOf): the TCP
-// peer, or behind a trusted reverse proxy the client that proxy names (forwarded-for.ts).
+// peer, or behind a trusted reverse proxy the client that proxy names (forwarded-for.ts), and
+// still for a while after the tunnel ended (EndedPorts).
 // Connections that are not a tunnel yet have a small budget and a deadline of their own, so
 // slow senders can neither take the tunnels' places nor lock out clients that send at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -50,6 +51,12 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 const REFUSAL_LINGER_MS = 2_000;
 /** A trusted proxy's malformed X-Forwarded-For is named in the log at most this often. */
 const MALFORMED_WARNING_INTERVAL_MS = 60_000;
+/**
+ * How long a tunnel's client stays named for its UDP port after the tunnel ended. WireGuard's
+ * last packets, and the node's session and NAT accounting, can still name that port shortly
+ * after the tunnel closed: "who was on this port" must then still answer with that client.
+ */
+const ENDED_PORT_HOLD_MS = 3 * 60 * 1000;
 
 export class ProxyGuardRelay {
   readonly #server: Server;
@@ -59,6 +66,8 @@ export class ProxyGuardRelay {
   readonly #tunnels = new Set<ProxyGuardTunnel>();
   /** Local port of each tunnel's UDP socket (what WireGuard sees as the peer's endpoint) → the client's address. */
   readonly #origins = new Map<number, string>();
+  /** The same for tunnels that ended within ENDED_PORT_HOLD_MS. */
+  readonly #endedPorts = new EndedPorts();
   /** Connections that are not a tunnel (yet): still sending, or being refused. Oldest first. */
   readonly #pending: PendingConnections;
   readonly #trustedProxies: AddressAllowList;
@@ -140,11 +149,13 @@ export class ProxyGuardRelay {
   /**
    * The client behind an endpoint WireGuard reports (`127.0.0.1:PORT` of a tunnel's UDP socket):
    * the TCP peer, or the client a trusted reverse proxy named (port 0) (`IP:port`, IPv6 in
-   * brackets); null for any other endpoint.
+   * brackets), also for ENDED_PORT_HOLD_MS after that tunnel ended; null for any other endpoint.
    */
   originOf(endpoint: string): string | null {
     const match = /^(?:127\.0\.0\.1|\[::1\]):(\d+)$/.exec(endpoint);
-    return match === null ? null : (this.#origins.get(Number(match[1])) ?? null);
+    if (match === null) return null;
+    const port = Number(match[1]);
+    return this.#origins.get(port) ?? this.#endedPorts.clientOf(port);
   }
 
   /** The portal's profiles changed: requests for the new names are accepted from now on. */
@@ -237,6 +248,7 @@ export class ProxyGuardRelay {
       onEnd: () => {
         this.#tunnels.delete(tunnel);
         this.#origins.delete(localPort);
+        this.#endedPorts.add(localPort, remote);
         if (this.tunnelCount < this.#options.maxTunnels) this.#warnedFull = false;
       },
     });
@@ -257,6 +269,35 @@ export class ProxyGuardRelay {
       );
     }
     return formatOrigin(origin);
+  }
+}
+
+/** The UDP ports of tunnels that ended within ENDED_PORT_HOLD_MS, and the client each one carried. */
+class EndedPorts {
+  /**
+   * Port → client and when its tunnel ended, on the monotonic clock (a step of the wall clock
+   * must neither forget every client at once nor keep them for hours). Oldest end first.
+   */
+  readonly #ended = new Map<number, { readonly client: string; readonly endedAt: MonotonicMs }>();
+
+  add(port: number, client: string): void {
+    this.#forgetOld();
+    // Deleted first, so the Map's order stays the order of the ends.
+    this.#ended.delete(port);
+    this.#ended.set(port, { client, endedAt: monotonicNow() });
+  }
+
+  /** The client of the tunnel that ended on `port` within ENDED_PORT_HOLD_MS; null when none did. */
+  clientOf(port: number): string | null {
+    this.#forgetOld();
+    return this.#ended.get(port)?.client ?? null;
+  }
+
+  #forgetOld(): void {
+    for (const [port, { endedAt }] of this.#ended) {
+      if (elapsedSince(endedAt) < ENDED_PORT_HOLD_MS) return;
+      this.#ended.delete(port);
+    }
   }
 }
 

@@ -274,6 +274,42 @@ describe('a client behind a reverse proxy', () => {
   });
 });
 
+describe("who was on a tunnel's UDP port", () => {
+  /** How long the relay keeps naming the client of a tunnel that ended. */
+  const THREE_MINUTES_MS = 3 * 60 * 1000;
+
+  /** Lets `ms` go by on the monotonic clock (the relay's), on top of real time, from now until the test ends. */
+  function monotonicClock(t: TestContext): { advance(ms: number): void } {
+    const realNow = performance.now.bind(performance);
+    let passed = 0;
+    t.mock.method(performance, 'now', () => realNow() + passed);
+    return {
+      advance(ms) {
+        passed += ms;
+      },
+    };
+  }
+
+  test("after a tunnel ended its UDP port names its client for 3 minutes more, while WireGuard's last packets and the node's accounting may still name that port; then nobody", async (t) => {
+    const clock = monotonicClock(t);
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnel = await tunnelTo(t, relay);
+    await assertEchoes(tunnel, 'handshake', 'the tunnel works');
+    const endpoint = `127.0.0.1:${target.senders[0]}`;
+    const client = `127.0.0.1:${tunnel.socket.localPort}`;
+    assert.equal(relay.originOf(endpoint), client, 'while the tunnel is open');
+
+    tunnel.socket.end();
+    await waitUntil(() => relay.tunnelCount === 0, 'the tunnel has ended');
+    assert.equal(relay.originOf(endpoint), client, 'just after the tunnel ended');
+    clock.advance(THREE_MINUTES_MS - 1_000);
+    assert.equal(relay.originOf(endpoint), client, 'a second short of 3 minutes after the end');
+    clock.advance(2_000);
+    assert.equal(relay.originOf(endpoint), null, 'a second past 3 minutes after the end');
+  });
+});
+
 describe('requests that are not a UoTLV/1 upgrade', () => {
   const upgradeHeaders = 'Host: relay\r\nConnection: Upgrade\r\nUpgrade: UoTLV/1\r\n';
 
