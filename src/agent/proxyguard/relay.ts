@@ -5,7 +5,8 @@
 // error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
 // Each tunnel's client is remembered by the address WireGuard sees it as (originOf): the TCP
 // peer, or behind a trusted reverse proxy the client that proxy names (forwarded-for.ts), and
-// still for a while after the tunnel ended (EndedPorts).
+// still for a while after the tunnel ended (EndedPorts), a while in which no new tunnel takes
+// that port.
 // Connections that are not a tunnel yet have a small budget and a deadline of their own, so
 // slow senders can neither take the tunnels' places nor lock out clients that send at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -57,6 +58,8 @@ const MALFORMED_WARNING_INTERVAL_MS = 60_000;
  * after the tunnel closed: "who was on this port" must then still answer with that client.
  */
 const ENDED_PORT_HOLD_MS = 3 * 60 * 1000;
+/** UDP ports the OS may hand out in a row that a tunnel ended on within ENDED_PORT_HOLD_MS, before the tunnel is refused. */
+const MAX_UDP_PORT_ATTEMPTS = 32;
 
 export class ProxyGuardRelay {
   readonly #server: Server;
@@ -222,7 +225,7 @@ export class ProxyGuardRelay {
     this.#opening += 1;
     let udp: UdpSocket;
     try {
-      udp = await connectUdp(this.#options.target());
+      udp = await this.#connectUdpOnUnheldPort(this.#options.target());
     } catch (error) {
       this.#logger.warn({ reason: (error as Error).message }, 'ProxyGuard: cannot open a UDP socket to WireGuard');
       refuseRaw(socket, 503, 'WireGuard is not reachable from the relay', {});
@@ -257,6 +260,27 @@ export class ProxyGuardRelay {
     tunnel.start(head);
   }
 
+  /**
+   * A UDP socket connected to WireGuard on a port no tunnel ended on within ENDED_PORT_HOLD_MS,
+   * so that no port names two clients within that time. A port the OS hands out that one did is
+   * kept open while the next one is asked for (so the OS cannot hand it out again), then closed.
+   */
+  async #connectUdpOnUnheldPort(target: UdpTarget): Promise<UdpSocket> {
+    const held: UdpSocket[] = [];
+    try {
+      for (let attempt = 0; attempt < MAX_UDP_PORT_ATTEMPTS; attempt++) {
+        const udp = await connectUdp(target);
+        if (!this.#endedPorts.holds(udp.address().port)) return udp;
+        held.push(udp);
+      }
+    } finally {
+      for (const udp of held) udp.close();
+    }
+    throw new Error(
+      `the last ${MAX_UDP_PORT_ATTEMPTS} UDP ports the system handed out were each a tunnel's within ${ENDED_PORT_HOLD_MS / 1000} s`,
+    );
+  }
+
   /** The tunnel's client as WireGuard would name it had it come straight over UDP (`IP:port`). */
   #clientOf(request: IncomingMessage, socket: Socket): string {
     // On a socket listening on `::` an IPv4 peer is `::ffff:a.b.c.d`: named by its IPv4 address.
@@ -272,7 +296,10 @@ export class ProxyGuardRelay {
   }
 }
 
-/** The UDP ports of tunnels that ended within ENDED_PORT_HOLD_MS, and the client each one carried. */
+/**
+ * The UDP ports of tunnels that ended within ENDED_PORT_HOLD_MS, and the client each one
+ * carried: still named for the port, which no new tunnel takes meanwhile.
+ */
 class EndedPorts {
   /**
    * Port → client and when its tunnel ended, on the monotonic clock (a step of the wall clock
@@ -291,6 +318,11 @@ class EndedPorts {
   clientOf(port: number): string | null {
     this.#forgetOld();
     return this.#ended.get(port)?.client ?? null;
+  }
+
+  /** Whether a tunnel ended on `port` within ENDED_PORT_HOLD_MS: no new tunnel may take it yet. */
+  holds(port: number): boolean {
+    return this.clientOf(port) !== null;
   }
 
   #forgetOld(): void {
