@@ -464,12 +464,30 @@ async function removalsFor(
 }
 
 /**
+ * The highest `max_revision` of a node the counter follows. An agent takes revisions of at most
+ * 15 digits (src/protocol/vpn-daemon.ts): a counter moved to a broken or hostile node's claim of
+ * 999,999,999,999,999 would hand out numbers every agent refuses, and no revocation would reach
+ * any node again (a rollback never moves the counter back). 10^14 leaves 900 trillion numbers
+ * above it, more than any database hands out, and is far above what a real one reaches.
+ */
+export const MAX_BELIEVED_NODE_REVISION = 10 ** 14;
+
+/**
  * A node that applied a revision newer than any this database handed out followed another
  * database (a restored backup, a database switched in `database`): its memory would make it
  * ignore this one's instructions as old. Move the counter past the node's and give this node's
- * configurations new revisions, so the database's state is the newest the node has heard.
+ * configurations new revisions, so the database's state is the newest the node has heard. A
+ * claim above MAX_BELIEVED_NODE_REVISION is not followed, and said loudly.
  */
 async function catchUpWithNode(ctx: PortalContext, nodeNumber: NodeNumber, nodeRevision: number): Promise<void> {
+  if (nodeRevision > MAX_BELIEVED_NODE_REVISION) {
+    ctx.logger.error(
+      { nodeNumber, nodeRevision, limit: MAX_BELIEVED_NODE_REVISION },
+      `node ${nodeNumber} claims to have applied revision ${nodeRevision}, above ${MAX_BELIEVED_NODE_REVISION}, which no database reaches: ` +
+        `ignored (the node is broken or not what it claims); following it would make every node refuse later revocations`,
+    );
+    return;
+  }
   if (nodeRevision <= (await latestRevision(ctx.db))) return;
   const stamped = await ctx.db
     .transaction()
