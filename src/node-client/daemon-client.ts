@@ -23,6 +23,7 @@ import {
   VPN_DAEMON_PATHS,
 } from '../protocol/vpn-daemon.js';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
+import { jsonShapeProblem } from '../shared/json-shape.js';
 import { AnswerTooLargeError, readBodyWithin } from '../shared/limited-body.js';
 import { isCanonicalWireGuardKey } from '../wireguard/keys.js';
 
@@ -207,6 +208,15 @@ const LISTED_ENTRIES = 65_536;
 const LISTED_ENTRY_BYTES = 512;
 /** peer_list and connection_list: 32 MiB, a full wireguard-go interface at the longest entries, about 160,000 typical ones. */
 export const LIST_ANSWER_BYTES = LISTED_ENTRIES * LISTED_ENTRY_BYTES;
+/**
+ * Bytes of an answer's cap per JSON value it may hold (arrays, objects and the commas between
+ * entries, counted before parsing). Within its cap a listing of tiny values (`[0,0,…]`,
+ * `[{},{},…]`) holds millions, and JSON.parse builds them all at once: 32 MiB of `{},` took far
+ * more than the portal's 192 MB heap. A real peer or client entry holds one value per 15 bytes
+ * or more (a key or name, addresses, counters), so one per 8 bytes of the cap leaves a full
+ * listing of the shortest entries room.
+ */
+export const ANSWER_BYTES_PER_JSON_VALUE = 8;
 /** The slowest link a listing is allowed for: its deadline grows by one second per MiB of its cap. */
 const SLOWEST_LISTING_BYTES_PER_SECOND = 1024 * 1024;
 
@@ -236,6 +246,8 @@ export function callDeadlineMs(kind: CallKind, timeoutMs: number): number {
 interface DaemonResponse {
   readonly status: number;
   readonly text: string;
+  /** The cap the answer was read within. */
+  readonly limitBytes: number;
   /** How far the node's clock is behind the portal host's (nodeClockLagMs). */
   readonly nodeClockLagMs: number;
 }
@@ -400,7 +412,15 @@ export class HttpNodeDaemon implements NodeDaemon {
     return this.json(await this.request(method, path, kind), path);
   }
 
+  /** The answer parsed; refused unparsed when it holds more JSON values than its cap allows (ANSWER_BYTES_PER_JSON_VALUE). */
   private json(response: DaemonResponse, path: string): unknown {
+    const maxValues = Math.floor(response.limitBytes / ANSWER_BYTES_PER_JSON_VALUE);
+    if (jsonShapeProblem(response.text, Number.POSITIVE_INFINITY, maxValues) !== null)
+      throw new NodeDaemonError(
+        `${this.url}${path}: answer holds more than ${maxValues} JSON values (arrays, objects and entries; ` +
+          `one per ${ANSWER_BYTES_PER_JSON_VALUE} bytes of its ${response.limitBytes}-byte cap): refused without parsing it`,
+        true,
+      );
     try {
       return JSON.parse(response.text);
     } catch {
@@ -424,6 +444,7 @@ export class HttpNodeDaemon implements NodeDaemon {
     const deadlineMs = callDeadlineMs(kind, this.options.timeoutMs);
     // Aborts the request, or the reading of its body, wherever it is when the deadline passes.
     const deadline = AbortSignal.timeout(deadlineMs);
+    const limit = this.options.maxAnswerBytes ?? answerCapBytes(kind);
     try {
       const response: Dispatcher.ResponseData = await this.#pool.request({
         method,
@@ -437,7 +458,6 @@ export class HttpNodeDaemon implements NodeDaemon {
       // The host's real time, not the portal's Clock seam: a test that moves the portal's time
       // on to age a real node's handshakes is not a node whose clock is off.
       lag = nodeClockLagMs(headerText(response.headers['date']), new Date());
-      const limit = this.options.maxAnswerBytes ?? answerCapBytes(kind);
       const body = await readBodyWithin(response.body, limit, `node ${this.nodeNumber} (${this.url}${path})`);
       if (kind === 'listing') this.#listingBytes.set(path.split('?')[0] ?? path, body.byteLength);
       text = body.toString('utf8');
@@ -466,7 +486,7 @@ export class HttpNodeDaemon implements NodeDaemon {
         true,
       );
     }
-    return { status, text, nodeClockLagMs: lag };
+    return { status, text, limitBytes: limit, nodeClockLagMs: lag };
   }
 }
 

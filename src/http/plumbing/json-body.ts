@@ -3,10 +3,11 @@
 // surfaces' own, zod's, the SCIM library's) recurses once per level, so a body of `[[[[…` or
 // `{"a":{"a":…` within the size limit ran them out of stack: a 500 instead of a 400; and a
 // body of millions of tiny values (`[{},{},…]`) made JSON.parse exhaust the heap. The depth
-// and the number of values are counted here without recursion, before the text is parsed,
-// and a body over either bound is refused with the surface's own error shape, as is one that
-// names a member twice in one object.
+// and the number of values are counted without recursion (src/shared/json-shape.ts), before
+// the text is parsed, and a body over either bound is refused with the surface's own error
+// shape, as is one that names a member twice in one object.
 import type { FastifyInstance } from 'fastify';
+import { jsonShapeProblem } from '../../shared/json-shape.js';
 
 /** Far more than any body a surface takes (a SCIM PatchOp nests some six levels, a Jamf Pro webhook four). */
 export const MAX_JSON_DEPTH = 64;
@@ -23,35 +24,6 @@ export const MAX_JSON_VALUES = 600_000;
 export const NOT_JSON = 'the request body is not JSON';
 export const TOO_DEEP = `the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
 export const TOO_MANY_VALUES = `the request body holds more than ${MAX_JSON_VALUES.toLocaleString('en')} values (arrays, objects and entries)`;
-
-/** What makes a body too costly to parse: too deep, too many values; null: neither. */
-export type JsonShapeProblem = 'too-deep' | 'too-many-values' | null;
-
-/**
- * Scans `text` once, without recursion or parsing: more than `maxDepth` arrays and objects
- * inside one another, or more than `maxValues` values (arrays, objects and commas outside
- * strings)? Brackets and commas inside strings do not count.
- */
-export function jsonShapeProblem(text: string, maxDepth: number, maxValues: number): JsonShapeProblem {
-  let depth = 0;
-  let values = 0;
-  let inString = false;
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    if (inString) {
-      if (code === 0x5c)
-        index++; // a backslash: the next character is escaped, `\"` included
-      else if (code === 0x22) inString = false;
-    } else if (code === 0x22) inString = true;
-    else if (code === 0x5b || code === 0x7b) {
-      depth++;
-      if (depth > maxDepth) return 'too-deep';
-      if (++values > maxValues) return 'too-many-values';
-    } else if (code === 0x5d || code === 0x7d) depth--;
-    else if (code === 0x2c && ++values > maxValues) return 'too-many-values';
-  }
-  return null;
-}
 
 /** True when `text` opens more than `limit` arrays and objects inside one another (brackets in strings do not count). */
 export function nestsDeeperThan(text: string, limit: number): boolean {

@@ -9,7 +9,6 @@ import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import {
   duplicateName,
-  jsonShapeProblem,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
   nestsDeeperThan,
@@ -18,6 +17,7 @@ import {
   TOO_MANY_VALUES,
 } from '../../../src/http/plumbing/json-body.js';
 import { asNodeNumber } from '../../../src/shared/ids.js';
+import { jsonShapeProblem } from '../../../src/shared/json-shape.js';
 import { makeAdminKey } from '../../support/admin-keys.js';
 import { BASIC_AUTH, jamfPushOption, secretsFolder } from '../../support/jamf-webhooks.js';
 import { errorBody } from '../../support/raw-http.js';
