@@ -9,7 +9,9 @@ import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
 import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
+import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
 import { findLiveDevice, findRetiredDeviceOfCertificate, type StoredDevice } from '../../storage/devices.js';
+import { findUser } from '../../storage/users.js';
 import { registerDevice } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
@@ -68,6 +70,17 @@ async function selfRegister(
     throw new PortalError(
       'not-allowed',
       "the client certificate's subjectAltName e-mail address is no user id an Admin API call can name (1 to 255 characters, no NUL); no device is registered for it",
+    );
+  // Destroying is final as well: the devices went with the user, and their certificates, still
+  // valid, would otherwise make the user again. Once an administrator made the user again (a
+  // create, a register_device), the user's devices register themselves as before.
+  if (
+    (await destroyedUsersAmong(ctx.db, [userId.data])).size > 0 &&
+    (await findUser(ctx.db, userId.data)) === undefined
+  )
+    throw new PortalError(
+      'not-allowed',
+      "the client certificate's user was destroyed here; a device does not make a destroyed user again by registering itself (an administrator may register it, or make the user again)",
     );
   // The profile decides what the tunnel reaches: the administrator's to choose, not the device's.
   if (enrollment.profileId !== undefined && enrollment.profileId !== registerAs.profileId)

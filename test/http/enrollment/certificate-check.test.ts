@@ -3,7 +3,8 @@
 // user its certificate’s e-mail address names, in the configured profile; without a name or a
 // platform it is refused, and so is a request that names another profile, or a certificate
 // whose e-mail address or device id no Admin API call could name. A retired device's own
-// certificate registers no device again: retiring is final.
+// certificate registers no device again: retiring is final; nor does a destroyed user's, until an
+// administrator makes the user again.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -219,5 +220,36 @@ describe('registerAs: a device registers itself with its certificate', () => {
     const earlier = await enroll(first);
     assert.equal(earlier.status, 403, earlier.text);
     assert.equal((await portal.admin.devices({ serial: 'SELF-R' })).devices.length, 1, 'no new device');
+  });
+
+  test("a destroyed user's device registers itself no more; once an administrator made the user again, it does", async () => {
+    const phone = ca.device('self-destroyed', {
+      cn: 'self-destroyed',
+      uri: 'urn:mdm:serial:SELF-DESTROYED',
+      email: 'lena@example.org',
+    });
+    const enroll = () =>
+      enrollOverTls(enrollUrl(), ca, phone, { public_key: generateWireGuardKeyPair().publicKey, platform: 'ios' });
+    const first = await enroll();
+    assert.equal(first.status, 200, first.text);
+    assert.equal((await portal.post('/destroy', { user_id: 'lena@example.org' })).status, 204);
+
+    const again = await enroll();
+    assert.equal(again.status, 403, again.text);
+    assert.match(
+      (JSON.parse(again.text) as { error: string }).error,
+      /the client certificate's user was destroyed here; a device does not make a destroyed user again/,
+    );
+    assert.deepEqual((await portal.admin.devices({ serial: 'SELF-DESTROYED' })).devices, [], 'no device');
+    assert.ok(!(await portal.admin.users()).includes('lena@example.org'), 'and no user');
+
+    await portal.admin.create({ user_id: 'lena@example.org', profile_id: 'employees' });
+    const afterCreate = await enroll();
+    assert.equal(afterCreate.status, 200, afterCreate.text);
+    const devices = (await portal.admin.devices({ serial: 'SELF-DESTROYED' })).devices;
+    assert.deepEqual(
+      devices.map((device) => [device.user_id, device.state]),
+      [['lena@example.org', 'active']],
+    );
   });
 });
