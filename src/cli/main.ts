@@ -139,7 +139,7 @@ async function runWithOptions(command: string, args: string[], usage: string): P
         import('../config/load.js'),
         import('./generate-secrets.js'),
       ]);
-      const node = values.node === undefined ? undefined : parseNodeNumber(values.node);
+      const node = values.node === undefined ? undefined : parseNodeNumber(values.node, '--node');
       await generateSecrets(loadPortalConfig(values.config), { adminApi: values['admin-api'] === true, node }, (line) =>
         console.log(line),
       );
@@ -150,7 +150,7 @@ async function runWithOptions(command: string, args: string[], usage: string): P
       if (nodeText === undefined || positionals.length !== 1)
         throw new UsageError('node-reset needs one node number', usage);
       const { runNodeReset } = await import('./node-reset.js');
-      await runNodeReset(parseNodeNumber(nodeText), values.config, (line) => console.log(line));
+      await runNodeReset(parseNodeNumber(nodeText, 'node-reset'), values.config, (line) => console.log(line));
       return 0;
     }
     default: {
@@ -191,8 +191,9 @@ function parseCommandArgs(command: string, args: readonly string[], usage: strin
   }
 }
 
-function parseNodeNumber(text: string): number {
-  if (!/^(0|[1-9]\d*)$/.test(text)) throw new ConfigError(`--node needs a node number (0, 1, ...), not "${text}"`);
+/** `what`: the option or command that takes it, as the error names it. */
+function parseNodeNumber(text: string, what: '--node' | 'node-reset'): number {
+  if (!/^(0|[1-9]\d*)$/.test(text)) throw new ConfigError(`${what} needs a node number (0, 1, ...), not "${text}"`);
   return Number(text);
 }
 

@@ -92,3 +92,9 @@ test('node-reset for a node no profile runs on is an error', async (t) => {
   assert.equal(reset.code, 2);
   assert.equal(reset.stderr.trim(), 'node-reset: no profile of the configuration runs on node 7');
 });
+
+test('node-reset with something else than a node number says so, naming the command, not an option', async () => {
+  const reset = await runCli(['node-reset', 'x']);
+  assert.equal(reset.code, 2);
+  assert.equal(reset.stderr.trim(), 'node-reset needs a node number (0, 1, ...), not "x"');
+});
