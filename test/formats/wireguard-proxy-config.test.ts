@@ -63,10 +63,16 @@ describe("the portal's WireGuard-over-TCP options", () => {
       problemsOf({ enableProxy: true, proxyUrl: 'ftp://proxy.example.org/' }),
       /portal\.json: WireGuard\.proxyUrl/,
     );
-    assert.match(
-      problemsOf({ enableProxy: true, proxyUrl: 'https://proxy.example.org/pg?node=' }),
-      /WireGuard\.proxyUrl: .* must not have a query or fragment/,
-    );
+    for (const proxyUrl of [
+      'https://proxy.example.org/pg?node=',
+      'https://proxy.example.org/pg#',
+      'https://proxy.example.org/pg?',
+    ])
+      assert.match(
+        problemsOf({ enableProxy: true, proxyUrl }),
+        /WireGuard\.proxyUrl: .* must not have a query or fragment/,
+        proxyUrl,
+      );
     assert.match(
       problemsOf({ enableProxy: 'yes' } as unknown as PortalConfigFile['WireGuard']),
       /WireGuard\.enableProxy/,
