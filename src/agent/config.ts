@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { asNodeNumber, type NodeNumber } from '../shared/ids.js';
+import { asNodeNumber, MAX_NODE_NUMBER, type NodeNumber } from '../shared/ids.js';
 import { DEFAULT_PORTS_PER_CLIENT, MAX_PORTS_PER_CLIENT, MIN_PORTS_PER_CLIENT } from '../net/deterministic-nat.js';
 import { isIpPrefix } from '../net/ip-prefix.js';
 import { DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS } from './proxyguard/relay.js';
@@ -113,7 +113,7 @@ export const nodeAgentConfigSchema = z.strictObject({
     .number()
     .int()
     .min(0)
-    .max(Number.MAX_SAFE_INTEGER)
+    .max(MAX_NODE_NUMBER)
     .default(0)
     .describe("This node's number (the portal's `onNode` values)."),
   nodeKeyFile: z

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { consoleOidcSchema } from './console-oidc.js';
 import { DATABASE_PATTERN } from './database-location.js';
 import { isBoundedIsoDuration, MAX_DURATION, parseIsoDuration } from '../shared/iso-duration.js';
+import { MAX_NODE_NUMBER } from '../shared/ids.js';
 import { PLATFORMS } from '../shared/platforms.js';
 import { SYSLOG_FACILITY_NAMES } from './syslog-facilities.js';
 
@@ -24,6 +25,9 @@ const isoDuration = z
   .refine((text) => parseIsoDuration(text) === null || isBoundedIsoDuration(text), {
     message: `too long: a duration of at most ${MAX_DURATION}`,
   });
+/** A node number, as a node can name itself in the node API (at most six digits). */
+const nodeNumber = z.int().nonnegative().max(MAX_NODE_NUMBER);
+
 /** A per-node option: one value for every node, or one value per entry of `onNode`. */
 const perNode = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
 
@@ -60,7 +64,7 @@ export const profileSchema = z.strictObject({
     .default('http://127.0.0.1:41194')
     .describe("Per node: the node's vpn-daemon protocol URL."),
   onNode: z
-    .union([z.int().nonnegative(), z.array(z.int().nonnegative()).min(1)])
+    .union([nodeNumber, z.array(nodeNumber).min(1)])
     .optional()
     .meta({
       description:

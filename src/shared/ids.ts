@@ -21,6 +21,8 @@ export const asUserId = (value: string): UserId => value as UserId;
 export const asProfileId = (value: string): ProfileId => value as ProfileId;
 export const asConnectionId = (value: string): ConnectionId => value as ConnectionId;
 export const asNodeNumber = (value: number): NodeNumber => value as NodeNumber;
+/** The highest node number: a node names itself in `X-Node-Number` with at most six digits. */
+export const MAX_NODE_NUMBER = 999_999;
 /** A revocation receipt's id (a UUIDv7). */
 export type RevocationId = Brand<string, 'RevocationId'>;
 export const asRevocationId = (value: string): RevocationId => value as RevocationId;

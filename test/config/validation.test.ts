@@ -804,3 +804,14 @@ test('mdmInventory.compliance: its defaults, and an option refused where the pro
   for (const [mdmInventory, message] of refusals)
     assert.match(problemsOf({ ...withProfiles(employees), mdmInventory }), message);
 });
+
+test('a node number above 999,999 names onNode: a node names itself in the node API with six digits at most', () => {
+  assert.match(
+    problemsOf(withProfiles({ ...employees, onNode: [0, 1_000_000], nodeUrl: ['http://a:41194', 'http://b:41194'] })),
+    /^portal\.json: ProfileList\[0\]\.onNode/,
+  );
+  assert.match(
+    problemsOf(withProfiles({ ...employees, onNode: 1_000_000 })),
+    /^portal\.json: ProfileList\[0\]\.onNode/,
+  );
+});

@@ -1,6 +1,7 @@
 // Node API authentication: `X-Node-Number` and that node's secret as a Bearer token
 // (reference §1.2), compared in constant time. A number that is no configured node is
 // refused the same way before the key store is asked, so unknown numbers cost no file read.
+// Six digits at most: the configuration takes no node number above MAX_NODE_NUMBER.
 import type { FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import { asNodeNumber, type NodeNumber } from '../../shared/ids.js';
