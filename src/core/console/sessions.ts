@@ -252,7 +252,10 @@ async function endReason(
   now: Date,
   times: ConsoleSessionTimes,
 ): Promise<string | AdminCaller> {
-  if (Date.parse(stored.expiresAt) <= now.getTime()) return 'Your session reached its end; sign in again.';
+  // The lifetime as configured now also bounds a session begun under a longer one: shortening
+  // `adminConsole.sessionLifetime` ends the sessions it no longer allows. A longer one extends none.
+  const end = Math.min(Date.parse(stored.expiresAt), Date.parse(stored.createdAt) + times.sessionLifetimeMs);
+  if (end <= now.getTime()) return 'Your session reached its end; sign in again.';
   if (now.getTime() - Date.parse(stored.lastSeenAt) >= times.idleTimeoutMs)
     return 'Your session ended after a time without use; sign in again.';
   const { signIn } = stored;

@@ -1,7 +1,7 @@
 // Console sessions on a real database with a clock the test moves: a session has its key's
-// rights, ends when idle too long, at its lifetime however busy, when its key expires or its
-// address leaves the key's allow-list, and when the secret it signed in with, or the pepper its key
-// is checked under, changes.
+// rights, ends when idle too long, at its lifetime however busy (also one shortened since), when
+// its key expires or its address leaves the key's allow-list, and when the secret it signed in
+// with, or the pepper its key is checked under, changes.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -115,6 +115,42 @@ test('a session ends at its lifetime however busy, on sign-out, and when its key
     false,
     'the key’s allow-list holds for the session',
   );
+});
+
+test('a session begun under a longer lifetime ends once adminConsole.sessionLifetime is shortened below its age; a longer one extends none', async (t) => {
+  const clock = new ManualClock();
+  const portal = await startTestPortal({ clock });
+  t.after(portal.close);
+  const ctx = portal.portal.ctx;
+  const key = await makeAdminKey(portal, 'desk', { scope: 'admin' });
+  const early = await signIn(ctx, key, '127.0.0.1', times);
+  assert.ok(early.ok);
+  for (let step = 0; step < 6; step++) {
+    clock.advance(20 * MINUTE);
+    assert.ok((await checkSession(ctx, early.session.token, '127.0.0.1', times)).valid);
+  }
+
+  // Two hours in, the administrators shorten the lifetime to one hour (a role taken away at the
+  // provider, a laptop lost): the session already older than that ends on its next request.
+  const shortened: ConsoleSessionTimes = { ...times, sessionLifetimeMs: 60 * MINUTE };
+  const late = await signIn(ctx, key, '127.0.0.1', shortened);
+  assert.ok(late.ok);
+  assert.deepEqual(await checkSession(ctx, early.session.token, '127.0.0.1', shortened), {
+    valid: false,
+    reason: 'Your session reached its end; sign in again.',
+  });
+  assert.equal((await checkSession(ctx, late.session.token, '127.0.0.1', shortened)).valid, true, 'a new one holds');
+
+  // Lengthened again, the session begun under one hour still ends at that hour.
+  for (let step = 0; step < 2; step++) {
+    clock.advance(25 * MINUTE);
+    assert.ok((await checkSession(ctx, late.session.token, '127.0.0.1', times)).valid);
+  }
+  clock.advance(15 * MINUTE);
+  assert.deepEqual(await checkSession(ctx, late.session.token, '127.0.0.1', times), {
+    valid: false,
+    reason: 'Your session reached its end; sign in again.',
+  });
 });
 
 test('a session signed in with the secret ends when the secret changes', async (t) => {
