@@ -2,11 +2,11 @@
 // change itself: an OpenVPN connect and disconnect (recorded outside a change) give a Start and a
 // Stop of one Acct-Session-Id; a change that rolls back leaves nothing; a reconnect reported
 // before the first connection's end keeps both sessions, and each disconnect ends the oldest of
-// the tunnel address it names.
+// the tunnel address it names. A Stop never reports less traffic than an Interim-Update did.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PortalEvent } from '../../src/core/events.js';
-import { parseRecord } from '../../src/core/accounting/index.js';
+import { noteSessionCounters, parseRecord } from '../../src/core/accounting/index.js';
 import type { AccountingRecord } from '../../src/protocol/radius.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../src/shared/ids.js';
 import { formatAtom } from '../../src/shared/time.js';
@@ -237,6 +237,56 @@ describe('the RADIUS accounting outbox listener', () => {
       open.map((row) => row.acct_session_id),
       [tcp?.sessionId],
       'still accounted for',
+    );
+  });
+
+  test('a peer that vanished from its node after a pass saw its counters stops with those counters, not with nothing', async () => {
+    const { ctx } = portal.portal;
+    const at = minutesAgo(30);
+    const peer = 'wg-vanished-peer';
+    await ctx.events.record(ctx.db, {
+      type: 'session.started',
+      at,
+      configuration: {
+        userId: asUserId('erin'),
+        profileId: asProfileId('employees'),
+        connectionId: peer,
+        vpnProto: 'wireguard',
+        nodeNumber: asNodeNumber(0),
+      },
+      ipFour: '10.45.0.3',
+      ipSix: 'fd45::3',
+      originatingIp: '2001:db8:77::5',
+    });
+    // A pass read the node's counters of the peer (over 4 GiB received); its Interim-Updates carry them.
+    const observed = { bytesIn: 5_000_000_000, bytesOut: 7_000 };
+    await noteSessionCounters(ctx.db, ctx.config, asNodeNumber(0), new Map([[peer, observed]]));
+    // The next pass found the peer gone from the node (a node that lost its peers): no counters.
+    await ctx.events.record(ctx.db, {
+      type: 'session.ended',
+      at: minutesAgo(5),
+      connectionId: peer,
+      vpnProto: 'wireguard',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 0,
+      bytesOut: 0,
+      cause: 'lost',
+      session: {
+        userId: 'erin',
+        profileId: 'employees',
+        ipFour: '10.45.0.3',
+        ipSix: 'fd45::3',
+        originatingIp: '2001:db8:77::5',
+        connectedAt: formatAtom(at),
+      },
+    });
+    const [start, stop, ...more] = await queued(peer);
+    assert.deepEqual([start?.statusType, stop?.statusType, more.length], ['Start', 'Stop', 0]);
+    assert.equal(stop?.terminateCause, 'Lost-Service');
+    assert.deepEqual(
+      [stop?.inputOctets, stop?.outputOctets],
+      [observed.bytesIn, observed.bytesOut],
+      "the session's traffic as last observed, which the server would otherwise overwrite with 0",
     );
   });
 });

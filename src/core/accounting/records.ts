@@ -74,7 +74,10 @@ export function interimRecord(start: AccountingRecord, startedAt: Date, now: Dat
   };
 }
 
-/** The Stop of the session that `start` began, ended at `end.at`. */
+/**
+ * The Stop of the session that `start` began, ended at `end.at`, with the counters it ended with
+ * or the latest observed (`withCounters`), whichever are higher.
+ */
 export function stopRecord(
   start: AccountingRecord,
   startedAt: Date,
@@ -86,8 +89,11 @@ export function stopRecord(
     eventTimestamp: unixSeconds(end.at),
     sessionTime: secondsBetween(startedAt, end.at),
     // bytes_in is what the node received from the client: the client's input (RFC 2866 §5.3).
-    inputOctets: end.bytesIn,
-    outputOctets: end.bytesOut,
+    // Never less than an Interim-Update already reported: a session that ended with its peer
+    // gone (lost, a removal the node no longer knew) has no counters of its end, and a Stop of
+    // 0 would overwrite the server's total for the whole session with nothing.
+    inputOctets: Math.max(end.bytesIn, start.inputOctets ?? 0),
+    outputOctets: Math.max(end.bytesOut, start.outputOctets ?? 0),
     terminateCause: TERMINATE_CAUSE[end.cause],
   };
 }
