@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSocket } from 'node:dgram';
+import { isIP } from 'node:net';
 import { randomInt } from 'node:crypto';
 import { until } from './until.js';
 
@@ -28,7 +29,7 @@ export interface FreeRadius {
 async function freeUdpPort(host: string): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = randomInt(10_000, 30_000);
-    const socket = createSocket('udp4');
+    const socket = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
     const free = await new Promise<boolean>((resolve) => {
       socket.once('error', () => resolve(false));
       socket.bind(port, host, () => resolve(true));

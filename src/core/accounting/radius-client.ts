@@ -7,6 +7,7 @@ import { createSocket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { randomInt } from 'node:crypto';
 import type { RadiusServer } from '../../config/portal-config.js';
+import { canonicalAddressOrSame } from '../../net/cidr.js';
 import { checkAccountingResponse, encodeAccountingRequest, type AccountingRecord } from '../../protocol/radius.js';
 import { messageOf } from '../../shared/error-message.js';
 
@@ -30,6 +31,9 @@ export async function transmitAccountingRequest(
   const secret = Buffer.from(server.secret.reveal(), 'utf8');
   const request = encodeAccountingRequest(record, { identifier: randomInt(256), secret, delaySeconds });
   const socket = createSocket(address.family === 6 ? 'udp6' : 'udp4');
+  // An address as written in the configuration (`[2001:DB8:0::1]:1813`) comes back from the lookup
+  // as written, while the socket names the response's sender in canonical form (`2001:db8::1`).
+  const sentTo = canonicalAddressOrSame(address.address);
   let invalid: string | null = null;
   try {
     return await new Promise<TransmissionOutcome>((resolve) => {
@@ -46,7 +50,7 @@ export async function transmitAccountingRequest(
       signal.addEventListener('abort', aborted);
       socket.on('error', (error) => finish({ kind: 'unanswered', reason: messageOf(error) }));
       socket.on('message', (packet, from) => {
-        if (from.address !== address.address || from.port !== server.port) return;
+        if (canonicalAddressOrSame(from.address) !== sentTo || from.port !== server.port) return;
         const check = checkAccountingResponse(packet, request, secret);
         if (check.kind === 'accepted') finish({ kind: 'answered' });
         else if (check.kind === 'invalid') invalid = `a response that fails its check: ${check.reason}`;
