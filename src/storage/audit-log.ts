@@ -159,7 +159,7 @@ export async function pruneAuditLog(
   stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
   let held = 0;
-  for (const user of heldUsers) held += await countHeldEntries(db, at, user);
+  for (const user of new Set(heldUsers)) held += await countHeldEntries(db, at, user);
   let old = db.selectFrom('audit_log').select('audit_id').where('at', '<', at);
   // NOT IN is unknown for a row about no user: those go too.
   if (heldUsers.length > 0)

@@ -412,7 +412,8 @@ async function countClosedBefore(
   withAddress: boolean,
 ): Promise<number> {
   let total = 0;
-  for (const user of users) {
+  // Each user once: a user named twice would be counted twice, where `IN` counted once.
+  for (const user of new Set(users)) {
     total += await countInBatches<HistoryKey>(async (after, limit) => {
       const rows = await heldCountingQuery(db, { before, user, withAddress, after, limit }).execute();
       return rows.map((row) => ({

@@ -17,20 +17,32 @@ function portalOfJanuary(): Promise<TestPortal> {
   return startTestPortal({ clock: new ManualClock('2026-01-11T00:00:00Z') });
 }
 
-/** `count` closed sessions ending on 10 January, every fifth one `held`'s, the others `other`'s. */
-async function sessions(db: Db, count: number): Promise<void> {
-  const rows = Array.from({ length: count }, (_, i) => ({
-    log_id: `log-${String(i).padStart(6, '0')}`,
-    user_id: i % 5 === 0 ? 'held' : 'other',
+/** A session of the test's history: whose, when it began and ended, from which address. */
+interface Session {
+  readonly user: string;
+  readonly started: string;
+  readonly ended: string | null;
+  readonly address: string | null;
+}
+
+/** Writes `sessions`, the n-th with id `logId(n)` (by default in the order of writing). */
+async function insertSessions(
+  db: Db,
+  sessions: readonly Session[],
+  logId = (n: number) => `log-${String(n).padStart(6, '0')}`,
+): Promise<void> {
+  const rows = sessions.map((session, i) => ({
+    log_id: logId(i),
+    user_id: session.user,
     profile_id: 'employees',
     vpn_proto: 'openvpn',
     connection_id: `c${i}`,
     node_number: 0,
     ip_four: '10.44.0.9',
     ip_six: 'fd44::9',
-    originating_ip: '192.0.2.1',
-    connected_at: '2026-01-10T09:00:00+00:00',
-    disconnected_at: '2026-01-10T10:00:00+00:00',
+    originating_ip: session.address,
+    connected_at: session.started,
+    disconnected_at: session.ended,
     bytes_in: 1,
     bytes_out: 2,
   }));
@@ -39,6 +51,19 @@ async function sessions(db: Db, count: number): Promise<void> {
       .insertInto('connection_log')
       .values(rows.slice(first, first + 500))
       .execute();
+}
+
+/** `count` closed sessions ending on 10 January, every fifth one `held`'s, the others `other`'s. */
+function sessions(db: Db, count: number): Promise<void> {
+  return insertSessions(
+    db,
+    Array.from({ length: count }, (_, i) => ({
+      user: i % 5 === 0 ? 'held' : 'other',
+      started: '2026-01-10T09:00:00+00:00',
+      ended: '2026-01-10T10:00:00+00:00',
+      address: '192.0.2.1',
+    })),
+  );
 }
 
 async function left(db: Db): Promise<{ readonly sessions: number; readonly addressed: number }> {
@@ -93,7 +118,7 @@ test('a held user’s history longer than a page is counted exactly, sessions of
   // `held`: 2,500 sessions that all began at one moment, so pages meet within a tie of starts;
   // of each ten, one is still open, one ended after the cut, one has no client address left.
   // `also-held`: 1,200 sessions one second apart. `other`: 300, under no hold.
-  const rows = [
+  const history: Session[] = [
     ...Array.from({ length: 2_500 }, (_, i) => ({
       user: 'held',
       started: '2026-01-10T09:00:00+00:00',
@@ -112,29 +137,13 @@ test('a held user’s history longer than a page is counted exactly, sessions of
       ended: '2026-01-10T10:00:00+00:00',
       address: '192.0.2.3',
     })),
-  ].map((row, i) => ({
-    log_id: `log-${String((i * 7919) % 4_000).padStart(6, '0')}`, // ids not in the order of writing
-    user_id: row.user,
-    profile_id: 'employees',
-    vpn_proto: 'openvpn',
-    connection_id: `c${i}`,
-    node_number: 0,
-    ip_four: '10.44.0.9',
-    ip_six: 'fd44::9',
-    originating_ip: row.address,
-    connected_at: row.started,
-    disconnected_at: row.ended,
-    bytes_in: 1,
-    bytes_out: 2,
-  }));
-  for (let first = 0; first < rows.length; first += 500)
-    await db
-      .insertInto('connection_log')
-      .values(rows.slice(first, first + 500))
-      .execute();
+  ];
+  // Ids not in the order of writing.
+  await insertSessions(db, history, (n) => `log-${String((n * 7919) % 4_000).padStart(6, '0')}`);
   const cut = '2026-02-01T00:00:00+00:00';
 
-  assert.deepEqual(await blankOriginatingAddresses(db, cut, ['held', 'also-held']), {
+  // A user named twice (as no caller does, but nothing forbids it) is counted once.
+  assert.deepEqual(await blankOriginatingAddresses(db, cut, ['held', 'also-held', 'held']), {
     removed: 300,
     held: 1_750 + 1_200,
   });
