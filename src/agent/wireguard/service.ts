@@ -18,6 +18,7 @@ import { WireGuardInterface } from './interface.js';
 import { EXPENSIVE_READ_MS, PeerView } from './peer-view.js';
 import { OnlineRuns } from './online-runs.js';
 import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
+import { AwakeClock } from './awake-clock.js';
 import { PeerRevisions } from './revisions.js';
 import { RemovalFile } from './removal-file.js';
 import { WgTool } from './wg-tool.js';
@@ -72,7 +73,9 @@ export class WireGuardService implements WireGuardPeers {
   readonly #options: WireGuardServiceOptions;
   readonly #wg: WgTool;
   readonly #writer: PeerWriter;
-  readonly #revisions = new PeerRevisions();
+  /** Removals are remembered for ten minutes of the agent running, not of the clock on the wall. */
+  readonly #awake = new AwakeClock();
+  readonly #revisions = new PeerRevisions(() => this.#awake.now());
   readonly #removals: RemovalFile;
   readonly #endpoints: EndpointMemory;
   readonly #onlineRuns = new OnlineRuns();
@@ -90,6 +93,7 @@ export class WireGuardService implements WireGuardPeers {
     this.#writer = new PeerWriter({ wg: this.#wg });
     this.#endpoints = new EndpointMemory(options.settings.endpointFile, options.logger);
     this.#removals = new RemovalFile(options.settings.removalFile, options.logger, this.#revisions);
+    this.#awake.start();
   }
 
   /** A service with no interface yet, remembering the endpoints and the removals the previous run kept. */
@@ -224,6 +228,7 @@ export class WireGuardService implements WireGuardPeers {
   /** Waits for pending peer changes, removes the interface if the agent made it, keeps the endpoints. */
   async close(): Promise<void> {
     if (this.#observeTimer !== null) clearInterval(this.#observeTimer);
+    this.#awake.stop();
     if (this.#active !== null) {
       await this.#active.batcher.drain();
       await this.#active.wireGuardInterface.close();
