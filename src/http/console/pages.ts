@@ -3,7 +3,7 @@
 // limited to some). A read the key may not make says which limit, in place of its section.
 // Lists page through the API (users by prefix, the connection log by address and moment).
 import { KEY_SCOPES, type AuditLogPage, type ConnectionLogEntry } from '../../protocol/admin-api.js';
-import type { PortalContext } from '../../core/context.js';
+import { callerProfiles } from '../../core/admin-call.js';
 import { wireGuardPoolUse } from '../../core/nodes/index.js';
 import { adminKeysRoute } from '../admin-api/routes/access/admin-keys.js';
 import { auditLogRoute } from '../admin-api/routes/access/audit-log.js';
@@ -49,7 +49,7 @@ export function link(base: string, page: string, query: Record<string, string>, 
 }
 
 async function dashboard(r: ConsoleRequest): Promise<PageResult> {
-  const nodes = nodesSection(r.ctx);
+  const nodes = await section(() => nodesSection(r));
   const pools = await section(() => poolsTable(r));
   const online = await section(() => sessionsTable(r));
   const issued = may(r.frame, 'admin')
@@ -65,9 +65,17 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
   };
 }
 
-/** Each node's state as this instance sees it, and an alert for every node that is down. */
-function nodesSection(ctx: PortalContext): Html {
-  const nodes = [...ctx.config.nodes.values()];
+/**
+ * Each node's state as this instance sees it, and an alert for every node that is down. A
+ * session limited to some profiles sees only the nodes of those profiles, by number, as the
+ * Admin API shows it nodes (`profiles` names a limited key's nodes in its ranges, never their
+ * addresses): nothing of the nodes that serve other profiles only.
+ */
+async function nodesSection(r: ConsoleRequest): Promise<Html> {
+  const { ctx } = r;
+  const limited = callerProfiles(r.frame.caller) !== null;
+  const shown = limited ? await nodesOfProfiles(r) : null;
+  const nodes = [...ctx.config.nodes.values()].filter((node) => shown === null || shown.has(node.nodeNumber));
   return html`<section aria-labelledby="nodes"><h2 id="nodes">Nodes</h2>${table(
     'Nodes and their state',
     ['Node', 'State', 'Last reconcile'],
@@ -78,7 +86,8 @@ function nodesSection(ctx: PortalContext): Html {
           ? 'maintenance'
           : 'up';
       const last = lastReconcile(ctx, node.nodeNumber);
-      return html`<tr><td>${node.nodeNumber} (${node.nodeUrl})</td><td><span class="state ${state}">${state}</span></td><td>${last ?? 'not yet (on this instance)'}</td></tr>`;
+      const name = limited ? html`${node.nodeNumber}` : html`${node.nodeNumber} (${node.nodeUrl})`;
+      return html`<tr><td>${name}</td><td><span class="state ${state}">${state}</span></td><td>${last ?? 'not yet (on this instance)'}</td></tr>`;
     }),
     'No nodes configured.',
   )}${nodes
@@ -94,6 +103,12 @@ function nodesSection(ctx: PortalContext): Html {
           html`<p class="problem" role="alert">Node ${node.nodeNumber} answers ${over.what} with more than the portal reads (${describeBytes(over.limitBytes)}), since ${over.since.toISOString()}: it is not reconciled, and revocations waiting on it are not confirmed, until it holds fewer.</p>`,
       ),
   )}</section>`;
+}
+
+/** The nodes the caller's profiles are on, as the Admin API's `profiles` answer names them. */
+async function nodesOfProfiles({ ctx, frame, request }: ConsoleRequest): Promise<Set<number>> {
+  const { profiles } = await readAnswer(ctx, frame.caller, request, profilesRoute);
+  return new Set(profiles.flatMap((profile) => profile.ranges.map((range) => range.node_number)));
 }
 
 /** WireGuard addresses in use per profile and node, of the profiles the caller sees. */
