@@ -18,7 +18,7 @@ import {
   unrevokedEnrollmentTokenProfilesOfDevice,
 } from '../../storage/enrollment-tokens.js';
 import { configurationProfilesOfUser } from '../../storage/users.js';
-import type { ProfileId, UserId } from '../../shared/ids.js';
+import type { NodeNumber, ProfileId, UserId } from '../../shared/ids.js';
 import { describeKey, profileLimit, type AdminCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
@@ -49,6 +49,17 @@ export function visibleProfiles<P extends { readonly profileId: ProfileId }>(
   profiles: readonly P[],
 ): P[] {
   return visibleToCall(ctx, profiles);
+}
+
+/**
+ * The nodes of the profiles a call may see; null: every node. A limited key learns of no other
+ * node (`profiles` names it only its own profiles' nodes), in an answer, a header or an error.
+ */
+export function visibleNodes(ctx: PortalContext): ReadonlySet<NodeNumber> | null {
+  if (profileLimit(ctx.call) === null) return null;
+  return new Set(
+    visibleProfiles(ctx, ctx.config.profiles).flatMap((profile) => profile.nodes.map((node) => node.nodeNumber)),
+  );
 }
 
 /**

@@ -18,7 +18,7 @@ import { activeCertificates } from '../../storage/certificates.js';
 import { activePeers, type WireGuardPeer } from '../../storage/wg-peers.js';
 import type { NodeAnswer } from '../../node-client/fleet.js';
 import type { PortalContext } from '../context.js';
-import { visibleProfiles } from '../access/index.js';
+import { visibleNodes, visibleProfiles } from '../access/index.js';
 import { isOnline } from '../../shared/online.js';
 import { formatAtom } from '../../shared/time.js';
 import { appendToJsonArray, jsonPartsText, type JsonParts } from '../../shared/json-parts.js';
@@ -95,7 +95,11 @@ export function jsonObjectOfProfiles(key: string, lists: ReadonlyMap<ProfileId, 
   return parts;
 }
 
-/** Every profile the call may see (a key limited to some profiles sees only those). */
+/**
+ * Every profile the call may see (a key limited to some profiles sees only those), and of the
+ * stale nodes those serving one of them: a limited key learns no other node (`profiles` names it
+ * only its own profiles' nodes).
+ */
 async function perProfile(
   ctx: PortalContext,
   stale: ReadonlySet<NodeNumber>,
@@ -104,7 +108,9 @@ async function perProfile(
   const lists = new Map<ProfileId, JsonArrayParts>();
   for (const profile of visibleProfiles(ctx, ctx.config.profiles))
     lists.set(profile.profileId, (await list(profile.profileId)) as JsonArrayParts);
-  return { lists, staleNodes: [...stale].sort((a, b) => a - b) };
+  const seen = visibleNodes(ctx);
+  const staleNodes = [...stale].filter((nodeNumber) => seen === null || seen.has(nodeNumber)).sort((a, b) => a - b);
+  return { lists, staleNodes };
 }
 
 function groupByProfile(ctx: PortalContext, peers: readonly WireGuardPeer[]): Map<ProfileId, WireGuardPeer[]> {

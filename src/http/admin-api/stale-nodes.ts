@@ -6,7 +6,7 @@ import { STALE_NODES_HEADER } from '../../protocol/admin-api.js';
 import type { JsonPartsAnswer } from '../plumbing/route-response.js';
 
 /** For the OpenAPI document. */
-export const STALE_NODES_DOC = `A node that does not answer is not waited for: its connections are as it last answered (none if it never did), and the header ${STALE_NODES_HEADER} lists such nodes' numbers, comma-separated.`;
+export const STALE_NODES_DOC = `A node that does not answer is not waited for: its connections are as it last answered (none if it never did), and the header ${STALE_NODES_HEADER} lists such nodes' numbers, comma-separated (for a key limited to some profiles, only those of nodes that serve one of them).`;
 
 export function profileListingResponse(key: string, listings: ProfileListings): JsonPartsAnswer {
   const jsonParts = jsonObjectOfProfiles(key, listings.lists);

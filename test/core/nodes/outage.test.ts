@@ -9,6 +9,7 @@ import { wireGuardPublicKey } from '../../../src/wireguard/keys.js';
 import { startPortalWithNode } from '../../support/portal-with-node.js';
 import { UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
 import { parseWireGuardFile } from '../../support/wireguard-file.js';
+import { bearer, makeAdminKey } from '../../support/admin-keys.js';
 
 type ProfileFile = PortalConfigFile['ProfileList'][number];
 
@@ -115,4 +116,40 @@ test('a listing waits for no node that failed, and names a node that never answe
   const both = await portal.get('/connected_users');
   assert.equal(both.headers.get(STALE_NODES_HEADER), '0,1', 'comma-separated, in order');
   assert.equal(both.status, 200);
+});
+
+test('a key limited to one profile is told of no stale node that serves only another profile', async (t) => {
+  // Employees on node 0 (the real agent), guests on node 1, where nothing listens.
+  const lab = await startPortalWithNode({
+    config: (nodeUrl) => ({
+      ProfileList: [
+        { ...employees, nodeUrl },
+        {
+          ...employees,
+          profileId: 'guests',
+          displayName: 'Guests',
+          onNode: [1],
+          nodeUrl: UNREACHABLE_NODE,
+          wRangeFour: '10.46.0.0/24',
+          wRangeSix: 'fd46::/64',
+        },
+      ],
+    }),
+  });
+  t.after(lab.close);
+  const { portal } = lab;
+  assert.ok(portal.portal.ctx.nodes.isDown(asNodeNumber(1)), 'the start-up pass found node 1 unreachable');
+  const everything = await portal.get('/connection_list');
+  assert.equal(everything.headers.get(STALE_NODES_HEADER), '1', 'a key for every profile is told');
+
+  const desk = await makeAdminKey(portal, 'employees-desk', { scope: 'read', profiles: ['employees'] });
+  for (const path of ['/connection_list', '/connected_users']) {
+    const limited = await portal.get(path, {}, bearer(desk));
+    assert.equal(limited.status, 200, limited.text);
+    assert.equal(limited.headers.get(STALE_NODES_HEADER), null, `${path}: node 1 serves no profile of the key`);
+  }
+  // Node 0 stops: it serves the key's profile, so the key is told of it, and of it only.
+  await lab.stopAgent();
+  const own = await portal.get('/connected_users', {}, bearer(desk));
+  assert.equal(own.headers.get(STALE_NODES_HEADER), '0');
 });
