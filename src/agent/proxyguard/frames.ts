@@ -32,14 +32,19 @@ export function encodeFrame(datagram: Uint8Array): Buffer {
 /**
  * Splits a TCP byte stream back into datagrams, however the stream was cut into chunks.
  * The first bad length prefix ends the stream for good: after it, nothing can be trusted.
- * Chunks of an unfinished frame are only collected and joined once the frame is whole, so a
- * frame that arrives a byte at a time costs linear work, not a copy of everything so far per byte.
+ * A frame that is whole within a chunk is handed on as a view of that chunk. An unfinished one
+ * is copied, as its bytes arrive, into a buffer of the length its prefix declared: each byte is
+ * copied once, and a frame trickling in a byte per read holds its own length in memory, not a
+ * buffer object of some 200 bytes per read.
  */
 export class FrameDecoder {
   readonly #maxDatagramBytes: number;
-  /** Bytes received but not yet a whole frame, as they arrived. */
-  #chunks: Buffer[] = [];
-  #pendingLength = 0;
+  /** The next frame's length prefix, while only its first byte has arrived. */
+  readonly #prefix = Buffer.alloc(LENGTH_PREFIX_BYTES);
+  #prefixFilled = 0;
+  /** The unfinished frame's datagram, allocated once its length is known; null between frames. */
+  #partial: Buffer | null = null;
+  #partialFilled = 0;
   #error: string | null = null;
 
   constructor(maxDatagramBytes: number = MAX_DATAGRAM_BYTES) {
@@ -48,58 +53,61 @@ export class FrameDecoder {
 
   /** Bytes received but not yet a whole frame (at most one frame's worth). */
   get pendingBytes(): number {
-    return this.#pendingLength;
+    return this.#prefixFilled + (this.#partial === null ? 0 : LENGTH_PREFIX_BYTES + this.#partialFilled);
   }
 
   push(chunk: Buffer): DecodeResult {
     if (this.#error !== null) return { datagrams: [], error: this.#error };
-    if (chunk.length > 0) {
-      this.#chunks.push(chunk);
-      this.#pendingLength += chunk.length;
-    }
-    if (!this.#hasWholeFrameOrBadPrefix()) return { datagrams: [], error: null };
-    const [first] = this.#chunks;
-    const buffer = this.#chunks.length === 1 && first !== undefined ? first : Buffer.concat(this.#chunks);
     const datagrams: Buffer[] = [];
     let offset = 0;
-    while (buffer.length - offset >= LENGTH_PREFIX_BYTES) {
-      const length = buffer.readUInt16BE(offset);
+    while (offset < chunk.length) {
+      if (this.#partial !== null) {
+        offset = this.#fillPartial(this.#partial, chunk, offset, datagrams);
+        continue;
+      }
+      let length: number;
+      if (this.#prefixFilled === 0 && chunk.length - offset >= LENGTH_PREFIX_BYTES) {
+        length = chunk.readUInt16BE(offset);
+        offset += LENGTH_PREFIX_BYTES;
+      } else {
+        this.#prefix[this.#prefixFilled] = chunk[offset] ?? 0;
+        this.#prefixFilled += 1;
+        offset += 1;
+        if (this.#prefixFilled < LENGTH_PREFIX_BYTES) continue;
+        length = this.#prefix.readUInt16BE(0);
+        this.#prefixFilled = 0;
+      }
       // Checked as soon as the prefix arrives: an oversized frame is never buffered.
       if (length === 0) return this.#fail(datagrams, 'empty frame (length prefix 0)');
       if (length > this.#maxDatagramBytes)
         return this.#fail(datagrams, `frame of ${length} bytes exceeds the ${this.#maxDatagramBytes}-byte limit`);
-      if (buffer.length - offset - LENGTH_PREFIX_BYTES < length) break;
-      const start = offset + LENGTH_PREFIX_BYTES;
-      datagrams.push(buffer.subarray(start, start + length));
-      offset = start + length;
+      if (chunk.length - offset >= length) {
+        datagrams.push(chunk.subarray(offset, offset + length));
+        offset += length;
+      } else {
+        this.#partial = Buffer.allocUnsafe(length);
+      }
     }
-    // Copied, so a large chunk is not kept alive by a few trailing bytes.
-    this.#chunks = offset === buffer.length ? [] : [Buffer.from(buffer.subarray(offset))];
-    this.#pendingLength = buffer.length - offset;
     return { datagrams, error: null };
   }
 
-  /** True once the first pending frame is complete, or its length prefix is already an error. */
-  #hasWholeFrameOrBadPrefix(): boolean {
-    if (this.#pendingLength < LENGTH_PREFIX_BYTES) return false;
-    const length = (this.#byteAt(0) << 8) | this.#byteAt(1);
-    return length === 0 || length > this.#maxDatagramBytes || this.#pendingLength >= LENGTH_PREFIX_BYTES + length;
-  }
-
-  /** A byte of the pending bytes; only ever the first two, so at most two chunks are looked at. */
-  #byteAt(index: number): number {
-    let rest = index;
-    for (const chunk of this.#chunks) {
-      if (rest < chunk.length) return chunk.readUInt8(rest);
-      rest -= chunk.length;
+  /** Copies what `chunk` holds of the unfinished frame; answers the offset after it. */
+  #fillPartial(partial: Buffer, chunk: Buffer, offset: number, datagrams: Buffer[]): number {
+    const end = Math.min(chunk.length, offset + partial.length - this.#partialFilled);
+    this.#partialFilled += chunk.copy(partial, this.#partialFilled, offset, end);
+    if (this.#partialFilled === partial.length) {
+      datagrams.push(partial);
+      this.#partial = null;
+      this.#partialFilled = 0;
     }
-    throw new RangeError(`byte ${index} of ${this.#pendingLength} pending bytes`);
+    return end;
   }
 
   #fail(datagrams: readonly Buffer[], error: string): DecodeResult {
     this.#error = error;
-    this.#chunks = [];
-    this.#pendingLength = 0;
+    this.#prefixFilled = 0;
+    this.#partial = null;
+    this.#partialFilled = 0;
     return { datagrams, error };
   }
 }

@@ -9,6 +9,8 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { pino } from 'pino';
 import { ProxyGuardRelay, type ProxyGuardRelayOptions } from '../../../src/agent/proxyguard/relay.js';
 import { ProxyGuardService } from '../../../src/agent/proxyguard/service.js';
@@ -121,6 +123,17 @@ async function rawExchange(
   return { status: Number(statusLine.split(' ')[1]), headers, body };
 }
 
+/** The heap and buffers this process holds after a full garbage collection. */
+function heldBytes(): number {
+  collectGarbage();
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
+}
+const collectGarbage = ((): (() => void) => {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+})();
+
 describe('a tunnel through the relay', () => {
   test('carries datagrams both ways, each framed by a 2-byte big-endian length', async (t) => {
     const target = await startEchoTarget(t);
@@ -193,6 +206,34 @@ describe('a tunnel through the relay', () => {
 
     await waitUntil(() => relay.tunnelCount === 1, 'only the bystander is left');
     await assertEchoes(bystander, 'still here', 'the other tunnel keeps working');
+  });
+
+  test('a largest frame trickling in a byte per read holds about its own size in the relay, not a buffer per byte, and arrives intact', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port);
+    const tunnel = await tunnelTo(t, relay);
+    tunnel.socket.setNoDelay(true);
+    const datagram = Buffer.alloc(LARGEST_DATAGRAM, 0x5a);
+    const frame = uotlvFrame(datagram);
+    const trickled = 30_000;
+
+    tunnel.socket.write(frame.subarray(0, 2));
+    await sleep(50);
+    const before = heldBytes();
+    // One byte per write, each let through before the next, so the relay reads them one by one.
+    for (let index = 2; index < 2 + trickled; index++) {
+      tunnel.socket.write(frame.subarray(index, index + 1));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await sleep(100);
+    const held = heldBytes() - before;
+    assert.ok(
+      held < 2 * 1024 * 1024,
+      `${(held / 1024 / 1024).toFixed(1)} MiB held for ${trickled} bytes of one unfinished frame (at most 2 MiB)`,
+    );
+
+    tunnel.socket.write(frame.subarray(2 + trickled));
+    assert.ok((await tunnel.next()).equals(datagram), 'the datagram reaches WireGuard whole and comes back');
   });
 
   test('garbage after the upgrade: an empty frame closes that tunnel, others carry on', async (t) => {
