@@ -119,6 +119,8 @@ export class ProxyGuardRelay {
         socket.destroy();
       });
     });
+    // Node hands CONNECT over apart from other requests, and without a listener closes it unanswered.
+    server.on('connect', (request: IncomingMessage, socket: Duplex) => relay.#onConnect(request, socket as Socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen({ port: options.listen.port, host: options.listen.host, backlog: LISTEN_BACKLOG }, () => {
@@ -192,6 +194,16 @@ export class ProxyGuardRelay {
       connection: 'close',
     });
     response.end(`${refusal.message}\n`);
+  }
+
+  /** CONNECT: refused like any method but GET (the judge lets only GET through), then closed. */
+  #onConnect(request: IncomingMessage, socket: Socket): void {
+    socket.on('error', (error) =>
+      this.#logger.debug({ reason: error.message }, 'ProxyGuard: connection error on a refused CONNECT'),
+    );
+    const verdict = judgeRelayRequest(relayRequestOf(request), this.#hostNames);
+    if (verdict.kind === 'refuse') refuseRaw(socket, verdict.status, verdict.message, verdict.headers);
+    else socket.destroy();
   }
 
   async #onUpgrade(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {

@@ -409,6 +409,12 @@ describe('requests that are not a UoTLV/1 upgrade', () => {
     const http10 = await rawExchange(port, `GET ${path} HTTP/1.0\r\n${upgradeHeaders}\r\n`);
     assert.equal(http10.status, 400, 'HTTP/1.0 cannot upgrade');
 
+    const connectNode = await rawExchange(port, `CONNECT ${path} HTTP/1.1\r\nHost: relay\r\n\r\n`);
+    assert.equal(connectNode.status, 405, 'CONNECT, which Node hands over apart from other methods');
+    assert.equal(connectNode.headers.get('allow'), 'GET');
+    const connectProxy = await rawExchange(port, 'CONNECT elsewhere.example.org:443 HTTP/1.1\r\nHost: relay\r\n\r\n');
+    assert.equal(connectProxy.status, 404, 'CONNECT as to a forward proxy names no path of this node');
+
     const malformed = await rawExchange(port, 'NOT HTTP AT ALL\r\n\r\n');
     assert.equal(malformed.status, 400, 'not HTTP');
 
