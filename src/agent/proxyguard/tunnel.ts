@@ -53,9 +53,13 @@ export async function connectUdp(target: UdpTarget): Promise<UdpSocket> {
   await new Promise<void>((resolve, reject) => {
     const onError = (error: Error): void => reject(error);
     udp.once('error', onError);
-    udp.connect(target.port, target.host, () => {
+    // A failed connect (no route, say with the loopback down) comes to the callback, not as an
+    // 'error' event, though Node's types give the callback no argument. Taken for a success, it
+    // left an unconnected socket whose first send threw and ended the agent.
+    udp.connect(target.port, target.host, (error?: Error) => {
       udp.off('error', onError);
-      resolve();
+      if (error === undefined) resolve();
+      else reject(error);
     });
   }).catch((error: unknown) => {
     udp.close();

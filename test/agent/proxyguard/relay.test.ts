@@ -572,6 +572,27 @@ describe('many tunnels', () => {
     await waitUntil(() => relay.tunnelCount === 0, 'every tunnel is cleaned up');
   });
 
+  test('when the UDP socket cannot connect to WireGuard (no route, as with the loopback down) the tunnel is refused with 503, and the relay keeps serving', async (t) => {
+    const target = await startEchoTarget(t);
+    let unreachable = true;
+    // Connecting a UDP socket to the broadcast address fails (EACCES, or ENETUNREACH without routes).
+    const relay = await startRelay(t, target.port, {
+      target: () => ({ host: unreachable ? '255.255.255.255' : '127.0.0.1', port: target.port }),
+    });
+    const attempt = openUotlvTunnel(endpointOf(relay));
+    await assert.rejects(attempt, (error: unknown) => {
+      assert.ok(error instanceof UpgradeRefused, `a refusal, not ${String(error)}`);
+      assert.equal(error.status, 503);
+      assert.match(error.body, /WireGuard is not reachable/);
+      return true;
+    });
+    assert.equal(relay.tunnelCount, 0, 'no tunnel holds a place');
+
+    unreachable = false;
+    const tunnel = await tunnelTo(t, relay);
+    await assertEchoes(tunnel, 'reachable again', 'the relay still serves once WireGuard can be reached');
+  });
+
   test('beyond maxTunnels a new tunnel is refused with 503 until one closes', async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port, { maxTunnels: 3 });
