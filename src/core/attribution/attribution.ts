@@ -6,14 +6,16 @@
 // answer says so (409) instead of guessing, and so does an address two nodes' mappings claimed at
 // once (one of them is wrong, and the portal cannot tell which), and so does a client address
 // that passed from one user to another within the second asked about (times are kept to the
-// second). Only the sessions of the key's profiles are found.
+// second), and so does a port that was another user's under each of the two mappings of a node
+// that changed its mapping within that second. Only the sessions of the key's profiles are found.
 import { DeterministicNat, FIRST_NAT_PORT } from '../../net/deterministic-nat.js';
 import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { AttributionAnswer, ConnectionLogEntry } from '../../protocol/admin-api.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import { devicesOfConfigurations } from '../../storage/devices.js';
-import { natMappingsInForce, type RecordedNatMapping } from '../../storage/nat-mappings.js';
+import { natMappingOfNodeAt, natMappingsInForce, type RecordedNatMapping } from '../../storage/nat-mappings.js';
+import { formatAtom } from '../../shared/time.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import { requireReason, searchConnectionHistory } from '../sessions/index.js';
@@ -44,6 +46,12 @@ export async function attribute(ctx: PortalContext, asked: AttributionQuery): Pr
 
 type Translation = NonNullable<AttributionAnswer['translation']>;
 
+/** A node's mapping that has the public address, and the one it replaced within the asked second, if any. */
+interface Claim {
+  readonly entry: RecordedNatMapping;
+  readonly nat: DeterministicNat;
+}
+
 async function throughNat(
   ctx: PortalContext,
   query: AttributionQuery & { readonly port: number },
@@ -55,48 +63,147 @@ async function throughNat(
     );
   const publicAddress = canonicalAddress(query.ip);
   const inForce = await natMappingsInForce(ctx.db, query.at);
-  const claiming = inForce.flatMap((entry) => {
-    if (entry.mapping.mode !== 'deterministic') return [];
-    const nat = new DeterministicNat(entry.mapping.settings);
-    return nat.usesAddress(publicAddress) ? [{ entry, nat }] : [];
-  });
-  if (claiming.length === 0) throw noNodeUses(publicAddress, query.at, inForce);
-  const translations: Translation[] = [];
-  for (const { entry, nat } of claiming) {
-    const client = nat.clientOf(publicAddress, query.port);
-    const block = client === null ? null : nat.blockOf(client);
-    if (client === null || block === null) continue;
-    translations.push({
-      node_number: entry.nodeNumber,
-      public_address: publicAddress,
-      port: query.port,
-      first_port: block.firstPort,
-      last_port: block.lastPort,
-      client_ip: client,
-      mapping_applied_at: entry.appliedAt,
-    });
-  }
-  if (translations.length === 0) {
-    const nodes = claiming.map(({ entry }) => entry.nodeNumber).join(', ');
+  const replaced = await replacedWithin(ctx, query.at, inForce);
+  const claiming = claimsOf(publicAddress, inForce);
+  const claimingBefore = claimsOf(publicAddress, replaced);
+  if (claiming.length === 0 && claimingBefore.length === 0)
+    throw noNodeUses(publicAddress, query.at, [...inForce, ...replaced]);
+  throwIfMasqueradedWithin(publicAddress, query.at, [...claiming, ...claimingBefore], inForce, replaced);
+  const current = translationsOf(publicAddress, query.port, claiming);
+  // Two nodes' mappings with the address then: one of them is misconfigured or lies about it,
+  // and the portal cannot tell which. Naming either's user would be a confident guess.
+  if (current.length > 1) throw sharedAddress(publicAddress, query, current);
+  // A mapping applied within the asked second counts from its start, but the one it replaced was
+  // still in force for part of that second: the port may have been either mapping's.
+  const earlier = translationsOf(publicAddress, query.port, claimingBefore).filter(
+    (before) => !current.some((now) => now.node_number === before.node_number && now.client_ip === before.client_ip),
+  );
+  const candidates = [...current, ...earlier];
+  if (candidates.length === 0) {
+    const nodes = [...new Set([...claiming, ...claimingBefore].map(({ entry }) => entry.nodeNumber))].join(', ');
     throw new PortalError(
       'no-such-session',
       `port ${query.port} of ${publicAddress} is outside every client's block at ${query.at} (node ${nodes}; blocks start at port ${FIRST_NAT_PORT})`,
     );
   }
-  // Two nodes' mappings with the address then: one of them is misconfigured or lies about it,
-  // and the portal cannot tell which. Naming either's user would be a confident guess.
-  if (translations.length > 1) throw sharedAddress(publicAddress, query, translations);
-  const [translation] = translations as [Translation];
-  const entries = await sessionsHolding(ctx, {
-    ip: translation.client_ip,
-    at: query.at,
-    nodeNumber: translation.node_number as NodeNumber,
-  });
-  if (new Set(entries.map((entry) => entry.user_id)).size > 1) throw changedHands(translation, query, entries);
-  if (entries.length > 0) return { at: query.at, translation, sessions: await withDevices(ctx, entries) };
+  const found: { translation: Translation; entries: ConnectionLogEntry[] }[] = [];
+  for (const translation of candidates) {
+    const entries = await sessionsHolding(ctx, {
+      ip: translation.client_ip,
+      at: query.at,
+      nodeNumber: translation.node_number as NodeNumber,
+    });
+    if (entries.length > 0) found.push({ translation, entries });
+  }
+  const users = new Set(found.flatMap(({ entries }) => entries.map((entry) => entry.user_id)));
+  const [first] = found;
+  if (first !== undefined && users.size > 1)
+    throw found.length === 1 ? changedHands(first.translation, query, first.entries) : mappingChanged(query, found);
+  if (first !== undefined)
+    return { at: query.at, translation: first.translation, sessions: await withDevices(ctx, first.entries) };
+  const [translation] = candidates as [Translation];
   throw new PortalError(
     'no-such-session',
     `no session held ${translation.client_ip} on node ${translation.node_number} at ${query.at} (the client of port ${query.port} of ${publicAddress})`,
+  );
+}
+
+/** The deterministic mappings among these that have the public address. */
+function claimsOf(publicAddress: string, mappings: readonly RecordedNatMapping[]): Claim[] {
+  return mappings.flatMap((entry) => {
+    if (entry.mapping.mode !== 'deterministic') return [];
+    const nat = new DeterministicNat(entry.mapping.settings);
+    return nat.usesAddress(publicAddress) ? [{ entry, nat }] : [];
+  });
+}
+
+/** How each claiming mapping translates the port back: the client whose block holds it, if any. */
+function translationsOf(publicAddress: string, port: number, claims: readonly Claim[]): Translation[] {
+  return claims.flatMap(({ entry, nat }) => {
+    const client = nat.clientOf(publicAddress, port);
+    const block = client === null ? null : nat.blockOf(client);
+    if (client === null || block === null) return [];
+    return [
+      {
+        node_number: entry.nodeNumber,
+        public_address: publicAddress,
+        port,
+        first_port: block.firstPort,
+        last_port: block.lastPort,
+        client_ip: client,
+        mapping_applied_at: entry.appliedAt,
+      },
+    ];
+  });
+}
+
+/**
+ * The mappings replaced within the second `at` names: a mapping is recorded to the second it was
+ * applied in (14:00:00.700 is 14:00:00), so at `at` its node's previous mapping may still have
+ * been in force. One per node whose mapping in force at `at` was applied in that very second.
+ */
+async function replacedWithin(
+  ctx: PortalContext,
+  at: string,
+  inForce: readonly RecordedNatMapping[],
+): Promise<RecordedNatMapping[]> {
+  const secondBefore = formatAtom(new Date(Date.parse(at) - 1000));
+  const replaced: RecordedNatMapping[] = [];
+  for (const entry of inForce) {
+    if (entry.appliedAt !== at) continue;
+    const before = await natMappingOfNodeAt(ctx.db, entry.nodeNumber, secondBefore);
+    if (before !== undefined) replaced.push(before);
+  }
+  return replaced;
+}
+
+/**
+ * 409 when a node that has the address changed between masquerading and a deterministic mapping
+ * within the asked second: the packet may have been masqueraded, and then its port names no one.
+ */
+function throwIfMasqueradedWithin(
+  publicAddress: string,
+  at: string,
+  claims: readonly Claim[],
+  inForce: readonly RecordedNatMapping[],
+  replaced: readonly RecordedNatMapping[],
+): void {
+  const claimingNodes = new Set(claims.map(({ entry }) => entry.nodeNumber));
+  const changedNodes = new Set(replaced.map((entry) => entry.nodeNumber));
+  const masquerading = [...inForce, ...replaced].filter(
+    (entry) =>
+      entry.mapping.mode === 'masquerade' && changedNodes.has(entry.nodeNumber) && claimingNodes.has(entry.nodeNumber),
+  );
+  const [node] = masquerading;
+  if (node !== undefined)
+    throw new PortalError(
+      'conflict',
+      `node ${node.nodeNumber} changed between masquerading and a deterministic NAT mapping with ${publicAddress} ` +
+        `within ${at}, and mappings are recorded to the second, so the packet may have been masqueraded: ` +
+        "a masquerading node's public address and port cannot be traced to a client (ask about another moment " +
+        'of the reported activity)',
+    );
+}
+
+/**
+ * 409 naming every candidate: a node's NAT mapping changed within the second asked about, and
+ * the port was one client's under the old mapping and another user's client under the new one.
+ */
+function mappingChanged(
+  query: AttributionQuery & { readonly port: number },
+  found: readonly { readonly translation: Translation; readonly entries: readonly ConnectionLogEntry[] }[],
+): PortalError {
+  const candidates = found
+    .map(
+      ({ translation, entries }) =>
+        `node ${translation.node_number}'s mapping from ${translation.mapping_applied_at}: ${translation.client_ip}, ` +
+        [...new Set(entries.map((entry) => entry.user_id))].join(', '),
+    )
+    .join('; ');
+  return new PortalError(
+    'conflict',
+    `the NAT mapping with ${found[0]?.translation.public_address ?? query.ip} changed within ${query.at}, and mappings are recorded to the second, so ` +
+      `port ${query.port} cannot be traced to one user (${candidates}): ask about another moment of the reported activity`,
   );
 }
 

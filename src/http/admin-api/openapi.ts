@@ -97,7 +97,7 @@ function responsesOf(route: AdminRoute): Record<string, unknown> {
             "No session of the key's profiles held the address then, no node used the public address, or the port is outside every client's block",
           ),
           '409': jsonResponse(
-            "Not traceable to one user, and no one is named: the node masqueraded, two nodes' mappings had the public address, or the client address passed from one user to another within the second asked about (the error names the candidates)",
+            "Not traceable to one user, and no one is named: the node masqueraded, two nodes' mappings had the public address, the client address passed from one user to another within the second asked about, or the node's mapping changed within that second and the port was another user's under each (the error names the candidates)",
           ),
         }
       : {}),

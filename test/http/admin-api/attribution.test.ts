@@ -360,6 +360,63 @@ test('when a client address passes from one user to another within one second, t
   );
 });
 
+test('in the second a node’s NAT mapping changed, the port is read through the old mapping and the new one: one user is named, two answer 409', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  // Port 2524 of 192.0.2.10 is 10.44.0.8 in the morning mapping and 10.44.0.17 in the afternoon one.
+  const port = { ip: '192.0.2.10', port: '2524' };
+  assert.equal(new DeterministicNat(MORNING).clientOf(port.ip, 2524), '10.44.0.8');
+  assert.equal(new DeterministicNat(AFTERNOON).clientOf(port.ip, 2524), '10.44.0.17');
+  await recordSessions(portal, [
+    {
+      user: 'judy',
+      key: 'j1',
+      four: '10.44.0.8',
+      six: 'fd44::8',
+      from: '198.51.100.11',
+      start: '2026-03-01T11:00:00Z',
+      end: '2026-03-01T13:00:00Z',
+    },
+  ]);
+  // The change was applied at 12:00:00.something: a packet of 12:00:00.300 may have left through the old one.
+  const { response, answer } = await attribute(portal, { ...port, at: '2026-03-01T12:00:00Z' });
+  assert.equal(response.status, 200, `the old mapping's client held the port in that second: ${response.text}`);
+  assert.deepEqual(
+    [answer.translation?.client_ip, answer.translation?.mapping_applied_at, answer.sessions.map((s) => s.user_id)],
+    ['10.44.0.8', '2026-03-01T00:00:00+00:00', ['judy']],
+  );
+  const later = await attribute(portal, { ...port, at: '2026-03-01T12:00:01Z' });
+  assert.equal(later.response.status, 404, 'a second later, only the new mapping was in force');
+
+  await recordSessions(portal, [
+    {
+      user: 'kim',
+      key: 'k1',
+      four: '10.44.0.17',
+      six: 'fd44::11',
+      from: '198.51.100.12',
+      start: '2026-03-01T11:30:00Z',
+      end: null,
+    },
+  ]);
+  const both = await attribute(portal, { ...port, at: '2026-03-01T12:00:00Z' });
+  assert.equal(both.response.status, 409, `neither judy nor kim is named: ${both.response.text}`);
+  const { error } = both.response.json() as { error: string };
+  assert.match(error, /the NAT mapping with 192\.0\.2\.10 changed within 2026-03-01T12:00:00\+00:00/);
+  assert.match(error, /node 0's mapping from 2026-03-01T12:00:00\+00:00: 10\.44\.0\.17, kim/);
+  assert.match(error, /node 0's mapping from 2026-03-01T00:00:00\+00:00: 10\.44\.0\.8, judy/);
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T11:59:59Z' }), ['judy'], 'the second before');
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T12:00:01Z' }), ['kim'], 'the second after');
+
+  // From masquerading to a deterministic mapping within the second: the packet may have been masqueraded.
+  await recordMapping(portal, '2026-03-01T20:00:00+00:00', { mode: 'masquerade' });
+  await recordMapping(portal, '2026-03-01T21:00:00+00:00', { mode: 'deterministic', settings: AFTERNOON });
+  const masqueraded = await attribute(portal, { ...port, at: '2026-03-01T21:00:00Z' });
+  assert.equal(masqueraded.response.status, 409, `kim is not named: ${masqueraded.response.text}`);
+  assert.match(masqueraded.response.text, /node 0 changed between masquerading and a deterministic NAT mapping/);
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T21:00:01Z' }), ['kim'], 'the second after');
+});
+
 test('when one user reconnects within one second on the same client address, attribution through NAT names that user with both sessions', async (t) => {
   const portal = await startWithHistory();
   t.after(() => portal.close());
