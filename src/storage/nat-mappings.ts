@@ -248,8 +248,9 @@ export function natPruningQuery(db: Db, before: string, limit: number) {
 
 /**
  * A mapping replaced at or before `before` that no session in the history overlaps: a mapping
- * is in force from its `applied_at` until the node's next one's, and a session of the node that
- * began before that end and ended at or after that start (or is still open) was under it.
+ * is in force from its `applied_at` through the second of the node's next one's, and a session of
+ * the node that began before that end (or in its second) and ended at or after that start (or is
+ * still open) was under it.
  */
 function unneededBefore(before: string) {
   return (eb: ExpressionBuilder<Database, 'nat_mappings'>) => {
@@ -265,7 +266,9 @@ function unneededBefore(before: string) {
       .selectFrom('connection_log as session')
       .select('session.node_number')
       .whereRef('session.node_number', '=', 'nat_mappings.node_number')
-      .where('session.connected_at', '<', replacedAt)
+      // A session that began in the second of the replacement counts: the old mapping was in
+      // force for part of that second, and attribution reads that second through both.
+      .where('session.connected_at', '<=', replacedAt)
       .where((inner) =>
         inner.or([
           inner('session.disconnected_at', 'is', null),

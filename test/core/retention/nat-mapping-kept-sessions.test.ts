@@ -80,3 +80,47 @@ test('a NAT mapping stays while a session of its time is kept: a report through 
   const after = await portal.get('/attribution', report);
   assert.equal(after.status, 200, `the report of that moment still names carol: ${after.text}`);
 });
+
+test('a session that began in the second its node’s mapping changed keeps the old mapping too, which that second is read through', async (t) => {
+  const clock = new ManualClock('2026-03-01T09:00:00Z');
+  const portal = await startTestPortal({ config: { connectionLogRetention: 'P30D' }, clock });
+  t.after(() => portal.close());
+  const db = portal.portal.ctx.db;
+  await portal.reconcile();
+  await recordMapping(portal, '2026-01-01T00:00:00+00:00', { mode: 'deterministic', settings: OLD });
+  await recordMapping(portal, '2026-01-20T00:00:00+00:00', { mode: 'deterministic', settings: NEW });
+  // dave connected in the second the new mapping was applied (it may have been 00:00:00.600).
+  await openConnection(db, {
+    userId: asUserId('dave'),
+    profileId: asProfileId('employees'),
+    vpnProto: 'wireguard',
+    connectionId: 'd1',
+    nodeNumber: NODE,
+    ipFour: '10.44.0.13',
+    ipSix: 'fd44::d',
+    originatingIp: '198.51.100.4',
+    connectedAt: new Date('2026-01-20T00:00:00.300Z'),
+  });
+  await closeConnection(db, {
+    connectionId: 'd1',
+    nodeNumber: NODE,
+    disconnectedAt: new Date('2026-02-20T08:00:00Z'),
+    bytesIn: 1,
+    bytesOut: 2,
+  });
+  const block = new DeterministicNat(OLD).blockOf('10.44.0.13');
+  assert.ok(block !== null);
+  const report = {
+    ip: block.publicAddress,
+    port: String(block.firstPort),
+    at: '2026-01-20T00:00:00Z',
+    reason: 'CERT 2',
+  };
+  const before = await portal.get('/attribution', report);
+  assert.equal(before.status, 200, `before the housekeeping: ${before.text}`);
+
+  clock.advance(86_400_000);
+  assert.notEqual(await runHousekeepingIfDue(portal.portal.ctx), null, 'the daily run ran');
+  const after = await portal.get('/attribution', report);
+  assert.equal(after.status, 200, `the report of that second still names dave through the old mapping: ${after.text}`);
+});
