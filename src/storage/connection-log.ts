@@ -274,6 +274,29 @@ export async function openSessionOf(
   return row === undefined ? undefined : toOpenSession(row);
 }
 
+/**
+ * When the first session of the node with this IPv4 client address began after `after` (ATOM),
+ * if one did: the node gives an address to one client at a time, so a session on it had ended by
+ * then, whenever its end is heard.
+ */
+export async function nextSessionOnAddress(
+  db: Db,
+  nodeNumber: NodeNumber,
+  ipFour: string,
+  after: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('connection_log')
+    .select('connected_at')
+    .where('ip_four', '=', canonicalAddressOrSame(ipFour))
+    .where('connected_at', '>', after)
+    .where('node_number', '=', nodeNumber)
+    .orderBy('connected_at')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.connected_at;
+}
+
 /** The open OpenVPN sessions of a node that started before `before` (ATOM), oldest first. */
 export async function openOpenVpnSessionsBefore(
   db: Db,

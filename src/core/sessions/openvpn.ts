@@ -4,7 +4,12 @@
 // session events (the connection log is one of their listeners).
 import { findProfile } from '../../config/portal-config.js';
 import { findCertificate, type OpenVpnCertificate } from '../../storage/certificates.js';
-import { openOpenVpnSessionsBefore, openSessionOf, type OpenSession } from '../../storage/connection-log.js';
+import {
+  nextSessionOnAddress,
+  openOpenVpnSessionsBefore,
+  openSessionOf,
+  type OpenSession,
+} from '../../storage/connection-log.js';
 import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
@@ -154,7 +159,7 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
   }
   const ended: PortalEvent = {
     type: 'session.ended',
-    at: ctx.clock.now(),
+    at: await endedBy(ctx, session, ctx.clock.now()),
     connectionId: disconnect.commonName,
     vpnProto: 'openvpn',
     nodeNumber: disconnect.nodeNumber,
@@ -197,7 +202,8 @@ export const DISCONNECT_REPORT_GRACE_MS = 30_000;
  * no longer shows, and has not shown for DISCONNECT_REPORT_GRACE_MS: their disconnect was
  * never reported (a node or agent that crashed, a report that failed twice). Without this they
  * would stay open for ever: online in the listings, attributed their address, never stopped in
- * RADIUS. Each ends when the first listing missed it; its counters went with it.
+ * RADIUS. Each ends when the first listing missed it (or, if earlier, when the node gave its
+ * address to a newer session); its counters went with it.
  */
 export async function endUnlistedOpenVpnSessions(
   ctx: PortalContext,
@@ -220,10 +226,12 @@ export async function endUnlistedOpenVpnSessions(
     listedAt,
     DISCONNECT_REPORT_GRACE_MS,
   );
-  const events = missed.flatMap((session) => {
+  const events: PortalEvent[] = [];
+  for (const session of missed) {
     const since = due.get(rememberedAs(session));
-    return since === undefined ? [] : [sessionEnded('openvpn', session, since, 0, 0, 'lost')];
-  });
+    if (since !== undefined)
+      events.push(sessionEnded('openvpn', session, await endedBy(ctx, session, since), 0, 0, 'lost'));
+  }
   if (events.length === 0) return 0;
   await announceSessions(ctx.events, ctx.db, events);
   ctx.logger.info(
@@ -231,6 +239,17 @@ export async function endUnlistedOpenVpnSessions(
     `ended ${events.length} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,
   );
   return events.length;
+}
+
+/**
+ * When a session heard to end at `at` ended at the latest: when the node gave its address to a
+ * newer session, if that was earlier (an end reported late, or a lost one first missed by a
+ * listing after the node had given the address away). Else `at`.
+ */
+async function endedBy(ctx: PortalContext, session: OpenSession, at: Date): Promise<Date> {
+  if (session.ipFour === '') return at;
+  const next = await nextSessionOnAddress(ctx.db, session.nodeNumber, session.ipFour, session.connectedAt);
+  return next !== undefined && Date.parse(next) < at.getTime() ? new Date(next) : at;
 }
 
 function sessionKey(commonName: string, ipFour: string): string {

@@ -220,3 +220,50 @@ test("a late disconnect report of a client's old connection ends that one, not i
     'the end announced is the old connection’s',
   );
 });
+
+test('a session whose end is heard only after the node gave its address to another user ends when that one began, so the address names one user', async (t) => {
+  const clock = { now: new Date('2026-03-01T10:00:00Z') };
+  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => clock.now } });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const node = asNodeNumber(0);
+  const later = (ms: number) => {
+    clock.now = new Date(clock.now.getTime() + ms);
+  };
+  const holders = async (at: string) => {
+    const response = await portal.get('/connection_log', { ip: '10.60.0.2', at });
+    return (response.json() as { connection_log: { user_id: string }[] }).connection_log.map((entry) => entry.user_id);
+  };
+  const [kai, lea, mio] = [
+    await openVpnConfiguration(portal, 'kai'),
+    await openVpnConfiguration(portal, 'lea'),
+    await openVpnConfiguration(portal, 'mio'),
+  ];
+
+  // kai connected; 10 s later the node crashed, and when it came back gave his address to lea.
+  await reportOpenVpnConnect(portal, kai, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  later(20_000);
+  await reportOpenVpnConnect(portal, lea, { originating_ip: '192.0.2.11', ip_four: '10.60.0.2' });
+  const leaFrom = formatAtom(clock.now);
+  // kai is judged by the node's list once his session is a minute old: missed, then lost 30 s on.
+  const listed = [{ commonName: lea, ipFour: '10.60.0.2' }];
+  later(45_000);
+  assert.equal(await endUnlistedOpenVpnSessions(ctx, node, listed, clock.now), 0, 'first missed');
+  later(DISCONNECT_REPORT_GRACE_MS);
+  assert.equal(await endUnlistedOpenVpnSessions(ctx, node, listed, clock.now), 1, 'lost');
+  assert.equal(
+    (await connectionHistory(ctx.db, kai))[0]?.disconnectedAt,
+    leaFrom,
+    'kai held the address until lea got it at the latest',
+  );
+  assert.deepEqual(await holders('2026-03-01T10:00:50Z'), ['lea'], 'lea alone held it after she connected');
+
+  // A disconnect reported late, after the address went to the next user, ends there too.
+  later(60_000);
+  await reportOpenVpnConnect(portal, mio, { originating_ip: '192.0.2.12', ip_four: '10.60.0.2' });
+  const mioFrom = formatAtom(clock.now);
+  later(10_000);
+  await reportOpenVpnDisconnect(portal, lea, { ip_four: '10.60.0.2' });
+  assert.equal((await connectionHistory(ctx.db, lea))[0]?.disconnectedAt, mioFrom, 'lea held it until mio got it');
+  assert.deepEqual(await holders(formatAtom(new Date(clock.now.getTime() - 5_000))), ['mio']);
+});
