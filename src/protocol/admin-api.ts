@@ -288,7 +288,7 @@ const connectionLogParams = z.object({
   ),
   at: optional(
     param.timestamp,
-    'only sessions open at this moment: started at or before it and not ended by it (ISO 8601); with `ip`: who had the address then',
+    'only sessions open at this moment: started at or before it and not ended before it (ISO 8601; times are kept to the second, so the second a session ended in counts); with `ip`: who had the address then',
   ),
   limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_PAGE_SIZE})`),
   cursor: optional(param.cursor, '`next_cursor` of the previous page'),

@@ -524,7 +524,7 @@ export interface ConnectionLogFilter {
   readonly ip?: { readonly address: string; readonly family: 4 | 6; readonly tunnelOnly?: boolean };
   /** Sessions on this node only. */
   readonly nodeNumber?: NodeNumber;
-  /** Sessions open at this moment (ATOM): started at or before it, not ended by it. */
+  /** Sessions open at this moment (ATOM): started at or before it, not ended before it (the second it ended in counts). */
   readonly at?: string;
   /** Continue after this row (newest first): its start and id. */
   readonly after?: { readonly connectedAt: string; readonly logId: string };
