@@ -46,7 +46,7 @@ export async function attribute(ctx: PortalContext, asked: AttributionQuery): Pr
 
 type Translation = NonNullable<AttributionAnswer['translation']>;
 
-/** A node's mapping that has the public address, and the one it replaced within the asked second, if any. */
+/** A deterministic mapping that has the public address, and the NAT it computes. */
 interface Claim {
   readonly entry: RecordedNatMapping;
   readonly nat: DeterministicNat;
