@@ -4,7 +4,7 @@
 // explain"). An abuse report through the public address and port of that session must still name
 // its user, as `connection_log?ip=&at=` still does by tunnel address.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.js';
 import { DeterministicNat, type NatSettings } from '../../../src/net/deterministic-nat.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
@@ -28,33 +28,59 @@ async function recordMapping(portal: TestPortal, appliedAt: string, mapping: Nat
   assert.notEqual(recorded, null);
 }
 
-test('a NAT mapping stays while a session of its time is kept: a report through it still names the user after the housekeeping', async (t) => {
+/**
+ * A portal on 1 March 2026, its first pass done (that day's housekeeping ran before any history),
+ * whose node 0 mapped through OLD from 1 January and through NEW from 20 January.
+ */
+async function portalWithReplacedMapping(t: TestContext): Promise<{ portal: TestPortal; clock: ManualClock }> {
   const clock = new ManualClock('2026-03-01T09:00:00Z');
   const portal = await startTestPortal({ config: { connectionLogRetention: 'P30D' }, clock });
   t.after(() => portal.close());
-  const db = portal.portal.ctx.db;
-  // The first pass does 1 March's daily run before the history below exists.
   await portal.reconcile();
   await recordMapping(portal, '2026-01-01T00:00:00+00:00', { mode: 'deterministic', settings: OLD });
   await recordMapping(portal, '2026-01-20T00:00:00+00:00', { mode: 'deterministic', settings: NEW });
-  // carol held 10.44.0.12 from 10 January to 20 February: ended within the retention, so kept.
+  return { portal, clock };
+}
+
+/** A WireGuard session of node 0 of `userId`, closed on 20 February (within the retention on 2 March). */
+async function closedSession(
+  portal: TestPortal,
+  session: {
+    userId: string;
+    connectionId: string;
+    ipFour: string;
+    ipSix: string;
+    originatingIp: string;
+    connectedAt: Date;
+  },
+): Promise<void> {
+  const { db } = portal.portal.ctx;
   await openConnection(db, {
-    userId: asUserId('carol'),
+    ...session,
+    userId: asUserId(session.userId),
     profileId: asProfileId('employees'),
     vpnProto: 'wireguard',
-    connectionId: 'c1',
     nodeNumber: NODE,
-    ipFour: '10.44.0.12',
-    ipSix: 'fd44::c',
-    originatingIp: '198.51.100.3',
-    connectedAt: new Date('2026-01-10T08:00:00Z'),
   });
   await closeConnection(db, {
-    connectionId: 'c1',
+    connectionId: session.connectionId,
     nodeNumber: NODE,
     disconnectedAt: new Date('2026-02-20T08:00:00Z'),
     bytesIn: 1,
     bytesOut: 2,
+  });
+}
+
+test('a NAT mapping stays while a session of its time is kept: a report through it still names the user after the housekeeping', async (t) => {
+  const { portal, clock } = await portalWithReplacedMapping(t);
+  // carol held 10.44.0.12 from 10 January to 20 February: ended within the retention, so kept.
+  await closedSession(portal, {
+    userId: 'carol',
+    connectionId: 'c1',
+    ipFour: '10.44.0.12',
+    ipSix: 'fd44::c',
+    originatingIp: '198.51.100.3',
+    connectedAt: new Date('2026-01-10T08:00:00Z'),
   });
   const block = new DeterministicNat(OLD).blockOf('10.44.0.12');
   assert.ok(block !== null);
@@ -82,31 +108,15 @@ test('a NAT mapping stays while a session of its time is kept: a report through 
 });
 
 test('a session that began in the second its node’s mapping changed keeps the old mapping too, which that second is read through', async (t) => {
-  const clock = new ManualClock('2026-03-01T09:00:00Z');
-  const portal = await startTestPortal({ config: { connectionLogRetention: 'P30D' }, clock });
-  t.after(() => portal.close());
-  const db = portal.portal.ctx.db;
-  await portal.reconcile();
-  await recordMapping(portal, '2026-01-01T00:00:00+00:00', { mode: 'deterministic', settings: OLD });
-  await recordMapping(portal, '2026-01-20T00:00:00+00:00', { mode: 'deterministic', settings: NEW });
+  const { portal, clock } = await portalWithReplacedMapping(t);
   // dave connected in the second the new mapping was applied (it may have been 00:00:00.600).
-  await openConnection(db, {
-    userId: asUserId('dave'),
-    profileId: asProfileId('employees'),
-    vpnProto: 'wireguard',
+  await closedSession(portal, {
+    userId: 'dave',
     connectionId: 'd1',
-    nodeNumber: NODE,
     ipFour: '10.44.0.13',
     ipSix: 'fd44::d',
     originatingIp: '198.51.100.4',
     connectedAt: new Date('2026-01-20T00:00:00.300Z'),
-  });
-  await closeConnection(db, {
-    connectionId: 'd1',
-    nodeNumber: NODE,
-    disconnectedAt: new Date('2026-02-20T08:00:00Z'),
-    bytesIn: 1,
-    bytesOut: 2,
   });
   const block = new DeterministicNat(OLD).blockOf('10.44.0.13');
   assert.ok(block !== null);
