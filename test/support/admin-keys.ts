@@ -19,20 +19,18 @@ export const employeesProfile: PortalConfigFile['ProfileList'][number] = {
   nodeUrl: UNREACHABLE_NODE,
 };
 
-/** Two WireGuard profiles: `employees` and `guests`. */
-export const twoProfiles: Partial<PortalConfigFile> = {
-  ProfileList: [
-    employeesProfile,
-    {
-      profileId: 'guests',
-      displayName: 'Guests',
-      hostName: 'vpn.example.org',
-      wRangeFour: '10.45.0.0/24',
-      wRangeSix: 'fd45::/64',
-      nodeUrl: UNREACHABLE_NODE,
-    },
-  ],
+/** The WireGuard profile `guests`, beside `employees` on the same node. */
+export const guestsProfile: PortalConfigFile['ProfileList'][number] = {
+  profileId: 'guests',
+  displayName: 'Guests',
+  hostName: 'vpn.example.org',
+  wRangeFour: '10.45.0.0/24',
+  wRangeSix: 'fd45::/64',
+  nodeUrl: UNREACHABLE_NODE,
 };
+
+/** Two WireGuard profiles: `employees` and `guests`. */
+export const twoProfiles: Partial<PortalConfigFile> = { ProfileList: [employeesProfile, guestsProfile] };
 
 export interface KeyOptions {
   readonly scope?: KeyScope;

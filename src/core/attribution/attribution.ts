@@ -7,7 +7,10 @@
 // once (one of them is wrong, and the portal cannot tell which), and so does a client address
 // that passed from one user to another within the second asked about (times are kept to the
 // second), and so does a port that was another user's under each of the two mappings of a node
-// that changed its mapping within that second. Only the sessions of the key's profiles are found.
+// that changed its mapping within that second. A key limited to some profiles finds only their
+// sessions and learns of no other node, client address or user: those are counted in a refusal,
+// never named. But an ambiguity is decided over every profile, so such a key is never told a
+// user with more confidence than a key for every profile would be.
 import { DeterministicNat, FIRST_NAT_PORT } from '../../net/deterministic-nat.js';
 import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
@@ -16,6 +19,7 @@ import type { NodeNumber } from '../../shared/ids.js';
 import { devicesOfConfigurations } from '../../storage/devices.js';
 import { natMappingOfNodeAt, natMappingsInForce, type RecordedNatMapping } from '../../storage/nat-mappings.js';
 import { formatAtom } from '../../shared/time.js';
+import { visibleNodes, withinReach } from '../access/index.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
 import { requireReason, searchConnectionHistory } from '../sessions/index.js';
@@ -52,6 +56,28 @@ interface Claim {
   readonly nat: DeterministicNat;
 }
 
+/** What the call may be told of: every node and session, or for a limited key those of its profiles. */
+interface Sight {
+  readonly limited: boolean;
+  readonly node: (nodeNumber: number) => boolean;
+  readonly session: (entry: ConnectionLogEntry) => boolean;
+}
+
+function sightOf(ctx: PortalContext): Sight {
+  const nodes = visibleNodes(ctx);
+  return {
+    limited: nodes !== null,
+    node: (nodeNumber) => nodes === null || nodes.has(nodeNumber as NodeNumber),
+    session: (entry) => withinReach(ctx, entry.profile_id),
+  };
+}
+
+/** A translation and every session (of any profile) that held its client address then. */
+interface Found {
+  readonly translation: Translation;
+  readonly entries: readonly ConnectionLogEntry[];
+}
+
 async function throughNat(
   ctx: PortalContext,
   query: AttributionQuery & { readonly port: number },
@@ -61,32 +87,29 @@ async function throughNat(
       'invalid-parameter',
       'invalid value for "ip": with "port", the public IPv4 address of a node (IPv6 is routed, not translated: ask without "port")',
     );
+  const sight = sightOf(ctx);
   const publicAddress = canonicalAddress(query.ip);
   const inForce = await natMappingsInForce(ctx.db, query.at);
   const replaced = await replacedWithin(ctx, query.at, inForce);
   const claiming = claimsOf(publicAddress, inForce);
   const claimingBefore = claimsOf(publicAddress, replaced);
-  if (claiming.length === 0 && claimingBefore.length === 0)
-    throw noNodeUses(publicAddress, query.at, [...inForce, ...replaced]);
-  throwIfMasqueradedWithin(publicAddress, query.at, [...claiming, ...claimingBefore], inForce, replaced);
+  const claims = [...claiming, ...claimingBefore];
+  // Only other profiles' nodes have the address: whatever they did, it was none of the key's users.
+  if (!claims.some(({ entry }) => sight.node(entry.nodeNumber)))
+    throw noNodeUses(publicAddress, query.at, claims.length > 0 ? [] : [...inForce, ...replaced], sight);
+  throwIfMasqueradedWithin(publicAddress, query.at, claims, { inForce, replaced }, sight);
   const current = translationsOf(publicAddress, query.port, claiming);
-  // Two nodes' mappings with the address then: one of them is misconfigured or lies about it,
-  // and the portal cannot tell which. Naming either's user would be a confident guess.
-  if (current.length > 1) throw sharedAddress(publicAddress, query, current);
   // A mapping applied within the asked second counts from its start, but the one it replaced was
   // still in force for part of that second: the port may have been either mapping's.
   const earlier = translationsOf(publicAddress, query.port, claimingBefore).filter(
     (before) => !current.some((now) => now.node_number === before.node_number && now.client_ip === before.client_ip),
   );
   const candidates = [...current, ...earlier];
-  if (candidates.length === 0) {
-    const nodes = [...new Set([...claiming, ...claimingBefore].map(({ entry }) => entry.nodeNumber))].join(', ');
-    throw new PortalError(
-      'no-such-session',
-      `port ${query.port} of ${publicAddress} is outside every client's block at ${query.at} (node ${nodes}; blocks start at port ${FIRST_NAT_PORT})`,
-    );
-  }
-  const found: { translation: Translation; entries: ConnectionLogEntry[] }[] = [];
+  // Two nodes' mappings with the address then: one of them is misconfigured or lies about it,
+  // and the portal cannot tell which. Naming either's user would be a confident guess.
+  if (current.length > 1 && candidates.some((translation) => sight.node(translation.node_number)))
+    throw sharedAddress(publicAddress, query, current, sight);
+  const found: Found[] = [];
   for (const translation of candidates) {
     const entries = await sessionsHolding(ctx, {
       ip: translation.client_ip,
@@ -95,17 +118,65 @@ async function throughNat(
     });
     if (entries.length > 0) found.push({ translation, entries });
   }
+  return answerFrom(ctx, { query, publicAddress, claims, candidates, found }, sight);
+}
+
+/** The user the sessions found name, when they name one the key may see; else why not. */
+async function answerFrom(
+  ctx: PortalContext,
+  asked: {
+    readonly query: AttributionQuery & { readonly port: number };
+    readonly publicAddress: string;
+    readonly claims: readonly Claim[];
+    readonly candidates: readonly Translation[];
+    readonly found: readonly Found[];
+  },
+  sight: Sight,
+): Promise<AttributionAnswer> {
+  const { query, publicAddress, found } = asked;
   const users = new Set(found.flatMap(({ entries }) => entries.map((entry) => entry.user_id)));
   const [first] = found;
-  if (first !== undefined && users.size > 1)
-    throw found.length === 1 ? changedHands(first.translation, query, first.entries) : mappingChanged(query, found);
-  if (first !== undefined)
-    return { at: query.at, translation: first.translation, sessions: await withDevices(ctx, first.entries) };
-  const [translation] = candidates as [Translation];
+  // Two users, one of them the key's: it may not be the one who sent the packet.
+  if (first !== undefined && users.size > 1 && found.some(({ entries }) => entries.some(sight.session)))
+    throw found.length === 1
+      ? changedHands(first.translation, query, first.entries, sight)
+      : mappingChanged(query, found, sight);
+  const shown = found
+    .filter(({ translation }) => sight.node(translation.node_number))
+    .map(({ translation, entries }) => ({ translation, entries: entries.filter(sight.session) }))
+    .find(({ entries }) => entries.length > 0);
+  if (shown !== undefined)
+    return { at: query.at, translation: shown.translation, sessions: await withDevices(ctx, shown.entries) };
+  const [translation] = asked.candidates.filter((candidate) => sight.node(candidate.node_number));
+  if (translation === undefined) {
+    const nodes = [...new Set(asked.claims.map(({ entry }) => entry.nodeNumber))].filter(sight.node).join(', ');
+    throw new PortalError(
+      'no-such-session',
+      `port ${query.port} of ${publicAddress} is outside every client's block at ${query.at} (node ${nodes}; blocks start at port ${FIRST_NAT_PORT})`,
+    );
+  }
   throw new PortalError(
     'no-such-session',
     `no session held ${translation.client_ip} on node ${translation.node_number} at ${query.at} (the client of port ${query.port} of ${publicAddress})`,
   );
+}
+
+/** "node 0: …; node 2: …" for the items on nodes the call may see, then how many other profiles' nodes had one. */
+function listSeen<T>(
+  items: readonly T[],
+  nodeOf: (item: T) => number,
+  describe: (item: T) => string,
+  sight: Sight,
+): string {
+  const seen = items.filter((item) => sight.node(nodeOf(item))).map(describe);
+  const others = new Set(items.map(nodeOf).filter((nodeNumber) => !sight.node(nodeNumber))).size;
+  if (others > 0) seen.push(`${others} node${others === 1 ? '' : 's'} of other profiles`);
+  return seen.join('; ');
+}
+
+/** "node 3", or for a node of other profiles than a limited key's, only that. */
+function nodeName(nodeNumber: number, sight: Sight): string {
+  return sight.node(nodeNumber) ? `node ${nodeNumber}` : 'a node of other profiles';
 }
 
 /** The deterministic mappings among these that have the public address. */
@@ -165,8 +236,11 @@ function throwIfMasqueradedWithin(
   publicAddress: string,
   at: string,
   claims: readonly Claim[],
-  inForce: readonly RecordedNatMapping[],
-  replaced: readonly RecordedNatMapping[],
+  {
+    inForce,
+    replaced,
+  }: { readonly inForce: readonly RecordedNatMapping[]; readonly replaced: readonly RecordedNatMapping[] },
+  sight: Sight,
 ): void {
   const claimingNodes = new Set(claims.map(({ entry }) => entry.nodeNumber));
   const changedNodes = new Set(replaced.map((entry) => entry.nodeNumber));
@@ -178,7 +252,7 @@ function throwIfMasqueradedWithin(
   if (node !== undefined)
     throw new PortalError(
       'conflict',
-      `node ${node.nodeNumber} changed between masquerading and a deterministic NAT mapping with ${publicAddress} ` +
+      `${nodeName(node.nodeNumber, sight)} changed between masquerading and a deterministic NAT mapping with ${publicAddress} ` +
         `within ${at}, and mappings are recorded to the second, so the packet may have been masqueraded: ` +
         "a masquerading node's public address and port cannot be traced to a client (ask about another moment " +
         'of the reported activity)',
@@ -191,15 +265,17 @@ function throwIfMasqueradedWithin(
  */
 function mappingChanged(
   query: AttributionQuery & { readonly port: number },
-  found: readonly { readonly translation: Translation; readonly entries: readonly ConnectionLogEntry[] }[],
+  found: readonly Found[],
+  sight: Sight,
 ): PortalError {
-  const candidates = found
-    .map(
-      ({ translation, entries }) =>
-        `node ${translation.node_number}'s mapping from ${translation.mapping_applied_at}: ${translation.client_ip}, ` +
-        [...new Set(entries.map((entry) => entry.user_id))].join(', '),
-    )
-    .join('; ');
+  const candidates = listSeen(
+    found,
+    ({ translation }) => translation.node_number,
+    ({ translation, entries }) =>
+      `node ${translation.node_number}'s mapping from ${translation.mapping_applied_at}: ${translation.client_ip}, ` +
+      usersSeen(entries, sight),
+    sight,
+  );
   return new PortalError(
     'conflict',
     `the NAT mapping with ${found[0]?.translation.public_address ?? query.ip} changed within ${query.at}, and mappings are recorded to the second, so ` +
@@ -212,8 +288,14 @@ function sharedAddress(
   publicAddress: string,
   query: AttributionQuery & { readonly port: number },
   translations: readonly Translation[],
+  sight: Sight,
 ): PortalError {
-  const candidates = translations.map((t) => `node ${t.node_number}: ${t.client_ip}`).join('; ');
+  const candidates = listSeen(
+    translations,
+    (t) => t.node_number,
+    (t) => `node ${t.node_number}: ${t.client_ip}`,
+    sight,
+  );
   return new PortalError(
     'conflict',
     `more than one node had a NAT mapping with ${publicAddress} at ${query.at}, so port ${query.port} cannot be ` +
@@ -233,17 +315,25 @@ function changedHands(
   translation: Translation,
   query: AttributionQuery & { readonly port: number },
   entries: readonly ConnectionLogEntry[],
+  sight: Sight,
 ): PortalError {
-  const candidates = entries
-    .map(
-      (entry) =>
-        `${entry.user_id} (connection ${entry.connection_id}, from ${entry.connected_at}` +
-        `${entry.disconnected_at === null ? ', still open' : ` until ${entry.disconnected_at}`})`,
-    )
-    .join('; ');
+  const hidden = entries.filter((entry) => !sight.session(entry)).length;
+  const candidates = [
+    ...entries
+      .filter(sight.session)
+      .map(
+        (entry) =>
+          `${entry.user_id} (connection ${entry.connection_id}, from ${entry.connected_at}` +
+          `${entry.disconnected_at === null ? ', still open' : ` until ${entry.disconnected_at}`})`,
+      ),
+    ...(hidden === 0 ? [] : [sessionsOfOtherProfiles(hidden)]),
+  ].join('; ');
+  const client = sight.node(translation.node_number)
+    ? `the client address ${translation.client_ip} on node ${translation.node_number}`
+    : 'a client address on a node of other profiles';
   return new PortalError(
     'conflict',
-    `the client address ${translation.client_ip} on node ${translation.node_number} passed from one session to ` +
+    `${client} passed from one session to ` +
       `another within ${query.at} (the client of port ${query.port} of ${translation.public_address}), and session ` +
       `times are kept to the second, so the report cannot be traced to one user (${candidates}): ask about ` +
       'another moment of the reported activity',
@@ -253,12 +343,15 @@ function changedHands(
 /** Nobody held the address; when it is a node's public address then, the port is what was missing. */
 async function noSessionHeld(ctx: PortalContext, ip: string, at: string): Promise<PortalError> {
   const address = ipAddressFamily(ip) === 4 ? canonicalAddress(ip) : null;
+  const sight = sightOf(ctx);
   const node =
     address === null
       ? undefined
       : (await natMappingsInForce(ctx.db, at)).find(
           (entry) =>
-            entry.mapping.mode === 'deterministic' && new DeterministicNat(entry.mapping.settings).usesAddress(address),
+            sight.node(entry.nodeNumber) &&
+            entry.mapping.mode === 'deterministic' &&
+            new DeterministicNat(entry.mapping.settings).usesAddress(address),
         );
   return new PortalError(
     'no-such-session',
@@ -268,9 +361,19 @@ async function noSessionHeld(ctx: PortalContext, ip: string, at: string): Promis
   );
 }
 
-/** No deterministic mapping has the address then: a masquerading node cannot be read backwards (409), else nothing uses it (404). */
-function noNodeUses(publicAddress: string, at: string, inForce: readonly RecordedNatMapping[]): PortalError {
-  const masquerading = inForce.filter((entry) => entry.mapping.mode === 'masquerade').map((entry) => entry.nodeNumber);
+/**
+ * No deterministic mapping the call may see has the address then: a masquerading node among
+ * `mappings` cannot be read backwards (409), else nothing (of the key's profiles) used it (404).
+ */
+function noNodeUses(
+  publicAddress: string,
+  at: string,
+  mappings: readonly RecordedNatMapping[],
+  sight: Sight,
+): PortalError {
+  const masquerading = mappings
+    .filter((entry) => entry.mapping.mode === 'masquerade' && sight.node(entry.nodeNumber))
+    .map((entry) => entry.nodeNumber);
   if (masquerading.length > 0)
     return new PortalError(
       'conflict',
@@ -278,21 +381,40 @@ function noNodeUses(publicAddress: string, at: string, inForce: readonly Recorde
         `masqueraded then: a masquerading node's public address and port cannot be traced to a client ` +
         '(ask by the tunnel address, or give the node deterministic NAT)',
     );
-  return new PortalError('no-such-session', `no node used the public address ${publicAddress} at ${at}`);
+  const nodes = sight.limited ? "no node of the key's profiles" : 'no node';
+  return new PortalError('no-such-session', `${nodes} used the public address ${publicAddress} at ${at}`);
 }
 
-/** The sessions of the key's profiles that held the address at the moment, newest first (connection_log's own look-up). */
+/**
+ * The sessions that held the address at the moment, newest first (connection_log's own look-up):
+ * of the key's profiles for a client or tunnel address; of every profile on a node through NAT,
+ * where another profile's session may make the answer ambiguous (and is then counted, not named).
+ */
 async function sessionsHolding(
   ctx: PortalContext,
   search: { readonly ip: string; readonly at: string; readonly nodeNumber?: NodeNumber },
 ): Promise<ConnectionLogEntry[]> {
-  const page = await searchConnectionHistory(ctx, {
+  const { call: _call, ...portal } = ctx;
+  const page = await searchConnectionHistory(search.nodeNumber === undefined ? ctx : portal, {
     ip: search.ip,
     at: search.at,
     ...(search.nodeNumber === undefined ? {} : { nodeNumber: search.nodeNumber, tunnelOnly: true }),
     limit: MAX_SESSIONS,
   });
   return page.entries;
+}
+
+/** "alice, bob" for the users of the sessions the call may see, then how many other profiles' sessions there were. */
+function usersSeen(entries: readonly ConnectionLogEntry[], sight: Sight): string {
+  const hidden = entries.filter((entry) => !sight.session(entry)).length;
+  return [
+    ...new Set(entries.filter(sight.session).map((entry) => entry.user_id)),
+    ...(hidden === 0 ? [] : [sessionsOfOtherProfiles(hidden)]),
+  ].join(', ');
+}
+
+function sessionsOfOtherProfiles(count: number): string {
+  return `${count} session${count === 1 ? '' : 's'} of other profiles`;
 }
 
 async function withDevices(

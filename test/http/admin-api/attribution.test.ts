@@ -12,7 +12,16 @@ import { DeterministicNat, type NatSettings } from '../../../src/net/determinist
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
 import { recordNatMapping, type NatMapping } from '../../../src/storage/nat-mappings.js';
-import { auditLog, bearer, makeAdminKey, ManualClock, twoProfiles } from '../../support/admin-keys.js';
+import type { PortalConfigFile } from '../../../src/config/schema.js';
+import {
+  auditLog,
+  bearer,
+  employeesProfile,
+  guestsProfile,
+  makeAdminKey,
+  ManualClock,
+  twoProfiles,
+} from '../../support/admin-keys.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../../support/test-portal.js';
 
 const NODE = asNodeNumber(0);
@@ -28,6 +37,8 @@ const CHANGE = '2026-03-01T12:00:00+00:00';
 interface Session {
   readonly user: string;
   readonly profile?: string;
+  /** Node 0 unless said. */
+  readonly node?: number;
   readonly key: string;
   readonly four: string;
   readonly six: string;
@@ -85,7 +96,7 @@ async function recordSessions(portal: TestPortal, sessions: readonly Session[]):
       profileId: asProfileId(session.profile ?? 'employees'),
       vpnProto: 'wireguard',
       connectionId: session.key,
-      nodeNumber: NODE,
+      nodeNumber: asNodeNumber(session.node ?? NODE),
       ipFour: session.four,
       ipSix: session.six,
       originatingIp: session.from,
@@ -94,7 +105,7 @@ async function recordSessions(portal: TestPortal, sessions: readonly Session[]):
     if (session.end !== null)
       await closeConnection(db, {
         connectionId: session.key,
-        nodeNumber: NODE,
+        nodeNumber: asNodeNumber(session.node ?? NODE),
         disconnectedAt: new Date(session.end),
         bytesIn: 1,
         bytesOut: 2,
@@ -102,11 +113,11 @@ async function recordSessions(portal: TestPortal, sessions: readonly Session[]):
   }
 }
 
-async function recordMapping(portal: TestPortal, appliedAt: string, mapping: NatMapping): Promise<void> {
+async function recordMapping(portal: TestPortal, appliedAt: string, mapping: NatMapping, node = NODE): Promise<void> {
   const db = portal.portal.ctx.db;
   const recorded = await db
     .transaction()
-    .execute((trx) => recordNatMapping(trx, { nodeNumber: NODE, appliedAt, mapping }, appliedAt));
+    .execute((trx) => recordNatMapping(trx, { nodeNumber: node, appliedAt, mapping }, appliedAt));
   assert.notEqual(recorded, null, `the mapping of ${appliedAt} is recorded`);
 }
 
@@ -500,6 +511,82 @@ test('a key limited to some profiles finds only their users: another profile’s
   assert.deepEqual(await whoHad(portal, { ...portOf(MORNING, '10.45.0.7'), at }, guests), ['dave']);
   assert.deepEqual(await whoHad(portal, { ...portOf(MORNING, '10.44.0.7'), at }, employees), ['alice']);
   assert.equal((await attribute(portal, { ip: '198.51.100.4', at }, employees)).response.status, 404);
+});
+
+/** Employees on node 0, guests on node 1 only: a key for one profile may not learn of the other's node. */
+const profilesOnTwoNodes: Partial<PortalConfigFile> = {
+  ProfileList: [employeesProfile, { ...guestsProfile, onNode: [1] }],
+};
+const GUESTS_NODE = asNodeNumber(1);
+
+test('through NAT, a key limited to some profiles learns of no other profile’s node: no number, client address or masquerading', async (t) => {
+  const portal = await startWithHistory(profilesOnTwoNodes);
+  t.after(() => portal.close());
+  const guests = await makeAdminKey(portal, 'guests-reader', { scope: 'read', profiles: ['guests'] });
+  const at = '2026-03-01T09:00:00Z';
+
+  const employeesAddress = await attribute(portal, { ...portOf(MORNING, '10.44.0.7'), at }, guests);
+  assert.equal(employeesAddress.response.status, 404, employeesAddress.response.text);
+  assert.match(
+    employeesAddress.response.text,
+    /no node of the key's profiles used the public address 192\.0\.2\.1[01] at 2026-03-01T09:00:00\+00:00/,
+  );
+  const withoutPort = await attribute(portal, { ip: '192.0.2.10', at }, guests);
+  assert.equal(withoutPort.response.status, 404, withoutPort.response.text);
+  assert.doesNotMatch(withoutPort.response.text, /public address of node/, 'node 0 is not named by its address');
+
+  await recordMapping(portal, '2026-03-01T20:00:00+00:00', { mode: 'masquerade' });
+  const masqueraded = await attribute(portal, { ip: '192.0.2.10', port: '40000', at: '2026-03-01T21:00:00Z' }, guests);
+  assert.equal(
+    masqueraded.response.status,
+    404,
+    `node 0 masquerading is none of the key's: ${masqueraded.response.text}`,
+  );
+  for (const { response } of [employeesAddress, withoutPort, masqueraded])
+    assert.doesNotMatch(response.text, /node 0|10\.44\.|alice/, 'nothing of node 0 is told');
+
+  const everyProfile = await attribute(portal, { ip: '192.0.2.10', port: '40000', at: '2026-03-01T21:00:00Z' });
+  assert.equal(everyProfile.response.status, 409, 'a key for every profile is still told node 0 masqueraded');
+});
+
+test('through NAT, an ambiguity that involves another profile’s node still answers a limited key 409, counting that node without naming it', async (t) => {
+  const portal = await startTestPortal({ config: profilesOnTwoNodes, clock: new ManualClock() });
+  t.after(() => portal.close());
+  const employees = await makeAdminKey(portal, 'employees-reader', { scope: 'read', profiles: ['employees'] });
+  // Node 0 has 192.0.2.10 all day; node 1 (guests) claimed it too until noon, then moved to 192.0.2.20.
+  const nodeZero: NatSettings = { ranges: ['10.44.0.0/24'], publicAddresses: ['192.0.2.10'], portsPerClient: 100 };
+  const nodeOne: NatSettings = { ...nodeZero, ranges: ['10.45.0.0/24'] };
+  await recordMapping(portal, '2026-03-01T00:00:00+00:00', { mode: 'deterministic', settings: nodeZero });
+  await recordMapping(portal, '2026-03-01T00:00:00+00:00', { mode: 'deterministic', settings: nodeOne }, GUESTS_NODE);
+  await recordMapping(
+    portal,
+    CHANGE,
+    { mode: 'deterministic', settings: { ...nodeOne, publicAddresses: ['192.0.2.20'] } },
+    GUESTS_NODE,
+  );
+  const session = { six: 'fd44::c', end: null, start: '2026-03-01T08:00:00Z' };
+  await recordSessions(portal, [
+    { ...session, user: 'carol', key: 'c1', four: '10.44.0.12', from: '198.51.100.3' },
+    { ...session, user: 'dave', profile: 'guests', node: 1, key: 'd1', four: '10.45.0.12', from: '198.51.100.4' },
+  ]);
+  const port = portOf(nodeZero, '10.44.0.12');
+  assert.deepEqual(portOf(nodeOne, '10.45.0.12'), port, 'before noon the port was a client’s on either node');
+
+  const claimedByBoth = await attribute(portal, { ...port, at: '2026-03-01T09:00:00Z' }, employees);
+  assert.equal(claimedByBoth.response.status, 409, `carol is not named on a guess: ${claimedByBoth.response.text}`);
+  assert.match(claimedByBoth.response.text, /\(node 0: 10\.44\.0\.12; 1 node of other profiles\)/);
+  const changedThatSecond = await attribute(portal, { ...port, at: CHANGE }, employees);
+  assert.equal(changedThatSecond.response.status, 409, changedThatSecond.response.text);
+  assert.match(
+    changedThatSecond.response.text,
+    /node 0's mapping from [^:]+:00:00\+00:00: 10\.44\.0\.12, carol; 1 node of other profiles/,
+  );
+  for (const { response } of [claimedByBoth, changedThatSecond])
+    assert.doesNotMatch(response.text, /node 1|10\.45\.|dave|d1/, 'nothing of node 1 is named');
+
+  const everyProfile = await attribute(portal, { ...port, at: CHANGE });
+  assert.match(everyProfile.response.text, /10\.44\.0\.12, carol; node 1's mapping from [^)]*10\.45\.0\.12, dave/);
+  assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T12:00:01Z' }, employees), ['carol'], 'after noon');
 });
 
 test('a look-up is audited with its reason and whom it found; one without a reason or with bad input is refused with 400 and leaves no row', async (t) => {
