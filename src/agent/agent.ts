@@ -84,7 +84,8 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
   const daemonUrl = urlOf(server.server.address());
   logger.info({ url: daemonUrl.href }, 'serving the vpn-daemon protocol');
 
-  const { refresh, settled } = serverConfigRefresher(portal, services.apply, logger);
+  const refresher = serverConfigRefresher(portal, services.apply, logger);
+  const { refresh } = refresher;
   const refreshTimer = setInterval(() => void refresh(), config.refreshIntervalMs);
   // The first request reached the portal before anything here listened; now the portal can
   // look at this node (a new instance_id) and give it its peers at once.
@@ -110,7 +111,9 @@ export async function startNodeAgent(deps: NodeAgentDependencies, signal?: Abort
     },
     async stop() {
       clearInterval(refreshTimer);
-      await settled();
+      // A refresh asked for from now on (a check-in after a lost interface, a caller) would set up
+      // again what is about to close: the NAT table, the relay, OpenVPN servers.
+      await refresher.stop();
       await metricsServer?.close();
       await server.close();
       await services.close();
@@ -286,15 +289,18 @@ const MAINTENANCE_ON = 'maintenance mode on: the portal puts no new configuratio
 
 /**
  * Fetches the server configuration again and applies it, one fetch at a time (a refresh asked
- * for while one runs joins it); a failure keeps the configuration in use.
+ * for while one runs joins it); a failure keeps the configuration in use. Once stopped, it
+ * waits for the refresh under way and starts none.
  */
 function serverConfigRefresher(
   portal: PortalClient,
   apply: (serverConfig: NodeServerConfig) => Promise<void>,
   logger: Logger,
-): { refresh(): Promise<void>; settled(): Promise<void> } {
+): { refresh(): Promise<void>; stop(): Promise<void> } {
   let refreshing: Promise<void> | null = null;
+  let stopped = false;
   const refresh = (): Promise<void> => {
+    if (stopped) return refreshing ?? Promise.resolve();
     refreshing ??= portal
       .fetchServerConfig()
       .then(apply)
@@ -309,7 +315,11 @@ function serverConfigRefresher(
       });
     return refreshing;
   };
-  return { refresh, settled: async () => void (await refreshing) };
+  const stop = async (): Promise<void> => {
+    stopped = true;
+    await refreshing;
+  };
+  return { refresh, stop };
 }
 
 function portalClientOf(deps: NodeAgentDependencies, preferAes: boolean): PortalClient {
